@@ -1,0 +1,13 @@
+module github.com/tcc-dev/tcc
+
+go 1.26.8
+
+require (
+	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+)
