@@ -1,0 +1,142 @@
+package tinymlp
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
+)
+
+func init() { models.Register(Model{}) }
+
+// Model is the tiny-mlp model.
+type Model struct{}
+
+// Name is the registry name.
+func (Model) Name() string { return "tiny-mlp" }
+
+// Doc is a one-line description.
+func (Model) Doc() string {
+	return "embedding -> N x [rmsnorm -> SwiGLU MLP -> residual] -> rmsnorm -> lm_head -> argmax"
+}
+
+// Params are the size flags with small defaults.
+func (Model) Params() []models.Param {
+	return []models.Param{
+		{Name: "layers", Default: "2", Doc: "number of decoder layers"},
+		{Name: "hidden", Default: "128", Doc: "hidden size (multiple of 32)"},
+		{Name: "intermediate", Default: "256", Doc: "MLP intermediate size (multiple of 32)"},
+		{Name: "vocab", Default: "512", Doc: "vocabulary size (multiple of 32)"},
+		{Name: "batch", Default: "1", Doc: "tokens per decode step (1..32)"},
+	}
+}
+
+// Sizes are tiny-mlp's dimensions.
+type Sizes struct{ Layers, Hidden, Intermediate, Vocab, Batch int }
+
+const eps = 1e-6
+
+// SizesFrom reads and validates the size parameters.
+func SizesFrom(a models.Args) (Sizes, error) {
+	var s Sizes
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"layers", &s.Layers}, {"hidden", &s.Hidden}, {"intermediate", &s.Intermediate}, {"vocab", &s.Vocab}, {"batch", &s.Batch}} {
+		n, err := a.Int(f.name)
+		if err != nil {
+			return s, err
+		}
+		*f.dst = n
+	}
+	switch {
+	case s.Layers < 1:
+		return s, fmt.Errorf("tiny-mlp: --layers %d must be at least 1", s.Layers)
+	case s.Hidden < 32 || s.Hidden%32 != 0, s.Intermediate < 32 || s.Intermediate%32 != 0, s.Vocab < 32 || s.Vocab%32 != 0:
+		return s, fmt.Errorf("tiny-mlp: --hidden %d, --intermediate %d and --vocab %d must be positive multiples of 32 (whole tiles)", s.Hidden, s.Intermediate, s.Vocab)
+	case s.Batch < 1 || s.Batch > 32:
+		return s, fmt.Errorf("tiny-mlp: --batch %d must be in 1..32 (one tile row of tokens)", s.Batch)
+	}
+	return s, nil
+}
+
+// Build returns the unfused decode graph.
+func (m Model) Build(a models.Args, mesh ir.Mesh) (*ir.Graph, error) {
+	s, err := SizesFrom(a)
+	if err != nil {
+		return nil, err
+	}
+	if mesh.Devices() != 1 {
+		return nil, fmt.Errorf("tiny-mlp runs on one device; mesh %s has %d", mesh, mesh.Devices())
+	}
+	return BuildGraph(s), nil
+}
+
+// BuildGraph builds tiny-mlp for sizes s (which must be valid).
+func BuildGraph(s Sizes) *ir.Graph {
+	b := ir.NewBuilder("tiny-mlp")
+	ids := b.Input("tokens", ir.TensorType{Shape: ir.Shape{s.Batch}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	emb := b.Weight("model.embed_tokens.weight", ir.T(ir.BF16, s.Vocab, s.Hidden))
+	type layerW struct{ norm, gate, up, down *ir.Value }
+	lw := make([]layerW, s.Layers)
+	for i := range lw {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		lw[i] = layerW{
+			norm: b.Weight(p+"post_attention_layernorm.weight", ir.T(ir.BF16, s.Hidden)),
+			gate: b.Weight(p+"mlp.gate_proj.weight", ir.T(ir.BFP8B, s.Hidden, s.Intermediate)),
+			up:   b.Weight(p+"mlp.up_proj.weight", ir.T(ir.BFP8B, s.Hidden, s.Intermediate)),
+			down: b.Weight(p+"mlp.down_proj.weight", ir.T(ir.BFP8B, s.Intermediate, s.Hidden)),
+		}
+	}
+	finalNorm := b.Weight("model.norm.weight", ir.T(ir.BF16, s.Hidden))
+	lmHead := b.Weight("lm_head.weight", ir.T(ir.BFP8B, s.Hidden, s.Vocab))
+
+	b.Region("embed", -1)
+	h := b.Embedding(ids, emb)
+	for i, w := range lw {
+		b.Region("mlp", i)
+		x := RMSNormDecomposed(b, h, w.norm)
+		gate := b.SiLU(b.Matmul(x, w.gate))
+		up := b.Matmul(x, w.up)
+		h = b.Add(h, b.Matmul(b.Mul(gate, up), w.down))
+	}
+	b.Region("head", -1)
+	logits := b.Matmul(RMSNormDecomposed(b, h, finalNorm), lmHead)
+	b.Output(logits, b.Argmax(logits))
+	g, err := b.Finish()
+	if err != nil {
+		// Sizes were validated; a failure here is a bug in this file.
+		panic("tiny-mlp: " + err.Error())
+	}
+	return g
+}
+
+// RMSNormDecomposed writes x * rsqrt(mean(x^2) + eps) * (1 + w) as the six
+// ops a composed model issues.
+func RMSNormDecomposed(b *ir.Builder, x, w *ir.Value) *ir.Value {
+	r := b.Rsqrt(b.AddScalar(b.Mean(b.Square(x)), eps))
+	return b.Mul(b.Mul(x, r), b.AddScalar(w, 1))
+}
+
+// InitWeight draws deterministic weights: N(0, 1/fan_in) for projections,
+// N(0, 1) rows for the embedding, small zero-centred norm weights.
+func (Model) InitWeight(v *ir.Value, rng *rand.Rand) []float32 {
+	n := v.Type.Shape.Numel()
+	out := make([]float32, n)
+	scale := 1.0
+	switch {
+	case strings.Contains(v.Name, "norm"):
+		scale = 0.1
+	case strings.Contains(v.Name, "embed"):
+		scale = 1
+	case v.Type.Shape.Rank() == 2:
+		scale = 1 / math.Sqrt(float64(v.Type.Shape[0]))
+	}
+	for i := range out {
+		out[i] = float32(rng.NormFloat64() * scale)
+	}
+	return out
+}
