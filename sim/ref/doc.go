@@ -1,0 +1,59 @@
+// Package ref is tcc's graph reference evaluator: it runs an ir.Graph op by
+// op on the host, in float32, and is the ground truth that generated device
+// programs (on the simulator or on cards) are measured against with PCC and
+// maximum relative error.
+//
+// # Reference at the same formats
+//
+// A device never holds a tensor as float32 unless its dtype is fp32: a bf16
+// activation is rounded to nearest even when it is packed, a bfp8_b weight
+// shares one exponent per 16-value face row, and so on. A reference that
+// kept every intermediate in float32 would differ from a correct device
+// program by all of these roundings, so a real bug and a legitimate storage
+// rounding would look alike. The reference therefore rounds at exactly the
+// points the device stores a value, and nowhere else:
+//
+//   - inputs, weights and states are rounded through their declared dtype
+//     when they enter Eval (a bfp8_b weight is evaluated with its bfp8_b
+//     values, as the device sees it after upload);
+//   - every op result is rounded through its declared result dtype (the
+//     TensorType of the result value), as the device packs it to its output
+//     buffer: bf16 round-to-nearest-even, bfp8_b/bfp4_b by packing the
+//     flattened [Rows2D, last dim] matrix into zero-padded tiles and
+//     unpacking it (numerics.QuantizeMatrix), fp32 unchanged, int32/uint32
+//     checked to be integers in range;
+//   - inside an op nothing is rounded to a storage format: eltwise results
+//     are computed in float32 (the precision of an fp32 DEST), reductions
+//     and norms accumulate in float64 and round once to float32, and SFPU
+//     functions are the shared numerics helpers (float64 formula, one
+//     rounding to float32). The exception is matmul, whose products go
+//     through numerics.Matmul: source-register reduction (fp32 operands to
+//     tf32), math-fidelity-limited products (Options.Fidelity, HiFi4 by
+//     default) and float32 accumulation, because those effects are a
+//     property of the format and fidelity the program chooses, not of the
+//     kernel's implementation.
+//
+// This is "the reference at the same formats" (Options.StorageFormats, on
+// in DefaultOptions). A correct device program differs from it only by
+// accumulation order and in-kernel intermediate precision, so tight
+// thresholds catch real errors. With StorageFormats off (ExactOptions) the
+// evaluator is the pure math in float32: no storage rounding, typecasts to
+// float dtypes are the identity and matmul sums exact products in float64;
+// comparing the two modes measures what the chosen formats cost.
+//
+// # Fused ops
+//
+// A fused op (rmsnorm, ...) has its own evaluator, computed from its
+// equation with one rounding of the result. EvalDecomposition evaluates the
+// ops it replaced (op.Decomp) with their own rounding points, so tests can
+// check that the fused form computes what the decomposed form did.
+//
+// # Adding an op
+//
+// The evaluator is a table from ir.OpKind to an evalFunc, filled by one
+// register call per op family file (eltwise.go, reduce.go, matmul.go,
+// norm.go, data.go). A new op is one entry: a function that validates the
+// shapes and attributes it uses, computes float32 results before storage
+// rounding and returns errors without panicking. A test fails for every op
+// kind of the ir op table that has no entry.
+package ref

@@ -1,0 +1,340 @@
+package ref
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Options selects how closely the evaluator follows the device's formats.
+//
+// The zero Options is NOT the default: it means exact float32 values with
+// no storage rounding. Start from DefaultOptions (device formats, HiFi4) or
+// ExactOptions (pure math) and change fields from there.
+type Options struct {
+	// StorageFormats rounds every value through its declared dtype's device
+	// storage: graph inputs, weights and states on entry, and every op
+	// result (see Store). It also makes matmul use the device's FPU
+	// products (numerics.Matmul at Fidelity, float32 accumulation). When
+	// false, values stay float32, typecasts to float dtypes are the
+	// identity, and matmul accumulates exact float32 products in float64.
+	StorageFormats bool
+	// Fidelity is the math fidelity of matmul products when StorageFormats
+	// is set: LoFi, HiFi2, HiFi3 or HiFi4 (HiFi4 is exact for bf16 and
+	// block-float operands). It must be a valid fidelity even when
+	// StorageFormats is off, where it is otherwise ignored.
+	Fidelity ir.MathFidelity
+}
+
+// DefaultOptions is the reference at the device's formats:
+// StorageFormats on, Fidelity HiFi4.
+func DefaultOptions() Options { return Options{StorageFormats: true, Fidelity: ir.HiFi4} }
+
+// ExactOptions is the pure-math reference: StorageFormats off (Fidelity
+// HiFi4, unused).
+func ExactOptions() Options { return Options{StorageFormats: false, Fidelity: ir.HiFi4} }
+
+func (o Options) check() error {
+	switch o.Fidelity {
+	case ir.LoFi, ir.HiFi2, ir.HiFi3, ir.HiFi4:
+		return nil
+	}
+	return fmt.Errorf("ref: options: unknown math fidelity %s (want LoFi, HiFi2, HiFi3 or HiFi4)", o.Fidelity)
+}
+
+// evalFunc computes an op's results from its operand values. It returns
+// float32 values before storage rounding (the caller rounds each result
+// through its declared dtype) and errors that need not name the op (the
+// caller adds op.Where() and the operand shapes). It must validate every
+// shape and attribute it relies on and must not panic on any input.
+type evalFunc func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
+
+// evaluators is the op table of the reference evaluator: one entry per op
+// kind, registered by the family files (eltwise.go, reduce.go, ...).
+var evaluators = map[ir.OpKind]evalFunc{}
+
+// register adds entries to evaluators; it panics on a duplicate kind, a
+// programming error caught when the package is initialised.
+func register(m map[ir.OpKind]evalFunc) {
+	for k, f := range m {
+		if _, dup := evaluators[k]; dup {
+			panic(fmt.Sprintf("ref: two evaluators registered for op %s", k))
+		}
+		evaluators[k] = f
+	}
+}
+
+// HasEvaluator reports whether the reference evaluator implements op kind k.
+func HasEvaluator(k ir.OpKind) bool { _, ok := evaluators[k]; return ok }
+
+// Eval runs graph g on the reference evaluator.
+//
+// env must hold a tensor for every graph input, weight and state, with the
+// declared shape; it must not hold other values. With opts.StorageFormats
+// each is first rounded through its declared dtype (Store); integer-typed
+// values must hold integers in range in either mode. The ops then run in
+// program order.
+//
+// On success the returned map holds every declared value (as rounded on
+// entry) and every op result, including all graph outputs and state
+// updates; env and its tensors are not modified and no returned tensor
+// shares memory with env. Errors name the value or the op (op.Where()), the
+// shapes involved and the rule broken.
+func Eval(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Tensor, error) {
+	if g == nil {
+		return nil, errors.New("ref: Eval: graph is nil")
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	vals := make(map[*ir.Value]Tensor, len(env))
+	declared := map[*ir.Value]bool{}
+	for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
+		for _, v := range list {
+			declared[v] = true
+			t, ok := env[v]
+			if !ok {
+				return nil, fmt.Errorf("ref: graph %q: env has no tensor for %s %q (%s, %s)", g.Name, v.Kind, v.Name, v, v.Type.Shape)
+			}
+			st, err := bind(v, t, opts)
+			if err != nil {
+				return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+			}
+			vals[v] = st
+		}
+	}
+	var extra []*ir.Value
+	for v := range env {
+		if !declared[v] {
+			extra = append(extra, v)
+		}
+	}
+	if len(extra) > 0 {
+		id := func(v *ir.Value) int {
+			if v == nil {
+				return -1
+			}
+			return v.ID
+		}
+		sort.Slice(extra, func(i, j int) bool { return id(extra[i]) < id(extra[j]) })
+		v := extra[0]
+		name := "<nil>"
+		if v != nil {
+			name = fmt.Sprintf("%s %q (%s)", v.Kind, v.Name, v)
+		}
+		return nil, fmt.Errorf("ref: graph %q: env holds %d value(s) the graph does not declare as input, weight or state, first %s", g.Name, len(extra), name)
+	}
+	for _, op := range g.Ops() {
+		if err := evalInto(op, vals, opts); err != nil {
+			return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+		}
+	}
+	for i, v := range g.Outputs {
+		if _, ok := vals[v]; !ok {
+			return nil, fmt.Errorf("ref: graph %q: output %d (%s) is not computed by any op", g.Name, i, v)
+		}
+	}
+	for s, v := range g.StateUpdates {
+		if _, ok := vals[v]; !ok {
+			return nil, fmt.Errorf("ref: graph %q: new value %s of state %q is not computed by any op", g.Name, v, s.Name)
+		}
+	}
+	return vals, nil
+}
+
+// bind checks t against declared value v and rounds it as the device
+// stores v; the result shares no memory with t.
+func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
+	if v == nil {
+		return Tensor{}, errors.New("declared value is nil")
+	}
+	if !t.Shape.Equal(v.Type.Shape) {
+		return Tensor{}, fmt.Errorf("%s %q (%s) is declared %s, got a tensor of shape %s", v.Kind, v.Name, v, v.Type.Shape, t.Shape)
+	}
+	st, err := finish(v.Type.DType, t, opts)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("%s %q (%s %s): %w", v.Kind, v.Name, v.Type.Shape, v.Type.DType, err)
+	}
+	return st, nil
+}
+
+// finish applies a value's storage: Store with StorageFormats, otherwise a
+// copy (integer dtypes are still checked). The result shares no memory with t.
+func finish(dt ir.DType, t Tensor, opts Options) (Tensor, error) {
+	if opts.StorageFormats {
+		return Store(dt, t)
+	}
+	if err := t.check(); err != nil {
+		return Tensor{}, err
+	}
+	if dt == ir.Int32 || dt == ir.UInt32 {
+		if err := checkInts(dt, t); err != nil {
+			return Tensor{}, err
+		}
+	}
+	return t.Clone(), nil
+}
+
+// evalInto evaluates op with operands looked up in vals and stores its
+// results there.
+func evalInto(op *ir.Op, vals map[*ir.Value]Tensor, opts Options) error {
+	if op == nil {
+		return errors.New("op is nil")
+	}
+	args := make([]Tensor, len(op.Operands))
+	for i, v := range op.Operands {
+		t, ok := vals[v]
+		if !ok {
+			return fmt.Errorf("%s: operand %d (%s) has no value: it is not defined before use", op.Where(), i, v)
+		}
+		args[i] = t
+	}
+	outs, err := runOp(op, args, opts)
+	if err != nil {
+		return err
+	}
+	for i, r := range op.Results {
+		vals[r] = outs[i]
+	}
+	return nil
+}
+
+// EvalOp evaluates one op on operand values args (one per operand, in
+// order). With opts.StorageFormats the operands are first rounded through
+// their declared dtypes (a no-op for values already stored that way) and
+// the results through theirs. It returns one tensor per op result, with the
+// result's declared shape.
+func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, errors.New("ref: EvalOp: op is nil")
+	}
+	if len(args) != len(op.Operands) {
+		return nil, fmt.Errorf("ref: %s has %d operands, got %d values", op.Where(), len(op.Operands), len(args))
+	}
+	in := make([]Tensor, len(args))
+	for i, v := range op.Operands {
+		if v == nil {
+			return nil, fmt.Errorf("ref: %s: operand %d is nil", op.Where(), i)
+		}
+		t, err := finish(v.Type.DType, args[i], opts)
+		if err != nil {
+			return nil, fmt.Errorf("ref: %s: operand %d (%s %s): %w", op.Where(), i, v.Type.Shape, v.Type.DType, err)
+		}
+		in[i] = t
+	}
+	outs, err := runOp(op, in, opts)
+	if err != nil {
+		return nil, fmt.Errorf("ref: %w", err)
+	}
+	return outs, nil
+}
+
+// runOp dispatches op to its evaluator, checks the results against the
+// op's declared result types and applies their storage. Errors name the op
+// and the operand shapes. A panic inside an evaluator (a bug) is turned into
+// an error naming the op.
+func runOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error) {
+	fn, ok := evaluators[op.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%s: the reference evaluator has no semantics for op kind %s", op.Where(), op.Kind)
+	}
+	info := op.Kind.Info()
+	n := len(info.Operands)
+	if (!info.Variadic && len(args) != n) || (info.Variadic && len(args) < n) {
+		return nil, fmt.Errorf("%s%s: takes %d operands (%v), got %d", op.Where(), shapesOf(args), n, info.Operands, len(args))
+	}
+	if len(op.Results) != info.Results {
+		return nil, fmt.Errorf("%s%s: has %d results, the op table says %d", op.Where(), shapesOf(args), len(op.Results), info.Results)
+	}
+	for i, r := range op.Results {
+		if r == nil {
+			return nil, fmt.Errorf("%s: result %d is nil", op.Where(), i)
+		}
+	}
+	for i, a := range args {
+		if err := a.check(); err != nil {
+			return nil, fmt.Errorf("%s: operand %d: %w", op.Where(), i, err)
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			outs, err = nil, fmt.Errorf("%s%s: internal error in the reference evaluator: %v", op.Where(), shapesOf(args), p)
+		}
+	}()
+	raw, err := fn(op, args, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", op.Where(), shapesOf(args), err)
+	}
+	if len(raw) != len(op.Results) {
+		return nil, fmt.Errorf("%s%s: evaluator returned %d results, op has %d", op.Where(), shapesOf(args), len(raw), len(op.Results))
+	}
+	outs = make([]Tensor, len(raw))
+	for i, r := range op.Results {
+		if !raw[i].Shape.Equal(r.Type.Shape) {
+			return nil, fmt.Errorf("%s%s: result %d has shape %s but its declared type is %s", op.Where(), shapesOf(args), i, raw[i].Shape, r.Type)
+		}
+		t, err := finish(r.Type.DType, raw[i], opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s%s: storing result %d as %s: %w", op.Where(), shapesOf(args), i, r.Type.DType, err)
+		}
+		outs[i] = t
+	}
+	return outs, nil
+}
+
+// EvalDecomposition evaluates the decomposition a fused op replaced
+// (op.Decomp) on args with DefaultOptions; see EvalDecompositionWith.
+func EvalDecomposition(op *ir.Op, args []Tensor) ([]Tensor, error) {
+	return EvalDecompositionWith(op, args, DefaultOptions())
+}
+
+// EvalDecompositionWith evaluates op.Decomp: its Inputs placeholders are
+// bound positionally to args (rounded through the placeholders' dtypes with
+// opts.StorageFormats), its Ops run in order, each rounding its results as
+// in Eval, and the values of its Outputs are returned in order. Comparing
+// the result with EvalOp(op, args, opts) checks a fused op against the ops
+// it replaced. It fails when op has no decomposition, when len(args) differs
+// from the number of placeholders, or when a decomposition op reads a value
+// that is neither a placeholder nor an earlier decomposition result.
+func EvalDecompositionWith(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, errors.New("ref: EvalDecomposition: op is nil")
+	}
+	d := op.Decomp
+	if d == nil {
+		return nil, fmt.Errorf("ref: %s has no decomposition", op.Where())
+	}
+	if len(args) != len(d.Inputs) {
+		return nil, fmt.Errorf("ref: decomposition of %s has %d inputs, got %d values", op.Where(), len(d.Inputs), len(args))
+	}
+	vals := make(map[*ir.Value]Tensor, len(d.Inputs)+len(d.Ops))
+	for i, v := range d.Inputs {
+		t, err := bind(v, args[i], opts)
+		if err != nil {
+			return nil, fmt.Errorf("ref: decomposition of %s: input %d: %w", op.Where(), i, err)
+		}
+		vals[v] = t
+	}
+	for _, sub := range d.Ops {
+		if err := evalInto(sub, vals, opts); err != nil {
+			return nil, fmt.Errorf("ref: decomposition of %s: %w", op.Where(), err)
+		}
+	}
+	outs := make([]Tensor, len(d.Outputs))
+	for i, v := range d.Outputs {
+		t, ok := vals[v]
+		if !ok {
+			return nil, fmt.Errorf("ref: decomposition of %s: output %d (%s) is not computed by its ops", op.Where(), i, v)
+		}
+		outs[i] = t
+	}
+	return outs, nil
+}
