@@ -79,7 +79,8 @@ func (m Model) Build(a models.Args, mesh ir.Mesh) (*ir.Graph, error) {
 func BuildGraph(s Sizes) *ir.Graph {
 	b := ir.NewBuilder("tiny-mlp")
 	ids := b.Input("tokens", ir.TensorType{Shape: ir.Shape{s.Batch}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
-	emb := b.Weight("model.embed_tokens.weight", ir.T(ir.BF16, s.Vocab, s.Hidden))
+	// Row-major table: one page per token row, so the embedding program gathers whole pages.
+	emb := b.Weight("model.embed_tokens.weight", ir.TensorType{Shape: ir.Shape{s.Vocab, s.Hidden}, DType: ir.BF16, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
 	type layerW struct{ norm, gate, up, down *ir.Value }
 	lw := make([]layerW, s.Layers)
 	for i := range lw {
