@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/passes"
+)
+
+func newIRCmd() *cobra.Command {
+	var layer int
+	var printAfter []string
+	cmd := &cobra.Command{
+		Use:   "ir MODEL",
+		Short: "Print a model's graph IR (whole graph or one layer)",
+		Long: `Print the graph IR of a model as text (the same format ir.Parse reads).
+
+  tcc ir tiny-mlp                         # as the model is written (unfused)
+  tcc ir tiny-mlp --stage fused --layer 0 # one decoder layer after fusion
+  tcc ir tiny-mlp --print-after fuse --layer 1
+                                          # layer 1 after each named pass`,
+		Args: cobra.ExactArgs(1),
+	}
+	mf := addModelFlags(cmd, "unfused")
+	cmd.Flags().IntVar(&layer, "layer", -1, "print only this decoder layer's region")
+	cmd.Flags().StringSliceVar(&printAfter, "print-after", nil, "run the pipeline and dump the graph (or --layer) after these passes")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if len(printAfter) > 0 {
+			mf.stage = "unfused"
+		}
+		_, g, _, err := mf.graphFor(args[0])
+		if err != nil {
+			return err
+		}
+		if len(printAfter) > 0 {
+			opts, err := pipelineOptions(mf.disable)
+			if err != nil {
+				return err
+			}
+			for _, p := range printAfter {
+				if !contains(passes.Default().Names(), p) {
+					return fmt.Errorf("--print-after %q: unknown pass (passes: %v)", p, passes.Default().Names())
+				}
+			}
+			// Run pass by pass so one layer can be dumped after each named pass.
+			pl := passes.Default()
+			for i := range pl.Passes {
+				sub := &passes.Pipeline{Passes: pl.Passes[i : i+1]}
+				if _, err := sub.Run(g, opts); err != nil {
+					return err
+				}
+				if contains(printAfter, pl.Passes[i].Name) {
+					fmt.Printf("// after %s (#%d)\n", pl.Passes[i].Name, i+1)
+					if err := printGraph(g, layer); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		return printGraph(g, layer)
+	}
+	return cmd
+}
+
+func printGraph(g *ir.Graph, layer int) error {
+	if layer < 0 {
+		_, err := fmt.Fprint(os.Stdout, ir.Print(g))
+		return err
+	}
+	for _, r := range g.Layers() {
+		if r.Index == layer {
+			_, err := fmt.Fprint(os.Stdout, ir.PrintRegion(g, r))
+			return err
+		}
+	}
+	return fmt.Errorf("--layer %d: the graph has %d decoder layers", layer, len(g.Layers()))
+}
+
+func newPassesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "passes",
+		Short: "List the pipeline's passes, their ordering constraints and the fusion rules",
+		Long: `List the default pipeline's passes in order, the ordering constraints between
+them with their reasons, and every fusion rule with its "before => after"
+summary. Any rule or pass can be turned off with --disable NAME on build, run,
+report and ir.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			pl := passes.Default()
+			fmt.Println("passes (in order):")
+			for i, p := range pl.Passes {
+				fmt.Printf("  %2d. %-8s %s\n", i+1, p.Name, p.Doc)
+			}
+			fmt.Println("\nordering constraints:")
+			for _, c := range pl.Constraints {
+				fmt.Printf("  %s before %s: %s\n", c.Before, c.After, c.Reason)
+			}
+			fmt.Println("\nfusion rules (by family):")
+			for _, fam := range passes.Families() {
+				fmt.Printf("  %s:\n", fam)
+				for _, r := range passes.FamilyRules(fam) {
+					fmt.Printf("    %-22s %s\n", r.Name, r.Rewrite)
+				}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/passes"
+	"github.com/tcc-dev/tcc/passes/report"
+)
+
+func newReportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Reports about a model's compiled form",
+	}
+	var format string
+	ops := &cobra.Command{
+		Use:   "ops MODEL",
+		Short: "Count device programs per decoder layer (per device, per decode step)",
+		Long: `Count the device programs one decode step launches on each device, per decoder
+layer and by op. After the pipeline every graph op is one device program.
+
+  tcc report ops qwen27b --mesh 1x2 --stage unfused --format json
+  tcc report ops tiny-mlp --stage fused          # table with the rules that fired
+
+--format json prints the contract other tools read: model, mesh, stage, total_ops
+and layers[] with index, kind, ops and by_op.`,
+		Args: cobra.ExactArgs(1),
+	}
+	mf := addModelFlags(ops, "unfused")
+	ops.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
+	ops.RunE = func(_ *cobra.Command, args []string) error {
+		_, g, res, err := mf.graphFor(args[0])
+		if err != nil {
+			return err
+		}
+		return opReport(args[0], mf.stage, g, res).Write(os.Stdout, format)
+	}
+	cmd.AddCommand(ops)
+	return cmd
+}
+
+// opReport builds the op-count report, with rule firings when res has them.
+func opReport(model, stage string, g *ir.Graph, res *passes.Result) *report.Report {
+	var rules map[int]map[string]int
+	if res != nil && res.Rewrites != nil {
+		rules = map[int]map[string]int{}
+		for _, f := range res.Rewrites.Firings() {
+			if f.Region.IsLayer() && f.Count > 0 {
+				if rules[f.Region.Index] == nil {
+					rules[f.Region.Index] = map[string]int{}
+				}
+				rules[f.Region.Index][f.Rule] += f.Count
+			}
+		}
+	}
+	return report.Build(model, stage, g, rules)
+}

@@ -1,0 +1,76 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Rule is one named rewrite: a pattern, an optional side condition and a
+// replacement builder.
+type Rule struct {
+	// Name identifies the rule in firing counts, errors and test data
+	// (expect=Name); unique within an engine.
+	Name string
+	// Rewrite is a one-line summary "before => after", for example
+	// "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rmsnorm(x, w)".
+	Rewrite string
+	// Pattern is matched at every op of a region as root; its outermost
+	// node must be an Op pattern.
+	Pattern *Pattern
+	// Where is an optional side condition; the match is used only if it
+	// returns true. It may read bound values' types and matched ops'
+	// attributes and must not modify the graph.
+	Where func(m *Match) bool
+	// Build creates the replacement ops with b (inserted just before the
+	// root) and returns one replacement value per root result, each with
+	// the root result's shape and dtype. Every ir.OpInfo.Fused op it emits
+	// records the matched ops as its decomposition.
+	Build func(b *Builder, m *Match) ([]*ir.Value, error)
+	// AllowSharedInterior lets the rule match even when a value produced
+	// inside the match (not by the root) is also used outside it; the
+	// interior ops then stay alive. By default such a match is rejected,
+	// so fusion never duplicates work.
+	AllowSharedInterior bool
+}
+
+// Before returns the "before" half of the Rewrite comment.
+func (r *Rule) Before() string {
+	before, _, _ := strings.Cut(r.Rewrite, "=>")
+	return strings.TrimSpace(before)
+}
+
+// After returns the "after" half of the Rewrite comment.
+func (r *Rule) After() string {
+	_, after, _ := strings.Cut(r.Rewrite, "=>")
+	return strings.TrimSpace(after)
+}
+
+// Validate reports a rule that cannot be run: no name, a Rewrite comment
+// that is not one line of the form "before => after", a malformed pattern,
+// a pattern whose root is not an Op, or no Build function.
+func (r *Rule) Validate() error {
+	if r == nil {
+		return fmt.Errorf("rewrite: nil rule")
+	}
+	if r.Name == "" {
+		return fmt.Errorf("rewrite: rule with pattern %v has no name", r.Pattern)
+	}
+	if strings.Count(r.Rewrite, "=>") != 1 || strings.ContainsAny(r.Rewrite, "\n\r") || r.Before() == "" || r.After() == "" {
+		return fmt.Errorf("rewrite: rule %s: Rewrite comment %q must be one line \"before => after\"", r.Name, r.Rewrite)
+	}
+	if r.Pattern == nil || r.Pattern.kind != patOp {
+		return fmt.Errorf("rewrite: rule %s: pattern root must be an Op pattern, got %v", r.Name, r.Pattern)
+	}
+	if err := r.Pattern.check(); err != nil {
+		return fmt.Errorf("rewrite: rule %s: pattern %v: %w", r.Name, r.Pattern, err)
+	}
+	if r.Build == nil {
+		return fmt.Errorf("rewrite: rule %s has no Build function", r.Name)
+	}
+	return nil
+}
+
+// RootKind is the op kind the rule's pattern is anchored at.
+func (r *Rule) RootKind() ir.OpKind { return r.Pattern.op }
