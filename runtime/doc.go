@@ -1,0 +1,16 @@
+// Package runtime is tcc's user-facing device API: open a mesh of devices on
+// a backend, allocate tensors, upload them in device formats and layouts,
+// launch programs, read results back.
+//
+// The sim backend (default) runs every program on sim/kexec, a simulated
+// Blackhole card per mesh device. The blackhole backend (real cards through
+// the kernel driver and tt-metal's JIT build) is not available on machines
+// without cards; Open reports that clearly.
+//
+// Tensors are exchanged with the host as row-major float32 (integers held
+// exactly). Upload converts to the buffer's layout and format: tile layout
+// tilizes every trailing [rows, cols] matrix into 32x32 tiles of four 16x16
+// faces and packs them as fp32, bf16 (round to nearest even), bfp8_b or
+// bfp4_b; row-major layout stores one row of the last dimension per page.
+// Download is the exact inverse (dropping tile padding).
+package runtime
