@@ -1,0 +1,187 @@
+package kir
+
+import "fmt"
+
+// This file is the one table of tt-metal API names. A version bump of the
+// kernel API that renames a call is a change here.
+
+var eltNames = [...]string{EltAdd: "add", EltSub: "sub", EltMul: "mul"}
+
+var bcastInitNames = map[[2]uint8]string{
+	{uint8(EltAdd), uint8(BcastRows)}:   "add_bcast_rows_init_short",
+	{uint8(EltAdd), uint8(BcastCols)}:   "add_bcast_cols_init_short",
+	{uint8(EltAdd), uint8(BcastScalar)}: "add_bcast_scalar_init_short",
+	{uint8(EltSub), uint8(BcastRows)}:   "sub_bcast_rows_init_short",
+	{uint8(EltSub), uint8(BcastCols)}:   "sub_bcast_cols_init_short",
+	{uint8(EltSub), uint8(BcastScalar)}: "sub_tiles_bcast_scalar_init_short",
+	{uint8(EltMul), uint8(BcastRows)}:   "mul_bcast_rows_init_short",
+	{uint8(EltMul), uint8(BcastCols)}:   "mul_bcast_cols_init_short",
+	{uint8(EltMul), uint8(BcastScalar)}: "mul_tiles_bcast_scalar_init_short",
+}
+
+var sfpuAPINames = [...]string{
+	SFPUExp: "exp_tile", SFPULog: "log_tile", SFPUSigmoid: "sigmoid_tile", SFPUSiLU: "silu_tile",
+	SFPURsqrt: "rsqrt_tile", SFPUSqrt: "sqrt_tile", SFPURecip: "recip_tile", SFPUSquare: "square_tile",
+	SFPUNegative: "negative_tile", SFPUAbs: "abs_tile", SFPURelu: "relu_tile", SFPUSoftplus: "softplus_tile",
+	SFPUAddScalar: "add_unary_tile", SFPUMulScalar: "mul_unary_tile",
+}
+
+var sfpuInitNames = [...]string{
+	SFPUExp: "exp_tile_init", SFPULog: "log_tile_init", SFPUSigmoid: "sigmoid_tile_init", SFPUSiLU: "silu_tile_init",
+	SFPURsqrt: "rsqrt_tile_init", SFPUSqrt: "sqrt_tile_init", SFPURecip: "recip_tile_init", SFPUSquare: "square_tile_init",
+	SFPUNegative: "negative_tile_init", SFPUAbs: "abs_tile_init", SFPURelu: "relu_tile_init", SFPUSoftplus: "softplus_tile_init",
+	SFPUAddScalar: "binop_with_scalar_tile_init", SFPUMulScalar: "binop_with_scalar_tile_init",
+}
+
+// APIName is the tt-metal function a statement prints as ("" for the
+// control statements Let, Assign, For, If, Comment and for L1Write32, which
+// prints as a volatile store). Template arguments are not included
+// (reduce_tile, not reduce_tile<...>).
+func APIName(s Stmt) string {
+	switch s := s.(type) {
+	case CBReserveBack:
+		return "cb_reserve_back"
+	case CBPushBack:
+		return "cb_push_back"
+	case CBWaitFront:
+		return "cb_wait_front"
+	case CBPopFront:
+		return "cb_pop_front"
+	case NoCAsyncRead:
+		return "noc_async_read"
+	case NoCAsyncWrite:
+		return "noc_async_write"
+	case NoCAsyncWriteMulticast:
+		return "noc_async_write_multicast"
+	case NoCAsyncReadBarrier:
+		return "noc_async_read_barrier"
+	case NoCAsyncWriteBarrier:
+		return "noc_async_write_barrier"
+	case NoCAsyncWritesFlushed:
+		return "noc_async_writes_flushed"
+	case NoCSemaphoreSet:
+		return "noc_semaphore_set"
+	case NoCSemaphoreWait:
+		return "noc_semaphore_wait"
+	case NoCSemaphoreWaitMin:
+		return "noc_semaphore_wait_min"
+	case NoCSemaphoreInc:
+		return "noc_semaphore_inc"
+	case NoCSemaphoreSetMulticast:
+		return "noc_semaphore_set_multicast"
+	case ComputeKernelHWStartup:
+		return "compute_kernel_hw_startup"
+	case TileRegsAcquire:
+		return "tile_regs_acquire"
+	case TileRegsCommit:
+		return "tile_regs_commit"
+	case TileRegsWait:
+		return "tile_regs_wait"
+	case TileRegsRelease:
+		return "tile_regs_release"
+	case CopyTileInit:
+		return "copy_tile_to_dst_init_short"
+	case CopyTile:
+		return "copy_tile"
+	case BinaryInit:
+		return eltName(s.Op) + "_tiles_init"
+	case BinaryTiles:
+		return eltName(s.Op) + "_tiles"
+	case BcastInit:
+		if n, ok := bcastInitNames[[2]uint8{uint8(s.Op), uint8(s.Dim)}]; ok {
+			return n
+		}
+	case BcastTiles:
+		return eltName(s.Op) + "_tiles_bcast_" + s.Dim.String()
+	case MatmulInit:
+		return "matmul_init"
+	case MatmulTiles:
+		return "matmul_tiles"
+	case MatmulBlockInit:
+		return "matmul_block_init"
+	case MatmulBlock:
+		return "matmul_block"
+	case ReduceInit:
+		return "reduce_init"
+	case ReduceTile:
+		return "reduce_tile"
+	case ReduceUninit:
+		return "reduce_uninit"
+	case TransposeInit:
+		return "transpose_wh_init_short"
+	case TransposeTile:
+		return "transpose_wh_tile"
+	case SFPUInit:
+		if int(s.Op) < len(sfpuInitNames) {
+			return sfpuInitNames[s.Op]
+		}
+	case SFPU:
+		if int(s.Op) < len(sfpuAPINames) {
+			return sfpuAPINames[s.Op]
+		}
+	case PackTile:
+		return "pack_tile"
+	case ReconfigDataFormat:
+		return "reconfig_data_format"
+	case PackReconfigDataFormat:
+		return "pack_reconfig_data_format"
+	}
+	return ""
+}
+
+func eltName(o EltwiseOp) string {
+	if int(o) < len(eltNames) {
+		return eltNames[o]
+	}
+	return fmt.Sprintf("elt%d", int(o))
+}
+
+// ExprAPIName is the tt-metal function a value-returning call prints as
+// ("" for Const, Var, ArgRef, Bin and L1Read32).
+func ExprAPIName(e Expr) string {
+	switch e.(type) {
+	case GetWritePtr:
+		return "get_write_ptr"
+	case GetReadPtr:
+		return "get_read_ptr"
+	case GetTileSize:
+		return "get_tile_size"
+	case GetSemaphore:
+		return "get_semaphore"
+	case NoCAddr:
+		return "get_noc_addr"
+	case DRAMBankAddr:
+		return "get_noc_addr_from_bank_id"
+	case MulticastAddr:
+		return "get_noc_multicast_addr"
+	case MyNoCX:
+		return "my_x"
+	case MyNoCY:
+		return "my_y"
+	}
+	return ""
+}
+
+// IsComputeOnly reports whether s may only appear in a compute kernel.
+func IsComputeOnly(s Stmt) bool {
+	switch s.(type) {
+	case ComputeKernelHWStartup, TileRegsAcquire, TileRegsCommit, TileRegsWait, TileRegsRelease,
+		CopyTileInit, CopyTile, BinaryInit, BinaryTiles, BcastInit, BcastTiles, MatmulInit, MatmulTiles,
+		MatmulBlockInit, MatmulBlock, ReduceInit, ReduceTile, ReduceUninit, TransposeInit, TransposeTile,
+		SFPUInit, SFPU, PackTile, ReconfigDataFormat, PackReconfigDataFormat:
+		return true
+	}
+	return false
+}
+
+// IsDataMovementOnly reports whether s may only appear in a data-movement
+// (reader / writer) kernel.
+func IsDataMovementOnly(s Stmt) bool {
+	switch s.(type) {
+	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier,
+		NoCAsyncWritesFlushed, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc,
+		NoCSemaphoreSetMulticast, L1Write32:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,28 @@
+// Package kir is tcc's kernel IR: level 2 of the three levels in DESIGN.md.
+//
+// A Program says how one device program computes one (fused) op on
+// Blackhole: which cores run it, which circular buffers (CBs) exist on them
+// (index, page size, page count, data format), which semaphores, which
+// kernels (reader, writer, compute) run on which RISC-V with which
+// configuration, the argument table of every kernel, the per-core argument
+// values, and the body of every kernel as structured statements whose
+// instructions are one Go type per tt-metal API call.
+//
+// Two consumers read this level: the C++ printer (every instruction prints as
+// one tt-metal call; the kernel's argument table prints both the
+// get_arg_val/get_compile_time_arg_val/get_common_arg_val indices in the C++
+// and the argument vectors of the host config) and the kernel executor
+// sim/kexec (which interprets the very same statements). So the code that
+// runs in the simulator is the code that is printed.
+//
+// Argument values are symbolic where the host only knows them at load time:
+// an ArgValue is a constant, a buffer's address plus an offset, or the NoC
+// coordinate of a logical core; the runtime resolves them (Resolve).
+//
+// Validate checks a program against every hardware rule of DESIGN.md and
+// reports each violation as a *RuleError with a named Rule, so a broken
+// program is a compile error rather than a hang on the card. Rules that
+// depend on values only known while running (dynamic DEST indices, CB ring
+// straddling, DRAM page alignment) are checked again by sim/kexec, which
+// reports them with the same Rule names.
+package kir

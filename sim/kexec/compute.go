@@ -1,0 +1,678 @@
+package kexec
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
+)
+
+type regPhase uint8
+
+const (
+	regsIdle      regPhase = iota // released: math may acquire
+	regsAcquired                  // math owns DEST
+	regsCommitted                 // handed to pack
+	regsWaited                    // pack owns DEST
+)
+
+var phaseNames = [...]string{"released", "acquired", "committed", "waited"}
+
+type fpuKind uint8
+
+const (
+	fpuNone fpuKind = iota
+	fpuCopy
+	fpuBinary
+	fpuBcast
+	fpuMatmul
+	fpuMatmulBlock
+	fpuReduce
+	fpuTranspose
+)
+
+// fpuMode is what the last FPU init configured.
+type fpuMode struct {
+	kind      fpuKind
+	elt       kir.EltwiseOp
+	bcast     kir.BcastDim
+	rop       kir.ReduceOp
+	rdim      kir.ReduceDim
+	transpose bool
+}
+
+// computeState is the unpack/math/pack state of one compute kernel on one core.
+type computeState struct {
+	capacity   int
+	dest       [][]float32
+	reduced    []bool // DEST tile written by a reduce since acquire
+	phase      regPhase
+	started    bool
+	srcA, srcB ir.DType // configured unpacker formats
+	pack       ir.DType // configured packer format
+	fpu        fpuMode
+	sfpu       kir.SFPUOp
+	sfpuSet    bool
+	fid        ir.MathFidelity
+	fp32       bool
+}
+
+func newComputeState(r *run, k *kir.Kernel) *computeState {
+	n := r.t.DestTiles(k.Compute.DstFullSyncEn, k.Compute.FP32DestAccEn)
+	cs := &computeState{capacity: n, dest: make([][]float32, n), reduced: make([]bool, n), fid: k.Compute.MathFidelity, fp32: k.Compute.FP32DestAccEn}
+	for i := range cs.dest {
+		cs.dest[i] = make([]float32, numerics.TileElems)
+	}
+	return cs
+}
+
+func (ks *kstate) cbFormat(idx int, call string) (ir.DType, error) {
+	c, err := ks.cb(idx, call)
+	if err != nil {
+		return 0, err
+	}
+	return c.cfg.Format, nil
+}
+
+// needStarted checks that compute_kernel_hw_startup ran.
+func (ks *kstate) needStarted(call string) error {
+	if !ks.comp.started {
+		return ks.errf(kir.RuleInit, kir.NoCB, "%s before compute_kernel_hw_startup", call)
+	}
+	return nil
+}
+
+func (ks *kstate) needFPU(call string, want fpuMode, init string) error {
+	if err := ks.needStarted(call); err != nil {
+		return err
+	}
+	if ks.comp.fpu != want {
+		return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first (the last FPU init configured %s)", call, init, ks.comp.fpu.describe())
+	}
+	return nil
+}
+
+func (m fpuMode) describe() string {
+	switch m.kind {
+	case fpuCopy:
+		return "copy_tile"
+	case fpuBinary:
+		return m.elt.String() + "_tiles"
+	case fpuBcast:
+		return fmt.Sprintf("%s_tiles_bcast_%s", m.elt, m.bcast)
+	case fpuMatmul:
+		return "matmul_tiles"
+	case fpuMatmulBlock:
+		return "matmul_block"
+	case fpuReduce:
+		return fmt.Sprintf("reduce %s over %s", m.rop, m.rdim)
+	case fpuTranspose:
+		return "transpose_wh_tile"
+	}
+	return "nothing"
+}
+
+func (ks *kstate) needPhase(call string, want regPhase) error {
+	if ks.comp.phase != want {
+		what := "math ops run between tile_regs_acquire and tile_regs_commit"
+		if want == regsWaited {
+			what = "pack_tile runs between tile_regs_wait and tile_regs_release"
+		}
+		return ks.errf(kir.RuleTileRegs, kir.NoCB, "%s while DEST is %s; %s", call, phaseNames[ks.comp.phase], what)
+	}
+	return nil
+}
+
+func (ks *kstate) destIndex(call string, d uint64) (int, error) {
+	if d >= uint64(ks.comp.capacity) {
+		mode, width := "half-sync", "16-bit"
+		if ks.k.Compute.DstFullSyncEn {
+			mode = "full-sync"
+		}
+		if ks.comp.fp32 {
+			width = "fp32"
+		}
+		return 0, ks.errf(kir.RuleDEST, kir.NoCB, "%s addresses DEST tile %d; DEST holds %d tiles in %s mode with %s DEST", call, d, ks.comp.capacity, mode, width)
+	}
+	return int(d), nil
+}
+
+// unpack reads tile i from the front of CB idx through unpacker source
+// side ('A' or 'B').
+func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, ir.DType, error) {
+	c, addr, err := ks.frontTileAddr(idx, i, call)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := c.cfg.Format
+	conf := ks.comp.srcA
+	if side == 'B' {
+		conf = ks.comp.srcB
+	}
+	if conf != f {
+		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s unpacks CB c_%d (%s) through source %c, which is configured for %s; call reconfig_data_format first", call, idx, f, side, conf)
+	}
+	if c.pageSize != f.TileBytes() {
+		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.pageSize, f)
+	}
+	buf := make([]byte, c.pageSize)
+	ks.core.mem.read(addr, buf)
+	tile, err := numerics.UnpackTile(f, buf)
+	if err != nil {
+		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s: %v", call, err)
+	}
+	ks.r.stats.TileOps++
+	return tile, f, nil
+}
+
+// srcReg is the value an FPU source register holds for x stored as f.
+func srcReg(x float32, f ir.DType) float32 {
+	if f == ir.FP32 {
+		x = numerics.TruncTF32(x)
+	}
+	if x != 0 && math.Abs(float64(x)) < 0x1p-126 {
+		return float32(math.Copysign(0, float64(x)))
+	}
+	return x
+}
+
+// round applies DEST rounding: bf16 unless fp32_dest_acc_en.
+func (cs *computeState) round(t []float32) {
+	if cs.fp32 {
+		return
+	}
+	for i, v := range t {
+		t[i] = numerics.RoundBF16(v)
+	}
+}
+
+func transposed(t []float32) []float32 {
+	out := make([]float32, len(t))
+	for r := 0; r < numerics.TileDim; r++ {
+		for c := 0; c < numerics.TileDim; c++ {
+			out[numerics.FaceIndex(c, r)] = t[numerics.FaceIndex(r, c)]
+		}
+	}
+	return out
+}
+
+func eltwise(op kir.EltwiseOp, a, b float32, fa, fb ir.DType, fid ir.MathFidelity) float32 {
+	switch op {
+	case kir.EltAdd:
+		return srcReg(a, fa) + srcReg(b, fb)
+	case kir.EltSub:
+		return srcReg(a, fa) - srcReg(b, fb)
+	}
+	return numerics.FidelityMul(a, b, fid)
+}
+
+func sfpu(op kir.SFPUOp, x, p float32) float32 {
+	switch op {
+	case kir.SFPUExp:
+		return numerics.Exp(x)
+	case kir.SFPULog:
+		return float32(math.Log(float64(x)))
+	case kir.SFPUSigmoid:
+		return numerics.Sigmoid(x)
+	case kir.SFPUSiLU:
+		return numerics.SiLU(x)
+	case kir.SFPURsqrt:
+		return numerics.Rsqrt(x)
+	case kir.SFPUSqrt:
+		return float32(math.Sqrt(float64(x)))
+	case kir.SFPURecip:
+		return numerics.Recip(x)
+	case kir.SFPUSquare:
+		return x * x
+	case kir.SFPUNegative:
+		return -x
+	case kir.SFPUAbs:
+		return float32(math.Abs(float64(x)))
+	case kir.SFPURelu:
+		if x > 0 {
+			return x
+		}
+		return 0
+	case kir.SFPUSoftplus:
+		return numerics.Softplus(x, 1, 20)
+	case kir.SFPUAddScalar:
+		return x + p
+	case kir.SFPUMulScalar:
+		return x * p
+	}
+	return x
+}
+
+func sfpuInitGroup(op kir.SFPUOp) kir.SFPUOp {
+	if op == kir.SFPUMulScalar {
+		return kir.SFPUAddScalar // binop_with_scalar_tile_init serves both
+	}
+	return op
+}
+
+// compute compiles a compute statement; ev evaluates its operands in
+// kir.StmtExprs order.
+func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (instr, error) {
+	call := kir.APIName(s)
+	do := func(f func(ks *kstate, v []uint64) error) instr {
+		return next(func(ks *kstate) error {
+			v, err := ev(ks)
+			if err != nil {
+				return err
+			}
+			return f(ks, v)
+		})
+	}
+	switch s := s.(type) {
+	case kir.ComputeKernelHWStartup:
+		return do(func(ks *kstate, _ []uint64) error {
+			a, b := s.ICB0, s.ICB1
+			if s.SrcReverse {
+				a, b = b, a
+			}
+			var err error
+			cs := ks.comp
+			if cs.srcA, err = ks.cbFormat(a, call); err != nil {
+				return err
+			}
+			if cs.srcB, err = ks.cbFormat(b, call); err != nil {
+				return err
+			}
+			if cs.pack, err = ks.cbFormat(s.OCB, call); err != nil {
+				return err
+			}
+			cs.started = true
+			return nil
+		}), nil
+	case kir.ReconfigDataFormat:
+		return do(func(ks *kstate, _ []uint64) error {
+			if err := ks.needStarted(call); err != nil {
+				return err
+			}
+			var err error
+			if ks.comp.srcA, err = ks.cbFormat(s.SrcA, call); err != nil {
+				return err
+			}
+			ks.comp.srcB, err = ks.cbFormat(s.SrcB, call)
+			return err
+		}), nil
+	case kir.PackReconfigDataFormat:
+		return do(func(ks *kstate, _ []uint64) error {
+			if err := ks.needStarted(call); err != nil {
+				return err
+			}
+			var err error
+			ks.comp.pack, err = ks.cbFormat(s.CB, call)
+			return err
+		}), nil
+	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease:
+		var from, to regPhase
+		switch s.(type) {
+		case kir.TileRegsAcquire:
+			from, to = regsIdle, regsAcquired
+		case kir.TileRegsCommit:
+			from, to = regsAcquired, regsCommitted
+		case kir.TileRegsWait:
+			from, to = regsCommitted, regsWaited
+		default:
+			from, to = regsWaited, regsIdle
+		}
+		return do(func(ks *kstate, _ []uint64) error {
+			cs := ks.comp
+			if cs.phase != from {
+				return ks.errf(kir.RuleTileRegs, kir.NoCB, "%s while DEST is %s; the order is tile_regs_acquire, tile_regs_commit, tile_regs_wait, tile_regs_release", call, phaseNames[cs.phase])
+			}
+			cs.phase = to
+			if to == regsAcquired {
+				for i := range cs.dest {
+					clear(cs.dest[i])
+					cs.reduced[i] = false
+				}
+			}
+			return nil
+		}), nil
+	case kir.CopyTileInit:
+		return cc.setFPU(call, fpuMode{kind: fpuCopy}, s.CB), nil
+	case kir.BinaryInit:
+		return cc.setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1), nil
+	case kir.BcastInit:
+		return cc.setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1), nil
+	case kir.MatmulInit:
+		return cc.setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1), nil
+	case kir.MatmulBlockInit:
+		return cc.setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
+	case kir.ReduceInit:
+		return cc.setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB), nil
+	case kir.TransposeInit:
+		return cc.setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
+	case kir.ReduceUninit:
+		return do(func(ks *kstate, _ []uint64) error {
+			ks.comp.fpu = fpuMode{}
+			return nil
+		}), nil
+	case kir.SFPUInit:
+		return do(func(ks *kstate, _ []uint64) error {
+			if err := ks.needStarted(call); err != nil {
+				return err
+			}
+			ks.comp.sfpu, ks.comp.sfpuSet = sfpuInitGroup(s.Op), true
+			return nil
+		}), nil
+	case kir.CopyTile:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuCopy}, "copy_tile_to_dst_init_short"); err != nil {
+				return err
+			}
+			d, err := ks.destIndex(call, v[1])
+			if err != nil {
+				return err
+			}
+			a, f, err := ks.unpack(call, s.CB, v[0], 'A')
+			if err != nil {
+				return err
+			}
+			dst := ks.comp.dest[d]
+			for i, x := range a {
+				if f == ir.FP32 && ks.comp.fp32 {
+					dst[i] = x // unpack to DEST keeps fp32
+				} else {
+					dst[i] = srcReg(x, f)
+				}
+			}
+			ks.comp.round(dst)
+			return nil
+		}), nil
+	case kir.BinaryTiles:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.Op.String()+"_tiles_init"); err != nil {
+				return err
+			}
+			d, a, b, fa, fb, err := ks.twoTiles(call, s.ICB0, s.ICB1, v)
+			if err != nil {
+				return err
+			}
+			dst := ks.comp.dest[d]
+			for i := range dst {
+				dst[i] = eltwise(s.Op, a[i], b[i], fa, fb, ks.comp.fid)
+			}
+			ks.comp.round(dst)
+			return nil
+		}), nil
+	case kir.BcastTiles:
+		init := kir.APIName(kir.BcastInit{Op: s.Op, Dim: s.Dim})
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, init); err != nil {
+				return err
+			}
+			d, a, b, fa, fb, err := ks.twoTiles(call, s.ICB0, s.ICB1, v)
+			if err != nil {
+				return err
+			}
+			dst := ks.comp.dest[d]
+			for r := 0; r < numerics.TileDim; r++ {
+				for c := 0; c < numerics.TileDim; c++ {
+					var bv float32
+					switch s.Dim {
+					case kir.BcastRows:
+						bv = b[numerics.FaceIndex(0, c)]
+					case kir.BcastCols:
+						bv = b[numerics.FaceIndex(r, 0)]
+					default:
+						bv = b[0]
+					}
+					i := numerics.FaceIndex(r, c)
+					dst[i] = eltwise(s.Op, a[i], bv, fa, fb, ks.comp.fid)
+				}
+			}
+			ks.comp.round(dst)
+			return nil
+		}), nil
+	case kir.MatmulTiles:
+		return do(func(ks *kstate, v []uint64) error {
+			cs := ks.comp
+			want := fpuMode{kind: fpuMatmul, transpose: cs.fpu.transpose}
+			if err := ks.mathPrologue(call, want, "matmul_init"); err != nil {
+				return err
+			}
+			return ks.matmul(call, s.In0, s.In1, v[0], v[1], v[2])
+		}), nil
+	case kir.MatmulBlock:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, "matmul_block_init"); err != nil {
+				return err
+			}
+			t0, t1, d, ct, rt, kt := v[0], v[1], v[2], v[3], v[4], v[5]
+			for r := uint64(0); r < rt; r++ {
+				for c := uint64(0); c < ct; c++ {
+					if err := ks.matmul(call, s.In0, s.In1, t0+r*kt, t1+c, d+r*ct+c); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}), nil
+	case kir.ReduceTile:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, "reduce_init"); err != nil {
+				return err
+			}
+			d, a, sc, _, _, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
+			if err != nil {
+				return err
+			}
+			ks.reduce(s.Op, s.Dim, d, a, sc[0])
+			return nil
+		}), nil
+	case kir.TransposeTile:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuTranspose}, "transpose_wh_init_short"); err != nil {
+				return err
+			}
+			d, err := ks.destIndex(call, v[1])
+			if err != nil {
+				return err
+			}
+			a, f, err := ks.unpack(call, s.CB, v[0], 'A')
+			if err != nil {
+				return err
+			}
+			t := transposed(a)
+			dst := ks.comp.dest[d]
+			for i, x := range t {
+				dst[i] = srcReg(x, f)
+			}
+			ks.comp.round(dst)
+			return nil
+		}), nil
+	case kir.SFPU:
+		p := math.Float32frombits(s.Param)
+		init := kir.APIName(kir.SFPUInit{Op: s.Op})
+		return do(func(ks *kstate, v []uint64) error {
+			cs := ks.comp
+			if err := ks.needStarted(call); err != nil {
+				return err
+			}
+			if !cs.sfpuSet || cs.sfpu != sfpuInitGroup(s.Op) {
+				return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
+			}
+			if err := ks.needPhase(call, regsAcquired); err != nil {
+				return err
+			}
+			d, err := ks.destIndex(call, v[0])
+			if err != nil {
+				return err
+			}
+			dst := cs.dest[d]
+			for i, x := range dst {
+				dst[i] = sfpu(s.Op, x, p)
+			}
+			cs.round(dst)
+			ks.r.stats.TileOps++
+			return nil
+		}), nil
+	case kir.PackTile:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.needStarted(call); err != nil {
+				return err
+			}
+			if err := ks.needPhase(call, regsWaited); err != nil {
+				return err
+			}
+			d, err := ks.destIndex(call, v[0])
+			if err != nil {
+				return err
+			}
+			c, err := ks.cb(s.CB, call)
+			if err != nil {
+				return err
+			}
+			f := c.cfg.Format
+			if ks.comp.pack != f {
+				return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
+			}
+			off := uint64(c.packed)
+			if len(v) > 1 {
+				off = v[1]
+			}
+			if off >= uint64(c.reserved) {
+				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.reserved)
+			}
+			if uint64(c.wrPos)+off >= uint64(c.pages) {
+				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.wrPos, c.pages)
+			}
+			if c.pageSize != f.TileBytes() {
+				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.pageSize, f)
+			}
+			data, err := numerics.PackTile(f, ks.comp.dest[d])
+			if err != nil {
+				return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
+			}
+			ks.core.mem.write(uint64(c.base)+(uint64(c.wrPos)+off)*uint64(c.pageSize), data)
+			if len(v) == 1 {
+				c.packed++
+			}
+			ks.r.stats.TileOps++
+			return nil
+		}), nil
+	}
+	return nil, cc.errf("the simulator does not implement %T", s)
+}
+
+// setFPU compiles an FPU init: it records the mode after checking the CBs exist.
+func (cc *compiler) setFPU(call string, m fpuMode, cbs ...int) instr {
+	return next(func(ks *kstate) error {
+		if err := ks.needStarted(call); err != nil {
+			return err
+		}
+		for _, idx := range cbs {
+			if _, err := ks.cb(idx, call); err != nil {
+				return err
+			}
+		}
+		ks.comp.fpu = m
+		return nil
+	})
+}
+
+func (ks *kstate) mathPrologue(call string, m fpuMode, init string) error {
+	if err := ks.needFPU(call, m, init); err != nil {
+		return err
+	}
+	return ks.needPhase(call, regsAcquired)
+}
+
+// twoTiles unpacks in0 (source A) and in1 (source B) for v = tile0, tile1,
+// dst and checks the DEST index.
+func (ks *kstate) twoTiles(call string, icb0, icb1 int, v []uint64) (int, []float32, []float32, ir.DType, ir.DType, error) {
+	d, err := ks.destIndex(call, v[2])
+	if err != nil {
+		return 0, nil, nil, 0, 0, err
+	}
+	a, fa, err := ks.unpack(call, icb0, v[0], 'A')
+	if err != nil {
+		return 0, nil, nil, 0, 0, err
+	}
+	b, fb, err := ks.unpack(call, icb1, v[1], 'B')
+	if err != nil {
+		return 0, nil, nil, 0, 0, err
+	}
+	return d, a, b, fa, fb, nil
+}
+
+// matmul accumulates DEST[d] += in0[t0] x in1[t1]; in1 feeds source A.
+func (ks *kstate) matmul(call string, in0, in1 int, t0, t1, d uint64) error {
+	di, err := ks.destIndex(call, d)
+	if err != nil {
+		return err
+	}
+	b, _, err := ks.unpack(call, in1, t1, 'A')
+	if err != nil {
+		return err
+	}
+	a, _, err := ks.unpack(call, in0, t0, 'B')
+	if err != nil {
+		return err
+	}
+	if ks.comp.fpu.transpose {
+		b = transposed(b)
+	}
+	dst := ks.comp.dest[di]
+	numerics.MatmulTile(dst, a, b, ks.comp.fid)
+	ks.comp.round(dst)
+	return nil
+}
+
+// reduce folds tile a scaled by s into DEST[d].
+func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32) {
+	cs := ks.comp
+	dst := cs.dest[d]
+	first := !cs.reduced[d]
+	cs.reduced[d] = true
+	fold := func(acc float32, x float32, start bool) float32 {
+		p := numerics.FidelityMul(x, s, cs.fid)
+		if op == kir.ReduceMax {
+			if start || p > acc {
+				return p
+			}
+			return acc
+		}
+		return acc + p
+	}
+	put := func(i int, vals func(yield func(float32))) {
+		acc := dst[i]
+		start := op == kir.ReduceMax && first
+		vals(func(x float32) {
+			acc = fold(acc, x, start)
+			start = false
+		})
+		dst[i] = acc
+	}
+	n := numerics.TileDim
+	switch dim {
+	case kir.ReduceRow:
+		for r := 0; r < n; r++ {
+			put(numerics.FaceIndex(r, 0), func(yield func(float32)) {
+				for c := 0; c < n; c++ {
+					yield(a[numerics.FaceIndex(r, c)])
+				}
+			})
+		}
+	case kir.ReduceCol:
+		for c := 0; c < n; c++ {
+			put(numerics.FaceIndex(0, c), func(yield func(float32)) {
+				for r := 0; r < n; r++ {
+					yield(a[numerics.FaceIndex(r, c)])
+				}
+			})
+		}
+	default:
+		put(0, func(yield func(float32)) {
+			for _, x := range a {
+				yield(x)
+			}
+		})
+	}
+	cs.round(dst)
+}

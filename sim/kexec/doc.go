@@ -1,0 +1,80 @@
+// Package kexec is the kernel executor of the simulator: it runs kir
+// programs on a simulated Blackhole device, instruction by instruction, and
+// so executes exactly the kernel IR the C++ printer prints.
+//
+// # Device model
+//
+// A Device has DRAM as target.DRAMBanks banks of bytes and one L1 of
+// target.L1Size bytes per worker core (memory is allocated lazily in 4 KiB
+// chunks and reads as zero until written). Buffers are allocated by a
+// deterministic first-fit allocator: DRAM buffers at the same address in
+// every bank, bottom-up from DRAMBase (page i of an interleaved buffer is in
+// bank i%banks at address + (i/banks)*aligned page size); L1 buffers at the
+// same address on every core that holds part of them, top-down from the top
+// of L1. WritePages / ReadPages / WriteTiles / ReadTiles move a tensor's
+// pages between the host and a buffer.
+//
+// # Running a program
+//
+// Run places the program's CBs (in index order, 64-byte aligned, from
+// L1UnreservedBase up, at one address on all of a CB's cores and not
+// overlapping any other CB on a shared core; a CB with a Backing buffer uses
+// the buffer's address), writes the semaphores' initial values (semaphore
+// id i lives at SemaphoreBase + 16*i, a simulator convention inside the
+// reserved region below L1UnreservedBase), resolves every kernel's
+// arguments on every core, compiles each kernel body once into a flat
+// instruction list and interprets it.
+//
+// Scheduling is deterministic: the kernels of all cores (row-major, then
+// program order) run round-robin, each for up to a quantum of instructions
+// or until it blocks. cb_reserve_back blocks until enough pages are free,
+// cb_wait_front until enough are available (cumulative from the front),
+// noc_semaphore_wait(_min) until the semaphore word satisfies it. When a
+// whole round makes no progress and some kernel is unfinished, Run returns
+// a *DeadlockError naming every blocked kernel, its core, and the CB or
+// semaphore it waits for; a step budget (RunOptions.StepLimit) turns
+// infinite loops into a *StepLimitError. Run never hangs.
+//
+// NoC transfers copy immediately when issued, so the barriers
+// (noc_async_read_barrier, noc_async_write_barrier,
+// noc_async_writes_flushed) complete at once. Kernels that forget a
+// barrier therefore still work in the simulator; that race is not modelled.
+//
+// Hardware rules that need run-time values are checked as they execute and
+// reported as *kir.RuleError with the same Rule names Validate uses: DEST
+// indices beyond the capacity (RuleDEST), a CB block straddling the ring's
+// end, pushes without room or reads beyond the waited pages (RuleCBFlow),
+// DRAM reads that are not 64-byte aligned whole pages and DRAM writes not
+// 16-byte aligned (RuleDRAMAlign), NoC packets over 16 KiB (RuleNoCPacket),
+// out-of-range memory or unknown NoC endpoints (RuleMemory), the
+// tile_regs_acquire/commit/wait/release order (RuleTileRegs), a compute op
+// without its init (RuleInit), and unpacking or packing a CB whose format
+// differs from the configured unpacker or packer format (RuleDataFormat).
+//
+// # Compute numerics
+//
+// Compute ops unpack tiles from CB pages with sim/numerics into float32
+// DEST tiles (face order). What is modelled:
+//
+//   - tile_regs_acquire hands out a zeroed DEST; the capacity is
+//     target.DestTiles(dst_full_sync_en, fp32_dest_acc_en).
+//   - FPU source operands: bf16 and block-float data are exact in bf16;
+//     fp32 data is truncated to tf32 (numerics.TruncTF32) and subnormals
+//     flush to zero. add/sub add the reduced operands exactly in float32;
+//     mul and matmul use numerics.FidelityMul / numerics.MatmulTile at the
+//     kernel's math fidelity (eltwise in0 feeds SrcA; matmul in1 feeds SrcA).
+//     reduce multiplies each element by the scaler tile's element (0,0)
+//     with FidelityMul and sums (or maxes) in float32; a reduce-max into a
+//     DEST tile not yet written by a reduce since tile_regs_acquire takes
+//     the reduction itself rather than max(0, ...).
+//   - copy_tile of fp32 data with fp32_dest_acc_en copies exactly (unpack to
+//     DEST); otherwise values pass through the source registers as above.
+//   - SFPU ops apply the numerics functions (exp, sigmoid, silu, rsqrt,
+//     recip, softplus with beta 1, threshold 20) or float32 arithmetic
+//     (square, negative, abs, relu, add/mul scalar) or float64 math rounded
+//     once (log, sqrt) to every element; math_approx_mode is ignored.
+//   - Without fp32_dest_acc_en every value written to DEST is rounded to
+//     bf16 (numerics.RoundBF16), including each matmul accumulation step.
+//   - pack_tile packs the DEST tile into the output CB's format with
+//     numerics.PackTile.
+package kexec

@@ -1,0 +1,645 @@
+package kexec_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+	"github.com/tcc-dev/tcc/sim/numerics"
+)
+
+var bh = target.Blackhole()
+
+func randTiles(seed uint64, n int) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]float32, n*numerics.TileElems)
+	for i := range out {
+		out[i] = numerics.RoundBF16(float32(rng.NormFloat64()))
+	}
+	return out
+}
+
+// setup allocates the program's buffers and fills the named ones.
+func setup(t *testing.T, p *kir.Program, data map[string][]float32) *kexec.Device {
+	t.Helper()
+	d := kexec.NewDevice(bh)
+	for _, b := range p.Buffers {
+		if _, err := d.Alloc(b); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := data[b.Name]; ok {
+			if err := d.WriteTiles(b.Name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return d
+}
+
+func runOK(t *testing.T, d *kexec.Device, p *kir.Program) *kexec.Stats {
+	t.Helper()
+	if err := kir.Validate(p, bh); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	st, err := d.Run(p, kexec.RunOptions{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return st
+}
+
+func readTiles(t *testing.T, d *kexec.Device, name string) []float32 {
+	t.Helper()
+	v, err := d.ReadTiles(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestEltwiseAddBF16(t *testing.T) {
+	cores := []kir.Core{{X: 0, Y: 0}, {X: 3, Y: 2}, {X: 10, Y: 9}}
+	p := kirtest.EltwiseBinary(kir.EltAdd, ir.BF16, 5, cores)
+	n := 5 * len(cores)
+	a, b := randTiles(1, n), randTiles(2, n)
+	d := setup(t, p, map[string][]float32{"a": a, "b": b})
+	st := runOK(t, d, p)
+	want := make([]float32, len(a))
+	for i := range a {
+		want[i] = numerics.RoundBF16(a[i] + b[i]) // exact bf16 inputs, fp32 add, bf16 DEST and pack
+	}
+	if diff := cmp.Diff(want, readTiles(t, d, "out")); diff != "" {
+		t.Errorf("out (-want +got):\n%s", diff)
+	}
+	if st.NoCReadBytes != int64(2*n*2048) || st.NoCWriteBytes != int64(n*2048) {
+		t.Errorf("NoC bytes read %d written %d; want %d and %d", st.NoCReadBytes, st.NoCWriteBytes, 2*n*2048, n*2048)
+	}
+}
+
+func TestEltwiseMulBFP8(t *testing.T) {
+	p := kirtest.EltwiseBinary(kir.EltMul, ir.BFP8B, 3, []kir.Core{{X: 1, Y: 1}})
+	a := numerics.Quantize(ir.BFP8B, randTiles(3, 1))
+	a = append(a, numerics.Quantize(ir.BFP8B, randTiles(4, 2))...)
+	b := numerics.Quantize(ir.BFP8B, randTiles(5, 1))
+	b = append(b, numerics.Quantize(ir.BFP8B, randTiles(6, 2))...)
+	d := setup(t, p, map[string][]float32{"a": a, "b": b})
+	runOK(t, d, p)
+	var want []float32
+	for tile := 0; tile < 3; tile++ {
+		prod := make([]float32, numerics.TileElems)
+		for i := range prod {
+			j := tile*numerics.TileElems + i
+			prod[i] = numerics.RoundBF16(numerics.FidelityMul(a[j], b[j], ir.HiFi4))
+		}
+		want = append(want, numerics.Quantize(ir.BFP8B, prod)...)
+	}
+	if diff := cmp.Diff(want, readTiles(t, d, "out")); diff != "" {
+		t.Errorf("out (-want +got):\n%s", diff)
+	}
+}
+
+func TestMatmul(t *testing.T) {
+	const mt, kt, nt = 2, 3, 2
+	for _, fp32 := range []bool{false, true} {
+		name := "bf16 DEST"
+		if fp32 {
+			name = "fp32 DEST"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := kirtest.Matmul(mt, kt, nt, ir.BF16, ir.HiFi4)
+			p.Kernel("compute").Compute.FP32DestAccEn = fp32
+			a, b := randTiles(10, mt*kt), randTiles(11, kt*nt)
+			d := setup(t, p, map[string][]float32{"a": a, "b": b})
+			runOK(t, d, p)
+			got := readTiles(t, d, "c")
+			tile := func(x []float32, i int) []float32 {
+				return x[i*numerics.TileElems : (i+1)*numerics.TileElems]
+			}
+			var want []float32
+			for m := 0; m < mt; m++ {
+				for n := 0; n < nt; n++ {
+					acc := make([]float32, numerics.TileElems)
+					for k := 0; k < kt; k++ {
+						numerics.MatmulTile(acc, tile(a, m*kt+k), tile(b, k*nt+n), ir.HiFi4)
+						if !fp32 {
+							for i := range acc {
+								acc[i] = numerics.RoundBF16(acc[i])
+							}
+						}
+					}
+					for i := range acc {
+						acc[i] = numerics.RoundBF16(acc[i]) // pack to bf16
+					}
+					want = append(want, acc...)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("c (-want +got):\n%s", diff)
+			}
+			// Against a float64 reference of the row-major matrices.
+			am := numerics.UntilizeBatch(a, 1, mt*32, kt*32)
+			bm := numerics.UntilizeBatch(b, 1, kt*32, nt*32)
+			gm := numerics.UntilizeBatch(got, 1, mt*32, nt*32)
+			ref := make([]float32, len(gm))
+			for i := 0; i < mt*32; i++ {
+				for j := 0; j < nt*32; j++ {
+					var s float64
+					for k := 0; k < kt*32; k++ {
+						s += float64(am[i*kt*32+k]) * float64(bm[k*nt*32+j])
+					}
+					ref[i*nt*32+j] = float32(s)
+				}
+			}
+			if pcc := numerics.PCC(ref, gm); pcc < 0.9999 {
+				t.Errorf("PCC against float64 = %v, want >= 0.9999", pcc)
+			}
+		})
+	}
+}
+
+// pipeline builds a one-core program: a reader streams n tiles of "a"
+// (and "b" when twoInputs) into c_0 (c_1), compute runs body once per tile
+// and the writer stores c_16 into "out".
+func pipeline(dt ir.DType, n int, twoInputs bool, cfg kir.ComputeConfig, body func(b *kir.Builder)) *kir.Program {
+	core := kir.Core{}
+	rs := []ir.CoreRange{core.Range()}
+	p := kir.NewProgram("pipeline")
+	ins := []string{"a"}
+	if twoInputs {
+		ins = append(ins, "b")
+	}
+	for _, name := range append(ins, "out") {
+		p.AddBuffer(kir.Buffer{Name: name, Mem: ir.DRAM, DType: dt, Layout: ir.TileLayout, PageSize: dt.TileBytes(), Pages: n})
+	}
+	for i := range ins {
+		p.AddCB(kir.CB{Index: i, PageSize: dt.TileBytes(), Pages: 2, Format: dt, Cores: rs})
+	}
+	p.AddCB(kir.CB{Index: 16, PageSize: dt.TileBytes(), Pages: 2, Format: dt, Cores: rs})
+	rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	var addrs []kir.Expr
+	var vals []kir.ArgValue
+	for _, name := range ins {
+		addrs = append(addrs, rd.RuntimeArg(name+"_addr"))
+		vals = append(vals, kir.BufferAddr(name, 0))
+	}
+	rd.SetRuntimeArgs(core, vals...)
+	b := rd.Builder()
+	b.For("i", kir.C(0), kir.Ci(n), func(i kir.Var) {
+		for cb, addr := range addrs {
+			b.CBReserveBack(cb, kir.C(1))
+			b.NoCAsyncRead(kir.InterleavedPageAddr(addr, i, dt.TileBytes(), 8), kir.GetWritePtr{CB: cb}, kir.Ci(dt.TileBytes()))
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(cb, kir.C(1))
+		}
+	})
+	cp := p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs, Compute: cfg})
+	b = cp.Builder()
+	in1 := 0
+	if twoInputs {
+		in1 = 1
+	}
+	b.HWStartup(0, in1, 16)
+	b.For("t", kir.C(0), kir.Ci(n), func(kir.Var) {
+		for cb := range ins {
+			b.CBWaitFront(cb, kir.C(1))
+		}
+		b.TileRegsAcquire()
+		body(b)
+		b.TileRegsCommit()
+		b.CBReserveBack(16, kir.C(1))
+		b.TileRegsWait()
+		b.PackTile(kir.C(0), 16)
+		b.TileRegsRelease()
+		b.CBPushBack(16, kir.C(1))
+		for cb := range ins {
+			b.CBPopFront(cb, kir.C(1))
+		}
+	})
+	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	oaddr := wr.RuntimeArg("out_addr")
+	wr.SetRuntimeArgs(core, kir.BufferAddr("out", 0))
+	b = wr.Builder()
+	b.For("i", kir.C(0), kir.Ci(n), func(i kir.Var) {
+		b.CBWaitFront(16, kir.C(1))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: 16}, kir.InterleavedPageAddr(oaddr, i, dt.TileBytes(), 8), kir.Ci(dt.TileBytes()))
+		b.NoCAsyncWriteBarrier()
+		b.CBPopFront(16, kir.C(1))
+	})
+	return p
+}
+
+func elementwise(x []float32, f func(i int, v float32) float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = f(i, v)
+	}
+	return out
+}
+
+func TestComputeOps(t *testing.T) {
+	a, bb := randTiles(20, 2), randTiles(21, 2)
+	bf := numerics.RoundBF16
+	tests := []struct {
+		name string
+		two  bool
+		body func(b *kir.Builder)
+		want func() []float32
+	}{
+		{"exp", false, func(b *kir.Builder) {
+			b.CopyTileInit(0)
+			b.CopyTile(0, kir.C(0), kir.C(0))
+			b.SFPUInit(kir.SFPUExp)
+			b.SFPU(kir.SFPUExp, kir.C(0))
+		}, func() []float32 {
+			return elementwise(a, func(_ int, v float32) float32 { return bf(numerics.Exp(v)) })
+		}},
+		{"mul by scalar then silu", false, func(b *kir.Builder) {
+			b.CopyTileInit(0)
+			b.CopyTile(0, kir.C(0), kir.C(0))
+			b.SFPUInit(kir.SFPUMulScalar)
+			b.SFPUScalar(kir.SFPUMulScalar, kir.C(0), 0.5)
+			b.SFPUInit(kir.SFPUSiLU)
+			b.SFPU(kir.SFPUSiLU, kir.C(0))
+		}, func() []float32 {
+			return elementwise(a, func(_ int, v float32) float32 { return bf(numerics.SiLU(bf(v * 0.5))) })
+		}},
+		{"sub with column broadcast", true, func(b *kir.Builder) {
+			b.BcastInit(kir.EltSub, kir.BcastCols, 0, 1)
+			b.BcastTiles(kir.EltSub, kir.BcastCols, 0, 1, kir.C(0), kir.C(0), kir.C(0))
+		}, func() []float32 {
+			return elementwise(a, func(i int, v float32) float32 {
+				tile, r := i/numerics.TileElems, 0
+				r, _ = numerics.FacePos(i % numerics.TileElems)
+				return bf(v - bb[tile*numerics.TileElems+numerics.FaceIndex(r, 0)])
+			})
+		}},
+		{"transpose", false, func(b *kir.Builder) {
+			b.TransposeInit(0)
+			b.TransposeTile(0, kir.C(0), kir.C(0))
+		}, func() []float32 {
+			return elementwise(a, func(i int, _ float32) float32 {
+				tile := i / numerics.TileElems
+				r, c := numerics.FacePos(i % numerics.TileElems)
+				return a[tile*numerics.TileElems+numerics.FaceIndex(c, r)]
+			})
+		}},
+		{"row sum with scaler", true, func(b *kir.Builder) {
+			b.ReduceInit(kir.ReduceSum, kir.ReduceRow, 0, 1, 16)
+			b.ReduceTile(kir.ReduceSum, kir.ReduceRow, 0, 1, kir.C(0), kir.C(0), kir.C(0))
+			b.ReduceUninit()
+		}, func() []float32 {
+			out := make([]float32, len(a))
+			for tile := 0; tile < 2; tile++ {
+				base := tile * numerics.TileElems
+				s := bb[base]
+				for r := 0; r < 32; r++ {
+					var acc float32
+					for c := 0; c < 32; c++ {
+						acc += numerics.FidelityMul(a[base+numerics.FaceIndex(r, c)], s, ir.HiFi4)
+					}
+					out[base+numerics.FaceIndex(r, 0)] = bf(acc)
+				}
+			}
+			return out
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pipeline(ir.BF16, 2, tc.two, kir.ComputeConfig{MathFidelity: ir.HiFi4}, tc.body)
+			data := map[string][]float32{"a": a}
+			if tc.two {
+				data["b"] = bb
+			}
+			d := setup(t, p, data)
+			runOK(t, d, p)
+			if diff := cmp.Diff(tc.want(), readTiles(t, d, "out")); diff != "" {
+				t.Errorf("out (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// handshake: core (0,0) copies a DRAM page into its L1 staging buffer,
+// writes it into the staging buffer of core (1,0) over the NoC and bumps
+// (1,0)'s semaphore; (1,0) waits, stores the page to DRAM and acknowledges
+// through (0,0)'s semaphore, which (0,0) waits for.
+func handshakeProgram() *kir.Program {
+	c0, c1 := kir.Core{X: 0, Y: 0}, kir.Core{X: 1, Y: 0}
+	both := []ir.CoreRange{{X0: 0, Y0: 0, X1: 1, Y1: 0}}
+	p := kir.NewProgram("handshake")
+	p.AddBuffer(kir.Buffer{Name: "in", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 1})
+	p.AddBuffer(kir.Buffer{Name: "out", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 1})
+	p.AddBuffer(kir.Buffer{Name: "stage", Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: both[0], Shape: [2]int{32, 32}}},
+		DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 2})
+	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: both, Initial: 0})
+
+	snd := p.AddKernel(&kir.Kernel{Name: "sender", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{c0.Range()}})
+	src, stage := snd.RuntimeArg("src"), snd.RuntimeArg("stage")
+	px, py := snd.RuntimeArg("peer_x"), snd.RuntimeArg("peer_y")
+	snd.SetRuntimeArgs(c0, kir.BufferAddr("in", 0), kir.BufferAddr("stage", 0), kir.NoCX(c1), kir.NoCY(c1))
+	b := snd.Builder()
+	b.NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(0), Offset: src}, stage, kir.C(2048))
+	b.NoCAsyncReadBarrier()
+	b.NoCAsyncWrite(stage, kir.NoCAddr{X: px, Y: py, Addr: stage}, kir.C(2048))
+	b.NoCAsyncWriteBarrier()
+	sem := b.Let("sem", kir.GetSemaphore{ID: kir.C(0)})
+	b.NoCSemaphoreInc(kir.NoCAddr{X: px, Y: py, Addr: sem}, kir.C(1))
+	b.NoCSemaphoreWait(sem, kir.C(1))
+
+	rcv := p.AddKernel(&kir.Kernel{Name: "receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{c1.Range()}})
+	dst, rstage := rcv.RuntimeArg("dst"), rcv.RuntimeArg("stage")
+	sx, sy := rcv.RuntimeArg("sender_x"), rcv.RuntimeArg("sender_y")
+	rcv.SetRuntimeArgs(c1, kir.BufferAddr("out", 0), kir.BufferAddr("stage", 0), kir.NoCX(c0), kir.NoCY(c0))
+	b = rcv.Builder()
+	rsem := b.Let("sem", kir.GetSemaphore{ID: kir.C(0)})
+	b.NoCSemaphoreWait(rsem, kir.C(1))
+	b.NoCAsyncWrite(rstage, kir.DRAMBankAddr{Bank: kir.C(0), Offset: dst}, kir.C(2048))
+	b.NoCAsyncWriteBarrier()
+	b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: rsem}, kir.C(1))
+	return p
+}
+
+func TestSemaphoreHandshake(t *testing.T) {
+	p := handshakeProgram()
+	in := randTiles(30, 1)
+	d := setup(t, p, map[string][]float32{"in": in})
+	runOK(t, d, p)
+	if diff := cmp.Diff(in, readTiles(t, d, "out")); diff != "" {
+		t.Errorf("out (-want +got):\n%s", diff)
+	}
+	// The page also sits in (1,0)'s staging buffer, written over the NoC.
+	buf, _ := d.Buffer("stage")
+	got, err := d.ReadL1(kir.Core{X: 1, Y: 0}, buf.Addr, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := d.ReadPages("in", 0, 1)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("staging L1 of (1,0) (-want +got):\n%s", diff)
+	}
+}
+
+func TestNoCWriteAndMulticast(t *testing.T) {
+	src := kir.Core{X: 0, Y: 0}
+	p := kir.NewProgram("noc_write")
+	k := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{src.Range()}})
+	tx, ty := k.RuntimeArg("tx"), k.RuntimeArg("ty")
+	mx0, my0, mx1, my1 := k.RuntimeArg("mx0"), k.RuntimeArg("my0"), k.RuntimeArg("mx1"), k.RuntimeArg("my1")
+	target, mc0, mc1 := kir.Core{X: 7, Y: 3}, kir.Core{X: 0, Y: 0}, kir.Core{X: 2, Y: 1}
+	k.SetRuntimeArgs(src, kir.NoCX(target), kir.NoCY(target), kir.NoCX(mc0), kir.NoCY(mc0), kir.NoCX(mc1), kir.NoCY(mc1))
+	const at = 200000
+	b := k.Builder()
+	b.For("i", kir.C(0), kir.C(8), func(i kir.Var) {
+		b.L1Write32(kir.Add(kir.C(at), kir.Mul(i, kir.C(4))), kir.Add(kir.C(0xabc000), i))
+	})
+	b.NoCAsyncWrite(kir.C(at), kir.NoCAddr{X: tx, Y: ty, Addr: kir.C(at + 64)}, kir.C(32))
+	// (0,0)-(2,1) is six cores; the sender (0,0) is excluded.
+	b.NoCAsyncWriteMulticast(kir.C(at), kir.MulticastAddr{X0: mx0, Y0: my0, X1: mx1, Y1: my1, Addr: kir.C(at + 128)}, kir.C(16), kir.C(5))
+	b.NoCAsyncWriteBarrier()
+	d := kexec.NewDevice(bh)
+	if _, err := d.Run(p, kexec.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	word := func(c kir.Core, addr uint32) uint32 {
+		v, err := d.ReadL1(c, addr, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
+	}
+	for i := uint32(0); i < 8; i++ {
+		if got := word(target, at+64+4*i); got != 0xabc000+i {
+			t.Errorf("core %s word %d = %#x, want %#x", target, i, got, 0xabc000+i)
+		}
+	}
+	for _, c := range kir.CoresOf([]ir.CoreRange{{X0: 0, Y0: 0, X1: 2, Y1: 1}}) {
+		want := uint32(0xabc003)
+		if c == src {
+			want = 0 // the sender is not a multicast destination
+		}
+		if got := word(c, at+128+12); got != want {
+			t.Errorf("multicast core %s word 3 = %#x, want %#x", c, got, want)
+		}
+	}
+}
+
+func TestDeadlock(t *testing.T) {
+	t.Run("compute waits on an unfed CB", func(t *testing.T) {
+		p := kir.NewProgram("stuck")
+		rs := []ir.CoreRange{{X0: 2, Y0: 1, X1: 2, Y1: 1}}
+		p.AddCB(kir.CB{Index: 3, PageSize: 2048, Pages: 2, Format: ir.BF16, Cores: rs})
+		p.AddCB(kir.CB{Index: 16, PageSize: 2048, Pages: 2, Format: ir.BF16, Cores: rs})
+		k := p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs})
+		b := k.Builder()
+		b.HWStartup(3, 3, 16)
+		b.CBWaitFront(3, kir.C(1))
+		w := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: rs})
+		w.Builder().CBWaitFront(16, kir.C(2))
+		_, err := kexec.NewDevice(bh).Run(p, kexec.RunOptions{})
+		var de *kexec.DeadlockError
+		if !errors.As(err, &de) {
+			t.Fatalf("Run returned %v (%T), want a *DeadlockError", err, err)
+		}
+		want := []kexec.Blocked{
+			{Core: kir.Core{X: 2, Y: 1}, Kernel: "compute", Call: "cb_wait_front", CB: 3, Semaphore: -1, Reason: "waits for 1 page, 0 available"},
+			{Core: kir.Core{X: 2, Y: 1}, Kernel: "writer", Call: "cb_wait_front", CB: 16, Semaphore: -1, Reason: "waits for 2 pages, 0 available"},
+		}
+		if diff := cmp.Diff(want, de.Blocked); diff != "" {
+			t.Errorf("blocked (-want +got):\n%s", diff)
+		}
+		msg := err.Error()
+		for _, s := range []string{`program "stuck"`, `core (2,1) kernel "compute": cb_wait_front(c_3) waits for 1 page, 0 available`} {
+			if !strings.Contains(msg, s) {
+				t.Errorf("message does not contain %q:\n%s", s, msg)
+			}
+		}
+	})
+	t.Run("semaphores wait on each other", func(t *testing.T) {
+		p := kir.NewProgram("sem_cycle")
+		both := []ir.CoreRange{{X0: 0, Y0: 0, X1: 1, Y1: 0}}
+		p.AddSemaphore(kir.Semaphore{ID: 2, Cores: both, Initial: 0})
+		k := p.AddKernel(&kir.Kernel{Name: "waiter", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: both})
+		b := k.Builder()
+		s := b.Let("s", kir.GetSemaphore{ID: kir.C(2)})
+		b.NoCSemaphoreWait(s, kir.C(1))
+		_, err := kexec.NewDevice(bh).Run(p, kexec.RunOptions{})
+		var de *kexec.DeadlockError
+		if !errors.As(err, &de) || len(de.Blocked) != 2 {
+			t.Fatalf("Run returned %v, want a deadlock of two kernels", err)
+		}
+		if !strings.Contains(err.Error(), `core (1,0) kernel "waiter": noc_semaphore_wait(semaphore 2) waits for value == 1, has 0`) {
+			t.Errorf("message:\n%s", err)
+		}
+	})
+}
+
+func TestStepLimit(t *testing.T) {
+	p := kir.NewProgram("spin")
+	k := p.AddKernel(&kir.Kernel{Name: "spin", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: []ir.CoreRange{{}}})
+	b := k.Builder()
+	b.ForStep("i", kir.C(0), kir.C(1), kir.C(0), func(kir.Var) {})
+	_, err := kexec.NewDevice(bh).Run(p, kexec.RunOptions{StepLimit: 10000})
+	var se *kexec.StepLimitError
+	if !errors.As(err, &se) {
+		t.Fatalf("Run returned %v, want a *StepLimitError", err)
+	}
+	if diff := cmp.Diff([]string{"spin@(0,0)"}, se.Running); diff != "" {
+		t.Errorf("running (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuntimeRules(t *testing.T) {
+	cfg := kir.ComputeConfig{MathFidelity: ir.HiFi4}
+	tests := []struct {
+		name string
+		p    func() *kir.Program
+		want kir.Rule
+		msg  string
+	}{
+		{"dynamic DEST index", func() *kir.Program {
+			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
+				b.CopyTileInit(0)
+				d := b.Let("d", kir.Add(kir.C(4), kir.C(4)))
+				b.CopyTile(0, kir.C(0), d)
+			})
+		}, kir.RuleDEST, "copy_tile addresses DEST tile 8; DEST holds 8 tiles"},
+		{"missing init", func() *kir.Program {
+			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
+				b.CopyTile(0, kir.C(0), kir.C(0))
+			})
+		}, kir.RuleInit, "copy_tile without its init: call copy_tile_to_dst_init_short first"},
+		{"missing SFPU init", func() *kir.Program {
+			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
+				b.CopyTileInit(0)
+				b.CopyTile(0, kir.C(0), kir.C(0))
+				b.SFPU(kir.SFPURecip, kir.C(0))
+			})
+		}, kir.RuleInit, "recip_tile without its init"},
+		{"read beyond waited tiles", func() *kir.Program {
+			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
+				b.CopyTileInit(0)
+				b.CopyTile(0, kir.C(1), kir.C(0))
+			})
+		}, kir.RuleCBFlow, "reads tile 1 of CB c_0, but only 1 pages were waited for"},
+		{"pack outside tile_regs_wait", func() *kir.Program {
+			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
+				b.PackTile(kir.C(0), 16)
+			})
+		}, kir.RuleTileRegs, "pack_tile while DEST is acquired"},
+		{"unpacker format mismatch", func() *kir.Program {
+			p := kir.NewProgram("formats")
+			rs := []ir.CoreRange{{}}
+			p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs})
+			p.AddCB(kir.CB{Index: 1, PageSize: 1088, Pages: 1, Format: ir.BFP8B, Cores: rs})
+			p.AddCB(kir.CB{Index: 16, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs})
+			rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
+			b := rd.Builder()
+			for _, cb := range []int{0, 1} {
+				b.CBReserveBack(cb, kir.C(1))
+				b.CBPushBack(cb, kir.C(1))
+			}
+			cp := p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs, Compute: cfg})
+			b = cp.Builder()
+			b.HWStartup(0, 0, 16) // source B configured for c_0's bf16, not c_1's bfp8_b
+			b.BinaryInit(kir.EltAdd, 0, 1)
+			b.CBWaitFront(0, kir.C(1))
+			b.CBWaitFront(1, kir.C(1))
+			b.TileRegsAcquire()
+			b.AddTiles(0, 1, kir.C(0), kir.C(0), kir.C(0))
+			return p
+		}, kir.RuleDataFormat, "add_tiles unpacks CB c_1 (bfp8_b) through source B, which is configured for bf16; call reconfig_data_format first"},
+		{"misaligned DRAM read", func() *kir.Program {
+			p := kir.NewProgram("misaligned")
+			rs := []ir.CoreRange{{}}
+			p.AddBuffer(kir.Buffer{Name: "a", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 8})
+			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
+			a, off := k.RuntimeArg("a"), k.RuntimeArg("off")
+			k.SetRuntimeArgs(kir.Core{}, kir.BufferAddr("a", 0), kir.U32(32))
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: kir.Add(a, off)}, kir.C(300000), kir.C(64))
+			return p
+		}, kir.RuleDRAMAlign, "is not 64-byte aligned"},
+		{"partial DRAM page", func() *kir.Program {
+			p := kir.NewProgram("partial")
+			rs := []ir.CoreRange{{}}
+			p.AddBuffer(kir.Buffer{Name: "a", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 8})
+			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
+			a := k.RuntimeArg("a")
+			k.SetRuntimeArgs(kir.Core{}, kir.BufferAddr("a", 0))
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: a}, kir.C(300000), kir.C(1024))
+			return p
+		}, kir.RuleDRAMAlign, "does not read whole pages"},
+		{"unallocated DRAM", func() *kir.Program {
+			p := kir.NewProgram("wild")
+			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: []ir.CoreRange{{}}})
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: kir.C(0x4000000)}, kir.C(300000), kir.C(64))
+			return p
+		}, kir.RuleMemory, "outside every allocated buffer"},
+		{"block straddles the ring", func() *kir.Program {
+			p := kir.NewProgram("straddle")
+			rs := []ir.CoreRange{{}}
+			p.AddCB(kir.CB{Index: 0, PageSize: 64, Pages: 3, Format: ir.BF16, Cores: rs})
+			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
+			w := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: rs})
+			b := k.Builder()
+			b.For("i", kir.C(0), kir.C(3), func(kir.Var) {
+				b.CBReserveBack(0, kir.C(2))
+				b.CBPushBack(0, kir.C(2))
+			})
+			b = w.Builder()
+			b.For("i", kir.C(0), kir.C(3), func(kir.Var) {
+				b.CBWaitFront(0, kir.C(2))
+				b.CBPopFront(0, kir.C(2))
+			})
+			return p
+		}, kir.RuleCBFlow, "the block straddles the end of the ring"},
+		{"NoC packet", func() *kir.Program {
+			p := kir.NewProgram("big")
+			k := p.AddKernel(&kir.Kernel{Name: "w", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{{}}})
+			n := k.RuntimeArg("n")
+			k.SetRuntimeArgs(kir.Core{}, kir.U32(20000))
+			k.Builder().NoCAsyncWrite(kir.C(200000), kir.NoCAddr{X: kir.C(2), Y: kir.C(2), Addr: kir.C(400000)}, n)
+			return p
+		}, kir.RuleNoCPacket, "transfers 20000 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p()
+			d := setup(t, p, nil)
+			_, err := d.Run(p, kexec.RunOptions{})
+			if err == nil {
+				t.Fatal("Run succeeded")
+			}
+			var re *kir.RuleError
+			if !errors.As(err, &re) || re.Rule != tc.want {
+				t.Fatalf("Run returned %v, want a %s rule error", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error does not mention %q:\n%v", tc.msg, err)
+			}
+		})
+	}
+}
+
+func TestDeterministicStats(t *testing.T) {
+	run := func() *kexec.Stats {
+		p := kirtest.EltwiseBinary(kir.EltSub, ir.BF16, 3, []kir.Core{{X: 0, Y: 0}, {X: 1, Y: 0}})
+		d := setup(t, p, map[string][]float32{"a": randTiles(1, 6), "b": randTiles(2, 6)})
+		return runOK(t, d, p)
+	}
+	a, b := run(), run()
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("stats differ between runs (-first +second):\n%s", diff)
+	}
+	if a.Steps == 0 || a.TileOps == 0 || math.IsNaN(float64(a.Steps)) {
+		t.Errorf("stats look empty: %+v", a)
+	}
+}

@@ -1,0 +1,309 @@
+package kexec
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+)
+
+// DefaultStepLimit is the instruction budget of a Run when RunOptions.StepLimit is 0.
+const DefaultStepLimit = 200_000_000
+
+// DefaultQuantum is the number of instructions a kernel runs before the
+// scheduler moves on (when it does not block first).
+const DefaultQuantum = 64
+
+// RunOptions controls Run.
+type RunOptions struct {
+	// StepLimit bounds the total instructions executed (0: DefaultStepLimit).
+	StepLimit int64
+	// Quantum is the scheduling quantum (0: DefaultQuantum).
+	Quantum int
+	// Binding maps a program buffer name to the device buffer it uses; a
+	// name missing from the map binds to the device buffer of the same name.
+	Binding map[string]string
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	// Steps is the number of instructions executed.
+	Steps int64
+	// NoCReadBytes and NoCWriteBytes count NoC traffic (multicast counts
+	// once per destination).
+	NoCReadBytes, NoCWriteBytes int64
+	// TileOps counts compute operations on whole tiles (unpacking ops, SFPU
+	// ops and packs).
+	TileOps int64
+}
+
+type run struct {
+	d       *Device
+	p       *kir.Program
+	t       *target.Target
+	opt     RunOptions
+	bufAddr map[string]uint32
+	bufDev  map[string]*DeviceBuffer
+	cores   map[kir.Core]*coreState
+	kernels []*kstate
+	stats   Stats
+}
+
+// coreState is one worker core during a run.
+type coreState struct {
+	c      kir.Core
+	mem    *memory
+	nx, ny int
+	cbs    []*cbState // by index; nil when not configured
+	semIDs map[int]bool
+}
+
+func (r *run) ruleErr(rule kir.Rule, kernel string, c *kir.Core, cb int, format string, args ...any) *kir.RuleError {
+	var cc *kir.Core
+	if c != nil {
+		x := *c
+		cc = &x
+	}
+	return &kir.RuleError{Rule: rule, Program: r.p.Name, Kernel: kernel, Core: cc, CB: cb, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BufferAddress implements kir.Resolver.
+func (r *run) BufferAddress(name string) (uint32, error) {
+	a, ok := r.bufAddr[name]
+	if !ok {
+		return 0, fmt.Errorf("buffer %q is not declared by the program", name)
+	}
+	return a, nil
+}
+
+// WorkerNoC implements kir.Resolver.
+func (r *run) WorkerNoC(c kir.Core) (int, int, error) { return r.t.WorkerNoC(c.X, c.Y) }
+
+// Run executes p on the device and returns what it did. The program's
+// buffers must be allocated on the device (see RunOptions.Binding). Run does
+// not call kir.Validate; callers should. Errors are a *DeadlockError, a
+// *StepLimitError, a *kir.RuleError for a hardware rule broken at run time,
+// or an error describing why the program could not be loaded.
+func (d *Device) Run(p *kir.Program, opt RunOptions) (*Stats, error) {
+	if opt.StepLimit <= 0 {
+		opt.StepLimit = DefaultStepLimit
+	}
+	if opt.Quantum <= 0 {
+		opt.Quantum = DefaultQuantum
+	}
+	if p == nil {
+		return nil, fmt.Errorf("kexec: nil program")
+	}
+	for i, k := range p.Kernels {
+		if k == nil {
+			return nil, fmt.Errorf("program %q: kernel %d is nil", p.Name, i)
+		}
+	}
+	r := &run{d: d, p: p, t: d.T, opt: opt, bufAddr: map[string]uint32{}, bufDev: map[string]*DeviceBuffer{}, cores: map[kir.Core]*coreState{}}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	if err := r.schedule(); err != nil {
+		return &r.stats, err
+	}
+	return &r.stats, nil
+}
+
+func (r *run) core(c kir.Core) (*coreState, error) {
+	if cs, ok := r.cores[c]; ok {
+		return cs, nil
+	}
+	nx, ny, err := r.t.WorkerNoC(c.X, c.Y)
+	if err != nil {
+		return nil, fmt.Errorf("program %q: %v", r.p.Name, err)
+	}
+	cs := &coreState{c: c, mem: r.d.coreMem(c), nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{}}
+	r.cores[c] = cs
+	return cs, nil
+}
+
+func (r *run) load() error {
+	p, t := r.p, r.t
+	// Buffers.
+	for _, b := range p.Buffers {
+		name := b.Name
+		if n, ok := r.opt.Binding[b.Name]; ok {
+			name = n
+		}
+		db, ok := r.d.buffers[name]
+		if !ok {
+			return fmt.Errorf("program %q: buffer %q (device buffer %q) is not allocated", p.Name, b.Name, name)
+		}
+		if db.PageSize != b.PageSize || db.Pages < b.Pages || db.Mem.Kind != b.Mem.Kind {
+			return fmt.Errorf("program %q: buffer %q expects %d pages of %d bytes in %s; device buffer %q has %d pages of %d bytes in %s",
+				p.Name, b.Name, b.Pages, b.PageSize, b.Mem.Kind, name, db.Pages, db.PageSize, db.Mem.Kind)
+		}
+		r.bufAddr[b.Name] = db.Addr
+		r.bufDev[b.Name] = db
+	}
+	// CBs: place in index order, then configuration order.
+	order := make([]int, len(p.CBs))
+	for i := range order {
+		order[i] = i
+	}
+	for i := 1; i < len(order); i++ { // stable insertion sort by index
+		for j := i; j > 0 && p.CBs[order[j]].Index < p.CBs[order[j-1]].Index; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	type placed struct {
+		cores    []kir.Core
+		lo, hi   uint64
+		backing  bool
+		cbConfig *kir.CB
+	}
+	var done []placed
+	l1Top := r.d.l1A.lowest()
+	for _, i := range order {
+		cb := &p.CBs[i]
+		if cb.Index < 0 || cb.Index >= t.MaxCBs || cb.PageSize <= 0 || cb.Pages <= 0 {
+			return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "cannot place CB c_%d: index must be 0..%d and page size %d, pages %d positive", cb.Index, t.MaxCBs-1, cb.PageSize, cb.Pages)
+		}
+		cores := kir.CoresOf(cb.Cores)
+		size := uint64(cb.Bytes())
+		var addr uint64
+		if cb.Backing != "" {
+			db, ok := r.bufDev[cb.Backing]
+			if !ok || db.Mem.Kind.IsDRAM() {
+				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "backing buffer %q is not an L1 buffer of the program", cb.Backing)
+			}
+			if uint64(db.PerCore*db.Stride) < size {
+				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "ring of %d bytes exceeds the %d bytes per core of backing buffer %q", size, db.PerCore*db.Stride, cb.Backing)
+			}
+			addr = uint64(db.Addr)
+		} else {
+			addr = uint64(t.L1UnreservedBase)
+			for moved := true; moved; {
+				moved = false
+				for _, d := range done {
+					if d.backing || addr >= d.hi || addr+size <= d.lo || !sharesCore(d.cores, cores) {
+						continue
+					}
+					addr = alignUp(d.hi, 64)
+					moved = true
+				}
+			}
+			if addr+size > l1Top {
+				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)", cb.Index, size, addr, l1Top)
+			}
+		}
+		done = append(done, placed{cores: cores, lo: addr, hi: addr + size, backing: cb.Backing != "", cbConfig: cb})
+		for _, c := range cores {
+			cs, err := r.core(c)
+			if err != nil {
+				return err
+			}
+			if cs.cbs[cb.Index] != nil {
+				return r.ruleErr(kir.RuleCBCount, "", &c, cb.Index, "CB index %d is configured more than once on this core", cb.Index)
+			}
+			cs.cbs[cb.Index] = &cbState{cfg: cb, base: uint32(addr), pages: cb.Pages, pageSize: cb.PageSize}
+		}
+	}
+	// Semaphores.
+	for _, s := range p.Semaphores {
+		if s.ID < 0 || s.ID >= t.MaxSemaphores {
+			return r.ruleErr(kir.RuleSemaphore, "", nil, kir.NoCB, "semaphore id %d is outside 0..%d", s.ID, t.MaxSemaphores-1)
+		}
+		for _, c := range kir.CoresOf(s.Cores) {
+			cs, err := r.core(c)
+			if err != nil {
+				return err
+			}
+			cs.semIDs[s.ID] = true
+			cs.mem.write32(uint64(r.d.SemaphoreBase())+uint64(s.ID*SemaphoreStride), s.Initial)
+		}
+	}
+	// Kernels.
+	for _, k := range p.Kernels {
+		code, err := compileKernel(r, k)
+		if err != nil {
+			return err
+		}
+		for _, c := range kir.CoresOf(k.Cores) {
+			cs, err := r.core(c)
+			if err != nil {
+				return err
+			}
+			ks, err := newKState(r, cs, k, code)
+			if err != nil {
+				return err
+			}
+			r.kernels = append(r.kernels, ks)
+		}
+	}
+	// Row-major by core, then program order (stable).
+	ks := r.kernels
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j].core.c.Less(ks[j-1].core.c); j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return nil
+}
+
+func sharesCore(a, b []kir.Core) bool {
+	set := make(map[kir.Core]bool, len(a))
+	for _, c := range a {
+		set[c] = true
+	}
+	for _, c := range b {
+		if set[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// schedule runs the kernels round-robin until all finish, a kernel fails,
+// everything is blocked, or the step budget is spent.
+func (r *run) schedule() error {
+	for {
+		progress, unfinished := false, 0
+		for _, ks := range r.kernels {
+			if ks.done {
+				continue
+			}
+			n, err := ks.runQuantum(r.opt.Quantum)
+			r.stats.Steps += int64(n)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				progress = true
+			}
+			if !ks.done {
+				unfinished++
+			}
+			if r.stats.Steps > r.opt.StepLimit {
+				return &StepLimitError{Program: r.p.Name, Limit: r.opt.StepLimit, Running: r.names(false)}
+			}
+		}
+		if unfinished == 0 {
+			return nil
+		}
+		if !progress {
+			de := &DeadlockError{Program: r.p.Name, Finished: r.names(true)}
+			for _, ks := range r.kernels {
+				if !ks.done {
+					de.Blocked = append(de.Blocked, ks.blocked)
+				}
+			}
+			return de
+		}
+	}
+}
+
+func (r *run) names(done bool) []string {
+	var out []string
+	for _, ks := range r.kernels {
+		if ks.done == done {
+			out = append(out, fmt.Sprintf("%s@%s", ks.k.Name, ks.core.c))
+		}
+	}
+	return out
+}
