@@ -1,0 +1,154 @@
+package codegen
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Build is a compiled graph: one device program per op in execution order
+// and the device buffers they read and write.
+type Build struct {
+	Graph    *ir.Graph
+	Target   *target.Target
+	Programs []*Program
+	Buffers  []BufferSpec
+}
+
+// Program is the device program of one graph op.
+type Program struct {
+	Op     *ir.Op
+	Kernel *kir.Program
+}
+
+// BufferSpec is one device buffer: the tensor a graph value holds, its
+// placement and its pages (lower.PageLayout).
+type BufferSpec struct {
+	// Name is the buffer's global name (lower.Context.BufferName): the
+	// checkpoint name of a weight, "t<ID>" for any other value.
+	Name     string
+	Value    *ir.Value
+	Shape    ir.Shape
+	DType    ir.DType
+	Layout   ir.Layout
+	Mem      ir.MemoryConfig
+	PageSize int
+	Pages    int
+}
+
+// maxErrors caps the lowering errors Compile reports at once.
+const maxErrors = 20
+
+// Compile lowers every op of g (fused and placed: every value DRAM
+// interleaved) for target t. On success Build.Programs has one entry per op
+// in g.Ops() order, each program valid for t (kir.Validate), and
+// Build.Buffers one entry per device value, in the order inputs, weights,
+// states, op results (program order), with unique names; every buffer a
+// program declares is in Build.Buffers with the same page layout. On
+// failure the error lists every op that could not be lowered (up to 20),
+// each naming the op, its layer, its shapes and the rule broken. g is not
+// modified.
+func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
+	if g == nil {
+		return nil, errors.New("codegen: graph is nil")
+	}
+	if t == nil {
+		return nil, fmt.Errorf("codegen: graph %q: target is nil", g.Name)
+	}
+	if err := ir.Verify(g); err != nil {
+		return nil, fmt.Errorf("codegen: graph %q does not verify: %w", g.Name, err)
+	}
+	ctx := lower.NewContext(t)
+	b := &Build{Graph: g, Target: t}
+	byName := map[string]*ir.Value{}
+	var errs []error
+	fail := func(err error) {
+		if len(errs) < maxErrors {
+			errs = append(errs, err)
+		}
+	}
+	addBuffer := func(v *ir.Value, where string) {
+		name := ctx.BufferName(v)
+		if other, dup := byName[name]; dup {
+			fail(fmt.Errorf("codegen: %s: buffer name %q of %s %s is already used by %s %s; weight names must be unique and must not look like t<ID>", where, name, v.Kind, v, other.Kind, other))
+			return
+		}
+		byName[name] = v
+		ps, pages, err := lower.PageLayout(v.Type)
+		if err != nil {
+			fail(fmt.Errorf("codegen: %s: %s %s (%q, %s): %w", where, v.Kind, v, v.Name, v.Type, err))
+			return
+		}
+		if v.Type.Mem.Kind != ir.DRAMInterleaved {
+			fail(fmt.Errorf("codegen: %s: %s %s (%q) is placed %s; rule placement: device buffers are DRAM interleaved (run the place pass)", where, v.Kind, v, v.Name, v.Type.Mem))
+			return
+		}
+		b.Buffers = append(b.Buffers, BufferSpec{Name: name, Value: v, Shape: v.Type.Shape.Clone(), DType: v.Type.DType,
+			Layout: v.Type.Layout, Mem: v.Type.Mem, PageSize: ps, Pages: pages})
+	}
+	for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
+		for _, v := range list {
+			addBuffer(v, fmt.Sprintf("graph %q", g.Name))
+		}
+	}
+	for _, op := range g.Ops() {
+		for _, r := range op.Results {
+			addBuffer(r, op.Where())
+		}
+		p, err := lower.Lower(op, ctx)
+		if err != nil {
+			fail(fmt.Errorf("codegen: %w", err))
+			continue
+		}
+		b.Programs = append(b.Programs, &Program{Op: op, Kernel: p})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("codegen: graph %q: %d problem(s):\n%w", g.Name, len(errs), errors.Join(errs...))
+	}
+	if err := b.checkBuffers(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Buffer returns the spec called name, or nil.
+func (b *Build) Buffer(name string) *BufferSpec {
+	for i := range b.Buffers {
+		if b.Buffers[i].Name == name {
+			return &b.Buffers[i]
+		}
+	}
+	return nil
+}
+
+// BufferOf returns the spec of value v, or nil.
+func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
+	for i := range b.Buffers {
+		if b.Buffers[i].Value == v {
+			return &b.Buffers[i]
+		}
+	}
+	return nil
+}
+
+// checkBuffers checks that every buffer a program declares is a build
+// buffer with the same layout (a lowering bug otherwise).
+func (b *Build) checkBuffers() error {
+	for _, p := range b.Programs {
+		for _, pb := range p.Kernel.Buffers {
+			s := b.Buffer(pb.Name)
+			if s == nil {
+				return fmt.Errorf("codegen: %s: program %q declares buffer %q, which no graph value holds", p.Op.Where(), p.Kernel.Name, pb.Name)
+			}
+			if s.PageSize != pb.PageSize || s.Pages != pb.Pages || s.DType != pb.DType || s.Layout != pb.Layout {
+				return fmt.Errorf("codegen: %s: program %q declares buffer %q as %d pages of %d bytes (%s %s); the build has %d pages of %d bytes (%s %s)",
+					p.Op.Where(), p.Kernel.Name, pb.Name, pb.Pages, pb.PageSize, pb.DType, pb.Layout, s.Pages, s.PageSize, s.DType, s.Layout)
+			}
+		}
+	}
+	return nil
+}

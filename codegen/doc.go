@@ -1,0 +1,14 @@
+// Package codegen turns a fused, placed graph into device programs.
+//
+// Compile lowers every op of an ir.Graph, in execution order, to one kernel
+// IR program (package codegen/lower) and lists the device buffers the
+// programs share: one BufferSpec per value that lives on the device (graph
+// inputs, weights, states and op results), named as the programs'
+// kir.BufferAddr arguments name them, with the page size and page count the
+// runtime allocates. The result, a Build, is what the C++ printer, the host
+// program configs and the runtime consume; writing it to files is not this
+// package's job.
+//
+// Subpackages include target (the chip description), kir (the kernel IR)
+// and lower (the lowering of each op family to kernel IR).
+package codegen

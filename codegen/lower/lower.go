@@ -1,0 +1,292 @@
+package lower
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Context is what a lowering needs besides the op. Create it with
+// NewContext; the zero value has no target.
+type Context struct {
+	// Target is the chip the programs are built for.
+	Target *target.Target
+	// Fidelity is the math fidelity of matmul and multiply kernels.
+	Fidelity ir.MathFidelity
+}
+
+// NewContext returns a context for t with HiFi4 fidelity.
+func NewContext(t *target.Target) *Context {
+	return &Context{Target: t, Fidelity: ir.HiFi4}
+}
+
+// BufferName is the stable global name of v's device buffer: the checkpoint
+// name for weights, "t<ID>" for every other value (inputs, states, op
+// results). The runtime allocates one buffer per name and resolves
+// kir.BufferAddr(name, ...) arguments with it.
+func (c *Context) BufferName(v *ir.Value) string {
+	if v.Kind == ir.KindWeight && v.Name != "" {
+		return v.Name
+	}
+	return fmt.Sprintf("t%d", v.ID)
+}
+
+// lowerFunc builds the program of one op. Errors need not name the op;
+// Lower adds op.Where() and the types.
+type lowerFunc func(op *ir.Op, ctx *Context) (*kir.Program, error)
+
+// lowerings is the op table of the lowering, one entry per supported kind;
+// the functions live in one file per family.
+var lowerings = map[ir.OpKind]lowerFunc{
+	ir.OpSiLU:      lowerUnary,
+	ir.OpSigmoid:   lowerUnary,
+	ir.OpExp:       lowerUnary,
+	ir.OpRsqrt:     lowerUnary,
+	ir.OpSquare:    lowerUnary,
+	ir.OpAddScalar: lowerUnary,
+	ir.OpMulScalar: lowerUnary,
+	ir.OpAdd:       lowerBinary,
+	ir.OpSub:       lowerBinary,
+	ir.OpMul:       lowerBinary,
+	ir.OpMatmul:    lowerMatmul,
+	ir.OpRMSNorm:   lowerRMSNorm,
+	ir.OpEmbedding: lowerEmbedding,
+	ir.OpArgmax:    lowerArgmax,
+}
+
+// Supported reports whether Lower has a lowering for op kind k (a
+// supported kind may still reject some shapes).
+func Supported(k ir.OpKind) bool { _, ok := lowerings[k]; return ok }
+
+// SupportedKinds lists the kinds with a lowering, sorted by name.
+func SupportedKinds() []ir.OpKind {
+	ks := make([]ir.OpKind, 0, len(lowerings))
+	for k := range lowerings {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].String() < ks[j].String() })
+	return ks
+}
+
+// Lower lowers op to one device program. The op's operands and results must
+// be DRAM interleaved. On success the program passes
+// kir.Validate(p, ctx.Target), its buffers are named with ctx.BufferName
+// and declared with PageLayout, and its name is "<op>_<id>". Errors name
+// the op (op.Where()), its operand and result types and the rule broken.
+func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	if op == nil {
+		return nil, errors.New("lower: op is nil")
+	}
+	if ctx == nil || ctx.Target == nil {
+		return nil, fmt.Errorf("lower: %s: context has no target (use NewContext)", op.Where())
+	}
+	fn, ok := lowerings[op.Kind]
+	if !ok {
+		names := make([]string, 0, len(lowerings))
+		for _, k := range SupportedKinds() {
+			names = append(names, k.String())
+		}
+		return nil, fmt.Errorf("lower: %s%s: no device lowering for op kind %s (supported: %s)", op.Where(), signature(op), op.Name(), strings.Join(names, ", "))
+	}
+	if err := checkOp(op); err != nil {
+		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
+	}
+	p, err := fn(op, ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
+	}
+	if err := kir.Validate(p, ctx.Target); err != nil {
+		return nil, fmt.Errorf("lower: %s%s: the generated program breaks a hardware rule: %w", op.Where(), signature(op), err)
+	}
+	return p, nil
+}
+
+// checkOp checks the operand and result counts and the placement rule.
+func checkOp(op *ir.Op) error {
+	info := op.Info()
+	if len(op.Operands) != len(info.Operands) || len(op.Results) != info.Results {
+		return fmt.Errorf("rule arity: has %d operands and %d results, the op table says %d and %d", len(op.Operands), len(op.Results), len(info.Operands), info.Results)
+	}
+	for i, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+		if v == nil {
+			return fmt.Errorf("rule arity: value %d is nil", i)
+		}
+		if v.Type.Mem.Kind != ir.DRAMInterleaved {
+			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved tensors only (run the place pass)", v, v.Type.Mem)
+		}
+	}
+	return nil
+}
+
+// signature formats the op's types for messages: "(x [1,128] bf16 tile) -> [1,128] bf16 tile".
+func signature(op *ir.Op) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for i, v := range op.Operands {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v == nil {
+			b.WriteString("<nil>")
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
+	}
+	b.WriteString(") -> ")
+	for i, v := range op.Results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v == nil {
+			b.WriteString("<nil>")
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
+	}
+	return b.String()
+}
+
+// PageLayout is the page size and page count of a tensor of type t in an
+// interleaved buffer: tile layout has one tile of t.DType per page and
+// t.Shape.Tiles() pages; row-major layout has one row of the last
+// dimension per page (Cols2D elements) and Rows2D pages. Block floats have
+// no row-major form.
+func PageLayout(t ir.TensorType) (pageSize, pages int, err error) {
+	switch t.Layout {
+	case ir.TileLayout:
+		if t.DType.TileBytes() == 0 {
+			return 0, 0, fmt.Errorf("rule page-layout: %s has no tile size", t.DType)
+		}
+		return t.DType.TileBytes(), t.Shape.Tiles(), nil
+	case ir.RowMajorLayout:
+		if t.DType.ElemBytes() == 0 {
+			return 0, 0, fmt.Errorf("rule page-layout: %s has no row-major form (block floats need tile layout)", t.DType)
+		}
+		return t.Shape.Cols2D() * t.DType.ElemBytes(), t.Shape.Rows2D(), nil
+	}
+	return 0, 0, fmt.Errorf("rule page-layout: unknown layout %s", t.Layout)
+}
+
+// bufferOf declares v's buffer.
+func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {
+	ps, n, err := PageLayout(v.Type)
+	if err != nil {
+		return kir.Buffer{}, fmt.Errorf("value %s: %w", v, err)
+	}
+	return kir.Buffer{Name: ctx.BufferName(v), Mem: v.Type.Mem, DType: v.Type.DType, Layout: v.Type.Layout, PageSize: ps, Pages: n}, nil
+}
+
+// newProgram starts the program of op with the buffers of its operands and
+// results declared (each name once, in operand then result order).
+func newProgram(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	p := kir.NewProgram(fmt.Sprintf("%s_%d", op.Name(), op.ID))
+	seen := map[string]bool{}
+	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+		b, err := bufferOf(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if seen[b.Name] {
+			continue
+		}
+		seen[b.Name] = true
+		p.AddBuffer(b)
+	}
+	return p, nil
+}
+
+// CB indices: inputs from c_0, outputs from c_16, intermediates from c_24
+// (tt-metal's convention).
+const (
+	cbIn0 = 0
+	cbIn1 = 1
+	cbIn2 = 2
+	cbOut = 16
+	cbIm0 = 24
+	cbIm1 = 25
+	cbIm2 = 26
+	cbIm3 = 27
+)
+
+// firstCores returns the first n cores of t's worker grid in row-major
+// order and the core ranges covering exactly them (full rows as one
+// rectangle, the partial last row as another).
+func firstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) {
+	cores := make([]kir.Core, n)
+	for i := range cores {
+		cores[i] = kir.Core{X: i % t.GridX, Y: i / t.GridX}
+	}
+	var rs []ir.CoreRange
+	if full := n / t.GridX; full > 0 {
+		rs = append(rs, ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: full - 1})
+	}
+	if rem := n % t.GridX; rem > 0 {
+		y := n / t.GridX
+		rs = append(rs, ir.CoreRange{X0: 0, Y0: y, X1: rem - 1, Y1: y})
+	}
+	return cores, rs
+}
+
+// dramStride is the distance between consecutive pages of one interleaved
+// DRAM buffer in one bank.
+func dramStride(t *target.Target, pageSize int) int { return t.DRAMPageSize(pageSize) }
+
+// pageAddr is the NoC address of page `page` of the interleaved DRAM buffer
+// whose base address is base.
+func pageAddr(t *target.Target, base, page kir.Expr, pageSize int) kir.Expr {
+	return kir.InterleavedPageAddr(base, page, dramStride(t, pageSize), t.DRAMBanks)
+}
+
+// readPage emits: reserve one page of cb, read page `page` of a DRAM buffer
+// into it, wait for the read, push it.
+func readPage(b *kir.Builder, t *target.Target, cb int, base, page kir.Expr, pageSize int) {
+	b.CBReserveBack(cb, kir.C(1))
+	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+	b.NoCAsyncRead(pageAddr(t, base, page, pageSize), l1, kir.Ci(pageSize))
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.C(1))
+}
+
+// writePage emits: wait for one page of cb, write it to page `page` of a
+// DRAM buffer, wait for the write, pop it.
+func writePage(b *kir.Builder, t *target.Target, cb int, base, page kir.Expr, pageSize int) {
+	b.CBWaitFront(cb, kir.C(1))
+	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
+	b.NoCAsyncWrite(l1, pageAddr(t, base, page, pageSize), kir.Ci(pageSize))
+	b.NoCAsyncWriteBarrier()
+	b.CBPopFront(cb, kir.C(1))
+}
+
+// tileCB is a CB of `pages` tiles of dt on cores rs.
+func tileCB(idx int, dt ir.DType, pages int, rs []ir.CoreRange, name string) kir.CB {
+	return kir.CB{Index: idx, PageSize: dt.TileBytes(), Pages: pages, Format: dt, Cores: rs, Name: name}
+}
+
+// newReader, newWriter and newCompute add the three kernels of a program.
+func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel {
+	return p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+}
+
+func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel {
+	return p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+}
+
+func newCompute(p *kir.Program, rs []ir.CoreRange, cfg kir.ComputeConfig) *kir.Kernel {
+	return p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs, Compute: cfg})
+}
+
+// requireTile fails unless v is in tile layout.
+func requireTile(what string, v *ir.Value) error {
+	if v.Type.Layout != ir.TileLayout {
+		return fmt.Errorf("rule tile-layout: %s %s is %s; this lowering reads tile-layout tensors", what, v, v.Type.Layout)
+	}
+	return nil
+}
+
+// tilesWide is the number of tile columns of a shape's last dimension.
+func tilesWide(s ir.Shape) int { return ir.RoundUpTile(s.Cols2D()) / ir.TileSize }

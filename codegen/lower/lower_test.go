@@ -1,0 +1,274 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// graphOp builds a one-region graph with build and returns it and its last op.
+func graphOp(t *testing.T, build func(b *ir.Builder) *ir.Value) (*ir.Graph, *ir.Op) {
+	t.Helper()
+	b := ir.NewBuilder("test")
+	b.Region("mlp", 0)
+	out := build(b)
+	b.Output(out)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatalf("building the graph: %v", err)
+	}
+	ops := g.Ops()
+	return g, ops[len(ops)-1]
+}
+
+func rowMajor(dt ir.DType, dims ...int) ir.TensorType {
+	tt := ir.T(dt, dims...)
+	tt.Layout = ir.RowMajorLayout
+	return tt
+}
+
+// opCase is one op to lower, shared by the validation and simulator tests.
+type opCase struct {
+	name  string
+	build func(b *ir.Builder) *ir.Value
+}
+
+func unaryCase(name string, dt ir.DType, dims []int, f func(b *ir.Builder, x *ir.Value) *ir.Value) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value { return f(b, b.Input("x", ir.T(dt, dims...))) }}
+}
+
+func binaryCase(name string, da, db ir.DType, sa, sb []int, f func(b *ir.Builder, x, y *ir.Value) *ir.Value) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value {
+		return f(b, b.Input("a", ir.T(da, sa...)), b.Input("b", ir.T(db, sb...)))
+	}}
+}
+
+func matmulCase(name string, m, k, n int, wdt ir.DType) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value {
+		return b.Matmul(b.Input("a", ir.T(ir.BF16, m, k)), b.Weight("w.weight", ir.T(wdt, k, n)))
+	}}
+}
+
+func normCase(name string, rows, h int, offset float64) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value {
+		return b.RMSNorm(b.Input("x", ir.T(ir.BF16, rows, h)), b.Weight("norm.weight", ir.T(ir.BF16, h)), 1e-6, offset)
+	}}
+}
+
+func embeddingCase(name string, tokens, vocab, h int) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value {
+		return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, tokens)), b.Weight("embed.weight", rowMajor(ir.BF16, vocab, h)))
+	}}
+}
+
+func argmaxCase(name string, rows, n int) opCase {
+	return opCase{name, func(b *ir.Builder) *ir.Value { return b.Argmax(b.Input("x", ir.T(ir.BF16, rows, n))) }}
+}
+
+// opCases covers every lowering.
+var opCases = []opCase{
+	unaryCase("silu", ir.BF16, []int{1, 128}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.SiLU(x) }),
+	unaryCase("sigmoid", ir.BF16, []int{3, 64}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Sigmoid(x) }),
+	unaryCase("exp", ir.BF16, []int{2, 40, 70}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Exp(x) }),
+	unaryCase("rsqrt", ir.BF16, []int{1, 96}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Rsqrt(x) }),
+	unaryCase("square", ir.BFP8B, []int{1, 256}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Square(x) }),
+	unaryCase("add_scalar", ir.BF16, []int{1, 128}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.AddScalar(x, 1.5) }),
+	unaryCase("mul_scalar", ir.FP32, []int{1, 64}, func(b *ir.Builder, x *ir.Value) *ir.Value { return b.MulScalar(x, -0.25) }),
+	binaryCase("add", ir.BF16, ir.BF16, []int{1, 128}, []int{1, 128}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Add(x, y) }),
+	binaryCase("sub", ir.BF16, ir.BFP8B, []int{40, 64}, []int{40, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Sub(x, y) }),
+	binaryCase("mul", ir.BF16, ir.BF16, []int{1, 256}, []int{1, 256}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Mul(x, y) }),
+	{"mul_same_operand", func(b *ir.Builder) *ir.Value { x := b.Input("x", ir.T(ir.BF16, 1, 64)); return b.Mul(x, x) }},
+	binaryCase("mul_row_bcast", ir.BF16, ir.BF16, []int{40, 96}, []int{96}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Mul(x, y) }),
+	binaryCase("add_row_bcast_first", ir.BF16, ir.BF16, []int{64}, []int{3, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Add(x, y) }),
+	binaryCase("sub_row_bcast", ir.BF16, ir.BF16, []int{2, 64}, []int{1, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Sub(x, y) }),
+	matmulCase("matmul_bf16", 1, 128, 256, ir.BF16),
+	matmulCase("matmul_bfp8", 4, 256, 96, ir.BFP8B),
+	matmulCase("matmul_bfp4", 32, 64, 800, ir.BFP4B),
+	// 40 output tiles of one product each: 8 cores of 5 tiles, so sub-blocks of 4 and 1.
+	matmulCase("matmul_subblocks", 3, 32, 1280, ir.BF16),
+	normCase("rmsnorm_offset", 1, 128, 1),
+	normCase("rmsnorm", 5, 256, 0),
+	normCase("rmsnorm_rows", 70, 64, 1),
+	embeddingCase("embedding", 3, 64, 128),
+	embeddingCase("embedding_full_tile", 32, 40, 64),
+	embeddingCase("embedding_tile_rows", 70, 100, 64),
+	argmaxCase("argmax", 2, 100),
+	argmaxCase("argmax_one_row", 1, 512),
+}
+
+func TestLowerValidates(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	for _, tc := range opCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, op := graphOp(t, tc.build)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kir.Validate(p, ctx.Target); err != nil {
+				t.Fatal(err)
+			}
+			// Every operand and result has a buffer named by BufferName.
+			for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+				if p.Buffer(ctx.BufferName(v)) == nil {
+					t.Errorf("program has no buffer %q for %s", ctx.BufferName(v), v)
+				}
+			}
+		})
+	}
+}
+
+func TestBufferName(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	_, op := graphOp(t, func(b *ir.Builder) *ir.Value {
+		return b.Matmul(b.Input("a", ir.T(ir.BF16, 1, 64)), b.Weight("model.w", ir.T(ir.BF16, 64, 64)))
+	})
+	got := []string{ctx.BufferName(op.Operands[0]), ctx.BufferName(op.Operands[1]), ctx.BufferName(op.Result())}
+	want := []string{"t0", "model.w", "t3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("buffer names (-want +got):\n%s", diff)
+	}
+}
+
+func TestPageLayout(t *testing.T) {
+	tests := []struct {
+		name        string
+		tt          ir.TensorType
+		size, pages int
+		err         string
+	}{
+		{"tile bf16", ir.T(ir.BF16, 3, 40, 70), 2048, 3 * 2 * 3, ""},
+		{"tile bfp8", ir.T(ir.BFP8B, 64, 64), 1088, 4, ""},
+		{"vector", ir.T(ir.BF16, 100), 2048, 4, ""},
+		{"row-major ids", rowMajor(ir.UInt32, 5), 20, 1, ""},
+		{"row-major table", rowMajor(ir.BF16, 10, 64), 128, 10, ""},
+		{"row-major block float", rowMajor(ir.BFP8B, 10, 64), 0, 0, "no row-major form"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			size, pages, err := PageLayout(tc.tt)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || size != tc.size || pages != tc.pages {
+				t.Errorf("PageLayout = %d, %d, %v; want %d, %d", size, pages, err, tc.size, tc.pages)
+			}
+		})
+	}
+}
+
+func TestPlanSplit(t *testing.T) {
+	tests := []struct {
+		name                               string
+		items, maxCores, item, core, floor int
+		want                               Split
+	}{
+		// Work dominates dispatch: one item per core.
+		{"spread", 8, 110, 256, 0, 0, Split{Items: 8, Cores: 8, PerCore: 1, Cost: 8*60 + 256}},
+		// Cheap items: dispatch dominates, one core.
+		{"one core", 4, 110, 10, 0, 0, Split{Items: 4, Cores: 1, PerCore: 4, Cost: 60 + 40}},
+		// 10 items, cost 100 each: n=5 (2 each) costs 300+200=500, n=10 costs 600+100=700, n=4 (3 each) 240+300=540.
+		{"balanced", 10, 110, 100, 0, 0, Split{Items: 10, Cores: 5, PerCore: 2, Cost: 500}},
+		// A DRAM floor of 1000 makes more than 2 cores useless.
+		{"floor", 10, 110, 200, 0, 1000, Split{Items: 10, Cores: 2, PerCore: 5, Cost: 1120}},
+		// 300 items of 1000 cycles: 3 per core (100 cores) costs 6000+3000,
+		// 4 per core (75 cores) 4500+4000, 5 per core (60 cores) 3600+5000.
+		{"grid", 300, 110, 1000, 0, 0, Split{Items: 300, Cores: 75, PerCore: 4, Cost: 8500}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PlanSplit(tc.items, tc.maxCores, tc.item, tc.core, tc.floor)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("PlanSplit (-want +got):\n%s", diff)
+			}
+			total := 0
+			for i := 0; i < got.Cores; i++ {
+				s, n := got.Range(i)
+				if s != total || n < 1 {
+					t.Errorf("core %d range (%d, %d) after %d items", i, s, n, total)
+				}
+				total += n
+			}
+			if total != tc.items {
+				t.Errorf("ranges cover %d items, want %d", total, tc.items)
+			}
+		})
+	}
+}
+
+func TestMatmulRecordsPlan(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	_, op := graphOp(t, matmulCase("mm", 1, 128, 256, ir.BFP8B).build)
+	p, err := Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := PlanMatmul(4, 8, 110, ir.BFP8B, ir.BF16, ir.HiFi4)
+	// Per output tile 4 products of 64 cycles = 256 > dispatch: one tile per core.
+	if plan.Cores != 8 || plan.PerCore != 1 {
+		t.Errorf("plan = %+v, want 8 cores of 1 tile", plan)
+	}
+	got := p.Kernel("compute").Defines
+	want := map[string]string{"MM_CORES": "8", "MM_TILES_PER_CORE": "1", "MM_SUBBLOCK": "4"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defines (-want +got):\n%s", diff)
+	}
+	if n := len(kir.CoresOf(p.Kernel("reader").Cores)); n != 8 {
+		t.Errorf("reader runs on %d cores, want 8", n)
+	}
+}
+
+func TestLowerErrors(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	tests := []struct {
+		name  string
+		build func(b *ir.Builder) *ir.Value
+		want  []string
+	}{
+		{"unsupported op", func(b *ir.Builder) *ir.Value { return b.Mean(b.Input("x", ir.T(ir.BF16, 1, 64))) },
+			[]string{"op mean", "layer 0 (mlp)", "[1,64] bf16 tile", "no device lowering"}},
+		{"matmul rows", matmulCase("", 64, 64, 64, ir.BF16).build,
+			[]string{"op matmul", "[64,64] bf16", "rule matmul-decode-rows", "2 tile rows"}},
+		{"matmul k", matmulCase("", 1, 48, 64, ir.BF16).build,
+			[]string{"rule matmul-k", "K = 48"}},
+		{"broadcast", binaryCase("", ir.BF16, ir.BF16, []int{4, 64}, []int{4, 1}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Add(x, y) }).build,
+			[]string{"op add", "rule eltwise-broadcast", "[4,64] and [4,1]"}},
+		{"sub row first", binaryCase("", ir.BF16, ir.BF16, []int{64}, []int{2, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Sub(x, y) }).build,
+			[]string{"op sub", "rule eltwise-broadcast", "[64] and [2,64]"}},
+		{"tile table", func(b *ir.Builder) *ir.Value {
+			return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 2)), b.Weight("emb", ir.T(ir.BF16, 64, 64)))
+		}, []string{"op embedding", "rule embedding-table-layout", "row_major"}},
+		{"norm hidden", normCase("", 1, 80, 0).build, []string{"op rmsnorm", "rule rmsnorm-hidden", "80"}},
+		{"norm too wide", normCase("", 1, 32*400, 1).build, []string{"op rmsnorm", "rule l1-budget"}},
+		{"argmax rows", argmaxCase("", 40, 64).build, []string{"op argmax", "rule argmax-rows"}},
+		{"argmax dtype", func(b *ir.Builder) *ir.Value { return b.Argmax(b.Input("x", ir.T(ir.FP32, 1, 64))) },
+			[]string{"rule argmax-input", "fp32"}},
+		{"placement", func(b *ir.Builder) *ir.Value {
+			x := ir.T(ir.BF16, 1, 64)
+			x.Mem = ir.L1
+			return b.SiLU(b.Input("x", x))
+		}, []string{"op silu", "rule placement", "l1_interleaved"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, op := graphOp(t, tc.build)
+			_, err := Lower(op, ctx)
+			if err == nil {
+				t.Fatal("Lower succeeded, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package lower
+
+import "github.com/tcc-dev/tcc/ir"
+
+// Cost-model constants, in Tensix cycles at 1.35 GHz. They are estimates
+// from reference/blackhole.md, good enough to choose a core count, not to
+// predict time.
+const (
+	// DispatchCycles is what one more core adds to launching a program
+	// (its launch message and runtime arguments).
+	DispatchCycles = 60
+	// NoCBytesPerCycle is one core's sustained NoC read rate (~61 B/cycle
+	// measured for large reads).
+	NoCBytesPerCycle = 61
+	// DRAMBytesPerCycle is the chip's sustained DRAM rate (~430 GB/s).
+	DRAMBytesPerCycle = 318
+	// EltwiseTileCycles is the FPU or SFPU time of one eltwise tile op.
+	EltwiseTileCycles = 32
+)
+
+// MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:
+// 16 cycles per multiplier pass (LoFi 1 pass ... HiFi4 4 passes).
+func MatmulTileCycles(f ir.MathFidelity) int {
+	switch f {
+	case ir.LoFi:
+		return 16
+	case ir.HiFi2:
+		return 32
+	case ir.HiFi3:
+		return 48
+	}
+	return 64
+}
+
+// Split is a division of Items work items over Cores cores: core i (in
+// row-major grid order) takes items [i*PerCore, min((i+1)*PerCore, Items)).
+// Every core gets at least one item.
+type Split struct {
+	Items, Cores, PerCore int
+	// Cost is the model's estimate for this split, in cycles.
+	Cost int
+}
+
+// Range is the first item and the item count of core i.
+func (s Split) Range(i int) (start, count int) {
+	start = i * s.PerCore
+	return start, min(s.PerCore, s.Items-start)
+}
+
+// PlanSplit chooses how many of at most maxCores cores share items work
+// items, minimising
+//
+//	cost(n) = n*DispatchCycles + max(ceil(items/n)*itemCycles + perCoreCycles, floorCycles)
+//
+// (see the package doc); ties go to fewer cores. Only core counts that give
+// every core at least one item are considered. items and maxCores must be
+// positive.
+func PlanSplit(items, maxCores, itemCycles, perCoreCycles, floorCycles int) Split {
+	best := Split{}
+	for n := 1; n <= min(items, maxCores); n++ {
+		per := (items + n - 1) / n
+		used := (items + per - 1) / per
+		if used != n {
+			continue // the same per-core load is reached with fewer cores
+		}
+		c := n*DispatchCycles + max(per*itemCycles+perCoreCycles, floorCycles)
+		if best.Cores == 0 || c < best.Cost {
+			best = Split{Items: items, Cores: n, PerCore: per, Cost: c}
+		}
+	}
+	return best
+}
+
+// PlanMatmul is the split of a decode matmul's nt output tile columns over
+// the worker cores: each output tile costs kt tile products (or the NoC
+// time of its kt weight tiles, whichever is longer), each core also reads
+// the kt activation tiles, and all cores together cannot beat DRAM reading
+// kt*nt weight tiles.
+func PlanMatmul(kt, nt, maxCores int, w, a ir.DType, f ir.MathFidelity) Split {
+	perTile := max(MatmulTileCycles(f), w.TileBytes()/NoCBytesPerCycle)
+	perCore := kt * a.TileBytes() / NoCBytesPerCycle
+	floor := kt * nt * w.TileBytes() / DRAMBytesPerCycle
+	return PlanSplit(nt, maxCores, kt*perTile, perCore, floor)
+}
+
+// planEltwise splits tiles over the grid for an op that streams bytesPerTile
+// bytes per tile through a core.
+func planEltwise(tiles, maxCores, bytesPerTile int) Split {
+	perTile := max(EltwiseTileCycles, bytesPerTile/NoCBytesPerCycle)
+	floor := tiles * bytesPerTile / DRAMBytesPerCycle
+	return PlanSplit(tiles, maxCores, perTile, 0, floor)
+}

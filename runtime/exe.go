@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Executable is a build loaded on a mesh: every buffer allocated on every
+// device, programs ready to launch in order.
+type Executable struct {
+	Mesh  *Mesh
+	Build *codegen.Build
+	names map[*ir.Value]string
+}
+
+// Load allocates every buffer of b on every device of m.
+func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
+	if b.Graph.Mesh != m.Shape {
+		return nil, fmt.Errorf("runtime: build is for mesh %s, opened mesh is %s", b.Graph.Mesh, m.Shape)
+	}
+	e := &Executable{Mesh: m, Build: b, names: map[*ir.Value]string{}}
+	for _, s := range b.Buffers {
+		t := Tensor{Buffer: kir.Buffer{Name: s.Name, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages}, Shape: s.Shape}
+		if err := m.Alloc(t); err != nil {
+			return nil, err
+		}
+		e.names[s.Value] = s.Name
+	}
+	return e, nil
+}
+
+func (e *Executable) name(v *ir.Value) (string, error) {
+	n, ok := e.names[v]
+	if !ok {
+		return "", fmt.Errorf("runtime: value %s (%q) has no device buffer in this build", v, v.Name)
+	}
+	return n, nil
+}
+
+// Upload writes v's row-major contents to every device (the same data on
+// each; use UploadTo for per-device shards).
+func (e *Executable) Upload(v *ir.Value, data []float32) error {
+	for d := 0; d < e.Mesh.Devices(); d++ {
+		if err := e.UploadTo(d, v, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UploadTo writes v's row-major per-device contents to device dev.
+func (e *Executable) UploadTo(dev int, v *ir.Value, data []float32) error {
+	n, err := e.name(v)
+	if err != nil {
+		return err
+	}
+	return e.Mesh.Upload(dev, n, data)
+}
+
+// Download reads v from device 0.
+func (e *Executable) Download(v *ir.Value) ([]float32, error) { return e.DownloadFrom(0, v) }
+
+// DownloadFrom reads v from device dev.
+func (e *Executable) DownloadFrom(dev int, v *ir.Value) ([]float32, error) {
+	n, err := e.name(v)
+	if err != nil {
+		return nil, err
+	}
+	return e.Mesh.Download(dev, n)
+}
+
+// RunProgram launches program i on every device; errors name the program
+// and the op it implements.
+func (e *Executable) RunProgram(i int) error {
+	if i < 0 || i >= len(e.Build.Programs) {
+		return fmt.Errorf("runtime: program %d out of range (%d programs)", i, len(e.Build.Programs))
+	}
+	p := e.Build.Programs[i]
+	for d := 0; d < e.Mesh.Devices(); d++ {
+		if _, err := e.Mesh.Launch(d, p.Kernel); err != nil {
+			return fmt.Errorf("runtime: device %d: program %d %s (%s): %w", d, i, p.Kernel.Name, p.Op.Where(), err)
+		}
+	}
+	return nil
+}
+
+// Run launches every program in order on every device.
+func (e *Executable) Run() error {
+	for i := range e.Build.Programs {
+		if err := e.RunProgram(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
