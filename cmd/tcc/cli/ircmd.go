@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +27,8 @@ func newIRCmd() *cobra.Command {
 	mf := addModelFlags(cmd, "unfused")
 	cmd.Flags().IntVar(&layer, "layer", -1, "print only this decoder layer's region")
 	cmd.Flags().StringSliceVar(&printAfter, "print-after", nil, "run the pipeline and dump the graph (or --layer) after these passes")
-	cmd.RunE = func(_ *cobra.Command, args []string) error {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		out := cmd.OutOrStdout()
 		if len(printAfter) > 0 {
 			mf.stage = "unfused"
 		}
@@ -53,27 +54,27 @@ func newIRCmd() *cobra.Command {
 					return err
 				}
 				if contains(printAfter, pl.Passes[i].Name) {
-					fmt.Printf("// after %s (#%d)\n", pl.Passes[i].Name, i+1)
-					if err := printGraph(g, layer); err != nil {
+					fmt.Fprintf(out, "// after %s (#%d)\n", pl.Passes[i].Name, i+1)
+					if err := printGraph(out, g, layer); err != nil {
 						return err
 					}
 				}
 			}
 			return nil
 		}
-		return printGraph(g, layer)
+		return printGraph(out, g, layer)
 	}
 	return cmd
 }
 
-func printGraph(g *ir.Graph, layer int) error {
+func printGraph(out io.Writer, g *ir.Graph, layer int) error {
 	if layer < 0 {
-		_, err := fmt.Fprint(os.Stdout, ir.Print(g))
+		_, err := fmt.Fprint(out, ir.Print(g))
 		return err
 	}
 	for _, r := range g.Layers() {
 		if r.Index == layer {
-			_, err := fmt.Fprint(os.Stdout, ir.PrintRegion(g, r))
+			_, err := fmt.Fprint(out, ir.PrintRegion(g, r))
 			return err
 		}
 	}
@@ -89,21 +90,22 @@ them with their reasons, and every fusion rule with its "before => after"
 summary. Any rule or pass can be turned off with --disable NAME on build, run,
 report and ir.`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
 			pl := passes.Default()
-			fmt.Println("passes (in order):")
+			fmt.Fprintln(out, "passes (in order):")
 			for i, p := range pl.Passes {
-				fmt.Printf("  %2d. %-8s %s\n", i+1, p.Name, p.Doc)
+				fmt.Fprintf(out, "  %2d. %-8s %s\n", i+1, p.Name, p.Doc)
 			}
-			fmt.Println("\nordering constraints:")
+			fmt.Fprintln(out, "\nordering constraints:")
 			for _, c := range pl.Constraints {
-				fmt.Printf("  %s before %s: %s\n", c.Before, c.After, c.Reason)
+				fmt.Fprintf(out, "  %s before %s: %s\n", c.Before, c.After, c.Reason)
 			}
-			fmt.Println("\nfusion rules (by family):")
+			fmt.Fprintln(out, "\nfusion rules (by family):")
 			for _, fam := range passes.Families() {
-				fmt.Printf("  %s:\n", fam)
+				fmt.Fprintf(out, "  %s:\n", fam)
 				for _, r := range passes.FamilyRules(fam) {
-					fmt.Printf("    %-22s %s\n", r.Name, r.Rewrite)
+					fmt.Fprintf(out, "    %-22s %s\n", r.Name, r.Rewrite)
 				}
 			}
 			return nil

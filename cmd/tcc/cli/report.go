@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -31,12 +29,12 @@ and layers[] with index, kind, ops and by_op.`,
 	}
 	mf := addModelFlags(ops, "unfused")
 	ops.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
-	ops.RunE = func(_ *cobra.Command, args []string) error {
+	ops.RunE = func(cmd *cobra.Command, args []string) error {
 		_, g, res, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
 		}
-		return opReport(args[0], mf.stage, g, res).Write(os.Stdout, format)
+		return opReport(args[0], mf.stage, g, res).Write(cmd.OutOrStdout(), format)
 	}
 	cmd.AddCommand(ops)
 	return cmd

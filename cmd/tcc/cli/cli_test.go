@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// runCLI executes the command tree with args and returns stdout and the error.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := NewRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestRunCheckPasses(t *testing.T) {
+	out, err := runCLI(t, "run", "tiny-mlp", "--backend", "sim", "--check")
+	if err != nil {
+		t.Fatalf("run --check failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"output 0 [1,512]", "PCC 0.99", "output 1 [1,1]", "exact match", "check passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunCheckFailsBelowThreshold proves the failure path: a threshold no
+// PCC can reach makes `run --check` fail with exit status 2.
+func TestRunCheckFailsBelowThreshold(t *testing.T) {
+	out, err := runCLI(t, "run", "tiny-mlp", "--check", "--threshold", "1.5", "--layers", "1")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("want exit code 2, got %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "FAIL") || !strings.Contains(err.Error(), "below PCC") {
+		t.Errorf("failure not reported:\n%s\n%v", out, err)
+	}
+}
+
+func TestReportOpsJSON(t *testing.T) {
+	out, err := runCLI(t, "report", "ops", "tiny-mlp", "--stage", "fused", "--format", "json", "--layers", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Model    string `json:"model"`
+		Mesh     string `json:"mesh"`
+		Stage    string `json:"stage"`
+		TotalOps int    `json:"total_ops"`
+		Layers   []struct {
+			Index int            `json:"index"`
+			Kind  string         `json:"kind"`
+			Ops   int            `json:"ops"`
+			ByOp  map[string]int `json:"by_op"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// 3 layers x (rmsnorm, gate, silu, up, mul, down, add) + embedding + (rmsnorm, lm_head, argmax).
+	if r.Model != "tiny-mlp" || r.Mesh != "1x1" || r.Stage != "fused" || r.TotalOps != 3*7+1+3 || len(r.Layers) != 3 {
+		t.Errorf("report = %+v", r)
+	}
+	if r.Layers[2].ByOp["rmsnorm"] != 1 || r.Layers[2].Ops != 7 {
+		t.Errorf("layer 2 = %+v", r.Layers[2])
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "no-such-model"}, `unknown model "no-such-model" (known: `},
+		{[]string{"report", "ops", "tiny-mlp", "--mesh", "1x2"}, "tiny-mlp runs on one device"},
+		{[]string{"report", "ops", "tiny-mlp", "--mesh", "two"}, "bad mesh"},
+		{[]string{"report", "ops", "tiny-mlp", "--stage", "half"}, "unknown --stage"},
+		{[]string{"report", "ops", "tiny-mlp", "--format", "xml"}, "unknown report format"},
+		{[]string{"report", "ops", "tiny-mlp", "--hidden", "33"}, "multiples of 32"},
+		{[]string{"ir", "tiny-mlp", "--layer", "9"}, "--layer 9"},
+		{[]string{"ir", "tiny-mlp", "--print-after", "nope"}, "unknown pass"},
+		{[]string{"run", "tiny-mlp", "--backend", "blackhole"}, "no Blackhole cards"},
+		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, "neither a pass"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runCLI(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDisableRuleKeepsGraphCorrect(t *testing.T) {
+	out, err := runCLI(t, "report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "FuseRMSNormOffset", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, `"rmsnorm"`) {
+		t.Errorf("rule disabled but rmsnorm present:\n%s", out)
+	}
+}
+
+func TestPassesAndIR(t *testing.T) {
+	out, err := runCLI(t, "passes")
+	if err != nil || !strings.Contains(out, "FuseRMSNormOffset") || !strings.Contains(out, "=>") || !strings.Contains(out, "fuse before place") {
+		t.Errorf("passes: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "ir", "tiny-mlp", "--print-after", "fuse", "--layer", "1")
+	if err != nil || !strings.Contains(out, "// after fuse (#2)") || !strings.Contains(out, "rmsnorm(") || !strings.Contains(out, "region mlp 1") {
+		t.Errorf("ir --print-after: %v\n%s", err, out)
+	}
+}
