@@ -1,0 +1,133 @@
+package codegen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+)
+
+// ProgramEntry is one program on one device in programs.json.
+type ProgramEntry struct {
+	Device int    `json:"device"`
+	Index  int    `json:"index"` // position in the device's execution order
+	Op     string `json:"op"`
+	Layer  int    `json:"layer"` // decoder layer, -1 outside layers
+	Region string `json:"region"`
+	*hostcfg.ProgramConfig
+}
+
+// ProgramsFile is the content of programs.json.
+type ProgramsFile struct {
+	Model    string         `json:"model"`
+	Mesh     string         `json:"mesh"`
+	Devices  int            `json:"devices"`
+	Kernels  int            `json:"kernels"` // distinct kernel sources in kernels/
+	Programs []ProgramEntry `json:"programs"`
+}
+
+// Files renders the build as files relative to a build directory:
+// kernels/<kernel>_<hash>.cpp (one file per distinct kernel source: kernels
+// that print identically share a file) and programs.json (one entry per
+// program per device, in execution order, each kernel's "source" pointing
+// into kernels/). The result is deterministic: the same build gives
+// byte-identical files.
+func (b *Build) Files() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var entries []ProgramEntry
+	devices := b.Graph.Mesh.Devices()
+	for i, p := range b.Programs {
+		cfg, err := hostcfg.Config(p.Kernel, b.Target)
+		if err != nil {
+			return nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
+		}
+		for _, k := range p.Kernel.Kernels {
+			src, err := cpp.PrintKernel(p.Kernel, k)
+			if err != nil {
+				return nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
+			}
+			sum := sha256.Sum256(src)
+			name := fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+			files[name] = src
+			cfg.Kernel(k.Name).Source = name
+		}
+		for d := 0; d < devices; d++ {
+			entries = append(entries, ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind), ProgramConfig: cfg})
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Device < entries[j].Device })
+	nk := len(files)
+	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Programs: entries}
+	js, err := json.MarshalIndent(pf, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files["programs.json"] = append(js, '\n')
+	return files, nil
+}
+
+// WriteDir writes files into dir atomically: everything is written to a
+// temporary sibling directory first, which then replaces dir, so a failed
+// or interrupted build never leaves a half-written dir. An existing dir is
+// replaced only if it looks like a build (has programs.json) or is empty.
+func WriteDir(dir string, files map[string][]byte) error {
+	dir = filepath.Clean(dir)
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("output %s exists and is not a directory", dir)
+		}
+		ents, _ := os.ReadDir(dir)
+		if _, err := os.Stat(filepath.Join(dir, "programs.json")); len(ents) > 0 && err != nil {
+			return fmt.Errorf("output %s is a non-empty directory that is not a tcc build; refusing to replace it", dir)
+		}
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(tmp, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dir)
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
