@@ -8,15 +8,15 @@ import "fmt"
 var eltNames = [...]string{EltAdd: "add", EltSub: "sub", EltMul: "mul"}
 
 var bcastInitNames = map[[2]uint8]string{
-	{uint8(EltAdd), uint8(BcastRows)}:   "add_bcast_rows_init_short",
-	{uint8(EltAdd), uint8(BcastCols)}:   "add_bcast_cols_init_short",
-	{uint8(EltAdd), uint8(BcastScalar)}: "add_bcast_scalar_init_short",
-	{uint8(EltSub), uint8(BcastRows)}:   "sub_bcast_rows_init_short",
-	{uint8(EltSub), uint8(BcastCols)}:   "sub_bcast_cols_init_short",
-	{uint8(EltSub), uint8(BcastScalar)}: "sub_tiles_bcast_scalar_init_short",
-	{uint8(EltMul), uint8(BcastRows)}:   "mul_bcast_rows_init_short",
-	{uint8(EltMul), uint8(BcastCols)}:   "mul_bcast_cols_init_short",
-	{uint8(EltMul), uint8(BcastScalar)}: "mul_tiles_bcast_scalar_init_short",
+	{uint8(EltAdd), uint8(BcastRows)}:   "add_bcast_rows_init",
+	{uint8(EltAdd), uint8(BcastCols)}:   "add_bcast_cols_init",
+	{uint8(EltAdd), uint8(BcastScalar)}: "add_bcast_scalar_init",
+	{uint8(EltSub), uint8(BcastRows)}:   "sub_bcast_rows_init",
+	{uint8(EltSub), uint8(BcastCols)}:   "sub_bcast_cols_init",
+	{uint8(EltSub), uint8(BcastScalar)}: "sub_bcast_scalar_init",
+	{uint8(EltMul), uint8(BcastRows)}:   "mul_bcast_rows_init",
+	{uint8(EltMul), uint8(BcastCols)}:   "mul_bcast_cols_init",
+	{uint8(EltMul), uint8(BcastScalar)}: "mul_bcast_scalar_init",
 }
 
 var sfpuAPINames = [...]string{
@@ -80,11 +80,11 @@ func APIName(s Stmt) string {
 	case TileRegsRelease:
 		return "tile_regs_release"
 	case CopyTileInit:
-		return "copy_tile_to_dst_init_short"
+		return "copy_init"
 	case CopyTile:
 		return "copy_tile"
 	case BinaryInit:
-		return eltName(s.Op) + "_tiles_init"
+		return eltName(s.Op) + "_init"
 	case BinaryTiles:
 		return eltName(s.Op) + "_tiles"
 	case BcastInit:
@@ -108,9 +108,9 @@ func APIName(s Stmt) string {
 	case ReduceUninit:
 		return "reduce_uninit"
 	case TransposeInit:
-		return "transpose_wh_init_short"
+		return "transpose_init"
 	case TransposeTile:
-		return "transpose_wh_tile"
+		return "transpose_tile"
 	case SFPUInit:
 		if int(s.Op) < len(sfpuInitNames) {
 			return sfpuInitNames[s.Op]

@@ -1,0 +1,307 @@
+// tt_api.h: declarations of exactly the tt-metal kernel API subset tcc prints,
+// for a host g++ -fsyntax-only check of generated kernels. Written for tcc from
+// the signatures of the tt-metal tree of September 2026 (tt_metal/hw/inc); it
+// declares, it does not implement. Every generated kernel is compiled as
+//
+//   g++ -std=c++17 -fsyntax-only -include tt_api.h -I <stub tree> -D<kind> k.cpp
+//
+// where the stub tree holds an empty file for every header a kernel may
+// include and <kind> is COMPILE_FOR_BRISC / COMPILE_FOR_NCRISC (data movement)
+// or TRISC_MATH (compute), as the tt-metal JIT build defines them.
+//
+// Calls tt-metal marks deprecated are declared [[deprecated]] with their
+// replacement, so g++ reports them as warnings.
+#pragma once
+
+#include <cstdint>
+
+// tt_l1_ptr is __attribute__((rvtt_l1_ptr)) for the SFPI RISC-V compiler
+// (internal/risc_attribs.h); the host compiler has no such attribute.
+#define tt_l1_ptr
+
+// ---- api/compile_time_args.h ----------------------------------------------
+// get_compile_time_arg_val(i) expands to get_ct_arg<i>(), a constexpr read of
+// -DKERNEL_COMPILE_TIME_ARGS. The body is a placeholder so that constexpr
+// locals initialised from it compile.
+template <uint32_t arg_idx>
+constexpr uint32_t get_ct_arg() {
+    return 1;
+}
+#define get_compile_time_arg_val(arg_idx) get_ct_arg<arg_idx>()
+
+// ---- runtime arguments (api/dataflow/dataflow_api.h, api/compute/common.h) --
+template <typename T>
+T get_arg_val(int arg_idx);
+template <typename T>
+T get_common_arg_val(int arg_idx);
+
+#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)
+// ============================================================================
+// Data movement: api/dataflow/dataflow_api.h and, through it,
+// internal/dataflow/dataflow_api_addrgen.h.
+// ============================================================================
+
+extern uint8_t noc_index;
+extern uint8_t my_x[2];  // NUM_NOCS
+extern uint8_t my_y[2];
+
+enum class ProgrammableCoreType : uint8_t { TENSIX = 0, ACTIVE_ETH = 1, IDLE_ETH = 2 };
+
+// Circular buffers (producer / consumer side of a data-movement kernel).
+void cb_reserve_back(int32_t operand, int32_t num_pages);
+void cb_push_back(const int32_t operand, const int32_t num_pages);
+void cb_wait_front(int32_t operand, int32_t num_pages);
+void cb_pop_front(int32_t operand, int32_t num_pages);
+uint32_t get_write_ptr(uint32_t operand);
+uint32_t get_read_ptr(uint32_t operand);
+int32_t get_tile_size(const int32_t operand);  // constexpr inline in tt-metal
+
+// Semaphores.
+template <ProgrammableCoreType type = ProgrammableCoreType::TENSIX>
+uint32_t get_semaphore(uint32_t semaphore_id);
+void noc_semaphore_set(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val);
+void noc_semaphore_wait(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val);
+void noc_semaphore_wait_min(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val);
+template <bool posted = false>
+void noc_semaphore_inc(uint64_t addr, uint32_t incr, uint8_t noc_id = noc_index, uint8_t vc = 1);
+void noc_semaphore_set_multicast(
+    uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t num_dests, bool linked = false,
+    uint8_t noc = noc_index);
+
+// NoC addresses.
+uint64_t get_noc_addr(uint32_t noc_x, uint32_t noc_y, uint32_t addr, uint8_t noc = noc_index);
+template <bool DRAM>
+uint64_t get_noc_addr_from_bank_id(uint32_t bank_id, uint32_t bank_address_offset, uint8_t noc = noc_index);
+uint64_t get_noc_multicast_addr(
+    uint32_t noc_x_start, uint32_t noc_y_start, uint32_t noc_x_end, uint32_t noc_y_end, uint32_t addr,
+    uint8_t noc = noc_index);
+
+// Transfers and barriers. max_page_size defaults to NOC_MAX_BURST_SIZE + 1.
+template <uint32_t max_page_size = 16385, bool enable_noc_tracing = true>
+void noc_async_read(
+    uint64_t src_noc_addr, uint32_t dst_local_l1_addr, uint32_t size, uint8_t noc = noc_index,
+    uint32_t read_req_vc = 1);
+template <uint32_t max_page_size = 16385, bool enable_noc_tracing = true, bool posted = false>
+void noc_async_write(
+    uint32_t src_local_l1_addr, uint64_t dst_noc_addr, uint32_t size, uint8_t noc = noc_index, uint32_t vc = 1);
+template <uint32_t max_page_size = 16385>
+void noc_async_write_multicast(
+    uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t size, uint32_t num_dests,
+    bool linked = false, uint8_t noc = noc_index);
+void noc_async_read_barrier(uint8_t noc = noc_index);
+void noc_async_write_barrier(uint8_t noc = noc_index);
+void noc_async_writes_flushed(uint8_t noc = noc_index);
+
+#endif  // data movement
+
+#if defined(TRISC_UNPACK) || defined(TRISC_MATH) || defined(TRISC_PACK)
+// ============================================================================
+// Compute: api/compute/*.h, namespace ckernel. The JIT build compiles the one
+// compute source for TRISC_UNPACK, TRISC_MATH and TRISC_PACK with the
+// ckernel namespace in scope.
+// ============================================================================
+namespace ckernel {
+
+// api/compute/src_order.h (earlier in compute_kernel_hw_startup.h)
+enum class SrcOrder : uint8_t { Regular = 0, Reverse = 1 };
+
+// llk enums used as template arguments (PoolType::SUM, ReduceDim::REDUCE_ROW)
+enum PoolType { SUM, AVG, MAX };
+enum ReduceDim { REDUCE_ROW, REDUCE_COL, REDUCE_SCALAR, REDUCE_NONE };
+enum class BroadcastType : uint8_t { NONE = 0, COL = 1, ROW = 2, SCALAR = 3 };
+enum class VectorMode : uint8_t { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6 };
+
+// api/compute/compute_kernel_hw_startup.h
+template <SrcOrder src_order = SrcOrder::Regular>
+void compute_kernel_hw_startup(uint32_t icb0, uint32_t icb1, uint32_t ocb);
+void compute_kernel_hw_startup(uint32_t icb0, uint32_t ocb);
+
+// api/compute/cb_api.h
+void cb_wait_front(uint32_t cbid, uint32_t ntiles);
+void cb_pop_front(uint32_t cbid, uint32_t ntiles);
+void cb_reserve_back(uint32_t cbid, uint32_t ntiles);
+void cb_push_back(uint32_t cbid, uint32_t ntiles);
+
+// api/compute/reg_api.h
+void tile_regs_acquire();
+void tile_regs_commit();
+void tile_regs_wait();
+void tile_regs_release();
+
+// api/compute/tile_move_copy.h
+void copy_init(
+    uint32_t cbid, uint32_t transpose = 0, uint32_t transpose_within_16x16_face = false,
+    uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to copy_init(). This will be removed after 15-09-2026.")]] void copy_tile_to_dst_init_short(
+    uint32_t cbid, uint32_t transpose = 0, uint32_t transpose_within_16x16_face = false,
+    uint32_t call_line = __builtin_LINE());
+void copy_tile(uint32_t in_cb_id, uint32_t in_tile_index, uint32_t dst_tile_index);
+
+// api/compute/eltwise_binary.h
+void add_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
+void sub_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
+void mul_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = true, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to add_init(). This will be removed after September 15th, 2026.")]] void add_tiles_init(
+    uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to sub_init(). This will be removed after September 15th, 2026.")]] void sub_tiles_init(
+    uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to mul_init(). This will be removed after September 15th, 2026.")]] void mul_tiles_init(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+void sub_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+void mul_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+
+// api/compute/bcast.h: per-op inits ...
+void add_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void sub_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void sub_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void sub_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+// ... their deprecated *_init_short spellings ...
+[[deprecated("Renamed to add_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void add_bcast_rows_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to add_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void add_bcast_cols_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to add_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void add_bcast_scalar_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to sub_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void sub_bcast_rows_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to sub_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void sub_bcast_cols_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to sub_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void sub_tiles_bcast_scalar_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to mul_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void mul_bcast_rows_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to mul_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void mul_bcast_cols_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+[[deprecated("Renamed to mul_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void mul_tiles_bcast_scalar_init_short(
+    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+// ... and the ops (is_fp32_dest_acc_en defaults to DST_ACCUM_MODE).
+template <bool is_fp32_dest_acc_en = false>
+void add_tiles_bcast_rows(
+    uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
+template <bool is_fp32_dest_acc_en = false>
+void add_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+template <bool is_fp32_dest_acc_en = false>
+void add_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+template <bool is_fp32_dest_acc_en = false>
+void sub_tiles_bcast_rows(
+    uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
+template <bool is_fp32_dest_acc_en = false>
+void sub_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+template <bool is_fp32_dest_acc_en = false>
+void sub_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+template <bool is_fp32_dest_acc_en = false>
+void mul_tiles_bcast_rows(
+    uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
+template <bool is_fp32_dest_acc_en = false>
+void mul_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+template <bool is_fp32_dest_acc_en = false>
+void mul_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
+
+// api/compute/matmul.h
+void matmul_init(
+    uint32_t in0_cb_id, uint32_t in1_cb_id, const uint32_t transpose = 0, uint32_t call_line = __builtin_LINE());
+void matmul_tiles(
+    uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t in0_tile_index, uint32_t in1_tile_index, uint32_t idst);
+void matmul_block_init(
+    uint32_t in0_cb_id, uint32_t in1_cb_id, const uint32_t transpose = 0, uint32_t ct_dim = 1, uint32_t rt_dim = 1,
+    uint32_t kt_dim = 1, uint32_t call_line = __builtin_LINE());
+void matmul_block(
+    uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t in0_tile_index, uint32_t in1_tile_index, uint32_t idst,
+    const uint32_t transpose, uint32_t ct_dim, uint32_t rt_dim, uint32_t kt_dim,
+    uint32_t call_line = __builtin_LINE());
+
+// api/compute/reduce.h (REDUCE_OP / REDUCE_DIM defaults come from defines;
+// tcc always passes both template arguments).
+template <PoolType reduce_type, ReduceDim reduce_dim, bool enforce_fp32_accumulation = false>
+void reduce_init(uint32_t icb, uint32_t icb_scaler, uint32_t ocb, uint32_t call_line = __builtin_LINE());
+template <PoolType reduce_type, ReduceDim reduce_dim, bool enforce_fp32_accumulation = false>
+void reduce_tile(uint32_t icb, uint32_t icb_scaler, uint32_t itile, uint32_t itile_scaler, uint32_t idst);
+template <bool enforce_fp32_accumulation = false>
+void reduce_uninit(uint32_t icb = 0);
+
+// api/compute/transpose.h and the deprecated api/compute/transpose_wh.h shim
+void transpose_init(uint32_t icb, uint32_t call_line = __builtin_LINE());
+void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst);
+[[deprecated("Use compute_kernel_hw_startup() + transpose_init() (api/compute/transpose.h).")]] void
+transpose_wh_init_short(uint32_t icb, uint32_t call_line = __builtin_LINE());
+[[deprecated("Use transpose_tile() (api/compute/transpose.h).")]] void transpose_wh_tile(
+    uint32_t icb, uint32_t itile, uint32_t idst);
+
+// api/compute/compute_kernel_api.h (SFPU)
+template <bool fast_and_approx = false>
+void log_tile_init();
+template <bool fast_and_approx = false>
+void log_tile(uint32_t idst);
+template <bool fast_and_approx = false>
+void sigmoid_tile_init();
+template <VectorMode vec_mode = VectorMode::RC, bool fast_and_approx = false>
+void sigmoid_tile(uint32_t idst);
+void silu_tile_init();
+void silu_tile(uint32_t idst);
+void square_tile_init();
+void square_tile(uint32_t idst);
+void abs_tile_init();
+void abs_tile(uint32_t idst);
+
+// api/compute/eltwise_unary/exp.h
+enum class InputClamping : uint8_t { ClampToNegative = 1, None = 0 };
+template <bool approx = false, uint32_t scale = 0x3F800000, InputClamping input_clamping = InputClamping::ClampToNegative>
+void exp_tile_init();
+template <bool approx = false, bool scale_en = false, InputClamping input_clamping = InputClamping::ClampToNegative,
+          int iterations = 8>
+void exp_tile(uint32_t idst, VectorMode vector_mode = VectorMode::RC, uint16_t scale = 0x3F80);
+
+// api/compute/eltwise_unary/rsqrt.h
+template <bool legacy_compat = false>
+void rsqrt_tile_init();
+template <bool legacy_compat = false, bool FAST_APPROX = false, bool is_fp32_dest_acc_en = false>
+void rsqrt_tile(uint32_t idst);
+
+// api/compute/eltwise_unary/sqrt.h
+void sqrt_tile_init();
+template <bool FAST_APPROX = false>
+void sqrt_tile(uint32_t idst);
+
+// api/compute/eltwise_unary/recip.h (legacy_compat defaults to RECIP_LEGACY_COMPAT)
+template <bool legacy_compat = false>
+void recip_tile_init();
+template <bool legacy_compat = false>
+void recip_tile(uint32_t idst, int vector_mode = (int)VectorMode::RC);
+
+// api/compute/eltwise_unary/negative.h
+void negative_tile_init();
+void negative_tile(uint32_t idst);
+
+// api/compute/eltwise_unary/relu.h
+void relu_tile_init();
+void relu_tile(uint32_t idst);
+
+// api/compute/eltwise_unary/softplus.h (beta, 1/beta, threshold as float bits)
+void softplus_tile_init();
+void softplus_tile(uint32_t idst, uint32_t beta, uint32_t beta_reciprocal, uint32_t threshold);
+
+// api/compute/eltwise_unary/binop_with_scalar.h (param1: fp32 bits)
+void binop_with_scalar_tile_init();
+void add_unary_tile(uint32_t idst, uint32_t param1);
+void mul_unary_tile(uint32_t idst, uint32_t param1);
+
+// api/compute/pack.h
+template <bool out_of_order_output = false>
+void pack_tile(uint32_t ifrom_dst, uint32_t icb, uint32_t output_tile_index = 0);
+
+// api/compute/reconfig_data_format.h
+template <SrcOrder src_order = SrcOrder::Regular, bool is_tile_dim_reconfig_en = false>
+void reconfig_data_format(const uint32_t icb0_new_operand, const uint32_t icb1_new_operand);
+template <bool is_tile_dim_reconfig_en = false>
+void pack_reconfig_data_format(const uint32_t new_cb_id);
+
+}  // namespace ckernel
+
+using namespace ckernel;
+#endif  // compute
