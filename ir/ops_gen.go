@@ -8,24 +8,47 @@ import opspec "github.com/tcc-dev/tcc/ir/opspec"
 type OpKind uint16
 
 const (
-	InvalidOp   OpKind = iota // zero value, not an op
-	OpAdd                     // out = a + b, broadcasting
-	OpSub                     // out = a - b, broadcasting
-	OpMul                     // out = a * b, broadcasting
-	OpAddScalar               // out = x + value
-	OpMulScalar               // out = x * value
-	OpSiLU                    // out = x * sigmoid(x)
-	OpSigmoid                 // out = 1 / (1 + exp(-x))
-	OpExp                     // out = exp(x)
-	OpRsqrt                   // out = 1 / sqrt(x)
-	OpSquare                  // out = x * x
-	OpMean                    // out[..., 0] = mean of x over the last dimension (kept as size 1)
-	OpArgmax                  // out[..., 0] = index of the first maximum of x over the last dimension, uint32
-	OpMatmul                  // out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)
-	OpRMSNorm                 // out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
-	OpEmbedding               // out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices
-	OpTypecast                // out = x converted to dtype (round to nearest even)
-	OpReshape                 // out = x viewed with shape (same element count, row-major order)
+	InvalidOp          OpKind = iota // zero value, not an op
+	OpAdd                            // out = a + b, broadcasting
+	OpSub                            // out = a - b, broadcasting
+	OpMul                            // out = a * b, broadcasting
+	OpAddScalar                      // out = x + value
+	OpMulScalar                      // out = x * value
+	OpSiLU                           // out = x * sigmoid(x)
+	OpSigmoid                        // out = 1 / (1 + exp(-x))
+	OpExp                            // out = exp(x)
+	OpRsqrt                          // out = 1 / sqrt(x)
+	OpSquare                         // out = x * x
+	OpMean                           // out[..., 0] = mean of x over the last dimension (kept as size 1)
+	OpArgmax                         // out[..., 0] = index of the first maximum of x over the last dimension, uint32
+	OpMatmul                         // out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)
+	OpRMSNorm                        // out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
+	OpEmbedding                      // out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices
+	OpTypecast                       // out = x converted to dtype (round to nearest even)
+	OpReshape                        // out = x viewed with shape (same element count, row-major order)
+	OpSlice                          // out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
+	OpConcat                         // out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+	OpPad                            // out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
+	OpRepeatInterleave               // out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
+	OpTranspose                      // out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
+	OpToMemory                       // out = x, values unchanged, moved to placement mem (a MemKind name, e.g. l1_height_sharded); sharded kinds take grid [x0, y0, x1, y1] and shard [rows, cols], the others take neither
+	OpSoftplus                       // out = log(1 + exp(x)) where x <= 20, else x (beta 1, threshold 20)
+	OpSum                            // out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype
+	OpCumsum                         // out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation
+	OpTril                           // out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims
+	OpRMSNormComposed                // out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
+	OpRMSNormPlain                   // out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math
+	OpBMM                            // out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)
+	OpTrilInverse                    // out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
+	OpConvDepthwise                  // out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math
+	OpRotary                         // out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math
+	OpUpdateCache                    // out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
+	OpSDPADecode                     // out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
+	OpFillCache                      // out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state
+	OpSDPAPrefill                    // out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math
+	OpAllReduce                      // out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
+	OpReduceScatter                  // s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)
+	OpAllGather                      // out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)
 )
 
 // opInfos is the op table, indexed by OpKind.
@@ -177,6 +200,265 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeReshape,
+}, OpSlice: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInts,
+		Name: "begin",
+	}, {
+		Kind: opspec.AttrInts,
+		Name: "end",
+	}},
+	Doc:      "out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1",
+	Family:   "data",
+	Name:     "slice",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSlice,
+}, OpConcat: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}},
+	Doc:      "out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal",
+	Family:   "data",
+	Name:     "concat",
+	Operands: []string{"a", "b"},
+	Results:  1,
+	Shape:    shapeConcat,
+}, OpPad: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInts,
+		Name: "shape",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "value",
+	}},
+	Doc:      "out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)",
+	Family:   "data",
+	Name:     "pad",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapePad,
+}, OpRepeatInterleave: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "repeats",
+	}, {
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}},
+	Doc:      "out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]",
+	Family:   "data",
+	Name:     "repeat_interleave",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeRepeatInterleave,
+}, OpTranspose: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "dim0",
+	}, {
+		Kind: opspec.AttrInt,
+		Name: "dim1",
+	}},
+	Doc:      "out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)",
+	Family:   "layout",
+	Name:     "transpose",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeTranspose,
+}, OpToMemory: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "mem",
+	}, {
+		Kind:     opspec.AttrInts,
+		Name:     "grid",
+		Optional: true,
+	}, {
+		Kind:     opspec.AttrInts,
+		Name:     "shard",
+		Optional: true,
+	}},
+	Doc:      "out = x, values unchanged, moved to placement mem (a MemKind name, e.g. l1_height_sharded); sharded kinds take grid [x0, y0, x1, y1] and shard [rows, cols], the others take neither",
+	Family:   "layout",
+	Name:     "to_memory",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeToMemory,
+}, OpSoftplus: {
+	Doc:      "out = log(1 + exp(x)) where x <= 20, else x (beta 1, threshold 20)",
+	Family:   "eltwise",
+	Name:     "softplus",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSame,
+}, OpSum: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}},
+	Doc:      "out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype",
+	Family:   "reduce",
+	Name:     "sum",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSum,
+}, OpCumsum: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}},
+	Doc:      "out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation",
+	Family:   "reduce",
+	Name:     "cumsum",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSumLike,
+}, OpTril: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "diagonal",
+	}},
+	Doc:      "out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims",
+	Family:   "eltwise",
+	Name:     "tril",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeTrailingMatrix,
+}, OpRMSNormComposed: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math",
+	Family:   "norm",
+	Name:     "rms_norm",
+	Operands: []string{"x", "w"},
+	Results:  1,
+	Shape:    shapeNorm,
+}, OpRMSNormPlain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}},
+	Doc:      "out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math",
+	Family:   "norm",
+	Name:     "rms_norm_plain",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSame,
+}, OpBMM: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
+	}},
+	Doc:      "out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)",
+	Family:   "matmul",
+	Name:     "bmm",
+	Operands: []string{"a", "b"},
+	Results:  1,
+	Shape:    shapeBMM,
+}, OpTrilInverse: {
+	Doc:      "out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)",
+	Family:   "matmul",
+	Name:     "tril_inverse",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeSquareMatrix,
+}, OpConvDepthwise: {
+	Doc:      "out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math",
+	Family:   "eltwise",
+	Name:     "conv_depthwise",
+	Operands: []string{"x", "w"},
+	Results:  1,
+	Shape:    shapeConvDepthwise,
+}, OpRotary: {
+	Doc:      "out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math",
+	Family:   "attention",
+	Name:     "rotary",
+	Operands: []string{"x", "cos", "sin"},
+	Results:  1,
+	Shape:    shapeRotary,
+}, OpUpdateCache: {
+	Doc:      "out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state",
+	Family:   "data",
+	Name:     "update_cache",
+	Operands: []string{"cache", "new", "pos"},
+	Results:  1,
+	Shape:    shapeUpdateCache,
+}, OpSDPADecode: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "scale",
+	}},
+	Doc:      "out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math",
+	Family:   "attention",
+	Name:     "sdpa_decode",
+	Operands: []string{"q", "k", "v", "pos"},
+	Results:  1,
+	Shape:    shapeSDPADecode,
+}, OpFillCache: {
+	Doc:      "out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state",
+	Family:   "data",
+	Name:     "fill_cache",
+	Operands: []string{"cache", "new", "pos"},
+	Results:  1,
+	Shape:    shapeFillCache,
+}, OpSDPAPrefill: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "scale",
+	}},
+	Doc:      "out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math",
+	Family:   "attention",
+	Name:     "sdpa_prefill",
+	Operands: []string{"q", "k", "v", "pos"},
+	Results:  1,
+	Shape:    shapeSDPAPrefill,
+}, OpAllReduce: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}},
+	Doc:      "out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x",
+	Family:   "collective",
+	Name:     "all_reduce",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeAllReduce,
+}, OpReduceScatter: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}, {
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}},
+	Doc:      "s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)",
+	Family:   "collective",
+	Name:     "reduce_scatter",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeReduceScatter,
+}, OpAllGather: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "axis",
+	}, {
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}},
+	Doc:      "out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)",
+	Family:   "collective",
+	Name:     "all_gather",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeAllGather,
 }}
 
 // Add appends a add op: out = a + b, broadcasting
@@ -285,4 +567,169 @@ func (bld *Builder) Typecast(x *Value, dtype DType) *Value {
 func (bld *Builder) Reshape(x *Value, shape []int) *Value {
 	attrs := Attrs{"shape": shape}
 	return bld.Emit(OpReshape, []*Value{x}, attrs)[0]
+}
+
+// Slice appends a slice op: out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
+func (bld *Builder) Slice(x *Value, begin []int, end []int) *Value {
+	attrs := Attrs{
+		"begin": begin,
+		"end":   end,
+	}
+	return bld.Emit(OpSlice, []*Value{x}, attrs)[0]
+}
+
+// Concat appends a concat op: out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+func (bld *Builder) Concat(a *Value, b *Value, axis int) *Value {
+	attrs := Attrs{"axis": axis}
+	return bld.Emit(OpConcat, []*Value{a, b}, attrs)[0]
+}
+
+// Pad appends a pad op: out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
+func (bld *Builder) Pad(x *Value, shape []int, value float64) *Value {
+	attrs := Attrs{
+		"shape": shape,
+		"value": value,
+	}
+	return bld.Emit(OpPad, []*Value{x}, attrs)[0]
+}
+
+// RepeatInterleave appends a repeat_interleave op: out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
+func (bld *Builder) RepeatInterleave(x *Value, repeats int, axis int) *Value {
+	attrs := Attrs{
+		"axis":    axis,
+		"repeats": repeats,
+	}
+	return bld.Emit(OpRepeatInterleave, []*Value{x}, attrs)[0]
+}
+
+// Transpose appends a transpose op: out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
+func (bld *Builder) Transpose(x *Value, dim0 int, dim1 int) *Value {
+	attrs := Attrs{
+		"dim0": dim0,
+		"dim1": dim1,
+	}
+	return bld.Emit(OpTranspose, []*Value{x}, attrs)[0]
+}
+
+// ToMemory appends a to_memory op: out = x, values unchanged, moved to placement mem (a MemKind name, e.g. l1_height_sharded); sharded kinds take grid [x0, y0, x1, y1] and shard [rows, cols], the others take neither
+func (bld *Builder) ToMemory(x *Value, mem string, opts ...Option) *Value {
+	attrs := Attrs{"mem": mem}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpToMemory, []*Value{x}, attrs)[0]
+}
+
+// Softplus appends a softplus op: out = log(1 + exp(x)) where x <= 20, else x (beta 1, threshold 20)
+func (bld *Builder) Softplus(x *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpSoftplus, []*Value{x}, attrs)[0]
+}
+
+// Sum appends a sum op: out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype
+func (bld *Builder) Sum(x *Value, axis int) *Value {
+	attrs := Attrs{"axis": axis}
+	return bld.Emit(OpSum, []*Value{x}, attrs)[0]
+}
+
+// Cumsum appends a cumsum op: out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation
+func (bld *Builder) Cumsum(x *Value, axis int) *Value {
+	attrs := Attrs{"axis": axis}
+	return bld.Emit(OpCumsum, []*Value{x}, attrs)[0]
+}
+
+// Tril appends a tril op: out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims
+func (bld *Builder) Tril(x *Value, diagonal int) *Value {
+	attrs := Attrs{"diagonal": diagonal}
+	return bld.Emit(OpTril, []*Value{x}, attrs)[0]
+}
+
+// RMSNormComposed appends a rms_norm op: out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
+func (bld *Builder) RMSNormComposed(x *Value, w *Value, eps float64, offset float64) *Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+	}
+	return bld.Emit(OpRMSNormComposed, []*Value{x, w}, attrs)[0]
+}
+
+// RMSNormPlain appends a rms_norm_plain op: out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math
+func (bld *Builder) RMSNormPlain(x *Value, eps float64) *Value {
+	attrs := Attrs{"eps": eps}
+	return bld.Emit(OpRMSNormPlain, []*Value{x}, attrs)[0]
+}
+
+// BMM appends a bmm op: out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)
+func (bld *Builder) BMM(a *Value, b *Value, opts ...Option) *Value {
+	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpBMM, []*Value{a, b}, attrs)[0]
+}
+
+// TrilInverse appends a tril_inverse op: out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
+func (bld *Builder) TrilInverse(x *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpTrilInverse, []*Value{x}, attrs)[0]
+}
+
+// ConvDepthwise appends a conv_depthwise op: out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math
+func (bld *Builder) ConvDepthwise(x *Value, w *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpConvDepthwise, []*Value{x, w}, attrs)[0]
+}
+
+// Rotary appends a rotary op: out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math
+func (bld *Builder) Rotary(x *Value, cos *Value, sin *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpRotary, []*Value{x, cos, sin}, attrs)[0]
+}
+
+// UpdateCache appends a update_cache op: out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
+func (bld *Builder) UpdateCache(cache *Value, new *Value, pos *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpUpdateCache, []*Value{cache, new, pos}, attrs)[0]
+}
+
+// SDPADecode appends a sdpa_decode op: out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
+func (bld *Builder) SDPADecode(q *Value, k *Value, v *Value, pos *Value, scale float64) *Value {
+	attrs := Attrs{"scale": scale}
+	return bld.Emit(OpSDPADecode, []*Value{q, k, v, pos}, attrs)[0]
+}
+
+// FillCache appends a fill_cache op: out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state
+func (bld *Builder) FillCache(cache *Value, new *Value, pos *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpFillCache, []*Value{cache, new, pos}, attrs)[0]
+}
+
+// SDPAPrefill appends a sdpa_prefill op: out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math
+func (bld *Builder) SDPAPrefill(q *Value, k *Value, v *Value, pos *Value, scale float64) *Value {
+	attrs := Attrs{"scale": scale}
+	return bld.Emit(OpSDPAPrefill, []*Value{q, k, v, pos}, attrs)[0]
+}
+
+// AllReduce appends a all_reduce op: out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
+func (bld *Builder) AllReduce(x *Value, devices int) *Value {
+	attrs := Attrs{"devices": devices}
+	return bld.Emit(OpAllReduce, []*Value{x}, attrs)[0]
+}
+
+// ReduceScatter appends a reduce_scatter op: s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)
+func (bld *Builder) ReduceScatter(x *Value, axis int, devices int) *Value {
+	attrs := Attrs{
+		"axis":    axis,
+		"devices": devices,
+	}
+	return bld.Emit(OpReduceScatter, []*Value{x}, attrs)[0]
+}
+
+// AllGather appends a all_gather op: out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)
+func (bld *Builder) AllGather(x *Value, axis int, devices int) *Value {
+	attrs := Attrs{
+		"axis":    axis,
+		"devices": devices,
+	}
+	return bld.Emit(OpAllGather, []*Value{x}, attrs)[0]
 }

@@ -47,5 +47,6 @@ type Op struct {
 func All() []Op {
 	var all []Op
 	all = append(all, coreOps...)
+	all = append(all, modelOps...)
 	return all
 }

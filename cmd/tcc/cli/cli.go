@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/tcc-dev/tcc/models/qwen27b"
 	_ "github.com/tcc-dev/tcc/models/tinymlp"
 )
 
