@@ -44,3 +44,49 @@ func attrInts(op *ir.Op, name string) ([]int, error) {
 	}
 	return s, nil
 }
+
+func attrInt(op *ir.Op, name string) (int, error) {
+	v, ok := op.Attrs[name]
+	if !ok {
+		return 0, fmt.Errorf("missing int attribute %q", name)
+	}
+	i, ok := v.(int)
+	if !ok {
+		return 0, fmt.Errorf("attribute %q is %T, want int", name, v)
+	}
+	return i, nil
+}
+
+func attrString(op *ir.Op, name string) (string, error) {
+	v, ok := op.Attrs[name]
+	if !ok {
+		return "", fmt.Errorf("missing string attribute %q", name)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("attribute %q is %T, want string", name, v)
+	}
+	return s, nil
+}
+
+// attrAxis reads int attribute name as an axis of a rank-r tensor; a
+// negative axis counts from the end (-1 is the last dim).
+func attrAxis(op *ir.Op, name string, r int) (int, error) {
+	a, err := attrInt(op, name)
+	if err != nil {
+		return 0, err
+	}
+	return resolveAxis(a, r)
+}
+
+// resolveAxis resolves a possibly negative axis against rank r.
+func resolveAxis(axis, r int) (int, error) {
+	a := axis
+	if a < 0 {
+		a += r
+	}
+	if a < 0 || a >= r {
+		return 0, fmt.Errorf("rule axis: axis %d is out of range for rank %d", axis, r)
+	}
+	return a, nil
+}

@@ -48,11 +48,38 @@
 // ops it replaced (op.Decomp) with their own rounding points, so tests can
 // check that the fused form computes what the decomposed form did.
 //
+// # Model ops
+//
+// The ops of the Qwen-style hybrid models follow the same rules: data
+// movement (slice, concat, pad, repeat_interleave, transpose, to_memory,
+// tril; layout.go, gdn.go) and the cache writes (update_cache,
+// fill_cache) copy values; the "fp32 math" ops (sum, cumsum, rms_norm,
+// rms_norm_plain, tril_inverse, conv_depthwise, rotary, sdpa_decode,
+// sdpa_prefill; modelmath.go, gdn.go, attention.go) are computed in
+// float64 and rounded once per element to float32; bmm uses the FPU
+// products of numerics.Matmul with StorageFormats, as matmul does. A cache
+// position pos is one [1] uint32 value shared by every user; every
+// position it addresses must lie inside the cache.
+//
+// # Meshes and collectives
+//
+// A graph is one device's program. Eval runs it for one device: a
+// collective (all_reduce, reduce_scatter, all_gather) whose devices
+// attribute is 1 is the identity there, and one over more devices is an
+// error, since it needs the other devices' operands. EvalMesh runs the
+// graph on every device of g.Mesh in lockstep, op by op, with one env per
+// device; a collective combines the operands of the devices of one mesh
+// row (its devices attribute must equal g.Mesh.Cols) as its Doc line says,
+// summing in float64 in device order with one rounding, and every
+// device's result is then stored in the result's dtype (collective.go,
+// mesh.go).
+//
 // # Adding an op
 //
 // The evaluator is a table from ir.OpKind to an evalFunc, filled by one
 // register call per op family file (eltwise.go, reduce.go, matmul.go,
-// norm.go, data.go). A new op is one entry: a function that validates the
+// norm.go, data.go, layout.go, modelmath.go, gdn.go, attention.go,
+// collective.go); a collective also has a meshFunc in meshEvaluators. A new op is one entry: a function that validates the
 // shapes and attributes it uses, computes float32 results before storage
 // rounding and returns errors without panicking. A test fails for every op
 // kind of the ir op table that has no entry.

@@ -82,6 +82,9 @@ func HasEvaluator(k ir.OpKind) bool { _, ok := evaluators[k]; return ok }
 // updates; env and its tensors are not modified and no returned tensor
 // shares memory with env. Errors name the value or the op (op.Where()), the
 // shapes involved and the rule broken.
+//
+// Eval runs one device's program: a collective over one device is the
+// identity and one over more devices fails; EvalMesh runs every device.
 func Eval(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Tensor, error) {
 	if g == nil {
 		return nil, errors.New("ref: Eval: graph is nil")
@@ -89,6 +92,26 @@ func Eval(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Te
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
+	vals, err := bindEnv(g, env, opts)
+	if err != nil {
+		return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+	}
+	for _, op := range g.Ops() {
+		if err := evalInto(op, vals, opts); err != nil {
+			return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+		}
+	}
+	if err := checkComputed(g, vals); err != nil {
+		return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+	}
+	return vals, nil
+}
+
+// bindEnv checks env against g's declared inputs, weights and states and
+// returns a new map holding each of them as the device stores it (bind).
+// It fails when a declared value is missing or malformed, or when env
+// holds a value g does not declare (the one with the lowest ID is named).
+func bindEnv(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Tensor, error) {
 	vals := make(map[*ir.Value]Tensor, len(env))
 	declared := map[*ir.Value]bool{}
 	for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
@@ -96,11 +119,11 @@ func Eval(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Te
 			declared[v] = true
 			t, ok := env[v]
 			if !ok {
-				return nil, fmt.Errorf("ref: graph %q: env has no tensor for %s %q (%s, %s)", g.Name, v.Kind, v.Name, v, v.Type.Shape)
+				return nil, fmt.Errorf("env has no tensor for %s %q (%s, %s)", v.Kind, v.Name, v, v.Type.Shape)
 			}
 			st, err := bind(v, t, opts)
 			if err != nil {
-				return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+				return nil, err
 			}
 			vals[v] = st
 		}
@@ -124,24 +147,31 @@ func Eval(g *ir.Graph, env map[*ir.Value]Tensor, opts Options) (map[*ir.Value]Te
 		if v != nil {
 			name = fmt.Sprintf("%s %q (%s)", v.Kind, v.Name, v)
 		}
-		return nil, fmt.Errorf("ref: graph %q: env holds %d value(s) the graph does not declare as input, weight or state, first %s", g.Name, len(extra), name)
-	}
-	for _, op := range g.Ops() {
-		if err := evalInto(op, vals, opts); err != nil {
-			return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
-		}
-	}
-	for i, v := range g.Outputs {
-		if _, ok := vals[v]; !ok {
-			return nil, fmt.Errorf("ref: graph %q: output %d (%s) is not computed by any op", g.Name, i, v)
-		}
-	}
-	for s, v := range g.StateUpdates {
-		if _, ok := vals[v]; !ok {
-			return nil, fmt.Errorf("ref: graph %q: new value %s of state %q is not computed by any op", g.Name, v, s.Name)
-		}
+		return nil, fmt.Errorf("env holds %d value(s) the graph does not declare as input, weight or state, first %s", len(extra), name)
 	}
 	return vals, nil
+}
+
+// checkComputed fails unless vals holds every graph output and every new
+// state value.
+func checkComputed(g *ir.Graph, vals map[*ir.Value]Tensor) error {
+	for i, v := range g.Outputs {
+		if _, ok := vals[v]; !ok {
+			return fmt.Errorf("output %d (%s) is not computed by any op", i, v)
+		}
+	}
+	states := make([]*ir.Value, 0, len(g.StateUpdates))
+	for s := range g.StateUpdates {
+		states = append(states, s)
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i].ID < states[j].ID }) // deterministic messages
+	for _, s := range states {
+		v := g.StateUpdates[s]
+		if _, ok := vals[v]; !ok {
+			return fmt.Errorf("new value %s of state %q is not computed by any op", v, s.Name)
+		}
+	}
+	return nil
 }
 
 // bind checks t against declared value v and rounds it as the device

@@ -310,74 +310,80 @@ func to32(x []float64) []float32 {
 
 func TestOpsAgainstFloat64(t *testing.T) {
 	for ci, c := range opCases() {
-		t.Run(c.name, func(t *testing.T) {
-			b := ir.NewBuilder("op")
-			vals := make([]*ir.Value, len(c.in))
-			for i, s := range c.in {
-				typ := ir.T(s.dt, s.shape...)
-				name := fmt.Sprintf("in%d", i)
-				if s.weight {
-					vals[i] = b.Weight(name, typ)
-				} else {
-					vals[i] = b.Input(name, typ)
-				}
+		t.Run(c.name, func(t *testing.T) { checkOpCase(t, uint64(ci), c) })
+	}
+}
+
+// checkOpCase builds c's one-op graph, fills its inputs from a generator
+// seeded with seed and compares the evaluator with c.want in both modes at
+// the tolerances above.
+func checkOpCase(t *testing.T, seed uint64, c opCase) {
+	t.Helper()
+	b := ir.NewBuilder("op")
+	vals := make([]*ir.Value, len(c.in))
+	for i, s := range c.in {
+		typ := ir.T(s.dt, s.shape...)
+		name := fmt.Sprintf("in%d", i)
+		if s.weight {
+			vals[i] = b.Weight(name, typ)
+		} else {
+			vals[i] = b.Input(name, typ)
+		}
+	}
+	b.Region("test", 0)
+	out := c.build(b, vals)
+	b.Output(out)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(20260, seed))
+	env := map[*ir.Value]Tensor{}
+	raw := make([][]float32, len(c.in))
+	for i, s := range c.in {
+		raw[i] = fill(rng, s)
+		env[vals[i]] = Tensor{Shape: ir.Shape(s.shape), Data: raw[i]}
+	}
+	for _, mode := range []struct {
+		name           string
+		opts           Options
+		minPCC, maxRel float64
+	}{
+		{"formats off", ExactOptions(), offMinPCC, offMaxRel},
+		{"formats on", DefaultOptions(), onMinPCC, onMaxRel},
+	} {
+		res, err := Eval(g, env, mode.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", mode.name, err)
+		}
+		ins := make([]arr, len(c.in))
+		for i, s := range c.in {
+			stored := raw[i]
+			if mode.opts.StorageFormats {
+				stored = storeInTest(s.dt, s.shape, raw[i])
 			}
-			b.Region("test", 0)
-			out := c.build(b, vals)
-			b.Output(out)
-			g, err := b.Finish()
-			if err != nil {
-				t.Fatal(err)
+			if got := res[vals[i]].Data; numerics.MaxRelErr(stored, got) != 0 || numerics.PCC(stored, got) != 1 {
+				t.Errorf("%s: input %d as evaluated differs from the input stored as %s", mode.name, i, s.dt)
 			}
-			rng := rand.New(rand.NewPCG(20260, uint64(ci)))
-			env := map[*ir.Value]Tensor{}
-			raw := make([][]float32, len(c.in))
-			for i, s := range c.in {
-				raw[i] = fill(rng, s)
-				env[vals[i]] = Tensor{Shape: ir.Shape(s.shape), Data: raw[i]}
+			ins[i] = arr{shape: s.shape, v: to64(stored)}
+		}
+		got := res[out]
+		if !got.Shape.Equal(out.Type.Shape) {
+			t.Fatalf("%s: result shape %s, want %s", mode.name, got.Shape, out.Type.Shape)
+		}
+		want := to32(c.want(ins))
+		if len(want) != len(got.Data) {
+			t.Fatalf("%s: result has %d values, want %d", mode.name, len(got.Data), len(want))
+		}
+		pcc, rel := numerics.PCC(want, got.Data), numerics.MaxRelErr(want, got.Data)
+		if c.exact {
+			if rel != 0 {
+				t.Errorf("%s: integer result differs from the reference (max rel err %g)\nwant %v\ngot  %v", mode.name, rel, want, got.Data)
 			}
-			for _, mode := range []struct {
-				name           string
-				opts           Options
-				minPCC, maxRel float64
-			}{
-				{"formats off", ExactOptions(), offMinPCC, offMaxRel},
-				{"formats on", DefaultOptions(), onMinPCC, onMaxRel},
-			} {
-				res, err := Eval(g, env, mode.opts)
-				if err != nil {
-					t.Fatalf("%s: %v", mode.name, err)
-				}
-				ins := make([]arr, len(c.in))
-				for i, s := range c.in {
-					stored := raw[i]
-					if mode.opts.StorageFormats {
-						stored = storeInTest(s.dt, s.shape, raw[i])
-					}
-					if got := res[vals[i]].Data; numerics.MaxRelErr(stored, got) != 0 || numerics.PCC(stored, got) != 1 {
-						t.Errorf("%s: input %d as evaluated differs from the input stored as %s", mode.name, i, s.dt)
-					}
-					ins[i] = arr{shape: s.shape, v: to64(stored)}
-				}
-				got := res[out]
-				if !got.Shape.Equal(out.Type.Shape) {
-					t.Fatalf("%s: result shape %s, want %s", mode.name, got.Shape, out.Type.Shape)
-				}
-				want := to32(c.want(ins))
-				if len(want) != len(got.Data) {
-					t.Fatalf("%s: result has %d values, want %d", mode.name, len(got.Data), len(want))
-				}
-				pcc, rel := numerics.PCC(want, got.Data), numerics.MaxRelErr(want, got.Data)
-				if c.exact {
-					if rel != 0 {
-						t.Errorf("%s: integer result differs from the reference (max rel err %g)\nwant %v\ngot  %v", mode.name, rel, want, got.Data)
-					}
-					continue
-				}
-				if pcc < mode.minPCC || rel > mode.maxRel {
-					t.Errorf("%s: PCC %.9f (want >= %.9f), max rel err %.3g (want <= %.3g)", mode.name, pcc, mode.minPCC, rel, mode.maxRel)
-				}
-			}
-		})
+			continue
+		}
+		if pcc < mode.minPCC || rel > mode.maxRel {
+			t.Errorf("%s: PCC %.9f (want >= %.9f), max rel err %.3g (want <= %.3g)", mode.name, pcc, mode.minPCC, rel, mode.maxRel)
+		}
 	}
 }

@@ -1,0 +1,275 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Attention pieces: rotary (rotate-half RoPE); update_cache and fill_cache
+// (write one position, or S consecutive positions, of a KV cache); and
+// sdpa_decode and sdpa_prefill (one query token per user against the cache
+// up to the current position, or S query tokens with a causal mask offset
+// by the position). rotary and the sdpa ops are "fp32 math": computed in
+// float64 and rounded once to float32 before the result's storage
+// rounding. The cache updates only copy values.
+//
+// The position pos is one [1] uint32 value shared by every user of the
+// batch, as the Doc lines say (pos[0]).
+func init() {
+	register(map[ir.OpKind]evalFunc{
+		ir.OpRotary:      evalRotary,
+		ir.OpUpdateCache: evalUpdateCache,
+		ir.OpSDPADecode:  evalSDPADecode,
+		ir.OpFillCache:   evalFillCache,
+		ir.OpSDPAPrefill: evalSDPAPrefill,
+	})
+}
+
+// decodePos returns the position held by pos, a [1] tensor, after checking
+// that it is an integer in [0, length).
+func decodePos(pos Tensor, length int) (int, error) { return spanPos(pos, 1, length) }
+
+// spanPos returns the first position held by pos, a [1] tensor, of span
+// consecutive positions, after checking that it is an integer with
+// 0 <= pos and pos + span <= length.
+func spanPos(pos Tensor, span, length int) (int, error) {
+	if !pos.Shape.Equal(ir.Shape{1}) {
+		return 0, fmt.Errorf("rule decode-pos: pos must be [1], got %s", pos.Shape)
+	}
+	p := float64(pos.Data[0])
+	if p == math.Trunc(p) && p >= 0 && p+float64(span) <= float64(length) {
+		return int(p), nil
+	}
+	if span == 1 {
+		return 0, fmt.Errorf("rule decode-pos: pos %v is not a position of the %d-long cache (want an integer in [0, %d))", pos.Data[0], length, length)
+	}
+	return 0, fmt.Errorf("rule prefill-pos: pos %v followed by %d positions does not fit the %d-long cache (want an integer in [0, %d])", pos.Data[0], span, length, length-span)
+}
+
+// evalRotary: out = x * cos + rotate_half(x) * sin over x's last dim R,
+// rotate_half(x)[i] = -x[i + R/2] for i < R/2 and x[i - R/2] otherwise;
+// cos and sin have last dim R and broadcast to x without widening it.
+func evalRotary(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	x, cos, sin := args[0], args[1], args[2]
+	r := x.Shape.Rank()
+	if r == 0 || x.Shape[r-1]%2 != 0 {
+		return nil, fmt.Errorf("rule rotary-even: x %s needs an even last dim", x.Shape)
+	}
+	R := x.Shape[r-1]
+	for _, t := range []struct {
+		name string
+		v    Tensor
+	}{{"cos", cos}, {"sin", sin}} {
+		s := t.v.Shape
+		if s.Rank() == 0 || s[s.Rank()-1] != R {
+			return nil, fmt.Errorf("rule rotary-table: %s %s must have last dim %d", t.name, s, R)
+		}
+		b, err := broadcastShape(x.Shape, s)
+		if err != nil {
+			return nil, err
+		}
+		if !b.Equal(x.Shape) {
+			return nil, fmt.Errorf("rule rotary-broadcast: %s %s must broadcast to x %s, not widen it", t.name, s, x.Shape)
+		}
+	}
+	// Offsets of the cos and sin rows that pair with each row of x: walk
+	// x's leading dims with the tables' broadcast strides.
+	sc, ss := broadcastStrides(cos.Shape, x.Shape), broadcastStrides(sin.Shape, x.Shape)
+	out := NewTensor(x.Shape)
+	half := R / 2
+	idx := make([]int, r-1)
+	oc, os := 0, 0
+	for row := 0; row < x.Shape.Rows2D(); row++ {
+		xr := x.Data[row*R : (row+1)*R]
+		cr, sr := cos.Data[oc:oc+R], sin.Data[os:os+R]
+		for i := range R {
+			rh := float64(xr[(i+half)%R])
+			if i < half {
+				rh = -rh
+			}
+			out.Data[row*R+i] = float32(float64(xr[i])*float64(cr[i]) + rh*float64(sr[i]))
+		}
+		for d := r - 2; d >= 0; d-- {
+			idx[d]++
+			oc += sc[d]
+			os += ss[d]
+			if idx[d] < x.Shape[d] {
+				break
+			}
+			oc -= sc[d] * x.Shape[d]
+			os -= ss[d] * x.Shape[d]
+			idx[d] = 0
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// evalUpdateCache: out = cache [B, Hc, L, D] with out[b, h, pos, :] =
+// new[b, h, :] for every b and h < Hc; new is [B, Hn >= Hc, D] and its
+// rows h >= Hc are ignored. Every other cache position is copied
+// unchanged.
+func evalUpdateCache(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	cache, nw, pos := args[0], args[1], args[2]
+	c, n := cache.Shape, nw.Shape
+	if c.Rank() != 4 || n.Rank() != 3 {
+		return nil, fmt.Errorf("rule cache-rank: want cache [B,H,L,D] and new [B,H,D], got %s and %s", c, n)
+	}
+	if n[0] != c[0] || n[1] < c[1] || n[2] != c[3] {
+		return nil, fmt.Errorf("rule cache-shape: new %s does not fit cache %s (want [%d, >=%d, %d])", n, c, c[0], c[1], c[3])
+	}
+	B, Hc, L, D, Hn := c[0], c[1], c[2], c[3], n[1]
+	p, err := decodePos(pos, L)
+	if err != nil {
+		return nil, err
+	}
+	out := cache.Clone()
+	for b := range B {
+		for h := range Hc {
+			dst := ((b*Hc+h)*L + p) * D
+			src := (b*Hn + h) * D
+			copy(out.Data[dst:dst+D], nw.Data[src:src+D])
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// evalFillCache: out = cache [B, H, L, D] with out[b, h, pos + s, :] =
+// new[b, h, s, :] for s < S, new [B, H, S, D], pos + S <= L; every other
+// cache position is copied unchanged.
+func evalFillCache(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	cache, nw, pos := args[0], args[1], args[2]
+	c, n := cache.Shape, nw.Shape
+	if c.Rank() != 4 || n.Rank() != 4 || n[0] != c[0] || n[1] != c[1] || n[2] > c[2] || n[3] != c[3] {
+		return nil, fmt.Errorf("rule cache-shape: new %s does not fit cache %s (want [%d, %d, <=%d, %d])", n, c, c[0], c[1], c[2], c[3])
+	}
+	B, H, L, D, S := c[0], c[1], c[2], c[3], n[2]
+	p, err := spanPos(pos, S, L)
+	if err != nil {
+		return nil, err
+	}
+	out := cache.Clone()
+	for bh := range B * H {
+		dst := (bh*L + p) * D
+		copy(out.Data[dst:dst+S*D], nw.Data[bh*S*D:(bh+1)*S*D])
+	}
+	return []Tensor{out}, nil
+}
+
+// evalSDPADecode: for q [B, Hq, D] and k, v [B, Hkv, L, D] with G = Hq/Hkv,
+// out[b, h, :] = sum_{t <= pos} p[t] * v[b, h/G, t, :] where p is the
+// softmax over t <= pos of scale * dot(q[b, h, :], k[b, h/G, t, :]).
+// Cache positions after pos are not read.
+func evalSDPADecode(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	scale, err := attrFloat(op, "scale")
+	if err != nil {
+		return nil, err
+	}
+	q, k, v, pos := args[0], args[1], args[2], args[3]
+	if q.Shape.Rank() != 3 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
+		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
+	}
+	B, Hq, D := q.Shape[0], q.Shape[1], q.Shape[2]
+	Hkv, L := k.Shape[1], k.Shape[2]
+	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 {
+		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, or q heads not a multiple of kv heads)", q.Shape, k.Shape)
+	}
+	p, err := decodePos(pos, L)
+	if err != nil {
+		return nil, err
+	}
+	G := Hq / Hkv
+	out := NewTensor(q.Shape)
+	a := newAttender(L, D)
+	for b := range B {
+		for h := range Hq {
+			row := (b*Hq + h) * D
+			base := (b*Hkv + h/G) * L * D // row t of the kv head is at base + t*D
+			a.attend(out.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p, scale)
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// evalSDPAPrefill: for q [B, Hq, S, D] and k, v [B, Hkv, L, D] with
+// G = Hq/Hkv, query s of head h attends causally to cache positions
+// t <= pos + s of kv head h/G: out[b, h, s, :] = sum_t p[t] * v[b, h/G, t, :]
+// with p the softmax of scale * dot(q[b, h, s, :], k[b, h/G, t, :]).
+// pos + S <= L; later positions are not read.
+func evalSDPAPrefill(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	scale, err := attrFloat(op, "scale")
+	if err != nil {
+		return nil, err
+	}
+	q, k, v, pos := args[0], args[1], args[2], args[3]
+	if q.Shape.Rank() != 4 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
+		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,S,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
+	}
+	B, Hq, S, D := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
+	Hkv, L := k.Shape[1], k.Shape[2]
+	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 || S > L {
+		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, q heads not a multiple of kv heads, or S > L)", q.Shape, k.Shape)
+	}
+	p, err := spanPos(pos, S, L)
+	if err != nil {
+		return nil, err
+	}
+	G := Hq / Hkv
+	out := NewTensor(q.Shape)
+	a := newAttender(L, D)
+	for b := range B {
+		for h := range Hq {
+			base := (b*Hkv + h/G) * L * D
+			for s := range S {
+				row := ((b*Hq+h)*S + s) * D
+				a.attend(out.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p+s, scale)
+			}
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// attender holds the scratch of one query's attention.
+type attender struct {
+	d     int
+	score []float64
+	acc   []float64
+}
+
+func newAttender(length, d int) *attender {
+	return &attender{d: d, score: make([]float64, length), acc: make([]float64, d)}
+}
+
+// attend writes to out the attention of query row q over key and value rows
+// t = 0..last of k and v (row t at offset t*d): the softmax of scale * q.k_t,
+// with the maximum score subtracted before exponentiating, weighting v_t.
+// Everything is float64, rounded once to float32.
+func (a *attender) attend(out, q, k, v []float32, last int, scale float64) {
+	d := a.d
+	score := a.score[:last+1]
+	best := math.Inf(-1)
+	for t := range score {
+		kr := k[t*d : (t+1)*d]
+		var dot float64
+		for i, qv := range q {
+			dot += float64(qv) * float64(kr[i])
+		}
+		score[t] = scale * dot
+		best = math.Max(best, score[t])
+	}
+	var total float64
+	for t, s := range score {
+		score[t] = math.Exp(s - best)
+		total += score[t]
+	}
+	clear(a.acc)
+	for t, w := range score {
+		for i, vv := range v[t*d : (t+1)*d] {
+			a.acc[i] += w * float64(vv)
+		}
+	}
+	for i, x := range a.acc {
+		out[i] = float32(x / total)
+	}
+}

@@ -1,0 +1,135 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
+)
+
+// Arithmetic model ops: softplus, sum over an axis, the composed-path
+// norms (rms_norm, rms_norm_plain) and the activation x activation batched
+// matmul (bmm). Their Doc lines say "fp32 math" or "fp32 accumulation";
+// as for the core reductions and norms, the reference computes these in
+// float64 and rounds once to float32 (at least as accurate as an fp32
+// DEST), then the caller rounds to the result's storage dtype. bmm follows
+// matmul: with StorageFormats its products are the FPU's
+// (numerics.Matmul at Options.Fidelity, fp32 operands reduced to tf32,
+// float32 accumulation), because that is a property of the operands'
+// formats, not of one kernel.
+func init() {
+	register(map[ir.OpKind]evalFunc{
+		ir.OpSoftplus:        unary(func(x float32) float32 { return numerics.Softplus(x, 1, 20) }),
+		ir.OpSum:             evalSum,
+		ir.OpRMSNormComposed: evalRMSNorm, // same equation as the fused rmsnorm, one rounding
+		ir.OpRMSNormPlain:    evalRMSNormPlain,
+		ir.OpBMM:             evalBMM,
+	})
+}
+
+// evalSum: out[.., 0, ..] = sum over axis of x, the axis kept with size 1;
+// summed in float64 in index order and rounded once to float32.
+func evalSum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	x := args[0]
+	if x.Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot sum a scalar over an axis")
+	}
+	ax, err := attrAxis(op, "axis", x.Shape.Rank())
+	if err != nil {
+		return nil, err
+	}
+	shape := x.Shape.Clone()
+	shape[ax] = 1
+	outer, n, inner := axisView(x.Shape, ax)
+	out := NewTensor(shape)
+	acc := make([]float64, inner)
+	for o := range outer {
+		clear(acc)
+		for i := range n {
+			for j, v := range x.Data[(o*n+i)*inner : (o*n+i+1)*inner] {
+				acc[j] += float64(v)
+			}
+		}
+		for j, s := range acc {
+			out.Data[o*inner+j] = float32(s)
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),
+// every step in float64, rounded once to float32.
+func evalRMSNormPlain(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	eps, err := attrFloat(op, "eps")
+	if err != nil {
+		return nil, err
+	}
+	x := args[0]
+	if x.Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
+	}
+	n := x.Shape.Cols2D()
+	out := NewTensor(x.Shape)
+	for r := 0; r < x.Shape.Rows2D(); r++ {
+		row := x.Data[r*n : (r+1)*n]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		scale := 1 / math.Sqrt(ss/float64(n)+eps)
+		for i, v := range row {
+			out.Data[r*n+i] = float32(float64(v) * scale)
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// evalBMM: out[.., m, n] = sum_k a[.., m, k] * b[.., k, n] for a [.., M, K]
+// and b [.., K, N] of equal rank >= 2 and equal leading dims. Each batch is
+// computed as evalMatmul computes its batches: numerics.Matmul at
+// opts.Fidelity with StorageFormats, exact products summed in float64
+// without.
+func evalBMM(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	a, b := args[0], args[1]
+	r := a.Shape.Rank()
+	if r < 2 || r != b.Shape.Rank() {
+		return nil, fmt.Errorf("rule bmm-rank: want operands of equal rank >= 2, got %s and %s", a.Shape, b.Shape)
+	}
+	for d := 0; d < r-2; d++ {
+		if a.Shape[d] != b.Shape[d] {
+			return nil, fmt.Errorf("rule bmm-batch: leading dim %d differs (%d vs %d)", d, a.Shape[d], b.Shape[d])
+		}
+	}
+	m, k, n := a.Shape[r-2], a.Shape[r-1], b.Shape[r-1]
+	if b.Shape[r-2] != k {
+		return nil, fmt.Errorf("rule bmm-inner: a %s has K=%d, b %s has K=%d", a.Shape, k, b.Shape, b.Shape[r-2])
+	}
+	shape := a.Shape.Clone()
+	shape[r-1] = n
+	out := NewTensor(shape)
+	batches := a.Shape.Numel() / (m * k)
+	acc := make([]float64, n)
+	for bi := range batches {
+		ab := a.Data[bi*m*k : (bi+1)*m*k]
+		bb := b.Data[bi*k*n : (bi+1)*k*n]
+		ob := out.Data[bi*m*n : (bi+1)*m*n]
+		if opts.StorageFormats {
+			copy(ob, numerics.Matmul(ab, bb, m, k, n, opts.Fidelity))
+			continue
+		}
+		for i := range m {
+			clear(acc)
+			for p := range k {
+				av := float64(ab[i*k+p])
+				for j, bv := range bb[p*n : (p+1)*n] {
+					acc[j] += av * float64(bv) // exact: 24x24-bit significands fit float64
+				}
+			}
+			for j, s := range acc {
+				ob[i*n+j] = float32(s)
+			}
+		}
+	}
+	return []Tensor{out}, nil
+}
