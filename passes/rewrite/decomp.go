@@ -45,17 +45,18 @@ func decompose(fused *ir.Op, m *Match, repl []*ir.Value) (*ir.Decomposition, err
 		}
 		d.Ops = append(d.Ops, c)
 	}
+	olds := m.RootResults()
 	for j, r := range fused.Results {
 		found := false
 		for i, rv := range repl {
 			if rv == r {
-				d.Outputs = append(d.Outputs, mapped[m.Root.Results[i]])
+				d.Outputs = append(d.Outputs, mapped[olds[i]])
 				found = true
 				break
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("result %d of fused %s does not directly replace a result of the matched root %s, so its decomposition has no output", j, fused.Name(), m.Root.Where())
+			return nil, fmt.Errorf("result %d of fused %s does not directly replace a result of a matched root (%s), so its decomposition has no output", j, fused.Name(), m.Root.Where())
 		}
 	}
 	return d, nil

@@ -231,9 +231,12 @@ func (rn *run) findMatch(r *ir.Region) (*Rule, *Match) {
 func (rn *run) tryMatch(rule *Rule, root *ir.Op, pos map[*ir.Op]int) *Match {
 	mr := &matcher{root: root}
 	var found *Match
-	mr.matchOp(rule.Pattern, root, func() bool {
+	accept := func() bool {
 		m := mr.snapshot(rule, rn.g, pos)
 		if !rule.AllowSharedInterior && rn.interiorEscapes(m) {
+			return false
+		}
+		if len(m.Roots) > 1 && rn.earlyRootEscapes(m, pos) {
 			return false
 		}
 		if rule.Where != nil && !rule.Where(m) {
@@ -241,8 +244,67 @@ func (rn *run) tryMatch(rule *Rule, root *ir.Op, pos map[*ir.Op]int) *Match {
 		}
 		found = m
 		return true
-	})
+	}
+	mr.matchOp(rule.Pattern, root, func() bool { return rn.matchExtra(mr, rule.Extra, root.Region, accept) })
 	return found
+}
+
+// matchExtra matches the remaining extra root patterns, each at some op of
+// region r that is not already a root, then calls k.
+func (rn *run) matchExtra(mr *matcher, extra []*Pattern, r *ir.Region, k func() bool) bool {
+	if len(extra) == 0 {
+		return k()
+	}
+	for _, op := range r.Ops {
+		if op.Kind != extra[0].op || rn.gone[op] || op == mr.root || slices.Contains(mr.roots, op) {
+			continue
+		}
+		mr.roots = append(mr.roots, op)
+		if mr.matchOp(extra[0], op, func() bool { return rn.matchExtra(mr, extra[1:], r, k) }) {
+			return true
+		}
+		mr.roots = mr.roots[:len(mr.roots)-1]
+	}
+	return false
+}
+
+// lastRoot is the match's root that comes last in program order: the new
+// ops are inserted before it.
+func lastRoot(m *Match, pos map[*ir.Op]int) *ir.Op {
+	last := m.Roots[0]
+	for _, r := range m.Roots[1:] {
+		if pos[r] > pos[last] {
+			last = r
+		}
+	}
+	return last
+}
+
+// earlyRootEscapes reports whether a result of a root other than the last
+// is read, outside the match, by an op before the last root: after the
+// rewrite that reader would precede the replacement's definition.
+func (rn *run) earlyRootEscapes(m *Match, pos map[*ir.Op]int) bool {
+	last := lastRoot(m, pos)
+	inMatch := map[*ir.Op]bool{}
+	for _, op := range m.Ops {
+		inMatch[op] = true
+	}
+	for _, r := range m.Roots {
+		if r == last {
+			continue
+		}
+		for _, res := range r.Results {
+			for _, u := range rn.users[res] {
+				if rn.gone[u] || inMatch[u] || !slices.Contains(u.Operands, res) {
+					continue
+				}
+				if u.Region != last.Region || pos[u] < pos[last] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // interiorEscapes reports whether a value produced by a matched op other
@@ -255,7 +317,7 @@ func (rn *run) interiorEscapes(m *Match) bool {
 		}
 	}
 	for _, op := range m.Ops {
-		if op == m.Root {
+		if m.IsRoot(op) {
 			continue
 		}
 		for _, r := range op.Results {
@@ -269,7 +331,13 @@ func (rn *run) interiorEscapes(m *Match) bool {
 
 // apply runs the rule's builder and splices the new ops in before the root.
 func (rn *run) apply(rule *Rule, m *Match) error {
-	root, r := m.Root, m.Root.Region
+	r := m.Root.Region
+	pos := make(map[*ir.Op]int, len(r.Ops))
+	for i, op := range r.Ops {
+		pos[op] = i
+	}
+	root := lastRoot(m, pos)
+	olds := m.RootResults()
 	rootPos := -1
 	for i, op := range r.Ops {
 		if op == root {
@@ -299,11 +367,11 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if len(repl) != len(root.Results) {
-		return fail("Build returned %d replacement values for %d results", len(repl), len(root.Results))
+	if len(repl) != len(olds) {
+		return fail("Build returned %d replacement values for %d root results", len(repl), len(olds))
 	}
 	for i, v := range repl {
-		old := root.Results[i]
+		old := olds[i]
 		switch {
 		case v == nil:
 			return fail("replacement %d is nil", i)
@@ -337,7 +405,7 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 		}
 	}
 	for i, v := range repl {
-		rn.replace(root.Results[i], v)
+		rn.replace(olds[i], v)
 	}
 	return nil
 }

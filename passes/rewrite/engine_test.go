@@ -543,7 +543,7 @@ func TestBuildErrors(t *testing.T) {
 			v, err := b.Emit1(ir.OpMean, []*ir.Value{m.Value("x")}, nil)
 			return []*ir.Value{v}, err
 		}, "replacement 0 is [32,1] bf16 but the result it replaces is [32,64] bf16"},
-		{"count", func(b *Builder, m *Match) ([]*ir.Value, error) { return nil, nil }, "returned 0 replacement values for 1 results"},
+		{"count", func(b *Builder, m *Match) ([]*ir.Value, error) { return nil, nil }, "returned 0 replacement values for 1 root results"},
 		{"own result", func(b *Builder, m *Match) ([]*ir.Value, error) { return m.Root.Results, nil }, "root's own result"},
 		{"later value", func(b *Builder, m *Match) ([]*ir.Value, error) {
 			later := m.Graph.Regions[0].Ops[1].Result()

@@ -14,7 +14,10 @@ type Match struct {
 	// Root is the op the pattern's outermost Op matched; its results are
 	// replaced by the rule's replacement values.
 	Root *ir.Op
-	// Ops are the distinct matched ops in program order; Root is last.
+	// Roots are Root followed by the roots of the rule's Extra patterns;
+	// their results are replaced, in this order.
+	Roots []*ir.Op
+	// Ops are the distinct matched ops (roots included) in program order.
 	Ops   []*ir.Op
 	vars  map[string]*ir.Value
 	named map[string]*ir.Op
@@ -37,9 +40,29 @@ func (m *Match) Vars() []string {
 	return ks
 }
 
+// IsRoot reports whether op is one of the match's roots.
+func (m *Match) IsRoot(op *ir.Op) bool {
+	for _, r := range m.Roots {
+		if r == op {
+			return true
+		}
+	}
+	return false
+}
+
+// RootResults are the results of every root, in Roots order: the values
+// the rule's replacements stand for.
+func (m *Match) RootResults() []*ir.Value {
+	var out []*ir.Value
+	for _, r := range m.Roots {
+		out = append(out, r.Results...)
+	}
+	return out
+}
+
 // Interior reports whether v is produced by a matched op other than the root.
 func (m *Match) Interior(v *ir.Value) bool {
-	if v.Def == nil || v.Def == m.Root {
+	if v.Def == nil || m.IsRoot(v.Def) {
 		return false
 	}
 	for _, op := range m.Ops {
@@ -65,6 +88,7 @@ type opBinding struct {
 // state before the call.
 type matcher struct {
 	root  *ir.Op
+	roots []*ir.Op // primary root, then extra roots matched so far
 	vars  []varBinding
 	named []opBinding
 	ops   []*ir.Op // matched ops, possibly repeated
@@ -159,7 +183,7 @@ func (m *matcher) matchSeq(ps []*Pattern, vs []*ir.Value, k func() bool) bool {
 
 // snapshot turns the matcher state into a Match; pos orders ops.
 func (m *matcher) snapshot(r *Rule, g *ir.Graph, pos map[*ir.Op]int) *Match {
-	mt := &Match{Rule: r, Graph: g, Root: m.root, vars: map[string]*ir.Value{}, named: map[string]*ir.Op{}}
+	mt := &Match{Rule: r, Graph: g, Root: m.root, Roots: append([]*ir.Op{m.root}, m.roots...), vars: map[string]*ir.Value{}, named: map[string]*ir.Op{}}
 	for _, b := range m.vars {
 		mt.vars[b.name] = b.v
 	}

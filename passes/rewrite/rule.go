@@ -28,6 +28,15 @@ type Rule struct {
 	// the root result's shape and dtype. Every ir.OpInfo.Fused op it emits
 	// records the matched ops as its decomposition.
 	Build func(b *Builder, m *Match) ([]*ir.Value, error)
+	// Extra are further root patterns for multi-output groups (the GDN
+	// recurrence's new state and output, sibling matmuls reading one
+	// activation): each is matched after Pattern, at some other op of the
+	// same region, sharing Pattern's variable and op bindings. The match's
+	// Roots are Pattern's root then one op per Extra; Build returns one
+	// replacement per result of every root, in that order; the new ops go
+	// before the last root in program order, so no result of an earlier
+	// root may be read outside the match before that point.
+	Extra []*Pattern
 	// AllowSharedInterior lets the rule match even when a value produced
 	// inside the match (not by the root) is also used outside it; the
 	// interior ops then stay alive. By default such a match is rejected,
@@ -65,6 +74,14 @@ func (r *Rule) Validate() error {
 	}
 	if err := r.Pattern.check(); err != nil {
 		return fmt.Errorf("rewrite: rule %s: pattern %v: %w", r.Name, r.Pattern, err)
+	}
+	for i, p := range r.Extra {
+		if p == nil || p.kind != patOp {
+			return fmt.Errorf("rewrite: rule %s: extra root pattern %d must be an Op pattern, got %v", r.Name, i, p)
+		}
+		if err := p.check(); err != nil {
+			return fmt.Errorf("rewrite: rule %s: extra pattern %v: %w", r.Name, p, err)
+		}
 	}
 	if r.Build == nil {
 		return fmt.Errorf("rewrite: rule %s has no Build function", r.Name)

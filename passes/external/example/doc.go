@@ -1,0 +1,66 @@
+// Package example is a worked example of an out-of-tree fusion rule
+// package: rules kept outside tcc's passes package and linked into tcc at
+// the command line. It adds the family "scalar" with one rule,
+// FoldMulScalar:
+//
+//	mul_scalar(mul_scalar(x, a), b) => mul_scalar(x, a*b)
+//
+// # Using it
+//
+// From the tcc checkout:
+//
+//	tcc passes --rules ./passes/external/example
+//	tcc report ops tiny-mlp --stage fused --rules ./passes/external/example
+//	tcc ir tiny-mlp --stage fused --rules ./passes/external/example --disable FoldMulScalar
+//
+// The first command builds a tcc binary with the rules linked in (the rule
+// driver, see package passes/external) and caches it; the next ones reuse
+// it until a source file changes. The new family and rule then behave like
+// built-in ones: `tcc passes` lists them, reports count their firings and
+// --disable turns them off.
+//
+// # Writing a rule package
+//
+//  1. Make a package that is not main. It may sit in the tcc tree (like
+//     this one) or in a module of its own whose go.mod requires
+//     github.com/tcc-dev/tcc and points at a tcc checkout:
+//
+//     module example.com/myrules
+//     go 1.26.8 // no older than tcc's go.mod
+//     require github.com/tcc-dev/tcc v0.0.0
+//     replace github.com/tcc-dev/tcc => ../tcc
+//
+//     then run go mod tidy there, and pass the directory: --rules ../myrules.
+//
+//  2. Declare exactly func Rules() []*rewrite.Rule (rewrite is
+//     github.com/tcc-dev/tcc/passes/rewrite), returning new rule values in
+//     the order they are tried at each op, more specific rules first. tcc
+//     rejects the package, naming it, if the signature differs.
+//
+//  3. Optionally declare const Family = "name" (ASCII letters, digits, '_'
+//     and '-'; not a built-in family such as "norm"); the default is the
+//     package name.
+//
+//  4. Write each rule as in tcc's own families (package passes, "Adding a
+//     fusion rule"): a Name unique among all rules, a one-line Rewrite
+//     "before => after", a Pattern built from rewrite.Op, Var, Any and
+//     OneOf (name ops with As to read their attributes), a Where side
+//     condition that rejects every graph the replacement would compute
+//     differently, and a Build that emits the replacement with b.Emit1.
+//     Rules must not keep mutable state: tcc copies them per run. Ops must
+//     exist in tcc's op table (ir/opspec); a new fused op kind needs a
+//     change to tcc itself.
+//
+//  5. Test the rules without building a driver: register them with
+//     passes.RegisterExternal(Family, Rules()...) and run passes.Run on
+//     small graphs, written in ir's text form and read with ir.Parse,
+//     checking firing counts (Result.Rewrites) and the rewritten graph, with
+//     a negative case for every side condition; passes/external's
+//     register_test.go does this for FoldMulScalar, and also compares the
+//     fused and unfused graphs with the reference evaluator (sim/ref).
+//
+// FoldMulScalar's side condition is the interesting part: folding is only
+// valid when it cannot overflow, underflow or produce NaN where the pair of
+// ops would not, so it requires a, b and a*b to be finite, within float32
+// range, and a*b non-zero unless a or b is zero.
+package example
