@@ -44,7 +44,7 @@ func TestDefaultPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"verify", "fuse", "place", "verify"}, passNames(res.Timings)); diff != "" {
+	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "fuse", "place", "verify"}, passNames(res.Timings)); diff != "" {
 		t.Errorf("timings (-want +got):\n%s", diff)
 	}
 	for i, tm := range res.Timings {
@@ -76,12 +76,12 @@ func TestDefaultPipeline(t *testing.T) {
 
 func TestConstraintViolation(t *testing.T) {
 	p := Default()
-	p.Passes = []Pass{VerifyPass, PlacePass, FusePass}
+	p.Passes = []Pass{VerifyPass, FuseBlocksPass, FuseLayoutPass, PlacePass, FusePass}
 	err := p.Validate()
 	if err == nil {
 		t.Fatal("place before fuse was accepted")
 	}
-	for _, want := range []string{"place (#2) runs before fuse (#3)", "fuse must run before place", "interior values of a fused op"} {
+	for _, want := range []string{"place (#4) runs before fuse (#5)", "fuse must run before place", "interior values of a fused op"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -162,7 +162,7 @@ func TestPrintAfter(t *testing.T) {
 		t.Fatalf("place changed %d results; the expected text below assumes none", res.Place.Changed)
 	}
 	text := ir.Print(g)
-	want := "// after fuse (#2)\n" + text + "// after place (#3)\n" + text
+	want := "// after fuse (#4)\n" + text + "// after place (#5)\n" + text
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("printed (-want +got):\n%s", diff)
 	}
@@ -177,8 +177,8 @@ func TestOptionErrors(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"PrintAfter", Options{PrintAfter: []string{"fuse", "sched"}, PrintTo: &bytes.Buffer{}}, `unknown pass "sched" in PrintAfter; valid passes: verify, fuse, place`},
-		{"Disable", Options{Disable: []string{"fusion"}}, `unknown pass "fusion" in Disable; valid passes: verify, fuse, place`},
+		{"PrintAfter", Options{PrintAfter: []string{"fuse", "sched"}, PrintTo: &bytes.Buffer{}}, `unknown pass "sched" in PrintAfter; valid passes: verify, fuse-blocks, fuse-layout, fuse, place`},
+		{"Disable", Options{Disable: []string{"fusion"}}, `unknown pass "fusion" in Disable; valid passes: verify, fuse-blocks, fuse-layout, fuse, place`},
 		{"no writer", Options{PrintAfter: []string{"fuse"}}, "PrintTo is nil"},
 	}
 	for _, tc := range tests {
@@ -197,10 +197,10 @@ func TestDisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"verify", "place", "verify"}, passNames(res.Timings)); diff != "" {
+	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "place", "verify"}, passNames(res.Timings)); diff != "" {
 		t.Errorf("timings (-want +got):\n%s", diff)
 	}
-	if res.Rewrites != nil || g.NumOps() != 7 {
+	if res.Rewrites.Total("FuseRMSNorm")+res.Rewrites.Total("FuseRMSNormOffset") != 0 || g.NumOps() != 7 {
 		t.Errorf("fuse ran although disabled: %d ops", g.NumOps())
 	}
 }

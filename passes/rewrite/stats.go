@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -92,4 +93,33 @@ func (s *Stats) String() string {
 		}
 	}
 	return sb.String()
+}
+
+// Merge adds o's firing and erase counts into s (regions and rules that s
+// does not know yet are appended), so the stats of several engine runs over
+// one graph read as one. A nil o is a no-op.
+func (s *Stats) Merge(o *Stats) {
+	if o == nil {
+		return
+	}
+	for _, r := range o.regions {
+		if _, ok := s.counts[r]; !ok {
+			s.regions = append(s.regions, r)
+			s.counts[r] = map[string]int{}
+		}
+		for rule, n := range o.counts[r] {
+			s.counts[r][rule] += n
+		}
+		s.erased[r] += o.erased[r]
+	}
+	for _, name := range o.rules {
+		if !slices.Contains(s.rules, name) {
+			s.rules = append(s.rules, name)
+		}
+	}
+}
+
+// NewStats returns empty stats, to Merge engine runs into.
+func NewStats() *Stats {
+	return &Stats{counts: map[*ir.Region]map[string]int{}, erased: map[*ir.Region]int{}}
 }

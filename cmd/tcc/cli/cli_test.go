@@ -116,7 +116,7 @@ func TestPassesAndIR(t *testing.T) {
 		t.Errorf("passes: %v\n%s", err, out)
 	}
 	out, err = runCLI(t, "ir", "tiny-mlp", "--print-after", "fuse", "--layer", "1")
-	if err != nil || !strings.Contains(out, "// after fuse (#2)") || !strings.Contains(out, "rmsnorm(") || !strings.Contains(out, "region mlp 1") {
+	if err != nil || !strings.Contains(out, "// after fuse (#4)") || !strings.Contains(out, "rmsnorm(") || !strings.Contains(out, "region mlp 1") {
 		t.Errorf("ir --print-after: %v\n%s", err, out)
 	}
 }

@@ -21,16 +21,8 @@
 //
 // # Writing a rule package
 //
-//  1. Make a package that is not main. It may sit in the tcc tree (like
-//     this one) or in a module of its own whose go.mod requires
-//     github.com/tcc-dev/tcc and points at a tcc checkout:
-//
-//     module example.com/myrules
-//     go 1.26.8 // no older than tcc's go.mod
-//     require github.com/tcc-dev/tcc v0.0.0
-//     replace github.com/tcc-dev/tcc => ../tcc
-//
-//     then run go mod tidy there, and pass the directory: --rules ../myrules.
+//  1. Make a package that is not main, in the tcc tree (like this one) or
+//     in a module of its own (see below).
 //
 //  2. Declare exactly func Rules() []*rewrite.Rule (rewrite is
 //     github.com/tcc-dev/tcc/passes/rewrite), returning new rule values in
@@ -45,8 +37,8 @@
 //     fusion rule"): a Name unique among all rules, a one-line Rewrite
 //     "before => after", a Pattern built from rewrite.Op, Var, Any and
 //     OneOf (name ops with As to read their attributes), a Where side
-//     condition that rejects every graph the replacement would compute
-//     differently, and a Build that emits the replacement with b.Emit1.
+//     condition that rejects every match where the replacement is not a
+//     valid substitute, and a Build that emits the replacement with b.Emit1.
 //     Rules must not keep mutable state: tcc copies them per run. Ops must
 //     exist in tcc's op table (ir/opspec); a new fused op kind needs a
 //     change to tcc itself.
@@ -58,6 +50,24 @@
 //     a negative case for every side condition; passes/external's
 //     register_test.go does this for FoldMulScalar, and also compares the
 //     fused and unfused graphs with the reference evaluator (sim/ref).
+//
+// # A rule package in its own module
+//
+// The module must build on its own against a tcc checkout: require tcc,
+// point at the checkout with a replace directive (or a go.work), use a go
+// directive no older than tcc's, and run go mod tidy:
+//
+//	module example.com/myrules
+//
+//	go 1.26.8
+//
+//	require github.com/tcc-dev/tcc v0.0.0
+//
+//	replace github.com/tcc-dev/tcc => ../tcc
+//
+// Then pass its directory (relative to the working directory, which need
+// not be in that module): tcc passes --rules ../myrules. The driver is built
+// from the tcc checkout the replace directive names.
 //
 // FoldMulScalar's side condition is the interesting part: folding is only
 // valid when it cannot overflow, underflow or produce NaN where the pair of
