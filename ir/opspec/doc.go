@@ -48,5 +48,8 @@ func All() []Op {
 	var all []Op
 	all = append(all, coreOps...)
 	all = append(all, modelOps...)
+	all = append(all, fusedCommonOps...)
+	all = append(all, fusedGDNOps...)
+	all = append(all, fusedAttentionOps...)
 	return all
 }
