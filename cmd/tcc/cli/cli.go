@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tcc-dev/tcc/passes/external"
+
 	_ "github.com/tcc-dev/tcc/models/qwen27b"
 	_ "github.com/tcc-dev/tcc/models/tinymlp"
 )
@@ -26,6 +28,23 @@ func (e *exitError) Error() string { return e.err.Error() }
 // success, 1 on an error (printed to stderr as "tcc: ..."), or the code a
 // command chose (2 for a failed --check).
 func Main() int {
+	// --rules links out-of-tree rule packages: build (or reuse) a tcc
+	// driver with them and run the same command through it.
+	if rules, _, err := external.SplitRulesFlag(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "tcc:", err)
+		return 1
+	} else if len(rules) > 0 {
+		err := external.Reexec(rules, os.Args[1:])
+		var ee *external.ExitError
+		switch {
+		case errors.As(err, &ee):
+			return ee.Code // the driver already printed its error
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "tcc:", err)
+			return 1
+		}
+		return 0
+	}
 	root := NewRoot()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tcc:", err)
@@ -56,6 +75,7 @@ Start with:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example)")
 	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd())
 	return root
 }
