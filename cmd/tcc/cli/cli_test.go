@@ -120,3 +120,44 @@ func TestPassesAndIR(t *testing.T) {
 		t.Errorf("ir --print-after: %v\n%s", err, out)
 	}
 }
+
+func TestReportQwen27B(t *testing.T) {
+	out, err := runCLI(t, "report", "ops", "qwen27b", "--mesh", "1x2", "--stage", "unfused", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		TotalOps int `json:"total_ops"`
+		Layers   []struct {
+			Index int    `json:"index"`
+			Kind  string `json:"kind"`
+			Ops   int    `json:"ops"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Layers) != 64 {
+		t.Fatalf("%d layers, want 64", len(r.Layers))
+	}
+	for i, l := range r.Layers {
+		want := "gdn"
+		if i%4 == 3 {
+			want = "attention"
+		}
+		if l.Index != i || l.Kind != want {
+			t.Errorf("layer %d: index %d kind %s, want %s", i, l.Index, l.Kind, want)
+		}
+	}
+	if r.TotalOps < 4000 || r.TotalOps > 5000 {
+		t.Errorf("total_ops %d, want near 4,560", r.TotalOps)
+	}
+	for _, mesh := range []string{"1x1", "1x4", "1x8"} {
+		if _, err := runCLI(t, "report", "ops", "qwen27b", "--mesh", mesh, "--format", "json"); err != nil {
+			t.Errorf("mesh %s: %v", mesh, err)
+		}
+	}
+	if _, err := runCLI(t, "report", "ops", "qwen27b", "--mesh", "1x5"); err == nil || !strings.Contains(err.Error(), "num_attention_heads 24 is not divisible by 5 devices") {
+		t.Errorf("mesh 1x5: %v", err)
+	}
+}
