@@ -532,7 +532,10 @@ func (pr *printer) assemble() []byte {
 
 	w("%s", GeneratedHeader)
 	w("//")
-	w("// program: %s", p.Name)
+	// The program's kind, not its instance name ("matmul", not "matmul_24"):
+	// kernels of identical programs in different layers print identically,
+	// so builds deduplicate them by content.
+	w("// program: %s", programKind(p.Name))
 	switch k.Processor {
 	case kir.ComputeProc:
 		c := k.Compute
@@ -602,7 +605,7 @@ func (pr *printer) argLines(out *bytes.Buffer) bool {
 				comment = fmt.Sprintf("runtime arg %d (per core)", a.Index)
 			default:
 				decl = fmt.Sprintf("const uint32_t %s = get_common_arg_val<uint32_t>(%d);", a.Name, a.Index)
-				comment = fmt.Sprintf("common runtime arg %d = %s", a.Index, a.Value)
+				comment = fmt.Sprintf("common runtime arg %d (set at launch)", a.Index)
 			}
 			fmt.Fprintf(out, "%s%s  // %s\n", indentUnit, decl, comment)
 			wrote = true
@@ -669,4 +672,16 @@ func (pr *printer) cbLines() []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// programKind strips a trailing "_<number>" instance suffix from a program name.
+func programKind(name string) string {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	if i < len(name) && i > 0 && name[i-1] == '_' {
+		return name[:i-1]
+	}
+	return name
 }

@@ -238,7 +238,7 @@ func TestArgumentTable(t *testing.T) {
     constexpr uint32_t page_bytes = get_compile_time_arg_val(1);  // compile-time arg 1 = 2048
     const uint32_t dst = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
     const uint32_t count = get_arg_val<uint32_t>(1);  // runtime arg 1 (per core)
-    const uint32_t base = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 = addr(buf)+64
+    const uint32_t base = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 }
 `
 	if got := string(src); !strings.HasSuffix(got, want) {

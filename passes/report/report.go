@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/passes"
 )
 
 // Layer is one decoder layer's counts.
@@ -171,4 +172,22 @@ func (r *Report) Write(w io.Writer, format string) error {
 		return r.WriteCSV(w)
 	}
 	return fmt.Errorf("unknown report format %q (want json, table or csv)", format)
+}
+
+// FromPipeline is Build with the rule firings of a pipeline run (res may be
+// nil, for an unfused graph): per decoder layer, the rules that fired.
+func FromPipeline(model, stage string, g *ir.Graph, res *passes.Result) *Report {
+	var rules map[int]map[string]int
+	if res != nil && res.Rewrites != nil {
+		rules = map[int]map[string]int{}
+		for _, f := range res.Rewrites.Firings() {
+			if f.Region.IsLayer() && f.Count > 0 {
+				if rules[f.Region.Index] == nil {
+					rules[f.Region.Index] = map[string]int{}
+				}
+				rules[f.Region.Index][f.Rule] += f.Count
+			}
+		}
+	}
+	return Build(model, stage, g, rules)
 }

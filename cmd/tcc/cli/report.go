@@ -42,17 +42,5 @@ and layers[] with index, kind, ops and by_op.`,
 
 // opReport builds the op-count report, with rule firings when res has them.
 func opReport(model, stage string, g *ir.Graph, res *passes.Result) *report.Report {
-	var rules map[int]map[string]int
-	if res != nil && res.Rewrites != nil {
-		rules = map[int]map[string]int{}
-		for _, f := range res.Rewrites.Firings() {
-			if f.Region.IsLayer() && f.Count > 0 {
-				if rules[f.Region.Index] == nil {
-					rules[f.Region.Index] = map[string]int{}
-				}
-				rules[f.Region.Index][f.Rule] += f.Count
-			}
-		}
-	}
-	return report.Build(model, stage, g, rules)
+	return report.FromPipeline(model, stage, g, res)
 }

@@ -12,7 +12,7 @@
 
 void kernel_main() {
     const uint32_t in_addr = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
-    const uint32_t flags = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 = 5
+    const uint32_t flags = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
     // Every binary operator, folded into one value.
     // A second comment line.

@@ -12,7 +12,7 @@ void kernel_main() {
     constexpr uint32_t tile_bytes = get_compile_time_arg_val(0);  // compile-time arg 0 = 2048
     const uint32_t start_tile = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
     const uint32_t num_tiles = get_arg_val<uint32_t>(1);  // runtime arg 1 (per core)
-    const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 = addr(out)
+    const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
     for (uint32_t i = 0; i < num_tiles; ++i) {
         cb_wait_front(16, 1);
