@@ -58,9 +58,22 @@
 //
 // # Tests
 //
-// Package nntest is a float64 interpreter of graphs on all devices of a
-// mesh. The tests check every block against a direct implementation of the
-// published equations, every block's tensor-parallel split against one
-// device (2 and 4 devices, kv heads split and replicated), and prefill
-// against repeated decode steps.
+// The tests evaluate each block's graph with the reference evaluator
+// (sim/ref) in both of its modes, ExactOptions (float32 math, no storage
+// rounding) and DefaultOptions (the device's storage formats: bf16
+// activations, bfp8_b/bfp4_b weights), and compare it with float64 code
+// written in the tests from the published equations (reference/qwen27b.md,
+// the HF modelling code): the GDN decode recurrence over several steps with
+// its conv output, recurrence output and both states; the chunked GDN
+// prefill against the token-by-token recurrence (one partial chunk, whole
+// chunks, padded chunks, the default chunk length); gated attention decode
+// and causal prefill with the cache rows they write; the SwiGLU MLP; the
+// norms. In the device-format mode the equations start from the inputs as
+// the evaluator stored them (bf16, block-float), so the figures measure the
+// rounding of intermediates. Figures are PCC and max relative error
+// (sim/numerics); exact mode
+// must reach PCC >= 0.99999 and max rel err <= 1e-3, the device formats
+// PCC >= 0.999. The tensor-parallel split of every block on 2 and 4
+// devices (ref.EvalMesh, shares cut by Share.Cut; kv heads split and
+// replicated) is compared with one device the same way.
 package nn
