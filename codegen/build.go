@@ -63,6 +63,11 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 		return nil, fmt.Errorf("codegen: graph %q does not verify: %w", g.Name, err)
 	}
 	ctx := lower.NewContext(t)
+	alias, err := stateAliases(g)
+	if err != nil {
+		return nil, err
+	}
+	ctx.Alias = alias
 	b := &Build{Graph: g, Target: t}
 	byName := map[string]*ir.Value{}
 	var errs []error
@@ -97,7 +102,9 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	}
 	for _, op := range g.Ops() {
 		for _, r := range op.Results {
-			addBuffer(r, op.Where())
+			if _, inPlace := alias[r]; !inPlace {
+				addBuffer(r, op.Where())
+			}
 		}
 		p, err := lower.Lower(op, ctx)
 		if err != nil {
@@ -115,6 +122,43 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	return b, nil
 }
 
+// stateAliases maps each state's new value to the state, so the op that
+// computes it writes the state's buffer in place. That is sound only when
+// no op reads the old state after the new contents are written and the new
+// value has the state's page layout; otherwise Compile fails naming the
+// state and the late reader (rule: persistent state is updated in place).
+func stateAliases(g *ir.Graph) (map[*ir.Value]*ir.Value, error) {
+	alias := map[*ir.Value]*ir.Value{}
+	pos := map[*ir.Op]int{}
+	for i, op := range g.Ops() {
+		pos[op] = i
+	}
+	for _, s := range g.States {
+		nv, ok := g.StateUpdates[s]
+		if !ok || nv == s {
+			continue
+		}
+		if nv.Def == nil {
+			return nil, fmt.Errorf("codegen: state %q is updated to %s, which no op computes", s.Name, nv)
+		}
+		if nv.Type.DType != s.Type.DType || nv.Type.Layout != s.Type.Layout || !nv.Type.Shape.Equal(s.Type.Shape) {
+			return nil, fmt.Errorf("codegen: state %q is %s but its new value (%s) is %s; rule in-place state: the update must have the state's type", s.Name, s.Type, nv.Def.Where(), nv.Type)
+		}
+		for _, op := range g.Ops() {
+			if pos[op] <= pos[nv.Def] {
+				continue
+			}
+			for _, v := range op.Operands {
+				if v == s {
+					return nil, fmt.Errorf("codegen: state %q is read by %s after %s writes its new contents; rule in-place state: every read of the old state must come first", s.Name, op.Where(), nv.Def.Where())
+				}
+			}
+		}
+		alias[nv] = s
+	}
+	return alias, nil
+}
+
 // Buffer returns the spec called name, or nil.
 func (b *Build) Buffer(name string) *BufferSpec {
 	for i := range b.Buffers {
@@ -125,8 +169,15 @@ func (b *Build) Buffer(name string) *BufferSpec {
 	return nil
 }
 
-// BufferOf returns the spec of value v, or nil.
+// BufferOf returns the spec of the buffer holding value v (for a state's
+// new value, the state's own buffer), or nil.
 func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
+	for s, nv := range b.Graph.StateUpdates {
+		if nv == v {
+			v = s
+			break
+		}
+	}
 	for i := range b.Buffers {
 		if b.Buffers[i].Value == v {
 			return &b.Buffers[i]

@@ -63,10 +63,15 @@ func (m *Mesh) device(dev int) (*kexec.Device, error) {
 	return m.devices[dev], nil
 }
 
-// Alloc allocates t on every device. Names are unique per mesh.
+// Alloc allocates t on every device. Names are unique per mesh; allocating
+// a name again with the identical spec shares the existing tensor (the
+// prefill and decode builds of a model share weights and state).
 func (m *Mesh) Alloc(t Tensor) error {
-	if _, dup := m.tensors[t.Name]; dup {
-		return fmt.Errorf("runtime: tensor %q is already allocated", t.Name)
+	if old, dup := m.tensors[t.Name]; dup {
+		if old.Buffer == t.Buffer && old.Shape.Equal(t.Shape) {
+			return nil
+		}
+		return fmt.Errorf("runtime: tensor %q is already allocated as %s %s %s (%d pages of %d B); cannot reallocate it as %s %s %s", t.Name, old.Shape, old.DType, old.Layout, old.Pages, old.PageSize, t.Shape, t.DType, t.Layout)
 	}
 	if err := checkPages(t); err != nil {
 		return err

@@ -154,6 +154,17 @@ var dataflowNames = map[string]bool{
 	"my_x": true, "my_y": true, "noc_index": true,
 }
 
+// ethHeader declares the ethernet data-movement calls of kernels on
+// ethernet cores (tt_metal/hw/inc/ethernet/dataflow_api.h); it includes the
+// dataflow API itself.
+const ethHeader = "ethernet/dataflow_api.h"
+
+// ethNames lists the ethernet calls printed kernels may use; all come from
+// ethHeader (channel 0 of erisc_info, see kir/eth.go).
+var ethNames = map[string]bool{
+	"eth_send_bytes": true, "eth_wait_for_receiver_done": true, "eth_wait_for_bytes": true, "eth_receiver_done": true,
+}
+
 // argFuncs are the argument accessors of both kernel kinds.
 var argFuncs = []string{"get_arg_val", "get_common_arg_val", "get_compile_time_arg_val", "get_ct_arg"}
 
@@ -175,6 +186,7 @@ var cppKeywords = []string{
 var otherReserved = []string{
 	"kernel_main", "uint8_t", "uint32_t", "uint64_t", "int32_t", "tt_l1_ptr", "std", "ckernel",
 	"PoolType", "ReduceDim", "SrcOrder", "SUM", "MAX", "REDUCE_ROW", "REDUCE_COL", "REDUCE_SCALAR",
+	"ProgrammableCoreType", "ACTIVE_ETH",
 }
 
 // reserved is every identifier a kernel-level name must not take.
@@ -184,6 +196,9 @@ var reserved = func() map[string]bool {
 		m[n] = true
 	}
 	for n := range dataflowNames {
+		m[n] = true
+	}
+	for n := range ethNames {
 		m[n] = true
 	}
 	for _, list := range [][]string{argFuncs, cppKeywords, otherReserved} {

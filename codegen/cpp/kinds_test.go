@@ -80,7 +80,7 @@ func TestEveryKindCovered(t *testing.T) {
 	stmtKinds, exprKinds := kirKinds(t)
 	seenStmt, seenExpr := map[string]bool{}, map[string]bool{}
 	variants := map[string]bool{}
-	for _, s := range samples.All() {
+	for _, s := range append(samples.All(), samples.Cards()...) {
 		for _, k := range s.Program.Kernels {
 			if _, err := PrintKernel(s.Program, k); err != nil {
 				t.Errorf("sample %s: %v", s.Name, err)
@@ -225,6 +225,14 @@ func TestHeaderTableCoversAPINames(t *testing.T) {
 		if !dataflowNames[kir.ExprAPIName(e)] {
 			missing = append(missing, fmt.Sprintf("expression %T -> %q", e, kir.ExprAPIName(e)))
 		}
+	}
+	for _, s := range []kir.Stmt{kir.EthSendBytes{}, kir.EthWaitForReceiverDone{}, kir.EthWaitForBytes{}, kir.EthReceiverDone{}} {
+		if !ethNames[kir.APIName(s)] {
+			missing = append(missing, fmt.Sprintf("ethernet %T -> %q", s, kir.APIName(s)))
+		}
+	}
+	if !dataflowNames[kir.ExprAPIName(kir.GetEthSemaphore{})] {
+		missing = append(missing, "expression kir.GetEthSemaphore")
 	}
 	if diff := cmp.Diff([]string(nil), missing); diff != "" {
 		t.Errorf("API names without a header or declaration in headers.go (-want +got):\n%s", diff)

@@ -220,6 +220,14 @@ func (pr *printer) useAPI(name string) {
 		pr.headers[h] = true
 		return
 	}
+	if ethNames[name] {
+		if !pr.k.OnEth() {
+			pr.fail("%s is an ethernet call; the kernel runs on worker cores", name)
+			return
+		}
+		pr.headers[ethHeader] = true
+		return
+	}
 	if !dataflowNames[name] {
 		pr.fail("no declaration known for data-movement call %s (add it to the table in headers.go)", name)
 		return
@@ -351,6 +359,12 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 		return "", []string{cb(s.SrcA), cb(s.SrcB)}, ""
 	case kir.PackReconfigDataFormat:
 		return "", []string{cb(s.CB)}, ""
+	case kir.EthSendBytes:
+		return "", []string{e(s.Src), e(s.Dst), e(s.Size)}, ""
+	case kir.EthWaitForBytes:
+		return "", []string{e(s.Size)}, ""
+	case kir.EthWaitForReceiverDone, kir.EthReceiverDone:
+		return "", nil, ""
 	}
 	pr.fail("statement %T has no printer support", s)
 	return "", nil, ""
@@ -399,6 +413,8 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 		return pr.unsigned(pr.apiCall(e, cb(e.CB)), inBin)
 	case kir.GetSemaphore:
 		return pr.apiCall(e, pr.expr(e.ID))
+	case kir.GetEthSemaphore:
+		return pr.apiCall(e, pr.expr(e.ID))
 	case kir.NoCAddr:
 		return pr.apiCall(e, pr.expr(e.X), pr.expr(e.Y), pr.expr(e.Addr))
 	case kir.DRAMBankAddr:
@@ -437,8 +453,11 @@ func (pr *printer) apiCall(e kir.Expr, args ...string) string {
 		return "0"
 	}
 	pr.useAPI(name)
-	if _, ok := e.(kir.DRAMBankAddr); ok {
+	switch e.(type) {
+	case kir.DRAMBankAddr:
 		name += "<true>"
+	case kir.GetEthSemaphore:
+		name += "<ProgrammableCoreType::ACTIVE_ETH>"
 	}
 	return name + "(" + strings.Join(args, ", ") + ")"
 }
@@ -541,6 +560,12 @@ func (pr *printer) assemble() []byte {
 		c := k.Compute
 		w("// kernel:  %s (%s on TRISC0/1/2; math_fidelity %s, fp32_dest_acc_en %t, math_approx_mode %t, dst_full_sync_en %t)",
 			k.Name, k.Role, c.MathFidelity, c.FP32DestAccEn, c.MathApproxMode, c.DstFullSyncEn)
+	case kir.RISCV0, kir.RISCV1:
+		if k.OnEth() {
+			w("// kernel:  %s (%s on ethernet %s = ERISC%d, NoC %d)", k.Name, k.Role, k.Processor, int(k.Processor), k.NoC)
+			break
+		}
+		w("// kernel:  %s (%s on %s = %s, NoC %d)", k.Name, k.Role, k.Processor, riscName[k.Processor], k.NoC)
 	default:
 		w("// kernel:  %s (%s on %s = %s, NoC %d)", k.Name, k.Role, k.Processor, riscName[k.Processor], k.NoC)
 	}

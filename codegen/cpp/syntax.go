@@ -45,7 +45,7 @@ func SyntaxCheck(dir string, sources map[string]kir.Processor) (outputs map[stri
 		return nil, nil, err
 	}
 	inc := filepath.Join(dir, "inc")
-	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true}
+	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true, ethHeader: true}
 	for _, h := range computeHeaders {
 		hs[h] = true
 	}

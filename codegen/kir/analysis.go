@@ -223,7 +223,7 @@ func (env *staticEnv) res(e Expr) residue {
 		delete(env.busy, e.Name)
 		env.memoRes[e.Name] = r
 		return r
-	case GetWritePtr, GetReadPtr, GetSemaphore:
+	case GetWritePtr, GetReadPtr, GetSemaphore, GetEthSemaphore:
 		return residue{0, 16}
 	case NoCAddr:
 		return env.res(e.Addr)

@@ -125,6 +125,14 @@ func APIName(s Stmt) string {
 		return "reconfig_data_format"
 	case PackReconfigDataFormat:
 		return "pack_reconfig_data_format"
+	case EthSendBytes:
+		return "eth_send_bytes"
+	case EthWaitForReceiverDone:
+		return "eth_wait_for_receiver_done"
+	case EthWaitForBytes:
+		return "eth_wait_for_bytes"
+	case EthReceiverDone:
+		return "eth_receiver_done"
 	}
 	return ""
 }
@@ -146,7 +154,7 @@ func ExprAPIName(e Expr) string {
 		return "get_read_ptr"
 	case GetTileSize:
 		return "get_tile_size"
-	case GetSemaphore:
+	case GetSemaphore, GetEthSemaphore:
 		return "get_semaphore"
 	case NoCAddr:
 		return "get_noc_addr"
@@ -180,7 +188,8 @@ func IsDataMovementOnly(s Stmt) bool {
 	switch s.(type) {
 	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier,
 		NoCAsyncWritesFlushed, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc,
-		NoCSemaphoreSetMulticast, L1Write32:
+		NoCSemaphoreSetMulticast, L1Write32,
+		EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone:
 		return true
 	}
 	return false

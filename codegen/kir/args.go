@@ -54,6 +54,9 @@ const (
 	// ValNoCX and ValNoCY are the NoC x / y coordinate of logical core Core.
 	ValNoCX
 	ValNoCY
+	// ValDeviceID is the index of the device the program is loaded on
+	// (DeviceID; see eth.go).
+	ValDeviceID
 )
 
 // ArgValue is an argument value, possibly symbolic until load time.
@@ -91,6 +94,8 @@ func (v ArgValue) String() string {
 		return fmt.Sprintf("noc_x%s", v.Core)
 	case ValNoCY:
 		return fmt.Sprintf("noc_y%s", v.Core)
+	case ValDeviceID:
+		return "device_id"
 	}
 	return fmt.Sprintf("argvalue(%d)", int(v.Kind))
 }
@@ -99,7 +104,8 @@ func (v ArgValue) String() string {
 type Resolver interface {
 	// BufferAddress is the address of the named buffer.
 	BufferAddress(name string) (uint32, error)
-	// WorkerNoC is the NoC coordinate of a logical worker core.
+	// WorkerNoC is the NoC coordinate of a logical worker core (or, for
+	// resolvers that know ethernet cores, of an ethernet core: Core.IsEth).
 	WorkerNoC(c Core) (x, y int, err error)
 }
 
@@ -123,6 +129,8 @@ func (v ArgValue) Resolve(r Resolver) (uint32, error) {
 			return uint32(x), nil
 		}
 		return uint32(y), nil
+	case ValDeviceID:
+		return resolveDevice(r)
 	}
 	return 0, fmt.Errorf("unknown argument value kind %d", v.Kind)
 }

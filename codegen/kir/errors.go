@@ -71,6 +71,11 @@ const (
 	// RuleMemory: (simulator) an access outside L1, DRAM or a buffer, or to
 	// an unknown NoC endpoint.
 	RuleMemory
+	// RuleEthernet: an ethernet call outside an ethernet kernel, a transfer
+	// that is not a whole number of 16-byte words or does not fit the
+	// ethernet L1, or (simulator) a send on a channel with no cable or over
+	// an unacknowledged transfer.
+	RuleEthernet
 )
 
 var ruleNames = [...]string{
@@ -79,7 +84,7 @@ var ruleNames = [...]string{
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
 	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init",
-	RuleDataFormat: "data-format", RuleMemory: "memory",
+	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 
 func (r Rule) String() string {

@@ -10,7 +10,12 @@ import (
 // Core is one logical worker core; X is the column.
 type Core struct{ X, Y int }
 
-func (c Core) String() string { return fmt.Sprintf("(%d,%d)", c.X, c.Y) }
+func (c Core) String() string {
+	if c.IsEth() {
+		return fmt.Sprintf("eth%d", c.X)
+	}
+	return fmt.Sprintf("(%d,%d)", c.X, c.Y)
+}
 
 // Less orders cores row-major: by Y, then X.
 func (c Core) Less(o Core) bool { return c.Y < o.Y || (c.Y == o.Y && c.X < o.X) }

@@ -93,14 +93,30 @@ func (v *validator) add(rule Rule, kernel string, core *Core, cb int, format str
 	v.errs = append(v.errs, &RuleError{Rule: rule, Program: v.p.Name, Kernel: kernel, Core: c, CB: cb, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) ranges(what, kernel string, cb int, rs []ir.CoreRange) {
+func (v *validator) ranges(what, kernel string, cb int, rs []ir.CoreRange, allowEth bool) {
 	if len(rs) == 0 {
 		v.add(RuleGrid, kernel, nil, cb, "%s has no core ranges", what)
 	}
+	eth := 0
 	for _, r := range rs {
-		if !v.t.RangeInGrid(r) {
+		switch {
+		case IsEthRange(r) && !allowEth:
+			v.add(RuleGrid, kernel, nil, cb, "%s core range %s is on ethernet cores, which have no circular buffers", what, r)
+		case IsEthRange(r):
+			eth++
+			if r.X0 > r.X1 || !v.t.InEth(r.X0) || !v.t.InEth(r.X1) {
+				n := 0
+				if v.t.Eth != nil {
+					n = v.t.Eth.Cores
+				}
+				v.add(RuleGrid, kernel, nil, cb, "%s ethernet range %s is empty or outside channels 0..%d", what, r, n-1)
+			}
+		case !v.t.RangeInGrid(r):
 			v.add(RuleGrid, kernel, nil, cb, "%s core range %s is empty or outside the %dx%d worker grid", what, r, v.t.GridX, v.t.GridY)
 		}
+	}
+	if eth > 0 && eth < len(rs) {
+		v.add(RuleGrid, kernel, nil, cb, "%s mixes ethernet and worker core ranges; place it on one kind", what)
 	}
 }
 
@@ -131,7 +147,7 @@ func (v *validator) program() {
 		if cb.Index < 0 || cb.Index >= t.MaxCBs {
 			v.add(RuleCBCount, "", nil, cb.Index, "CB index %d is outside 0..%d", cb.Index, t.MaxCBs-1)
 		}
-		v.ranges(what, "", cb.Index, cb.Cores)
+		v.ranges(what, "", cb.Index, cb.Cores, false)
 		if cb.PageSize <= 0 || cb.Pages <= 0 {
 			v.add(RuleCBConfig, "", nil, cb.Index, "page size %d and page count %d must be positive", cb.PageSize, cb.Pages)
 		}
@@ -158,7 +174,7 @@ func (v *validator) program() {
 		if s.ID < 0 || s.ID >= t.MaxSemaphores {
 			v.add(RuleSemaphore, "", nil, NoCB, "semaphore id %d is outside 0..%d", s.ID, t.MaxSemaphores-1)
 		}
-		v.ranges(fmt.Sprintf("semaphore %d", s.ID), "", NoCB, s.Cores)
+		v.ranges(fmt.Sprintf("semaphore %d", s.ID), "", NoCB, s.Cores, true)
 	}
 	// Kernels.
 	names := map[string]bool{}
@@ -174,7 +190,10 @@ func (v *validator) program() {
 
 func (v *validator) kernel(k *Kernel) {
 	t := v.t
-	v.ranges("kernel", k.Name, NoCB, k.Cores)
+	v.ranges("kernel", k.Name, NoCB, k.Cores, true)
+	if k.OnEth() && k.Role == RoleCompute {
+		v.add(RuleProcessor, k.Name, nil, NoCB, "compute kernels cannot run on ethernet cores")
+	}
 	switch {
 	case k.Role == RoleCompute && k.Processor != ComputeProc:
 		v.add(RuleProcessor, k.Name, nil, NoCB, "compute kernel must run on the compute processor, not %s", k.Processor)
@@ -263,9 +282,14 @@ func (v *validator) argValue(k *Kernel, c *Core, name string, val ArgValue) {
 			v.add(RuleArgTable, k.Name, c, NoCB, "arg %q names undeclared buffer %q", name, val.Buffer)
 		}
 	case ValNoCX, ValNoCY:
-		if !v.t.InGrid(val.Core.X, val.Core.Y) {
+		if val.Core.IsEth() {
+			if !v.t.InEth(val.Core.X) {
+				v.add(RuleArgTable, k.Name, c, NoCB, "arg %q names ethernet core %s, which does not exist", name, val.Core)
+			}
+		} else if !v.t.InGrid(val.Core.X, val.Core.Y) {
 			v.add(RuleArgTable, k.Name, c, NoCB, "arg %q names core %s outside the worker grid", name, val.Core)
 		}
+	case ValDeviceID:
 	default:
 		v.add(RuleArgTable, k.Name, c, NoCB, "arg %q has unknown value kind %d", name, val.Kind)
 	}
@@ -299,7 +323,7 @@ func (v *validator) body(k *Kernel) {
 					v.add(RuleMalformed, k.Name, nil, NoCB, "%s has a binary %s with a missing operand", where, e.Op)
 					return false
 				}
-			case GetSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr, MyNoCX, MyNoCY, L1Read32:
+			case GetSemaphore, GetEthSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr, MyNoCX, MyNoCY, L1Read32:
 				if k.Role == RoleCompute {
 					v.add(RuleMalformed, k.Name, nil, NoCB, "%s calls %s, which compute kernels cannot", where, exprName(e))
 				}
@@ -338,6 +362,8 @@ func (v *validator) body(k *Kernel) {
 				v.add(RuleMalformed, k.Name, nil, NoCB, "%s is a data-movement call in a compute kernel", name)
 			case k.Role != RoleCompute && IsComputeOnly(s):
 				v.add(RuleMalformed, k.Name, nil, NoCB, "%s is a compute call in a %s kernel", name, k.Role)
+			case IsEthOnly(s) && !k.OnEth():
+				v.add(RuleEthernet, k.Name, nil, NoCB, "%s is an ethernet call; the kernel runs on worker cores, not ethernet cores", name)
 			}
 			if sf, ok := s.(SFPU); ok && int(sf.Op) >= len(SFPUOps) {
 				v.add(RuleMalformed, k.Name, nil, NoCB, "unknown SFPU op %d", sf.Op)
@@ -419,6 +445,10 @@ func stmtOperands(s Stmt) []Expr {
 		return []Expr{s.Src, s.Dst, s.NumDests}
 	case L1Write32:
 		return []Expr{s.Addr, s.Value}
+	case EthSendBytes:
+		return []Expr{s.Src, s.Dst, s.Size}
+	case EthWaitForBytes:
+		return []Expr{s.Size}
 	case CopyTile:
 		return []Expr{s.Tile, s.Dst}
 	case BinaryTiles:
@@ -568,9 +598,28 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			}
 		case NoCAsyncWriteMulticast:
 			size(name, s.Size)
+		case EthSendBytes:
+			v.ethSize(k, env, name, s.Size)
+		case EthWaitForBytes:
+			v.ethSize(k, env, name, s.Size)
 		}
 		return true
 	})
+}
+
+// ethSize checks a statically known ethernet transfer size: whole 16-byte
+// words that fit the kernel-usable ethernet L1.
+func (v *validator) ethSize(k *Kernel, env *staticEnv, name string, e Expr) {
+	n, ok := env.exact(e)
+	if !ok {
+		return
+	}
+	if n%16 != 0 {
+		v.add(RuleEthernet, k.Name, nil, NoCB, "%s of %d bytes: ethernet transfers are whole 16-byte words", name, n)
+	}
+	if n > uint64(v.t.EthL1Budget()) {
+		v.add(RuleEthernet, k.Name, nil, NoCB, "%s of %d bytes exceeds the %d-byte kernel region of an ethernet core's L1", name, n, v.t.EthL1Budget())
+	}
 }
 
 // cbUse records how one kernel uses one CB.
@@ -813,6 +862,10 @@ func (v *validator) cores() {
 	}
 	for _, c := range CoresOf(rs) {
 		c := c
+		if c.IsEth() && t.InEth(c.X) {
+			v.ethCore(c)
+			continue
+		}
 		if !t.InGrid(c.X, c.Y) {
 			continue // reported by the range checks
 		}
@@ -919,4 +972,25 @@ func containsCore(cs []Core, c Core) bool {
 		}
 	}
 	return false
+}
+
+// ethCore checks one ethernet core: at most one kernel per ERISC and
+// semaphore ids created once (CBs are rejected by the range checks).
+func (v *validator) ethCore(c Core) {
+	byProc := map[Processor]string{}
+	for _, k := range v.p.KernelsOn(c) {
+		if other, dup := byProc[k.Processor]; dup {
+			v.add(RuleProcessor, k.Name, &c, NoCB, "kernels %q and %q both run on %s of this ethernet core", other, k.Name, k.Processor)
+		}
+		byProc[k.Processor] = k.Name
+	}
+	sems := map[int]bool{}
+	for _, s := range v.p.Semaphores {
+		if InRanges(s.Cores, c) {
+			if sems[s.ID] {
+				v.add(RuleSemaphore, "", &c, NoCB, "semaphore id %d is created twice on this core", s.ID)
+			}
+			sems[s.ID] = true
+		}
+	}
 }

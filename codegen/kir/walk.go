@@ -57,6 +57,10 @@ func StmtExprs(s Stmt) []Expr {
 		es = []Expr{s.Src, s.Dst, s.NumDests}
 	case L1Write32:
 		es = []Expr{s.Addr, s.Value}
+	case EthSendBytes:
+		es = []Expr{s.Src, s.Dst, s.Size}
+	case EthWaitForBytes:
+		es = []Expr{s.Size}
 	case CopyTile:
 		es = []Expr{s.Tile, s.Dst}
 	case BinaryTiles:
@@ -93,6 +97,8 @@ func SubExprs(e Expr) []Expr {
 	case Bin:
 		return []Expr{e.X, e.Y}
 	case GetSemaphore:
+		return []Expr{e.ID}
+	case GetEthSemaphore:
 		return []Expr{e.ID}
 	case NoCAddr:
 		return []Expr{e.X, e.Y, e.Addr}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -55,16 +56,20 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Reader: the nt tiles in column order.
 	rd := newReader(p, rs)
-	xAddr := rd.CommonArg("x_addr", kir.BufferAddr(ctx.BufferName(x), 0))
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
 	rNt := rd.CompileArg("nt", uint32(nt))
 	b := rd.Builder()
-	b.For("c", kir.C(0), rNt, func(c kir.Var) {
-		readPage(b, t, cbLogits, xAddr, c, ir.BF16.TileBytes())
-	})
+	blocks.ReadPages(b, xAcc, cbLogits, kir.C(0), rNt)
 
 	// Writer: scan and write.
 	wr := newWriter(p, rs)
-	oAddr := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
 	wNt := wr.CompileArg("nt", uint32(nt))
 	wN := wr.CompileArg("n", uint32(n))
 	wRows := wr.CompileArg("rows", uint32(rows))
@@ -111,7 +116,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPopFront(cbLogits, kir.C(1))
 	})
 	b.For("r", kir.C(0), wRows, func(r kir.Var) {
-		b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), pageAddr(t, oAddr, r, 4), kir.C(4))
+		b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
 	})
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(cbState, kir.C(1))

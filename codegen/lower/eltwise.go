@@ -2,17 +2,28 @@ package lower
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// Eltwise family: unary ops run on the SFPU, binary ops on the FPU. The
-// tiles of the result are split over the grid (planEltwise); each core
-// streams its range tile by tile through two-page CBs: the reader fetches
-// the operand tiles, compute unpacks them to DEST[0], applies the op and
-// packs, the writer stores the result tile.
+// Eltwise family: unary ops run on the SFPU, binary ops on the FPU, and
+// typecast is a copy into DEST packed in the result's format. The tiles of
+// the result are split over the grid (planEltwise); each core streams its
+// range tile by tile through two-page CBs: the reader fetches the operand
+// tiles (for a broadcast operand, the tile paired with each result tile),
+// compute unpacks them, applies the op (blocks.Compute.Unary /
+// BinaryTile) and packs, the writer stores the result tile.
+//
+// Binary ops broadcast numpy style. Leading dims of size 1 (or missing)
+// are broadcast by addressing (the reader reads the same operand tile for
+// several result tiles); a second-to-last dim of 1 broadcasts row 0 of the
+// operand tile (bcast rows), a last dim of 1 its column 0 (bcast cols),
+// both its element (0, 0) (bcast scalar). The FPU broadcasts only its
+// second operand: when the first operand is the broadcast one, add and mul
+// swap operands and sub computes b - a and negates it on the SFPU. Both
+// operands broadcasting inside tiles ([n,1] op [1,m]) is not supported.
 
 // sfpuOps maps the unary op kinds to their SFPU operation.
 var sfpuOps = map[ir.OpKind]kir.SFPUOp{
@@ -21,6 +32,7 @@ var sfpuOps = map[ir.OpKind]kir.SFPUOp{
 	ir.OpExp:       kir.SFPUExp,
 	ir.OpRsqrt:     kir.SFPURsqrt,
 	ir.OpSquare:    kir.SFPUSquare,
+	ir.OpSoftplus:  kir.SFPUSoftplus,
 	ir.OpAddScalar: kir.SFPUAddScalar,
 	ir.OpMulScalar: kir.SFPUMulScalar,
 }
@@ -45,11 +57,11 @@ func needFP32Dest(vs ...*ir.Value) bool {
 
 // eltInput is one operand stream of an eltwise program.
 type eltInput struct {
-	v  *ir.Value
-	cb int
-	// bcastRows: the operand is a row vector; tile i of the result reads
-	// its tile i % wt.
-	bcastRows bool
+	v *ir.Value
+	// page gives the operand page read for result page p (nil: p).
+	page func(p kir.Expr) kir.Expr
+	// zeroPad: zero the tile padding before compute sees it.
+	zeroPad bool
 }
 
 func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -67,31 +79,119 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !x.Type.Shape.Equal(out.Type.Shape) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have the operand's shape %s", out.Type.Shape, x.Type.Shape)
 	}
-	var param float32
-	hasParam := sf.HasParam()
-	if hasParam {
+	step := blocks.SFPUStep{Op: sf}
+	if sf.HasParam() {
 		v, ok := op.Attrs["value"].(float64)
 		if !ok {
 			return nil, fmt.Errorf("rule attr: %s needs a float attribute \"value\"", op.Name())
 		}
-		param = float32(v)
+		step.Param = float32(v)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x, cb: cbIn0}}, func(b *kir.Builder) {
-		b.HWStartup(cbIn0, cbIn0, cbOut)
-		b.CopyTileInit(cbIn0)
-		b.SFPUInit(sf)
-	}, func(b *kir.Builder) {
-		b.CBWaitFront(cbIn0, kir.C(1))
-		b.TileRegsAcquire()
-		b.CopyTile(cbIn0, kir.C(0), kir.C(0))
-		if hasParam {
-			b.SFPUScalar(sf, kir.C(0), param)
-		} else {
-			b.SFPU(sf, kir.C(0))
-		}
-		b.TileRegsCommit()
-		b.CBPopFront(cbIn0, kir.C(1))
+	return eltwiseProgram(op, ctx, []eltInput{{v: x}}, func(c *blocks.Compute, in []int, out int) {
+		c.Unary(in[0], out, []blocks.SFPUStep{step})
 	})
+}
+
+// lowerTypecast copies each tile into DEST and packs it in the result's
+// dtype (round to nearest even; block floats share exponents per face row,
+// so the operand's tile padding is zeroed first, as the reference
+// quantizes zero-padded tiles).
+func lowerTypecast(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := requireTile("operand", x); err != nil {
+		return nil, err
+	}
+	if err := requireTile("result", out); err != nil {
+		return nil, err
+	}
+	for _, v := range []*ir.Value{x, out} {
+		if !v.Type.DType.IsFloat() {
+			return nil, fmt.Errorf("rule typecast-dtype: typecast converts between float dtypes (fp32, bf16, bfp8_b, bfp4_b); %s is %s", v, v.Type.DType)
+		}
+	}
+	if !x.Type.Shape.Equal(out.Type.Shape) {
+		return nil, fmt.Errorf("rule eltwise-shape: result %s must have the operand's shape %s", out.Type.Shape, x.Type.Shape)
+	}
+	in := eltInput{v: x, zeroPad: out.Type.DType.IsBlockFloat() && !x.Type.DType.IsBlockFloat()}
+	return eltwiseProgram(op, ctx, []eltInput{in}, func(c *blocks.Compute, in []int, out int) {
+		c.Unary(in[0], out, nil)
+	})
+}
+
+// bcastPlan says how operand shape in pairs with result shape out under
+// numpy broadcasting: the operand page of each result page and the
+// in-tile broadcast.
+func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error) {
+	od, id := matDims(out), matDims(in)
+	if len(id) > len(od) {
+		return nil, 0, fmt.Errorf("operand %s has more dims than the result %s", in, out)
+	}
+	for len(id) < len(od) {
+		id = append(ir.Shape{1}, id...)
+	}
+	r := len(od)
+	for d := range od {
+		if id[d] != od[d] && id[d] != 1 {
+			return nil, 0, fmt.Errorf("operand %s does not broadcast to %s (dim %d)", in, out, d)
+		}
+	}
+	rowB := id[r-2] == 1 && od[r-2] > 1
+	colB := id[r-1] == 1 && od[r-1] > 1
+	bc := blocks.BcastNone
+	switch {
+	case rowB && colB:
+		bc = blocks.BcastScalar
+	case rowB:
+		bc = blocks.BcastRows
+	case colB:
+		bc = blocks.BcastCols
+	}
+	oi, ii := blocks.ImageOf(od), blocks.ImageOf(id)
+	same := bc == blocks.BcastNone && oi.Rt == ii.Rt && oi.Ct == ii.Ct && oi.B == ii.B
+	if same {
+		return nil, bc, nil
+	}
+	// Strides of the operand's leading dims (0 where broadcast).
+	strides := make([]int, r-2)
+	st := 1
+	for d := r - 3; d >= 0; d-- {
+		if id[d] != 1 {
+			strides[d] = st
+		}
+		st *= id[d]
+	}
+	page := func(p kir.Expr) kir.Expr {
+		tc := kir.Mod(p, kir.Ci(oi.Ct))
+		q := kir.Div(p, kir.Ci(oi.Ct))
+		tr := kir.Mod(q, kir.Ci(oi.Rt))
+		rest := kir.Div(q, kir.Ci(oi.Rt))
+		var batch kir.Expr = kir.C(0)
+		for d := r - 3; d >= 0; d-- {
+			idx := kir.Mod(rest, kir.Ci(od[d]))
+			rest = kir.Div(rest, kir.Ci(od[d]))
+			if strides[d] != 0 {
+				batch = kir.Add(batch, kir.Mul(idx, kir.Ci(strides[d])))
+			}
+		}
+		var itr, itc kir.Expr = tr, tc
+		if rowB {
+			itr = kir.C(0)
+		}
+		if colB {
+			itc = kir.C(0)
+		}
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(batch, kir.Ci(ii.Rt)), itr), kir.Ci(ii.Ct)), itc)
+	}
+	return page, bc, nil
+}
+
+// matDims is s with at least two dims (leading 1s added).
+func matDims(s ir.Shape) ir.Shape {
+	out := s.Clone()
+	for len(out) < 2 {
+		out = append(ir.Shape{1}, out...)
+	}
+	return out
 }
 
 func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -102,51 +202,36 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return nil, err
 		}
 	}
-	isRow := func(v *ir.Value) bool {
-		s := v.Type.Shape
-		return s.Rank() >= 1 && s.Rows2D() == 1 && s.Numel() == out.Type.Shape.Cols2D()
+	unsupported := func(why string) error {
+		return fmt.Errorf("rule eltwise-broadcast: %s of %s and %s into %s: %s", op.Name(), a.Type.Shape, bv.Type.Shape, out.Type.Shape, why)
 	}
-	in0 := eltInput{v: a, cb: cbIn0}
-	in1 := eltInput{v: bv, cb: cbIn1}
+	pa, ba, err := bcastPlan(a.Type.Shape, out.Type.Shape)
+	if err != nil {
+		return nil, unsupported(err.Error())
+	}
+	pb, bb, err := bcastPlan(bv.Type.Shape, out.Type.Shape)
+	if err != nil {
+		return nil, unsupported(err.Error())
+	}
+	in0, in1 := eltInput{v: a, page: pa}, eltInput{v: bv, page: pb}
+	bc, negate := bb, false
 	switch {
-	case a.Type.Shape.Equal(out.Type.Shape) && bv.Type.Shape.Equal(out.Type.Shape):
-	case a.Type.Shape.Equal(out.Type.Shape) && isRow(bv):
-		in1.bcastRows = true
-	case bv.Type.Shape.Equal(out.Type.Shape) && isRow(a) && eop != kir.EltSub:
-		// a op b == b op a for add and mul: stream b whole, broadcast a.
-		in0, in1 = eltInput{v: bv, cb: cbIn0}, eltInput{v: a, cb: cbIn1, bcastRows: true}
-	default:
-		return nil, fmt.Errorf("rule eltwise-broadcast: %s supports operands of equal shape, or a full operand and a row vector [%d] broadcast over its rows (the row vector second for sub); got %s and %s",
-			op.Name(), out.Type.Shape.Cols2D(), a.Type.Shape, bv.Type.Shape)
+	case ba != blocks.BcastNone && bb != blocks.BcastNone:
+		return nil, unsupported("both operands broadcast inside tiles; the FPU broadcasts only its second operand")
+	case ba != blocks.BcastNone:
+		// The FPU broadcasts its second operand only: swap.
+		in0, in1, bc = in1, in0, ba
+		negate = eop == kir.EltSub
 	}
-	bcast := in1.bcastRows
-	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, func(b *kir.Builder) {
-		b.HWStartup(cbIn0, cbIn1, cbOut)
-		if bcast {
-			b.BcastInit(eop, kir.BcastRows, cbIn0, cbIn1)
-		} else {
-			b.BinaryInit(eop, cbIn0, cbIn1)
-		}
-	}, func(b *kir.Builder) {
-		b.CBWaitFront(cbIn0, kir.C(1))
-		b.CBWaitFront(cbIn1, kir.C(1))
-		b.TileRegsAcquire()
-		if bcast {
-			b.BcastTiles(eop, kir.BcastRows, cbIn0, cbIn1, kir.C(0), kir.C(0), kir.C(0))
-		} else {
-			b.BinaryTiles(eop, cbIn0, cbIn1, kir.C(0), kir.C(0), kir.C(0))
-		}
-		b.TileRegsCommit()
-		b.CBPopFront(cbIn0, kir.C(1))
-		b.CBPopFront(cbIn1, kir.C(1))
+	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, func(c *blocks.Compute, in []int, out int) {
+		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)
 	})
 }
 
 // eltwiseProgram builds the reader/compute/writer program of a one-tile-at
-// -a-time eltwise op. init emits the compute kernel's start-up; step emits,
-// per tile, everything up to and including tile_regs_commit with the result
-// in DEST[0] (the packing is added here).
-func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, init, step func(b *kir.Builder)) (*kir.Program, error) {
+// -a-time eltwise op. step emits the compute of one result tile: it
+// consumes one page of each input CB and produces one page of out.
+func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
 	t := ctx.Target
 	out := op.Result()
 	p, err := newProgram(op, ctx)
@@ -154,7 +239,6 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, init, step func(b *
 		return nil, err
 	}
 	tiles := out.Type.Shape.Tiles()
-	wt := tilesWide(out.Type.Shape)
 	bytes := out.Type.DType.TileBytes()
 	vals := []*ir.Value{out}
 	for _, in := range ins {
@@ -163,57 +247,65 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, init, step func(b *
 	}
 	plan := planEltwise(tiles, t.NumWorkers(), bytes)
 	cores, rs := firstCores(t, plan.Cores)
-
-	for _, in := range ins {
-		p.AddCB(tileCB(in.cb, in.v.Type.DType, 2, rs, "in"+strconv.Itoa(in.cb)))
-	}
-	p.AddCB(tileCB(cbOut, out.Type.DType, 2, rs, "out"))
-
-	// Reader: tiles [start, start+count) of every operand.
-	rd := newReader(p, rs)
-	addrs := make([]kir.ArgRef, len(ins))
+	cbs := blocks.NewCBPlan(p, t, rs)
+	inCB := make([]int, len(ins))
 	for i, in := range ins {
-		addrs[i] = rd.CommonArg(fmt.Sprintf("in%d_addr", i), kir.BufferAddr(ctx.BufferName(in.v), 0))
+		inCB[i] = cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
+	}
+	outCB := cbs.Output("out", out.Type.DType, 2)
+	if err := cbs.Err("eltwise"); err != nil {
+		return nil, err
+	}
+
+	// Reader: for result tiles [start, start+count), the paired tile of
+	// every operand.
+	rd := newReader(p, rs)
+	acc := make([]*blocks.Access, len(ins))
+	for i, in := range ins {
+		if acc[i], err = accessOf(ctx, rd, fmt.Sprintf("in%d_addr", i), in.v); err != nil {
+			return nil, err
+		}
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
-	var wtArg kir.ArgRef
-	if ins[len(ins)-1].bcastRows {
-		wtArg = rd.CompileArg("wt", uint32(wt))
-	}
 	b := rd.Builder()
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		page := b.Let("page", kir.Add(rstart, i))
 		for k, in := range ins {
 			pg := kir.Expr(page)
-			if in.bcastRows {
-				pg = kir.Mod(page, wtArg)
+			if in.page != nil {
+				pg = in.page(page)
 			}
-			readPage(b, t, in.cb, addrs[k], pg, in.v.Type.DType.TileBytes())
+			if !in.zeroPad {
+				blocks.ReadPage(b, acc[k], inCB[k], pg)
+				continue
+			}
+			im := blocks.ImageOf(in.v.Type.Shape)
+			b.CBReserveBack(inCB[k], kir.C(1))
+			l1 := b.Let("l1", kir.GetWritePtr{CB: inCB[k]})
+			ipg := b.Let("ipg", pg)
+			blocks.ReadPageTo(b, acc[k], ipg, l1)
+			b.NoCAsyncReadBarrier()
+			q := kir.Div(ipg, kir.Ci(im.Ct))
+			blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(in.v.Type.DType), kir.Mod(q, kir.Ci(im.Rt)), kir.Mod(ipg, kir.Ci(im.Ct)))
+			b.CBPushBack(inCB[k], kir.C(1))
 		}
 	})
 
 	// Compute.
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: needFP32Dest(vals...)})
 	ccount := cp.RuntimeArg("num_tiles")
-	b = cp.Builder()
-	init(b)
-	b.For("i", kir.C(0), ccount, func(kir.Var) {
-		step(b)
-		b.CBReserveBack(cbOut, kir.C(1))
-		b.TileRegsWait()
-		b.PackTile(kir.C(0), cbOut)
-		b.TileRegsRelease()
-		b.CBPushBack(cbOut, kir.C(1))
-	})
+	c := blocks.NewCompute(p, cp)
+	c.Startup(inCB[0], inCB[len(inCB)-1], outCB)
+	c.For("i", kir.C(0), ccount, func(kir.Var) { step(c, inCB, outCB) })
 
 	// Writer.
 	wr := newWriter(p, rs)
-	oaddr := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
+	oacc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	b = wr.Builder()
-	b.For("i", kir.C(0), wcount, func(i kir.Var) {
-		writePage(b, t, cbOut, oaddr, kir.Add(wstart, i), out.Type.DType.TileBytes())
-	})
+	blocks.WritePages(wr.Builder(), oacc, outCB, wstart, wcount)
 
 	for i, c := range cores {
 		s, n := plan.Range(i)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -18,6 +19,10 @@ type Context struct {
 	Target *target.Target
 	// Fidelity is the math fidelity of matmul and multiply kernels.
 	Fidelity ir.MathFidelity
+	// Alias maps a value to the value whose buffer it is written into: the
+	// new contents of persistent state go straight into the state's buffer
+	// (updated in place, at a fixed address).
+	Alias map[*ir.Value]*ir.Value
 }
 
 // NewContext returns a context for t with HiFi4 fidelity.
@@ -26,11 +31,15 @@ func NewContext(t *target.Target) *Context {
 }
 
 // BufferName is the stable global name of v's device buffer: the checkpoint
-// name for weights, "t<ID>" for every other value (inputs, states, op
+// name for weights, the state name for persistent state (so the prefill and
+// decode builds of one model share them), "t<ID>" for every other value (inputs, op
 // results). The runtime allocates one buffer per name and resolves
 // kir.BufferAddr(name, ...) arguments with it.
 func (c *Context) BufferName(v *ir.Value) string {
-	if v.Kind == ir.KindWeight && v.Name != "" {
+	if a, ok := c.Alias[v]; ok {
+		v = a
+	}
+	if (v.Kind == ir.KindWeight || v.Kind == ir.KindState) && v.Name != "" {
 		return v.Name
 	}
 	return fmt.Sprintf("t%d", v.ID)
@@ -43,20 +52,40 @@ type lowerFunc func(op *ir.Op, ctx *Context) (*kir.Program, error)
 // lowerings is the op table of the lowering, one entry per supported kind;
 // the functions live in one file per family.
 var lowerings = map[ir.OpKind]lowerFunc{
-	ir.OpSiLU:      lowerUnary,
-	ir.OpSigmoid:   lowerUnary,
-	ir.OpExp:       lowerUnary,
-	ir.OpRsqrt:     lowerUnary,
-	ir.OpSquare:    lowerUnary,
-	ir.OpAddScalar: lowerUnary,
-	ir.OpMulScalar: lowerUnary,
-	ir.OpAdd:       lowerBinary,
-	ir.OpSub:       lowerBinary,
-	ir.OpMul:       lowerBinary,
-	ir.OpMatmul:    lowerMatmul,
-	ir.OpRMSNorm:   lowerRMSNorm,
-	ir.OpEmbedding: lowerEmbedding,
-	ir.OpArgmax:    lowerArgmax,
+	ir.OpAllReduce:        lowerCollective,
+	ir.OpReduceScatter:    lowerCollective,
+	ir.OpAllGather:        lowerCollective,
+	ir.OpSiLU:             lowerUnary,
+	ir.OpSigmoid:          lowerUnary,
+	ir.OpExp:              lowerUnary,
+	ir.OpRsqrt:            lowerUnary,
+	ir.OpSquare:           lowerUnary,
+	ir.OpSoftplus:         lowerUnary,
+	ir.OpAddScalar:        lowerUnary,
+	ir.OpMulScalar:        lowerUnary,
+	ir.OpTypecast:         lowerTypecast,
+	ir.OpAdd:              lowerBinary,
+	ir.OpSub:              lowerBinary,
+	ir.OpMul:              lowerBinary,
+	ir.OpMatmul:           lowerMatmul,
+	ir.OpBMM:              lowerBMM,
+	ir.OpRMSNorm:          lowerRMSNorm,
+	ir.OpRMSNormComposed:  lowerRMSNorm,
+	ir.OpRMSNormPlain:     lowerRMSNormPlain,
+	ir.OpSum:              lowerSum,
+	ir.OpMean:             lowerMean,
+	ir.OpEmbedding:        lowerEmbedding,
+	ir.OpArgmax:           lowerArgmax,
+	ir.OpToMemory:         lowerToMemory,
+	ir.OpReshape:          lowerReshape,
+	ir.OpSlice:            lowerSlice,
+	ir.OpConcat:           lowerConcat,
+	ir.OpPad:              lowerPad,
+	ir.OpRepeatInterleave: lowerRepeatInterleave,
+	ir.OpTranspose:        lowerTranspose,
+	ir.OpRotary:           lowerRotary,
+	ir.OpUpdateCache:      lowerUpdateCache,
+	ir.OpSDPADecode:       lowerSDPADecode,
 }
 
 // Supported reports whether Lower has a lowering for op kind k (a
@@ -116,11 +145,23 @@ func checkOp(op *ir.Op) error {
 		if v == nil {
 			return fmt.Errorf("rule arity: value %d is nil", i)
 		}
-		if v.Type.Mem.Kind != ir.DRAMInterleaved {
-			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved tensors only (run the place pass)", v, v.Type.Mem)
+		if !Addressable(v.Type.Mem) {
+			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved, L1-interleaved and L1-sharded tensors", v, v.Type.Mem)
 		}
 	}
 	return nil
+}
+
+// Addressable reports whether programs can address a tensor placed m:
+// DRAM interleaved, L1 interleaved or L1 sharded (blocks.Access).
+func Addressable(m ir.MemoryConfig) bool {
+	switch m.Kind {
+	case ir.DRAMInterleaved, ir.L1Interleaved:
+		return true
+	case ir.L1HeightSharded, ir.L1WidthSharded, ir.L1BlockSharded:
+		return m.Shard != nil
+	}
+	return false
 }
 
 // signature formats the op's types for messages: "(x [1,128] bf16 tile) -> [1,128] bf16 tile".
@@ -213,53 +254,17 @@ const (
 	cbIm3 = 27
 )
 
-// firstCores returns the first n cores of t's worker grid in row-major
-// order and the core ranges covering exactly them (full rows as one
-// rectangle, the partial last row as another).
-func firstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) {
-	cores := make([]kir.Core, n)
-	for i := range cores {
-		cores[i] = kir.Core{X: i % t.GridX, Y: i / t.GridX}
+// firstCores returns the first n cores of the worker grid (blocks.FirstCores).
+func firstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) { return blocks.FirstCores(t, n) }
+
+// accessOf declares v's buffer address as the common runtime arg `arg` of
+// data-movement kernel k and returns its page addressing.
+func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Access, error) {
+	buf, err := bufferOf(ctx, v)
+	if err != nil {
+		return nil, err
 	}
-	var rs []ir.CoreRange
-	if full := n / t.GridX; full > 0 {
-		rs = append(rs, ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: full - 1})
-	}
-	if rem := n % t.GridX; rem > 0 {
-		y := n / t.GridX
-		rs = append(rs, ir.CoreRange{X0: 0, Y0: y, X1: rem - 1, Y1: y})
-	}
-	return cores, rs
-}
-
-// dramStride is the distance between consecutive pages of one interleaved
-// DRAM buffer in one bank.
-func dramStride(t *target.Target, pageSize int) int { return t.DRAMPageSize(pageSize) }
-
-// pageAddr is the NoC address of page `page` of the interleaved DRAM buffer
-// whose base address is base.
-func pageAddr(t *target.Target, base, page kir.Expr, pageSize int) kir.Expr {
-	return kir.InterleavedPageAddr(base, page, dramStride(t, pageSize), t.DRAMBanks)
-}
-
-// readPage emits: reserve one page of cb, read page `page` of a DRAM buffer
-// into it, wait for the read, push it.
-func readPage(b *kir.Builder, t *target.Target, cb int, base, page kir.Expr, pageSize int) {
-	b.CBReserveBack(cb, kir.C(1))
-	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-	b.NoCAsyncRead(pageAddr(t, base, page, pageSize), l1, kir.Ci(pageSize))
-	b.NoCAsyncReadBarrier()
-	b.CBPushBack(cb, kir.C(1))
-}
-
-// writePage emits: wait for one page of cb, write it to page `page` of a
-// DRAM buffer, wait for the write, pop it.
-func writePage(b *kir.Builder, t *target.Target, cb int, base, page kir.Expr, pageSize int) {
-	b.CBWaitFront(cb, kir.C(1))
-	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
-	b.NoCAsyncWrite(l1, pageAddr(t, base, page, pageSize), kir.Ci(pageSize))
-	b.NoCAsyncWriteBarrier()
-	b.CBPopFront(cb, kir.C(1))
+	return blocks.NewAccess(k, ctx.Target, arg, buf)
 }
 
 // tileCB is a CB of `pages` tiles of dt on cores rs.
@@ -268,16 +273,12 @@ func tileCB(idx int, dt ir.DType, pages int, rs []ir.CoreRange, name string) kir
 }
 
 // newReader, newWriter and newCompute add the three kernels of a program.
-func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel {
-	return p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
-}
+func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewReaderKernel(p, rs) }
 
-func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel {
-	return p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
-}
+func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewWriterKernel(p, rs) }
 
 func newCompute(p *kir.Program, rs []ir.CoreRange, cfg kir.ComputeConfig) *kir.Kernel {
-	return p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs, Compute: cfg})
+	return blocks.NewComputeKernel(p, rs, cfg)
 }
 
 // requireTile fails unless v is in tile layout.

@@ -233,19 +233,17 @@ func TestLowerErrors(t *testing.T) {
 		build func(b *ir.Builder) *ir.Value
 		want  []string
 	}{
-		{"unsupported op", func(b *ir.Builder) *ir.Value { return b.Mean(b.Input("x", ir.T(ir.BF16, 1, 64))) },
-			[]string{"op mean", "layer 0 (mlp)", "[1,64] bf16 tile", "no device lowering"}},
+		{"unsupported op", func(b *ir.Builder) *ir.Value { return b.TrilInverse(b.Input("x", ir.T(ir.FP32, 32, 32))) },
+			[]string{"op tril_inverse", "layer 0 (mlp)", "[32,32] fp32 tile", "no device lowering"}},
 		{"matmul rows", matmulCase("", 64, 64, 64, ir.BF16).build,
 			[]string{"op matmul", "[64,64] bf16", "rule matmul-decode-rows", "2 tile rows"}},
 		{"matmul k", matmulCase("", 1, 48, 64, ir.BF16).build,
 			[]string{"rule matmul-k", "K = 48"}},
-		{"broadcast", binaryCase("", ir.BF16, ir.BF16, []int{4, 64}, []int{4, 1}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Add(x, y) }).build,
-			[]string{"op add", "rule eltwise-broadcast", "[4,64] and [4,1]"}},
-		{"sub row first", binaryCase("", ir.BF16, ir.BF16, []int{64}, []int{2, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Sub(x, y) }).build,
-			[]string{"op sub", "rule eltwise-broadcast", "[64] and [2,64]"}},
-		{"tile table", func(b *ir.Builder) *ir.Value {
-			return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 2)), b.Weight("emb", ir.T(ir.BF16, 64, 64)))
-		}, []string{"op embedding", "rule embedding-table-layout", "row_major"}},
+		{"broadcast", binaryCase("", ir.BF16, ir.BF16, []int{4, 1}, []int{1, 64}, func(b *ir.Builder, x, y *ir.Value) *ir.Value { return b.Add(x, y) }).build,
+			[]string{"op add", "rule eltwise-broadcast", "[4,1] and [1,64]", "both operands broadcast"}},
+		{"block-float table", func(b *ir.Builder) *ir.Value {
+			return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 2)), b.Weight("emb", ir.T(ir.BFP8B, 64, 64)))
+		}, []string{"op embedding", "rule embedding-table-layout", "bfp8_b"}},
 		{"norm hidden", normCase("", 1, 80, 0).build, []string{"op rmsnorm", "rule rmsnorm-hidden", "80"}},
 		{"norm too wide", normCase("", 1, 32*400, 1).build, []string{"op rmsnorm", "rule l1-budget"}},
 		{"argmax rows", argmaxCase("", 40, 64).build, []string{"op argmax", "rule argmax-rows"}},
@@ -253,9 +251,9 @@ func TestLowerErrors(t *testing.T) {
 			[]string{"rule argmax-input", "fp32"}},
 		{"placement", func(b *ir.Builder) *ir.Value {
 			x := ir.T(ir.BF16, 1, 64)
-			x.Mem = ir.L1
+			x.Mem = ir.MemoryConfig{Kind: ir.DRAMWidthSharded, Shard: &ir.ShardSpec{Grid: ir.CoreRange{X1: 7}, Shape: [2]int{32, 32}}}
 			return b.SiLU(b.Input("x", x))
-		}, []string{"op silu", "rule placement", "l1_interleaved"}},
+		}, []string{"op silu", "rule placement", "dram_width_sharded"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

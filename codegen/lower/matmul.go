@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -45,7 +46,6 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	dest := t.DestTiles(false, true)
 	plan := PlanMatmul(kt, nt, t.NumWorkers(), w.Type.DType, a.Type.DType, ctx.Fidelity)
 	cores, rs := firstCores(t, plan.Cores)
-	aTile, wTile, oTile := a.Type.DType.TileBytes(), w.Type.DType.TileBytes(), out.Type.DType.TileBytes()
 
 	p.AddCB(tileCB(cbIn0, a.Type.DType, kt, rs, "act"))
 	p.AddCB(tileCB(cbIn1, w.Type.DType, 2*dest, rs, "weights"))
@@ -63,20 +63,26 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Reader.
 	rd := newReader(p, rs)
-	aAddr := rd.CommonArg("a_addr", kir.BufferAddr(ctx.BufferName(a), 0))
-	wAddr := rd.CommonArg("w_addr", kir.BufferAddr(ctx.BufferName(w), 0))
+	aAcc, err := accessOf(ctx, rd, "a_addr", a)
+	if err != nil {
+		return nil, err
+	}
+	wAcc, err := accessOf(ctx, rd, "w_addr", w)
+	if err != nil {
+		return nil, err
+	}
 	rKt, rNt := rd.CompileArg("kt", uint32(kt)), rd.CompileArg("nt", uint32(nt))
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.For("k", kir.C(0), rKt, func(kk kir.Var) {
-		readPage(b, t, cbIn0, aAddr, kk, aTile)
+		blocks.ReadPage(b, aAcc, cbIn0, kk)
 	})
 	b.ForStep("nb", kir.C(0), rcount, kir.Ci(dest), func(nb kir.Var) {
 		sb := subBlock(b, rcount, nb)
 		b.For("k", kir.C(0), rKt, func(kk kir.Var) {
 			b.For("j", kir.C(0), sb, func(j kir.Var) {
 				page := kir.Add(kir.Mul(kk, rNt), kir.Add(rstart, kir.Add(nb, j)))
-				readPage(b, t, cbIn1, wAddr, page, wTile)
+				blocks.ReadPage(b, wAcc, cbIn1, page)
 			})
 		})
 	})
@@ -115,12 +121,12 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer.
 	wr := newWriter(p, rs)
-	oAddr := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	b = wr.Builder()
-	b.For("i", kir.C(0), wcount, func(i kir.Var) {
-		writePage(b, t, cbOut, oAddr, kir.Add(wstart, i), oTile)
-	})
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
 	for i, c := range cores {
 		s, cnt := plan.Range(i)

@@ -4,51 +4,67 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// Norm family: rmsnorm(x [..., H], w [H]) = x * rsqrt(mean(x^2) + eps) *
-// (w + offset). Tile rows (32 rows of x) are split over the grid, one core
-// per tile row while cores last. Per tile row the compute kernel
+// Norm family: rmsnorm / rms_norm(x [..., H], w [H]) = x * rsqrt(mean(x^2)
+// + eps) * (w + offset), and rms_norm_plain(x) without the weight. Tile
+// rows (32 rows of x) are split over the grid, one core per tile row while
+// cores last. Per tile row the compute kernel
 //
-//  1. squares every x tile on the SFPU into a bf16 CB (Wt tiles);
+//  1. squares every x tile on the SFPU into a resident CB (fp32 when it
+//     fits L1 next to the x tiles, else bf16);
 //  2. sums them over the row with reduce_tile<SUM, REDUCE_ROW> against a
 //     scaler tile of 1.0 into one fp32 DEST tile (the row sums land in
-//     column 0), then on the SFPU multiplies by 1/H in fp32, adds eps and
-//     takes rsqrt, and packs that to an fp32 CB;
+//     column 0), then on the SFPU multiplies by 1/H, adds eps and takes
+//     rsqrt, and packs that to an fp32 CB;
 //  3. per x tile multiplies x by the column broadcast of that tile
-//     (mul_tiles_bcast_cols) into an fp32 CB, then multiplies that by the
-//     row broadcast of the weight tile (mul_tiles_bcast_rows) into the
-//     output.
+//     (mul_tiles_bcast_cols); without a weight that is the result, else it
+//     goes to an fp32 CB and is multiplied by the row broadcast of the
+//     weight tile (mul_tiles_bcast_rows) into the result. With offset != 0
+//     each weight tile first gets offset added on the SFPU (fp32).
 //
-// The weight is read once per core. With offset != 0 the compute kernel
-// first adds offset to each weight tile on the SFPU (fp32 DEST) and keeps
-// the Wt results in an fp32 CB; with offset 0 the weight tiles are used as
-// read. The x tiles of a row stay resident for steps 1 and 3.
-
-// scalerWordOne is two bf16 1.0 values, the scaler tile's row-0 fill.
-const scalerWordOne = 0x3F803F80
+// The x tiles of a row stay resident for steps 1 and 3; weight tiles are
+// streamed for every row. H must be a multiple of 32 (padding must not
+// enter the mean).
 
 func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
-	x, w, out := op.Operands[0], op.Operands[1], op.Result()
-	for _, v := range []*ir.Value{x, w, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
-	}
 	eps, ok1 := op.Attrs["eps"].(float64)
 	offset, ok2 := op.Attrs["offset"].(float64)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("rule attr: rmsnorm needs float attributes \"eps\" and \"offset\"")
+		return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
+	}
+	return normProgram(op, ctx, op.Operands[1], eps, offset)
+}
+
+func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	eps, ok := op.Attrs["eps"].(float64)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\"", op.Name())
+	}
+	return normProgram(op, ctx, nil, eps, 0)
+}
+
+func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*kir.Program, error) {
+	t := ctx.Target
+	x, out := op.Operands[0], op.Result()
+	vals := []*ir.Value{x, out}
+	if w != nil {
+		vals = append(vals, w)
+	}
+	for _, v := range vals {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
 	}
 	xs := x.Type.Shape
 	h := xs.Cols2D()
 	if h%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule rmsnorm-hidden: the last dim %d of x must be a multiple of %d (tile padding must not enter the mean)", h, ir.TileSize)
 	}
-	if w.Type.Shape.Numel() != h || w.Type.Shape.Rows2D() != 1 {
+	if w != nil && (w.Type.Shape.Numel() != h || w.Type.Shape.Rows2D() != 1) {
 		return nil, fmt.Errorf("rule norm-weight: weight %s must be a row vector of the %d elements of x's last dim", w.Type.Shape, h)
 	}
 	if !out.Type.Shape.Equal(xs) {
@@ -64,157 +80,116 @@ func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// than a core's dispatch: one tile row per core while cores last.
 	plan := PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0)
 	cores, rs := firstCores(t, plan.Cores)
-	hasOffset := offset != 0
+	hasOffset := w != nil && offset != 0
 
-	const (
-		cbX, cbW, cbScaler = cbIn0, cbIn1, cbIn2
-		cbSq, cbWo, cbRs   = cbIm0, cbIm1, cbIm2
-		cbXn               = cbIm3
-	)
-	wPages := wt
-	if hasOffset {
-		wPages = 2
+	sqFormat := ir.FP32
+	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
+		sqFormat = ir.BF16
 	}
-	p.AddCB(tileCB(cbX, x.Type.DType, wt, rs, "x"))
-	p.AddCB(tileCB(cbW, w.Type.DType, wPages, rs, "weight"))
-	p.AddCB(tileCB(cbScaler, ir.BF16, 1, rs, "scaler"))
-	p.AddCB(tileCB(cbSq, ir.BF16, wt, rs, "x_squared"))
-	if hasOffset {
-		p.AddCB(tileCB(cbWo, ir.FP32, wt, rs, "weight_plus_offset"))
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbX := cbs.Input("x", x.Type.DType, wt)
+	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbW := -1
+	if w != nil {
+		cbW = cbs.Input("weight", w.Type.DType, 2)
 	}
-	p.AddCB(tileCB(cbRs, ir.FP32, 1, rs, "rsqrt_mean"))
-	p.AddCB(tileCB(cbXn, ir.FP32, 2, rs, "x_normed"))
-	p.AddCB(tileCB(cbOut, out.Type.DType, 2, rs, "out"))
-	if err := checkL1(p, ctx, fmt.Sprintf("rmsnorm over H = %d keeps %d x, x^2 and weight tiles per core", h, wt)); err != nil {
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbSq := cbs.Scratch("x_squared", sqFormat, wt)
+	cbRs := cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+	cbXn, cbWo := -1, -1
+	if w != nil {
+		cbXn = cbs.Scratch("x_normed", ir.FP32, 2)
+	}
+	if hasOffset {
+		cbWo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+	}
+	if err := cbs.Err(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt)); err != nil {
 		return nil, err
 	}
 
-	// Reader: the scaler tile, the weight tiles, then the x tile rows.
+	// Reader: the scaler tile, then per tile row its x tiles and the
+	// weight tiles.
 	rd := newReader(p, rs)
-	xAddr := rd.CommonArg("x_addr", kir.BufferAddr(ctx.BufferName(x), 0))
-	wAddr := rd.CommonArg("w_addr", kir.BufferAddr(ctx.BufferName(w), 0))
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	var wAcc *blocks.Access
+	if w != nil {
+		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
+			return nil, err
+		}
+	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
-	b.Comment("scaler tile: 1.0 in row 0 of every face, zero elsewhere")
-	b.CBReserveBack(cbScaler, kir.C(1))
-	sp := b.Let("scaler", kir.GetWritePtr{CB: cbScaler})
-	b.For("i", kir.C(0), kir.Ci(ir.BF16.TileBytes()/4), func(i kir.Var) {
-		b.L1Write32(kir.Add(sp, kir.Mul(i, kir.C(4))), kir.C(0))
-	})
-	b.For("f", kir.C(0), kir.C(4), func(f kir.Var) {
-		b.For("i", kir.C(0), kir.C(8), func(i kir.Var) {
-			b.L1Write32(kir.Add(sp, kir.Add(kir.Mul(f, kir.C(512)), kir.Mul(i, kir.C(4)))), kir.C(scalerWordOne))
-		})
-	})
-	b.CBPushBack(cbScaler, kir.C(1))
-	b.For("j", kir.C(0), rWt, func(j kir.Var) {
-		readPage(b, t, cbW, wAddr, j, w.Type.DType.TileBytes())
-	})
+	blocks.ScalerTile(b, cbScaler, 1)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
-		b.For("j", kir.C(0), rWt, func(j kir.Var) {
-			readPage(b, t, cbX, xAddr, kir.Add(kir.Mul(kir.Add(rstart, r), rWt), j), x.Type.DType.TileBytes())
-		})
+		blocks.ReadPages(b, xAcc, cbX, kir.Mul(kir.Add(rstart, r), rWt), rWt)
+		if w != nil {
+			blocks.ReadPages(b, wAcc, cbW, kir.C(0), rWt)
+		}
 	})
 
 	// Compute.
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")
-	b = cp.Builder()
-	// pack emits the pack of DEST[0] into one page of cb after tile_regs_commit.
-	pack := func(cb int) {
-		b.TileRegsCommit()
-		b.CBReserveBack(cb, kir.C(1))
-		b.TileRegsWait()
-		b.PackTile(kir.C(0), cb)
-		b.TileRegsRelease()
-		b.CBPushBack(cb, kir.C(1))
-	}
-	b.HWStartup(cbX, cbScaler, cbOut)
-	wCB := cbW
-	if hasOffset {
-		wCB = cbWo
-		b.Comment("weight + offset, kept for every row")
-		b.ReconfigDataFormat(cbW, cbW)
-		b.PackReconfigDataFormat(cbWo)
-		b.CopyTileInit(cbW)
-		b.SFPUInit(kir.SFPUAddScalar)
-		b.For("j", kir.C(0), cWt, func(kir.Var) {
-			b.CBWaitFront(cbW, kir.C(1))
-			b.TileRegsAcquire()
-			b.CopyTile(cbW, kir.C(0), kir.C(0))
-			b.SFPUScalar(kir.SFPUAddScalar, kir.C(0), float32(offset))
-			b.CBPopFront(cbW, kir.C(1))
-			pack(cbWo)
+	c := blocks.NewCompute(p, cp)
+	cb := c.B
+	c.Startup(cbX, cbScaler, cbOut)
+	cb.CBWaitFront(cbScaler, kir.C(1))
+	c.For("r", kir.C(0), crows, func(kir.Var) {
+		cb.CBWaitFront(cbX, cWt)
+		cb.Comment("x^2")
+		c.For("j", kir.C(0), cWt, func(j kir.Var) {
+			c.Acquire()
+			c.Copy(cbX, j, kir.C(0))
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
+			c.PackOut(cbSq, 1)
 		})
-	}
-	b.CBWaitFront(wCB, cWt)
-	b.CBWaitFront(cbScaler, kir.C(1))
-	b.For("r", kir.C(0), crows, func(kir.Var) {
-		b.CBWaitFront(cbX, cWt)
-		b.Comment("x^2")
-		b.ReconfigDataFormat(cbX, cbX)
-		b.PackReconfigDataFormat(cbSq)
-		b.CopyTileInit(cbX)
-		b.SFPUInit(kir.SFPUSquare)
-		b.For("j", kir.C(0), cWt, func(j kir.Var) {
-			b.TileRegsAcquire()
-			b.CopyTile(cbX, j, kir.C(0))
-			b.SFPU(kir.SFPUSquare, kir.C(0))
-			pack(cbSq)
+		cb.Comment("rsqrt(sum(x^2) / H + eps), in column 0")
+		cb.CBWaitFront(cbSq, cWt)
+		c.Acquire()
+		c.For("j", kir.C(0), cWt, func(j kir.Var) {
+			c.Reduce(kir.ReduceSum, kir.ReduceRow, cbSq, cbScaler, cbRs, j, kir.C(0), kir.C(0))
 		})
-		b.Comment("rsqrt(sum(x^2) / H + eps), in column 0")
-		b.CBWaitFront(cbSq, cWt)
-		b.ReconfigDataFormat(cbSq, cbScaler)
-		b.PackReconfigDataFormat(cbRs)
-		b.ReduceInit(kir.ReduceSum, kir.ReduceRow, cbSq, cbScaler, cbRs)
-		b.TileRegsAcquire()
-		b.For("j", kir.C(0), cWt, func(j kir.Var) {
-			b.ReduceTile(kir.ReduceSum, kir.ReduceRow, cbSq, cbScaler, j, kir.C(0), kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(h))}, kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(eps)}, kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
+		c.PackOut(cbRs, 1)
+		cb.CBPopFront(cbSq, cWt)
+		cb.CBWaitFront(cbRs, kir.C(1))
+		cb.Comment("x * rsqrt (column broadcast) [* weight (row broadcast)]")
+		c.For("j", kir.C(0), cWt, func(j kir.Var) {
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastCols, cbX, cbRs, j, kir.C(0), kir.C(0))
+			if w == nil {
+				c.PackOut(cbOut, 1)
+				return
+			}
+			c.PackOut(cbXn, 1)
+			wCB := cbW
+			if hasOffset {
+				wCB = cbWo
+				c.Unary(cbW, cbWo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(offset)}})
+			}
+			c.BinaryTile(kir.EltMul, blocks.BcastRows, cbXn, wCB, cbOut, false, nil)
 		})
-		b.ReduceUninit()
-		b.SFPUInit(kir.SFPUMulScalar)
-		b.SFPUScalar(kir.SFPUMulScalar, kir.C(0), float32(1/float64(h)))
-		b.SFPUInit(kir.SFPUAddScalar)
-		b.SFPUScalar(kir.SFPUAddScalar, kir.C(0), float32(eps))
-		b.SFPUInit(kir.SFPURsqrt)
-		b.SFPU(kir.SFPURsqrt, kir.C(0))
-		pack(cbRs)
-		b.CBPopFront(cbSq, cWt)
-		b.CBWaitFront(cbRs, kir.C(1))
-		b.Comment("x * rsqrt (column broadcast) * weight (row broadcast)")
-		b.For("j", kir.C(0), cWt, func(j kir.Var) {
-			b.ReconfigDataFormat(cbX, cbRs)
-			b.PackReconfigDataFormat(cbXn)
-			b.BcastInit(kir.EltMul, kir.BcastCols, cbX, cbRs)
-			b.TileRegsAcquire()
-			b.BcastTiles(kir.EltMul, kir.BcastCols, cbX, cbRs, j, kir.C(0), kir.C(0))
-			pack(cbXn)
-			b.CBWaitFront(cbXn, kir.C(1))
-			b.ReconfigDataFormat(cbXn, wCB)
-			b.PackReconfigDataFormat(cbOut)
-			b.BcastInit(kir.EltMul, kir.BcastRows, cbXn, wCB)
-			b.TileRegsAcquire()
-			b.BcastTiles(kir.EltMul, kir.BcastRows, cbXn, wCB, kir.C(0), j, kir.C(0))
-			pack(cbOut)
-			b.CBPopFront(cbXn, kir.C(1))
-		})
-		b.CBPopFront(cbRs, kir.C(1))
-		b.CBPopFront(cbX, cWt)
+		cb.CBPopFront(cbRs, kir.C(1))
+		cb.CBPopFront(cbX, cWt)
 	})
-	b.CBPopFront(wCB, cWt)
-	b.CBPopFront(cbScaler, kir.C(1))
+	cb.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer.
 	wr := newWriter(p, rs)
-	oAddr := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
-	b = wr.Builder()
-	b.For("i", kir.C(0), kir.Mul(wrows, wWt), func(i kir.Var) {
-		writePage(b, t, cbOut, oAddr, kir.Add(kir.Mul(wstart, wWt), i), out.Type.DType.TileBytes())
-	})
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wWt), kir.Mul(wrows, wWt))
 
 	for i, c := range cores {
 		s, n := plan.Range(i)

@@ -77,6 +77,9 @@ type Target struct {
 	workerNoCX, workerNoCY []int
 	// dramNoC is the NoC endpoint used for each DRAM bank.
 	dramNoC [][2]int
+
+	// Eth describes the ethernet cores (nil: the chip has none modelled).
+	Eth *Ethernet
 }
 
 // Blackhole returns the p150a Blackhole description with the 11x10 worker
@@ -115,6 +118,7 @@ func Blackhole() *Target {
 		workerNoCX: []int{1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16},
 		workerNoCY: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
 		dramNoC:    [][2]int{{0, 0}, {0, 2}, {0, 9}, {0, 5}, {9, 0}, {9, 2}, {9, 9}, {9, 5}},
+		Eth:        blackholeEthernet(),
 	}
 }
 

@@ -21,11 +21,11 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 }
 
 func TestRunCheckPasses(t *testing.T) {
-	out, err := runCLI(t, "run", "tiny-mlp", "--backend", "sim", "--check")
+	out, err := runCLI(t, "run", "tiny-mlp", "--backend", "sim", "--check", "--steps", "3")
 	if err != nil {
 		t.Fatalf("run --check failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"output 0 [1,512]", "PCC 0.99", "output 1 [1,1]", "exact match", "check passed"} {
+	for _, want := range []string{"decode 0", "decode 2", "same formats PCC 0.99", "fp32 PCC 0.99", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -40,7 +40,7 @@ func TestRunCheckFailsBelowThreshold(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != 2 {
 		t.Fatalf("want exit code 2, got %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "FAIL") || !strings.Contains(err.Error(), "below PCC") {
+	if !strings.Contains(out, "FAIL") || !strings.Contains(err.Error(), "below threshold") {
 		t.Errorf("failure not reported:\n%s\n%v", out, err)
 	}
 }

@@ -53,6 +53,29 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	return mf
 }
 
+// args returns m's parameters: defaults overridden by the flags given.
+func (mf *modelFlags) args(m models.Model) (models.Args, error) {
+	set := map[string]string{}
+	for n, v := range mf.params {
+		if mf.flags.Changed(n) {
+			set[n] = *v
+		}
+	}
+	return models.DefaultArgs(m, set)
+}
+
+// pipeline brings g to the requested stage: nothing for unfused, the pass
+// pipeline (with --disable) for fused.
+func (mf *modelFlags) pipeline(g *ir.Graph) (*passes.Result, error) {
+	switch mf.stage {
+	case "unfused":
+		return nil, nil
+	case "fused":
+		return runPipeline(g, mf.disable)
+	}
+	return nil, fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
+}
+
 // graphFor builds the named model's graph at the requested stage and returns
 // it with the pipeline result (nil for the unfused stage).
 func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Result, error) {
@@ -64,28 +87,22 @@ func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	set := map[string]string{}
-	for n, v := range mf.params {
-		if mf.flags.Changed(n) {
-			set[n] = *v
-		}
-	}
-	args, err := models.DefaultArgs(m, set)
+	args, err := mf.args(m)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if mf.stage != "unfused" && mf.stage != "fused" {
+		return nil, nil, nil, fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
 	}
 	g, err := m.Build(args, mesh)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	switch mf.stage {
-	case "unfused":
-		return m, g, nil, nil
-	case "fused":
-		res, err := runPipeline(g, mf.disable)
-		return m, g, res, err
+	res, err := mf.pipeline(g)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return nil, nil, nil, fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
+	return m, g, res, nil
 }
 
 // runPipeline runs the default pipeline, turning off the named rules or passes.

@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
-	"math/rand"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -18,185 +18,311 @@ import (
 
 // runFlags are the flags of `tcc run`.
 type runFlags struct {
-	backend   string
-	check     bool
-	seed      int64
-	threshold float64
-	verbose   bool
+	backend       string
+	check         bool
+	seed          int64
+	threshold     float64
+	fp32Threshold float64
+	steps         int
+	prefill       int
 }
 
 func newRunCmd() *cobra.Command {
 	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "run MODEL",
-		Short: "Compile a model and run its programs on a backend (default: the simulator)",
-		Long: `Compile MODEL (fused pipeline), load every program on the backend, upload
-deterministic random weights and inputs, and run one decode step program by
-program.
+		Short: "Compile a model and run decode steps on a backend (default: the simulator)",
+		Long: `Compile MODEL through the pipeline, load its programs on every device of the
+mesh, upload deterministic random weights (each device its shard), and run
+--prefill tokens through the prefill build (models that have one) followed by
+--steps greedy decode steps, program by program, the state kept on the device.
 
-With --check, every graph output is compared with the reference evaluator run
-on the same graph at the same storage formats; the PCC (and max relative error)
-of each output is printed, and tcc exits with status 2 when any output is below
---threshold (integer outputs such as argmax must match exactly).
+With --check, every step's outputs are compared with the reference evaluator
+run on the same graph at the same storage formats: the logits' PCC and max
+relative error are printed per step and the next tokens must match (unless the
+reference's top two logits nearly tie). The logits are also compared with an
+fp32 reference (no storage rounding, fp32 weights) at --fp32-threshold. tcc exits
+with status 2 when a threshold is missed.
 
   tcc run tiny-mlp --backend sim --check
-  tcc run tiny-mlp --layers 4 --hidden 256 --check -v`,
+  tcc run qwen27b --config models/qwen27b/testdata/small.json --mesh 1x2 --check --prefill 8 --steps 16`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator) or blackhole (cards)")
-	fs.BoolVar(&rf.check, "check", false, "compare every output with the reference evaluator and fail below --threshold")
-	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and inputs")
-	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum PCC per output for --check")
-	fs.BoolVarP(&rf.verbose, "verbose", "v", false, "with --check, also print the PCC of every op's result")
+	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
+	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and the first tokens")
+	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
+	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
+	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
+	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		m, g, _, err := mf.graphFor(args[0])
-		if err != nil {
-			return err
-		}
-		return runModel(cmd.OutOrStdout(), m, g, rf)
+		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
 	return cmd
 }
 
-// outputCheck is the comparison of one device value with the reference.
-type outputCheck struct {
-	Name   string
-	PCC    float64
-	MaxRel float64
-	Exact  bool // integer value: compared for equality
-	OK     bool
+// stepGraph is one compiled graph (prefill or decode) of a run.
+type stepGraph struct {
+	name  string
+	args  models.Args
+	graph *ir.Graph
+	build *codegen.Build
+	exe   *runtime.Executable
 }
 
-func runModel(w io.Writer, m models.Model, g *ir.Graph, rf runFlags) error {
-	t := target.Blackhole()
-	b, err := codegen.Compile(g, t)
+func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
+	if rf.steps < 1 {
+		return fmt.Errorf("--steps %d: run at least one decode step", rf.steps)
+	}
+	m, decodeGraph, _, err := mf.graphFor(name)
 	if err != nil {
 		return err
 	}
-	mesh, err := runtime.Open(rf.backend, g.Mesh)
+	runner, ok := m.(models.Runner)
+	if !ok {
+		return fmt.Errorf("model %s cannot be run step by step (it does not implement models.Runner)", name)
+	}
+	args, err := mf.args(m)
 	if err != nil {
 		return err
 	}
-	exe, err := runtime.Load(mesh, b)
+	mesh := decodeGraph.Mesh
+	dev, err := runtime.Open(rf.backend, mesh)
 	if err != nil {
 		return err
 	}
-	env := randomEnv(m, g, rf.seed)
-	for v, data := range env {
-		if err := exe.Upload(v, data.Data); err != nil {
-			return err
+	var graphs []*stepGraph
+	if rf.prefill > 0 {
+		if _, ok := args["mode"]; !ok {
+			return fmt.Errorf("--prefill: model %s has no prefill graph; feed the prompt with decode steps instead", name)
 		}
-	}
-	fmt.Fprintf(w, "%s: %d programs on %s (mesh %s)\n", g.Name, len(b.Programs), rf.backend, g.Mesh)
-	var want map[*ir.Value]ref.Tensor
-	if rf.check {
-		want, err = ref.Eval(g, env, ref.DefaultOptions())
+		pargs := models.Args{}
+		for k, v := range args {
+			pargs[k] = v
+		}
+		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(rf.prefill)
+		pg, err := m.Build(pargs, mesh)
 		if err != nil {
-			return fmt.Errorf("reference evaluator: %w", err)
-		}
-	}
-	for i, p := range b.Programs {
-		if err := exe.RunProgram(i); err != nil {
 			return err
 		}
-		if rf.check && rf.verbose {
-			for _, v := range p.Op.Results {
-				c, err := compare(exe, v, want[v], rf.threshold)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "  %-28s %s\n", fmt.Sprintf("%s %s", p.Op.Where(), v), c.describe())
+		if _, err := mf.pipeline(pg); err != nil {
+			return err
+		}
+		graphs = append(graphs, &stepGraph{name: "prefill", args: pargs, graph: pg})
+	}
+	graphs = append(graphs, &stepGraph{name: "decode", args: args, graph: decodeGraph})
+	for _, sg := range graphs {
+		if sg.build, err = codegen.Compile(sg.graph, target.Blackhole()); err != nil {
+			return err
+		}
+		if sg.exe, err = runtime.Load(dev, sg.build); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s %s: %d programs per device on %s, mesh %s\n", name, sg.name, len(sg.build.Programs), rf.backend, mesh)
+	}
+
+	// Weights and initial state: the same numbers on the device and in both
+	// references (state is kept by name across the prefill and decode graphs).
+	envs, err := runner.DeviceEnv(args, decodeGraph, rf.seed)
+	if err != nil {
+		return err
+	}
+	byName := make([]map[string][]float32, len(envs))
+	for d, env := range envs {
+		byName[d] = map[string][]float32{}
+		for v, data := range env {
+			byName[d][v.Name] = data
+			if err := graphs[len(graphs)-1].exe.UploadTo(d, v, data); err != nil {
+				return err
 			}
 		}
 	}
-	if !rf.check {
-		fmt.Fprintln(w, "ran; pass --check to compare with the reference evaluator")
-		return nil
+	refState := [][]map[string][]float32{cloneNamed(byName), cloneNamed(byName)} // same formats, fp32
+	batch := decodeGraph.Outputs[1].Type.Shape[0]
+	tokens := make([][]int, batch)
+	vocab := vocabOf(decodeGraph)
+	for b := range tokens {
+		tokens[b] = []int{int((rf.seed*7919 + int64(b)*104729) % int64(vocab))}
 	}
-	failed := 0
-	for i, v := range g.Outputs {
-		c, err := compare(exe, v, want[v], rf.threshold)
+	pos, failed := 0, 0
+	run := func(sg *stepGraph, step string, toks [][]int) ([][]int, error) {
+		ins, err := runner.StepInputs(sg.args, sg.graph, toks, pos)
 		if err != nil {
+			return nil, err
+		}
+		for d, in := range ins {
+			for v, data := range in {
+				if err := sg.exe.UploadTo(d, v, data); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := sg.exe.Run(); err != nil {
+			return nil, err
+		}
+		logitsV, nextV := sg.graph.Outputs[0], sg.graph.Outputs[1]
+		logits, err := sg.exe.Download(logitsV)
+		if err != nil {
+			return nil, err
+		}
+		next, err := sg.exe.Download(nextV)
+		if err != nil {
+			return nil, err
+		}
+		nextToks := lastTokens(next, batch)
+		if !rf.check {
+			fmt.Fprintf(w, "%-9s next tokens %v\n", step, nextToks)
+			return nextToks, nil
+		}
+		line := fmt.Sprintf("%-9s", step)
+		for i, opts := range []ref.Options{ref.DefaultOptions(), ref.ExactOptions()} {
+			want, err := evalStep(sg.graph, byName, refState[i], ins, opts)
+			if err != nil {
+				return nil, fmt.Errorf("reference evaluator (%s): %w", step, err)
+			}
+			pcc := numerics.PCC(want[logitsV].Data, logits)
+			rel := numerics.MaxRelErr(want[logitsV].Data, logits)
+			th, label := rf.threshold, "same formats"
+			if i == 1 {
+				th, label = rf.fp32Threshold, "fp32"
+			}
+			status := "ok"
+			if pcc < th {
+				status, failed = "FAIL", failed+1
+			}
+			line += fmt.Sprintf("  %s PCC %.6f (max rel %.3g) %s", label, pcc, rel, status)
+			if i == 0 {
+				if bad := tokenMismatch(want[logitsV].Data, want[nextV].Data, nextToks, batch); bad != "" {
+					line += "  tokens FAIL: " + bad
+					failed++
+				}
+			}
+		}
+		fmt.Fprintln(w, line)
+		return nextToks, nil
+	}
+	if rf.prefill > 0 {
+		prompt := make([][]int, batch)
+		for b := range prompt {
+			for s := 0; s < rf.prefill; s++ {
+				prompt[b] = append(prompt[b], (tokens[b][0]+s*31)%vocab)
+			}
+		}
+		if tokens, err = run(graphs[0], "prefill", prompt); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "output %d %-10s %s\n", i, v.Type.Shape, c.describe())
-		if !c.OK {
-			failed++
+		pos += rf.prefill
+	}
+	dg := graphs[len(graphs)-1]
+	for s := 0; s < rf.steps; s++ {
+		if tokens, err = run(dg, fmt.Sprintf("decode %d", s), tokens); err != nil {
+			return err
 		}
+		for b := range tokens {
+			tokens[b] = tokens[b][len(tokens[b])-1:]
+		}
+		pos++
+	}
+	if !rf.check {
+		return nil
 	}
 	if failed > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("check failed: %d of %d outputs below PCC %.4f", failed, len(g.Outputs), rf.threshold)}
+		return &exitError{code: 2, err: fmt.Errorf("check failed: %d comparisons below threshold (PCC %.4f same formats, %.4f fp32)", failed, rf.threshold, rf.fp32Threshold)}
 	}
-	fmt.Fprintf(w, "check passed: %d outputs at PCC >= %.4f\n", len(g.Outputs), rf.threshold)
+	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
 	return nil
 }
 
-func compare(exe *runtime.Executable, v *ir.Value, want ref.Tensor, threshold float64) (outputCheck, error) {
-	got, err := exe.Download(v)
+// evalStep runs the reference for one step on every device, feeding and
+// then updating state (by name) in place.
+func evalStep(g *ir.Graph, weights []map[string][]float32, state []map[string][]float32, ins []map[*ir.Value][]float32, opts ref.Options) (map[*ir.Value]ref.Tensor, error) {
+	envs := make([]map[*ir.Value]ref.Tensor, g.Mesh.Devices())
+	for d := range envs {
+		env := map[*ir.Value]ref.Tensor{}
+		for _, v := range g.Weights {
+			env[v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: weights[d][v.Name]}
+		}
+		for _, v := range g.States {
+			env[v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: state[d][v.Name]}
+		}
+		for v, data := range ins[d] {
+			env[v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: data}
+		}
+		envs[d] = env
+	}
+	outs, err := ref.EvalMesh(g, envs, opts)
 	if err != nil {
-		return outputCheck{}, err
+		return nil, err
 	}
-	c := outputCheck{Name: v.String()}
-	if !v.Type.DType.IsFloat() {
-		c.Exact = true
-		c.OK = len(got) == len(want.Data)
-		for i := range got {
-			if c.OK && got[i] != want.Data[i] {
-				c.OK = false
+	for d := range outs {
+		for s, nv := range g.StateUpdates {
+			state[d][s.Name] = outs[d][nv].Data
+		}
+	}
+	return outs[0], nil
+}
+
+func cloneNamed(src []map[string][]float32) []map[string][]float32 {
+	out := make([]map[string][]float32, len(src))
+	for d, m := range src {
+		out[d] = map[string][]float32{}
+		for k, v := range m {
+			out[d][k] = append([]float32(nil), v...)
+		}
+	}
+	return out
+}
+
+// lastTokens turns the next-token output into one token list per user.
+func lastTokens(next []float32, batch int) [][]int {
+	per := len(next) / batch
+	out := make([][]int, batch)
+	for b := range out {
+		out[b] = []int{int(next[(b+1)*per-1])}
+	}
+	return out
+}
+
+// tokenMismatch describes users whose device token differs from the
+// reference's, ignoring near ties (top two reference logits within 1e-2
+// relative of each other); "" when all match.
+func tokenMismatch(logits, refNext []float32, got [][]int, batch int) string {
+	vocab := len(logits) / batch
+	per := len(refNext) / batch
+	var bad []string
+	for b := 0; b < batch; b++ {
+		want := int(refNext[(b+1)*per-1])
+		if got[b][0] == want {
+			continue
+		}
+		row := logits[b*vocab : (b+1)*vocab]
+		if want < len(row) && got[b][0] < len(row) {
+			a, c := float64(row[want]), float64(row[got[b][0]])
+			if d := a - c; d >= 0 && d <= 1e-2*max(1, abs(a)) {
+				continue
 			}
 		}
-		return c, nil
+		bad = append(bad, fmt.Sprintf("user %d: %d, reference %d", b, got[b][0], want))
 	}
-	c.PCC = numerics.PCC(want.Data, got)
-	c.MaxRel = numerics.MaxRelErr(want.Data, got)
-	c.OK = c.PCC >= threshold
-	return c, nil
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprint(bad)
 }
 
-func (c outputCheck) describe() string {
-	status := "ok"
-	if !c.OK {
-		status = "FAIL"
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
 	}
-	if c.Exact {
-		if c.OK {
-			return "exact match  ok"
-		}
-		return "values differ  FAIL"
-	}
-	return fmt.Sprintf("PCC %.6f  max rel err %.3g  %s", c.PCC, c.MaxRel, status)
+	return x
 }
 
-// randomEnv draws the model's weights and states (InitWeight) and random
-// inputs (token ids below the embedding's vocabulary), deterministically
-// from seed.
-func randomEnv(m models.Model, g *ir.Graph, seed int64) map[*ir.Value]ref.Tensor {
-	env := map[*ir.Value]ref.Tensor{}
-	rng := rand.New(rand.NewSource(seed))
-	for _, v := range append(append([]*ir.Value(nil), g.Weights...), g.States...) {
-		env[v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: m.InitWeight(v, rng)}
-	}
-	for _, v := range g.Inputs {
-		data := make([]float32, v.Type.Shape.Numel())
-		limit := inputLimit(g, v)
-		for i := range data {
-			if v.Type.DType.IsFloat() {
-				data[i] = float32(rng.NormFloat64())
-			} else {
-				data[i] = float32(rng.Intn(limit))
-			}
-		}
-		env[v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: data}
-	}
-	return env
-}
-
-// inputLimit bounds an integer input: token ids index the embedding table.
-func inputLimit(g *ir.Graph, v *ir.Value) int {
+// vocabOf is the embedding table's row count.
+func vocabOf(g *ir.Graph) int {
 	for _, op := range g.Ops() {
-		if op.Kind == ir.OpEmbedding && op.Operands[0] == v {
+		if op.Kind == ir.OpEmbedding {
 			return op.Operands[1].Type.Shape[0]
 		}
 	}

@@ -35,7 +35,7 @@ T get_arg_val(int arg_idx);
 template <typename T>
 T get_common_arg_val(int arg_idx);
 
-#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)
+#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC) || defined(COMPILE_FOR_AERISC)
 // ============================================================================
 // Data movement: api/dataflow/dataflow_api.h and, through it,
 // internal/dataflow/dataflow_api_addrgen.h.
@@ -91,6 +91,20 @@ void noc_async_write_multicast(
 void noc_async_read_barrier(uint8_t noc = noc_index);
 void noc_async_write_barrier(uint8_t noc = noc_index);
 void noc_async_writes_flushed(uint8_t noc = noc_index);
+
+// ---- ethernet/dataflow_api.h (tt_metal/hw/inc/ethernet/dataflow_api.h) -----
+// Kernels on active ethernet cores (the firmware wrapper also pulls in the
+// dataflow API above). All four use channel 0 of erisc_info: eth_send_bytes
+// adds num_bytes (a multiple of 16) to the local bytes_sent word,
+// eth_wait_for_receiver_done sends that word to the peer and spins until the
+// peer clears it, eth_wait_for_bytes spins until the local word equals
+// num_bytes, eth_receiver_done clears the local and the peer's word.
+void eth_send_bytes(
+    uint32_t src_addr, uint32_t dst_addr, uint32_t num_bytes, uint32_t num_bytes_per_send = 16,
+    uint32_t num_bytes_per_send_word_size = 1);
+void eth_wait_for_receiver_done(uint32_t wait_min = 0);
+void eth_wait_for_bytes(uint32_t num_bytes, uint32_t wait_min = 0);
+void eth_receiver_done();
 
 #endif  // data movement
 

@@ -1,0 +1,415 @@
+package blocks
+
+import (
+	"math"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Bcast says which part of the second operand of a binary tile op is
+// broadcast (BcastNone: none; the others map to kir.BcastDim).
+type Bcast uint8
+
+const (
+	BcastNone Bcast = iota
+	// BcastRows broadcasts row 0 of the second operand down all rows.
+	BcastRows
+	// BcastCols broadcasts column 0 of the second operand across all columns.
+	BcastCols
+	// BcastScalar broadcasts element (0, 0) of the second operand.
+	BcastScalar
+)
+
+func (b Bcast) dim() kir.BcastDim {
+	switch b {
+	case BcastRows:
+		return kir.BcastRows
+	case BcastCols:
+		return kir.BcastCols
+	}
+	return kir.BcastScalar
+}
+
+// SFPUStep is one SFPU operation of a chain; Param is the scalar of
+// add_scalar / mul_scalar.
+type SFPUStep struct {
+	Op    kir.SFPUOp
+	Param float32
+}
+
+type fpuKind uint8
+
+const (
+	fpuNone fpuKind = iota
+	fpuCopy
+	fpuBinary
+	fpuBcast
+	fpuReduce
+	fpuMatmul
+	fpuTranspose
+)
+
+type fpuMode struct {
+	kind      fpuKind
+	elt       kir.EltwiseOp
+	bcast     Bcast
+	rop       kir.ReduceOp
+	rdim      kir.ReduceDim
+	a, b, out int
+	transpose bool
+}
+
+// cstate is what the unpacker, packer, FPU and SFPU are configured for.
+type cstate struct {
+	srcKnown       bool
+	srcA, srcB     ir.DType
+	srcACB, srcBCB int
+	packKnown      bool
+	pack           ir.DType
+	packCB         int
+	fpuKnown       bool
+	fpu            fpuMode
+	sfpuKnown      bool
+	sfpu           kir.SFPUOp // init group
+}
+
+func sfpuGroup(op kir.SFPUOp) kir.SFPUOp {
+	if op == kir.SFPUMulScalar {
+		return kir.SFPUAddScalar // binop_with_scalar_tile_init serves both
+	}
+	return op
+}
+
+func (s cstate) equal(o cstate) bool {
+	if s.srcKnown != o.srcKnown || s.packKnown != o.packKnown || s.fpuKnown != o.fpuKnown || s.sfpuKnown != o.sfpuKnown {
+		return false
+	}
+	if s.srcKnown && (s.srcA != o.srcA || s.srcB != o.srcB) {
+		return false
+	}
+	if s.packKnown && s.pack != o.pack {
+		return false
+	}
+	if s.fpuKnown && s.fpu != o.fpu {
+		return false
+	}
+	return !s.sfpuKnown || s.sfpu == o.sfpu
+}
+
+// meet keeps what both states agree on.
+func meet(x, y cstate) cstate {
+	out := x
+	if !y.srcKnown || x.srcA != y.srcA || x.srcB != y.srcB {
+		out.srcKnown = false
+	}
+	if !y.packKnown || x.pack != y.pack {
+		out.packKnown = false
+	}
+	if !y.fpuKnown || x.fpu != y.fpu {
+		out.fpuKnown = false
+	}
+	if !y.sfpuKnown || x.sfpu != y.sfpu {
+		out.sfpuKnown = false
+	}
+	return out
+}
+
+// Compute emits a compute kernel's body through B while tracking the
+// configuration of the unpacker (source A/B formats), the packer, the FPU
+// op and the SFPU op, so that every tile op is preceded by exactly the
+// reconfig_data_format, pack_reconfig_data_format and init calls it needs.
+//
+// Loops and conditionals must be built with Compute.For / ForStep / If
+// (not B.For): at the end of a loop body Compute re-emits whatever
+// configuration the body changed, so every iteration starts as the first
+// did, and after an If it keeps only what both branches agree on.
+type Compute struct {
+	B     *kir.Builder
+	p     *kir.Program
+	state cstate
+}
+
+// NewCompute returns a tracker for compute kernel k of program p (CB
+// formats are looked up in p).
+func NewCompute(p *kir.Program, k *kir.Kernel) *Compute {
+	return &Compute{B: k.Builder(), p: p}
+}
+
+func (c *Compute) format(cb int) ir.DType {
+	for _, x := range c.p.CBs {
+		if x.Index == cb {
+			return x.Format
+		}
+	}
+	return 0
+}
+
+// Startup emits compute_kernel_hw_startup(a, b, out): source A for CB a,
+// source B for CB b, the packer for CB out.
+func (c *Compute) Startup(a, b, out int) {
+	c.B.HWStartup(a, b, out)
+	c.state = cstate{srcKnown: true, srcA: c.format(a), srcB: c.format(b), srcACB: a, srcBCB: b,
+		packKnown: true, pack: c.format(out), packCB: out}
+}
+
+// MatmulStartup emits compute_kernel_hw_startup<SrcOrder::Reverse>(in0,
+// in1, out): source A for in1, source B for in0.
+func (c *Compute) MatmulStartup(in0, in1, out int) {
+	c.B.MatmulHWStartup(in0, in1, out)
+	c.state = cstate{srcKnown: true, srcA: c.format(in1), srcB: c.format(in0), srcACB: in1, srcBCB: in0,
+		packKnown: true, pack: c.format(out), packCB: out}
+}
+
+// unpack configures source A for CB a and source B for CB b when their
+// formats differ from the configured ones.
+func (c *Compute) unpack(a, b int) {
+	fa, fb := c.format(a), c.format(b)
+	s := &c.state
+	if s.srcKnown && s.srcA == fa && s.srcB == fb {
+		return
+	}
+	c.B.ReconfigDataFormat(a, b)
+	s.srcKnown, s.srcA, s.srcB, s.srcACB, s.srcBCB = true, fa, fb, a, b
+}
+
+// unpackA configures source A for CB a, keeping source B when known.
+func (c *Compute) unpackA(a int) {
+	s := &c.state
+	if s.srcKnown && s.srcA == c.format(a) {
+		return
+	}
+	b := a
+	if s.srcKnown {
+		b = s.srcBCB
+	}
+	c.unpack(a, b)
+}
+
+func (c *Compute) packTo(cb int) {
+	s := &c.state
+	if s.packKnown && s.pack == c.format(cb) {
+		return
+	}
+	c.B.PackReconfigDataFormat(cb)
+	s.packKnown, s.pack, s.packCB = true, c.format(cb), cb
+}
+
+func (c *Compute) setFPU(m fpuMode) {
+	s := &c.state
+	if s.fpuKnown && s.fpu == m {
+		return
+	}
+	if s.fpuKnown && s.fpu.kind == fpuReduce && m.kind != fpuReduce {
+		c.B.ReduceUninit()
+	}
+	switch m.kind {
+	case fpuCopy:
+		c.B.CopyTileInit(m.a)
+	case fpuBinary:
+		c.B.BinaryInit(m.elt, m.a, m.b)
+	case fpuBcast:
+		c.B.BcastInit(m.elt, m.bcast.dim(), m.a, m.b)
+	case fpuReduce:
+		c.B.ReduceInit(m.rop, m.rdim, m.a, m.b, m.out)
+	case fpuMatmul:
+		c.B.MatmulInit(m.a, m.b, m.transpose)
+	case fpuTranspose:
+		c.B.TransposeInit(m.a)
+	}
+	s.fpuKnown, s.fpu = true, m
+}
+
+func (c *Compute) setSFPU(op kir.SFPUOp) {
+	s := &c.state
+	g := sfpuGroup(op)
+	if s.sfpuKnown && s.sfpu == g {
+		return
+	}
+	c.B.SFPUInit(op)
+	s.sfpuKnown, s.sfpu = true, g
+}
+
+// Forget drops everything known about the configuration.
+func (c *Compute) Forget() { c.state = cstate{} }
+
+// restore re-emits the configuration s (the parts it knows).
+func (c *Compute) restore(s cstate) {
+	if s.srcKnown {
+		c.unpack(s.srcACB, s.srcBCB)
+	}
+	if s.packKnown {
+		c.packTo(s.packCB)
+	}
+	if s.fpuKnown {
+		c.setFPU(s.fpu)
+	}
+	if s.sfpuKnown {
+		if !c.state.sfpuKnown || c.state.sfpu != s.sfpu {
+			c.B.SFPUInit(s.sfpu)
+			c.state.sfpuKnown, c.state.sfpu = true, s.sfpu
+		}
+	}
+}
+
+// For is ForStep with step 1.
+func (c *Compute) For(name string, start, end kir.Expr, body func(i kir.Var)) {
+	c.ForStep(name, start, end, nil, body)
+}
+
+// ForStep emits a loop whose body is built by body; configuration the body
+// changes is re-established at the end of the body, so the state after the
+// loop is the state before it.
+func (c *Compute) ForStep(name string, start, end, step kir.Expr, body func(i kir.Var)) {
+	entry := c.state
+	c.B.ForStep(name, start, end, step, func(i kir.Var) {
+		body(i)
+		if !c.state.equal(entry) {
+			c.restore(entry)
+		}
+		c.state = entry
+	})
+	c.state = entry
+}
+
+// If emits `if (cond) { then } else { els }` (els may be nil); afterwards
+// only the configuration both branches agree on is known.
+func (c *Compute) If(cond kir.Expr, then, els func()) {
+	entry := c.state
+	var st cstate
+	var se cstate
+	c.B.IfElse(cond, func() {
+		then()
+		st = c.state
+		c.state = entry
+	}, func() {
+		if els != nil {
+			els()
+		}
+		se = c.state
+		c.state = entry
+	})
+	c.state = meet(st, se)
+}
+
+// Acquire, Commit, Wait and Release are the DEST hand-over calls.
+func (c *Compute) Acquire() { c.B.TileRegsAcquire() }
+
+// Commit is tile_regs_commit.
+func (c *Compute) Commit() { c.B.TileRegsCommit() }
+
+// Wait is tile_regs_wait.
+func (c *Compute) Wait() { c.B.TileRegsWait() }
+
+// Release is tile_regs_release.
+func (c *Compute) Release() { c.B.TileRegsRelease() }
+
+// Copy unpacks tile `tile` of CB cb into DEST[dst] (copy_tile).
+func (c *Compute) Copy(cb int, tile, dst kir.Expr) {
+	c.unpackA(cb)
+	c.setFPU(fpuMode{kind: fpuCopy, a: cb})
+	c.B.CopyTile(cb, tile, dst)
+}
+
+// SFPU applies step to DEST[dst].
+func (c *Compute) SFPU(step SFPUStep, dst kir.Expr) {
+	c.setSFPU(step.Op)
+	if step.Op.HasParam() {
+		c.B.Emit(kir.SFPU{Op: step.Op, Dst: dst, Param: math.Float32bits(step.Param)})
+		return
+	}
+	c.B.SFPU(step.Op, dst)
+}
+
+// Binary is DEST[dst] = a[ta] op b[tb], with b broadcast as bc says.
+func (c *Compute) Binary(op kir.EltwiseOp, bc Bcast, a, b int, ta, tb, dst kir.Expr) {
+	c.unpack(a, b)
+	if bc == BcastNone {
+		c.setFPU(fpuMode{kind: fpuBinary, elt: op, a: a, b: b})
+		c.B.BinaryTiles(op, a, b, ta, tb, dst)
+		return
+	}
+	c.setFPU(fpuMode{kind: fpuBcast, elt: op, bcast: bc, a: a, b: b})
+	c.B.BcastTiles(op, bc.dim(), a, b, ta, tb, dst)
+}
+
+// Reduce folds in[tile] (scaled by the first element of scaler[scalerTile])
+// into DEST[dst]: sums accumulate, maxima take the maximum; ReduceRow
+// leaves one value per row in column 0, ReduceCol one per column in row 0.
+// out is the CB the result will be packed to (reduce_init configures it).
+func (c *Compute) Reduce(op kir.ReduceOp, dim kir.ReduceDim, in, scaler, out int, tile, scalerTile, dst kir.Expr) {
+	c.unpack(in, scaler)
+	c.setFPU(fpuMode{kind: fpuReduce, rop: op, rdim: dim, a: in, b: scaler, out: out})
+	c.B.ReduceTile(op, dim, in, scaler, tile, scalerTile, dst)
+}
+
+// Matmul accumulates DEST[dst] += in0[t0] x in1[t1] (in1 transposed first
+// when transpose is set).
+func (c *Compute) Matmul(in0, in1 int, t0, t1, dst kir.Expr, transpose bool) {
+	c.unpack(in1, in0)
+	c.setFPU(fpuMode{kind: fpuMatmul, a: in0, b: in1, transpose: transpose})
+	c.B.MatmulTiles(in0, in1, t0, t1, dst)
+}
+
+// Transpose unpacks cb[tile] transposed (rows become columns) into DEST[dst].
+func (c *Compute) Transpose(cb int, tile, dst kir.Expr) {
+	c.unpackA(cb)
+	c.setFPU(fpuMode{kind: fpuTranspose, a: cb})
+	c.B.TransposeTile(cb, tile, dst)
+}
+
+// Pack packs DEST[dst] into the next reserved page of cb (between Wait and
+// Release), reconfiguring the packer when cb's format differs.
+func (c *Compute) Pack(dst kir.Expr, cb int) {
+	c.packTo(cb)
+	c.B.PackTile(dst, cb)
+}
+
+// PackOut ends a math section: commit, reserve n pages of cb, wait, pack
+// DEST[0..n-1] into them, release, push. Produces n pages of cb.
+func (c *Compute) PackOut(cb, n int) {
+	c.Commit()
+	c.packTo(cb)
+	c.B.CBReserveBack(cb, kir.Ci(n))
+	c.Wait()
+	for i := 0; i < n; i++ {
+		c.B.PackTile(kir.Ci(i), cb)
+	}
+	c.Release()
+	c.B.CBPushBack(cb, kir.Ci(n))
+}
+
+// Unary streams one tile through the SFPU: wait for one page of in, copy it
+// to DEST[0], apply steps in order, pop in, pack to one page of out.
+// Consumes one page of in, produces one page of out.
+func (c *Compute) Unary(in, out int, steps []SFPUStep) {
+	c.B.CBWaitFront(in, kir.C(1))
+	c.Acquire()
+	c.Copy(in, kir.C(0), kir.C(0))
+	for _, s := range steps {
+		c.SFPU(s, kir.C(0))
+	}
+	c.B.CBPopFront(in, kir.C(1))
+	c.PackOut(out, 1)
+}
+
+// BinaryTile streams one tile pair through the FPU: wait for one page of a
+// and of b, DEST[0] = a op b (b broadcast as bc says; when negate is set
+// the SFPU negates the result, which turns b - a into a - b), then steps
+// on the SFPU, pop both, pack to one page of out. Consumes one page of a
+// and of b, produces one page of out.
+func (c *Compute) BinaryTile(op kir.EltwiseOp, bc Bcast, a, b, out int, negate bool, steps []SFPUStep) {
+	c.B.CBWaitFront(a, kir.C(1))
+	c.B.CBWaitFront(b, kir.C(1))
+	c.Acquire()
+	c.Binary(op, bc, a, b, kir.C(0), kir.C(0), kir.C(0))
+	if negate {
+		c.SFPU(SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
+	}
+	for _, s := range steps {
+		c.SFPU(s, kir.C(0))
+	}
+	c.B.CBPopFront(a, kir.C(1))
+	c.B.CBPopFront(b, kir.C(1))
+	c.PackOut(out, 1)
+}

@@ -1,0 +1,239 @@
+package blocks
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// ReadPage emits, in a data-movement kernel: reserve one page of cb, read
+// page `page` of a into it, wait for the read, push it. Produces one page
+// of cb.
+func ReadPage(b *kir.Builder, a *Access, cb int, page kir.Expr) {
+	b.CBReserveBack(cb, kir.C(1))
+	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+	b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(a.PageSize()))
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.C(1))
+}
+
+// ReadPageTo emits a read of page `page` of a to L1 address l1 of this
+// core (no CB traffic, no barrier).
+func ReadPageTo(b *kir.Builder, a *Access, page, l1 kir.Expr) {
+	b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(a.PageSize()))
+}
+
+// WritePage emits: wait for one page of cb, write it to page `page` of a,
+// wait for the write, pop it. Consumes one page of cb.
+func WritePage(b *kir.Builder, a *Access, cb int, page kir.Expr) {
+	b.CBWaitFront(cb, kir.C(1))
+	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
+	b.NoCAsyncWrite(l1, a.PageAddr(page), kir.Ci(a.PageSize()))
+	b.NoCAsyncWriteBarrier()
+	b.CBPopFront(cb, kir.C(1))
+}
+
+// ReadPages emits a loop reading pages first, first+1, ..., first+count-1
+// of a into cb, one page at a time. Produces count pages of cb.
+func ReadPages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
+	b.For("i", kir.C(0), count, func(i kir.Var) { ReadPage(b, a, cb, kir.Add(first, i)) })
+}
+
+// WritePages emits a loop writing count pages of cb to pages first, ... of
+// a. Consumes count pages of cb.
+func WritePages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
+	b.For("i", kir.C(0), count, func(i kir.Var) { WritePage(b, a, cb, kir.Add(first, i)) })
+}
+
+// Scratch emits the acquisition of one page of cb as private L1 of the
+// kernel (reserve, push, wait: the kernel is the CB's producer and
+// consumer) and returns the variable holding its L1 address. Release with
+// ReleaseScratch at the end of the kernel.
+func Scratch(b *kir.Builder, cb int, name string) kir.Var {
+	b.CBReserveBack(cb, kir.C(1))
+	b.CBPushBack(cb, kir.C(1))
+	b.CBWaitFront(cb, kir.C(1))
+	return b.Let(name, kir.GetReadPtr{CB: cb})
+}
+
+// ReleaseScratch pops the page Scratch took.
+func ReleaseScratch(b *kir.Builder, cb int) { b.CBPopFront(cb, kir.C(1)) }
+
+// FillWords stores word at every 4-byte word of [addr, addr+bytes).
+func FillWords(b *kir.Builder, addr kir.Expr, bytes int, word uint32) {
+	b.For("w", kir.C(0), kir.Ci(bytes/4), func(w kir.Var) {
+		b.L1Write32(kir.Add(addr, kir.Mul(w, kir.C(4))), kir.C(word))
+	})
+}
+
+// LocalCopy copies size bytes inside this core's L1 with a NoC read from
+// itself (src and dst 16-byte aligned). The caller issues the read barrier.
+func LocalCopy(b *kir.Builder, src, dst kir.Expr, size int) {
+	b.NoCAsyncRead(LocalAddr(src), dst, kir.Ci(size))
+}
+
+// LoadElem is the value of the eb-byte element (2 or 4) at L1 address addr,
+// zero-extended to 32 bits.
+func LoadElem(addr kir.Expr, eb int) kir.Expr {
+	if eb == 4 {
+		return kir.L1Read32{Addr: addr}
+	}
+	word := kir.L1Read32{Addr: kir.And(addr, kir.C(^uint32(3)))}
+	return kir.And(kir.Shr(word, kir.Mul(kir.And(addr, kir.C(2)), kir.C(8))), kir.C(0xFFFF))
+}
+
+// StoreElem stores the low eb bytes (2 or 4) of v at L1 address addr; a
+// 2-byte store is a read-modify-write of its 32-bit word.
+func StoreElem(b *kir.Builder, addr, v kir.Expr, eb int) {
+	if eb == 4 {
+		b.L1Write32(addr, v)
+		return
+	}
+	wa := b.Let("wa", kir.And(addr, kir.C(^uint32(3))))
+	sh := b.Let("sh", kir.Mul(kir.And(addr, kir.C(2)), kir.C(8)))
+	keep := kir.And(kir.L1Read32{Addr: wa}, kir.Bin{Op: kir.OpXor, X: kir.Shl(kir.C(0xFFFF), sh), Y: kir.C(0xFFFFFFFF)})
+	b.L1Write32(wa, kir.Or(keep, kir.Shl(kir.And(v, kir.C(0xFFFF)), sh)))
+}
+
+// CopyRun copies n elements of eb bytes from L1 address src to dst, where
+// both start at a multiple of align bytes (align a power of two): a local
+// NoC read when the run is whole 16-byte units at 16-byte alignment, 32-bit
+// words when it is whole words at word alignment, elements otherwise. The
+// caller issues the read barrier.
+func CopyRun(b *kir.Builder, src, dst kir.Expr, n, eb, align int) {
+	size := n * eb
+	switch {
+	case size%16 == 0 && align%16 == 0:
+		LocalCopy(b, src, dst, size)
+	case size%4 == 0 && align%4 == 0:
+		for w := 0; w < size/4; w++ {
+			b.L1Write32(kir.Add(dst, kir.Ci(4*w)), kir.L1Read32{Addr: kir.Add(src, kir.Ci(4*w))})
+		}
+	default:
+		for e := 0; e < n; e++ {
+			StoreElem(b, kir.Add(dst, kir.Ci(e*eb)), LoadElem(kir.Add(src, kir.Ci(e*eb)), eb), eb)
+		}
+	}
+}
+
+// ZeroPadding zeroes the elements of the tile at L1 address tile that lie
+// outside rows [0, rows) x cols [0, cols) (0 < rows, cols <= 32), for
+// elements of eb bytes (2 or 4). Whole face rows are cleared word by word;
+// a partial word at the column boundary is read-modified-written.
+// Reductions and matmuls over a padded dimension call it on their inputs,
+// since device programs may leave any value in tile padding.
+func ZeroPadding(b *kir.Builder, tile kir.Expr, eb, rows, cols int) {
+	if rows >= TileDim && cols >= TileDim {
+		return
+	}
+	perWord := 4 / eb
+	for r := 0; r < TileDim; r++ {
+		for half := 0; half < 2; half++ {
+			lo := 0 // first column of this face row to clear
+			if r < rows {
+				lo = cols - half*FaceDim
+				if lo >= FaceDim {
+					continue
+				}
+				lo = max(lo, 0)
+			}
+			start := FaceOffsetConst(r, half*FaceDim, eb)
+			first := (lo + perWord - 1) / perWord // first whole word
+			if lo%perWord != 0 {                  // bf16: the element after lo-1 shares a word
+				StoreElem(b, kir.Add(tile, kir.Ci(start+lo*eb)), kir.C(0), eb)
+			}
+			words := FaceDim / perWord
+			if first < words {
+				if words-first > 2 {
+					b.For("z", kir.Ci(first), kir.Ci(words), func(z kir.Var) {
+						b.L1Write32(kir.Add(tile, kir.Add(kir.Ci(start), kir.Mul(z, kir.C(4)))), kir.C(0))
+					})
+				} else {
+					for w := first; w < words; w++ {
+						b.L1Write32(kir.Add(tile, kir.Ci(start+4*w)), kir.C(0))
+					}
+				}
+			}
+		}
+	}
+}
+
+// ScalerTile produces one page of bf16 CB cb holding the reduce scaler:
+// value in row 0 of every face, zero elsewhere (reduce_tile multiplies by
+// the scaler's first element). Produces one page of cb.
+func ScalerTile(b *kir.Builder, cb int, value float32) {
+	b.Comment("reduce scaler tile: the value in row 0 of every face")
+	b.CBReserveBack(cb, kir.C(1))
+	sp := b.Let("scaler", kir.GetWritePtr{CB: cb})
+	FillWords(b, sp, ir.BF16.TileBytes(), 0)
+	w := FillWord(ir.BF16, value)
+	b.For("f", kir.C(0), kir.C(4), func(f kir.Var) {
+		b.For("i", kir.C(0), kir.C(8), func(i kir.Var) {
+			b.L1Write32(kir.Add(sp, kir.Add(kir.Mul(f, kir.C(512)), kir.Mul(i, kir.C(4)))), kir.C(w))
+		})
+	})
+	b.CBPushBack(cb, kir.C(1))
+}
+
+// ConstTile produces one page of CB cb (bf16 or fp32 tiles) with every
+// element equal to value.
+func ConstTile(b *kir.Builder, cb int, dt ir.DType, value float32) {
+	b.CBReserveBack(cb, kir.C(1))
+	p := b.Let("const", kir.GetWritePtr{CB: cb})
+	FillWords(b, p, dt.TileBytes(), FillWord(dt, value))
+	b.CBPushBack(cb, kir.C(1))
+}
+
+// ZeroImagePadding zeroes the tile padding of tile (tr, tc) of a tensor
+// with tile view im, held at L1 address tile (elements of eb bytes): rows
+// past im.R in the last tile row and columns past im.C in the last tile
+// column. Interior tiles are left alone. tr and tc are expressions.
+func ZeroImagePadding(b *kir.Builder, tile kir.Expr, im Image, eb int, tr, tc kir.Expr) {
+	lastR, lastC := im.R-(im.Rt-1)*TileDim, im.C-(im.Ct-1)*TileDim
+	if lastR == TileDim && lastC == TileDim {
+		return
+	}
+	isLastR := kir.Eq(tr, kir.Ci(im.Rt-1))
+	isLastC := kir.Eq(tc, kir.Ci(im.Ct-1))
+	switch {
+	case lastR < TileDim && lastC < TileDim:
+		b.IfElse(kir.LAnd(isLastR, isLastC), func() { ZeroPadding(b, tile, eb, lastR, lastC) }, func() {
+			b.IfElse(isLastR, func() { ZeroPadding(b, tile, eb, lastR, TileDim) }, func() {
+				b.If(isLastC, func() { ZeroPadding(b, tile, eb, TileDim, lastC) })
+			})
+		})
+	case lastR < TileDim:
+		b.If(isLastR, func() { ZeroPadding(b, tile, eb, lastR, TileDim) })
+	default:
+		b.If(isLastC, func() { ZeroPadding(b, tile, eb, TileDim, lastC) })
+	}
+}
+
+// ZeroRows zeroes rows [from, 32) of the tile at L1 address tile (elements
+// of eb bytes); from is an expression (a row count known only at run time).
+func ZeroRows(b *kir.Builder, tile, from kir.Expr, eb int) {
+	words := FaceDim * eb / 4
+	b.For("zr", from, kir.Ci(TileDim), func(r kir.Var) {
+		for half := 0; half < 2; half++ {
+			base := b.Let("zb", kir.Add(tile, FaceOffset(r, kir.Ci(half*FaceDim), eb)))
+			b.For("zw", kir.C(0), kir.Ci(words), func(w kir.Var) {
+				b.L1Write32(kir.Add(base, kir.Mul(w, kir.C(4))), kir.C(0))
+			})
+		}
+	})
+}
+
+// NegateCols flips the sign of columns [c0, c1) (constants, 0 <= c0 < c1
+// <= 32) in all 32 rows of the tile at L1 address tile (bf16 or fp32
+// elements of eb bytes).
+func NegateCols(b *kir.Builder, tile kir.Expr, eb, c0, c1 int) {
+	sign := uint32(0x8000)
+	if eb == 4 {
+		sign = 0x80000000
+	}
+	b.For("nr", kir.C(0), kir.Ci(TileDim), func(r kir.Var) {
+		b.For("nc", kir.Ci(c0), kir.Ci(c1), func(c kir.Var) {
+			a := b.Let("na", kir.Add(tile, FaceOffset(r, c, eb)))
+			StoreElem(b, a, kir.Bin{Op: kir.OpXor, X: LoadElem(a, eb), Y: kir.C(sign)}, eb)
+		})
+	})
+}

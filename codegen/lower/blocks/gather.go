@@ -1,0 +1,175 @@
+package blocks
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// GatherSource is one tensor a Gather copies from: its page addressing and
+// its tile view.
+type GatherSource struct {
+	Acc   *Access
+	Image Image
+}
+
+// Run is one possible origin of an output run of Gather.Seg elements: when
+// Cond holds (nil: always), the run is copied from source Src starting at
+// element (Row, Col) of the source's flattened 2-D view. Col must be a
+// multiple of Seg, and the Seg elements must lie in one source row.
+type Run struct {
+	Cond     kir.Expr
+	Src      int
+	Row, Col kir.Expr
+}
+
+// Gather assembles the tiles of an output tensor (tile view Out, element
+// type DType, bf16 or fp32 or 32-bit integers) from the tiles of source
+// tensors of the same element type, in a data-movement kernel. For every
+// output page it reserves a page of the output CB, optionally fills it
+// with FillValue (Fill; needed when some valid elements have no Run, and
+// to give the padding a defined value), then for every valid output row
+// (flattened 2-D row index) and every run of Seg columns asks Map where the
+// run comes from, loads the source tile into a one-page cache slot of that
+// source (a page is re-read only when the run needs another page than the
+// previous one) and copies the run. Runs start at output columns that are
+// multiples of Seg; Seg must be a power of two <= 16 dividing the output's
+// columns (SegFor).
+type Gather struct {
+	Out       Image
+	DType     ir.DType
+	Seg       int
+	Fill      bool
+	FillValue float32
+	Sources   []GatherSource
+	// Map emits (into b, in the reader) whatever it needs and returns the
+	// candidate origins of the run starting at output element (row, col).
+	Map func(b *kir.Builder, row, col kir.Var) []Run
+
+	slots    []int
+	slotAddr []kir.Var
+	cur      []kir.Var
+}
+
+// Check reports a Gather that cannot work: element sizes and run length.
+func (g *Gather) Check() error {
+	eb := ElemBytes(g.DType)
+	if eb != 2 && eb != 4 {
+		return fmt.Errorf("rule relayout-dtype: data movement moves bf16, fp32 and 32-bit integer elements, not %s (block floats share exponents across elements)", g.DType)
+	}
+	if g.Seg < 1 || g.Seg > FaceDim || FaceDim%g.Seg != 0 || g.Out.C%g.Seg != 0 {
+		return fmt.Errorf("rule relayout-run: run length %d must be a power of two <= 16 dividing the output's %d columns", g.Seg, g.Out.C)
+	}
+	return nil
+}
+
+// Emit emits the assembly of output pages first .. first+count-1, in
+// order, into outCB (one page at a time): Begin, a loop of Page, End.
+// Produces count pages of outCB.
+func (g *Gather) Emit(b *kir.Builder, outCB int, slots []int, first, count kir.Expr) {
+	g.Begin(b, slots)
+	b.For("p", first, kir.Add(first, count), func(p kir.Var) { g.Page(b, outCB, p) })
+	g.End(b)
+}
+
+// Begin takes the cache slots: slots[i] is a one-page CB of source i's
+// page size, used as its tile cache (Scratch). Call before Page.
+func (g *Gather) Begin(b *kir.Builder, slots []int) {
+	g.slots = slots
+	g.slotAddr = make([]kir.Var, len(g.Sources))
+	g.cur = make([]kir.Var, len(g.Sources))
+	for i := range g.Sources {
+		g.slotAddr[i] = Scratch(b, slots[i], fmt.Sprintf("slot%d", i))
+		g.cur[i] = b.LetT(fmt.Sprintf("cur%d", i), kir.U32T, kir.C(0xFFFFFFFF))
+	}
+}
+
+// End releases the cache slots taken by Begin.
+func (g *Gather) End(b *kir.Builder) {
+	for i := range g.Sources {
+		ReleaseScratch(b, g.slots[i])
+	}
+}
+
+// Page emits the assembly of output page p (an expression) into one page
+// of outCB. Produces one page of outCB.
+func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
+	eb := ElemBytes(g.DType)
+	out := g.Out
+	tc := b.Let("tc", kir.Mod(p, kir.Ci(out.Ct)))
+	q := b.Let("q", kir.Div(p, kir.Ci(out.Ct)))
+	tr := b.Let("tr", kir.Mod(q, kir.Ci(out.Rt)))
+	bb := b.Let("bb", kir.Div(q, kir.Ci(out.Rt)))
+	nr := b.LetT("nr", kir.U32T, kir.Sub(kir.Ci(out.R), kir.Mul(tr, kir.Ci(TileDim))))
+	b.If(kir.Gt(nr, kir.Ci(TileDim)), func() { b.Assign(nr, kir.Ci(TileDim)) })
+	nc := b.LetT("nc", kir.U32T, kir.Sub(kir.Ci(out.C), kir.Mul(tc, kir.Ci(TileDim))))
+	b.If(kir.Gt(nc, kir.Ci(TileDim)), func() { b.Assign(nc, kir.Ci(TileDim)) })
+	b.CBReserveBack(outCB, kir.C(1))
+	tp := b.Let("tp", kir.GetWritePtr{CB: outCB})
+	if g.Fill {
+		FillWords(b, tp, g.DType.TileBytes(), FillWord(g.DType, g.FillValue))
+	}
+	b.For("r", kir.C(0), nr, func(r kir.Var) {
+		row := b.Let("row", kir.Add(kir.Mul(bb, kir.Ci(out.R)), kir.Add(kir.Mul(tr, kir.Ci(TileDim)), r)))
+		b.ForStep("c", kir.C(0), nc, kir.Ci(g.Seg), func(c kir.Var) {
+			col := b.Let("col", kir.Add(kir.Mul(tc, kir.Ci(TileDim)), c))
+			dst := b.Let("dst", kir.Add(tp, FaceOffset(r, c, eb)))
+			for _, run := range g.Map(b, row, col) {
+				emit := func() {
+					src := g.Sources[run.Src]
+					sr := b.Let("sr", run.Row)
+					sc := b.Let("sc", run.Col)
+					pg := b.Let("pg", src.Image.Page(sr, sc))
+					b.If(kir.Ne(pg, g.cur[run.Src]), func() {
+						ReadPageTo(b, src.Acc, pg, g.slotAddr[run.Src])
+						b.NoCAsyncReadBarrier()
+						b.Assign(g.cur[run.Src], pg)
+					})
+					CopyRun(b, kir.Add(g.slotAddr[run.Src], src.Image.InTile(sr, sc, eb)), dst, g.Seg, eb, g.Seg*eb)
+				}
+				if run.Cond == nil {
+					emit()
+				} else {
+					b.If(run.Cond, emit)
+				}
+			}
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(outCB, kir.C(1))
+}
+
+// Index helpers: the multi-dimensional index of a flattened row.
+
+// Unflatten splits the flattened 2-D row index `row` of a tensor of shape
+// dims (rank >= 1) into the indices of its leading dims and of its
+// second-to-last dim (rank-1 values; a rank-1 tensor has the single row 0
+// and yields no indices).
+func Unflatten(row kir.Expr, dims ir.Shape) []kir.Expr {
+	n := dims.Rank() - 1
+	idx := make([]kir.Expr, n)
+	rest := row
+	for d := n - 1; d >= 0; d-- {
+		if d == 0 {
+			idx[d] = rest
+			break
+		}
+		idx[d] = kir.Mod(rest, kir.Ci(dims[d]))
+		rest = kir.Div(rest, kir.Ci(dims[d]))
+	}
+	return idx
+}
+
+// Flatten is the flattened 2-D row of the leading-dim indices idx (rank-1
+// values) of a tensor of shape dims.
+func Flatten(idx []kir.Expr, dims ir.Shape) kir.Expr {
+	if len(idx) == 0 {
+		return kir.C(0)
+	}
+	e := idx[0]
+	for d := 1; d < len(idx); d++ {
+		e = kir.Add(kir.Mul(e, kir.Ci(dims[d])), idx[d])
+	}
+	return e
+}

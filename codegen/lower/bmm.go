@@ -1,0 +1,134 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Batched matmul (activation x activation): out[.., m, n] = sum_k a[.., m,
+// k] * b[.., k, n]. The result tiles (every batch's Mt x Nt) are split over
+// the grid. For each result tile the reader streams the Kt pairs of a and b
+// tiles; when K is not a multiple of 32 it zeroes the padding columns of
+// a's last K tile and the padding rows of b's (device programs may leave
+// garbage in padding, and 0 * NaN is NaN). Compute accumulates matmul_tiles
+// over K in fp32 DEST at the context's fidelity and packs the tile in the
+// result's dtype.
+
+func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
+	for _, v := range []*ir.Value{a, bv, out} {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
+	}
+	as, bs := a.Type.Shape, bv.Type.Shape
+	r := as.Rank()
+	if r < 2 || bs.Rank() != r {
+		return nil, fmt.Errorf("rule bmm-rank: want a [.., M, K] and b [.., K, N] of equal rank >= 2, got %s and %s", as, bs)
+	}
+	for d := 0; d < r-2; d++ {
+		if as[d] != bs[d] {
+			return nil, fmt.Errorf("rule bmm-batch: leading dim %d differs (%d vs %d)", d, as[d], bs[d])
+		}
+	}
+	k := as[r-1]
+	if bs[r-2] != k {
+		return nil, fmt.Errorf("rule bmm-inner: a %s has K=%d, b %s has K=%d", as, k, bs, bs[r-2])
+	}
+	ai, bi, oi := blocks.ImageOf(as), blocks.ImageOf(bs), blocks.ImageOf(out.Type.Shape)
+	pad := k%ir.TileSize != 0
+	if pad {
+		for _, v := range []*ir.Value{a, bv} {
+			if eb := blocks.ElemBytes(v.Type.DType); eb != 2 && eb != 4 {
+				return nil, fmt.Errorf("rule bmm-k: K = %d is not a multiple of %d, so the reader zeroes K padding, which needs bf16 or fp32 operands; %s is %s", k, ir.TileSize, v, v.Type.DType)
+			}
+		}
+	}
+	kt := ai.Ct
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(oi.Pages, t.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbA := cbs.Input("a", a.Type.DType, 2)
+	cbB := cbs.Input("b", bv.Type.DType, 2)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	if err := cbs.Err("bmm"); err != nil {
+		return nil, err
+	}
+
+	// Reader: per result tile (batch, mt, nt), the pairs (a[batch, mt, k], b[batch, k, nt]).
+	rd := newReader(p, rs)
+	aAcc, err := accessOf(ctx, rd, "a_addr", a)
+	if err != nil {
+		return nil, err
+	}
+	bAcc, err := accessOf(ctx, rd, "b_addr", bv)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	read := func(acc *blocks.Access, cb int, im blocks.Image, dt ir.DType, page, tr, tc kir.Expr) {
+		if !pad {
+			blocks.ReadPage(b, acc, cb, page)
+			return
+		}
+		b.CBReserveBack(cb, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		blocks.ReadPageTo(b, acc, page, l1)
+		b.NoCAsyncReadBarrier()
+		blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(dt), tr, tc)
+		b.CBPushBack(cb, kir.C(1))
+	}
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		pg := b.Let("page", kir.Add(rstart, i))
+		nt := b.Let("nt", kir.Mod(pg, kir.Ci(oi.Ct)))
+		q := b.Let("q", kir.Div(pg, kir.Ci(oi.Ct)))
+		mt := b.Let("mt", kir.Mod(q, kir.Ci(oi.Rt)))
+		bb := b.Let("bb", kir.Div(q, kir.Ci(oi.Rt)))
+		b.For("k", kir.C(0), kir.Ci(kt), func(kk kir.Var) {
+			read(aAcc, cbA, ai, a.Type.DType, kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(ai.Rt)), mt), kir.Ci(ai.Ct)), kk), mt, kk)
+			read(bAcc, cbB, bi, bv.Type.DType, kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(bi.Rt)), kk), kir.Ci(bi.Ct)), nt), kk, nt)
+		})
+	})
+
+	// Compute.
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cp.RuntimeArg("num_tiles")
+	c := blocks.NewCompute(p, cp)
+	c.MatmulStartup(cbA, cbB, cbOut)
+	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		c.Acquire()
+		c.For("k", kir.C(0), kir.Ci(kt), func(kir.Var) {
+			c.B.CBWaitFront(cbA, kir.C(1))
+			c.B.CBWaitFront(cbB, kir.C(1))
+			c.Matmul(cbA, cbB, kir.C(0), kir.C(0), kir.C(0), false)
+			c.B.CBPopFront(cbA, kir.C(1))
+			c.B.CBPopFront(cbB, kir.C(1))
+		})
+		c.PackOut(cbOut, 1)
+	})
+
+	// Writer.
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, core := range cores {
+		s, cnt := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(cnt)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+	}
+	return p, nil
+}

@@ -1,0 +1,174 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// update_cache: out = cache [B, Hc, L, D] with out[b, h, pos, :] =
+// new[b, h, :] (new [B, Hn >= Hc, D]). A data-movement program. The reader
+// reads pos from its page; for every cache page it handles it reads the
+// page into a CB and, when the page's tile row holds position pos, copies
+// row h of new (from new's tile, cached) into the page's row pos % 32
+// with local face-row copies; the writer stores the page.
+//
+// When the result and the cache resolve to the same buffer name (the
+// runtime updates the state in place) only the B*Hc*Dt tiles of tile row
+// pos/32 are read, patched and written (the writer reads pos too, to find
+// them). Otherwise every cache page is copied, which makes the result a
+// complete new cache.
+
+func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
+	if err := layoutOperands(cache, nw, out); err != nil {
+		return nil, err
+	}
+	if err := checkPos(pos); err != nil {
+		return nil, err
+	}
+	cs, ns := cache.Type.Shape, nw.Type.Shape
+	if cs.Rank() != 4 || ns.Rank() != 3 || ns[0] != cs[0] || ns[1] < cs[1] || ns[2] != cs[3] || !out.Type.Shape.Equal(cs) {
+		return nil, fmt.Errorf("rule cache-shape: want cache [B,H,L,D], new [B,>=H,D] and a result shaped like the cache, got %s, %s, %s", cs, ns, out.Type.Shape)
+	}
+	B, Hc, L := cs[0], cs[1], cs[2]
+	if L%ir.TileSize != 0 {
+		return nil, fmt.Errorf("rule cache-length: cache length %d must be a multiple of %d", L, ir.TileSize)
+	}
+	eb := blocks.ElemBytes(cache.Type.DType)
+	ci, ni := blocks.ImageOf(cs), blocks.ImageOf(ns)
+	lt, dt := ci.Rt, ci.Ct
+	inPlace := ctx.BufferName(out) == ctx.BufferName(cache)
+	units := ci.Pages
+	if inPlace {
+		units = B * Hc * dt
+	}
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(units, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbPage := cbs.Input("page", cache.Type.DType, 2)
+	cbNew := cbs.Scratch("new_tile", nw.Type.DType, 1)
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbPosW := -1
+	if inPlace {
+		cbPosW = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	}
+	if err := cbs.Err("update_cache"); err != nil {
+		return nil, err
+	}
+	// pageOf is the cache page of unit u when in place.
+	pageOf := func(u, posv kir.Expr) kir.Expr {
+		bh := kir.Div(u, kir.Ci(dt))
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(lt)), kir.Div(posv, kir.Ci(ir.TileSize))), kir.Ci(dt)), kir.Mod(u, kir.Ci(dt)))
+	}
+
+	rd := newReader(p, rs)
+	cAcc, err := accessOf(ctx, rd, "cache_addr", cache)
+	if err != nil {
+		return nil, err
+	}
+	nAcc, err := accessOf(ctx, rd, "new_addr", nw)
+	if err != nil {
+		return nil, err
+	}
+	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	posv := readPos(b, pAcc, cbPos)
+	slot := blocks.Scratch(b, cbNew, "new_tile")
+	cur := b.LetT("cur", kir.U32T, kir.C(0xFFFFFFFF))
+	ptr := b.Let("ptr", kir.Div(posv, kir.Ci(ir.TileSize)))
+	prow := b.Let("prow", kir.Mod(posv, kir.Ci(ir.TileSize)))
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		u := b.Let("u", kir.Add(rstart, i))
+		page := kir.Expr(u)
+		if inPlace {
+			page = pageOf(u, posv)
+		}
+		pg := b.Let("pg", page)
+		b.CBReserveBack(cbPage, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cbPage})
+		blocks.ReadPageTo(b, cAcc, pg, l1)
+		b.NoCAsyncReadBarrier()
+		patch := func() {
+			d := b.Let("d", kir.Mod(pg, kir.Ci(dt)))
+			bh := b.Let("bh", kir.Div(pg, kir.Ci(lt*dt)))
+			h := b.Let("h", kir.Mod(bh, kir.Ci(Hc)))
+			row := b.Let("nrow", kir.Add(kir.Mul(kir.Div(bh, kir.Ci(Hc)), kir.Ci(ns[1])), h))
+			npg := b.Let("npg", ni.Page(row, kir.Mul(d, kir.Ci(ir.TileSize))))
+			b.If(kir.Ne(npg, cur), func() {
+				blocks.ReadPageTo(b, nAcc, npg, slot)
+				b.NoCAsyncReadBarrier()
+				b.Assign(cur, npg)
+			})
+			hr := b.Let("hr", kir.Mod(h, kir.Ci(ir.TileSize)))
+			for c := 0; c < ir.TileSize; c += blocks.FaceDim {
+				blocks.CopyRun(b, kir.Add(slot, blocks.FaceOffset(hr, kir.Ci(c), eb)), kir.Add(l1, blocks.FaceOffset(prow, kir.Ci(c), eb)), blocks.FaceDim, eb, blocks.FaceDim*eb)
+			}
+			b.NoCAsyncReadBarrier()
+		}
+		if inPlace {
+			patch()
+		} else {
+			b.If(kir.Eq(kir.Mod(kir.Div(pg, kir.Ci(dt)), kir.Ci(lt)), ptr), patch)
+		}
+		b.CBPushBack(cbPage, kir.C(1))
+	})
+	blocks.ReleaseScratch(b, cbNew)
+	blocks.ReleaseScratch(b, cbPos)
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	b = wr.Builder()
+	if !inPlace {
+		blocks.WritePages(b, oAcc, cbPage, wstart, wcount)
+	} else {
+		wpAcc, err := accessOf(ctx, wr, "pos_addr", pos)
+		if err != nil {
+			return nil, err
+		}
+		wpos := readPos(b, wpAcc, cbPosW)
+		b.For("i", kir.C(0), wcount, func(i kir.Var) {
+			blocks.WritePage(b, oAcc, cbPage, pageOf(kir.Add(wstart, i), wpos))
+		})
+		blocks.ReleaseScratch(b, cbPosW)
+	}
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
+
+// checkPos checks a decode position operand: [1] uint32 (or int32)
+// row-major.
+func checkPos(pos *ir.Value) error {
+	if (pos.Type.DType != ir.UInt32 && pos.Type.DType != ir.Int32) || pos.Type.Layout != ir.RowMajorLayout || pos.Type.Shape.Numel() != 1 {
+		return fmt.Errorf("rule decode-pos: pos must be a [1] uint32 row-major tensor, got %s", pos.Type)
+	}
+	return nil
+}
+
+// readPos emits the read of the position page into scratch CB cb (kept
+// until the caller releases it) and returns the variable holding pos.
+func readPos(b *kir.Builder, acc *blocks.Access, cb int) kir.Var {
+	l1 := blocks.Scratch(b, cb, "posp")
+	blocks.ReadPageTo(b, acc, kir.C(0), l1)
+	b.NoCAsyncReadBarrier()
+	return b.Let("pos", kir.L1Read32{Addr: l1})
+}

@@ -1,0 +1,691 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Collective family: all_reduce, reduce_scatter and all_gather over the
+// devices of a 1xN mesh row, cabled as a ring (target.Ethernet.RingEast /
+// RingWest: link l runs from channel RingEast[l] of card d to channel
+// RingWest[l] of card d+1 mod N).
+//
+// # One program for every card
+//
+// The lowering returns one kir.Program that every card of the row runs as
+// one mesh workload (kexec.Cluster.Run, runtime.Executable.RunCollective).
+// What differs per card - which chunk it sends and receives at each step -
+// is computed by the kernels from the common runtime arg device_id
+// (kir.DeviceID, resolved when the program is loaded on a card), so one
+// program config per op signature serves all cards.
+//
+// # Algorithm
+//
+// The tensor's tiles are cut into chunks (reduce_scatter, all_gather: the
+// per-device slices along the axis; all_reduce: N equal runs of tiles, or
+// for N = 2 the whole tensor). A step moves one chunk per card to the next
+// card; in every step each card sends on its east links and receives on
+// its west links.
+//
+//   - reduce steps (ring reduce-scatter, N-1 steps): at step s card d sends
+//     chunk (d-s-1) mod N - its own x at s = 0, afterwards the partial sum
+//     it computed in step s-1 - and receives the partial of chunk
+//     (d-s-2) mod N, which adder cores add to its own x chunk. After the
+//     last step card d holds the full sum of chunk d.
+//   - gather steps (ring all-gather, N-1 steps): at step s card d sends
+//     chunk (d-s) mod N of the result (its own at s = 0, afterwards the one
+//     it received in step s-1) and stores the chunk (d-s-1) mod N it
+//     receives.
+//
+// reduce_scatter is the reduce steps with the output the final chunk,
+// all_gather the gather steps (the sender also copies the card's own slice
+// into the output), all_reduce both. For N = 2 all_reduce is one reduce
+// step on a single chunk: each card sends its whole partial to the other
+// and both add - half the steps of reduce-scatter + all-gather for the same
+// bytes, which wins at decode sizes where a step is mostly handshake
+// latency. Results are replicated bit for bit: a gathered chunk is a copy
+// of the bytes its owner computed. For N = 2 a reduce is one rounding of
+// the exact sum, as the reference; for N > 2 every hop rounds the partial
+// to the dtype.
+//
+// # Kernels
+//
+// Per link l: a sender on ethernet core RingEast[l], a receiver on
+// RingWest[l] and, for reduce steps, M adder cores (reader, compute,
+// writer) on worker cores. Link l carries tiles [l*LinkTiles, ...) of every
+// chunk, in packets; per packet:
+//
+//   - sender: read the packet's tiles from DRAM into its L1 staging area
+//     (or take them from its forwarding slot), eth_send_bytes the wire
+//     segments of each tile into the receiver's staging area,
+//     eth_wait_for_receiver_done;
+//   - receiver: eth_wait_for_bytes; for a reduce step noc_semaphore_inc
+//     every adder's "ready" semaphore and wait until all M incremented its
+//     "free" semaphore; for a gather step write the tiles to the output in
+//     DRAM; eth_receiver_done.
+//   - adder m: takes tiles m, m+M, ... of the packet: reads the local x tile
+//     from DRAM and the received segments from the receiver's L1, adds them
+//     (add_tiles), and writes the sum to the sender's forwarding slot
+//     (segments; the next step sends it) or, in the last step, to the
+//     output in DRAM. After a step each adder increments the sender's
+//     "ready" semaphore; the sender waits for M*s of them before step s.
+//     Two forwarding slots alternate; an adder reuses a slot after the
+//     sender's "fwd free" increment says it was sent.
+//
+// Only the rows of a tile that hold data travel (wireSegments): a [1,1,H]
+// bf16 tensor sends 64 of every 2,048 bytes. Padding rows of the output
+// tiles are left with whatever the staging area held (device programs may
+// leave padding undefined).
+//
+// # Cost
+//
+// PlanRing estimates the time and picks the adder cores; the plan is
+// recorded in the sender's defines (CCL_*). For all_reduce of [1,1,5120]
+// bf16 on 1x2 (160 tiles, 2 links of 80 tiles, one packet each): about
+// 2,700 cycles of DRAM reads, 256 of wire time, 1,350 of handshake and
+// 1,400 of adds per link - about 5,900 cycles (4.4 us) plus dispatch; the
+// measured two-card collectives of tt-metal take 16-28 us.
+
+// Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
+// and the receiver's "free" count; on the adders id 0 is "packet arrived",
+// id 1 "forwarding slot free".
+const (
+	cclSemEth     = 0
+	cclSemArrived = 0
+	cclSemFwdFree = 1
+)
+
+type cclKind uint8
+
+const (
+	cclAllReduce cclKind = iota
+	cclReduceScatter
+	cclAllGather
+)
+
+// cclOp is one collective to lower.
+type cclOp struct {
+	kind   cclKind
+	n      int
+	x, out *ir.Value
+	chunks cclChunks
+	segs   []cclSegment
+	plan   RingPlan
+}
+
+func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	for _, v := range []*ir.Value{x, out} {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
+	}
+	dt := x.Type.DType
+	if dt != ir.BF16 && dt != ir.FP32 || out.Type.DType != dt {
+		return nil, fmt.Errorf("rule ccl-dtype: collectives move bf16 or fp32 tiles with the operand's dtype; got %s -> %s", dt, out.Type.DType)
+	}
+	n, ok := op.Attrs["devices"].(int)
+	if !ok || n < 1 {
+		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"devices\" >= 1", op.Name())
+	}
+	if n == 1 {
+		return cclCopy(op, ctx)
+	}
+	c := &cclOp{n: n, x: x, out: out, segs: wireSegments(x.Type.Shape, dt)}
+	var err error
+	switch op.Kind {
+	case ir.OpAllReduce:
+		c.kind = cclAllReduce
+		if n == 2 {
+			c.chunks = cclChunks{Count: 1, Tiles: x.Type.Shape.Tiles(), Run: x.Type.Shape.Tiles(), Stride: x.Type.Shape.Tiles()}
+		} else {
+			c.chunks, err = flatChunks(x.Type.Shape.Tiles(), n)
+		}
+	case ir.OpReduceScatter, ir.OpAllGather:
+		full := x.Type.Shape
+		c.kind = cclReduceScatter
+		if op.Kind == ir.OpAllGather {
+			full, c.kind = out.Type.Shape, cclAllGather
+		}
+		ax, aerr := cclAxis(op, full.Rank())
+		if aerr != nil {
+			return nil, aerr
+		}
+		c.chunks, err = axisChunks(full, ax, n)
+	default:
+		return nil, fmt.Errorf("rule ccl-kind: %s is not a collective", op.Name())
+	}
+	if err != nil {
+		return nil, err
+	}
+	reduce, gather := n-1, n-1
+	switch c.kind {
+	case cclAllGather:
+		reduce = 0
+	case cclReduceScatter:
+		gather = 0
+	case cclAllReduce:
+		if n == 2 {
+			gather = 0
+		}
+	}
+	c.plan, err = PlanRing(ctx.Target, n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs))
+	if err != nil {
+		return nil, err
+	}
+	return c.program(op, ctx)
+}
+
+func cclAxis(op *ir.Op, rank int) (int, error) {
+	v, ok := op.Attrs["axis"].(int)
+	if !ok {
+		return 0, fmt.Errorf("rule attr: %s needs an int attribute \"axis\"", op.Name())
+	}
+	if v < 0 {
+		v += rank
+	}
+	if v < 0 || v >= rank {
+		return 0, fmt.Errorf("rule axis: axis %d is outside a rank-%d tensor", op.Attrs["axis"], rank)
+	}
+	return v, nil
+}
+
+// cclCopy is the collective over one device: the identity, a page copy
+// through one worker core.
+func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	x, out := op.Operands[0], op.Result()
+	if x.Type.Shape.Tiles() != out.Type.Shape.Tiles() {
+		return nil, fmt.Errorf("rule ccl-one-device: over one device the result %s must have the operand's %d tiles", out.Type.Shape, x.Type.Shape.Tiles())
+	}
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	tb, tiles := x.Type.DType.TileBytes(), x.Type.Shape.Tiles()
+	stride := t.DRAMPageSize(tb)
+	_, rs := firstCores(t, 1)
+	p.AddCB(kir.CB{Index: cbIn0, PageSize: tb, Pages: 2, Format: x.Type.DType, Cores: rs, Name: "tiles"})
+	rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	xa := rd.CommonArg("x_addr", kir.BufferAddr(ctx.BufferName(x), 0))
+	b := rd.Builder()
+	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
+		b.CBReserveBack(cbIn0, kir.C(1))
+		b.NoCAsyncRead(kir.InterleavedPageAddr(xa, i, stride, t.DRAMBanks), kir.GetWritePtr{CB: cbIn0}, kir.Ci(tb))
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cbIn0, kir.C(1))
+	})
+	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	oa := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
+	b = wr.Builder()
+	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
+		b.CBWaitFront(cbIn0, kir.C(1))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: cbIn0}, kir.InterleavedPageAddr(oa, i, stride, t.DRAMBanks), kir.Ci(tb))
+		b.NoCAsyncWriteBarrier()
+		b.CBPopFront(cbIn0, kir.C(1))
+	})
+	return p, nil
+}
+
+// cclKernels holds what the kernel builders share.
+type cclKernels struct {
+	*cclOp
+	ctx                     *Context
+	p                       *kir.Program
+	xName, outName          string
+	tb, stride              int
+	staging, fwd0, fwd1     int
+	east, west              []kir.Core
+	workers                 [][]kir.Core // by link, then adder
+	workerRanges, ethRanges []ir.CoreRange
+}
+
+func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl := c.plan
+	k := &cclKernels{cclOp: c, ctx: ctx, p: p, xName: ctx.BufferName(c.x), outName: ctx.BufferName(c.out),
+		tb: c.x.Type.DType.TileBytes()}
+	k.stride = t.DRAMPageSize(k.tb)
+	var end int
+	k.staging, k.fwd0, k.fwd1, end = pl.ethLayout(t)
+	if end > t.Eth.L1Top {
+		return nil, fmt.Errorf("rule ccl-eth-l1: the ethernet L1 layout ends at %d, past the kernel region's top %d", end, t.Eth.L1Top)
+	}
+	for l := 0; l < pl.Links; l++ {
+		k.east = append(k.east, kir.EthCore(t.Eth.RingEast[l]))
+		k.west = append(k.west, kir.EthCore(t.Eth.RingWest[l]))
+		k.ethRanges = append(k.ethRanges, k.east[l].Range(), k.west[l].Range())
+	}
+	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: k.ethRanges})
+	if pl.ReduceSteps > 0 {
+		cores, rs := firstCores(t, pl.Links*pl.WorkersPerLink)
+		for l := 0; l < pl.Links; l++ {
+			k.workers = append(k.workers, cores[l*pl.WorkersPerLink:(l+1)*pl.WorkersPerLink])
+		}
+		k.workerRanges = rs
+		dt := c.x.Type.DType
+		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "local"})
+		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "received"})
+		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "sum"})
+		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
+		p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
+	}
+	k.sender()
+	k.receiver()
+	if pl.ReduceSteps > 0 {
+		k.adders()
+	}
+	return p, nil
+}
+
+// linkRange is the first tile and tile count of link l within a chunk.
+func (k *cclKernels) linkRange(l int) (first, count int) {
+	first = l * k.plan.LinkTiles
+	return first, min(k.plan.LinkTiles, k.chunks.Tiles-first)
+}
+
+// chunkIndex is (dev + 2N - s - back) mod N: the chunk a card handles at
+// step s (0 when the collective has one chunk).
+func (k *cclKernels) chunkIndex(dev kir.Expr, s kir.Expr, back int) kir.Expr {
+	if k.chunks.Count == 1 {
+		return kir.C(0)
+	}
+	return kir.Mod(kir.Sub(kir.Add(dev, kir.Ci(2*k.n)), kir.Add(s, kir.Ci(back))), kir.Ci(k.n))
+}
+
+// page is the page of tile i of chunk kk of the chunked tensor.
+func (k *cclKernels) page(kk, i kir.Expr) kir.Expr {
+	c := k.chunks
+	if c.Count == 1 {
+		return i
+	}
+	if c.Run == c.Tiles {
+		return kir.Add(kir.Mul(kk, kir.Ci(c.Run)), i)
+	}
+	return kir.Add(kir.Add(kir.Mul(kir.Div(i, kir.Ci(c.Run)), kir.Ci(c.Stride)), kir.Mul(kk, kir.Ci(c.Run))), kir.Mod(i, kir.Ci(c.Run)))
+}
+
+func (k *cclKernels) dram(base, page kir.Expr) kir.Expr {
+	return kir.InterleavedPageAddr(base, page, k.stride, k.ctx.Target.DRAMBanks)
+}
+
+// packets emits the packet loop over a link's count tiles: body gets the
+// packet's first link-local tile and its tile count.
+func (k *cclKernels) packets(b *kir.Builder, count kir.Expr, body func(base, cnt kir.Var)) {
+	pk := k.plan.PacketTiles
+	np := b.Let("num_packets", kir.Div(kir.Add(count, kir.Ci(pk-1)), kir.Ci(pk)))
+	b.For("pk", kir.C(0), np, func(i kir.Var) {
+		base := b.Let("base", kir.Mul(i, kir.Ci(pk)))
+		cnt := b.LetT("cnt", kir.U32T, kir.Sub(count, base))
+		b.If(kir.Gt(cnt, kir.Ci(pk)), func() { b.Assign(cnt, kir.Ci(pk)) })
+		body(base, cnt)
+	})
+}
+
+// send emits the eth_send_bytes of cnt tiles: from src (tile stride, the
+// segments at their tile offsets; or compact: wire stride, segments packed)
+// into the peer's staging area, then eth_wait_for_receiver_done.
+func (k *cclKernels) send(b *kir.Builder, src kir.Expr, compact bool, cnt kir.Var, staging kir.ArgRef) {
+	wire := segmentBytes(k.segs)
+	b.For("t", kir.C(0), cnt, func(t kir.Var) {
+		coff := 0
+		for _, sg := range k.segs {
+			from := kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+			if compact {
+				from = kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(wire))), kir.Ci(coff))
+			}
+			b.EthSendBytes(from, kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.Ci(sg.Size))
+			coff += sg.Size
+		}
+	})
+	b.EthWaitForReceiverDone()
+}
+
+// cclNoCArgs declares NoC coordinate runtime args name_x, name_y.
+func cclNoCArgs(kn *kir.Kernel, name string) (x, y kir.ArgRef) {
+	return kn.RuntimeArg(name + "_x"), kn.RuntimeArg(name + "_y")
+}
+
+func (k *cclKernels) sender() {
+	pl := k.plan
+	m := pl.WorkersPerLink
+	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.east)})
+	es.Define("CCL_DEVICES", strconv.Itoa(k.n))
+	es.Define("CCL_LINKS", strconv.Itoa(pl.Links))
+	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(m))
+	es.Define("CCL_PACKET_TILES", strconv.Itoa(pl.PacketTiles))
+	es.Define("CCL_STEPS", fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
+	es.Define("CCL_WIRE_BYTES_PER_TILE", strconv.Itoa(pl.WireBytes))
+	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
+	staging := es.CompileArg("staging_addr", uint32(k.staging))
+	fwd0 := es.CompileArg("fwd0_addr", uint32(k.fwd0))
+	fwd1 := es.CompileArg("fwd1_addr", uint32(k.fwd1))
+	dev := es.CommonArg("device_id", kir.DeviceID())
+	xa := es.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
+	oa := es.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	first, count := es.RuntimeArg("first_tile"), es.RuntimeArg("num_tiles")
+	var wx, wy []kir.ArgRef
+	if pl.ReduceSteps > 0 {
+		for j := 0; j < m; j++ {
+			x, y := cclNoCArgs(es, "adder"+strconv.Itoa(j))
+			wx, wy = append(wx, x), append(wy, y)
+		}
+	}
+	b := es.Builder()
+	ready := b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
+	slot := func(s kir.Expr) kir.Expr { // forwarding slot s % 2
+		return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0)))
+	}
+	// readTiles reads tile first+base+t of chunk kk of buffer a (or the
+	// chunk-local page when kk is nil) into the staging area.
+	readTiles := func(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
+		b.For("t", kir.C(0), cnt, func(t kir.Var) {
+			i := kir.Add(kir.Add(first, base), t)
+			pg := kir.Expr(i)
+			if kk != nil {
+				pg = k.page(kk, i)
+			}
+			b.NoCAsyncRead(k.dram(a, pg), kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(k.tb))
+		})
+		b.NoCAsyncReadBarrier()
+	}
+	if pl.ReduceSteps > 0 {
+		b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
+		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
+			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
+			b.If(kir.Gt(s, kir.C(0)), func() { b.NoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
+			k.packets(b, count, func(base, cnt kir.Var) {
+				b.IfElse(kir.Eq(s, kir.C(0)), func() {
+					readTiles(xa, kk, base, cnt)
+					k.send(b, staging, false, cnt, staging)
+				}, func() {
+					src := b.Let("src", kir.Add(slot(kir.Sub(s, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
+					k.send(b, src, true, cnt, staging)
+				})
+			})
+			b.If(kir.Gt(s, kir.C(0)), func() {
+				for j := range wx {
+					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemFwdFree)}}, kir.C(1))
+				}
+			})
+		})
+	}
+	if pl.GatherSteps > 0 {
+		b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
+		if k.kind == cclAllReduce {
+			final := k.fwd0
+			if (pl.ReduceSteps-1)%2 == 1 {
+				final = k.fwd1
+			}
+			b.NoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
+			k.packets(b, count, func(base, cnt kir.Var) {
+				src := b.Let("src", kir.Add(kir.Ci(final), kir.Mul(base, kir.Ci(pl.WireBytes))))
+				k.send(b, src, true, cnt, staging)
+			})
+		} else {
+			k.packets(b, count, func(base, cnt kir.Var) {
+				readTiles(xa, nil, base, cnt)
+				b.Comment("This card's own slice of the output.")
+				b.For("t", kir.C(0), cnt, func(t kir.Var) {
+					i := kir.Add(kir.Add(first, base), t)
+					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(dev, i)), kir.Ci(k.tb))
+				})
+				b.NoCAsyncWriteBarrier()
+				k.send(b, staging, false, cnt, staging)
+			})
+		}
+		waited := 0
+		if k.kind == cclAllReduce {
+			waited = m * pl.ReduceSteps
+		}
+		b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(s kir.Var) {
+			kk := b.Let("chunk", k.chunkIndex(dev, s, 0))
+			b.NoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
+			k.packets(b, count, func(base, cnt kir.Var) {
+				readTiles(oa, kk, base, cnt)
+				k.send(b, staging, false, cnt, staging)
+			})
+		})
+	}
+	for l, c := range k.east {
+		f, n := k.linkRange(l)
+		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+		if pl.ReduceSteps > 0 {
+			for _, w := range k.workers[l] {
+				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
+			}
+		}
+		es.SetRuntimeArgs(c, vals...)
+	}
+}
+
+func (k *cclKernels) receiver() {
+	pl := k.plan
+	m := pl.WorkersPerLink
+	er := k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.west)})
+	staging := er.CompileArg("staging_addr", uint32(k.staging))
+	dev := er.CommonArg("device_id", kir.DeviceID())
+	oa := er.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	first, count := er.RuntimeArg("first_tile"), er.RuntimeArg("num_tiles")
+	var wx, wy []kir.ArgRef
+	if pl.ReduceSteps > 0 {
+		for j := 0; j < m; j++ {
+			x, y := cclNoCArgs(er, "adder"+strconv.Itoa(j))
+			wx, wy = append(wx, x), append(wy, y)
+		}
+	}
+	var sx, sy kir.ArgRef
+	if pl.GatherSteps > 1 {
+		sx, sy = cclNoCArgs(er, "sender")
+	}
+	b := er.Builder()
+	free := b.Let("free_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
+	wait := func(cnt kir.Var) { b.EthWaitForBytes(kir.Mul(cnt, kir.Ci(pl.WireBytes))) }
+	if pl.ReduceSteps > 0 {
+		b.Comment("Reduce steps: hand every packet to the adders and wait until all have read it.")
+		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
+			k.packets(b, count, func(_, cnt kir.Var) {
+				wait(cnt)
+				for j := range wx {
+					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
+				}
+				b.NoCSemaphoreWait(free, kir.Ci(m))
+				b.NoCSemaphoreSet(free, kir.C(0))
+				b.EthReceiverDone()
+			})
+		})
+	}
+	if pl.GatherSteps > 0 {
+		b.Comment("Gather steps: store every packet in the output, then tell the sender the chunk is there.")
+		b.For("s", kir.C(0), kir.Ci(pl.GatherSteps), func(s kir.Var) {
+			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
+			k.packets(b, count, func(base, cnt kir.Var) {
+				wait(cnt)
+				b.For("t", kir.C(0), cnt, func(t kir.Var) {
+					i := kir.Add(kir.Add(first, base), t)
+					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(kk, i)), kir.Ci(k.tb))
+				})
+				b.NoCAsyncWriteBarrier()
+				b.EthReceiverDone()
+			})
+			if pl.GatherSteps > 1 {
+				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() {
+					b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
+				})
+			}
+		})
+	}
+	for l, c := range k.west {
+		f, n := k.linkRange(l)
+		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+		if pl.ReduceSteps > 0 {
+			for _, w := range k.workers[l] {
+				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
+			}
+		}
+		if pl.GatherSteps > 1 {
+			vals = append(vals, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+		}
+		er.SetRuntimeArgs(c, vals...)
+	}
+}
+
+// adders builds the reader, compute and writer kernels of the adder cores.
+func (k *cclKernels) adders() {
+	pl := k.plan
+	m := pl.WorkersPerLink
+	rs := k.workerRanges
+	lanes := func(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func(t kir.Var)) {
+		b.ForStep("t", lane, cnt, kir.Ci(m), body)
+	}
+
+	// Reader: the local x tile into c_0, the received segments into c_1.
+	rd := k.p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	staging := rd.CompileArg("staging_addr", uint32(k.staging))
+	dev := rd.CommonArg("device_id", kir.DeviceID())
+	xa := rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
+	first, count, lane := rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
+	ex, ey := cclNoCArgs(rd, "receiver")
+	b := rd.Builder()
+	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
+	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
+		kk := b.Let("chunk", k.chunkIndex(dev, s, 2))
+		k.packets(b, count, func(base, cnt kir.Var) {
+			b.NoCSemaphoreWait(arrived, kir.C(1))
+			b.NoCSemaphoreSet(arrived, kir.C(0))
+			lanes(b, lane, cnt, func(t kir.Var) {
+				i := kir.Add(kir.Add(first, base), t)
+				b.CBReserveBack(cbIn0, kir.C(1))
+				b.NoCAsyncRead(k.dram(xa, k.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(k.tb))
+				b.CBReserveBack(cbIn1, kir.C(1))
+				for _, sg := range k.segs {
+					src := kir.NoCAddr{X: ex, Y: ey, Addr: kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))}
+					b.NoCAsyncRead(src, kir.Add(kir.GetWritePtr{CB: cbIn1}, kir.Ci(sg.Off)), kir.Ci(sg.Size))
+				}
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cbIn0, kir.C(1))
+				b.CBPushBack(cbIn1, kir.C(1))
+			})
+			b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
+		})
+	})
+
+	// Compute: sum = local + received.
+	cp := k.p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs,
+		Compute: kir.ComputeConfig{MathFidelity: k.ctx.Fidelity, FP32DestAccEn: k.x.Type.DType == ir.FP32}})
+	ccount, clane := cp.RuntimeArg("num_tiles"), cp.RuntimeArg("lane")
+	b = cp.Builder()
+	b.HWStartup(cbIn0, cbIn1, cbOut)
+	b.BinaryInit(kir.EltAdd, cbIn0, cbIn1)
+	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
+		k.packets(b, ccount, func(_, cnt kir.Var) {
+			lanes(b, clane, cnt, func(kir.Var) {
+				b.CBWaitFront(cbIn0, kir.C(1))
+				b.CBWaitFront(cbIn1, kir.C(1))
+				b.TileRegsAcquire()
+				b.AddTiles(cbIn0, cbIn1, kir.C(0), kir.C(0), kir.C(0))
+				b.TileRegsCommit()
+				b.CBReserveBack(cbOut, kir.C(1))
+				b.TileRegsWait()
+				b.PackTile(kir.C(0), cbOut)
+				b.TileRegsRelease()
+				b.CBPushBack(cbOut, kir.C(1))
+				b.CBPopFront(cbIn0, kir.C(1))
+				b.CBPopFront(cbIn1, kir.C(1))
+			})
+		})
+	})
+
+	// Writer: partial sums to the sender's forwarding slot, the final sum
+	// to the output (and, for all_reduce, to the slot the gather sends).
+	wr := k.p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	fwd0 := wr.CompileArg("fwd0_addr", uint32(k.fwd0))
+	fwd1 := wr.CompileArg("fwd1_addr", uint32(k.fwd1))
+	wdev := wr.CommonArg("device_id", kir.DeviceID())
+	oa := wr.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	wfirst, wcount, wlane := wr.RuntimeArg("first_tile"), wr.RuntimeArg("num_tiles"), wr.RuntimeArg("lane")
+	sx, sy := cclNoCArgs(wr, "sender")
+	b = wr.Builder()
+	fwdFree := b.Let("fwd_free_sem", kir.GetSemaphore{ID: kir.C(cclSemFwdFree)})
+	toSlot := func(slot kir.Expr, base, t kir.Var) {
+		j := kir.Add(base, t)
+		coff := 0
+		for _, sg := range k.segs {
+			dst := kir.NoCAddr{X: sx, Y: sy, Addr: kir.Add(kir.Add(slot, kir.Mul(j, kir.Ci(pl.WireBytes))), kir.Ci(coff))}
+			b.NoCAsyncWrite(kir.Add(kir.GetReadPtr{CB: cbOut}, kir.Ci(sg.Off)), dst, kir.Ci(sg.Size))
+			coff += sg.Size
+		}
+	}
+	signal := func() {
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
+	}
+	slotOf := func(s kir.Expr) kir.Expr { return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0))) }
+	if pl.ReduceSteps > 1 {
+		b.Comment("Intermediate reduce steps: the partial sum goes to the sender's forwarding slot s % 2.")
+		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps-1), func(s kir.Var) {
+			b.If(kir.Ge(s, kir.C(2)), func() { b.NoCSemaphoreWaitMin(fwdFree, kir.Sub(s, kir.C(1))) })
+			slot := b.Let("slot", slotOf(s))
+			k.packets(b, wcount, func(base, cnt kir.Var) {
+				lanes(b, wlane, cnt, func(t kir.Var) {
+					b.CBWaitFront(cbOut, kir.C(1))
+					toSlot(slot, base, t)
+					b.NoCAsyncWriteBarrier()
+					b.CBPopFront(cbOut, kir.C(1))
+				})
+			})
+			signal()
+		})
+	}
+	last := pl.ReduceSteps - 1
+	b.Comment("Last reduce step: the sum of this card's chunk.")
+	toFwd := k.kind == cclAllReduce && pl.GatherSteps > 0
+	if toFwd && last >= 2 {
+		b.NoCSemaphoreWaitMin(fwdFree, kir.Ci(last-1))
+	}
+	kk := b.Let("chunk", k.chunkIndex(wdev, kir.Ci(last), 2))
+	k.packets(b, wcount, func(base, cnt kir.Var) {
+		lanes(b, wlane, cnt, func(t kir.Var) {
+			i := kir.Add(kir.Add(wfirst, base), t)
+			pg := kir.Expr(i)
+			if k.kind == cclAllReduce {
+				pg = k.page(kk, i)
+			}
+			b.CBWaitFront(cbOut, kir.C(1))
+			b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, k.dram(oa, pg), kir.Ci(k.tb))
+			if toFwd {
+				toSlot(slotOf(kir.Ci(last)), base, t)
+			}
+			b.NoCAsyncWriteBarrier()
+			b.CBPopFront(cbOut, kir.C(1))
+		})
+	})
+	if toFwd {
+		signal()
+	}
+
+	for l, cores := range k.workers {
+		f, n := k.linkRange(l)
+		for j, c := range cores {
+			lv := kir.U32(uint32(j))
+			rd.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.west[l]), kir.NoCY(k.west[l]))
+			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), lv)
+			wr.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+		}
+	}
+}
+
+func cclRanges(cs []kir.Core) []ir.CoreRange {
+	rs := make([]ir.CoreRange, len(cs))
+	for i, c := range cs {
+		rs[i] = c.Range()
+	}
+	return rs
+}

@@ -1,0 +1,201 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Collective geometry and cost: which tiles form a chunk, which bytes of a
+// tile travel over ethernet, and how the ring work is split over links,
+// worker cores and packets (see collective.go for the kernels).
+
+// cclChunks maps tile i (0 <= i < Tiles) of chunk k (0 <= k < Count) to a
+// page of the full tensor: chunks are Count equal slices along one axis;
+// in tile order a chunk is Tiles/Run runs of Run consecutive pages, Stride
+// pages apart, and chunk k starts k*Run pages after chunk 0.
+type cclChunks struct {
+	Count, Tiles, Run, Stride int
+}
+
+// pageOf is the page of tile i of chunk k.
+func (c cclChunks) pageOf(k, i int) int { return (i/c.Run)*c.Stride + k*c.Run + i%c.Run }
+
+// flatChunks splits tiles pages into n equal contiguous chunks.
+func flatChunks(tiles, n int) (cclChunks, error) {
+	if tiles%n != 0 {
+		return cclChunks{}, fmt.Errorf("rule ccl-chunks: %d tiles do not split into %d equal chunks (the ring reduce-scatter needs tiles %% devices == 0)", tiles, n)
+	}
+	return cclChunks{Count: n, Tiles: tiles / n, Run: tiles / n, Stride: tiles}, nil
+}
+
+// axisChunks splits the tiles of a tile-layout tensor of shape s (the full,
+// gathered or unreduced, shape) into n slices along axis: the slices must
+// be whole tiles, so a split of one of the last two dimensions needs
+// s[axis]/n to be a multiple of 32.
+func axisChunks(s ir.Shape, axis, n int) (cclChunks, error) {
+	r := s.Rank()
+	if r == 0 {
+		return cclChunks{}, fmt.Errorf("rule ccl-axis: a scalar has no axis to split")
+	}
+	if s[axis]%n != 0 {
+		return cclChunks{}, fmt.Errorf("rule ccl-axis: dim %d (%d) does not split into %d devices", axis, s[axis], n)
+	}
+	// Tile dims: leading dims, tile rows, tile columns (rank 1 is [1, n]).
+	dims := []int{}
+	tileAxis := axis
+	if r == 1 {
+		dims = []int{1, ir.RoundUpTile(s[0]) / ir.TileSize}
+		tileAxis = 1
+	} else {
+		dims = append(dims, s[:r-2]...)
+		dims = append(dims, ir.RoundUpTile(s[r-2])/ir.TileSize, ir.RoundUpTile(s[r-1])/ir.TileSize)
+	}
+	if tileAxis >= len(dims)-2 && (s[axis]/n)%ir.TileSize != 0 {
+		return cclChunks{}, fmt.Errorf("rule ccl-tile-split: splitting dim %d (%d) into %d devices gives %d, not a multiple of %d: the per-device slices would cut tiles", axis, s[axis], n, s[axis]/n, ir.TileSize)
+	}
+	outer, inner := 1, 1
+	for _, d := range dims[:tileAxis] {
+		outer *= d
+	}
+	for _, d := range dims[tileAxis+1:] {
+		inner *= d
+	}
+	size := dims[tileAxis]
+	run := size / n * inner
+	return cclChunks{Count: n, Tiles: outer * run, Run: run, Stride: size * inner}, nil
+}
+
+// cclSegment is a byte range of a tile that carries data.
+type cclSegment struct{ Off, Size int }
+
+// wireSegments lists the bytes of each tile of a tensor of shape s and
+// dtype dt that travel over ethernet. A tensor whose matrices have fewer
+// than 32 rows (the decode shapes [1, 1, H] and [B, 1, V]) uses only the
+// first rows of every tile: rows r < 16 sit at the top of faces 0 and 1,
+// so for rows <= 16 two segments of rows*16 elements are enough (64 of
+// 2,048 bytes for one bf16 row); 17..31 rows add the top of faces 2 and 3.
+// Other tensors send whole tiles. Segment sizes are multiples of 16 bytes
+// for bf16 and fp32, as eth_send_bytes requires.
+func wireSegments(s ir.Shape, dt ir.DType) []cclSegment {
+	rows := 1
+	if s.Rank() >= 2 {
+		rows = s[s.Rank()-2]
+	}
+	eb := dt.ElemBytes()
+	row, face := 16*eb, 256*eb
+	switch {
+	case rows >= ir.TileSize:
+		return []cclSegment{{0, dt.TileBytes()}}
+	case rows <= 16:
+		return []cclSegment{{0, rows * row}, {face, rows * row}}
+	}
+	return []cclSegment{{0, 2 * face}, {2 * face, (rows - 16) * row}, {3 * face, (rows - 16) * row}}
+}
+
+func segmentBytes(segs []cclSegment) int {
+	n := 0
+	for _, s := range segs {
+		n += s.Size
+	}
+	return n
+}
+
+// RingPlan is how a collective uses the ring: every step moves one chunk
+// per device to the next device over Links parallel ethernet links; link l
+// carries tiles [l*LinkTiles, ...) of each chunk in packets of PacketTiles
+// tiles; a reduce step's received tiles are added on WorkersPerLink worker
+// cores per link.
+type RingPlan struct {
+	Devices int
+	// ReduceSteps and GatherSteps are the reduce-scatter and all-gather
+	// steps (each moves one chunk per device).
+	ReduceSteps, GatherSteps int
+	// ChunkTiles is the tiles per chunk; LinkTiles the tiles per link
+	// (the last link may have fewer).
+	ChunkTiles, LinkTiles              int
+	Links, WorkersPerLink, PacketTiles int
+	// TileBytes is the page size; WireBytes the bytes per tile that travel
+	// (wireSegments).
+	TileBytes, WireBytes int
+	// Cost is the estimate in Tensix cycles (see PlanRing).
+	Cost int
+}
+
+// Packets is the number of packets per link per step.
+func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
+
+// Ethernet L1 layout on every ethernet core a plan uses: a staging area
+// of PacketTiles whole tiles (the packet read from DRAM, or received), then
+// two forwarding slots of LinkTiles*WireBytes bytes each, where the workers
+// leave the partial sums the next reduce step sends.
+func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
+	staging = t.Eth.L1UnreservedBase
+	fwd0 = staging + target.AlignUp(p.PacketTiles*p.TileBytes, 16)
+	fwd1 = fwd0 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
+	end = fwd1 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
+	return
+}
+
+// maxWorkersPerLink bounds the adder cores per link.
+const maxWorkersPerLink = 4
+
+// PlanRing chooses the links, adder cores per link and packet size of a
+// collective with the given steps on chunks of chunkTiles tiles, and
+// estimates its time. Every link a target's ring cabling offers is used
+// (each carries its share of every chunk in parallel). The packet is as
+// large as the ethernet L1 allows (up to all of a link's tiles): a packet
+// costs one handshake round trip, and with one staging buffer nothing
+// overlaps it. Per link and packet of P tiles, in cycles:
+//
+//	read  = P*tileBytes/NoCBytesPerCycle        (ethernet core reads the packet from DRAM)
+//	wire  = P*wireBytes/LinkBytesPerCycle + LinkLatencyCycles
+//	add   = ceil(P/M)*(tileBytes/NoCBytesPerCycle + EltwiseTileCycles)   (reduce steps: M adders read the local tile and add)
+//	store = P*tileBytes/NoCBytesPerCycle        (gather steps: the receiver stores the tiles to DRAM)
+//
+// A step costs packets*(read + wire + add or store); the collective costs
+// its steps plus DispatchCycles per core used. M minimises the estimate;
+// ties go to fewer cores. It fails when even one-tile packets do not fit
+// the ethernet L1 next to the forwarding slots.
+func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int) (RingPlan, error) {
+	if t.Eth == nil || len(t.Eth.RingEast) == 0 {
+		return RingPlan{}, fmt.Errorf("rule ccl-ethernet: target %s has no ring cabling", t.Name)
+	}
+	links := min(len(t.Eth.RingEast), chunkTiles)
+	per := (chunkTiles + links - 1) / links
+	links = (chunkTiles + per - 1) / per
+	p := RingPlan{Devices: devices, ReduceSteps: reduceSteps, GatherSteps: gatherSteps, ChunkTiles: chunkTiles, LinkTiles: per,
+		Links: links, TileBytes: tileBytes, WireBytes: wireBytes}
+	fwd := 2 * target.AlignUp(per*wireBytes, 16)
+	room := t.EthL1Budget() - fwd
+	p.PacketTiles = min(per, room/tileBytes)
+	if p.PacketTiles < 1 {
+		return RingPlan{}, fmt.Errorf("rule ccl-eth-l1: a link's %d tiles need %d bytes of forwarding slots; with one %d-byte staging tile that exceeds the %d-byte ethernet L1", per, fwd, tileBytes, t.EthL1Budget())
+	}
+	noc := func(bytes int) int { return (bytes + NoCBytesPerCycle - 1) / NoCBytesPerCycle }
+	cost := func(m int) int {
+		pk := p.PacketTiles
+		read := noc(pk * tileBytes)
+		wire := (pk*wireBytes+t.Eth.LinkBytesPerCycle-1)/t.Eth.LinkBytesPerCycle + t.Eth.LinkLatencyCycles
+		add := (pk + m - 1) / m * (noc(tileBytes) + EltwiseTileCycles)
+		store := noc(pk * tileBytes)
+		packets := p.Packets()
+		cores := links * 2
+		if reduceSteps > 0 {
+			cores += links * m
+		}
+		return reduceSteps*packets*(read+wire+add) + gatherSteps*packets*(read+wire+store) + cores*DispatchCycles
+	}
+	p.WorkersPerLink = 1
+	if reduceSteps > 0 {
+		best := -1
+		for m := 1; m <= maxWorkersPerLink && m <= p.PacketTiles; m++ {
+			if c := cost(m); best < 0 || c < best {
+				best, p.WorkersPerLink = c, m
+			}
+		}
+	}
+	p.Cost = cost(p.WorkersPerLink)
+	return p, nil
+}

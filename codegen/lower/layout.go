@@ -1,0 +1,404 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Layout family: to_memory, reshape, slice, concat, pad,
+// repeat_interleave and transpose. They only move values, on the
+// data-movement RISC-Vs (no compute kernel).
+//
+// to_memory, and a reshape that keeps every tile (same last dim, and the
+// same second-to-last dim or both multiples of 32), copy pages: the reader
+// reads each page of the operand (wherever it is placed) into a CB, the
+// writer writes it to the same page of the result. Everything else is a
+// relayout with blocks.Gather: the reader assembles each result tile from
+// runs of elements of the operand tiles, the run length being the largest
+// power of two <= 16 that keeps runs aligned in both tensors (SegFor). A
+// transpose of the last two dims of a bf16 (or block-float) tensor runs
+// transpose_wh_tile on the compute kernel instead; fp32 would lose its low
+// mantissa bits in the FPU's source registers, so fp32 transposes are
+// relayouts too. Result padding is filled with zeros (pad: with its value)
+// wherever the result has padding.
+
+func lowerToMemory(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if x.Type.Layout != out.Type.Layout || x.Type.DType != out.Type.DType || !x.Type.Shape.Equal(out.Type.Shape) {
+		return nil, fmt.Errorf("rule to-memory: result %s must have the operand's shape, dtype and layout %s", out.Type, x.Type)
+	}
+	return pageCopyProgram(op, ctx, x, out)
+}
+
+// sameTiles reports whether a reshape from a to b keeps every page.
+func sameTiles(a, b ir.Shape) bool {
+	ia, ib := blocks.ImageOf(a), blocks.ImageOf(b)
+	if ia.C != ib.C {
+		return false
+	}
+	return ia.R == ib.R && ia.B == ib.B || ia.R%ir.TileSize == 0 && ib.R%ir.TileSize == 0
+}
+
+func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := sameDType(x, out); err != nil {
+		return nil, err
+	}
+	if x.Type.Shape.Numel() != out.Type.Shape.Numel() {
+		return nil, fmt.Errorf("rule reshape-numel: %s and %s hold different element counts", x.Type.Shape, out.Type.Shape)
+	}
+	if x.Type.Layout == ir.RowMajorLayout && out.Type.Layout == ir.RowMajorLayout {
+		if x.Type.Shape.Cols2D() == out.Type.Shape.Cols2D() {
+			return pageCopyProgram(op, ctx, x, out)
+		}
+		return nil, fmt.Errorf("rule reshape-row-major: a row-major reshape must keep the last dim (one page per row)")
+	}
+	if err := requireTile("operand", x); err != nil {
+		return nil, err
+	}
+	if err := requireTile("result", out); err != nil {
+		return nil, err
+	}
+	if sameTiles(x.Type.Shape, out.Type.Shape) {
+		return pageCopyProgram(op, ctx, x, out)
+	}
+	ci, co := blocks.ImageOf(x.Type.Shape).C, blocks.ImageOf(out.Type.Shape).C
+	return relayoutProgram(op, ctx, []*ir.Value{x}, blocks.SegFor(ci, co), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		f := b.Let("f", kir.Add(kir.Mul(row, kir.Ci(co)), col))
+		return []blocks.Run{{Src: 0, Row: kir.Div(f, kir.Ci(ci)), Col: kir.Mod(f, kir.Ci(ci))}}
+	})
+}
+
+func sameDType(x, out *ir.Value) error {
+	if x.Type.DType != out.Type.DType {
+		return fmt.Errorf("rule layout-dtype: %s only moves values; result dtype %s must be the operand's %s", out.Def.Name(), out.Type.DType, x.Type.DType)
+	}
+	return nil
+}
+
+// fullIndex splits output element (row, col) of a tensor of shape dims
+// into one index per dim (the column last).
+func fullIndex(row, col kir.Expr, dims ir.Shape) []kir.Expr {
+	if dims.Rank() == 0 {
+		return nil
+	}
+	return append(blocks.Unflatten(row, dims), col)
+}
+
+// rowOf is the flattened 2-D row of full index idx (one per dim) of a
+// tensor of shape dims.
+func rowOf(idx []kir.Expr, dims ir.Shape) kir.Expr {
+	if len(idx) <= 1 {
+		return kir.C(0)
+	}
+	return blocks.Flatten(idx[:len(idx)-1], dims)
+}
+
+func lowerSlice(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	begin := op.Ints("begin")
+	xs, os := x.Type.Shape, out.Type.Shape
+	if len(begin) != xs.Rank() || xs.Rank() == 0 {
+		return nil, fmt.Errorf("rule slice-rank: begin %v needs one entry per dim of %s", begin, xs)
+	}
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	last := xs.Rank() - 1
+	seg := blocks.SegFor(os[last], begin[last], xs[last])
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		for d := range idx {
+			if begin[d] != 0 {
+				idx[d] = kir.Add(idx[d], kir.Ci(begin[d]))
+			}
+		}
+		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[last]}}
+	})
+}
+
+// layoutOperands checks the tile layout and equal dtypes of a relayout.
+func layoutOperands(vs ...*ir.Value) error {
+	for _, v := range vs {
+		if err := requireTile("value", v); err != nil {
+			return err
+		}
+		if v.Type.DType != vs[0].Type.DType {
+			return fmt.Errorf("rule layout-dtype: data movement does not convert; %s is %s, %s is %s", vs[0], vs[0].Type.DType, v, v.Type.DType)
+		}
+	}
+	return nil
+}
+
+func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
+	if err := layoutOperands(a, bv, out); err != nil {
+		return nil, err
+	}
+	as, bs, os := a.Type.Shape, bv.Type.Shape, out.Type.Shape
+	ax, err := axisAttr(op, "axis", os.Rank())
+	if err != nil {
+		return nil, err
+	}
+	last := os.Rank() - 1
+	na := as[ax]
+	if ax == last {
+		seg := blocks.SegFor(as[last], bs[last])
+		return relayoutProgram(op, ctx, []*ir.Value{a, bv}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return []blocks.Run{
+				{Cond: kir.Lt(col, kir.Ci(na)), Src: 0, Row: row, Col: col},
+				{Cond: kir.Ge(col, kir.Ci(na)), Src: 1, Row: row, Col: kir.Sub(col, kir.Ci(na))},
+			}
+		})
+	}
+	return relayoutProgram(op, ctx, []*ir.Value{a, bv}, blocks.SegFor(os[last]), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		i := b.Let("ia", idx[ax])
+		ib := append([]kir.Expr(nil), idx...)
+		ib[ax] = kir.Sub(i, kir.Ci(na))
+		idx[ax] = i
+		return []blocks.Run{
+			{Cond: kir.Lt(i, kir.Ci(na)), Src: 0, Row: rowOf(idx, as), Col: col},
+			{Cond: kir.Ge(i, kir.Ci(na)), Src: 1, Row: rowOf(ib, bs), Col: col},
+		}
+	})
+}
+
+// axisAttr reads an axis attribute (negative counts from the end).
+func axisAttr(op *ir.Op, name string, rank int) (int, error) {
+	v, ok := op.Attrs[name].(int)
+	if !ok {
+		return 0, fmt.Errorf("rule attr: %s needs an int attribute %q", op.Name(), name)
+	}
+	if v < 0 {
+		v += rank
+	}
+	if v < 0 || v >= rank {
+		return 0, fmt.Errorf("rule axis: %s = %d is outside a rank-%d tensor", name, op.Attrs[name], rank)
+	}
+	return v, nil
+}
+
+func lowerPad(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	value, ok := op.Attrs["value"].(float64)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: pad needs a float attribute \"value\"")
+	}
+	xs, os := x.Type.Shape, out.Type.Shape
+	if xs.Rank() != os.Rank() || xs.Rank() == 0 {
+		return nil, fmt.Errorf("rule pad-rank: %s and %s must have the same rank >= 1", xs, os)
+	}
+	last := os.Rank() - 1
+	seg := blocks.SegFor(os[last], xs[last])
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, true, float32(value), func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		var cond kir.Expr
+		for d, i := range idx {
+			if xs[d] == os[d] {
+				continue
+			}
+			c := kir.Lt(i, kir.Ci(xs[d]))
+			if cond == nil {
+				cond = c
+			} else {
+				cond = kir.LAnd(cond, c)
+			}
+		}
+		return []blocks.Run{{Cond: cond, Src: 0, Row: rowOf(idx, xs), Col: idx[last]}}
+	})
+}
+
+func lowerRepeatInterleave(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	reps, ok := op.Attrs["repeats"].(int)
+	if !ok || reps < 1 {
+		return nil, fmt.Errorf("rule attr: repeat_interleave needs an int attribute \"repeats\" >= 1")
+	}
+	xs, os := x.Type.Shape, out.Type.Shape
+	ax, err := axisAttr(op, "axis", os.Rank())
+	if err != nil {
+		return nil, err
+	}
+	last := os.Rank() - 1
+	seg := blocks.SegFor(os[last])
+	if ax == last {
+		seg = 1
+	}
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		idx[ax] = kir.Div(idx[ax], kir.Ci(reps))
+		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[last]}}
+	})
+}
+
+func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	xs, os := x.Type.Shape, out.Type.Shape
+	r := os.Rank()
+	d0, err := axisAttr(op, "dim0", r)
+	if err != nil {
+		return nil, err
+	}
+	d1, err := axisAttr(op, "dim1", r)
+	if err != nil {
+		return nil, err
+	}
+	if d0 == d1 {
+		return nil, fmt.Errorf("rule transpose-dims: dim0 and dim1 are both %d", d0)
+	}
+	lo, hi := min(d0, d1), max(d0, d1)
+	if lo == r-2 && hi == r-1 && x.Type.DType != ir.FP32 {
+		return transposeTiles(op, ctx)
+	}
+	seg := blocks.SegFor(os[r-1])
+	if hi == r-1 {
+		seg = 1
+	}
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		idx[d0], idx[d1] = idx[d1], idx[d0]
+		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[r-1]}}
+	})
+}
+
+// transposeTiles transposes the last two dims: result tile (b, j, i) is
+// operand tile (b, i, j) through transpose_wh_tile.
+func transposeTiles(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	xi, oi := blocks.ImageOf(x.Type.Shape), blocks.ImageOf(out.Type.Shape)
+	page := func(p kir.Expr) kir.Expr {
+		tc := kir.Mod(p, kir.Ci(oi.Ct))
+		q := kir.Div(p, kir.Ci(oi.Ct))
+		tr := kir.Mod(q, kir.Ci(oi.Rt))
+		bb := kir.Div(q, kir.Ci(oi.Rt))
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), tc), kir.Ci(xi.Ct)), tr)
+	}
+	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, func(c *blocks.Compute, in []int, out int) {
+		c.B.CBWaitFront(in[0], kir.C(1))
+		c.Acquire()
+		c.Transpose(in[0], kir.C(0), kir.C(0))
+		c.B.CBPopFront(in[0], kir.C(1))
+		c.PackOut(out, 1)
+	})
+}
+
+// pageCopyProgram copies every page of src to the same page of dst
+// (placements may differ; page sizes must match).
+func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program, error) {
+	t := ctx.Target
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps, pages, err := PageLayout(src.Type)
+	if err != nil {
+		return nil, err
+	}
+	dps, dpages, err := PageLayout(dst.Type)
+	if err != nil {
+		return nil, err
+	}
+	if ps != dps || pages != dpages {
+		return nil, fmt.Errorf("rule page-copy: %s has %d pages of %d bytes, %s %d of %d", src, pages, ps, dst, dpages, dps)
+	}
+	plan := PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cb := cbs.Pages(blocks.InputCB, "pages", src.Type.DType, ps, 2)
+	if err := cbs.Err("page copy"); err != nil {
+		return nil, err
+	}
+	rd := newReader(p, rs)
+	sAcc, err := accessOf(ctx, rd, "src_addr", src)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
+	blocks.ReadPages(rd.Builder(), sAcc, cb, rstart, rcount)
+	wr := newWriter(p, rs)
+	dAcc, err := accessOf(ctx, wr, "dst_addr", dst)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
+	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
+	for i, c := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
+
+// relayoutProgram builds a data-movement program whose reader assembles
+// the result's tiles from srcs with blocks.Gather (run length seg, map m;
+// fill: fill each result tile with fillValue first) and whose writer stores
+// them. The result's tiles are split over the grid.
+func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bool, fillValue float32, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) (*kir.Program, error) {
+	t := ctx.Target
+	out := op.Result()
+	if err := layoutOperands(append(append([]*ir.Value(nil), srcs...), out)...); err != nil {
+		return nil, err
+	}
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	oim := blocks.ImageOf(out.Type.Shape)
+	// Padding gets a defined value: zeros, or the pad value.
+	if oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0 {
+		fill = true
+	}
+	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
+	plan := PlanSplit(oim.Pages, t.NumWorkers(), perTile, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	slots := make([]int, len(srcs))
+	for i, s := range srcs {
+		slots[i] = cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
+	}
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	if err := cbs.Err("relayout"); err != nil {
+		return nil, err
+	}
+	rd := newReader(p, rs)
+	g := &blocks.Gather{Out: oim, DType: out.Type.DType, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
+	for i, s := range srcs {
+		acc, err := accessOf(ctx, rd, fmt.Sprintf("src%d_addr", i), s)
+		if err != nil {
+			return nil, err
+		}
+		g.Sources = append(g.Sources, blocks.GatherSource{Acc: acc, Image: blocks.ImageOf(s.Type.Shape)})
+	}
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, c := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}

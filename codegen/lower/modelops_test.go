@@ -1,0 +1,447 @@
+package lower
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+// Placements used by the model-op cases.
+var (
+	l1Mem = ir.L1
+)
+
+func shardedMem(rows, cols int) ir.MemoryConfig {
+	return ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: ir.CoreRange{}, Shape: [2]int{rows, cols}}}
+}
+
+// tt is a tile-layout tensor type of dt and dims placed at mem.
+func tt(dt ir.DType, mem ir.MemoryConfig, dims ...int) ir.TensorType {
+	t := ir.T(dt, dims...)
+	t.Mem = mem
+	return t
+}
+
+var (
+	dram = ir.DRAM
+	posT = ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated}
+)
+
+// mcase is one model op to lower and run on the simulator against the
+// reference evaluator.
+type mcase struct {
+	name  string
+	build func(b *ir.Builder) *ir.Value
+	// out, when set, places the result.
+	out *ir.MemoryConfig
+	// gen overrides the N(0, 1) test data of the named inputs.
+	gen map[string]func(rng *rand.Rand, n int) []float32
+	// exact: the device must reproduce the reference bit for bit (data
+	// movement and format conversions).
+	exact bool
+}
+
+func constGen(v float32) func(*rand.Rand, int) []float32 {
+	return func(_ *rand.Rand, n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+}
+
+func positive(rng *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(math.Abs(rng.NormFloat64()) + 0.05)
+	}
+	return out
+}
+
+func in(b *ir.Builder, name string, t ir.TensorType) *ir.Value { return b.Input(name, t) }
+
+// smallCases are the op signatures of the small config's unfused decode
+// graph (models/qwen27b/testdata/small.json), plus a few variants.
+var smallCases = []mcase{
+	// typecast
+	{name: "typecast_bf16_fp32", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 12, 32)), ir.FP32)
+	}},
+	{name: "typecast_col_bf16_fp32", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 12, 1)), ir.FP32)
+	}},
+	{name: "typecast_fp32_bf16", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.FP32, dram, 40, 70)), ir.BF16)
+	}},
+	{name: "typecast_bf16_bfp8", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 40, 70)), ir.BFP8B)
+	}},
+	{name: "typecast_bfp8_bf16", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.BFP8B, dram, 64, 64)), ir.BF16)
+	}},
+	// reshape
+	{name: "reshape_view", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.BF16, dram, 1, 256)), []int{1, 1, 256})
+	}},
+	{name: "reshape_heads", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.BF16, dram, 1, 1, 128)), []int{1, 4, 32})
+	}},
+	{name: "reshape_col", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.BF16, dram, 1, 1, 12)), []int{12, 1})
+	}},
+	{name: "reshape_col_batch", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.FP32, dram, 12, 1)), []int{1, 12, 1, 1})
+	}},
+	{name: "reshape_rows_to_cols", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.FP32, dram, 12, 32)), []int{1, 12, 32, 1})
+	}},
+	{name: "reshape_flatten", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.FP32, dram, 12, 32)), []int{1, 1, 384})
+	}},
+	{name: "reshape_batch_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32)), []int{12, 32})
+	}},
+	{name: "reshape_l1", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), []int{1, 1, 512})
+	}},
+	// slice
+	{name: "slice_cols", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Slice(in(b, "x", tt(ir.BF16, dram, 1, 1, 640)), []int{0, 0, 128}, []int{1, 1, 256})
+	}},
+	{name: "slice_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Slice(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), []int{0, 1, 0}, []int{1, 4, 640})
+	}},
+	{name: "slice_l1_rotary_part", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Slice(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), []int{0, 0, 16}, []int{1, 8, 64})
+	}},
+	{name: "slice_odd", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Slice(in(b, "x", tt(ir.FP32, dram, 3, 40, 70)), []int{1, 3, 5}, []int{3, 38, 67})
+	}},
+	// concat
+	{name: "concat_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 640)), in(b, "b", tt(ir.BF16, dram, 1, 1, 640)), 1)
+	}},
+	{name: "concat_cols_sharded", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, shardedMem(32, 32), 1, 8, 16)), in(b, "b", tt(ir.BF16, shardedMem(32, 64), 1, 8, 48)), 2)
+	}},
+	{name: "concat_lead", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.FP32, dram, 2, 5, 40)), in(b, "b", tt(ir.FP32, dram, 1, 5, 40)), 0)
+	}},
+	// pad, repeat_interleave, transpose, to_memory
+	{name: "pad_heads", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Pad(in(b, "x", tt(ir.BF16, l1Mem, 1, 4, 64)), []int{1, 32, 64}, 0)
+	}},
+	{name: "pad_value", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Pad(in(b, "x", tt(ir.BF16, dram, 3, 20)), []int{40, 50}, -2.5)
+	}},
+	{name: "repeat_interleave_heads", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.RepeatInterleave(in(b, "x", tt(ir.BF16, dram, 1, 4, 32)), 3, 1)
+	}},
+	{name: "repeat_interleave_last", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.RepeatInterleave(in(b, "x", tt(ir.BF16, dram, 3, 20)), 2, 1)
+	}},
+	{name: "transpose_heads", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Transpose(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 16)), 0, 1)
+	}},
+	{name: "transpose_back", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Transpose(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), 0, 1)
+	}},
+	{name: "transpose_last_bf16", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Transpose(in(b, "x", tt(ir.BF16, dram, 2, 40, 70)), 1, 2)
+	}},
+	{name: "transpose_last_fp32", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Transpose(in(b, "x", tt(ir.FP32, dram, 12, 40)), -1, -2)
+	}},
+	{name: "to_l1", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.ToMemory(in(b, "x", tt(ir.FP32, dram, 1, 12, 32, 32)), "l1_interleaved")
+	}},
+	{name: "to_dram", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.ToMemory(in(b, "x", tt(ir.FP32, l1Mem, 1, 12, 32, 32)), "dram_interleaved")
+	}},
+	{name: "to_sharded", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.ToMemory(in(b, "x", tt(ir.BF16, l1Mem, 1, 32, 64)), "l1_height_sharded", ir.With("grid", []int{0, 0, 0, 0}), ir.With("shard", []int{32, 64}))
+	}},
+	// eltwise
+	{name: "softplus", build: func(b *ir.Builder) *ir.Value { return b.Softplus(in(b, "x", tt(ir.BF16, dram, 1, 1, 12))) }},
+	{name: "exp_fp32", build: func(b *ir.Builder) *ir.Value { return b.Exp(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 1))) }},
+	{name: "silu_fp32", build: func(b *ir.Builder) *ir.Value { return b.SiLU(in(b, "x", tt(ir.FP32, dram, 12, 32))) }},
+	{name: "sigmoid_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value { return b.Sigmoid(in(b, "x", tt(ir.BF16, l1Mem, 1, 1, 512))) }},
+	{name: "mul_scalar_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.MulScalar(in(b, "x", tt(ir.FP32, dram, 12, 32)), 0.17677669529663687)
+	}},
+	{name: "add_row_vector", build: func(b *ir.Builder) *ir.Value {
+		return b.Add(in(b, "a", tt(ir.BF16, dram, 1, 1, 12)), in(b, "b", tt(ir.BF16, dram, 12)))
+	}},
+	{name: "mul_scalar_bcast_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "s", tt(ir.FP32, l1Mem, 1, 12, 32, 32)), in(b, "g", tt(ir.FP32, dram, 1, 12, 1, 1)))
+	}},
+	{name: "mul_taps", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.BF16, dram, 1, 4, 640)), in(b, "w", tt(ir.BF16, dram, 4, 640)))
+	}},
+	{name: "mul_mixed_dtypes", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.BF16, dram, 1, 1, 384)), in(b, "b", tt(ir.FP32, dram, 1, 1, 384)))
+	}},
+	{name: "mul_outer_beta", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.FP32, l1Mem, 1, 12, 32, 32)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 1)))
+	}},
+	{name: "sub_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.FP32, dram, 1, 12, 1, 32)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 32)))
+	}},
+	{name: "sub_bcast_first", build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.BF16, dram, 64)), in(b, "b", tt(ir.BF16, dram, 2, 64)))
+	}},
+	{name: "add_col_bcast_first", build: func(b *ir.Builder) *ir.Value {
+		return b.Add(in(b, "a", tt(ir.BF16, dram, 40, 1)), in(b, "b", tt(ir.BF16, dram, 40, 70)))
+	}},
+	{name: "mul_batch_bcast", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
+	}},
+	// reductions
+	{name: "sum_rows", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), 1) }},
+	{name: "sum_last", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 40, 70)), -1) }},
+	{name: "sum_lead", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 3, 40, 70)), 0) }},
+	{name: "mean", build: func(b *ir.Builder) *ir.Value { return b.Mean(in(b, "x", tt(ir.BF16, dram, 40, 96))) }},
+	// norms
+	{name: "rms_norm_hidden", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 256)), in(b, "w", tt(ir.BF16, dram, 256)), 1e-6, 1)
+	}},
+	{name: "rms_norm_heads_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+	}},
+	{name: "rms_norm_fp32_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 12, 32)), in(b, "w", tt(ir.BF16, dram, 32)), 1e-6, 0)
+	}},
+	{name: "rms_norm_multi_tile_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 70, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+	}},
+	{name: "rms_norm_plain", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 12, 32)), 3.125e-08)
+	}},
+	// bmm
+	{name: "bmm_kts", build: func(b *ir.Builder) *ir.Value {
+		return b.BMM(in(b, "k", tt(ir.FP32, dram, 1, 12, 1, 32)), in(b, "s", tt(ir.FP32, l1Mem, 1, 12, 32, 32)))
+	}},
+	{name: "bmm_outer", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.BMM(in(b, "k", tt(ir.FP32, l1Mem, 1, 12, 32, 1)), in(b, "d", tt(ir.FP32, l1Mem, 1, 12, 1, 32)))
+	}},
+	{name: "bmm_bf16_tiles", build: func(b *ir.Builder) *ir.Value {
+		return b.BMM(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 70, 50)))
+	}},
+	// attention
+	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), in(b, "cos", tt(ir.BF16, dram, 1, 16)), in(b, "sin", tt(ir.BF16, dram, 1, 16)))
+	}},
+	{name: "rotary_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.Rotary(in(b, "x", tt(ir.BF16, dram, 2, 40, 64)), in(b, "cos", tt(ir.BF16, dram, 64)), in(b, "sin", tt(ir.BF16, dram, 64)))
+	}},
+	{name: "update_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
+		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, shardedMem(32, 64), 1, 32, 64)), in(b, "pos", posT))
+	}},
+	{name: "update_cache_last", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(127)}, build: func(b *ir.Builder) *ir.Value {
+		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 2, 3, 128, 64)), in(b, "new", tt(ir.BF16, dram, 2, 3, 64)), in(b, "pos", posT))
+	}},
+	{name: "sdpa_decode", out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPADecode(in(b, "q", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
+			in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
+	}},
+	{name: "sdpa_decode_pos0_batch", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(0)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPADecode(in(b, "q", tt(ir.BF16, dram, 2, 6, 64)), in(b, "k", tt(ir.BF16, dram, 2, 2, 64, 64)),
+			in(b, "v", tt(ir.BF16, dram, 2, 2, 64, 64)), in(b, "pos", posT), 0.125)
+	}},
+	// data
+	{name: "embedding_tile_table", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"ids": idsGen(2048)}, build: func(b *ir.Builder) *ir.Value {
+		return b.Embedding(in(b, "ids", rowMajor(ir.UInt32, 1)), b.Weight("embed", ir.T(ir.BF16, 2048, 256)))
+	}},
+	{name: "embedding_tile_table_rows", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"ids": idsGen(100)}, build: func(b *ir.Builder) *ir.Value {
+		return b.Embedding(in(b, "ids", rowMajor(ir.UInt32, 40)), b.Weight("embed", ir.T(ir.FP32, 100, 64)))
+	}},
+}
+
+func idsGen(vocab int) func(*rand.Rand, int) []float32 {
+	return func(rng *rand.Rand, n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = float32(rng.IntN(vocab))
+		}
+		return out
+	}
+}
+
+// bigCases are per-device shapes of the 27B decode graph at TP=2.
+var bigCases = []mcase{
+	{name: "27b_reshape_heads", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Reshape(in(b, "x", tt(ir.BF16, dram, 1, 1, 3072)), []int{1, 24, 128})
+	}},
+	{name: "27b_slice_v", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Slice(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), []int{0, 0, 2048}, []int{1, 1, 5120})
+	}},
+	{name: "27b_repeat_interleave", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.RepeatInterleave(in(b, "x", tt(ir.BF16, dram, 1, 8, 128)), 3, 1)
+	}},
+	{name: "27b_typecast", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 24, 128)), ir.FP32)
+	}},
+	{name: "27b_rms_norm", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
+	}},
+	{name: "27b_rms_norm_plain", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 24, 128)), 7.8125e-09)
+	}},
+	{name: "27b_sum_conv", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 5120)), 1) }},
+	{name: "27b_bmm_kts", build: func(b *ir.Builder) *ir.Value {
+		return b.BMM(in(b, "k", tt(ir.FP32, dram, 1, 24, 1, 128)), in(b, "s", tt(ir.FP32, l1Mem, 1, 24, 128, 128)))
+	}},
+	{name: "27b_bmm_outer", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.BMM(in(b, "k", tt(ir.FP32, l1Mem, 1, 24, 128, 1)), in(b, "d", tt(ir.FP32, l1Mem, 1, 24, 1, 128)))
+	}},
+	{name: "27b_decay", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "s", tt(ir.FP32, l1Mem, 1, 24, 128, 128)), in(b, "g", tt(ir.FP32, dram, 1, 24, 1, 1)))
+	}},
+	{name: "27b_rotary", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 12, 1, 64)), in(b, "cos", tt(ir.BF16, dram, 1, 64)), in(b, "sin", tt(ir.BF16, dram, 1, 64)))
+	}},
+	{name: "27b_update_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {
+		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 2, 128, 256)), in(b, "new", tt(ir.BF16, shardedMem(32, 256), 1, 32, 256)), in(b, "pos", posT))
+	}},
+	{name: "27b_sdpa_decode", out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPADecode(in(b, "q", tt(ir.BF16, l1Mem, 1, 12, 256)), in(b, "k", tt(ir.BF16, dram, 1, 2, 128, 256)),
+			in(b, "v", tt(ir.BF16, dram, 1, 2, 128, 256)), in(b, "pos", posT), 0.0625)
+	}},
+}
+
+// runCase lowers the case's op, checks it against the hardware rules,
+// runs it on a fresh simulated device with random inputs and compares the
+// result with ref.EvalOp.
+func runCase(t *testing.T, tgt *target.Target, tc mcase, seed uint64) {
+	t.Helper()
+	_, op := graphOp(t, tc.build)
+	if tc.out != nil {
+		op.Result().Type.Mem = *tc.out
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	args := make([][]float32, len(op.Operands))
+	targs := make([]ref.Tensor, len(op.Operands))
+	for i, v := range op.Operands {
+		n := v.Type.Shape.Numel()
+		switch g := tc.gen[v.Name]; {
+		case g != nil:
+			args[i] = g(rng, n)
+		case op.Kind == ir.OpRsqrt:
+			args[i] = positive(rng, n)
+		default:
+			args[i] = make([]float32, n)
+			for j := range args[i] {
+				args[i][j] = float32(rng.NormFloat64())
+			}
+		}
+		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
+	}
+	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := NewContext(tgt)
+	p, err := Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kir.Validate(p, tgt); err != nil {
+		t.Fatal(err)
+	}
+	d := kexec.NewDevice(tgt)
+	for _, b := range p.Buffers {
+		if _, err := d.Alloc(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range op.Operands {
+		if err := upload(d, ctx.BufferName(v), v, args[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := d.Run(p, kexec.RunOptions{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got, err := download(d, ctx.BufferName(op.Result()), op.Result())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, op, tc.exact, want[0].Data, got, fmt.Sprintf("%d cores, %d steps", len(p.Cores()), st.Steps))
+}
+
+// checkResult compares bit for bit (exact), or by PCC >= 0.999 and the
+// ratio of the vectors' norms within 1% (PCC alone misses a uniform scale
+// error). The maximum relative error is logged: with fp32 operands the FPU
+// reads tf32 and near-cancelling results have large relative errors that
+// are the hardware's, not a bug.
+func checkResult(t *testing.T, op *ir.Op, exact bool, want, got []float32, info string) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%d values, want %d", len(got), len(want))
+	}
+	if exact {
+		for i := range want {
+			if math.Float32bits(want[i]) != math.Float32bits(got[i]) && !(want[i] == 0 && got[i] == 0) {
+				t.Fatalf("element %d: got %v, want %v (exact); %s", i, got[i], want[i], info)
+			}
+		}
+		t.Logf("%s: exact; %s", op.Name(), info)
+		return
+	}
+	pcc, rel, ratio := numerics.PCC(want, got), numerics.MaxRelErr(want, got), normRatio(want, got)
+	t.Logf("%s: PCC %.6f, max rel err %.3g, norm ratio %.5f; %s", op.Name(), pcc, rel, ratio, info)
+	if pcc < 0.999 || math.Abs(ratio-1) > 0.01 {
+		t.Errorf("PCC %.6f (want >= 0.999), norm ratio %.5f (want within 1%%)", pcc, ratio)
+	}
+}
+
+// normRatio is ||got|| / ||want|| (1 when both are zero).
+func normRatio(want, got []float32) float64 {
+	var w, g float64
+	for i := range want {
+		w += float64(want[i]) * float64(want[i])
+		g += float64(got[i]) * float64(got[i])
+	}
+	if w == 0 {
+		if g == 0 {
+			return 1
+		}
+		return math.Inf(1)
+	}
+	return math.Sqrt(g / w)
+}
+
+func TestModelOpsOnSim(t *testing.T) {
+	for i, tc := range smallCases {
+		t.Run(tc.name, func(t *testing.T) { runCase(t, target.Blackhole(), tc, uint64(i)+1) })
+	}
+}
+
+func TestModelOpsSmallGrid(t *testing.T) {
+	// Two cores: every lowering gives several work items to one core.
+	for i, tc := range smallCases {
+		if tc.out != nil && tc.out.Kind != ir.DRAMInterleaved {
+			continue // L1 placements spread over the whole grid
+		}
+		t.Run(tc.name, func(t *testing.T) { runCase(t, smallGrid(), tc, uint64(i)+100) })
+	}
+}
+
+func TestModelOps27B(t *testing.T) {
+	if testing.Short() {
+		t.Skip("27B shapes in -short mode")
+	}
+	for i, tc := range bigCases {
+		t.Run(tc.name, func(t *testing.T) { runCase(t, target.Blackhole(), tc, uint64(i)+1000) })
+	}
+}

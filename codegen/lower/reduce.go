@@ -1,0 +1,182 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Reduce family (besides argmax): sum over any axis and mean over the last.
+// Result tiles are split over the grid; for each result tile the reader
+// streams the n operand tiles that fold into it, zeroing their padding
+// (device programs may leave garbage there), and compute folds them in
+// fp32 DEST:
+//
+//   - over the last dim: reduce_tile<SUM, REDUCE_ROW> against a scaler tile
+//     of 1.0 accumulates the row sums of the n tiles of a tile row into
+//     column 0 (mean then multiplies by 1/N on the SFPU);
+//   - over the second-to-last dim: reduce_tile<SUM, REDUCE_COL> accumulates
+//     the column sums of the n tiles of a tile column into row 0;
+//   - over a leading dim: the n tiles are added element-wise, the running
+//     sum kept in an fp32 CB between adds (add_tiles overwrites DEST).
+
+func lowerSum(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x := op.Operands[0]
+	ax, err := axisAttr(op, "axis", max(x.Type.Shape.Rank(), 1))
+	if err != nil {
+		return nil, err
+	}
+	return reduceProgram(op, ctx, ax, 1)
+}
+
+func lowerMean(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	s := op.Operands[0].Type.Shape
+	if s.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot average a scalar")
+	}
+	return reduceProgram(op, ctx, s.Rank()-1, float32(1/float64(s.Cols2D())))
+}
+
+func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program, error) {
+	t := ctx.Target
+	x, out := op.Operands[0], op.Result()
+	for _, v := range []*ir.Value{x, out} {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
+	}
+	eb := blocks.ElemBytes(x.Type.DType)
+	if eb != 2 && eb != 4 {
+		return nil, fmt.Errorf("rule reduce-dtype: the reader zeroes tile padding of bf16 or fp32 operands, not %s", x.Type.DType)
+	}
+	xd := matDims(x.Type.Shape)
+	od := matDims(out.Type.Shape)
+	r := len(xd)
+	ax += len(xd) - max(x.Type.Shape.Rank(), 1)
+	xi, oi := blocks.ImageOf(xd), blocks.ImageOf(od)
+	if oi.Pages != out.Type.Shape.Tiles() || len(od) != r {
+		return nil, fmt.Errorf("rule reduce-shape: result %s does not keep the reduced axis of %s", out.Type.Shape, x.Type.Shape)
+	}
+	var n int
+	var kind string
+	// inPage maps (result page p, step k) to the operand page.
+	var inPage func(p, k kir.Expr) kir.Expr
+	switch ax {
+	case r - 1:
+		n, kind = xi.Ct, "row"
+		inPage = func(p, k kir.Expr) kir.Expr { return kir.Add(kir.Mul(p, kir.Ci(xi.Ct)), k) }
+	case r - 2:
+		n, kind = xi.Rt, "col"
+		inPage = func(p, k kir.Expr) kir.Expr {
+			tc := kir.Mod(p, kir.Ci(oi.Ct))
+			bb := kir.Div(p, kir.Ci(oi.Ct))
+			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), k), kir.Ci(xi.Ct)), tc)
+		}
+	default:
+		n, kind = xd[ax], "lead"
+		inner := 1 // operand tiles between consecutive indices of the axis
+		for _, d := range xd[ax+1 : r-2] {
+			inner *= d
+		}
+		inner *= xi.TilesPerMat
+		inPage = func(p, k kir.Expr) kir.Expr {
+			// p = (outer*inner + rest); operand page = (outer*n + k)*inner + rest.
+			outer := kir.Div(p, kir.Ci(inner))
+			rest := kir.Mod(p, kir.Ci(inner))
+			return kir.Add(kir.Mul(kir.Add(kir.Mul(outer, kir.Ci(n)), k), kir.Ci(inner)), rest)
+		}
+	}
+	if scale != 1 && kind != "row" {
+		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
+	}
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbX := cbs.Input("x", x.Type.DType, 2)
+	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbAcc := -1
+	if kind == "lead" {
+		cbAcc = cbs.Scratch("acc", ir.FP32, 1)
+	}
+	if err := cbs.Err("reduce"); err != nil {
+		return nil, err
+	}
+
+	// Reader.
+	rd := newReader(p, rs)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	blocks.ScalerTile(b, cbScaler, 1)
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		pg := b.Let("page", kir.Add(rstart, i))
+		b.For("k", kir.C(0), kir.Ci(n), func(k kir.Var) {
+			ip := b.Let("ip", inPage(pg, k))
+			b.CBReserveBack(cbX, kir.C(1))
+			l1 := b.Let("l1", kir.GetWritePtr{CB: cbX})
+			blocks.ReadPageTo(b, xAcc, ip, l1)
+			b.NoCAsyncReadBarrier()
+			q := kir.Div(ip, kir.Ci(xi.Ct))
+			blocks.ZeroImagePadding(b, l1, xi, eb, kir.Mod(q, kir.Ci(xi.Rt)), kir.Mod(ip, kir.Ci(xi.Ct)))
+			b.CBPushBack(cbX, kir.C(1))
+		})
+	})
+
+	// Compute.
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cp.RuntimeArg("num_tiles")
+	c := blocks.NewCompute(p, cp)
+	c.Startup(cbX, cbScaler, cbOut)
+	c.B.CBWaitFront(cbScaler, kir.C(1))
+	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		if kind == "lead" {
+			c.Unary(cbX, cbAcc, nil)
+			c.For("k", kir.C(1), kir.Ci(n), func(kir.Var) {
+				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbAcc, cbX, cbAcc, false, nil)
+			})
+			c.Unary(cbAcc, cbOut, nil)
+			return
+		}
+		dim := kir.ReduceRow
+		if kind == "col" {
+			dim = kir.ReduceCol
+		}
+		c.Acquire()
+		c.For("k", kir.C(0), kir.Ci(n), func(kir.Var) {
+			c.B.CBWaitFront(cbX, kir.C(1))
+			c.Reduce(kir.ReduceSum, dim, cbX, cbScaler, cbOut, kir.C(0), kir.C(0), kir.C(0))
+			c.B.CBPopFront(cbX, kir.C(1))
+		})
+		if scale != 1 {
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: scale}, kir.C(0))
+		}
+		c.PackOut(cbOut, 1)
+	})
+	c.B.CBPopFront(cbScaler, kir.C(1))
+
+	// Writer.
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, core := range cores {
+		s, cnt := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(cnt)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+	}
+	return p, nil
+}

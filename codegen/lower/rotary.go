@@ -1,0 +1,148 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Rotary: out = x * cos + rotate_half(x) * sin over x's last dim R, with
+// rotate_half(x)[i] = -x[i + R/2] for i < R/2 and x[i - R/2] otherwise.
+// Result tiles are split over the grid. Per result tile the reader pushes
+// the x tile; the half-swapped tile x[(i + R/2) mod R] assembled by
+// blocks.Gather; and the cos and sin tiles paired with it (numpy
+// broadcasting by addressing, bcast rows when the tables have one row), the
+// sin tile with the sign of its columns i < R/2 flipped, which supplies
+// rotate_half's minus. Compute multiplies x by cos and the swapped tile by
+// the signed sin into fp32 CBs and adds them into the result.
+
+func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	x, cos, sin, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	for _, v := range []*ir.Value{cos, sin} {
+		if err := requireTile("table", v); err != nil {
+			return nil, err
+		}
+		if blocks.ElemBytes(v.Type.DType) == 0 {
+			return nil, fmt.Errorf("rule rotary-dtype: the reader flips signs in the sin table, which must be bf16 or fp32, not %s", v.Type.DType)
+		}
+	}
+	xs := x.Type.Shape
+	if xs.Rank() == 0 || xs.Cols2D()%2 != 0 {
+		return nil, fmt.Errorf("rule rotary-even: x %s needs an even last dim", xs)
+	}
+	R := xs.Cols2D()
+	half := R / 2
+	pc, bc, err := bcastPlan(cos.Type.Shape, xs)
+	if err != nil {
+		return nil, fmt.Errorf("rule rotary-broadcast: cos: %v", err)
+	}
+	ps, bs, err := bcastPlan(sin.Type.Shape, xs)
+	if err != nil || bs != bc || cos.Type.Shape.Cols2D() != R || sin.Type.Shape.Cols2D() != R {
+		return nil, fmt.Errorf("rule rotary-broadcast: cos %s and sin %s must broadcast alike to x %s with last dim %d", cos.Type.Shape, sin.Type.Shape, xs, R)
+	}
+	if bc == blocks.BcastCols || bc == blocks.BcastScalar {
+		return nil, fmt.Errorf("rule rotary-broadcast: cos %s must have x's last dim", cos.Type.Shape)
+	}
+	xi := blocks.ImageOf(xs)
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbX := cbs.Input("x", x.Type.DType, 2)
+	cbXr := cbs.Input("x_swapped", x.Type.DType, 2)
+	cbCos := cbs.Input("cos", cos.Type.DType, 2)
+	cbSin := cbs.Input("sin_signed", sin.Type.DType, 2)
+	cbSlot := cbs.Scratch("x_tile", x.Type.DType, 1)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbT1 := cbs.Scratch("x_cos", ir.FP32, 1)
+	cbT2 := cbs.Scratch("xr_sin", ir.FP32, 1)
+	if err := cbs.Err("rotary"); err != nil {
+		return nil, err
+	}
+
+	rd := newReader(p, rs)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	cAcc, err := accessOf(ctx, rd, "cos_addr", cos)
+	if err != nil {
+		return nil, err
+	}
+	sAcc, err := accessOf(ctx, rd, "sin_addr", sin)
+	if err != nil {
+		return nil, err
+	}
+	g := &blocks.Gather{Out: xi, DType: x.Type.DType, Seg: blocks.SegFor(half, R),
+		Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
+		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return []blocks.Run{{Src: 0, Row: row, Col: kir.Mod(kir.Add(col, kir.Ci(half)), kir.Ci(R))}}
+		}}
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	g.Begin(b, []int{cbSlot})
+	seb := blocks.ElemBytes(sin.Type.DType)
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		page := b.Let("page", kir.Add(rstart, i))
+		blocks.ReadPage(b, xAcc, cbX, page)
+		g.Page(b, cbXr, page)
+		cp := kir.Expr(page)
+		if pc != nil {
+			cp = pc(page)
+		}
+		blocks.ReadPage(b, cAcc, cbCos, cp)
+		sp := kir.Expr(page)
+		if ps != nil {
+			sp = ps(page)
+		}
+		b.CBReserveBack(cbSin, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cbSin})
+		blocks.ReadPageTo(b, sAcc, sp, l1)
+		b.NoCAsyncReadBarrier()
+		tc := b.Let("tcs", kir.Mod(page, kir.Ci(xi.Ct)))
+		for k := 0; k < xi.Ct; k++ {
+			if n := min(ir.TileSize, half-k*ir.TileSize); n > 0 {
+				b.If(kir.Eq(tc, kir.Ci(k)), func() { blocks.NegateCols(b, l1, seb, 0, n) })
+			}
+		}
+		b.CBPushBack(cbSin, kir.C(1))
+	})
+	g.End(b)
+
+	cpk := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cpk.RuntimeArg("num_tiles")
+	c := blocks.NewCompute(p, cpk)
+	c.Startup(cbX, cbCos, cbOut)
+	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		c.BinaryTile(kir.EltMul, bc, cbX, cbCos, cbT1, false, nil)
+		c.BinaryTile(kir.EltMul, bc, cbXr, cbSin, cbT2, false, nil)
+		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbT1, cbT2, cbOut, false, nil)
+	})
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		cpk.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}

@@ -1,0 +1,95 @@
+package target
+
+import "fmt"
+
+// Ethernet describes the ethernet cores of a chip: the cores that carry
+// traffic between cards. Each is a RISC-V with its own L1 and a link to one
+// ethernet core of another chip (when cabled); kernels on it move data with
+// the NoC calls and with the ethernet calls of tt-metal's
+// tt_metal/hw/inc/ethernet/dataflow_api.h (eth_send_bytes,
+// eth_wait_for_receiver_done, eth_wait_for_bytes, eth_receiver_done).
+type Ethernet struct {
+	// Cores is the number of ethernet cores (channels 0..Cores-1).
+	Cores int
+	// L1Size is the L1 of one ethernet core; L1UnreservedBase the first
+	// byte kernels may use and L1Top the end of the kernel-usable region
+	// (above it: fabric, sync info and system reserved areas).
+	L1Size, L1UnreservedBase, L1Top int
+	// RingEast and RingWest are the channels of the canonical 1xN ring
+	// cabling: ring link l connects channel RingEast[l] of card d to
+	// channel RingWest[l] of card d+1 (mod N). A card backend maps them to
+	// the channels the cables really use.
+	RingEast, RingWest []int
+	// LinkBytesPerCycle is the sustained payload rate of one link in bytes
+	// per Tensix cycle; LinkLatencyCycles is the one-way latency of a
+	// packet including the bytes_sent handshake. Both are estimates for the
+	// cost model, not measurements.
+	LinkBytesPerCycle, LinkLatencyCycles int
+	// noc is the NoC coordinate of each channel.
+	noc [][2]int
+}
+
+// blackholeEthernet is the p150a description: 14 ethernet cores on NoC row
+// 1 (channel -> NoC x from tt-metal's blackhole_140_arch.yaml), 512 KiB of
+// L1 each, the kernel-usable region from ERISC_L1_UNRESERVED_BASE (87,872 =
+// the active-erisc firmware map end plus the 25 KiB kernel-config area,
+// 64-byte aligned; tt_metal/hw/inc/internal/tt-1xx/blackhole/dev_mem_map.h)
+// to the fabric-router reserved base (455,264). Two ring links use the four
+// QSFP-DD ports. A Blackhole link is 400 Gb/s (50 GB/s, 37 B/cycle); the
+// model assumes 20 B/cycle of payload after packet and handshake overheads
+// and ~1 us per handshake round trip.
+func blackholeEthernet() *Ethernet {
+	xs := []int{1, 16, 2, 15, 3, 14, 4, 13, 5, 12, 6, 11, 7, 10}
+	e := &Ethernet{
+		Cores:             len(xs),
+		L1Size:            512 << 10,
+		L1UnreservedBase:  87_872,
+		L1Top:             455_264,
+		RingEast:          []int{0, 2},
+		RingWest:          []int{1, 3},
+		LinkBytesPerCycle: 20,
+		LinkLatencyCycles: 1350,
+	}
+	for _, x := range xs {
+		e.noc = append(e.noc, [2]int{x, 1})
+	}
+	return e
+}
+
+// InEth reports whether ch is an ethernet channel of t.
+func (t *Target) InEth(ch int) bool { return t.Eth != nil && ch >= 0 && ch < t.Eth.Cores }
+
+// EthNoC is the NoC coordinate of ethernet channel ch.
+func (t *Target) EthNoC(ch int) (nx, ny int, err error) {
+	if !t.InEth(ch) {
+		n := 0
+		if t.Eth != nil {
+			n = t.Eth.Cores
+		}
+		return 0, 0, fmt.Errorf("ethernet channel %d is out of range (the chip has %d ethernet cores)", ch, n)
+	}
+	return t.Eth.noc[ch][0], t.Eth.noc[ch][1], nil
+}
+
+// EthAt is the inverse of EthNoC; ok is false when (nx, ny) is not an
+// ethernet core.
+func (t *Target) EthAt(nx, ny int) (ch int, ok bool) {
+	if t.Eth == nil {
+		return -1, false
+	}
+	for i, c := range t.Eth.noc {
+		if c[0] == nx && c[1] == ny {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// EthL1Budget is the kernel-usable L1 of an ethernet core: L1Top -
+// L1UnreservedBase (0 without ethernet).
+func (t *Target) EthL1Budget() int {
+	if t.Eth == nil {
+		return 0
+	}
+	return t.Eth.L1Top - t.Eth.L1UnreservedBase
+}

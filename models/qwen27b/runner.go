@@ -1,0 +1,108 @@
+package qwen27b
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
+)
+
+// DeviceEnv draws every weight and state on the one-device graph of the
+// same options and cuts each device's share (ShareOf), so every mesh
+// computes the same function.
+func (m Model) DeviceEnv(a models.Args, g *ir.Graph, seed int64) ([]map[*ir.Value][]float32, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return nil, err
+	}
+	whole, _, err := BuildGraph(o, ir.Mesh{Rows: 1, Cols: 1})
+	if err != nil {
+		return nil, err
+	}
+	full := map[string]struct {
+		v    *ir.Value
+		data []float32
+	}{}
+	for v, data := range models.InitAll(m, whole, seed) {
+		full[v.Name] = struct {
+			v    *ir.Value
+			data []float32
+		}{v, data}
+	}
+	n := g.Mesh.Devices()
+	envs := make([]map[*ir.Value][]float32, n)
+	for d := range envs {
+		envs[d] = map[*ir.Value][]float32{}
+	}
+	for _, v := range append(append([]*ir.Value(nil), g.Weights...), g.States...) {
+		w, ok := full[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("qwen27b: %s %q has no counterpart on the one-device graph", v.Kind, v.Name)
+		}
+		share, err := ShareOf(o.Config, v.Name, n)
+		if err != nil {
+			return nil, err
+		}
+		for d := 0; d < n; d++ {
+			cut, shape, err := share.Cut(w.data, w.v.Type.Shape, d, n)
+			if err != nil {
+				return nil, fmt.Errorf("qwen27b: %q device %d: %w", v.Name, d, err)
+			}
+			if !shape.Equal(v.Type.Shape) {
+				return nil, fmt.Errorf("qwen27b: %q device %d: cut is %s, the graph wants %s", v.Name, d, shape, v.Type.Shape)
+			}
+			envs[d][v] = cut
+		}
+	}
+	return envs, nil
+}
+
+// StepInputs feeds tokens (decode: one per user; prefill: Seq per user)
+// at positions pos.. with the matching RoPE tables; every device gets the
+// same inputs.
+func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]map[*ir.Value][]float32, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return nil, err
+	}
+	per := 1
+	if o.Mode == Prefill {
+		per = o.Seq
+	}
+	if len(tokens) != o.Batch {
+		return nil, fmt.Errorf("qwen27b: %d users given, the graph has batch %d", len(tokens), o.Batch)
+	}
+	var ids []float32
+	for b, t := range tokens {
+		if len(t) != per {
+			return nil, fmt.Errorf("qwen27b: user %d: %d tokens, the %s graph takes %d", b, len(t), o.Mode, per)
+		}
+		for _, id := range t {
+			ids = append(ids, float32(id))
+		}
+	}
+	c := o.Config
+	var cos, sin []float32
+	if o.Mode == Prefill {
+		cos, sin = RopePrefillTables(c.RotaryDim(), c.RopeTheta, pos, o.Seq)
+	} else {
+		cos, sin = RopeTables(c.RotaryDim(), c.RopeTheta, pos, o.Batch)
+	}
+	byName := map[string][]float32{"tokens": ids, "pos": {float32(pos)}, "rope.cos": cos, "rope.sin": sin}
+	in := map[*ir.Value][]float32{}
+	for _, v := range g.Inputs {
+		data, ok := byName[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("qwen27b: no data for input %q", v.Name)
+		}
+		if len(data) != v.Type.Shape.Numel() {
+			return nil, fmt.Errorf("qwen27b: input %q: %d values for shape %s", v.Name, len(data), v.Type.Shape)
+		}
+		in[v] = data
+	}
+	envs := make([]map[*ir.Value][]float32, g.Mesh.Devices())
+	for d := range envs {
+		envs[d] = in
+	}
+	return envs, nil
+}
