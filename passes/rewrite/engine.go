@@ -236,7 +236,7 @@ func (rn *run) tryMatch(rule *Rule, root *ir.Op, pos map[*ir.Op]int) *Match {
 		if !rule.AllowSharedInterior && rn.interiorEscapes(m) {
 			return false
 		}
-		if len(m.Roots) > 1 && rn.earlyRootEscapes(m, pos) {
+		if _, ok := rn.insertionPoint(m, pos); !ok {
 			return false
 		}
 		if rule.Where != nil && !rule.Where(m) {
@@ -280,31 +280,41 @@ func lastRoot(m *Match, pos map[*ir.Op]int) *ir.Op {
 	return last
 }
 
-// earlyRootEscapes reports whether a result of a root other than the last
-// is read, outside the match, by an op before the last root: after the
-// rewrite that reader would precede the replacement's definition.
-func (rn *run) earlyRootEscapes(m *Match, pos map[*ir.Op]int) bool {
-	last := lastRoot(m, pos)
+// insertionPoint is where a match's replacement goes: before the last root
+// or, for multi-root matches, before the first op outside the match that
+// reads a root result earlier than that; ok is false when a bound variable
+// is defined at or after that point in the root's region (the replacement
+// could not read it there).
+func (rn *run) insertionPoint(m *Match, pos map[*ir.Op]int) (at *ir.Op, ok bool) {
+	at = lastRoot(m, pos)
+	if len(m.Roots) == 1 {
+		return at, true
+	}
 	inMatch := map[*ir.Op]bool{}
 	for _, op := range m.Ops {
 		inMatch[op] = true
 	}
 	for _, r := range m.Roots {
-		if r == last {
-			continue
-		}
 		for _, res := range r.Results {
 			for _, u := range rn.users[res] {
 				if rn.gone[u] || inMatch[u] || !slices.Contains(u.Operands, res) {
 					continue
 				}
-				if u.Region != last.Region || pos[u] < pos[last] {
-					return true
+				if u.Region != at.Region {
+					continue // later regions run after this one
+				}
+				if pos[u] < pos[at] {
+					at = u
 				}
 			}
 		}
 	}
-	return false
+	for _, v := range m.vars {
+		if v.Def != nil && v.Def.Region == at.Region && pos[v.Def] >= pos[at] {
+			return at, false
+		}
+	}
+	return at, true
 }
 
 // interiorEscapes reports whether a value produced by a matched op other
@@ -336,7 +346,7 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 	for i, op := range r.Ops {
 		pos[op] = i
 	}
-	root := lastRoot(m, pos)
+	root, _ := rn.insertionPoint(m, pos)
 	olds := m.RootResults()
 	rootPos := -1
 	for i, op := range r.Ops {
