@@ -13,4 +13,9 @@
 // faces and packs them as fp32, bf16 (round to nearest even), bfp8_b or
 // bfp4_b; row-major layout stores one row of the last dimension per page.
 // Download is the exact inverse (dropping tile padding).
+//
+// Collective programs (IsCollective: kernels on ethernet cores) run on all
+// cards of a mesh row at once (LaunchCollective, RunCollective; RunProgram
+// picks this path by itself): on the sim backend as one kexec.Cluster mesh
+// workload per row, cabled as the target's canonical ring.
 package runtime

@@ -72,13 +72,17 @@ func (e *Executable) DownloadFrom(dev int, v *ir.Value) ([]float32, error) {
 	return e.Mesh.Download(dev, n)
 }
 
-// RunProgram launches program i on every device; errors name the program
-// and the op it implements.
+// RunProgram launches program i on every device (a collective, on all
+// devices at once: RunCollective); errors name the program and the op it
+// implements.
 func (e *Executable) RunProgram(i int) error {
 	if i < 0 || i >= len(e.Build.Programs) {
 		return fmt.Errorf("runtime: program %d out of range (%d programs)", i, len(e.Build.Programs))
 	}
 	p := e.Build.Programs[i]
+	if IsCollective(p.Kernel) {
+		return e.RunCollective(i)
+	}
 	for d := 0; d < e.Mesh.Devices(); d++ {
 		if _, err := e.Mesh.Launch(d, p.Kernel); err != nil {
 			return fmt.Errorf("runtime: device %d: program %d %s (%s): %w", d, i, p.Kernel.Name, p.Op.Where(), err)

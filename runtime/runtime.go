@@ -155,6 +155,9 @@ func (m *Mesh) Launch(dev int, p *kir.Program) (*kexec.Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	if IsCollective(p) {
+		return nil, fmt.Errorf("runtime: program %q has ethernet kernels: it is a collective and runs on all devices of a mesh row at once (LaunchCollective)", p.Name)
+	}
 	return d.Run(p, kexec.RunOptions{})
 }
 

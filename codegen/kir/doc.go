@@ -19,6 +19,12 @@
 // an ArgValue is a constant, a buffer's address plus an offset, or the NoC
 // coordinate of a logical core; the runtime resolves them (Resolve).
 //
+// Programs that span the cards of a mesh (collectives) place kernels and
+// semaphores on ethernet cores (EthCore, the EthRow of logical cores), use
+// the ethernet calls of eth.go to move bytes to the cabled card, and read
+// the card's index from DeviceID argument values, so one program serves
+// every card.
+//
 // Validate checks a program against every hardware rule of DESIGN.md and
 // reports each violation as a *RuleError with a named Rule, so a broken
 // program is a compile error rather than a hang on the card. Rules that

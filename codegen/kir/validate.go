@@ -58,6 +58,11 @@ import (
 //     are at most t.MaxRuntimeArgs.
 //   - RuleArgTable, RuleSemaphore, RuleMalformed: the tables and bodies are
 //     consistent (see the Rule docs).
+//   - Ethernet cores: kernels and semaphores may sit on ethernet channels
+//     that exist (a kernel on one kind of core only, no compute kernel, one
+//     kernel per ERISC), CBs may not (RuleGrid); ethernet calls appear only
+//     in kernels on ethernet cores and statically known transfer sizes are
+//     whole 16-byte words within the ethernet L1 (RuleEthernet).
 //
 // Errors are ordered by program part (CBs, semaphores, kernels, then cores
 // row-major), so the output is deterministic.

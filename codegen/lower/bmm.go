@@ -18,7 +18,6 @@ import (
 // result's dtype.
 
 func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
 	for _, v := range []*ir.Value{a, bv, out} {
 		if err := requireTile("value", v); err != nil {
@@ -39,7 +38,7 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if bs[r-2] != k {
 		return nil, fmt.Errorf("rule bmm-inner: a %s has K=%d, b %s has K=%d", as, k, bs, bs[r-2])
 	}
-	ai, bi, oi := blocks.ImageOf(as), blocks.ImageOf(bs), blocks.ImageOf(out.Type.Shape)
+	ai, bi := blocks.ImageOf(as), blocks.ImageOf(bs)
 	pad := k%ir.TileSize != 0
 	if pad {
 		for _, v := range []*ir.Value{a, bv} {
@@ -49,6 +48,49 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	kt := ai.Ct
+	operand := func(v *ir.Value, im blocks.Image, page func(bb, mt, nt, k kir.Expr) kir.Expr, tr, tc func(mt, nt, k kir.Expr) kir.Expr) pairOperand {
+		return pairOperand{dt: v.Type.DType, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+			pg := page(bb, mt, nt, k)
+			if !pad {
+				blocks.ReadPage(b, acc, cb, pg)
+				return
+			}
+			b.CBReserveBack(cb, kir.C(1))
+			l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+			blocks.ReadPageTo(b, acc, pg, l1)
+			b.NoCAsyncReadBarrier()
+			blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(v.Type.DType), tr(mt, nt, k), tc(mt, nt, k))
+			b.CBPushBack(cb, kir.C(1))
+		}, value: v}
+	}
+	av := operand(a, ai, func(bb, mt, _, k kir.Expr) kir.Expr {
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(ai.Rt)), mt), kir.Ci(ai.Ct)), k)
+	}, func(mt, _, _ kir.Expr) kir.Expr { return mt }, func(_, _, k kir.Expr) kir.Expr { return k })
+	bvo := operand(bv, bi, func(bb, _, nt, k kir.Expr) kir.Expr {
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(bi.Rt)), k), kir.Ci(bi.Ct)), nt)
+	}, func(_, _, k kir.Expr) kir.Expr { return k }, func(_, nt, _ kir.Expr) kir.Expr { return nt })
+	return pairsProgram(op, ctx, av, bvo, kt)
+}
+
+// pairOperand is one side of a tile-pair matmul program: a tensor read by
+// page (value non-nil; emit gets its Access) or tiles the reader generates
+// (value nil; emit gets a nil Access).
+type pairOperand struct {
+	dt    ir.DType
+	value *ir.Value
+	// emit produces one page of cb: the operand tile for result tile
+	// (batch bb, row mt, column nt) and inner step k.
+	emit func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr)
+}
+
+// pairsProgram is the program of out[.., m, n] = sum_k a[.., m, k] b[.., k,
+// n] over kt inner tiles: the result tiles are split over the grid, the
+// reader emits the kt (a, b) tile pairs of each result tile, compute
+// accumulates matmul_tiles in fp32 DEST and packs, the writer stores.
+func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Program, error) {
+	t := ctx.Target
+	out := op.Result()
+	oi := blocks.ImageOf(out.Type.Shape)
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err
@@ -56,37 +98,28 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	plan := PlanSplit(oi.Pages, t.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0)
 	cores, rs := firstCores(t, plan.Cores)
 	cbs := blocks.NewCBPlan(p, t, rs)
-	cbA := cbs.Input("a", a.Type.DType, 2)
-	cbB := cbs.Input("b", bv.Type.DType, 2)
+	cbA := cbs.Input("a", a.dt, 2)
+	cbB := cbs.Input("b", bo.dt, 2)
 	cbOut := cbs.Output("out", out.Type.DType, 2)
-	if err := cbs.Err("bmm"); err != nil {
+	if err := cbs.Err(op.Name()); err != nil {
 		return nil, err
 	}
 
-	// Reader: per result tile (batch, mt, nt), the pairs (a[batch, mt, k], b[batch, k, nt]).
+	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := newReader(p, rs)
-	aAcc, err := accessOf(ctx, rd, "a_addr", a)
-	if err != nil {
-		return nil, err
+	var aAcc, bAcc *blocks.Access
+	if a.value != nil {
+		if aAcc, err = accessOf(ctx, rd, "a_addr", a.value); err != nil {
+			return nil, err
+		}
 	}
-	bAcc, err := accessOf(ctx, rd, "b_addr", bv)
-	if err != nil {
-		return nil, err
+	if bo.value != nil {
+		if bAcc, err = accessOf(ctx, rd, "b_addr", bo.value); err != nil {
+			return nil, err
+		}
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	read := func(acc *blocks.Access, cb int, im blocks.Image, dt ir.DType, page, tr, tc kir.Expr) {
-		if !pad {
-			blocks.ReadPage(b, acc, cb, page)
-			return
-		}
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		blocks.ReadPageTo(b, acc, page, l1)
-		b.NoCAsyncReadBarrier()
-		blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(dt), tr, tc)
-		b.CBPushBack(cb, kir.C(1))
-	}
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		pg := b.Let("page", kir.Add(rstart, i))
 		nt := b.Let("nt", kir.Mod(pg, kir.Ci(oi.Ct)))
@@ -94,8 +127,8 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		mt := b.Let("mt", kir.Mod(q, kir.Ci(oi.Rt)))
 		bb := b.Let("bb", kir.Div(q, kir.Ci(oi.Rt)))
 		b.For("k", kir.C(0), kir.Ci(kt), func(kk kir.Var) {
-			read(aAcc, cbA, ai, a.Type.DType, kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(ai.Rt)), mt), kir.Ci(ai.Ct)), kk), mt, kk)
-			read(bAcc, cbB, bi, bv.Type.DType, kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(bi.Rt)), kk), kir.Ci(bi.Ct)), nt), kk, nt)
+			a.emit(b, aAcc, cbA, bb, mt, nt, kk)
+			bo.emit(b, bAcc, cbB, bb, mt, nt, kk)
 		})
 	})
 

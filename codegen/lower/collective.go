@@ -46,9 +46,10 @@ import (
 // step on a single chunk: each card sends its whole partial to the other
 // and both add - half the steps of reduce-scatter + all-gather for the same
 // bytes, which wins at decode sizes where a step is mostly handshake
-// latency. Results are replicated bit for bit: a gathered chunk is a copy
-// of the bytes its owner computed. For N = 2 a reduce is one rounding of
-// the exact sum, as the reference; for N > 2 every hop rounds the partial
+// latency. Replicated results are identical on every card (a gathered
+// chunk is a copy of the values its owner computed; tile padding may
+// differ). For N = 2 a reduce is one rounding of the exact sum, as the
+// reference, so the result is exact; for N > 2 every hop rounds the partial
 // to the dtype.
 //
 // # Kernels
@@ -84,10 +85,12 @@ import (
 //
 // PlanRing estimates the time and picks the adder cores; the plan is
 // recorded in the sender's defines (CCL_*). For all_reduce of [1,1,5120]
-// bf16 on 1x2 (160 tiles, 2 links of 80 tiles, one packet each): about
-// 2,700 cycles of DRAM reads, 256 of wire time, 1,350 of handshake and
-// 1,400 of adds per link - about 5,900 cycles (4.4 us) plus dispatch; the
-// measured two-card collectives of tt-metal take 16-28 us.
+// bf16 on 1x2 (160 tiles, 2 links of 80 tiles, one packet each, 4 adders
+// per link): 2,686 cycles of DRAM reads, 256 of wire time, 1,350 of
+// handshake and 1,320 of adds per link plus 12 cores of dispatch - 6,332
+// cycles (4.7 us); on 1x4 (3+3 steps of 40-tile chunks) 16,242 cycles
+// (12 us), on 1x8 28,510 (21 us). tt-metal's measured two-card
+// collectives take 16-28 us at decode sizes.
 
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
@@ -420,13 +423,13 @@ func (k *cclKernels) sender() {
 	if pl.GatherSteps > 0 {
 		b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
 		if k.kind == cclAllReduce {
-			final := k.fwd0
+			final := fwd0
 			if (pl.ReduceSteps-1)%2 == 1 {
-				final = k.fwd1
+				final = fwd1
 			}
 			b.NoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
 			k.packets(b, count, func(base, cnt kir.Var) {
-				src := b.Let("src", kir.Add(kir.Ci(final), kir.Mul(base, kir.Ci(pl.WireBytes))))
+				src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
 				k.send(b, src, true, cnt, staging)
 			})
 		} else {

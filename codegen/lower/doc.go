@@ -1,14 +1,31 @@
 // Package lower turns one graph op into one kernel IR program: the second
 // of the three levels of DESIGN.md.
 //
-// Lower takes an op of a graph that has been fused and placed (every tensor
-// DRAM interleaved) and returns a *kir.Program: the cores it runs on, its
-// circular buffers, and a reader, compute and writer kernel per core with
-// their argument tables. Lowerings are looked up in a table keyed by
-// ir.OpKind, filled from one file per op family (eltwise.go, matmul.go,
-// norm.go, embedding.go, argmax.go). An op kind without an entry, or a shape
-// a lowering does not handle, is an error naming the op (op.Where()), its
-// operand and result types and the rule.
+// Lower takes an op of a graph (unfused or fused, placed) and returns a
+// *kir.Program: the cores it runs on, its circular buffers, and a reader,
+// compute and writer kernel per core with their argument tables. Lowerings
+// are looked up in a table keyed by ir.OpKind, filled from one file per op
+// family (eltwise.go: unary, binary with numpy broadcasting, typecast;
+// matmul.go, bmm.go; norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
+// sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
+// repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
+// cache.go: update_cache; sdpa.go: sdpa_decode; collectives elsewhere).
+// An op kind without an entry, or a shape a lowering does not handle, is an
+// error naming the op (op.Where()), its operand and result types and the
+// rule.
+//
+// Programs are assembled from the building blocks of package blocks (CB
+// plans, page addressing of any placement, page streams, the Gather
+// relayout engine, the compute-state tracker and its tile ops), so a new
+// lowering or fused program mostly composes existing pieces.
+//
+// # Placement
+//
+// Operands and results may be DRAM interleaved, L1 interleaved or L1
+// sharded (any sharded kind, with the simulator's page distribution:
+// PagesPerCore consecutive pages per core of the shard grid); readers and
+// writers address them through blocks.Access. DRAM width sharding is not
+// supported.
 //
 // # Buffers
 //
@@ -38,19 +55,30 @@
 //
 // # Numerics
 //
-// Compute kernels use fp32 DEST accumulation for matmul and rmsnorm (DEST
-// then holds 4 tiles in half-sync mode and output sub-blocks are at most
-// that), and for eltwise ops whenever an operand or the result is not bf16;
-// multiplies and matmuls run at Context.Fidelity (HiFi4 by default, the
-// fidelity of ref.DefaultOptions). So a program reproduces the reference
-// evaluator at the same formats up to accumulation order and the
-// intermediate formats documented on each lowering.
+// Compute kernels use fp32 DEST accumulation for matmul, bmm, norms,
+// reductions, rotary and attention (DEST then holds 4 tiles in half-sync
+// mode and output sub-blocks are at most that), and for eltwise ops
+// whenever an operand or the result is not bf16; multiplies and matmuls run
+// at Context.Fidelity (HiFi4 by default, the fidelity of
+// ref.DefaultOptions). Intermediates between compute stages are fp32 CBs.
+// So a program reproduces the reference evaluator at the same formats up to
+// accumulation order, the FPU's reading of fp32 operands as tf32, and the
+// intermediate formats documented on each lowering. Data movement and
+// typecasts reproduce it bit for bit.
 //
 // # Tiles and padding
 //
 // Tile-layout tensors are zero padded to whole tiles by whoever writes them
 // first (the host upload); device programs may leave other values in
-// padding. Lowerings that reduce over the last dimension (rmsnorm, matmul's
-// K) therefore require it to be a multiple of 32, so padding never enters a
-// reduction.
+// padding (relayouts fill result padding with zeros). Lowerings that reduce
+// over a padded dimension zero the operand's padding in the reader first
+// (sum, mean, bmm's K, sdpa's cache rows past pos); rmsnorm and matmul
+// require the reduced last dimension to be a multiple of 32.
+//
+// # Persistent state
+//
+// When Context.Alias maps a result to a state, the result's buffer is the
+// state's (BufferName) and the program updates it in place; update_cache
+// then reads and writes only the tiles of the new position instead of
+// copying the cache.
 package lower

@@ -311,10 +311,33 @@ func (cc *compiler) expr(e kir.Expr) (cexpr, error) {
 			if err != nil {
 				return 0, err
 			}
+			if ks.core.eth {
+				// The address of Tensix semaphore v, for addressing a
+				// worker through get_noc_addr.
+				if v >= uint64(ks.r.t.MaxSemaphores) {
+					return 0, ks.errf(kir.RuleSemaphore, kir.NoCB, "get_semaphore(%d): semaphore ids are 0..%d", v, ks.r.t.MaxSemaphores-1)
+				}
+				return uint64(ks.r.d.SemaphoreBase()) + v*SemaphoreStride, nil
+			}
 			if !ks.core.semIDs[int(v)] {
 				return 0, ks.errf(kir.RuleSemaphore, kir.NoCB, "get_semaphore(%d): no semaphore %d is created on this core", v, v)
 			}
-			return uint64(ks.r.d.SemaphoreBase()) + v*SemaphoreStride, nil
+			return uint64(ks.core.semBase) + v*SemaphoreStride, nil
+		}, nil
+	case kir.GetEthSemaphore:
+		id, err := cc.expr(e.ID)
+		if err != nil {
+			return nil, err
+		}
+		return func(ks *kstate) (uint64, error) {
+			v, err := id(ks)
+			if err != nil {
+				return 0, err
+			}
+			if v >= uint64(ks.r.t.MaxSemaphores) || ks.core.eth && !ks.core.semIDs[int(v)] {
+				return 0, ks.errf(kir.RuleSemaphore, kir.NoCB, "get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(%d): no semaphore %d is created on this ethernet core", v, v)
+			}
+			return uint64(ks.r.d.EthSemaphoreBase()) + v*SemaphoreStride, nil
 		}, nil
 	case kir.NoCAddr:
 		es, err := cc.exprs(e.X, e.Y, e.Addr)

@@ -122,6 +122,26 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			}
 			return ks.nocMulticast(v[0], v[1], 4, v[2], "noc_semaphore_set_multicast")
 		}), nil
+	case kir.EthSendBytes:
+		return next(func(ks *kstate) error {
+			v, err := ev(ks)
+			if err != nil {
+				return err
+			}
+			return ks.ethSendBytes(v[0], v[1], v[2])
+		}), nil
+	case kir.EthWaitForReceiverDone:
+		return maybeBlock(func(ks *kstate) (bool, error) { return ks.ethWaitForReceiverDone() }), nil
+	case kir.EthWaitForBytes:
+		return maybeBlock(func(ks *kstate) (bool, error) {
+			v, err := ev(ks)
+			if err != nil {
+				return false, err
+			}
+			return ks.ethWaitForBytes(v[0])
+		}), nil
+	case kir.EthReceiverDone:
+		return next(func(ks *kstate) error { return ks.ethReceiverDone() }), nil
 	case kir.L1Write32:
 		return next(func(ks *kstate) error {
 			v, err := ev(ks)
@@ -140,7 +160,7 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 
 // semID is the program semaphore at local L1 address addr, or -1.
 func (ks *kstate) semID(addr uint64) int {
-	base := uint64(ks.r.d.SemaphoreBase())
+	base := uint64(ks.core.semBase)
 	if addr < base || (addr-base)%SemaphoreStride != 0 {
 		return -1
 	}
@@ -168,6 +188,18 @@ func (ks *kstate) worker(x, y int) (*memory, kir.Core, bool) {
 	return ks.r.d.coreMem(c), c, true
 }
 
+// endpoint resolves the NoC coordinates of a worker or ethernet core of
+// this device.
+func (ks *kstate) endpoint(x, y int) (*memory, kir.Core, bool) {
+	if m, c, ok := ks.worker(x, y); ok {
+		return m, c, true
+	}
+	if ch, ok := ks.r.t.EthAt(x, y); ok {
+		return ks.r.d.eth(ch).mem, kir.EthCore(ch), true
+	}
+	return nil, kir.Core{}, false
+}
+
 func (ks *kstate) nocRead(src, dst, size uint64) error {
 	const call = "noc_async_read"
 	if err := ks.packet(call, size); err != nil {
@@ -186,13 +218,13 @@ func (ks *kstate) nocRead(src, dst, size uint64) error {
 			return err
 		}
 		ks.r.d.dram[bank].read(t.addr, buf)
-	} else if m, c, ok := ks.worker(t.x1, t.y1); ok {
+	} else if m, c, ok := ks.endpoint(t.x1, t.y1); ok {
 		if !m.inBounds(t.addr, size) {
 			return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x of core %s is outside L1", call, size, t.addr, c)
 		}
 		m.read(t.addr, buf)
 	} else {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s from %s: no DRAM bank or worker core at NoC (%d,%d)", call, t, t.x1, t.y1)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s from %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.x1, t.y1)
 	}
 	ks.core.mem.write(dst, buf)
 	ks.r.stats.NoCReadBytes += int64(size)
@@ -241,21 +273,25 @@ func (ks *kstate) nocWrite(src, dst, size uint64, call string) error {
 			return err
 		}
 		ks.r.d.dram[bank].write(t.addr, buf)
-	} else if m, c, ok := ks.worker(t.x1, t.y1); ok {
+	} else if m, c, ok := ks.endpoint(t.x1, t.y1); ok {
 		if err := ks.remoteL1(call, m, c, t.addr, size); err != nil {
 			return err
 		}
 		m.write(t.addr, buf)
 	} else {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: no DRAM bank or worker core at NoC (%d,%d)", call, t, t.x1, t.y1)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.x1, t.y1)
 	}
 	ks.r.stats.NoCWriteBytes += int64(size)
 	return nil
 }
 
 func (ks *kstate) remoteL1(call string, m *memory, c kir.Core, addr, size uint64) error {
-	if !m.inBounds(addr, size) || addr < uint64(ks.r.d.SemaphoreBase()) {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x of core %s is outside the writable L1 [%#x, %#x)", call, size, addr, c, ks.r.d.SemaphoreBase(), ks.r.t.L1Size)
+	lo, hi := uint64(ks.r.d.SemaphoreBase()), uint64(ks.r.t.L1Size)
+	if c.IsEth() {
+		lo, hi = ks.r.ethBounds()
+	}
+	if !m.inBounds(addr, size) || addr < lo || addr+size > hi {
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x of core %s is outside the writable L1 [%#x, %#x)", call, size, addr, c, lo, hi)
 	}
 	return nil
 }
@@ -305,9 +341,9 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 func (ks *kstate) semInc(dst uint64, incr uint32) error {
 	const call = "noc_semaphore_inc"
 	t := decodeNoC(dst)
-	m, c, ok := ks.worker(t.x1, t.y1)
+	m, c, ok := ks.endpoint(t.x1, t.y1)
 	if t.mcast || !ok {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s at %s: not a worker core's L1", call, t)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s at %s: not a worker or ethernet core's L1", call, t)
 	}
 	if t.addr%4 != 0 {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s at %s: the address is not 4-byte aligned", call, t)

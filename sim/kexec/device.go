@@ -26,6 +26,8 @@ type Device struct {
 	dramA   *allocator
 	l1A     *allocator
 	buffers map[string]*DeviceBuffer
+	// ethCores are the ethernet cores, allocated on first use (eth.go).
+	ethCores []*ethCore
 }
 
 // DeviceBuffer is an allocated buffer.

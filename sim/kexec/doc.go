@@ -51,6 +51,27 @@
 // without its init (RuleInit), and unpacking or packing a CB whose format
 // differs from the configured unpacker or packer format (RuleDataFormat).
 //
+// # Meshes of cards
+//
+// A Cluster is N devices joined by ethernet cables (Link: channel a of
+// device i to channel b of device j; RingLinks and LineLinks build the
+// usual 1xN topologies). Cluster.Run executes one program per device as one
+// mesh workload: every device loads its program as Device.Run does
+// (kir.DeviceID arguments resolve to the device index) and the kernels of
+// all devices are scheduled round-robin together, so transfers between
+// devices interleave with the rest. Ethernet cores (kir.EthCore) have their
+// own 512 KiB L1 (kernel region target.Ethernet.L1UnreservedBase ..
+// L1Top, semaphores just below, at EthSemaphoreBase) and no CBs; NoC reads,
+// writes and semaphore increments reach them like worker cores. The
+// ethernet calls move bytes to the cabled peer's L1 at once and model
+// channel 0's bytes_sent handshake (see kir/eth.go): eth_wait_for_bytes
+// and eth_wait_for_receiver_done block until the peer's side of the
+// handshake arrives. Every device's bytes_sent words start at 0 in a run.
+// When no kernel on any device can move, Run returns a *DeadlockError
+// whose entries name device, core, kernel and what each waits for (for a
+// receiver: the bytes it expects from which device and channel); sending
+// on an uncabled channel is a RuleEthernet error.
+//
 // # Compute numerics
 //
 // Compute ops unpack tiles from CB pages with sim/numerics into float32

@@ -9,6 +9,8 @@ import (
 
 // Blocked describes one kernel that cannot make progress.
 type Blocked struct {
+	// Device is the index of the device in a Cluster run (0 for Device.Run).
+	Device int
 	Core   kir.Core
 	Kernel string
 	// Call is the blocking tt-metal call, e.g. "cb_wait_front".
@@ -38,7 +40,10 @@ func (b Blocked) String() string {
 // DeadlockError reports that every unfinished kernel is blocked.
 type DeadlockError struct {
 	Program string
-	Blocked []Blocked // row-major by core, then program order
+	// Devices is the number of devices of a Cluster run (0 for Device.Run);
+	// then every Blocked names its device.
+	Devices int
+	Blocked []Blocked // by device, then row-major by core, then program order
 	// Finished lists the kernels that ran to completion, as "kernel@(x,y)".
 	Finished []string
 }
@@ -47,6 +52,12 @@ func (e *DeadlockError) Error() string {
 	lines := make([]string, len(e.Blocked))
 	for i, b := range e.Blocked {
 		lines[i] = b.String()
+		if e.Devices > 0 {
+			lines[i] = fmt.Sprintf("device %d %s", b.Device, lines[i])
+		}
+	}
+	if e.Devices > 0 {
+		return fmt.Sprintf("program %q on %d devices: deadlock: %d kernel(s) blocked forever:\n  %s", e.Program, e.Devices, len(e.Blocked), strings.Join(lines, "\n  "))
 	}
 	return fmt.Sprintf("program %q: deadlock: %d kernel(s) blocked forever:\n  %s", e.Program, len(e.Blocked), strings.Join(lines, "\n  "))
 }
@@ -55,7 +66,8 @@ func (e *DeadlockError) Error() string {
 type StepLimitError struct {
 	Program string
 	Limit   int64
-	// Running lists the unfinished kernels as "kernel@(x,y)".
+	// Running lists the unfinished kernels as "kernel@(x,y)" (on a Cluster
+	// "kernel@(x,y)@device d").
 	Running []string
 }
 

@@ -32,6 +32,9 @@ type kstate struct {
 	done    bool
 	blocked Blocked
 	comp    *computeState
+	// ethSignalled: the pending eth_wait_for_receiver_done has sent the
+	// bytes_sent word to the peer.
+	ethSignalled bool
 }
 
 func newKState(r *run, cs *coreState, k *kir.Kernel, code *kcode) (*kstate, error) {
@@ -85,7 +88,7 @@ func (ks *kstate) errf(rule kir.Rule, cb int, format string, args ...any) error 
 }
 
 func (ks *kstate) block(call string, cb, sem int, format string, args ...any) {
-	ks.blocked = Blocked{Core: ks.core.c, Kernel: ks.k.Name, Call: call, CB: cb, Semaphore: sem, Reason: fmt.Sprintf(format, args...)}
+	ks.blocked = Blocked{Device: ks.r.dev, Core: ks.core.c, Kernel: ks.k.Name, Call: call, CB: cb, Semaphore: sem, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (ks *kstate) cb(idx int, call string) (*cbState, error) {
@@ -99,10 +102,13 @@ func (ks *kstate) cb(idx int, call string) (*cbState, error) {
 // region below the semaphores.
 func (ks *kstate) checkL1(addr, n uint64, what string, write bool) error {
 	if !ks.core.mem.inBounds(addr, n) {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x is outside the %d-byte L1", what, n, addr, ks.r.t.L1Size)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x is outside the %d-byte L1", what, n, addr, ks.core.mem.size)
 	}
-	if write && addr < uint64(ks.r.d.SemaphoreBase()) {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x writes into the firmware-reserved region below %#x", what, n, addr, ks.r.d.SemaphoreBase())
+	if write && addr < ks.core.lo {
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x writes into the firmware-reserved region below %#x", what, n, addr, ks.core.lo)
+	}
+	if write && addr+n > ks.core.hi {
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x writes into the reserved region above %#x", what, n, addr, ks.core.hi)
 	}
 	return nil
 }

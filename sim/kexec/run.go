@@ -35,6 +35,8 @@ type Stats struct {
 	// TileOps counts compute operations on whole tiles (unpacking ops, SFPU
 	// ops and packs).
 	TileOps int64
+	// EthBytes counts the bytes sent over ethernet links (eth_send_bytes).
+	EthBytes int64
 }
 
 type run struct {
@@ -47,15 +49,24 @@ type run struct {
 	cores   map[kir.Core]*coreState
 	kernels []*kstate
 	stats   Stats
+	// dev is the device index in a Cluster run (0 otherwise); mesh is the
+	// cluster run, nil for Device.Run.
+	dev  int
+	mesh *meshRun
 }
 
-// coreState is one worker core during a run.
+// coreState is one worker or ethernet core during a run.
 type coreState struct {
 	c      kir.Core
 	mem    *memory
 	nx, ny int
 	cbs    []*cbState // by index; nil when not configured
 	semIDs map[int]bool
+	// eth marks an ethernet core; semBase is the address of its semaphore
+	// 0; kernels may write L1 in [lo, hi).
+	eth     bool
+	semBase uint32
+	lo, hi  uint64
 }
 
 func (r *run) ruleErr(rule kir.Rule, kernel string, c *kir.Core, cb int, format string, args ...any) *kir.RuleError {
@@ -76,8 +87,17 @@ func (r *run) BufferAddress(name string) (uint32, error) {
 	return a, nil
 }
 
-// WorkerNoC implements kir.Resolver.
-func (r *run) WorkerNoC(c kir.Core) (int, int, error) { return r.t.WorkerNoC(c.X, c.Y) }
+// WorkerNoC implements kir.Resolver; it also resolves ethernet cores.
+func (r *run) WorkerNoC(c kir.Core) (int, int, error) {
+	if c.IsEth() {
+		return r.t.EthNoC(c.X)
+	}
+	return r.t.WorkerNoC(c.X, c.Y)
+}
+
+// DeviceID implements kir.DeviceResolver: the device index in a Cluster
+// run, 0 for Device.Run.
+func (r *run) DeviceID() (int, error) { return r.dev, nil }
 
 // Run executes p on the device and returns what it did. The program's
 // buffers must be allocated on the device (see RunOptions.Binding). Run does
@@ -113,11 +133,23 @@ func (r *run) core(c kir.Core) (*coreState, error) {
 	if cs, ok := r.cores[c]; ok {
 		return cs, nil
 	}
+	if c.IsEth() {
+		nx, ny, err := r.t.EthNoC(c.X)
+		if err != nil {
+			return nil, fmt.Errorf("program %q: core %s: %v", r.p.Name, c, err)
+		}
+		lo, hi := r.ethBounds()
+		cs := &coreState{c: c, mem: r.d.eth(c.X).mem, nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{},
+			eth: true, semBase: r.d.EthSemaphoreBase(), lo: lo, hi: hi}
+		r.cores[c] = cs
+		return cs, nil
+	}
 	nx, ny, err := r.t.WorkerNoC(c.X, c.Y)
 	if err != nil {
 		return nil, fmt.Errorf("program %q: %v", r.p.Name, err)
 	}
-	cs := &coreState{c: c, mem: r.d.coreMem(c), nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{}}
+	cs := &coreState{c: c, mem: r.d.coreMem(c), nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{},
+		semBase: r.d.SemaphoreBase(), lo: uint64(r.d.SemaphoreBase()), hi: uint64(r.t.L1Size)}
 	r.cores[c] = cs
 	return cs, nil
 }
@@ -194,6 +226,9 @@ func (r *run) load() error {
 		}
 		done = append(done, placed{cores: cores, lo: addr, hi: addr + size, backing: cb.Backing != "", cbConfig: cb})
 		for _, c := range cores {
+			if c.IsEth() {
+				return r.ruleErr(kir.RuleGrid, "", &c, cb.Index, "CB c_%d is configured on an ethernet core; ethernet cores have no circular buffers", cb.Index)
+			}
 			cs, err := r.core(c)
 			if err != nil {
 				return err
@@ -215,7 +250,7 @@ func (r *run) load() error {
 				return err
 			}
 			cs.semIDs[s.ID] = true
-			cs.mem.write32(uint64(r.d.SemaphoreBase())+uint64(s.ID*SemaphoreStride), s.Initial)
+			cs.mem.write32(uint64(cs.semBase)+uint64(s.ID*SemaphoreStride), s.Initial)
 		}
 	}
 	// Kernels.
@@ -261,36 +296,57 @@ func sharesCore(a, b []kir.Core) bool {
 
 // schedule runs the kernels round-robin until all finish, a kernel fails,
 // everything is blocked, or the step budget is spent.
-func (r *run) schedule() error {
+func (r *run) schedule() error { return scheduleRuns([]*run{r}, r.p.Name, false) }
+
+// scheduleRuns runs the kernels of every run (device order, then each run's
+// kernel order) round-robin, a quantum each, until all finish, a kernel
+// fails, every unfinished kernel on every device is blocked (DeadlockError)
+// or the steps of all runs together pass the first run's step limit. In a
+// mesh run errors name the device.
+func scheduleRuns(runs []*run, program string, mesh bool) error {
+	limit, quantum := runs[0].opt.StepLimit, runs[0].opt.Quantum
+	var steps int64
+	devices := 0
+	if mesh {
+		devices = len(runs)
+	}
 	for {
 		progress, unfinished := false, 0
-		for _, ks := range r.kernels {
-			if ks.done {
-				continue
-			}
-			n, err := ks.runQuantum(r.opt.Quantum)
-			r.stats.Steps += int64(n)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				progress = true
-			}
-			if !ks.done {
-				unfinished++
-			}
-			if r.stats.Steps > r.opt.StepLimit {
-				return &StepLimitError{Program: r.p.Name, Limit: r.opt.StepLimit, Running: r.names(false)}
+		for _, r := range runs {
+			for _, ks := range r.kernels {
+				if ks.done {
+					continue
+				}
+				n, err := ks.runQuantum(quantum)
+				r.stats.Steps += int64(n)
+				steps += int64(n)
+				if err != nil {
+					if mesh {
+						return fmt.Errorf("device %d: %w", r.dev, err)
+					}
+					return err
+				}
+				if n > 0 {
+					progress = true
+				}
+				if !ks.done {
+					unfinished++
+				}
+				if steps > limit {
+					return &StepLimitError{Program: program, Limit: limit, Running: runNames(runs, false, mesh)}
+				}
 			}
 		}
 		if unfinished == 0 {
 			return nil
 		}
 		if !progress {
-			de := &DeadlockError{Program: r.p.Name, Finished: r.names(true)}
-			for _, ks := range r.kernels {
-				if !ks.done {
-					de.Blocked = append(de.Blocked, ks.blocked)
+			de := &DeadlockError{Program: program, Devices: devices, Finished: runNames(runs, true, mesh)}
+			for _, r := range runs {
+				for _, ks := range r.kernels {
+					if !ks.done {
+						de.Blocked = append(de.Blocked, ks.blocked)
+					}
 				}
 			}
 			return de
@@ -298,11 +354,20 @@ func (r *run) schedule() error {
 	}
 }
 
-func (r *run) names(done bool) []string {
+// runNames lists the kernels that are (or are not) done as "kernel@(x,y)",
+// with "@device d" appended in a mesh run.
+func runNames(runs []*run, done, mesh bool) []string {
 	var out []string
-	for _, ks := range r.kernels {
-		if ks.done == done {
-			out = append(out, fmt.Sprintf("%s@%s", ks.k.Name, ks.core.c))
+	for _, r := range runs {
+		for _, ks := range r.kernels {
+			if ks.done != done {
+				continue
+			}
+			n := fmt.Sprintf("%s@%s", ks.k.Name, ks.core.c)
+			if mesh {
+				n += fmt.Sprintf("@device %d", r.dev)
+			}
+			out = append(out, n)
 		}
 	}
 	return out

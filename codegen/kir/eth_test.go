@@ -1,0 +1,119 @@
+package kir_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// ethProgram is a sender on ethernet channel 0 and a receiver on channel 1
+// that hands the bytes to worker (0,0) through a semaphore.
+func ethProgram() *kir.Program {
+	p := kir.NewProgram("eth")
+	send, recv, w := kir.EthCore(0), kir.EthCore(1), kir.Core{}
+	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: []ir.CoreRange{recv.Range()}})
+	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: []ir.CoreRange{w.Range()}})
+	es := p.AddKernel(&kir.Kernel{Name: "sender", Role: kir.RoleReader, Processor: kir.RISCV0, Cores: []ir.CoreRange{send.Range()}})
+	dev := es.CommonArg("device_id", kir.DeviceID())
+	b := es.Builder()
+	b.EthSendBytes(kir.Add(kir.C(0x20000), kir.Mul(dev, kir.C(16))), kir.C(0x20000), kir.C(64))
+	b.EthWaitForReceiverDone()
+	er := p.AddKernel(&kir.Kernel{Name: "receiver", Role: kir.RoleWriter, Processor: kir.RISCV1, NoC: 1, Cores: []ir.CoreRange{recv.Range()}})
+	wx, wy := er.CommonArg("wx", kir.NoCX(w)), er.CommonArg("wy", kir.NoCY(w))
+	b = er.Builder()
+	b.EthWaitForBytes(kir.C(64))
+	b.NoCSemaphoreInc(kir.NoCAddr{X: wx, Y: wy, Addr: kir.GetSemaphore{ID: kir.C(0)}}, kir.C(1))
+	b.EthReceiverDone()
+	wr := p.AddKernel(&kir.Kernel{Name: "worker", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: []ir.CoreRange{w.Range()}})
+	ex, ey := wr.CommonArg("ex", kir.NoCX(recv)), wr.CommonArg("ey", kir.NoCY(recv))
+	b = wr.Builder()
+	b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.C(0)}, kir.C(1))
+	b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(0)}}, kir.C(1))
+	return p
+}
+
+func TestEthernetValidation(t *testing.T) {
+	if err := kir.Validate(ethProgram(), bh); err != nil {
+		t.Fatalf("valid ethernet program rejected: %v", err)
+	}
+	tests := []struct {
+		name  string
+		edit  func(p *kir.Program)
+		rules []kir.Rule
+		msg   string
+	}{
+		{"CB on an ethernet core", func(p *kir.Program) {
+			p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
+		}, []kir.Rule{kir.RuleGrid}, "have no circular buffers"},
+		{"ethernet call on a worker", func(p *kir.Program) {
+			p.Kernel("worker").Body = append(p.Kernel("worker").Body, kir.EthReceiverDone{})
+		}, []kir.Rule{kir.RuleEthernet}, "eth_receiver_done is an ethernet call"},
+		{"compute on an ethernet core", func(p *kir.Program) {
+			p.AddKernel(&kir.Kernel{Name: "math", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: []ir.CoreRange{kir.EthRange(2, 2)}})
+		}, []kir.Rule{kir.RuleProcessor}, "compute kernels cannot run on ethernet cores"},
+		{"mixed cores", func(p *kir.Program) {
+			k := p.Kernel("sender")
+			k.Cores = append(k.Cores, ir.CoreRange{X0: 3, Y0: 3, X1: 3, Y1: 3})
+		}, []kir.Rule{kir.RuleGrid}, "mixes ethernet and worker"},
+		{"no such channel", func(p *kir.Program) {
+			p.Kernel("sender").Cores = []ir.CoreRange{kir.EthRange(14, 14)}
+		}, []kir.Rule{kir.RuleGrid}, "outside channels 0..13"},
+		{"odd transfer size", func(p *kir.Program) {
+			p.Kernel("sender").Body[0] = kir.EthSendBytes{Src: kir.C(0x20000), Dst: kir.C(0x20000), Size: kir.C(24)}
+		}, []kir.Rule{kir.RuleEthernet}, "whole 16-byte words"},
+		{"two kernels on one ERISC", func(p *kir.Program) {
+			p.AddKernel(&kir.Kernel{Name: "other", Role: kir.RoleReader, Processor: kir.RISCV0, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
+		}, []kir.Rule{kir.RuleProcessor}, "both run on RISCV_0 of this ethernet core"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ethProgram()
+			tc.edit(p)
+			err := kir.Validate(p, bh)
+			if diff := cmp.Diff(tc.rules, kir.RulesOf(err)); diff != "" {
+				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not say %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// plainResolver knows no device; deviceResolver is device int(r).
+type (
+	plainResolver  struct{}
+	deviceResolver int
+)
+
+func (plainResolver) BufferAddress(string) (uint32, error)  { return 0, nil }
+func (plainResolver) WorkerNoC(kir.Core) (int, int, error)  { return 0, 0, nil }
+func (deviceResolver) BufferAddress(string) (uint32, error) { return 0, nil }
+func (deviceResolver) WorkerNoC(kir.Core) (int, int, error) { return 0, 0, nil }
+func (r deviceResolver) DeviceID() (int, error)             { return int(r), nil }
+
+func TestDeviceIDAndEthCores(t *testing.T) {
+	v := kir.DeviceID()
+	if v.String() != "device_id" {
+		t.Errorf("DeviceID prints %q", v.String())
+	}
+	if got, err := v.Resolve(deviceResolver(3)); err != nil || got != 3 {
+		t.Errorf("Resolve on device 3 = %d, %v", got, err)
+	}
+	if _, err := v.Resolve(plainResolver{}); err == nil || !strings.Contains(err.Error(), "mesh") {
+		t.Errorf("Resolve without a device: %v, want an error", err)
+	}
+	c := kir.EthCore(5)
+	if !c.IsEth() || c.String() != "eth5" || (kir.Core{X: 5}).IsEth() {
+		t.Errorf("EthCore(5) = %v (IsEth %t)", c, c.IsEth())
+	}
+	for _, s := range []kir.Stmt{kir.EthSendBytes{}, kir.EthWaitForReceiverDone{}, kir.EthWaitForBytes{}, kir.EthReceiverDone{}} {
+		if !kir.IsEthOnly(s) || !kir.IsDataMovementOnly(s) || kir.APIName(s) == "" {
+			t.Errorf("%T: eth-only %t, data-movement-only %t, API name %q", s, kir.IsEthOnly(s), kir.IsDataMovementOnly(s), kir.APIName(s))
+		}
+	}
+}

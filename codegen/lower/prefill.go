@@ -1,0 +1,483 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Prefill ops: fill_cache, tril, cumsum, conv_depthwise and tril_inverse
+// (sdpa_prefill is in sdpa.go).
+//
+//   - fill_cache writes S consecutive positions: a blocks.Gather whose map
+//     takes cache rows pos..pos+S-1 from new and every other row from the
+//     cache (in place: only the tile rows holding those positions).
+//   - tril keeps the elements on and below the diagonal with an
+//     element-wise Gather (zero fill).
+//   - cumsum along the last dim is x @ U with U the upper-triangular ones
+//     matrix, along the second-to-last L @ x with L lower-triangular; the
+//     reader generates the triangle, ones and zero tiles (pairsProgram).
+//   - conv_depthwise sums over the K taps the products of x shifted down by
+//     j rows (a Gather) with tap row j (a Gather into row 0, broadcast over
+//     the rows), accumulated through an fp32 CB.
+//   - tril_inverse of one tile: with A = -strictly_lower(x), (I + L)^-1 =
+//     sum_{k<32} A^k = (I + A)(I + A^2)(I + A^4)(I + A^8)(I + A^16) since
+//     A^32 = 0, four squarings and four products of fp32 tiles.
+
+func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
+	if err := layoutOperands(cache, nw, out); err != nil {
+		return nil, err
+	}
+	if err := checkPos(pos); err != nil {
+		return nil, err
+	}
+	cs, ns := cache.Type.Shape, nw.Type.Shape
+	if cs.Rank() != 4 || ns.Rank() != 4 || ns[0] != cs[0] || ns[1] != cs[1] || ns[2] > cs[2] || ns[3] != cs[3] || !out.Type.Shape.Equal(cs) {
+		return nil, fmt.Errorf("rule cache-shape: want cache [B,H,L,D], new [B,H,S<=L,D] and a result shaped like the cache, got %s, %s, %s", cs, ns, out.Type.Shape)
+	}
+	L, S := cs[2], ns[2]
+	ci := blocks.ImageOf(cs)
+	inPlace := ctx.BufferName(out) == ctx.BufferName(cache)
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(ci.Pages, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	slots := []int{cbs.Scratch("cache_tile", cache.Type.DType, 1), cbs.Scratch("new_tile", nw.Type.DType, 1)}
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, 4, 1)
+	cbPosW := -1
+	if inPlace {
+		cbPosW = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, 4, 1)
+	}
+	if err := cbs.Err("fill_cache"); err != nil {
+		return nil, err
+	}
+	// touched: page pg lies in a tile row holding one of the new positions.
+	touched := func(pg, posv kir.Expr) kir.Expr {
+		tr := kir.Mod(kir.Div(pg, kir.Ci(ci.Ct)), kir.Ci(ci.Rt))
+		return kir.LAnd(kir.Ge(tr, kir.Div(posv, kir.Ci(ir.TileSize))), kir.Le(tr, kir.Div(kir.Add(posv, kir.Ci(S-1)), kir.Ci(ir.TileSize))))
+	}
+	rd := newReader(p, rs)
+	cAcc, err := accessOf(ctx, rd, "cache_addr", cache)
+	if err != nil {
+		return nil, err
+	}
+	nAcc, err := accessOf(ctx, rd, "new_addr", nw)
+	if err != nil {
+		return nil, err
+	}
+	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	posv := readPos(b, pAcc, cbPos)
+	g := &blocks.Gather{Out: ci, DType: out.Type.DType, Seg: blocks.SegFor(cs[3]),
+		Sources: []blocks.GatherSource{{Acc: cAcc, Image: ci}, {Acc: nAcc, Image: blocks.ImageOf(ns)}},
+		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			l := b.Let("l", kir.Mod(row, kir.Ci(L)))
+			inNew := b.Let("in_new", kir.LAnd(kir.Ge(l, posv), kir.Lt(l, kir.Add(posv, kir.Ci(S)))))
+			bh := kir.Div(row, kir.Ci(L))
+			return []blocks.Run{
+				{Cond: kir.Eq(inNew, kir.C(0)), Src: 0, Row: row, Col: col},
+				{Cond: inNew, Src: 1, Row: kir.Add(kir.Mul(bh, kir.Ci(S)), kir.Sub(l, posv)), Col: col},
+			}
+		}}
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	g.Begin(b, slots)
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		pg := b.Let("pg", kir.Add(rstart, i))
+		if inPlace {
+			b.If(touched(pg, posv), func() { g.Page(b, cbOut, pg) })
+		} else {
+			g.Page(b, cbOut, pg)
+		}
+	})
+	g.End(b)
+	blocks.ReleaseScratch(b, cbPos)
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	b = wr.Builder()
+	if inPlace {
+		wpAcc, err := accessOf(ctx, wr, "pos_addr", pos)
+		if err != nil {
+			return nil, err
+		}
+		wpos := readPos(b, wpAcc, cbPosW)
+		b.For("i", kir.C(0), wcount, func(i kir.Var) {
+			pg := b.Let("pg", kir.Add(wstart, i))
+			b.If(touched(pg, wpos), func() { blocks.WritePage(b, oAcc, cbOut, pg) })
+		})
+		blocks.ReleaseScratch(b, cbPosW)
+	} else {
+		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
+	}
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
+
+func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	diag, ok := op.Attrs["diagonal"].(int)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: tril needs an int attribute \"diagonal\"")
+	}
+	xs := x.Type.Shape
+	if xs.Rank() < 2 {
+		return nil, fmt.Errorf("rule matrix-rank: x %s needs rank >= 2", xs)
+	}
+	rows := xs[xs.Rank()-2]
+	return relayoutProgram(op, ctx, []*ir.Value{x}, 1, true, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		i := kir.Mod(row, kir.Ci(rows))
+		var keep kir.Expr // col - i <= diag
+		if diag >= 0 {
+			keep = kir.Le(col, kir.Add(i, kir.Ci(diag)))
+		} else {
+			keep = kir.Le(kir.Add(col, kir.Ci(-diag)), i)
+		}
+		return []blocks.Run{{Cond: keep, Src: 0, Row: row, Col: col}}
+	})
+}
+
+// triangleTile emits one page of a generated bf16 tile into cb: ones where
+// keep(r, c) (an expression of the in-tile row and column) holds, zeros
+// elsewhere.
+func triangleTile(b *kir.Builder, cb int, keep func(r, c kir.Expr) kir.Expr) {
+	b.CBReserveBack(cb, kir.C(1))
+	l1 := b.Let("tri", kir.GetWritePtr{CB: cb})
+	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+			blocks.StoreElem(b, kir.Add(l1, blocks.FaceOffset(r, c, 2)), kir.Mul(keep(r, c), kir.C(0x3F80)), 2)
+		})
+	})
+	b.CBPushBack(cb, kir.C(1))
+}
+
+func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	for _, v := range []*ir.Value{x, out} {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
+	}
+	eb := blocks.ElemBytes(x.Type.DType)
+	if eb != 2 && eb != 4 {
+		return nil, fmt.Errorf("rule cumsum-dtype: the reader zeroes tile padding of bf16 or fp32 operands, not %s", x.Type.DType)
+	}
+	xd := matDims(x.Type.Shape)
+	r := len(xd)
+	ax, err := axisAttr(op, "axis", max(x.Type.Shape.Rank(), 1))
+	if err != nil {
+		return nil, err
+	}
+	ax += r - max(x.Type.Shape.Rank(), 1)
+	xi := blocks.ImageOf(xd)
+	xOp := func(page func(bb, mt, nt, k kir.Expr) kir.Expr, tr, tc func(mt, nt, k kir.Expr) kir.Expr) pairOperand {
+		return pairOperand{dt: x.Type.DType, value: x, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+			b.CBReserveBack(cb, kir.C(1))
+			l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+			blocks.ReadPageTo(b, acc, page(bb, mt, nt, k), l1)
+			b.NoCAsyncReadBarrier()
+			blocks.ZeroImagePadding(b, l1, xi, eb, tr(mt, nt, k), tc(mt, nt, k))
+			b.CBPushBack(cb, kir.C(1))
+		}}
+	}
+	// tri emits the (row tile i, column tile j) tile of the ones triangle
+	// {(R, C): C >= R} (upper) or {C <= R} (lower).
+	tri := func(upper bool) pairOperand {
+		return pairOperand{dt: ir.BF16, emit: func(b *kir.Builder, _ *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+			i, j := k, nt // upper: U[k, nt]
+			if !upper {
+				i, j = mt, k // lower: L[mt, k]
+			}
+			ti, tj := b.Let("ti", i), b.Let("tj", j)
+			triangleTile(b, cb, func(r, c kir.Expr) kir.Expr {
+				R := kir.Add(kir.Mul(ti, kir.Ci(ir.TileSize)), r)
+				C := kir.Add(kir.Mul(tj, kir.Ci(ir.TileSize)), c)
+				if upper {
+					return kir.Le(R, C)
+				}
+				return kir.Le(C, R)
+			})
+		}}
+	}
+	switch ax {
+	case r - 1:
+		a := xOp(func(bb, mt, _, k kir.Expr) kir.Expr {
+			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), mt), kir.Ci(xi.Ct)), k)
+		}, func(mt, _, _ kir.Expr) kir.Expr { return mt }, func(_, _, k kir.Expr) kir.Expr { return k })
+		return pairsProgram(op, ctx, a, tri(true), xi.Ct)
+	case r - 2:
+		bo := xOp(func(bb, _, nt, k kir.Expr) kir.Expr {
+			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), k), kir.Ci(xi.Ct)), nt)
+		}, func(_, _, k kir.Expr) kir.Expr { return k }, func(_, nt, _ kir.Expr) kir.Expr { return nt })
+		return pairsProgram(op, ctx, tri(false), bo, xi.Rt)
+	}
+	return nil, fmt.Errorf("rule cumsum-axis: cumsum runs along one of the last two dims (a triangular matmul), not axis %d of %s", op.Attrs["axis"], x.Type.Shape)
+}
+
+func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	x, w, out := op.Operands[0], op.Operands[1], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	if err := requireTile("taps", w); err != nil {
+		return nil, err
+	}
+	xs, ws := x.Type.Shape, w.Type.Shape
+	r := xs.Rank()
+	if r < 2 || ws.Rank() != 2 || ws[1] != xs[r-1] || ws[0] > xs[r-2] || w.Type.DType != x.Type.DType {
+		return nil, fmt.Errorf("rule conv-shape: want x [.., T, C] and taps w [K, C] of x's dtype with K <= T, got %s and %s %s", xs, ws, w.Type.DType)
+	}
+	T, C, K := xs[r-2], xs[r-1], ws[0]
+	To := T - K + 1
+	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
+	wrow := blocks.ImageOf(ir.Shape{1, C})
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(oi.Pages, t.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbX := cbs.Input("x_shifted", x.Type.DType, 2)
+	cbW := cbs.Input("tap_row", w.Type.DType, 2)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbAcc := cbs.Scratch("acc", ir.FP32, 1)
+	cbTmp := cbs.Scratch("term", ir.FP32, 1)
+	xSlot := cbs.Scratch("x_tile", x.Type.DType, 1)
+	wSlot := cbs.Scratch("w_tile", w.Type.DType, 1)
+	if err := cbs.Err("conv_depthwise"); err != nil {
+		return nil, err
+	}
+	rd := newReader(p, rs)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	wAcc, err := accessOf(ctx, rd, "w_addr", w)
+	if err != nil {
+		return nil, err
+	}
+	var tap kir.Var // the tap the maps below read
+	seg := blocks.SegFor(C)
+	gx := &blocks.Gather{Out: oi, DType: x.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
+		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			src := kir.Add(kir.Add(kir.Mul(kir.Div(row, kir.Ci(To)), kir.Ci(T)), kir.Mod(row, kir.Ci(To))), tap)
+			return []blocks.Run{{Src: 0, Row: src, Col: col}}
+		}}
+	gw := &blocks.Gather{Out: wrow, DType: w.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: wAcc, Image: blocks.ImageOf(ws)}},
+		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return []blocks.Run{{Src: 0, Row: tap, Col: col}}
+		}}
+	for _, g := range []*blocks.Gather{gx, gw} {
+		if err := g.Check(); err != nil {
+			return nil, err
+		}
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	gx.Begin(b, []int{xSlot})
+	gw.Begin(b, []int{wSlot})
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		pg := b.Let("page", kir.Add(rstart, i))
+		b.For("j", kir.C(0), kir.Ci(K), func(j kir.Var) {
+			tap = j
+			gx.Page(b, cbX, pg)
+			gw.Page(b, cbW, kir.Mod(pg, kir.Ci(oi.Ct)))
+		})
+	})
+	gx.End(b)
+	gw.End(b)
+
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cp.RuntimeArg("num_tiles")
+	c := blocks.NewCompute(p, cp)
+	c.Startup(cbX, cbW, cbOut)
+	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbAcc, false, nil)
+		c.For("j", kir.C(1), kir.Ci(K), func(kir.Var) {
+			c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbTmp, false, nil)
+			c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbAcc, cbTmp, cbAcc, false, nil)
+		})
+		c.Unary(cbAcc, cbOut, nil)
+	})
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
+
+func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	x, out := op.Operands[0], op.Result()
+	if err := layoutOperands(x, out); err != nil {
+		return nil, err
+	}
+	xs := x.Type.Shape
+	r := xs.Rank()
+	if r < 2 || xs[r-1] != xs[r-2] || xs[r-1] > ir.TileSize || x.Type.DType != ir.FP32 {
+		return nil, fmt.Errorf("rule tril-inverse: the device inverse takes fp32 square matrices of at most %d rows (one tile each), got %s %s", ir.TileSize, xs, x.Type.DType)
+	}
+	n := xs[r-1]
+	im := blocks.ImageOf(xs)
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(im.Pages, t.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbL := cbs.Input("strict_lower", ir.FP32, 1)
+	cbI := cbs.Input("identity", ir.FP32, 1)
+	cbOut := cbs.Output("out", ir.FP32, 2)
+	cbA := cbs.Scratch("a", ir.FP32, 1)
+	cbA2 := cbs.Scratch("a_copy", ir.FP32, 1)
+	cbF := cbs.Scratch("factor", ir.FP32, 1)
+	cbP := cbs.Scratch("product", ir.FP32, 1)
+	if err := cbs.Err("tril_inverse"); err != nil {
+		return nil, err
+	}
+	rd := newReader(p, rs)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
+	b := rd.Builder()
+	b.Comment("identity tile")
+	b.CBReserveBack(cbI, kir.C(1))
+	id := b.Let("id", kir.GetWritePtr{CB: cbI})
+	blocks.FillWords(b, id, ir.FP32.TileBytes(), 0)
+	b.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
+		b.L1Write32(kir.Add(id, blocks.FaceOffset(d, d, 4)), kir.C(0x3F800000))
+	})
+	b.CBPushBack(cbI, kir.C(1))
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		b.CBReserveBack(cbL, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cbL})
+		blocks.ReadPageTo(b, xAcc, kir.Add(rstart, i), l1)
+		b.NoCAsyncReadBarrier()
+		b.Comment("keep the strictly lower part of the n x n matrix")
+		b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(rr kir.Var) {
+			from := b.LetT("from", kir.U32T, rr)
+			b.If(kir.Ge(rr, kir.Ci(n)), func() { b.Assign(from, kir.C(0)) })
+			b.For("c", from, kir.Ci(ir.TileSize), func(cc kir.Var) {
+				b.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
+			})
+		})
+		b.CBPushBack(cbL, kir.C(1))
+	})
+
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cp.RuntimeArg("num_tiles")
+	c := blocks.NewCompute(p, cp)
+	cb := c.B
+	c.Startup(cbL, cbI, cbOut)
+	cb.CBWaitFront(cbI, kir.C(1))
+	// packTwice packs DEST[0] into one page of each of two CBs.
+	packTwice := func(x, y int) {
+		c.Commit()
+		cb.CBReserveBack(x, kir.C(1))
+		cb.CBReserveBack(y, kir.C(1))
+		c.Wait()
+		c.Pack(kir.C(0), x)
+		c.Pack(kir.C(0), y)
+		c.Release()
+		cb.CBPushBack(x, kir.C(1))
+		cb.CBPushBack(y, kir.C(1))
+	}
+	// plusI: DEST[0] = I + a[0], packed into out; pops a when pop is set.
+	plusI := func(a, out int, pop bool) {
+		cb.CBWaitFront(a, kir.C(1))
+		c.Acquire()
+		c.Binary(kir.EltAdd, blocks.BcastNone, cbI, a, kir.C(0), kir.C(0), kir.C(0))
+		if pop {
+			cb.CBPopFront(a, kir.C(1))
+		}
+		c.PackOut(out, 1)
+	}
+	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		cb.Comment("A = -L, kept twice (matmul reads two CBs); P = I + A")
+		cb.CBWaitFront(cbL, kir.C(1))
+		c.Acquire()
+		c.Copy(cbL, kir.C(0), kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
+		cb.CBPopFront(cbL, kir.C(1))
+		packTwice(cbA, cbA2)
+		plusI(cbA2, cbP, false)
+		for s := 0; s < 4; s++ {
+			cb.Comment(fmt.Sprintf("A = A^2 (A^%d); P = P (I + A)", 2<<s))
+			cb.CBWaitFront(cbA, kir.C(1))
+			c.Acquire()
+			c.Matmul(cbA, cbA2, kir.C(0), kir.C(0), kir.C(0), false)
+			cb.CBPopFront(cbA, kir.C(1))
+			cb.CBPopFront(cbA2, kir.C(1))
+			packTwice(cbA, cbA2)
+			plusI(cbA2, cbF, false)
+			cb.CBWaitFront(cbP, kir.C(1))
+			cb.CBWaitFront(cbF, kir.C(1))
+			c.Acquire()
+			c.Matmul(cbP, cbF, kir.C(0), kir.C(0), kir.C(0), false)
+			cb.CBPopFront(cbP, kir.C(1))
+			cb.CBPopFront(cbF, kir.C(1))
+			if s == 3 {
+				c.PackOut(cbOut, 1)
+			} else {
+				c.PackOut(cbP, 1)
+			}
+		}
+		cb.CBPopFront(cbA, kir.C(1))
+		cb.CBPopFront(cbA2, kir.C(1))
+	})
+	cb.CBPopFront(cbI, kir.C(1))
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, core := range cores {
+		s, cnt := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(cnt)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
+	}
+	return p, nil
+}

@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// Collective programs (all_reduce, reduce_scatter, all_gather over a mesh
+// row) have kernels on ethernet cores and must run on every card of the
+// row at once: each card's senders feed the next card's receivers. The
+// runtime launches them as one mesh workload per row on the sim backend's
+// kexec.Cluster, cabled as the target's canonical ring (channel
+// RingEast[l] of card c to RingWest[l] of card c+1 mod N); every other
+// program keeps running card by card.
+
+// IsCollective reports whether p is a mesh program: it has a kernel on an
+// ethernet core, so it must be launched on all cards of a row together
+// (LaunchCollective) rather than on one card.
+func IsCollective(p *kir.Program) bool {
+	if p == nil {
+		return false
+	}
+	for _, k := range p.Kernels {
+		if k != nil && k.OnEth() {
+			return true
+		}
+	}
+	return false
+}
+
+// row returns the cluster of mesh row r: its devices in column order,
+// cabled as a ring (no cables for a one-card row).
+func (m *Mesh) row(r int) (*kexec.Cluster, error) {
+	cols := m.Shape.Cols
+	devs := m.devices[r*cols : (r+1)*cols]
+	eth := m.Target.Eth
+	if eth == nil {
+		return nil, fmt.Errorf("runtime: target %s has no ethernet cores for collectives", m.Target.Name)
+	}
+	return kexec.NewClusterOf(devs, kexec.RingLinks(cols, eth.RingEast, eth.RingWest))
+}
+
+// LaunchCollective runs p on every card of every mesh row, one mesh
+// workload per row, and returns the statistics of every device (device
+// index = row*cols + column). Within a row, card c resolves p's
+// kir.DeviceID values to c. A deadlock (for example a receiver waiting for
+// a transfer no card sends) is returned as a *kexec.DeadlockError naming
+// the card, the core and what it waits for; errors name the row.
+func (m *Mesh) LaunchCollective(p *kir.Program) ([]*kexec.Stats, error) {
+	if p == nil {
+		return nil, fmt.Errorf("runtime: LaunchCollective: nil program")
+	}
+	var all []*kexec.Stats
+	for r := 0; r < m.Shape.Rows; r++ {
+		c, err := m.row(r)
+		if err != nil {
+			return nil, err
+		}
+		st, err := c.RunAll(p, kexec.RunOptions{})
+		if err != nil {
+			if m.Shape.Rows > 1 {
+				return nil, fmt.Errorf("runtime: mesh row %d: %w", r, err)
+			}
+			return nil, err
+		}
+		all = append(all, st...)
+	}
+	return all, nil
+}
+
+// RunCollective launches program i of the build, a collective, on all
+// cards at once; errors name the program and the op it implements.
+func (e *Executable) RunCollective(i int) error {
+	if i < 0 || i >= len(e.Build.Programs) {
+		return fmt.Errorf("runtime: program %d out of range (%d programs)", i, len(e.Build.Programs))
+	}
+	p := e.Build.Programs[i]
+	if _, err := e.Mesh.LaunchCollective(p.Kernel); err != nil {
+		return fmt.Errorf("runtime: program %d %s (%s) on mesh %s: %w", i, p.Kernel.Name, p.Op.Where(), e.Mesh.Shape, err)
+	}
+	return nil
+}

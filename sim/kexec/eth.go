@@ -1,0 +1,166 @@
+package kexec
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+// ethCore is one ethernet core of a device: its L1 and the bytes_sent word
+// of channel 0 (erisc_info->channels[0].bytes_sent), which the ethernet
+// calls use for their handshake.
+type ethCore struct {
+	mem       *memory
+	bytesSent uint32
+}
+
+// eth returns ethernet core ch (allocated on first use); ch must be valid.
+func (d *Device) eth(ch int) *ethCore {
+	if d.ethCores == nil {
+		d.ethCores = make([]*ethCore, d.T.Eth.Cores)
+	}
+	if d.ethCores[ch] == nil {
+		d.ethCores[ch] = &ethCore{mem: newMemory(uint64(d.T.Eth.L1Size))}
+	}
+	return d.ethCores[ch]
+}
+
+// EthSemaphoreBase is the L1 address of semaphore 0 on every ethernet core
+// (a simulator convention inside the reserved region below the ethernet
+// L1UnreservedBase, as SemaphoreBase for workers).
+func (d *Device) EthSemaphoreBase() uint32 {
+	return uint32(d.T.Eth.L1UnreservedBase - d.T.MaxSemaphores*SemaphoreStride)
+}
+
+func (d *Device) ethChannel(ch int) error {
+	if !d.T.InEth(ch) {
+		n := 0
+		if d.T.Eth != nil {
+			n = d.T.Eth.Cores
+		}
+		return fmt.Errorf("kexec: ethernet channel %d out of range (%d ethernet cores)", ch, n)
+	}
+	return nil
+}
+
+// ReadEthL1 returns n bytes of ethernet core ch's L1 at addr.
+func (d *Device) ReadEthL1(ch int, addr uint32, n int) ([]byte, error) {
+	if err := d.ethChannel(ch); err != nil {
+		return nil, err
+	}
+	e := d.eth(ch)
+	if !e.mem.inBounds(uint64(addr), uint64(n)) {
+		return nil, fmt.Errorf("kexec: ethernet L1 read of %d bytes at %#x on channel %d is out of range", n, addr, ch)
+	}
+	out := make([]byte, n)
+	e.mem.read(uint64(addr), out)
+	return out, nil
+}
+
+// WriteEthL1 writes data to ethernet core ch's L1 at addr.
+func (d *Device) WriteEthL1(ch int, addr uint32, data []byte) error {
+	if err := d.ethChannel(ch); err != nil {
+		return err
+	}
+	e := d.eth(ch)
+	if !e.mem.inBounds(uint64(addr), uint64(len(data))) {
+		return fmt.Errorf("kexec: ethernet L1 write of %d bytes at %#x on channel %d is out of range", len(data), addr, ch)
+	}
+	e.mem.write(uint64(addr), data)
+	return nil
+}
+
+// ---- the ethernet calls ----
+
+// peer returns the ethernet core at the other end of this kernel's link.
+func (ks *kstate) peer(call string) (*ethCore, EthEnd, error) {
+	here := EthEnd{Device: ks.r.dev, Channel: ks.core.c.X}
+	if !ks.core.eth {
+		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s runs on worker core %s; ethernet calls run on ethernet cores", call, ks.core.c)
+	}
+	if ks.r.mesh == nil {
+		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s on ethernet channel %d: the program runs on a single device, so no link is cabled (run it on a Cluster)", call, here.Channel)
+	}
+	there, ok := ks.r.mesh.peers[here]
+	if !ok {
+		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s: ethernet channel %d of device %d is not cabled to another device", call, here.Channel, here.Device)
+	}
+	return ks.r.mesh.devices[there.Device].eth(there.Channel), there, nil
+}
+
+func (ks *kstate) ethSendBytes(src, dst, size uint64) error {
+	const call = "eth_send_bytes"
+	pe, there, err := ks.peer(call)
+	if err != nil {
+		return err
+	}
+	if size%16 != 0 || src%16 != 0 || dst%16 != 0 {
+		return ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%#x, %#x, %d): addresses and size must be multiples of 16 bytes", call, src, dst, size)
+	}
+	if err := ks.checkL1(src, size, call+" source", false); err != nil {
+		return err
+	}
+	lo, hi := ks.r.ethBounds()
+	if dst < lo || dst+size > hi {
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes to L1 %#x of device %d eth%d is outside the writable ethernet L1 [%#x, %#x)", call, size, dst, there.Device, there.Channel, lo, hi)
+	}
+	buf := make([]byte, size)
+	ks.core.mem.read(src, buf)
+	pe.mem.write(dst, buf)
+	me := ks.r.d.eth(ks.core.c.X)
+	me.bytesSent += uint32(size)
+	ks.r.stats.EthBytes += int64(size)
+	return nil
+}
+
+func (ks *kstate) ethWaitForReceiverDone() (bool, error) {
+	const call = "eth_wait_for_receiver_done"
+	pe, there, err := ks.peer(call)
+	if err != nil {
+		return false, err
+	}
+	me := ks.r.d.eth(ks.core.c.X)
+	if !ks.ethSignalled {
+		pe.bytesSent = me.bytesSent // the word travels to the receiver once per call
+		ks.ethSignalled = true
+	}
+	if me.bytesSent != 0 {
+		ks.block(call, kir.NoCB, -1, "waits for device %d eth%d to acknowledge %d bytes (eth_receiver_done)", there.Device, there.Channel, me.bytesSent)
+		return true, nil
+	}
+	ks.ethSignalled = false
+	return false, nil
+}
+
+func (ks *kstate) ethWaitForBytes(n uint64) (bool, error) {
+	const call = "eth_wait_for_bytes"
+	_, there, err := ks.peer(call)
+	if err != nil {
+		return false, err
+	}
+	if n%16 != 0 {
+		return false, ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%d): ethernet transfers are whole 16-byte words", call, n)
+	}
+	me := ks.r.d.eth(ks.core.c.X)
+	if uint64(me.bytesSent) != n&0xffffffff {
+		ks.block(call, kir.NoCB, -1, "waits for %d bytes from device %d eth%d, has %d", n, there.Device, there.Channel, me.bytesSent)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (ks *kstate) ethReceiverDone() error {
+	pe, _, err := ks.peer("eth_receiver_done")
+	if err != nil {
+		return err
+	}
+	ks.r.d.eth(ks.core.c.X).bytesSent = 0
+	pe.bytesSent = 0
+	return nil
+}
+
+// ethBounds is the writable L1 range of an ethernet core: from the
+// semaphores up to the top of the kernel region.
+func (r *run) ethBounds() (lo, hi uint64) {
+	return uint64(r.d.EthSemaphoreBase()), uint64(r.t.Eth.L1Top)
+}
