@@ -8,47 +8,64 @@ import opspec "github.com/tcc-dev/tcc/ir/opspec"
 type OpKind uint16
 
 const (
-	InvalidOp          OpKind = iota // zero value, not an op
-	OpAdd                            // out = a + b, broadcasting
-	OpSub                            // out = a - b, broadcasting
-	OpMul                            // out = a * b, broadcasting
-	OpAddScalar                      // out = x + value
-	OpMulScalar                      // out = x * value
-	OpSiLU                           // out = x * sigmoid(x)
-	OpSigmoid                        // out = 1 / (1 + exp(-x))
-	OpExp                            // out = exp(x)
-	OpRsqrt                          // out = 1 / sqrt(x)
-	OpSquare                         // out = x * x
-	OpMean                           // out[..., 0] = mean of x over the last dimension (kept as size 1)
-	OpArgmax                         // out[..., 0] = index of the first maximum of x over the last dimension, uint32
-	OpMatmul                         // out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)
-	OpRMSNorm                        // out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
-	OpEmbedding                      // out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices
-	OpTypecast                       // out = x converted to dtype (round to nearest even)
-	OpReshape                        // out = x viewed with shape (same element count, row-major order)
-	OpSlice                          // out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
-	OpConcat                         // out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
-	OpPad                            // out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
-	OpRepeatInterleave               // out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
-	OpTranspose                      // out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
-	OpToMemory                       // out = x, values unchanged, moved to placement mem (a MemKind name, e.g. l1_height_sharded); sharded kinds take grid [x0, y0, x1, y1] and shard [rows, cols], the others take neither
-	OpSoftplus                       // out = log(1 + exp(x)) where x <= 20, else x (beta 1, threshold 20)
-	OpSum                            // out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype
-	OpCumsum                         // out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation
-	OpTril                           // out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims
-	OpRMSNormComposed                // out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
-	OpRMSNormPlain                   // out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math
-	OpBMM                            // out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)
-	OpTrilInverse                    // out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
-	OpConvDepthwise                  // out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math
-	OpRotary                         // out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math
-	OpUpdateCache                    // out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
-	OpSDPADecode                     // out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
-	OpFillCache                      // out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state
-	OpSDPAPrefill                    // out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math
-	OpAllReduce                      // out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
-	OpReduceScatter                  // s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)
-	OpAllGather                      // out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)
+	InvalidOp             OpKind = iota // zero value, not an op
+	OpAdd                               // out = a + b, broadcasting
+	OpSub                               // out = a - b, broadcasting
+	OpMul                               // out = a * b, broadcasting
+	OpAddScalar                         // out = x + value
+	OpMulScalar                         // out = x * value
+	OpSiLU                              // out = x * sigmoid(x)
+	OpSigmoid                           // out = 1 / (1 + exp(-x))
+	OpExp                               // out = exp(x)
+	OpRsqrt                             // out = 1 / sqrt(x)
+	OpSquare                            // out = x * x
+	OpMean                              // out[..., 0] = mean of x over the last dimension (kept as size 1)
+	OpArgmax                            // out[..., 0] = index of the first maximum of x over the last dimension, uint32
+	OpMatmul                            // out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)
+	OpRMSNorm                           // out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
+	OpEmbedding                         // out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices
+	OpTypecast                          // out = x converted to dtype (round to nearest even)
+	OpReshape                           // out = x viewed with shape (same element count, row-major order)
+	OpSlice                             // out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
+	OpConcat                            // out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+	OpPad                               // out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
+	OpRepeatInterleave                  // out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
+	OpTranspose                         // out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
+	OpToMemory                          // out = x, values unchanged, moved to placement mem (a MemKind name, e.g. l1_height_sharded); sharded kinds take grid [x0, y0, x1, y1] and shard [rows, cols], the others take neither
+	OpSoftplus                          // out = log(1 + exp(x)) where x <= 20, else x (beta 1, threshold 20)
+	OpSum                               // out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype
+	OpCumsum                            // out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation
+	OpTril                              // out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims
+	OpRMSNormComposed                   // out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
+	OpRMSNormPlain                      // out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math
+	OpBMM                               // out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)
+	OpTrilInverse                       // out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
+	OpConvDepthwise                     // out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math
+	OpRotary                            // out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math
+	OpUpdateCache                       // out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
+	OpSDPADecode                        // out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
+	OpFillCache                         // out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state
+	OpSDPAPrefill                       // out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math
+	OpAllReduce                         // out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
+	OpReduceScatter                     // s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)
+	OpAllGather                         // out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)
+	OpMatmul2                           // out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+	OpMatmul3                           // out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+	OpMatmul4                           // out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+	OpMatmulAdd                         // out = r(residual + r(a @ w)): the matmul accumulates in fp32 and rounds to the result dtype r (residual's dtype), then the fp32 add rounds again
+	OpRMSNormMatmul                     // out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype
+	OpMatmulSwiGLU                      // out = r(r(silu(r(a @ w_gate))) * r(a @ w_up)): both matmuls accumulate in fp32; every r rounds to a's dtype, as the composed gate matmul, silu, up matmul and multiply store
+	OpAddRMSNorm                        // h = r(a + b) (fp32 add), normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math on the rounded h); r rounds to a's dtype; results h and normed
+	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
+	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
+	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
+	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
+	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
+	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
+	OpAttnPrologue                      // gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+	OpSDPADecodeGated                   // out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
+	OpAttnProloguePrefill               // gated-attention prefill prologue for S tokens per user at positions pos[0]+s, D = q_norm's size, R = cos's last dim, for user b, token s < S, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,s,h,:] = qg[b,s,2hD+D : 2hD+2D]; q[b,h,s,:] = rope(norm(qg[b,s,2hD : 2hD+D], q_norm)); k_cache' = k_cache except [b,j,pos[0]+s,:] = rope(norm(k[b,s,jD : jD+D], k_norm)); v_cache' = v_cache except [b,j,pos[0]+s,:] = v[b,s,jD : jD+D]; norm and rope as in attn_prologue with the tables of token s (cos[s,0,:], sin[s,0,:]); the normed rows rounded to qg's dtype before rope; results q [B,H,S,D], gate [B,S,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+	OpSDPAPrefillGated                  // out[b,s,h*D+i] = o[b,h,s,i] * g[b,s,h,i] (fp32 multiply) for q [B,H,S,D], k and v [B,Hkv,L,D], gate [B,S,H,D]: o = sdpa_prefill(q, k, v, pos) with scale (fp32 math, causal from pos[0]) rounded to q's dtype, g = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,S,H*D] in q's dtype
 )
 
 // opInfos is the op table, indexed by OpKind.
@@ -459,6 +476,213 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeAllGather,
+}, OpMatmul2: {
+	Doc:      "out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "matmul2",
+	Operands: []string{"a", "w0", "w1"},
+	Results:  2,
+	Shape:    shapeMatmulMulti,
+}, OpMatmul3: {
+	Doc:      "out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "matmul3",
+	Operands: []string{"a", "w0", "w1", "w2"},
+	Results:  3,
+	Shape:    shapeMatmulMulti,
+}, OpMatmul4: {
+	Doc:      "out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "matmul4",
+	Operands: []string{"a", "w0", "w1", "w2", "w3"},
+	Results:  4,
+	Shape:    shapeMatmulMulti,
+}, OpMatmulAdd: {
+	Doc:      "out = r(residual + r(a @ w)): the matmul accumulates in fp32 and rounds to the result dtype r (residual's dtype), then the fp32 add rounds again",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "matmul_add",
+	Operands: []string{"a", "w", "residual"},
+	Results:  1,
+	Shape:    shapeMatmulAdd,
+}, OpRMSNormMatmul: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "rmsnorm_matmul",
+	Operands: []string{"x", "wn", "w"},
+	Results:  1,
+	Shape:    shapeRMSNormMatmul,
+}, OpMatmulSwiGLU: {
+	Doc:      "out = r(r(silu(r(a @ w_gate))) * r(a @ w_up)): both matmuls accumulate in fp32; every r rounds to a's dtype, as the composed gate matmul, silu, up matmul and multiply store",
+	Family:   "matmul",
+	Fused:    true,
+	Name:     "matmul_swiglu",
+	Operands: []string{"a", "w_gate", "w_up"},
+	Results:  1,
+	Shape:    shapeMatmulSwiGLU,
+}, OpAddRMSNorm: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "h = r(a + b) (fp32 add), normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math on the rounded h); r rounds to a's dtype; results h and normed",
+	Family:   "norm",
+	Fused:    true,
+	Name:     "add_rmsnorm",
+	Operands: []string{"a", "b", "w"},
+	Results:  2,
+	Shape:    shapeAddRMSNorm,
+}, OpAllReduceAdd: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}},
+	Doc:      "h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated",
+	Family:   "collective",
+	Fused:    true,
+	Name:     "all_reduce_add",
+	Operands: []string{"x", "residual"},
+	Results:  1,
+	Shape:    shapeAllReduceAdd,
+}, OpAllReduceAddRMSNorm: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated",
+	Family:   "collective",
+	Fused:    true,
+	Name:     "all_reduce_add_rmsnorm",
+	Operands: []string{"x", "residual", "w"},
+	Results:  2,
+	Shape:    shapeAllReduceAddRMSNorm,
+}, OpEltwiseChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "ops",
+	}},
+	Doc:      "out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. \"exp,mul_scalar:-1\"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype",
+	Family:   "eltwise",
+	Fused:    true,
+	Name:     "eltwise_chain",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeEltwiseChain,
+}, OpEmbeddingReshape: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInts,
+		Name: "shape",
+	}},
+	Doc:      "out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged",
+	Family:   "data",
+	Fused:    true,
+	Name:     "embedding_reshape",
+	Operands: []string{"ids", "table"},
+	Results:  1,
+	Shape:    shapeEmbeddingReshape,
+}, OpGDNConvGates: {
+	Doc:      "GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]",
+	Family:   "fused",
+	Fused:    true,
+	Name:     "gdn_conv_gates",
+	Operands: []string{"conv_state", "qkv", "taps", "a", "b", "a_log", "dt_bias"},
+	Results:  4,
+	Shape:    shapeGDNConvGates,
+}, OpGDNRecurrence: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "l2_eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "l2_scale",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "scale",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "norm_eps",
+	}},
+	Doc:      "GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products",
+	Family:   "fused",
+	Fused:    true,
+	Name:     "gdn_recurrence",
+	Operands: []string{"qkv", "beta", "g", "state", "z", "norm_w"},
+	Results:  2,
+	Shape:    shapeGDNRecurrence,
+}, OpAttnPrologue: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)",
+	Family:   "attention",
+	Fused:    true,
+	Name:     "attn_prologue",
+	Operands: []string{"qg", "k", "v", "q_norm", "k_norm", "cos", "sin", "k_cache", "v_cache", "pos"},
+	Results:  4,
+	Shape:    shapeAttnPrologue,
+}, OpSDPADecodeGated: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "scale",
+	}},
+	Doc:      "out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype",
+	Family:   "attention",
+	Fused:    true,
+	Name:     "sdpa_decode_gated",
+	Operands: []string{"q", "k", "v", "pos", "gate"},
+	Results:  1,
+	Shape:    shapeSDPADecodeGated,
+}, OpAttnProloguePrefill: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}},
+	Doc:      "gated-attention prefill prologue for S tokens per user at positions pos[0]+s, D = q_norm's size, R = cos's last dim, for user b, token s < S, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,s,h,:] = qg[b,s,2hD+D : 2hD+2D]; q[b,h,s,:] = rope(norm(qg[b,s,2hD : 2hD+D], q_norm)); k_cache' = k_cache except [b,j,pos[0]+s,:] = rope(norm(k[b,s,jD : jD+D], k_norm)); v_cache' = v_cache except [b,j,pos[0]+s,:] = v[b,s,jD : jD+D]; norm and rope as in attn_prologue with the tables of token s (cos[s,0,:], sin[s,0,:]); the normed rows rounded to qg's dtype before rope; results q [B,H,S,D], gate [B,S,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)",
+	Family:   "attention",
+	Fused:    true,
+	Name:     "attn_prologue_prefill",
+	Operands: []string{"qg", "k", "v", "q_norm", "k_norm", "cos", "sin", "k_cache", "v_cache", "pos"},
+	Results:  4,
+	Shape:    shapeAttnProloguePrefill,
+}, OpSDPAPrefillGated: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "scale",
+	}},
+	Doc:      "out[b,s,h*D+i] = o[b,h,s,i] * g[b,s,h,i] (fp32 multiply) for q [B,H,S,D], k and v [B,Hkv,L,D], gate [B,S,H,D]: o = sdpa_prefill(q, k, v, pos) with scale (fp32 math, causal from pos[0]) rounded to q's dtype, g = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,S,H*D] in q's dtype",
+	Family:   "attention",
+	Fused:    true,
+	Name:     "sdpa_prefill_gated",
+	Operands: []string{"q", "k", "v", "pos", "gate"},
+	Results:  1,
+	Shape:    shapeSDPAPrefillGated,
 }}
 
 // Add appends a add op: out = a + b, broadcasting
@@ -732,4 +956,127 @@ func (bld *Builder) AllGather(x *Value, axis int, devices int) *Value {
 		"devices": devices,
 	}
 	return bld.Emit(OpAllGather, []*Value{x}, attrs)[0]
+}
+
+// Matmul2 appends a matmul2 op: out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+func (bld *Builder) Matmul2(a *Value, w0 *Value, w1 *Value) []*Value {
+	attrs := Attrs{}
+	return bld.Emit(OpMatmul2, []*Value{a, w0, w1}, attrs)
+}
+
+// Matmul3 appends a matmul3 op: out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+func (bld *Builder) Matmul3(a *Value, w0 *Value, w1 *Value, w2 *Value) []*Value {
+	attrs := Attrs{}
+	return bld.Emit(OpMatmul3, []*Value{a, w0, w1, w2}, attrs)
+}
+
+// Matmul4 appends a matmul4 op: out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+func (bld *Builder) Matmul4(a *Value, w0 *Value, w1 *Value, w2 *Value, w3 *Value) []*Value {
+	attrs := Attrs{}
+	return bld.Emit(OpMatmul4, []*Value{a, w0, w1, w2, w3}, attrs)
+}
+
+// MatmulAdd appends a matmul_add op: out = r(residual + r(a @ w)): the matmul accumulates in fp32 and rounds to the result dtype r (residual's dtype), then the fp32 add rounds again
+func (bld *Builder) MatmulAdd(a *Value, w *Value, residual *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpMatmulAdd, []*Value{a, w, residual}, attrs)[0]
+}
+
+// RMSNormMatmul appends a rmsnorm_matmul op: out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype
+func (bld *Builder) RMSNormMatmul(x *Value, wn *Value, w *Value, eps float64, offset float64) *Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+	}
+	return bld.Emit(OpRMSNormMatmul, []*Value{x, wn, w}, attrs)[0]
+}
+
+// MatmulSwiGLU appends a matmul_swiglu op: out = r(r(silu(r(a @ w_gate))) * r(a @ w_up)): both matmuls accumulate in fp32; every r rounds to a's dtype, as the composed gate matmul, silu, up matmul and multiply store
+func (bld *Builder) MatmulSwiGLU(a *Value, wGate *Value, wUp *Value) *Value {
+	attrs := Attrs{}
+	return bld.Emit(OpMatmulSwiGLU, []*Value{a, wGate, wUp}, attrs)[0]
+}
+
+// AddRMSNorm appends a add_rmsnorm op: h = r(a + b) (fp32 add), normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math on the rounded h); r rounds to a's dtype; results h and normed
+func (bld *Builder) AddRMSNorm(a *Value, b *Value, w *Value, eps float64, offset float64) []*Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+	}
+	return bld.Emit(OpAddRMSNorm, []*Value{a, b, w}, attrs)
+}
+
+// AllReduceAdd appends a all_reduce_add op: h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
+func (bld *Builder) AllReduceAdd(x *Value, residual *Value, devices int) *Value {
+	attrs := Attrs{"devices": devices}
+	return bld.Emit(OpAllReduceAdd, []*Value{x, residual}, attrs)[0]
+}
+
+// AllReduceAddRMSNorm appends a all_reduce_add_rmsnorm op: h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
+func (bld *Builder) AllReduceAddRMSNorm(x *Value, residual *Value, w *Value, devices int, eps float64, offset float64) []*Value {
+	attrs := Attrs{
+		"devices": devices,
+		"eps":     eps,
+		"offset":  offset,
+	}
+	return bld.Emit(OpAllReduceAddRMSNorm, []*Value{x, residual, w}, attrs)
+}
+
+// EltwiseChain appends a eltwise_chain op: out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
+func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
+	attrs := Attrs{"ops": ops}
+	return bld.Emit(OpEltwiseChain, []*Value{x}, attrs)[0]
+}
+
+// EmbeddingReshape appends a embedding_reshape op: out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
+func (bld *Builder) EmbeddingReshape(ids *Value, table *Value, shape []int) *Value {
+	attrs := Attrs{"shape": shape}
+	return bld.Emit(OpEmbeddingReshape, []*Value{ids, table}, attrs)[0]
+}
+
+// GDNConvGates appends a gdn_conv_gates op: GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
+func (bld *Builder) GDNConvGates(convState *Value, qkv *Value, taps *Value, a *Value, b *Value, aLog *Value, dtBias *Value) []*Value {
+	attrs := Attrs{}
+	return bld.Emit(OpGDNConvGates, []*Value{convState, qkv, taps, a, b, aLog, dtBias}, attrs)
+}
+
+// GDNRecurrence appends a gdn_recurrence op: GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
+func (bld *Builder) GDNRecurrence(qkv *Value, beta *Value, g *Value, state *Value, z *Value, normW *Value, l2Eps float64, l2Scale float64, scale float64, normEps float64) []*Value {
+	attrs := Attrs{
+		"l2_eps":   l2Eps,
+		"l2_scale": l2Scale,
+		"norm_eps": normEps,
+		"scale":    scale,
+	}
+	return bld.Emit(OpGDNRecurrence, []*Value{qkv, beta, g, state, z, normW}, attrs)
+}
+
+// AttnPrologue appends a attn_prologue op: gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+func (bld *Builder) AttnPrologue(qg *Value, k *Value, v *Value, qNorm *Value, kNorm *Value, cos *Value, sin *Value, kCache *Value, vCache *Value, pos *Value, eps float64, offset float64) []*Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+	}
+	return bld.Emit(OpAttnPrologue, []*Value{qg, k, v, qNorm, kNorm, cos, sin, kCache, vCache, pos}, attrs)
+}
+
+// SDPADecodeGated appends a sdpa_decode_gated op: out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
+func (bld *Builder) SDPADecodeGated(q *Value, k *Value, v *Value, pos *Value, gate *Value, scale float64) *Value {
+	attrs := Attrs{"scale": scale}
+	return bld.Emit(OpSDPADecodeGated, []*Value{q, k, v, pos, gate}, attrs)[0]
+}
+
+// AttnProloguePrefill appends a attn_prologue_prefill op: gated-attention prefill prologue for S tokens per user at positions pos[0]+s, D = q_norm's size, R = cos's last dim, for user b, token s < S, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,s,h,:] = qg[b,s,2hD+D : 2hD+2D]; q[b,h,s,:] = rope(norm(qg[b,s,2hD : 2hD+D], q_norm)); k_cache' = k_cache except [b,j,pos[0]+s,:] = rope(norm(k[b,s,jD : jD+D], k_norm)); v_cache' = v_cache except [b,j,pos[0]+s,:] = v[b,s,jD : jD+D]; norm and rope as in attn_prologue with the tables of token s (cos[s,0,:], sin[s,0,:]); the normed rows rounded to qg's dtype before rope; results q [B,H,S,D], gate [B,S,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+func (bld *Builder) AttnProloguePrefill(qg *Value, k *Value, v *Value, qNorm *Value, kNorm *Value, cos *Value, sin *Value, kCache *Value, vCache *Value, pos *Value, eps float64, offset float64) []*Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+	}
+	return bld.Emit(OpAttnProloguePrefill, []*Value{qg, k, v, qNorm, kNorm, cos, sin, kCache, vCache, pos}, attrs)
+}
+
+// SDPAPrefillGated appends a sdpa_prefill_gated op: out[b,s,h*D+i] = o[b,h,s,i] * g[b,s,h,i] (fp32 multiply) for q [B,H,S,D], k and v [B,Hkv,L,D], gate [B,S,H,D]: o = sdpa_prefill(q, k, v, pos) with scale (fp32 math, causal from pos[0]) rounded to q's dtype, g = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,S,H*D] in q's dtype
+func (bld *Builder) SDPAPrefillGated(q *Value, k *Value, v *Value, pos *Value, gate *Value, scale float64) *Value {
+	attrs := Attrs{"scale": scale}
+	return bld.Emit(OpSDPAPrefillGated, []*Value{q, k, v, pos, gate}, attrs)[0]
 }

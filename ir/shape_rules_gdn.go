@@ -1,0 +1,97 @@
+package ir
+
+import "fmt"
+
+// Shape rules of the fused Gated DeltaNet ops (the fusedGDNOps list of
+// ir/opspec/fused.go), produced by passes/fuse_gdn.go. Shapes are per
+// device: B users, C = 2*Hk*Dk + H*Dv conv channels (q|k|v), H value
+// heads, Hk key heads (H a multiple of Hk), K conv taps.
+
+// gdnFloat reports the first operand whose dtype is not a float dtype.
+func gdnFloat(rule string, names []string, in []TensorType) error {
+	for i, t := range in {
+		if !t.DType.IsFloat() {
+			return fmt.Errorf("rule %s-dtype: %s is %s, want a float dtype", rule, names[i], t.DType)
+		}
+	}
+	return nil
+}
+
+// gdnRows is a [B*H, 1] gate column cut from v ([B, 1, H]): split on the
+// row axis when v is split (the head axis folds into the rows).
+func gdnRows(v TensorType, rows int) TensorType {
+	t := reshaped(v, Shape{rows, 1}, v.DType)
+	if !t.Dist.IsReplicated() {
+		t.Dist = Dist{Axis: 0}
+	}
+	return t
+}
+
+// shapeGDNConvGates: conv_state [B, K-1, C], qkv [B, 1, C], taps [K, C],
+// a and b [B, 1, H], a_log and dt_bias with H elements; results conv
+// [B, 1, C] (qkv's type), new_state (conv_state's type), beta [B*H, 1]
+// (b's dtype) and g [B*H, 1] (a's dtype).
+func shapeGDNConvGates(in []TensorType, _ Attrs) ([]TensorType, error) {
+	names := []string{"conv_state", "qkv", "taps", "a", "b", "a_log", "dt_bias"}
+	if err := gdnFloat("gdn-conv", names, in); err != nil {
+		return nil, err
+	}
+	st, x, w, a, b, al, dt := in[0].Shape, in[1].Shape, in[2].Shape, in[3].Shape, in[4].Shape, in[5].Shape, in[6].Shape
+	if x.Rank() != 3 || x[1] != 1 {
+		return nil, fmt.Errorf("rule gdn-conv-qkv: qkv %s must be [B, 1, C]", x)
+	}
+	B, C := x[0], x[2]
+	if st.Rank() != 3 || st[0] != B || st[2] != C {
+		return nil, fmt.Errorf("rule gdn-conv-state: conv_state %s must be [%d, K-1, %d] for qkv %s", st, B, C, x)
+	}
+	if w.Rank() != 2 || w[0] != st[1]+1 || w[1] != C {
+		return nil, fmt.Errorf("rule gdn-conv-taps: taps %s must be [%d, %d] (K = conv_state rows + 1)", w, st[1]+1, C)
+	}
+	if in[0].DType != in[1].DType {
+		return nil, fmt.Errorf("rule gdn-conv-state-dtype: conv_state is %s but qkv is %s", in[0].DType, in[1].DType)
+	}
+	if a.Rank() != 3 || a[0] != B || a[1] != 1 || !b.Equal(a) {
+		return nil, fmt.Errorf("rule gdn-gates: a %s and b %s must both be [%d, 1, H]", a, b, B)
+	}
+	H := a[2]
+	if al.Numel() != H || dt.Numel() != H {
+		return nil, fmt.Errorf("rule gdn-gates-vectors: a_log %s and dt_bias %s must have %d elements (value heads)", al, dt, H)
+	}
+	conv := like(in[1], x.Clone(), in[1].DType)
+	state := like(in[0], st.Clone(), in[0].DType)
+	return []TensorType{conv, state, gdnRows(in[4], B*H), gdnRows(in[3], B*H)}, nil
+}
+
+// shapeGDNRecurrence: qkv [B, 1, C], beta and g [B*H, 1], state
+// [B, H, Dk, Dv], z [B, 1, H*Dv], norm_w with Dv elements, where
+// C - H*Dv = 2*Hk*Dk and H is a multiple of Hk; results out (z's type)
+// and new_state (state's type).
+func shapeGDNRecurrence(in []TensorType, _ Attrs) ([]TensorType, error) {
+	names := []string{"qkv", "beta", "g", "state", "z", "norm_w"}
+	if err := gdnFloat("gdn-recurrence", names, in); err != nil {
+		return nil, err
+	}
+	x, beta, g, s, z, w := in[0].Shape, in[1].Shape, in[2].Shape, in[3].Shape, in[4].Shape, in[5].Shape
+	if s.Rank() != 4 {
+		return nil, fmt.Errorf("rule gdn-recurrence-state: state %s must be [B, H, Dk, Dv]", s)
+	}
+	B, H, Dk, Dv := s[0], s[1], s[2], s[3]
+	if x.Rank() != 3 || x[0] != B || x[1] != 1 {
+		return nil, fmt.Errorf("rule gdn-recurrence-qkv: qkv %s must be [%d, 1, C] for state %s", x, B, s)
+	}
+	kw2 := x[2] - H*Dv
+	if kw2 <= 0 || kw2%(2*Dk) != 0 || H%(kw2/(2*Dk)) != 0 {
+		return nil, fmt.Errorf("rule gdn-recurrence-heads: qkv has %d channels; want 2*Hk*%d + %d*%d with %d value heads a multiple of Hk", x[2], Dk, H, Dv, H)
+	}
+	col := Shape{B * H, 1}
+	if !beta.Equal(col) || !g.Equal(col) {
+		return nil, fmt.Errorf("rule gdn-recurrence-gates: beta %s and g %s must be %s", beta, g, col)
+	}
+	if !z.Equal(Shape{B, 1, H * Dv}) {
+		return nil, fmt.Errorf("rule gdn-recurrence-z: z %s must be [%d, 1, %d]", z, B, H*Dv)
+	}
+	if w.Numel() != Dv {
+		return nil, fmt.Errorf("rule gdn-recurrence-norm: norm_w %s must have %d elements (value head dim)", w, Dv)
+	}
+	return []TensorType{like(in[4], z.Clone(), in[4].DType), like(in[3], s.Clone(), in[3].DType)}, nil
+}

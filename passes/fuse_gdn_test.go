@@ -1,0 +1,322 @@
+package passes
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models/config"
+	"github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes/rewrite"
+	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+const gdnSmallConfig = "../models/qwen27b/testdata/small.json"
+
+// gdnDecodeGraph builds the decode graph of the small config (small) or
+// the 27B on a 1xdevices mesh with batch users.
+func gdnDecodeGraph(t *testing.T, small bool, devices, batch int) (*ir.Graph, *qwen27b.Counts) {
+	t.Helper()
+	o := qwen27b.DefaultOptions()
+	o.Batch = batch
+	if small {
+		c, err := config.Load(gdnSmallConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Config = c
+	}
+	g, counts, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: devices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, counts
+}
+
+// gdnRegions returns the graph's GDN layer regions in order.
+func gdnRegions(g *ir.Graph) []*ir.Region {
+	var rs []*ir.Region
+	for _, r := range g.Regions {
+		if r.Kind == "gdn" {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// TestGDNRulesFireOnEveryLayer runs the pipeline with the gdn family (and
+// then with every family, stopping after fuse-blocks) on the decode graph
+// and checks that both rules fire once on every GDN layer and that each
+// mixer is left with 4 in-projection matmuls, gdn_conv_gates,
+// gdn_recurrence, the out-projection and (on more than one device) the
+// all_reduce.
+func TestGDNRulesFireOnEveryLayer(t *testing.T) {
+	cases := []struct {
+		small          bool
+		devices, batch int
+		before         int // mixer ops per GDN layer before fusion
+	}{
+		{true, 1, 1, 62}, {true, 2, 1, 63}, {true, 4, 1, 63}, {true, 2, 3, 63},
+		{false, 1, 1, 62}, {false, 2, 1, 63}, {false, 4, 1, 63},
+	}
+	for _, c := range cases {
+		for _, all := range []bool{false, true} {
+			name := fmt.Sprintf("27B/1x%d/batch%d", c.devices, c.batch)
+			if c.small {
+				name = fmt.Sprintf("small/1x%d/batch%d", c.devices, c.batch)
+			}
+			opts := Options{Rules: FamilyRules("gdn")}
+			if all {
+				name += "/all-block-rules"
+				opts = Options{Disable: []string{"fuse-layout", "fuse"}}
+			}
+			t.Run(name, func(t *testing.T) {
+				g, counts := gdnDecodeGraph(t, c.small, c.devices, c.batch)
+				before := map[*ir.Region]int{}
+				for _, r := range g.Regions {
+					before[r] = len(r.Ops)
+				}
+				res, err := Run(g, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := 7
+				if c.devices > 1 {
+					want = 8
+				}
+				layers := 0
+				for i, l := range counts.Layers {
+					if l.Kind != config.GDN {
+						continue
+					}
+					layers++
+					var r *ir.Region
+					for _, rr := range g.Regions {
+						if rr.Kind == "gdn" && rr.Index == i {
+							r = rr
+						}
+					}
+					if l.Mixer != c.before {
+						t.Errorf("layer %d: %d mixer ops before fusion, want %d", i, l.Mixer, c.before)
+					}
+					if !all {
+						if got := l.Mixer - (before[r] - len(r.Ops)); got != want {
+							t.Errorf("layer %d: %d mixer ops after fusion, want %d", i, got, want)
+						}
+					}
+					kinds := map[string]int{}
+					for _, op := range r.Ops {
+						kinds[op.Name()]++
+					}
+					for _, k := range []string{"concat", "slice", "sum", "repeat_interleave", "typecast", "bmm", "rms_norm_plain", "softplus", "sigmoid", "exp", "sub"} {
+						if kinds[k] != 0 {
+							t.Errorf("layer %d: %d %s ops left after fusion", i, kinds[k], k)
+						}
+					}
+					if kinds["gdn_conv_gates"] != 1 || kinds["gdn_recurrence"] != 1 {
+						t.Errorf("layer %d: %d gdn_conv_gates and %d gdn_recurrence, want one each", i, kinds["gdn_conv_gates"], kinds["gdn_recurrence"])
+					}
+					for _, rule := range []string{"FuseGDNConvGates", "FuseGDNRecurrence"} {
+						if n := res.Rewrites.ByLayer(rule)[i]; n != 1 {
+							t.Errorf("layer %d: %s fired %d times, want 1", i, rule, n)
+						}
+					}
+				}
+				if layers == 0 || layers != len(gdnRegions(g)) {
+					t.Fatalf("%d GDN layers counted, %d GDN regions", layers, len(gdnRegions(g)))
+				}
+			})
+		}
+	}
+}
+
+// gdnAgreement is PCC and the largest absolute difference relative to the
+// largest magnitude of want.
+func gdnAgreement(want, got []float32) (pcc, rel float64) {
+	var scale, worst float64
+	for i := range want {
+		scale = max(scale, math.Abs(float64(want[i])))
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+	}
+	if scale > 0 {
+		rel = worst / scale
+	}
+	return numerics.PCC(want, got), rel
+}
+
+// gdnRandom fills a tensor of shape s with seeded normal values times sd.
+func gdnRandom(rng *rand.Rand, s ir.Shape, sd float64) ref.Tensor {
+	t := ref.NewTensor(s)
+	for i := range t.Data {
+		t.Data[i] = float32(rng.NormFloat64() * sd)
+	}
+	return t
+}
+
+// TestGDNFusedOpsEquivalent checks every fused GDN op of the first GDN
+// layer (small config and 27B, on 1x1, 1x2 and 1x4, batch 1 and 3) against
+// its decomposition on the same seeded random inputs, at the device's
+// storage formats (ref.DefaultOptions) and in exact math
+// (ref.ExactOptions). On one device rewrite.EquivalencePair gives the two
+// standalone graphs and ref.Eval runs both; on a mesh the decomposition's
+// values carry the head-folding distributions the model recorded, which
+// EquivalencePair's re-inference cannot rebuild, so ref.EvalOp and
+// ref.EvalDecompositionWith are compared instead. The fused ops reproduce
+// the composed chain's rounding points and evaluation order, so the
+// results must agree to PCC >= 0.9999 and in fact be bit-identical; the
+// figures are logged.
+func TestGDNFusedOpsEquivalent(t *testing.T) {
+	cases := []struct {
+		small          bool
+		devices, batch int
+	}{{true, 1, 1}, {true, 1, 3}, {true, 2, 1}, {true, 4, 2}, {false, 1, 1}, {false, 2, 1}}
+	for _, c := range cases {
+		g, _ := gdnDecodeGraph(t, c.small, c.devices, c.batch)
+		if _, err := Run(g, Options{Rules: FamilyRules("gdn")}); err != nil {
+			t.Fatal(err)
+		}
+		size := "27B"
+		if c.small {
+			size = "small"
+		}
+		for _, op := range gdnRegions(g)[0].Ops {
+			if !op.Info().Fused {
+				continue
+			}
+			for _, mode := range []string{"storage", "exact"} {
+				opts := ref.DefaultOptions()
+				if mode == "exact" {
+					opts = ref.ExactOptions()
+				}
+				name := fmt.Sprintf("%s/1x%d/batch%d/%s/%s", size, c.devices, c.batch, op.Rule, mode)
+				t.Run(name, func(t *testing.T) { checkGDNEquivalent(t, op, c.devices == 1, opts) })
+			}
+		}
+	}
+}
+
+// gdnInputs returns seeded random operands for op: normal values, the
+// recurrent state ([B,H,Dk,Dv]) scaled by 0.1.
+func gdnInputs(op *ir.Op) []ref.Tensor {
+	rng := rand.New(rand.NewPCG(7, uint64(op.Kind)))
+	var args []ref.Tensor
+	for _, v := range op.Operands {
+		sd := 1.0
+		if v.Type.Shape.Rank() == 4 {
+			sd = 0.1
+		}
+		args = append(args, gdnRandom(rng, v.Type.Shape, sd))
+	}
+	return args
+}
+
+func checkGDNEquivalent(t *testing.T, op *ir.Op, pair bool, opts ref.Options) {
+	args := gdnInputs(op)
+	var want, got []ref.Tensor
+	if pair {
+		fused, dec, err := rewrite.EquivalencePair(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenv, denv := map[*ir.Value]ref.Tensor{}, map[*ir.Value]ref.Tensor{}
+		for i, v := range fused.Inputs {
+			fenv[v], denv[dec.Inputs[i]] = args[i], args[i]
+		}
+		fv, err := ref.Eval(fused, fenv, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv, err := ref.Eval(dec, denv, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range fused.Outputs {
+			want, got = append(want, dv[dec.Outputs[k]]), append(got, fv[fused.Outputs[k]])
+		}
+	} else {
+		var err error
+		if got, err = ref.EvalOp(op, args, opts); err != nil {
+			t.Fatal(err)
+		}
+		if want, err = ref.EvalDecompositionWith(op, args, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range want {
+		pcc, rel := gdnAgreement(want[k].Data, got[k].Data)
+		t.Logf("%s result %d %s: PCC %.7f, max rel err %.3g", op.Name(), k, want[k].Shape, pcc, rel)
+		if !(pcc >= 0.9999) {
+			t.Errorf("%s result %d: PCC %.7f < 0.9999 (max rel err %.3g)", op.Name(), k, pcc, rel)
+		}
+		if rel != 0 {
+			t.Errorf("%s result %d differs from its decomposition (max rel err %.3g): the evaluator no longer mirrors the composed ops' rounding points or order", op.Name(), k, rel)
+		}
+	}
+}
+
+// TestGDNFusedModelMatchesUnfused evaluates the whole small decode graph
+// on one device unfused and with the gdn rules applied, on the same
+// seeded weights, states and tokens at the device's storage formats: the
+// logits, the next tokens and every new state must agree (the fused ops
+// reproduce the rounding points, so exactly).
+func TestGDNFusedModelMatchesUnfused(t *testing.T) {
+	unfused, _ := gdnDecodeGraph(t, true, 1, 2)
+	fusedG, _ := gdnDecodeGraph(t, true, 1, 2)
+	res, err := Run(fusedG, Options{Rules: FamilyRules("gdn")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rewrites.Total("FuseGDNRecurrence") == 0 || res.Rewrites.Total("FuseGDNConvGates") == 0 {
+		t.Fatal("the gdn rules did not fire")
+	}
+	data := func(g *ir.Graph) map[*ir.Value]ref.Tensor {
+		env := map[*ir.Value]ref.Tensor{}
+		for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
+			for _, v := range list {
+				rng := rand.New(rand.NewPCG(11, uint64(len(v.Name))*1000003+uint64(v.Type.Shape.Numel())))
+				switch {
+				case v.Name == "tokens":
+					x := ref.NewTensor(v.Type.Shape)
+					for i := range x.Data {
+						x.Data[i] = float32(3 + 5*i)
+					}
+					env[v] = x
+				case v.Name == "pos":
+					env[v] = ref.NewTensor(v.Type.Shape)
+				default:
+					env[v] = gdnRandom(rng, v.Type.Shape, 0.1)
+				}
+			}
+		}
+		return env
+	}
+	uv, err := ref.Eval(unfused, data(unfused), ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, err := ref.Eval(fusedG, data(fusedG), ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range unfused.Outputs {
+		pcc, rel := gdnAgreement(uv[unfused.Outputs[i]].Data, fv[fusedG.Outputs[i]].Data)
+		t.Logf("output %d: PCC %.7f, max rel err %.3g", i, pcc, rel)
+		if rel != 0 {
+			t.Errorf("output %d differs: PCC %.7f, max rel err %.3g", i, pcc, rel)
+		}
+	}
+	byName := map[string]*ir.Value{}
+	for _, s := range fusedG.States {
+		byName[s.Name] = s
+	}
+	for _, s := range unfused.States {
+		fs := byName[s.Name]
+		pcc, rel := gdnAgreement(uv[unfused.StateUpdates[s]].Data, fv[fusedG.StateUpdates[fs]].Data)
+		if rel != 0 {
+			t.Errorf("state %s differs: PCC %.7f, max rel err %.3g", s.Name, pcc, rel)
+		}
+	}
+}

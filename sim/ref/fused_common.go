@@ -1,0 +1,512 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
+)
+
+// Fused ops of the common fusion families (matmul, MLP, residual,
+// collective, eltwise, layout; ir/opspec/fused.go, fusedCommonOps). Each is
+// evaluated from its Doc line, not through its decomposition, and rounds
+// intermediate values exactly where the Doc line says ("r"), through
+// finish: to the storage dtype with StorageFormats, not at all without.
+// Those points are the composed ops' result roundings, so with either
+// Options a fused op equals its decomposition bit for bit whenever the
+// intermediate dtypes are the ones the Doc line names (the rules check
+// that). The last rounding of each result is runOp's, as for any op.
+//
+// The collectives with a residual (all_reduce_add, all_reduce_add_rmsnorm)
+// have two evaluators, like the plain collectives: the single-device one
+// below (devices 1: the sum over one device is x itself; more devices is an
+// error) and meshAllReduceAdd for a whole mesh row, which takes every
+// operand of every device (fusedMeshEvaluators).
+func init() {
+	register(map[ir.OpKind]evalFunc{
+		ir.OpMatmul2:             evalMatmulMulti,
+		ir.OpMatmul3:             evalMatmulMulti,
+		ir.OpMatmul4:             evalMatmulMulti,
+		ir.OpMatmulAdd:           evalMatmulAdd,
+		ir.OpRMSNormMatmul:       evalRMSNormMatmul,
+		ir.OpMatmulSwiGLU:        evalMatmulSwiGLU,
+		ir.OpAddRMSNorm:          evalAddRMSNorm,
+		ir.OpAllReduceAdd:        evalAllReduceAddOneDevice,
+		ir.OpAllReduceAddRMSNorm: evalAllReduceAddOneDevice,
+		ir.OpEltwiseChain:        evalEltwiseChain,
+		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
+	})
+}
+
+// meshOpFunc computes a collective that reads several operands per device:
+// args[c] holds device c's operands (in operand order) for the devices of
+// one mesh row; it returns each device's results before the final storage
+// rounding, in device order.
+type meshOpFunc func(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, error)
+
+// fusedMeshEvaluators are the mesh evaluators of the fused collectives. The
+// plain collectives' table (meshEvaluators) passes only operand 0 of each
+// device and stores only result 0, so these need EvalMesh to dispatch on
+// this table too (see FusedMeshOp).
+var fusedMeshEvaluators = map[ir.OpKind]meshOpFunc{
+	ir.OpAllReduceAdd:        meshAllReduceAdd,
+	ir.OpAllReduceAddRMSNorm: meshAllReduceAdd,
+}
+
+// isFusedCollective reports whether k is a fused collective, evaluated
+// over a mesh row by evalFusedCollectiveInto.
+func isFusedCollective(k ir.OpKind) bool { _, ok := fusedMeshEvaluators[k]; return ok }
+
+// resultDType is the dtype of op's result i; Doc lines of the fused ops
+// say which result dtype an intermediate rounds to.
+func resultDType(op *ir.Op, i int) (ir.DType, error) {
+	if op == nil || i >= len(op.Results) || op.Results[i] == nil {
+		return ir.InvalidDType, fmt.Errorf("op has no result %d to take the rounding dtype from", i)
+	}
+	return op.Results[i].Type.DType, nil
+}
+
+// matmulOf is a @ w exactly as the matmul op computes it (evalMatmul).
+func matmulOf(a, w Tensor, opts Options) (Tensor, error) {
+	out, err := evalMatmul(nil, []Tensor{a, w}, opts)
+	if err != nil {
+		return Tensor{}, err
+	}
+	return out[0], nil
+}
+
+// evalMatmulMulti: out_i = a @ w_i for every weight operand.
+func evalMatmulMulti(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	outs := make([]Tensor, 0, len(args)-1)
+	for i, w := range args[1:] {
+		o, err := matmulOf(args[0], w, opts)
+		if err != nil {
+			return nil, fmt.Errorf("weight %d: %w", i, err)
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+// addSame is the fp32 element-wise sum of two tensors of one shape.
+func addSame(rule string, a, b Tensor) (Tensor, error) {
+	if !a.Shape.Equal(b.Shape) {
+		return Tensor{}, fmt.Errorf("rule %s: shapes %s and %s must be equal", rule, a.Shape, b.Shape)
+	}
+	out := NewTensor(a.Shape)
+	for i := range out.Data {
+		out.Data[i] = a.Data[i] + b.Data[i]
+	}
+	return out, nil
+}
+
+// rmsNormRows is x * rsqrt(mean(x^2, last) + eps) * (w + offset) per row,
+// every step in float64, rounded once to float32 (as evalRMSNorm).
+func rmsNormRows(x, w Tensor, eps, offset float64) (Tensor, error) {
+	if x.Shape.Rank() == 0 || w.Shape.Numel() != x.Shape[len(x.Shape)-1] {
+		return Tensor{}, fmt.Errorf("rule norm-weight: weight %s must have as many elements as the last dim of x %s", w.Shape, x.Shape)
+	}
+	n := x.Shape.Cols2D()
+	out := NewTensor(x.Shape)
+	for r := 0; r < x.Shape.Rows2D(); r++ {
+		row := x.Data[r*n : (r+1)*n]
+		var ss float64
+		for _, v := range row {
+			ss += float64(v) * float64(v)
+		}
+		scale := 1 / math.Sqrt(ss/float64(n)+eps)
+		for i, v := range row {
+			out.Data[r*n+i] = float32(float64(v) * scale * (float64(w.Data[i]) + offset))
+		}
+	}
+	return out, nil
+}
+
+// normAttrs reads eps and offset.
+func normAttrs(op *ir.Op) (eps, offset float64, err error) {
+	if eps, err = attrFloat(op, "eps"); err != nil {
+		return 0, 0, err
+	}
+	offset, err = attrFloat(op, "offset")
+	return eps, offset, err
+}
+
+// evalMatmulAdd: out = residual + r(a @ w), r to the result dtype.
+func evalMatmulAdd(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	mm, err := matmulOf(args[0], args[1], opts)
+	if err != nil {
+		return nil, err
+	}
+	if mm, err = finish(dt, mm, opts); err != nil {
+		return nil, err
+	}
+	out, err := addSame("matmul-add-residual", args[2], mm)
+	if err != nil {
+		return nil, err
+	}
+	return []Tensor{out}, nil
+}
+
+// evalRMSNormMatmul: out = r(rmsnorm(x, wn)) @ w, r to the result dtype.
+func evalRMSNormMatmul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	eps, offset, err := normAttrs(op)
+	if err != nil {
+		return nil, err
+	}
+	n, err := rmsNormRows(args[0], args[1], eps, offset)
+	if err != nil {
+		return nil, err
+	}
+	if n, err = finish(dt, n, opts); err != nil {
+		return nil, err
+	}
+	out, err := matmulOf(n, args[2], opts)
+	if err != nil {
+		return nil, err
+	}
+	return []Tensor{out}, nil
+}
+
+// evalMatmulSwiGLU: out = r(silu(r(a @ w_gate))) * r(a @ w_up), r to the
+// result dtype; the product is fp32.
+func evalMatmulSwiGLU(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := matmulOf(args[0], args[1], opts)
+	if err != nil {
+		return nil, fmt.Errorf("w_gate: %w", err)
+	}
+	up, err := matmulOf(args[0], args[2], opts)
+	if err != nil {
+		return nil, fmt.Errorf("w_up: %w", err)
+	}
+	if !gate.Shape.Equal(up.Shape) {
+		return nil, fmt.Errorf("rule swiglu-weights: gate %s and up %s products differ in shape", gate.Shape, up.Shape)
+	}
+	if gate, err = finish(dt, gate, opts); err != nil {
+		return nil, err
+	}
+	if up, err = finish(dt, up, opts); err != nil {
+		return nil, err
+	}
+	act := NewTensor(gate.Shape)
+	for i, g := range gate.Data {
+		act.Data[i] = numerics.SiLU(g)
+	}
+	if act, err = finish(dt, act, opts); err != nil {
+		return nil, err
+	}
+	out := NewTensor(gate.Shape)
+	for i := range out.Data {
+		out.Data[i] = act.Data[i] * up.Data[i]
+	}
+	return []Tensor{out}, nil
+}
+
+// evalAddRMSNorm: h = a + b (fp32), normed = rmsnorm(r(h), w); results h
+// and normed (runOp rounds both).
+func evalAddRMSNorm(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	return addNorm(op, args[0], args[1], &args[2], opts)
+}
+
+// addNorm computes h = a + b and, with a weight, normed = rmsnorm(r(h), w)
+// with op's eps and offset; r rounds to result 0's dtype. w == nil (no
+// norm) returns just h.
+func addNorm(op *ir.Op, a, b Tensor, w *Tensor, opts Options) ([]Tensor, error) {
+	h, err := addSame("add-operands", a, b)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return []Tensor{h}, nil
+	}
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	eps, offset, err := normAttrs(op)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = finish(dt, h, opts); err != nil {
+		return nil, err
+	}
+	n, err := rmsNormRows(h, *w, eps, offset)
+	if err != nil {
+		return nil, err
+	}
+	return []Tensor{h, n}, nil
+}
+
+// allReduceAddTail finishes all_reduce_add[_rmsnorm] for one device from
+// the reduced sum s (before rounding): h = residual + r(s), then the norm
+// if the op has one.
+func allReduceAddTail(op *ir.Op, s Tensor, dev []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	if s, err = finish(dt, s, opts); err != nil {
+		return nil, err
+	}
+	var w *Tensor
+	if op.Kind == ir.OpAllReduceAddRMSNorm {
+		if len(dev) < 3 {
+			return nil, fmt.Errorf("all_reduce_add_rmsnorm needs a norm weight operand")
+		}
+		w = &dev[2]
+	}
+	return addNorm(op, dev[1], s, w, opts)
+}
+
+// evalAllReduceAddOneDevice: the single-device evaluator; the sum over one
+// device is x itself, more devices need FusedMeshOp.
+func evalAllReduceAddOneDevice(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	n, err := collectiveDevices(op)
+	if err != nil {
+		return nil, err
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operands; evaluate it with FusedMeshOp (EvalMesh)", op.Kind, n)
+	}
+	return allReduceAddTail(op, args[0].Clone(), args, opts)
+}
+
+// meshAllReduceAdd: s = the element-wise sum of every device's x (float64,
+// device order, one rounding to float32), then each device finishes with
+// its own residual (and norm weight).
+func meshAllReduceAdd(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, error) {
+	xs := make([]Tensor, len(args))
+	for c, dev := range args {
+		if len(dev) < 2 {
+			return nil, fmt.Errorf("device %d has %d operands, want x and residual", c, len(dev))
+		}
+		if !dev[0].Shape.Equal(args[0][0].Shape) {
+			return nil, fmt.Errorf("rule collective-shapes: every device's x must have one shape; device 0 has %s, device %d has %s", args[0][0].Shape, c, dev[0].Shape)
+		}
+		xs[c] = dev[0]
+	}
+	s := sumDevices(xs)
+	outs := make([][]Tensor, len(args))
+	for c, dev := range args {
+		r, err := allReduceAddTail(op, s.Clone(), dev, opts)
+		if err != nil {
+			return nil, fmt.Errorf("device %d: %w", c, err)
+		}
+		outs[c] = r
+	}
+	return outs, nil
+}
+
+// FusedMeshOp evaluates one fused collective (all_reduce_add,
+// all_reduce_add_rmsnorm) for the devices of one mesh row, as EvalOp does
+// for one device: args[c] holds device c's operands in operand order; with
+// opts.StorageFormats each is first rounded through its operand's declared
+// dtype. It returns each device's results, rounded through the results'
+// dtypes with opts.StorageFormats. The devices attribute must equal
+// len(args); args is not modified.
+func FusedMeshOp(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, fmt.Errorf("ref: FusedMeshOp: op is nil")
+	}
+	stored := make([][]Tensor, len(args))
+	for c, dev := range args {
+		if len(dev) != len(op.Operands) {
+			return nil, fmt.Errorf("ref: %s: device %d has %d operands, the op takes %d", op.Where(), c, len(dev), len(op.Operands))
+		}
+		for i, t := range dev {
+			st, err := finish(op.Operands[i].Type.DType, t, opts)
+			if err != nil {
+				return nil, fmt.Errorf("ref: %s: device %d operand %d (%s %s): %w", op.Where(), c, i, op.Operands[i].Type.Shape, op.Operands[i].Type.DType, err)
+			}
+			stored[c] = append(stored[c], st)
+		}
+	}
+	outs, err := fusedMeshOp(op, stored, opts)
+	if err != nil {
+		return nil, fmt.Errorf("ref: %w", err)
+	}
+	return outs, nil
+}
+
+// fusedMeshOp is FusedMeshOp without the option check; errors name the op.
+func fusedMeshOp(op *ir.Op, args [][]Tensor, opts Options) (outs [][]Tensor, err error) {
+	f, ok := fusedMeshEvaluators[op.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%s: not a fused collective", op.Where())
+	}
+	n, err := collectiveDevices(op)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.Where(), err)
+	}
+	if n != len(args) {
+		return nil, fmt.Errorf("%s: rule collective-mesh: spans %d devices, got the operands of %d", op.Where(), n, len(args))
+	}
+	for c, dev := range args {
+		if len(dev) != len(op.Operands) {
+			return nil, fmt.Errorf("%s: device %d has %d operands, the op takes %d", op.Where(), c, len(dev), len(op.Operands))
+		}
+		for i, t := range dev {
+			if err := t.check(); err != nil {
+				return nil, fmt.Errorf("%s: device %d operand %d: %w", op.Where(), c, i, err)
+			}
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s%s: internal error in the reference evaluator: %v", op.Where(), shapesOf(args[0]), p)
+		}
+	}()
+	raw, err := f(op, args, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", op.Where(), shapesOf(args[0]), err)
+	}
+	outs = make([][]Tensor, len(raw))
+	for c, res := range raw {
+		if len(res) != len(op.Results) {
+			return nil, fmt.Errorf("%s: device %d: evaluator returned %d results, op has %d", op.Where(), c, len(res), len(op.Results))
+		}
+		for i, r := range op.Results {
+			if !res[i].Shape.Equal(r.Type.Shape) {
+				return nil, fmt.Errorf("%s: device %d result %d has shape %s but its declared type is %s", op.Where(), c, i, res[i].Shape, r.Type)
+			}
+			st, err := finish(r.Type.DType, res[i], opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: device %d: storing result %d as %s: %w", op.Where(), c, i, r.Type.DType, err)
+			}
+			outs[c] = append(outs[c], st)
+		}
+	}
+	return outs, nil
+}
+
+// evalFusedCollectiveInto evaluates fused collective op (a kind of
+// fusedMeshEvaluators) once per row of mesh on the operands of the row's
+// devices and stores every device's results in its value map: EvalMesh's
+// counterpart of evalCollectiveInto for collectives with several operands
+// or results.
+func evalFusedCollectiveInto(op *ir.Op, mesh ir.Mesh, vals []map[*ir.Value]Tensor, opts Options) error {
+	for row := range mesh.Rows {
+		args := make([][]Tensor, mesh.Cols)
+		for c := range args {
+			d := row*mesh.Cols + c
+			for i, v := range op.Operands {
+				t, ok := vals[d][v]
+				if !ok {
+					return fmt.Errorf("device %d: %s: operand %d (%s) has no value: it is not defined before use", d, op.Where(), i, v)
+				}
+				args[c] = append(args[c], t)
+			}
+		}
+		outs, err := fusedMeshOp(op, args, opts)
+		if err != nil {
+			return err
+		}
+		for c, res := range outs {
+			for i, r := range op.Results {
+				vals[row*mesh.Cols+c][r] = res[i]
+			}
+		}
+	}
+	return nil
+}
+
+// evalEltwiseChain applies the steps of the ops attribute in order, each
+// in float32 as its own op computes it, rounding to the result dtype
+// between steps (runOp rounds after the last).
+func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	s, err := attrString(op, "ops")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ir.ParseEltwiseChain(s)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	cur := args[0].Clone()
+	for i, st := range steps {
+		if i > 0 {
+			if cur, err = finish(dt, cur, opts); err != nil {
+				return nil, err
+			}
+		}
+		f, err := chainFunc(st)
+		if err != nil {
+			return nil, err
+		}
+		for j, v := range cur.Data {
+			cur.Data[j] = f(v)
+		}
+	}
+	return []Tensor{cur}, nil
+}
+
+// chainFunc is one chain step's element function, as the standalone op's
+// evaluator computes it (eltwise.go, modelmath.go); scalar values are
+// converted to float32 first, as the device receives them.
+func chainFunc(st ir.ChainStep) (func(float32) float32, error) {
+	s := float32(st.Value)
+	switch st.Op {
+	case ir.OpExp:
+		return numerics.Exp, nil
+	case ir.OpSiLU:
+		return numerics.SiLU, nil
+	case ir.OpSigmoid:
+		return numerics.Sigmoid, nil
+	case ir.OpRsqrt:
+		return numerics.Rsqrt, nil
+	case ir.OpSquare:
+		return func(x float32) float32 { return x * x }, nil
+	case ir.OpSoftplus:
+		return func(x float32) float32 { return numerics.Softplus(x, 1, 20) }, nil
+	case ir.OpAddScalar:
+		return func(x float32) float32 { return x + s }, nil
+	case ir.OpMulScalar:
+		return func(x float32) float32 { return x * s }, nil
+	}
+	return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
+}
+
+// evalEmbeddingReshape: out = table rows gathered by ids, in ids' order,
+// viewed with the shape attribute.
+func evalEmbeddingReshape(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+	shape, err := attrInts(op, "shape")
+	if err != nil {
+		return nil, err
+	}
+	ids, table := args[0], args[1]
+	if table.Shape.Rank() != 2 {
+		return nil, fmt.Errorf("rule embedding-table: table must be [vocab, hidden], got %s", table.Shape)
+	}
+	v, h := table.Shape[0], table.Shape[1]
+	out := NewTensor(ir.Shape(shape))
+	if len(out.Data) != len(ids.Data)*h {
+		return nil, fmt.Errorf("rule reshape-numel: %d ids x %d columns do not fill shape %v", len(ids.Data), h, shape)
+	}
+	for t, id := range ids.Data {
+		f := float64(id)
+		if f != math.Trunc(f) || f < 0 || f >= float64(v) {
+			return nil, fmt.Errorf("rule embedding-id: id %v at position %d is not a row of the %d-row table %s (want an integer in [0, %d))", id, t, v, table.Shape, v)
+		}
+		copy(out.Data[t*h:(t+1)*h], table.Data[int(id)*h:(int(id)+1)*h])
+	}
+	return []Tensor{out}, nil
+}

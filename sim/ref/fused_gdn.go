@@ -1,0 +1,256 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
+)
+
+// Fused Gated DeltaNet ops (produced by passes/fuse_gdn.go), evaluated from
+// their Doc lines, not through their decompositions:
+//
+//   - gdn_conv_gates: the decode conv shift register, the tap products and
+//     their sum, SiLU, and the beta and g gates;
+//   - gdn_recurrence: the decode delta rule with the l2 norms of q and k,
+//     the state update and readout, then the gated RMSNorm.
+//
+// Both reproduce the composed path's rounding points: with
+// Options.StorageFormats every intermediate the composed chain stores is
+// rounded to the dtype it is stored in (element by element; the rules only
+// fuse chains whose intermediates are bf16 or fp32), and every step is
+// computed as the composed op's evaluator computes it (eltwise in float32,
+// reductions and norms in float64 rounded once, contractions as bmm:
+// numerics.Matmul with StorageFormats, exact float64 sums without). The
+// results are rounded by the caller as usual.
+func init() {
+	register(map[ir.OpKind]evalFunc{
+		ir.OpGDNConvGates:  evalGDNConvGates,
+		ir.OpGDNRecurrence: evalGDNRecurrence,
+	})
+}
+
+// gdnRounder returns the per-element storage rounding of dt when
+// opts.StorageFormats is set (bf16: round to nearest even; fp32: none) and
+// the identity otherwise. Other dtypes are not stored element by element
+// and are an error.
+func gdnRounder(dt ir.DType, opts Options) (func(float32) float32, error) {
+	id := func(x float32) float32 { return x }
+	switch {
+	case !opts.StorageFormats || dt == ir.FP32:
+		return id, nil
+	case dt == ir.BF16:
+		return numerics.RoundBF16, nil
+	}
+	return nil, fmt.Errorf("rule gdn-intermediate-dtype: intermediates stored as %s are not modelled (want bf16 or fp32)", dt)
+}
+
+// gdnRounders returns one rounder per dtype, in order.
+func gdnRounders(opts Options, dts ...ir.DType) ([]func(float32) float32, error) {
+	out := make([]func(float32) float32, len(dts))
+	for i, dt := range dts {
+		r, err := gdnRounder(dt, opts)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// evalGDNConvGates: see the gdn_conv_gates Doc line. Intermediates of the
+// conv are rounded to the conv result's dtype, those of g to g's dtype.
+func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	st, x, w, a, bg, al, dt := args[0], args[1], args[2], args[3], args[4], args[5], args[6]
+	if x.Shape.Rank() != 3 || x.Shape[1] != 1 || st.Shape.Rank() != 3 || st.Shape[0] != x.Shape[0] || st.Shape[2] != x.Shape[2] {
+		return nil, fmt.Errorf("rule gdn-conv-shape: want conv_state [B, K-1, C] and qkv [B, 1, C], got %s and %s", st.Shape, x.Shape)
+	}
+	B, K, C := x.Shape[0], st.Shape[1]+1, x.Shape[2]
+	if !w.Shape.Equal(ir.Shape{K, C}) {
+		return nil, fmt.Errorf("rule gdn-conv-taps: taps %s must be [%d, %d]", w.Shape, K, C)
+	}
+	if a.Shape.Rank() != 3 || a.Shape[0] != B || a.Shape[1] != 1 || !bg.Shape.Equal(a.Shape) {
+		return nil, fmt.Errorf("rule gdn-gates: a %s and b %s must both be [%d, 1, H]", a.Shape, bg.Shape, B)
+	}
+	H := a.Shape[2]
+	if al.Shape.Numel() != H || dt.Shape.Numel() != H {
+		return nil, fmt.Errorf("rule gdn-gates-vectors: a_log %s and dt_bias %s must have %d elements", al.Shape, dt.Shape, H)
+	}
+	if len(op.Results) != 4 {
+		return nil, fmt.Errorf("rule gdn-conv-results: want 4 results, have %d", len(op.Results))
+	}
+	r, err := gdnRounders(opts, op.Results[0].Type.DType, op.Results[3].Type.DType)
+	if err != nil {
+		return nil, err
+	}
+	rc, rg := r[0], r[1]
+
+	conv := NewTensor(x.Shape)
+	state := NewTensor(st.Shape)
+	win := func(b, j, c int) float32 {
+		if j < K-1 {
+			return st.Data[(b*(K-1)+j)*C+c]
+		}
+		return x.Data[b*C+c]
+	}
+	for b := range B {
+		for c := range C {
+			var acc float64
+			for j := range K {
+				acc += float64(rc(win(b, j, c) * w.Data[j*C+c]))
+			}
+			conv.Data[b*C+c] = numerics.SiLU(rc(float32(acc)))
+			for j := 1; j < K; j++ {
+				state.Data[(b*(K-1)+j-1)*C+c] = win(b, j, c)
+			}
+		}
+	}
+
+	beta := NewTensor(ir.Shape{B * H, 1})
+	g := NewTensor(ir.Shape{B * H, 1})
+	for b := range B {
+		for h := range H {
+			i := b*H + h
+			beta.Data[i] = numerics.Sigmoid(bg.Data[i])
+			negA := rg(numerics.Exp(al.Data[h])) * -1
+			sp := rg(numerics.Softplus(rg(a.Data[i]+dt.Data[h]), 1, 20))
+			g.Data[i] = sp * negA
+		}
+	}
+	return []Tensor{conv, state, beta, g}, nil
+}
+
+// gdnContract is one batch of bmm: a [m, k] times b [k, n], computed as
+// evalBMM computes a batch.
+func gdnContract(a, b []float32, m, k, n int, opts Options) []float32 {
+	if opts.StorageFormats {
+		return numerics.Matmul(a, b, m, k, n, opts.Fidelity)
+	}
+	out := make([]float32, m*n)
+	acc := make([]float64, n)
+	for i := range m {
+		clear(acc)
+		for p := range k {
+			av := float64(a[i*k+p])
+			for j, bv := range b[p*n : (p+1)*n] {
+				acc[j] += av * float64(bv)
+			}
+		}
+		for j, s := range acc {
+			out[i*n+j] = float32(s)
+		}
+	}
+	return out
+}
+
+// gdnRMSScale is rsqrt(mean(x^2) + eps) in float64, as the composed norms
+// compute it.
+func gdnRMSScale(x []float32, eps float64) float64 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	return 1 / math.Sqrt(ss/float64(len(x))+eps)
+}
+
+// evalGDNRecurrence: see the gdn_recurrence Doc line. Intermediates are
+// rounded to the state's dtype, silu(z) and the output to z's dtype.
+func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	x, beta, g, s, z, nw := args[0], args[1], args[2], args[3], args[4], args[5]
+	var attrs [4]float64
+	for i, name := range []string{"l2_eps", "l2_scale", "scale", "norm_eps"} {
+		v, err := attrFloat(op, name)
+		if err != nil {
+			return nil, err
+		}
+		attrs[i] = v
+	}
+	l2Eps, l2Scale, scale, normEps := attrs[0], float32(attrs[1]), float32(attrs[2]), attrs[3]
+	if s.Shape.Rank() != 4 {
+		return nil, fmt.Errorf("rule gdn-recurrence-state: state %s must be [B, H, Dk, Dv]", s.Shape)
+	}
+	B, H, Dk, Dv := s.Shape[0], s.Shape[1], s.Shape[2], s.Shape[3]
+	if x.Shape.Rank() != 3 || x.Shape[0] != B || x.Shape[1] != 1 {
+		return nil, fmt.Errorf("rule gdn-recurrence-qkv: qkv %s must be [%d, 1, C]", x.Shape, B)
+	}
+	C := x.Shape[2]
+	kw2 := C - H*Dv
+	if kw2 <= 0 || kw2%(2*Dk) != 0 || H%(kw2/(2*Dk)) != 0 {
+		return nil, fmt.Errorf("rule gdn-recurrence-heads: qkv has %d channels; want 2*Hk*%d + %d*%d with Hk dividing %d", C, Dk, H, Dv, H)
+	}
+	kw := kw2 / 2
+	G := H / (kw / Dk)
+	col := ir.Shape{B * H, 1}
+	if !beta.Shape.Equal(col) || !g.Shape.Equal(col) || !z.Shape.Equal(ir.Shape{B, 1, H * Dv}) || nw.Shape.Numel() != Dv {
+		return nil, fmt.Errorf("rule gdn-recurrence-operands: want beta and g %s, z [%d, 1, %d] and norm_w with %d elements, got %s, %s, %s and %s", col, B, H*Dv, Dv, beta.Shape, g.Shape, z.Shape, nw.Shape)
+	}
+	if len(op.Results) != 2 {
+		return nil, fmt.Errorf("rule gdn-recurrence-results: want 2 results, have %d", len(op.Results))
+	}
+	r, err := gdnRounders(opts, op.Operands[3].Type.DType, op.Results[0].Type.DType)
+	if err != nil {
+		return nil, err
+	}
+	rs, rz := r[0], r[1]
+
+	out := NewTensor(z.Shape)
+	next := NewTensor(s.Shape)
+	q, k, v := make([]float32, Dk), make([]float32, Dk), make([]float32, Dv)
+	l2 := func(dst []float32) {
+		sc := gdnRMSScale(dst, l2Eps)
+		for i, e := range dst {
+			dst[i] = rs(rs(float32(float64(e)*sc)) * l2Scale)
+		}
+	}
+	sd := make([]float32, Dk*Dv)
+	for b := range B {
+		row := x.Data[b*C : (b+1)*C]
+		for h := range H {
+			kh := h / G
+			for i := range Dk {
+				q[i] = rs(row[kh*Dk+i])
+				k[i] = rs(row[kw+kh*Dk+i])
+			}
+			for j := range Dv {
+				v[j] = rs(row[2*kw+h*Dv+j])
+			}
+			bt, gt := rs(beta.Data[b*H+h]), rs(g.Data[b*H+h])
+			l2(q)
+			for i := range q {
+				q[i] = rs(q[i] * scale)
+			}
+			l2(k)
+
+			// Decay, delta, rank-1 update, readout.
+			eg := rs(numerics.Exp(gt))
+			s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
+			for i, e := range s0 {
+				sd[i] = rs(e * eg)
+			}
+			kS := gdnContract(k, sd, 1, Dk, Dv, opts)
+			delta := make([]float32, Dv)
+			for j := range Dv {
+				delta[j] = rs(v[j] - rs(kS[j]))
+			}
+			outer := gdnContract(k, delta, Dk, 1, Dv, opts)
+			s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
+			for i := range s1 {
+				s1[i] = rs(sd[i] + rs(rs(outer[i])*bt))
+			}
+			o := gdnContract(q, s1, 1, Dk, Dv, opts)
+			for j := range o {
+				o[j] = rs(o[j])
+			}
+
+			// Gated RMSNorm (weight as is), times silu(z).
+			sc := gdnRMSScale(o, normEps)
+			for j := range Dv {
+				on := rs(float32(float64(o[j]) * sc * float64(nw.Data[j])))
+				i := b*H*Dv + h*Dv + j
+				out.Data[i] = rz(numerics.SiLU(z.Data[i])) * on
+			}
+		}
+	}
+	return []Tensor{out, next}, nil
+}
