@@ -1,6 +1,6 @@
 // Package passes is tcc's graph pipeline: a table of passes with ordering
 // constraints, run in order with verification in between, and the fusion
-// rules the fuse pass applies.
+// rules the three fusion passes apply.
 //
 // # Pipeline
 //
@@ -8,55 +8,164 @@
 // Pipeline lists passes in order plus Constraints ("A before B", with the
 // reason); Validate checks them. Default is
 //
-//	verify → fuse → place → verify
+//	verify → fuse-blocks → fuse-layout → fuse → place → verify
 //
 // Pipeline.Run (and the package-level Run for Default) verifies the graph
 // after every pass unless Options.SkipVerify, prints it with ir.Print after
 // the passes named in Options.PrintAfter, skips those in Options.Disable
 // (unknown names are errors that list the valid ones), records the wall
 // time of each pass in Result.Timings, and wraps errors with the pass name
-// and position ("pass fuse (#2): ...").
+// and position ("pass fuse (#4): ..."). Options.Rules replaces the
+// registered rules (Rules()) for one run; that is how --disable RULE and
+// the tests leave a rule out.
 //
-// The fuse pass runs the rewrite engine (package passes/rewrite) with every
-// registered rule and records firing counts per rule per layer in
-// Result.Rewrites. The place pass (Place) is the minimal placement: every op
-// result goes to DRAM interleaved, float results in tile layout, unless an
-// earlier pass recorded a deliberate placement with Context.MarkPlaced.
+// The fusion passes run the rewrite engine (package passes/rewrite) and
+// merge its firing counts per rule per region into Result.Rewrites. The
+// place pass (Place) is the minimal placement: every op result goes to
+// DRAM interleaved, float results in tile layout, unless an earlier pass
+// recorded a deliberate placement with Context.MarkPlaced.
+//
+// # The three fusion passes
+//
+// Rules come in families, one file per family: fuse_<family>.go. StageOf
+// (the stageOf table in default.go) assigns each family to one pass:
+//
+//   - fuse-blocks (gdn, attention, mlp): whole blocks, matched as the
+//     model writes them, INCLUDING their reshapes, typecasts, to_memory
+//     copies and slices: the GDN conv + gates and recurrence, the
+//     attention prologue and gated SDPA, the SwiGLU MLP. Put a rule here
+//     when its pattern needs those layout ops to be still present.
+//   - fuse-layout (layout): folds the layout ops that are left (reshape
+//     chains, typecast round trips, memory moves, the embedding reshape)
+//     into neighbouring programs.
+//   - fuse (every other family: norm, residual, collective, eltwise,
+//     matmul, and out-of-tree packages): epilogues and small groups, seen
+//     after layout elimination, so their patterns look through no layout
+//     op: rmsnorm, add + rmsnorm, all_reduce + add (+ rmsnorm), sibling
+//     matmuls, matmul + add, eltwise chains.
+//
+// A family not in stageOf runs in fuse. Within a pass the engine scans
+// each region's ops in program order and tries, at each op, the rules
+// anchored at that op's kind: families in name order, each family's rules
+// in its own order; the first match fires, dead ops are erased and the
+// scan restarts, until nothing matches. Two consequences for rule authors:
+// a generic rule anchored early in a sequence (an eltwise chain rule at
+// rsqrt) fires before a specific rule anchored at the sequence's last op
+// (the norm rule at the final mul) and can break its pattern, so give
+// generic rules side conditions that leave such interiors alone; and a
+// rule must not depend on another having fired for correctness (every rule
+// can be disabled, see Testing).
 //
 // # Adding a fusion rule (for kernel authors)
 //
-// Rules come in families, one file per family: fuse_<family>.go (see
-// fuse_norm.go). To add a rule:
+// A rule is one constructor in its family's file plus test data:
 //
-//  1. Write a constructor returning a *rewrite.Rule with a Name (CamelCase,
-//     used in reports and test data), a one-line Rewrite comment
-//     "before => after", a Pattern built from rewrite.Op, Var, Any and
-//     OneOf, an optional Where side condition (check weight kinds, shapes,
-//     dtypes, attribute values with m.Value and m.Op), and a Build function
-//     that emits the fused op with b.Emit1 and returns it. Build gets a
-//     builder that infers types; the fused op's decomposition (the matched
-//     ops) is recorded for you. If the fused op kind is new, add it to
-//     ir/opspec first (Fused: true) and give it reference semantics in
-//     sim/ref.
+//  1. The fused op. If the replacement is a new op kind, add it to the
+//     family's list in ir/opspec/fused.go with Fused: true and a one-line
+//     Doc giving its exact semantics, including where it rounds to the
+//     storage dtype (reproduce the decomposition's rounding points, so the
+//     fused op agrees with it at storage formats); write its shape rule in
+//     ir/shape_rules_<family>.go first, then run go generate ./ir; give it
+//     a reference evaluator, written from the Doc line (not by evaluating
+//     the decomposition), in sim/ref/fused_<family>.go.
 //
-//  2. Register the family once in that file:
-//     var _ = registerRules("family", ruleA, ruleB). Rules are tried in
-//     that order at each op, so put the more specific rule first.
+//  2. The rule: a constructor returning a *rewrite.Rule with a Name
+//     (CamelCase, unique across all families; used in reports, test data
+//     and --disable), a one-line Rewrite comment "before => after", a
+//     Pattern built from rewrite.Op, Var, Any and OneOf (name ops with As
+//     to read their attributes), a Where side condition that rejects
+//     every match the replacement does not compute exactly (check weight
+//     kinds, shapes, dtypes and attributes with m.Value and m.Op), and a
+//     Build that emits the replacement with b.Emit / b.Emit1 and returns
+//     one value per replaced root result. The builder infers result types;
+//     for every emitted op whose table entry is Fused the matched ops are
+//     recorded as its decomposition (op.Decomp) and op.Rule names the rule.
+//     By default a match whose interior values are read outside it is
+//     rejected, so fusion never duplicates work (Rule.AllowSharedInterior
+//     lifts this).
 //
-//  3. Add test data: testdata/<family>/<case>.txt, a txtar file whose
+//  3. Register it: the family file holds one
+//     var _ = registerRules("family", ruleA, ruleB); rules are tried in
+//     that order at each op, so put the more specific rule first. A new
+//     family runs in the fuse pass unless it is added to stageOf.
+//
+//  4. Test data: testdata/fuse_<family>/<case>.txt, a txtar file whose
 //     comment holds directives (expect=Rule, expect=Rule*N for an exact
 //     count, expect-not=Rule) and whose "input" section is a graph in ir's
-//     text form. Add negative cases for every side condition.
-//
-//  4. Write each "output" section with the command below (leave it out for
-//     cases the rules leave unchanged), then read the diff: the expected
-//     graph is the review.
+//     text form; write the "output" sections with
 //
 //     go test ./passes -run TestRuleData -update
 //
-// TestRuleData runs all registered rules on every case, checks the
-// directives, the printed result, that it verifies and round-trips through
-// ir.Parse, and evaluates every fused op against its decomposition with the
-// reference evaluator (sim/ref) on random inputs, so a rule that computes
-// something else fails even when the expected text was updated blindly.
+//     and read the diff: the expected graph is the review. Add a negative
+//     case for every side condition.
+//
+// # Multi-root patterns
+//
+// A fused op with several results (the GDN recurrence's output and new
+// state, sibling matmuls reading one activation, add + rmsnorm's sum and
+// normed value) replaces several roots. Rule.Extra lists further root
+// patterns; each is matched at another op of the same region and shares
+// Pattern's variable and op bindings (a Var("x") in two roots must bind the
+// same value). Build returns one replacement per result of every root, in
+// order: Pattern's root first, then each Extra root. The new ops go just
+// before the last root in program order, so a result of an earlier root
+// may not be read outside the match before that point (the engine rejects
+// such matches). Persistent state is updated in place: when a replaced
+// root result is the value recorded in g.StateUpdates, the engine rewires
+// the state update to the fused op's result, which must stay the state's
+// new value (same shape and dtype).
+//
+// # Testing
+//
+// Besides the rule's own test data, every rule is checked without writing
+// any test code:
+//
+//   - TestRuleData runs all rules on every testdata/*/*.txt case: the
+//     directives, the expected output, verification, round-tripping
+//     through ir.Parse, and each fused op against its decomposition in
+//     exact math.
+//   - TestEveryRuleEquivalent runs the default pipeline on tiny-mlp, the
+//     small Qwen config (models/qwen27b/testdata/small.json; decode on
+//     meshes 1x1 and 1x2, prefill on 1x2) and every test data input,
+//     evaluates unfused and fused graphs with sim/ref at storage formats
+//     on the same data, and checks every fused op a rule created (nested
+//     ones included) against its decomposition (rewrite.EquivalencePair)
+//     on the operand values the model actually produced there: PCC >=
+//     0.9999 per result, maximum relative error logged. A rule that emits
+//     no fused op is run alone and checked on the whole graph. A
+//     registered rule that fires nowhere fails the test: give it a test
+//     data case.
+//   - TestDisableEachRule leaves each rule out in turn (on the small Qwen
+//     config at 1x2 and tiny-mlp): the graph must verify and give the
+//     unfused logits (PCC >= 0.999) and greedy tokens.
+//   - TestFusedMatchesUnfused runs a prefill and 16 decode steps of the
+//     small config at 1x2, states carried across steps, fused vs unfused.
+//   - FuzzPipeline builds random graphs of eltwise, matmul and decomposed
+//     norm ops and checks that the pipeline never fails and keeps the
+//     outputs (go test -fuzz FuzzPipeline ./passes to explore).
+//
+// Per-rule figures: go test ./passes -run 'TestEveryRuleEquivalent/<family>' -v.
+//
+// # Seeing a rule's effect
+//
+//	tcc passes                                    # passes, constraints, rules by family
+//	tcc report ops MODEL --stage fused            # ops per layer and rules fired per layer
+//	tcc ir MODEL --print-after fuse-blocks --layer N
+//	                                              # one layer after a pass (fuse-layout, fuse, ...)
+//	tcc report ops MODEL --stage fused --disable RULE
+//	                                              # the same without one rule (or pass)
+//
+// For the Qwen model add --config models/qwen27b/testdata/small.json for
+// the small config and --mesh 1x2 for tensor parallelism.
+//
+// # Rules outside tcc
+//
+// A rule package kept outside this package (even in another module) is
+// linked in at the command line with --rules DIR: it declares
+// func Rules() []*rewrite.Rule and optionally const Family; tcc builds and
+// caches a driver binary with the rules registered through
+// RegisterExternal, after which they behave like built-in ones (listed by
+// tcc passes, counted in reports, run in the fuse pass, subject to
+// --disable). Such rules can only emit op kinds tcc's op table already has.
+// See package passes/external and the worked example passes/external/example.
 package passes

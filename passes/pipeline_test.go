@@ -3,6 +3,8 @@ package passes
 import (
 	"bytes"
 	"errors"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -225,18 +227,35 @@ func TestOptionsRulesOverrideRegistry(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if diff := cmp.Diff([]string{"norm"}, Families()); diff != "" {
-		t.Errorf("families (-want +got):\n%s", diff)
+	fams := Families()
+	if !sort.StringsAreSorted(fams) || !slices.Contains(fams, "norm") {
+		t.Errorf("families %v: want sorted and containing norm", fams)
 	}
-	var names []string
-	for _, r := range Rules() {
-		if err := r.Validate(); err != nil {
-			t.Error(err)
+	stages := Default().Names()
+	seen := map[string]string{}
+	for _, f := range fams {
+		if !slices.Contains(stages, StageOf(f)) {
+			t.Errorf("family %s runs in %q, which is not a pass", f, StageOf(f))
 		}
-		names = append(names, r.Name)
+		for _, r := range FamilyRules(f) {
+			if err := r.Validate(); err != nil {
+				t.Error(err)
+			}
+			if other, dup := seen[r.Name]; dup {
+				t.Errorf("rule %s is in families %s and %s", r.Name, other, f)
+			}
+			seen[r.Name] = f
+		}
 	}
-	if diff := cmp.Diff([]string{"FuseRMSNormOffset", "FuseRMSNorm"}, names); diff != "" {
-		t.Errorf("rules (-want +got):\n%s", diff)
+	if len(Rules()) != len(seen) {
+		t.Errorf("Rules() has %d rules, families have %d", len(Rules()), len(seen))
+	}
+	var norm []string
+	for _, r := range FamilyRules("norm") {
+		norm = append(norm, r.Name)
+	}
+	if diff := cmp.Diff([]string{"FuseRMSNormOffset", "FuseRMSNorm"}, norm); diff != "" {
+		t.Errorf("norm rules (-want +got):\n%s", diff)
 	}
 	if Rules()[0] == Rules()[0] {
 		t.Error("Rules must return fresh instances")

@@ -27,6 +27,9 @@ var update = flag.Bool("update", false, "rewrite the output sections of testdata
 //	expect=FuseRMSNorm       the rule fires at least once
 //	expect=FuseRMSNorm*2     the rule fires exactly twice
 //	expect-not=FuseRMSNorm   the rule does not fire
+//	families=attention,norm  run only these families' rules (default: all),
+//	                         so the expected output does not depend on
+//	                         other families' rules
 //	-- input --
 //	graph ... (ir text)
 //	-- output --
@@ -34,6 +37,7 @@ var update = flag.Bool("update", false, "rewrite the output sections of testdata
 type ruleCase struct {
 	expect    map[string]int // rule -> exact count, or -1 for "at least once"
 	expectNot []string
+	families  []string // empty: every registered rule
 	input     string
 	output    *string
 }
@@ -60,8 +64,10 @@ func parseRuleCase(t *testing.T, path string, a *txtar.Archive) ruleCase {
 			}
 		case ok && key == "expect-not":
 			c.expectNot = append(c.expectNot, val)
+		case ok && key == "families":
+			c.families = append(c.families, strings.Split(val, ",")...)
 		default:
-			t.Fatalf("%s:%d: want expect=Rule[*N] or expect-not=Rule, got %q", path, i+1, line)
+			t.Fatalf("%s:%d: want expect=Rule[*N], expect-not=Rule or families=f1,f2, got %q", path, i+1, line)
 		}
 	}
 	if len(c.expect)+len(c.expectNot) == 0 {
@@ -121,7 +127,18 @@ func TestRuleData(t *testing.T) {
 				t.Fatalf("input: %v", err)
 			}
 			unchanged := renumbered(t, c.input)
-			e, err := rewrite.NewEngine(Rules()...)
+			rules := Rules()
+			if len(c.families) > 0 {
+				rules = nil
+				for _, f := range c.families {
+					fr := FamilyRules(f)
+					if fr == nil {
+						t.Fatalf("families=%s: no such rule family (have %v)", f, Families())
+					}
+					rules = append(rules, fr...)
+				}
+			}
+			e, err := rewrite.NewEngine(rules...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,12 +252,22 @@ func checkDecompositions(t *testing.T, g *ir.Graph) {
 // wrong operand, fails here.
 func checkEquivalent(t *testing.T, op *ir.Op) {
 	t.Helper()
+	if checkEquivalentMesh(t, op) { // fused collectives over several devices (fuse_collective_test.go)
+		return
+	}
 	rng := rand.New(rand.NewPCG(1, uint64(op.ID)))
 	args := make([]ref.Tensor, len(op.Operands))
 	for i, v := range op.Operands {
 		args[i] = ref.NewTensor(v.Type.Shape)
 		for j := range args[i].Data {
-			args[i].Data[j] = float32(rng.NormFloat64())
+			if v.Type.DType.IsFloat() {
+				args[i].Data[j] = float32(rng.NormFloat64())
+			} else {
+				// integer operands (cache positions, token ids): small
+				// non-negative integers, valid for any cache or table of
+				// at least 4 rows
+				args[i].Data[j] = float32(rng.IntN(4))
+			}
 		}
 	}
 	fused, err := ref.EvalOp(op, args, ref.ExactOptions())

@@ -45,7 +45,10 @@ var meshEvaluators = map[ir.OpKind]meshFunc{
 
 // IsCollective reports whether op kind k combines the operands of several
 // devices (and so needs EvalMesh when it spans more than one device).
-func IsCollective(k ir.OpKind) bool { _, ok := meshEvaluators[k]; return ok }
+func IsCollective(k ir.OpKind) bool {
+	_, ok := meshEvaluators[k]
+	return ok || isFusedCollective(k)
+}
 
 // collectiveDevices reads the devices attribute (>= 1).
 func collectiveDevices(op *ir.Op) (int, error) {

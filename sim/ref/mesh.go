@@ -53,6 +53,12 @@ func EvalMesh(g *ir.Graph, envs []map[*ir.Value]Tensor, opts Options) ([]map[*ir
 		vals[d] = v
 	}
 	for _, op := range g.Ops() {
+		if op != nil && isFusedCollective(op.Kind) {
+			if err := evalFusedCollectiveInto(op, g.Mesh, vals, opts); err != nil {
+				return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)
+			}
+			continue
+		}
 		if op != nil && IsCollective(op.Kind) {
 			if err := evalCollectiveInto(op, g.Mesh, vals, opts); err != nil {
 				return nil, fmt.Errorf("ref: graph %q: %w", g.Name, err)

@@ -1,0 +1,114 @@
+package passes
+
+import (
+	"github.com/tcc-dev/tcc/ir"
+	rw "github.com/tcc-dev/tcc/passes/rewrite"
+)
+
+// Eltwise family (pass fuse): a chain of unary eltwise ops on one value
+// (exp, silu, sigmoid, rsqrt, square, softplus, add_scalar, mul_scalar),
+// whose intermediate values nothing else reads, becomes one eltwise_chain
+// program: the SFPU applies the steps to each tile in DEST one after the
+// other, packing to the storage dtype between steps exactly where the
+// composed ops stored (the chain's Doc line), so the values are the
+// composed ones. Weight-only chains such as -exp(A_log) = mul_scalar(exp(
+// A_log), -1) are chains too.
+//
+// A rule is anchored at one op kind, so there is one rule per kind of the
+// chain's last step (FuseEltwiseChain<Op>: two unary ops, or a unary op
+// after a chain) and one that joins a chain after a unary op or another
+// chain (FuseEltwiseChainMerge); a chain of n steps takes n-1 firings.
+// Chains that start at a reduction's result are left to the norm family
+// (see reduced).
+var _ = registerRules("eltwise", eltwiseChainRules()...)
+
+func eltwiseChainRules() []func() *rw.Rule {
+	var rules []func() *rw.Rule
+	for _, k := range ir.ChainableOps() {
+		rules = append(rules, keepDists(eltwiseChainRule(k)))
+	}
+	return append(rules, keepDists(eltwiseChainRule(ir.OpEltwiseChain)))
+}
+
+// chainStepsOf returns the chain steps op stands for: its ops attribute
+// for an eltwise_chain, else the single step.
+func chainStepsOf(op *ir.Op) ([]ir.ChainStep, bool) {
+	if op.Kind == ir.OpEltwiseChain {
+		s, err := ir.ParseEltwiseChain(op.Str("ops"))
+		return s, err == nil
+	}
+	st := ir.ChainStep{Op: op.Kind}
+	if st.HasScalar() {
+		st.Value = op.Float("value")
+	}
+	return []ir.ChainStep{st}, true
+}
+
+// chainInner matches the value a chain step reads when it is itself a
+// chain step (any chainable op or an eltwise_chain), named "inner".
+func chainInner() *rw.Pattern {
+	var alts []*rw.Pattern
+	for _, k := range append(ir.ChainableOps(), ir.OpEltwiseChain) {
+		alts = append(alts, rw.Op(k, rw.Var("x")).As("inner"))
+	}
+	return rw.OneOf(alts...)
+}
+
+// eltwiseChainRule returns the constructor of the rule rooted at kind.
+func eltwiseChainRule(kind ir.OpKind) func() *rw.Rule {
+	name := "FuseEltwiseChain" + goName(kind)
+	if kind == ir.OpEltwiseChain {
+		name = "FuseEltwiseChainMerge"
+	}
+	return func() *rw.Rule {
+		return &rw.Rule{
+			Name:    name,
+			Rewrite: kind.String() + "(f(x)) with f unary or a chain => eltwise_chain(x) {ops = steps of f, then of " + kind.String() + "}",
+			Pattern: rw.Op(kind, chainInner()),
+			Where: func(m *rw.Match) bool {
+				x := m.Value("x")
+				if !x.Type.DType.IsFloat() || !sameDType(x.Type.DType, m.Op("inner"), m.Root) || reduced(x) {
+					return false
+				}
+				_, ok1 := chainStepsOf(m.Op("inner"))
+				_, ok2 := chainStepsOf(m.Root)
+				return ok1 && ok2
+			},
+			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+				first, _ := chainStepsOf(m.Op("inner"))
+				last, _ := chainStepsOf(m.Root)
+				steps := append(append([]ir.ChainStep(nil), first...), last...)
+				v, err := b.Emit1(ir.OpEltwiseChain, []*ir.Value{m.Value("x")}, ir.Attrs{"ops": ir.FormatEltwiseChain(steps)})
+				return []*ir.Value{v}, err
+			},
+		}
+	}
+}
+
+// reduced reports whether x is a reduction's result (mean, sum). A unary
+// chain right after a reduction is that reduction's epilogue — in a
+// written-out RMSNorm, rsqrt(add_scalar(mean(x^2), eps)) — which the norm
+// family fuses as a whole in the same pass; chaining it first would hide
+// the norm from its pattern.
+func reduced(x *ir.Value) bool {
+	return x.Def != nil && (x.Def.Kind == ir.OpMean || x.Def.Kind == ir.OpSum)
+}
+
+// goName is the CamelCase form of an op name (mul_scalar -> MulScalar).
+func goName(k ir.OpKind) string {
+	var out []byte
+	up := true
+	for _, c := range []byte(k.String()) {
+		switch {
+		case c == '_':
+			up = true
+		case up && c >= 'a' && c <= 'z':
+			out = append(out, c-'a'+'A')
+			up = false
+		default:
+			out = append(out, c)
+			up = false
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,196 @@
+package passes
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tcc-dev/tcc/ir"
+	rw "github.com/tcc-dev/tcc/passes/rewrite"
+)
+
+// Matmul family (pass fuse):
+//
+//   - sibling matmuls reading one activation (the GDN in-projections qkv,
+//     z, a, b; the attention q, k, v projections) become one multi-output
+//     matmulN program: the activation is read once and every core works
+//     on its columns of the weights side by side; the biggest group is
+//     tried first;
+//   - an RMSNorm whose only reader is a matmul becomes its prologue
+//     (rmsnorm_matmul, the final norm + lm_head): in decode every core reads
+//     the whole activation row for its K loop anyway and normalises it
+//     first;
+//   - a matmul whose only reader is a residual add becomes matmul_add (the
+//     epilogue adds the residual tile before packing), unless the sum feeds
+//     an RMSNorm in the same region: then the residual family's add_rmsnorm
+//     takes the add, which saves as many programs and keeps the norm's row
+//     reduction out of the matmul.
+var _ = registerRules("matmul", keepDists(siblingMatmulRule(4)), keepDists(siblingMatmulRule(3)), keepDists(siblingMatmulRule(2)),
+	keepDists(ruleRMSNormMatmul), keepDists(ruleMatmulAdd))
+
+var matmulMultiKinds = map[int]ir.OpKind{2: ir.OpMatmul2, 3: ir.OpMatmul3, 4: ir.OpMatmul4}
+
+// siblingMatmulRule returns the constructor of the rule that merges n
+// matmuls of one activation into matmul<n>.
+func siblingMatmulRule(n int) func() *rw.Rule {
+	return func() *rw.Rule {
+		w := func(i int) string { return fmt.Sprintf("w%d", i) }
+		mm := func(i int) *rw.Pattern { return rw.Op(ir.OpMatmul, rw.Var("a"), rw.Var(w(i))) }
+		var extra []*rw.Pattern
+		for i := 1; i < n; i++ {
+			extra = append(extra, mm(i))
+		}
+		return &rw.Rule{
+			Name:    fmt.Sprintf("FuseSiblingMatmul%d", n),
+			Rewrite: fmt.Sprintf("matmul(a, w0), ..., matmul(a, w%d) => matmul%d(a, w0, ..., w%d)", n-1, n, n-1),
+			Pattern: mm(0),
+			Extra:   extra,
+			Where: func(m *rw.Match) bool {
+				// Roots in program order, so the weights (and results) keep
+				// the model's order, and no result dtype override.
+				if !inProgramOrder(m.Roots) {
+					return false
+				}
+				return sameDType(m.Value("a").Type.DType, m.Roots...)
+			},
+			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+				ops := []*ir.Value{m.Value("a")}
+				for i := range n {
+					ops = append(ops, m.Value(w(i)))
+				}
+				op, err := b.Emit(matmulMultiKinds[n], ops, nil)
+				if err != nil {
+					return nil, err
+				}
+				return op.Results, nil
+			},
+		}
+	}
+}
+
+// inProgramOrder reports whether ops (all in one region) appear in this
+// order in their region.
+func inProgramOrder(ops []*ir.Op) bool {
+	pos := map[*ir.Op]int{}
+	for i, op := range ops[0].Region.Ops {
+		pos[op] = i
+	}
+	for i := 1; i < len(ops); i++ {
+		if pos[ops[i]] <= pos[ops[i-1]] {
+			return false
+		}
+	}
+	return true
+}
+
+// anyNorm matches rms_norm (the composed path's op) or rmsnorm (the norm
+// family's fused op) of x and w, named "norm".
+func anyNorm(x, w *rw.Pattern) *rw.Pattern {
+	return rw.OneOf(rw.Op(ir.OpRMSNormComposed, x, w).As("norm"), rw.Op(ir.OpRMSNorm, x, w).As("norm"))
+}
+
+func ruleRMSNormMatmul() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseRMSNormMatmul",
+		Rewrite: "matmul(rms_norm(x, wn), w) => rmsnorm_matmul(x, wn, w)",
+		Pattern: rw.Op(ir.OpMatmul, anyNorm(rw.Var("x"), rw.Var("wn")), rw.Var("w")),
+		Where: func(m *rw.Match) bool {
+			x := m.Value("x")
+			return x.Type.DType.IsFloat() && sameDType(x.Type.DType, m.Op("norm"), m.Root)
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			n := m.Op("norm")
+			v, err := b.Emit1(ir.OpRMSNormMatmul, []*ir.Value{m.Value("x"), m.Value("wn"), m.Value("w")},
+				ir.Attrs{"eps": n.Float("eps"), "offset": n.Float("offset")})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+func ruleMatmulAdd() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseMatmulAdd",
+		Rewrite: "add(residual, matmul(a, w)) => matmul_add(a, w, residual)",
+		Pattern: rw.Op(ir.OpAdd, rw.Var("r"), rw.Op(ir.OpMatmul, rw.Var("a"), rw.Var("w")).As("mm")),
+		Where: func(m *rw.Match) bool {
+			r, mm, sum := m.Value("r"), m.Op("mm").Result(), m.Root.Result()
+			if !r.Type.Shape.Equal(mm.Type.Shape) || r.Type.DType != mm.Type.DType || sum.Type.DType != r.Type.DType {
+				return false
+			}
+			return !readByNormInRegion(sum, m.Root.Region)
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpMatmulAdd, []*ir.Value{m.Value("a"), m.Value("w"), m.Value("r")}, nil)
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+// readByNormInRegion reports whether an RMSNorm of region r normalises v:
+// an rms_norm or rmsnorm reading v, or a written-out one the norm family
+// has yet to fuse (normPending).
+func readByNormInRegion(v *ir.Value, r *ir.Region) bool {
+	for _, op := range r.Ops {
+		if (op.Kind == ir.OpRMSNormComposed || op.Kind == ir.OpRMSNorm) && op.Operands[0] == v {
+			return true
+		}
+	}
+	return normPending(v, r)
+}
+
+// normPending reports whether region r holds the start of a written-out
+// RMSNorm of v, mean(square(v)) or mean(mul(v, v)), which the norm family
+// will fuse to rmsnorm later in the same pass. Rules that would take v's
+// producing add away from the residual and collective norm rules wait for
+// it.
+func normPending(v *ir.Value, r *ir.Region) bool {
+	sq := map[*ir.Value]bool{}
+	for _, op := range r.Ops {
+		switch {
+		case op.Kind == ir.OpSquare && op.Operands[0] == v,
+			op.Kind == ir.OpMul && op.Operands[0] == v && op.Operands[1] == v:
+			sq[op.Result()] = true
+		case op.Kind == ir.OpMean && sq[op.Operands[0]]:
+			return true
+		}
+	}
+	return false
+}
+
+// sameDType reports whether every result of ops has dtype dt.
+func sameDType(dt ir.DType, ops ...*ir.Op) bool {
+	for _, op := range ops {
+		for _, r := range op.Results {
+			if r.Type.DType != dt {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keepDists wraps a rule constructor so that every new op result the rule
+// returns as a replacement takes the distribution (TP split) of the value
+// it replaces. Shape rules infer a split from the first operand, which for
+// fused ops and reshapes can differ from what the model established; the
+// replaced value's split is right by construction. Values the rule returns
+// that already existed (x for a dropped layout op) are left alone.
+func keepDists(mk func() *rw.Rule) func() *rw.Rule {
+	return func() *rw.Rule {
+		r := mk()
+		build := r.Build
+		r.Build = func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			repl, err := build(b, m)
+			if err != nil {
+				return nil, err
+			}
+			olds := m.RootResults()
+			for i, v := range repl {
+				if i < len(olds) && v != nil && v.Def != nil && !slices.Contains(m.Root.Region.Ops, v.Def) {
+					v.Type.Dist = olds[i].Type.Dist
+				}
+			}
+			return repl, nil
+		}
+		return r
+	}
+}
