@@ -89,7 +89,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 			return
 		}
 		if v.Type.Mem.Kind != ir.DRAMInterleaved {
-			fail(fmt.Errorf("codegen: %s: %s %s (%q) is placed %s; rule placement: device buffers are DRAM interleaved (run the place pass)", where, v.Kind, v, v.Name, v.Type.Mem))
+			fail(fmt.Errorf("codegen: %s: %s %s (%q, %s %s %s) is placed %s; rule placement: device buffers are DRAM interleaved (run the place pass)", where, v.Kind, v, v.Name, v.Type.Shape, v.Type.DType, v.Type.Layout, v.Type.Mem))
 			return
 		}
 		b.Buffers = append(b.Buffers, BufferSpec{Name: name, Value: v, Shape: v.Type.Shape.Clone(), DType: v.Type.DType,
