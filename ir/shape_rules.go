@@ -141,5 +141,14 @@ func shapeReshape(in []TensorType, a Attrs) ([]TensorType, error) {
 	if s.Numel() != in[0].Shape.Numel() {
 		return nil, fmt.Errorf("rule reshape-numel: cannot reshape %s (%d elements) to %s (%d elements)", in[0].Shape, in[0].Shape.Numel(), s, s.Numel())
 	}
-	return []TensorType{like(in[0], s, in[0].DType)}, nil
+	t := like(in[0], s, in[0].DType)
+	if d := t.Dist; !d.IsReplicated() && len(s) != in[0].Shape.Rank() {
+		// The split axis keeps its position from the end when the rank
+		// changes (models that fold heads into rows set Dist themselves).
+		t.Dist.Axis = d.Axis - in[0].Shape.Rank() + len(s)
+		if t.Dist.Axis < 0 || t.Dist.Axis >= len(s) {
+			t.Dist = Replicated
+		}
+	}
+	return []TensorType{t}, nil
 }

@@ -42,13 +42,19 @@ func FamilyRules(family string) []*rewrite.Rule {
 	return rules
 }
 
-// Rules returns fresh instances of every registered rule: families in
-// name order, each family's rules in its own order. This is the fuse
-// pass's default rule set.
+// Rules returns fresh instances of every registered rule: external
+// families first (a kernel author's rules take precedence over built-in
+// ones that match the same ops), then built-in families in name order,
+// each family's rules in its own order. This is the fuse passes' default
+// rule set.
 func Rules() []*rewrite.Rule {
 	var rules []*rewrite.Rule
-	for _, f := range Families() {
-		rules = append(rules, FamilyRules(f)...)
+	for _, pass := range []bool{true, false} {
+		for _, f := range Families() {
+			if external[f] == pass {
+				rules = append(rules, FamilyRules(f)...)
+			}
+		}
 	}
 	return rules
 }
