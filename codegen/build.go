@@ -88,8 +88,8 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 			fail(fmt.Errorf("codegen: %s: %s %s (%q, %s): %w", where, v.Kind, v, v.Name, v.Type, err))
 			return
 		}
-		if v.Type.Mem.Kind != ir.DRAMInterleaved {
-			fail(fmt.Errorf("codegen: %s: %s %s (%q, %s %s %s) is placed %s; rule placement: device buffers are DRAM interleaved (run the place pass)", where, v.Kind, v, v.Name, v.Type.Shape, v.Type.DType, v.Type.Layout, v.Type.Mem))
+		if !lower.Addressable(v.Type.Mem) {
+			fail(fmt.Errorf("codegen: %s: %s %s (%q, %s %s %s) is placed %s; rule placement: device buffers are DRAM interleaved, L1 interleaved or L1 sharded with a shard spec", where, v.Kind, v, v.Name, v.Type.Shape, v.Type.DType, v.Type.Layout, v.Type.Mem))
 			return
 		}
 		b.Buffers = append(b.Buffers, BufferSpec{Name: name, Value: v, Shape: v.Type.Shape.Clone(), DType: v.Type.DType,

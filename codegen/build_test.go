@@ -71,12 +71,12 @@ func TestCompileTinyMLPStructure(t *testing.T) {
 }
 
 func TestCompileErrors(t *testing.T) {
-	// Lowerings read and write DRAM-interleaved tensors; values left in L1
-	// (no place pass) are errors naming each op, its layer and shapes.
+	// Lowerings address DRAM-interleaved and L1 tensors; a DRAM-sharded
+	// value is an error naming each op, its layer and shapes.
 	g := tinymlp.BuildGraph(sizes)
 	for _, r := range g.Regions {
 		if r.Kind == "mlp" || r.Kind == "head" {
-			r.Ops[0].Result().Type.Mem = ir.L1
+			r.Ops[0].Result().Type.Mem = ir.MemoryConfig{Kind: ir.DRAMWidthSharded, Shard: &ir.ShardSpec{Grid: ir.CoreRange{X1: 7}, Shape: [2]int{32, 32}}}
 		}
 	}
 	_, err := Compile(g, target.Blackhole())

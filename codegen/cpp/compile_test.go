@@ -42,7 +42,7 @@ func TestKernelsCompile(t *testing.T) {
 	gxx(t)
 	dir := t.TempDir()
 	sources := map[string]kir.Processor{}
-	for _, s := range append(samples.All(), samples.Cards()...) {
+	for _, s := range samples.All() {
 		for _, k := range s.Program.Kernels {
 			src, err := PrintKernel(s.Program, k)
 			if err != nil {

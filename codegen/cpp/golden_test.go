@@ -20,20 +20,10 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const goldenDir = "testdata/golden"
 
 // generated prints every sample: "<program>.<kernel>.cpp" for each kernel
-// and "<program>.json" for the host config, and the kernels of the card
-// samples (samples.Cards, whose host configs hostcfg does not describe).
+// and "<program>.json" for the host config.
 func generated(t *testing.T, ss []samples.Sample) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, s := range samples.Cards() {
-		for _, k := range s.Program.Kernels {
-			src, err := PrintKernel(s.Program, k)
-			if err != nil {
-				t.Fatalf("sample %s: %v", s.Name, err)
-			}
-			out[s.Program.Name+"."+k.Name+".cpp"] = string(src)
-		}
-	}
 	for _, s := range ss {
 		for _, k := range s.Program.Kernels {
 			src, err := PrintKernel(s.Program, k)

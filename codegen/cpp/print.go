@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -644,7 +645,7 @@ var riscName = map[kir.Processor]string{kir.RISCV0: "BRISC", kir.RISCV1: "NCRISC
 func rangesText(rs []ir.CoreRange) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
-		parts[i] = r.String()
+		parts[i] = hostcfg.CoreRange(r).String() // "eth1" for ethernet channels, as in the host config
 	}
 	return strings.Join(parts, ", ")
 }

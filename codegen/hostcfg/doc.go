@@ -11,7 +11,8 @@
 //     and common runtime args;
 //   - CBs: index, page size, page count, total size, data format (name and
 //     tt::DataFormat code), core ranges, backing buffer;
-//   - semaphores: id, core ranges, initial value;
+//   - semaphores: id, core ranges, initial value, and core_type "ETH" for
+//     a semaphore on ethernet cores (CreateSemaphore's CoreType::ETH);
 //   - buffers: name, memory placement, dtype, layout, page size and count.
 //
 // Argument vectors are printed from each kernel's one argument table
@@ -21,6 +22,17 @@
 // disagree. Values the host only knows at load time stay symbolic:
 // "addr(buf)+64" is the address of buffer buf plus 64, "noc_x(1,0)" the NoC
 // x coordinate of logical core (1,0); constants are JSON numbers.
+//
+// Programs that every card of a mesh row runs (collectives) place kernels
+// and semaphores on ethernet cores and may differ per card only through
+// "device_id" values (kir.DeviceID), resolved when the program is loaded
+// on card d of the row. An ethernet core prints as "eth3" (channel 3), a
+// range of channels as "eth0-eth3", its NoC coordinates as "noc_x(eth3)"
+// and "noc_y(eth3)". A kernel on ethernet cores carries an "ethernet"
+// object, tt-metal's EthernetConfig (eth_mode SENDER or RECEIVER, both
+// active ethernet; noc; processor): the host creates it with that config
+// instead of a DataMovementConfig. Worker kernels and semaphores have
+// neither field, so their JSON is what it was before ethernet support.
 //
 // Source files are named by program and kernel rather than by a content
 // hash: names are stable across rebuilds and readable in a build

@@ -38,6 +38,11 @@ type KernelConfig struct {
 	Cores []CoreRange `json:"cores"`
 	// Compute is the compute configuration (absent for data movement).
 	Compute *ComputeConfig `json:"compute,omitempty"`
+	// Ethernet is present exactly for a kernel on ethernet cores: the host
+	// creates it with tt-metal's EthernetConfig (CreateKernel on the
+	// ethernet cores) instead of a DataMovementConfig. Its NoC and
+	// Processor repeat the kernel's.
+	Ethernet *EthernetConfig `json:"ethernet,omitempty"`
 	// Defines are the preprocessor defines; JSON objects print sorted by key.
 	Defines map[string]string `json:"defines"`
 	// CompileArgs are the compile-time args in index order.
@@ -58,6 +63,27 @@ type ComputeConfig struct {
 	MathApproxMode bool   `json:"math_approx_mode"`
 	DstFullSyncEn  bool   `json:"dst_full_sync_en"`
 }
+
+// EthernetConfig is tt-metal's EthernetConfig of a kernel on ethernet
+// cores (tt_metal/api/tt-metalium/kernel_types.hpp: eth_mode, noc,
+// processor; compile args and defines are the kernel's).
+type EthernetConfig struct {
+	// EthMode is "SENDER" for a kernel that sends over its link
+	// (eth_send_bytes or eth_wait_for_receiver_done), else "RECEIVER". Both
+	// run on active ethernet cores (HalProgrammableCoreType::ACTIVE_ETH);
+	// tcc never uses IDLE.
+	EthMode string `json:"eth_mode"`
+	// NoC is the NoC index (tt-metal's NOC::NOC_0 / NOC_1).
+	NoC int `json:"noc"`
+	// Processor is the ERISC, RISCV_0 or RISCV_1 (DataMovementProcessor).
+	Processor string `json:"processor"`
+}
+
+// Ethernet modes of EthernetConfig.EthMode.
+const (
+	EthSender   = "SENDER"
+	EthReceiver = "RECEIVER"
+)
 
 // NamedArg is one row of a kernel's argument table with its value.
 type NamedArg struct {
@@ -93,7 +119,15 @@ type SemaphoreConfig struct {
 	ID      int         `json:"id"`
 	Cores   []CoreRange `json:"cores"`
 	Initial uint32      `json:"initial"`
+	// CoreType is CreateSemaphore's core_type: "ETH" for a semaphore on
+	// ethernet cores, empty (CoreType::WORKER, the default) for one on
+	// worker cores. kir.Validate keeps a semaphore on one kind of core.
+	CoreType string `json:"core_type,omitempty"`
 }
+
+// CoreTypeEth is SemaphoreConfig.CoreType of a semaphore on ethernet
+// cores (tt-metal's CoreType::ETH).
+const CoreTypeEth = "ETH"
 
 // BufferConfig is one device buffer the program's arguments refer to.
 type BufferConfig struct {
@@ -155,7 +189,11 @@ func Config(p *kir.Program, t *target.Target) (*ProgramConfig, error) {
 		})
 	}
 	for _, s := range p.Semaphores {
-		cfg.Semaphores = append(cfg.Semaphores, SemaphoreConfig{ID: s.ID, Cores: ranges(s.Cores), Initial: s.Initial})
+		sc := SemaphoreConfig{ID: s.ID, Cores: ranges(s.Cores), Initial: s.Initial}
+		if len(s.Cores) > 0 && kir.IsEthRange(s.Cores[0]) {
+			sc.CoreType = CoreTypeEth
+		}
+		cfg.Semaphores = append(cfg.Semaphores, sc)
 	}
 	for _, b := range p.Buffers {
 		df, err := target.DataFormatOf(b.DType)
@@ -193,6 +231,9 @@ func kernelConfig(p *kir.Program, k *kir.Kernel) KernelConfig {
 		noc := k.NoC
 		kc.NoC = &noc
 	}
+	if k.OnEth() {
+		kc.Ethernet = &EthernetConfig{EthMode: ethMode(k), NoC: k.NoC, Processor: k.Processor.String()}
+	}
 	for n, v := range k.Defines {
 		kc.Defines[n] = v
 	}
@@ -217,6 +258,20 @@ func kernelConfig(p *kir.Program, k *kir.Kernel) KernelConfig {
 		kc.CommonRuntimeArgs = append(kc.CommonRuntimeArgs, NamedArg{Index: a.Index, Name: a.Name, Value: ArgValue{a.Value}})
 	}
 	return kc
+}
+
+// ethMode is EthSender for a kernel that uses the sending side of the
+// ethernet handshake, else EthReceiver.
+func ethMode(k *kir.Kernel) string {
+	mode := EthReceiver
+	kir.Inspect(k.Body, func(s kir.Stmt) bool {
+		switch s.(type) {
+		case kir.EthSendBytes, kir.EthWaitForReceiverDone:
+			mode = EthSender
+		}
+		return mode == EthReceiver
+	})
+	return mode
 }
 
 func ranges(rs []ir.CoreRange) []CoreRange {

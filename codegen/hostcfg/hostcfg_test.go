@@ -208,6 +208,9 @@ func TestArgValueJSON(t *testing.T) {
 		{kir.BufferAddr("w", 64), `"addr(w)+64"`},
 		{kir.NoCX(kir.Core{X: 3, Y: 9}), `"noc_x(3,9)"`},
 		{kir.NoCY(kir.Core{X: 10, Y: 0}), `"noc_y(10,0)"`},
+		{kir.NoCX(kir.EthCore(3)), `"noc_x(eth3)"`},
+		{kir.NoCY(kir.EthCore(13)), `"noc_y(eth13)"`},
+		{kir.DeviceID(), `"device_id"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.json, func(t *testing.T) {
@@ -227,7 +230,12 @@ func TestArgValueJSON(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{`"addr()"`, `"noc_z(1,2)"`, `"hello"`, `-1`, `true`, `"addr(w)+99999999999"`} {
+	// kir.ArgValue.String spells an ethernet core's coordinate noc_xeth3.
+	if av, err := hostcfg.ParseArgValue(kir.NoCX(kir.EthCore(3)).String()); err != nil || av != kir.NoCX(kir.EthCore(3)) {
+		t.Errorf("ParseArgValue(%q) = %+v, %v; want noc_x of eth3", kir.NoCX(kir.EthCore(3)).String(), av, err)
+	}
+	for _, bad := range []string{`"addr()"`, `"noc_z(1,2)"`, `"hello"`, `-1`, `true`, `"addr(w)+99999999999"`,
+		`"device_id+1"`, `"noc_x(eth)"`, `"noc_x(eth-1)"`, `"noc_x(eth3"`} {
 		var av hostcfg.ArgValue
 		if err := json.Unmarshal([]byte(bad), &av); err == nil {
 			t.Errorf("unmarshal %s: no error, got %+v", bad, av.ArgValue)
@@ -260,6 +268,142 @@ func TestCoreJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`"(1,2)-(3,4)"`), &c); err == nil {
 		t.Error("core from a range: no error")
+	}
+}
+
+func TestEthCoreJSON(t *testing.T) {
+	tests := []struct {
+		r    hostcfg.CoreRange
+		json string
+	}{
+		{hostcfg.CoreRange(kir.EthRange(3, 3)), `"eth3"`},
+		{hostcfg.CoreRange(kir.EthRange(0, 13)), `"eth0-eth13"`},
+		{hostcfg.CoreRange{X0: 0, Y0: 0, X1: 0, Y1: 0}, `"(0,0)-(0,0)"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.json, func(t *testing.T) {
+			b, err := json.Marshal(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.json {
+				t.Errorf("marshal %+v: got %s, want %s", tc.r, b, tc.json)
+			}
+			var back hostcfg.CoreRange
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if back != tc.r {
+				t.Errorf("unmarshal %s: got %+v, want %+v", b, back, tc.r)
+			}
+		})
+	}
+	var r hostcfg.CoreRange
+	if err := json.Unmarshal([]byte(`"eth2-eth2"`), &r); err != nil || r != hostcfg.CoreRange(kir.EthRange(2, 2)) {
+		t.Errorf(`"eth2-eth2" = %+v, %v; want channel 2`, r, err)
+	}
+	for _, bad := range []string{`"eth3-eth1"`, `"eth"`, `"eth1-2"`, `"(1,-1)-(1,-1)"`} {
+		if err := json.Unmarshal([]byte(bad), &r); err == nil {
+			t.Errorf("core range %s: no error, got %+v", bad, r)
+		}
+	}
+	c := hostcfg.Core(kir.EthCore(7))
+	b, err := json.Marshal(c)
+	if err != nil || string(b) != `"eth7"` {
+		t.Fatalf("marshal eth core 7: %s, %v", b, err)
+	}
+	var back hostcfg.Core
+	if err := json.Unmarshal(b, &back); err != nil || back != c {
+		t.Errorf("unmarshal %s: %+v, %v", b, back, err)
+	}
+	if err := json.Unmarshal([]byte(`"eth0-eth1"`), &back); err == nil {
+		t.Error("core from an ethernet range: no error")
+	}
+}
+
+// TestEthernetConfig checks the config of the ethernet-only ring shift
+// sample against its definition: EthernetConfig per kernel, device_id
+// and ethernet NoC coordinates as symbolic values, an ETH semaphore.
+func TestEthernetConfig(t *testing.T) {
+	cfg, err := hostcfg.Config(samples.EthRingShift(), bh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send, recv := cfg.Kernel("eth_sender"), cfg.Kernel("eth_receiver")
+	if send == nil || recv == nil {
+		t.Fatalf("kernels %v: want eth_sender and eth_receiver", cfg.Sources())
+	}
+	if diff := cmp.Diff(&hostcfg.EthernetConfig{EthMode: hostcfg.EthSender, NoC: 0, Processor: "RISCV_0"}, send.Ethernet); diff != "" {
+		t.Errorf("sender ethernet config (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&hostcfg.EthernetConfig{EthMode: hostcfg.EthReceiver, NoC: 0, Processor: "RISCV_0"}, recv.Ethernet); diff != "" {
+		t.Errorf("receiver ethernet config (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]hostcfg.CoreRange{hostcfg.CoreRange(kir.EthRange(0, 0))}, send.Cores); diff != "" {
+		t.Errorf("sender cores (-want +got):\n%s", diff)
+	}
+	wantCommon := []hostcfg.NamedArg{
+		{Index: 0, Name: "device_id", Value: v(kir.DeviceID())},
+		{Index: 1, Name: "dst_addr", Value: v(kir.BufferAddr("dst", 0))},
+		{Index: 2, Name: "sender_x", Value: v(kir.NoCX(kir.EthCore(0)))},
+		{Index: 3, Name: "sender_y", Value: v(kir.NoCY(kir.EthCore(0)))},
+	}
+	if diff := cmp.Diff(wantCommon, recv.CommonRuntimeArgs); diff != "" {
+		t.Errorf("receiver common args (-want +got):\n%s", diff)
+	}
+	wantSems := []hostcfg.SemaphoreConfig{{ID: 0, Cores: []hostcfg.CoreRange{hostcfg.CoreRange(kir.EthRange(0, 1))}, CoreType: hostcfg.CoreTypeEth}}
+	if diff := cmp.Diff(wantSems, cfg.Semaphores); diff != "" {
+		t.Errorf("semaphores (-want +got):\n%s", diff)
+	}
+	// Worker kernels and semaphores keep their JSON: no ethernet object,
+	// no core_type.
+	js, err := hostcfg.Marshal(samples.EthLink(), bh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Kernels    []map[string]any `json:"kernels"`
+		Semaphores []map[string]any `json:"semaphores"`
+	}
+	if err := json.Unmarshal(js, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range raw.Kernels {
+		_, has := k["ethernet"]
+		if onEth := strings.HasPrefix(k["name"].(string), "eth_"); has != onEth {
+			t.Errorf("kernel %s: ethernet object present %t, want %t", k["name"], has, onEth)
+		}
+	}
+	for _, s := range raw.Semaphores {
+		ct, has := s["core_type"]
+		eth := strings.HasPrefix(s["cores"].([]any)[0].(string), "eth")
+		if has != eth || (has && ct != "ETH") {
+			t.Errorf("semaphore %v: core_type %v, want ETH exactly on ethernet cores", s, ct)
+		}
+	}
+}
+
+// TestEthernetRuntimeArgs checks per-core runtime args on ethernet cores:
+// the cores print as "ethN".
+func TestEthernetRuntimeArgs(t *testing.T) {
+	p := samples.EthRingShift()
+	k := p.Kernel("eth_sender")
+	k.RuntimeArg("link")
+	k.SetRuntimeArgs(kir.EthCore(0), kir.U32(5))
+	cfg, err := hostcfg.Config(p, bh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hostcfg.CoreArgs{{Core: hostcfg.Core(kir.EthCore(0)), Values: []hostcfg.ArgValue{v(kir.U32(5))}}}
+	if diff := cmp.Diff(want, cfg.Kernel("eth_sender").RuntimeArgs); diff != "" {
+		t.Errorf("runtime args (-want +got):\n%s", diff)
+	}
+	js, err := cfg.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"core": "eth0"`) {
+		t.Errorf("runtime args of ethernet core 0 not keyed \"eth0\":\n%s", js)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -91,6 +92,15 @@ import (
 // cycles (4.7 us); on 1x4 (3+3 steps of 40-tile chunks) 16,242 cycles
 // (12 us), on 1x8 28,510 (21 us). tt-metal's measured two-card
 // collectives take 16-28 us at decode sizes.
+//
+// # Fused collectives
+//
+// fused_collective.go builds all_reduce_add[_rmsnorm] on the same ring
+// (newAllReduce, cclOp.build) with two hooks: cclOp.residual makes the
+// adders of a one-chunk all-reduce add a residual tile before writing,
+// and cclOp.notify makes every ring kernel that writes out or reads it back
+// increment a semaphore on one worker core when it is done with out. A
+// plain collective sets neither and is built exactly as described above.
 
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
@@ -117,6 +127,88 @@ type cclOp struct {
 	chunks cclChunks
 	segs   []cclSegment
 	plan   RingPlan
+	// residual, when set, is added by the adders to the reduced sum before
+	// it is written: out = r(residual + r(sum)), r rounding to the dtype
+	// (fused all_reduce_add; only for an all-reduce of one chunk, which
+	// every card reduces in full: withResidual).
+	residual *ir.Value
+	// notify, when set, is the worker core whose semaphore notifySem every
+	// ring kernel that writes out or reads it back increments by one when
+	// it has finished with out (notifications() in all), so work that
+	// reads out on that card can start (fused_collective.go).
+	notify    *kir.Core
+	notifySem int
+}
+
+// newAllReduce plans the ring all-reduce of x into out over n > 1
+// devices: one chunk for two devices (each card reduces the whole
+// tensor), else n equal runs of tiles.
+func newAllReduce(x, out *ir.Value, n int, ctx *Context) (*cclOp, error) {
+	c := &cclOp{kind: cclAllReduce, n: n, x: x, out: out, segs: wireSegments(x.Type.Shape, x.Type.DType)}
+	var err error
+	if n == 2 {
+		c.chunks = cclChunks{Count: 1, Tiles: x.Type.Shape.Tiles(), Run: x.Type.Shape.Tiles(), Stride: x.Type.Shape.Tiles()}
+	} else if c.chunks, err = flatChunks(x.Type.Shape.Tiles(), n); err != nil {
+		return nil, err
+	}
+	return c, c.planRing(ctx)
+}
+
+// planRing chooses the ring plan for c's kind, devices and chunks.
+func (c *cclOp) planRing(ctx *Context) error {
+	reduce, gather := c.n-1, c.n-1
+	switch c.kind {
+	case cclAllGather:
+		reduce = 0
+	case cclReduceScatter:
+		gather = 0
+	case cclAllReduce:
+		if c.n == 2 {
+			gather = 0
+		}
+	}
+	dt := c.x.Type.DType
+	var err error
+	c.plan, err = PlanRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs))
+	return err
+}
+
+// withResidual reports whether c can fold a residual into its adders:
+// an all-reduce in one reduce step over one chunk (two devices), so every
+// adder writes final sums of the whole tensor.
+func (c *cclOp) withResidual() bool {
+	return c.kind == cclAllReduce && c.chunks.Count == 1 && c.plan.ReduceSteps == 1 && c.plan.GatherSteps == 0
+}
+
+// notifications is the number of increments c.notify receives: one per
+// adder core, and with gather steps one per sender (it reads gathered
+// chunks back from out) and per receiver (it writes them).
+func (c *cclOp) notifications() int {
+	pl := c.plan
+	n := 0
+	if pl.ReduceSteps > 0 {
+		n += pl.Links * pl.WorkersPerLink
+	}
+	if pl.GatherSteps > 0 {
+		n += 2 * pl.Links
+	}
+	return n
+}
+
+// notifyArgs declares the common args naming c.notify on kernel kn (nil
+// when c has no notify core).
+func (c *cclOp) notifyArgs(kn *kir.Kernel) (x, y kir.ArgRef, ok bool) {
+	if c.notify == nil {
+		return kir.ArgRef{}, kir.ArgRef{}, false
+	}
+	return kn.CommonArg("notify_x", kir.NoCX(*c.notify)), kn.CommonArg("notify_y", kir.NoCY(*c.notify)), true
+}
+
+// emitNotify increments the notify core's semaphore (after the kernel's
+// last NoC transfer has completed).
+func (c *cclOp) emitNotify(b *kir.Builder, x, y kir.ArgRef) {
+	b.Comment("Done with out: tell the core that reads it next.")
+	b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: kir.Ci(c.notifySem)}}, kir.C(1))
 }
 
 func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -137,46 +229,31 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if n == 1 {
 		return cclCopy(op, ctx)
 	}
+	if op.Kind == ir.OpAllReduce {
+		c, err := newAllReduce(x, out, n, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.program(op, ctx)
+	}
 	c := &cclOp{n: n, x: x, out: out, segs: wireSegments(x.Type.Shape, dt)}
-	var err error
+	full := x.Type.Shape
 	switch op.Kind {
-	case ir.OpAllReduce:
-		c.kind = cclAllReduce
-		if n == 2 {
-			c.chunks = cclChunks{Count: 1, Tiles: x.Type.Shape.Tiles(), Run: x.Type.Shape.Tiles(), Stride: x.Type.Shape.Tiles()}
-		} else {
-			c.chunks, err = flatChunks(x.Type.Shape.Tiles(), n)
-		}
-	case ir.OpReduceScatter, ir.OpAllGather:
-		full := x.Type.Shape
+	case ir.OpReduceScatter:
 		c.kind = cclReduceScatter
-		if op.Kind == ir.OpAllGather {
-			full, c.kind = out.Type.Shape, cclAllGather
-		}
-		ax, aerr := cclAxis(op, full.Rank())
-		if aerr != nil {
-			return nil, aerr
-		}
-		c.chunks, err = axisChunks(full, ax, n)
+	case ir.OpAllGather:
+		full, c.kind = out.Type.Shape, cclAllGather
 	default:
 		return nil, fmt.Errorf("rule ccl-kind: %s is not a collective", op.Name())
 	}
+	ax, err := cclAxis(op, full.Rank())
 	if err != nil {
 		return nil, err
 	}
-	reduce, gather := n-1, n-1
-	switch c.kind {
-	case cclAllGather:
-		reduce = 0
-	case cclReduceScatter:
-		gather = 0
-	case cclAllReduce:
-		if n == 2 {
-			gather = 0
-		}
+	if c.chunks, err = axisChunks(full, ax, n); err != nil {
+		return nil, err
 	}
-	c.plan, err = PlanRing(ctx.Target, n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs))
-	if err != nil {
+	if err := c.planRing(ctx); err != nil {
 		return nil, err
 	}
 	return c.program(op, ctx)
@@ -247,10 +324,24 @@ type cclKernels struct {
 }
 
 func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err
+	}
+	if _, err := c.build(p, ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// build adds the ring's semaphores, CBs and kernels to p, whose buffers
+// must include c's x, out (and residual) buffers. The adders take the
+// first Links*WorkersPerLink worker cores (none without reduce steps);
+// the returned kernels list them.
+func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
+	t := ctx.Target
+	if c.residual != nil && !c.withResidual() {
+		return nil, fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
 	}
 	pl := c.plan
 	k := &cclKernels{cclOp: c, ctx: ctx, p: p, xName: ctx.BufferName(c.x), outName: ctx.BufferName(c.out),
@@ -277,6 +368,10 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "local"})
 		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "received"})
 		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "sum"})
+		if c.residual != nil {
+			p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "residual"})
+			p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
+		}
 		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
 		p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
 	}
@@ -285,7 +380,7 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if pl.ReduceSteps > 0 {
 		k.adders()
 	}
-	return p, nil
+	return k, nil
 }
 
 // linkRange is the first tile and tile count of link l within a chunk.
@@ -457,6 +552,11 @@ func (k *cclKernels) sender() {
 			})
 		})
 	}
+	if pl.GatherSteps > 0 {
+		if nx, ny, ok := k.notifyArgs(es); ok {
+			k.emitNotify(b, nx, ny)
+		}
+	}
 	for l, c := range k.east {
 		f, n := k.linkRange(l)
 		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
@@ -525,6 +625,11 @@ func (k *cclKernels) receiver() {
 			}
 		})
 	}
+	if pl.GatherSteps > 0 {
+		if nx, ny, ok := k.notifyArgs(er); ok {
+			k.emitNotify(b, nx, ny)
+		}
+	}
 	for l, c := range k.west {
 		f, n := k.linkRange(l)
 		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
@@ -556,6 +661,10 @@ func (k *cclKernels) adders() {
 	xa := rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
 	first, count, lane := rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
 	ex, ey := cclNoCArgs(rd, "receiver")
+	var ra kir.ArgRef
+	if k.residual != nil {
+		ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
+	}
 	b := rd.Builder()
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
 	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
@@ -572,9 +681,16 @@ func (k *cclKernels) adders() {
 					src := kir.NoCAddr{X: ex, Y: ey, Addr: kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))}
 					b.NoCAsyncRead(src, kir.Add(kir.GetWritePtr{CB: cbIn1}, kir.Ci(sg.Off)), kir.Ci(sg.Size))
 				}
+				if k.residual != nil {
+					b.CBReserveBack(cbIn2, kir.C(1))
+					b.NoCAsyncRead(k.dram(ra, k.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(k.tb))
+				}
 				b.NoCAsyncReadBarrier()
 				b.CBPushBack(cbIn0, kir.C(1))
 				b.CBPushBack(cbIn1, kir.C(1))
+				if k.residual != nil {
+					b.CBPushBack(cbIn2, kir.C(1))
+				}
 			})
 			b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
 		})
@@ -584,27 +700,11 @@ func (k *cclKernels) adders() {
 	cp := k.p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs,
 		Compute: kir.ComputeConfig{MathFidelity: k.ctx.Fidelity, FP32DestAccEn: k.x.Type.DType == ir.FP32}})
 	ccount, clane := cp.RuntimeArg("num_tiles"), cp.RuntimeArg("lane")
-	b = cp.Builder()
-	b.HWStartup(cbIn0, cbIn1, cbOut)
-	b.BinaryInit(kir.EltAdd, cbIn0, cbIn1)
-	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
-		k.packets(b, ccount, func(_, cnt kir.Var) {
-			lanes(b, clane, cnt, func(kir.Var) {
-				b.CBWaitFront(cbIn0, kir.C(1))
-				b.CBWaitFront(cbIn1, kir.C(1))
-				b.TileRegsAcquire()
-				b.AddTiles(cbIn0, cbIn1, kir.C(0), kir.C(0), kir.C(0))
-				b.TileRegsCommit()
-				b.CBReserveBack(cbOut, kir.C(1))
-				b.TileRegsWait()
-				b.PackTile(kir.C(0), cbOut)
-				b.TileRegsRelease()
-				b.CBPushBack(cbOut, kir.C(1))
-				b.CBPopFront(cbIn0, kir.C(1))
-				b.CBPopFront(cbIn1, kir.C(1))
-			})
-		})
-	})
+	if k.residual != nil {
+		k.residualCompute(cp, ccount, clane)
+	} else {
+		k.sumCompute(cp, ccount, clane)
+	}
 
 	// Writer: partial sums to the sender's forwarding slot, the final sum
 	// to the output (and, for all_reduce, to the slot the gather sends).
@@ -673,6 +773,9 @@ func (k *cclKernels) adders() {
 	if toFwd {
 		signal()
 	}
+	if nx, ny, ok := k.notifyArgs(wr); ok {
+		k.emitNotify(b, nx, ny)
+	}
 
 	for l, cores := range k.workers {
 		f, n := k.linkRange(l)
@@ -691,4 +794,52 @@ func cclRanges(cs []kir.Core) []ir.CoreRange {
 		rs[i] = c.Range()
 	}
 	return rs
+}
+
+// sumCompute is the adders' compute kernel: sum = local + received.
+func (k *cclKernels) sumCompute(cp *kir.Kernel, ccount, clane kir.ArgRef) {
+	pl := k.plan
+	m := pl.WorkersPerLink
+	lanes := func(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func(t kir.Var)) {
+		b.ForStep("t", lane, cnt, kir.Ci(m), body)
+	}
+	b := cp.Builder()
+	b.HWStartup(cbIn0, cbIn1, cbOut)
+	b.BinaryInit(kir.EltAdd, cbIn0, cbIn1)
+	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
+		k.packets(b, ccount, func(_, cnt kir.Var) {
+			lanes(b, clane, cnt, func(kir.Var) {
+				b.CBWaitFront(cbIn0, kir.C(1))
+				b.CBWaitFront(cbIn1, kir.C(1))
+				b.TileRegsAcquire()
+				b.AddTiles(cbIn0, cbIn1, kir.C(0), kir.C(0), kir.C(0))
+				b.TileRegsCommit()
+				b.CBReserveBack(cbOut, kir.C(1))
+				b.TileRegsWait()
+				b.PackTile(kir.C(0), cbOut)
+				b.TileRegsRelease()
+				b.CBPushBack(cbOut, kir.C(1))
+				b.CBPopFront(cbIn0, kir.C(1))
+				b.CBPopFront(cbIn1, kir.C(1))
+			})
+		})
+	})
+}
+
+// residualCompute is the adders' compute kernel with a residual:
+// reduced = r(local + received) into c_24, then out = r(residual +
+// reduced), both adds exact fp32 sums of the unpacked tiles rounded once
+// to the dtype when packed (fused all_reduce_add).
+func (k *cclKernels) residualCompute(cp *kir.Kernel, ccount, clane kir.ArgRef) {
+	m := k.plan.WorkersPerLink
+	c := blocks.NewCompute(k.p, cp)
+	c.Startup(cbIn0, cbIn1, cbIm0)
+	c.For("s", kir.C(0), kir.Ci(k.plan.ReduceSteps), func(kir.Var) {
+		k.packets(c.B, ccount, func(_, cnt kir.Var) {
+			c.ForStep("t", clane, cnt, kir.Ci(m), func(kir.Var) {
+				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbIn0, cbIn1, cbIm0, false, nil)
+				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbIn2, cbIm0, cbOut, false, nil)
+			})
+		})
+	})
 }

@@ -22,8 +22,10 @@ import (
 // operand tile (bcast rows), a last dim of 1 its column 0 (bcast cols),
 // both its element (0, 0) (bcast scalar). The FPU broadcasts only its
 // second operand: when the first operand is the broadcast one, add and mul
-// swap operands and sub computes b - a and negates it on the SFPU. Both
-// operands broadcasting inside tiles ([n,1] op [1,m]) is not supported.
+// swap operands and sub computes b - a and negates it on the SFPU. When
+// both broadcast inside tiles ([n,1] op [1,m]) the first is expanded first
+// (0 + bcast(a) into an fp32 scratch tile) and the op then broadcasts the
+// second.
 
 // sfpuOps maps the unary op kinds to their SFPU operation.
 var sfpuOps = map[ir.OpKind]kir.SFPUOp{
@@ -62,6 +64,10 @@ type eltInput struct {
 	page func(p kir.Expr) kir.Expr
 	// zeroPad: zero the tile padding before compute sees it.
 	zeroPad bool
+	// zeroTile: not a tensor but one fp32 zero tile the reader pushes once;
+	// compute waits for it before its loop and pops it after. With it the
+	// program also gets an fp32 scratch CB, passed to step after the inputs.
+	zeroTile bool
 }
 
 func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -217,7 +223,17 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	bc, negate := bb, false
 	switch {
 	case ba != blocks.BcastNone && bb != blocks.BcastNone:
-		return nil, unsupported("both operands broadcast inside tiles; the FPU broadcasts only its second operand")
+		// The FPU broadcasts only its second operand: expand a first
+		// (0 + bcast(a) into an fp32 scratch tile), then apply the op.
+		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
+			a, b, zero, tmp := in[0], in[1], in[2], in[3]
+			c.B.CBWaitFront(a, kir.C(1))
+			c.Acquire()
+			c.Binary(kir.EltAdd, ba, zero, a, kir.C(0), kir.C(0), kir.C(0))
+			c.B.CBPopFront(a, kir.C(1))
+			c.PackOut(tmp, 1)
+			c.BinaryTile(eop, bb, tmp, b, out, false, nil)
+		})
 	case ba != blocks.BcastNone:
 		// The FPU broadcasts its second operand only: swap.
 		in0, in1, bc = in1, in0, ba
@@ -241,7 +257,12 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	tiles := out.Type.Shape.Tiles()
 	bytes := out.Type.DType.TileBytes()
 	vals := []*ir.Value{out}
+	zero := false
 	for _, in := range ins {
+		if in.zeroTile {
+			zero = true
+			continue
+		}
 		bytes += in.v.Type.DType.TileBytes()
 		vals = append(vals, in.v)
 	}
@@ -250,9 +271,17 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	cbs := blocks.NewCBPlan(p, t, rs)
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
+		if in.zeroTile {
+			inCB[i] = cbs.Input("zero", ir.FP32, 1)
+			continue
+		}
 		inCB[i] = cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
 	}
 	outCB := cbs.Output("out", out.Type.DType, 2)
+	stepCBs := inCB
+	if zero {
+		stepCBs = append(append([]int(nil), inCB...), cbs.Scratch("bcast", ir.FP32, 1))
+	}
 	if err := cbs.Err("eltwise"); err != nil {
 		return nil, err
 	}
@@ -262,15 +291,26 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	rd := newReader(p, rs)
 	acc := make([]*blocks.Access, len(ins))
 	for i, in := range ins {
+		if in.zeroTile {
+			continue
+		}
 		if acc[i], err = accessOf(ctx, rd, fmt.Sprintf("in%d_addr", i), in.v); err != nil {
 			return nil, err
 		}
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
+	for k, in := range ins {
+		if in.zeroTile {
+			blocks.ConstTile(b, inCB[k], ir.FP32, 0)
+		}
+	}
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		page := b.Let("page", kir.Add(rstart, i))
 		for k, in := range ins {
+			if in.zeroTile {
+				continue
+			}
 			pg := kir.Expr(page)
 			if in.page != nil {
 				pg = in.page(page)
@@ -295,8 +335,18 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: needFP32Dest(vals...)})
 	ccount := cp.RuntimeArg("num_tiles")
 	c := blocks.NewCompute(p, cp)
-	c.Startup(inCB[0], inCB[len(inCB)-1], outCB)
-	c.For("i", kir.C(0), ccount, func(kir.Var) { step(c, inCB, outCB) })
+	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)
+	for k, in := range ins {
+		if in.zeroTile {
+			c.B.CBWaitFront(inCB[k], kir.C(1))
+		}
+	}
+	c.For("i", kir.C(0), ccount, func(kir.Var) { step(c, stepCBs, outCB) })
+	for k, in := range ins {
+		if in.zeroTile {
+			c.B.CBPopFront(inCB[k], kir.C(1))
+		}
+	}
 
 	// Writer.
 	wr := newWriter(p, rs)

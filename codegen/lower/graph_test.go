@@ -1,14 +1,18 @@
 package lower_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -23,7 +27,11 @@ import (
 
 // smallGraph builds the unfused decode graph of the small test config on
 // a 1 x cols mesh.
-func smallGraph(t *testing.T, cols int) *ir.Graph {
+func smallGraph(t *testing.T, cols int) *ir.Graph { return smallGraphMode(t, cols, qwen27b.Decode) }
+
+// smallGraphMode builds the small config's graph of a decode step or of a
+// 32-token prefill.
+func smallGraphMode(t *testing.T, cols int, mode qwen27b.Mode) *ir.Graph {
 	t.Helper()
 	c, err := config.Load("../../models/qwen27b/testdata/small.json")
 	if err != nil {
@@ -31,6 +39,7 @@ func smallGraph(t *testing.T, cols int) *ir.Graph {
 	}
 	o := qwen27b.DefaultOptions()
 	o.Config = c
+	o.Mode = mode
 	g, _, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: cols})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +107,7 @@ func randomEnv(g *ir.Graph, seed uint64) map[*ir.Value]ref.Tensor {
 var exactKinds = map[ir.OpKind]bool{
 	ir.OpReshape: true, ir.OpSlice: true, ir.OpConcat: true, ir.OpPad: true, ir.OpRepeatInterleave: true,
 	ir.OpTranspose: true, ir.OpToMemory: true, ir.OpTypecast: true, ir.OpUpdateCache: true,
-	ir.OpEmbedding: true, ir.OpArgmax: true,
+	ir.OpEmbedding: true, ir.OpArgmax: true, ir.OpTril: true, ir.OpFillCache: true,
 }
 
 // opKinds lists the op kinds of g with their counts, sorted by name.
@@ -177,8 +186,18 @@ func compareOp(t *testing.T, op *ir.Op, want, got []float32, stats map[string]*o
 // bit for data movement and conversions, PCC >= 0.999 otherwise. Then the
 // whole graph runs chained from the inputs alone and the logits and the
 // greedy token are compared.
-func TestUnfusedDecodeGraph(t *testing.T) {
-	g := smallGraph(t, 1)
+func TestUnfusedDecodeGraph(t *testing.T) { checkCompiledGraph(t, smallGraph(t, 1)) }
+
+// TestUnfusedPrefillGraph is TestUnfusedDecodeGraph for a 32-token prefill
+// (conv_depthwise, cumsum, tril, tril_inverse, fill_cache, sdpa_prefill).
+func TestUnfusedPrefillGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prefill graph in -short mode")
+	}
+	checkCompiledGraph(t, smallGraphMode(t, 1, qwen27b.Prefill))
+}
+
+func checkCompiledGraph(t *testing.T, g *ir.Graph) {
 	t.Logf("op kinds: %s", opKinds(g))
 	passes.Place(g, nil)
 	tgt := target.Blackhole()
@@ -213,6 +232,11 @@ func TestUnfusedDecodeGraph(t *testing.T) {
 	for _, p := range b.Programs {
 		if err := kir.Validate(p.Kernel, tgt); err != nil {
 			t.Fatalf("%s: %v", p.Op.Where(), err)
+		}
+		for _, k := range p.Kernel.Kernels {
+			if _, err := cpp.PrintKernel(p.Kernel, k); err != nil {
+				t.Fatalf("%s: printing kernel %s: %v", p.Op.Where(), k.Name, err)
+			}
 		}
 		for _, v := range p.Op.Operands {
 			if err := m.Upload(0, name(v), vals[v].Data); err != nil {
@@ -331,5 +355,61 @@ func TestUnfusedDecodeGraphPlacements(t *testing.T) {
 				t.Logf("collectives skipped: %v", skipped)
 			}
 		})
+	}
+}
+
+// TestKernelsSyntax prints every kernel of the small config's decode and
+// prefill graphs (each distinct source once) and checks it is valid C++17
+// against the tt-metal API declarations (cpp.SyntaxCheck; skipped without
+// g++).
+func TestKernelsSyntax(t *testing.T) {
+	if testing.Short() {
+		t.Skip("g++ syntax check in -short mode")
+	}
+	dir := t.TempDir()
+	sources := map[string]kir.Processor{}
+	seen := map[string]bool{}
+	for _, mode := range []qwen27b.Mode{qwen27b.Decode, qwen27b.Prefill} {
+		g := smallGraphMode(t, 1, mode)
+		passes.Place(g, nil)
+		b, err := codegen.Compile(g, target.Blackhole())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range b.Programs {
+			for _, k := range p.Kernel.Kernels {
+				src, err := cpp.PrintKernel(p.Kernel, k)
+				if err != nil {
+					t.Fatalf("%s: %v", p.Op.Where(), err)
+				}
+				if seen[string(src)] {
+					continue
+				}
+				seen[string(src)] = true
+				f := filepath.Join(dir, fmt.Sprintf("k%04d_%s_%s.cpp", len(seen), p.Kernel.Name, k.Name))
+				if err := os.WriteFile(f, src, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				sources[f] = k.Processor
+			}
+		}
+	}
+	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
+	if errors.Is(err, cpp.ErrNoCompiler) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d distinct kernel sources", len(sources))
+	for d, out := range outputs {
+		if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
+			t.Errorf("g++ -D%s warns about generated kernels:\n%s", d, out)
+		}
+	}
+	for d, out := range outputs {
+		if !ok[d] {
+			t.Errorf("g++ -fsyntax-only -D%s rejected generated kernels:\n%s", d, out)
+		}
 	}
 }

@@ -86,6 +86,33 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpRotary:           lowerRotary,
 	ir.OpUpdateCache:      lowerUpdateCache,
 	ir.OpSDPADecode:       lowerSDPADecode,
+	ir.OpGDNConvGates:     lowerGDNConvGates,
+	ir.OpGDNRecurrence:    lowerGDNRecurrence,
+	ir.OpSDPAPrefill:      lowerSDPAPrefill,
+	ir.OpFillCache:        lowerFillCache,
+	ir.OpTril:             lowerTril,
+	ir.OpCumsum:           lowerCumsum,
+	ir.OpConvDepthwise:    lowerConvDepthwise,
+	ir.OpTrilInverse:      lowerTrilInverse,
+	ir.OpMatmul2:          lowerMatmulMulti,
+	ir.OpMatmul3:          lowerMatmulMulti,
+	ir.OpMatmul4:          lowerMatmulMulti,
+	ir.OpMatmulAdd:        lowerMatmulAdd,
+	ir.OpRMSNormMatmul:    lowerRMSNormMatmul,
+	ir.OpMatmulSwiGLU:     lowerMatmulSwiGLU,
+	ir.OpAddRMSNorm:       lowerAddRMSNorm,
+	ir.OpEltwiseChain:     lowerEltwiseChain,
+	ir.OpEmbeddingReshape: lowerEmbeddingReshape,
+
+	// fused collectives (fused_collective.go)
+	ir.OpAllReduceAdd:        lowerFusedCollective,
+	ir.OpAllReduceAddRMSNorm: lowerFusedCollective,
+
+	// Fused attention (fused_attention.go, fused_sdpa.go, fused_prologue_prefill.go).
+	ir.OpAttnPrologue:        lowerAttnPrologue,
+	ir.OpSDPADecodeGated:     lowerSDPADecodeGated,
+	ir.OpAttnProloguePrefill: lowerAttnProloguePrefill,
+	ir.OpSDPAPrefillGated:    lowerSDPAPrefillGated,
 }
 
 // Supported reports whether Lower has a lowering for op kind k (a
@@ -103,7 +130,8 @@ func SupportedKinds() []ir.OpKind {
 }
 
 // Lower lowers op to one device program. The op's operands and results must
-// be DRAM interleaved. On success the program passes
+// be placed where programs can address them (Addressable: DRAM interleaved,
+// L1 interleaved or L1 sharded). On success the program passes
 // kir.Validate(p, ctx.Target), its buffers are named with ctx.BufferName
 // and declared with PageLayout, and its name is "<op>_<id>". Errors name
 // the op (op.Where()), its operand and result types and the rule broken.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -47,6 +48,9 @@ type mcase struct {
 	// exact: the device must reproduce the reference bit for bit (data
 	// movement and format conversions).
 	exact bool
+	// inPlace aliases the result to the first operand (a state updated in
+	// place, Context.Alias).
+	inPlace bool
 }
 
 func constGen(v float32) func(*rand.Rand, int) []float32 {
@@ -202,6 +206,9 @@ var smallCases = []mcase{
 	{name: "add_col_bcast_first", build: func(b *ir.Builder) *ir.Value {
 		return b.Add(in(b, "a", tt(ir.BF16, dram, 40, 1)), in(b, "b", tt(ir.BF16, dram, 40, 70)))
 	}},
+	{name: "sub_outer", build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.FP32, dram, 1, 12, 1, 32, 1)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 1, 32)))
+	}},
 	{name: "mul_batch_bcast", build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
 	}},
@@ -249,6 +256,9 @@ var smallCases = []mcase{
 	{name: "update_cache_last", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(127)}, build: func(b *ir.Builder) *ir.Value {
 		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 2, 3, 128, 64)), in(b, "new", tt(ir.BF16, dram, 2, 3, 64)), in(b, "pos", posT))
 	}},
+	{name: "update_cache_in_place", exact: true, inPlace: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(64)}, build: func(b *ir.Builder) *ir.Value {
+		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, shardedMem(32, 64), 1, 32, 64)), in(b, "pos", posT))
+	}},
 	{name: "sdpa_decode", out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPADecode(in(b, "q", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
 			in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
@@ -264,6 +274,62 @@ var smallCases = []mcase{
 	{name: "embedding_tile_table_rows", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"ids": idsGen(100)}, build: func(b *ir.Builder) *ir.Value {
 		return b.Embedding(in(b, "ids", rowMajor(ir.UInt32, 40)), b.Weight("embed", ir.T(ir.FP32, 100, 64)))
 	}},
+}
+
+// prefillCases are the prefill-only ops at the small config's prefill
+// shapes (seq 32), plus variants.
+var prefillCases = []mcase{
+	{name: "conv_depthwise", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 35, 640)), in(b, "w", tt(ir.BF16, dram, 4, 640)))
+	}},
+	{name: "conv_depthwise_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 2, 20, 48)), in(b, "w", tt(ir.BF16, dram, 3, 48)))
+	}},
+	{name: "cumsum_last", build: func(b *ir.Builder) *ir.Value {
+		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32)), -1)
+	}},
+	{name: "cumsum_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 2, 40, 20)), 1)
+	}},
+	{name: "tril", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)), 0)
+	}},
+	{name: "tril_strict", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 40, 50)), -1)
+	}},
+	{name: "tril_upper_band", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 2, 20, 30)), 2)
+	}},
+	{name: "tril_inverse", gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.2)}, build: func(b *ir.Builder) *ir.Value {
+		return b.TrilInverse(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)))
+	}},
+	{name: "tril_inverse_small", gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.3)}, build: func(b *ir.Builder) *ir.Value {
+		return b.TrilInverse(in(b, "x", tt(ir.FP32, dram, 3, 20, 20)))
+	}},
+	{name: "fill_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(40)}, build: func(b *ir.Builder) *ir.Value {
+		return b.FillCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, dram, 1, 4, 32, 64)), in(b, "pos", posT))
+	}},
+	{name: "fill_cache_in_place", exact: true, inPlace: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(90)}, build: func(b *ir.Builder) *ir.Value {
+		return b.FillCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, dram, 1, 4, 20, 64)), in(b, "pos", posT))
+	}},
+	{name: "sdpa_prefill", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(40)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPAPrefill(in(b, "q", tt(ir.BF16, dram, 1, 8, 32, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
+			in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
+	}},
+	{name: "sdpa_prefill_rows", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(5)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPAPrefill(in(b, "q", tt(ir.BF16, dram, 2, 4, 40, 64)), in(b, "k", tt(ir.BF16, dram, 2, 2, 64, 64)),
+			in(b, "v", tt(ir.BF16, dram, 2, 2, 64, 64)), in(b, "pos", posT), 0.125)
+	}},
+}
+
+func scaledGen(s float64) func(*rand.Rand, int) []float32 {
+	return func(rng *rand.Rand, n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = float32(rng.NormFloat64() * s)
+		}
+		return out
+	}
 }
 
 func idsGen(vocab int) func(*rand.Rand, int) []float32 {
@@ -350,12 +416,20 @@ func runCase(t *testing.T, tgt *target.Target, tc mcase, seed uint64) {
 		t.Fatal(err)
 	}
 	ctx := NewContext(tgt)
+	if tc.inPlace {
+		ctx.Alias = map[*ir.Value]*ir.Value{op.Result(): op.Operands[0]}
+	}
 	p, err := Lower(op, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := kir.Validate(p, tgt); err != nil {
 		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if _, err := cpp.PrintKernel(p, k); err != nil {
+			t.Fatalf("printing kernel %s: %v", k.Name, err)
+		}
 	}
 	d := kexec.NewDevice(tgt)
 	for _, b := range p.Buffers {
@@ -424,6 +498,13 @@ func normRatio(want, got []float32) float64 {
 func TestModelOpsOnSim(t *testing.T) {
 	for i, tc := range smallCases {
 		t.Run(tc.name, func(t *testing.T) { runCase(t, target.Blackhole(), tc, uint64(i)+1) })
+	}
+}
+
+func TestPrefillOpsOnSim(t *testing.T) {
+	for i, tc := range prefillCases {
+		t.Run(tc.name, func(t *testing.T) { runCase(t, target.Blackhole(), tc, uint64(i)+500) })
+		t.Run(tc.name+"/2x1", func(t *testing.T) { runCase(t, smallGrid(), tc, uint64(i)+600) })
 	}
 }
 

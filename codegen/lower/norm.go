@@ -139,46 +139,8 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	cb := c.B
 	c.Startup(cbX, cbScaler, cbOut)
 	cb.CBWaitFront(cbScaler, kir.C(1))
-	c.For("r", kir.C(0), crows, func(kir.Var) {
-		cb.CBWaitFront(cbX, cWt)
-		cb.Comment("x^2")
-		c.For("j", kir.C(0), cWt, func(j kir.Var) {
-			c.Acquire()
-			c.Copy(cbX, j, kir.C(0))
-			c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
-			c.PackOut(cbSq, 1)
-		})
-		cb.Comment("rsqrt(sum(x^2) / H + eps), in column 0")
-		cb.CBWaitFront(cbSq, cWt)
-		c.Acquire()
-		c.For("j", kir.C(0), cWt, func(j kir.Var) {
-			c.Reduce(kir.ReduceSum, kir.ReduceRow, cbSq, cbScaler, cbRs, j, kir.C(0), kir.C(0))
-		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(h))}, kir.C(0))
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(eps)}, kir.C(0))
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
-		c.PackOut(cbRs, 1)
-		cb.CBPopFront(cbSq, cWt)
-		cb.CBWaitFront(cbRs, kir.C(1))
-		cb.Comment("x * rsqrt (column broadcast) [* weight (row broadcast)]")
-		c.For("j", kir.C(0), cWt, func(j kir.Var) {
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastCols, cbX, cbRs, j, kir.C(0), kir.C(0))
-			if w == nil {
-				c.PackOut(cbOut, 1)
-				return
-			}
-			c.PackOut(cbXn, 1)
-			wCB := cbW
-			if hasOffset {
-				wCB = cbWo
-				c.Unary(cbW, cbWo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(offset)}})
-			}
-			c.BinaryTile(kir.EltMul, blocks.BcastRows, cbXn, wCB, cbOut, false, nil)
-		})
-		cb.CBPopFront(cbRs, kir.C(1))
-		cb.CBPopFront(cbX, cWt)
-	})
+	n := normCBs{x: cbX, scaler: cbScaler, w: cbW, wo: cbWo, out: cbOut, sq: cbSq, rs: cbRs, xn: cbXn}
+	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
 	cb.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer.
@@ -198,6 +160,59 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
+}
+
+// normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds
+// the row's tiles (all resident), scaler one bf16 tile of 1.0; w streams
+// the weight tiles (-1: no weight) and wo takes weight + offset (-1: no
+// offset); out receives the result tiles; sq (x^2, one page per tile of
+// the row), rs (one fp32 tile) and xn (fp32, with a weight) are scratch.
+type normCBs struct{ x, scaler, w, wo, out, sq, rs, xn int }
+
+// row emits the compute of one tile row of wt tiles of an H = h wide
+// RMSNorm (steps 1-3 of the family doc): it waits for the wt x tiles,
+// consumes one weight tile per x tile (with a weight), pushes wt result
+// tiles to out and pops the x tiles. The scaler tile must have been
+// waited for.
+func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64) {
+	c.B.CBWaitFront(n.x, wt)
+	c.B.Comment("x^2")
+	c.For("j", kir.C(0), wt, func(j kir.Var) {
+		c.Acquire()
+		c.Copy(n.x, j, kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
+		c.PackOut(n.sq, 1)
+	})
+	c.B.Comment("rsqrt(sum(x^2) / H + eps), in column 0")
+	c.B.CBWaitFront(n.sq, wt)
+	c.Acquire()
+	c.For("j", kir.C(0), wt, func(j kir.Var) {
+		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, n.rs, j, kir.C(0), kir.C(0))
+	})
+	c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(h))}, kir.C(0))
+	c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(eps)}, kir.C(0))
+	c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
+	c.PackOut(n.rs, 1)
+	c.B.CBPopFront(n.sq, wt)
+	c.B.CBWaitFront(n.rs, kir.C(1))
+	c.B.Comment("x * rsqrt (column broadcast) [* weight (row broadcast)]")
+	c.For("j", kir.C(0), wt, func(j kir.Var) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
+		if n.w < 0 {
+			c.PackOut(n.out, 1)
+			return
+		}
+		c.PackOut(n.xn, 1)
+		wCB := n.w
+		if n.wo >= 0 {
+			wCB = n.wo
+			c.Unary(n.w, n.wo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(offset)}})
+		}
+		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
+	})
+	c.B.CBPopFront(n.rs, kir.C(1))
+	c.B.CBPopFront(n.x, wt)
 }
 
 // checkL1 fails with a clear message when the CBs of p on one core do not

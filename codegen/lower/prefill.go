@@ -461,6 +461,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				c.PackOut(cbP, 1)
 			}
 		}
+		cb.CBWaitFront(cbA, kir.C(1))
 		cb.CBPopFront(cbA, kir.C(1))
 		cb.CBPopFront(cbA2, kir.C(1))
 	})

@@ -111,110 +111,23 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
 	posv := readPos(b, pAcc, cbPos)
-	ptr := b.Let("ptr", kir.Div(posv, kir.Ci(ir.TileSize)))
 	blocks.ReadPages(b, qAcc, cbQ, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
-	// cacheTile pushes cache tile (t, d) of head (user, j), zero past pos.
-	cacheTile := func(acc *blocks.Access, cb int, dtype ir.DType, j, tt, d kir.Expr) {
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		b.IfElse(kir.Gt(tt, ptr), func() {
-			blocks.FillWords(b, l1, dtype.TileBytes(), 0)
-		}, func() {
-			head := kir.Add(kir.Mul(user, kir.Ci(Hkv)), j)
-			blocks.ReadPageTo(b, acc, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(lt)), tt), kir.Ci(dt)), d), l1)
-			b.NoCAsyncReadBarrier()
-			b.If(kir.Eq(tt, ptr), func() {
-				blocks.ZeroRows(b, l1, kir.Add(kir.Mod(posv, kir.Ci(ir.TileSize)), kir.C(1)), blocks.ElemBytes(dtype))
-			})
-		})
-		b.CBPushBack(cb, kir.C(1))
-	}
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
-		b.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-			b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) { cacheTile(kAcc, cbK, k.Type.DType, j, tt, d) })
-			b.Comment("mask: 0 for positions <= pos, -inf after")
-			b.CBReserveBack(cbMask, kir.C(1))
-			m := b.Let("m", kir.GetWritePtr{CB: cbMask})
-			b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-				val := b.Let("mv", kir.Mul(kir.Gt(kir.Add(kir.Mul(tt, kir.Ci(ir.TileSize)), c), posv), kir.C(0xFF800000)))
-				b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
-					b.L1Write32(kir.Add(m, blocks.FaceOffset(r, c, 4)), val)
-				})
-			})
-			b.CBPushBack(cbMask, kir.C(1))
-		})
-		b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
-			b.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) { cacheTile(vAcc, cbV, v.Type.DType, j, tt, d) })
-		})
+		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: cbK, cbV: cbV, cbMask: cbMask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
+			kir.Add(kir.Mul(user, kir.Ci(Hkv)), j), posv, func(kir.Expr) kir.Expr { return posv })
 	})
 	blocks.ReleaseScratch(b, cbPos)
 
 	// Compute.
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	c := blocks.NewCompute(p, cp)
-	cb := c.B
+	ab := attnCBs{q: cbQ, k: cbK, v: cbV, mask: cbMask, scaler: cbScaler, out: cbOut, raw: cbRaw, s: cbS, max: cbMax, p: cbP, sum: cbSum, pn: cbPn}
 	c.MatmulStartup(cbQ, cbK, cbRaw)
-	cb.CBWaitFront(cbScaler, kir.C(1))
-	cb.CBWaitFront(cbQ, kir.Ci(dt))
-	c.For("j", kir.C(0), kir.Ci(Hkv), func(kir.Var) {
-		cb.Comment("scores: scale * q k^T + mask")
-		c.For("t", kir.C(0), kir.Ci(lt), func(kir.Var) {
-			c.Acquire()
-			c.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
-				cb.CBWaitFront(cbK, kir.C(1))
-				c.Matmul(cbQ, cbK, d, kir.C(0), kir.C(0), true)
-				cb.CBPopFront(cbK, kir.C(1))
-			})
-			c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(scale)}, kir.C(0))
-			c.PackOut(cbRaw, 1)
-			c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbRaw, cbMask, cbS, false, nil)
-		})
-		cb.Comment("softmax over the row")
-		cb.CBWaitFront(cbS, kir.Ci(lt))
-		c.Acquire()
-		c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-			c.Reduce(kir.ReduceMax, kir.ReduceRow, cbS, cbScaler, cbMax, tt, kir.C(0), kir.C(0))
-		})
-		c.PackOut(cbMax, 1)
-		cb.CBWaitFront(cbMax, kir.C(1))
-		c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-			c.Acquire()
-			c.Binary(kir.EltSub, blocks.BcastCols, cbS, cbMax, tt, kir.C(0), kir.C(0))
-			c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
-			c.PackOut(cbP, 1)
-		})
-		cb.CBPopFront(cbMax, kir.C(1))
-		cb.CBPopFront(cbS, kir.Ci(lt))
-		cb.CBWaitFront(cbP, kir.Ci(lt))
-		c.Acquire()
-		c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-			c.Reduce(kir.ReduceSum, kir.ReduceRow, cbP, cbScaler, cbSum, tt, kir.C(0), kir.C(0))
-		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
-		c.PackOut(cbSum, 1)
-		cb.CBWaitFront(cbSum, kir.C(1))
-		c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastCols, cbP, cbSum, tt, kir.C(0), kir.C(0))
-			c.PackOut(cbPn, 1)
-		})
-		cb.CBPopFront(cbSum, kir.C(1))
-		cb.CBPopFront(cbP, kir.Ci(lt))
-		cb.Comment("p v")
-		cb.CBWaitFront(cbPn, kir.Ci(lt))
-		c.For("d", kir.C(0), kir.Ci(dt), func(kir.Var) {
-			c.Acquire()
-			c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-				cb.CBWaitFront(cbV, kir.C(1))
-				c.Matmul(cbPn, cbV, tt, kir.C(0), kir.C(0), false)
-				cb.CBPopFront(cbV, kir.C(1))
-			})
-			c.PackOut(cbOut, 1)
-		})
-		cb.CBPopFront(cbPn, kir.Ci(lt))
-	})
-	cb.CBPopFront(cbQ, kir.Ci(dt))
-	cb.CBPopFront(cbScaler, kir.C(1))
+	c.B.CBWaitFront(cbScaler, kir.C(1))
+	c.B.CBWaitFront(cbQ, kir.Ci(dt))
+	c.For("j", kir.C(0), kir.Ci(Hkv), func(kir.Var) { attend(c, ab, lt, dt, scale) })
+	c.B.CBPopFront(cbQ, kir.Ci(dt))
+	c.B.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
@@ -233,7 +146,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b.CBReserveBack(cbAsm, kir.Ci(dt))
 	b.CBPushBack(cbAsm, kir.Ci(dt))
 	b.CBWaitFront(cbAsm, kir.Ci(dt))
-	asm := b.Let("asm", kir.GetReadPtr{CB: cbAsm})
+	asm := b.Let("asm_tiles", kir.GetReadPtr{CB: cbAsm})
 	blocks.FillWords(b, asm, dt*tb, 0)
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
@@ -258,6 +171,246 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	for i, core := range cores {
 		rd.SetRuntimeArgs(core, kir.U32(uint32(i)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(i)))
+	}
+	return p, nil
+}
+
+// attnCBs are the CBs of the attention compute pipeline (attend).
+type attnCBs struct {
+	q, k, v, mask, scaler, out int
+	raw, s, max, p, sum, pn    int
+}
+
+// attend emits the compute of one query tile row (the dt tiles waited for
+// in a.q, not popped) against one kv head: Lt score tiles from dt key
+// tiles each (a.k, in (t, d) order) plus the mask tile of each t (a.mask),
+// the row softmax with max subtraction, and the dt output tiles (packed to
+// a.out) from the value tiles (a.v, in (d, t) order).
+func attend(c *blocks.Compute, a attnCBs, lt, dt int, scale float64) {
+	cb := c.B
+	cb.Comment("scores: scale * q k^T + mask")
+	c.For("t", kir.C(0), kir.Ci(lt), func(kir.Var) {
+		c.Acquire()
+		c.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
+			cb.CBWaitFront(a.k, kir.C(1))
+			c.Matmul(a.q, a.k, d, kir.C(0), kir.C(0), true)
+			cb.CBPopFront(a.k, kir.C(1))
+		})
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(scale)}, kir.C(0))
+		c.PackOut(a.raw, 1)
+		c.BinaryTile(kir.EltAdd, blocks.BcastNone, a.raw, a.mask, a.s, false, nil)
+	})
+	cb.Comment("softmax over the row")
+	cb.CBWaitFront(a.s, kir.Ci(lt))
+	c.Acquire()
+	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
+		c.Reduce(kir.ReduceMax, kir.ReduceRow, a.s, a.scaler, a.max, tt, kir.C(0), kir.C(0))
+	})
+	c.PackOut(a.max, 1)
+	cb.CBWaitFront(a.max, kir.C(1))
+	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
+		c.Acquire()
+		c.Binary(kir.EltSub, blocks.BcastCols, a.s, a.max, tt, kir.C(0), kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
+		c.PackOut(a.p, 1)
+	})
+	cb.CBPopFront(a.max, kir.C(1))
+	cb.CBPopFront(a.s, kir.Ci(lt))
+	cb.CBWaitFront(a.p, kir.Ci(lt))
+	c.Acquire()
+	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
+		c.Reduce(kir.ReduceSum, kir.ReduceRow, a.p, a.scaler, a.sum, tt, kir.C(0), kir.C(0))
+	})
+	c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
+	c.PackOut(a.sum, 1)
+	cb.CBWaitFront(a.sum, kir.C(1))
+	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastCols, a.p, a.sum, tt, kir.C(0), kir.C(0))
+		c.PackOut(a.pn, 1)
+	})
+	cb.CBPopFront(a.sum, kir.C(1))
+	cb.CBPopFront(a.p, kir.Ci(lt))
+	cb.Comment("p v")
+	cb.CBWaitFront(a.pn, kir.Ci(lt))
+	c.For("d", kir.C(0), kir.Ci(dt), func(kir.Var) {
+		c.Acquire()
+		c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
+			cb.CBWaitFront(a.v, kir.C(1))
+			c.Matmul(a.pn, a.v, tt, kir.C(0), kir.C(0), false)
+			cb.CBPopFront(a.v, kir.C(1))
+		})
+		c.PackOut(a.out, 1)
+	})
+	cb.CBPopFront(a.pn, kir.Ci(lt))
+}
+
+// kvReader is what kvTiles reads: the key and value caches and the CBs
+// their tiles and the mask tiles go to.
+type kvReader struct {
+	k, v             *blocks.Access
+	cbK, cbV, cbMask int
+	kdt, vdt         ir.DType
+	lt, dt           int
+}
+
+// kvTiles emits, in a reader, the tiles attend consumes for one kv head
+// (head = b*Hkv + j, an expression): the key tiles (t, d) with the fp32
+// mask tile after each t, then the value tiles (d, t). Cache tiles past
+// position last are pushed as zero tiles and the rows past last of the
+// tile holding it are zeroed, so stale cache contents never reach the
+// result; mask element (r, c) of tile t is 0 when t*32 + c <= limit(r) and
+// -inf otherwise.
+func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit func(r kir.Expr) kir.Expr) {
+	ptr := b.Let("ptr", kir.Div(last, kir.Ci(ir.TileSize)))
+	cacheTile := func(acc *blocks.Access, cb int, dtype ir.DType, tt, d kir.Expr) {
+		b.CBReserveBack(cb, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.IfElse(kir.Gt(tt, ptr), func() {
+			blocks.FillWords(b, l1, dtype.TileBytes(), 0)
+		}, func() {
+			blocks.ReadPageTo(b, acc, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(kv.lt)), tt), kir.Ci(kv.dt)), d), l1)
+			b.NoCAsyncReadBarrier()
+			b.If(kir.Eq(tt, ptr), func() {
+				blocks.ZeroRows(b, l1, kir.Add(kir.Mod(last, kir.Ci(ir.TileSize)), kir.C(1)), blocks.ElemBytes(dtype))
+			})
+		})
+		b.CBPushBack(cb, kir.C(1))
+	}
+	b.For("t", kir.C(0), kir.Ci(kv.lt), func(tt kir.Var) {
+		b.For("d", kir.C(0), kir.Ci(kv.dt), func(d kir.Var) { cacheTile(kv.k, kv.cbK, kv.kdt, tt, d) })
+		b.Comment("mask: 0 for visible positions, -inf after")
+		b.CBReserveBack(kv.cbMask, kir.C(1))
+		m := b.Let("m", kir.GetWritePtr{CB: kv.cbMask})
+		b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+			lim := b.Let("lim", limit(r))
+			b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+				hidden := kir.Gt(kir.Add(kir.Mul(tt, kir.Ci(ir.TileSize)), c), lim)
+				b.L1Write32(kir.Add(m, blocks.FaceOffset(r, c, 4)), kir.Mul(hidden, kir.C(0xFF800000)))
+			})
+		})
+		b.CBPushBack(kv.cbMask, kir.C(1))
+	})
+	b.For("d", kir.C(0), kir.Ci(kv.dt), func(d kir.Var) {
+		b.For("t", kir.C(0), kir.Ci(kv.lt), func(tt kir.Var) { cacheTile(kv.v, kv.cbV, kv.vdt, tt, d) })
+	})
+}
+
+// sdpa_prefill: for q [B, Hq, S, D] and the caches k, v [B, Hkv, L, D],
+// query s of head h attends to positions t <= pos + s of kv head h/G. The
+// work units are (b, h, query tile row) split over the grid; each unit
+// runs the decode pipeline (attend) on its query tile row against kv head
+// h/G with a per-row mask (visible: t <= pos + s) and writes its D tiles
+// straight to the result.
+func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
+	for _, x := range []*ir.Value{q, k, v, out} {
+		if err := requireTile("value", x); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkPos(pos); err != nil {
+		return nil, err
+	}
+	scale, ok := op.Attrs["scale"].(float64)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: sdpa_prefill needs a float attribute \"scale\"")
+	}
+	qs, ks := q.Type.Shape, k.Type.Shape
+	if qs.Rank() != 4 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[3] || qs[1]%ks[1] != 0 || !out.Type.Shape.Equal(qs) {
+		return nil, fmt.Errorf("rule sdpa-shape: want q [B,Hq,S,D], k and v [B,Hkv,L,D] with Hq a multiple of Hkv and a result shaped like q, got %s, %s, %s -> %s", qs, ks, v.Type.Shape, out.Type.Shape)
+	}
+	Hq, S, D := qs[1], qs[2], qs[3]
+	Hkv, L := ks[1], ks[2]
+	G := Hq / Hkv
+	if D%ir.TileSize != 0 || L%ir.TileSize != 0 {
+		return nil, fmt.Errorf("rule sdpa-tiles: the attention needs whole tiles of D and L; got D %d, L %d", D, L)
+	}
+	for _, x := range []*ir.Value{k, v} {
+		if blocks.ElemBytes(x.Type.DType) == 0 {
+			return nil, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past the last position, which needs a bf16 or fp32 cache, not %s", x.Type.DType)
+		}
+	}
+	dt, lt := D/ir.TileSize, L/ir.TileSize
+	st := (S + ir.TileSize - 1) / ir.TileSize
+	units := qs[0] * Hq * st
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(units, t.NumWorkers(), lt*dt*4*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	ab := attnCBs{
+		q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
+		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1), out: cbs.Output("out", out.Type.DType, 2),
+		raw: cbs.Scratch("scores_raw", ir.FP32, 2), s: cbs.Scratch("scores", ir.FP32, lt), max: cbs.Scratch("row_max", ir.FP32, 1),
+		p: cbs.Scratch("exp", ir.FP32, lt), sum: cbs.Scratch("recip_sum", ir.FP32, 1), pn: cbs.Scratch("probs", ir.FP32, lt),
+	}
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	if err := cbs.Err(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L)); err != nil {
+		return nil, err
+	}
+
+	rd := newReader(p, rs)
+	qAcc, err := accessOf(ctx, rd, "q_addr", q)
+	if err != nil {
+		return nil, err
+	}
+	kAcc, err := accessOf(ctx, rd, "k_addr", k)
+	if err != nil {
+		return nil, err
+	}
+	vAcc, err := accessOf(ctx, rd, "v_addr", v)
+	if err != nil {
+		return nil, err
+	}
+	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_unit"), rd.RuntimeArg("num_units")
+	b := rd.Builder()
+	blocks.ScalerTile(b, ab.scaler, 1)
+	posv := readPos(b, pAcc, cbPos)
+	b.For("u", rstart, kir.Add(rstart, rcount), func(u kir.Var) {
+		qt := b.Let("qt", kir.Mod(u, kir.Ci(st)))
+		bh := b.Let("bh", kir.Div(u, kir.Ci(st)))
+		head := b.Let("head", kir.Add(kir.Mul(kir.Div(bh, kir.Ci(Hq)), kir.Ci(Hkv)), kir.Div(kir.Mod(bh, kir.Ci(Hq)), kir.Ci(G))))
+		blocks.ReadPages(b, qAcc, ab.q, kir.Mul(u, kir.Ci(dt)), kir.Ci(dt))
+		last := b.LetT("last", kir.U32T, kir.Add(posv, kir.Add(kir.Mul(qt, kir.Ci(ir.TileSize)), kir.Ci(ir.TileSize-1))))
+		b.If(kir.Gt(last, kir.Add(posv, kir.Ci(S-1))), func() { b.Assign(last, kir.Add(posv, kir.Ci(S-1))) })
+		row0 := b.Let("row0", kir.Add(posv, kir.Mul(qt, kir.Ci(ir.TileSize))))
+		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: ab.k, cbV: ab.v, cbMask: ab.mask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
+			head, last, func(r kir.Expr) kir.Expr { return kir.Add(row0, r) })
+	})
+	blocks.ReleaseScratch(b, cbPos)
+
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount := cp.RuntimeArg("num_units")
+	c := blocks.NewCompute(p, cp)
+	c.MatmulStartup(ab.q, ab.k, ab.raw)
+	c.B.CBWaitFront(ab.scaler, kir.C(1))
+	c.For("u", kir.C(0), ccount, func(kir.Var) {
+		c.B.CBWaitFront(ab.q, kir.Ci(dt))
+		attend(c, ab, lt, dt, scale)
+		c.B.CBPopFront(ab.q, kir.Ci(dt))
+	})
+	c.B.CBPopFront(ab.scaler, kir.C(1))
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_unit"), wr.RuntimeArg("num_units")
+	blocks.WritePages(wr.Builder(), oAcc, ab.out, kir.Mul(wstart, kir.Ci(dt)), kir.Mul(wcount, kir.Ci(dt)))
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }

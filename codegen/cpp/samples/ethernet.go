@@ -6,11 +6,10 @@ import (
 )
 
 // Cards returns the samples that run on every card of a mesh and use the
-// ethernet cores. They are not in All: their host configs need ethernet
-// kernels and device-dependent values, which codegen/hostcfg does not
-// describe yet; the C++ printer tests cover them.
+// ethernet cores (they are also in All, so the printer goldens, the host
+// config goldens and the g++ syntax check cover them).
 func Cards() []Sample {
-	return []Sample{{"eth_link", EthLink()}}
+	return []Sample{{"eth_link", EthLink()}, {"eth_ring_shift", EthRingShift()}}
 }
 
 // Ethernet channels, L1 address and semaphores of EthLink.
@@ -90,5 +89,57 @@ func EthLink() *kir.Program {
 	b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.DRAMBankAddr{Bank: kir.C(0), Offset: dst}, kir.Ci(tile))
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(CBOut, kir.C(1))
+	return p
+}
+
+// EthRingShiftPages is the page count of EthRingShift's buffers: the
+// largest ring it serves.
+const EthRingShiftPages = 8
+
+// SemRingDone is EthRingShift's semaphore on both ethernet cores; the
+// sender's copy counts the tiles its card's receiver has stored.
+const SemRingDone = 0
+
+// EthRingShift moves one bf16 tile per card one step around a ring of up
+// to EthRingShiftPages cards, using only ethernet cores and the device
+// index: card d's sender (ethernet core 0) reads page device_id of "src"
+// into its L1 and sends it to the next card; card d's receiver (ethernet
+// core 1) waits for the tile, writes it to page device_id of "dst",
+// increments its own card's sender's semaphore and releases the previous
+// card's sender. The sender finishes once its card has received too. In a
+// ring of N cards, page d of "dst" on card d ends up holding page
+// e = (d-1) mod N of "src" on card e; the other pages of "dst" are not
+// written.
+func EthRingShift() *kir.Program {
+	tile := ir.BF16.TileBytes()
+	send, recv := kir.EthCore(EthSendChannel), kir.EthCore(EthRecvChannel)
+	p := kir.NewProgram("eth_ring_shift")
+	p.AddBuffer(dramTiles("src", EthRingShiftPages))
+	p.AddBuffer(dramTiles("dst", EthRingShiftPages))
+	p.AddSemaphore(kir.Semaphore{ID: SemRingDone, Cores: []ir.CoreRange{kir.EthRange(EthSendChannel, EthRecvChannel)}})
+
+	es := p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: rangeOf(send)})
+	staging := es.CompileArg("staging_addr", EthStagingAddr)
+	dev := es.CommonArg("device_id", kir.DeviceID())
+	src := es.CommonArg("src_addr", kir.BufferAddr("src", 0))
+	b := es.Builder()
+	b.NoCAsyncRead(kir.InterleavedPageAddr(src, dev, stride, banks), staging, kir.Ci(tile))
+	b.NoCAsyncReadBarrier()
+	b.EthSendBytes(staging, staging, kir.Ci(tile))
+	b.EthWaitForReceiverDone()
+	done := b.Let("done_sem", kir.GetEthSemaphore{ID: kir.C(SemRingDone)})
+	b.NoCSemaphoreWait(done, kir.C(1))
+
+	er := p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rangeOf(recv)})
+	rstaging := er.CompileArg("staging_addr", EthStagingAddr)
+	rdev := er.CommonArg("device_id", kir.DeviceID())
+	dst := er.CommonArg("dst_addr", kir.BufferAddr("dst", 0))
+	sx, sy := er.CommonArg("sender_x", kir.NoCX(send)), er.CommonArg("sender_y", kir.NoCY(send))
+	b = er.Builder()
+	b.EthWaitForBytes(kir.Ci(tile))
+	b.NoCAsyncWrite(rstaging, kir.InterleavedPageAddr(dst, rdev, stride, banks), kir.Ci(tile))
+	b.NoCAsyncWriteBarrier()
+	b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(SemRingDone)}}, kir.C(1))
+	b.EthReceiverDone()
 	return p
 }

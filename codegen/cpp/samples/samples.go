@@ -1,10 +1,14 @@
 // Package samples builds the kernel IR programs the C++ printer and the host
 // config are tested on: an element-wise add (reader, compute, writer over two
-// cores), a tile matmul, a two-core semaphore handshake, and a coverage
+// cores), a tile matmul, a two-core semaphore handshake, a coverage
 // program that uses every statement and expression kind of kir, every SFPU
-// op, broadcast and reduce variant and every binary operator.
+// op, broadcast and reduce variant and every binary operator, and two
+// programs every card of a mesh row runs over ethernet (Cards): a
+// one-tile link with a worker core, and a ring shift on ethernet cores
+// only that uses the device index (kir.DeviceID) and a semaphore on a
+// range of ethernet cores.
 //
-// All four programs pass kir.Validate for the Blackhole target. They are
+// All programs pass kir.Validate for the Blackhole target. They are
 // built here (not taken from kir/kirtest) so the golden files under
 // codegen/cpp/testdata/golden change only when these builders or the
 // printers change.
@@ -34,14 +38,15 @@ type Sample struct {
 	Program *kir.Program
 }
 
-// All returns every sample in a fixed order.
+// All returns every sample in a fixed order: the single-card samples,
+// then the card samples (Cards).
 func All() []Sample {
-	return []Sample{
+	return append([]Sample{
 		{"eltwise_add", EltwiseAdd()},
 		{"matmul", Matmul()},
 		{"semaphore_handshake", SemaphoreHandshake()},
 		{"coverage", Coverage()},
-	}
+	}, Cards()...)
 }
 
 func rangeOf(cs ...kir.Core) []ir.CoreRange {

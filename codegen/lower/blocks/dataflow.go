@@ -178,7 +178,7 @@ func ScalerTile(b *kir.Builder, cb int, value float32) {
 // element equal to value.
 func ConstTile(b *kir.Builder, cb int, dt ir.DType, value float32) {
 	b.CBReserveBack(cb, kir.C(1))
-	p := b.Let("const", kir.GetWritePtr{CB: cb})
+	p := b.Let("cval", kir.GetWritePtr{CB: cb})
 	FillWords(b, p, dt.TileBytes(), FillWord(dt, value))
 	b.CBPushBack(cb, kir.C(1))
 }

@@ -27,7 +27,9 @@
 // a buffer and a CB. Gather assembles output tiles from the tiles of one or
 // more source tensors by a per-run index map: it is the relayout engine
 // behind reshape, slice, concat, pad, repeat_interleave, transposes of
-// leading dims, row gathers (embedding) and rotate-half. Local helpers fill
+// leading dims, row gathers (embedding), rotate-half and cache writes; use
+// Emit for a page range, or Begin / Page / End to interleave its pages with
+// other reads of the same reader. Local helpers fill
 // words, copy runs of elements inside L1, zero the padding of a tile
 // (ZeroPadding, for reductions and matmuls over a padded dim) and build
 // constant and scaler tiles.

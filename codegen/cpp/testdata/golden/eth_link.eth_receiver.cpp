@@ -2,7 +2,7 @@
 //
 // program: eth_link
 // kernel:  eth_receiver (writer on ethernet RISCV_0 = ERISC0, NoC 0)
-// cores:   (1,-1)-(1,-1)
+// cores:   eth1
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"

@@ -2,7 +2,7 @@
 //
 // program: eth_link
 // kernel:  eth_sender (reader on ethernet RISCV_0 = ERISC0, NoC 0)
-// cores:   (0,-1)-(0,-1)
+// cores:   eth0
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"

@@ -1,0 +1,82 @@
+package blocks
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+// Whole-row moves inside tiles held in L1, for data-movement kernels.
+//
+// A tile row r is two runs of 16 elements, one in each face of its band
+// (faces 0 and 1 for r < 16, faces 2 and 3 otherwise), at byte offset
+// ((r/16)*2 + half)*256*eb + (r%16)*16*eb. Consecutive rows of one band
+// and half are contiguous, so a block of rows moves as at most a few
+// local NoC reads (16-byte aligned: a face row is 32 or 64 bytes) instead
+// of element by element. Both blocks issue NoC reads and leave the read
+// barrier to the caller.
+
+// rowOffset is the byte offset of the first element of half `half` (0:
+// columns 0..15, 1: columns 16..31) of row r in a tile of eb-byte
+// elements.
+func rowOffset(r, half, eb int) int {
+	return ((r/FaceDim)*2+half)*256*eb + (r%FaceDim)*FaceDim*eb
+}
+
+// ClearRows zeroes rows [from, 32) of the tile at L1 address tile
+// (elements of eb bytes, 2 or 4) with at most three local NoC reads from
+// zeros, the L1 address of at least one tile (1024*eb bytes) of zero
+// bytes on this core. from is a constant; from >= 32 emits nothing, from
+// <= 0 clears the whole tile. The caller issues the read barrier.
+func ClearRows(b *kir.Builder, tile, zeros kir.Expr, from, eb int) {
+	from = max(from, 0)
+	if from >= TileDim {
+		return
+	}
+	face := 256 * eb
+	if from == 0 {
+		LocalCopy(b, zeros, tile, 4*face)
+		return
+	}
+	if from < FaceDim {
+		n := (FaceDim - from) * FaceDim * eb
+		for half := range 2 {
+			LocalCopy(b, zeros, kir.Add(tile, kir.Ci(rowOffset(from, half, eb))), n)
+		}
+		LocalCopy(b, zeros, kir.Add(tile, kir.Ci(2*face)), 2*face)
+		return
+	}
+	n := (TileDim - from) * FaceDim * eb
+	for half := range 2 {
+		LocalCopy(b, zeros, kir.Add(tile, kir.Ci(rowOffset(from, half, eb))), n)
+	}
+}
+
+// CopyRows copies n whole rows (32 elements of eb bytes each) from rows
+// srcRow.. of the tile at L1 address src to rows dstRow.. of the tile at
+// L1 address dst, as local NoC reads of runs that stay inside one face
+// band of both tiles (at most 2*(n/16 + 2) reads). Rows are constants
+// with 0 <= srcRow, dstRow and srcRow+n, dstRow+n <= 32; the two ranges
+// must not overlap in one tile. The caller issues the read barrier.
+func CopyRows(b *kir.Builder, src, dst kir.Expr, srcRow, dstRow, n, eb int) error {
+	if srcRow < 0 || dstRow < 0 || n < 0 || srcRow+n > TileDim || dstRow+n > TileDim {
+		return fmt.Errorf("rule tile-rows: copying %d rows from row %d to row %d leaves the %d rows of a tile", n, srcRow, dstRow, TileDim)
+	}
+	for n > 0 {
+		m := min(n, FaceDim-srcRow%FaceDim, FaceDim-dstRow%FaceDim)
+		for half := range 2 {
+			LocalCopy(b, kir.Add(src, kir.Ci(rowOffset(srcRow, half, eb))), kir.Add(dst, kir.Ci(rowOffset(dstRow, half, eb))), m*FaceDim*eb)
+		}
+		srcRow, dstRow, n = srcRow+m, dstRow+m, n-m
+	}
+	return nil
+}
+
+// MoveElem copies the eb-byte element (r, c) of the tile at L1 address
+// src to element (dr, dc) of the tile at L1 address dst (all four
+// coordinates expressions; 2-byte elements are read-modify-written).
+func MoveElem(b *kir.Builder, src kir.Expr, r, c kir.Expr, dst kir.Expr, dr, dc kir.Expr, eb int) {
+	from := b.Let("me_src", kir.Add(src, FaceOffset(r, c, eb)))
+	to := b.Let("me_dst", kir.Add(dst, FaceOffset(dr, dc, eb)))
+	StoreElem(b, to, LoadElem(from, eb), eb)
+}

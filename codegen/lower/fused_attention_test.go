@@ -1,0 +1,659 @@
+package lower_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models/config"
+	"github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+	"github.com/tcc-dev/tcc/runtime"
+	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+// Tests of the fused attention lowerings (attn_prologue,
+// sdpa_decode_gated) on the simulator against ref.EvalOp at the small
+// config's shapes (real fused ops: the decode graph through the default
+// pass pipeline, meshes 1x1 and 1x2) and at the 27B per-device shape of
+// mesh 1x2 (12 q heads, 2 kv heads, head dim 256, 64 rotary dims, a
+// 128-long cache).
+
+// fusedSmallGraph is the small config's decode graph on a 1 x cols mesh
+// after the default pipeline (fused, placed).
+func fusedSmallGraph(t *testing.T, cols int) *ir.Graph {
+	t.Helper()
+	c, err := config.Load("../../models/qwen27b/testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := qwen27b.DefaultOptions()
+	o.Config = c
+	g, _, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := passes.Default().Run(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// attnStateAlias maps every state's new value to the state (the in-place
+// updates codegen.Compile sets up).
+func attnStateAlias(g *ir.Graph) map[*ir.Value]*ir.Value {
+	a := map[*ir.Value]*ir.Value{}
+	for s, nv := range g.StateUpdates {
+		if nv != s {
+			a[nv] = s
+		}
+	}
+	return a
+}
+
+// attnFirstOf returns the first op of kind k in g.
+func attnFirstOf(t *testing.T, g *ir.Graph, k ir.OpKind) *ir.Op {
+	t.Helper()
+	for _, op := range g.Ops() {
+		if op.Kind == k {
+			return op
+		}
+	}
+	t.Fatalf("graph %q has no %s op", g.Name, k)
+	return nil
+}
+
+// attnGraph builds the attention ops of one layer for B users, H q
+// heads, Hkv kv heads of dim D, R rotary dims and an L-long cache, with
+// the caches as state updated in place by the prologue; it returns the
+// graph, the sdpa_decode_gated op and the attn_prologue op.
+func attnGraph(t *testing.T, B, H, Hkv, D, R, L int) (*ir.Graph, *ir.Op, *ir.Op) {
+	t.Helper()
+	b := ir.NewBuilder("attn")
+	b.Region("attention", 3)
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	qg := b.Input("qg", ir.T(ir.BF16, B, 1, H*2*D))
+	k := b.Input("k", ir.T(ir.BF16, B, 1, Hkv*D))
+	v := b.Input("v", ir.T(ir.BF16, B, 1, Hkv*D))
+	qn := b.Weight("q_norm.weight", ir.T(ir.BF16, D))
+	kn := b.Weight("k_norm.weight", ir.T(ir.BF16, D))
+	cos := b.Input("rope.cos", ir.T(ir.BF16, B, R))
+	sin := b.Input("rope.sin", ir.T(ir.BF16, B, R))
+	kc := b.State("k_cache", ir.T(ir.BF16, B, Hkv, L, D))
+	vc := b.State("v_cache", ir.T(ir.BF16, B, Hkv, L, D))
+	res := b.AttnPrologue(qg, k, v, qn, kn, cos, sin, kc, vc, pos, 1e-6, 1)
+	b.UpdateState(kc, res[2])
+	b.UpdateState(vc, res[3])
+	out := b.SDPADecodeGated(res[0], res[2], res[3], pos, res[1], 1/math.Sqrt(float64(D)))
+	b.Output(out)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, out.Def, res[0].Def
+}
+
+// attn27B is attnGraph at the 27B per-device shape of mesh 1x2: 12 q
+// heads, 2 kv heads, head dim 256, 64 rotary dims, a 128-long cache.
+func attn27B(t *testing.T) (*ir.Graph, *ir.Op, *ir.Op) { return attnGraph(t, 1, 12, 2, 256, 64, 128) }
+
+// attnPrefillGraph is attnGraph for a prefill of S tokens per user:
+// attn_prologue_prefill and sdpa_prefill_gated.
+func attnPrefillGraph(t *testing.T, B, S, H, Hkv, D, R, L int) (*ir.Graph, *ir.Op, *ir.Op) {
+	t.Helper()
+	b := ir.NewBuilder("attn_prefill")
+	b.Region("attention", 3)
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	qg := b.Input("qg", ir.T(ir.BF16, B, S, H*2*D))
+	k := b.Input("k", ir.T(ir.BF16, B, S, Hkv*D))
+	v := b.Input("v", ir.T(ir.BF16, B, S, Hkv*D))
+	qn := b.Weight("q_norm.weight", ir.T(ir.BF16, D))
+	kn := b.Weight("k_norm.weight", ir.T(ir.BF16, D))
+	cos := b.Input("rope.cos", ir.T(ir.BF16, S, 1, R))
+	sin := b.Input("rope.sin", ir.T(ir.BF16, S, 1, R))
+	kc := b.State("k_cache", ir.T(ir.BF16, B, Hkv, L, D))
+	vc := b.State("v_cache", ir.T(ir.BF16, B, Hkv, L, D))
+	res := b.AttnProloguePrefill(qg, k, v, qn, kn, cos, sin, kc, vc, pos, 1e-6, 1)
+	b.UpdateState(kc, res[2])
+	b.UpdateState(vc, res[3])
+	out := b.SDPAPrefillGated(res[0], res[2], res[3], pos, res[1], 1/math.Sqrt(float64(D)))
+	b.Output(out)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, out.Def, res[0].Def
+}
+
+// fusedSmallPrefillGraph is the small config's prefill graph of seq tokens
+// on a 1 x cols mesh after the default pipeline.
+func fusedSmallPrefillGraph(t *testing.T, cols, seq int) *ir.Graph {
+	t.Helper()
+	c, err := config.Load("../../models/qwen27b/testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := qwen27b.DefaultOptions()
+	o.Config, o.Mode, o.Seq = c, qwen27b.Prefill, seq
+	g, _, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := passes.Default().Run(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// attnGrid2 is Blackhole with a 2x1 worker grid: several work items per
+// core.
+func attnGrid2() *target.Target {
+	t := *target.Blackhole()
+	t.GridX, t.GridY = 2, 1
+	return &t
+}
+
+// attnData draws test values for operand v of op: pos as given, RoPE
+// tables cos/sin of random angles, norm weights N(0, 0.1) (the model
+// applies 1 + w), caches N(0, 0.5), everything else N(0, 1); rounded to
+// bf16 so the device and the reference start from the same values.
+func attnData(rng *rand.Rand, v *ir.Value, pos int) []float32 {
+	n := v.Type.Shape.Numel()
+	out := make([]float32, n)
+	name := v.Name
+	for i := range out {
+		var x float64
+		switch {
+		case v.Type.DType == ir.UInt32:
+			x = float64(pos)
+		case strings.HasSuffix(name, "cos"):
+			x = math.Cos(rng.Float64() * 2 * math.Pi)
+		case strings.HasSuffix(name, "sin"):
+			x = math.Sin(rng.Float64() * 2 * math.Pi)
+		case v.Kind == ir.KindWeight:
+			x = 0.1 * rng.NormFloat64()
+		case v.Kind == ir.KindState:
+			x = 0.5 * rng.NormFloat64()
+		default:
+			x = rng.NormFloat64()
+		}
+		out[i] = numerics.RoundBF16(float32(x))
+	}
+	return out
+}
+
+// attnRunResult is one lowered op run on the simulator.
+type attnRunResult struct {
+	prog *kir.Program
+	in   []ref.Tensor // operand values
+	got  [][]float32  // result values read back
+	// steps is the simulator's instruction count.
+	steps int64
+}
+
+// attnRun lowers op for tgt with alias (nil: no in-place results), uploads
+// data (per operand), runs it on a fresh simulated device and reads every
+// result back.
+func attnRun(t *testing.T, tgt *target.Target, op *ir.Op, alias map[*ir.Value]*ir.Value, data [][]float32) attnRunResult {
+	t.Helper()
+	ctx := lower.NewContext(tgt)
+	ctx.Alias = alias
+	p, err := lower.Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kir.Validate(p, tgt); err != nil {
+		t.Fatal(err)
+	}
+	m, err := runtime.Open("sim", ir.Mesh{Rows: 1, Cols: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string]ir.Shape{}
+	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+		shapes[ctx.BufferName(v)] = v.Type.Shape
+	}
+	for _, b := range p.Buffers {
+		if err := m.Alloc(runtime.Tensor{Buffer: b, Shape: shapes[b.Name]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := attnRunResult{prog: p}
+	for i, v := range op.Operands {
+		if err := m.Upload(0, ctx.BufferName(v), data[i]); err != nil {
+			t.Fatal(err)
+		}
+		r.in = append(r.in, ref.Tensor{Shape: v.Type.Shape, Data: data[i]})
+	}
+	st, err := m.Launch(0, p)
+	if err != nil {
+		t.Fatalf("%s: %v", op.Where(), err)
+	}
+	r.steps = st.Steps
+	for _, v := range op.Results {
+		got, err := m.Download(0, ctx.BufferName(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.got = append(r.got, got)
+	}
+	return r
+}
+
+// attnCheckClose fails unless got matches want with PCC >= 0.999 and logs the
+// PCC, the max relative error and the share of elements that differ.
+func attnCheckClose(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	pcc, rel := numerics.PCC(want, got), numerics.MaxRelErr(want, got)
+	diff := 0
+	for i := range want {
+		if want[i] != got[i] {
+			diff++
+		}
+	}
+	t.Logf("%s: PCC %.6f, max rel err %.3g, %d of %d elements differ from the reference", what, pcc, rel, diff, len(want))
+	if pcc < 0.999 {
+		t.Errorf("%s: PCC %.6f, want >= 0.999", what, pcc)
+	}
+}
+
+// attnCheckExact fails at the first element where got differs from want.
+func attnCheckExact(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	for i := range want {
+		if want[i] != got[i] {
+			t.Errorf("%s: element %d is %v, want %v (exact)", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// attnCheckCache checks a cache result [B,H,L,D]: rows outside positions
+// pos..pos+n-1 equal the input cache exactly (untouched), rows inside match
+// the reference (exactly when exact, else by PCC).
+func attnCheckCache(t *testing.T, what string, shape ir.Shape, pos, n int, in, want, got []float32, exact bool) {
+	t.Helper()
+	L, D := shape[2], shape[3]
+	var wantRow, gotRow []float32
+	for row := 0; row < shape[0]*shape[1]*L; row++ {
+		w, g, old := want[row*D:(row+1)*D], got[row*D:(row+1)*D], in[row*D:(row+1)*D]
+		if p := row % L; p >= pos && p < pos+n {
+			wantRow, gotRow = append(wantRow, w...), append(gotRow, g...)
+			continue
+		}
+		for i := range g {
+			if g[i] != old[i] {
+				t.Fatalf("%s: row %d (position %d) element %d changed from %v to %v; only positions %d..%d may change", what, row, row%L, i, old[i], g[i], pos, pos+n-1)
+			}
+		}
+	}
+	if exact {
+		attnCheckExact(t, what+" rows written", wantRow, gotRow)
+	} else {
+		attnCheckClose(t, what+" rows written", wantRow, gotRow)
+	}
+}
+
+// testPrologue runs attn_prologue or attn_prologue_prefill op at pos
+// against the reference.
+func testPrologue(t *testing.T, tgt *target.Target, op *ir.Op, alias map[*ir.Value]*ir.Value, pos int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 17))
+	data := make([][]float32, len(op.Operands))
+	for i, v := range op.Operands {
+		data[i] = attnData(rng, v, pos)
+	}
+	r := attnRun(t, tgt, op, alias, data)
+	want, err := ref.EvalOp(op, r.in, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d cores, %d simulator steps", r.prog.Name, len(r.prog.Cores()), r.steps)
+	attnCheckClose(t, "q", want[0].Data, r.got[0])
+	attnCheckExact(t, "gate", want[1].Data, r.got[1])
+	n := 1 // tokens per user
+	if op.Kind == ir.OpAttnProloguePrefill {
+		n = op.Operands[0].Type.Shape[1]
+	}
+	attnCheckCache(t, "k_cache", op.Operands[7].Type.Shape, pos, n, data[7], want[2].Data, r.got[2], false)
+	attnCheckCache(t, "v_cache", op.Operands[8].Type.Shape, pos, n, data[8], want[3].Data, r.got[3], true)
+}
+
+// testSDPA runs sdpa_decode_gated op at pos against the reference.
+func testSDPA(t *testing.T, tgt *target.Target, op *ir.Op, pos int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 29))
+	data := make([][]float32, len(op.Operands))
+	for i, v := range op.Operands {
+		data[i] = attnData(rng, v, pos)
+	}
+	r := attnRun(t, tgt, op, nil, data)
+	want, err := ref.EvalOp(op, r.in, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d cores, %d simulator steps", r.prog.Name, len(r.prog.Cores()), r.steps)
+	attnCheckClose(t, "out", want[0].Data, r.got[0])
+}
+
+func TestAttnPrologueOnSim(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cols    int
+		pos     int
+		inPlace bool
+	}{
+		{"small_1x1_pos37", 1, 37, true},
+		{"small_1x2_pos127", 2, 127, true},
+		{"small_1x1_pos0_copy", 1, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := fusedSmallGraph(t, tc.cols)
+			op := attnFirstOf(t, g, ir.OpAttnPrologue)
+			var alias map[*ir.Value]*ir.Value
+			if tc.inPlace {
+				alias = attnStateAlias(g)
+				if alias[op.Results[2]] != op.Operands[7] || alias[op.Results[3]] != op.Operands[8] {
+					t.Fatalf("the cache results of %s are not the caches' state updates", op.Where())
+				}
+			}
+			testPrologue(t, target.Blackhole(), op, alias, tc.pos, uint64(tc.cols*1000+tc.pos))
+		})
+	}
+	for _, tc := range attnDecodeCases {
+		for _, inPlace := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s_inplace_%v", tc.name, inPlace), func(t *testing.T) {
+				t.Parallel()
+				g, _, op := attnGraph(t, tc.B, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
+				var alias map[*ir.Value]*ir.Value
+				if inPlace {
+					alias = attnStateAlias(g)
+				}
+				testPrologue(t, tc.tgt(), op, alias, tc.pos, 7)
+			})
+		}
+	}
+}
+
+// attnDecodeCases are attention shapes beyond the model's: the 27B per-device
+// shape, batches with several items per core, more than 32 heads (two
+// tile rows), full and tile-sized rotary dims, a cache length that is not
+// whole tiles.
+var attnDecodeCases = []struct {
+	name               string
+	B, H, Hkv, D, R, L int
+	pos                int
+	tgt                func() *target.Target
+}{
+	{"27b_1x2_pos100", 1, 12, 2, 256, 64, 128, 100, target.Blackhole},
+	{"b3_h40_kv8_r32_grid2", 3, 40, 8, 32, 32, 64, 40, attnGrid2},
+	{"b2_h4_kv2_fullrope_l40", 2, 4, 2, 64, 64, 40, 39, target.Blackhole},
+}
+
+func TestSDPADecodeGatedOnSim(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cols int
+		pos  int
+	}{
+		{"small_1x1_pos37", 1, 37},
+		{"small_1x2_pos0", 2, 0},
+		{"small_1x2_pos127", 2, 127},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := fusedSmallGraph(t, tc.cols)
+			testSDPA(t, target.Blackhole(), attnFirstOf(t, g, ir.OpSDPADecodeGated), tc.pos, uint64(tc.cols*1000+tc.pos))
+		})
+	}
+	for _, tc := range attnDecodeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, op, _ := attnGraph(t, tc.B, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
+			testSDPA(t, tc.tgt(), op, tc.pos, 11)
+		})
+	}
+}
+
+// TestFusedAttentionErrors checks that shapes the lowerings cannot handle
+// are refused with the rule named.
+func TestFusedAttentionErrors(t *testing.T) {
+	b := ir.NewBuilder("bad")
+	b.Region("attention", 0)
+	const D, R = 48, 16 // head dim not whole tiles
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	res := b.AttnPrologue(b.Input("qg", ir.T(ir.BF16, 1, 1, 2*2*D)), b.Input("k", ir.T(ir.BF16, 1, 1, D)), b.Input("v", ir.T(ir.BF16, 1, 1, D)),
+		b.Weight("qn", ir.T(ir.BF16, D)), b.Weight("kn", ir.T(ir.BF16, D)), b.Input("cos", ir.T(ir.BF16, 1, R)), b.Input("sin", ir.T(ir.BF16, 1, R)),
+		b.State("kc", ir.T(ir.BF16, 1, 1, 32, D)), b.State("vc", ir.T(ir.BF16, 1, 1, 32, D)), pos, 1e-6, 1)
+	out := b.SDPADecodeGated(res[0], res[2], res[3], pos, res[1], 0.1)
+	b.Output(out)
+	if _, err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := lower.NewContext(target.Blackhole())
+	for _, tc := range []struct {
+		op   *ir.Op
+		rule string
+	}{{res[0].Def, "rule prologue-head-dim"}, {out.Def, "rule sdpa-tiles"}} {
+		_, err := lower.Lower(tc.op, ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.rule) || !strings.Contains(err.Error(), tc.op.Name()) {
+			t.Errorf("Lower(%s) = %v, want an error naming the op and %q", tc.op.Name(), err, tc.rule)
+		}
+	}
+}
+
+// TestFusedAttentionKernelsCompile lowers the fused attention ops of the
+// small decode graphs (1x1, 1x2, in place and not), the 27B shape and the
+// prefill shapes, validates every program and runs the g++ syntax check on
+// every kernel.
+func TestFusedAttentionKernelsCompile(t *testing.T) {
+	tgt := target.Blackhole()
+	var progs []*kir.Program
+	add := func(op *ir.Op, alias map[*ir.Value]*ir.Value) {
+		ctx := lower.NewContext(tgt)
+		ctx.Alias = alias
+		p, err := lower.Lower(op, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kir.Validate(p, tgt); err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, p)
+	}
+	for _, cols := range []int{1, 2} {
+		g := fusedSmallGraph(t, cols)
+		add(attnFirstOf(t, g, ir.OpAttnPrologue), attnStateAlias(g))
+		add(attnFirstOf(t, g, ir.OpAttnPrologue), nil)
+		add(attnFirstOf(t, g, ir.OpSDPADecodeGated), attnStateAlias(g))
+	}
+	g, sdpa, pro := attn27B(t)
+	add(pro, attnStateAlias(g))
+	add(sdpa, attnStateAlias(g))
+	for _, tc := range attnPrefillCases {
+		g, sdpa, pro := attnPrefillGraph(t, tc.B, tc.S, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
+		add(pro, attnStateAlias(g))
+		add(pro, nil)
+		add(sdpa, attnStateAlias(g))
+	}
+	dir := t.TempDir()
+	sources := map[string]kir.Processor{}
+	for i, p := range progs {
+		for _, k := range p.Kernels {
+			src, err := cpp.PrintKernel(p, k)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", p.Name, k.Name, err)
+			}
+			f := filepath.Join(dir, fmt.Sprintf("p%d_%s.cpp", i, k.Name))
+			if err := os.WriteFile(f, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sources[f] = k.Processor
+		}
+	}
+	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
+	if errors.Is(err, cpp.ErrNoCompiler) {
+		t.Skip("g++ is not installed: skipping the syntax check of the fused attention kernels")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, out := range outputs {
+		if !ok[d] || strings.Contains(out, "warning:") {
+			t.Errorf("g++ -D%s on the fused attention kernels:\n%s", d, out)
+		}
+	}
+}
+
+func TestSDPAPrefillGatedOnSim(t *testing.T) {
+	t.Parallel()
+	t.Run("small_1x2_s32_pos0", func(t *testing.T) {
+		t.Parallel()
+		g := fusedSmallPrefillGraph(t, 2, 32)
+		testSDPA(t, target.Blackhole(), attnFirstOf(t, g, ir.OpSDPAPrefillGated), 0, 5)
+	})
+	for _, tc := range attnPrefillCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, op, _ := attnPrefillGraph(t, tc.B, tc.S, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
+			testSDPA(t, tc.tgt(), op, tc.pos, 13)
+		})
+	}
+}
+
+// attnPrefillCases are prefill shapes: the 27B per-device shape of mesh 1x2
+// with 32 tokens at a position that is not tile aligned, and two tile
+// rows of tokens (the second partial) for two users on a 2-core grid.
+var attnPrefillCases = []struct {
+	name                  string
+	B, S, H, Hkv, D, R, L int
+	pos                   int
+	tgt                   func() *target.Target
+}{
+	{"27b_1x2_s32_pos37", 1, 32, 12, 2, 256, 64, 128, 37, target.Blackhole},
+	{"b2_s40_h4_kv2_pos50_grid2", 2, 40, 4, 2, 64, 16, 128, 50, attnGrid2},
+}
+
+func TestAttnProloguePrefillOnSim(t *testing.T) {
+	t.Parallel()
+	t.Run("small_1x2_s32_pos37", func(t *testing.T) {
+		t.Parallel()
+		g := fusedSmallPrefillGraph(t, 2, 32)
+		op := attnFirstOf(t, g, ir.OpAttnProloguePrefill)
+		testPrologue(t, target.Blackhole(), op, attnStateAlias(g), 37, 3)
+	})
+	for _, tc := range attnPrefillCases {
+		for _, inPlace := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s_inplace_%v", tc.name, inPlace), func(t *testing.T) {
+				t.Parallel()
+				g, _, op := attnPrefillGraph(t, tc.B, tc.S, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
+				var alias map[*ir.Value]*ir.Value
+				if inPlace {
+					alias = attnStateAlias(g)
+				}
+				testPrologue(t, tc.tgt(), op, alias, tc.pos, 9)
+			})
+		}
+	}
+}
+
+// TestAttentionLayerChained runs the prologue and the attention of one
+// layer back to back on one simulated device, as a decode (or prefill)
+// step does: the prologue writes the caches in place (their state
+// buffers) and the attention reads them there. The output and the caches
+// are compared with ref.Eval of the two-op graph.
+func TestAttentionLayerChained(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		build func(t *testing.T) (*ir.Graph, *ir.Op, *ir.Op)
+		pos   int
+	}{
+		{"27b_decode_pos100", attn27B, 100},
+		{"prefill_s40_pos50", func(t *testing.T) (*ir.Graph, *ir.Op, *ir.Op) {
+			return attnPrefillGraph(t, 2, 40, 4, 2, 64, 16, 128)
+		}, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, sdpa, pro := tc.build(t)
+			tgt := target.Blackhole()
+			ctx := lower.NewContext(tgt)
+			ctx.Alias = attnStateAlias(g)
+			m, err := runtime.Open("sim", ir.Mesh{Rows: 1, Cols: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			allocated := map[string]bool{}
+			var progs []*kir.Program
+			for _, op := range []*ir.Op{pro, sdpa} {
+				p, err := lower.Lower(op, ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				progs = append(progs, p)
+				shapes := map[string]ir.Shape{}
+				for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+					shapes[ctx.BufferName(v)] = v.Type.Shape
+				}
+				for _, b := range p.Buffers {
+					if !allocated[b.Name] {
+						allocated[b.Name] = true
+						if err := m.Alloc(runtime.Tensor{Buffer: b, Shape: shapes[b.Name]}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			rng := rand.New(rand.NewPCG(21, 1))
+			env := map[*ir.Value]ref.Tensor{}
+			for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
+				for _, v := range list {
+					data := attnData(rng, v, tc.pos)
+					env[v] = ref.Tensor{Shape: v.Type.Shape, Data: data}
+					if err := m.Upload(0, ctx.BufferName(v), data); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want, err := ref.Eval(g, env, ref.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range progs {
+				if _, err := m.Launch(0, p); err != nil {
+					t.Fatalf("%s: %v", p.Name, err)
+				}
+			}
+			got, err := m.Download(0, ctx.BufferName(sdpa.Result()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attnCheckClose(t, "attention output", want[sdpa.Result()].Data, got)
+			n := 1
+			if pro.Kind == ir.OpAttnProloguePrefill {
+				n = pro.Operands[0].Type.Shape[1]
+			}
+			for i, name := range []string{"k_cache", "v_cache"} {
+				state, nv := pro.Operands[7+i], pro.Results[2+i]
+				gotC, err := m.Download(0, ctx.BufferName(state))
+				if err != nil {
+					t.Fatal(err)
+				}
+				attnCheckCache(t, name, state.Type.Shape, tc.pos, n, env[state].Data, want[nv].Data, gotC, i == 1)
+			}
+		})
+	}
+}

@@ -1,0 +1,457 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Fused collective family (passes/fuse_collective.go):
+//
+//	all_reduce_add(x, residual)            h = r(residual + r(s))
+//	all_reduce_add_rmsnorm(x, residual, w) h as above, normed = r(rmsnorm(h, w))
+//
+// s is the element-wise sum of x over the devices of the mesh row and r
+// rounds to residual's dtype (x, residual and the results share it). One
+// program runs on every card: the ring all-reduce of collective.go, then
+// a tail on worker cores that the ring tells when its result is in place.
+//
+//   - Two devices: every card reduces the whole tensor in one step, so the
+//     ring's adders fold the residual in (cclOp.residual): they pack
+//     r(x_local + x_received) to a scratch CB, add the residual tile and
+//     write h straight to DRAM. all_reduce_add has no tail; with the norm
+//     the tail is the RMSNorm pipeline of norm.go reading h.
+//   - More devices: the ring leaves r(s) in h's buffer (every card holds
+//     the whole sum after the all-gather steps) and the tail computes
+//     h = r(residual + r(s)) in place, tile by tile, and with the norm
+//     normed from the h tiles it keeps in L1 (the h tile is packed twice:
+//     to the writer and to the norm's resident row).
+//   - One device: no ring; the tail reads x as s.
+//
+// # Rounding points
+//
+// They are the Doc lines': r(s) is a pack to the dtype (the ring's adds;
+// for two devices one rounding of the exact sum, for more every hop
+// rounds the partial as the plain all_reduce does), the residual add is
+// an exact fp32 FPU sum of the unpacked tiles packed once to the dtype,
+// and the norm reads the rounded h. So for bf16 over one or two devices h
+// equals the reference bit for bit; normed differs from the float64
+// reference only by the norm pipeline's fp32 arithmetic (norm.go).
+//
+// # Synchronisation
+//
+// Every ring kernel that writes h's buffer or reads it back (adders;
+// with gather steps also senders and receivers) increments a semaphore on
+// the first tail core when it is done (cclOp.notify). That leader's
+// reader waits for all of them, increments the semaphore of every other
+// tail core, and only then does any tail reader touch h's buffer: no tail
+// write can overtake a gathered chunk a sender still forwards.
+//
+// Tail cores are the worker cores after the ring's adder cores. Without
+// the norm the tail splits tiles over cores (planEltwise), with it tile
+// rows (one row per core while cores last, as norm.go).
+
+// cclSemTail is the tail cores' "ring done" semaphore.
+const cclSemTail = 0
+
+func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	t := ctx.Target
+	x, res, h := op.Operands[0], op.Operands[1], op.Results[0]
+	norm := op.Kind == ir.OpAllReduceAddRMSNorm
+	vals := []*ir.Value{x, res, h}
+	if norm {
+		vals = append(vals, op.Operands[2], op.Results[1])
+	}
+	for _, v := range vals {
+		if err := requireTile("value", v); err != nil {
+			return nil, err
+		}
+	}
+	dt := x.Type.DType
+	if dt != ir.BF16 && dt != ir.FP32 {
+		return nil, fmt.Errorf("rule ccl-dtype: collectives move bf16 or fp32 tiles; x is %s", dt)
+	}
+	same := []*ir.Value{res, h}
+	if norm {
+		same = append(same, op.Results[1]) // the weight may have any tile dtype
+	}
+	for _, v := range same {
+		if v.Type.DType != dt || !v.Type.Shape.Equal(x.Type.Shape) {
+			return nil, fmt.Errorf("rule fused-ccl-types: x, residual and the results must share x's shape %s and dtype %s; %s is %s %s", x.Type.Shape, dt, v, v.Type.Shape, v.Type.DType)
+		}
+	}
+	n, ok := op.Attrs["devices"].(int)
+	if !ok || n < 1 {
+		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"devices\" >= 1", op.Name())
+	}
+	tl := &cclTail{ctx: ctx, dt: dt, s: x, res: res, h: h}
+	if norm {
+		eps, ok1 := op.Attrs["eps"].(float64)
+		offset, ok2 := op.Attrs["offset"].(float64)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
+		}
+		tl.w, tl.normed, tl.eps, tl.offset = op.Operands[2], op.Results[1], eps, offset
+		if err := tl.checkNorm(); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ring *cclOp
+	used := 0 // worker cores the ring's adders take
+	if n > 1 {
+		for _, v := range []*ir.Value{x, res, h} {
+			if v.Type.Mem.Kind != ir.DRAMInterleaved {
+				return nil, fmt.Errorf("rule ccl-placement: the ring reads and writes DRAM-interleaved tensors; %s is %s", v, v.Type.Mem)
+			}
+		}
+		if hb := ctx.BufferName(h); hb == ctx.BufferName(x) || hb == ctx.BufferName(res) {
+			return nil, fmt.Errorf("rule fused-ccl-alias: h is written into buffer %q, which also holds x or the residual; the ring writes partial results into h's buffer while other cores still read x and the residual", hb)
+		}
+		if ring, err = newAllReduce(x, h, n, ctx); err != nil {
+			return nil, err
+		}
+		if ring.withResidual() {
+			ring.residual = res
+		}
+		if ring.plan.ReduceSteps > 0 {
+			used = ring.plan.Links * ring.plan.WorkersPerLink
+		}
+		tl.s = h // the ring leaves r(s) (or, folded, h) in h's buffer
+		if ring.residual != nil {
+			tl.res = nil // the adders already added it
+		}
+	}
+	if tl.res != nil || tl.w != nil {
+		if err := tl.plan(t, used); err != nil {
+			return nil, err
+		}
+		if ring != nil {
+			ring.notify, ring.notifySem = &tl.cores[0], cclSemTail
+			tl.wait = ring.notifications()
+		}
+	}
+	if ring != nil {
+		if _, err := ring.build(p, ctx); err != nil {
+			return nil, err
+		}
+	}
+	if tl.split.Cores > 0 {
+		if err := tl.build(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// cclTail is the worker-core part of a fused collective: h = r(res + s)
+// (res nil: h is already in place) and, with a weight, normed =
+// rmsnorm(h, w).
+type cclTail struct {
+	ctx *Context
+	dt  ir.DType
+	// s is the value whose buffer holds r(s) (x over one device, else h),
+	// res the residual (nil when the ring folded it in).
+	s, res, h *ir.Value
+	// w and normed are the norm's weight and result (nil: no norm).
+	w, normed   *ir.Value
+	eps, offset float64
+	// wait is the number of ring notifications the leader waits for (0:
+	// no ring).
+	wait int
+	// split divides tiles (no norm) or tile rows (norm) over cores.
+	split  Split
+	wt     int // tiles per row (norm)
+	cores  []kir.Core
+	ranges []ir.CoreRange
+}
+
+// checkNorm checks the norm's hidden size and weight.
+func (tl *cclTail) checkNorm() error {
+	hid := tl.h.Type.Shape.Cols2D()
+	if hid%ir.TileSize != 0 {
+		return fmt.Errorf("rule rmsnorm-hidden: the last dim %d of h must be a multiple of %d (tile padding must not enter the mean)", hid, ir.TileSize)
+	}
+	if tl.w.Type.Shape.Numel() != hid || tl.w.Type.Shape.Rows2D() != 1 {
+		return fmt.Errorf("rule norm-weight: weight %s must be a row vector of the %d elements of h's last dim", tl.w.Type.Shape, hid)
+	}
+	tl.wt = hid / ir.TileSize
+	return nil
+}
+
+// plan splits the tail's work over the worker cores after the first used
+// ones.
+func (tl *cclTail) plan(t *target.Target, used int) error {
+	avail := t.NumWorkers() - used
+	if avail < 1 {
+		return fmt.Errorf("rule fused-ccl-cores: the ring's %d adder cores leave no worker core for the residual add and norm", used)
+	}
+	tiles := tl.h.Type.Shape.Tiles()
+	tb := tl.dt.TileBytes()
+	if tl.w == nil {
+		tl.split = planEltwise(tiles, avail, 3*tb)
+	} else {
+		per := 4 * tl.wt * EltwiseTileCycles
+		if tl.res != nil {
+			per += tl.wt * EltwiseTileCycles
+		}
+		tl.split = PlanSplit(tiles/tl.wt, avail, per, 0, 0)
+	}
+	tl.cores, tl.ranges = coresFrom(t, used, tl.split.Cores)
+	return nil
+}
+
+// coresFrom returns worker cores start .. start+n-1 in row-major order and
+// ranges covering exactly them.
+func coresFrom(t *target.Target, start, n int) ([]kir.Core, []ir.CoreRange) {
+	cores := make([]kir.Core, n)
+	for i := range cores {
+		cores[i] = kir.Core{X: (start + i) % t.GridX, Y: (start + i) / t.GridX}
+	}
+	var rs []ir.CoreRange
+	for i := 0; i < n; {
+		c := cores[i]
+		if c.X == 0 && n-i >= t.GridX {
+			rows := (n - i) / t.GridX
+			rs = append(rs, ir.CoreRange{X0: 0, Y0: c.Y, X1: t.GridX - 1, Y1: c.Y + rows - 1})
+			i += rows * t.GridX
+			continue
+		}
+		end := min(n-i, t.GridX-c.X)
+		rs = append(rs, ir.CoreRange{X0: c.X, Y0: c.Y, X1: c.X + end - 1, Y1: c.Y})
+		i += end
+	}
+	return cores, rs
+}
+
+// tailCBs are the tail's CBs (-1 when unused).
+type tailCBs struct {
+	s, res, hOut int
+	norm         normCBs
+}
+
+// build adds the tail's CBs, semaphore and kernels to p.
+func (tl *cclTail) build(p *kir.Program) error {
+	t := tl.ctx.Target
+	cbs := blocks.NewCBPlan(p, t, tl.ranges)
+	c := tailCBs{s: -1, res: -1, hOut: -1, norm: normCBs{x: -1, scaler: -1, w: -1, wo: -1, out: -1, sq: -1, rs: -1, xn: -1}}
+	what := fmt.Sprintf("the residual add of %d tiles", tl.h.Type.Shape.Tiles())
+	switch {
+	case tl.w == nil:
+		c.s = cbs.Input("reduced", tl.dt, 2)
+		c.res = cbs.Input("residual", tl.dt, 2)
+		c.hOut = cbs.Output("h", tl.dt, 2)
+	default:
+		what = fmt.Sprintf("the norm over H = %d keeps %d h and h^2 tiles per core", tl.wt*ir.TileSize, tl.wt)
+		n := &c.norm
+		if tl.res != nil {
+			c.s = cbs.Input("reduced", tl.dt, 2)
+			c.res = cbs.Input("residual", tl.dt, 2)
+			n.x = cbs.Scratch("h_row", tl.dt, tl.wt)
+		} else {
+			n.x = cbs.Input("h_row", tl.dt, tl.wt)
+		}
+		n.scaler = cbs.Input("scaler", ir.BF16, 1)
+		n.w = cbs.Input("weight", tl.w.Type.DType, 2)
+		if tl.res != nil {
+			c.hOut = cbs.Output("h", tl.dt, 2)
+		}
+		n.out = cbs.Output("normed", tl.dt, 2)
+		sq := ir.FP32
+		if (tl.dt.TileBytes()+ir.FP32.TileBytes())*tl.wt > t.L1Budget()*3/4 {
+			sq = ir.BF16
+		}
+		n.sq = cbs.Scratch("h_squared", sq, tl.wt)
+		n.rs = cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+		n.xn = cbs.Scratch("h_normed", ir.FP32, 2)
+		if tl.offset != 0 {
+			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+		}
+	}
+	if err := cbs.Err(fmt.Sprintf("%s after the ring", what)); err != nil {
+		return err
+	}
+	if tl.wait > 0 {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
+	}
+	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: tl.w != nil || tl.dt != ir.BF16}})
+	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	if err := tl.reader(rd, c); err != nil {
+		return err
+	}
+	tl.compute(p, cp, c)
+	if err := tl.writer(wr, c); err != nil {
+		return err
+	}
+	for i, core := range tl.cores {
+		s, n := tl.split.Range(i)
+		vals := []kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}
+		if tl.wait > 0 && len(tl.cores) > 1 {
+			target, leader := uint32(1), uint32(0)
+			if i == 0 {
+				target, leader = uint32(tl.wait), 1
+			}
+			vals = append(vals, kir.U32(target), kir.U32(leader))
+		}
+		rd.SetRuntimeArgs(core, vals...)
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return nil
+}
+
+// reader emits the tail reader: wait for the ring, then per tile (no
+// norm) the s and residual tiles, or per row the row's s and residual
+// tiles (or h tiles) and the weight tiles.
+func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
+	ctx := tl.ctx
+	sAcc, err := accessOf(ctx, rd, "s_addr", tl.s)
+	if err != nil {
+		return err
+	}
+	var rAcc, wAcc *blocks.Access
+	if tl.res != nil {
+		if rAcc, err = accessOf(ctx, rd, "residual_addr", tl.res); err != nil {
+			return err
+		}
+	}
+	if tl.w != nil {
+		if wAcc, err = accessOf(ctx, rd, "w_addr", tl.w); err != nil {
+			return err
+		}
+	}
+	var fx, fy []kir.ArgRef
+	if tl.wait > 0 {
+		for j := 1; j < len(tl.cores); j++ {
+			name := "follower" + strconv.Itoa(j)
+			fx = append(fx, rd.CommonArg(name+"_x", kir.NoCX(tl.cores[j])))
+			fy = append(fy, rd.CommonArg(name+"_y", kir.NoCY(tl.cores[j])))
+		}
+	}
+	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	if tl.w != nil {
+		blocks.ScalerTile(b, c.norm.scaler, 1)
+	}
+	if tl.wait > 0 {
+		b.Comment("Wait until the ring has left its result in h's buffer on this card.")
+		sem := b.Let("ring_done_sem", kir.GetSemaphore{ID: kir.Ci(cclSemTail)})
+		if len(tl.cores) == 1 {
+			b.NoCSemaphoreWait(sem, kir.Ci(tl.wait))
+		} else {
+			target, leader := rd.RuntimeArg("sem_target"), rd.RuntimeArg("leader")
+			b.NoCSemaphoreWait(sem, target)
+			b.If(kir.Ne(leader, kir.C(0)), func() {
+				for j := range fx {
+					b.NoCSemaphoreInc(kir.NoCAddr{X: fx[j], Y: fy[j], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
+				}
+			})
+		}
+	}
+	pair := func(page kir.Expr) {
+		blocks.ReadPage(b, sAcc, c.s, page)
+		blocks.ReadPage(b, rAcc, c.res, page)
+	}
+	if tl.w == nil {
+		b.For("t", kir.C(0), count, func(i kir.Var) { pair(kir.Add(start, i)) })
+		return nil
+	}
+	wt := kir.Ci(tl.wt)
+	b.For("r", kir.C(0), count, func(r kir.Var) {
+		first := b.Let("first", kir.Mul(kir.Add(start, r), wt))
+		if tl.res != nil {
+			b.For("j", kir.C(0), wt, func(j kir.Var) { pair(kir.Add(first, j)) })
+		} else {
+			blocks.ReadPages(b, sAcc, c.norm.x, first, wt)
+		}
+		blocks.ReadPages(b, wAcc, c.norm.w, kir.C(0), wt)
+	})
+	return nil
+}
+
+// compute emits the tail compute kernel.
+func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
+	count := cp.RuntimeArg("count")
+	k := blocks.NewCompute(p, cp)
+	if tl.w == nil {
+		k.Startup(c.res, c.s, c.hOut)
+		k.For("t", kir.C(0), count, func(kir.Var) {
+			k.BinaryTile(kir.EltAdd, blocks.BcastNone, c.res, c.s, c.hOut, false, nil)
+		})
+		return
+	}
+	n := c.norm
+	if tl.res != nil {
+		k.Startup(c.res, c.s, c.hOut)
+	} else {
+		k.Startup(n.x, n.scaler, n.out)
+	}
+	wt := kir.Ci(tl.wt)
+	k.B.CBWaitFront(n.scaler, kir.C(1))
+	k.For("r", kir.C(0), count, func(kir.Var) {
+		if tl.res != nil {
+			k.B.Comment("h = residual + s, to the writer and to the resident row")
+			k.For("j", kir.C(0), wt, func(kir.Var) {
+				k.B.CBWaitFront(c.res, kir.C(1))
+				k.B.CBWaitFront(c.s, kir.C(1))
+				k.Acquire()
+				k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
+				k.B.CBPopFront(c.res, kir.C(1))
+				k.B.CBPopFront(c.s, kir.C(1))
+				k.Commit()
+				k.B.CBReserveBack(c.hOut, kir.C(1))
+				k.B.CBReserveBack(n.x, kir.C(1))
+				k.Wait()
+				k.Pack(kir.C(0), c.hOut)
+				k.Pack(kir.C(0), n.x)
+				k.Release()
+				k.B.CBPushBack(c.hOut, kir.C(1))
+				k.B.CBPushBack(n.x, kir.C(1))
+			})
+		}
+		n.row(k, wt, tl.wt*ir.TileSize, tl.eps, tl.offset)
+	})
+	k.B.CBPopFront(n.scaler, kir.C(1))
+}
+
+// writer emits the tail writer: h tiles (when the tail computes h) and
+// normed tiles, row by row.
+func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
+	ctx := tl.ctx
+	var hAcc, nAcc *blocks.Access
+	var err error
+	if c.hOut >= 0 {
+		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {
+			return err
+		}
+	}
+	if tl.normed != nil {
+		if nAcc, err = accessOf(ctx, wr, "normed_addr", tl.normed); err != nil {
+			return err
+		}
+	}
+	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	b := wr.Builder()
+	if tl.w == nil {
+		blocks.WritePages(b, hAcc, c.hOut, start, count)
+		return nil
+	}
+	wt := kir.Ci(tl.wt)
+	b.For("r", kir.C(0), count, func(r kir.Var) {
+		first := b.Let("first", kir.Mul(kir.Add(start, r), wt))
+		if hAcc != nil {
+			blocks.WritePages(b, hAcc, c.hOut, first, wt)
+		}
+		blocks.WritePages(b, nAcc, c.norm.out, first, wt)
+	})
+	return nil
+}

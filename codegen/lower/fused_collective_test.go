@@ -1,0 +1,406 @@
+package lower
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+// fusedCCLCase is one fused collective on a 1xN mesh.
+type fusedCCLCase struct {
+	name   string
+	n      int
+	dt     ir.DType
+	shape  []int
+	norm   bool
+	offset float64
+	// tail is whether the program has the tail kernels; adders whether
+	// the ring folds the residual into its adders.
+	tail, fold bool
+}
+
+var fusedCCLCases = []fusedCCLCase{
+	{name: "add 1x1", n: 1, dt: ir.BF16, shape: []int{1, 1, 256}, tail: true},
+	{name: "add hidden 1x2", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, fold: true},
+	{name: "add full tiles 1x2", n: 2, dt: ir.BF16, shape: []int{64, 96}, fold: true},
+	{name: "add hidden 1x4", n: 4, dt: ir.BF16, shape: []int{1, 1, 5120}, tail: true},
+	{name: "add fp32 20 rows 1x4", n: 4, dt: ir.FP32, shape: []int{20, 256}, tail: true},
+	{name: "add+norm 1x1", n: 1, dt: ir.BF16, shape: []int{1, 1, 256}, norm: true, offset: 1, tail: true},
+	{name: "add+norm hidden 1x2", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true, fold: true},
+	{name: "add+norm rows 1x2", n: 2, dt: ir.BF16, shape: []int{96, 128}, norm: true, tail: true, fold: true},
+	{name: "add+norm hidden 1x4", n: 4, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true},
+	{name: "add+norm rows 1x4", n: 4, dt: ir.BF16, shape: []int{2, 32, 128}, norm: true, tail: true},
+}
+
+// fusedCCLGraph builds the one-op graph of tc on a 1xN mesh: x and the
+// residual are inputs, the norm weight a weight.
+func fusedCCLGraph(t *testing.T, tc fusedCCLCase) (*ir.Graph, *ir.Op) {
+	t.Helper()
+	b := ir.NewBuilder("fused_ccl")
+	b.G.Mesh = ir.Mesh{Rows: 1, Cols: tc.n}
+	x := b.Input("x", ir.T(tc.dt, tc.shape...))
+	r := b.Input("residual", ir.T(tc.dt, tc.shape...))
+	var w *ir.Value
+	if tc.norm {
+		w = b.Weight("norm.weight", ir.T(ir.BF16, tc.shape[len(tc.shape)-1]))
+	}
+	b.Region("ccl", 0)
+	if tc.norm {
+		b.Output(b.AllReduceAddRMSNorm(x, r, w, tc.n, 1e-6, tc.offset)...)
+	} else {
+		b.Output(b.AllReduceAdd(x, r, tc.n))
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatalf("building the graph: %v", err)
+	}
+	ops := g.Ops()
+	return g, ops[len(ops)-1]
+}
+
+// randBF16 returns n bf16-exact normal values scaled by scale around mean.
+func randBF16(rng *rand.Rand, n int, mean, scale float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = numerics.RoundBF16(float32(mean + scale*rng.NormFloat64()))
+	}
+	return out
+}
+
+func TestFusedCollectivesOnCluster(t *testing.T) {
+	tgt := target.Blackhole()
+	ctx := NewContext(tgt)
+	sources := map[string]kir.Processor{}
+	dir := t.TempDir()
+	for ci, tc := range fusedCCLCases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, op := fusedCCLGraph(t, tc)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kir.Validate(p, tgt); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			cfg, err := hostcfg.Config(p, tgt)
+			if err != nil {
+				t.Fatalf("host config: %v", err)
+			}
+			js, err := cfg.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back hostcfg.ProgramConfig
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatalf("host config JSON does not read back: %v", err)
+			}
+			if diff := cmp.Diff(cfg, &back); diff != "" {
+				t.Errorf("host config JSON round trip (-want +got):\n%s", diff)
+			}
+			if got := p.Kernel("tail_compute") != nil; got != tc.tail {
+				t.Errorf("tail kernels present: %t, want %t", got, tc.tail)
+			}
+			if got := p.Kernel("compute") != nil && len(p.CBs) > 0 && hasCB(p, "residual", p.Kernel("compute").Cores); got != tc.fold {
+				t.Errorf("residual folded into the adders: %t, want %t", got, tc.fold)
+			}
+
+			rng := rand.New(rand.NewPCG(uint64(ci)+31, 5))
+			x, r := op.Operands[0], op.Operands[1]
+			numel := x.Type.Shape.Numel()
+			var w []float32
+			if tc.norm {
+				w = randBF16(rng, op.Operands[2].Type.Shape.Numel(), 0, 0.5)
+			}
+			xs, rs := make([][]float32, tc.n), make([][]float32, tc.n)
+			envs := make([]map[*ir.Value]ref.Tensor, tc.n)
+			for d := range xs {
+				xs[d] = randBF16(rng, numel, float64(d)/4, 1)
+				rs[d] = randBF16(rng, numel, 0, 2) // each card's own residual
+				envs[d] = map[*ir.Value]ref.Tensor{x: {Shape: x.Type.Shape, Data: xs[d]}, r: {Shape: r.Type.Shape, Data: rs[d]}}
+				if tc.norm {
+					wv := op.Operands[2]
+					envs[d][wv] = ref.Tensor{Shape: wv.Type.Shape, Data: w}
+				}
+			}
+			want, err := ref.EvalMesh(g, envs, ref.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			c, err := kexec.NewCluster(tgt, tc.n, kexec.RingLinks(tc.n, tgt.Eth.RingEast, tgt.Eth.RingWest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt, rows, cols := cclMatrix(x.Type.Shape)
+			for d, dev := range c.Devices {
+				for _, buf := range p.Buffers {
+					if _, err := dev.Alloc(buf); err != nil {
+						t.Fatal(err)
+					}
+				}
+				writes := map[*ir.Value][]float32{x: xs[d], r: rs[d]}
+				if tc.norm {
+					writes[op.Operands[2]] = w
+				}
+				for v, data := range writes {
+					vb, vr, vc := cclMatrix(v.Type.Shape)
+					if err := dev.WriteTiles(ctx.BufferName(v), numerics.TilizeBatch(data, vb, vr, vc)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			stats, err := c.RunAll(p, kexec.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ri, res := range op.Results {
+				exact := ri == 0 && tc.n <= 2 && tc.dt == ir.BF16
+				worst := 1.0
+				for d, dev := range c.Devices {
+					tiles, err := dev.ReadTiles(ctx.BufferName(res))
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := numerics.UntilizeBatch(tiles, bt, rows, cols)
+					wv := want[d][res].Data
+					if exact {
+						if diff := cmp.Diff(wv, got); diff != "" {
+							t.Fatalf("device %d result %d differs from the reference (exact expected) (-want +got):\n%s", d, ri, diff)
+						}
+						continue
+					}
+					pcc, rel := numerics.PCC(wv, got), numerics.MaxRelErr(wv, got)
+					worst = min(worst, pcc)
+					if pcc < 0.9999 {
+						t.Errorf("device %d result %d: PCC %.6f (want >= 0.9999), max rel err %.3g", d, ri, pcc, rel)
+					}
+				}
+				if !exact {
+					t.Logf("%s: result %d worst PCC over devices %.6f", tc.name, ri, worst)
+				} else {
+					t.Logf("%s: result %d exact on every device", tc.name, ri)
+				}
+			}
+			tailCores := 0
+			if k := p.Kernel("tail_compute"); k != nil {
+				tailCores = len(kir.CoresOf(k.Cores))
+			}
+			t.Logf("%s: %d kernels, %d tail cores; device 0 ran %d steps, sent %d B over ethernet", tc.name, len(p.Kernels), tailCores, stats[0].Steps, stats[0].EthBytes)
+			for _, k := range p.Kernels {
+				src, err := cpp.PrintKernel(p, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := filepath.Join(dir, fmt.Sprintf("case%d.%s.%s.cpp", ci, p.Name, k.Name))
+				if err := os.WriteFile(f, src, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				sources[f] = k.Processor
+			}
+		})
+	}
+	t.Run("kernels compile", func(t *testing.T) {
+		outputs, ok, err := cpp.SyntaxCheck(t.TempDir(), sources)
+		if errors.Is(err, cpp.ErrNoCompiler) {
+			t.Skip("!!!!! g++ is not installed: SKIPPING the syntax check of the fused collective kernels !!!!!")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d, out := range outputs {
+			if !ok[d] {
+				t.Errorf("g++ -D%s rejected fused collective kernels:\n%s", d, out)
+			} else if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
+				t.Errorf("g++ -D%s warns about fused collective kernels:\n%s", d, out)
+			}
+		}
+	})
+}
+
+// hasCB reports whether p has a CB called name on cores rs.
+func hasCB(p *kir.Program, name string, rs []ir.CoreRange) bool {
+	for _, cb := range p.CBs {
+		if cb.Name == name && cmp.Equal(cb.Cores, rs) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFusedCollectiveStructure checks what the lowering builds for the two
+// decode shapes at TP=2 and TP=4: which kernels exist, how many
+// notifications the tail waits for and that all cards run one program
+// (device_id is the only per-card value).
+func TestFusedCollectiveStructure(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	for _, tc := range []struct {
+		c       fusedCCLCase
+		kernels []string
+		wait    int // ring notifications the tail leader waits for
+	}{
+		// 1x2: 2 links x 4 adders fold the residual; no tail.
+		{fusedCCLCases[1], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer"}, 0},
+		// 1x2 with the norm: the norm tail waits for the 8 adders.
+		{fusedCCLCases[6], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 8},
+		// 1x4: 8 adders + 2 senders + 2 receivers notify.
+		{fusedCCLCases[3], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 12},
+		// 1x1: no ring, no wait.
+		{fusedCCLCases[0], []string{"tail_reader", "tail_compute", "tail_writer"}, 0},
+	} {
+		t.Run(tc.c.name, func(t *testing.T) {
+			_, op := fusedCCLGraph(t, tc.c)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, k := range p.Kernels {
+				names = append(names, k.Name)
+			}
+			if diff := cmp.Diff(tc.kernels, names); diff != "" {
+				t.Errorf("kernels (-want +got):\n%s", diff)
+			}
+			rd := p.Kernel("tail_reader")
+			if rd == nil {
+				return
+			}
+			first := kir.CoresOf(rd.Cores)[0]
+			var waits []kir.Expr
+			kir.Inspect(rd.Body, func(s kir.Stmt) bool {
+				if w, ok := s.(kir.NoCSemaphoreWait); ok {
+					waits = append(waits, w.Value)
+				}
+				return true
+			})
+			if tc.wait == 0 {
+				if len(waits) != 0 {
+					t.Errorf("the tail waits (%v) with nothing to wait for", waits)
+				}
+				return
+			}
+			if len(waits) != 1 {
+				t.Fatalf("tail reader has %d semaphore waits, want 1", len(waits))
+			}
+			// The leader's wait target is a constant or its sem_target arg.
+			target := waits[0]
+			if ref, ok := target.(kir.ArgRef); ok {
+				vals := rd.RuntimeValuesOn(first)
+				for _, a := range rd.ArgsOfKind(kir.RuntimeArg) {
+					if a.Name == ref.Name {
+						target = kir.C(vals[a.Index].Const)
+					}
+				}
+			}
+			if target != kir.Ci(tc.wait) {
+				t.Errorf("the tail leader waits for %v, want %d notifications", target, tc.wait)
+			}
+			// Every notifying ring kernel names the leader.
+			for _, k := range p.Kernels {
+				for _, a := range k.ArgsOfKind(kir.CommonRuntimeArg) {
+					if a.Name == "notify_x" && a.Value != kir.NoCX(first) {
+						t.Errorf("kernel %s notifies %v, want the tail leader %s", k.Name, a.Value, first)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFusedCollectiveErrors(t *testing.T) {
+	ctx := NewContext(target.Blackhole())
+	build := func(t *testing.T, shape []int, n int, mut func(x *ir.TensorType), norm bool) error {
+		b := ir.NewBuilder("bad")
+		b.G.Mesh = ir.Mesh{Rows: 1, Cols: n}
+		xt := ir.T(ir.BF16, shape...)
+		if mut != nil {
+			mut(&xt)
+		}
+		x, r := b.Input("x", xt), b.Input("residual", xt)
+		b.Region("ccl", 0)
+		if norm {
+			b.Output(b.AllReduceAddRMSNorm(x, r, b.Weight("w", ir.T(ir.BF16, shape[len(shape)-1])), n, 1e-6, 0)...)
+		} else {
+			b.Output(b.AllReduceAdd(x, r, n))
+		}
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := g.Ops()
+		_, err = Lower(ops[len(ops)-1], ctx)
+		return err
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		wants []string
+	}{
+		{"norm hidden", build(t, []int{1, 1, 80}, 2, nil, true), []string{"op all_reduce_add_rmsnorm", "rule rmsnorm-hidden", "80"}},
+		{"tiles per device", build(t, []int{1, 1, 96}, 4, nil, false), []string{"op all_reduce_add", "rule ccl-chunks", "3 tiles"}},
+		{"l1 placement", build(t, []int{1, 1, 64}, 2, func(x *ir.TensorType) { x.Mem = ir.MemoryConfig{Kind: ir.L1Interleaved} }, false),
+			[]string{"rule ccl-placement", "l1_interleaved"}},
+		{"norm too wide", build(t, []int{1, 1, 32 * 400}, 2, nil, true), []string{"rule l1-budget"}},
+		{"h aliases the residual", aliased(t, ctx), []string{"rule fused-ccl-alias"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.err == nil {
+				t.Fatal("Lower succeeded, want an error")
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(tc.err.Error(), w) {
+					t.Errorf("error %q does not mention %q", tc.err, w)
+				}
+			}
+		})
+	}
+}
+
+// aliased lowers a 1x4 all_reduce_add whose result is written into the
+// residual's buffer (ctx.Alias), which the ring cannot do.
+func aliased(t *testing.T, ctx *Context) error {
+	_, op := fusedCCLGraph(t, fusedCCLCases[3])
+	actx := *ctx
+	actx.Alias = map[*ir.Value]*ir.Value{op.Result(): op.Operands[1]}
+	_, err := Lower(op, &actx)
+	return err
+}
+
+func TestCoresFrom(t *testing.T) {
+	tgt := target.Blackhole() // 11 x 10 workers
+	for _, tc := range []struct {
+		start, n int
+		ranges   []ir.CoreRange
+	}{
+		{0, 3, []ir.CoreRange{{X0: 0, Y0: 0, X1: 2, Y1: 0}}},
+		{8, 5, []ir.CoreRange{{X0: 8, Y0: 0, X1: 10, Y1: 0}, {X0: 0, Y0: 1, X1: 1, Y1: 1}}},
+		{0, 25, []ir.CoreRange{{X0: 0, Y0: 0, X1: 10, Y1: 1}, {X0: 0, Y0: 2, X1: 2, Y1: 2}}},
+		{10, 13, []ir.CoreRange{{X0: 10, Y0: 0, X1: 10, Y1: 0}, {X0: 0, Y0: 1, X1: 10, Y1: 1}, {X0: 0, Y0: 2, X1: 0, Y1: 2}}},
+	} {
+		cores, rs := coresFrom(tgt, tc.start, tc.n)
+		if diff := cmp.Diff(tc.ranges, rs); diff != "" {
+			t.Errorf("coresFrom(%d, %d) ranges (-want +got):\n%s", tc.start, tc.n, diff)
+		}
+		if diff := cmp.Diff(cores, kir.CoresOf(rs)); diff != "" {
+			t.Errorf("coresFrom(%d, %d): the ranges do not cover exactly the cores (-cores +ranges):\n%s", tc.start, tc.n, diff)
+		}
+		if cores[0] != (kir.Core{X: tc.start % 11, Y: tc.start / 11}) {
+			t.Errorf("coresFrom(%d, %d) starts at %s", tc.start, tc.n, cores[0])
+		}
+	}
+}

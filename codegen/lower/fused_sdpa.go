@@ -1,0 +1,432 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// sdpa_decode_gated and sdpa_prefill_gated: attention over the KV cache up
+// to pos (decode: one query token per user; prefill: S tokens at
+// positions pos..pos+S-1, causal), times sigmoid(gate), heads
+// concatenated into the o_proj input layout:
+//
+//	decode:  out[b,0,h*D+i] = r(o[b,h,i]) * r(sigmoid(gate[b,h,i]))
+//	prefill: out[b,s,h*D+i] = r(o[b,h,s,i]) * r(sigmoid(gate[b,s,h,i]))
+//
+// with r rounding to q's (gate's) dtype. One work item is one tile row of
+// query rows attending one kv head; items are split over the cores, one per
+// core while cores last:
+//
+//   - decode: item (user b, kv head j); its rows are the G = H/Hkv query
+//     heads of the group (GQA by addressing: the reader gathers rows
+//     b*H + j*G + g of q and gate with blocks.Gather; k and v are read once
+//     per group); the writer copies row g of each result tile into row 0
+//     of the output tile of head j*G + g.
+//   - prefill: item (user b, q head h, token tile row st); its rows are up
+//     to 32 tokens of head h (q's own tile row, read as pages); the reader
+//     gathers the gate rows of those tokens; the result tiles are the
+//     output tiles (rows are tokens in both).
+//
+// Per item the compute kernel
+//
+//  1. per cache tile t: DEST = mask_t (copy_tile, exact: 0 where visible,
+//     -inf after), += Q K_t^T over the D tiles (matmul_tiles, in1
+//     transposed, fp32 DEST), * scale; packed to a resident fp32 CB of Lt
+//     tiles;
+//  2. row maxima (reduce_tile MAX REDUCE_ROW), negated, packed to bf16
+//     (the stabiliser m; any value near the maximum serves, and the bf16
+//     tile enters the next step exactly);
+//  3. per tile: DEST = S_t (exact copy) + (-m) broadcast over the columns
+//     by a matmul with a tile whose row 0 is ones, exp; packed to fp32;
+//  4. row sums (reduce_tile SUM), reciprocal;
+//  5. per D tile: P V over the Lt tiles (matmul_tiles, fp32 DEST), times
+//     the reciprocal (bcast cols) packed to q's dtype (o's rounding
+//     point); sigmoid(gate) packed to gate's dtype (its rounding point);
+//     their product packed to the result.
+//
+// Like sdpa_decode the kernel runs over the whole cache length (its loop
+// counts cannot depend on pos, which only the data-movement kernels read):
+// the reader feeds zero tiles past the last visible position and zeroes
+// the rows past it in the tile holding it, so stale cache contents never
+// reach the result; the mask tiles come from three constant tiles (zeros,
+// -inf, decode's boundary tile) copied locally, and prefill builds the
+// one or two tiles per item that cross the causal diagonal element by
+// element.
+
+// sdpaDims are the sizes of one gated SDPA.
+type sdpaDims struct {
+	prefill          bool
+	B, H, Hkv, G     int
+	S, D, L          int
+	Dt, Lt, St, Rows int // Rows: valid query rows of a full item
+	items            int
+}
+
+func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
+	q, k, v, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[4], op.Result()
+	qs, ks := q.Type.Shape, k.Type.Shape
+	d := sdpaDims{prefill: prefill, S: 1}
+	if !prefill {
+		if qs.Rank() != 3 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[2] || ks[1] == 0 || qs[1]%ks[1] != 0 ||
+			!gate.Type.Shape.Equal(qs) || !out.Type.Shape.Equal(ir.Shape{qs[0], 1, qs[1] * qs[2]}) {
+			return d, fmt.Errorf("rule sdpa-shape: want q and gate [B,H,D], k and v [B,Hkv,L,D] with H a multiple of Hkv and a result [B,1,H*D], got %s, %s, %s, %s -> %s", qs, ks, v.Type.Shape, gate.Type.Shape, out.Type.Shape)
+		}
+		d.B, d.H, d.D = qs[0], qs[1], qs[2]
+	} else {
+		if qs.Rank() != 4 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[3] || ks[1] == 0 || qs[1]%ks[1] != 0 || qs[2] > ks[2] ||
+			!gate.Type.Shape.Equal(ir.Shape{qs[0], qs[2], qs[1], qs[3]}) || !out.Type.Shape.Equal(ir.Shape{qs[0], qs[2], qs[1] * qs[3]}) {
+			return d, fmt.Errorf("rule sdpa-shape: want q [B,H,S,D], gate [B,S,H,D], k and v [B,Hkv,L>=S,D] with H a multiple of Hkv and a result [B,S,H*D], got %s, %s, %s, %s -> %s", qs, ks, v.Type.Shape, gate.Type.Shape, out.Type.Shape)
+		}
+		d.B, d.H, d.S, d.D = qs[0], qs[1], qs[2], qs[3]
+	}
+	d.Hkv, d.L = ks[1], ks[2]
+	d.G = d.H / d.Hkv
+	if d.D%ir.TileSize != 0 || (!prefill && d.G > ir.TileSize) {
+		return d, fmt.Errorf("rule sdpa-tiles: D must be whole tiles and (decode) a kv head's group of query heads one tile row (H/Hkv <= 32); got D %d, H/Hkv = %d", d.D, d.G)
+	}
+	d.Dt, d.Lt, d.St = d.D/ir.TileSize, (d.L+ir.TileSize-1)/ir.TileSize, (d.S+ir.TileSize-1)/ir.TileSize
+	if prefill {
+		d.items, d.Rows = d.B*d.H*d.St, min(d.S, ir.TileSize)
+	} else {
+		d.items, d.Rows = d.B*d.Hkv, d.G
+	}
+	return d, nil
+}
+
+func lowerSDPADecodeGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return sdpaGated(op, ctx, false)
+}
+
+func lowerSDPAPrefillGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return sdpaGated(op, ctx, true)
+}
+
+func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
+	t := ctx.Target
+	q, k, v, pos, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Result()
+	for _, x := range []*ir.Value{q, k, v, gate, out} {
+		if err := requireTile("value", x); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkPos(pos); err != nil {
+		return nil, err
+	}
+	scale, ok := op.Attrs["scale"].(float64)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"scale\"", op.Name())
+	}
+	d, err := sdpaGatedDims(op, prefill)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range []*ir.Value{q, k, v, gate, out} {
+		if blocks.ElemBytes(x.Type.DType) == 0 {
+			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
+		}
+	}
+	Dt, Lt := d.Dt, d.Lt
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := PlanSplit(d.items, t.NumWorkers(), 2*Lt*Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbQ := cbs.Input("q", q.Type.DType, Dt)
+	cbK := cbs.Input("k", k.Type.DType, 2)
+	cbV := cbs.Input("v", v.Type.DType, 2)
+	cbMask := cbs.Input("mask", ir.FP32, 2)
+	cbGate := cbs.Input("gate", gate.Type.DType, 2)
+	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbOnes := cbs.Input("ones_row", ir.BF16, 1)
+	cbSlotQ := -1
+	if !prefill {
+		cbSlotQ = cbs.Scratch("q_tile", q.Type.DType, 1)
+	}
+	cbSlotG := cbs.Scratch("gate_tile", gate.Type.DType, 1)
+	cbConst := cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 3)
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbS := cbs.Scratch("scores", ir.FP32, Lt)
+	cbNegMax := cbs.Scratch("neg_row_max", ir.BF16, 1)
+	cbP := cbs.Scratch("exp", ir.FP32, Lt)
+	cbRecip := cbs.Scratch("recip_sum", ir.FP32, 1)
+	cbPV := cbs.Scratch("pv", ir.FP32, 1)
+	cbO := cbs.Scratch("attn", q.Type.DType, 1)
+	cbSig := cbs.Scratch("sigmoid_gate", gate.Type.DType, 1)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbAsm := -1
+	if !prefill {
+		cbAsm = cbs.Scratch("out_tile", out.Type.DType, 1)
+	}
+	if err := cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", op.Name(), d.L, Lt)); err != nil {
+		return nil, err
+	}
+
+	// Reader.
+	rd := newReader(p, rs)
+	acc := func(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
+		if err != nil {
+			return nil
+		}
+		var a *blocks.Access
+		a, err = accessOf(ctx, k, arg, v)
+		return a
+	}
+	qAcc, kAcc, vAcc, pAcc, gAcc := acc(rd, "q_addr", q), acc(rd, "k_addr", k), acc(rd, "v_addr", v), acc(rd, "pos_addr", pos), acc(rd, "gate_addr", gate)
+	if err != nil {
+		return nil, err
+	}
+	seg := blocks.SegFor(d.D)
+	rows := blocks.ImageOf(ir.Shape{d.G, d.D})
+	if prefill {
+		rows = blocks.ImageOf(ir.Shape{d.S, d.D})
+	}
+	var gq *blocks.Gather
+	if !prefill {
+		gq = &blocks.Gather{Out: rows, DType: q.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: qAcc, Image: blocks.ImageOf(q.Type.Shape)}}}
+	}
+	gg := &blocks.Gather{Out: rows, DType: gate.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: gAcc, Image: blocks.ImageOf(gate.Type.Shape)}}}
+	if err := gg.Check(); err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.RowTile(b, cbOnes, ir.BF16, 0, 1)
+	posv := readPos(b, pAcc, cbPos)
+	// last is the last visible cache position of any query of the op.
+	last := b.Let("last", kir.Add(posv, kir.Ci(d.S-1)))
+	lptr := b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
+	lrow := b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
+	b.Comment("constant tiles: zeros, -inf, and (decode) the mask of the tile holding pos")
+	fb := ir.FP32.TileBytes()
+	consts := blocks.ScratchPages(b, cbConst, 3, "consts")
+	zero := b.Let("zero", consts)
+	ninf := b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
+	bound := b.Let("bound", kir.Add(consts, kir.Ci(2*fb)))
+	const negInf = 0xFF800000
+	blocks.FillWords(b, zero, fb, 0)
+	blocks.FillWords(b, ninf, fb, negInf)
+	if !prefill {
+		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+			val := b.Let("mv", kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
+			b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+				b.L1Write32(kir.Add(bound, blocks.FaceOffset(r, c, 4)), val)
+			})
+		})
+		gq.Begin(b, []int{cbSlotQ})
+	}
+	gg.Begin(b, []int{cbSlotG})
+	// cacheTile pushes cache tile (t, d) of head, zero past last.
+	cacheTile := func(a *blocks.Access, cb int, dtype ir.DType, head, tt, dd kir.Expr) {
+		b.CBReserveBack(cb, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.IfElse(kir.Gt(tt, lptr), func() {
+			blocks.LocalCopy(b, zero, l1, dtype.TileBytes())
+			b.NoCAsyncReadBarrier()
+		}, func() {
+			blocks.ReadPageTo(b, a, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(Lt)), tt), kir.Ci(Dt)), dd), l1)
+			b.NoCAsyncReadBarrier()
+			b.If(kir.Eq(tt, lptr), func() {
+				blocks.ZeroRows(b, l1, kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
+			})
+		})
+		b.CBPushBack(cb, kir.C(1))
+	}
+	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+		var head, row0 kir.Var // kv head (b*Hkv + j); prefill: position of the item's first query
+		var maskTile func(tt kir.Var)
+		if !prefill {
+			head = b.Let("head", i) // i = b*Hkv + j
+			first := b.Let("first", kir.Add(kir.Mul(kir.Div(i, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(i, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+			rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+				return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+			}
+			gq.Map, gg.Map = rowMap, rowMap
+			b.Comment("the group's query rows")
+			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gq.Page(b, cbQ, dd) })
+			maskTile = func(tt kir.Var) {
+				m := b.Let("m", kir.GetWritePtr{CB: cbMask})
+				b.IfElse(kir.Lt(tt, lptr), func() { blocks.LocalCopy(b, zero, m, fb) }, func() {
+					b.IfElse(kir.Eq(tt, lptr), func() { blocks.LocalCopy(b, bound, m, fb) }, func() { blocks.LocalCopy(b, ninf, m, fb) })
+				})
+				b.NoCAsyncReadBarrier()
+			}
+		} else {
+			st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
+			bh := b.Let("bh", kir.Div(i, kir.Ci(d.St))) // b*H + h
+			u, h := b.Let("u", kir.Div(bh, kir.Ci(d.H))), b.Let("h", kir.Mod(bh, kir.Ci(d.H)))
+			head = b.Let("head", kir.Add(kir.Mul(u, kir.Ci(d.Hkv)), kir.Div(h, kir.Ci(d.G))))
+			row0 = b.Let("row0", kir.Add(posv, kir.Mul(st, kir.Ci(ir.TileSize))))
+			// gate [B,S,H,D]: token s of head h is row (b*S + s)*H + h.
+			gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+				return []blocks.Run{{Src: 0, Row: kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.S)), row), kir.Ci(d.H)), h), Col: col}}
+			}
+			b.Comment("the head's query tile row: q's own pages")
+			blocks.ReadPages(b, qAcc, cbQ, kir.Mul(i, kir.Ci(Dt)), kir.Ci(Dt))
+			maskTile = func(tt kir.Var) {
+				m := b.Let("m", kir.GetWritePtr{CB: cbMask})
+				t0 := b.Let("t0", kir.Mul(tt, kir.Ci(ir.TileSize)))
+				b.IfElse(kir.Le(kir.Add(t0, kir.Ci(ir.TileSize-1)), row0), func() { blocks.LocalCopy(b, zero, m, fb) }, func() {
+					b.IfElse(kir.Gt(t0, kir.Add(row0, kir.Ci(ir.TileSize-1))), func() { blocks.LocalCopy(b, ninf, m, fb) }, func() {
+						b.Comment("the tile crossing the causal diagonal: -inf where t*32 + c > pos + st*32 + r")
+						b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+							qp := b.Let("qp", kir.Add(row0, r))
+							b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+								b.L1Write32(kir.Add(m, blocks.FaceOffset(r, c, 4)), kir.Mul(kir.Gt(kir.Add(t0, c), qp), kir.C(negInf)))
+							})
+						})
+					})
+				})
+				b.NoCAsyncReadBarrier()
+			}
+		}
+		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+			b.CBReserveBack(cbMask, kir.C(1))
+			maskTile(tt)
+			b.CBPushBack(cbMask, kir.C(1))
+			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { cacheTile(kAcc, cbK, k.Type.DType, head, tt, dd) })
+		})
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) { cacheTile(vAcc, cbV, v.Type.DType, head, tt, dd) })
+			page := kir.Expr(dd)
+			if prefill {
+				page = kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd)
+			}
+			gg.Page(b, cbGate, page)
+		})
+	})
+	gg.End(b)
+	if !prefill {
+		gq.End(b)
+	}
+	blocks.ReleaseScratchPages(b, cbConst, 3)
+	blocks.ReleaseScratch(b, cbPos)
+
+	// Compute.
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	citems := cp.RuntimeArg("items")
+	c := blocks.NewCompute(p, cp)
+	cb := c.B
+	c.MatmulStartup(cbQ, cbK, cbS)
+	cb.CBWaitFront(cbScaler, kir.C(1))
+	cb.CBWaitFront(cbOnes, kir.C(1))
+	c.For("i", kir.C(0), citems, func(kir.Var) {
+		cb.CBWaitFront(cbQ, kir.Ci(Dt))
+		cb.Comment("scores: (mask + q k^T) * scale")
+		c.For("t", kir.C(0), kir.Ci(Lt), func(kir.Var) {
+			c.Acquire()
+			cb.CBWaitFront(cbMask, kir.C(1))
+			c.Copy(cbMask, kir.C(0), kir.C(0))
+			cb.CBPopFront(cbMask, kir.C(1))
+			c.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+				cb.CBWaitFront(cbK, kir.C(1))
+				c.Matmul(cbQ, cbK, dd, kir.C(0), kir.C(0), true)
+				cb.CBPopFront(cbK, kir.C(1))
+			})
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(scale)}, kir.C(0))
+			c.PackOut(cbS, 1)
+		})
+		cb.Comment("softmax: -max, exp(s - max), 1/sum")
+		cb.CBWaitFront(cbS, kir.Ci(Lt))
+		c.Acquire()
+		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+			c.Reduce(kir.ReduceMax, kir.ReduceRow, cbS, cbScaler, cbNegMax, tt, kir.C(0), kir.C(0))
+		})
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
+		c.PackOut(cbNegMax, 1)
+		cb.CBWaitFront(cbNegMax, kir.C(1))
+		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+			c.Acquire()
+			c.Copy(cbS, tt, kir.C(0))
+			c.Matmul(cbNegMax, cbOnes, kir.C(0), kir.C(0), kir.C(0), false)
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
+			c.PackOut(cbP, 1)
+		})
+		cb.CBPopFront(cbNegMax, kir.C(1))
+		cb.CBPopFront(cbS, kir.Ci(Lt))
+		cb.CBWaitFront(cbP, kir.Ci(Lt))
+		c.Acquire()
+		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+			c.Reduce(kir.ReduceSum, kir.ReduceRow, cbP, cbScaler, cbRecip, tt, kir.C(0), kir.C(0))
+		})
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
+		c.PackOut(cbRecip, 1)
+		cb.CBWaitFront(cbRecip, kir.C(1))
+		cb.Comment("per D tile: (p v) / sum, times sigmoid(gate)")
+		c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
+			c.Acquire()
+			c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+				cb.CBWaitFront(cbV, kir.C(1))
+				c.Matmul(cbP, cbV, tt, kir.C(0), kir.C(0), false)
+				cb.CBPopFront(cbV, kir.C(1))
+			})
+			c.PackOut(cbPV, 1)
+			cb.CBWaitFront(cbPV, kir.C(1))
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastCols, cbPV, cbRecip, kir.C(0), kir.C(0), kir.C(0))
+			cb.CBPopFront(cbPV, kir.C(1))
+			c.PackOut(cbO, 1)
+			c.Unary(cbGate, cbSig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, cbO, cbSig, cbOut, false, nil)
+		})
+		cb.CBPopFront(cbRecip, kir.C(1))
+		cb.CBPopFront(cbP, kir.Ci(Lt))
+		cb.CBPopFront(cbQ, kir.Ci(Dt))
+	})
+	cb.CBPopFront(cbOnes, kir.C(1))
+	cb.CBPopFront(cbScaler, kir.C(1))
+
+	// Writer.
+	wr := newWriter(p, rs)
+	oAcc := acc(wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	b = wr.Builder()
+	if prefill {
+		// out [B,S,H*D]: tile row st of user b, tile column h*Dt + d.
+		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
+			st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
+			bh := b.Let("bh", kir.Div(i, kir.Ci(d.St)))
+			u, h := kir.Div(bh, kir.Ci(d.H)), kir.Mod(bh, kir.Ci(d.H))
+			first := b.Let("first", kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.St)), st), kir.Ci(d.H*Dt)), kir.Mul(h, kir.Ci(Dt))))
+			blocks.WritePages(b, oAcc, cbOut, first, kir.Ci(Dt))
+		})
+	} else {
+		// Row g of each result tile is row 0 of an output tile.
+		oeb, otb := blocks.ElemBytes(out.Type.DType), out.Type.DType.TileBytes()
+		otile := blocks.Scratch(b, cbAsm, "otile")
+		blocks.FillWords(b, otile, otb, 0)
+		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
+			u := b.Let("u", kir.Div(i, kir.Ci(d.Hkv)))
+			j := b.Let("j", kir.Mod(i, kir.Ci(d.Hkv)))
+			first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+				b.CBWaitFront(cbOut, kir.C(1))
+				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
+				b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+					blocks.CopyTileRow(b, src, g, otile, kir.C(0), oeb)
+					b.NoCAsyncReadBarrier()
+					b.NoCAsyncWrite(otile, oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+					b.NoCAsyncWriteBarrier()
+				})
+				b.CBPopFront(cbOut, kir.C(1))
+			})
+		})
+		blocks.ReleaseScratch(b, cbAsm)
+	}
+
+	for ci, core := range cores {
+		s, n := plan.Range(ci)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
