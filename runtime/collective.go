@@ -49,6 +49,12 @@ func (m *Mesh) row(r int) (*kexec.Cluster, error) {
 // a transfer no card sends) is returned as a *kexec.DeadlockError naming
 // the card, the core and what it waits for; errors name the row.
 func (m *Mesh) LaunchCollective(p *kir.Program) ([]*kexec.Stats, error) {
+	return m.launchCollective(p, nil)
+}
+
+// launchCollective is LaunchCollective with program buffer names bound to
+// mesh tensor names.
+func (m *Mesh) launchCollective(p *kir.Program, binding map[string]string) ([]*kexec.Stats, error) {
 	if p == nil {
 		return nil, fmt.Errorf("runtime: LaunchCollective: nil program")
 	}
@@ -58,7 +64,7 @@ func (m *Mesh) LaunchCollective(p *kir.Program) ([]*kexec.Stats, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := c.RunAll(p, kexec.RunOptions{})
+		st, err := c.RunAll(p, kexec.RunOptions{Binding: binding})
 		if err != nil {
 			if m.Shape.Rows > 1 {
 				return nil, fmt.Errorf("runtime: mesh row %d: %w", r, err)
@@ -77,7 +83,7 @@ func (e *Executable) RunCollective(i int) error {
 		return fmt.Errorf("runtime: program %d out of range (%d programs)", i, len(e.Build.Programs))
 	}
 	p := e.Build.Programs[i]
-	if _, err := e.Mesh.LaunchCollective(p.Kernel); err != nil {
+	if _, err := e.Mesh.launchCollective(p.Kernel, e.binding); err != nil {
 		return fmt.Errorf("runtime: program %d %s (%s) on mesh %s: %w", i, p.Kernel.Name, p.Op.Where(), e.Mesh.Shape, err)
 	}
 	return nil

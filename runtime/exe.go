@@ -14,20 +14,33 @@ type Executable struct {
 	Mesh  *Mesh
 	Build *codegen.Build
 	names map[*ir.Value]string
+	// binding maps the build's buffer names to the mesh's tensor names:
+	// weights and state are shared by every build loaded on the mesh (the
+	// prefill and decode builds of one model), every other buffer is the
+	// build's own ("b<N>/<name>").
+	binding map[string]string
 }
 
-// Load allocates every buffer of b on every device of m.
+// Load allocates every buffer of b on every device of m. Weights and state
+// (by name) are shared with builds loaded earlier on m; inputs and
+// intermediate values get buffers of their own.
 func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 	if b.Graph.Mesh != m.Shape {
 		return nil, fmt.Errorf("runtime: build is for mesh %s, opened mesh is %s", b.Graph.Mesh, m.Shape)
 	}
-	e := &Executable{Mesh: m, Build: b, names: map[*ir.Value]string{}}
+	m.loads++
+	e := &Executable{Mesh: m, Build: b, names: map[*ir.Value]string{}, binding: map[string]string{}}
 	for _, s := range b.Buffers {
-		t := Tensor{Buffer: kir.Buffer{Name: s.Name, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages}, Shape: s.Shape}
+		dn := s.Name
+		if k := s.Value.Kind; k != ir.KindWeight && k != ir.KindState {
+			dn = fmt.Sprintf("b%d/%s", m.loads, s.Name)
+		}
+		t := Tensor{Buffer: kir.Buffer{Name: dn, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages}, Shape: s.Shape}
 		if err := m.Alloc(t); err != nil {
 			return nil, err
 		}
-		e.names[s.Value] = s.Name
+		e.names[s.Value] = dn
+		e.binding[s.Name] = dn
 	}
 	return e, nil
 }
@@ -84,7 +97,7 @@ func (e *Executable) RunProgram(i int) error {
 		return e.RunCollective(i)
 	}
 	for d := 0; d < e.Mesh.Devices(); d++ {
-		if _, err := e.Mesh.Launch(d, p.Kernel); err != nil {
+		if _, err := e.Mesh.launch(d, p.Kernel, e.binding); err != nil {
 			return fmt.Errorf("runtime: device %d: program %d %s (%s): %w", d, i, p.Kernel.Name, p.Op.Where(), err)
 		}
 	}

@@ -31,6 +31,7 @@ type Mesh struct {
 	Target  *target.Target
 	devices []*kexec.Device
 	tensors map[string]Tensor
+	loads   int // builds loaded, for naming their private buffers
 }
 
 // Open opens every device of mesh on backend ("sim" or "blackhole").
@@ -159,6 +160,15 @@ func (m *Mesh) Launch(dev int, p *kir.Program) (*kexec.Stats, error) {
 		return nil, fmt.Errorf("runtime: program %q has ethernet kernels: it is a collective and runs on all devices of a mesh row at once (LaunchCollective)", p.Name)
 	}
 	return d.Run(p, kexec.RunOptions{})
+}
+
+// launch is Launch with program buffer names bound to mesh tensor names.
+func (m *Mesh) launch(dev int, p *kir.Program, binding map[string]string) (*kexec.Stats, error) {
+	d, err := m.device(dev)
+	if err != nil {
+		return nil, err
+	}
+	return d.Run(p, kexec.RunOptions{Binding: binding})
 }
 
 // lead, rows, cols give the batched-matrix view of a shape used by tile layout.
