@@ -440,6 +440,17 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	for pi, pt := range f.parts {
 		out := outCB[pt.out.Type.DType]
 		count := counts[pi]
+		// Enter the loop configured for the first product and its packing,
+		// so a plain part's loop body keeps that configuration.
+		first := out
+		switch f.epi {
+		case epiAdd:
+			first = cbMM
+		case epiSwiGLU:
+			first = cbGate
+		}
+		c.MatmulConfig(cbAct, wCB[cbKey{0, pt.weights[0].Type.DType}], false)
+		c.PackConfig(first)
 		c.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
 			sb := subBlock(cb, count, nb)
 			for slot, w := range pt.weights {
@@ -453,6 +464,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				case f.epi == epiSwiGLU:
 					dst = cbUp
 				}
+				c.MatmulConfig(cbAct, wcb, false)
 				c.Acquire()
 				c.For("k", kir.C(0), cKt, func(kk kir.Var) {
 					c.For("j", kir.C(0), sb, func(j kir.Var) {
@@ -463,6 +475,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				})
 				c.Commit()
 				c.Wait()
+				c.PackConfig(dst)
 				c.For("j", kir.C(0), sb, func(j kir.Var) {
 					cb.CBReserveBack(dst, kir.C(1))
 					c.Pack(j, dst)

@@ -58,17 +58,16 @@ import (
 
 // sdpaDims are the sizes of one gated SDPA.
 type sdpaDims struct {
-	prefill          bool
-	B, H, Hkv, G     int
-	S, D, L          int
-	Dt, Lt, St, Rows int // Rows: valid query rows of a full item
-	items            int
+	B, H, Hkv, G int
+	S, D, L      int
+	Dt, Lt, St   int
+	items        int
 }
 
 func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
 	q, k, v, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[4], op.Result()
 	qs, ks := q.Type.Shape, k.Type.Shape
-	d := sdpaDims{prefill: prefill, S: 1}
+	d := sdpaDims{S: 1}
 	if !prefill {
 		if qs.Rank() != 3 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[2] || ks[1] == 0 || qs[1]%ks[1] != 0 ||
 			!gate.Type.Shape.Equal(qs) || !out.Type.Shape.Equal(ir.Shape{qs[0], 1, qs[1] * qs[2]}) {
@@ -89,9 +88,9 @@ func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
 	}
 	d.Dt, d.Lt, d.St = d.D/ir.TileSize, (d.L+ir.TileSize-1)/ir.TileSize, (d.S+ir.TileSize-1)/ir.TileSize
 	if prefill {
-		d.items, d.Rows = d.B*d.H*d.St, min(d.S, ir.TileSize)
+		d.items = d.B * d.H * d.St
 	} else {
-		d.items, d.Rows = d.B*d.Hkv, d.G
+		d.items = d.B * d.Hkv
 	}
 	return d, nil
 }

@@ -4,13 +4,13 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(0,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
-//          c_1 weight: 2 x 2048 B Float16_b
-//          c_2 scaler: 1 x 2048 B Float16_b
+//          c_1 scaler: 1 x 2048 B Float16_b
+//          c_2 weight: 2 x 2048 B Float16_b
 //          c_16 out: 2 x 2048 B Float16_b
-//          c_24 x_squared: 2 x 2048 B Float16_b
-//          c_25 weight_plus_offset: 2 x 4096 B Float32
-//          c_26 rsqrt_mean: 1 x 4096 B Float32
-//          c_27 x_normed: 2 x 4096 B Float32
+//          c_24 x_squared: 2 x 4096 B Float32
+//          c_25 rsqrt_mean: 1 x 4096 B Float32
+//          c_26 x_normed: 2 x 4096 B Float32
+//          c_27 weight_plus_offset: 2 x 4096 B Float32
 
 #include <cstdint>
 #include "api/compute/bcast.h"
@@ -30,99 +30,96 @@ void kernel_main() {
     constexpr uint32_t wt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
     const uint32_t num_rows = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
-    compute_kernel_hw_startup(0, 2, 16);
-    // weight + offset, kept for every row
-    reconfig_data_format(1, 1);
-    pack_reconfig_data_format(25);
-    copy_init(1);
-    binop_with_scalar_tile_init();
-    for (uint32_t j = 0; j < wt; ++j) {
-        cb_wait_front(1, 1);
-        tile_regs_acquire();
-        copy_tile(1, 0, 0);
-        add_unary_tile(0, 0x3f800000u);  // scalar 1
-        cb_pop_front(1, 1);
-        tile_regs_commit();
-        cb_reserve_back(25, 1);
-        tile_regs_wait();
-        pack_tile(0, 25);
-        tile_regs_release();
-        cb_push_back(25, 1);
-    }
-    cb_wait_front(25, wt);
-    cb_wait_front(2, 1);
+    compute_kernel_hw_startup(0, 1, 16);
+    cb_wait_front(1, 1);
     for (uint32_t r = 0; r < num_rows; ++r) {
         cb_wait_front(0, wt);
         // x^2
-        reconfig_data_format(0, 0);
-        pack_reconfig_data_format(24);
-        copy_init(0);
-        square_tile_init();
-        for (uint32_t j_2 = 0; j_2 < wt; ++j_2) {
+        for (uint32_t j = 0; j < wt; ++j) {
             tile_regs_acquire();
-            copy_tile(0, j_2, 0);
+            copy_init(0);
+            copy_tile(0, j, 0);
+            square_tile_init();
             square_tile(0);
             tile_regs_commit();
+            pack_reconfig_data_format(24);
             cb_reserve_back(24, 1);
             tile_regs_wait();
             pack_tile(0, 24);
             tile_regs_release();
             cb_push_back(24, 1);
+            pack_reconfig_data_format(16);
         }
         // rsqrt(sum(x^2) / H + eps), in column 0
         cb_wait_front(24, wt);
-        reconfig_data_format(24, 2);
-        pack_reconfig_data_format(26);
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 2, 26);
         tile_regs_acquire();
-        for (uint32_t j_3 = 0; j_3 < wt; ++j_3) {
-            reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 2, j_3, 0, 0);
+        for (uint32_t j_2 = 0; j_2 < wt; ++j_2) {
+            reconfig_data_format(24, 1);
+            reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 1, 25);
+            reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 1, j_2, 0, 0);
+            reconfig_data_format(0, 1);
         }
-        reduce_uninit();
         binop_with_scalar_tile_init();
         mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
-        binop_with_scalar_tile_init();
         add_unary_tile(0, 0x358637bdu);  // scalar 1e-06
         rsqrt_tile_init();
         rsqrt_tile(0);
         tile_regs_commit();
-        cb_reserve_back(26, 1);
+        pack_reconfig_data_format(25);
+        cb_reserve_back(25, 1);
         tile_regs_wait();
-        pack_tile(0, 26);
+        pack_tile(0, 25);
         tile_regs_release();
-        cb_push_back(26, 1);
+        cb_push_back(25, 1);
         cb_pop_front(24, wt);
-        cb_wait_front(26, 1);
-        // x * rsqrt (column broadcast) * weight (row broadcast)
-        for (uint32_t j_4 = 0; j_4 < wt; ++j_4) {
-            reconfig_data_format(0, 26);
-            pack_reconfig_data_format(27);
-            mul_bcast_cols_init(0, 26);
+        cb_wait_front(25, 1);
+        // x * rsqrt (column broadcast) [* weight (row broadcast)]
+        for (uint32_t j_3 = 0; j_3 < wt; ++j_3) {
             tile_regs_acquire();
-            mul_tiles_bcast_cols(0, 26, j_4, 0, 0);
+            reconfig_data_format(0, 25);
+            mul_bcast_cols_init(0, 25);
+            mul_tiles_bcast_cols(0, 25, j_3, 0, 0);
+            tile_regs_commit();
+            cb_reserve_back(26, 1);
+            tile_regs_wait();
+            pack_tile(0, 26);
+            tile_regs_release();
+            cb_push_back(26, 1);
+            cb_wait_front(2, 1);
+            tile_regs_acquire();
+            copy_init(2);
+            copy_tile(2, 0, 0);
+            binop_with_scalar_tile_init();
+            add_unary_tile(0, 0x3f800000u);  // scalar 1
+            cb_pop_front(2, 1);
             tile_regs_commit();
             cb_reserve_back(27, 1);
             tile_regs_wait();
             pack_tile(0, 27);
             tile_regs_release();
             cb_push_back(27, 1);
+            cb_wait_front(26, 1);
             cb_wait_front(27, 1);
-            reconfig_data_format(27, 25);
-            pack_reconfig_data_format(16);
-            mul_bcast_rows_init(27, 25);
             tile_regs_acquire();
-            mul_tiles_bcast_rows(27, 25, 0, j_4, 0);
+            reconfig_data_format(26, 27);
+            mul_bcast_rows_init(26, 27);
+            mul_tiles_bcast_rows(26, 27, 0, 0, 0);
+            cb_pop_front(26, 1);
+            cb_pop_front(27, 1);
             tile_regs_commit();
+            pack_reconfig_data_format(16);
             cb_reserve_back(16, 1);
             tile_regs_wait();
             pack_tile(0, 16);
             tile_regs_release();
             cb_push_back(16, 1);
-            cb_pop_front(27, 1);
+            reconfig_data_format(0, 1);
+            pack_reconfig_data_format(25);
+            rsqrt_tile_init();
         }
-        cb_pop_front(26, 1);
+        cb_pop_front(25, 1);
         cb_pop_front(0, wt);
+        pack_reconfig_data_format(16);
     }
-    cb_pop_front(25, wt);
-    cb_pop_front(2, 1);
+    cb_pop_front(1, 1);
 }

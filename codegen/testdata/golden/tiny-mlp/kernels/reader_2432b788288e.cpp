@@ -12,10 +12,10 @@ void kernel_main() {
     constexpr uint32_t nt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
     const uint32_t x_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
-    for (uint32_t c = 0; c < nt; ++c) {
+    for (uint32_t i = 0; i < nt; ++i) {
         cb_reserve_back(0, 1);
         uint32_t l1 = get_write_ptr(0);
-        noc_async_read(get_noc_addr_from_bank_id<true>(c % 8u, x_addr + c / 8u * 2048u), l1, 2048);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % 8u, x_addr + (0u + i) / 8u * 2048u), l1, 2048);
         noc_async_read_barrier();
         cb_push_back(0, 1);
     }

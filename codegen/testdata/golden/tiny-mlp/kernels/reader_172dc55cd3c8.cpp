@@ -20,7 +20,8 @@ void kernel_main() {
     const uint32_t table_addr = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
     cb_reserve_back(0, 1);
-    noc_async_read(get_noc_addr_from_bank_id<true>(0u % 8u, ids_addr + 0u / 8u * 64u), get_write_ptr(0), 8);
+    uint32_t l1 = get_write_ptr(0);
+    noc_async_read(get_noc_addr_from_bank_id<true>(0u % 8u, ids_addr + 0u / 8u * 64u), l1, 8);
     noc_async_read_barrier();
     cb_push_back(0, 1);
     cb_wait_front(0, 1);
@@ -28,8 +29,8 @@ void kernel_main() {
     // a zeroed tile for the padding rows
     cb_reserve_back(24, 1);
     uint32_t zp = get_write_ptr(24);
-    for (uint32_t i = 0; i < 512; ++i) {
-        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(zp + i * 4u) = 0;
+    for (uint32_t w = 0; w < 512; ++w) {
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(zp + w * 4u) = 0;
     }
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
