@@ -23,7 +23,7 @@ import (
 // of output tile columns with the weights whose tiles for those columns
 // are multiplied on the same core (one weight; gate and up for
 // matmul_swiglu) and the result the part writes. The tile columns of all
-// parts, laid end to end, are split over the grid by planFusedMatmul (the
+// parts, laid end to end, are split over the grid by fusedMatmul.plan (the
 // cost model of PlanMatmul, with every column costing the tile products of
 // all its part's weights plus its epilogue, and the prologue added to each
 // core's fixed cost), so a core's range may straddle parts: every core gets
@@ -35,7 +35,9 @@ import (
 // weights (and, for matmul_add, the sub-block's residual tiles). Compute
 // accumulates each weight's products over K in fp32 DEST and packs the
 // sub-block, which rounds it once to the result dtype; the epilogue then
-// works tile by tile on those rounded tiles:
+// works tile by tile on those rounded tiles. The matmul and packer
+// configuration is set before the loops (blocks.Compute.MatmulConfig,
+// PackConfig), so the K loop body is just the tile products:
 //
 //   - matmul2/3/4, rmsnorm_matmul: the packed tiles are the result (each
 //     sibling's tiles go to its own result; CBs are shared between parts of
@@ -47,8 +49,8 @@ import (
 //     accumulated on the same core, one after the other, and packed to two
 //     CBs of a's dtype (r(a @ w_gate), r(a @ w_up)); per tile the SFPU
 //     applies silu to the gate tile, packed to a's dtype (r(silu)), and the
-//     FPU multiplies it by the up tile (a product of two stored values,
-//     exact in fp32 at HiFi4), packed (r).
+//     FPU multiplies it by the up tile (the fp32 product of the two stored
+//     values; exact for bf16 at HiFi4), packed (r).
 //
 // rmsnorm_matmul's prologue: every matmul core reads x and the norm weight
 // and computes the normalised activation row itself (the RMSNorm steps of
@@ -60,8 +62,8 @@ import (
 // ~4 eltwise tile ops per K tile on every core but needs a semaphore
 // handshake across the grid; in decode every core reads the whole
 // activation row anyway, the prologue is small next to the weight stream
-// of a big matmul (the 27B lm_head: 160 K tiles against ~2,800 weight
-// tiles per core), and it keeps the program free of inter-core
+// of a big matmul (the 27B lm_head at 1x2: 4 tile ops per K tile against
+// 160 x 194 weight tiles per core), and it keeps the program free of inter-core
 // synchronisation. The cost model charges the prologue to each core.
 //
 // # add_rmsnorm
@@ -185,7 +187,7 @@ func (f *fusedMatmul) check() error {
 		return fmt.Errorf("rule matmul-shape: the activation %s must be [..., M, K]", as)
 	}
 	k := as.Cols2D()
-	if k%ir.TileSize != 0 {
+	if k == 0 || k%ir.TileSize != 0 {
 		return fmt.Errorf("rule matmul-k: K = %d must be a multiple of %d (tile padding must not enter the sum)", k, ir.TileSize)
 	}
 	f.kt = k / ir.TileSize
@@ -565,7 +567,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	xs := a.Type.Shape
 	hd := xs.Cols2D()
-	if hd%ir.TileSize != 0 {
+	if hd == 0 || hd%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule rmsnorm-hidden: the last dim %d of a must be a multiple of %d (tile padding must not enter the mean)", hd, ir.TileSize)
 	}
 	if !bv.Type.Shape.Equal(xs) || !h.Type.Shape.Equal(xs) || !normed.Type.Shape.Equal(xs) {
@@ -812,6 +814,9 @@ func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
 	tokens, hd := ids.Type.Shape.Cols2D(), table.Type.Shape[1]
+	if hd == 0 || tokens == 0 {
+		return nil, fmt.Errorf("rule embedding-shape: %d ids of a table with %d columns gather nothing", tokens, hd)
+	}
 	if out.Type.Shape.Numel() != tokens*hd {
 		return nil, fmt.Errorf("rule reshape-numel: %d ids x %d columns do not fill the result %s", tokens, hd, out.Type.Shape)
 	}

@@ -65,11 +65,11 @@ func TestReportOpsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	// 3 layers x (rmsnorm, gate, silu, up, mul, down, add) + embedding + (rmsnorm, lm_head, argmax).
-	if r.Model != "tiny-mlp" || r.Mesh != "1x1" || r.Stage != "fused" || r.TotalOps != 3*7+1+3 || len(r.Layers) != 3 {
+	// 3 layers x (rmsnorm, matmul_swiglu, matmul_add) + embedding + (rmsnorm_matmul, argmax).
+	if r.Model != "tiny-mlp" || r.Mesh != "1x1" || r.Stage != "fused" || r.TotalOps != 3*3+1+2 || len(r.Layers) != 3 {
 		t.Errorf("report = %+v", r)
 	}
-	if r.Layers[2].ByOp["rmsnorm"] != 1 || r.Layers[2].Ops != 7 {
+	if r.Layers[2].ByOp["rmsnorm"] != 1 || r.Layers[2].ByOp["matmul_swiglu"] != 1 || r.Layers[2].ByOp["matmul_add"] != 1 || r.Layers[2].Ops != 3 {
 		t.Errorf("layer 2 = %+v", r.Layers[2])
 	}
 }

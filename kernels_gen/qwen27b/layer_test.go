@@ -1,0 +1,194 @@
+package qwen27b
+
+import (
+	"hash/fnv"
+	"math/rand"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	model "github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+	"github.com/tcc-dev/tcc/runtime"
+	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+// fullLayer is one decoder layer of the full-size 27B fused decode graph at
+// mesh 1x2, as a standalone graph, with per-device weights, state and
+// inputs drawn like the model's (whole tensors cut per card).
+type fullLayer struct {
+	g    *ir.Graph
+	envs []map[*ir.Value][]float32
+}
+
+func buildFullLayer(tb testing.TB, index int) fullLayer {
+	tb.Helper()
+	o := model.DefaultOptions()
+	mesh := ir.Mesh{Rows: 1, Cols: 2}
+	g, _, err := model.BuildGraph(o, mesh)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := passes.Run(g, passes.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	whole, _, err := model.BuildGraph(o, ir.Mesh{Rows: 1, Cols: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wholeByName := map[string]*ir.Value{}
+	for _, v := range append(append([]*ir.Value(nil), whole.Weights...), whole.States...) {
+		wholeByName[v.Name] = v
+	}
+	sub, _, err := ir.ExtractRegion(g, g.Layers()[index])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	envs := []map[*ir.Value][]float32{{}, {}}
+	for _, v := range append(append([]*ir.Value(nil), sub.Weights...), sub.States...) {
+		wv := wholeByName[v.Name]
+		h := fnv.New64a()
+		h.Write([]byte(v.Name))
+		data := model.Model{}.InitWeight(wv, rand.New(rand.NewSource(int64(h.Sum64()))))
+		share, err := model.ShareOf(o.Config, v.Name, 2)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for d := 0; d < 2; d++ {
+			cut, _, err := share.Cut(data, wv.Type.Shape, d, 2)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			envs[d][v] = cut
+		}
+	}
+	rng := rand.New(rand.NewSource(7))
+	const pos = 5
+	cos, sin := model.RopeTables(o.Config.RotaryDim(), o.Config.RopeTheta, pos, 1)
+	for _, v := range sub.Inputs {
+		var data []float32
+		switch v.Name {
+		case "pos":
+			data = []float32{pos}
+		case "rope.cos":
+			data = cos
+		case "rope.sin":
+			data = sin
+		default: // the residual stream from the previous layer
+			data = make([]float32, v.Type.Shape.Numel())
+			for i := range data {
+				data[i] = float32(rng.NormFloat64())
+			}
+		}
+		envs[0][v], envs[1][v] = data, data
+	}
+	return fullLayer{g: sub, envs: envs}
+}
+
+// run compiles the layer, runs its programs on a simulated 1x2 mesh and
+// returns device 0's outputs and the wall time of the run.
+func (l fullLayer) run(tb testing.TB) ([][]float32, time.Duration) {
+	tb.Helper()
+	b, err := codegen.Compile(l.g, target.Blackhole())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mesh, err := runtime.Open("sim", l.g.Mesh)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	exe, err := runtime.Load(mesh, b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for d, env := range l.envs {
+		for v, data := range env {
+			if err := exe.UploadTo(d, v, data); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	if err := exe.Run(); err != nil {
+		tb.Fatal(err)
+	}
+	took := time.Since(start)
+	var outs [][]float32
+	for _, v := range l.g.Outputs {
+		got, err := exe.Download(v)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		outs = append(outs, got)
+	}
+	return outs, took
+}
+
+// check compares the layer's device outputs with the reference evaluator
+// at the same formats.
+func (l fullLayer) check(t *testing.T, outs [][]float32) {
+	envs := make([]map[*ir.Value]ref.Tensor, len(l.envs))
+	for d, env := range l.envs {
+		envs[d] = map[*ir.Value]ref.Tensor{}
+		for v, data := range env {
+			envs[d][v] = ref.Tensor{Shape: v.Type.Shape.Clone(), Data: data}
+		}
+	}
+	want, err := ref.EvalMesh(l.g, envs, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range l.g.Outputs {
+		pcc := numerics.PCC(want[0][v].Data, outs[i])
+		t.Logf("%s output %d %s: PCC %.6f, max rel err %.3g", l.g.Name, i, v.Type.Shape, pcc, numerics.MaxRelErr(want[0][v].Data, outs[i]))
+		if pcc < 0.999 {
+			t.Errorf("%s output %d: PCC %.6f < 0.999", l.g.Name, i, pcc)
+		}
+	}
+}
+
+// fullWidth gates the full-size layer runs, which take minutes on the
+// simulator: set TCC_FULL_WIDTH=1 (the benchmarks always run them).
+func fullWidth(t *testing.T) {
+	if os.Getenv("TCC_FULL_WIDTH") == "" {
+		t.Skip("full-width 27B layers on the simulator take minutes; set TCC_FULL_WIDTH=1 to run (BenchmarkFullWidthLayers runs them too)")
+	}
+}
+
+func TestFullWidthGDNLayer(t *testing.T) {
+	fullWidth(t)
+	l := buildFullLayer(t, 0)
+	outs, took := l.run(t)
+	t.Logf("GDN layer 0, 27B, mesh 1x2: %d programs per card in %v on the sim", l.g.NumOps(), took)
+	l.check(t, outs)
+}
+
+func TestFullWidthAttentionLayer(t *testing.T) {
+	fullWidth(t)
+	l := buildFullLayer(t, 3)
+	outs, took := l.run(t)
+	t.Logf("attention layer 3, 27B, mesh 1x2: %d programs per card in %v on the sim", l.g.NumOps(), took)
+	l.check(t, outs)
+}
+
+// BenchmarkFullWidthLayers reports the simulator's time for one full-size
+// GDN and one attention decoder layer (both cards of mesh 1x2).
+func BenchmarkFullWidthLayers(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		index int
+	}{{"gdn", 0}, {"attention", 3}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := buildFullLayer(b, c.index)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, took := l.run(b)
+				b.ReportMetric(took.Seconds(), "sim-s/layer")
+			}
+		})
+	}
+}
