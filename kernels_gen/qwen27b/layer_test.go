@@ -118,14 +118,31 @@ func (l fullLayer) run(tb testing.TB) ([][]float32, time.Duration) {
 	}
 	took := time.Since(start)
 	var outs [][]float32
-	for _, v := range l.g.Outputs {
-		got, err := exe.Download(v)
-		if err != nil {
-			tb.Fatal(err)
+	for _, v := range l.checked() {
+		if s, ok := v.(*ir.Value); ok {
+			got, err := exe.Download(s)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			outs = append(outs, got)
 		}
-		outs = append(outs, got)
 	}
 	return outs, took
+}
+
+// checked lists what is compared: the outputs, then each state (read back
+// from its buffer, updated in place) in declaration order.
+func (l fullLayer) checked() []any {
+	var vs []any
+	for _, v := range l.g.Outputs {
+		vs = append(vs, v)
+	}
+	for _, s := range l.g.States {
+		if _, ok := l.g.StateUpdates[s]; ok {
+			vs = append(vs, s)
+		}
+	}
+	return vs
 }
 
 // check compares the layer's device outputs with the reference evaluator
@@ -142,11 +159,16 @@ func (l fullLayer) check(t *testing.T, outs [][]float32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range l.g.Outputs {
-		pcc := numerics.PCC(want[0][v].Data, outs[i])
-		t.Logf("%s output %d %s: PCC %.6f, max rel err %.3g", l.g.Name, i, v.Type.Shape, pcc, numerics.MaxRelErr(want[0][v].Data, outs[i]))
+	for i, c := range l.checked() {
+		v := c.(*ir.Value)
+		w := want[0][v].Data
+		if nv, ok := l.g.StateUpdates[v]; ok {
+			w = want[0][nv].Data
+		}
+		pcc := numerics.PCC(w, outs[i])
+		t.Logf("%s %s %q %s: PCC %.6f, max rel err %.3g", l.g.Name, v.Kind, v.Name, v.Type.Shape, pcc, numerics.MaxRelErr(w, outs[i]))
 		if pcc < 0.999 {
-			t.Errorf("%s output %d: PCC %.6f < 0.999", l.g.Name, i, pcc)
+			t.Errorf("%s %s %q: PCC %.6f < 0.999", l.g.Name, v.Kind, v.Name, pcc)
 		}
 	}
 }

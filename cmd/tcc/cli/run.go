@@ -38,9 +38,11 @@ mesh, upload deterministic random weights (each device its shard), and run
 --steps greedy decode steps, program by program, the state kept on the device.
 
 With --check, every step's outputs are compared with the reference evaluator
-run on the same graph at the same storage formats: the logits' PCC and max
-relative error are printed per step and the next tokens must match (unless the
-reference's top two logits nearly tie). The logits are also compared with an
+run on the same graph at the same storage formats, starting from the state the
+device holds before the step: the logits' PCC and max relative error are
+printed per step and the next tokens must match (unless the reference's top two
+logits nearly tie). A free-running reference that carries its own state from
+the first step is printed too, for information: it shows the drift. The logits are also compared with an
 fp32 reference (fp32 math, no activation rounding, on the weight values as
 stored) at --fp32-threshold, and, for information, with fp32 math on the
 unquantized weights (that gap is the weight formats', e.g. bfp4_b's). tcc exits
@@ -144,9 +146,14 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	// References: same formats; fp32 math on the weights as stored on the
 	// device (thresholded); fp32 math on the unquantized weights (reported:
 	// it measures the weight formats, e.g. bfp4_b, not the compiler).
+	// The thresholded references start every step from the state the
+	// device holds before it (each step's programs are checked on their
+	// own); the free-running ones carry their own state from the start and
+	// show how far the two drift apart over the run.
 	refs := []refKind{
-		{label: "same formats", opts: ref.DefaultOptions(), threshold: rf.threshold},
-		{label: "fp32", opts: ref.ExactOptions(), storedWeights: true, threshold: rf.fp32Threshold},
+		{label: "same formats", opts: ref.DefaultOptions(), threshold: rf.threshold, deviceState: true},
+		{label: "fp32", opts: ref.ExactOptions(), storedWeights: true, threshold: rf.fp32Threshold, deviceState: true},
+		{label: "free-running same formats", opts: ref.DefaultOptions()},
 		{label: "fp32 unquantized weights", opts: ref.ExactOptions()},
 	}
 	refState := make([][]map[string][]float32, len(refs))
@@ -172,6 +179,12 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 				}
 			}
 		}
+		var pre []map[string][]float32
+		if rf.check {
+			if pre, err = deviceState(sg); err != nil {
+				return nil, err
+			}
+		}
 		if err := sg.exe.Run(); err != nil {
 			return nil, err
 		}
@@ -191,6 +204,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		line := fmt.Sprintf("%-9s", step)
 		for i, rk := range refs {
+			if rk.deviceState {
+				refState[i] = cloneNamed(pre)
+			}
 			want, err := evalStep(sg.graph, byName, refState[i], ins, rk.opts, rk.storedWeights)
 			if err != nil {
 				return nil, fmt.Errorf("reference evaluator (%s): %w", step, err)
@@ -253,6 +269,23 @@ type refKind struct {
 	opts          ref.Options
 	storedWeights bool    // round weights through their storage format first
 	threshold     float64 // 0: reported only
+	deviceState   bool    // start each step from the device's state
+}
+
+// deviceState reads every state of sg's graph from every device, by name.
+func deviceState(sg *stepGraph) ([]map[string][]float32, error) {
+	out := make([]map[string][]float32, sg.exe.Mesh.Devices())
+	for d := range out {
+		out[d] = map[string][]float32{}
+		for _, s := range sg.graph.States {
+			data, err := sg.exe.DownloadFrom(d, s)
+			if err != nil {
+				return nil, err
+			}
+			out[d][s.Name] = data
+		}
+	}
+	return out, nil
 }
 
 // evalStep runs the reference for one step on every device, feeding and
