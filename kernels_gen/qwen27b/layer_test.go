@@ -3,7 +3,6 @@ package qwen27b
 import (
 	"hash/fnv"
 	"math/rand"
-	"os"
 	"testing"
 	"time"
 
@@ -173,12 +172,14 @@ func (l fullLayer) check(t *testing.T, outs [][]float32) {
 	}
 }
 
-// fullWidth gates the full-size layer runs, which take minutes on the
-// simulator: set TCC_FULL_WIDTH=1 (the benchmarks always run them).
+// fullWidth runs the full-size layer tests in parallel with each other;
+// each takes one to two minutes of simulator time, so -short skips them
+// (BenchmarkFullWidthLayers reports their time).
 func fullWidth(t *testing.T) {
-	if os.Getenv("TCC_FULL_WIDTH") == "" {
-		t.Skip("full-width 27B layers on the simulator take minutes; set TCC_FULL_WIDTH=1 to run (BenchmarkFullWidthLayers runs them too)")
+	if testing.Short() {
+		t.Skip("-short: skipping a full-width 27B layer on the simulator (1-2 minutes)")
 	}
+	t.Parallel()
 }
 
 func TestFullWidthGDNLayer(t *testing.T) {
