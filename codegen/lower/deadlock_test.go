@@ -76,4 +76,3 @@ func TestBrokenLoweringDeadlocks(t *testing.T) {
 		}
 	}
 }
-
