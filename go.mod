@@ -3,13 +3,15 @@ module github.com/tcc-dev/tcc
 go 1.26.8
 
 require (
-	github.com/dave/jennifer v1.7.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/dave/jennifer v1.7.1
+	github.com/google/go-cmp v0.7.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	golang.org/x/tools v0.52.0
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 )
