@@ -145,19 +145,26 @@ func TestFusedOpInGraph(t *testing.T) {
 	if diff := cmp.Diff(one[0], res[y]); diff != "" {
 		t.Errorf("Eval vs EvalOp (-want +got):\n%s", diff)
 	}
+	// The device norm's FPU steps (normRows): squares and x * rsqrt read
+	// as tf32 in SrcA, rsqrt and w + 1 in SrcB (TruncTF32, SrcA's last
+	// mantissa bit unused), float32 sums; one bf16 rounding at the end.
+	srcA := func(v float32) float32 {
+		return math.Float32frombits(math.Float32bits(numerics.TruncTF32(v)) &^ 0x3FFF)
+	}
 	want := make([]float32, 0, 192)
 	for r := 0; r < 3; r++ {
-		var ss float64
+		var ss float32
 		for c := 0; c < 64; c++ {
-			v := float64(xt.Data[r*64+c])
-			ss += v * v
+			v := xt.Data[r*64+c]
+			ss += srcA(v * v)
 		}
-		s := 1 / math.Sqrt(ss/64+1e-5)
+		s := numerics.TruncTF32(numerics.Rsqrt(ss*float32(1.0/64) + float32(1e-5)))
 		for c := 0; c < 64; c++ {
-			want = append(want, numerics.RoundBF16(float32(float64(xt.Data[r*64+c])*s*(float64(wt.Data[c])+1))))
+			xn := srcA(xt.Data[r*64+c] * s)
+			want = append(want, numerics.RoundBF16(xn*numerics.TruncTF32(wt.Data[c]+1)))
 		}
 	}
 	if diff := cmp.Diff(want, res[y].Data); diff != "" {
-		t.Errorf("rmsnorm vs formula rounded once to bf16 (-want +got):\n%s", diff)
+		t.Errorf("rmsnorm vs the device's FPU steps, rounded once to bf16 (-want +got):\n%s", diff)
 	}
 }

@@ -101,28 +101,6 @@ func addSame(rule string, a, b Tensor) (Tensor, error) {
 	return out, nil
 }
 
-// rmsNormRows is x * rsqrt(mean(x^2, last) + eps) * (w + offset) per row,
-// every step in float64, rounded once to float32 (as evalRMSNorm).
-func rmsNormRows(x, w Tensor, eps, offset float64) (Tensor, error) {
-	if x.Shape.Rank() == 0 || w.Shape.Numel() != x.Shape[len(x.Shape)-1] {
-		return Tensor{}, fmt.Errorf("rule norm-weight: weight %s must have as many elements as the last dim of x %s", w.Shape, x.Shape)
-	}
-	n := x.Shape.Cols2D()
-	out := NewTensor(x.Shape)
-	for r := 0; r < x.Shape.Rows2D(); r++ {
-		row := x.Data[r*n : (r+1)*n]
-		var ss float64
-		for _, v := range row {
-			ss += float64(v) * float64(v)
-		}
-		scale := 1 / math.Sqrt(ss/float64(n)+eps)
-		for i, v := range row {
-			out.Data[r*n+i] = float32(float64(v) * scale * (float64(w.Data[i]) + offset))
-		}
-	}
-	return out, nil
-}
-
 // normAttrs reads eps and offset.
 func normAttrs(op *ir.Op) (eps, offset float64, err error) {
 	if eps, err = attrFloat(op, "eps"); err != nil {
@@ -162,7 +140,7 @@ func evalRMSNormMatmul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	n, err := rmsNormRows(args[0], args[1], eps, offset)
+	n, err := rmsNormRows(args[0], args[1], eps, offset, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +220,7 @@ func addNorm(op *ir.Op, a, b Tensor, w *Tensor, opts Options) ([]Tensor, error) 
 	if h, err = finish(dt, h, opts); err != nil {
 		return nil, err
 	}
-	n, err := rmsNormRows(h, *w, eps, offset)
+	n, err := rmsNormRows(h, *w, eps, offset, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package ref
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/numerics"
@@ -59,8 +58,9 @@ func evalSum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 }
 
 // evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),
-// every step in float64, rounded once to float32.
-func evalRMSNormPlain(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// computed by normRows (float64 math without StorageFormats, the norm
+// lowering's FPU steps with it).
+func evalRMSNormPlain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	eps, err := attrFloat(op, "eps")
 	if err != nil {
 		return nil, err
@@ -69,20 +69,7 @@ func evalRMSNormPlain(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	if x.Shape.Rank() == 0 {
 		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
 	}
-	n := x.Shape.Cols2D()
-	out := NewTensor(x.Shape)
-	for r := 0; r < x.Shape.Rows2D(); r++ {
-		row := x.Data[r*n : (r+1)*n]
-		var ss float64
-		for _, v := range row {
-			ss += float64(v) * float64(v)
-		}
-		scale := 1 / math.Sqrt(ss/float64(n)+eps)
-		for i, v := range row {
-			out.Data[r*n+i] = float32(float64(v) * scale)
-		}
-	}
-	return []Tensor{out}, nil
+	return []Tensor{normRows(x, nil, eps, 0, opts)}, nil
 }
 
 // evalBMM: out[.., m, n] = sum_k a[.., m, k] * b[.., k, n] for a [.., M, K]

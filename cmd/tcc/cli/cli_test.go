@@ -161,3 +161,23 @@ func TestReportQwen27B(t *testing.T) {
 		t.Errorf("mesh 1x5: %v", err)
 	}
 }
+
+// TestRunQwenSmallEndToEnd is issue 5's acceptance run: the small config on
+// both cards of mesh 1x2, a prefill then 16 decode steps entirely through
+// the generated programs on the simulator, every step checked.
+func TestRunQwenSmallEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the qwen27b small end-to-end run takes about a minute")
+	}
+	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2",
+		"--check", "--prefill", "8", "--steps", "16")
+	t.Log(out)
+	if err != nil {
+		t.Fatalf("run --check failed: %v", err)
+	}
+	for _, want := range []string{"prefill: ", "decode: 76 programs per device", "decode 15", "check passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
