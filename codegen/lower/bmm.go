@@ -150,18 +150,8 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 	})
 
 	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, core := range cores {
-		s, cnt := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(cnt)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
 	}
 	return p, nil
 }

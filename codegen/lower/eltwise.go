@@ -349,19 +349,8 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	}
 
 	// Writer.
-	wr := newWriter(p, rs)
-	oacc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, outCB, cores, plan, rd, cp); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oacc, outCB, wstart, wcount)
-
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(c, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }

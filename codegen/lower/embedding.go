@@ -63,6 +63,26 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func embeddingTiled(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	ids, table := op.Operands[0], op.Operands[1]
+	tokens := ids.Type.Shape.Cols2D()
+	return embeddingFromTiles(op, ctx, "embedding", func(g *blocks.Gather, idsL1 kir.Var) {
+		g.Seg = blocks.SegFor(table.Type.Shape[1])
+		g.Fill = tokens%ir.TileSize != 0
+		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			id := kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(row, kir.C(4)))}
+			return []blocks.Run{{Src: 0, Row: id, Col: col}}
+		}
+	})
+}
+
+// embeddingFromTiles lowers an embedding (op: ids, table -> out) that
+// gathers from a tile-layout table. The result's tiles are split over the
+// grid; the reader stages the ids row in L1 and emits a blocks.Gather whose
+// Out (out's image), DType (out's) and Sources (the table, source 0) are
+// set here and whose Seg, Fill and Map shape(g, idsL1) sets, idsL1 being
+// the L1 address of the ids; the writer stores the tiles. what names the
+// program in CB-capacity errors.
+func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *blocks.Gather, idsL1 kir.Var)) (*kir.Program, error) {
 	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	p, err := newProgram(op, ctx)
@@ -78,7 +98,7 @@ func embeddingTiled(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbIds := cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
 	cbSlot := cbs.Scratch("table_tile", table.Type.DType, 1)
 	cbTiles := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err("embedding"); err != nil {
+	if err := cbs.Err(what); err != nil {
 		return nil, err
 	}
 
@@ -97,31 +117,18 @@ func embeddingTiled(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReadPageTo(b, idsAcc, kir.C(0), idsL1)
 	b.NoCAsyncReadBarrier()
 	g := &blocks.Gather{
-		Out: oim, DType: out.Type.DType, Seg: blocks.SegFor(table.Type.Shape[1]),
-		Fill:    tokens%ir.TileSize != 0,
+		Out: oim, DType: out.Type.DType,
 		Sources: []blocks.GatherSource{{Acc: tabAcc, Image: blocks.ImageOf(table.Type.Shape)}},
-		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			id := kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(row, kir.C(4)))}
-			return []blocks.Run{{Src: 0, Row: id, Col: col}}
-		},
 	}
+	shape(g, idsL1)
 	if err := g.Check(); err != nil {
 		return nil, err
 	}
 	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
 	blocks.ReleaseScratch(b, cbIds)
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbTiles, cores, plan, rd, nil); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbTiles, wstart, wcount)
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }

@@ -142,17 +142,8 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	qg, k, v, qw, kw, cos, sin, kc, vc, pos := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8], op.Operands[9]
 	qOut, gOut, kcOut, vcOut := op.Results[0], op.Results[1], op.Results[2], op.Results[3]
-	eps, ok1 := op.Attrs["eps"].(float64)
-	offset, ok2 := op.Attrs["offset"].(float64)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("rule attr: attn_prologue needs float attributes \"eps\" and \"offset\"")
-	}
-	for _, x := range []*ir.Value{qg, k, v, qw, kw, cos, sin, kc, vc, qOut, gOut, kcOut, vcOut} {
-		if err := requireTile("value", x); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPos(pos); err != nil {
+	eps, offset, err := prologuePreamble(op, "attn_prologue")
+	if err != nil {
 		return nil, err
 	}
 	d, err := attnPrologueDims(op)
@@ -224,30 +215,13 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Reader.
 	rd := newReader(p, rs)
-	acc := func(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-		if err != nil {
-			return nil
-		}
-		var a *blocks.Access
-		a, err = accessOf(ctx, k, arg, v)
-		return a
+	ab := &accessBinder{ctx: ctx}
+	ra := bindPrologueReader(ab, rd, op, inPlaceK, inPlaceV, cbPosR >= 0)
+	if ab.err != nil {
+		return nil, ab.err
 	}
-	qgAcc, kAcc, vAcc := acc(rd, "qg_addr", qg), acc(rd, "k_addr", k), acc(rd, "v_addr", v)
-	qwAcc, kwAcc := acc(rd, "q_norm_addr", qw), acc(rd, "k_norm_addr", kw)
-	cosAcc, sinAcc := acc(rd, "cos_addr", cos), acc(rd, "sin_addr", sin)
-	var kcAcc, vcAcc, posAcc *blocks.Access
-	if !inPlaceK {
-		kcAcc = acc(rd, "k_cache_addr", kc)
-	}
-	if !inPlaceV {
-		vcAcc = acc(rd, "v_cache_addr", vc)
-	}
-	if cbPosR >= 0 {
-		posAcc = acc(rd, "pos_addr", pos)
-	}
-	if err != nil {
-		return nil, err
-	}
+	qgAcc, kAcc, vAcc, qwAcc, kwAcc := ra.qg, ra.k, ra.v, ra.qw, ra.kw
+	cosAcc, sinAcc, kcAcc, vcAcc, posAcc := ra.cos, ra.sin, ra.kc, ra.vc, ra.pos
 	seg := blocks.SegFor(d.D)
 	gq := &blocks.Gather{Out: blocks.ImageOf(ir.Shape{d.H, d.D}), DType: dt, Seg: seg, Fill: true,
 		Sources: []blocks.GatherSource{{Acc: qgAcc, Image: blocks.ImageOf(qg.Type.Shape)}}}
@@ -396,19 +370,11 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer.
 	wr := newWriter(p, rs)
-	qAcc, gAcc := acc(wr, "q_addr", qOut), acc(wr, "gate_addr", gOut)
-	kcIn, vcIn := acc(wr, "k_cache_addr", kc), acc(wr, "v_cache_addr", vc)
-	kcW, vcW := kcIn, vcIn
-	if !inPlaceK {
-		kcW = acc(wr, "k_cache_out_addr", kcOut)
+	wa := bindPrologueWriter(ab, wr, op, inPlaceK, inPlaceV)
+	if ab.err != nil {
+		return nil, ab.err
 	}
-	if !inPlaceV {
-		vcW = acc(wr, "v_cache_out_addr", vcOut)
-	}
-	wpAcc := acc(wr, "pos_addr", pos)
-	if err != nil {
-		return nil, err
-	}
+	qAcc, gAcc, kcIn, vcIn, kcW, vcW, wpAcc := wa.q, wa.gate, wa.kcIn, wa.vcIn, wa.kcOut, wa.vcOut, wa.pos
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
 	wpos := readPos(b, wpAcc, cbPosW)
@@ -554,4 +520,78 @@ func (n headNorm) emit(c *blocks.Compute, rope func()) {
 	}
 	cb.CBPopFront(n.rs, kir.C(1))
 	cb.CBPopFront(n.x, kir.Ci(n.Dt))
+}
+
+// prologueReads are the reader's accesses of the operands of attn_prologue
+// and attn_prologue_prefill (qg, k, v, q_norm, k_norm, cos, sin, k_cache,
+// v_cache, pos).
+type prologueReads struct{ qg, k, v, qw, kw, cos, sin, kc, vc, pos *blocks.Access }
+
+// bindPrologueReader declares the prologue operands' buffers as runtime
+// args of the reader rd in this order: qg, k, v, q_norm, k_norm, cos, sin,
+// then k_cache unless inPlaceK, v_cache unless inPlaceV and pos when
+// readPos. The accesses not declared stay nil; failures are left in ab.
+func bindPrologueReader(ab *accessBinder, rd *kir.Kernel, op *ir.Op, inPlaceK, inPlaceV, readPos bool) prologueReads {
+	o := op.Operands
+	var r prologueReads
+	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
+	r.qw, r.kw = ab.bind(rd, "q_norm_addr", o[3]), ab.bind(rd, "k_norm_addr", o[4])
+	r.cos, r.sin = ab.bind(rd, "cos_addr", o[5]), ab.bind(rd, "sin_addr", o[6])
+	if !inPlaceK {
+		r.kc = ab.bind(rd, "k_cache_addr", o[7])
+	}
+	if !inPlaceV {
+		r.vc = ab.bind(rd, "v_cache_addr", o[8])
+	}
+	if readPos {
+		r.pos = ab.bind(rd, "pos_addr", o[9])
+	}
+	return r
+}
+
+// prologueWrites are the prologue writer's accesses: the q and gate
+// results, the caches it reads (kcIn, vcIn) and writes (kcOut, vcOut: the
+// read access itself when that cache is updated in place) and pos.
+type prologueWrites struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
+
+// bindPrologueWriter declares the buffers the prologue writer wr touches
+// as its runtime args in this order: q, gate, k_cache, v_cache, then the
+// k and v cache results unless updated in place, then pos. Failures are
+// left in ab.
+func bindPrologueWriter(ab *accessBinder, wr *kir.Kernel, op *ir.Op, inPlaceK, inPlaceV bool) prologueWrites {
+	o, res := op.Operands, op.Results
+	var w prologueWrites
+	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
+	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
+	w.kcOut, w.vcOut = w.kcIn, w.vcIn
+	if !inPlaceK {
+		w.kcOut = ab.bind(wr, "k_cache_out_addr", res[2])
+	}
+	if !inPlaceV {
+		w.vcOut = ab.bind(wr, "v_cache_out_addr", res[3])
+	}
+	w.pos = ab.bind(wr, "pos_addr", o[9])
+	return w
+}
+
+// prologuePreamble checks what both attention prologues (kind names the op
+// in errors) require of op: the float attributes eps and offset, which it
+// returns; every operand but pos and every result in tile layout; and pos
+// a position operand (checkPos).
+func prologuePreamble(op *ir.Op, kind string) (eps, offset float64, err error) {
+	eps, ok1 := op.Attrs["eps"].(float64)
+	offset, ok2 := op.Attrs["offset"].(float64)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", kind)
+	}
+	o, r := op.Operands, op.Results
+	for _, x := range []*ir.Value{o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]} {
+		if err := requireTile("value", x); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := checkPos(o[9]); err != nil {
+		return 0, 0, err
+	}
+	return eps, offset, nil
 }

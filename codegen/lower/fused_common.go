@@ -357,13 +357,6 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 
-	// subBlock emits `sb = min(dest, count - nb)`.
-	subBlock := func(b *kir.Builder, count kir.Expr, nb kir.Var) kir.Var {
-		sb := b.LetT("sb", kir.U32T, kir.Sub(count, nb))
-		b.If(kir.Gt(sb, kir.Ci(dest)), func() { b.Assign(sb, kir.Ci(dest)) })
-		return sb
-	}
-
 	// Reader.
 	rd := newReader(p, rs)
 	rKt := rd.CompileArg("kt", uint32(kt))
@@ -403,7 +396,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		rNt := rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
 		start, count := rd.RuntimeArg(fmt.Sprintf("start%d", pi)), rd.RuntimeArg(fmt.Sprintf("count%d", pi))
 		b.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
-			sb := subBlock(b, count, nb)
+			sb := subBlock(b, count, nb, dest)
 			col := b.Let("col", kir.Add(start, nb))
 			for slot, w := range pt.weights {
 				cb := wCB[cbKey{slot, w.Type.DType}]
@@ -454,7 +447,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		c.MatmulConfig(cbAct, wCB[cbKey{0, pt.weights[0].Type.DType}], false)
 		c.PackConfig(first)
 		c.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
-			sb := subBlock(cb, count, nb)
+			sb := subBlock(cb, count, nb, dest)
 			for slot, w := range pt.weights {
 				wcb := wCB[cbKey{slot, w.Type.DType}]
 				dst := out
@@ -756,19 +749,8 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.PackOut(cbOut, 1)
 	})
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }
@@ -796,7 +778,6 @@ func lowerEmbeddingReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // [tokens, H]: output element e (row-major over the result) is element e %
 // H of table row ids[e / H].
 func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
 		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
@@ -820,62 +801,14 @@ func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if out.Type.Shape.Numel() != tokens*hd {
 		return nil, fmt.Errorf("rule reshape-numel: %d ids x %d columns do not fill the result %s", tokens, hd, out.Type.Shape)
 	}
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	oim := blocks.ImageOf(out.Type.Shape)
-	plan := PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIds := cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, tokens*ids.Type.DType.ElemBytes(), 1)
-	cbSlot := cbs.Scratch("table_tile", table.Type.DType, 1)
-	cbTiles := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err("embedding_reshape"); err != nil {
-		return nil, err
-	}
-
-	rd := newReader(p, rs)
-	idsAcc, err := accessOf(ctx, rd, "ids_addr", ids)
-	if err != nil {
-		return nil, err
-	}
-	tabAcc, err := accessOf(ctx, rd, "table_addr", table)
-	if err != nil {
-		return nil, err
-	}
-	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
-	b := rd.Builder()
-	idsL1 := blocks.Scratch(b, cbIds, "ids")
-	blocks.ReadPageTo(b, idsAcc, kir.C(0), idsL1)
-	b.NoCAsyncReadBarrier()
-	g := &blocks.Gather{
-		Out: oim, DType: out.Type.DType, Seg: blocks.SegFor(hd, oim.C),
-		Fill:    oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0,
-		Sources: []blocks.GatherSource{{Acc: tabAcc, Image: blocks.ImageOf(table.Type.Shape)}},
-		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+	return embeddingFromTiles(op, ctx, "embedding_reshape", func(g *blocks.Gather, idsL1 kir.Var) {
+		oim := g.Out
+		g.Seg = blocks.SegFor(hd, oim.C)
+		g.Fill = oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0
+		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			e := b.Let("e", kir.Add(kir.Mul(row, kir.Ci(oim.C)), col))
 			id := kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(kir.Div(e, kir.Ci(hd)), kir.C(4)))}
 			return []blocks.Run{{Src: 0, Row: id, Col: kir.Mod(e, kir.Ci(hd))}}
-		},
-	}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
-	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
-	blocks.ReleaseScratch(b, cbIds)
-
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbTiles, wstart, wcount)
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
-	return p, nil
+		}
+	})
 }

@@ -40,17 +40,8 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	qg, k, v, qw, kw, cos, sin, kc, vc, pos := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8], op.Operands[9]
 	qOut, gOut, kcOut, vcOut := op.Results[0], op.Results[1], op.Results[2], op.Results[3]
-	eps, ok1 := op.Attrs["eps"].(float64)
-	offset, ok2 := op.Attrs["offset"].(float64)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("rule attr: attn_prologue_prefill needs float attributes \"eps\" and \"offset\"")
-	}
-	for _, x := range []*ir.Value{qg, k, v, qw, kw, cos, sin, kc, vc, qOut, gOut, kcOut, vcOut} {
-		if err := requireTile("value", x); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPos(pos); err != nil {
+	eps, offset, err := prologuePreamble(op, "attn_prologue_prefill")
+	if err != nil {
 		return nil, err
 	}
 	D := qw.Type.Shape.Numel()
@@ -153,30 +144,13 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Reader.
 	rd := newReader(p, rs)
-	acc := func(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-		if err != nil {
-			return nil
-		}
-		var a *blocks.Access
-		a, err = accessOf(ctx, k, arg, v)
-		return a
+	ab := &accessBinder{ctx: ctx}
+	ra := bindPrologueReader(ab, rd, op, inPlaceK, inPlaceV, cbPosR >= 0)
+	if ab.err != nil {
+		return nil, ab.err
 	}
-	qgAcc, kAcc, vAcc := acc(rd, "qg_addr", qg), acc(rd, "k_addr", k), acc(rd, "v_addr", v)
-	qwAcc, kwAcc := acc(rd, "q_norm_addr", qw), acc(rd, "k_norm_addr", kw)
-	cosAcc, sinAcc := acc(rd, "cos_addr", cos), acc(rd, "sin_addr", sin)
-	var kcAcc, vcAcc, posAcc *blocks.Access
-	if !inPlaceK {
-		kcAcc = acc(rd, "k_cache_addr", kc)
-	}
-	if !inPlaceV {
-		vcAcc = acc(rd, "v_cache_addr", vc)
-	}
-	if cbPosR >= 0 {
-		posAcc = acc(rd, "pos_addr", pos)
-	}
-	if err != nil {
-		return nil, err
-	}
+	qgAcc, kAcc, vAcc, qwAcc, kwAcc := ra.qg, ra.k, ra.v, ra.qw, ra.kw
+	cosAcc, sinAcc, kcAcc, vcAcc, posAcc := ra.cos, ra.sin, ra.kc, ra.vc, ra.pos
 	sg := blocks.SegFor(D)
 	tokRows := blocks.ImageOf(ir.Shape{S, D})
 	qgIm := blocks.ImageOf(s)
@@ -337,19 +311,11 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer.
 	wr := newWriter(p, rs)
-	qAcc, gAcc := acc(wr, "q_addr", qOut), acc(wr, "gate_addr", gOut)
-	kcIn, vcIn := acc(wr, "k_cache_addr", kc), acc(wr, "v_cache_addr", vc)
-	kcW, vcW := kcIn, vcIn
-	if !inPlaceK {
-		kcW = acc(wr, "k_cache_out_addr", kcOut)
+	wa := bindPrologueWriter(ab, wr, op, inPlaceK, inPlaceV)
+	if ab.err != nil {
+		return nil, ab.err
 	}
-	if !inPlaceV {
-		vcW = acc(wr, "v_cache_out_addr", vcOut)
-	}
-	wpAcc := acc(wr, "pos_addr", pos)
-	if err != nil {
-		return nil, err
-	}
+	qAcc, gAcc, kcIn, vcIn, kcW, vcW, wpAcc := wa.q, wa.gate, wa.kcIn, wa.vcIn, wa.kcOut, wa.vcOut, wa.pos
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
 	wpos := readPos(b, wpAcc, cbPosW)

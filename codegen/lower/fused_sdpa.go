@@ -106,17 +106,9 @@ func lowerSDPAPrefillGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
 func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	t := ctx.Target
 	q, k, v, pos, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Result()
-	for _, x := range []*ir.Value{q, k, v, gate, out} {
-		if err := requireTile("value", x); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPos(pos); err != nil {
+	scale, err := sdpaPreamble(op, op.Name(), pos, q, k, v, gate, out)
+	if err != nil {
 		return nil, err
-	}
-	scale, ok := op.Attrs["scale"].(float64)
-	if !ok {
-		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"scale\"", op.Name())
 	}
 	d, err := sdpaGatedDims(op, prefill)
 	if err != nil {
@@ -167,17 +159,10 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 
 	// Reader.
 	rd := newReader(p, rs)
-	acc := func(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-		if err != nil {
-			return nil
-		}
-		var a *blocks.Access
-		a, err = accessOf(ctx, k, arg, v)
-		return a
-	}
-	qAcc, kAcc, vAcc, pAcc, gAcc := acc(rd, "q_addr", q), acc(rd, "k_addr", k), acc(rd, "v_addr", v), acc(rd, "pos_addr", pos), acc(rd, "gate_addr", gate)
-	if err != nil {
-		return nil, err
+	ab := &accessBinder{ctx: ctx}
+	qAcc, kAcc, vAcc, pAcc, gAcc := ab.bind(rd, "q_addr", q), ab.bind(rd, "k_addr", k), ab.bind(rd, "v_addr", v), ab.bind(rd, "pos_addr", pos), ab.bind(rd, "gate_addr", gate)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	seg := blocks.SegFor(d.D)
 	rows := blocks.ImageOf(ir.Shape{d.G, d.D})
@@ -382,9 +367,9 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 
 	// Writer.
 	wr := newWriter(p, rs)
-	oAcc := acc(wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	oAcc := ab.bind(wr, "out_addr", out)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()

@@ -388,17 +388,8 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, nil); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }

@@ -196,18 +196,16 @@ func Addressable(m ir.MemoryConfig) bool {
 func signature(op *ir.Op) string {
 	var b strings.Builder
 	b.WriteString("(")
-	for i, v := range op.Operands {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if v == nil {
-			b.WriteString("<nil>")
-			continue
-		}
-		fmt.Fprintf(&b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
-	}
+	writeTypes(&b, op.Operands)
 	b.WriteString(") -> ")
-	for i, v := range op.Results {
+	writeTypes(&b, op.Results)
+	return b.String()
+}
+
+// writeTypes writes the types of vs to b as "shape dtype layout", comma
+// separated, with "<nil>" for a missing value.
+func writeTypes(b *strings.Builder, vs []*ir.Value) {
+	for i, v := range vs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -215,9 +213,8 @@ func signature(op *ir.Op) string {
 			b.WriteString("<nil>")
 			continue
 		}
-		fmt.Fprintf(&b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
+		fmt.Fprintf(b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
 	}
-	return b.String()
 }
 
 // PageLayout is the page size and page count of a tensor of type t in an
@@ -293,6 +290,53 @@ func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Acc
 		return nil, err
 	}
 	return blocks.NewAccess(k, ctx.Target, arg, buf)
+}
+
+// accessBinder declares operand buffers as runtime args of kernels
+// (accessOf) and keeps the first error: once err is set, bind declares
+// nothing more and returns nil.
+type accessBinder struct {
+	ctx *Context
+	err error
+}
+
+// bind returns accessOf(ctx, k, arg, v), or nil when this or an earlier
+// bind failed (err then holds the first failure).
+func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
+	if ab.err != nil {
+		return nil
+	}
+	a, err := accessOf(ab.ctx, k, arg, v)
+	if err != nil {
+		ab.err = err
+		return nil
+	}
+	return a
+}
+
+// writeSplitPages adds the writer kernel of a program that splits the
+// result's tile pages over cores by plan, and sets every kernel's per-core
+// runtime args. The writer stores the pages cbOut receives to out (runtime
+// args start_tile and num_tiles). Core i of cores gets its share
+// (start, count) = plan.Range(i) as the runtime args (start, count) of rd
+// and of the writer, and (count) of cp unless cp is nil.
+func writeSplitPages(ctx *Context, p *kir.Program, rs []ir.CoreRange, out *ir.Value, cbOut int, cores []kir.Core, plan Split, rd, cp *kir.Kernel) error {
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return err
+	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	for i, c := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		if cp != nil {
+			cp.SetRuntimeArgs(c, kir.U32(uint32(n)))
+		}
+		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return nil
 }
 
 // tileCB is a CB of `pages` tiles of dt on cores rs.

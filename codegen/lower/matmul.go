@@ -54,13 +54,6 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 
-	// subBlock emits `sb = min(dest, count - nb)`.
-	subBlock := func(b *kir.Builder, count kir.Expr, nb kir.Var) kir.Var {
-		sb := b.LetT("sb", kir.U32T, kir.Sub(count, nb))
-		b.If(kir.Gt(sb, kir.Ci(dest)), func() { b.Assign(sb, kir.Ci(dest)) })
-		return sb
-	}
-
 	// Reader.
 	rd := newReader(p, rs)
 	aAcc, err := accessOf(ctx, rd, "a_addr", a)
@@ -78,7 +71,7 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.ReadPage(b, aAcc, cbIn0, kk)
 	})
 	b.ForStep("nb", kir.C(0), rcount, kir.Ci(dest), func(nb kir.Var) {
-		sb := subBlock(b, rcount, nb)
+		sb := subBlock(b, rcount, nb, dest)
 		b.For("k", kir.C(0), rKt, func(kk kir.Var) {
 			b.For("j", kir.C(0), sb, func(j kir.Var) {
 				page := kir.Add(kir.Mul(kk, rNt), kir.Add(rstart, kir.Add(nb, j)))
@@ -96,7 +89,7 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b.MatmulInit(cbIn0, cbIn1, false)
 	b.CBWaitFront(cbIn0, cKt)
 	b.ForStep("nb", kir.C(0), ccount, kir.Ci(dest), func(nb kir.Var) {
-		sb := subBlock(b, ccount, nb)
+		sb := subBlock(b, ccount, nb, dest)
 		b.TileRegsAcquire()
 		b.For("k", kir.C(0), cKt, func(kk kir.Var) {
 			b.For("j", kir.C(0), sb, func(j kir.Var) {
@@ -120,19 +113,16 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cp.Define("MM_SUBBLOCK", strconv.Itoa(dest))
 
 	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
 		return nil, err
 	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-
-	for i, c := range cores {
-		s, cnt := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
-		cp.SetRuntimeArgs(c, kir.U32(uint32(cnt)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
-	}
 	return p, nil
+}
+
+// subBlock emits `sb = min(dest, count - nb)` into b and returns sb: the
+// size of the output sub-block starting at tile nb of count.
+func subBlock(b *kir.Builder, count kir.Expr, nb kir.Var, dest int) kir.Var {
+	sb := b.LetT("sb", kir.U32T, kir.Sub(count, nb))
+	b.If(kir.Gt(sb, kir.Ci(dest)), func() { b.Assign(sb, kir.Ci(dest)) })
+	return sb
 }

@@ -326,18 +326,8 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Unary(cbAcc, cbOut, nil)
 	})
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }
@@ -467,18 +457,8 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	cb.CBPopFront(cbI, kir.C(1))
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, core := range cores {
-		s, cnt := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(cnt)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(cnt)))
 	}
 	return p, nil
 }

@@ -131,18 +131,8 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbT1, cbT2, cbOut, false, nil)
 	})
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
+	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cpk); err != nil {
 		return nil, err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cpk.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
 }

@@ -36,17 +36,9 @@ import (
 func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	for _, x := range []*ir.Value{q, k, v, out} {
-		if err := requireTile("value", x); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPos(pos); err != nil {
+	scale, err := sdpaPreamble(op, "sdpa_decode", pos, q, k, v, out)
+	if err != nil {
 		return nil, err
-	}
-	scale, ok := op.Attrs["scale"].(float64)
-	if !ok {
-		return nil, fmt.Errorf("rule attr: sdpa_decode needs a float attribute \"scale\"")
 	}
 	qs, ks := q.Type.Shape, k.Type.Shape
 	if qs.Rank() != 3 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[2] || qs[1]%ks[1] != 0 || !out.Type.Shape.Equal(qs) {
@@ -91,19 +83,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Reader: q, then per kv head the key tiles (t, d) with the mask tile
 	// after each t, then the value tiles (d, t).
 	rd := newReader(p, rs)
-	qAcc, err := accessOf(ctx, rd, "q_addr", q)
-	if err != nil {
-		return nil, err
-	}
-	kAcc, err := accessOf(ctx, rd, "k_addr", k)
-	if err != nil {
-		return nil, err
-	}
-	vAcc, err := accessOf(ctx, rd, "v_addr", v)
-	if err != nil {
-		return nil, err
-	}
-	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
+	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -305,17 +285,9 @@ func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit fun
 func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	for _, x := range []*ir.Value{q, k, v, out} {
-		if err := requireTile("value", x); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPos(pos); err != nil {
+	scale, err := sdpaPreamble(op, "sdpa_prefill", pos, q, k, v, out)
+	if err != nil {
 		return nil, err
-	}
-	scale, ok := op.Attrs["scale"].(float64)
-	if !ok {
-		return nil, fmt.Errorf("rule attr: sdpa_prefill needs a float attribute \"scale\"")
 	}
 	qs, ks := q.Type.Shape, k.Type.Shape
 	if qs.Rank() != 4 || ks.Rank() != 4 || !ks.Equal(v.Type.Shape) || ks[0] != qs[0] || ks[3] != qs[3] || qs[1]%ks[1] != 0 || !out.Type.Shape.Equal(qs) {
@@ -354,19 +326,7 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	rd := newReader(p, rs)
-	qAcc, err := accessOf(ctx, rd, "q_addr", q)
-	if err != nil {
-		return nil, err
-	}
-	kAcc, err := accessOf(ctx, rd, "k_addr", k)
-	if err != nil {
-		return nil, err
-	}
-	vAcc, err := accessOf(ctx, rd, "v_addr", v)
-	if err != nil {
-		return nil, err
-	}
-	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
+	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -413,4 +373,36 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
+}
+
+// sdpaPreamble checks what every attention lowering requires of its
+// operands: each of tensors in tile layout (requireTile), then pos a
+// position operand (checkPos). It returns op's float attribute "scale";
+// kind names the op in the error when that attribute is missing.
+func sdpaPreamble(op *ir.Op, kind string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
+	for _, x := range tensors {
+		if err := requireTile("value", x); err != nil {
+			return 0, err
+		}
+	}
+	if err := checkPos(pos); err != nil {
+		return 0, err
+	}
+	scale, ok := op.Attrs["scale"].(float64)
+	if !ok {
+		return 0, fmt.Errorf("rule attr: %s needs a float attribute \"scale\"", kind)
+	}
+	return scale, nil
+}
+
+// bindSDPAReader declares the buffers of q, k, v and pos as the runtime
+// args q_addr, k_addr, v_addr and pos_addr of the reader rd, in that
+// order, and returns their accesses (or the first failure).
+func bindSDPAReader(ctx *Context, rd *kir.Kernel, q, k, v, pos *ir.Value) (qAcc, kAcc, vAcc, pAcc *blocks.Access, err error) {
+	ab := &accessBinder{ctx: ctx}
+	qAcc, kAcc, vAcc, pAcc = ab.bind(rd, "q_addr", q), ab.bind(rd, "k_addr", k), ab.bind(rd, "v_addr", v), ab.bind(rd, "pos_addr", pos)
+	if ab.err != nil {
+		return nil, nil, nil, nil, ab.err
+	}
+	return qAcc, kAcc, vAcc, pAcc, nil
 }

@@ -167,29 +167,15 @@ func evalSDPADecode(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		return nil, err
 	}
 	q, k, v, pos := args[0], args[1], args[2], args[3]
-	if q.Shape.Rank() != 3 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
-		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
-	}
-	B, Hq, D := q.Shape[0], q.Shape[1], q.Shape[2]
-	Hkv, L := k.Shape[1], k.Shape[2]
-	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 {
-		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, or q heads not a multiple of kv heads)", q.Shape, k.Shape)
-	}
-	p, err := decodePos(pos, L)
+	d, err := decodeDims(q, k, v)
 	if err != nil {
 		return nil, err
 	}
-	G := Hq / Hkv
-	out := NewTensor(q.Shape)
-	a := newAttender(L, D)
-	for b := range B {
-		for h := range Hq {
-			row := (b*Hq + h) * D
-			base := (b*Hkv + h/G) * L * D // row t of the kv head is at base + t*D
-			a.attend(out.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p, scale)
-		}
+	p, err := decodePos(pos, d.L)
+	if err != nil {
+		return nil, err
 	}
-	return []Tensor{out}, nil
+	return []Tensor{attendAll(d, q, k, v, p, scale)}, nil
 }
 
 // evalSDPAPrefill: for q [B, Hq, S, D] and k, v [B, Hkv, L, D] with
@@ -203,31 +189,65 @@ func evalSDPAPrefill(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		return nil, err
 	}
 	q, k, v, pos := args[0], args[1], args[2], args[3]
-	if q.Shape.Rank() != 4 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
-		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,S,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
-	}
-	B, Hq, S, D := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
-	Hkv, L := k.Shape[1], k.Shape[2]
-	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 || S > L {
-		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, q heads not a multiple of kv heads, or S > L)", q.Shape, k.Shape)
-	}
-	p, err := spanPos(pos, S, L)
+	d, err := prefillDims(q, k, v)
 	if err != nil {
 		return nil, err
 	}
-	G := Hq / Hkv
+	p, err := spanPos(pos, d.S, d.L)
+	if err != nil {
+		return nil, err
+	}
+	return []Tensor{attendAll(d, q, k, v, p, scale)}, nil
+}
+
+// sdpaDims are the sizes of an attention's query q [B, Hq, S, D] (decode:
+// [B, Hq, D], S = 1) and caches k, v [B, Hkv, L, D].
+type sdpaDims struct{ B, Hq, S, D, Hkv, L int }
+
+// decodeDims checks q [B,Hq,D] against k, v [B,Hkv,L,D] (Hq a multiple of
+// Hkv) and returns their sizes with S = 1.
+func decodeDims(q, k, v Tensor) (sdpaDims, error) {
+	if q.Shape.Rank() != 3 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
+		return sdpaDims{}, fmt.Errorf("rule sdpa-rank: want q [B,Hq,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
+	}
+	d := sdpaDims{B: q.Shape[0], Hq: q.Shape[1], S: 1, D: q.Shape[2], Hkv: k.Shape[1], L: k.Shape[2]}
+	if k.Shape[0] != d.B || k.Shape[3] != d.D || d.Hq%d.Hkv != 0 {
+		return sdpaDims{}, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, or q heads not a multiple of kv heads)", q.Shape, k.Shape)
+	}
+	return d, nil
+}
+
+// prefillDims checks q [B,Hq,S,D] against k, v [B,Hkv,L,D] (Hq a multiple
+// of Hkv, S <= L) and returns their sizes.
+func prefillDims(q, k, v Tensor) (sdpaDims, error) {
+	if q.Shape.Rank() != 4 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
+		return sdpaDims{}, fmt.Errorf("rule sdpa-rank: want q [B,Hq,S,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
+	}
+	d := sdpaDims{B: q.Shape[0], Hq: q.Shape[1], S: q.Shape[2], D: q.Shape[3], Hkv: k.Shape[1], L: k.Shape[2]}
+	if k.Shape[0] != d.B || k.Shape[3] != d.D || d.Hq%d.Hkv != 0 || d.S > d.L {
+		return sdpaDims{}, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, q heads not a multiple of kv heads, or S > L)", q.Shape, k.Shape)
+	}
+	return d, nil
+}
+
+// attendAll returns the causal attention of q over the caches k, v (sizes
+// d): result row (b, h, s) is the attention of query row (b, h, s) over
+// cache positions t <= p + s of kv head h / (Hq/Hkv), shaped like q.
+func attendAll(d sdpaDims, q, k, v Tensor, p int, scale float64) Tensor {
+	G := d.Hq / d.Hkv
+	D := d.D
 	out := NewTensor(q.Shape)
-	a := newAttender(L, D)
-	for b := range B {
-		for h := range Hq {
-			base := (b*Hkv + h/G) * L * D
-			for s := range S {
-				row := ((b*Hq+h)*S + s) * D
+	a := newAttender(d.L, D)
+	for b := range d.B {
+		for h := range d.Hq {
+			base := (b*d.Hkv + h/G) * d.L * D // row t of the kv head is at base + t*D
+			for s := range d.S {
+				row := ((b*d.Hq+h)*d.S + s) * D
 				a.attend(out.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p+s, scale)
 			}
 		}
 	}
-	return []Tensor{out}, nil
+	return out
 }
 
 // attender holds the scratch of one query's attention.

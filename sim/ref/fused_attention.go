@@ -245,31 +245,19 @@ func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, erro
 		return nil, err
 	}
 	q, k, v, pos, gate := args[0], args[1], args[2], args[3], args[4]
-	if q.Shape.Rank() != 3 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
-		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
-	}
-	B, Hq, D := q.Shape[0], q.Shape[1], q.Shape[2]
-	Hkv, L := k.Shape[1], k.Shape[2]
-	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 {
-		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, or q heads not a multiple of kv heads)", q.Shape, k.Shape)
-	}
-	if !gate.Shape.Equal(q.Shape) {
-		return nil, fmt.Errorf("rule sdpa-gate: gate %s must have q's shape %s", gate.Shape, q.Shape)
-	}
-	p, err := decodePos(pos, L)
+	d, err := decodeDims(q, k, v)
 	if err != nil {
 		return nil, err
 	}
-	G := Hq / Hkv
-	o := NewTensor(q.Shape)
-	a := newAttender(L, D)
-	for b := range B {
-		for h := range Hq {
-			row := (b*Hq + h) * D
-			base := (b*Hkv + h/G) * L * D
-			a.attend(o.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p, scale)
-		}
+	B, Hq, D := d.B, d.Hq, d.D
+	if !gate.Shape.Equal(q.Shape) {
+		return nil, fmt.Errorf("rule sdpa-gate: gate %s must have q's shape %s", gate.Shape, q.Shape)
 	}
+	p, err := decodePos(pos, d.L)
+	if err != nil {
+		return nil, err
+	}
+	o := attendAll(d, q, k, v, p, scale)
 	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
 		return nil, err
 	}
@@ -296,33 +284,19 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 		return nil, err
 	}
 	q, k, v, pos, gate := args[0], args[1], args[2], args[3], args[4]
-	if q.Shape.Rank() != 4 || k.Shape.Rank() != 4 || !k.Shape.Equal(v.Shape) {
-		return nil, fmt.Errorf("rule sdpa-rank: want q [B,Hq,S,D] and k, v [B,Hkv,L,D] equal, got %s, %s, %s", q.Shape, k.Shape, v.Shape)
-	}
-	B, Hq, S, D := q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
-	Hkv, L := k.Shape[1], k.Shape[2]
-	if k.Shape[0] != B || k.Shape[3] != D || Hq%Hkv != 0 || S > L {
-		return nil, fmt.Errorf("rule sdpa-shape: q %s and cache %s disagree (batch, head dim, q heads not a multiple of kv heads, or S > L)", q.Shape, k.Shape)
-	}
-	if !gate.Shape.Equal(ir.Shape{B, S, Hq, D}) {
-		return nil, fmt.Errorf("rule sdpa-gate: gate %s must be [%d,%d,%d,%d]", gate.Shape, B, S, Hq, D)
-	}
-	p, err := spanPos(pos, S, L)
+	d, err := prefillDims(q, k, v)
 	if err != nil {
 		return nil, err
 	}
-	G := Hq / Hkv
-	o := NewTensor(q.Shape)
-	a := newAttender(L, D)
-	for b := range B {
-		for h := range Hq {
-			base := (b*Hkv + h/G) * L * D
-			for s := range S {
-				row := ((b*Hq+h)*S + s) * D
-				a.attend(o.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p+s, scale)
-			}
-		}
+	B, Hq, S, D := d.B, d.Hq, d.S, d.D
+	if !gate.Shape.Equal(ir.Shape{B, S, Hq, D}) {
+		return nil, fmt.Errorf("rule sdpa-gate: gate %s must be [%d,%d,%d,%d]", gate.Shape, B, S, Hq, D)
 	}
+	p, err := spanPos(pos, S, d.L)
+	if err != nil {
+		return nil, err
+	}
+	o := attendAll(d, q, k, v, p, scale)
 	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
 		return nil, err
 	}
