@@ -2,7 +2,6 @@ package ref
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/numerics"
@@ -167,21 +166,11 @@ func prologue(op *ir.Op, args []Tensor, opts Options, l prologueLayout) ([]Tenso
 	T, H, Hkv, D, R := l.tokens, l.H, l.Hkv, l.D, l.R
 	normDT := op.Operands[0].Type.DType
 
-	// norm returns the rmsnorm of the n rows of length D of rows (float64
-	// math rounded to float32), stored as qg's dtype.
+	// norm returns the rmsnorm of the n rows of length D of rows, evaluated
+	// as the composed rms_norm op it replaces (normRows), stored as qg's
+	// dtype.
 	norm := func(rows []float32, n int, w Tensor) (Tensor, error) {
-		out := NewTensor(ir.Shape{n, D})
-		for r := range n {
-			row := rows[r*D : (r+1)*D]
-			var ss float64
-			for _, x := range row {
-				ss += float64(x) * float64(x)
-			}
-			scale := 1 / math.Sqrt(ss/float64(D)+eps)
-			for i, x := range row {
-				out.Data[r*D+i] = float32(float64(x) * scale * (float64(w.Data[i]) + offset))
-			}
-		}
+		out := normRows(Tensor{Shape: ir.Shape{n, D}, Data: rows[:n*D]}, w.Data, eps, offset, opts)
 		return storeAs(normDT, out, opts)
 	}
 	// rope rotates the first R dims of row r (token r / heads) in place.

@@ -2,7 +2,6 @@ package ref
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/numerics"
@@ -144,15 +143,6 @@ func gdnContract(a, b []float32, m, k, n int, opts Options) []float32 {
 	return out
 }
 
-// gdnRMSScale is rsqrt(mean(x^2) + eps) in float64, as the composed norms
-// compute it.
-func gdnRMSScale(x []float32, eps float64) float64 {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	return 1 / math.Sqrt(ss/float64(len(x))+eps)
-}
 
 // evalGDNRecurrence: see the gdn_recurrence Doc line. Intermediates are
 // rounded to the state's dtype, silu(z) and the output to z's dtype.
@@ -197,10 +187,13 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 	out := NewTensor(z.Shape)
 	next := NewTensor(s.Shape)
 	q, k, v := make([]float32, Dk), make([]float32, Dk), make([]float32, Dv)
+	// The L2 norms and the gated norm are the composed rms_norm_plain and
+	// rms_norm ops, so they are evaluated exactly as those are (normRows,
+	// which models the device's reads at storage formats).
 	l2 := func(dst []float32) {
-		sc := gdnRMSScale(dst, l2Eps)
-		for i, e := range dst {
-			dst[i] = rs(rs(float32(float64(e)*sc)) * l2Scale)
+		n := normRows(Tensor{Shape: ir.Shape{1, len(dst)}, Data: dst}, nil, l2Eps, 0, opts)
+		for i, e := range n.Data {
+			dst[i] = rs(rs(e) * l2Scale)
 		}
 	}
 	sd := make([]float32, Dk*Dv)
@@ -244,11 +237,10 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			}
 
 			// Gated RMSNorm (weight as is), times silu(z).
-			sc := gdnRMSScale(o, normEps)
+			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, opts)
 			for j := range Dv {
-				on := rs(float32(float64(o[j]) * sc * float64(nw.Data[j])))
 				i := b*H*Dv + h*Dv + j
-				out.Data[i] = rz(numerics.SiLU(z.Data[i])) * on
+				out.Data[i] = rz(numerics.SiLU(z.Data[i])) * rs(on.Data[j])
 			}
 		}
 	}
