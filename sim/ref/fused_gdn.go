@@ -143,7 +143,6 @@ func gdnContract(a, b []float32, m, k, n int, opts Options) []float32 {
 	return out
 }
 
-
 // evalGDNRecurrence: see the gdn_recurrence Doc line. Intermediates are
 // rounded to the state's dtype, silu(z) and the output to z's dtype.
 func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
