@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,7 +27,12 @@ func TestRunCheckPasses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --check failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"decode 0", "decode 2", "same formats PCC 0.99", "fp32 PCC 0.99", "check passed"} {
+	for _, m := range regexp.MustCompile(`(same formats|fp32) PCC ([0-9.]+)`).FindAllStringSubmatch(out, -1) {
+		if pcc, err := strconv.ParseFloat(m[2], 64); err != nil || pcc < 0.999 {
+			t.Errorf("%s PCC %s < 0.999", m[1], m[2])
+		}
+	}
+	for _, want := range []string{"decode 0", "decode 2", "same formats PCC", "fp32 PCC", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
