@@ -186,20 +186,7 @@ func TestCollectivesOnCluster(t *testing.T) {
 		})
 	}
 	t.Run("kernels compile", func(t *testing.T) {
-		outputs, ok, err := cpp.SyntaxCheck(t.TempDir(), sources)
-		if errors.Is(err, cpp.ErrNoCompiler) {
-			t.Skip("!!!!! g++ is not installed: SKIPPING the syntax check of the collective kernels !!!!!")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for d, out := range outputs {
-			if !ok[d] {
-				t.Errorf("g++ -D%s rejected collective kernels:\n%s", d, out)
-			} else if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
-				t.Errorf("g++ -D%s warns about collective kernels:\n%s", d, out)
-			}
-		}
+		checkKernelSyntax(t, "collective kernels", t.TempDir(), sources, false)
 	})
 }
 

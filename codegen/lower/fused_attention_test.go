@@ -1,7 +1,6 @@
 package lower_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -503,18 +502,7 @@ func TestFusedAttentionKernelsCompile(t *testing.T) {
 			sources[f] = k.Processor
 		}
 	}
-	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
-	if errors.Is(err, cpp.ErrNoCompiler) {
-		t.Skip("g++ is not installed: skipping the syntax check of the fused attention kernels")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d, out := range outputs {
-		if !ok[d] || strings.Contains(out, "warning:") {
-			t.Errorf("g++ -D%s on the fused attention kernels:\n%s", d, out)
-		}
-	}
+	lower.CheckKernelSyntax(t, "fused attention kernels", dir, sources, true)
 }
 
 func TestSDPAPrefillGatedOnSim(t *testing.T) {

@@ -2,7 +2,6 @@ package lower
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -216,20 +215,7 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 		})
 	}
 	t.Run("kernels compile", func(t *testing.T) {
-		outputs, ok, err := cpp.SyntaxCheck(t.TempDir(), sources)
-		if errors.Is(err, cpp.ErrNoCompiler) {
-			t.Skip("!!!!! g++ is not installed: SKIPPING the syntax check of the fused collective kernels !!!!!")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for d, out := range outputs {
-			if !ok[d] {
-				t.Errorf("g++ -D%s rejected fused collective kernels:\n%s", d, out)
-			} else if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
-				t.Errorf("g++ -D%s warns about fused collective kernels:\n%s", d, out)
-			}
-		}
+		checkKernelSyntax(t, "fused collective kernels", t.TempDir(), sources, false)
 	})
 }
 

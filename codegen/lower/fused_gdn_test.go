@@ -1,7 +1,6 @@
 package lower_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -299,20 +298,7 @@ func TestFusedGDNOnSim(t *testing.T) {
 		})
 	})
 	t.Run("kernels compile", func(t *testing.T) {
-		outputs, ok, err := cpp.SyntaxCheck(t.TempDir(), sources)
-		if errors.Is(err, cpp.ErrNoCompiler) {
-			t.Skip("!!!!! g++ is not installed: SKIPPING the syntax check of the fused GDN kernels !!!!!")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for d, out := range outputs {
-			if !ok[d] {
-				t.Errorf("g++ -D%s rejected fused GDN kernels:\n%s", d, out)
-			} else if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
-				t.Errorf("g++ -D%s warns about fused GDN kernels:\n%s", d, out)
-			}
-		}
+		lower.CheckKernelSyntax(t, "fused GDN kernels", t.TempDir(), sources, false)
 	})
 }
 

@@ -1,7 +1,6 @@
 package lower_test
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -394,22 +393,5 @@ func TestKernelsSyntax(t *testing.T) {
 			}
 		}
 	}
-	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
-	if errors.Is(err, cpp.ErrNoCompiler) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d distinct kernel sources", len(sources))
-	for d, out := range outputs {
-		if strings.Contains(out, "warning:") && !strings.Contains(out, "deprecated") {
-			t.Errorf("g++ -D%s warns about generated kernels:\n%s", d, out)
-		}
-	}
-	for d, out := range outputs {
-		if !ok[d] {
-			t.Errorf("g++ -fsyntax-only -D%s rejected generated kernels:\n%s", d, out)
-		}
-	}
+	lower.CheckKernelSyntax(t, "generated kernels", dir, sources, false)
 }

@@ -1,0 +1,37 @@
+package lower
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+// checkKernelSyntax runs cpp.SyntaxCheck on sources (kernel file ->
+// processor) in dir, skipping loudly without g++. Every group g++ rejects
+// is an error; so is any warning, except deprecation warnings unless
+// strict.
+func checkKernelSyntax(t *testing.T, what, dir string, sources map[string]kir.Processor, strict bool) {
+	t.Helper()
+	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
+	if errors.Is(err, cpp.ErrNoCompiler) {
+		t.Skipf("!!!!! g++ is not installed: SKIPPING the syntax check of the %s !!!!!", what)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, out := range outputs {
+		switch {
+		case !ok[d]:
+			t.Errorf("g++ -fsyntax-only -D%s rejected %s:\n%s", d, what, out)
+		case strings.Contains(out, "warning:") && (strict || !strings.Contains(out, "deprecated")):
+			t.Errorf("g++ -D%s warns about %s:\n%s", d, what, out)
+		}
+	}
+	t.Logf("g++ syntax check: %d %s", len(sources), what)
+}
+
+// CheckKernelSyntax exports checkKernelSyntax to the external test package.
+var CheckKernelSyntax = checkKernelSyntax
