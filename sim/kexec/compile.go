@@ -507,3 +507,23 @@ func (t nocTarget) String() string {
 	}
 	return fmt.Sprintf("noc (%d,%d):%#x", t.x1, t.y1, t.addr)
 }
+
+// EvalBinOp evaluates x op y as the executor does (ok is false for a
+// division or modulo by zero). Other interpreters of kernel IR (the timing
+// model) use it so that expressions mean the same everywhere.
+func EvalBinOp(op kir.BinOp, x, y uint64) (v uint64, ok bool) { return binop(op, x, y) }
+
+// NoCAddress is the simulator's U64 NoC address of L1 (or DRAM bank) byte
+// addr at NoC coordinates (x, y), as get_noc_addr returns it.
+func NoCAddress(x, y, addr uint64) uint64 { return nocAddr(x, y, addr) }
+
+// MulticastAddress is the simulator's U64 multicast address of addr on the
+// NoC rectangle (x0, y0)-(x1, y1).
+func MulticastAddress(x0, y0, x1, y1, addr uint64) uint64 { return mcastAddr(x0, y0, x1, y1, addr) }
+
+// DecodeNoCAddress splits a simulator NoC address: for a unicast address
+// x0 == x1 and y0 == y1.
+func DecodeNoCAddress(a uint64) (mcast bool, x0, y0, x1, y1 int, addr uint64) {
+	t := decodeNoC(a)
+	return t.mcast, t.x0, t.y0, t.x1, t.y1, t.addr
+}

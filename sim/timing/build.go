@@ -1,0 +1,364 @@
+package timing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Report is the predicted device time of one step of a build (the `tcc
+// perf --format json` object and perf.json).
+type Report struct {
+	Model   string `json:"model"`
+	Mesh    string `json:"mesh"`
+	Stage   string `json:"stage"`
+	Batch   int    `json:"batch"`
+	Mode    string `json:"mode"`
+	Devices int    `json:"devices"`
+	// StepUS is the predicted device time of one step on the slowest
+	// device: the sum over its programs of kernel time plus launch gap.
+	StepUS float64 `json:"step_us"`
+	// DeviceStepUS is the same per device.
+	DeviceStepUS []float64 `json:"device_step_us"`
+	// FloorUS is the build's DRAM floor: FloorBytes / the floor bandwidth.
+	FloorUS float64 `json:"floor_us"`
+	// FloorBytes is what one device must stream from DRAM per step: every
+	// weight once, every persistent state read once and, except KV caches
+	// (one row per step), written once.
+	FloorBytes int64 `json:"floor_bytes"`
+	// Ratio is StepUS / FloorUS.
+	Ratio         float64 `json:"ratio"`
+	LaunchUSTotal float64 `json:"launch_us_total"`
+	// Programs per device per step and the distinct signatures simulated.
+	ProgramsPerDevice int          `json:"programs_per_device"`
+	Signatures        int          `json:"signatures"`
+	Kinds             []KindRow    `json:"kinds"`
+	Layers            []LayerRow   `json:"layers"`
+	Programs          []ProgramRow `json:"programs"`
+}
+
+// KindRow aggregates the programs of one op kind on the slowest device.
+type KindRow struct {
+	Op    string `json:"op"`
+	Count int    `json:"count"`
+	// Cores is the largest core count of the kind's programs.
+	Cores int `json:"cores"`
+	// Bytes is the NoC bytes read plus written by all of them.
+	Bytes   int64   `json:"bytes"`
+	USEach  float64 `json:"us_each"`
+	USTotal float64 `json:"us_total"`
+	Share   float64 `json:"share"`
+	// Critical is the kernel that most often finishes last, and WaitsOn what
+	// it stalls on longest.
+	Critical string `json:"critical_thread"`
+	WaitsOn  string `json:"waits_on"`
+}
+
+// LayerRow is one decoder layer (or the embedding / head region) on the slowest device.
+type LayerRow struct {
+	Index    int     `json:"index"`
+	Kind     string  `json:"kind"`
+	Programs int     `json:"programs"`
+	US       float64 `json:"us"`
+}
+
+// ProgramRow is one program on one device.
+type ProgramRow struct {
+	Device         int     `json:"device"`
+	Index          int     `json:"index"`
+	Op             string  `json:"op"`
+	Layer          int     `json:"layer"`
+	Region         string  `json:"region"`
+	Cores          int     `json:"cores"`
+	BytesRead      int64   `json:"bytes_read"`
+	BytesWritten   int64   `json:"bytes_written"`
+	DRAMRead       int64   `json:"dram_read"`
+	US             float64 `json:"us"`
+	CriticalThread string  `json:"critical_thread"`
+	WaitsOn        string  `json:"waits_on"`
+	MathFidelity   string  `json:"math_fidelity"`
+	Signature      string  `json:"signature"`
+	Inputs         string  `json:"inputs"`
+	Outputs        string  `json:"outputs"`
+	// StartUS is the program's start within the step on its device.
+	StartUS float64 `json:"start_us"`
+	// Threads are the latest-finishing thread of each role (for traces).
+	Threads []ThreadTime `json:"-"`
+}
+
+// Meta names what a build was made from.
+type Meta struct {
+	Model, Stage, Mode string
+	Batch              int
+}
+
+// Predict times every program of b on every device of its mesh. Programs
+// with the same signature (the same kernels, cores, CBs and arguments up
+// to buffer names: layers that differ only in addresses) are simulated
+// once. Mesh programs (ethernet kernels) run on the devices of a mesh row
+// together; every other program is the same on every device.
+func Predict(b *codegen.Build, prm *Params, meta Meta, progress func(done, total int)) (*Report, error) {
+	if b == nil || b.Graph == nil {
+		return nil, fmt.Errorf("timing: nil build")
+	}
+	if prm == nil {
+		prm = Default()
+	}
+	mesh := b.Graph.Mesh
+	devices := mesh.Devices()
+	rowDevices := max(mesh.Cols, 1)
+	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
+		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices)}
+	cache := map[string]*ProgramTime{}
+	times := make([]*ProgramTime, len(b.Programs))
+	sigs := make([]string, len(b.Programs))
+	for i, p := range b.Programs {
+		sig := Signature(p.Kernel)
+		sigs[i] = sig
+		pt, ok := cache[sig]
+		if !ok {
+			n := 1
+			if IsMesh(p.Kernel) {
+				n = rowDevices
+			}
+			var err error
+			pt, err = Simulate(p.Kernel, b.Target, prm, Options{Devices: n})
+			if err != nil {
+				return nil, fmt.Errorf("timing: %s: %w", p.Op.Where(), err)
+			}
+			cache[sig] = pt
+		}
+		times[i] = pt
+		if progress != nil {
+			progress(i+1, len(b.Programs))
+		}
+	}
+	r.Signatures = len(cache)
+	for d := 0; d < devices; d++ {
+		at := 0.0
+		for i, p := range b.Programs {
+			pt := times[i]
+			dt := pt.Devices[0]
+			if len(pt.Devices) > 1 {
+				dt = pt.Devices[(d%rowDevices)%len(pt.Devices)]
+			}
+			crit, wait := describe(dt.Critical)
+			row := ProgramRow{Device: d, Index: i, Op: p.Op.Name(), Layer: regionIndex(p.Op), Region: regionKind(p.Op), Cores: dt.Cores,
+				BytesRead: dt.BytesRead, BytesWritten: dt.BytesWritten, DRAMRead: dt.DRAMRead, US: round3(dt.US),
+				CriticalThread: crit, WaitsOn: wait, MathFidelity: fidelity(p.Kernel), Signature: sigs[i],
+				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Roles}
+			r.Programs = append(r.Programs, row)
+			at += dt.US + prm.LaunchGapUS
+		}
+		r.DeviceStepUS[d] = round3(at)
+	}
+	slow := 0
+	for d, us := range r.DeviceStepUS {
+		if us > r.DeviceStepUS[slow] {
+			slow = d
+		}
+	}
+	r.StepUS = r.DeviceStepUS[slow]
+	r.LaunchUSTotal = round3(float64(len(b.Programs)) * prm.LaunchGapUS)
+	r.FloorBytes = floorBytes(b)
+	r.FloorUS = round3(float64(r.FloorBytes) / prm.FloorBytesPerSecond * 1e6)
+	if r.FloorUS > 0 {
+		r.Ratio = round3(r.StepUS / r.FloorUS)
+	}
+	r.aggregate(slow)
+	return r, nil
+}
+
+func regionIndex(op *ir.Op) int {
+	if op.Region == nil {
+		return -1
+	}
+	return op.Region.Index
+}
+
+func regionKind(op *ir.Op) string {
+	if op.Region == nil {
+		return ""
+	}
+	return string(op.Region.Kind)
+}
+
+func round3(x float64) float64 {
+	if x < 0 {
+		return -round3(-x)
+	}
+	return float64(int64(x*1000+0.5)) / 1000
+}
+
+// describe names a thread as "kernel@core" and its longest stall.
+func describe(t ThreadTime) (string, string) {
+	w, _ := t.TopWait()
+	return fmt.Sprintf("%s@%s", t.Kernel, t.Core), w
+}
+
+func fidelity(p *kir.Program) string {
+	for _, k := range p.Kernels {
+		if k.Role == kir.RoleCompute {
+			return strings.ToUpper(k.Compute.MathFidelity.String())
+		}
+	}
+	return ""
+}
+
+func shapes(vs []*ir.Value) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.Type.Shape.String() + " " + v.Type.DType.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// floorBytes is what one device must stream from DRAM per step (see Report.FloorBytes).
+func floorBytes(b *codegen.Build) int64 {
+	var n int64
+	for _, s := range b.Buffers {
+		if !s.Mem.Kind.IsDRAM() || s.Value == nil {
+			continue
+		}
+		bytes := int64(s.PageSize) * int64(s.Pages)
+		switch s.Value.Kind {
+		case ir.KindWeight:
+			n += bytes
+		case ir.KindState:
+			n += bytes
+			if !strings.Contains(strings.ToLower(s.Name), "cache") {
+				n += bytes
+			}
+		}
+	}
+	return n
+}
+
+// aggregate fills Kinds and Layers from device dev's programs.
+func (r *Report) aggregate(dev int) {
+	kinds := map[string]*KindRow{}
+	crits := map[string]map[string]int{}
+	waits := map[string]map[string]int{}
+	var order []string
+	layers := map[[2]string]*LayerRow{}
+	var lorder [][2]string
+	for _, p := range r.Programs {
+		if p.Device != dev {
+			continue
+		}
+		k, ok := kinds[p.Op]
+		if !ok {
+			k = &KindRow{Op: p.Op}
+			kinds[p.Op] = k
+			crits[p.Op] = map[string]int{}
+			waits[p.Op] = map[string]int{}
+			order = append(order, p.Op)
+		}
+		k.Count++
+		k.Cores = max(k.Cores, p.Cores)
+		k.Bytes += p.BytesRead + p.BytesWritten
+		k.USTotal += p.US
+		crits[p.Op][kernelOf(p.CriticalThread)]++
+		if p.WaitsOn != "" {
+			waits[p.Op][p.WaitsOn]++
+		}
+		key := [2]string{fmt.Sprint(p.Layer), p.Region}
+		l, ok := layers[key]
+		if !ok {
+			l = &LayerRow{Index: p.Layer, Kind: p.Region}
+			layers[key] = l
+			lorder = append(lorder, key)
+		}
+		l.Programs++
+		l.US += p.US + 0
+	}
+	for _, op := range order {
+		k := kinds[op]
+		k.USEach = round3(k.USTotal / float64(k.Count))
+		k.USTotal = round3(k.USTotal)
+		if r.StepUS > 0 {
+			k.Share = round3(k.USTotal / r.StepUS)
+		}
+		k.Critical, k.WaitsOn = mostCommon(crits[op]), mostCommon(waits[op])
+		r.Kinds = append(r.Kinds, *k)
+	}
+	sort.SliceStable(r.Kinds, func(i, j int) bool { return r.Kinds[i].USTotal > r.Kinds[j].USTotal })
+	for _, key := range lorder {
+		l := layers[key]
+		l.US = round3(l.US)
+		r.Layers = append(r.Layers, *l)
+	}
+}
+
+func kernelOf(thread string) string {
+	if i := strings.IndexByte(thread, '@'); i >= 0 {
+		return thread[:i]
+	}
+	return thread
+}
+
+func mostCommon(m map[string]int) string {
+	best, n := "", 0
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if m[k] > n {
+			best, n = k, m[k]
+		}
+	}
+	return best
+}
+
+// Signature is a content hash of p up to buffer names: two programs with
+// the same signature run the same statements on the same cores with the
+// same CBs, semaphores, buffer layouts and argument values (buffer
+// addresses abstracted to the buffer's position), so they take the same time.
+func Signature(p *kir.Program) string {
+	h := sha256.New()
+	index := map[string]int{}
+	for i, b := range p.Buffers {
+		index[b.Name] = i
+		fmt.Fprintf(h, "buf %d %v %v %v %d %d\n", i, b.Mem, b.DType, b.Layout, b.PageSize, b.Pages)
+	}
+	for _, cb := range p.CBs {
+		back := -1
+		if cb.Backing != "" {
+			back = index[cb.Backing]
+		}
+		fmt.Fprintf(h, "cb %d %d %d %v %v %d\n", cb.Index, cb.PageSize, cb.Pages, cb.Format, cb.Cores, back)
+	}
+	for _, s := range p.Semaphores {
+		fmt.Fprintf(h, "sem %d %v %d\n", s.ID, s.Cores, s.Initial)
+	}
+	val := func(v kir.ArgValue) string {
+		if v.Kind == kir.ValBufferAddr {
+			v.Buffer = fmt.Sprint(index[v.Buffer])
+		}
+		return fmt.Sprintf("%#v", v)
+	}
+	for _, k := range p.Kernels {
+		fmt.Fprintf(h, "kernel %d %d %d %v %#v %v\n", k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.SortedDefines())
+		for _, a := range k.Args {
+			fmt.Fprintf(h, "arg %s %d %d %s\n", a.Name, a.Kind, a.Index, val(a.Value))
+		}
+		for _, rv := range k.RuntimeValues {
+			fmt.Fprintf(h, "rt %v", rv.Core)
+			for _, v := range rv.Values {
+				fmt.Fprintf(h, " %s", val(v))
+			}
+			fmt.Fprintln(h)
+		}
+		fmt.Fprintf(h, "body %#v\n", k.Body)
+	}
+	sum := h.Sum(nil)
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,134 @@
+package timing
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+// JSON is the report as indented JSON with a trailing newline.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// CSVHeader are the columns of WriteCSV: tt-metal's ops_perf_results
+// names where one applies, then tcc's own.
+var CSVHeader = []string{"OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "CORE COUNT", "MATH FIDELITY",
+	"DEVICE KERNEL DURATION [ns]", "INPUTS", "OUTPUTS", "LAYER", "REGION", "PROGRAM HASH", "BYTES READ", "BYTES WRITTEN",
+	"CRITICAL THREAD", "WAITS ON"}
+
+// WriteCSV writes one row per program per device.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	for _, p := range r.Programs {
+		row := []string{p.Op, "tt_dnn_device", strconv.Itoa(p.Index), strconv.Itoa(p.Device), strconv.Itoa(p.Cores), p.MathFidelity,
+			strconv.FormatInt(int64(p.US*1000+0.5), 10), p.Inputs, p.Outputs, strconv.Itoa(p.Layer), p.Region, p.Signature,
+			strconv.FormatInt(p.BytesRead, 10), strconv.FormatInt(p.BytesWritten, 10), p.CriticalThread, p.WaitsOn}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteTable writes the per-kind and per-layer tables and the step summary.
+func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d: %d programs per device (%d signatures simulated)\n\n",
+		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.ProgramsPerDevice, r.Signatures)
+	fmt.Fprintln(tw, "op\tcount\tcores\tMB moved\tus each\tus total\tshare\t critical thread\t waits on most\t")
+	for _, k := range r.Kinds {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f%%\t %s\t %s\t\n", k.Op, k.Count, k.Cores, float64(k.Bytes)/1e6, k.USEach, k.USTotal, 100*k.Share, k.Critical, k.WaitsOn)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if perLayer {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "layer\tkind\tprograms\tus\t")
+		for _, l := range r.Layers {
+			idx := strconv.Itoa(l.Index)
+			if l.Index < 0 {
+				idx = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t\n", idx, l.Kind, l.Programs, l.US)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
+	fmt.Fprintf(w, "DRAM floor: %.1f us (%.2f GB per device at the floor bandwidth); step/floor = %.2f\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.Ratio)
+	return nil
+}
+
+// traceEvent is one Chrome trace-event ("X" complete events, "M" metadata).
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	TS   float64        `json:"ts"`
+	Dur  float64        `json:"dur,omitempty"`
+	PID  int            `json:"pid"`
+	TID  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// Trace is one step as Chrome / Perfetto trace-event JSON: a process per
+// device, a track for programs and one per kernel role (reader, compute,
+// writer), a slice per program and per role's latest thread.
+func (r *Report) Trace() ([]byte, error) {
+	var evs []traceEvent
+	devs := map[int]bool{}
+	roleTID := func(role kir.Role) int { return 1 + int(role) }
+	for _, p := range r.Programs {
+		if !devs[p.Device] {
+			devs[p.Device] = true
+			evs = append(evs, traceEvent{Name: "process_name", Ph: "M", PID: p.Device, Args: map[string]any{"name": fmt.Sprintf("device %d", p.Device)}})
+			evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: 0, Args: map[string]any{"name": "programs"}})
+			for _, role := range []kir.Role{kir.RoleReader, kir.RoleCompute, kir.RoleWriter} {
+				evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: roleTID(role), Args: map[string]any{"name": role.String() + " kernels"}})
+			}
+		}
+		evs = append(evs, traceEvent{Name: p.Op, Cat: "program", Ph: "X", TS: p.StartUS, Dur: p.US, PID: p.Device, TID: 0,
+			Args: map[string]any{"layer": p.Layer, "cores": p.Cores, "bytes_read": p.BytesRead, "critical": p.CriticalThread, "waits_on": p.WaitsOn}})
+		threads := append([]ThreadTime(nil), p.Threads...)
+		sort.Slice(threads, func(i, j int) bool { return threads[i].Role < threads[j].Role })
+		for _, t := range threads {
+			w, us := t.TopWait()
+			evs = append(evs, traceEvent{Name: t.Kernel, Cat: "thread", Ph: "X", TS: p.StartUS, Dur: t.FinishUS, PID: p.Device, TID: roleTID(t.Role),
+				Args: map[string]any{"core": t.Core.String(), "waits_on": w, "wait_us": round3(us)}})
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteString("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")
+	for i, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+		if i+1 < len(evs) {
+			buf.WriteByte(',')
+		}
+		buf.WriteByte('\n')
+	}
+	buf.WriteString("]}\n")
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,205 @@
+package timing
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Params are the physical parameters of the cost model. Every value is in
+// Tensix cycles at ClockHz or bytes per cycle unless its name says
+// otherwise. Table lists each with its unit and source; three are fitted on
+// the rows of reference/measured.md (Fitted in the table), the rest are
+// fixed from published measurements or the chip description.
+type Params struct {
+	ClockHz float64
+
+	// LaunchGapUS is the device gap between consecutive programs (traced).
+	LaunchGapUS float64
+	// FixedProgramUS is the fixed device cost of one program beyond what
+	// its kernels do: firmware start, argument and CB setup, completion.
+	FixedProgramUS float64
+
+	// LatencySizes are the transfer sizes (bytes) of the latency tables;
+	// each table gives the round trip in cycles of one transaction alone
+	// (issue to barrier), interpolated linearly between sizes.
+	LatencySizes                                                  []float64
+	DRAMReadLatency, DRAMWriteLatency, L1ReadLatency, L1WriteLatency []float64
+	// NoCHopCycles adjusts a transaction's latency per NoC hop away from
+	// LatencyRefHops, the distance the tables were measured at.
+	NoCHopCycles, LatencyRefHops float64
+	// NoCIssueCycles is the RISC-V time to issue one NoC command.
+	NoCIssueCycles float64
+	// NoCLinkBytesPerCycle is the sustained rate of one core's NoC port
+	// (each direction).
+	NoCLinkBytesPerCycle float64
+	// DRAMBankBytesPerCycle is the sustained rate of one DRAM bank.
+	DRAMBankBytesPerCycle float64
+
+	// EthBytesPerCycle and EthLatencyCycles: payload rate and one-way
+	// latency of one ethernet link.
+	EthBytesPerCycle, EthLatencyCycles float64
+
+	// MatmulCycles is the math time of one 32x32x32 tile product by
+	// fidelity (index ir.MathFidelity).
+	MatmulCycles [5]float64
+	// UnpackCyclesPerTile is the unpacker time of one operand tile into a
+	// source register (or DEST).
+	UnpackCyclesPerTile float64
+	// FPUEltwiseCycles is the math time of one FPU element-wise tile op.
+	FPUEltwiseCycles float64
+	// PackCycles16 and PackCycles32 pack one tile from 16-bit or fp32 DEST.
+	PackCycles16, PackCycles32 float64
+	// SFPUCycles is the time of one SFPU op on a tile, by op.
+	SFPUCycles map[kir.SFPUOp]float64
+	// InitCycles is the cost of one init / reconfiguration call;
+	// CBCycles of one CB call; ScalarCycles of one scalar statement or loop
+	// iteration on a RISC-V.
+	InitCycles, CBCycles, ScalarCycles float64
+
+	// FloorBytesPerSecond is the per-card DRAM bandwidth the floor of a
+	// build is computed at (bytes a device must stream / this rate).
+	FloorBytesPerSecond float64
+}
+
+// Default returns the calibrated parameters (see Table for the sources).
+func Default() *Params {
+	return &Params{
+		ClockHz:        1.35e9,
+		LaunchGapUS:    1.63,
+		FixedProgramUS: fittedFixedProgramUS,
+		LatencySizes:   []float64{64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384},
+		// noc_latencies.yaml, arch 3 (Blackhole), one transaction:
+		// DRAM sharded read (pattern 0, memory 2), DRAM sharded write
+		// (memory 2), L1 read (pattern 0, NoC 1), L1 write.
+		DRAMReadLatency:       []float64{481, 482, 489, 497, 513, 538, 578, 665, 841},
+		DRAMWriteLatency:      []float64{381, 381, 381, 389, 397, 413, 453, 523, 669},
+		L1ReadLatency:         []float64{373, 393, 372, 379, 388, 414, 439, 510, 636},
+		L1WriteLatency:        []float64{358, 359, 360, 369, 375, 403, 432, 510, 629},
+		NoCHopCycles:          9,
+		LatencyRefHops:        8,
+		NoCIssueCycles:        24,
+		NoCLinkBytesPerCycle:  61,
+		DRAMBankBytesPerCycle: fittedDRAMBankBytesPerCycle,
+		EthBytesPerCycle:      20,
+		EthLatencyCycles:      1350,
+		MatmulCycles:          [5]float64{ir.LoFi: 16, 1: 32, ir.HiFi2: 32, ir.HiFi3: 48, ir.HiFi4: 64},
+		UnpackCyclesPerTile:   fittedUnpackCyclesPerTile,
+		FPUEltwiseCycles:      8,
+		PackCycles16:          32,
+		PackCycles32:          64,
+		SFPUCycles: map[kir.SFPUOp]float64{
+			kir.SFPUExp: 128, kir.SFPULog: 160, kir.SFPUSigmoid: 160, kir.SFPUSiLU: 192,
+			kir.SFPURsqrt: 128, kir.SFPUSqrt: 128, kir.SFPURecip: 128, kir.SFPUSoftplus: 256,
+			kir.SFPUSquare: 32, kir.SFPUNegative: 32, kir.SFPUAbs: 32, kir.SFPURelu: 32,
+			kir.SFPUAddScalar: 32, kir.SFPUMulScalar: 32,
+		},
+		InitCycles:          20,
+		CBCycles:            10,
+		ScalarCycles:        2,
+		FloorBytesPerSecond: 430e9,
+	}
+}
+
+// The fitted parameters (TestFittedParamsAreOptimal checks that each is a
+// minimum of the calibration error; `tcc perf --params` prints them).
+const (
+	fittedFixedProgramUS        = 2.5
+	fittedDRAMBankBytesPerCycle = 40.0
+	fittedUnpackCyclesPerTile   = 68.0
+)
+
+// Param is one row of the parameter table.
+type Param struct {
+	Name   string  `json:"name"`
+	Value  string  `json:"value"`
+	Unit   string  `json:"unit"`
+	Fitted bool    `json:"fitted"`
+	Source string  `json:"source"`
+	Num    float64 `json:"-"`
+}
+
+const (
+	srcYAML     = "tt-metal noc_estimator/latencies/noc_latencies.yaml, arch 3 rows"
+	srcMeasured = "reference/measured.md"
+	srcChip     = "reference/blackhole.md"
+	srcAssumed  = "assumed (compute is <0.1% of a decode step; not fitted)"
+)
+
+// Table lists every parameter with its unit and source, in a fixed order.
+func (p *Params) Table() []Param {
+	f := func(name string, v float64, unit string, fitted bool, src string) Param {
+		return Param{Name: name, Value: fmt.Sprintf("%g", v), Unit: unit, Fitted: fitted, Source: src, Num: v}
+	}
+	list := func(name string, v []float64, src string) Param {
+		return Param{Name: name, Value: fmt.Sprint(v), Unit: "cycles", Source: src}
+	}
+	rows := []Param{
+		f("clock", p.ClockHz/1e9, "GHz", false, srcChip),
+		f("launch_gap", p.LaunchGapUS, "us/program", false, srcMeasured+": traced launch gap <= 1.63 us"),
+		f("fixed_program", p.FixedProgramUS, "us/program", true, srcMeasured+": fitted on the per-program rows"),
+		{Name: "latency_sizes", Value: fmt.Sprint(p.LatencySizes), Unit: "bytes", Source: srcYAML},
+		list("dram_read_latency", p.DRAMReadLatency, srcYAML+" (DRAM sharded read, pattern 0, memory 2)"),
+		list("dram_write_latency", p.DRAMWriteLatency, srcYAML+" (DRAM sharded write, memory 2)"),
+		list("l1_read_latency", p.L1ReadLatency, srcYAML+" (L1 read, pattern 0)"),
+		list("l1_write_latency", p.L1WriteLatency, srcYAML+" (L1 write)"),
+		f("noc_hop", p.NoCHopCycles, "cycles/hop", false, srcYAML+": same-axis vs cross rows (~150 cycles over ~16 hops)"),
+		f("latency_ref_hops", p.LatencyRefHops, "hops", false, "mean worker-to-endpoint distance of the tables' sweeps (assumed)"),
+		f("noc_issue", p.NoCIssueCycles, "cycles/transaction", false, srcYAML+": 256 x 64 B DRAM reads take 6,089 cycles"),
+		f("noc_link", p.NoCLinkBytesPerCycle, "B/cycle", false, srcChip+"; yaml 256 x 16 KiB L1 reads: 61.3 B/cycle"),
+		f("dram_bank", p.DRAMBankBytesPerCycle, "B/cycle", true, srcMeasured+": fitted on the decode matmul rows (8 banks)"),
+		f("eth_link", p.EthBytesPerCycle, "B/cycle", false, "codegen/target Ethernet estimate (400 Gb/s link, packet overheads)"),
+		f("eth_latency", p.EthLatencyCycles, "cycles", false, "codegen/target Ethernet estimate (~1 us handshake)"),
+		{Name: "matmul_tile", Value: fmt.Sprintf("LoFi %g, HiFi2 %g, HiFi3 %g, HiFi4 %g", p.MatmulCycles[ir.LoFi], p.MatmulCycles[ir.HiFi2], p.MatmulCycles[ir.HiFi3], p.MatmulCycles[ir.HiFi4]), Unit: "cycles/tile", Source: srcChip},
+		f("unpack_tile", p.UnpackCyclesPerTile, "cycles/tile", true, srcMeasured+": fitted on the decode matmul rows (time tracks tiles)"),
+		f("fpu_eltwise", p.FPUEltwiseCycles, "cycles/tile", false, srcChip),
+		f("pack_tile_16", p.PackCycles16, "cycles/tile", false, srcAssumed),
+		f("pack_tile_32", p.PackCycles32, "cycles/tile", false, srcAssumed),
+	}
+	ops := make([]kir.SFPUOp, 0, len(p.SFPUCycles))
+	for op := range p.SFPUCycles {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	s := ""
+	for i, op := range ops {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %g", op, p.SFPUCycles[op])
+	}
+	rows = append(rows,
+		Param{Name: "sfpu_tile", Value: s, Unit: "cycles/tile", Source: srcAssumed},
+		f("init", p.InitCycles, "cycles/call", false, srcAssumed),
+		f("cb_call", p.CBCycles, "cycles/call", false, srcAssumed),
+		f("scalar", p.ScalarCycles, "cycles/statement", false, srcAssumed),
+		f("floor_bandwidth", p.FloorBytesPerSecond/1e9, "GB/s/card", false, srcMeasured+": streaming read test"),
+	)
+	return rows
+}
+
+// latency interpolates a latency table at size bytes (clamped at the ends,
+// extrapolated linearly past the largest size) and adjusts it for hops.
+func (p *Params) latency(table []float64, size float64, hops int) float64 {
+	xs := p.LatencySizes
+	var l float64
+	switch {
+	case size <= xs[0]:
+		l = table[0]
+	case size >= xs[len(xs)-1]:
+		n := len(xs) - 1
+		slope := (table[n] - table[n-1]) / (xs[n] - xs[n-1])
+		l = table[n] + slope*(size-xs[n])
+	default:
+		i := sort.SearchFloat64s(xs, size)
+		f := (size - xs[i-1]) / (xs[i] - xs[i-1])
+		l = table[i-1] + f*(table[i]-table[i-1])
+	}
+	l += (float64(hops) - p.LatencyRefHops) * p.NoCHopCycles
+	return max(l, 1)
+}
+
+// cyclesToUS converts cycles to microseconds.
+func (p *Params) cyclesToUS(c float64) float64 { return c / p.ClockHz * 1e6 }

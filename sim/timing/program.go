@@ -1,0 +1,205 @@
+package timing
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// ThreadTime is what one kernel did on one core.
+type ThreadTime struct {
+	Device int
+	Core   kir.Core
+	Kernel string
+	Role   kir.Role
+	// FinishUS is when the thread finished, from the program's start
+	// (kernel time only, without the fixed program cost).
+	FinishUS float64
+	// Waits are the microseconds the thread stalled, by what it waited on
+	// (a CB call and index, a NoC barrier, a semaphore, an ethernet word).
+	Waits map[string]float64
+}
+
+// TopWait is the call the thread stalled on longest and for how long ("" when it never stalled).
+func (t ThreadTime) TopWait() (string, float64) {
+	best, us := "", 0.0
+	keys := make([]string, 0, len(t.Waits))
+	for k := range t.Waits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if t.Waits[k] > us {
+			best, us = k, t.Waits[k]
+		}
+	}
+	return best, us
+}
+
+// DeviceTime is one device's share of a program.
+type DeviceTime struct {
+	// US is the program's predicted device kernel duration on this device:
+	// its latest core's finish plus the fixed per-program cost.
+	US float64
+	// Critical is the thread that finished last.
+	Critical ThreadTime
+	// Roles holds, per role, the latest-finishing thread of that role.
+	Roles []ThreadTime
+	// Cores is the number of cores that ran a kernel.
+	Cores int
+	// BytesRead and BytesWritten are the NoC bytes moved by the device's
+	// kernels; DRAMRead and DRAMWritten the DRAM part; EthSent the bytes
+	// sent over ethernet.
+	BytesRead, BytesWritten, DRAMRead, DRAMWritten, EthSent int64
+}
+
+// ProgramTime is the predicted time of one program on every device it ran on.
+type ProgramTime struct {
+	Program string
+	Devices []DeviceTime
+	// Steps is the number of kernel-IR instructions the model executed.
+	Steps int64
+}
+
+// US is the slowest device's time.
+func (pt *ProgramTime) US() float64 {
+	us := 0.0
+	for _, d := range pt.Devices {
+		us = max(us, d.US)
+	}
+	return us
+}
+
+// Options control Simulate.
+type Options struct {
+	// Devices is the number of devices the program runs on at once (a mesh
+	// row cabled as the target's canonical ring); 0 means 1.
+	Devices int
+	// StepLimit bounds the instructions executed (0: DefaultStepLimit).
+	StepLimit int64
+}
+
+// IsMesh reports whether p has kernels on ethernet cores, so it must be
+// timed on every device of a mesh row at once.
+func IsMesh(p *kir.Program) bool {
+	for _, k := range p.Kernels {
+		if k != nil && k.OnEth() {
+			return true
+		}
+	}
+	return false
+}
+
+// Simulate predicts p's device time on target t with parameters prm: every
+// core's kernels run their statements as events (NoC transactions in
+// flight until a barrier, CB flow between threads, semaphores, ethernet
+// handshakes, compute by instruction kind), bounded by the shared DRAM
+// banks, NoC ports and ethernet links. The program's time on a device is
+// its latest core's finish plus prm.FixedProgramUS. Simulate does not check
+// hardware rules (kir.Validate and sim/kexec do); it fails on a program it
+// cannot follow: a deadlock, an unknown statement, a bad address.
+func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*ProgramTime, error) {
+	if p == nil || t == nil || prm == nil {
+		return nil, errors.New("timing: Simulate needs a program, a target and parameters")
+	}
+	n := max(opt.Devices, 1)
+	m := &machine{p: prm, t: t, prog: p, peers: map[ethEnd]ethEnd{}, limit: opt.StepLimit}
+	if m.limit <= 0 {
+		m.limit = DefaultStepLimit
+	}
+	if n > 1 {
+		if t.Eth == nil {
+			return nil, fmt.Errorf("program %q: target %s has no ethernet cores for a %d-device run", p.Name, t.Name, n)
+		}
+		for _, l := range kexec.RingLinks(n, t.Eth.RingEast, t.Eth.RingWest) {
+			a, b := ethEnd{l.A.Device, l.A.Channel}, ethEnd{l.B.Device, l.B.Channel}
+			m.peers[a], m.peers[b] = b, a
+		}
+	}
+	if err := m.load(n); err != nil {
+		return nil, err
+	}
+	if err := m.run(); err != nil {
+		return nil, err
+	}
+	pt := &ProgramTime{Program: p.Name, Steps: m.steps}
+	for d := 0; d < n; d++ {
+		dt := DeviceTime{}
+		cores := map[kir.Core]bool{}
+		roles := map[kir.Role]int{}
+		var last *thread
+		for _, th := range m.threads {
+			if th.core.dev.idx != d {
+				continue
+			}
+			cores[th.core.c] = true
+			tt := threadTime(th, prm)
+			if tt.FinishUS > dt.Critical.FinishUS || dt.Critical.Kernel == "" {
+				dt.Critical = tt
+				last = th
+			}
+			if i, ok := roles[th.k.Role]; !ok {
+				roles[th.k.Role] = len(dt.Roles)
+				dt.Roles = append(dt.Roles, tt)
+			} else if tt.FinishUS > dt.Roles[i].FinishUS {
+				dt.Roles[i] = tt
+			}
+			dt.BytesRead += th.bytesRead
+			dt.BytesWritten += th.bytesWritten
+			dt.DRAMRead += th.dramRead
+			dt.DRAMWritten += th.dramWritten
+			dt.EthSent += th.ethSent
+		}
+		if b := bottleneck(last); b != nil && b != last {
+			dt.Critical = threadTime(b, prm)
+		}
+		dt.Cores = len(cores)
+		dt.US = dt.Critical.FinishUS + prm.FixedProgramUS
+		pt.Devices = append(pt.Devices, dt)
+	}
+	return pt, nil
+}
+
+func threadTime(th *thread, prm *Params) ThreadTime {
+	tt := ThreadTime{Device: th.core.dev.idx, Core: th.core.c, Kernel: th.k.Name, Role: th.k.Role, FinishUS: prm.cyclesToUS(th.t), Waits: map[string]float64{}}
+	for k, v := range th.waits {
+		tt.Waits[k] = prm.cyclesToUS(v)
+	}
+	return tt
+}
+
+// bottleneck follows the last-finishing thread's longest CB stall to the
+// thread on the same core that fed (or drained) that CB, until a thread's
+// longest stall is not on a local CB: the thread that set the pace.
+func bottleneck(th *thread) *thread {
+	seen := map[*thread]bool{}
+	for th != nil && !seen[th] {
+		seen[th] = true
+		best, top := "", 0.0
+		for k, v := range th.waits {
+			if v > top || (v == top && k < best) {
+				best, top = k, v
+			}
+		}
+		var idx int
+		var next *thread
+		if _, err := fmt.Sscanf(best, "cb_wait_front c_%d", &idx); err == nil {
+			if q := th.core.cbs[idx]; q != nil {
+				next = q.producer
+			}
+		} else if _, err := fmt.Sscanf(best, "cb_reserve_back c_%d", &idx); err == nil {
+			if q := th.core.cbs[idx]; q != nil {
+				next = q.consumer
+			}
+		}
+		if next == nil || next == th {
+			return th
+		}
+		th = next
+	}
+	return th
+}

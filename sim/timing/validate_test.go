@@ -1,0 +1,171 @@
+package timing
+
+import (
+	"flag"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+)
+
+var fitFlag = flag.Bool("fit", false, "search the fitted parameters on the calibration rows and print them")
+
+// Measured rows of reference/measured.md not covered by matmulRows.
+const (
+	measuredAllReduceUS = 22.3 // mean of the two cards, 28.2 / 16.4
+	measuredSmallMeanUS = 3.38 // the GDN layer's 68 small programs
+)
+
+type calibration struct {
+	allReduce *kir.Program
+	small     []*kir.Program
+}
+
+var (
+	calOnce sync.Once
+	cal     calibration
+)
+
+func loadCalibration(tb testing.TB) calibration {
+	tb.Helper()
+	calOnce.Do(func() {
+		t := target.Blackhole()
+		b := unfusedLayer0(tb)
+		for _, p := range b.Programs {
+			if p.Op.Name() == "all_reduce" && cal.allReduce == nil {
+				cal.allReduce = p.Kernel
+			}
+		}
+		for _, n := range smallTileCounts(b) {
+			cal.small = append(cal.small, smallEltwise(t, "small", n))
+		}
+	})
+	if cal.allReduce == nil || len(cal.small) == 0 {
+		tb.Fatalf("calibration programs missing: all_reduce %v, %d small programs", cal.allReduce != nil, len(cal.small))
+	}
+	return cal
+}
+
+type prediction struct {
+	name       string
+	pred, want float64
+	tolerance  float64
+}
+
+// predictAll predicts every calibration row with prm.
+func predictAll(tb testing.TB, prm *Params) []prediction {
+	tb.Helper()
+	t := target.Blackhole()
+	c := loadCalibration(tb)
+	var out []prediction
+	for _, r := range matmulRows {
+		us, err := predictRow(t, prm, r)
+		if err != nil {
+			tb.Fatalf("%s: %v", r.name, err)
+		}
+		out = append(out, prediction{r.name, us, r.measuredUS, r.tolerance})
+	}
+	pt, err := Simulate(c.allReduce, t, prm, Options{Devices: 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out = append(out, prediction{"all-reduce (tcc all_reduce, 2 cards)", (pt.Devices[0].US + pt.Devices[1].US) / 2, measuredAllReduceUS, 0.15})
+	sum := 0.0
+	for _, p := range c.small {
+		pt, err := Simulate(p, t, prm, Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum += pt.US()
+	}
+	out = append(out, prediction{"small programs (mean)", sum / float64(len(c.small)), measuredSmallMeanUS, 0.20})
+	return out
+}
+
+// calibrationError is the sum of squared log errors of the rows the fitted
+// parameters are fitted on (every row but the all-reduce, which checks the
+// fixed ethernet parameters).
+func calibrationError(ps []prediction) float64 {
+	e := 0.0
+	for _, p := range ps {
+		if p.tolerance == 0.15 && p.name[:3] == "all" {
+			continue
+		}
+		d := math.Log(p.pred / p.want)
+		e += d * d
+	}
+	return e
+}
+
+func TestCalibrationRows(t *testing.T) {
+	for _, p := range predictAll(t, Default()) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Logf("predicted %.1f us, measured %.1f us (%+.1f%%)", p.pred, p.want, 100*(p.pred/p.want-1))
+			if relErr(p.pred, p.want) > p.tolerance {
+				t.Errorf("predicted %.1f us, measured %.1f us: off by %.1f%%, more than %.0f%%", p.pred, p.want, 100*relErr(p.pred, p.want), 100*p.tolerance)
+			}
+		})
+	}
+}
+
+// fitted returns the fitted parameters of prm by name, with setters.
+func fitted(prm *Params) map[string]*float64 {
+	return map[string]*float64{"fixed_program": &prm.FixedProgramUS, "dram_bank": &prm.DRAMBankBytesPerCycle, "unpack_tile": &prm.UnpackCyclesPerTile}
+}
+
+// TestFittedParamsAreOptimal checks that the stored fitted values are a
+// minimum of the calibration error: moving any one by 5% either way does
+// not fit the measured rows better.
+func TestFittedParamsAreOptimal(t *testing.T) {
+	base := calibrationError(predictAll(t, Default()))
+	for name := range fitted(Default()) {
+		for _, f := range []float64{0.95, 1.05} {
+			prm := Default()
+			*fitted(prm)[name] *= f
+			if e := calibrationError(predictAll(t, prm)); e < base*0.98 {
+				t.Errorf("%s x %.2f fits better (error %.5f < %.5f): refit with go test ./sim/timing -run TestFit -fit", name, f, e, base)
+			}
+		}
+	}
+}
+
+// TestFit searches the fitted parameters (coordinate descent from the
+// stored values) and prints them; run with -fit.
+func TestFit(t *testing.T) {
+	if !*fitFlag {
+		t.Skip("run with -fit to refit the timing model's parameters")
+	}
+	prm := Default()
+	best := calibrationError(predictAll(t, prm))
+	steps := map[string]float64{"fixed_program": 0.05, "dram_bank": 0.5, "unpack_tile": 2}
+	for round := 0; round < 30; round++ {
+		improved := false
+		for _, name := range []string{"fixed_program", "dram_bank", "unpack_tile"} {
+			for _, dir := range []float64{1, -1} {
+				for {
+					v := fitted(prm)[name]
+					old := *v
+					*v = old + dir*steps[name]
+					e := calibrationError(predictAll(t, prm))
+					if e >= best {
+						*v = old
+						break
+					}
+					best, improved = e, true
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	for name, v := range fitted(prm) {
+		t.Logf("fitted %s = %g", name, *v)
+	}
+	for _, p := range predictAll(t, prm) {
+		t.Logf("%s: predicted %.1f, measured %.1f", p.name, p.pred, p.want)
+	}
+	t.Logf("error %.5f", best)
+}
