@@ -219,8 +219,28 @@ func shapes(vs []*ir.Value) string {
 	return strings.Join(parts, "; ")
 }
 
-// floorBytes is what one device must stream from DRAM per step (see Report.FloorBytes).
+// floorBytes is what one device must stream from DRAM per step (see
+// Report.FloorBytes). A weight that only embedding lookups read counts the
+// rows they gather (the bytes of their results), not the whole table.
 func floorBytes(b *codegen.Build) int64 {
+	gathered := map[*ir.Value]int64{}
+	other := map[*ir.Value]bool{}
+	for _, p := range b.Programs {
+		for _, v := range p.Op.Operands {
+			if v.Kind != ir.KindWeight {
+				continue
+			}
+			if !strings.Contains(p.Op.Name(), "embedding") {
+				other[v] = true
+				continue
+			}
+			for _, r := range p.Op.Results {
+				if s := b.BufferOf(r); s != nil {
+					gathered[v] += int64(s.PageSize) * int64(s.Pages)
+				}
+			}
+		}
+	}
 	var n int64
 	for _, s := range b.Buffers {
 		if !s.Mem.Kind.IsDRAM() || s.Value == nil {
@@ -229,6 +249,9 @@ func floorBytes(b *codegen.Build) int64 {
 		bytes := int64(s.PageSize) * int64(s.Pages)
 		switch s.Value.Kind {
 		case ir.KindWeight:
+			if g, ok := gathered[s.Value]; ok && !other[s.Value] {
+				bytes = min(bytes, g)
+			}
 			n += bytes
 		case ir.KindState:
 			n += bytes

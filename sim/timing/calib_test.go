@@ -46,6 +46,7 @@ func decodeMatmul(t *target.Target, s matmulSpec) (*kir.Program, error) {
 		kb = 1
 	}
 	per := (s.Nt + s.Cores - 1) / s.Cores
+	group := min(per, 8) // output columns per DEST block (8 bf16 tiles in half-sync)
 	rows := (s.Cores + t.GridX - 1) / t.GridX
 	all := []ir.CoreRange{{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: rows - 1}}
 	if s.Cores%t.GridX != 0 {
@@ -59,8 +60,8 @@ func decodeMatmul(t *target.Target, s matmulSpec) (*kir.Program, error) {
 	act, w, out := p.AddBuffer(dram("act", ir.BF16, s.Kt)), p.AddBuffer(dram("w", s.Weights, s.Kt*s.Nt)), p.AddBuffer(dram("out", ir.BF16, s.Nt))
 	wb := s.Weights.TileBytes()
 	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: s.Kt, Format: ir.BF16, Cores: all, Name: "act"})
-	p.AddCB(kir.CB{Index: 1, PageSize: wb, Pages: 2 * kb * per, Format: s.Weights, Cores: all, Name: "weights"})
-	p.AddCB(kir.CB{Index: 16, PageSize: 2048, Pages: per, Format: ir.BF16, Cores: all, Name: "out"})
+	p.AddCB(kir.CB{Index: 1, PageSize: wb, Pages: 2 * kb * group, Format: s.Weights, Cores: all, Name: "weights"})
+	p.AddCB(kir.CB{Index: 16, PageSize: 2048, Pages: group, Format: ir.BF16, Cores: all, Name: "out"})
 	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: all})
 	last := cores[len(cores)-1]
 	x0, y0, _ := t.WorkerNoC(0, 0)
@@ -93,57 +94,69 @@ func decodeMatmul(t *target.Target, s matmulSpec) (*kir.Program, error) {
 		b.NoCSemaphoreWait(sem, kir.C(1))
 	})
 	b.CBPushBack(0, kir.Ci(s.Kt))
-	b.ForStep("kb", kir.C(0), kir.Ci(s.Kt), kir.Ci(kb), func(k0 kir.Var) {
-		b.CBReserveBack(1, kir.Mul(kir.Ci(kb), nc))
-		wp := b.Let("wp", kir.GetWritePtr{CB: 1})
-		b.For("kk", kir.C(0), kir.Ci(kb), func(kk kir.Var) {
-			b.For("j", kir.C(0), nc, func(j kir.Var) {
-				pg := b.Let("pg", kir.Add(kir.Mul(kir.Add(k0, kk), kir.Ci(s.Nt)), kir.Add(n0, j)))
-				b.NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.Mod(pg, kir.Ci(t.DRAMBanks)), Offset: kir.Add(wA, kir.Mul(kir.Div(pg, kir.Ci(t.DRAMBanks)), kir.Ci(wb)))},
-					kir.Add(wp, kir.Mul(kir.Add(kir.Mul(kk, nc), j), kir.Ci(wb))), kir.Ci(wb))
-				if s.InFlight1 {
-					b.NoCAsyncReadBarrier()
-				}
+	b.ForStep("g", kir.C(0), nc, kir.Ci(group), func(g kir.Var) {
+		gc := b.Let("gc", kir.Sub(nc, g))
+		b.If(kir.Gt(gc, kir.Ci(group)), func() { b.Assign(gc, kir.Ci(group)) })
+		b.ForStep("kb", kir.C(0), kir.Ci(s.Kt), kir.Ci(kb), func(k0 kir.Var) {
+			b.CBReserveBack(1, kir.Mul(kir.Ci(kb), gc))
+			wp := b.Let("wp", kir.GetWritePtr{CB: 1})
+			b.For("kk", kir.C(0), kir.Ci(kb), func(kk kir.Var) {
+				b.For("j", kir.C(0), gc, func(j kir.Var) {
+					pg := b.Let("pg", kir.Add(kir.Mul(kir.Add(k0, kk), kir.Ci(s.Nt)), kir.Add(kir.Add(n0, g), j)))
+					b.NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.Mod(pg, kir.Ci(t.DRAMBanks)), Offset: kir.Add(wA, kir.Mul(kir.Div(pg, kir.Ci(t.DRAMBanks)), kir.Ci(wb)))},
+						kir.Add(wp, kir.Mul(kir.Add(kir.Mul(kk, gc), j), kir.Ci(wb))), kir.Ci(wb))
+					if s.InFlight1 {
+						b.NoCAsyncReadBarrier()
+					}
+				})
 			})
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(1, kir.Mul(kir.Ci(kb), gc))
 		})
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(1, kir.Mul(kir.Ci(kb), nc))
 	})
 
 	cp := p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: all, Compute: kir.ComputeConfig{MathFidelity: s.Fidelity}})
 	cnc := cp.RuntimeArg("ncols")
 	c := cp.Builder()
 	c.MatmulHWStartup(0, 1, 16)
-	c.MatmulBlockInit(0, 1, false, cnc, kir.C(1), kir.Ci(kb))
+	c.MatmulBlockInit(0, 1, false, kir.Ci(group), kir.C(1), kir.Ci(kb))
 	c.CBWaitFront(0, kir.Ci(s.Kt))
-	c.TileRegsAcquire()
-	c.ForStep("kb", kir.C(0), kir.Ci(s.Kt), kir.Ci(kb), func(k0 kir.Var) {
-		c.CBWaitFront(1, kir.Mul(kir.Ci(kb), cnc))
-		c.For("kk", kir.C(0), kir.Ci(kb), func(kk kir.Var) {
-			c.MatmulBlock(0, 1, kir.Add(k0, kk), kir.Mul(kk, cnc), kir.C(0), false, cnc, kir.C(1), kir.Ci(kb))
+	c.ForStep("g", kir.C(0), cnc, kir.Ci(group), func(g kir.Var) {
+		gc := c.Let("gc", kir.Sub(cnc, g))
+		c.If(kir.Gt(gc, kir.Ci(group)), func() { c.Assign(gc, kir.Ci(group)) })
+		c.TileRegsAcquire()
+		c.ForStep("kb", kir.C(0), kir.Ci(s.Kt), kir.Ci(kb), func(k0 kir.Var) {
+			c.CBWaitFront(1, kir.Mul(kir.Ci(kb), gc))
+			c.For("kk", kir.C(0), kir.Ci(kb), func(kk kir.Var) {
+				c.MatmulBlock(0, 1, kir.Add(k0, kk), kir.Mul(kk, gc), kir.C(0), false, gc, kir.C(1), kir.Ci(kb))
+			})
+			c.CBPopFront(1, kir.Mul(kir.Ci(kb), gc))
 		})
-		c.CBPopFront(1, kir.Mul(kir.Ci(kb), cnc))
+		c.TileRegsCommit()
+		c.CBReserveBack(16, gc)
+		c.TileRegsWait()
+		c.For("j", kir.C(0), gc, func(j kir.Var) { c.PackTile(j, 16) })
+		c.TileRegsRelease()
+		c.CBPushBack(16, gc)
 	})
-	c.TileRegsCommit()
-	c.CBReserveBack(16, cnc)
-	c.TileRegsWait()
-	c.For("j", kir.C(0), cnc, func(j kir.Var) { c.PackTile(j, 16) })
-	c.TileRegsRelease()
-	c.CBPushBack(16, cnc)
 	c.CBPopFront(0, kir.Ci(s.Kt))
 
 	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: all})
 	wn0, wnc := wr.RuntimeArg("n0"), wr.RuntimeArg("ncols")
 	outA := wr.CommonArg("out", kir.BufferAddr(out, 0))
 	o := wr.Builder()
-	o.CBWaitFront(16, wnc)
-	rp := o.Let("rp", kir.GetReadPtr{CB: 16})
-	o.For("j", kir.C(0), wnc, func(j kir.Var) {
-		pg := o.Let("pg", kir.Add(wn0, j))
-		o.NoCAsyncWrite(kir.Add(rp, kir.Mul(j, kir.C(2048))), kir.DRAMBankAddr{Bank: kir.Mod(pg, kir.Ci(t.DRAMBanks)), Offset: kir.Add(outA, kir.Mul(kir.Div(pg, kir.Ci(t.DRAMBanks)), kir.C(2048)))}, kir.C(2048))
+	o.ForStep("g", kir.C(0), wnc, kir.Ci(group), func(g kir.Var) {
+		gc := o.Let("gc", kir.Sub(wnc, g))
+		o.If(kir.Gt(gc, kir.Ci(group)), func() { o.Assign(gc, kir.Ci(group)) })
+		o.CBWaitFront(16, gc)
+		rp := o.Let("rp", kir.GetReadPtr{CB: 16})
+		o.For("j", kir.C(0), gc, func(j kir.Var) {
+			pg := o.Let("pg", kir.Add(kir.Add(wn0, g), j))
+			o.NoCAsyncWrite(kir.Add(rp, kir.Mul(j, kir.C(2048))), kir.DRAMBankAddr{Bank: kir.Mod(pg, kir.Ci(t.DRAMBanks)), Offset: kir.Add(outA, kir.Mul(kir.Div(pg, kir.Ci(t.DRAMBanks)), kir.C(2048)))}, kir.C(2048))
+		})
+		o.NoCAsyncWriteBarrier()
+		o.CBPopFront(16, gc)
 	})
-	o.NoCAsyncWriteBarrier()
-	o.CBPopFront(16, wnc)
 
 	first := 0
 	for i, core := range cores {

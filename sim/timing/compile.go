@@ -295,4 +295,3 @@ func (cc *compiler) stmt(s kir.Stmt) error {
 	cc.emit(in)
 	return nil
 }
-

@@ -25,7 +25,7 @@ type Params struct {
 	// LatencySizes are the transfer sizes (bytes) of the latency tables;
 	// each table gives the round trip in cycles of one transaction alone
 	// (issue to barrier), interpolated linearly between sizes.
-	LatencySizes                                                  []float64
+	LatencySizes                                                     []float64
 	DRAMReadLatency, DRAMWriteLatency, L1ReadLatency, L1WriteLatency []float64
 	// NoCHopCycles adjusts a transaction's latency per NoC hop away from
 	// LatencyRefHops, the distance the tables were measured at.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 var fitFlag = flag.Bool("fit", false, "search the fitted parameters on the calibration rows and print them")
@@ -168,4 +169,57 @@ func TestFit(t *testing.T) {
 		t.Logf("%s: predicted %.1f, measured %.1f", p.name, p.pred, p.want)
 	}
 	t.Logf("error %.5f", best)
+}
+
+// TestReadsInFlight: a reader that waits for each page before issuing the
+// next is predicted much slower than one with a block of pages in flight.
+func TestReadsInFlight(t *testing.T) {
+	tg := target.Blackhole()
+	base := matmulSpec{Name: "m", Kt: 96, Nt: 160, Cores: 33, Weights: ir.BFP8B, Fidelity: ir.HiFi2}
+	one := base
+	one.InFlight1 = true
+	fast, slow := predictSpec(t, tg, base), predictSpec(t, tg, one)
+	t.Logf("one read per barrier %.1f us, a block in flight %.1f us", slow, fast)
+	if slow < 3*fast {
+		t.Errorf("one read per barrier (%.1f us) should be at least 3x slower than a block in flight (%.1f us)", slow, fast)
+	}
+}
+
+// TestMoreCoresFasterUntilDRAMBound: the same matmul on more cores is
+// never slower, and at the full grid it is within 20% of its DRAM bound.
+func TestMoreCoresFasterUntilDRAMBound(t *testing.T) {
+	tg := target.Blackhole()
+	prm := Default()
+	prev := math.Inf(1)
+	var last float64
+	for _, n := range []int{4, 8, 16, 32, 64, 110} {
+		s := matmulSpec{Name: "m", Kt: 160, Nt: 272, Cores: n, Weights: ir.BFP8B, Fidelity: ir.LoFi, KBlock: 2}
+		us := predictSpec(t, tg, s)
+		t.Logf("%3d cores: %.1f us", n, us)
+		if us > prev*1.02 {
+			t.Errorf("%d cores: %.1f us, slower than with fewer cores (%.1f us)", n, us, prev)
+		}
+		prev, last = us, us
+	}
+	bytes := float64(160 * 272 * ir.BFP8B.TileBytes())
+	bound := bytes/(prm.DRAMBankBytesPerCycle*float64(tg.DRAMBanks))/prm.ClockHz*1e6 + prm.FixedProgramUS
+	if last > 1.2*bound || last < bound*0.99 {
+		t.Errorf("110 cores: %.1f us; the DRAM bound is %.1f us", last, bound)
+	}
+}
+
+func predictSpec(t *testing.T, tg *target.Target, s matmulSpec) float64 {
+	t.Helper()
+	p, err := decodeMatmul(tg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kir.Validate(p, tg); err != nil {
+		t.Fatalf("the calibration kernel breaks a hardware rule: %v", err)
+	}
+	pt, err := Simulate(p, tg, Default(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pt.US()
 }

@@ -23,6 +23,7 @@ func newBuildCmd() *cobra.Command {
                       execution order (kernels, core ranges, CBs, semaphores,
                       compile-time and runtime args, buffers)
   DIR/report.json     the op-count report (as tcc report ops --format json)
+  DIR/perf.json       the predicted device time of one step (as tcc perf --format json)
 
 The directory is replaced atomically; two builds of the same model and flags are
 byte-identical.
@@ -35,7 +36,7 @@ byte-identical.
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		start := time.Now()
-		_, g, res, err := mf.graphFor(args[0])
+		m, g, res, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
 		}
@@ -52,6 +53,13 @@ byte-identical.
 			return err
 		}
 		files["report.json"] = rep
+		perf, err := predictBuild(args[0], m, mf, b, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		if files["perf.json"], err = perf.JSON(); err != nil {
+			return err
+		}
 		if out == "" {
 			out = "out/" + args[0]
 		}
@@ -59,7 +67,7 @@ byte-identical.
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d programs per device on mesh %s, %d kernel sources -> %s (%.2fs)\n",
-			args[0], len(b.Programs), g.Mesh, len(files)-2, out, time.Since(start).Seconds())
+			args[0], len(b.Programs), g.Mesh, len(files)-3, out, time.Since(start).Seconds())
 		return nil
 	}
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -186,5 +187,157 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+func TestPerfJSON(t *testing.T) {
+	out, err := runCLI(t, "perf", "qwen27b", "--mesh", "1x2", "--stage", "fused", "--format", "json")
+	if err != nil {
+		t.Fatalf("perf failed: %v\n%s", err, out)
+	}
+	var r struct {
+		Model         string  `json:"model"`
+		Mesh          string  `json:"mesh"`
+		Stage         string  `json:"stage"`
+		Batch         int     `json:"batch"`
+		Mode          string  `json:"mode"`
+		Devices       int     `json:"devices"`
+		StepUS        float64 `json:"step_us"`
+		FloorUS       float64 `json:"floor_us"`
+		LaunchUSTotal float64 `json:"launch_us_total"`
+		Kinds         []struct {
+			Op      string  `json:"op"`
+			Count   int     `json:"count"`
+			Cores   int     `json:"cores"`
+			Bytes   int64   `json:"bytes"`
+			USEach  float64 `json:"us_each"`
+			USTotal float64 `json:"us_total"`
+		} `json:"kinds"`
+		Programs []struct {
+			Device         int     `json:"device"`
+			Index          int     `json:"index"`
+			Op             string  `json:"op"`
+			Layer          int     `json:"layer"`
+			Cores          int     `json:"cores"`
+			BytesRead      int64   `json:"bytes_read"`
+			BytesWritten   int64   `json:"bytes_written"`
+			US             float64 `json:"us"`
+			CriticalThread string  `json:"critical_thread"`
+		} `json:"programs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%.500s", err, out)
+	}
+	if r.Model != "qwen27b" || r.Mesh != "1x2" || r.Stage != "fused" || r.Batch != 1 || r.Mode != "decode" || r.Devices != 2 {
+		t.Errorf("header %+v", r)
+	}
+	if len(r.Programs) != 2*580 {
+		t.Fatalf("%d program rows, want 1160 (580 per device)", len(r.Programs))
+	}
+	// step_us is the slowest device's sum of program times plus launch gaps.
+	sum := map[int]float64{}
+	count := 0
+	for _, p := range r.Programs {
+		if p.US <= 0 || p.Cores <= 0 || p.CriticalThread == "" {
+			t.Fatalf("program row %+v", p)
+		}
+		sum[p.Device] += p.US
+	}
+	for _, k := range r.Kinds {
+		count += k.Count
+	}
+	if count != 580 {
+		t.Errorf("kinds count %d programs, want 580", count)
+	}
+	slow := max(sum[0], sum[1]) + r.LaunchUSTotal
+	if d := slow - r.StepUS; d > 1 || d < -1 {
+		t.Errorf("step_us %.1f, but programs plus launch gaps sum to %.1f", r.StepUS, slow)
+	}
+	if r.FloorUS <= 0 || r.StepUS <= r.FloorUS {
+		t.Errorf("floor %.1f us, step %.1f us", r.FloorUS, r.StepUS)
+	}
+}
+
+func TestPerfTableAndParams(t *testing.T) {
+	out, err := runCLI(t, "perf", "qwen27b", "--mesh", "1x2", "--stage", "unfused")
+	if err != nil {
+		t.Fatalf("perf failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"4454 programs per device", "us each", "waits on most", "layer", "step:", "DRAM floor:", "step/floor"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	out, err = runCLI(t, "perf", "--params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fixed_program", "dram_bank", "unpack_tile", "fitted", "noc_latencies.yaml"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--params lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPerfErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"perf", "qwen27b", "--stage", "half"}, `unknown --stage "half"`},
+		{[]string{"perf", "qwen27b", "--mesh", "1x5"}, "not divisible by 5"},
+		{[]string{"perf", "qwen27b", "--format", "xml"}, `unknown --format "xml"`},
+		{[]string{"perf", "tiny-mlp", "--trace", "/nonexistent-dir/t.json"}, "cannot write /nonexistent-dir/t.json"},
+		{[]string{"perf"}, "accepts 1 arg"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out, err := runCLI(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want it to contain %q\n%s", err, c.want, out)
+			}
+		})
+	}
+}
+
+func TestPerfTraceParses(t *testing.T) {
+	path := t.TempDir() + "/step.json"
+	if out, err := runCLI(t, "perf", "tiny-mlp", "--trace", path); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string   `json:"name"`
+			Ph   string   `json:"ph"`
+			TS   *float64 `json:"ts"`
+			Dur  float64  `json:"dur"`
+			PID  *int     `json:"pid"`
+			TID  *int     `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not trace-event JSON: %v", err)
+	}
+	programs, threads := 0, 0
+	for _, e := range tr.TraceEvents {
+		if e.Name == "" || e.PID == nil || e.TID == nil || e.TS == nil || (e.Ph != "X" && e.Ph != "M") {
+			t.Fatalf("malformed event %+v", e)
+		}
+		if e.Ph == "X" {
+			if e.Dur <= 0 {
+				t.Errorf("slice %s has duration %v", e.Name, e.Dur)
+			}
+			if *e.TID == 0 {
+				programs++
+			} else {
+				threads++
+			}
+		}
+	}
+	if programs == 0 || threads < programs {
+		t.Errorf("%d program slices, %d thread slices", programs, threads)
 	}
 }

@@ -176,4 +176,3 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
-

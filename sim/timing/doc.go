@@ -1,0 +1,71 @@
+// Package timing is tcc's cost model: it predicts the device time of every
+// program of a build from its kernel IR, the same statements the C++
+// printer prints and sim/kexec executes.
+//
+// # What it runs
+//
+// Simulate loads a kir.Program as sim/kexec does (CBs, semaphores, every
+// kernel on every core, on one device or on every device of a mesh row
+// for programs with ethernet kernels) and runs each kernel's statements as
+// a thread with its own clock, without data: loops, branches and
+// arguments are evaluated exactly, so a change to a kernel changes its
+// prediction. Threads run in time order (the runnable thread with the
+// earliest clock goes next). What each statement costs:
+//
+//   - noc_async_read / write: the issue cost, then the transaction is in
+//     flight: it completes after the measured round trip for its size and
+//     NoC distance, and no earlier than the shared resources it crosses
+//     allow (the source DRAM bank or core port and the destination port,
+//     each a bandwidth server). A barrier waits for every transaction issued
+//     since the last one, so one read per barrier pays the full round trip
+//     per page and many reads in flight stream at the bank and port rates.
+//   - CB calls: cb_wait_front waits until the producer's push of the page
+//     it needs, cb_reserve_back until the consumer's pop freed it; a thread
+//     stalls on an empty or full CB.
+//   - semaphores and flags are 32-bit words with the time of their last
+//     write; a remote increment lands after a small write's latency; a wait
+//     blocks until the value holds.
+//   - ethernet: eth_send_bytes books the link (bandwidth) and its data lands
+//     one link latency later; the bytes_sent handshake words travel the same
+//     way (kir/eth.go).
+//   - compute: matmul tiles by math fidelity plus the unpack of each operand
+//     tile, FPU element-wise ops (mul by fidelity passes), SFPU ops by kind,
+//     reduce, transpose, pack by DEST width, inits, tile-register handoffs.
+//     Unpack, math and pack are one stream.
+//
+// A program's time on a device is its latest thread's finish plus a fixed
+// per-program cost; a step is the sum of its programs' times plus one
+// launch gap each. Shared resources are accounted in time buckets, so a
+// request simulated slightly out of order still shares them correctly.
+// Nothing is looked up by op name.
+//
+// # Parameters
+//
+// Params holds the few physical parameters, each with its source in
+// Params.Table (printed by `tcc perf --params`): NoC round trips by size
+// from tt-metal's published Blackhole NoC latency sweeps, the NoC port
+// rate, tile-product cycles by fidelity, the launch gap from measured runs;
+// three are fitted on reference/measured.md (the fixed per-program cost, the
+// DRAM bank rate and the per-tile unpack cost). The tests rebuild the
+// measured kernels' structure (a TTNN-like decode matmul with the
+// activation multicast and blocks of weight reads in flight, the measured
+// core counts and formats; small element-wise programs of the composed GDN
+// layer's sizes; tcc's own all-reduce), check every row within its
+// tolerance, and check that the stored fitted values are a minimum of the
+// calibration error (`go test ./sim/timing -run TestFit -fit` refits).
+//
+// # Reports
+//
+// Predict times a whole codegen.Build: programs with the same Signature
+// (layers that differ only in buffer addresses) are simulated once. The
+// Report has a row per program per device (cores, bytes, predicted µs, the
+// critical thread and what it waits on most: the last thread to finish,
+// followed through the CB it stalled on to the thread that fed it),
+// aggregates per op kind and per layer, the step per device, the build's
+// DRAM floor (every weight once, embedding tables only for the rows
+// gathered, persistent state read and written once, KV caches read once,
+// at the measured streaming bandwidth) and step/floor. It prints as a
+// table, as JSON (the `tcc perf --format json` contract and perf.json), as
+// CSV with tt-metal's ops_perf_results column names, and as a Chrome /
+// Perfetto trace of one step.
+package timing

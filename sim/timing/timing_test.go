@@ -1,0 +1,152 @@
+package timing
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	model "github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+)
+
+// TestKernelChangeChangesPrediction: the prediction follows the kernel's
+// loops: twice the K tiles on the same cores take about twice as long.
+func TestKernelChangeChangesPrediction(t *testing.T) {
+	tg := target.Blackhole()
+	a := predictSpec(t, tg, matmulSpec{Name: "a", Kt: 96, Nt: 160, Cores: 33, Weights: ir.BFP8B, Fidelity: ir.HiFi2})
+	b := predictSpec(t, tg, matmulSpec{Name: "b", Kt: 192, Nt: 160, Cores: 33, Weights: ir.BFP8B, Fidelity: ir.HiFi2})
+	fixed := Default().FixedProgramUS
+	if r := (b - fixed) / (a - fixed); r < 1.8 || r > 2.2 {
+		t.Errorf("K 96: %.1f us, K 192: %.1f us; kernel time ratio %.2f, want about 2", a, b, r)
+	}
+	// A higher fidelity costs time only where compute is the bound: on few cores.
+	lo := predictSpec(t, tg, matmulSpec{Name: "lo", Kt: 96, Nt: 32, Cores: 4, Weights: ir.BFP4B, Fidelity: ir.LoFi})
+	hi := predictSpec(t, tg, matmulSpec{Name: "hi", Kt: 96, Nt: 32, Cores: 4, Weights: ir.BFP4B, Fidelity: ir.HiFi4})
+	if hi <= lo*1.1 {
+		t.Errorf("4 cores, bfp4_b: LoFi %.1f us, HiFi4 %.1f us; HiFi4 should be slower", lo, hi)
+	}
+}
+
+// TestDeadlockIsAnError: a compute kernel waiting for pages nobody pushes
+// is reported, naming the kernel and the CB, instead of hanging.
+func TestDeadlockIsAnError(t *testing.T) {
+	tg := target.Blackhole()
+	p := kir.NewProgram("stuck")
+	c := kir.Core{}.Range()
+	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 2, Format: ir.BF16, Cores: []ir.CoreRange{c}})
+	k := p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: []ir.CoreRange{c}})
+	k.Builder().CBWaitFront(0, kir.C(1))
+	_, err := Simulate(p, tg, Default(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "deadlocks") || !strings.Contains(err.Error(), "cb_wait_front c_0") {
+		t.Fatalf("err = %v, want a deadlock naming cb_wait_front c_0", err)
+	}
+}
+
+// TestSemaphoreOrdersCores: a core that waits on a semaphore set by
+// another core's increment finishes after the increment arrives.
+func TestSemaphoreOrdersCores(t *testing.T) {
+	tg := target.Blackhole()
+	p := kir.NewProgram("sem")
+	a, b := kir.Core{X: 0, Y: 0}, kir.Core{X: 5, Y: 5}
+	both := []ir.CoreRange{a.Range(), b.Range()}
+	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: both})
+	busy := p.AddKernel(&kir.Kernel{Name: "busy", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: []ir.CoreRange{a.Range()}})
+	bx, by, _ := tg.WorkerNoC(b.X, b.Y)
+	bb := busy.Builder()
+	bb.For("i", kir.C(0), kir.C(1000), func(kir.Var) {})
+	bb.NoCSemaphoreInc(kir.NoCAddr{X: kir.Ci(bx), Y: kir.Ci(by), Addr: kir.GetSemaphore{ID: kir.C(0)}}, kir.C(1))
+	wait := p.AddKernel(&kir.Kernel{Name: "waiter", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: []ir.CoreRange{b.Range()}})
+	wait.Builder().NoCSemaphoreWait(kir.GetSemaphore{ID: kir.C(0)}, kir.C(1))
+	pt, err := Simulate(p, tg, Default(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := pt.Devices[0]
+	if d.Critical.Kernel != "waiter" {
+		t.Errorf("critical thread %s, want the waiter", d.Critical.Kernel)
+	}
+	// 1000 loop iterations at ScalarCycles each, then the increment's trip.
+	prm := Default()
+	if min := prm.cyclesToUS(1000*prm.ScalarCycles + prm.L1WriteLatency[0]*0.5); d.Critical.FinishUS < min {
+		t.Errorf("waiter finished at %.3f us, before the busy loop ends (%.3f us)", d.Critical.FinishUS, min)
+	}
+	if w := d.Critical.Waits["noc_semaphore_wait"]; w <= 0 {
+		t.Errorf("waiter's semaphore stall %.3f us", w)
+	}
+}
+
+func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
+	tb.Helper()
+	g, _, err := model.BuildGraph(o, mesh)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := passes.Run(g, passes.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// TestPredictBuild: the report of the full fused 27B build at 1x2 adds up
+// (step = programs + launch gaps; kinds cover every program), simulates
+// each signature once, and is byte-identical across runs.
+func TestPredictBuild(t *testing.T) {
+	b := fusedBuild(t, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
+	meta := Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1}
+	r, err := Predict(b, Default(), meta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Signatures >= len(b.Programs)/4 {
+		t.Errorf("%d signatures for %d programs: layers are not shared", r.Signatures, len(b.Programs))
+	}
+	sum, n := 0.0, 0
+	for _, p := range r.Programs {
+		if p.Device == 0 {
+			sum += p.US
+		}
+	}
+	for _, k := range r.Kinds {
+		n += k.Count
+	}
+	if n != len(b.Programs) {
+		t.Errorf("kinds count %d programs of %d", n, len(b.Programs))
+	}
+	if want := sum + r.LaunchUSTotal; r.DeviceStepUS[0] < want-1 || r.DeviceStepUS[0] > want+1 {
+		t.Errorf("device 0 step %.1f us, programs + gaps %.1f us", r.DeviceStepUS[0], want)
+	}
+	// The build's floor is the weights it streams: about 11 GB per card.
+	if r.FloorBytes < 10e9 || r.FloorBytes > 12e9 {
+		t.Errorf("floor bytes %d, want about 11 GB per device", r.FloorBytes)
+	}
+	t.Logf("step %.1f ms, floor %.1f ms, ratio %.2f, %d signatures", r.StepUS/1000, r.FloorUS/1000, r.Ratio, r.Signatures)
+	j1, _ := r.JSON()
+	r2, err := Predict(b, Default(), meta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, _ := r2.JSON()
+	if !bytes.Equal(j1, j2) {
+		t.Error("two predictions of one build differ")
+	}
+}
+
+// BenchmarkPerfQwen27B is `tcc perf qwen27b --mesh 1x2` after the build:
+// predicting every program of the fused decode step.
+func BenchmarkPerfQwen27B(b *testing.B) {
+	bd := fusedBuild(b, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Predict(bd, Default(), Meta{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
