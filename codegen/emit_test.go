@@ -10,7 +10,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/cpp"
-	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/models/tinymlp"
 	"github.com/tcc-dev/tcc/passes"
@@ -61,19 +60,19 @@ func TestEmittedKernelsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs := map[string]kir.Processor{}
+	procs := map[string]cpp.Source{}
 	for _, p := range b.Programs {
 		for _, k := range p.Kernel.Kernels {
 			src, _ := cpp.PrintKernel(p.Kernel, k)
 			for n, d := range files {
 				if bytes.Equal(d, src) {
-					procs[n] = k.Processor
+					procs[n] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 				}
 			}
 		}
 	}
 	dir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	for n, p := range procs {
 		f := filepath.Join(dir, filepath.Base(n))
 		if err := os.WriteFile(f, files[n], 0o644); err != nil {

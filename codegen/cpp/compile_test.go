@@ -25,7 +25,7 @@ func gxx(t *testing.T) string {
 }
 
 // syntaxCheck is SyntaxCheck for tests: it skips loudly without g++.
-func syntaxCheck(t *testing.T, dir string, sources map[string]kir.Processor) (outputs map[string]string, ok map[string]bool) {
+func syntaxCheck(t *testing.T, dir string, sources map[string]Source) (outputs map[string]string, ok map[string]bool) {
 	t.Helper()
 	gxx(t)
 	outputs, ok, err := SyntaxCheck(dir, sources)
@@ -41,7 +41,7 @@ func syntaxCheck(t *testing.T, dir string, sources map[string]kir.Processor) (ou
 func TestKernelsCompile(t *testing.T) {
 	gxx(t)
 	dir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]Source{}
 	for _, s := range samples.All() {
 		for _, k := range s.Program.Kernels {
 			src, err := PrintKernel(s.Program, k)
@@ -52,7 +52,7 @@ func TestKernelsCompile(t *testing.T) {
 			if err := os.WriteFile(f, src, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sources[f] = k.Processor
+			sources[f] = Source{Processor: k.Processor, Defines: k.Defines}
 		}
 	}
 	outputs, ok := syntaxCheck(t, dir, sources)
@@ -117,7 +117,7 @@ func TestCompileCheckCatchesErrors(t *testing.T) {
 			if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			outputs, ok := syntaxCheck(t, dir, map[string]kir.Processor{f: kir.RISCV1})
+			outputs, ok := syntaxCheck(t, dir, map[string]Source{f: {Processor: kir.RISCV1}})
 			if ok["COMPILE_FOR_NCRISC"] {
 				t.Errorf("g++ accepted a broken kernel; output:\n%s", outputs["COMPILE_FOR_NCRISC"])
 			}

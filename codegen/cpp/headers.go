@@ -148,7 +148,7 @@ var dataflowNames = map[string]bool{
 	"get_write_ptr": true, "get_read_ptr": true, "get_tile_size": true, "get_semaphore": true,
 	"get_noc_addr": true, "get_noc_addr_from_bank_id": true, "get_noc_multicast_addr": true,
 	"noc_async_read": true, "noc_async_write": true, "noc_async_write_multicast": true,
-	"noc_async_read_barrier": true, "noc_async_write_barrier": true, "noc_async_writes_flushed": true,
+	"noc_async_read_barrier": true, "noc_async_write_barrier": true, "noc_async_writes_flushed": true, "noc_async_atomic_barrier": true,
 	"noc_semaphore_set": true, "noc_semaphore_wait": true, "noc_semaphore_wait_min": true,
 	"noc_semaphore_inc": true, "noc_semaphore_set_multicast": true,
 	"my_x": true, "my_y": true, "noc_index": true,

@@ -245,11 +245,7 @@ func boolArg(b bool) string {
 	return "false"
 }
 
-var poolTypes = map[kir.ReduceOp]string{kir.ReduceSum: "PoolType::SUM", kir.ReduceMax: "PoolType::MAX"}
-
-var reduceDims = map[kir.ReduceDim]string{
-	kir.ReduceRow: "ReduceDim::REDUCE_ROW", kir.ReduceCol: "ReduceDim::REDUCE_COL", kir.ReduceScalar: "ReduceDim::REDUCE_SCALAR",
-}
+var poolTypes, reduceDims = kir.ReduceOpCpp, kir.ReduceDimCpp
 
 func (pr *printer) reduceTemplate(op kir.ReduceOp, dim kir.ReduceDim) string {
 	o, ok1 := poolTypes[op]
@@ -292,7 +288,7 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 		return "", []string{e(s.Src), e(s.Dst), e(s.Size)}, ""
 	case kir.NoCAsyncWriteMulticast:
 		return "", []string{e(s.Src), e(s.Dst), e(s.Size), e(s.NumDests)}, ""
-	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed:
+	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed, kir.NoCAsyncAtomicBarrier:
 		return "", nil, ""
 	case kir.NoCSemaphoreSet:
 		return "", []string{pr.l1Ptr(s.Addr), e(s.Value)}, ""
@@ -424,6 +420,8 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 		return pr.apiCall(e, pr.expr(e.X0), pr.expr(e.Y0), pr.expr(e.X1), pr.expr(e.Y1), pr.expr(e.Addr))
 	case kir.L1Read32:
 		return "*" + pr.l1Ptr(e.Addr)
+	case kir.NumDRAMBanks:
+		return kir.ExprAPIName(e)
 	case kir.MyNoCX, kir.MyNoCY:
 		name := kir.ExprAPIName(e)
 		pr.useAPI(name)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 )
@@ -31,17 +32,67 @@ func BuildDefine(p kir.Processor) string {
 	return "TRISC_MATH"
 }
 
+// splitHeader separates the declarations of apiHeader that belong to one
+// header (between "// tcc-header-begin PATH" and "// tcc-header-end"
+// lines) from the rest, which every kernel sees.
+func splitHeader(h []byte) (common []byte, perHeader map[string]string) {
+	perHeader = map[string]string{}
+	var out strings.Builder
+	cur := ""
+	for _, line := range strings.SplitAfter(string(h), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "// tcc-header-begin "):
+			cur = strings.TrimSpace(strings.TrimPrefix(trimmed, "// tcc-header-begin "))
+		case trimmed == "// tcc-header-end":
+			cur = ""
+		case cur != "":
+			perHeader[cur] += line
+		default:
+			out.WriteString(line)
+		}
+	}
+	return []byte(out.String()), perHeader
+}
+
+// jitBankDefine is the bank-count define tt-metal's JIT build passes to
+// every kernel (NUM_DRAM_BANKS, the p150a's 8 here).
+const jitBankDefine = "-DNUM_DRAM_BANKS=8"
+
+// Source is one kernel file for SyntaxCheck: the processor it is built for
+// and the defines its host config passes (-D), as the tt-metal JIT build does.
+type Source struct {
+	Processor kir.Processor
+	Defines   map[string]string
+}
+
+// defineFlags is the sorted -D flags of defs.
+func defineFlags(defs map[string]string) []string {
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, "-D"+n+"="+defs[n])
+	}
+	return out
+}
+
 // SyntaxCheck runs `g++ -std=c++17 -fsyntax-only` on the kernel source
-// files (path -> processor) against the declaration header, grouped by the
-// processor's build define, using dir for scratch files. It returns g++'s
-// output per define and whether each group passed.
-func SyntaxCheck(dir string, sources map[string]kir.Processor) (outputs map[string]string, ok map[string]bool, err error) {
+// files (path -> processor and defines) against the declaration header,
+// one g++ run per build define and define set, using dir for scratch
+// files. It returns g++'s output per group (keyed by the flags) and whether
+// each group passed.
+func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]string, ok map[string]bool, err error) {
 	gxx, err := exec.LookPath("g++")
 	if err != nil {
 		return nil, nil, ErrNoCompiler
 	}
+	common, perHeader := splitHeader(apiHeader)
 	header := filepath.Join(dir, "tt_api.h")
-	if err := os.WriteFile(header, apiHeader, 0o644); err != nil {
+	if err := os.WriteFile(header, common, 0o644); err != nil {
 		return nil, nil, err
 	}
 	inc := filepath.Join(dir, "inc")
@@ -54,29 +105,31 @@ func SyntaxCheck(dir string, sources map[string]kir.Processor) (outputs map[stri
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			return nil, nil, err
 		}
-		if err := os.WriteFile(f, []byte("#pragma once\n// stub: declarations come from tt_api.h\n"), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte("#pragma once\n// stub: declarations come from tt_api.h\n"+perHeader[h]), 0o644); err != nil {
 			return nil, nil, err
 		}
 	}
 	groups := map[string][]string{}
-	for f, p := range sources {
-		d := BuildDefine(p)
-		groups[d] = append(groups[d], f)
+	flags := map[string][]string{}
+	for f, src := range sources {
+		fl := append([]string{"-D" + BuildDefine(src.Processor), jitBankDefine}, defineFlags(src.Defines)...)
+		key := strings.Join(fl, " ")
+		groups[key] = append(groups[key], f)
+		flags[key] = fl
 	}
 	outputs, ok = map[string]string{}, map[string]bool{}
-	defs := make([]string, 0, len(groups))
-	for d := range groups {
-		defs = append(defs, d)
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
 	}
-	sort.Strings(defs)
-	for _, d := range defs {
-		files := groups[d]
+	sort.Strings(keys)
+	for _, k := range keys {
+		files := groups[k]
 		sort.Strings(files)
-		args := append([]string{"-std=c++17", "-fsyntax-only", "-Wparentheses", "-Wsign-compare", "-I", inc,
-			"-include", header, "-D" + d}, files...)
-		out, err := exec.Command(gxx, args...).CombinedOutput()
-		outputs[d] = string(out)
-		ok[d] = err == nil
+		args := append([]string{"-std=c++17", "-fsyntax-only", "-Wparentheses", "-Wsign-compare", "-I", inc, "-include", header}, flags[k]...)
+		out, err := exec.Command(gxx, append(args, files...)...).CombinedOutput()
+		outputs[k] = string(out)
+		ok[k] = err == nil
 	}
 	return outputs, ok, nil
 }

@@ -59,6 +59,8 @@ func APIName(s Stmt) string {
 		return "noc_async_write_barrier"
 	case NoCAsyncWritesFlushed:
 		return "noc_async_writes_flushed"
+	case NoCAsyncAtomicBarrier:
+		return "noc_async_atomic_barrier"
 	case NoCSemaphoreSet:
 		return "noc_semaphore_set"
 	case NoCSemaphoreWait:
@@ -166,6 +168,8 @@ func ExprAPIName(e Expr) string {
 		return "my_x"
 	case MyNoCY:
 		return "my_y"
+	case NumDRAMBanks:
+		return "NUM_DRAM_BANKS"
 	}
 	return ""
 }
@@ -187,10 +191,87 @@ func IsComputeOnly(s Stmt) bool {
 func IsDataMovementOnly(s Stmt) bool {
 	switch s.(type) {
 	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier,
-		NoCAsyncWritesFlushed, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc,
+		NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc,
 		NoCSemaphoreSetMulticast, L1Write32,
 		EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone:
 		return true
 	}
 	return false
+}
+
+// ReduceOpCpp and ReduceDimCpp are the C++ template arguments of the
+// reduce calls (llk's PoolType and ReduceDim).
+var (
+	ReduceOpCpp  = map[ReduceOp]string{ReduceSum: "PoolType::SUM", ReduceMax: "PoolType::MAX"}
+	ReduceDimCpp = map[ReduceDim]string{ReduceRow: "ReduceDim::REDUCE_ROW", ReduceCol: "ReduceDim::REDUCE_COL", ReduceScalar: "ReduceDim::REDUCE_SCALAR"}
+)
+
+// ReduceOpDefine and ReduceDimDefine are the defines api/compute/reduce.h uses as the default
+// template arguments of reduce_init and reduce_tile.
+const (
+	ReduceOpDefine  = "REDUCE_OP"
+	ReduceDimDefine = "REDUCE_DIM"
+)
+
+// FirstReduce returns the first reduce_init or reduce_tile of body (in
+// program order) and whether there is one.
+func FirstReduce(body []Stmt) (ReduceOp, ReduceDim, bool) {
+	var op ReduceOp
+	var dim ReduceDim
+	found := false
+	Inspect(body, func(s Stmt) bool {
+		if found {
+			return false
+		}
+		switch s := s.(type) {
+		case ReduceInit:
+			op, dim, found = s.Op, s.Dim, true
+		case ReduceTile:
+			op, dim, found = s.Op, s.Dim, true
+		}
+		return !found
+	})
+	return op, dim, found
+}
+
+// DefineReduceDefaults sets REDUCE_OP and REDUCE_DIM (when not already set)
+// from k's first reduce call, so that the kernel compiles against tt-metal's
+// reduce.h; kernels without reduce calls are left alone. Postcondition:
+// Validate's RuleDefines holds for k.
+func (k *Kernel) DefineReduceDefaults() {
+	op, dim, ok := FirstReduce(k.Body)
+	if !ok {
+		return
+	}
+	if _, set := k.Defines[ReduceOpDefine]; !set {
+		k.Define(ReduceOpDefine, ReduceOpCpp[op])
+	}
+	if _, set := k.Defines[ReduceDimDefine]; !set {
+		k.Define(ReduceDimDefine, ReduceDimCpp[dim])
+	}
+}
+
+// EndAtomics appends noc_async_atomic_barrier() to a data-movement kernel
+// that issues noc_semaphore_inc anywhere and does not already end with the
+// barrier. Postcondition: the kernel never ends with increments in flight.
+func (k *Kernel) EndAtomics() {
+	if k.Role == RoleCompute {
+		return
+	}
+	inc := false
+	Inspect(k.Body, func(s Stmt) bool {
+		if _, ok := s.(NoCSemaphoreInc); ok {
+			inc = true
+		}
+		return !inc
+	})
+	if !inc {
+		return
+	}
+	if n := len(k.Body); n > 0 {
+		if _, ok := k.Body[n-1].(NoCAsyncAtomicBarrier); ok {
+			return
+		}
+	}
+	k.Body = append(k.Body, NoCAsyncAtomicBarrier{})
 }

@@ -137,6 +137,9 @@ func (b *Builder) NoCAsyncWriteBarrier() { b.Emit(NoCAsyncWriteBarrier{}) }
 // NoCAsyncWritesFlushed emits noc_async_writes_flushed().
 func (b *Builder) NoCAsyncWritesFlushed() { b.Emit(NoCAsyncWritesFlushed{}) }
 
+// NoCAsyncAtomicBarrier emits noc_async_atomic_barrier().
+func (b *Builder) NoCAsyncAtomicBarrier() { b.Emit(NoCAsyncAtomicBarrier{}) }
+
 // NoCSemaphoreSet emits noc_semaphore_set(addr, v).
 func (b *Builder) NoCSemaphoreSet(addr, v Expr) { b.Emit(NoCSemaphoreSet{addr, v}) }
 
@@ -284,9 +287,9 @@ func (b *Builder) PackReconfigDataFormat(cb int) { b.Emit(PackReconfigDataFormat
 // DRAM buffer whose bank base address is base:
 // get_noc_addr_from_bank_id<true>(page % banks, base + (page / banks) * stride),
 // where stride is the page size aligned to the DRAM alignment.
-func InterleavedPageAddr(base, page Expr, stride, banks int) Expr {
+func InterleavedPageAddr(base, page Expr, stride int) Expr {
 	return DRAMBankAddr{
-		Bank:   Mod(page, Ci(banks)),
-		Offset: Add(base, Mul(Div(page, Ci(banks)), Ci(stride))),
+		Bank:   Mod(page, NumDRAMBanks{}),
+		Offset: Add(base, Mul(Div(page, NumDRAMBanks{}), Ci(stride))),
 	}
 }

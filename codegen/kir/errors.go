@@ -76,6 +76,14 @@ const (
 	// ethernet L1, or (simulator) a send on a channel with no cable or over
 	// an unacknowledged transfer.
 	RuleEthernet
+	// RuleDefines: a kernel lacks a preprocessor define the tt-metal headers
+	// it includes need (REDUCE_OP / REDUCE_DIM for api/compute/reduce.h,
+	// the default template arguments of reduce_init / reduce_tile).
+	RuleDefines
+	// RuleAtomicBarrier: (simulator) a kernel ends with non-posted
+	// noc_semaphore_inc atomics not yet waited for by
+	// noc_async_atomic_barrier.
+	RuleAtomicBarrier
 )
 
 var ruleNames = [...]string{
@@ -83,7 +91,7 @@ var ruleNames = [...]string{
 	RuleCBConfig: "cb-config", RuleCBProducer: "cb-producer", RuleCBConsumer: "cb-consumer",
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
-	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init",
+	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

@@ -22,7 +22,7 @@ func (t Type) String() string {
 // Expr is an expression node. The set of node types is closed: Const, Var,
 // ArgRef, Bin, and the value-returning API calls GetWritePtr, GetReadPtr,
 // GetTileSize, GetSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr,
-// L1Read32, MyNoCX, MyNoCY.
+// L1Read32, MyNoCX, MyNoCY, NumDRAMBanks.
 type Expr interface{ isExpr() }
 
 // Const is a uint32 literal.
@@ -119,6 +119,11 @@ type MyNoCX struct{}
 // MyNoCY is my_y[noc_index]: this core's NoC y coordinate.
 type MyNoCY struct{}
 
+// NumDRAMBanks is NUM_DRAM_BANKS: the number of DRAM banks of the device the
+// kernel is built for, a define of tt-metal's JIT build (8 on a p150a, 7 on
+// a p100a), so interleaved addressing never bakes in a bank count.
+type NumDRAMBanks struct{}
+
 func (Const) isExpr()         {}
 func (Var) isExpr()           {}
 func (ArgRef) isExpr()        {}
@@ -133,6 +138,7 @@ func (MulticastAddr) isExpr() {}
 func (L1Read32) isExpr()      {}
 func (MyNoCX) isExpr()        {}
 func (MyNoCY) isExpr()        {}
+func (NumDRAMBanks) isExpr()  {}
 
 // TypeOf is the type of e: U64T for NoC addresses and any arithmetic
 // involving one (comparisons are U32T), U32T otherwise.

@@ -89,6 +89,11 @@ type NoCAsyncWriteBarrier struct{}
 // NoCAsyncWritesFlushed is noc_async_writes_flushed().
 type NoCAsyncWritesFlushed struct{}
 
+// NoCAsyncAtomicBarrier is noc_async_atomic_barrier(): wait until every
+// non-posted atomic (noc_semaphore_inc) issued has been acknowledged. A
+// kernel must not end with increments in flight.
+type NoCAsyncAtomicBarrier struct{}
+
 // NoCSemaphoreSet is noc_semaphore_set(Addr, Value) on a local L1 semaphore.
 type NoCSemaphoreSet struct{ Addr, Value Expr }
 
@@ -397,6 +402,7 @@ func (NoCAsyncWriteMulticast) isStmt()   {}
 func (NoCAsyncReadBarrier) isStmt()      {}
 func (NoCAsyncWriteBarrier) isStmt()     {}
 func (NoCAsyncWritesFlushed) isStmt()    {}
+func (NoCAsyncAtomicBarrier) isStmt()    {}
 func (NoCSemaphoreSet) isStmt()          {}
 func (NoCSemaphoreWait) isStmt()         {}
 func (NoCSemaphoreWaitMin) isStmt()      {}

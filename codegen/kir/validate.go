@@ -210,6 +210,13 @@ func (v *validator) kernel(k *Kernel) {
 		v.add(RuleProcessor, k.Name, nil, NoCB, "NoC index %d is not 0 or 1", k.NoC)
 	}
 	v.argTable(k)
+	if _, _, ok := FirstReduce(k.Body); ok {
+		for _, d := range []string{ReduceOpDefine, ReduceDimDefine} {
+			if k.Defines[d] == "" {
+				v.add(RuleDefines, k.Name, nil, NoCB, "the kernel calls the reduce API but does not define %s (tt-metal's reduce.h uses it as a default template argument; Kernel.DefineReduceDefaults sets it)", d)
+			}
+		}
+	}
 	v.body(k)
 	env := newStaticEnv(k)
 	v.statics(k, env)
@@ -327,7 +334,7 @@ func (v *validator) body(k *Kernel) {
 					v.add(RuleMalformed, k.Name, nil, NoCB, "%s has a binary %s with a missing operand", where, e.Op)
 					return false
 				}
-			case GetSemaphore, GetEthSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr, MyNoCX, MyNoCY, L1Read32:
+			case GetSemaphore, GetEthSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr, MyNoCX, MyNoCY, L1Read32, NumDRAMBanks:
 				if k.Role == RoleCompute {
 					v.add(RuleMalformed, k.Name, nil, NoCB, "%s calls %s, which compute kernels cannot", where, exprName(e))
 				}

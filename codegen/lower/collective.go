@@ -78,9 +78,10 @@ import (
 //     sender's "fwd free" increment says it was sent.
 //
 // Only the rows of a tile that hold data travel (wireSegments): a [1,1,H]
-// bf16 tensor sends 64 of every 2,048 bytes. Padding rows of the output
-// tiles are left with whatever the staging area held (device programs may
-// leave padding undefined).
+// bf16 tensor sends 64 of every 2,048 bytes. No stale L1 reaches a result:
+// the adders zero their received-tile CB once, so the padding rows of a
+// received tile add zeros, and gather steps store only the segments that
+// arrived (the padding rows of the output in DRAM keep what they held).
 //
 // # Cost
 //
@@ -294,7 +295,7 @@ func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b := rd.Builder()
 	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
 		b.CBReserveBack(cbIn0, kir.C(1))
-		b.NoCAsyncRead(kir.InterleavedPageAddr(xa, i, stride, t.DRAMBanks), kir.GetWritePtr{CB: cbIn0}, kir.Ci(tb))
+		b.NoCAsyncRead(kir.InterleavedPageAddr(xa, i, stride), kir.GetWritePtr{CB: cbIn0}, kir.Ci(tb))
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbIn0, kir.C(1))
 	})
@@ -303,7 +304,7 @@ func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b = wr.Builder()
 	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
 		b.CBWaitFront(cbIn0, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: cbIn0}, kir.InterleavedPageAddr(oa, i, stride, t.DRAMBanks), kir.Ci(tb))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: cbIn0}, kir.InterleavedPageAddr(oa, i, stride), kir.Ci(tb))
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(cbIn0, kir.C(1))
 	})
@@ -411,7 +412,7 @@ func (k *cclKernels) page(kk, i kir.Expr) kir.Expr {
 }
 
 func (k *cclKernels) dram(base, page kir.Expr) kir.Expr {
-	return kir.InterleavedPageAddr(base, page, k.stride, k.ctx.Target.DRAMBanks)
+	return kir.InterleavedPageAddr(base, page, k.stride)
 }
 
 // packets emits the packet loop over a link's count tiles: body gets the
@@ -613,7 +614,12 @@ func (k *cclKernels) receiver() {
 				wait(cnt)
 				b.For("t", kir.C(0), cnt, func(t kir.Var) {
 					i := kir.Add(kir.Add(first, base), t)
-					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(kk, i)), kir.Ci(k.tb))
+					// Only the wire segments arrived: store just those, so no
+					// stale staging L1 lands in the output's padding rows.
+					for _, sg := range k.segs {
+						b.NoCAsyncWrite(kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)),
+							kir.Add(k.dram(oa, k.page(kk, i)), kir.Ci(sg.Off)), kir.Ci(sg.Size))
+					}
 				})
 				b.NoCAsyncWriteBarrier()
 				b.EthReceiverDone()
@@ -666,6 +672,13 @@ func (k *cclKernels) adders() {
 		ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
 	}
 	b := rd.Builder()
+	if segmentBytes(k.segs) < k.tb {
+		// Only the live rows of a received tile are read into c_1; zero its
+		// pages once so the padding rows add zeros, not stale L1.
+		b.Comment("Zero the received CB's pages once: only live rows are read into them.")
+		b.CBReserveBack(cbIn1, kir.C(2))
+		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, 2*k.tb, 0)
+	}
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
 	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
 		kk := b.Let("chunk", k.chunkIndex(dev, s, 2))

@@ -488,7 +488,7 @@ func TestFusedAttentionKernelsCompile(t *testing.T) {
 		add(sdpa, attnStateAlias(g))
 	}
 	dir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	for i, p := range progs {
 		for _, k := range p.Kernels {
 			src, err := cpp.PrintKernel(p, k)
@@ -499,7 +499,7 @@ func TestFusedAttentionKernelsCompile(t *testing.T) {
 			if err := os.WriteFile(f, src, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sources[f] = k.Processor
+			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 		}
 	}
 	lower.CheckKernelSyntax(t, "fused attention kernels", dir, sources, true)

@@ -85,7 +85,7 @@ func randBF16(rng *rand.Rand, n int, mean, scale float64) []float32 {
 func TestFusedCollectivesOnCluster(t *testing.T) {
 	tgt := target.Blackhole()
 	ctx := NewContext(tgt)
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	dir := t.TempDir()
 	for ci, tc := range fusedCCLCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 				if err := os.WriteFile(f, src, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				sources[f] = k.Processor
+				sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 			}
 		})
 	}

@@ -120,12 +120,12 @@ func fcArgs(op *ir.Op, seed uint64) [][]float32 {
 // a test.
 type fcSources struct {
 	dir  string
-	srcs map[string]kir.Processor
+	srcs map[string]cpp.Source
 	seen map[string]bool
 }
 
 func newFCSources(t *testing.T) *fcSources {
-	return &fcSources{dir: t.TempDir(), srcs: map[string]kir.Processor{}, seen: map[string]bool{}}
+	return &fcSources{dir: t.TempDir(), srcs: map[string]cpp.Source{}, seen: map[string]bool{}}
 }
 
 // add prints every kernel of p (each distinct source once).
@@ -144,7 +144,7 @@ func (s *fcSources) add(t *testing.T, p *kir.Program) {
 		if err := os.WriteFile(f, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s.srcs[f] = k.Processor
+		s.srcs[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 	}
 }
 

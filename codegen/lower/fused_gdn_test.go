@@ -142,7 +142,7 @@ func gdnDims(s ir.Shape) (int, int, int) {
 // C++ (written into srcDir), runs it on a fresh simulated device and
 // returns the values of every result (the new state read back from the
 // state's buffer) and the run's statistics.
-func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDir string, sources map[string]kir.Processor) ([][]float32, *kexec.Stats) {
+func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDir string, sources map[string]cpp.Source) ([][]float32, *kexec.Stats) {
 	t.Helper()
 	ctx := lower.NewContext(tgt)
 	state := op.Operands[gdnStateOperand(op)]
@@ -171,7 +171,7 @@ func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDi
 		if err := os.WriteFile(f, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sources[f] = k.Processor
+		sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 	}
 	d := kexec.NewDevice(tgt)
 	for _, b := range p.Buffers {
@@ -204,7 +204,7 @@ func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDi
 // gdnCheck runs op on the simulator and compares every result with
 // ref.EvalOp at the device formats: bit for bit where exact[i], else PCC
 // >= 0.999 (max relative error logged).
-func gdnCheck(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, exact []bool, srcDir string, sources map[string]kir.Processor) {
+func gdnCheck(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, exact []bool, srcDir string, sources map[string]cpp.Source) {
 	t.Helper()
 	args := gdnArgs(op, seed)
 	targs := make([]ref.Tensor, len(args))
@@ -261,7 +261,7 @@ func smallGridGDN() *target.Target {
 // program passes kir.Validate and its kernels pass a g++ syntax check.
 func TestFusedGDNOnSim(t *testing.T) {
 	srcDir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	bh := target.Blackhole()
 	convExact := []bool{false, true, true, true}
 	recExact := []bool{false, false}

@@ -366,7 +366,7 @@ func TestKernelsSyntax(t *testing.T) {
 		t.Skip("g++ syntax check in -short mode")
 	}
 	dir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	seen := map[string]bool{}
 	for _, mode := range []qwen27b.Mode{qwen27b.Decode, qwen27b.Prefill} {
 		g := smallGraphMode(t, 1, mode)
@@ -389,7 +389,7 @@ func TestKernelsSyntax(t *testing.T) {
 				if err := os.WriteFile(f, src, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				sources[f] = k.Processor
+				sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
 			}
 		}
 	}

@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
-	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // checkKernelSyntax runs cpp.SyntaxCheck on sources (kernel file ->
 // processor) in dir, skipping loudly without g++. Every group g++ rejects
 // is an error; so is any warning, except deprecation warnings unless
 // strict.
-func checkKernelSyntax(t *testing.T, what, dir string, sources map[string]kir.Processor, strict bool) {
+func checkKernelSyntax(t *testing.T, what, dir string, sources map[string]cpp.Source, strict bool) {
 	t.Helper()
 	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
 	if errors.Is(err, cpp.ErrNoCompiler) {

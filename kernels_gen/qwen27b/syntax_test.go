@@ -16,7 +16,7 @@ import (
 // of the committed 1x1 and 1x2 builds (each signature's kernels, with the
 // processor its config gives).
 func TestEveryKernelCompiles(t *testing.T) {
-	procs := map[string]kir.Processor{}
+	procs := map[string]cpp.Source{}
 	for _, sig := range Table.Signatures {
 		for _, k := range sig.Config.Kernels {
 			p := kir.ComputeProc
@@ -26,14 +26,14 @@ func TestEveryKernelCompiles(t *testing.T) {
 			case "RISCV_1":
 				p = kir.RISCV1
 			}
-			procs[k.Source] = p
+			procs[k.Source] = cpp.Source{Processor: p, Defines: k.Defines}
 		}
 	}
 	if len(procs) != len(Table.Kernels) {
 		t.Errorf("%d kernel sources referenced, %d in the table", len(procs), len(Table.Kernels))
 	}
 	dir := t.TempDir()
-	sources := map[string]kir.Processor{}
+	sources := map[string]cpp.Source{}
 	names := make([]string, 0, len(procs))
 	for n := range procs {
 		names = append(names, n)

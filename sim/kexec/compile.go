@@ -398,6 +398,9 @@ func (cc *compiler) expr(e kir.Expr) (cexpr, error) {
 		return func(ks *kstate) (uint64, error) { return uint64(ks.core.nx), nil }, nil
 	case kir.MyNoCY:
 		return func(ks *kstate) (uint64, error) { return uint64(ks.core.ny), nil }, nil
+	case kir.NumDRAMBanks:
+		n := uint64(cc.r.t.DRAMBanks)
+		return func(*kstate) (uint64, error) { return n, nil }, nil
 	}
 	return nil, cc.errf("unknown expression %T", e)
 }

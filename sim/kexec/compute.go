@@ -57,6 +57,13 @@ type computeState struct {
 	sfpuSet    bool
 	fid        ir.MathFidelity
 	fp32       bool
+	// edgeMask is the packer edge mask reduce_init programs: while set
+	// (until reduce_uninit) every pack_tile keeps only the elements a
+	// reduction of maskDim produces (column 0 for a row reduce, row 0 for a
+	// column reduce, element (0,0) for a scalar reduce) and packs zeros
+	// elsewhere, as the card's packer does.
+	edgeMask bool
+	maskDim  kir.ReduceDim
 }
 
 func newComputeState(r *run, k *kir.Kernel) *computeState {
@@ -344,12 +351,20 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 	case kir.MatmulBlockInit:
 		return cc.setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
 	case kir.ReduceInit:
-		return cc.setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB), nil
+		set := cc.setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
+		return func(ks *kstate) (int, error) {
+			pc, err := set(ks)
+			if err == nil {
+				ks.comp.edgeMask, ks.comp.maskDim = true, s.Dim
+			}
+			return pc, err
+		}, nil
 	case kir.TransposeInit:
 		return cc.setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
 	case kir.ReduceUninit:
 		return do(func(ks *kstate, _ []uint64) error {
 			ks.comp.fpu = fpuMode{}
+			ks.comp.edgeMask = false
 			return nil
 		}), nil
 	case kir.SFPUInit:
@@ -545,7 +560,11 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if c.pageSize != f.TileBytes() {
 				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.pageSize, f)
 			}
-			data, err := numerics.PackTile(f, ks.comp.dest[d])
+			tile := ks.comp.dest[d]
+			if ks.comp.edgeMask {
+				tile = edgeMasked(tile, ks.comp.maskDim)
+			}
+			data, err := numerics.PackTile(f, tile)
 			if err != nil {
 				return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
 			}
@@ -675,4 +694,28 @@ func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32,
 		})
 	}
 	cs.round(dst)
+}
+
+// edgeMasked is tile as the packer writes it under a reduce's edge mask:
+// the elements outside what a reduction of dim produces are zero.
+func edgeMasked(tile []float32, dim kir.ReduceDim) []float32 {
+	out := make([]float32, len(tile))
+	for r := 0; r < numerics.TileDim; r++ {
+		for c := 0; c < numerics.TileDim; c++ {
+			keep := false
+			switch dim {
+			case kir.ReduceRow:
+				keep = c == 0
+			case kir.ReduceCol:
+				keep = r == 0
+			default:
+				keep = r == 0 && c == 0
+			}
+			if keep {
+				i := numerics.FaceIndex(r, c)
+				out[i] = tile[i]
+			}
+		}
+	}
+	return out
 }

@@ -72,6 +72,8 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed:
 		// Transfers complete when issued.
 		return next(func(*kstate) error { return nil }), nil
+	case kir.NoCAsyncAtomicBarrier:
+		return next(func(ks *kstate) error { ks.atomicsPending = 0; return nil }), nil
 	case kir.NoCSemaphoreSet:
 		return next(func(ks *kstate) error {
 			v, err := ev(ks)
@@ -112,6 +114,7 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			if err != nil {
 				return err
 			}
+			ks.atomicsPending++
 			return ks.semInc(v[0], uint32(v[1]))
 		}), nil
 	case kir.NoCSemaphoreSetMulticast:

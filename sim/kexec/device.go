@@ -66,7 +66,7 @@ func (d *Device) SemaphoreBase() uint32 {
 func (d *Device) coreMem(c kir.Core) *memory {
 	i := c.Y*d.T.GridX + c.X
 	if d.l1[i] == nil {
-		d.l1[i] = newMemory(uint64(d.T.L1Size))
+		d.l1[i] = newGarbageMemory(uint64(d.T.L1Size))
 	}
 	return d.l1[i]
 }

@@ -20,7 +20,7 @@ func (d *Device) eth(ch int) *ethCore {
 		d.ethCores = make([]*ethCore, d.T.Eth.Cores)
 	}
 	if d.ethCores[ch] == nil {
-		d.ethCores[ch] = &ethCore{mem: newMemory(uint64(d.T.Eth.L1Size))}
+		d.ethCores[ch] = &ethCore{mem: newGarbageMemory(uint64(d.T.Eth.L1Size))}
 	}
 	return d.ethCores[ch]
 }

@@ -47,6 +47,10 @@ func setup(t *testing.T, p *kir.Program, data map[string][]float32) *kexec.Devic
 
 func runOK(t *testing.T, d *kexec.Device, p *kir.Program) *kexec.Stats {
 	t.Helper()
+	for _, k := range p.Kernels { // as codegen/lower finishes every program
+		k.DefineReduceDefaults()
+		k.EndAtomics()
+	}
 	if err := kir.Validate(p, bh); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -196,7 +200,7 @@ func pipeline(dt ir.DType, n int, twoInputs bool, cfg kir.ComputeConfig, body fu
 	b.For("i", kir.C(0), kir.Ci(n), func(i kir.Var) {
 		for cb, addr := range addrs {
 			b.CBReserveBack(cb, kir.C(1))
-			b.NoCAsyncRead(kir.InterleavedPageAddr(addr, i, dt.TileBytes(), 8), kir.GetWritePtr{CB: cb}, kir.Ci(dt.TileBytes()))
+			b.NoCAsyncRead(kir.InterleavedPageAddr(addr, i, dt.TileBytes()), kir.GetWritePtr{CB: cb}, kir.Ci(dt.TileBytes()))
 			b.NoCAsyncReadBarrier()
 			b.CBPushBack(cb, kir.C(1))
 		}
@@ -230,7 +234,7 @@ func pipeline(dt ir.DType, n int, twoInputs bool, cfg kir.ComputeConfig, body fu
 	b = wr.Builder()
 	b.For("i", kir.C(0), kir.Ci(n), func(i kir.Var) {
 		b.CBWaitFront(16, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: 16}, kir.InterleavedPageAddr(oaddr, i, dt.TileBytes(), 8), kir.Ci(dt.TileBytes()))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: 16}, kir.InterleavedPageAddr(oaddr, i, dt.TileBytes()), kir.Ci(dt.TileBytes()))
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(16, kir.C(1))
 	})
@@ -424,7 +428,7 @@ func TestNoCWriteAndMulticast(t *testing.T) {
 	for _, c := range kir.CoresOf([]ir.CoreRange{{X0: 0, Y0: 0, X1: 2, Y1: 1}}) {
 		want := uint32(0xabc003)
 		if c == src {
-			want = 0 // the sender is not a multicast destination
+			want = 0x7fff7fff // the sender is not a multicast destination: never-written L1 is garbage
 		}
 		if got := word(c, at+128+12); got != want {
 			t.Errorf("multicast core %s word 3 = %#x, want %#x", c, got, want)
@@ -641,5 +645,56 @@ func TestDeterministicStats(t *testing.T) {
 	}
 	if a.Steps == 0 || a.TileOps == 0 || math.IsNaN(float64(a.Steps)) {
 		t.Errorf("stats look empty: %+v", a)
+	}
+}
+
+// TestAtomicBarrierRequired: a kernel that ends with a noc_semaphore_inc
+// in flight is an error (the card may still be delivering the non-posted
+// atomic when the next program starts); noc_async_atomic_barrier fixes it.
+func TestAtomicBarrierRequired(t *testing.T) {
+	build := func(barrier bool) *kir.Program {
+		p := kir.NewProgram("inc")
+		a, b := kir.Core{X: 0, Y: 0}, kir.Core{X: 1, Y: 0}
+		p.AddSemaphore(kir.Semaphore{ID: 0, Cores: []ir.CoreRange{a.Range(), b.Range()}})
+		k := p.AddKernel(&kir.Kernel{Name: "signal", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{a.Range()}})
+		x, y := k.CommonArg("peer_x", kir.NoCX(b)), k.CommonArg("peer_y", kir.NoCY(b))
+		kb := k.Builder()
+		kb.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: kir.C(0)}}, kir.C(1))
+		if barrier {
+			kb.NoCAsyncAtomicBarrier()
+		}
+		return p
+	}
+	_, err := kexec.NewDevice(bh).Run(build(false), kexec.RunOptions{})
+	var re *kir.RuleError
+	if !errors.As(err, &re) || re.Rule != kir.RuleAtomicBarrier {
+		t.Fatalf("without the barrier: err = %v, want rule atomic-barrier", err)
+	}
+	if _, err := kexec.NewDevice(bh).Run(build(true), kexec.RunOptions{}); err != nil {
+		t.Fatalf("with the barrier: %v", err)
+	}
+	p := build(false)
+	p.Kernels[0].EndAtomics()
+	if _, err := kexec.NewDevice(bh).Run(p, kexec.RunOptions{}); err != nil {
+		t.Fatalf("after EndAtomics: %v", err)
+	}
+}
+
+// TestUnwrittenL1IsGarbage: L1 never written reads as the garbage pattern
+// (NaN as bf16 and fp32), not as zeros, so kernels that use stale L1 show.
+func TestUnwrittenL1IsGarbage(t *testing.T) {
+	d := kexec.NewDevice(bh)
+	v, err := d.ReadL1(kir.Core{X: 3, Y: 4}, 300000, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range v {
+		want := byte(0xFF)
+		if i%2 == 1 {
+			want = 0x7F
+		}
+		if b != want {
+			t.Fatalf("byte %d of never-written L1 = %#x, want the garbage pattern %#x", i, b, want)
+		}
 	}
 }

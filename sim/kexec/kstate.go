@@ -35,6 +35,9 @@ type kstate struct {
 	// ethSignalled: the pending eth_wait_for_receiver_done has sent the
 	// bytes_sent word to the peer.
 	ethSignalled bool
+	// atomicsPending counts noc_semaphore_inc calls since the last
+	// noc_async_atomic_barrier: non-posted atomics a kernel must not end with.
+	atomicsPending int
 }
 
 func newKState(r *run, cs *coreState, k *kir.Kernel, code *kcode) (*kstate, error) {
@@ -77,6 +80,9 @@ func (ks *kstate) runQuantum(q int) (int, error) {
 		n++
 		if ks.pc >= len(ks.code) {
 			ks.done = true
+			if ks.atomicsPending > 0 {
+				return n, ks.errf(kir.RuleAtomicBarrier, kir.NoCB, "the kernel ends with %s in flight; call noc_async_atomic_barrier() after the last one (the card may still be delivering them when the next program starts)", plural(uint64(ks.atomicsPending), "noc_semaphore_inc"))
+			}
 		}
 	}
 	return n, nil

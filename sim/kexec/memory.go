@@ -4,13 +4,34 @@ const chunkBits = 12
 const chunkSize = 1 << chunkBits
 
 // memory is a lazily allocated byte space of a fixed size; unwritten bytes
-// read as zero.
+// read as zero, or, for memories made with newGarbageMemory, as garbage.
 type memory struct {
-	size   uint64
-	chunks []*[chunkSize]byte
+	size    uint64
+	chunks  []*[chunkSize]byte
+	garbage bool
 }
 
 func newMemory(size uint64) *memory { return &memory{size: size} }
+
+// newGarbageMemory is a memory whose never-written bytes read as the
+// garbage pattern, as SRAM holds whatever the last program left: every
+// 16-bit half is 0x7FFF and every 32-bit word 0x7FFF7FFF, a NaN in bf16 and
+// fp32 and a huge count as an integer, so a kernel that uses L1 it never
+// wrote gets visibly wrong results instead of convenient zeros.
+func newGarbageMemory(size uint64) *memory { return &memory{size: size, garbage: true} }
+
+// garbageChunk is one chunk of the garbage pattern.
+var garbageChunk = func() *[chunkSize]byte {
+	var c [chunkSize]byte
+	for i := range c {
+		if i%2 == 0 {
+			c[i] = 0xFF
+		} else {
+			c[i] = 0x7F
+		}
+	}
+	return &c
+}()
 
 func (m *memory) inBounds(addr, n uint64) bool { return addr <= m.size && n <= m.size-addr }
 
@@ -19,9 +40,12 @@ func (m *memory) read(addr uint64, dst []byte) {
 	for len(dst) > 0 {
 		ci, off := addr>>chunkBits, addr&(chunkSize-1)
 		n := min(uint64(len(dst)), chunkSize-off)
-		if ci < uint64(len(m.chunks)) && m.chunks[ci] != nil {
+		switch {
+		case ci < uint64(len(m.chunks)) && m.chunks[ci] != nil:
 			copy(dst[:n], m.chunks[ci][off:off+n])
-		} else {
+		case m.garbage:
+			copy(dst[:n], garbageChunk[off:off+n])
+		default:
 			clear(dst[:n])
 		}
 		dst = dst[n:]
@@ -39,6 +63,9 @@ func (m *memory) write(addr uint64, src []byte) {
 		}
 		if m.chunks[ci] == nil {
 			m.chunks[ci] = new([chunkSize]byte)
+			if m.garbage {
+				*m.chunks[ci] = *garbageChunk
+			}
 		}
 		copy(m.chunks[ci][off:off+n], src[:n])
 		src = src[n:]

@@ -41,6 +41,8 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.readDone, "noc_async_read_barrier") }), nil
 	case kir.NoCAsyncWriteBarrier:
 		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_write_barrier") }), nil
+	case kir.NoCAsyncAtomicBarrier:
+		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_atomic_barrier") }), nil
 	case kir.NoCAsyncWritesFlushed:
 		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_writes_flushed") }), nil
 	case kir.NoCSemaphoreSet:

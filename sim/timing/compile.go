@@ -192,6 +192,9 @@ func (cc *compiler) expr(e kir.Expr) (cexpr, error) {
 		return func(th *thread) uint64 { return uint64(th.core.nx) }, nil
 	case kir.MyNoCY:
 		return func(th *thread) uint64 { return uint64(th.core.ny) }, nil
+	case kir.NumDRAMBanks:
+		n := uint64(cc.m.t.DRAMBanks)
+		return func(*thread) uint64 { return n }, nil
 	}
 	return nil, fmt.Errorf("unknown expression %T", e)
 }

@@ -89,7 +89,7 @@ func EthLink() *kir.Program {
 	b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.DRAMBankAddr{Bank: kir.C(0), Offset: dst}, kir.Ci(tile))
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(CBOut, kir.C(1))
-	return p
+	return finish(p)
 }
 
 // EthRingShiftPages is the page count of EthRingShift's buffers: the
@@ -123,7 +123,7 @@ func EthRingShift() *kir.Program {
 	dev := es.CommonArg("device_id", kir.DeviceID())
 	src := es.CommonArg("src_addr", kir.BufferAddr("src", 0))
 	b := es.Builder()
-	b.NoCAsyncRead(kir.InterleavedPageAddr(src, dev, stride, banks), staging, kir.Ci(tile))
+	b.NoCAsyncRead(kir.InterleavedPageAddr(src, dev, stride), staging, kir.Ci(tile))
 	b.NoCAsyncReadBarrier()
 	b.EthSendBytes(staging, staging, kir.Ci(tile))
 	b.EthWaitForReceiverDone()
@@ -137,9 +137,9 @@ func EthRingShift() *kir.Program {
 	sx, sy := er.CommonArg("sender_x", kir.NoCX(send)), er.CommonArg("sender_y", kir.NoCY(send))
 	b = er.Builder()
 	b.EthWaitForBytes(kir.Ci(tile))
-	b.NoCAsyncWrite(rstaging, kir.InterleavedPageAddr(dst, rdev, stride, banks), kir.Ci(tile))
+	b.NoCAsyncWrite(rstaging, kir.InterleavedPageAddr(dst, rdev, stride), kir.Ci(tile))
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(SemRingDone)}}, kir.C(1))
 	b.EthReceiverDone()
-	return p
+	return finish(p)
 }

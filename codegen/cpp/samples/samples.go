@@ -91,8 +91,8 @@ func EltwiseAdd() *kir.Program {
 		page := b.Let("page", kir.Add(start, i))
 		b.CBReserveBack(CBIn0, kir.C(1))
 		b.CBReserveBack(CBIn1, kir.C(1))
-		b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, page, stride, banks), kir.GetWritePtr{CB: CBIn0}, tb)
-		b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, page, stride, banks), kir.GetWritePtr{CB: CBIn1}, tb)
+		b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, page, stride), kir.GetWritePtr{CB: CBIn0}, tb)
+		b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, page, stride), kir.GetWritePtr{CB: CBIn1}, tb)
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(CBIn0, kir.C(1))
 		b.CBPushBack(CBIn1, kir.C(1))
@@ -127,7 +127,7 @@ func EltwiseAdd() *kir.Program {
 	b.For("i", kir.C(0), wn, func(i kir.Var) {
 		b.CBWaitFront(CBOut, kir.C(1))
 		l1 := b.Let("l1", kir.GetReadPtr{CB: CBOut})
-		b.NoCAsyncWrite(l1, kir.InterleavedPageAddr(oAddr, kir.Add(wstart, i), stride, banks), wtb)
+		b.NoCAsyncWrite(l1, kir.InterleavedPageAddr(oAddr, kir.Add(wstart, i), stride), wtb)
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(CBOut, kir.C(1))
 	})
@@ -137,7 +137,7 @@ func EltwiseAdd() *kir.Program {
 		rd.SetRuntimeArgs(c, kir.BufferAddr("a", 0), kir.BufferAddr("b", 0), s, kir.U32(perCore))
 		wr.SetRuntimeArgs(c, s, kir.U32(perCore))
 	}
-	return p
+	return finish(p)
 }
 
 // Matmul returns c = a x b on core (0,0) for a 2x3-tile a and a 3x2-tile b
@@ -166,9 +166,9 @@ func Matmul() *kir.Program {
 		b.For("n", kir.C(0), N, func(n kir.Var) {
 			b.For("k", kir.C(0), K, func(k kir.Var) {
 				b.CBReserveBack(CBIn0, kir.C(1))
-				b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, kir.Add(kir.Mul(m, K), k), stride, banks), kir.GetWritePtr{CB: CBIn0}, kir.Ci(tile))
+				b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, kir.Add(kir.Mul(m, K), k), stride), kir.GetWritePtr{CB: CBIn0}, kir.Ci(tile))
 				b.CBReserveBack(CBIn1, kir.C(1))
-				b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, kir.Add(kir.Mul(k, N), n), stride, banks), kir.GetWritePtr{CB: CBIn1}, kir.Ci(tile))
+				b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, kir.Add(kir.Mul(k, N), n), stride), kir.GetWritePtr{CB: CBIn1}, kir.Ci(tile))
 				b.NoCAsyncReadBarrier()
 				b.CBPushBack(CBIn0, kir.C(1))
 				b.CBPushBack(CBIn1, kir.C(1))
@@ -206,14 +206,14 @@ func Matmul() *kir.Program {
 	b = wr.Builder()
 	b.For("i", kir.C(0), ntiles, func(i kir.Var) {
 		b.CBWaitFront(CBOut, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.InterleavedPageAddr(cAddr, i, stride, banks), kir.Ci(tile))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.InterleavedPageAddr(cAddr, i, stride), kir.Ci(tile))
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(CBOut, kir.C(1))
 	})
 
 	rd.SetRuntimeArgs(core, kir.BufferAddr("a", 0), kir.BufferAddr("b", 0))
 	wr.SetRuntimeArgs(core, kir.BufferAddr("c", 0))
-	return p
+	return finish(p)
 }
 
 // Semaphore IDs of the handshake.
@@ -294,7 +294,7 @@ func SemaphoreHandshake() *kir.Program {
 	sw.SetRuntimeArgs(sender, kir.NoCX(receiver), kir.NoCY(receiver), kir.BufferAddr("staging", 0))
 	rr.SetRuntimeArgs(receiver, kir.NoCX(sender), kir.NoCY(sender), kir.BufferAddr("staging", 0))
 	rw.SetRuntimeArgs(receiver, kir.BufferAddr("dst", 0))
-	return p
+	return finish(p)
 }
 
 // Coverage returns a one-core program (core (0,0), plus a 2x1 multicast
@@ -337,7 +337,7 @@ func Coverage() *kir.Program {
 	b.ForStep("j", kir.C(0), kir.C(4), kir.C(2), func(j kir.Var) {
 		b.For("h", kir.C(0), kir.C(2), func(h kir.Var) {
 			page := b.Let("page", kir.Add(j, h))
-			src := b.LetT("src", kir.U64T, kir.InterleavedPageAddr(inAddr, page, stride, banks))
+			src := b.LetT("src", kir.U64T, kir.InterleavedPageAddr(inAddr, page, stride))
 			cbIdx := b.Let("which", kir.Mod(h, kir.C(2)))
 			b.IfElse(kir.LAnd(kir.Eq(cbIdx, kir.C(0)), kir.Ne(acc, kir.C(0))), func() {
 				b.CBReserveBack(CBIn0, kir.C(1))
@@ -354,7 +354,7 @@ func Coverage() *kir.Program {
 	})
 	b.If(kir.Gt(acc, kir.C(0)), func() {
 		b.CBReserveBack(CBIn2, kir.C(1))
-		b.NoCAsyncRead(kir.InterleavedPageAddr(inAddr, kir.C(0), stride, banks), kir.GetWritePtr{CB: CBIn2}, tsize)
+		b.NoCAsyncRead(kir.InterleavedPageAddr(inAddr, kir.C(0), stride), kir.GetWritePtr{CB: CBIn2}, tsize)
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(CBIn2, kir.C(1))
 	})
@@ -465,5 +465,15 @@ func Coverage() *kir.Program {
 	rd.SetRuntimeArgs(core, kir.BufferAddr("in", 0))
 	other := kir.Core{X: 1, Y: 0}
 	wr.SetRuntimeArgs(core, kir.BufferAddr("out", 0), kir.NoCX(other), kir.NoCY(other), kir.NoCX(other), kir.NoCY(other))
+	return finish(p)
+}
+
+// finish applies what codegen/lower applies to every lowered program: the
+// reduce defaults and the closing atomic barrier.
+func finish(p *kir.Program) *kir.Program {
+	for _, k := range p.Kernels {
+		k.DefineReduceDefaults()
+		k.EndAtomics()
+	}
 	return p
 }

@@ -91,6 +91,7 @@ void noc_async_write_multicast(
 void noc_async_read_barrier(uint8_t noc = noc_index);
 void noc_async_write_barrier(uint8_t noc = noc_index);
 void noc_async_writes_flushed(uint8_t noc = noc_index);
+void noc_async_atomic_barrier(uint8_t noc_idx = noc_index);
 
 // ---- ethernet/dataflow_api.h (tt_metal/hw/inc/ethernet/dataflow_api.h) -----
 // Kernels on active ethernet cores (the firmware wrapper also pulls in the
@@ -230,14 +231,20 @@ void matmul_block(
     const uint32_t transpose, uint32_t ct_dim, uint32_t rt_dim, uint32_t kt_dim,
     uint32_t call_line = __builtin_LINE());
 
-// api/compute/reduce.h (REDUCE_OP / REDUCE_DIM defaults come from defines;
-// tcc always passes both template arguments).
-template <PoolType reduce_type, ReduceDim reduce_dim, bool enforce_fp32_accumulation = false>
+// tcc-header-begin api/compute/reduce.h
+// The declarations between tcc-header-begin and tcc-header-end lines are
+// moved by the syntax check into the stub of the named header, so only
+// kernels that include it see them, as with the real tree. reduce.h's
+// default template arguments are the REDUCE_OP and REDUCE_DIM defines: a
+// kernel including it does not compile without them, even though tcc
+// passes both template arguments.
+template <PoolType reduce_type = REDUCE_OP, ReduceDim reduce_dim = REDUCE_DIM, bool enforce_fp32_accumulation = false>
 void reduce_init(uint32_t icb, uint32_t icb_scaler, uint32_t ocb, uint32_t call_line = __builtin_LINE());
-template <PoolType reduce_type, ReduceDim reduce_dim, bool enforce_fp32_accumulation = false>
+template <PoolType reduce_type = REDUCE_OP, ReduceDim reduce_dim = REDUCE_DIM, bool enforce_fp32_accumulation = false>
 void reduce_tile(uint32_t icb, uint32_t icb_scaler, uint32_t itile, uint32_t itile_scaler, uint32_t idst);
 template <bool enforce_fp32_accumulation = false>
 void reduce_uninit(uint32_t icb = 0);
+// tcc-header-end
 
 // api/compute/transpose.h and the deprecated api/compute/transpose_wh.h shim
 void transpose_init(uint32_t icb, uint32_t call_line = __builtin_LINE());

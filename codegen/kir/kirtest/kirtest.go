@@ -60,7 +60,7 @@ func EltwiseBinary(op kir.EltwiseOp, dt ir.DType, tilesPerCore int, cores []kir.
 		}{{CBIn0, aAddr}, {CBIn1, bAddr}} {
 			b.CBReserveBack(in.cb, kir.C(1))
 			l1 := b.Let("l1", kir.GetWritePtr{CB: in.cb})
-			b.NoCAsyncRead(kir.InterleavedPageAddr(in.addr, page, stride(dt), Banks), l1, tb)
+			b.NoCAsyncRead(kir.InterleavedPageAddr(in.addr, page, stride(dt)), l1, tb)
 		}
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(CBIn0, kir.C(1))
@@ -96,7 +96,7 @@ func EltwiseBinary(op kir.EltwiseOp, dt ir.DType, tilesPerCore int, cores []kir.
 	b.For("i", kir.C(0), wcount, func(i kir.Var) {
 		b.CBWaitFront(CBOut, kir.C(1))
 		l1 := b.Let("l1", kir.GetReadPtr{CB: CBOut})
-		b.NoCAsyncWrite(l1, kir.InterleavedPageAddr(oAddr, kir.Add(wstart, i), stride(dt), Banks), wtb)
+		b.NoCAsyncWrite(l1, kir.InterleavedPageAddr(oAddr, kir.Add(wstart, i), stride(dt)), wtb)
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(CBOut, kir.C(1))
 	})
@@ -134,9 +134,9 @@ func Matmul(mt, kt, nt int, dt ir.DType, fid ir.MathFidelity) *kir.Program {
 		b.For("n", kir.C(0), N, func(n kir.Var) {
 			b.For("k", kir.C(0), K, func(k kir.Var) {
 				b.CBReserveBack(CBIn0, kir.C(1))
-				b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, kir.Add(kir.Mul(m, K), k), stride(dt), Banks), kir.GetWritePtr{CB: CBIn0}, kir.Ci(tile))
+				b.NoCAsyncRead(kir.InterleavedPageAddr(aAddr, kir.Add(kir.Mul(m, K), k), stride(dt)), kir.GetWritePtr{CB: CBIn0}, kir.Ci(tile))
 				b.CBReserveBack(CBIn1, kir.C(1))
-				b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, kir.Add(kir.Mul(k, N), n), stride(dt), Banks), kir.GetWritePtr{CB: CBIn1}, kir.Ci(tile))
+				b.NoCAsyncRead(kir.InterleavedPageAddr(bAddr, kir.Add(kir.Mul(k, N), n), stride(dt)), kir.GetWritePtr{CB: CBIn1}, kir.Ci(tile))
 				b.NoCAsyncReadBarrier()
 				b.CBPushBack(CBIn0, kir.C(1))
 				b.CBPushBack(CBIn1, kir.C(1))
@@ -173,7 +173,7 @@ func Matmul(mt, kt, nt int, dt ir.DType, fid ir.MathFidelity) *kir.Program {
 	b = wr.Builder()
 	b.For("i", kir.C(0), ntiles, func(i kir.Var) {
 		b.CBWaitFront(CBOut, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.InterleavedPageAddr(cAddr, i, stride(dt), Banks), kir.Ci(tile))
+		b.NoCAsyncWrite(kir.GetReadPtr{CB: CBOut}, kir.InterleavedPageAddr(cAddr, i, stride(dt)), kir.Ci(tile))
 		b.NoCAsyncWriteBarrier()
 		b.CBPopFront(CBOut, kir.C(1))
 	})

@@ -93,7 +93,7 @@ func (a *Access) Base() kir.ArgRef { return a.base }
 // PageAddr is the U64 NoC address of the first byte of page `page`.
 func (a *Access) PageAddr(page kir.Expr) kir.Expr {
 	if a.cores == nil {
-		return kir.InterleavedPageAddr(a.base, page, a.stride, a.t.DRAMBanks)
+		return kir.InterleavedPageAddr(a.base, page, a.stride)
 	}
 	var ci, slot kir.Expr
 	if a.interleave {

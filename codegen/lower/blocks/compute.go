@@ -72,6 +72,9 @@ type cstate struct {
 	fpu            fpuMode
 	sfpuKnown      bool
 	sfpu           kir.SFPUOp // init group
+	// masked: the packer edge mask of a reduce_init may be set (no
+	// reduce_uninit since); every non-reduce FPU init clears it first.
+	masked bool
 }
 
 func sfpuGroup(op kir.SFPUOp) kir.SFPUOp {
@@ -94,6 +97,9 @@ func (s cstate) equal(o cstate) bool {
 	if s.fpuKnown && s.fpu != o.fpu {
 		return false
 	}
+	if s.masked != o.masked {
+		return false
+	}
 	return !s.sfpuKnown || s.sfpu == o.sfpu
 }
 
@@ -112,6 +118,7 @@ func meet(x, y cstate) cstate {
 	if !y.sfpuKnown || x.sfpu != y.sfpu {
 		out.sfpuKnown = false
 	}
+	out.masked = x.masked || y.masked
 	return out
 }
 
@@ -197,11 +204,17 @@ func (c *Compute) packTo(cb int) {
 
 func (c *Compute) setFPU(m fpuMode) {
 	s := &c.state
-	if s.fpuKnown && s.fpu == m {
+	if s.fpuKnown && s.fpu == m && (m.kind == fpuReduce || !s.masked) {
 		return
 	}
-	if s.fpuKnown && s.fpu.kind == fpuReduce && m.kind != fpuReduce {
+	if s.masked && m.kind != fpuReduce {
+		// reduce_init's packer edge mask would zero all but the reduced
+		// row or column of every later pack.
 		c.B.ReduceUninit()
+		s.masked = false
+	}
+	if m.kind == fpuReduce {
+		s.masked = true
 	}
 	switch m.kind {
 	case fpuCopy:
@@ -230,8 +243,9 @@ func (c *Compute) setSFPU(op kir.SFPUOp) {
 	s.sfpuKnown, s.sfpu = true, g
 }
 
-// Forget drops everything known about the configuration.
-func (c *Compute) Forget() { c.state = cstate{} }
+// Forget drops everything known about the configuration (the packer edge
+// mask may then be set).
+func (c *Compute) Forget() { c.state = cstate{masked: true} }
 
 // restore re-emits the configuration s (the parts it knows).
 func (c *Compute) restore(s cstate) {
@@ -249,6 +263,10 @@ func (c *Compute) restore(s cstate) {
 			c.B.SFPUInit(s.sfpu)
 			c.state.sfpuKnown, c.state.sfpu = true, s.sfpu
 		}
+	}
+	if !s.masked && c.state.masked {
+		c.B.ReduceUninit()
+		c.state.masked = false
 	}
 }
 

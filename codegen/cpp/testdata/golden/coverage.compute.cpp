@@ -9,6 +9,8 @@
 //          c_16 result: 2 x 2048 B Float16_b
 //          c_24 intermediate: 2 x 2048 B Float16_b
 // defines: APPROX_EXP=true
+//          REDUCE_DIM=ReduceDim::REDUCE_ROW
+//          REDUCE_OP=PoolType::SUM
 //          SFPU_OP_CHAIN=1
 
 #include <cstdint>

@@ -40,7 +40,7 @@ void kernel_main() {
     for (uint32_t j = 0; j < 4; j += 2) {
         for (uint32_t h = 0; h < 2; ++h) {
             uint32_t page = j + h;
-            uint64_t src = get_noc_addr_from_bank_id<true>(page % 8u, in_addr + page / 8u * 2048u);
+            uint64_t src = get_noc_addr_from_bank_id<true>(page % NUM_DRAM_BANKS, in_addr + page / NUM_DRAM_BANKS * 2048u);
             uint32_t which = h % 2u;
             if (which == 0u && acc != 0u) {
                 cb_reserve_back(0, 1);
@@ -57,7 +57,7 @@ void kernel_main() {
     }
     if (acc > 0u) {
         cb_reserve_back(2, 1);
-        noc_async_read(get_noc_addr_from_bank_id<true>(0u % 8u, in_addr + 0u / 8u * 2048u), get_write_ptr(2), tsize);
+        noc_async_read(get_noc_addr_from_bank_id<true>(0u % NUM_DRAM_BANKS, in_addr + 0u / NUM_DRAM_BANKS * 2048u), get_write_ptr(2), tsize);
         noc_async_read_barrier();
         cb_push_back(2, 1);
     }

@@ -29,4 +29,5 @@ void kernel_main() {
     noc_async_write(l1, get_noc_addr_from_bank_id<true>(0, out_addr), 2048);
     noc_async_write_barrier();
     cb_pop_front(16, 1);
+    noc_async_atomic_barrier();
 }

@@ -20,8 +20,8 @@ void kernel_main() {
         uint32_t page = start_tile + i;
         cb_reserve_back(0, 1);
         cb_reserve_back(1, 1);
-        noc_async_read(get_noc_addr_from_bank_id<true>(page % 8u, a_addr + page / 8u * 2048u), get_write_ptr(0), tile_bytes);
-        noc_async_read(get_noc_addr_from_bank_id<true>(page % 8u, b_addr + page / 8u * 2048u), get_write_ptr(1), tile_bytes);
+        noc_async_read(get_noc_addr_from_bank_id<true>(page % NUM_DRAM_BANKS, a_addr + page / NUM_DRAM_BANKS * 2048u), get_write_ptr(0), tile_bytes);
+        noc_async_read(get_noc_addr_from_bank_id<true>(page % NUM_DRAM_BANKS, b_addr + page / NUM_DRAM_BANKS * 2048u), get_write_ptr(1), tile_bytes);
         noc_async_read_barrier();
         cb_push_back(0, 1);
         cb_push_back(1, 1);

@@ -17,7 +17,7 @@ void kernel_main() {
     for (uint32_t i = 0; i < num_tiles; ++i) {
         cb_wait_front(16, 1);
         uint32_t l1 = get_read_ptr(16);
-        noc_async_write(l1, get_noc_addr_from_bank_id<true>((start_tile + i) % 8u, out_addr + (start_tile + i) / 8u * 2048u), tile_bytes);
+        noc_async_write(l1, get_noc_addr_from_bank_id<true>((start_tile + i) % NUM_DRAM_BANKS, out_addr + (start_tile + i) / NUM_DRAM_BANKS * 2048u), tile_bytes);
         noc_async_write_barrier();
         cb_pop_front(16, 1);
     }

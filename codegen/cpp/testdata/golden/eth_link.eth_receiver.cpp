@@ -18,4 +18,5 @@ void kernel_main() {
     noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(free_sem), 1);
     noc_semaphore_set(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(free_sem), 0);
     eth_receiver_done();
+    noc_async_atomic_barrier();
 }

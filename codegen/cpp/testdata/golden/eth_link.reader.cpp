@@ -20,4 +20,5 @@ void kernel_main() {
     noc_async_read_barrier();
     cb_push_back(16, 1);
     noc_semaphore_inc(get_noc_addr(eth_x, eth_y, get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(0)), 1);
+    noc_async_atomic_barrier();
 }

@@ -16,8 +16,9 @@ void kernel_main() {
     const uint32_t sender_y = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
 
     eth_wait_for_bytes(2048);
-    noc_async_write(staging_addr, get_noc_addr_from_bank_id<true>(device_id % 8u, dst_addr + device_id / 8u * 2048u), 2048);
+    noc_async_write(staging_addr, get_noc_addr_from_bank_id<true>(device_id % NUM_DRAM_BANKS, dst_addr + device_id / NUM_DRAM_BANKS * 2048u), 2048);
     noc_async_write_barrier();
     noc_semaphore_inc(get_noc_addr(sender_x, sender_y, get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(0)), 1);
     eth_receiver_done();
+    noc_async_atomic_barrier();
 }

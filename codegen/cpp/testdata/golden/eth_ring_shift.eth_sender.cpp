@@ -13,7 +13,7 @@ void kernel_main() {
     const uint32_t device_id = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t src_addr = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
-    noc_async_read(get_noc_addr_from_bank_id<true>(device_id % 8u, src_addr + device_id / 8u * 2048u), staging_addr, 2048);
+    noc_async_read(get_noc_addr_from_bank_id<true>(device_id % NUM_DRAM_BANKS, src_addr + device_id / NUM_DRAM_BANKS * 2048u), staging_addr, 2048);
     noc_async_read_barrier();
     eth_send_bytes(staging_addr, staging_addr, 2048);
     eth_wait_for_receiver_done();

@@ -20,9 +20,9 @@ void kernel_main() {
         for (uint32_t n = 0; n < nt; ++n) {
             for (uint32_t k = 0; k < kt; ++k) {
                 cb_reserve_back(0, 1);
-                noc_async_read(get_noc_addr_from_bank_id<true>((m * kt + k) % 8u, a_addr + (m * kt + k) / 8u * 2048u), get_write_ptr(0), 2048);
+                noc_async_read(get_noc_addr_from_bank_id<true>((m * kt + k) % NUM_DRAM_BANKS, a_addr + (m * kt + k) / NUM_DRAM_BANKS * 2048u), get_write_ptr(0), 2048);
                 cb_reserve_back(1, 1);
-                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt + n) % 8u, b_addr + (k * nt + n) / 8u * 2048u), get_write_ptr(1), 2048);
+                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt + n) % NUM_DRAM_BANKS, b_addr + (k * nt + n) / NUM_DRAM_BANKS * 2048u), get_write_ptr(1), 2048);
                 noc_async_read_barrier();
                 cb_push_back(0, 1);
                 cb_push_back(1, 1);

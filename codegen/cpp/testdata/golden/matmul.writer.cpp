@@ -14,7 +14,7 @@ void kernel_main() {
 
     for (uint32_t i = 0; i < out_tiles; ++i) {
         cb_wait_front(16, 1);
-        noc_async_write(get_read_ptr(16), get_noc_addr_from_bank_id<true>(i % 8u, c_addr + i / 8u * 2048u), 2048);
+        noc_async_write(get_read_ptr(16), get_noc_addr_from_bank_id<true>(i % NUM_DRAM_BANKS, c_addr + i / NUM_DRAM_BANKS * 2048u), 2048);
         noc_async_write_barrier();
         cb_pop_front(16, 1);
     }

@@ -19,4 +19,5 @@ void kernel_main() {
     noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], staging_addr), get_write_ptr(16), 2048);
     noc_async_read_barrier();
     cb_push_back(16, 1);
+    noc_async_atomic_barrier();
 }

@@ -23,4 +23,5 @@ void kernel_main() {
     uint64_t data_sem = get_noc_addr(receiver_x, receiver_y, get_semaphore(1));
     noc_semaphore_inc(data_sem, 1);
     cb_pop_front(0, 1);
+    noc_async_atomic_barrier();
 }

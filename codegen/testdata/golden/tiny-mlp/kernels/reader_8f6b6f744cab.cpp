@@ -33,14 +33,14 @@ void kernel_main() {
         for (uint32_t i_2 = 0; i_2 < wt; ++i_2) {
             cb_reserve_back(0, 1);
             uint32_t l1 = get_write_ptr(0);
-            noc_async_read(get_noc_addr_from_bank_id<true>(((start_row + r) * wt + i_2) % 8u, x_addr + ((start_row + r) * wt + i_2) / 8u * 2048u), l1, 2048);
+            noc_async_read(get_noc_addr_from_bank_id<true>(((start_row + r) * wt + i_2) % NUM_DRAM_BANKS, x_addr + ((start_row + r) * wt + i_2) / NUM_DRAM_BANKS * 2048u), l1, 2048);
             noc_async_read_barrier();
             cb_push_back(0, 1);
         }
         for (uint32_t i_3 = 0; i_3 < wt; ++i_3) {
             cb_reserve_back(2, 1);
             uint32_t l1_2 = get_write_ptr(2);
-            noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_3) % 8u, w_addr + (0u + i_3) / 8u * 2048u), l1_2, 2048);
+            noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_3) % NUM_DRAM_BANKS, w_addr + (0u + i_3) / NUM_DRAM_BANKS * 2048u), l1_2, 2048);
             noc_async_read_barrier();
             cb_push_back(2, 1);
         }

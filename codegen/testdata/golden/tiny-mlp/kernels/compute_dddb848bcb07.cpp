@@ -11,6 +11,8 @@
 //          c_25 rsqrt_mean: 1 x 4096 B Float32
 //          c_26 x_normed: 2 x 4096 B Float32
 //          c_27 weight_plus_offset: 2 x 4096 B Float32
+// defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
+//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "api/compute/bcast.h"
@@ -58,6 +60,7 @@ void kernel_main() {
             reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 1, 25);
             reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(24, 1, j_2, 0, 0);
             reconfig_data_format(0, 1);
+            reduce_uninit();
         }
         binop_with_scalar_tile_init();
         mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625

@@ -16,7 +16,7 @@ void kernel_main() {
     for (uint32_t i = 0; i < count0; ++i) {
         cb_wait_front(16, 1);
         uint32_t l1 = get_read_ptr(16);
-        noc_async_write(l1, get_noc_addr_from_bank_id<true>((start0 + i) % 8u, out0_addr + (start0 + i) / 8u * 2048u), 2048);
+        noc_async_write(l1, get_noc_addr_from_bank_id<true>((start0 + i) % NUM_DRAM_BANKS, out0_addr + (start0 + i) / NUM_DRAM_BANKS * 2048u), 2048);
         noc_async_write_barrier();
         cb_pop_front(16, 1);
     }

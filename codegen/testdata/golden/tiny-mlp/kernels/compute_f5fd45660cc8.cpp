@@ -16,6 +16,8 @@
 // defines: MM_CORES=2
 //          MM_SUBBLOCK=4
 //          MM_TILES_PER_CORE=1
+//          REDUCE_DIM=ReduceDim::REDUCE_ROW
+//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "api/compute/bcast.h"
@@ -62,6 +64,7 @@ void kernel_main() {
         reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, 26);
         reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, j_2, 0, 0);
         reconfig_data_format(0, 1);
+        reduce_uninit();
     }
     binop_with_scalar_tile_init();
     mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625

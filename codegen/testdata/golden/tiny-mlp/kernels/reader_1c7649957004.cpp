@@ -21,7 +21,7 @@ void kernel_main() {
 
     cb_reserve_back(0, 1);
     uint32_t l1 = get_write_ptr(0);
-    noc_async_read(get_noc_addr_from_bank_id<true>(0u % 8u, ids_addr + 0u / 8u * 64u), l1, 8);
+    noc_async_read(get_noc_addr_from_bank_id<true>(0u % NUM_DRAM_BANKS, ids_addr + 0u / NUM_DRAM_BANKS * 64u), l1, 8);
     noc_async_read_barrier();
     cb_push_back(0, 1);
     cb_wait_front(0, 1);
@@ -46,7 +46,7 @@ void kernel_main() {
         uint32_t rw = get_write_ptr(1);
         for (uint32_t r = 0; r < valid; ++r) {
             uint32_t id = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ids + (t0 + r) * 4u);
-            noc_async_read(get_noc_addr_from_bank_id<true>(id % 8u, table_addr + id / 8u * 128u), rw + r * 128u, 128);
+            noc_async_read(get_noc_addr_from_bank_id<true>(id % NUM_DRAM_BANKS, table_addr + id / NUM_DRAM_BANKS * 128u), rw + r * 128u, 128);
         }
         noc_async_read_barrier();
         cb_push_back(1, 2);

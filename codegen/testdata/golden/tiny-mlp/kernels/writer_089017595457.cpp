@@ -68,7 +68,7 @@ void kernel_main() {
         cb_pop_front(0, 1);
     }
     for (uint32_t r_3 = 0; r_3 < rows; ++r_3) {
-        noc_async_write(st + r_3 * 16u, get_noc_addr_from_bank_id<true>(r_3 % 8u, out_addr + r_3 / 8u * 64u), 4);
+        noc_async_write(st + r_3 * 16u, get_noc_addr_from_bank_id<true>(r_3 % NUM_DRAM_BANKS, out_addr + r_3 / NUM_DRAM_BANKS * 64u), 4);
     }
     noc_async_write_barrier();
     cb_pop_front(24, 1);

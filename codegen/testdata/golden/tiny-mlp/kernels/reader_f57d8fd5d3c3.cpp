@@ -22,7 +22,7 @@ void kernel_main() {
     for (uint32_t i = 0; i < kt; ++i) {
         cb_reserve_back(0, 1);
         uint32_t l1 = get_write_ptr(0);
-        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % 8u, a_addr + (0u + i) / 8u * 2048u), l1, 2048);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, a_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1, 2048);
         noc_async_read_barrier();
         cb_push_back(0, 1);
     }
@@ -36,7 +36,7 @@ void kernel_main() {
             for (uint32_t j = 0; j < sb; ++j) {
                 cb_reserve_back(1, 1);
                 uint32_t l1_2 = get_write_ptr(1);
-                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt0 + col + j) % 8u, w0_0_addr + (k * nt0 + col + j) / 8u * 1088u), l1_2, 1088);
+                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + (k * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1_2, 1088);
                 noc_async_read_barrier();
                 cb_push_back(1, 1);
             }
@@ -45,7 +45,7 @@ void kernel_main() {
             for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
                 cb_reserve_back(2, 1);
                 uint32_t l1_3 = get_write_ptr(2);
-                noc_async_read(get_noc_addr_from_bank_id<true>((k_2 * nt0 + col + j_2) % 8u, w0_1_addr + (k_2 * nt0 + col + j_2) / 8u * 1088u), l1_3, 1088);
+                noc_async_read(get_noc_addr_from_bank_id<true>((k_2 * nt0 + col + j_2) % NUM_DRAM_BANKS, w0_1_addr + (k_2 * nt0 + col + j_2) / NUM_DRAM_BANKS * 1088u), l1_3, 1088);
                 noc_async_read_barrier();
                 cb_push_back(2, 1);
             }

@@ -15,7 +15,7 @@ void kernel_main() {
     for (uint32_t i = 0; i < nt; ++i) {
         cb_reserve_back(0, 1);
         uint32_t l1 = get_write_ptr(0);
-        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % 8u, x_addr + (0u + i) / 8u * 2048u), l1, 2048);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, x_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1, 2048);
         noc_async_read_barrier();
         cb_push_back(0, 1);
     }
