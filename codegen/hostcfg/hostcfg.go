@@ -62,6 +62,9 @@ type ComputeConfig struct {
 	FP32DestAccEn  bool   `json:"fp32_dest_acc_en"`
 	MathApproxMode bool   `json:"math_approx_mode"`
 	DstFullSyncEn  bool   `json:"dst_full_sync_en"`
+	// UnpackToDestFP32 lists the CBs whose unpack_to_dest_mode entry is
+	// UnpackToDestFp32 (every other CB: Default).
+	UnpackToDestFP32 []int `json:"unpack_to_dest_fp32_cbs"`
 }
 
 // EthernetConfig is tt-metal's EthernetConfig of a kernel on ethernet
@@ -226,7 +229,7 @@ func kernelConfig(p *kir.Program, k *kir.Kernel) KernelConfig {
 	if k.Processor == kir.ComputeProc {
 		c := k.Compute
 		kc.Compute = &ComputeConfig{MathFidelity: c.MathFidelity.String(), FP32DestAccEn: c.FP32DestAccEn,
-			MathApproxMode: c.MathApproxMode, DstFullSyncEn: c.DstFullSyncEn}
+			MathApproxMode: c.MathApproxMode, DstFullSyncEn: c.DstFullSyncEn, UnpackToDestFP32: append([]int{}, c.UnpackToDestFP32...)}
 	} else {
 		noc := k.NoC
 		kc.NoC = &noc

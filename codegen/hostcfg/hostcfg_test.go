@@ -46,7 +46,7 @@ func TestEltwiseAddConfig(t *testing.T) {
 			{
 				Name: "compute", Source: "eltwise_add/compute.cpp", Role: "compute", Processor: "compute",
 				Cores: both, Defines: map[string]string{},
-				Compute:         &hostcfg.ComputeConfig{MathFidelity: "LoFi"},
+				Compute:         &hostcfg.ComputeConfig{MathFidelity: "LoFi", UnpackToDestFP32: []int{}},
 				CompileArgs:     []hostcfg.NamedArg{{Index: 0, Name: "num_tiles", Value: v(kir.U32(4))}},
 				RuntimeArgNames: []string{}, RuntimeArgs: []hostcfg.CoreArgs{}, CommonRuntimeArgs: []hostcfg.NamedArg{},
 			},

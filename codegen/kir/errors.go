@@ -84,6 +84,10 @@ const (
 	// noc_semaphore_inc atomics not yet waited for by
 	// noc_async_atomic_barrier.
 	RuleAtomicBarrier
+	// RuleUnpackMode: a CB in a compute kernel's UnpackToDestFP32 list is
+	// not Float32, is not configured, or is read through the FPU source
+	// registers (only copy_tile may read a CB unpacked straight to DEST).
+	RuleUnpackMode
 )
 
 var ruleNames = [...]string{
@@ -91,7 +95,7 @@ var ruleNames = [...]string{
 	RuleCBConfig: "cb-config", RuleCBProducer: "cb-producer", RuleCBConsumer: "cb-consumer",
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
-	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier",
+	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

@@ -229,6 +229,23 @@ type ComputeConfig struct {
 	FP32DestAccEn  bool
 	MathApproxMode bool
 	DstFullSyncEn  bool
+	// UnpackToDestFP32 lists, ascending, the CBs whose tiles the unpacker
+	// writes straight into DEST at full fp32 (tt-metal's
+	// unpack_to_dest_mode[cb] = UnpackToDestFp32). Any other Float32 CB is
+	// unpacked through source register A or B and so truncated to tf32,
+	// copy_tile included; a CB in this list can only be read by copy_tile
+	// (the FPU never sees it). ChooseUnpackModes fills it.
+	UnpackToDestFP32 []int
+}
+
+// UnpacksToDest reports whether CB cb is in c.UnpackToDestFP32.
+func (c ComputeConfig) UnpacksToDest(cb int) bool {
+	for _, x := range c.UnpackToDestFP32 {
+		if x == cb {
+			return true
+		}
+	}
+	return false
 }
 
 // Kernel is one kernel of a program: one source, built for one processor,

@@ -217,6 +217,7 @@ func (v *validator) kernel(k *Kernel) {
 			}
 		}
 	}
+	v.unpackModes(k)
 	v.body(k)
 	env := newStaticEnv(k)
 	v.statics(k, env)
@@ -783,5 +784,38 @@ func (v *validator) ethCore(c Core) {
 			}
 			sems[s.ID] = true
 		}
+	}
+}
+
+// unpackModes checks k.Compute.UnpackToDestFP32 (RuleUnpackMode).
+func (v *validator) unpackModes(k *Kernel) {
+	modes := k.Compute.UnpackToDestFP32
+	if len(modes) == 0 {
+		return
+	}
+	if k.Role != RoleCompute || !k.Compute.FP32DestAccEn {
+		v.add(RuleUnpackMode, k.Name, nil, NoCB, "unpack-to-dest mode needs a compute kernel with fp32_dest_acc_en")
+		return
+	}
+	fpu := map[int]bool{}
+	Inspect(k.Body, func(s Stmt) bool {
+		for _, cb := range fpuReadsOf(s) {
+			fpu[cb] = true
+		}
+		return true
+	})
+	for _, c := range CoresOf(k.Cores) {
+		for _, cb := range modes {
+			cfg := v.p.CBOn(c, cb)
+			switch {
+			case cfg == nil:
+				v.add(RuleUnpackMode, k.Name, &c, cb, "CB c_%d is set to unpack to DEST but is not configured on this core", cb)
+			case cfg.Format != ir.FP32:
+				v.add(RuleUnpackMode, k.Name, &c, cb, "CB c_%d is %s; only Float32 CBs unpack to DEST at fp32", cb, cfg.Format)
+			case fpu[cb]:
+				v.add(RuleUnpackMode, k.Name, &c, cb, "CB c_%d unpacks straight to DEST but an FPU op reads it; give the exact copy its own CB", cb)
+			}
+		}
+		break // the CB configuration is per range; one core names the problem
 	}
 }

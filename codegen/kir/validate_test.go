@@ -248,6 +248,15 @@ func TestValidateRules(t *testing.T) {
 				}
 			}
 		}, kir.RuleCBConfig, "page size 1024 is not one bf16 tile (2048 bytes)"},
+		{"reduce without REDUCE_OP / REDUCE_DIM defines", func(p *kir.Program) {
+			b := p.Kernel("compute").Builder()
+			b.ReduceInit(kir.ReduceSum, kir.ReduceRow, kirtest.CBIn0, kirtest.CBIn1, kirtest.CBOut)
+		}, kir.RuleDefines, "does not define REDUCE_OP"},
+		{"unpack to DEST from a bf16 CB", func(p *kir.Program) {
+			k := p.Kernel("compute")
+			k.Compute.FP32DestAccEn = true
+			k.Compute.UnpackToDestFP32 = []int{kirtest.CBIn0}
+		}, kir.RuleUnpackMode, "only Float32 CBs unpack to DEST"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -505,8 +505,13 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbSd := cbs.Scratch("state_decayed", f, kt*vt)
 	cbD := cbs.Scratch("delta", f, vt)
 	exact := !blocks.Rounds(f) // fp32 state: the r() of the Doc line are identities
-	cbDb, cbKS, cbOuter, cbOb, cbRound, cbEye, cbEd := -1, -1, -1, -1, -1, -1, -1
+	cbDb, cbKS, cbOuter, cbOb, cbRound, cbEye, cbEd, cbSf, cbSdF := -1, -1, -1, -1, -1, -1, -1, -1, -1
 	if exact {
+		// The state is copied into DEST exactly (c_state unpacks straight
+		// to DEST) and multiplied by the decrement through the FPU: a
+		// second CB holds the same tiles for the FPU operand.
+		cbSf = cbs.Input("state_fpu", f, 2)
+		cbSdF = cbs.Scratch("state_decayed_fpu", f, kt*vt)
 		cbDb = cbs.Scratch("delta_beta", f, vt)
 		cbEye = cbs.Input("identity", f, 1)
 		cbEd = cbs.Scratch("decrement_diag", f, 1)
@@ -615,7 +620,11 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		scalarTile(btAcc, cbBeta, i, ebBeta)
 		scalarTile(gAcc, cbG, i, ebG)
 		b.Comment("the head's state, streamed")
-		blocks.ReadPages(b, sAcc, cbS, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt))
+		if exact {
+			blocks.ReadPagesTwice(b, sAcc, cbS, cbSf, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt))
+		} else {
+			blocks.ReadPages(b, sAcc, cbS, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt))
+		}
 	})
 	blocks.ReleaseScratch(b, cbZero)
 
@@ -696,11 +705,13 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			cb.CBWaitFront(cbEd, one)
 			c.ForPeeled("t", kt*vt, func(kir.Expr) {
 				cb.CBWaitFront(cbS, one)
+				cb.CBWaitFront(cbSf, one)
 				c.Acquire()
 				c.Copy(cbS, z0, z0)
-				c.Matmul(cbS, cbEd, z0, z0, z0, false)
+				c.Matmul(cbSf, cbEd, z0, z0, z0, false)
 				cb.CBPopFront(cbS, one)
-				c.PackOut(cbSd, 1)
+				cb.CBPopFront(cbSf, one)
+				c.PackOutTo(cbSd, cbSdF) // copied exactly below; read by the FPU in k^T S
 			})
 			cb.CBPopFront(cbEd, one)
 		} else {
@@ -718,11 +729,16 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 		cb.Comment("d = r(v - r(k^T S)) per value tile")
 		cb.CBWaitFront(cbSd, kir.Ci(kt*vt))
+		cbSdM := cbSd // the decayed state as an FPU operand
+		if exact {
+			cbSdM = cbSdF
+			cb.CBWaitFront(cbSdF, kir.Ci(kt*vt))
+		}
 		cb.CBWaitFront(cbV, kir.Ci(vt))
 		// kS accumulates k^T S for value tile v into DEST[0].
 		kS := func(v kir.Expr) {
 			c.ForPeeled("kt", kt, func(j kir.Expr) {
-				c.Matmul(cbKn, cbSd, j, kir.Add(kir.Mul(j, kir.Ci(vt)), v), z0, false)
+				c.Matmul(cbKn, cbSdM, j, kir.Add(kir.Mul(j, kir.Ci(vt)), v), z0, false)
 			})
 		}
 		c.ForPeeled("vt", vt, func(v kir.Expr) {
@@ -798,6 +814,9 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		cb.CBPopFront(cbQn, kir.Ci(kt))
 		cb.CBPopFront(cbKn, kir.Ci(kt))
 		cb.CBPopFront(cbSd, kir.Ci(kt*vt))
+		if exact {
+			cb.CBPopFront(cbSdF, kir.Ci(kt*vt))
+		}
 
 		cb.Comment("out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w))")
 		rsqrtOf(cbO, cbO2, vt, 1/float32(Dv), normEps)

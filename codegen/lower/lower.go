@@ -157,10 +157,7 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
 	}
-	for _, k := range p.Kernels {
-		k.DefineReduceDefaults()
-		k.EndAtomics()
-	}
+	kir.Finish(p)
 	if err := kir.Validate(p, ctx.Target); err != nil {
 		return nil, fmt.Errorf("lower: %s%s: the generated program breaks a hardware rule: %w", op.Where(), signature(op), err)
 	}

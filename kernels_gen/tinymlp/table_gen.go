@@ -326,8 +326,9 @@ var Table = gogen.Table{
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}},
 				}},
 				Compute: &hostcfg.ComputeConfig{
-					FP32DestAccEn: true,
-					MathFidelity:  "HiFi4",
+					FP32DestAccEn:    true,
+					MathFidelity:     "HiFi4",
+					UnpackToDestFP32: []int{},
 				},
 				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{}},
 				Defines: map[string]string{
@@ -364,7 +365,7 @@ var Table = gogen.Table{
 			}},
 			Semaphores: []hostcfg.SemaphoreConfig{},
 		},
-		ID: "471945ee1a6f2a8d",
+		ID: "6ae985ef0cd354d3",
 		Op: "rmsnorm",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{
@@ -531,8 +532,9 @@ var Table = gogen.Table{
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}},
 				}},
 				Compute: &hostcfg.ComputeConfig{
-					FP32DestAccEn: true,
-					MathFidelity:  "HiFi4",
+					FP32DestAccEn:    true,
+					MathFidelity:     "HiFi4",
+					UnpackToDestFP32: []int{},
 				},
 				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{X1: 7}},
 				Defines: map[string]string{
@@ -609,7 +611,7 @@ var Table = gogen.Table{
 			}},
 			Semaphores: []hostcfg.SemaphoreConfig{},
 		},
-		ID: "67ed31ca9bb1d840",
+		ID: "4a0e20d421c1115b",
 		Op: "matmul_swiglu",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{
@@ -746,8 +748,9 @@ var Table = gogen.Table{
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}},
 				}},
 				Compute: &hostcfg.ComputeConfig{
-					FP32DestAccEn: true,
-					MathFidelity:  "HiFi4",
+					FP32DestAccEn:    true,
+					MathFidelity:     "HiFi4",
+					UnpackToDestFP32: []int{},
 				},
 				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{X1: 3}},
 				Defines: map[string]string{
@@ -800,7 +803,7 @@ var Table = gogen.Table{
 			}},
 			Semaphores: []hostcfg.SemaphoreConfig{},
 		},
-		ID: "9ad433d1efeb0c4c",
+		ID: "cfbfa4308a8c4abd",
 		Op: "matmul_add",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{
@@ -990,8 +993,9 @@ var Table = gogen.Table{
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}},
 				}},
 				Compute: &hostcfg.ComputeConfig{
-					FP32DestAccEn: true,
-					MathFidelity:  "HiFi4",
+					FP32DestAccEn:    true,
+					MathFidelity:     "HiFi4",
+					UnpackToDestFP32: []int{},
 				},
 				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{X1: 7}},
 				Defines: map[string]string{
@@ -1070,7 +1074,7 @@ var Table = gogen.Table{
 			}},
 			Semaphores: []hostcfg.SemaphoreConfig{},
 		},
-		ID: "b87c8881a24d5489",
+		ID: "b4648189d591b147",
 		Op: "rmsnorm_matmul",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{

@@ -154,6 +154,9 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 		return nil, 0, err
 	}
 	f := c.cfg.Format
+	if call != "copy_tile" && ks.k.Compute.UnpacksToDest(idx) {
+		return nil, 0, ks.errf(kir.RuleUnpackMode, idx, "%s reads CB c_%d through source %c, but the CB unpacks straight to DEST (UnpackToDestFp32)", call, idx, side)
+	}
 	conf := ks.comp.srcA
 	if side == 'B' {
 		conf = ks.comp.srcB
@@ -390,8 +393,8 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			dst := ks.comp.dest[d]
 			for i, x := range a {
-				if f == ir.FP32 && ks.comp.fp32 {
-					dst[i] = x // unpack to DEST keeps fp32
+				if f == ir.FP32 && ks.comp.fp32 && ks.k.Compute.UnpacksToDest(s.CB) {
+					dst[i] = x // unpack to DEST (UnpackToDestFp32) keeps fp32
 				} else {
 					dst[i] = srcReg(x, f)
 				}

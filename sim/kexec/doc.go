@@ -6,7 +6,10 @@
 //
 // A Device has DRAM as target.DRAMBanks banks of bytes and one L1 of
 // target.L1Size bytes per worker core (memory is allocated lazily in 4 KiB
-// chunks and reads as zero until written). Buffers are allocated by a
+// chunks; DRAM reads as zero until written, L1 — worker and ethernet — as
+// garbage: every 16-bit half 0x7FFF, a NaN as bf16 and fp32, as SRAM holds
+// whatever the last program left, so a kernel that uses L1 it never wrote
+// shows). Buffers are allocated by a
 // deterministic first-fit allocator: DRAM buffers at the same address in
 // every bank, bottom-up from DRAMBase (page i of an interleaved buffer is in
 // bank i%banks at address + (i/banks)*aligned page size); L1 buffers at the
@@ -88,8 +91,11 @@
 //     with FidelityMul and sums (or maxes) in float32; a reduce-max into a
 //     DEST tile not yet written by a reduce since tile_regs_acquire takes
 //     the reduction itself rather than max(0, ...).
-//   - copy_tile of fp32 data with fp32_dest_acc_en copies exactly (unpack to
-//     DEST); otherwise values pass through the source registers as above.
+//   - copy_tile of fp32 data copies exactly only from a CB in the kernel's
+//     UnpackToDestFP32 list (tt-metal's UnpackToDestFp32, with
+//     fp32_dest_acc_en); from any other CB the value passes through source
+//     register A and is truncated to tf32 as above. An FPU op reading a CB
+//     in that list is a RuleUnpackMode error.
 //   - SFPU ops apply the numerics functions (exp, sigmoid, silu, rsqrt,
 //     recip, softplus with beta 1, threshold 20) or float32 arithmetic
 //     (square, negative, abs, relu, add/mul scalar) or float64 math rounded
@@ -97,5 +103,12 @@
 //   - Without fp32_dest_acc_en every value written to DEST is rounded to
 //     bf16 (numerics.RoundBF16), including each matmul accumulation step.
 //   - pack_tile packs the DEST tile into the output CB's format with
-//     numerics.PackTile.
+//     numerics.PackTile. reduce_init programs the packer's edge mask and
+//     only reduce_uninit clears it: in between, every pack keeps just the
+//     elements a reduction of that dimension produces (column 0 for a row
+//     reduce, row 0 for a column reduce, (0,0) for a scalar) and packs
+//     zeros elsewhere, as the card's packer does.
+//
+// A data-movement kernel that ends with noc_semaphore_inc atomics not
+// waited for by noc_async_atomic_barrier is a RuleAtomicBarrier error.
 package kexec

@@ -47,10 +47,7 @@ func setup(t *testing.T, p *kir.Program, data map[string][]float32) *kexec.Devic
 
 func runOK(t *testing.T, d *kexec.Device, p *kir.Program) *kexec.Stats {
 	t.Helper()
-	for _, k := range p.Kernels { // as codegen/lower finishes every program
-		k.DefineReduceDefaults()
-		k.EndAtomics()
-	}
+	kir.Finish(p) // as codegen/lower finishes every program
 	if err := kir.Validate(p, bh); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -696,5 +693,56 @@ func TestUnwrittenL1IsGarbage(t *testing.T) {
 		if b != want {
 			t.Fatalf("byte %d of never-written L1 = %#x, want the garbage pattern %#x", i, b, want)
 		}
+	}
+}
+
+// TestFP32UnpackToDest: copy_tile of a Float32 CB is exact only when the CB
+// unpacks straight to DEST (UnpackToDestFp32); otherwise the value passes
+// through source register A and is truncated to tf32, as on the card. An
+// FPU op may not read a CB in that mode.
+func TestFP32UnpackToDest(t *testing.T) {
+	x := make([]float32, numerics.TileElems)
+	for i := range x {
+		x[i] = 1 + float32(i%7+1)*0x1p-20 // below tf32's 10 mantissa bits
+	}
+	copyBody := func(b *kir.Builder) {
+		b.CopyTileInit(0)
+		b.CopyTile(0, kir.C(0), kir.C(0))
+	}
+	run := func(p *kir.Program) ([]float32, error) {
+		d := setup(t, p, map[string][]float32{"a": x})
+		if _, err := d.Run(p, kexec.RunOptions{}); err != nil {
+			return nil, err
+		}
+		return readTiles(t, d, "out"), nil
+	}
+	cfg := kir.ComputeConfig{MathFidelity: ir.HiFi4, FP32DestAccEn: true}
+	got, err := run(pipeline(ir.FP32, 1, false, cfg, copyBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != numerics.TruncTF32(x[0]) || got[0] == x[0] {
+		t.Errorf("default unpack mode: copy_tile gave %v, want the tf32 truncation %v of %v", got[0], numerics.TruncTF32(x[0]), x[0])
+	}
+	p := pipeline(ir.FP32, 1, false, cfg, copyBody)
+	kir.Finish(p)
+	if cp := p.Kernel("compute"); !cp.Compute.UnpacksToDest(0) {
+		t.Fatalf("Finish did not set c_0 (fp32, copied only) to unpack to DEST: %v", cp.Compute.UnpackToDestFP32)
+	}
+	if got, err = run(p); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(x, got); diff != "" {
+		t.Errorf("UnpackToDestFp32: copy_tile is not exact (-want +got):\n%s", diff)
+	}
+	// An FPU op reading a CB unpacked to DEST is an error.
+	cfg.UnpackToDestFP32 = []int{0}
+	_, err = run(pipeline(ir.FP32, 1, false, cfg, func(b *kir.Builder) {
+		b.TransposeInit(0)
+		b.TransposeTile(0, kir.C(0), kir.C(0))
+	}))
+	var re *kir.RuleError
+	if !errors.As(err, &re) || re.Rule != kir.RuleUnpackMode {
+		t.Errorf("transpose of an unpack-to-dest CB: err = %v, want rule unpack-mode", err)
 	}
 }

@@ -471,9 +471,6 @@ func Coverage() *kir.Program {
 // finish applies what codegen/lower applies to every lowered program: the
 // reduce defaults and the closing atomic barrier.
 func finish(p *kir.Program) *kir.Program {
-	for _, k := range p.Kernels {
-		k.DefineReduceDefaults()
-		k.EndAtomics()
-	}
+	kir.Finish(p)
 	return p
 }

@@ -38,6 +38,26 @@ func ReadPages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 	b.For("i", kir.C(0), count, func(i kir.Var) { ReadPage(b, a, cb, kir.Add(first, i)) })
 }
 
+// ReadPagesTwice is ReadPages into cb and, for each page, a copy of it
+// into cb2 (a local NoC copy: the page is read from DRAM once). It serves a
+// compute kernel that unpacks the same tile two ways: cb2 through the FPU
+// source registers and cb straight into DEST (an fp32 CB in
+// unpack-to-dest mode cannot be an FPU operand). Produces count pages of
+// each.
+func ReadPagesTwice(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr) {
+	b.For("i", kir.C(0), count, func(i kir.Var) {
+		b.CBReserveBack(cb, kir.C(1))
+		b.CBReserveBack(cb2, kir.C(1))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.NoCAsyncRead(a.PageAddr(kir.Add(first, i)), l1, kir.Ci(a.PageSize()))
+		b.NoCAsyncReadBarrier()
+		LocalCopy(b, l1, kir.GetWritePtr{CB: cb2}, a.PageSize())
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cb, kir.C(1))
+		b.CBPushBack(cb2, kir.C(1))
+	})
+}
+
 // WritePages emits a loop writing count pages of cb to pages first, ... of
 // a. Consumes count pages of cb.
 func WritePages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
