@@ -23,12 +23,15 @@ type ProgramEntry struct {
 	*hostcfg.ProgramConfig
 }
 
-// ProgramsFile is the content of programs.json.
+// ProgramsFile is the content of programs.json: the build's host contract
+// (Manifest: schema and tcc version, target, buffers, I/O, state, weights,
+// ethernet links, mesh programs) and every program per device.
 type ProgramsFile struct {
-	Model    string         `json:"model"`
-	Mesh     string         `json:"mesh"`
-	Devices  int            `json:"devices"`
-	Kernels  int            `json:"kernels"` // distinct kernel sources in kernels/
+	Model   string `json:"model"`
+	Mesh    string `json:"mesh"`
+	Devices int    `json:"devices"`
+	Kernels int    `json:"kernels"` // distinct kernel sources in kernels/
+	*Manifest
 	Programs []ProgramEntry `json:"programs"`
 }
 
@@ -70,8 +73,16 @@ func (b *Build) Configs() ([]*hostcfg.ProgramConfig, error) {
 // programs.json (one entry per program per device, in execution order,
 // each kernel's "source" pointing into kernels/). The result is
 // deterministic: the same build gives byte-identical files.
-func (b *Build) Files() (map[string][]byte, error) {
+func (b *Build) Files() (map[string][]byte, error) { return b.FilesWith(nil) }
+
+// FilesWith is Files with the model's HostInfo for the manifest (nil: the
+// manifest without input fills and weight sources).
+func (b *Build) FilesWith(info HostInfo) (map[string][]byte, error) {
 	cfgs, files, err := b.render()
+	if err != nil {
+		return nil, err
+	}
+	man, err := b.Manifest(info)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +94,7 @@ func (b *Build) Files() (map[string][]byte, error) {
 			entries = append(entries, ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind), ProgramConfig: cfgs[i]})
 		}
 	}
-	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Programs: entries}
+	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Manifest: man, Programs: entries}
 	js, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/models"
 )
 
 func newBuildCmd() *cobra.Command {
@@ -44,7 +45,11 @@ byte-identical.
 		if err != nil {
 			return err
 		}
-		files, err := b.Files()
+		info, err := hostInfo(m, mf)
+		if err != nil {
+			return err
+		}
+		files, err := b.FilesWith(info)
 		if err != nil {
 			return err
 		}
@@ -71,4 +76,20 @@ byte-identical.
 		return nil
 	}
 	return cmd
+}
+
+// hostInfo is the model's description of its inputs and weights for the
+// programs.json manifest, or nil when the model gives none.
+func hostInfo(m models.Model, mf *modelFlags) (codegen.HostInfo, error) {
+	hp, ok := m.(interface {
+		HostInfo(models.Args) (codegen.HostInfo, error)
+	})
+	if !ok {
+		return nil, nil
+	}
+	args, err := mf.args(m)
+	if err != nil {
+		return nil, err
+	}
+	return hp.HostInfo(args)
 }

@@ -1,0 +1,49 @@
+package qwen27b
+
+import (
+	"strings"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/config"
+)
+
+// HostInfo describes how a host runs a qwen27b build made with args: the
+// fill of every input and the checkpoint source of every weight (the
+// programs.json manifest).
+func (Model) HostInfo(a models.Args) (codegen.HostInfo, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return nil, err
+	}
+	return hostInfo{o.Config}, nil
+}
+
+type hostInfo struct{ c *config.Config }
+
+// inputFills says how each input is filled (see BuildGraph).
+var inputFills = map[string]string{
+	"tokens":   "token ids, uint32: one per user in decode ([B]), seq per user in prefill ([B, S])",
+	"pos":      "uint32 [1]: the position of the step's first new token",
+	"rope.cos": "bf16 rotary table: row r holds cos(p_r * theta^(-2*(i mod rotary_dim/2)/rotary_dim)) for the row's position p_r (decode: one row per user at pos; prefill: one row per token from pos)",
+	"rope.sin": "bf16 rotary table: as rope.cos with sin",
+}
+
+func (h hostInfo) InputFill(name string) string {
+	if f, ok := inputFills[name]; ok {
+		return f
+	}
+	return "host data"
+}
+
+// WeightSource: every weight is the checkpoint tensor of the same name;
+// 2-D projections (and the GDN conv taps) are stored transposed to
+// [in, out] ([K, C] for conv1d's [C, 1, K]); ShareOf gives the cut.
+func (h hostInfo) WeightSource(name string, devices int) (codegen.WeightSource, error) {
+	sh, err := ShareOf(h.c, name, devices)
+	if err != nil {
+		return codegen.WeightSource{}, err
+	}
+	transposed := strings.Contains(name, "proj") || strings.HasSuffix(name, "conv1d.weight") || name == "lm_head.weight"
+	return codegen.WeightSource{Tensor: name, Transposed: transposed, Axis: sh.Axis, Parts: sh.Parts, Blocks: sh.Blocks, Pad: sh.Pad}, nil
+}
