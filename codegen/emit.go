@@ -77,7 +77,7 @@ func (b *Build) Files() (map[string][]byte, error) { return b.FilesWith(nil) }
 
 // FilesWith is Files with the model's HostInfo for the manifest (nil: the
 // manifest without input fills and weight sources).
-func (b *Build) FilesWith(info HostInfo) (map[string][]byte, error) {
+func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	cfgs, files, err := b.render()
 	if err != nil {
 		return nil, err

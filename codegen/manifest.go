@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -13,35 +14,6 @@ const SchemaVersion = 2
 
 // Version is tcc's version, recorded in every build.
 const Version = "0.4.0"
-
-// HostInfo is what only the model knows about running a build: how each
-// per-step input is filled and which checkpoint tensor each weight is cut
-// from. Models that implement it (the CLI passes them to FilesWith) get a
-// complete I/O manifest; without it inputs say "host data" and weights
-// name only their buffer.
-type HostInfo interface {
-	// InputFill describes how the host fills graph input name each step.
-	InputFill(name string) string
-	// WeightSource is the checkpoint tensor weight name is cut from on a
-	// mesh of devices columns.
-	WeightSource(name string, devices int) (WeightSource, error)
-}
-
-// WeightSource says how a converter makes one device's weight buffer from
-// a checkpoint tensor: take Tensor, transpose it when Transposed (HF
-// stores linear weights [out, in]; tcc's are [in, out]; the GDN conv1d
-// [C, 1, K] becomes [K, C]), append Pad zeros along Axis, cut Axis into
-// Parts pieces per block of Blocks (one block when empty) and keep the
-// device's piece of every block (device d of n holds part d*Parts/n),
-// then convert to the buffer's dtype and layout. Axis -1: replicated.
-type WeightSource struct {
-	Tensor     string `json:"tensor"`
-	Transposed bool   `json:"transposed"`
-	Axis       int    `json:"axis"`
-	Parts      int    `json:"parts,omitempty"`
-	Blocks     []int  `json:"blocks,omitempty"`
-	Pad        int    `json:"pad,omitempty"`
-}
 
 // Manifest is the host contract of a build: everything a host needs to
 // allocate, fill, convert and launch it without reading tcc's source.
@@ -101,8 +73,8 @@ type StateEntry struct {
 
 // WeightEntry is one weight buffer and its checkpoint source.
 type WeightEntry struct {
-	Buffer string        `json:"buffer"`
-	Source *WeightSource `json:"source,omitempty"`
+	Buffer string                `json:"buffer"`
+	Source *hostcfg.WeightSource `json:"source,omitempty"`
 }
 
 // LayoutInfo states the page layouts (one description per layout, so a
@@ -137,7 +109,7 @@ func kindName(v *ir.Value) string {
 }
 
 // Manifest builds the host contract of b; info may be nil.
-func (b *Build) Manifest(info HostInfo) (*Manifest, error) {
+func (b *Build) Manifest(info hostcfg.HostInfo) (*Manifest, error) {
 	t := b.Target
 	m := &Manifest{Schema: SchemaVersion, TCCVersion: Version, Arch: t.Name, TTMetalRelease: target.TTMetalRelease,
 		Buffers: []BufferEntry{}, Inputs: []IOEntry{}, Outputs: []IOEntry{}, State: []StateEntry{}, Weights: []WeightEntry{},
@@ -222,4 +194,3 @@ func (b *Build) Manifest(info HostInfo) (*Manifest, error) {
 	}
 	return m, nil
 }
-

@@ -33,7 +33,7 @@ type hostView struct {
 	Inputs []struct {
 		Name, Buffer, Fill string
 	} `json:"inputs"`
-	Outputs []struct{ Name, Buffer string } `json:"outputs"`
+	Outputs []struct{ Name, Buffer string }       `json:"outputs"`
 	State   []struct{ Name, Buffer, Init string } `json:"state"`
 	Weights []struct {
 		Buffer string `json:"buffer"`

@@ -3,7 +3,7 @@ package qwen27b
 import (
 	"strings"
 
-	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/config"
 )
@@ -11,7 +11,7 @@ import (
 // HostInfo describes how a host runs a qwen27b build made with args: the
 // fill of every input and the checkpoint source of every weight (the
 // programs.json manifest).
-func (Model) HostInfo(a models.Args) (codegen.HostInfo, error) {
+func (Model) HostInfo(a models.Args) (hostcfg.HostInfo, error) {
 	o, err := OptionsFrom(a)
 	if err != nil {
 		return nil, err
@@ -39,11 +39,11 @@ func (h hostInfo) InputFill(name string) string {
 // WeightSource: every weight is the checkpoint tensor of the same name;
 // 2-D projections (and the GDN conv taps) are stored transposed to
 // [in, out] ([K, C] for conv1d's [C, 1, K]); ShareOf gives the cut.
-func (h hostInfo) WeightSource(name string, devices int) (codegen.WeightSource, error) {
+func (h hostInfo) WeightSource(name string, devices int) (hostcfg.WeightSource, error) {
 	sh, err := ShareOf(h.c, name, devices)
 	if err != nil {
-		return codegen.WeightSource{}, err
+		return hostcfg.WeightSource{}, err
 	}
 	transposed := strings.Contains(name, "proj") || strings.HasSuffix(name, "conv1d.weight") || name == "lm_head.weight"
-	return codegen.WeightSource{Tensor: name, Transposed: transposed, Axis: sh.Axis, Parts: sh.Parts, Blocks: sh.Blocks, Pad: sh.Pad}, nil
+	return hostcfg.WeightSource{Tensor: name, Transposed: transposed, Axis: sh.Axis, Parts: sh.Parts, Blocks: sh.Blocks, Pad: sh.Pad}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/models"
 )
@@ -80,9 +81,9 @@ byte-identical.
 
 // hostInfo is the model's description of its inputs and weights for the
 // programs.json manifest, or nil when the model gives none.
-func hostInfo(m models.Model, mf *modelFlags) (codegen.HostInfo, error) {
+func hostInfo(m models.Model, mf *modelFlags) (hostcfg.HostInfo, error) {
 	hp, ok := m.(interface {
-		HostInfo(models.Args) (codegen.HostInfo, error)
+		HostInfo(models.Args) (hostcfg.HostInfo, error)
 	})
 	if !ok {
 		return nil, nil
