@@ -1,15 +1,14 @@
 package cpp
 
 // This file maps every tt-metal function the printer can emit to the header
-// of the tt-metal tree (September 2026, tt_metal/hw/inc) that declares it.
+// of the pinned tt-metal release (codegen/target.TTMetalRelease:
+// tt_metal/hw/inc for data movement, tt_metal/include for compute) that
+// declares it.
 // The function NAMES come from kir.APIName / kir.ExprAPIName (the one
 // dialect table); this file only says where each name lives. A name the
 // printer meets that is in neither table is an error, so a renamed or new
 // instruction cannot slip through without a header.
 //
-// Old and new spellings of renamed calls are both listed (for example
-// add_tiles_init, deprecated in favour of add_init), so the table keeps
-// working while kir's names move to the new spelling.
 
 const (
 	// dataflowHeader declares every data-movement call tcc prints
@@ -20,125 +19,108 @@ const (
 	// computeArgsHeader declares get_arg_val / get_common_arg_val for compute
 	// kernels and pulls in get_compile_time_arg_val (through
 	// common_globals.h and internal/firmware_common.h).
-	computeArgsHeader = "api/compute/common.h"
+	computeArgsHeader = "compute_kernel_api/common.h"
 )
 
 // computeHeaders maps a compute API function to its header.
 var computeHeaders = map[string]string{
-	// api/compute/compute_kernel_hw_startup.h
-	"compute_kernel_hw_startup": "api/compute/compute_kernel_hw_startup.h",
+	// compute_kernel_api/compute_kernel_hw_startup.h
+	"compute_kernel_hw_startup": "compute_kernel_api/compute_kernel_hw_startup.h",
 
-	// api/compute/cb_api.h (the compute-side CB calls)
-	"cb_reserve_back": "api/compute/cb_api.h",
-	"cb_push_back":    "api/compute/cb_api.h",
-	"cb_wait_front":   "api/compute/cb_api.h",
-	"cb_pop_front":    "api/compute/cb_api.h",
+	// compute_kernel_api/cb_api.h (the compute-side CB calls)
+	"cb_reserve_back": "compute_kernel_api/cb_api.h",
+	"cb_push_back":    "compute_kernel_api/cb_api.h",
+	"cb_wait_front":   "compute_kernel_api/cb_api.h",
+	"cb_pop_front":    "compute_kernel_api/cb_api.h",
 
-	// api/compute/reg_api.h
-	"tile_regs_acquire": "api/compute/reg_api.h",
-	"tile_regs_commit":  "api/compute/reg_api.h",
-	"tile_regs_wait":    "api/compute/reg_api.h",
-	"tile_regs_release": "api/compute/reg_api.h",
+	// compute_kernel_api/reg_api.h
+	"tile_regs_acquire": "compute_kernel_api/reg_api.h",
+	"tile_regs_commit":  "compute_kernel_api/reg_api.h",
+	"tile_regs_wait":    "compute_kernel_api/reg_api.h",
+	"tile_regs_release": "compute_kernel_api/reg_api.h",
 
-	// api/compute/tile_move_copy.h
-	"copy_init":                   "api/compute/tile_move_copy.h",
-	"copy_tile_to_dst_init_short": "api/compute/tile_move_copy.h", // deprecated: copy_init
-	"copy_tile":                   "api/compute/tile_move_copy.h",
+	// compute_kernel_api/tile_move_copy.h
+	"copy_tile_to_dst_init_short": "compute_kernel_api/tile_move_copy.h",
+	"copy_tile":                   "compute_kernel_api/tile_move_copy.h",
 
-	// api/compute/eltwise_binary.h
-	"add_init":       "api/compute/eltwise_binary.h",
-	"sub_init":       "api/compute/eltwise_binary.h",
-	"mul_init":       "api/compute/eltwise_binary.h",
-	"add_tiles_init": "api/compute/eltwise_binary.h", // deprecated: add_init
-	"sub_tiles_init": "api/compute/eltwise_binary.h", // deprecated: sub_init
-	"mul_tiles_init": "api/compute/eltwise_binary.h", // deprecated: mul_init
-	"add_tiles":      "api/compute/eltwise_binary.h",
-	"sub_tiles":      "api/compute/eltwise_binary.h",
-	"mul_tiles":      "api/compute/eltwise_binary.h",
+	// compute_kernel_api/eltwise_binary.h
+	"add_tiles_init": "compute_kernel_api/eltwise_binary.h",
+	"sub_tiles_init": "compute_kernel_api/eltwise_binary.h",
+	"mul_tiles_init": "compute_kernel_api/eltwise_binary.h",
+	"add_tiles":      "compute_kernel_api/eltwise_binary.h",
+	"sub_tiles":      "compute_kernel_api/eltwise_binary.h",
+	"mul_tiles":      "compute_kernel_api/eltwise_binary.h",
 
-	// api/compute/bcast.h
-	"add_bcast_rows_init":               "api/compute/bcast.h",
-	"add_bcast_cols_init":               "api/compute/bcast.h",
-	"add_bcast_scalar_init":             "api/compute/bcast.h",
-	"sub_bcast_rows_init":               "api/compute/bcast.h",
-	"sub_bcast_cols_init":               "api/compute/bcast.h",
-	"sub_bcast_scalar_init":             "api/compute/bcast.h",
-	"mul_bcast_rows_init":               "api/compute/bcast.h",
-	"mul_bcast_cols_init":               "api/compute/bcast.h",
-	"mul_bcast_scalar_init":             "api/compute/bcast.h",
-	"add_bcast_rows_init_short":         "api/compute/bcast.h", // deprecated: add_bcast_rows_init
-	"add_bcast_cols_init_short":         "api/compute/bcast.h", // deprecated: add_bcast_cols_init
-	"add_bcast_scalar_init_short":       "api/compute/bcast.h", // deprecated: add_bcast_scalar_init
-	"sub_bcast_rows_init_short":         "api/compute/bcast.h", // deprecated: sub_bcast_rows_init
-	"sub_bcast_cols_init_short":         "api/compute/bcast.h", // deprecated: sub_bcast_cols_init
-	"sub_tiles_bcast_scalar_init_short": "api/compute/bcast.h", // deprecated: sub_bcast_scalar_init
-	"mul_bcast_rows_init_short":         "api/compute/bcast.h", // deprecated: mul_bcast_rows_init
-	"mul_bcast_cols_init_short":         "api/compute/bcast.h", // deprecated: mul_bcast_cols_init
-	"mul_tiles_bcast_scalar_init_short": "api/compute/bcast.h", // deprecated: mul_bcast_scalar_init
-	"add_tiles_bcast_rows":              "api/compute/bcast.h",
-	"add_tiles_bcast_cols":              "api/compute/bcast.h",
-	"add_tiles_bcast_scalar":            "api/compute/bcast.h",
-	"sub_tiles_bcast_rows":              "api/compute/bcast.h",
-	"sub_tiles_bcast_cols":              "api/compute/bcast.h",
-	"sub_tiles_bcast_scalar":            "api/compute/bcast.h",
-	"mul_tiles_bcast_rows":              "api/compute/bcast.h",
-	"mul_tiles_bcast_cols":              "api/compute/bcast.h",
-	"mul_tiles_bcast_scalar":            "api/compute/bcast.h",
+	// compute_kernel_api/bcast.h
+	"add_bcast_rows_init_short":         "compute_kernel_api/bcast.h",
+	"add_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
+	"add_bcast_scalar_init_short":       "compute_kernel_api/bcast.h",
+	"sub_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
+	"sub_tiles_bcast_scalar_init_short": "compute_kernel_api/bcast.h",
+	"mul_bcast_rows_init_short":         "compute_kernel_api/bcast.h",
+	"mul_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
+	"mul_tiles_bcast_scalar_init_short": "compute_kernel_api/bcast.h",
+	"add_tiles_bcast_rows":              "compute_kernel_api/bcast.h",
+	"add_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
+	"add_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
+	"sub_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
+	"sub_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
+	"mul_tiles_bcast_rows":              "compute_kernel_api/bcast.h",
+	"mul_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
+	"mul_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
 
-	// api/compute/matmul.h
-	"matmul_init":       "api/compute/matmul.h",
-	"matmul_tiles":      "api/compute/matmul.h",
-	"matmul_block_init": "api/compute/matmul.h",
-	"matmul_block":      "api/compute/matmul.h",
+	// compute_kernel_api/matmul.h
+	"mm_init_short":       "compute_kernel_api/matmul.h",
+	"mm_block_init_short": "compute_kernel_api/matmul.h",
+	"matmul_tiles":        "compute_kernel_api/matmul.h",
+	"matmul_block":        "compute_kernel_api/matmul.h",
 
-	// api/compute/reduce.h
-	"reduce_init":   "api/compute/reduce.h",
-	"reduce_tile":   "api/compute/reduce.h",
-	"reduce_uninit": "api/compute/reduce.h",
+	// compute_kernel_api/reduce.h
+	"reduce_init":   "compute_kernel_api/reduce.h",
+	"reduce_tile":   "compute_kernel_api/reduce.h",
+	"reduce_uninit": "compute_kernel_api/reduce.h",
 
-	// api/compute/transpose.h (current) and the deprecated transpose_wh.h shim
-	"transpose_init":          "api/compute/transpose.h",
-	"transpose_tile":          "api/compute/transpose.h",
-	"transpose_wh_init_short": "api/compute/transpose_wh.h", // deprecated: transpose_init
-	"transpose_wh_tile":       "api/compute/transpose_wh.h", // deprecated: transpose_tile
+	// compute_kernel_api/transpose_wh.h
+	"transpose_wh_init_short": "compute_kernel_api/transpose_wh.h",
+	"transpose_wh_tile":       "compute_kernel_api/transpose_wh.h",
 
 	// SFPU ops declared in api/compute/compute_kernel_api.h
-	"log_tile_init":     "api/compute/compute_kernel_api.h",
-	"log_tile":          "api/compute/compute_kernel_api.h",
-	"sigmoid_tile_init": "api/compute/compute_kernel_api.h",
-	"sigmoid_tile":      "api/compute/compute_kernel_api.h",
-	"silu_tile_init":    "api/compute/compute_kernel_api.h",
-	"silu_tile":         "api/compute/compute_kernel_api.h",
-	"square_tile_init":  "api/compute/compute_kernel_api.h",
-	"square_tile":       "api/compute/compute_kernel_api.h",
-	"abs_tile_init":     "api/compute/compute_kernel_api.h",
-	"abs_tile":          "api/compute/compute_kernel_api.h",
+	"log_tile_init":     "compute_kernel_api.h",
+	"log_tile":          "compute_kernel_api.h",
+	"sigmoid_tile_init": "compute_kernel_api.h",
+	"sigmoid_tile":      "compute_kernel_api.h",
+	"silu_tile_init":    "compute_kernel_api.h",
+	"silu_tile":         "compute_kernel_api.h",
+	"square_tile_init":  "compute_kernel_api.h",
+	"square_tile":       "compute_kernel_api.h",
+	"abs_tile_init":     "compute_kernel_api.h",
+	"abs_tile":          "compute_kernel_api.h",
 
 	// SFPU ops with their own header under api/compute/eltwise_unary/
-	"exp_tile_init":               "api/compute/eltwise_unary/exp.h",
-	"exp_tile":                    "api/compute/eltwise_unary/exp.h",
-	"rsqrt_tile_init":             "api/compute/eltwise_unary/rsqrt.h",
-	"rsqrt_tile":                  "api/compute/eltwise_unary/rsqrt.h",
-	"sqrt_tile_init":              "api/compute/eltwise_unary/sqrt.h",
-	"sqrt_tile":                   "api/compute/eltwise_unary/sqrt.h",
-	"recip_tile_init":             "api/compute/eltwise_unary/recip.h",
-	"recip_tile":                  "api/compute/eltwise_unary/recip.h",
-	"negative_tile_init":          "api/compute/eltwise_unary/negative.h",
-	"negative_tile":               "api/compute/eltwise_unary/negative.h",
-	"relu_tile_init":              "api/compute/eltwise_unary/relu.h",
-	"relu_tile":                   "api/compute/eltwise_unary/relu.h",
-	"softplus_tile_init":          "api/compute/eltwise_unary/softplus.h",
-	"softplus_tile":               "api/compute/eltwise_unary/softplus.h",
-	"binop_with_scalar_tile_init": "api/compute/eltwise_unary/binop_with_scalar.h",
-	"add_unary_tile":              "api/compute/eltwise_unary/binop_with_scalar.h",
-	"mul_unary_tile":              "api/compute/eltwise_unary/binop_with_scalar.h",
+	"exp_tile_init":               "compute_kernel_api/eltwise_unary/exp.h",
+	"exp_tile":                    "compute_kernel_api/eltwise_unary/exp.h",
+	"rsqrt_tile_init":             "compute_kernel_api/eltwise_unary/rsqrt.h",
+	"rsqrt_tile":                  "compute_kernel_api/eltwise_unary/rsqrt.h",
+	"sqrt_tile_init":              "compute_kernel_api/eltwise_unary/sqrt.h",
+	"sqrt_tile":                   "compute_kernel_api/eltwise_unary/sqrt.h",
+	"recip_tile_init":             "compute_kernel_api/eltwise_unary/recip.h",
+	"recip_tile":                  "compute_kernel_api/eltwise_unary/recip.h",
+	"negative_tile_init":          "compute_kernel_api/eltwise_unary/negative.h",
+	"negative_tile":               "compute_kernel_api/eltwise_unary/negative.h",
+	"relu_tile_init":              "compute_kernel_api/eltwise_unary/relu.h",
+	"relu_tile":                   "compute_kernel_api/eltwise_unary/relu.h",
+	"softplus_tile_init":          "compute_kernel_api/eltwise_unary/softplus.h",
+	"softplus_tile":               "compute_kernel_api/eltwise_unary/softplus.h",
+	"binop_with_scalar_tile_init": "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
+	"add_unary_tile":              "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
+	"mul_unary_tile":              "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
 
-	// api/compute/pack.h
-	"pack_tile": "api/compute/pack.h",
+	// compute_kernel_api/pack.h
+	"pack_tile": "compute_kernel_api/pack.h",
 
-	// api/compute/reconfig_data_format.h
-	"reconfig_data_format":      "api/compute/reconfig_data_format.h",
-	"pack_reconfig_data_format": "api/compute/reconfig_data_format.h",
+	// compute_kernel_api/reconfig_data_format.h
+	"reconfig_data_format":      "compute_kernel_api/reconfig_data_format.h",
+	"pack_reconfig_data_format": "compute_kernel_api/reconfig_data_format.h",
 }
 
 // dataflowNames lists the data-movement functions (and globals) printed
@@ -155,9 +137,10 @@ var dataflowNames = map[string]bool{
 }
 
 // ethHeader declares the ethernet data-movement calls of kernels on
-// ethernet cores (tt_metal/hw/inc/ethernet/dataflow_api.h); it includes the
-// dataflow API itself.
-const ethHeader = "ethernet/dataflow_api.h"
+// ethernet cores. In the pinned release it is
+// tt_metal/hw/inc/internal/ethernet/dataflow_api.h, which the active-erisc
+// firmware wrapper includes itself: kernels include nothing for it.
+const ethHeader = "internal/ethernet/dataflow_api.h"
 
 // ethNames lists the ethernet calls printed kernels may use; all come from
 // ethHeader (channel 0 of erisc_info, see kir/eth.go).

@@ -164,6 +164,9 @@ func wantVariants() []string {
 	for _, op := range []kir.EltwiseOp{kir.EltAdd, kir.EltSub, kir.EltMul} {
 		v = append(v, kir.APIName(kir.BinaryInit{Op: op}), kir.APIName(kir.BinaryTiles{Op: op}))
 		for _, d := range []kir.BcastDim{kir.BcastRows, kir.BcastCols, kir.BcastScalar} {
+			if kir.APIName(kir.BcastInit{Op: op, Dim: d}) == "" {
+				continue // not in the pinned release (Validate rejects it)
+			}
 			v = append(v, kir.APIName(kir.BcastInit{Op: op, Dim: d}), kir.APIName(kir.BcastTiles{Op: op, Dim: d}))
 		}
 	}
@@ -197,6 +200,9 @@ func TestHeaderTableCoversAPINames(t *testing.T) {
 	for _, op := range []kir.EltwiseOp{kir.EltAdd, kir.EltSub, kir.EltMul} {
 		compute = append(compute, kir.BinaryInit{Op: op}, kir.BinaryTiles{Op: op})
 		for _, d := range []kir.BcastDim{kir.BcastRows, kir.BcastCols, kir.BcastScalar} {
+			if kir.APIName(kir.BcastInit{Op: op, Dim: d}) == "" {
+				continue // not in the pinned release
+			}
 			compute = append(compute, kir.BcastInit{Op: op, Dim: d}, kir.BcastTiles{Op: op, Dim: d})
 		}
 	}

@@ -226,8 +226,7 @@ func (pr *printer) useAPI(name string) {
 			pr.fail("%s is an ethernet call; the kernel runs on worker cores", name)
 			return
 		}
-		pr.headers[ethHeader] = true
-		return
+		return // declared by the firmware wrapper's ethHeader
 	}
 	if !dataflowNames[name] {
 		pr.fail("no declaration known for data-movement call %s (add it to the table in headers.go)", name)
@@ -246,6 +245,10 @@ func boolArg(b bool) string {
 }
 
 var poolTypes, reduceDims = kir.ReduceOpCpp, kir.ReduceDimCpp
+
+// exactExp selects the accurate exp (exp.h's template defaults to the fast
+// approximation, fast_and_approx = true, which the simulator does not model).
+const exactExp = "<false, false>"
 
 func (pr *printer) reduceTemplate(op kir.ReduceOp, dim kir.ReduceDim) string {
 	o, ok1 := poolTypes[op]
@@ -302,9 +305,11 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 		return "", []string{e(s.Src), e(s.Dst), e(s.NumDests)}, ""
 	case kir.ComputeKernelHWStartup:
 		if s.SrcReverse {
-			tmpl = "<SrcOrder::Reverse>"
+			// The pinned release has no SrcOrder: source A is configured
+			// for the first CB, so the matmul order passes in1 first.
+			return "", []string{cb(s.ICB1), cb(s.ICB0), cb(s.OCB)}, "matmul order: in1 feeds source A"
 		}
-		return tmpl, []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
+		return "", []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
 	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease, kir.ReduceUninit:
 		return "", nil, ""
 	case kir.CopyTileInit:
@@ -337,9 +342,14 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 	case kir.TransposeTile:
 		return "", []string{cb(s.CB), e(s.Tile), e(s.Dst)}, ""
 	case kir.SFPUInit:
+		if s.Op == kir.SFPUExp {
+			return exactExp, nil, "approx=false, fast_and_approx=false: the accurate exp"
+		}
 		return "", nil, ""
 	case kir.SFPU:
 		switch {
+		case s.Op == kir.SFPUExp:
+			return exactExp, []string{e(s.Dst)}, ""
 		case s.Op.HasParam():
 			return "", []string{e(s.Dst), floatBits(s.Param)}, "scalar " + floatText(s.Param)
 		case s.Op == kir.SFPUSoftplus:

@@ -149,8 +149,8 @@ func TestStatements(t *testing.T) {
 	}{
 		{"startup", kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 1, OCB: 16}, "compute_kernel_hw_startup(0, 1, 16);"},
 		{"matmul startup", kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 1, OCB: 16, SrcReverse: true},
-			"compute_kernel_hw_startup<SrcOrder::Reverse>(0, 1, 16);"},
-		{"matmul init transposed", kir.MatmulInit{In0: 0, In1: 1, Transpose: true}, "matmul_init(0, 1, true);"},
+			"compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A"},
+		{"matmul init transposed", kir.MatmulInit{In0: 0, In1: 1, Transpose: true}, "mm_init_short(0, 1, true);"},
 		{"matmul tiles", kir.MatmulTiles{In0: 0, In1: 1, Tile0: kir.C(2), Tile1: kir.C(3), Dst: kir.C(1)}, "matmul_tiles(0, 1, 2, 3, 1);"},
 		{"matmul block", kir.MatmulBlock{In0: 0, In1: 1, Tile0: kir.C(0), Tile1: kir.C(0), Dst: kir.C(0), CtDim: kir.C(2), RtDim: kir.C(2), KtDim: kir.C(4)},
 			"matmul_block(0, 1, 0, 0, 0, false, 2, 2, 4);"},
@@ -162,7 +162,7 @@ func TestStatements(t *testing.T) {
 			"mul_tiles_bcast_cols(0, 1, 0, 0, 0);"},
 		{"pack", kir.PackTile{Dst: kir.C(1), CB: 16}, "pack_tile(1, 16);"},
 		{"pack at", kir.PackTile{Dst: kir.C(1), CB: 16, OutTile: kir.C(3)}, "pack_tile<true>(1, 16, 3);"},
-		{"exp", kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)}, "exp_tile(0);"},
+		{"exp (accurate, not exp.h's fast default)", kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)}, "exp_tile<false, false>(0);"},
 		{"recip init", kir.SFPUInit{Op: kir.SFPURecip}, "recip_tile_init();"},
 		{"mul scalar", kir.SFPU{Op: kir.SFPUMulScalar, Dst: kir.C(2), Param: math.Float32bits(-2)},
 			"mul_unary_tile(2, 0xc0000000u);  // scalar -2"},
@@ -200,10 +200,10 @@ func TestIncludes(t *testing.T) {
 	}
 	want := []string{
 		"#include <cstdint>",
-		`#include "api/compute/common.h"`,
-		`#include "api/compute/compute_kernel_api.h"`,
-		`#include "api/compute/compute_kernel_hw_startup.h"`,
-		`#include "api/compute/eltwise_unary/exp.h"`,
+		`#include "compute_kernel_api.h"`,
+		`#include "compute_kernel_api/common.h"`,
+		`#include "compute_kernel_api/compute_kernel_hw_startup.h"`,
+		`#include "compute_kernel_api/eltwise_unary/exp.h"`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("includes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -2,21 +2,25 @@ package kir
 
 import "fmt"
 
-// This file is the one table of tt-metal API names. A version bump of the
-// kernel API that renames a call is a change here.
+// This file is the one table of tt-metal API names, those of the release
+// codegen/target.TTMetalRelease pins. A version bump of the kernel API that
+// renames a call is a change here (and in codegen/cpp/headers.go for where
+// it is declared).
 
 var eltNames = [...]string{EltAdd: "add", EltSub: "sub", EltMul: "mul"}
 
+// bcastInitNames are the broadcast inits of the pinned release
+// (compute_kernel_api/bcast.h): it has no row-broadcast subtract, so
+// sub + rows has no name and cannot be printed.
 var bcastInitNames = map[[2]uint8]string{
-	{uint8(EltAdd), uint8(BcastRows)}:   "add_bcast_rows_init",
-	{uint8(EltAdd), uint8(BcastCols)}:   "add_bcast_cols_init",
-	{uint8(EltAdd), uint8(BcastScalar)}: "add_bcast_scalar_init",
-	{uint8(EltSub), uint8(BcastRows)}:   "sub_bcast_rows_init",
-	{uint8(EltSub), uint8(BcastCols)}:   "sub_bcast_cols_init",
-	{uint8(EltSub), uint8(BcastScalar)}: "sub_bcast_scalar_init",
-	{uint8(EltMul), uint8(BcastRows)}:   "mul_bcast_rows_init",
-	{uint8(EltMul), uint8(BcastCols)}:   "mul_bcast_cols_init",
-	{uint8(EltMul), uint8(BcastScalar)}: "mul_bcast_scalar_init",
+	{uint8(EltAdd), uint8(BcastRows)}:   "add_bcast_rows_init_short",
+	{uint8(EltAdd), uint8(BcastCols)}:   "add_bcast_cols_init_short",
+	{uint8(EltAdd), uint8(BcastScalar)}: "add_bcast_scalar_init_short",
+	{uint8(EltSub), uint8(BcastCols)}:   "sub_bcast_cols_init_short",
+	{uint8(EltSub), uint8(BcastScalar)}: "sub_tiles_bcast_scalar_init_short",
+	{uint8(EltMul), uint8(BcastRows)}:   "mul_bcast_rows_init_short",
+	{uint8(EltMul), uint8(BcastCols)}:   "mul_bcast_cols_init_short",
+	{uint8(EltMul), uint8(BcastScalar)}: "mul_tiles_bcast_scalar_init_short",
 }
 
 var sfpuAPINames = [...]string{
@@ -82,11 +86,11 @@ func APIName(s Stmt) string {
 	case TileRegsRelease:
 		return "tile_regs_release"
 	case CopyTileInit:
-		return "copy_init"
+		return "copy_tile_to_dst_init_short"
 	case CopyTile:
 		return "copy_tile"
 	case BinaryInit:
-		return eltName(s.Op) + "_init"
+		return eltName(s.Op) + "_tiles_init"
 	case BinaryTiles:
 		return eltName(s.Op) + "_tiles"
 	case BcastInit:
@@ -94,13 +98,15 @@ func APIName(s Stmt) string {
 			return n
 		}
 	case BcastTiles:
-		return eltName(s.Op) + "_tiles_bcast_" + s.Dim.String()
+		if _, ok := bcastInitNames[[2]uint8{uint8(s.Op), uint8(s.Dim)}]; ok {
+			return eltName(s.Op) + "_tiles_bcast_" + s.Dim.String()
+		}
 	case MatmulInit:
-		return "matmul_init"
+		return "mm_init_short"
 	case MatmulTiles:
 		return "matmul_tiles"
 	case MatmulBlockInit:
-		return "matmul_block_init"
+		return "mm_block_init_short"
 	case MatmulBlock:
 		return "matmul_block"
 	case ReduceInit:
@@ -110,9 +116,9 @@ func APIName(s Stmt) string {
 	case ReduceUninit:
 		return "reduce_uninit"
 	case TransposeInit:
-		return "transpose_init"
+		return "transpose_wh_init_short"
 	case TransposeTile:
-		return "transpose_tile"
+		return "transpose_wh_tile"
 	case SFPUInit:
 		if int(s.Op) < len(sfpuInitNames) {
 			return sfpuInitNames[s.Op]

@@ -380,6 +380,12 @@ func (v *validator) body(k *Kernel) {
 			if sf, ok := s.(SFPU); ok && int(sf.Op) >= len(SFPUOps) {
 				v.add(RuleMalformed, k.Name, nil, NoCB, "unknown SFPU op %d", sf.Op)
 			}
+			switch s.(type) {
+			case BcastInit, BcastTiles:
+				if APIName(s) == "" {
+					v.add(RuleMalformed, k.Name, nil, NoCB, "%T: the pinned tt-metal release has no call for this broadcast (op and dimension)", s)
+				}
+			}
 			switch s := s.(type) {
 			case Let:
 				checkExpr(s.Value, live, name)

@@ -223,21 +223,46 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	bc, negate := bb, false
 	switch {
 	case ba != blocks.BcastNone && bb != blocks.BcastNone:
-		// The FPU broadcasts only its second operand: expand a first
-		// (0 + bcast(a) into an fp32 scratch tile), then apply the op.
-		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
-			a, b, zero, tmp := in[0], in[1], in[2], in[3]
-			c.B.CBWaitFront(a, kir.C(1))
+		// The FPU broadcasts only its second operand: expand one first
+		// (0 + bcast(x) into an fp32 scratch tile), then apply the op
+		// with the other broadcast. A subtract never broadcasts rows (the
+		// pinned release has no such call): a - rows(b) expands b and
+		// computes -(b' - bcast(a)).
+		first, second, fb, sb, neg := in0, in1, ba, bb, false
+		if eop == kir.EltSub && bb == blocks.BcastRows {
+			if ba == blocks.BcastRows {
+				return nil, unsupported("both operands broadcast along rows")
+			}
+			first, second, fb, sb, neg = in1, in0, bb, ba, true
+		}
+		return eltwiseProgram(op, ctx, []eltInput{first, second, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
+			x, y, zero, tmp := in[0], in[1], in[2], in[3]
+			c.B.CBWaitFront(x, kir.C(1))
 			c.Acquire()
-			c.Binary(kir.EltAdd, ba, zero, a, kir.C(0), kir.C(0), kir.C(0))
-			c.B.CBPopFront(a, kir.C(1))
+			c.Binary(kir.EltAdd, fb, zero, x, kir.C(0), kir.C(0), kir.C(0))
+			c.B.CBPopFront(x, kir.C(1))
 			c.PackOut(tmp, 1)
-			c.BinaryTile(eop, bb, tmp, b, out, false, nil)
+			c.BinaryTile(eop, sb, tmp, y, out, neg, nil)
 		})
 	case ba != blocks.BcastNone:
 		// The FPU broadcasts its second operand only: swap.
 		in0, in1, bc = in1, in0, ba
 		negate = eop == kir.EltSub
+	}
+	if eop == kir.EltSub && bc == blocks.BcastRows {
+		// The pinned tt-metal release has no row-broadcast subtract: expand
+		// the row first (0 + bcast_rows(b), exact, into an fp32 scratch
+		// tile), then subtract tile by tile. b passes through a source
+		// register once either way, so the result is the same.
+		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
+			x, b, zero, tmp := in[0], in[1], in[2], in[3]
+			c.B.CBWaitFront(b, kir.C(1))
+			c.Acquire()
+			c.Binary(kir.EltAdd, blocks.BcastRows, zero, b, kir.C(0), kir.C(0), kir.C(0))
+			c.B.CBPopFront(b, kir.C(1))
+			c.PackOut(tmp, 1)
+			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
+		})
 	}
 	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, func(c *blocks.Compute, in []int, out int) {
 		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)

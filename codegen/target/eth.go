@@ -33,8 +33,9 @@ type Ethernet struct {
 // 1 (channel -> NoC x from tt-metal's blackhole_140_arch.yaml), 512 KiB of
 // L1 each, the kernel-usable region from ERISC_L1_UNRESERVED_BASE (87,872 =
 // the active-erisc firmware map end plus the 25 KiB kernel-config area,
-// 64-byte aligned; tt_metal/hw/inc/internal/tt-1xx/blackhole/dev_mem_map.h)
-// to the fabric-router reserved base (455,264). Two ring links use the four
+// 64-byte aligned; tt_metal/hw/inc/internal/tt-1xx/blackhole/dev_mem_map.h
+// of the pinned release TTMetalRelease, default 2-ERISC mode; its HAL
+// agrees) to the fabric-router reserved base (455,264). Two ring links use the four
 // QSFP-DD ports. A Blackhole link is 400 Gb/s (50 GB/s, 37 B/cycle); the
 // model assumes 20 B/cycle of payload after packet and handshake overheads
 // and ~1 us per handshake round trip.

@@ -2,6 +2,7 @@ package samples
 
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -12,13 +13,14 @@ func Cards() []Sample {
 	return []Sample{{"eth_link", EthLink()}, {"eth_ring_shift", EthRingShift()}}
 }
 
-// Ethernet channels, L1 address and semaphores of EthLink.
+// EthStagingAddr is the first kernel-usable byte of a Blackhole ethernet
+// core's L1, from the target table of the pinned release.
+var EthStagingAddr = uint32(target.Blackhole().Eth.L1UnreservedBase)
+
+// Ethernet channels and semaphores of EthLink.
 const (
 	EthSendChannel = 0
 	EthRecvChannel = 1
-	// EthStagingAddr is the first kernel-usable byte of a Blackhole
-	// ethernet core's L1 (target.Ethernet.L1UnreservedBase).
-	EthStagingAddr = 87_872
 	// SemEthFree is the semaphore on the receiving ethernet core the worker
 	// increments when it has copied the tile out; SemTileReady the worker
 	// semaphore the ethernet core increments when a tile has arrived.

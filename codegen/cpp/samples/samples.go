@@ -394,6 +394,9 @@ func Coverage() *kir.Program {
 		b.BinaryInit(op, CBIn0, CBIn1)
 		pack(func() { b.BinaryTiles(op, CBIn0, CBIn1, kir.C(0), kir.C(1), kir.C(0)) })
 		for _, dim := range []kir.BcastDim{kir.BcastRows, kir.BcastCols, kir.BcastScalar} {
+			if op == kir.EltSub && dim == kir.BcastRows {
+				continue // the pinned release has no row-broadcast subtract
+			}
 			b.BcastInit(op, dim, CBIn0, CBIn1)
 			pack(func() { b.BcastTiles(op, dim, CBIn0, CBIn1, kir.C(1), kir.C(0), kir.C(0)) })
 		}

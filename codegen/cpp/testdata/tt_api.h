@@ -1,7 +1,9 @@
 // tt_api.h: declarations of exactly the tt-metal kernel API subset tcc prints,
 // for a host g++ -fsyntax-only check of generated kernels. Written for tcc from
-// the signatures of the tt-metal tree of September 2026 (tt_metal/hw/inc); it
-// declares, it does not implement. Every generated kernel is compiled as
+// the signatures of the pinned release (codegen/target.TTMetalRelease: tt-metal
+// main at 923191064229, 2026-02-03, read whole; data movement from
+// tt_metal/hw/inc, compute from tt_metal/include; file:line in the comments);
+// it declares, it does not implement. Every generated kernel is compiled as
 //
 //   g++ -std=c++17 -fsyntax-only -include tt_api.h -I <stub tree> -D<kind> k.cpp
 //
@@ -117,113 +119,74 @@ void eth_receiver_done();
 // ============================================================================
 namespace ckernel {
 
-// api/compute/src_order.h (earlier in compute_kernel_hw_startup.h)
-enum class SrcOrder : uint8_t { Regular = 0, Reverse = 1 };
-
 // llk enums used as template arguments (PoolType::SUM, ReduceDim::REDUCE_ROW)
 enum PoolType { SUM, AVG, MAX };
 enum ReduceDim { REDUCE_ROW, REDUCE_COL, REDUCE_SCALAR, REDUCE_NONE };
 enum class BroadcastType : uint8_t { NONE = 0, COL = 1, ROW = 2, SCALAR = 3 };
-enum class VectorMode : uint8_t { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6 };
+enum VectorMode { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6 };
 
-// api/compute/compute_kernel_hw_startup.h
-template <SrcOrder src_order = SrcOrder::Regular>
+// compute_kernel_api/compute_kernel_hw_startup.h:41,66 (no source-order
+// template: source A is configured for icb0)
 void compute_kernel_hw_startup(uint32_t icb0, uint32_t icb1, uint32_t ocb);
 void compute_kernel_hw_startup(uint32_t icb0, uint32_t ocb);
 
-// api/compute/cb_api.h
+// compute_kernel_api/cb_api.h:41,73,90,124
 void cb_wait_front(uint32_t cbid, uint32_t ntiles);
 void cb_pop_front(uint32_t cbid, uint32_t ntiles);
 void cb_reserve_back(uint32_t cbid, uint32_t ntiles);
 void cb_push_back(uint32_t cbid, uint32_t ntiles);
 
-// api/compute/reg_api.h
+// compute_kernel_api/reg_api.h
 void tile_regs_acquire();
 void tile_regs_commit();
 void tile_regs_wait();
 void tile_regs_release();
 
-// api/compute/tile_move_copy.h
-void copy_init(
-    uint32_t cbid, uint32_t transpose = 0, uint32_t transpose_within_16x16_face = false,
-    uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to copy_init(). This will be removed after 15-09-2026.")]] void copy_tile_to_dst_init_short(
+// compute_kernel_api/tile_move_copy.h:31,89
+void copy_tile_to_dst_init_short(
     uint32_t cbid, uint32_t transpose = 0, uint32_t transpose_within_16x16_face = false,
     uint32_t call_line = __builtin_LINE());
 void copy_tile(uint32_t in_cb_id, uint32_t in_tile_index, uint32_t dst_tile_index);
 
-// api/compute/eltwise_binary.h
-void add_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
-void sub_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
-void mul_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = true, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to add_init(). This will be removed after September 15th, 2026.")]] void add_tiles_init(
-    uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to sub_init(). This will be removed after September 15th, 2026.")]] void sub_tiles_init(
-    uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to mul_init(). This will be removed after September 15th, 2026.")]] void mul_tiles_init(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+// compute_kernel_api/eltwise_binary.h:83,98,114,137,170,194
+void mul_tiles_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_tiles_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
+void sub_tiles_init(uint32_t icb0, uint32_t icb1, bool acc_to_dest = false, uint32_t call_line = __builtin_LINE());
 void add_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
 void sub_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
 void mul_tiles(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
 
-// api/compute/bcast.h: per-op inits ...
-void add_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void add_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void add_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void sub_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void sub_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void sub_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void mul_bcast_rows_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void mul_bcast_cols_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-void mul_bcast_scalar_init(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-// ... their deprecated *_init_short spellings ...
-[[deprecated("Renamed to add_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void add_bcast_rows_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to add_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void add_bcast_cols_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to add_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void add_bcast_scalar_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to sub_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void sub_bcast_rows_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to sub_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void sub_bcast_cols_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to sub_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void sub_tiles_bcast_scalar_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to mul_bcast_rows_init(). This will be removed after September 15th, 2026.")]] void mul_bcast_rows_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to mul_bcast_cols_init(). This will be removed after September 15th, 2026.")]] void mul_bcast_cols_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-[[deprecated("Renamed to mul_bcast_scalar_init(). This will be removed after September 15th, 2026.")]] void mul_tiles_bcast_scalar_init_short(
-    uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
-// ... and the ops (is_fp32_dest_acc_en defaults to DST_ACCUM_MODE).
-template <bool is_fp32_dest_acc_en = false>
+// compute_kernel_api/bcast.h:339-427: the short inits (there is no
+// row-broadcast subtract) ...
+void add_bcast_rows_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_bcast_cols_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void add_bcast_scalar_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void sub_bcast_cols_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void sub_tiles_bcast_scalar_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_bcast_rows_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_bcast_cols_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+void mul_tiles_bcast_scalar_init_short(uint32_t icb0, uint32_t icb1, uint32_t call_line = __builtin_LINE());
+// ... and the ops (not templated in this release; bcast.h:135-215).
 void add_tiles_bcast_rows(
     uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
-template <bool is_fp32_dest_acc_en = false>
 void add_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
-template <bool is_fp32_dest_acc_en = false>
 void add_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
-template <bool is_fp32_dest_acc_en = false>
-void sub_tiles_bcast_rows(
-    uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
-template <bool is_fp32_dest_acc_en = false>
 void sub_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
-template <bool is_fp32_dest_acc_en = false>
 void sub_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
-template <bool is_fp32_dest_acc_en = false>
 void mul_tiles_bcast_rows(
     uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst, uint32_t bcast_row_idx = 0);
-template <bool is_fp32_dest_acc_en = false>
 void mul_tiles_bcast_cols(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
-template <bool is_fp32_dest_acc_en = false>
 void mul_tiles_bcast_scalar(uint32_t icb0, uint32_t icb1, uint32_t itile0, uint32_t itile1, uint32_t idst);
 
-// api/compute/matmul.h
-void matmul_init(
+// compute_kernel_api/matmul.h:86,123,162,256,294
+void mm_init(
+    uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t out_cb_id, const uint32_t transpose = 0,
+    uint32_t call_line = __builtin_LINE());
+void mm_init_short(
     uint32_t in0_cb_id, uint32_t in1_cb_id, const uint32_t transpose = 0, uint32_t call_line = __builtin_LINE());
 void matmul_tiles(
     uint32_t in0_cb_id, uint32_t in1_cb_id, uint32_t in0_tile_index, uint32_t in1_tile_index, uint32_t idst);
-void matmul_block_init(
+void mm_block_init_short(
     uint32_t in0_cb_id, uint32_t in1_cb_id, const uint32_t transpose = 0, uint32_t ct_dim = 1, uint32_t rt_dim = 1,
     uint32_t kt_dim = 1, uint32_t call_line = __builtin_LINE());
 void matmul_block(
@@ -231,12 +194,12 @@ void matmul_block(
     const uint32_t transpose, uint32_t ct_dim, uint32_t rt_dim, uint32_t kt_dim,
     uint32_t call_line = __builtin_LINE());
 
-// tcc-header-begin api/compute/reduce.h
+// tcc-header-begin compute_kernel_api/reduce.h
 // The declarations between tcc-header-begin and tcc-header-end lines are
 // moved by the syntax check into the stub of the named header, so only
-// kernels that include it see them, as with the real tree. reduce.h's
-// default template arguments are the REDUCE_OP and REDUCE_DIM defines: a
-// kernel including it does not compile without them, even though tcc
+// kernels that include it see them, as with the real tree. reduce.h:49,73,121:
+// the default template arguments are the REDUCE_OP and REDUCE_DIM defines,
+// so a kernel including it does not compile without them, even though tcc
 // passes both template arguments.
 template <PoolType reduce_type = REDUCE_OP, ReduceDim reduce_dim = REDUCE_DIM, bool enforce_fp32_accumulation = false>
 void reduce_init(uint32_t icb, uint32_t icb_scaler, uint32_t ocb, uint32_t call_line = __builtin_LINE());
@@ -246,22 +209,18 @@ template <bool enforce_fp32_accumulation = false>
 void reduce_uninit(uint32_t icb = 0);
 // tcc-header-end
 
-// api/compute/transpose.h and the deprecated api/compute/transpose_wh.h shim
-void transpose_init(uint32_t icb, uint32_t call_line = __builtin_LINE());
-void transpose_tile(uint32_t icb, uint32_t itile, uint32_t idst);
-[[deprecated("Use compute_kernel_hw_startup() + transpose_init() (api/compute/transpose.h).")]] void
-transpose_wh_init_short(uint32_t icb, uint32_t call_line = __builtin_LINE());
-[[deprecated("Use transpose_tile() (api/compute/transpose.h).")]] void transpose_wh_tile(
-    uint32_t icb, uint32_t itile, uint32_t idst);
+// compute_kernel_api/transpose_wh.h:61,98
+void transpose_wh_init_short(uint32_t icb, uint32_t call_line = __builtin_LINE());
+void transpose_wh_tile(uint32_t icb, uint32_t itile, uint32_t idst);
 
-// api/compute/compute_kernel_api.h (SFPU)
+// compute_kernel_api.h (SFPU): 62,81,89,111,230,235,290,295,460,462
 template <bool fast_and_approx = false>
 void log_tile_init();
 template <bool fast_and_approx = false>
 void log_tile(uint32_t idst);
 template <bool fast_and_approx = false>
 void sigmoid_tile_init();
-template <VectorMode vec_mode = VectorMode::RC, bool fast_and_approx = false>
+template <int vec_mode = VectorMode::RC, bool fast_and_approx = false>
 void sigmoid_tile(uint32_t idst);
 void silu_tile_init();
 void silu_tile(uint32_t idst);
@@ -270,57 +229,56 @@ void square_tile(uint32_t idst);
 void abs_tile_init();
 void abs_tile(uint32_t idst);
 
-// api/compute/eltwise_unary/exp.h
-enum class InputClamping : uint8_t { ClampToNegative = 1, None = 0 };
-template <bool approx = false, uint32_t scale = 0x3F800000, InputClamping input_clamping = InputClamping::ClampToNegative>
+// compute_kernel_api/eltwise_unary/exp.h:23,51: fast_and_approx defaults to
+// true; tcc passes <false, false> for the accurate exp.
+template <bool approx = false, bool fast_and_approx = true, uint32_t scale = 0x3F800000>
 void exp_tile_init();
-template <bool approx = false, bool scale_en = false, InputClamping input_clamping = InputClamping::ClampToNegative,
+template <bool approx = false, bool fast_and_approx = true, bool scale_en = false, bool skip_positive_check = false,
           int iterations = 8>
-void exp_tile(uint32_t idst, VectorMode vector_mode = VectorMode::RC, uint16_t scale = 0x3F80);
+void exp_tile(uint32_t idst, int vector_mode = (int)VectorMode::RC, uint16_t scale = 0x3F80);
 
-// api/compute/eltwise_unary/rsqrt.h
+// compute_kernel_api/eltwise_unary/rsqrt.h:18,37
 template <bool legacy_compat = false>
 void rsqrt_tile_init();
-template <bool legacy_compat = false, bool FAST_APPROX = false, bool is_fp32_dest_acc_en = false>
+template <bool legacy_compat = false, bool FAST_APPROX = false>
 void rsqrt_tile(uint32_t idst);
 
-// api/compute/eltwise_unary/sqrt.h
+// compute_kernel_api/eltwise_unary/sqrt.h:18,35
 void sqrt_tile_init();
 template <bool FAST_APPROX = false>
 void sqrt_tile(uint32_t idst);
 
-// api/compute/eltwise_unary/recip.h (legacy_compat defaults to RECIP_LEGACY_COMPAT)
-template <bool legacy_compat = false>
+// compute_kernel_api/eltwise_unary/recip.h:19,37 (legacy_compat defaults to true)
+template <bool legacy_compat = true>
 void recip_tile_init();
-template <bool legacy_compat = false>
+template <bool legacy_compat = true>
 void recip_tile(uint32_t idst, int vector_mode = (int)VectorMode::RC);
 
-// api/compute/eltwise_unary/negative.h
+// compute_kernel_api/eltwise_unary/negative.h
 void negative_tile_init();
 void negative_tile(uint32_t idst);
 
-// api/compute/eltwise_unary/relu.h
+// compute_kernel_api/eltwise_unary/relu.h
 void relu_tile_init();
 void relu_tile(uint32_t idst);
 
-// api/compute/eltwise_unary/softplus.h (beta, 1/beta, threshold as float bits)
+// compute_kernel_api/eltwise_unary/softplus.h:32,39 (beta, 1/beta, threshold as float bits)
 void softplus_tile_init();
 void softplus_tile(uint32_t idst, uint32_t beta, uint32_t beta_reciprocal, uint32_t threshold);
 
-// api/compute/eltwise_unary/binop_with_scalar.h (param1: fp32 bits)
+// compute_kernel_api/eltwise_unary/binop_with_scalar.h:28,36,89 (param1: fp32 bits)
 void binop_with_scalar_tile_init();
 void add_unary_tile(uint32_t idst, uint32_t param1);
 void mul_unary_tile(uint32_t idst, uint32_t param1);
 
-// api/compute/pack.h
+// compute_kernel_api/pack.h:61,118
 template <bool out_of_order_output = false>
 void pack_tile(uint32_t ifrom_dst, uint32_t icb, uint32_t output_tile_index = 0);
-
-// api/compute/reconfig_data_format.h
-template <SrcOrder src_order = SrcOrder::Regular, bool is_tile_dim_reconfig_en = false>
-void reconfig_data_format(const uint32_t icb0_new_operand, const uint32_t icb1_new_operand);
-template <bool is_tile_dim_reconfig_en = false>
 void pack_reconfig_data_format(const uint32_t new_cb_id);
+
+// compute_kernel_api/reconfig_data_format.h:15
+template <bool to_from_int8 = false>
+void reconfig_data_format(const uint32_t srca_new_operand, const uint32_t srcb_new_operand);
 
 }  // namespace ckernel
 

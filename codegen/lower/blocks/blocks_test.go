@@ -370,9 +370,9 @@ func TestComputeTracker(t *testing.T) {
 	})
 	want := []string{
 		"compute_kernel_hw_startup", "tile_regs_acquire",
-		"copy_init", "copy_tile", "copy_tile",
-		"add_init", "add_tiles",
-		"reconfig_data_format", "mul_bcast_rows_init", "mul_tiles_bcast_rows",
+		"copy_tile_to_dst_init_short", "copy_tile", "copy_tile",
+		"add_tiles_init", "add_tiles",
+		"reconfig_data_format", "mul_bcast_rows_init_short", "mul_tiles_bcast_rows",
 		"binop_with_scalar_tile_init", "mul_unary_tile", "add_unary_tile",
 		"tile_regs_commit", "tile_regs_wait", "pack_reconfig_data_format", "pack_tile", "tile_regs_release",
 	}
@@ -381,10 +381,10 @@ func TestComputeTracker(t *testing.T) {
 	}
 	loop := k.Body[entry].(kir.For)
 	wantLoop := []string{
-		"tile_regs_acquire", "reconfig_data_format", "copy_init", "copy_tile", "tile_regs_commit", "tile_regs_wait",
+		"tile_regs_acquire", "reconfig_data_format", "copy_tile_to_dst_init_short", "copy_tile", "tile_regs_commit", "tile_regs_wait",
 		"pack_reconfig_data_format", "pack_tile", "tile_regs_release",
 		// back to the loop-entry configuration for the next iteration
-		"reconfig_data_format", "pack_reconfig_data_format", "mul_bcast_rows_init",
+		"reconfig_data_format", "pack_reconfig_data_format", "mul_bcast_rows_init_short",
 	}
 	if diff := cmp.Diff(wantLoop, apiNames(loop.Body)); diff != "" {
 		t.Errorf("loop body calls (-want +got):\n%s", diff)

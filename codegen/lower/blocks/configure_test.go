@@ -33,7 +33,7 @@ func TestMatmulPackConfig(t *testing.T) {
 		c.Pack(kir.C(0), out)
 		c.Release()
 	})
-	if diff := cmp.Diff([]string{"compute_kernel_hw_startup", "reconfig_data_format", "matmul_init", "pack_reconfig_data_format"}, apiNames(k.Body[:entry])); diff != "" {
+	if diff := cmp.Diff([]string{"compute_kernel_hw_startup", "reconfig_data_format", "mm_init_short", "pack_reconfig_data_format"}, apiNames(k.Body[:entry])); diff != "" {
 		t.Errorf("configuration calls (-want +got):\n%s", diff)
 	}
 	want := []string{"tile_regs_acquire", "matmul_tiles", "tile_regs_commit", "tile_regs_wait", "pack_tile", "tile_regs_release"}

@@ -14,26 +14,26 @@
 //          SFPU_OP_CHAIN=1
 
 #include <cstdint>
-#include "api/compute/bcast.h"
-#include "api/compute/cb_api.h"
-#include "api/compute/compute_kernel_api.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/eltwise_binary.h"
-#include "api/compute/eltwise_unary/binop_with_scalar.h"
-#include "api/compute/eltwise_unary/exp.h"
-#include "api/compute/eltwise_unary/negative.h"
-#include "api/compute/eltwise_unary/recip.h"
-#include "api/compute/eltwise_unary/relu.h"
-#include "api/compute/eltwise_unary/rsqrt.h"
-#include "api/compute/eltwise_unary/softplus.h"
-#include "api/compute/eltwise_unary/sqrt.h"
-#include "api/compute/matmul.h"
-#include "api/compute/pack.h"
-#include "api/compute/reconfig_data_format.h"
-#include "api/compute/reduce.h"
-#include "api/compute/reg_api.h"
-#include "api/compute/tile_move_copy.h"
-#include "api/compute/transpose.h"
+#include "compute_kernel_api.h"
+#include "compute_kernel_api/bcast.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_binary.h"
+#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
+#include "compute_kernel_api/eltwise_unary/exp.h"
+#include "compute_kernel_api/eltwise_unary/negative.h"
+#include "compute_kernel_api/eltwise_unary/recip.h"
+#include "compute_kernel_api/eltwise_unary/relu.h"
+#include "compute_kernel_api/eltwise_unary/rsqrt.h"
+#include "compute_kernel_api/eltwise_unary/softplus.h"
+#include "compute_kernel_api/eltwise_unary/sqrt.h"
+#include "compute_kernel_api/matmul.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reconfig_data_format.h"
+#include "compute_kernel_api/reduce.h"
+#include "compute_kernel_api/reg_api.h"
+#include "compute_kernel_api/tile_move_copy.h"
+#include "compute_kernel_api/transpose_wh.h"
 
 void kernel_main() {
     compute_kernel_hw_startup(0, 1, 16);
@@ -42,7 +42,7 @@ void kernel_main() {
     cb_wait_front(2, 1);
     reconfig_data_format(0, 1);
     pack_reconfig_data_format(24);
-    add_init(0, 1);
+    add_tiles_init(0, 1);
     tile_regs_acquire();
     add_tiles(0, 1, 0, 1, 0);
     tile_regs_commit();
@@ -53,7 +53,7 @@ void kernel_main() {
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    add_bcast_rows_init(0, 1);
+    add_bcast_rows_init_short(0, 1);
     tile_regs_acquire();
     add_tiles_bcast_rows(0, 1, 1, 0, 0);
     tile_regs_commit();
@@ -64,7 +64,7 @@ void kernel_main() {
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    add_bcast_cols_init(0, 1);
+    add_bcast_cols_init_short(0, 1);
     tile_regs_acquire();
     add_tiles_bcast_cols(0, 1, 1, 0, 0);
     tile_regs_commit();
@@ -75,7 +75,7 @@ void kernel_main() {
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    add_bcast_scalar_init(0, 1);
+    add_bcast_scalar_init_short(0, 1);
     tile_regs_acquire();
     add_tiles_bcast_scalar(0, 1, 1, 0, 0);
     tile_regs_commit();
@@ -86,7 +86,7 @@ void kernel_main() {
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    sub_init(0, 1);
+    sub_tiles_init(0, 1);
     tile_regs_acquire();
     sub_tiles(0, 1, 0, 1, 0);
     tile_regs_commit();
@@ -97,79 +97,68 @@ void kernel_main() {
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    sub_bcast_rows_init(0, 1);
-    tile_regs_acquire();
-    sub_tiles_bcast_rows(0, 1, 1, 0, 0);
-    tile_regs_commit();
-    cb_reserve_back(24, 1);
-    tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
-    tile_regs_release();
-    cb_push_back(24, 1);
-    cb_wait_front(24, 1);
-    cb_pop_front(24, 1);
-    sub_bcast_cols_init(0, 1);
+    sub_bcast_cols_init_short(0, 1);
     tile_regs_acquire();
     sub_tiles_bcast_cols(0, 1, 1, 0, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    sub_bcast_scalar_init(0, 1);
+    sub_tiles_bcast_scalar_init_short(0, 1);
     tile_regs_acquire();
     sub_tiles_bcast_scalar(0, 1, 1, 0, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
+    pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    mul_init(0, 1);
+    mul_tiles_init(0, 1);
     tile_regs_acquire();
     mul_tiles(0, 1, 0, 1, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    mul_bcast_rows_init(0, 1);
+    mul_bcast_rows_init_short(0, 1);
     tile_regs_acquire();
     mul_tiles_bcast_rows(0, 1, 1, 0, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
-    tile_regs_release();
-    cb_push_back(24, 1);
-    cb_wait_front(24, 1);
-    cb_pop_front(24, 1);
-    mul_bcast_cols_init(0, 1);
-    tile_regs_acquire();
-    mul_tiles_bcast_cols(0, 1, 1, 0, 0);
-    tile_regs_commit();
-    cb_reserve_back(24, 1);
-    tile_regs_wait();
     pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    mul_bcast_scalar_init(0, 1);
+    mul_bcast_cols_init_short(0, 1);
+    tile_regs_acquire();
+    mul_tiles_bcast_cols(0, 1, 1, 0, 0);
+    tile_regs_commit();
+    cb_reserve_back(24, 1);
+    tile_regs_wait();
+    pack_tile<true>(0, 24, 0);
+    tile_regs_release();
+    cb_push_back(24, 1);
+    cb_wait_front(24, 1);
+    cb_pop_front(24, 1);
+    mul_tiles_bcast_scalar_init_short(0, 1);
     tile_regs_acquire();
     mul_tiles_bcast_scalar(0, 1, 1, 0, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
+    pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -180,7 +169,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -192,7 +181,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
+    pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -204,7 +193,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -216,7 +205,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
+    pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -228,7 +217,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -240,28 +229,28 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
-    tile_regs_release();
-    cb_push_back(24, 1);
-    cb_wait_front(24, 1);
-    cb_pop_front(24, 1);
-    reduce_uninit();
-    transpose_init(0);
-    tile_regs_acquire();
-    transpose_tile(0, 1, 0);
-    tile_regs_commit();
-    cb_reserve_back(24, 1);
-    tile_regs_wait();
     pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
-    copy_init(0);
+    reduce_uninit();
+    transpose_wh_init_short(0);
+    tile_regs_acquire();
+    transpose_wh_tile(0, 1, 0);
+    tile_regs_commit();
+    cb_reserve_back(24, 1);
+    tile_regs_wait();
+    pack_tile<true>(0, 24, 0);
+    tile_regs_release();
+    cb_push_back(24, 1);
+    cb_wait_front(24, 1);
+    cb_pop_front(24, 1);
+    copy_tile_to_dst_init_short(0);
     tile_regs_acquire();
     copy_tile(0, 0, 0);
-    exp_tile_init();
-    exp_tile(0);
+    exp_tile_init<false, false>();  // approx=false, fast_and_approx=false: the accurate exp
+    exp_tile<false, false>(0);
     log_tile_init();
     log_tile(0);
     sigmoid_tile_init();
@@ -291,24 +280,24 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
-    tile_regs_release();
-    cb_push_back(24, 1);
-    cb_wait_front(24, 1);
-    cb_pop_front(24, 1);
-    matmul_block_init(0, 1, true, 1, 1, 2);
-    tile_regs_acquire();
-    matmul_block(0, 1, 0, 0, 0, true, 1, 1, 2);
-    tile_regs_commit();
-    cb_reserve_back(24, 1);
-    tile_regs_wait();
     pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
+    mm_block_init_short(0, 1, true, 1, 1, 2);
+    tile_regs_acquire();
+    matmul_block(0, 1, 0, 0, 0, true, 1, 1, 2);
+    tile_regs_commit();
+    cb_reserve_back(24, 1);
+    tile_regs_wait();
+    pack_tile<true>(0, 24, 0);
+    tile_regs_release();
+    cb_push_back(24, 1);
+    cb_wait_front(24, 1);
+    cb_pop_front(24, 1);
     pack_reconfig_data_format(16);
-    copy_init(0);
+    copy_tile_to_dst_init_short(0);
     tile_regs_acquire();
     copy_tile(0, 0, 0);
     tile_regs_commit();

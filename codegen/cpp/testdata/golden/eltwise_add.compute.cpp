@@ -8,18 +8,18 @@
 //          c_16 out: 2 x 2048 B Float16_b
 
 #include <cstdint>
-#include "api/compute/cb_api.h"
-#include "api/compute/common.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/eltwise_binary.h"
-#include "api/compute/pack.h"
-#include "api/compute/reg_api.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/common.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_binary.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reg_api.h"
 
 void kernel_main() {
     constexpr uint32_t num_tiles = get_compile_time_arg_val(0);  // compile-time arg 0 = 4
 
     compute_kernel_hw_startup(0, 1, 16);
-    add_init(0, 1);
+    add_tiles_init(0, 1);
     for (uint32_t i = 0; i < num_tiles; ++i) {
         cb_wait_front(0, 1);
         cb_wait_front(1, 1);

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
-#include "ethernet/dataflow_api.h"
 
 void kernel_main() {
     const uint32_t worker_x = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)

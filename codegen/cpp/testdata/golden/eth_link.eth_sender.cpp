@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
-#include "ethernet/dataflow_api.h"
 
 void kernel_main() {
     constexpr uint32_t staging_addr = get_compile_time_arg_val(0);  // compile-time arg 0 = 87872

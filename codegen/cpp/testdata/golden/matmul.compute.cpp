@@ -9,19 +9,19 @@
 // defines: MM_THROTTLE=0
 
 #include <cstdint>
-#include "api/compute/cb_api.h"
-#include "api/compute/common.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/matmul.h"
-#include "api/compute/pack.h"
-#include "api/compute/reg_api.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/common.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/matmul.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reg_api.h"
 
 void kernel_main() {
     constexpr uint32_t out_tiles = get_compile_time_arg_val(0);  // compile-time arg 0 = 4
     constexpr uint32_t kt = get_compile_time_arg_val(1);  // compile-time arg 1 = 3
 
-    compute_kernel_hw_startup<SrcOrder::Reverse>(0, 1, 16);
-    matmul_init(0, 1, false);
+    compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
+    mm_init_short(0, 1, false);
     for (uint32_t t = 0; t < out_tiles; ++t) {
         tile_regs_acquire();
         for (uint32_t k = 0; k < kt; ++k) {

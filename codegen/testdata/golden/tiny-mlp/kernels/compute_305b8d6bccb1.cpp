@@ -15,18 +15,18 @@
 //          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
-#include "api/compute/bcast.h"
-#include "api/compute/cb_api.h"
-#include "api/compute/common.h"
-#include "api/compute/compute_kernel_api.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/eltwise_unary/binop_with_scalar.h"
-#include "api/compute/eltwise_unary/rsqrt.h"
-#include "api/compute/pack.h"
-#include "api/compute/reconfig_data_format.h"
-#include "api/compute/reduce.h"
-#include "api/compute/reg_api.h"
-#include "api/compute/tile_move_copy.h"
+#include "compute_kernel_api.h"
+#include "compute_kernel_api/bcast.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/common.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
+#include "compute_kernel_api/eltwise_unary/rsqrt.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reconfig_data_format.h"
+#include "compute_kernel_api/reduce.h"
+#include "compute_kernel_api/reg_api.h"
+#include "compute_kernel_api/tile_move_copy.h"
 
 void kernel_main() {
     constexpr uint32_t wt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
@@ -39,7 +39,7 @@ void kernel_main() {
         // x^2
         for (uint32_t j = 0; j < wt; ++j) {
             tile_regs_acquire();
-            copy_init(0);
+            copy_tile_to_dst_init_short(0);
             copy_tile(0, j, 0);
             square_tile_init();
             square_tile(0);
@@ -80,7 +80,7 @@ void kernel_main() {
         for (uint32_t j_3 = 0; j_3 < wt; ++j_3) {
             tile_regs_acquire();
             reconfig_data_format(0, 25);
-            mul_bcast_cols_init(0, 25);
+            mul_bcast_cols_init_short(0, 25);
             mul_tiles_bcast_cols(0, 25, j_3, 0, 0);
             tile_regs_commit();
             cb_reserve_back(26, 1);
@@ -90,7 +90,7 @@ void kernel_main() {
             cb_push_back(26, 1);
             cb_wait_front(2, 1);
             tile_regs_acquire();
-            copy_init(2);
+            copy_tile_to_dst_init_short(2);
             copy_tile(2, 0, 0);
             binop_with_scalar_tile_init();
             add_unary_tile(0, 0x3f800000u);  // scalar 1
@@ -105,7 +105,7 @@ void kernel_main() {
             cb_wait_front(27, 1);
             tile_regs_acquire();
             reconfig_data_format(26, 27);
-            mul_bcast_rows_init(26, 27);
+            mul_bcast_rows_init_short(26, 27);
             mul_tiles_bcast_rows(26, 27, 0, 0, 0);
             cb_pop_front(26, 1);
             cb_pop_front(27, 1);

@@ -15,24 +15,24 @@
 //          MM_TILES_PER_CORE=1
 
 #include <cstdint>
-#include "api/compute/cb_api.h"
-#include "api/compute/common.h"
-#include "api/compute/compute_kernel_api.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/eltwise_binary.h"
-#include "api/compute/matmul.h"
-#include "api/compute/pack.h"
-#include "api/compute/reconfig_data_format.h"
-#include "api/compute/reg_api.h"
-#include "api/compute/tile_move_copy.h"
+#include "compute_kernel_api.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/common.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_binary.h"
+#include "compute_kernel_api/matmul.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reconfig_data_format.h"
+#include "compute_kernel_api/reg_api.h"
+#include "compute_kernel_api/tile_move_copy.h"
 
 void kernel_main() {
     constexpr uint32_t kt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
-    compute_kernel_hw_startup<SrcOrder::Reverse>(0, 1, 16);
+    compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
     cb_wait_front(0, kt);
-    matmul_init(0, 1, false);
+    mm_init_short(0, 1, false);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
@@ -54,7 +54,7 @@ void kernel_main() {
             cb_push_back(24, 1);
         }
         tile_regs_release();
-        matmul_init(0, 2, false);
+        mm_init_short(0, 2, false);
         tile_regs_acquire();
         for (uint32_t k_2 = 0; k_2 < kt; ++k_2) {
             for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
@@ -76,7 +76,7 @@ void kernel_main() {
             cb_wait_front(24, 1);
             tile_regs_acquire();
             reconfig_data_format(24, 0);
-            copy_init(24);
+            copy_tile_to_dst_init_short(24);
             copy_tile(24, 0, 0);
             silu_tile_init();
             silu_tile(0);
@@ -90,7 +90,7 @@ void kernel_main() {
             cb_wait_front(26, 1);
             cb_wait_front(25, 1);
             tile_regs_acquire();
-            mul_init(26, 25);
+            mul_tiles_init(26, 25);
             mul_tiles(26, 25, 0, 0, 0);
             cb_pop_front(26, 1);
             cb_pop_front(25, 1);
@@ -101,9 +101,9 @@ void kernel_main() {
             tile_regs_release();
             cb_push_back(16, 1);
             reconfig_data_format(1, 0);
-            matmul_init(0, 2, false);
+            mm_init_short(0, 2, false);
         }
-        matmul_init(0, 1, false);
+        mm_init_short(0, 1, false);
     }
     cb_pop_front(0, kt);
 }

@@ -20,19 +20,19 @@
 //          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
-#include "api/compute/bcast.h"
-#include "api/compute/cb_api.h"
-#include "api/compute/common.h"
-#include "api/compute/compute_kernel_api.h"
-#include "api/compute/compute_kernel_hw_startup.h"
-#include "api/compute/eltwise_unary/binop_with_scalar.h"
-#include "api/compute/eltwise_unary/rsqrt.h"
-#include "api/compute/matmul.h"
-#include "api/compute/pack.h"
-#include "api/compute/reconfig_data_format.h"
-#include "api/compute/reduce.h"
-#include "api/compute/reg_api.h"
-#include "api/compute/tile_move_copy.h"
+#include "compute_kernel_api.h"
+#include "compute_kernel_api/bcast.h"
+#include "compute_kernel_api/cb_api.h"
+#include "compute_kernel_api/common.h"
+#include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
+#include "compute_kernel_api/eltwise_unary/rsqrt.h"
+#include "compute_kernel_api/matmul.h"
+#include "compute_kernel_api/pack.h"
+#include "compute_kernel_api/reconfig_data_format.h"
+#include "compute_kernel_api/reduce.h"
+#include "compute_kernel_api/reg_api.h"
+#include "compute_kernel_api/tile_move_copy.h"
 
 void kernel_main() {
     constexpr uint32_t kt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
@@ -45,7 +45,7 @@ void kernel_main() {
     // x^2
     for (uint32_t j = 0; j < kt; ++j) {
         tile_regs_acquire();
-        copy_init(0);
+        copy_tile_to_dst_init_short(0);
         copy_tile(0, j, 0);
         square_tile_init();
         square_tile(0);
@@ -83,7 +83,7 @@ void kernel_main() {
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {
         tile_regs_acquire();
         reconfig_data_format(0, 26);
-        mul_bcast_cols_init(0, 26);
+        mul_bcast_cols_init_short(0, 26);
         mul_tiles_bcast_cols(0, 26, j_3, 0, 0);
         tile_regs_commit();
         cb_reserve_back(27, 1);
@@ -93,7 +93,7 @@ void kernel_main() {
         cb_push_back(27, 1);
         cb_wait_front(3, 1);
         tile_regs_acquire();
-        copy_init(3);
+        copy_tile_to_dst_init_short(3);
         copy_tile(3, 0, 0);
         binop_with_scalar_tile_init();
         add_unary_tile(0, 0x3f800000u);  // scalar 1
@@ -108,7 +108,7 @@ void kernel_main() {
         cb_wait_front(28, 1);
         tile_regs_acquire();
         reconfig_data_format(27, 28);
-        mul_bcast_rows_init(27, 28);
+        mul_bcast_rows_init_short(27, 28);
         mul_tiles_bcast_rows(27, 28, 0, 0, 0);
         cb_pop_front(27, 1);
         cb_pop_front(28, 1);
@@ -128,7 +128,7 @@ void kernel_main() {
     cb_pop_front(1, 1);
     cb_wait_front(24, kt);
     reconfig_data_format(2, 24);
-    matmul_init(24, 2, false);
+    mm_init_short(24, 2, false);
     pack_reconfig_data_format(16);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
