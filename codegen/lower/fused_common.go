@@ -239,7 +239,7 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 	for _, p := range f.parts {
 		col := 0
 		for _, w := range p.weights {
-			col += f.kt * max(MatmulTileCycles(fid), w.Type.DType.TileBytes()/NoCBytesPerCycle)
+			col += f.kt * max(MatmulTileCycles(fid)+2*UnpackTileCycles, w.Type.DType.TileBytes()/NoCBytesPerCycle)
 			bytes += p.nt * w.Type.DType.TileBytes()
 		}
 		c.colCycles = max(c.colCycles, col)
@@ -266,6 +266,20 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 func (f *fusedMatmul) plan(maxCores int, fid ir.MathFidelity) Split {
 	c := f.costs(fid)
 	return PlanSplit(c.items, maxCores, c.colCycles, c.coreCycles, c.floorCycles)
+}
+
+// kBlock is the number of K rows of weight tiles the reader moves per
+// barrier: as many as fit about 32 KiB per block of dest columns (two
+// blocks per weight CB), at most Kt.
+func (f *fusedMatmul) kBlock(dest int) int {
+	biggest := 0
+	for _, pt := range f.parts {
+		for _, w := range pt.weights {
+			biggest = max(biggest, w.Type.DType.TileBytes())
+		}
+	}
+	kb := max(1, (32<<10)/(dest*biggest))
+	return min(kb, f.kt)
 }
 
 // partRange is core range [s, s+n) of the concatenated columns intersected
@@ -314,11 +328,12 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		cbAct = cbs.Input("act", adt, kt)
 	}
 	wCB := map[cbKey]int{}
+	kb := f.kBlock(dest)
 	for _, pt := range f.parts {
 		for slot, w := range pt.weights {
 			key := cbKey{slot, w.Type.DType}
 			if _, ok := wCB[key]; !ok {
-				wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(wCB)), w.Type.DType, 2*dest)
+				wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(wCB)), w.Type.DType, 2*kb*dest)
 			}
 		}
 	}
@@ -378,7 +393,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		blocks.ReadPages(b, aAcc, cbAct, kir.C(0), rKt)
+		blocks.ReadPagesBatch(b, aAcc, cbAct, kir.C(0), rKt)
 	}
 	var resAcc *blocks.Access
 	if f.epi == epiAdd {
@@ -400,10 +415,26 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			col := b.Let("col", kir.Add(start, nb))
 			for slot, w := range pt.weights {
 				cb := wCB[cbKey{slot, w.Type.DType}]
-				b.For("k", kir.C(0), rKt, func(kk kir.Var) {
-					b.For("j", kir.C(0), sb, func(j kir.Var) {
-						blocks.ReadPage(b, wAcc[slot], cb, kir.Add(kir.Mul(kk, rNt), kir.Add(col, j)))
+				tb := w.Type.DType.TileBytes()
+				// Blocks of kb K rows of the sub-block's columns: every read of
+				// a block in flight, one barrier per block. A block always
+				// occupies kb x dest pages of the ring (a short last block or
+				// sub-block leaves pages unused), so blocks never straddle the
+				// ring's end.
+				b.ForStep("k0", kir.C(0), rKt, kir.Ci(kb), func(k0 kir.Var) {
+					kc := b.LetT("kc", kir.U32T, kir.Sub(rKt, k0))
+					b.If(kir.Gt(kc, kir.Ci(kb)), func() { b.Assign(kc, kir.Ci(kb)) })
+					b.CBReserveBack(cb, kir.Ci(kb*dest))
+					l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+					b.For("k", kir.C(0), kc, func(kk kir.Var) {
+						b.For("j", kir.C(0), sb, func(j kir.Var) {
+							page := kir.Add(kir.Mul(kir.Add(k0, kk), rNt), kir.Add(col, j))
+							dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
+							b.NoCAsyncRead(wAcc[slot].PageAddr(page), dst, kir.Ci(tb))
+						})
 					})
+					b.NoCAsyncReadBarrier()
+					b.CBPushBack(cb, kir.Ci(kb*dest))
 				})
 			}
 			if f.epi == epiAdd {
@@ -461,12 +492,16 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				}
 				c.MatmulConfig(cbAct, wcb, false)
 				c.Acquire()
-				c.For("k", kir.C(0), cKt, func(kk kir.Var) {
-					c.For("j", kir.C(0), sb, func(j kir.Var) {
-						cb.CBWaitFront(wcb, kir.C(1))
-						c.Matmul(cbAct, wcb, kk, kir.C(0), j, false)
-						cb.CBPopFront(wcb, kir.C(1))
+				c.ForStep("k0", kir.C(0), cKt, kir.Ci(kb), func(k0 kir.Var) {
+					kc := cb.LetT("kc", kir.U32T, kir.Sub(cKt, k0))
+					cb.If(kir.Gt(kc, kir.Ci(kb)), func() { cb.Assign(kc, kir.Ci(kb)) })
+					cb.CBWaitFront(wcb, kir.Ci(kb*dest))
+					c.For("k", kir.C(0), kc, func(kk kir.Var) {
+						c.For("j", kir.C(0), sb, func(j kir.Var) {
+							c.Matmul(cbAct, wcb, kir.Add(k0, kk), kir.Add(kir.Mul(kk, sb), j), j, false)
+						})
 					})
+					cb.CBPopFront(wcb, kir.Ci(kb*dest))
 				})
 				c.Commit()
 				c.Wait()

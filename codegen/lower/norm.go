@@ -90,8 +90,9 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	cbX := cbs.Input("x", x.Type.DType, wt)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
 	cbW := -1
+	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
-		cbW = cbs.Input("weight", w.Type.DType, 2)
+		cbW = cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
 	cbOut := cbs.Output("out", out.Type.DType, 2)
 	cbSq := cbs.Scratch("x_squared", sqFormat, wt)
@@ -125,9 +126,12 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
-		blocks.ReadPages(b, xAcc, cbX, kir.Mul(kir.Add(rstart, r), rWt), rWt)
+		// The row's x tiles all in flight, then the weight in blocks.
+		blocks.ReadPagesBatch(b, xAcc, cbX, kir.Mul(kir.Add(rstart, r), rWt), rWt)
 		if w != nil {
-			blocks.ReadPages(b, wAcc, cbW, kir.C(0), rWt)
+			b.For("wb", kir.C(0), kir.Ci(wt/wBlock), func(wb kir.Var) {
+				blocks.ReadPagesBatch(b, wAcc, cbW, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))
+			})
 		}
 	})
 
@@ -226,4 +230,14 @@ func checkL1(p *kir.Program, ctx *Context, what string) error {
 		return fmt.Errorf("rule l1-budget: %s: its CBs need %d bytes per core, the L1 budget is %d bytes", what, used, ctx.Target.L1Budget())
 	}
 	return nil
+}
+
+// largestDivisor is the largest divisor of n that is at most limit.
+func largestDivisor(n, limit int) int {
+	for d := min(n, limit); d > 1; d-- {
+		if n%d == 0 {
+			return d
+		}
+	}
+	return 1
 }

@@ -16,6 +16,10 @@ const (
 	DRAMBytesPerCycle = 318
 	// EltwiseTileCycles is the FPU or SFPU time of one eltwise tile op.
 	EltwiseTileCycles = 32
+	// UnpackTileCycles is the unpacker time of one operand tile, the value
+	// sim/timing fits on the measured decode matmuls (its unpack_tile
+	// parameter; TestPlanMatchesTimingModel keeps the two equal).
+	UnpackTileCycles = 68
 )
 
 // MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:
@@ -72,12 +76,13 @@ func PlanSplit(items, maxCores, itemCycles, perCoreCycles, floorCycles int) Spli
 }
 
 // PlanMatmul is the split of a decode matmul's nt output tile columns over
-// the worker cores: each output tile costs kt tile products (or the NoC
-// time of its kt weight tiles, whichever is longer), each core also reads
+// the worker cores: each output tile costs kt tile products with the unpack
+// of both operand tiles (or the NoC time of its kt weight tiles, whichever
+// is longer), each core also reads
 // the kt activation tiles, and all cores together cannot beat DRAM reading
 // kt*nt weight tiles.
 func PlanMatmul(kt, nt, maxCores int, w, a ir.DType, f ir.MathFidelity) Split {
-	perTile := max(MatmulTileCycles(f), w.TileBytes()/NoCBytesPerCycle)
+	perTile := max(MatmulTileCycles(f)+2*UnpackTileCycles, w.TileBytes()/NoCBytesPerCycle)
 	perCore := kt * a.TileBytes() / NoCBytesPerCycle
 	floor := kt * nt * w.TileBytes() / DRAMBytesPerCycle
 	return PlanSplit(nt, maxCores, kt*perTile, perCore, floor)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -222,4 +223,12 @@ func predictSpec(t *testing.T, tg *target.Target, s matmulSpec) float64 {
 		t.Fatal(err)
 	}
 	return pt.US()
+}
+
+// TestPlanMatchesTimingModel: codegen/lower chooses matmul core counts with
+// the per-tile unpack cost this model fits; the two constants must agree.
+func TestPlanMatchesTimingModel(t *testing.T) {
+	if got, want := float64(lower.UnpackTileCycles), Default().UnpackCyclesPerTile; got != want {
+		t.Errorf("lower.UnpackTileCycles = %v, the timing model's fitted unpack_tile = %v", got, want)
+	}
 }

@@ -38,6 +38,19 @@ func ReadPages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 	b.For("i", kir.C(0), count, func(i kir.Var) { ReadPage(b, a, cb, kir.Add(first, i)) })
 }
 
+// ReadPagesBatch emits: reserve count pages of cb, read pages first, ...,
+// first+count-1 of a into them with every read in flight, one barrier,
+// push them. count must not exceed cb's pages. Produces count pages of cb.
+func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
+	b.CBReserveBack(cb, count)
+	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+	b.For("i", kir.C(0), count, func(i kir.Var) {
+		b.NoCAsyncRead(a.PageAddr(kir.Add(first, i)), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), kir.Ci(a.PageSize()))
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, count)
+}
+
 // ReadPagesTwice is ReadPages into cb and, for each page, a copy of it
 // into cb2 (a local NoC copy: the page is read from DRAM once). It serves a
 // compute kernel that unpacks the same tile two ways: cb2 through the FPU

@@ -5,7 +5,7 @@
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
 //          c_1 scaler: 1 x 2048 B Float16_b
-//          c_2 weights0: 8 x 1088 B Bfp8_b
+//          c_2 weights0: 16 x 1088 B Bfp8_b
 //          c_3 norm_weight: 2 x 2048 B Float16_b
 
 #include <cstdint>
@@ -52,14 +52,20 @@ void kernel_main() {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        for (uint32_t k = 0; k < kt; ++k) {
-            for (uint32_t j = 0; j < sb; ++j) {
-                cb_reserve_back(2, 1);
-                uint32_t l1_3 = get_write_ptr(2);
-                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + (k * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1_3, 1088);
-                noc_async_read_barrier();
-                cb_push_back(2, 1);
+        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+            uint32_t kc = kt - k0;
+            if (kc > 2u) {
+                kc = 2;
             }
+            cb_reserve_back(2, 8);
+            uint32_t l1_3 = get_write_ptr(2);
+            for (uint32_t k = 0; k < kc; ++k) {
+                for (uint32_t j = 0; j < sb; ++j) {
+                    noc_async_read(get_noc_addr_from_bank_id<true>(((k0 + k) * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + ((k0 + k) * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1_3 + (k * sb + j) * 1088u, 1088);
+                }
+            }
+            noc_async_read_barrier();
+            cb_push_back(2, 8);
         }
     }
 }

@@ -4,7 +4,7 @@
 // kernel:  reader (reader on RISCV_1 = NCRISC, NoC 1)
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 act: 3 x 2048 B Float16_b
-//          c_1 weights0: 8 x 1088 B Bfp8_b
+//          c_1 weights0: 24 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 
 #include <cstdint>
@@ -19,27 +19,33 @@ void kernel_main() {
     const uint32_t residual_addr = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
     const uint32_t w0_0_addr = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
 
+    cb_reserve_back(0, kt);
+    uint32_t l1 = get_write_ptr(0);
     for (uint32_t i = 0; i < kt; ++i) {
-        cb_reserve_back(0, 1);
-        uint32_t l1 = get_write_ptr(0);
-        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, a_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1, 2048);
-        noc_async_read_barrier();
-        cb_push_back(0, 1);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, a_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1 + i * 2048u, 2048);
     }
+    noc_async_read_barrier();
+    cb_push_back(0, kt);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        for (uint32_t k = 0; k < kt; ++k) {
-            for (uint32_t j = 0; j < sb; ++j) {
-                cb_reserve_back(1, 1);
-                uint32_t l1_2 = get_write_ptr(1);
-                noc_async_read(get_noc_addr_from_bank_id<true>((k * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + (k * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1_2, 1088);
-                noc_async_read_barrier();
-                cb_push_back(1, 1);
+        for (uint32_t k0 = 0; k0 < kt; k0 += 3) {
+            uint32_t kc = kt - k0;
+            if (kc > 3u) {
+                kc = 3;
             }
+            cb_reserve_back(1, 12);
+            uint32_t l1_2 = get_write_ptr(1);
+            for (uint32_t k = 0; k < kc; ++k) {
+                for (uint32_t j = 0; j < sb; ++j) {
+                    noc_async_read(get_noc_addr_from_bank_id<true>(((k0 + k) * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + ((k0 + k) * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1_2 + (k * sb + j) * 1088u, 1088);
+                }
+            }
+            noc_async_read_barrier();
+            cb_push_back(1, 12);
         }
         for (uint32_t i_2 = 0; i_2 < sb; ++i_2) {
             cb_reserve_back(2, 1);

@@ -5,7 +5,7 @@
 // cores:   (0,0)-(0,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
 //          c_1 scaler: 1 x 2048 B Float16_b
-//          c_2 weight: 2 x 2048 B Float16_b
+//          c_2 weight: 4 x 2048 B Float16_b
 //          c_16 out: 2 x 2048 B Float16_b
 //          c_24 x_squared: 2 x 4096 B Float32
 //          c_25 rsqrt_mean: 1 x 4096 B Float32

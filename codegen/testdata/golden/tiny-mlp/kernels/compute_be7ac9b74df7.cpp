@@ -4,7 +4,7 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 act: 3 x 2048 B Float16_b
-//          c_1 weights0: 8 x 1088 B Bfp8_b
+//          c_1 weights0: 24 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 product: 4 x 2048 B Float16_b
@@ -35,12 +35,18 @@ void kernel_main() {
             sb = 4;
         }
         tile_regs_acquire();
-        for (uint32_t k = 0; k < kt; ++k) {
-            for (uint32_t j = 0; j < sb; ++j) {
-                cb_wait_front(1, 1);
-                matmul_tiles(0, 1, k, 0, j);
-                cb_pop_front(1, 1);
+        for (uint32_t k0 = 0; k0 < kt; k0 += 3) {
+            uint32_t kc = kt - k0;
+            if (kc > 3u) {
+                kc = 3;
             }
+            cb_wait_front(1, 12);
+            for (uint32_t k = 0; k < kc; ++k) {
+                for (uint32_t j = 0; j < sb; ++j) {
+                    matmul_tiles(0, 1, k0 + k, k * sb + j, j);
+                }
+            }
+            cb_pop_front(1, 12);
         }
         tile_regs_commit();
         tile_regs_wait();

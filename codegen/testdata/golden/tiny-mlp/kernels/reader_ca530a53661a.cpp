@@ -5,7 +5,7 @@
 // cores:   (0,0)-(0,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
 //          c_1 scaler: 1 x 2048 B Float16_b
-//          c_2 weight: 2 x 2048 B Float16_b
+//          c_2 weight: 4 x 2048 B Float16_b
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -30,19 +30,21 @@ void kernel_main() {
     }
     cb_push_back(1, 1);
     for (uint32_t r = 0; r < num_rows; ++r) {
+        cb_reserve_back(0, wt);
+        uint32_t l1 = get_write_ptr(0);
         for (uint32_t i_2 = 0; i_2 < wt; ++i_2) {
-            cb_reserve_back(0, 1);
-            uint32_t l1 = get_write_ptr(0);
-            noc_async_read(get_noc_addr_from_bank_id<true>(((start_row + r) * wt + i_2) % NUM_DRAM_BANKS, x_addr + ((start_row + r) * wt + i_2) / NUM_DRAM_BANKS * 2048u), l1, 2048);
-            noc_async_read_barrier();
-            cb_push_back(0, 1);
+            noc_async_read(get_noc_addr_from_bank_id<true>(((start_row + r) * wt + i_2) % NUM_DRAM_BANKS, x_addr + ((start_row + r) * wt + i_2) / NUM_DRAM_BANKS * 2048u), l1 + i_2 * 2048u, 2048);
         }
-        for (uint32_t i_3 = 0; i_3 < wt; ++i_3) {
-            cb_reserve_back(2, 1);
+        noc_async_read_barrier();
+        cb_push_back(0, wt);
+        for (uint32_t wb = 0; wb < 1; ++wb) {
+            cb_reserve_back(2, 2);
             uint32_t l1_2 = get_write_ptr(2);
-            noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_3) % NUM_DRAM_BANKS, w_addr + (0u + i_3) / NUM_DRAM_BANKS * 2048u), l1_2, 2048);
+            for (uint32_t i_3 = 0; i_3 < 2; ++i_3) {
+                noc_async_read(get_noc_addr_from_bank_id<true>((wb * 2u + i_3) % NUM_DRAM_BANKS, w_addr + (wb * 2u + i_3) / NUM_DRAM_BANKS * 2048u), l1_2 + i_3 * 2048u, 2048);
+            }
             noc_async_read_barrier();
-            cb_push_back(2, 1);
+            cb_push_back(2, 2);
         }
     }
 }

@@ -5,7 +5,7 @@
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
 //          c_1 scaler: 1 x 2048 B Float16_b
-//          c_2 weights0: 8 x 1088 B Bfp8_b
+//          c_2 weights0: 16 x 1088 B Bfp8_b
 //          c_3 norm_weight: 2 x 2048 B Float16_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 act: 2 x 2048 B Float16_b
@@ -136,12 +136,18 @@ void kernel_main() {
             sb = 4;
         }
         tile_regs_acquire();
-        for (uint32_t k = 0; k < kt; ++k) {
-            for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
-                cb_wait_front(2, 1);
-                matmul_tiles(24, 2, k, 0, j_4);
-                cb_pop_front(2, 1);
+        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+            uint32_t kc = kt - k0;
+            if (kc > 2u) {
+                kc = 2;
             }
+            cb_wait_front(2, 8);
+            for (uint32_t k = 0; k < kc; ++k) {
+                for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
+                    matmul_tiles(24, 2, k0 + k, k * sb + j_4, j_4);
+                }
+            }
+            cb_pop_front(2, 8);
         }
         tile_regs_commit();
         tile_regs_wait();

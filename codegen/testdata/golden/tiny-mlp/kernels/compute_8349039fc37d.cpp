@@ -4,8 +4,8 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(2,0)
 // CBs:     c_0 act: 2 x 2048 B Float16_b
-//          c_1 weights0: 8 x 1088 B Bfp8_b
-//          c_2 weights1: 8 x 1088 B Bfp8_b
+//          c_1 weights0: 16 x 1088 B Bfp8_b
+//          c_2 weights1: 16 x 1088 B Bfp8_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 gate: 4 x 2048 B Float16_b
 //          c_25 up: 4 x 2048 B Float16_b
@@ -39,12 +39,18 @@ void kernel_main() {
             sb = 4;
         }
         tile_regs_acquire();
-        for (uint32_t k = 0; k < kt; ++k) {
-            for (uint32_t j = 0; j < sb; ++j) {
-                cb_wait_front(1, 1);
-                matmul_tiles(0, 1, k, 0, j);
-                cb_pop_front(1, 1);
+        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+            uint32_t kc = kt - k0;
+            if (kc > 2u) {
+                kc = 2;
             }
+            cb_wait_front(1, 8);
+            for (uint32_t k = 0; k < kc; ++k) {
+                for (uint32_t j = 0; j < sb; ++j) {
+                    matmul_tiles(0, 1, k0 + k, k * sb + j, j);
+                }
+            }
+            cb_pop_front(1, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
@@ -56,12 +62,18 @@ void kernel_main() {
         tile_regs_release();
         mm_init_short(0, 2, false);
         tile_regs_acquire();
-        for (uint32_t k_2 = 0; k_2 < kt; ++k_2) {
-            for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
-                cb_wait_front(2, 1);
-                matmul_tiles(0, 2, k_2, 0, j_3);
-                cb_pop_front(2, 1);
+        for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += 2) {
+            uint32_t kc_2 = kt - k0_2;
+            if (kc_2 > 2u) {
+                kc_2 = 2;
             }
+            cb_wait_front(2, 8);
+            for (uint32_t k_2 = 0; k_2 < kc_2; ++k_2) {
+                for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
+                    matmul_tiles(0, 2, k0_2 + k_2, k_2 * sb + j_3, j_3);
+                }
+            }
+            cb_pop_front(2, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
