@@ -11,7 +11,6 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/kexec"
 	"github.com/tcc-dev/tcc/sim/numerics"
-	"github.com/tcc-dev/tcc/sim/ref"
 )
 
 // stripUninit removes every reduce_uninit from body (recursively).
@@ -57,17 +56,7 @@ func TestReduceUninitIsNeeded(t *testing.T) {
 	for _, name := range []string{"rms_norm_hidden", "rms_norm_multi_tile_rows"} {
 		t.Run(name, func(t *testing.T) {
 			_, op := graphOp(t, cases[name])
-			rng := rand.New(rand.NewPCG(5, 6))
-			args := make([][]float32, len(op.Operands))
-			targs := make([]ref.Tensor, len(op.Operands))
-			for i, v := range op.Operands {
-				args[i] = randomFor(rng, op, i)
-				targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-			}
-			want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			args, want := randomArgs(t, op, rand.New(rand.NewPCG(5, 6)))
 			ctx := NewContext(target.Blackhole())
 			p, err := Lower(op, ctx)
 			if err != nil {
@@ -123,22 +112,7 @@ func TestBankCountFromTarget(t *testing.T) {
 	for ci, tc := range opCases[:min(len(opCases), 12)] {
 		t.Run(tc.name, func(t *testing.T) {
 			_, op := graphOp(t, tc.build)
-			rng := rand.New(rand.NewPCG(uint64(ci)+1, 7))
-			args := make([][]float32, len(op.Operands))
-			targs := make([]ref.Tensor, len(op.Operands))
-			for i, v := range op.Operands {
-				args[i] = randomFor(rng, op, i)
-				for j := range i {
-					if op.Operands[j] == v { // one value, one buffer
-						args[i] = args[j]
-					}
-				}
-				targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-			}
-			want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			args, want := randomArgs(t, op, rand.New(rand.NewPCG(uint64(ci)+1, 7)))
 			got, p := runOnSim(t, &p100, op, args)
 			compare(t, op, want[0].Data, got)
 			for _, k := range p.Kernels {

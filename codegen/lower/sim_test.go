@@ -110,6 +110,28 @@ func randomFor(rng *rand.Rand, op *ir.Op, i int) []float32 {
 	return out
 }
 
+// randomArgs draws random operands for op (one value, one buffer: an
+// operand given twice gets the same data) and evaluates the reference.
+func randomArgs(t *testing.T, op *ir.Op, rng *rand.Rand) ([][]float32, []ref.Tensor) {
+	t.Helper()
+	args := make([][]float32, len(op.Operands))
+	targs := make([]ref.Tensor, len(op.Operands))
+	for i, v := range op.Operands {
+		args[i] = randomFor(rng, op, i)
+		for j := range i {
+			if op.Operands[j] == v {
+				args[i] = args[j]
+			}
+		}
+		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
+	}
+	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args, want
+}
+
 // runOnSim lowers op, runs it on a fresh simulated device with args and
 // returns the result's values.
 func runOnSim(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32) ([]float32, *kir.Program) {
@@ -158,22 +180,7 @@ func testLoweringsOn(t *testing.T, tgt *target.Target) {
 	for ci, tc := range opCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, op := graphOp(t, tc.build)
-			rng := rand.New(rand.NewPCG(uint64(ci)+1, 99))
-			args := make([][]float32, len(op.Operands))
-			targs := make([]ref.Tensor, len(op.Operands))
-			for i, v := range op.Operands {
-				args[i] = randomFor(rng, op, i)
-				for j := range i {
-					if op.Operands[j] == v { // one value, one buffer
-						args[i] = args[j]
-					}
-				}
-				targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-			}
-			want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			args, want := randomArgs(t, op, rand.New(rand.NewPCG(uint64(ci)+1, 99)))
 			got, _ := runOnSim(t, tgt, op, args)
 			compare(t, op, want[0].Data, got)
 		})

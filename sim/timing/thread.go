@@ -198,50 +198,61 @@ func abs(x int) int {
 	return x
 }
 
-func (th *thread) nocRead(src, size uint64) {
+func (th *thread) nocRead(src, size uint64) { th.nocTransfer(src, size, false) }
+
+func (th *thread) nocWrite(dst, size uint64) { th.nocTransfer(dst, size, true) }
+
+// nocTransfer issues one NoC read from (or write to) the remote address:
+// the issue cost, then completion after the measured round trip for its
+// size and distance and no earlier than the remote end (DRAM bank, or the
+// remote core's port) and this core's port allow.
+func (th *thread) nocTransfer(remote, size uint64, write bool) {
 	p := th.m.p
-	e, ok := th.endpoint(src)
+	e, ok := th.endpoint(remote)
 	if !ok {
 		return
 	}
 	n := float64(size)
 	th.advance(p.NoCIssueCycles)
 	hops := th.hops(e.x, e.y)
-	var lat, lat0, fin float64
-	if e.bank >= 0 {
-		lat, lat0 = p.latency(p.DRAMReadLatency, n, hops), p.latency(p.DRAMReadLatency, 0, hops)
+	table := p.L1ReadLatency
+	switch {
+	case e.bank >= 0 && write:
+		table = p.DRAMWriteLatency
+	case e.bank >= 0:
+		table = p.DRAMReadLatency
+	case write:
+		table = p.L1WriteLatency
+	}
+	lat, lat0 := p.latency(table, n, hops), p.latency(table, 0, hops)
+	var fin float64
+	switch {
+	case e.bank >= 0:
 		fin = th.core.dev.banks[e.bank].serve(th.t, n)
-		th.dramRead += int64(size)
-	} else {
-		lat, lat0 = p.latency(p.L1ReadLatency, n, hops), p.latency(p.L1ReadLatency, 0, hops)
+	case write:
+		fin = e.core.in.serve(th.t, n)
+	default:
 		fin = e.core.out.serve(th.t, n)
 	}
-	fin = max(fin, th.core.in.serve(th.t, n))
-	th.readDone = max(th.readDone, th.t+lat, fin+lat0)
-	th.bytesRead += int64(size)
-}
-
-func (th *thread) nocWrite(dst, size uint64) {
-	p := th.m.p
-	e, ok := th.endpoint(dst)
-	if !ok {
+	own := th.core.in
+	if write {
+		own = th.core.out
+	}
+	fin = max(fin, own.serve(th.t, n))
+	done := max(th.t+lat, fin+lat0)
+	if write {
+		th.writeDone = max(th.writeDone, done)
+		th.bytesWritten += int64(size)
+		if e.bank >= 0 {
+			th.dramWritten += int64(size)
+		}
 		return
 	}
-	n := float64(size)
-	th.advance(p.NoCIssueCycles)
-	hops := th.hops(e.x, e.y)
-	var lat, lat0, fin float64
+	th.readDone = max(th.readDone, done)
+	th.bytesRead += int64(size)
 	if e.bank >= 0 {
-		lat, lat0 = p.latency(p.DRAMWriteLatency, n, hops), p.latency(p.DRAMWriteLatency, 0, hops)
-		fin = th.core.dev.banks[e.bank].serve(th.t, n)
-		th.dramWritten += int64(size)
-	} else {
-		lat, lat0 = p.latency(p.L1WriteLatency, n, hops), p.latency(p.L1WriteLatency, 0, hops)
-		fin = e.core.in.serve(th.t, n)
+		th.dramRead += int64(size)
 	}
-	fin = max(fin, th.core.out.serve(th.t, n))
-	th.writeDone = max(th.writeDone, th.t+lat, fin+lat0)
-	th.bytesWritten += int64(size)
 }
 
 // rect lists the cores of device d in the NoC rectangle of a multicast

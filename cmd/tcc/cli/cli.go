@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/target"
+
 	"github.com/tcc-dev/tcc/passes/external"
 
 	_ "github.com/tcc-dev/tcc/models/qwen27b"
@@ -74,6 +77,7 @@ Start with:
   tcc build tiny-mlp -o out/tiny-mlp`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       codegen.Version + " (targets " + target.TTMetalRelease + ")",
 	}
 	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example)")
 	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd())

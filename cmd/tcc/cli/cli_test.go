@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tcc-dev/tcc/codegen"
 )
 
 // runCLI executes the command tree with args and returns stdout and the error.
@@ -339,5 +341,12 @@ func TestPerfTraceParses(t *testing.T) {
 	}
 	if programs == 0 || threads < programs {
 		t.Errorf("%d program slices, %d thread slices", programs, threads)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := runCLI(t, "--version")
+	if err != nil || !strings.Contains(out, "tcc version "+codegen.Version) || !strings.Contains(out, "tt-metal@") {
+		t.Errorf("--version: %v\n%s", err, out)
 	}
 }
