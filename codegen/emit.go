@@ -5,9 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -103,62 +100,3 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	return files, nil
 }
 
-// WriteDir writes files into dir atomically: everything is written to a
-// temporary sibling directory first, which then replaces dir, so a failed
-// or interrupted build never leaves a half-written dir. An existing dir is
-// replaced only if it looks like a build (has programs.json) or is empty.
-func WriteDir(dir string, files map[string][]byte) error {
-	dir = filepath.Clean(dir)
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return fmt.Errorf("output %s exists and is not a directory", dir)
-		}
-		ents, _ := os.ReadDir(dir)
-		if _, err := os.Stat(filepath.Join(dir, "programs.json")); len(ents) > 0 && err != nil {
-			return fmt.Errorf("output %s is a non-empty directory that is not a tcc build; refusing to replace it", dir)
-		}
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(tmp, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, files[n], 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			_ = os.Rename(old, dir)
-		}
-		return err
-	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
-}

@@ -42,7 +42,7 @@ func TestGoldenBuild(t *testing.T) {
 	}
 	var onDisk []string
 	err = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
+		if err == nil && !info.IsDir() && info.Name() != codegen.MarkerFile {
 			rel, _ := filepath.Rel(dir, p)
 			onDisk = append(onDisk, filepath.ToSlash(rel))
 		}

@@ -72,6 +72,12 @@ func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]
 	if len(tokens) != o.Batch {
 		return nil, fmt.Errorf("qwen27b: %d users given, the graph has batch %d", len(tokens), o.Batch)
 	}
+	// Bound at the boundary: a step past the KV cache would write each
+	// head's new K/V rows into the next head's (and past the cache).
+	if pos < 0 || pos+per > o.MaxSeq {
+		return nil, fmt.Errorf("qwen27b: a %s step at position %d writes positions %d..%d, but the KV cache holds %d (--max-seq %d); raise --max-seq or stop earlier",
+			o.Mode, pos, pos, pos+per-1, o.MaxSeq, o.MaxSeq)
+	}
 	var ids []float32
 	for b, t := range tokens {
 		if len(t) != per {
@@ -105,4 +111,14 @@ func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]
 		envs[d] = in
 	}
 	return envs, nil
+}
+
+// PositionLimit is the number of positions a run may use: the KV cache
+// length (--max-seq).
+func (Model) PositionLimit(a models.Args) (int, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return 0, err
+	}
+	return o.MaxSeq, nil
 }

@@ -22,8 +22,11 @@ type kcode struct {
 }
 
 type compiler struct {
-	r     *run
-	k     *kir.Kernel
+	r *run
+	k *kir.Kernel
+	// defs holds the value each variable was last given by a Let or Assign,
+	// for tracing a NoC address back to the buffer argument it is built on.
+	defs  map[string]kir.Expr
 	code  []instr
 	slots map[string]int
 	types map[string]kir.Type
@@ -31,7 +34,7 @@ type compiler struct {
 }
 
 func compileKernel(r *run, k *kir.Kernel) (*kcode, error) {
-	cc := &compiler{r: r, k: k, slots: map[string]int{}, types: map[string]kir.Type{}, args: map[string]int{}}
+	cc := &compiler{r: r, k: k, slots: map[string]int{}, types: map[string]kir.Type{}, args: map[string]int{}, defs: map[string]kir.Expr{}}
 	for i, a := range k.Args {
 		cc.args[a.Name] = i
 	}
@@ -136,6 +139,11 @@ func (cc *compiler) stmt(s kir.Stmt) error {
 		slot, err := cc.slot(v, declare)
 		if err != nil {
 			return err
+		}
+		if _, seen := cc.defs[v.Name]; seen && !declare {
+			cc.defs[v.Name] = nil // reassigned: no single definition
+		} else {
+			cc.defs[v.Name] = e
 		}
 		t := v.Type
 		cc.emit(next(func(ks *kstate) error {
@@ -529,4 +537,59 @@ func MulticastAddress(x0, y0, x1, y1, addr uint64) uint64 { return mcastAddr(x0,
 func DecodeNoCAddress(a uint64) (mcast bool, x0, y0, x1, y1 int, addr uint64) {
 	t := decodeNoC(a)
 	return t.mcast, t.x0, t.y0, t.x1, t.y1, t.addr
+}
+
+// targetBuffer is the DRAM buffer a NoC address expression is built on:
+// the one buffer-address argument its bank offset refers to (through
+// variables with a single definition), or "" when that is not one buffer.
+func (cc *compiler) targetBuffer(e kir.Expr) string {
+	seen := map[string]bool{}
+	var find func(e kir.Expr) kir.Expr
+	find = func(e kir.Expr) kir.Expr { // the DRAMBankAddr behind e
+		switch x := e.(type) {
+		case kir.DRAMBankAddr:
+			return x
+		case kir.Var:
+			if d := cc.defs[x.Name]; d != nil && !seen[x.Name] {
+				seen[x.Name] = true
+				return find(d)
+			}
+		case kir.Bin:
+			if a := find(x.X); a != nil {
+				return a
+			}
+			return find(x.Y)
+		}
+		return nil
+	}
+	da, ok := find(e).(kir.DRAMBankAddr)
+	if !ok {
+		return ""
+	}
+	names := map[string]bool{}
+	var collect func(e kir.Expr)
+	collect = func(e kir.Expr) {
+		kir.InspectExpr(e, func(e kir.Expr) bool {
+			switch x := e.(type) {
+			case kir.ArgRef:
+				if i, ok := cc.args[x.Name]; ok && cc.k.Args[i].Kind != kir.RuntimeArg && cc.k.Args[i].Value.Kind == kir.ValBufferAddr {
+					names[cc.k.Args[i].Value.Buffer] = true
+				}
+			case kir.Var:
+				if d := cc.defs[x.Name]; d != nil && !seen["o:"+x.Name] {
+					seen["o:"+x.Name] = true
+					collect(d)
+				}
+			}
+			return true
+		})
+	}
+	collect(da.Offset)
+	if len(names) != 1 {
+		return ""
+	}
+	for n := range names {
+		return n
+	}
+	return ""
 }

@@ -54,10 +54,16 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			return ks.nocRead(v[0], v[1], v[2])
 		}), nil
 	case kir.NoCAsyncWrite:
+		buf := cc.targetBuffer(s.Dst)
 		return next(func(ks *kstate) error {
 			v, err := ev(ks)
 			if err != nil {
 				return err
+			}
+			if buf != "" {
+				if err := ks.checkInBuffer(buf, v[1], v[2], "noc_async_write"); err != nil {
+					return err
+				}
 			}
 			return ks.nocWrite(v[0], v[1], v[2], "noc_async_write")
 		}), nil

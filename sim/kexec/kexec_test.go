@@ -746,3 +746,42 @@ func TestFP32UnpackToDest(t *testing.T) {
 		t.Errorf("transpose of an unpack-to-dest CB: err = %v, want rule unpack-mode", err)
 	}
 }
+
+// TestWriteStaysInItsBuffer: a DRAM write addressed from buffer a's
+// address but past a's pages (here into buffer b, allocated right after it)
+// is an error naming a, not a silent overwrite of b.
+func TestWriteStaysInItsBuffer(t *testing.T) {
+	build := func(page uint32) *kir.Program {
+		p := kir.NewProgram("overrun")
+		core := kir.Core{}
+		for _, n := range []string{"a", "b"} {
+			p.AddBuffer(kir.Buffer{Name: n, Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 8})
+		}
+		p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: []ir.CoreRange{core.Range()}})
+		k := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, Cores: []ir.CoreRange{core.Range()}})
+		base := k.CommonArg("a_addr", kir.BufferAddr("a", 0))
+		b := k.Builder()
+		b.CBReserveBack(0, kir.C(1))
+		b.NoCAsyncWrite(kir.GetWritePtr{CB: 0}, kir.InterleavedPageAddr(base, kir.C(page), 2048), kir.C(2048))
+		b.NoCAsyncWriteBarrier()
+		return p
+	}
+	run := func(p *kir.Program) error {
+		d := kexec.NewDevice(bh)
+		for _, b := range p.Buffers {
+			if _, err := d.Alloc(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := d.Run(p, kexec.RunOptions{})
+		return err
+	}
+	if err := run(build(7)); err != nil {
+		t.Fatalf("the last page of a: %v", err)
+	}
+	err := run(build(8))
+	var re *kir.RuleError
+	if !errors.As(err, &re) || re.Rule != kir.RuleMemory || !strings.Contains(err.Error(), `leaves buffer "a"`) {
+		t.Fatalf("page 8 of an 8-page buffer: err = %v, want a memory error naming buffer a", err)
+	}
+}

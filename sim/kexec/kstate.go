@@ -220,3 +220,22 @@ func (ks *kstate) frontTileAddr(idx int, i uint64, call string) (*cbState, uint6
 	}
 	return c, uint64(c.base) + (uint64(c.rdPos)+i)*uint64(c.pageSize), nil
 }
+
+// checkInBuffer checks that a DRAM access of n bytes at NoC address a stays
+// inside the bank region of buffer name, the buffer its address argument
+// names (a write that lands in another buffer is as wrong as one that
+// lands in none).
+func (ks *kstate) checkInBuffer(name string, a, n uint64, call string) error {
+	db, ok := ks.r.bufDev[name]
+	if !ok || !db.Mem.Kind.IsDRAM() {
+		return nil
+	}
+	off := decodeNoC(a).addr
+	lo := uint64(db.Addr)
+	hi := lo + uint64(db.PerCore)*uint64(db.Stride)
+	if off < lo || off+n > hi {
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at bank offset %#x leaves buffer %q (bank region %#x..%#x: %d pages of %d bytes per bank); its address argument names that buffer",
+			call, n, off, name, lo, hi, db.PerCore, db.Stride)
+	}
+	return nil
+}

@@ -27,8 +27,11 @@ func newBuildCmd() *cobra.Command {
   DIR/report.json     the op-count report (as tcc report ops --format json)
   DIR/perf.json       the predicted device time of one step (as tcc perf --format json)
 
-The directory is replaced atomically; two builds of the same model and flags are
-byte-identical.
+The directory holds either the previous build or the complete new one at every
+moment (written beside it, fsynced, swapped in one step); a symlinked -o is
+written through to its target. tcc replaces only a directory it wrote (its
+.tcc-build marker lists the files) and refuses, naming them, when it holds
+other files. Two builds of the same model and flags are byte-identical.
 
   tcc build tiny-mlp -o out/tiny-mlp
   tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4`,

@@ -350,3 +350,17 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: %v\n%s", err, out)
 	}
 }
+
+// TestRunPastTheCache: a run that needs more positions than the KV cache
+// holds is refused before anything runs (it used to write each head's
+// K/V rows into the next head's); a step past the cache is refused by the
+// model's inputs too.
+func TestRunPastTheCache(t *testing.T) {
+	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--max-seq", "32", "--steps", "34")
+	if err == nil || !strings.Contains(err.Error(), "need 34 positions, but the KV cache holds 32 (--max-seq 32)") {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+	if strings.Contains(out, "decode 0") {
+		t.Errorf("a step ran before the refusal:\n%s", out)
+	}
+}

@@ -92,6 +92,15 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
+	if pl, ok := m.(interface{ PositionLimit(models.Args) (int, error) }); ok {
+		limit, err := pl.PositionLimit(args)
+		if err != nil {
+			return err
+		}
+		if need := rf.prefill + rf.steps; need > limit {
+			return fmt.Errorf("--prefill %d + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
+		}
+	}
 	mesh := decodeGraph.Mesh
 	dev, err := runtime.Open(rf.backend, mesh)
 	if err != nil {

@@ -1,0 +1,285 @@
+package codegen
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// MarkerFile is the file every build directory holds: tcc's version and
+// the list of files tcc wrote there. WriteDir replaces only directories
+// with a marker, and only when every file in them is one the marker lists.
+const MarkerFile = ".tcc-build"
+
+// writeDirHook, when set (tests), is called before each step of WriteDir's
+// swap with the step's name; an error it returns stops WriteDir there, as
+// a kill would.
+var writeDirHook func(step string) error
+
+func hook(step string) error {
+	if writeDirHook != nil {
+		return writeDirHook(step)
+	}
+	return nil
+}
+
+// WriteDir writes files into dir so that dir holds either its previous
+// contents or the complete new build at every moment, and never loses a
+// file tcc did not write:
+//
+//   - a symlinked dir is resolved and its target is written;
+//   - an existing dir is replaced only when it is empty or a tcc build
+//     (MarkerFile) whose files are all ones tcc wrote; otherwise WriteDir
+//     refuses, naming the foreign files;
+//   - the new build is written to a temporary sibling, every file and
+//     directory fsynced, then swapped with dir in one atomic exchange
+//     (renameat2 RENAME_EXCHANGE where the OS has it), and the old build
+//     removed;
+//   - temporaries left by earlier killed builds of dir are removed first.
+func WriteDir(dir string, files map[string][]byte) error {
+	dir, err := resolveLinks(filepath.Clean(dir))
+	if err != nil {
+		return err
+	}
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	if err := removeStaleTemps(parent, base); err != nil {
+		return err
+	}
+	exists := false
+	if st, err := os.Lstat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("output %s exists and is not a directory", dir)
+		}
+		if err := replaceable(dir); err != nil {
+			return err
+		}
+		exists = true
+	}
+	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
+	if err != nil {
+		return err
+	}
+	cleanup := true
+	defer func() {
+		if cleanup {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := writeTree(tmp, files); err != nil {
+		return err
+	}
+	if err := hook("written"); err != nil {
+		cleanup = false // a kill leaves the temporary; the next build removes it
+		return err
+	}
+	if !exists {
+		if err := os.Rename(tmp, dir); err != nil {
+			return err
+		}
+		return syncDir(parent)
+	}
+	if err := exchange(tmp, dir); err != nil {
+		if !errors.Is(err, errNoExchange) {
+			return err
+		}
+		// No atomic exchange: move the old build aside, then the new in.
+		old := tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+		if err := hook("old-moved"); err != nil {
+			cleanup = false
+			return err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			_ = os.Rename(old, dir)
+			return err
+		}
+		tmp = old
+	}
+	if err := hook("swapped"); err != nil {
+		cleanup = false
+		return err
+	}
+	return syncDir(parent) // the deferred RemoveAll deletes the old build
+}
+
+// resolveLinks follows dir while it is a symbolic link (to a target that
+// may not exist yet), so the build is written into the link's target and
+// the link stays.
+func resolveLinks(dir string) (string, error) {
+	for hops := 0; ; hops++ {
+		st, err := os.Lstat(dir)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			return dir, nil
+		}
+		if hops == 40 {
+			return "", fmt.Errorf("output %s: too many levels of symbolic links", dir)
+		}
+		target, err := os.Readlink(dir)
+		if err != nil {
+			return "", fmt.Errorf("output %s: %v", dir, err)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(dir), target)
+		}
+		dir = filepath.Clean(target)
+	}
+}
+
+// replaceable reports why dir may not be replaced: a non-empty directory
+// without a marker, or one holding files its marker does not list.
+func replaceable(dir string) error {
+	var all []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			all = append(all, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("output %s: %v", dir, err)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	listed, err := readMarker(filepath.Join(dir, MarkerFile))
+	if err != nil {
+		return fmt.Errorf("output %s is a non-empty directory that tcc did not write (no %s); refusing to replace it: remove it or choose another -o", dir, MarkerFile)
+	}
+	var foreign []string
+	for _, f := range all {
+		if f != MarkerFile && !listed[f] {
+			foreign = append(foreign, f)
+		}
+	}
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		if len(foreign) > 5 {
+			foreign = append(foreign[:5], fmt.Sprintf("and %d more", len(foreign)-5))
+		}
+		return fmt.Errorf("output %s holds files tcc did not write (%s); refusing to replace it: move them or choose another -o", dir, strings.Join(foreign, ", "))
+	}
+	return nil
+}
+
+// readMarker returns the files a marker lists.
+func readMarker(path string) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "tcc ") {
+		return nil, fmt.Errorf("%s is not a tcc marker", path)
+	}
+	out := map[string]bool{}
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out[l] = true
+		}
+	}
+	return out, sc.Err()
+}
+
+// writeTree writes files and the marker under root, fsyncing every file
+// and directory.
+func writeTree(root string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if n == MarkerFile {
+			return fmt.Errorf("a build may not contain a file named %s", MarkerFile)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	marker := "tcc " + Version + "\n" + strings.Join(names, "\n") + "\n"
+	dirs := map[string]bool{root: true}
+	for _, n := range append(names, MarkerFile) {
+		data := files[n]
+		if n == MarkerFile {
+			data = []byte(marker)
+		}
+		p := filepath.Join(root, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		for d := filepath.Dir(p); strings.HasPrefix(d, root); d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+		if err := writeSynced(p, data); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return err
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %v", dir, err)
+	}
+	return nil
+}
+
+// removeStaleTemps deletes the temporaries earlier killed builds of
+// parent/base left (".base.tmp-*", each holding a tcc marker).
+func removeStaleTemps(parent, base string) error {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "."+base+".tmp-") {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		if _, err := os.Stat(filepath.Join(p, MarkerFile)); err != nil {
+			continue // not one of ours
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
