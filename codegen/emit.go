@@ -99,4 +99,3 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	files["programs.json"] = append(js, '\n')
 	return files, nil
 }
-

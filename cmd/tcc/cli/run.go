@@ -92,7 +92,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
-	if pl, ok := m.(interface{ PositionLimit(models.Args) (int, error) }); ok {
+	if pl, ok := m.(interface {
+		PositionLimit(models.Args) (int, error)
+	}); ok {
 		limit, err := pl.PositionLimit(args)
 		if err != nil {
 			return err
