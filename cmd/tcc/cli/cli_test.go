@@ -42,10 +42,17 @@ func TestRunCheckPasses(t *testing.T) {
 	}
 }
 
-// TestRunCheckFailsBelowThreshold proves the failure path: a threshold no
-// PCC can reach makes `run --check` fail with exit status 2.
+// TestRunCheckFailsBelowThreshold proves the failure path: threshold 1
+// (the unfused reference rounds in other places, so its PCC is below 1)
+// makes `run --check` fail with exit status 2; a threshold outside (0, 1]
+// is an error.
 func TestRunCheckFailsBelowThreshold(t *testing.T) {
-	out, err := runCLI(t, "run", "tiny-mlp", "--check", "--threshold", "1.5", "--layers", "1")
+	for _, bad := range []string{"1.5", "0", "NaN", "-1"} {
+		if _, err := runCLI(t, "run", "tiny-mlp", "--check", "--threshold", bad); err == nil || !strings.Contains(err.Error(), "must be in (0, 1]") {
+			t.Errorf("--threshold %s: err = %v", bad, err)
+		}
+	}
+	out, err := runCLI(t, "run", "tiny-mlp", "--check", "--threshold", "1", "--layers", "1")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 {
 		t.Fatalf("want exit code 2, got %v\n%s", err, out)
@@ -362,5 +369,14 @@ func TestRunPastTheCache(t *testing.T) {
 	}
 	if strings.Contains(out, "decode 0") {
 		t.Errorf("a step ran before the refusal:\n%s", out)
+	}
+}
+
+func TestUnknownReportAndBadLayer(t *testing.T) {
+	if _, err := runCLI(t, "report", "bogus"); err == nil || !strings.Contains(err.Error(), `unknown report "bogus"`) {
+		t.Errorf("tcc report bogus: err = %v", err)
+	}
+	if _, err := runCLI(t, "ir", "tiny-mlp", "--layer", "-5"); err == nil || !strings.Contains(err.Error(), "--layer -5") {
+		t.Errorf("tcc ir --layer -5: err = %v", err)
 	}
 }

@@ -29,6 +29,9 @@ func newIRCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&printAfter, "print-after", nil, "run the pipeline and dump the graph (or --layer) after these passes")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
+		if layer < -1 {
+			return fmt.Errorf("--layer %d: a layer index is 0 or more (-1, the default, prints the whole graph)", layer)
+		}
 		if len(printAfter) > 0 {
 			mf.stage = "unfused"
 		}

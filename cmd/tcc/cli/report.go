@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -12,6 +14,13 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Reports about a model's compiled form",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown report %q (known: ops; see tcc report --help)", args[0])
+			}
+			return cmd.Help()
+		},
 	}
 	var format string
 	ops := &cobra.Command{

@@ -38,8 +38,10 @@ mesh, upload deterministic random weights (each device its shard), and run
 --steps greedy decode steps, program by program, the state kept on the device.
 
 With --check, every step's outputs are compared with the reference evaluator
-run on the same graph at the same storage formats, starting from the state the
-device holds before the step: the logits' PCC and max relative error are
+at the same storage formats, starting from the state the device holds before
+the step, twice: on the compiled (fused) graph and on the graph as the model
+wrote it, before any pass (so a fusion rule that changes what is computed
+fails the check; both at --threshold): the logits' PCC and max relative error are
 printed per step and the next tokens must match (unless the reference's top two
 logits nearly tie). A free-running reference that carries its own state from
 the first step is printed too, for information: it shows the drift. The logits are also compared with an
@@ -72,13 +74,24 @@ type stepGraph struct {
 	name  string
 	args  models.Args
 	graph *ir.Graph
-	build *codegen.Build
-	exe   *runtime.Executable
+	// unfused is the same step as the model writes it, before any pass: the
+	// reference that can see a wrong fusion.
+	unfused *ir.Graph
+	build   *codegen.Build
+	exe     *runtime.Executable
 }
 
 func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if rf.steps < 1 {
 		return fmt.Errorf("--steps %d: run at least one decode step", rf.steps)
+	}
+	for _, th := range []struct {
+		flag string
+		v    float64
+	}{{"--threshold", rf.threshold}, {"--fp32-threshold", rf.fp32Threshold}} {
+		if !(th.v > 0 && th.v <= 1) { // also rejects NaN
+			return fmt.Errorf("%s %v: a PCC threshold must be in (0, 1]", th.flag, th.v)
+		}
 	}
 	m, decodeGraph, _, err := mf.graphFor(name)
 	if err != nil {
@@ -122,12 +135,20 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if err != nil {
 			return err
 		}
+		pu, err := m.Build(pargs, mesh)
+		if err != nil {
+			return err
+		}
 		if _, err := mf.pipeline(pg); err != nil {
 			return err
 		}
-		graphs = append(graphs, &stepGraph{name: "prefill", args: pargs, graph: pg})
+		graphs = append(graphs, &stepGraph{name: "prefill", args: pargs, graph: pg, unfused: pu})
 	}
-	graphs = append(graphs, &stepGraph{name: "decode", args: args, graph: decodeGraph})
+	du, err := m.Build(args, mesh)
+	if err != nil {
+		return err
+	}
+	graphs = append(graphs, &stepGraph{name: "decode", args: args, graph: decodeGraph, unfused: du})
 	for _, sg := range graphs {
 		if sg.build, err = codegen.Compile(sg.graph, target.Blackhole()); err != nil {
 			return err
@@ -163,6 +184,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	// show how far the two drift apart over the run.
 	refs := []refKind{
 		{label: "same formats", opts: ref.DefaultOptions(), threshold: rf.threshold, deviceState: true},
+		{label: "unfused same formats", opts: ref.DefaultOptions(), threshold: rf.threshold, deviceState: true, unfused: true},
 		{label: "fp32", opts: ref.ExactOptions(), storedWeights: true, threshold: rf.fp32Threshold, deviceState: true},
 		{label: "free-running same formats", opts: ref.DefaultOptions()},
 		{label: "fp32 unquantized weights", opts: ref.ExactOptions()},
@@ -218,12 +240,19 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			if rk.deviceState {
 				refState[i] = cloneNamed(pre)
 			}
-			want, err := evalStep(sg.graph, byName, refState[i], ins, rk.opts, rk.storedWeights)
+			g, gins, out := sg.graph, ins, logitsV
+			if rk.unfused {
+				g, out = sg.unfused, sg.unfused.Outputs[0]
+				if gins, err = rekeyInputs(ins, sg.unfused); err != nil {
+					return nil, err
+				}
+			}
+			want, err := evalStep(g, byName, refState[i], gins, rk.opts, rk.storedWeights)
 			if err != nil {
 				return nil, fmt.Errorf("reference evaluator (%s): %w", step, err)
 			}
-			pcc := numerics.PCC(want[logitsV].Data, logits)
-			rel := numerics.MaxRelErr(want[logitsV].Data, logits)
+			pcc := numerics.PCC(want[out].Data, logits)
+			rel := numerics.MaxRelErr(want[out].Data, logits)
 			status := "(info)"
 			if rk.threshold > 0 {
 				status = "ok"
@@ -281,6 +310,9 @@ type refKind struct {
 	storedWeights bool    // round weights through their storage format first
 	threshold     float64 // 0: reported only
 	deviceState   bool    // start each step from the device's state
+	// unfused evaluates the graph as the model wrote it, before fusion, so
+	// a rule that changes what is computed fails the check.
+	unfused bool
 }
 
 // deviceState reads every state of sg's graph from every device, by name.
@@ -400,4 +432,25 @@ func vocabOf(g *ir.Graph) int {
 		}
 	}
 	return 1
+}
+
+// rekeyInputs maps per-device inputs keyed by one graph's values to the
+// inputs of graph g with the same names.
+func rekeyInputs(ins []map[*ir.Value][]float32, g *ir.Graph) ([]map[*ir.Value][]float32, error) {
+	out := make([]map[*ir.Value][]float32, len(ins))
+	for d, in := range ins {
+		byName := map[string][]float32{}
+		for v, data := range in {
+			byName[v.Name] = data
+		}
+		out[d] = map[*ir.Value][]float32{}
+		for _, v := range g.Inputs {
+			data, ok := byName[v.Name]
+			if !ok {
+				return nil, fmt.Errorf("the unfused graph's input %q has no data", v.Name)
+			}
+			out[d][v] = data
+		}
+	}
+	return out, nil
 }
