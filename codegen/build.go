@@ -119,7 +119,36 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	if err := b.checkBuffers(); err != nil {
 		return nil, err
 	}
+	if err := b.checkDRAM(); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkDRAM fails when the build's DRAM buffers do not fit one device's
+// DRAM (rule dram-capacity), naming the total, the capacity, the excess and
+// the largest buffer.
+func (b *Build) checkDRAM() error {
+	var total int64
+	var big *BufferSpec
+	for i := range b.Buffers {
+		s := &b.Buffers[i]
+		if !s.Mem.Kind.IsDRAM() {
+			continue
+		}
+		n := int64(b.Target.DRAMPageSize(s.PageSize)) * int64(s.Pages)
+		total += n
+		if big == nil || n > int64(b.Target.DRAMPageSize(big.PageSize))*int64(big.Pages) {
+			big = s
+		}
+	}
+	capacity := int64(b.Target.DRAMBanks) * b.Target.DRAMBankBytes
+	if total <= capacity {
+		return nil
+	}
+	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+	return fmt.Errorf("codegen: graph %q: rule dram-capacity: its buffers need %s of DRAM per device, a %s device has %s: over by %s (largest: %q, %s)",
+		b.Graph.Name, gib(total), b.Target.Name, gib(capacity), gib(total-capacity), big.Name, gib(int64(b.Target.DRAMPageSize(big.PageSize))*int64(big.Pages)))
 }
 
 // stateAliases maps each state's new value to the state, so the op that

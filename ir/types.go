@@ -290,11 +290,18 @@ func ParseMesh(s string) (Mesh, error) {
 		r, err1 := strconv.Atoi(parts[0])
 		c, err2 := strconv.Atoi(parts[1])
 		if err1 == nil && err2 == nil && r > 0 && c > 0 {
+			if r > MaxMeshDevices || c > MaxMeshDevices || r*c > MaxMeshDevices {
+				return m, fmt.Errorf("bad mesh %q: at most %d devices", s, MaxMeshDevices)
+			}
 			return Mesh{r, c}, nil
 		}
 	}
 	return m, fmt.Errorf("bad mesh %q: want RxC with positive integers, for example 1x2", s)
 }
+
+// MaxMeshDevices is the largest mesh ParseMesh accepts (a 32-card Galaxy
+// twice over).
+const MaxMeshDevices = 64
 
 // MathFidelity is the number of multiplier passes in FPU multiplies.
 type MathFidelity uint8

@@ -530,3 +530,25 @@ func TestLayerKind(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldLimits: a size field over tcc's limit is an error naming it
+// (a 2 KB config must not be able to ask for 65,536 layers or a 10^7 vocab).
+func TestFieldLimits(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		value int
+	}{{"num_hidden_layers", 65536}, {"vocab_size", 10000000}, {"hidden_size", 1000000}} {
+		t.Run(c.field, func(t *testing.T) {
+			f := textFields()
+			f[c.field] = c.value
+			js, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(js)
+			if err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "limit") {
+				t.Errorf("%s = %d: err = %v", c.field, c.value, err)
+			}
+		})
+	}
+}

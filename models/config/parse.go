@@ -19,9 +19,21 @@ const (
 	defaultAttnOutputGate      = true
 )
 
-// maxLayers bounds num_hidden_layers when the pattern is generated from
-// full_attention_interval, so a corrupt file cannot allocate without limit.
-const maxLayers = 1 << 16
+// maxLayers bounds num_hidden_layers (and layer_types), so a corrupt file
+// cannot make tcc build without limit.
+const maxLayers = 1024
+
+// fieldLimits are the largest values tcc accepts for the size fields of a
+// config (far above any released model, far below what overflows tcc's
+// size arithmetic on a 64-bit host or what a card could hold): a value
+// over its limit is an error naming the field.
+var fieldLimits = map[string]int{
+	"hidden_size": 1 << 16, "intermediate_size": 1 << 18, "vocab_size": 1 << 22,
+	"num_hidden_layers": maxLayers, "num_attention_heads": 1024, "num_key_value_heads": 1024,
+	"head_dim": 4096, "linear_num_key_heads": 1024, "linear_num_value_heads": 1024,
+	"linear_key_head_dim": 4096, "linear_value_head_dim": 4096, "linear_conv_kernel_dim": 32,
+	"max_position_embeddings": 1 << 22,
+}
 
 // Load reads and parses the config.json at path. Errors name the file.
 func Load(path string) (*Config, error) {
@@ -80,6 +92,9 @@ func Parse(data []byte) (*Config, error) {
 	for _, f := range ints {
 		if *f.dst, err = src.requiredInt(f.key); err != nil {
 			return nil, err
+		}
+		if lim := fieldLimits[f.key]; *f.dst > lim {
+			return nil, fmt.Errorf("%s is %d, more than tcc's limit of %d", src.path(f.key), *f.dst, lim)
 		}
 	}
 	if c.RMSNormEps, err = src.requiredFloat("rms_norm_eps"); err != nil {

@@ -26,10 +26,10 @@ func (Model) Doc() string {
 // Params are the size flags with small defaults.
 func (Model) Params() []models.Param {
 	return []models.Param{
-		{Name: "layers", Default: "2", Doc: "number of decoder layers"},
-		{Name: "hidden", Default: "128", Doc: "hidden size (multiple of 32)"},
+		{Name: "layers", Default: "2", Doc: "number of decoder layers (at most 256)"},
+		{Name: "hidden", Default: "128", Doc: "hidden size (multiple of 32, at most 16384)"},
 		{Name: "intermediate", Default: "256", Doc: "MLP intermediate size (multiple of 32)"},
-		{Name: "vocab", Default: "512", Doc: "vocabulary size (multiple of 32)"},
+		{Name: "vocab", Default: "512", Doc: "vocabulary size (multiple of 32, at most 1048576)"},
 		{Name: "batch", Default: "1", Doc: "tokens per decode step (1..32)"},
 	}
 }
@@ -49,6 +49,9 @@ func SizesFrom(a models.Args) (Sizes, error) {
 		n, err := a.Int(f.name)
 		if err != nil {
 			return s, err
+		}
+		if lim := flagLimits[f.name]; n > lim {
+			return s, fmt.Errorf("tiny-mlp: --%s %d is more than the limit of %d", f.name, n, lim)
 		}
 		*f.dst = n
 	}
@@ -141,3 +144,8 @@ func (Model) InitWeight(v *ir.Value, rng *rand.Rand) []float32 {
 	}
 	return out
 }
+
+// flagLimits are the largest sizes tiny-mlp builds (documented in the
+// flags' help): far above a test model, far below what overflows the size
+// arithmetic or fills a card.
+var flagLimits = map[string]int{"layers": 256, "hidden": 1 << 14, "intermediate": 1 << 16, "vocab": 1 << 20, "batch": 32}

@@ -380,3 +380,22 @@ func TestUnknownReportAndBadLayer(t *testing.T) {
 		t.Errorf("tcc ir --layer -5: err = %v", err)
 	}
 }
+
+// TestSizeLimits: sizes that used to overflow or build nonsense are errors
+// naming the flag.
+func TestSizeLimits(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "tiny-mlp", "--vocab", "144115188075855904", "-o", t.TempDir()}, "--vocab 144115188075855904 is more than the limit"},
+		{[]string{"build", "tiny-mlp", "--layers", "9223372036854775807", "-o", t.TempDir()}, "--layers 9223372036854775807 is more than the limit"},
+		{[]string{"build", "tiny-mlp", "--mesh", "9223372036854775807x9223372036854775807", "-o", t.TempDir()}, "at most 64 devices"},
+	} {
+		t.Run(c.args[2], func(t *testing.T) {
+			if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
