@@ -79,7 +79,7 @@ Start with:
 		SilenceErrors: true,
 		Version:       codegen.Version + " (targets " + target.TTMetalRelease + ")",
 	}
-	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example)")
+	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example). A rule package is code that runs with your privileges: load only what you trust")
 	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd())
 	return root
 }
