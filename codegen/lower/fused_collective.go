@@ -251,15 +251,16 @@ func (tl *cclTail) build(p *kir.Program) error {
 	default:
 		what = fmt.Sprintf("the norm over H = %d keeps %d h and h^2 tiles per core", tl.wt*ir.TileSize, tl.wt)
 		n := &c.norm
+		blk := largestDivisor(tl.wt, 16) // tiles read per barrier
 		if tl.res != nil {
-			c.s = cbs.Input("reduced", tl.dt, 2)
-			c.res = cbs.Input("residual", tl.dt, 2)
+			c.s = cbs.Input("reduced", tl.dt, 2*blk)
+			c.res = cbs.Input("residual", tl.dt, 2*blk)
 			n.x = cbs.Scratch("h_row", tl.dt, tl.wt)
 		} else {
 			n.x = cbs.Input("h_row", tl.dt, tl.wt)
 		}
 		n.scaler = cbs.Input("scaler", ir.BF16, 1)
-		n.w = cbs.Input("weight", tl.w.Type.DType, 2)
+		n.w = cbs.Input("weight", tl.w.Type.DType, 2*blk)
 		if tl.res != nil {
 			c.hOut = cbs.Output("h", tl.dt, 2)
 		}
@@ -366,14 +367,32 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
 		return nil
 	}
 	wt := kir.Ci(tl.wt)
+	blk := largestDivisor(tl.wt, 16)
 	b.For("r", kir.C(0), count, func(r kir.Var) {
 		first := b.Let("first", kir.Mul(kir.Add(start, r), wt))
+		// Blocks of blk tiles in flight per barrier: s and residual
+		// together, then the weight.
 		if tl.res != nil {
-			b.For("j", kir.C(0), wt, func(j kir.Var) { pair(kir.Add(first, j)) })
+			b.For("jb", kir.C(0), kir.Ci(tl.wt/blk), func(jb kir.Var) {
+				f := b.Let("f", kir.Add(first, kir.Mul(jb, kir.Ci(blk))))
+				b.CBReserveBack(c.s, kir.Ci(blk))
+				b.CBReserveBack(c.res, kir.Ci(blk))
+				ls, lr := b.Let("ls", kir.GetWritePtr{CB: c.s}), b.Let("lr", kir.GetWritePtr{CB: c.res})
+				b.For("i", kir.C(0), kir.Ci(blk), func(i kir.Var) {
+					pg := kir.Add(f, i)
+					b.NoCAsyncRead(sAcc.PageAddr(pg), kir.Add(ls, kir.Mul(i, kir.Ci(sAcc.PageSize()))), kir.Ci(sAcc.PageSize()))
+					b.NoCAsyncRead(rAcc.PageAddr(pg), kir.Add(lr, kir.Mul(i, kir.Ci(rAcc.PageSize()))), kir.Ci(rAcc.PageSize()))
+				})
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(c.s, kir.Ci(blk))
+				b.CBPushBack(c.res, kir.Ci(blk))
+			})
 		} else {
-			blocks.ReadPages(b, sAcc, c.norm.x, first, wt)
+			blocks.ReadPagesBatch(b, sAcc, c.norm.x, first, wt)
 		}
-		blocks.ReadPages(b, wAcc, c.norm.w, kir.C(0), wt)
+		b.For("wb", kir.C(0), kir.Ci(tl.wt/blk), func(wb kir.Var) {
+			blocks.ReadPagesBatch(b, wAcc, c.norm.w, kir.Mul(wb, kir.Ci(blk)), kir.Ci(blk))
+		})
 	})
 	return nil
 }
