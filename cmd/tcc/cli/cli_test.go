@@ -35,7 +35,7 @@ func TestRunCheckPasses(t *testing.T) {
 			t.Errorf("%s PCC %s < 0.999", m[1], m[2])
 		}
 	}
-	for _, want := range []string{"decode 0", "decode 2", "same formats PCC", "fp32 PCC", "check passed"} {
+	for _, want := range []string{"decode 0", "decode 2", "same formats PCC", "unfused same formats PCC", "fp32 PCC", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

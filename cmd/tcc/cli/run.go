@@ -299,7 +299,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if failed > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d comparisons below threshold (PCC %.4f same formats, %.4f fp32)", failed, rf.threshold, rf.fp32Threshold)}
 	}
-	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
+	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
 	return nil
 }
 
