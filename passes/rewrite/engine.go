@@ -94,6 +94,15 @@ type run struct {
 	users       map[*ir.Value][]*ir.Op // ops reading each value; may hold stale entries (check gone and operands)
 	pinned      map[*ir.Value]bool     // graph outputs and state updates
 	gone        map[*ir.Op]bool        // erased ops
+	// panicked is the error of a rule whose side condition panicked; the
+	// run stops with it.
+	panicked error
+}
+
+// rulePanic turns a panic in a rule's code into one error line naming the
+// rule, the phase and the op it was matching.
+func rulePanic(rule *Rule, phase string, root *ir.Op, v any) error {
+	return fmt.Errorf("rewrite: rule %s panicked in its %s at %s: %v", rule.Name, phase, root.Where(), v)
 }
 
 // checkIndex makes Run compare its incremental use index with a recount
@@ -181,6 +190,9 @@ func (rn *run) region(r *ir.Region) error {
 	var history []string // rule name of each firing
 	for {
 		rule, m := rn.findMatch(r)
+		if rn.panicked != nil {
+			return rn.panicked
+		}
 		if m == nil {
 			return nil
 		}
@@ -239,14 +251,31 @@ func (rn *run) tryMatch(rule *Rule, root *ir.Op, pos map[*ir.Op]int) *Match {
 		if _, ok := rn.insertionPoint(m, pos); !ok {
 			return false
 		}
-		if rule.Where != nil && !rule.Where(m) {
-			return false
+		if rule.Where != nil {
+			ok, err := safeWhere(rule, m, root)
+			if err != nil {
+				rn.panicked = err
+				return true // stop searching
+			}
+			if !ok {
+				return false
+			}
 		}
 		found = m
 		return true
 	}
 	mr.matchOp(rule.Pattern, root, func() bool { return rn.matchExtra(mr, rule.Extra, root.Region, accept) })
 	return found
+}
+
+// safeWhere runs rule's side condition, turning a panic into an error.
+func safeWhere(rule *Rule, m *Match, root *ir.Op) (ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok, err = false, rulePanic(rule, "side condition", root, v)
+		}
+	}()
+	return rule.Where(m), nil
 }
 
 // matchExtra matches the remaining extra root patterns, each at some op of
@@ -373,7 +402,18 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("rewrite: rule %s at %s: %s", rule.Name, root.Where(), fmt.Sprintf(format, a...))
 	}
-	repl, err := rule.Build(b, m)
+	var panicked error
+	repl, err := func() (repl []*ir.Value, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = rulePanic(rule, "builder", root, v)
+			}
+		}()
+		return rule.Build(b, m)
+	}()
+	if panicked != nil {
+		return panicked
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

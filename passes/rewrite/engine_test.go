@@ -615,3 +615,34 @@ func TestPatternString(t *testing.T) {
 		t.Errorf("Before/After = %q, %q", r.Before(), r.After())
 	}
 }
+
+// TestRulePanicIsAnError: a rule whose side condition or builder panics
+// stops the run with one error naming the rule, the phase and the op, not
+// a stack trace.
+func TestRulePanicIsAnError(t *testing.T) {
+	for _, phase := range []string{"side condition", "builder"} {
+		t.Run(phase, func(t *testing.T) {
+			b := ir.NewBuilder("p")
+			b.Region("mlp", 0)
+			x := b.Input("x", ir.T(ir.BF16, 32, 32))
+			b.Output(b.Exp(x))
+			g, err := b.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Rule{Name: "Boom", Rewrite: "exp(x) => boom", Pattern: Op(ir.OpExp, Var("x")),
+				Build: func(*Builder, *Match) ([]*ir.Value, error) { panic("builder bug") }}
+			if phase == "side condition" {
+				r.Where = func(*Match) bool { panic("side condition bug") }
+			}
+			e, err := NewEngine(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Run(g)
+			if err == nil || !strings.Contains(err.Error(), "rule Boom panicked in its "+phase) || !strings.Contains(err.Error(), "op exp") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
