@@ -110,5 +110,9 @@
 //     zeros elsewhere, as the card's packer does.
 //
 // A data-movement kernel that ends with noc_semaphore_inc atomics not
-// waited for by noc_async_atomic_barrier is a RuleAtomicBarrier error.
+// waited for by noc_async_atomic_barrier is a RuleAtomicBarrier error. A
+// DRAM write whose bank offset is built on one buffer's address argument
+// (through variables with one definition) must stay inside that buffer's
+// bank region, not merely inside some buffer: a write that runs into the
+// next buffer is a RuleMemory error naming the buffer.
 package kexec
