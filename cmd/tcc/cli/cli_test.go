@@ -399,3 +399,15 @@ func TestSizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesHostMemory: a full-size run that would need more host
+// memory than allowed is refused before it allocates.
+func TestRunRefusesHostMemory(t *testing.T) {
+	_, err := runCLI(t, "run", "qwen27b", "--mesh", "1x2", "--host-memory-gb", "24")
+	if err == nil || !strings.Contains(err.Error(), "GB of host memory") || !strings.Contains(err.Error(), "--host-memory-gb allows 24.0 GB") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := runCLI(t, "run", "tiny-mlp", "--host-memory-gb", "-1"); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		t.Errorf("--host-memory-gb -1: err = %v", err)
+	}
+}

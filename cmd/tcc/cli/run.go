@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +27,7 @@ type runFlags struct {
 	fp32Threshold float64
 	steps         int
 	prefill       int
+	hostGB        float64
 }
 
 func newRunCmd() *cobra.Command {
@@ -63,6 +66,7 @@ with status 2 when a threshold is missed.
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
+	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
@@ -115,6 +119,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if need := rf.prefill + rf.steps; need > limit {
 			return fmt.Errorf("--prefill %d + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
 		}
+	}
+	if err := checkHostMemory(decodeGraph, rf); err != nil {
+		return err
 	}
 	mesh := decodeGraph.Mesh
 	dev, err := runtime.Open(rf.backend, mesh)
@@ -453,4 +460,61 @@ func rekeyInputs(ins []map[*ir.Value][]float32, g *ir.Graph) ([]map[*ir.Value][]
 		}
 	}
 	return out, nil
+}
+
+// hostBytes estimates the host memory a run of g needs, per device: the
+// weights and state as float32 host copies (the uploads and the
+// references), the simulated DRAM holding every value at its storage
+// format, and a copy of the state per reference.
+func hostBytes(g *ir.Graph) float64 {
+	var n float64
+	add := func(vs []*ir.Value, f32Copies float64) {
+		for _, v := range vs {
+			numel := float64(v.Type.Shape.Numel())
+			n += numel*4*f32Copies + numel*float64(v.Type.DType.ElemBytes())
+		}
+	}
+	add(g.Weights, 2)
+	add(g.States, 6)
+	add(g.Inputs, 2)
+	return n * float64(g.Mesh.Devices())
+}
+
+// availableHostBytes is MemAvailable from /proc/meminfo, or 0 when unknown.
+func availableHostBytes() float64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb float64
+		if _, err := fmt.Sscanf(line, "MemAvailable: %f kB", &kb); err == nil {
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// checkHostMemory refuses a run estimated to need more host memory than
+// --host-memory-gb (default: what the machine has available), before any
+// allocation.
+func checkHostMemory(g *ir.Graph, rf runFlags) error {
+	if rf.hostGB < 0 {
+		return fmt.Errorf("--host-memory-gb %v: must be positive (0: what the machine has available)", rf.hostGB)
+	}
+	limit := rf.hostGB * 1e9
+	what := "this machine has"
+	if limit == 0 {
+		if limit = availableHostBytes(); limit == 0 {
+			return nil // unknown: nothing to check against
+		}
+	} else {
+		what = "--host-memory-gb allows"
+	}
+	need := hostBytes(g)
+	if need > limit {
+		return fmt.Errorf("a simulated run of %s would need about %.1f GB of host memory (weights and state as float32 copies, the simulated DRAM, the references' state), but %s %.1f GB available; run a smaller config (--config), or raise --host-memory-gb if the estimate is too high",
+			g.Name, need/1e9, what, limit/1e9)
+	}
+	return nil
 }
