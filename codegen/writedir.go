@@ -234,6 +234,27 @@ func writeTree(root string, files map[string][]byte) error {
 	return nil
 }
 
+// WriteFileAtomic writes data to a temporary file beside path, fsyncs it
+// and renames it over path, so path holds the old or the new contents at
+// every moment.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	if err := writeSynced(tmp, data); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
+	return nil
+}
+
 func writeSynced(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -103,7 +103,7 @@ type Meta struct {
 // to buffer names: layers that differ only in addresses) are simulated
 // once. Mesh programs (ethernet kernels) run on the devices of a mesh row
 // together; every other program is the same on every device.
-func Predict(b *codegen.Build, prm *Params, meta Meta, progress func(done, total int)) (*Report, error) {
+func Predict(b *codegen.Build, prm *Params, meta Meta) (*Report, error) {
 	if b == nil || b.Graph == nil {
 		return nil, fmt.Errorf("timing: nil build")
 	}
@@ -135,9 +135,6 @@ func Predict(b *codegen.Build, prm *Params, meta Meta, progress func(done, total
 			cache[sig] = pt
 		}
 		times[i] = pt
-		if progress != nil {
-			progress(i+1, len(b.Programs))
-		}
 	}
 	r.Signatures = len(cache)
 	for d := 0; d < devices; d++ {
@@ -299,7 +296,7 @@ func (r *Report) aggregate(dev int) {
 			lorder = append(lorder, key)
 		}
 		l.Programs++
-		l.US += p.US + 0
+		l.US += p.US
 	}
 	for _, op := range order {
 		k := kinds[op]

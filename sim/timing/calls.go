@@ -24,13 +24,13 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 	unpack := p.UnpackCyclesPerTile
 	switch s := s.(type) {
 	case kir.CBReserveBack:
-		return func(th *thread) int { return th.cbReserve(s.CB, int(arg(th, 0))) }, nil
+		return func(th *thread) int { return th.cbAcquire("cb_reserve_back", s.CB, int(arg(th, 0)), true) }, nil
 	case kir.CBPushBack:
-		return func(th *thread) int { return th.cbPush(s.CB, int(arg(th, 0))) }, nil
+		return func(th *thread) int { return th.cbRelease("cb_push_back", s.CB, int(arg(th, 0)), true) }, nil
 	case kir.CBWaitFront:
-		return func(th *thread) int { return th.cbWait(s.CB, int(arg(th, 0))) }, nil
+		return func(th *thread) int { return th.cbAcquire("cb_wait_front", s.CB, int(arg(th, 0)), false) }, nil
 	case kir.CBPopFront:
-		return func(th *thread) int { return th.cbPop(s.CB, int(arg(th, 0))) }, nil
+		return func(th *thread) int { return th.cbRelease("cb_pop_front", s.CB, int(arg(th, 0)), false) }, nil
 	case kir.NoCAsyncRead:
 		return next(func(th *thread) { th.nocRead(arg(th, 0), arg(th, 2)) }), nil
 	case kir.NoCAsyncWrite:

@@ -95,75 +95,57 @@ func (th *thread) cb(idx int, call string) *cbq {
 
 func cbName(call string, idx int) string { return fmt.Sprintf("%s c_%d", call, idx) }
 
-func (th *thread) cbReserve(idx int, n int) int {
-	q := th.cb(idx, "cb_reserve_back")
+// cbAcquire is cb_reserve_back (producer side: free pages) or
+// cb_wait_front (consumer side: available pages): n pages of the queue
+// times must exist, else the thread sleeps on waiters; the clock moves to
+// when the n-th became ready.
+func (th *thread) cbAcquire(call string, idx, n int, producer bool) int {
+	q := th.cb(idx, call)
 	if q == nil {
 		return -1
 	}
 	if n <= 0 || n > q.pages {
-		th.m.failf(th, "cb_reserve_back(c_%d, %d): the count must be 1..%d", idx, n, q.pages)
+		th.m.failf(th, "%s(c_%d, %d): the count must be 1..%d", call, idx, n, q.pages)
 		return -1
 	}
-	if len(q.free) < n {
-		return th.block(&q.prod, cbName("cb_reserve_back", idx))
+	times, waiters := &q.avail, &q.cons
+	if producer {
+		times, waiters = &q.free, &q.prod
 	}
-	th.waitUntil(q.free[n-1], cbName("cb_reserve_back", idx))
+	if len(*times) < n {
+		return th.block(waiters, cbName(call, idx))
+	}
+	th.waitUntil((*times)[n-1], cbName(call, idx))
 	th.advance(th.m.p.CBCycles)
+	if !producer {
+		q.consumer = th
+	}
 	return th.pc + 1
 }
 
-func (th *thread) cbPush(idx int, n int) int {
-	q := th.cb(idx, "cb_push_back")
+// cbRelease is cb_push_back (n reserved pages become available) or
+// cb_pop_front (n available pages become free), stamped with the clock,
+// waking the other side.
+func (th *thread) cbRelease(call string, idx, n int, producer bool) int {
+	q := th.cb(idx, call)
 	if q == nil {
 		return -1
 	}
-	if n <= 0 || n > len(q.free) {
-		th.m.failf(th, "cb_push_back(c_%d, %d) with %d pages reserved", idx, n, len(q.free))
+	from, to, waiters := &q.avail, &q.free, &q.prod
+	if producer {
+		from, to, waiters = &q.free, &q.avail, &q.cons
+		q.producer = th
+	}
+	if n <= 0 || n > len(*from) {
+		th.m.failf(th, "%s(c_%d, %d) with %d pages", call, idx, n, len(*from))
 		return -1
 	}
 	th.advance(th.m.p.CBCycles)
-	q.producer = th
-	q.free = q.free[n:]
+	*from = (*from)[n:]
 	for i := 0; i < n; i++ {
-		q.avail = append(q.avail, th.t)
+		*to = append(*to, th.t)
 	}
-	th.m.wake(&q.cons)
-	return th.pc + 1
-}
-
-func (th *thread) cbWait(idx int, n int) int {
-	q := th.cb(idx, "cb_wait_front")
-	if q == nil {
-		return -1
-	}
-	if n <= 0 || n > q.pages {
-		th.m.failf(th, "cb_wait_front(c_%d, %d): the count must be 1..%d", idx, n, q.pages)
-		return -1
-	}
-	if len(q.avail) < n {
-		return th.block(&q.cons, cbName("cb_wait_front", idx))
-	}
-	th.waitUntil(q.avail[n-1], cbName("cb_wait_front", idx))
-	th.advance(th.m.p.CBCycles)
-	q.consumer = th
-	return th.pc + 1
-}
-
-func (th *thread) cbPop(idx int, n int) int {
-	q := th.cb(idx, "cb_pop_front")
-	if q == nil {
-		return -1
-	}
-	if n <= 0 || n > len(q.avail) {
-		th.m.failf(th, "cb_pop_front(c_%d, %d) with %d pages available", idx, n, len(q.avail))
-		return -1
-	}
-	th.advance(th.m.p.CBCycles)
-	q.avail = q.avail[n:]
-	for i := 0; i < n; i++ {
-		q.free = append(q.free, th.t)
-	}
-	th.m.wake(&q.prod)
+	th.m.wake(waiters)
 	return th.pc + 1
 }
 

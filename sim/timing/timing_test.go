@@ -101,7 +101,7 @@ func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
 func TestPredictBuild(t *testing.T) {
 	b := fusedBuild(t, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
 	meta := Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1}
-	r, err := Predict(b, Default(), meta, nil)
+	r, err := Predict(b, Default(), meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPredictBuild(t *testing.T) {
 	}
 	t.Logf("step %.1f ms, floor %.1f ms, ratio %.2f, %d signatures", r.StepUS/1000, r.FloorUS/1000, r.Ratio, r.Signatures)
 	j1, _ := r.JSON()
-	r2, err := Predict(b, Default(), meta, nil)
+	r2, err := Predict(b, Default(), meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func BenchmarkPerfQwen27B(b *testing.B) {
 	bd := fusedBuild(b, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := Predict(bd, Default(), Meta{}, nil); err != nil {
+		if _, err := Predict(bd, Default(), Meta{}); err != nil {
 			b.Fatal(err)
 		}
 	}

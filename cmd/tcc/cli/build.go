@@ -62,7 +62,7 @@ other files. Two builds of the same model and flags are byte-identical.
 			return err
 		}
 		files["report.json"] = rep
-		perf, err := predictBuild(args[0], m, mf, b, cmd.ErrOrStderr())
+		perf, err := predictBuild(args[0], m, mf, b)
 		if err != nil {
 			return err
 		}

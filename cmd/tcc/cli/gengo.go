@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/kernels_gen/gen"
 )
 
@@ -44,11 +44,7 @@ kernels_gen/<model>/doc.go runs it through go generate:
 		if err != nil {
 			return err
 		}
-		tmp := out + ".tmp"
-		if err := os.WriteFile(tmp, src, 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, out); err != nil {
+		if err := codegen.WriteFileAtomic(out, src); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: meshes %s -> %s (%d bytes)\n", args[0], strings.Join(meshes, ","), out, len(src))

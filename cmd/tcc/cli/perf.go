@@ -67,7 +67,7 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 		if err != nil {
 			return err
 		}
-		rep, err := perfReport(args[0], m, mf, g, cmd.ErrOrStderr())
+		rep, err := perfReport(args[0], m, mf, g)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 			if err != nil {
 				return err
 			}
-			if err := writeFileAtomic(trace, tr); err != nil {
+			if err := codegen.WriteFileAtomic(trace, tr); err != nil {
 				return err
 			}
 		}
@@ -96,17 +96,17 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 	return cmd
 }
 
-// perfReport compiles g and predicts its step; progress goes to status
-// when the build has many programs.
-func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, status io.Writer) (*timing.Report, error) {
+// perfReport compiles g and predicts its step.
+func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph) (*timing.Report, error) {
 	b, err := codegen.Compile(g, target.Blackhole())
 	if err != nil {
 		return nil, err
 	}
-	return predictBuild(name, m, mf, b, status)
+	return predictBuild(name, m, mf, b)
 }
 
-func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, status io.Writer) (*timing.Report, error) {
+// predictBuild predicts b's step with the model's batch and mode.
+func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build) (*timing.Report, error) {
 	args, err := mf.args(m)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build,
 			meta.Batch = n
 		}
 	}
-	return timing.Predict(b, timing.Default(), meta, nil)
+	return timing.Predict(b, timing.Default(), meta)
 }
 
 func writeParams(w io.Writer, p *timing.Params) error {
@@ -146,33 +146,4 @@ func checkWritable(path string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %v", path, err)
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %v", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %v", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %v", path, err)
-	}
-	return nil
 }
