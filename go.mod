@@ -2,6 +2,8 @@ module github.com/tcc-dev/tcc
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0

@@ -55,6 +55,7 @@ package ir
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -247,7 +248,7 @@ func implicitOpID(op *Op) bool {
 
 func idOf(v *Value) int {
 	if v == nil {
-		return -1 << 62
+		return math.MinInt
 	}
 	return v.ID
 }

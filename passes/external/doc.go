@@ -38,6 +38,15 @@
 //     arguments minus --rules, the same stdin, stdout and stderr, and
 //     returns its exit status as an *ExitError. The driver runs with
 //     TCC_RULES_DRIVER set and refuses to start another driver.
+//  4. The driver is supervised (Supervise on its side, runDriver on
+//     tcc's): it is killed after --rules-timeout (default DefaultTimeout),
+//     signals to tcc are passed on to it, a pipe only tcc writes to tells
+//     it when tcc is gone (however tcc died), and it reports its status
+//     through a second pipe once the command has finished, so a rule
+//     package that calls os.Exit is an error even with status 0.
+//
+// A rule package is code that runs with the user's privileges: tcc builds
+// and runs whatever the package contains. Load only what you trust.
 //
 // The first build compiles tcc (tens of seconds with a cold build cache);
 // later builds after an edit mostly relink (a second or two); reusing a

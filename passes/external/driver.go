@@ -23,7 +23,7 @@ import (
 
 // keyFormat changes whenever the generated driver or the key's inputs
 // change meaning, so old cached drivers are rebuilt.
-const keyFormat = "tcc rule driver v1"
+const keyFormat = "tcc rule driver v2"
 
 // driverModule is the module path of the generated driver.
 const driverModule = "tcc-rule-driver"
@@ -193,19 +193,22 @@ import (
 
 	"` + EntryPackage + `"
 	"` + passesPath + `"
+	"` + passesPath + `/external"
 {{range $i, $p := .}}
 	rules{{$i}} {{printf "%q" $p.Path}}
 {{- end}}
 )
 
 func main() {
+	os.Exit(external.Supervise(func() int {
 {{- range $i, $p := .}}
-	if err := passes.RegisterExternal({{printf "%q" $p.Family}}, rules{{$i}}.Rules()...); err != nil {
-		fmt.Fprintf(os.Stderr, "tcc: rules from %s: %v\n", {{printf "%q" $p.Path}}, err)
-		os.Exit(1)
-	}
+		if err := passes.RegisterExternal({{printf "%q" $p.Family}}, rules{{$i}}.Rules()...); err != nil {
+			fmt.Fprintf(os.Stderr, "tcc: rules from %s: %v\n", {{printf "%q" $p.Path}}, err)
+			return 1
+		}
 {{- end}}
-	os.Exit(cli.Main())
+		return cli.Main()
+	}))
 }
 `))
 

@@ -84,11 +84,11 @@ func TestDriverEndToEnd(t *testing.T) {
 
 	run := func(args ...string) (stdout, stderr string, err error) {
 		var o, e bytes.Buffer
-		rules, _, err := SplitRulesFlag(args)
+		flags, _, err := SplitFlags(args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = reexec(ctx, rules, args, stdio{strings.NewReader(""), &o, &e}, cache)
+		err = reexec(ctx, flags, args, stdio{strings.NewReader(""), &o, &e}, cache)
 		return o.String(), e.String(), err
 	}
 	stdout, stderr, err := run("passes", "--rules", "./example")

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -105,34 +106,44 @@ func TestInspectErrors(t *testing.T) {
 	}
 }
 
-func TestSplitRulesFlag(t *testing.T) {
+func TestSplitFlags(t *testing.T) {
 	tests := []struct {
 		name      string
 		args      []string
 		rules     []string
+		timeout   time.Duration
 		rest      []string
 		wantError string
 	}{
-		{"none", []string{"passes"}, nil, []string{"passes"}, ""},
-		{"separate value", []string{"build", "--rules", "./a", "tiny-mlp"}, []string{"./a"}, []string{"build", "tiny-mlp"}, ""},
-		{"equals and list", []string{"--rules=./a,./b", "report", "ops", "--rules", "./c"}, []string{"./a", "./b", "./c"}, []string{"report", "ops"}, ""},
-		{"after --", []string{"run", "--", "--rules", "./a"}, nil, []string{"run", "--", "--rules", "./a"}, ""},
-		{"other flags kept", []string{"ir", "--stage=fused", "--rules=./a", "--layer", "0"}, []string{"./a"}, []string{"ir", "--stage=fused", "--layer", "0"}, ""},
-		{"missing value", []string{"passes", "--rules"}, nil, nil, "--rules needs a package pattern"},
-		{"empty pattern", []string{"--rules=./a,", "passes"}, nil, nil, "empty package pattern"},
+		{"none", []string{"passes"}, nil, DefaultTimeout, []string{"passes"}, ""},
+		{"separate value", []string{"build", "--rules", "./a", "tiny-mlp"}, []string{"./a"}, DefaultTimeout, []string{"build", "tiny-mlp"}, ""},
+		{"equals and list", []string{"--rules=./a,./b", "report", "ops", "--rules", "./c"}, []string{"./a", "./b", "./c"}, DefaultTimeout, []string{"report", "ops"}, ""},
+		{"after --", []string{"run", "--", "--rules", "./a"}, nil, DefaultTimeout, []string{"run", "--", "--rules", "./a"}, ""},
+		{"other flags kept", []string{"ir", "--stage=fused", "--rules=./a", "--layer", "0"}, []string{"./a"}, DefaultTimeout, []string{"ir", "--stage=fused", "--layer", "0"}, ""},
+		{"timeout", []string{"build", "--rules-timeout", "90s", "--rules=./a"}, []string{"./a"}, 90 * time.Second, []string{"build"}, ""},
+		{"no limit", []string{"build", "--rules-timeout=0", "--rules=./a"}, []string{"./a"}, 0, []string{"build"}, ""},
+		{"missing value", []string{"passes", "--rules"}, nil, 0, nil, "--rules needs a package pattern"},
+		{"empty pattern", []string{"--rules=./a,", "passes"}, nil, 0, nil, "empty package pattern"},
+		{"missing timeout", []string{"passes", "--rules-timeout"}, nil, 0, nil, "--rules-timeout needs a duration"},
+		{"negative timeout", []string{"passes", "--rules-timeout=-1s"}, nil, 0, nil, `--rules-timeout "-1s"`},
+		{"bad timeout", []string{"passes", "--rules-timeout=soon"}, nil, 0, nil, `--rules-timeout "soon"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rules, rest, err := SplitRulesFlag(tc.args)
+			flags, rest, err := SplitFlags(tc.args)
 			if tc.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-					t.Fatalf("SplitRulesFlag(%q) error = %v, want %q", tc.args, err, tc.wantError)
+					t.Fatalf("SplitFlags(%q) error = %v, want %q", tc.args, err, tc.wantError)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
+			if flags.Timeout != tc.timeout {
+				t.Errorf("timeout = %v, want %v", flags.Timeout, tc.timeout)
+			}
+			rules := flags.Rules
 			if diff := cmp.Diff(tc.rules, rules); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}

@@ -4,16 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
+	"time"
 )
 
 // EnvDriver is set in the environment of a rule driver started by Reexec
@@ -33,12 +30,26 @@ type ExitError struct {
 
 func (e *ExitError) Error() string { return fmt.Sprintf("rule driver exited with status %d", e.Code) }
 
-// SplitRulesFlag removes every --rules flag from args (a command line
-// without the program name) and returns the package patterns they give, in
-// order, and the remaining arguments. It accepts "--rules P" and
-// "--rules=P", each P a comma-separated list, and stops at "--". A --rules
-// without a value or with an empty pattern is an error.
-func SplitRulesFlag(args []string) (rules, rest []string, err error) {
+// DefaultTimeout is how long a rule driver may run before tcc kills it,
+// when --rules-timeout is not given.
+const DefaultTimeout = 10 * time.Minute
+
+// Flags are the command-line flags that tcc handles before cobra does,
+// because they decide whether a rule driver runs the command.
+type Flags struct {
+	Rules   []string      // --rules package patterns, in order
+	Timeout time.Duration // --rules-timeout; 0 = no limit
+}
+
+// SplitFlags removes every --rules and --rules-timeout flag from args (a
+// command line without the program name) and returns what they give and
+// the remaining arguments. It accepts "--rules P" and "--rules=P", each P a
+// comma-separated list, and "--rules-timeout D" / "--rules-timeout=D" with
+// D a Go duration (default DefaultTimeout; 0 = no limit), and stops at
+// "--". A flag without a value, an empty pattern or a negative or
+// malformed duration is an error.
+func SplitFlags(args []string) (f Flags, rest []string, err error) {
+	f.Timeout = DefaultTimeout
 	rest = []string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -46,28 +57,37 @@ func SplitRulesFlag(args []string) (rules, rest []string, err error) {
 			rest = append(rest, args[i:]...)
 			break
 		}
-		var val string
-		switch {
-		case a == "--rules":
+		name, val, hasVal := strings.Cut(a, "=")
+		if name != "--rules" && name != "--rules-timeout" {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal {
 			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("--rules needs a package pattern, e.g. --rules ./myrules")
+				if name == "--rules" {
+					return Flags{}, nil, fmt.Errorf("--rules needs a package pattern, e.g. --rules ./myrules")
+				}
+				return Flags{}, nil, fmt.Errorf("--rules-timeout needs a duration, e.g. --rules-timeout 5m")
 			}
 			i++
 			val = args[i]
-		case strings.HasPrefix(a, "--rules="):
-			val = strings.TrimPrefix(a, "--rules=")
-		default:
-			rest = append(rest, a)
+		}
+		if name == "--rules-timeout" {
+			d, err := time.ParseDuration(val)
+			if err != nil || d < 0 {
+				return Flags{}, nil, fmt.Errorf("--rules-timeout %q: want a duration such as 90s or 10m (0 = no limit)", val)
+			}
+			f.Timeout = d
 			continue
 		}
 		for _, p := range strings.Split(val, ",") {
 			if p = strings.TrimSpace(p); p == "" {
-				return nil, nil, fmt.Errorf("--rules %q: empty package pattern", val)
+				return Flags{}, nil, fmt.Errorf("--rules %q: empty package pattern", val)
 			}
-			rules = append(rules, p)
+			f.Rules = append(f.Rules, p)
 		}
 	}
-	return rules, rest, nil
+	return f, rest, nil
 }
 
 // Reexec runs the tcc command line args (os.Args[1:]) with the rule
@@ -78,12 +98,17 @@ func SplitRulesFlag(args []string) (rules, rest []string, err error) {
 // tcc/rule-drivers, one binary per set of packages), and runs it with args
 // minus every --rules flag, with this process's stdin, stdout and stderr.
 //
-// It returns nil if the driver exits with status 0, an *ExitError with the
-// status if it fails (it has printed its own error), and any other error
-// for a failure before the driver runs (bad packages, failed build). While
-// the driver runs, interrupts are left to the driver.
-func Reexec(rulesFlag []string, args []string) error {
-	return reexec(context.Background(), rulesFlag, args, stdio{os.Stdin, os.Stdout, os.Stderr}, "")
+// The driver is supervised (runDriver): it is killed when it runs longer
+// than f.Timeout, signals sent to tcc are passed on to it, it exits by
+// itself when tcc dies, and a driver that exits without finishing the
+// command (a rule package calling os.Exit) is an error.
+//
+// It returns nil if the driver finishes with status 0, an *ExitError with
+// the status if it fails (it has printed its own error), and any other
+// error for a failure before or around the run (bad packages, failed
+// build, timeout, no result).
+func Reexec(f Flags, args []string) error {
+	return reexec(context.Background(), f, args, stdio{os.Stdin, os.Stdout, os.Stderr}, "")
 }
 
 type stdio struct {
@@ -92,14 +117,15 @@ type stdio struct {
 }
 
 // reexec is Reexec with explicit stdio and cache directory ("" = default).
-func reexec(ctx context.Context, rulesFlag, args []string, std stdio, cacheDir string) error {
+func reexec(ctx context.Context, f Flags, args []string, std stdio, cacheDir string) error {
+	rulesFlag := f.Rules
 	if d := os.Getenv(EnvDriver); d != "" {
 		return fmt.Errorf("--rules: this tcc is already a rule driver for %s; run the plain tcc binary with --rules", d)
 	}
 	if len(rulesFlag) == 0 {
 		return fmt.Errorf("--rules: no rule packages given")
 	}
-	_, rest, err := SplitRulesFlag(args)
+	_, rest, err := SplitFlags(args)
 	if err != nil {
 		return err
 	}
@@ -128,30 +154,8 @@ func reexec(ctx context.Context, rulesFlag, args []string, std stdio, cacheDir s
 	for _, p := range pkgs {
 		paths = append(paths, p.Path)
 	}
-	cmd := exec.CommandContext(ctx, out, rest...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.err
-	cmd.Env = append(os.Environ(), EnvDriver+"="+strings.Join(paths, ","))
-	// The terminal delivers ^C to the driver too; let it decide, and keep
-	// this process alive to report its status.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code := ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-		if code <= 0 {
-			code = 1
-		}
-		return &ExitError{Code: code}
-	}
-	if err != nil {
-		return fmt.Errorf("--rules: running the rule driver %s: %w", out, err)
-	}
-	return nil
+	env := append(os.Environ(), EnvDriver+"="+strings.Join(paths, ","))
+	return runDriver(ctx, out, rest, env, std, f.Timeout)
 }
 
 // defaultCacheDir is $TCC_CACHE_DIR/rule-drivers, else the user cache

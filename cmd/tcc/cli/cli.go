@@ -33,11 +33,11 @@ func (e *exitError) Error() string { return e.err.Error() }
 func Main() int {
 	// --rules links out-of-tree rule packages: build (or reuse) a tcc
 	// driver with them and run the same command through it.
-	if rules, _, err := external.SplitRulesFlag(os.Args[1:]); err != nil {
+	if flags, _, err := external.SplitFlags(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "tcc:", err)
 		return 1
-	} else if len(rules) > 0 {
-		err := external.Reexec(rules, os.Args[1:])
+	} else if len(flags.Rules) > 0 {
+		err := external.Reexec(flags, os.Args[1:])
 		var ee *external.ExitError
 		switch {
 		case errors.As(err, &ee):
@@ -80,6 +80,7 @@ Start with:
 		Version:       codegen.Version + " (targets " + target.TTMetalRelease + ")",
 	}
 	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example). A rule package is code that runs with your privileges: load only what you trust")
+	root.PersistentFlags().Duration("rules-timeout", external.DefaultTimeout, "with --rules: kill the rule driver (and fail) if the command runs longer than this (0 = no limit); it is also stopped when tcc is interrupted or killed")
 	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd())
 	return root
 }
