@@ -72,6 +72,13 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	}
 	wt := h / ir.TileSize
 	rows := xs.Tiles() / wt
+	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil {
+		ns.h, ns.eps = h, eps
+		if w != nil {
+			ns.offset = offset
+		}
+		return normSplitProgram(op, ctx, ns, x, w, out)
+	}
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err
@@ -166,6 +173,82 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	return p, nil
 }
 
+// normTileCycles is the plan's estimate of one x tile's norm compute on
+// one core: about four tile ops and six operand unpacks (square, reduce,
+// two broadcast multiplies).
+const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles
+
+// normSplitProgram is normProgram for few tile rows: ns's groups of cores
+// per row (norm_split.go). Core i reads its chunk of x and of the weight,
+// the writer runs the exchange and then writes the chunk's results.
+func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
+	t := ctx.Target
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	cbs := blocks.NewCBPlan(p, t, ns.ranges)
+	cbX := cbs.Input("x", x.Type.DType, ns.per)
+	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbOut := cbs.Output("out", out.Type.DType, 2)
+	ns.addCBs(cbs, cbX, cbScaler, cbOut, w, ir.FP32)
+	if err := cbs.Err(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per)); err != nil {
+		return nil, err
+	}
+	ns.addSemaphores(p, 0, 1)
+
+	rd := newReader(p, ns.ranges)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	var wAcc *blocks.Access
+	if w != nil {
+		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
+			return nil, err
+		}
+	}
+	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.ReadPagesBatch(b, xAcc, cbX, rstart, rcount)
+	ns.readWeights(b, wAcc, rcol, rcount)
+
+	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	c := blocks.NewCompute(p, cp)
+	c.Startup(cbX, cbScaler, cbOut)
+	c.B.CBWaitFront(cbScaler, kir.C(1))
+	ns.compute(c, ccount, cleader)
+	c.B.CBPopFront(cbScaler, kir.C(1))
+
+	wr := newWriter(p, ns.ranges)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	ea := ns.declareExchange(wr)
+	ns.exchange(wr.Builder(), ea)
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+
+	for i, core := range ns.cores {
+		page, col, n := ns.chunk(i)
+		ex, err := ns.exchangeValues(i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		leader := uint32(0)
+		if i%ns.group == 0 {
+			leader = 1
+		}
+		rd.SetRuntimeArgs(core, kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
+		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
+	}
+	return p, nil
+}
+
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds
 // the row's tiles (all resident), scaler one bf16 tile of 1.0; w streams
 // the weight tiles (-1: no weight) and wo takes weight + offset (-1: no
@@ -180,27 +263,51 @@ type normCBs struct{ x, scaler, w, wo, out, sq, rs, xn int }
 // waited for.
 func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64) {
 	c.B.CBWaitFront(n.x, wt)
+	n.sumSquares(c, wt, "rsqrt(sum(x^2) / H + eps), in column 0")
+	n.rsqrtOf(c, h, eps)
+	c.PackOut(n.rs, 1)
+	c.B.CBPopFront(n.sq, wt)
+	n.scale(c, wt, offset)
+	c.B.CBPopFront(n.x, wt)
+}
+
+// sumSquares emits steps 1 and 2 up to the row sums: the squares of the
+// first cnt x tiles (already waited for) into sq, then (after comment)
+// their
+// reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST, left
+// there (column 0 holds the row sums) for the caller to pack; the caller
+// pops the cnt sq pages after packing.
+func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, comment string) {
 	c.B.Comment("x^2")
-	c.For("j", kir.C(0), wt, func(j kir.Var) {
+	c.For("j", kir.C(0), cnt, func(j kir.Var) {
 		c.Acquire()
 		c.Copy(n.x, j, kir.C(0))
 		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
 		c.PackOut(n.sq, 1)
 	})
-	c.B.Comment("rsqrt(sum(x^2) / H + eps), in column 0")
-	c.B.CBWaitFront(n.sq, wt)
+	c.B.Comment(comment)
+	c.B.CBWaitFront(n.sq, cnt)
 	c.Acquire()
-	c.For("j", kir.C(0), wt, func(j kir.Var) {
+	c.For("j", kir.C(0), cnt, func(j kir.Var) {
 		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, n.rs, j, kir.C(0), kir.C(0))
 	})
+}
+
+// rsqrtOf emits the SFPU tail of step 2 on DEST[0]: sum / H + eps, then
+// rsqrt.
+func (normCBs) rsqrtOf(c *blocks.Compute, h int, eps float64) {
 	c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(h))}, kir.C(0))
 	c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(eps)}, kir.C(0))
 	c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
-	c.PackOut(n.rs, 1)
-	c.B.CBPopFront(n.sq, wt)
+}
+
+// scale emits step 3 on the first cnt x tiles (already waited for): it
+// waits for the rsqrt tile in rs, consumes one weight tile per x tile
+// (with a weight), pushes cnt result tiles to out and pops rs (not x).
+func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 	c.B.CBWaitFront(n.rs, kir.C(1))
 	c.B.Comment("x * rsqrt (column broadcast) [* weight (row broadcast)]")
-	c.For("j", kir.C(0), wt, func(j kir.Var) {
+	c.For("j", kir.C(0), cnt, func(j kir.Var) {
 		c.Acquire()
 		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
 		if n.w < 0 {
@@ -216,7 +323,6 @@ func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64)
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
 	})
 	c.B.CBPopFront(n.rs, kir.C(1))
-	c.B.CBPopFront(n.x, wt)
 }
 
 // checkL1 fails with a clear message when the CBs of p on one core do not

@@ -60,6 +60,15 @@ func (s Split) Range(i int) (start, count int) {
 // every core at least one item are considered. items and maxCores must be
 // positive.
 func PlanSplit(items, maxCores, itemCycles, perCoreCycles, floorCycles int) Split {
+	return planSplitBy(items, maxCores, func(n, per int) int {
+		return n*DispatchCycles + max(per*itemCycles+perCoreCycles, floorCycles)
+	})
+}
+
+// planSplitBy is the core count of at most maxCores minimising cost(n,
+// per) over the counts that give every core at least one of items items
+// (per = ceil(items/n)); ties go to fewer cores.
+func planSplitBy(items, maxCores int, cost func(n, per int) int) Split {
 	best := Split{}
 	for n := 1; n <= min(items, maxCores); n++ {
 		per := (items + n - 1) / n
@@ -67,12 +76,30 @@ func PlanSplit(items, maxCores, itemCycles, perCoreCycles, floorCycles int) Spli
 		if used != n {
 			continue // the same per-core load is reached with fewer cores
 		}
-		c := n*DispatchCycles + max(per*itemCycles+perCoreCycles, floorCycles)
+		c := cost(n, per)
 		if best.Cores == 0 || c < best.Cost {
 			best = Split{Items: items, Cores: n, PerCore: per, Cost: c}
 		}
 	}
 	return best
+}
+
+// NormGatherCycles is what one more core of a split-row norm adds to the
+// group leader's critical path: unpacking and reducing its partial tile.
+const NormGatherCycles = UnpackTileCycles + EltwiseTileCycles
+
+// PlanNormSplit is the split of one tile row of wt tiles over at most
+// maxCores cores of a split-row norm (norm.go), minimising
+//
+//	cost(n) = n*(DispatchCycles + NormGatherCycles) + ceil(wt/n)*tileCycles
+//
+// where tileCycles is one tile's compute on a core: every core works on
+// its chunk in parallel, and the leader reduces the n partials serially.
+// Ties go to fewer cores.
+func PlanNormSplit(wt, maxCores, tileCycles int) Split {
+	return planSplitBy(wt, maxCores, func(n, per int) int {
+		return n*(DispatchCycles+NormGatherCycles) + per*tileCycles
+	})
 }
 
 // PlanMatmul is the split of a decode matmul's nt output tile columns over

@@ -1,0 +1,295 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// normSplit is the split-row RMSNorm shared by rms_norm / rmsnorm /
+// rms_norm_plain (norm.go), add_rmsnorm (fused_common.go) and the
+// all_reduce_add_rmsnorm tail (fused_collective.go): every tile row gets
+// a group of Group consecutive cores (row-major from First), core k of a
+// group takes tiles [k*Per, min((k+1)*Per, wt)) of the row, and the row's
+// sum of squares is reduced over the group in two stages (see the family
+// doc in norm.go). The caller owns how x reaches CB x (read, or computed
+// and packed) and writes the results; normSplit adds the CBs and
+// semaphores of the exchange and emits its compute and writer parts.
+type normSplit struct {
+	t           *target.Target
+	rows, wt    int // tile rows, tiles per row
+	group, per  int // cores per row, tiles per core (the last core of a group may have fewer)
+	h           int
+	eps, offset float64
+	cores       []kir.Core // group g is cores[g*group : (g+1)*group]; cores[g*group] leads it
+	ranges      []ir.CoreRange
+	// semPartial counts the partials that reached a leader, semValid
+	// tells a follower that the rsqrt tile is in place.
+	semPartial, semValid int
+	cb                   normSplitCBs
+}
+
+// normSplitCBs are normCBs (x holds the core's chunk, rs receives the
+// broadcast rsqrt tile: producer the writer, consumer compute) plus the
+// exchange CBs: partial (one fp32 tile, compute -> writer), gather (Group
+// fp32 pages, only used on leaders: the writer publishes the partials the
+// group wrote into it, compute reduces them) and rsLocal (one fp32 tile,
+// leaders: compute -> writer, the tile the writer broadcasts).
+type normSplitCBs struct {
+	normCBs
+	partial, gather, rsLocal int
+}
+
+// maxMcastRects bounds the multicast rectangles of one group (see
+// mcastRects); their arguments are fixed slots of the writer.
+const maxMcastRects = 6
+
+// planNormSplit returns the split-row plan for rows tile rows of wt tiles
+// on at most avail cores starting at worker index first, or nil when one
+// core per row (or fewer) is as good: too many rows for two cores each,
+// or a row too short to pay for the exchange. perTile is one tile's
+// compute estimate in cycles.
+func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normSplit {
+	if rows < 1 || 2*rows > avail {
+		return nil
+	}
+	s := PlanNormSplit(wt, avail/rows, perTile)
+	if s.Cores < 2 {
+		return nil
+	}
+	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore}
+	ns.cores, ns.ranges = coresFrom(t, first, rows*ns.group)
+	return ns
+}
+
+// chunk is the tile range of core i of the plan: its x pages start at
+// page (the row's first page plus the chunk's), its weight pages at col.
+func (ns *normSplit) chunk(i int) (page, col, count int) {
+	g, k := i/ns.group, i%ns.group
+	col = k * ns.per
+	count = min(ns.per, ns.wt-col)
+	return g*ns.wt + col, col, count
+}
+
+// addCBs adds the norm's CBs besides x, the scaler and out (which the
+// caller allocated on ns.ranges, x with ns.per pages): the weight chunk
+// (wdt, -1 dtype-less when w is nil), squares, the received rsqrt, x *
+// rsqrt, weight + offset, and the exchange CBs.
+func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value, sq ir.DType) {
+	n := normCBs{x: x, scaler: scaler, out: out, w: -1, wo: -1, xn: -1}
+	if w != nil {
+		n.w = cbs.Input("norm_weight", w.Type.DType, ns.per)
+		n.xn = cbs.Scratch("x_normed", ir.FP32, 2)
+		if ns.offset != 0 {
+			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+		}
+	}
+	n.sq = cbs.Scratch("x_squared", sq, ns.per)
+	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
+	ns.cb = normSplitCBs{normCBs: n,
+		partial: cbs.Output("sumsq_partial", ir.FP32, 1),
+		gather:  cbs.Input("sumsq_partials", ir.FP32, ns.group),
+		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
+	}
+}
+
+// addSemaphores adds the exchange semaphores (ids a and b, initial 0) on
+// the plan's cores.
+func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) {
+	ns.semPartial, ns.semValid = a, b
+	p.AddSemaphore(kir.Semaphore{ID: a, Cores: ns.ranges})
+	p.AddSemaphore(kir.Semaphore{ID: b, Cores: ns.ranges})
+}
+
+// readWeights emits the reader's weight chunk: count pages of w from page
+// col into the weight CB, all in flight. Produces count pages of it.
+func (ns *normSplit) readWeights(b *kir.Builder, wAcc *blocks.Access, col, count kir.Expr) {
+	if ns.cb.w >= 0 {
+		blocks.ReadPagesBatch(b, wAcc, ns.cb.w, col, count)
+	}
+}
+
+// compute emits the core's norm compute on its count x tiles (x must have
+// been pushed or be pushed as it runs; the scaler waited for): squares and
+// their row sums packed to partial; on a leader (leader != 0) the
+// reduction of the group's gathered partials, / H + eps, rsqrt packed to
+// rsLocal; then step 3 with the rsqrt tile the writer delivers to rs.
+// Pushes count tiles to out, pops the x tiles.
+func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
+	n := ns.cb
+	c.B.CBWaitFront(n.x, count)
+	n.sumSquares(c, count, "partial sum(x^2) of this core's tiles, in column 0")
+	c.PackOut(n.partial, 1)
+	c.B.CBPopFront(n.sq, count)
+	c.If(kir.Ne(leader, kir.C(0)), func() {
+		c.B.Comment("leader: the group's partials (the writer gathered them), rsqrt(sum / H + eps)")
+		g := kir.Ci(ns.group)
+		c.B.CBWaitFront(n.gather, g)
+		c.Acquire()
+		c.For("k", kir.C(0), g, func(k kir.Var) {
+			c.Reduce(kir.ReduceSum, kir.ReduceRow, n.gather, n.scaler, n.rsLocal, k, kir.C(0), kir.C(0))
+		})
+		n.rsqrtOf(c, ns.h, ns.eps)
+		c.PackOut(n.rsLocal, 1)
+		c.B.CBPopFront(n.gather, g)
+	}, nil)
+	n.scale(c, count, ns.offset)
+	c.B.CBPopFront(n.x, count)
+}
+
+// exchangeArgs declares the writer's per-core exchange arguments (in this
+// order; values from exchangeValues).
+type exchangeArgs struct {
+	leader, slot, lx, ly kir.ArgRef
+	rects                [maxMcastRects][5]kir.ArgRef // x0, y0, x1, y1, cores (0: unused slot)
+}
+
+func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
+	a := exchangeArgs{leader: wr.RuntimeArg("leader"), slot: wr.RuntimeArg("slot"),
+		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y")}
+	for r := range a.rects {
+		for j, f := range []string{"x0", "y0", "x1", "y1", "cores"} {
+			a.rects[r][j] = wr.RuntimeArg("mcast" + strconv.Itoa(r) + "_" + f)
+		}
+	}
+	return a
+}
+
+// exchangeValues are core i's values for declareExchange's arguments.
+func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
+	g, k := i/ns.group, i%ns.group
+	lead := ns.cores[g*ns.group]
+	isLeader := uint32(0)
+	var rects []mcastRect
+	if k == 0 {
+		isLeader = 1
+		var err error
+		if rects, err = mcastRects(ns.t, ns.cores[g*ns.group+1:(g+1)*ns.group]); err != nil {
+			return nil, err
+		}
+	}
+	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
+	for r := 0; r < maxMcastRects; r++ {
+		if r >= len(rects) {
+			vals = append(vals, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
+			continue
+		}
+		m := rects[r]
+		a, b := kir.Core{X: m.x0, Y: m.y0}, kir.Core{X: m.x1, Y: m.y1}
+		vals = append(vals, kir.NoCX(a), kir.NoCY(a), kir.NoCX(b), kir.NoCY(b), kir.U32(uint32(m.cores())))
+	}
+	return vals, nil
+}
+
+// exchange emits the writer's part of the two-stage reduction. Every core
+// waits for its partial tile, writes it into slot `slot` of the leader's
+// gather CB (the CB has one address on every core and is untouched on
+// followers, so this core's get_write_ptr is the leader's), waits for the
+// write and increments the leader's semPartial. A leader then waits until
+// semPartial counts Group, publishes the gather pages to compute, waits
+// for the rsqrt tile compute packs to rsLocal, multicasts it into rs of
+// every follower (one multicast per rectangle, the leader outside all of
+// them) and copies it into its own rs, waits for those writes, sets its
+// semValid to 1 and multicasts that word to the same rectangles. A
+// follower waits until its semValid is 1. Every core then publishes its
+// rs page. Consumes one partial page (and on leaders one rsLocal page),
+// produces Group gather pages on leaders and one rs page everywhere.
+func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
+	n := ns.cb
+	tb := kir.Ci(ir.FP32.TileBytes())
+	b.Comment("send this core's partial sum(x^2) tile to the group leader")
+	b.CBWaitFront(n.partial, kir.C(1))
+	slotAddr := kir.Add(kir.GetWritePtr{CB: n.gather}, kir.Mul(a.slot, tb))
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: slotAddr}, tb)
+	b.NoCAsyncWriteBarrier()
+	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
+	b.CBPopFront(n.partial, kir.C(1))
+	b.CBReserveBack(n.rs, kir.C(1))
+	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(ns.semValid)})
+	b.IfElse(kir.Ne(a.leader, kir.C(0)), func() {
+		b.Comment("leader: all partials in, to compute; then broadcast the rsqrt tile")
+		g := kir.Ci(ns.group)
+		b.CBReserveBack(n.gather, g)
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, g)
+		b.CBPushBack(n.gather, g)
+		b.CBWaitFront(n.rsLocal, kir.C(1))
+		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
+		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})
+		ns.eachRect(b, a, func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr) {
+			b.NoCAsyncWriteMulticast(src, mc(dst), tb, r[4])
+		})
+		blocks.LocalCopy(b, src, dst, ir.FP32.TileBytes())
+		b.NoCAsyncReadBarrier()
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreSet(valid, kir.C(1))
+		ns.eachRect(b, a, func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr) {
+			b.NoCSemaphoreSetMulticast(valid, mc(valid), r[4])
+		})
+		b.NoCAsyncWriteBarrier()
+		b.CBPopFront(n.rsLocal, kir.C(1))
+	}, func() {
+		b.Comment("follower: wait for the leader's rsqrt tile")
+		b.NoCSemaphoreWait(valid, kir.C(1))
+	})
+	b.CBPushBack(n.rs, kir.C(1))
+}
+
+// eachRect emits f for every used multicast slot (cores != 0); mc turns
+// an L1 address into the slot's multicast address.
+func (ns *normSplit) eachRect(b *kir.Builder, a exchangeArgs, f func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr)) {
+	for _, r := range a.rects {
+		b.If(kir.Ne(r[4], kir.C(0)), func() {
+			f(r, func(addr kir.Expr) kir.Expr {
+				return kir.MulticastAddr{X0: r[0], Y0: r[1], X1: r[2], Y1: r[3], Addr: addr}
+			})
+		})
+	}
+}
+
+// mcastRect is a rectangle of logical worker cores.
+type mcastRect struct{ x0, y0, x1, y1 int }
+
+func (m mcastRect) cores() int { return (m.x1 - m.x0 + 1) * (m.y1 - m.y0 + 1) }
+
+// mcastRects covers exactly cores (consecutive in row-major order) with
+// rectangles whose NoC columns and rows are contiguous, so that no
+// multicast rectangle spans a DRAM or PCIe column of the NoC (nor, since
+// the leader precedes its followers, the sending leader). Rows with the
+// same column span merge into one rectangle.
+func mcastRects(t *target.Target, cores []kir.Core) ([]mcastRect, error) {
+	nocX := func(c kir.Core) int { nx, _, _ := t.WorkerNoC(c.X, c.Y); return nx }
+	nocY := func(y int) int { _, ny, _ := t.WorkerNoC(0, y); return ny }
+	var segs []mcastRect // runs of one grid row, split at NoC gaps
+	for i := 0; i < len(cores); {
+		c := cores[i]
+		j := i + 1
+		for j < len(cores) && cores[j].Y == c.Y && cores[j].X == cores[j-1].X+1 && nocX(cores[j]) == nocX(cores[j-1])+1 {
+			j++
+		}
+		segs = append(segs, mcastRect{x0: c.X, y0: c.Y, x1: cores[j-1].X, y1: c.Y})
+		i = j
+	}
+	var out []mcastRect
+	for _, s := range segs {
+		merged := false
+		for k := range out {
+			o := &out[k]
+			if o.x0 == s.x0 && o.x1 == s.x1 && o.y1+1 == s.y0 && nocY(s.y0) == nocY(o.y1)+1 {
+				o.y1 = s.y1
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, s)
+		}
+	}
+	if len(out) > maxMcastRects {
+		return nil, fmt.Errorf("rule norm-mcast: %d follower cores need %d multicast rectangles, at most %d are supported", len(cores), len(out), maxMcastRects)
+	}
+	return out, nil
+}
