@@ -88,7 +88,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok || n < 1 {
 		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"devices\" >= 1", op.Name())
 	}
-	tl := &cclTail{ctx: ctx, dt: dt, s: x, res: res, h: h}
+	tl := &cclTail{ctx: ctx, name: op.Name(), dt: dt, s: x, res: res, h: h}
 	if norm {
 		eps, ok1 := op.Attrs["eps"].(float64)
 		offset, ok2 := op.Attrs["offset"].(float64)
@@ -155,8 +155,9 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // (res nil: h is already in place) and, with a weight, normed =
 // rmsnorm(h, w).
 type cclTail struct {
-	ctx *Context
-	dt  ir.DType
+	ctx  *Context
+	name string // the op's, for errors
+	dt   ir.DType
 	// s is the value whose buffer holds r(s) (x over one device, else h),
 	// res the residual (nil when the ring folded it in).
 	s, res, h *ir.Value
@@ -166,8 +167,10 @@ type cclTail struct {
 	// wait is the number of ring notifications the leader waits for (0:
 	// no ring).
 	wait int
-	// split divides tiles (no norm) or tile rows (norm) over cores.
+	// split divides tiles (no norm) or tile rows (norm) over cores; ns,
+	// when set, is the norm's split-row plan instead (tl.buildSplit).
 	split  Split
+	ns     *normSplit
 	wt     int // tiles per row (norm)
 	cores  []kir.Core
 	ranges []ir.CoreRange
@@ -198,6 +201,16 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 	if tl.w == nil {
 		tl.split = planEltwise(tiles, avail, 3*tb)
 	} else {
+		tile := normTileCycles
+		if tl.res != nil {
+			tile += EltwiseTileCycles + 2*UnpackTileCycles
+		}
+		if tl.ns = planNormSplit(t, tiles/tl.wt, tl.wt, used, avail, tile); tl.ns != nil {
+			tl.ns.h, tl.ns.eps, tl.ns.offset = tl.wt*ir.TileSize, tl.eps, tl.offset
+			tl.split = Split{Items: len(tl.ns.cores), Cores: len(tl.ns.cores), PerCore: 1}
+			tl.cores, tl.ranges = tl.ns.cores, tl.ns.ranges
+			return nil
+		}
 		per := 4 * tl.wt * EltwiseTileCycles
 		if tl.res != nil {
 			per += tl.wt * EltwiseTileCycles
@@ -239,6 +252,9 @@ type tailCBs struct {
 
 // build adds the tail's CBs, semaphore and kernels to p.
 func (tl *cclTail) build(p *kir.Program) error {
+	if tl.ns != nil {
+		return tl.buildSplit(p)
+	}
 	t := tl.ctx.Target
 	cbs := blocks.NewCBPlan(p, t, tl.ranges)
 	c := tailCBs{s: -1, res: -1, hOut: -1, norm: normCBs{x: -1, scaler: -1, w: -1, wo: -1, out: -1, sq: -1, rs: -1, xn: -1}}
@@ -295,19 +311,62 @@ func (tl *cclTail) build(p *kir.Program) error {
 	}
 	for i, core := range tl.cores {
 		s, n := tl.split.Range(i)
-		vals := []kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}
-		if tl.wait > 0 && len(tl.cores) > 1 {
-			target, leader := uint32(1), uint32(0)
-			if i == 0 {
-				target, leader = uint32(tl.wait), 1
-			}
-			vals = append(vals, kir.U32(target), kir.U32(leader))
-		}
+		vals := append([]kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}, tl.ringArgs(i)...)
 		rd.SetRuntimeArgs(core, vals...)
 		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return nil
+}
+
+// ringFollowers declares the tail reader's common arguments naming the
+// tail cores after the first (with a ring to wait for; else none).
+func (tl *cclTail) ringFollowers(rd *kir.Kernel) (fx, fy []kir.ArgRef) {
+	if tl.wait == 0 {
+		return nil, nil
+	}
+	for j := 1; j < len(tl.cores); j++ {
+		name := "follower" + strconv.Itoa(j)
+		fx = append(fx, rd.CommonArg(name+"_x", kir.NoCX(tl.cores[j])))
+		fy = append(fy, rd.CommonArg(name+"_y", kir.NoCY(tl.cores[j])))
+	}
+	return fx, fy
+}
+
+// ringWait emits the tail reader's wait for the ring (with a ring): the
+// first tail core waits for the ring's notifications and then increments
+// the semaphore of every other tail core (fx, fy from ringFollowers),
+// which wait for that one increment. With several tail cores it declares
+// the runtime arguments sem_target and leader (values from ringArgs).
+func (tl *cclTail) ringWait(rd *kir.Kernel, fx, fy []kir.ArgRef) {
+	if tl.wait == 0 {
+		return
+	}
+	b := rd.Builder()
+	b.Comment("Wait until the ring has left its result in h's buffer on this card.")
+	sem := b.Let("ring_done_sem", kir.GetSemaphore{ID: kir.Ci(cclSemTail)})
+	if len(tl.cores) == 1 {
+		b.NoCSemaphoreWait(sem, kir.Ci(tl.wait))
+		return
+	}
+	target, leader := rd.RuntimeArg("sem_target"), rd.RuntimeArg("leader")
+	b.NoCSemaphoreWait(sem, target)
+	b.If(kir.Ne(leader, kir.C(0)), func() {
+		for j := range fx {
+			b.NoCSemaphoreInc(kir.NoCAddr{X: fx[j], Y: fy[j], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
+		}
+	})
+}
+
+// ringArgs are tail core i's values for ringWait's runtime arguments.
+func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
+	if tl.wait == 0 || len(tl.cores) == 1 {
+		return nil
+	}
+	if i == 0 {
+		return []kir.ArgValue{kir.U32(uint32(tl.wait)), kir.U32(1)}
+	}
+	return []kir.ArgValue{kir.U32(1), kir.U32(0)}
 }
 
 // reader emits the tail reader: wait for the ring, then per tile (no
@@ -330,34 +389,13 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
 			return err
 		}
 	}
-	var fx, fy []kir.ArgRef
-	if tl.wait > 0 {
-		for j := 1; j < len(tl.cores); j++ {
-			name := "follower" + strconv.Itoa(j)
-			fx = append(fx, rd.CommonArg(name+"_x", kir.NoCX(tl.cores[j])))
-			fy = append(fy, rd.CommonArg(name+"_y", kir.NoCY(tl.cores[j])))
-		}
-	}
+	fx, fy := tl.ringFollowers(rd)
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	if tl.w != nil {
 		blocks.ScalerTile(b, c.norm.scaler, 1)
 	}
-	if tl.wait > 0 {
-		b.Comment("Wait until the ring has left its result in h's buffer on this card.")
-		sem := b.Let("ring_done_sem", kir.GetSemaphore{ID: kir.Ci(cclSemTail)})
-		if len(tl.cores) == 1 {
-			b.NoCSemaphoreWait(sem, kir.Ci(tl.wait))
-		} else {
-			target, leader := rd.RuntimeArg("sem_target"), rd.RuntimeArg("leader")
-			b.NoCSemaphoreWait(sem, target)
-			b.If(kir.Ne(leader, kir.C(0)), func() {
-				for j := range fx {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: fx[j], Y: fy[j], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
-				}
-			})
-		}
-	}
+	tl.ringWait(rd, fx, fy)
 	pair := func(page kir.Expr) {
 		blocks.ReadPage(b, sAcc, c.s, page)
 		blocks.ReadPage(b, rAcc, c.res, page)

@@ -1,0 +1,147 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// buildSplit is build for the norm tail on tl.ns's split-row plan: after
+// the ring wait, tail core i reads its chunk of h (or of s and the
+// residual, and adds them into h, written out and kept), and the
+// split-row norm of norm_split.go runs on the chunk. The tail cores' ring
+// semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2.
+func (tl *cclTail) buildSplit(p *kir.Program) error {
+	t, ns := tl.ctx.Target, tl.ns
+	cbs := blocks.NewCBPlan(p, t, tl.ranges)
+	c := tailCBs{s: -1, res: -1, hOut: -1}
+	var x int
+	if tl.res != nil {
+		c.s = cbs.Input("reduced", tl.dt, ns.per)
+		c.res = cbs.Input("residual", tl.dt, ns.per)
+		x = cbs.Scratch("h_row", tl.dt, ns.per)
+	} else {
+		x = cbs.Input("h_row", tl.dt, ns.per)
+	}
+	scaler := cbs.Input("scaler", ir.BF16, 1)
+	if tl.res != nil {
+		c.hOut = cbs.Output("h", tl.dt, 2)
+	}
+	out := cbs.Output("normed", tl.dt, 2)
+	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
+	c.norm = ns.cb.normCBs
+	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
+		return err
+	}
+	if tl.wait > 0 {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
+	}
+	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
+	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: true}})
+	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+
+	// Reader: the scaler, the ring wait, the chunk (s and residual, or h),
+	// the weight chunk.
+	ctx := tl.ctx
+	sAcc, err := accessOf(ctx, rd, "s_addr", tl.s)
+	if err != nil {
+		return err
+	}
+	var rAcc *blocks.Access
+	if tl.res != nil {
+		if rAcc, err = accessOf(ctx, rd, "residual_addr", tl.res); err != nil {
+			return err
+		}
+	}
+	wAcc, err := accessOf(ctx, rd, "w_addr", tl.w)
+	if err != nil {
+		return err
+	}
+	fx, fy := tl.ringFollowers(rd)
+	start, col, count := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	blocks.ScalerTile(b, scaler, 1)
+	tl.ringWait(rd, fx, fy)
+	if tl.res != nil {
+		b.CBReserveBack(c.s, count)
+		b.CBReserveBack(c.res, count)
+		ls, lr := b.Let("ls", kir.GetWritePtr{CB: c.s}), b.Let("lr", kir.GetWritePtr{CB: c.res})
+		b.For("i", kir.C(0), count, func(i kir.Var) {
+			pg := kir.Add(start, i)
+			b.NoCAsyncRead(sAcc.PageAddr(pg), kir.Add(ls, kir.Mul(i, kir.Ci(sAcc.PageSize()))), kir.Ci(sAcc.PageSize()))
+			b.NoCAsyncRead(rAcc.PageAddr(pg), kir.Add(lr, kir.Mul(i, kir.Ci(rAcc.PageSize()))), kir.Ci(rAcc.PageSize()))
+		})
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(c.s, count)
+		b.CBPushBack(c.res, count)
+	} else {
+		blocks.ReadPagesBatch(b, sAcc, x, start, count)
+	}
+	ns.readWeights(b, wAcc, col, count)
+
+	// Compute: h = residual + s per tile (to the writer and the chunk),
+	// then the split-row norm.
+	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	k := blocks.NewCompute(p, cp)
+	if tl.res != nil {
+		k.Startup(c.res, c.s, c.hOut)
+	} else {
+		k.Startup(x, scaler, out)
+	}
+	k.B.CBWaitFront(scaler, kir.C(1))
+	if tl.res != nil {
+		k.B.Comment("h = residual + s, to the writer and to the resident chunk")
+		k.For("j", kir.C(0), ccount, func(kir.Var) {
+			k.B.CBWaitFront(c.res, kir.C(1))
+			k.B.CBWaitFront(c.s, kir.C(1))
+			k.Acquire()
+			k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
+			k.B.CBPopFront(c.res, kir.C(1))
+			k.B.CBPopFront(c.s, kir.C(1))
+			k.PackOutTo(c.hOut, x)
+		})
+	}
+	ns.compute(k, ccount, cleader)
+	k.B.CBPopFront(scaler, kir.C(1))
+
+	// Writer: the h chunk (first: compute produces all of it before its
+	// partial), the exchange, the normed chunk.
+	var hAcc *blocks.Access
+	if c.hOut >= 0 {
+		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {
+			return err
+		}
+	}
+	nAcc, err := accessOf(ctx, wr, "normed_addr", tl.normed)
+	if err != nil {
+		return err
+	}
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	ea := ns.declareExchange(wr)
+	wb := wr.Builder()
+	if hAcc != nil {
+		blocks.WritePages(wb, hAcc, c.hOut, wstart, wcount)
+	}
+	ns.exchange(wb, ea)
+	blocks.WritePages(wb, nAcc, out, wstart, wcount)
+
+	for i, core := range tl.cores {
+		page, col, n := ns.chunk(i)
+		ex, err := ns.exchangeValues(i)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tl.name, err)
+		}
+		leader := uint32(0)
+		if i%ns.group == 0 {
+			leader = 1
+		}
+		rd.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n))}, tl.ringArgs(i)...)...)
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
+		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
+	}
+	return nil
+}
