@@ -129,19 +129,5 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	ns.exchange(wb, ea)
 	blocks.WritePages(wb, nAcc, out, wstart, wcount)
 
-	for i, core := range tl.cores {
-		page, col, n := ns.chunk(i)
-		ex, err := ns.exchangeValues(i)
-		if err != nil {
-			return fmt.Errorf("%s: %w", tl.name, err)
-		}
-		leader := uint32(0)
-		if i%ns.group == 0 {
-			leader = 1
-		}
-		rd.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n))}, tl.ringArgs(i)...)...)
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
-		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
-	}
-	return nil
+	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
 }

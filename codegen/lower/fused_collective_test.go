@@ -341,7 +341,8 @@ func TestFusedCollectiveErrors(t *testing.T) {
 		{"tiles per device", build(t, []int{1, 1, 96}, 4, nil, false), []string{"op all_reduce_add", "rule ccl-chunks", "3 tiles"}},
 		{"l1 placement", build(t, []int{1, 1, 64}, 2, func(x *ir.TensorType) { x.Mem = ir.MemoryConfig{Kind: ir.L1Interleaved} }, false),
 			[]string{"rule ccl-placement", "l1_interleaved"}},
-		{"norm too wide", build(t, []int{1, 1, 32 * 400}, 2, nil, true), []string{"rule l1-budget"}},
+		// 60 tile rows keep one core per row (too many to split): 400 tiles per core.
+		{"norm too wide", build(t, []int{1, 60 * 32, 32 * 400}, 1, nil, true), []string{"rule l1-budget"}},
 		{"h aliases the residual", aliased(t, ctx), []string{"rule fused-ccl-alias"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -606,6 +606,10 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	wt := hd / ir.TileSize
 	rows := xs.Tiles() / wt
+	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles+EltwiseTileCycles+2*UnpackTileCycles); ns != nil {
+		ns.h, ns.eps, ns.offset = hd, eps, offset
+		return addRMSNormSplit(op, ctx, ns)
+	}
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err

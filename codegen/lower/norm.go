@@ -232,21 +232,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.exchange(wr.Builder(), ea)
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
-	for i, core := range ns.cores {
-		page, col, n := ns.chunk(i)
-		ex, err := ns.exchangeValues(i)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op.Name(), err)
-		}
-		leader := uint32(0)
-		if i%ns.group == 0 {
-			leader = 1
-		}
-		rd.SetRuntimeArgs(core, kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
-		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
-	}
-	return p, nil
+	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds

@@ -293,3 +293,103 @@ func mcastRects(t *target.Target, cores []kir.Core) ([]mcastRect, error) {
 	}
 	return out, nil
 }
+
+// addRMSNormSplit is lowerAddRMSNorm on ns's split-row plan: core i reads
+// its chunk of a and b in pairs and its weight chunk, computes h = r(a +
+// b) tile by tile (to the writer and kept as the norm's x chunk), and runs
+// the split-row norm; the writer writes the h chunk, runs the exchange,
+// then writes the normed chunk.
+func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, error) {
+	t := ctx.Target
+	a, bv, w := op.Operands[0], op.Operands[1], op.Operands[2]
+	h, normed := op.Results[0], op.Results[1]
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	cbs := blocks.NewCBPlan(p, t, ns.ranges)
+	cbA := cbs.Input("a", a.Type.DType, 2)
+	cbB := cbs.Input("b", bv.Type.DType, 2)
+	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbHOut := cbs.Output("h", h.Type.DType, 2)
+	cbNOut := cbs.Output("normed", normed.Type.DType, 2)
+	cbH := cbs.Scratch("h_row", h.Type.DType, ns.per)
+	ns.addCBs(cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
+	if err := cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group)); err != nil {
+		return nil, err
+	}
+	ns.addSemaphores(p, 0, 1)
+
+	rd := newReader(p, ns.ranges)
+	ab := accessBinder{ctx: ctx}
+	aAcc, bAcc, wAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "b_addr", bv), ab.bind(rd, "w_addr", w)
+	if ab.err != nil {
+		return nil, ab.err
+	}
+	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	blocks.ScalerTile(b, cbScaler, 1)
+	b.For("j", kir.C(0), rcount, func(j kir.Var) {
+		blocks.ReadPage(b, aAcc, cbA, kir.Add(rstart, j))
+		blocks.ReadPage(b, bAcc, cbB, kir.Add(rstart, j))
+	})
+	ns.readWeights(b, wAcc, rcol, rcount)
+
+	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	c := blocks.NewCompute(p, cp)
+	c.Startup(cbA, cbB, cbH)
+	c.B.CBWaitFront(cbScaler, kir.C(1))
+	c.B.Comment("h = a + b, stored to the result and kept (rounded) for the norm")
+	c.For("j", kir.C(0), ccount, func(kir.Var) {
+		c.B.CBWaitFront(cbA, kir.C(1))
+		c.B.CBWaitFront(cbB, kir.C(1))
+		c.Acquire()
+		c.Binary(kir.EltAdd, blocks.BcastNone, cbA, cbB, kir.C(0), kir.C(0), kir.C(0))
+		c.B.CBPopFront(cbA, kir.C(1))
+		c.B.CBPopFront(cbB, kir.C(1))
+		c.PackOutTo(cbH, cbHOut)
+	})
+	ns.compute(c, ccount, cleader)
+	c.B.CBPopFront(cbScaler, kir.C(1))
+
+	wr := newWriter(p, ns.ranges)
+	wb := accessBinder{ctx: ctx}
+	hAcc, nAcc := wb.bind(wr, "h_addr", h), wb.bind(wr, "normed_addr", normed)
+	if wb.err != nil {
+		return nil, wb.err
+	}
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	ea := ns.declareExchange(wr)
+	b = wr.Builder()
+	blocks.WritePages(b, hAcc, cbHOut, wstart, wcount)
+	ns.exchange(b, ea)
+	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
+	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+}
+
+// setArgs sets the per-core runtime arguments of a split-row program
+// whose reader takes (start, col, count), compute (count, leader) and
+// writer (start, count, exchange arguments); rdExtra (may be nil) gives
+// core i's further reader arguments. name is the op's, for errors.
+func (ns *normSplit) setArgs(name string, rd, cp, wr *kir.Kernel, rdExtra func(i int) []kir.ArgValue) error {
+	for i, core := range ns.cores {
+		page, col, n := ns.chunk(i)
+		ex, err := ns.exchangeValues(i)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		leader := uint32(0)
+		if i%ns.group == 0 {
+			leader = 1
+		}
+		rv := []kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n))}
+		if rdExtra != nil {
+			rv = append(rv, rdExtra(i)...)
+		}
+		rd.SetRuntimeArgs(core, rv...)
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
+		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
+	}
+	return nil
+}
