@@ -29,6 +29,64 @@ import (
 // The x tiles of a row stay resident for steps 1 and 3; weight tiles are
 // streamed for every row. H must be a multiple of 32 (padding must not
 // enter the mean).
+//
+// # Split rows
+//
+// When there are few tile rows (decode: batch <= 32 is one tile row), a
+// row on one core is compute-bound, so each tile row instead gets a group
+// of C consecutive cores (row-major; C from PlanNormSplit, e.g. 27 for
+// H = 5120) and core k of a group takes a contiguous chunk of the row's
+// tiles (norm_split.go; also used by add_rmsnorm and the
+// all_reduce_add_rmsnorm tail). This applies while every row can have at
+// least two cores (rows <= cores / 2); beyond that one core per row as
+// above. Per core:
+//
+//  1. the reader reads the chunk's x and weight tiles; compute squares
+//     them (fp32) and reduces them with reduce_tile<SUM, REDUCE_ROW> into
+//     one fp32 partial tile (column 0: the row's partial sums), packed to
+//     CB sumsq_partial;
+//  2. the writer writes that tile into slot k of CB sumsq_partials on the
+//     group's leader (core 0 of the group; the CB has one L1 address on
+//     all cores and is only ever used on leaders, so the sender's
+//     get_write_ptr is the leader's slot 0), waits for the write
+//     (noc_async_write_barrier) and noc_semaphore_inc's the leader's
+//     semaphore "partials in" (id 0; 1 in the collective tail, whose id 0
+//     is the ring's "done"); the kernel ends with
+//     noc_async_atomic_barrier (kir.Finish);
+//  3. the leader's writer waits for "partials in" == C and pushes the C
+//     partial pages; the leader's compute reduces them (REDUCE_ROW again:
+//     column 0 sums, other columns are zero), multiplies by 1/H, adds eps,
+//     takes rsqrt and packs the tile to CB rsqrt_local; the writer
+//     multicasts it into CB rsqrt_mean of every follower
+//     (noc_async_write_multicast, one per rectangle of mcastRects: the
+//     followers exactly, split at NoC column gaps, never the sender), copies
+//     it into its own rsqrt_mean, waits for the writes, sets its
+//     semaphore "rsqrt valid" (id 1, or 2) to 1 and multicasts that word to the same
+//     rectangles (noc_semaphore_set_multicast); a follower's writer waits
+//     for its "rsqrt valid" == 1. Every writer then pushes its rsqrt_mean
+//     page;
+//  4. compute multiplies the chunk by the column broadcast of rsqrt and the
+//     row broadcast of (w + offset) as in step 3 above, and the writer
+//     writes the result chunk.
+//
+// Deadlock freedom: the waits form a DAG per group. A follower waits only
+// for its leader's "rsqrt valid", which the leader sets after waiting for C
+// increments, each issued by a writer after its own compute's partial,
+// which needs only that core's reader (x is read in full before the
+// weights, and every x and weight CB holds a whole chunk). The leader
+// never waits for a follower's later work, and no core writes into a CB
+// page its consumer has not freed: the partial slots and the rsqrt page
+// are written once per program into CBs with room for them (C and 1
+// pages). Programs that also write h (add_rmsnorm, the tail) drain it in
+// the writer before the exchange, since compute produces all of it before
+// its partial. Semaphores start at 0 in every program launch.
+//
+// Numerics: the partial sums are exact fp32 DEST sums of the tf32-read
+// squares (as on one core); the leader's reduce reads the fp32 partials
+// through the FPU as tf32 as well, one more rounding point (relative
+// error < 2^-10 per partial, so the mean may be up to ~1e-3 low and rsqrt
+// ~5e-4 high) and the summation order changes. An SFPU binary add
+// (add_binary_tile) would make the second stage exact.
 
 func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	eps, ok1 := op.Attrs["eps"].(float64)
@@ -176,7 +234,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 // normTileCycles is the plan's estimate of one x tile's norm compute on
 // one core: about four tile ops and six operand unpacks (square, reduce,
 // two broadcast multiplies).
-const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles
+const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycles
 
 // normSplitProgram is normProgram for few tile rows: ns's groups of cores
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,

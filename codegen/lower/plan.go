@@ -20,6 +20,8 @@ const (
 	// sim/timing fits on the measured decode matmuls (its unpack_tile
 	// parameter; TestPlanMatchesTimingModel keeps the two equal).
 	UnpackTileCycles = 68
+	// PackTileCycles is the packer time of one tile from fp32 DEST.
+	PackTileCycles = 64
 )
 
 // MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:
