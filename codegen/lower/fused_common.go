@@ -372,7 +372,9 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 
-	// Reader.
+	// Reader. With more than one core and no norm prologue the activation
+	// row comes by multicast (mcast.go), received by the writer.
+	mcast := f.norm == nil && plan.Cores > 1
 	rd := newReader(p, rs)
 	rKt := rd.CompileArg("kt", uint32(kt))
 	b := rd.Builder()
@@ -388,7 +390,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		blocks.ScalerTile(b, cbScaler, 1)
 		blocks.ReadPages(b, xAcc, cbX, kir.C(0), rKt)
 		blocks.ReadPages(b, wnAcc, nc.w, kir.C(0), rKt)
-	} else {
+	} else if !mcast {
 		aAcc, err := accessOf(ctx, rd, "a_addr", f.act)
 		if err != nil {
 			return nil, err
@@ -462,7 +464,6 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	} else {
 		c.MatmulStartup(cbAct, firstW, outCB[f.parts[0].out.Type.DType])
 	}
-	cb.CBWaitFront(cbAct, cKt)
 	for pi, pt := range f.parts {
 		out := outCB[pt.out.Type.DType]
 		count := counts[pi]
@@ -475,7 +476,6 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		case epiSwiGLU:
 			first = cbGate
 		}
-		c.MatmulConfig(cbAct, wCB[cbKey{0, pt.weights[0].Type.DType}], false)
 		c.PackConfig(first)
 		c.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
 			sb := subBlock(cb, count, nb, dest)
@@ -490,16 +490,19 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				case f.epi == epiSwiGLU:
 					dst = cbUp
 				}
-				c.MatmulConfig(cbAct, wcb, false)
+				// Block matmul: per K step the activation tile is unpacked
+				// once for the sub-block's sb weight tiles.
+				c.MatmulBlockConfig(cbAct, wcb, sb, cKt)
 				c.Acquire()
 				c.ForStep("k0", kir.C(0), cKt, kir.Ci(kb), func(k0 kir.Var) {
 					kc := cb.LetT("kc", kir.U32T, kir.Sub(cKt, k0))
 					cb.If(kir.Gt(kc, kir.Ci(kb)), func() { cb.Assign(kc, kir.Ci(kb)) })
+					// The activation arrives in chunks: wait for the pages
+					// this block uses (immediate after the first sub-block).
+					cb.CBWaitFront(cbAct, kir.Add(k0, kc))
 					cb.CBWaitFront(wcb, kir.Ci(kb*dest))
 					c.For("k", kir.C(0), kc, func(kk kir.Var) {
-						c.For("j", kir.C(0), sb, func(j kir.Var) {
-							c.Matmul(cbAct, wcb, kir.Add(k0, kk), kir.Add(kir.Mul(kk, sb), j), j, false)
-						})
+						c.MatmulBlock(cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, cKt)
 					})
 					cb.CBPopFront(wcb, kir.Ci(kb*dest))
 				})
@@ -528,6 +531,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			}
 		})
 	}
+	cb.CBWaitFront(cbAct, cKt)
 	cb.CBPopFront(cbAct, cKt)
 	cp.Define("MM_CORES", strconv.Itoa(plan.Cores))
 	cp.Define("MM_TILES_PER_CORE", strconv.Itoa(plan.PerCore))
@@ -535,6 +539,16 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 
 	// Writer: each part's tiles to its result, in order.
 	wr := newWriter(p, rs)
+	var mcastArgs map[kir.Core][]kir.ArgValue
+	if mcast {
+		aAcc, err := accessOf(ctx, wr, "a_addr", f.act)
+		if err != nil {
+			return nil, err
+		}
+		if mcastArgs, err = actMulticast(p, t, wr, cbAct, aAcc, kt, cores, rs); err != nil {
+			return nil, err
+		}
+	}
 	wb := wr.Builder()
 	for pi, pt := range f.parts {
 		oAcc, err := accessOf(ctx, wr, fmt.Sprintf("out%d_addr", pi), pt.out)
@@ -556,6 +570,9 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			cv = append(cv, kir.U32(uint32(pn)))
 		}
 		wv = rv
+		if mcast {
+			wv = append(append([]kir.ArgValue(nil), mcastArgs[core]...), rv...)
+		}
 		rd.SetRuntimeArgs(core, rv...)
 		cp.SetRuntimeArgs(core, cv...)
 		wr.SetRuntimeArgs(core, wv...)

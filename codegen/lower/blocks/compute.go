@@ -48,6 +48,7 @@ const (
 	fpuReduce
 	fpuMatmul
 	fpuTranspose
+	fpuMatmulBlock // configured by MatmulBlockConfig only
 )
 
 type fpuMode struct {

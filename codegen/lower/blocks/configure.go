@@ -1,5 +1,7 @@
 package blocks
 
+import "github.com/tcc-dev/tcc/codegen/kir"
+
 // MatmulConfig configures the unpacker and the FPU for Matmul(in0, in1,
 // ..., transpose) without issuing a tile op (reconfig_data_format and
 // matmul_init only when they change). Call it before a loop of Matmul
@@ -14,3 +16,26 @@ func (c *Compute) MatmulConfig(in0, in1 int, transpose bool) {
 // only when the format changes). Call it before a loop of Pack calls to
 // keep the reconfiguration out of the loop body.
 func (c *Compute) PackConfig(cb int) { c.packTo(cb) }
+
+// MatmulBlockConfig configures the unpacker for in0 x in1 and initialises
+// block matmul for output sub-blocks of ct tiles wide, one tile row
+// (matmul_block_init with rt = 1, kt the in0 row stride). It always emits
+// the init, since ct may change between sub-blocks; call it once per
+// sub-block, before the products.
+func (c *Compute) MatmulBlockConfig(in0, in1 int, ct, kt kir.Expr) {
+	c.unpack(in1, in0)
+	s := &c.state
+	if s.masked {
+		c.B.ReduceUninit()
+		s.masked = false
+	}
+	c.B.MatmulBlockInit(in0, in1, false, ct, kir.C(1), kt)
+	s.fpuKnown, s.fpu = true, fpuMode{kind: fpuMatmulBlock, a: in0, b: in1}
+}
+
+// MatmulBlock accumulates DEST[dst+c] += in0[t0] x in1[t1+c] for c < ct
+// (one K step of a one-row sub-block; ct and kt as the last
+// MatmulBlockConfig gave them).
+func (c *Compute) MatmulBlock(in0, in1 int, t0, t1, dst, ct, kt kir.Expr) {
+	c.B.MatmulBlock(in0, in1, t0, t1, dst, false, ct, kir.C(1), kt)
+}

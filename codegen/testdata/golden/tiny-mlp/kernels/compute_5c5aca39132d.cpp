@@ -126,37 +126,37 @@ void kernel_main() {
     cb_pop_front(26, 1);
     cb_pop_front(0, kt);
     cb_pop_front(1, 1);
-    cb_wait_front(24, kt);
-    reconfig_data_format(2, 24);
-    mm_init_short(24, 2, false);
     pack_reconfig_data_format(16);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
+        reconfig_data_format(2, 24);
+        mm_block_init_short(24, 2, false, sb, 1, kt);
         tile_regs_acquire();
         for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
             uint32_t kc = kt - k0;
             if (kc > 2u) {
                 kc = 2;
             }
+            cb_wait_front(24, k0 + kc);
             cb_wait_front(2, 8);
             for (uint32_t k = 0; k < kc; ++k) {
-                for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
-                    matmul_tiles(24, 2, k0 + k, k * sb + j_4, j_4);
-                }
+                matmul_block(24, 2, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
             cb_pop_front(2, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
-        for (uint32_t j_5 = 0; j_5 < sb; ++j_5) {
+        for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
             cb_reserve_back(16, 1);
-            pack_tile(j_5, 16);
+            pack_tile(j_4, 16);
             cb_push_back(16, 1);
         }
         tile_regs_release();
+        reconfig_data_format(0, 1);
     }
+    cb_wait_front(24, kt);
     cb_pop_front(24, kt);
 }

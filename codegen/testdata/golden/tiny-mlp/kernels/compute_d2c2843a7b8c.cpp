@@ -27,37 +27,35 @@ void kernel_main() {
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
-    cb_wait_front(0, kt);
-    mm_init_short(0, 1, false);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
+        mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
         for (uint32_t k0 = 0; k0 < kt; k0 += 3) {
             uint32_t kc = kt - k0;
             if (kc > 3u) {
                 kc = 3;
             }
+            cb_wait_front(0, k0 + kc);
             cb_wait_front(1, 12);
             for (uint32_t k = 0; k < kc; ++k) {
-                for (uint32_t j = 0; j < sb; ++j) {
-                    matmul_tiles(0, 1, k0 + k, k * sb + j, j);
-                }
+                matmul_block(0, 1, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
             cb_pop_front(1, 12);
         }
         tile_regs_commit();
         tile_regs_wait();
-        for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
+        for (uint32_t j = 0; j < sb; ++j) {
             cb_reserve_back(24, 1);
-            pack_tile(j_2, 24);
+            pack_tile(j, 24);
             cb_push_back(24, 1);
         }
         tile_regs_release();
         // epilogue: residual + the rounded product
-        for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
+        for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
             cb_wait_front(2, 1);
             cb_wait_front(24, 1);
             tile_regs_acquire();
@@ -73,8 +71,8 @@ void kernel_main() {
             tile_regs_release();
             cb_push_back(16, 1);
             reconfig_data_format(1, 0);
-            mm_init_short(0, 1, false);
         }
     }
+    cb_wait_front(0, kt);
     cb_pop_front(0, kt);
 }
