@@ -58,7 +58,7 @@ import (
 //     column 0 sums, other columns are zero), multiplies by 1/H, adds eps,
 //     takes rsqrt and packs the tile to CB rsqrt_local; the writer
 //     multicasts it into CB rsqrt_mean of every follower
-//     (noc_async_write_multicast, one per rectangle of mcastRects: the
+//     (noc_async_write_multicast, one per rectangle of followerRects: the
 //     followers exactly, split at NoC column gaps, never the sender), copies
 //     it into its own rsqrt_mean, waits for the writes, sets its
 //     semaphore "rsqrt valid" (id 1, or 2) to 1 and multicasts that word to the same

@@ -164,11 +164,11 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 	g, k := i/ns.group, i%ns.group
 	lead := ns.cores[g*ns.group]
 	isLeader := uint32(0)
-	var rects []mcastRect
+	var rects []coreRect
 	if k == 0 {
 		isLeader = 1
 		var err error
-		if rects, err = mcastRects(ns.t, ns.cores[g*ns.group+1:(g+1)*ns.group]); err != nil {
+		if rects, err = followerRects(ns.t, ns.cores[g*ns.group+1:(g+1)*ns.group]); err != nil {
 			return nil, err
 		}
 	}
@@ -250,30 +250,30 @@ func (ns *normSplit) eachRect(b *kir.Builder, a exchangeArgs, f func(r [5]kir.Ar
 	}
 }
 
-// mcastRect is a rectangle of logical worker cores.
-type mcastRect struct{ x0, y0, x1, y1 int }
+// coreRect is a rectangle of logical worker cores.
+type coreRect struct{ x0, y0, x1, y1 int }
 
-func (m mcastRect) cores() int { return (m.x1 - m.x0 + 1) * (m.y1 - m.y0 + 1) }
+func (m coreRect) cores() int { return (m.x1 - m.x0 + 1) * (m.y1 - m.y0 + 1) }
 
-// mcastRects covers exactly cores (consecutive in row-major order) with
+// followerRects covers exactly cores (consecutive in row-major order) with
 // rectangles whose NoC columns and rows are contiguous, so that no
 // multicast rectangle spans a DRAM or PCIe column of the NoC (nor, since
 // the leader precedes its followers, the sending leader). Rows with the
 // same column span merge into one rectangle.
-func mcastRects(t *target.Target, cores []kir.Core) ([]mcastRect, error) {
+func followerRects(t *target.Target, cores []kir.Core) ([]coreRect, error) {
 	nocX := func(c kir.Core) int { nx, _, _ := t.WorkerNoC(c.X, c.Y); return nx }
 	nocY := func(y int) int { _, ny, _ := t.WorkerNoC(0, y); return ny }
-	var segs []mcastRect // runs of one grid row, split at NoC gaps
+	var segs []coreRect // runs of one grid row, split at NoC gaps
 	for i := 0; i < len(cores); {
 		c := cores[i]
 		j := i + 1
 		for j < len(cores) && cores[j].Y == c.Y && cores[j].X == cores[j-1].X+1 && nocX(cores[j]) == nocX(cores[j-1])+1 {
 			j++
 		}
-		segs = append(segs, mcastRect{x0: c.X, y0: c.Y, x1: cores[j-1].X, y1: c.Y})
+		segs = append(segs, coreRect{x0: c.X, y0: c.Y, x1: cores[j-1].X, y1: c.Y})
 		i = j
 	}
-	var out []mcastRect
+	var out []coreRect
 	for _, s := range segs {
 		merged := false
 		for k := range out {

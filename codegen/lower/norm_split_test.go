@@ -123,7 +123,7 @@ func TestMcastRects(t *testing.T) {
 	tgt := target.Blackhole()
 	for _, c := range []struct{ first, n int }{{0, 23}, {12, 23}, {5, 2}, {0, 110}, {6, 3}, {30, 40}, {97, 13}} {
 		cores, _ := coresFrom(tgt, c.first, c.n)
-		rects, err := mcastRects(tgt, cores[1:])
+		rects, err := followerRects(tgt, cores[1:])
 		if err != nil {
 			t.Fatalf("first %d, %d cores: %v", c.first, c.n, err)
 		}
