@@ -109,7 +109,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	k.B.CBPopFront(scaler, kir.C(1))
 
 	// Writer: the h chunk (first: compute produces all of it before its
-	// partial), the exchange, the normed chunk.
+	// squares), the exchange, the normed chunk.
 	var hAcc *blocks.Access
 	if c.hOut >= 0 {
 		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {

@@ -42,20 +42,19 @@ import (
 // above. Per core:
 //
 //  1. the reader reads the chunk's x and weight tiles; compute squares
-//     them (fp32) and reduces them with reduce_tile<SUM, REDUCE_ROW> into
-//     one fp32 partial tile (column 0: the row's partial sums), packed to
-//     CB sumsq_partial;
-//  2. the writer writes that tile into slot k of CB sumsq_partials on the
-//     group's leader (core 0 of the group; the CB has one L1 address on
-//     all cores and is only ever used on leaders, so the sender's
-//     get_write_ptr is the leader's slot 0), waits for the write
-//     (noc_async_write_barrier) and noc_semaphore_inc's the leader's
-//     semaphore "partials in" (id 0; 1 in the collective tail, whose id 0
+//     them on the SFPU (fp32) and packs them to CB x_squared;
+//  2. the writer writes those tiles into their places (tile indices of
+//     the chunk) in CB x_squared_row of the group's leader (core 0 of the
+//     group; the CB has one L1 address on all cores and only leaders use
+//     it, so the sender's get_write_ptr is the leader's), waits for the
+//     writes (noc_async_write_barrier) and noc_semaphore_inc's the leader's
+//     semaphore "squares in" (id 0; 1 in the collective tail, whose id 0
 //     is the ring's "done"); the kernel ends with
 //     noc_async_atomic_barrier (kir.Finish);
-//  3. the leader's writer waits for "partials in" == C and pushes the C
-//     partial pages; the leader's compute reduces them (REDUCE_ROW again:
-//     column 0 sums, other columns are zero), multiplies by 1/H, adds eps,
+//  3. the leader's writer waits for "squares in" == C and pushes the wt
+//     pages of the row; the leader's compute reduces them with
+//     reduce_tile<SUM, REDUCE_ROW> in column order into one fp32 DEST tile,
+//     exactly as the one-core pipeline does, multiplies by 1/H, adds eps,
 //     takes rsqrt and packs the tile to CB rsqrt_local; the writer
 //     multicasts it into CB rsqrt_mean of every follower
 //     (noc_async_write_multicast, one per rectangle of followerRects: the
@@ -71,22 +70,23 @@ import (
 //
 // Deadlock freedom: the waits form a DAG per group. A follower waits only
 // for its leader's "rsqrt valid", which the leader sets after waiting for C
-// increments, each issued by a writer after its own compute's partial,
-// which needs only that core's reader (x is read in full before the
+// increments, each issued by a writer after its own compute's squares,
+// which need only that core's reader (x is read in full before the
 // weights, and every x and weight CB holds a whole chunk). The leader
 // never waits for a follower's later work, and no core writes into a CB
-// page its consumer has not freed: the partial slots and the rsqrt page
-// are written once per program into CBs with room for them (C and 1
+// page its consumer has not freed: the row of squares and the rsqrt page
+// are written once per program into CBs with room for them (wt and 1
 // pages). Programs that also write h (add_rmsnorm, the tail) drain it in
 // the writer before the exchange, since compute produces all of it before
-// its partial. Semaphores start at 0 in every program launch.
+// its squares. Semaphores start at 0 in every program launch.
 //
-// Numerics: the partial sums are exact fp32 DEST sums of the tf32-read
-// squares (as on one core); the leader's reduce reads the fp32 partials
-// through the FPU as tf32 as well, one more rounding point (relative
-// error < 2^-10 per partial, so the mean may be up to ~1e-3 low and rsqrt
-// ~5e-4 high) and the summation order changes. An SFPU binary add
-// (add_binary_tile) would make the second stage exact.
+// Numerics: identical to one core. The squares are the same fp32 tiles,
+// and the leader sums the whole row of them in the same order. So the
+// reference evaluator's norm (sim/ref normRows) stays exact. Summing
+// fp32 partials on the FPU instead would read each partial as tf32 — an
+// extra truncation, biased low, which failed the 27B small-config check.
+// The cost is the leader's serial reduce of wt tiles; an SFPU binary add
+// (add_binary_tile) would allow exact partials.
 
 func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	eps, ok1 := op.Attrs["eps"].(float64)

@@ -27,21 +27,22 @@ type normSplit struct {
 	eps, offset float64
 	cores       []kir.Core // group g is cores[g*group : (g+1)*group]; cores[g*group] leads it
 	ranges      []ir.CoreRange
-	// semPartial counts the partials that reached a leader, semValid
+	// semPartial counts the cores whose squares reached a leader, semValid
 	// tells a follower that the rsqrt tile is in place.
 	semPartial, semValid int
 	cb                   normSplitCBs
+	sqBytes              int // bytes of one x^2 tile
 }
 
-// normSplitCBs are normCBs (x holds the core's chunk, rs receives the
-// broadcast rsqrt tile: producer the writer, consumer compute) plus the
-// exchange CBs: partial (one fp32 tile, compute -> writer), gather (Group
-// fp32 pages, only used on leaders: the writer publishes the partials the
-// group wrote into it, compute reduces them) and rsLocal (one fp32 tile,
+// normSplitCBs are normCBs (x holds the core's chunk, sq its squares on
+// their way to the writer, rs receives the broadcast rsqrt tile: producer
+// the writer, consumer compute) plus the exchange CBs: gather (the wt
+// squares of the row, only used on leaders: the writer publishes what the
+// group wrote into it, compute reduces it) and rsLocal (one fp32 tile,
 // leaders: compute -> writer, the tile the writer broadcasts).
 type normSplitCBs struct {
 	normCBs
-	partial, gather, rsLocal int
+	gather, rsLocal int
 }
 
 // maxMcastRects bounds the multicast rectangles of one group (see
@@ -88,11 +89,11 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 		}
 	}
-	n.sq = cbs.Scratch("x_squared", sq, ns.per)
+	n.sq = cbs.Output("x_squared", sq, ns.per)
+	ns.sqBytes = sq.TileBytes()
 	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
 	ns.cb = normSplitCBs{normCBs: n,
-		partial: cbs.Output("sumsq_partial", ir.FP32, 1),
-		gather:  cbs.Input("sumsq_partials", ir.FP32, ns.group),
+		gather:  cbs.Input("x_squared_row", sq, ns.wt),
 		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
 	}
 }
@@ -114,28 +115,33 @@ func (ns *normSplit) readWeights(b *kir.Builder, wAcc *blocks.Access, col, count
 }
 
 // compute emits the core's norm compute on its count x tiles (x must have
-// been pushed or be pushed as it runs; the scaler waited for): squares and
-// their row sums packed to partial; on a leader (leader != 0) the
-// reduction of the group's gathered partials, / H + eps, rsqrt packed to
-// rsLocal; then step 3 with the rsqrt tile the writer delivers to rs.
+// been pushed or be pushed as it runs; the scaler waited for): the
+// squares packed to sq for the writer; on a leader (leader != 0) the
+// reduction of the row's gathered squares in column order, / H + eps,
+// rsqrt packed to rsLocal; then step 3 with the rsqrt tile the writer
+// delivers to rs.
 // Pushes count tiles to out, pops the x tiles.
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
 	c.B.CBWaitFront(n.x, count)
-	n.sumSquares(c, count, "partial sum(x^2) of this core's tiles, in column 0")
-	c.PackOut(n.partial, 1)
-	c.B.CBPopFront(n.sq, count)
-	c.If(kir.Ne(leader, kir.C(0)), func() {
-		c.B.Comment("leader: the group's partials (the writer gathered them), rsqrt(sum / H + eps)")
-		g := kir.Ci(ns.group)
-		c.B.CBWaitFront(n.gather, g)
+	c.B.Comment("x^2 of this core's tiles, to the writer (it sends them to the leader)")
+	c.For("j", kir.C(0), count, func(j kir.Var) {
 		c.Acquire()
-		c.For("k", kir.C(0), g, func(k kir.Var) {
+		c.Copy(n.x, j, kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
+		c.PackOut(n.sq, 1)
+	})
+	c.If(kir.Ne(leader, kir.C(0)), func() {
+		c.B.Comment("leader: the whole row's x^2 (the writer gathered it), summed in column order as on one core; rsqrt(sum / H + eps)")
+		wt := kir.Ci(ns.wt)
+		c.B.CBWaitFront(n.gather, wt)
+		c.Acquire()
+		c.For("k", kir.C(0), wt, func(k kir.Var) {
 			c.Reduce(kir.ReduceSum, kir.ReduceRow, n.gather, n.scaler, n.rsLocal, k, kir.C(0), kir.C(0))
 		})
 		n.rsqrtOf(c, ns.h, ns.eps)
 		c.PackOut(n.rsLocal, 1)
-		c.B.CBPopFront(n.gather, g)
+		c.B.CBPopFront(n.gather, wt)
 	}, nil)
 	n.scale(c, count, ns.offset)
 	c.B.CBPopFront(n.x, count)
@@ -145,12 +151,14 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 // order; values from exchangeValues).
 type exchangeArgs struct {
 	leader, slot, lx, ly kir.ArgRef
+	first, count         kir.ArgRef // this core's tiles of the row
 	rects                [maxMcastRects][5]kir.ArgRef // x0, y0, x1, y1, cores (0: unused slot)
 }
 
 func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
 	a := exchangeArgs{leader: wr.RuntimeArg("leader"), slot: wr.RuntimeArg("slot"),
-		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y")}
+		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y"),
+		first: wr.RuntimeArg("sq_first"), count: wr.RuntimeArg("sq_count")}
 	for r := range a.rects {
 		for j, f := range []string{"x0", "y0", "x1", "y1", "cores"} {
 			a.rects[r][j] = wr.RuntimeArg("mcast" + strconv.Itoa(r) + "_" + f)
@@ -172,7 +180,8 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 			return nil, err
 		}
 	}
-	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
+	_, col, count := ns.chunk(i)
+	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead), kir.U32(uint32(col)), kir.U32(uint32(count))}
 	for r := 0; r < maxMcastRects; r++ {
 		if r >= len(rects) {
 			vals = append(vals, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
@@ -185,37 +194,41 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 	return vals, nil
 }
 
-// exchange emits the writer's part of the two-stage reduction. Every core
-// waits for its partial tile, writes it into slot `slot` of the leader's
+// exchange emits the writer's part of the exchange. Every core waits for
+// its count squares, writes them into pages first.. of the leader's
 // gather CB (the CB has one address on every core and is untouched on
 // followers, so this core's get_write_ptr is the leader's), waits for the
-// write and increments the leader's semPartial. A leader then waits until
-// semPartial counts Group, publishes the gather pages to compute, waits
+// writes and increments the leader's semPartial. A leader then waits until
+// semPartial counts Group, publishes the wt gather pages to compute, waits
 // for the rsqrt tile compute packs to rsLocal, multicasts it into rs of
 // every follower (one multicast per rectangle, the leader outside all of
 // them) and copies it into its own rs, waits for those writes, sets its
 // semValid to 1 and multicasts that word to the same rectangles. A
 // follower waits until its semValid is 1. Every core then publishes its
-// rs page. Consumes one partial page (and on leaders one rsLocal page),
-// produces Group gather pages on leaders and one rs page everywhere.
+// rs page. Consumes count sq pages (and on leaders one rsLocal page),
+// produces wt gather pages on leaders and one rs page everywhere.
 func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
 	n := ns.cb
+	sqb := ns.sqBytes
 	tb := kir.Ci(ir.FP32.TileBytes())
-	b.Comment("send this core's partial sum(x^2) tile to the group leader")
-	b.CBWaitFront(n.partial, kir.C(1))
-	slotAddr := kir.Add(kir.GetWritePtr{CB: n.gather}, kir.Mul(a.slot, tb))
-	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: slotAddr}, tb)
+	b.Comment("send this core's x^2 tiles to their places in the group leader's row")
+	b.CBWaitFront(n.sq, a.count)
+	src := b.Let("sq_src", kir.GetReadPtr{CB: n.sq})
+	row := b.Let("sq_row", kir.GetWritePtr{CB: n.gather})
+	b.For("j", kir.C(0), a.count, func(j kir.Var) {
+		b.NoCAsyncWrite(kir.Add(src, kir.Mul(j, kir.Ci(sqb))),
+			kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(kir.Add(a.first, j), kir.Ci(sqb)))}, kir.Ci(sqb))
+	})
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
-	b.CBPopFront(n.partial, kir.C(1))
+	b.CBPopFront(n.sq, a.count)
 	b.CBReserveBack(n.rs, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(ns.semValid)})
 	b.IfElse(kir.Ne(a.leader, kir.C(0)), func() {
-		b.Comment("leader: all partials in, to compute; then broadcast the rsqrt tile")
-		g := kir.Ci(ns.group)
-		b.CBReserveBack(n.gather, g)
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, g)
-		b.CBPushBack(n.gather, g)
+		b.Comment("leader: the whole row of x^2 in, to compute; then broadcast the rsqrt tile")
+		b.CBReserveBack(n.gather, kir.Ci(ns.wt))
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, kir.Ci(ns.group))
+		b.CBPushBack(n.gather, kir.Ci(ns.wt))
 		b.CBWaitFront(n.rsLocal, kir.C(1))
 		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})

@@ -87,8 +87,8 @@ func planSplitBy(items, maxCores int, cost func(n, per int) int) Split {
 }
 
 // NormGatherCycles is what one more core of a split-row norm adds to the
-// group leader's critical path: unpacking and reducing its partial tile.
-const NormGatherCycles = UnpackTileCycles + EltwiseTileCycles
+// group leader's critical path: its semaphore increment and NoC writes.
+const NormGatherCycles = EltwiseTileCycles
 
 // PlanNormSplit is the split of one tile row of wt tiles over at most
 // maxCores cores of a split-row norm (norm.go), minimising
@@ -96,7 +96,8 @@ const NormGatherCycles = UnpackTileCycles + EltwiseTileCycles
 //	cost(n) = n*(DispatchCycles + NormGatherCycles) + ceil(wt/n)*tileCycles
 //
 // where tileCycles is one tile's compute on a core: every core works on
-// its chunk in parallel, and the leader reduces the n partials serially.
+// its chunk in parallel (the leader's serial reduce of all wt squares is
+// the same for every n).
 // Ties go to fewer cores.
 func PlanNormSplit(wt, maxCores, tileCycles int) Split {
 	return planSplitBy(wt, maxCores, func(n, per int) int {
