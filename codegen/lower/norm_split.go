@@ -151,7 +151,7 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 // order; values from exchangeValues).
 type exchangeArgs struct {
 	leader, slot, lx, ly kir.ArgRef
-	first, count         kir.ArgRef // this core's tiles of the row
+	first, count         kir.ArgRef                   // this core's tiles of the row
 	rects                [maxMcastRects][5]kir.ArgRef // x0, y0, x1, y1, cores (0: unused slot)
 }
 
