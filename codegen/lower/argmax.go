@@ -11,11 +11,19 @@ import (
 // Reduce family: argmax over the last dim of bf16 logits [rows <= 32, N]
 // in tile layout, giving uint32 indices [rows, 1] in row-major layout.
 //
-// A single-core data-movement program: the reader streams the logits' tiles
-// in column order into a CB; the writer scans each tile with integer
-// arithmetic on the bf16 bit patterns and keeps, per row, the best key and
-// its index in an L1 scratch page (16 bytes per row: index, key); at the end
-// it writes each row's index to its 4-byte output page.
+// A data-movement program over C cores, each with a contiguous range of
+// tile columns (the 27B's 7,760 logits tiles would take one core ~3.6 ms
+// of scalar scanning). On every core the reader streams its tiles in
+// column order into a CB, argmaxBatch pages per barrier; the writer scans
+// each tile with integer arithmetic on the bf16 bit patterns and keeps,
+// per row, the best key and its index in an L1 scratch page (16 bytes per
+// row: index, key). Then every core but the first (the leader) writes its
+// rows' slots into its own slot of the leader's "gathered" page (same L1
+// address on every core) and increments the leader's semaphore; the
+// leader waits for all C-1, folds the slots in core order (ranges increase
+// with the core, and a later range replaces the best only when strictly
+// greater, so the first maximum still wins) and writes each row's index to
+// its 4-byte output page. Only (index, key) pairs cross the NoC.
 //
 // The key of bf16 bits b with magnitude m = b & 0x7FFF is 0x8000 + m for a
 // positive value and 0x8000 - m for a negative one, so keys order like the
@@ -27,6 +35,12 @@ import (
 // argmaxSlot is the bytes of scratch per row: index at +0 (16-byte aligned
 // for the output write), best key at +4.
 const argmaxSlot = 16
+
+// argmaxBatch is the number of logits pages a reader moves per barrier.
+const argmaxBatch = 8
+
+// argmaxSemGathered is the leader's count of ranges whose slots arrived.
+const argmaxSemGathered = 0
 
 func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
@@ -48,31 +62,49 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	cores, rs := firstCores(t, 1)
-	core := cores[0]
-	const cbLogits, cbState = cbIn0, cbIm0
-	p.AddCB(tileCB(cbLogits, ir.BF16, 2, rs, "logits"))
+	// A tile costs about 20 scalar statements per column pair per row;
+	// each extra core adds its slots to the leader's fold.
+	plan := PlanSplit(nt, t.NumWorkers(), rows*16*2*20, rows*40, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	leader := cores[0]
+	const cbLogits, cbState, cbGather = cbIn0, cbIm0, cbIm1
+	batch := min(argmaxBatch, nt)
+	p.AddCB(tileCB(cbLogits, ir.BF16, 2*batch, rs, "logits"))
 	p.AddCB(kir.CB{Index: cbState, PageSize: ir.TileSize * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
+	multi := plan.Cores > 1
+	if multi {
+		p.AddCB(kir.CB{Index: cbGather, PageSize: plan.Cores * rows * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "gathered"})
+		p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: rs})
+	}
 
-	// Reader: the nt tiles in column order.
+	// Reader: the core's tiles in column order, batch pages per barrier.
 	rd := newReader(p, rs)
 	xAcc, err := accessOf(ctx, rd, "x_addr", x)
 	if err != nil {
 		return nil, err
 	}
-	rNt := rd.CompileArg("nt", uint32(nt))
+	rStart, rCount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	blocks.ReadPages(b, xAcc, cbLogits, kir.C(0), rNt)
+	b.ForStep("c0", kir.C(0), rCount, kir.Ci(batch), func(c0 kir.Var) {
+		n := b.LetT("n", kir.U32T, kir.Sub(rCount, c0))
+		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
+		blocks.ReadPagesBatch(b, xAcc, cbLogits, kir.Add(rStart, c0), n)
+	})
 
-	// Writer: scan and write.
+	// Writer: scan, gather on the leader, write.
 	wr := newWriter(p, rs)
 	oAcc, err := accessOf(ctx, wr, "out_addr", out)
 	if err != nil {
 		return nil, err
 	}
-	wNt := wr.CompileArg("nt", uint32(nt))
 	wN := wr.CompileArg("n", uint32(n))
 	wRows := wr.CompileArg("rows", uint32(rows))
+	wStart, wCount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	wIndex := wr.RuntimeArg("core_index")
+	var lx, ly kir.ArgRef
+	if multi {
+		lx, ly = wr.CommonArg("leader_x", kir.NoCX(leader)), wr.CommonArg("leader_y", kir.NoCY(leader))
+	}
 	b = wr.Builder()
 	b.CBReserveBack(cbState, kir.C(1))
 	st := b.Let("st", kir.GetWritePtr{CB: cbState})
@@ -82,7 +114,8 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	b.CBPushBack(cbState, kir.C(1))
 	b.CBWaitFront(cbState, kir.C(1))
-	b.For("c", kir.C(0), wNt, func(c kir.Var) {
+	b.For("i", kir.C(0), wCount, func(i kir.Var) {
+		c := b.Let("c", kir.Add(wStart, i))
 		b.CBWaitFront(cbLogits, kir.C(1))
 		base := b.Let("base", kir.GetReadPtr{CB: cbLogits})
 		b.For("r", kir.C(0), wRows, func(r kir.Var) {
@@ -115,13 +148,51 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		})
 		b.CBPopFront(cbLogits, kir.C(1))
 	})
-	b.For("r", kir.C(0), wRows, func(r kir.Var) {
-		b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
-	})
-	b.NoCAsyncWriteBarrier()
+	writeOut := func() {
+		b.For("r", kir.C(0), wRows, func(r kir.Var) {
+			b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
+		})
+		b.NoCAsyncWriteBarrier()
+	}
+	if !multi {
+		writeOut()
+	} else {
+		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
+		b.CBReserveBack(cbGather, kir.C(1))
+		g := b.Let("gathered", kir.GetWritePtr{CB: cbGather})
+		slots := rows * argmaxSlot
+		b.IfElse(kir.Ne(wIndex, kir.C(0)), func() {
+			b.Comment("send this range's (index, key) per row to the leader")
+			b.NoCAsyncWrite(st, kir.NoCAddr{X: lx, Y: ly, Addr: kir.Add(g, kir.Mul(wIndex, kir.Ci(slots)))}, kir.Ci(slots))
+			b.NoCAsyncWriteBarrier()
+			b.NoCSemaphoreInc(kir.NoCAddr{X: lx, Y: ly, Addr: sem}, kir.C(1))
+			b.NoCAsyncAtomicBarrier()
+		}, func() {
+			b.Comment("fold the other ranges in core order: a later range wins only when strictly greater")
+			b.NoCSemaphoreWait(sem, kir.Ci(plan.Cores-1))
+			b.For("k", kir.C(1), kir.Ci(plan.Cores), func(k kir.Var) {
+				b.For("r", kir.C(0), wRows, func(r kir.Var) {
+					slot := b.Let("slot", kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))))
+					other := b.Let("other", kir.Add(g, kir.Add(kir.Mul(k, kir.Ci(slots)), kir.Mul(r, kir.Ci(argmaxSlot)))))
+					okey := b.LetT("okey", kir.U32T, kir.L1Read32{Addr: kir.Add(other, kir.C(4))})
+					b.If(kir.Gt(okey, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))}), func() {
+						b.L1Write32(slot, kir.L1Read32{Addr: other})
+						b.L1Write32(kir.Add(slot, kir.C(4)), okey)
+					})
+				})
+			})
+			writeOut()
+		})
+		b.CBPushBack(cbGather, kir.C(1))
+		b.CBWaitFront(cbGather, kir.C(1))
+		b.CBPopFront(cbGather, kir.C(1))
+	}
 	b.CBPopFront(cbState, kir.C(1))
 
-	rd.SetRuntimeArgs(core)
-	wr.SetRuntimeArgs(core)
+	for i, core := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(i)))
+	}
 	return p, nil
 }

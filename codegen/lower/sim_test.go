@@ -237,6 +237,8 @@ func TestArgmaxHand(t *testing.T) {
 		{map[int]float32{0: 1, 1: nan, 2: 5, 3: nan}, -100, 1}, // the first NaN wins
 		{nil, -inf, 0}, // all -inf
 		{map[int]float32{0: 3, 35: 7, 39: 7}, -1, 35}, // maximum in the second tile
+		{map[int]float32{5: 9, 37: 9}, -1, 5},         // equal maxima on two cores: the first range wins
+		{map[int]float32{0: 5, 36: nan}, -1, 36},      // a NaN in the second range beats any number
 	}
 	data := make([]float32, len(rows)*n)
 	for r, row := range rows {
@@ -249,6 +251,11 @@ func TestArgmaxHand(t *testing.T) {
 		}
 	}
 	_, op := graphOp(t, argmaxCase("", len(rows), n).build)
+	if p, err := Lower(op, NewContext(target.Blackhole())); err != nil {
+		t.Fatal(err)
+	} else if cores := len(p.Cores()); cores != 2 {
+		t.Fatalf("argmax over 2 tiles runs on %d cores, want 2 (one per tile, so the rows above cross cores)", cores)
+	}
 	got, _ := runOnSim(t, target.Blackhole(), op, [][]float32{data})
 	want, err := ref.EvalOp(op, []ref.Tensor{{Shape: op.Operands[0].Type.Shape, Data: data}}, ref.DefaultOptions())
 	if err != nil {
