@@ -106,9 +106,9 @@ func Default() *Params {
 // The fitted parameters (TestFittedParamsAreOptimal checks that each is a
 // minimum of the calibration error; `tcc perf --params` prints them).
 const (
-	fittedFixedProgramUS        = 2.5
-	fittedDRAMBankBytesPerCycle = 40.0
-	fittedUnpackCyclesPerTile   = 68.0
+	fittedFixedProgramUS        = 1.8
+	fittedDRAMBankBytesPerCycle = 42.0
+	fittedUnpackCyclesPerTile   = 66.0
 )
 
 // Param is one row of the parameter table.

@@ -154,11 +154,13 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 			dt.DRAMWritten += th.dramWritten
 			dt.EthSent += th.ethSent
 		}
+		// The program ends with its last thread; Critical then names the
+		// thread that held it up (which may have finished earlier).
+		dt.US = dt.Critical.FinishUS + prm.FixedProgramUS
 		if b := bottleneck(last); b != nil && b != last {
 			dt.Critical = threadTime(b, prm)
 		}
 		dt.Cores = len(cores)
-		dt.US = dt.Critical.FinishUS + prm.FixedProgramUS
 		pt.Devices = append(pt.Devices, dt)
 	}
 	return pt, nil

@@ -79,6 +79,40 @@ func TestSemaphoreOrdersCores(t *testing.T) {
 	}
 }
 
+// TestProgramEndsWithLastThread: a thread that finishes after the one
+// that held the program up (here: a core that keeps working after its
+// stall is over) still counts — the program's time is its last thread's
+// finish plus the fixed cost, whichever thread is named critical.
+func TestProgramEndsWithLastThread(t *testing.T) {
+	tg := target.Blackhole()
+	p := kir.NewProgram("tail")
+	a := kir.Core{X: 0, Y: 0}
+	rs := []ir.CoreRange{a.Range()}
+	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs, Name: "page"})
+	rd := p.AddKernel(&kir.Kernel{Name: "producer", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	rb := rd.Builder()
+	rb.For("i", kir.C(0), kir.C(1000), func(kir.Var) {})
+	rb.CBReserveBack(0, kir.C(1))
+	rb.CBPushBack(0, kir.C(1))
+	wr := p.AddKernel(&kir.Kernel{Name: "consumer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	wb := wr.Builder()
+	wb.CBWaitFront(0, kir.C(1))
+	wb.CBPopFront(0, kir.C(1))
+	wb.For("i", kir.C(0), kir.C(20000), func(kir.Var) {}) // long after its stall
+	pt, err := Simulate(p, tg, Default(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := pt.Devices[0]
+	last := 0.0
+	for _, r := range d.Roles {
+		last = max(last, r.FinishUS)
+	}
+	if want := last + Default().FixedProgramUS; d.US < want-1e-9 {
+		t.Errorf("program %.3f us, but its last thread finishes at %.3f us (+ fixed %.3f); critical %s at %.3f", d.US, last, Default().FixedProgramUS, d.Critical.Kernel, d.Critical.FinishUS)
+	}
+}
+
 func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
 	tb.Helper()
 	g, _, err := model.BuildGraph(o, mesh)

@@ -7,13 +7,12 @@
 //          c_1 scaler: 1 x 2048 B Float16_b
 //          c_2 norm_weight: 1 x 2048 B Float16_b
 //          c_3 rsqrt_mean: 1 x 4096 B Float32
-//          c_4 sumsq_partials: 2 x 4096 B Float32
+//          c_4 x_squared_row: 2 x 4096 B Float32
 //          c_16 out: 2 x 2048 B Float16_b
-//          c_17 sumsq_partial: 1 x 4096 B Float32
+//          c_17 x_squared: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
 //          c_24 x_normed: 2 x 4096 B Float32
 //          c_25 weight_plus_offset: 2 x 4096 B Float32
-//          c_26 x_squared: 1 x 4096 B Float32
 // defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
 //          REDUCE_OP=PoolType::SUM
 
@@ -38,7 +37,7 @@ void kernel_main() {
     compute_kernel_hw_startup(0, 1, 16);
     cb_wait_front(1, 1);
     cb_wait_front(0, count);
-    // x^2
+    // x^2 of this core's tiles, to the writer (it sends them to the leader)
     for (uint32_t j = 0; j < count; ++j) {
         tile_regs_acquire();
         copy_tile_to_dst_init_short(0);
@@ -46,34 +45,16 @@ void kernel_main() {
         square_tile_init();
         square_tile(0);
         tile_regs_commit();
-        pack_reconfig_data_format(26);
-        cb_reserve_back(26, 1);
+        pack_reconfig_data_format(17);
+        cb_reserve_back(17, 1);
         tile_regs_wait();
-        pack_tile(0, 26);
+        pack_tile(0, 17);
         tile_regs_release();
-        cb_push_back(26, 1);
+        cb_push_back(17, 1);
         pack_reconfig_data_format(16);
     }
-    // partial sum(x^2) of this core's tiles, in column 0
-    cb_wait_front(26, count);
-    tile_regs_acquire();
-    for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
-        reconfig_data_format(26, 1);
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, 3);
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, j_2, 0, 0);
-        reconfig_data_format(0, 1);
-        reduce_uninit();
-    }
-    tile_regs_commit();
-    pack_reconfig_data_format(17);
-    cb_reserve_back(17, 1);
-    tile_regs_wait();
-    pack_tile(0, 17);
-    tile_regs_release();
-    cb_push_back(17, 1);
-    cb_pop_front(26, count);
     if (leader != 0u) {
-        // leader: the group's partials (the writer gathered them), rsqrt(sum / H + eps)
+        // leader: the whole row's x^2 (the writer gathered it), summed in column order as on one core; rsqrt(sum / H + eps)
         cb_wait_front(4, 2);
         tile_regs_acquire();
         for (uint32_t k = 0; k < 2; ++k) {
@@ -89,6 +70,7 @@ void kernel_main() {
         rsqrt_tile_init();
         rsqrt_tile(0);
         tile_regs_commit();
+        pack_reconfig_data_format(18);
         cb_reserve_back(18, 1);
         tile_regs_wait();
         pack_tile(0, 18);
@@ -98,12 +80,13 @@ void kernel_main() {
     }
     cb_wait_front(3, 1);
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
-    for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
+    for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
         tile_regs_acquire();
         reconfig_data_format(0, 3);
         mul_bcast_cols_init_short(0, 3);
-        mul_tiles_bcast_cols(0, 3, j_3, 0, 0);
+        mul_tiles_bcast_cols(0, 3, j_2, 0, 0);
         tile_regs_commit();
+        pack_reconfig_data_format(24);
         cb_reserve_back(24, 1);
         tile_regs_wait();
         pack_tile(0, 24);
@@ -138,7 +121,6 @@ void kernel_main() {
         tile_regs_release();
         cb_push_back(16, 1);
         reconfig_data_format(0, 1);
-        pack_reconfig_data_format(17);
     }
     cb_pop_front(3, 1);
     cb_pop_front(0, count);

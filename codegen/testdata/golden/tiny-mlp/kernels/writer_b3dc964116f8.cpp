@@ -2,18 +2,23 @@
 //
 // program: argmax
 // kernel:  writer (writer on RISCV_0 = BRISC, NoC 0)
-// cores:   (0,0)-(0,0)
-// CBs:     c_0 logits: 2 x 2048 B Float16_b
+// cores:   (0,0)-(1,0)
+// CBs:     c_0 logits: 4 x 2048 B Float16_b
 //          c_24 best: 1 x 512 B UInt32
+//          c_25 gathered: 1 x 64 B UInt32
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 
 void kernel_main() {
-    constexpr uint32_t nt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
-    constexpr uint32_t n = get_compile_time_arg_val(1);  // compile-time arg 1 = 64
-    constexpr uint32_t rows = get_compile_time_arg_val(2);  // compile-time arg 2 = 2
+    constexpr uint32_t n = get_compile_time_arg_val(0);  // compile-time arg 0 = 64
+    constexpr uint32_t rows = get_compile_time_arg_val(1);  // compile-time arg 1 = 2
+    const uint32_t start_tile = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
+    const uint32_t num_tiles = get_arg_val<uint32_t>(1);  // runtime arg 1 (per core)
+    const uint32_t core_index = get_arg_val<uint32_t>(2);  // runtime arg 2 (per core)
     const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
+    const uint32_t leader_x = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
+    const uint32_t leader_y = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
 
     cb_reserve_back(24, 1);
     uint32_t st = get_write_ptr(24);
@@ -23,7 +28,8 @@ void kernel_main() {
     }
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
-    for (uint32_t c = 0; c < nt; ++c) {
+    for (uint32_t i = 0; i < num_tiles; ++i) {
+        uint32_t c = start_tile + i;
         cb_wait_front(0, 1);
         uint32_t base = get_read_ptr(0);
         for (uint32_t r_2 = 0; r_2 < rows; ++r_2) {
@@ -67,9 +73,37 @@ void kernel_main() {
         }
         cb_pop_front(0, 1);
     }
-    for (uint32_t r_3 = 0; r_3 < rows; ++r_3) {
-        noc_async_write(st + r_3 * 16u, get_noc_addr_from_bank_id<true>(r_3 % NUM_DRAM_BANKS, out_addr + r_3 / NUM_DRAM_BANKS * 64u), 4);
+    uint32_t gathered_sem = get_semaphore(0);
+    cb_reserve_back(25, 1);
+    uint32_t gathered = get_write_ptr(25);
+    if (core_index != 0u) {
+        // send this range's (index, key) per row to the leader
+        noc_async_write(st, get_noc_addr(leader_x, leader_y, gathered + core_index * 32u), 32);
+        noc_async_write_barrier();
+        noc_semaphore_inc(get_noc_addr(leader_x, leader_y, gathered_sem), 1);
+        noc_async_atomic_barrier();
+    } else {
+        // fold the other ranges in core order: a later range wins only when strictly greater
+        noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(gathered_sem), 1);
+        for (uint32_t k = 1; k < 2; ++k) {
+            for (uint32_t r_3 = 0; r_3 < rows; ++r_3) {
+                uint32_t slot_2 = st + r_3 * 16u;
+                uint32_t other = gathered + k * 32u + r_3 * 16u;
+                uint32_t okey = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(other + 4u);
+                if (okey > *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(slot_2 + 4u)) {
+                    *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(slot_2) = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(other);
+                    *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(slot_2 + 4u) = okey;
+                }
+            }
+        }
+        for (uint32_t r_4 = 0; r_4 < rows; ++r_4) {
+            noc_async_write(st + r_4 * 16u, get_noc_addr_from_bank_id<true>(r_4 % NUM_DRAM_BANKS, out_addr + r_4 / NUM_DRAM_BANKS * 64u), 4);
+        }
+        noc_async_write_barrier();
     }
-    noc_async_write_barrier();
+    cb_push_back(25, 1);
+    cb_wait_front(25, 1);
+    cb_pop_front(25, 1);
     cb_pop_front(24, 1);
+    noc_async_atomic_barrier();
 }
