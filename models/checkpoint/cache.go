@@ -225,9 +225,6 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 			Shape: it.Buffer.Shape, PageSize: it.Buffer.PageSize, Pages: it.Buffer.Pages, Inputs: sums, Offset: offset, Size: it.Bytes()}
 		for d := range hs {
 			e.Results = append(e.Results, hex.EncodeToString(hs[d].Sum(nil)))
-			if err := files[d].Sync(); err != nil {
-				return nil, false, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
-			}
 		}
 		offset += e.Size
 		man.Tensors = append(man.Tensors, e)
@@ -238,6 +235,12 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		progress(Progress{Buffer: it.Buffer.Name, TensorsDone: i + 1, Tensors: len(items), BytesDone: bytesDone, Bytes: total})
 	}
 	for d, f := range files {
+		// The partial manifest is not synced with the data: a resume
+		// re-checks every recorded result, so only the final files must
+		// be durable before the manifest names them.
+		if err := f.Sync(); err != nil {
+			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
+		}
 		if err := f.Close(); err != nil {
 			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
 		}
