@@ -74,6 +74,28 @@ type Progress struct {
 	Skipped, Reused, Final bool
 }
 
+// ContractOf is Contract of pf's weights, without a checkpoint: the
+// value a cache converted for pf records. Weights without a buffer
+// entry or source are an error.
+func ContractOf(pf *codegen.ProgramsFile) (string, error) {
+	if pf == nil || pf.Manifest == nil {
+		return "", fmt.Errorf("checkpoint: the build has no manifest")
+	}
+	bufs := map[string]codegen.BufferEntry{}
+	for _, b := range pf.Buffers {
+		bufs[b.Name] = b
+	}
+	var items []Item
+	for _, w := range pf.Weights {
+		b, ok := bufs[w.Buffer]
+		if !ok || w.Source == nil {
+			return "", fmt.Errorf("checkpoint: weight buffer %q has no buffer entry or source", w.Buffer)
+		}
+		items = append(items, Item{Buffer: b, Source: *w.Source})
+	}
+	return Contract(items), nil
+}
+
 // Contract returns the sha256 of the items' buffers and sources.
 func Contract(items []Item) string {
 	type c struct {
