@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -219,9 +218,6 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		if err := f.Truncate(offset); err != nil {
 			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", p, err)
 		}
-		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", p, err)
-		}
 	}
 	var bytesDone int64
 	for i, it := range items[:done] {
@@ -234,14 +230,19 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		if err != nil {
 			return nil, false, err
 		}
-		hs := make([]hash.Hash, n)
-		ws := make([]io.Writer, n)
+		ws := make([]io.WriterAt, n)
 		for d := range ws {
-			hs[d] = sha256.New()
-			ws[d] = io.MultiWriter(files[d], hs[d])
+			ws[d] = &offsetWriter{files[d], offset}
 		}
 		if err := s.Convert(it, ws); err != nil {
 			return nil, false, err
+		}
+		hs := make([]hash.Hash, n)
+		for d := range hs {
+			hs[d] = sha256.New()
+			if _, err := io.Copy(hs[d], io.NewSectionReader(files[d], offset, it.Bytes())); err != nil {
+				return nil, false, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
+			}
 		}
 		e := CacheEntry{Buffer: it.Buffer.Name, Source: it.Source, Storage: it.Weight.Kind, DType: it.Buffer.DType, Layout: it.Buffer.Layout,
 			Shape: it.Buffer.Shape, PageSize: it.Buffer.PageSize, Pages: it.Buffer.Pages, Inputs: sums, Offset: offset, Size: it.Bytes()}
@@ -421,17 +422,36 @@ func InMemory(s *Source, pf *codegen.ProgramsFile) (*Cache, error) {
 		c.buffers = append(c.buffers, map[string][]byte{})
 	}
 	for _, it := range items {
-		bufs := make([]bytes.Buffer, pf.Devices)
-		ws := make([]io.Writer, pf.Devices)
+		bufs := make([]bytesAt, pf.Devices)
+		ws := make([]io.WriterAt, pf.Devices)
 		for d := range ws {
-			ws[d] = &bufs[d]
+			bufs[d] = make(bytesAt, it.Bytes())
+			ws[d] = bufs[d]
 		}
 		if err := s.Convert(it, ws); err != nil {
 			return nil, err
 		}
 		for d := range bufs {
-			c.buffers[d][it.Buffer.Name] = bufs[d].Bytes()
+			c.buffers[d][it.Buffer.Name] = bufs[d]
 		}
 	}
 	return c, nil
+}
+
+// offsetWriter writes at base+off of a file.
+type offsetWriter struct {
+	f    *os.File
+	base int64
+}
+
+func (w *offsetWriter) WriteAt(p []byte, off int64) (int, error) { return w.f.WriteAt(p, w.base+off) }
+
+// bytesAt is a fixed-size in-memory WriterAt.
+type bytesAt []byte
+
+func (b bytesAt) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(b)) {
+		return 0, fmt.Errorf("write of %d bytes at %d outside a %d-byte buffer", len(p), off, len(b))
+	}
+	return copy(b[off:], p), nil
 }

@@ -96,17 +96,24 @@ func axisMap(share nn.Share, shape ir.Shape, axis, d, n int) ([]int, error) {
 }
 
 // Convert writes the page bytes of it on each of len(out) devices to
-// out[d], 32 rows at a time (one tile row). The result is exactly
-// it.Bytes() per device.
-func (s *Source) Convert(it Item, out []io.Writer) error {
+// out[d] at offsets from 0 to it.Bytes(), every byte exactly once. It
+// streams: a plain tensor is read from the mapped checkpoint 32 rows at a
+// time (one output tile row, or for a transposed tensor one output tile
+// column, i.e. 32 contiguous HF rows), and the mapped pages are released
+// once converted, so memory stays bounded by one dequantised tensor.
+func (s *Source) Convert(it Item, out []io.WriterAt) error {
 	m, err := s.open(it.Weight)
 	if err != nil {
 		return err
 	}
+	if m.raw != nil && it.Weight.Kind == Plain {
+		name, rowBytes := it.Weight.Parts[0], int64(m.cols*it.Weight.DType.Size())
+		m.release = func(i0, i1 int) { s.Ckpt.Release(name, int64(i0)*rowBytes, int64(i1)*rowBytes) }
+	}
 	return convertMatrix(it, m, out)
 }
 
-func convertMatrix(it Item, m *matrix, out []io.Writer) error {
+func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 	name := it.Buffer.Name
 	src := it.Source
 	tr, tc := m.rows, m.cols
@@ -140,18 +147,24 @@ func convertMatrix(it Item, m *matrix, out []io.Writer) error {
 		if rank1 {
 			shape = ir.Shape{len(colIdx)}
 		}
-		if err := emit(it, shape, rowIdx, colIdx, at, out[d], d); err != nil {
+		if err := emit(it, shape, rowIdx, colIdx, at, src.Transposed, m.release, out[d], d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emit packs one device's [len(rowIdx), len(colIdx)] share.
-func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float32, w io.Writer, d int) error {
+// emit packs one device's [len(rowIdx), len(colIdx)] share. byCol: the
+// source is read fastest along output columns' indices (a transposed
+// tensor), so tile layout is produced one tile column at a time. release
+// (may be nil) drops source rows [i0, i1) once they are converted.
+func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float32, byCol bool, release func(i0, i1 int), w io.WriterAt, d int) error {
 	b := it.Buffer
 	if !shape.Equal(ir.Shape(b.Shape)) {
 		return fmt.Errorf("checkpoint: buffer %q device %d: source %q %v cut to %s, but programs.json declares shape %v", b.Name, d, it.Source.Tensor, it.Weight.Shape, shape, b.Shape)
+	}
+	if release == nil {
+		release = func(int, int) {}
 	}
 	rows, cols := len(rowIdx), len(colIdx)
 	val := func(r, c int) float32 {
@@ -161,27 +174,69 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float
 		}
 		return at(i, j)
 	}
+	span := func(idx []int) (int, int) { // source index range of idx, ignoring padding
+		lo, hi := -1, -1
+		for _, v := range idx {
+			if v >= 0 && (lo < 0 || v < lo) {
+				lo = v
+			}
+			hi = max(hi, v+1)
+		}
+		return max(lo, 0), max(hi, 0)
+	}
 	var written int64
-	switch it.layout {
-	case ir.TileLayout:
-		chunk := make([]float32, ir.TileSize*cols)
-		for r0 := 0; r0 < rows; r0 += ir.TileSize {
+	put := func(p []byte, off int64) error {
+		if _, err := w.WriteAt(p, off); err != nil {
+			return fmt.Errorf("checkpoint: buffer %q device %d: %v", b.Name, d, err)
+		}
+		written += int64(len(p))
+		return nil
+	}
+	const T = ir.TileSize
+	switch {
+	case it.layout == ir.TileLayout && byCol:
+		tr, tc := (rows+T-1)/T, (cols+T-1)/T
+		tb := int64(it.dtype.TileBytes())
+		strip := make([]float32, tr*T*T)
+		for c0 := 0; c0 < tc; c0++ {
+			clear(strip)
+			for r := 0; r < rows; r++ {
+				for c := c0 * T; c < min(c0*T+T, cols); c++ {
+					strip[r*T+c-c0*T] = val(r, c)
+				}
+			}
+			for r0 := 0; r0 < tr; r0++ {
+				bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(strip[r0*T*T:(r0+1)*T*T], T, T))
+				if err != nil {
+					return fmt.Errorf("checkpoint: buffer %q device %d: %v", b.Name, d, err)
+				}
+				if err := put(bs, (int64(r0)*int64(tc)+int64(c0))*tb); err != nil {
+					return err
+				}
+			}
+			release(span(colIdx[c0*T : min(c0*T+T, cols)]))
+		}
+	case it.layout == ir.TileLayout:
+		chunk := make([]float32, T*cols)
+		for r0 := 0; r0 < rows; r0 += T {
 			clear(chunk)
-			for r := r0; r < min(r0+ir.TileSize, rows); r++ {
+			for r := r0; r < min(r0+T, rows); r++ {
 				for c := 0; c < cols; c++ {
 					chunk[(r-r0)*cols+c] = val(r, c)
 				}
 			}
-			bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(chunk, ir.TileSize, cols))
+			bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(chunk, T, cols))
 			if err != nil {
 				return fmt.Errorf("checkpoint: buffer %q device %d: %v", b.Name, d, err)
 			}
-			if _, err := w.Write(bs); err != nil {
+			if err := put(bs, written); err != nil {
 				return err
 			}
-			written += int64(len(bs))
+			if !byCol {
+				release(span(rowIdx[r0:min(r0+T, rows)]))
+			}
 		}
-	case ir.RowMajorLayout:
+	case it.layout == ir.RowMajorLayout:
 		eb := it.dtype.ElemBytes()
 		row := make([]byte, cols*eb)
 		for r := 0; r < rows; r++ {
@@ -196,10 +251,9 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float
 					return fmt.Errorf("checkpoint: buffer %q: %s row-major weights are not supported", b.Name, it.dtype)
 				}
 			}
-			if _, err := w.Write(row); err != nil {
+			if err := put(row, written); err != nil {
 				return err
 			}
-			written += int64(len(row))
 		}
 	default:
 		return fmt.Errorf("checkpoint: buffer %q: layout %s is not supported", b.Name, it.layout)

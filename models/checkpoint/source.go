@@ -173,6 +173,7 @@ type matrix struct {
 	f32        []float32 // dequantised, or nil
 	raw        []byte    // plain data when f32 is nil
 	dt         safetensors.DType
+	release    func(i0, i1 int) // drop source rows [i0, i1) from memory; nil: keep
 }
 
 func (m *matrix) at(i, j int) float32 {

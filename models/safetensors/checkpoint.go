@@ -137,6 +137,15 @@ func (c *Checkpoint) Bytes(name string) ([]byte, error) {
 	return f.Bytes(name)
 }
 
+// Release tells the OS that bytes [lo, hi) of tensor name's data are not
+// needed any more (their mapped pages are dropped from the process; the
+// page cache keeps them). A no-op when the file is not mapped.
+func (c *Checkpoint) Release(name string, lo, hi int64) {
+	if f, ok := c.where[name]; ok {
+		f.Release(name, lo, hi)
+	}
+}
+
 // Close closes every shard.
 func (c *Checkpoint) Close() error {
 	var first error

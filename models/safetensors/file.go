@@ -76,6 +76,22 @@ func (f *File) Bytes(name string) ([]byte, error) {
 	return b, nil
 }
 
+// Release drops the mapped pages wholly inside bytes [lo, hi) of tensor
+// name's data (see Checkpoint.Release).
+func (f *File) Release(name string, lo, hi int64) {
+	t, ok := f.Header.Lookup(name)
+	if !ok || f.mapped == nil {
+		return
+	}
+	a, b := f.Header.DataStart+t.Begin+max(lo, 0), f.Header.DataStart+min(t.Begin+hi, t.End)
+	page := int64(os.Getpagesize())
+	a = (a + page - 1) / page * page
+	b = b / page * page
+	if a < b {
+		release(f.mapped[a:b])
+	}
+}
+
 // Close unmaps and closes the file.
 func (f *File) Close() error {
 	if f.mapped != nil {

@@ -11,3 +11,5 @@ import (
 func mmapFile(*os.File, int64) ([]byte, error) { return nil, errors.New("no mmap on this platform") }
 
 func munmap([]byte) {}
+
+func release([]byte) {}

@@ -18,3 +18,5 @@ func mmapFile(f *os.File, size int64) ([]byte, error) {
 }
 
 func munmap(b []byte) { _ = unix.Munmap(b) }
+
+func release(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }
