@@ -119,6 +119,7 @@ func (s *Source) inputSums(it Item) ([]InputSum, int64, error) {
 			return nil, 0, err
 		}
 		sum := sha256.Sum256(b)
+		s.Ckpt.Release(p, 0, int64(len(b))) // hashing touched every page
 		out = append(out, InputSum{Tensor: p, SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(b))})
 		total += int64(len(b))
 	}

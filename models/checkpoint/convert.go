@@ -110,7 +110,13 @@ func (s *Source) Convert(it Item, out []io.WriterAt) error {
 		name, rowBytes := it.Weight.Parts[0], int64(m.cols*it.Weight.DType.Size())
 		m.release = func(i0, i1 int) { s.Ckpt.Release(name, int64(i0)*rowBytes, int64(i1)*rowBytes) }
 	}
-	return convertMatrix(it, m, out)
+	err = convertMatrix(it, m, out)
+	for _, p := range it.Weight.Parts {
+		if t, _, ierr := s.Ckpt.Info(p); ierr == nil {
+			s.Ckpt.Release(p, 0, t.End-t.Begin)
+		}
+	}
+	return err
 }
 
 func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {

@@ -1,10 +1,12 @@
 package safetensors
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -104,4 +106,73 @@ func WriteSharded(dir string, shards [][]Tensor) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, IndexFile), append(idx, '\n'), 0o644)
+}
+
+// WriteStream writes a safetensors file at path whose tensors are specs
+// (Data ignored) in name order, calling fill once per tensor to write
+// exactly its bytes: a checkpoint larger than memory can be written. The
+// file is removed when fill fails or writes the wrong number of bytes.
+func WriteStream(path string, specs []Tensor, fill func(t Tensor, w io.Writer) error) (err error) {
+	ts := append([]Tensor(nil), specs...)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	hdr := map[string]any{metaKey: map[string]string{"format": "pt"}}
+	var off int64
+	sizes := make([]int64, len(ts))
+	for i, t := range ts {
+		n := int64(t.DType.Size())
+		for _, d := range t.Shape {
+			n *= int64(d)
+		}
+		if n == 0 && t.DType.Size() == 0 {
+			return fmt.Errorf("safetensors: tensor %q: unknown dtype %q", t.Name, t.DType)
+		}
+		sizes[i] = n
+		hdr[t.Name] = map[string]any{"dtype": t.DType, "shape": t.Shape, "data_offsets": []int64{off, off + n}}
+		off += n
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		return err
+	}
+	for len(js)%8 != 0 {
+		js = append(js, ' ')
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("safetensors: %v", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(js)))
+	bw.Write(n[:])
+	bw.Write(js)
+	for i, t := range ts {
+		cw := &countWriter{w: bw}
+		if err := fill(t, cw); err != nil {
+			return fmt.Errorf("safetensors: %s: tensor %q: %v", path, t.Name, err)
+		}
+		if cw.n != sizes[i] {
+			return fmt.Errorf("safetensors: %s: tensor %q: wrote %d bytes, %s %v needs %d", path, t.Name, cw.n, t.DType, t.Shape, sizes[i])
+		}
+	}
+	return bw.Flush()
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
