@@ -63,6 +63,25 @@ func (s *Source) Plan(pf *codegen.ProgramsFile) ([]Item, error) {
 	return items, nil
 }
 
+// Unused lists the checkpoint tensors no item reads (e.g. the mtp.* head
+// and the model.visual.* tower of a full release, or activation scales),
+// sorted.
+func (s *Source) Unused(items []Item) []string {
+	used := map[string]bool{}
+	for _, it := range items {
+		for _, p := range it.Weight.Parts {
+			used[p] = true
+		}
+	}
+	var out []string
+	for _, n := range s.Ckpt.Names() {
+		if !used[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // axisMap returns, for device d of n, the whole-tensor index along axis
 // of every entry of the device's share (-1 for padding), computed by
 // nn.Share.Cut itself on an index tensor so it is the model's own cut.

@@ -240,6 +240,40 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// TestFailureMidConversion: a tensor whose shape does not fit its buffer
+// fails after earlier buffers were written, and nothing is left behind.
+func TestFailureMidConversion(t *testing.T) {
+	f := setup(t)
+	hf := append([]checkpoint.HFTensor(nil), f.hf...)
+	for i, h := range hf {
+		if h.Name == "lm_head.weight" {
+			hf[i].Shape = []int{h.Shape[0] * 2, h.Shape[1] / 2}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	if err := checkpoint.WriteSynthetic(dir, f.cfg, checkpoint.FormBF16, hf, 2); err != nil {
+		t.Fatal(err)
+	}
+	src, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cache := filepath.Join(t.TempDir(), "cache")
+	done := 0
+	_, _, err = checkpoint.ConvertCache(src, f.pf, cache, func(p checkpoint.Progress) { done = p.TensorsDone })
+	if err == nil || !strings.Contains(err.Error(), `"lm_head.weight"`) || !strings.Contains(err.Error(), "programs.json declares shape") {
+		t.Fatalf("got %v, want a shape error naming lm_head.weight", err)
+	}
+	if done == 0 {
+		t.Errorf("the failure came before any buffer was converted; want it mid-conversion")
+	}
+	if _, serr := os.Stat(cache); serr == nil {
+		entries, _ := os.ReadDir(cache)
+		t.Errorf("cache directory left behind with %d entries", len(entries))
+	}
+}
+
 // TestBadCheckpoints: clear errors, no cache directory left behind.
 func TestBadCheckpoints(t *testing.T) {
 	f := setup(t)

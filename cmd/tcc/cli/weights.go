@@ -162,6 +162,13 @@ gate/up).`,
 		if err != nil {
 			return err
 		}
+		items, err := src.Plan(pf)
+		if err != nil {
+			return err
+		}
+		if unused := src.Unused(items); len(unused) > 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "skipping %d checkpoint tensors the build does not read (first: %s)\n", len(unused), unused[0])
+		}
 		start := time.Now()
 		pr := newProgress(cmd.ErrOrStderr())
 		man, reused, err := checkpoint.ConvertCache(src, pf, out, pr.report)

@@ -60,7 +60,7 @@ func TestWeightsNVFP4EndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("convert: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "converted 109/109") || !strings.Contains(out, "MB/s") {
+	if !strings.Contains(out, "converted 109/109") || !strings.Contains(out, "MB/s") || !strings.Contains(out, "skipping 32 checkpoint tensors") {
 		t.Errorf("convert progress lines missing:\n%.2000s", out)
 	}
 	out, err = runCLI(t, "weights", "convert", "--from", dir, "--mesh", "1x2", "-o", cache)
