@@ -118,9 +118,16 @@ func (s *Source) inputSums(it Item) ([]InputSum, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		sum := sha256.Sum256(b)
-		s.Ckpt.Release(p, 0, int64(len(b))) // hashing touched every page
-		out = append(out, InputSum{Tensor: p, SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(b))})
+		// Hash in 64 MiB steps, releasing each step's mapped pages, so a
+		// 2.5 GB embedding never sits in memory whole.
+		h := sha256.New()
+		const step = 64 << 20
+		for lo := 0; lo < len(b); lo += step {
+			hi := min(lo+step, len(b))
+			h.Write(b[lo:hi])
+			s.Ckpt.Release(p, int64(lo), int64(hi))
+		}
+		out = append(out, InputSum{Tensor: p, SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: int64(len(b))})
 		total += int64(len(b))
 	}
 	return out, total, nil

@@ -142,10 +142,8 @@ func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 	name := it.Buffer.Name
 	src := it.Source
 	tr, tc := m.rows, m.cols
-	at := m.at
 	if src.Transposed {
 		tr, tc = m.cols, m.rows
-		at = func(i, j int) float32 { return m.at(j, i) }
 	}
 	whole := ir.Shape{tr, tc}
 	rank1 := len(it.Weight.Shape) == 1
@@ -172,7 +170,7 @@ func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 		if rank1 {
 			shape = ir.Shape{len(colIdx)}
 		}
-		if err := emit(it, shape, rowIdx, colIdx, at, src.Transposed, m.release, out[d], d); err != nil {
+		if err := emit(it, shape, rowIdx, colIdx, m, src.Transposed, out[d], d); err != nil {
 			return err
 		}
 	}
@@ -183,21 +181,24 @@ func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 // source is read fastest along output columns' indices (a transposed
 // tensor), so tile layout is produced one tile column at a time. release
 // (may be nil) drops source rows [i0, i1) once they are converted.
-func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float32, byCol bool, release func(i0, i1 int), w io.WriterAt, d int) error {
+func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, w io.WriterAt, d int) error {
 	b := it.Buffer
 	if !shape.Equal(ir.Shape(b.Shape)) {
 		return fmt.Errorf("checkpoint: buffer %q device %d: source %q %v cut to %s, but programs.json declares shape %v", b.Name, d, it.Source.Tensor, it.Weight.Shape, shape, b.Shape)
 	}
+	release := m.release
 	if release == nil {
 		release = func(int, int) {}
 	}
 	rows, cols := len(rowIdx), len(colIdx)
-	val := func(r, c int) float32 {
-		i, j := rowIdx[r], colIdx[c]
-		if i < 0 || j < 0 {
-			return 0
+	// row fills dst with output row r (not transposed: source row
+	// rowIdx[r] at columns colIdx).
+	row := func(r int, dst []float32) {
+		if rowIdx[r] < 0 {
+			clear(dst)
+			return
 		}
-		return at(i, j)
+		m.rowInto(rowIdx[r], colIdx, dst)
 	}
 	span := func(idx []int) (int, int) { // source index range of idx, ignoring padding
 		lo, hi := -1, -1
@@ -223,11 +224,17 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float
 		tr, tc := (rows+T-1)/T, (cols+T-1)/T
 		tb := int64(it.dtype.TileBytes())
 		strip := make([]float32, tr*T*T)
+		col := make([]float32, rows)
 		for c0 := 0; c0 < tc; c0++ {
 			clear(strip)
-			for r := 0; r < rows; r++ {
-				for c := c0 * T; c < min(c0*T+T, cols); c++ {
-					strip[r*T+c-c0*T] = val(r, c)
+			for c := c0 * T; c < min(c0*T+T, cols); c++ {
+				// Output column c is source row colIdx[c] (transposed).
+				if colIdx[c] < 0 {
+					continue
+				}
+				m.rowInto(colIdx[c], rowIdx, col)
+				for r, v := range col {
+					strip[r*T+c-c0*T] = v
 				}
 			}
 			for r0 := 0; r0 < tr; r0++ {
@@ -246,9 +253,7 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float
 		for r0 := 0; r0 < rows; r0 += T {
 			clear(chunk)
 			for r := r0; r < min(r0+T, rows); r++ {
-				for c := 0; c < cols; c++ {
-					chunk[(r-r0)*cols+c] = val(r, c)
-				}
+				row(r, chunk[(r-r0)*cols:(r-r0+1)*cols])
 			}
 			bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(chunk, T, cols))
 			if err != nil {
@@ -262,21 +267,25 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, at func(i, j int) float
 			}
 		}
 	case it.layout == ir.RowMajorLayout:
+		if byCol {
+			return fmt.Errorf("checkpoint: buffer %q: transposed row-major weights are not supported", b.Name)
+		}
 		eb := it.dtype.ElemBytes()
-		row := make([]byte, cols*eb)
+		vals := make([]float32, cols)
+		out := make([]byte, cols*eb)
 		for r := 0; r < rows; r++ {
-			for c := 0; c < cols; c++ {
-				x := val(r, c)
+			row(r, vals)
+			for c, x := range vals {
 				switch it.dtype {
 				case ir.BF16:
-					binary.LittleEndian.PutUint16(row[2*c:], numerics.BF16Bits(x))
+					binary.LittleEndian.PutUint16(out[2*c:], numerics.BF16Bits(x))
 				case ir.FP32:
-					binary.LittleEndian.PutUint32(row[4*c:], math.Float32bits(x))
+					binary.LittleEndian.PutUint32(out[4*c:], math.Float32bits(x))
 				default:
 					return fmt.Errorf("checkpoint: buffer %q: %s row-major weights are not supported", b.Name, it.dtype)
 				}
 			}
-			if err := put(row, written); err != nil {
+			if err := put(out, written); err != nil {
 				return err
 			}
 		}

@@ -196,6 +196,40 @@ func (m *matrix) at(i, j int) float32 {
 	return safetensors.F8E4M3ToFloat32(m.raw[k])
 }
 
+// rowInto sets dst[k] to element (i, idx[k]) of the matrix (0 where
+// idx[k] < 0): one dtype dispatch per row.
+func (m *matrix) rowInto(i int, idx []int, dst []float32) {
+	base := i * m.cols
+	switch {
+	case m.f32 != nil:
+		row := m.f32[base : base+m.cols]
+		for k, j := range idx {
+			if j < 0 {
+				dst[k] = 0
+			} else {
+				dst[k] = row[j]
+			}
+		}
+	case m.dt == safetensors.BF16:
+		row := m.raw[2*base : 2*(base+m.cols)]
+		for k, j := range idx {
+			if j < 0 {
+				dst[k] = 0
+			} else {
+				dst[k] = math.Float32frombits(uint32(row[2*j])<<16 | uint32(row[2*j+1])<<24)
+			}
+		}
+	default:
+		for k, j := range idx {
+			if j < 0 {
+				dst[k] = 0
+			} else {
+				dst[k] = m.at(i, j)
+			}
+		}
+	}
+}
+
 // view2D gives an HF shape's [rows, cols] view: [N] is [1, N], [C, 1, K]
 // (conv1d) is [C, K].
 func view2D(shape []int) (int, int, error) {
