@@ -2,9 +2,11 @@ package checkpoint
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -155,26 +157,39 @@ func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 	}
 	share := nn.Share{Axis: src.Axis, Parts: src.Parts, Blocks: src.Blocks, Pad: src.Pad}
 	n := len(out)
+	// Devices convert in parallel: the source is read-only and each
+	// device writes its own sink.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for d := 0; d < n; d++ {
-		rowIdx, colIdx := []int{0}, []int(nil)
-		var err error
-		if !rank1 {
-			if rowIdx, err = axisMap(share, whole, 0, d, n); err != nil {
-				return fmt.Errorf("checkpoint: buffer %q device %d: %v", name, d, err)
-			}
-		}
-		if colIdx, err = axisMap(share, whole, whole.Rank()-1, d, n); err != nil {
+		wg.Add(1)
+		go func(d int) {
+			defer wg.Done()
+			errs[d] = convertDevice(it, m, whole, rank1, share, out[d], d, n)
+		}(d)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// convertDevice emits device d's share of it.
+func convertDevice(it Item, m *matrix, whole ir.Shape, rank1 bool, share nn.Share, w io.WriterAt, d, n int) error {
+	name := it.Buffer.Name
+	rowIdx, colIdx := []int{0}, []int(nil)
+	var err error
+	if !rank1 {
+		if rowIdx, err = axisMap(share, whole, 0, d, n); err != nil {
 			return fmt.Errorf("checkpoint: buffer %q device %d: %v", name, d, err)
 		}
-		shape := ir.Shape{len(rowIdx), len(colIdx)}
-		if rank1 {
-			shape = ir.Shape{len(colIdx)}
-		}
-		if err := emit(it, shape, rowIdx, colIdx, m, src.Transposed, out[d], d); err != nil {
-			return err
-		}
 	}
-	return nil
+	if colIdx, err = axisMap(share, whole, whole.Rank()-1, d, n); err != nil {
+		return fmt.Errorf("checkpoint: buffer %q device %d: %v", name, d, err)
+	}
+	shape := ir.Shape{len(rowIdx), len(colIdx)}
+	if rank1 {
+		shape = ir.Shape{len(colIdx)}
+	}
+	return emit(it, shape, rowIdx, colIdx, m, it.Source.Transposed, w, d)
 }
 
 // emit packs one device's [len(rowIdx), len(colIdx)] share. byCol: the
