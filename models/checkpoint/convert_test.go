@@ -326,3 +326,45 @@ func TestBadCheckpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestFlatNames: a text-only checkpoint ("model.layers.N…", with extra
+// mtp.* tensors) converts to the same bytes as the nested spelling, and
+// the extra tensors are reported unused.
+func TestFlatNames(t *testing.T) {
+	f := setup(t)
+	nested := write(t, f, checkpoint.FormBF16)
+	var flat []checkpoint.HFTensor
+	for _, h := range f.hf {
+		h.Name = strings.Replace(h.Name, "model.language_model.", "model.", 1)
+		flat = append(flat, h)
+	}
+	flat = append(flat, checkpoint.HFTensor{Name: "mtp.fc.weight", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}})
+	flatDir := filepath.Join(t.TempDir(), "flat")
+	if err := checkpoint.WriteSynthetic(flatDir, f.cfg, checkpoint.FormBF16, flat, 2); err != nil {
+		t.Fatal(err)
+	}
+	var devs [2][]byte
+	for i, dir := range []string{nested, flatDir} {
+		src, err := checkpoint.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := checkpoint.InMemory(src, f.pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range f.pf.Weights {
+			b, _ := c.Buffer(1, w.Buffer)
+			devs[i] = append(devs[i], b...)
+		}
+		items, _ := src.Plan(f.pf)
+		unused := src.Unused(items)
+		if want := []string{"mtp.fc.weight"}; i == 1 && !cmp.Equal(want, unused) {
+			t.Errorf("unused: got %v, want %v", unused, want)
+		}
+		src.Close()
+	}
+	if len(devs[0]) == 0 || !cmp.Equal(devs[0], devs[1]) {
+		t.Errorf("flat and nested checkpoints convert differently (%d vs %d bytes)", len(devs[0]), len(devs[1]))
+	}
+}

@@ -145,6 +145,37 @@ func TestWeightsFormsRunCheck(t *testing.T) {
 	}
 }
 
+// TestWeightsAccuratePolicy: a cache converted with --dtype-policy
+// accurate (bfp8_b MLP gate/up) runs and passes --check with the same
+// policy.
+func TestWeightsAccuratePolicy(t *testing.T) {
+	dir := synth(t, checkpoint.FormFP8)
+	cache := filepath.Join(t.TempDir(), "cache")
+	if out, err := runCLI(t, "weights", "convert", "--from", dir, "--mesh", "1x2", "--dtype-policy", "accurate", "-o", cache); err != nil {
+		t.Fatalf("convert: %v\n%s", err, out)
+	}
+	c, err := checkpoint.LoadCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateUp := 0
+	for _, e := range c.Manifest.Tensors {
+		if strings.Contains(e.Buffer, "gate_proj") || strings.Contains(e.Buffer, "up_proj") {
+			gateUp++
+			if e.DType != "bfp8_b" {
+				t.Errorf("%s is %s under the accurate policy, want bfp8_b", e.Buffer, e.DType)
+			}
+		}
+	}
+	if gateUp == 0 {
+		t.Error("no gate/up buffers in the cache")
+	}
+	out, err := runCLI(t, "run", "qwen27b", "--config", smallCfg, "--mesh", "1x2", "--dtype-policy", "accurate", "--weights", cache, "--check")
+	if err != nil || !strings.Contains(out, "check passed") {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+}
+
 func TestWeightsErrors(t *testing.T) {
 	dir := synth(t, checkpoint.FormNVFP4)
 	huge := filepath.Join(t.TempDir(), "huge")
