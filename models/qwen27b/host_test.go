@@ -78,3 +78,34 @@ func TestDTypePolicy(t *testing.T) {
 		t.Errorf("bad policy: %v", err)
 	}
 }
+
+// TestCheckpointNames27B: the full 27B graph reads exactly the 851 text
+// tensors of the checkpoint (each once), every source a distinct name.
+func TestCheckpointNames27B(t *testing.T) {
+	a, err := models.DefaultArgs(Model{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Model{}.Build(a, ir.Mesh{Rows: 1, Cols: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := Model{}.HostInfo(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, v := range g.Weights {
+		src, err := info.WeightSource(v.Name, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[src.Tensor] {
+			t.Errorf("%s read twice", src.Tensor)
+		}
+		seen[src.Tensor] = true
+	}
+	if len(seen) != 851 {
+		t.Errorf("%d checkpoint tensors, want the 27B's 851", len(seen))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/checkpoint"
@@ -198,6 +199,32 @@ func TestWeightsErrors(t *testing.T) {
 			out, err := runCLI(t, tt.args...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q\n%s", err, tt.want, out)
+			}
+		})
+	}
+}
+
+func TestProgressRendering(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tty  bool
+		want []string
+	}{
+		{"terminal", true, []string{"\r[", "3/4 tensors", "MB/s", "ETA"}},
+		{"plain", false, []string{"converted 3/4 w (", "MB/s", "ETA", "\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			p := &progress{w: &b, tty: tt.tty, start: time.Now().Add(-time.Second)}
+			p.report(checkpoint.Progress{Buffer: "w", TensorsDone: 3, Tensors: 4, BytesDone: 3e6, Bytes: 4e6})
+			p.done()
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output %q lacks %q", b.String(), w)
+				}
+			}
+			if tt.tty == strings.HasPrefix(b.String(), "converted") {
+				t.Errorf("terminal %v rendered %q", tt.tty, b.String())
 			}
 		})
 	}
