@@ -113,3 +113,33 @@ func (e *Executable) Run() error {
 	}
 	return nil
 }
+
+// UploadPagesTo writes v's page bytes on device dev as they are (a
+// device-ready weight cache's bytes, already in the buffer's dtype and
+// layout) and returns the row-major values they hold. len(b) must be the
+// buffer's pages times its page size.
+func (e *Executable) UploadPagesTo(dev int, v *ir.Value, b []byte) ([]float32, error) {
+	n, err := e.name(v)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := e.Mesh.tensors[n]
+	if !ok {
+		return nil, fmt.Errorf("runtime: upload: no tensor %q", n)
+	}
+	if len(b) != t.Pages*t.PageSize {
+		return nil, fmt.Errorf("runtime: upload of %q: %d bytes, the buffer holds %d pages of %d B", v.Name, len(b), t.Pages, t.PageSize)
+	}
+	data, err := Decode(t, b)
+	if err != nil {
+		return nil, err
+	}
+	d, err := e.Mesh.device(dev)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.WritePages(n, 0, b); err != nil {
+		return nil, err
+	}
+	return data, nil
+}

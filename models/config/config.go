@@ -82,12 +82,21 @@ type Config struct {
 	FullAttentionInterval int
 	// Layers holds the mixer of every decoder layer, len NumHiddenLayers.
 	Layers []LayerKind
+	// Quantization is quantization_config (nil when the checkpoint is not
+	// quantised); Parse refuses methods tcc cannot dequantise.
+	Quantization *Quantization
 }
 
 // Clone returns a deep copy of c.
 func (c *Config) Clone() *Config {
 	d := *c
 	d.Layers = append([]LayerKind(nil), c.Layers...)
+	if c.Quantization != nil {
+		q := *c.Quantization
+		q.BlockSize = append([]int(nil), q.BlockSize...)
+		q.Ignore = append([]string(nil), q.Ignore...)
+		d.Quantization = &q
+	}
 	return &d
 }
 

@@ -125,6 +125,9 @@ func Parse(data []byte) (*Config, error) {
 	if err := parseRope(src, c); err != nil {
 		return nil, err
 	}
+	if c.Quantization, err = parseQuantization(root, src); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

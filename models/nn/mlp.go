@@ -16,7 +16,13 @@ type MLPWeights struct {
 // IR weight is the HF [out, in] tensor transposed to [in, out] and cut to
 // this device's share of the intermediate features.
 func DeclareMLP(b *ir.Builder, prefix string, hidden, inter int, tp TP) MLPWeights {
-	col := ir.T(ir.BFP4B, hidden, inter)
+	return DeclareMLPDType(b, prefix, hidden, inter, tp, ir.BFP4B)
+}
+
+// DeclareMLPDType is DeclareMLP with gate and up stored as gateUp
+// (bfp4_b or bfp8_b: a model's dtype policy).
+func DeclareMLPDType(b *ir.Builder, prefix string, hidden, inter int, tp TP, gateUp ir.DType) MLPWeights {
+	col := ir.T(gateUp, hidden, inter)
 	col.Dist = tp.Split(1)
 	row := ir.T(ir.BFP8B, inter, hidden)
 	row.Dist = tp.Split(0)

@@ -186,7 +186,7 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 			aw = nn.DeclareAttention(b, p, d.Attn, tp)
 			kv = nn.DeclareKVCache(b, StateName(i), d.Attn, tp)
 		}
-		mw := nn.DeclareMLP(b, p, H, d.Shard.IntermediateSize, tp)
+		mw := nn.DeclareMLPDType(b, p, H, d.Shard.IntermediateSize, tp, o.Policy.GateUpDType())
 
 		b.Region(ir.RegionKind(kind.String()), i)
 		t := nn.NewTally(b.G)

@@ -29,6 +29,7 @@ func (Model) Params() []models.Param {
 		{Name: "max-seq", Default: "128", Doc: "KV cache length in tokens (a multiple of 32)"},
 		{Name: "mode", Default: "decode", Doc: "decode (one token per user) or prefill (seq tokens per user)"},
 		{Name: "seq", Default: "32", Doc: "prefill length in tokens (prefill mode only)"},
+		{Name: "dtype-policy", Default: string(PolicyFast), Doc: "weight dtypes: fast (bfp4_b MLP gate/up, bfp8_b other matrices) or accurate (bfp8_b everywhere)"},
 	}
 }
 
@@ -41,6 +42,24 @@ const (
 	Prefill Mode = "prefill"
 )
 
+// Policy names a weight dtype policy.
+type Policy string
+
+// Weight dtype policies. Both keep embeddings and norms bf16 and every
+// other matrix (lm_head included) bfp8_b.
+const (
+	PolicyFast     Policy = "fast"     // MLP gate/up bfp4_b, as the measured stacks use
+	PolicyAccurate Policy = "accurate" // MLP gate/up bfp8_b too
+)
+
+// GateUpDType is the dtype of the MLP gate and up projections.
+func (p Policy) GateUpDType() ir.DType {
+	if p == PolicyAccurate {
+		return ir.BFP8B
+	}
+	return ir.BFP4B
+}
+
 // MaxBatch is the largest batch: one tile row of users.
 const MaxBatch = 32
 
@@ -51,17 +70,21 @@ type Options struct {
 	MaxSeq int
 	Mode   Mode
 	Seq    int // prefill length
+	Policy Policy
 }
 
 // DefaultOptions is the embedded 27B config, batch 1, a 128-token cache,
 // decode.
 func DefaultOptions() Options {
-	return Options{Config: config.Default27B(), Batch: 1, MaxSeq: 128, Mode: Decode, Seq: 32}
+	return Options{Config: config.Default27B(), Batch: 1, MaxSeq: 128, Mode: Decode, Seq: 32, Policy: PolicyFast}
 }
 
 // OptionsFrom reads and validates the parameters.
 func OptionsFrom(a models.Args) (Options, error) {
-	o := Options{Mode: Mode(a["mode"])}
+	o := Options{Mode: Mode(a["mode"]), Policy: Policy(a["dtype-policy"])}
+	if o.Policy == "" {
+		o.Policy = PolicyFast
+	}
 	var err error
 	if p := a["config"]; p != "" {
 		o.Config, err = config.Load(p)
@@ -87,6 +110,8 @@ func (o Options) Check() error {
 	switch {
 	case o.Config == nil:
 		return fmt.Errorf("qwen27b: no config")
+	case o.Policy != PolicyFast && o.Policy != PolicyAccurate:
+		return fmt.Errorf("qwen27b: --dtype-policy %q: want %s or %s", o.Policy, PolicyFast, PolicyAccurate)
 	case o.Mode != Decode && o.Mode != Prefill:
 		return fmt.Errorf("qwen27b: --mode %q: want decode or prefill", o.Mode)
 	case o.Batch < 1 || o.Batch > MaxBatch:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/runtime"
 	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
@@ -28,6 +30,7 @@ type runFlags struct {
 	steps         int
 	prefill       int
 	hostGB        float64
+	weights       string
 }
 
 func newRunCmd() *cobra.Command {
@@ -66,6 +69,7 @@ with status 2 when a threshold is missed.
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
+	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory)")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
@@ -172,12 +176,32 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
+	dg := graphs[len(graphs)-1]
+	var cache *checkpoint.Cache
+	if rf.weights != "" {
+		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
+	}
 	byName := make([]map[string][]float32, len(envs))
 	for d, env := range envs {
 		byName[d] = map[string][]float32{}
 		for v, data := range env {
+			if cache != nil && v.Kind == ir.KindWeight {
+				bs := dg.build.BufferOf(v)
+				raw, ok := cache.Buffer(d, bs.Name)
+				if !ok {
+					return fmt.Errorf("--weights %s: no buffer %q for device %d", rf.weights, bs.Name, d)
+				}
+				if data, err = dg.exe.UploadPagesTo(d, v, raw); err != nil {
+					return err
+				}
+				byName[d][v.Name] = data
+				continue
+			}
 			byName[d][v.Name] = data
-			if err := graphs[len(graphs)-1].exe.UploadTo(d, v, data); err != nil {
+			if err := dg.exe.UploadTo(d, v, data); err != nil {
 				return err
 			}
 		}
@@ -290,7 +314,6 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		pos += rf.prefill
 	}
-	dg := graphs[len(graphs)-1]
 	for s := 0; s < rf.steps; s++ {
 		if tokens, err = run(dg, fmt.Sprintf("decode %d", s), tokens); err != nil {
 			return err
@@ -308,6 +331,39 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	}
 	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
 	return nil
+}
+
+// loadWeights returns the device-ready weights of build b from path: a
+// cache (its contract must be b's) or a checkpoint, converted in memory.
+func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build) (*checkpoint.Cache, error) {
+	info, err := hostInfo(m, mf)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := checkpoint.Programs(name, b, info)
+	if err != nil {
+		return nil, err
+	}
+	if fileExists(filepath.Join(path, checkpoint.ManifestFile)) {
+		c, err := checkpoint.LoadCache(path)
+		if err != nil {
+			return nil, err
+		}
+		want, err := checkpoint.ContractOf(pf)
+		if err != nil {
+			return nil, err
+		}
+		if c.Manifest.Contract != want || c.Manifest.Devices != pf.Devices {
+			return nil, fmt.Errorf("--weights %s: the cache was converted for %s on mesh %s with other weight buffers (dtype policy, config or mesh differ); convert it again for this build", path, c.Manifest.Model, c.Manifest.Mesh)
+		}
+		return c, nil
+	}
+	src, err := checkpoint.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	return checkpoint.InMemory(src, pf)
 }
 
 // refKind is one reference the device is compared with.
