@@ -87,6 +87,16 @@ func checkAttrs(info *OpInfo, attrs Attrs) error {
 		}
 	}
 	for _, k := range attrs.Keys() {
+		if k == FidelityAttr {
+			s, ok := attrs[k].(string)
+			if !ok {
+				return fmt.Errorf("attribute %q has Go type %T, want string", k, attrs[k])
+			}
+			if _, err := ParseMathFidelity(s); err != nil {
+				return fmt.Errorf("attribute %q: %w", k, err)
+			}
+			continue
+		}
 		if !known[k] {
 			return fmt.Errorf("unknown attribute %q", k)
 		}

@@ -560,6 +560,9 @@ func (p *parser) attrs(info *OpInfo, into Attrs) {
 				decl = &info.Attrs[i]
 			}
 		}
+		if decl == nil && kt.text == FidelityAttr {
+			decl = &fidelityAttrSpec
+		}
 		if decl == nil {
 			names := make([]string, len(info.Attrs))
 			for i, a := range info.Attrs {

@@ -669,6 +669,25 @@ func TestRoundTripSyntheticOp(t *testing.T) {
 	}
 }
 
+// TestFidelityAttrRoundTrip: any op may carry the fidelity attribute
+// (ir.FidelityAttr); it prints and parses back.
+func TestFidelityAttrRoundTrip(t *testing.T) {
+	src := textHdr + textX32 + "  region main {\n    %2 = silu(%0) {fidelity = \"LoFi\"} : [1,32] bf16 tile dram_interleaved\n  }\n  output %2\n}\n"
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := g.Regions[0].Ops[0]
+	if f, err := OpFidelity(op, HiFi4); err != nil || f != LoFi {
+		t.Errorf("OpFidelity = %v, %v; want LoFi", f, err)
+	}
+	if text := Print(g); !strings.Contains(text, `fidelity = "LoFi"`) {
+		t.Errorf("printed graph lacks the attribute:\n%s", text)
+	} else if _, err := Parse(text); err != nil {
+		t.Errorf("reparse: %v", err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	const region = textHdr + textX32 + "  region main {\n"
 	const ty = " : [1,32] bf16 tile dram_interleaved\n"
@@ -690,6 +709,7 @@ func TestParseErrors(t *testing.T) {
 		{"float in int list", region + "    %2 = reshape(%0) {shape = [1.5]}" + ty + "  }\n}\n", "4:32: expected an integer or ']', found \"1.5\""},
 		{"bad dtype attribute", region + "    %2 = typecast(%0) {dtype = bf17}" + ty + "  }\n}\n", `4:32: bad attribute dtype of op typecast: unknown dtype "bf17"`},
 		{"unknown attribute", region + "    %2 = silu(%0) {alpha = 1.0}" + ty + "  }\n}\n", `4:20: op silu has no attribute "alpha"`},
+		{"bad fidelity", region + "    %2 = silu(%0) {fidelity = \"HiFi5\"}" + ty + "  }\n}\n", `4:10: op silu: silu: attribute "fidelity": unknown math fidelity "HiFi5"`},
 		{"duplicate attribute", region + "    %2 = add_scalar(%0) {value = 1.0, value = 2.0}" + ty + "  }\n}\n", `4:39: attribute "value" is given twice`},
 		{"missing attribute", region + "    %2 = add_scalar(%0)" + ty + "  }\n}\n", `4:10: op add_scalar: add_scalar: missing attribute "value"`},
 		{"float overflow", region + "    %2 = add_scalar(%0) {value = 1e999}" + ty + "  }\n}\n", "4:34: bad attribute value of op add_scalar"},

@@ -153,7 +153,14 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := checkOp(op); err != nil {
 		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
 	}
-	p, err := fn(op, ctx)
+	// The op's math fidelity (ir.OpFidelity: the weight-format policy).
+	f, err := ir.OpFidelity(op, ctx.Fidelity)
+	if err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	opCtx := *ctx
+	opCtx.Fidelity = f
+	p, err := fn(op, &opCtx)
 	if err != nil {
 		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
 	}

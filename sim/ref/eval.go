@@ -273,6 +273,13 @@ func runOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: the reference evaluator has no semantics for op kind %s", op.Where(), op.Kind)
 	}
+	if opts.StorageFormats {
+		// The device's fidelity for this op (ir.OpFidelity); without
+		// storage formats products are exact anyway.
+		if opts.Fidelity, err = ir.OpFidelity(op, opts.Fidelity); err != nil {
+			return nil, err
+		}
+	}
 	info := op.Kind.Info()
 	n := len(info.Operands)
 	if (!info.Variadic && len(args) != n) || (info.Variadic && len(args) < n) {

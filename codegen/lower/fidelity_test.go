@@ -1,0 +1,61 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// TestFidelityOverride: an op's "fidelity" attribute sets its compute
+// kernels' fidelity, and the reference (which reads the same attribute
+// through ir.OpFidelity) still matches the simulator bit for bit; a bad
+// value is an error naming the op.
+func TestFidelityOverride(t *testing.T) {
+	tgt := target.Blackhole()
+	for i, tc := range []struct {
+		adt, wdt ir.DType
+		attr     string
+		want     ir.MathFidelity
+	}{
+		{ir.BF16, ir.BFP8B, "HiFi2", ir.HiFi2},
+		{ir.BF16, ir.BFP4B, "LoFi", ir.LoFi},
+		{ir.FP32, ir.BFP8B, "HiFi2", ir.HiFi2},
+		{ir.BF16, ir.BF16, "", ir.HiFi4},
+	} {
+		mc := mcase{name: "matmul_" + tc.adt.String() + "_" + tc.wdt.String() + "_" + tc.attr, build: func(b *ir.Builder) *ir.Value {
+			out := b.Matmul(fcIn(b, "a", tc.adt, 1, 1, 512), fcW(b, "w", tc.wdt, 512, 256))
+			if tc.attr != "" {
+				out.Def.Attrs["fidelity"] = tc.attr
+			}
+			return out
+		}}
+		t.Run(mc.name, func(t *testing.T) {
+			_, op := graphOp(t, mc.build)
+			p, err := Lower(op, NewContext(tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range p.Kernels {
+				if k.Role == kir.RoleCompute && k.Compute.MathFidelity != tc.want {
+					t.Errorf("kernel %s runs at %s, want %s", k.Name, k.Compute.MathFidelity, tc.want)
+				}
+			}
+			runCase(t, tgt, mc, uint64(i)+700)
+		})
+	}
+	// The IR verifier rejects a bad value; an op changed after
+	// verification is still refused by the lowering.
+	_, op := graphOp(t, func(b *ir.Builder) *ir.Value {
+		return b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 64), fcW(b, "w", ir.BF16, 64, 64))
+	})
+	if _, err := ir.InferTypes(op.Kind, op.Operands, ir.Attrs{ir.FidelityAttr: "HiFi5"}); err == nil || !strings.Contains(err.Error(), "attribute \"fidelity\"") {
+		t.Errorf("InferTypes with fidelity HiFi5: err %v, want it refused", err)
+	}
+	op.Attrs[ir.FidelityAttr] = "HiFi5"
+	if _, err := Lower(op, NewContext(tgt)); err == nil || !strings.Contains(err.Error(), "attribute fidelity") || !strings.Contains(err.Error(), "matmul") {
+		t.Errorf("fidelity HiFi5: err %v, want an error naming the op and the attribute", err)
+	}
+}
