@@ -25,7 +25,7 @@ var fidelityAttrSpec = opspec.Attr{Name: FidelityAttr, Kind: opspec.AttrString}
 // Measured, and why lower fidelity by weight format is not the default:
 // with LoFi for bfp4_b and HiFi2 for bfp8_b decode matmuls (matmul,
 // matmul2/3/4, matmul_add), the 27B decode step at 1x2 is predicted 45.8
-// ms instead of 47.9 ms, but on the small config (`tcc run qwen27b
+// ms instead of 46.1 ms (the matmuls are DRAM-bound), but on the small config (`tcc run qwen27b
 // --config models/qwen27b/testdata/small.json --mesh 1x2 --check
 // --prefill 8 --steps 16`) the PCC against fp32 math on the stored
 // weights falls from >= 0.9997 to 0.9964 at worst, and the same-format
