@@ -136,7 +136,10 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := planEltwise(items, t.NumWorkers()-1, 3*dx.TileBytes()+dT.TileBytes()+conv.Type.DType.TileBytes())
+	// A conv tile is latency-bound: its reader waits for two DRAM reads
+	// and three local row copies, one barrier each.
+	perTile := max((3*dx.TileBytes()+dT.TileBytes()+conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
+	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
 	cores, rs := firstCores(t, plan.Cores)
 	gc := kir.Core{X: plan.Cores % t.GridX, Y: plan.Cores / t.GridX}
 	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}

@@ -22,6 +22,12 @@ const (
 	UnpackTileCycles = 66
 	// PackTileCycles is the packer time of one tile from fp32 DEST.
 	PackTileCycles = 64
+	// DRAMReadLatencyCycles and L1ReadLatencyCycles are the round trips of
+	// one 2 KiB NoC read from DRAM and from another core's L1 (sim/timing's
+	// latency tables at 2 KiB): what a reader pays per barrier when it has
+	// one page in flight.
+	DRAMReadLatencyCycles = 538
+	L1ReadLatencyCycles   = 414
 )
 
 // MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:
