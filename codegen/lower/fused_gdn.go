@@ -497,7 +497,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbW := cbs.Input("norm_w", nw.Type.DType, vt)
 	cbBeta := cbs.Input("beta", beta.Type.DType, 1)
 	cbG := cbs.Input("g", g.Type.DType, 1)
-	cbS := cbs.Input("state", f, 2)
+	cbS := cbs.Input("state", f, 2*gdnStateBatch)
 	zeroBytes := max(dx.TileBytes(), dz.TileBytes())
 	cbZero := cbs.Pages(blocks.ScratchCB, "zeros", dx, zeroBytes, 1)
 	cbR := cbs.Scratch("rsqrt", ir.FP32, 1)
@@ -513,7 +513,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		// The state is copied into DEST exactly (c_state unpacks straight
 		// to DEST) and multiplied by the decrement through the FPU: a
 		// second CB holds the same tiles for the FPU operand.
-		cbSf = cbs.Input("state_fpu", f, 2)
+		cbSf = cbs.Input("state_fpu", f, 2*gdnStateBatch)
 		cbSdF = cbs.Scratch("state_decayed_fpu", f, kt*vt)
 		cbDb = cbs.Scratch("delta_beta", f, vt)
 		cbEye = cbs.Input("identity", f, 1)
@@ -624,9 +624,9 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		scalarTile(gAcc, cbG, i, ebG)
 		b.Comment("the head's state, streamed")
 		if exact {
-			blocks.ReadPagesTwice(b, sAcc, cbS, cbSf, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt))
+			blocks.ReadPagesTwiceBatch(b, sAcc, cbS, cbSf, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt), gdnStateBatch)
 		} else {
-			blocks.ReadPages(b, sAcc, cbS, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt))
+			blocks.ReadPagesInBatches(b, sAcc, cbS, kir.Mul(i, kir.Ci(kt*vt)), kir.Ci(kt*vt), gdnStateBatch)
 		}
 	})
 	blocks.ReleaseScratch(b, cbZero)
@@ -881,3 +881,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	return p, nil
 }
+
+// gdnStateBatch is the number of state pages the recurrence's reader
+// moves per barrier (its state CBs hold two such blocks).
+const gdnStateBatch = 4

@@ -71,6 +71,43 @@ func ReadPagesTwice(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Exp
 	})
 }
 
+// ReadPagesTwiceBatch is ReadPagesTwice moving batch pages per barrier:
+// per block of at most batch pages, the DRAM reads all in flight, one
+// barrier, the local copies all in flight, one barrier. cb and cb2 need
+// room for a block (batch pages; 2*batch lets the next block in while
+// compute works on this one). Produces count pages of each.
+func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr, batch int) {
+	ps := a.PageSize()
+	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
+		n := b.LetT("n", kir.U32T, kir.Sub(count, p0))
+		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
+		b.CBReserveBack(cb, n)
+		b.CBReserveBack(cb2, n)
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		l2 := b.Let("l2", kir.GetWritePtr{CB: cb2})
+		b.For("i", kir.C(0), n, func(i kir.Var) {
+			b.NoCAsyncRead(a.PageAddr(kir.Add(first, kir.Add(p0, i))), kir.Add(l1, kir.Mul(i, kir.Ci(ps))), kir.Ci(ps))
+		})
+		b.NoCAsyncReadBarrier()
+		b.For("i", kir.C(0), n, func(i kir.Var) {
+			LocalCopy(b, kir.Add(l1, kir.Mul(i, kir.Ci(ps))), kir.Add(l2, kir.Mul(i, kir.Ci(ps))), ps)
+		})
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cb, n)
+		b.CBPushBack(cb2, n)
+	})
+}
+
+// ReadPagesInBatches is ReadPagesBatch over count pages in blocks of at
+// most batch pages, one barrier per block. cb needs room for a block.
+func ReadPagesInBatches(b *kir.Builder, a *Access, cb int, first, count kir.Expr, batch int) {
+	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
+		n := b.LetT("n", kir.U32T, kir.Sub(count, p0))
+		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
+		ReadPagesBatch(b, a, cb, kir.Add(first, p0), n)
+	})
+}
+
 // WritePages emits a loop writing count pages of cb to pages first, ... of
 // a. Consumes count pages of cb.
 func WritePages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
