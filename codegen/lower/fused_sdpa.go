@@ -128,8 +128,11 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	cores, rs := firstCores(t, plan.Cores)
 	cbs := blocks.NewCBPlan(p, t, rs)
 	cbQ := cbs.Input("q", q.Type.DType, Dt)
-	cbK := cbs.Input("k", k.Type.DType, 2)
-	cbV := cbs.Input("v", v.Type.DType, 2)
+	// The reader moves the cache in blocks of up to sdpaCacheBlock tiles
+	// per barrier: K along a tile row, V down a tile column.
+	kBlk, vBlk := largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
+	cbK := cbs.Input("k", k.Type.DType, 2*kBlk)
+	cbV := cbs.Input("v", v.Type.DType, 2*vBlk)
 	cbMask := cbs.Input("mask", ir.FP32, 2)
 	cbGate := cbs.Input("gate", gate.Type.DType, 2)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
@@ -205,21 +208,30 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		gq.Begin(b, []int{cbSlotQ})
 	}
 	gg.Begin(b, []int{cbSlotG})
-	// cacheTile pushes cache tile (t, d) of head, zero past last.
-	cacheTile := func(a *blocks.Access, cb int, dtype ir.DType, head, tt, dd kir.Expr) {
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		b.IfElse(kir.Gt(tt, lptr), func() {
-			blocks.LocalCopy(b, zero, l1, dtype.TileBytes())
-			b.NoCAsyncReadBarrier()
-		}, func() {
-			blocks.ReadPageTo(b, a, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(Lt)), tt), kir.Ci(Dt)), dd), l1)
-			b.NoCAsyncReadBarrier()
-			b.If(kir.Eq(tt, lptr), func() {
-				blocks.ZeroRows(b, l1, kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
+	// cacheTiles pushes n cache tiles of head, tile j being (tt(j), dd(j)),
+	// zero past last: every read of the block in flight, one barrier, then
+	// the rows past last cleared in the tile that holds it.
+	cacheTiles := func(a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
+		tb := dtype.TileBytes()
+		b.CBReserveBack(cb, kir.Ci(n))
+		base := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
+			tt, dd := tile(j)
+			l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
+			b.IfElse(kir.Gt(tt, lptr), func() {
+				blocks.LocalCopy(b, zero, l1, tb)
+			}, func() {
+				blocks.ReadPageTo(b, a, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(Lt)), tt), kir.Ci(Dt)), dd), l1)
 			})
 		})
-		b.CBPushBack(cb, kir.C(1))
+		b.NoCAsyncReadBarrier()
+		b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
+			tt, _ := tile(j)
+			b.If(kir.Eq(tt, lptr), func() {
+				blocks.ZeroRows(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
+			})
+		})
+		b.CBPushBack(cb, kir.Ci(n))
 	}
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 		var head, row0 kir.Var // kv head (b*Hkv + j); prefill: position of the item's first query
@@ -273,10 +285,14 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			b.CBReserveBack(cbMask, kir.C(1))
 			maskTile(tt)
 			b.CBPushBack(cbMask, kir.C(1))
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { cacheTile(kAcc, cbK, k.Type.DType, head, tt, dd) })
+			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(kBlk), func(d0 kir.Var) {
+				cacheTiles(kAcc, cbK, k.Type.DType, head, kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+			})
 		})
 		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-			b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) { cacheTile(vAcc, cbV, v.Type.DType, head, tt, dd) })
+			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(vBlk), func(t0 kir.Var) {
+				cacheTiles(vAcc, cbV, v.Type.DType, head, vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
+			})
 			page := kir.Expr(dd)
 			if prefill {
 				page = kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd)
@@ -414,3 +430,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	}
 	return p, nil
 }
+
+// sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per
+// barrier (its K and V CBs hold two blocks).
+const sdpaCacheBlock = 8
