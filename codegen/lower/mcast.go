@@ -23,22 +23,25 @@ import (
 //   - every core reserves the Kt pages of the activation CB (a fresh CB:
 //     its write pointer is the CB's base, the same L1 address on every
 //     core of the program);
-//   - a receiver increments the sender's "ready" semaphore and waits for
-//     its own "valid" semaphore to become 1;
-//   - the sender reads the Kt pages into its CB, waits until ready counts
-//     every receiver, multicasts the pages to each rectangle of receivers,
-//     sets its valid word to 1 and multicasts that word after the data (same
-//     NoC, same virtual channel: the flag cannot overtake the data);
-//   - every core pushes the Kt pages for its compute kernel.
+//   - a receiver increments its sender's "ready" semaphore;
+//   - the sender reads the row in chunks of whole pages (one NoC packet
+//     each, the next chunk's reads in flight while it multicasts this
+//     one); before the first multicast it waits until ready counts every
+//     receiver; per chunk it multicasts the pages to each rectangle of
+//     receivers, sets its "valid" word to the number of chunks sent and
+//     multicasts that word after the data (same NoC, same virtual channel:
+//     the flag cannot overtake the data), then lets the word leave
+//     (noc_async_writes_flushed) before changing it again;
+//   - a receiver waits until its valid word counts the chunk and pushes
+//     the chunk's pages, so compute starts on the first chunk.
 //
 // Deadlock-free: the sender waits only for increments every receiver
 // makes before waiting itself, and receivers wait only for the sender's
 // final multicast. The program's cores are the first n in row-major order,
-// so they form at most two rectangles of logical cores, each split where
-// the NoC columns are not contiguous (Blackhole's DRAM and PCIe columns 8
-// and 9): at most four multicasts, each to a rectangle of worker cores only
-// (the sender, inside the first, is excluded from it as
-// noc_async_write_multicast excludes the source).
+// so they split into column groups where the NoC columns are not
+// contiguous (Blackhole's DRAM and PCIe columns 8 and 9), each with its own
+// sender multicasting to the rectangles of its other cores
+// (followerRects: at most three, never containing the sender).
 
 // Semaphores of the activation multicast.
 const (
@@ -46,77 +49,31 @@ const (
 	mcastSemValid = 1 // on a receiver: 1 once the row has landed
 )
 
-// mcastRect is a rectangle of logical worker cores whose NoC coordinates
-// are contiguous, and the number of cores in it that receive (all but the
-// sender, when it is inside).
-type mcastRect struct {
-	lo, hi kir.Core
-	dests  int
-}
-
-// mcastRects splits the core ranges rs into NoC-contiguous rectangles for
-// multicasts from sender. Every core of rs is in exactly one rectangle.
-func mcastRects(t *target.Target, rs []ir.CoreRange, sender kir.Core) ([]mcastRect, error) {
-	var out []mcastRect
-	for _, r := range rs {
-		for x0 := r.X0; x0 <= r.X1; {
-			x1 := x0
-			for x1 < r.X1 {
-				a, _, err := t.WorkerNoC(x1, r.Y0)
-				if err != nil {
-					return nil, err
-				}
-				b, _, err := t.WorkerNoC(x1+1, r.Y0)
-				if err != nil {
-					return nil, err
-				}
-				if b != a+1 {
-					break
-				}
-				x1++
-			}
-			for y := r.Y0; y < r.Y1; y++ {
-				_, a, _ := t.WorkerNoC(x0, y)
-				_, b, _ := t.WorkerNoC(x0, y+1)
-				if b != a+1 {
-					return nil, fmt.Errorf("rule mcast-rect: worker rows %d and %d are not adjacent on the NoC", y, y+1)
-				}
-			}
-			rc := mcastRect{lo: kir.Core{X: x0, Y: r.Y0}, hi: kir.Core{X: x1, Y: r.Y1}}
-			rc.dests = (x1 - x0 + 1) * (r.Y1 - r.Y0 + 1)
-			if sender.X >= x0 && sender.X <= x1 && sender.Y >= r.Y0 && sender.Y <= r.Y1 {
-				rc.dests--
-			}
-			if rc.dests > 0 {
-				out = append(out, rc)
-			}
-			x0 = x1 + 1
-		}
-	}
-	return out, nil
-}
-
 // mcastGroup is one sender and the rectangles it multicasts to: the
 // program's cores in one run of NoC-contiguous columns.
 type mcastGroup struct {
 	x0, x1 int // its logical columns
 	sender kir.Core
-	rects  []mcastRect // at most mcastMaxRects
-	size   int         // cores in the group, sender included
+	rects  []coreRect // the group's other cores exactly (followerRects), at most mcastMaxRects
+	size   int        // cores in the group, sender included
 }
 
 // mcastMaxRects is the number of rectangles a group's sender multicasts
-// to: the full rows and the partial last row of its columns.
-const mcastMaxRects = 2
+// to: the rest of its first row, its full rows and a partial last row.
+const mcastMaxRects = 3
 
-// mcastGroups splits the first-n-row-major core ranges rs into column
-// groups, each with its own sender (its first core), so no sender
-// multicasts to more than two rectangles.
-func mcastGroups(t *target.Target, rs []ir.CoreRange) ([]mcastGroup, error) {
+// mcastGroups splits cores (the first n in row-major order) into column
+// groups, each with its own sender (its first core) and the rectangles
+// of its other cores, so no multicast spans a NoC column gap.
+func mcastGroups(t *target.Target, cores []kir.Core) ([]mcastGroup, error) {
+	maxX := 0
+	for _, c := range cores {
+		maxX = max(maxX, c.X)
+	}
 	var groups []mcastGroup
-	for x0 := rs[0].X0; x0 <= rs[0].X1; {
+	for x0 := 0; x0 <= maxX; {
 		x1 := x0
-		for x1 < rs[0].X1 {
+		for x1 < maxX {
 			a, _, err := t.WorkerNoC(x1, 0)
 			if err != nil {
 				return nil, err
@@ -130,18 +87,14 @@ func mcastGroups(t *target.Target, rs []ir.CoreRange) ([]mcastGroup, error) {
 			}
 			x1++
 		}
-		var sub []ir.CoreRange
-		for _, r := range rs {
-			lo, hi := max(r.X0, x0), min(r.X1, x1)
-			if lo <= hi {
-				sub = append(sub, ir.CoreRange{X0: lo, Y0: r.Y0, X1: hi, Y1: r.Y1})
+		var members []kir.Core
+		for _, c := range cores {
+			if c.X >= x0 && c.X <= x1 {
+				members = append(members, c)
 			}
 		}
-		g := mcastGroup{x0: x0, x1: x1, sender: kir.Core{X: x0, Y: sub[0].Y0}}
-		for _, r := range sub {
-			g.size += (r.X1 - r.X0 + 1) * (r.Y1 - r.Y0 + 1)
-		}
-		rects, err := mcastRects(t, sub, g.sender)
+		g := mcastGroup{x0: x0, x1: x1, sender: members[0], size: len(members)}
+		rects, err := followerRects(t, members[1:])
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +119,7 @@ func mcastGroups(t *target.Target, rs []ir.CoreRange) ([]mcastGroup, error) {
 // get first (the args it declares: sender flag, sender NoC x/y, group
 // receivers, and per rectangle its corners and destination count).
 func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt int, cores []kir.Core, rs []ir.CoreRange) (map[kir.Core][]kir.ArgValue, error) {
-	groups, err := mcastGroups(t, rs)
+	groups, err := mcastGroups(t, cores)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +151,8 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 			for i := 0; i < mcastMaxRects; i++ {
 				if i < len(g.rects) && c == g.sender {
 					r := g.rects[i]
-					v = append(v, kir.NoCX(r.lo), kir.NoCY(r.lo), kir.NoCX(r.hi), kir.NoCY(r.hi), kir.U32(uint32(r.dests)))
+					lo, hi := kir.Core{X: r.x0, Y: r.y0}, kir.Core{X: r.x1, Y: r.y1}
+					v = append(v, kir.NoCX(lo), kir.NoCY(lo), kir.NoCX(hi), kir.NoCY(hi), kir.U32(uint32(r.cores())))
 				} else {
 					v = append(v, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
 				}
