@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,7 @@ type ProgramsFile struct {
 func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][]byte, err error) {
 	kernels = map[string][]byte{}
 	for _, p := range b.Programs {
-		cfg, err := hostcfg.Config(p.Kernel, b.Target)
+		cfg, err := hostcfg.ConfigValidated(p.Kernel, b.Target) // lower.Lower validated it
 		if err != nil {
 			return nil, nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
 		}
@@ -85,17 +86,49 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	}
 	nk := len(files)
 	devices := b.Graph.Mesh.Devices()
-	var entries []ProgramEntry
-	for d := 0; d < devices; d++ {
-		for i, p := range b.Programs {
-			entries = append(entries, ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind), ProgramConfig: cfgs[i]})
-		}
-	}
-	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Manifest: man, Programs: entries}
+	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Manifest: man}
 	js, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	files["programs.json"] = append(js, '\n')
+	// The programs array: one entry per line (a 27B build has 1,160 of
+	// them, each with every core's runtime arguments; indenting them
+	// doubled the build time), each program's config encoded once for all
+	// devices.
+	cfgJS := make([][]byte, len(cfgs))
+	for i, c := range cfgs {
+		if cfgJS[i], err = json.Marshal(c); err != nil {
+			return nil, err
+		}
+	}
+	var arr bytes.Buffer
+	arr.WriteString("[")
+	n := 0
+	for d := 0; d < devices; d++ {
+		for i, p := range b.Programs {
+			head, err := json.Marshal(ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind)})
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				arr.WriteString(",")
+			}
+			n++
+			arr.WriteString("\n    ")
+			arr.Write(head[:len(head)-1])
+			if len(cfgJS[i]) > 2 {
+				arr.WriteString(",")
+			}
+			arr.Write(cfgJS[i][1:])
+		}
+	}
+	arr.WriteString("\n  ]")
+	const null = `"programs": null`
+	at := bytes.LastIndex(js, []byte(null))
+	if at < 0 {
+		return nil, fmt.Errorf("codegen: programs.json: no programs field to fill")
+	}
+	out := append(append(append([]byte{}, js[:at+len(`"programs": `)]...), arr.Bytes()...), js[at+len(null):]...)
+	files["programs.json"] = append(out, '\n')
 	return files, nil
 }

@@ -171,6 +171,17 @@ func Config(p *kir.Program, t *target.Target) (*ProgramConfig, error) {
 	if err := kir.Validate(p, t); err != nil {
 		return nil, err
 	}
+	return ConfigValidated(p, t)
+}
+
+// ConfigValidated is Config for a program the caller has already checked
+// with kir.Validate(p, t) (codegen's programs come from lower.Lower, which
+// validates every one): it skips the second validation, half of a build's
+// time. On an unvalidated program its output is unspecified.
+func ConfigValidated(p *kir.Program, t *target.Target) (*ProgramConfig, error) {
+	if p == nil || t == nil {
+		return nil, fmt.Errorf("hostcfg: Config needs a program and a target")
+	}
 	cfg := &ProgramConfig{
 		Program:    p.Name,
 		Kernels:    []KernelConfig{},
