@@ -212,8 +212,7 @@ func TestOptionsRulesOverrideRegistry(t *testing.T) {
 	if FamilyRules("no-such-family") != nil {
 		t.Error("FamilyRules of an unknown family is not nil")
 	}
-	res, err := Run(g, Options{Rules: []*rewrite.Rule{}})
-	if err != nil {
+	if _, err := Run(g, Options{Rules: []*rewrite.Rule{}}); err != nil {
 		t.Fatal(err)
 	}
 	if g.NumOps() != 7 {
@@ -221,7 +220,7 @@ func TestOptionsRulesOverrideRegistry(t *testing.T) {
 	}
 	// nil Rules means every registered rule; an empty non-nil slice means none.
 	g = normGraph(t)
-	if res, err = Run(g, Options{Rules: FamilyRules("norm")}); err != nil || res.Rewrites.Total("FuseRMSNorm") != 1 {
+	if res, err := Run(g, Options{Rules: FamilyRules("norm")}); err != nil || res.Rewrites.Total("FuseRMSNorm") != 1 {
 		t.Errorf("norm rules: %v, %v", res.Rewrites, err)
 	}
 }
@@ -257,7 +256,7 @@ func TestRegistry(t *testing.T) {
 	if diff := cmp.Diff([]string{"FuseRMSNormOffset", "FuseRMSNorm"}, norm); diff != "" {
 		t.Errorf("norm rules (-want +got):\n%s", diff)
 	}
-	if Rules()[0] == Rules()[0] {
+	if a, b := Rules(), Rules(); a[0] == b[0] {
 		t.Error("Rules must return fresh instances")
 	}
 }

@@ -810,7 +810,9 @@ func (v *validator) unpackModes(k *Kernel) {
 		}
 		return true
 	})
-	for _, c := range CoresOf(k.Cores) {
+	// The CB configuration is per range; the first core names the problem.
+	if cores := CoresOf(k.Cores); len(cores) > 0 {
+		c := cores[0]
 		for _, cb := range modes {
 			cfg := v.p.CBOn(c, cb)
 			switch {
@@ -822,6 +824,5 @@ func (v *validator) unpackModes(k *Kernel) {
 				v.add(RuleUnpackMode, k.Name, &c, cb, "CB c_%d unpacks straight to DEST but an FPU op reads it; give the exact copy its own CB", cb)
 			}
 		}
-		break // the CB configuration is per range; one core names the problem
 	}
 }

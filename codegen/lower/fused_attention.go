@@ -92,9 +92,6 @@ func attnPrologueDims(op *ir.Op) (prologueDims, error) {
 // positions lo.. of the user's item list.
 type itemSeg struct{ lo, n int }
 
-// has reports whether the segment has items.
-func (s itemSeg) has() bool { return s.n > 0 }
-
 // holds reports whether per-user item r is in the segment.
 func (s itemSeg) holds(r int) bool { return r >= s.lo && r < s.lo+s.n }
 

@@ -94,7 +94,7 @@ import (
 // regrouping reshape is an error (rule embedding-reshape-view).
 
 func lowerMatmulMulti(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	f := &fusedMatmul{op: op, act: op.Operands[0]}
+	f := &fusedMatmul{op: op, act: op.Operands[0], epi: epiPlain}
 	for i, w := range op.Operands[1:] {
 		f.parts = append(f.parts, mmPart{weights: []*ir.Value{w}, out: op.Results[i]})
 	}

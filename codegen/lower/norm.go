@@ -5,7 +5,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -367,19 +366,6 @@ func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
 	})
 	c.B.CBPopFront(n.rs, kir.C(1))
-}
-
-// checkL1 fails with a clear message when the CBs of p on one core do not
-// fit the L1 budget (all CBs of a lowering share the same cores).
-func checkL1(p *kir.Program, ctx *Context, what string) error {
-	used := 0
-	for _, cb := range p.CBs {
-		used += target.AlignUp(cb.Bytes(), ctx.Target.L1Align)
-	}
-	if used > ctx.Target.L1Budget() {
-		return fmt.Errorf("rule l1-budget: %s: its CBs need %d bytes per core, the L1 budget is %d bytes", what, used, ctx.Target.L1Budget())
-	}
-	return nil
 }
 
 // largestDivisor is the largest divisor of n that is at most limit.

@@ -153,10 +153,9 @@ func (th *thread) cbRelease(call string, idx, n int, producer bool) int {
 
 // endpoint is what a NoC address names on the thread's device.
 type endpoint struct {
-	bank   int // DRAM bank, or -1
-	core   *core
-	x, y   int
-	target string
+	bank int // DRAM bank, or -1
+	core *core
+	x, y int
 }
 
 func (th *thread) endpoint(a uint64) (endpoint, bool) {

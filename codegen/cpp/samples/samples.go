@@ -30,8 +30,6 @@ const (
 	CBInter = 24
 )
 
-const banks = 8
-
 // Sample is one named program.
 type Sample struct {
 	Name    string
