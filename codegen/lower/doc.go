@@ -27,6 +27,14 @@
 // relayout engine, the compute-state tracker and its tile ops), so a new
 // lowering or fused program mostly composes existing pieces.
 //
+// Work shared between the cores of one program: mcast.go multicasts a
+// decode matmul's activation row from one core per NoC column group to the
+// others (so no core re-reads it from DRAM); norm_split.go splits an
+// RMSNorm's tile row over a group of cores whose leader gathers the
+// squares and multicasts rsqrt back (its rectangles, followerRects, serve
+// both); argmax.go folds per-range (index, key) pairs on a leader. Each
+// states its semaphore protocol and why it cannot deadlock.
+//
 // # Placement
 //
 // Operands and results may be DRAM interleaved, L1 interleaved or L1
@@ -68,7 +76,8 @@
 // mode and output sub-blocks are at most that), and for eltwise ops
 // whenever an operand or the result is not bf16; multiplies and matmuls run
 // at Context.Fidelity (HiFi4 by default, the fidelity of
-// ref.DefaultOptions). Intermediates between compute stages are fp32 CBs.
+// ref.DefaultOptions), or at the op's own fidelity attribute
+// (ir.OpFidelity, which the reference reads too). Intermediates between compute stages are fp32 CBs.
 // So a program reproduces the reference evaluator at the same formats up to
 // accumulation order, the FPU's reading of fp32 operands as tf32, and the
 // intermediate formats documented on each lowering. Data movement and
