@@ -40,6 +40,9 @@ other files. Two builds of the same model and flags are byte-identical.
 	mf := addModelFlags(cmd, "fused")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := notStdout(out, "a build directory"); err != nil {
+			return err
+		}
 		start := time.Now()
 		m, g, res, err := mf.graphFor(args[0])
 		if err != nil {

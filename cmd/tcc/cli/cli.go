@@ -84,3 +84,12 @@ Start with:
 	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd(), newWeightsCmd())
 	return root
 }
+
+// notStdout refuses "-" as an output path: the command writes what (a
+// directory or a file replaced atomically), which a stream cannot hold.
+func notStdout(path, what string) error {
+	if path == "-" {
+		return fmt.Errorf("-o -: this command writes %s, not a stream; give a path", what)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -409,5 +410,48 @@ func TestRunRefusesHostMemory(t *testing.T) {
 	}
 	if _, err := runCLI(t, "run", "tiny-mlp", "--host-memory-gb", "-1"); err == nil || !strings.Contains(err.Error(), "must be positive") {
 		t.Errorf("--host-memory-gb -1: err = %v", err)
+	}
+}
+
+// TestOutputNotStdout: every -o is a path; "-" is refused with a clear
+// error and writes nothing (no directory or file named "-").
+func TestOutputNotStdout(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	for _, args := range [][]string{
+		{"build", "tiny-mlp", "-o", "-"},
+		{"gen-go", "tiny-mlp", "-o", "-"},
+		{"weights", "dequant", dir, "x", "-o", "-"},
+		{"weights", "convert", "--from", dir, "-o", "-"},
+	} {
+		_, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "-o -: this command writes") {
+			t.Errorf("tcc %s: err = %v, want the -o - refusal", strings.Join(args, " "), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); !os.IsNotExist(err) {
+		t.Errorf("a file or directory named - was written: %v", err)
+	}
+}
+
+// TestGenGoHidden: the maintenance command gen-go runs but is not in the
+// command list of tcc --help.
+func TestGenGoHidden(t *testing.T) {
+	out, err := runCLI(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "gen-go") {
+		t.Errorf("tcc --help lists gen-go:\n%s", out)
+	}
+	if !strings.Contains(out, "build") {
+		t.Errorf("tcc --help lacks the user commands:\n%s", out)
 	}
 }

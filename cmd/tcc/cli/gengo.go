@@ -15,8 +15,9 @@ func newGenGoCmd() *cobra.Command {
 	var meshes []string
 	var out, pkg string
 	cmd := &cobra.Command{
-		Use:   "gen-go MODEL",
-		Short: "Write the kernels_gen Go package of a model (kernels, typed program configs, reports)",
+		Use:    "gen-go MODEL",
+		Hidden: true, // maintenance: go generate ./kernels_gen/... runs it
+		Short:  "Write the kernels_gen Go package of a model (kernels, typed program configs, reports)",
 		Long: `Compile MODEL (fused, default parameters) for each mesh and write one Go file
 declaring a gogen.Table: every kernel source once, one typed program config per
 distinct program signature, and per mesh the program list and op-count report.
@@ -30,6 +31,9 @@ kernels_gen/<model>/doc.go runs it through go generate:
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output Go file (required)")
 	cmd.Flags().StringVar(&pkg, "package", "", "Go package name (default: the output directory's name)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := notStdout(out, "a Go file through a temporary file and a rename"); err != nil {
+			return err
+		}
 		if out == "" {
 			return fmt.Errorf("gen-go: -o FILE is required")
 		}

@@ -92,6 +92,9 @@ tensors of their HF shape to one safetensors file, written atomically.`,
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output .safetensors file (required)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := notStdout(out, "a .safetensors file atomically"); err != nil {
+			return err
+		}
 		if out == "" {
 			return fmt.Errorf("weights dequant: -o FILE.safetensors is required")
 		}
@@ -144,6 +147,9 @@ gate/up).`,
 	fs.StringVarP(&out, "out", "o", "", "cache directory (required)")
 	fs.StringVar(&model, "model", "qwen27b", "model the checkpoint is for")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := notStdout(out, "a cache directory"); err != nil {
+			return err
+		}
 		if from == "" || out == "" {
 			return fmt.Errorf("weights convert: --from DIR and -o CACHE are required")
 		}
