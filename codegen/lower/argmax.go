@@ -85,11 +85,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	rStart, rCount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	b.ForStep("c0", kir.C(0), rCount, kir.Ci(batch), func(c0 kir.Var) {
-		n := b.LetT("n", kir.U32T, kir.Sub(rCount, c0))
-		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
-		blocks.ReadPagesBatch(b, xAcc, cbLogits, kir.Add(rStart, c0), n)
-	})
+	blocks.ReadPagesInBatches(b, xAcc, cbLogits, rStart, rCount, batch)
 
 	// Writer: scan, gather on the leader, write.
 	wr := newWriter(p, rs)

@@ -424,8 +424,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				// sub-block leaves pages unused), so blocks never straddle the
 				// ring's end.
 				b.ForStep("k0", kir.C(0), rKt, kir.Ci(kb), func(k0 kir.Var) {
-					kc := b.LetT("kc", kir.U32T, kir.Sub(rKt, k0))
-					b.If(kir.Gt(kc, kir.Ci(kb)), func() { b.Assign(kc, kir.Ci(kb)) })
+					kc := blocks.BlockLen(b, "kc", rKt, k0, kb)
 					b.CBReserveBack(cb, kir.Ci(kb*dest))
 					l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 					b.For("k", kir.C(0), kc, func(kk kir.Var) {
@@ -495,8 +494,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				c.MatmulBlockConfig(cbAct, wcb, sb, cKt)
 				c.Acquire()
 				c.ForStep("k0", kir.C(0), cKt, kir.Ci(kb), func(k0 kir.Var) {
-					kc := cb.LetT("kc", kir.U32T, kir.Sub(cKt, k0))
-					cb.If(kir.Gt(kc, kir.Ci(kb)), func() { cb.Assign(kc, kir.Ci(kb)) })
+					kc := blocks.BlockLen(cb, "kc", cKt, k0, kb)
 					// The activation arrives in chunks: wait for the pages
 					// this block uses (immediate after the first sub-block).
 					cb.CBWaitFront(cbAct, kir.Add(k0, kc))

@@ -328,8 +328,7 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// already patched (pos not tile aligned) is read back from out.
 	patchRows := func(in, out *blocks.Access, user, j, st, dd, src kir.Expr) {
 		p0 := b.Let("p0", kir.Add(wpos, kir.Mul(st, kir.Ci(ir.TileSize))))
-		n := b.LetT("n", kir.U32T, kir.Sub(kir.Ci(S), kir.Mul(st, kir.Ci(ir.TileSize))))
-		b.If(kir.Gt(n, kir.Ci(ir.TileSize)), func() { b.Assign(n, kir.Ci(ir.TileSize)) })
+		n := blocks.BlockLen(b, "n", kir.Ci(S), kir.Mul(st, kir.Ci(ir.TileSize)), ir.TileSize)
 		c0 := b.Let("c0", kir.Div(p0, kir.Ci(ir.TileSize)))
 		c1 := b.Let("c1", kir.Div(kir.Sub(kir.Add(p0, n), kir.C(1)), kir.Ci(ir.TileSize)))
 		b.For("ct", c0, kir.Add(c1, kir.C(1)), func(ct kir.Var) {

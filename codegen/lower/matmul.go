@@ -2,6 +2,7 @@ package lower
 
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -17,7 +18,5 @@ func lowerMatmul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // subBlock emits `sb = min(dest, count - nb)` into b and returns sb: the
 // size of the output sub-block starting at tile nb of count.
 func subBlock(b *kir.Builder, count kir.Expr, nb kir.Var, dest int) kir.Var {
-	sb := b.LetT("sb", kir.U32T, kir.Sub(count, nb))
-	b.If(kir.Gt(sb, kir.Ci(dest)), func() { b.Assign(sb, kir.Ci(dest)) })
-	return sb
+	return blocks.BlockLen(b, "sb", count, nb, dest)
 }

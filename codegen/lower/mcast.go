@@ -182,8 +182,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 		})
 	})
 	b.ForStep("p0", kir.C(0), kir.Ci(kt), kir.Ci(chunk), func(p0 kir.Var) {
-		n := b.LetT("n", kir.U32T, kir.Sub(kir.Ci(kt), p0))
-		b.If(kir.Gt(n, kir.Ci(chunk)), func() { b.Assign(n, kir.Ci(chunk)) })
+		n := blocks.BlockLen(b, "n", kir.Ci(kt), p0, chunk)
 		at := b.Let("at", kir.Add(l1, kir.Mul(p0, kir.Ci(ps))))
 		b.IfElse(kir.Ne(isSender, kir.C(0)), func() {
 			// Chunk p0's reads were issued by the previous iteration (or
@@ -192,8 +191,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 			b.NoCAsyncReadBarrier()
 			next := b.Let("next", kir.Add(p0, kir.Ci(chunk)))
 			b.If(kir.Lt(next, kir.Ci(kt)), func() {
-				nn := b.LetT("nn", kir.U32T, kir.Sub(kir.Ci(kt), next))
-				b.If(kir.Gt(nn, kir.Ci(chunk)), func() { b.Assign(nn, kir.Ci(chunk)) })
+				nn := blocks.BlockLen(b, "nn", kir.Ci(kt), next, chunk)
 				b.For("i", kir.C(0), nn, func(i kir.Var) {
 					b.NoCAsyncRead(acc.PageAddr(kir.Add(next, i)), kir.Add(l1, kir.Mul(kir.Add(next, i), kir.Ci(ps))), kir.Ci(ps))
 				})

@@ -51,36 +51,19 @@ func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 	b.CBPushBack(cb, count)
 }
 
-// ReadPagesTwice is ReadPages into cb and, for each page, a copy of it
-// into cb2 (a local NoC copy: the page is read from DRAM once). It serves a
-// compute kernel that unpacks the same tile two ways: cb2 through the FPU
-// source registers and cb straight into DEST (an fp32 CB in
-// unpack-to-dest mode cannot be an FPU operand). Produces count pages of
-// each.
-func ReadPagesTwice(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr) {
-	b.For("i", kir.C(0), count, func(i kir.Var) {
-		b.CBReserveBack(cb, kir.C(1))
-		b.CBReserveBack(cb2, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		b.NoCAsyncRead(a.PageAddr(kir.Add(first, i)), l1, kir.Ci(a.PageSize()))
-		b.NoCAsyncReadBarrier()
-		LocalCopy(b, l1, kir.GetWritePtr{CB: cb2}, a.PageSize())
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cb, kir.C(1))
-		b.CBPushBack(cb2, kir.C(1))
-	})
-}
-
-// ReadPagesTwiceBatch is ReadPagesTwice moving batch pages per barrier:
-// per block of at most batch pages, the DRAM reads all in flight, one
-// barrier, the local copies all in flight, one barrier. cb and cb2 need
-// room for a block (batch pages; 2*batch lets the next block in while
-// compute works on this one). Produces count pages of each.
+// ReadPagesTwiceBatch reads count pages of a into cb and, for each page,
+// a copy of it into cb2 (a local NoC copy: the page is read from DRAM
+// once). It serves a compute kernel that unpacks the same tile two ways:
+// cb2 through the FPU source registers and cb straight into DEST (an fp32
+// CB in unpack-to-dest mode cannot be an FPU operand). Per block of at
+// most batch pages: the DRAM reads all in flight, one barrier, the local
+// copies all in flight, one barrier. cb and cb2 need room for a block
+// (batch pages; 2*batch lets the next block in while compute works on this
+// one). Produces count pages of each.
 func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr, batch int) {
 	ps := a.PageSize()
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
-		n := b.LetT("n", kir.U32T, kir.Sub(count, p0))
-		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
+		n := BlockLen(b, "n", count, p0, batch)
 		b.CBReserveBack(cb, n)
 		b.CBReserveBack(cb2, n)
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
@@ -102,8 +85,7 @@ func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count ki
 // most batch pages, one barrier per block. cb needs room for a block.
 func ReadPagesInBatches(b *kir.Builder, a *Access, cb int, first, count kir.Expr, batch int) {
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
-		n := b.LetT("n", kir.U32T, kir.Sub(count, p0))
-		b.If(kir.Gt(n, kir.Ci(batch)), func() { b.Assign(n, kir.Ci(batch)) })
+		n := BlockLen(b, "n", count, p0, batch)
 		ReadPagesBatch(b, a, cb, kir.Add(first, p0), n)
 	})
 }
@@ -306,4 +288,12 @@ func NegateCols(b *kir.Builder, tile kir.Expr, eb, c0, c1 int) {
 			StoreElem(b, a, kir.Bin{Op: kir.OpXor, X: LoadElem(a, eb), Y: kir.C(sign)}, eb)
 		})
 	})
+}
+
+// BlockLen declares name = min(limit, total - start): the length of the
+// block of at most limit items that starts at item start of total.
+func BlockLen(b *kir.Builder, name string, total, start kir.Expr, limit int) kir.Var {
+	n := b.LetT(name, kir.U32T, kir.Sub(total, start))
+	b.If(kir.Gt(n, kir.Ci(limit)), func() { b.Assign(n, kir.Ci(limit)) })
+	return n
 }

@@ -13,15 +13,15 @@ void kernel_main() {
     const uint32_t num_tiles = get_arg_val<uint32_t>(1);  // runtime arg 1 (per core)
     const uint32_t x_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
-    for (uint32_t c0 = 0; c0 < num_tiles; c0 += 2) {
-        uint32_t n = num_tiles - c0;
+    for (uint32_t p0 = 0; p0 < num_tiles; p0 += 2) {
+        uint32_t n = num_tiles - p0;
         if (n > 2u) {
             n = 2;
         }
         cb_reserve_back(0, n);
         uint32_t l1 = get_write_ptr(0);
         for (uint32_t i = 0; i < n; ++i) {
-            noc_async_read(get_noc_addr_from_bank_id<true>((start_tile + c0 + i) % NUM_DRAM_BANKS, x_addr + (start_tile + c0 + i) / NUM_DRAM_BANKS * 2048u), l1 + i * 2048u, 2048);
+            noc_async_read(get_noc_addr_from_bank_id<true>((start_tile + p0 + i) % NUM_DRAM_BANKS, x_addr + (start_tile + p0 + i) / NUM_DRAM_BANKS * 2048u), l1 + i * 2048u, 2048);
         }
         noc_async_read_barrier();
         cb_push_back(0, n);
