@@ -91,7 +91,7 @@ func Blackhole() *Target {
 		GridY:            10,
 		ClockHz:          1.35e9,
 		L1Size:           1_572_864,
-		L1UnreservedBase: 101_376,
+		L1UnreservedBase: int(BlackholeLayout().Unreserved),
 		BRISCCodeBytes:   48 << 10,
 		NCRISCCodeBytes:  24 << 10,
 		TRISCCodeBytes:   24 << 10,
