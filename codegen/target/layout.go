@@ -65,6 +65,13 @@ type Layout struct {
 	BootCodeBase   uint32 // MEM_BOOT_CODE_BASE: BRISC's reset PC, where the host writes a jal
 	JALMaxFirmware uint32 // hal.cpp generate_risc_startup_addr: a jal reaches below this
 
+	// CB stream counters (noc_overlay_parameters.h, stream_io_map.h): CB i
+	// uses stream i; tiles received is register 10 of its stream
+	// (STREAM_REMOTE_DEST_BUF_SIZE_REG_INDEX), tiles acked register 8
+	// (STREAM_REMOTE_DEST_BUF_START_REG_INDEX); StreamRegs is
+	// NOC_OVERLAY_START_ADDR, StreamStride NOC_STREAM_REG_SPACE_SIZE.
+	StreamRegs, StreamStride, TilesReceivedReg, TilesAckedReg uint32
+
 	Msg    MailboxFields
 	Launch LaunchFields
 
@@ -178,6 +185,7 @@ func BlackholeLayout() *Layout {
 	l.ResetAll = 0x00800 | 0x40000 | 0x07000
 	l.NCRISCResetPC = bhDebugRegs | 0x238
 	l.TRISC0ResetPC = bhDebugRegs | 0x228
+	l.StreamRegs, l.StreamStride, l.TilesReceivedReg, l.TilesAckedReg = 0xFFB40000, 0x1000, 10, 8
 	l.BootCodeBase = 0
 	l.JALMaxFirmware = 0x0007ffff
 	l.Msg = MailboxFields{

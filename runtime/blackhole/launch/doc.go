@@ -1,0 +1,18 @@
+// Package launch runs one program on Blackhole Tensix cores by tt-metal's
+// slow (host) dispatch, on cores whose firmware has booted:
+//
+//  1. Plan lays out the kernel config blob every core of the program gets
+//     in the kernel config ring (target.Layout.KernelConfig): per processor
+//     its runtime args, then its common runtime args, the semaphores, the
+//     local CB configs (4 words per CB index up to the highest used), then
+//     each processor's kernel image, 16-byte aligned. The JIT links each
+//     image at the address Plan gives it (Plan.TextAddr), so nothing is
+//     relocated at load time.
+//  2. Run writes, per core, the blob and the launch message (host dispatch
+//     mode, enabled processors, offsets, local CB mask), then the go signal
+//     RUN_MSG_GO, and polls every core for RUN_MSG_DONE.
+//  3. A core that does not finish in time is reported by the watchdog
+//     (StallError): its coordinates, the processors still running (the
+//     subordinate sync bytes), and the tiles-received/acked stream counters
+//     of its CBs, instead of a hang.
+package launch

@@ -1,0 +1,334 @@
+package launch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
+)
+
+// Processor indices (target.ProcessorNames).
+const (
+	BRISC = iota
+	NCRISC
+	TRISC0
+	TRISC1
+	TRISC2
+)
+
+// Kernel is what one processor runs in a program.
+type Kernel struct {
+	Name string
+	// RTA are the runtime args per core (all cores of the program that
+	// run the kernel); CRTA the common runtime args.
+	RTA  map[kir.Core][]uint32
+	CRTA []uint32
+	// ImageSize is the byte size of the linked image (for Plan).
+	ImageSize int
+}
+
+// CB is one circular buffer on a set of cores.
+type CB struct {
+	Index, PageSize, Pages int
+	Addr                   uint32
+	Cores                  []kir.Core
+}
+
+// Semaphore is one semaphore with its initial value on a set of cores.
+type Semaphore struct {
+	ID      int
+	Initial uint32
+	Cores   []kir.Core
+}
+
+// Program is one device program as launch needs it.
+type Program struct {
+	Name  string
+	Cores []kir.Core
+	// Kernels by processor; nil where the processor idles. Kernels[p] runs
+	// on every core in its RTA map (or every core when RTA is empty).
+	Kernels    [5]*Kernel
+	CBs        []CB
+	Semaphores []Semaphore
+	// BRISCNoC is the NoC index BRISC's kernel uses.
+	BRISCNoC int
+}
+
+// runsOn reports whether kernel k runs on core c.
+func (k *Kernel) runsOn(c kir.Core, all []kir.Core) bool {
+	if k == nil {
+		return false
+	}
+	if len(k.RTA) == 0 {
+		return true
+	}
+	_, ok := k.RTA[c]
+	return ok
+}
+
+// Plan is the kernel config blob layout shared by all cores of a program.
+type Plan struct {
+	RTA, CRTA [5]uint32 // offsets (bytes from the ring base)
+	RTAWords  [5]int
+	CRTAWords [5]int
+	Sem       uint32
+	SemCount  int
+	CB        uint32
+	CBCount   int // CB config entries (highest index + 1)
+	Text      [5]uint32
+	Size      uint32
+	// TextAddr is the L1 address each processor's image is linked at.
+	TextAddr [5]uint32
+}
+
+func align16(v uint32) uint32 { return (v + 15) &^ 15 }
+
+// MakePlan lays out p's kernel config blob in l's kernel config ring.
+func MakePlan(p *Program, l *target.Layout) (*Plan, error) {
+	pl := &Plan{}
+	off := uint32(0)
+	for i, k := range p.Kernels {
+		if k == nil {
+			continue
+		}
+		for _, a := range k.RTA {
+			pl.RTAWords[i] = max(pl.RTAWords[i], len(a))
+		}
+		pl.CRTAWords[i] = len(k.CRTA)
+		pl.RTA[i] = off
+		off = align16(off + uint32(4*pl.RTAWords[i]))
+		pl.CRTA[i] = off
+		off = align16(off + uint32(4*pl.CRTAWords[i]))
+	}
+	pl.Sem = off
+	for _, s := range p.Semaphores {
+		pl.SemCount = max(pl.SemCount, s.ID+1)
+	}
+	off = align16(off + uint32(pl.SemCount*l.SemaphoreStride))
+	pl.CB = off
+	for _, cb := range p.CBs {
+		pl.CBCount = max(pl.CBCount, cb.Index+1)
+	}
+	off = align16(off + uint32(pl.CBCount*4*l.CBConfigWords))
+	for i, k := range p.Kernels {
+		if k == nil {
+			continue
+		}
+		pl.Text[i] = off
+		pl.TextAddr[i] = l.KernelConfig.Base + off
+		off = align16(off + uint32(k.ImageSize))
+	}
+	pl.Size = off
+	if off > l.KernelConfig.Size {
+		return nil, fmt.Errorf("program %s: kernel config blob of %d B (runtime args, semaphores, CB configs and kernel images of %s) exceeds the %d B kernel config ring of %s", p.Name, off, imageSizes(p), l.KernelConfig.Size, target.TTMetalRelease)
+	}
+	if pl.RTA[BRISC] > 0xffff || off > 0xffff+uint32(l.KernelConfig.Size) {
+		return nil, fmt.Errorf("program %s: blob offsets overflow the launch message's 16-bit fields", p.Name)
+	}
+	return pl, nil
+}
+
+func imageSizes(p *Program) string {
+	var parts []string
+	for i, k := range p.Kernels {
+		if k != nil {
+			parts = append(parts, fmt.Sprintf("%s %d B", target.ProcessorNames[i], k.ImageSize))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Blob returns the kernel config blob of core c and its launch message.
+func Blob(p *Program, pl *Plan, images [5][]byte, c kir.Core, l *target.Layout) (blob, msg []byte, err error) {
+	blob = make([]byte, pl.Size)
+	put := func(off uint32, words []uint32) {
+		for i, w := range words {
+			binary.LittleEndian.PutUint32(blob[off+uint32(4*i):], w)
+		}
+	}
+	var enables uint32
+	for i, k := range p.Kernels {
+		if !k.runsOn(c, p.Cores) {
+			continue
+		}
+		if len(images[i]) != k.ImageSize {
+			return nil, nil, fmt.Errorf("program %s: %s image is %d B, the plan reserved %d B", p.Name, target.ProcessorNames[i], len(images[i]), k.ImageSize)
+		}
+		enables |= 1 << i
+		put(pl.RTA[i], k.RTA[c])
+		put(pl.CRTA[i], k.CRTA)
+		copy(blob[pl.Text[i]:], images[i])
+	}
+	if enables == 0 {
+		return nil, nil, fmt.Errorf("program %s: no kernel runs on core %s", p.Name, c)
+	}
+	for _, s := range p.Semaphores {
+		if onCore(s.Cores, c) {
+			binary.LittleEndian.PutUint32(blob[pl.Sem+uint32(s.ID*l.SemaphoreStride):], s.Initial)
+		}
+	}
+	var mask uint64
+	for _, cb := range p.CBs {
+		if !onCore(cb.Cores, c) {
+			continue
+		}
+		if mask&(1<<cb.Index) != 0 {
+			return nil, nil, fmt.Errorf("program %s: CB c_%d configured twice on core %s", p.Name, cb.Index, c)
+		}
+		mask |= 1 << cb.Index
+		size := uint32(cb.Pages * cb.PageSize)
+		put(pl.CB+uint32(cb.Index*4*l.CBConfigWords), []uint32{cb.Addr, size, uint32(cb.Pages), uint32(cb.PageSize)})
+	}
+	f := l.Launch
+	msg = make([]byte, f.Size)
+	binary.LittleEndian.PutUint32(msg[f.KernelConfigBase:], l.KernelConfig.Base)
+	binary.LittleEndian.PutUint16(msg[f.SemOffset:], uint16(pl.Sem))
+	binary.LittleEndian.PutUint16(msg[f.LocalCBOffset:], uint16(pl.CB))
+	binary.LittleEndian.PutUint16(msg[f.RemoteCBOffset:], uint16(pl.CB+uint32(pl.CBCount*4*l.CBConfigWords)))
+	for i := range 5 {
+		binary.LittleEndian.PutUint16(msg[f.RTAOffset+4*i:], uint16(pl.RTA[i]))
+		binary.LittleEndian.PutUint16(msg[f.RTAOffset+4*i+2:], uint16(pl.CRTA[i]))
+		binary.LittleEndian.PutUint32(msg[f.KernelTextOffset+4*i:], pl.Text[i])
+	}
+	msg[f.Mode] = l.DispatchModeHost
+	binary.LittleEndian.PutUint64(msg[f.LocalCBMask:], mask)
+	msg[f.BRISCNoCID] = byte(p.BRISCNoC)
+	msg[f.MinRemoteCBStart] = 64 // NUM_CIRCULAR_BUFFERS: no remote CBs
+	binary.LittleEndian.PutUint32(msg[f.Enables:], enables)
+	return blob, msg, nil
+}
+
+func onCore(cores []kir.Core, c kir.Core) bool {
+	for _, x := range cores {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Run launches p (laid out by pl, images linked at pl.TextAddr) on its
+// cores and waits up to timeout for all of them to finish. A core that
+// does not is reported as a *StallError.
+func Run(c *chip.Chip, p *Program, pl *Plan, images [5][]byte, timeout time.Duration) error {
+	l := c.Layout
+	mb := uint64(l.Mailbox.Base)
+	goAddr := mb + uint64(l.Msg.GoMessages)
+	xys := make([]chip.XY, len(p.Cores))
+	for i, lc := range p.Cores {
+		at, err := c.Worker(lc)
+		if err != nil {
+			return fmt.Errorf("program %s: %w", p.Name, err)
+		}
+		xys[i] = at
+		blob, msg, err := Blob(p, pl, images, lc, l)
+		if err != nil {
+			return err
+		}
+		if err := c.Write(at, uint64(l.KernelConfig.Base), blob); err != nil {
+			return fmt.Errorf("program %s: core %s: kernel config: %w", p.Name, lc, err)
+		}
+		if err := c.Write32(at, mb+uint64(l.Msg.LaunchRdPtr), 0); err != nil {
+			return err
+		}
+		if err := c.Write(at, mb+uint64(l.Msg.Launch), msg); err != nil {
+			return fmt.Errorf("program %s: core %s: launch message: %w", p.Name, lc, err)
+		}
+	}
+	for i, at := range xys {
+		if err := c.Write32(at, goAddr, uint32(l.RunMsgGo)<<24); err != nil {
+			return fmt.Errorf("program %s: core %s: go: %w", p.Name, p.Cores[i], err)
+		}
+	}
+	pending := map[int]bool{}
+	for i := range xys {
+		pending[i] = true
+	}
+	err := c.Poll(timeout, func() string { return "" }, func() (bool, error) {
+		for i := range pending {
+			v, err := c.Read32(xys[i], goAddr)
+			if err != nil {
+				return false, err
+			}
+			if uint8(v>>24) == l.RunMsgDone {
+				delete(pending, i)
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if _, ok := err.(*chip.TimeoutError); ok {
+		return stall(c, p, xys, pending, timeout)
+	}
+	return err
+}
+
+// StallError is the watchdog's report of a program that did not finish.
+type StallError struct {
+	Program string
+	After   time.Duration
+	Cores   []StalledCore
+}
+
+// StalledCore is one core that did not report done.
+type StalledCore struct {
+	Core    kir.Core
+	NoC     chip.XY
+	Running []string // processors still running
+	// CBs are "c_<i> received R acked A" for the program's CBs on the core.
+	CBs []string
+}
+
+func (e *StallError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "program %s: %d core(s) did not finish within %s (watchdog):", e.Program, len(e.Cores), e.After)
+	for _, c := range e.Cores {
+		run := "brisc"
+		if len(c.Running) > 0 {
+			run = strings.Join(c.Running, ", ")
+		}
+		fmt.Fprintf(&b, "\n  core %s NoC %s: still running %s", c.Core, c.NoC, run)
+		if len(c.CBs) > 0 {
+			fmt.Fprintf(&b, "; CB streams %s", strings.Join(c.CBs, ", "))
+		}
+	}
+	return b.String()
+}
+
+func stall(c *chip.Chip, p *Program, xys []chip.XY, pending map[int]bool, timeout time.Duration) error {
+	l := c.Layout
+	e := &StallError{Program: p.Name, After: timeout}
+	var idx []int
+	for i := range pending {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		sc := StalledCore{Core: p.Cores[i], NoC: xys[i]}
+		var sync [4]byte
+		if err := c.Read(xys[i], uint64(l.Mailbox.Base)+uint64(l.Msg.SubordinateSync), sync[:]); err == nil {
+			for j, s := range sync {
+				if s != 0 && p.Kernels[j+1].runsOn(p.Cores[i], p.Cores) {
+					sc.Running = append(sc.Running, target.ProcessorNames[j+1])
+				}
+			}
+		}
+		for _, cb := range p.CBs {
+			if !onCore(cb.Cores, p.Cores[i]) {
+				continue
+			}
+			base := uint64(l.StreamRegs) + uint64(cb.Index)*uint64(l.StreamStride)
+			rx, err1 := c.Read32(xys[i], base+4*uint64(l.TilesReceivedReg))
+			ack, err2 := c.Read32(xys[i], base+4*uint64(l.TilesAckedReg))
+			if err1 == nil && err2 == nil {
+				sc.CBs = append(sc.CBs, fmt.Sprintf("c_%d received %d acked %d", cb.Index, rx&0xffff, ack&0xffff))
+			}
+		}
+		e.Cores = append(e.Cores, sc)
+	}
+	return e
+}
