@@ -71,8 +71,12 @@ func (w *barWindow) Configure(c TLBConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := w.d.bar.WriteBAR(0, TLBRegs+uint64(w.reg)*TLBRegSize, b); err != nil {
-		return err
+	// The registers take 32-bit writes only (ttsim rejects others; a card
+	// splits them anyway).
+	for i := 0; i < TLBRegSize; i += 4 {
+		if err := w.d.bar.WriteBAR(0, TLBRegs+uint64(w.reg)*TLBRegSize+uint64(i), b[i:i+4]); err != nil {
+			return err
+		}
 	}
 	w.cfg = &c
 	return nil

@@ -113,7 +113,7 @@ func TestBootOnFakeChip(t *testing.T) {
 		t.Fatalf("fake chip saw protocol errors: %v", f.Errors)
 	}
 	l := c.Layout
-	want := []fake.XY{{1, 2}, {13, 11}} // logical (10,9) is NoC column 13 (columns 8, 9 are not Tensix)
+	want := []fake.XY{{X: 1, Y: 2}, {X: 13, Y: 11}} // logical (10,9) is NoC column 13 (columns 8, 9 are not Tensix)
 	if len(f.Boots) != 2 || f.Boots[0] != want[0] || f.Boots[1] != want[1] {
 		t.Fatalf("booted %v, want %v", f.Boots, want)
 	}

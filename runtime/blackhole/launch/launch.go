@@ -60,7 +60,7 @@ type Program struct {
 }
 
 // runsOn reports whether kernel k runs on core c.
-func (k *Kernel) runsOn(c kir.Core, all []kir.Core) bool {
+func (k *Kernel) runsOn(c kir.Core) bool {
 	if k == nil {
 		return false
 	}
@@ -153,7 +153,7 @@ func Blob(p *Program, pl *Plan, images [5][]byte, c kir.Core, l *target.Layout) 
 	}
 	var enables uint32
 	for i, k := range p.Kernels {
-		if !k.runsOn(c, p.Cores) {
+		if !k.runsOn(c) {
 			continue
 		}
 		if len(images[i]) != k.ImageSize {
@@ -312,7 +312,7 @@ func stall(c *chip.Chip, p *Program, xys []chip.XY, pending map[int]bool, timeou
 		var sync [4]byte
 		if err := c.Read(xys[i], uint64(l.Mailbox.Base)+uint64(l.Msg.SubordinateSync), sync[:]); err == nil {
 			for j, s := range sync {
-				if s != 0 && p.Kernels[j+1].runsOn(p.Cores[i], p.Cores) {
+				if s != 0 && p.Kernels[j+1].runsOn(p.Cores[i]) {
 					sc.Running = append(sc.Running, target.ProcessorNames[j+1])
 				}
 			}

@@ -151,8 +151,13 @@ func (c *Chip) access(bar int, off uint64, p []byte, write bool) error {
 		return err
 	}
 	addr := cfg.Addr + within
-	if cfg.NoC == 1 {
-		cfg.XStart, cfg.YStart, cfg.XEnd, cfg.YEnd = 16-cfg.XEnd, 11-cfg.YEnd, 16-cfg.XStart, 11-cfg.YStart
+	// ttsim's limits, which the fake reproduces: NoC 0 only, and the start
+	// coordinate of a unicast window must be zero.
+	if cfg.NoC != 0 {
+		return fmt.Errorf("fake chip: window %s uses NoC %d; ttsim supports host windows on NoC 0 only", cfg, cfg.NoC)
+	}
+	if !cfg.Multicast && (cfg.XStart != 0 || cfg.YStart != 0) {
+		return fmt.Errorf("fake chip: unicast window %s has a nonzero start coordinate", cfg)
 	}
 	if !cfg.Multicast {
 		return c.endpoint(XY{cfg.XEnd, cfg.YEnd}, addr, p, write)
@@ -178,15 +183,21 @@ func (c *Chip) access(bar int, off uint64, p []byte, write bool) error {
 }
 
 func (c *Chip) regAccess(off uint64, p []byte, write bool) error {
-	if off%access.TLBRegSize != 0 || len(p) != access.TLBRegSize {
-		return fmt.Errorf("fake chip: window register access at +%#x of %d B (want whole 12-byte registers)", off, len(p))
+	// Like ttsim, the window registers take aligned 32-bit accesses only.
+	if off%4 != 0 || len(p) != 4 {
+		return fmt.Errorf("fake chip: window register access at +%#x of %d B (registers take aligned 4-byte accesses)", off, len(p))
 	}
-	i := int(off / access.TLBRegSize)
+	i, w := int(off/access.TLBRegSize), off%access.TLBRegSize
+	reg := c.regs[i]
+	if reg == nil {
+		reg = make([]byte, access.TLBRegSize)
+		c.regs[i] = reg
+	}
 	if write {
-		c.regs[i] = append([]byte(nil), p...)
+		copy(reg[w:], p)
 		return nil
 	}
-	copy(p, c.regs[i])
+	copy(p, reg[w:])
 	return nil
 }
 
