@@ -3,9 +3,13 @@
 // launch programs, read results back.
 //
 // The sim backend (default) runs every program on sim/kexec, a simulated
-// Blackhole card per mesh device. The blackhole backend (real cards through
-// the kernel driver and tt-metal's JIT build) is not available on machines
-// without cards; Open reports that clearly.
+// Blackhole card per mesh device. The ttsim and blackhole backends
+// (OpenChip; Tenstorrent's ttsim chip model or a card, through
+// runtime/blackhole) run every program on the simulator and again on the
+// chip from the same inputs, and record per program whether the chip
+// matched bit for bit, differed, or was skipped and why (ChipResults). On
+// a machine without cards the blackhole backend says in one line that no
+// /dev/tenstorrent device exists and what to install.
 //
 // Tensors are exchanged with the host as row-major float32 (integers held
 // exactly). Upload converts to the buffer's layout and format: tile layout

@@ -19,6 +19,7 @@ type Executable struct {
 	// prefill and decode builds of one model), every other buffer is the
 	// build's own ("b<N>/<name>").
 	binding map[string]string
+	dir     string // the build's sources on disk, for a chip's JIT
 }
 
 // Load allocates every buffer of b on every device of m. Weights and state
@@ -96,12 +97,18 @@ func (e *Executable) RunProgram(i int) error {
 	if IsCollective(p.Kernel) {
 		return e.RunCollective(i)
 	}
-	for d := 0; d < e.Mesh.Devices(); d++ {
-		if _, err := e.Mesh.launch(d, p.Kernel, e.binding); err != nil {
-			return fmt.Errorf("runtime: device %d: program %d %s (%s): %w", d, i, p.Kernel.Name, p.Op.Where(), err)
+	simRun := func() error {
+		for d := 0; d < e.Mesh.Devices(); d++ {
+			if _, err := e.Mesh.launch(d, p.Kernel, e.binding); err != nil {
+				return fmt.Errorf("runtime: device %d: program %d %s (%s): %w", d, i, p.Kernel.Name, p.Op.Where(), err)
+			}
 		}
+		return nil
 	}
-	return nil
+	if e.Mesh.chip != nil {
+		return e.runOnChip(i, simRun)
+	}
+	return simRun()
 }
 
 // Run launches every program in order on every device.

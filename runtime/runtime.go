@@ -9,12 +9,14 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/runtime/blackhole"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access/kmd"
 	"github.com/tcc-dev/tcc/sim/kexec"
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Backends lists the backend names Open accepts.
-var Backends = []string{"sim", "blackhole"}
+var Backends = []string{"sim", "ttsim", "blackhole"}
 
 // Tensor describes a device buffer holding a tensor of one device: its
 // buffer (name, memory, dtype, layout, page size and count) and its logical
@@ -32,6 +34,10 @@ type Mesh struct {
 	devices []*kexec.Device
 	tensors map[string]Tensor
 	loads   int // builds loaded, for naming their private buffers
+	// chip, for the ttsim and blackhole backends, runs every program again
+	// and is compared with the simulator (OpenChip).
+	chip        *blackhole.Device
+	chipResults []ProgramResult
 }
 
 // Open opens every device of mesh on backend ("sim" or "blackhole").
@@ -42,7 +48,12 @@ func Open(backend string, mesh ir.Mesh) (*Mesh, error) {
 	switch backend {
 	case "sim":
 	case "blackhole":
-		return nil, fmt.Errorf("runtime: backend blackhole: no Blackhole cards are available on this machine (it needs /dev/tenstorrent and the tt-metal JIT toolchain); use --backend sim")
+		if _, err := kmd.Devices(); err != nil {
+			return nil, fmt.Errorf("runtime: backend blackhole: %w", err)
+		}
+		return nil, fmt.Errorf("runtime: backend blackhole runs through OpenChip (it needs a kernel builder)")
+	case "ttsim":
+		return nil, fmt.Errorf("runtime: backend ttsim runs through OpenChip (it needs a kernel builder)")
 	default:
 		return nil, fmt.Errorf("runtime: unknown backend %q (want one of %v)", backend, Backends)
 	}

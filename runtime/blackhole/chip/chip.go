@@ -23,7 +23,7 @@ type Chip struct {
 	// WorkerX and WorkerY map logical worker columns and rows to NoC0
 	// coordinates (harvested columns removed).
 	WorkerX, WorkerY []int
-	// DRAM maps DRAM bank b to the NoC0 endpoint workers use.
+	// DRAM maps DRAM bank b to the NoC0 endpoint workers use (translated).
 	DRAM []XY
 	// Harvested lists harvested Tensix NoC0 columns.
 	Harvested []int
@@ -60,13 +60,10 @@ func Open(d access.Device, harvested []int) (*Chip, error) {
 	if len(c.WorkerX) < t.GridX || len(c.WorkerY) < t.GridY {
 		return nil, fmt.Errorf("chip %s: %d usable Tensix columns after harvesting %v; tcc's %dx%d grid needs %d", d.Info().Path, len(c.WorkerX), harvested, t.GridX, t.GridY, t.GridX)
 	}
-	for b := 0; b < t.DRAMBanks; b++ {
-		x, y, err := t.DRAMNoC(b)
-		if err != nil {
-			return nil, err
-		}
-		c.DRAM = append(c.DRAM, XY{x, y})
+	if t.DRAMBanks > len(dramNoC0) {
+		return nil, fmt.Errorf("chip: target has %d DRAM banks, the coordinate table %d", t.DRAMBanks, len(dramNoC0))
 	}
+	c.DRAM = append(c.DRAM, dramNoC0[:t.DRAMBanks]...)
 	var err error
 	if c.uc, err = d.OpenWindow(access.Window2M); err != nil {
 		return nil, err

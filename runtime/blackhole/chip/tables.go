@@ -8,8 +8,14 @@ import (
 // bank per worker core; the JIT passes it as a define).
 func (c *Chip) NumL1Banks() int { return c.Target.NumWorkers() }
 
-// noc1 mirrors a NoC0 coordinate into NoC1's (Blackhole's 17x12 grid).
-func noc1(p XY) XY { return XY{16 - p.X, 11 - p.Y} }
+// DRAM endpoints per bank in translated coordinates (Blackhole enables NoC
+// coordinate translation; hosts and kernels address DRAM at x 17/18, y
+// 12..23): the worker endpoints of blackhole_140_arch.yaml's dram_views
+// for NoC0 and NoC1, translated as ttsim's remap_virtual_coordinate does.
+var (
+	dramNoC0 = []XY{{18, 14}, {18, 15}, {18, 21}, {18, 18}, {17, 14}, {17, 17}, {17, 23}, {17, 20}}
+	dramNoC1 = []XY{{18, 13}, {18, 16}, {18, 22}, {18, 19}, {17, 13}, {17, 16}, {17, 22}, {17, 19}}
+)
 
 // nocXY packs a coordinate as the firmware's bank tables hold it:
 // (y << 6) | x (tt-metal NOC_XY_ENCODING for Blackhole).
@@ -25,22 +31,16 @@ func (c *Chip) BankTables() []byte {
 	nd, nl := len(c.DRAM), c.NumL1Banks()
 	b := make([]byte, 0, 4*nd+4*nl+4*(nd+nl))
 	put16 := func(v uint16) { b = binary.LittleEndian.AppendUint16(b, v) }
-	for noc := 0; noc < 2; noc++ {
-		for _, d := range c.DRAM {
-			if noc == 1 {
-				d = noc1(d)
-			}
+	for _, tab := range [][]XY{c.DRAM, dramNoC1[:nd]} {
+		for _, d := range tab {
 			put16(nocXY(d))
 		}
 	}
-	for noc := 0; noc < 2; noc++ {
+	// Tensix translated coordinates are the same on both NoCs.
+	for range 2 {
 		for y := 0; y < c.Target.GridY; y++ {
 			for x := 0; x < c.Target.GridX; x++ {
-				p := XY{c.WorkerX[x], c.WorkerY[y]}
-				if noc == 1 {
-					p = noc1(p)
-				}
-				put16(nocXY(p))
+				put16(nocXY(XY{c.WorkerX[x], c.WorkerY[y]}))
 			}
 		}
 	}

@@ -131,9 +131,9 @@ func TestBootOnFakeChip(t *testing.T) {
 		if at == want[1] && (ci[l.Msg.CoreInfoLogicalX] != 10 || ci[l.Msg.CoreInfoLogicalX+1] != 9) {
 			t.Errorf("core %v: core_info logical coordinate (%d,%d), want (10,9)", at, ci[l.Msg.CoreInfoLogicalX], ci[l.Msg.CoreInfoLogicalX+1])
 		}
-		// dram_bank_to_noc_xy[0][1] is bank 1's NoC0 endpoint (0,2): (2<<6)|0.
-		if got := uint16(mem[l.BankToNoC.Base+2]) | uint16(mem[l.BankToNoC.Base+3])<<8; got != 2<<6 {
-			t.Errorf("core %v: bank table entry for DRAM bank 1 = %#x, want %#x", at, got, 2<<6)
+		// dram_bank_to_noc_xy[0][1] is bank 1's NoC0 endpoint, translated (18,15).
+		if got := uint16(mem[l.BankToNoC.Base+2]) | uint16(mem[l.BankToNoC.Base+3])<<8; got != 15<<6|18 {
+			t.Errorf("core %v: bank table entry for DRAM bank 1 = %#x, want %#x", at, got, 15<<6|18)
 		}
 	}
 }

@@ -70,8 +70,10 @@ func New() *Chip {
 			c.worker[XY{x, y}] = true
 		}
 	}
-	for _, x := range []int{0, 9} {
-		for y := 0; y <= 11; y++ {
+	// DRAM in translated coordinates (x 17, 18; y 12..23), as hosts and
+	// kernels address it on a Blackhole with NoC translation enabled.
+	for _, x := range []int{17, 18} {
+		for y := 12; y <= 23; y++ {
 			c.isDRAM[XY{x, y}] = true
 		}
 	}
@@ -274,9 +276,11 @@ func (c *Chip) dramAccess(at XY, addr uint64, p []byte, write bool) error {
 			ch = make([]byte, chunk)
 			bank[k] = ch
 		}
-		n := copy(ch[o:], p)
-		if !write {
-			copy(p[:n], ch[o:])
+		var n int
+		if write {
+			n = copy(ch[o:], p)
+		} else {
+			n = copy(p, ch[o:])
 		}
 		p, addr = p[n:], addr+uint64(n)
 	}

@@ -1,0 +1,394 @@
+package blackhole
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access/kmd"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access/ttsim"
+	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
+	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
+	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// Builder compiles kernels for the chip (package jit).
+type Builder interface {
+	// Firmware returns the firmware set the kernels link against.
+	Firmware() (firmware.Set, error)
+	// Kernel returns the execute-in-place images of kernel k of program p
+	// by processor (0 BRISC, 1 NCRISC, 2..4 TRISC0..2). buildDir holds the
+	// build's C++ sources.
+	Kernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig) (map[int][]byte, error)
+}
+
+// Options select and configure a chip.
+type Options struct {
+	// Backend is "ttsim" or "blackhole" (a card through tt-kmd), or
+	// "fake" with Fake set (tests).
+	Backend string
+	// TTSim is the libttsim.so path (ttsim; else TT_METAL_SIMULATOR).
+	TTSim string
+	// Device is the card's device node (default /dev/tenstorrent/0).
+	Device string
+	Fake   access.BAR
+	// Timeout bounds firmware init and each program (default 30 s).
+	Timeout time.Duration
+}
+
+// Device is an opened chip with the firmware of the pinned release.
+type Device struct {
+	Chip    *chip.Chip
+	builder Builder
+	fw      firmware.Set
+	booted  map[kir.Core]bool
+	timeout time.Duration
+}
+
+// Open opens the chip o names. Nothing is booted yet.
+func Open(o Options, b Builder) (*Device, error) {
+	var dev access.Device
+	switch o.Backend {
+	case "ttsim":
+		s, err := ttsim.Open(o.TTSim)
+		if err != nil {
+			return nil, err
+		}
+		dev = access.NewBARDevice(s)
+	case "blackhole":
+		path := o.Device
+		if path == "" {
+			nodes, err := kmd.Devices()
+			if err != nil {
+				return nil, err
+			}
+			path = nodes[0]
+		}
+		c, err := kmd.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		dev = c
+	case "fake":
+		if o.Fake == nil {
+			return nil, errors.New("blackhole: backend fake needs Options.Fake")
+		}
+		dev = access.NewBARDevice(o.Fake)
+	default:
+		return nil, fmt.Errorf("blackhole: unknown backend %q (want ttsim or blackhole)", o.Backend)
+	}
+	c, err := chip.Open(dev, nil)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	d := &Device{Chip: c, builder: b, booted: map[kir.Core]bool{}, timeout: o.Timeout}
+	if d.timeout == 0 {
+		d.timeout = 30 * time.Second
+	}
+	return d, nil
+}
+
+// Close closes the chip.
+func (d *Device) Close() error { return d.Chip.Close() }
+
+// boot loads firmware on the cores of cs not booted yet.
+func (d *Device) boot(cs []kir.Core) error {
+	var todo []kir.Core
+	for _, c := range cs {
+		if !d.booted[c] {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if d.fw[0] == nil {
+		fw, err := d.builder.Firmware()
+		if err != nil {
+			return err
+		}
+		d.fw = fw
+	}
+	if err := firmware.Boot(d.Chip, todo, d.fw, d.timeout); err != nil {
+		return err
+	}
+	for _, c := range todo {
+		d.booted[c] = true
+	}
+	return nil
+}
+
+// Reference is the memory of the device a program's buffers are mirrored
+// from: the sim device, with the mesh's names for the program's buffers.
+type Reference struct {
+	Dev     *kexec.Device
+	Binding map[string]string // program buffer name -> device buffer name
+}
+
+func (r Reference) buffer(name string) (*kexec.DeviceBuffer, string, error) {
+	dn := name
+	if n, ok := r.Binding[name]; ok {
+		dn = n
+	}
+	b, ok := r.Dev.Buffer(dn)
+	if !ok {
+		return nil, "", fmt.Errorf("buffer %q (%q) is not allocated on the reference device", name, dn)
+	}
+	return b, dn, nil
+}
+
+// Upload copies every buffer of p from ref to the chip, at the addresses
+// ref gave them.
+func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
+	for _, bc := range p.Buffers {
+		b, dn, err := ref.buffer(bc.Name)
+		if err != nil {
+			return err
+		}
+		data, err := ref.Dev.ReadPages(dn, 0, b.Pages)
+		if err != nil {
+			return err
+		}
+		if err := d.pages(b, data, true); err != nil {
+			return fmt.Errorf("program %s: uploading %q: %w", p.Program, bc.Name, err)
+		}
+	}
+	return nil
+}
+
+// Download reads buffer name of p from the chip, as ref lays it out.
+func (d *Device) Download(name string, ref Reference) ([]byte, error) {
+	b, _, err := ref.buffer(name)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, b.Pages*b.PageSize)
+	if err := d.pages(b, data, false); err != nil {
+		return nil, fmt.Errorf("downloading %q: %w", name, err)
+	}
+	return data, nil
+}
+
+// WritePages writes all pages of b (laid out as the reference lays it
+// out) to the chip.
+func (d *Device) WritePages(b *kexec.DeviceBuffer, data []byte) error { return d.pages(b, data, true) }
+
+// pages moves the pages of b between data and the chip.
+func (d *Device) pages(b *kexec.DeviceBuffer, data []byte, write bool) error {
+	banks := len(d.Chip.DRAM)
+	for i := 0; i < b.Pages; i++ {
+		var at chip.XY
+		var addr uint64
+		switch {
+		case b.Mem.Kind == ir.DRAMInterleaved:
+			at, addr = d.Chip.DRAM[i%banks], uint64(b.Addr)+uint64((i/banks)*b.Stride)
+		case b.Mem.Kind == ir.L1Interleaved:
+			c, err := d.Chip.Worker(b.Cores[i%len(b.Cores)])
+			if err != nil {
+				return err
+			}
+			at, addr = c, uint64(b.Addr)+uint64((i/len(b.Cores))*b.Stride)
+		default:
+			c, err := d.Chip.Worker(b.Cores[i/b.PerCore])
+			if err != nil {
+				return err
+			}
+			at, addr = c, uint64(b.Addr)+uint64((i%b.PerCore)*b.Stride)
+		}
+		page := data[i*b.PageSize : (i+1)*b.PageSize]
+		var err error
+		if write {
+			err = d.Chip.Write(at, addr, page)
+		} else {
+			err = d.Chip.Read(at, addr, page)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SkipError says why a program cannot run on the chip (it is not a failure).
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skipped: " + e.Reason }
+
+// RunProgram runs program p of a build in buildDir on the chip, its
+// buffers already uploaded (Upload). Programs with ethernet kernels are
+// skipped; a kernel the JIT cannot build for a reason of toolchain returns
+// a *SkipError from the builder.
+func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Reference) error {
+	lp := &launch.Program{Name: p.Program}
+	var images [5][]byte
+	cores := map[kir.Core]bool{}
+	for i := range p.Kernels {
+		k := &p.Kernels[i]
+		if k.Ethernet != nil {
+			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores (collectives need a multi-chip configuration)", k.Name)}
+		}
+		imgs, err := d.builder.Kernel(buildDir, p, k)
+		if err != nil {
+			return err
+		}
+		kc := &launch.Kernel{Name: k.Name, RTA: map[kir.Core][]uint32{}}
+		for _, ca := range k.RuntimeArgs {
+			v, err := d.resolve(ca.Values, ref)
+			if err != nil {
+				return fmt.Errorf("program %s kernel %s core %s: %w", p.Program, k.Name, kir.Core(ca.Core), err)
+			}
+			kc.RTA[kir.Core(ca.Core)] = v
+		}
+		var crta []hostcfg.ArgValue
+		for _, a := range k.CommonRuntimeArgs {
+			crta = append(crta, a.Value)
+		}
+		var err2 error
+		if kc.CRTA, err2 = d.resolve(crta, ref); err2 != nil {
+			return fmt.Errorf("program %s kernel %s: common args: %w", p.Program, k.Name, err2)
+		}
+		kcores := coresOf(k.Cores)
+		for _, c := range kcores {
+			cores[c] = true
+			if _, ok := kc.RTA[c]; !ok {
+				kc.RTA[c] = nil
+			}
+		}
+		for proc, img := range imgs {
+			if lp.Kernels[proc] != nil {
+				return fmt.Errorf("program %s: two kernels on %s", p.Program, procName(proc))
+			}
+			kk := *kc
+			kk.ImageSize = len(img)
+			if proc >= launch.TRISC0 {
+				kk.CRTA, kk.RTA = kc.CRTA, kc.RTA
+			}
+			lp.Kernels[proc] = &kk
+			images[proc] = img
+		}
+		if k.NoC != nil && k.Processor == "RISCV_0" {
+			lp.BRISCNoC = *k.NoC
+		}
+	}
+	for c := range cores {
+		lp.Cores = append(lp.Cores, c)
+	}
+	sort.Slice(lp.Cores, func(i, j int) bool {
+		a, b := lp.Cores[i], lp.Cores[j]
+		return a.Y < b.Y || a.Y == b.Y && a.X < b.X
+	})
+	if err := d.placeCBs(p, lp, ref); err != nil {
+		return err
+	}
+	for _, s := range p.Semaphores {
+		lp.Semaphores = append(lp.Semaphores, launch.Semaphore{ID: s.ID, Initial: s.Initial, Cores: coresOf(s.Cores)})
+	}
+	if err := d.boot(lp.Cores); err != nil {
+		return err
+	}
+	pl, err := launch.MakePlan(lp, d.Chip.Layout)
+	if err != nil {
+		return err
+	}
+	return launch.Run(d.Chip, lp, pl, images, d.timeout)
+}
+
+func procName(i int) string { return [5]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}[i] }
+
+func coresOf(rs []hostcfg.CoreRange) []kir.Core {
+	var out []kir.Core
+	for _, r := range rs {
+		out = append(out, kir.CoresOf([]ir.CoreRange{ir.CoreRange(r)})...)
+	}
+	return out
+}
+
+// resolve turns symbolic argument values into words for the chip.
+func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error) {
+	out := make([]uint32, len(vs))
+	for i, v := range vs {
+		switch v.Kind {
+		case kir.ValConst:
+			out[i] = v.Const
+		case kir.ValBufferAddr:
+			b, _, err := ref.buffer(v.Buffer)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b.Addr + v.Const
+		case kir.ValNoCX, kir.ValNoCY:
+			at, err := d.Chip.Worker(v.Core)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = uint32(at.X)
+			if v.Kind == kir.ValNoCY {
+				out[i] = uint32(at.Y)
+			}
+		case kir.ValDeviceID:
+			out[i] = 0
+		default:
+			return nil, fmt.Errorf("argument %d: value kind %d has no chip value", i, v.Kind)
+		}
+	}
+	return out, nil
+}
+
+// placeCBs gives every CB of p an address: the backing buffer's for a
+// globally allocated CB, else the lowest 64-byte-aligned address from the
+// unreserved base that overlaps no CB already placed on a shared core
+// (the order and rule of sim/kexec, so the chip and the simulator agree).
+func (d *Device) placeCBs(p *hostcfg.ProgramConfig, lp *launch.Program, ref Reference) error {
+	type placed struct {
+		cores  map[kir.Core]bool
+		lo, hi uint32
+	}
+	var done []placed
+	for _, cb := range p.CBs {
+		cs := coresOf(cb.Cores)
+		set := map[kir.Core]bool{}
+		for _, c := range cs {
+			set[c] = true
+		}
+		size := uint32(cb.TotalSize)
+		var addr uint32
+		if cb.BackingBuffer != "" {
+			b, _, err := ref.buffer(cb.BackingBuffer)
+			if err != nil {
+				return err
+			}
+			addr = b.Addr
+		} else {
+			addr = d.Chip.Layout.Unreserved
+			for moved := true; moved; {
+				moved = false
+				for _, q := range done {
+					if addr >= q.hi || addr+size <= q.lo || !shares(q.cores, cs) {
+						continue
+					}
+					addr = (q.hi + 63) &^ 63
+					moved = true
+				}
+			}
+			done = append(done, placed{cores: set, lo: addr, hi: addr + size})
+		}
+		lp.CBs = append(lp.CBs, launch.CB{Index: cb.Index, PageSize: cb.PageSize, Pages: cb.NumPages, Addr: addr, Cores: cs})
+	}
+	return nil
+}
+
+func shares(set map[kir.Core]bool, cs []kir.Core) bool {
+	for _, c := range cs {
+		if set[c] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,21 @@
+// Package blackhole is tcc's thin runtime for Blackhole chips: real cards
+// through the tt-kmd driver and Tenstorrent's ttsim chip model, in layers
+// (each its own package):
+//
+//	access    host view of one chip: TLB windows, BAR reads/writes
+//	          (implementations: kmd, ttsim, fake)
+//	chip      NoC reads/writes/multicast, soft reset, coordinates, bank tables
+//	firmware  the pinned release's firmware ELFs and their init protocol
+//	jit       kernel compile per processor, execute-in-place images
+//	launch    slow-dispatch launch of one program, watchdog
+//
+// Every address, message layout and register of the pinned tt-metal
+// release comes from one table, codegen/target.BlackholeLayout.
+//
+// This package ties the layers together. Device opens a chip, boots
+// firmware on the cores programs use, and RunProgram runs one program of a
+// tcc build given the memory image of a reference device (sim/kexec): it
+// copies the program's buffers to the chip at the reference's addresses,
+// launches, and copies them back, so that the caller can compare the chip
+// with the simulator program by program.
+package blackhole

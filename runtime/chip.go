@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/runtime/blackhole"
+)
+
+// ChipOptions configure the ttsim and blackhole backends.
+type ChipOptions struct {
+	// TTSim is the libttsim.so of the ttsim backend.
+	TTSim string
+	// Builder compiles kernels and firmware (runtime/blackhole/jit).
+	Builder blackhole.Builder
+	// Fake, for tests, is the chip the "fake" backend opens.
+	Fake blackhole.Options
+}
+
+// ProgramResult is what happened to one program on the chip.
+type ProgramResult struct {
+	Index   int
+	Program string
+	// Status is "matched", "differs", "skipped" or "failed".
+	Status string
+	// Detail is the skip reason, the first difference or the error.
+	Detail string
+}
+
+// OpenChip opens mesh on backend "ttsim", "blackhole" or "fake": every
+// program runs on the simulator, which holds the results, and also on the
+// chip from the same inputs; ChipResults says per program whether the
+// chip matched the simulator bit for bit, or why it did not run.
+func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
+	if mesh.Devices() != 1 {
+		return nil, fmt.Errorf("runtime: backend %s drives one chip; mesh %s has %d devices (use --mesh 1x1)", backend, mesh, mesh.Devices())
+	}
+	if o.Builder == nil {
+		return nil, fmt.Errorf("runtime: backend %s needs a kernel builder (the JIT)", backend)
+	}
+	opts := o.Fake
+	opts.Backend, opts.TTSim = backend, o.TTSim
+	dev, err := blackhole.Open(opts, o.Builder)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Open("sim", mesh)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	m.Backend, m.chip = backend, dev
+	return m, nil
+}
+
+// ChipResults lists what happened to every program launched on the chip.
+func (m *Mesh) ChipResults() []ProgramResult { return m.chipResults }
+
+// Close releases the chip of a ttsim or blackhole mesh.
+func (m *Mesh) Close() error {
+	if m.chip != nil {
+		return m.chip.Close()
+	}
+	return nil
+}
+
+// runOnChip runs program i of e on the chip from the simulator's state
+// before it; after is called to run it on the simulator.
+func (e *Executable) runOnChip(i int, simRun func() error) error {
+	p := e.Build.Programs[i]
+	res := ProgramResult{Index: i, Program: p.Kernel.Name}
+	record := func(status, detail string) {
+		res.Status, res.Detail = status, detail
+		e.Mesh.chipResults = append(e.Mesh.chipResults, res)
+	}
+	cfg, err := hostcfg.ConfigValidated(p.Kernel, target.Blackhole())
+	if err != nil {
+		return err
+	}
+	if IsCollective(p.Kernel) {
+		record("skipped", "collective: ethernet kernels need a multi-chip configuration")
+		return simRun()
+	}
+	dir, err := e.buildDir()
+	if err != nil {
+		return err
+	}
+	ref := blackhole.Reference{Dev: e.Mesh.devices[0], Binding: e.binding}
+	if err := e.Mesh.chip.Upload(cfg, ref); err != nil {
+		return err
+	}
+	if err := simRun(); err != nil {
+		return err
+	}
+	err = e.Mesh.chip.RunProgram(dir, cfg, ref)
+	var skip *blackhole.SkipError
+	switch {
+	case errors.As(err, &skip):
+		record("skipped", skip.Reason)
+		return nil
+	case err != nil:
+		record("failed", err.Error())
+		return nil
+	}
+	for _, bc := range cfg.Buffers {
+		b, dn, err := refBuffer(ref, bc.Name)
+		if err != nil {
+			return err
+		}
+		want, err := ref.Dev.ReadPages(dn, 0, b)
+		if err != nil {
+			return err
+		}
+		got, err := e.Mesh.chip.Download(bc.Name, ref)
+		if err != nil {
+			record("failed", err.Error())
+			return nil
+		}
+		if !bytes.Equal(got, want) {
+			k := 0
+			for k < len(got) && got[k] == want[k] {
+				k++
+			}
+			record("differs", fmt.Sprintf("buffer %s: byte %d (page %d) is %#02x on the chip, %#02x on the simulator", bc.Name, k, k/bc.PageSize, got[k], want[k]))
+			return nil
+		}
+	}
+	record("matched", fmt.Sprintf("%d buffers bit-exact", len(cfg.Buffers)))
+	return nil
+}
+
+func refBuffer(ref blackhole.Reference, name string) (int, string, error) {
+	dn := name
+	if n, ok := ref.Binding[name]; ok {
+		dn = n
+	}
+	b, ok := ref.Dev.Buffer(dn)
+	if !ok {
+		return 0, "", fmt.Errorf("runtime: buffer %q is not allocated", dn)
+	}
+	return b.Pages, dn, nil
+}
+
+// buildDir writes the build's sources once, for the JIT.
+func (e *Executable) buildDir() (string, error) {
+	if e.dir != "" {
+		return e.dir, nil
+	}
+	files, err := e.Build.Files()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "tcc-build-")
+	if err != nil {
+		return "", err
+	}
+	if err := codegen.WriteDir(dir+"/b", files); err != nil {
+		return "", err
+	}
+	e.dir = dir + "/b"
+	return e.dir, nil
+}
