@@ -106,7 +106,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"ir", "tiny-mlp", "--layer", "9"}, "--layer 9"},
 		{[]string{"ir", "tiny-mlp", "--print-after", "nope"}, "unknown pass"},
 		{[]string{"run", "tiny-mlp", "--backend", "blackhole"}, "no Blackhole cards"},
-		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, "neither a pass"},
+		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, `--disable "NoSuchRule": no pass or fusion rule has this name; no name is close`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -453,5 +453,48 @@ func TestGenGoHidden(t *testing.T) {
 	}
 	if !strings.Contains(out, "build") {
 		t.Errorf("tcc --help lacks the user commands:\n%s", out)
+	}
+}
+
+// TestDisableValidated: a --disable name that is neither a pass nor a rule
+// is refused by every command that takes it, in both stages, with the
+// nearest names and the pass each acts in; a valid name at --stage unfused
+// (where no pass runs) is refused too.
+func TestDisableValidated(t *testing.T) {
+	want := `--disable "FuseRMSNrom": no pass or fusion rule has this name; did you mean FuseRMSNorm (norm rule, run by pass fuse)`
+	for _, args := range [][]string{
+		{"report", "ops", "tiny-mlp", "--stage", "fused"},
+		{"report", "ops", "tiny-mlp", "--stage", "unfused"},
+		{"build", "tiny-mlp", "-o", t.TempDir()},
+		{"run", "tiny-mlp"},
+		{"perf", "tiny-mlp"},
+		{"ir", "tiny-mlp"},
+		{"ir", "tiny-mlp", "--print-after", "fuse"},
+		{"weights", "convert", "--from", t.TempDir(), "-o", t.TempDir()},
+	} {
+		args = append(args, "--disable", "FuseRMSNrom")
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("tcc %s: err = %v, want %q", strings.Join(args, " "), err, want)
+		}
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--disable", "fuse-block", "--stage", "fused"); err == nil || !strings.Contains(err.Error(), "did you mean fuse-blocks (pass 2)? (tcc passes") {
+		t.Errorf("fuse-block: err = %v", err)
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--disable", "FuseRMSNorm"); err == nil || !strings.Contains(err.Error(), "--stage unfused runs no pass") {
+		t.Errorf("valid name at --stage unfused: err = %v", err)
+	}
+	if _, err := runCLI(t, "ir", "tiny-mlp", "--print-after", "fuse", "--disable", "FuseRMSNorm"); err != nil {
+		t.Errorf("ir --print-after with a valid --disable: %v", err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"kitten", "sitting", 3}, {"fuse-block", "fuse-blocks", 1}, {"flaw", "lawn", 2}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func newIRCmd() *cobra.Command {
 			return fmt.Errorf("--layer %d: a layer index is 0 or more (-1, the default, prints the whole graph)", layer)
 		}
 		if len(printAfter) > 0 {
-			mf.stage = "unfused"
+			mf.stage, mf.passesLater = "unfused", true
 		}
 		_, g, _, err := mf.graphFor(args[0])
 		if err != nil {
