@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcc-dev/tcc/codegen"
 )
@@ -405,8 +406,22 @@ func TestSizeLimits(t *testing.T) {
 // memory than allowed is refused before it allocates.
 func TestRunRefusesHostMemory(t *testing.T) {
 	_, err := runCLI(t, "run", "qwen27b", "--mesh", "1x2", "--host-memory-gb", "24")
-	if err == nil || !strings.Contains(err.Error(), "GB of host memory") || !strings.Contains(err.Error(), "--host-memory-gb allows 24.0 GB") {
+	if err == nil || !strings.Contains(err.Error(), "GB of host memory") || !strings.Contains(err.Error(), "--host-memory-gb allows 24.0 GB") ||
+		!strings.Contains(err.Error(), "even with no decoder layers the embedding, head and inputs need") {
 		t.Fatalf("err = %v", err)
+	}
+	// What fits: the layer count, from the per-layer estimate.
+	_, err = runCLI(t, "run", "tiny-mlp", "--layers", "8", "--hidden", "1024", "--intermediate", "4096", "--vocab", "4096", "--host-memory-gb", "2")
+	if err == nil || !strings.Contains(err.Error(), "what fits: --layers 4 (of 8)") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := runCLI(t, "run", "tiny-mlp", "--layers", "4", "--hidden", "1024", "--intermediate", "4096", "--vocab", "4096", "--host-memory-gb", "2", "--steps", "0"); err == nil || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("the run --layers 4 said would fit was refused: %v", err)
+	}
+	// A smaller mesh is named when it fits.
+	_, err = runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--host-memory-gb", "0.54")
+	if err == nil || !strings.Contains(err.Error(), "--mesh 1x1 would need 0.53 GB") {
+		t.Errorf("err = %v", err)
 	}
 	if _, err := runCLI(t, "run", "tiny-mlp", "--host-memory-gb", "-1"); err == nil || !strings.Contains(err.Error(), "must be positive") {
 		t.Errorf("--host-memory-gb -1: err = %v", err)
@@ -496,5 +511,27 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
+	}
+}
+
+// TestRunProgress: a run prints its estimate, and a long step reports the
+// layers it reaches, to stderr.
+func TestRunProgress(t *testing.T) {
+	defer func(d time.Duration) { progressAfter = d }(progressAfter)
+	progressAfter = 0
+	root := NewRoot()
+	var out, errs bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errs)
+	root.SetArgs([]string{"run", "tiny-mlp", "--layers", "3"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^tcc: estimate: [0-9.]+ GB of host memory, about \S+ per step on the simulator \(\S+ for 1 steps\)$`).MatchString(errs.String()) ||
+		!strings.Contains(errs.String(), "tcc: decode 0: layer 1/3 (") {
+		t.Errorf("stderr:\n%s", errs.String())
+	}
+	if strings.Contains(out.String(), "tcc:") {
+		t.Errorf("progress on stdout:\n%s", out.String())
 	}
 }
