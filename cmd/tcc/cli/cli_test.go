@@ -535,3 +535,38 @@ func TestRunProgress(t *testing.T) {
 		t.Errorf("progress on stdout:\n%s", out.String())
 	}
 }
+
+// TestReportMetadata: the report says what it counts (tcc version, stage,
+// mode, batch, config) in JSON and in the table header, prefill included.
+func TestReportMetadata(t *testing.T) {
+	small := "../../../models/qwen27b/testdata/small.json"
+	out, err := runCLI(t, "report", "ops", "qwen27b", "--config", small, "--mode", "prefill", "--seq", "32", "--batch", "2", "--stage", "fused", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		TccVersion string `json:"tcc_version"`
+		Stage      string `json:"stage"`
+		Mode       string `json:"mode"`
+		Batch      int    `json:"batch"`
+		Config     string `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TccVersion != codegen.Version || r.Stage != "fused" || r.Mode != "prefill" || r.Batch != 2 || r.Config != small {
+		t.Errorf("report = %+v", r)
+	}
+	out, err = runCLI(t, "report", "ops", "qwen27b", "--config", small, "--mode", "prefill", "--seq", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "model qwen27b  mesh 1x1  stage unfused  mode prefill  batch 1  config "+small+"  (programs per device per prefill step)\n") ||
+		!strings.Contains(out, "ops per device per prefill step") || strings.Contains(out, "decode") {
+		t.Errorf("prefill table:\n%s", out)
+	}
+	out, err = runCLI(t, "report", "ops", "qwen27b", "--format", "json")
+	if err != nil || !strings.Contains(out, `"config": "embedded"`) || !strings.Contains(out, `"mode": "decode"`) {
+		t.Errorf("default config: %v\n%.300s", err, out)
+	}
+}

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/passes"
 	"github.com/tcc-dev/tcc/passes/report"
 )
@@ -32,24 +35,52 @@ layer and by op. After the pipeline every graph op is one device program.
   tcc report ops qwen27b --mesh 1x2 --stage unfused --format json
   tcc report ops tiny-mlp --stage fused          # table with the rules that fired
 
---format json prints the contract other tools read: model, mesh, stage, total_ops
-and layers[] with index, kind, ops and by_op.`,
+--format json prints the contract other tools read: model, tcc_version, mesh,
+stage, mode (decode or prefill: the step counted), batch, config (a path, or
+"embedded"; models with a config), total_ops and layers[] with index, kind,
+ops and by_op.`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(ops, "unfused")
 	ops.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	ops.RunE = func(cmd *cobra.Command, args []string) error {
-		_, g, res, err := mf.graphFor(args[0])
+		m, g, res, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
 		}
-		return opReport(args[0], mf.stage, g, res).Write(cmd.OutOrStdout(), format)
+		rep, err := opReport(args[0], m, mf, g, res)
+		if err != nil {
+			return err
+		}
+		return rep.Write(cmd.OutOrStdout(), format)
 	}
 	cmd.AddCommand(ops)
 	return cmd
 }
 
-// opReport builds the op-count report, with rule firings when res has them.
-func opReport(model, stage string, g *ir.Graph, res *passes.Result) *report.Report {
-	return report.FromPipeline(model, stage, g, res)
+// opReport builds the op-count report, with rule firings when res has
+// them, and what it was built from: tcc's version, the stage, the step
+// (mode), the batch and the model config.
+func opReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, res *passes.Result) (*report.Report, error) {
+	r := report.FromPipeline(name, mf.stage, g, res)
+	args, err := mf.args(m)
+	if err != nil {
+		return nil, err
+	}
+	r.TccVersion, r.Mode, r.Batch = codegen.Version, "decode", 1
+	if v, ok := args["mode"]; ok {
+		r.Mode = v
+	}
+	if v, ok := args["batch"]; ok {
+		if r.Batch, err = strconv.Atoi(v); err != nil {
+			return nil, fmt.Errorf("--batch %q: not an integer", v)
+		}
+	}
+	if v, ok := args["config"]; ok {
+		r.Config = v
+		if v == "" {
+			r.Config = "embedded"
+		}
+	}
+	return r, nil
 }
