@@ -570,3 +570,30 @@ func TestReportMetadata(t *testing.T) {
 		t.Errorf("default config: %v\n%.300s", err, out)
 	}
 }
+
+// TestModelFlagsTyped: integer model parameters are int flags (shown as
+// int in --help, refused when not an integer as they are parsed); the others
+// stay strings.
+func TestModelFlagsTyped(t *testing.T) {
+	out, err := runCLI(t, "build", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`--layers int +number of decoder layers .*default 2\)`, `--batch int `, `--max-seq int `, `--seq int `, `--hidden int `, `--mode string `, `--config string .*\(model qwen27b\)\n`, `--dtype-policy string .*default "fast"`, `--disable names `} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("help lacks %s:\n%s", re, out)
+		}
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"abc", `invalid argument "abc" for "--layers" flag: not an integer`},
+		{"1.5", `invalid argument "1.5" for "--layers" flag: not an integer`},
+		{"99999999999999999999", `invalid argument "99999999999999999999" for "--layers" flag: out of range for an int`},
+	} {
+		if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--layers", c.arg); err == nil || err.Error() != c.want {
+			t.Errorf("--layers %s: err = %v, want %q", c.arg, err, c.want)
+		}
+	}
+	if out, err := runCLI(t, "report", "ops", "tiny-mlp", "--layers", "3", "--format", "json"); err != nil || !strings.Contains(out, `"index": 2`) {
+		t.Errorf("--layers 3: %v", err)
+	}
+}

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"sort"
 	"strings"
 
@@ -18,7 +20,7 @@ type modelFlags struct {
 	mesh    string
 	stage   string
 	disable []string
-	params  map[string]*string
+	params  map[string]*paramValue
 	flags   *pflag.FlagSet
 	// passesLater: the command runs the passes itself after graphFor
 	// (tcc ir --print-after), so --disable applies to an unfused graph.
@@ -28,20 +30,24 @@ type modelFlags struct {
 // addModelFlags registers --mesh, --stage, --disable and every registered
 // model's parameters (the union; a parameter the chosen model lacks is an error).
 func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
-	mf := &modelFlags{params: map[string]*string{}, flags: cmd.Flags()}
+	mf := &modelFlags{params: map[string]*paramValue{}, flags: cmd.Flags()}
 	fs := cmd.Flags()
 	fs.StringVar(&mf.mesh, "mesh", "1x1", "mesh of cards as RxC, e.g. 1x2 (tensor parallel over the columns)")
 	fs.StringVar(&mf.stage, "stage", defaultStage, "graph stage: unfused (as the model is written) or fused (after the pass pipeline)")
-	fs.StringSliceVar(&mf.disable, "disable", nil, "fusion rules or passes to turn off (comma separated; see `tcc passes`)")
+	fs.StringSliceVar(&mf.disable, "disable", nil, "`names` of fusion rules or passes to turn off (comma separated; see tcc passes)")
 	owners := map[string][]string{}
 	docs := map[string]models.Param{}
+	ints := map[string]bool{}
 	for _, name := range models.Names() {
 		m, _ := models.Lookup(name)
 		for _, p := range m.Params() {
 			owners[p.Name] = append(owners[p.Name], name)
+			_, err := strconv.Atoi(p.Default)
 			if _, ok := docs[p.Name]; !ok {
 				docs[p.Name] = p
+				ints[p.Name] = err == nil
 			}
+			ints[p.Name] = ints[p.Name] && err == nil
 		}
 	}
 	names := make([]string, 0, len(docs))
@@ -51,9 +57,48 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	sort.Strings(names)
 	for _, n := range names {
 		p := docs[n]
-		mf.params[n] = fs.String(n, "", fmt.Sprintf("%s (model %s; default %q)", p.Doc, strings.Join(owners[n], ", "), p.Default))
+		v := &paramValue{isInt: ints[n]}
+		def := fmt.Sprintf("; default %q", p.Default)
+		switch {
+		case v.isInt:
+			def = "; default " + p.Default
+		case p.Default == "":
+			def = ""
+		}
+		fs.Var(v, n, fmt.Sprintf("%s (model %s%s)", p.Doc, strings.Join(owners[n], ", "), def))
+		mf.params[n] = v
 	}
 	return mf
+}
+
+// paramValue is one model parameter's flag: an int when every model that
+// has it defaults to an integer (shown as int in --help and checked when
+// parsed), else a string. The model checks the value's range.
+type paramValue struct {
+	s     string
+	isInt bool
+}
+
+func (v *paramValue) String() string { return v.s }
+
+func (v *paramValue) Set(s string) error {
+	if v.isInt {
+		if _, err := strconv.Atoi(s); err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return errors.New("out of range for an int")
+			}
+			return errors.New("not an integer")
+		}
+	}
+	v.s = s
+	return nil
+}
+
+func (v *paramValue) Type() string {
+	if v.isInt {
+		return "int"
+	}
+	return "string"
 }
 
 // args returns m's parameters: defaults overridden by the flags given.
@@ -61,7 +106,7 @@ func (mf *modelFlags) args(m models.Model) (models.Args, error) {
 	set := map[string]string{}
 	for n, v := range mf.params {
 		if mf.flags.Changed(n) {
-			set[n] = *v
+			set[n] = v.s
 		}
 	}
 	return models.DefaultArgs(m, set)

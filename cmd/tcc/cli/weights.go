@@ -158,7 +158,7 @@ gate/up).`,
 		}
 		if !mf.flags.Changed("config") {
 			if p := filepath.Join(from, "config.json"); fileExists(p) {
-				*mf.params["config"] = p
+				mf.params["config"].s = p
 				mf.flags.Lookup("config").Changed = true
 			}
 		}
