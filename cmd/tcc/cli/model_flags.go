@@ -3,8 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
