@@ -62,6 +62,8 @@ func formatsOf(c *cobra.Command) []string {
 	switch c.Name() {
 	case "ops", "perf":
 		return []string{"table", "json", "csv"}
+	case "ir":
+		return irFormats
 	}
 	return nil
 }
