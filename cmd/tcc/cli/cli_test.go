@@ -597,3 +597,61 @@ func TestModelFlagsTyped(t *testing.T) {
 		t.Errorf("--layers 3: %v", err)
 	}
 }
+
+// TestReportCompare: --compare counts the unfused and the fused graph per
+// layer; the totals are the two stages' own reports' totals.
+func TestReportCompare(t *testing.T) {
+	out, err := runCLI(t, "report", "ops", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--compare", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	total := func(stage string) int {
+		out, err := runCLI(t, "report", "ops", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--stage", stage, "--format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			TotalOps int `json:"total_ops"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.TotalOps
+	}
+	if c.TotalUnfused != total("unfused") || c.TotalFused != total("fused") || len(c.Layers) != 8 || c.Mode != "decode" {
+		t.Errorf("comparison = %+v", c)
+	}
+	sum := [2]int{}
+	for _, l := range append(c.Layers, c.Other...) {
+		sum[0] += l.Unfused
+		sum[1] += l.Fused
+		if l.Fused >= l.Unfused && l.Kind != "embed" {
+			t.Errorf("%s %d: %d fused programs from %d ops", l.Kind, l.Index, l.Fused, l.Unfused)
+		}
+	}
+	if sum != [2]int{c.TotalUnfused, c.TotalFused} {
+		t.Errorf("rows sum to %v, totals %d, %d", sum, c.TotalUnfused, c.TotalFused)
+	}
+	if c.Layers[3].Kind != "attention" || len(c.Layers[3].Rules) == 0 {
+		t.Errorf("layer 3 = %+v", c.Layers[3])
+	}
+	out, err = runCLI(t, "report", "ops", "tiny-mlp", "--compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ +0 +mlp +13 +3 +10 +4\.3x$`).MatchString(out) || !regexp.MustCompile(`(?m)^ +total +36 +9 +27 +4\.0x$`).MatchString(out) {
+		t.Errorf("table:\n%s", out)
+	}
+	// --disable applies to the fused side.
+	out, err = runCLI(t, "report", "ops", "tiny-mlp", "--compare", "--disable", "FuseMLPSwiGLU", "--format", "csv")
+	if err != nil || !strings.Contains(out, "tiny-mlp,1x1,decode,layer,0,mlp,13,5\n") {
+		t.Errorf("--disable: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--compare", "--stage", "unfused"); err == nil || !strings.Contains(err.Error(), "--compare counts both stages") {
+		t.Errorf("--compare --stage: err = %v", err)
+	}
+}

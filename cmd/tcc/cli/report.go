@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	var format string
+	var compare bool
 	ops := &cobra.Command{
 		Use:   "ops MODEL",
 		Short: "Count device programs per decoder layer (per device, per decode step)",
@@ -34,6 +36,7 @@ layer and by op. After the pipeline every graph op is one device program.
 
   tcc report ops qwen27b --mesh 1x2 --stage unfused --format json
   tcc report ops tiny-mlp --stage fused          # table with the rules that fired
+  tcc report ops qwen27b --mesh 1x2 --compare    # unfused vs fused per layer
 
 --format json prints the contract other tools read: model, tcc_version, mesh,
 stage, mode (decode or prefill: the step counted), batch, config (a path, or
@@ -43,7 +46,14 @@ ops and by_op.`,
 	}
 	mf := addModelFlags(ops, "unfused")
 	ops.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
+	ops.Flags().BoolVar(&compare, "compare", false, "count the graph unfused and fused and print both per layer side by side (with --disable, the fused side without those rules or passes)")
 	ops.RunE = func(cmd *cobra.Command, args []string) error {
+		if compare {
+			if mf.flags.Changed("stage") {
+				return fmt.Errorf("--compare counts both stages; drop --stage %s", mf.stage)
+			}
+			return compareOps(cmd.OutOrStdout(), args[0], mf, format)
+		}
 		m, g, res, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
@@ -83,4 +93,30 @@ func opReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, res *pas
 		}
 	}
 	return r, nil
+}
+
+// compareOps prints the unfused and fused counts of one model side by side.
+func compareOps(w io.Writer, name string, mf *modelFlags, format string) error {
+	mf.stage = "fused"
+	m, fg, res, err := mf.graphFor(name)
+	if err != nil {
+		return err
+	}
+	fr, err := opReport(name, m, mf, fg, res)
+	if err != nil {
+		return err
+	}
+	args, err := mf.args(m)
+	if err != nil {
+		return err
+	}
+	ug, err := m.Build(args, fg.Mesh)
+	if err != nil {
+		return err
+	}
+	c, err := compareReports(report.FromPipeline(name, "unfused", ug, nil), fr)
+	if err != nil {
+		return err
+	}
+	return c.write(w, format)
 }
