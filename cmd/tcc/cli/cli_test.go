@@ -527,7 +527,7 @@ func TestRunProgress(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^tcc: estimate: [0-9.]+ GB of host memory, about \S+ per step on the simulator \(\S+ for 1 steps\)$`).MatchString(errs.String()) ||
+	if !regexp.MustCompile(`(?m)^tcc: estimate: [0-9.]+ GB of host memory, about \S+ per step on the simulator \(\S+ for 1 step\)$`).MatchString(errs.String()) ||
 		!strings.Contains(errs.String(), "tcc: decode 0: layer 1/3 (") {
 		t.Errorf("stderr:\n%s", errs.String())
 	}

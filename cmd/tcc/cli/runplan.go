@@ -138,8 +138,12 @@ func checkHostMemory(progress io.Writer, m models.Model, mf *modelFlags, g *ir.G
 				steps++
 			}
 			per := stepSeconds(g, rf.check)
-			fmt.Fprintf(progress, "tcc: estimate: %s of host memory, about %s per step on the simulator (%s for %d steps)\n",
-				gb(need), secs(per), secs(per*float64(steps)), steps)
+			plural := "s"
+			if steps == 1 {
+				plural = ""
+			}
+			fmt.Fprintf(progress, "tcc: estimate: %s of host memory, about %s per step on the simulator (%s for %d step%s)\n",
+				gb(need), secs(per), secs(per*float64(steps)), steps, plural)
 		}
 		return nil
 	}
