@@ -35,9 +35,19 @@ type Section struct {
 // Report is the op-count report of one graph. TotalOps counts every device
 // program per device per decode step, embedding to sampling.
 type Report struct {
-	Model    string    `json:"model"`
-	Mesh     string    `json:"mesh"`
-	Stage    string    `json:"stage"`
+	Model string `json:"model"`
+	// TccVersion, Mode, Batch and Config describe the build when the
+	// caller knows them (tcc report ops and tcc build set them; a report
+	// without them is of a decode step).
+	TccVersion string `json:"tcc_version,omitempty"`
+	Mesh       string `json:"mesh"`
+	Stage      string `json:"stage"`
+	// Mode is the step counted: "decode" or "prefill".
+	Mode  string `json:"mode,omitempty"`
+	Batch int    `json:"batch,omitempty"`
+	// Config is the model config the graph was built from: a path, or
+	// "embedded" for the model's built-in one.
+	Config   string    `json:"config,omitempty"`
 	TotalOps int       `json:"total_ops"`
 	Layers   []Layer   `json:"layers"`
 	Other    []Section `json:"other"`
@@ -107,7 +117,14 @@ func formatCounts(m map[string]int) string {
 // the other regions, totals per kind and the total per step per device.
 func (r *Report) WriteTable(w io.Writer) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "model %s  mesh %s  stage %s  (programs per device per decode step)\n\n", r.Model, r.Mesh, r.Stage)
+	fmt.Fprintf(&buf, "model %s  mesh %s  stage %s  mode %s", r.Model, r.Mesh, r.Stage, r.step())
+	if r.Batch > 0 {
+		fmt.Fprintf(&buf, "  batch %d", r.Batch)
+	}
+	if r.Config != "" {
+		fmt.Fprintf(&buf, "  config %s", r.Config)
+	}
+	fmt.Fprintf(&buf, "  (programs per device per %s step)\n\n", r.step())
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "layer\tkind\tops\tby op\trules fired")
 	for _, l := range r.Layers {
@@ -130,9 +147,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		v := kt[k]
 		fmt.Fprintf(&buf, "%-10s %3d layers  %6d ops  (%.1f per layer)\n", k, v[0], v[1], float64(v[1])/float64(v[0]))
 	}
-	fmt.Fprintf(&buf, "total      %d ops per device per step\n", r.TotalOps)
+	fmt.Fprintf(&buf, "total      %d ops per device per %s step\n", r.TotalOps, r.step())
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// step is the step the counts are of: Mode, or "decode" when unset.
+func (r *Report) step() string {
+	if r.Mode == "" {
+		return "decode"
+	}
+	return r.Mode
 }
 
 // WriteCSV writes one row per (region, op name): region, index, kind, op, count.

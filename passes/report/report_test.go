@@ -83,3 +83,24 @@ func TestTableAndCSV(t *testing.T) {
 		t.Errorf("bad format error: %v", err)
 	}
 }
+
+// TestTableSaysStep: the table header and total name the step counted.
+func TestTableSaysStep(t *testing.T) {
+	r := &Report{Model: "m", Mesh: "1x1", Stage: "fused", Mode: "prefill", Batch: 2, Config: "c.json"}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "model m  mesh 1x1  stage fused  mode prefill  batch 2  config c.json  (programs per device per prefill step)\n") ||
+		!strings.Contains(b.String(), "ops per device per prefill step") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	r = &Report{Model: "m", Mesh: "1x1", Stage: "fused"}
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "model m  mesh 1x1  stage fused  mode decode  (programs per device per decode step)\n") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

@@ -60,7 +60,11 @@ other files. Two builds of the same model and flags are byte-identical.
 		if err != nil {
 			return err
 		}
-		rep, err := opReport(args[0], mf.stage, g, res).JSON()
+		r, err := opReport(args[0], m, mf, g, res)
+		if err != nil {
+			return err
+		}
+		rep, err := r.JSON()
 		if err != nil {
 			return err
 		}

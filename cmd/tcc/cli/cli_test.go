@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcc-dev/tcc/codegen"
 )
@@ -106,7 +107,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"ir", "tiny-mlp", "--layer", "9"}, "--layer 9"},
 		{[]string{"ir", "tiny-mlp", "--print-after", "nope"}, "unknown pass"},
 		{[]string{"run", "tiny-mlp", "--backend", "blackhole"}, "no Blackhole cards"},
-		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, "neither a pass"},
+		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, `--disable "NoSuchRule": no pass or fusion rule has this name; no name is close`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -405,8 +406,22 @@ func TestSizeLimits(t *testing.T) {
 // memory than allowed is refused before it allocates.
 func TestRunRefusesHostMemory(t *testing.T) {
 	_, err := runCLI(t, "run", "qwen27b", "--mesh", "1x2", "--host-memory-gb", "24")
-	if err == nil || !strings.Contains(err.Error(), "GB of host memory") || !strings.Contains(err.Error(), "--host-memory-gb allows 24.0 GB") {
+	if err == nil || !strings.Contains(err.Error(), "GB of host memory") || !strings.Contains(err.Error(), "--host-memory-gb allows 24.0 GB") ||
+		!strings.Contains(err.Error(), "even with no decoder layers the embedding, head and inputs need") {
 		t.Fatalf("err = %v", err)
+	}
+	// What fits: the layer count, from the per-layer estimate.
+	_, err = runCLI(t, "run", "tiny-mlp", "--layers", "8", "--hidden", "1024", "--intermediate", "4096", "--vocab", "4096", "--host-memory-gb", "2")
+	if err == nil || !strings.Contains(err.Error(), "what fits: --layers 4 (of 8)") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := runCLI(t, "run", "tiny-mlp", "--layers", "4", "--hidden", "1024", "--intermediate", "4096", "--vocab", "4096", "--host-memory-gb", "2", "--steps", "0"); err == nil || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("the run --layers 4 said would fit was refused: %v", err)
+	}
+	// A smaller mesh is named when it fits.
+	_, err = runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--host-memory-gb", "0.54")
+	if err == nil || !strings.Contains(err.Error(), "--mesh 1x1 would need 0.53 GB") {
+		t.Errorf("err = %v", err)
 	}
 	if _, err := runCLI(t, "run", "tiny-mlp", "--host-memory-gb", "-1"); err == nil || !strings.Contains(err.Error(), "must be positive") {
 		t.Errorf("--host-memory-gb -1: err = %v", err)
@@ -453,5 +468,190 @@ func TestGenGoHidden(t *testing.T) {
 	}
 	if !strings.Contains(out, "build") {
 		t.Errorf("tcc --help lacks the user commands:\n%s", out)
+	}
+}
+
+// TestDisableValidated: a --disable name that is neither a pass nor a rule
+// is refused by every command that takes it, in both stages, with the
+// nearest names and the pass each acts in; a valid name at --stage unfused
+// (where no pass runs) is refused too.
+func TestDisableValidated(t *testing.T) {
+	want := `--disable "FuseRMSNrom": no pass or fusion rule has this name; did you mean FuseRMSNorm (norm rule, run by pass fuse)`
+	for _, args := range [][]string{
+		{"report", "ops", "tiny-mlp", "--stage", "fused"},
+		{"report", "ops", "tiny-mlp", "--stage", "unfused"},
+		{"build", "tiny-mlp", "-o", t.TempDir()},
+		{"run", "tiny-mlp"},
+		{"perf", "tiny-mlp"},
+		{"ir", "tiny-mlp"},
+		{"ir", "tiny-mlp", "--print-after", "fuse"},
+		{"weights", "convert", "--from", t.TempDir(), "-o", t.TempDir()},
+	} {
+		args = append(args, "--disable", "FuseRMSNrom")
+		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("tcc %s: err = %v, want %q", strings.Join(args, " "), err, want)
+		}
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--disable", "fuse-block", "--stage", "fused"); err == nil || !strings.Contains(err.Error(), "did you mean fuse-blocks (pass 2)? (tcc passes") {
+		t.Errorf("fuse-block: err = %v", err)
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--disable", "FuseRMSNorm"); err == nil || !strings.Contains(err.Error(), "--stage unfused runs no pass") {
+		t.Errorf("valid name at --stage unfused: err = %v", err)
+	}
+	if _, err := runCLI(t, "ir", "tiny-mlp", "--print-after", "fuse", "--disable", "FuseRMSNorm"); err != nil {
+		t.Errorf("ir --print-after with a valid --disable: %v", err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"kitten", "sitting", 3}, {"fuse-block", "fuse-blocks", 1}, {"flaw", "lawn", 2}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
+	}
+}
+
+// TestRunProgress: a run prints its estimate, and a long step reports the
+// layers it reaches, to stderr.
+func TestRunProgress(t *testing.T) {
+	defer func(d time.Duration) { progressAfter = d }(progressAfter)
+	progressAfter = 0
+	root := NewRoot()
+	var out, errs bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errs)
+	root.SetArgs([]string{"run", "tiny-mlp", "--layers", "3"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^tcc: estimate: [0-9.]+ GB of host memory, about \S+ per step on the simulator \(\S+ for 1 step\)$`).MatchString(errs.String()) ||
+		!strings.Contains(errs.String(), "tcc: decode 0: layer 1/3 (") {
+		t.Errorf("stderr:\n%s", errs.String())
+	}
+	if strings.Contains(out.String(), "tcc:") {
+		t.Errorf("progress on stdout:\n%s", out.String())
+	}
+}
+
+// TestReportMetadata: the report says what it counts (tcc version, stage,
+// mode, batch, config) in JSON and in the table header, prefill included.
+func TestReportMetadata(t *testing.T) {
+	small := "../../../models/qwen27b/testdata/small.json"
+	out, err := runCLI(t, "report", "ops", "qwen27b", "--config", small, "--mode", "prefill", "--seq", "32", "--batch", "2", "--stage", "fused", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		TccVersion string `json:"tcc_version"`
+		Stage      string `json:"stage"`
+		Mode       string `json:"mode"`
+		Batch      int    `json:"batch"`
+		Config     string `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TccVersion != codegen.Version || r.Stage != "fused" || r.Mode != "prefill" || r.Batch != 2 || r.Config != small {
+		t.Errorf("report = %+v", r)
+	}
+	out, err = runCLI(t, "report", "ops", "qwen27b", "--config", small, "--mode", "prefill", "--seq", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "model qwen27b  mesh 1x1  stage unfused  mode prefill  batch 1  config "+small+"  (programs per device per prefill step)\n") ||
+		!strings.Contains(out, "ops per device per prefill step") || strings.Contains(out, "decode") {
+		t.Errorf("prefill table:\n%s", out)
+	}
+	out, err = runCLI(t, "report", "ops", "qwen27b", "--format", "json")
+	if err != nil || !strings.Contains(out, `"config": "embedded"`) || !strings.Contains(out, `"mode": "decode"`) {
+		t.Errorf("default config: %v\n%.300s", err, out)
+	}
+}
+
+// TestModelFlagsTyped: integer model parameters are int flags (shown as
+// int in --help, refused when not an integer as they are parsed); the others
+// stay strings.
+func TestModelFlagsTyped(t *testing.T) {
+	out, err := runCLI(t, "build", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`--layers int +number of decoder layers .*default 2\)`, `--batch int `, `--max-seq int `, `--seq int `, `--hidden int `, `--mode string `, `--config string .*\(model qwen27b\)\n`, `--dtype-policy string .*default "fast"`, `--disable names `} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("help lacks %s:\n%s", re, out)
+		}
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"abc", `invalid argument "abc" for "--layers" flag: not an integer`},
+		{"1.5", `invalid argument "1.5" for "--layers" flag: not an integer`},
+		{"99999999999999999999", `invalid argument "99999999999999999999" for "--layers" flag: out of range for an int`},
+	} {
+		if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--layers", c.arg); err == nil || err.Error() != c.want {
+			t.Errorf("--layers %s: err = %v, want %q", c.arg, err, c.want)
+		}
+	}
+	if out, err := runCLI(t, "report", "ops", "tiny-mlp", "--layers", "3", "--format", "json"); err != nil || !strings.Contains(out, `"index": 2`) {
+		t.Errorf("--layers 3: %v", err)
+	}
+}
+
+// TestReportCompare: --compare counts the unfused and the fused graph per
+// layer; the totals are the two stages' own reports' totals.
+func TestReportCompare(t *testing.T) {
+	out, err := runCLI(t, "report", "ops", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--compare", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	total := func(stage string) int {
+		out, err := runCLI(t, "report", "ops", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--stage", stage, "--format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			TotalOps int `json:"total_ops"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.TotalOps
+	}
+	if c.TotalUnfused != total("unfused") || c.TotalFused != total("fused") || len(c.Layers) != 8 || c.Mode != "decode" {
+		t.Errorf("comparison = %+v", c)
+	}
+	sum := [2]int{}
+	for _, l := range append(c.Layers, c.Other...) {
+		sum[0] += l.Unfused
+		sum[1] += l.Fused
+		if l.Fused >= l.Unfused && l.Kind != "embed" {
+			t.Errorf("%s %d: %d fused programs from %d ops", l.Kind, l.Index, l.Fused, l.Unfused)
+		}
+	}
+	if sum != [2]int{c.TotalUnfused, c.TotalFused} {
+		t.Errorf("rows sum to %v, totals %d, %d", sum, c.TotalUnfused, c.TotalFused)
+	}
+	if c.Layers[3].Kind != "attention" || len(c.Layers[3].Rules) == 0 {
+		t.Errorf("layer 3 = %+v", c.Layers[3])
+	}
+	out, err = runCLI(t, "report", "ops", "tiny-mlp", "--compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ +0 +mlp +13 +3 +10 +4\.3x$`).MatchString(out) || !regexp.MustCompile(`(?m)^ +total +36 +9 +27 +4\.0x$`).MatchString(out) {
+		t.Errorf("table:\n%s", out)
+	}
+	// --disable applies to the fused side.
+	out, err = runCLI(t, "report", "ops", "tiny-mlp", "--compare", "--disable", "FuseMLPSwiGLU", "--format", "csv")
+	if err != nil || !strings.Contains(out, "tiny-mlp,1x1,decode,layer,0,mlp,13,5\n") {
+		t.Errorf("--disable: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "report", "ops", "tiny-mlp", "--compare", "--stage", "unfused"); err == nil || !strings.Contains(err.Error(), "--compare counts both stages") {
+		t.Errorf("--compare --stage: err = %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +14,7 @@ import (
 func newIRCmd() *cobra.Command {
 	var layer int
 	var printAfter []string
+	var format string
 	cmd := &cobra.Command{
 		Use:   "ir MODEL",
 		Short: "Print a model's graph IR (whole graph or one layer)",
@@ -21,19 +23,47 @@ func newIRCmd() *cobra.Command {
   tcc ir tiny-mlp                         # as the model is written (unfused)
   tcc ir tiny-mlp --stage fused --layer 0 # one decoder layer after fusion
   tcc ir tiny-mlp --print-after fuse --layer 1
-                                          # layer 1 after each named pass`,
+                                          # layer 1 after each named pass
+  tcc ir qwen27b --stage fused --layer 3 --format dot | dot -Tsvg > layer3.svg
+  tcc ir tiny-mlp --stage fused --layer 0 --format mermaid
+
+--format dot (Graphviz) and mermaid draw one layer (--layer N): its ops as
+boxes, fused ops filled and labelled with the rule that created them and how
+many ops they replace, the weights, state, inputs and other layers' results it
+reads, and the results read after it; edges carry shape and dtype.`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "unfused")
 	cmd.Flags().IntVar(&layer, "layer", -1, "print only this decoder layer's region")
 	cmd.Flags().StringSliceVar(&printAfter, "print-after", nil, "run the pipeline and dump the graph (or --layer) after these passes")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text (the IR, as ir.Parse reads it), dot (Graphviz) or mermaid; dot and mermaid draw one --layer")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
 		if layer < -1 {
 			return fmt.Errorf("--layer %d: a layer index is 0 or more (-1, the default, prints the whole graph)", layer)
 		}
+		if !contains(irFormats, format) {
+			return fmt.Errorf("unknown --format %q (want %s)", format, strings.Join(irFormats, ", "))
+		}
+		if format != "text" {
+			if layer < 0 {
+				return fmt.Errorf("--format %s draws one decoder layer: give --layer N", format)
+			}
+			if len(printAfter) > 0 {
+				return fmt.Errorf("--format %s draws the --stage graph; --print-after prints text only", format)
+			}
+			_, g, _, err := mf.graphFor(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := layerRegion(g, layer)
+			if err != nil {
+				return err
+			}
+			return drawLayer(out, g, r, mf.stage, format)
+		}
 		if len(printAfter) > 0 {
-			mf.stage = "unfused"
+			mf.stage, mf.passesLater = "unfused", true
 		}
 		_, g, _, err := mf.graphFor(args[0])
 		if err != nil {
@@ -75,13 +105,22 @@ func printGraph(out io.Writer, g *ir.Graph, layer int) error {
 		_, err := fmt.Fprint(out, ir.Print(g))
 		return err
 	}
+	r, err := layerRegion(g, layer)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(out, ir.PrintRegion(g, r))
+	return err
+}
+
+// layerRegion is decoder layer i of g, or an error saying how many it has.
+func layerRegion(g *ir.Graph, i int) (*ir.Region, error) {
 	for _, r := range g.Layers() {
-		if r.Index == layer {
-			_, err := fmt.Fprint(out, ir.PrintRegion(g, r))
-			return err
+		if r.Index == i {
+			return r, nil
 		}
 	}
-	return fmt.Errorf("--layer %d: the graph has %d decoder layers", layer, len(g.Layers()))
+	return nil, fmt.Errorf("--layer %d: the graph has %d decoder layers", i, len(g.Layers()))
 }
 
 func newPassesCmd() *cobra.Command {

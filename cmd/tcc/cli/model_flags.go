@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,27 +20,34 @@ type modelFlags struct {
 	mesh    string
 	stage   string
 	disable []string
-	params  map[string]*string
+	params  map[string]*paramValue
 	flags   *pflag.FlagSet
+	// passesLater: the command runs the passes itself after graphFor
+	// (tcc ir --print-after), so --disable applies to an unfused graph.
+	passesLater bool
 }
 
 // addModelFlags registers --mesh, --stage, --disable and every registered
 // model's parameters (the union; a parameter the chosen model lacks is an error).
 func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
-	mf := &modelFlags{params: map[string]*string{}, flags: cmd.Flags()}
+	mf := &modelFlags{params: map[string]*paramValue{}, flags: cmd.Flags()}
 	fs := cmd.Flags()
 	fs.StringVar(&mf.mesh, "mesh", "1x1", "mesh of cards as RxC, e.g. 1x2 (tensor parallel over the columns)")
 	fs.StringVar(&mf.stage, "stage", defaultStage, "graph stage: unfused (as the model is written) or fused (after the pass pipeline)")
-	fs.StringSliceVar(&mf.disable, "disable", nil, "fusion rules or passes to turn off (comma separated; see `tcc passes`)")
+	fs.StringSliceVar(&mf.disable, "disable", nil, "`names` of fusion rules or passes to turn off (comma separated; see tcc passes)")
 	owners := map[string][]string{}
 	docs := map[string]models.Param{}
+	ints := map[string]bool{}
 	for _, name := range models.Names() {
 		m, _ := models.Lookup(name)
 		for _, p := range m.Params() {
 			owners[p.Name] = append(owners[p.Name], name)
+			_, err := strconv.Atoi(p.Default)
 			if _, ok := docs[p.Name]; !ok {
 				docs[p.Name] = p
+				ints[p.Name] = err == nil
 			}
+			ints[p.Name] = ints[p.Name] && err == nil
 		}
 	}
 	names := make([]string, 0, len(docs))
@@ -48,9 +57,48 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	sort.Strings(names)
 	for _, n := range names {
 		p := docs[n]
-		mf.params[n] = fs.String(n, "", fmt.Sprintf("%s (model %s; default %q)", p.Doc, strings.Join(owners[n], ", "), p.Default))
+		v := &paramValue{isInt: ints[n]}
+		def := fmt.Sprintf("; default %q", p.Default)
+		switch {
+		case v.isInt:
+			def = "; default " + p.Default
+		case p.Default == "":
+			def = ""
+		}
+		fs.Var(v, n, fmt.Sprintf("%s (model %s%s)", p.Doc, strings.Join(owners[n], ", "), def))
+		mf.params[n] = v
 	}
 	return mf
+}
+
+// paramValue is one model parameter's flag: an int when every model that
+// has it defaults to an integer (shown as int in --help and checked when
+// parsed), else a string. The model checks the value's range.
+type paramValue struct {
+	s     string
+	isInt bool
+}
+
+func (v *paramValue) String() string { return v.s }
+
+func (v *paramValue) Set(s string) error {
+	if v.isInt {
+		if _, err := strconv.Atoi(s); err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return errors.New("out of range for an int")
+			}
+			return errors.New("not an integer")
+		}
+	}
+	v.s = s
+	return nil
+}
+
+func (v *paramValue) Type() string {
+	if v.isInt {
+		return "int"
+	}
+	return "string"
 }
 
 // args returns m's parameters: defaults overridden by the flags given.
@@ -58,7 +106,7 @@ func (mf *modelFlags) args(m models.Model) (models.Args, error) {
 	set := map[string]string{}
 	for n, v := range mf.params {
 		if mf.flags.Changed(n) {
-			set[n] = *v
+			set[n] = v.s
 		}
 	}
 	return models.DefaultArgs(m, set)
@@ -76,6 +124,21 @@ func (mf *modelFlags) pipeline(g *ir.Graph) (*passes.Result, error) {
 	return nil, fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
 }
 
+// checkStage validates --stage and the --disable names (in either stage:
+// at --stage unfused, where no pass runs, any --disable is refused).
+func (mf *modelFlags) checkStage() error {
+	if mf.stage != "unfused" && mf.stage != "fused" {
+		return fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
+	}
+	if err := checkDisable(mf.disable); err != nil {
+		return err
+	}
+	if mf.stage == "unfused" && len(mf.disable) > 0 && !mf.passesLater {
+		return fmt.Errorf("--disable %s: --stage unfused runs no pass, so there is nothing to disable; add --stage fused", strings.Join(mf.disable, ","))
+	}
+	return nil
+}
+
 // graphFor builds the named model's graph at the requested stage and returns
 // it with the pipeline result (nil for the unfused stage).
 func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Result, error) {
@@ -91,8 +154,8 @@ func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if mf.stage != "unfused" && mf.stage != "fused" {
-		return nil, nil, nil, fmt.Errorf("unknown --stage %q (want unfused or fused)", mf.stage)
+	if err := mf.checkStage(); err != nil {
+		return nil, nil, nil, err
 	}
 	g, err := m.Build(args, mesh)
 	if err != nil {
@@ -117,32 +180,20 @@ func runPipeline(g *ir.Graph, disable []string) (*passes.Result, error) {
 // pipelineOptions splits --disable names into passes and fusion rules.
 func pipelineOptions(disable []string) (passes.Options, error) {
 	var opts passes.Options
+	if err := checkDisable(disable); err != nil {
+		return opts, err
+	}
 	passNames := passes.Default().Names()
 	var rules []string
 	for _, d := range disable {
-		switch {
-		case contains(passNames, d):
+		if contains(passNames, d) {
 			opts.Disable = append(opts.Disable, d)
-		default:
+		} else {
 			rules = append(rules, d)
 		}
 	}
 	if len(rules) > 0 {
-		all := passes.Rules()
-		known := map[string]bool{}
-		for _, r := range all {
-			known[r.Name] = true
-		}
-		for _, r := range rules {
-			if !known[r] {
-				var names []string
-				for _, r := range all {
-					names = append(names, r.Name)
-				}
-				return opts, fmt.Errorf("--disable %q is neither a pass (%s) nor a rule (%s)", r, strings.Join(passNames, ", "), strings.Join(names, ", "))
-			}
-		}
-		for _, r := range all {
+		for _, r := range passes.Rules() {
 			if !contains(rules, r.Name) {
 				opts.Rules = append(opts.Rules, r)
 			}
@@ -152,6 +203,100 @@ func pipelineOptions(disable []string) (passes.Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// disableName is one name --disable accepts and where it acts.
+type disableName struct {
+	name, where string
+}
+
+// disableNames lists every pass and fusion rule (external ones included),
+// each with where it acts: "pass N" or "FAMILY rule, run by pass STAGE".
+func disableNames() []disableName {
+	var out []disableName
+	for i, n := range passes.Default().Names() {
+		out = append(out, disableName{n, fmt.Sprintf("pass %d", i+1)})
+	}
+	for _, f := range passes.Families() {
+		for _, r := range passes.FamilyRules(f) {
+			out = append(out, disableName{r.Name, fmt.Sprintf("%s rule, run by pass %s", f, passes.StageOf(f))})
+		}
+	}
+	return out
+}
+
+// checkDisable refuses a --disable name that is neither a pass nor a
+// fusion rule, naming the nearest valid names (by edit distance) and the
+// pass each acts in.
+func checkDisable(disable []string) error {
+	all := disableNames()
+	for _, d := range disable {
+		known := false
+		for _, n := range all {
+			if n.name == d {
+				known = true
+				break
+			}
+		}
+		if known {
+			continue
+		}
+		return fmt.Errorf("--disable %q: no pass or fusion rule has this name; %s (tcc passes lists them all)", d, suggest(d, all))
+	}
+	return nil
+}
+
+// suggest names the up to three valid names nearest to d by edit
+// distance (case-insensitive), as "did you mean ..." when one is close.
+func suggest(d string, all []disableName) string {
+	type scored struct {
+		disableName
+		dist int
+	}
+	var ss []scored
+	for _, n := range all {
+		ss = append(ss, scored{n, editDistance(strings.ToLower(d), strings.ToLower(n.name))})
+	}
+	sort.SliceStable(ss, func(i, j int) bool {
+		if ss[i].dist != ss[j].dist {
+			return ss[i].dist < ss[j].dist
+		}
+		return ss[i].name < ss[j].name
+	})
+	close := max(2, len(d)/3)
+	var near, nearest []string
+	for i := 0; i < len(ss) && i < 3; i++ {
+		n := fmt.Sprintf("%s (%s)", ss[i].name, ss[i].where)
+		nearest = append(nearest, n)
+		if ss[i].dist <= close {
+			near = append(near, n)
+		}
+	}
+	if len(near) > 0 {
+		return "did you mean " + strings.Join(near, ", ") + "?"
+	}
+	return "no name is close; the nearest are " + strings.Join(nearest, ", ")
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func contains(list []string, s string) bool {

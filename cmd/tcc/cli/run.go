@@ -3,10 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +29,7 @@ type runFlags struct {
 	prefill       int
 	hostGB        float64
 	weights       string
+	progress      io.Writer // estimates and progress of long steps (stderr)
 }
 
 func newRunCmd() *cobra.Command {
@@ -72,6 +71,7 @@ with status 2 when a threshold is missed.
 	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory)")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		rf.progress = cmd.ErrOrStderr()
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
 	return cmd
@@ -124,7 +124,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			return fmt.Errorf("--prefill %d + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
 		}
 	}
-	if err := checkHostMemory(decodeGraph, rf); err != nil {
+	if err := checkHostMemory(rf.progress, m, mf, decodeGraph, rf); err != nil {
 		return err
 	}
 	mesh := decodeGraph.Mesh
@@ -249,7 +249,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 				return nil, err
 			}
 		}
-		if err := sg.exe.Run(); err != nil {
+		if err := runPrograms(rf.progress, sg.exe, step); err != nil {
 			return nil, err
 		}
 		logitsV, nextV := sg.graph.Outputs[0], sg.graph.Outputs[1]
@@ -516,61 +516,4 @@ func rekeyInputs(ins []map[*ir.Value][]float32, g *ir.Graph) ([]map[*ir.Value][]
 		}
 	}
 	return out, nil
-}
-
-// hostBytes estimates the host memory a run of g needs, per device: the
-// weights and state as float32 host copies (the uploads and the
-// references), the simulated DRAM holding every value at its storage
-// format, and a copy of the state per reference.
-func hostBytes(g *ir.Graph) float64 {
-	var n float64
-	add := func(vs []*ir.Value, f32Copies float64) {
-		for _, v := range vs {
-			numel := float64(v.Type.Shape.Numel())
-			n += numel*4*f32Copies + numel*float64(v.Type.DType.ElemBytes())
-		}
-	}
-	add(g.Weights, 2)
-	add(g.States, 6)
-	add(g.Inputs, 2)
-	return n * float64(g.Mesh.Devices())
-}
-
-// availableHostBytes is MemAvailable from /proc/meminfo, or 0 when unknown.
-func availableHostBytes() float64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var kb float64
-		if _, err := fmt.Sscanf(line, "MemAvailable: %f kB", &kb); err == nil {
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// checkHostMemory refuses a run estimated to need more host memory than
-// --host-memory-gb (default: what the machine has available), before any
-// allocation.
-func checkHostMemory(g *ir.Graph, rf runFlags) error {
-	if rf.hostGB < 0 {
-		return fmt.Errorf("--host-memory-gb %v: must be positive (0: what the machine has available)", rf.hostGB)
-	}
-	limit := rf.hostGB * 1e9
-	what := "this machine has"
-	if limit == 0 {
-		if limit = availableHostBytes(); limit == 0 {
-			return nil // unknown: nothing to check against
-		}
-	} else {
-		what = "--host-memory-gb allows"
-	}
-	need := hostBytes(g)
-	if need > limit {
-		return fmt.Errorf("a simulated run of %s would need about %.1f GB of host memory (weights and state as float32 copies, the simulated DRAM, the references' state), but %s %.1f GB available; run a smaller config (--config), or raise --host-memory-gb if the estimate is too high",
-			g.Name, need/1e9, what, limit/1e9)
-	}
-	return nil
 }

@@ -153,9 +153,12 @@ gate/up).`,
 		if from == "" || out == "" {
 			return fmt.Errorf("weights convert: --from DIR and -o CACHE are required")
 		}
+		if err := mf.checkStage(); err != nil {
+			return err
+		}
 		if !mf.flags.Changed("config") {
 			if p := filepath.Join(from, "config.json"); fileExists(p) {
-				*mf.params["config"] = p
+				mf.params["config"].s = p
 				mf.flags.Lookup("config").Changed = true
 			}
 		}
