@@ -106,7 +106,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"report", "ops", "tiny-mlp", "--hidden", "33"}, "multiples of 32"},
 		{[]string{"ir", "tiny-mlp", "--layer", "9"}, "--layer 9"},
 		{[]string{"ir", "tiny-mlp", "--print-after", "nope"}, "unknown pass"},
-		{[]string{"run", "tiny-mlp", "--backend", "blackhole"}, "no Blackhole cards"},
+		{[]string{"run", "tiny-mlp", "--backend", "blackhole"}, "no /dev/tenstorrent device exists: install the tt-kmd driver"},
 		{[]string{"report", "ops", "tiny-mlp", "--stage", "fused", "--disable", "NoSuchRule"}, `--disable "NoSuchRule": no pass or fusion rule has this name; no name is close`},
 	}
 	for _, tc := range tests {
