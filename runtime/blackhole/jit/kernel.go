@@ -125,23 +125,23 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 		return fmt.Errorf("jit: program %q kernel %q%s: %w", p.Program, k.Name, proc, err)
 	}
 	if err := e.check(); err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	j, err := prepareKernel(buildDir, p, k)
 	if err != nil {
-		return imgs, fail(k.Processor, err)
+		return Images{}, fail(k.Processor, err)
 	}
 	fw, err := Firmware(e)
 	if err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	key, err := e.kernelHash(j, k, fw)
 	if err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	cache, err := e.cacheDir()
 	if err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	dir := filepath.Join(cache, "kernels", key)
 	if imgs, ok := readImages(dir, j.procs); ok {
@@ -150,52 +150,52 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 	tmp := fmt.Sprintf("%s.tmp%d", dir, os.Getpid())
 	os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	for n, c := range j.files {
 		if strings.HasPrefix(n, "\x00") {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(tmp, n), []byte(c), 0o644); err != nil {
-			return imgs, fail("", err)
+			return Images{}, fail("", err)
 		}
 	}
 	var stub string
 	var sfpi []string
 	if j.procs[0].compute {
 		if stub, sfpi, err = e.writeSFPIOverlay(tmp); err != nil {
-			return imgs, fail("compute", err)
+			return Images{}, fail("compute", err)
 		}
 	}
 	for i, c := range e.commands(j, k, tmp, fw, stub, sfpi) {
 		pr := j.procs[i]
 		if _, err := e.run(c[0]); err != nil {
-			return imgs, fail(strings.ToUpper(pr.name)+" compile", err)
+			return Images{}, fail(strings.ToUpper(pr.name)+" compile", err)
 		}
 		out, err := e.run(c[1])
 		if err != nil {
 			if m := undefinedSFPI.FindString(out); pr.compute && e.stock() && m != "" {
-				return imgs, &NeedsSFPUError{Program: p.Program, Kernel: k.Name, Detail: strings.TrimSpace(m)}
+				return Images{}, &NeedsSFPUError{Program: p.Program, Kernel: k.Name, Detail: strings.TrimSpace(m)}
 			}
-			return imgs, fail(strings.ToUpper(pr.name)+" link", err)
+			return Images{}, fail(strings.ToUpper(pr.name)+" link", err)
 		}
 		elfPath := filepath.Join(tmp, pr.name+".elf")
 		b, err := os.ReadFile(elfPath)
 		if err != nil {
-			return imgs, fail(strings.ToUpper(pr.name), err)
+			return Images{}, fail(strings.ToUpper(pr.name), err)
 		}
 		img, err := XIP(b)
 		if err != nil {
-			return imgs, fail(strings.ToUpper(pr.name)+" XIP of "+elfPath, err)
+			return Images{}, fail(strings.ToUpper(pr.name)+" XIP of "+elfPath, err)
 		}
 		if err := os.WriteFile(filepath.Join(tmp, pr.name+".bin"), img, 0o644); err != nil {
-			return imgs, fail("", err)
+			return Images{}, fail("", err)
 		}
 		imgs[pr.index] = img
 	}
 	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
-		return imgs, fail("", err)
+		return Images{}, fail("", err)
 	}
 	return imgs, nil
 }

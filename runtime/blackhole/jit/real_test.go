@@ -3,6 +3,7 @@ package jit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,4 +110,29 @@ func TestRealBuild(t *testing.T) {
 		t.Fatalf("cached rebuild: %v", err)
 	}
 	t.Logf("cached rebuild %v", time.Since(t0))
+
+	// A compute kernel: with stock GCC it builds only when it uses no
+	// SFPI/Tensix builtins, else it must fail with *NeedsSFPUError.
+	// TCC_JIT_COMPUTE_TT_METAL names a tree whose INSTRUCTION_WORD stock
+	// GNU as can assemble (e.g. /work/ttsim/tt-metal).
+	if ctt := os.Getenv("TCC_JIT_COMPUTE_TT_METAL"); ctt != "" || tc.Kind == SFPI {
+		env.ComputeTTMetalHome = ctt
+		for i := range doc.Programs {
+			p := &doc.Programs[i]
+			for j := range p.Kernels {
+				if k := &p.Kernels[j]; k.Compute != nil && p.Program == "rmsnorm_14" {
+					imgs, err := BuildKernel(env, bdir, p, k)
+					var ne *NeedsSFPUError
+					switch {
+					case err == nil:
+						t.Logf("compute %s/%s: images %d/%d/%d bytes", p.Program, k.Name, len(imgs[TRISC0]), len(imgs[TRISC1]), len(imgs[TRISC2]))
+					case tc.Kind == Stock && errors.As(err, &ne):
+						t.Logf("compute %s/%s: %v", p.Program, k.Name, err)
+					default:
+						t.Errorf("compute %s/%s: %v", p.Program, k.Name, err)
+					}
+				}
+			}
+		}
+	}
 }
