@@ -1,0 +1,135 @@
+package jit
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+func loadProgram(t *testing.T, dir string) *hostcfg.ProgramConfig {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "program.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p hostcfg.ProgramConfig
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+// TestGenFilesMatchPrototype compares the generated JIT files with the
+// files the Python prototype (rhc.py / build_kernel.py) wrote for the same
+// tiny-mlp kernels (testdata/*: embedding_12's reader, rmsnorm_14's compute).
+func TestGenFilesMatchPrototype(t *testing.T) {
+	for _, tc := range []struct {
+		dir, kernel, src string
+	}{
+		{"testdata/dm", "reader", "/tmp/jit-tinymlp/kernels/reader_04b8dbb8364d.cpp"},
+		{"testdata/compute", "compute", "/tmp/jit-tinymlp/kernels/compute_d8957a6164b5.cpp"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			p := loadProgram(t, tc.dir)
+			var k *hostcfg.KernelConfig
+			for i := range p.Kernels {
+				if p.Kernels[i].Name == tc.kernel {
+					k = &p.Kernels[i]
+				}
+			}
+			text, _ := os.ReadFile(filepath.Join(tc.dir, "kernel.cpp"))
+			files, err := genFiles(p, k, tc.src, string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents, _ := os.ReadDir(tc.dir)
+			n := 0
+			for _, e := range ents {
+				if e.Name() == "program.json" || e.Name() == "kernel.cpp" {
+					continue
+				}
+				n++
+				want, _ := os.ReadFile(filepath.Join(tc.dir, e.Name()))
+				if got, ok := files[e.Name()]; !ok {
+					t.Errorf("%s not generated", e.Name())
+				} else if got != string(want) {
+					t.Errorf("%s differs from the prototype's:\ngot:\n%s\nwant:\n%s", e.Name(), got, want)
+				}
+			}
+			if n != len(files) {
+				t.Errorf("generated %d files, prototype %d", len(files), n)
+			}
+		})
+	}
+}
+
+func TestGenFilesSmall(t *testing.T) {
+	p := &hostcfg.ProgramConfig{Program: "p", CBs: []hostcfg.CBConfig{
+		{Index: 0, DataFormat: "Float32", DataFormatCode: 0}, {Index: 16, DataFormat: "Float16_b", DataFormatCode: 5}}}
+	src := "#include \"x.h\"\nvoid kernel_main() {\n  f();\n}\n"
+	for _, tc := range []struct {
+		name string
+		cc   *hostcfg.ComputeConfig
+		want map[string]string
+	}{
+		{"dm", nil, map[string]string{
+			"kernel_includes.hpp":      "#include \"/k/r.cpp\"\n",
+			"chlkc_math_fidelity.h":    "constexpr std::int32_t MATH_FIDELITY = 4;\n",
+			"chlkc_dst_sync_mode.h":    "#define DST_SYNC_MODE DstSync::SyncHalf\n",
+			"chlkc_dst_accum_mode.h":   "constexpr bool DST_ACCUM_MODE = false;\n",
+			"chlkc_math_approx_mode.h": "constexpr bool APPROX = false;\n",
+		}},
+		{"compute", &hostcfg.ComputeConfig{MathFidelity: "LoFi", FP32DestAccEn: true, MathApproxMode: true, DstFullSyncEn: true}, map[string]string{
+			"chlkc_math_fidelity.h":    "constexpr std::int32_t MATH_FIDELITY = 0;\n",
+			"chlkc_dst_sync_mode.h":    "#define DST_SYNC_MODE DstSync::SyncFull\n",
+			"chlkc_dst_accum_mode.h":   "constexpr bool DST_ACCUM_MODE = true;\n",
+			"chlkc_math_approx_mode.h": "constexpr bool APPROX = true;\n",
+			"defines_generated.h":      "#define A 1\n#define B x\n#define NOC_MODE 0\n",
+			"chlkc_math.cpp": "#define TRISC_MATH\n#include \"defines_generated.h\"\n#line 1 \"/k/r.cpp\"\n#include \"x.h\"\nnamespace chlkc_math {\n" +
+				"void math_main() {\n  f();\n}\n\n}  // namespace chlkc_math\n",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &hostcfg.KernelConfig{Name: "k", Compute: tc.cc, Defines: map[string]string{"B": "x", "A": "1"}}
+			files, err := genFiles(p, k, "/k/r.cpp", src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, w := range tc.want {
+				if files[n] != w {
+					t.Errorf("%s = %q, want %q", n, files[n], w)
+				}
+			}
+			// CB 0 Float32, 16 Float16_b: formats are not all exponent-B, so
+			// Float32 unpacks to Float16 (1) with or without fp32 accumulation
+			// (rhc.py data_format_headers).
+			u := files["chlkc_unpack_data_format.h"]
+			wantDst := "unpack_dst_format[64] = {\n    1,"
+			if !strings.Contains(u, "unpack_src_format[64] = {\n    0,255,") || !strings.Contains(u, wantDst) {
+				t.Errorf("unpack formats:\n%s", u)
+			}
+			if !strings.Contains(files["chlkc_pack_tile_dims.h"], "pack_tile_size[64] = {\n    4096,1088,") {
+				t.Errorf("tile sizes:\n%s", files["chlkc_pack_tile_dims.h"])
+			}
+		})
+	}
+}
+
+func TestCompileArgs(t *testing.T) {
+	k := &hostcfg.KernelConfig{CompileArgs: []hostcfg.NamedArg{
+		{Index: 1, Name: "b", Value: hostcfg.ArgValue{ArgValue: kir.U32(7)}},
+		{Index: 0, Name: "a", Value: hostcfg.ArgValue{ArgValue: kir.U32(3)}}}}
+	v, err := compileArgs(k)
+	if err != nil || len(v) != 2 || v[0] != 3 || v[1] != 7 {
+		t.Errorf("compileArgs = %v, %v", v, err)
+	}
+	k.CompileArgs[0].Value = hostcfg.ArgValue{ArgValue: kir.BufferAddr("x", 0)}
+	if _, err := compileArgs(k); err == nil || !strings.Contains(err.Error(), "compile arg 1 (b)") {
+		t.Errorf("non-constant compile arg: %v", err)
+	}
+}

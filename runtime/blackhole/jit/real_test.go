@@ -1,0 +1,138 @@
+package jit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+)
+
+// TestRealBuild builds firmware and a data-movement kernel of a real tcc
+// build with a real toolchain. Env: TT_METAL_HOME, optional
+// TCC_JIT_BUILD (a `tcc build tiny-mlp` output; built with go run when
+// unset), TCC_JIT_SFPI_INCLUDE, TCC_JIT_PROTO_IMAGE (the prototype's image
+// for embedding_12's reader, compared byte for byte).
+func TestRealBuild(t *testing.T) {
+	tt := os.Getenv("TT_METAL_HOME")
+	if tt == "" {
+		t.Skip("TT_METAL_HOME not set: skipping the real firmware/kernel build")
+	}
+	if _, err := exec.LookPath(DefaultStockGCC); err != nil {
+		t.Skipf("%s not on PATH: skipping the real build", DefaultStockGCC)
+	}
+	tc, err := FindToolchain(ToolchainOptions{TTMetalHome: tt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("TCC_JIT_CACHE")
+	if cache == "" {
+		cache = t.TempDir()
+	}
+	var log bytes.Buffer
+	env := &Env{Toolchain: tc, TTMetalHome: tt, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), CacheDir: cache, Log: &log}
+	t0 := time.Now()
+	fw, err := Firmware(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("firmware %s (%s, %v)", fw, tc.Kind, time.Since(t0))
+	bdir := os.Getenv("TCC_JIT_BUILD")
+	if bdir == "" {
+		bdir = t.TempDir()
+		c := exec.Command("go", "run", "./cmd/tcc", "build", "tiny-mlp", "-o", bdir)
+		c.Dir = "../../.."
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("tcc build: %v\n%s", err, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(bdir, "programs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Programs []hostcfg.ProgramConfig `json:"programs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var p *hostcfg.ProgramConfig
+	for i := range doc.Programs {
+		if doc.Programs[i].Program == "embedding_12" {
+			p = &doc.Programs[i]
+		}
+	}
+	if p == nil {
+		t.Fatal("no program embedding_12 in tiny-mlp")
+	}
+	k := &p.Kernels[0]
+	t0 = time.Now()
+	imgs, err := BuildKernel(env, bdir, p, k)
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, tail(log.String(), 5))
+	}
+	t.Logf("kernel %s/%s on %s built in %v", p.Program, k.Name, k.Processor, time.Since(t0))
+	img := imgs[NCRISC]
+	if len(img) == 0 {
+		t.Fatalf("empty NCRISC image: %v", imgs)
+	}
+	elfs, _ := filepath.Glob(filepath.Join(cache, "kernels", "*", "ncrisc.elf"))
+	for _, ep := range elfs {
+		eb, _ := os.ReadFile(ep)
+		e, err := parseELF(eb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := eb[e.loads[0].Off : e.loads[0].Off+e.loads[0].Filesz]; hasCompressed(text) {
+			t.Errorf("%s: compressed instruction in text", ep)
+		}
+	}
+	if proto := os.Getenv("TCC_JIT_PROTO_IMAGE"); proto != "" {
+		want, err := os.ReadFile(proto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(img, want) {
+			t.Errorf("image (%d bytes) differs from the prototype's %s (%d bytes)", len(img), proto, len(want))
+		} else {
+			t.Logf("image equals the prototype's (%d bytes)", len(img))
+		}
+	}
+	// second build comes from the cache
+	t0 = time.Now()
+	again, err := BuildKernel(env, bdir, p, k)
+	if err != nil || !bytes.Equal(again[NCRISC], img) {
+		t.Fatalf("cached rebuild: %v", err)
+	}
+	t.Logf("cached rebuild %v", time.Since(t0))
+
+	// A compute kernel: with stock GCC it builds only when it uses no
+	// SFPI/Tensix builtins, else it must fail with *NeedsSFPUError.
+	// TCC_JIT_COMPUTE_TT_METAL names a tree whose INSTRUCTION_WORD stock
+	// GNU as can assemble (e.g. /work/ttsim/tt-metal).
+	if ctt := os.Getenv("TCC_JIT_COMPUTE_TT_METAL"); ctt != "" || tc.Kind == SFPI {
+		env.ComputeTTMetalHome = ctt
+		for i := range doc.Programs {
+			p := &doc.Programs[i]
+			for j := range p.Kernels {
+				if k := &p.Kernels[j]; k.Compute != nil && p.Program == "rmsnorm_14" {
+					imgs, err := BuildKernel(env, bdir, p, k)
+					var ne *NeedsSFPUError
+					switch {
+					case err == nil:
+						t.Logf("compute %s/%s: images %d/%d/%d bytes", p.Program, k.Name, len(imgs[TRISC0]), len(imgs[TRISC1]), len(imgs[TRISC2]))
+					case tc.Kind == Stock && errors.As(err, &ne):
+						t.Logf("compute %s/%s: %v", p.Program, k.Name, err)
+					default:
+						t.Errorf("compute %s/%s: %v", p.Program, k.Name, err)
+					}
+				}
+			}
+		}
+	}
+}

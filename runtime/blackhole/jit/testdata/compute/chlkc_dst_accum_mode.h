@@ -1,0 +1,1 @@
+constexpr bool DST_ACCUM_MODE = true;

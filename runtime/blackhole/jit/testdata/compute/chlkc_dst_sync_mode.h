@@ -1,0 +1,1 @@
+#define DST_SYNC_MODE DstSync::SyncHalf

@@ -1,0 +1,1 @@
+constexpr bool APPROX = false;

@@ -1,0 +1,1 @@
+constexpr std::int32_t MATH_FIDELITY = 4;
