@@ -2,13 +2,13 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
 )
@@ -79,10 +79,6 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		res.Status, res.Detail = status, detail
 		e.Mesh.chipResults = append(e.Mesh.chipResults, res)
 	}
-	cfg, err := hostcfg.ConfigValidated(p.Kernel, target.Blackhole())
-	if err != nil {
-		return err
-	}
 	if IsCollective(p.Kernel) {
 		record("skipped", "collective: ethernet kernels need a multi-chip configuration")
 		return simRun()
@@ -91,6 +87,7 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 	if err != nil {
 		return err
 	}
+	cfg := e.configs[i]
 	ref := blackhole.Reference{Dev: e.Mesh.devices[0], Binding: e.binding}
 	if err := e.Mesh.chip.Upload(cfg, ref); err != nil {
 		return err
@@ -162,6 +159,19 @@ func (e *Executable) buildDir() (string, error) {
 	}
 	if err := codegen.WriteDir(dir+"/b", files); err != nil {
 		return "", err
+	}
+	var pf codegen.ProgramsFile
+	if err := json.Unmarshal(files["programs.json"], &pf); err != nil {
+		return "", fmt.Errorf("runtime: reading the build's programs.json: %w", err)
+	}
+	e.configs = map[int]*hostcfg.ProgramConfig{}
+	for _, pe := range pf.Programs {
+		if pe.Device == 0 {
+			e.configs[pe.Index] = pe.ProgramConfig
+		}
+	}
+	if len(e.configs) != len(e.Build.Programs) {
+		return "", fmt.Errorf("runtime: programs.json lists %d programs for device 0, the build has %d", len(e.configs), len(e.Build.Programs))
 	}
 	e.dir = dir + "/b"
 	return e.dir, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/fake"
@@ -70,7 +71,11 @@ func TestChipShadowCheck(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			e := &Executable{Mesh: m, Build: b, binding: map[string]string{}, dir: t.TempDir()}
+			cfg, err := hostcfg.ConfigValidated(b.Programs[0].Kernel, target.Blackhole())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Executable{Mesh: m, Build: b, binding: map[string]string{}, dir: t.TempDir(), configs: map[int]*hostcfg.ProgramConfig{0: cfg}}
 			in := make([]float32, 4*32*32)
 			for i := range in {
 				in[i] = float32(i%7) - 3

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -19,7 +20,8 @@ type Executable struct {
 	// prefill and decode builds of one model), every other buffer is the
 	// build's own ("b<N>/<name>").
 	binding map[string]string
-	dir     string // the build's sources on disk, for a chip's JIT
+	dir     string                         // the build's sources on disk, for a chip's JIT
+	configs map[int]*hostcfg.ProgramConfig // programs.json's configs of device 0
 }
 
 // Load allocates every buffer of b on every device of m. Weights and state

@@ -21,6 +21,7 @@ import (
 // runFlags are the flags of `tcc run`.
 type runFlags struct {
 	backend       string
+	ttsim         string
 	check         bool
 	seed          int64
 	threshold     float64
@@ -61,7 +62,8 @@ with status 2 when a threshold is missed.
 	}
 	mf := addModelFlags(cmd, "fused")
 	fs := cmd.Flags()
-	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator) or blackhole (cards)")
+	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
+	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and the first tokens")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
@@ -128,10 +130,11 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		return err
 	}
 	mesh := decodeGraph.Mesh
-	dev, err := runtime.Open(rf.backend, mesh)
+	dev, err := openMesh(rf, mesh)
 	if err != nil {
 		return err
 	}
+	defer dev.Close()
 	var graphs []*stepGraph
 	if rf.prefill > 0 {
 		if _, ok := args["mode"]; !ok {
@@ -322,6 +325,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			tokens[b] = tokens[b][len(tokens[b])-1:]
 		}
 		pos++
+	}
+	if bad := reportChip(w, dev); bad > 0 && rf.check {
+		return &exitError{code: 2, err: fmt.Errorf("check failed: %d chip launches differed from the simulator or failed", bad)}
 	}
 	if !rf.check {
 		return nil
