@@ -15,7 +15,7 @@ import (
 
 // ioctl numbers: _IO(0xFA, nr) (tt-kmd ioctl.h).
 const (
-	ioctlGetDeviceInfo = 0xFA<<8 | 0
+	ioctlGetDeviceInfo = 0xFA << 8 // nr 0
 	ioctlAllocateTLB   = 0xFA<<8 | 11
 	ioctlFreeTLB       = 0xFA<<8 | 12
 	ioctlConfigureTLB  = 0xFA<<8 | 13
