@@ -106,11 +106,11 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		return nil
 	}
 	for _, bc := range cfg.Buffers {
-		b, dn, err := refBuffer(ref, bc.Name)
+		b, dn, err := ref.Buffer(bc.Name)
 		if err != nil {
 			return err
 		}
-		want, err := ref.Dev.ReadPages(dn, 0, b)
+		want, err := ref.Dev.ReadPages(dn, 0, b.Pages)
 		if err != nil {
 			return err
 		}
@@ -130,18 +130,6 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 	}
 	record("matched", fmt.Sprintf("%d buffers bit-exact", len(cfg.Buffers)))
 	return nil
-}
-
-func refBuffer(ref blackhole.Reference, name string) (int, string, error) {
-	dn := name
-	if n, ok := ref.Binding[name]; ok {
-		dn = n
-	}
-	b, ok := ref.Dev.Buffer(dn)
-	if !ok {
-		return 0, "", fmt.Errorf("runtime: buffer %q is not allocated", dn)
-	}
-	return b.Pages, dn, nil
 }
 
 // buildDir writes the build's sources once, for the JIT.

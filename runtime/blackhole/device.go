@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/kmd"
@@ -132,7 +133,9 @@ type Reference struct {
 	Binding map[string]string // program buffer name -> device buffer name
 }
 
-func (r Reference) buffer(name string) (*kexec.DeviceBuffer, string, error) {
+// Buffer returns the reference device's buffer for program buffer name
+// and its device name.
+func (r Reference) Buffer(name string) (*kexec.DeviceBuffer, string, error) {
 	dn := name
 	if n, ok := r.Binding[name]; ok {
 		dn = n
@@ -148,7 +151,7 @@ func (r Reference) buffer(name string) (*kexec.DeviceBuffer, string, error) {
 // ref gave them.
 func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
 	for _, bc := range p.Buffers {
-		b, dn, err := ref.buffer(bc.Name)
+		b, dn, err := ref.Buffer(bc.Name)
 		if err != nil {
 			return err
 		}
@@ -165,7 +168,7 @@ func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
 
 // Download reads buffer name of p from the chip, as ref lays it out.
 func (d *Device) Download(name string, ref Reference) ([]byte, error) {
-	b, _, err := ref.buffer(name)
+	b, _, err := ref.Buffer(name)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +266,7 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 		}
 		for proc, img := range imgs {
 			if lp.Kernels[proc] != nil {
-				return fmt.Errorf("program %s: two kernels on %s", p.Program, procName(proc))
+				return fmt.Errorf("program %s: two kernels on %s", p.Program, target.ProcessorNames[proc])
 			}
 			kk := *kc
 			kk.ImageSize = len(img)
@@ -300,8 +303,6 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 	return launch.Run(d.Chip, lp, pl, images, d.timeout)
 }
 
-func procName(i int) string { return [5]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}[i] }
-
 func coresOf(rs []hostcfg.CoreRange) []kir.Core {
 	var out []kir.Core
 	for _, r := range rs {
@@ -318,7 +319,7 @@ func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error)
 		case kir.ValConst:
 			out[i] = v.Const
 		case kir.ValBufferAddr:
-			b, _, err := ref.buffer(v.Buffer)
+			b, _, err := ref.Buffer(v.Buffer)
 			if err != nil {
 				return nil, err
 			}
@@ -360,7 +361,7 @@ func (d *Device) placeCBs(p *hostcfg.ProgramConfig, lp *launch.Program, ref Refe
 		size := uint32(cb.TotalSize)
 		var addr uint32
 		if cb.BackingBuffer != "" {
-			b, _, err := ref.buffer(cb.BackingBuffer)
+			b, _, err := ref.Buffer(cb.BackingBuffer)
 			if err != nil {
 				return err
 			}

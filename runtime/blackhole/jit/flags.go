@@ -2,6 +2,7 @@ package jit
 
 import (
 	"fmt"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,11 +53,11 @@ type proc struct {
 }
 
 var procs = [NumProcessors]proc{
-	{name: "brisc", index: 0, define: []string{"-DCOMPILE_FOR_BRISC"}, ldDef: "BRISC"},
-	{name: "ncrisc", index: 1, define: []string{"-DCOMPILE_FOR_NCRISC"}, ldDef: "NCRISC"},
-	{name: "trisc0", index: 2, compute: true, trisc: 0, define: []string{"-DUCK_CHLKC_UNPACK", "-DNAMESPACE=chlkc_unpack", "-DCOMPILE_FOR_TRISC=0"}, ldDef: "TRISC=0"},
-	{name: "trisc1", index: 3, compute: true, trisc: 1, define: []string{"-DUCK_CHLKC_MATH", "-DNAMESPACE=chlkc_math", "-DCOMPILE_FOR_TRISC=1"}, ldDef: "TRISC=1"},
-	{name: "trisc2", index: 4, compute: true, trisc: 2, define: []string{"-DUCK_CHLKC_PACK", "-DNAMESPACE=chlkc_pack", "-DCOMPILE_FOR_TRISC=2"}, ldDef: "TRISC=2"},
+	{name: target.ProcessorNames[0], index: 0, define: []string{"-DCOMPILE_FOR_BRISC"}, ldDef: "BRISC"},
+	{name: target.ProcessorNames[1], index: 1, define: []string{"-DCOMPILE_FOR_NCRISC"}, ldDef: "NCRISC"},
+	{name: target.ProcessorNames[2], index: 2, compute: true, trisc: 0, define: []string{"-DUCK_CHLKC_UNPACK", "-DNAMESPACE=chlkc_unpack", "-DCOMPILE_FOR_TRISC=0"}, ldDef: "TRISC=0"},
+	{name: target.ProcessorNames[3], index: 3, compute: true, trisc: 1, define: []string{"-DUCK_CHLKC_MATH", "-DNAMESPACE=chlkc_math", "-DCOMPILE_FOR_TRISC=1"}, ldDef: "TRISC=1"},
+	{name: target.ProcessorNames[4], index: 4, compute: true, trisc: 2, define: []string{"-DUCK_CHLKC_PACK", "-DNAMESPACE=chlkc_pack", "-DCOMPILE_FOR_TRISC=2"}, ldDef: "TRISC=2"},
 }
 
 // ProcessorName is the firmware name of processor index i (brisc ...).
