@@ -120,11 +120,7 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 			return nil
 		}
 		if !bytes.Equal(got, want) {
-			k := 0
-			for k < len(got) && got[k] == want[k] {
-				k++
-			}
-			record("differs", fmt.Sprintf("buffer %s: byte %d (page %d) is %#02x on the chip, %#02x on the simulator", bc.Name, k, k/bc.PageSize, got[k], want[k]))
+			record("differs", fmt.Sprintf("buffer %s: %s", bc.Name, describeDiff(b, got, want)))
 			return nil
 		}
 	}

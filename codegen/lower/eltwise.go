@@ -46,16 +46,12 @@ var eltOps = map[ir.OpKind]kir.EltwiseOp{
 	ir.OpMul: kir.EltMul,
 }
 
-// needFP32Dest reports whether eltwise DEST must be fp32: when any value is
-// not bf16, a bf16 DEST would add a rounding the reference does not have.
-func needFP32Dest(vs ...*ir.Value) bool {
-	for _, v := range vs {
-		if v.Type.DType != ir.BF16 {
-			return true
-		}
-	}
-	return false
-}
+// eltwiseFP32Dest is the DEST mode of every eltwise program: fp32. A bf16
+// DEST adds roundings the reference does not have even when every value
+// is bf16: SFPSTORE truncates SFPU results to bf16, and each fidelity phase
+// of an ELWMUL rounds its partial sum to bf16 (sim/numerics datapath).
+// From an fp32 DEST the packer rounds each result once.
+const eltwiseFP32Dest = true
 
 // eltInput is one operand stream of an eltwise program.
 type eltInput struct {
@@ -357,7 +353,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: needFP32Dest(vals...)})
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: eltwiseFP32Dest})
 	ccount := cp.RuntimeArg("num_tiles")
 	c := blocks.NewCompute(p, cp)
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)

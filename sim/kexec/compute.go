@@ -188,6 +188,32 @@ func srcReg(x float32, f ir.DType) float32 {
 	return x
 }
 
+// packerBF16 is what the packer makes of an fp32 DEST tile for a bf16 CB
+// (numerics.PackerBF16: half away from zero, not to even).
+func packerBF16(t []float32) []float32 {
+	out := make([]float32, len(t))
+	for i, x := range t {
+		out[i] = numerics.FromBF16Bits(numerics.PackerBF16(x))
+	}
+	return out
+}
+
+// storeSFPU is what SFPSTORE leaves of SFPU results in DEST: without
+// fp32_dest_acc_en the low 16 bits are dropped (truncation toward zero,
+// not rounding) and fp32 subnormals become signed zeros.
+func (cs *computeState) storeSFPU(t []float32) {
+	if cs.fp32 {
+		return
+	}
+	for i, v := range t {
+		b := math.Float32bits(v)
+		if b&0x7FFFFFFF < 0x800000 {
+			b &= 0x80000000
+		}
+		t[i] = math.Float32frombits(b & 0xFFFF0000)
+	}
+}
+
 // round applies DEST rounding: bf16 unless fp32_dest_acc_en.
 func (cs *computeState) round(t []float32) {
 	if cs.fp32 {
@@ -208,14 +234,18 @@ func transposed(t []float32) []float32 {
 	return out
 }
 
-func eltwise(op kir.EltwiseOp, a, b float32, fa, fb ir.DType, fid ir.MathFidelity) float32 {
+// eltwise is the DEST value an FPU eltwise op leaves for a (source A) and
+// b (source B) stored as fa and fb, over DEST value dst (mul accumulates
+// into DEST, add and sub do not).
+func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.DType) float32 {
+	a, b = srcReg(a, fa), srcReg(b, fb)
 	switch op {
 	case kir.EltAdd:
-		return srcReg(a, fa) + srcReg(b, fb)
+		return numerics.FPUAdd(a, b, cs.fp32)
 	case kir.EltSub:
-		return srcReg(a, fa) - srcReg(b, fb)
+		return numerics.FPUSub(a, b, cs.fp32)
 	}
-	return numerics.FidelityMul(a, b, fid)
+	return numerics.FPUMul(a, b, dst, cs.fid, cs.fp32)
 }
 
 func sfpu(op kir.SFPUOp, x, p float32) float32 {
@@ -413,9 +443,8 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			dst := ks.comp.dest[d]
 			for i := range dst {
-				dst[i] = eltwise(s.Op, a[i], b[i], fa, fb, ks.comp.fid)
+				dst[i] = ks.comp.eltwise(s.Op, a[i], b[i], dst[i], fa, fb)
 			}
-			ks.comp.round(dst)
 			return nil
 		}), nil
 	case kir.BcastTiles:
@@ -441,10 +470,9 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 						bv = b[0]
 					}
 					i := numerics.FaceIndex(r, c)
-					dst[i] = eltwise(s.Op, a[i], bv, fa, fb, ks.comp.fid)
+					dst[i] = ks.comp.eltwise(s.Op, a[i], bv, dst[i], fa, fb)
 				}
 			}
-			ks.comp.round(dst)
 			return nil
 		}), nil
 	case kir.MatmulTiles:
@@ -526,7 +554,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			for i, x := range dst {
 				dst[i] = sfpu(s.Op, x, p)
 			}
-			cs.round(dst)
+			cs.storeSFPU(dst)
 			ks.r.stats.TileOps++
 			return nil
 		}), nil
@@ -566,6 +594,9 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			tile := ks.comp.dest[d]
 			if ks.comp.edgeMask {
 				tile = edgeMasked(tile, ks.comp.maskDim)
+			}
+			if f == ir.BF16 && ks.comp.fp32 {
+				tile = packerBF16(tile)
 			}
 			data, err := numerics.PackTile(f, tile)
 			if err != nil {
@@ -629,20 +660,21 @@ func (ks *kstate) matmul(call string, in0, in1 int, t0, t1, d uint64) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := ks.unpack(call, in1, t1, 'A')
+	b, fb, err := ks.unpack(call, in1, t1, 'A')
 	if err != nil {
 		return err
 	}
-	a, _, err := ks.unpack(call, in0, t0, 'B')
+	a, fa, err := ks.unpack(call, in0, t0, 'B')
 	if err != nil {
 		return err
 	}
 	if ks.comp.fpu.transpose {
 		b = transposed(b)
 	}
-	dst := ks.comp.dest[di]
-	numerics.MatmulTile(dst, a, b, ks.comp.fid)
-	ks.comp.round(dst)
+	for i := range a {
+		a[i], b[i] = srcReg(a[i], fa), srcReg(b[i], fb)
+	}
+	numerics.MatmulTile(ks.comp.dest[di], a, b, ks.comp.fid, ks.comp.fp32)
 	return nil
 }
 

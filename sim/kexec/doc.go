@@ -84,10 +84,11 @@
 //     target.DestTiles(dst_full_sync_en, fp32_dest_acc_en).
 //   - FPU source operands: bf16 and block-float data are exact in bf16;
 //     fp32 data is truncated to tf32 (numerics.TruncTF32) and subnormals
-//     flush to zero. add/sub add the reduced operands exactly in float32;
-//     mul and matmul use numerics.FidelityMul / numerics.MatmulTile at the
-//     kernel's math fidelity (eltwise in0 feeds SrcA; matmul in1 feeds SrcA).
-//     reduce multiplies each element by the scaler tile's element (0,0)
+//     flush to zero. add, sub, mul and matmul run the FPU datapath bit for
+//     bit as ttsim models it (numerics.FPUAdd, FPUSub, FPUMul, MatmulTile:
+//     not IEEE arithmetic) at the kernel's math fidelity and DEST format
+//     (eltwise in0 feeds SrcA; matmul in1 feeds SrcA); mul accumulates
+//     into DEST as ELWMUL does. reduce is not bit-modelled: it multiplies each element by the scaler tile's element (0,0)
 //     with FidelityMul and sums (or maxes) in float32; a reduce-max into a
 //     DEST tile not yet written by a reduce since tile_regs_acquire takes
 //     the reduction itself rather than max(0, ...).
@@ -100,8 +101,12 @@
 //     recip, softplus with beta 1, threshold 20) or float32 arithmetic
 //     (square, negative, abs, relu, add/mul scalar) or float64 math rounded
 //     once (log, sqrt) to every element; math_approx_mode is ignored.
-//   - Without fp32_dest_acc_en every value written to DEST is rounded to
-//     bf16 (numerics.RoundBF16), including each matmul accumulation step.
+//   - Without fp32_dest_acc_en DEST holds bf16: the FPU datapath rounds
+//     in it, SFPU results are truncated to bf16 as SFPSTORE does (low 16
+//     bits dropped, subnormals to zero), copies and reduces round to
+//     nearest even (numerics.RoundBF16).
+//   - pack_tile of an fp32 DEST into a bf16 CB rounds as the packer does,
+//     half away from zero (numerics.PackerBF16).
 //   - pack_tile packs the DEST tile into the output CB's format with
 //     numerics.PackTile. reduce_init programs the packer's edge mask and
 //     only reduce_uninit clears it: in between, every pack keeps just the

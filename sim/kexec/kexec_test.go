@@ -2,6 +2,7 @@ package kexec_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -75,13 +76,40 @@ func TestEltwiseAddBF16(t *testing.T) {
 	st := runOK(t, d, p)
 	want := make([]float32, len(a))
 	for i := range a {
-		want[i] = numerics.RoundBF16(a[i] + b[i]) // exact bf16 inputs, fp32 add, bf16 DEST and pack
+		want[i] = numerics.FPUAdd(a[i], b[i], false) // ELWADD into a bf16 DEST, packed exactly
 	}
 	if diff := cmp.Diff(want, readTiles(t, d, "out")); diff != "" {
 		t.Errorf("out (-want +got):\n%s", diff)
 	}
 	if st.NoCReadBytes != int64(2*n*2048) || st.NoCWriteBytes != int64(n*2048) {
 		t.Errorf("NoC bytes read %d written %d; want %d and %d", st.NoCReadBytes, st.NoCWriteBytes, 2*n*2048, n*2048)
+	}
+}
+
+// TestPackerRoundsTiesAway: 1 + 2^-8 in an fp32 DEST is a bf16 tie; the
+// packer rounds it away from zero to 1 + 2^-7 (ties-to-even would give 1),
+// and -(1 + 2^-8) to -(1 + 2^-7).
+func TestPackerRoundsTiesAway(t *testing.T) {
+	p := kirtest.EltwiseBinary(kir.EltAdd, ir.BF16, 1, []kir.Core{{X: 0, Y: 0}})
+	p.Kernel("compute").Compute.FP32DestAccEn = true
+	a, b := make([]float32, numerics.TileElems), make([]float32, numerics.TileElems)
+	for i := range a {
+		a[i], b[i] = 1, 0x1p-8
+		if i%2 == 1 {
+			a[i], b[i] = -1, -0x1p-8
+		}
+	}
+	d := setup(t, p, map[string][]float32{"a": a, "b": b})
+	runOK(t, d, p)
+	got := readTiles(t, d, "out")
+	for i, v := range got {
+		want := float32(1 + 0x1p-7)
+		if i%2 == 1 {
+			want = -want
+		}
+		if v != want {
+			t.Fatalf("element %d = %v, want %v (the packer rounds ties away from zero)", i, v, want)
+		}
 	}
 }
 
@@ -98,7 +126,7 @@ func TestEltwiseMulBFP8(t *testing.T) {
 		prod := make([]float32, numerics.TileElems)
 		for i := range prod {
 			j := tile*numerics.TileElems + i
-			prod[i] = numerics.RoundBF16(numerics.FidelityMul(a[j], b[j], ir.HiFi4))
+			prod[i] = numerics.FPUMul(a[j], b[j], 0, ir.HiFi4, false) // four ELWMUL passes into a bf16 DEST
 		}
 		want = append(want, numerics.Quantize(ir.BFP8B, prod)...)
 	}
@@ -129,15 +157,10 @@ func TestMatmul(t *testing.T) {
 				for n := 0; n < nt; n++ {
 					acc := make([]float32, numerics.TileElems)
 					for k := 0; k < kt; k++ {
-						numerics.MatmulTile(acc, tile(a, m*kt+k), tile(b, k*nt+n), ir.HiFi4)
-						if !fp32 {
-							for i := range acc {
-								acc[i] = numerics.RoundBF16(acc[i])
-							}
-						}
+						numerics.MatmulTile(acc, tile(a, m*kt+k), tile(b, k*nt+n), ir.HiFi4, fp32)
 					}
 					for i := range acc {
-						acc[i] = numerics.RoundBF16(acc[i]) // pack to bf16
+						acc[i] = numerics.FromBF16Bits(numerics.PackerBF16(acc[i])) // pack to bf16
 					}
 					want = append(want, acc...)
 				}
@@ -247,7 +270,8 @@ func elementwise(x []float32, f func(i int, v float32) float32) []float32 {
 
 func TestComputeOps(t *testing.T) {
 	a, bb := randTiles(20, 2), randTiles(21, 2)
-	bf := numerics.RoundBF16
+	// SFPSTORE into a bf16 DEST truncates (and these inputs have no subnormals).
+	trunc := func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ 0xFFFF) }
 	tests := []struct {
 		name string
 		two  bool
@@ -260,7 +284,7 @@ func TestComputeOps(t *testing.T) {
 			b.SFPUInit(kir.SFPUExp)
 			b.SFPU(kir.SFPUExp, kir.C(0))
 		}, func() []float32 {
-			return elementwise(a, func(_ int, v float32) float32 { return bf(numerics.Exp(v)) })
+			return elementwise(a, func(_ int, v float32) float32 { return trunc(numerics.Exp(v)) })
 		}},
 		{"mul by scalar then silu", false, func(b *kir.Builder) {
 			b.CopyTileInit(0)
@@ -270,7 +294,7 @@ func TestComputeOps(t *testing.T) {
 			b.SFPUInit(kir.SFPUSiLU)
 			b.SFPU(kir.SFPUSiLU, kir.C(0))
 		}, func() []float32 {
-			return elementwise(a, func(_ int, v float32) float32 { return bf(numerics.SiLU(bf(v * 0.5))) })
+			return elementwise(a, func(_ int, v float32) float32 { return trunc(numerics.SiLU(trunc(v * 0.5))) })
 		}},
 		{"sub with column broadcast", true, func(b *kir.Builder) {
 			b.BcastInit(kir.EltSub, kir.BcastCols, 0, 1)
@@ -279,7 +303,7 @@ func TestComputeOps(t *testing.T) {
 			return elementwise(a, func(i int, v float32) float32 {
 				tile, r := i/numerics.TileElems, 0
 				r, _ = numerics.FacePos(i % numerics.TileElems)
-				return bf(v - bb[tile*numerics.TileElems+numerics.FaceIndex(r, 0)])
+				return numerics.FPUSub(v, bb[tile*numerics.TileElems+numerics.FaceIndex(r, 0)], false)
 			})
 		}},
 		{"transpose", false, func(b *kir.Builder) {
@@ -306,7 +330,7 @@ func TestComputeOps(t *testing.T) {
 					for c := 0; c < 32; c++ {
 						acc += numerics.FidelityMul(a[base+numerics.FaceIndex(r, c)], s, ir.HiFi4)
 					}
-					out[base+numerics.FaceIndex(r, 0)] = bf(acc)
+					out[base+numerics.FaceIndex(r, 0)] = numerics.RoundBF16(acc) // reduce: not bit-modelled (RNE into a bf16 DEST)
 				}
 			}
 			return out

@@ -74,7 +74,18 @@
 // tf32 SrcA operand the least significant mantissa bit is never used.
 // [FidelityMul] takes SrcA first. Eltwise multiply feeds in0 to SrcA and in1
 // to SrcB; matmul is the reverse: in0 feeds SrcB and in1 feeds SrcA, which
-// [MatmulTile] and [Matmul] follow. Products are accumulated in fp32.
+// [MatmulTile] and [Matmul] follow.
+//
+// [FidelityMul] is the product alone. How the device sums and rounds is
+// the datapath (datapath.go), bit for bit as Tenstorrent's ttsim models
+// it and checked against vectors computed by it: [FPUAdd], [FPUSub],
+// [FPUMul], [MatmulTile] and [Matmul] align their terms in integer
+// mantissas with round-half-up steps (MVMUL sums its sixteen products in
+// two groups of eight aligned to the group's largest), and the packer
+// writes an fp32 DEST value to bf16 rounding half away from zero
+// ([PackerBF16]). None of it is IEEE arithmetic: a tile matmul differs
+// from float32 sums of the same products by up to about 2^-11 of the
+// largest product of a group.
 //
 // # SFPU
 //

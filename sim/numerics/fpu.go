@@ -98,66 +98,40 @@ func FidelityMul(a, b float32, f ir.MathFidelity) float32 {
 	return product(splitSrcA(a), splitSrcB(b), f)
 }
 
-// MatmulTile accumulates acc += a x b for 32x32 tiles given in face order
-// (TileElems values each). a is in0 and feeds SrcB; b is in1 and feeds SrcA,
-// so each product is FidelityMul(b[k][j], a[i][k], f). Each acc[i][j] adds
-// its 32 products in float32 in order of increasing k. (The device adds each
-// fidelity phase to DEST as a separate pass; summing the exact multi-phase
-// product per k instead can differ from it in the last fp32 bits.) To model
-// a bf16 DEST, round acc with RoundBF16 after each call. It panics if a
-// slice is not one tile long or f is unknown.
-func MatmulTile(acc, a, b []float32, f ir.MathFidelity) {
-	if len(acc) != TileElems || len(a) != TileElems || len(b) != TileElems {
-		panic(fmt.Sprintf("numerics.MatmulTile: want three %d-value tiles, got acc %d, a %d, b %d", TileElems, len(acc), len(a), len(b)))
-	}
-	checkFidelity("MatmulTile", f)
-	var ops [TileElems]srcOperand // in1 as SrcA, row-major [k][j]
-	for k := 0; k < TileDim; k++ {
-		for j := 0; j < TileDim; j++ {
-			ops[k*TileDim+j] = splitSrcA(b[FaceIndex(k, j)])
-		}
-	}
-	var row [TileDim]float32
-	for i := 0; i < TileDim; i++ {
-		for j := range row {
-			row[j] = acc[FaceIndex(i, j)]
-		}
-		for k := 0; k < TileDim; k++ {
-			bop := splitSrcB(a[FaceIndex(i, k)])
-			opsK := ops[k*TileDim : (k+1)*TileDim]
-			for j := range row {
-				row[j] += product(opsK[j], bop, f)
-			}
-		}
-		for j, v := range row {
-			acc[FaceIndex(i, j)] = v
-		}
-	}
-}
-
 // Matmul returns the row-major [m, n] product of row-major a [m, k] (in0,
-// fed to SrcB) and b [k, n] (in1, fed to SrcA) with fidelity-limited
-// products (FidelityMul(b[p][j], a[i][p], f)) accumulated in float32 in order
-// of increasing p, starting from +0. It equals untilizing a tile-by-tile
-// MatmulTile accumulation over the k tiles. It panics if the slice lengths do
-// not match the shapes or f is unknown.
+// fed to SrcB) and b [k, n] (in1, fed to SrcA) as the device computes it
+// into an fp32 DEST starting from +0: both operands reduced to the source
+// format (TruncTF32), then for each 32-deep tile of k (zero padded) the
+// MatmulTile sequence of mvmul passes. It equals untilizing a tile-by-tile
+// MatmulTile accumulation over the k tiles with fp32Dest. It panics if the
+// slice lengths do not match the shapes or f is unknown.
 func Matmul(a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	checkMatrix("Matmul (a)", len(a), m, k)
 	checkMatrix("Matmul (b)", len(b), k, n)
-	checkFidelity("Matmul", f)
-	ops := make([]srcOperand, len(b))
-	for i, v := range b {
-		ops[i] = splitSrcA(v)
+	phases := fidelityPhases(f)
+	kp := ceilTiles(k) * TileDim
+	srcA := make([]uint32, n*kp) // srcA[j*kp+p] = b[p][j]
+	for p := 0; p < k; p++ {
+		for j := 0; j < n; j++ {
+			srcA[j*kp+p] = srcWord(TruncTF32(b[p*n+j]))
+		}
 	}
+	srcB := make([]uint32, kp)
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
-		row := out[i*n : (i+1)*n]
 		for p := 0; p < k; p++ {
-			bop := splitSrcB(a[i*k+p])
-			opsP := ops[p*n : (p+1)*n]
-			for j := range row {
-				row[j] += product(opsP[j], bop, f)
+			srcB[p] = srcWord(TruncTF32(a[i*k+p]))
+		}
+		for j := 0; j < n; j++ {
+			col := srcA[j*kp : (j+1)*kp]
+			var d uint32
+			for t := 0; t < kp; t += TileDim {
+				for ph := 0; ph < phases; ph++ {
+					d = mvmulLane(col[t:t+16], srcB[t:t+16], d, ph, true)
+					d = mvmulLane(col[t+16:t+32], srcB[t+16:t+32], d, ph, true)
+				}
 			}
+			out[i*n+j] = math.Float32frombits(d)
 		}
 	}
 	return out

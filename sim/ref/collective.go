@@ -18,7 +18,8 @@ import (
 //     of all devices of the row in device order and returns one result per
 //     device.
 //
-// Sums are taken in float64 in device order and rounded once to float32,
+// Sums run in device order: with StorageFormats as FPU adds (deviceAdd)
+// into an fp32 accumulator, otherwise in float64 rounded once to float32;
 // then each device's result is rounded to its storage dtype (a ring
 // reduction that rounds to the dtype at every hop can differ from this in
 // the last bits when more than two devices take part).
@@ -34,7 +35,7 @@ func init() {
 // of one mesh row (args[c] is device c's operand; all have one shape) and
 // returns each device's result before storage rounding, in device order.
 // Like evalFunc it validates what it relies on and must not panic.
-type meshFunc func(op *ir.Op, args []Tensor) ([]Tensor, error)
+type meshFunc func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 
 // meshEvaluators holds the mesh evaluator of every collective op kind.
 var meshEvaluators = map[ir.OpKind]meshFunc{
@@ -88,9 +89,19 @@ func evalCollectiveOneDevice(op *ir.Op, args []Tensor, _ Options) ([]Tensor, err
 	return []Tensor{x.Clone()}, nil
 }
 
-// sumDevices returns the element-wise sum of args in float64, device
-// order, rounded once to float32.
-func sumDevices(args []Tensor) Tensor {
+// sumDevices returns the element-wise sum of args in device order: FPU
+// adds (deviceAdd) with StorageFormats, else float64 rounded once to
+// float32.
+func sumDevices(args []Tensor, opts Options) Tensor {
+	if opts.StorageFormats {
+		out := args[0].Clone()
+		for _, a := range args[1:] {
+			for i, v := range a.Data {
+				out.Data[i] = deviceAdd(out.Data[i], v, opts)
+			}
+		}
+		return out
+	}
 	acc := make([]float64, len(args[0].Data))
 	for _, a := range args {
 		for i, v := range a.Data {
@@ -105,8 +116,8 @@ func sumDevices(args []Tensor) Tensor {
 }
 
 // meshAllReduce: every device gets the element-wise sum of all operands.
-func meshAllReduce(_ *ir.Op, args []Tensor) ([]Tensor, error) {
-	s := sumDevices(args)
+func meshAllReduce(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	s := sumDevices(args, opts)
 	outs := make([]Tensor, len(args))
 	for d := range outs {
 		outs[d] = s.Clone()
@@ -116,7 +127,7 @@ func meshAllReduce(_ *ir.Op, args []Tensor) ([]Tensor, error) {
 
 // meshReduceScatter: s = the element-wise sum of all operands; device d
 // gets s[.., d*m : (d+1)*m, ..] along axis, m = shape[axis] / devices.
-func meshReduceScatter(op *ir.Op, args []Tensor) ([]Tensor, error) {
+func meshReduceScatter(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	n := len(args)
 	x := args[0]
 	ax, err := collectiveAxis(op, x.Shape.Rank())
@@ -126,7 +137,7 @@ func meshReduceScatter(op *ir.Op, args []Tensor) ([]Tensor, error) {
 	if x.Shape[ax]%n != 0 {
 		return nil, fmt.Errorf("rule reduce-scatter-split: dim %d (%d) is not divisible by %d devices", ax, x.Shape[ax], n)
 	}
-	s := sumDevices(args)
+	s := sumDevices(args, opts)
 	outer, size, inner := axisView(x.Shape, ax)
 	m := size / n
 	shape := x.Shape.Clone()
@@ -145,7 +156,7 @@ func meshReduceScatter(op *ir.Op, args []Tensor) ([]Tensor, error) {
 
 // meshAllGather: every device gets the operands of devices 0..n-1 joined
 // along axis in device order.
-func meshAllGather(op *ir.Op, args []Tensor) ([]Tensor, error) {
+func meshAllGather(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	n := len(args)
 	x := args[0]
 	ax, err := collectiveAxis(op, x.Shape.Rank())

@@ -147,7 +147,8 @@ func TestFusedOpInGraph(t *testing.T) {
 	}
 	// The device norm's FPU steps (normRows): squares and x * rsqrt read
 	// as tf32 in SrcA, rsqrt and w + 1 in SrcB (TruncTF32, SrcA's last
-	// mantissa bit unused), float32 sums; one bf16 rounding at the end.
+	// mantissa bit unused), float32 sums; one packer rounding to bf16 at the end
+	// (half away from zero).
 	srcA := func(v float32) float32 {
 		return math.Float32frombits(math.Float32bits(numerics.TruncTF32(v)) &^ 0x3FFF)
 	}
@@ -161,10 +162,10 @@ func TestFusedOpInGraph(t *testing.T) {
 		s := numerics.TruncTF32(numerics.Rsqrt(ss*float32(1.0/64) + float32(1e-5)))
 		for c := 0; c < 64; c++ {
 			xn := srcA(xt.Data[r*64+c] * s)
-			want = append(want, numerics.RoundBF16(xn*numerics.TruncTF32(wt.Data[c]+1)))
+			want = append(want, numerics.FromBF16Bits(numerics.PackerBF16(xn*numerics.TruncTF32(wt.Data[c]+1))))
 		}
 	}
 	if diff := cmp.Diff(want, res[y].Data); diff != "" {
-		t.Errorf("rmsnorm vs the device's FPU steps, rounded once to bf16 (-want +got):\n%s", diff)
+		t.Errorf("rmsnorm vs the device's FPU steps, packed once to bf16 (-want +got):\n%s", diff)
 	}
 }

@@ -6,7 +6,7 @@
 // # Reference at the same formats
 //
 // A device never holds a tensor as float32 unless its dtype is fp32: a bf16
-// activation is rounded to nearest even when it is packed, a bfp8_b weight
+// activation is rounded when it is packed, a bfp8_b weight
 // shares one exponent per 16-value face row, and so on. A reference that
 // kept every intermediate in float32 would differ from a correct device
 // program by all of these roundings, so a real bug and a legitimate storage
@@ -14,22 +14,26 @@
 // points the device stores a value, and nowhere else:
 //
 //   - inputs, weights and states are rounded through their declared dtype
-//     when they enter Eval (a bfp8_b weight is evaluated with its bfp8_b
-//     values, as the device sees it after upload);
+//     when they enter Eval, as the host packs them (bf16 to nearest even; a
+//     bfp8_b weight is evaluated with its bfp8_b values, as the device sees
+//     it after upload);
 //   - every op result is rounded through its declared result dtype (the
 //     TensorType of the result value), as the device packs it to its output
-//     buffer: bf16 round-to-nearest-even, bfp8_b/bfp4_b by packing the
+//     buffer: bf16 as the packer rounds an fp32 DEST value, half away from
+//     zero (numerics.PackerBF16), bfp8_b/bfp4_b by packing the
 //     flattened [Rows2D, last dim] matrix into zero-padded tiles and
 //     unpacking it (numerics.QuantizeMatrix), fp32 unchanged, int32/uint32
 //     checked to be integers in range;
 //   - inside an op nothing is rounded to a storage format: eltwise results
-//     are computed in float32 (the precision of an fp32 DEST), reductions
+//     are computed in float32 (the precision of an fp32 DEST) except adds
+//     and subtracts of bf16 values, which are the FPU's (numerics.FPUAdd:
+//     the smaller operand aligned to the larger in 11 bits), reductions
 //     and norms accumulate in float64 and round once to float32, and SFPU
 //     functions are the shared numerics helpers (float64 formula, one
 //     rounding to float32). The exception is matmul, whose products go
 //     through numerics.Matmul: source-register reduction (fp32 operands to
 //     tf32), math-fidelity-limited products (Options.Fidelity, HiFi4 by
-//     default) and float32 accumulation, because those effects are a
+//     default) and the FPU datapath's accumulation, because those effects are a
 //     property of the format and fidelity the program chooses, not of the
 //     kernel's implementation.
 //

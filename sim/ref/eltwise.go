@@ -16,8 +16,8 @@ import (
 // receives them as 32-bit arguments.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpAdd:       binary(func(a, b float32) float32 { return a + b }),
-		ir.OpSub:       binary(func(a, b float32) float32 { return a - b }),
+		ir.OpAdd:       fpuBinary(deviceAdd),
+		ir.OpSub:       fpuBinary(deviceSub),
 		ir.OpMul:       binary(func(a, b float32) float32 { return a * b }),
 		ir.OpAddScalar: scalar(func(x, s float32) float32 { return x + s }),
 		ir.OpMulScalar: scalar(func(x, s float32) float32 { return x * s }),
@@ -66,6 +66,30 @@ func binary(f func(a, b float32) float32) evalFunc {
 			return nil, err
 		}
 		return []Tensor{out}, nil
+	}
+}
+
+// deviceAdd is a + b as an FPU add computes it. With StorageFormats and
+// two bf16 operands (bf16 or block-float data) it is the eltwise datapath
+// numerics.FPUAdd into an fp32 DEST: the smaller operand aligned to the
+// larger in 11 bits, rounded half up. Otherwise it is float32 addition:
+// what an fp32 operand goes through depends on the kernel (truncated to
+// tf32 in a source register, or kept exact in DEST), which the graph does
+// not say.
+func deviceAdd(a, b float32, opts Options) float32 {
+	if !opts.StorageFormats || !numerics.IsBF16(a) || !numerics.IsBF16(b) {
+		return a + b
+	}
+	return numerics.FPUAdd(a, b, true)
+}
+
+// deviceSub is a - b as deviceAdd computes a + (-b).
+func deviceSub(a, b float32, opts Options) float32 { return deviceAdd(a, -b, opts) }
+
+// fpuBinary applies an FPU eltwise op element-wise with broadcasting.
+func fpuBinary(f func(a, b float32, opts Options) float32) evalFunc {
+	return func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+		return binary(func(a, b float32) float32 { return f(a, b, opts) })(op, args, opts)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Options selects how closely the evaluator follows the device's formats.
@@ -17,7 +18,7 @@ type Options struct {
 	// StorageFormats rounds every value through its declared dtype's device
 	// storage: graph inputs, weights and states on entry, and every op
 	// result (see Store). It also makes matmul use the device's FPU
-	// products (numerics.Matmul at Fidelity, float32 accumulation). When
+	// products (numerics.Matmul at Fidelity: the FPU datapath). When
 	// false, values stay float32, typecasts to float dtypes are the
 	// identity, and matmul accumulates exact float32 products in float64.
 	StorageFormats bool
@@ -190,8 +191,29 @@ func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 	return st, nil
 }
 
-// finish applies a value's storage: Store with StorageFormats, otherwise a
-// copy (integer dtypes are still checked). The result shares no memory with t.
+// finishResult is finish for an op's result: with StorageFormats a bf16
+// result is what the packer writes from DEST, rounded half away from zero
+// (numerics.PackerBF16), where host-stored values (finish) round to even.
+func finishResult(dt ir.DType, t Tensor, opts Options) (Tensor, error) {
+	if !opts.StorageFormats || dt != ir.BF16 {
+		return finish(dt, t, opts)
+	}
+	if err := t.check(); err != nil {
+		return Tensor{}, err
+	}
+	out := Tensor{Shape: t.Shape.Clone(), Data: make([]float32, len(t.Data))}
+	for i, v := range t.Data {
+		out.Data[i] = packedBF16(v)
+	}
+	return out, nil
+}
+
+// packedBF16 is the bf16 value the packer writes for x.
+func packedBF16(x float32) float32 { return numerics.FromBF16Bits(numerics.PackerBF16(x)) }
+
+// finish applies a host-stored value's storage: Store with StorageFormats,
+// otherwise a copy (integer dtypes are still checked). The result shares no
+// memory with t.
 func finish(dt ir.DType, t Tensor, opts Options) (Tensor, error) {
 	if opts.StorageFormats {
 		return Store(dt, t)
@@ -315,7 +337,7 @@ func runOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error) {
 		if !raw[i].Shape.Equal(r.Type.Shape) {
 			return nil, fmt.Errorf("%s%s: result %d has shape %s but its declared type is %s", op.Where(), shapesOf(args), i, raw[i].Shape, r.Type)
 		}
-		t, err := finish(r.Type.DType, raw[i], opts)
+		t, err := finishResult(r.Type.DType, raw[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s%s: storing result %d as %s: %w", op.Where(), shapesOf(args), i, r.Type.DType, err)
 		}

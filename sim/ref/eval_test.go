@@ -82,8 +82,9 @@ func TestTypecastHandValues(t *testing.T) {
 		in   []float32
 		want []float32
 	}{
-		// bf16 has 7 stored mantissa bits: ulp(1) = 2^-7; ties go to the even mantissa.
-		{"bf16 ties to even", ir.BF16, []float32{1 + 0x1p-8, 1 + 3*0x1p-8, 1 + 0x1p-9, -(1 + 0x1p-7 + 0x1p-9)}, []float32{1, 1 + 0x1p-6, 1, -(1 + 0x1p-7)}},
+		// bf16 has 7 stored mantissa bits: ulp(1) = 2^-7. The result is
+		// what the packer writes: ties go away from zero, not to even.
+		{"bf16 ties away from zero", ir.BF16, []float32{1 + 0x1p-8, 1 + 3*0x1p-8, 1 + 0x1p-9, -(1 + 0x1p-7 + 0x1p-9), -(1 + 0x1p-8)}, []float32{1 + 0x1p-7, 1 + 0x1p-6, 1, -(1 + 0x1p-7), -(1 + 0x1p-7)}},
 		{"uint32 round half even, saturate, NaN", ir.UInt32, []float32{2.5, 3.5, -1, 1e10, nan, 7}, []float32{2, 4, 0, 4294967040, 0, 7}},
 		{"int32 round half even, saturate", ir.Int32, []float32{-2.5, -3.5, 1e10, -1e10, 0.49}, []float32{-2, -4, 2147483520, -2147483648, 0}},
 	}

@@ -40,7 +40,7 @@ func storeAs(dt ir.DType, t Tensor, opts Options) (Tensor, error) {
 	if !opts.StorageFormats {
 		return t, nil
 	}
-	return Store(dt, t)
+	return finishResult(dt, t, opts)
 }
 
 // prologueDims are the sizes an attn_prologue's operands imply.

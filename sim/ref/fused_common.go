@@ -89,14 +89,14 @@ func evalMatmulMulti(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	return outs, nil
 }
 
-// addSame is the fp32 element-wise sum of two tensors of one shape.
-func addSame(rule string, a, b Tensor) (Tensor, error) {
+// addSame is the element-wise deviceAdd of two tensors of one shape.
+func addSame(rule string, a, b Tensor, opts Options) (Tensor, error) {
 	if !a.Shape.Equal(b.Shape) {
 		return Tensor{}, fmt.Errorf("rule %s: shapes %s and %s must be equal", rule, a.Shape, b.Shape)
 	}
 	out := NewTensor(a.Shape)
 	for i := range out.Data {
-		out.Data[i] = a.Data[i] + b.Data[i]
+		out.Data[i] = deviceAdd(a.Data[i], b.Data[i], opts)
 	}
 	return out, nil
 }
@@ -120,10 +120,10 @@ func evalMatmulAdd(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mm, err = finish(dt, mm, opts); err != nil {
+	if mm, err = finishResult(dt, mm, opts); err != nil {
 		return nil, err
 	}
-	out, err := addSame("matmul-add-residual", args[2], mm)
+	out, err := addSame("matmul-add-residual", args[2], mm, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func evalRMSNormMatmul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	if n, err = finish(dt, n, opts); err != nil {
+	if n, err = finishResult(dt, n, opts); err != nil {
 		return nil, err
 	}
 	out, err := matmulOf(n, args[2], opts)
@@ -172,17 +172,17 @@ func evalMatmulSwiGLU(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if !gate.Shape.Equal(up.Shape) {
 		return nil, fmt.Errorf("rule swiglu-weights: gate %s and up %s products differ in shape", gate.Shape, up.Shape)
 	}
-	if gate, err = finish(dt, gate, opts); err != nil {
+	if gate, err = finishResult(dt, gate, opts); err != nil {
 		return nil, err
 	}
-	if up, err = finish(dt, up, opts); err != nil {
+	if up, err = finishResult(dt, up, opts); err != nil {
 		return nil, err
 	}
 	act := NewTensor(gate.Shape)
 	for i, g := range gate.Data {
 		act.Data[i] = numerics.SiLU(g)
 	}
-	if act, err = finish(dt, act, opts); err != nil {
+	if act, err = finishResult(dt, act, opts); err != nil {
 		return nil, err
 	}
 	out := NewTensor(gate.Shape)
@@ -202,7 +202,7 @@ func evalAddRMSNorm(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 // with op's eps and offset; r rounds to result 0's dtype. w == nil (no
 // norm) returns just h.
 func addNorm(op *ir.Op, a, b Tensor, w *Tensor, opts Options) ([]Tensor, error) {
-	h, err := addSame("add-operands", a, b)
+	h, err := addSame("add-operands", a, b, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func addNorm(op *ir.Op, a, b Tensor, w *Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	if h, err = finish(dt, h, opts); err != nil {
+	if h, err = finishResult(dt, h, opts); err != nil {
 		return nil, err
 	}
 	n, err := rmsNormRows(h, *w, eps, offset, opts)
@@ -235,7 +235,7 @@ func allReduceAddTail(op *ir.Op, s Tensor, dev []Tensor, opts Options) ([]Tensor
 	if err != nil {
 		return nil, err
 	}
-	if s, err = finish(dt, s, opts); err != nil {
+	if s, err = finishResult(dt, s, opts); err != nil {
 		return nil, err
 	}
 	var w *Tensor
@@ -261,8 +261,8 @@ func evalAllReduceAddOneDevice(op *ir.Op, args []Tensor, opts Options) ([]Tensor
 	return allReduceAddTail(op, args[0].Clone(), args, opts)
 }
 
-// meshAllReduceAdd: s = the element-wise sum of every device's x (float64,
-// device order, one rounding to float32), then each device finishes with
+// meshAllReduceAdd: s = the element-wise sum of every device's x
+// (sumDevices), then each device finishes with
 // its own residual (and norm weight).
 func meshAllReduceAdd(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, error) {
 	xs := make([]Tensor, len(args))
@@ -275,7 +275,7 @@ func meshAllReduceAdd(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, err
 		}
 		xs[c] = dev[0]
 	}
-	s := sumDevices(xs)
+	s := sumDevices(xs, opts)
 	outs := make([][]Tensor, len(args))
 	for c, dev := range args {
 		r, err := allReduceAddTail(op, s.Clone(), dev, opts)
@@ -362,7 +362,7 @@ func fusedMeshOp(op *ir.Op, args [][]Tensor, opts Options) (outs [][]Tensor, err
 			if !res[i].Shape.Equal(r.Type.Shape) {
 				return nil, fmt.Errorf("%s: device %d result %d has shape %s but its declared type is %s", op.Where(), c, i, res[i].Shape, r.Type)
 			}
-			st, err := finish(r.Type.DType, res[i], opts)
+			st, err := finishResult(r.Type.DType, res[i], opts)
 			if err != nil {
 				return nil, fmt.Errorf("%s: device %d: storing result %d as %s: %w", op.Where(), c, i, r.Type.DType, err)
 			}
@@ -422,7 +422,7 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	cur := args[0].Clone()
 	for i, st := range steps {
 		if i > 0 {
-			if cur, err = finish(dt, cur, opts); err != nil {
+			if cur, err = finishResult(dt, cur, opts); err != nil {
 				return nil, err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 // rounded to the dtype it is stored in (element by element; the rules only
 // fuse chains whose intermediates are bf16 or fp32), and every step is
 // computed as the composed op's evaluator computes it (eltwise in float32,
+// adds and subtracts as deviceAdd,
 // reductions and norms in float64 rounded once, contractions as bmm:
 // numerics.Matmul with StorageFormats, exact float64 sums without). The
 // results are rounded by the caller as usual.
@@ -31,7 +32,8 @@ func init() {
 }
 
 // gdnRounder returns the per-element storage rounding of dt when
-// opts.StorageFormats is set (bf16: round to nearest even; fp32: none) and
+// opts.StorageFormats is set (bf16: as the packer rounds, half away from
+// zero; fp32: none) and
 // the identity otherwise. Other dtypes are not stored element by element
 // and are an error.
 func gdnRounder(dt ir.DType, opts Options) (func(float32) float32, error) {
@@ -40,7 +42,7 @@ func gdnRounder(dt ir.DType, opts Options) (func(float32) float32, error) {
 	case !opts.StorageFormats || dt == ir.FP32:
 		return id, nil
 	case dt == ir.BF16:
-		return numerics.RoundBF16, nil
+		return packedBF16, nil
 	}
 	return nil, fmt.Errorf("rule gdn-intermediate-dtype: intermediates stored as %s are not modelled (want bf16 or fp32)", dt)
 }
@@ -113,7 +115,7 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 			i := b*H + h
 			beta.Data[i] = numerics.Sigmoid(bg.Data[i])
 			negA := rg(numerics.Exp(al.Data[h])) * -1
-			sp := rg(numerics.Softplus(rg(a.Data[i]+dt.Data[h]), 1, 20))
+			sp := rg(numerics.Softplus(rg(deviceAdd(a.Data[i], dt.Data[h], opts)), 1, 20))
 			g.Data[i] = sp * negA
 		}
 	}
@@ -223,12 +225,12 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			kS := gdnContract(k, sd, 1, Dk, Dv, opts)
 			delta := make([]float32, Dv)
 			for j := range Dv {
-				delta[j] = rs(v[j] - rs(kS[j]))
+				delta[j] = rs(deviceSub(v[j], rs(kS[j]), opts))
 			}
 			outer := gdnContract(k, delta, Dk, 1, Dv, opts)
 			s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 			for i := range s1 {
-				s1[i] = rs(sd[i] + rs(rs(outer[i])*bt))
+				s1[i] = rs(deviceAdd(sd[i], rs(rs(outer[i])*bt), opts))
 			}
 			o := gdnContract(q, s1, 1, Dk, Dv, opts)
 			for j := range o {

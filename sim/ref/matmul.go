@@ -16,7 +16,8 @@ func init() {
 // evalMatmul: out[b, m, n] = sum_k a[b, m, k] * w[k, n] for a [..., M, K]
 // and w [K, N]. With StorageFormats each batch is numerics.Matmul at
 // opts.Fidelity: the device's source-register reduction (fp32 operands
-// truncate to tf32), fidelity-limited products and float32 accumulation in
+// truncate to tf32), fidelity-limited products and the FPU datapath's
+// accumulation in
 // order of increasing k. Without it, the exact products of the float32
 // values are summed in float64 and rounded once to float32.
 func evalMatmul(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {

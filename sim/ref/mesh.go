@@ -137,7 +137,7 @@ func runMeshOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error
 			outs, err = nil, fmt.Errorf("%s%s: internal error in the reference evaluator: %v", op.Where(), shapesOf(args), p)
 		}
 	}()
-	raw, err := meshEvaluators[op.Kind](op, args)
+	raw, err := meshEvaluators[op.Kind](op, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s%s: %w", op.Where(), shapesOf(args), err)
 	}
@@ -150,7 +150,7 @@ func runMeshOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error
 		if !t.Shape.Equal(r.Type.Shape) {
 			return nil, fmt.Errorf("%s%s: result of device %d has shape %s but its declared type is %s", op.Where(), shapesOf(args), c, t.Shape, r.Type)
 		}
-		st, err := finish(r.Type.DType, t, opts)
+		st, err := finishResult(r.Type.DType, t, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s%s: storing the result of device %d as %s: %w", op.Where(), shapesOf(args), c, r.Type.DType, err)
 		}

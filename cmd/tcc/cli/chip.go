@@ -25,7 +25,7 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &jit.Env{Toolchain: tc, TTMetalHome: home, ComputeTTMetalHome: os.Getenv("TCC_JIT_COMPUTE_TT_METAL_HOME"), SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE")}
+	env := &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE")}
 	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}})
 }
 

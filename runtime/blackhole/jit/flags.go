@@ -15,11 +15,6 @@ type Env struct {
 	Toolchain *Toolchain
 	// TTMetalHome is the tt-metal source tree (TT_METAL_HOME).
 	TTMetalHome string
-	// ComputeTTMetalHome is the tree compute kernels are built from; empty
-	// means TTMetalHome. Stock GNU as has no .ttinsn, so with stock GCC this
-	// must be a copy whose INSTRUCTION_WORD (tt_llk ckernel_ops.h) emits a
-	// .word.
-	ComputeTTMetalHome string
 	// SFPIInclude is the directory holding sfpi.h; empty means
 	// $TT_METAL_HOME/runtime/sfpi/include, then /opt/tenstorrent/sfpi/include.
 	SFPIInclude string
@@ -86,13 +81,6 @@ var (
 func root(dir string) string { return strings.TrimRight(dir, "/") + "/" }
 
 func (e *Env) tt() string { return root(e.TTMetalHome) }
-
-func (e *Env) computeTT() string {
-	if e.ComputeTTMetalHome != "" {
-		return root(e.ComputeTTMetalHome)
-	}
-	return e.tt()
-}
 
 func (e *Env) stock() bool { return e.Toolchain.Kind == Stock }
 
@@ -277,7 +265,7 @@ func (e *Env) fwLinkCmd(p proc, dir, fw string) cmd {
 func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, userDefs map[string]string, noc int, ct []uint32) cmd {
 	tt, opt, extra, src := e.tt(), "-O2", []string{"-fno-tree-loop-distribute-patterns"}, p.name+"k.cc"
 	if p.compute {
-		tt, opt, extra, src = e.computeTT(), "-O3", nil, "trisck.cc"
+		opt, extra, src = "-O3", nil, "trisck.cc"
 	}
 	a := append([]string{e.Toolchain.GXX, opt}, e.cflags()...)
 	a = append(a, e.arch(p)...)

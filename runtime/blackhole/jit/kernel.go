@@ -219,11 +219,8 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", buildVersion, e.toolchainID(), fwh)
-	for _, tt := range []string{e.TTMetalHome, e.ComputeTTMetalHome} {
-		if tt == "" {
-			continue
-		}
-		th, err := treeHash(tt, hashedTreeDirs)
+	if e.TTMetalHome != "" {
+		th, err := treeHash(e.TTMetalHome, hashedTreeDirs)
 		if err != nil {
 			return "", err
 		}

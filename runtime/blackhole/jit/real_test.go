@@ -111,12 +111,9 @@ func TestRealBuild(t *testing.T) {
 	}
 	t.Logf("cached rebuild %v", time.Since(t0))
 
-	// A compute kernel: with stock GCC it builds only when it uses no
-	// SFPI/Tensix builtins, else it must fail with *NeedsSFPUError.
-	// TCC_JIT_COMPUTE_TT_METAL names a tree whose INSTRUCTION_WORD stock
-	// GNU as can assemble (e.g. /work/ttsim/tt-metal).
-	if ctt := os.Getenv("TCC_JIT_COMPUTE_TT_METAL"); ctt != "" || tc.Kind == SFPI {
-		env.ComputeTTMetalHome = ctt
+	// A compute kernel: with stock GCC it builds only when it uses no SFPU
+	// instruction, else it must fail with *NeedsSFPUError.
+	{
 		for i := range doc.Programs {
 			p := &doc.Programs[i]
 			for j := range p.Kernels {

@@ -4,8 +4,31 @@
 // name is declared as a variadic function template returning a value
 // convertible to any type, and never defined: code that only mentions SFPI
 // compiles, code that really uses the SFPU fails to link with undefined
-// references to these names (reported as jit.NeedsSFPUError).
+// references to these names (reported as jit.NeedsSFPUError). The two
+// Tensix-instruction paths FPU kernels need (.ttinsn and ttreplay) are
+// defined for real below.
 #pragma once
+// Tensix instructions. tt_llk's INSTRUCTION_WORD (ckernel_ops.h) emits
+// ".ttinsn x", a directive only the SFPI assembler knows. A TRISC issues a
+// fetched word w whose low two bits are not 0b11 to the Tensix as
+// instruction rotr(w, 2), so the word for instruction x is rotl(x, 2): this
+// assembler macro emits exactly that. The guard symbol keeps the macro from
+// being defined twice when LTO puts several units into one assembly file.
+__asm__(
+    ".ifndef __tcc_ttinsn_macro\n"
+    ".set __tcc_ttinsn_macro, 1\n"
+    ".macro .ttinsn x\n"
+    ".word (((\\x) << 2) | (((\\x) & 0xFFFFFFFF) >> 30)) & 0xFFFFFFFF\n"
+    ".endm\n"
+    ".endif\n");
+// REPLAY (opcode 0x04; start<<14 | len<<4 | exec_while_loading<<1 |
+// load_mode) issued by a store to the instruction-buffer MMIO word, as the
+// SFPI compiler does for non-immediate operands. lltt.h's replay/record
+// macro calls this with its instruction-buffer pointer first.
+template <class Buf>
+inline void __builtin_rvtt_ttreplay(Buf buf, unsigned int len, int, int, unsigned int start, bool exec, bool load) {
+  buf[0] = (0x04u << 24) | (start << 14) | (len << 4) | ((unsigned int)exec << 1) | (unsigned int)load;
+}
 #define __riscv_xtttensixbh 1 /* predefined by the SFPI compiler's -mcpu=tt-bh-tensix */
 typedef float __xtt_vector __attribute__((vector_size(64 * 4)));
 namespace __tcc_sfpi_stub {
@@ -127,7 +150,6 @@ template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_sfpxor(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_sfpxvif(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_synth_opcode(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_ttincrwc(A&&...);
-template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_ttreplay(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_wh_sfpabs(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_wh_sfpadd(A&&...);
 template <class... A> __tcc_sfpi_stub::any_t __builtin_rvtt_wh_sfpand(A&&...);

@@ -1,0 +1,321 @@
+package numerics
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// This file is the FPU datapath bit for bit: how one MVMUL, ELWADD/ELWSUB
+// or ELWMUL lane turns its source-register operands and its DEST value
+// into a new DEST value, and how the packer turns an fp32 DEST value into
+// bf16. The arithmetic follows Tenstorrent's ttsim Blackhole model
+// (src/tensix.cpp: mvmul, elwadd, elwmul, fpu_accum_normalize_encode and
+// the packer's fp32 -> bf16 path), which tcc's programs were run against:
+// none of it is IEEE arithmetic. Products are formed from 5-bit x 7-bit
+// mantissa slices, one fidelity phase per pass; the sixteen products of an
+// MVMUL lane are summed in two groups of eight, each aligned to its largest
+// exponent with rounding on one guard bit; those two sums and the DEST value
+// are aligned to the largest of their exponents (rounding half up on the
+// magnitude, with a bias of one toward zero for negative terms), added and
+// renormalised with rounding half up. Every step is exact integer
+// arithmetic, so the results are deterministic and reproducible.
+//
+// Operands here are 19-bit source words: an fp32 pattern shifted right by
+// 13 (sign at bit 18, the 8-bit exponent at bits 10..17, 10 mantissa bits),
+// so tf32 data keeps its 10 mantissa bits and bf16 data its 7. A word whose
+// exponent is 0 is zero (subnormals flush). DEST values are fp32 patterns;
+// without fp32 accumulation DEST holds bf16 (the low 16 bits are zero).
+
+// srcWord is x as a source-register word; x must already be reduced to the
+// source format (bf16 or tf32, see TruncTF32).
+func srcWord(x float32) uint32 { return math.Float32bits(x) >> 13 }
+
+func srcZero(w uint32) bool { return w&0x3FFFF < 0x400 }
+
+// fidelityPhases is how many passes a fidelity runs (tt-metal's
+// get_math_num_fidelity_phases; LoFi runs one).
+func fidelityPhases(f ir.MathFidelity) int {
+	switch f {
+	case ir.LoFi:
+		return 1
+	case ir.HiFi2:
+		return 2
+	case ir.HiFi3:
+		return 3
+	case ir.HiFi4:
+		return 4
+	}
+	panic(fmt.Sprintf("numerics: unknown math fidelity %s (want LoFi, HiFi2, HiFi3 or HiFi4)", f))
+}
+
+// phaseSlices returns the 5-bit SrcA and 7-bit SrcB mantissa slices a
+// fidelity phase multiplies and the exponent adjustment of their product.
+// Phase bit 0 takes SrcA's low slice, bit 1 SrcB's low slice.
+func phaseSlices(a, b uint32, phase int) (ma, mb uint32, adj int32) {
+	ma, mb, adj = a&0x3FF|0x400, b&0x3FF|0x400, -127
+	if phase&1 != 0 {
+		ma, adj = (ma>>1)&31, adj-5
+	} else {
+		ma >>= 6
+	}
+	if phase&2 != 0 {
+		mb, adj = (mb&15)<<3, adj-7
+	} else {
+		mb >>= 4
+	}
+	return ma, mb, adj
+}
+
+// term is one addend of the DEST accumulator: sign, biased exponent and a
+// mantissa whose hidden bit sits at bit 23.
+type term struct {
+	sign uint32
+	exp  int32
+	man  uint32
+}
+
+// mvmulLane is one output element of an MVMUL pass: DEST dst plus the dot
+// product of the 16 SrcA words a and SrcB words b at one fidelity phase.
+func mvmulLane(a, b []uint32, dst uint32, phase int, fp32 bool) uint32 {
+	var signs [16]uint32
+	var exps [16]int32
+	var mans [16]int32
+	for i := 0; i < 16; i++ {
+		if srcZero(a[i]) || srcZero(b[i]) {
+			continue // sign 0, exponent 0 (the clamped product adjustment), mantissa 0
+		}
+		ma, mb, adj := phaseSlices(a[i], b[i], phase)
+		signs[i] = (a[i] ^ b[i]) >> 18 & 1
+		exps[i] = int32(a[i]>>10&255) + int32(b[i]>>10&255) + adj
+		mans[i] = int32(ma * mb)
+	}
+	var sops [2]term
+	for g := 0; g < 2; g++ {
+		e := exps[8*g]
+		for i := 1; i < 8; i++ {
+			e = max(e, exps[8*g+i])
+		}
+		if e <= 0 {
+			continue
+		}
+		var sum int32
+		for i := 8 * g; i < 8*g+8; i++ {
+			d := min(uint32(e-exps[i]), 30)
+			m := ((mans[i] << 1) + (1 << d)) >> (d + 1)
+			if signs[i] != 0 {
+				m = -m
+			}
+			sum += m
+		}
+		var s uint32
+		if sum < 0 {
+			s, sum = 1, -sum
+		}
+		sops[g] = term{sign: s, exp: e, man: uint32(sum) << 13}
+	}
+	return accumulate(sops[0], sops[1], dst, fp32)
+}
+
+// accumulate adds two terms to DEST value dst and encodes the sum.
+func accumulate(t0, t1 term, dst uint32, fp32 bool) uint32 {
+	sd, ed, md := dst>>31, int32(dst>>23&255), dst&0x7FFFFF|0x800000
+	if ed == 0 {
+		md = 0
+	}
+	e := max(t0.exp, t1.exp, ed)
+	if e <= 0 {
+		return 0
+	}
+	align := func(m uint32, ex int32, bias uint32) uint32 {
+		if ex >= e {
+			return m
+		}
+		if d := uint32(e - ex); d < 31 {
+			return (m + 1<<(d-1) - bias) >> d
+		}
+		return 0
+	}
+	m0, m1 := align(t0.man, t0.exp, t0.sign), align(t1.man, t1.exp, t1.sign)
+	md = align(md, ed, 0)
+	if !fp32 { // without fp32 accumulation the low 13 bits are rounded away
+		m0 = (m0 + 1<<12 - t0.sign) &^ 0x1FFF
+		m1 = (m1 + 1<<12 - t1.sign) &^ 0x1FFF
+		md = (md + 1<<12) &^ 0x1FFF
+	}
+	sign, man := sd, int32(md)
+	for _, t := range [2]struct {
+		s uint32
+		m uint32
+	}{{t0.sign, m0}, {t1.sign, m1}} {
+		if t.s == sign {
+			man += int32(t.m)
+		} else {
+			man -= int32(t.m)
+		}
+	}
+	if man < 0 {
+		man, sign = -man, sign^1
+	}
+	if man == 0 {
+		return 0
+	}
+	shift := int32(bits.LeadingZeros32(uint32(man))) - 8
+	e -= shift
+	if !fp32 {
+		shift -= 16 // normalise to bf16's 8 significant bits
+	}
+	if shift < 0 {
+		shift = -shift
+		man = (man + 1<<(shift-1)) >> shift
+	} else {
+		man <<= shift
+	}
+	if !fp32 {
+		man <<= 16
+	}
+	if man&0x1000000 != 0 {
+		e++
+	}
+	switch {
+	case e <= 0:
+		return 0
+	case e >= 255:
+		return sign<<31 | 255<<23
+	}
+	return sign<<31 | uint32(e)<<23 | uint32(man)&0x7FFFFF
+}
+
+// elwaddLane is one ELWADD lane (ELWSUB negates b first) without DEST
+// accumulation: a + b with b aligned to a's exponent in 11 bits.
+func elwaddLane(a, b uint32, fp32 bool) uint32 {
+	if srcZero(a) {
+		a = 0
+	}
+	if srcZero(b) {
+		b = 0
+	}
+	if a&0x3FFFF < b&0x3FFFF {
+		a, b = b, a
+	}
+	sa, sb := a>>18&1, b>>18&1
+	ea, eb := int32(a>>10&255), int32(b>>10&255)
+	var ma, mb uint32
+	if a != 0 {
+		ma = a&0x3FF | 0x400
+	}
+	if b != 0 {
+		mb = b&0x3FF | 0x400
+	}
+	if eb < ea {
+		if d := uint32(ea - eb); d < 12 {
+			mb = (mb + 1<<(d-1)) >> d
+		} else {
+			mb = 0
+		}
+	}
+	m := ma + mb
+	if sa != sb {
+		m = ma - mb
+	}
+	return accumulate(term{sign: sa, exp: ea, man: m << 13}, term{}, 0, fp32)
+}
+
+// elwmulLane is one ELWMUL pass at one fidelity phase; ELWMUL always
+// accumulates into DEST.
+func elwmulLane(a, b, dst uint32, phase int, fp32 bool) uint32 {
+	t := term{}
+	if !srcZero(a) && !srcZero(b) {
+		ma, mb, adj := phaseSlices(a, b, phase)
+		if e := int32(a>>10&255) + int32(b>>10&255) + adj; e > 0 {
+			t = term{sign: (a ^ b) >> 18 & 1, exp: e, man: ma * mb << 13}
+		}
+	}
+	return accumulate(t, term{}, dst, fp32)
+}
+
+// destWord is a DEST value as the accumulator reads it: fp32, or bf16
+// (the low 16 bits dropped) without fp32 accumulation.
+func destWord(x float32, fp32 bool) uint32 {
+	b := math.Float32bits(x)
+	if !fp32 {
+		b &= 0xFFFF0000
+	}
+	return b
+}
+
+// FPUAdd returns DEST = a + b as ELWADD computes it (add_tiles; DEST is
+// not accumulated into). a and b are source-register values (bf16, or
+// tf32 from fp32 data; see TruncTF32). With fp32Dest false the result is
+// a bf16 value.
+func FPUAdd(a, b float32, fp32Dest bool) float32 {
+	return math.Float32frombits(elwaddLane(srcWord(a), srcWord(b), fp32Dest))
+}
+
+// FPUSub returns DEST = a - b as ELWSUB computes it (ELWADD of -b).
+func FPUSub(a, b float32, fp32Dest bool) float32 {
+	return math.Float32frombits(elwaddLane(srcWord(a), srcWord(b)^1<<18, fp32Dest))
+}
+
+// FPUMul returns DEST dst + a*b as ELWMUL computes it at fidelity f: one
+// pass per fidelity phase, each accumulated into DEST. a is the SrcA
+// operand (eltwise in0), b the SrcB operand (in1). mul_tiles runs on a
+// DEST the packer has cleared, so dst is normally 0.
+func FPUMul(a, b, dst float32, f ir.MathFidelity, fp32Dest bool) float32 {
+	wa, wb, d := srcWord(a), srcWord(b), destWord(dst, fp32Dest)
+	for p := 0; p < fidelityPhases(f); p++ {
+		d = elwmulLane(wa, wb, d, p, fp32Dest)
+	}
+	return math.Float32frombits(d)
+}
+
+// MatmulTile accumulates acc += a x b for 32x32 tiles given in face order
+// as the LLK tile matmul runs MVMUL on Blackhole: a is in0 and feeds SrcB,
+// b is in1 and feeds SrcA, both already source-register values. For every
+// output element DEST is updated once per fidelity phase (in phase order)
+// and, within a phase, once per 16-deep slice of the inner dimension
+// (k 0..15, then 16..31), each update one mvmul lane. With fp32Dest false
+// DEST holds bf16 and acc comes back bf16. It panics if a slice is not one
+// tile long or f is unknown.
+func MatmulTile(acc, a, b []float32, f ir.MathFidelity, fp32Dest bool) {
+	if len(acc) != TileElems || len(a) != TileElems || len(b) != TileElems {
+		panic(fmt.Sprintf("numerics.MatmulTile: want three %d-value tiles, got acc %d, a %d, b %d", TileElems, len(acc), len(a), len(b)))
+	}
+	phases := fidelityPhases(f)
+	var srcA, srcB [TileDim][TileDim]uint32 // srcA[j][k] = in1[k][j]; srcB[i][k] = in0[i][k]
+	for r := 0; r < TileDim; r++ {
+		for c := 0; c < TileDim; c++ {
+			srcA[c][r] = srcWord(b[FaceIndex(r, c)])
+			srcB[r][c] = srcWord(a[FaceIndex(r, c)])
+		}
+	}
+	for i := 0; i < TileDim; i++ {
+		for j := 0; j < TileDim; j++ {
+			at := FaceIndex(i, j)
+			d := destWord(acc[at], fp32Dest)
+			for p := 0; p < phases; p++ {
+				d = mvmulLane(srcA[j][:16], srcB[i][:16], d, p, fp32Dest)
+				d = mvmulLane(srcA[j][16:], srcB[i][16:], d, p, fp32Dest)
+			}
+			acc[at] = math.Float32frombits(d)
+		}
+	}
+}
+
+// PackerBF16 is the bf16 the packer writes for an fp32 DEST value x: the
+// magnitude rounded half away from zero (not to even), NaN written as an
+// infinity of its sign, and a result below the smallest normal bf16
+// written as +0.
+func PackerBF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	if b&0x7FFFFFFF > 0x7F800000 {
+		b = b&0x80000000 | 0x7F800000
+	}
+	v := uint16((b + 0x8000) >> 16)
+	if v&0x7FFF < 0x80 {
+		v = 0
+	}
+	return v
+}

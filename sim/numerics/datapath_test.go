@@ -1,0 +1,119 @@
+package numerics
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// TestDatapathMatchesTTSim replays testdata/fpu_datapath.txt: MVMUL,
+// ELWADD and ELWMUL lanes as ttsim's bit-exact Blackhole model computes
+// them. IEEE float32 arithmetic fails most of these lines.
+func TestDatapathMatchesTTSim(t *testing.T) {
+	f, err := os.Open("testdata/fpu_datapath.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		fs := strings.Fields(text)
+		h := func(i int) uint32 {
+			v, err := strconv.ParseUint(fs[i], 16, 32)
+			if err != nil {
+				t.Fatalf("line %d: field %d: %v", line, i, err)
+			}
+			return uint32(v)
+		}
+		fp32 := fs[1] == "1"
+		var got, want uint32
+		switch fs[0] {
+		case "mvmul":
+			var a, b [16]uint32
+			for i := range a {
+				a[i], b[i] = h(4+i), h(20+i)
+			}
+			got, want = mvmulLane(a[:], b[:], h(3), int(h(2)), fp32), h(36)
+		case "elwadd":
+			got, want = elwaddLane(h(2), h(3), fp32), h(4)
+		case "elwmul":
+			got, want = elwmulLane(h(4), h(5), h(3), int(h(2)), fp32), h(6)
+		default:
+			t.Fatalf("line %d: unknown op %q", line, fs[0])
+		}
+		counts[fs[0]]++
+		if got != want {
+			t.Errorf("line %d (%s): got %08x, ttsim %08x", line, text[:min(len(text), 60)], got, want)
+		}
+	}
+	for _, op := range []string{"mvmul", "elwadd", "elwmul"} {
+		if counts[op] < 100 {
+			t.Errorf("%d %s vectors, want at least 100", counts[op], op)
+		}
+	}
+}
+
+func TestDatapathHand(t *testing.T) {
+	bits := math.Float32frombits
+	tests := []struct {
+		name      string
+		got, want float32
+	}{
+		// 2^-12 is shifted out of the 11-bit aligned mantissa (IEEE: 1.000244).
+		{"add drops bits below 11", FPUAdd(1, 0x1p-12, true), 1},
+		// 1.5*2^-10 aligns to 0x600>>10 rounded half up = 2 units of 2^-10.
+		{"add rounds the aligned operand half up", FPUAdd(1, 1.5*0x1p-10, true), 1 + 0x1p-9},
+		{"sub is add of the negation", FPUSub(1, 0.5, true), 0.5},
+		// bf16 DEST: 1 + 3*2^-8 rounds half up to 1 + 2^-6 (ties-to-even would too; 1+5*2^-8 shows it).
+		{"bf16 DEST rounds half up", FPUAdd(1, 5*0x1p-8, false), 1 + 3*0x1p-7},
+		{"mul at HiFi4 is exact for bf16", FPUMul(1.5, 1.25, 0, ir.HiFi4, true), 1.875},
+		{"mul at LoFi drops SrcA's low bits", FPUMul(1+0x1p-6, 1, 0, ir.LoFi, true), 1},
+		{"mul accumulates into DEST", FPUMul(2, 3, 1, ir.HiFi4, true), 7},
+		{"packer ties round away from zero", FromBF16Bits(PackerBF16(bits(0x3F808000))), bits(0x3F810000)},
+		{"packer ties round away from zero (negative)", FromBF16Bits(PackerBF16(bits(0xBF808000))), bits(0xBF810000)},
+		{"packer NaN becomes Inf", FromBF16Bits(PackerBF16(bits(0x7FC00001))), float32(math.Inf(1))},
+		{"packer flushes below the smallest normal to +0", FromBF16Bits(PackerBF16(bits(0x80400000))), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if math.Float32bits(tt.got) != math.Float32bits(tt.want) {
+				t.Errorf("got %v (%#08x), want %v (%#08x)", tt.got, math.Float32bits(tt.got), tt.want, math.Float32bits(tt.want))
+			}
+		})
+	}
+}
+
+func TestMatmulTileGroupAlignment(t *testing.T) {
+	// Row 0 of in0 is [1, 2^-20, 0...], column 0 of in1 all ones: the
+	// 2^-20 product is aligned away inside its group of eight (IEEE:
+	// 1 + 2^-20, representable in fp32).
+	a := make([]float32, TileElems)
+	b := make([]float32, TileElems)
+	a[FaceIndex(0, 0)], a[FaceIndex(0, 1)] = 1, 0x1p-20
+	for k := 0; k < TileDim; k++ {
+		b[FaceIndex(k, 0)] = 1
+	}
+	acc := make([]float32, TileElems)
+	MatmulTile(acc, a, b, ir.HiFi4, true)
+	if got := acc[FaceIndex(0, 0)]; got != 1 {
+		t.Errorf("acc[0][0] = %v, want 1 (the 2^-20 product is below the group's alignment)", got)
+	}
+	// In different groups of eight (k 0 and k 8) both survive: each group
+	// is aligned on its own and the two sums meet in fp32.
+	a[FaceIndex(0, 1)], a[FaceIndex(0, 8)] = 0, 0x1p-20
+	clear(acc)
+	MatmulTile(acc, a, b, ir.HiFi4, true)
+	if got := acc[FaceIndex(0, 0)]; got != 1+0x1p-20 {
+		t.Errorf("acc[0][0] = %v, want 1+2^-20 (separate groups)", got)
+	}
+}
