@@ -1,8 +1,10 @@
 package blackhole
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -20,31 +22,26 @@ func (fwOnly) Kernel(string, *hostcfg.ProgramConfig, *hostcfg.KernelConfig) (map
 
 func TestStatus(t *testing.T) {
 	dir := t.TempDir()
-	if err := fwtest.WriteSet(dir); err != nil {
-		t.Fatal(err)
-	}
-	chip := fake.New()
-	d, err := Open(Options{Backend: "fake", Fake: chip}, fwOnly{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, fwtest.WriteSet(dir))
+	d, err := Open(Options{Backend: "fake", Fake: fake.New()}, fwOnly{dir})
+	require.NoError(t, err)
+
 	s, err := d.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Arch != "blackhole" || s.GridX != 11 || s.GridY != 10 || s.Workers != 110 || s.DRAMBanks != 8 {
-		t.Errorf("status %+v: want a blackhole, 11x10 = 110 workers, 8 DRAM banks", s)
-	}
-	if s.Booted != 0 || !strings.HasPrefix(s.Firmware(), "not loaded (0 of 110") {
-		t.Errorf("fresh chip: booted %d, firmware %q; want none", s.Booted, s.Firmware())
-	}
-	if err := d.boot([]kir.Core{{X: 0, Y: 0}, {X: 3, Y: 4}}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = d.Status(); err != nil {
-		t.Fatal(err)
-	}
-	if s.Booted != 2 || s.Idle != 2 || s.Firmware() != "loaded and idle on 2 of 110 worker cores" {
-		t.Errorf("after booting 2 cores: booted %d idle %d, %q", s.Booted, s.Idle, s.Firmware())
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "blackhole", s.Arch)
+	assert.Equal(t, [3]int{11, 10, 110}, [3]int{s.GridX, s.GridY, s.Workers}, "grid x, y and worker cores")
+	assert.Equal(t, 8, s.DRAMBanks)
+	assert.False(t, s.HarvestingRead, "tcc does not read the harvesting fuses yet")
+	assert.Equal(t, "not loaded (0 of 110 worker cores booted)", s.Firmware())
+
+	require.NoError(t, d.boot([]kir.Core{{X: 0, Y: 0}, {X: 3, Y: 4}}))
+	s, err = d.Status()
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 2}, [2]int{s.Booted, s.Idle}, "booted and idle cores")
+	assert.Equal(t, "loaded and idle on 2 of 110 worker cores", s.Firmware())
+}
+
+func TestStatusNotIdle(t *testing.T) {
+	s := Status{Booted: 3, Idle: 1, Workers: 110}
+	assert.Equal(t, "loaded on 3 of 110 worker cores, 2 not idle (running or hung)", s.Firmware())
 }

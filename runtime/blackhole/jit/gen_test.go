@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
 )
@@ -132,4 +135,17 @@ func TestCompileArgs(t *testing.T) {
 	if _, err := compileArgs(k); err == nil || !strings.Contains(err.Error(), "compile arg 1 (b)") {
 		t.Errorf("non-constant compile arg: %v", err)
 	}
+}
+
+// A CB unpacked straight to DEST gets unpack destination format Float32 (0);
+// the other fp32 CB keeps Tf32 (4), as tt-metal's get_unpack_dst_formats.
+func TestUnpackToDestFormat(t *testing.T) {
+	cbs := []hostcfg.CBConfig{{Index: 0, DataFormatCode: fmtFloat32}, {Index: 1, DataFormatCode: fmtFloat32}}
+	files, err := dataFormatFiles(cbs, true, []int{0})
+	require.NoError(t, err)
+	h := files["chlkc_unpack_data_format.h"]
+	i := strings.Index(h, "unpack_dst_format")
+	require.GreaterOrEqual(t, i, 0, "no unpack_dst_format in:\n%s", h)
+	assert.True(t, strings.HasPrefix(strings.Fields(h[i:])[3], "0,4,255,"),
+		"unpack_dst_format must start 0,4,255 (c_0 to DEST, c_1 tf32, c_2 unused):\n%s", h[i:])
 }

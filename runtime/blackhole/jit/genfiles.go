@@ -57,7 +57,14 @@ func carray(typ, name string, v []int) string {
 
 // dataFormatFiles are genfiles.cpp's data format descriptors and tile
 // dims (generate_data_format_descriptors + data_format.cpp), as rhc.py.
-func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool) (map[string]string, error) {
+// A CB in toDest (UnpackToDestFp32) unpacks fp32 straight to DEST: its
+// unpack destination format is Float32, which the LLK's is_32bit_input
+// turns into an unpack to DEST (data_format.cpp get_unpack_dst_formats).
+func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool, toDest []int) (map[string]string, error) {
+	dest := map[int]bool{}
+	for _, c := range toDest {
+		dest[c] = true
+	}
 	buf := make([]int, maxCBs)
 	for i := range buf {
 		buf[i] = fmtInvalid
@@ -92,8 +99,10 @@ func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool) (map[string]string, e
 		cond = fmtTf32
 	}
 	var udst, psrc []int
-	for _, f := range buf {
+	for i, f := range buf {
 		switch {
+		case f == fmtFloat32 && dest[i]:
+			udst = append(udst, fmtFloat32)
 		case f == fmtFloat32:
 			udst = append(udst, cond)
 		case isBFP(f):
@@ -182,10 +191,8 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 	cc := k.Compute
 	if cc == nil {
 		cc = &hostcfg.ComputeConfig{MathFidelity: "HiFi4"}
-	} else if len(cc.UnpackToDestFP32) > 0 {
-		return nil, fmt.Errorf("unpack_to_dest_fp32_cbs %v not supported by the JIT yet", cc.UnpackToDestFP32)
 	}
-	files, err := dataFormatFiles(p.CBs, cc.FP32DestAccEn)
+	files, err := dataFormatFiles(p.CBs, cc.FP32DestAccEn, cc.UnpackToDestFP32)
 	if err != nil {
 		return nil, err
 	}
