@@ -27,9 +27,9 @@ import (
 // down all-reduce + residual (the layer's output h; see fuse_residual.go
 // for why the next layer's input norm stays a separate program).
 var _ = registerRules("collective",
-	keepDists(allReduceAddNormRule("FuseAllReduceAddRMSNorm", ir.OpRMSNormComposed)),
-	keepDists(allReduceAddNormRule("FuseAllReduceAddFusedRMSNorm", ir.OpRMSNorm)),
-	keepDists(ruleAllReduceAdd), keepDists(ruleReduceScatterAllGather))
+	allReduceAddNormRule("FuseAllReduceAddRMSNorm", ir.OpRMSNormComposed),
+	allReduceAddNormRule("FuseAllReduceAddFusedRMSNorm", ir.OpRMSNorm),
+	ruleAllReduceAdd, ruleReduceScatterAllGather)
 
 // reducedSum matches the all-reduced value of x: all_reduce(x) named "ar",
 // or all_gather(reduce_scatter(x)) named "ag" and "rs".

@@ -25,9 +25,9 @@ var _ = registerRules("eltwise", eltwiseChainRules()...)
 func eltwiseChainRules() []func() *rw.Rule {
 	var rules []func() *rw.Rule
 	for _, k := range ir.ChainableOps() {
-		rules = append(rules, keepDists(eltwiseChainRule(k)))
+		rules = append(rules, eltwiseChainRule(k))
 	}
-	return append(rules, keepDists(eltwiseChainRule(ir.OpEltwiseChain)))
+	return append(rules, eltwiseChainRule(ir.OpEltwiseChain))
 }
 
 // chainStepsOf returns the chain steps op stands for: its ops attribute

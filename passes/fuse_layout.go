@@ -31,7 +31,7 @@ import (
 //     embedding_reshape: the gather writes each row at its place in the
 //     reshaped result (same row-major order, so only the output's page
 //     indices change).
-var _ = registerRules("layout", keepDists(ruleDropToMemory), keepDists(ruleCollapseReshape), keepDists(ruleCollapseTypecast), keepDists(ruleFuseEmbeddingReshape))
+var _ = registerRules("layout", ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFuseEmbeddingReshape)
 
 // pinnedValue reports whether v is a graph output or a state update.
 func pinnedValue(g *ir.Graph, v *ir.Value) bool {
@@ -47,21 +47,12 @@ func pinnedValue(g *ir.Graph, v *ir.Value) bool {
 }
 
 func ruleDropToMemory() *rw.Rule {
-	return &rw.Rule{
-		Name:    "DropToMemory",
-		Rewrite: "to_memory(x) {mem = dram_interleaved | l1_interleaved} => x",
-		Pattern: rw.Op(ir.OpToMemory, rw.Var("x")),
+	return &rw.Rule{Name: "DropToMemory", After: "x", Pattern: rw.Op(ir.OpToMemory, rw.Var("x")),
 		Where: func(m *rw.Match) bool {
 			x, out := m.Value("x"), m.Root.Result()
-			if out.Type.Mem.Kind.IsSharded() || x.Kind == ir.KindState || pinnedValue(m.Graph, out) {
-				return false
-			}
-			return out.Type.Shape.Equal(x.Type.Shape) && out.Type.DType == x.Type.DType
+			return !out.Type.Mem.Kind.IsSharded() && x.Kind != ir.KindState && !pinnedValue(m.Graph, out) && sameTensorType(x, out)
 		},
-		Build: func(_ *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			return []*ir.Value{m.Value("x")}, nil
-		},
-	}
+		Build: func(_ *rw.Builder, m *rw.Match) ([]*ir.Value, error) { return []*ir.Value{m.Value("x")}, nil }}
 }
 
 func ruleCollapseReshape() *rw.Rule {
@@ -113,14 +104,7 @@ func ruleCollapseTypecast() *rw.Rule {
 }
 
 func ruleFuseEmbeddingReshape() *rw.Rule {
-	return &rw.Rule{
-		Name:    "FuseEmbeddingReshape",
-		Rewrite: "reshape(embedding(ids, table), shape) => embedding_reshape(ids, table) {shape}",
+	return &rw.Rule{Name: "FuseEmbeddingReshape", After: "embedding_reshape(ids, table) {shape}",
 		Pattern: rw.Op(ir.OpReshape, rw.Op(ir.OpEmbedding, rw.Var("ids"), rw.Var("table"))),
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			v, err := b.Emit1(ir.OpEmbeddingReshape, []*ir.Value{m.Value("ids"), m.Value("table")},
-				ir.Attrs{"shape": []int(m.Root.Result().Type.Shape.Clone())})
-			return []*ir.Value{v}, err
-		},
-	}
+		Build:   rw.Emit(ir.OpEmbeddingReshape, rw.RootShape("shape"), "ids", "table")}
 }

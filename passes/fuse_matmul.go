@@ -2,7 +2,6 @@ package passes
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
 	rw "github.com/tcc-dev/tcc/passes/rewrite"
@@ -24,8 +23,8 @@ import (
 //     an RMSNorm in the same region: then the residual family's add_rmsnorm
 //     takes the add, which saves as many programs and keeps the norm's row
 //     reduction out of the matmul.
-var _ = registerRules("matmul", keepDists(siblingMatmulRule(4)), keepDists(siblingMatmulRule(3)), keepDists(siblingMatmulRule(2)),
-	keepDists(ruleRMSNormMatmul), keepDists(ruleMatmulAdd))
+var _ = registerRules("matmul", siblingMatmulRule(4), siblingMatmulRule(3), siblingMatmulRule(2),
+	ruleRMSNormMatmul, ruleMatmulAdd)
 
 var matmulMultiKinds = map[int]ir.OpKind{2: ir.OpMatmul2, 3: ir.OpMatmul3, 4: ir.OpMatmul4}
 
@@ -89,40 +88,34 @@ func anyNorm(x, w *rw.Pattern) *rw.Pattern {
 }
 
 func ruleRMSNormMatmul() *rw.Rule {
-	return &rw.Rule{
-		Name:    "FuseRMSNormMatmul",
-		Rewrite: "matmul(rms_norm(x, wn), w) => rmsnorm_matmul(x, wn, w)",
+	return &rw.Rule{Name: "FuseRMSNormMatmul", After: "rmsnorm_matmul(x, wn, w)",
 		Pattern: rw.Op(ir.OpMatmul, anyNorm(rw.Var("x"), rw.Var("wn")), rw.Var("w")),
-		Where: func(m *rw.Match) bool {
-			x := m.Value("x")
-			return x.Type.DType.IsFloat() && sameDType(x.Type.DType, m.Op("norm"), m.Root)
-		},
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			n := m.Op("norm")
-			v, err := b.Emit1(ir.OpRMSNormMatmul, []*ir.Value{m.Value("x"), m.Value("wn"), m.Value("w")},
-				ir.Attrs{"eps": n.Float("eps"), "offset": n.Float("offset")})
-			return []*ir.Value{v}, err
-		},
-	}
+		Where:   func(m *rw.Match) bool { return floatIn(m.Value("x"), m.Op("norm"), m.Root) },
+		Build:   rw.Emit(ir.OpRMSNormMatmul, rw.AttrsOf("norm", "eps", "offset"), "x", "wn", "w")}
 }
 
 func ruleMatmulAdd() *rw.Rule {
-	return &rw.Rule{
-		Name:    "FuseMatmulAdd",
-		Rewrite: "add(residual, matmul(a, w)) => matmul_add(a, w, residual)",
+	return &rw.Rule{Name: "FuseMatmulAdd", After: "matmul_add(a, w, r)",
 		Pattern: rw.Op(ir.OpAdd, rw.Var("r"), rw.Op(ir.OpMatmul, rw.Var("a"), rw.Var("w")).As("mm")),
 		Where: func(m *rw.Match) bool {
-			r, mm, sum := m.Value("r"), m.Op("mm").Result(), m.Root.Result()
-			if !r.Type.Shape.Equal(mm.Type.Shape) || r.Type.DType != mm.Type.DType || sum.Type.DType != r.Type.DType {
-				return false
-			}
-			return !readByNormInRegion(sum, m.Root.Region)
+			return sameTensorType(m.Value("r"), m.Op("mm").Result(), m.Root.Result()) && !readByNormInRegion(m.Root.Result(), m.Root.Region)
 		},
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			v, err := b.Emit1(ir.OpMatmulAdd, []*ir.Value{m.Value("a"), m.Value("w"), m.Value("r")}, nil)
-			return []*ir.Value{v}, err
-		},
+		Build: rw.Emit(ir.OpMatmulAdd, nil, "a", "w", "r")}
+}
+
+// sameTensorType reports whether every value has the first's shape and dtype.
+func sameTensorType(v *ir.Value, others ...*ir.Value) bool {
+	for _, o := range others {
+		if !o.Type.Shape.Equal(v.Type.Shape) || o.Type.DType != v.Type.DType {
+			return false
+		}
 	}
+	return true
+}
+
+// floatIn reports whether x is a float value and ops all produce its dtype.
+func floatIn(x *ir.Value, ops ...*ir.Op) bool {
+	return x.Type.DType.IsFloat() && sameDType(x.Type.DType, ops...)
 }
 
 // readByNormInRegion reports whether an RMSNorm of region r normalises v:
@@ -166,31 +159,4 @@ func sameDType(dt ir.DType, ops ...*ir.Op) bool {
 		}
 	}
 	return true
-}
-
-// keepDists wraps a rule constructor so that every new op result the rule
-// returns as a replacement takes the distribution (TP split) of the value
-// it replaces. Shape rules infer a split from the first operand, which for
-// fused ops and reshapes can differ from what the model established; the
-// replaced value's split is right by construction. Values the rule returns
-// that already existed (x for a dropped layout op) are left alone.
-func keepDists(mk func() *rw.Rule) func() *rw.Rule {
-	return func() *rw.Rule {
-		r := mk()
-		build := r.Build
-		r.Build = func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			repl, err := build(b, m)
-			if err != nil {
-				return nil, err
-			}
-			olds := m.RootResults()
-			for i, v := range repl {
-				if i < len(olds) && v != nil && v.Def != nil && !slices.Contains(m.Root.Region.Ops, v.Def) {
-					v.Type.Dist = olds[i].Type.Dist
-				}
-			}
-			return repl, nil
-		}
-		return r
-	}
 }

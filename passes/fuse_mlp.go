@@ -10,7 +10,7 @@ import (
 // to_memory that moves the normed activation into L1 for the two matmuls
 // is folded in: the fused program reads the activation where it is (a
 // decode activation is one row per user, read whole by every core anyway).
-var _ = registerRules("mlp", keepDists(ruleMLPSwiGLU))
+var _ = registerRules("mlp", ruleMLPSwiGLU)
 
 // mlpInput matches the activation the MLP matmuls read: either to_memory(x)
 // (named "tm", so the gate and up operands must be the same to_memory op)

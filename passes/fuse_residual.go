@@ -29,7 +29,7 @@ import (
 // every layer a self-contained unit. (The matmul family's rmsnorm_matmul
 // prologue applies only where the norm's one reader is a plain matmul, as
 // in the head; the layer's input norm feeds the multi-output in-projection.)
-var _ = registerRules("residual", keepDists(addRMSNormRule("FuseAddRMSNorm", ir.OpRMSNormComposed)), keepDists(addRMSNormRule("FuseAddFusedRMSNorm", ir.OpRMSNorm)))
+var _ = registerRules("residual", addRMSNormRule("FuseAddRMSNorm", ir.OpRMSNormComposed), addRMSNormRule("FuseAddFusedRMSNorm", ir.OpRMSNorm))
 
 // addRMSNormRule returns the constructor of the add + norm rule for one
 // norm kind (a pattern root has one kind).

@@ -433,6 +433,13 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 			return fail("replacement %d (%s) is not defined before the root", i, v)
 		}
 	}
+	if !rule.NewDist { // by default a replacement keeps the split of what it replaces
+		for i, v := range repl {
+			if b.emitted(v) {
+				v.Type.Dist = olds[i].Type.Dist
+			}
+		}
+	}
 	for _, op := range b.ops {
 		if !op.Info().Fused {
 			continue

@@ -611,8 +611,8 @@ func TestPatternString(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	r := mulSelf()
-	if r.Before() != "mul(x, x)" || r.After() != "square(x)" {
-		t.Errorf("Before/After = %q, %q", r.Before(), r.After())
+	if r.Before() != "mul(x, x)" || r.AfterHalf() != "square(x)" {
+		t.Errorf("Before/AfterHalf = %q, %q", r.Before(), r.AfterHalf())
 	}
 }
 

@@ -15,7 +15,11 @@ type Rule struct {
 	Name string
 	// Rewrite is a one-line summary "before => after", for example
 	// "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rmsnorm(x, w)".
+	// Leave it empty and set After to have the before half written from
+	// Pattern (see Describe).
 	Rewrite string
+	// After is the "after" half of Rewrite when Rewrite is empty.
+	After string
 	// Pattern is matched at every op of a region as root; its outermost
 	// node must be an Op pattern.
 	Pattern *Pattern
@@ -42,17 +46,30 @@ type Rule struct {
 	// interior ops then stay alive. By default such a match is rejected,
 	// so fusion never duplicates work.
 	AllowSharedInterior bool
+	// NewDist says Build sets the tensor-parallel split (Type.Dist) of the
+	// replacement values itself. By default the engine gives each emitted
+	// replacement the split of the root result it replaces.
+	NewDist bool
+}
+
+// Summary is Rewrite, or "Describe(Pattern) => After" when Rewrite is
+// empty and After is set.
+func (r *Rule) Summary() string {
+	if r.Rewrite == "" && r.After != "" && r.Pattern != nil {
+		return Describe(r.Pattern) + " => " + r.After
+	}
+	return r.Rewrite
 }
 
 // Before returns the "before" half of the Rewrite comment.
 func (r *Rule) Before() string {
-	before, _, _ := strings.Cut(r.Rewrite, "=>")
+	before, _, _ := strings.Cut(r.Summary(), "=>")
 	return strings.TrimSpace(before)
 }
 
 // After returns the "after" half of the Rewrite comment.
-func (r *Rule) After() string {
-	_, after, _ := strings.Cut(r.Rewrite, "=>")
+func (r *Rule) AfterHalf() string {
+	_, after, _ := strings.Cut(r.Summary(), "=>")
 	return strings.TrimSpace(after)
 }
 
@@ -66,8 +83,8 @@ func (r *Rule) Validate() error {
 	if r.Name == "" {
 		return fmt.Errorf("rewrite: rule with pattern %v has no name", r.Pattern)
 	}
-	if strings.Count(r.Rewrite, "=>") != 1 || strings.ContainsAny(r.Rewrite, "\n\r") || r.Before() == "" || r.After() == "" {
-		return fmt.Errorf("rewrite: rule %s: Rewrite comment %q must be one line \"before => after\"", r.Name, r.Rewrite)
+	if s := r.Summary(); strings.Count(s, "=>") != 1 || strings.ContainsAny(s, "\n\r") || r.Before() == "" || r.AfterHalf() == "" {
+		return fmt.Errorf("rewrite: rule %s: Rewrite comment %q must be one line \"before => after\" (or set After)", r.Name, s)
 	}
 	if r.Pattern == nil || r.Pattern.kind != patOp {
 		return fmt.Errorf("rewrite: rule %s: pattern root must be an Op pattern, got %v", r.Name, r.Pattern)

@@ -147,7 +147,7 @@ report and ir.`,
 			for _, fam := range passes.Families() {
 				fmt.Fprintf(out, "  %s:\n", fam)
 				for _, r := range passes.FamilyRules(fam) {
-					fmt.Fprintf(out, "    %-22s %s\n", r.Name, r.Rewrite)
+					fmt.Fprintf(out, "    %-22s %s\n", r.Name, r.Summary())
 				}
 			}
 			return nil
