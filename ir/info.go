@@ -21,6 +21,9 @@ type OpInfo struct {
 	Shape    ShapeRule
 	Family   string
 	Fused    bool
+	// SFPU: the op is one SFPU op per element (the codegen/kir.SFPUTable
+	// entry of the same name) and chains into eltwise_chain.
+	SFPU bool
 }
 
 // Info returns the table entry for k; it panics on an invalid kind.

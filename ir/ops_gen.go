@@ -100,6 +100,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "add_scalar",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpMulScalar: {
 	Attrs: []opspec.Attr{{
@@ -111,6 +112,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "mul_scalar",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpSiLU: {
 	Doc:      "out = x * sigmoid(x)",
@@ -118,6 +120,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "silu",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpSigmoid: {
 	Doc:      "out = 1 / (1 + exp(-x))",
@@ -125,6 +128,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "sigmoid",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpExp: {
 	Doc:      "out = exp(x)",
@@ -132,6 +136,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "exp",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpRsqrt: {
 	Doc:      "out = 1 / sqrt(x)",
@@ -139,6 +144,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "rsqrt",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpSquare: {
 	Doc:      "out = x * x",
@@ -146,6 +152,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "square",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpMean: {
 	Doc:      "out[..., 0] = mean of x over the last dimension (kept as size 1)",
@@ -309,6 +316,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Name:     "softplus",
 	Operands: []string{"x"},
 	Results:  1,
+	SFPU:     true,
 	Shape:    shapeSame,
 }, OpSum: {
 	Attrs: []opspec.Attr{{

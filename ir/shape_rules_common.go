@@ -147,10 +147,17 @@ var chainNames = map[string]OpKind{
 	"softplus": OpSoftplus, "add_scalar": OpAddScalar, "mul_scalar": OpMulScalar,
 }
 
-// ChainableOps are the unary eltwise op kinds an eltwise_chain may hold:
-// float to float in the operand's dtype, one element in, one out.
+// ChainableOps are the unary eltwise op kinds an eltwise_chain may hold
+// (the ops the op table flags SFPU), in OpKind order: float to float in the
+// operand's dtype, one element in, one out.
 func ChainableOps() []OpKind {
-	return []OpKind{OpExp, OpSiLU, OpSigmoid, OpRsqrt, OpSquare, OpSoftplus, OpAddScalar, OpMulScalar}
+	var ks []OpKind
+	for k := OpKind(1); int(k) < len(opInfos); k++ {
+		if k.Info().SFPU {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 // HasScalar reports whether the step's op takes a value attribute.

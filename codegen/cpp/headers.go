@@ -10,6 +10,8 @@ package cpp
 // instruction cannot slip through without a header.
 //
 
+import "github.com/tcc-dev/tcc/codegen/kir"
+
 const (
 	// dataflowHeader declares every data-movement call tcc prints
 	// (tt_metal/hw/inc/api/dataflow/dataflow_api.h; get_noc_addr and
@@ -22,8 +24,9 @@ const (
 	computeArgsHeader = "compute_kernel_api/common.h"
 )
 
-// computeHeaders maps a compute API function to its header.
-var computeHeaders = map[string]string{
+// computeHeaders maps a compute API function to its header; the SFPU
+// ops' calls come from kir.SFPUTable.
+var computeHeaders = withSFPU(map[string]string{
 	// compute_kernel_api/compute_kernel_hw_startup.h
 	"compute_kernel_hw_startup": "compute_kernel_api/compute_kernel_hw_startup.h",
 
@@ -84,43 +87,20 @@ var computeHeaders = map[string]string{
 	"transpose_wh_init_short": "compute_kernel_api/transpose_wh.h",
 	"transpose_wh_tile":       "compute_kernel_api/transpose_wh.h",
 
-	// SFPU ops declared in api/compute/compute_kernel_api.h
-	"log_tile_init":     "compute_kernel_api.h",
-	"log_tile":          "compute_kernel_api.h",
-	"sigmoid_tile_init": "compute_kernel_api.h",
-	"sigmoid_tile":      "compute_kernel_api.h",
-	"silu_tile_init":    "compute_kernel_api.h",
-	"silu_tile":         "compute_kernel_api.h",
-	"square_tile_init":  "compute_kernel_api.h",
-	"square_tile":       "compute_kernel_api.h",
-	"abs_tile_init":     "compute_kernel_api.h",
-	"abs_tile":          "compute_kernel_api.h",
-
-	// SFPU ops with their own header under api/compute/eltwise_unary/
-	"exp_tile_init":               "compute_kernel_api/eltwise_unary/exp.h",
-	"exp_tile":                    "compute_kernel_api/eltwise_unary/exp.h",
-	"rsqrt_tile_init":             "compute_kernel_api/eltwise_unary/rsqrt.h",
-	"rsqrt_tile":                  "compute_kernel_api/eltwise_unary/rsqrt.h",
-	"sqrt_tile_init":              "compute_kernel_api/eltwise_unary/sqrt.h",
-	"sqrt_tile":                   "compute_kernel_api/eltwise_unary/sqrt.h",
-	"recip_tile_init":             "compute_kernel_api/eltwise_unary/recip.h",
-	"recip_tile":                  "compute_kernel_api/eltwise_unary/recip.h",
-	"negative_tile_init":          "compute_kernel_api/eltwise_unary/negative.h",
-	"negative_tile":               "compute_kernel_api/eltwise_unary/negative.h",
-	"relu_tile_init":              "compute_kernel_api/eltwise_unary/relu.h",
-	"relu_tile":                   "compute_kernel_api/eltwise_unary/relu.h",
-	"softplus_tile_init":          "compute_kernel_api/eltwise_unary/softplus.h",
-	"softplus_tile":               "compute_kernel_api/eltwise_unary/softplus.h",
-	"binop_with_scalar_tile_init": "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
-	"add_unary_tile":              "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
-	"mul_unary_tile":              "compute_kernel_api/eltwise_unary/binop_with_scalar.h",
-
 	// compute_kernel_api/pack.h
 	"pack_tile": "compute_kernel_api/pack.h",
 
 	// compute_kernel_api/reconfig_data_format.h
 	"reconfig_data_format":      "compute_kernel_api/reconfig_data_format.h",
 	"pack_reconfig_data_format": "compute_kernel_api/reconfig_data_format.h",
+})
+
+// withSFPU adds every SFPU op's call and init with its header.
+func withSFPU(m map[string]string) map[string]string {
+	for _, sp := range kir.SFPUTable {
+		m[sp.Call], m[sp.Init] = sp.Header, sp.Header
+	}
+	return m
 }
 
 // dataflowNames lists the data-movement functions (and globals) printed

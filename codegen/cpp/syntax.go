@@ -1,6 +1,7 @@
 package cpp
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"os"
@@ -17,6 +18,9 @@ import (
 //
 //go:embed testdata/tt_api.h
 var apiHeader []byte
+
+// sfpuMarker is the line of tt_api.h the SFPU declarations replace.
+const sfpuMarker = "// tcc-sfpu-decls: the SFPU ops' declarations from codegen/kir.SFPUTable go here\n"
 
 // ErrNoCompiler is returned by SyntaxCheck when g++ is not installed.
 var ErrNoCompiler = errors.New("g++ is not installed; the kernel syntax check needs it")
@@ -91,6 +95,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 		return nil, nil, ErrNoCompiler
 	}
 	common, perHeader := splitHeader(apiHeader)
+	common = bytes.Replace(common, []byte(sfpuMarker), []byte(kir.SFPUDecls()), 1)
 	header := filepath.Join(dir, "tt_api.h")
 	if err := os.WriteFile(header, common, 0o644); err != nil {
 		return nil, nil, err

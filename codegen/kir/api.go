@@ -23,20 +23,6 @@ var bcastInitNames = map[[2]uint8]string{
 	{uint8(EltMul), uint8(BcastScalar)}: "mul_tiles_bcast_scalar_init_short",
 }
 
-var sfpuAPINames = [...]string{
-	SFPUExp: "exp_tile", SFPULog: "log_tile", SFPUSigmoid: "sigmoid_tile", SFPUSiLU: "silu_tile",
-	SFPURsqrt: "rsqrt_tile", SFPUSqrt: "sqrt_tile", SFPURecip: "recip_tile", SFPUSquare: "square_tile",
-	SFPUNegative: "negative_tile", SFPUAbs: "abs_tile", SFPURelu: "relu_tile", SFPUSoftplus: "softplus_tile",
-	SFPUAddScalar: "add_unary_tile", SFPUMulScalar: "mul_unary_tile",
-}
-
-var sfpuInitNames = [...]string{
-	SFPUExp: "exp_tile_init", SFPULog: "log_tile_init", SFPUSigmoid: "sigmoid_tile_init", SFPUSiLU: "silu_tile_init",
-	SFPURsqrt: "rsqrt_tile_init", SFPUSqrt: "sqrt_tile_init", SFPURecip: "recip_tile_init", SFPUSquare: "square_tile_init",
-	SFPUNegative: "negative_tile_init", SFPUAbs: "abs_tile_init", SFPURelu: "relu_tile_init", SFPUSoftplus: "softplus_tile_init",
-	SFPUAddScalar: "binop_with_scalar_tile_init", SFPUMulScalar: "binop_with_scalar_tile_init",
-}
-
 // APIName is the tt-metal function a statement prints as ("" for the
 // control statements Let, Assign, For, If, Comment and for L1Write32, which
 // prints as a volatile store). Template arguments are not included
@@ -120,12 +106,12 @@ func APIName(s Stmt) string {
 	case TransposeTile:
 		return "transpose_wh_tile"
 	case SFPUInit:
-		if int(s.Op) < len(sfpuInitNames) {
-			return sfpuInitNames[s.Op]
+		if int(s.Op) < len(SFPUTable) {
+			return SFPUTable[s.Op].Init
 		}
 	case SFPU:
-		if int(s.Op) < len(sfpuAPINames) {
-			return sfpuAPINames[s.Op]
+		if int(s.Op) < len(SFPUTable) {
+			return SFPUTable[s.Op].Call
 		}
 	case PackTile:
 		return "pack_tile"

@@ -322,43 +322,6 @@ type TransposeTile struct {
 	Tile, Dst Expr
 }
 
-// SFPUOp is a unary operation the SFPU applies to a tile in DEST.
-type SFPUOp uint8
-
-const (
-	SFPUExp SFPUOp = iota
-	SFPULog
-	SFPUSigmoid
-	SFPUSiLU
-	SFPURsqrt
-	SFPUSqrt
-	SFPURecip
-	SFPUSquare
-	SFPUNegative
-	SFPUAbs
-	SFPURelu
-	SFPUSoftplus
-	// SFPUAddScalar and SFPUMulScalar add / multiply by the float32 whose
-	// bits are SFPU.Param (add_unary_tile / mul_unary_tile).
-	SFPUAddScalar
-	SFPUMulScalar
-)
-
-var sfpuNames = [...]string{"exp", "log", "sigmoid", "silu", "rsqrt", "sqrt", "recip", "square", "negative", "abs", "relu", "softplus", "add_scalar", "mul_scalar"}
-
-func (o SFPUOp) String() string {
-	if int(o) < len(sfpuNames) {
-		return sfpuNames[o]
-	}
-	return "sfpu?"
-}
-
-// SFPUOps lists every SFPUOp.
-var SFPUOps = []SFPUOp{SFPUExp, SFPULog, SFPUSigmoid, SFPUSiLU, SFPURsqrt, SFPUSqrt, SFPURecip, SFPUSquare, SFPUNegative, SFPUAbs, SFPURelu, SFPUSoftplus, SFPUAddScalar, SFPUMulScalar}
-
-// HasParam reports whether the op takes a scalar parameter.
-func (o SFPUOp) HasParam() bool { return o == SFPUAddScalar || o == SFPUMulScalar }
-
 // SFPUInit is the op's init, e.g. exp_tile_init().
 type SFPUInit struct{ Op SFPUOp }
 

@@ -27,17 +27,18 @@ import (
 // (0 + bcast(a) into an fp32 scratch tile) and the op then broadcasts the
 // second.
 
-// sfpuOps maps the unary op kinds to their SFPU operation.
-var sfpuOps = map[ir.OpKind]kir.SFPUOp{
-	ir.OpSiLU:      kir.SFPUSiLU,
-	ir.OpSigmoid:   kir.SFPUSigmoid,
-	ir.OpExp:       kir.SFPUExp,
-	ir.OpRsqrt:     kir.SFPURsqrt,
-	ir.OpSquare:    kir.SFPUSquare,
-	ir.OpSoftplus:  kir.SFPUSoftplus,
-	ir.OpAddScalar: kir.SFPUAddScalar,
-	ir.OpMulScalar: kir.SFPUMulScalar,
-}
+// sfpuOps maps the unary op kinds to their SFPU operation: every op the op
+// table flags SFPU, to the kir.SFPUTable entry of the same name
+// (TestSFPUOpsCovered checks that each has one).
+var sfpuOps = func() map[ir.OpKind]kir.SFPUOp {
+	m := map[ir.OpKind]kir.SFPUOp{}
+	for _, k := range ir.ChainableOps() {
+		if op, ok := kir.SFPUByName(k.String()); ok {
+			m[k] = op
+		}
+	}
+	return m
+}()
 
 // eltOps maps the binary op kinds to their FPU operation.
 var eltOps = map[ir.OpKind]kir.EltwiseOp{

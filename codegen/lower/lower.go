@@ -50,19 +50,12 @@ func (c *Context) BufferName(v *ir.Value) string {
 type lowerFunc func(op *ir.Op, ctx *Context) (*kir.Program, error)
 
 // lowerings is the op table of the lowering, one entry per supported kind;
-// the functions live in one file per family.
+// the functions live in one file per family. Every SFPU op (sfpuOps) is
+// lowered by lowerUnary (added in init).
 var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpAllReduce:        lowerCollective,
 	ir.OpReduceScatter:    lowerCollective,
 	ir.OpAllGather:        lowerCollective,
-	ir.OpSiLU:             lowerUnary,
-	ir.OpSigmoid:          lowerUnary,
-	ir.OpExp:              lowerUnary,
-	ir.OpRsqrt:            lowerUnary,
-	ir.OpSquare:           lowerUnary,
-	ir.OpSoftplus:         lowerUnary,
-	ir.OpAddScalar:        lowerUnary,
-	ir.OpMulScalar:        lowerUnary,
 	ir.OpTypecast:         lowerTypecast,
 	ir.OpAdd:              lowerBinary,
 	ir.OpSub:              lowerBinary,
@@ -113,6 +106,12 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpSDPADecodeGated:     lowerSDPADecodeGated,
 	ir.OpAttnProloguePrefill: lowerAttnProloguePrefill,
 	ir.OpSDPAPrefillGated:    lowerSDPAPrefillGated,
+}
+
+func init() {
+	for k := range sfpuOps {
+		lowerings[k] = lowerUnary
+	}
 }
 
 // Supported reports whether Lower has a lowering for op kind k (a

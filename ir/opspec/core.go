@@ -11,14 +11,14 @@ var coreOps = []Op{
 	{Name: "sub", Go: "Sub", Doc: "out = a - b, broadcasting", Operands: []string{"a", "b"}, Results: 1, Shape: "shapeBroadcast", Family: "eltwise"},
 	{Name: "mul", Go: "Mul", Doc: "out = a * b, broadcasting", Operands: []string{"a", "b"}, Results: 1, Shape: "shapeBroadcast", Family: "eltwise"},
 	// eltwise with a scalar attribute
-	{Name: "add_scalar", Go: "AddScalar", Doc: "out = x + value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
-	{Name: "mul_scalar", Go: "MulScalar", Doc: "out = x * value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
+	{Name: "add_scalar", Go: "AddScalar", Doc: "out = x + value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
+	{Name: "mul_scalar", Go: "MulScalar", Doc: "out = x * value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
 	// eltwise unary
-	{Name: "silu", Go: "SiLU", Doc: "out = x * sigmoid(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
-	{Name: "sigmoid", Go: "Sigmoid", Doc: "out = 1 / (1 + exp(-x))", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
-	{Name: "exp", Go: "Exp", Doc: "out = exp(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
-	{Name: "rsqrt", Go: "Rsqrt", Doc: "out = 1 / sqrt(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
-	{Name: "square", Go: "Square", Doc: "out = x * x", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise"},
+	{Name: "silu", Go: "SiLU", Doc: "out = x * sigmoid(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
+	{Name: "sigmoid", Go: "Sigmoid", Doc: "out = 1 / (1 + exp(-x))", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
+	{Name: "exp", Go: "Exp", Doc: "out = exp(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
+	{Name: "rsqrt", Go: "Rsqrt", Doc: "out = 1 / sqrt(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
+	{Name: "square", Go: "Square", Doc: "out = x * x", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Family: "eltwise", SFPU: true},
 	// reductions
 	{Name: "mean", Go: "Mean", Doc: "out[..., 0] = mean of x over the last dimension (kept as size 1)", Operands: []string{"x"}, Results: 1, Shape: "shapeReduceLast", Family: "reduce"},
 	{Name: "argmax", Go: "Argmax", Doc: "out[..., 0] = index of the first maximum of x over the last dimension, uint32", Operands: []string{"x"}, Results: 1, Shape: "shapeArgmax", Family: "reduce"},

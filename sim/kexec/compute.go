@@ -248,49 +248,11 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 	return numerics.FPUMul(a, b, dst, cs.fid, cs.fp32)
 }
 
-func sfpu(op kir.SFPUOp, x, p float32) float32 {
-	switch op {
-	case kir.SFPUExp:
-		return numerics.Exp(x)
-	case kir.SFPULog:
-		return float32(math.Log(float64(x)))
-	case kir.SFPUSigmoid:
-		return numerics.Sigmoid(x)
-	case kir.SFPUSiLU:
-		return numerics.SiLU(x)
-	case kir.SFPURsqrt:
-		return numerics.Rsqrt(x)
-	case kir.SFPUSqrt:
-		return float32(math.Sqrt(float64(x)))
-	case kir.SFPURecip:
-		return numerics.Recip(x)
-	case kir.SFPUSquare:
-		return x * x
-	case kir.SFPUNegative:
-		return -x
-	case kir.SFPUAbs:
-		return float32(math.Abs(float64(x)))
-	case kir.SFPURelu:
-		if x > 0 {
-			return x
-		}
-		return 0
-	case kir.SFPUSoftplus:
-		return numerics.Softplus(x, 1, 20)
-	case kir.SFPUAddScalar:
-		return x + p
-	case kir.SFPUMulScalar:
-		return x * p
-	}
-	return x
-}
+// sfpu is op on one DEST value (kir.SFPUTable's semantics).
+func sfpu(op kir.SFPUOp, x, p float32) float32 { return op.Spec().Eval(x, p) }
 
-func sfpuInitGroup(op kir.SFPUOp) kir.SFPUOp {
-	if op == kir.SFPUMulScalar {
-		return kir.SFPUAddScalar // binop_with_scalar_tile_init serves both
-	}
-	return op
-}
+// sfpuInitGroup is the op whose init serves op.
+func sfpuInitGroup(op kir.SFPUOp) kir.SFPUOp { return op.InitGroup() }
 
 // compute compiles a compute statement; ev evaluates its operands in
 // kir.StmtExprs order.

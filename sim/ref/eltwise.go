@@ -3,6 +3,7 @@ package ref
 import (
 	"fmt"
 
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
@@ -16,17 +17,30 @@ import (
 // receives them as 32-bit arguments.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpAdd:       fpuBinary(deviceAdd),
-		ir.OpSub:       fpuBinary(deviceSub),
-		ir.OpMul:       binary(func(a, b float32) float32 { return a * b }),
-		ir.OpAddScalar: scalar(func(x, s float32) float32 { return x + s }),
-		ir.OpMulScalar: scalar(func(x, s float32) float32 { return x * s }),
-		ir.OpSiLU:      unary(numerics.SiLU),
-		ir.OpSigmoid:   unary(numerics.Sigmoid),
-		ir.OpExp:       unary(numerics.Exp),
-		ir.OpRsqrt:     unary(numerics.Rsqrt),
-		ir.OpSquare:    unary(func(x float32) float32 { return x * x }),
+		ir.OpAdd: fpuBinary(deviceAdd),
+		ir.OpSub: fpuBinary(deviceSub),
+		ir.OpMul: binary(func(a, b float32) float32 { return a * b }),
 	})
+	// The SFPU ops: the semantics of their kir.SFPUTable entry.
+	sfpu := map[ir.OpKind]evalFunc{}
+	for _, k := range ir.ChainableOps() {
+		if eval, param, ok := sfpuEval(k); ok && param {
+			sfpu[k] = scalar(eval)
+		} else if ok {
+			sfpu[k] = unary(func(x float32) float32 { return eval(x, 0) })
+		}
+	}
+	register(sfpu)
+}
+
+// sfpuEval is the element function of SFPU op k (the kir.SFPUTable entry
+// of its name) and whether it takes the value attribute.
+func sfpuEval(k ir.OpKind) (eval func(x, p float32) float32, param, ok bool) {
+	op, ok := kir.SFPUByName(k.String())
+	if !ok {
+		return nil, false, false
+	}
+	return op.Spec().Eval, op.HasParam(), true
 }
 
 // unary applies f to every element of the single operand.

@@ -438,29 +438,15 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
-// evaluator computes it (eltwise.go, modelmath.go); scalar values are
+// evaluator computes it (its kir.SFPUTable entry); scalar values are
 // converted to float32 first, as the device receives them.
 func chainFunc(st ir.ChainStep) (func(float32) float32, error) {
-	s := float32(st.Value)
-	switch st.Op {
-	case ir.OpExp:
-		return numerics.Exp, nil
-	case ir.OpSiLU:
-		return numerics.SiLU, nil
-	case ir.OpSigmoid:
-		return numerics.Sigmoid, nil
-	case ir.OpRsqrt:
-		return numerics.Rsqrt, nil
-	case ir.OpSquare:
-		return func(x float32) float32 { return x * x }, nil
-	case ir.OpSoftplus:
-		return func(x float32) float32 { return numerics.Softplus(x, 1, 20) }, nil
-	case ir.OpAddScalar:
-		return func(x float32) float32 { return x + s }, nil
-	case ir.OpMulScalar:
-		return func(x float32) float32 { return x * s }, nil
+	eval, _, ok := sfpuEval(st.Op)
+	if !ok || !st.Op.Info().SFPU {
+		return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
 	}
-	return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
+	s := float32(st.Value)
+	return func(x float32) float32 { return eval(x, s) }, nil
 }
 
 // evalEmbeddingReshape: out = table rows gathered by ids, in ids' order,

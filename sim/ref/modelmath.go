@@ -19,7 +19,6 @@ import (
 // formats, not of one kernel.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpSoftplus:        unary(func(x float32) float32 { return numerics.Softplus(x, 1, 20) }),
 		ir.OpSum:             evalSum,
 		ir.OpRMSNormComposed: evalRMSNorm, // same equation as the fused rmsnorm, one rounding
 		ir.OpRMSNormPlain:    evalRMSNormPlain,

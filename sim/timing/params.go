@@ -52,7 +52,8 @@ type Params struct {
 	FPUEltwiseCycles float64
 	// PackCycles16 and PackCycles32 pack one tile from 16-bit or fp32 DEST.
 	PackCycles16, PackCycles32 float64
-	// SFPUCycles is the time of one SFPU op on a tile, by op.
+	// SFPUCycles is the time of one SFPU op on a tile, by op (default:
+	// kir.SFPUTable's Cycles).
 	SFPUCycles map[kir.SFPUOp]float64
 	// InitCycles is the cost of one init / reconfiguration call;
 	// CBCycles of one CB call; ScalarCycles of one scalar statement or loop
@@ -90,16 +91,11 @@ func Default() *Params {
 		FPUEltwiseCycles:      8,
 		PackCycles16:          32,
 		PackCycles32:          64,
-		SFPUCycles: map[kir.SFPUOp]float64{
-			kir.SFPUExp: 128, kir.SFPULog: 160, kir.SFPUSigmoid: 160, kir.SFPUSiLU: 192,
-			kir.SFPURsqrt: 128, kir.SFPUSqrt: 128, kir.SFPURecip: 128, kir.SFPUSoftplus: 256,
-			kir.SFPUSquare: 32, kir.SFPUNegative: 32, kir.SFPUAbs: 32, kir.SFPURelu: 32,
-			kir.SFPUAddScalar: 32, kir.SFPUMulScalar: 32,
-		},
-		InitCycles:          20,
-		CBCycles:            10,
-		ScalarCycles:        2,
-		FloorBytesPerSecond: 430e9,
+		SFPUCycles:            sfpuCycles(),
+		InitCycles:            20,
+		CBCycles:              10,
+		ScalarCycles:          2,
+		FloorBytesPerSecond:   430e9,
 	}
 }
 
@@ -203,3 +199,12 @@ func (p *Params) latency(table []float64, size float64, hops int) float64 {
 
 // cyclesToUS converts cycles to microseconds.
 func (p *Params) cyclesToUS(c float64) float64 { return c / p.ClockHz * 1e6 }
+
+// sfpuCycles is every SFPU op's Cycles from kir.SFPUTable.
+func sfpuCycles() map[kir.SFPUOp]float64 {
+	m := map[kir.SFPUOp]float64{}
+	for _, s := range kir.SFPUTable {
+		m[s.Op] = s.Cycles
+	}
+	return m
+}

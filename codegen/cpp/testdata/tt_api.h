@@ -213,63 +213,7 @@ void reduce_uninit(uint32_t icb = 0);
 void transpose_wh_init_short(uint32_t icb, uint32_t call_line = __builtin_LINE());
 void transpose_wh_tile(uint32_t icb, uint32_t itile, uint32_t idst);
 
-// compute_kernel_api.h (SFPU): 62,81,89,111,230,235,290,295,460,462
-template <bool fast_and_approx = false>
-void log_tile_init();
-template <bool fast_and_approx = false>
-void log_tile(uint32_t idst);
-template <bool fast_and_approx = false>
-void sigmoid_tile_init();
-template <int vec_mode = VectorMode::RC, bool fast_and_approx = false>
-void sigmoid_tile(uint32_t idst);
-void silu_tile_init();
-void silu_tile(uint32_t idst);
-void square_tile_init();
-void square_tile(uint32_t idst);
-void abs_tile_init();
-void abs_tile(uint32_t idst);
-
-// compute_kernel_api/eltwise_unary/exp.h:23,51: fast_and_approx defaults to
-// true; tcc passes <false, false> for the accurate exp.
-template <bool approx = false, bool fast_and_approx = true, uint32_t scale = 0x3F800000>
-void exp_tile_init();
-template <bool approx = false, bool fast_and_approx = true, bool scale_en = false, bool skip_positive_check = false,
-          int iterations = 8>
-void exp_tile(uint32_t idst, int vector_mode = (int)VectorMode::RC, uint16_t scale = 0x3F80);
-
-// compute_kernel_api/eltwise_unary/rsqrt.h:18,37
-template <bool legacy_compat = false>
-void rsqrt_tile_init();
-template <bool legacy_compat = false, bool FAST_APPROX = false>
-void rsqrt_tile(uint32_t idst);
-
-// compute_kernel_api/eltwise_unary/sqrt.h:18,35
-void sqrt_tile_init();
-template <bool FAST_APPROX = false>
-void sqrt_tile(uint32_t idst);
-
-// compute_kernel_api/eltwise_unary/recip.h:19,37 (legacy_compat defaults to true)
-template <bool legacy_compat = true>
-void recip_tile_init();
-template <bool legacy_compat = true>
-void recip_tile(uint32_t idst, int vector_mode = (int)VectorMode::RC);
-
-// compute_kernel_api/eltwise_unary/negative.h
-void negative_tile_init();
-void negative_tile(uint32_t idst);
-
-// compute_kernel_api/eltwise_unary/relu.h
-void relu_tile_init();
-void relu_tile(uint32_t idst);
-
-// compute_kernel_api/eltwise_unary/softplus.h:32,39 (beta, 1/beta, threshold as float bits)
-void softplus_tile_init();
-void softplus_tile(uint32_t idst, uint32_t beta, uint32_t beta_reciprocal, uint32_t threshold);
-
-// compute_kernel_api/eltwise_unary/binop_with_scalar.h:28,36,89 (param1: fp32 bits)
-void binop_with_scalar_tile_init();
-void add_unary_tile(uint32_t idst, uint32_t param1);
-void mul_unary_tile(uint32_t idst, uint32_t param1);
+// tcc-sfpu-decls: the SFPU ops' declarations from codegen/kir.SFPUTable go here
 
 // compute_kernel_api/pack.h:61,118
 template <bool out_of_order_output = false>

@@ -52,6 +52,9 @@ func Generate(ops []opspec.Op) ([]byte, error) {
 		if op.Fused {
 			fields[jen.Id("Fused")] = jen.True()
 		}
+		if op.SFPU {
+			fields[jen.Id("SFPU")] = jen.True()
+		}
 		if len(op.Attrs) > 0 {
 			as := []jen.Code{}
 			for _, a := range op.Attrs {
