@@ -186,3 +186,16 @@ func TestShapeHelpers(t *testing.T) {
 		}
 	}
 }
+
+func TestFidelityPasses(t *testing.T) {
+	for _, tc := range []struct {
+		f    MathFidelity
+		want int
+	}{{LoFi, 1}, {HiFi2, 2}, {HiFi3, 3}, {HiFi4, 4}, {MathFidelity(1), 0}, {MathFidelity(5), 0}} {
+		t.Run(tc.f.String(), func(t *testing.T) {
+			if got := tc.f.Passes(); got != tc.want {
+				t.Errorf("%s.Passes() = %d, want %d", tc.f, got, tc.want)
+			}
+		})
+	}
+}

@@ -328,6 +328,19 @@ func (f MathFidelity) String() string {
 	return fmt.Sprintf("fidelity(%d)", int(f))
 }
 
+// Passes is the number of multiplier passes (fidelity phases) f runs:
+// tt-metal's get_math_num_fidelity_phases, LoFi counting as one pass. It
+// is 0 for a value that is not a fidelity.
+func (f MathFidelity) Passes() int {
+	switch f {
+	case LoFi:
+		return 1
+	case HiFi2, HiFi3, HiFi4:
+		return int(f)
+	}
+	return 0
+}
+
 // ParseMathFidelity parses the String form of a MathFidelity.
 func ParseMathFidelity(s string) (MathFidelity, error) {
 	for _, f := range []MathFidelity{LoFi, HiFi2, HiFi3, HiFi4} {

@@ -33,13 +33,8 @@ const (
 // MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:
 // 16 cycles per multiplier pass (LoFi 1 pass ... HiFi4 4 passes).
 func MatmulTileCycles(f ir.MathFidelity) int {
-	switch f {
-	case ir.LoFi:
-		return 16
-	case ir.HiFi2:
-		return 32
-	case ir.HiFi3:
-		return 48
+	if n := f.Passes(); n > 0 {
+		return 16 * n
 	}
 	return 64
 }

@@ -38,15 +38,8 @@ func srcZero(w uint32) bool { return w&0x3FFFF < 0x400 }
 // fidelityPhases is how many passes a fidelity runs (tt-metal's
 // get_math_num_fidelity_phases; LoFi runs one).
 func fidelityPhases(f ir.MathFidelity) int {
-	switch f {
-	case ir.LoFi:
-		return 1
-	case ir.HiFi2:
-		return 2
-	case ir.HiFi3:
-		return 3
-	case ir.HiFi4:
-		return 4
+	if n := f.Passes(); n > 0 {
+		return n
 	}
 	panic(fmt.Sprintf("numerics: unknown math fidelity %s (want LoFi, HiFi2, HiFi3 or HiFi4)", f))
 }
