@@ -13,6 +13,7 @@ import (
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes/rewrite"
+	"github.com/tcc-dev/tcc/passes/rulestest"
 	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 	"golang.org/x/tools/txtar"
@@ -272,7 +273,7 @@ func TestAttentionEquivalence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := ir.Parse(parseRuleCase(t, path, a).input)
+		g, err := ir.Parse(rulestest.ParseCase(t, path, a).Input)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

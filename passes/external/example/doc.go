@@ -43,7 +43,12 @@
 //     exist in tcc's op table (ir/opspec); a new fused op kind needs a
 //     change to tcc itself.
 //
-//  5. Test the rules without building a driver: register them with
+//  5. Test the rules with test data, as tcc's own are: txtar cases with
+//     expect=Rule / expect-not=Rule directives, an input graph and the
+//     expected output, run by rulestest.Run (github.com/tcc-dev/tcc/
+//     passes/rulestest), which also checks every fused op against its
+//     decomposition; see rules_test.go and testdata/ here. Or, without
+//     the runner: register them with
 //     passes.RegisterExternal(Family, Rules()...) and run passes.Run on
 //     small graphs, written in ir's text form and read with ir.Parse,
 //     checking firing counts (Result.Rewrites) and the rewritten graph, with

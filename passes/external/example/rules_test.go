@@ -1,0 +1,17 @@
+package example
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/tcc-dev/tcc/passes/rulestest"
+)
+
+var update = flag.Bool("update", false, "rewrite the output sections of testdata/*.txt")
+
+// TestRuleData is what an out-of-tree rule package's test looks like:
+// expect= cases in testdata/*.txt, the result against the output section,
+// and every fused op checked against its decomposition.
+func TestRuleData(t *testing.T) {
+	rulestest.Run(t, "testdata/*.txt", Rules(), rulestest.Options{Update: *update})
+}

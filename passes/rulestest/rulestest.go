@@ -1,0 +1,324 @@
+// Package rulestest runs fusion-rule test data: txtar case files, each an
+// input graph, the rules expected to fire (or not) and the expected graph
+// after them. Every fused op a rule makes is also checked against its
+// decomposition with the reference evaluator. tcc's own rules use it
+// (passes.TestRuleData), and so can an out-of-tree rule package:
+//
+//	func TestRules(t *testing.T) {
+//		rulestest.Run(t, "testdata/*.txt", Rules(), rulestest.Options{Update: *update})
+//	}
+package rulestest
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/passes/rewrite"
+	"github.com/tcc-dev/tcc/sim/ref"
+	"golang.org/x/tools/txtar"
+)
+
+// Options configure Run.
+type Options struct {
+	// Update rewrites the output sections with what the rules produce
+	// (review the diff).
+	Update bool
+	// Families returns the rules of a family named by a case's families=
+	// directive (nil: the family does not exist). Nil: cases may not name
+	// families.
+	Families func(name string) []*rewrite.Rule
+	// Equivalent, when set, checks a fused op first; returning true means
+	// it was checked (tcc uses it for collectives spanning several devices).
+	Equivalent func(t *testing.T, op *ir.Op) bool
+}
+
+// Case is one test-data file (txtar): directives in the comment, an
+// "input" graph and an optional "output" graph (absent: unchanged).
+//
+//	# comment
+//	expect=FuseRMSNorm       the rule fires at least once
+//	expect=FuseRMSNorm*2     the rule fires exactly twice
+//	expect-not=FuseRMSNorm   the rule does not fire
+//	families=attention,norm  run only these families' rules (default: all),
+//	                         so the expected output does not depend on
+//	                         other families' rules
+//	-- input --
+//	graph ... (ir text)
+//	-- output --
+//	graph ... (ir text after the fuse rules and Renumber)
+type Case struct {
+	expect    map[string]int // rule -> exact count, or -1 for "at least once"
+	expectNot []string
+	families  []string // empty: every registered rule
+	Input     string
+	output    *string
+}
+
+func ParseCase(t testing.TB, path string, a *txtar.Archive) Case {
+	t.Helper()
+	c := Case{expect: map[string]int{}}
+	for i, line := range strings.Split(string(a.Comment), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		switch {
+		case ok && key == "expect":
+			name, n, counted := strings.Cut(val, "*")
+			c.expect[name] = -1
+			if counted {
+				k, err := strconv.Atoi(n)
+				if err != nil {
+					t.Fatalf("%s:%d: bad count in %q", path, i+1, line)
+				}
+				c.expect[name] = k
+			}
+		case ok && key == "expect-not":
+			c.expectNot = append(c.expectNot, val)
+		case ok && key == "families":
+			c.families = append(c.families, strings.Split(val, ",")...)
+		default:
+			t.Fatalf("%s:%d: want expect=Rule[*N], expect-not=Rule or families=f1,f2, got %q", path, i+1, line)
+		}
+	}
+	if len(c.expect)+len(c.expectNot) == 0 {
+		t.Fatalf("%s: no expect= or expect-not= directive", path)
+	}
+	for _, f := range a.Files {
+		switch f.Name {
+		case "input":
+			c.Input = string(f.Data)
+		case "output":
+			s := string(f.Data)
+			c.output = &s
+		default:
+			t.Fatalf("%s: unknown section %q (want input, output)", path, f.Name)
+		}
+	}
+	if c.Input == "" {
+		t.Fatalf("%s: no input section", path)
+	}
+	return c
+}
+
+// Run runs rules on every case file matching pattern (filepath.Glob) as a
+// subtest named after the file: the firings, verification and the printed
+// round trip of the result, every fused op's decomposition and its
+// equivalence in exact float32 math on seeded random operands, and the
+// result against the output section (absent: the input unchanged).
+func Run(t *testing.T, pattern string, rules []*rewrite.Rule, opts Options) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no case files match %s", pattern)
+	}
+	known := map[string]bool{}
+	for _, r := range rules {
+		known[r.Name] = true
+	}
+	prefix := strings.TrimSuffix(pattern[:strings.IndexAny(pattern+"*", "*")], "/")
+	for _, path := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(path, prefix), "/"), ".txt")
+		t.Run(name, func(t *testing.T) { runCase(t, path, rules, known, opts) })
+	}
+}
+
+func runCase(t *testing.T, path string, all []*rewrite.Rule, known map[string]bool, opts Options) {
+	a, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ParseCase(t, path, a)
+	for name := range c.expect {
+		if !known[name] {
+			t.Fatalf("expect=%s: no such rule", name)
+		}
+	}
+	for _, name := range c.expectNot {
+		if !known[name] {
+			t.Fatalf("expect-not=%s: no such rule", name)
+		}
+	}
+	g, err := ir.Parse(c.Input)
+	if err != nil {
+		t.Fatalf("input: %v", err)
+	}
+	unchanged := renumbered(t, c.Input)
+	rules := all
+	if len(c.families) > 0 {
+		rules = nil
+		for _, f := range c.families {
+			var fr []*rewrite.Rule
+			if opts.Families != nil {
+				fr = opts.Families(f)
+			}
+			if fr == nil {
+				t.Fatalf("families=%s: no such rule family", f)
+			}
+			rules = append(rules, fr...)
+		}
+	}
+	e, err := rewrite.NewEngine(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Run(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range c.expect {
+		got := st.Total(name)
+		if (want < 0 && got == 0) || (want >= 0 && got != want) {
+			t.Errorf("%s fired %d times, want %s", name, got, countText(want))
+		}
+	}
+	for _, name := range c.expectNot {
+		if got := st.Total(name); got != 0 {
+			t.Errorf("%s fired %d times, want none", name, got)
+		}
+	}
+	if err := ir.Verify(g); err != nil {
+		t.Fatalf("result does not verify: %v", err)
+	}
+	g.Renumber()
+	got := ir.Print(g)
+	if again, err := ir.Parse(got); err != nil {
+		t.Errorf("result does not parse back: %v", err)
+	} else if diff := cmp.Diff(got, ir.Print(again)); diff != "" {
+		t.Errorf("result does not round-trip (-printed +reparsed):\n%s", diff)
+	}
+	CheckDecompositions(t, g, opts.Equivalent)
+
+	want := unchanged
+	if c.output != nil {
+		want = *c.output
+	}
+	if opts.Update {
+		if got == unchanged && c.output == nil {
+			return
+		}
+		setSection(a, "output", got)
+		if err := os.WriteFile(path, txtar.Format(a), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("graph after fusion (-want +got):\n%s", diff)
+	}
+}
+
+// renumbered parses src and prints it with dense IDs: the expected output
+// of a case whose graph the rules leave alone.
+func renumbered(t testing.TB, src string) string {
+	t.Helper()
+	g, err := ir.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Renumber()
+	return ir.Print(g)
+}
+
+func countText(n int) string {
+	if n < 0 {
+		return "at least once"
+	}
+	return strconv.Itoa(n)
+}
+
+func setSection(a *txtar.Archive, name, data string) {
+	for i := range a.Files {
+		if a.Files[i].Name == name {
+			a.Files[i].Data = []byte(data)
+			return
+		}
+	}
+	a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(data)})
+}
+
+// CheckDecompositions checks that every fused op of g carries a
+// decomposition that builds into a standalone graph with the fused op's
+// interface and computes what the fused op computes (equivalent, when set,
+// is tried first for each op).
+func CheckDecompositions(t *testing.T, g *ir.Graph, equivalent func(*testing.T, *ir.Op) bool) {
+	t.Helper()
+	for _, op := range g.Ops() {
+		if !op.Info().Fused {
+			continue
+		}
+		fused, dec, err := rewrite.EquivalencePair(op)
+		if err != nil {
+			t.Errorf("%s: %v", op.Where(), err)
+			continue
+		}
+		var fin, din []string
+		for i := range fused.Inputs {
+			fin = append(fin, fused.Inputs[i].Type.String())
+			din = append(din, dec.Inputs[i].Type.String())
+		}
+		if !slices.Equal(fin, din) || len(fused.Outputs) != len(dec.Outputs) ||
+			!fused.Outputs[0].Type.Shape.Equal(dec.Outputs[0].Type.Shape) || fused.Outputs[0].Type.DType != dec.Outputs[0].Type.DType {
+			t.Errorf("%s: fused %v -> %s and decomposed %v -> %s differ", op.Where(), fin, fused.Outputs[0].Type, din, dec.Outputs[0].Type)
+		}
+		if equivalent == nil || !equivalent(t, op) {
+			checkEquivalent(t, op)
+		}
+	}
+}
+
+// checkEquivalent evaluates a fused op and its decomposition with the
+// reference evaluator in exact float32 math on seeded random operands and
+// requires agreement to a relative error of 1e-5 (relative to the largest
+// output magnitude): a rule that drops eps or the (1+w) offset, or binds the
+// wrong operand, fails here.
+func checkEquivalent(t *testing.T, op *ir.Op) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, uint64(op.ID)))
+	args := make([]ref.Tensor, len(op.Operands))
+	for i, v := range op.Operands {
+		args[i] = ref.NewTensor(v.Type.Shape)
+		for j := range args[i].Data {
+			if v.Type.DType.IsFloat() {
+				args[i].Data[j] = float32(rng.NormFloat64())
+			} else {
+				// integer operands (cache positions, token ids): small
+				// non-negative integers, valid for any cache or table of
+				// at least 4 rows
+				args[i].Data[j] = float32(rng.IntN(4))
+			}
+		}
+	}
+	fused, err := ref.EvalOp(op, args, ref.ExactOptions())
+	if err != nil {
+		t.Errorf("%s: %v", op.Where(), err)
+		return
+	}
+	dec, err := ref.EvalDecompositionWith(op, args, ref.ExactOptions())
+	if err != nil {
+		t.Errorf("%s: %v", op.Where(), err)
+		return
+	}
+	for k := range fused {
+		var scale, worst float64
+		for j := range fused[k].Data {
+			scale = max(scale, math.Abs(float64(dec[k].Data[j])))
+			worst = max(worst, math.Abs(float64(fused[k].Data[j]-dec[k].Data[j])))
+		}
+		if worst > 1e-5*scale {
+			t.Errorf("%s: result %d differs from its decomposition by %g (largest magnitude %g)", op.Where(), k, worst, scale)
+		}
+	}
+}
