@@ -17,6 +17,9 @@ type Build struct {
 	Target   *target.Target
 	Programs []*Program
 	Buffers  []BufferSpec
+	// printed holds each kernel's C++ as Compile printed it (nil for a
+	// Build assembled by hand: render prints).
+	printed map[*kir.Kernel][]byte
 }
 
 // Program is the device program of one graph op.
@@ -63,12 +66,14 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 		return nil, fmt.Errorf("codegen: graph %q does not verify: %w", g.Name, err)
 	}
 	ctx := lower.NewContext(t)
+	m := newMemo(t)
+	ctx.Validate = m.validate
 	alias, err := stateAliases(g)
 	if err != nil {
 		return nil, err
 	}
 	ctx.Alias = alias
-	b := &Build{Graph: g, Target: t}
+	b := &Build{Graph: g, Target: t, printed: m.printed}
 	byName := map[string]*ir.Value{}
 	var errs []error
 	fail := func(err error) {

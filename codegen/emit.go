@@ -45,7 +45,11 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 			return nil, nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
 		}
 		for _, k := range p.Kernel.Kernels {
-			src, err := cpp.PrintKernel(p.Kernel, k)
+			src, ok := b.printed[k]
+			var err error
+			if !ok {
+				src, err = cpp.PrintKernel(p.Kernel, k)
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
 			}
