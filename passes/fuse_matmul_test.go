@@ -11,6 +11,7 @@ import (
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/passes/rewrite"
+	"github.com/tcc-dev/tcc/passes/rulestest"
 	"github.com/tcc-dev/tcc/sim/ref"
 	"golang.org/x/tools/txtar"
 )
@@ -106,7 +107,7 @@ func commonEvalGraph(g *ir.Graph, seed uint64, opts ref.Options) ([][]ref.Tensor
 func commonEvalFused(op *ir.Op, seed uint64, opts ref.Options) (fused, dec [][]ref.Tensor, err error) {
 	rng := rand.New(rand.NewPCG(seed, uint64(op.ID)))
 	if (op.Kind == ir.OpAllReduceAdd || op.Kind == ir.OpAllReduceAddRMSNorm) && op.Int("devices") > 1 {
-		return commonEvalMeshPair(op, commonMeshArgs(op, op.Int("devices"), rng), opts)
+		return rulestest.EvalMeshPair(op, rulestest.MeshArgs(op, op.Int("devices"), rng), opts)
 	}
 	fg, dg, err := rewrite.EquivalencePair(op)
 	if err != nil {

@@ -10,6 +10,8 @@
 package rulestest
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -26,7 +28,15 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-// Options configure Run.
+// T is what the checks report to: a *testing.T, or the collector Check
+// uses. Fatalf must not return.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Options configure Run and Check.
 type Options struct {
 	// Update rewrites the output sections with what the rules produce
 	// (review the diff).
@@ -37,7 +47,7 @@ type Options struct {
 	Families func(name string) []*rewrite.Rule
 	// Equivalent, when set, checks a fused op first; returning true means
 	// it was checked (tcc uses it for collectives spanning several devices).
-	Equivalent func(t *testing.T, op *ir.Op) bool
+	Equivalent func(t T, op *ir.Op) bool
 }
 
 // Case is one test-data file (txtar): directives in the comment, an
@@ -62,7 +72,7 @@ type Case struct {
 	output    *string
 }
 
-func ParseCase(t testing.TB, path string, a *txtar.Archive) Case {
+func ParseCase(t T, path string, a *txtar.Archive) Case {
 	t.Helper()
 	c := Case{expect: map[string]int{}}
 	for i, line := range strings.Split(string(a.Comment), "\n") {
@@ -119,7 +129,7 @@ func Run(t *testing.T, pattern string, rules []*rewrite.Rule, opts Options) {
 	t.Helper()
 	files, err := filepath.Glob(pattern)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if len(files) == 0 {
 		t.Fatalf("no case files match %s", pattern)
@@ -128,17 +138,73 @@ func Run(t *testing.T, pattern string, rules []*rewrite.Rule, opts Options) {
 	for _, r := range rules {
 		known[r.Name] = true
 	}
-	prefix := strings.TrimSuffix(pattern[:strings.IndexAny(pattern+"*", "*")], "/")
 	for _, path := range files {
-		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(path, prefix), "/"), ".txt")
-		t.Run(name, func(t *testing.T) { runCase(t, path, rules, known, opts) })
+		t.Run(caseName(pattern, path), func(t *testing.T) { runCase(t, path, rules, known, opts) })
 	}
 }
 
-func runCase(t *testing.T, path string, all []*rewrite.Rule, known map[string]bool, opts Options) {
+// caseName is path relative to the fixed part of pattern, without .txt.
+func caseName(pattern, path string) string {
+	prefix := strings.TrimSuffix(pattern[:strings.IndexAny(pattern+"*", "*")], "/")
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(path, prefix), "/"), ".txt")
+}
+
+// Result is what Check found in one case file: the problems (none: it
+// passed).
+type Result struct {
+	Case     string
+	Problems []string
+}
+
+// Check runs the cases matching pattern as Run does, outside go test
+// (tcc check): one Result per file, in path order. Options.Update is
+// honoured. The error is for a pattern that matches nothing or is bad.
+func Check(pattern string, rules []*rewrite.Rule, opts Options) ([]Result, error) {
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no case files match %s", pattern)
+	}
+	known := map[string]bool{}
+	for _, r := range rules {
+		known[r.Name] = true
+	}
+	var out []Result
+	for _, path := range files {
+		c := &collector{}
+		func() {
+			defer func() {
+				if v := recover(); v != nil && v != errFatal {
+					c.Errorf("panic: %v", v)
+				}
+			}()
+			runCase(c, path, rules, known, opts)
+		}()
+		out = append(out, Result{Case: path, Problems: c.problems})
+	}
+	return out, nil
+}
+
+// collector is the T of Check; Fatalf unwinds to Check with errFatal.
+type collector struct{ problems []string }
+
+var errFatal = errors.New("rulestest: fatal")
+
+func (*collector) Helper() {}
+func (c *collector) Errorf(format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf(format, args...))
+}
+func (c *collector) Fatalf(format string, args ...any) {
+	c.Errorf(format, args...)
+	panic(errFatal)
+}
+
+func runCase(t T, path string, all []*rewrite.Rule, known map[string]bool, opts Options) {
 	a, err := txtar.ParseFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	c := ParseCase(t, path, a)
 	for name := range c.expect {
@@ -172,11 +238,11 @@ func runCase(t *testing.T, path string, all []*rewrite.Rule, known map[string]bo
 	}
 	e, err := rewrite.NewEngine(rules...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	st, err := e.Run(g)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	for name, want := range c.expect {
 		got := st.Total(name)
@@ -211,7 +277,7 @@ func runCase(t *testing.T, path string, all []*rewrite.Rule, known map[string]bo
 		}
 		setSection(a, "output", got)
 		if err := os.WriteFile(path, txtar.Format(a), 0o644); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		return
 	}
@@ -222,11 +288,11 @@ func runCase(t *testing.T, path string, all []*rewrite.Rule, known map[string]bo
 
 // renumbered parses src and prints it with dense IDs: the expected output
 // of a case whose graph the rules leave alone.
-func renumbered(t testing.TB, src string) string {
+func renumbered(t T, src string) string {
 	t.Helper()
 	g, err := ir.Parse(src)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	g.Renumber()
 	return ir.Print(g)
@@ -253,7 +319,7 @@ func setSection(a *txtar.Archive, name, data string) {
 // decomposition that builds into a standalone graph with the fused op's
 // interface and computes what the fused op computes (equivalent, when set,
 // is tried first for each op).
-func CheckDecompositions(t *testing.T, g *ir.Graph, equivalent func(*testing.T, *ir.Op) bool) {
+func CheckDecompositions(t T, g *ir.Graph, equivalent func(T, *ir.Op) bool) {
 	t.Helper()
 	for _, op := range g.Ops() {
 		if !op.Info().Fused {
@@ -273,7 +339,7 @@ func CheckDecompositions(t *testing.T, g *ir.Graph, equivalent func(*testing.T, 
 			!fused.Outputs[0].Type.Shape.Equal(dec.Outputs[0].Type.Shape) || fused.Outputs[0].Type.DType != dec.Outputs[0].Type.DType {
 			t.Errorf("%s: fused %v -> %s and decomposed %v -> %s differ", op.Where(), fin, fused.Outputs[0].Type, din, dec.Outputs[0].Type)
 		}
-		if equivalent == nil || !equivalent(t, op) {
+		if (equivalent == nil || !equivalent(t, op)) && !checkEquivalentMesh(t, op) {
 			checkEquivalent(t, op)
 		}
 	}
@@ -284,7 +350,7 @@ func CheckDecompositions(t *testing.T, g *ir.Graph, equivalent func(*testing.T, 
 // requires agreement to a relative error of 1e-5 (relative to the largest
 // output magnitude): a rule that drops eps or the (1+w) offset, or binds the
 // wrong operand, fails here.
-func checkEquivalent(t *testing.T, op *ir.Op) {
+func checkEquivalent(t T, op *ir.Op) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, uint64(op.ID)))
 	args := make([]ref.Tensor, len(op.Operands))
@@ -321,4 +387,88 @@ func checkEquivalent(t *testing.T, op *ir.Op) {
 			t.Errorf("%s: result %d differs from its decomposition by %g (largest magnitude %g)", op.Where(), k, worst, scale)
 		}
 	}
+}
+
+// checkEquivalentMesh is checkEquivalent for a fused collective spanning
+// more than one device (all_reduce_add, all_reduce_add_rmsnorm), which one
+// device's operands cannot evaluate: every device gets its own random
+// operands, the fused op runs on the whole row (ref.FusedMeshOp) and the
+// decomposition on a 1xN mesh (ref.EvalMesh); in exact math every
+// device's results must agree to 1e-5 of the largest magnitude. It
+// reports whether op was such a collective (and so has been checked).
+func checkEquivalentMesh(t T, op *ir.Op) bool {
+	t.Helper()
+	if (op.Kind != ir.OpAllReduceAdd && op.Kind != ir.OpAllReduceAddRMSNorm) || op.Int("devices") <= 1 {
+		return false
+	}
+	n := op.Int("devices")
+	rng := rand.New(rand.NewPCG(1, uint64(op.ID)))
+	args := MeshArgs(op, n, rng)
+	fused, dec, err := EvalMeshPair(op, args, ref.ExactOptions())
+	if err != nil {
+		t.Errorf("%s: %v", op.Where(), err)
+		return true
+	}
+	for d := range fused {
+		for k := range fused[d] {
+			var scale, worst float64
+			for j := range fused[d][k].Data {
+				scale = max(scale, math.Abs(float64(dec[d][k].Data[j])))
+				worst = max(worst, math.Abs(float64(fused[d][k].Data[j]-dec[d][k].Data[j])))
+			}
+			if worst > 1e-5*scale {
+				t.Errorf("%s: device %d result %d differs from its decomposition by %g (largest magnitude %g)", op.Where(), d, k, worst, scale)
+			}
+		}
+	}
+	return true
+}
+
+// MeshArgs draws N(0, 1) operands for op on each of n devices.
+func MeshArgs(op *ir.Op, n int, rng *rand.Rand) [][]ref.Tensor {
+	args := make([][]ref.Tensor, n)
+	for d := range args {
+		for _, v := range op.Operands {
+			t := ref.NewTensor(v.Type.Shape)
+			for j := range t.Data {
+				t.Data[j] = float32(rng.NormFloat64())
+			}
+			args[d] = append(args[d], t)
+		}
+	}
+	return args
+}
+
+// EvalMeshPair evaluates a fused collective op on per-device
+// operands args with ref.FusedMeshOp, and the decomposed graph of
+// rewrite.EquivalencePair(op) on a 1xN mesh with ref.EvalMesh; it returns
+// both per device, results in order.
+func EvalMeshPair(op *ir.Op, args [][]ref.Tensor, opts ref.Options) (fused, dec [][]ref.Tensor, err error) {
+	fused, err = ref.FusedMeshOp(op, args, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, dg, err := rewrite.EquivalencePair(op)
+	if err != nil {
+		return nil, nil, err
+	}
+	dg.Mesh = ir.Mesh{Rows: 1, Cols: len(args)}
+	envs := make([]map[*ir.Value]ref.Tensor, len(args))
+	for d := range envs {
+		envs[d] = map[*ir.Value]ref.Tensor{}
+		for i, v := range dg.Inputs {
+			envs[d][v] = args[d][i]
+		}
+	}
+	vals, err := ref.EvalMesh(dg, envs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec = make([][]ref.Tensor, len(args))
+	for d := range vals {
+		for _, o := range dg.Outputs {
+			dec[d] = append(dec[d], vals[d][o])
+		}
+	}
+	return fused, dec, nil
 }

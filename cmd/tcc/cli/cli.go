@@ -81,7 +81,7 @@ Start with:
 	}
 	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example). A rule package is code that runs with your privileges: load only what you trust")
 	root.PersistentFlags().Duration("rules-timeout", external.DefaultTimeout, "with --rules: kill the rule driver (and fail) if the command runs longer than this (0 = no limit); it is also stopped when tcc is interrupted or killed")
-	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd(), newWeightsCmd(), newDevicesCmd())
+	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd(), newWeightsCmd(), newDevicesCmd(), newCheckCmd())
 	addCompletions(root)
 	return root
 }
