@@ -201,20 +201,7 @@ func TestAttentionFiresInDefaultPipeline(t *testing.T) {
 // cache position (integer operands) uniform in [0, 16), so that it and
 // the prefill tokens after it (at most 6) fit every test graph's 32-long
 // caches.
-func attnRandomArgs(op *ir.Op, rng *rand.Rand) []ref.Tensor {
-	args := make([]ref.Tensor, len(op.Operands))
-	for i, v := range op.Operands {
-		args[i] = ref.NewTensor(v.Type.Shape)
-		for j := range args[i].Data {
-			if v.Type.DType.IsFloat() {
-				args[i].Data[j] = float32(rng.NormFloat64())
-			} else {
-				args[i].Data[j] = float32(rng.IntN(16))
-			}
-		}
-	}
-	return args
-}
+func attnRandomArgs(op *ir.Op, rng *rand.Rand) []ref.Tensor { return rulestest.RandomArgs(op, rng, 16) }
 
 // attnEvalPair evaluates the two graphs of rewrite.EquivalencePair(op) on
 // args and returns their outputs.

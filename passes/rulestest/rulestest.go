@@ -352,21 +352,9 @@ func CheckDecompositions(t T, g *ir.Graph, equivalent func(T, *ir.Op) bool) {
 // wrong operand, fails here.
 func checkEquivalent(t T, op *ir.Op) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(1, uint64(op.ID)))
-	args := make([]ref.Tensor, len(op.Operands))
-	for i, v := range op.Operands {
-		args[i] = ref.NewTensor(v.Type.Shape)
-		for j := range args[i].Data {
-			if v.Type.DType.IsFloat() {
-				args[i].Data[j] = float32(rng.NormFloat64())
-			} else {
-				// integer operands (cache positions, token ids): small
-				// non-negative integers, valid for any cache or table of
-				// at least 4 rows
-				args[i].Data[j] = float32(rng.IntN(4))
-			}
-		}
-	}
+	// integer operands (cache positions, token ids): small non-negative
+	// integers, valid for any cache or table of at least 4 rows
+	args := RandomArgs(op, rand.New(rand.NewPCG(1, uint64(op.ID))), 4)
 	fused, err := ref.EvalOp(op, args, ref.ExactOptions())
 	if err != nil {
 		t.Errorf("%s: %v", op.Where(), err)
@@ -471,4 +459,21 @@ func EvalMeshPair(op *ir.Op, args [][]ref.Tensor, opts ref.Options) (fused, dec 
 		}
 	}
 	return fused, dec, nil
+}
+
+// RandomArgs draws one tensor per operand of op: float operands N(0, 1),
+// integer operands uniform in [0, ints).
+func RandomArgs(op *ir.Op, rng *rand.Rand, ints int) []ref.Tensor {
+	args := make([]ref.Tensor, len(op.Operands))
+	for i, v := range op.Operands {
+		args[i] = ref.NewTensor(v.Type.Shape)
+		for j := range args[i].Data {
+			if v.Type.DType.IsFloat() {
+				args[i].Data[j] = float32(rng.NormFloat64())
+			} else {
+				args[i].Data[j] = float32(rng.IntN(ints))
+			}
+		}
+	}
+	return args
 }
