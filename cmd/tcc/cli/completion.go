@@ -64,6 +64,8 @@ func formatsOf(c *cobra.Command) []string {
 		return []string{"table", "json", "csv"}
 	case "ir":
 		return irFormats
+	case "devices":
+		return []string{"table", "json"}
 	}
 	return nil
 }
