@@ -174,7 +174,7 @@ func (l fullLayer) check(t *testing.T, outs [][]float32) {
 }
 
 // EnvFullWidth, set to 1, runs the full-size layer tests. Each takes
-// about 100 s of simulator time and 7 GB, beyond `go test ./...`'s budget
+// about 3 minutes of simulator time and 7 GB, beyond `go test ./...`'s budget
 // (5 minutes, 4 GB on two cores), so they are off by default; .ci/run
 // runs them, one after the other (BenchmarkFullWidthLayers reports their
 // time).
@@ -182,7 +182,7 @@ const EnvFullWidth = "TCC_FULL_WIDTH"
 
 func fullWidth(t *testing.T) {
 	if testing.Short() || os.Getenv(EnvFullWidth) != "1" {
-		t.Skipf("a full-width 27B layer on the simulator (~100 s, ~7 GB): run with %s=1 (.ci/run does)", EnvFullWidth)
+		t.Skipf("a full-width 27B layer on the simulator (~3 min, ~7 GB): run with %s=1 (.ci/run does)", EnvFullWidth)
 	}
 }
 
