@@ -70,19 +70,66 @@ type term struct {
 	man  uint32
 }
 
+// srcParts is a source word split once for every fidelity phase: its
+// exponent, sign, the two mantissa slices a phase may take, and whether
+// it is zero.
+type srcParts struct {
+	exp    int32
+	sign   uint32
+	hi, lo uint32
+	zero   bool
+}
+
+// partsA splits a SrcA word: 5-bit slices, hidden bit + top 4 (hi) and the
+// next 5 bits (lo).
+func partsA(w uint32) srcParts {
+	m := w&0x3FF | 0x400
+	return srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 6, lo: (m >> 1) & 31, zero: srcZero(w)}
+}
+
+// partsB splits a SrcB word: 7-bit slices, hidden bit + top 6 (hi) and the
+// low 4 bits shifted up by 3 (lo).
+func partsB(w uint32) srcParts {
+	m := w&0x3FF | 0x400
+	return srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 4, lo: (m & 15) << 3, zero: srcZero(w)}
+}
+
 // mvmulLane is one output element of an MVMUL pass: DEST dst plus the dot
 // product of the 16 SrcA words a and SrcB words b at one fidelity phase.
 func mvmulLane(a, b []uint32, dst uint32, phase int, fp32 bool) uint32 {
+	var pa, pb [16]srcParts
+	for i := range pa {
+		pa[i], pb[i] = partsA(a[i]), partsB(b[i])
+	}
+	return mvmulParts(pa[:], pb[:], dst, phase, fp32)
+}
+
+// mvmulParts is mvmulLane on split words.
+func mvmulParts(a, b []srcParts, dst uint32, phase int, fp32 bool) uint32 {
+	adj := int32(-127)
+	if phase&1 != 0 {
+		adj -= 5
+	}
+	if phase&2 != 0 {
+		adj -= 7
+	}
 	var signs [16]uint32
 	var exps [16]int32
 	var mans [16]int32
 	for i := 0; i < 16; i++ {
-		if srcZero(a[i]) || srcZero(b[i]) {
+		x, y := &a[i], &b[i]
+		if x.zero || y.zero {
 			continue // sign 0, exponent 0 (the clamped product adjustment), mantissa 0
 		}
-		ma, mb, adj := phaseSlices(a[i], b[i], phase)
-		signs[i] = (a[i] ^ b[i]) >> 18 & 1
-		exps[i] = int32(a[i]>>10&255) + int32(b[i]>>10&255) + adj
+		ma, mb := x.hi, y.hi
+		if phase&1 != 0 {
+			ma = x.lo
+		}
+		if phase&2 != 0 {
+			mb = y.lo
+		}
+		signs[i] = x.sign ^ y.sign
+		exps[i] = x.exp + y.exp + adj
 		mans[i] = int32(ma * mb)
 	}
 	var sops [2]term
@@ -277,11 +324,11 @@ func MatmulTile(acc, a, b []float32, f ir.MathFidelity, fp32Dest bool) {
 		panic(fmt.Sprintf("numerics.MatmulTile: want three %d-value tiles, got acc %d, a %d, b %d", TileElems, len(acc), len(a), len(b)))
 	}
 	phases := fidelityPhases(f)
-	var srcA, srcB [TileDim][TileDim]uint32 // srcA[j][k] = in1[k][j]; srcB[i][k] = in0[i][k]
+	var srcA, srcB [TileDim][TileDim]srcParts // srcA[j][k] = in1[k][j]; srcB[i][k] = in0[i][k]
 	for r := 0; r < TileDim; r++ {
 		for c := 0; c < TileDim; c++ {
-			srcA[c][r] = srcWord(b[FaceIndex(r, c)])
-			srcB[r][c] = srcWord(a[FaceIndex(r, c)])
+			srcA[c][r] = partsA(srcWord(b[FaceIndex(r, c)]))
+			srcB[r][c] = partsB(srcWord(a[FaceIndex(r, c)]))
 		}
 	}
 	for i := 0; i < TileDim; i++ {
@@ -289,8 +336,8 @@ func MatmulTile(acc, a, b []float32, f ir.MathFidelity, fp32Dest bool) {
 			at := FaceIndex(i, j)
 			d := destWord(acc[at], fp32Dest)
 			for p := 0; p < phases; p++ {
-				d = mvmulLane(srcA[j][:16], srcB[i][:16], d, p, fp32Dest)
-				d = mvmulLane(srcA[j][16:], srcB[i][16:], d, p, fp32Dest)
+				d = mvmulParts(srcA[j][:16], srcB[i][:16], d, p, fp32Dest)
+				d = mvmulParts(srcA[j][16:], srcB[i][16:], d, p, fp32Dest)
 			}
 			acc[at] = math.Float32frombits(d)
 		}

@@ -117,3 +117,13 @@ func TestMatmulTileGroupAlignment(t *testing.T) {
 		t.Errorf("acc[0][0] = %v, want 1+2^-20 (separate groups)", got)
 	}
 }
+
+func BenchmarkMatmulTileHiFi4(b *testing.B) {
+	x, y, acc := make([]float32, TileElems), make([]float32, TileElems), make([]float32, TileElems)
+	for i := range x {
+		x[i], y[i] = RoundBF16(float32(i%37)/7-2), RoundBF16(float32(i%29)/5-3)
+	}
+	for b.Loop() {
+		MatmulTile(acc, x, y, ir.HiFi4, true)
+	}
+}

@@ -110,25 +110,32 @@ func Matmul(a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	checkMatrix("Matmul (b)", len(b), k, n)
 	phases := fidelityPhases(f)
 	kp := ceilTiles(k) * TileDim
-	srcA := make([]uint32, n*kp) // srcA[j*kp+p] = b[p][j]
+	srcA := make([]srcParts, n*kp) // srcA[j*kp+p] = b[p][j]
+	zero := partsA(0)
+	for i := range srcA {
+		srcA[i] = zero
+	}
 	for p := 0; p < k; p++ {
 		for j := 0; j < n; j++ {
-			srcA[j*kp+p] = srcWord(TruncTF32(b[p*n+j]))
+			srcA[j*kp+p] = partsA(srcWord(TruncTF32(b[p*n+j])))
 		}
 	}
-	srcB := make([]uint32, kp)
+	srcB := make([]srcParts, kp)
+	for i := range srcB {
+		srcB[i] = partsB(0)
+	}
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for p := 0; p < k; p++ {
-			srcB[p] = srcWord(TruncTF32(a[i*k+p]))
+			srcB[p] = partsB(srcWord(TruncTF32(a[i*k+p])))
 		}
 		for j := 0; j < n; j++ {
 			col := srcA[j*kp : (j+1)*kp]
 			var d uint32
 			for t := 0; t < kp; t += TileDim {
 				for ph := 0; ph < phases; ph++ {
-					d = mvmulLane(col[t:t+16], srcB[t:t+16], d, ph, true)
-					d = mvmulLane(col[t+16:t+32], srcB[t+16:t+32], d, ph, true)
+					d = mvmulParts(col[t:t+16], srcB[t:t+16], d, ph, true)
+					d = mvmulParts(col[t+16:t+32], srcB[t+16:t+32], d, ph, true)
 				}
 			}
 			out[i*n+j] = math.Float32frombits(d)
