@@ -10,5 +10,5 @@
 // package's job.
 //
 // Subpackages include target (the chip description), kir (the kernel IR)
-// and lower (the lowering of each op family to kernel IR).
+// and lower (the lowering of each op class to kernel IR).
 package codegen

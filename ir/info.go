@@ -19,7 +19,7 @@ type OpInfo struct {
 	Attrs    []opspec.Attr
 	Results  int
 	Shape    ShapeRule
-	Family   string
+	Class    string // op class (opspec.Op.Class); fusion rules come in families, ops in classes
 	Fused    bool
 	// SFPU: the op is one SFPU op per element (the codegen/kir.SFPUTable
 	// entry of the same name) and chains into eltwise_chain.

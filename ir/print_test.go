@@ -589,7 +589,7 @@ func withTextSyntheticOp(t *testing.T) OpKind {
 	saved := opInfos[k]
 	t.Cleanup(func() { opInfos[k] = saved })
 	opInfos[k] = OpInfo{
-		Name: "test_pair", Doc: "test only", Operands: []string{"x", "rest"}, Variadic: true, Results: 2, Fused: true, Family: "fused",
+		Name: "test_pair", Doc: "test only", Operands: []string{"x", "rest"}, Variadic: true, Results: 2, Fused: true, Class: "fused",
 		Attrs: []opspec.Attr{{Name: "n", Kind: opspec.AttrInt}, {Name: "f", Kind: opspec.AttrFloat}, {Name: "s", Kind: opspec.AttrString},
 			{Name: "dims", Kind: opspec.AttrInts}, {Name: "dt", Kind: opspec.AttrDType}, {Name: "opt", Kind: opspec.AttrInt, Optional: true}},
 		Shape: func(in []TensorType, a Attrs) ([]TensorType, error) {

@@ -2,7 +2,7 @@ package ir
 
 import "fmt"
 
-// Shape rules: each returns the result types of one op family or an error
+// Shape rules: each returns the result types of one op class or an error
 // naming the broken rule. Results inherit layout, memory config and
 // distribution from the first operand unless the rule says otherwise.
 

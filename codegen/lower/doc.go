@@ -5,7 +5,7 @@
 // *kir.Program: the cores it runs on, its circular buffers, and a reader,
 // compute and writer kernel per core with their argument tables. Lowerings
 // are looked up in a table keyed by ir.OpKind, filled from one file per op
-// family (eltwise.go: unary, binary with numpy broadcasting, typecast;
+// class (eltwise.go: unary, binary with numpy broadcasting, typecast;
 // matmul.go, bmm.go; norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
 // sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
 // repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;

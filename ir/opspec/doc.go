@@ -7,7 +7,7 @@
 // (ir/ops_gen.go). Adding an op means adding an entry here, a shape rule in
 // ir/shape_rules.go if none fits, and its semantics in the reference evaluator.
 //
-// The table is split by family over several files (core.go, ...); All returns
+// The table is split by class over several files (core.go, ...); All returns
 // the concatenation in a fixed order, which fixes the enum numbering.
 package opspec
 
@@ -39,7 +39,7 @@ type Op struct {
 	Attrs    []Attr
 	Results  int    // number of results
 	Shape    string // name of the shape rule function in package ir
-	Family   string // eltwise, reduce, matmul, norm, data, layout, collective, fused
+	Class    string // op class: eltwise, reduce, matmul, norm, data, layout, collective, fused (not a fusion-rule family)
 	Fused    bool   // produced only by fusion; carries the decomposition it replaced
 	SFPU     bool   // one SFPU op per element (codegen/kir.SFPUTable entry of the same name); chainable into eltwise_chain
 }

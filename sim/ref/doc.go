@@ -81,7 +81,7 @@
 // # Adding an op
 //
 // The evaluator is a table from ir.OpKind to an evalFunc, filled by one
-// register call per op family file (eltwise.go, reduce.go, matmul.go,
+// register call per op class file (eltwise.go, reduce.go, matmul.go,
 // norm.go, data.go, layout.go, modelmath.go, gdn.go, attention.go,
 // collective.go); a collective also has a meshFunc in meshEvaluators. A new op is one entry: a function that validates the
 // shapes and attributes it uses, computes float32 results before storage

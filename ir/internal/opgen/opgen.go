@@ -39,7 +39,7 @@ func Generate(ops []opspec.Op) ([]byte, error) {
 			jen.Id("Doc"):     jen.Lit(op.Doc),
 			jen.Id("Results"): jen.Lit(op.Results),
 			jen.Id("Shape"):   jen.Id(op.Shape),
-			jen.Id("Family"):  jen.Lit(op.Family),
+			jen.Id("Class"):   jen.Lit(op.Class),
 		}
 		ops := []jen.Code{}
 		for _, o := range op.Operands {
