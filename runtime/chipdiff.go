@@ -20,7 +20,8 @@ func describeDiff(b *kexec.DeviceBuffer, got, want []byte) string {
 		k++
 	}
 	byteMsg := fmt.Sprintf("byte %d (page %d) is %#02x on the chip, %#02x on the simulator", k, k/max(b.PageSize, 1), got[k], want[k])
-	ulp, ok := ulpScale[b.DType]
+	shift, ok := ulpShift[b.DType]
+	ulp := int64(1) << shift
 	if !ok || b.Layout != ir.TileLayout {
 		return byteMsg
 	}
@@ -48,14 +49,12 @@ func describeDiff(b *kexec.DeviceBuffer, got, want []byte) string {
 	tile, in := first/numerics.TileElems, first%numerics.TileElems
 	r, c := numerics.FacePos(in)
 	return fmt.Sprintf("%d of %d %s values differ (at most %d ulp); first: tile %d (%d,%d) is %g (%#x) on the chip, %g (%#x) on the simulator",
-		n, len(g), b.DType, worst, tile, r, c, g[first], math.Float32bits(g[first])>>ulpShift[b.DType], w[first], math.Float32bits(w[first])>>ulpShift[b.DType])
+		n, len(g), b.DType, worst, tile, r, c, g[first], math.Float32bits(g[first])>>shift, w[first], math.Float32bits(w[first])>>shift)
 }
 
-// ulpShift is how many low float32 bits a stored value of the format lacks.
+// ulpShift is how many low float32 bits a stored value of the format lacks;
+// one unit in its last place is 1<<ulpShift on ordered().
 var ulpShift = map[ir.DType]uint{ir.FP32: 0, ir.BF16: 16}
-
-// ulpScale is one unit in the last place of the format on ordered().
-var ulpScale = map[ir.DType]int64{ir.FP32: 1, ir.BF16: 1 << 16}
 
 // ordered maps a float32 to an integer that increases with its value, so
 // the distance between two values counts the float32 steps between them.

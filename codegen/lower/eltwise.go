@@ -47,12 +47,7 @@ var eltOps = map[ir.OpKind]kir.EltwiseOp{
 	ir.OpMul: kir.EltMul,
 }
 
-// eltwiseFP32Dest is the DEST mode of every eltwise program: fp32. A bf16
-// DEST adds roundings the reference does not have even when every value
-// is bf16: SFPSTORE truncates SFPU results to bf16, and each fidelity phase
-// of an ELWMUL rounds its partial sum to bf16 (sim/numerics datapath).
-// From an fp32 DEST the packer rounds each result once.
-const eltwiseFP32Dest = true
+
 
 // eltInput is one operand stream of an eltwise program.
 type eltInput struct {
@@ -354,7 +349,12 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: eltwiseFP32Dest})
+	// Every eltwise program has an fp32 DEST. A bf16 DEST adds roundings the
+	// reference does not have even when every value is bf16: SFPSTORE
+	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
+	// rounds its partial sum to bf16 (sim/numerics datapath). From an fp32
+	// DEST the packer rounds each result once.
+	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	ccount := cp.RuntimeArg("num_tiles")
 	c := blocks.NewCompute(p, cp)
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)

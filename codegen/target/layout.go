@@ -211,9 +211,20 @@ func BlackholeLayout() *Layout {
 	return l
 }
 
-// ProcessorNames names the Tensix processors in TensixProcessorTypes order
-// (DM0, DM1, MATH0..2: BRISC, NCRISC, TRISC0..2).
-var ProcessorNames = [5]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}
+// Indices of the five Tensix RISC-Vs in TensixProcessorTypes order (DM0,
+// DM1, MATH0..2), as firmware images, launch-message slots and JIT images
+// number them.
+const (
+	ProcBRISC = iota
+	ProcNCRISC
+	ProcTRISC0
+	ProcTRISC1
+	ProcTRISC2
+	NumProcs
+)
+
+// ProcessorNames names the Tensix processors by index (ProcBRISC ...).
+var ProcessorNames = [NumProcs]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}
 
 // L1Regions lists the layout's L1 regions sorted by base.
 func (l *Layout) L1Regions() []Region {

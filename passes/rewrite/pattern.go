@@ -64,19 +64,33 @@ func Commutative(kind ir.OpKind) bool { return commutative[kind] }
 // mul(mul($x, rsqrt(_)), $w).
 func (p *Pattern) String() string {
 	var sb strings.Builder
-	p.write(&sb)
+	p.write(&sb, false)
 	return sb.String()
 }
 
-func (p *Pattern) write(sb *strings.Builder) {
-	switch p.kind {
-	case patVar:
+// write prints p: variables as $name, alternatives as oneof(...), named
+// ops with @name; plain (Describe) prints variables by name, alternatives
+// as "a | b" and drops op names.
+func (p *Pattern) write(sb *strings.Builder, plain bool) {
+	switch {
+	case p.kind == patVar && plain:
+		sb.WriteString(p.name)
+		return
+	case p.kind == patVar:
 		sb.WriteString("$" + p.name)
 		return
-	case patAny:
+	case p.kind == patAny:
 		sb.WriteString("_")
 		return
-	case patOneOf:
+	case p.kind == patOneOf && plain:
+		for i, o := range p.operands {
+			if i > 0 {
+				sb.WriteString(" | ")
+			}
+			o.write(sb, plain)
+		}
+		return
+	case p.kind == patOneOf:
 		sb.WriteString("oneof")
 	default:
 		sb.WriteString(p.op.String())
@@ -86,10 +100,10 @@ func (p *Pattern) write(sb *strings.Builder) {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		o.write(sb)
+		o.write(sb, plain)
 	}
 	sb.WriteByte(')')
-	if p.kind == patOp && p.name != "" {
+	if p.kind == patOp && p.name != "" && !plain {
 		sb.WriteString("@" + p.name)
 	}
 }

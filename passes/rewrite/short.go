@@ -13,36 +13,8 @@ import (
 // is "add(r, matmul(a, w))".
 func Describe(p *Pattern) string {
 	var sb strings.Builder
-	describe(&sb, p)
+	p.write(&sb, true)
 	return sb.String()
-}
-
-func describe(sb *strings.Builder, p *Pattern) {
-	switch p.kind {
-	case patVar:
-		sb.WriteString(p.name)
-		return
-	case patAny:
-		sb.WriteString("_")
-		return
-	case patOneOf:
-		for i, o := range p.operands {
-			if i > 0 {
-				sb.WriteString(" | ")
-			}
-			describe(sb, o)
-		}
-		return
-	}
-	sb.WriteString(p.op.String())
-	sb.WriteByte('(')
-	for i, o := range p.operands {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		describe(sb, o)
-	}
-	sb.WriteByte(')')
 }
 
 // BuildFunc is the type of Rule.Build.

@@ -343,53 +343,31 @@ func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error)
 }
 
 // placeCBs gives every CB of p an address: the backing buffer's for a
-// globally allocated CB, else the lowest 64-byte-aligned address from the
-// unreserved base that overlaps no CB already placed on a shared core
-// (the order and rule of sim/kexec, so the chip and the simulator agree).
+// globally allocated CB, else the address the simulator gives it
+// (kir.CBPlaceOrder and kir.FirstFit from the unreserved base), so the
+// chip and the simulator agree.
 func (d *Device) placeCBs(p *hostcfg.ProgramConfig, lp *launch.Program, ref Reference) error {
-	type placed struct {
-		cores  map[kir.Core]bool
-		lo, hi uint32
+	indices := make([]int, len(p.CBs))
+	for i, cb := range p.CBs {
+		indices[i] = cb.Index
 	}
-	var done []placed
-	for _, cb := range p.CBs {
+	var done []kir.CBSpan
+	for _, i := range kir.CBPlaceOrder(indices) {
+		cb := p.CBs[i]
 		cs := coresOf(cb.Cores)
-		set := map[kir.Core]bool{}
-		for _, c := range cs {
-			set[c] = true
-		}
-		size := uint32(cb.TotalSize)
-		var addr uint32
+		size := uint64(cb.TotalSize)
+		var addr uint64
 		if cb.BackingBuffer != "" {
 			b, _, err := ref.Buffer(cb.BackingBuffer)
 			if err != nil {
 				return err
 			}
-			addr = b.Addr
+			addr = uint64(b.Addr)
 		} else {
-			addr = d.Chip.Layout.Unreserved
-			for moved := true; moved; {
-				moved = false
-				for _, q := range done {
-					if addr >= q.hi || addr+size <= q.lo || !shares(q.cores, cs) {
-						continue
-					}
-					addr = (q.hi + 63) &^ 63
-					moved = true
-				}
-			}
-			done = append(done, placed{cores: set, lo: addr, hi: addr + size})
+			addr = kir.FirstFit(uint64(d.Chip.Layout.Unreserved), size, cs, done)
+			done = append(done, kir.CBSpan{Cores: cs, Lo: addr, Hi: addr + size})
 		}
-		lp.CBs = append(lp.CBs, launch.CB{Index: cb.Index, PageSize: cb.PageSize, Pages: cb.NumPages, Addr: addr, Cores: cs})
+		lp.CBs = append(lp.CBs, launch.CB{Index: cb.Index, PageSize: cb.PageSize, Pages: cb.NumPages, Addr: uint32(addr), Cores: cs})
 	}
 	return nil
-}
-
-func shares(set map[kir.Core]bool, cs []kir.Core) bool {
-	for _, c := range cs {
-		if set[c] {
-			return true
-		}
-	}
-	return false
 }

@@ -248,12 +248,6 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 	return numerics.FPUMul(a, b, dst, cs.fid, cs.fp32)
 }
 
-// sfpu is op on one DEST value (kir.SFPUTable's semantics).
-func sfpu(op kir.SFPUOp, x, p float32) float32 { return op.Spec().Eval(x, p) }
-
-// sfpuInitGroup is the op whose init serves op.
-func sfpuInitGroup(op kir.SFPUOp) kir.SFPUOp { return op.InitGroup() }
-
 // compute compiles a compute statement; ev evaluates its operands in
 // kir.StmtExprs order.
 func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (instr, error) {
@@ -367,7 +361,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if err := ks.needStarted(call); err != nil {
 				return err
 			}
-			ks.comp.sfpu, ks.comp.sfpuSet = sfpuInitGroup(s.Op), true
+			ks.comp.sfpu, ks.comp.sfpuSet = s.Op.InitGroup(), true
 			return nil
 		}), nil
 	case kir.CopyTile:
@@ -502,7 +496,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if err := ks.needStarted(call); err != nil {
 				return err
 			}
-			if !cs.sfpuSet || cs.sfpu != sfpuInitGroup(s.Op) {
+			if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
 				return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
 			}
 			if err := ks.needPhase(call, regsAcquired); err != nil {
@@ -512,9 +506,9 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if err != nil {
 				return err
 			}
-			dst := cs.dest[d]
+			dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
 			for i, x := range dst {
-				dst[i] = sfpu(s.Op, x, p)
+				dst[i] = eval(x, p)
 			}
 			cs.storeSFPU(dst)
 			ks.r.stats.TileOps++

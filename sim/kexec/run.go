@@ -173,23 +173,14 @@ func (r *run) load() error {
 		r.bufAddr[b.Name] = db.Addr
 		r.bufDev[b.Name] = db
 	}
-	// CBs: place in index order, then configuration order.
-	order := make([]int, len(p.CBs))
-	for i := range order {
-		order[i] = i
+	// CBs: place in index order, then configuration order (kir.CBPlaceOrder,
+	// kir.FirstFit: the rule the runtime shares).
+	indices := make([]int, len(p.CBs))
+	for i, cb := range p.CBs {
+		indices[i] = cb.Index
 	}
-	for i := 1; i < len(order); i++ { // stable insertion sort by index
-		for j := i; j > 0 && p.CBs[order[j]].Index < p.CBs[order[j-1]].Index; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
-	type placed struct {
-		cores    []kir.Core
-		lo, hi   uint64
-		backing  bool
-		cbConfig *kir.CB
-	}
-	var done []placed
+	order := kir.CBPlaceOrder(indices)
+	var done []kir.CBSpan // CBs with their own L1
 	l1Top := r.d.l1A.lowest()
 	for _, i := range order {
 		cb := &p.CBs[i]
@@ -209,22 +200,12 @@ func (r *run) load() error {
 			}
 			addr = uint64(db.Addr)
 		} else {
-			addr = uint64(t.L1UnreservedBase)
-			for moved := true; moved; {
-				moved = false
-				for _, d := range done {
-					if d.backing || addr >= d.hi || addr+size <= d.lo || !sharesCore(d.cores, cores) {
-						continue
-					}
-					addr = alignUp(d.hi, 64)
-					moved = true
-				}
-			}
+			addr = kir.FirstFit(uint64(t.L1UnreservedBase), size, cores, done)
+			done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
 			if addr+size > l1Top {
 				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)", cb.Index, size, addr, l1Top)
 			}
 		}
-		done = append(done, placed{cores: cores, lo: addr, hi: addr + size, backing: cb.Backing != "", cbConfig: cb})
 		for _, c := range cores {
 			if c.IsEth() {
 				return r.ruleErr(kir.RuleGrid, "", &c, cb.Index, "CB c_%d is configured on an ethernet core; ethernet cores have no circular buffers", cb.Index)
@@ -279,19 +260,6 @@ func (r *run) load() error {
 		}
 	}
 	return nil
-}
-
-func sharesCore(a, b []kir.Core) bool {
-	set := make(map[kir.Core]bool, len(a))
-	for _, c := range a {
-		set[c] = true
-	}
-	for _, c := range b {
-		if set[c] {
-			return true
-		}
-	}
-	return false
 }
 
 // schedule runs the kernels round-robin until all finish, a kernel fails,

@@ -186,14 +186,12 @@ func accumulate(t0, t1 term, dst uint32, fp32 bool) uint32 {
 		md = (md + 1<<12) &^ 0x1FFF
 	}
 	sign, man := sd, int32(md)
-	for _, t := range [2]struct {
-		s uint32
-		m uint32
-	}{{t0.sign, m0}, {t1.sign, m1}} {
-		if t.s == sign {
-			man += int32(t.m)
+	t0.man, t1.man = m0, m1
+	for _, t := range [2]term{t0, t1} {
+		if t.sign == sign {
+			man += int32(t.man)
 		} else {
-			man -= int32(t.m)
+			man -= int32(t.man)
 		}
 	}
 	if man < 0 {

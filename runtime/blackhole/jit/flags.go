@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,14 +30,14 @@ type Env struct {
 	Log io.Writer
 }
 
-// Processor indices of the images BuildKernel returns.
+// Processor indices of the images BuildKernel returns (target.ProcBRISC ...).
 const (
-	BRISC = iota
-	NCRISC
-	TRISC0
-	TRISC1
-	TRISC2
-	NumProcessors
+	BRISC         = target.ProcBRISC
+	NCRISC        = target.ProcNCRISC
+	TRISC0        = target.ProcTRISC0
+	TRISC1        = target.ProcTRISC1
+	TRISC2        = target.ProcTRISC2
+	NumProcessors = target.NumProcs
 )
 
 type proc struct {
@@ -281,7 +283,7 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	a = append(a, "-DARCH_BLACKHOLE", "-DDISPATCH_MESSAGE_ADDR=0", "-DKERNEL_BUILD")
 	if !p.compute {
 		// compute kernels get their defines from defines_generated.h
-		for _, n := range sortedKeys(userDefs) {
+		for _, n := range slices.Sorted(maps.Keys(userDefs)) {
 			a = append(a, "-D"+n+"="+userDefs[n])
 		}
 		a = append(a, fmt.Sprintf("-DNOC_INDEX=%d", noc), "-DNOC_MODE=0")

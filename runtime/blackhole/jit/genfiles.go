@@ -2,7 +2,9 @@ package jit
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -216,7 +218,7 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 		return files, nil
 	}
 	var dg strings.Builder
-	for _, n := range sortedKeys(k.Defines) {
+	for _, n := range slices.Sorted(maps.Keys(k.Defines)) {
 		fmt.Fprintf(&dg, "#define %s %s\n", n, k.Defines[n])
 	}
 	dg.WriteString("#define NOC_MODE 0\n")
@@ -234,15 +236,6 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 		files[t.ns+".cpp"] = "#define " + t.def + "\n#include \"defines_generated.h\"\n" + body
 	}
 	return files, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // compileArgs are the compile-time arg values in index order; they must be

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -237,7 +239,7 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 		}
 		fmt.Fprintf(h, "%s\x00%s\x00", st, sfpiStub)
 	}
-	for _, n := range sortedKeys(j.files) {
+	for _, n := range slices.Sorted(maps.Keys(j.files)) {
 		fmt.Fprintf(h, "%q\x00%q\x00", n, j.files[n])
 	}
 	// defines, compile args and NoC appear in the command lines

@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -318,7 +320,7 @@ func weakenArgs(elfData []byte) ([]string, error) {
 		}
 	}
 	var args []string
-	for _, n := range sortedKeys(kind) {
+	for _, n := range slices.Sorted(maps.Keys(kind)) {
 		args = append(args, kind[n]+n)
 	}
 	return args, nil

@@ -12,13 +12,13 @@ import (
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
 )
 
-// Processor indices (target.ProcessorNames).
+// Processor indices (target.ProcBRISC ..., named by target.ProcessorNames).
 const (
-	BRISC = iota
-	NCRISC
-	TRISC0
-	TRISC1
-	TRISC2
+	BRISC  = target.ProcBRISC
+	NCRISC = target.ProcNCRISC
+	TRISC0 = target.ProcTRISC0
+	TRISC1 = target.ProcTRISC1
+	TRISC2 = target.ProcTRISC2
 )
 
 // Kernel is what one processor runs in a program.
