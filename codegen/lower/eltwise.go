@@ -47,8 +47,6 @@ var eltOps = map[ir.OpKind]kir.EltwiseOp{
 	ir.OpMul: kir.EltMul,
 }
 
-
-
 // eltInput is one operand stream of an eltwise program.
 type eltInput struct {
 	v *ir.Value
