@@ -352,6 +352,8 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 			return exactExp, []string{e(s.Dst)}, ""
 		case s.Op.HasParam():
 			return "", []string{e(s.Dst), floatBits(s.Param)}, "scalar " + floatText(s.Param)
+		case s.Op.IsBinary():
+			return "", []string{e(s.Dst), e(s.Src), e(s.Dst)}, ""
 		case s.Op == kir.SFPUSoftplus:
 			return "", []string{e(s.Dst), floatBits(softplusBeta), floatBits(softplusBeta), floatBits(softplusThreshold)},
 				"beta " + floatText(softplusBeta) + ", 1/beta " + floatText(softplusBeta) + ", threshold " + floatText(softplusThreshold)

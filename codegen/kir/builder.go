@@ -264,6 +264,9 @@ func (b *Builder) SFPUInit(op SFPUOp) { b.Emit(SFPUInit{op}) }
 // SFPU emits op on DEST[dst].
 func (b *Builder) SFPU(op SFPUOp, dst Expr) { b.Emit(SFPU{Op: op, Dst: dst}) }
 
+// SFPUBinary emits a binary op (IsBinary): DEST[dst] = DEST[dst] op DEST[src].
+func (b *Builder) SFPUBinary(op SFPUOp, dst, src Expr) { b.Emit(SFPU{Op: op, Dst: dst, Src: src}) }
+
 // SFPUScalar emits a scalar op (SFPUAddScalar, SFPUMulScalar) with scalar v.
 func (b *Builder) SFPUScalar(op SFPUOp, dst Expr, v float32) {
 	b.Emit(SFPU{Op: op, Dst: dst, Param: math.Float32bits(v)})

@@ -326,11 +326,14 @@ type TransposeTile struct {
 type SFPUInit struct{ Op SFPUOp }
 
 // SFPU is the op on DEST[Dst], e.g. exp_tile(Dst). Param holds the float32
-// bits of the scalar for ops with HasParam.
+// bits of the scalar for ops with HasParam; Src is the second operand's
+// DEST index for IsBinary ops (add_binary_tile(Dst, Src, Dst): DEST[Dst]
+// = DEST[Dst] op DEST[Src]), nil otherwise.
 type SFPU struct {
 	Op    SFPUOp
 	Dst   Expr
 	Param uint32
+	Src   Expr
 }
 
 // PackTile is pack_tile(Dst, CB): pack DEST[Dst] into the next reserved page

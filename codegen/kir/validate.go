@@ -484,6 +484,9 @@ func stmtOperands(s Stmt) []Expr {
 	case TransposeTile:
 		return []Expr{s.Tile, s.Dst}
 	case SFPU:
+		if s.Op.IsBinary() {
+			return []Expr{s.Dst, s.Src}
+		}
 		return []Expr{s.Dst}
 	}
 	return nil
@@ -598,6 +601,9 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			checkDst(name, s.Dst, 1)
 		case SFPU:
 			checkDst(name, s.Dst, 1)
+			if s.Src != nil {
+				checkDst(name, s.Src, 1)
+			}
 		case PackTile:
 			checkDst(name, s.Dst, 1)
 		case NoCAsyncRead:

@@ -78,7 +78,7 @@ func StmtExprs(s Stmt) []Expr {
 	case TransposeTile:
 		es = []Expr{s.Tile, s.Dst}
 	case SFPU:
-		es = []Expr{s.Dst}
+		es = []Expr{s.Dst, s.Src}
 	case PackTile:
 		es = []Expr{s.Dst, s.OutTile}
 	}

@@ -507,6 +507,22 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				return err
 			}
 			dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
+			if s.Op.IsBinary() {
+				if len(v) < 2 {
+					return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
+				}
+				sd, err := ks.destIndex(call, v[1])
+				if err != nil {
+					return err
+				}
+				src := cs.dest[sd]
+				for i, x := range dst {
+					dst[i] = eval(x, src[i])
+				}
+				cs.storeSFPU(dst)
+				ks.r.stats.TileOps++
+				return nil
+			}
 			for i, x := range dst {
 				dst[i] = eval(x, p)
 			}

@@ -411,12 +411,15 @@ func Coverage() *kir.Program {
 	b.CopyTileInit(CBIn0)
 	pack(func() {
 		b.CopyTile(CBIn0, kir.C(0), kir.C(0))
+		b.CopyTile(CBIn0, kir.C(1), kir.C(1))
 		for _, op := range kir.SFPUOps {
 			b.SFPUInit(op)
-			switch op {
-			case kir.SFPUAddScalar:
+			switch {
+			case op.IsBinary():
+				b.SFPUBinary(op, kir.C(0), kir.C(1))
+			case op == kir.SFPUAddScalar:
 				b.SFPUScalar(op, kir.C(0), 0.5)
-			case kir.SFPUMulScalar:
+			case op == kir.SFPUMulScalar:
 				b.SFPUScalar(op, kir.C(0), float32(math.Pi))
 			default:
 				b.SFPU(op, kir.C(0))

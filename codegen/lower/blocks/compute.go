@@ -78,12 +78,9 @@ type cstate struct {
 	masked bool
 }
 
-func sfpuGroup(op kir.SFPUOp) kir.SFPUOp {
-	if op == kir.SFPUMulScalar {
-		return kir.SFPUAddScalar // binop_with_scalar_tile_init serves both
-	}
-	return op
-}
+// sfpuGroup is op's init group (binop_with_scalar_tile_init serves
+// add_scalar and mul_scalar).
+func sfpuGroup(op kir.SFPUOp) kir.SFPUOp { return op.InitGroup() }
 
 func (s cstate) equal(o cstate) bool {
 	if s.srcKnown != o.srcKnown || s.packKnown != o.packKnown || s.fpuKnown != o.fpuKnown || s.sfpuKnown != o.sfpuKnown {
@@ -338,6 +335,14 @@ func (c *Compute) SFPU(step SFPUStep, dst kir.Expr) {
 		return
 	}
 	c.B.SFPU(step.Op, dst)
+}
+
+// SFPUBinary is DEST[dst] = DEST[dst] op DEST[src] on the SFPU (op
+// IsBinary; fp32 exact in an fp32 DEST, unlike the FPU, which reads its
+// operands as tf32).
+func (c *Compute) SFPUBinary(op kir.SFPUOp, dst, src kir.Expr) {
+	c.setSFPU(op)
+	c.B.SFPUBinary(op, dst, src)
 }
 
 // Binary is DEST[dst] = a[ta] op b[tb], with b broadcast as bc says.

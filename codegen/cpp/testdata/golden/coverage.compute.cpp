@@ -19,6 +19,7 @@
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
 #include "compute_kernel_api/eltwise_binary.h"
+#include "compute_kernel_api/eltwise_binary_sfpu.h"
 #include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
 #include "compute_kernel_api/eltwise_unary/exp.h"
 #include "compute_kernel_api/eltwise_unary/negative.h"
@@ -249,6 +250,7 @@ void kernel_main() {
     copy_tile_to_dst_init_short(0);
     tile_regs_acquire();
     copy_tile(0, 0, 0);
+    copy_tile(0, 1, 1);
     exp_tile_init<false, false>();  // approx=false, fast_and_approx=false: the accurate exp
     exp_tile<false, false>(0);
     log_tile_init();
@@ -277,6 +279,8 @@ void kernel_main() {
     add_unary_tile(0, 0x3f000000u);  // scalar 0.5
     binop_with_scalar_tile_init();
     mul_unary_tile(0, 0x40490fdbu);  // scalar 3.1415927
+    add_binary_tile_init();
+    add_binary_tile(0, 1, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
