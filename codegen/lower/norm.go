@@ -41,51 +41,56 @@ import (
 // above. Per core:
 //
 //  1. the reader reads the chunk's x and weight tiles; compute squares
-//     them on the SFPU (fp32) and packs them to CB x_squared;
-//  2. the writer writes those tiles into their places (tile indices of
-//     the chunk) in CB x_squared_row of the group's leader (core 0 of the
-//     group; the CB has one L1 address on all cores and only leaders use
-//     it, so the sender's get_write_ptr is the leader's), waits for the
-//     writes (noc_async_write_barrier) and noc_semaphore_inc's the leader's
-//     semaphore "squares in" (id 0; 1 in the collective tail, whose id 0
+//     them on the SFPU (fp32, CB x_squared), reduces them with
+//     reduce_tile<SUM, REDUCE_ROW> in column order into one fp32 DEST
+//     tile (the chunk's row sums in column 0, as the one-core pipeline
+//     does for a whole row) and packs it to CB partial_sums;
+//  2. the writer writes that tile into page k (its place in the group) of
+//     CB group_partial_sums of the group's leader (core 0 of the group;
+//     the CB has one L1 address on all cores and only leaders use it, so
+//     the sender's get_write_ptr is the leader's), waits for the write
+//     (noc_async_write_barrier) and noc_semaphore_inc's the leader's
+//     semaphore "partials in" (id 0; 1 in the collective tail, whose id 0
 //     is the ring's "done"); the kernel ends with
 //     noc_async_atomic_barrier (kir.Finish);
-//  3. the leader's writer waits for "squares in" == C and pushes the wt
-//     pages of the row; the leader's compute reduces them with
-//     reduce_tile<SUM, REDUCE_ROW> in column order into one fp32 DEST tile,
-//     exactly as the one-core pipeline does, multiplies by 1/H, adds eps,
-//     takes rsqrt and packs the tile to CB rsqrt_local; the writer
-//     multicasts it into CB rsqrt_mean of every follower
-//     (noc_async_write_multicast, one per rectangle of followerRects: the
-//     followers exactly, split at NoC column gaps, never the sender), copies
-//     it into its own rsqrt_mean, waits for the writes, sets its
-//     semaphore "rsqrt valid" (id 1, or 2) to 1 and multicasts that word to the same
-//     rectangles (noc_semaphore_set_multicast); a follower's writer waits
-//     for its "rsqrt valid" == 1. Every writer then pushes its rsqrt_mean
-//     page;
+//  3. the leader's writer waits for "partials in" == C and pushes the C
+//     pages; the leader's compute copies partial 0 to DEST[0] and adds
+//     partials 1..C-1 in core order with add_binary_tile (the CB is only
+//     copied, so it unpacks straight to DEST and the adds are fp32
+//     exact), multiplies by 1/H, adds eps, takes rsqrt and packs the tile
+//     to CB rsqrt_local; the writer multicasts it into CB rsqrt_mean of
+//     every follower (noc_async_write_multicast, one per rectangle of
+//     followerRects: the followers exactly, split at NoC column gaps,
+//     never the sender), copies it into its own rsqrt_mean, waits for the
+//     writes, sets its semaphore "rsqrt valid" (id 1, or 2) to 1 and
+//     multicasts that word to the same rectangles
+//     (noc_semaphore_set_multicast); a follower's writer waits for its
+//     "rsqrt valid" == 1. Every writer then pushes its rsqrt_mean page;
 //  4. compute multiplies the chunk by the column broadcast of rsqrt and the
 //     row broadcast of (w + offset) as in step 3 above, and the writer
 //     writes the result chunk.
 //
 // Deadlock freedom: the waits form a DAG per group. A follower waits only
 // for its leader's "rsqrt valid", which the leader sets after waiting for C
-// increments, each issued by a writer after its own compute's squares,
-// which need only that core's reader (x is read in full before the
+// increments, each issued by a writer after its own compute's partial,
+// which needs only that core's reader (x is read in full before the
 // weights, and every x and weight CB holds a whole chunk). The leader
 // never waits for a follower's later work, and no core writes into a CB
-// page its consumer has not freed: the row of squares and the rsqrt page
-// are written once per program into CBs with room for them (wt and 1
-// pages). Programs that also write h (add_rmsnorm, the tail) drain it in
-// the writer before the exchange, since compute produces all of it before
-// its squares. Semaphores start at 0 in every program launch.
+// page its consumer has not freed: the partials and the rsqrt page are
+// written once per program into CBs with room for them (C and 1 pages).
+// Programs that also write h (add_rmsnorm, the tail) drain it in the
+// writer before the exchange, since compute produces all of it before its
+// squares. Semaphores start at 0 in every program launch.
 //
-// Numerics: identical to one core. The squares are the same fp32 tiles,
-// and the leader sums the whole row of them in the same order. So the
-// reference evaluator's norm (sim/ref normRows) stays exact. Summing
-// fp32 partials on the FPU instead would read each partial as tf32 — an
-// extra truncation, biased low, which failed the 27B small-config check.
-// The cost is the leader's serial reduce of wt tiles; an SFPU binary add
-// (add_binary_tile) would allow exact partials.
+// Numerics: the squares are the same fp32 tiles as on one core and each
+// chunk is reduced in the same column order; the row sum is then those C
+// partials added in fp32, so it differs from one core's running sum only
+// in the rounding of C-1 additions (the reference evaluator, sim/ref
+// normRows, keeps the running sum; PCC 1.000000 on the split-norm tests).
+// The partials must not be added on the FPU: it reads fp32 operands as
+// tf32, an extra truncation biased low, which failed the 27B small-config
+// check. The leader's serial work is C unpacks and adds (NormGatherCycles
+// each), not a reduce of the whole row.
 
 func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	eps, ok1 := op.Attrs["eps"].(float64)
@@ -306,7 +311,7 @@ type normCBs struct{ x, scaler, w, wo, out, sq, rs, xn int }
 // waited for.
 func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64) {
 	c.B.CBWaitFront(n.x, wt)
-	n.sumSquares(c, wt, "rsqrt(sum(x^2) / H + eps), in column 0")
+	n.sumSquares(c, wt, n.rs, "rsqrt(sum(x^2) / H + eps), in column 0")
 	n.rsqrtOf(c, h, eps)
 	c.PackOut(n.rs, 1)
 	c.B.CBPopFront(n.sq, wt)
@@ -318,9 +323,9 @@ func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64)
 // first cnt x tiles (already waited for) into sq, then (after comment)
 // their
 // reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST, left
-// there (column 0 holds the row sums) for the caller to pack; the caller
-// pops the cnt sq pages after packing.
-func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, comment string) {
+// there (column 0 holds the row sums) for the caller to pack to ocb; the
+// caller pops the cnt sq pages after packing.
+func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, ocb int, comment string) {
 	c.B.Comment("x^2")
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {
 		c.Acquire()
@@ -332,7 +337,7 @@ func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, comment string) {
 	c.B.CBWaitFront(n.sq, cnt)
 	c.Acquire()
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, n.rs, j, kir.C(0), kir.C(0))
+		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, ocb, j, kir.C(0), kir.C(0))
 	})
 }
 

@@ -31,18 +31,19 @@ type normSplit struct {
 	// tells a follower that the rsqrt tile is in place.
 	semPartial, semValid int
 	cb                   normSplitCBs
-	sqBytes              int // bytes of one x^2 tile
 }
 
-// normSplitCBs are normCBs (x holds the core's chunk, sq its squares on
-// their way to the writer, rs receives the broadcast rsqrt tile: producer
-// the writer, consumer compute) plus the exchange CBs: gather (the wt
-// squares of the row, only used on leaders: the writer publishes what the
-// group wrote into it, compute reduces it) and rsLocal (one fp32 tile,
-// leaders: compute -> writer, the tile the writer broadcasts).
+// normSplitCBs are normCBs (x holds the core's chunk, sq its squares,
+// scratch of compute; rs receives the broadcast rsqrt tile: producer the
+// writer, consumer compute) plus the exchange CBs: partial (one fp32
+// tile, compute -> writer: the chunk's row sums of squares in column 0),
+// gather (Group fp32 tiles, only used on leaders: the partials of the
+// group, page k from core k; the writer publishes them, compute adds them)
+// and rsLocal (one fp32 tile, leaders: compute -> writer, the tile the
+// writer broadcasts).
 type normSplitCBs struct {
 	normCBs
-	gather, rsLocal int
+	partial, gather, rsLocal int
 }
 
 // maxMcastRects bounds the multicast rectangles of one group (see
@@ -89,11 +90,11 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 		}
 	}
-	n.sq = cbs.Output("x_squared", sq, ns.per)
-	ns.sqBytes = sq.TileBytes()
+	n.sq = cbs.Scratch("x_squared", sq, ns.per)
 	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
 	ns.cb = normSplitCBs{normCBs: n,
-		gather:  cbs.Input("x_squared_row", sq, ns.wt),
+		partial: cbs.Output("partial_sums", ir.FP32, 1),
+		gather:  cbs.Input("group_partial_sums", ir.FP32, ns.group),
 		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
 	}
 }
@@ -115,33 +116,32 @@ func (ns *normSplit) readWeights(b *kir.Builder, wAcc *blocks.Access, col, count
 }
 
 // compute emits the core's norm compute on its count x tiles (x must have
-// been pushed or be pushed as it runs; the scaler waited for): the
-// squares packed to sq for the writer; on a leader (leader != 0) the
-// reduction of the row's gathered squares in column order, / H + eps,
-// rsqrt packed to rsLocal; then step 3 with the rsqrt tile the writer
-// delivers to rs.
-// Pushes count tiles to out, pops the x tiles.
+// been pushed or be pushed as it runs; the scaler waited for): the squares
+// of the chunk reduced in column order into one fp32 tile of row sums,
+// packed to partial for the writer; on a leader (leader != 0) the sum of
+// the group's Group partials the writer gathered, in core order with
+// add_binary_tile (fp32 exact: the partials unpack straight to DEST), / H
+// + eps, rsqrt packed to rsLocal; then step 3 with the rsqrt tile the
+// writer delivers to rs. Pushes count tiles to out, pops the x tiles.
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
 	c.B.CBWaitFront(n.x, count)
-	c.B.Comment("x^2 of this core's tiles, to the writer (it sends them to the leader)")
-	c.For("j", kir.C(0), count, func(j kir.Var) {
-		c.Acquire()
-		c.Copy(n.x, j, kir.C(0))
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
-		c.PackOut(n.sq, 1)
-	})
+	n.sumSquares(c, count, n.partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
+	c.PackOut(n.partial, 1)
+	c.B.CBPopFront(n.sq, count)
 	c.If(kir.Ne(leader, kir.C(0)), func() {
-		c.B.Comment("leader: the whole row's x^2 (the writer gathered it), summed in column order as on one core; rsqrt(sum / H + eps)")
-		wt := kir.Ci(ns.wt)
-		c.B.CBWaitFront(n.gather, wt)
+		c.B.Comment("leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)")
+		g := kir.Ci(ns.group)
+		c.B.CBWaitFront(n.gather, g)
 		c.Acquire()
-		c.For("k", kir.C(0), wt, func(k kir.Var) {
-			c.Reduce(kir.ReduceSum, kir.ReduceRow, n.gather, n.scaler, n.rsLocal, k, kir.C(0), kir.C(0))
+		c.Copy(n.gather, kir.C(0), kir.C(0))
+		c.For("k", kir.C(1), g, func(k kir.Var) {
+			c.Copy(n.gather, k, kir.C(1))
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
 		})
 		n.rsqrtOf(c, ns.h, ns.eps)
 		c.PackOut(n.rsLocal, 1)
-		c.B.CBPopFront(n.gather, wt)
+		c.B.CBPopFront(n.gather, g)
 	}, nil)
 	n.scale(c, count, ns.offset)
 	c.B.CBPopFront(n.x, count)
@@ -151,14 +151,12 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 // order; values from exchangeValues).
 type exchangeArgs struct {
 	leader, slot, lx, ly kir.ArgRef
-	first, count         kir.ArgRef                   // this core's tiles of the row
 	rects                [maxMcastRects][5]kir.ArgRef // x0, y0, x1, y1, cores (0: unused slot)
 }
 
 func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
 	a := exchangeArgs{leader: wr.RuntimeArg("leader"), slot: wr.RuntimeArg("slot"),
-		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y"),
-		first: wr.RuntimeArg("sq_first"), count: wr.RuntimeArg("sq_count")}
+		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y")}
 	for r := range a.rects {
 		for j, f := range []string{"x0", "y0", "x1", "y1", "cores"} {
 			a.rects[r][j] = wr.RuntimeArg("mcast" + strconv.Itoa(r) + "_" + f)
@@ -180,8 +178,7 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 			return nil, err
 		}
 	}
-	_, col, count := ns.chunk(i)
-	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead), kir.U32(uint32(col)), kir.U32(uint32(count))}
+	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
 	for r := 0; r < maxMcastRects; r++ {
 		if r >= len(rects) {
 			vals = append(vals, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
@@ -195,40 +192,35 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 }
 
 // exchange emits the writer's part of the exchange. Every core waits for
-// its count squares, writes them into pages first.. of the leader's
-// gather CB (the CB has one address on every core and is untouched on
-// followers, so this core's get_write_ptr is the leader's), waits for the
-// writes and increments the leader's semPartial. A leader then waits until
-// semPartial counts Group, publishes the wt gather pages to compute, waits
-// for the rsqrt tile compute packs to rsLocal, multicasts it into rs of
-// every follower (one multicast per rectangle, the leader outside all of
-// them) and copies it into its own rs, waits for those writes, sets its
+// its partial tile, writes it into page slot of the leader's gather CB
+// (the CB has one address on every core and is untouched on followers, so
+// this core's get_write_ptr is the leader's), waits for the write and
+// increments the leader's semPartial. A leader then waits until
+// semPartial counts Group, publishes the Group gather pages to compute,
+// waits for the rsqrt tile compute packs to rsLocal, multicasts it into rs
+// of every follower (one multicast per rectangle, the leader outside all
+// of them) and copies it into its own rs, waits for those writes, sets its
 // semValid to 1 and multicasts that word to the same rectangles. A
 // follower waits until its semValid is 1. Every core then publishes its
-// rs page. Consumes count sq pages (and on leaders one rsLocal page),
-// produces wt gather pages on leaders and one rs page everywhere.
+// rs page. Consumes one partial page (and on leaders one rsLocal page),
+// produces Group gather pages on leaders and one rs page everywhere.
 func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
 	n := ns.cb
-	sqb := ns.sqBytes
 	tb := kir.Ci(ir.FP32.TileBytes())
-	b.Comment("send this core's x^2 tiles to their places in the group leader's row")
-	b.CBWaitFront(n.sq, a.count)
-	src := b.Let("sq_src", kir.GetReadPtr{CB: n.sq})
-	row := b.Let("sq_row", kir.GetWritePtr{CB: n.gather})
-	b.For("j", kir.C(0), a.count, func(j kir.Var) {
-		b.NoCAsyncWrite(kir.Add(src, kir.Mul(j, kir.Ci(sqb))),
-			kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(kir.Add(a.first, j), kir.Ci(sqb)))}, kir.Ci(sqb))
-	})
+	b.Comment("send this core's partial sums to its page of the group leader's gather CB")
+	b.CBWaitFront(n.partial, kir.C(1))
+	row := b.Let("gather_base", kir.GetWritePtr{CB: n.gather})
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(a.slot, tb))}, tb)
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
-	b.CBPopFront(n.sq, a.count)
+	b.CBPopFront(n.partial, kir.C(1))
 	b.CBReserveBack(n.rs, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(ns.semValid)})
 	b.IfElse(kir.Ne(a.leader, kir.C(0)), func() {
-		b.Comment("leader: the whole row of x^2 in, to compute; then broadcast the rsqrt tile")
-		b.CBReserveBack(n.gather, kir.Ci(ns.wt))
+		b.Comment("leader: the group's partials in, to compute; then broadcast the rsqrt tile")
+		b.CBReserveBack(n.gather, kir.Ci(ns.group))
 		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, kir.Ci(ns.group))
-		b.CBPushBack(n.gather, kir.Ci(ns.wt))
+		b.CBPushBack(n.gather, kir.Ci(ns.group))
 		b.CBWaitFront(n.rsLocal, kir.C(1))
 		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})

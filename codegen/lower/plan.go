@@ -88,8 +88,9 @@ func planSplitBy(items, maxCores int, cost func(n, per int) int) Split {
 }
 
 // NormGatherCycles is what one more core of a split-row norm adds to the
-// group leader's critical path: its semaphore increment and NoC writes.
-const NormGatherCycles = EltwiseTileCycles
+// group leader's critical path: unpacking its partial tile to DEST and one
+// SFPU add.
+const NormGatherCycles = UnpackTileCycles + EltwiseTileCycles
 
 // PlanNormSplit is the split of one tile row of wt tiles over at most
 // maxCores cores of a split-row norm (norm.go), minimising
@@ -97,8 +98,7 @@ const NormGatherCycles = EltwiseTileCycles
 //	cost(n) = n*(DispatchCycles + NormGatherCycles) + ceil(wt/n)*tileCycles
 //
 // where tileCycles is one tile's compute on a core: every core works on
-// its chunk in parallel (the leader's serial reduce of all wt squares is
-// the same for every n).
+// its chunk in parallel, and the leader adds the n partial sums.
 // Ties go to fewer cores.
 func PlanNormSplit(wt, maxCores, tileCycles int) Split {
 	return planSplitBy(wt, maxCores, func(n, per int) int {

@@ -155,12 +155,7 @@ func Predict(b *codegen.Build, prm *Params, meta Meta) (*Report, error) {
 		}
 		r.DeviceStepUS[d] = round3(at)
 	}
-	slow := 0
-	for d, us := range r.DeviceStepUS {
-		if us > r.DeviceStepUS[slow] {
-			slow = d
-		}
-	}
+	slow := r.slowest()
 	r.StepUS = r.DeviceStepUS[slow]
 	r.LaunchUSTotal = round3(float64(len(b.Programs)) * prm.LaunchGapUS)
 	r.FloorBytes = floorBytes(b)

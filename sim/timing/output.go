@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -76,6 +77,51 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
 	fmt.Fprintf(w, "DRAM floor: %.1f us (%.2f GB per device at the floor bandwidth); step/floor = %.2f\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.Ratio)
 	return nil
+}
+
+// WriteThreads prints, for the first program of op kind op on the slowest
+// device, each kernel's latest-finishing thread: its core, when it
+// finished and every wait it stalled on, longest first. It fails when the
+// report has no program of that kind.
+func (r *Report) WriteThreads(w io.Writer, op string) error {
+	for _, p := range r.Programs {
+		if p.Op != op || p.Device != r.slowest() {
+			continue
+		}
+		fmt.Fprintf(w, "%s (program %d, layer %d, %s): %.2f us on %d cores, fixed cost included; inputs %s\n", p.Op, p.Index, p.Layer, p.Region, p.US, p.Cores, p.Inputs)
+		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "kernel\tcore\tfinish us\twaits (us)")
+		for _, t := range p.Threads {
+			keys := make([]string, 0, len(t.Waits))
+			for k := range t.Waits {
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(i, j int) bool {
+				if t.Waits[keys[i]] != t.Waits[keys[j]] {
+					return t.Waits[keys[i]] > t.Waits[keys[j]]
+				}
+				return keys[i] < keys[j]
+			})
+			var ws []string
+			for _, k := range keys {
+				ws = append(ws, fmt.Sprintf("%s %.2f", k, t.Waits[k]))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\n", t.Kernel, fmt.Sprint(t.Core), t.FinishUS, strings.Join(ws, ", "))
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("no program of op %q in this build (see the op column of the table)", op)
+}
+
+// slowest is the index of the device with the longest step.
+func (r *Report) slowest() int {
+	slow := 0
+	for d, us := range r.DeviceStepUS {
+		if us > r.DeviceStepUS[slow] {
+			slow = d
+		}
+	}
+	return slow
 }
 
 // traceEvent is one Chrome trace-event ("X" complete events, "M" metadata).

@@ -18,7 +18,7 @@ import (
 )
 
 func newPerfCmd() *cobra.Command {
-	var format, trace string
+	var format, trace, threads string
 	var params bool
 	cmd := &cobra.Command{
 		Use:   "perf MODEL",
@@ -34,6 +34,7 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --stage unfused --format json
   tcc perf qwen27b --mesh 1x2 --format csv > perf.csv      # joins with ops_perf_results
   tcc perf qwen27b --mesh 1x2 --trace step.json           # open in ui.perfetto.dev
+  tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf --params                                       # the model's parameters
 
 --format json prints the object other tools read: model, mesh, stage, batch, mode,
@@ -49,6 +50,7 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 	mf := addModelFlags(cmd, "fused")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
+	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
@@ -79,6 +81,9 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 			if err := codegen.WriteFileAtomic(trace, tr); err != nil {
 				return err
 			}
+		}
+		if threads != "" {
+			return rep.WriteThreads(out, threads)
 		}
 		switch format {
 		case "json":

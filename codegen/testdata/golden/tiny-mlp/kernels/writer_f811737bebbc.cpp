@@ -4,9 +4,9 @@
 // kernel:  writer (writer on RISCV_0 = BRISC, NoC 0)
 // cores:   (0,0)-(1,0)
 // CBs:     c_3 rsqrt_mean: 1 x 4096 B Float32
-//          c_4 x_squared_row: 2 x 4096 B Float32
+//          c_4 group_partial_sums: 2 x 4096 B Float32
 //          c_16 out: 2 x 2048 B Float16_b
-//          c_17 x_squared: 1 x 4096 B Float32
+//          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
 
 #include <cstdint>
@@ -19,54 +19,49 @@ void kernel_main() {
     const uint32_t slot = get_arg_val<uint32_t>(3);  // runtime arg 3 (per core)
     const uint32_t leader_x = get_arg_val<uint32_t>(4);  // runtime arg 4 (per core)
     const uint32_t leader_y = get_arg_val<uint32_t>(5);  // runtime arg 5 (per core)
-    const uint32_t sq_first = get_arg_val<uint32_t>(6);  // runtime arg 6 (per core)
-    const uint32_t sq_count = get_arg_val<uint32_t>(7);  // runtime arg 7 (per core)
-    const uint32_t mcast0_x0 = get_arg_val<uint32_t>(8);  // runtime arg 8 (per core)
-    const uint32_t mcast0_y0 = get_arg_val<uint32_t>(9);  // runtime arg 9 (per core)
-    const uint32_t mcast0_x1 = get_arg_val<uint32_t>(10);  // runtime arg 10 (per core)
-    const uint32_t mcast0_y1 = get_arg_val<uint32_t>(11);  // runtime arg 11 (per core)
-    const uint32_t mcast0_cores = get_arg_val<uint32_t>(12);  // runtime arg 12 (per core)
-    const uint32_t mcast1_x0 = get_arg_val<uint32_t>(13);  // runtime arg 13 (per core)
-    const uint32_t mcast1_y0 = get_arg_val<uint32_t>(14);  // runtime arg 14 (per core)
-    const uint32_t mcast1_x1 = get_arg_val<uint32_t>(15);  // runtime arg 15 (per core)
-    const uint32_t mcast1_y1 = get_arg_val<uint32_t>(16);  // runtime arg 16 (per core)
-    const uint32_t mcast1_cores = get_arg_val<uint32_t>(17);  // runtime arg 17 (per core)
-    const uint32_t mcast2_x0 = get_arg_val<uint32_t>(18);  // runtime arg 18 (per core)
-    const uint32_t mcast2_y0 = get_arg_val<uint32_t>(19);  // runtime arg 19 (per core)
-    const uint32_t mcast2_x1 = get_arg_val<uint32_t>(20);  // runtime arg 20 (per core)
-    const uint32_t mcast2_y1 = get_arg_val<uint32_t>(21);  // runtime arg 21 (per core)
-    const uint32_t mcast2_cores = get_arg_val<uint32_t>(22);  // runtime arg 22 (per core)
-    const uint32_t mcast3_x0 = get_arg_val<uint32_t>(23);  // runtime arg 23 (per core)
-    const uint32_t mcast3_y0 = get_arg_val<uint32_t>(24);  // runtime arg 24 (per core)
-    const uint32_t mcast3_x1 = get_arg_val<uint32_t>(25);  // runtime arg 25 (per core)
-    const uint32_t mcast3_y1 = get_arg_val<uint32_t>(26);  // runtime arg 26 (per core)
-    const uint32_t mcast3_cores = get_arg_val<uint32_t>(27);  // runtime arg 27 (per core)
-    const uint32_t mcast4_x0 = get_arg_val<uint32_t>(28);  // runtime arg 28 (per core)
-    const uint32_t mcast4_y0 = get_arg_val<uint32_t>(29);  // runtime arg 29 (per core)
-    const uint32_t mcast4_x1 = get_arg_val<uint32_t>(30);  // runtime arg 30 (per core)
-    const uint32_t mcast4_y1 = get_arg_val<uint32_t>(31);  // runtime arg 31 (per core)
-    const uint32_t mcast4_cores = get_arg_val<uint32_t>(32);  // runtime arg 32 (per core)
-    const uint32_t mcast5_x0 = get_arg_val<uint32_t>(33);  // runtime arg 33 (per core)
-    const uint32_t mcast5_y0 = get_arg_val<uint32_t>(34);  // runtime arg 34 (per core)
-    const uint32_t mcast5_x1 = get_arg_val<uint32_t>(35);  // runtime arg 35 (per core)
-    const uint32_t mcast5_y1 = get_arg_val<uint32_t>(36);  // runtime arg 36 (per core)
-    const uint32_t mcast5_cores = get_arg_val<uint32_t>(37);  // runtime arg 37 (per core)
+    const uint32_t mcast0_x0 = get_arg_val<uint32_t>(6);  // runtime arg 6 (per core)
+    const uint32_t mcast0_y0 = get_arg_val<uint32_t>(7);  // runtime arg 7 (per core)
+    const uint32_t mcast0_x1 = get_arg_val<uint32_t>(8);  // runtime arg 8 (per core)
+    const uint32_t mcast0_y1 = get_arg_val<uint32_t>(9);  // runtime arg 9 (per core)
+    const uint32_t mcast0_cores = get_arg_val<uint32_t>(10);  // runtime arg 10 (per core)
+    const uint32_t mcast1_x0 = get_arg_val<uint32_t>(11);  // runtime arg 11 (per core)
+    const uint32_t mcast1_y0 = get_arg_val<uint32_t>(12);  // runtime arg 12 (per core)
+    const uint32_t mcast1_x1 = get_arg_val<uint32_t>(13);  // runtime arg 13 (per core)
+    const uint32_t mcast1_y1 = get_arg_val<uint32_t>(14);  // runtime arg 14 (per core)
+    const uint32_t mcast1_cores = get_arg_val<uint32_t>(15);  // runtime arg 15 (per core)
+    const uint32_t mcast2_x0 = get_arg_val<uint32_t>(16);  // runtime arg 16 (per core)
+    const uint32_t mcast2_y0 = get_arg_val<uint32_t>(17);  // runtime arg 17 (per core)
+    const uint32_t mcast2_x1 = get_arg_val<uint32_t>(18);  // runtime arg 18 (per core)
+    const uint32_t mcast2_y1 = get_arg_val<uint32_t>(19);  // runtime arg 19 (per core)
+    const uint32_t mcast2_cores = get_arg_val<uint32_t>(20);  // runtime arg 20 (per core)
+    const uint32_t mcast3_x0 = get_arg_val<uint32_t>(21);  // runtime arg 21 (per core)
+    const uint32_t mcast3_y0 = get_arg_val<uint32_t>(22);  // runtime arg 22 (per core)
+    const uint32_t mcast3_x1 = get_arg_val<uint32_t>(23);  // runtime arg 23 (per core)
+    const uint32_t mcast3_y1 = get_arg_val<uint32_t>(24);  // runtime arg 24 (per core)
+    const uint32_t mcast3_cores = get_arg_val<uint32_t>(25);  // runtime arg 25 (per core)
+    const uint32_t mcast4_x0 = get_arg_val<uint32_t>(26);  // runtime arg 26 (per core)
+    const uint32_t mcast4_y0 = get_arg_val<uint32_t>(27);  // runtime arg 27 (per core)
+    const uint32_t mcast4_x1 = get_arg_val<uint32_t>(28);  // runtime arg 28 (per core)
+    const uint32_t mcast4_y1 = get_arg_val<uint32_t>(29);  // runtime arg 29 (per core)
+    const uint32_t mcast4_cores = get_arg_val<uint32_t>(30);  // runtime arg 30 (per core)
+    const uint32_t mcast5_x0 = get_arg_val<uint32_t>(31);  // runtime arg 31 (per core)
+    const uint32_t mcast5_y0 = get_arg_val<uint32_t>(32);  // runtime arg 32 (per core)
+    const uint32_t mcast5_x1 = get_arg_val<uint32_t>(33);  // runtime arg 33 (per core)
+    const uint32_t mcast5_y1 = get_arg_val<uint32_t>(34);  // runtime arg 34 (per core)
+    const uint32_t mcast5_cores = get_arg_val<uint32_t>(35);  // runtime arg 35 (per core)
     const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
-    // send this core's x^2 tiles to their places in the group leader's row
-    cb_wait_front(17, sq_count);
-    uint32_t sq_src = get_read_ptr(17);
-    uint32_t sq_row = get_write_ptr(4);
-    for (uint32_t j = 0; j < sq_count; ++j) {
-        noc_async_write(sq_src + j * 4096u, get_noc_addr(leader_x, leader_y, sq_row + (sq_first + j) * 4096u), 4096);
-    }
+    // send this core's partial sums to its page of the group leader's gather CB
+    cb_wait_front(17, 1);
+    uint32_t gather_base = get_write_ptr(4);
+    noc_async_write(get_read_ptr(17), get_noc_addr(leader_x, leader_y, gather_base + slot * 4096u), 4096);
     noc_async_write_barrier();
     noc_semaphore_inc(get_noc_addr(leader_x, leader_y, get_semaphore(0)), 1);
-    cb_pop_front(17, sq_count);
+    cb_pop_front(17, 1);
     cb_reserve_back(3, 1);
     uint32_t valid_sem = get_semaphore(1);
     if (leader != 0u) {
-        // leader: the whole row of x^2 in, to compute; then broadcast the rsqrt tile
+        // leader: the group's partials in, to compute; then broadcast the rsqrt tile
         cb_reserve_back(4, 2);
         noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), 2);
         cb_push_back(4, 2);

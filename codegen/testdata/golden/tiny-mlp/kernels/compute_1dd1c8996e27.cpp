@@ -7,12 +7,13 @@
 //          c_1 scaler: 1 x 2048 B Float16_b
 //          c_2 norm_weight: 1 x 2048 B Float16_b
 //          c_3 rsqrt_mean: 1 x 4096 B Float32
-//          c_4 x_squared_row: 2 x 4096 B Float32
+//          c_4 group_partial_sums: 2 x 4096 B Float32
 //          c_16 out: 2 x 2048 B Float16_b
-//          c_17 x_squared: 1 x 4096 B Float32
+//          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
 //          c_24 x_normed: 2 x 4096 B Float32
 //          c_25 weight_plus_offset: 2 x 4096 B Float32
+//          c_26 x_squared: 1 x 4096 B Float32
 // defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
 //          REDUCE_OP=PoolType::SUM
 
@@ -22,6 +23,7 @@
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_binary_sfpu.h"
 #include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
 #include "compute_kernel_api/eltwise_unary/rsqrt.h"
 #include "compute_kernel_api/pack.h"
@@ -37,7 +39,7 @@ void kernel_main() {
     compute_kernel_hw_startup(0, 1, 16);
     cb_wait_front(1, 1);
     cb_wait_front(0, count);
-    // x^2 of this core's tiles, to the writer (it sends them to the leader)
+    // x^2
     for (uint32_t j = 0; j < count; ++j) {
         tile_regs_acquire();
         copy_tile_to_dst_init_short(0);
@@ -45,24 +47,43 @@ void kernel_main() {
         square_tile_init();
         square_tile(0);
         tile_regs_commit();
-        pack_reconfig_data_format(17);
-        cb_reserve_back(17, 1);
+        pack_reconfig_data_format(26);
+        cb_reserve_back(26, 1);
         tile_regs_wait();
-        pack_tile(0, 17);
+        pack_tile(0, 26);
         tile_regs_release();
-        cb_push_back(17, 1);
+        cb_push_back(26, 1);
         pack_reconfig_data_format(16);
     }
+    // this core's row sums of x^2, to the writer (it sends them to the leader)
+    cb_wait_front(26, count);
+    tile_regs_acquire();
+    for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
+        reconfig_data_format(26, 1);
+        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, 17);
+        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, j_2, 0, 0);
+        reconfig_data_format(0, 1);
+        reduce_uninit();
+    }
+    tile_regs_commit();
+    pack_reconfig_data_format(17);
+    cb_reserve_back(17, 1);
+    tile_regs_wait();
+    pack_tile(0, 17);
+    tile_regs_release();
+    cb_push_back(17, 1);
+    cb_pop_front(26, count);
     if (leader != 0u) {
-        // leader: the whole row's x^2 (the writer gathered it), summed in column order as on one core; rsqrt(sum / H + eps)
+        // leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)
         cb_wait_front(4, 2);
         tile_regs_acquire();
-        for (uint32_t k = 0; k < 2; ++k) {
-            reconfig_data_format(4, 1);
-            reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(4, 1, 18);
-            reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(4, 1, k, 0, 0);
-            reconfig_data_format(0, 1);
-            reduce_uninit();
+        reconfig_data_format(4, 1);
+        copy_tile_to_dst_init_short(4);
+        copy_tile(4, 0, 0);
+        for (uint32_t k = 1; k < 2; ++k) {
+            copy_tile(4, k, 1);
+            add_binary_tile_init();
+            add_binary_tile(0, 1, 0);
         }
         binop_with_scalar_tile_init();
         mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
@@ -70,7 +91,6 @@ void kernel_main() {
         rsqrt_tile_init();
         rsqrt_tile(0);
         tile_regs_commit();
-        pack_reconfig_data_format(18);
         cb_reserve_back(18, 1);
         tile_regs_wait();
         pack_tile(0, 18);
@@ -80,13 +100,12 @@ void kernel_main() {
     }
     cb_wait_front(3, 1);
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
-    for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
+    for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
         tile_regs_acquire();
         reconfig_data_format(0, 3);
         mul_bcast_cols_init_short(0, 3);
-        mul_tiles_bcast_cols(0, 3, j_2, 0, 0);
+        mul_tiles_bcast_cols(0, 3, j_3, 0, 0);
         tile_regs_commit();
-        pack_reconfig_data_format(24);
         cb_reserve_back(24, 1);
         tile_regs_wait();
         pack_tile(0, 24);
@@ -120,7 +139,7 @@ void kernel_main() {
         pack_tile(0, 16);
         tile_regs_release();
         cb_push_back(16, 1);
-        reconfig_data_format(0, 1);
+        pack_reconfig_data_format(17);
     }
     cb_pop_front(3, 1);
     cb_pop_front(0, count);
