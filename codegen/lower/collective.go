@@ -322,7 +322,16 @@ type cclKernels struct {
 	east, west              []kir.Core
 	workers                 [][]kir.Core // by link, then adder
 	workerRanges, ethRanges []ir.CoreRange
+	// batched: the adders' CBs hold every tile an adder handles (one
+	// reduce step, adderTiles tiles each), so each packet's reads are all
+	// in flight at once, the local tiles before the packet arrives, and
+	// its writes share one barrier (see adders).
+	batched    bool
+	adderTiles int
 }
+
+// maxBatchedAdderBytes bounds the L1 the batched adders' CBs may take.
+const maxBatchedAdderBytes = 512 << 10
 
 func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p, err := newProgram(op, ctx)
@@ -366,11 +375,21 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		}
 		k.workerRanges = rs
 		dt := c.x.Type.DType
-		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "local"})
-		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "received"})
-		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "sum"})
+		k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
+		streams := 3 // local, received, sum
 		if c.residual != nil {
-			p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "residual"})
+			streams = 4
+		}
+		k.batched = pl.ReduceSteps == 1 && pl.GatherSteps == 0 && streams*k.adderTiles*k.tb <= maxBatchedAdderBytes
+		pages := 2
+		if k.batched {
+			pages = k.adderTiles
+		}
+		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
+		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
+		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
+		if c.residual != nil {
+			p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "residual"})
 			p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
 		}
 		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
@@ -672,42 +691,86 @@ func (k *cclKernels) adders() {
 		ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
 	}
 	b := rd.Builder()
+	pages := 2
+	if k.batched {
+		pages = k.adderTiles
+	}
 	if segmentBytes(k.segs) < k.tb {
 		// Only the live rows of a received tile are read into c_1; zero its
 		// pages once so the padding rows add zeros, not stale L1.
 		b.Comment("Zero the received CB's pages once: only live rows are read into them.")
-		b.CBReserveBack(cbIn1, kir.C(2))
-		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, 2*k.tb, 0)
+		b.CBReserveBack(cbIn1, kir.Ci(pages))
+		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, pages*k.tb, 0)
 	}
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
-	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-		kk := b.Let("chunk", k.chunkIndex(dev, s, 2))
+	received := func(t kir.Expr, dst kir.Expr) {
+		for _, sg := range k.segs {
+			src := kir.NoCAddr{X: ex, Y: ey, Addr: kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))}
+			b.NoCAsyncRead(src, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
+		}
+	}
+	if k.batched {
+		b.Comment("One reduce step, every tile of this adder in its CBs: per packet the local (and residual) tiles are read before the packet arrives, then the received rows, all under one barrier.")
+		kk := b.Let("chunk", k.chunkIndex(dev, kir.C(0), 2))
 		k.packets(b, count, func(base, cnt kir.Var) {
-			b.NoCSemaphoreWait(arrived, kir.C(1))
-			b.NoCSemaphoreSet(arrived, kir.C(0))
-			lanes(b, lane, cnt, func(t kir.Var) {
-				i := kir.Add(kir.Add(first, base), t)
-				b.CBReserveBack(cbIn0, kir.C(1))
-				b.NoCAsyncRead(k.dram(xa, k.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(k.tb))
-				b.CBReserveBack(cbIn1, kir.C(1))
-				for _, sg := range k.segs {
-					src := kir.NoCAddr{X: ex, Y: ey, Addr: kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))}
-					b.NoCAsyncRead(src, kir.Add(kir.GetWritePtr{CB: cbIn1}, kir.Ci(sg.Off)), kir.Ci(sg.Size))
-				}
+			n := k.laneCount(b, cnt, lane)
+			b.CBReserveBack(cbIn0, n)
+			l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
+			var r0 kir.Var
+			if k.residual != nil {
+				b.CBReserveBack(cbIn2, n)
+				r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
+			}
+			tileOf := func(j kir.Var) kir.Expr { return kir.Add(lane, kir.Mul(j, kir.Ci(m))) }
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				pg := k.page(kk, kir.Add(kir.Add(first, base), tileOf(j)))
+				b.NoCAsyncRead(k.dram(xa, pg), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
 				if k.residual != nil {
-					b.CBReserveBack(cbIn2, kir.C(1))
-					b.NoCAsyncRead(k.dram(ra, k.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(k.tb))
-				}
-				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cbIn0, kir.C(1))
-				b.CBPushBack(cbIn1, kir.C(1))
-				if k.residual != nil {
-					b.CBPushBack(cbIn2, kir.C(1))
+					b.NoCAsyncRead(k.dram(ra, pg), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
 				}
 			})
+			b.NoCSemaphoreWait(arrived, kir.C(1))
+			b.NoCSemaphoreSet(arrived, kir.C(0))
+			b.CBReserveBack(cbIn1, n)
+			in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				received(tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
+			})
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(cbIn0, n)
+			b.CBPushBack(cbIn1, n)
+			if k.residual != nil {
+				b.CBPushBack(cbIn2, n)
+			}
 			b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
 		})
-	})
+	} else {
+		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
+			kk := b.Let("chunk", k.chunkIndex(dev, s, 2))
+			k.packets(b, count, func(base, cnt kir.Var) {
+				b.NoCSemaphoreWait(arrived, kir.C(1))
+				b.NoCSemaphoreSet(arrived, kir.C(0))
+				lanes(b, lane, cnt, func(t kir.Var) {
+					i := kir.Add(kir.Add(first, base), t)
+					b.CBReserveBack(cbIn0, kir.C(1))
+					b.NoCAsyncRead(k.dram(xa, k.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(k.tb))
+					b.CBReserveBack(cbIn1, kir.C(1))
+					received(t, kir.GetWritePtr{CB: cbIn1})
+					if k.residual != nil {
+						b.CBReserveBack(cbIn2, kir.C(1))
+						b.NoCAsyncRead(k.dram(ra, k.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(k.tb))
+					}
+					b.NoCAsyncReadBarrier()
+					b.CBPushBack(cbIn0, kir.C(1))
+					b.CBPushBack(cbIn1, kir.C(1))
+					if k.residual != nil {
+						b.CBPushBack(cbIn2, kir.C(1))
+					}
+				})
+				b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
+			})
+		})
+	}
 
 	// Compute: sum = local + received.
 	cp := k.p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs,
@@ -767,22 +830,40 @@ func (k *cclKernels) adders() {
 		b.NoCSemaphoreWaitMin(fwdFree, kir.Ci(last-1))
 	}
 	kk := b.Let("chunk", k.chunkIndex(wdev, kir.Ci(last), 2))
-	k.packets(b, wcount, func(base, cnt kir.Var) {
-		lanes(b, wlane, cnt, func(t kir.Var) {
-			i := kir.Add(kir.Add(wfirst, base), t)
-			pg := kir.Expr(i)
-			if k.kind == cclAllReduce {
-				pg = k.page(kk, i)
-			}
-			b.CBWaitFront(cbOut, kir.C(1))
-			b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, k.dram(oa, pg), kir.Ci(k.tb))
-			if toFwd {
-				toSlot(slotOf(kir.Ci(last)), base, t)
-			}
+	if k.batched {
+		b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
+		k.packets(b, wcount, func(base, cnt kir.Var) {
+			n := k.laneCount(b, cnt, wlane)
+			out0 := b.Let("sum_base", kir.GetReadPtr{CB: cbOut})
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				pg := kir.Expr(kir.Add(kir.Add(wfirst, base), kir.Add(wlane, kir.Mul(j, kir.Ci(m)))))
+				if k.kind == cclAllReduce {
+					pg = k.page(kk, pg)
+				}
+				b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
+				b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
+			})
 			b.NoCAsyncWriteBarrier()
-			b.CBPopFront(cbOut, kir.C(1))
+			b.CBPopFront(cbOut, n)
 		})
-	})
+	} else {
+		k.packets(b, wcount, func(base, cnt kir.Var) {
+			lanes(b, wlane, cnt, func(t kir.Var) {
+				i := kir.Add(kir.Add(wfirst, base), t)
+				pg := kir.Expr(i)
+				if k.kind == cclAllReduce {
+					pg = k.page(kk, i)
+				}
+				b.CBWaitFront(cbOut, kir.C(1))
+				b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, k.dram(oa, pg), kir.Ci(k.tb))
+				if toFwd {
+					toSlot(slotOf(kir.Ci(last)), base, t)
+				}
+				b.NoCAsyncWriteBarrier()
+				b.CBPopFront(cbOut, kir.C(1))
+			})
+		})
+	}
 	if toFwd {
 		signal()
 	}
@@ -799,6 +880,17 @@ func (k *cclKernels) adders() {
 			wr.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
 		}
 	}
+}
+
+// laneCount emits n, the number of the packet's cnt tiles that fall to
+// lane (tiles lane, lane+M, ... below cnt), and returns it.
+func (k *cclKernels) laneCount(b *kir.Builder, cnt kir.Var, lane kir.Expr) kir.Var {
+	m := kir.Ci(k.plan.WorkersPerLink)
+	n := b.LetT("lane_tiles", kir.U32T, kir.C(0))
+	b.If(kir.Gt(cnt, lane), func() {
+		b.Assign(n, kir.Div(kir.Add(kir.Sub(cnt, lane), kir.Sub(m, kir.C(1))), m))
+	})
+	return n
 }
 
 func cclRanges(cs []kir.Core) []ir.CoreRange {

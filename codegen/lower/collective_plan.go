@@ -139,7 +139,11 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 }
 
 // maxWorkersPerLink bounds the adder cores per link.
-const maxWorkersPerLink = 4
+const maxWorkersPerLink = 16
+
+// addTileCycles is one adder's compute on one received tile: unpack both
+// operands, the FPU add, pack.
+const addTileCycles = 2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles
 
 // PlanRing chooses the links, adder cores per link and packet size of a
 // collective with the given steps on chunks of chunkTiles tiles, and
@@ -151,7 +155,7 @@ const maxWorkersPerLink = 4
 //
 //	read  = P*tileBytes/NoCBytesPerCycle        (ethernet core reads the packet from DRAM)
 //	wire  = P*wireBytes/LinkBytesPerCycle + LinkLatencyCycles
-//	add   = ceil(P/M)*(tileBytes/NoCBytesPerCycle + EltwiseTileCycles)   (reduce steps: M adders read the local tile and add)
+//	add   = ceil(P/M)*(tileBytes/NoCBytesPerCycle + addTileCycles)   (reduce steps: M adders read the local tile and add)
 //	store = P*tileBytes/NoCBytesPerCycle        (gather steps: the receiver stores the tiles to DRAM)
 //
 // A step costs packets*(read + wire + add or store); the collective costs
@@ -178,7 +182,7 @@ func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 		pk := p.PacketTiles
 		read := noc(pk * tileBytes)
 		wire := (pk*wireBytes+t.Eth.LinkBytesPerCycle-1)/t.Eth.LinkBytesPerCycle + t.Eth.LinkLatencyCycles
-		add := (pk + m - 1) / m * (noc(tileBytes) + EltwiseTileCycles)
+		add := (pk + m - 1) / m * (noc(tileBytes) + addTileCycles)
 		store := noc(pk * tileBytes)
 		packets := p.Packets()
 		cores := links * 2

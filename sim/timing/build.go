@@ -88,7 +88,8 @@ type ProgramRow struct {
 	Outputs        string  `json:"outputs"`
 	// StartUS is the program's start within the step on its device.
 	StartUS float64 `json:"start_us"`
-	// Threads are the latest-finishing thread of each role (for traces).
+	// Threads are the latest-finishing thread of each kernel (for traces
+	// and --threads).
 	Threads []ThreadTime `json:"-"`
 }
 
@@ -149,7 +150,7 @@ func Predict(b *codegen.Build, prm *Params, meta Meta) (*Report, error) {
 			row := ProgramRow{Device: d, Index: i, Op: p.Op.Name(), Layer: regionIndex(p.Op), Region: regionKind(p.Op), Cores: dt.Cores,
 				BytesRead: dt.BytesRead, BytesWritten: dt.BytesWritten, DRAMRead: dt.DRAMRead, US: round3(dt.US),
 				CriticalThread: crit, WaitsOn: wait, MathFidelity: fidelity(p.Kernel), Signature: sigs[i],
-				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Roles}
+				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Kernels}
 			r.Programs = append(r.Programs, row)
 			at += dt.US + prm.LaunchGapUS
 		}

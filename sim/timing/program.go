@@ -47,8 +47,9 @@ type DeviceTime struct {
 	US float64
 	// Critical is the thread that finished last.
 	Critical ThreadTime
-	// Roles holds, per role, the latest-finishing thread of that role.
-	Roles []ThreadTime
+	// Kernels holds, per kernel of the program (in the order the kernels
+	// first ran), the latest-finishing thread of that kernel.
+	Kernels []ThreadTime
 	// Cores is the number of cores that ran a kernel.
 	Cores int
 	// BytesRead and BytesWritten are the NoC bytes moved by the device's
@@ -130,7 +131,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 	for d := 0; d < n; d++ {
 		dt := DeviceTime{}
 		cores := map[kir.Core]bool{}
-		roles := map[kir.Role]int{}
+		kernels := map[string]int{}
 		var last *thread
 		for _, th := range m.threads {
 			if th.core.dev.idx != d {
@@ -142,11 +143,11 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 				dt.Critical = tt
 				last = th
 			}
-			if i, ok := roles[th.k.Role]; !ok {
-				roles[th.k.Role] = len(dt.Roles)
-				dt.Roles = append(dt.Roles, tt)
-			} else if tt.FinishUS > dt.Roles[i].FinishUS {
-				dt.Roles[i] = tt
+			if i, ok := kernels[th.k.Name]; !ok {
+				kernels[th.k.Name] = len(dt.Kernels)
+				dt.Kernels = append(dt.Kernels, tt)
+			} else if tt.FinishUS > dt.Kernels[i].FinishUS {
+				dt.Kernels[i] = tt
 			}
 			dt.BytesRead += th.bytesRead
 			dt.BytesWritten += th.bytesWritten

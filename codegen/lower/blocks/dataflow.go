@@ -110,11 +110,28 @@ func Scratch(b *kir.Builder, cb int, name string) kir.Var {
 // ReleaseScratch pops the page Scratch took.
 func ReleaseScratch(b *kir.Builder, cb int) { b.CBPopFront(cb, kir.C(1)) }
 
-// FillWords stores word at every 4-byte word of [addr, addr+bytes).
+// fillSeedBytes is what FillWords stores word by word before it copies.
+const fillSeedBytes = 512
+
+// FillWords stores word at every 4-byte word of [addr, addr+bytes) (addr
+// 16-byte aligned); the bytes hold it when FillWords returns. Up to
+// fillSeedBytes it is a loop of stores; beyond that only the first
+// fillSeedBytes are stored and the filled prefix is then doubled with
+// local NoC copies (LocalCopy, each followed by a read barrier, so reads
+// the kernel has in flight complete too): a 40 KB fill is 128 stores and
+// 7 copies instead of 10,240 stores.
 func FillWords(b *kir.Builder, addr kir.Expr, bytes int, word uint32) {
-	b.For("w", kir.C(0), kir.Ci(bytes/4), func(w kir.Var) {
+	seed := bytes
+	if bytes > fillSeedBytes && bytes%16 == 0 {
+		seed = fillSeedBytes
+	}
+	b.For("w", kir.C(0), kir.Ci(seed/4), func(w kir.Var) {
 		b.L1Write32(kir.Add(addr, kir.Mul(w, kir.C(4))), kir.C(word))
 	})
+	for done := seed; done < bytes; done *= 2 {
+		LocalCopy(b, addr, kir.Add(addr, kir.Ci(done)), min(done, bytes-done))
+		b.NoCAsyncReadBarrier()
+	}
 }
 
 // LocalCopy copies size bytes inside this core's L1 with a NoC read from

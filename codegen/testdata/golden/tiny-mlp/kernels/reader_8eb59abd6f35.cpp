@@ -29,9 +29,13 @@ void kernel_main() {
     // a zeroed tile for the padding rows
     cb_reserve_back(24, 1);
     uint32_t zp = get_write_ptr(24);
-    for (uint32_t w = 0; w < 512; ++w) {
+    for (uint32_t w = 0; w < 128; ++w) {
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(zp + w * 4u) = 0;
     }
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], zp), zp + 512u, 512);
+    noc_async_read_barrier();
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], zp), zp + 1024u, 1024);
+    noc_async_read_barrier();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
     uint32_t zeros = get_read_ptr(24);

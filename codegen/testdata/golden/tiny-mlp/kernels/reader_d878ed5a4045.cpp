@@ -23,9 +23,13 @@ void kernel_main() {
     // reduce scaler tile: the value in row 0 of every face
     cb_reserve_back(1, 1);
     uint32_t scaler = get_write_ptr(1);
-    for (uint32_t w = 0; w < 512; ++w) {
+    for (uint32_t w = 0; w < 128; ++w) {
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + w * 4u) = 0;
     }
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 512u, 512);
+    noc_async_read_barrier();
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 1024u, 1024);
+    noc_async_read_barrier();
     for (uint32_t f = 0; f < 4; ++f) {
         for (uint32_t i = 0; i < 8; ++i) {
             *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + f * 512u + i * 4u) = 1065369472;
