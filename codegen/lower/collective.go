@@ -170,7 +170,11 @@ func (c *cclOp) planRing(ctx *Context) error {
 	}
 	dt := c.x.Type.DType
 	var err error
-	c.plan, err = PlanRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs))
+	workers := maxWorkersPerLink
+	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
+		workers = min(w, workers)
+	}
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), workers)
 	return err
 }
 
@@ -380,7 +384,7 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		if c.residual != nil {
 			streams = 4
 		}
-		k.batched = pl.ReduceSteps == 1 && pl.GatherSteps == 0 && streams*k.adderTiles*k.tb <= maxBatchedAdderBytes
+		k.batched = !ctx.Ring.PerTile && pl.ReduceSteps == 1 && pl.GatherSteps == 0 && streams*k.adderTiles*k.tb <= maxBatchedAdderBytes
 		pages := 2
 		if k.batched {
 			pages = k.adderTiles

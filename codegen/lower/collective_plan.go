@@ -163,6 +163,11 @@ const addTileCycles = 2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles
 // ties go to fewer cores. It fails when even one-tile packets do not fit
 // the ethernet L1 next to the forwarding slots.
 func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int) (RingPlan, error) {
+	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, maxWorkersPerLink)
+}
+
+// planRing is PlanRing with at most maxWorkers adders per link.
+func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, maxWorkers int) (RingPlan, error) {
 	if t.Eth == nil || len(t.Eth.RingEast) == 0 {
 		return RingPlan{}, fmt.Errorf("rule ccl-ethernet: target %s has no ring cabling", t.Name)
 	}
@@ -194,7 +199,7 @@ func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 	p.WorkersPerLink = 1
 	if reduceSteps > 0 {
 		best := -1
-		for m := 1; m <= maxWorkersPerLink && m <= p.PacketTiles; m++ {
+		for m := 1; m <= maxWorkers && m <= p.PacketTiles; m++ {
 			if c := cost(m); best < 0 || c < best {
 				best, p.WorkersPerLink = c, m
 			}

@@ -54,6 +54,16 @@ var cclCases = []cclCase{
 	{"all_gather logits 1x4", 4, ir.BF16, []int{4, 1, 512}, allGather(2)},
 	{"all_gather logits 1x8", 8, ir.BF16, []int{2, 1, 256}, allGather(-1)},
 	{"all_gather leading 1x4", 4, ir.FP32, []int{2, 3, 64}, allGather(0)},
+	// the one-tile-per-barrier adders (RingOptions.PerTile, ringOptions)
+	{"all_reduce hidden 1x2 per tile", 2, ir.BF16, []int{1, 1, 5120}, allReduce},
+	{"reduce_scatter rows 1x2 per tile", 2, ir.BF16, []int{64, 64}, reduceScatter(0)},
+}
+
+// ringOptions are the cases lowered with adder constraints (the structure
+// the timing model's all-reduce calibration row uses).
+var ringOptions = map[string]RingOptions{
+	"all_reduce hidden 1x2 per tile":   {MaxWorkersPerLink: 4, PerTile: true},
+	"reduce_scatter rows 1x2 per tile": {MaxWorkersPerLink: 4, PerTile: true},
 }
 
 // cclGraph builds the one-op graph of tc on a 1xN mesh.
@@ -115,7 +125,9 @@ func TestCollectivesOnCluster(t *testing.T) {
 	for ci, tc := range cclCases {
 		t.Run(tc.name, func(t *testing.T) {
 			g, op := cclGraph(t, tc)
-			p, err := Lower(op, ctx)
+			cctx := *ctx
+			cctx.Ring = ringOptions[tc.name]
+			p, err := Lower(op, &cctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -240,12 +240,12 @@ func TestFusedCollectiveStructure(t *testing.T) {
 		kernels []string
 		wait    int // ring notifications the tail leader waits for
 	}{
-		// 1x2: 2 links x 4 adders fold the residual; no tail.
+		// 1x2: 2 links x 16 adders fold the residual; no tail.
 		{fusedCCLCases[1], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer"}, 0},
-		// 1x2 with the norm: the norm tail waits for the 8 adders.
-		{fusedCCLCases[6], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 8},
-		// 1x4: 8 adders + 2 senders + 2 receivers notify.
-		{fusedCCLCases[3], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 12},
+		// 1x2 with the norm: the norm tail waits for the 32 adders.
+		{fusedCCLCases[6], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 32},
+		// 1x4: 2 links x 10 adders + 2 senders + 2 receivers notify.
+		{fusedCCLCases[3], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 24},
 		// 1x1: no ring, no wait.
 		{fusedCCLCases[0], []string{"tail_reader", "tail_compute", "tail_writer"}, 0},
 	} {

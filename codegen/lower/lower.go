@@ -27,6 +27,20 @@ type Context struct {
 	// check; it must fail exactly when kir.Validate does (codegen.Compile
 	// validates each distinct program once).
 	Validate func(p *kir.Program) error
+	// Ring, when set, constrains the collectives' adders (the zero value
+	// leaves PlanRing's choice).
+	Ring RingOptions
+}
+
+// RingOptions constrain the adder cores of a ring collective; the
+// timing model's calibration builds the structure of TTNN's measured
+// all-reduce with them.
+type RingOptions struct {
+	// MaxWorkersPerLink bounds the adders per link (0: maxWorkersPerLink).
+	MaxWorkersPerLink int
+	// PerTile makes the adders move one tile per read and write barrier
+	// even when their CBs could hold all their tiles.
+	PerTile bool
 }
 
 // NewContext returns a context for t with HiFi4 fidelity.

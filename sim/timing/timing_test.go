@@ -105,7 +105,7 @@ func TestProgramEndsWithLastThread(t *testing.T) {
 	}
 	d := pt.Devices[0]
 	last := 0.0
-	for _, r := range d.Roles {
+	for _, r := range d.Kernels {
 		last = max(last, r.FinishUS)
 	}
 	if want := last + Default().FixedProgramUS; d.US < want-1e-9 {

@@ -37,7 +37,16 @@ func loadCalibration(tb testing.TB) calibration {
 		b := unfusedLayer0(tb)
 		for _, p := range b.Programs {
 			if p.Op.Name() == "all_reduce" && cal.allReduce == nil {
-				cal.allReduce = p.Kernel
+				// TTNN's ring all-reduce moves a tile per barrier on a few
+				// workers per link; tcc's own adders batch (see
+				// lower.RingOptions), so the row lowers the op the TTNN way.
+				ctx := lower.NewContext(t)
+				ctx.Ring = lower.RingOptions{MaxWorkersPerLink: 4, PerTile: true}
+				k, err := lower.Lower(p.Op, ctx)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				cal.allReduce = k
 			}
 		}
 		for _, n := range smallTileCounts(b) {
