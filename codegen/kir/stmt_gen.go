@@ -220,7 +220,7 @@ type BcastTiles struct {
 	Dst   Expr
 }
 
-// MatmulInit is matmul_init(In0, In1, Transpose), the short init of matmul_tiles.
+// MatmulInit is mm_init_short(In0, In1, Transpose), the short init of matmul_tiles.
 // Transpose transposes each in1 tile before multiplying.
 type MatmulInit struct {
 	In0       int
@@ -238,7 +238,7 @@ type MatmulTiles struct {
 	Dst   Expr
 }
 
-// MatmulBlockInit is matmul_block_init(In0, In1, Transpose, CtDim, RtDim, KtDim).
+// MatmulBlockInit is mm_block_init_short(In0, In1, Transpose, CtDim, RtDim, KtDim).
 type MatmulBlockInit struct {
 	In0       int
 	In1       int

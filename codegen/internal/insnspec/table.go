@@ -352,7 +352,7 @@ func All() []Insn {
 		},
 		{
 			Go: "MatmulInit", Section: secComp, Class: Compute, Call: "mm_init_short", Header: matmul,
-			Doc: "MatmulInit is matmul_init(In0, In1, Transpose), the short init of matmul_tiles.\n" +
+			Doc: "MatmulInit is mm_init_short(In0, In1, Transpose), the short init of matmul_tiles.\n" +
 				"Transpose transposes each in1 tile before multiplying.",
 			Fields: []Field{cbf("In0"), cbf("In1"), val("Transpose", "bool")}, Args: []string{"In0", "In1", "Transpose"},
 			ComputeDecl: "// compute_kernel_api/matmul.h:86,123,162,256,294\n" +
@@ -373,7 +373,7 @@ func All() []Insn {
 		},
 		{
 			Go: "MatmulBlockInit", Section: secComp, Class: Compute, Call: "mm_block_init_short", Header: matmul,
-			Doc:    "MatmulBlockInit is matmul_block_init(In0, In1, Transpose, CtDim, RtDim, KtDim).",
+			Doc:    "MatmulBlockInit is mm_block_init_short(In0, In1, Transpose, CtDim, RtDim, KtDim).",
 			Fields: []Field{cbf("In0"), cbf("In1"), val("Transpose", "bool"), ex("CtDim"), ex("RtDim"), ex("KtDim")},
 			Args:   []string{"In0", "In1", "Transpose", "CtDim", "RtDim", "KtDim"},
 			ComputeDecl: "void mm_block_init_short(\n" +
