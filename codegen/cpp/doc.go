@@ -22,15 +22,22 @@
 //
 // Includes: data-movement kernels include api/dataflow/dataflow_api.h;
 // compute kernels include exactly the api/compute headers of the calls they
-// make (the table in headers.go, keyed by API name) plus api/compute/common.h
-// when they read arguments.
+// make (keyed by API name: the instruction table's headers, generated into
+// insn_gen.go from codegen/internal/insnspec, and the SFPU ops' from
+// kir.SFPUTable; see headers.go) plus api/compute/common.h when they read
+// arguments. The argument list of every call (callArgs) is generated from
+// the table too, but for the few calls whose arguments depend on their
+// values (hw startup order, reduce templates, SFPU params, pack_tile<true>),
+// which name hand-written printer methods.
 //
 // Arithmetic is unsigned as kir defines it: inside binary expressions
 // constants carry a u suffix and the int32_t / uint8_t results of
 // get_tile_size and my_x / my_y are converted to uint32_t.
 //
 // The output is deterministic. testdata/tt_api.h declares the API subset
-// the printer uses (with the signatures of the real tree), and the tests
+// the printer uses (with the signatures of the real tree; its
+// "// tcc-insn-decls SECTION" lines are replaced by the instruction
+// table's declarations and the SFPU marker by kir.SFPUDecls), and the tests
 // compile every sample kernel (package samples) with g++ -fsyntax-only
 // against it; golden files under testdata/golden hold the printed kernels
 // and host configs (go test ./codegen/cpp -update rewrites them).

@@ -3,14 +3,17 @@ package cpp
 // This file maps every tt-metal function the printer can emit to the header
 // of the pinned tt-metal release (codegen/target.TTMetalRelease:
 // tt_metal/hw/inc for data movement, tt_metal/include for compute) that
-// declares it.
-// The function NAMES come from kir.APIName / kir.ExprAPIName (the one
-// dialect table); this file only says where each name lives. A name the
+// declares it. The instructions' names and headers are generated from the
+// instruction table (codegen/internal/insnspec, into insn_gen.go); the
+// value-returning calls' names come from kir.ExprAPIName. A name the
 // printer meets that is in neither table is an error, so a renamed or new
 // instruction cannot slip through without a header.
-//
 
-import "github.com/tcc-dev/tcc/codegen/kir"
+import (
+	"maps"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
 
 const (
 	// dataflowHeader declares every data-movement call tcc prints
@@ -24,76 +27,10 @@ const (
 	computeArgsHeader = "compute_kernel_api/common.h"
 )
 
-// computeHeaders maps a compute API function to its header; the SFPU
-// ops' calls come from kir.SFPUTable.
-var computeHeaders = withSFPU(map[string]string{
-	// compute_kernel_api/compute_kernel_hw_startup.h
-	"compute_kernel_hw_startup": "compute_kernel_api/compute_kernel_hw_startup.h",
-
-	// compute_kernel_api/cb_api.h (the compute-side CB calls)
-	"cb_reserve_back": "compute_kernel_api/cb_api.h",
-	"cb_push_back":    "compute_kernel_api/cb_api.h",
-	"cb_wait_front":   "compute_kernel_api/cb_api.h",
-	"cb_pop_front":    "compute_kernel_api/cb_api.h",
-
-	// compute_kernel_api/reg_api.h
-	"tile_regs_acquire": "compute_kernel_api/reg_api.h",
-	"tile_regs_commit":  "compute_kernel_api/reg_api.h",
-	"tile_regs_wait":    "compute_kernel_api/reg_api.h",
-	"tile_regs_release": "compute_kernel_api/reg_api.h",
-
-	// compute_kernel_api/tile_move_copy.h
-	"copy_tile_to_dst_init_short": "compute_kernel_api/tile_move_copy.h",
-	"copy_tile":                   "compute_kernel_api/tile_move_copy.h",
-
-	// compute_kernel_api/eltwise_binary.h
-	"add_tiles_init": "compute_kernel_api/eltwise_binary.h",
-	"sub_tiles_init": "compute_kernel_api/eltwise_binary.h",
-	"mul_tiles_init": "compute_kernel_api/eltwise_binary.h",
-	"add_tiles":      "compute_kernel_api/eltwise_binary.h",
-	"sub_tiles":      "compute_kernel_api/eltwise_binary.h",
-	"mul_tiles":      "compute_kernel_api/eltwise_binary.h",
-
-	// compute_kernel_api/bcast.h
-	"add_bcast_rows_init_short":         "compute_kernel_api/bcast.h",
-	"add_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
-	"add_bcast_scalar_init_short":       "compute_kernel_api/bcast.h",
-	"sub_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
-	"sub_tiles_bcast_scalar_init_short": "compute_kernel_api/bcast.h",
-	"mul_bcast_rows_init_short":         "compute_kernel_api/bcast.h",
-	"mul_bcast_cols_init_short":         "compute_kernel_api/bcast.h",
-	"mul_tiles_bcast_scalar_init_short": "compute_kernel_api/bcast.h",
-	"add_tiles_bcast_rows":              "compute_kernel_api/bcast.h",
-	"add_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
-	"add_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
-	"sub_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
-	"sub_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
-	"mul_tiles_bcast_rows":              "compute_kernel_api/bcast.h",
-	"mul_tiles_bcast_cols":              "compute_kernel_api/bcast.h",
-	"mul_tiles_bcast_scalar":            "compute_kernel_api/bcast.h",
-
-	// compute_kernel_api/matmul.h
-	"mm_init_short":       "compute_kernel_api/matmul.h",
-	"mm_block_init_short": "compute_kernel_api/matmul.h",
-	"matmul_tiles":        "compute_kernel_api/matmul.h",
-	"matmul_block":        "compute_kernel_api/matmul.h",
-
-	// compute_kernel_api/reduce.h
-	"reduce_init":   "compute_kernel_api/reduce.h",
-	"reduce_tile":   "compute_kernel_api/reduce.h",
-	"reduce_uninit": "compute_kernel_api/reduce.h",
-
-	// compute_kernel_api/transpose_wh.h
-	"transpose_wh_init_short": "compute_kernel_api/transpose_wh.h",
-	"transpose_wh_tile":       "compute_kernel_api/transpose_wh.h",
-
-	// compute_kernel_api/pack.h
-	"pack_tile": "compute_kernel_api/pack.h",
-
-	// compute_kernel_api/reconfig_data_format.h
-	"reconfig_data_format":      "compute_kernel_api/reconfig_data_format.h",
-	"pack_reconfig_data_format": "compute_kernel_api/reconfig_data_format.h",
-})
+// computeHeaders maps a compute API function to its header: the
+// instruction table's calls (insn_gen.go) and the SFPU ops' calls and
+// inits from kir.SFPUTable.
+var computeHeaders = withSFPU(maps.Clone(insnComputeHeaders))
 
 // withSFPU adds every SFPU op's call and init with its header.
 func withSFPU(m map[string]string) map[string]string {
@@ -104,29 +41,22 @@ func withSFPU(m map[string]string) map[string]string {
 }
 
 // dataflowNames lists the data-movement functions (and globals) printed
-// kernels may use; all come from dataflowHeader.
-var dataflowNames = map[string]bool{
-	"cb_reserve_back": true, "cb_push_back": true, "cb_wait_front": true, "cb_pop_front": true,
-	"get_write_ptr": true, "get_read_ptr": true, "get_tile_size": true, "get_semaphore": true,
-	"get_noc_addr": true, "get_noc_addr_from_bank_id": true, "get_noc_multicast_addr": true,
-	"noc_async_read": true, "noc_async_write": true, "noc_async_write_multicast": true,
-	"noc_async_read_barrier": true, "noc_async_write_barrier": true, "noc_async_writes_flushed": true, "noc_async_atomic_barrier": true,
-	"noc_semaphore_set": true, "noc_semaphore_wait": true, "noc_semaphore_wait_min": true,
-	"noc_semaphore_inc": true, "noc_semaphore_set_multicast": true,
-	"my_x": true, "my_y": true, "noc_index": true,
-}
+// kernels may use: the instruction table's calls (insn_gen.go) and the
+// value-returning calls of kir.ExprAPIName; all come from dataflowHeader.
+var dataflowNames = func() map[string]bool {
+	m := maps.Clone(insnDataflowNames)
+	for _, n := range []string{"get_write_ptr", "get_read_ptr", "get_tile_size", "get_semaphore",
+		"get_noc_addr", "get_noc_addr_from_bank_id", "get_noc_multicast_addr", "my_x", "my_y", "noc_index"} {
+		m[n] = true
+	}
+	return m
+}()
 
 // ethHeader declares the ethernet data-movement calls of kernels on
-// ethernet cores. In the pinned release it is
+// ethernet cores (ethNames, insn_gen.go). In the pinned release it is
 // tt_metal/hw/inc/internal/ethernet/dataflow_api.h, which the active-erisc
 // firmware wrapper includes itself: kernels include nothing for it.
 const ethHeader = "internal/ethernet/dataflow_api.h"
-
-// ethNames lists the ethernet calls printed kernels may use; all come from
-// ethHeader (channel 0 of erisc_info, see kir/eth.go).
-var ethNames = map[string]bool{
-	"eth_send_bytes": true, "eth_wait_for_receiver_done": true, "eth_wait_for_bytes": true, "eth_receiver_done": true,
-}
 
 // argFuncs are the argument accessors of both kernel kinds.
 var argFuncs = []string{"get_arg_val", "get_common_arg_val", "get_compile_time_arg_val", "get_ct_arg"}

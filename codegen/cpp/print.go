@@ -272,111 +272,56 @@ func floatText(b uint32) string {
 	return strconv.FormatFloat(float64(math.Float32frombits(b)), 'g', -1, 32)
 }
 
-// callArgs returns the template arguments, call arguments and trailing
-// comment of a call statement.
-func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment string) {
-	e := pr.expr
-	switch s := s.(type) {
-	case kir.CBReserveBack:
-		return "", []string{cb(s.CB), e(s.N)}, ""
-	case kir.CBPushBack:
-		return "", []string{cb(s.CB), e(s.N)}, ""
-	case kir.CBWaitFront:
-		return "", []string{cb(s.CB), e(s.N)}, ""
-	case kir.CBPopFront:
-		return "", []string{cb(s.CB), e(s.N)}, ""
-	case kir.NoCAsyncRead:
-		return "", []string{e(s.Src), e(s.Dst), e(s.Size)}, ""
-	case kir.NoCAsyncWrite:
-		return "", []string{e(s.Src), e(s.Dst), e(s.Size)}, ""
-	case kir.NoCAsyncWriteMulticast:
-		return "", []string{e(s.Src), e(s.Dst), e(s.Size), e(s.NumDests)}, ""
-	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed, kir.NoCAsyncAtomicBarrier:
-		return "", nil, ""
-	case kir.NoCSemaphoreSet:
-		return "", []string{pr.l1Ptr(s.Addr), e(s.Value)}, ""
-	case kir.NoCSemaphoreWait:
-		return "", []string{pr.l1Ptr(s.Addr), e(s.Value)}, ""
-	case kir.NoCSemaphoreWaitMin:
-		return "", []string{pr.l1Ptr(s.Addr), e(s.Value)}, ""
-	case kir.NoCSemaphoreInc:
-		return "", []string{e(s.Addr), e(s.Incr)}, ""
-	case kir.NoCSemaphoreSetMulticast:
-		return "", []string{e(s.Src), e(s.Dst), e(s.NumDests)}, ""
-	case kir.ComputeKernelHWStartup:
-		if s.SrcReverse {
-			// The pinned release has no SrcOrder: source A is configured
-			// for the first CB, so the matmul order passes in1 first.
-			return "", []string{cb(s.ICB1), cb(s.ICB0), cb(s.OCB)}, "matmul order: in1 feeds source A"
-		}
-		return "", []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
-	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease, kir.ReduceUninit:
-		return "", nil, ""
-	case kir.CopyTileInit:
-		return "", []string{cb(s.CB)}, ""
-	case kir.CopyTile:
-		return "", []string{cb(s.CB), e(s.Tile), e(s.Dst)}, ""
-	case kir.BinaryInit:
-		return "", []string{cb(s.ICB0), cb(s.ICB1)}, ""
-	case kir.BinaryTiles:
-		return "", []string{cb(s.ICB0), cb(s.ICB1), e(s.Tile0), e(s.Tile1), e(s.Dst)}, ""
-	case kir.BcastInit:
-		return "", []string{cb(s.ICB0), cb(s.ICB1)}, ""
-	case kir.BcastTiles:
-		return "", []string{cb(s.ICB0), cb(s.ICB1), e(s.Tile0), e(s.Tile1), e(s.Dst)}, ""
-	case kir.MatmulInit:
-		return "", []string{cb(s.In0), cb(s.In1), boolArg(s.Transpose)}, ""
-	case kir.MatmulTiles:
-		return "", []string{cb(s.In0), cb(s.In1), e(s.Tile0), e(s.Tile1), e(s.Dst)}, ""
-	case kir.MatmulBlockInit:
-		return "", []string{cb(s.In0), cb(s.In1), boolArg(s.Transpose), e(s.CtDim), e(s.RtDim), e(s.KtDim)}, ""
-	case kir.MatmulBlock:
-		return "", []string{cb(s.In0), cb(s.In1), e(s.Tile0), e(s.Tile1), e(s.Dst), boolArg(s.Transpose),
-			e(s.CtDim), e(s.RtDim), e(s.KtDim)}, ""
-	case kir.ReduceInit:
-		return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), cb(s.OCB)}, ""
-	case kir.ReduceTile:
-		return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
-	case kir.TransposeInit:
-		return "", []string{cb(s.CB)}, ""
-	case kir.TransposeTile:
-		return "", []string{cb(s.CB), e(s.Tile), e(s.Dst)}, ""
-	case kir.SFPUInit:
-		if s.Op == kir.SFPUExp {
-			return exactExp, nil, "approx=false, fast_and_approx=false: the accurate exp"
-		}
-		return "", nil, ""
-	case kir.SFPU:
-		switch {
-		case s.Op == kir.SFPUExp:
-			return exactExp, []string{e(s.Dst)}, ""
-		case s.Op.HasParam():
-			return "", []string{e(s.Dst), floatBits(s.Param)}, "scalar " + floatText(s.Param)
-		case s.Op.IsBinary():
-			return "", []string{e(s.Dst), e(s.Src), e(s.Dst)}, ""
-		case s.Op == kir.SFPUSoftplus:
-			return "", []string{e(s.Dst), floatBits(softplusBeta), floatBits(softplusBeta), floatBits(softplusThreshold)},
-				"beta " + floatText(softplusBeta) + ", 1/beta " + floatText(softplusBeta) + ", threshold " + floatText(softplusThreshold)
-		}
-		return "", []string{e(s.Dst)}, ""
-	case kir.PackTile:
-		if s.OutTile == nil {
-			return "", []string{e(s.Dst), cb(s.CB)}, ""
-		}
-		return "<true>", []string{e(s.Dst), cb(s.CB), e(s.OutTile)}, ""
-	case kir.ReconfigDataFormat:
-		return "", []string{cb(s.SrcA), cb(s.SrcB)}, ""
-	case kir.PackReconfigDataFormat:
-		return "", []string{cb(s.CB)}, ""
-	case kir.EthSendBytes:
-		return "", []string{e(s.Src), e(s.Dst), e(s.Size)}, ""
-	case kir.EthWaitForBytes:
-		return "", []string{e(s.Size)}, ""
-	case kir.EthWaitForReceiverDone, kir.EthReceiverDone:
-		return "", nil, ""
+// The hand-written argument lists of the instruction table's calls with a
+// Printer (codegen/internal/insnspec); callArgs (insn_gen.go) prints the
+// others from the table's argument order.
+
+func (pr *printer) hwStartupArgs(s kir.ComputeKernelHWStartup) (tmpl string, args []string, comment string) {
+	if s.SrcReverse {
+		// The pinned release has no SrcOrder: source A is configured
+		// for the first CB, so the matmul order passes in1 first.
+		return "", []string{cb(s.ICB1), cb(s.ICB0), cb(s.OCB)}, "matmul order: in1 feeds source A"
 	}
-	pr.fail("statement %T has no printer support", s)
+	return "", []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
+}
+
+func (pr *printer) reduceInitArgs(s kir.ReduceInit) (tmpl string, args []string, comment string) {
+	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), cb(s.OCB)}, ""
+}
+
+func (pr *printer) reduceTileArgs(s kir.ReduceTile) (tmpl string, args []string, comment string) {
+	e := pr.expr
+	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
+}
+
+func (pr *printer) sfpuInitArgs(s kir.SFPUInit) (tmpl string, args []string, comment string) {
+	if s.Op == kir.SFPUExp {
+		return exactExp, nil, "approx=false, fast_and_approx=false: the accurate exp"
+	}
 	return "", nil, ""
+}
+
+func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment string) {
+	e := pr.expr
+	switch {
+	case s.Op == kir.SFPUExp:
+		return exactExp, []string{e(s.Dst)}, ""
+	case s.Op.HasParam():
+		return "", []string{e(s.Dst), floatBits(s.Param)}, "scalar " + floatText(s.Param)
+	case s.Op.IsBinary():
+		return "", []string{e(s.Dst), e(s.Src), e(s.Dst)}, ""
+	case s.Op == kir.SFPUSoftplus:
+		return "", []string{e(s.Dst), floatBits(softplusBeta), floatBits(softplusBeta), floatBits(softplusThreshold)},
+			"beta " + floatText(softplusBeta) + ", 1/beta " + floatText(softplusBeta) + ", threshold " + floatText(softplusThreshold)
+	}
+	return "", []string{e(s.Dst)}, ""
+}
+
+func (pr *printer) packTileArgs(s kir.PackTile) (tmpl string, args []string, comment string) {
+	if s.OutTile == nil {
+		return "", []string{pr.expr(s.Dst), cb(s.CB)}, ""
+	}
+	return "<true>", []string{pr.expr(s.Dst), cb(s.CB), pr.expr(s.OutTile)}, ""
 }
 
 // l1Ptr prints an L1 address as the semaphore / L1 word pointer the API takes.

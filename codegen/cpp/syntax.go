@@ -14,13 +14,29 @@ import (
 )
 
 // apiHeader declares, without definitions, exactly the tt-metal API subset
-// tcc prints, written from the real signatures (see doc.go).
+// tcc prints, written from the real signatures (see doc.go): the
+// declarations of everything but the instructions, whose declarations come
+// from the instruction table (insnDecls, spliced in by fullHeader).
 //
 //go:embed testdata/tt_api.h
 var apiHeader []byte
 
 // sfpuMarker is the line of tt_api.h the SFPU declarations replace.
 const sfpuMarker = "// tcc-sfpu-decls: the SFPU ops' declarations from codegen/kir.SFPUTable go here\n"
+
+// fullHeader is apiHeader with the instruction table's declarations
+// (insnDecls) in place of its "// tcc-insn-decls SECTION" lines.
+func fullHeader() []byte {
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(string(apiHeader), "\n") {
+		if sec, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(declMarker)+" "); ok {
+			out.WriteString(insnDecls[sec])
+			continue
+		}
+		out.WriteString(line)
+	}
+	return out.Bytes()
+}
 
 // ErrNoCompiler is returned by SyntaxCheck when g++ is not installed.
 var ErrNoCompiler = errors.New("g++ is not installed; the kernel syntax check needs it")
@@ -94,7 +110,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	if err != nil {
 		return nil, nil, ErrNoCompiler
 	}
-	common, perHeader := splitHeader(apiHeader)
+	common, perHeader := splitHeader(fullHeader())
 	common = bytes.Replace(common, []byte(sfpuMarker), []byte(kir.SFPUDecls()), 1)
 	header := filepath.Join(dir, "tt_api.h")
 	if err := os.WriteFile(header, common, 0o644); err != nil {

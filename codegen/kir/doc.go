@@ -31,4 +31,17 @@
 // depend on values only known while running (dynamic DEST indices, CB ring
 // straddling, DRAM page alignment) are checked again by sim/kexec, which
 // reports them with the same Rule names.
+//
+// The instructions (every statement but Let, Assign, For, If and Comment)
+// are declared once, in the instruction table codegen/internal/insnspec:
+// Go type and fields, tt-metal call (or call family), header, C++
+// arguments, kernel class, operands, FPU-read CBs, init/uninit pairing and
+// tt_api.h declaration. `go generate ./codegen/kir` writes stmt_gen.go (the
+// types, APIName, IsComputeOnly, IsDataMovementOnly, IsEthOnly, StmtExprs'
+// operand lists, CBsOf, InitOf, UninitOf, Instructions) and
+// codegen/cpp/insn_gen.go from it; TestStmtGenFresh fails while either is
+// stale. The SFPU ops are one instruction pair (SFPUInit, SFPU) whose
+// names, headers, declarations, costs and semantics are SFPUTable's.
 package kir
+
+//go:generate go run ../internal/cmd/insngen -kir stmt_gen.go -cpp ../cpp/insn_gen.go

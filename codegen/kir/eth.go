@@ -58,46 +58,13 @@ func IsEthRange(r ir.CoreRange) bool { return r.Y0 == EthRow && r.Y1 == EthRow }
 // ethernet row; Validate checks that all are).
 func (k *Kernel) OnEth() bool { return len(k.Cores) > 0 && IsEthRange(k.Cores[0]) }
 
-// EthSendBytes is eth_send_bytes(Src, Dst, Size): copy Size bytes (a
-// multiple of 16) from L1 address Src of this ethernet core to L1 address
-// Dst of the ethernet core its link connects to, and add Size to this
-// core's bytes_sent word.
-type EthSendBytes struct{ Src, Dst, Size Expr }
-
-// EthWaitForReceiverDone is eth_wait_for_receiver_done(): send this core's
-// bytes_sent word to the peer, then block until the peer's
-// eth_receiver_done clears it.
-type EthWaitForReceiverDone struct{}
-
-// EthWaitForBytes is eth_wait_for_bytes(Size): block until this core's
-// bytes_sent word (set by the sender's eth_wait_for_receiver_done) equals
-// Size.
-type EthWaitForBytes struct{ Size Expr }
-
-// EthReceiverDone is eth_receiver_done(): clear this core's bytes_sent word
-// and the peer's, releasing the sender.
-type EthReceiverDone struct{}
-
 // GetEthSemaphore is get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(ID):
 // the L1 address of semaphore ID on ethernet cores. Ethernet kernels use it
 // for their own semaphores, worker kernels to address an ethernet core's
 // semaphore through get_noc_addr.
 type GetEthSemaphore struct{ ID Expr }
 
-func (EthSendBytes) isStmt()           {}
-func (EthWaitForReceiverDone) isStmt() {}
-func (EthWaitForBytes) isStmt()        {}
-func (EthReceiverDone) isStmt()        {}
-func (GetEthSemaphore) isExpr()        {}
-
-// IsEthOnly reports whether s may only appear in a kernel on ethernet cores.
-func IsEthOnly(s Stmt) bool {
-	switch s.(type) {
-	case EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone:
-		return true
-	}
-	return false
-}
+func (GetEthSemaphore) isExpr() {}
 
 // DeviceID is the argument value that resolves to the index of the device
 // the program is loaded on (0..N-1 in the mesh row).

@@ -91,26 +91,6 @@ func (k *Kernel) EndAtomics() {
 	k.Body = append(k.Body, NoCAsyncAtomicBarrier{})
 }
 
-// fpuReadsOf lists the CBs s unpacks through the FPU source registers (every
-// unpacking compute op but copy_tile).
-func fpuReadsOf(s Stmt) []int {
-	switch s := s.(type) {
-	case BinaryTiles:
-		return []int{s.ICB0, s.ICB1}
-	case BcastTiles:
-		return []int{s.ICB0, s.ICB1}
-	case MatmulTiles:
-		return []int{s.In0, s.In1}
-	case MatmulBlock:
-		return []int{s.In0, s.In1}
-	case ReduceTile:
-		return []int{s.ICB, s.ScalerCB}
-	case TransposeTile:
-		return []int{s.CB}
-	}
-	return nil
-}
-
 // ChooseUnpackModes sets k.Compute.UnpackToDestFP32 for a compute kernel
 // with fp32 DEST: every Float32 CB (on the kernel's cores in p) that the
 // kernel reads only with copy_tile unpacks straight to DEST, so copies of

@@ -84,6 +84,22 @@ func (o SFPUOp) String() string {
 	return "sfpu?"
 }
 
+// sfpuInitName and sfpuCallName are the tt-metal names of an SFPU
+// statement ("" for an op outside the table).
+func sfpuInitName(s SFPUInit) string {
+	if int(s.Op) < len(SFPUTable) {
+		return SFPUTable[s.Op].Init
+	}
+	return ""
+}
+
+func sfpuCallName(s SFPU) string {
+	if int(s.Op) < len(SFPUTable) {
+		return SFPUTable[s.Op].Call
+	}
+	return ""
+}
+
 // Spec is the op's table entry; it panics on an op outside the table.
 func (o SFPUOp) Spec() *SFPUSpec { return &SFPUTable[o] }
 

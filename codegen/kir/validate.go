@@ -414,14 +414,16 @@ func (v *validator) body(k *Kernel) {
 				checkExpr(s.Cond, live, name)
 				scope(s.Then, live)
 				scope(s.Else, live)
-			case PackTile:
+			case SFPU:
 				checkExpr(s.Dst, live, name)
-				if s.OutTile != nil {
-					checkExpr(s.OutTile, live, name)
+				if s.Src != nil || s.Op.IsBinary() {
+					checkExpr(s.Src, live, name)
 				}
 			default:
-				for _, e := range stmtOperands(s) {
-					checkExpr(e, live, name)
+				for _, o := range instrOperands(s) {
+					if o.e != nil || !o.optional {
+						checkExpr(o.e, live, name)
+					}
 				}
 			}
 			for _, cb := range append(CBsOf(s), stmtExprCBs(s)...) {
@@ -432,64 +434,6 @@ func (v *validator) body(k *Kernel) {
 		}
 	}
 	scope(k.Body, map[string]Type{})
-}
-
-// stmtOperands is StmtExprs but keeps nil operands, so they can be reported.
-func stmtOperands(s Stmt) []Expr {
-	switch s := s.(type) {
-	case CBReserveBack:
-		return []Expr{s.N}
-	case CBPushBack:
-		return []Expr{s.N}
-	case CBWaitFront:
-		return []Expr{s.N}
-	case CBPopFront:
-		return []Expr{s.N}
-	case NoCAsyncRead:
-		return []Expr{s.Src, s.Dst, s.Size}
-	case NoCAsyncWrite:
-		return []Expr{s.Src, s.Dst, s.Size}
-	case NoCAsyncWriteMulticast:
-		return []Expr{s.Src, s.Dst, s.Size, s.NumDests}
-	case NoCSemaphoreSet:
-		return []Expr{s.Addr, s.Value}
-	case NoCSemaphoreWait:
-		return []Expr{s.Addr, s.Value}
-	case NoCSemaphoreWaitMin:
-		return []Expr{s.Addr, s.Value}
-	case NoCSemaphoreInc:
-		return []Expr{s.Addr, s.Incr}
-	case NoCSemaphoreSetMulticast:
-		return []Expr{s.Src, s.Dst, s.NumDests}
-	case L1Write32:
-		return []Expr{s.Addr, s.Value}
-	case EthSendBytes:
-		return []Expr{s.Src, s.Dst, s.Size}
-	case EthWaitForBytes:
-		return []Expr{s.Size}
-	case CopyTile:
-		return []Expr{s.Tile, s.Dst}
-	case BinaryTiles:
-		return []Expr{s.Tile0, s.Tile1, s.Dst}
-	case BcastTiles:
-		return []Expr{s.Tile0, s.Tile1, s.Dst}
-	case MatmulTiles:
-		return []Expr{s.Tile0, s.Tile1, s.Dst}
-	case MatmulBlockInit:
-		return []Expr{s.CtDim, s.RtDim, s.KtDim}
-	case MatmulBlock:
-		return []Expr{s.Tile0, s.Tile1, s.Dst, s.CtDim, s.RtDim, s.KtDim}
-	case ReduceTile:
-		return []Expr{s.Tile, s.ScalerTile, s.Dst}
-	case TransposeTile:
-		return []Expr{s.Tile, s.Dst}
-	case SFPU:
-		if s.Op.IsBinary() {
-			return []Expr{s.Dst, s.Src}
-		}
-		return []Expr{s.Dst}
-	}
-	return nil
 }
 
 func stmtExprCBs(s Stmt) []int {

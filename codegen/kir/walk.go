@@ -17,6 +17,13 @@ func Inspect(body []Stmt, f func(Stmt) bool) {
 	}
 }
 
+// operand is one expression operand of a statement; optional operands
+// (For.Step, PackTile.OutTile, SFPU.Src) may be nil.
+type operand struct {
+	e        Expr
+	optional bool
+}
+
 // StmtExprs returns the expression operands of s in argument order (nil
 // entries, such as a nil For.Step or PackTile.OutTile, are left out). The
 // bodies of For and If are not included.
@@ -31,56 +38,10 @@ func StmtExprs(s Stmt) []Expr {
 		es = []Expr{s.Start, s.End, s.Step}
 	case If:
 		es = []Expr{s.Cond}
-	case CBReserveBack:
-		es = []Expr{s.N}
-	case CBPushBack:
-		es = []Expr{s.N}
-	case CBWaitFront:
-		es = []Expr{s.N}
-	case CBPopFront:
-		es = []Expr{s.N}
-	case NoCAsyncRead:
-		es = []Expr{s.Src, s.Dst, s.Size}
-	case NoCAsyncWrite:
-		es = []Expr{s.Src, s.Dst, s.Size}
-	case NoCAsyncWriteMulticast:
-		es = []Expr{s.Src, s.Dst, s.Size, s.NumDests}
-	case NoCSemaphoreSet:
-		es = []Expr{s.Addr, s.Value}
-	case NoCSemaphoreWait:
-		es = []Expr{s.Addr, s.Value}
-	case NoCSemaphoreWaitMin:
-		es = []Expr{s.Addr, s.Value}
-	case NoCSemaphoreInc:
-		es = []Expr{s.Addr, s.Incr}
-	case NoCSemaphoreSetMulticast:
-		es = []Expr{s.Src, s.Dst, s.NumDests}
-	case L1Write32:
-		es = []Expr{s.Addr, s.Value}
-	case EthSendBytes:
-		es = []Expr{s.Src, s.Dst, s.Size}
-	case EthWaitForBytes:
-		es = []Expr{s.Size}
-	case CopyTile:
-		es = []Expr{s.Tile, s.Dst}
-	case BinaryTiles:
-		es = []Expr{s.Tile0, s.Tile1, s.Dst}
-	case BcastTiles:
-		es = []Expr{s.Tile0, s.Tile1, s.Dst}
-	case MatmulTiles:
-		es = []Expr{s.Tile0, s.Tile1, s.Dst}
-	case MatmulBlockInit:
-		es = []Expr{s.CtDim, s.RtDim, s.KtDim}
-	case MatmulBlock:
-		es = []Expr{s.Tile0, s.Tile1, s.Dst, s.CtDim, s.RtDim, s.KtDim}
-	case ReduceTile:
-		es = []Expr{s.Tile, s.ScalerTile, s.Dst}
-	case TransposeTile:
-		es = []Expr{s.Tile, s.Dst}
-	case SFPU:
-		es = []Expr{s.Dst, s.Src}
-	case PackTile:
-		es = []Expr{s.Dst, s.OutTile}
+	default:
+		for _, o := range instrOperands(s) {
+			es = append(es, o.e)
+		}
 	}
 	out := es[:0]
 	for _, e := range es {
@@ -121,58 +82,6 @@ func InspectExpr(e Expr, f func(Expr) bool) {
 	for _, s := range SubExprs(e) {
 		InspectExpr(s, f)
 	}
-}
-
-// CBsOf returns the CB indices s names, in argument order (inputs before the
-// output for compute ops). Expressions are not searched.
-func CBsOf(s Stmt) []int {
-	switch s := s.(type) {
-	case CBReserveBack:
-		return []int{s.CB}
-	case CBPushBack:
-		return []int{s.CB}
-	case CBWaitFront:
-		return []int{s.CB}
-	case CBPopFront:
-		return []int{s.CB}
-	case ComputeKernelHWStartup:
-		return []int{s.ICB0, s.ICB1, s.OCB}
-	case CopyTileInit:
-		return []int{s.CB}
-	case CopyTile:
-		return []int{s.CB}
-	case BinaryInit:
-		return []int{s.ICB0, s.ICB1}
-	case BinaryTiles:
-		return []int{s.ICB0, s.ICB1}
-	case BcastInit:
-		return []int{s.ICB0, s.ICB1}
-	case BcastTiles:
-		return []int{s.ICB0, s.ICB1}
-	case MatmulInit:
-		return []int{s.In0, s.In1}
-	case MatmulTiles:
-		return []int{s.In0, s.In1}
-	case MatmulBlockInit:
-		return []int{s.In0, s.In1}
-	case MatmulBlock:
-		return []int{s.In0, s.In1}
-	case ReduceInit:
-		return []int{s.ICB, s.ScalerCB, s.OCB}
-	case ReduceTile:
-		return []int{s.ICB, s.ScalerCB}
-	case TransposeInit:
-		return []int{s.CB}
-	case TransposeTile:
-		return []int{s.CB}
-	case PackTile:
-		return []int{s.CB}
-	case ReconfigDataFormat:
-		return []int{s.SrcA, s.SrcB}
-	case PackReconfigDataFormat:
-		return []int{s.CB}
-	}
-	return nil
 }
 
 // ExprCBs returns the CB indices named by the calls inside e

@@ -252,6 +252,12 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 // kir.StmtExprs order.
 func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (instr, error) {
 	call := kir.APIName(s)
+	// init is the call that must configure the unit first (the table's
+	// init pairing), for error messages.
+	init := ""
+	if in, ok := kir.InitOf(s); ok {
+		init = kir.APIName(in)
+	}
 	do := func(f func(ks *kstate, v []uint64) error) instr {
 		return next(func(ks *kstate) error {
 			v, err := ev(ks)
@@ -366,7 +372,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		}), nil
 	case kir.CopyTile:
 		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.mathPrologue(call, fpuMode{kind: fpuCopy}, "copy_tile_to_dst_init_short"); err != nil {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuCopy}, init); err != nil {
 				return err
 			}
 			d, err := ks.destIndex(call, v[1])
@@ -390,7 +396,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		}), nil
 	case kir.BinaryTiles:
 		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.mathPrologue(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.Op.String()+"_tiles_init"); err != nil {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuBinary, elt: s.Op}, init); err != nil {
 				return err
 			}
 			d, a, b, fa, fb, err := ks.twoTiles(call, s.ICB0, s.ICB1, v)
@@ -404,7 +410,6 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			return nil
 		}), nil
 	case kir.BcastTiles:
-		init := kir.APIName(kir.BcastInit{Op: s.Op, Dim: s.Dim})
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, init); err != nil {
 				return err
@@ -435,14 +440,14 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		return do(func(ks *kstate, v []uint64) error {
 			cs := ks.comp
 			want := fpuMode{kind: fpuMatmul, transpose: cs.fpu.transpose}
-			if err := ks.mathPrologue(call, want, "matmul_init"); err != nil {
+			if err := ks.mathPrologue(call, want, init); err != nil {
 				return err
 			}
 			return ks.matmul(call, s.In0, s.In1, v[0], v[1], v[2])
 		}), nil
 	case kir.MatmulBlock:
 		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.mathPrologue(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, "matmul_block_init"); err != nil {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, init); err != nil {
 				return err
 			}
 			t0, t1, d, ct, rt, kt := v[0], v[1], v[2], v[3], v[4], v[5]
@@ -457,7 +462,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		}), nil
 	case kir.ReduceTile:
 		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, "reduce_init"); err != nil {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, init); err != nil {
 				return err
 			}
 			d, a, sc, _, _, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
@@ -469,7 +474,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		}), nil
 	case kir.TransposeTile:
 		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.mathPrologue(call, fpuMode{kind: fpuTranspose}, "transpose_wh_init_short"); err != nil {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuTranspose}, init); err != nil {
 				return err
 			}
 			d, err := ks.destIndex(call, v[1])
@@ -490,7 +495,6 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 		}), nil
 	case kir.SFPU:
 		p := math.Float32frombits(s.Param)
-		init := kir.APIName(kir.SFPUInit{Op: s.Op})
 		return do(func(ks *kstate, v []uint64) error {
 			cs := ks.comp
 			if err := ks.needStarted(call); err != nil {
