@@ -187,8 +187,11 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbM := cbs.Input("rope_matrix", tabDT, 2)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
 	cbCopy := cbs.Input("moved", dt, 2)
-	cbSlotQG := cbs.Scratch("qg_tile", dt, 1)
-	cbSlotK := cbs.Scratch("k_tile", dt, 1)
+	seg := blocks.SegFor(d.D)
+	qImage, kImage := blocks.ImageOf(ir.Shape{d.H, d.D}), blocks.ImageOf(ir.Shape{d.Hkv, d.D})
+	qPrefetch, kPrefetch := blocks.PrefetchPages(qImage, seg, 1), blocks.PrefetchPages(kImage, seg, 1)
+	cbSlotQG := cbs.Scratch("qg_tiles", dt, qPrefetch)
+	cbSlotK := cbs.Scratch("k_tiles", dt, kPrefetch)
 	cbTab := cbs.Pages(blocks.ScratchCB, "rope_tables", tabDT, tabBytes, 2*d.RtR)
 	cbZero := cbs.Scratch("zero_tile", tabDT, 1)
 	cbPosR := -1
@@ -219,10 +222,9 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	qgAcc, kAcc, vAcc, qwAcc, kwAcc := ra.qg, ra.k, ra.v, ra.qw, ra.kw
 	cosAcc, sinAcc, kcAcc, vcAcc, posAcc := ra.cos, ra.sin, ra.kc, ra.vc, ra.pos
-	seg := blocks.SegFor(d.D)
-	gq := &blocks.Gather{Out: blocks.ImageOf(ir.Shape{d.H, d.D}), DType: dt, Seg: seg, Fill: true,
+	gq := &blocks.Gather{Out: qImage, DType: dt, Seg: seg, Fill: true, Prefetch: qPrefetch,
 		Sources: []blocks.GatherSource{{Acc: qgAcc, Image: blocks.ImageOf(qg.Type.Shape)}}}
-	gk := &blocks.Gather{Out: blocks.ImageOf(ir.Shape{d.Hkv, d.D}), DType: dt, Seg: seg, Fill: true,
+	gk := &blocks.Gather{Out: kImage, DType: dt, Seg: seg, Fill: true, Prefetch: kPrefetch,
 		Sources: []blocks.GatherSource{{Acc: kAcc, Image: blocks.ImageOf(k.Type.Shape)}}}
 	if err := gq.Check(); err != nil {
 		return nil, err

@@ -282,6 +282,21 @@ func (f *fusedMatmul) kBlock(dest int) int {
 	return min(kb, f.kt)
 }
 
+// kbRows emits the K rows of one weight block of a sub-block of sb
+// columns when a full sub-block has full columns and kb rows: kb*full/sb
+// (kb for a full sub-block; at most kb*dest tiles, the block's pages).
+// The reader and compute kernels must agree on it.
+func kbRows(b *kir.Builder, sb kir.Var, kb, full int) kir.Var {
+	return b.Let("kb_rows", kir.Div(kir.Ci(kb*full), sb))
+}
+
+// blockLen emits min(total - start, limit) for a run-time limit.
+func blockLen(b *kir.Builder, name string, total, start kir.Expr, limit kir.Var) kir.Var {
+	n := b.LetT(name, kir.U32T, kir.Sub(total, start))
+	b.If(kir.Gt(n, limit), func() { b.Assign(n, limit) })
+	return n
+}
+
 // partRange is core range [s, s+n) of the concatenated columns intersected
 // with part columns [off, off+nt), in the part's own columns (0, 0 when
 // empty).
@@ -418,13 +433,16 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			for slot, w := range pt.weights {
 				cb := wCB[cbKey{slot, w.Type.DType}]
 				tb := w.Type.DType.TileBytes()
-				// Blocks of kb K rows of the sub-block's columns: every read of
-				// a block in flight, one barrier per block. A block always
+				// Blocks of kbRows K rows of the sub-block's sb columns (a
+				// sub-block narrower than the plan's takes more rows, so every
+				// barrier waits for about as many tiles as a full one): every
+				// read of a block in flight, one barrier per block. A block always
 				// occupies kb x dest pages of the ring (a short last block or
 				// sub-block leaves pages unused), so blocks never straddle the
 				// ring's end.
-				b.ForStep("k0", kir.C(0), rKt, kir.Ci(kb), func(k0 kir.Var) {
-					kc := blocks.BlockLen(b, "kc", rKt, k0, kb)
+				kr := kbRows(b, sb, kb, min(dest, plan.PerCore))
+				b.ForStep("k0", kir.C(0), rKt, kr, func(k0 kir.Var) {
+					kc := blockLen(b, "kc", rKt, k0, kr)
 					b.CBReserveBack(cb, kir.Ci(kb*dest))
 					l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 					b.For("k", kir.C(0), kc, func(kk kir.Var) {
@@ -493,8 +511,9 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				// once for the sub-block's sb weight tiles.
 				c.MatmulBlockConfig(cbAct, wcb, sb, cKt)
 				c.Acquire()
-				c.ForStep("k0", kir.C(0), cKt, kir.Ci(kb), func(k0 kir.Var) {
-					kc := blocks.BlockLen(cb, "kc", cKt, k0, kb)
+				kr := kbRows(cb, sb, kb, min(dest, plan.PerCore))
+				c.ForStep("k0", kir.C(0), cKt, kr, func(k0 kir.Var) {
+					kc := blockLen(cb, "kc", cKt, k0, kr)
 					// The activation arrives in chunks: wait for the pages
 					// this block uses (immediate after the first sub-block).
 					cb.CBWaitFront(cbAct, kir.Add(k0, kc))

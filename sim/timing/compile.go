@@ -15,24 +15,30 @@ type compiler struct {
 	code  []instr
 	slots map[string]int
 	args  map[string]int
+	// labels[i] names what code[i] does for the busy profile: the call's
+	// tt-metal name, or "scalar" for control statements; label is the one
+	// emit gives the next instructions.
+	labels []string
+	label  string
 }
 
 // compileKernel flattens k's body into instructions (loops and branches
 // become jumps), as sim/kexec does, so the timed run follows exactly the
 // statements the kernel prints.
-func compileKernel(m *machine, k *kir.Kernel) ([]instr, int, error) {
-	cc := &compiler{m: m, k: k, slots: map[string]int{}, args: map[string]int{}}
+func compileKernel(m *machine, k *kir.Kernel) ([]instr, []string, int, error) {
+	cc := &compiler{m: m, k: k, slots: map[string]int{}, args: map[string]int{}, label: "scalar"}
 	for i, a := range k.Args {
 		cc.args[a.Name] = i
 	}
 	if err := cc.block(k.Body); err != nil {
-		return nil, 0, fmt.Errorf("program %q: kernel %s: %w", m.prog.Name, k.Name, err)
+		return nil, nil, 0, fmt.Errorf("program %q: kernel %s: %w", m.prog.Name, k.Name, err)
 	}
-	return cc.code, len(cc.slots), nil
+	return cc.code, cc.labels, len(cc.slots), nil
 }
 
 func (cc *compiler) emit(i instr) int {
 	cc.code = append(cc.code, i)
+	cc.labels = append(cc.labels, cc.label)
 	return len(cc.code) - 1
 }
 
@@ -295,6 +301,11 @@ func (cc *compiler) stmt(s kir.Stmt) error {
 	if err != nil {
 		return err
 	}
+	cc.label = kir.APIName(s)
+	if cc.label == "" {
+		cc.label = "l1_store" // L1Write32, a volatile store
+	}
 	cc.emit(in)
+	cc.label = "scalar"
 	return nil
 }

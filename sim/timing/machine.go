@@ -240,7 +240,7 @@ func (m *machine) load(devices int) error {
 			}
 		}
 		for _, k := range p.Kernels {
-			code, slots, err := compileKernel(m, k)
+			code, labels, slots, err := compileKernel(m, k)
 			if err != nil {
 				return err
 			}
@@ -250,6 +250,7 @@ func (m *machine) load(devices int) error {
 					return err
 				}
 				th, err := newThread(m, resolver{m, d}, cs, k, code, slots)
+				th.labels, th.busy = labels, make([]float64, len(code))
 				if err != nil {
 					return err
 				}
@@ -318,7 +319,9 @@ func (m *machine) run() error {
 			horizon = m.ready[0].t + slack
 		}
 		for n := 0; n < quantum && th.t <= horizon; n++ {
+			pc, t0, w0 := th.pc, th.t, th.waited
 			next := th.code[th.pc](th)
+			th.busy[pc] += (th.t - t0) - (th.waited - w0)
 			m.steps++
 			if m.err != nil {
 				return m.err

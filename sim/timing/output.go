@@ -90,27 +90,41 @@ func (r *Report) WriteThreads(w io.Writer, op string) error {
 		}
 		fmt.Fprintf(w, "%s (program %d, layer %d, %s): %.2f us on %d cores, fixed cost included; inputs %s\n", p.Op, p.Index, p.Layer, p.Region, p.US, p.Cores, p.Inputs)
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(tw, "kernel\tcore\tfinish us\twaits (us)")
+		fmt.Fprintln(tw, "kernel\tcore\tfinish us\twaits (us)\tbusy (us)")
 		for _, t := range p.Threads {
-			keys := make([]string, 0, len(t.Waits))
-			for k := range t.Waits {
-				keys = append(keys, k)
-			}
-			sort.Slice(keys, func(i, j int) bool {
-				if t.Waits[keys[i]] != t.Waits[keys[j]] {
-					return t.Waits[keys[i]] > t.Waits[keys[j]]
-				}
-				return keys[i] < keys[j]
-			})
-			var ws []string
-			for _, k := range keys {
-				ws = append(ws, fmt.Sprintf("%s %.2f", k, t.Waits[k]))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\n", t.Kernel, fmt.Sprint(t.Core), t.FinishUS, strings.Join(ws, ", "))
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%s\n", t.Kernel, fmt.Sprint(t.Core), t.FinishUS, topUS(t.Waits, 0), topUS(t.Busy, 5))
 		}
 		return tw.Flush()
 	}
 	return fmt.Errorf("no program of op %q in this build (see the op column of the table)", op)
+}
+
+// topUS lists m's entries longest first (ties by name) as "name us", at
+// most n of them (n <= 0: all) and the rest summed as "other".
+func topUS(m map[string]float64, n int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var ws []string
+	other := 0.0
+	for i, k := range keys {
+		if n > 0 && i >= n {
+			other += m[k]
+			continue
+		}
+		ws = append(ws, fmt.Sprintf("%s %.2f", k, m[k]))
+	}
+	if other > 0 {
+		ws = append(ws, fmt.Sprintf("other %.2f", other))
+	}
+	return strings.Join(ws, ", ")
 }
 
 // slowest is the index of the device with the longest step.

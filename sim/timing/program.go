@@ -22,6 +22,10 @@ type ThreadTime struct {
 	// Waits are the microseconds the thread stalled, by what it waited on
 	// (a CB call and index, a NoC barrier, a semaphore, an ethernet word).
 	Waits map[string]float64
+	// Busy are the microseconds it spent executing, by instruction (the
+	// tt-metal call, "scalar" for control statements and address
+	// arithmetic, "l1_store" for L1 word stores).
+	Busy map[string]float64
 }
 
 // TopWait is the call the thread stalled on longest and for how long ("" when it never stalled).
@@ -168,9 +172,15 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 }
 
 func threadTime(th *thread, prm *Params) ThreadTime {
-	tt := ThreadTime{Device: th.core.dev.idx, Core: th.core.c, Kernel: th.k.Name, Role: th.k.Role, FinishUS: prm.cyclesToUS(th.t), Waits: map[string]float64{}}
+	tt := ThreadTime{Device: th.core.dev.idx, Core: th.core.c, Kernel: th.k.Name, Role: th.k.Role, FinishUS: prm.cyclesToUS(th.t),
+		Waits: map[string]float64{}, Busy: map[string]float64{}}
 	for k, v := range th.waits {
 		tt.Waits[k] = prm.cyclesToUS(v)
+	}
+	for pc, c := range th.busy {
+		if c > 0 {
+			tt.Busy[th.labels[pc]] += prm.cyclesToUS(c)
+		}
 	}
 	return tt
 }

@@ -32,8 +32,14 @@ type thread struct {
 	// ethSignalled: the pending eth_wait_for_receiver_done has sent its word.
 	ethSignalled bool
 	waitingFor   string
-	// waits accumulates the cycles the thread stalled, by what it waited on.
-	waits map[string]float64
+	// waits accumulates the cycles the thread stalled, by what it waited
+	// on; waited is their sum.
+	waits  map[string]float64
+	waited float64
+	// busy[pc] accumulates the cycles spent executing code[pc] (stalls
+	// excluded), labels[pc] names it (compiler.labels).
+	busy   []float64
+	labels []string
 	// bytesRead and bytesWritten count NoC traffic (multicast once per
 	// destination); dramRead and dramWritten the part that is DRAM.
 	bytesRead, bytesWritten, dramRead, dramWritten int64
@@ -72,6 +78,7 @@ func (th *thread) advance(c float64) { th.t += c }
 func (th *thread) waitUntil(t float64, why string) {
 	if t > th.t {
 		th.waits[why] += t - th.t
+		th.waited += t - th.t
 		th.t = t
 	}
 }

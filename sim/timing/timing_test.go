@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -183,4 +184,47 @@ func BenchmarkPerfQwen27B(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestBusyByInstruction: a thread's busy profile books each instruction's
+// cycles under its name and excludes stalls. The consumer stalls on the
+// producer's 1,000-iteration loop, then stores 100 words; the producer's
+// loop is scalar time.
+func TestBusyByInstruction(t *testing.T) {
+	tg := target.Blackhole()
+	prm := Default()
+	p := kir.NewProgram("busy")
+	a := kir.Core{X: 0, Y: 0}
+	rs := []ir.CoreRange{a.Range()}
+	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs, Name: "page"})
+	rd := p.AddKernel(&kir.Kernel{Name: "producer", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	rb := rd.Builder()
+	rb.For("i", kir.C(0), kir.C(1000), func(kir.Var) {})
+	rb.CBReserveBack(0, kir.C(1))
+	rb.CBPushBack(0, kir.C(1))
+	wr := p.AddKernel(&kir.Kernel{Name: "consumer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	wb := wr.Builder()
+	wb.CBWaitFront(0, kir.C(1))
+	for i := 0; i < 100; i++ {
+		wb.L1Write32(kir.Ci(0x20000+4*i), kir.C(0))
+	}
+	wb.CBPopFront(0, kir.C(1))
+	pt, err := Simulate(p, tg, prm, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]ThreadTime{}
+	for _, th := range pt.Devices[0].Kernels {
+		byName[th.Kernel] = th
+	}
+	us := prm.cyclesToUS
+	cons, prod := byName["consumer"], byName["producer"]
+	assert.InDelta(t, us(100*prm.ScalarCycles), cons.Busy["l1_store"], 1e-9, "100 stores")
+	assert.Greater(t, cons.Waits["cb_wait_front c_0"], 0.0, "the consumer stalls first")
+	busy := 0.0
+	for _, v := range cons.Busy {
+		busy += v
+	}
+	assert.InDelta(t, cons.FinishUS, busy+cons.Waits["cb_wait_front c_0"], 1e-9, "finish = busy + stalls")
+	assert.GreaterOrEqual(t, prod.Busy["scalar"], us(1000*prm.ScalarCycles), "the loop is scalar time")
 }

@@ -46,10 +46,18 @@ type Gather struct {
 	// Map emits (into b, in the reader) whatever it needs and returns the
 	// candidate origins of the run starting at output element (row, col).
 	Map func(b *kir.Builder, row, col kir.Var) []Run
+	// Prefetch, when positive, is the number of pages of each source's
+	// cache (its slot CB must have that many): Page then issues the reads
+	// of every source page the output page needs at once (one per change
+	// of page along its runs, in order), waits once and copies the runs,
+	// instead of waiting for each page as its first run needs it. It must
+	// be at least PrefetchPages(candidates).
+	Prefetch int
 
 	slots    []int
 	slotAddr []kir.Var
 	cur      []kir.Var
+	next     []kir.Var // Prefetch: the slot the next page change takes
 }
 
 // Check reports a Gather that cannot work: element sizes and run length.
@@ -73,22 +81,38 @@ func (g *Gather) Emit(b *kir.Builder, outCB int, slots []int, first, count kir.E
 	g.End(b)
 }
 
-// Begin takes the cache slots: slots[i] is a one-page CB of source i's
-// page size, used as its tile cache (Scratch). Call before Page.
+// PrefetchPages bounds the page changes along the runs of one output page
+// when Map returns at most candidates origins per run: a Prefetch cache of
+// this many pages per source never overflows.
+func (g *Gather) PrefetchPages(candidates int) int { return PrefetchPages(g.Out, g.Seg, candidates) }
+
+// PrefetchPages is Gather.PrefetchPages of a gather into out with runs of
+// seg elements, for sizing the cache CB before the Gather exists.
+func PrefetchPages(out Image, seg, candidates int) int {
+	return min(TileDim, out.R) * ((min(TileDim, out.C) + seg - 1) / seg) * candidates
+}
+
+// Begin takes the cache slots: slots[i] is a CB of source i's page size
+// with one page (max(Prefetch, 1) pages), used as its tile cache
+// (Scratch). Call before Page.
 func (g *Gather) Begin(b *kir.Builder, slots []int) {
 	g.slots = slots
 	g.slotAddr = make([]kir.Var, len(g.Sources))
 	g.cur = make([]kir.Var, len(g.Sources))
+	g.next = make([]kir.Var, len(g.Sources))
 	for i := range g.Sources {
-		g.slotAddr[i] = Scratch(b, slots[i], fmt.Sprintf("slot%d", i))
+		g.slotAddr[i] = ScratchPages(b, slots[i], max(g.Prefetch, 1), fmt.Sprintf("slot%d", i))
 		g.cur[i] = b.LetT(fmt.Sprintf("cur%d", i), kir.U32T, kir.C(0xFFFFFFFF))
+		if g.Prefetch > 0 {
+			g.next[i] = b.LetT(fmt.Sprintf("next%d", i), kir.U32T, kir.C(0))
+		}
 	}
 }
 
 // End releases the cache slots taken by Begin.
 func (g *Gather) End(b *kir.Builder) {
 	for i := range g.Sources {
-		ReleaseScratch(b, g.slots[i])
+		ReleaseScratchPages(b, g.slots[i], max(g.Prefetch, 1))
 	}
 }
 
@@ -110,32 +134,69 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 	if g.Fill {
 		FillWords(b, tp, g.DType.TileBytes(), FillWord(g.DType, g.FillValue))
 	}
-	b.For("r", kir.C(0), nr, func(r kir.Var) {
-		row := b.Let("row", kir.Add(kir.Mul(bb, kir.Ci(out.R)), kir.Add(kir.Mul(tr, kir.Ci(TileDim)), r)))
-		b.ForStep("c", kir.C(0), nc, kir.Ci(g.Seg), func(c kir.Var) {
-			col := b.Let("col", kir.Add(kir.Mul(tc, kir.Ci(TileDim)), c))
-			dst := b.Let("dst", kir.Add(tp, FaceOffset(r, c, eb)))
-			for _, run := range g.Map(b, row, col) {
-				emit := func() {
-					src := g.Sources[run.Src]
-					sr := b.Let("sr", run.Row)
-					sc := b.Let("sc", run.Col)
-					pg := b.Let("pg", src.Image.Page(sr, sc))
-					b.If(kir.Ne(pg, g.cur[run.Src]), func() {
-						ReadPageTo(b, src.Acc, pg, g.slotAddr[run.Src])
-						b.NoCAsyncReadBarrier()
-						b.Assign(g.cur[run.Src], pg)
-					})
-					CopyRun(b, kir.Add(g.slotAddr[run.Src], src.Image.InTile(sr, sc, eb)), dst, g.Seg, eb, g.Seg*eb)
+	// runs emits body for every run of the page with its source, source
+	// element and page, in order; at a change of the source's page it
+	// first emits change (with the slot's L1 address for the new page) and
+	// makes that page current.
+	runs := func(change func(src GatherSource, pg kir.Var, slot kir.Expr), body func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var)) {
+		b.For("r", kir.C(0), nr, func(r kir.Var) {
+			row := b.Let("row", kir.Add(kir.Mul(bb, kir.Ci(out.R)), kir.Add(kir.Mul(tr, kir.Ci(TileDim)), r)))
+			b.ForStep("c", kir.C(0), nc, kir.Ci(g.Seg), func(c kir.Var) {
+				col := b.Let("col", kir.Add(kir.Mul(tc, kir.Ci(TileDim)), c))
+				dst := b.Let("dst", kir.Add(tp, FaceOffset(r, c, eb)))
+				for _, run := range g.Map(b, row, col) {
+					emit := func() {
+						i := run.Src
+						src := g.Sources[i]
+						sr := b.Let("sr", run.Row)
+						sc := b.Let("sc", run.Col)
+						pg := b.Let("pg", src.Image.Page(sr, sc))
+						slot := kir.Expr(g.slotAddr[i])
+						if g.Prefetch > 0 {
+							slot = kir.Add(g.slotAddr[i], kir.Mul(kir.Sub(g.next[i], kir.C(1)), kir.Ci(g.DType.TileBytes())))
+						}
+						b.If(kir.Ne(pg, g.cur[i]), func() {
+							if g.Prefetch > 0 {
+								b.Assign(g.next[i], kir.Add(g.next[i], kir.C(1)))
+							}
+							change(src, pg, slot)
+							b.Assign(g.cur[i], pg)
+						})
+						body(src, sr, sc, slot, dst)
+					}
+					if run.Cond == nil {
+						emit()
+					} else {
+						b.If(run.Cond, emit)
+					}
 				}
-				if run.Cond == nil {
-					emit()
-				} else {
-					b.If(run.Cond, emit)
-				}
-			}
+			})
 		})
-	})
+	}
+	reset := func() {
+		for i := range g.Sources {
+			b.Assign(g.cur[i], kir.C(0xFFFFFFFF))
+			b.Assign(g.next[i], kir.C(0))
+		}
+	}
+	if g.Prefetch > 0 {
+		b.Comment("every source page this output page needs, all in flight")
+		reset()
+		runs(func(src GatherSource, pg kir.Var, slot kir.Expr) { ReadPageTo(b, src.Acc, pg, slot) },
+			func(GatherSource, kir.Var, kir.Var, kir.Expr, kir.Var) {})
+		b.NoCAsyncReadBarrier()
+		reset()
+		runs(func(GatherSource, kir.Var, kir.Expr) {}, func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var) {
+			CopyRun(b, kir.Add(slot, src.Image.InTile(sr, sc, eb)), dst, g.Seg, eb, g.Seg*eb)
+		})
+	} else {
+		runs(func(src GatherSource, pg kir.Var, slot kir.Expr) {
+			ReadPageTo(b, src.Acc, pg, slot)
+			b.NoCAsyncReadBarrier()
+		}, func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var) {
+			CopyRun(b, kir.Add(slot, src.Image.InTile(sr, sc, eb)), dst, g.Seg, eb, g.Seg*eb)
+		})
+	}
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(outCB, kir.C(1))
 }

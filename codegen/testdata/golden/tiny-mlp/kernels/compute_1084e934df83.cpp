@@ -34,10 +34,11 @@ void kernel_main() {
         }
         mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
-        for (uint32_t k0 = 0; k0 < kt; k0 += 3) {
+        uint32_t kb_rows = 3u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 3u) {
-                kc = 3;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_wait_front(0, k0 + kc);
             cb_wait_front(1, 12);

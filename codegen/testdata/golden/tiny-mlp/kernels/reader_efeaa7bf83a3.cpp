@@ -23,10 +23,11 @@ void kernel_main() {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+        uint32_t kb_rows = 2u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 2u) {
-                kc = 2;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_reserve_back(1, 8);
             uint32_t l1 = get_write_ptr(1);
@@ -38,10 +39,11 @@ void kernel_main() {
             noc_async_read_barrier();
             cb_push_back(1, 8);
         }
-        for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += 2) {
+        uint32_t kb_rows_2 = 2u / sb;
+        for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
             uint32_t kc_2 = kt - k0_2;
-            if (kc_2 > 2u) {
-                kc_2 = 2;
+            if (kc_2 > kb_rows_2) {
+                kc_2 = kb_rows_2;
             }
             cb_reserve_back(2, 8);
             uint32_t l1_2 = get_write_ptr(2);

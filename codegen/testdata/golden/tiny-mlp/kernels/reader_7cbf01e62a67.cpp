@@ -23,10 +23,11 @@ void kernel_main() {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        for (uint32_t k0 = 0; k0 < kt; k0 += 3) {
+        uint32_t kb_rows = 3u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 3u) {
-                kc = 3;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_reserve_back(1, 12);
             uint32_t l1 = get_write_ptr(1);

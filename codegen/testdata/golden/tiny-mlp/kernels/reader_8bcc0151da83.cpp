@@ -56,10 +56,11 @@ void kernel_main() {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+        uint32_t kb_rows = 2u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 2u) {
-                kc = 2;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_reserve_back(2, 8);
             uint32_t l1_3 = get_write_ptr(2);

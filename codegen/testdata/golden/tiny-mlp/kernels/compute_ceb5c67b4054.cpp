@@ -135,10 +135,11 @@ void kernel_main() {
         reconfig_data_format(2, 24);
         mm_block_init_short(24, 2, false, sb, 1, kt);
         tile_regs_acquire();
-        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+        uint32_t kb_rows = 2u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 2u) {
-                kc = 2;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_wait_front(24, k0 + kc);
             cb_wait_front(2, 8);

@@ -38,10 +38,11 @@ void kernel_main() {
         }
         mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
-        for (uint32_t k0 = 0; k0 < kt; k0 += 2) {
+        uint32_t kb_rows = 2u / sb;
+        for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
-            if (kc > 2u) {
-                kc = 2;
+            if (kc > kb_rows) {
+                kc = kb_rows;
             }
             cb_wait_front(0, k0 + kc);
             cb_wait_front(1, 8);
@@ -60,10 +61,11 @@ void kernel_main() {
         tile_regs_release();
         mm_block_init_short(0, 2, false, sb, 1, kt);
         tile_regs_acquire();
-        for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += 2) {
+        uint32_t kb_rows_2 = 2u / sb;
+        for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
             uint32_t kc_2 = kt - k0_2;
-            if (kc_2 > 2u) {
-                kc_2 = 2;
+            if (kc_2 > kb_rows_2) {
+                kc_2 = kb_rows_2;
             }
             cb_wait_front(0, k0_2 + kc_2);
             cb_wait_front(2, 8);
