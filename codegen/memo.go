@@ -13,7 +13,7 @@ import (
 
 // memo validates each distinct program of a build once and keeps every
 // kernel's C++ for rendering. Programs of different layers usually differ
-// only in the buffers they name (580 programs, 16 distinct, in the 27B
+// only in the buffers they name (581 programs, 16 signatures, in the 27B
 // decode step); signature identifies them up to that.
 type memo struct {
 	t       *target.Target

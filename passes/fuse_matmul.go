@@ -87,11 +87,22 @@ func anyNorm(x, w *rw.Pattern) *rw.Pattern {
 	return rw.OneOf(rw.Op(ir.OpRMSNormComposed, x, w).As("norm"), rw.Op(ir.OpRMSNorm, x, w).As("norm"))
 }
 
+// maxPrologueNormTiles bounds the K tiles of a norm folded into the
+// matmul that reads it: every matmul core recomputes the whole norm
+// (about four tile ops per K tile, ~0.45 us each) while its weight stream
+// waits, so past 32 tiles (H = 1024) the prologue costs more than a
+// split-row norm program and its launch (~18 us; the 27B head's H = 5120
+// took 1,796 us fused against 1,569 us for rmsnorm + matmul, tcc perf).
+const maxPrologueNormTiles = 32
+
 func ruleRMSNormMatmul() *rw.Rule {
 	return &rw.Rule{Name: "FuseRMSNormMatmul", After: "rmsnorm_matmul(x, wn, w)",
 		Pattern: rw.Op(ir.OpMatmul, anyNorm(rw.Var("x"), rw.Var("wn")), rw.Var("w")),
-		Where:   func(m *rw.Match) bool { return floatIn(m.Value("x"), m.Op("norm"), m.Root) },
-		Build:   rw.Emit(ir.OpRMSNormMatmul, rw.AttrsOf("norm", "eps", "offset"), "x", "wn", "w")}
+		Where: func(m *rw.Match) bool {
+			x := m.Value("x")
+			return floatIn(x, m.Op("norm"), m.Root) && x.Type.Shape.Cols2D() <= maxPrologueNormTiles*ir.TileSize
+		},
+		Build: rw.Emit(ir.OpRMSNormMatmul, rw.AttrsOf("norm", "eps", "offset"), "x", "wn", "w")}
 }
 
 func ruleMatmulAdd() *rw.Rule {

@@ -154,7 +154,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	cbOut := cbs.Output("out", out.Type.DType, 2)
 	cbAsm := -1
 	if !prefill {
-		cbAsm = cbs.Scratch("out_tile", out.Type.DType, 1)
+		cbAsm = cbs.Scratch("out_tiles", out.Type.DType, d.G)
 	}
 	if err := cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", op.Name(), d.L, Lt)); err != nil {
 		return nil, err
@@ -200,11 +200,9 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	blocks.FillWords(b, ninf, fb, negInf)
 	if !prefill {
 		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-			val := b.Let("mv", kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
-			b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
-				b.L1Write32(kir.Add(bound, blocks.FaceOffset(r, c, 4)), val)
-			})
+			b.L1Write32(kir.Add(bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
 		})
+		blocks.FillRowsFromRow0(b, bound, 4)
 		gq.Begin(b, []int{cbSlotQ})
 	}
 	gg.Begin(b, []int{cbSlotG})
@@ -228,9 +226,10 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
 			tt, _ := tile(j)
 			b.If(kir.Eq(tt, lptr), func() {
-				blocks.ZeroRows(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
+				blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), zero, kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
 			})
 		})
+		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cb, kir.Ci(n))
 	}
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
@@ -399,10 +398,12 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			blocks.WritePages(b, oAcc, cbOut, first, kir.Ci(Dt))
 		})
 	} else {
-		// Row g of each result tile is row 0 of an output tile.
+		// Row g of each result tile is row 0 of an output tile: the G
+		// output tiles of a result tile are assembled in G zeroed pages
+		// (only row 0 is ever rewritten), then written under one barrier.
 		oeb, otb := blocks.ElemBytes(out.Type.DType), out.Type.DType.TileBytes()
-		otile := blocks.Scratch(b, cbAsm, "otile")
-		blocks.FillWords(b, otile, otb, 0)
+		otiles := blocks.ScratchPages(b, cbAsm, d.G, "otiles")
+		blocks.FillWords(b, otiles, d.G*otb, 0)
 		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
 			u := b.Let("u", kir.Div(i, kir.Ci(d.Hkv)))
 			j := b.Let("j", kir.Mod(i, kir.Ci(d.Hkv)))
@@ -410,16 +411,19 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
 				b.CBWaitFront(cbOut, kir.C(1))
 				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
+				otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
 				b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-					blocks.CopyTileRow(b, src, g, otile, kir.C(0), oeb)
-					b.NoCAsyncReadBarrier()
-					b.NoCAsyncWrite(otile, oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
-					b.NoCAsyncWriteBarrier()
+					blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
 				})
+				b.NoCAsyncReadBarrier()
+				b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+					b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+				})
+				b.NoCAsyncWriteBarrier()
 				b.CBPopFront(cbOut, kir.C(1))
 			})
 		})
-		blocks.ReleaseScratch(b, cbAsm)
+		blocks.ReleaseScratchPages(b, cbAsm, d.G)
 	}
 
 	for ci, core := range cores {

@@ -80,13 +80,11 @@ func TestSemaphoreOrdersCores(t *testing.T) {
 	}
 }
 
-// TestProgramEndsWithLastThread: a thread that finishes after the one
-// that held the program up (here: a core that keeps working after its
-// stall is over) still counts — the program's time is its last thread's
-// finish plus the fixed cost, whichever thread is named critical.
-func TestProgramEndsWithLastThread(t *testing.T) {
-	tg := target.Blackhole()
-	p := kir.NewProgram("tail")
+// producerConsumer is a one-core program: the reader spins 1,000
+// iterations and pushes one page, the writer waits for it, pops it and
+// then runs tail.
+func producerConsumer(name string, tail func(wb *kir.Builder)) *kir.Program {
+	p := kir.NewProgram(name)
 	a := kir.Core{X: 0, Y: 0}
 	rs := []ir.CoreRange{a.Range()}
 	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs, Name: "page"})
@@ -99,8 +97,19 @@ func TestProgramEndsWithLastThread(t *testing.T) {
 	wb := wr.Builder()
 	wb.CBWaitFront(0, kir.C(1))
 	wb.CBPopFront(0, kir.C(1))
-	wb.For("i", kir.C(0), kir.C(20000), func(kir.Var) {}) // long after its stall
-	pt, err := Simulate(p, tg, Default(), Options{})
+	tail(wb)
+	return p
+}
+
+// TestProgramEndsWithLastThread: a thread that finishes after the one
+// that held the program up (here: a core that keeps working after its
+// stall is over) still counts — the program's time is its last thread's
+// finish plus the fixed cost, whichever thread is named critical.
+func TestProgramEndsWithLastThread(t *testing.T) {
+	p := producerConsumer("tail", func(wb *kir.Builder) {
+		wb.For("i", kir.C(0), kir.C(20000), func(kir.Var) {}) // long after its stall
+	})
+	pt, err := Simulate(p, target.Blackhole(), Default(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,28 +197,17 @@ func BenchmarkPerfQwen27B(b *testing.B) {
 
 // TestBusyByInstruction: a thread's busy profile books each instruction's
 // cycles under its name and excludes stalls. The consumer stalls on the
-// producer's 1,000-iteration loop, then stores 100 words; the producer's
-// loop is scalar time.
+// producer's 1,000-iteration loop, then stores 100 words (after its pop:
+// the order does not matter to the profile); the producer's loop is
+// scalar time.
 func TestBusyByInstruction(t *testing.T) {
-	tg := target.Blackhole()
 	prm := Default()
-	p := kir.NewProgram("busy")
-	a := kir.Core{X: 0, Y: 0}
-	rs := []ir.CoreRange{a.Range()}
-	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 1, Format: ir.BF16, Cores: rs, Name: "page"})
-	rd := p.AddKernel(&kir.Kernel{Name: "producer", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
-	rb := rd.Builder()
-	rb.For("i", kir.C(0), kir.C(1000), func(kir.Var) {})
-	rb.CBReserveBack(0, kir.C(1))
-	rb.CBPushBack(0, kir.C(1))
-	wr := p.AddKernel(&kir.Kernel{Name: "consumer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
-	wb := wr.Builder()
-	wb.CBWaitFront(0, kir.C(1))
-	for i := 0; i < 100; i++ {
-		wb.L1Write32(kir.Ci(0x20000+4*i), kir.C(0))
-	}
-	wb.CBPopFront(0, kir.C(1))
-	pt, err := Simulate(p, tg, prm, Options{})
+	p := producerConsumer("busy", func(wb *kir.Builder) {
+		for i := 0; i < 100; i++ {
+			wb.L1Write32(kir.Ci(0x20000+4*i), kir.C(0))
+		}
+	})
+	pt, err := Simulate(p, target.Blackhole(), prm, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,8 +242,8 @@ func TestPerfJSON(t *testing.T) {
 	if r.Model != "qwen27b" || r.Mesh != "1x2" || r.Stage != "fused" || r.Batch != 1 || r.Mode != "decode" || r.Devices != 2 {
 		t.Errorf("header %+v", r)
 	}
-	if len(r.Programs) != 2*580 {
-		t.Fatalf("%d program rows, want 1160 (580 per device)", len(r.Programs))
+	if len(r.Programs) != 2*581 {
+		t.Fatalf("%d program rows, want 1162 (581 per device: the head's norm is its own program)", len(r.Programs))
 	}
 	// step_us is the slowest device's sum of program times plus launch gaps.
 	sum := map[int]float64{}
@@ -257,8 +257,8 @@ func TestPerfJSON(t *testing.T) {
 	for _, k := range r.Kinds {
 		count += k.Count
 	}
-	if count != 580 {
-		t.Errorf("kinds count %d programs, want 580", count)
+	if count != 581 {
+		t.Errorf("kinds count %d programs, want 581", count)
 	}
 	slow := max(sum[0], sum[1]) + r.LaunchUSTotal
 	if d := slow - r.StepUS; d > 1 || d < -1 {

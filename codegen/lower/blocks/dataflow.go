@@ -61,6 +61,12 @@ func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 // (batch pages; 2*batch lets the next block in while compute works on this
 // one). Produces count pages of each.
 func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr, batch int) {
+	ReadPagesTwiceBatchOf(b, a, cb, cb2, count, batch, func(i kir.Expr) kir.Expr { return kir.Add(first, i) })
+}
+
+// ReadPagesTwiceBatchOf is ReadPagesTwiceBatch of pages page(0), ...,
+// page(count-1).
+func ReadPagesTwiceBatchOf(b *kir.Builder, a *Access, cb, cb2 int, count kir.Expr, batch int, page func(i kir.Expr) kir.Expr) {
 	ps := a.PageSize()
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
 		n := BlockLen(b, "n", count, p0, batch)
@@ -69,7 +75,7 @@ func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count ki
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 		l2 := b.Let("l2", kir.GetWritePtr{CB: cb2})
 		b.For("i", kir.C(0), n, func(i kir.Var) {
-			b.NoCAsyncRead(a.PageAddr(kir.Add(first, kir.Add(p0, i))), kir.Add(l1, kir.Mul(i, kir.Ci(ps))), kir.Ci(ps))
+			b.NoCAsyncRead(a.PageAddr(page(kir.Add(p0, i))), kir.Add(l1, kir.Mul(i, kir.Ci(ps))), kir.Ci(ps))
 		})
 		b.NoCAsyncReadBarrier()
 		b.For("i", kir.C(0), n, func(i kir.Var) {
@@ -84,9 +90,21 @@ func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count ki
 // ReadPagesInBatches is ReadPagesBatch over count pages in blocks of at
 // most batch pages, one barrier per block. cb needs room for a block.
 func ReadPagesInBatches(b *kir.Builder, a *Access, cb int, first, count kir.Expr, batch int) {
+	ReadPagesInBatchesOf(b, a, cb, count, batch, func(i kir.Expr) kir.Expr { return kir.Add(first, i) })
+}
+
+// ReadPagesInBatchesOf is ReadPagesInBatches of pages page(0), ...,
+// page(count-1).
+func ReadPagesInBatchesOf(b *kir.Builder, a *Access, cb int, count kir.Expr, batch int, page func(i kir.Expr) kir.Expr) {
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
 		n := BlockLen(b, "n", count, p0, batch)
-		ReadPagesBatch(b, a, cb, kir.Add(first, p0), n)
+		b.CBReserveBack(cb, n)
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.For("i", kir.C(0), n, func(i kir.Var) {
+			b.NoCAsyncRead(a.PageAddr(page(kir.Add(p0, i))), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), kir.Ci(a.PageSize()))
+		})
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cb, n)
 	})
 }
 
@@ -94,6 +112,22 @@ func ReadPagesInBatches(b *kir.Builder, a *Access, cb int, first, count kir.Expr
 // a. Consumes count pages of cb.
 func WritePages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 	b.For("i", kir.C(0), count, func(i kir.Var) { WritePage(b, a, cb, kir.Add(first, i)) })
+}
+
+// WritePagesBatch writes count pages of cb to pages page(0), ...,
+// page(count-1) of a: it issues each write as its page arrives
+// (cumulative cb_wait_front), then waits once for them all and pops them.
+// cb must hold count pages and count must be positive. Consumes count
+// pages of cb.
+func WritePagesBatch(b *kir.Builder, a *Access, cb int, count kir.Expr, page func(i kir.Expr) kir.Expr) {
+	b.CBWaitFront(cb, kir.C(1))
+	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
+	b.For("i", kir.C(0), count, func(i kir.Var) {
+		b.CBWaitFront(cb, kir.Add(i, kir.C(1)))
+		b.NoCAsyncWrite(kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), a.PageAddr(page(i)), kir.Ci(a.PageSize()))
+	})
+	b.NoCAsyncWriteBarrier()
+	b.CBPopFront(cb, count)
 }
 
 // Scratch emits the acquisition of one page of cb as private L1 of the
@@ -113,13 +147,18 @@ func ReleaseScratch(b *kir.Builder, cb int) { b.CBPopFront(cb, kir.C(1)) }
 // fillSeedBytes is what FillWords stores word by word before it copies.
 const fillSeedBytes = 512
 
+// maxCopyBytes bounds one local copy: the NoC packet limit of the targets
+// (target.Target.MaxNoCPacket; TestMaxCopyBytes).
+const maxCopyBytes = 16384
+
 // FillWords stores word at every 4-byte word of [addr, addr+bytes) (addr
 // 16-byte aligned); the bytes hold it when FillWords returns. Up to
 // fillSeedBytes it is a loop of stores; beyond that only the first
 // fillSeedBytes are stored and the filled prefix is then doubled with
-// local NoC copies (LocalCopy, each followed by a read barrier, so reads
-// the kernel has in flight complete too): a 40 KB fill is 128 stores and
-// 7 copies instead of 10,240 stores.
+// local NoC copies of at most maxCopyBytes (a read barrier whenever a copy
+// reads what the previous one wrote, and one at the end, so reads the
+// kernel has in flight complete too): a 40 KB fill is 128 stores and 7
+// copies instead of 10,240 stores.
 func FillWords(b *kir.Builder, addr kir.Expr, bytes int, word uint32) {
 	seed := bytes
 	if bytes > fillSeedBytes && bytes%16 == 0 {
@@ -128,8 +167,17 @@ func FillWords(b *kir.Builder, addr kir.Expr, bytes int, word uint32) {
 	b.For("w", kir.C(0), kir.Ci(seed/4), func(w kir.Var) {
 		b.L1Write32(kir.Add(addr, kir.Mul(w, kir.C(4))), kir.C(word))
 	})
-	for done := seed; done < bytes; done *= 2 {
-		LocalCopy(b, addr, kir.Add(addr, kir.Ci(done)), min(done, bytes-done))
+	for done := seed; done < bytes; {
+		n := min(done, bytes-done, maxCopyBytes)
+		LocalCopy(b, addr, kir.Add(addr, kir.Ci(done)), n)
+		// The next copy reads [0, min(done+n, ...)): wait for this one
+		// unless that range was already filled before it.
+		if next := min(done+n, bytes-done-n, maxCopyBytes); next > done {
+			b.NoCAsyncReadBarrier()
+		}
+		done += n
+	}
+	if bytes > seed {
 		b.NoCAsyncReadBarrier()
 	}
 }
@@ -289,6 +337,53 @@ func ZeroRows(b *kir.Builder, tile, from kir.Expr, eb int) {
 			})
 		}
 	})
+}
+
+// ZeroRowsFrom zeroes rows [from, 32) of the tile at L1 address tile
+// (elements of eb bytes, 2 or 4; from a run-time value <= 32) with at most
+// three local NoC copies from zero, the L1 address of at least a tile of
+// zeros (rows of a face are contiguous: the rows from `from` of faces 0
+// and 1, then faces 2 and 3 whole; or, from row 16 on, the rows of faces
+// 2 and 3). The caller issues the read barrier.
+func ZeroRowsFrom(b *kir.Builder, tile, zero, from kir.Expr, eb int) {
+	row := FaceDim * eb   // bytes of one face row
+	face := FaceDim * row // bytes of one face
+	// The first row to clear within the faces is from % 16 on both paths
+	// (a form whose sizes stay within a face even where a branch is dead).
+	clear := func(faceA, faceB int) {
+		first := b.Let("zfirst", kir.Mod(from, kir.Ci(FaceDim)))
+		n := b.Let("zrows", kir.Sub(kir.Ci(FaceDim), first))
+		off := kir.Mul(first, kir.Ci(row))
+		size := kir.Mul(n, kir.Ci(row))
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceA*face)), off), size)
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceB*face)), off), size)
+	}
+	b.IfElse(kir.Lt(from, kir.Ci(FaceDim)), func() {
+		clear(0, 1)
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(tile, kir.Ci(2*face)), kir.Ci(2*face))
+	}, func() {
+		b.If(kir.Lt(from, kir.Ci(TileDim)), func() { clear(2, 3) })
+	})
+}
+
+// FillRowsFromRow0 copies row 0 of the tile at L1 address tile (elements
+// of eb bytes) into its other 31 rows with local NoC copies that double the
+// filled rows of faces 0 and 1, then copy them to faces 2 and 3 (9 copies,
+// 5 read barriers; a column pattern such as a decode mask costs 32 stores
+// instead of 1,024). The rows hold row 0 when it returns (reads the kernel
+// has in flight complete too).
+func FillRowsFromRow0(b *kir.Builder, tile kir.Expr, eb int) {
+	row := FaceDim * eb
+	face := FaceDim * row
+	for done := 1; done < FaceDim; done *= 2 {
+		for f := 0; f < 2; f++ {
+			base := kir.Add(tile, kir.Ci(f*face))
+			LocalCopy(b, base, kir.Add(base, kir.Ci(done*row)), done*row)
+		}
+		b.NoCAsyncReadBarrier()
+	}
+	LocalCopy(b, tile, kir.Add(tile, kir.Ci(2*face)), 2*face)
+	b.NoCAsyncReadBarrier()
 }
 
 // NegateCols flips the sign of columns [c0, c1) (constants, 0 <= c0 < c1
