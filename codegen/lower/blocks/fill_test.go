@@ -90,11 +90,9 @@ func TestFillRowsFromRow0(t *testing.T) {
 				for r := 0; r < TileDim; r++ {
 					for c := 0; c < TileDim; c++ {
 						off := faceOffset(r, c, eb)
-						got := uint32(out[off])
+						got := binary.LittleEndian.Uint32(out[off:])
 						if eb == 2 {
 							got = uint32(binary.LittleEndian.Uint16(out[off:]))
-						} else {
-							got = binary.LittleEndian.Uint32(out[off:])
 						}
 						want := uint32(c + 1)
 						if r >= from {
