@@ -20,11 +20,16 @@ import (
 // query rows attending one kv head; items are split over the cores, one per
 // core while cores last:
 //
-//   - decode: item (user b, kv head j); its rows are the G = H/Hkv query
-//     heads of the group (GQA by addressing: the reader gathers rows
-//     b*H + j*G + g of q and gate with blocks.Gather; k and v are read once
-//     per group); the writer copies row g of each result tile into row 0
-//     of the output tile of head j*G + g.
+//   - decode: item (user b, kv head j, D chunk); its rows are the G =
+//     H/Hkv query heads of the group (GQA by addressing: the reader
+//     gathers rows b*H + j*G + g of q and gate with blocks.Gather; k is
+//     read once per item, v for the chunk's D tiles); the writer copies
+//     row g of each result tile into row 0 of the output tile of head
+//     j*G + g. While the grid has a core for each, a kv head's Dt tiles
+//     are split into the most equal chunks that fit (27B: 2 kv heads x 8
+//     chunks of one D tile on 16 cores): every chunk computes the scores
+//     over all of D, which costs Lt*Dt tile products, and P V only for its
+//     own tiles.
 //   - prefill: item (user b, q head h, token tile row st); its rows are up
 //     to 32 tokens of head h (q's own tile row, read as pages); the reader
 //     gathers the gate rows of those tokens; the result tiles are the
@@ -124,7 +129,24 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(d.items, t.NumWorkers(), 2*Lt*Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	// decode: a kv head's item is split into `split` items of dc D tiles
+	// each while the grid has a core for every one (each computes the
+	// scores over all of D and its own dc tiles of P V); prefill: 1.
+	split := 1
+	if !prefill {
+		for s := Dt; s > 1; s-- {
+			if Dt%s == 0 && d.items*s <= t.NumWorkers() {
+				split = s
+				break
+			}
+		}
+	}
+	dc := Dt / split
+	items := d.items * split
+	plan := PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	if split > 1 {
+		plan = Split{Items: items, Cores: items, PerCore: 1}
+	}
 	cores, rs := firstCores(t, plan.Cores)
 	cbs := blocks.NewCBPlan(p, t, rs)
 	cbQ := cbs.Input("q", q.Type.DType, Dt)
@@ -235,9 +257,11 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 		var head, row0 kir.Var // kv head (b*Hkv + j); prefill: position of the item's first query
 		var maskTile func(tt kir.Var)
+		var dlo kir.Expr = kir.C(0) // the item's first D tile of P V
 		if !prefill {
-			head = b.Let("head", i) // i = b*Hkv + j
-			first := b.Let("first", kir.Add(kir.Mul(kir.Div(i, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(i, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+			head = b.Let("head", kir.Div(i, kir.Ci(split))) // b*Hkv + j
+			dlo = b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(split)), kir.Ci(dc)))
+			first := b.Let("first", kir.Add(kir.Mul(kir.Div(head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
 			rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 				return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
 			}
@@ -288,7 +312,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 				cacheTiles(kAcc, cbK, k.Type.DType, head, kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
 			})
 		})
-		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+		b.For("d", dlo, kir.Add(dlo, kir.Ci(dc)), func(dd kir.Var) {
 			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(vBlk), func(t0 kir.Var) {
 				cacheTiles(vAcc, cbV, v.Type.DType, head, vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
 			})
@@ -356,8 +380,8 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
 		c.PackOut(cbRecip, 1)
 		cb.CBWaitFront(cbRecip, kir.C(1))
-		cb.Comment("per D tile: (p v) / sum, times sigmoid(gate)")
-		c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
+		cb.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
+		c.For("d", kir.C(0), kir.Ci(dc), func(kir.Var) {
 			c.Acquire()
 			c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
 				cb.CBWaitFront(cbV, kir.C(1))
@@ -405,10 +429,12 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		otiles := blocks.ScratchPages(b, cbAsm, d.G, "otiles")
 		blocks.FillWords(b, otiles, d.G*otb, 0)
 		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-			u := b.Let("u", kir.Div(i, kir.Ci(d.Hkv)))
-			j := b.Let("j", kir.Mod(i, kir.Ci(d.Hkv)))
+			head := b.Let("head", kir.Div(i, kir.Ci(split)))
+			dlo := b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(split)), kir.Ci(dc)))
+			u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+			j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
 			first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			b.For("d", dlo, kir.Add(dlo, kir.Ci(dc)), func(dd kir.Var) {
 				b.CBWaitFront(cbOut, kir.C(1))
 				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
 				otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
