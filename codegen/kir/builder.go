@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"maps"
 	"math"
 )
 
@@ -50,6 +51,17 @@ func (b *Builder) Fresh(name string) string {
 	}
 	b.names[n] = true
 	return n
+}
+
+// Discard runs f and throws away the statements it emits and the names
+// it reserves: the builder is as before the call. (Compute trackers build
+// a loop body once this way to learn the configuration it ends in.)
+func (b *Builder) Discard(f func()) {
+	saved, names := b.cur, maps.Clone(b.names)
+	var sink []Stmt
+	b.cur = &sink
+	f()
+	b.cur, b.names = saved, names
 }
 
 // Emit appends statements to the current block.

@@ -379,14 +379,37 @@ func TestComputeTracker(t *testing.T) {
 	if diff := cmp.Diff(want, apiNames(k.Body[:entry])); diff != "" {
 		t.Errorf("straight-line calls (-want +got):\n%s", diff)
 	}
-	loop := k.Body[entry].(kir.For)
+	// Before the loop: the configuration its body ends in (the body copies
+	// f32 and packs to out), so the body re-initialises nothing.
+	if diff := cmp.Diff([]string{"reconfig_data_format", "pack_reconfig_data_format", "copy_tile_to_dst_init_short"}, apiNames(k.Body[entry:len(k.Body)-1])); diff != "" {
+		t.Errorf("calls before the loop (-want +got):\n%s", diff)
+	}
+	loop := k.Body[len(k.Body)-1].(kir.For)
 	wantLoop := []string{
-		"tile_regs_acquire", "reconfig_data_format", "copy_tile_to_dst_init_short", "copy_tile", "tile_regs_commit", "tile_regs_wait",
-		"pack_reconfig_data_format", "pack_tile", "tile_regs_release",
-		// back to the loop-entry configuration for the next iteration
-		"reconfig_data_format", "pack_reconfig_data_format", "mul_bcast_rows_init_short",
+		"tile_regs_acquire", "copy_tile", "tile_regs_commit", "tile_regs_wait", "pack_tile", "tile_regs_release",
 	}
 	if diff := cmp.Diff(wantLoop, apiNames(loop.Body)); diff != "" {
 		t.Errorf("loop body calls (-want +got):\n%s", diff)
+	}
+	// A body that switches configuration inside (copy a, add, copy f32)
+	// starts in the configuration it ends in, so it switches back at its
+	// start and needs nothing at its end.
+	n := len(k.Body)
+	c.For("j", kir.C(0), kir.C(3), func(kir.Var) {
+		c.Acquire()
+		c.Copy(a, kir.C(0), kir.C(0))
+		c.Binary(kir.EltAdd, BcastNone, a, b16, kir.C(0), kir.C(0), kir.C(0))
+		c.Copy(f32, kir.C(0), kir.C(1))
+		c.Commit()
+		c.Wait()
+		c.Pack(kir.C(0), out)
+		c.Release()
+	})
+	body := apiNames(k.Body[len(k.Body)-1].(kir.For).Body)
+	if diff := cmp.Diff([]string{"reconfig_data_format"}, apiNames(k.Body[n:len(k.Body)-1])); diff != "" {
+		t.Errorf("calls before the second loop (-want +got):\n%s", diff)
+	}
+	if body[1] != "reconfig_data_format" || body[len(body)-1] != "tile_regs_release" {
+		t.Errorf("second loop body %v: want the switch to a's format first and nothing after the release", body)
 	}
 }

@@ -273,11 +273,20 @@ func (c *Compute) For(name string, start, end kir.Expr, body func(i kir.Var)) {
 	c.ForStep(name, start, end, nil, body)
 }
 
-// ForStep emits a loop whose body is built by body; configuration the body
-// changes is re-established at the end of the body, so the state after the
-// loop is the state before it.
+// ForStep emits a loop whose body is built by body. Before the loop it
+// establishes the configuration the body ends in (found by building the
+// body once and discarding it, kir.Builder.Discard), so a body that leaves the
+// configuration as it found it re-initialises nothing per iteration;
+// configuration the body still changes is re-established at the end of
+// the body. The state after the loop is the state its iterations start
+// in.
 func (c *Compute) ForStep(name string, start, end, step kir.Expr, body func(i kir.Var)) {
 	entry := c.state
+	c.B.Discard(func() { body(kir.Var{Name: name, Type: kir.U32T}) })
+	steady := c.state
+	c.state = entry
+	c.restore(steady)
+	entry = c.state
 	c.B.ForStep(name, start, end, step, func(i kir.Var) {
 		body(i)
 		if !c.state.equal(entry) {

@@ -40,33 +40,29 @@ void kernel_main() {
     cb_wait_front(1, 1);
     cb_wait_front(0, count);
     // x^2
+    pack_reconfig_data_format(26);
+    copy_tile_to_dst_init_short(0);
+    square_tile_init();
     for (uint32_t j = 0; j < count; ++j) {
         tile_regs_acquire();
-        copy_tile_to_dst_init_short(0);
         copy_tile(0, j, 0);
-        square_tile_init();
         square_tile(0);
         tile_regs_commit();
-        pack_reconfig_data_format(26);
         cb_reserve_back(26, 1);
         tile_regs_wait();
         pack_tile(0, 26);
         tile_regs_release();
         cb_push_back(26, 1);
-        pack_reconfig_data_format(16);
     }
     // this core's row sums of x^2, to the writer (it sends them to the leader)
     cb_wait_front(26, count);
     tile_regs_acquire();
+    reconfig_data_format(26, 1);
+    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, 17);
     for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
-        reconfig_data_format(26, 1);
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, 17);
         reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, j_2, 0, 0);
-        reconfig_data_format(0, 1);
-        reduce_uninit();
     }
     tile_regs_commit();
-    pack_reconfig_data_format(17);
     cb_reserve_back(17, 1);
     tile_regs_wait();
     pack_tile(0, 17);
@@ -77,12 +73,12 @@ void kernel_main() {
         // leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)
         cb_wait_front(4, 2);
         tile_regs_acquire();
-        reconfig_data_format(4, 1);
+        reduce_uninit();
         copy_tile_to_dst_init_short(4);
         copy_tile(4, 0, 0);
+        add_binary_tile_init();
         for (uint32_t k = 1; k < 2; ++k) {
             copy_tile(4, k, 1);
-            add_binary_tile_init();
             add_binary_tile(0, 1, 0);
         }
         binop_with_scalar_tile_init();
@@ -100,12 +96,18 @@ void kernel_main() {
     }
     cb_wait_front(3, 1);
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
+    reconfig_data_format(24, 25);
+    pack_reconfig_data_format(16);
+    reduce_uninit();
+    mul_bcast_rows_init_short(24, 25);
+    binop_with_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
         tile_regs_acquire();
         reconfig_data_format(0, 3);
         mul_bcast_cols_init_short(0, 3);
         mul_tiles_bcast_cols(0, 3, j_3, 0, 0);
         tile_regs_commit();
+        pack_reconfig_data_format(24);
         cb_reserve_back(24, 1);
         tile_regs_wait();
         pack_tile(0, 24);
@@ -115,7 +117,6 @@ void kernel_main() {
         tile_regs_acquire();
         copy_tile_to_dst_init_short(2);
         copy_tile(2, 0, 0);
-        binop_with_scalar_tile_init();
         add_unary_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(2, 1);
         tile_regs_commit();
@@ -139,7 +140,6 @@ void kernel_main() {
         pack_tile(0, 16);
         tile_regs_release();
         cb_push_back(16, 1);
-        pack_reconfig_data_format(17);
     }
     cb_pop_front(3, 1);
     cb_pop_front(0, count);

@@ -27,11 +27,14 @@ void kernel_main() {
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
+    reconfig_data_format(2, 24);
+    add_tiles_init(2, 24);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
+        reconfig_data_format(1, 0);
         mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 3u / sb;
@@ -56,12 +59,12 @@ void kernel_main() {
         }
         tile_regs_release();
         // epilogue: residual + the rounded product
+        reconfig_data_format(2, 24);
+        add_tiles_init(2, 24);
         for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
             cb_wait_front(2, 1);
             cb_wait_front(24, 1);
             tile_regs_acquire();
-            reconfig_data_format(2, 24);
-            add_tiles_init(2, 24);
             add_tiles(2, 24, 0, 0, 0);
             cb_pop_front(2, 1);
             cb_pop_front(24, 1);
@@ -71,7 +74,6 @@ void kernel_main() {
             pack_tile(0, 16);
             tile_regs_release();
             cb_push_back(16, 1);
-            reconfig_data_format(1, 0);
         }
     }
     cb_wait_front(0, kt);

@@ -31,11 +31,15 @@ void kernel_main() {
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
+    reconfig_data_format(24, 0);
+    mul_tiles_init(26, 25);
+    silu_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
+        reconfig_data_format(1, 0);
         mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 2u / sb;
@@ -83,13 +87,13 @@ void kernel_main() {
         }
         tile_regs_release();
         // epilogue: silu(gate), rounded, times up
+        reconfig_data_format(24, 0);
+        mul_tiles_init(26, 25);
         for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
             cb_wait_front(24, 1);
             tile_regs_acquire();
-            reconfig_data_format(24, 0);
             copy_tile_to_dst_init_short(24);
             copy_tile(24, 0, 0);
-            silu_tile_init();
             silu_tile(0);
             cb_pop_front(24, 1);
             tile_regs_commit();
@@ -111,7 +115,6 @@ void kernel_main() {
             pack_tile(0, 16);
             tile_regs_release();
             cb_push_back(16, 1);
-            reconfig_data_format(1, 0);
         }
     }
     cb_wait_front(0, kt);

@@ -43,11 +43,11 @@ void kernel_main() {
     cb_wait_front(1, 1);
     cb_wait_front(0, kt);
     // x^2
+    copy_tile_to_dst_init_short(0);
+    square_tile_init();
     for (uint32_t j = 0; j < kt; ++j) {
         tile_regs_acquire();
-        copy_tile_to_dst_init_short(0);
         copy_tile(0, j, 0);
-        square_tile_init();
         square_tile(0);
         tile_regs_commit();
         cb_reserve_back(25, 1);
@@ -59,12 +59,10 @@ void kernel_main() {
     // rsqrt(sum(x^2) / H + eps), in column 0
     cb_wait_front(25, kt);
     tile_regs_acquire();
+    reconfig_data_format(25, 1);
+    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, 26);
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
-        reconfig_data_format(25, 1);
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, 26);
         reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, j_2, 0, 0);
-        reconfig_data_format(0, 1);
-        reduce_uninit();
     }
     binop_with_scalar_tile_init();
     mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
@@ -80,12 +78,18 @@ void kernel_main() {
     cb_pop_front(25, kt);
     cb_wait_front(26, 1);
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
+    reconfig_data_format(27, 28);
+    pack_reconfig_data_format(24);
+    reduce_uninit();
+    mul_bcast_rows_init_short(27, 28);
+    binop_with_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {
         tile_regs_acquire();
         reconfig_data_format(0, 26);
         mul_bcast_cols_init_short(0, 26);
         mul_tiles_bcast_cols(0, 26, j_3, 0, 0);
         tile_regs_commit();
+        pack_reconfig_data_format(27);
         cb_reserve_back(27, 1);
         tile_regs_wait();
         pack_tile(0, 27);
@@ -95,7 +99,6 @@ void kernel_main() {
         tile_regs_acquire();
         copy_tile_to_dst_init_short(3);
         copy_tile(3, 0, 0);
-        binop_with_scalar_tile_init();
         add_unary_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(3, 1);
         tile_regs_commit();
@@ -119,20 +122,16 @@ void kernel_main() {
         pack_tile(0, 24);
         tile_regs_release();
         cb_push_back(24, 1);
-        reconfig_data_format(0, 1);
-        pack_reconfig_data_format(25);
-        rsqrt_tile_init();
     }
     cb_pop_front(26, 1);
     cb_pop_front(0, kt);
     cb_pop_front(1, 1);
-    pack_reconfig_data_format(16);
+    reconfig_data_format(2, 24);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
-        reconfig_data_format(2, 24);
         mm_block_init_short(24, 2, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 2u / sb;
@@ -156,7 +155,6 @@ void kernel_main() {
             cb_push_back(16, 1);
         }
         tile_regs_release();
-        reconfig_data_format(0, 1);
     }
     cb_wait_front(24, kt);
     cb_pop_front(24, kt);
