@@ -290,13 +290,6 @@ func kbRows(b *kir.Builder, sb kir.Var, kb, full int) kir.Var {
 	return b.Let("kb_rows", kir.Div(kir.Ci(kb*full), sb))
 }
 
-// blockLen emits min(total - start, limit) for a run-time limit.
-func blockLen(b *kir.Builder, name string, total, start kir.Expr, limit kir.Var) kir.Var {
-	n := b.LetT(name, kir.U32T, kir.Sub(total, start))
-	b.If(kir.Gt(n, limit), func() { b.Assign(n, limit) })
-	return n
-}
-
 // partRange is core range [s, s+n) of the concatenated columns intersected
 // with part columns [off, off+nt), in the part's own columns (0, 0 when
 // empty).
@@ -442,7 +435,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				// ring's end.
 				kr := kbRows(b, sb, kb, min(dest, plan.PerCore))
 				b.ForStep("k0", kir.C(0), rKt, kr, func(k0 kir.Var) {
-					kc := blockLen(b, "kc", rKt, k0, kr)
+					kc := blocks.BlockLenOf(b, "kc", rKt, k0, kr)
 					b.CBReserveBack(cb, kir.Ci(kb*dest))
 					l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 					b.For("k", kir.C(0), kc, func(kk kir.Var) {
@@ -513,7 +506,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 				c.Acquire()
 				kr := kbRows(cb, sb, kb, min(dest, plan.PerCore))
 				c.ForStep("k0", kir.C(0), cKt, kr, func(k0 kir.Var) {
-					kc := blockLen(cb, "kc", cKt, k0, kr)
+					kc := blocks.BlockLenOf(cb, "kc", cKt, k0, kr)
 					// The activation arrives in chunks: wait for the pages
 					// this block uses (immediate after the first sub-block).
 					cb.CBWaitFront(cbAct, kir.Add(k0, kc))

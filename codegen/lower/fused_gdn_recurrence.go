@@ -598,20 +598,12 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}
-			cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(uint32(b2u(i%groups == 0))))
+			cp.SetRuntimeArgs(core, kir.U32(uint32(n)), ex[0]) // ex[0]: leader
 			wv = append(wv, ex...)
 		}
 		wr.SetRuntimeArgs(core, wv...)
 	}
 	return p, nil
-}
-
-// b2u is 1 for true.
-func b2u(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // gdnStateBatch is the number of state pages the recurrence's reader

@@ -165,7 +165,9 @@ func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
 	return a
 }
 
-// exchangeValues are core i's values for declareExchange's arguments.
+// exchangeValues are core i's values for declareExchange's arguments;
+// the first is the leader flag (1 on a group's first core), which the
+// compute kernels take too.
 func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 	g, k := i/ns.group, i%ns.group
 	lead := ns.cores[g*ns.group]
@@ -384,16 +386,12 @@ func (ns *normSplit) setArgs(name string, rd, cp, wr *kir.Kernel, rdExtra func(i
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		leader := uint32(0)
-		if i%ns.group == 0 {
-			leader = 1
-		}
 		rv := []kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(col)), kir.U32(uint32(n))}
 		if rdExtra != nil {
 			rv = append(rv, rdExtra(i)...)
 		}
 		rd.SetRuntimeArgs(core, rv...)
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(leader))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), ex[0]) // ex[0]: leader
 		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
 	}
 	return nil

@@ -511,6 +511,8 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				return err
 			}
 			dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
+			// src is a binary op's second operand tile.
+			var src []float32
 			if s.Op.IsBinary() {
 				if len(v) < 2 {
 					return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
@@ -519,16 +521,14 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				if err != nil {
 					return err
 				}
-				src := cs.dest[sd]
-				for i, x := range dst {
-					dst[i] = eval(x, src[i])
-				}
-				cs.storeSFPU(dst)
-				ks.r.stats.TileOps++
-				return nil
+				src = cs.dest[sd]
 			}
 			for i, x := range dst {
-				dst[i] = eval(x, p)
+				y := p
+				if src != nil {
+					y = src[i]
+				}
+				dst[i] = eval(x, y)
 			}
 			cs.storeSFPU(dst)
 			ks.r.stats.TileOps++

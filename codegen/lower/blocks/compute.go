@@ -78,10 +78,6 @@ type cstate struct {
 	masked bool
 }
 
-// sfpuGroup is op's init group (binop_with_scalar_tile_init serves
-// add_scalar and mul_scalar).
-func sfpuGroup(op kir.SFPUOp) kir.SFPUOp { return op.InitGroup() }
-
 func (s cstate) equal(o cstate) bool {
 	if s.srcKnown != o.srcKnown || s.packKnown != o.packKnown || s.fpuKnown != o.fpuKnown || s.sfpuKnown != o.sfpuKnown {
 		return false
@@ -233,7 +229,7 @@ func (c *Compute) setFPU(m fpuMode) {
 
 func (c *Compute) setSFPU(op kir.SFPUOp) {
 	s := &c.state
-	g := sfpuGroup(op)
+	g := op.InitGroup()
 	if s.sfpuKnown && s.sfpu == g {
 		return
 	}

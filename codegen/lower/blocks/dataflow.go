@@ -339,33 +339,6 @@ func ZeroRows(b *kir.Builder, tile, from kir.Expr, eb int) {
 	})
 }
 
-// ZeroRowsFrom zeroes rows [from, 32) of the tile at L1 address tile
-// (elements of eb bytes, 2 or 4; from a run-time value <= 32) with at most
-// three local NoC copies from zero, the L1 address of at least a tile of
-// zeros (rows of a face are contiguous: the rows from `from` of faces 0
-// and 1, then faces 2 and 3 whole; or, from row 16 on, the rows of faces
-// 2 and 3). The caller issues the read barrier.
-func ZeroRowsFrom(b *kir.Builder, tile, zero, from kir.Expr, eb int) {
-	row := FaceDim * eb   // bytes of one face row
-	face := FaceDim * row // bytes of one face
-	// The first row to clear within the faces is from % 16 on both paths
-	// (a form whose sizes stay within a face even where a branch is dead).
-	clear := func(faceA, faceB int) {
-		first := b.Let("zfirst", kir.Mod(from, kir.Ci(FaceDim)))
-		n := b.Let("zrows", kir.Sub(kir.Ci(FaceDim), first))
-		off := kir.Mul(first, kir.Ci(row))
-		size := kir.Mul(n, kir.Ci(row))
-		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceA*face)), off), size)
-		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceB*face)), off), size)
-	}
-	b.IfElse(kir.Lt(from, kir.Ci(FaceDim)), func() {
-		clear(0, 1)
-		b.NoCAsyncRead(LocalAddr(zero), kir.Add(tile, kir.Ci(2*face)), kir.Ci(2*face))
-	}, func() {
-		b.If(kir.Lt(from, kir.Ci(TileDim)), func() { clear(2, 3) })
-	})
-}
-
 // FillRowsFromRow0 copies row 0 of the tile at L1 address tile (elements
 // of eb bytes) into its other 31 rows with local NoC copies that double the
 // filled rows of faces 0 and 1, then copy them to faces 2 and 3 (9 copies,
@@ -405,7 +378,12 @@ func NegateCols(b *kir.Builder, tile kir.Expr, eb, c0, c1 int) {
 // BlockLen declares name = min(limit, total - start): the length of the
 // block of at most limit items that starts at item start of total.
 func BlockLen(b *kir.Builder, name string, total, start kir.Expr, limit int) kir.Var {
+	return BlockLenOf(b, name, total, start, kir.Ci(limit))
+}
+
+// BlockLenOf is BlockLen for a run-time limit.
+func BlockLenOf(b *kir.Builder, name string, total, start, limit kir.Expr) kir.Var {
 	n := b.LetT(name, kir.U32T, kir.Sub(total, start))
-	b.If(kir.Gt(n, kir.Ci(limit)), func() { b.Assign(n, kir.Ci(limit)) })
+	b.If(kir.Gt(n, limit), func() { b.Assign(n, limit) })
 	return n
 }

@@ -52,6 +52,34 @@ func ClearRows(b *kir.Builder, tile, zeros kir.Expr, from, eb int) {
 	}
 }
 
+// ZeroRowsFrom is ClearRows for a run-time first row: it zeroes rows
+// [from, 32) of the tile at L1 address tile (elements of eb bytes, 2 or 4;
+// from <= 32) with at most
+// three local NoC copies from zero, the L1 address of at least a tile of
+// zeros (rows of a face are contiguous: the rows from `from` of faces 0
+// and 1, then faces 2 and 3 whole; or, from row 16 on, the rows of faces
+// 2 and 3). The caller issues the read barrier.
+func ZeroRowsFrom(b *kir.Builder, tile, zero, from kir.Expr, eb int) {
+	row := FaceDim * eb   // bytes of one face row
+	face := FaceDim * row // bytes of one face
+	// The first row to clear within the faces is from % 16 on both paths
+	// (a form whose sizes stay within a face even where a branch is dead).
+	clear := func(faceA, faceB int) {
+		first := b.Let("zfirst", kir.Mod(from, kir.Ci(FaceDim)))
+		n := b.Let("zrows", kir.Sub(kir.Ci(FaceDim), first))
+		off := kir.Mul(first, kir.Ci(row))
+		size := kir.Mul(n, kir.Ci(row))
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceA*face)), off), size)
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(kir.Add(tile, kir.Ci(faceB*face)), off), size)
+	}
+	b.IfElse(kir.Lt(from, kir.Ci(FaceDim)), func() {
+		clear(0, 1)
+		b.NoCAsyncRead(LocalAddr(zero), kir.Add(tile, kir.Ci(2*face)), kir.Ci(2*face))
+	}, func() {
+		b.If(kir.Lt(from, kir.Ci(TileDim)), func() { clear(2, 3) })
+	})
+}
+
 // CopyRows copies n whole rows (32 elements of eb bytes each) from rows
 // srcRow.. of the tile at L1 address src to rows dstRow.. of the tile at
 // L1 address dst, as local NoC reads of runs that stay inside one face
