@@ -8,8 +8,10 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// Reduce family: argmax over the last dim of bf16 logits [rows <= 32, N]
-// in tile layout, giving uint32 indices [rows, 1] in row-major layout.
+// Reduce family: argmax over the last dim of bf16 logits [..., rows <=
+// 32, N] in tile layout (a tile row per leading index: B users at decode
+// are B tile rows of one live row), giving uint32 indices [..., rows, 1]
+// in row-major layout.
 //
 // A data-movement program over C cores, each with a contiguous range of
 // tile columns (the 27B's 7,760 logits tiles would take one core ~3.6 ms
@@ -51,12 +53,17 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	xs := x.Type.Shape
 	n := xs.Cols2D()
 	nt := tilesWide(xs)
-	rows := xs.Rows2D()
-	if xs.Tiles() != nt {
-		return nil, fmt.Errorf("rule argmax-rows: the argmax scan takes one tile row of logits (rows <= 32, leading dims 1); %s has %d tile rows", xs, xs.Tiles()/nt)
+	rows := 1 // per leading index: one tile row each
+	if xs.Rank() >= 2 {
+		rows = xs[xs.Rank()-2]
 	}
-	if out.Type.DType != ir.UInt32 || out.Type.Layout != ir.RowMajorLayout || out.Type.Shape.Rows2D() != rows || out.Type.Shape.Cols2D() != 1 {
-		return nil, fmt.Errorf("rule argmax-output: result must be uint32 row-major [%d, 1], got %s", rows, out.Type)
+	if rows > ir.TileSize {
+		return nil, fmt.Errorf("rule argmax-rows: the argmax scan takes logits of at most %d rows per leading index; %s has %d", ir.TileSize, xs, rows)
+	}
+	allRows := xs.Rows2D()
+	tileRows := allRows / rows
+	if out.Type.DType != ir.UInt32 || out.Type.Layout != ir.RowMajorLayout || out.Type.Shape.Numel() != allRows || out.Type.Shape.Cols2D() != 1 {
+		return nil, fmt.Errorf("rule argmax-output: result must be uint32 row-major, one index per row of the logits (%d rows), got %s", allRows, out.Type)
 	}
 	p, err := newProgram(op, ctx)
 	if err != nil {
@@ -64,16 +71,16 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	// A tile costs about 20 scalar statements per column pair per row;
 	// each extra core adds its slots to the leader's fold.
-	plan := PlanSplit(nt, t.NumWorkers(), rows*16*2*20, rows*40, 0)
+	plan := PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0)
 	cores, rs := firstCores(t, plan.Cores)
 	leader := cores[0]
 	const cbLogits, cbState, cbGather = cbIn0, cbIm0, cbIm1
 	batch := min(argmaxBatch, nt)
 	p.AddCB(tileCB(cbLogits, ir.BF16, 2*batch, rs, "logits"))
-	p.AddCB(kir.CB{Index: cbState, PageSize: ir.TileSize * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
+	p.AddCB(kir.CB{Index: cbState, PageSize: max(ir.TileSize, allRows) * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
 	multi := plan.Cores > 1
 	if multi {
-		p.AddCB(kir.CB{Index: cbGather, PageSize: plan.Cores * rows * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "gathered"})
+		p.AddCB(kir.CB{Index: cbGather, PageSize: plan.Cores * allRows * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "gathered"})
 		p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: rs})
 	}
 
@@ -85,7 +92,16 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	rStart, rCount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	blocks.ReadPagesInBatches(b, xAcc, cbLogits, rStart, rCount, batch)
+	if tileRows == 1 {
+		blocks.ReadPagesInBatches(b, xAcc, cbLogits, rStart, rCount, batch)
+	} else {
+		// One stream over the tile rows (full blocks until the last, so no
+		// block straddles the ring): page i is tile row i/count's column
+		// start + i%count.
+		blocks.ReadPagesInBatchesOf(b, xAcc, cbLogits, kir.Mul(rCount, kir.Ci(tileRows)), batch, func(i kir.Expr) kir.Expr {
+			return kir.Add(kir.Mul(kir.Div(i, rCount), kir.Ci(nt)), kir.Add(rStart, kir.Mod(i, rCount)))
+		})
+	}
 
 	// Writer: scan, gather on the leader, write.
 	wr := newWriter(p, rs)
@@ -95,6 +111,10 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	wN := wr.CompileArg("n", uint32(n))
 	wRows := wr.CompileArg("rows", uint32(rows))
+	wAll := kir.Expr(wRows)
+	if tileRows > 1 {
+		wAll = wr.CompileArg("all_rows", uint32(allRows))
+	}
 	wStart, wCount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 	wIndex := wr.RuntimeArg("core_index")
 	var lx, ly kir.ArgRef
@@ -104,48 +124,54 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b = wr.Builder()
 	b.CBReserveBack(cbState, kir.C(1))
 	st := b.Let("st", kir.GetWritePtr{CB: cbState})
-	b.For("r", kir.C(0), wRows, func(r kir.Var) {
+	b.For("r", kir.C(0), wAll, func(r kir.Var) {
 		b.L1Write32(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), kir.C(0))
 		b.L1Write32(kir.Add(st, kir.Add(kir.Mul(r, kir.Ci(argmaxSlot)), kir.C(4))), kir.C(0))
 	})
 	b.CBPushBack(cbState, kir.C(1))
 	b.CBWaitFront(cbState, kir.C(1))
-	b.For("i", kir.C(0), wCount, func(i kir.Var) {
-		c := b.Let("c", kir.Add(wStart, i))
-		b.CBWaitFront(cbLogits, kir.C(1))
-		base := b.Let("base", kir.GetReadPtr{CB: cbLogits})
-		b.For("r", kir.C(0), wRows, func(r kir.Var) {
-			slot := b.Let("slot", kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))))
-			bidx := b.LetT("bidx", kir.U32T, kir.L1Read32{Addr: slot})
-			bkey := b.LetT("bkey", kir.U32T, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))})
-			// Row r of a tile: face (r/16)*2 (+1 for columns 16..31), face row r%16.
-			rowOff := b.Let("row_off", kir.Add(kir.Mul(kir.Div(r, kir.C(16)), kir.C(1024)), kir.Mul(kir.Mod(r, kir.C(16)), kir.C(32))))
-			b.For("p", kir.C(0), kir.C(16), func(pp kir.Var) {
-				// Columns 2p and 2p+1 share one word (2p in the low half).
-				addr := kir.Add(base, kir.Add(rowOff, kir.Add(kir.Mul(kir.Div(pp, kir.C(8)), kir.C(512)), kir.Mul(kir.Mod(pp, kir.C(8)), kir.C(4)))))
-				word := b.Let("word", kir.L1Read32{Addr: addr})
-				for half := 0; half < 2; half++ {
-					col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
-					b.If(kir.Lt(col, wN), func() {
-						bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
-						mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
-						neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
-						key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
-						b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
-						b.If(kir.Gt(key, bkey), func() {
-							b.Assign(bkey, key)
-							b.Assign(bidx, col)
-						})
-					})
+	rowLoop(b, tileRows, func(tr kir.Expr) {
+		b.For("i", kir.C(0), wCount, func(i kir.Var) {
+			c := b.Let("c", kir.Add(wStart, i))
+			b.CBWaitFront(cbLogits, kir.C(1))
+			base := b.Let("base", kir.GetReadPtr{CB: cbLogits})
+			b.For("r", kir.C(0), wRows, func(r kir.Var) {
+				row := kir.Expr(r) // the row's slot: tile row tr's rows follow tile row tr-1's
+				if tileRows > 1 {
+					row = kir.Add(kir.Mul(tr, wRows), r)
 				}
+				slot := b.Let("slot", kir.Add(st, kir.Mul(row, kir.Ci(argmaxSlot))))
+				bidx := b.LetT("bidx", kir.U32T, kir.L1Read32{Addr: slot})
+				bkey := b.LetT("bkey", kir.U32T, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))})
+				// Row r of a tile: face (r/16)*2 (+1 for columns 16..31), face row r%16.
+				rowOff := b.Let("row_off", kir.Add(kir.Mul(kir.Div(r, kir.C(16)), kir.C(1024)), kir.Mul(kir.Mod(r, kir.C(16)), kir.C(32))))
+				b.For("p", kir.C(0), kir.C(16), func(pp kir.Var) {
+					// Columns 2p and 2p+1 share one word (2p in the low half).
+					addr := kir.Add(base, kir.Add(rowOff, kir.Add(kir.Mul(kir.Div(pp, kir.C(8)), kir.C(512)), kir.Mul(kir.Mod(pp, kir.C(8)), kir.C(4)))))
+					word := b.Let("word", kir.L1Read32{Addr: addr})
+					for half := 0; half < 2; half++ {
+						col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
+						b.If(kir.Lt(col, wN), func() {
+							bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
+							mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
+							neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
+							key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
+							b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
+							b.If(kir.Gt(key, bkey), func() {
+								b.Assign(bkey, key)
+								b.Assign(bidx, col)
+							})
+						})
+					}
+				})
+				b.L1Write32(slot, bidx)
+				b.L1Write32(kir.Add(slot, kir.C(4)), bkey)
 			})
-			b.L1Write32(slot, bidx)
-			b.L1Write32(kir.Add(slot, kir.C(4)), bkey)
+			b.CBPopFront(cbLogits, kir.C(1))
 		})
-		b.CBPopFront(cbLogits, kir.C(1))
 	})
 	writeOut := func() {
-		b.For("r", kir.C(0), wRows, func(r kir.Var) {
+		b.For("r", kir.C(0), wAll, func(r kir.Var) {
 			b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
 		})
 		b.NoCAsyncWriteBarrier()
@@ -156,7 +182,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
 		b.CBReserveBack(cbGather, kir.C(1))
 		g := b.Let("gathered", kir.GetWritePtr{CB: cbGather})
-		slots := rows * argmaxSlot
+		slots := allRows * argmaxSlot
 		b.IfElse(kir.Ne(wIndex, kir.C(0)), func() {
 			b.Comment("send this range's (index, key) per row to the leader")
 			b.NoCAsyncWrite(st, kir.NoCAddr{X: lx, Y: ly, Addr: kir.Add(g, kir.Mul(wIndex, kir.Ci(slots)))}, kir.Ci(slots))
@@ -167,7 +193,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			b.Comment("fold the other ranges in core order: a later range wins only when strictly greater")
 			b.NoCSemaphoreWait(sem, kir.Ci(plan.Cores-1))
 			b.For("k", kir.C(1), kir.Ci(plan.Cores), func(k kir.Var) {
-				b.For("r", kir.C(0), wRows, func(r kir.Var) {
+				b.For("r", kir.C(0), wAll, func(r kir.Var) {
 					slot := b.Let("slot", kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))))
 					other := b.Let("other", kir.Add(g, kir.Add(kir.Mul(k, kir.Ci(slots)), kir.Mul(r, kir.Ci(argmaxSlot)))))
 					okey := b.LetT("okey", kir.U32T, kir.L1Read32{Addr: kir.Add(other, kir.C(4))})

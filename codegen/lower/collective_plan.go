@@ -127,12 +127,16 @@ type RingPlan struct {
 func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
 
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
-// of PacketTiles whole tiles (the packet read from DRAM, or received), then
-// two forwarding slots of LinkTiles*WireBytes bytes each, where the workers
-// leave the partial sums the next reduce step sends.
+// of PacketTiles whole tiles (the packet read from DRAM, or received), then,
+// with reduce steps, two forwarding slots of LinkTiles*WireBytes bytes
+// each, where the workers leave the partial sums the next reduce step
+// sends (a gather-only plan has none: fwd0 = fwd1 = end).
 func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
 	fwd0 = staging + target.AlignUp(p.PacketTiles*p.TileBytes, 16)
+	if p.ReduceSteps == 0 {
+		return staging, fwd0, fwd0, fwd0 // no forwarding slots
+	}
 	fwd1 = fwd0 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
 	end = fwd1 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
 	return
@@ -176,7 +180,10 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 	links = (chunkTiles + per - 1) / per
 	p := RingPlan{Devices: devices, ReduceSteps: reduceSteps, GatherSteps: gatherSteps, ChunkTiles: chunkTiles, LinkTiles: per,
 		Links: links, TileBytes: tileBytes, WireBytes: wireBytes}
-	fwd := 2 * target.AlignUp(per*wireBytes, 16)
+	fwd := 0 // forwarding slots hold partial sums: only reduce steps need them
+	if reduceSteps > 0 {
+		fwd = 2 * target.AlignUp(per*wireBytes, 16)
+	}
 	room := t.EthL1Budget() - fwd
 	p.PacketTiles = min(per, room/tileBytes)
 	if p.PacketTiles < 1 {

@@ -31,8 +31,11 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
 		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
 	}
-	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rows2D() != 1 {
-		return nil, fmt.Errorf("rule embedding-ids: ids must be one row-major row of token ids (shape [T] or [1, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
+	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() > 2 {
+		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T] or [B, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
+	}
+	if users := ids.Type.Shape.Rows2D(); users > 1 && table.Type.Layout != ir.TileLayout {
+		return nil, fmt.Errorf("rule embedding-ids: ids of %d users (%s) need a tile-layout table; a row-major table takes one row of ids", users, ids.Type.Shape)
 	}
 	ts := table.Type.Shape
 	if ts.Rank() != 2 {
@@ -47,14 +50,14 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if out.Type.DType != table.Type.DType {
 		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
-	tokens, h := ids.Type.Shape.Cols2D(), ts[1]
+	users, tokens, h := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D(), ts[1]
 	if h%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule embedding-hidden: hidden size %d must be a multiple of %d", h, ir.TileSize)
 	}
 	ht := h / ir.TileSize
-	tileRows := (tokens + ir.TileSize - 1) / ir.TileSize
-	if out.Type.Shape.Tiles() != tileRows*ht || out.Type.Shape.Rows2D() != tokens {
-		return nil, fmt.Errorf("rule embedding-shape: result %s must be %d rows (%d tile rows) of %d tiles", out.Type.Shape, tokens, tileRows, ht)
+	tileRows := users * ((tokens + ir.TileSize - 1) / ir.TileSize)
+	if out.Type.Shape.Tiles() != tileRows*ht || out.Type.Shape.Rows2D() != users*tokens {
+		return nil, fmt.Errorf("rule embedding-shape: result %s must be %d users' %d rows (%d tile rows) of %d tiles", out.Type.Shape, users, tokens, tileRows, ht)
 	}
 	if table.Type.Layout == ir.TileLayout {
 		return embeddingTiled(op, ctx)
@@ -64,15 +67,27 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 func embeddingTiled(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table := op.Operands[0], op.Operands[1]
-	tokens := ids.Type.Shape.Cols2D()
+	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
+	stride := idsRowStride(ctx, ids)
 	return embeddingFromTiles(op, ctx, "embedding", func(g *blocks.Gather, idsL1 kir.Var) {
 		g.Seg = blocks.SegFor(table.Type.Shape[1])
 		g.Fill = tokens%ir.TileSize != 0
 		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			id := kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(row, kir.C(4)))}
-			return []blocks.Run{{Src: 0, Row: id, Col: col}}
+			// Output row u*T + t is user u's token t (the flattened image row).
+			at := kir.Add(idsL1, kir.Mul(row, kir.C(4)))
+			if users > 1 {
+				at = kir.Add(idsL1, kir.Add(kir.Mul(kir.Div(row, kir.Ci(tokens)), kir.Ci(stride)), kir.Mul(kir.Mod(row, kir.Ci(tokens)), kir.C(4))))
+			}
+			return []blocks.Run{{Src: 0, Row: kir.L1Read32{Addr: at}, Col: col}}
 		}
 	})
+}
+
+// idsRowStride is the L1 distance between the staged pages of a row-major
+// ids tensor (one page per user): the page rounded up to the DRAM read
+// alignment, so each page's read lands at its DRAM offset modulo 64.
+func idsRowStride(ctx *Context, ids *ir.Value) int {
+	return ctx.Target.DRAMPageSize(ids.Type.Shape.Cols2D() * ids.Type.DType.ElemBytes())
 }
 
 // embeddingFromTiles lowers an embedding (op: ids, table -> out) that
@@ -89,11 +104,14 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	if err != nil {
 		return nil, err
 	}
-	tokens := ids.Type.Shape.Cols2D()
+	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
 	oim := blocks.ImageOf(out.Type.Shape)
 	plan := PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0)
 	cores, rs := firstCores(t, plan.Cores)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
+	if users > 1 {
+		idsPage = users * idsRowStride(ctx, ids)
+	}
 	cbs := blocks.NewCBPlan(p, t, rs)
 	cbIds := cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
 	cbSlot := cbs.Scratch("table_tile", table.Type.DType, 1)
@@ -114,7 +132,13 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	idsL1 := blocks.Scratch(b, cbIds, "ids")
-	blocks.ReadPageTo(b, idsAcc, kir.C(0), idsL1)
+	if users == 1 {
+		blocks.ReadPageTo(b, idsAcc, kir.C(0), idsL1)
+	} else {
+		for u := range users {
+			blocks.ReadPageTo(b, idsAcc, kir.Ci(u), kir.Add(idsL1, kir.Ci(u*idsRowStride(ctx, ids))))
+		}
+	}
 	b.NoCAsyncReadBarrier()
 	g := &blocks.Gather{
 		Out: oim, DType: out.Type.DType,

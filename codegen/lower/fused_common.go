@@ -19,7 +19,10 @@ import (
 //
 // matmul2/3/4, matmul_add, rmsnorm_matmul and matmul_swiglu are decode
 // matmuls [M <= 32, K] x [K, N] (the activation is one tile row) built by
-// one engine, fusedMatmul. Its output is a list of parts: a part is a run
+// one engine, fusedMatmul. An activation of several tile rows (B > 1
+// users at decode, [B, 1, K]: one live row per tile row; prefill beyond
+// 32 tokens) runs every kernel once per tile row, the weights streamed
+// again for each (fusedMatmul.rows; no multicast then). Its output is a list of parts: a part is a run
 // of output tile columns with the weights whose tiles for those columns
 // are multiplied on the same core (one weight; gate and up for
 // matmul_swiglu) and the result the part writes. The tile columns of all
@@ -162,6 +165,10 @@ type fusedMatmul struct {
 	epi      mmEpilogue
 	residual *ir.Value // epiAdd
 	kt       int
+	// rows is the activation's tile rows (set by check): 1 for a decode
+	// row; more (B > 1 users, or prefill beyond 32 tokens) and every
+	// kernel repeats per tile row, weights streamed once per row.
+	rows int
 }
 
 // check validates the shapes and sets kt and the parts' nt.
@@ -191,9 +198,7 @@ func (f *fusedMatmul) check() error {
 		return fmt.Errorf("rule matmul-k: K = %d must be a multiple of %d (tile padding must not enter the sum)", k, ir.TileSize)
 	}
 	f.kt = k / ir.TileSize
-	if as.Tiles() != f.kt {
-		return fmt.Errorf("rule matmul-decode-rows: the decode matmul needs the activation to be one tile row (M <= 32 rows, leading dims 1); %s has %d tile rows", as, as.Tiles()/f.kt)
-	}
+	f.rows = as.Tiles() / f.kt
 	if f.norm != nil {
 		ws := f.norm.w.Type.Shape
 		if ws.Numel() != k || ws.Rows2D() != 1 {
@@ -209,8 +214,8 @@ func (f *fusedMatmul) check() error {
 			}
 		}
 		p.nt = tilesWide(ws)
-		if p.out.Type.Shape.Tiles() != p.nt || p.out.Type.Shape.Cols2D() != ws[1] {
-			return fmt.Errorf("rule matmul-shape: result %s must be one row of %d tiles (%d columns)", p.out.Type.Shape, p.nt, ws[1])
+		if p.out.Type.Shape.Tiles() != f.rows*p.nt || p.out.Type.Shape.Cols2D() != ws[1] {
+			return fmt.Errorf("rule matmul-shape: result %s must be %d tile rows (the activation's) of %d tiles (%d columns)", p.out.Type.Shape, f.rows, p.nt, ws[1])
 		}
 	}
 	if f.residual != nil && !f.residual.Type.Shape.Equal(f.parts[0].out.Type.Shape) {
@@ -257,6 +262,10 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 		c.coreCycles += f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles
 	}
 	c.floorCycles = f.kt * bytes / DRAMBytesPerCycle
+	// Every tile row streams the weights again.
+	c.colCycles *= f.rows
+	c.coreCycles *= f.rows
+	c.floorCycles *= f.rows
 	return c
 }
 
@@ -288,6 +297,17 @@ func (f *fusedMatmul) kBlock(dest int) int {
 // The reader and compute kernels must agree on it.
 func kbRows(b *kir.Builder, sb kir.Var, kb, full int) kir.Var {
 	return b.Let("kb_rows", kir.Div(kir.Ci(kb*full), sb))
+}
+
+// rowLoop emits body once per activation tile row r (0 <= r < rows): a
+// loop when rows > 1, the body with r = 0 inline otherwise (so a decode
+// row's kernels have no loop).
+func rowLoop(b *kir.Builder, rows int, body func(r kir.Expr)) {
+	if rows == 1 {
+		body(kir.C(0))
+		return
+	}
+	b.For("r", kir.C(0), kir.Ci(rows), func(r kir.Var) { body(r) })
 }
 
 // partRange is core range [s, s+n) of the concatenated columns intersected
@@ -382,28 +402,25 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 
 	// Reader. With more than one core and no norm prologue the activation
 	// row comes by multicast (mcast.go), received by the writer.
-	mcast := f.norm == nil && plan.Cores > 1
+	mcast := f.norm == nil && plan.Cores > 1 && f.rows == 1
 	rd := newReader(p, rs)
 	rKt := rd.CompileArg("kt", uint32(kt))
 	b := rd.Builder()
+	var xAcc, wnAcc *blocks.Access
 	if f.norm != nil {
-		xAcc, err := accessOf(ctx, rd, "x_addr", f.act)
-		if err != nil {
+		if xAcc, err = accessOf(ctx, rd, "x_addr", f.act); err != nil {
 			return nil, err
 		}
-		wnAcc, err := accessOf(ctx, rd, "wn_addr", f.norm.w)
-		if err != nil {
+		if wnAcc, err = accessOf(ctx, rd, "wn_addr", f.norm.w); err != nil {
 			return nil, err
 		}
 		blocks.ScalerTile(b, cbScaler, 1)
-		blocks.ReadPages(b, xAcc, cbX, kir.C(0), rKt)
-		blocks.ReadPages(b, wnAcc, nc.w, kir.C(0), rKt)
-	} else if !mcast {
-		aAcc, err := accessOf(ctx, rd, "a_addr", f.act)
-		if err != nil {
+	}
+	var aAcc *blocks.Access
+	if f.norm == nil && !mcast {
+		if aAcc, err = accessOf(ctx, rd, "a_addr", f.act); err != nil {
 			return nil, err
 		}
-		blocks.ReadPagesBatch(b, aAcc, cbAct, kir.C(0), rKt)
 	}
 	var resAcc *blocks.Access
 	if f.epi == epiAdd {
@@ -411,49 +428,74 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			return nil, err
 		}
 	}
+	type partArgs struct {
+		wAcc         []*blocks.Access
+		nt           kir.ArgRef
+		start, count kir.ArgRef
+	}
+	pas := make([]partArgs, len(f.parts))
 	for pi, pt := range f.parts {
-		wAcc := make([]*blocks.Access, len(pt.weights))
+		pa := &pas[pi]
+		pa.wAcc = make([]*blocks.Access, len(pt.weights))
 		for slot, w := range pt.weights {
-			if wAcc[slot], err = accessOf(ctx, rd, fmt.Sprintf("w%d_%d_addr", pi, slot), w); err != nil {
+			if pa.wAcc[slot], err = accessOf(ctx, rd, fmt.Sprintf("w%d_%d_addr", pi, slot), w); err != nil {
 				return nil, err
 			}
 		}
-		rNt := rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
-		start, count := rd.RuntimeArg(fmt.Sprintf("start%d", pi)), rd.RuntimeArg(fmt.Sprintf("count%d", pi))
-		b.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
-			sb := subBlock(b, count, nb, dest)
-			col := b.Let("col", kir.Add(start, nb))
-			for slot, w := range pt.weights {
-				cb := wCB[cbKey{slot, w.Type.DType}]
-				tb := w.Type.DType.TileBytes()
-				// Blocks of kbRows K rows of the sub-block's sb columns (a
-				// sub-block narrower than the plan's takes more rows, so every
-				// barrier waits for about as many tiles as a full one): every
-				// read of a block in flight, one barrier per block. A block always
-				// occupies kb x dest pages of the ring (a short last block or
-				// sub-block leaves pages unused), so blocks never straddle the
-				// ring's end.
-				kr := kbRows(b, sb, kb, min(dest, plan.PerCore))
-				b.ForStep("k0", kir.C(0), rKt, kr, func(k0 kir.Var) {
-					kc := blocks.BlockLenOf(b, "kc", rKt, k0, kr)
-					b.CBReserveBack(cb, kir.Ci(kb*dest))
-					l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-					b.For("k", kir.C(0), kc, func(kk kir.Var) {
-						b.For("j", kir.C(0), sb, func(j kir.Var) {
-							page := kir.Add(kir.Mul(kir.Add(k0, kk), rNt), kir.Add(col, j))
-							dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
-							b.NoCAsyncRead(wAcc[slot].PageAddr(page), dst, kir.Ci(tb))
-						})
-					})
-					b.NoCAsyncReadBarrier()
-					b.CBPushBack(cb, kir.Ci(kb*dest))
-				})
-			}
-			if f.epi == epiAdd {
-				blocks.ReadPages(b, resAcc, cbRes, col, sb)
-			}
-		})
+		pa.nt = rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
+		pa.start, pa.count = rd.RuntimeArg(fmt.Sprintf("start%d", pi)), rd.RuntimeArg(fmt.Sprintf("count%d", pi))
 	}
+	// rowPage is page p of tile row r of a value n tiles wide.
+	rowPage := func(r kir.Expr, n, p kir.Expr) kir.Expr {
+		if f.rows == 1 {
+			return p
+		}
+		return kir.Add(kir.Mul(r, n), p)
+	}
+	rowLoop(b, f.rows, func(r kir.Expr) {
+		if f.norm != nil {
+			blocks.ReadPages(b, xAcc, cbX, rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPages(b, wnAcc, nc.w, kir.C(0), rKt)
+		} else if !mcast {
+			blocks.ReadPagesBatch(b, aAcc, cbAct, rowPage(r, rKt, kir.C(0)), rKt)
+		}
+		for pi, pt := range f.parts {
+			wAcc, rNt, start, count := pas[pi].wAcc, pas[pi].nt, pas[pi].start, pas[pi].count
+			b.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
+				sb := subBlock(b, count, nb, dest)
+				col := b.Let("col", kir.Add(start, nb))
+				for slot, w := range pt.weights {
+					cb := wCB[cbKey{slot, w.Type.DType}]
+					tb := w.Type.DType.TileBytes()
+					// Blocks of kbRows K rows of the sub-block's sb columns (a
+					// sub-block narrower than the plan's takes more rows, so every
+					// barrier waits for about as many tiles as a full one): every
+					// read of a block in flight, one barrier per block. A block always
+					// occupies kb x dest pages of the ring (a short last block or
+					// sub-block leaves pages unused), so blocks never straddle the
+					// ring's end.
+					kr := kbRows(b, sb, kb, min(dest, plan.PerCore))
+					b.ForStep("k0", kir.C(0), rKt, kr, func(k0 kir.Var) {
+						kc := blocks.BlockLenOf(b, "kc", rKt, k0, kr)
+						b.CBReserveBack(cb, kir.Ci(kb*dest))
+						l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+						b.For("k", kir.C(0), kc, func(kk kir.Var) {
+							b.For("j", kir.C(0), sb, func(j kir.Var) {
+								page := kir.Add(kir.Mul(kir.Add(k0, kk), rNt), kir.Add(col, j))
+								dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
+								b.NoCAsyncRead(wAcc[slot].PageAddr(page), dst, kir.Ci(tb))
+							})
+						})
+						b.NoCAsyncReadBarrier()
+						b.CBPushBack(cb, kir.Ci(kb*dest))
+					})
+				}
+				if f.epi == epiAdd {
+					blocks.ReadPages(b, resAcc, cbRes, rowPage(r, rNt, col), sb)
+				}
+			})
+		}
+	})
 
 	// Compute: fp32 DEST, sub-blocks of at most `dest` output tiles.
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
@@ -467,82 +509,93 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	firstW := wCB[cbKey{0, f.parts[0].weights[0].Type.DType}]
 	if f.norm != nil {
 		c.Startup(cbX, cbScaler, nc.sq)
-		cb.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
 		cb.CBWaitFront(cbScaler, kir.C(1))
-		nc.row(c, cKt, kt*ir.TileSize, f.norm.eps, f.norm.offset)
-		cb.CBPopFront(cbScaler, kir.C(1))
 	} else {
 		c.MatmulStartup(cbAct, firstW, outCB[f.parts[0].out.Type.DType])
 	}
-	for pi, pt := range f.parts {
-		out := outCB[pt.out.Type.DType]
-		count := counts[pi]
-		// Enter the loop configured for the first product and its packing,
-		// so a plain part's loop body keeps that configuration.
-		first := out
-		switch f.epi {
-		case epiAdd:
-			first = cbMM
-		case epiSwiGLU:
-			first = cbGate
+	computeRow := func() {
+		if f.norm != nil {
+			cb.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
+			nc.row(c, cKt, kt*ir.TileSize, f.norm.eps, f.norm.offset)
 		}
-		c.PackConfig(first)
-		c.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
-			sb := subBlock(cb, count, nb, dest)
-			for slot, w := range pt.weights {
-				wcb := wCB[cbKey{slot, w.Type.DType}]
-				dst := out
-				switch {
-				case f.epi == epiAdd:
-					dst = cbMM
-				case f.epi == epiSwiGLU && slot == 0:
-					dst = cbGate
-				case f.epi == epiSwiGLU:
-					dst = cbUp
-				}
-				// Block matmul: per K step the activation tile is unpacked
-				// once for the sub-block's sb weight tiles.
-				c.MatmulBlockConfig(cbAct, wcb, sb, cKt)
-				c.Acquire()
-				kr := kbRows(cb, sb, kb, min(dest, plan.PerCore))
-				c.ForStep("k0", kir.C(0), cKt, kr, func(k0 kir.Var) {
-					kc := blocks.BlockLenOf(cb, "kc", cKt, k0, kr)
-					// The activation arrives in chunks: wait for the pages
-					// this block uses (immediate after the first sub-block).
-					cb.CBWaitFront(cbAct, kir.Add(k0, kc))
-					cb.CBWaitFront(wcb, kir.Ci(kb*dest))
-					c.For("k", kir.C(0), kc, func(kk kir.Var) {
-						c.MatmulBlock(cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, cKt)
-					})
-					cb.CBPopFront(wcb, kir.Ci(kb*dest))
-				})
-				c.Commit()
-				c.Wait()
-				c.PackConfig(dst)
-				c.For("j", kir.C(0), sb, func(j kir.Var) {
-					cb.CBReserveBack(dst, kir.C(1))
-					c.Pack(j, dst)
-					cb.CBPushBack(dst, kir.C(1))
-				})
-				c.Release()
-			}
+		for pi, pt := range f.parts {
+			out := outCB[pt.out.Type.DType]
+			count := counts[pi]
+			// Enter the loop configured for the first product and its packing,
+			// so a plain part's loop body keeps that configuration.
+			first := out
 			switch f.epi {
 			case epiAdd:
-				cb.Comment("epilogue: residual + the rounded product")
-				c.For("j", kir.C(0), sb, func(kir.Var) {
-					c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbRes, cbMM, out, false, nil)
-				})
+				first = cbMM
 			case epiSwiGLU:
-				cb.Comment("epilogue: silu(gate), rounded, times up")
-				c.For("j", kir.C(0), sb, func(kir.Var) {
-					c.Unary(cbGate, cbSilu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
-					c.BinaryTile(kir.EltMul, blocks.BcastNone, cbSilu, cbUp, out, false, nil)
-				})
+				first = cbGate
 			}
-		})
+			c.PackConfig(first)
+			c.ForStep("nb", kir.C(0), count, kir.Ci(dest), func(nb kir.Var) {
+				sb := subBlock(cb, count, nb, dest)
+				for slot, w := range pt.weights {
+					wcb := wCB[cbKey{slot, w.Type.DType}]
+					dst := out
+					switch {
+					case f.epi == epiAdd:
+						dst = cbMM
+					case f.epi == epiSwiGLU && slot == 0:
+						dst = cbGate
+					case f.epi == epiSwiGLU:
+						dst = cbUp
+					}
+					// Block matmul: per K step the activation tile is unpacked
+					// once for the sub-block's sb weight tiles.
+					c.MatmulBlockConfig(cbAct, wcb, sb, cKt)
+					c.Acquire()
+					kr := kbRows(cb, sb, kb, min(dest, plan.PerCore))
+					c.ForStep("k0", kir.C(0), cKt, kr, func(k0 kir.Var) {
+						kc := blocks.BlockLenOf(cb, "kc", cKt, k0, kr)
+						// The activation arrives in chunks: wait for the pages
+						// this block uses (immediate after the first sub-block).
+						cb.CBWaitFront(cbAct, kir.Add(k0, kc))
+						cb.CBWaitFront(wcb, kir.Ci(kb*dest))
+						c.For("k", kir.C(0), kc, func(kk kir.Var) {
+							c.MatmulBlock(cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, cKt)
+						})
+						cb.CBPopFront(wcb, kir.Ci(kb*dest))
+					})
+					c.Commit()
+					c.Wait()
+					c.PackConfig(dst)
+					c.For("j", kir.C(0), sb, func(j kir.Var) {
+						cb.CBReserveBack(dst, kir.C(1))
+						c.Pack(j, dst)
+						cb.CBPushBack(dst, kir.C(1))
+					})
+					c.Release()
+				}
+				switch f.epi {
+				case epiAdd:
+					cb.Comment("epilogue: residual + the rounded product")
+					c.For("j", kir.C(0), sb, func(kir.Var) {
+						c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbRes, cbMM, out, false, nil)
+					})
+				case epiSwiGLU:
+					cb.Comment("epilogue: silu(gate), rounded, times up")
+					c.For("j", kir.C(0), sb, func(kir.Var) {
+						c.Unary(cbGate, cbSilu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+						c.BinaryTile(kir.EltMul, blocks.BcastNone, cbSilu, cbUp, out, false, nil)
+					})
+				}
+			})
+		}
+		cb.CBWaitFront(cbAct, cKt)
+		cb.CBPopFront(cbAct, cKt)
 	}
-	cb.CBWaitFront(cbAct, cKt)
-	cb.CBPopFront(cbAct, cKt)
+	if f.rows == 1 {
+		computeRow()
+	} else {
+		c.For("r", kir.C(0), kir.Ci(f.rows), func(kir.Var) { computeRow() })
+	}
+	if f.norm != nil {
+		cb.CBPopFront(cbScaler, kir.C(1))
+	}
 	cp.Define("MM_CORES", strconv.Itoa(plan.Cores))
 	cp.Define("MM_TILES_PER_CORE", strconv.Itoa(plan.PerCore))
 	cp.Define("MM_SUBBLOCK", strconv.Itoa(dest))
@@ -560,14 +613,25 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		}
 	}
 	wb := wr.Builder()
+	oAccs := make([]*blocks.Access, len(f.parts))
 	for pi, pt := range f.parts {
-		oAcc, err := accessOf(ctx, wr, fmt.Sprintf("out%d_addr", pi), pt.out)
-		if err != nil {
+		if oAccs[pi], err = accessOf(ctx, wr, fmt.Sprintf("out%d_addr", pi), pt.out); err != nil {
 			return nil, err
 		}
-		start, count := wr.RuntimeArg(fmt.Sprintf("start%d", pi)), wr.RuntimeArg(fmt.Sprintf("count%d", pi))
-		blocks.WritePages(wb, oAcc, outCB[pt.out.Type.DType], start, count)
 	}
+	wStarts, wCounts := make([]kir.ArgRef, len(f.parts)), make([]kir.ArgRef, len(f.parts))
+	for pi := range f.parts {
+		wStarts[pi], wCounts[pi] = wr.RuntimeArg(fmt.Sprintf("start%d", pi)), wr.RuntimeArg(fmt.Sprintf("count%d", pi))
+	}
+	rowLoop(wb, f.rows, func(r kir.Expr) {
+		for pi, pt := range f.parts {
+			first := kir.Expr(wStarts[pi])
+			if f.rows > 1 {
+				first = kir.Add(kir.Mul(r, kir.Ci(pt.nt)), wStarts[pi])
+			}
+			blocks.WritePages(wb, oAccs[pi], outCB[pt.out.Type.DType], first, wCounts[pi])
+		}
+	})
 
 	for i, core := range cores {
 		s, n := plan.Range(i)

@@ -73,6 +73,10 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	ebW := blocks.ElemBytes(nw.Type.DType) // 0: read whole pages
+	if ebW != 2 && ebW != 4 {
+		ebW = 0
+	}
 	dz := zv.Type.DType
 	kt, vt := Dk/ir.TileSize, Dv/ir.TileSize
 	ctx3 := C / ir.TileSize // qkv tiles per user row
@@ -207,72 +211,24 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b := rd.Builder()
 	zeros := blocks.Scratch(b, cbZero, "zeros")
 	blocks.FillWords(b, zeros, zeroBytes, 0)
-	if exact {
-		b.Comment("the identity tile (fp32)")
-		b.CBReserveBack(cbEye, kir.C(1))
-		eye := b.Let("eye", kir.GetWritePtr{CB: cbEye})
-		blocks.FillWords(b, eye, f.TileBytes(), 0)
-		b.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
-			b.L1Write32(kir.Add(eye, blocks.FaceOffset(d, d, 4)), kir.C(blocks.FillWord(ir.FP32, 1)))
-		})
-		b.CBPushBack(cbEye, kir.C(1))
-	}
-	// rowTiles are n pages of acc from page first as row tiles (rows 1..31
-	// cleared) into cb and, when cb2 >= 0, copies into cb2. rowBatch emits
-	// a list of them with three barriers in all: every page read in
-	// flight, then every clear, then every copy; then the pushes.
+	// Per item, one DRAM batch of the small inputs: the live row of q, k,
+	// v, z and the norm weight (rows 1..31 cleared afterwards) and the 64
+	// bytes of the beta and g tiles that hold the item's scalar, all in
+	// flight under one barrier; the local clears and copies under a second
+	// and third; then the state, streamed while compute normalises q and k.
 	type rowTiles struct {
 		acc     *blocks.Access
 		cb, cb2 int
 		first   kir.Expr
-		n, eb   int
+		n, eb   int // eb 0: whole pages, not cleared
 		l1, l1b kir.Var
 	}
-	rowBatch := func(ts []*rowTiles) {
-		for _, rt := range ts {
-			b.CBReserveBack(rt.cb, kir.Ci(rt.n))
-			rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
-			for j := 0; j < rt.n; j++ {
-				blocks.ReadPageTo(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())))
-			}
-		}
-		b.NoCAsyncReadBarrier()
-		for _, rt := range ts {
-			for j := 0; j < rt.n; j++ {
-				blocks.ClearRows(b, kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), zeros, 1, rt.eb)
-			}
-		}
-		b.NoCAsyncReadBarrier()
-		copies := false
-		for _, rt := range ts {
-			if rt.cb2 < 0 {
-				continue
-			}
-			copies = true
-			b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
-			rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
-			blocks.LocalCopy(b, rt.l1, rt.l1b, rt.n*rt.acc.PageSize())
-		}
-		if copies {
-			b.NoCAsyncReadBarrier()
-		}
-		for _, rt := range ts {
-			if rt.cb2 >= 0 {
-				b.CBPushBack(rt.cb2, kir.Ci(rt.n))
-			}
-			b.CBPushBack(rt.cb, kir.Ci(rt.n))
-		}
-	}
-	// scalarTile: the page of column tensor acc holding element i, with
-	// element (i%32, 0) moved to (0, 0) for a scalar broadcast.
-	scalarTile := func(acc *blocks.Access, cb int, i kir.Expr, eb int) {
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("sc", kir.GetWritePtr{CB: cb})
-		blocks.ReadPageTo(b, acc, kir.Div(i, kir.Ci(ir.TileSize)), l1)
-		b.NoCAsyncReadBarrier()
-		r := b.Let("sr", kir.Mod(i, kir.Ci(ir.TileSize)))
-		b.If(kir.Ne(r, kir.C(0)), func() { blocks.MoveElem(b, l1, r, kir.C(0), l1, kir.C(0), kir.C(0), eb) })
-		b.CBPushBack(cb, kir.C(1))
+	type scalar struct {
+		acc *blocks.Access
+		cb  int
+		eb  int
+		l1  kir.Var
+		r   kir.Var
 	}
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 		head := b.Let("head", kir.Div(i, kir.Ci(groups))) // b*H + h
@@ -281,19 +237,38 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		h := b.Let("h", kir.Mod(head, kir.Ci(H)))
 		xrow := b.Let("xrow", kir.Mul(u, kir.Ci(ctx3)))
 		qt := b.Let("qt", kir.Add(xrow, kir.Mul(kir.Div(h, kir.Ci(G)), kir.Ci(kt))))
-		b.Comment("q and k of key head h/G, v of value head h (whole tiles of the packed conv output) and z, all in flight")
+		b.Comment("the live row of q and k of key head h/G, v of value head h (tiles of the packed conv output), z and the norm weight; the scalars' 64 bytes; all in flight")
 		vt0 := b.Let("vt0", kir.Add(kir.Add(kir.Mul(h, kir.Ci(vt)), kir.Ci(2*kw/ir.TileSize)), v0))
 		zt := b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(ctz)), kir.Mul(h, kir.Ci(vt))), v0))
-		rowBatch([]*rowTiles{
+		ts := []*rowTiles{
 			{acc: xAcc, cb: cbQ, cb2: cbQ2, first: qt, n: kt, eb: ebX},
 			{acc: xAcc, cb: cbK, cb2: cbK2, first: kir.Add(qt, kir.Ci(kw/ir.TileSize)), n: kt, eb: ebX},
 			{acc: xAcc, cb: cbV, cb2: -1, first: kir.Add(xrow, vt0), n: vc, eb: ebX},
 			{acc: zAcc, cb: cbZ, cb2: -1, first: zt, n: vc, eb: ebZ},
-		})
-		blocks.ReadPages(b, wAcc, cbW, v0, kir.Ci(vc))
-		scalarTile(btAcc, cbBeta, head, ebBeta)
-		scalarTile(gAcc, cbG, head, ebG)
-		b.Comment("the item's state tiles (row j, value tiles v0..), streamed")
+			{acc: wAcc, cb: cbW, cb2: -1, first: v0, n: vc, eb: ebW},
+		}
+		for _, rt := range ts {
+			b.CBReserveBack(rt.cb, kir.Ci(rt.n))
+			rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
+			for j := 0; j < rt.n; j++ {
+				page, l1 := kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize()))
+				if rt.eb == 0 {
+					blocks.ReadPageTo(b, rt.acc, page, l1)
+				} else {
+					blocks.ReadRowsTo(b, rt.acc, page, l1, 1, rt.eb)
+				}
+			}
+		}
+		// scalars: element (head%32, 0) of column tensor acc, moved to (0, 0)
+		// for a scalar broadcast after the barrier.
+		scs := []*scalar{{acc: btAcc, cb: cbBeta, eb: ebBeta}, {acc: gAcc, cb: cbG, eb: ebG}}
+		for _, sc := range scs {
+			b.CBReserveBack(sc.cb, kir.C(1))
+			sc.l1 = b.Let("sc", kir.GetWritePtr{CB: sc.cb})
+			sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
+			off := b.Let("soff", kir.And(blocks.FaceOffset(sc.r, kir.C(0), sc.eb), kir.C(^uint32(63))))
+			b.NoCAsyncRead(sc.acc.PageAddrAtExpr(kir.Div(head, kir.Ci(ir.TileSize)), off), kir.Add(sc.l1, off), kir.C(64))
+		}
 		sbase := b.Let("sbase", kir.Add(kir.Mul(head, kir.Ci(kt*vt)), v0))
 		page := func(j kir.Expr) kir.Expr {
 			if vc == vt {
@@ -301,6 +276,39 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 			return kir.Add(sbase, kir.Add(kir.Mul(kir.Div(j, kir.Ci(vc)), kir.Ci(vt)), kir.Mod(j, kir.Ci(vc))))
 		}
+		b.NoCAsyncReadBarrier()
+		for _, rt := range ts {
+			for j := 0; j < rt.n && rt.eb != 0; j++ {
+				blocks.ClearRows(b, kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), zeros, 1, rt.eb)
+			}
+		}
+		for _, rt := range ts {
+			if rt.cb2 >= 0 {
+				b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
+				rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
+			}
+		}
+		for _, sc := range scs {
+			b.If(kir.Ne(sc.r, kir.C(0)), func() { blocks.MoveElem(b, sc.l1, sc.r, kir.C(0), sc.l1, kir.C(0), kir.C(0), sc.eb) })
+		}
+		b.NoCAsyncReadBarrier()
+		// The copies after the clears: they copy the cleared tiles.
+		for _, rt := range ts {
+			if rt.cb2 >= 0 {
+				blocks.LocalCopy(b, rt.l1, rt.l1b, rt.n*rt.acc.PageSize())
+			}
+		}
+		b.NoCAsyncReadBarrier()
+		for _, rt := range ts {
+			if rt.cb2 >= 0 {
+				b.CBPushBack(rt.cb2, kir.Ci(rt.n))
+			}
+			b.CBPushBack(rt.cb, kir.Ci(rt.n))
+		}
+		for _, sc := range scs {
+			b.CBPushBack(sc.cb, kir.C(1))
+		}
+		b.Comment("the item's state tiles (row j, value tiles v0..), streamed")
 		if exact {
 			blocks.ReadPagesTwiceBatchOf(b, sAcc, cbS, cbSf, kir.Ci(kt*vc), gdnStateBatch, page)
 		} else {
@@ -573,6 +581,18 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		ea = xch.declareExchange(wr)
 	}
 	w := wr.Builder()
+	if exact {
+		// The writer is idle until the first new state tile, so it builds
+		// the identity while the reader's first reads are in flight.
+		w.Comment("the identity tile (fp32)")
+		w.CBReserveBack(cbEye, kir.C(1))
+		eye := w.Let("eye", kir.GetWritePtr{CB: cbEye})
+		blocks.FillWords(w, eye, f.TileBytes(), 0)
+		w.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
+			w.L1Write32(kir.Add(eye, blocks.FaceOffset(d, d, 4)), kir.C(blocks.FillWord(ir.FP32, 1)))
+		})
+		w.CBPushBack(cbEye, kir.C(1))
+	}
 	w.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
 		head := w.Let("head", kir.Div(i, kir.Ci(groups)))
 		v0 := w.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(groups)), kir.Ci(vc)))

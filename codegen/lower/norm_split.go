@@ -85,9 +85,13 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 	n := normCBs{x: x, scaler: scaler, out: out, w: -1, wo: -1, xn: -1}
 	if w != nil {
 		n.w = cbs.Input("norm_weight", w.Type.DType, ns.per)
-		n.xn = cbs.Scratch("x_normed", ir.FP32, 2)
+		pages := 2
+		if ns.batched() {
+			pages = ns.per
+		}
+		n.xn = cbs.Scratch("x_normed", ir.FP32, pages)
 		if ns.offset != 0 {
-			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, pages)
 		}
 	}
 	n.sq = cbs.Scratch("x_squared", sq, ns.per)
@@ -98,6 +102,14 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
 	}
 }
+
+// maxBatchedNormTiles bounds the chunk whose step 3 runs phase by phase
+// (batched): its x * rsqrt and weight + offset tiles are all resident.
+const maxBatchedNormTiles = 16
+
+// batched reports whether step 3 runs phase by phase on the whole chunk
+// (scaleChunk) rather than tile by tile (normCBs.scale).
+func (ns *normSplit) batched() bool { return ns.per <= maxBatchedNormTiles }
 
 // addSemaphores adds the exchange semaphores (ids a and b, initial 0) on
 // the plan's cores.
@@ -143,8 +155,42 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 		c.PackOut(n.rsLocal, 1)
 		c.B.CBPopFront(n.gather, g)
 	}, nil)
-	n.scale(c, count, ns.offset)
+	if ns.batched() && n.w >= 0 {
+		ns.scaleChunk(c, count)
+	} else {
+		n.scale(c, count, ns.offset)
+	}
 	c.B.CBPopFront(n.x, count)
+}
+
+// scaleChunk is normCBs.scale with a weight, phase by phase over the
+// chunk's count tiles, each phase one configuration (no init per tile):
+// weight + offset for every tile (before the rsqrt is waited for, so a
+// follower does it while its leader sums), then x * rsqrt into xn, then
+// xn * weight to out. The roundings are scale's: x * rsqrt and weight +
+// offset are packed to fp32 CBs, the product to out's format.
+func (ns *normSplit) scaleChunk(c *blocks.Compute, count kir.Expr) {
+	n := ns.cb
+	wCB := n.w
+	if n.wo >= 0 {
+		wCB = n.wo
+		c.B.Comment("weight + offset, the chunk")
+		c.For("j", kir.C(0), count, func(kir.Var) {
+			c.Unary(n.w, n.wo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(ns.offset)}})
+		})
+	}
+	c.B.CBWaitFront(n.rs, kir.C(1))
+	c.B.Comment("x * rsqrt (column broadcast), the chunk")
+	c.For("j", kir.C(0), count, func(j kir.Var) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
+		c.PackOut(n.xn, 1)
+	})
+	c.B.CBPopFront(n.rs, kir.C(1))
+	c.B.Comment("* weight (row broadcast)")
+	c.For("j", kir.C(0), count, func(kir.Var) {
+		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
+	})
 }
 
 // exchangeArgs declares the writer's per-core exchange arguments (in this

@@ -226,6 +226,9 @@ func (ks *kstate) nocRead(src, dst, size uint64) error {
 		if err := ks.dramAccess(call, bank, t.addr, size, true); err != nil {
 			return err
 		}
+		if a := uint64(ks.r.t.DRAMReadAlign); t.addr%a != dst%a {
+			return ks.errf(kir.RuleDRAMAlign, kir.NoCB, "%s from DRAM bank %d address %#x (≡ %d mod %d) to L1 %#x (≡ %d mod %d): a DRAM read's source and destination must agree modulo %d, or the NoC shifts the data", call, bank, t.addr, t.addr%a, a, dst, dst%a, a, a)
+		}
 		ks.r.d.dram[bank].read(t.addr, buf)
 	} else if m, c, ok := ks.endpoint(t.x1, t.y1); ok {
 		if !m.inBounds(t.addr, size) {
@@ -240,8 +243,9 @@ func (ks *kstate) nocRead(src, dst, size uint64) error {
 	return nil
 }
 
-// dramAccess checks a DRAM read (whole pages, read alignment) or write
-// (write alignment) against the buffers allocated in the bank.
+// dramAccess checks a DRAM read (read alignment; whole pages, or a part
+// of one page) or write (write alignment) against the buffers allocated in
+// the bank.
 func (ks *kstate) dramAccess(call string, bank int, addr, size uint64, read bool) error {
 	t := ks.r.t
 	align := uint64(t.DRAMWriteAlign)
@@ -257,8 +261,10 @@ func (ks *kstate) dramAccess(call string, bank int, addr, size uint64, read bool
 	}
 	if read {
 		rel := addr - uint64(b.Addr)
-		if rel%uint64(b.Stride) != 0 || size != uint64(b.PageSize) && size%uint64(b.Stride) != 0 {
-			return ks.errf(kir.RuleDRAMAlign, kir.NoCB, "%s of %d bytes at offset %d of buffer %q (pages of %d bytes, %d apart in a bank) does not read whole pages", call, size, rel, b.Name, b.PageSize, b.Stride)
+		stride, in := uint64(b.Stride), rel%uint64(b.Stride)
+		whole := in == 0 && (size == uint64(b.PageSize) || size%stride == 0)
+		if !whole && in+size > uint64(b.PageSize) {
+			return ks.errf(kir.RuleDRAMAlign, kir.NoCB, "%s of %d bytes at offset %d of buffer %q (pages of %d bytes, %d apart in a bank) reads neither whole pages nor within one page", call, size, rel, b.Name, b.PageSize, b.Stride)
 		}
 	}
 	return nil

@@ -47,7 +47,9 @@
 // reported as *kir.RuleError with the same Rule names Validate uses: DEST
 // indices beyond the capacity (RuleDEST), a CB block straddling the ring's
 // end, pushes without room or reads beyond the waited pages (RuleCBFlow),
-// DRAM reads that are not 64-byte aligned whole pages and DRAM writes not
+// DRAM reads that are not 64-byte aligned, whose L1 destination differs
+// from the source modulo 64 (Blackhole's NoC shifts such data), or that
+// read neither whole pages nor within one page, and DRAM writes not
 // 16-byte aligned (RuleDRAMAlign), NoC packets over 16 KiB (RuleNoCPacket),
 // out-of-range memory or unknown NoC endpoints (RuleMemory), the
 // tile_regs_acquire/commit/wait/release order (RuleTileRegs), a compute op

@@ -588,19 +588,31 @@ func TestRuntimeRules(t *testing.T) {
 			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
 			a, off := k.RuntimeArg("a"), k.RuntimeArg("off")
 			k.SetRuntimeArgs(kir.Core{}, kir.BufferAddr("a", 0), kir.U32(32))
-			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: kir.Add(a, off)}, kir.C(300000), kir.C(64))
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: kir.Add(a, off)}, kir.C(300032), kir.C(64))
 			return p
 		}, kir.RuleDRAMAlign, "is not 64-byte aligned"},
-		{"partial DRAM page", func() *kir.Program {
-			p := kir.NewProgram("partial")
+		{"DRAM read to a destination of another alignment", func() *kir.Program {
+			// Row 1 of a bf16 tile's face 0 (offset 32) read on its own to
+			// a 64-byte aligned destination: the card would shift it.
+			p := kir.NewProgram("shifted")
 			rs := []ir.CoreRange{{}}
 			p.AddBuffer(kir.Buffer{Name: "a", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 8})
 			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
 			a := k.RuntimeArg("a")
 			k.SetRuntimeArgs(kir.Core{}, kir.BufferAddr("a", 0))
-			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: a}, kir.C(300000), kir.C(1024))
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: a}, kir.C(300032+32), kir.C(64))
 			return p
-		}, kir.RuleDRAMAlign, "does not read whole pages"},
+		}, kir.RuleDRAMAlign, "must agree modulo 64"},
+		{"partial DRAM page", func() *kir.Program {
+			p := kir.NewProgram("partial")
+			rs := []ir.CoreRange{{}}
+			p.AddBuffer(kir.Buffer{Name: "a", Mem: ir.DRAM, DType: ir.BF16, Layout: ir.TileLayout, PageSize: 2048, Pages: 16})
+			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: rs})
+			a := k.RuntimeArg("a")
+			k.SetRuntimeArgs(kir.Core{}, kir.BufferAddr("a", 0))
+			k.Builder().NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.C(1), Offset: kir.Add(a, kir.C(1024))}, kir.C(300032), kir.C(2048))
+			return p
+		}, kir.RuleDRAMAlign, "reads neither whole pages nor within one page"},
 		{"unallocated DRAM", func() *kir.Program {
 			p := kir.NewProgram("wild")
 			k := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, Cores: []ir.CoreRange{{}}})

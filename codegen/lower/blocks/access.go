@@ -84,7 +84,8 @@ func nocArg(k *kir.Kernel, prefix string, i int, v kir.ArgValue) kir.ArgRef {
 // PageSize is the buffer's page size in bytes.
 func (a *Access) PageSize() int { return a.Buf.PageSize }
 
-// IsDRAM reports whether the buffer is in DRAM (reads must be whole pages).
+// IsDRAM reports whether the buffer is in DRAM (reads must be 64-byte
+// aligned, with the L1 destination at the same offset modulo 64).
 func (a *Access) IsDRAM() bool { return a.Buf.Mem.Kind.IsDRAM() }
 
 // Base is the argument holding the buffer's address.
@@ -114,6 +115,29 @@ func (a *Access) PageAddr(page kir.Expr) kir.Expr {
 		y = selectArg(kir.Div(ci, kir.Ci(a.gw)), a.ys)
 	}
 	return kir.NoCAddr{X: x, Y: y, Addr: kir.Add(a.base, kir.Mul(slot, kir.Ci(a.stride)))}
+}
+
+// PageAddrAt is the U64 NoC address of byte off of page `page` (off a
+// constant below the page size).
+func (a *Access) PageAddrAt(page kir.Expr, off int) kir.Expr {
+	if off == 0 {
+		return a.PageAddr(page)
+	}
+	return a.PageAddrAtExpr(page, kir.Ci(off))
+}
+
+// PageAddrAtExpr is PageAddrAt for an offset computed at run time.
+func (a *Access) PageAddrAtExpr(page, off kir.Expr) kir.Expr {
+	switch ad := a.PageAddr(page).(type) {
+	case kir.DRAMBankAddr:
+		ad.Offset = kir.Add(ad.Offset, off)
+		return ad
+	case kir.NoCAddr:
+		ad.Addr = kir.Add(ad.Addr, off)
+		return ad
+	default:
+		panic(fmt.Sprintf("blocks: page address %T", ad))
+	}
 }
 
 // selectArg is args[idx] as an expression: sum over i of (idx == i) * args[i].

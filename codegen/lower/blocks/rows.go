@@ -23,6 +23,27 @@ func rowOffset(r, half, eb int) int {
 	return ((r/FaceDim)*2+half)*256*eb + (r%FaceDim)*FaceDim*eb
 }
 
+// ReadRowsTo reads rows [0, rows) of tile page `page` of a (a tile-layout
+// buffer of eb-byte elements, 2 or 4) into the tile at L1 address l1,
+// which must be 64-byte aligned: per face of the rows' bands, one read of
+// the face's first rows rounded up to 64 bytes (2 KiB of a bf16 tile ->
+// two 64-byte reads for one row), so source and destination agree
+// modulo 64 as DRAM reads on Blackhole need. Rows past `rows` that the
+// rounding brings are the page's own; the rest of the tile is left as it
+// was (clear it with ClearRows). The caller issues the read barrier.
+func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
+	rows = min(max(rows, 1), TileDim)
+	face := 256 * eb
+	for band := 0; band*FaceDim < rows; band++ {
+		n := min(rows-band*FaceDim, FaceDim)
+		size := min(face, (n*FaceDim*eb+63)/64*64)
+		for half := range 2 {
+			off := rowOffset(band*FaceDim, half, eb)
+			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(size))
+		}
+	}
+}
+
 // ClearRows zeroes rows [from, 32) of the tile at L1 address tile
 // (elements of eb bytes, 2 or 4) with at most three local NoC reads from
 // zeros, the L1 address of at least one tile (1024*eb bytes) of zero

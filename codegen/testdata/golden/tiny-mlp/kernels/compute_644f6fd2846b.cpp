@@ -11,8 +11,8 @@
 //          c_16 out: 2 x 2048 B Float16_b
 //          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
-//          c_24 x_normed: 2 x 4096 B Float32
-//          c_25 weight_plus_offset: 2 x 4096 B Float32
+//          c_24 x_normed: 1 x 4096 B Float32
+//          c_25 weight_plus_offset: 1 x 4096 B Float32
 //          c_26 x_squared: 1 x 4096 B Float32
 // defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
 //          REDUCE_OP=PoolType::SUM
@@ -94,28 +94,14 @@ void kernel_main() {
         cb_push_back(18, 1);
         cb_pop_front(4, 2);
     }
-    cb_wait_front(3, 1);
-    // x * rsqrt (column broadcast) [* weight (row broadcast)]
-    reconfig_data_format(24, 25);
-    pack_reconfig_data_format(16);
+    // weight + offset, the chunk
+    reconfig_data_format(2, 1);
     reduce_uninit();
-    mul_bcast_rows_init_short(24, 25);
+    copy_tile_to_dst_init_short(2);
     binop_with_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
-        tile_regs_acquire();
-        reconfig_data_format(0, 3);
-        mul_bcast_cols_init_short(0, 3);
-        mul_tiles_bcast_cols(0, 3, j_3, 0, 0);
-        tile_regs_commit();
-        pack_reconfig_data_format(24);
-        cb_reserve_back(24, 1);
-        tile_regs_wait();
-        pack_tile(0, 24);
-        tile_regs_release();
-        cb_push_back(24, 1);
         cb_wait_front(2, 1);
         tile_regs_acquire();
-        copy_tile_to_dst_init_short(2);
         copy_tile(2, 0, 0);
         add_unary_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(2, 1);
@@ -125,23 +111,40 @@ void kernel_main() {
         pack_tile(0, 25);
         tile_regs_release();
         cb_push_back(25, 1);
+    }
+    cb_wait_front(3, 1);
+    // x * rsqrt (column broadcast), the chunk
+    reconfig_data_format(0, 3);
+    mul_bcast_cols_init_short(0, 3);
+    for (uint32_t j_4 = 0; j_4 < count; ++j_4) {
+        tile_regs_acquire();
+        mul_tiles_bcast_cols(0, 3, j_4, 0, 0);
+        tile_regs_commit();
+        cb_reserve_back(24, 1);
+        tile_regs_wait();
+        pack_tile(0, 24);
+        tile_regs_release();
+        cb_push_back(24, 1);
+    }
+    cb_pop_front(3, 1);
+    // * weight (row broadcast)
+    reconfig_data_format(24, 25);
+    pack_reconfig_data_format(16);
+    mul_bcast_rows_init_short(24, 25);
+    for (uint32_t j_5 = 0; j_5 < count; ++j_5) {
         cb_wait_front(24, 1);
         cb_wait_front(25, 1);
         tile_regs_acquire();
-        reconfig_data_format(24, 25);
-        mul_bcast_rows_init_short(24, 25);
         mul_tiles_bcast_rows(24, 25, 0, 0, 0);
         cb_pop_front(24, 1);
         cb_pop_front(25, 1);
         tile_regs_commit();
-        pack_reconfig_data_format(16);
         cb_reserve_back(16, 1);
         tile_regs_wait();
         pack_tile(0, 16);
         tile_regs_release();
         cb_push_back(16, 1);
     }
-    cb_pop_front(3, 1);
     cb_pop_front(0, count);
     cb_pop_front(1, 1);
 }

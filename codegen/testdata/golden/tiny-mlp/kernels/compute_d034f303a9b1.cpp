@@ -39,8 +39,8 @@ void kernel_main() {
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
     compute_kernel_hw_startup(0, 1, 25);
-    // RMSNorm prologue: the normalised activation row, rounded to x's dtype
     cb_wait_front(1, 1);
+    // RMSNorm prologue: the normalised activation row, rounded to x's dtype
     cb_wait_front(0, kt);
     // x^2
     copy_tile_to_dst_init_short(0);
@@ -125,7 +125,6 @@ void kernel_main() {
     }
     cb_pop_front(26, 1);
     cb_pop_front(0, kt);
-    cb_pop_front(1, 1);
     reconfig_data_format(2, 24);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -158,4 +157,5 @@ void kernel_main() {
     }
     cb_wait_front(24, kt);
     cb_pop_front(24, kt);
+    cb_pop_front(1, 1);
 }
