@@ -86,6 +86,8 @@ type Result struct {
 	Rewrites *rewrite.Stats
 	// Place holds the place pass's counts.
 	Place PlaceStats
+	// PackRows holds the pack-rows pass's counts.
+	PackRows PackRowsStats
 }
 
 // Names returns the distinct pass names in pipeline order.

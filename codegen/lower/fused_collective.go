@@ -207,6 +207,7 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 		}
 		if tl.ns = planNormSplit(t, tiles/tl.wt, tl.wt, used, avail, tile); tl.ns != nil {
 			tl.ns.h, tl.ns.eps, tl.ns.offset = tl.wt*ir.TileSize, tl.eps, tl.offset
+			tl.ns.live = blocks.LiveRows(tl.s.Type.Shape)
 			tl.split = Split{Items: len(tl.ns.cores), Cores: len(tl.ns.cores), PerCore: 1}
 			tl.cores, tl.ranges = tl.ns.cores, tl.ns.ranges
 			return nil

@@ -27,9 +27,9 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	}
 	scaler := cbs.Input("scaler", ir.BF16, 1)
 	if tl.res != nil {
-		c.hOut = cbs.Output("h", tl.dt, 2)
+		c.hOut = cbs.Output("h", tl.dt, ns.outPages())
 	}
-	out := cbs.Output("normed", tl.dt, 2)
+	out := cbs.Output("normed", tl.dt, ns.outPages())
 	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
 	c.norm = ns.cb.normCBs
 	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
@@ -44,8 +44,8 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: true}})
 	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
 
-	// Reader: the scaler, the ring wait, the chunk (s and residual, or h),
-	// the weight chunk.
+	// Reader: the residual and weight chunks and the scaler, the ring wait,
+	// the reduced chunk (s, or h).
 	ctx := tl.ctx
 	sAcc, err := accessOf(ctx, rd, "s_addr", tl.s)
 	if err != nil {
@@ -64,24 +64,32 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	fx, fy := tl.ringFollowers(rd)
 	start, col, count := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	blocks.ScalerTile(b, scaler, 1)
-	tl.ringWait(rd, fx, fy)
+	// The residual's and the weight's live rows do not wait for the ring:
+	// in flight while the scaler is built. Then the reduced sum's live rows
+	// once the ring has delivered it.
+	live := blocks.LiveRows(tl.s.Type.Shape)
 	if tl.res != nil {
-		b.CBReserveBack(c.s, count)
 		b.CBReserveBack(c.res, count)
-		ls, lr := b.Let("ls", kir.GetWritePtr{CB: c.s}), b.Let("lr", kir.GetWritePtr{CB: c.res})
-		b.For("i", kir.C(0), count, func(i kir.Var) {
-			pg := kir.Add(start, i)
-			b.NoCAsyncRead(sAcc.PageAddr(pg), kir.Add(ls, kir.Mul(i, kir.Ci(sAcc.PageSize()))), kir.Ci(sAcc.PageSize()))
-			b.NoCAsyncRead(rAcc.PageAddr(pg), kir.Add(lr, kir.Mul(i, kir.Ci(rAcc.PageSize()))), kir.Ci(rAcc.PageSize()))
-		})
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(c.s, count)
-		b.CBPushBack(c.res, count)
-	} else {
-		blocks.ReadPagesBatch(b, sAcc, x, start, count)
+		lr := b.Let("lr", kir.GetWritePtr{CB: c.res})
+		blocks.ReadTilesLive(b, rAcc, lr, start, count, live, blocks.ElemBytes(tl.res.Type.DType))
 	}
-	ns.readWeights(b, wAcc, col, count)
+	ns.issueWeights(b, wAcc, col, count)
+	blocks.ScalerTile(b, scaler, 1)
+	b.NoCAsyncReadBarrier()
+	if tl.res != nil {
+		b.CBPushBack(c.res, count)
+	}
+	ns.pushWeights(b, count)
+	tl.ringWait(rd, fx, fy)
+	sCB := x
+	if tl.res != nil {
+		sCB = c.s
+	}
+	b.CBReserveBack(sCB, count)
+	ls := b.Let("ls", kir.GetWritePtr{CB: sCB})
+	blocks.ReadTilesLive(b, sAcc, ls, start, count, live, blocks.ElemBytes(tl.s.Type.DType))
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(sCB, count)
 
 	// Compute: h = residual + s per tile (to the writer and the chunk),
 	// then the split-row norm.
@@ -124,10 +132,10 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	ea := ns.declareExchange(wr)
 	wb := wr.Builder()
 	if hAcc != nil {
-		blocks.WritePages(wb, hAcc, c.hOut, wstart, wcount)
+		ns.writeChunk(wb, hAcc, c.hOut, wstart, wcount)
 	}
 	ns.exchange(wb, ea)
-	blocks.WritePages(wb, nAcc, out, wstart, wcount)
+	ns.writeChunk(wb, nAcc, out, wstart, wcount)
 
 	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
 }

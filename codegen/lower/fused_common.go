@@ -699,6 +699,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rows := xs.Tiles() / wt
 	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles+EltwiseTileCycles+2*UnpackTileCycles); ns != nil {
 		ns.h, ns.eps, ns.offset = hd, eps, offset
+		ns.live = blocks.LiveRows(xs)
 		return addRMSNormSplit(op, ctx, ns)
 	}
 	p, err := newProgram(op, ctx)

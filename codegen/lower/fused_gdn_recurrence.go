@@ -168,7 +168,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	var xch *normSplit
 	cbRsOut := cbR
 	if groups > 1 {
-		xch = &normSplit{t: t, rows: B * H, group: groups, cores: cores, ranges: rs}
+		xch = &normSplit{t: t, rows: B * H, group: groups, cores: cores, ranges: rs, live: 1} // o is one row
 		xch.cb.rs = cbs.Input("rsqrt_out", ir.FP32, 1)
 		xch.cb.partial, xch.cb.rsLocal = cbSout, cbSout
 		xch.cb.gather = cbs.Input("group_partial_sums", ir.FP32, groups)

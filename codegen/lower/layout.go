@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -49,6 +50,9 @@ func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	if x.Type.Shape.Numel() != out.Type.Shape.Numel() {
 		return nil, fmt.Errorf("rule reshape-numel: %s and %s hold different element counts", x.Type.Shape, out.Type.Shape)
+	}
+	if users, pack, ok := userRowsReshape(x, out); ok {
+		return lowerUserRows(op, ctx, users, pack)
 	}
 	if x.Type.Layout == ir.RowMajorLayout && out.Type.Layout == ir.RowMajorLayout {
 		if x.Type.Shape.Cols2D() == out.Type.Shape.Cols2D() {
@@ -317,7 +321,9 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	plan := PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle)
 	cores, rs := firstCores(t, plan.Cores)
 	cbs := blocks.NewCBPlan(p, t, rs)
-	cb := cbs.Pages(blocks.InputCB, "pages", src.Type.DType, ps, 2)
+	// Pages 64 bytes apart at least, so each DRAM read lands at its
+	// source's offset modulo 64 (small row-major pages: token ids).
+	cb := cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
 	if err := cbs.Err("page copy"); err != nil {
 		return nil, err
 	}

@@ -107,6 +107,13 @@ var opCases = []opCase{
 	{"embedding_users", func(b *ir.Builder) *ir.Value {
 		return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 3, 5)), b.Weight("embed.weight", ir.T(ir.BF16, 100, 64)))
 	}},
+	// pack-rows' reshapes of users' rows ([B,1,X] <-> [1,B,X]).
+	{"reshape_pack_users", func(b *ir.Builder) *ir.Value {
+		return b.Reshape(b.Input("x", ir.T(ir.BF16, 5, 1, 96)), []int{1, 5, 96})
+	}},
+	{"reshape_unpack_users", func(b *ir.Builder) *ir.Value {
+		return b.Reshape(b.Input("x", ir.T(ir.FP32, 1, 19, 64)), []int{19, 1, 64})
+	}},
 	argmaxCase("argmax", 2, 100),
 	argmaxCase("argmax_one_row", 1, 512),
 	// B = 3 users' logits: three tile rows of one live row.

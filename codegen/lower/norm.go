@@ -136,6 +136,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	rows := xs.Tiles() / wt
 	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil {
 		ns.h, ns.eps = h, eps
+		ns.live = blocks.LiveRows(xs)
 		if w != nil {
 			ns.offset = offset
 		}
@@ -252,7 +253,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	cbs := blocks.NewCBPlan(p, t, ns.ranges)
 	cbX := cbs.Input("x", x.Type.DType, ns.per)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
+	cbOut := cbs.Output("out", out.Type.DType, ns.outPages())
 	ns.addCBs(cbs, cbX, cbScaler, cbOut, w, ir.FP32)
 	if err := cbs.Err(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per)); err != nil {
 		return nil, err
@@ -272,9 +273,16 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
+	// x's live rows and the weight chunk's row in flight while the scaler
+	// is built, one barrier.
+	b.CBReserveBack(cbX, rcount)
+	xl1 := b.Let("xl1", kir.GetWritePtr{CB: cbX})
+	blocks.ReadTilesLive(b, xAcc, xl1, rstart, rcount, blocks.LiveRows(x.Type.Shape), blocks.ElemBytes(x.Type.DType))
+	ns.issueWeights(b, wAcc, rcol, rcount)
 	blocks.ScalerTile(b, cbScaler, 1)
-	blocks.ReadPagesBatch(b, xAcc, cbX, rstart, rcount)
-	ns.readWeights(b, wAcc, rcol, rcount)
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cbX, rcount)
+	ns.pushWeights(b, rcount)
 
 	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
@@ -292,7 +300,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.declareExchange(wr)
 	ns.exchange(wr.Builder(), ea)
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
 	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }

@@ -25,8 +25,11 @@ type normSplit struct {
 	group, per  int // cores per row, tiles per core (the last core of a group may have fewer)
 	h           int
 	eps, offset float64
-	cores       []kir.Core // group g is cores[g*group : (g+1)*group]; cores[g*group] leads it
-	ranges      []ir.CoreRange
+	// live is the rows of a tile that hold data (blocks.LiveRows; 0 or 32
+	// when unknown): the exchange moves only the row sums of those rows.
+	live   int
+	cores  []kir.Core // group g is cores[g*group : (g+1)*group]; cores[g*group] leads it
+	ranges []ir.CoreRange
 	// semPartial counts the cores whose squares reached a leader, semValid
 	// tells a follower that the rsqrt tile is in place.
 	semPartial, semValid int
@@ -63,7 +66,7 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 	if s.Cores < 2 {
 		return nil
 	}
-	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore}
+	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, live: ir.TileSize}
 	ns.cores, ns.ranges = coresFrom(t, first, rows*ns.group)
 	return ns
 }
@@ -111,6 +114,29 @@ const maxBatchedNormTiles = 16
 // (scaleChunk) rather than tile by tile (normCBs.scale).
 func (ns *normSplit) batched() bool { return ns.per <= maxBatchedNormTiles }
 
+// outPages is the depth of a result CB of the chunk: the whole chunk when
+// step 3 is batched (the writer then issues every write as its tile
+// arrives and waits once, writeChunk), else two.
+func (ns *normSplit) outPages() int {
+	if ns.batched() {
+		return ns.per
+	}
+	return 2
+}
+
+// writeChunk emits the writer's stores of the count result tiles of cb
+// (outPages deep) to pages start.. of a: one barrier for the chunk when
+// batched, else a barrier per tile.
+func (ns *normSplit) writeChunk(b *kir.Builder, a *blocks.Access, cb int, start, count kir.Expr) {
+	if !ns.batched() {
+		blocks.WritePages(b, a, cb, start, count)
+		return
+	}
+	b.If(kir.Gt(count, kir.C(0)), func() {
+		blocks.WritePagesBatch(b, a, cb, count, func(i kir.Expr) kir.Expr { return kir.Add(start, i) })
+	})
+}
+
 // addSemaphores adds the exchange semaphores (ids a and b, initial 0) on
 // the plan's cores.
 func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) {
@@ -123,7 +149,28 @@ func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) {
 // col into the weight CB, all in flight. Produces count pages of it.
 func (ns *normSplit) readWeights(b *kir.Builder, wAcc *blocks.Access, col, count kir.Expr) {
 	if ns.cb.w >= 0 {
-		blocks.ReadPagesBatch(b, wAcc, ns.cb.w, col, count)
+		ns.issueWeights(b, wAcc, col, count)
+		b.NoCAsyncReadBarrier()
+		ns.pushWeights(b, count)
+	}
+}
+
+// issueWeights reserves count pages of the weight CB and issues the reads
+// of the weight chunk's live row (the weight is a row vector: compute
+// broadcasts its row 0); pushWeights pushes them after the caller's
+// barrier. Both do nothing without a weight.
+func (ns *normSplit) issueWeights(b *kir.Builder, wAcc *blocks.Access, col, count kir.Expr) {
+	if ns.cb.w < 0 {
+		return
+	}
+	b.CBReserveBack(ns.cb.w, count)
+	l1 := b.Let("wl1", kir.GetWritePtr{CB: ns.cb.w})
+	blocks.ReadTilesLive(b, wAcc, l1, col, count, 1, blocks.ElemBytes(wAcc.Buf.DType))
+}
+
+func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
+	if ns.cb.w >= 0 {
+		b.CBPushBack(ns.cb.w, count)
 	}
 }
 
@@ -193,6 +240,16 @@ func (ns *normSplit) scaleChunk(c *blocks.Compute, count kir.Expr) {
 	})
 }
 
+// sumBytes is the bytes of a partial or rsqrt tile the exchange moves:
+// the fp32 row sums sit in column 0, so live rows r < 16 are the first
+// live*64 bytes of face 0; with rows past 16 the whole tile.
+func (ns *normSplit) sumBytes() int {
+	if ns.live > 0 && ns.live < blocks.FaceDim {
+		return ns.live * blocks.FaceDim * 4
+	}
+	return ir.FP32.TileBytes()
+}
+
 // exchangeArgs declares the writer's per-core exchange arguments (in this
 // order; values from exchangeValues).
 type exchangeArgs struct {
@@ -255,10 +312,11 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
 	n := ns.cb
 	tb := kir.Ci(ir.FP32.TileBytes())
-	b.Comment("send this core's partial sums to its page of the group leader's gather CB")
+	sb := kir.Ci(ns.sumBytes())
+	b.Comment("send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB")
 	b.CBWaitFront(n.partial, kir.C(1))
 	row := b.Let("gather_base", kir.GetWritePtr{CB: n.gather})
-	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(a.slot, tb))}, tb)
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(a.slot, tb))}, sb)
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
 	b.CBPopFront(n.partial, kir.C(1))
@@ -273,9 +331,9 @@ func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
 		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})
 		ns.eachRect(b, a, func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr) {
-			b.NoCAsyncWriteMulticast(src, mc(dst), tb, r[4])
+			b.NoCAsyncWriteMulticast(src, mc(dst), sb, r[4])
 		})
-		blocks.LocalCopy(b, src, dst, ir.FP32.TileBytes())
+		blocks.LocalCopy(b, src, dst, ns.sumBytes())
 		b.NoCAsyncReadBarrier()
 		b.NoCAsyncWriteBarrier()
 		b.NoCSemaphoreSet(valid, kir.C(1))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // Whole-row moves inside tiles held in L1, for data-movement kernels.
@@ -22,6 +23,10 @@ import (
 func rowOffset(r, half, eb int) int {
 	return ((r/FaceDim)*2+half)*256*eb + (r%FaceDim)*FaceDim*eb
 }
+
+// RowOffset is the byte offset of half `half` of row r in a tile of
+// eb-byte elements (see rowOffset).
+func RowOffset(r, half, eb int) int { return rowOffset(r, half, eb) }
 
 // ReadRowsTo reads rows [0, rows) of tile page `page` of a (a tile-layout
 // buffer of eb-byte elements, 2 or 4) into the tile at L1 address l1,
@@ -42,6 +47,34 @@ func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(size))
 		}
 	}
+}
+
+// ReadTilesLive issues the reads of count tile pages first, ... of a into
+// consecutive page slots at L1 address l1 (64-byte aligned): rows [0,
+// rows) of each (ReadRowsTo) when rows < 32 and a's elements are eb = 2 or
+// 4 bytes, else whole pages. The rows past `rows` are left as they were:
+// callers whose results' rows depend only on the same rows (row-wise
+// programs) read no more than the live rows. No barrier.
+func ReadTilesLive(b *kir.Builder, a *Access, l1, first, count kir.Expr, rows, eb int) {
+	b.For("i", kir.C(0), count, func(i kir.Var) {
+		page, at := kir.Add(first, i), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize())))
+		if rows < TileDim && (eb == 2 || eb == 4) {
+			ReadRowsTo(b, a, page, at, rows, eb)
+		} else {
+			ReadPageTo(b, a, page, at)
+		}
+	})
+}
+
+// LiveRows is the number of rows of a tile-layout value of shape s that
+// row-wise programs must read: its rows when it is one tile row (the
+// second-to-last dim, 1 for a vector), else 32.
+func LiveRows(s ir.Shape) int {
+	im := ImageOf(s)
+	if im.B*im.Rt != 1 {
+		return TileDim
+	}
+	return im.R
 }
 
 // ClearRows zeroes rows [from, 32) of the tile at L1 address tile

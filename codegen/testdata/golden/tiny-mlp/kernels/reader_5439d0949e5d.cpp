@@ -17,6 +17,18 @@ void kernel_main() {
     const uint32_t x_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t w_addr = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
+    cb_reserve_back(0, count);
+    uint32_t xl1 = get_write_ptr(0);
+    for (uint32_t i = 0; i < count; ++i) {
+        noc_async_read(get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, x_addr + (start + i) / NUM_DRAM_BANKS * 2048u), xl1 + i * 2048u + 0u, 64);
+        noc_async_read(get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, x_addr + (start + i) / NUM_DRAM_BANKS * 2048u + 512u), xl1 + i * 2048u + 512u, 64);
+    }
+    cb_reserve_back(2, count);
+    uint32_t wl1 = get_write_ptr(2);
+    for (uint32_t i_2 = 0; i_2 < count; ++i_2) {
+        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u), wl1 + i_2 * 2048u + 0u, 64);
+        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u + 512u), wl1 + i_2 * 2048u + 512u, 64);
+    }
     // reduce scaler tile: the value in row 0 of every face
     cb_reserve_back(1, 1);
     uint32_t scaler = get_write_ptr(1);
@@ -28,23 +40,12 @@ void kernel_main() {
     noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 1024u, 1024);
     noc_async_read_barrier();
     for (uint32_t f = 0; f < 4; ++f) {
-        for (uint32_t i = 0; i < 8; ++i) {
-            *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + f * 512u + i * 4u) = 1065369472;
+        for (uint32_t i_3 = 0; i_3 < 8; ++i_3) {
+            *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + f * 512u + i_3 * 4u) = 1065369472;
         }
     }
     cb_push_back(1, 1);
-    cb_reserve_back(0, count);
-    uint32_t l1 = get_write_ptr(0);
-    for (uint32_t i_2 = 0; i_2 < count; ++i_2) {
-        noc_async_read(get_noc_addr_from_bank_id<true>((start + i_2) % NUM_DRAM_BANKS, x_addr + (start + i_2) / NUM_DRAM_BANKS * 2048u), l1 + i_2 * 2048u, 2048);
-    }
     noc_async_read_barrier();
     cb_push_back(0, count);
-    cb_reserve_back(2, count);
-    uint32_t l1_2 = get_write_ptr(2);
-    for (uint32_t i_3 = 0; i_3 < count; ++i_3) {
-        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_3) % NUM_DRAM_BANKS, w_addr + (col + i_3) / NUM_DRAM_BANKS * 2048u), l1_2 + i_3 * 2048u, 2048);
-    }
-    noc_async_read_barrier();
     cb_push_back(2, count);
 }

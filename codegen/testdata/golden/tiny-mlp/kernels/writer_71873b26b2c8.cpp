@@ -5,7 +5,7 @@
 // cores:   (0,0)-(1,0)
 // CBs:     c_3 rsqrt_mean: 1 x 4096 B Float32
 //          c_4 group_partial_sums: 2 x 4096 B Float32
-//          c_16 out: 2 x 2048 B Float16_b
+//          c_16 out: 1 x 2048 B Float16_b
 //          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
 
@@ -51,10 +51,10 @@ void kernel_main() {
     const uint32_t mcast5_cores = get_arg_val<uint32_t>(35);  // runtime arg 35 (per core)
     const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
-    // send this core's partial sums to its page of the group leader's gather CB
+    // send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB
     cb_wait_front(17, 1);
     uint32_t gather_base = get_write_ptr(4);
-    noc_async_write(get_read_ptr(17), get_noc_addr(leader_x, leader_y, gather_base + slot * 4096u), 4096);
+    noc_async_write(get_read_ptr(17), get_noc_addr(leader_x, leader_y, gather_base + slot * 4096u), 128);
     noc_async_write_barrier();
     noc_semaphore_inc(get_noc_addr(leader_x, leader_y, get_semaphore(0)), 1);
     cb_pop_front(17, 1);
@@ -69,24 +69,24 @@ void kernel_main() {
         uint32_t rs_src = get_read_ptr(18);
         uint32_t rs_dst = get_write_ptr(3);
         if (mcast0_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast0_x0, mcast0_y0, mcast0_x1, mcast0_y1, rs_dst), 4096, mcast0_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast0_x0, mcast0_y0, mcast0_x1, mcast0_y1, rs_dst), 128, mcast0_cores);
         }
         if (mcast1_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast1_x0, mcast1_y0, mcast1_x1, mcast1_y1, rs_dst), 4096, mcast1_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast1_x0, mcast1_y0, mcast1_x1, mcast1_y1, rs_dst), 128, mcast1_cores);
         }
         if (mcast2_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast2_x0, mcast2_y0, mcast2_x1, mcast2_y1, rs_dst), 4096, mcast2_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast2_x0, mcast2_y0, mcast2_x1, mcast2_y1, rs_dst), 128, mcast2_cores);
         }
         if (mcast3_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast3_x0, mcast3_y0, mcast3_x1, mcast3_y1, rs_dst), 4096, mcast3_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast3_x0, mcast3_y0, mcast3_x1, mcast3_y1, rs_dst), 128, mcast3_cores);
         }
         if (mcast4_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast4_x0, mcast4_y0, mcast4_x1, mcast4_y1, rs_dst), 4096, mcast4_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast4_x0, mcast4_y0, mcast4_x1, mcast4_y1, rs_dst), 128, mcast4_cores);
         }
         if (mcast5_cores != 0u) {
-            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast5_x0, mcast5_y0, mcast5_x1, mcast5_y1, rs_dst), 4096, mcast5_cores);
+            noc_async_write_multicast(rs_src, get_noc_multicast_addr(mcast5_x0, mcast5_y0, mcast5_x1, mcast5_y1, rs_dst), 128, mcast5_cores);
         }
-        noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], rs_src), rs_dst, 4096);
+        noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], rs_src), rs_dst, 128);
         noc_async_read_barrier();
         noc_async_write_barrier();
         noc_semaphore_set(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(valid_sem), 1);
@@ -115,12 +115,15 @@ void kernel_main() {
         noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(valid_sem), 1);
     }
     cb_push_back(3, 1);
-    for (uint32_t i = 0; i < count; ++i) {
+    if (count > 0u) {
         cb_wait_front(16, 1);
         uint32_t l1 = get_read_ptr(16);
-        noc_async_write(l1, get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, out_addr + (start + i) / NUM_DRAM_BANKS * 2048u), 2048);
+        for (uint32_t i = 0; i < count; ++i) {
+            cb_wait_front(16, i + 1u);
+            noc_async_write(l1 + i * 2048u, get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, out_addr + (start + i) / NUM_DRAM_BANKS * 2048u), 2048);
+        }
         noc_async_write_barrier();
-        cb_pop_front(16, 1);
+        cb_pop_front(16, count);
     }
     noc_async_atomic_barrier();
 }

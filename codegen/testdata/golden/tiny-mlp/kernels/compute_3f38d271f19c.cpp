@@ -8,7 +8,7 @@
 //          c_2 norm_weight: 1 x 2048 B Float16_b
 //          c_3 rsqrt_mean: 1 x 4096 B Float32
 //          c_4 group_partial_sums: 2 x 4096 B Float32
-//          c_16 out: 2 x 2048 B Float16_b
+//          c_16 out: 1 x 2048 B Float16_b
 //          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
 //          c_24 x_normed: 1 x 4096 B Float32

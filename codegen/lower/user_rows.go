@@ -1,0 +1,151 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Users' rows: the reshapes [B, 1, X] <-> [1, B, X] in tile layout that
+// pass pack-rows inserts (B <= 32 users at decode). Both views hold the
+// same elements; the first keeps user b in row 0 of tile row b, the
+// second in row b of one tile row. Tile column j of every user moves
+// together, so the X/32 columns are split over the grid and each moves
+// only live rows:
+//
+//   - pack ([B,1,X] -> [1,B,X]): the reader reads the first 64 bytes of
+//     faces 0 and 1 of tile (b, j) for every user b (row 0, two 64-byte
+//     reads each, into 64-byte slots so source and destination agree
+//     modulo 64 as Blackhole's DRAM reads need), copies each user's two
+//     face-row runs into row b of the packed tile with local NoC reads,
+//     and the writer stores the tile. Rows B..31 of the packed tile are
+//     padding and are not cleared (device programs may leave garbage in
+//     padding; the row-wise programs that read packed rows never mix rows).
+//   - unpack ([1,B,X] -> [B,1,X]): the reader reads rows 0..B-1 of packed
+//     tile j (blocks.ReadRowsTo), and the writer stores row b's two
+//     face-row runs straight into row 0 of tile (b, j) (DRAM writes need
+//     16-byte alignment only; a face row is 32 or 64 bytes). Rows 1..31 of
+//     the result tiles are padding and are not written.
+
+// userRowsReshape reports whether reshape x -> out is a pack (pack true)
+// or unpack of users' rows this file lowers, and returns B.
+func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
+	xs, os := x.Type.Shape, out.Type.Shape
+	if x.Type.Layout != ir.TileLayout || out.Type.Layout != ir.TileLayout || xs.Rank() != 3 || os.Rank() != 3 || xs[2] != os[2] {
+		return 0, false, false
+	}
+	if eb := blocks.ElemBytes(x.Type.DType); eb != 2 && eb != 4 {
+		return 0, false, false
+	}
+	switch {
+	case xs[1] == 1 && os[0] == 1 && xs[0] == os[1] && xs[0] > 1 && xs[0] <= ir.TileSize:
+		return xs[0], true, true
+	case xs[0] == 1 && os[1] == 1 && xs[1] == os[0] && xs[1] > 1 && xs[1] <= ir.TileSize:
+		return xs[1], false, true
+	}
+	return 0, false, false
+}
+
+// userRowSlot is the staging bytes of one user's row 0 in a pack: the
+// first 64 bytes of faces 0 and 1.
+const userRowSlot = 128
+
+func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
+	t := ctx.Target
+	x, out := op.Operands[0], op.Result()
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	dt := x.Type.DType
+	eb := blocks.ElemBytes(dt)
+	seg := blocks.FaceDim * eb // one face row
+	xt := tilesWide(x.Type.Shape)
+	// Per column: B reads (or writes) of two runs each, issued one by one.
+	perCol := 2 * users * 40
+	plan := PlanSplit(xt, t.NumWorkers(), perCol, 0, 0)
+	cores, rs := firstCores(t, plan.Cores)
+	cbs := blocks.NewCBPlan(p, t, rs)
+	cbTile := cbs.Output("tiles", dt, 2)
+	cbStage := -1
+	if pack {
+		cbStage = cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*userRowSlot, 1)
+	}
+	if err := cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
+		return nil, err
+	}
+
+	rd := newReader(p, rs)
+	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	if err != nil {
+		return nil, err
+	}
+	rstart, rcount := rd.RuntimeArg("start_col"), rd.RuntimeArg("num_cols")
+	b := rd.Builder()
+	var stage kir.Var
+	if pack {
+		stage = blocks.Scratch(b, cbStage, "rows")
+	}
+	b.For("j", rstart, kir.Add(rstart, rcount), func(j kir.Var) {
+		b.CBReserveBack(cbTile, kir.C(1))
+		l1 := b.Let("tile", kir.GetWritePtr{CB: cbTile})
+		if !pack {
+			blocks.ReadRowsTo(b, xAcc, j, l1, users, eb)
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(cbTile, kir.C(1))
+			return
+		}
+		b.Comment("row 0 of every user's tile j, two 64-byte reads each")
+		for u := range users {
+			page := kir.Add(kir.Ci(u*xt), j)
+			for half := range 2 {
+				off := 256 * eb * half
+				b.NoCAsyncRead(xAcc.PageAddrAt(page, off), kir.Add(stage, kir.Ci(u*userRowSlot+64*half)), kir.C(64))
+			}
+		}
+		b.NoCAsyncReadBarrier()
+		b.Comment("each user's face rows into its row of the packed tile")
+		for u := range users {
+			for half := range 2 {
+				blocks.LocalCopy(b, kir.Add(stage, kir.Ci(u*userRowSlot+64*half)), kir.Add(l1, kir.Ci(blocks.RowOffset(u, half, eb))), seg)
+			}
+		}
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cbTile, kir.C(1))
+	})
+	if pack {
+		blocks.ReleaseScratch(b, cbStage)
+	}
+
+	wr := newWriter(p, rs)
+	oAcc, err := accessOf(ctx, wr, "out_addr", out)
+	if err != nil {
+		return nil, err
+	}
+	wstart, wcount := wr.RuntimeArg("start_col"), wr.RuntimeArg("num_cols")
+	w := wr.Builder()
+	if pack {
+		blocks.WritePages(w, oAcc, cbTile, wstart, wcount)
+	} else {
+		w.For("j", wstart, kir.Add(wstart, wcount), func(j kir.Var) {
+			w.CBWaitFront(cbTile, kir.C(1))
+			l1 := w.Let("tile", kir.GetReadPtr{CB: cbTile})
+			for u := range users {
+				page := kir.Add(kir.Ci(u*xt), j)
+				for half := range 2 {
+					w.NoCAsyncWrite(kir.Add(l1, kir.Ci(blocks.RowOffset(u, half, eb))), oAcc.PageAddrAt(page, blocks.RowOffset(0, half, eb)), kir.Ci(seg))
+				}
+			}
+			w.NoCAsyncWriteBarrier()
+			w.CBPopFront(cbTile, kir.C(1))
+		})
+	}
+	for i, c := range cores {
+		s, n := plan.Range(i)
+		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+	return p, nil
+}
