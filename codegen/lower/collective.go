@@ -718,34 +718,41 @@ func (k *cclKernels) adders() {
 		kk := b.Let("chunk", k.chunkIndex(dev, kir.C(0), 2))
 		k.packets(b, count, func(base, cnt kir.Var) {
 			n := k.laneCount(b, cnt, lane)
-			b.CBReserveBack(cbIn0, n)
-			l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
-			var r0 kir.Var
-			if k.residual != nil {
-				b.CBReserveBack(cbIn2, n)
-				r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
-			}
-			tileOf := func(j kir.Var) kir.Expr { return kir.Add(lane, kir.Mul(j, kir.Ci(m))) }
-			b.For("j", kir.C(0), n, func(j kir.Var) {
-				pg := k.page(kk, kir.Add(kir.Add(first, base), tileOf(j)))
-				b.NoCAsyncRead(k.dram(xa, pg), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+			// A lane with no tile of a short packet still takes part in the
+			// handshake.
+			b.IfElse(kir.Gt(n, kir.C(0)), func() {
+				b.CBReserveBack(cbIn0, n)
+				l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
+				var r0 kir.Var
 				if k.residual != nil {
-					b.NoCAsyncRead(k.dram(ra, pg), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+					b.CBReserveBack(cbIn2, n)
+					r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
 				}
+				tileOf := func(j kir.Var) kir.Expr { return kir.Add(lane, kir.Mul(j, kir.Ci(m))) }
+				b.For("j", kir.C(0), n, func(j kir.Var) {
+					pg := k.page(kk, kir.Add(kir.Add(first, base), tileOf(j)))
+					b.NoCAsyncRead(k.dram(xa, pg), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+					if k.residual != nil {
+						b.NoCAsyncRead(k.dram(ra, pg), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+					}
+				})
+				b.NoCSemaphoreWait(arrived, kir.C(1))
+				b.NoCSemaphoreSet(arrived, kir.C(0))
+				b.CBReserveBack(cbIn1, n)
+				in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
+				b.For("j", kir.C(0), n, func(j kir.Var) {
+					received(tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
+				})
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cbIn0, n)
+				b.CBPushBack(cbIn1, n)
+				if k.residual != nil {
+					b.CBPushBack(cbIn2, n)
+				}
+			}, func() {
+				b.NoCSemaphoreWait(arrived, kir.C(1))
+				b.NoCSemaphoreSet(arrived, kir.C(0))
 			})
-			b.NoCSemaphoreWait(arrived, kir.C(1))
-			b.NoCSemaphoreSet(arrived, kir.C(0))
-			b.CBReserveBack(cbIn1, n)
-			in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
-			b.For("j", kir.C(0), n, func(j kir.Var) {
-				received(tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
-			})
-			b.NoCAsyncReadBarrier()
-			b.CBPushBack(cbIn0, n)
-			b.CBPushBack(cbIn1, n)
-			if k.residual != nil {
-				b.CBPushBack(cbIn2, n)
-			}
 			b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
 		})
 	} else {
@@ -838,17 +845,19 @@ func (k *cclKernels) adders() {
 		b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
 		k.packets(b, wcount, func(base, cnt kir.Var) {
 			n := k.laneCount(b, cnt, wlane)
-			out0 := b.Let("sum_base", kir.GetReadPtr{CB: cbOut})
-			b.For("j", kir.C(0), n, func(j kir.Var) {
-				pg := kir.Expr(kir.Add(kir.Add(wfirst, base), kir.Add(wlane, kir.Mul(j, kir.Ci(m)))))
-				if k.kind == cclAllReduce {
-					pg = k.page(kk, pg)
-				}
-				b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
-				b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
+			b.If(kir.Gt(n, kir.C(0)), func() {
+				out0 := b.Let("sum_base", kir.GetReadPtr{CB: cbOut})
+				b.For("j", kir.C(0), n, func(j kir.Var) {
+					pg := kir.Expr(kir.Add(kir.Add(wfirst, base), kir.Add(wlane, kir.Mul(j, kir.Ci(m)))))
+					if k.kind == cclAllReduce {
+						pg = k.page(kk, pg)
+					}
+					b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
+					b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
+				})
+				b.NoCAsyncWriteBarrier()
+				b.CBPopFront(cbOut, n)
 			})
-			b.NoCAsyncWriteBarrier()
-			b.CBPopFront(cbOut, n)
 		})
 	} else {
 		k.packets(b, wcount, func(base, cnt kir.Var) {

@@ -45,6 +45,9 @@ var fusedCCLCases = []fusedCCLCase{
 	{name: "add+norm rows 1x2", n: 2, dt: ir.BF16, shape: []int{96, 128}, norm: true, tail: true, fold: true},
 	{name: "add+norm hidden 1x4", n: 4, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true},
 	{name: "add+norm rows 1x4", n: 4, dt: ir.BF16, shape: []int{2, 32, 128}, norm: true, tail: true},
+	// 32 packed users' rows: whole tiles on the wire, several packets per
+	// link, the last too short for every adder lane.
+	{name: "add+norm 32 users 1x2", n: 2, dt: ir.BF16, shape: []int{1, 32, 5120}, norm: true, offset: 1, tail: true, fold: true},
 }
 
 // fusedCCLGraph builds the one-op graph of tc on a 1xN mesh: x and the
