@@ -202,6 +202,15 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	if err := gg.Check(); err != nil {
 		return nil, err
 	}
+	// Decode with a user's heads in one tile row (q and gate [B, H <= 32,
+	// D]) reads the user's q and gate tiles whole and moves the group's G
+	// rows (rows j*G.. of kv head j) to rows 0..G-1 with local copies,
+	// instead of gathering them segment by segment into zero-filled tiles;
+	// rows G..31 keep other heads' values, which no result row reads.
+	qim, gim := blocks.ImageOf(q.Type.Shape), blocks.ImageOf(gate.Type.Shape)
+	groupRows := !prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
+	var rowErr error
+	var groupFirst, groupUser kir.Var // the group's first row in its user's tile row; the user
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
@@ -261,13 +270,33 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		if !prefill {
 			head = b.Let("head", kir.Div(i, kir.Ci(split))) // b*Hkv + j
 			dlo = b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(split)), kir.Ci(dc)))
-			first := b.Let("first", kir.Add(kir.Mul(kir.Div(head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
-			rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-				return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+			if groupRows {
+				groupUser = b.Let("user", kir.Div(head, kir.Ci(d.Hkv)))
+				groupFirst = b.Let("group_row", kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
+			} else {
+				first := b.Let("first", kir.Add(kir.Mul(kir.Div(head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+				rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+					return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+				}
+				gq.Map, gg.Map = rowMap, rowMap
 			}
-			gq.Map, gg.Map = rowMap, rowMap
-			b.Comment("the group's query rows")
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gq.Page(b, cbQ, dd) })
+			if groupRows {
+				b.Comment("the group's query rows: q's tiles whole, the group's rows moved to the top")
+				b.CBReserveBack(cbQ, kir.Ci(Dt))
+				ql1 := b.Let("q_l1", kir.GetWritePtr{CB: cbQ})
+				for dd := range Dt {
+					blocks.ReadPageTo(b, qAcc, kir.Add(kir.Mul(groupUser, kir.Ci(Dt)), kir.Ci(dd)), kir.Add(ql1, kir.Ci(dd*qAcc.PageSize())))
+				}
+				b.NoCAsyncReadBarrier()
+				if err := sdpaGroupToTop(b, groupFirst, ql1, Dt, qAcc.PageSize(), d.G, d.H, blocks.ElemBytes(q.Type.DType)); err != nil {
+					rowErr = err
+				}
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cbQ, kir.Ci(Dt))
+			} else {
+				b.Comment("the group's query rows")
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gq.Page(b, cbQ, dd) })
+			}
 			maskTile = func(tt kir.Var) {
 				m := b.Let("m", kir.GetWritePtr{CB: cbMask})
 				b.IfElse(kir.Lt(tt, lptr), func() { blocks.LocalCopy(b, zero, m, fb) }, func() {
@@ -320,9 +349,24 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			if prefill {
 				page = kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd)
 			}
-			gg.Page(b, cbGate, page)
+			if groupRows && !prefill {
+				b.CBReserveBack(cbGate, kir.C(1))
+				gl1 := b.Let("gate_l1", kir.GetWritePtr{CB: cbGate})
+				blocks.ReadPageTo(b, gAcc, kir.Add(kir.Mul(groupUser, kir.Ci(Dt)), dd), gl1)
+				b.NoCAsyncReadBarrier()
+				if err := sdpaGroupToTop(b, groupFirst, gl1, 1, gAcc.PageSize(), d.G, d.H, blocks.ElemBytes(gate.Type.DType)); err != nil {
+					rowErr = err
+				}
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cbGate, kir.C(1))
+			} else {
+				gg.Page(b, cbGate, page)
+			}
 		})
 	})
+	if rowErr != nil {
+		return nil, rowErr
+	}
 	gg.End(b)
 	if !prefill {
 		gq.End(b)
@@ -464,3 +508,24 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 // sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per
 // barrier (its K and V CBs hold two blocks).
 const sdpaCacheBlock = 8
+
+// sdpaGroupToTop emits, for the n tiles of page size ps at L1 address l1
+// (rows of a user's all heads), the move of rows first..first+G-1
+// to rows 0..G-1 in each tile (first is a run-time multiple of G below
+// all, so the two row ranges never overlap): one branch per possible
+// first, local copies of face-row runs (blocks.CopyRows). The caller
+// issues the read barrier.
+func sdpaGroupToTop(b *kir.Builder, first kir.Var, l1 kir.Var, n, ps, g, all, eb int) error {
+	var err error
+	for f := g; f+g <= all; f += g {
+		b.If(kir.Eq(first, kir.Ci(f)), func() {
+			for j := range n {
+				tile := kir.Add(l1, kir.Ci(j*ps))
+				if e := blocks.CopyRows(b, tile, tile, f, 0, g, eb); e != nil {
+					err = e
+				}
+			}
+		})
+	}
+	return err
+}
