@@ -608,7 +608,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mcastArgs, err = actMulticast(p, t, wr, cbAct, aAcc, kt, cores, rs); err != nil {
+		if mcastArgs, err = actMulticast(p, t, wr, cbAct, aAcc, kt, blocks.LiveRows(f.act.Type.Shape), cores, rs); err != nil {
 			return nil, err
 		}
 	}

@@ -112,13 +112,15 @@ func mcastGroups(t *target.Target, cores []kir.Core) ([]mcastGroup, error) {
 // (kt pages of acc) into CB cb of every core of the program (rs, the
 // first-n-row-major ranges), as the section doc describes, and adds its
 // two semaphores to p. The row moves in chunks of whole pages (at most
-// one NoC packet each): the sender reads a chunk, multicasts it and
-// then the chunk count in its valid word; every core pushes each chunk's
+// one NoC packet each; the sender reads only the first `rows` rows of
+// each page when the others are padding): the sender reads a chunk,
+// multicasts it and then the chunk count in its valid word; every core
+// pushes each chunk's
 // pages as soon as it has them, so compute can start on the first chunk.
 // It returns, per core of cores, the runtime-arg values the writer must
 // get first (the args it declares: sender flag, sender NoC x/y, group
 // receivers, and per rectangle its corners and destination count).
-func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt int, cores []kir.Core, rs []ir.CoreRange) (map[kir.Core][]kir.ArgValue, error) {
+func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, rows int, cores []kir.Core, rs []ir.CoreRange) (map[kir.Core][]kir.ArgValue, error) {
 	groups, err := mcastGroups(t, cores)
 	if err != nil {
 		return nil, err
@@ -170,6 +172,16 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 	valid := b.Let("valid", kir.GetSemaphore{ID: kir.C(mcastSemValid)})
 	ps := acc.PageSize()
 	chunk := max(1, t.MaxNoCPacket/ps)
+	// readAct issues the read of activation page pg to l1: its first rows
+	// (the matmul's rows are independent, so the rest of the tile never
+	// reaches a live result row) when only those hold data, else the page.
+	readAct := func(b *kir.Builder, pg, l1 kir.Expr) {
+		if eb := blocks.ElemBytes(acc.Buf.DType); rows < blocks.TileDim && (eb == 2 || eb == 4) {
+			blocks.ReadRowsTo(b, acc, pg, l1, rows, eb)
+			return
+		}
+		b.NoCAsyncRead(acc.PageAddr(pg), l1, kir.Ci(ps))
+	}
 	b.Comment(fmt.Sprintf("the activation row: read once per column group by its sender, multicast to the group in chunks of %d pages", chunk))
 	b.CBReserveBack(cb, kir.Ci(kt))
 	l1 := b.Let("act_l1", kir.GetWritePtr{CB: cb})
@@ -178,7 +190,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 		b.NoCAsyncAtomicBarrier()
 	}, func() {
 		b.For("i", kir.C(0), kir.Ci(min(chunk, kt)), func(i kir.Var) {
-			b.NoCAsyncRead(acc.PageAddr(i), kir.Add(l1, kir.Mul(i, kir.Ci(ps))), kir.Ci(ps))
+			readAct(b, i, kir.Add(l1, kir.Mul(i, kir.Ci(ps))))
 		})
 	})
 	b.ForStep("p0", kir.C(0), kir.Ci(kt), kir.Ci(chunk), func(p0 kir.Var) {
@@ -193,7 +205,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 			b.If(kir.Lt(next, kir.Ci(kt)), func() {
 				nn := blocks.BlockLen(b, "nn", kir.Ci(kt), next, chunk)
 				b.For("i", kir.C(0), nn, func(i kir.Var) {
-					b.NoCAsyncRead(acc.PageAddr(kir.Add(next, i)), kir.Add(l1, kir.Mul(kir.Add(next, i), kir.Ci(ps))), kir.Ci(ps))
+					readAct(b, kir.Add(next, i), kir.Add(l1, kir.Mul(kir.Add(next, i), kir.Ci(ps))))
 				})
 			})
 			b.If(kir.Eq(p0, kir.C(0)), func() { b.NoCSemaphoreWait(ready, receivers) })

@@ -44,7 +44,8 @@ void kernel_main() {
         noc_async_atomic_barrier();
     } else {
         for (uint32_t i = 0; i < 2; ++i) {
-            noc_async_read(get_noc_addr_from_bank_id<true>(i % NUM_DRAM_BANKS, a_addr + i / NUM_DRAM_BANKS * 2048u), act_l1 + i * 2048u, 2048);
+            noc_async_read(get_noc_addr_from_bank_id<true>(i % NUM_DRAM_BANKS, a_addr + i / NUM_DRAM_BANKS * 2048u), act_l1 + i * 2048u + 0u, 64);
+            noc_async_read(get_noc_addr_from_bank_id<true>(i % NUM_DRAM_BANKS, a_addr + i / NUM_DRAM_BANKS * 2048u + 512u), act_l1 + i * 2048u + 512u, 64);
         }
     }
     for (uint32_t p0 = 0; p0 < 2; p0 += 8) {
@@ -62,7 +63,8 @@ void kernel_main() {
                     nn = 8;
                 }
                 for (uint32_t i_2 = 0; i_2 < nn; ++i_2) {
-                    noc_async_read(get_noc_addr_from_bank_id<true>((next + i_2) % NUM_DRAM_BANKS, a_addr + (next + i_2) / NUM_DRAM_BANKS * 2048u), act_l1 + (next + i_2) * 2048u, 2048);
+                    noc_async_read(get_noc_addr_from_bank_id<true>((next + i_2) % NUM_DRAM_BANKS, a_addr + (next + i_2) / NUM_DRAM_BANKS * 2048u), act_l1 + (next + i_2) * 2048u + 0u, 64);
+                    noc_async_read(get_noc_addr_from_bank_id<true>((next + i_2) % NUM_DRAM_BANKS, a_addr + (next + i_2) / NUM_DRAM_BANKS * 2048u + 512u), act_l1 + (next + i_2) * 2048u + 512u, 64);
                 }
             }
             if (p0 == 0u) {
