@@ -22,7 +22,9 @@ import (
 // compute kernel only sees the q and k items.
 //
 //   - q, k: the reader gathers x (Dt tiles, heads as rows, zero rows past
-//     the last head), streams the norm weight tiles and builds the RoPE
+//     the last head; when a user's heads fit one tile row, from row 0 of
+//     each head's source tile by two 64-byte reads, blocks.GatherRows),
+//     streams the norm weight tiles and builds the RoPE
 //     matrix of the user (blocks.RopeMatrix: cos on the diagonal, the
 //     signed sin at the rotate-half positions, 1 past the rotary dims)
 //     from the cos and sin rows. Compute: x^2 (fp32), the row sums
@@ -33,7 +35,8 @@ import (
 //     (matmul_tiles into fp32 DEST, one rounding at the pack), the others
 //     are the result as they are. The writer stores the q tiles, or, for
 //     k, copies the row of each kv head into row pos%32 of its cache tile
-//     (read, patch, write back).
+//     (read, patch, write back; up to 16 cache tiles all read at the
+//     item's start and written under one barrier).
 //   - gate: the reader gathers the gate columns the same way; the writer
 //     stores them.
 //   - v: the reader streams the v tiles of each kv head (the head's D
@@ -207,8 +210,25 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	cbY := cbs.Scratch("normed_rotary", dt, d.RtR)
 	cbOut := cbs.Output("out", dt, 2)
-	cbSlot := cbs.Scratch("cache_tile", dt, 1)
+	// The k and v items patch the Hkv*Dt cache tiles of tile row pos/32:
+	// all read at the item's start (before compute delivers the rows), one
+	// barrier, then per result tile the row copies, the writes under one
+	// final barrier — when they fit 16 slots; else one tile at a time.
+	batchPatch := d.KRt == 1 && d.Hkv*d.Dt <= 16
+	slots := 1
+	if batchPatch {
+		slots = d.Hkv * d.Dt
+	}
+	cbSlot := cbs.Scratch("cache_tile", dt, slots)
 	cbPosW := cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	// With every head of a user in one tile row the reader assembles a
+	// head tile from row 0 of each head's source tile (blocks.GatherRows:
+	// two 64-byte reads per head instead of a whole source page).
+	rowGather := d.HRt == 1 && d.KRt == 1
+	cbRows := -1
+	if rowGather {
+		cbRows = cbs.Pages(blocks.ScratchCB, "head_rows", dt, max(d.H, d.Hkv)*blocks.GatherRowSlot, 1)
+	}
 	if err := cbs.Err(fmt.Sprintf("attn_prologue with head dim %d", d.D)); err != nil {
 		return nil, err
 	}
@@ -243,6 +263,11 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	gq.Begin(b, []int{cbSlotQG})
 	gk.Begin(b, []int{cbSlotK})
+	var headRows kir.Var
+	if rowGather {
+		headRows = blocks.Scratch(b, cbRows, "head_rows")
+	}
+	qgIm, kIm := blocks.ImageOf(qg.Type.Shape), blocks.ImageOf(k.Type.Shape)
 	// normInputs streams the weight tiles of w around the user's RoPE
 	// matrix tiles, in the order the compute kernel takes them.
 	normInputs := func(wAcc *blocks.Access, user kir.Expr) {
@@ -278,6 +303,28 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Gather's Map is read when Page emits, so the q and gate items share
 	// gq (and its one-page cache of qg) with different maps.
 	gatherHeads := func(g *blocks.Gather, cb int, user, hr kir.Expr, colOf func(h kir.Expr) kir.Expr) {
+		if rowGather {
+			// Head h's columns colOf(h) + 32*dd.. are row 0 of source tile
+			// (colOf(h) + 32*dd)/32 of the user's row (colOf is a multiple of 32).
+			src, n := qgAcc, d.H
+			im := qgIm
+			if g == gk {
+				src, n, im = kAcc, d.Hkv, kIm
+			}
+			for dd := range d.Dt {
+				b.CBReserveBack(cb, kir.C(1))
+				tile := b.Let("tile", kir.GetWritePtr{CB: cb})
+				blocks.GatherRows(b, src, headRows, tile, n, blocks.ElemBytes(dt), func(h int) kir.Expr {
+					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(kir.Add(colOf(kir.Ci(h)), kir.Ci(dd*ir.TileSize)), kir.Ci(ir.TileSize)))
+				})
+				if eb := blocks.ElemBytes(dt); tabBytes >= 1024*eb {
+					blocks.ClearRows(b, tile, zero, n, eb)
+				}
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cb, kir.C(1))
+			}
+			return
+		}
 		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: user, Col: kir.Add(colOf(row), col)}}
 		}
@@ -334,6 +381,9 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			items.vcopy.on(b, r, copyCache(vcAcc))
 		}
 	})
+	if rowGather {
+		blocks.ReleaseScratch(b, cbRows)
+	}
 	gk.End(b)
 	gq.End(b)
 	if cbPosR >= 0 {
@@ -379,7 +429,7 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	wpos := readPos(b, wpAcc, cbPosW)
 	wptr := b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
 	prow := b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
-	slot := blocks.Scratch(b, cbSlot, "cache_tile")
+	slot := blocks.ScratchPages(b, cbSlot, slots, "cache_tile")
 	eb := blocks.ElemBytes(dt)
 	tb := dt.TileBytes()
 	// patch writes row srcRow of the tile at src into row pos%32 of cache
@@ -399,8 +449,57 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		items.q.on(b, r, func(hr kir.Expr) {
 			blocks.WritePages(b, qAcc, cbOut, kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.HRt)), hr), kir.Ci(d.Dt)), kir.Ci(d.Dt))
 		})
+		// patchAll is the batched patch of every (kv head, D tile) cache
+		// tile of the item: next(h, dd) waits for the source tile and
+		// returns its L1 address and row, done(h, dd) releases it.
+		patchAll := func(in, out *blocks.Access, headsOuter bool, next func(h, dd int) (kir.Expr, kir.Expr), done func(h, dd int)) {
+			at := func(h, dd int) kir.Expr { return kir.Add(slot, kir.Ci((h*d.Dt+dd)*tb)) }
+			for h := range d.Hkv {
+				for dd := range d.Dt {
+					blocks.ReadPageTo(b, in, cachePage(u, kir.Ci(h), wptr, kir.Ci(dd)), at(h, dd))
+				}
+			}
+			b.NoCAsyncReadBarrier()
+			each := func(h, dd int) {
+				src, row := next(h, dd)
+				blocks.CopyTileRow(b, src, row, at(h, dd), prow, eb)
+				b.NoCAsyncReadBarrier()
+				done(h, dd)
+				b.NoCAsyncWrite(at(h, dd), out.PageAddr(cachePage(u, kir.Ci(h), wptr, kir.Ci(dd))), kir.Ci(tb))
+			}
+			if headsOuter {
+				for h := range d.Hkv {
+					for dd := range d.Dt {
+						each(h, dd)
+					}
+				}
+			} else {
+				for dd := range d.Dt {
+					for h := range d.Hkv {
+						each(h, dd)
+					}
+				}
+			}
+			b.NoCAsyncWriteBarrier()
+		}
 		items.k.on(b, r, func(hr kir.Expr) {
 			b.Comment("k: each kv head's row into row pos%32 of its cache tiles")
+			if batchPatch {
+				// Result tile dd holds every kv head's row dd of D.
+				var src kir.Var
+				patchAll(kcIn, kcW, false, func(h, dd int) (kir.Expr, kir.Expr) {
+					if h == 0 {
+						b.CBWaitFront(cbOut, kir.C(1))
+						src = b.Let("src", kir.GetReadPtr{CB: cbOut})
+					}
+					return src, kir.Ci(h)
+				}, func(h, dd int) {
+					if h == d.Hkv-1 {
+						b.CBPopFront(cbOut, kir.C(1))
+					}
+				})
+				return
+			}
 			b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) {
 				b.CBWaitFront(cbOut, kir.C(1))
 				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
@@ -415,6 +514,13 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		})
 		items.v.on(b, r, func(hr kir.Expr) {
 			b.Comment("v: row 0 of each tile into row pos%32 of the cache tile")
+			if batchPatch {
+				patchAll(vcIn, vcW, true, func(h, dd int) (kir.Expr, kir.Expr) {
+					b.CBWaitFront(cbCopy, kir.C(1))
+					return b.Let("src", kir.GetReadPtr{CB: cbCopy}), kir.C(0)
+				}, func(h, dd int) { b.CBPopFront(cbCopy, kir.C(1)) })
+				return
+			}
 			heads(b, hr, func(h kir.Var) {
 				b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) {
 					b.CBWaitFront(cbCopy, kir.C(1))
@@ -440,7 +546,7 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			items.vcopy.on(b, r, copyCache(vcW))
 		}
 	})
-	blocks.ReleaseScratch(b, cbSlot)
+	blocks.ReleaseScratchPages(b, cbSlot, slots)
 	blocks.ReleaseScratch(b, cbPosW)
 
 	for ci, core := range cores {

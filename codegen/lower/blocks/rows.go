@@ -66,6 +66,30 @@ func ReadTilesLive(b *kir.Builder, a *Access, l1, first, count kir.Expr, rows, e
 	})
 }
 
+// GatherRowSlot is the staging bytes GatherRows needs per row.
+const GatherRowSlot = 128
+
+// GatherRows assembles rows 0..rows-1 of the tile at L1 address dst from
+// row 0 of tile pages page(0), ..., page(rows-1) of a (elements of eb = 2
+// or 4 bytes): per row two 64-byte reads (the first 64 bytes of faces 0
+// and 1, so source and destination agree modulo 64) into its
+// GatherRowSlot-byte slot of stage (64-byte aligned), one barrier, then
+// two local copies of the face-row runs into the row. The other rows of
+// dst are untouched. The caller issues the final read barrier.
+func GatherRows(b *kir.Builder, a *Access, stage, dst kir.Expr, rows, eb int, page func(r int) kir.Expr) {
+	for r := range rows {
+		for half := range 2 {
+			b.NoCAsyncRead(a.PageAddrAt(page(r), rowOffset(0, half, eb)), kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.C(64))
+		}
+	}
+	b.NoCAsyncReadBarrier()
+	for r := range rows {
+		for half := range 2 {
+			LocalCopy(b, kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.Add(dst, kir.Ci(rowOffset(r, half, eb))), FaceDim*eb)
+		}
+	}
+}
+
 // LiveRows is the number of rows of a tile-layout value of shape s that
 // row-wise programs must read: its rows when it is one tile row (the
 // second-to-last dim, 1 for a vector), else 32.
