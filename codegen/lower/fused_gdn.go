@@ -197,34 +197,33 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ScalerTile(b, cbScaler, 1)
 	var rowErr error
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		b.Comment("taps: rows 0..K-1 of one tile")
+		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row, all in flight")
 		tc := b.Let("tc", kir.Mod(i, rCt))
 		b.CBReserveBack(cbTaps, kir.C(1))
 		tp := b.Let("tp", kir.GetWritePtr{CB: cbTaps})
-		blocks.ReadPageTo(b, tAcc, tc, tp)
-		b.NoCAsyncReadBarrier()
-		if ebT != 0 {
-			blocks.ClearRows(b, tp, zeros, K, ebT)
-			b.NoCAsyncReadBarrier()
-		}
-		b.CBPushBack(cbTaps, kir.C(1))
-
-		b.Comment("window: the state rows, the new input in row K-1, zeros below")
 		b.CBReserveBack(cbWin, kir.C(1))
 		w := b.Let("win", kir.GetWritePtr{CB: cbWin})
-		blocks.ReadPageTo(b, stAcc, i, w)
-		blocks.ReadPageTo(b, xAcc, i, slot)
-		b.NoCAsyncReadBarrier()
-		rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
-		blocks.ClearRows(b, w, zeros, K, eb)
-		b.NoCAsyncReadBarrier()
-
-		b.Comment("new state: window rows 1..K-1 moved up one row (the shift register)")
 		b.CBReserveBack(cbNew, kir.C(1))
 		ns := b.Let("ns", kir.GetWritePtr{CB: cbNew})
-		rowErr = firstErr(rowErr, blocks.CopyRows(b, w, ns, 1, 0, K-1, eb))
+		if ebT != 0 {
+			blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
+		} else {
+			blocks.ReadPageTo(b, tAcc, tc, tp)
+		}
+		blocks.ReadRowsTo(b, stAcc, i, w, K-1, eb)
+		blocks.ReadRowsTo(b, xAcc, i, slot, 1, eb)
+		b.NoCAsyncReadBarrier()
+		b.Comment("window: the state rows, the new input in row K-1, zeros below; new state: the window's rows 1..K-1 (the shift register)")
+		if ebT != 0 {
+			blocks.ClearRows(b, tp, zeros, K, ebT)
+		}
+		rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
+		blocks.ClearRows(b, w, zeros, K, eb)
+		rowErr = firstErr(rowErr, blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
+		rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, ns, 0, K-2, 1, eb))
 		blocks.ClearRows(b, ns, zeros, K-1, eb)
 		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cbTaps, kir.C(1))
 		b.CBPushBack(cbNew, kir.C(1))
 		b.CBPushBack(cbWin, kir.C(1))
 	})
@@ -310,17 +309,20 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	gd, bd := g.Type.DType, beta.Type.DType
 	rows := B * ht
 	cbs := blocks.NewCBPlan(p, t, grs)
-	cbA := cbs.Input("a", a.Type.DType, 2)
-	cbDt := cbs.Input("dt_bias", dtb.Type.DType, 2)
-	cbAl := cbs.Input("a_log", alog.Type.DType, 2)
-	cbB := cbs.Input("b", bv.Type.DType, 2)
+	// Every row's inputs read under one barrier (dt_bias and a_log again
+	// for each user, so compute takes one of each per row).
+	cbA := cbs.Input("a", a.Type.DType, rows)
+	cbDt := cbs.Input("dt_bias", dtb.Type.DType, rows)
+	cbAl := cbs.Input("a_log", alog.Type.DType, rows)
+	cbB := cbs.Input("b", bv.Type.DType, rows)
 	cbT := cbs.Scratch("a_plus_dt", gd, 1)
 	cbSp := cbs.Scratch("softplus", gd, 1)
 	cbE := cbs.Scratch("exp_a_log", gd, 1)
 	cbGr := cbs.Output("g_rows", gd, rows)
 	cbBr := cbs.Output("beta_rows", bd, rows)
-	cbGs := cbs.Scratch("g_page", gd, 1)
-	cbBs := cbs.Scratch("beta_page", bd, 1)
+	outPages := blocks.ImageOf(ir.Shape{B * H, 1}).Pages
+	cbGs := cbs.Scratch("g_pages", gd, outPages)
+	cbBs := cbs.Scratch("beta_pages", bd, outPages)
 	if err := cbs.Err(fmt.Sprintf("gdn_conv_gates gate core keeps the %d gate row tiles of g and beta", rows)); err != nil {
 		return err
 	}
@@ -343,15 +345,31 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 		return err
 	}
 	b := rd.Builder()
+	type stream struct {
+		acc  *blocks.Access
+		cb   int
+		page func(u, th kir.Expr) kir.Expr
+		l1   kir.Var
+	}
+	perUser := func(u, th kir.Expr) kir.Expr { return kir.Add(kir.Mul(u, kir.Ci(ht)), th) }
+	shared := func(_, th kir.Expr) kir.Expr { return th }
+	streams := []*stream{{acc: aAcc, cb: cbA, page: perUser}, {acc: dtAcc, cb: cbDt, page: shared}, {acc: alAcc, cb: cbAl, page: shared}, {acc: bAcc, cb: cbB, page: perUser}}
+	for _, st := range streams {
+		b.CBReserveBack(st.cb, kir.Ci(rows))
+		st.l1 = b.Let("l1", kir.GetWritePtr{CB: st.cb})
+	}
 	b.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
 		b.For("th", kir.C(0), kir.Ci(ht), func(th kir.Var) {
-			pg := b.Let("pg", kir.Add(kir.Mul(u, kir.Ci(ht)), th))
-			blocks.ReadPage(b, aAcc, cbA, pg)
-			blocks.ReadPage(b, dtAcc, cbDt, th)
-			blocks.ReadPage(b, alAcc, cbAl, th)
-			blocks.ReadPage(b, bAcc, cbB, pg)
+			j := perUser(u, th)
+			for _, st := range streams {
+				blocks.ReadPageTo(b, st.acc, st.page(u, th), kir.Add(st.l1, kir.Mul(j, kir.Ci(st.acc.PageSize()))))
+			}
 		})
 	})
+	b.NoCAsyncReadBarrier()
+	for _, st := range streams {
+		b.CBPushBack(st.cb, kir.Ci(rows))
+	}
 
 	cp := p.AddKernel(&kir.Kernel{Name: "gate_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: grs,
 		Compute: kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true}})
@@ -391,13 +409,13 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	w := wr.Builder()
 	w.CBWaitFront(cbGr, kir.Ci(rows))
 	w.CBWaitFront(cbBr, kir.Ci(rows))
-	outPages := blocks.ImageOf(ir.Shape{B * H, 1}).Pages
 	scatter := func(acc *blocks.Access, rowsCB, slotCB int, dt ir.DType, eb int) {
-		w.Comment("scatter the rows into [B*H, 1] column tiles")
+		w.Comment("scatter the rows into [B*H, 1] column tiles: every page zeroed at once, written under one barrier")
 		src := w.Let("rows", kir.GetReadPtr{CB: rowsCB})
-		slot := blocks.Scratch(w, slotCB, "page")
+		pages := blocks.ScratchPages(w, slotCB, outPages, "pages")
+		blocks.FillWords(w, pages, outPages*dt.TileBytes(), 0)
 		w.For("tp", z, kir.Ci(outPages), func(tp kir.Var) {
-			blocks.FillWords(w, slot, dt.TileBytes(), 0)
+			slot := w.Let("slot", kir.Add(pages, kir.Mul(tp, kir.Ci(dt.TileBytes()))))
 			w.For("r", z, kir.Ci(ir.TileSize), func(r kir.Var) {
 				idx := w.Let("idx", kir.Add(kir.Mul(tp, kir.Ci(ir.TileSize)), r))
 				w.If(kir.Lt(idx, kir.Ci(B*H)), func() {
@@ -407,9 +425,9 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 				})
 			})
 			w.NoCAsyncWrite(slot, acc.PageAddr(tp), kir.Ci(acc.PageSize()))
-			w.NoCAsyncWriteBarrier()
 		})
-		blocks.ReleaseScratch(w, slotCB)
+		w.NoCAsyncWriteBarrier()
+		blocks.ReleaseScratchPages(w, slotCB, outPages)
 	}
 	scatter(gAcc, cbGr, cbGs, gd, ebG)
 	scatter(btAcc, cbBr, cbBs, bd, ebB)
