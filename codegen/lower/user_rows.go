@@ -48,10 +48,6 @@ func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
 	return 0, false, false
 }
 
-// userRowSlot is the staging bytes of one user's row 0 in a pack: the
-// first 64 bytes of faces 0 and 1.
-const userRowSlot = 128
-
 func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
@@ -71,7 +67,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	cbTile := cbs.Output("tiles", dt, 2)
 	cbStage := -1
 	if pack {
-		cbStage = cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*userRowSlot, 1)
+		cbStage = cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
 	}
 	if err := cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
 		return nil, err
@@ -97,21 +93,8 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 			b.CBPushBack(cbTile, kir.C(1))
 			return
 		}
-		b.Comment("row 0 of every user's tile j, two 64-byte reads each")
-		for u := range users {
-			page := kir.Add(kir.Ci(u*xt), j)
-			for half := range 2 {
-				off := 256 * eb * half
-				b.NoCAsyncRead(xAcc.PageAddrAt(page, off), kir.Add(stage, kir.Ci(u*userRowSlot+64*half)), kir.C(64))
-			}
-		}
-		b.NoCAsyncReadBarrier()
-		b.Comment("each user's face rows into its row of the packed tile")
-		for u := range users {
-			for half := range 2 {
-				blocks.LocalCopy(b, kir.Add(stage, kir.Ci(u*userRowSlot+64*half)), kir.Add(l1, kir.Ci(blocks.RowOffset(u, half, eb))), seg)
-			}
-		}
+		b.Comment("row 0 of every user's tile j into its row of the packed tile")
+		blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbTile, kir.C(1))
 	})
