@@ -293,6 +293,11 @@ func TestFusedGDNOnSim(t *testing.T) {
 		t.Run("recurrence_3_users", func(t *testing.T) {
 			gdnCheck(t, bh, gdnRecurrenceOp(t, 3, 2, 6, 32, 32, ir.FP32), 8, recExact, srcDir, sources)
 		})
+		// 17 users x 12 heads of the small config: more heads than cores
+		// (two per core), the gates' last column tile partial.
+		t.Run("recurrence_17_users", func(t *testing.T) {
+			gdnCheck(t, bh, gdnRecurrenceOp(t, 17, 4, 12, 32, 32, ir.FP32), 10, recExact, srcDir, sources)
+		})
 		t.Run("recurrence_bf16_state", func(t *testing.T) {
 			gdnCheck(t, bh, gdnRecurrenceOp(t, 1, 2, 6, 64, 32, ir.BF16), 9, recExact, srcDir, sources)
 		})
