@@ -116,15 +116,12 @@ func PackRows(g *ir.Graph, placed func(*ir.Value) bool) (PackRowsStats, error) {
 		if c := conv[v]; c != nil {
 			return c, nil
 		}
-		op := &ir.Op{ID: g.NewOpID(), Kind: ir.OpReshape, Operands: []*ir.Value{v}, Attrs: ir.Attrs{"shape": []int(shape.Clone())}, Region: r}
-		ts, err := ir.InferTypes(ir.OpReshape, op.Operands, op.Attrs)
+		ts, err := ir.InferTypes(ir.OpReshape, []*ir.Value{v}, ir.Attrs{"shape": []int(shape)})
 		if err != nil {
 			return nil, fmt.Errorf("pack-rows: reshape %s %s to %s: %w", v, v.Type.Shape, shape, err)
 		}
 		res := g.NewValue(ir.KindResult, "", ts[0])
-		res.Def = op
-		op.Results = []*ir.Value{res}
-		*out = append(*out, op)
+		*out = append(*out, reshapeOp(g, r, v, shape, res))
 		conv[v] = res
 		st.Reshapes++
 		return res, nil
@@ -209,11 +206,6 @@ func packOp(g *ir.Graph, op *ir.Op) {
 	if d == nil || len(d.Inputs) != len(op.Operands) || len(d.Outputs) != len(op.Results) {
 		return
 	}
-	view := func(x *ir.Value, shape ir.Shape, res *ir.Value) *ir.Op {
-		r := &ir.Op{ID: g.NewOpID(), Kind: ir.OpReshape, Operands: []*ir.Value{x}, Attrs: ir.Attrs{"shape": []int(shape.Clone())}, Region: op.Region, Results: []*ir.Value{res}}
-		res.Def = r
-		return r
-	}
 	var pre, post []*ir.Op
 	for i, v := range d.Inputs {
 		if want := op.Operands[i].Type; !v.Type.Shape.Equal(want.Shape) {
@@ -222,7 +214,7 @@ func packOp(g *ir.Graph, op *ir.Op) {
 			t.Shape = want.Shape.Clone()
 			p := g.NewValue(v.Kind, v.Name, t)
 			v.Kind = ir.KindResult
-			pre = append(pre, view(p, v.Type.Shape, v))
+			pre = append(pre, reshapeOp(g, op.Region, p, v.Type.Shape, v))
 			d.Inputs[i] = p
 		}
 	}
@@ -231,11 +223,19 @@ func packOp(g *ir.Graph, op *ir.Op) {
 			t := o.Type
 			t.Shape = want.Shape.Clone()
 			res := g.NewValue(ir.KindResult, "", t)
-			post = append(post, view(o, want.Shape, res))
+			post = append(post, reshapeOp(g, op.Region, o, want.Shape, res))
 			d.Outputs[i] = res
 		}
 	}
 	d.Ops = append(append(pre, d.Ops...), post...)
+}
+
+// reshapeOp is a new reshape of x to shape in region r whose result is
+// res (res.Def is set to it).
+func reshapeOp(g *ir.Graph, r *ir.Region, x *ir.Value, shape ir.Shape, res *ir.Value) *ir.Op {
+	op := &ir.Op{ID: g.NewOpID(), Kind: ir.OpReshape, Operands: []*ir.Value{x}, Attrs: ir.Attrs{"shape": []int(shape.Clone())}, Region: r, Results: []*ir.Value{res}}
+	res.Def = op
+	return op
 }
 
 // packsExactly reports whether op's shape rule, given its per-user

@@ -625,11 +625,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	}
 	rowLoop(wb, f.rows, func(r kir.Expr) {
 		for pi, pt := range f.parts {
-			first := kir.Expr(wStarts[pi])
-			if f.rows > 1 {
-				first = kir.Add(kir.Mul(r, kir.Ci(pt.nt)), wStarts[pi])
-			}
-			blocks.WritePages(wb, oAccs[pi], outCB[pt.out.Type.DType], first, wCounts[pi])
+			blocks.WritePages(wb, oAccs[pi], outCB[pt.out.Type.DType], rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi])
 		}
 	})
 

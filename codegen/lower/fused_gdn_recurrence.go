@@ -251,12 +251,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			b.CBReserveBack(rt.cb, kir.Ci(rt.n))
 			rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
 			for j := 0; j < rt.n; j++ {
-				page, l1 := kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize()))
-				if rt.eb == 0 {
-					blocks.ReadPageTo(b, rt.acc, page, l1)
-				} else {
-					blocks.ReadRowsTo(b, rt.acc, page, l1, 1, rt.eb)
-				}
+				blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
 			}
 		}
 		// scalars: element (head%32, 0) of column tensor acc, moved to (0, 0)

@@ -176,11 +176,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 	// (the matmul's rows are independent, so the rest of the tile never
 	// reaches a live result row) when only those hold data, else the page.
 	readAct := func(b *kir.Builder, pg, l1 kir.Expr) {
-		if eb := blocks.ElemBytes(acc.Buf.DType); rows < blocks.TileDim && (eb == 2 || eb == 4) {
-			blocks.ReadRowsTo(b, acc, pg, l1, rows, eb)
-			return
-		}
-		b.NoCAsyncRead(acc.PageAddr(pg), l1, kir.Ci(ps))
+		blocks.ReadTileLive(b, acc, pg, l1, rows, blocks.ElemBytes(acc.Buf.DType))
 	}
 	b.Comment(fmt.Sprintf("the activation row: read once per column group by its sender, multicast to the group in chunks of %d pages", chunk))
 	b.CBReserveBack(cb, kir.Ci(kt))

@@ -57,13 +57,19 @@ func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 // programs) read no more than the live rows. No barrier.
 func ReadTilesLive(b *kir.Builder, a *Access, l1, first, count kir.Expr, rows, eb int) {
 	b.For("i", kir.C(0), count, func(i kir.Var) {
-		page, at := kir.Add(first, i), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize())))
-		if rows < TileDim && (eb == 2 || eb == 4) {
-			ReadRowsTo(b, a, page, at, rows, eb)
-		} else {
-			ReadPageTo(b, a, page, at)
-		}
+		ReadTileLive(b, a, kir.Add(first, i), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), rows, eb)
 	})
+}
+
+// ReadTileLive is ReadTilesLive of one page: rows [0, rows) of tile page
+// `page` of a into the tile at l1, or the whole page when rows >= 32 or
+// the elements are not 2 or 4 bytes. No barrier.
+func ReadTileLive(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
+	if rows < TileDim && (eb == 2 || eb == 4) {
+		ReadRowsTo(b, a, page, l1, rows, eb)
+		return
+	}
+	ReadPageTo(b, a, page, l1)
 }
 
 // GatherRowSlot is the staging bytes GatherRows needs per row.
