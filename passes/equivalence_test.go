@@ -836,8 +836,19 @@ func TestEveryRuleEquivalent(t *testing.T) {
 		}
 	})
 
+	// Every registered rule, and the fuse-boundaries pass's rewrite (judged
+	// like a rule: its fused ops carry its name).
+	type judged struct{ family, rule string }
+	var judge []judged
 	for _, fam := range passes.Families() {
 		for _, rule := range passes.FamilyRules(fam) {
+			judge = append(judge, judged{fam, rule.Name})
+		}
+	}
+	judge = append(judge, judged{"fuse-boundaries", passes.BoundaryRule})
+	for _, j := range judge {
+		fam, rule := j.family, struct{ Name string }{j.rule}
+		{
 			t.Run(fam+"/"+rule.Name, func(t *testing.T) {
 				r := tally[rule.Name]
 				if (r == nil || len(r.firings) == 0) && sourceFailed {

@@ -66,10 +66,12 @@ func commonOpNames(ops []*ir.Op) []string {
 }
 
 // commonLayerShape is what the common families make of a decoder layer
-// outside its mixer: the first two ops (input norm, sibling in-projection)
+// outside its mixer: the first ops (input norm, sibling in-projection)
 // and the tail from the mixer's out-projection on, with the rules that
-// must fire once in the layer.
-func commonLayerShape(kind ir.RegionKind, devices int) (head, tail, rules []string) {
+// must fire once in the layer. At TP > 1 a layer that is not the first
+// has no input norm and one that is not the last ends in the boundary
+// join with the next layer's norm (fuse-boundaries).
+func commonLayerShape(kind ir.RegionKind, devices int, first, last bool) (head, tail, rules []string) {
 	proj, projRule := "matmul4", "FuseSiblingMatmul4"
 	if kind == "attention" {
 		proj, projRule = "matmul3", "FuseSiblingMatmul3"
@@ -82,6 +84,13 @@ func commonLayerShape(kind ir.RegionKind, devices int) (head, tail, rules []stri
 	}
 	tail = []string{"matmul", "all_reduce_add_rmsnorm", "matmul_swiglu", "matmul", "all_reduce_add"}
 	rules = []string{projRule, "FuseAllReduceAddRMSNorm", "FuseMLPSwiGLU", "FuseReduceScatterAllGather", "FuseAllReduceAdd"}
+	if !first {
+		head = head[1:]
+	}
+	if !last {
+		tail[len(tail)-1] = "all_reduce_add_rmsnorm"
+		rules = append(rules, BoundaryRule)
+	}
 	return head, tail, rules
 }
 
@@ -95,6 +104,7 @@ func commonLayerShape(kind ir.RegionKind, devices int) (head, tail, rules []stri
 func checkCommonLayers(t *testing.T, g *ir.Graph, res *Result, devices int) map[ir.RegionKind][]int {
 	t.Helper()
 	perKind := map[ir.RegionKind][]int{}
+	layers := g.Layers()
 	for _, r := range g.Regions {
 		names := commonOpNames(r.Ops)
 		switch {
@@ -120,7 +130,7 @@ func checkCommonLayers(t *testing.T, g *ir.Graph, res *Result, devices int) map[
 			}
 			perKind[r.Kind] = append(perKind[r.Kind], len(r.Ops))
 		case r.IsLayer():
-			head, tail, rules := commonLayerShape(r.Kind, devices)
+			head, tail, rules := commonLayerShape(r.Kind, devices, r == layers[0], r == layers[len(layers)-1])
 			if len(names) < len(head)+len(tail) {
 				t.Errorf("%s: only %d ops: %v", r.Label(), len(names), names)
 				continue
@@ -201,8 +211,12 @@ func TestCommonCollectiveWithoutPairRule(t *testing.T) {
 	g, res := commonModel(t, true, 2, commonRulesWithout("FuseReduceScatterAllGather"))
 	for _, r := range g.Layers() {
 		names := commonOpNames(r.Ops)
-		if names[len(names)-1] != "all_reduce_add" || slices.Contains(names, "reduce_scatter") || slices.Contains(names, "all_gather") {
-			t.Errorf("%s ends %v; want all_reduce_add and no reduce_scatter/all_gather", r.Label(), names[max(0, len(names)-3):])
+		want := "all_reduce_add_rmsnorm" // joined with the next layer's input norm
+		if r == g.Layers()[len(g.Layers())-1] {
+			want = "all_reduce_add"
+		}
+		if names[len(names)-1] != want || slices.Contains(names, "reduce_scatter") || slices.Contains(names, "all_gather") {
+			t.Errorf("%s ends %v; want %s and no reduce_scatter/all_gather", r.Label(), names[max(0, len(names)-3):], want)
 		}
 		if n := res.Rewrites.Count("FuseAllReduceAdd", r); n != 1 {
 			t.Errorf("%s: FuseAllReduceAdd fired %d times, want 1", r.Label(), n)

@@ -46,7 +46,7 @@ func TestDefaultPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "fuse", "pack-rows", "place", "verify"}, passNames(res.Timings)); diff != "" {
+	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "fuse", "fuse-boundaries", "pack-rows", "place", "verify"}, passNames(res.Timings)); diff != "" {
 		t.Errorf("timings (-want +got):\n%s", diff)
 	}
 	for i, tm := range res.Timings {
@@ -78,7 +78,7 @@ func TestDefaultPipeline(t *testing.T) {
 
 func TestConstraintViolation(t *testing.T) {
 	p := Default()
-	p.Passes = []Pass{VerifyPass, FuseBlocksPass, FuseLayoutPass, PlacePass, FusePass, PackRowsPass}
+	p.Passes = []Pass{VerifyPass, FuseBlocksPass, FuseLayoutPass, PlacePass, FusePass, FuseBoundariesPass, PackRowsPass}
 	err := p.Validate()
 	if err == nil {
 		t.Fatal("place before fuse was accepted")
@@ -164,7 +164,7 @@ func TestPrintAfter(t *testing.T) {
 		t.Fatalf("place changed %d results; the expected text below assumes none", res.Place.Changed)
 	}
 	text := ir.Print(g)
-	want := "// after fuse (#4)\n" + text + "// after place (#6)\n" + text
+	want := "// after fuse (#4)\n" + text + "// after place (#7)\n" + text
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("printed (-want +got):\n%s", diff)
 	}
@@ -179,8 +179,8 @@ func TestOptionErrors(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"PrintAfter", Options{PrintAfter: []string{"fuse", "sched"}, PrintTo: &bytes.Buffer{}}, `unknown pass "sched" in PrintAfter; valid passes: verify, fuse-blocks, fuse-layout, fuse, pack-rows, place`},
-		{"Disable", Options{Disable: []string{"fusion"}}, `unknown pass "fusion" in Disable; valid passes: verify, fuse-blocks, fuse-layout, fuse, pack-rows, place`},
+		{"PrintAfter", Options{PrintAfter: []string{"fuse", "sched"}, PrintTo: &bytes.Buffer{}}, `unknown pass "sched" in PrintAfter; valid passes: verify, fuse-blocks, fuse-layout, fuse, fuse-boundaries, pack-rows, place`},
+		{"Disable", Options{Disable: []string{"fusion"}}, `unknown pass "fusion" in Disable; valid passes: verify, fuse-blocks, fuse-layout, fuse, fuse-boundaries, pack-rows, place`},
 		{"no writer", Options{PrintAfter: []string{"fuse"}}, "PrintTo is nil"},
 	}
 	for _, tc := range tests {
@@ -199,7 +199,7 @@ func TestDisable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "pack-rows", "place", "verify"}, passNames(res.Timings)); diff != "" {
+	if diff := cmp.Diff([]string{"verify", "fuse-blocks", "fuse-layout", "fuse-boundaries", "pack-rows", "place", "verify"}, passNames(res.Timings)); diff != "" {
 		t.Errorf("timings (-want +got):\n%s", diff)
 	}
 	if res.Rewrites.Total("FuseRMSNorm")+res.Rewrites.Total("FuseRMSNormOffset") != 0 || g.NumOps() != 7 {

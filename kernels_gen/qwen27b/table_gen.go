@@ -2714,2866 +2714,2551 @@ var Table = gogen.Table{
 				Program: "matmul_1007",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1008", "t1003", "t1010"},
-				Program: "all_reduce_add_1009",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1010", "model.language_model.layers.1.input_layernorm.weight", "t1012"},
-				Layer:   1,
-				Program: "rms_norm_1011",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1012", "model.language_model.layers.1.linear_attn.in_proj_qkv.weight", "model.language_model.layers.1.linear_attn.in_proj_z.weight", "model.language_model.layers.1.linear_attn.in_proj_a.weight", "model.language_model.layers.1.linear_attn.in_proj_b.weight", "t1014", "t1015", "t1016", "t1017"},
-				Layer:   1,
-				Program: "matmul4_1013",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.1.conv", "t1014", "model.language_model.layers.1.linear_attn.conv1d.weight", "t1016", "t1017", "model.language_model.layers.1.linear_attn.A_log", "model.language_model.layers.1.linear_attn.dt_bias", "t1019", "t1021", "t1022"},
-				Layer:   1,
-				Program: "gdn_conv_gates_1018",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t1019", "t1021", "t1022", "state.layers.1.recurrent", "t1015", "model.language_model.layers.1.linear_attn.norm.weight", "t1024"},
-				Layer:   1,
-				Program: "gdn_recurrence_1023",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t1024", "model.language_model.layers.1.linear_attn.out_proj.weight", "t1027"},
-				Layer:   1,
-				Program: "matmul_1026",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t1027", "t1010", "model.language_model.layers.1.post_attention_layernorm.weight", "t1029", "t1030"},
-				Layer:   1,
-				Program: "all_reduce_add_rmsnorm_1028",
+				Buffers: []string{"t1008", "t1003", "model.language_model.layers.1.input_layernorm.weight", "t1010", "t1011"},
+				Program: "all_reduce_add_rmsnorm_1009",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1030", "model.language_model.layers.1.mlp.gate_proj.weight", "model.language_model.layers.1.mlp.up_proj.weight", "t1032"},
+				Buffers: []string{"t1011", "model.language_model.layers.1.linear_attn.in_proj_qkv.weight", "model.language_model.layers.1.linear_attn.in_proj_z.weight", "model.language_model.layers.1.linear_attn.in_proj_a.weight", "model.language_model.layers.1.linear_attn.in_proj_b.weight", "t1013", "t1014", "t1015", "t1016"},
 				Layer:   1,
-				Program: "matmul_swiglu_1031",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1032", "model.language_model.layers.1.mlp.down_proj.weight", "t1034"},
-				Layer:   1,
-				Program: "matmul_1033",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1034", "t1029", "t1036"},
-				Layer:   1,
-				Program: "all_reduce_add_1035",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1036", "model.language_model.layers.2.input_layernorm.weight", "t1038"},
-				Layer:   2,
-				Program: "rms_norm_1037",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1038", "model.language_model.layers.2.linear_attn.in_proj_qkv.weight", "model.language_model.layers.2.linear_attn.in_proj_z.weight", "model.language_model.layers.2.linear_attn.in_proj_a.weight", "model.language_model.layers.2.linear_attn.in_proj_b.weight", "t1040", "t1041", "t1042", "t1043"},
-				Layer:   2,
-				Program: "matmul4_1039",
+				Program: "matmul4_1012",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.2.conv", "t1040", "model.language_model.layers.2.linear_attn.conv1d.weight", "t1042", "t1043", "model.language_model.layers.2.linear_attn.A_log", "model.language_model.layers.2.linear_attn.dt_bias", "t1045", "t1047", "t1048"},
-				Layer:   2,
-				Program: "gdn_conv_gates_1044",
+				Buffers: []string{"state.layers.1.conv", "t1013", "model.language_model.layers.1.linear_attn.conv1d.weight", "t1015", "t1016", "model.language_model.layers.1.linear_attn.A_log", "model.language_model.layers.1.linear_attn.dt_bias", "t1018", "t1020", "t1021"},
+				Layer:   1,
+				Program: "gdn_conv_gates_1017",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1045", "t1047", "t1048", "state.layers.2.recurrent", "t1041", "model.language_model.layers.2.linear_attn.norm.weight", "t1050"},
-				Layer:   2,
-				Program: "gdn_recurrence_1049",
+				Buffers: []string{"t1018", "t1020", "t1021", "state.layers.1.recurrent", "t1014", "model.language_model.layers.1.linear_attn.norm.weight", "t1023"},
+				Layer:   1,
+				Program: "gdn_recurrence_1022",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1050", "model.language_model.layers.2.linear_attn.out_proj.weight", "t1053"},
-				Layer:   2,
-				Program: "matmul_1052",
+				Buffers: []string{"t1023", "model.language_model.layers.1.linear_attn.out_proj.weight", "t1026"},
+				Layer:   1,
+				Program: "matmul_1025",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1053", "t1036", "model.language_model.layers.2.post_attention_layernorm.weight", "t1055", "t1056"},
-				Layer:   2,
-				Program: "all_reduce_add_rmsnorm_1054",
+				Buffers: []string{"t1026", "t1010", "model.language_model.layers.1.post_attention_layernorm.weight", "t1028", "t1029"},
+				Layer:   1,
+				Program: "all_reduce_add_rmsnorm_1027",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1056", "model.language_model.layers.2.mlp.gate_proj.weight", "model.language_model.layers.2.mlp.up_proj.weight", "t1058"},
-				Layer:   2,
-				Program: "matmul_swiglu_1057",
+				Buffers: []string{"t1029", "model.language_model.layers.1.mlp.gate_proj.weight", "model.language_model.layers.1.mlp.up_proj.weight", "t1031"},
+				Layer:   1,
+				Program: "matmul_swiglu_1030",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1058", "model.language_model.layers.2.mlp.down_proj.weight", "t1060"},
-				Layer:   2,
-				Program: "matmul_1059",
+				Buffers: []string{"t1031", "model.language_model.layers.1.mlp.down_proj.weight", "t1033"},
+				Layer:   1,
+				Program: "matmul_1032",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1060", "t1055", "t1062"},
+				Buffers: []string{"t1033", "t1028", "model.language_model.layers.2.input_layernorm.weight", "t1035", "t1036"},
+				Layer:   1,
+				Program: "all_reduce_add_rmsnorm_1034",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1036", "model.language_model.layers.2.linear_attn.in_proj_qkv.weight", "model.language_model.layers.2.linear_attn.in_proj_z.weight", "model.language_model.layers.2.linear_attn.in_proj_a.weight", "model.language_model.layers.2.linear_attn.in_proj_b.weight", "t1038", "t1039", "t1040", "t1041"},
 				Layer:   2,
-				Program: "all_reduce_add_1061",
+				Program: "matmul4_1037",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.2.conv", "t1038", "model.language_model.layers.2.linear_attn.conv1d.weight", "t1040", "t1041", "model.language_model.layers.2.linear_attn.A_log", "model.language_model.layers.2.linear_attn.dt_bias", "t1043", "t1045", "t1046"},
+				Layer:   2,
+				Program: "gdn_conv_gates_1042",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t1043", "t1045", "t1046", "state.layers.2.recurrent", "t1039", "model.language_model.layers.2.linear_attn.norm.weight", "t1048"},
+				Layer:   2,
+				Program: "gdn_recurrence_1047",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t1048", "model.language_model.layers.2.linear_attn.out_proj.weight", "t1051"},
+				Layer:   2,
+				Program: "matmul_1050",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1051", "t1035", "model.language_model.layers.2.post_attention_layernorm.weight", "t1053", "t1054"},
+				Layer:   2,
+				Program: "all_reduce_add_rmsnorm_1052",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1054", "model.language_model.layers.2.mlp.gate_proj.weight", "model.language_model.layers.2.mlp.up_proj.weight", "t1056"},
+				Layer:   2,
+				Program: "matmul_swiglu_1055",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1056", "model.language_model.layers.2.mlp.down_proj.weight", "t1058"},
+				Layer:   2,
+				Program: "matmul_1057",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t1058", "t1053", "model.language_model.layers.3.input_layernorm.weight", "t1060", "t1061"},
+				Layer:   2,
+				Program: "all_reduce_add_rmsnorm_1059",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1061", "model.language_model.layers.3.self_attn.q_proj.weight", "model.language_model.layers.3.self_attn.k_proj.weight", "model.language_model.layers.3.self_attn.v_proj.weight", "t1063", "t1064", "t1065"},
+				Layer:   3,
+				Program: "matmul3_1062",
 				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1062", "model.language_model.layers.3.input_layernorm.weight", "t1064"},
+				Buffers: []string{"t1063", "t1064", "t1065", "model.language_model.layers.3.self_attn.q_norm.weight", "model.language_model.layers.3.self_attn.k_norm.weight", "t2", "t3", "state.layers.3.k_cache", "state.layers.3.v_cache", "t1", "t1067", "t1068"},
 				Layer:   3,
-				Program: "rms_norm_1063",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1064", "model.language_model.layers.3.self_attn.q_proj.weight", "model.language_model.layers.3.self_attn.k_proj.weight", "model.language_model.layers.3.self_attn.v_proj.weight", "t1066", "t1067", "t1068"},
-				Layer:   3,
-				Program: "matmul3_1065",
+				Program: "attn_prologue_1066",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1066", "t1067", "t1068", "model.language_model.layers.3.self_attn.q_norm.weight", "model.language_model.layers.3.self_attn.k_norm.weight", "t2", "t3", "state.layers.3.k_cache", "state.layers.3.v_cache", "t1", "t1070", "t1071"},
+				Buffers: []string{"t1067", "state.layers.3.k_cache", "state.layers.3.v_cache", "t1", "t1068", "t1072"},
 				Layer:   3,
-				Program: "attn_prologue_1069",
+				Program: "sdpa_decode_gated_1071",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1070", "state.layers.3.k_cache", "state.layers.3.v_cache", "t1", "t1071", "t1075"},
+				Buffers: []string{"t1072", "model.language_model.layers.3.self_attn.o_proj.weight", "t1074"},
 				Layer:   3,
-				Program: "sdpa_decode_gated_1074",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1075", "model.language_model.layers.3.self_attn.o_proj.weight", "t1077"},
-				Layer:   3,
-				Program: "matmul_1076",
+				Program: "matmul_1073",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1077", "t1062", "model.language_model.layers.3.post_attention_layernorm.weight", "t1079", "t1080"},
+				Buffers: []string{"t1074", "t1060", "model.language_model.layers.3.post_attention_layernorm.weight", "t1076", "t1077"},
 				Layer:   3,
-				Program: "all_reduce_add_rmsnorm_1078",
+				Program: "all_reduce_add_rmsnorm_1075",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1080", "model.language_model.layers.3.mlp.gate_proj.weight", "model.language_model.layers.3.mlp.up_proj.weight", "t1082"},
+				Buffers: []string{"t1077", "model.language_model.layers.3.mlp.gate_proj.weight", "model.language_model.layers.3.mlp.up_proj.weight", "t1079"},
 				Layer:   3,
-				Program: "matmul_swiglu_1081",
+				Program: "matmul_swiglu_1078",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1082", "model.language_model.layers.3.mlp.down_proj.weight", "t1084"},
+				Buffers: []string{"t1079", "model.language_model.layers.3.mlp.down_proj.weight", "t1081"},
 				Layer:   3,
-				Program: "matmul_1083",
+				Program: "matmul_1080",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1084", "t1079", "t1086"},
+				Buffers: []string{"t1081", "t1076", "model.language_model.layers.4.input_layernorm.weight", "t1083", "t1084"},
 				Layer:   3,
-				Program: "all_reduce_add_1085",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1082",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1086", "model.language_model.layers.4.input_layernorm.weight", "t1088"},
+				Buffers: []string{"t1084", "model.language_model.layers.4.linear_attn.in_proj_qkv.weight", "model.language_model.layers.4.linear_attn.in_proj_z.weight", "model.language_model.layers.4.linear_attn.in_proj_a.weight", "model.language_model.layers.4.linear_attn.in_proj_b.weight", "t1086", "t1087", "t1088", "t1089"},
 				Layer:   4,
-				Program: "rms_norm_1087",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1088", "model.language_model.layers.4.linear_attn.in_proj_qkv.weight", "model.language_model.layers.4.linear_attn.in_proj_z.weight", "model.language_model.layers.4.linear_attn.in_proj_a.weight", "model.language_model.layers.4.linear_attn.in_proj_b.weight", "t1090", "t1091", "t1092", "t1093"},
-				Layer:   4,
-				Program: "matmul4_1089",
+				Program: "matmul4_1085",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.4.conv", "t1090", "model.language_model.layers.4.linear_attn.conv1d.weight", "t1092", "t1093", "model.language_model.layers.4.linear_attn.A_log", "model.language_model.layers.4.linear_attn.dt_bias", "t1095", "t1097", "t1098"},
+				Buffers: []string{"state.layers.4.conv", "t1086", "model.language_model.layers.4.linear_attn.conv1d.weight", "t1088", "t1089", "model.language_model.layers.4.linear_attn.A_log", "model.language_model.layers.4.linear_attn.dt_bias", "t1091", "t1093", "t1094"},
 				Layer:   4,
-				Program: "gdn_conv_gates_1094",
+				Program: "gdn_conv_gates_1090",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1095", "t1097", "t1098", "state.layers.4.recurrent", "t1091", "model.language_model.layers.4.linear_attn.norm.weight", "t1100"},
+				Buffers: []string{"t1091", "t1093", "t1094", "state.layers.4.recurrent", "t1087", "model.language_model.layers.4.linear_attn.norm.weight", "t1096"},
 				Layer:   4,
-				Program: "gdn_recurrence_1099",
+				Program: "gdn_recurrence_1095",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1100", "model.language_model.layers.4.linear_attn.out_proj.weight", "t1103"},
+				Buffers: []string{"t1096", "model.language_model.layers.4.linear_attn.out_proj.weight", "t1099"},
 				Layer:   4,
-				Program: "matmul_1102",
+				Program: "matmul_1098",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1103", "t1086", "model.language_model.layers.4.post_attention_layernorm.weight", "t1105", "t1106"},
+				Buffers: []string{"t1099", "t1083", "model.language_model.layers.4.post_attention_layernorm.weight", "t1101", "t1102"},
 				Layer:   4,
-				Program: "all_reduce_add_rmsnorm_1104",
+				Program: "all_reduce_add_rmsnorm_1100",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1106", "model.language_model.layers.4.mlp.gate_proj.weight", "model.language_model.layers.4.mlp.up_proj.weight", "t1108"},
+				Buffers: []string{"t1102", "model.language_model.layers.4.mlp.gate_proj.weight", "model.language_model.layers.4.mlp.up_proj.weight", "t1104"},
 				Layer:   4,
-				Program: "matmul_swiglu_1107",
+				Program: "matmul_swiglu_1103",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1108", "model.language_model.layers.4.mlp.down_proj.weight", "t1110"},
+				Buffers: []string{"t1104", "model.language_model.layers.4.mlp.down_proj.weight", "t1106"},
 				Layer:   4,
-				Program: "matmul_1109",
+				Program: "matmul_1105",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1110", "t1105", "t1112"},
+				Buffers: []string{"t1106", "t1101", "model.language_model.layers.5.input_layernorm.weight", "t1108", "t1109"},
 				Layer:   4,
-				Program: "all_reduce_add_1111",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1107",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1112", "model.language_model.layers.5.input_layernorm.weight", "t1114"},
+				Buffers: []string{"t1109", "model.language_model.layers.5.linear_attn.in_proj_qkv.weight", "model.language_model.layers.5.linear_attn.in_proj_z.weight", "model.language_model.layers.5.linear_attn.in_proj_a.weight", "model.language_model.layers.5.linear_attn.in_proj_b.weight", "t1111", "t1112", "t1113", "t1114"},
 				Layer:   5,
-				Program: "rms_norm_1113",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1114", "model.language_model.layers.5.linear_attn.in_proj_qkv.weight", "model.language_model.layers.5.linear_attn.in_proj_z.weight", "model.language_model.layers.5.linear_attn.in_proj_a.weight", "model.language_model.layers.5.linear_attn.in_proj_b.weight", "t1116", "t1117", "t1118", "t1119"},
-				Layer:   5,
-				Program: "matmul4_1115",
+				Program: "matmul4_1110",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.5.conv", "t1116", "model.language_model.layers.5.linear_attn.conv1d.weight", "t1118", "t1119", "model.language_model.layers.5.linear_attn.A_log", "model.language_model.layers.5.linear_attn.dt_bias", "t1121", "t1123", "t1124"},
+				Buffers: []string{"state.layers.5.conv", "t1111", "model.language_model.layers.5.linear_attn.conv1d.weight", "t1113", "t1114", "model.language_model.layers.5.linear_attn.A_log", "model.language_model.layers.5.linear_attn.dt_bias", "t1116", "t1118", "t1119"},
 				Layer:   5,
-				Program: "gdn_conv_gates_1120",
+				Program: "gdn_conv_gates_1115",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1121", "t1123", "t1124", "state.layers.5.recurrent", "t1117", "model.language_model.layers.5.linear_attn.norm.weight", "t1126"},
+				Buffers: []string{"t1116", "t1118", "t1119", "state.layers.5.recurrent", "t1112", "model.language_model.layers.5.linear_attn.norm.weight", "t1121"},
 				Layer:   5,
-				Program: "gdn_recurrence_1125",
+				Program: "gdn_recurrence_1120",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1126", "model.language_model.layers.5.linear_attn.out_proj.weight", "t1129"},
+				Buffers: []string{"t1121", "model.language_model.layers.5.linear_attn.out_proj.weight", "t1124"},
 				Layer:   5,
-				Program: "matmul_1128",
+				Program: "matmul_1123",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1129", "t1112", "model.language_model.layers.5.post_attention_layernorm.weight", "t1131", "t1132"},
+				Buffers: []string{"t1124", "t1108", "model.language_model.layers.5.post_attention_layernorm.weight", "t1126", "t1127"},
 				Layer:   5,
-				Program: "all_reduce_add_rmsnorm_1130",
+				Program: "all_reduce_add_rmsnorm_1125",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1132", "model.language_model.layers.5.mlp.gate_proj.weight", "model.language_model.layers.5.mlp.up_proj.weight", "t1134"},
+				Buffers: []string{"t1127", "model.language_model.layers.5.mlp.gate_proj.weight", "model.language_model.layers.5.mlp.up_proj.weight", "t1129"},
 				Layer:   5,
-				Program: "matmul_swiglu_1133",
+				Program: "matmul_swiglu_1128",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1134", "model.language_model.layers.5.mlp.down_proj.weight", "t1136"},
+				Buffers: []string{"t1129", "model.language_model.layers.5.mlp.down_proj.weight", "t1131"},
 				Layer:   5,
-				Program: "matmul_1135",
+				Program: "matmul_1130",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1136", "t1131", "t1138"},
+				Buffers: []string{"t1131", "t1126", "model.language_model.layers.6.input_layernorm.weight", "t1133", "t1134"},
 				Layer:   5,
-				Program: "all_reduce_add_1137",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1132",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1138", "model.language_model.layers.6.input_layernorm.weight", "t1140"},
+				Buffers: []string{"t1134", "model.language_model.layers.6.linear_attn.in_proj_qkv.weight", "model.language_model.layers.6.linear_attn.in_proj_z.weight", "model.language_model.layers.6.linear_attn.in_proj_a.weight", "model.language_model.layers.6.linear_attn.in_proj_b.weight", "t1136", "t1137", "t1138", "t1139"},
 				Layer:   6,
-				Program: "rms_norm_1139",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1140", "model.language_model.layers.6.linear_attn.in_proj_qkv.weight", "model.language_model.layers.6.linear_attn.in_proj_z.weight", "model.language_model.layers.6.linear_attn.in_proj_a.weight", "model.language_model.layers.6.linear_attn.in_proj_b.weight", "t1142", "t1143", "t1144", "t1145"},
-				Layer:   6,
-				Program: "matmul4_1141",
+				Program: "matmul4_1135",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.6.conv", "t1142", "model.language_model.layers.6.linear_attn.conv1d.weight", "t1144", "t1145", "model.language_model.layers.6.linear_attn.A_log", "model.language_model.layers.6.linear_attn.dt_bias", "t1147", "t1149", "t1150"},
+				Buffers: []string{"state.layers.6.conv", "t1136", "model.language_model.layers.6.linear_attn.conv1d.weight", "t1138", "t1139", "model.language_model.layers.6.linear_attn.A_log", "model.language_model.layers.6.linear_attn.dt_bias", "t1141", "t1143", "t1144"},
 				Layer:   6,
-				Program: "gdn_conv_gates_1146",
+				Program: "gdn_conv_gates_1140",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1147", "t1149", "t1150", "state.layers.6.recurrent", "t1143", "model.language_model.layers.6.linear_attn.norm.weight", "t1152"},
+				Buffers: []string{"t1141", "t1143", "t1144", "state.layers.6.recurrent", "t1137", "model.language_model.layers.6.linear_attn.norm.weight", "t1146"},
 				Layer:   6,
-				Program: "gdn_recurrence_1151",
+				Program: "gdn_recurrence_1145",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1152", "model.language_model.layers.6.linear_attn.out_proj.weight", "t1155"},
+				Buffers: []string{"t1146", "model.language_model.layers.6.linear_attn.out_proj.weight", "t1149"},
 				Layer:   6,
-				Program: "matmul_1154",
+				Program: "matmul_1148",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1155", "t1138", "model.language_model.layers.6.post_attention_layernorm.weight", "t1157", "t1158"},
+				Buffers: []string{"t1149", "t1133", "model.language_model.layers.6.post_attention_layernorm.weight", "t1151", "t1152"},
 				Layer:   6,
-				Program: "all_reduce_add_rmsnorm_1156",
+				Program: "all_reduce_add_rmsnorm_1150",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1158", "model.language_model.layers.6.mlp.gate_proj.weight", "model.language_model.layers.6.mlp.up_proj.weight", "t1160"},
+				Buffers: []string{"t1152", "model.language_model.layers.6.mlp.gate_proj.weight", "model.language_model.layers.6.mlp.up_proj.weight", "t1154"},
 				Layer:   6,
-				Program: "matmul_swiglu_1159",
+				Program: "matmul_swiglu_1153",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1160", "model.language_model.layers.6.mlp.down_proj.weight", "t1162"},
+				Buffers: []string{"t1154", "model.language_model.layers.6.mlp.down_proj.weight", "t1156"},
 				Layer:   6,
-				Program: "matmul_1161",
+				Program: "matmul_1155",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1162", "t1157", "t1164"},
+				Buffers: []string{"t1156", "t1151", "model.language_model.layers.7.input_layernorm.weight", "t1158", "t1159"},
 				Layer:   6,
-				Program: "all_reduce_add_1163",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1157",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1164", "model.language_model.layers.7.input_layernorm.weight", "t1166"},
+				Buffers: []string{"t1159", "model.language_model.layers.7.self_attn.q_proj.weight", "model.language_model.layers.7.self_attn.k_proj.weight", "model.language_model.layers.7.self_attn.v_proj.weight", "t1161", "t1162", "t1163"},
 				Layer:   7,
-				Program: "rms_norm_1165",
-				Sig:     1,
+				Program: "matmul3_1160",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1166", "model.language_model.layers.7.self_attn.q_proj.weight", "model.language_model.layers.7.self_attn.k_proj.weight", "model.language_model.layers.7.self_attn.v_proj.weight", "t1168", "t1169", "t1170"},
+				Buffers: []string{"t1161", "t1162", "t1163", "model.language_model.layers.7.self_attn.q_norm.weight", "model.language_model.layers.7.self_attn.k_norm.weight", "t2", "t3", "state.layers.7.k_cache", "state.layers.7.v_cache", "t1", "t1165", "t1166"},
 				Layer:   7,
-				Program: "matmul3_1167",
+				Program: "attn_prologue_1164",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1168", "t1169", "t1170", "model.language_model.layers.7.self_attn.q_norm.weight", "model.language_model.layers.7.self_attn.k_norm.weight", "t2", "t3", "state.layers.7.k_cache", "state.layers.7.v_cache", "t1", "t1172", "t1173"},
+				Buffers: []string{"t1165", "state.layers.7.k_cache", "state.layers.7.v_cache", "t1", "t1166", "t1170"},
 				Layer:   7,
-				Program: "attn_prologue_1171",
+				Program: "sdpa_decode_gated_1169",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1172", "state.layers.7.k_cache", "state.layers.7.v_cache", "t1", "t1173", "t1177"},
+				Buffers: []string{"t1170", "model.language_model.layers.7.self_attn.o_proj.weight", "t1172"},
 				Layer:   7,
-				Program: "sdpa_decode_gated_1176",
-				Sig:     24,
+				Program: "matmul_1171",
+				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1177", "model.language_model.layers.7.self_attn.o_proj.weight", "t1179"},
+				Buffers: []string{"t1172", "t1158", "model.language_model.layers.7.post_attention_layernorm.weight", "t1174", "t1175"},
+				Layer:   7,
+				Program: "all_reduce_add_rmsnorm_1173",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1175", "model.language_model.layers.7.mlp.gate_proj.weight", "model.language_model.layers.7.mlp.up_proj.weight", "t1177"},
+				Layer:   7,
+				Program: "matmul_swiglu_1176",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1177", "model.language_model.layers.7.mlp.down_proj.weight", "t1179"},
 				Layer:   7,
 				Program: "matmul_1178",
-				Sig:     17,
+				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1179", "t1164", "model.language_model.layers.7.post_attention_layernorm.weight", "t1181", "t1182"},
+				Buffers: []string{"t1179", "t1174", "model.language_model.layers.8.input_layernorm.weight", "t1181", "t1182"},
 				Layer:   7,
 				Program: "all_reduce_add_rmsnorm_1180",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1182", "model.language_model.layers.7.mlp.gate_proj.weight", "model.language_model.layers.7.mlp.up_proj.weight", "t1184"},
-				Layer:   7,
-				Program: "matmul_swiglu_1183",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1184", "model.language_model.layers.7.mlp.down_proj.weight", "t1186"},
-				Layer:   7,
-				Program: "matmul_1185",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1186", "t1181", "t1188"},
-				Layer:   7,
-				Program: "all_reduce_add_1187",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1188", "model.language_model.layers.8.input_layernorm.weight", "t1190"},
+				Buffers: []string{"t1182", "model.language_model.layers.8.linear_attn.in_proj_qkv.weight", "model.language_model.layers.8.linear_attn.in_proj_z.weight", "model.language_model.layers.8.linear_attn.in_proj_a.weight", "model.language_model.layers.8.linear_attn.in_proj_b.weight", "t1184", "t1185", "t1186", "t1187"},
 				Layer:   8,
-				Program: "rms_norm_1189",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1190", "model.language_model.layers.8.linear_attn.in_proj_qkv.weight", "model.language_model.layers.8.linear_attn.in_proj_z.weight", "model.language_model.layers.8.linear_attn.in_proj_a.weight", "model.language_model.layers.8.linear_attn.in_proj_b.weight", "t1192", "t1193", "t1194", "t1195"},
-				Layer:   8,
-				Program: "matmul4_1191",
+				Program: "matmul4_1183",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.8.conv", "t1192", "model.language_model.layers.8.linear_attn.conv1d.weight", "t1194", "t1195", "model.language_model.layers.8.linear_attn.A_log", "model.language_model.layers.8.linear_attn.dt_bias", "t1197", "t1199", "t1200"},
+				Buffers: []string{"state.layers.8.conv", "t1184", "model.language_model.layers.8.linear_attn.conv1d.weight", "t1186", "t1187", "model.language_model.layers.8.linear_attn.A_log", "model.language_model.layers.8.linear_attn.dt_bias", "t1189", "t1191", "t1192"},
 				Layer:   8,
-				Program: "gdn_conv_gates_1196",
+				Program: "gdn_conv_gates_1188",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1197", "t1199", "t1200", "state.layers.8.recurrent", "t1193", "model.language_model.layers.8.linear_attn.norm.weight", "t1202"},
+				Buffers: []string{"t1189", "t1191", "t1192", "state.layers.8.recurrent", "t1185", "model.language_model.layers.8.linear_attn.norm.weight", "t1194"},
 				Layer:   8,
-				Program: "gdn_recurrence_1201",
+				Program: "gdn_recurrence_1193",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1202", "model.language_model.layers.8.linear_attn.out_proj.weight", "t1205"},
+				Buffers: []string{"t1194", "model.language_model.layers.8.linear_attn.out_proj.weight", "t1197"},
 				Layer:   8,
-				Program: "matmul_1204",
+				Program: "matmul_1196",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1205", "t1188", "model.language_model.layers.8.post_attention_layernorm.weight", "t1207", "t1208"},
+				Buffers: []string{"t1197", "t1181", "model.language_model.layers.8.post_attention_layernorm.weight", "t1199", "t1200"},
 				Layer:   8,
-				Program: "all_reduce_add_rmsnorm_1206",
+				Program: "all_reduce_add_rmsnorm_1198",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1208", "model.language_model.layers.8.mlp.gate_proj.weight", "model.language_model.layers.8.mlp.up_proj.weight", "t1210"},
+				Buffers: []string{"t1200", "model.language_model.layers.8.mlp.gate_proj.weight", "model.language_model.layers.8.mlp.up_proj.weight", "t1202"},
 				Layer:   8,
-				Program: "matmul_swiglu_1209",
+				Program: "matmul_swiglu_1201",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1210", "model.language_model.layers.8.mlp.down_proj.weight", "t1212"},
+				Buffers: []string{"t1202", "model.language_model.layers.8.mlp.down_proj.weight", "t1204"},
 				Layer:   8,
-				Program: "matmul_1211",
+				Program: "matmul_1203",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1212", "t1207", "t1214"},
+				Buffers: []string{"t1204", "t1199", "model.language_model.layers.9.input_layernorm.weight", "t1206", "t1207"},
 				Layer:   8,
-				Program: "all_reduce_add_1213",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1205",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1214", "model.language_model.layers.9.input_layernorm.weight", "t1216"},
+				Buffers: []string{"t1207", "model.language_model.layers.9.linear_attn.in_proj_qkv.weight", "model.language_model.layers.9.linear_attn.in_proj_z.weight", "model.language_model.layers.9.linear_attn.in_proj_a.weight", "model.language_model.layers.9.linear_attn.in_proj_b.weight", "t1209", "t1210", "t1211", "t1212"},
 				Layer:   9,
-				Program: "rms_norm_1215",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1216", "model.language_model.layers.9.linear_attn.in_proj_qkv.weight", "model.language_model.layers.9.linear_attn.in_proj_z.weight", "model.language_model.layers.9.linear_attn.in_proj_a.weight", "model.language_model.layers.9.linear_attn.in_proj_b.weight", "t1218", "t1219", "t1220", "t1221"},
-				Layer:   9,
-				Program: "matmul4_1217",
+				Program: "matmul4_1208",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.9.conv", "t1218", "model.language_model.layers.9.linear_attn.conv1d.weight", "t1220", "t1221", "model.language_model.layers.9.linear_attn.A_log", "model.language_model.layers.9.linear_attn.dt_bias", "t1223", "t1225", "t1226"},
+				Buffers: []string{"state.layers.9.conv", "t1209", "model.language_model.layers.9.linear_attn.conv1d.weight", "t1211", "t1212", "model.language_model.layers.9.linear_attn.A_log", "model.language_model.layers.9.linear_attn.dt_bias", "t1214", "t1216", "t1217"},
 				Layer:   9,
-				Program: "gdn_conv_gates_1222",
+				Program: "gdn_conv_gates_1213",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1223", "t1225", "t1226", "state.layers.9.recurrent", "t1219", "model.language_model.layers.9.linear_attn.norm.weight", "t1228"},
+				Buffers: []string{"t1214", "t1216", "t1217", "state.layers.9.recurrent", "t1210", "model.language_model.layers.9.linear_attn.norm.weight", "t1219"},
 				Layer:   9,
-				Program: "gdn_recurrence_1227",
+				Program: "gdn_recurrence_1218",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1228", "model.language_model.layers.9.linear_attn.out_proj.weight", "t1231"},
+				Buffers: []string{"t1219", "model.language_model.layers.9.linear_attn.out_proj.weight", "t1222"},
 				Layer:   9,
-				Program: "matmul_1230",
+				Program: "matmul_1221",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1231", "t1214", "model.language_model.layers.9.post_attention_layernorm.weight", "t1233", "t1234"},
+				Buffers: []string{"t1222", "t1206", "model.language_model.layers.9.post_attention_layernorm.weight", "t1224", "t1225"},
 				Layer:   9,
-				Program: "all_reduce_add_rmsnorm_1232",
+				Program: "all_reduce_add_rmsnorm_1223",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1234", "model.language_model.layers.9.mlp.gate_proj.weight", "model.language_model.layers.9.mlp.up_proj.weight", "t1236"},
+				Buffers: []string{"t1225", "model.language_model.layers.9.mlp.gate_proj.weight", "model.language_model.layers.9.mlp.up_proj.weight", "t1227"},
 				Layer:   9,
-				Program: "matmul_swiglu_1235",
+				Program: "matmul_swiglu_1226",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1236", "model.language_model.layers.9.mlp.down_proj.weight", "t1238"},
+				Buffers: []string{"t1227", "model.language_model.layers.9.mlp.down_proj.weight", "t1229"},
 				Layer:   9,
-				Program: "matmul_1237",
+				Program: "matmul_1228",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1238", "t1233", "t1240"},
+				Buffers: []string{"t1229", "t1224", "model.language_model.layers.10.input_layernorm.weight", "t1231", "t1232"},
 				Layer:   9,
-				Program: "all_reduce_add_1239",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1230",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1240", "model.language_model.layers.10.input_layernorm.weight", "t1242"},
+				Buffers: []string{"t1232", "model.language_model.layers.10.linear_attn.in_proj_qkv.weight", "model.language_model.layers.10.linear_attn.in_proj_z.weight", "model.language_model.layers.10.linear_attn.in_proj_a.weight", "model.language_model.layers.10.linear_attn.in_proj_b.weight", "t1234", "t1235", "t1236", "t1237"},
 				Layer:   10,
-				Program: "rms_norm_1241",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1242", "model.language_model.layers.10.linear_attn.in_proj_qkv.weight", "model.language_model.layers.10.linear_attn.in_proj_z.weight", "model.language_model.layers.10.linear_attn.in_proj_a.weight", "model.language_model.layers.10.linear_attn.in_proj_b.weight", "t1244", "t1245", "t1246", "t1247"},
-				Layer:   10,
-				Program: "matmul4_1243",
+				Program: "matmul4_1233",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.10.conv", "t1244", "model.language_model.layers.10.linear_attn.conv1d.weight", "t1246", "t1247", "model.language_model.layers.10.linear_attn.A_log", "model.language_model.layers.10.linear_attn.dt_bias", "t1249", "t1251", "t1252"},
+				Buffers: []string{"state.layers.10.conv", "t1234", "model.language_model.layers.10.linear_attn.conv1d.weight", "t1236", "t1237", "model.language_model.layers.10.linear_attn.A_log", "model.language_model.layers.10.linear_attn.dt_bias", "t1239", "t1241", "t1242"},
 				Layer:   10,
-				Program: "gdn_conv_gates_1248",
+				Program: "gdn_conv_gates_1238",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1249", "t1251", "t1252", "state.layers.10.recurrent", "t1245", "model.language_model.layers.10.linear_attn.norm.weight", "t1254"},
+				Buffers: []string{"t1239", "t1241", "t1242", "state.layers.10.recurrent", "t1235", "model.language_model.layers.10.linear_attn.norm.weight", "t1244"},
 				Layer:   10,
-				Program: "gdn_recurrence_1253",
+				Program: "gdn_recurrence_1243",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1254", "model.language_model.layers.10.linear_attn.out_proj.weight", "t1257"},
+				Buffers: []string{"t1244", "model.language_model.layers.10.linear_attn.out_proj.weight", "t1247"},
 				Layer:   10,
-				Program: "matmul_1256",
+				Program: "matmul_1246",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1257", "t1240", "model.language_model.layers.10.post_attention_layernorm.weight", "t1259", "t1260"},
+				Buffers: []string{"t1247", "t1231", "model.language_model.layers.10.post_attention_layernorm.weight", "t1249", "t1250"},
 				Layer:   10,
-				Program: "all_reduce_add_rmsnorm_1258",
+				Program: "all_reduce_add_rmsnorm_1248",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1260", "model.language_model.layers.10.mlp.gate_proj.weight", "model.language_model.layers.10.mlp.up_proj.weight", "t1262"},
+				Buffers: []string{"t1250", "model.language_model.layers.10.mlp.gate_proj.weight", "model.language_model.layers.10.mlp.up_proj.weight", "t1252"},
 				Layer:   10,
-				Program: "matmul_swiglu_1261",
+				Program: "matmul_swiglu_1251",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1262", "model.language_model.layers.10.mlp.down_proj.weight", "t1264"},
+				Buffers: []string{"t1252", "model.language_model.layers.10.mlp.down_proj.weight", "t1254"},
 				Layer:   10,
-				Program: "matmul_1263",
+				Program: "matmul_1253",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1264", "t1259", "t1266"},
+				Buffers: []string{"t1254", "t1249", "model.language_model.layers.11.input_layernorm.weight", "t1256", "t1257"},
 				Layer:   10,
-				Program: "all_reduce_add_1265",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1255",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1266", "model.language_model.layers.11.input_layernorm.weight", "t1268"},
+				Buffers: []string{"t1257", "model.language_model.layers.11.self_attn.q_proj.weight", "model.language_model.layers.11.self_attn.k_proj.weight", "model.language_model.layers.11.self_attn.v_proj.weight", "t1259", "t1260", "t1261"},
 				Layer:   11,
-				Program: "rms_norm_1267",
-				Sig:     1,
+				Program: "matmul3_1258",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1268", "model.language_model.layers.11.self_attn.q_proj.weight", "model.language_model.layers.11.self_attn.k_proj.weight", "model.language_model.layers.11.self_attn.v_proj.weight", "t1270", "t1271", "t1272"},
+				Buffers: []string{"t1259", "t1260", "t1261", "model.language_model.layers.11.self_attn.q_norm.weight", "model.language_model.layers.11.self_attn.k_norm.weight", "t2", "t3", "state.layers.11.k_cache", "state.layers.11.v_cache", "t1", "t1263", "t1264"},
 				Layer:   11,
-				Program: "matmul3_1269",
+				Program: "attn_prologue_1262",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1270", "t1271", "t1272", "model.language_model.layers.11.self_attn.q_norm.weight", "model.language_model.layers.11.self_attn.k_norm.weight", "t2", "t3", "state.layers.11.k_cache", "state.layers.11.v_cache", "t1", "t1274", "t1275"},
+				Buffers: []string{"t1263", "state.layers.11.k_cache", "state.layers.11.v_cache", "t1", "t1264", "t1268"},
 				Layer:   11,
-				Program: "attn_prologue_1273",
+				Program: "sdpa_decode_gated_1267",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1274", "state.layers.11.k_cache", "state.layers.11.v_cache", "t1", "t1275", "t1279"},
+				Buffers: []string{"t1268", "model.language_model.layers.11.self_attn.o_proj.weight", "t1270"},
 				Layer:   11,
-				Program: "sdpa_decode_gated_1278",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1279", "model.language_model.layers.11.self_attn.o_proj.weight", "t1281"},
-				Layer:   11,
-				Program: "matmul_1280",
+				Program: "matmul_1269",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1281", "t1266", "model.language_model.layers.11.post_attention_layernorm.weight", "t1283", "t1284"},
+				Buffers: []string{"t1270", "t1256", "model.language_model.layers.11.post_attention_layernorm.weight", "t1272", "t1273"},
 				Layer:   11,
-				Program: "all_reduce_add_rmsnorm_1282",
+				Program: "all_reduce_add_rmsnorm_1271",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1284", "model.language_model.layers.11.mlp.gate_proj.weight", "model.language_model.layers.11.mlp.up_proj.weight", "t1286"},
+				Buffers: []string{"t1273", "model.language_model.layers.11.mlp.gate_proj.weight", "model.language_model.layers.11.mlp.up_proj.weight", "t1275"},
 				Layer:   11,
-				Program: "matmul_swiglu_1285",
+				Program: "matmul_swiglu_1274",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1286", "model.language_model.layers.11.mlp.down_proj.weight", "t1288"},
+				Buffers: []string{"t1275", "model.language_model.layers.11.mlp.down_proj.weight", "t1277"},
 				Layer:   11,
-				Program: "matmul_1287",
+				Program: "matmul_1276",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1288", "t1283", "t1290"},
+				Buffers: []string{"t1277", "t1272", "model.language_model.layers.12.input_layernorm.weight", "t1279", "t1280"},
 				Layer:   11,
-				Program: "all_reduce_add_1289",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1278",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1290", "model.language_model.layers.12.input_layernorm.weight", "t1292"},
+				Buffers: []string{"t1280", "model.language_model.layers.12.linear_attn.in_proj_qkv.weight", "model.language_model.layers.12.linear_attn.in_proj_z.weight", "model.language_model.layers.12.linear_attn.in_proj_a.weight", "model.language_model.layers.12.linear_attn.in_proj_b.weight", "t1282", "t1283", "t1284", "t1285"},
 				Layer:   12,
-				Program: "rms_norm_1291",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1292", "model.language_model.layers.12.linear_attn.in_proj_qkv.weight", "model.language_model.layers.12.linear_attn.in_proj_z.weight", "model.language_model.layers.12.linear_attn.in_proj_a.weight", "model.language_model.layers.12.linear_attn.in_proj_b.weight", "t1294", "t1295", "t1296", "t1297"},
-				Layer:   12,
-				Program: "matmul4_1293",
+				Program: "matmul4_1281",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.12.conv", "t1294", "model.language_model.layers.12.linear_attn.conv1d.weight", "t1296", "t1297", "model.language_model.layers.12.linear_attn.A_log", "model.language_model.layers.12.linear_attn.dt_bias", "t1299", "t1301", "t1302"},
+				Buffers: []string{"state.layers.12.conv", "t1282", "model.language_model.layers.12.linear_attn.conv1d.weight", "t1284", "t1285", "model.language_model.layers.12.linear_attn.A_log", "model.language_model.layers.12.linear_attn.dt_bias", "t1287", "t1289", "t1290"},
 				Layer:   12,
-				Program: "gdn_conv_gates_1298",
+				Program: "gdn_conv_gates_1286",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1299", "t1301", "t1302", "state.layers.12.recurrent", "t1295", "model.language_model.layers.12.linear_attn.norm.weight", "t1304"},
+				Buffers: []string{"t1287", "t1289", "t1290", "state.layers.12.recurrent", "t1283", "model.language_model.layers.12.linear_attn.norm.weight", "t1292"},
 				Layer:   12,
-				Program: "gdn_recurrence_1303",
+				Program: "gdn_recurrence_1291",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1304", "model.language_model.layers.12.linear_attn.out_proj.weight", "t1307"},
+				Buffers: []string{"t1292", "model.language_model.layers.12.linear_attn.out_proj.weight", "t1295"},
 				Layer:   12,
-				Program: "matmul_1306",
+				Program: "matmul_1294",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1307", "t1290", "model.language_model.layers.12.post_attention_layernorm.weight", "t1309", "t1310"},
+				Buffers: []string{"t1295", "t1279", "model.language_model.layers.12.post_attention_layernorm.weight", "t1297", "t1298"},
 				Layer:   12,
-				Program: "all_reduce_add_rmsnorm_1308",
+				Program: "all_reduce_add_rmsnorm_1296",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1310", "model.language_model.layers.12.mlp.gate_proj.weight", "model.language_model.layers.12.mlp.up_proj.weight", "t1312"},
+				Buffers: []string{"t1298", "model.language_model.layers.12.mlp.gate_proj.weight", "model.language_model.layers.12.mlp.up_proj.weight", "t1300"},
 				Layer:   12,
-				Program: "matmul_swiglu_1311",
+				Program: "matmul_swiglu_1299",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1312", "model.language_model.layers.12.mlp.down_proj.weight", "t1314"},
+				Buffers: []string{"t1300", "model.language_model.layers.12.mlp.down_proj.weight", "t1302"},
 				Layer:   12,
-				Program: "matmul_1313",
+				Program: "matmul_1301",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1314", "t1309", "t1316"},
+				Buffers: []string{"t1302", "t1297", "model.language_model.layers.13.input_layernorm.weight", "t1304", "t1305"},
 				Layer:   12,
-				Program: "all_reduce_add_1315",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1303",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1316", "model.language_model.layers.13.input_layernorm.weight", "t1318"},
+				Buffers: []string{"t1305", "model.language_model.layers.13.linear_attn.in_proj_qkv.weight", "model.language_model.layers.13.linear_attn.in_proj_z.weight", "model.language_model.layers.13.linear_attn.in_proj_a.weight", "model.language_model.layers.13.linear_attn.in_proj_b.weight", "t1307", "t1308", "t1309", "t1310"},
 				Layer:   13,
-				Program: "rms_norm_1317",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1318", "model.language_model.layers.13.linear_attn.in_proj_qkv.weight", "model.language_model.layers.13.linear_attn.in_proj_z.weight", "model.language_model.layers.13.linear_attn.in_proj_a.weight", "model.language_model.layers.13.linear_attn.in_proj_b.weight", "t1320", "t1321", "t1322", "t1323"},
-				Layer:   13,
-				Program: "matmul4_1319",
+				Program: "matmul4_1306",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.13.conv", "t1320", "model.language_model.layers.13.linear_attn.conv1d.weight", "t1322", "t1323", "model.language_model.layers.13.linear_attn.A_log", "model.language_model.layers.13.linear_attn.dt_bias", "t1325", "t1327", "t1328"},
+				Buffers: []string{"state.layers.13.conv", "t1307", "model.language_model.layers.13.linear_attn.conv1d.weight", "t1309", "t1310", "model.language_model.layers.13.linear_attn.A_log", "model.language_model.layers.13.linear_attn.dt_bias", "t1312", "t1314", "t1315"},
 				Layer:   13,
-				Program: "gdn_conv_gates_1324",
+				Program: "gdn_conv_gates_1311",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1325", "t1327", "t1328", "state.layers.13.recurrent", "t1321", "model.language_model.layers.13.linear_attn.norm.weight", "t1330"},
+				Buffers: []string{"t1312", "t1314", "t1315", "state.layers.13.recurrent", "t1308", "model.language_model.layers.13.linear_attn.norm.weight", "t1317"},
 				Layer:   13,
-				Program: "gdn_recurrence_1329",
+				Program: "gdn_recurrence_1316",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1330", "model.language_model.layers.13.linear_attn.out_proj.weight", "t1333"},
+				Buffers: []string{"t1317", "model.language_model.layers.13.linear_attn.out_proj.weight", "t1320"},
 				Layer:   13,
-				Program: "matmul_1332",
+				Program: "matmul_1319",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1333", "t1316", "model.language_model.layers.13.post_attention_layernorm.weight", "t1335", "t1336"},
+				Buffers: []string{"t1320", "t1304", "model.language_model.layers.13.post_attention_layernorm.weight", "t1322", "t1323"},
 				Layer:   13,
-				Program: "all_reduce_add_rmsnorm_1334",
+				Program: "all_reduce_add_rmsnorm_1321",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1336", "model.language_model.layers.13.mlp.gate_proj.weight", "model.language_model.layers.13.mlp.up_proj.weight", "t1338"},
+				Buffers: []string{"t1323", "model.language_model.layers.13.mlp.gate_proj.weight", "model.language_model.layers.13.mlp.up_proj.weight", "t1325"},
 				Layer:   13,
-				Program: "matmul_swiglu_1337",
+				Program: "matmul_swiglu_1324",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1338", "model.language_model.layers.13.mlp.down_proj.weight", "t1340"},
+				Buffers: []string{"t1325", "model.language_model.layers.13.mlp.down_proj.weight", "t1327"},
 				Layer:   13,
-				Program: "matmul_1339",
+				Program: "matmul_1326",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1340", "t1335", "t1342"},
+				Buffers: []string{"t1327", "t1322", "model.language_model.layers.14.input_layernorm.weight", "t1329", "t1330"},
 				Layer:   13,
-				Program: "all_reduce_add_1341",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1328",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1342", "model.language_model.layers.14.input_layernorm.weight", "t1344"},
+				Buffers: []string{"t1330", "model.language_model.layers.14.linear_attn.in_proj_qkv.weight", "model.language_model.layers.14.linear_attn.in_proj_z.weight", "model.language_model.layers.14.linear_attn.in_proj_a.weight", "model.language_model.layers.14.linear_attn.in_proj_b.weight", "t1332", "t1333", "t1334", "t1335"},
 				Layer:   14,
-				Program: "rms_norm_1343",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1344", "model.language_model.layers.14.linear_attn.in_proj_qkv.weight", "model.language_model.layers.14.linear_attn.in_proj_z.weight", "model.language_model.layers.14.linear_attn.in_proj_a.weight", "model.language_model.layers.14.linear_attn.in_proj_b.weight", "t1346", "t1347", "t1348", "t1349"},
-				Layer:   14,
-				Program: "matmul4_1345",
+				Program: "matmul4_1331",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.14.conv", "t1346", "model.language_model.layers.14.linear_attn.conv1d.weight", "t1348", "t1349", "model.language_model.layers.14.linear_attn.A_log", "model.language_model.layers.14.linear_attn.dt_bias", "t1351", "t1353", "t1354"},
+				Buffers: []string{"state.layers.14.conv", "t1332", "model.language_model.layers.14.linear_attn.conv1d.weight", "t1334", "t1335", "model.language_model.layers.14.linear_attn.A_log", "model.language_model.layers.14.linear_attn.dt_bias", "t1337", "t1339", "t1340"},
 				Layer:   14,
-				Program: "gdn_conv_gates_1350",
+				Program: "gdn_conv_gates_1336",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1351", "t1353", "t1354", "state.layers.14.recurrent", "t1347", "model.language_model.layers.14.linear_attn.norm.weight", "t1356"},
+				Buffers: []string{"t1337", "t1339", "t1340", "state.layers.14.recurrent", "t1333", "model.language_model.layers.14.linear_attn.norm.weight", "t1342"},
 				Layer:   14,
-				Program: "gdn_recurrence_1355",
+				Program: "gdn_recurrence_1341",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1356", "model.language_model.layers.14.linear_attn.out_proj.weight", "t1359"},
+				Buffers: []string{"t1342", "model.language_model.layers.14.linear_attn.out_proj.weight", "t1345"},
 				Layer:   14,
-				Program: "matmul_1358",
+				Program: "matmul_1344",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1359", "t1342", "model.language_model.layers.14.post_attention_layernorm.weight", "t1361", "t1362"},
+				Buffers: []string{"t1345", "t1329", "model.language_model.layers.14.post_attention_layernorm.weight", "t1347", "t1348"},
 				Layer:   14,
-				Program: "all_reduce_add_rmsnorm_1360",
+				Program: "all_reduce_add_rmsnorm_1346",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1362", "model.language_model.layers.14.mlp.gate_proj.weight", "model.language_model.layers.14.mlp.up_proj.weight", "t1364"},
+				Buffers: []string{"t1348", "model.language_model.layers.14.mlp.gate_proj.weight", "model.language_model.layers.14.mlp.up_proj.weight", "t1350"},
 				Layer:   14,
-				Program: "matmul_swiglu_1363",
+				Program: "matmul_swiglu_1349",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1364", "model.language_model.layers.14.mlp.down_proj.weight", "t1366"},
+				Buffers: []string{"t1350", "model.language_model.layers.14.mlp.down_proj.weight", "t1352"},
 				Layer:   14,
-				Program: "matmul_1365",
+				Program: "matmul_1351",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1366", "t1361", "t1368"},
+				Buffers: []string{"t1352", "t1347", "model.language_model.layers.15.input_layernorm.weight", "t1354", "t1355"},
 				Layer:   14,
-				Program: "all_reduce_add_1367",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1353",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1368", "model.language_model.layers.15.input_layernorm.weight", "t1370"},
+				Buffers: []string{"t1355", "model.language_model.layers.15.self_attn.q_proj.weight", "model.language_model.layers.15.self_attn.k_proj.weight", "model.language_model.layers.15.self_attn.v_proj.weight", "t1357", "t1358", "t1359"},
 				Layer:   15,
-				Program: "rms_norm_1369",
-				Sig:     1,
+				Program: "matmul3_1356",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1370", "model.language_model.layers.15.self_attn.q_proj.weight", "model.language_model.layers.15.self_attn.k_proj.weight", "model.language_model.layers.15.self_attn.v_proj.weight", "t1372", "t1373", "t1374"},
+				Buffers: []string{"t1357", "t1358", "t1359", "model.language_model.layers.15.self_attn.q_norm.weight", "model.language_model.layers.15.self_attn.k_norm.weight", "t2", "t3", "state.layers.15.k_cache", "state.layers.15.v_cache", "t1", "t1361", "t1362"},
 				Layer:   15,
-				Program: "matmul3_1371",
+				Program: "attn_prologue_1360",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1372", "t1373", "t1374", "model.language_model.layers.15.self_attn.q_norm.weight", "model.language_model.layers.15.self_attn.k_norm.weight", "t2", "t3", "state.layers.15.k_cache", "state.layers.15.v_cache", "t1", "t1376", "t1377"},
+				Buffers: []string{"t1361", "state.layers.15.k_cache", "state.layers.15.v_cache", "t1", "t1362", "t1366"},
 				Layer:   15,
-				Program: "attn_prologue_1375",
+				Program: "sdpa_decode_gated_1365",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1376", "state.layers.15.k_cache", "state.layers.15.v_cache", "t1", "t1377", "t1381"},
+				Buffers: []string{"t1366", "model.language_model.layers.15.self_attn.o_proj.weight", "t1368"},
 				Layer:   15,
-				Program: "sdpa_decode_gated_1380",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1381", "model.language_model.layers.15.self_attn.o_proj.weight", "t1383"},
-				Layer:   15,
-				Program: "matmul_1382",
+				Program: "matmul_1367",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1383", "t1368", "model.language_model.layers.15.post_attention_layernorm.weight", "t1385", "t1386"},
+				Buffers: []string{"t1368", "t1354", "model.language_model.layers.15.post_attention_layernorm.weight", "t1370", "t1371"},
 				Layer:   15,
-				Program: "all_reduce_add_rmsnorm_1384",
+				Program: "all_reduce_add_rmsnorm_1369",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1386", "model.language_model.layers.15.mlp.gate_proj.weight", "model.language_model.layers.15.mlp.up_proj.weight", "t1388"},
+				Buffers: []string{"t1371", "model.language_model.layers.15.mlp.gate_proj.weight", "model.language_model.layers.15.mlp.up_proj.weight", "t1373"},
 				Layer:   15,
-				Program: "matmul_swiglu_1387",
+				Program: "matmul_swiglu_1372",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1388", "model.language_model.layers.15.mlp.down_proj.weight", "t1390"},
+				Buffers: []string{"t1373", "model.language_model.layers.15.mlp.down_proj.weight", "t1375"},
 				Layer:   15,
-				Program: "matmul_1389",
+				Program: "matmul_1374",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1390", "t1385", "t1392"},
+				Buffers: []string{"t1375", "t1370", "model.language_model.layers.16.input_layernorm.weight", "t1377", "t1378"},
 				Layer:   15,
-				Program: "all_reduce_add_1391",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1376",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1392", "model.language_model.layers.16.input_layernorm.weight", "t1394"},
+				Buffers: []string{"t1378", "model.language_model.layers.16.linear_attn.in_proj_qkv.weight", "model.language_model.layers.16.linear_attn.in_proj_z.weight", "model.language_model.layers.16.linear_attn.in_proj_a.weight", "model.language_model.layers.16.linear_attn.in_proj_b.weight", "t1380", "t1381", "t1382", "t1383"},
 				Layer:   16,
-				Program: "rms_norm_1393",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1394", "model.language_model.layers.16.linear_attn.in_proj_qkv.weight", "model.language_model.layers.16.linear_attn.in_proj_z.weight", "model.language_model.layers.16.linear_attn.in_proj_a.weight", "model.language_model.layers.16.linear_attn.in_proj_b.weight", "t1396", "t1397", "t1398", "t1399"},
-				Layer:   16,
-				Program: "matmul4_1395",
+				Program: "matmul4_1379",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.16.conv", "t1396", "model.language_model.layers.16.linear_attn.conv1d.weight", "t1398", "t1399", "model.language_model.layers.16.linear_attn.A_log", "model.language_model.layers.16.linear_attn.dt_bias", "t1401", "t1403", "t1404"},
+				Buffers: []string{"state.layers.16.conv", "t1380", "model.language_model.layers.16.linear_attn.conv1d.weight", "t1382", "t1383", "model.language_model.layers.16.linear_attn.A_log", "model.language_model.layers.16.linear_attn.dt_bias", "t1385", "t1387", "t1388"},
 				Layer:   16,
-				Program: "gdn_conv_gates_1400",
+				Program: "gdn_conv_gates_1384",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1401", "t1403", "t1404", "state.layers.16.recurrent", "t1397", "model.language_model.layers.16.linear_attn.norm.weight", "t1406"},
+				Buffers: []string{"t1385", "t1387", "t1388", "state.layers.16.recurrent", "t1381", "model.language_model.layers.16.linear_attn.norm.weight", "t1390"},
 				Layer:   16,
-				Program: "gdn_recurrence_1405",
+				Program: "gdn_recurrence_1389",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1406", "model.language_model.layers.16.linear_attn.out_proj.weight", "t1409"},
+				Buffers: []string{"t1390", "model.language_model.layers.16.linear_attn.out_proj.weight", "t1393"},
 				Layer:   16,
-				Program: "matmul_1408",
+				Program: "matmul_1392",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1409", "t1392", "model.language_model.layers.16.post_attention_layernorm.weight", "t1411", "t1412"},
+				Buffers: []string{"t1393", "t1377", "model.language_model.layers.16.post_attention_layernorm.weight", "t1395", "t1396"},
 				Layer:   16,
-				Program: "all_reduce_add_rmsnorm_1410",
+				Program: "all_reduce_add_rmsnorm_1394",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1412", "model.language_model.layers.16.mlp.gate_proj.weight", "model.language_model.layers.16.mlp.up_proj.weight", "t1414"},
+				Buffers: []string{"t1396", "model.language_model.layers.16.mlp.gate_proj.weight", "model.language_model.layers.16.mlp.up_proj.weight", "t1398"},
 				Layer:   16,
-				Program: "matmul_swiglu_1413",
+				Program: "matmul_swiglu_1397",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1414", "model.language_model.layers.16.mlp.down_proj.weight", "t1416"},
+				Buffers: []string{"t1398", "model.language_model.layers.16.mlp.down_proj.weight", "t1400"},
 				Layer:   16,
-				Program: "matmul_1415",
+				Program: "matmul_1399",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1416", "t1411", "t1418"},
+				Buffers: []string{"t1400", "t1395", "model.language_model.layers.17.input_layernorm.weight", "t1402", "t1403"},
 				Layer:   16,
-				Program: "all_reduce_add_1417",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1401",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1418", "model.language_model.layers.17.input_layernorm.weight", "t1420"},
+				Buffers: []string{"t1403", "model.language_model.layers.17.linear_attn.in_proj_qkv.weight", "model.language_model.layers.17.linear_attn.in_proj_z.weight", "model.language_model.layers.17.linear_attn.in_proj_a.weight", "model.language_model.layers.17.linear_attn.in_proj_b.weight", "t1405", "t1406", "t1407", "t1408"},
 				Layer:   17,
-				Program: "rms_norm_1419",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1420", "model.language_model.layers.17.linear_attn.in_proj_qkv.weight", "model.language_model.layers.17.linear_attn.in_proj_z.weight", "model.language_model.layers.17.linear_attn.in_proj_a.weight", "model.language_model.layers.17.linear_attn.in_proj_b.weight", "t1422", "t1423", "t1424", "t1425"},
-				Layer:   17,
-				Program: "matmul4_1421",
+				Program: "matmul4_1404",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.17.conv", "t1422", "model.language_model.layers.17.linear_attn.conv1d.weight", "t1424", "t1425", "model.language_model.layers.17.linear_attn.A_log", "model.language_model.layers.17.linear_attn.dt_bias", "t1427", "t1429", "t1430"},
+				Buffers: []string{"state.layers.17.conv", "t1405", "model.language_model.layers.17.linear_attn.conv1d.weight", "t1407", "t1408", "model.language_model.layers.17.linear_attn.A_log", "model.language_model.layers.17.linear_attn.dt_bias", "t1410", "t1412", "t1413"},
 				Layer:   17,
-				Program: "gdn_conv_gates_1426",
+				Program: "gdn_conv_gates_1409",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1427", "t1429", "t1430", "state.layers.17.recurrent", "t1423", "model.language_model.layers.17.linear_attn.norm.weight", "t1432"},
+				Buffers: []string{"t1410", "t1412", "t1413", "state.layers.17.recurrent", "t1406", "model.language_model.layers.17.linear_attn.norm.weight", "t1415"},
 				Layer:   17,
-				Program: "gdn_recurrence_1431",
+				Program: "gdn_recurrence_1414",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1432", "model.language_model.layers.17.linear_attn.out_proj.weight", "t1435"},
+				Buffers: []string{"t1415", "model.language_model.layers.17.linear_attn.out_proj.weight", "t1418"},
 				Layer:   17,
-				Program: "matmul_1434",
+				Program: "matmul_1417",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1435", "t1418", "model.language_model.layers.17.post_attention_layernorm.weight", "t1437", "t1438"},
+				Buffers: []string{"t1418", "t1402", "model.language_model.layers.17.post_attention_layernorm.weight", "t1420", "t1421"},
 				Layer:   17,
-				Program: "all_reduce_add_rmsnorm_1436",
+				Program: "all_reduce_add_rmsnorm_1419",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1438", "model.language_model.layers.17.mlp.gate_proj.weight", "model.language_model.layers.17.mlp.up_proj.weight", "t1440"},
+				Buffers: []string{"t1421", "model.language_model.layers.17.mlp.gate_proj.weight", "model.language_model.layers.17.mlp.up_proj.weight", "t1423"},
 				Layer:   17,
-				Program: "matmul_swiglu_1439",
+				Program: "matmul_swiglu_1422",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1440", "model.language_model.layers.17.mlp.down_proj.weight", "t1442"},
+				Buffers: []string{"t1423", "model.language_model.layers.17.mlp.down_proj.weight", "t1425"},
 				Layer:   17,
-				Program: "matmul_1441",
+				Program: "matmul_1424",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1442", "t1437", "t1444"},
+				Buffers: []string{"t1425", "t1420", "model.language_model.layers.18.input_layernorm.weight", "t1427", "t1428"},
 				Layer:   17,
-				Program: "all_reduce_add_1443",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1426",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1444", "model.language_model.layers.18.input_layernorm.weight", "t1446"},
+				Buffers: []string{"t1428", "model.language_model.layers.18.linear_attn.in_proj_qkv.weight", "model.language_model.layers.18.linear_attn.in_proj_z.weight", "model.language_model.layers.18.linear_attn.in_proj_a.weight", "model.language_model.layers.18.linear_attn.in_proj_b.weight", "t1430", "t1431", "t1432", "t1433"},
 				Layer:   18,
-				Program: "rms_norm_1445",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1446", "model.language_model.layers.18.linear_attn.in_proj_qkv.weight", "model.language_model.layers.18.linear_attn.in_proj_z.weight", "model.language_model.layers.18.linear_attn.in_proj_a.weight", "model.language_model.layers.18.linear_attn.in_proj_b.weight", "t1448", "t1449", "t1450", "t1451"},
-				Layer:   18,
-				Program: "matmul4_1447",
+				Program: "matmul4_1429",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.18.conv", "t1448", "model.language_model.layers.18.linear_attn.conv1d.weight", "t1450", "t1451", "model.language_model.layers.18.linear_attn.A_log", "model.language_model.layers.18.linear_attn.dt_bias", "t1453", "t1455", "t1456"},
+				Buffers: []string{"state.layers.18.conv", "t1430", "model.language_model.layers.18.linear_attn.conv1d.weight", "t1432", "t1433", "model.language_model.layers.18.linear_attn.A_log", "model.language_model.layers.18.linear_attn.dt_bias", "t1435", "t1437", "t1438"},
 				Layer:   18,
-				Program: "gdn_conv_gates_1452",
+				Program: "gdn_conv_gates_1434",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1453", "t1455", "t1456", "state.layers.18.recurrent", "t1449", "model.language_model.layers.18.linear_attn.norm.weight", "t1458"},
+				Buffers: []string{"t1435", "t1437", "t1438", "state.layers.18.recurrent", "t1431", "model.language_model.layers.18.linear_attn.norm.weight", "t1440"},
 				Layer:   18,
-				Program: "gdn_recurrence_1457",
+				Program: "gdn_recurrence_1439",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1458", "model.language_model.layers.18.linear_attn.out_proj.weight", "t1461"},
+				Buffers: []string{"t1440", "model.language_model.layers.18.linear_attn.out_proj.weight", "t1443"},
 				Layer:   18,
-				Program: "matmul_1460",
+				Program: "matmul_1442",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1461", "t1444", "model.language_model.layers.18.post_attention_layernorm.weight", "t1463", "t1464"},
+				Buffers: []string{"t1443", "t1427", "model.language_model.layers.18.post_attention_layernorm.weight", "t1445", "t1446"},
 				Layer:   18,
-				Program: "all_reduce_add_rmsnorm_1462",
+				Program: "all_reduce_add_rmsnorm_1444",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1464", "model.language_model.layers.18.mlp.gate_proj.weight", "model.language_model.layers.18.mlp.up_proj.weight", "t1466"},
+				Buffers: []string{"t1446", "model.language_model.layers.18.mlp.gate_proj.weight", "model.language_model.layers.18.mlp.up_proj.weight", "t1448"},
 				Layer:   18,
-				Program: "matmul_swiglu_1465",
+				Program: "matmul_swiglu_1447",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1466", "model.language_model.layers.18.mlp.down_proj.weight", "t1468"},
+				Buffers: []string{"t1448", "model.language_model.layers.18.mlp.down_proj.weight", "t1450"},
 				Layer:   18,
-				Program: "matmul_1467",
+				Program: "matmul_1449",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1468", "t1463", "t1470"},
+				Buffers: []string{"t1450", "t1445", "model.language_model.layers.19.input_layernorm.weight", "t1452", "t1453"},
 				Layer:   18,
-				Program: "all_reduce_add_1469",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1451",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1470", "model.language_model.layers.19.input_layernorm.weight", "t1472"},
+				Buffers: []string{"t1453", "model.language_model.layers.19.self_attn.q_proj.weight", "model.language_model.layers.19.self_attn.k_proj.weight", "model.language_model.layers.19.self_attn.v_proj.weight", "t1455", "t1456", "t1457"},
 				Layer:   19,
-				Program: "rms_norm_1471",
-				Sig:     1,
+				Program: "matmul3_1454",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1472", "model.language_model.layers.19.self_attn.q_proj.weight", "model.language_model.layers.19.self_attn.k_proj.weight", "model.language_model.layers.19.self_attn.v_proj.weight", "t1474", "t1475", "t1476"},
+				Buffers: []string{"t1455", "t1456", "t1457", "model.language_model.layers.19.self_attn.q_norm.weight", "model.language_model.layers.19.self_attn.k_norm.weight", "t2", "t3", "state.layers.19.k_cache", "state.layers.19.v_cache", "t1", "t1459", "t1460"},
 				Layer:   19,
-				Program: "matmul3_1473",
+				Program: "attn_prologue_1458",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1474", "t1475", "t1476", "model.language_model.layers.19.self_attn.q_norm.weight", "model.language_model.layers.19.self_attn.k_norm.weight", "t2", "t3", "state.layers.19.k_cache", "state.layers.19.v_cache", "t1", "t1478", "t1479"},
+				Buffers: []string{"t1459", "state.layers.19.k_cache", "state.layers.19.v_cache", "t1", "t1460", "t1464"},
 				Layer:   19,
-				Program: "attn_prologue_1477",
+				Program: "sdpa_decode_gated_1463",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1478", "state.layers.19.k_cache", "state.layers.19.v_cache", "t1", "t1479", "t1483"},
+				Buffers: []string{"t1464", "model.language_model.layers.19.self_attn.o_proj.weight", "t1466"},
 				Layer:   19,
-				Program: "sdpa_decode_gated_1482",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1483", "model.language_model.layers.19.self_attn.o_proj.weight", "t1485"},
-				Layer:   19,
-				Program: "matmul_1484",
+				Program: "matmul_1465",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1485", "t1470", "model.language_model.layers.19.post_attention_layernorm.weight", "t1487", "t1488"},
+				Buffers: []string{"t1466", "t1452", "model.language_model.layers.19.post_attention_layernorm.weight", "t1468", "t1469"},
 				Layer:   19,
-				Program: "all_reduce_add_rmsnorm_1486",
+				Program: "all_reduce_add_rmsnorm_1467",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1488", "model.language_model.layers.19.mlp.gate_proj.weight", "model.language_model.layers.19.mlp.up_proj.weight", "t1490"},
+				Buffers: []string{"t1469", "model.language_model.layers.19.mlp.gate_proj.weight", "model.language_model.layers.19.mlp.up_proj.weight", "t1471"},
 				Layer:   19,
-				Program: "matmul_swiglu_1489",
+				Program: "matmul_swiglu_1470",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1490", "model.language_model.layers.19.mlp.down_proj.weight", "t1492"},
+				Buffers: []string{"t1471", "model.language_model.layers.19.mlp.down_proj.weight", "t1473"},
 				Layer:   19,
-				Program: "matmul_1491",
+				Program: "matmul_1472",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1492", "t1487", "t1494"},
+				Buffers: []string{"t1473", "t1468", "model.language_model.layers.20.input_layernorm.weight", "t1475", "t1476"},
 				Layer:   19,
-				Program: "all_reduce_add_1493",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1474",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1494", "model.language_model.layers.20.input_layernorm.weight", "t1496"},
+				Buffers: []string{"t1476", "model.language_model.layers.20.linear_attn.in_proj_qkv.weight", "model.language_model.layers.20.linear_attn.in_proj_z.weight", "model.language_model.layers.20.linear_attn.in_proj_a.weight", "model.language_model.layers.20.linear_attn.in_proj_b.weight", "t1478", "t1479", "t1480", "t1481"},
 				Layer:   20,
-				Program: "rms_norm_1495",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1496", "model.language_model.layers.20.linear_attn.in_proj_qkv.weight", "model.language_model.layers.20.linear_attn.in_proj_z.weight", "model.language_model.layers.20.linear_attn.in_proj_a.weight", "model.language_model.layers.20.linear_attn.in_proj_b.weight", "t1498", "t1499", "t1500", "t1501"},
-				Layer:   20,
-				Program: "matmul4_1497",
+				Program: "matmul4_1477",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.20.conv", "t1498", "model.language_model.layers.20.linear_attn.conv1d.weight", "t1500", "t1501", "model.language_model.layers.20.linear_attn.A_log", "model.language_model.layers.20.linear_attn.dt_bias", "t1503", "t1505", "t1506"},
+				Buffers: []string{"state.layers.20.conv", "t1478", "model.language_model.layers.20.linear_attn.conv1d.weight", "t1480", "t1481", "model.language_model.layers.20.linear_attn.A_log", "model.language_model.layers.20.linear_attn.dt_bias", "t1483", "t1485", "t1486"},
 				Layer:   20,
-				Program: "gdn_conv_gates_1502",
+				Program: "gdn_conv_gates_1482",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1503", "t1505", "t1506", "state.layers.20.recurrent", "t1499", "model.language_model.layers.20.linear_attn.norm.weight", "t1508"},
+				Buffers: []string{"t1483", "t1485", "t1486", "state.layers.20.recurrent", "t1479", "model.language_model.layers.20.linear_attn.norm.weight", "t1488"},
 				Layer:   20,
-				Program: "gdn_recurrence_1507",
+				Program: "gdn_recurrence_1487",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1508", "model.language_model.layers.20.linear_attn.out_proj.weight", "t1511"},
+				Buffers: []string{"t1488", "model.language_model.layers.20.linear_attn.out_proj.weight", "t1491"},
 				Layer:   20,
-				Program: "matmul_1510",
+				Program: "matmul_1490",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1511", "t1494", "model.language_model.layers.20.post_attention_layernorm.weight", "t1513", "t1514"},
+				Buffers: []string{"t1491", "t1475", "model.language_model.layers.20.post_attention_layernorm.weight", "t1493", "t1494"},
 				Layer:   20,
-				Program: "all_reduce_add_rmsnorm_1512",
+				Program: "all_reduce_add_rmsnorm_1492",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1514", "model.language_model.layers.20.mlp.gate_proj.weight", "model.language_model.layers.20.mlp.up_proj.weight", "t1516"},
+				Buffers: []string{"t1494", "model.language_model.layers.20.mlp.gate_proj.weight", "model.language_model.layers.20.mlp.up_proj.weight", "t1496"},
 				Layer:   20,
-				Program: "matmul_swiglu_1515",
+				Program: "matmul_swiglu_1495",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1516", "model.language_model.layers.20.mlp.down_proj.weight", "t1518"},
+				Buffers: []string{"t1496", "model.language_model.layers.20.mlp.down_proj.weight", "t1498"},
 				Layer:   20,
-				Program: "matmul_1517",
+				Program: "matmul_1497",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1518", "t1513", "t1520"},
+				Buffers: []string{"t1498", "t1493", "model.language_model.layers.21.input_layernorm.weight", "t1500", "t1501"},
 				Layer:   20,
-				Program: "all_reduce_add_1519",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1499",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1520", "model.language_model.layers.21.input_layernorm.weight", "t1522"},
+				Buffers: []string{"t1501", "model.language_model.layers.21.linear_attn.in_proj_qkv.weight", "model.language_model.layers.21.linear_attn.in_proj_z.weight", "model.language_model.layers.21.linear_attn.in_proj_a.weight", "model.language_model.layers.21.linear_attn.in_proj_b.weight", "t1503", "t1504", "t1505", "t1506"},
 				Layer:   21,
-				Program: "rms_norm_1521",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1522", "model.language_model.layers.21.linear_attn.in_proj_qkv.weight", "model.language_model.layers.21.linear_attn.in_proj_z.weight", "model.language_model.layers.21.linear_attn.in_proj_a.weight", "model.language_model.layers.21.linear_attn.in_proj_b.weight", "t1524", "t1525", "t1526", "t1527"},
-				Layer:   21,
-				Program: "matmul4_1523",
+				Program: "matmul4_1502",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.21.conv", "t1524", "model.language_model.layers.21.linear_attn.conv1d.weight", "t1526", "t1527", "model.language_model.layers.21.linear_attn.A_log", "model.language_model.layers.21.linear_attn.dt_bias", "t1529", "t1531", "t1532"},
+				Buffers: []string{"state.layers.21.conv", "t1503", "model.language_model.layers.21.linear_attn.conv1d.weight", "t1505", "t1506", "model.language_model.layers.21.linear_attn.A_log", "model.language_model.layers.21.linear_attn.dt_bias", "t1508", "t1510", "t1511"},
 				Layer:   21,
-				Program: "gdn_conv_gates_1528",
+				Program: "gdn_conv_gates_1507",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1529", "t1531", "t1532", "state.layers.21.recurrent", "t1525", "model.language_model.layers.21.linear_attn.norm.weight", "t1534"},
+				Buffers: []string{"t1508", "t1510", "t1511", "state.layers.21.recurrent", "t1504", "model.language_model.layers.21.linear_attn.norm.weight", "t1513"},
 				Layer:   21,
-				Program: "gdn_recurrence_1533",
+				Program: "gdn_recurrence_1512",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1534", "model.language_model.layers.21.linear_attn.out_proj.weight", "t1537"},
+				Buffers: []string{"t1513", "model.language_model.layers.21.linear_attn.out_proj.weight", "t1516"},
 				Layer:   21,
-				Program: "matmul_1536",
+				Program: "matmul_1515",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1537", "t1520", "model.language_model.layers.21.post_attention_layernorm.weight", "t1539", "t1540"},
+				Buffers: []string{"t1516", "t1500", "model.language_model.layers.21.post_attention_layernorm.weight", "t1518", "t1519"},
 				Layer:   21,
-				Program: "all_reduce_add_rmsnorm_1538",
+				Program: "all_reduce_add_rmsnorm_1517",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1540", "model.language_model.layers.21.mlp.gate_proj.weight", "model.language_model.layers.21.mlp.up_proj.weight", "t1542"},
+				Buffers: []string{"t1519", "model.language_model.layers.21.mlp.gate_proj.weight", "model.language_model.layers.21.mlp.up_proj.weight", "t1521"},
 				Layer:   21,
-				Program: "matmul_swiglu_1541",
+				Program: "matmul_swiglu_1520",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1542", "model.language_model.layers.21.mlp.down_proj.weight", "t1544"},
+				Buffers: []string{"t1521", "model.language_model.layers.21.mlp.down_proj.weight", "t1523"},
 				Layer:   21,
-				Program: "matmul_1543",
+				Program: "matmul_1522",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1544", "t1539", "t1546"},
+				Buffers: []string{"t1523", "t1518", "model.language_model.layers.22.input_layernorm.weight", "t1525", "t1526"},
 				Layer:   21,
-				Program: "all_reduce_add_1545",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1524",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1546", "model.language_model.layers.22.input_layernorm.weight", "t1548"},
+				Buffers: []string{"t1526", "model.language_model.layers.22.linear_attn.in_proj_qkv.weight", "model.language_model.layers.22.linear_attn.in_proj_z.weight", "model.language_model.layers.22.linear_attn.in_proj_a.weight", "model.language_model.layers.22.linear_attn.in_proj_b.weight", "t1528", "t1529", "t1530", "t1531"},
 				Layer:   22,
-				Program: "rms_norm_1547",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1548", "model.language_model.layers.22.linear_attn.in_proj_qkv.weight", "model.language_model.layers.22.linear_attn.in_proj_z.weight", "model.language_model.layers.22.linear_attn.in_proj_a.weight", "model.language_model.layers.22.linear_attn.in_proj_b.weight", "t1550", "t1551", "t1552", "t1553"},
-				Layer:   22,
-				Program: "matmul4_1549",
+				Program: "matmul4_1527",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.22.conv", "t1550", "model.language_model.layers.22.linear_attn.conv1d.weight", "t1552", "t1553", "model.language_model.layers.22.linear_attn.A_log", "model.language_model.layers.22.linear_attn.dt_bias", "t1555", "t1557", "t1558"},
+				Buffers: []string{"state.layers.22.conv", "t1528", "model.language_model.layers.22.linear_attn.conv1d.weight", "t1530", "t1531", "model.language_model.layers.22.linear_attn.A_log", "model.language_model.layers.22.linear_attn.dt_bias", "t1533", "t1535", "t1536"},
 				Layer:   22,
-				Program: "gdn_conv_gates_1554",
+				Program: "gdn_conv_gates_1532",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1555", "t1557", "t1558", "state.layers.22.recurrent", "t1551", "model.language_model.layers.22.linear_attn.norm.weight", "t1560"},
+				Buffers: []string{"t1533", "t1535", "t1536", "state.layers.22.recurrent", "t1529", "model.language_model.layers.22.linear_attn.norm.weight", "t1538"},
 				Layer:   22,
-				Program: "gdn_recurrence_1559",
+				Program: "gdn_recurrence_1537",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1560", "model.language_model.layers.22.linear_attn.out_proj.weight", "t1563"},
+				Buffers: []string{"t1538", "model.language_model.layers.22.linear_attn.out_proj.weight", "t1541"},
 				Layer:   22,
-				Program: "matmul_1562",
+				Program: "matmul_1540",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1563", "t1546", "model.language_model.layers.22.post_attention_layernorm.weight", "t1565", "t1566"},
+				Buffers: []string{"t1541", "t1525", "model.language_model.layers.22.post_attention_layernorm.weight", "t1543", "t1544"},
 				Layer:   22,
-				Program: "all_reduce_add_rmsnorm_1564",
+				Program: "all_reduce_add_rmsnorm_1542",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1566", "model.language_model.layers.22.mlp.gate_proj.weight", "model.language_model.layers.22.mlp.up_proj.weight", "t1568"},
+				Buffers: []string{"t1544", "model.language_model.layers.22.mlp.gate_proj.weight", "model.language_model.layers.22.mlp.up_proj.weight", "t1546"},
 				Layer:   22,
-				Program: "matmul_swiglu_1567",
+				Program: "matmul_swiglu_1545",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1568", "model.language_model.layers.22.mlp.down_proj.weight", "t1570"},
+				Buffers: []string{"t1546", "model.language_model.layers.22.mlp.down_proj.weight", "t1548"},
 				Layer:   22,
-				Program: "matmul_1569",
+				Program: "matmul_1547",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1570", "t1565", "t1572"},
+				Buffers: []string{"t1548", "t1543", "model.language_model.layers.23.input_layernorm.weight", "t1550", "t1551"},
 				Layer:   22,
-				Program: "all_reduce_add_1571",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1549",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1572", "model.language_model.layers.23.input_layernorm.weight", "t1574"},
+				Buffers: []string{"t1551", "model.language_model.layers.23.self_attn.q_proj.weight", "model.language_model.layers.23.self_attn.k_proj.weight", "model.language_model.layers.23.self_attn.v_proj.weight", "t1553", "t1554", "t1555"},
 				Layer:   23,
-				Program: "rms_norm_1573",
-				Sig:     1,
+				Program: "matmul3_1552",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1574", "model.language_model.layers.23.self_attn.q_proj.weight", "model.language_model.layers.23.self_attn.k_proj.weight", "model.language_model.layers.23.self_attn.v_proj.weight", "t1576", "t1577", "t1578"},
+				Buffers: []string{"t1553", "t1554", "t1555", "model.language_model.layers.23.self_attn.q_norm.weight", "model.language_model.layers.23.self_attn.k_norm.weight", "t2", "t3", "state.layers.23.k_cache", "state.layers.23.v_cache", "t1", "t1557", "t1558"},
 				Layer:   23,
-				Program: "matmul3_1575",
+				Program: "attn_prologue_1556",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1576", "t1577", "t1578", "model.language_model.layers.23.self_attn.q_norm.weight", "model.language_model.layers.23.self_attn.k_norm.weight", "t2", "t3", "state.layers.23.k_cache", "state.layers.23.v_cache", "t1", "t1580", "t1581"},
+				Buffers: []string{"t1557", "state.layers.23.k_cache", "state.layers.23.v_cache", "t1", "t1558", "t1562"},
 				Layer:   23,
-				Program: "attn_prologue_1579",
+				Program: "sdpa_decode_gated_1561",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1580", "state.layers.23.k_cache", "state.layers.23.v_cache", "t1", "t1581", "t1585"},
+				Buffers: []string{"t1562", "model.language_model.layers.23.self_attn.o_proj.weight", "t1564"},
 				Layer:   23,
-				Program: "sdpa_decode_gated_1584",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1585", "model.language_model.layers.23.self_attn.o_proj.weight", "t1587"},
-				Layer:   23,
-				Program: "matmul_1586",
+				Program: "matmul_1563",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1587", "t1572", "model.language_model.layers.23.post_attention_layernorm.weight", "t1589", "t1590"},
+				Buffers: []string{"t1564", "t1550", "model.language_model.layers.23.post_attention_layernorm.weight", "t1566", "t1567"},
 				Layer:   23,
-				Program: "all_reduce_add_rmsnorm_1588",
+				Program: "all_reduce_add_rmsnorm_1565",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1590", "model.language_model.layers.23.mlp.gate_proj.weight", "model.language_model.layers.23.mlp.up_proj.weight", "t1592"},
+				Buffers: []string{"t1567", "model.language_model.layers.23.mlp.gate_proj.weight", "model.language_model.layers.23.mlp.up_proj.weight", "t1569"},
 				Layer:   23,
-				Program: "matmul_swiglu_1591",
+				Program: "matmul_swiglu_1568",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1592", "model.language_model.layers.23.mlp.down_proj.weight", "t1594"},
+				Buffers: []string{"t1569", "model.language_model.layers.23.mlp.down_proj.weight", "t1571"},
 				Layer:   23,
-				Program: "matmul_1593",
+				Program: "matmul_1570",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1594", "t1589", "t1596"},
+				Buffers: []string{"t1571", "t1566", "model.language_model.layers.24.input_layernorm.weight", "t1573", "t1574"},
 				Layer:   23,
-				Program: "all_reduce_add_1595",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1572",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1596", "model.language_model.layers.24.input_layernorm.weight", "t1598"},
+				Buffers: []string{"t1574", "model.language_model.layers.24.linear_attn.in_proj_qkv.weight", "model.language_model.layers.24.linear_attn.in_proj_z.weight", "model.language_model.layers.24.linear_attn.in_proj_a.weight", "model.language_model.layers.24.linear_attn.in_proj_b.weight", "t1576", "t1577", "t1578", "t1579"},
 				Layer:   24,
-				Program: "rms_norm_1597",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1598", "model.language_model.layers.24.linear_attn.in_proj_qkv.weight", "model.language_model.layers.24.linear_attn.in_proj_z.weight", "model.language_model.layers.24.linear_attn.in_proj_a.weight", "model.language_model.layers.24.linear_attn.in_proj_b.weight", "t1600", "t1601", "t1602", "t1603"},
-				Layer:   24,
-				Program: "matmul4_1599",
+				Program: "matmul4_1575",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.24.conv", "t1600", "model.language_model.layers.24.linear_attn.conv1d.weight", "t1602", "t1603", "model.language_model.layers.24.linear_attn.A_log", "model.language_model.layers.24.linear_attn.dt_bias", "t1605", "t1607", "t1608"},
+				Buffers: []string{"state.layers.24.conv", "t1576", "model.language_model.layers.24.linear_attn.conv1d.weight", "t1578", "t1579", "model.language_model.layers.24.linear_attn.A_log", "model.language_model.layers.24.linear_attn.dt_bias", "t1581", "t1583", "t1584"},
 				Layer:   24,
-				Program: "gdn_conv_gates_1604",
+				Program: "gdn_conv_gates_1580",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1605", "t1607", "t1608", "state.layers.24.recurrent", "t1601", "model.language_model.layers.24.linear_attn.norm.weight", "t1610"},
+				Buffers: []string{"t1581", "t1583", "t1584", "state.layers.24.recurrent", "t1577", "model.language_model.layers.24.linear_attn.norm.weight", "t1586"},
 				Layer:   24,
-				Program: "gdn_recurrence_1609",
+				Program: "gdn_recurrence_1585",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1610", "model.language_model.layers.24.linear_attn.out_proj.weight", "t1613"},
+				Buffers: []string{"t1586", "model.language_model.layers.24.linear_attn.out_proj.weight", "t1589"},
 				Layer:   24,
-				Program: "matmul_1612",
+				Program: "matmul_1588",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1613", "t1596", "model.language_model.layers.24.post_attention_layernorm.weight", "t1615", "t1616"},
+				Buffers: []string{"t1589", "t1573", "model.language_model.layers.24.post_attention_layernorm.weight", "t1591", "t1592"},
 				Layer:   24,
-				Program: "all_reduce_add_rmsnorm_1614",
+				Program: "all_reduce_add_rmsnorm_1590",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1616", "model.language_model.layers.24.mlp.gate_proj.weight", "model.language_model.layers.24.mlp.up_proj.weight", "t1618"},
+				Buffers: []string{"t1592", "model.language_model.layers.24.mlp.gate_proj.weight", "model.language_model.layers.24.mlp.up_proj.weight", "t1594"},
 				Layer:   24,
-				Program: "matmul_swiglu_1617",
+				Program: "matmul_swiglu_1593",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1618", "model.language_model.layers.24.mlp.down_proj.weight", "t1620"},
+				Buffers: []string{"t1594", "model.language_model.layers.24.mlp.down_proj.weight", "t1596"},
 				Layer:   24,
-				Program: "matmul_1619",
+				Program: "matmul_1595",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1620", "t1615", "t1622"},
+				Buffers: []string{"t1596", "t1591", "model.language_model.layers.25.input_layernorm.weight", "t1598", "t1599"},
 				Layer:   24,
-				Program: "all_reduce_add_1621",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1597",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1622", "model.language_model.layers.25.input_layernorm.weight", "t1624"},
+				Buffers: []string{"t1599", "model.language_model.layers.25.linear_attn.in_proj_qkv.weight", "model.language_model.layers.25.linear_attn.in_proj_z.weight", "model.language_model.layers.25.linear_attn.in_proj_a.weight", "model.language_model.layers.25.linear_attn.in_proj_b.weight", "t1601", "t1602", "t1603", "t1604"},
 				Layer:   25,
-				Program: "rms_norm_1623",
-				Sig:     1,
+				Program: "matmul4_1600",
+				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"t1624", "model.language_model.layers.25.linear_attn.in_proj_qkv.weight", "model.language_model.layers.25.linear_attn.in_proj_z.weight", "model.language_model.layers.25.linear_attn.in_proj_a.weight", "model.language_model.layers.25.linear_attn.in_proj_b.weight", "t1626", "t1627", "t1628", "t1629"},
+				Buffers: []string{"state.layers.25.conv", "t1601", "model.language_model.layers.25.linear_attn.conv1d.weight", "t1603", "t1604", "model.language_model.layers.25.linear_attn.A_log", "model.language_model.layers.25.linear_attn.dt_bias", "t1606", "t1608", "t1609"},
 				Layer:   25,
+				Program: "gdn_conv_gates_1605",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t1606", "t1608", "t1609", "state.layers.25.recurrent", "t1602", "model.language_model.layers.25.linear_attn.norm.weight", "t1611"},
+				Layer:   25,
+				Program: "gdn_recurrence_1610",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t1611", "model.language_model.layers.25.linear_attn.out_proj.weight", "t1614"},
+				Layer:   25,
+				Program: "matmul_1613",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1614", "t1598", "model.language_model.layers.25.post_attention_layernorm.weight", "t1616", "t1617"},
+				Layer:   25,
+				Program: "all_reduce_add_rmsnorm_1615",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1617", "model.language_model.layers.25.mlp.gate_proj.weight", "model.language_model.layers.25.mlp.up_proj.weight", "t1619"},
+				Layer:   25,
+				Program: "matmul_swiglu_1618",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1619", "model.language_model.layers.25.mlp.down_proj.weight", "t1621"},
+				Layer:   25,
+				Program: "matmul_1620",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t1621", "t1616", "model.language_model.layers.26.input_layernorm.weight", "t1623", "t1624"},
+				Layer:   25,
+				Program: "all_reduce_add_rmsnorm_1622",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1624", "model.language_model.layers.26.linear_attn.in_proj_qkv.weight", "model.language_model.layers.26.linear_attn.in_proj_z.weight", "model.language_model.layers.26.linear_attn.in_proj_a.weight", "model.language_model.layers.26.linear_attn.in_proj_b.weight", "t1626", "t1627", "t1628", "t1629"},
+				Layer:   26,
 				Program: "matmul4_1625",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.25.conv", "t1626", "model.language_model.layers.25.linear_attn.conv1d.weight", "t1628", "t1629", "model.language_model.layers.25.linear_attn.A_log", "model.language_model.layers.25.linear_attn.dt_bias", "t1631", "t1633", "t1634"},
-				Layer:   25,
+				Buffers: []string{"state.layers.26.conv", "t1626", "model.language_model.layers.26.linear_attn.conv1d.weight", "t1628", "t1629", "model.language_model.layers.26.linear_attn.A_log", "model.language_model.layers.26.linear_attn.dt_bias", "t1631", "t1633", "t1634"},
+				Layer:   26,
 				Program: "gdn_conv_gates_1630",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1631", "t1633", "t1634", "state.layers.25.recurrent", "t1627", "model.language_model.layers.25.linear_attn.norm.weight", "t1636"},
-				Layer:   25,
+				Buffers: []string{"t1631", "t1633", "t1634", "state.layers.26.recurrent", "t1627", "model.language_model.layers.26.linear_attn.norm.weight", "t1636"},
+				Layer:   26,
 				Program: "gdn_recurrence_1635",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1636", "model.language_model.layers.25.linear_attn.out_proj.weight", "t1639"},
-				Layer:   25,
+				Buffers: []string{"t1636", "model.language_model.layers.26.linear_attn.out_proj.weight", "t1639"},
+				Layer:   26,
 				Program: "matmul_1638",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1639", "t1622", "model.language_model.layers.25.post_attention_layernorm.weight", "t1641", "t1642"},
-				Layer:   25,
+				Buffers: []string{"t1639", "t1623", "model.language_model.layers.26.post_attention_layernorm.weight", "t1641", "t1642"},
+				Layer:   26,
 				Program: "all_reduce_add_rmsnorm_1640",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1642", "model.language_model.layers.25.mlp.gate_proj.weight", "model.language_model.layers.25.mlp.up_proj.weight", "t1644"},
-				Layer:   25,
+				Buffers: []string{"t1642", "model.language_model.layers.26.mlp.gate_proj.weight", "model.language_model.layers.26.mlp.up_proj.weight", "t1644"},
+				Layer:   26,
 				Program: "matmul_swiglu_1643",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1644", "model.language_model.layers.25.mlp.down_proj.weight", "t1646"},
-				Layer:   25,
+				Buffers: []string{"t1644", "model.language_model.layers.26.mlp.down_proj.weight", "t1646"},
+				Layer:   26,
 				Program: "matmul_1645",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1646", "t1641", "t1648"},
-				Layer:   25,
-				Program: "all_reduce_add_1647",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1648", "model.language_model.layers.26.input_layernorm.weight", "t1650"},
+				Buffers: []string{"t1646", "t1641", "model.language_model.layers.27.input_layernorm.weight", "t1648", "t1649"},
 				Layer:   26,
-				Program: "rms_norm_1649",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1650", "model.language_model.layers.26.linear_attn.in_proj_qkv.weight", "model.language_model.layers.26.linear_attn.in_proj_z.weight", "model.language_model.layers.26.linear_attn.in_proj_a.weight", "model.language_model.layers.26.linear_attn.in_proj_b.weight", "t1652", "t1653", "t1654", "t1655"},
-				Layer:   26,
-				Program: "matmul4_1651",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.26.conv", "t1652", "model.language_model.layers.26.linear_attn.conv1d.weight", "t1654", "t1655", "model.language_model.layers.26.linear_attn.A_log", "model.language_model.layers.26.linear_attn.dt_bias", "t1657", "t1659", "t1660"},
-				Layer:   26,
-				Program: "gdn_conv_gates_1656",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t1657", "t1659", "t1660", "state.layers.26.recurrent", "t1653", "model.language_model.layers.26.linear_attn.norm.weight", "t1662"},
-				Layer:   26,
-				Program: "gdn_recurrence_1661",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t1662", "model.language_model.layers.26.linear_attn.out_proj.weight", "t1665"},
-				Layer:   26,
-				Program: "matmul_1664",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t1665", "t1648", "model.language_model.layers.26.post_attention_layernorm.weight", "t1667", "t1668"},
-				Layer:   26,
-				Program: "all_reduce_add_rmsnorm_1666",
+				Program: "all_reduce_add_rmsnorm_1647",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1668", "model.language_model.layers.26.mlp.gate_proj.weight", "model.language_model.layers.26.mlp.up_proj.weight", "t1670"},
-				Layer:   26,
-				Program: "matmul_swiglu_1669",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1670", "model.language_model.layers.26.mlp.down_proj.weight", "t1672"},
-				Layer:   26,
-				Program: "matmul_1671",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1672", "t1667", "t1674"},
-				Layer:   26,
-				Program: "all_reduce_add_1673",
+				Buffers: []string{"t1649", "model.language_model.layers.27.self_attn.q_proj.weight", "model.language_model.layers.27.self_attn.k_proj.weight", "model.language_model.layers.27.self_attn.v_proj.weight", "t1651", "t1652", "t1653"},
+				Layer:   27,
+				Program: "matmul3_1650",
 				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1674", "model.language_model.layers.27.input_layernorm.weight", "t1676"},
+				Buffers: []string{"t1651", "t1652", "t1653", "model.language_model.layers.27.self_attn.q_norm.weight", "model.language_model.layers.27.self_attn.k_norm.weight", "t2", "t3", "state.layers.27.k_cache", "state.layers.27.v_cache", "t1", "t1655", "t1656"},
 				Layer:   27,
-				Program: "rms_norm_1675",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1676", "model.language_model.layers.27.self_attn.q_proj.weight", "model.language_model.layers.27.self_attn.k_proj.weight", "model.language_model.layers.27.self_attn.v_proj.weight", "t1678", "t1679", "t1680"},
-				Layer:   27,
-				Program: "matmul3_1677",
+				Program: "attn_prologue_1654",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1678", "t1679", "t1680", "model.language_model.layers.27.self_attn.q_norm.weight", "model.language_model.layers.27.self_attn.k_norm.weight", "t2", "t3", "state.layers.27.k_cache", "state.layers.27.v_cache", "t1", "t1682", "t1683"},
+				Buffers: []string{"t1655", "state.layers.27.k_cache", "state.layers.27.v_cache", "t1", "t1656", "t1660"},
 				Layer:   27,
-				Program: "attn_prologue_1681",
+				Program: "sdpa_decode_gated_1659",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1682", "state.layers.27.k_cache", "state.layers.27.v_cache", "t1", "t1683", "t1687"},
+				Buffers: []string{"t1660", "model.language_model.layers.27.self_attn.o_proj.weight", "t1662"},
 				Layer:   27,
-				Program: "sdpa_decode_gated_1686",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1687", "model.language_model.layers.27.self_attn.o_proj.weight", "t1689"},
-				Layer:   27,
-				Program: "matmul_1688",
+				Program: "matmul_1661",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1689", "t1674", "model.language_model.layers.27.post_attention_layernorm.weight", "t1691", "t1692"},
+				Buffers: []string{"t1662", "t1648", "model.language_model.layers.27.post_attention_layernorm.weight", "t1664", "t1665"},
 				Layer:   27,
-				Program: "all_reduce_add_rmsnorm_1690",
+				Program: "all_reduce_add_rmsnorm_1663",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1692", "model.language_model.layers.27.mlp.gate_proj.weight", "model.language_model.layers.27.mlp.up_proj.weight", "t1694"},
+				Buffers: []string{"t1665", "model.language_model.layers.27.mlp.gate_proj.weight", "model.language_model.layers.27.mlp.up_proj.weight", "t1667"},
 				Layer:   27,
-				Program: "matmul_swiglu_1693",
+				Program: "matmul_swiglu_1666",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1694", "model.language_model.layers.27.mlp.down_proj.weight", "t1696"},
+				Buffers: []string{"t1667", "model.language_model.layers.27.mlp.down_proj.weight", "t1669"},
 				Layer:   27,
-				Program: "matmul_1695",
+				Program: "matmul_1668",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1696", "t1691", "t1698"},
+				Buffers: []string{"t1669", "t1664", "model.language_model.layers.28.input_layernorm.weight", "t1671", "t1672"},
 				Layer:   27,
-				Program: "all_reduce_add_1697",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1670",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1698", "model.language_model.layers.28.input_layernorm.weight", "t1700"},
+				Buffers: []string{"t1672", "model.language_model.layers.28.linear_attn.in_proj_qkv.weight", "model.language_model.layers.28.linear_attn.in_proj_z.weight", "model.language_model.layers.28.linear_attn.in_proj_a.weight", "model.language_model.layers.28.linear_attn.in_proj_b.weight", "t1674", "t1675", "t1676", "t1677"},
 				Layer:   28,
-				Program: "rms_norm_1699",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1700", "model.language_model.layers.28.linear_attn.in_proj_qkv.weight", "model.language_model.layers.28.linear_attn.in_proj_z.weight", "model.language_model.layers.28.linear_attn.in_proj_a.weight", "model.language_model.layers.28.linear_attn.in_proj_b.weight", "t1702", "t1703", "t1704", "t1705"},
-				Layer:   28,
-				Program: "matmul4_1701",
+				Program: "matmul4_1673",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.28.conv", "t1702", "model.language_model.layers.28.linear_attn.conv1d.weight", "t1704", "t1705", "model.language_model.layers.28.linear_attn.A_log", "model.language_model.layers.28.linear_attn.dt_bias", "t1707", "t1709", "t1710"},
+				Buffers: []string{"state.layers.28.conv", "t1674", "model.language_model.layers.28.linear_attn.conv1d.weight", "t1676", "t1677", "model.language_model.layers.28.linear_attn.A_log", "model.language_model.layers.28.linear_attn.dt_bias", "t1679", "t1681", "t1682"},
 				Layer:   28,
-				Program: "gdn_conv_gates_1706",
+				Program: "gdn_conv_gates_1678",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1707", "t1709", "t1710", "state.layers.28.recurrent", "t1703", "model.language_model.layers.28.linear_attn.norm.weight", "t1712"},
+				Buffers: []string{"t1679", "t1681", "t1682", "state.layers.28.recurrent", "t1675", "model.language_model.layers.28.linear_attn.norm.weight", "t1684"},
 				Layer:   28,
-				Program: "gdn_recurrence_1711",
+				Program: "gdn_recurrence_1683",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1712", "model.language_model.layers.28.linear_attn.out_proj.weight", "t1715"},
+				Buffers: []string{"t1684", "model.language_model.layers.28.linear_attn.out_proj.weight", "t1687"},
 				Layer:   28,
-				Program: "matmul_1714",
+				Program: "matmul_1686",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1715", "t1698", "model.language_model.layers.28.post_attention_layernorm.weight", "t1717", "t1718"},
+				Buffers: []string{"t1687", "t1671", "model.language_model.layers.28.post_attention_layernorm.weight", "t1689", "t1690"},
 				Layer:   28,
-				Program: "all_reduce_add_rmsnorm_1716",
+				Program: "all_reduce_add_rmsnorm_1688",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1718", "model.language_model.layers.28.mlp.gate_proj.weight", "model.language_model.layers.28.mlp.up_proj.weight", "t1720"},
+				Buffers: []string{"t1690", "model.language_model.layers.28.mlp.gate_proj.weight", "model.language_model.layers.28.mlp.up_proj.weight", "t1692"},
 				Layer:   28,
-				Program: "matmul_swiglu_1719",
+				Program: "matmul_swiglu_1691",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1720", "model.language_model.layers.28.mlp.down_proj.weight", "t1722"},
+				Buffers: []string{"t1692", "model.language_model.layers.28.mlp.down_proj.weight", "t1694"},
 				Layer:   28,
-				Program: "matmul_1721",
+				Program: "matmul_1693",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1722", "t1717", "t1724"},
+				Buffers: []string{"t1694", "t1689", "model.language_model.layers.29.input_layernorm.weight", "t1696", "t1697"},
 				Layer:   28,
-				Program: "all_reduce_add_1723",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1695",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1724", "model.language_model.layers.29.input_layernorm.weight", "t1726"},
+				Buffers: []string{"t1697", "model.language_model.layers.29.linear_attn.in_proj_qkv.weight", "model.language_model.layers.29.linear_attn.in_proj_z.weight", "model.language_model.layers.29.linear_attn.in_proj_a.weight", "model.language_model.layers.29.linear_attn.in_proj_b.weight", "t1699", "t1700", "t1701", "t1702"},
 				Layer:   29,
-				Program: "rms_norm_1725",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1726", "model.language_model.layers.29.linear_attn.in_proj_qkv.weight", "model.language_model.layers.29.linear_attn.in_proj_z.weight", "model.language_model.layers.29.linear_attn.in_proj_a.weight", "model.language_model.layers.29.linear_attn.in_proj_b.weight", "t1728", "t1729", "t1730", "t1731"},
-				Layer:   29,
-				Program: "matmul4_1727",
+				Program: "matmul4_1698",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.29.conv", "t1728", "model.language_model.layers.29.linear_attn.conv1d.weight", "t1730", "t1731", "model.language_model.layers.29.linear_attn.A_log", "model.language_model.layers.29.linear_attn.dt_bias", "t1733", "t1735", "t1736"},
+				Buffers: []string{"state.layers.29.conv", "t1699", "model.language_model.layers.29.linear_attn.conv1d.weight", "t1701", "t1702", "model.language_model.layers.29.linear_attn.A_log", "model.language_model.layers.29.linear_attn.dt_bias", "t1704", "t1706", "t1707"},
 				Layer:   29,
-				Program: "gdn_conv_gates_1732",
+				Program: "gdn_conv_gates_1703",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1733", "t1735", "t1736", "state.layers.29.recurrent", "t1729", "model.language_model.layers.29.linear_attn.norm.weight", "t1738"},
+				Buffers: []string{"t1704", "t1706", "t1707", "state.layers.29.recurrent", "t1700", "model.language_model.layers.29.linear_attn.norm.weight", "t1709"},
 				Layer:   29,
-				Program: "gdn_recurrence_1737",
+				Program: "gdn_recurrence_1708",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1738", "model.language_model.layers.29.linear_attn.out_proj.weight", "t1741"},
+				Buffers: []string{"t1709", "model.language_model.layers.29.linear_attn.out_proj.weight", "t1712"},
 				Layer:   29,
-				Program: "matmul_1740",
+				Program: "matmul_1711",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1741", "t1724", "model.language_model.layers.29.post_attention_layernorm.weight", "t1743", "t1744"},
+				Buffers: []string{"t1712", "t1696", "model.language_model.layers.29.post_attention_layernorm.weight", "t1714", "t1715"},
 				Layer:   29,
-				Program: "all_reduce_add_rmsnorm_1742",
+				Program: "all_reduce_add_rmsnorm_1713",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1744", "model.language_model.layers.29.mlp.gate_proj.weight", "model.language_model.layers.29.mlp.up_proj.weight", "t1746"},
+				Buffers: []string{"t1715", "model.language_model.layers.29.mlp.gate_proj.weight", "model.language_model.layers.29.mlp.up_proj.weight", "t1717"},
 				Layer:   29,
-				Program: "matmul_swiglu_1745",
+				Program: "matmul_swiglu_1716",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1746", "model.language_model.layers.29.mlp.down_proj.weight", "t1748"},
+				Buffers: []string{"t1717", "model.language_model.layers.29.mlp.down_proj.weight", "t1719"},
 				Layer:   29,
-				Program: "matmul_1747",
+				Program: "matmul_1718",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1748", "t1743", "t1750"},
+				Buffers: []string{"t1719", "t1714", "model.language_model.layers.30.input_layernorm.weight", "t1721", "t1722"},
 				Layer:   29,
-				Program: "all_reduce_add_1749",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1720",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1750", "model.language_model.layers.30.input_layernorm.weight", "t1752"},
+				Buffers: []string{"t1722", "model.language_model.layers.30.linear_attn.in_proj_qkv.weight", "model.language_model.layers.30.linear_attn.in_proj_z.weight", "model.language_model.layers.30.linear_attn.in_proj_a.weight", "model.language_model.layers.30.linear_attn.in_proj_b.weight", "t1724", "t1725", "t1726", "t1727"},
 				Layer:   30,
-				Program: "rms_norm_1751",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1752", "model.language_model.layers.30.linear_attn.in_proj_qkv.weight", "model.language_model.layers.30.linear_attn.in_proj_z.weight", "model.language_model.layers.30.linear_attn.in_proj_a.weight", "model.language_model.layers.30.linear_attn.in_proj_b.weight", "t1754", "t1755", "t1756", "t1757"},
-				Layer:   30,
-				Program: "matmul4_1753",
+				Program: "matmul4_1723",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.30.conv", "t1754", "model.language_model.layers.30.linear_attn.conv1d.weight", "t1756", "t1757", "model.language_model.layers.30.linear_attn.A_log", "model.language_model.layers.30.linear_attn.dt_bias", "t1759", "t1761", "t1762"},
+				Buffers: []string{"state.layers.30.conv", "t1724", "model.language_model.layers.30.linear_attn.conv1d.weight", "t1726", "t1727", "model.language_model.layers.30.linear_attn.A_log", "model.language_model.layers.30.linear_attn.dt_bias", "t1729", "t1731", "t1732"},
 				Layer:   30,
-				Program: "gdn_conv_gates_1758",
+				Program: "gdn_conv_gates_1728",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1759", "t1761", "t1762", "state.layers.30.recurrent", "t1755", "model.language_model.layers.30.linear_attn.norm.weight", "t1764"},
+				Buffers: []string{"t1729", "t1731", "t1732", "state.layers.30.recurrent", "t1725", "model.language_model.layers.30.linear_attn.norm.weight", "t1734"},
 				Layer:   30,
-				Program: "gdn_recurrence_1763",
+				Program: "gdn_recurrence_1733",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1764", "model.language_model.layers.30.linear_attn.out_proj.weight", "t1767"},
+				Buffers: []string{"t1734", "model.language_model.layers.30.linear_attn.out_proj.weight", "t1737"},
 				Layer:   30,
+				Program: "matmul_1736",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1737", "t1721", "model.language_model.layers.30.post_attention_layernorm.weight", "t1739", "t1740"},
+				Layer:   30,
+				Program: "all_reduce_add_rmsnorm_1738",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1740", "model.language_model.layers.30.mlp.gate_proj.weight", "model.language_model.layers.30.mlp.up_proj.weight", "t1742"},
+				Layer:   30,
+				Program: "matmul_swiglu_1741",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1742", "model.language_model.layers.30.mlp.down_proj.weight", "t1744"},
+				Layer:   30,
+				Program: "matmul_1743",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t1744", "t1739", "model.language_model.layers.31.input_layernorm.weight", "t1746", "t1747"},
+				Layer:   30,
+				Program: "all_reduce_add_rmsnorm_1745",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1747", "model.language_model.layers.31.self_attn.q_proj.weight", "model.language_model.layers.31.self_attn.k_proj.weight", "model.language_model.layers.31.self_attn.v_proj.weight", "t1749", "t1750", "t1751"},
+				Layer:   31,
+				Program: "matmul3_1748",
+				Sig:     21,
+			}, gogen.Instance{
+				Buffers: []string{"t1749", "t1750", "t1751", "model.language_model.layers.31.self_attn.q_norm.weight", "model.language_model.layers.31.self_attn.k_norm.weight", "t2", "t3", "state.layers.31.k_cache", "state.layers.31.v_cache", "t1", "t1753", "t1754"},
+				Layer:   31,
+				Program: "attn_prologue_1752",
+				Sig:     22,
+			}, gogen.Instance{
+				Buffers: []string{"t1753", "state.layers.31.k_cache", "state.layers.31.v_cache", "t1", "t1754", "t1758"},
+				Layer:   31,
+				Program: "sdpa_decode_gated_1757",
+				Sig:     23,
+			}, gogen.Instance{
+				Buffers: []string{"t1758", "model.language_model.layers.31.self_attn.o_proj.weight", "t1760"},
+				Layer:   31,
+				Program: "matmul_1759",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1760", "t1746", "model.language_model.layers.31.post_attention_layernorm.weight", "t1762", "t1763"},
+				Layer:   31,
+				Program: "all_reduce_add_rmsnorm_1761",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1763", "model.language_model.layers.31.mlp.gate_proj.weight", "model.language_model.layers.31.mlp.up_proj.weight", "t1765"},
+				Layer:   31,
+				Program: "matmul_swiglu_1764",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1765", "model.language_model.layers.31.mlp.down_proj.weight", "t1767"},
+				Layer:   31,
 				Program: "matmul_1766",
-				Sig:     17,
+				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1767", "t1750", "model.language_model.layers.30.post_attention_layernorm.weight", "t1769", "t1770"},
-				Layer:   30,
+				Buffers: []string{"t1767", "t1762", "model.language_model.layers.32.input_layernorm.weight", "t1769", "t1770"},
+				Layer:   31,
 				Program: "all_reduce_add_rmsnorm_1768",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1770", "model.language_model.layers.30.mlp.gate_proj.weight", "model.language_model.layers.30.mlp.up_proj.weight", "t1772"},
-				Layer:   30,
-				Program: "matmul_swiglu_1771",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1772", "model.language_model.layers.30.mlp.down_proj.weight", "t1774"},
-				Layer:   30,
-				Program: "matmul_1773",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1774", "t1769", "t1776"},
-				Layer:   30,
-				Program: "all_reduce_add_1775",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1776", "model.language_model.layers.31.input_layernorm.weight", "t1778"},
-				Layer:   31,
-				Program: "rms_norm_1777",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1778", "model.language_model.layers.31.self_attn.q_proj.weight", "model.language_model.layers.31.self_attn.k_proj.weight", "model.language_model.layers.31.self_attn.v_proj.weight", "t1780", "t1781", "t1782"},
-				Layer:   31,
-				Program: "matmul3_1779",
-				Sig:     22,
-			}, gogen.Instance{
-				Buffers: []string{"t1780", "t1781", "t1782", "model.language_model.layers.31.self_attn.q_norm.weight", "model.language_model.layers.31.self_attn.k_norm.weight", "t2", "t3", "state.layers.31.k_cache", "state.layers.31.v_cache", "t1", "t1784", "t1785"},
-				Layer:   31,
-				Program: "attn_prologue_1783",
-				Sig:     23,
-			}, gogen.Instance{
-				Buffers: []string{"t1784", "state.layers.31.k_cache", "state.layers.31.v_cache", "t1", "t1785", "t1789"},
-				Layer:   31,
-				Program: "sdpa_decode_gated_1788",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1789", "model.language_model.layers.31.self_attn.o_proj.weight", "t1791"},
-				Layer:   31,
-				Program: "matmul_1790",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t1791", "t1776", "model.language_model.layers.31.post_attention_layernorm.weight", "t1793", "t1794"},
-				Layer:   31,
-				Program: "all_reduce_add_rmsnorm_1792",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t1794", "model.language_model.layers.31.mlp.gate_proj.weight", "model.language_model.layers.31.mlp.up_proj.weight", "t1796"},
-				Layer:   31,
-				Program: "matmul_swiglu_1795",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1796", "model.language_model.layers.31.mlp.down_proj.weight", "t1798"},
-				Layer:   31,
-				Program: "matmul_1797",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1798", "t1793", "t1800"},
-				Layer:   31,
-				Program: "all_reduce_add_1799",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1800", "model.language_model.layers.32.input_layernorm.weight", "t1802"},
+				Buffers: []string{"t1770", "model.language_model.layers.32.linear_attn.in_proj_qkv.weight", "model.language_model.layers.32.linear_attn.in_proj_z.weight", "model.language_model.layers.32.linear_attn.in_proj_a.weight", "model.language_model.layers.32.linear_attn.in_proj_b.weight", "t1772", "t1773", "t1774", "t1775"},
 				Layer:   32,
-				Program: "rms_norm_1801",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1802", "model.language_model.layers.32.linear_attn.in_proj_qkv.weight", "model.language_model.layers.32.linear_attn.in_proj_z.weight", "model.language_model.layers.32.linear_attn.in_proj_a.weight", "model.language_model.layers.32.linear_attn.in_proj_b.weight", "t1804", "t1805", "t1806", "t1807"},
-				Layer:   32,
-				Program: "matmul4_1803",
+				Program: "matmul4_1771",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.32.conv", "t1804", "model.language_model.layers.32.linear_attn.conv1d.weight", "t1806", "t1807", "model.language_model.layers.32.linear_attn.A_log", "model.language_model.layers.32.linear_attn.dt_bias", "t1809", "t1811", "t1812"},
+				Buffers: []string{"state.layers.32.conv", "t1772", "model.language_model.layers.32.linear_attn.conv1d.weight", "t1774", "t1775", "model.language_model.layers.32.linear_attn.A_log", "model.language_model.layers.32.linear_attn.dt_bias", "t1777", "t1779", "t1780"},
 				Layer:   32,
-				Program: "gdn_conv_gates_1808",
+				Program: "gdn_conv_gates_1776",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1809", "t1811", "t1812", "state.layers.32.recurrent", "t1805", "model.language_model.layers.32.linear_attn.norm.weight", "t1814"},
+				Buffers: []string{"t1777", "t1779", "t1780", "state.layers.32.recurrent", "t1773", "model.language_model.layers.32.linear_attn.norm.weight", "t1782"},
 				Layer:   32,
-				Program: "gdn_recurrence_1813",
+				Program: "gdn_recurrence_1781",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1814", "model.language_model.layers.32.linear_attn.out_proj.weight", "t1817"},
+				Buffers: []string{"t1782", "model.language_model.layers.32.linear_attn.out_proj.weight", "t1785"},
 				Layer:   32,
-				Program: "matmul_1816",
+				Program: "matmul_1784",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1817", "t1800", "model.language_model.layers.32.post_attention_layernorm.weight", "t1819", "t1820"},
+				Buffers: []string{"t1785", "t1769", "model.language_model.layers.32.post_attention_layernorm.weight", "t1787", "t1788"},
 				Layer:   32,
+				Program: "all_reduce_add_rmsnorm_1786",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1788", "model.language_model.layers.32.mlp.gate_proj.weight", "model.language_model.layers.32.mlp.up_proj.weight", "t1790"},
+				Layer:   32,
+				Program: "matmul_swiglu_1789",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1790", "model.language_model.layers.32.mlp.down_proj.weight", "t1792"},
+				Layer:   32,
+				Program: "matmul_1791",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t1792", "t1787", "model.language_model.layers.33.input_layernorm.weight", "t1794", "t1795"},
+				Layer:   32,
+				Program: "all_reduce_add_rmsnorm_1793",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1795", "model.language_model.layers.33.linear_attn.in_proj_qkv.weight", "model.language_model.layers.33.linear_attn.in_proj_z.weight", "model.language_model.layers.33.linear_attn.in_proj_a.weight", "model.language_model.layers.33.linear_attn.in_proj_b.weight", "t1797", "t1798", "t1799", "t1800"},
+				Layer:   33,
+				Program: "matmul4_1796",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.33.conv", "t1797", "model.language_model.layers.33.linear_attn.conv1d.weight", "t1799", "t1800", "model.language_model.layers.33.linear_attn.A_log", "model.language_model.layers.33.linear_attn.dt_bias", "t1802", "t1804", "t1805"},
+				Layer:   33,
+				Program: "gdn_conv_gates_1801",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t1802", "t1804", "t1805", "state.layers.33.recurrent", "t1798", "model.language_model.layers.33.linear_attn.norm.weight", "t1807"},
+				Layer:   33,
+				Program: "gdn_recurrence_1806",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t1807", "model.language_model.layers.33.linear_attn.out_proj.weight", "t1810"},
+				Layer:   33,
+				Program: "matmul_1809",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1810", "t1794", "model.language_model.layers.33.post_attention_layernorm.weight", "t1812", "t1813"},
+				Layer:   33,
+				Program: "all_reduce_add_rmsnorm_1811",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1813", "model.language_model.layers.33.mlp.gate_proj.weight", "model.language_model.layers.33.mlp.up_proj.weight", "t1815"},
+				Layer:   33,
+				Program: "matmul_swiglu_1814",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t1815", "model.language_model.layers.33.mlp.down_proj.weight", "t1817"},
+				Layer:   33,
+				Program: "matmul_1816",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t1817", "t1812", "model.language_model.layers.34.input_layernorm.weight", "t1819", "t1820"},
+				Layer:   33,
 				Program: "all_reduce_add_rmsnorm_1818",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1820", "model.language_model.layers.32.mlp.gate_proj.weight", "model.language_model.layers.32.mlp.up_proj.weight", "t1822"},
-				Layer:   32,
-				Program: "matmul_swiglu_1821",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1822", "model.language_model.layers.32.mlp.down_proj.weight", "t1824"},
-				Layer:   32,
-				Program: "matmul_1823",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1824", "t1819", "t1826"},
-				Layer:   32,
-				Program: "all_reduce_add_1825",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1826", "model.language_model.layers.33.input_layernorm.weight", "t1828"},
-				Layer:   33,
-				Program: "rms_norm_1827",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1828", "model.language_model.layers.33.linear_attn.in_proj_qkv.weight", "model.language_model.layers.33.linear_attn.in_proj_z.weight", "model.language_model.layers.33.linear_attn.in_proj_a.weight", "model.language_model.layers.33.linear_attn.in_proj_b.weight", "t1830", "t1831", "t1832", "t1833"},
-				Layer:   33,
-				Program: "matmul4_1829",
+				Buffers: []string{"t1820", "model.language_model.layers.34.linear_attn.in_proj_qkv.weight", "model.language_model.layers.34.linear_attn.in_proj_z.weight", "model.language_model.layers.34.linear_attn.in_proj_a.weight", "model.language_model.layers.34.linear_attn.in_proj_b.weight", "t1822", "t1823", "t1824", "t1825"},
+				Layer:   34,
+				Program: "matmul4_1821",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.33.conv", "t1830", "model.language_model.layers.33.linear_attn.conv1d.weight", "t1832", "t1833", "model.language_model.layers.33.linear_attn.A_log", "model.language_model.layers.33.linear_attn.dt_bias", "t1835", "t1837", "t1838"},
-				Layer:   33,
-				Program: "gdn_conv_gates_1834",
+				Buffers: []string{"state.layers.34.conv", "t1822", "model.language_model.layers.34.linear_attn.conv1d.weight", "t1824", "t1825", "model.language_model.layers.34.linear_attn.A_log", "model.language_model.layers.34.linear_attn.dt_bias", "t1827", "t1829", "t1830"},
+				Layer:   34,
+				Program: "gdn_conv_gates_1826",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1835", "t1837", "t1838", "state.layers.33.recurrent", "t1831", "model.language_model.layers.33.linear_attn.norm.weight", "t1840"},
-				Layer:   33,
-				Program: "gdn_recurrence_1839",
+				Buffers: []string{"t1827", "t1829", "t1830", "state.layers.34.recurrent", "t1823", "model.language_model.layers.34.linear_attn.norm.weight", "t1832"},
+				Layer:   34,
+				Program: "gdn_recurrence_1831",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1840", "model.language_model.layers.33.linear_attn.out_proj.weight", "t1843"},
-				Layer:   33,
-				Program: "matmul_1842",
+				Buffers: []string{"t1832", "model.language_model.layers.34.linear_attn.out_proj.weight", "t1835"},
+				Layer:   34,
+				Program: "matmul_1834",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1843", "t1826", "model.language_model.layers.33.post_attention_layernorm.weight", "t1845", "t1846"},
-				Layer:   33,
-				Program: "all_reduce_add_rmsnorm_1844",
+				Buffers: []string{"t1835", "t1819", "model.language_model.layers.34.post_attention_layernorm.weight", "t1837", "t1838"},
+				Layer:   34,
+				Program: "all_reduce_add_rmsnorm_1836",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1846", "model.language_model.layers.33.mlp.gate_proj.weight", "model.language_model.layers.33.mlp.up_proj.weight", "t1848"},
-				Layer:   33,
-				Program: "matmul_swiglu_1847",
+				Buffers: []string{"t1838", "model.language_model.layers.34.mlp.gate_proj.weight", "model.language_model.layers.34.mlp.up_proj.weight", "t1840"},
+				Layer:   34,
+				Program: "matmul_swiglu_1839",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1848", "model.language_model.layers.33.mlp.down_proj.weight", "t1850"},
-				Layer:   33,
-				Program: "matmul_1849",
+				Buffers: []string{"t1840", "model.language_model.layers.34.mlp.down_proj.weight", "t1842"},
+				Layer:   34,
+				Program: "matmul_1841",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1850", "t1845", "t1852"},
-				Layer:   33,
-				Program: "all_reduce_add_1851",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t1852", "model.language_model.layers.34.input_layernorm.weight", "t1854"},
+				Buffers: []string{"t1842", "t1837", "model.language_model.layers.35.input_layernorm.weight", "t1844", "t1845"},
 				Layer:   34,
-				Program: "rms_norm_1853",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1854", "model.language_model.layers.34.linear_attn.in_proj_qkv.weight", "model.language_model.layers.34.linear_attn.in_proj_z.weight", "model.language_model.layers.34.linear_attn.in_proj_a.weight", "model.language_model.layers.34.linear_attn.in_proj_b.weight", "t1856", "t1857", "t1858", "t1859"},
-				Layer:   34,
-				Program: "matmul4_1855",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.34.conv", "t1856", "model.language_model.layers.34.linear_attn.conv1d.weight", "t1858", "t1859", "model.language_model.layers.34.linear_attn.A_log", "model.language_model.layers.34.linear_attn.dt_bias", "t1861", "t1863", "t1864"},
-				Layer:   34,
-				Program: "gdn_conv_gates_1860",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t1861", "t1863", "t1864", "state.layers.34.recurrent", "t1857", "model.language_model.layers.34.linear_attn.norm.weight", "t1866"},
-				Layer:   34,
-				Program: "gdn_recurrence_1865",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t1866", "model.language_model.layers.34.linear_attn.out_proj.weight", "t1869"},
-				Layer:   34,
-				Program: "matmul_1868",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t1869", "t1852", "model.language_model.layers.34.post_attention_layernorm.weight", "t1871", "t1872"},
-				Layer:   34,
-				Program: "all_reduce_add_rmsnorm_1870",
+				Program: "all_reduce_add_rmsnorm_1843",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1872", "model.language_model.layers.34.mlp.gate_proj.weight", "model.language_model.layers.34.mlp.up_proj.weight", "t1874"},
-				Layer:   34,
-				Program: "matmul_swiglu_1873",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t1874", "model.language_model.layers.34.mlp.down_proj.weight", "t1876"},
-				Layer:   34,
-				Program: "matmul_1875",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t1876", "t1871", "t1878"},
-				Layer:   34,
-				Program: "all_reduce_add_1877",
+				Buffers: []string{"t1845", "model.language_model.layers.35.self_attn.q_proj.weight", "model.language_model.layers.35.self_attn.k_proj.weight", "model.language_model.layers.35.self_attn.v_proj.weight", "t1847", "t1848", "t1849"},
+				Layer:   35,
+				Program: "matmul3_1846",
 				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1878", "model.language_model.layers.35.input_layernorm.weight", "t1880"},
+				Buffers: []string{"t1847", "t1848", "t1849", "model.language_model.layers.35.self_attn.q_norm.weight", "model.language_model.layers.35.self_attn.k_norm.weight", "t2", "t3", "state.layers.35.k_cache", "state.layers.35.v_cache", "t1", "t1851", "t1852"},
 				Layer:   35,
-				Program: "rms_norm_1879",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1880", "model.language_model.layers.35.self_attn.q_proj.weight", "model.language_model.layers.35.self_attn.k_proj.weight", "model.language_model.layers.35.self_attn.v_proj.weight", "t1882", "t1883", "t1884"},
-				Layer:   35,
-				Program: "matmul3_1881",
+				Program: "attn_prologue_1850",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1882", "t1883", "t1884", "model.language_model.layers.35.self_attn.q_norm.weight", "model.language_model.layers.35.self_attn.k_norm.weight", "t2", "t3", "state.layers.35.k_cache", "state.layers.35.v_cache", "t1", "t1886", "t1887"},
+				Buffers: []string{"t1851", "state.layers.35.k_cache", "state.layers.35.v_cache", "t1", "t1852", "t1856"},
 				Layer:   35,
-				Program: "attn_prologue_1885",
+				Program: "sdpa_decode_gated_1855",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1886", "state.layers.35.k_cache", "state.layers.35.v_cache", "t1", "t1887", "t1891"},
+				Buffers: []string{"t1856", "model.language_model.layers.35.self_attn.o_proj.weight", "t1858"},
 				Layer:   35,
-				Program: "sdpa_decode_gated_1890",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1891", "model.language_model.layers.35.self_attn.o_proj.weight", "t1893"},
-				Layer:   35,
-				Program: "matmul_1892",
+				Program: "matmul_1857",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1893", "t1878", "model.language_model.layers.35.post_attention_layernorm.weight", "t1895", "t1896"},
+				Buffers: []string{"t1858", "t1844", "model.language_model.layers.35.post_attention_layernorm.weight", "t1860", "t1861"},
 				Layer:   35,
-				Program: "all_reduce_add_rmsnorm_1894",
+				Program: "all_reduce_add_rmsnorm_1859",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1896", "model.language_model.layers.35.mlp.gate_proj.weight", "model.language_model.layers.35.mlp.up_proj.weight", "t1898"},
+				Buffers: []string{"t1861", "model.language_model.layers.35.mlp.gate_proj.weight", "model.language_model.layers.35.mlp.up_proj.weight", "t1863"},
 				Layer:   35,
-				Program: "matmul_swiglu_1897",
+				Program: "matmul_swiglu_1862",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1898", "model.language_model.layers.35.mlp.down_proj.weight", "t1900"},
+				Buffers: []string{"t1863", "model.language_model.layers.35.mlp.down_proj.weight", "t1865"},
 				Layer:   35,
-				Program: "matmul_1899",
+				Program: "matmul_1864",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1900", "t1895", "t1902"},
+				Buffers: []string{"t1865", "t1860", "model.language_model.layers.36.input_layernorm.weight", "t1867", "t1868"},
 				Layer:   35,
-				Program: "all_reduce_add_1901",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1866",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1902", "model.language_model.layers.36.input_layernorm.weight", "t1904"},
+				Buffers: []string{"t1868", "model.language_model.layers.36.linear_attn.in_proj_qkv.weight", "model.language_model.layers.36.linear_attn.in_proj_z.weight", "model.language_model.layers.36.linear_attn.in_proj_a.weight", "model.language_model.layers.36.linear_attn.in_proj_b.weight", "t1870", "t1871", "t1872", "t1873"},
 				Layer:   36,
-				Program: "rms_norm_1903",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1904", "model.language_model.layers.36.linear_attn.in_proj_qkv.weight", "model.language_model.layers.36.linear_attn.in_proj_z.weight", "model.language_model.layers.36.linear_attn.in_proj_a.weight", "model.language_model.layers.36.linear_attn.in_proj_b.weight", "t1906", "t1907", "t1908", "t1909"},
-				Layer:   36,
-				Program: "matmul4_1905",
+				Program: "matmul4_1869",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.36.conv", "t1906", "model.language_model.layers.36.linear_attn.conv1d.weight", "t1908", "t1909", "model.language_model.layers.36.linear_attn.A_log", "model.language_model.layers.36.linear_attn.dt_bias", "t1911", "t1913", "t1914"},
+				Buffers: []string{"state.layers.36.conv", "t1870", "model.language_model.layers.36.linear_attn.conv1d.weight", "t1872", "t1873", "model.language_model.layers.36.linear_attn.A_log", "model.language_model.layers.36.linear_attn.dt_bias", "t1875", "t1877", "t1878"},
 				Layer:   36,
-				Program: "gdn_conv_gates_1910",
+				Program: "gdn_conv_gates_1874",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1911", "t1913", "t1914", "state.layers.36.recurrent", "t1907", "model.language_model.layers.36.linear_attn.norm.weight", "t1916"},
+				Buffers: []string{"t1875", "t1877", "t1878", "state.layers.36.recurrent", "t1871", "model.language_model.layers.36.linear_attn.norm.weight", "t1880"},
 				Layer:   36,
-				Program: "gdn_recurrence_1915",
+				Program: "gdn_recurrence_1879",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1916", "model.language_model.layers.36.linear_attn.out_proj.weight", "t1919"},
+				Buffers: []string{"t1880", "model.language_model.layers.36.linear_attn.out_proj.weight", "t1883"},
 				Layer:   36,
-				Program: "matmul_1918",
+				Program: "matmul_1882",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1919", "t1902", "model.language_model.layers.36.post_attention_layernorm.weight", "t1921", "t1922"},
+				Buffers: []string{"t1883", "t1867", "model.language_model.layers.36.post_attention_layernorm.weight", "t1885", "t1886"},
 				Layer:   36,
-				Program: "all_reduce_add_rmsnorm_1920",
+				Program: "all_reduce_add_rmsnorm_1884",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1922", "model.language_model.layers.36.mlp.gate_proj.weight", "model.language_model.layers.36.mlp.up_proj.weight", "t1924"},
+				Buffers: []string{"t1886", "model.language_model.layers.36.mlp.gate_proj.weight", "model.language_model.layers.36.mlp.up_proj.weight", "t1888"},
 				Layer:   36,
-				Program: "matmul_swiglu_1923",
+				Program: "matmul_swiglu_1887",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1924", "model.language_model.layers.36.mlp.down_proj.weight", "t1926"},
+				Buffers: []string{"t1888", "model.language_model.layers.36.mlp.down_proj.weight", "t1890"},
 				Layer:   36,
-				Program: "matmul_1925",
+				Program: "matmul_1889",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1926", "t1921", "t1928"},
+				Buffers: []string{"t1890", "t1885", "model.language_model.layers.37.input_layernorm.weight", "t1892", "t1893"},
 				Layer:   36,
-				Program: "all_reduce_add_1927",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1891",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1928", "model.language_model.layers.37.input_layernorm.weight", "t1930"},
+				Buffers: []string{"t1893", "model.language_model.layers.37.linear_attn.in_proj_qkv.weight", "model.language_model.layers.37.linear_attn.in_proj_z.weight", "model.language_model.layers.37.linear_attn.in_proj_a.weight", "model.language_model.layers.37.linear_attn.in_proj_b.weight", "t1895", "t1896", "t1897", "t1898"},
 				Layer:   37,
-				Program: "rms_norm_1929",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1930", "model.language_model.layers.37.linear_attn.in_proj_qkv.weight", "model.language_model.layers.37.linear_attn.in_proj_z.weight", "model.language_model.layers.37.linear_attn.in_proj_a.weight", "model.language_model.layers.37.linear_attn.in_proj_b.weight", "t1932", "t1933", "t1934", "t1935"},
-				Layer:   37,
-				Program: "matmul4_1931",
+				Program: "matmul4_1894",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.37.conv", "t1932", "model.language_model.layers.37.linear_attn.conv1d.weight", "t1934", "t1935", "model.language_model.layers.37.linear_attn.A_log", "model.language_model.layers.37.linear_attn.dt_bias", "t1937", "t1939", "t1940"},
+				Buffers: []string{"state.layers.37.conv", "t1895", "model.language_model.layers.37.linear_attn.conv1d.weight", "t1897", "t1898", "model.language_model.layers.37.linear_attn.A_log", "model.language_model.layers.37.linear_attn.dt_bias", "t1900", "t1902", "t1903"},
 				Layer:   37,
-				Program: "gdn_conv_gates_1936",
+				Program: "gdn_conv_gates_1899",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1937", "t1939", "t1940", "state.layers.37.recurrent", "t1933", "model.language_model.layers.37.linear_attn.norm.weight", "t1942"},
+				Buffers: []string{"t1900", "t1902", "t1903", "state.layers.37.recurrent", "t1896", "model.language_model.layers.37.linear_attn.norm.weight", "t1905"},
 				Layer:   37,
-				Program: "gdn_recurrence_1941",
+				Program: "gdn_recurrence_1904",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1942", "model.language_model.layers.37.linear_attn.out_proj.weight", "t1945"},
+				Buffers: []string{"t1905", "model.language_model.layers.37.linear_attn.out_proj.weight", "t1908"},
 				Layer:   37,
-				Program: "matmul_1944",
+				Program: "matmul_1907",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1945", "t1928", "model.language_model.layers.37.post_attention_layernorm.weight", "t1947", "t1948"},
+				Buffers: []string{"t1908", "t1892", "model.language_model.layers.37.post_attention_layernorm.weight", "t1910", "t1911"},
 				Layer:   37,
-				Program: "all_reduce_add_rmsnorm_1946",
+				Program: "all_reduce_add_rmsnorm_1909",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1948", "model.language_model.layers.37.mlp.gate_proj.weight", "model.language_model.layers.37.mlp.up_proj.weight", "t1950"},
+				Buffers: []string{"t1911", "model.language_model.layers.37.mlp.gate_proj.weight", "model.language_model.layers.37.mlp.up_proj.weight", "t1913"},
 				Layer:   37,
-				Program: "matmul_swiglu_1949",
+				Program: "matmul_swiglu_1912",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1950", "model.language_model.layers.37.mlp.down_proj.weight", "t1952"},
+				Buffers: []string{"t1913", "model.language_model.layers.37.mlp.down_proj.weight", "t1915"},
 				Layer:   37,
-				Program: "matmul_1951",
+				Program: "matmul_1914",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1952", "t1947", "t1954"},
+				Buffers: []string{"t1915", "t1910", "model.language_model.layers.38.input_layernorm.weight", "t1917", "t1918"},
 				Layer:   37,
-				Program: "all_reduce_add_1953",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1916",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1954", "model.language_model.layers.38.input_layernorm.weight", "t1956"},
+				Buffers: []string{"t1918", "model.language_model.layers.38.linear_attn.in_proj_qkv.weight", "model.language_model.layers.38.linear_attn.in_proj_z.weight", "model.language_model.layers.38.linear_attn.in_proj_a.weight", "model.language_model.layers.38.linear_attn.in_proj_b.weight", "t1920", "t1921", "t1922", "t1923"},
 				Layer:   38,
-				Program: "rms_norm_1955",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t1956", "model.language_model.layers.38.linear_attn.in_proj_qkv.weight", "model.language_model.layers.38.linear_attn.in_proj_z.weight", "model.language_model.layers.38.linear_attn.in_proj_a.weight", "model.language_model.layers.38.linear_attn.in_proj_b.weight", "t1958", "t1959", "t1960", "t1961"},
-				Layer:   38,
-				Program: "matmul4_1957",
+				Program: "matmul4_1919",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.38.conv", "t1958", "model.language_model.layers.38.linear_attn.conv1d.weight", "t1960", "t1961", "model.language_model.layers.38.linear_attn.A_log", "model.language_model.layers.38.linear_attn.dt_bias", "t1963", "t1965", "t1966"},
+				Buffers: []string{"state.layers.38.conv", "t1920", "model.language_model.layers.38.linear_attn.conv1d.weight", "t1922", "t1923", "model.language_model.layers.38.linear_attn.A_log", "model.language_model.layers.38.linear_attn.dt_bias", "t1925", "t1927", "t1928"},
 				Layer:   38,
-				Program: "gdn_conv_gates_1962",
+				Program: "gdn_conv_gates_1924",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t1963", "t1965", "t1966", "state.layers.38.recurrent", "t1959", "model.language_model.layers.38.linear_attn.norm.weight", "t1968"},
+				Buffers: []string{"t1925", "t1927", "t1928", "state.layers.38.recurrent", "t1921", "model.language_model.layers.38.linear_attn.norm.weight", "t1930"},
 				Layer:   38,
-				Program: "gdn_recurrence_1967",
+				Program: "gdn_recurrence_1929",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t1968", "model.language_model.layers.38.linear_attn.out_proj.weight", "t1971"},
+				Buffers: []string{"t1930", "model.language_model.layers.38.linear_attn.out_proj.weight", "t1933"},
 				Layer:   38,
-				Program: "matmul_1970",
+				Program: "matmul_1932",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1971", "t1954", "model.language_model.layers.38.post_attention_layernorm.weight", "t1973", "t1974"},
+				Buffers: []string{"t1933", "t1917", "model.language_model.layers.38.post_attention_layernorm.weight", "t1935", "t1936"},
 				Layer:   38,
-				Program: "all_reduce_add_rmsnorm_1972",
+				Program: "all_reduce_add_rmsnorm_1934",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1974", "model.language_model.layers.38.mlp.gate_proj.weight", "model.language_model.layers.38.mlp.up_proj.weight", "t1976"},
+				Buffers: []string{"t1936", "model.language_model.layers.38.mlp.gate_proj.weight", "model.language_model.layers.38.mlp.up_proj.weight", "t1938"},
 				Layer:   38,
-				Program: "matmul_swiglu_1975",
+				Program: "matmul_swiglu_1937",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t1976", "model.language_model.layers.38.mlp.down_proj.weight", "t1978"},
+				Buffers: []string{"t1938", "model.language_model.layers.38.mlp.down_proj.weight", "t1940"},
 				Layer:   38,
-				Program: "matmul_1977",
+				Program: "matmul_1939",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t1978", "t1973", "t1980"},
+				Buffers: []string{"t1940", "t1935", "model.language_model.layers.39.input_layernorm.weight", "t1942", "t1943"},
 				Layer:   38,
-				Program: "all_reduce_add_1979",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_1941",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1980", "model.language_model.layers.39.input_layernorm.weight", "t1982"},
+				Buffers: []string{"t1943", "model.language_model.layers.39.self_attn.q_proj.weight", "model.language_model.layers.39.self_attn.k_proj.weight", "model.language_model.layers.39.self_attn.v_proj.weight", "t1945", "t1946", "t1947"},
 				Layer:   39,
-				Program: "rms_norm_1981",
-				Sig:     1,
+				Program: "matmul3_1944",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t1982", "model.language_model.layers.39.self_attn.q_proj.weight", "model.language_model.layers.39.self_attn.k_proj.weight", "model.language_model.layers.39.self_attn.v_proj.weight", "t1984", "t1985", "t1986"},
+				Buffers: []string{"t1945", "t1946", "t1947", "model.language_model.layers.39.self_attn.q_norm.weight", "model.language_model.layers.39.self_attn.k_norm.weight", "t2", "t3", "state.layers.39.k_cache", "state.layers.39.v_cache", "t1", "t1949", "t1950"},
 				Layer:   39,
-				Program: "matmul3_1983",
+				Program: "attn_prologue_1948",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t1984", "t1985", "t1986", "model.language_model.layers.39.self_attn.q_norm.weight", "model.language_model.layers.39.self_attn.k_norm.weight", "t2", "t3", "state.layers.39.k_cache", "state.layers.39.v_cache", "t1", "t1988", "t1989"},
+				Buffers: []string{"t1949", "state.layers.39.k_cache", "state.layers.39.v_cache", "t1", "t1950", "t1954"},
 				Layer:   39,
-				Program: "attn_prologue_1987",
+				Program: "sdpa_decode_gated_1953",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t1988", "state.layers.39.k_cache", "state.layers.39.v_cache", "t1", "t1989", "t1993"},
+				Buffers: []string{"t1954", "model.language_model.layers.39.self_attn.o_proj.weight", "t1956"},
 				Layer:   39,
-				Program: "sdpa_decode_gated_1992",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t1993", "model.language_model.layers.39.self_attn.o_proj.weight", "t1995"},
-				Layer:   39,
-				Program: "matmul_1994",
+				Program: "matmul_1955",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t1995", "t1980", "model.language_model.layers.39.post_attention_layernorm.weight", "t1997", "t1998"},
+				Buffers: []string{"t1956", "t1942", "model.language_model.layers.39.post_attention_layernorm.weight", "t1958", "t1959"},
 				Layer:   39,
-				Program: "all_reduce_add_rmsnorm_1996",
+				Program: "all_reduce_add_rmsnorm_1957",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t1998", "model.language_model.layers.39.mlp.gate_proj.weight", "model.language_model.layers.39.mlp.up_proj.weight", "t2000"},
+				Buffers: []string{"t1959", "model.language_model.layers.39.mlp.gate_proj.weight", "model.language_model.layers.39.mlp.up_proj.weight", "t1961"},
 				Layer:   39,
-				Program: "matmul_swiglu_1999",
+				Program: "matmul_swiglu_1960",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2000", "model.language_model.layers.39.mlp.down_proj.weight", "t2002"},
+				Buffers: []string{"t1961", "model.language_model.layers.39.mlp.down_proj.weight", "t1963"},
 				Layer:   39,
-				Program: "matmul_2001",
+				Program: "matmul_1962",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2002", "t1997", "t2004"},
+				Buffers: []string{"t1963", "t1958", "model.language_model.layers.40.input_layernorm.weight", "t1965", "t1966"},
 				Layer:   39,
-				Program: "all_reduce_add_2003",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2004", "model.language_model.layers.40.input_layernorm.weight", "t2006"},
-				Layer:   40,
-				Program: "rms_norm_2005",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2006", "model.language_model.layers.40.linear_attn.in_proj_qkv.weight", "model.language_model.layers.40.linear_attn.in_proj_z.weight", "model.language_model.layers.40.linear_attn.in_proj_a.weight", "model.language_model.layers.40.linear_attn.in_proj_b.weight", "t2008", "t2009", "t2010", "t2011"},
-				Layer:   40,
-				Program: "matmul4_2007",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.40.conv", "t2008", "model.language_model.layers.40.linear_attn.conv1d.weight", "t2010", "t2011", "model.language_model.layers.40.linear_attn.A_log", "model.language_model.layers.40.linear_attn.dt_bias", "t2013", "t2015", "t2016"},
-				Layer:   40,
-				Program: "gdn_conv_gates_2012",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2013", "t2015", "t2016", "state.layers.40.recurrent", "t2009", "model.language_model.layers.40.linear_attn.norm.weight", "t2018"},
-				Layer:   40,
-				Program: "gdn_recurrence_2017",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2018", "model.language_model.layers.40.linear_attn.out_proj.weight", "t2021"},
-				Layer:   40,
-				Program: "matmul_2020",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2021", "t2004", "model.language_model.layers.40.post_attention_layernorm.weight", "t2023", "t2024"},
-				Layer:   40,
-				Program: "all_reduce_add_rmsnorm_2022",
+				Program: "all_reduce_add_rmsnorm_1964",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2024", "model.language_model.layers.40.mlp.gate_proj.weight", "model.language_model.layers.40.mlp.up_proj.weight", "t2026"},
+				Buffers: []string{"t1966", "model.language_model.layers.40.linear_attn.in_proj_qkv.weight", "model.language_model.layers.40.linear_attn.in_proj_z.weight", "model.language_model.layers.40.linear_attn.in_proj_a.weight", "model.language_model.layers.40.linear_attn.in_proj_b.weight", "t1968", "t1969", "t1970", "t1971"},
 				Layer:   40,
-				Program: "matmul_swiglu_2025",
+				Program: "matmul4_1967",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.40.conv", "t1968", "model.language_model.layers.40.linear_attn.conv1d.weight", "t1970", "t1971", "model.language_model.layers.40.linear_attn.A_log", "model.language_model.layers.40.linear_attn.dt_bias", "t1973", "t1975", "t1976"},
+				Layer:   40,
+				Program: "gdn_conv_gates_1972",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t1973", "t1975", "t1976", "state.layers.40.recurrent", "t1969", "model.language_model.layers.40.linear_attn.norm.weight", "t1978"},
+				Layer:   40,
+				Program: "gdn_recurrence_1977",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t1978", "model.language_model.layers.40.linear_attn.out_proj.weight", "t1981"},
+				Layer:   40,
+				Program: "matmul_1980",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t1981", "t1965", "model.language_model.layers.40.post_attention_layernorm.weight", "t1983", "t1984"},
+				Layer:   40,
+				Program: "all_reduce_add_rmsnorm_1982",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t1984", "model.language_model.layers.40.mlp.gate_proj.weight", "model.language_model.layers.40.mlp.up_proj.weight", "t1986"},
+				Layer:   40,
+				Program: "matmul_swiglu_1985",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2026", "model.language_model.layers.40.mlp.down_proj.weight", "t2028"},
+				Buffers: []string{"t1986", "model.language_model.layers.40.mlp.down_proj.weight", "t1988"},
 				Layer:   40,
-				Program: "matmul_2027",
+				Program: "matmul_1987",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2028", "t2023", "t2030"},
+				Buffers: []string{"t1988", "t1983", "model.language_model.layers.41.input_layernorm.weight", "t1990", "t1991"},
 				Layer:   40,
-				Program: "all_reduce_add_2029",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2030", "model.language_model.layers.41.input_layernorm.weight", "t2032"},
-				Layer:   41,
-				Program: "rms_norm_2031",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2032", "model.language_model.layers.41.linear_attn.in_proj_qkv.weight", "model.language_model.layers.41.linear_attn.in_proj_z.weight", "model.language_model.layers.41.linear_attn.in_proj_a.weight", "model.language_model.layers.41.linear_attn.in_proj_b.weight", "t2034", "t2035", "t2036", "t2037"},
-				Layer:   41,
-				Program: "matmul4_2033",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.41.conv", "t2034", "model.language_model.layers.41.linear_attn.conv1d.weight", "t2036", "t2037", "model.language_model.layers.41.linear_attn.A_log", "model.language_model.layers.41.linear_attn.dt_bias", "t2039", "t2041", "t2042"},
-				Layer:   41,
-				Program: "gdn_conv_gates_2038",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2039", "t2041", "t2042", "state.layers.41.recurrent", "t2035", "model.language_model.layers.41.linear_attn.norm.weight", "t2044"},
-				Layer:   41,
-				Program: "gdn_recurrence_2043",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2044", "model.language_model.layers.41.linear_attn.out_proj.weight", "t2047"},
-				Layer:   41,
-				Program: "matmul_2046",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2047", "t2030", "model.language_model.layers.41.post_attention_layernorm.weight", "t2049", "t2050"},
-				Layer:   41,
-				Program: "all_reduce_add_rmsnorm_2048",
+				Program: "all_reduce_add_rmsnorm_1989",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2050", "model.language_model.layers.41.mlp.gate_proj.weight", "model.language_model.layers.41.mlp.up_proj.weight", "t2052"},
+				Buffers: []string{"t1991", "model.language_model.layers.41.linear_attn.in_proj_qkv.weight", "model.language_model.layers.41.linear_attn.in_proj_z.weight", "model.language_model.layers.41.linear_attn.in_proj_a.weight", "model.language_model.layers.41.linear_attn.in_proj_b.weight", "t1993", "t1994", "t1995", "t1996"},
 				Layer:   41,
-				Program: "matmul_swiglu_2051",
+				Program: "matmul4_1992",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.41.conv", "t1993", "model.language_model.layers.41.linear_attn.conv1d.weight", "t1995", "t1996", "model.language_model.layers.41.linear_attn.A_log", "model.language_model.layers.41.linear_attn.dt_bias", "t1998", "t2000", "t2001"},
+				Layer:   41,
+				Program: "gdn_conv_gates_1997",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t1998", "t2000", "t2001", "state.layers.41.recurrent", "t1994", "model.language_model.layers.41.linear_attn.norm.weight", "t2003"},
+				Layer:   41,
+				Program: "gdn_recurrence_2002",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2003", "model.language_model.layers.41.linear_attn.out_proj.weight", "t2006"},
+				Layer:   41,
+				Program: "matmul_2005",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2006", "t1990", "model.language_model.layers.41.post_attention_layernorm.weight", "t2008", "t2009"},
+				Layer:   41,
+				Program: "all_reduce_add_rmsnorm_2007",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2009", "model.language_model.layers.41.mlp.gate_proj.weight", "model.language_model.layers.41.mlp.up_proj.weight", "t2011"},
+				Layer:   41,
+				Program: "matmul_swiglu_2010",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2052", "model.language_model.layers.41.mlp.down_proj.weight", "t2054"},
+				Buffers: []string{"t2011", "model.language_model.layers.41.mlp.down_proj.weight", "t2013"},
 				Layer:   41,
+				Program: "matmul_2012",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2013", "t2008", "model.language_model.layers.42.input_layernorm.weight", "t2015", "t2016"},
+				Layer:   41,
+				Program: "all_reduce_add_rmsnorm_2014",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2016", "model.language_model.layers.42.linear_attn.in_proj_qkv.weight", "model.language_model.layers.42.linear_attn.in_proj_z.weight", "model.language_model.layers.42.linear_attn.in_proj_a.weight", "model.language_model.layers.42.linear_attn.in_proj_b.weight", "t2018", "t2019", "t2020", "t2021"},
+				Layer:   42,
+				Program: "matmul4_2017",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.42.conv", "t2018", "model.language_model.layers.42.linear_attn.conv1d.weight", "t2020", "t2021", "model.language_model.layers.42.linear_attn.A_log", "model.language_model.layers.42.linear_attn.dt_bias", "t2023", "t2025", "t2026"},
+				Layer:   42,
+				Program: "gdn_conv_gates_2022",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t2023", "t2025", "t2026", "state.layers.42.recurrent", "t2019", "model.language_model.layers.42.linear_attn.norm.weight", "t2028"},
+				Layer:   42,
+				Program: "gdn_recurrence_2027",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2028", "model.language_model.layers.42.linear_attn.out_proj.weight", "t2031"},
+				Layer:   42,
+				Program: "matmul_2030",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2031", "t2015", "model.language_model.layers.42.post_attention_layernorm.weight", "t2033", "t2034"},
+				Layer:   42,
+				Program: "all_reduce_add_rmsnorm_2032",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2034", "model.language_model.layers.42.mlp.gate_proj.weight", "model.language_model.layers.42.mlp.up_proj.weight", "t2036"},
+				Layer:   42,
+				Program: "matmul_swiglu_2035",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2036", "model.language_model.layers.42.mlp.down_proj.weight", "t2038"},
+				Layer:   42,
+				Program: "matmul_2037",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2038", "t2033", "model.language_model.layers.43.input_layernorm.weight", "t2040", "t2041"},
+				Layer:   42,
+				Program: "all_reduce_add_rmsnorm_2039",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2041", "model.language_model.layers.43.self_attn.q_proj.weight", "model.language_model.layers.43.self_attn.k_proj.weight", "model.language_model.layers.43.self_attn.v_proj.weight", "t2043", "t2044", "t2045"},
+				Layer:   43,
+				Program: "matmul3_2042",
+				Sig:     21,
+			}, gogen.Instance{
+				Buffers: []string{"t2043", "t2044", "t2045", "model.language_model.layers.43.self_attn.q_norm.weight", "model.language_model.layers.43.self_attn.k_norm.weight", "t2", "t3", "state.layers.43.k_cache", "state.layers.43.v_cache", "t1", "t2047", "t2048"},
+				Layer:   43,
+				Program: "attn_prologue_2046",
+				Sig:     22,
+			}, gogen.Instance{
+				Buffers: []string{"t2047", "state.layers.43.k_cache", "state.layers.43.v_cache", "t1", "t2048", "t2052"},
+				Layer:   43,
+				Program: "sdpa_decode_gated_2051",
+				Sig:     23,
+			}, gogen.Instance{
+				Buffers: []string{"t2052", "model.language_model.layers.43.self_attn.o_proj.weight", "t2054"},
+				Layer:   43,
 				Program: "matmul_2053",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2054", "t2040", "model.language_model.layers.43.post_attention_layernorm.weight", "t2056", "t2057"},
+				Layer:   43,
+				Program: "all_reduce_add_rmsnorm_2055",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2057", "model.language_model.layers.43.mlp.gate_proj.weight", "model.language_model.layers.43.mlp.up_proj.weight", "t2059"},
+				Layer:   43,
+				Program: "matmul_swiglu_2058",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2059", "model.language_model.layers.43.mlp.down_proj.weight", "t2061"},
+				Layer:   43,
+				Program: "matmul_2060",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2054", "t2049", "t2056"},
-				Layer:   41,
-				Program: "all_reduce_add_2055",
-				Sig:     21,
+				Buffers: []string{"t2061", "t2056", "model.language_model.layers.44.input_layernorm.weight", "t2063", "t2064"},
+				Layer:   43,
+				Program: "all_reduce_add_rmsnorm_2062",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2056", "model.language_model.layers.42.input_layernorm.weight", "t2058"},
-				Layer:   42,
-				Program: "rms_norm_2057",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2058", "model.language_model.layers.42.linear_attn.in_proj_qkv.weight", "model.language_model.layers.42.linear_attn.in_proj_z.weight", "model.language_model.layers.42.linear_attn.in_proj_a.weight", "model.language_model.layers.42.linear_attn.in_proj_b.weight", "t2060", "t2061", "t2062", "t2063"},
-				Layer:   42,
-				Program: "matmul4_2059",
+				Buffers: []string{"t2064", "model.language_model.layers.44.linear_attn.in_proj_qkv.weight", "model.language_model.layers.44.linear_attn.in_proj_z.weight", "model.language_model.layers.44.linear_attn.in_proj_a.weight", "model.language_model.layers.44.linear_attn.in_proj_b.weight", "t2066", "t2067", "t2068", "t2069"},
+				Layer:   44,
+				Program: "matmul4_2065",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.42.conv", "t2060", "model.language_model.layers.42.linear_attn.conv1d.weight", "t2062", "t2063", "model.language_model.layers.42.linear_attn.A_log", "model.language_model.layers.42.linear_attn.dt_bias", "t2065", "t2067", "t2068"},
-				Layer:   42,
-				Program: "gdn_conv_gates_2064",
+				Buffers: []string{"state.layers.44.conv", "t2066", "model.language_model.layers.44.linear_attn.conv1d.weight", "t2068", "t2069", "model.language_model.layers.44.linear_attn.A_log", "model.language_model.layers.44.linear_attn.dt_bias", "t2071", "t2073", "t2074"},
+				Layer:   44,
+				Program: "gdn_conv_gates_2070",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2065", "t2067", "t2068", "state.layers.42.recurrent", "t2061", "model.language_model.layers.42.linear_attn.norm.weight", "t2070"},
-				Layer:   42,
-				Program: "gdn_recurrence_2069",
+				Buffers: []string{"t2071", "t2073", "t2074", "state.layers.44.recurrent", "t2067", "model.language_model.layers.44.linear_attn.norm.weight", "t2076"},
+				Layer:   44,
+				Program: "gdn_recurrence_2075",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2070", "model.language_model.layers.42.linear_attn.out_proj.weight", "t2073"},
-				Layer:   42,
-				Program: "matmul_2072",
+				Buffers: []string{"t2076", "model.language_model.layers.44.linear_attn.out_proj.weight", "t2079"},
+				Layer:   44,
+				Program: "matmul_2078",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2073", "t2056", "model.language_model.layers.42.post_attention_layernorm.weight", "t2075", "t2076"},
-				Layer:   42,
-				Program: "all_reduce_add_rmsnorm_2074",
+				Buffers: []string{"t2079", "t2063", "model.language_model.layers.44.post_attention_layernorm.weight", "t2081", "t2082"},
+				Layer:   44,
+				Program: "all_reduce_add_rmsnorm_2080",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2076", "model.language_model.layers.42.mlp.gate_proj.weight", "model.language_model.layers.42.mlp.up_proj.weight", "t2078"},
-				Layer:   42,
-				Program: "matmul_swiglu_2077",
+				Buffers: []string{"t2082", "model.language_model.layers.44.mlp.gate_proj.weight", "model.language_model.layers.44.mlp.up_proj.weight", "t2084"},
+				Layer:   44,
+				Program: "matmul_swiglu_2083",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2078", "model.language_model.layers.42.mlp.down_proj.weight", "t2080"},
-				Layer:   42,
-				Program: "matmul_2079",
+				Buffers: []string{"t2084", "model.language_model.layers.44.mlp.down_proj.weight", "t2086"},
+				Layer:   44,
+				Program: "matmul_2085",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2080", "t2075", "t2082"},
-				Layer:   42,
-				Program: "all_reduce_add_2081",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2082", "model.language_model.layers.43.input_layernorm.weight", "t2084"},
-				Layer:   43,
-				Program: "rms_norm_2083",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2084", "model.language_model.layers.43.self_attn.q_proj.weight", "model.language_model.layers.43.self_attn.k_proj.weight", "model.language_model.layers.43.self_attn.v_proj.weight", "t2086", "t2087", "t2088"},
-				Layer:   43,
-				Program: "matmul3_2085",
-				Sig:     22,
-			}, gogen.Instance{
-				Buffers: []string{"t2086", "t2087", "t2088", "model.language_model.layers.43.self_attn.q_norm.weight", "model.language_model.layers.43.self_attn.k_norm.weight", "t2", "t3", "state.layers.43.k_cache", "state.layers.43.v_cache", "t1", "t2090", "t2091"},
-				Layer:   43,
-				Program: "attn_prologue_2089",
-				Sig:     23,
-			}, gogen.Instance{
-				Buffers: []string{"t2090", "state.layers.43.k_cache", "state.layers.43.v_cache", "t1", "t2091", "t2095"},
-				Layer:   43,
-				Program: "sdpa_decode_gated_2094",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t2095", "model.language_model.layers.43.self_attn.o_proj.weight", "t2097"},
-				Layer:   43,
-				Program: "matmul_2096",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2097", "t2082", "model.language_model.layers.43.post_attention_layernorm.weight", "t2099", "t2100"},
-				Layer:   43,
-				Program: "all_reduce_add_rmsnorm_2098",
+				Buffers: []string{"t2086", "t2081", "model.language_model.layers.45.input_layernorm.weight", "t2088", "t2089"},
+				Layer:   44,
+				Program: "all_reduce_add_rmsnorm_2087",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2100", "model.language_model.layers.43.mlp.gate_proj.weight", "model.language_model.layers.43.mlp.up_proj.weight", "t2102"},
-				Layer:   43,
-				Program: "matmul_swiglu_2101",
-				Sig:     19,
+				Buffers: []string{"t2089", "model.language_model.layers.45.linear_attn.in_proj_qkv.weight", "model.language_model.layers.45.linear_attn.in_proj_z.weight", "model.language_model.layers.45.linear_attn.in_proj_a.weight", "model.language_model.layers.45.linear_attn.in_proj_b.weight", "t2091", "t2092", "t2093", "t2094"},
+				Layer:   45,
+				Program: "matmul4_2090",
+				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"t2102", "model.language_model.layers.43.mlp.down_proj.weight", "t2104"},
-				Layer:   43,
+				Buffers: []string{"state.layers.45.conv", "t2091", "model.language_model.layers.45.linear_attn.conv1d.weight", "t2093", "t2094", "model.language_model.layers.45.linear_attn.A_log", "model.language_model.layers.45.linear_attn.dt_bias", "t2096", "t2098", "t2099"},
+				Layer:   45,
+				Program: "gdn_conv_gates_2095",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t2096", "t2098", "t2099", "state.layers.45.recurrent", "t2092", "model.language_model.layers.45.linear_attn.norm.weight", "t2101"},
+				Layer:   45,
+				Program: "gdn_recurrence_2100",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2101", "model.language_model.layers.45.linear_attn.out_proj.weight", "t2104"},
+				Layer:   45,
 				Program: "matmul_2103",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2104", "t2099", "t2106"},
-				Layer:   43,
-				Program: "all_reduce_add_2105",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2106", "model.language_model.layers.44.input_layernorm.weight", "t2108"},
-				Layer:   44,
-				Program: "rms_norm_2107",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2108", "model.language_model.layers.44.linear_attn.in_proj_qkv.weight", "model.language_model.layers.44.linear_attn.in_proj_z.weight", "model.language_model.layers.44.linear_attn.in_proj_a.weight", "model.language_model.layers.44.linear_attn.in_proj_b.weight", "t2110", "t2111", "t2112", "t2113"},
-				Layer:   44,
-				Program: "matmul4_2109",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.44.conv", "t2110", "model.language_model.layers.44.linear_attn.conv1d.weight", "t2112", "t2113", "model.language_model.layers.44.linear_attn.A_log", "model.language_model.layers.44.linear_attn.dt_bias", "t2115", "t2117", "t2118"},
-				Layer:   44,
-				Program: "gdn_conv_gates_2114",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2115", "t2117", "t2118", "state.layers.44.recurrent", "t2111", "model.language_model.layers.44.linear_attn.norm.weight", "t2120"},
-				Layer:   44,
-				Program: "gdn_recurrence_2119",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2120", "model.language_model.layers.44.linear_attn.out_proj.weight", "t2123"},
-				Layer:   44,
-				Program: "matmul_2122",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2123", "t2106", "model.language_model.layers.44.post_attention_layernorm.weight", "t2125", "t2126"},
-				Layer:   44,
-				Program: "all_reduce_add_rmsnorm_2124",
+				Buffers: []string{"t2104", "t2088", "model.language_model.layers.45.post_attention_layernorm.weight", "t2106", "t2107"},
+				Layer:   45,
+				Program: "all_reduce_add_rmsnorm_2105",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2126", "model.language_model.layers.44.mlp.gate_proj.weight", "model.language_model.layers.44.mlp.up_proj.weight", "t2128"},
-				Layer:   44,
-				Program: "matmul_swiglu_2127",
+				Buffers: []string{"t2107", "model.language_model.layers.45.mlp.gate_proj.weight", "model.language_model.layers.45.mlp.up_proj.weight", "t2109"},
+				Layer:   45,
+				Program: "matmul_swiglu_2108",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2128", "model.language_model.layers.44.mlp.down_proj.weight", "t2130"},
-				Layer:   44,
-				Program: "matmul_2129",
+				Buffers: []string{"t2109", "model.language_model.layers.45.mlp.down_proj.weight", "t2111"},
+				Layer:   45,
+				Program: "matmul_2110",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2130", "t2125", "t2132"},
-				Layer:   44,
-				Program: "all_reduce_add_2131",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2132", "model.language_model.layers.45.input_layernorm.weight", "t2134"},
+				Buffers: []string{"t2111", "t2106", "model.language_model.layers.46.input_layernorm.weight", "t2113", "t2114"},
 				Layer:   45,
-				Program: "rms_norm_2133",
-				Sig:     1,
+				Program: "all_reduce_add_rmsnorm_2112",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2134", "model.language_model.layers.45.linear_attn.in_proj_qkv.weight", "model.language_model.layers.45.linear_attn.in_proj_z.weight", "model.language_model.layers.45.linear_attn.in_proj_a.weight", "model.language_model.layers.45.linear_attn.in_proj_b.weight", "t2136", "t2137", "t2138", "t2139"},
-				Layer:   45,
-				Program: "matmul4_2135",
+				Buffers: []string{"t2114", "model.language_model.layers.46.linear_attn.in_proj_qkv.weight", "model.language_model.layers.46.linear_attn.in_proj_z.weight", "model.language_model.layers.46.linear_attn.in_proj_a.weight", "model.language_model.layers.46.linear_attn.in_proj_b.weight", "t2116", "t2117", "t2118", "t2119"},
+				Layer:   46,
+				Program: "matmul4_2115",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.45.conv", "t2136", "model.language_model.layers.45.linear_attn.conv1d.weight", "t2138", "t2139", "model.language_model.layers.45.linear_attn.A_log", "model.language_model.layers.45.linear_attn.dt_bias", "t2141", "t2143", "t2144"},
-				Layer:   45,
-				Program: "gdn_conv_gates_2140",
+				Buffers: []string{"state.layers.46.conv", "t2116", "model.language_model.layers.46.linear_attn.conv1d.weight", "t2118", "t2119", "model.language_model.layers.46.linear_attn.A_log", "model.language_model.layers.46.linear_attn.dt_bias", "t2121", "t2123", "t2124"},
+				Layer:   46,
+				Program: "gdn_conv_gates_2120",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2141", "t2143", "t2144", "state.layers.45.recurrent", "t2137", "model.language_model.layers.45.linear_attn.norm.weight", "t2146"},
-				Layer:   45,
-				Program: "gdn_recurrence_2145",
+				Buffers: []string{"t2121", "t2123", "t2124", "state.layers.46.recurrent", "t2117", "model.language_model.layers.46.linear_attn.norm.weight", "t2126"},
+				Layer:   46,
+				Program: "gdn_recurrence_2125",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2146", "model.language_model.layers.45.linear_attn.out_proj.weight", "t2149"},
-				Layer:   45,
-				Program: "matmul_2148",
+				Buffers: []string{"t2126", "model.language_model.layers.46.linear_attn.out_proj.weight", "t2129"},
+				Layer:   46,
+				Program: "matmul_2128",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2149", "t2132", "model.language_model.layers.45.post_attention_layernorm.weight", "t2151", "t2152"},
-				Layer:   45,
-				Program: "all_reduce_add_rmsnorm_2150",
+				Buffers: []string{"t2129", "t2113", "model.language_model.layers.46.post_attention_layernorm.weight", "t2131", "t2132"},
+				Layer:   46,
+				Program: "all_reduce_add_rmsnorm_2130",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2152", "model.language_model.layers.45.mlp.gate_proj.weight", "model.language_model.layers.45.mlp.up_proj.weight", "t2154"},
-				Layer:   45,
-				Program: "matmul_swiglu_2153",
+				Buffers: []string{"t2132", "model.language_model.layers.46.mlp.gate_proj.weight", "model.language_model.layers.46.mlp.up_proj.weight", "t2134"},
+				Layer:   46,
+				Program: "matmul_swiglu_2133",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2154", "model.language_model.layers.45.mlp.down_proj.weight", "t2156"},
-				Layer:   45,
-				Program: "matmul_2155",
+				Buffers: []string{"t2134", "model.language_model.layers.46.mlp.down_proj.weight", "t2136"},
+				Layer:   46,
+				Program: "matmul_2135",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2156", "t2151", "t2158"},
-				Layer:   45,
-				Program: "all_reduce_add_2157",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2158", "model.language_model.layers.46.input_layernorm.weight", "t2160"},
+				Buffers: []string{"t2136", "t2131", "model.language_model.layers.47.input_layernorm.weight", "t2138", "t2139"},
 				Layer:   46,
-				Program: "rms_norm_2159",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2160", "model.language_model.layers.46.linear_attn.in_proj_qkv.weight", "model.language_model.layers.46.linear_attn.in_proj_z.weight", "model.language_model.layers.46.linear_attn.in_proj_a.weight", "model.language_model.layers.46.linear_attn.in_proj_b.weight", "t2162", "t2163", "t2164", "t2165"},
-				Layer:   46,
-				Program: "matmul4_2161",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.46.conv", "t2162", "model.language_model.layers.46.linear_attn.conv1d.weight", "t2164", "t2165", "model.language_model.layers.46.linear_attn.A_log", "model.language_model.layers.46.linear_attn.dt_bias", "t2167", "t2169", "t2170"},
-				Layer:   46,
-				Program: "gdn_conv_gates_2166",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2167", "t2169", "t2170", "state.layers.46.recurrent", "t2163", "model.language_model.layers.46.linear_attn.norm.weight", "t2172"},
-				Layer:   46,
-				Program: "gdn_recurrence_2171",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2172", "model.language_model.layers.46.linear_attn.out_proj.weight", "t2175"},
-				Layer:   46,
-				Program: "matmul_2174",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2175", "t2158", "model.language_model.layers.46.post_attention_layernorm.weight", "t2177", "t2178"},
-				Layer:   46,
-				Program: "all_reduce_add_rmsnorm_2176",
+				Program: "all_reduce_add_rmsnorm_2137",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2178", "model.language_model.layers.46.mlp.gate_proj.weight", "model.language_model.layers.46.mlp.up_proj.weight", "t2180"},
-				Layer:   46,
-				Program: "matmul_swiglu_2179",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2180", "model.language_model.layers.46.mlp.down_proj.weight", "t2182"},
-				Layer:   46,
-				Program: "matmul_2181",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2182", "t2177", "t2184"},
-				Layer:   46,
-				Program: "all_reduce_add_2183",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2184", "model.language_model.layers.47.input_layernorm.weight", "t2186"},
+				Buffers: []string{"t2139", "model.language_model.layers.47.self_attn.q_proj.weight", "model.language_model.layers.47.self_attn.k_proj.weight", "model.language_model.layers.47.self_attn.v_proj.weight", "t2141", "t2142", "t2143"},
 				Layer:   47,
-				Program: "rms_norm_2185",
-				Sig:     1,
+				Program: "matmul3_2140",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t2186", "model.language_model.layers.47.self_attn.q_proj.weight", "model.language_model.layers.47.self_attn.k_proj.weight", "model.language_model.layers.47.self_attn.v_proj.weight", "t2188", "t2189", "t2190"},
+				Buffers: []string{"t2141", "t2142", "t2143", "model.language_model.layers.47.self_attn.q_norm.weight", "model.language_model.layers.47.self_attn.k_norm.weight", "t2", "t3", "state.layers.47.k_cache", "state.layers.47.v_cache", "t1", "t2145", "t2146"},
 				Layer:   47,
-				Program: "matmul3_2187",
+				Program: "attn_prologue_2144",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t2188", "t2189", "t2190", "model.language_model.layers.47.self_attn.q_norm.weight", "model.language_model.layers.47.self_attn.k_norm.weight", "t2", "t3", "state.layers.47.k_cache", "state.layers.47.v_cache", "t1", "t2192", "t2193"},
+				Buffers: []string{"t2145", "state.layers.47.k_cache", "state.layers.47.v_cache", "t1", "t2146", "t2150"},
 				Layer:   47,
-				Program: "attn_prologue_2191",
+				Program: "sdpa_decode_gated_2149",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t2192", "state.layers.47.k_cache", "state.layers.47.v_cache", "t1", "t2193", "t2197"},
+				Buffers: []string{"t2150", "model.language_model.layers.47.self_attn.o_proj.weight", "t2152"},
 				Layer:   47,
-				Program: "sdpa_decode_gated_2196",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t2197", "model.language_model.layers.47.self_attn.o_proj.weight", "t2199"},
-				Layer:   47,
-				Program: "matmul_2198",
+				Program: "matmul_2151",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2199", "t2184", "model.language_model.layers.47.post_attention_layernorm.weight", "t2201", "t2202"},
+				Buffers: []string{"t2152", "t2138", "model.language_model.layers.47.post_attention_layernorm.weight", "t2154", "t2155"},
 				Layer:   47,
-				Program: "all_reduce_add_rmsnorm_2200",
+				Program: "all_reduce_add_rmsnorm_2153",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2202", "model.language_model.layers.47.mlp.gate_proj.weight", "model.language_model.layers.47.mlp.up_proj.weight", "t2204"},
+				Buffers: []string{"t2155", "model.language_model.layers.47.mlp.gate_proj.weight", "model.language_model.layers.47.mlp.up_proj.weight", "t2157"},
 				Layer:   47,
-				Program: "matmul_swiglu_2203",
+				Program: "matmul_swiglu_2156",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2204", "model.language_model.layers.47.mlp.down_proj.weight", "t2206"},
+				Buffers: []string{"t2157", "model.language_model.layers.47.mlp.down_proj.weight", "t2159"},
 				Layer:   47,
-				Program: "matmul_2205",
+				Program: "matmul_2158",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2206", "t2201", "t2208"},
+				Buffers: []string{"t2159", "t2154", "model.language_model.layers.48.input_layernorm.weight", "t2161", "t2162"},
 				Layer:   47,
-				Program: "all_reduce_add_2207",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2160",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2208", "model.language_model.layers.48.input_layernorm.weight", "t2210"},
+				Buffers: []string{"t2162", "model.language_model.layers.48.linear_attn.in_proj_qkv.weight", "model.language_model.layers.48.linear_attn.in_proj_z.weight", "model.language_model.layers.48.linear_attn.in_proj_a.weight", "model.language_model.layers.48.linear_attn.in_proj_b.weight", "t2164", "t2165", "t2166", "t2167"},
 				Layer:   48,
-				Program: "rms_norm_2209",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2210", "model.language_model.layers.48.linear_attn.in_proj_qkv.weight", "model.language_model.layers.48.linear_attn.in_proj_z.weight", "model.language_model.layers.48.linear_attn.in_proj_a.weight", "model.language_model.layers.48.linear_attn.in_proj_b.weight", "t2212", "t2213", "t2214", "t2215"},
-				Layer:   48,
-				Program: "matmul4_2211",
+				Program: "matmul4_2163",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.48.conv", "t2212", "model.language_model.layers.48.linear_attn.conv1d.weight", "t2214", "t2215", "model.language_model.layers.48.linear_attn.A_log", "model.language_model.layers.48.linear_attn.dt_bias", "t2217", "t2219", "t2220"},
+				Buffers: []string{"state.layers.48.conv", "t2164", "model.language_model.layers.48.linear_attn.conv1d.weight", "t2166", "t2167", "model.language_model.layers.48.linear_attn.A_log", "model.language_model.layers.48.linear_attn.dt_bias", "t2169", "t2171", "t2172"},
 				Layer:   48,
-				Program: "gdn_conv_gates_2216",
+				Program: "gdn_conv_gates_2168",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2217", "t2219", "t2220", "state.layers.48.recurrent", "t2213", "model.language_model.layers.48.linear_attn.norm.weight", "t2222"},
+				Buffers: []string{"t2169", "t2171", "t2172", "state.layers.48.recurrent", "t2165", "model.language_model.layers.48.linear_attn.norm.weight", "t2174"},
 				Layer:   48,
-				Program: "gdn_recurrence_2221",
+				Program: "gdn_recurrence_2173",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2222", "model.language_model.layers.48.linear_attn.out_proj.weight", "t2225"},
+				Buffers: []string{"t2174", "model.language_model.layers.48.linear_attn.out_proj.weight", "t2177"},
 				Layer:   48,
-				Program: "matmul_2224",
+				Program: "matmul_2176",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2225", "t2208", "model.language_model.layers.48.post_attention_layernorm.weight", "t2227", "t2228"},
+				Buffers: []string{"t2177", "t2161", "model.language_model.layers.48.post_attention_layernorm.weight", "t2179", "t2180"},
 				Layer:   48,
-				Program: "all_reduce_add_rmsnorm_2226",
+				Program: "all_reduce_add_rmsnorm_2178",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2228", "model.language_model.layers.48.mlp.gate_proj.weight", "model.language_model.layers.48.mlp.up_proj.weight", "t2230"},
+				Buffers: []string{"t2180", "model.language_model.layers.48.mlp.gate_proj.weight", "model.language_model.layers.48.mlp.up_proj.weight", "t2182"},
 				Layer:   48,
-				Program: "matmul_swiglu_2229",
+				Program: "matmul_swiglu_2181",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2230", "model.language_model.layers.48.mlp.down_proj.weight", "t2232"},
+				Buffers: []string{"t2182", "model.language_model.layers.48.mlp.down_proj.weight", "t2184"},
 				Layer:   48,
-				Program: "matmul_2231",
+				Program: "matmul_2183",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2232", "t2227", "t2234"},
+				Buffers: []string{"t2184", "t2179", "model.language_model.layers.49.input_layernorm.weight", "t2186", "t2187"},
 				Layer:   48,
-				Program: "all_reduce_add_2233",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2185",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2234", "model.language_model.layers.49.input_layernorm.weight", "t2236"},
+				Buffers: []string{"t2187", "model.language_model.layers.49.linear_attn.in_proj_qkv.weight", "model.language_model.layers.49.linear_attn.in_proj_z.weight", "model.language_model.layers.49.linear_attn.in_proj_a.weight", "model.language_model.layers.49.linear_attn.in_proj_b.weight", "t2189", "t2190", "t2191", "t2192"},
 				Layer:   49,
-				Program: "rms_norm_2235",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2236", "model.language_model.layers.49.linear_attn.in_proj_qkv.weight", "model.language_model.layers.49.linear_attn.in_proj_z.weight", "model.language_model.layers.49.linear_attn.in_proj_a.weight", "model.language_model.layers.49.linear_attn.in_proj_b.weight", "t2238", "t2239", "t2240", "t2241"},
-				Layer:   49,
-				Program: "matmul4_2237",
+				Program: "matmul4_2188",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.49.conv", "t2238", "model.language_model.layers.49.linear_attn.conv1d.weight", "t2240", "t2241", "model.language_model.layers.49.linear_attn.A_log", "model.language_model.layers.49.linear_attn.dt_bias", "t2243", "t2245", "t2246"},
+				Buffers: []string{"state.layers.49.conv", "t2189", "model.language_model.layers.49.linear_attn.conv1d.weight", "t2191", "t2192", "model.language_model.layers.49.linear_attn.A_log", "model.language_model.layers.49.linear_attn.dt_bias", "t2194", "t2196", "t2197"},
 				Layer:   49,
-				Program: "gdn_conv_gates_2242",
+				Program: "gdn_conv_gates_2193",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2243", "t2245", "t2246", "state.layers.49.recurrent", "t2239", "model.language_model.layers.49.linear_attn.norm.weight", "t2248"},
+				Buffers: []string{"t2194", "t2196", "t2197", "state.layers.49.recurrent", "t2190", "model.language_model.layers.49.linear_attn.norm.weight", "t2199"},
 				Layer:   49,
-				Program: "gdn_recurrence_2247",
+				Program: "gdn_recurrence_2198",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2248", "model.language_model.layers.49.linear_attn.out_proj.weight", "t2251"},
+				Buffers: []string{"t2199", "model.language_model.layers.49.linear_attn.out_proj.weight", "t2202"},
 				Layer:   49,
-				Program: "matmul_2250",
+				Program: "matmul_2201",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2251", "t2234", "model.language_model.layers.49.post_attention_layernorm.weight", "t2253", "t2254"},
+				Buffers: []string{"t2202", "t2186", "model.language_model.layers.49.post_attention_layernorm.weight", "t2204", "t2205"},
 				Layer:   49,
-				Program: "all_reduce_add_rmsnorm_2252",
+				Program: "all_reduce_add_rmsnorm_2203",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2254", "model.language_model.layers.49.mlp.gate_proj.weight", "model.language_model.layers.49.mlp.up_proj.weight", "t2256"},
+				Buffers: []string{"t2205", "model.language_model.layers.49.mlp.gate_proj.weight", "model.language_model.layers.49.mlp.up_proj.weight", "t2207"},
 				Layer:   49,
-				Program: "matmul_swiglu_2255",
+				Program: "matmul_swiglu_2206",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2256", "model.language_model.layers.49.mlp.down_proj.weight", "t2258"},
+				Buffers: []string{"t2207", "model.language_model.layers.49.mlp.down_proj.weight", "t2209"},
 				Layer:   49,
-				Program: "matmul_2257",
+				Program: "matmul_2208",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2258", "t2253", "t2260"},
+				Buffers: []string{"t2209", "t2204", "model.language_model.layers.50.input_layernorm.weight", "t2211", "t2212"},
 				Layer:   49,
-				Program: "all_reduce_add_2259",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2210",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2260", "model.language_model.layers.50.input_layernorm.weight", "t2262"},
+				Buffers: []string{"t2212", "model.language_model.layers.50.linear_attn.in_proj_qkv.weight", "model.language_model.layers.50.linear_attn.in_proj_z.weight", "model.language_model.layers.50.linear_attn.in_proj_a.weight", "model.language_model.layers.50.linear_attn.in_proj_b.weight", "t2214", "t2215", "t2216", "t2217"},
 				Layer:   50,
-				Program: "rms_norm_2261",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2262", "model.language_model.layers.50.linear_attn.in_proj_qkv.weight", "model.language_model.layers.50.linear_attn.in_proj_z.weight", "model.language_model.layers.50.linear_attn.in_proj_a.weight", "model.language_model.layers.50.linear_attn.in_proj_b.weight", "t2264", "t2265", "t2266", "t2267"},
-				Layer:   50,
-				Program: "matmul4_2263",
+				Program: "matmul4_2213",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.50.conv", "t2264", "model.language_model.layers.50.linear_attn.conv1d.weight", "t2266", "t2267", "model.language_model.layers.50.linear_attn.A_log", "model.language_model.layers.50.linear_attn.dt_bias", "t2269", "t2271", "t2272"},
+				Buffers: []string{"state.layers.50.conv", "t2214", "model.language_model.layers.50.linear_attn.conv1d.weight", "t2216", "t2217", "model.language_model.layers.50.linear_attn.A_log", "model.language_model.layers.50.linear_attn.dt_bias", "t2219", "t2221", "t2222"},
 				Layer:   50,
-				Program: "gdn_conv_gates_2268",
+				Program: "gdn_conv_gates_2218",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2269", "t2271", "t2272", "state.layers.50.recurrent", "t2265", "model.language_model.layers.50.linear_attn.norm.weight", "t2274"},
+				Buffers: []string{"t2219", "t2221", "t2222", "state.layers.50.recurrent", "t2215", "model.language_model.layers.50.linear_attn.norm.weight", "t2224"},
 				Layer:   50,
-				Program: "gdn_recurrence_2273",
+				Program: "gdn_recurrence_2223",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2274", "model.language_model.layers.50.linear_attn.out_proj.weight", "t2277"},
+				Buffers: []string{"t2224", "model.language_model.layers.50.linear_attn.out_proj.weight", "t2227"},
 				Layer:   50,
-				Program: "matmul_2276",
+				Program: "matmul_2226",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2277", "t2260", "model.language_model.layers.50.post_attention_layernorm.weight", "t2279", "t2280"},
+				Buffers: []string{"t2227", "t2211", "model.language_model.layers.50.post_attention_layernorm.weight", "t2229", "t2230"},
 				Layer:   50,
-				Program: "all_reduce_add_rmsnorm_2278",
+				Program: "all_reduce_add_rmsnorm_2228",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2280", "model.language_model.layers.50.mlp.gate_proj.weight", "model.language_model.layers.50.mlp.up_proj.weight", "t2282"},
+				Buffers: []string{"t2230", "model.language_model.layers.50.mlp.gate_proj.weight", "model.language_model.layers.50.mlp.up_proj.weight", "t2232"},
 				Layer:   50,
-				Program: "matmul_swiglu_2281",
+				Program: "matmul_swiglu_2231",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2282", "model.language_model.layers.50.mlp.down_proj.weight", "t2284"},
+				Buffers: []string{"t2232", "model.language_model.layers.50.mlp.down_proj.weight", "t2234"},
 				Layer:   50,
-				Program: "matmul_2283",
+				Program: "matmul_2233",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2284", "t2279", "t2286"},
+				Buffers: []string{"t2234", "t2229", "model.language_model.layers.51.input_layernorm.weight", "t2236", "t2237"},
 				Layer:   50,
-				Program: "all_reduce_add_2285",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2235",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2286", "model.language_model.layers.51.input_layernorm.weight", "t2288"},
+				Buffers: []string{"t2237", "model.language_model.layers.51.self_attn.q_proj.weight", "model.language_model.layers.51.self_attn.k_proj.weight", "model.language_model.layers.51.self_attn.v_proj.weight", "t2239", "t2240", "t2241"},
 				Layer:   51,
-				Program: "rms_norm_2287",
-				Sig:     1,
+				Program: "matmul3_2238",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t2288", "model.language_model.layers.51.self_attn.q_proj.weight", "model.language_model.layers.51.self_attn.k_proj.weight", "model.language_model.layers.51.self_attn.v_proj.weight", "t2290", "t2291", "t2292"},
+				Buffers: []string{"t2239", "t2240", "t2241", "model.language_model.layers.51.self_attn.q_norm.weight", "model.language_model.layers.51.self_attn.k_norm.weight", "t2", "t3", "state.layers.51.k_cache", "state.layers.51.v_cache", "t1", "t2243", "t2244"},
 				Layer:   51,
-				Program: "matmul3_2289",
+				Program: "attn_prologue_2242",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t2290", "t2291", "t2292", "model.language_model.layers.51.self_attn.q_norm.weight", "model.language_model.layers.51.self_attn.k_norm.weight", "t2", "t3", "state.layers.51.k_cache", "state.layers.51.v_cache", "t1", "t2294", "t2295"},
+				Buffers: []string{"t2243", "state.layers.51.k_cache", "state.layers.51.v_cache", "t1", "t2244", "t2248"},
 				Layer:   51,
-				Program: "attn_prologue_2293",
+				Program: "sdpa_decode_gated_2247",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t2294", "state.layers.51.k_cache", "state.layers.51.v_cache", "t1", "t2295", "t2299"},
+				Buffers: []string{"t2248", "model.language_model.layers.51.self_attn.o_proj.weight", "t2250"},
 				Layer:   51,
-				Program: "sdpa_decode_gated_2298",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t2299", "model.language_model.layers.51.self_attn.o_proj.weight", "t2301"},
-				Layer:   51,
-				Program: "matmul_2300",
+				Program: "matmul_2249",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2301", "t2286", "model.language_model.layers.51.post_attention_layernorm.weight", "t2303", "t2304"},
+				Buffers: []string{"t2250", "t2236", "model.language_model.layers.51.post_attention_layernorm.weight", "t2252", "t2253"},
 				Layer:   51,
-				Program: "all_reduce_add_rmsnorm_2302",
+				Program: "all_reduce_add_rmsnorm_2251",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2304", "model.language_model.layers.51.mlp.gate_proj.weight", "model.language_model.layers.51.mlp.up_proj.weight", "t2306"},
+				Buffers: []string{"t2253", "model.language_model.layers.51.mlp.gate_proj.weight", "model.language_model.layers.51.mlp.up_proj.weight", "t2255"},
 				Layer:   51,
-				Program: "matmul_swiglu_2305",
+				Program: "matmul_swiglu_2254",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2306", "model.language_model.layers.51.mlp.down_proj.weight", "t2308"},
+				Buffers: []string{"t2255", "model.language_model.layers.51.mlp.down_proj.weight", "t2257"},
 				Layer:   51,
-				Program: "matmul_2307",
+				Program: "matmul_2256",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2308", "t2303", "t2310"},
+				Buffers: []string{"t2257", "t2252", "model.language_model.layers.52.input_layernorm.weight", "t2259", "t2260"},
 				Layer:   51,
-				Program: "all_reduce_add_2309",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2258",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2310", "model.language_model.layers.52.input_layernorm.weight", "t2312"},
+				Buffers: []string{"t2260", "model.language_model.layers.52.linear_attn.in_proj_qkv.weight", "model.language_model.layers.52.linear_attn.in_proj_z.weight", "model.language_model.layers.52.linear_attn.in_proj_a.weight", "model.language_model.layers.52.linear_attn.in_proj_b.weight", "t2262", "t2263", "t2264", "t2265"},
 				Layer:   52,
-				Program: "rms_norm_2311",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2312", "model.language_model.layers.52.linear_attn.in_proj_qkv.weight", "model.language_model.layers.52.linear_attn.in_proj_z.weight", "model.language_model.layers.52.linear_attn.in_proj_a.weight", "model.language_model.layers.52.linear_attn.in_proj_b.weight", "t2314", "t2315", "t2316", "t2317"},
-				Layer:   52,
-				Program: "matmul4_2313",
+				Program: "matmul4_2261",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.52.conv", "t2314", "model.language_model.layers.52.linear_attn.conv1d.weight", "t2316", "t2317", "model.language_model.layers.52.linear_attn.A_log", "model.language_model.layers.52.linear_attn.dt_bias", "t2319", "t2321", "t2322"},
+				Buffers: []string{"state.layers.52.conv", "t2262", "model.language_model.layers.52.linear_attn.conv1d.weight", "t2264", "t2265", "model.language_model.layers.52.linear_attn.A_log", "model.language_model.layers.52.linear_attn.dt_bias", "t2267", "t2269", "t2270"},
 				Layer:   52,
-				Program: "gdn_conv_gates_2318",
+				Program: "gdn_conv_gates_2266",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2319", "t2321", "t2322", "state.layers.52.recurrent", "t2315", "model.language_model.layers.52.linear_attn.norm.weight", "t2324"},
+				Buffers: []string{"t2267", "t2269", "t2270", "state.layers.52.recurrent", "t2263", "model.language_model.layers.52.linear_attn.norm.weight", "t2272"},
 				Layer:   52,
-				Program: "gdn_recurrence_2323",
+				Program: "gdn_recurrence_2271",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2324", "model.language_model.layers.52.linear_attn.out_proj.weight", "t2327"},
+				Buffers: []string{"t2272", "model.language_model.layers.52.linear_attn.out_proj.weight", "t2275"},
 				Layer:   52,
-				Program: "matmul_2326",
+				Program: "matmul_2274",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2327", "t2310", "model.language_model.layers.52.post_attention_layernorm.weight", "t2329", "t2330"},
+				Buffers: []string{"t2275", "t2259", "model.language_model.layers.52.post_attention_layernorm.weight", "t2277", "t2278"},
 				Layer:   52,
-				Program: "all_reduce_add_rmsnorm_2328",
+				Program: "all_reduce_add_rmsnorm_2276",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2330", "model.language_model.layers.52.mlp.gate_proj.weight", "model.language_model.layers.52.mlp.up_proj.weight", "t2332"},
+				Buffers: []string{"t2278", "model.language_model.layers.52.mlp.gate_proj.weight", "model.language_model.layers.52.mlp.up_proj.weight", "t2280"},
 				Layer:   52,
-				Program: "matmul_swiglu_2331",
+				Program: "matmul_swiglu_2279",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2332", "model.language_model.layers.52.mlp.down_proj.weight", "t2334"},
+				Buffers: []string{"t2280", "model.language_model.layers.52.mlp.down_proj.weight", "t2282"},
 				Layer:   52,
-				Program: "matmul_2333",
+				Program: "matmul_2281",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2334", "t2329", "t2336"},
+				Buffers: []string{"t2282", "t2277", "model.language_model.layers.53.input_layernorm.weight", "t2284", "t2285"},
 				Layer:   52,
-				Program: "all_reduce_add_2335",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2283",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2336", "model.language_model.layers.53.input_layernorm.weight", "t2338"},
+				Buffers: []string{"t2285", "model.language_model.layers.53.linear_attn.in_proj_qkv.weight", "model.language_model.layers.53.linear_attn.in_proj_z.weight", "model.language_model.layers.53.linear_attn.in_proj_a.weight", "model.language_model.layers.53.linear_attn.in_proj_b.weight", "t2287", "t2288", "t2289", "t2290"},
 				Layer:   53,
-				Program: "rms_norm_2337",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2338", "model.language_model.layers.53.linear_attn.in_proj_qkv.weight", "model.language_model.layers.53.linear_attn.in_proj_z.weight", "model.language_model.layers.53.linear_attn.in_proj_a.weight", "model.language_model.layers.53.linear_attn.in_proj_b.weight", "t2340", "t2341", "t2342", "t2343"},
-				Layer:   53,
-				Program: "matmul4_2339",
+				Program: "matmul4_2286",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.53.conv", "t2340", "model.language_model.layers.53.linear_attn.conv1d.weight", "t2342", "t2343", "model.language_model.layers.53.linear_attn.A_log", "model.language_model.layers.53.linear_attn.dt_bias", "t2345", "t2347", "t2348"},
+				Buffers: []string{"state.layers.53.conv", "t2287", "model.language_model.layers.53.linear_attn.conv1d.weight", "t2289", "t2290", "model.language_model.layers.53.linear_attn.A_log", "model.language_model.layers.53.linear_attn.dt_bias", "t2292", "t2294", "t2295"},
 				Layer:   53,
-				Program: "gdn_conv_gates_2344",
+				Program: "gdn_conv_gates_2291",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2345", "t2347", "t2348", "state.layers.53.recurrent", "t2341", "model.language_model.layers.53.linear_attn.norm.weight", "t2350"},
+				Buffers: []string{"t2292", "t2294", "t2295", "state.layers.53.recurrent", "t2288", "model.language_model.layers.53.linear_attn.norm.weight", "t2297"},
 				Layer:   53,
-				Program: "gdn_recurrence_2349",
+				Program: "gdn_recurrence_2296",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2350", "model.language_model.layers.53.linear_attn.out_proj.weight", "t2353"},
+				Buffers: []string{"t2297", "model.language_model.layers.53.linear_attn.out_proj.weight", "t2300"},
 				Layer:   53,
-				Program: "matmul_2352",
+				Program: "matmul_2299",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2353", "t2336", "model.language_model.layers.53.post_attention_layernorm.weight", "t2355", "t2356"},
+				Buffers: []string{"t2300", "t2284", "model.language_model.layers.53.post_attention_layernorm.weight", "t2302", "t2303"},
 				Layer:   53,
-				Program: "all_reduce_add_rmsnorm_2354",
+				Program: "all_reduce_add_rmsnorm_2301",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2356", "model.language_model.layers.53.mlp.gate_proj.weight", "model.language_model.layers.53.mlp.up_proj.weight", "t2358"},
+				Buffers: []string{"t2303", "model.language_model.layers.53.mlp.gate_proj.weight", "model.language_model.layers.53.mlp.up_proj.weight", "t2305"},
 				Layer:   53,
-				Program: "matmul_swiglu_2357",
+				Program: "matmul_swiglu_2304",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2358", "model.language_model.layers.53.mlp.down_proj.weight", "t2360"},
+				Buffers: []string{"t2305", "model.language_model.layers.53.mlp.down_proj.weight", "t2307"},
 				Layer:   53,
-				Program: "matmul_2359",
+				Program: "matmul_2306",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2360", "t2355", "t2362"},
+				Buffers: []string{"t2307", "t2302", "model.language_model.layers.54.input_layernorm.weight", "t2309", "t2310"},
 				Layer:   53,
-				Program: "all_reduce_add_2361",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2308",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2362", "model.language_model.layers.54.input_layernorm.weight", "t2364"},
+				Buffers: []string{"t2310", "model.language_model.layers.54.linear_attn.in_proj_qkv.weight", "model.language_model.layers.54.linear_attn.in_proj_z.weight", "model.language_model.layers.54.linear_attn.in_proj_a.weight", "model.language_model.layers.54.linear_attn.in_proj_b.weight", "t2312", "t2313", "t2314", "t2315"},
 				Layer:   54,
-				Program: "rms_norm_2363",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2364", "model.language_model.layers.54.linear_attn.in_proj_qkv.weight", "model.language_model.layers.54.linear_attn.in_proj_z.weight", "model.language_model.layers.54.linear_attn.in_proj_a.weight", "model.language_model.layers.54.linear_attn.in_proj_b.weight", "t2366", "t2367", "t2368", "t2369"},
-				Layer:   54,
-				Program: "matmul4_2365",
+				Program: "matmul4_2311",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.54.conv", "t2366", "model.language_model.layers.54.linear_attn.conv1d.weight", "t2368", "t2369", "model.language_model.layers.54.linear_attn.A_log", "model.language_model.layers.54.linear_attn.dt_bias", "t2371", "t2373", "t2374"},
+				Buffers: []string{"state.layers.54.conv", "t2312", "model.language_model.layers.54.linear_attn.conv1d.weight", "t2314", "t2315", "model.language_model.layers.54.linear_attn.A_log", "model.language_model.layers.54.linear_attn.dt_bias", "t2317", "t2319", "t2320"},
 				Layer:   54,
-				Program: "gdn_conv_gates_2370",
+				Program: "gdn_conv_gates_2316",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2371", "t2373", "t2374", "state.layers.54.recurrent", "t2367", "model.language_model.layers.54.linear_attn.norm.weight", "t2376"},
+				Buffers: []string{"t2317", "t2319", "t2320", "state.layers.54.recurrent", "t2313", "model.language_model.layers.54.linear_attn.norm.weight", "t2322"},
 				Layer:   54,
-				Program: "gdn_recurrence_2375",
+				Program: "gdn_recurrence_2321",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2376", "model.language_model.layers.54.linear_attn.out_proj.weight", "t2379"},
+				Buffers: []string{"t2322", "model.language_model.layers.54.linear_attn.out_proj.weight", "t2325"},
 				Layer:   54,
-				Program: "matmul_2378",
+				Program: "matmul_2324",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2379", "t2362", "model.language_model.layers.54.post_attention_layernorm.weight", "t2381", "t2382"},
+				Buffers: []string{"t2325", "t2309", "model.language_model.layers.54.post_attention_layernorm.weight", "t2327", "t2328"},
 				Layer:   54,
-				Program: "all_reduce_add_rmsnorm_2380",
+				Program: "all_reduce_add_rmsnorm_2326",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2382", "model.language_model.layers.54.mlp.gate_proj.weight", "model.language_model.layers.54.mlp.up_proj.weight", "t2384"},
+				Buffers: []string{"t2328", "model.language_model.layers.54.mlp.gate_proj.weight", "model.language_model.layers.54.mlp.up_proj.weight", "t2330"},
 				Layer:   54,
-				Program: "matmul_swiglu_2383",
+				Program: "matmul_swiglu_2329",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2384", "model.language_model.layers.54.mlp.down_proj.weight", "t2386"},
+				Buffers: []string{"t2330", "model.language_model.layers.54.mlp.down_proj.weight", "t2332"},
 				Layer:   54,
-				Program: "matmul_2385",
+				Program: "matmul_2331",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2386", "t2381", "t2388"},
+				Buffers: []string{"t2332", "t2327", "model.language_model.layers.55.input_layernorm.weight", "t2334", "t2335"},
 				Layer:   54,
-				Program: "all_reduce_add_2387",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2333",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2388", "model.language_model.layers.55.input_layernorm.weight", "t2390"},
+				Buffers: []string{"t2335", "model.language_model.layers.55.self_attn.q_proj.weight", "model.language_model.layers.55.self_attn.k_proj.weight", "model.language_model.layers.55.self_attn.v_proj.weight", "t2337", "t2338", "t2339"},
 				Layer:   55,
-				Program: "rms_norm_2389",
-				Sig:     1,
+				Program: "matmul3_2336",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t2390", "model.language_model.layers.55.self_attn.q_proj.weight", "model.language_model.layers.55.self_attn.k_proj.weight", "model.language_model.layers.55.self_attn.v_proj.weight", "t2392", "t2393", "t2394"},
+				Buffers: []string{"t2337", "t2338", "t2339", "model.language_model.layers.55.self_attn.q_norm.weight", "model.language_model.layers.55.self_attn.k_norm.weight", "t2", "t3", "state.layers.55.k_cache", "state.layers.55.v_cache", "t1", "t2341", "t2342"},
 				Layer:   55,
-				Program: "matmul3_2391",
+				Program: "attn_prologue_2340",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t2392", "t2393", "t2394", "model.language_model.layers.55.self_attn.q_norm.weight", "model.language_model.layers.55.self_attn.k_norm.weight", "t2", "t3", "state.layers.55.k_cache", "state.layers.55.v_cache", "t1", "t2396", "t2397"},
+				Buffers: []string{"t2341", "state.layers.55.k_cache", "state.layers.55.v_cache", "t1", "t2342", "t2346"},
 				Layer:   55,
-				Program: "attn_prologue_2395",
+				Program: "sdpa_decode_gated_2345",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t2396", "state.layers.55.k_cache", "state.layers.55.v_cache", "t1", "t2397", "t2401"},
+				Buffers: []string{"t2346", "model.language_model.layers.55.self_attn.o_proj.weight", "t2348"},
 				Layer:   55,
-				Program: "sdpa_decode_gated_2400",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t2401", "model.language_model.layers.55.self_attn.o_proj.weight", "t2403"},
-				Layer:   55,
-				Program: "matmul_2402",
+				Program: "matmul_2347",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2403", "t2388", "model.language_model.layers.55.post_attention_layernorm.weight", "t2405", "t2406"},
+				Buffers: []string{"t2348", "t2334", "model.language_model.layers.55.post_attention_layernorm.weight", "t2350", "t2351"},
 				Layer:   55,
-				Program: "all_reduce_add_rmsnorm_2404",
+				Program: "all_reduce_add_rmsnorm_2349",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2406", "model.language_model.layers.55.mlp.gate_proj.weight", "model.language_model.layers.55.mlp.up_proj.weight", "t2408"},
+				Buffers: []string{"t2351", "model.language_model.layers.55.mlp.gate_proj.weight", "model.language_model.layers.55.mlp.up_proj.weight", "t2353"},
 				Layer:   55,
-				Program: "matmul_swiglu_2407",
+				Program: "matmul_swiglu_2352",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2408", "model.language_model.layers.55.mlp.down_proj.weight", "t2410"},
+				Buffers: []string{"t2353", "model.language_model.layers.55.mlp.down_proj.weight", "t2355"},
 				Layer:   55,
-				Program: "matmul_2409",
+				Program: "matmul_2354",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2410", "t2405", "t2412"},
+				Buffers: []string{"t2355", "t2350", "model.language_model.layers.56.input_layernorm.weight", "t2357", "t2358"},
 				Layer:   55,
-				Program: "all_reduce_add_2411",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2356",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2412", "model.language_model.layers.56.input_layernorm.weight", "t2414"},
+				Buffers: []string{"t2358", "model.language_model.layers.56.linear_attn.in_proj_qkv.weight", "model.language_model.layers.56.linear_attn.in_proj_z.weight", "model.language_model.layers.56.linear_attn.in_proj_a.weight", "model.language_model.layers.56.linear_attn.in_proj_b.weight", "t2360", "t2361", "t2362", "t2363"},
 				Layer:   56,
-				Program: "rms_norm_2413",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2414", "model.language_model.layers.56.linear_attn.in_proj_qkv.weight", "model.language_model.layers.56.linear_attn.in_proj_z.weight", "model.language_model.layers.56.linear_attn.in_proj_a.weight", "model.language_model.layers.56.linear_attn.in_proj_b.weight", "t2416", "t2417", "t2418", "t2419"},
-				Layer:   56,
-				Program: "matmul4_2415",
+				Program: "matmul4_2359",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.56.conv", "t2416", "model.language_model.layers.56.linear_attn.conv1d.weight", "t2418", "t2419", "model.language_model.layers.56.linear_attn.A_log", "model.language_model.layers.56.linear_attn.dt_bias", "t2421", "t2423", "t2424"},
+				Buffers: []string{"state.layers.56.conv", "t2360", "model.language_model.layers.56.linear_attn.conv1d.weight", "t2362", "t2363", "model.language_model.layers.56.linear_attn.A_log", "model.language_model.layers.56.linear_attn.dt_bias", "t2365", "t2367", "t2368"},
 				Layer:   56,
-				Program: "gdn_conv_gates_2420",
+				Program: "gdn_conv_gates_2364",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2421", "t2423", "t2424", "state.layers.56.recurrent", "t2417", "model.language_model.layers.56.linear_attn.norm.weight", "t2426"},
+				Buffers: []string{"t2365", "t2367", "t2368", "state.layers.56.recurrent", "t2361", "model.language_model.layers.56.linear_attn.norm.weight", "t2370"},
 				Layer:   56,
-				Program: "gdn_recurrence_2425",
+				Program: "gdn_recurrence_2369",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2426", "model.language_model.layers.56.linear_attn.out_proj.weight", "t2429"},
+				Buffers: []string{"t2370", "model.language_model.layers.56.linear_attn.out_proj.weight", "t2373"},
 				Layer:   56,
-				Program: "matmul_2428",
+				Program: "matmul_2372",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2429", "t2412", "model.language_model.layers.56.post_attention_layernorm.weight", "t2431", "t2432"},
+				Buffers: []string{"t2373", "t2357", "model.language_model.layers.56.post_attention_layernorm.weight", "t2375", "t2376"},
 				Layer:   56,
-				Program: "all_reduce_add_rmsnorm_2430",
+				Program: "all_reduce_add_rmsnorm_2374",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2432", "model.language_model.layers.56.mlp.gate_proj.weight", "model.language_model.layers.56.mlp.up_proj.weight", "t2434"},
+				Buffers: []string{"t2376", "model.language_model.layers.56.mlp.gate_proj.weight", "model.language_model.layers.56.mlp.up_proj.weight", "t2378"},
 				Layer:   56,
-				Program: "matmul_swiglu_2433",
+				Program: "matmul_swiglu_2377",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2434", "model.language_model.layers.56.mlp.down_proj.weight", "t2436"},
+				Buffers: []string{"t2378", "model.language_model.layers.56.mlp.down_proj.weight", "t2380"},
 				Layer:   56,
-				Program: "matmul_2435",
+				Program: "matmul_2379",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2436", "t2431", "t2438"},
+				Buffers: []string{"t2380", "t2375", "model.language_model.layers.57.input_layernorm.weight", "t2382", "t2383"},
 				Layer:   56,
-				Program: "all_reduce_add_2437",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2381",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2438", "model.language_model.layers.57.input_layernorm.weight", "t2440"},
+				Buffers: []string{"t2383", "model.language_model.layers.57.linear_attn.in_proj_qkv.weight", "model.language_model.layers.57.linear_attn.in_proj_z.weight", "model.language_model.layers.57.linear_attn.in_proj_a.weight", "model.language_model.layers.57.linear_attn.in_proj_b.weight", "t2385", "t2386", "t2387", "t2388"},
 				Layer:   57,
-				Program: "rms_norm_2439",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2440", "model.language_model.layers.57.linear_attn.in_proj_qkv.weight", "model.language_model.layers.57.linear_attn.in_proj_z.weight", "model.language_model.layers.57.linear_attn.in_proj_a.weight", "model.language_model.layers.57.linear_attn.in_proj_b.weight", "t2442", "t2443", "t2444", "t2445"},
-				Layer:   57,
-				Program: "matmul4_2441",
+				Program: "matmul4_2384",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.57.conv", "t2442", "model.language_model.layers.57.linear_attn.conv1d.weight", "t2444", "t2445", "model.language_model.layers.57.linear_attn.A_log", "model.language_model.layers.57.linear_attn.dt_bias", "t2447", "t2449", "t2450"},
+				Buffers: []string{"state.layers.57.conv", "t2385", "model.language_model.layers.57.linear_attn.conv1d.weight", "t2387", "t2388", "model.language_model.layers.57.linear_attn.A_log", "model.language_model.layers.57.linear_attn.dt_bias", "t2390", "t2392", "t2393"},
 				Layer:   57,
-				Program: "gdn_conv_gates_2446",
+				Program: "gdn_conv_gates_2389",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2447", "t2449", "t2450", "state.layers.57.recurrent", "t2443", "model.language_model.layers.57.linear_attn.norm.weight", "t2452"},
+				Buffers: []string{"t2390", "t2392", "t2393", "state.layers.57.recurrent", "t2386", "model.language_model.layers.57.linear_attn.norm.weight", "t2395"},
 				Layer:   57,
-				Program: "gdn_recurrence_2451",
+				Program: "gdn_recurrence_2394",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2452", "model.language_model.layers.57.linear_attn.out_proj.weight", "t2455"},
+				Buffers: []string{"t2395", "model.language_model.layers.57.linear_attn.out_proj.weight", "t2398"},
 				Layer:   57,
-				Program: "matmul_2454",
+				Program: "matmul_2397",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2455", "t2438", "model.language_model.layers.57.post_attention_layernorm.weight", "t2457", "t2458"},
+				Buffers: []string{"t2398", "t2382", "model.language_model.layers.57.post_attention_layernorm.weight", "t2400", "t2401"},
 				Layer:   57,
-				Program: "all_reduce_add_rmsnorm_2456",
+				Program: "all_reduce_add_rmsnorm_2399",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2458", "model.language_model.layers.57.mlp.gate_proj.weight", "model.language_model.layers.57.mlp.up_proj.weight", "t2460"},
+				Buffers: []string{"t2401", "model.language_model.layers.57.mlp.gate_proj.weight", "model.language_model.layers.57.mlp.up_proj.weight", "t2403"},
 				Layer:   57,
-				Program: "matmul_swiglu_2459",
+				Program: "matmul_swiglu_2402",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2460", "model.language_model.layers.57.mlp.down_proj.weight", "t2462"},
+				Buffers: []string{"t2403", "model.language_model.layers.57.mlp.down_proj.weight", "t2405"},
 				Layer:   57,
-				Program: "matmul_2461",
+				Program: "matmul_2404",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2462", "t2457", "t2464"},
+				Buffers: []string{"t2405", "t2400", "model.language_model.layers.58.input_layernorm.weight", "t2407", "t2408"},
 				Layer:   57,
-				Program: "all_reduce_add_2463",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2406",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2464", "model.language_model.layers.58.input_layernorm.weight", "t2466"},
+				Buffers: []string{"t2408", "model.language_model.layers.58.linear_attn.in_proj_qkv.weight", "model.language_model.layers.58.linear_attn.in_proj_z.weight", "model.language_model.layers.58.linear_attn.in_proj_a.weight", "model.language_model.layers.58.linear_attn.in_proj_b.weight", "t2410", "t2411", "t2412", "t2413"},
 				Layer:   58,
-				Program: "rms_norm_2465",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2466", "model.language_model.layers.58.linear_attn.in_proj_qkv.weight", "model.language_model.layers.58.linear_attn.in_proj_z.weight", "model.language_model.layers.58.linear_attn.in_proj_a.weight", "model.language_model.layers.58.linear_attn.in_proj_b.weight", "t2468", "t2469", "t2470", "t2471"},
-				Layer:   58,
-				Program: "matmul4_2467",
+				Program: "matmul4_2409",
 				Sig:     14,
 			}, gogen.Instance{
-				Buffers: []string{"state.layers.58.conv", "t2468", "model.language_model.layers.58.linear_attn.conv1d.weight", "t2470", "t2471", "model.language_model.layers.58.linear_attn.A_log", "model.language_model.layers.58.linear_attn.dt_bias", "t2473", "t2475", "t2476"},
+				Buffers: []string{"state.layers.58.conv", "t2410", "model.language_model.layers.58.linear_attn.conv1d.weight", "t2412", "t2413", "model.language_model.layers.58.linear_attn.A_log", "model.language_model.layers.58.linear_attn.dt_bias", "t2415", "t2417", "t2418"},
 				Layer:   58,
-				Program: "gdn_conv_gates_2472",
+				Program: "gdn_conv_gates_2414",
 				Sig:     15,
 			}, gogen.Instance{
-				Buffers: []string{"t2473", "t2475", "t2476", "state.layers.58.recurrent", "t2469", "model.language_model.layers.58.linear_attn.norm.weight", "t2478"},
+				Buffers: []string{"t2415", "t2417", "t2418", "state.layers.58.recurrent", "t2411", "model.language_model.layers.58.linear_attn.norm.weight", "t2420"},
 				Layer:   58,
-				Program: "gdn_recurrence_2477",
+				Program: "gdn_recurrence_2419",
 				Sig:     16,
 			}, gogen.Instance{
-				Buffers: []string{"t2478", "model.language_model.layers.58.linear_attn.out_proj.weight", "t2481"},
+				Buffers: []string{"t2420", "model.language_model.layers.58.linear_attn.out_proj.weight", "t2423"},
 				Layer:   58,
-				Program: "matmul_2480",
+				Program: "matmul_2422",
 				Sig:     17,
 			}, gogen.Instance{
-				Buffers: []string{"t2481", "t2464", "model.language_model.layers.58.post_attention_layernorm.weight", "t2483", "t2484"},
+				Buffers: []string{"t2423", "t2407", "model.language_model.layers.58.post_attention_layernorm.weight", "t2425", "t2426"},
 				Layer:   58,
-				Program: "all_reduce_add_rmsnorm_2482",
+				Program: "all_reduce_add_rmsnorm_2424",
 				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2484", "model.language_model.layers.58.mlp.gate_proj.weight", "model.language_model.layers.58.mlp.up_proj.weight", "t2486"},
+				Buffers: []string{"t2426", "model.language_model.layers.58.mlp.gate_proj.weight", "model.language_model.layers.58.mlp.up_proj.weight", "t2428"},
 				Layer:   58,
-				Program: "matmul_swiglu_2485",
+				Program: "matmul_swiglu_2427",
 				Sig:     19,
 			}, gogen.Instance{
-				Buffers: []string{"t2486", "model.language_model.layers.58.mlp.down_proj.weight", "t2488"},
+				Buffers: []string{"t2428", "model.language_model.layers.58.mlp.down_proj.weight", "t2430"},
 				Layer:   58,
-				Program: "matmul_2487",
+				Program: "matmul_2429",
 				Sig:     20,
 			}, gogen.Instance{
-				Buffers: []string{"t2488", "t2483", "t2490"},
+				Buffers: []string{"t2430", "t2425", "model.language_model.layers.59.input_layernorm.weight", "t2432", "t2433"},
 				Layer:   58,
-				Program: "all_reduce_add_2489",
-				Sig:     21,
+				Program: "all_reduce_add_rmsnorm_2431",
+				Sig:     18,
 			}, gogen.Instance{
-				Buffers: []string{"t2490", "model.language_model.layers.59.input_layernorm.weight", "t2492"},
+				Buffers: []string{"t2433", "model.language_model.layers.59.self_attn.q_proj.weight", "model.language_model.layers.59.self_attn.k_proj.weight", "model.language_model.layers.59.self_attn.v_proj.weight", "t2435", "t2436", "t2437"},
 				Layer:   59,
-				Program: "rms_norm_2491",
-				Sig:     1,
+				Program: "matmul3_2434",
+				Sig:     21,
 			}, gogen.Instance{
-				Buffers: []string{"t2492", "model.language_model.layers.59.self_attn.q_proj.weight", "model.language_model.layers.59.self_attn.k_proj.weight", "model.language_model.layers.59.self_attn.v_proj.weight", "t2494", "t2495", "t2496"},
+				Buffers: []string{"t2435", "t2436", "t2437", "model.language_model.layers.59.self_attn.q_norm.weight", "model.language_model.layers.59.self_attn.k_norm.weight", "t2", "t3", "state.layers.59.k_cache", "state.layers.59.v_cache", "t1", "t2439", "t2440"},
 				Layer:   59,
-				Program: "matmul3_2493",
+				Program: "attn_prologue_2438",
 				Sig:     22,
 			}, gogen.Instance{
-				Buffers: []string{"t2494", "t2495", "t2496", "model.language_model.layers.59.self_attn.q_norm.weight", "model.language_model.layers.59.self_attn.k_norm.weight", "t2", "t3", "state.layers.59.k_cache", "state.layers.59.v_cache", "t1", "t2498", "t2499"},
+				Buffers: []string{"t2439", "state.layers.59.k_cache", "state.layers.59.v_cache", "t1", "t2440", "t2444"},
 				Layer:   59,
-				Program: "attn_prologue_2497",
+				Program: "sdpa_decode_gated_2443",
 				Sig:     23,
 			}, gogen.Instance{
-				Buffers: []string{"t2498", "state.layers.59.k_cache", "state.layers.59.v_cache", "t1", "t2499", "t2503"},
+				Buffers: []string{"t2444", "model.language_model.layers.59.self_attn.o_proj.weight", "t2446"},
 				Layer:   59,
-				Program: "sdpa_decode_gated_2502",
+				Program: "matmul_2445",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2446", "t2432", "model.language_model.layers.59.post_attention_layernorm.weight", "t2448", "t2449"},
+				Layer:   59,
+				Program: "all_reduce_add_rmsnorm_2447",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2449", "model.language_model.layers.59.mlp.gate_proj.weight", "model.language_model.layers.59.mlp.up_proj.weight", "t2451"},
+				Layer:   59,
+				Program: "matmul_swiglu_2450",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2451", "model.language_model.layers.59.mlp.down_proj.weight", "t2453"},
+				Layer:   59,
+				Program: "matmul_2452",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2453", "t2448", "model.language_model.layers.60.input_layernorm.weight", "t2455", "t2456"},
+				Layer:   59,
+				Program: "all_reduce_add_rmsnorm_2454",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2456", "model.language_model.layers.60.linear_attn.in_proj_qkv.weight", "model.language_model.layers.60.linear_attn.in_proj_z.weight", "model.language_model.layers.60.linear_attn.in_proj_a.weight", "model.language_model.layers.60.linear_attn.in_proj_b.weight", "t2458", "t2459", "t2460", "t2461"},
+				Layer:   60,
+				Program: "matmul4_2457",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.60.conv", "t2458", "model.language_model.layers.60.linear_attn.conv1d.weight", "t2460", "t2461", "model.language_model.layers.60.linear_attn.A_log", "model.language_model.layers.60.linear_attn.dt_bias", "t2463", "t2465", "t2466"},
+				Layer:   60,
+				Program: "gdn_conv_gates_2462",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t2463", "t2465", "t2466", "state.layers.60.recurrent", "t2459", "model.language_model.layers.60.linear_attn.norm.weight", "t2468"},
+				Layer:   60,
+				Program: "gdn_recurrence_2467",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2468", "model.language_model.layers.60.linear_attn.out_proj.weight", "t2471"},
+				Layer:   60,
+				Program: "matmul_2470",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2471", "t2455", "model.language_model.layers.60.post_attention_layernorm.weight", "t2473", "t2474"},
+				Layer:   60,
+				Program: "all_reduce_add_rmsnorm_2472",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2474", "model.language_model.layers.60.mlp.gate_proj.weight", "model.language_model.layers.60.mlp.up_proj.weight", "t2476"},
+				Layer:   60,
+				Program: "matmul_swiglu_2475",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2476", "model.language_model.layers.60.mlp.down_proj.weight", "t2478"},
+				Layer:   60,
+				Program: "matmul_2477",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2478", "t2473", "model.language_model.layers.61.input_layernorm.weight", "t2480", "t2481"},
+				Layer:   60,
+				Program: "all_reduce_add_rmsnorm_2479",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2481", "model.language_model.layers.61.linear_attn.in_proj_qkv.weight", "model.language_model.layers.61.linear_attn.in_proj_z.weight", "model.language_model.layers.61.linear_attn.in_proj_a.weight", "model.language_model.layers.61.linear_attn.in_proj_b.weight", "t2483", "t2484", "t2485", "t2486"},
+				Layer:   61,
+				Program: "matmul4_2482",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.61.conv", "t2483", "model.language_model.layers.61.linear_attn.conv1d.weight", "t2485", "t2486", "model.language_model.layers.61.linear_attn.A_log", "model.language_model.layers.61.linear_attn.dt_bias", "t2488", "t2490", "t2491"},
+				Layer:   61,
+				Program: "gdn_conv_gates_2487",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t2488", "t2490", "t2491", "state.layers.61.recurrent", "t2484", "model.language_model.layers.61.linear_attn.norm.weight", "t2493"},
+				Layer:   61,
+				Program: "gdn_recurrence_2492",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2493", "model.language_model.layers.61.linear_attn.out_proj.weight", "t2496"},
+				Layer:   61,
+				Program: "matmul_2495",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2496", "t2480", "model.language_model.layers.61.post_attention_layernorm.weight", "t2498", "t2499"},
+				Layer:   61,
+				Program: "all_reduce_add_rmsnorm_2497",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2499", "model.language_model.layers.61.mlp.gate_proj.weight", "model.language_model.layers.61.mlp.up_proj.weight", "t2501"},
+				Layer:   61,
+				Program: "matmul_swiglu_2500",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2501", "model.language_model.layers.61.mlp.down_proj.weight", "t2503"},
+				Layer:   61,
+				Program: "matmul_2502",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2503", "t2498", "model.language_model.layers.62.input_layernorm.weight", "t2505", "t2506"},
+				Layer:   61,
+				Program: "all_reduce_add_rmsnorm_2504",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2506", "model.language_model.layers.62.linear_attn.in_proj_qkv.weight", "model.language_model.layers.62.linear_attn.in_proj_z.weight", "model.language_model.layers.62.linear_attn.in_proj_a.weight", "model.language_model.layers.62.linear_attn.in_proj_b.weight", "t2508", "t2509", "t2510", "t2511"},
+				Layer:   62,
+				Program: "matmul4_2507",
+				Sig:     14,
+			}, gogen.Instance{
+				Buffers: []string{"state.layers.62.conv", "t2508", "model.language_model.layers.62.linear_attn.conv1d.weight", "t2510", "t2511", "model.language_model.layers.62.linear_attn.A_log", "model.language_model.layers.62.linear_attn.dt_bias", "t2513", "t2515", "t2516"},
+				Layer:   62,
+				Program: "gdn_conv_gates_2512",
+				Sig:     15,
+			}, gogen.Instance{
+				Buffers: []string{"t2513", "t2515", "t2516", "state.layers.62.recurrent", "t2509", "model.language_model.layers.62.linear_attn.norm.weight", "t2518"},
+				Layer:   62,
+				Program: "gdn_recurrence_2517",
+				Sig:     16,
+			}, gogen.Instance{
+				Buffers: []string{"t2518", "model.language_model.layers.62.linear_attn.out_proj.weight", "t2521"},
+				Layer:   62,
+				Program: "matmul_2520",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2521", "t2505", "model.language_model.layers.62.post_attention_layernorm.weight", "t2523", "t2524"},
+				Layer:   62,
+				Program: "all_reduce_add_rmsnorm_2522",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2524", "model.language_model.layers.62.mlp.gate_proj.weight", "model.language_model.layers.62.mlp.up_proj.weight", "t2526"},
+				Layer:   62,
+				Program: "matmul_swiglu_2525",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2526", "model.language_model.layers.62.mlp.down_proj.weight", "t2528"},
+				Layer:   62,
+				Program: "matmul_2527",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2528", "t2523", "model.language_model.layers.63.input_layernorm.weight", "t2530", "t2531"},
+				Layer:   62,
+				Program: "all_reduce_add_rmsnorm_2529",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2531", "model.language_model.layers.63.self_attn.q_proj.weight", "model.language_model.layers.63.self_attn.k_proj.weight", "model.language_model.layers.63.self_attn.v_proj.weight", "t2533", "t2534", "t2535"},
+				Layer:   63,
+				Program: "matmul3_2532",
+				Sig:     21,
+			}, gogen.Instance{
+				Buffers: []string{"t2533", "t2534", "t2535", "model.language_model.layers.63.self_attn.q_norm.weight", "model.language_model.layers.63.self_attn.k_norm.weight", "t2", "t3", "state.layers.63.k_cache", "state.layers.63.v_cache", "t1", "t2537", "t2538"},
+				Layer:   63,
+				Program: "attn_prologue_2536",
+				Sig:     22,
+			}, gogen.Instance{
+				Buffers: []string{"t2537", "state.layers.63.k_cache", "state.layers.63.v_cache", "t1", "t2538", "t2542"},
+				Layer:   63,
+				Program: "sdpa_decode_gated_2541",
+				Sig:     23,
+			}, gogen.Instance{
+				Buffers: []string{"t2542", "model.language_model.layers.63.self_attn.o_proj.weight", "t2544"},
+				Layer:   63,
+				Program: "matmul_2543",
+				Sig:     17,
+			}, gogen.Instance{
+				Buffers: []string{"t2544", "t2530", "model.language_model.layers.63.post_attention_layernorm.weight", "t2546", "t2547"},
+				Layer:   63,
+				Program: "all_reduce_add_rmsnorm_2545",
+				Sig:     18,
+			}, gogen.Instance{
+				Buffers: []string{"t2547", "model.language_model.layers.63.mlp.gate_proj.weight", "model.language_model.layers.63.mlp.up_proj.weight", "t2549"},
+				Layer:   63,
+				Program: "matmul_swiglu_2548",
+				Sig:     19,
+			}, gogen.Instance{
+				Buffers: []string{"t2549", "model.language_model.layers.63.mlp.down_proj.weight", "t2551"},
+				Layer:   63,
+				Program: "matmul_2550",
+				Sig:     20,
+			}, gogen.Instance{
+				Buffers: []string{"t2551", "t2546", "t2553"},
+				Layer:   63,
+				Program: "all_reduce_add_2552",
 				Sig:     24,
 			}, gogen.Instance{
-				Buffers: []string{"t2503", "model.language_model.layers.59.self_attn.o_proj.weight", "t2505"},
-				Layer:   59,
-				Program: "matmul_2504",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2505", "t2490", "model.language_model.layers.59.post_attention_layernorm.weight", "t2507", "t2508"},
-				Layer:   59,
-				Program: "all_reduce_add_rmsnorm_2506",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t2508", "model.language_model.layers.59.mlp.gate_proj.weight", "model.language_model.layers.59.mlp.up_proj.weight", "t2510"},
-				Layer:   59,
-				Program: "matmul_swiglu_2509",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2510", "model.language_model.layers.59.mlp.down_proj.weight", "t2512"},
-				Layer:   59,
-				Program: "matmul_2511",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2512", "t2507", "t2514"},
-				Layer:   59,
-				Program: "all_reduce_add_2513",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2514", "model.language_model.layers.60.input_layernorm.weight", "t2516"},
-				Layer:   60,
-				Program: "rms_norm_2515",
+				Buffers: []string{"t2553", "model.language_model.norm.weight", "t2555"},
+				Layer:   -1,
+				Program: "rms_norm_2554",
 				Sig:     1,
 			}, gogen.Instance{
-				Buffers: []string{"t2516", "model.language_model.layers.60.linear_attn.in_proj_qkv.weight", "model.language_model.layers.60.linear_attn.in_proj_z.weight", "model.language_model.layers.60.linear_attn.in_proj_a.weight", "model.language_model.layers.60.linear_attn.in_proj_b.weight", "t2518", "t2519", "t2520", "t2521"},
-				Layer:   60,
-				Program: "matmul4_2517",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.60.conv", "t2518", "model.language_model.layers.60.linear_attn.conv1d.weight", "t2520", "t2521", "model.language_model.layers.60.linear_attn.A_log", "model.language_model.layers.60.linear_attn.dt_bias", "t2523", "t2525", "t2526"},
-				Layer:   60,
-				Program: "gdn_conv_gates_2522",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2523", "t2525", "t2526", "state.layers.60.recurrent", "t2519", "model.language_model.layers.60.linear_attn.norm.weight", "t2528"},
-				Layer:   60,
-				Program: "gdn_recurrence_2527",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2528", "model.language_model.layers.60.linear_attn.out_proj.weight", "t2531"},
-				Layer:   60,
-				Program: "matmul_2530",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2531", "t2514", "model.language_model.layers.60.post_attention_layernorm.weight", "t2533", "t2534"},
-				Layer:   60,
-				Program: "all_reduce_add_rmsnorm_2532",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t2534", "model.language_model.layers.60.mlp.gate_proj.weight", "model.language_model.layers.60.mlp.up_proj.weight", "t2536"},
-				Layer:   60,
-				Program: "matmul_swiglu_2535",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2536", "model.language_model.layers.60.mlp.down_proj.weight", "t2538"},
-				Layer:   60,
-				Program: "matmul_2537",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2538", "t2533", "t2540"},
-				Layer:   60,
-				Program: "all_reduce_add_2539",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2540", "model.language_model.layers.61.input_layernorm.weight", "t2542"},
-				Layer:   61,
-				Program: "rms_norm_2541",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2542", "model.language_model.layers.61.linear_attn.in_proj_qkv.weight", "model.language_model.layers.61.linear_attn.in_proj_z.weight", "model.language_model.layers.61.linear_attn.in_proj_a.weight", "model.language_model.layers.61.linear_attn.in_proj_b.weight", "t2544", "t2545", "t2546", "t2547"},
-				Layer:   61,
-				Program: "matmul4_2543",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.61.conv", "t2544", "model.language_model.layers.61.linear_attn.conv1d.weight", "t2546", "t2547", "model.language_model.layers.61.linear_attn.A_log", "model.language_model.layers.61.linear_attn.dt_bias", "t2549", "t2551", "t2552"},
-				Layer:   61,
-				Program: "gdn_conv_gates_2548",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2549", "t2551", "t2552", "state.layers.61.recurrent", "t2545", "model.language_model.layers.61.linear_attn.norm.weight", "t2554"},
-				Layer:   61,
-				Program: "gdn_recurrence_2553",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2554", "model.language_model.layers.61.linear_attn.out_proj.weight", "t2557"},
-				Layer:   61,
+				Buffers: []string{"t2555", "lm_head.weight", "t2557"},
+				Layer:   -1,
 				Program: "matmul_2556",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2557", "t2540", "model.language_model.layers.61.post_attention_layernorm.weight", "t2559", "t2560"},
-				Layer:   61,
-				Program: "all_reduce_add_rmsnorm_2558",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t2560", "model.language_model.layers.61.mlp.gate_proj.weight", "model.language_model.layers.61.mlp.up_proj.weight", "t2562"},
-				Layer:   61,
-				Program: "matmul_swiglu_2561",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2562", "model.language_model.layers.61.mlp.down_proj.weight", "t2564"},
-				Layer:   61,
-				Program: "matmul_2563",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2564", "t2559", "t2566"},
-				Layer:   61,
-				Program: "all_reduce_add_2565",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2566", "model.language_model.layers.62.input_layernorm.weight", "t2568"},
-				Layer:   62,
-				Program: "rms_norm_2567",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2568", "model.language_model.layers.62.linear_attn.in_proj_qkv.weight", "model.language_model.layers.62.linear_attn.in_proj_z.weight", "model.language_model.layers.62.linear_attn.in_proj_a.weight", "model.language_model.layers.62.linear_attn.in_proj_b.weight", "t2570", "t2571", "t2572", "t2573"},
-				Layer:   62,
-				Program: "matmul4_2569",
-				Sig:     14,
-			}, gogen.Instance{
-				Buffers: []string{"state.layers.62.conv", "t2570", "model.language_model.layers.62.linear_attn.conv1d.weight", "t2572", "t2573", "model.language_model.layers.62.linear_attn.A_log", "model.language_model.layers.62.linear_attn.dt_bias", "t2575", "t2577", "t2578"},
-				Layer:   62,
-				Program: "gdn_conv_gates_2574",
-				Sig:     15,
-			}, gogen.Instance{
-				Buffers: []string{"t2575", "t2577", "t2578", "state.layers.62.recurrent", "t2571", "model.language_model.layers.62.linear_attn.norm.weight", "t2580"},
-				Layer:   62,
-				Program: "gdn_recurrence_2579",
-				Sig:     16,
-			}, gogen.Instance{
-				Buffers: []string{"t2580", "model.language_model.layers.62.linear_attn.out_proj.weight", "t2583"},
-				Layer:   62,
-				Program: "matmul_2582",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2583", "t2566", "model.language_model.layers.62.post_attention_layernorm.weight", "t2585", "t2586"},
-				Layer:   62,
-				Program: "all_reduce_add_rmsnorm_2584",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t2586", "model.language_model.layers.62.mlp.gate_proj.weight", "model.language_model.layers.62.mlp.up_proj.weight", "t2588"},
-				Layer:   62,
-				Program: "matmul_swiglu_2587",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2588", "model.language_model.layers.62.mlp.down_proj.weight", "t2590"},
-				Layer:   62,
-				Program: "matmul_2589",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2590", "t2585", "t2592"},
-				Layer:   62,
-				Program: "all_reduce_add_2591",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2592", "model.language_model.layers.63.input_layernorm.weight", "t2594"},
-				Layer:   63,
-				Program: "rms_norm_2593",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2594", "model.language_model.layers.63.self_attn.q_proj.weight", "model.language_model.layers.63.self_attn.k_proj.weight", "model.language_model.layers.63.self_attn.v_proj.weight", "t2596", "t2597", "t2598"},
-				Layer:   63,
-				Program: "matmul3_2595",
-				Sig:     22,
-			}, gogen.Instance{
-				Buffers: []string{"t2596", "t2597", "t2598", "model.language_model.layers.63.self_attn.q_norm.weight", "model.language_model.layers.63.self_attn.k_norm.weight", "t2", "t3", "state.layers.63.k_cache", "state.layers.63.v_cache", "t1", "t2600", "t2601"},
-				Layer:   63,
-				Program: "attn_prologue_2599",
-				Sig:     23,
-			}, gogen.Instance{
-				Buffers: []string{"t2600", "state.layers.63.k_cache", "state.layers.63.v_cache", "t1", "t2601", "t2605"},
-				Layer:   63,
-				Program: "sdpa_decode_gated_2604",
-				Sig:     24,
-			}, gogen.Instance{
-				Buffers: []string{"t2605", "model.language_model.layers.63.self_attn.o_proj.weight", "t2607"},
-				Layer:   63,
-				Program: "matmul_2606",
-				Sig:     17,
-			}, gogen.Instance{
-				Buffers: []string{"t2607", "t2592", "model.language_model.layers.63.post_attention_layernorm.weight", "t2609", "t2610"},
-				Layer:   63,
-				Program: "all_reduce_add_rmsnorm_2608",
-				Sig:     18,
-			}, gogen.Instance{
-				Buffers: []string{"t2610", "model.language_model.layers.63.mlp.gate_proj.weight", "model.language_model.layers.63.mlp.up_proj.weight", "t2612"},
-				Layer:   63,
-				Program: "matmul_swiglu_2611",
-				Sig:     19,
-			}, gogen.Instance{
-				Buffers: []string{"t2612", "model.language_model.layers.63.mlp.down_proj.weight", "t2614"},
-				Layer:   63,
-				Program: "matmul_2613",
-				Sig:     20,
-			}, gogen.Instance{
-				Buffers: []string{"t2614", "t2609", "t2616"},
-				Layer:   63,
-				Program: "all_reduce_add_2615",
-				Sig:     21,
-			}, gogen.Instance{
-				Buffers: []string{"t2616", "model.language_model.norm.weight", "t2618"},
-				Layer:   -1,
-				Program: "rms_norm_2617",
-				Sig:     1,
-			}, gogen.Instance{
-				Buffers: []string{"t2618", "lm_head.weight", "t2620"},
-				Layer:   -1,
-				Program: "matmul_2619",
 				Sig:     25,
 			}, gogen.Instance{
-				Buffers: []string{"t2620", "t2622"},
+				Buffers: []string{"t2557", "t2559"},
 				Layer:   -1,
-				Program: "all_gather_2621",
+				Program: "all_gather_2558",
 				Sig:     26,
 			}, gogen.Instance{
-				Buffers: []string{"t2622", "t2624"},
+				Buffers: []string{"t2559", "t2561"},
 				Layer:   -1,
-				Program: "argmax_2623",
+				Program: "argmax_2560",
 				Sig:     13,
 			}},
-			Report: "{\n  \"model\": \"qwen27b\",\n  \"mesh\": \"1x2\",\n  \"stage\": \"fused\",\n  \"total_ops\": 581,\n  \"layers\": [\n    {\n      \"index\": 0,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 1,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 2,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 3,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 4,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 5,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 6,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 7,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 8,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 9,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 10,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 11,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 12,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 13,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 14,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 15,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 16,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 17,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 18,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 19,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 20,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 21,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 22,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 23,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 24,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 25,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 26,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 27,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 28,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 29,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 30,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 31,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 32,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 33,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 34,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 35,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 36,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 37,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 38,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 39,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 40,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 41,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 42,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 43,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 44,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 45,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 46,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 47,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 48,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 49,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 50,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 51,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 52,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 53,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 54,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 55,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 56,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 57,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 58,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 59,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 60,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 61,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 62,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 63,\n      \"kind\": \"attention\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    }\n  ],\n  \"other\": [\n    {\n      \"name\": \"embed\",\n      \"ops\": 1,\n      \"by_op\": {\n        \"embedding_reshape\": 1\n      }\n    },\n    {\n      \"name\": \"head\",\n      \"ops\": 4,\n      \"by_op\": {\n        \"all_gather\": 1,\n        \"argmax\": 1,\n        \"matmul\": 1,\n        \"rms_norm\": 1\n      }\n    }\n  ]\n}\n",
+			Report: "{\n  \"model\": \"qwen27b\",\n  \"mesh\": \"1x2\",\n  \"stage\": \"fused\",\n  \"total_ops\": 518,\n  \"layers\": [\n    {\n      \"index\": 0,\n      \"kind\": \"gdn\",\n      \"ops\": 9,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1,\n        \"rms_norm\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 1,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 2,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 3,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 4,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 5,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 6,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 7,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 8,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 9,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 10,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 11,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 12,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 13,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 14,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 15,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 16,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 17,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 18,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 19,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 20,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 21,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 22,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 23,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 24,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 25,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 26,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 27,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 28,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 29,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 30,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 31,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 32,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 33,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 34,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 35,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 36,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 37,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 38,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 39,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 40,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 41,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 42,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 43,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 44,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 45,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 46,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 47,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 48,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 49,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 50,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 51,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 52,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 53,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 54,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 55,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 56,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 57,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 58,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 59,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    },\n    {\n      \"index\": 60,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 61,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 62,\n      \"kind\": \"gdn\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add_rmsnorm\": 2,\n        \"gdn_conv_gates\": 1,\n        \"gdn_recurrence\": 1,\n        \"matmul\": 2,\n        \"matmul4\": 1,\n        \"matmul_swiglu\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseGDNConvGates\": 1,\n        \"FuseGDNRecurrence\": 1,\n        \"FuseLayerBoundaryNorm\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSiblingMatmul4\": 1\n      }\n    },\n    {\n      \"index\": 63,\n      \"kind\": \"attention\",\n      \"ops\": 8,\n      \"by_op\": {\n        \"all_reduce_add\": 1,\n        \"all_reduce_add_rmsnorm\": 1,\n        \"attn_prologue\": 1,\n        \"matmul\": 2,\n        \"matmul3\": 1,\n        \"matmul_swiglu\": 1,\n        \"sdpa_decode_gated\": 1\n      },\n      \"rules\": {\n        \"FuseAllReduceAdd\": 1,\n        \"FuseAllReduceAddRMSNorm\": 1,\n        \"FuseAttnPrologue\": 1,\n        \"FuseMLPSwiGLU\": 1,\n        \"FuseReduceScatterAllGather\": 1,\n        \"FuseSDPADecodeGated\": 1,\n        \"FuseSiblingMatmul3\": 1\n      }\n    }\n  ],\n  \"other\": [\n    {\n      \"name\": \"embed\",\n      \"ops\": 1,\n      \"by_op\": {\n        \"embedding_reshape\": 1\n      }\n    },\n    {\n      \"name\": \"head\",\n      \"ops\": 4,\n      \"by_op\": {\n        \"all_gather\": 1,\n        \"argmax\": 1,\n        \"matmul\": 1,\n        \"rms_norm\": 1\n      }\n    }\n  ]\n}\n",
 		},
 	},
 	Model: "qwen27b",
@@ -40827,2095 +40512,6 @@ var Table = gogen.Table{
 				PageSize:   2048,
 				Pages:      160,
 			}, hostcfg.BufferConfig{
-				DType:      "bf16",
-				DataFormat: "Float16_b",
-				Layout:     "tile",
-				Memory:     "dram_interleaved",
-				Name:       "$1",
-				PageSize:   2048,
-				Pages:      160,
-			}, hostcfg.BufferConfig{
-				DType:      "bf16",
-				DataFormat: "Float16_b",
-				Layout:     "tile",
-				Memory:     "dram_interleaved",
-				Name:       "$2",
-				PageSize:   2048,
-				Pages:      160,
-			}},
-			CBs: []hostcfg.CBConfig{hostcfg.CBConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				DataFormat:     "Float16_b",
-				DataFormatCode: 5,
-				Name:           "local",
-				NumPages:       5,
-				PageSize:       2048,
-				TotalSize:      10240,
-			}, hostcfg.CBConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				DataFormat:     "Float16_b",
-				DataFormatCode: 5,
-				Index:          1,
-				Name:           "received",
-				NumPages:       5,
-				PageSize:       2048,
-				TotalSize:      10240,
-			}, hostcfg.CBConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				DataFormat:     "Float16_b",
-				DataFormatCode: 5,
-				Index:          16,
-				Name:           "sum",
-				NumPages:       5,
-				PageSize:       2048,
-				TotalSize:      10240,
-			}, hostcfg.CBConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				DataFormat:     "Float16_b",
-				DataFormatCode: 5,
-				Index:          2,
-				Name:           "residual",
-				NumPages:       5,
-				PageSize:       2048,
-				TotalSize:      10240,
-			}, hostcfg.CBConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				DataFormat:     "Float16_b",
-				DataFormatCode: 5,
-				Index:          24,
-				Name:           "reduced",
-				NumPages:       2,
-				PageSize:       2048,
-				TotalSize:      4096,
-			}},
-			Kernels: []hostcfg.KernelConfig{hostcfg.KernelConfig{
-				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "device_id",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "x_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$0",
-						Kind:   kir.ValueKind(1),
-					}},
-				}, hostcfg.NamedArg{
-					Index: 2,
-					Name:  "out_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$2",
-						Kind:   kir.ValueKind(1),
-					}},
-				}},
-				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "staging_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "fwd0_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3d740)}},
-				}, hostcfg.NamedArg{
-					Index: 2,
-					Name:  "fwd1_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3eb40)}},
-				}},
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					Y0: -1,
-					Y1: -1,
-				}, hostcfg.CoreRange{
-					X0: 2,
-					X1: 2,
-					Y0: -1,
-					Y1: -1,
-				}},
-				Defines: map[string]string{
-					"CCL_DEVICES":             "2",
-					"CCL_EST_CYCLES":          "7762",
-					"CCL_LINKS":               "2",
-					"CCL_PACKET_TILES":        "80",
-					"CCL_STEPS":               "1+0",
-					"CCL_WIRE_BYTES_PER_TILE": "64",
-					"CCL_WORKERS_PER_LINK":    "16",
-				},
-				Ethernet: &hostcfg.EthernetConfig{
-					EthMode:   "SENDER",
-					Processor: "RISCV_0",
-				},
-				Name:            "eth_sender",
-				NoC:             gogen.Ptr(0),
-				Processor:       "RISCV_0",
-				Role:            "reader",
-				RuntimeArgNames: []string{"first_tile", "num_tiles", "adder0_x", "adder0_y", "adder1_x", "adder1_y", "adder2_x", "adder2_y", "adder3_x", "adder3_y", "adder4_x", "adder4_y", "adder5_x", "adder5_y", "adder6_x", "adder6_y", "adder7_x", "adder7_y", "adder8_x", "adder8_y", "adder9_x", "adder9_y", "adder10_x", "adder10_y", "adder11_x", "adder11_y", "adder12_x", "adder12_y", "adder13_x", "adder13_y", "adder14_x", "adder14_y", "adder15_x", "adder15_y"},
-				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{
-					Core: hostcfg.Core{Y: -1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 1},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 2},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 2},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 3},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 3},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 4},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 4},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 5},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 5},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 6},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 6},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 8},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 8},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 9},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 9},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 10},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 10},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 1},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: -1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 2},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 2},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}},
-				Source: "kernels/reader_5254daacdb04.cpp",
-			}, hostcfg.KernelConfig{
-				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "device_id",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "out_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$2",
-						Kind:   kir.ValueKind(1),
-					}},
-				}},
-				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "staging_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
-				}},
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X0: 1,
-					X1: 1,
-					Y0: -1,
-					Y1: -1,
-				}, hostcfg.CoreRange{
-					X0: 3,
-					X1: 3,
-					Y0: -1,
-					Y1: -1,
-				}},
-				Defines: map[string]string{},
-				Ethernet: &hostcfg.EthernetConfig{
-					EthMode:   "RECEIVER",
-					Processor: "RISCV_0",
-				},
-				Name:            "eth_receiver",
-				NoC:             gogen.Ptr(0),
-				Processor:       "RISCV_0",
-				Role:            "writer",
-				RuntimeArgNames: []string{"first_tile", "num_tiles", "adder0_x", "adder0_y", "adder1_x", "adder1_y", "adder2_x", "adder2_y", "adder3_x", "adder3_y", "adder4_x", "adder4_y", "adder5_x", "adder5_y", "adder6_x", "adder6_y", "adder7_x", "adder7_y", "adder8_x", "adder8_y", "adder9_x", "adder9_y", "adder10_x", "adder10_y", "adder11_x", "adder11_y", "adder12_x", "adder12_y", "adder13_x", "adder13_y", "adder14_x", "adder14_y", "adder15_x", "adder15_y"},
-				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: -1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 1},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 2},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 2},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 3},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 3},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 4},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 4},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 5},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 5},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 6},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 6},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 8},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 8},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 9},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 9},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 10},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 10},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 1},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: -1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 1,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 2},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 2},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 4,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 5,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 6,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 7,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 8,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 9,
-							Y: 2,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}},
-				Source: "kernels/writer_50fbc0a45925.cpp",
-			}, hostcfg.KernelConfig{
-				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "device_id",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "x_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$0",
-						Kind:   kir.ValueKind(1),
-					}},
-				}, hostcfg.NamedArg{
-					Index: 2,
-					Name:  "residual_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$1",
-						Kind:   kir.ValueKind(1),
-					}},
-				}},
-				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "staging_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
-				}},
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				Defines:         map[string]string{},
-				Name:            "reader",
-				NoC:             gogen.Ptr(1),
-				Processor:       "RISCV_1",
-				Role:            "reader",
-				RuntimeArgNames: []string{"first_tile", "num_tiles", "lane", "receiver_x", "receiver_y"},
-				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-					Core: kir.Core{
-						X: 1,
-						Y: -1,
-					},
-					Kind: kir.ValueKind(2),
-				}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-					Core: kir.Core{
-						X: 1,
-						Y: -1,
-					},
-					Kind: kir.ValueKind(3),
-				}}}}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 3},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 4},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 5},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 6},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 7},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 8},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 9},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 10},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{Y: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 1,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 10,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{Y: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 3,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}},
-				Source: "kernels/reader_5215eb78b525.cpp",
-			}, hostcfg.KernelConfig{
-				CommonRuntimeArgs: []hostcfg.NamedArg{},
-				CompileArgs:       []hostcfg.NamedArg{},
-				Compute: &hostcfg.ComputeConfig{
-					MathFidelity:     "HiFi4",
-					UnpackToDestFP32: []int{},
-				},
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				Defines:         map[string]string{},
-				Name:            "compute",
-				Processor:       "compute",
-				Role:            "compute",
-				RuntimeArgNames: []string{"num_tiles", "lane"},
-				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}}}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 3},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 4},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 5},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 6},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 7},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 8},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 9},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{X: 10},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{Y: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 10,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}},
-				}, hostcfg.CoreArgs{
-					Core:   hostcfg.Core{Y: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}},
-				}},
-				Source: "kernels/compute_b7af8e572526.cpp",
-			}, hostcfg.KernelConfig{
-				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "device_id",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "out_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Buffer: "$2",
-						Kind:   kir.ValueKind(1),
-					}},
-				}},
-				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
-					Name:  "fwd0_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3d740)}},
-				}, hostcfg.NamedArg{
-					Index: 1,
-					Name:  "fwd1_addr",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3eb40)}},
-				}},
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				Defines:         map[string]string{},
-				Name:            "writer",
-				NoC:             gogen.Ptr(0),
-				Processor:       "RISCV_0",
-				Role:            "writer",
-				RuntimeArgNames: []string{"first_tile", "num_tiles", "lane", "sender_x", "sender_y"},
-				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-					Core: kir.Core{Y: -1},
-					Kind: kir.ValueKind(2),
-				}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-					Core: kir.Core{Y: -1},
-					Kind: kir.ValueKind(3),
-				}}}}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 3},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 4},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 5},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 6},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 7},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 8},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 9},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{X: 10},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{Y: 1},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: -1},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 10,
-						Y: 1,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{Y: 2},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 1,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 2,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 3,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 4,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 5,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 6,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 7,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 8,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}, hostcfg.CoreArgs{
-					Core: hostcfg.Core{
-						X: 9,
-						Y: 2,
-					},
-					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(2),
-					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: -1,
-						},
-						Kind: kir.ValueKind(3),
-					}}},
-				}},
-				Source: "kernels/writer_35412fdfc739.cpp",
-			}},
-			Semaphores: []hostcfg.SemaphoreConfig{hostcfg.SemaphoreConfig{
-				CoreType: "ETH",
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					Y0: -1,
-					Y1: -1,
-				}, hostcfg.CoreRange{
-					X0: 1,
-					X1: 1,
-					Y0: -1,
-					Y1: -1,
-				}, hostcfg.CoreRange{
-					X0: 2,
-					X1: 2,
-					Y0: -1,
-					Y1: -1,
-				}, hostcfg.CoreRange{
-					X0: 3,
-					X1: 3,
-					Y0: -1,
-					Y1: -1,
-				}},
-			}, hostcfg.SemaphoreConfig{Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-				X1: 10,
-				Y1: 1,
-			}, hostcfg.CoreRange{
-				X1: 9,
-				Y0: 2,
-				Y1: 2,
-			}}}, hostcfg.SemaphoreConfig{
-				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
-					X1: 10,
-					Y1: 1,
-				}, hostcfg.CoreRange{
-					X1: 9,
-					Y0: 2,
-					Y1: 2,
-				}},
-				ID: 1,
-			}},
-		},
-		ID: "658fdebb19f2d5d3",
-		Op: "all_reduce_add",
-	}, gogen.Signature{
-		Config: hostcfg.ProgramConfig{
-			Buffers: []hostcfg.BufferConfig{hostcfg.BufferConfig{
-				DType:      "bf16",
-				DataFormat: "Float16_b",
-				Layout:     "tile",
-				Memory:     "dram_interleaved",
-				Name:       "$0",
-				PageSize:   2048,
-				Pages:      160,
-			}, hostcfg.BufferConfig{
 				DType:      "bfp8_b",
 				DataFormat: "Bfp8_b",
 				Layout:     "tile",
@@ -45588,6 +43184,2095 @@ var Table = gogen.Table{
 		},
 		ID: "c2c20f30e5de0dc3",
 		Op: "sdpa_decode_gated",
+	}, gogen.Signature{
+		Config: hostcfg.ProgramConfig{
+			Buffers: []hostcfg.BufferConfig{hostcfg.BufferConfig{
+				DType:      "bf16",
+				DataFormat: "Float16_b",
+				Layout:     "tile",
+				Memory:     "dram_interleaved",
+				Name:       "$0",
+				PageSize:   2048,
+				Pages:      160,
+			}, hostcfg.BufferConfig{
+				DType:      "bf16",
+				DataFormat: "Float16_b",
+				Layout:     "tile",
+				Memory:     "dram_interleaved",
+				Name:       "$1",
+				PageSize:   2048,
+				Pages:      160,
+			}, hostcfg.BufferConfig{
+				DType:      "bf16",
+				DataFormat: "Float16_b",
+				Layout:     "tile",
+				Memory:     "dram_interleaved",
+				Name:       "$2",
+				PageSize:   2048,
+				Pages:      160,
+			}},
+			CBs: []hostcfg.CBConfig{hostcfg.CBConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				DataFormat:     "Float16_b",
+				DataFormatCode: 5,
+				Name:           "local",
+				NumPages:       5,
+				PageSize:       2048,
+				TotalSize:      10240,
+			}, hostcfg.CBConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				DataFormat:     "Float16_b",
+				DataFormatCode: 5,
+				Index:          1,
+				Name:           "received",
+				NumPages:       5,
+				PageSize:       2048,
+				TotalSize:      10240,
+			}, hostcfg.CBConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				DataFormat:     "Float16_b",
+				DataFormatCode: 5,
+				Index:          16,
+				Name:           "sum",
+				NumPages:       5,
+				PageSize:       2048,
+				TotalSize:      10240,
+			}, hostcfg.CBConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				DataFormat:     "Float16_b",
+				DataFormatCode: 5,
+				Index:          2,
+				Name:           "residual",
+				NumPages:       5,
+				PageSize:       2048,
+				TotalSize:      10240,
+			}, hostcfg.CBConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				DataFormat:     "Float16_b",
+				DataFormatCode: 5,
+				Index:          24,
+				Name:           "reduced",
+				NumPages:       2,
+				PageSize:       2048,
+				TotalSize:      4096,
+			}},
+			Kernels: []hostcfg.KernelConfig{hostcfg.KernelConfig{
+				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "device_id",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "x_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$0",
+						Kind:   kir.ValueKind(1),
+					}},
+				}, hostcfg.NamedArg{
+					Index: 2,
+					Name:  "out_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$2",
+						Kind:   kir.ValueKind(1),
+					}},
+				}},
+				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "staging_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "fwd0_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3d740)}},
+				}, hostcfg.NamedArg{
+					Index: 2,
+					Name:  "fwd1_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3eb40)}},
+				}},
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					Y0: -1,
+					Y1: -1,
+				}, hostcfg.CoreRange{
+					X0: 2,
+					X1: 2,
+					Y0: -1,
+					Y1: -1,
+				}},
+				Defines: map[string]string{
+					"CCL_DEVICES":             "2",
+					"CCL_EST_CYCLES":          "7762",
+					"CCL_LINKS":               "2",
+					"CCL_PACKET_TILES":        "80",
+					"CCL_STEPS":               "1+0",
+					"CCL_WIRE_BYTES_PER_TILE": "64",
+					"CCL_WORKERS_PER_LINK":    "16",
+				},
+				Ethernet: &hostcfg.EthernetConfig{
+					EthMode:   "SENDER",
+					Processor: "RISCV_0",
+				},
+				Name:            "eth_sender",
+				NoC:             gogen.Ptr(0),
+				Processor:       "RISCV_0",
+				Role:            "reader",
+				RuntimeArgNames: []string{"first_tile", "num_tiles", "adder0_x", "adder0_y", "adder1_x", "adder1_y", "adder2_x", "adder2_y", "adder3_x", "adder3_y", "adder4_x", "adder4_y", "adder5_x", "adder5_y", "adder6_x", "adder6_y", "adder7_x", "adder7_y", "adder8_x", "adder8_y", "adder9_x", "adder9_y", "adder10_x", "adder10_y", "adder11_x", "adder11_y", "adder12_x", "adder12_y", "adder13_x", "adder13_y", "adder14_x", "adder14_y", "adder15_x", "adder15_y"},
+				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{
+					Core: hostcfg.Core{Y: -1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 1},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 2},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 2},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 3},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 3},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 4},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 4},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 5},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 5},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 6},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 6},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 7},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 7},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 8},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 8},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 9},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 9},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 10},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 10},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 1},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: -1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 10,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 10,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 2},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 2},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}},
+				Source: "kernels/reader_5254daacdb04.cpp",
+			}, hostcfg.KernelConfig{
+				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "device_id",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "out_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$2",
+						Kind:   kir.ValueKind(1),
+					}},
+				}},
+				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "staging_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
+				}},
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X0: 1,
+					X1: 1,
+					Y0: -1,
+					Y1: -1,
+				}, hostcfg.CoreRange{
+					X0: 3,
+					X1: 3,
+					Y0: -1,
+					Y1: -1,
+				}},
+				Defines: map[string]string{},
+				Ethernet: &hostcfg.EthernetConfig{
+					EthMode:   "RECEIVER",
+					Processor: "RISCV_0",
+				},
+				Name:            "eth_receiver",
+				NoC:             gogen.Ptr(0),
+				Processor:       "RISCV_0",
+				Role:            "writer",
+				RuntimeArgNames: []string{"first_tile", "num_tiles", "adder0_x", "adder0_y", "adder1_x", "adder1_y", "adder2_x", "adder2_y", "adder3_x", "adder3_y", "adder4_x", "adder4_y", "adder5_x", "adder5_y", "adder6_x", "adder6_y", "adder7_x", "adder7_y", "adder8_x", "adder8_y", "adder9_x", "adder9_y", "adder10_x", "adder10_y", "adder11_x", "adder11_y", "adder12_x", "adder12_y", "adder13_x", "adder13_y", "adder14_x", "adder14_y", "adder15_x", "adder15_y"},
+				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: -1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 1},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 2},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 2},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 3},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 3},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 4},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 4},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 5},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 5},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 6},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 6},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 7},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 7},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 8},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 8},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 9},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 9},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 10},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{X: 10},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 1},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: -1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 10,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 10,
+							Y: 1,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 2},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: 2},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 4,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 5,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 6,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 7,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 8,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 9,
+							Y: 2,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}},
+				Source: "kernels/writer_50fbc0a45925.cpp",
+			}, hostcfg.KernelConfig{
+				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "device_id",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "x_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$0",
+						Kind:   kir.ValueKind(1),
+					}},
+				}, hostcfg.NamedArg{
+					Index: 2,
+					Name:  "residual_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$1",
+						Kind:   kir.ValueKind(1),
+					}},
+				}},
+				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "staging_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x15740)}},
+				}},
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				Defines:         map[string]string{},
+				Name:            "reader",
+				NoC:             gogen.Ptr(1),
+				Processor:       "RISCV_1",
+				Role:            "reader",
+				RuntimeArgNames: []string{"first_tile", "num_tiles", "lane", "receiver_x", "receiver_y"},
+				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+					Core: kir.Core{
+						X: 1,
+						Y: -1,
+					},
+					Kind: kir.ValueKind(2),
+				}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+					Core: kir.Core{
+						X: 1,
+						Y: -1,
+					},
+					Kind: kir.ValueKind(3),
+				}}}}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 3},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 4},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 5},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 6},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 7},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 8},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 9},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 10},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{Y: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 1,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 10,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{Y: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 3,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}},
+				Source: "kernels/reader_5215eb78b525.cpp",
+			}, hostcfg.KernelConfig{
+				CommonRuntimeArgs: []hostcfg.NamedArg{},
+				CompileArgs:       []hostcfg.NamedArg{},
+				Compute: &hostcfg.ComputeConfig{
+					MathFidelity:     "HiFi4",
+					UnpackToDestFP32: []int{},
+				},
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				Defines:         map[string]string{},
+				Name:            "compute",
+				Processor:       "compute",
+				Role:            "compute",
+				RuntimeArgNames: []string{"num_tiles", "lane"},
+				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}}}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 3},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 4},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 5},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 6},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 7},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 8},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 9},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{X: 10},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{Y: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 10,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}},
+				}, hostcfg.CoreArgs{
+					Core:   hostcfg.Core{Y: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}},
+				}},
+				Source: "kernels/compute_b7af8e572526.cpp",
+			}, hostcfg.KernelConfig{
+				CommonRuntimeArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "device_id",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(4)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "out_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Buffer: "$2",
+						Kind:   kir.ValueKind(1),
+					}},
+				}},
+				CompileArgs: []hostcfg.NamedArg{hostcfg.NamedArg{
+					Name:  "fwd0_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3d740)}},
+				}, hostcfg.NamedArg{
+					Index: 1,
+					Name:  "fwd1_addr",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3eb40)}},
+				}},
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				Defines:         map[string]string{},
+				Name:            "writer",
+				NoC:             gogen.Ptr(0),
+				Processor:       "RISCV_0",
+				Role:            "writer",
+				RuntimeArgNames: []string{"first_tile", "num_tiles", "lane", "sender_x", "sender_y"},
+				RuntimeArgs: []hostcfg.CoreArgs{hostcfg.CoreArgs{Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+					Core: kir.Core{Y: -1},
+					Kind: kir.ValueKind(2),
+				}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+					Core: kir.Core{Y: -1},
+					Kind: kir.ValueKind(3),
+				}}}}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 3},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 4},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 5},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 6},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 7},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 8},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 9},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{X: 10},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{Y: 1},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{Y: -1},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x1)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x2)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x3)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x4)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 10,
+						Y: 1,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x5)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{Y: 2},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x6)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 1,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x7)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 2,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x8)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 3,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x9)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 4,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xa)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 5,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xb)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 6,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xc)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 7,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xd)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 8,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xe)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}, hostcfg.CoreArgs{
+					Core: hostcfg.Core{
+						X: 9,
+						Y: 2,
+					},
+					Values: []hostcfg.ArgValue{hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0x50)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{Const: uint32(0xf)}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(2),
+					}}, hostcfg.ArgValue{ArgValue: kir.ArgValue{
+						Core: kir.Core{
+							X: 2,
+							Y: -1,
+						},
+						Kind: kir.ValueKind(3),
+					}}},
+				}},
+				Source: "kernels/writer_35412fdfc739.cpp",
+			}},
+			Semaphores: []hostcfg.SemaphoreConfig{hostcfg.SemaphoreConfig{
+				CoreType: "ETH",
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					Y0: -1,
+					Y1: -1,
+				}, hostcfg.CoreRange{
+					X0: 1,
+					X1: 1,
+					Y0: -1,
+					Y1: -1,
+				}, hostcfg.CoreRange{
+					X0: 2,
+					X1: 2,
+					Y0: -1,
+					Y1: -1,
+				}, hostcfg.CoreRange{
+					X0: 3,
+					X1: 3,
+					Y0: -1,
+					Y1: -1,
+				}},
+			}, hostcfg.SemaphoreConfig{Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+				X1: 10,
+				Y1: 1,
+			}, hostcfg.CoreRange{
+				X1: 9,
+				Y0: 2,
+				Y1: 2,
+			}}}, hostcfg.SemaphoreConfig{
+				Cores: []hostcfg.CoreRange{hostcfg.CoreRange{
+					X1: 10,
+					Y1: 1,
+				}, hostcfg.CoreRange{
+					X1: 9,
+					Y0: 2,
+					Y1: 2,
+				}},
+				ID: 1,
+			}},
+		},
+		ID: "658fdebb19f2d5d3",
+		Op: "all_reduce_add",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{
 			Buffers: []hostcfg.BufferConfig{hostcfg.BufferConfig{

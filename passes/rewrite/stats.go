@@ -119,6 +119,19 @@ func (s *Stats) Merge(o *Stats) {
 	}
 }
 
+// Add counts one firing of rule in region r, for passes outside the
+// engine that rewrite like a rule (region and rule are appended if new).
+func (s *Stats) Add(rule string, r *ir.Region) {
+	if _, ok := s.counts[r]; !ok {
+		s.regions = append(s.regions, r)
+		s.counts[r] = map[string]int{}
+	}
+	if !slices.Contains(s.rules, rule) {
+		s.rules = append(s.rules, rule)
+	}
+	s.counts[r][rule]++
+}
+
 // NewStats returns empty stats, to Merge engine runs into.
 func NewStats() *Stats {
 	return &Stats{counts: map[*ir.Region]map[string]int{}, erased: map[*ir.Region]int{}}

@@ -194,7 +194,7 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --check failed: %v", err)
 	}
-	for _, want := range []string{"prefill: ", "decode: 76 programs per device", "decode 15", "check passed"} {
+	for _, want := range []string{"prefill: ", "decode: 69 programs per device", "decode 15", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -242,8 +242,8 @@ func TestPerfJSON(t *testing.T) {
 	if r.Model != "qwen27b" || r.Mesh != "1x2" || r.Stage != "fused" || r.Batch != 1 || r.Mode != "decode" || r.Devices != 2 {
 		t.Errorf("header %+v", r)
 	}
-	if len(r.Programs) != 2*581 {
-		t.Fatalf("%d program rows, want 1162 (581 per device: the head's norm is its own program)", len(r.Programs))
+	if len(r.Programs) != 2*518 {
+		t.Fatalf("%d program rows, want 1036 (518 per device: the head's norm is its own program)", len(r.Programs))
 	}
 	// step_us is the slowest device's sum of program times plus launch gaps.
 	sum := map[int]float64{}
@@ -257,8 +257,8 @@ func TestPerfJSON(t *testing.T) {
 	for _, k := range r.Kinds {
 		count += k.Count
 	}
-	if count != 581 {
-		t.Errorf("kinds count %d programs, want 581", count)
+	if count != 518 {
+		t.Errorf("kinds count %d programs, want 518", count)
 	}
 	slow := max(sum[0], sum[1]) + r.LaunchUSTotal
 	if d := slow - r.StepUS; d > 1 || d < -1 {
