@@ -100,6 +100,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	} else {
 		k.Startup(x, scaler, out)
 	}
+	ns.prepareWeights(k, ccount)
 	k.B.CBWaitFront(scaler, kir.C(1))
 	if tl.res != nil {
 		k.B.Comment("h = residual + s, to the writer and to the resident chunk")
