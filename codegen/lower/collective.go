@@ -332,6 +332,15 @@ type cclKernels struct {
 	// its writes share one barrier (see adders).
 	batched    bool
 	adderTiles int
+	// compact (batched, one chunk, and a link's tiles fit the staging
+	// area at wire stride): the wire segments travel packed, WireBytes per tile at
+	// link-local offsets, in both ethernet cores' staging. The adders
+	// write their local tiles' segments into the sender's staging (they
+	// read those tiles anyway), the sender waits for all of them and
+	// sends each packet with one eth_send_bytes, and the adders read the
+	// received segments from the packed staging: no DRAM read and no send
+	// per segment on the ethernet core.
+	compact bool
 }
 
 // maxBatchedAdderBytes bounds the L1 the batched adders' CBs may take.
@@ -385,6 +394,9 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 			streams = 4
 		}
 		k.batched = !ctx.Ring.PerTile && pl.ReduceSteps == 1 && pl.GatherSteps == 0 && streams*k.adderTiles*k.tb <= maxBatchedAdderBytes
+		// The adders hold the chunk the sender sends only when the chunk is
+		// the whole tensor (one chunk: the two-card all-reduce).
+		k.compact = k.batched && c.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
 		pages := 2
 		if k.batched {
 			pages = k.adderTiles
@@ -525,6 +537,14 @@ func (k *cclKernels) sender() {
 			b.If(kir.Gt(s, kir.C(0)), func() { b.NoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
 			k.packets(b, count, func(base, cnt kir.Var) {
 				b.IfElse(kir.Eq(s, kir.C(0)), func() {
+					if k.compact {
+						b.Comment("The adders packed this packet's segments into staging: one send.")
+						b.NoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+						at := b.Let("packed", kir.Add(staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
+						b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
+						b.EthWaitForReceiverDone()
+						return
+					}
 					readTiles(xa, kk, base, cnt)
 					k.send(b, staging, false, cnt, staging)
 				}, func() {
@@ -690,6 +710,10 @@ func (k *cclKernels) adders() {
 	xa := rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
 	first, count, lane := rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
 	ex, ey := cclNoCArgs(rd, "receiver")
+	var px, py kir.ArgRef
+	if k.compact {
+		px, py = cclNoCArgs(rd, "sender")
+	}
 	var ra kir.ArgRef
 	if k.residual != nil {
 		ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
@@ -707,11 +731,34 @@ func (k *cclKernels) adders() {
 		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, pages*k.tb, 0)
 	}
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
-	received := func(t kir.Expr, dst kir.Expr) {
+	// received reads the segments of the packet's tile t (link-local tile
+	// base + t) into dst.
+	received := func(base, t kir.Expr, dst kir.Expr) {
+		coff := 0
 		for _, sg := range k.segs {
-			src := kir.NoCAddr{X: ex, Y: ey, Addr: kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))}
-			b.NoCAsyncRead(src, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
+			at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+			if k.compact {
+				at = kir.Add(kir.Add(staging, kir.Mul(kir.Add(base, t), kir.Ci(pl.WireBytes))), kir.Ci(coff))
+			}
+			b.NoCAsyncRead(kir.NoCAddr{X: ex, Y: ey, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
+			coff += sg.Size
 		}
+	}
+	// packLocal writes the segments of the n local tiles at l0 (packet
+	// tiles tileOf(j)) into the sender's packed staging, then tells it.
+	packLocal := func(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
+		b.For("j", kir.C(0), n, func(j kir.Var) {
+			coff := 0
+			for _, sg := range k.segs {
+				at := kir.Add(kir.Add(staging, kir.Mul(kir.Add(base, tileOf(j)), kir.Ci(pl.WireBytes))), kir.Ci(coff))
+				b.NoCAsyncWrite(kir.Add(kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.NoCAddr{X: px, Y: py, Addr: at}, kir.Ci(sg.Size))
+				coff += sg.Size
+			}
+		})
+		b.NoCAsyncWriteBarrier()
+	}
+	tellSender := func() {
+		b.NoCSemaphoreInc(kir.NoCAddr{X: px, Y: py, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
 	}
 	if k.batched {
 		b.Comment("One reduce step, every tile of this adder in its CBs: per packet the local (and residual) tiles are read before the packet arrives, then the received rows, all under one barrier.")
@@ -736,12 +783,18 @@ func (k *cclKernels) adders() {
 						b.NoCAsyncRead(k.dram(ra, pg), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
 					}
 				})
+				if k.compact {
+					b.Comment("this adder's local segments into the sender's packed staging")
+					b.NoCAsyncReadBarrier()
+					packLocal(base, n, l0, tileOf)
+					tellSender()
+				}
 				b.NoCSemaphoreWait(arrived, kir.C(1))
 				b.NoCSemaphoreSet(arrived, kir.C(0))
 				b.CBReserveBack(cbIn1, n)
 				in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
 				b.For("j", kir.C(0), n, func(j kir.Var) {
-					received(tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
+					received(base, tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
 				})
 				b.NoCAsyncReadBarrier()
 				b.CBPushBack(cbIn0, n)
@@ -750,6 +803,9 @@ func (k *cclKernels) adders() {
 					b.CBPushBack(cbIn2, n)
 				}
 			}, func() {
+				if k.compact {
+					tellSender()
+				}
 				b.NoCSemaphoreWait(arrived, kir.C(1))
 				b.NoCSemaphoreSet(arrived, kir.C(0))
 			})
@@ -766,7 +822,7 @@ func (k *cclKernels) adders() {
 					b.CBReserveBack(cbIn0, kir.C(1))
 					b.NoCAsyncRead(k.dram(xa, k.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(k.tb))
 					b.CBReserveBack(cbIn1, kir.C(1))
-					received(t, kir.GetWritePtr{CB: cbIn1})
+					received(base, t, kir.GetWritePtr{CB: cbIn1})
 					if k.residual != nil {
 						b.CBReserveBack(cbIn2, kir.C(1))
 						b.NoCAsyncRead(k.dram(ra, k.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(k.tb))
@@ -888,7 +944,11 @@ func (k *cclKernels) adders() {
 		f, n := k.linkRange(l)
 		for j, c := range cores {
 			lv := kir.U32(uint32(j))
-			rd.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.west[l]), kir.NoCY(k.west[l]))
+			rv := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.west[l]), kir.NoCY(k.west[l])}
+			if k.compact {
+				rv = append(rv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+			}
+			rd.SetRuntimeArgs(c, rv...)
 			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), lv)
 			wr.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
 		}
