@@ -34,12 +34,6 @@ type normSplit struct {
 	// tells a follower that the rsqrt tile is in place.
 	semPartial, semValid int
 	cb                   normSplitCBs
-	// columns selects the exchange's gather layout: core k's row sums
-	// into column k of one leader tile, reduced by one row reduce (the
-	// split-row norms), or into page k of Group gather pages, added on
-	// the SFPU (the GDN recurrence's few cores per head, whose CB budget
-	// has no room for the reduce's scaler).
-	columns bool
 	// weightsDone records that prepareWeights emitted step 3's weight +
 	// offset phase already (scaleChunk then skips it).
 	weightsDone bool
@@ -49,11 +43,10 @@ type normSplit struct {
 // scratch of compute; rs receives the broadcast rsqrt tile: producer the
 // writer, consumer compute) plus the exchange CBs: partial (one fp32
 // tile, compute -> writer: the chunk's row sums of squares in column 0),
-// gather (one fp32 tile: on a leader the group's partials, core k's row
-// sums in column k, which the writer publishes and compute reduces over
-// the row; on a follower the staging of its outgoing words) and rsLocal
-// (one fp32 tile, leaders: compute -> writer, the tile the writer
-// broadcasts).
+// gather (Group fp32 tiles, only used on leaders: the partials of the
+// group, page k from core k; the writer publishes them, compute adds them)
+// and rsLocal (one fp32 tile, leaders: compute -> writer, the tile the
+// writer broadcasts).
 type normSplitCBs struct {
 	normCBs
 	partial, gather, rsLocal int
@@ -72,13 +65,11 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 	if rows < 1 || 2*rows > avail {
 		return nil
 	}
-	// A group's partials meet in the columns of one tile (exchange): at
-	// most 32 cores per row.
-	s := PlanNormSplit(wt, min(avail/rows, ir.TileSize), perTile)
+	s := PlanNormSplit(wt, avail/rows, perTile)
 	if s.Cores < 2 {
 		return nil
 	}
-	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, live: ir.TileSize, columns: true}
+	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, live: ir.TileSize}
 	ns.cores, ns.ranges = coresFrom(t, first, rows*ns.group)
 	return ns
 }
@@ -113,7 +104,7 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
 	ns.cb = normSplitCBs{normCBs: n,
 		partial: cbs.Output("partial_sums", ir.FP32, 1),
-		gather:  cbs.Input("group_partial_sums", ir.FP32, ns.gatherPages()),
+		gather:  cbs.Input("group_partial_sums", ir.FP32, ns.group),
 		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
 	}
 }
@@ -189,12 +180,11 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 // compute emits the core's norm compute on its count x tiles (x must have
 // been pushed or be pushed as it runs; the scaler waited for): the squares
 // of the chunk reduced in column order into one fp32 tile of row sums,
-// packed to partial for the writer; on a leader (leader != 0) the row
-// reduce of the gather tile the writer filled (core k's row sums in
-// column k, the other columns zero: the same core-order fp32 sum as the
-// partials' own reduce, with its tf32 unpack), / H + eps, rsqrt packed
-// to rsLocal; then step 3 with the rsqrt tile the writer delivers to rs.
-// Pushes count tiles to out, pops the x tiles.
+// packed to partial for the writer; on a leader (leader != 0) the sum of
+// the group's Group partials the writer gathered, in core order with
+// add_binary_tile (fp32 exact: the partials unpack straight to DEST), / H
+// + eps, rsqrt packed to rsLocal; then step 3 with the rsqrt tile the
+// writer delivers to rs. Pushes count tiles to out, pops the x tiles.
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
 	c.B.CBWaitFront(n.x, count)
@@ -202,13 +192,18 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	c.PackOut(n.partial, 1)
 	c.B.CBPopFront(n.sq, count)
 	c.If(kir.Ne(leader, kir.C(0)), func() {
-		c.B.Comment("leader: the group's partial sums (core k's in column k; the writer gathered them), one row reduce; rsqrt(sum / H + eps)")
-		c.B.CBWaitFront(n.gather, kir.C(1))
+		c.B.Comment("leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)")
+		g := kir.Ci(ns.group)
+		c.B.CBWaitFront(n.gather, g)
 		c.Acquire()
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.gather, n.scaler, n.rsLocal, kir.C(0), kir.C(0), kir.C(0))
+		c.Copy(n.gather, kir.C(0), kir.C(0))
+		c.For("k", kir.C(1), g, func(k kir.Var) {
+			c.Copy(n.gather, k, kir.C(1))
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+		})
 		n.rsqrtOf(c, ns.h, ns.eps)
 		c.PackOut(n.rsLocal, 1)
-		c.B.CBPopFront(n.gather, kir.C(1))
+		c.B.CBPopFront(n.gather, g)
 	}, nil)
 	if ns.batched() && n.w >= 0 {
 		ns.scaleChunk(c, count)
@@ -273,35 +268,6 @@ func (ns *normSplit) sumBytes() int {
 	return ir.FP32.TileBytes()
 }
 
-// gatherPages is the depth of the leader's gather CB: one tile when the
-// partials meet in its columns, else a page per core of the group.
-func (ns *normSplit) gatherPages() int {
-	if ns.columns {
-		return 1
-	}
-	return ns.group
-}
-
-// sumRows is the rows of a partial the exchange moves: the live rows,
-// or all 32 when unknown.
-func (ns *normSplit) sumRows() int {
-	if ns.live > 0 && ns.live < ir.TileSize {
-		return ns.live
-	}
-	return ir.TileSize
-}
-
-// fp32RowOffset is the byte offset of row r, column 0, in an fp32 tile
-// (faces of 16x16: rows 16.. are in faces 2 and 3); fp32ColOffset is the
-// offset of column k from there, so element (r, k) is at their sum.
-func fp32RowOffset(r kir.Expr) kir.Expr {
-	return kir.Add(kir.Mul(kir.Shr(r, kir.C(4)), kir.Ci(2*blocks.FaceDim*blocks.FaceDim*4)), kir.Mul(kir.And(r, kir.C(15)), kir.Ci(blocks.FaceDim*4)))
-}
-
-func fp32ColOffset(k kir.Expr) kir.Expr {
-	return kir.Add(kir.Mul(kir.Shr(k, kir.C(4)), kir.Ci(blocks.FaceDim*blocks.FaceDim*4)), kir.Mul(kir.And(k, kir.C(15)), kir.C(4)))
-}
-
 // exchangeArgs declares the writer's per-core exchange arguments (in this
 // order; values from exchangeValues).
 type exchangeArgs struct {
@@ -349,14 +315,11 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 }
 
 // exchange emits the writer's part of the exchange. Every core waits for
-// its partial tile and, per live row, copies the row sum (column 0) into
-// column slot of its own gather page and writes that word to the same
-// address of the leader's gather page (the CB has one address on every
-// core and a follower's is only this staging, so source and destination
-// agree in every address bit the NoC cares about), waits for the writes
-// and increments the leader's semPartial. A leader zeroes the columns no
-// core writes (slots Group..31 of the live rows), waits until semPartial
-// counts Group, publishes the gather page to compute,
+// its partial tile, writes it into page slot of the leader's gather CB
+// (the CB has one address on every core and is untouched on followers, so
+// this core's get_write_ptr is the leader's), waits for the write and
+// increments the leader's semPartial. A leader then waits until
+// semPartial counts Group, publishes the Group gather pages to compute,
 // waits for the rsqrt tile compute packs to rsLocal, multicasts it into rs
 // of every follower (one multicast per rectangle, the leader outside all
 // of them) and copies it into its own rs, waits for those writes, sets its
@@ -366,43 +329,22 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 // produces Group gather pages on leaders and one rs page everywhere.
 func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
 	n := ns.cb
+	tb := kir.Ci(ir.FP32.TileBytes())
 	sb := kir.Ci(ns.sumBytes())
-	rows := kir.Ci(ns.sumRows())
+	b.Comment("send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB")
 	b.CBWaitFront(n.partial, kir.C(1))
-	gather := b.Let("gather_base", kir.GetWritePtr{CB: n.gather})
-	if ns.columns {
-		b.Comment("send this core's partial sums (column 0 of its live rows) to column slot of the group leader's gather tile, one word per row")
-		part := b.Let("partial_base", kir.GetReadPtr{CB: n.partial})
-		col := b.Let("slot_off", fp32ColOffset(a.slot))
-		b.For("r", kir.C(0), rows, func(r kir.Var) {
-			ro := b.Let("row_off", fp32RowOffset(r))
-			at := b.Let("word", kir.Add(gather, kir.Add(ro, col)))
-			b.L1Write32(at, kir.L1Read32{Addr: kir.Add(part, ro)})
-			b.NoCAsyncWrite(at, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: at}, kir.C(4))
-		})
-	} else {
-		b.Comment("send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB")
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(gather, kir.Mul(a.slot, kir.Ci(ir.FP32.TileBytes())))}, sb)
-	}
+	row := b.Let("gather_base", kir.GetWritePtr{CB: n.gather})
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(a.slot, tb))}, sb)
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
 	b.CBPopFront(n.partial, kir.C(1))
 	b.CBReserveBack(n.rs, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(ns.semValid)})
 	b.IfElse(kir.Ne(a.leader, kir.C(0)), func() {
-		b.Comment("leader: zero the gather tile's unused columns, the group's partials in, to compute; then broadcast the rsqrt tile")
-		gp := kir.Ci(ns.gatherPages())
-		b.CBReserveBack(n.gather, gp)
-		if ns.columns && ns.group < ir.TileSize {
-			b.For("r", kir.C(0), rows, func(r kir.Var) {
-				ro := b.Let("row_off", fp32RowOffset(r))
-				b.For("k", kir.Ci(ns.group), kir.Ci(ir.TileSize), func(k kir.Var) {
-					b.L1Write32(kir.Add(gather, kir.Add(ro, fp32ColOffset(k))), kir.C(0))
-				})
-			})
-		}
+		b.Comment("leader: the group's partials in, to compute; then broadcast the rsqrt tile")
+		b.CBReserveBack(n.gather, kir.Ci(ns.group))
 		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, kir.Ci(ns.group))
-		b.CBPushBack(n.gather, gp)
+		b.CBPushBack(n.gather, kir.Ci(ns.group))
 		b.CBWaitFront(n.rsLocal, kir.C(1))
 		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})

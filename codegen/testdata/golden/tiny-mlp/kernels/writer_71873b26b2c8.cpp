@@ -4,7 +4,7 @@
 // kernel:  writer (writer on RISCV_0 = BRISC, NoC 0)
 // cores:   (0,0)-(1,0)
 // CBs:     c_3 rsqrt_mean: 1 x 4096 B Float32
-//          c_4 group_partial_sums: 1 x 4096 B Float32
+//          c_4 group_partial_sums: 2 x 4096 B Float32
 //          c_16 out: 1 x 2048 B Float16_b
 //          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
@@ -51,33 +51,20 @@ void kernel_main() {
     const uint32_t mcast5_cores = get_arg_val<uint32_t>(35);  // runtime arg 35 (per core)
     const uint32_t out_addr = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
 
+    // send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB
     cb_wait_front(17, 1);
     uint32_t gather_base = get_write_ptr(4);
-    // send this core's partial sums (column 0 of its live rows) to column slot of the group leader's gather tile, one word per row
-    uint32_t partial_base = get_read_ptr(17);
-    uint32_t slot_off = (slot >> 4u) * 1024u + (slot & 15u) * 4u;
-    for (uint32_t r = 0; r < 2; ++r) {
-        uint32_t row_off = (r >> 4u) * 2048u + (r & 15u) * 64u;
-        uint32_t word = gather_base + row_off + slot_off;
-        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(word) = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(partial_base + row_off);
-        noc_async_write(word, get_noc_addr(leader_x, leader_y, word), 4);
-    }
+    noc_async_write(get_read_ptr(17), get_noc_addr(leader_x, leader_y, gather_base + slot * 4096u), 128);
     noc_async_write_barrier();
     noc_semaphore_inc(get_noc_addr(leader_x, leader_y, get_semaphore(0)), 1);
     cb_pop_front(17, 1);
     cb_reserve_back(3, 1);
     uint32_t valid_sem = get_semaphore(1);
     if (leader != 0u) {
-        // leader: zero the gather tile's unused columns, the group's partials in, to compute; then broadcast the rsqrt tile
-        cb_reserve_back(4, 1);
-        for (uint32_t r_2 = 0; r_2 < 2; ++r_2) {
-            uint32_t row_off_2 = (r_2 >> 4u) * 2048u + (r_2 & 15u) * 64u;
-            for (uint32_t k = 2; k < 32; ++k) {
-                *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(gather_base + row_off_2 + (k >> 4u) * 1024u + (k & 15u) * 4u) = 0;
-            }
-        }
+        // leader: the group's partials in, to compute; then broadcast the rsqrt tile
+        cb_reserve_back(4, 2);
         noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), 2);
-        cb_push_back(4, 1);
+        cb_push_back(4, 2);
         cb_wait_front(18, 1);
         uint32_t rs_src = get_read_ptr(18);
         uint32_t rs_dst = get_write_ptr(3);

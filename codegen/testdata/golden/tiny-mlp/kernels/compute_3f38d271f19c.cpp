@@ -7,7 +7,7 @@
 //          c_1 scaler: 1 x 2048 B Float16_b
 //          c_2 norm_weight: 1 x 2048 B Float16_b
 //          c_3 rsqrt_mean: 1 x 4096 B Float32
-//          c_4 group_partial_sums: 1 x 4096 B Float32
+//          c_4 group_partial_sums: 2 x 4096 B Float32
 //          c_16 out: 1 x 2048 B Float16_b
 //          c_17 partial_sums: 1 x 4096 B Float32
 //          c_18 rsqrt_local: 1 x 4096 B Float32
@@ -23,6 +23,7 @@
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/eltwise_binary_sfpu.h"
 #include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
 #include "compute_kernel_api/eltwise_unary/rsqrt.h"
 #include "compute_kernel_api/pack.h"
@@ -69,11 +70,17 @@ void kernel_main() {
     cb_push_back(17, 1);
     cb_pop_front(26, count);
     if (leader != 0u) {
-        // leader: the group's partial sums (core k's in column k; the writer gathered them), one row reduce; rsqrt(sum / H + eps)
-        cb_wait_front(4, 1);
+        // leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)
+        cb_wait_front(4, 2);
         tile_regs_acquire();
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(4, 1, 18);
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(4, 1, 0, 0, 0);
+        reduce_uninit();
+        copy_tile_to_dst_init_short(4);
+        copy_tile(4, 0, 0);
+        add_binary_tile_init();
+        for (uint32_t k = 1; k < 2; ++k) {
+            copy_tile(4, k, 1);
+            add_binary_tile(0, 1, 0);
+        }
         binop_with_scalar_tile_init();
         mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
         add_unary_tile(0, 0x358637bdu);  // scalar 1e-06
@@ -85,7 +92,7 @@ void kernel_main() {
         pack_tile(0, 18);
         tile_regs_release();
         cb_push_back(18, 1);
-        cb_pop_front(4, 1);
+        cb_pop_front(4, 2);
     }
     // weight + offset, the chunk
     reconfig_data_format(2, 1);
