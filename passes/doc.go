@@ -8,10 +8,13 @@
 // Pipeline lists passes in order plus Constraints ("A before B", with the
 // reason); Validate checks them. Default is
 //
-//	verify → fuse-blocks → fuse-layout → fuse → pack-rows → place → verify
+//	verify → fuse-blocks → fuse-layout → fuse → fuse-boundaries → pack-rows → place → verify
 //
-// pack-rows (pack_rows.go) runs the row-wise programs of a decode step of
-// B > 1 users on the users' rows packed into one tile row.
+// fuse-boundaries (fuse_boundary.go) joins a layer's closing
+// all_reduce_add and the next layer's input rmsnorm, which the rewrite
+// engine cannot (it never matches across regions). pack-rows
+// (pack_rows.go) runs the row-wise programs of a decode step of B > 1
+// users on the users' rows packed into one tile row.
 //
 // Pipeline.Run (and the package-level Run for Default) verifies the graph
 // after every pass unless Options.SkipVerify, prints it with ir.Print after

@@ -24,8 +24,9 @@ import (
 //
 // In a decode layer at TP=2 this leaves two collective programs per layer:
 // mixer out-projection all-reduce + residual + post-attention norm, and MLP
-// down all-reduce + residual (the layer's output h; see fuse_residual.go
-// for why the next layer's input norm stays a separate program).
+// down all-reduce + residual (the layer's output h; the rewrite engine
+// cannot reach the next layer's input norm, see fuse_residual.go; the
+// fuse-boundaries pass joins the two afterwards).
 var _ = registerRules("collective",
 	allReduceAddNormRule("FuseAllReduceAddRMSNorm", ir.OpRMSNormComposed),
 	allReduceAddNormRule("FuseAllReduceAddFusedRMSNorm", ir.OpRMSNorm),
