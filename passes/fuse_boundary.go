@@ -2,9 +2,10 @@ package passes
 
 import (
 	"fmt"
-	"maps"
+	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/passes/rewrite"
 )
 
 // Layer boundaries (pass fuse-boundaries).
@@ -71,7 +72,7 @@ func FuseBoundaries(g *ir.Graph) ([]*ir.Region, error) {
 				return done, err
 			}
 			closing.Ops[ai] = fused
-			next.Ops = removeOp(next.Ops, norm)
+			next.Ops = slices.DeleteFunc(next.Ops, func(o *ir.Op) bool { return o == norm })
 			done = append(done, closing)
 			break
 		}
@@ -99,7 +100,8 @@ func boundaryNorm(h *ir.Value, readers []*ir.Op, next *ir.Region) *ir.Op {
 }
 
 // boundaryOp is the all_reduce_add_rmsnorm standing for add then norm,
-// in add's region, whose results are add's and norm's result values.
+// in add's region, whose results are add's and norm's result values and
+// whose decomposition is the two ops (rewrite.Decompose).
 func boundaryOp(g *ir.Graph, add, norm *ir.Op) (*ir.Op, error) {
 	operands := []*ir.Value{add.Operands[0], add.Operands[1], norm.Operands[1]}
 	attrs := ir.Attrs{"devices": add.Int("devices"), "eps": norm.Float("eps"), "offset": norm.Float("offset")}
@@ -113,47 +115,9 @@ func boundaryOp(g *ir.Graph, add, norm *ir.Op) (*ir.Op, error) {
 	}
 	op := &ir.Op{ID: g.NewOpID(), Kind: ir.OpAllReduceAddRMSNorm, Operands: operands, Attrs: attrs, Region: add.Region, Rule: BoundaryRule,
 		Results: []*ir.Value{h, normed}}
-	op.Decomp = boundaryDecomp(op, add, norm)
+	if op.Decomp, err = rewrite.Decompose(op, []*ir.Op{add, norm}); err != nil {
+		return nil, fmt.Errorf("fuse-boundaries: %s and %s: %w", add.Where(), norm.Where(), err)
+	}
 	h.Def, normed.Def = op, op
 	return op, nil
-}
-
-// boundaryDecomp records add and norm as op's decomposition: placeholders
-// for op's operands (x, residual, w), a clone of add reading the first
-// two, a clone of norm reading its result and w; outputs the two results.
-func boundaryDecomp(op, add, norm *ir.Op) *ir.Decomposition {
-	d := &ir.Decomposition{}
-	id := 0
-	value := func(v *ir.Value, name string, kind ir.ValueKind) *ir.Value {
-		id++
-		return &ir.Value{ID: id - 1, Name: name, Kind: kind, Type: v.Type}
-	}
-	info := op.Info()
-	for i, v := range op.Operands {
-		d.Inputs = append(d.Inputs, value(v, info.Operands[min(i, len(info.Operands)-1)], v.Kind))
-	}
-	clone := func(src *ir.Op, operands ...*ir.Value) *ir.Value {
-		c := &ir.Op{ID: id, Kind: src.Kind, Attrs: maps.Clone(src.Attrs), Region: op.Region, Decomp: src.Decomp, Rule: src.Rule, Operands: operands}
-		id++
-		r := value(src.Result(), src.Result().Name, ir.KindResult)
-		r.Def = c
-		c.Results = []*ir.Value{r}
-		d.Ops = append(d.Ops, c)
-		return r
-	}
-	h := clone(add, d.Inputs[0], d.Inputs[1])
-	normed := clone(norm, h, d.Inputs[2])
-	d.Outputs = []*ir.Value{h, normed}
-	return d
-}
-
-// removeOp is ops without op (order kept).
-func removeOp(ops []*ir.Op, op *ir.Op) []*ir.Op {
-	out := ops[:0]
-	for _, o := range ops {
-		if o != op {
-			out = append(out, o)
-		}
-	}
-	return out
 }

@@ -731,6 +731,11 @@ func (k *cclKernels) adders() {
 		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, pages*k.tb, 0)
 	}
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
+	// packed is the staging address of byte coff of link-local tile i's
+	// packed wire segments (compact).
+	packed := func(i kir.Expr, coff int) kir.Expr {
+		return kir.Add(kir.Add(staging, kir.Mul(i, kir.Ci(pl.WireBytes))), kir.Ci(coff))
+	}
 	// received reads the segments of the packet's tile t (link-local tile
 	// base + t) into dst.
 	received := func(base, t kir.Expr, dst kir.Expr) {
@@ -738,19 +743,20 @@ func (k *cclKernels) adders() {
 		for _, sg := range k.segs {
 			at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
 			if k.compact {
-				at = kir.Add(kir.Add(staging, kir.Mul(kir.Add(base, t), kir.Ci(pl.WireBytes))), kir.Ci(coff))
+				at = packed(kir.Add(base, t), coff)
 			}
 			b.NoCAsyncRead(kir.NoCAddr{X: ex, Y: ey, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
 			coff += sg.Size
 		}
 	}
 	// packLocal writes the segments of the n local tiles at l0 (packet
-	// tiles tileOf(j)) into the sender's packed staging, then tells it.
+	// tiles tileOf(j)) into the sender's packed staging and waits for the
+	// writes; tellSender then counts this adder in the sender's semaphore.
 	packLocal := func(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
 		b.For("j", kir.C(0), n, func(j kir.Var) {
 			coff := 0
 			for _, sg := range k.segs {
-				at := kir.Add(kir.Add(staging, kir.Mul(kir.Add(base, tileOf(j)), kir.Ci(pl.WireBytes))), kir.Ci(coff))
+				at := packed(kir.Add(base, tileOf(j)), coff)
 				b.NoCAsyncWrite(kir.Add(kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.NoCAddr{X: px, Y: py, Addr: at}, kir.Ci(sg.Size))
 				coff += sg.Size
 			}

@@ -16,6 +16,19 @@ import (
 // are local to it (as in ir's text form): placeholders 0..n-1, then each
 // op followed by its results.
 func decompose(fused *ir.Op, m *Match, repl []*ir.Value) (*ir.Decomposition, error) {
+	return decomposeOps(fused, m.Ops, m.RootResults(), repl)
+}
+
+// Decompose is decompose for a rewrite outside the engine whose fused op
+// takes over the result values of ops (in program order) rather than
+// replacing them: fused.Results must be results of ops, and each becomes
+// the decomposition output of the clone that produced it.
+func Decompose(fused *ir.Op, ops []*ir.Op) (*ir.Decomposition, error) {
+	return decomposeOps(fused, ops, fused.Results, fused.Results)
+}
+
+// decomposeOps is decompose over ops, where repl[i] replaces olds[i].
+func decomposeOps(fused *ir.Op, ops []*ir.Op, olds, repl []*ir.Value) (*ir.Decomposition, error) {
 	info := fused.Info()
 	d := &ir.Decomposition{}
 	mapped := map[*ir.Value]*ir.Value{}
@@ -29,7 +42,7 @@ func decompose(fused *ir.Op, m *Match, repl []*ir.Value) (*ir.Decomposition, err
 			mapped[v] = ph
 		}
 	}
-	for _, op := range m.Ops {
+	for _, op := range ops {
 		c := &ir.Op{ID: next(), Kind: op.Kind, Attrs: cloneAttrs(op.Attrs), Region: fused.Region, Decomp: op.Decomp, Rule: op.Rule}
 		for i, v := range op.Operands {
 			mv, ok := mapped[v]
@@ -45,7 +58,6 @@ func decompose(fused *ir.Op, m *Match, repl []*ir.Value) (*ir.Decomposition, err
 		}
 		d.Ops = append(d.Ops, c)
 	}
-	olds := m.RootResults()
 	for j, r := range fused.Results {
 		found := false
 		for i, rv := range repl {
@@ -56,7 +68,7 @@ func decompose(fused *ir.Op, m *Match, repl []*ir.Value) (*ir.Decomposition, err
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("result %d of fused %s does not directly replace a result of a matched root (%s), so its decomposition has no output", j, fused.Name(), m.Root.Where())
+			return nil, fmt.Errorf("result %d of fused %s does not directly replace a result of a matched root (%s), so its decomposition has no output", j, fused.Name(), fused.Where())
 		}
 	}
 	return d, nil

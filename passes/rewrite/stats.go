@@ -103,33 +103,38 @@ func (s *Stats) Merge(o *Stats) {
 		return
 	}
 	for _, r := range o.regions {
-		if _, ok := s.counts[r]; !ok {
-			s.regions = append(s.regions, r)
-			s.counts[r] = map[string]int{}
-		}
+		c := s.region(r)
 		for rule, n := range o.counts[r] {
-			s.counts[r][rule] += n
+			c[rule] += n
 		}
 		s.erased[r] += o.erased[r]
 	}
 	for _, name := range o.rules {
-		if !slices.Contains(s.rules, name) {
-			s.rules = append(s.rules, name)
-		}
+		s.rule(name)
+	}
+}
+
+// region is r's counts, with r appended to the known regions if new.
+func (s *Stats) region(r *ir.Region) map[string]int {
+	if _, ok := s.counts[r]; !ok {
+		s.regions = append(s.regions, r)
+		s.counts[r] = map[string]int{}
+	}
+	return s.counts[r]
+}
+
+// rule appends name to the known rules if new.
+func (s *Stats) rule(name string) {
+	if !slices.Contains(s.rules, name) {
+		s.rules = append(s.rules, name)
 	}
 }
 
 // Add counts one firing of rule in region r, for passes outside the
 // engine that rewrite like a rule (region and rule are appended if new).
 func (s *Stats) Add(rule string, r *ir.Region) {
-	if _, ok := s.counts[r]; !ok {
-		s.regions = append(s.regions, r)
-		s.counts[r] = map[string]int{}
-	}
-	if !slices.Contains(s.rules, rule) {
-		s.rules = append(s.rules, rule)
-	}
-	s.counts[r][rule]++
+	s.rule(rule)
+	s.region(r)[rule]++
 }
 
 // NewStats returns empty stats, to Merge engine runs into.
