@@ -49,9 +49,9 @@ const (
 	OpAllReduce                         // out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
 	OpReduceScatter                     // s = elementwise sum of x over the devices devices; device d gets out = s[.., d*n : (d+1)*n, ..] along axis, n = x.shape[axis] / devices (result split on axis)
 	OpAllGather                         // out = the x of devices 0..devices-1 joined along axis in device order, out.shape[axis] = devices * x.shape[axis]; every device gets the same result (replicated)
-	OpMatmul2                           // out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
-	OpMatmul3                           // out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
-	OpMatmul4                           // out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
+	OpMatmul2                           // out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
+	OpMatmul3                           // out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
+	OpMatmul4                           // out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
 	OpMatmulAdd                         // out = r(residual + r(a @ w)): the matmul accumulates in fp32 and rounds to the result dtype r (residual's dtype), then the fp32 add rounds again
 	OpRMSNormMatmul                     // out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype
 	OpMatmulSwiGLU                      // out = r(r(silu(r(a @ w_gate))) * r(a @ w_up)): both matmuls accumulate in fp32; every r rounds to a's dtype, as the composed gate matmul, silu, up matmul and multiply store
@@ -485,24 +485,39 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Results:  1,
 	Shape:    shapeAllGather,
 }, OpMatmul2: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrInt,
+		Name:     "users",
+		Optional: true,
+	}},
 	Class:    "matmul",
-	Doc:      "out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Doc:      "out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)",
 	Fused:    true,
 	Name:     "matmul2",
 	Operands: []string{"a", "w0", "w1"},
 	Results:  2,
 	Shape:    shapeMatmulMulti,
 }, OpMatmul3: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrInt,
+		Name:     "users",
+		Optional: true,
+	}},
 	Class:    "matmul",
-	Doc:      "out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Doc:      "out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)",
 	Fused:    true,
 	Name:     "matmul3",
 	Operands: []string{"a", "w0", "w1", "w2"},
 	Results:  3,
 	Shape:    shapeMatmulMulti,
 }, OpMatmul4: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrInt,
+		Name:     "users",
+		Optional: true,
+	}},
 	Class:    "matmul",
-	Doc:      "out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype",
+	Doc:      "out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)",
 	Fused:    true,
 	Name:     "matmul4",
 	Operands: []string{"a", "w0", "w1", "w2", "w3"},
@@ -966,21 +981,30 @@ func (bld *Builder) AllGather(x *Value, axis int, devices int) *Value {
 	return bld.Emit(OpAllGather, []*Value{x}, attrs)[0]
 }
 
-// Matmul2 appends a matmul2 op: out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
-func (bld *Builder) Matmul2(a *Value, w0 *Value, w1 *Value) []*Value {
+// Matmul2 appends a matmul2 op: out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
+func (bld *Builder) Matmul2(a *Value, w0 *Value, w1 *Value, opts ...Option) []*Value {
 	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpMatmul2, []*Value{a, w0, w1}, attrs)
 }
 
-// Matmul3 appends a matmul3 op: out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
-func (bld *Builder) Matmul3(a *Value, w0 *Value, w1 *Value, w2 *Value) []*Value {
+// Matmul3 appends a matmul3 op: out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
+func (bld *Builder) Matmul3(a *Value, w0 *Value, w1 *Value, w2 *Value, opts ...Option) []*Value {
 	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpMatmul3, []*Value{a, w0, w1, w2}, attrs)
 }
 
-// Matmul4 appends a matmul4 op: out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype
-func (bld *Builder) Matmul4(a *Value, w0 *Value, w1 *Value, w2 *Value, w3 *Value) []*Value {
+// Matmul4 appends a matmul4 op: out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)
+func (bld *Builder) Matmul4(a *Value, w0 *Value, w1 *Value, w2 *Value, w3 *Value, opts ...Option) []*Value {
 	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpMatmul4, []*Value{a, w0, w1, w2, w3}, attrs)
 }
 

@@ -26,10 +26,19 @@ func sameShapeDType(rule, an, bn string, a, b TensorType) error {
 
 // shapeMatmulMulti: a [.., M, K] and weights w_i [K, N_i] -> one result
 // per weight, each typed as matmul(a, w_i) (a's dtype; split on the last
-// dim when w_i is split on its columns).
-func shapeMatmulMulti(in []TensorType, _ Attrs) ([]TensorType, error) {
+// dim when w_i is split on its columns). With attribute users = B, a must
+// be [1, B, K] (2 <= B <= 32) and each result is [B, 1, N_i] instead of
+// [1, B, N_i].
+func shapeMatmulMulti(in []TensorType, a Attrs) ([]TensorType, error) {
 	if len(in) < 3 {
 		return nil, fmt.Errorf("rule matmul-multi-arity: want an activation and at least 2 weights, got %d operands", len(in))
+	}
+	users, err := MatmulUsers(a)
+	if err != nil {
+		return nil, err
+	}
+	if s := in[0].Shape; users > 0 && (s.Rank() != 3 || s[0] != 1 || s[1] != users) {
+		return nil, fmt.Errorf("rule matmul-users: with users = %d the activation must be the packed rows [1, %d, K], got %s", users, users, s)
 	}
 	out := make([]TensorType, 0, len(in)-1)
 	for i, w := range in[1:] {
@@ -37,9 +46,28 @@ func shapeMatmulMulti(in []TensorType, _ Attrs) ([]TensorType, error) {
 		if err != nil {
 			return nil, fmt.Errorf("weight %d: %w", i, err)
 		}
+		if users > 0 {
+			t[0].Shape = Shape{users, 1, t[0].Shape[2]}
+		}
 		out = append(out, t[0])
 	}
 	return out, nil
+}
+
+// MatmulUsers is the users attribute of a sibling matmul (matmul2/3/4): 0
+// when absent (the results have the activation's rows), else B in
+// 2..32, the users whose packed rows [1, B, K] the activation holds and
+// whose per-user rows [B, 1, N] the results hold.
+func MatmulUsers(a Attrs) (int, error) {
+	v, ok := a["users"]
+	if !ok {
+		return 0, nil
+	}
+	n, ok := v.(int)
+	if !ok || n < 2 || n > TileSize {
+		return 0, fmt.Errorf("rule matmul-users: attribute users must be an int in 2..%d, got %v", TileSize, v)
+	}
+	return n, nil
 }
 
 // shapeMatmulSwiGLU: a [.., M, K], w_gate and w_up [K, N] of one shape and

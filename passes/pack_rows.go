@@ -23,10 +23,20 @@ import (
 // or a state update, and wherever such a value feeds a row-wise op:
 //
 //	rms_norm(x [B,1,H]) => rms_norm(x [1,B,H])
-//	gdn_conv_gates(matmul4(a)[0]) => gdn_conv_gates(reshape(matmul4(a [1,B,H])[0], [B,1,C]))
+//	gdn_conv_gates(matmul4(a)[0]) => gdn_conv_gates(matmul4{users: B}(a [1,B,H])[0] [B,1,C])
+//
+// A sibling matmul (matmul2/3/4) none of whose results feeds a packed op
+// reads the packed activation but keeps its per-user results: attribute
+// users = B makes its writer store each user's row straight into that
+// user's tile row, so no unpacking reshape runs after it (the 27B's GDN
+// in-projection and attention q/k/v at B = 8: 112 programs per step).
 //
 // Values a pass before this one placed (Context.MarkPlaced) are left
 // alone. The graph is unchanged at B = 1 and in prefill ([B, S, X], S > 1).
+
+// matmulSiblings are the row-wise ops that can write per-user results
+// from packed rows (ir.MatmulUsers).
+var matmulSiblings = map[ir.OpKind]bool{ir.OpMatmul2: true, ir.OpMatmul3: true, ir.OpMatmul4: true}
 
 // rowWiseOps are the op kinds whose results' rows are computed from the
 // same rows of their operands (weights, norm weights and scalars aside),
@@ -54,6 +64,9 @@ var PackRowsPass = Pass{
 type PackRowsStats struct {
 	Ops      int // row-wise ops retyped to packed rows
 	Reshapes int // reshapes inserted at the boundaries
+	// Unpacking is the sibling matmuls among Ops that write per-user
+	// results (attribute users) instead of packed ones.
+	Unpacking int
 }
 
 // userRows reports whether t is a per-user decode activation [B, 1, X]
@@ -108,6 +121,28 @@ func PackRows(g *ir.Graph, placed func(*ir.Value) bool) (PackRowsStats, error) {
 	if len(cand) == 0 {
 		return st, nil
 	}
+	// Sibling matmuls whose results all go to unpacked consumers write
+	// them per user (attribute users).
+	uses := g.Uses()
+	unpacking := map[*ir.Op]int{}
+	for op := range cand {
+		if !matmulSiblings[op.Kind] {
+			continue
+		}
+		if _, set := op.Attrs["users"]; set {
+			continue
+		}
+		ok := true
+		for _, v := range op.Results {
+			for _, u := range uses[v] {
+				ok = ok && !cand[u]
+			}
+		}
+		if ok {
+			b, _ := userRows(op.Results[0].Type)
+			unpacking[op] = b
+		}
+	}
 
 	// One reshape per value and direction, inserted before its first use.
 	conv := map[*ir.Value]*ir.Value{} // original value -> its other form
@@ -146,7 +181,13 @@ func PackRows(g *ir.Graph, placed func(*ir.Value) bool) (PackRowsStats, error) {
 					op.Operands[i] = u
 				}
 			}
-			if cand[op] {
+			switch {
+			case unpacking[op] > 0:
+				op.Attrs["users"] = unpacking[op]
+				wrapDecomposition(g, op)
+				st.Ops++
+				st.Unpacking++
+			case cand[op]:
 				packOp(g, op)
 				for _, v := range op.Results {
 					if v.Type.Shape.Rank() == 3 {
@@ -202,6 +243,14 @@ func packOp(g *ir.Graph, op *ir.Op) {
 			v.Type.Shape = packed(v.Type.Shape)
 		}
 	}
+	wrapDecomposition(g, op)
+}
+
+// wrapDecomposition wraps op's decomposition in reshapes from op's
+// operand shapes to the placeholders' and from the decomposition's
+// results to op's result shapes, where they differ, so the decomposition
+// takes op's operands and gives its results.
+func wrapDecomposition(g *ir.Graph, op *ir.Op) {
 	d := op.Decomp
 	if d == nil || len(d.Inputs) != len(op.Operands) || len(d.Outputs) != len(op.Results) {
 		return

@@ -62,6 +62,47 @@ func TestPackRows(t *testing.T) {
 			t.Errorf("packing changed the outputs (-before +after):\n%s", diff)
 		}
 	})
+	t.Run("sibling matmul writes per-user rows", func(t *testing.T) {
+		// norm -> matmul2 whose results go only to per-user ops: the
+		// matmul reads the packed norm and keeps its results [3,1,N].
+		b := ir.NewBuilder("pack")
+		b.Region("gdn", 0)
+		x := b.Input("x", ir.T(ir.BF16, 3, 1, 64))
+		n := b.RMSNorm(x, b.Weight("norm.weight", ir.T(ir.BF16, 64)), 1e-6, 1)
+		ab := b.Matmul2(n, b.Weight("w0", ir.T(ir.BF16, 64, 96)), b.Weight("w1", ir.T(ir.BF16, 64, 32)))
+		b.Output(b.Sigmoid(ab[0]), b.Sigmoid(ab[1]))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := evalOutputs(t, g)
+		st, err := PackRows(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ir.Verify(g); err != nil {
+			t.Fatalf("packed graph does not verify: %v\n%s", err, ir.Print(g))
+		}
+		// Reshapes: x packed for the norm; none after the matmul.
+		if diff := cmp.Diff(PackRowsStats{Ops: 2, Reshapes: 1, Unpacking: 1}, st); diff != "" {
+			t.Errorf("stats (-want +got):\n%s", diff)
+		}
+		var kinds []string
+		for _, op := range g.Ops() {
+			kinds = append(kinds, op.Name()+" "+op.Results[0].Type.Shape.String())
+		}
+		want := []string{"reshape [1,3,64]", "rmsnorm [1,3,64]", "matmul2 [3,1,96]", "sigmoid [3,1,96]", "sigmoid [3,1,32]"}
+		if diff := cmp.Diff(want, kinds); diff != "" {
+			t.Errorf("ops (-want +got):\n%s", diff)
+		}
+		mm := g.Ops()[2]
+		if u, err := ir.MatmulUsers(mm.Attrs); err != nil || u != 3 {
+			t.Errorf("matmul2 users attribute = %d (%v), want 3", u, err)
+		}
+		if diff := cmp.Diff(before, evalOutputs(t, g)); diff != "" {
+			t.Errorf("packing changed the outputs (-before +after):\n%s", diff)
+		}
+	})
 	t.Run("one user", func(t *testing.T) {
 		g := packRowsGraph(t, 1)
 		st, err := PackRows(g, nil)

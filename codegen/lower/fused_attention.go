@@ -227,7 +227,7 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rowGather := d.HRt == 1 && d.KRt == 1
 	cbRows := -1
 	if rowGather {
-		cbRows = cbs.Pages(blocks.ScratchCB, "head_rows", dt, max(d.H, d.Hkv)*blocks.GatherRowSlot, 1)
+		cbRows = cbs.Pages(blocks.ScratchCB, "head_rows", dt, d.Dt*max(d.H, d.Hkv)*blocks.GatherRowSlot, 1)
 	}
 	if err := cbs.Err(fmt.Sprintf("attn_prologue with head dim %d", d.D)); err != nil {
 		return nil, err
@@ -311,17 +311,30 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			if g == gk {
 				src, n, im = kAcc, d.Hkv, kIm
 			}
-			for dd := range d.Dt {
-				b.CBReserveBack(cb, kir.C(1))
-				tile := b.Let("tile", kir.GetWritePtr{CB: cb})
-				blocks.GatherRows(b, src, headRows, tile, n, blocks.ElemBytes(dt), func(h int) kir.Expr {
-					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(kir.Add(colOf(kir.Ci(h)), kir.Ci(dd*ir.TileSize)), kir.Ci(ir.TileSize)))
+			// The Dt tiles in groups of the CB's depth (all of them into x,
+			// two into the copy CB), each group's reads under one barrier.
+			group := d.Dt
+			if cb == cbCopy {
+				group = 2
+			}
+			for group > 1 && d.Dt%group != 0 {
+				group--
+			}
+			eb := blocks.ElemBytes(dt)
+			tb := dt.TileBytes()
+			for d0 := 0; d0 < d.Dt; d0 += group {
+				b.CBReserveBack(cb, kir.Ci(group))
+				tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
+				blocks.GatherRowsTiles(b, src, headRows, tiles, group, tb, n, eb, func(t, h int) kir.Expr {
+					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(kir.Add(colOf(kir.Ci(h)), kir.Ci((d0+t)*ir.TileSize)), kir.Ci(ir.TileSize)))
 				})
-				if eb := blocks.ElemBytes(dt); tabBytes >= 1024*eb {
-					blocks.ClearRows(b, tile, zero, n, eb)
+				if tabBytes >= 1024*eb {
+					for t := range group {
+						blocks.ClearRows(b, kir.Add(tiles, kir.Ci(t*tb)), zero, n, eb)
+					}
 				}
 				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cb, kir.C(1))
+				b.CBPushBack(cb, kir.Ci(group))
 			}
 			return
 		}

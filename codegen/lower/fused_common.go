@@ -97,7 +97,11 @@ import (
 // regrouping reshape is an error (rule embedding-reshape-view).
 
 func lowerMatmulMulti(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	f := &fusedMatmul{op: op, act: op.Operands[0], epi: epiPlain}
+	users, err := ir.MatmulUsers(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	f := &fusedMatmul{op: op, act: op.Operands[0], epi: epiPlain, users: users}
 	for i, w := range op.Operands[1:] {
 		f.parts = append(f.parts, mmPart{weights: []*ir.Value{w}, out: op.Results[i]})
 	}
@@ -169,6 +173,11 @@ type fusedMatmul struct {
 	// row; more (B > 1 users, or prefill beyond 32 tokens) and every
 	// kernel repeats per tile row, weights streamed once per row.
 	rows int
+	// users is B > 1 when the activation is B users' packed rows [1, B,
+	// K] and the results are per-user [B, 1, N] (ir.MatmulUsers): the
+	// writer stores row b of each product tile into row 0 of tile row b
+	// (writeUserRows); 0 otherwise.
+	users int
 }
 
 // check validates the shapes and sets kt and the parts' nt.
@@ -214,8 +223,15 @@ func (f *fusedMatmul) check() error {
 			}
 		}
 		p.nt = tilesWide(ws)
-		if p.out.Type.Shape.Tiles() != f.rows*p.nt || p.out.Type.Shape.Cols2D() != ws[1] {
-			return fmt.Errorf("rule matmul-shape: result %s must be %d tile rows (the activation's) of %d tiles (%d columns)", p.out.Type.Shape, f.rows, p.nt, ws[1])
+		outRows := f.rows
+		if f.users > 0 {
+			if f.rows != 1 || as.Rows2D() != f.users {
+				return fmt.Errorf("rule matmul-users: with users = %d the activation %s must be one tile row of %d packed rows", f.users, as, f.users)
+			}
+			outRows = f.users // one tile row per user
+		}
+		if p.out.Type.Shape.Tiles() != outRows*p.nt || p.out.Type.Shape.Cols2D() != ws[1] {
+			return fmt.Errorf("rule matmul-shape: result %s must be %d tile rows of %d tiles (%d columns)", p.out.Type.Shape, outRows, p.nt, ws[1])
 		}
 	}
 	if f.residual != nil && !f.residual.Type.Shape.Equal(f.parts[0].out.Type.Shape) {
@@ -275,6 +291,33 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 func (f *fusedMatmul) plan(maxCores int, fid ir.MathFidelity) Split {
 	c := f.costs(fid)
 	return PlanSplit(c.items, maxCores, c.colCycles, c.coreCycles, c.floorCycles)
+}
+
+// coreRanges is each core's run of the concatenated output columns
+// under split, one entry per core. When every part can start on a core of
+// its own without a core taking more than split.PerCore columns or the
+// grid running out (sum over parts of ceil(nt/PerCore) <= maxCores), no
+// run straddles two parts: a straddling core would run one K loop per
+// part, each over the whole activation, the first one stalled on the
+// activation's arrival (the 27B attention's q/k/v matmul3 at 1x2: 19 us of
+// its 112). Otherwise the columns are cut every PerCore, as split.Range.
+func (f *fusedMatmul) coreRanges(split Split, maxCores int) [][2]int {
+	var aligned [][2]int
+	off := 0
+	for _, pt := range f.parts {
+		for s := 0; s < pt.nt; s += split.PerCore {
+			aligned = append(aligned, [2]int{off + s, min(split.PerCore, pt.nt-s)})
+		}
+		off += pt.nt
+	}
+	if len(aligned) <= maxCores {
+		return aligned
+	}
+	cut := make([][2]int, split.Cores)
+	for i := range cut {
+		cut[i][0], cut[i][1] = split.Range(i)
+	}
+	return cut
 }
 
 // kBlock is the number of K rows of weight tiles the reader moves per
@@ -339,6 +382,8 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	kt := f.kt
 	dest := t.DestTiles(false, true)
 	plan := f.plan(t.NumWorkers(), ctx.Fidelity)
+	ranges := f.coreRanges(plan, t.NumWorkers())
+	plan.Cores = len(ranges)
 	cores, rs := firstCores(t, plan.Cores)
 	adt := f.act.Type.DType
 
@@ -625,12 +670,16 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	}
 	rowLoop(wb, f.rows, func(r kir.Expr) {
 		for pi, pt := range f.parts {
+			if f.users > 0 {
+				writeUserRows(wb, oAccs[pi], outCB[pt.out.Type.DType], f.users, pt.nt, blocks.ElemBytes(pt.out.Type.DType), wStarts[pi], wCounts[pi])
+				continue
+			}
 			blocks.WritePages(wb, oAccs[pi], outCB[pt.out.Type.DType], rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi])
 		}
 	})
 
 	for i, core := range cores {
-		s, n := plan.Range(i)
+		s, n := ranges[i][0], ranges[i][1]
 		off := 0
 		var rv, cv, wv []kir.ArgValue
 		for _, pt := range f.parts {

@@ -345,6 +345,10 @@ var fcVariants = []struct {
 	{"matmul4_users", func(b *ir.Builder) []*ir.Value {
 		return b.Matmul4(fcIn(b, "a", ir.BF16, 2, 1, 64), fcW(b, "w0", ir.BF16, 64, 320), fcW(b, "w1", ir.BF16, 64, 96), fcW(b, "w2", ir.BF16, 64, 6), fcW(b, "w3", ir.BF16, 64, 6))
 	}},
+	// Packed rows of 3 users in, per-user rows out (pass pack-rows).
+	{"matmul3_users_attr", func(b *ir.Builder) []*ir.Value {
+		return b.Matmul3(fcIn(b, "a", ir.BF16, 1, 3, 128), fcW(b, "w0", ir.BFP8B, 128, 160), fcW(b, "w1", ir.BF16, 128, 96), fcW(b, "w2", ir.BFP8B, 128, 32), ir.With("users", 3))
+	}},
 	{"matmul_add_fp32", func(b *ir.Builder) []*ir.Value {
 		return one(b.MatmulAdd(fcIn(b, "a", ir.FP32, 1, 128), fcW(b, "w", ir.BF16, 128, 64), fcIn(b, "r", ir.FP32, 1, 64)))
 	}},
@@ -505,6 +509,27 @@ func TestFusedMatmulPlan(t *testing.T) {
 			if n != 1 {
 				t.Errorf("part %d column %d is computed by %d cores, want 1", part, j, n)
 			}
+		}
+	}
+	// The 27B attention's q/k/v columns (192 + 16 + 16 tiles, 3 per core):
+	// every part starts on a core of its own, so no core straddles two.
+	qkv := fcBuild(t, func(b *ir.Builder) []*ir.Value {
+		return b.Matmul3(fcIn(b, "a", ir.BF16, 1, 1, 5120), fcW(b, "q", ir.BFP8B, 5120, 6144), fcW(b, "k", ir.BFP8B, 5120, 512), fcW(b, "v", ir.BFP8B, 5120, 512))
+	})
+	qp, err := Lower(qkv, NewContext(target.Blackhole()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qrd := qp.Kernel("reader")
+	for _, c := range kir.CoresOf(qrd.Cores) {
+		vals, parts := qrd.RuntimeValuesOn(c), 0
+		for part := range 3 {
+			if argU32(t, vals[2*part+1]) > 0 {
+				parts++
+			}
+		}
+		if parts != 1 {
+			t.Errorf("matmul3 q/k/v: core %v computes columns of %d parts, want 1", c, parts)
 		}
 	}
 	// swiglu: each column costs the products of both weights.

@@ -57,7 +57,6 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	}
 	dt := x.Type.DType
 	eb := blocks.ElemBytes(dt)
-	seg := blocks.FaceDim * eb // one face row
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
@@ -112,18 +111,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	if pack {
 		blocks.WritePages(w, oAcc, cbTile, wstart, wcount)
 	} else {
-		w.For("j", wstart, kir.Add(wstart, wcount), func(j kir.Var) {
-			w.CBWaitFront(cbTile, kir.C(1))
-			l1 := w.Let("tile", kir.GetReadPtr{CB: cbTile})
-			for u := range users {
-				page := kir.Add(kir.Ci(u*xt), j)
-				for half := range 2 {
-					w.NoCAsyncWrite(kir.Add(l1, kir.Ci(blocks.RowOffset(u, half, eb))), oAcc.PageAddrAt(page, blocks.RowOffset(0, half, eb)), kir.Ci(seg))
-				}
-			}
-			w.NoCAsyncWriteBarrier()
-			w.CBPopFront(cbTile, kir.C(1))
-		})
+		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
 	for i, c := range cores {
 		s, n := plan.Range(i)
@@ -131,4 +119,26 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return p, nil
+}
+
+// writeUserRows emits the unpack writer: for the count tiles j = start..
+// of cb (tile j of one packed tile row of users live rows, eb-byte
+// elements), row u's two face-row runs are written straight into row 0
+// of page u*cols + j of oAcc, the per-user [users, 1, 32*cols] tensor
+// (DRAM writes need 16-byte alignment only; a face row is 32 or 64
+// bytes). Rows 1..31 of the result tiles are padding and are not written.
+func writeUserRows(w *kir.Builder, oAcc *blocks.Access, cb, users, cols, eb int, start, count kir.Expr) {
+	seg := blocks.FaceDim * eb
+	w.For("j", start, kir.Add(start, count), func(j kir.Var) {
+		w.CBWaitFront(cb, kir.C(1))
+		l1 := w.Let("tile", kir.GetReadPtr{CB: cb})
+		for u := range users {
+			page := kir.Add(kir.Ci(u*cols), j)
+			for half := range 2 {
+				w.NoCAsyncWrite(kir.Add(l1, kir.Ci(blocks.RowOffset(u, half, eb))), oAcc.PageAddrAt(page, blocks.RowOffset(0, half, eb)), kir.Ci(seg))
+			}
+		}
+		w.NoCAsyncWriteBarrier()
+		w.CBPopFront(cb, kir.C(1))
+	})
 }

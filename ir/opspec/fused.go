@@ -3,6 +3,11 @@ package opspec
 // Fused ops, one list per fusion family; each is produced only by a rule
 // in passes/fuse_<family>.go and records the decomposition it replaced.
 
+// usersAttr is the optional users count of the sibling matmuls: set by
+// pass pack-rows when the results go to per-user programs (see
+// ir.MatmulUsers).
+var usersAttr = Attr{Name: "users", Kind: AttrInt, Optional: true}
+
 // fusedGDNOps are produced by passes/fuse_gdn.go.
 var fusedGDNOps = []Op{
 	{Name: "gdn_conv_gates", Go: "GDNConvGates", Doc: "GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]", Operands: []string{"conv_state", "qkv", "taps", "a", "b", "a_log", "dt_bias"}, Results: 4, Shape: "shapeGDNConvGates", Class: "fused", Fused: true},
@@ -21,9 +26,9 @@ var fusedAttentionOps = []Op{
 // collective and eltwise families.
 var fusedCommonOps = []Op{
 	// matmul family (passes/fuse_matmul.go)
-	{Name: "matmul2", Go: "Matmul2", Doc: "out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype", Operands: []string{"a", "w0", "w1"}, Results: 2, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
-	{Name: "matmul3", Go: "Matmul3", Doc: "out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype", Operands: []string{"a", "w0", "w1", "w2"}, Results: 3, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
-	{Name: "matmul4", Go: "Matmul4", Doc: "out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype", Operands: []string{"a", "w0", "w1", "w2", "w3"}, Results: 4, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
+	{Name: "matmul2", Go: "Matmul2", Doc: "out_i = matmul(a, w_i) for i = 0, 1: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)", Operands: []string{"a", "w0", "w1"}, Attrs: []Attr{usersAttr}, Results: 2, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
+	{Name: "matmul3", Go: "Matmul3", Doc: "out_i = matmul(a, w_i) for i = 0..2: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)", Operands: []string{"a", "w0", "w1", "w2"}, Attrs: []Attr{usersAttr}, Results: 3, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
+	{Name: "matmul4", Go: "Matmul4", Doc: "out_i = matmul(a, w_i) for i = 0..3: sibling matmuls reading one activation in one program; each accumulates in fp32 and rounds once to a's dtype; with users = B, a is B users' rows packed into one tile row [1, B, K] and every out_i is [B, 1, N_i] (user b's row in tile row b: the same elements in the same row-major order)", Operands: []string{"a", "w0", "w1", "w2", "w3"}, Attrs: []Attr{usersAttr}, Results: 4, Shape: "shapeMatmulMulti", Class: "matmul", Fused: true},
 	{Name: "matmul_add", Go: "MatmulAdd", Doc: "out = r(residual + r(a @ w)): the matmul accumulates in fp32 and rounds to the result dtype r (residual's dtype), then the fp32 add rounds again", Operands: []string{"a", "w", "residual"}, Results: 1, Shape: "shapeMatmulAdd", Class: "matmul", Fused: true},
 	{Name: "rmsnorm_matmul", Go: "RMSNormMatmul", Doc: "out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype", Operands: []string{"x", "wn", "w"}, Attrs: []Attr{epsAttr, {Name: "offset", Kind: AttrFloat}}, Results: 1, Shape: "shapeRMSNormMatmul", Class: "matmul", Fused: true},
 	// MLP family (passes/fuse_mlp.go)

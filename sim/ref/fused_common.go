@@ -76,13 +76,28 @@ func matmulOf(a, w Tensor, opts Options) (Tensor, error) {
 	return out[0], nil
 }
 
-// evalMatmulMulti: out_i = a @ w_i for every weight operand.
-func evalMatmulMulti(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+// evalMatmulMulti: out_i = a @ w_i for every weight operand; with the
+// users attribute the [1, B, N] products are viewed as [B, 1, N] (the
+// same row-major elements).
+func evalMatmulMulti(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	users := 0
+	if op != nil {
+		var err error
+		if users, err = ir.MatmulUsers(op.Attrs); err != nil {
+			return nil, err
+		}
+	}
 	outs := make([]Tensor, 0, len(args)-1)
 	for i, w := range args[1:] {
 		o, err := matmulOf(args[0], w, opts)
 		if err != nil {
 			return nil, fmt.Errorf("weight %d: %w", i, err)
+		}
+		if users > 0 {
+			if s := o.Shape; s.Rank() != 3 || s[0] != 1 || s[1] != users {
+				return nil, fmt.Errorf("rule matmul-users: with users = %d the product must be [1, %d, N], got %s", users, users, s)
+			}
+			o.Shape = ir.Shape{users, 1, o.Shape[2]}
 		}
 		outs = append(outs, o)
 	}

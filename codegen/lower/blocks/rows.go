@@ -96,6 +96,31 @@ func GatherRows(b *kir.Builder, a *Access, stage, dst kir.Expr, rows, eb int, pa
 	}
 }
 
+// GatherRowsTiles is GatherRows for n tiles at once: tile t, at L1
+// address dst + t*tileBytes, gets rows 0..rows-1 from row 0 of tile pages
+// page(t, 0), ..., page(t, rows-1) of a. stage holds n*rows slots of
+// GatherRowSlot bytes. All 2*n*rows DRAM reads are in flight under one
+// barrier, then the local copies are issued; the caller issues the final
+// read barrier.
+func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileBytes, rows, eb int, page func(t, r int) kir.Expr) {
+	slot := func(t, r, half int) kir.Expr { return kir.Add(stage, kir.Ci((t*rows+r)*GatherRowSlot+64*half)) }
+	for t := range n {
+		for r := range rows {
+			for half := range 2 {
+				b.NoCAsyncRead(a.PageAddrAt(page(t, r), rowOffset(0, half, eb)), slot(t, r, half), kir.C(64))
+			}
+		}
+	}
+	b.NoCAsyncReadBarrier()
+	for t := range n {
+		for r := range rows {
+			for half := range 2 {
+				LocalCopy(b, slot(t, r, half), kir.Add(dst, kir.Ci(t*tileBytes+rowOffset(r, half, eb))), FaceDim*eb)
+			}
+		}
+	}
+}
+
 // LiveRows is the number of rows of a tile-layout value of shape s that
 // row-wise programs must read: its rows when it is one tile row (the
 // second-to-last dim, 1 for a vector), else 32.
