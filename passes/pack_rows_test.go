@@ -33,14 +33,7 @@ func packRowsGraph(t *testing.T, users int) *ir.Graph {
 func TestPackRows(t *testing.T) {
 	t.Run("users", func(t *testing.T) {
 		g := packRowsGraph(t, 3)
-		before := evalOutputs(t, g)
-		st, err := PackRows(g, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ir.Verify(g); err != nil {
-			t.Fatalf("packed graph does not verify: %v\n%s", err, ir.Print(g))
-		}
+		before, st := packVerified(t, g)
 		// rms_norm, matmul and matmul_add packed; reshapes: x packed (read
 		// by the norm and the residual: one), h unpacked for sigmoid, its
 		// result packed again, the output unpacked.
@@ -75,14 +68,7 @@ func TestPackRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := evalOutputs(t, g)
-		st, err := PackRows(g, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ir.Verify(g); err != nil {
-			t.Fatalf("packed graph does not verify: %v\n%s", err, ir.Print(g))
-		}
+		before, st := packVerified(t, g)
 		// Reshapes: x packed for the norm; none after the matmul.
 		if diff := cmp.Diff(PackRowsStats{Ops: 2, Reshapes: 1, Unpacking: 1}, st); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)
@@ -127,6 +113,21 @@ func TestPackRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// packVerified evaluates g's outputs, packs g and checks that it still
+// verifies; it returns the outputs from before and the pass's stats.
+func packVerified(t *testing.T, g *ir.Graph) ([][]float32, PackRowsStats) {
+	t.Helper()
+	before := evalOutputs(t, g)
+	st, err := PackRows(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Verify(g); err != nil {
+		t.Fatalf("packed graph does not verify: %v\n%s", err, ir.Print(g))
+	}
+	return before, st
 }
 
 // evalOutputs evaluates g's outputs on fixed random inputs and weights.

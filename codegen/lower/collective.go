@@ -83,6 +83,11 @@ import (
 // received tile add zeros, and gather steps store only the segments that
 // arrived (the padding rows of the output in DRAM keep what they held).
 //
+// A two-card all_gather of tiles with few live rows whose link share fits
+// one packet (the logits at B = 1) takes the worker path of
+// collective_gather.go instead: worker cores pack and unpack the wire
+// segments and each ethernet core moves one packet.
+//
 // # Cost
 //
 // PlanRing estimates the time and picks the adder cores; the plan is
@@ -350,6 +355,12 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err
+	}
+	if m, ok := c.packedGather(ctx); ok {
+		if err := c.buildPackedGather(p, ctx, m); err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 	if _, err := c.build(p, ctx); err != nil {
 		return nil, err
@@ -963,7 +974,7 @@ func (k *cclKernels) adders() {
 
 // laneCount emits n, the number of the packet's cnt tiles that fall to
 // lane (tiles lane, lane+M, ... below cnt), and returns it.
-func (k *cclKernels) laneCount(b *kir.Builder, cnt kir.Var, lane kir.Expr) kir.Var {
+func (k *cclKernels) laneCount(b *kir.Builder, cnt, lane kir.Expr) kir.Var {
 	m := kir.Ci(k.plan.WorkersPerLink)
 	n := b.LetT("lane_tiles", kir.U32T, kir.C(0))
 	b.If(kir.Gt(cnt, lane), func() {

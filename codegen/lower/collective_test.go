@@ -187,6 +187,12 @@ func TestCollectivesOnCluster(t *testing.T) {
 					}
 				}
 			}
+			if tc.n == 2 && op.Kind == ir.OpAllGather {
+				// One live row per tile: the workers pack it, one send per link.
+				if got := p.Kernel("eth_sender").Defines["CCL_PACKED_GATHER"]; got != "1" {
+					t.Errorf("two-card all_gather of one-row tiles does not take the packed path (CCL_PACKED_GATHER %q)", got)
+				}
+			}
 			if tc.n > 1 {
 				pl := p.Kernel("eth_sender").Defines
 				t.Logf("%s: links %s, adders/link %s, packet %s tiles, steps %s, wire %s B/tile, est %s cycles; device 0 sent %d B over ethernet in %d steps",

@@ -66,14 +66,9 @@ import (
 //     multicasts that word to the same rectangles
 //     (noc_semaphore_set_multicast); a follower's writer waits for its
 //     "rsqrt valid" == 1. Every writer then pushes its rsqrt_mean page;
-//  4. compute multiplies the chunk by the row broadcast of (w + offset)
-//     into an fp32 CB as soon as its partial is packed (step 1; a leader
-//     before it waits for the partials, a follower while it waits for the
-//     rsqrt), then, once the rsqrt has arrived, by the column broadcast of
-//     rsqrt into the result, and the writer writes the result chunk: only
-//     one multiply per tile follows the rsqrt broadcast (the other order
-//     of step 3 above; the 27B's all_reduce_add_rmsnorm at 1x2 went from
-//     20.96 to 19.92 us).
+//  4. compute multiplies the chunk by the column broadcast of rsqrt and the
+//     row broadcast of (w + offset) as in step 3 above, and the writer
+//     writes the result chunk.
 //
 // Deadlock freedom: the waits form a DAG per group. A follower waits only
 // for its leader's "rsqrt valid", which the leader sets after waiting for C

@@ -35,7 +35,7 @@ type normSplit struct {
 	semPartial, semValid int
 	cb                   normSplitCBs
 	// weightsDone records that prepareWeights emitted step 3's weight +
-	// offset phase already (weightChunk then skips it).
+	// offset phase already (scaleChunk then skips it).
 	weightsDone bool
 }
 
@@ -110,12 +110,11 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 }
 
 // maxBatchedNormTiles bounds the chunk whose step 3 runs phase by phase
-// (batched): its x * (weight + offset) and weight + offset tiles are all
-// resident.
+// (batched): its x * rsqrt and weight + offset tiles are all resident.
 const maxBatchedNormTiles = 16
 
 // batched reports whether step 3 runs phase by phase on the whole chunk
-// (weightChunk, rsqrtChunk) rather than tile by tile (normCBs.scale).
+// (scaleChunk) rather than tile by tile (normCBs.scale).
 func (ns *normSplit) batched() bool { return ns.per <= maxBatchedNormTiles }
 
 // outPages is the depth of a result CB of the chunk: the whole chunk when
@@ -192,10 +191,6 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n.sumSquares(c, count, n.partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
 	c.PackOut(n.partial, 1)
 	c.B.CBPopFront(n.sq, count)
-	weighted := ns.batched() && n.w >= 0
-	if weighted {
-		ns.weightChunk(c, count)
-	}
 	c.If(kir.Ne(leader, kir.C(0)), func() {
 		c.B.Comment("leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)")
 		g := kir.Ci(ns.group)
@@ -210,53 +205,39 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 		c.PackOut(n.rsLocal, 1)
 		c.B.CBPopFront(n.gather, g)
 	}, nil)
-	if weighted {
-		ns.rsqrtChunk(c, count)
+	if ns.batched() && n.w >= 0 {
+		ns.scaleChunk(c, count)
 	} else {
 		n.scale(c, count, ns.offset)
 	}
 	c.B.CBPopFront(n.x, count)
 }
 
-// weightChunk is the first half of normCBs.scale with a weight, phase by
-// phase over the chunk's count tiles (each phase one configuration, no
-// init per tile): weight + offset for every tile, then x * (weight +
-// offset) (row broadcast) into xn. It runs as soon as the core's partial
-// sum is out, before the rsqrt exists: a follower does it while its
-// leader gathers and sums, a leader while the other partials arrive, so
-// only rsqrtChunk's one multiply per tile follows the rsqrt broadcast.
-// weight + offset and the product are packed to fp32 CBs.
-func (ns *normSplit) weightChunk(c *blocks.Compute, count kir.Expr) {
+// scaleChunk is normCBs.scale with a weight, phase by phase over the
+// chunk's count tiles, each phase one configuration (no init per tile):
+// weight + offset for every tile (before the rsqrt is waited for, so a
+// follower does it while its leader sums), then x * rsqrt into xn, then
+// xn * weight to out. The roundings are scale's: x * rsqrt and weight +
+// offset are packed to fp32 CBs, the product to out's format.
+func (ns *normSplit) scaleChunk(c *blocks.Compute, count kir.Expr) {
 	n := ns.cb
 	wCB := n.w
 	if n.wo >= 0 {
 		wCB = n.wo
 		ns.prepareWeights(c, count)
 	}
-	c.B.Comment("x * (weight + offset) (row broadcast), the chunk, while the rsqrt is computed")
+	c.B.CBWaitFront(n.rs, kir.C(1))
+	c.B.Comment("x * rsqrt (column broadcast), the chunk")
 	c.For("j", kir.C(0), count, func(j kir.Var) {
-		c.B.CBWaitFront(wCB, kir.C(1))
 		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastRows, n.x, wCB, j, kir.C(0), kir.C(0))
-		c.B.CBPopFront(wCB, kir.C(1))
+		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
 		c.PackOut(n.xn, 1)
 	})
-}
-
-// rsqrtChunk is the second half: the count tiles of xn times the rsqrt
-// (column broadcast) to out, in out's format.
-func (ns *normSplit) rsqrtChunk(c *blocks.Compute, count kir.Expr) {
-	n := ns.cb
-	c.B.CBWaitFront(n.rs, kir.C(1))
-	c.B.Comment("* rsqrt (column broadcast), the chunk")
-	c.For("j", kir.C(0), count, func(kir.Var) {
-		c.B.CBWaitFront(n.xn, kir.C(1))
-		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastCols, n.xn, n.rs, kir.C(0), kir.C(0), kir.C(0))
-		c.B.CBPopFront(n.xn, kir.C(1))
-		c.PackOut(n.out, 1)
-	})
 	c.B.CBPopFront(n.rs, kir.C(1))
+	c.B.Comment("* weight (row broadcast)")
+	c.For("j", kir.C(0), count, func(kir.Var) {
+		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
+	})
 }
 
 // prepareWeights emits step 3's weight + offset phase over the chunk's
