@@ -92,12 +92,11 @@ import (
 //
 // PlanRing estimates the time and picks the adder cores; the plan is
 // recorded in the sender's defines (CCL_*). For all_reduce of [1,1,5120]
-// bf16 on 1x2 (160 tiles, 2 links of 80 tiles, one packet each, 4 adders
-// per link): 2,686 cycles of DRAM reads, 256 of wire time, 1,350 of
-// handshake and 1,320 of adds per link plus 12 cores of dispatch - 6,332
-// cycles (4.7 us); on 1x4 (3+3 steps of 40-tile chunks) 16,242 cycles
-// (12 us), on 1x8 28,510 (21 us). tt-metal's measured two-card
-// collectives take 16-28 us at decode sizes.
+// bf16 on 1x2 (160 tiles, 2 links of 80 tiles, one packet each) the
+// estimate is dominated by the packet's handshake and the adders' tiles:
+// with the fused residual (two adds per tile) it picks 40 adders per link,
+// 2 tiles each. tt-metal's measured two-card collectives take 16-28 us at
+// decode sizes; `tcc perf` predicts tcc's from the kernels.
 //
 // # Fused collectives
 //
@@ -144,6 +143,9 @@ type cclOp struct {
 	// reads out on that card can start (fused_collective.go).
 	notify    *kir.Core
 	notifySem int
+	// push, when set, makes the adders also write each sum tile's live
+	// rows into the norm tail's L1 (collective_push.go).
+	push *cclPush
 }
 
 // newAllReduce plans the ring all-reduce of x into out over n > 1
@@ -179,7 +181,7 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), workers)
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), c.residual != nil, workers)
 	return err
 }
 
@@ -400,11 +402,10 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		k.workerRanges = rs
 		dt := c.x.Type.DType
 		k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
-		streams := 3 // local, received, sum
-		if c.residual != nil {
-			streams = 4
+		k.batched = c.batchedAdders(ctx)
+		if c.push != nil && !c.pushable(ctx) {
+			return nil, fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
 		}
-		k.batched = !ctx.Ring.PerTile && pl.ReduceSteps == 1 && pl.GatherSteps == 0 && streams*k.adderTiles*k.tb <= maxBatchedAdderBytes
 		// The adders hold the chunk the sender sends only when the chunk is
 		// the whole tensor (one chunk: the two-card all-reduce).
 		k.compact = k.batched && c.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
@@ -421,6 +422,9 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		}
 		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
 		p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
+		if c.push != nil {
+			p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
+		}
 	}
 	k.sender()
 	k.receiver()
@@ -428,6 +432,21 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		k.adders()
 	}
 	return k, nil
+}
+
+// batchedAdders reports whether the adders' CBs can hold every tile an
+// adder handles (one reduce step; see cclKernels.batched).
+func (c *cclOp) batchedAdders(ctx *Context) bool {
+	pl := c.plan
+	if pl.ReduceSteps != 1 || pl.GatherSteps != 0 || ctx.Ring.PerTile {
+		return false
+	}
+	streams := 3 // local, received, sum
+	if c.residual != nil {
+		streams = 4
+	}
+	adderTiles := (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
+	return streams*adderTiles*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
 }
 
 // linkRange is the first tile and tile count of link l within a chunk.
@@ -734,12 +753,20 @@ func (k *cclKernels) adders() {
 	if k.batched {
 		pages = k.adderTiles
 	}
-	if segmentBytes(k.segs) < k.tb {
-		// Only the live rows of a received tile are read into c_1; zero its
-		// pages once so the padding rows add zeros, not stale L1.
+	// Only the live rows of a received tile are read into c_1; its pages
+	// are zeroed once so the padding rows add zeros, not stale L1. A compact
+	// adder zeroes them after it has handed its local segments to the
+	// sender (the sender waits for those; the received rows come later).
+	zeroReceived := func() {
+		if segmentBytes(k.segs) >= k.tb {
+			return
+		}
 		b.Comment("Zero the received CB's pages once: only live rows are read into them.")
 		b.CBReserveBack(cbIn1, kir.Ci(pages))
 		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, pages*k.tb, 0)
+	}
+	if !k.compact {
+		zeroReceived()
 	}
 	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
 	// packed is the staging address of byte coff of link-local tile i's
@@ -793,18 +820,27 @@ func (k *cclKernels) adders() {
 					r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
 				}
 				tileOf := func(j kir.Var) kir.Expr { return kir.Add(lane, kir.Mul(j, kir.Ci(m))) }
-				b.For("j", kir.C(0), n, func(j kir.Var) {
-					pg := k.page(kk, kir.Add(kir.Add(first, base), tileOf(j)))
-					b.NoCAsyncRead(k.dram(xa, pg), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
-					if k.residual != nil {
-						b.NoCAsyncRead(k.dram(ra, pg), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+				pageOf := func(j kir.Var) kir.Expr { return k.page(kk, kir.Add(kir.Add(first, base), tileOf(j))) }
+				readResidual := func() {
+					if k.residual == nil {
+						return
 					}
+					b.For("j", kir.C(0), n, func(j kir.Var) {
+						b.NoCAsyncRead(k.dram(ra, pageOf(j)), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
+					})
+				}
+				b.For("j", kir.C(0), n, func(j kir.Var) {
+					b.NoCAsyncRead(k.dram(xa, pageOf(j)), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
 				})
 				if k.compact {
-					b.Comment("this adder's local segments into the sender's packed staging")
+					b.Comment("this adder's local segments into the sender's packed staging (first: the sender waits for them), then the residual and the received CB's zeros")
 					b.NoCAsyncReadBarrier()
 					packLocal(base, n, l0, tileOf)
 					tellSender()
+					readResidual()
+					b.If(kir.Eq(base, kir.C(0)), zeroReceived)
+				} else {
+					readResidual()
 				}
 				b.NoCSemaphoreWait(arrived, kir.C(1))
 				b.NoCSemaphoreSet(arrived, kir.C(0))
@@ -914,7 +950,16 @@ func (k *cclKernels) adders() {
 		b.NoCSemaphoreWaitMin(fwdFree, kir.Ci(last-1))
 	}
 	kk := b.Let("chunk", k.chunkIndex(wdev, kir.Ci(last), 2))
+	var pa pushArgs
 	if k.batched {
+		var pushBase kir.Var
+		if k.push != nil {
+			pa = k.declarePush(wr)
+			b.Comment("Wait for the tail's h CB address (its first core publishes it).")
+			addrSem := b.Let("push_addr_sem", kir.GetSemaphore{ID: kir.Ci(cclSemPushAddr)})
+			b.NoCSemaphoreWaitMin(addrSem, kir.C(1))
+			pushBase = b.Let("push_base", kir.L1Read32{Addr: addrSem})
+		}
 		b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
 		k.packets(b, wcount, func(base, cnt kir.Var) {
 			n := k.laneCount(b, cnt, wlane)
@@ -928,7 +973,13 @@ func (k *cclKernels) adders() {
 					b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
 					b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
 				})
+				if k.push != nil {
+					k.emitPushWrites(b, pa, n, out0, pushBase)
+				}
 				b.NoCAsyncWriteBarrier()
+				if k.push != nil {
+					k.emitPushCounts(b, pa, n)
+				}
 				b.CBPopFront(cbOut, n)
 			})
 		})
@@ -967,7 +1018,11 @@ func (k *cclKernels) adders() {
 			}
 			rd.SetRuntimeArgs(c, rv...)
 			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), lv)
-			wr.SetRuntimeArgs(c, kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+			wv := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l])}
+			if k.push != nil {
+				wv = append(wv, k.pushValues(f, n, j)...)
+			}
+			wr.SetRuntimeArgs(c, wv...)
 		}
 	}
 }

@@ -143,11 +143,18 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 }
 
 // maxWorkersPerLink bounds the adder cores per link.
-const maxWorkersPerLink = 16
+const maxWorkersPerLink = 40
 
 // addTileCycles is one adder's compute on one received tile: unpack both
 // operands, the FPU add, pack.
 const addTileCycles = 2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles
+
+// adderRingCycles is what one more adder adds to a packet on the ring's
+// serial path: the receiver's semaphore increment to it, one NoC command
+// (sim/timing's noc_issue). Its launch is not charged: the program's
+// launch gap (sim/timing's launch_gap, traced on programs of up to every
+// worker core) already holds it.
+const adderRingCycles = 24
 
 // PlanRing chooses the links, adder cores per link and packet size of a
 // collective with the given steps on chunks of chunkTiles tiles, and
@@ -159,19 +166,22 @@ const addTileCycles = 2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles
 //
 //	read  = P*tileBytes/NoCBytesPerCycle        (ethernet core reads the packet from DRAM)
 //	wire  = P*wireBytes/LinkBytesPerCycle + LinkLatencyCycles
-//	add   = ceil(P/M)*(tileBytes/NoCBytesPerCycle + addTileCycles)   (reduce steps: M adders read the local tile and add)
+//	add   = ceil(P/M)*tile + M*adderRingCycles  (reduce steps: M adders, each reads its local tiles and adds)
 //	store = P*tileBytes/NoCBytesPerCycle        (gather steps: the receiver stores the tiles to DRAM)
 //
-// A step costs packets*(read + wire + add or store); the collective costs
-// its steps plus DispatchCycles per core used. M minimises the estimate;
-// ties go to fewer cores. It fails when even one-tile packets do not fit
-// the ethernet L1 next to the forwarding slots.
-func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int) (RingPlan, error) {
-	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, maxWorkersPerLink)
+// where tile = tileBytes/NoCBytesPerCycle + addTileCycles, and with a
+// residual (the fused all_reduce_add: the adders also read the residual
+// tile and add it) twice that. A step costs packets*(read + wire + add
+// or store); the collective costs its steps plus DispatchCycles per
+// ethernet core. M minimises the estimate; ties go to fewer cores. It
+// fails when even one-tile packets do not fit the ethernet L1 next to the
+// forwarding slots.
+func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool) (RingPlan, error) {
+	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink)
 }
 
 // planRing is PlanRing with at most maxWorkers adders per link.
-func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, maxWorkers int) (RingPlan, error) {
+func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers int) (RingPlan, error) {
 	if t.Eth == nil || len(t.Eth.RingEast) == 0 {
 		return RingPlan{}, fmt.Errorf("rule ccl-ethernet: target %s has no ring cabling", t.Name)
 	}
@@ -190,18 +200,18 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 		return RingPlan{}, fmt.Errorf("rule ccl-eth-l1: a link's %d tiles need %d bytes of forwarding slots; with one %d-byte staging tile that exceeds the %d-byte ethernet L1", per, fwd, tileBytes, t.EthL1Budget())
 	}
 	noc := func(bytes int) int { return (bytes + NoCBytesPerCycle - 1) / NoCBytesPerCycle }
+	tile := noc(tileBytes) + addTileCycles
+	if residual {
+		tile *= 2
+	}
 	cost := func(m int) int {
 		pk := p.PacketTiles
 		read := noc(pk * tileBytes)
 		wire := (pk*wireBytes+t.Eth.LinkBytesPerCycle-1)/t.Eth.LinkBytesPerCycle + t.Eth.LinkLatencyCycles
-		add := (pk + m - 1) / m * (noc(tileBytes) + addTileCycles)
+		add := (pk+m-1)/m*tile + m*adderRingCycles
 		store := noc(pk * tileBytes)
 		packets := p.Packets()
-		cores := links * 2
-		if reduceSteps > 0 {
-			cores += links * m
-		}
-		return reduceSteps*packets*(read+wire+add) + gatherSteps*packets*(read+wire+store) + cores*DispatchCycles
+		return reduceSteps*packets*(read+wire+add) + gatherSteps*packets*(read+wire+store) + links*2*DispatchCycles
 	}
 	p.WorkersPerLink = 1
 	if reduceSteps > 0 {

@@ -305,7 +305,7 @@ func TestCollectiveGeometry(t *testing.T) {
 	t.Run("plan", func(t *testing.T) {
 		tgt := target.Blackhole()
 		// all_reduce [1,1,5120] bf16 on 1x2: one reduce step over 160 tiles.
-		p, err := PlanRing(tgt, 2, 1, 0, 160, 2048, 64)
+		p, err := PlanRing(tgt, 2, 1, 0, 160, 2048, 64, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestCollectiveGeometry(t *testing.T) {
 			t.Errorf("plan %+v: want 2 links of 80 tiles in one packet", p)
 		}
 		// A link's forwarding slots must fit next to one staging tile.
-		if _, err := PlanRing(tgt, 4, 3, 3, 1<<20, 2048, 2048); err == nil {
+		if _, err := PlanRing(tgt, 4, 3, 3, 1<<20, 2048, 2048, false); err == nil {
 			t.Error("a plan whose forwarding slots exceed the ethernet L1 was accepted")
 		}
 	})

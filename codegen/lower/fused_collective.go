@@ -51,6 +51,11 @@ import (
 // tail core, and only then does any tail reader touch h's buffer: no tail
 // write can overtake a gathered chunk a sender still forwards.
 //
+// Over two devices with the norm, the adders instead push every h tile's
+// live rows into the h CB of the tail core that owns it and count it in
+// that core's semaphore (collective_push.go): no notification, no
+// re-read of h.
+//
 // Tail cores are the worker cores after the ring's adder cores. Without
 // the norm the tail splits tiles over cores (planEltwise), with it tile
 // rows (one row per core while cores last, as norm.go).
@@ -119,7 +124,11 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return nil, err
 		}
 		if ring.withResidual() {
+			// The adders add the residual too: plan their count again.
 			ring.residual = res
+			if err := ring.planRing(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if ring.plan.ReduceSteps > 0 {
 			used = ring.plan.Links * ring.plan.WorkersPerLink
@@ -133,7 +142,18 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if err := tl.plan(t, used); err != nil {
 			return nil, err
 		}
-		if ring != nil {
+		switch {
+		case ring != nil && tl.ns != nil && ring.pushable(ctx):
+			// The adders push h into the tail cores' L1 (collective_push.go).
+			ns := tl.ns
+			if ring.push, err = pushTargets(h.Type.Shape.Tiles(), ns.cores, func(i int) (int, int) {
+				page, _, n := ns.chunk(i)
+				return page, n
+			}); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+			tl.pushed, _ = firstCores(t, used)
+		case ring != nil:
 			ring.notify, ring.notifySem = &tl.cores[0], cclSemTail
 			tl.wait = ring.notifications()
 		}
@@ -165,8 +185,12 @@ type cclTail struct {
 	w, normed   *ir.Value
 	eps, offset float64
 	// wait is the number of ring notifications the leader waits for (0:
-	// no ring).
+	// no ring, or the ring pushes).
 	wait int
+	// pushed, when set, lists the ring's adder cores, which push h into
+	// the tail's h CB (collective_push.go): each tail core waits for its
+	// own tiles instead of reading h's buffer.
+	pushed []kir.Core
 	// split divides tiles (no norm) or tile rows (norm) over cores; ns,
 	// when set, is the norm's split-row plan instead (tl.buildSplit).
 	split  Split

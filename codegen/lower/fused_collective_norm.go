@@ -35,8 +35,11 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
 		return err
 	}
-	if tl.wait > 0 {
+	if tl.wait > 0 || tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
+	}
+	if tl.pushed != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
 	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
 	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
@@ -47,9 +50,12 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	// Reader: the residual and weight chunks and the scaler, the ring wait,
 	// the reduced chunk (s, or h).
 	ctx := tl.ctx
-	sAcc, err := accessOf(ctx, rd, "s_addr", tl.s)
-	if err != nil {
-		return err
+	var sAcc *blocks.Access
+	var err error
+	if tl.pushed == nil {
+		if sAcc, err = accessOf(ctx, rd, "s_addr", tl.s); err != nil {
+			return err
+		}
 	}
 	var rAcc *blocks.Access
 	if tl.res != nil {
@@ -62,8 +68,21 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		return err
 	}
 	fx, fy := tl.ringFollowers(rd)
+	var adders [maxMcastRects][5]kir.ArgRef
+	if tl.pushed != nil {
+		if adders, err = publishArgs(t, rd, tl.pushed); err != nil {
+			return fmt.Errorf("%s: %w", tl.name, err)
+		}
+	}
 	start, col, count := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
+	var leader kir.ArgRef
+	if tl.pushed != nil {
+		leader = rd.RuntimeArg("leader")
+	}
 	b := rd.Builder()
+	if tl.pushed != nil {
+		emitPublish(b, leader, x, adders)
+	}
 	// The residual's and the weight's live rows do not wait for the ring:
 	// in flight while the scaler is built. Then the reduced sum's live rows
 	// once the ring has delivered it.
@@ -86,9 +105,14 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		sCB = c.s
 	}
 	b.CBReserveBack(sCB, count)
-	ls := b.Let("ls", kir.GetWritePtr{CB: sCB})
-	blocks.ReadTilesLive(b, sAcc, ls, start, count, live, blocks.ElemBytes(tl.s.Type.DType))
-	b.NoCAsyncReadBarrier()
+	if tl.pushed != nil {
+		b.Comment("the ring's adders push this core's h tiles (live rows) into this CB; each counts one")
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(cclSemTail)}, count)
+	} else {
+		ls := b.Let("ls", kir.GetWritePtr{CB: sCB})
+		blocks.ReadTilesLive(b, sAcc, ls, start, count, live, blocks.ElemBytes(tl.s.Type.DType))
+		b.NoCAsyncReadBarrier()
+	}
 	b.CBPushBack(sCB, count)
 
 	// Compute: h = residual + s per tile (to the writer and the chunk),
@@ -138,5 +162,14 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	ns.exchange(wb, ea)
 	ns.writeChunk(wb, nAcc, out, wstart, wcount)
 
-	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
+	rdExtra := tl.ringArgs
+	if tl.pushed != nil {
+		rdExtra = func(i int) []kir.ArgValue {
+			if i == 0 {
+				return []kir.ArgValue{kir.U32(1)}
+			}
+			return []kir.ArgValue{kir.U32(0)}
+		}
+	}
+	return ns.setArgs(tl.name, rd, cp, wr, rdExtra)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -242,15 +243,18 @@ func TestFusedCollectiveStructure(t *testing.T) {
 		c       fusedCCLCase
 		kernels []string
 		wait    int // ring notifications the tail leader waits for
+		// pushed: the adders push h into the tail, whose cores each wait
+		// for their own tile count (runtime arg count) instead of wait.
+		pushed bool
 	}{
-		// 1x2: 2 links x 16 adders fold the residual; no tail.
-		{fusedCCLCases[1], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer"}, 0},
-		// 1x2 with the norm: the norm tail waits for the 32 adders.
-		{fusedCCLCases[6], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 32},
-		// 1x4: 2 links x 10 adders + 2 senders + 2 receivers notify.
-		{fusedCCLCases[3], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 24},
+		// 1x2: 2 links x 40 adders fold the residual; no tail.
+		{fusedCCLCases[1], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer"}, 0, false},
+		// 1x2 with the norm: the adders push h into the norm tail.
+		{fusedCCLCases[6], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 0, true},
+		// 1x4: 2 links x 20 adders + 2 senders + 2 receivers notify.
+		{fusedCCLCases[3], []string{"eth_sender", "eth_receiver", "reader", "compute", "writer", "tail_reader", "tail_compute", "tail_writer"}, 44, false},
 		// 1x1: no ring, no wait.
-		{fusedCCLCases[0], []string{"tail_reader", "tail_compute", "tail_writer"}, 0},
+		{fusedCCLCases[0], []string{"tail_reader", "tail_compute", "tail_writer"}, 0, false},
 	} {
 		t.Run(tc.c.name, func(t *testing.T) {
 			_, op := fusedCCLGraph(t, tc.c)
@@ -277,6 +281,10 @@ func TestFusedCollectiveStructure(t *testing.T) {
 				}
 				return true
 			})
+			if tc.pushed {
+				checkPushed(t, p, rd, waits)
+				return
+			}
 			if tc.wait == 0 {
 				if len(waits) != 0 {
 					t.Errorf("the tail waits (%v) with nothing to wait for", waits)
@@ -308,6 +316,68 @@ func TestFusedCollectiveStructure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkPushed checks a tail fed by the adders' pushes: every tail core
+// waits once, for its own tile count; no ring kernel notifies; and the
+// adders' push arguments name every tail tile exactly once, at its
+// owner and its page offset in the owner's chunk.
+func checkPushed(t *testing.T, p *kir.Program, rd *kir.Kernel, waits []kir.Expr) {
+	t.Helper()
+	if len(waits) != 1 || waits[0] != kir.Expr(kir.ArgRef{Name: "count"}) {
+		t.Fatalf("tail reader waits %v, want one wait for its runtime arg count", waits)
+	}
+	argOf := func(k *kir.Kernel, c kir.Core, name string) kir.ArgValue {
+		for _, a := range k.ArgsOfKind(kir.RuntimeArg) {
+			if a.Name == name {
+				return k.RuntimeValuesOn(c)[a.Index]
+			}
+		}
+		t.Fatalf("kernel %s has no runtime arg %s", k.Name, name)
+		return kir.ArgValue{}
+	}
+	// want: tail tile page -> (owner, byte offset), from the tail's args.
+	type dest struct {
+		X, Y kir.ArgValue
+		Off  uint32
+	}
+	want := map[uint32]dest{}
+	tb := uint32(ir.BF16.TileBytes())
+	for _, c := range kir.CoresOf(rd.Cores) {
+		start, count := argOf(rd, c, "start").Const, argOf(rd, c, "count").Const
+		for s := uint32(0); s < count; s++ {
+			want[start+s] = dest{kir.NoCX(c), kir.NoCY(c), s * tb}
+		}
+	}
+	got := map[uint32]dest{}
+	wr := p.Kernel("writer")
+	for _, c := range kir.CoresOf(wr.Cores) {
+		first, n, lane := argOf(wr, c, "first_tile").Const, argOf(wr, c, "num_tiles").Const, argOf(wr, c, "lane").Const
+		m := uint32(0) // adders per link: the lanes of the first link
+		for _, c2 := range kir.CoresOf(wr.Cores) {
+			if argOf(wr, c2, "first_tile").Const == first {
+				m++
+			}
+		}
+		for j := uint32(0); lane+j*m < n; j++ {
+			pg := first + lane + j*m
+			if _, dup := got[pg]; dup {
+				t.Errorf("tile %d is pushed twice", pg)
+			}
+			js := strconv.Itoa(int(j))
+			got[pg] = dest{argOf(wr, c, "push"+js+"_x"), argOf(wr, c, "push"+js+"_y"), argOf(wr, c, "push"+js+"_offset").Const}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pushed tiles, page -> (owner NoC x, y, offset) (-want +got):\n%s", diff)
+	}
+	for _, k := range p.Kernels {
+		for _, a := range k.ArgsOfKind(kir.CommonRuntimeArg) {
+			if a.Name == "notify_x" {
+				t.Errorf("kernel %s notifies although the adders push", k.Name)
+			}
+		}
 	}
 }
 
