@@ -180,7 +180,7 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), c.residual != nil, workers)
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
 	return err
 }
 

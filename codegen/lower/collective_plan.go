@@ -177,11 +177,12 @@ const adderRingCycles = 24
 // fails when even one-tile packets do not fit the ethernet L1 next to the
 // forwarding slots.
 func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool) (RingPlan, error) {
-	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink)
+	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink, 0)
 }
 
-// planRing is PlanRing with at most maxWorkers adders per link.
-func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers int) (RingPlan, error) {
+// planRing is PlanRing with at most maxWorkers adders per link, or, when
+// exact > 0, exactly min(exact, PacketTiles) of them.
+func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers, exact int) (RingPlan, error) {
 	if t.Eth == nil || len(t.Eth.RingEast) == 0 {
 		return RingPlan{}, fmt.Errorf("rule ccl-ethernet: target %s has no ring cabling", t.Name)
 	}
@@ -216,7 +217,11 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 	p.WorkersPerLink = 1
 	if reduceSteps > 0 {
 		best := -1
-		for m := 1; m <= maxWorkers && m <= p.PacketTiles; m++ {
+		lo := 1
+		if exact > 0 {
+			lo, maxWorkers = min(exact, p.PacketTiles), exact
+		}
+		for m := lo; m <= maxWorkers && m <= p.PacketTiles; m++ {
 			if c := cost(m); best < 0 || c < best {
 				best, p.WorkersPerLink = c, m
 			}

@@ -19,7 +19,10 @@ import (
 // One work item is one (user b, channel tile tc) page; the items are split
 // over the conv cores and one more core computes the gates.
 //
-//   - Conv reader, per item: the taps page (the K taps are rows 0..K-1 of
+//   - Conv reader, per batch of up to maxConvBatch items (every DRAM read
+//     of the batch in flight under one barrier, then every row copy under
+//     a second; the zero tile is built while the first batch's reads
+//     travel), per item: the taps page (the K taps are rows 0..K-1 of
 //     one tile; rows K.. are cleared unless the taps are a block float),
 //     and the window tile assembled in L1:
 //     the conv state page (rows 0..K-2), the qkv row copied into row K-1
@@ -31,9 +34,10 @@ import (
 //     of the K taps at once) packed in the conv dtype (the r() of each
 //     product); a column reduce (sum over the K rows, fp32 DEST) into row
 //     0; r() of the sum; SiLU; pack.
-//   - Conv writer: the conv page and the new state page, which is the
-//     state's own page when the state is aliased (in place: each page is
-//     read and rewritten by one core, in that order).
+//   - Conv writer: the conv page and the new state page (a batch under
+//     one write barrier), the latter the state's own page when the state
+//     is aliased (in place: each page is read and rewritten by one core,
+//     in that order).
 //   - Gate core: per (user, head tile) it computes in row form r(a +
 //     dt_bias), r(softplus), r(exp(a_log)), g = -(softplus x exp) and beta
 //     = sigmoid(b); its writer scatters the rows into the [B*H, 1] column
@@ -147,8 +151,8 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A conv tile is latency-bound: its reader waits for two DRAM reads
-	// and three local row copies, one barrier each.
+	// A conv tile is latency-bound: a core with one item waits for its
+	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
 	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
 	cores, rs := firstCores(t, plan.Cores)
@@ -156,21 +160,25 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}
 
 	// Conv cores.
+	// A core's items are read in batches of bat: every DRAM read of a
+	// batch in flight, then its row copies under one more barrier.
+	bat := max(1, min(plan.PerCore, maxConvBatch))
+	depth := max(2, bat)
 	cbs := blocks.NewCBPlan(p, t, rs)
-	cbWin := cbs.Input("window", dx, 2)
-	cbTaps := cbs.Input("taps", dT, 2)
+	cbWin := cbs.Input("window", dx, depth)
+	cbTaps := cbs.Input("taps", dT, depth)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
 	zeroBytes := max(dx.TileBytes(), dT.TileBytes())
 	cbZero := cbs.Pages(blocks.ScratchCB, "zeros", dx, zeroBytes, 1)
-	cbSlot := cbs.Scratch("qkv_slot", dx, 1)
+	cbSlot := cbs.Scratch("qkv_slot", dx, bat)
 	cbProd := cbs.Scratch("products", dx, 1)
 	round := blocks.Rounds(dx)
 	cbSum := -1
 	if round {
 		cbSum = cbs.Scratch("sum", dx, 1)
 	}
-	cbConv := cbs.Output("conv", dx, 2)
-	cbNew := cbs.Output("new_state", dx, 2)
+	cbConv := cbs.Output("conv", dx, depth)
+	cbNew := cbs.Output("new_state", dx, depth)
 	if err := cbs.Err("gdn_conv_gates conv cores"); err != nil {
 		return nil, err
 	}
@@ -191,43 +199,80 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rCt := rd.CompileArg("ct", uint32(ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
+	slot0 := blocks.ScratchPages(b, cbSlot, bat, "qkv_slots")
+	tb, tbT := kir.Ci(dx.TileBytes()), kir.Ci(dT.TileBytes())
+	// issue reserves n pages of taps, window and new state and puts the
+	// DRAM reads of items first .. first+n-1 in flight.
+	issue := func(first, n kir.Expr) (tp0, w0, ns0 kir.Var) {
+		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row of every item of the batch, all in flight")
+		b.CBReserveBack(cbTaps, n)
+		tp0 = b.Let("taps_base", kir.GetWritePtr{CB: cbTaps})
+		b.CBReserveBack(cbWin, n)
+		w0 = b.Let("win_base", kir.GetWritePtr{CB: cbWin})
+		b.CBReserveBack(cbNew, n)
+		ns0 = b.Let("ns_base", kir.GetWritePtr{CB: cbNew})
+		b.For("j", kir.C(0), n, func(j kir.Var) {
+			i := b.Let("i", kir.Add(first, j))
+			tc := b.Let("tc", kir.Mod(i, rCt))
+			tp := kir.Add(tp0, kir.Mul(j, tbT))
+			if ebT != 0 {
+				blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
+			} else {
+				blocks.ReadPageTo(b, tAcc, tc, tp)
+			}
+			blocks.ReadRowsTo(b, stAcc, i, kir.Add(w0, kir.Mul(j, tb)), K-1, eb)
+			blocks.ReadRowsTo(b, xAcc, i, kir.Add(slot0, kir.Mul(j, tb)), 1, eb)
+		})
+		return
+	}
+	var rowErr error
+	// finish assembles the batch's n windows and new states from the
+	// arrived rows (the caller has waited for the reads) and pushes them.
+	finish := func(n kir.Expr, tp0, w0, ns0 kir.Var, zeros kir.Expr, beforeBarrier func()) {
+		b.Comment("window: the state rows, the new input in row K-1, zeros below; new state: the window's rows 1..K-1 (the shift register)")
+		b.For("j", kir.C(0), n, func(j kir.Var) {
+			tp := b.Let("tp", kir.Add(tp0, kir.Mul(j, tbT)))
+			w := b.Let("win", kir.Add(w0, kir.Mul(j, tb)))
+			ns := b.Let("ns", kir.Add(ns0, kir.Mul(j, tb)))
+			slot := b.Let("qkv_slot", kir.Add(slot0, kir.Mul(j, tb)))
+			if ebT != 0 {
+				blocks.ClearRows(b, tp, zeros, K, ebT)
+			}
+			rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
+			blocks.ClearRows(b, w, zeros, K, eb)
+			rowErr = firstErr(rowErr, blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
+			rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, ns, 0, K-2, 1, eb))
+			blocks.ClearRows(b, ns, zeros, K-1, eb)
+		})
+		if beforeBarrier != nil {
+			beforeBarrier()
+		}
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cbTaps, n)
+		b.CBPushBack(cbNew, n)
+		b.CBPushBack(cbWin, n)
+	}
+	end := b.Let("end", kir.Add(rstart, rcount))
+	n0 := b.LetT("n0", kir.U32T, rcount)
+	b.If(kir.Gt(n0, kir.Ci(bat)), func() { b.Assign(n0, kir.Ci(bat)) })
+	tp0, w0, ns0 := issue(rstart, n0)
+	b.Comment("the zero tile is built while the first batch's reads are in flight; the reduce scaler is a copy of it with ones in row 0 of each face, completed after the batch (compute needs it only after the first product)")
 	zeros := blocks.Scratch(b, cbZero, "zeros")
 	blocks.FillWords(b, zeros, zeroBytes, 0)
-	slot := blocks.Scratch(b, cbSlot, "qkv_slot")
-	blocks.ScalerTile(b, cbScaler, 1)
-	var rowErr error
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row, all in flight")
-		tc := b.Let("tc", kir.Mod(i, rCt))
-		b.CBReserveBack(cbTaps, kir.C(1))
-		tp := b.Let("tp", kir.GetWritePtr{CB: cbTaps})
-		b.CBReserveBack(cbWin, kir.C(1))
-		w := b.Let("win", kir.GetWritePtr{CB: cbWin})
-		b.CBReserveBack(cbNew, kir.C(1))
-		ns := b.Let("ns", kir.GetWritePtr{CB: cbNew})
-		if ebT != 0 {
-			blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
-		} else {
-			blocks.ReadPageTo(b, tAcc, tc, tp)
-		}
-		blocks.ReadRowsTo(b, stAcc, i, w, K-1, eb)
-		blocks.ReadRowsTo(b, xAcc, i, slot, 1, eb)
+	b.NoCAsyncReadBarrier()
+	b.CBReserveBack(cbScaler, kir.C(1))
+	sp := b.Let("scaler", kir.GetWritePtr{CB: cbScaler})
+	finish(n0, tp0, w0, ns0, zeros, func() { blocks.LocalCopy(b, zeros, sp, ir.BF16.TileBytes()) })
+	blocks.ScalerRows(b, sp, 1)
+	b.CBPushBack(cbScaler, kir.C(1))
+	b.ForStep("s", kir.Add(rstart, n0), end, kir.Ci(bat), func(s kir.Var) {
+		n := b.LetT("n", kir.U32T, kir.Sub(end, s))
+		b.If(kir.Gt(n, kir.Ci(bat)), func() { b.Assign(n, kir.Ci(bat)) })
+		tp, w, ns := issue(s, n)
 		b.NoCAsyncReadBarrier()
-		b.Comment("window: the state rows, the new input in row K-1, zeros below; new state: the window's rows 1..K-1 (the shift register)")
-		if ebT != 0 {
-			blocks.ClearRows(b, tp, zeros, K, ebT)
-		}
-		rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
-		blocks.ClearRows(b, w, zeros, K, eb)
-		rowErr = firstErr(rowErr, blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
-		rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, ns, 0, K-2, 1, eb))
-		blocks.ClearRows(b, ns, zeros, K-1, eb)
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cbTaps, kir.C(1))
-		b.CBPushBack(cbNew, kir.C(1))
-		b.CBPushBack(cbWin, kir.C(1))
+		finish(n, tp, w, ns, zeros, nil)
 	})
-	blocks.ReleaseScratch(b, cbSlot)
+	blocks.ReleaseScratchPages(b, cbSlot, bat)
 	blocks.ReleaseScratch(b, cbZero)
 	if rowErr != nil {
 		return nil, rowErr
@@ -238,7 +283,6 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbWin, cbTaps, cbProd)
-	cb.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		cb.Comment("r(window x taps)")
 		cb.CBWaitFront(cbWin, kir.C(1))
@@ -249,6 +293,7 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		cb.CBPopFront(cbTaps, kir.C(1))
 		c.PackOut(cbProd, 1)
 		cb.Comment("silu(r(sum over the taps)), the sum in fp32")
+		cb.CBWaitFront(cbScaler, kir.C(1))
 		cb.CBWaitFront(cbProd, kir.C(1))
 		c.Acquire()
 		sumOut := cbConv
@@ -276,9 +321,23 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
-	wb.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-		blocks.WritePage(wb, nAcc, cbNew, i)
-		blocks.WritePage(wb, cAcc, cbConv, i)
+	wb.Comment("the new state and conv pages of a batch of items written under one barrier")
+	wend := wb.Let("end", kir.Add(wstart, wcount))
+	wb.ForStep("s", wstart, wend, kir.Ci(bat), func(s kir.Var) {
+		n := wb.LetT("n", kir.U32T, kir.Sub(wend, s))
+		wb.If(kir.Gt(n, kir.Ci(bat)), func() { wb.Assign(n, kir.Ci(bat)) })
+		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cbNew})
+		cvb := wb.Let("conv_base", kir.GetReadPtr{CB: cbConv})
+		wb.For("j", kir.C(0), n, func(j kir.Var) {
+			i := kir.Add(s, j)
+			wb.CBWaitFront(cbNew, kir.Add(j, kir.C(1)))
+			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(j, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(i), kir.Ci(nAcc.PageSize()))
+			wb.CBWaitFront(cbConv, kir.Add(j, kir.C(1)))
+			wb.NoCAsyncWrite(kir.Add(cvb, kir.Mul(j, kir.Ci(cAcc.PageSize()))), cAcc.PageAddr(i), kir.Ci(cAcc.PageSize()))
+		})
+		wb.NoCAsyncWriteBarrier()
+		wb.CBPopFront(cbNew, n)
+		wb.CBPopFront(cbConv, n)
 	})
 	for i, core := range cores {
 		s, n := plan.Range(i)
@@ -292,6 +351,9 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	return p, nil
 }
+
+// maxConvBatch bounds the items a conv reader has in flight at once.
+const maxConvBatch = 8
 
 // firstErr returns a unless it is nil, else b.
 func firstErr(a, b error) error {
@@ -407,13 +469,16 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 		return err
 	}
 	w := wr.Builder()
+	w.Comment("zero every g and beta page first, while compute works: each is a [B*H, 1] column tile, padding zero")
+	gPages := blocks.ScratchPages(w, cbGs, outPages, "g_pages")
+	blocks.FillWords(w, gPages, outPages*gd.TileBytes(), 0)
+	bPages := blocks.ScratchPages(w, cbBs, outPages, "beta_pages")
+	blocks.FillWords(w, bPages, outPages*bd.TileBytes(), 0)
 	w.CBWaitFront(cbGr, kir.Ci(rows))
 	w.CBWaitFront(cbBr, kir.Ci(rows))
-	scatter := func(acc *blocks.Access, rowsCB, slotCB int, dt ir.DType, eb int) {
-		w.Comment("scatter the rows into [B*H, 1] column tiles: every page zeroed at once, written under one barrier")
+	scatter := func(acc *blocks.Access, rowsCB int, pages kir.Var, dt ir.DType, eb int) {
+		w.Comment("scatter the rows into the column tiles and write them (one barrier for g and beta)")
 		src := w.Let("rows", kir.GetReadPtr{CB: rowsCB})
-		pages := blocks.ScratchPages(w, slotCB, outPages, "pages")
-		blocks.FillWords(w, pages, outPages*dt.TileBytes(), 0)
 		w.For("tp", z, kir.Ci(outPages), func(tp kir.Var) {
 			slot := w.Let("slot", kir.Add(pages, kir.Mul(tp, kir.Ci(dt.TileBytes()))))
 			w.For("r", z, kir.Ci(ir.TileSize), func(r kir.Var) {
@@ -426,11 +491,12 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 			})
 			w.NoCAsyncWrite(slot, acc.PageAddr(tp), kir.Ci(acc.PageSize()))
 		})
-		w.NoCAsyncWriteBarrier()
-		blocks.ReleaseScratchPages(w, slotCB, outPages)
 	}
-	scatter(gAcc, cbGr, cbGs, gd, ebG)
-	scatter(btAcc, cbBr, cbBs, bd, ebB)
+	scatter(gAcc, cbGr, gPages, gd, ebG)
+	scatter(btAcc, cbBr, bPages, bd, ebB)
+	w.NoCAsyncWriteBarrier()
+	blocks.ReleaseScratchPages(w, cbGs, outPages)
+	blocks.ReleaseScratchPages(w, cbBs, outPages)
 	w.CBPopFront(cbGr, kir.Ci(rows))
 	w.CBPopFront(cbBr, kir.Ci(rows))
 	return nil

@@ -38,6 +38,10 @@ type Context struct {
 type RingOptions struct {
 	// MaxWorkersPerLink bounds the adders per link (0: maxWorkersPerLink).
 	MaxWorkersPerLink int
+	// WorkersPerLink, when > 0, is exactly the adders per link (at most a
+	// packet's tiles): sweeps that check PlanRing's choice against the
+	// timing model set it.
+	WorkersPerLink int
 	// PerTile makes the adders move one tile per read and write barrier
 	// even when their CBs could hold all their tiles.
 	PerTile bool

@@ -282,13 +282,19 @@ func ScalerTile(b *kir.Builder, cb int, value float32) {
 	b.CBReserveBack(cb, kir.C(1))
 	sp := b.Let("scaler", kir.GetWritePtr{CB: cb})
 	FillWords(b, sp, ir.BF16.TileBytes(), 0)
+	ScalerRows(b, sp, value)
+	b.CBPushBack(cb, kir.C(1))
+}
+
+// ScalerRows writes value into row 0 of every face of the bf16 tile at
+// sp (the rest of a reduce scaler tile must already be zero).
+func ScalerRows(b *kir.Builder, sp kir.Expr, value float32) {
 	w := FillWord(ir.BF16, value)
 	b.For("f", kir.C(0), kir.C(4), func(f kir.Var) {
 		b.For("i", kir.C(0), kir.C(8), func(i kir.Var) {
 			b.L1Write32(kir.Add(sp, kir.Add(kir.Mul(f, kir.C(512)), kir.Mul(i, kir.C(4)))), kir.C(w))
 		})
 	})
-	b.CBPushBack(cb, kir.C(1))
 }
 
 // ConstTile produces one page of CB cb (bf16 or fp32 tiles) with every
