@@ -1,10 +1,10 @@
 package codegen
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -51,7 +51,10 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	for i, b := range p.Buffers {
 		pos[b.Name] = i
 	}
-	var sb strings.Builder
+	// The text is streamed into the hash (it runs to megabytes per
+	// program for the wide collectives; only its digest is kept).
+	h := sha256.New()
+	sb := bufio.NewWriterSize(h, 16<<10)
 	var num []byte
 	itoa := func(n int) {
 		num = strconv.AppendInt(num[:0], int64(n), 10)
@@ -73,25 +76,25 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	}
 	for _, b := range p.Buffers {
 		b.Name = ""
-		fmt.Fprintf(&sb, "buffer %+v\n", b)
+		fmt.Fprintf(sb, "buffer %+v\n", b)
 	}
 	for _, c := range p.CBs {
 		c.Name = ""
 		if i, ok := pos[c.Backing]; ok {
 			c.Backing = "#" + strconv.Itoa(i)
 		}
-		fmt.Fprintf(&sb, "cb %+v\n", c)
+		fmt.Fprintf(sb, "cb %+v\n", c)
 	}
-	fmt.Fprintf(&sb, "semaphores %+v\n", p.Semaphores)
+	fmt.Fprintf(sb, "semaphores %+v\n", p.Semaphores)
 	for _, k := range p.Kernels {
 		src, err := cpp.PrintKernel(p, k)
 		if err != nil {
 			return sig, false
 		}
 		m.printed[k] = src
-		fmt.Fprintf(&sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)
+		fmt.Fprintf(sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)
 		for _, a := range k.Args {
-			fmt.Fprintf(&sb, "arg %q %v %d ", a.Name, a.Kind, a.Index)
+			fmt.Fprintf(sb, "arg %q %v %d ", a.Name, a.Kind, a.Index)
 			value(a.Value)
 		}
 		for _, ca := range k.RuntimeValues {
@@ -105,5 +108,9 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		sb.WriteString("\nsource\n")
 		sb.Write(src)
 	}
-	return sha256.Sum256([]byte(sb.String())), true
+	if err := sb.Flush(); err != nil { // a hash's Write never fails
+		return sig, false
+	}
+	copy(sig[:], h.Sum(nil))
+	return sig, true
 }
