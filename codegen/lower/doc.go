@@ -10,11 +10,13 @@
 // sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
 // repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
 // cache.go: update_cache; sdpa.go: sdpa_decode; prefill.go: cumsum, tril,
-// tril_inverse, conv_depthwise, fill_cache, sdpa_prefill; collective.go and
-// collective_plan.go: all_reduce, reduce_scatter, all_gather over ethernet,
-// one program for every card; and the fused ops: fused_common.go (sibling
+// tril_inverse, conv_depthwise, fill_cache, sdpa_prefill; collective.go,
+// collective_adders.go, collective_gather.go and collective_plan.go:
+// all_reduce, reduce_scatter, all_gather over ethernet, one program for
+// every card; and the fused ops: fused_common.go (sibling
 // matmuls, matmul epilogues and prologues, add_rmsnorm, eltwise chains,
-// embedding_reshape), fused_collective.go (all_reduce_add[_rmsnorm]),
+// embedding_reshape), fused_collective.go and collective_push.go
+// (all_reduce_add[_rmsnorm]),
 // fused_gdn.go (gdn_conv_gates, gdn_recurrence), fused_attention.go,
 // fused_sdpa.go, fused_prologue_prefill.go (attention prologue and gated
 // SDPA, decode and prefill)).
