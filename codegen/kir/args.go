@@ -81,6 +81,32 @@ func NoCX(c Core) ArgValue { return ArgValue{Kind: ValNoCX, Core: c} }
 // NoCY is the NoC y coordinate of logical core c.
 func NoCY(c Core) ArgValue { return ArgValue{Kind: ValNoCY, Core: c} }
 
+// McastCorners is the multicast rectangle with top-left logical core lo
+// and bottom-right hi as get_noc_multicast_addr's four corner arguments
+// (x_start, y_start, x_end, y_end) for a multicast issued on NoC noc.
+// NoC 0 runs from the top-left corner (start <= end); NoC 1 runs the other
+// way, so its start is the bottom-right corner (start >= end), in virtual
+// coordinates too: tt-metal's Device::get_noc_multicast_encoding swaps the
+// corners for NOC_1 and its watcher (hw/inc/internal/debug/sanitize.h,
+// DebugSanitizeNocMulticastInvalidRange) refuses any other order. The
+// kernel-side get_noc_multicast_addr swaps nothing: the order is the
+// caller's. Postcondition: the result satisfies McastOrdered(noc, ...).
+func McastCorners(noc int, lo, hi Core) [4]ArgValue {
+	if noc == 1 {
+		lo, hi = hi, lo
+	}
+	return [4]ArgValue{NoCX(lo), NoCY(lo), NoCX(hi), NoCY(hi)}
+}
+
+// McastOrdered reports whether NoC coordinates (x0, y0)..(x1, y1) are a
+// multicast rectangle in the corner order NoC noc requires (McastCorners).
+func McastOrdered(noc int, x0, y0, x1, y1 int) bool {
+	if noc == 1 {
+		return x0 >= x1 && y0 >= y1
+	}
+	return x0 <= x1 && y0 <= y1
+}
+
 func (v ArgValue) String() string {
 	switch v.Kind {
 	case ValConst:

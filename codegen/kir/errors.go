@@ -88,6 +88,11 @@ const (
 	// not Float32, is not configured, or is read through the FPU source
 	// registers (only copy_tile may read a CB unpacked straight to DEST).
 	RuleUnpackMode
+	// RuleMcastRange: a multicast rectangle whose corners are
+	// not in the order of the NoC it is issued on (start <= end on NoC 0,
+	// start >= end on NoC 1; see McastCorners): on a card it reaches other
+	// cores than the ones named, and tt-metal's watcher refuses it.
+	RuleMcastRange
 )
 
 var ruleNames = [...]string{
@@ -95,7 +100,7 @@ var ruleNames = [...]string{
 	RuleCBConfig: "cb-config", RuleCBProducer: "cb-producer", RuleCBConsumer: "cb-consumer",
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
-	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
+	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode", RuleMcastRange: "mcast-range",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

@@ -62,6 +62,9 @@ import (
 //     kernel per ERISC), CBs may not (RuleGrid); ethernet calls appear only
 //     in kernels on ethernet cores and statically known transfer sizes are
 //     whole 16-byte words within the ethernet L1 (RuleEthernet).
+//   - RuleMcastRange: a multicast rectangle whose corners are arguments
+//     known at build time is in the order of the kernel's NoC
+//     (McastCorners); the simulator checks every multicast it executes.
 //
 // Errors are ordered by program part (CBs, semaphores, kernels, then cores
 // row-major), so the output is deterministic.
@@ -218,6 +221,7 @@ func (v *validator) kernel(k *Kernel) {
 		}
 	}
 	v.unpackModes(k)
+	v.mcastCorners(k)
 	v.body(k)
 	env := newStaticEnv(k)
 	v.statics(k, env)

@@ -372,3 +372,57 @@ func TestAPINames(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateMcastCorners: a multicast rectangle given as NoC-coordinate
+// arguments must be in the order of the issuing kernel's NoC.
+func TestValidateMcastCorners(t *testing.T) {
+	lo, hi := kir.Core{X: 1, Y: 1}, kir.Core{X: 3, Y: 2}
+	for _, tc := range []struct {
+		name    string
+		noc     int
+		corners [4]kir.ArgValue
+		common  bool
+		ok      bool
+	}{
+		{"noc0, noc0 order", 0, kir.McastCorners(0, lo, hi), false, true},
+		{"noc1, noc1 order", 1, kir.McastCorners(1, lo, hi), false, true},
+		{"noc1, noc1 order, common args", 1, kir.McastCorners(1, lo, hi), true, true},
+		{"unused slot of zeros", 1, [4]kir.ArgValue{kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0)}, false, true},
+		{"noc1, noc0 order", 1, kir.McastCorners(0, lo, hi), false, false},
+		{"noc1, noc0 order, common args", 1, kir.McastCorners(0, lo, hi), true, false},
+		{"noc0, noc1 order", 0, kir.McastCorners(1, lo, hi), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kir.NewProgram("mcast")
+			src := kir.Core{X: 0, Y: 0}
+			proc := kir.RISCV0
+			if tc.noc == 1 {
+				proc = kir.RISCV1
+			}
+			k := p.AddKernel(&kir.Kernel{Name: "sender", Role: kir.RoleWriter, Processor: proc, NoC: tc.noc, Cores: []ir.CoreRange{src.Range()}})
+			var refs [4]kir.ArgRef
+			for i, n := range []string{"x0", "y0", "x1", "y1"} {
+				if tc.common {
+					refs[i] = k.CommonArg(n, tc.corners[i])
+				} else {
+					refs[i] = k.RuntimeArg(n)
+				}
+			}
+			if !tc.common {
+				k.SetRuntimeArgs(src, tc.corners[:]...)
+			}
+			b := k.Builder()
+			b.NoCSemaphoreSetMulticast(kir.C(200000), kir.MulticastAddr{X0: refs[0], Y0: refs[1], X1: refs[2], Y1: refs[3], Addr: kir.C(200000)}, kir.C(6))
+			err := kir.Validate(p, bh)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "[rule mcast-range]") || !strings.Contains(err.Error(), fmt.Sprintf("NoC %d", tc.noc)) {
+				t.Fatalf("Validate = %v, want a mcast-range error naming NoC %d", err, tc.noc)
+			}
+		})
+	}
+}

@@ -138,9 +138,7 @@ func publishArgs(t *target.Target, rd *kir.Kernel, adders []kir.Core) ([maxMcast
 	for i := range r {
 		vals := []kir.ArgValue{kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0)}
 		if i < len(rects) {
-			m := rects[i]
-			a, b := kir.Core{X: m.x0, Y: m.y0}, kir.Core{X: m.x1, Y: m.y1}
-			vals = []kir.ArgValue{kir.NoCX(a), kir.NoCY(a), kir.NoCX(b), kir.NoCY(b), kir.U32(uint32(m.cores()))}
+			vals = rects[i].mcastArgs(rd.NoC)
 		}
 		for j, f := range []string{"x0", "y0", "x1", "y1", "cores"} {
 			r[i][j] = rd.CommonArg("adders"+strconv.Itoa(i)+"_"+f, vals[j])

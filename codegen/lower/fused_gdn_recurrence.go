@@ -609,7 +609,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if xch == nil {
 			cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
 		} else {
-			ex, err := xch.exchangeValues(i)
+			ex, err := xch.exchangeValues(i, wr.NoC)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}

@@ -152,9 +152,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 			v := []kir.ArgValue{kir.U32(flag), kir.NoCX(g.sender), kir.NoCY(g.sender), kir.U32(uint32(g.size - 1))}
 			for i := 0; i < mcastMaxRects; i++ {
 				if i < len(g.rects) && c == g.sender {
-					r := g.rects[i]
-					lo, hi := kir.Core{X: r.x0, Y: r.y0}, kir.Core{X: r.x1, Y: r.y1}
-					v = append(v, kir.NoCX(lo), kir.NoCY(lo), kir.NoCX(hi), kir.NoCY(hi), kir.U32(uint32(r.cores())))
+					v = append(v, g.rects[i].mcastArgs(wr.NoC)...)
 				} else {
 					v = append(v, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
 				}

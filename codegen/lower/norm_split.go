@@ -286,10 +286,11 @@ func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
 	return a
 }
 
-// exchangeValues are core i's values for declareExchange's arguments;
+// exchangeValues are core i's values for declareExchange's arguments, for
+// a writer issuing on NoC noc;
 // the first is the leader flag (1 on a group's first core), which the
 // compute kernels take too.
-func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
+func (ns *normSplit) exchangeValues(i, noc int) ([]kir.ArgValue, error) {
 	g, k := i/ns.group, i%ns.group
 	lead := ns.cores[g*ns.group]
 	isLeader := uint32(0)
@@ -307,9 +308,7 @@ func (ns *normSplit) exchangeValues(i int) ([]kir.ArgValue, error) {
 			vals = append(vals, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
 			continue
 		}
-		m := rects[r]
-		a, b := kir.Core{X: m.x0, Y: m.y0}, kir.Core{X: m.x1, Y: m.y1}
-		vals = append(vals, kir.NoCX(a), kir.NoCY(a), kir.NoCX(b), kir.NoCY(b), kir.U32(uint32(m.cores())))
+		vals = append(vals, rects[r].mcastArgs(noc)...)
 	}
 	return vals, nil
 }
@@ -383,6 +382,14 @@ func (ns *normSplit) eachRect(b *kir.Builder, a exchangeArgs, f func(r [5]kir.Ar
 type coreRect struct{ x0, y0, x1, y1 int }
 
 func (m coreRect) cores() int { return (m.x1 - m.x0 + 1) * (m.y1 - m.y0 + 1) }
+
+// mcastArgs are the rectangle's five multicast argument values for a
+// kernel issuing on NoC noc: its corners in that NoC's order
+// (kir.McastCorners), then its number of cores.
+func (m coreRect) mcastArgs(noc int) []kir.ArgValue {
+	c := kir.McastCorners(noc, kir.Core{X: m.x0, Y: m.y0}, kir.Core{X: m.x1, Y: m.y1})
+	return append(c[:], kir.U32(uint32(m.cores())))
+}
 
 // followerRects covers exactly cores (consecutive in row-major order) with
 // rectangles whose NoC columns and rows are contiguous, so that no
@@ -504,7 +511,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 func (ns *normSplit) setArgs(name string, rd, cp, wr *kir.Kernel, rdExtra func(i int) []kir.ArgValue) error {
 	for i, core := range ns.cores {
 		page, col, n := ns.chunk(i)
-		ex, err := ns.exchangeValues(i)
+		ex, err := ns.exchangeValues(i, wr.NoC)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -40692,14 +40692,6 @@ var Table = gogen.Table{
 				}, hostcfg.NamedArg{
 					Index: 1,
 					Name:  "adders0_x0",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}},
-				}, hostcfg.NamedArg{
-					Index: 2,
-					Name:  "adders0_y0",
-					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}},
-				}, hostcfg.NamedArg{
-					Index: 3,
-					Name:  "adders0_x1",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
 						Core: kir.Core{
 							X: 6,
@@ -40708,8 +40700,8 @@ var Table = gogen.Table{
 						Kind: kir.ValueKind(2),
 					}},
 				}, hostcfg.NamedArg{
-					Index: 4,
-					Name:  "adders0_y1",
+					Index: 2,
+					Name:  "adders0_y0",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
 						Core: kir.Core{
 							X: 6,
@@ -40717,6 +40709,14 @@ var Table = gogen.Table{
 						},
 						Kind: kir.ValueKind(3),
 					}},
+				}, hostcfg.NamedArg{
+					Index: 3,
+					Name:  "adders0_x1",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(2)}},
+				}, hostcfg.NamedArg{
+					Index: 4,
+					Name:  "adders0_y1",
+					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{Kind: kir.ValueKind(3)}},
 				}, hostcfg.NamedArg{
 					Index: 5,
 					Name:  "adders0_cores",
@@ -40725,34 +40725,34 @@ var Table = gogen.Table{
 					Index: 6,
 					Name:  "adders1_x0",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
+						Core: kir.Core{
+							X: 10,
+							Y: 6,
+						},
 						Kind: kir.ValueKind(2),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 7,
 					Name:  "adders1_y0",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{X: 7},
+						Core: kir.Core{
+							X: 10,
+							Y: 6,
+						},
 						Kind: kir.ValueKind(3),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 8,
 					Name:  "adders1_x1",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 6,
-						},
+						Core: kir.Core{X: 7},
 						Kind: kir.ValueKind(2),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 9,
 					Name:  "adders1_y1",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 10,
-							Y: 6,
-						},
+						Core: kir.Core{X: 7},
 						Kind: kir.ValueKind(3),
 					}},
 				}, hostcfg.NamedArg{
@@ -40763,34 +40763,34 @@ var Table = gogen.Table{
 					Index: 11,
 					Name:  "adders2_x0",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 7},
+						Core: kir.Core{
+							X: 2,
+							Y: 7,
+						},
 						Kind: kir.ValueKind(2),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 12,
 					Name:  "adders2_y0",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{Y: 7},
+						Core: kir.Core{
+							X: 2,
+							Y: 7,
+						},
 						Kind: kir.ValueKind(3),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 13,
 					Name:  "adders2_x1",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 7,
-						},
+						Core: kir.Core{Y: 7},
 						Kind: kir.ValueKind(2),
 					}},
 				}, hostcfg.NamedArg{
 					Index: 14,
 					Name:  "adders2_y1",
 					Value: hostcfg.ArgValue{ArgValue: kir.ArgValue{
-						Core: kir.Core{
-							X: 2,
-							Y: 7,
-						},
+						Core: kir.Core{Y: 7},
 						Kind: kir.ValueKind(3),
 					}},
 				}, hostcfg.NamedArg{
@@ -41923,7 +41923,7 @@ var Table = gogen.Table{
 				ID: 2,
 			}},
 		},
-		ID: "d0ed3568ab569a00",
+		ID: "8ce8e0de3a7f85e8",
 		Op: "all_reduce_add_rmsnorm",
 	}, gogen.Signature{
 		Config: hostcfg.ProgramConfig{

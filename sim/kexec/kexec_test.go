@@ -2,6 +2,7 @@ package kexec_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -818,5 +819,74 @@ func TestWriteStaysInItsBuffer(t *testing.T) {
 	var re *kir.RuleError
 	if !errors.As(err, &re) || re.Rule != kir.RuleMemory || !strings.Contains(err.Error(), `leaves buffer "a"`) {
 		t.Fatalf("page 8 of an 8-page buffer: err = %v, want a memory error naming buffer a", err)
+	}
+}
+
+// TestMulticastCornerOrder: a multicast rectangle's corners must be in the
+// order of the NoC it is issued on (kir.McastCorners): NoC 1 takes the
+// bottom-right corner first. A card multicasts a rectangle in the wrong
+// order to other cores (tt-metal's watcher refuses it), so the simulator
+// must refuse it too.
+func TestMulticastCornerOrder(t *testing.T) {
+	src, lo, hi := kir.Core{X: 0, Y: 0}, kir.Core{X: 0, Y: 0}, kir.Core{X: 2, Y: 1}
+	noc0 := kir.McastCorners(0, lo, hi)
+	noc1 := kir.McastCorners(1, lo, hi)
+	for _, tc := range []struct {
+		name    string
+		noc     int
+		corners [4]kir.ArgValue
+		sem     bool // noc_semaphore_set_multicast instead of a data multicast
+		ok      bool
+	}{
+		{"noc0 data, noc0 order", 0, noc0, false, true},
+		{"noc1 data, noc1 order", 1, noc1, false, true},
+		{"noc1 sem, noc1 order", 1, noc1, true, true},
+		{"noc1 data, noc0 order", 1, noc0, false, false},
+		{"noc1 sem, noc0 order", 1, noc0, true, false},
+		{"noc0 data, noc1 order", 0, noc1, false, false},
+		{"noc0 sem, noc1 order", 0, noc1, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kir.NewProgram("mcast_order")
+			proc := kir.RISCV0
+			if tc.noc == 1 {
+				proc = kir.RISCV1
+			}
+			k := p.AddKernel(&kir.Kernel{Name: "sender", Role: kir.RoleWriter, Processor: proc, NoC: tc.noc, Cores: []ir.CoreRange{src.Range()}})
+			x0, y0, x1, y1 := k.RuntimeArg("x0"), k.RuntimeArg("y0"), k.RuntimeArg("x1"), k.RuntimeArg("y1")
+			k.SetRuntimeArgs(src, tc.corners[:]...)
+			const at = 200000
+			b := k.Builder()
+			b.L1Write32(kir.C(at), kir.C(0x1234))
+			dst := kir.MulticastAddr{X0: x0, Y0: y0, X1: x1, Y1: y1, Addr: kir.C(at)}
+			if tc.sem {
+				b.NoCSemaphoreSetMulticast(kir.C(at), dst, kir.C(5))
+			} else {
+				b.NoCAsyncWriteMulticast(kir.C(at), dst, kir.C(16), kir.C(5))
+			}
+			b.NoCAsyncWriteBarrier()
+			d := kexec.NewDevice(bh)
+			_, err := d.Run(p, kexec.RunOptions{})
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, rerr := d.ReadL1(kir.Core{X: 2, Y: 1}, at, 4)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				if got := uint32(v[0]) | uint32(v[1])<<8; got != 0x1234 {
+					t.Errorf("far corner (2,1) holds %#x, want 0x1234", got)
+				}
+				return
+			}
+			var re *kir.RuleError
+			if !errors.As(err, &re) || re.Rule != kir.RuleMcastRange {
+				t.Fatalf("err = %v, want a %s rule error", err, kir.RuleMcastRange)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("NoC %d", tc.noc)) {
+				t.Errorf("error %q does not name NoC %d", err, tc.noc)
+			}
+		})
 	}
 }
