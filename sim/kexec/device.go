@@ -53,7 +53,7 @@ func NewDevice(t *target.Target) *Device {
 		buffers: map[string]*DeviceBuffer{},
 	}
 	for i := 0; i < t.DRAMBanks; i++ {
-		d.dram = append(d.dram, newMemory(uint64(t.DRAMBankBytes)))
+		d.dram = append(d.dram, newGarbageMemory(uint64(t.DRAMBankBytes)))
 	}
 	return d
 }

@@ -6,9 +6,10 @@
 //
 // A Device has DRAM as target.DRAMBanks banks of bytes and one L1 of
 // target.L1Size bytes per worker core (memory is allocated lazily in 4 KiB
-// chunks; DRAM reads as zero until written, L1 — worker and ethernet — as
-// garbage: every 16-bit half 0x7FFF, a NaN as bf16 and fp32, as SRAM holds
-// whatever the last program left, so a kernel that uses L1 it never wrote
+// chunks; DRAM and L1 — worker and ethernet — read as garbage until
+// written: every 16-bit half 0x7FFF, a NaN as bf16 and fp32, as a card's
+// memory holds whatever the last program left, so a kernel that uses L1 it
+// never wrote, or a consumer of DRAM padding rows a producer never wrote,
 // shows). Buffers are allocated by a
 // deterministic first-fit allocator: DRAM buffers at the same address in
 // every bank, bottom-up from DRAMBase (page i of an interleaved buffer is in

@@ -14,7 +14,8 @@ type memory struct {
 func newMemory(size uint64) *memory { return &memory{size: size} }
 
 // newGarbageMemory is a memory whose never-written bytes read as the
-// garbage pattern, as SRAM holds whatever the last program left: every
+// garbage pattern, as L1 SRAM and DRAM hold whatever the last program (or
+// the last model loaded) left: every
 // 16-bit half is 0x7FFF and every 32-bit word 0x7FFF7FFF, a NaN in bf16 and
 // fp32 and a huge count as an integer, so a kernel that uses L1 it never
 // wrote gets visibly wrong results instead of convenient zeros.
