@@ -81,7 +81,7 @@ const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
 
 // Softplus's parameters: kir's softplus is PyTorch's default, beta 1 and
 // threshold 20 (the call also takes 1/beta).
-const softplusBeta, softplusThreshold = 1, 20
+const softplusBeta, softplusThreshold float32 = 1, 20
 
 // SFPUTable is indexed by SFPUOp. The declarations were checked against
 // the pinned tt-metal release (codegen/target.TTMetalRelease).
