@@ -42,8 +42,9 @@ func approxErrors(s SFPUSpec, decls map[string]CDecl) []string {
 			if i < len(args) {
 				v, set = args[i], true
 			}
-			if p.Type == "bool" && set && v != "true" && v != "false" {
-				errs = append(errs, fmt.Sprintf("%s: template argument %s=%s is not a bool literal", c.fn, p.Name, v))
+			isBool := v == "true" || v == "false"
+			if set && (p.Type == "bool") != isBool {
+				errs = append(errs, fmt.Sprintf("%s: template argument %s=%s does not fit its type %s", c.fn, p.Name, v, p.Type))
 			}
 			if approxSwitch(p) && v != "false" {
 				how := "defaults to " + v + " and the entry does not set it to false"
@@ -126,6 +127,11 @@ func TestSFPUApproxCheckCatchesGelu(t *testing.T) {
 	oldGelu.Decl = "void gelu_tile_init(bool fast_and_approx=true);\nvoid gelu_tile(uint32_t idst, bool fast_and_approx=true);"
 	expOn := SFPUTable[SFPUExp]
 	expOn.CallTemplate = "false, true"
+	// exp.h after the pinned release dropped fast_and_approx: exp's
+	// "false, false" would set the init's uint32_t scale.
+	newExp := SFPUTable[SFPUExp]
+	newExp.Decl = "template <bool approx = false, uint32_t scale = 0x3F800000, InputClamping input_clamping = InputClamping::ClampToNegative>\nvoid exp_tile_init();\n" +
+		"template <bool approx = false, bool scale_en = false, InputClamping input_clamping = InputClamping::ClampToNegative, int iterations = 8>\nvoid exp_tile(uint32_t idst, VectorMode vector_mode = VectorMode::RC, uint16_t scale = p_sfpu::kCONST_1_FP16B);"
 	tooMany := withTemplate
 	tooMany.CallTemplate = "false, false"
 	for _, tc := range []struct {
@@ -142,6 +148,7 @@ func TestSFPUApproxCheckCatchesGelu(t *testing.T) {
 			"gelu_tile: parameter fast_and_approx defaults to \"true\""}},
 		{"exp_set_true", expOn, []string{"exp_tile: template parameter fast_and_approx is set to true"}},
 		{"too_many_arguments", tooMany, []string{"gelu_tile<false, false>: 2 template arguments, the declaration has 1"}},
+		{"bool_for_uint", newExp, []string{"exp_tile_init: template argument scale=false does not fit its type uint32_t"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			decls, err := SFPUDeclared()
