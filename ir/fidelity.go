@@ -20,9 +20,13 @@ var fidelityAttrSpec = opspec.Attr{Name: FidelityAttr, Kind: opspec.AttrString}
 //
 // The policy is the default fidelity (HiFi4) for every op, overridable per
 // op by an attribute "fidelity" (LoFi, HiFi2, HiFi3, HiFi4) that a rule
-// or a hand-written graph sets.
+// or a hand-written graph sets. Without the attribute, an op whose only
+// fidelity-dependent products are activation x weight (weightMatmuls)
+// runs at the cheapest fidelity that gives the default's products for its
+// weights' formats (ExactMatmulFidelity): HiFi3 for bfp4_b weights.
 //
-// Measured, and why lower fidelity by weight format is not the default:
+// Measured, and why a lossy lower fidelity by weight format is not the
+// default:
 // with LoFi for bfp4_b and HiFi2 for bfp8_b decode matmuls (matmul,
 // matmul2/3/4, matmul_add), the 27B decode step at 1x2 is predicted 45.8
 // ms instead of 46.1 ms (the matmuls are DRAM-bound), but on the small config (`tcc run qwen27b
@@ -35,12 +39,66 @@ var fidelityAttrSpec = opspec.Attr{Name: FidelityAttr, Kind: opspec.AttrString}
 // whole truncation steps. Single ops at LoFi and HiFi2 match the
 // reference bit for bit (codegen/lower TestFidelityOverride).
 
+// Per weight format, the cheapest fidelity whose matmul products equal
+// HiFi4's. A matmul feeds its weights (in1) to SrcA, whose multiplier
+// slices are the hidden bit + top 4 mantissa bits (phases 0 and 2) and the
+// next 5 bits (phases 1 and 3); the activation feeds SrcB (hidden bit +
+// top 6 bits in phases 0 and 1, the next 4 in phases 2 and 3). A fidelity
+// runs the first 1 (LoFi), 2, 3 or 4 (HiFi4) phases. A weight with at most
+// 4 mantissa bits has no low SrcA slice, so phase 3 (A low x B low) adds
+// nothing and HiFi3 equals HiFi4; phase 2 (A high x B low) still counts
+// for bf16 and fp32 activations, so HiFi2 and LoFi do not.
+//
+//	format  SrcA mantissa bits          exact at
+//	fp32    10 (read as tf32)           HiFi4
+//	bf16    7                           HiFi4
+//	bfp8_b  at most 6 (7-bit magnitude) HiFi4
+//	bfp4_b  at most 2 (3-bit magnitude) HiFi3
+//
+// Equal means bit for bit in sim/numerics' datapath on random tiles
+// (sim/numerics TestExactMatmulFidelity); a phase with no product still aligns DEST to
+// its exponent, so a dot product that cancels to below about 2^-12 of its
+// largest term can differ (TestExactMatmulFidelityCancellation), where
+// both fidelities have already lost that value.
+var exactMatmulFidelity = map[DType]MathFidelity{FP32: HiFi4, BF16: HiFi4, BFP8B: HiFi4, BFP4B: HiFi3}
+
+// ExactMatmulFidelity is the cheapest math fidelity whose matmul products
+// with weights (SrcA) of format w equal HiFi4's (see the table above);
+// HiFi4 for a format not in the table.
+func ExactMatmulFidelity(w DType) MathFidelity {
+	if f, ok := exactMatmulFidelity[w]; ok {
+		return f
+	}
+	return HiFi4
+}
+
+// weightMatmuls are the ops whose only fidelity-dependent products are
+// operand 0 (the activation, SrcB) times the listed operands (weights,
+// SrcA): the matmul family lowered without a norm or a gated epilogue
+// (a residual add does not depend on fidelity).
+var weightMatmuls = map[OpKind][]int{
+	OpMatmul:    {1},
+	OpMatmul2:   {1, 2},
+	OpMatmul3:   {1, 2, 3},
+	OpMatmul4:   {1, 2, 3, 4},
+	OpMatmulAdd: {1},
+}
+
 // OpFidelity is the math fidelity of op's FPU multiplies: its "fidelity"
-// attribute when set, else def. An unparsable attribute is an error naming
-// the op.
+// attribute when set; else, for an op of weightMatmuls, the cheaper of def
+// and the ExactMatmulFidelity of its weights' formats (the most demanding
+// weight decides), which gives def's products; else def. An unparsable
+// attribute is an error naming the op.
 func OpFidelity(op *Op, def MathFidelity) (MathFidelity, error) {
 	s, ok := op.Attrs[FidelityAttr].(string)
 	if !ok {
+		if ws, ok := weightMatmuls[op.Kind]; ok && len(op.Operands) > ws[len(ws)-1] {
+			exact := LoFi
+			for _, i := range ws {
+				exact = max(exact, ExactMatmulFidelity(op.Operands[i].Type.DType))
+			}
+			return min(def, exact), nil
+		}
 		return def, nil
 	}
 	f, err := ParseMathFidelity(s)

@@ -246,10 +246,6 @@ func boolArg(b bool) string {
 
 var poolTypes, reduceDims = kir.ReduceOpCpp, kir.ReduceDimCpp
 
-// exactExp selects the accurate exp (exp.h's template defaults to the fast
-// approximation, fast_and_approx = true, which the simulator does not model).
-const exactExp = "<false, false>"
-
 func (pr *printer) reduceTemplate(op kir.ReduceOp, dim kir.ReduceDim) string {
 	o, ok1 := poolTypes[op]
 	d, ok2 := reduceDims[dim]
@@ -258,13 +254,6 @@ func (pr *printer) reduceTemplate(op kir.ReduceOp, dim kir.ReduceDim) string {
 	}
 	return "<" + o + ", " + d + ">"
 }
-
-// Softplus parameters: kir's softplus is beta = 1, threshold = 20; the call
-// takes beta, 1/beta and the threshold as float32 bits.
-var (
-	softplusBeta      = math.Float32bits(1)
-	softplusThreshold = math.Float32bits(20)
-)
 
 func floatBits(b uint32) string { return fmt.Sprintf("0x%08xu", b) }
 
@@ -294,27 +283,51 @@ func (pr *printer) reduceTileArgs(s kir.ReduceTile) (tmpl string, args []string,
 	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
 }
 
-func (pr *printer) sfpuInitArgs(s kir.SFPUInit) (tmpl string, args []string, comment string) {
-	if s.Op == kir.SFPUExp {
-		return exactExp, nil, "approx=false, fast_and_approx=false: the accurate exp"
+// sfpuTemplate is a template argument list of an SFPU call as printed
+// ("" for none) and its comment naming the parameters.
+func sfpuTemplate(fn, args string) (tmpl, comment string) {
+	if len(kir.TemplateArgs(args)) == 0 {
+		return "", ""
 	}
-	return "", nil, ""
+	return "<" + strings.Join(kir.TemplateArgs(args), ", ") + ">", kir.TemplateNote(fn, args)
+}
+
+// sfpuInitArgs and sfpuArgs print an SFPU op purely from its kir.SFPUTable
+// entry: its template arguments, then dst, the scalar or the second DEST
+// tile, and the constant arguments.
+func (pr *printer) sfpuInitArgs(s kir.SFPUInit) (tmpl string, args []string, comment string) {
+	if int(s.Op) >= len(kir.SFPUTable) {
+		pr.fail("SFPU op %d is not in kir.SFPUTable", s.Op)
+		return "", nil, ""
+	}
+	sp := s.Op.Spec()
+	tmpl, comment = sfpuTemplate(sp.Init, sp.InitTemplate)
+	return tmpl, nil, comment
 }
 
 func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment string) {
-	e := pr.expr
-	switch {
-	case s.Op == kir.SFPUExp:
-		return exactExp, []string{e(s.Dst)}, ""
-	case s.Op.HasParam():
-		return "", []string{e(s.Dst), floatBits(s.Param)}, "scalar " + floatText(s.Param)
-	case s.Op.IsBinary():
-		return "", []string{e(s.Dst), e(s.Src), e(s.Dst)}, ""
-	case s.Op == kir.SFPUSoftplus:
-		return "", []string{e(s.Dst), floatBits(softplusBeta), floatBits(softplusBeta), floatBits(softplusThreshold)},
-			"beta " + floatText(softplusBeta) + ", 1/beta " + floatText(softplusBeta) + ", threshold " + floatText(softplusThreshold)
+	if int(s.Op) >= len(kir.SFPUTable) {
+		pr.fail("SFPU op %d is not in kir.SFPUTable", s.Op)
+		return "", nil, ""
 	}
-	return "", []string{e(s.Dst)}, ""
+	e := pr.expr
+	sp := s.Op.Spec()
+	tmpl, _ = sfpuTemplate(sp.Call, sp.CallTemplate)
+	args = []string{e(s.Dst)}
+	var notes []string
+	switch {
+	case sp.Param:
+		args = append(args, floatBits(s.Param))
+		notes = append(notes, "scalar "+floatText(s.Param))
+	case sp.Binary:
+		args = append(args, e(s.Src), e(s.Dst))
+	}
+	for _, c := range sp.Consts {
+		b := math.Float32bits(c.Value)
+		args = append(args, floatBits(b))
+		notes = append(notes, c.Name+" "+floatText(b))
+	}
+	return tmpl, args, strings.Join(notes, ", ")
 }
 
 func (pr *printer) packTileArgs(s kir.PackTile) (tmpl string, args []string, comment string) {

@@ -167,7 +167,7 @@ func TestStatements(t *testing.T) {
 		{"mul scalar", kir.SFPU{Op: kir.SFPUMulScalar, Dst: kir.C(2), Param: math.Float32bits(-2)},
 			"mul_unary_tile(2, 0xc0000000u);  // scalar -2"},
 		{"softplus", kir.SFPU{Op: kir.SFPUSoftplus, Dst: kir.C(0)},
-			"softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, 1/beta 1, threshold 20"},
+			"softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, beta_reciprocal 1, threshold 20"},
 		{"reconfig", kir.ReconfigDataFormat{SrcA: 0, SrcB: 1}, "reconfig_data_format(0, 1);"},
 		{"cb wait", kir.CBWaitFront{CB: 0, N: kir.C(4)}, "cb_wait_front(0, 4);"},
 	}

@@ -50,7 +50,7 @@ func TestNewUnaryOpIsTwoTableLines(t *testing.T) {
 	}
 	edit("codegen/kir/sfpu.go", "\tSFPUMulScalar\n", "\tSFPUTanh\n")
 	edit("codegen/kir/sfpu.go", "{ return x * p }},\n",
-		`	{SFPUTanh, "tanh", "tanh_tile", "tanh_tile_init", eltwiseUnary + "tanh.h", "void tanh_tile_init();\nvoid tanh_tile(uint32_t idst);", false, false, 128, func(x, _ float32) float32 { return float32(math.Tanh(float64(x))) }},`+"\n")
+		`	{Op: SFPUTanh, Name: "tanh", Call: "tanh_tile", Init: "tanh_tile_init", Header: eltwiseUnary + "tanh.h", Decl: "void tanh_tile_init();\nvoid tanh_tile(uint32_t idst);", Cycles: 128, Eval: func(x, _ float32) float32 { return float32(math.Tanh(float64(x))) }},`+"\n")
 	edit("ir/opspec/core.go", "\t// eltwise unary\n",
 		`	{Name: "tanh", Go: "Tanh", Doc: "out = tanh(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Class: "eltwise", SFPU: true},`+"\n")
 	test, err := os.ReadFile("testdata/newop/newop_test.go.txt")

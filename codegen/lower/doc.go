@@ -78,7 +78,8 @@
 // mode and output sub-blocks are at most that), and for eltwise ops
 // whenever an operand or the result is not bf16; multiplies and matmuls run
 // at Context.Fidelity (HiFi4 by default, the fidelity of
-// ref.DefaultOptions), or at the op's own fidelity attribute
+// ref.DefaultOptions), or at the op's own fidelity attribute, or for the
+// matmul family at the cheaper fidelity exact for its weights' format
 // (ir.OpFidelity, which the reference reads too). Intermediates between compute stages are fp32 CBs.
 // So a program reproduces the reference evaluator at the same formats up to
 // accumulation order, the FPU's reading of fp32 operands as tf32, and the

@@ -59,3 +59,59 @@ func TestFidelityOverride(t *testing.T) {
 		t.Errorf("fidelity HiFi5: err %v, want an error naming the op and the attribute", err)
 	}
 }
+
+// TestFidelityPolicy: without a fidelity attribute, the matmul family runs
+// at the cheapest fidelity that gives HiFi4's products for its weights'
+// formats (ir.ExactMatmulFidelity: HiFi3 for bfp4_b, HiFi4 otherwise; the
+// most demanding weight decides), ops with other products stay at HiFi4,
+// an attribute wins, and the simulator still matches the reference.
+func TestFidelityPolicy(t *testing.T) {
+	tgt := target.Blackhole()
+	for i, tc := range []struct {
+		name  string
+		build func(b *ir.Builder) *ir.Value
+		want  ir.MathFidelity
+	}{
+		{"matmul_bf16_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 512), fcW(b, "w", ir.BFP4B, 512, 256))
+		}, ir.HiFi3},
+		{"matmul_fp32_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.Matmul(fcIn(b, "a", ir.FP32, 1, 1, 256), fcW(b, "w", ir.BFP4B, 256, 128))
+		}, ir.HiFi3},
+		{"matmul_bf16_bfp8_b", func(b *ir.Builder) *ir.Value {
+			return b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "w", ir.BFP8B, 256, 128))
+		}, ir.HiFi4},
+		{"matmul2_bfp4_b_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.Matmul2(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "w0", ir.BFP4B, 256, 128), fcW(b, "w1", ir.BFP4B, 256, 64))[0]
+		}, ir.HiFi3},
+		{"matmul2_bfp4_b_bfp8_b", func(b *ir.Builder) *ir.Value {
+			return b.Matmul2(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "w0", ir.BFP4B, 256, 128), fcW(b, "w1", ir.BFP8B, 256, 64))[0]
+		}, ir.HiFi4},
+		{"matmul_add_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.MatmulAdd(fcIn(b, "a", ir.BF16, 2, 256), fcW(b, "w", ir.BFP4B, 256, 128), fcIn(b, "r", ir.BF16, 2, 128))
+		}, ir.HiFi3},
+		{"rmsnorm_matmul_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 1, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP4B, 256, 128), 1e-6, 0)
+		}, ir.HiFi4},
+		{"matmul_bfp4_b_attribute", func(b *ir.Builder) *ir.Value {
+			out := b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "w", ir.BFP4B, 256, 128))
+			out.Def.Attrs[ir.FidelityAttr] = "HiFi4"
+			return out
+		}, ir.HiFi4},
+	} {
+		mc := mcase{name: tc.name, build: tc.build}
+		t.Run(tc.name, func(t *testing.T) {
+			_, op := graphOp(t, tc.build)
+			p, err := Lower(op, NewContext(tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range p.Kernels {
+				if k.Role == kir.RoleCompute && k.Compute.MathFidelity != tc.want {
+					t.Errorf("kernel %s runs at %s, want %s", k.Name, k.Compute.MathFidelity, tc.want)
+				}
+			}
+			runCase(t, tgt, mc, uint64(i)+800)
+		})
+	}
+}

@@ -251,7 +251,7 @@ void kernel_main() {
     tile_regs_acquire();
     copy_tile(0, 0, 0);
     copy_tile(0, 1, 1);
-    exp_tile_init<false, false>();  // approx=false, fast_and_approx=false: the accurate exp
+    exp_tile_init<false, false>();  // approx=false, fast_and_approx=false
     exp_tile<false, false>(0);
     log_tile_init();
     log_tile(0);
@@ -274,7 +274,7 @@ void kernel_main() {
     relu_tile_init();
     relu_tile(0);
     softplus_tile_init();
-    softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, 1/beta 1, threshold 20
+    softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, beta_reciprocal 1, threshold 20
     binop_with_scalar_tile_init();
     add_unary_tile(0, 0x3f000000u);  // scalar 0.5
     binop_with_scalar_tile_init();
