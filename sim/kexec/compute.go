@@ -503,6 +503,12 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
 				return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
 			}
+			if ks.k.Compute.MathApproxMode {
+				// tt-llk's SFPU functions take APPROX (math_approx_mode) as
+				// their approximation switch; the simulator models the exact
+				// functions of kir.SFPUTable only.
+				return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
+			}
 			if err := ks.needPhase(call, regsAcquired); err != nil {
 				return err
 			}

@@ -549,6 +549,16 @@ func TestRuntimeRules(t *testing.T) {
 				b.SFPU(kir.SFPURecip, kir.C(0))
 			})
 		}, kir.RuleInit, "recip_tile without its init"},
+		{"SFPU with math_approx_mode on", func() *kir.Program {
+			approx := cfg
+			approx.MathApproxMode = true
+			return pipeline(ir.BF16, 1, false, approx, func(b *kir.Builder) {
+				b.CopyTileInit(0)
+				b.CopyTile(0, kir.C(0), kir.C(0))
+				b.SFPUInit(kir.SFPUExp)
+				b.SFPU(kir.SFPUExp, kir.C(0))
+			})
+		}, kir.RuleInit, "exp_tile with math_approx_mode on"},
 		{"read beyond waited tiles", func() *kir.Program {
 			return pipeline(ir.BF16, 1, false, cfg, func(b *kir.Builder) {
 				b.CopyTileInit(0)
