@@ -563,12 +563,12 @@ func (k *cclKernels) sender() {
 		b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
 		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			b.If(kir.Gt(s, kir.C(0)), func() { b.NoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
+			b.If(kir.Gt(s, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
 			k.packets(b, count, func(base, cnt kir.Var) {
 				b.IfElse(kir.Eq(s, kir.C(0)), func() {
 					if k.compact {
 						b.Comment("The adders packed this packet's segments into staging: one send.")
-						b.NoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+						b.EthNoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
 						at := b.Let("packed", kir.Add(staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
 						b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
 						b.EthWaitForReceiverDone()
@@ -595,7 +595,7 @@ func (k *cclKernels) sender() {
 			if (pl.ReduceSteps-1)%2 == 1 {
 				final = fwd1
 			}
-			b.NoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
+			b.EthNoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
 			k.packets(b, count, func(base, cnt kir.Var) {
 				src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
 				k.send(b, src, true, cnt, staging)
@@ -618,7 +618,7 @@ func (k *cclKernels) sender() {
 		}
 		b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 0))
-			b.NoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
+			b.EthNoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
 			k.packets(b, count, func(base, cnt kir.Var) {
 				readTiles(oa, kk, base, cnt)
 				k.send(b, staging, false, cnt, staging)
@@ -672,7 +672,7 @@ func (k *cclKernels) receiver() {
 				for j := range wx {
 					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
 				}
-				b.NoCSemaphoreWait(free, kir.Ci(m))
+				b.EthNoCSemaphoreWait(free, kir.Ci(m))
 				b.NoCSemaphoreSet(free, kir.C(0))
 				b.EthReceiverDone()
 			})
