@@ -155,7 +155,7 @@ func TestEthSendCostsPerCommand(t *testing.T) {
 	tp, err := Simulate(perWord, tg, Default(), Options{Devices: 2})
 	require.NoError(t, err)
 	p := Default()
-	wantExtra := p.cyclesToUS(float64(size/16-1) * p.EthCommandCycles)
+	wantExtra := p.cyclesToUS(float64(size/16-1) * fittedEthCommandCycles)
 	extra := tp.US() - tw.US()
 	t.Logf("%d B in one command: %.2f us; in %d commands of 16 B: %.2f us", size, tw.US(), size/16, tp.US())
 	if relErr(extra, wantExtra) > 0.05 {
