@@ -117,7 +117,8 @@ func (b *Builder) EthSendBytes(src, dst, size Expr) {
 // EthCommands is the number of transmit commands eth_send_bytes(.., size,
 // perSend, ..) issues: its loop sends perSend bytes while fewer than size
 // have been sent, so ceil(size / perSend) (0 for size 0; a last command
-// past size sends perSend bytes all the same).
+// past size sends perSend bytes all the same). It returns 0 for perSend 0,
+// a loop that never ends on the card (RuleEthSend refuses it).
 func EthCommands(size, perSend uint64) uint64 {
 	if size == 0 || perSend == 0 {
 		return 0
