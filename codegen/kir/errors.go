@@ -93,6 +93,20 @@ const (
 	// start >= end on NoC 1; see McastCorners): on a card it reaches other
 	// cores than the ones named, and tt-metal's watcher refuses it.
 	RuleMcastRange
+	// RuleEthWait: a kernel on an ethernet core waits on a semaphore with
+	// noc_semaphore_wait / noc_semaphore_wait_min, which spin without
+	// run_routing, so the base firmware that shares ERISC0 in the default
+	// 2-ERISC mode never runs; eth_noc_semaphore_wait / _wait_min do (kir
+	// eth.go).
+	RuleEthWait
+	// RuleEthSend: an eth_send_bytes whose per-command size is not 16-byte
+	// words (PerSendWords != PerSend / 16), is outside 16..MaxCommandBytes,
+	// does not cover its size exactly, or issues more transmit commands than
+	// the fewest possible (EthMinCommands): e.g. the release's default of one
+	// command per 16 bytes. The validator checks what it can prove (the
+	// per-command size is the transfer size, or constants); the simulator
+	// checks every send.
+	RuleEthSend
 )
 
 var ruleNames = [...]string{
@@ -100,7 +114,8 @@ var ruleNames = [...]string{
 	RuleCBConfig: "cb-config", RuleCBProducer: "cb-producer", RuleCBConsumer: "cb-consumer",
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
-	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode", RuleMcastRange: "mcast-range",
+	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
+	RuleEthWait: "eth-wait", RuleEthSend: "eth-send", RuleMcastRange: "mcast-range",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

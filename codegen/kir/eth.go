@@ -19,11 +19,16 @@ import (
 // link is cabled to on another card.
 //
 // The ethernet calls model tt-metal's channel-0 handshake
-// (tt_metal/hw/inc/ethernet/dataflow_api.h): each ethernet core has a
+// (tt_metal/hw/inc/internal/ethernet/dataflow_api.h): each ethernet core has a
 // bytes_sent word (erisc_info->channels[0].bytes_sent).
 //
-//   - eth_send_bytes(src, dst, n) copies n bytes (a multiple of 16) from
-//     local L1 src to the peer's L1 dst and adds n to the local word;
+//   - eth_send_bytes(src, dst, n, per, per/16) copies n bytes (a multiple
+//     of 16) from local L1 src to the peer's L1 dst as ceil(n/per) transmit
+//     commands of per bytes and adds n to the local word. Each command
+//     (internal_::eth_send_packet, internal/ethernet/tunneling.h:81-95)
+//     polls the TX queue, context-switching to the base firmware while it
+//     is busy: with the release's default per = 16 a 124 KB send is 7,760
+//     commands, so tcc always passes the whole transfer (EthMinCommands);
 //   - eth_wait_for_receiver_done() copies the local word to the peer's and
 //     blocks until the peer clears it;
 //   - eth_wait_for_bytes(n) blocks until the local word equals n;
@@ -32,6 +37,14 @@ import (
 // So a transfer is: sender eth_send_bytes (any number of times) then
 // eth_wait_for_receiver_done; receiver eth_wait_for_bytes(total), use the
 // data, eth_receiver_done.
+//
+// In the default 2-ERISC mode a kernel on ERISC0 shares the core with the
+// base firmware, which runs only when the kernel calls run_routing: the
+// ethernet calls above do (internal/ethernet/dataflow_api.h:288-304,
+// 413-424), and so do eth_noc_semaphore_wait / _wait_min (:68-110), but
+// the plain noc_semaphore_wait / _wait_min spin without it. Ethernet
+// kernels therefore wait on semaphores with the eth_ forms only
+// (RuleEthWait).
 //
 // A program that runs on every device of a mesh may differ per device only
 // through DeviceID argument values, resolved when the program is loaded on
@@ -89,8 +102,46 @@ func resolveDevice(r Resolver) (uint32, error) {
 	return uint32(d), nil
 }
 
-// EthSendBytes emits eth_send_bytes(src, dst, size).
-func (b *Builder) EthSendBytes(src, dst, size Expr) { b.Emit(EthSendBytes{src, dst, size}) }
+// EthSendBytes emits eth_send_bytes(src, dst, size, size, size >> 4): the
+// whole transfer as one transmit command (size must fit
+// target.Ethernet.MaxCommandBytes, which every ethernet L1 buffer does).
+// A constant size prints its word count as a constant.
+func (b *Builder) EthSendBytes(src, dst, size Expr) {
+	words := Shr(size, C(4))
+	if c, ok := size.(Const); ok {
+		words = C(c.V >> 4)
+	}
+	b.Emit(EthSendBytes{Src: src, Dst: dst, Size: size, PerSend: size, PerSendWords: words})
+}
+
+// EthCommands is the number of transmit commands eth_send_bytes(.., size,
+// perSend, ..) issues: its loop sends perSend bytes while fewer than size
+// have been sent, so ceil(size / perSend) (0 for size 0; a last command
+// past size sends perSend bytes all the same). It returns 0 for perSend 0,
+// a loop that never ends on the card (RuleEthSend refuses it).
+func EthCommands(size, perSend uint64) uint64 {
+	if size == 0 || perSend == 0 {
+		return 0
+	}
+	return (size + perSend - 1) / perSend
+}
+
+// EthMinCommands is the fewest commands a send of size bytes (a multiple of
+// 16) can be split into when every command is the same whole number of
+// 16-byte words, at most maxCommand bytes, and the commands cover exactly
+// size bytes: the least k >= ceil(size / maxCommand) dividing size / 16.
+// It is 1 for any size up to maxCommand.
+func EthMinCommands(size, maxCommand uint64) uint64 {
+	words := size / 16
+	if words == 0 {
+		return 0
+	}
+	k := max(EthCommands(size, maxCommand/16*16), 1)
+	for words%k != 0 {
+		k++
+	}
+	return k
+}
 
 // EthWaitForReceiverDone emits eth_wait_for_receiver_done().
 func (b *Builder) EthWaitForReceiverDone() { b.Emit(EthWaitForReceiverDone{}) }
@@ -100,3 +151,12 @@ func (b *Builder) EthWaitForBytes(size Expr) { b.Emit(EthWaitForBytes{size}) }
 
 // EthReceiverDone emits eth_receiver_done().
 func (b *Builder) EthReceiverDone() { b.Emit(EthReceiverDone{}) }
+
+// EthNoCSemaphoreWait emits eth_noc_semaphore_wait(addr, value), the
+// semaphore wait of kernels on ethernet cores.
+func (b *Builder) EthNoCSemaphoreWait(addr, value Expr) { b.Emit(EthNoCSemaphoreWait{addr, value}) }
+
+// EthNoCSemaphoreWaitMin emits eth_noc_semaphore_wait_min(addr, value).
+func (b *Builder) EthNoCSemaphoreWaitMin(addr, value Expr) {
+	b.Emit(EthNoCSemaphoreWaitMin{addr, value})
+}

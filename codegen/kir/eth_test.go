@@ -1,10 +1,12 @@
 package kir_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
@@ -63,8 +65,36 @@ func TestEthernetValidation(t *testing.T) {
 			p.Kernel("sender").Cores = []ir.CoreRange{kir.EthRange(14, 14)}
 		}, []kir.Rule{kir.RuleGrid}, "outside channels 0..13"},
 		{"odd transfer size", func(p *kir.Program) {
-			p.Kernel("sender").Body[0] = kir.EthSendBytes{Src: kir.C(0x20000), Dst: kir.C(0x20000), Size: kir.C(24)}
+			p.Kernel("sender").Body[0] = kir.EthSendBytes{Src: kir.C(0x20000), Dst: kir.C(0x20000), Size: kir.C(24), PerSend: kir.C(24), PerSendWords: kir.Shr(kir.C(24), kir.C(4))}
 		}, []kir.Rule{kir.RuleEthernet}, "whole 16-byte words"},
+		{"default 16-byte commands", func(p *kir.Program) {
+			p.Kernel("sender").Body[0] = ethSend(kir.C(64), kir.C(16), kir.C(1))
+		}, []kir.Rule{kir.RuleEthSend}, "64 bytes as 4 transmit commands of 16 bytes; 1 command(s) of 64 bytes would do"},
+		{"default 16-byte commands of a runtime size", func(p *kir.Program) {
+			p.Kernel("sender").Body[0] = ethSend(kir.Mul(kir.ArgRef{Name: "device_id"}, kir.C(64)), kir.C(16), kir.C(1))
+		}, []kir.Rule{kir.RuleEthSend}, "16 bytes per command for a transfer of unknown size"},
+		{"word size is not bytes / 16", func(p *kir.Program) {
+			p.Kernel("sender").Body[0] = ethSend(kir.C(64), kir.C(64), kir.C(1))
+		}, []kir.Rule{kir.RuleEthSend}, "num_bytes_per_send_word_size 1 is not num_bytes_per_send 64 / 16"},
+		{"last command past the transfer", func(p *kir.Program) {
+			p.Kernel("sender").Body[0] = ethSend(kir.C(96), kir.C(64), kir.C(4))
+		}, []kir.Rule{kir.RuleEthSend}, "the last command sends 32 bytes past the transfer"},
+		{"per-command size unknown", func(p *kir.Program) {
+			dev := kir.ArgRef{Name: "device_id"}
+			p.Kernel("sender").Body[0] = ethSend(kir.C(64), dev, kir.Shr(dev, kir.C(4)))
+		}, []kir.Rule{kir.RuleEthSend}, "neither the transfer size nor a constant"},
+		{"plain semaphore wait on an ethernet core", func(p *kir.Program) {
+			k := p.Kernel("receiver")
+			k.Body = append([]kir.Stmt{kir.NoCSemaphoreWait{Addr: kir.GetEthSemaphore{ID: kir.C(0)}, Value: kir.C(0)}}, k.Body...)
+		}, []kir.Rule{kir.RuleEthWait}, "noc_semaphore_wait on an ethernet core spins without run_routing"},
+		{"plain semaphore wait_min on an ethernet core", func(p *kir.Program) {
+			k := p.Kernel("receiver")
+			k.Body = append([]kir.Stmt{kir.NoCSemaphoreWaitMin{Addr: kir.GetEthSemaphore{ID: kir.C(0)}, Value: kir.C(0)}}, k.Body...)
+		}, []kir.Rule{kir.RuleEthWait}, "use eth_noc_semaphore_wait_min"},
+		{"ethernet semaphore wait on a worker", func(p *kir.Program) {
+			k := p.Kernel("worker")
+			k.Body[0] = kir.EthNoCSemaphoreWait{Addr: kir.GetSemaphore{ID: kir.C(0)}, Value: kir.C(1)}
+		}, []kir.Rule{kir.RuleEthernet}, "eth_noc_semaphore_wait is an ethernet call"},
 		{"two kernels on one ERISC", func(p *kir.Program) {
 			p.AddKernel(&kir.Kernel{Name: "other", Role: kir.RoleReader, Processor: kir.RISCV0, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
 		}, []kir.Rule{kir.RuleProcessor}, "both run on RISCV_0 of this ethernet core"},
@@ -82,6 +112,63 @@ func TestEthernetValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ethSend is an eth_send_bytes of size bytes from and to 0x20000 with the
+// given per-command arguments.
+func ethSend(size, per, words kir.Expr) kir.EthSendBytes {
+	return kir.EthSendBytes{Src: kir.C(0x20000), Dst: kir.C(0x20000), Size: size, PerSend: per, PerSendWords: words}
+}
+
+// TestEthSendValid: the sends the validator accepts, the one-command form
+// of Builder.EthSendBytes included.
+func TestEthSendValid(t *testing.T) {
+	dev := kir.ArgRef{Name: "device_id"}
+	runtime := kir.Mul(kir.Add(dev, kir.C(1)), kir.C(2048))
+	tests := []struct {
+		name string
+		s    kir.EthSendBytes
+	}{
+		{"whole constant transfer", ethSend(kir.C(2048), kir.C(2048), kir.C(128))},
+		{"whole constant transfer, word size as a shift", ethSend(kir.C(2048), kir.C(2048), kir.Shr(kir.C(2048), kir.C(4)))},
+		{"whole runtime transfer", ethSend(runtime, runtime, kir.Shr(runtime, kir.C(4)))},
+		{"one 16-byte word", ethSend(kir.C(16), kir.C(16), kir.C(1))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ethProgram()
+			p.Kernel("sender").Body[0] = tc.s
+			if err := kir.Validate(p, bh); err != nil {
+				t.Errorf("rejected: %v", err)
+			}
+		})
+	}
+	k := &kir.Kernel{Name: "k"}
+	k.Builder().EthSendBytes(kir.C(0), kir.C(0), runtime)
+	if diff := cmp.Diff([]kir.Stmt{kir.EthSendBytes{Src: kir.C(0), Dst: kir.C(0), Size: runtime, PerSend: runtime, PerSendWords: kir.Shr(runtime, kir.C(4))}}, k.Body); diff != "" {
+		t.Errorf("Builder.EthSendBytes (-want +got):\n%s", diff)
+	}
+}
+
+func TestEthMinCommands(t *testing.T) {
+	tests := []struct {
+		size, maxCmd, want uint64
+	}{
+		{0, 1 << 20, 0},
+		{16, 1 << 20, 1},
+		{124160, 1 << 20, 1},   // the B=1 logits gather's link share
+		{124160, 65536, 2},     // 2 x 62,080
+		{16 * 97, 16 * 50, 97}, // 97 words split evenly only one by one
+		{65536, 65536, 1},
+		{65552, 65536, 17}, // 4,097 words = 17 x 241
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%d in %d", tc.size, tc.maxCmd), func(t *testing.T) {
+			assert.Equal(t, tc.want, kir.EthMinCommands(tc.size, tc.maxCmd))
+		})
+	}
+	assert.Equal(t, uint64(7760), kir.EthCommands(124160, 16), "the release's default: one command per 16 bytes")
+	assert.Equal(t, uint64(2), kir.EthCommands(96, 64), "the loop sends a last whole command")
 }
 
 // plainResolver knows no device; deviceResolver is device int(r).

@@ -116,14 +116,22 @@ type L1Write32 struct {
 
 // ---- ethernet (data-movement kernels on ethernet cores, see eth.go) ----
 
-// EthSendBytes is eth_send_bytes(Src, Dst, Size): copy Size bytes (a
-// multiple of 16) from L1 address Src of this ethernet core to L1 address
-// Dst of the ethernet core its link connects to, and add Size to this
-// core's bytes_sent word.
+// EthSendBytes is eth_send_bytes(Src, Dst, Size, PerSend, PerSendWords):
+// copy Size bytes (a multiple of 16) from L1 address Src of this ethernet
+// core to L1 address Dst of the ethernet core its link connects to, as
+// ceil(Size / PerSend) transmit commands of PerSend bytes each
+// (PerSendWords = PerSend / 16, the command's size in 16-byte words), and
+// add Size to this core's bytes_sent word. The release's defaults (16, 1)
+// issue one command per 16 bytes; the validator requires the fewest
+// commands (EthMinCommands), which Builder.EthSendBytes emits.
+// tt_metal/hw/inc/internal/ethernet/dataflow_api.h:153-167 (the loop);
+// each command is internal_::eth_send_packet, tunneling.h:81-95.
 type EthSendBytes struct {
-	Src  Expr
-	Dst  Expr
-	Size Expr
+	Src          Expr
+	Dst          Expr
+	Size         Expr
+	PerSend      Expr
+	PerSendWords Expr
 }
 
 // EthWaitForReceiverDone is eth_wait_for_receiver_done(): send this core's
@@ -141,6 +149,23 @@ type EthWaitForBytes struct {
 // EthReceiverDone is eth_receiver_done(): clear this core's bytes_sent word
 // and the peer's, releasing the sender.
 type EthReceiverDone struct{}
+
+// EthNoCSemaphoreWait is eth_noc_semaphore_wait(Addr, Value): block until
+// the local semaphore equals Value, running the base firmware's routing
+// (run_routing, a context switch) while it spins. Ethernet kernels wait
+// with it, never with noc_semaphore_wait (RuleEthWait).
+type EthNoCSemaphoreWait struct {
+	Addr  Expr
+	Value Expr
+}
+
+// EthNoCSemaphoreWaitMin is eth_noc_semaphore_wait_min(Addr, Value): block
+// until the local semaphore is >= Value, running the base firmware's
+// routing while it spins.
+type EthNoCSemaphoreWaitMin struct {
+	Addr  Expr
+	Value Expr
+}
 
 // ---- compute ----
 
@@ -360,6 +385,8 @@ func (EthSendBytes) isStmt()             {}
 func (EthWaitForReceiverDone) isStmt()   {}
 func (EthWaitForBytes) isStmt()          {}
 func (EthReceiverDone) isStmt()          {}
+func (EthNoCSemaphoreWait) isStmt()      {}
+func (EthNoCSemaphoreWaitMin) isStmt()   {}
 func (ComputeKernelHWStartup) isStmt()   {}
 func (TileRegsAcquire) isStmt()          {}
 func (TileRegsCommit) isStmt()           {}
@@ -433,6 +460,10 @@ func APIName(s Stmt) string {
 		return "eth_wait_for_bytes"
 	case EthReceiverDone:
 		return "eth_receiver_done"
+	case EthNoCSemaphoreWait:
+		return "eth_noc_semaphore_wait"
+	case EthNoCSemaphoreWaitMin:
+		return "eth_noc_semaphore_wait_min"
 	case ComputeKernelHWStartup:
 		return "compute_kernel_hw_startup"
 	case TileRegsAcquire:
@@ -548,7 +579,7 @@ func IsComputeOnly(s Stmt) bool {
 // (reader / writer) kernel.
 func IsDataMovementOnly(s Stmt) bool {
 	switch s.(type) {
-	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone:
+	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
 		return true
 	}
 	return false
@@ -557,7 +588,7 @@ func IsDataMovementOnly(s Stmt) bool {
 // IsEthOnly reports whether s may only appear in a kernel on ethernet cores.
 func IsEthOnly(s Stmt) bool {
 	switch s.(type) {
-	case EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone:
+	case EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
 		return true
 	}
 	return false
@@ -594,9 +625,13 @@ func instrOperands(s Stmt) []operand {
 	case L1Write32:
 		return []operand{{s.Addr, false}, {s.Value, false}}
 	case EthSendBytes:
-		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}}
+		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}, {s.PerSend, false}, {s.PerSendWords, false}}
 	case EthWaitForBytes:
 		return []operand{{s.Size, false}}
+	case EthNoCSemaphoreWait:
+		return []operand{{s.Addr, false}, {s.Value, false}}
+	case EthNoCSemaphoreWaitMin:
+		return []operand{{s.Addr, false}, {s.Value, false}}
 	case CopyTile:
 		return []operand{{s.Tile, false}, {s.Dst, false}}
 	case BinaryTiles:
@@ -778,6 +813,8 @@ func Instructions() []Stmt {
 		EthWaitForReceiverDone{},
 		EthWaitForBytes{},
 		EthReceiverDone{},
+		EthNoCSemaphoreWait{},
+		EthNoCSemaphoreWaitMin{},
 		ComputeKernelHWStartup{},
 		TileRegsAcquire{},
 		TileRegsCommit{},

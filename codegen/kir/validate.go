@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -61,7 +62,10 @@ import (
 //     that exist (a kernel on one kind of core only, no compute kernel, one
 //     kernel per ERISC), CBs may not (RuleGrid); ethernet calls appear only
 //     in kernels on ethernet cores and statically known transfer sizes are
-//     whole 16-byte words within the ethernet L1 (RuleEthernet).
+//     whole 16-byte words within the ethernet L1 (RuleEthernet); kernels on
+//     ethernet cores wait on semaphores with eth_noc_semaphore_wait*, not
+//     noc_semaphore_wait* (RuleEthWait); eth_send_bytes issues the fewest
+//     transmit commands (RuleEthSend, see EthSendBytes).
 //   - RuleMcastRange: a multicast rectangle whose corners are arguments
 //     known at build time is in the order of the kernel's NoC
 //     (McastCorners); the simulator checks every multicast it executes.
@@ -380,6 +384,8 @@ func (v *validator) body(k *Kernel) {
 				v.add(RuleMalformed, k.Name, nil, NoCB, "%s is a compute call in a %s kernel", name, k.Role)
 			case IsEthOnly(s) && !k.OnEth():
 				v.add(RuleEthernet, k.Name, nil, NoCB, "%s is an ethernet call; the kernel runs on worker cores, not ethernet cores", name)
+			case k.OnEth() && isPlainSemaphoreWait(s):
+				v.add(RuleEthWait, k.Name, nil, NoCB, "%s on an ethernet core spins without run_routing, starving the base firmware that shares ERISC0; use eth_%s", name, name)
 			}
 			if sf, ok := s.(SFPU); ok && int(sf.Op) >= len(SFPUOps) {
 				v.add(RuleMalformed, k.Name, nil, NoCB, "unknown SFPU op %d", sf.Op)
@@ -572,6 +578,7 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			size(name, s.Size)
 		case EthSendBytes:
 			v.ethSize(k, env, name, s.Size)
+			v.ethSend(k, env, name, s)
 		case EthWaitForBytes:
 			v.ethSize(k, env, name, s.Size)
 		}
@@ -593,6 +600,66 @@ func (v *validator) ethSize(k *Kernel, env *staticEnv, name string, e Expr) {
 		v.add(RuleEthernet, k.Name, nil, NoCB, "%s of %d bytes exceeds the %d-byte kernel region of an ethernet core's L1", name, n, v.t.EthL1Budget())
 	}
 }
+
+// isPlainSemaphoreWait reports whether s is noc_semaphore_wait or
+// noc_semaphore_wait_min.
+func isPlainSemaphoreWait(s Stmt) bool {
+	switch s.(type) {
+	case NoCSemaphoreWait, NoCSemaphoreWaitMin:
+		return true
+	}
+	return false
+}
+
+// ethSend checks the transmit commands of an eth_send_bytes (RuleEthSend):
+// PerSendWords is PerSend / 16, and the send issues the fewest commands,
+// which the validator can prove in two forms: PerSend is the transfer size
+// itself (one command; the size fits an ethernet L1, ethSize), or PerSend
+// and Size are constants with Size / PerSend = EthMinCommands. A
+// per-command size it cannot prove either way is refused too.
+func (v *validator) ethSend(k *Kernel, env *staticEnv, name string, s EthSendBytes) {
+	bad := func(format string, args ...any) {
+		v.add(RuleEthSend, k.Name, nil, NoCB, "%s: "+format, append([]any{name}, args...)...)
+	}
+	maxCmd := uint64(1 << 20)
+	if v.t.Eth != nil {
+		maxCmd = uint64(v.t.Eth.MaxCommandBytes)
+	}
+	per, perOK := env.exact(s.PerSend)
+	words, wordsOK := env.exact(s.PerSendWords)
+	switch {
+	case perOK && wordsOK && words != per>>4:
+		bad("num_bytes_per_send_word_size %d is not num_bytes_per_send %d / 16", words, per)
+	case !(perOK && wordsOK) && !reflect.DeepEqual(s.PerSendWords, Shr(s.PerSend, C(4))):
+		bad("num_bytes_per_send_word_size must be num_bytes_per_send >> 4")
+	}
+	if sameExpr(s.PerSend, s.Size) {
+		return // one command of the whole transfer
+	}
+	if !perOK {
+		bad("the bytes per transmit command are neither the transfer size nor a constant, so the number of commands is unknown; send the whole transfer (Builder.EthSendBytes)")
+		return
+	}
+	if per%16 != 0 || per < 16 || per > maxCmd {
+		bad("%d bytes per transmit command: a command is 16..%d bytes in whole 16-byte words", per, maxCmd)
+		return
+	}
+	size, ok := env.exact(s.Size)
+	if !ok {
+		bad("%d bytes per command for a transfer of unknown size: the number of commands is unknown; send the whole transfer (Builder.EthSendBytes)", per)
+		return
+	}
+	if size%per != 0 {
+		bad("%d bytes as commands of %d: the last command sends %d bytes past the transfer", size, per, per-size%per)
+		return
+	}
+	if got, want := EthCommands(size, per), EthMinCommands(size, maxCmd); got != want {
+		bad("%d bytes as %d transmit commands of %d bytes; %d command(s) of %d bytes would do (each command polls the TX queue and context-switches)", size, got, per, want, size/max(want, 1))
+	}
+}
+
+// sameExpr reports whether a and b are the same expression tree.
+func sameExpr(a, b Expr) bool { return reflect.DeepEqual(a, b) }
 
 // cores checks per-core rules: CB uniqueness, processors, producers and
 // consumers, semaphores and the L1 budget.

@@ -492,23 +492,59 @@ func (k *cclKernels) packets(b *kir.Builder, count kir.Expr, body func(base, cnt
 	})
 }
 
-// send emits the eth_send_bytes of cnt tiles: from src (tile stride, the
-// segments at their tile offsets; or compact: wire stride, segments packed)
-// into the peer's staging area, then eth_wait_for_receiver_done.
-func (k *cclKernels) send(b *kir.Builder, src kir.Expr, compact bool, cnt kir.Var, staging kir.ArgRef) {
+// send emits the eth_send_bytes of cnt tiles from src into the peer's
+// staging area, then eth_wait_for_receiver_done. The source holds the
+// tiles at tile stride (the segments at their tile offsets) or, compact,
+// packed at wire stride; the peer's staging receives them at tile stride,
+// or packed when packedDst (only with compact).
+//
+// Every transmit command costs the ERISC a TX-queue poll and the link a
+// per-command overhead worth ~1.2 KB of wire time (sim/timing's
+// eth_command), so the packet travels in as few commands as the layouts
+// allow: packed to packed, or tile stride to tile stride when a tile has
+// several segments (the padding rows between them travel too; the
+// receiver stores only the segments), is one command; only compact to
+// tile stride (the reduce steps' forwarded partial sums, which the
+// adders read at tile stride) sends segment by segment.
+// The receiver waits for cnt x wireTile(compact, packedDst) bytes.
+func (k *cclKernels) send(b *kir.Builder, src kir.Expr, compact, packedDst bool, cnt kir.Var, staging kir.ArgRef) {
 	wire := segmentBytes(k.segs)
-	b.For("t", kir.C(0), cnt, func(t kir.Var) {
-		coff := 0
-		for _, sg := range k.segs {
-			from := kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
-			if compact {
-				from = kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(wire))), kir.Ci(coff))
+	switch {
+	case compact && packedDst:
+		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(wire)))
+	case !compact && k.wholeTiles():
+		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(k.tb)))
+	default:
+		b.For("t", kir.C(0), cnt, func(t kir.Var) {
+			coff := 0
+			for _, sg := range k.segs {
+				from := kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+				if compact {
+					from = kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(wire))), kir.Ci(coff))
+				}
+				b.EthSendBytes(from, kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.Ci(sg.Size))
+				coff += sg.Size
 			}
-			b.EthSendBytes(from, kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.Ci(sg.Size))
-			coff += sg.Size
-		}
-	})
+		})
+	}
 	b.EthWaitForReceiverDone()
+}
+
+// wholeTiles reports whether send moves tile-stride packets as whole
+// tiles (one command) rather than segment by segment: when a tile has
+// several segments, or its one segment is the whole tile.
+func (k *cclKernels) wholeTiles() bool {
+	return len(k.segs) > 1 || segmentBytes(k.segs) == k.tb
+}
+
+// wireTile is the bytes per tile a send with these layouts puts on the
+// link (and the receiver waits for): the whole tile when wholeTiles moves
+// tile-stride packets, else the segments.
+func (k *cclKernels) wireTile(compact, packedDst bool) int {
+	if !compact && !packedDst && k.wholeTiles() {
+		return k.tb
+	}
+	return segmentBytes(k.segs)
 }
 
 // cclNoCArgs declares NoC coordinate runtime args name_x, name_y.
@@ -563,22 +599,22 @@ func (k *cclKernels) sender() {
 		b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
 		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			b.If(kir.Gt(s, kir.C(0)), func() { b.NoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
+			b.If(kir.Gt(s, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
 			k.packets(b, count, func(base, cnt kir.Var) {
 				b.IfElse(kir.Eq(s, kir.C(0)), func() {
 					if k.compact {
 						b.Comment("The adders packed this packet's segments into staging: one send.")
-						b.NoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+						b.EthNoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
 						at := b.Let("packed", kir.Add(staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
 						b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
 						b.EthWaitForReceiverDone()
 						return
 					}
 					readTiles(xa, kk, base, cnt)
-					k.send(b, staging, false, cnt, staging)
+					k.send(b, staging, false, false, cnt, staging)
 				}, func() {
 					src := b.Let("src", kir.Add(slot(kir.Sub(s, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
-					k.send(b, src, true, cnt, staging)
+					k.send(b, src, true, false, cnt, staging)
 				})
 			})
 			b.If(kir.Gt(s, kir.C(0)), func() {
@@ -595,10 +631,10 @@ func (k *cclKernels) sender() {
 			if (pl.ReduceSteps-1)%2 == 1 {
 				final = fwd1
 			}
-			b.NoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
+			b.EthNoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
 			k.packets(b, count, func(base, cnt kir.Var) {
 				src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
-				k.send(b, src, true, cnt, staging)
+				k.send(b, src, true, true, cnt, staging)
 			})
 		} else {
 			k.packets(b, count, func(base, cnt kir.Var) {
@@ -609,7 +645,7 @@ func (k *cclKernels) sender() {
 					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(dev, i)), kir.Ci(k.tb))
 				})
 				b.NoCAsyncWriteBarrier()
-				k.send(b, staging, false, cnt, staging)
+				k.send(b, staging, false, false, cnt, staging)
 			})
 		}
 		waited := 0
@@ -618,10 +654,10 @@ func (k *cclKernels) sender() {
 		}
 		b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 0))
-			b.NoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
+			b.EthNoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
 			k.packets(b, count, func(base, cnt kir.Var) {
 				readTiles(oa, kk, base, cnt)
-				k.send(b, staging, false, cnt, staging)
+				k.send(b, staging, false, false, cnt, staging)
 			})
 		})
 	}
@@ -663,16 +699,23 @@ func (k *cclKernels) receiver() {
 	}
 	b := er.Builder()
 	free := b.Let("free_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
-	wait := func(cnt kir.Var) { b.EthWaitForBytes(kir.Mul(cnt, kir.Ci(pl.WireBytes))) }
+	wait := func(cnt kir.Var, perTile kir.Expr) { b.EthWaitForBytes(kir.Mul(cnt, perTile)) }
 	if pl.ReduceSteps > 0 {
 		b.Comment("Reduce steps: hand every packet to the adders and wait until all have read it.")
-		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
+		// Step 0 sends x's tiles (packed when compact), later steps the
+		// forwarded partial sums segment by segment (sender, send).
+		first, later := k.wireTile(k.compact, k.compact), k.wireTile(true, false)
+		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
 			k.packets(b, count, func(_, cnt kir.Var) {
-				wait(cnt)
+				perTile := kir.Ci(first)
+				if pl.ReduceSteps > 1 && first != later {
+					perTile = kir.Add(kir.Ci(later), kir.Mul(kir.Eq(s, kir.C(0)), kir.Ci(first-later)))
+				}
+				wait(cnt, perTile)
 				for j := range wx {
 					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
 				}
-				b.NoCSemaphoreWait(free, kir.Ci(m))
+				b.EthNoCSemaphoreWait(free, kir.Ci(m))
 				b.NoCSemaphoreSet(free, kir.C(0))
 				b.EthReceiverDone()
 			})
@@ -682,19 +725,37 @@ func (k *cclKernels) receiver() {
 		b.Comment("Gather steps: store every packet in the output, then tell the sender the chunk is there.")
 		b.For("s", kir.C(0), kir.Ci(pl.GatherSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				wait(cnt)
+			// store waits for a packet sent with send's layouts and stores
+			// only its segments, so no stale staging L1 (or padding rows
+			// sent along) lands in the output's padding rows.
+			store := func(base, cnt kir.Var, packed bool) {
+				wait(cnt, kir.Ci(k.wireTile(packed, packed)))
 				b.For("t", kir.C(0), cnt, func(t kir.Var) {
 					i := kir.Add(kir.Add(first, base), t)
-					// Only the wire segments arrived: store just those, so no
-					// stale staging L1 lands in the output's padding rows.
+					coff := 0
 					for _, sg := range k.segs {
-						b.NoCAsyncWrite(kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)),
-							kir.Add(k.dram(oa, k.page(kk, i)), kir.Ci(sg.Off)), kir.Ci(sg.Size))
+						at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+						if packed {
+							at = kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(pl.WireBytes))), kir.Ci(coff))
+						}
+						b.NoCAsyncWrite(at, kir.Add(k.dram(oa, k.page(kk, i)), kir.Ci(sg.Off)), kir.Ci(sg.Size))
+						coff += sg.Size
 					}
 				})
 				b.NoCAsyncWriteBarrier()
 				b.EthReceiverDone()
+			}
+			k.packets(b, count, func(base, cnt kir.Var) {
+				switch {
+				case k.kind != cclAllReduce:
+					store(base, cnt, false)
+				case pl.GatherSteps == 1:
+					store(base, cnt, true)
+				default:
+					// An all-reduce sends its own sum packed at step 0 and
+					// forwards the received chunks from DRAM after.
+					b.IfElse(kir.Eq(s, kir.C(0)), func() { store(base, cnt, true) }, func() { store(base, cnt, false) })
+				}
 			})
 			if pl.GatherSteps > 1 {
 				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() {

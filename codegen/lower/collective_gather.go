@@ -113,7 +113,7 @@ func (c *cclOp) buildPackedGather(p *kir.Program, ctx *Context, m int) error {
 	b := es.Builder()
 	ready := b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	b.Comment("The packers wrote this link's segments into staging: one send.")
-	b.NoCSemaphoreWait(ready, kir.Ci(m))
+	b.EthNoCSemaphoreWait(ready, kir.Ci(m))
 	b.EthSendBytes(sStaging, sStaging, kir.Mul(sCount, kir.Ci(wire)))
 	b.EthWaitForReceiverDone()
 
@@ -131,7 +131,7 @@ func (c *cclOp) buildPackedGather(p *kir.Program, ctx *Context, m int) error {
 	for j := range wx {
 		b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
 	}
-	b.NoCSemaphoreWait(free, kir.Ci(m))
+	b.EthNoCSemaphoreWait(free, kir.Ci(m))
 	b.EthReceiverDone()
 
 	// Packers: local segments to the own slice and the sender's staging.

@@ -22,9 +22,24 @@ type Ethernet struct {
 	RingEast, RingWest []int
 	// LinkBytesPerCycle is the sustained payload rate of one link in bytes
 	// per Tensix cycle; LinkLatencyCycles is the one-way latency of a
-	// packet including the bytes_sent handshake. Both are estimates for the
-	// cost model, not measurements.
+	// packet including the bytes_sent handshake. Both are the ring
+	// planner's estimates (codegen/lower PlanRing), not measurements; the
+	// timing model fits its own on the measured rows (sim/timing: 17.6
+	// B/cycle, 69.5 cycles per transmit command, 533 cycles one way, so a
+	// packet's handshake - data, bytes_sent word, receiver_done - costs
+	// about 3 x 70 + 2 x 533 = 1,276 cycles besides the bytes).
 	LinkBytesPerCycle, LinkLatencyCycles int
+	// MaxCommandBytes is the largest transmit command: one
+	// internal_::eth_send_packet writes the transfer size in bytes to the
+	// TX queue's ETH_TXQ_TRANSFER_SIZE_BYTES register (multiple of 16;
+	// tt_eth_ss_regs.h:72) and the MAC splits it into ethernet packets
+	// itself (ETH_TXQ_MAX_PKT_SIZE_BYTES, :68). eth_send_bytes' per-command
+	// size (num_bytes_per_send) has the valid range 16..1MB
+	// (internal/ethernet/dataflow_api.h:186), more than an ethernet core's
+	// L1, so any transfer a kernel can hold is one command. (tt-metal's own
+	// direct-send test, tests/tt_metal/tt_metal/eth/test_erisc_app_direct_send.cpp:930,
+	// sweeps commands of 16 B to 64 KiB.)
+	MaxCommandBytes int
 	// noc is the NoC coordinate of each channel.
 	noc [][2]int
 }
@@ -50,6 +65,7 @@ func blackholeEthernet() *Ethernet {
 		RingWest:          []int{1, 3},
 		LinkBytesPerCycle: 20,
 		LinkLatencyCycles: 1350,
+		MaxCommandBytes:   1 << 20,
 	}
 	for _, x := range xs {
 		e.noc = append(e.noc, [2]int{x, 1})

@@ -195,3 +195,64 @@ func TestEthL1Access(t *testing.T) {
 	}
 	_ = numerics.TileElems
 }
+
+// TestClusterRefusesEthRules: the simulator refuses, whatever the
+// validator proved, an eth_send_bytes in more transmit commands than
+// needed (the release's default of one command per 16 bytes) or that
+// overruns its transfer, and a plain noc_semaphore_wait on an ethernet
+// core; the fixed sample runs and counts one command per send.
+func TestClusterRefusesEthRules(t *testing.T) {
+	send := func(per, words uint32) func(p *kir.Program) {
+		return func(p *kir.Program) {
+			body := p.Kernel("eth_sender").Body
+			for i, s := range body {
+				if e, ok := s.(kir.EthSendBytes); ok {
+					e.PerSend, e.PerSendWords = kir.C(per), kir.C(words)
+					body[i] = e
+				}
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		edit func(p *kir.Program)
+		rule kir.Rule
+		msg  string
+	}{
+		{"fixed sample", func(*kir.Program) {}, 0, ""},
+		{"default 16-byte commands", send(16, 1), kir.RuleEthSend, "eth_send_bytes of 2048 bytes as 128 transmit commands of 16 bytes; 1 would do"},
+		{"commands past the transfer", send(1536, 96), kir.RuleEthSend, "the last command sends 1024 bytes past the transfer"},
+		{"word size not bytes / 16", send(2048, 1), kir.RuleEthSend, "num_bytes_per_send_word_size is not num_bytes_per_send / 16"},
+		{"plain semaphore wait", func(p *kir.Program) {
+			body := p.Kernel("eth_receiver").Body
+			for i, s := range body {
+				if w, ok := s.(kir.EthNoCSemaphoreWait); ok {
+					body[i] = kir.NoCSemaphoreWait{Addr: w.Addr, Value: w.Value}
+				}
+			}
+		}, kir.RuleEthWait, "noc_semaphore_wait on ethernet core eth1 spins without run_routing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := samples.EthLink()
+			tc.edit(p)
+			c, _ := ring(t, 2, p, false)
+			stats, err := c.RunAll(p, kexec.RunOptions{})
+			if tc.rule == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stats[0].EthCommands != 1 {
+					t.Errorf("device 0 issued %d transmit commands, want 1", stats[0].EthCommands)
+				}
+				return
+			}
+			if diff := cmp.Diff([]kir.Rule{tc.rule}, kir.RulesOf(err)); diff != "" {
+				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %v does not say %q", err, tc.msg)
+			}
+		})
+	}
+}

@@ -92,10 +92,21 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			ks.core.mem.write32(v[0], uint32(v[1]))
 			return nil
 		}), nil
-	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin:
+	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
 		call := kir.APIName(s)
-		_, exact := s.(kir.NoCSemaphoreWait)
+		exact, plain := false, false
+		switch s.(type) {
+		case kir.NoCSemaphoreWait:
+			exact, plain = true, true
+		case kir.NoCSemaphoreWaitMin:
+			plain = true
+		case kir.EthNoCSemaphoreWait:
+			exact = true
+		}
 		return maybeBlock(func(ks *kstate) (bool, error) {
+			if plain && ks.core.eth {
+				return false, ks.errf(kir.RuleEthWait, kir.NoCB, "%s on ethernet core %s spins without run_routing, starving the base firmware that shares ERISC0; use eth_%s", call, ks.core.c, call)
+			}
 			v, err := ev(ks)
 			if err != nil {
 				return false, err
@@ -137,7 +148,7 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			if err != nil {
 				return err
 			}
-			return ks.ethSendBytes(v[0], v[1], v[2])
+			return ks.ethSendBytes(v[0], v[1], v[2], v[3], v[4])
 		}), nil
 	case kir.EthWaitForReceiverDone:
 		return maybeBlock(func(ks *kstate) (bool, error) { return ks.ethWaitForReceiverDone() }), nil

@@ -88,7 +88,13 @@ func (ks *kstate) peer(call string) (*ethCore, EthEnd, error) {
 	return ks.r.mesh.devices[there.Device].eth(there.Channel), there, nil
 }
 
-func (ks *kstate) ethSendBytes(src, dst, size uint64) error {
+// ethSendBytes is eth_send_bytes(src, dst, size, per, words): the data
+// lands in the peer's L1 and the local bytes_sent word grows by size. It
+// refuses (RuleEthSend) a send whose transmit commands are not per = words
+// x 16 bytes covering size exactly, or are more than the fewest possible
+// (kir.EthMinCommands): the release's default of one command per 16 bytes
+// is refused for any larger transfer.
+func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
 	const call = "eth_send_bytes"
 	pe, there, err := ks.peer(call)
 	if err != nil {
@@ -96,6 +102,18 @@ func (ks *kstate) ethSendBytes(src, dst, size uint64) error {
 	}
 	if size%16 != 0 || src%16 != 0 || dst%16 != 0 {
 		return ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%#x, %#x, %d): addresses and size must be multiples of 16 bytes", call, src, dst, size)
+	}
+	maxCmd := uint64(ks.r.t.Eth.MaxCommandBytes)
+	switch {
+	case words*16 != per:
+		return ks.errf(kir.RuleEthSend, kir.NoCB, "%s(.., %d, %d, %d): num_bytes_per_send_word_size is not num_bytes_per_send / 16", call, size, per, words)
+	case size > 0 && (per < 16 || per > maxCmd):
+		return ks.errf(kir.RuleEthSend, kir.NoCB, "%s of %d bytes in commands of %d bytes: a command is 16..%d bytes", call, size, per, maxCmd)
+	case size%max(per, 1) != 0:
+		return ks.errf(kir.RuleEthSend, kir.NoCB, "%s of %d bytes in commands of %d bytes: the last command sends %d bytes past the transfer", call, size, per, per-size%per)
+	}
+	if got, want := kir.EthCommands(size, per), kir.EthMinCommands(size, maxCmd); got != want {
+		return ks.errf(kir.RuleEthSend, kir.NoCB, "%s of %d bytes as %d transmit commands of %d bytes; %d would do", call, size, got, per, want)
 	}
 	if err := ks.checkL1(src, size, call+" source", false); err != nil {
 		return err
@@ -110,6 +128,7 @@ func (ks *kstate) ethSendBytes(src, dst, size uint64) error {
 	me := ks.r.d.eth(ks.core.c.X)
 	me.bytesSent += uint32(size)
 	ks.r.stats.EthBytes += int64(size)
+	ks.r.stats.EthCommands += int64(kir.EthCommands(size, per))
 	return nil
 }
 

@@ -35,8 +35,9 @@ type Stats struct {
 	// TileOps counts compute operations on whole tiles (unpacking ops, SFPU
 	// ops and packs).
 	TileOps int64
-	// EthBytes counts the bytes sent over ethernet links (eth_send_bytes).
-	EthBytes int64
+	// EthBytes counts the bytes sent over ethernet links (eth_send_bytes);
+	// EthCommands the transmit commands those sends issued.
+	EthBytes, EthCommands int64
 }
 
 type run struct {

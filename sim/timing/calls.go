@@ -55,8 +55,12 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			th.advance(p.ScalarCycles)
 			th.setWord(th.core.word(uint32(arg(th, 0))), uint32(arg(th, 1)), th.t)
 		}), nil
-	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin:
-		_, atLeast := s.(kir.NoCSemaphoreWaitMin)
+	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
+		var atLeast bool
+		switch s.(type) {
+		case kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWaitMin:
+			atLeast = true
+		}
 		return func(th *thread) int {
 			w := th.core.word(uint32(arg(th, 0)))
 			v := uint32(arg(th, 1))
@@ -89,14 +93,13 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			}
 		}), nil
 	case kir.EthSendBytes:
+		// operands: src, dst, size, per-command bytes, per-command words.
 		return next(func(th *thread) {
 			if _, ok := th.peer(); !ok {
 				return
 			}
-			n := float64(arg(th, 2))
-			th.advance(p.NoCIssueCycles)
-			fin := th.core.link.serve(th.t, n)
-			th.core.linkArrival = max(th.core.linkArrival, fin+p.EthLatencyCycles)
+			n, per := arg(th, 2), arg(th, 3)
+			th.ethSend(kir.EthCommands(n, per), float64(per), "eth_send_bytes")
 			w := th.core.word(ethWordKey)
 			th.setWord(w, w.v+uint32(n), th.t)
 			th.ethSent += int64(n)
@@ -109,8 +112,9 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			}
 			w := th.core.word(ethWordKey)
 			if !th.ethSignalled {
-				th.advance(p.NoCIssueCycles)
-				th.setWord(pc.word(ethWordKey), w.v, max(th.core.linkArrival, th.t+p.EthLatencyCycles))
+				// One 16-byte command carries the bytes_sent word, behind the data.
+				arrive := th.ethSend(1, 16, "eth_wait_for_receiver_done")
+				th.setWord(pc.word(ethWordKey), w.v, arrive)
 				th.ethSignalled = true
 			}
 			if w.v != 0 {
@@ -135,9 +139,9 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 			if !ok {
 				return
 			}
-			th.advance(p.NoCIssueCycles)
 			th.setWord(th.core.word(ethWordKey), 0, th.t)
-			th.setWord(pc.word(ethWordKey), 0, th.t+p.EthLatencyCycles)
+			// One 16-byte command clears the sender's word.
+			th.setWord(pc.word(ethWordKey), 0, th.ethSend(1, 16, "eth_receiver_done"))
 		}), nil
 	// ---- compute ----
 	case kir.ComputeKernelHWStartup:

@@ -25,9 +25,12 @@
 //   - semaphores and flags are 32-bit words with the time of their last
 //     write; a remote increment lands after a small write's latency; a wait
 //     blocks until the value holds.
-//   - ethernet: eth_send_bytes books the link (bandwidth) and its data lands
-//     one link latency later; the bytes_sent handshake words travel the same
-//     way (kir/eth.go).
+//   - ethernet: eth_send_bytes issues ceil(size / num_bytes_per_send)
+//     transmit commands; each holds the link's TX queue for a fixed
+//     per-command time plus its bytes at the link rate, the kernel spins
+//     until the queue takes its last command, and the data lands one link
+//     latency after the command ends. The bytes_sent handshake words are
+//     16-byte commands on the same queues (kir/eth.go).
 //   - compute: matmul tiles by math fidelity plus the unpack of each operand
 //     tile, FPU element-wise ops (mul by fidelity passes), SFPU ops by kind,
 //     reduce, transpose, pack by DEST width, inits, tile-register handoffs.

@@ -328,3 +328,23 @@ func (th *thread) peer() (*core, bool) {
 	}
 	return cs, true
 }
+
+// ethSend issues cmds transmit commands of per bytes each on this ethernet
+// core's TX queue (internal_::eth_send_packet) and returns when the last of
+// them has reached the peer, no earlier than anything sent before on the
+// link. The queue takes one command at a time: each holds it for
+// EthCommandCycles (the queue poll, register writes and the MAC's
+// per-command work) plus per / EthBytesPerCycle on the wire; the kernel
+// spins until the queue has accepted its last command, and the data lands
+// EthLatencyCycles after that command ends. The spin is booked under why.
+func (th *thread) ethSend(cmds uint64, per float64, why string) (arrive float64) {
+	p := th.m.p
+	if cmds == 0 {
+		return max(th.core.linkArrival, th.t)
+	}
+	cmd := p.EthCommandCycles + per/p.EthBytesPerCycle
+	fin := th.core.link.serve(th.t, float64(cmds)*cmd*p.EthBytesPerCycle)
+	th.waitUntil(fin-cmd, why)
+	th.core.linkArrival = max(th.core.linkArrival, fin+p.EthLatencyCycles)
+	return th.core.linkArrival
+}

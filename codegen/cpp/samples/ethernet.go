@@ -34,7 +34,7 @@ const (
 // of the next card) with eth_send_bytes + eth_wait_for_receiver_done.
 // Ethernet core 1 waits for the bytes, tells worker (0,0) through its
 // semaphore, waits for the worker's acknowledgement on its own ethernet
-// semaphore (get_semaphore<ProgrammableCoreType::ACTIVE_ETH>) and releases
+// semaphore (get_semaphore<ProgrammableCoreType::ACTIVE_ETH>, eth_noc_semaphore_wait) and releases
 // the sender with eth_receiver_done. The worker's reader copies the tile
 // from the ethernet core's L1 into c_16 and its writer stores it to "dst".
 // In a ring of cards, "dst" of card d+1 ends up holding "src" of card d.
@@ -66,7 +66,7 @@ func EthLink() *kir.Program {
 	b.EthWaitForBytes(kir.Ci(tile))
 	b.NoCSemaphoreInc(kir.NoCAddr{X: wx, Y: wy, Addr: kir.GetSemaphore{ID: kir.C(SemTileReady)}}, kir.C(1))
 	free := b.Let("free_sem", kir.GetEthSemaphore{ID: kir.C(SemEthFree)})
-	b.NoCSemaphoreWait(free, kir.C(1))
+	b.EthNoCSemaphoreWait(free, kir.C(1))
 	b.NoCSemaphoreSet(free, kir.C(0))
 	b.EthReceiverDone()
 
@@ -130,7 +130,7 @@ func EthRingShift() *kir.Program {
 	b.EthSendBytes(staging, staging, kir.Ci(tile))
 	b.EthWaitForReceiverDone()
 	done := b.Let("done_sem", kir.GetEthSemaphore{ID: kir.C(SemRingDone)})
-	b.NoCSemaphoreWait(done, kir.C(1))
+	b.EthNoCSemaphoreWaitMin(done, kir.C(1))
 
 	er := p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rangeOf(recv)})
 	rstaging := er.CompileArg("staging_addr", EthStagingAddr)

@@ -70,13 +70,17 @@ uint64_t get_noc_multicast_addr(
 // transfers, barriers, CB and semaphore calls:
 // tcc-insn-decls dataflow
 
-// ---- ethernet/dataflow_api.h (tt_metal/hw/inc/ethernet/dataflow_api.h) -----
+// ---- ethernet/dataflow_api.h (tt_metal/hw/inc/internal/ethernet/dataflow_api.h) -----
 // Kernels on active ethernet cores (the firmware wrapper also pulls in the
-// dataflow API above). All four use channel 0 of erisc_info: eth_send_bytes
-// adds num_bytes (a multiple of 16) to the local bytes_sent word,
-// eth_wait_for_receiver_done sends that word to the peer and spins until the
-// peer clears it, eth_wait_for_bytes spins until the local word equals
-// num_bytes, eth_receiver_done clears the local and the peer's word.
+// dataflow API above). The handshake calls use channel 0 of erisc_info:
+// eth_send_bytes issues ceil(num_bytes / num_bytes_per_send) transmit
+// commands (internal_::eth_send_packet, tunneling.h:81) and adds num_bytes
+// (a multiple of 16) to the local bytes_sent word, eth_wait_for_receiver_done
+// sends that word to the peer and spins until the peer clears it,
+// eth_wait_for_bytes spins until the local word equals num_bytes,
+// eth_receiver_done clears the local and the peer's word;
+// eth_noc_semaphore_wait / _wait_min are the semaphore waits that run the
+// base firmware (run_routing) while they spin.
 // tcc-insn-decls eth
 
 #endif  // data movement

@@ -214,12 +214,20 @@ func All() []Insn {
 		// ---- ethernet ----
 		{
 			Go: "EthSendBytes", Section: secEth, Class: Eth, Call: "eth_send_bytes",
-			Doc: "EthSendBytes is eth_send_bytes(Src, Dst, Size): copy Size bytes (a\n" +
-				"multiple of 16) from L1 address Src of this ethernet core to L1 address\n" +
-				"Dst of the ethernet core its link connects to, and add Size to this\n" +
-				"core's bytes_sent word.",
-			Fields: []Field{ex("Src"), ex("Dst"), ex("Size")}, Args: []string{"Src", "Dst", "Size"},
-			DMDecl: "void eth_send_bytes(\n" +
+			Doc: "EthSendBytes is eth_send_bytes(Src, Dst, Size, PerSend, PerSendWords):\n" +
+				"copy Size bytes (a multiple of 16) from L1 address Src of this ethernet\n" +
+				"core to L1 address Dst of the ethernet core its link connects to, as\n" +
+				"ceil(Size / PerSend) transmit commands of PerSend bytes each\n" +
+				"(PerSendWords = PerSend / 16, the command's size in 16-byte words), and\n" +
+				"add Size to this core's bytes_sent word. The release's defaults (16, 1)\n" +
+				"issue one command per 16 bytes; the validator requires the fewest\n" +
+				"commands (EthMinCommands), which Builder.EthSendBytes emits.\n" +
+				"tt_metal/hw/inc/internal/ethernet/dataflow_api.h:153-167 (the loop);\n" +
+				"each command is internal_::eth_send_packet, tunneling.h:81-95.",
+			Fields: []Field{ex("Src"), ex("Dst"), ex("Size"), ex("PerSend"), ex("PerSendWords")},
+			Args:   []string{"Src", "Dst", "Size", "PerSend", "PerSendWords"},
+			DMDecl: "// internal/ethernet/dataflow_api.h:153\n" +
+				"void eth_send_bytes(\n" +
 				"    uint32_t src_addr, uint32_t dst_addr, uint32_t num_bytes, uint32_t num_bytes_per_send = 16,\n" +
 				"    uint32_t num_bytes_per_send_word_size = 1);",
 		},
@@ -243,6 +251,24 @@ func All() []Insn {
 			Doc: "EthReceiverDone is eth_receiver_done(): clear this core's bytes_sent word\n" +
 				"and the peer's, releasing the sender.",
 			DMDecl: "void eth_receiver_done();",
+		},
+		{
+			Go: "EthNoCSemaphoreWait", Section: secEth, Class: Eth, Call: "eth_noc_semaphore_wait",
+			Doc: "EthNoCSemaphoreWait is eth_noc_semaphore_wait(Addr, Value): block until\n" +
+				"the local semaphore equals Value, running the base firmware's routing\n" +
+				"(run_routing, a context switch) while it spins. Ethernet kernels wait\n" +
+				"with it, never with noc_semaphore_wait (RuleEthWait).",
+			Fields: []Field{ptr("Addr"), ex("Value")}, Args: []string{"Addr", "Value"},
+			DMDecl: "// internal/ethernet/dataflow_api.h:68,97 (wait_min: polls between context switches)\n" +
+				"void eth_noc_semaphore_wait(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val, uint32_t wait_min = 0);",
+		},
+		{
+			Go: "EthNoCSemaphoreWaitMin", Section: secEth, Class: Eth, Call: "eth_noc_semaphore_wait_min",
+			Doc: "EthNoCSemaphoreWaitMin is eth_noc_semaphore_wait_min(Addr, Value): block\n" +
+				"until the local semaphore is >= Value, running the base firmware's\n" +
+				"routing while it spins.",
+			Fields: []Field{ptr("Addr"), ex("Value")}, Args: []string{"Addr", "Value"},
+			DMDecl: "void eth_noc_semaphore_wait_min(volatile tt_l1_ptr uint32_t* sem_addr, uint32_t val, uint32_t wait_min = 0);",
 		},
 
 		// ---- compute ----

@@ -14,7 +14,7 @@ void kernel_main() {
     eth_wait_for_bytes(2048);
     noc_semaphore_inc(get_noc_addr(worker_x, worker_y, get_semaphore(0)), 1);
     uint32_t free_sem = get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(0);
-    noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(free_sem), 1);
+    eth_noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(free_sem), 1);
     noc_semaphore_set(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(free_sem), 0);
     eth_receiver_done();
     noc_async_atomic_barrier();

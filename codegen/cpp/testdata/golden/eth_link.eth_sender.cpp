@@ -13,6 +13,6 @@ void kernel_main() {
 
     noc_async_read(get_noc_addr_from_bank_id<true>(0, src_addr), staging_addr, 2048);
     noc_async_read_barrier();
-    eth_send_bytes(staging_addr, staging_addr, 2048);
+    eth_send_bytes(staging_addr, staging_addr, 2048, 2048, 128);
     eth_wait_for_receiver_done();
 }

@@ -14,8 +14,8 @@ void kernel_main() {
 
     noc_async_read(get_noc_addr_from_bank_id<true>(device_id % NUM_DRAM_BANKS, src_addr + device_id / NUM_DRAM_BANKS * 2048u), staging_addr, 2048);
     noc_async_read_barrier();
-    eth_send_bytes(staging_addr, staging_addr, 2048);
+    eth_send_bytes(staging_addr, staging_addr, 2048, 2048, 128);
     eth_wait_for_receiver_done();
     uint32_t done_sem = get_semaphore<ProgrammableCoreType::ACTIVE_ETH>(0);
-    noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(done_sem), 1);
+    eth_noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(done_sem), 1);
 }
