@@ -88,6 +88,11 @@ const (
 	// not Float32, is not configured, or is read through the FPU source
 	// registers (only copy_tile may read a CB unpacked straight to DEST).
 	RuleUnpackMode
+	// RuleCodeSize: a kernel's estimated binary (EstimateCode) exceeds its
+	// processor's code budget, or the program's estimated kernel config
+	// ring use (EstimateProgramCode: runtime args, semaphores, CB configs
+	// and every binary) does not fit the ring (target.CodeSize).
+	RuleCodeSize
 )
 
 var ruleNames = [...]string{
@@ -95,7 +100,7 @@ var ruleNames = [...]string{
 	RuleCBConfig: "cb-config", RuleCBProducer: "cb-producer", RuleCBConsumer: "cb-consumer",
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
-	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
+	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode", RuleCodeSize: "code-size",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 
