@@ -107,6 +107,11 @@ const (
 	// per-command size is the transfer size, or constants); the simulator
 	// checks every send.
 	RuleEthSend
+	// RuleCodeSize: a kernel's estimated binary (EstimateCode) exceeds its
+	// processor's code budget, or the program's estimated kernel config
+	// ring use (EstimateProgramCode: runtime args, semaphores, CB configs
+	// and every binary) does not fit the ring (target.CodeSize).
+	RuleCodeSize
 )
 
 var ruleNames = [...]string{
@@ -115,7 +120,7 @@ var ruleNames = [...]string{
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
 	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
-	RuleEthWait: "eth-wait", RuleEthSend: "eth-send", RuleMcastRange: "mcast-range",
+	RuleEthWait: "eth-wait", RuleEthSend: "eth-send", RuleMcastRange: "mcast-range", RuleCodeSize: "code-size",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

@@ -42,8 +42,12 @@ import (
 //     positions of every block at run time.
 //   - RuleL1Budget: per core, the sum of the CBs (16-byte aligned; CBs backed
 //     by a buffer excluded) and of the L1 buffers' per-core pages fits in
-//     t.L1Budget(). Kernel code size is not checked here (it needs the
-//     compiled binary).
+//     t.L1Budget().
+//   - RuleCodeSize: every kernel's estimated binary (EstimateCode, from
+//     the statements as printed) is within its processor's budget
+//     (t.CodeBytes, t.Code.EthKernelBytes on ethernet cores), and the
+//     program's estimated kernel config ring use (EstimateProgramCode) is
+//     below t.Code.RingBytes.
 //   - RuleDEST: every statically known DEST index (copy_tile, eltwise,
 //     broadcast, matmul, matmul_block's whole output block, reduce,
 //     transpose, SFPU, pack_tile) is below t.DestTiles(full sync, fp32 DEST)
@@ -197,6 +201,7 @@ func (v *validator) program() {
 		v.kernel(k)
 	}
 	v.cores()
+	v.codeSize()
 }
 
 func (v *validator) kernel(k *Kernel) {

@@ -325,13 +325,14 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			for d0 := 0; d0 < d.Dt; d0 += group {
 				b.CBReserveBack(cb, kir.Ci(group))
 				tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
-				blocks.GatherRowsTiles(b, src, headRows, tiles, group, tb, n, eb, func(t, h int) kir.Expr {
-					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(kir.Add(colOf(kir.Ci(h)), kir.Ci((d0+t)*ir.TileSize)), kir.Ci(ir.TileSize)))
+				blocks.GatherRowsTiles(b, src, headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
+					col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
+					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
 				})
 				if tabBytes >= 1024*eb {
-					for t := range group {
-						blocks.ClearRows(b, kir.Add(tiles, kir.Ci(t*tb)), zero, n, eb)
-					}
+					b.For("zt", kir.C(0), kir.Ci(group), func(t kir.Var) {
+						blocks.ClearRows(b, kir.Add(tiles, kir.Mul(t, kir.Ci(tb))), zero, n, eb)
+					})
 				}
 				b.NoCAsyncReadBarrier()
 				b.CBPushBack(cb, kir.Ci(group))

@@ -80,6 +80,9 @@ type Target struct {
 
 	// Eth describes the ethernet cores (nil: the chip has none modelled).
 	Eth *Ethernet
+
+	// Code is where kernel binaries live and what bounds them.
+	Code CodeSize
 }
 
 // Blackhole returns the p150a Blackhole description with the 11x10 worker
@@ -119,6 +122,7 @@ func Blackhole() *Target {
 		workerNoCY: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
 		dramNoC:    [][2]int{{0, 0}, {0, 2}, {0, 9}, {0, 5}, {9, 0}, {9, 2}, {9, 9}, {9, 5}},
 		Eth:        blackholeEthernet(),
+		Code:       BlackholeCodeSize(),
 	}
 }
 

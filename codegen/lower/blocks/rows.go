@@ -101,24 +101,45 @@ func GatherRows(b *kir.Builder, a *Access, stage, dst kir.Expr, rows, eb int, pa
 // page(t, 0), ..., page(t, rows-1) of a. stage holds n*rows slots of
 // GatherRowSlot bytes. All 2*n*rows DRAM reads are in flight under one
 // barrier, then the local copies are issued; the caller issues the final
-// read barrier.
-func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileBytes, rows, eb int, page func(t, r int) kir.Expr) {
-	slot := func(t, r, half int) kir.Expr { return kir.Add(stage, kir.Ci((t*rows+r)*GatherRowSlot+64*half)) }
-	for t := range n {
-		for r := range rows {
-			for half := range 2 {
-				b.NoCAsyncRead(a.PageAddrAt(page(t, r), rowOffset(0, half, eb)), slot(t, r, half), kir.C(64))
-			}
-		}
+// read barrier. The reads and the copies are run-time loops over tiles and
+// rows (page receives the loop variables), so the kernel's code does not
+// grow with n*rows (kir rule code-size).
+func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileBytes, rows, eb int, page func(t, r kir.Expr) kir.Expr) {
+	slot := func(t, r kir.Expr, half int) kir.Expr {
+		return kir.Add(stage, kir.Add(kir.Mul(kir.Add(kir.Mul(t, kir.Ci(rows)), r), kir.Ci(GatherRowSlot)), kir.Ci(64*half)))
 	}
+	loop2 := func(tn, rn string, body func(t, r kir.Expr)) {
+		loop(b, tn, n, func(t kir.Expr) { loop(b, rn, rows, func(r kir.Expr) { body(t, r) }) })
+	}
+	loop2("gt", "gr", func(t, r kir.Expr) {
+		for half := range 2 {
+			b.NoCAsyncRead(a.PageAddrAt(page(t, r), rowOffset(0, half, eb)), slot(t, r, half), kir.C(64))
+		}
+	})
 	b.NoCAsyncReadBarrier()
-	for t := range n {
-		for r := range rows {
-			for half := range 2 {
-				LocalCopy(b, slot(t, r, half), kir.Add(dst, kir.Ci(t*tileBytes+rowOffset(r, half, eb))), FaceDim*eb)
-			}
+	loop2("ct", "cr", func(t, r kir.Expr) {
+		for half := range 2 {
+			LocalCopy(b, slot(t, r, half), kir.Add(dst, kir.Add(kir.Mul(t, kir.Ci(tileBytes)), rowOffsetExpr(r, half, eb))), FaceDim*eb)
 		}
+	})
+}
+
+// loop emits body once for each i in [0, n): as a run-time loop when
+// n > 1, inline with i = 0 when n == 1, not at all when n <= 0.
+func loop(b *kir.Builder, name string, n int, body func(i kir.Expr)) {
+	switch {
+	case n == 1:
+		body(kir.C(0))
+	case n > 1:
+		b.For(name, kir.C(0), kir.Ci(n), func(i kir.Var) { body(i) })
 	}
+}
+
+// rowOffsetExpr is rowOffset for a row computed at run time.
+func rowOffsetExpr(r kir.Expr, half, eb int) kir.Expr {
+	band := kir.Mul(kir.Div(r, kir.Ci(FaceDim)), kir.Ci(2*256*eb))
+	inFace := kir.Mul(kir.Mod(r, kir.Ci(FaceDim)), kir.Ci(FaceDim*eb))
+	return kir.Add(kir.Add(band, inFace), kir.Ci(half*256*eb))
 }
 
 // LiveRows is the number of rows of a tile-layout value of shape s that

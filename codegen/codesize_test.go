@@ -1,0 +1,120 @@
+package codegen_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+)
+
+// compileQwen27B builds the full-size qwen27b decode step (batch 1) on
+// mesh and lowers it; Compile validates every program, rule code-size
+// included.
+func compileQwen27B(t *testing.T, mesh ir.Mesh) *codegen.Build {
+	t.Helper()
+	m := qwen27b.Model{}
+	args, err := models.DefaultArgs(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Build(args, mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := passes.Run(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatalf("qwen27b decode on mesh %s: %v", mesh, err)
+	}
+	return b
+}
+
+// TestQwen27BKernelsFitTheirLimits compiles the qwen27b decode step at
+// meshes 1x1 and 1x2 (the attention prologue's head-row gather was 960
+// unrolled reads, about 51 KB of NCRISC code, before it became loops) and
+// checks the estimates of every program against the kernel config ring.
+func TestQwen27BKernelsFitTheirLimits(t *testing.T) {
+	for _, mesh := range []ir.Mesh{{Rows: 1, Cols: 1}, {Rows: 1, Cols: 2}} {
+		t.Run(mesh.String(), func(t *testing.T) {
+			b := compileQwen27B(t, mesh)
+			bh := b.Target
+			for _, p := range b.Programs {
+				if s := kir.EstimateProgramCode(p.Kernel, bh); s.Total() >= bh.Code.RingBytes {
+					t.Errorf("program %s: estimated ring use %d bytes; the ring holds %d", p.Kernel.Name, s.Total(), bh.Code.RingBytes)
+				}
+				if strings.HasPrefix(p.Kernel.Name, "attn_prologue") {
+					if r, limit := kir.EstimateCode(p.Kernel.Kernel("reader")).Bytes, bh.NCRISCCodeBytes*3/4; r > limit {
+						t.Errorf("program %s: reader estimated at %d bytes; want the head rows gathered in loops (at most %d)", p.Kernel.Name, r, limit)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCodeEstimateTermsMatchCalibration: every kernel of the qwen27b 1x2
+// decode build that is in the measured sample (kir/testdata/codesize.tsv,
+// by its printed source's name) still has the terms recorded there, so
+// the calibration test prices what EstimateCode counts today.
+func TestCodeEstimateTermsMatchCalibration(t *testing.T) {
+	want := map[string]map[string]int{}
+	f, err := os.Open("kir/testdata/codesize.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		col := strings.Split(sc.Text(), "\t")
+		if strings.HasPrefix(col[0], "#") || len(col) != 5 {
+			continue
+		}
+		var terms map[string]int
+		if err := json.Unmarshal([]byte(col[4]), &terms); err != nil {
+			t.Fatal(err)
+		}
+		want[col[0]] = terms
+	}
+	b := compileQwen27B(t, ir.Mesh{Rows: 1, Cols: 2})
+	matched := 0
+	for _, p := range b.Programs {
+		for _, k := range p.Kernel.Kernels {
+			src, err := cpp.PrintKernel(p.Kernel, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(src)
+			name := fmt.Sprintf("%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+			w, ok := want[name]
+			if !ok {
+				continue
+			}
+			delete(want, name)
+			matched++
+			if diff := cmp.Diff(w, kir.EstimateCode(k).Terms); diff != "" {
+				t.Errorf("%s (%s): terms differ from the measured sample (-want +got):\n%s", name, p.Kernel.Name, diff)
+			}
+		}
+	}
+	if matched < 40 {
+		t.Errorf("%d kernels of the build are in the measured sample; want at least 40", matched)
+	}
+}
