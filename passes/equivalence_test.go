@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/models/tinymlp"
@@ -744,6 +745,7 @@ type ruleTally struct {
 //     with the unfused one (PCC >= 0.9999);
 //   - a registered rule that fires nowhere fails: add test data for it.
 func TestEveryRuleEquivalent(t *testing.T) {
+	longtest.Skip(t, "every rule checked numerically on every model source (~45 CPU-s)")
 	t.Parallel()
 	sources := []source{
 		tinyMLPSource(tinyMLPSizes()),

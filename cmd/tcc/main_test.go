@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/tcc-dev/tcc/cmd/tcc/cli"
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestMain lets the test binary act as the tcc command inside scripts: a
@@ -34,5 +36,14 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		RequireExplicitExec: true,
+		// [long] holds when the long checks run (TCC_LONG=1, ir/longtest):
+		// a script that runs the small model end to end starts with
+		// [!long] skip.
+		Condition: func(cond string) (bool, error) {
+			if cond == "long" {
+				return longtest.Enabled(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestNewUnaryOpIsTwoTableLines adds a unary SFPU op, tanh, to a copy of
@@ -20,9 +22,7 @@ import (
 // the printer's headers, the declaration header and the evaluator follow
 // from the two tables.
 func TestNewUnaryOpIsTwoTableLines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds a copy of the module (15-60 s)")
-	}
+	longtest.Skip(t, "builds a copy of the module (15-60 CPU-s)")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

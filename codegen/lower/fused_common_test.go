@@ -17,6 +17,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/models/tinymlp"
@@ -450,7 +451,7 @@ func TestFusedCommon27B(t *testing.T) {
 	for i, tc := range fc27B {
 		t.Run(tc.name, func(t *testing.T) {
 			op := fcBuild(t, tc.build)
-			if !tc.run || testing.Short() {
+			if !tc.run || testing.Short() || !longtest.Enabled() {
 				p, err := Lower(op, NewContext(target.Blackhole()))
 				if err != nil {
 					t.Fatal(err)

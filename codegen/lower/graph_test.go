@@ -16,6 +16,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes"
@@ -185,14 +186,15 @@ func compareOp(t *testing.T, op *ir.Op, want, got []float32, stats map[string]*o
 // bit for data movement and conversions, PCC >= 0.999 otherwise. Then the
 // whole graph runs chained from the inputs alone and the logits and the
 // greedy token are compared.
-func TestUnfusedDecodeGraph(t *testing.T) { checkCompiledGraph(t, smallGraph(t, 1)) }
+func TestUnfusedDecodeGraph(t *testing.T) {
+	longtest.Skip(t, "every program of the small decode graph on the simulator (~7 CPU-s)")
+	checkCompiledGraph(t, smallGraph(t, 1))
+}
 
 // TestUnfusedPrefillGraph is TestUnfusedDecodeGraph for a 32-token prefill
 // (conv_depthwise, cumsum, tril, tril_inverse, fill_cache, sdpa_prefill).
 func TestUnfusedPrefillGraph(t *testing.T) {
-	if testing.Short() {
-		t.Skip("prefill graph in -short mode")
-	}
+	longtest.Skip(t, "every program of the small prefill graph on the simulator (~20 CPU-s)")
 	checkCompiledGraph(t, smallGraphMode(t, 1, qwen27b.Prefill))
 }
 
@@ -292,6 +294,7 @@ func checkCompiledGraph(t *testing.T, g *ir.Graph) {
 // skipped (they need the other device; their lowering is tested
 // separately).
 func TestUnfusedDecodeGraphPlacements(t *testing.T) {
+	longtest.Skip(t, "the small decode graph at two placements on the simulator (~8 CPU-s)")
 	for _, cols := range []int{1, 2} {
 		t.Run(fmt.Sprintf("1x%d", cols), func(t *testing.T) {
 			g := smallGraph(t, cols)
@@ -362,9 +365,7 @@ func TestUnfusedDecodeGraphPlacements(t *testing.T) {
 // against the tt-metal API declarations (cpp.SyntaxCheck; skipped without
 // g++).
 func TestKernelsSyntax(t *testing.T) {
-	if testing.Short() {
-		t.Skip("g++ syntax check in -short mode")
-	}
+	longtest.Skip(t, "g++ on every kernel of the small unfused graphs (~10 CPU-s; kernels_gen checks the fused builds' kernels in every run)")
 	dir := t.TempDir()
 	sources := map[string]cpp.Source{}
 	seen := map[string]bool{}

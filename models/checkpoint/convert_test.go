@@ -1,8 +1,10 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/models/nn"
@@ -121,6 +124,9 @@ func TestConvertForms(t *testing.T) {
 	f := setup(t)
 	for _, form := range []checkpoint.Form{checkpoint.FormBF16, checkpoint.FormFP8, checkpoint.FormNVFP4} {
 		t.Run(string(form), func(t *testing.T) {
+			if form != checkpoint.FormBF16 {
+				longtest.Skip(t, "an FP8 or NVFP4 checkpoint converted (~6 CPU-s each)")
+			}
 			dir := write(t, f, form)
 			src, err := checkpoint.Open(dir)
 			if err != nil {
@@ -166,8 +172,10 @@ func TestConvertForms(t *testing.T) {
 						t.Fatal(err)
 					}
 					got := numerics.Untilize(u, sh.Rows2D(), sh.Cols2D())
-					if diff := cmp.Diff(expected(t, src, f.pf, w, d), got); diff != "" {
-						t.Fatalf("%s device %d (-want +got):\n%.2000s", w.Buffer, d, diff)
+					// slices.Equal first: go-cmp walks large slices element
+					// by element through reflection (most of this test's CPU).
+					if want := expected(t, src, f.pf, w, d); !slices.Equal(want, got) {
+						t.Fatalf("%s device %d (-want +got):\n%.2000s", w.Buffer, d, cmp.Diff(want, got))
 					}
 				}
 			}
@@ -228,7 +236,7 @@ func TestResume(t *testing.T) {
 		t.Errorf("resume skipped %d buffers, want %d", skipped, half)
 	}
 	got, _ := os.ReadFile(filepath.Join(cache, "device-1.bin"))
-	if !cmp.Equal(want, got) {
+	if !bytes.Equal(want, got) {
 		t.Errorf("resumed device file differs (%d vs %d bytes)", len(got), len(want))
 	}
 	gotMan, _ := os.ReadFile(filepath.Join(cache, checkpoint.ManifestFile))
@@ -364,7 +372,7 @@ func TestFlatNames(t *testing.T) {
 		}
 		src.Close()
 	}
-	if len(devs[0]) == 0 || !cmp.Equal(devs[0], devs[1]) {
+	if len(devs[0]) == 0 || !bytes.Equal(devs[0], devs[1]) {
 		t.Errorf("flat and nested checkpoints convert differently (%d vs %d bytes)", len(devs[0]), len(devs[1]))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
@@ -389,6 +390,7 @@ func prefillThenDecode(t *testing.T, m mode, o Options, chunk int, ns []int) int
 // one user), N = 65 is one whole chunk plus a padded one. The chunk-4
 // cases run in both reference modes, the long one at the device formats.
 func TestPrefillThenDecodeMatchesLongerPrefill(t *testing.T) {
+	longtest.Skip(t, "prefill chunks then decode against a longer prefill (~35 CPU-s)")
 	t.Parallel()
 	o := smallOptions(t)
 	compared := 0
@@ -414,6 +416,7 @@ func TestPrefillThenDecodeMatchesLongerPrefill(t *testing.T) {
 // prefill of 6 tokens and a greedy decode step after it, in both
 // reference modes.
 func TestTensorParallelMatchesOneDevice(t *testing.T) {
+	longtest.Skip(t, "a prefill and decode at 1x1, 1x2 and 1x4 against one device (~11 CPU-s)")
 	t.Parallel()
 	o := smallOptions(t)
 	const seq = 6

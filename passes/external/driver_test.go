@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestDriverEndToEnd builds a driver with the example rules (a go build
@@ -135,9 +137,7 @@ func keyOf(ctx context.Context, t *testing.T, pkgs []PkgInfo) string {
 // absolute path from the tcc module's directory, and checks that
 // editing the package rebuilds the driver.
 func TestDriverOutOfTreeModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a tcc binary with go build")
-	}
+	longtest.Skip(t, "builds a tcc binary for an out-of-tree module with go build (~10 CPU-s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	root := abs(t, "../..")

@@ -159,6 +159,88 @@ func mvmulParts(a, b []srcParts, dst uint32, phase int, fp32 bool) uint32 {
 	return accumulate(sops[0], sops[1], dst, fp32)
 }
 
+// mvmulPhases is DEST dst after the MVMUL passes of one 32-deep dot
+// product at every fidelity phase 0..phases-1, in the card's order: per
+// phase the first 16 products (a[:16], b[:16]), then the last 16. It gives
+// exactly what the sequence of mvmulParts calls gives (TestMvmulPhases),
+// computing once what the phases share: a product's exponent before the
+// phase's adjustment, its alignment shift within its group of eight and
+// its sign (the adjustment is the same for every product of a phase, so
+// it moves the group's largest exponent and leaves the shifts alone; a
+// zero product contributes nothing at any shift).
+func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
+	a, b = a[:32], b[:32]
+	const none = math.MinInt32
+	var emax [4]int32 // per group of eight products: the largest exponent, or none
+	var shift [32]uint32
+	var live, neg [32]bool
+	for g := 0; g < 4; g++ {
+		e := int32(none)
+		for i := 8 * g; i < 8*g+8; i++ {
+			x, y := &a[i], &b[i]
+			if x.zero || y.zero {
+				continue
+			}
+			live[i], neg[i] = true, x.sign != y.sign
+			e = max(e, x.exp+y.exp)
+		}
+		emax[g] = e
+		if e == none {
+			continue
+		}
+		for i := 8 * g; i < 8*g+8; i++ {
+			if live[i] {
+				shift[i] = min(uint32(e-(a[i].exp+b[i].exp)), 30)
+			}
+		}
+	}
+	d := dst
+	for phase := 0; phase < phases; phase++ {
+		adj := int32(-127)
+		if phase&1 != 0 {
+			adj -= 5
+		}
+		if phase&2 != 0 {
+			adj -= 7
+		}
+		for h := 0; h < 2; h++ {
+			var sops [2]term
+			for gg := 0; gg < 2; gg++ {
+				g := 2*h + gg
+				if emax[g] == none || emax[g]+adj <= 0 {
+					continue
+				}
+				var sum int32
+				for i := 8 * g; i < 8*g+8; i++ {
+					if !live[i] {
+						continue
+					}
+					ma, mb := a[i].hi, b[i].hi
+					if phase&1 != 0 {
+						ma = a[i].lo
+					}
+					if phase&2 != 0 {
+						mb = b[i].lo
+					}
+					sh := shift[i]
+					m := (int32(ma*mb)<<1 + 1<<sh) >> (sh + 1)
+					if neg[i] {
+						m = -m
+					}
+					sum += m
+				}
+				var sg uint32
+				if sum < 0 {
+					sg, sum = 1, -sum
+				}
+				sops[gg] = term{sign: sg, exp: emax[g] + adj, man: uint32(sum) << 13}
+			}
+			d = accumulate(sops[0], sops[1], d, fp32)
+		}
+	}
+	return d
+}
+
 // accumulate adds two terms to DEST value dst and encodes the sum.
 func accumulate(t0, t1 term, dst uint32, fp32 bool) uint32 {
 	sd, ed, md := dst>>31, int32(dst>>23&255), dst&0x7FFFFF|0x800000
@@ -333,11 +415,7 @@ func MatmulTile(acc, a, b []float32, f ir.MathFidelity, fp32Dest bool) {
 		for j := 0; j < TileDim; j++ {
 			at := FaceIndex(i, j)
 			d := destWord(acc[at], fp32Dest)
-			for p := 0; p < phases; p++ {
-				d = mvmulParts(srcA[j][:16], srcB[i][:16], d, p, fp32Dest)
-				d = mvmulParts(srcA[j][16:], srcB[i][16:], d, p, fp32Dest)
-			}
-			acc[at] = math.Float32frombits(d)
+			acc[at] = math.Float32frombits(mvmulPhases(srcA[j][:], srcB[i][:], d, phases, fp32Dest))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package numerics
 import (
 	"bufio"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -125,5 +126,58 @@ func BenchmarkMatmulTileHiFi4(b *testing.B) {
 	}
 	for b.Loop() {
 		MatmulTile(acc, x, y, ir.HiFi4, true)
+	}
+}
+
+// TestMvmulPhases: mvmulPhases, which shares the exponent work of a dot
+// product across fidelity phases, gives exactly the sequence of
+// per-phase, per-half mvmulParts calls (the lane model checked against
+// ttsim above), on random source words with zeros, equal and far-apart
+// exponents, at every fidelity and both DEST widths.
+func TestMvmulPhases(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	low := false // this case's words all from the bottom of the range
+	word := func() uint32 {
+		k := rng.IntN(8)
+		if low && k > 1 {
+			k = 3
+		}
+		switch k {
+		case 0:
+			return 0 // zero
+		case 1:
+			return uint32(rng.IntN(0x400)) | uint32(rng.IntN(2))<<18 // exponent 0: zero
+		case 2:
+			return 127<<10 | uint32(rng.IntN(0x400)) | uint32(rng.IntN(2))<<18 // around 1
+		case 3:
+			// products whose exponent lands at the bottom of DEST's range
+			// in some phase (a.exp + b.exp - 127 - 12..0 around 0)
+			return uint32(60+rng.IntN(16))<<10 | uint32(rng.IntN(0x400)) | uint32(rng.IntN(2))<<18
+		}
+		return uint32(rng.IntN(1 << 19))
+	}
+	for n := 0; n < 20000; n++ {
+		low = n%2 == 1
+		var a, b [32]srcParts
+		for i := range a {
+			a[i], b[i] = partsA(word()), partsB(word())
+		}
+		dst := rng.Uint32()
+		switch rng.IntN(4) {
+		case 0:
+			dst = 0
+		case 1:
+			dst = dst&0x807FFFFF | uint32(1+rng.IntN(4))<<23 // DEST at the bottom of its range
+		}
+		phases := 1 + rng.IntN(4)
+		fp32 := rng.IntN(2) == 0
+		want := dst
+		for p := 0; p < phases; p++ {
+			want = mvmulParts(a[:16], b[:16], want, p, fp32)
+			want = mvmulParts(a[16:], b[16:], want, p, fp32)
+		}
+		if got := mvmulPhases(a[:], b[:], dst, phases, fp32); got != want {
+			t.Fatalf("case %d (phases %d, fp32 %v, dst %#x): mvmulPhases = %#x, per-phase mvmulParts = %#x", n, phases, fp32, dst, got, want)
+		}
 	}
 }

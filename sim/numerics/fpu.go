@@ -133,10 +133,7 @@ func Matmul(a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 			col := srcA[j*kp : (j+1)*kp]
 			var d uint32
 			for t := 0; t < kp; t += TileDim {
-				for ph := 0; ph < phases; ph++ {
-					d = mvmulParts(col[t:t+16], srcB[t:t+16], d, ph, true)
-					d = mvmulParts(col[t+16:t+32], srcB[t+16:t+32], d, ph, true)
-				}
+				d = mvmulPhases(col[t:t+32], srcB[t:t+32], d, phases, true)
 			}
 			out[i*n+j] = math.Float32frombits(d)
 		}

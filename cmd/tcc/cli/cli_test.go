@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // runCLI executes the command tree with args and returns stdout and the error.
@@ -185,9 +186,7 @@ func TestReportQwen27B(t *testing.T) {
 // both cards of mesh 1x2, a prefill then 16 decode steps entirely through
 // the generated programs on the simulator, every step checked.
 func TestRunQwenSmallEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the qwen27b small end-to-end run takes about a minute")
-	}
+	longtest.Skip(t, "the qwen27b small-config end-to-end run (~2 CPU-min)")
 	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2",
 		"--check", "--prefill", "8", "--steps", "16")
 	t.Log(out)
