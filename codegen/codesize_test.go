@@ -27,8 +27,17 @@ import (
 // included.
 func compileQwen27B(t *testing.T, mesh ir.Mesh) *codegen.Build {
 	t.Helper()
+	b, _, _ := compileQwen(t, nil, mesh)
+	return b
+}
+
+// compileQwen builds qwen27b with model flags (nil: the defaults) on mesh,
+// runs the passes and lowers it; it returns the build, the model and its
+// arguments.
+func compileQwen(t *testing.T, flags map[string]string, mesh ir.Mesh) (*codegen.Build, qwen27b.Model, models.Args) {
+	t.Helper()
 	m := qwen27b.Model{}
-	args, err := models.DefaultArgs(m, nil)
+	args, err := models.DefaultArgs(m, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +50,9 @@ func compileQwen27B(t *testing.T, mesh ir.Mesh) *codegen.Build {
 	}
 	b, err := codegen.Compile(g, target.Blackhole())
 	if err != nil {
-		t.Fatalf("qwen27b decode on mesh %s: %v", mesh, err)
+		t.Fatalf("qwen27b on mesh %s: %v", mesh, err)
 	}
-	return b
+	return b, m, args
 }
 
 // TestQwen27BKernelsFitTheirLimits compiles the qwen27b decode step at

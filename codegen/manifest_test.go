@@ -8,9 +8,6 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/models"
-	"github.com/tcc-dev/tcc/models/qwen27b"
-	"github.com/tcc-dev/tcc/passes"
 )
 
 // hostView is what a host written from the README's description of
@@ -79,22 +76,7 @@ type hostView struct {
 // to allocate, every input to fill, every weight to convert, every state
 // to initialise, the ethernet links and the programs to launch together.
 func TestHostContract(t *testing.T) {
-	m := qwen27b.Model{}
-	args, err := models.DefaultArgs(m, map[string]string{"config": "../models/qwen27b/testdata/small.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Build(args, ir.Mesh{Rows: 1, Cols: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := passes.Run(g, passes.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := codegen.Compile(g, target.Blackhole())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, m, args := compileQwen(t, map[string]string{"config": "../models/qwen27b/testdata/small.json"}, ir.Mesh{Rows: 1, Cols: 2})
 	info, err := m.HostInfo(args)
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +138,8 @@ func TestHostContract(t *testing.T) {
 			t.Errorf("state %+v", s)
 		}
 	}
-	if len(h.State) == 0 || len(h.Weights) != len(g.Weights) {
-		t.Errorf("%d states, %d weights (graph: %d)", len(h.State), len(h.Weights), len(g.Weights))
+	if len(h.State) == 0 || len(h.Weights) != len(b.Graph.Weights) {
+		t.Errorf("%d states, %d weights (graph: %d)", len(h.State), len(h.Weights), len(b.Graph.Weights))
 	}
 	for _, w := range h.Weights {
 		if w.Source == nil || w.Source.Tensor == "" || !alloc[w.Buffer] {

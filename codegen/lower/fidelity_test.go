@@ -32,19 +32,7 @@ func TestFidelityOverride(t *testing.T) {
 			}
 			return out
 		}}
-		t.Run(mc.name, func(t *testing.T) {
-			_, op := graphOp(t, mc.build)
-			p, err := Lower(op, NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range p.Kernels {
-				if k.Role == kir.RoleCompute && k.Compute.MathFidelity != tc.want {
-					t.Errorf("kernel %s runs at %s, want %s", k.Name, k.Compute.MathFidelity, tc.want)
-				}
-			}
-			runCase(t, tgt, mc, uint64(i)+700)
-		})
+		t.Run(mc.name, func(t *testing.T) { checkFidelity(t, tgt, mc, tc.want, uint64(i)+700) })
 	}
 	// The IR verifier rejects a bad value; an op changed after
 	// verification is still refused by the lowering.
@@ -100,18 +88,24 @@ func TestFidelityPolicy(t *testing.T) {
 		}, ir.HiFi4},
 	} {
 		mc := mcase{name: tc.name, build: tc.build}
-		t.Run(tc.name, func(t *testing.T) {
-			_, op := graphOp(t, tc.build)
-			p, err := Lower(op, NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range p.Kernels {
-				if k.Role == kir.RoleCompute && k.Compute.MathFidelity != tc.want {
-					t.Errorf("kernel %s runs at %s, want %s", k.Name, k.Compute.MathFidelity, tc.want)
-				}
-			}
-			runCase(t, tgt, mc, uint64(i)+800)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFidelity(t, tgt, mc, tc.want, uint64(i)+800) })
 	}
+}
+
+// checkFidelity lowers mc's op, checks every compute kernel runs at want,
+// and runs the case on the simulator against the reference (seed seeds
+// its inputs).
+func checkFidelity(t *testing.T, tgt *target.Target, mc mcase, want ir.MathFidelity, seed uint64) {
+	t.Helper()
+	_, op := graphOp(t, mc.build)
+	p, err := Lower(op, NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if k.Role == kir.RoleCompute && k.Compute.MathFidelity != want {
+			t.Errorf("kernel %s runs at %s, want %s", k.Name, k.Compute.MathFidelity, want)
+		}
+	}
+	runCase(t, tgt, mc, seed)
 }
