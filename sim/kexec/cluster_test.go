@@ -227,7 +227,7 @@ func TestClusterRefusesEthRules(t *testing.T) {
 			body := p.Kernel("eth_receiver").Body
 			for i, s := range body {
 				if w, ok := s.(kir.EthNoCSemaphoreWait); ok {
-					body[i] = kir.NoCSemaphoreWait{Addr: w.Addr, Value: w.Value}
+					body[i] = kir.NoCSemaphoreWait(w)
 				}
 			}
 		}, kir.RuleEthWait, "noc_semaphore_wait on ethernet core eth1 spins without run_routing"},

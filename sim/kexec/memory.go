@@ -4,14 +4,11 @@ const chunkBits = 12
 const chunkSize = 1 << chunkBits
 
 // memory is a lazily allocated byte space of a fixed size; unwritten bytes
-// read as zero, or, for memories made with newGarbageMemory, as garbage.
+// read as the garbage pattern (newGarbageMemory).
 type memory struct {
-	size    uint64
-	chunks  []*[chunkSize]byte
-	garbage bool
+	size   uint64
+	chunks []*[chunkSize]byte
 }
-
-func newMemory(size uint64) *memory { return &memory{size: size} }
 
 // newGarbageMemory is a memory whose never-written bytes read as the
 // garbage pattern, as L1 SRAM and DRAM hold whatever the last program (or
@@ -19,7 +16,7 @@ func newMemory(size uint64) *memory { return &memory{size: size} }
 // 16-bit half is 0x7FFF and every 32-bit word 0x7FFF7FFF, a NaN in bf16 and
 // fp32 and a huge count as an integer, so a kernel that uses L1 it never
 // wrote gets visibly wrong results instead of convenient zeros.
-func newGarbageMemory(size uint64) *memory { return &memory{size: size, garbage: true} }
+func newGarbageMemory(size uint64) *memory { return &memory{size: size} }
 
 // garbageChunk is one chunk of the garbage pattern.
 var garbageChunk = func() *[chunkSize]byte {
@@ -44,10 +41,8 @@ func (m *memory) read(addr uint64, dst []byte) {
 		switch {
 		case ci < uint64(len(m.chunks)) && m.chunks[ci] != nil:
 			copy(dst[:n], m.chunks[ci][off:off+n])
-		case m.garbage:
-			copy(dst[:n], garbageChunk[off:off+n])
 		default:
-			clear(dst[:n])
+			copy(dst[:n], garbageChunk[off:off+n])
 		}
 		dst = dst[n:]
 		addr += n
@@ -64,9 +59,7 @@ func (m *memory) write(addr uint64, src []byte) {
 		}
 		if m.chunks[ci] == nil {
 			m.chunks[ci] = new([chunkSize]byte)
-			if m.garbage {
-				*m.chunks[ci] = *garbageChunk
-			}
+			*m.chunks[ci] = *garbageChunk
 		}
 		copy(m.chunks[ci][off:off+n], src[:n])
 		src = src[n:]
