@@ -1,7 +1,9 @@
 // Package rulestest runs fusion-rule test data: txtar case files, each an
 // input graph, the rules expected to fire (or not) and the expected graph
 // after them. Every fused op a rule makes is also checked against its
-// decomposition with the reference evaluator. tcc's own rules use it
+// decomposition with the reference evaluator, and the whole rewritten
+// graph against the input graph on random inputs (checkGraphEquivalent),
+// so any rewrite that changes what is computed fails. tcc's own rules use it
 // (passes.TestRuleData), and so can an out-of-tree rule package:
 //
 //	func TestRules(t *testing.T) {
@@ -258,6 +260,7 @@ func runCase(t T, path string, all []*rewrite.Rule, known map[string]bool, opts 
 	if err := ir.Verify(g); err != nil {
 		t.Fatalf("result does not verify: %v", err)
 	}
+	checkGraphEquivalent(t, c.Input, g)
 	g.Renumber()
 	got := ir.Print(g)
 	if again, err := ir.Parse(got); err != nil {
