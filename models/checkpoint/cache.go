@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -386,6 +388,9 @@ func LoadCache(dir string) (*Cache, error) {
 	if !m.Complete {
 		return nil, fmt.Errorf("checkpoint: cache %s is incomplete; run tcc weights convert again", dir)
 	}
+	if err := checkManifest(dir, m); err != nil {
+		return nil, err
+	}
 	c := &Cache{Manifest: m}
 	for d, name := range m.Files {
 		p := filepath.Join(dir, name)
@@ -395,7 +400,8 @@ func LoadCache(dir string) (*Cache, error) {
 		}
 		bufs := map[string][]byte{}
 		for _, e := range m.Tensors {
-			if e.Offset < 0 || e.Offset+e.Size > int64(len(data)) || len(e.Results) != len(m.Files) {
+			// checkManifest ruled out negative values, so this cannot overflow.
+			if e.Size > int64(len(data))-e.Offset {
 				return nil, fmt.Errorf("checkpoint: cache %s: buffer %q [%d, +%d) is outside %s (%d bytes): truncated", dir, e.Buffer, e.Offset, e.Size, p, len(data))
 			}
 			b := data[e.Offset : e.Offset+e.Size]
@@ -408,6 +414,50 @@ func LoadCache(dir string) (*Cache, error) {
 		c.buffers = append(c.buffers, bufs)
 	}
 	return c, nil
+}
+
+// checkManifest checks m's structure before any file is read: one device
+// file per device, named as tcc names them (no path leaves dir); every
+// entry's offset and size non-negative, their sum representable, one
+// result per device; buffer names unique; no two extents overlapping.
+func checkManifest(dir string, m *CacheManifest) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("checkpoint: cache %s: %s: %s", dir, ManifestFile, fmt.Sprintf(format, a...))
+	}
+	if m.Devices < 1 || len(m.Files) != m.Devices {
+		return bad("devices is %d with %d files; want one file per device", m.Devices, len(m.Files))
+	}
+	for d, f := range m.Files {
+		if f != deviceFile(d) {
+			return bad("files[%d] is %q; want %q", d, f, deviceFile(d))
+		}
+	}
+	seen := map[string]bool{}
+	idx := make([]int, len(m.Tensors))
+	for i, e := range m.Tensors {
+		idx[i] = i
+		switch {
+		case seen[e.Buffer]:
+			return bad("buffer %q appears twice", e.Buffer)
+		case e.Offset < 0:
+			return bad("buffer %q has offset %d; an offset must be >= 0", e.Buffer, e.Offset)
+		case e.Size < 0:
+			return bad("buffer %q has size %d; a size must be >= 0", e.Buffer, e.Size)
+		case e.Size > math.MaxInt64-e.Offset:
+			return bad("buffer %q: offset %d + size %d overflows a file offset", e.Buffer, e.Offset, e.Size)
+		case len(e.Results) != m.Devices:
+			return bad("buffer %q has %d results_sha256; want one per device (%d)", e.Buffer, len(e.Results), m.Devices)
+		}
+		seen[e.Buffer] = true
+	}
+	sort.Slice(idx, func(a, b int) bool { return m.Tensors[idx[a]].Offset < m.Tensors[idx[b]].Offset })
+	for k := 1; k < len(idx); k++ {
+		p, e := m.Tensors[idx[k-1]], m.Tensors[idx[k]]
+		if e.Offset < p.Offset+p.Size {
+			return bad("buffer %q [%d, +%d) overlaps buffer %q [%d, +%d); extents must be disjoint", e.Buffer, e.Offset, e.Size, p.Buffer, p.Offset, p.Size)
+		}
+	}
+	return nil
 }
 
 // Buffer returns device d's page bytes of buffer name.
