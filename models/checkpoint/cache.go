@@ -381,12 +381,17 @@ func LoadCache(dir string) (*Cache, error) {
 	m, err := readManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if pm, perr := readManifest(filepath.Join(dir, ManifestFile+".partial")); perr == nil {
+				return nil, fmt.Errorf("checkpoint: cache %s is incomplete: an interrupted conversion wrote %d weight buffers (%s.partial); run tcc weights convert again to finish it", dir, len(pm.Tensors), ManifestFile)
+			} else if !errors.Is(perr, os.ErrNotExist) {
+				return nil, fmt.Errorf("checkpoint: cache %s is incomplete (%v); run tcc weights convert again", dir, perr)
+			}
 			return nil, fmt.Errorf("checkpoint: %s is not a weight cache (no %s)", dir, ManifestFile)
 		}
 		return nil, err
 	}
 	if !m.Complete {
-		return nil, fmt.Errorf("checkpoint: cache %s is incomplete; run tcc weights convert again", dir)
+		return nil, fmt.Errorf("checkpoint: cache %s is incomplete: %s says complete: false; run tcc weights convert again", dir, ManifestFile)
 	}
 	if err := checkManifest(dir, m); err != nil {
 		return nil, err
@@ -395,6 +400,9 @@ func LoadCache(dir string) (*Cache, error) {
 	for d, name := range m.Files {
 		p := filepath.Join(dir, name)
 		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("checkpoint: cache %s is incomplete: %s names %s, which is missing; run tcc weights convert again", dir, ManifestFile, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
@@ -414,6 +422,17 @@ func LoadCache(dir string) (*Cache, error) {
 		c.buffers = append(c.buffers, bufs)
 	}
 	return c, nil
+}
+
+// IsCache reports whether dir holds a weight cache, complete or not (a
+// manifest or a partial one), rather than a checkpoint.
+func IsCache(dir string) bool {
+	for _, n := range []string{ManifestFile, ManifestFile + ".partial"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkManifest checks m's structure before any file is read: one device

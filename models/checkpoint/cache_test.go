@@ -68,3 +68,41 @@ func TestCacheManifestExtents(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheIncomplete: an interrupted conversion (only the partial
+// manifest), a manifest saying complete: false and a missing device file
+// are each reported as an incomplete cache.
+func TestCacheIncomplete(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		spoil func(t *testing.T, dir string)
+		want  string
+	}{
+		{"interrupted", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, checkpoint.ManifestFile)
+			if err := os.Rename(p, p+".partial"); err != nil {
+				t.Fatal(err)
+			}
+		}, "is incomplete: an interrupted conversion wrote 2 weight buffers (manifest.json.partial); run tcc weights convert again"},
+		{"not complete", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, checkpoint.ManifestFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"complete": true`, `"complete": false`, 1)), 0o644)
+		}, "is incomplete: manifest.json says complete: false"},
+		{"missing device file", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "device-0.bin"))
+		}, "is incomplete: manifest.json names device-0.bin, which is missing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := handCache(t, func(*checkpoint.CacheManifest) {})
+			tt.spoil(t, dir)
+			if !checkpoint.IsCache(dir) {
+				t.Errorf("IsCache(%s) = false", dir)
+			}
+			_, err := checkpoint.LoadCache(dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -342,6 +341,15 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 // loadWeights returns the device-ready weights of build b from path: a
 // cache (its contract must be b's) or a checkpoint, converted in memory.
 func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build) (*checkpoint.Cache, error) {
+	var c *checkpoint.Cache
+	if checkpoint.IsCache(path) {
+		// The cache's own state first: an incomplete or damaged cache is
+		// reported as such whatever the model.
+		var err error
+		if c, err = checkpoint.LoadCache(path); err != nil {
+			return nil, err
+		}
+	}
 	info, err := hostInfo(m, mf)
 	if err != nil {
 		return nil, err
@@ -350,11 +358,7 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 	if err != nil {
 		return nil, err
 	}
-	if fileExists(filepath.Join(path, checkpoint.ManifestFile)) {
-		c, err := checkpoint.LoadCache(path)
-		if err != nil {
-			return nil, err
-		}
+	if c != nil {
 		want, err := checkpoint.ContractOf(pf)
 		if err != nil {
 			return nil, err
