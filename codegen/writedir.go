@@ -236,14 +236,20 @@ func writeTree(root string, files map[string][]byte) error {
 
 // WriteFileAtomic writes data to a temporary file beside path, fsyncs it
 // and renames it over path, so path holds the old or the new contents at
-// every moment.
+// every moment. The file gets mode 0644, as every file tcc writes (the
+// temporary is created 0600).
 func WriteFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
 	}
 	tmp := f.Name()
+	err = f.Chmod(0o644)
 	f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
 	if err := writeSynced(tmp, data); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %v", path, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,24 @@ func TestWriteDirKeepsUserFiles(t *testing.T) {
 	}
 	if got := readBuild(t, target); !same(got, newBuild) {
 		t.Errorf("the link's target holds %v", got)
+	}
+}
+
+// TestWriteFileAtomicMode: files written atomically (manifest, trace,
+// dequant output) get 0644 like the files of a build, not the 0600 of
+// the temporary they are written through.
+func TestWriteFileAtomicMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "manifest.json")
+	for i := 0; i < 2; i++ { // created, then replaced
+		if err := WriteFileAtomic(p, []byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != 0o644 && runtime.GOOS != "windows" {
+			t.Errorf("write %d: mode %v, want -rw-r--r--", i, st.Mode())
+		}
 	}
 }
