@@ -2,6 +2,9 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -376,3 +379,69 @@ func TestFlatNames(t *testing.T) {
 		t.Errorf("flat and nested checkpoints convert differently (%d vs %d bytes)", len(devs[0]), len(devs[1]))
 	}
 }
+
+// TestNonFinite: a NaN or Inf in a source tensor fails its buffer's
+// conversion, naming the buffer, tensor and element (once, not per
+// device); AllowNonFinite converts it as it is.
+func TestNonFinite(t *testing.T) {
+	f := setup(t)
+	bad := []struct {
+		tensor string
+		idx    int
+		v      float32
+		want   string
+	}{
+		{"model.language_model.norm.weight", 3, float32(math.Inf(-1)), `source "model.language_model.norm.weight" element [3] is -Inf; weights must be finite (--allow-nonfinite converts them as they are)`},
+		{"lm_head.weight", 70, float32(math.NaN()), `source "lm_head.weight" element [%d, %d] is NaN`},
+	}
+	hf := append([]checkpoint.HFTensor(nil), f.hf...)
+	for k, b := range bad {
+		i := slices.IndexFunc(hf, func(h checkpoint.HFTensor) bool { return h.Name == b.tensor })
+		if i < 0 {
+			t.Fatalf("no tensor %s", b.tensor)
+		}
+		hf[i].Data = slices.Clone(hf[i].Data)
+		hf[i].Data[b.idx] = b.v
+		if sh := hf[i].Shape; len(sh) == 2 {
+			bad[k].want = fmt.Sprintf(b.want, b.idx/sh[1], b.idx%sh[1])
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	if err := checkpoint.WriteSynthetic(dir, f.cfg, checkpoint.FormBF16, hf, 1); err != nil {
+		t.Fatal(err)
+	}
+	src, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	items, err := src.Plan(f.pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		i := slices.IndexFunc(items, func(it checkpoint.Item) bool { return it.Source.Tensor == b.tensor })
+		if i < 0 {
+			t.Fatalf("no buffer reads %s", b.tensor)
+		}
+		it := items[i]
+		ws := make([]io.WriterAt, f.pf.Devices)
+		for d := range ws {
+			ws[d] = make(sink, it.Bytes())
+		}
+		src.AllowNonFinite = false
+		err := src.Convert(it, ws)
+		if err == nil || !strings.Contains(err.Error(), b.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one error containing %q", b.tensor, err, b.want)
+		}
+		src.AllowNonFinite = true
+		if err := src.Convert(it, ws); err != nil {
+			t.Errorf("%s with AllowNonFinite: %v", b.tensor, err)
+		}
+	}
+}
+
+// sink is a fixed-size in-memory WriterAt.
+type sink []byte
+
+func (s sink) WriteAt(p []byte, off int64) (int, error) { return copy(s[off:], p), nil }

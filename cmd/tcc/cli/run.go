@@ -29,6 +29,7 @@ type runFlags struct {
 	prefill       int
 	hostGB        float64
 	weights       string
+	allowNF       bool
 	progress      io.Writer // estimates and progress of long steps (stderr)
 }
 
@@ -70,6 +71,7 @@ with status 2 when a threshold is missed.
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
 	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory)")
+	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		rf.progress = cmd.ErrOrStderr()
@@ -181,7 +183,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	dg := graphs[len(graphs)-1]
 	var cache *checkpoint.Cache
 	if rf.weights != "" {
-		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build); err != nil {
+		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build, rf.allowNF); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
@@ -340,7 +342,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 
 // loadWeights returns the device-ready weights of build b from path: a
 // cache (its contract must be b's) or a checkpoint, converted in memory.
-func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build) (*checkpoint.Cache, error) {
+func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build, allowNonFinite bool) (*checkpoint.Cache, error) {
 	var c *checkpoint.Cache
 	if checkpoint.IsCache(path) {
 		// The cache's own state first: an incomplete or damaged cache is
@@ -373,6 +375,7 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 		return nil, err
 	}
 	defer src.Close()
+	src.AllowNonFinite = allowNonFinite
 	return checkpoint.InMemory(src, pf)
 }
 
