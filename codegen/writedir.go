@@ -211,6 +211,24 @@ type hookError struct{ error }
 
 func (e hookError) Unwrap() error { return e.error }
 
+// ExchangeDirs swaps the directories a and b: in one atomic step where
+// the OS can (renameat2 RENAME_EXCHANGE), else by three renames.
+func ExchangeDirs(a, b string) error {
+	err := exchange(a, b)
+	if !errors.Is(err, errNoExchange) {
+		return err
+	}
+	tmp := a + ".swap"
+	if err := os.Rename(b, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(a, b); err != nil {
+		_ = os.Rename(tmp, b)
+		return err
+	}
+	return os.Rename(tmp, a)
+}
+
 // resolveLinks follows dir while it is a symbolic link (to a target that
 // may not exist yet), so the build is written into the link's target and
 // the link stays.

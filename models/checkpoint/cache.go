@@ -152,7 +152,9 @@ func deviceFile(d int) string { return fmt.Sprintf("device-%d.bin", d) }
 // and whether an existing complete cache was reused. On error the
 // partial files it wrote are removed (and dir, when it created it and it
 // is empty); only an interrupted process leaves *.partial files, which
-// the next call resumes from.
+// the next call resumes from. A complete cache in dir that cannot be
+// reused is replaced only once its successor is complete: the new one is
+// converted in the sibling ".DIR.staging" and swapped in.
 func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func(Progress)) (_ *CacheManifest, reused bool, err error) {
 	if progress == nil {
 		progress = func(Progress) {}
@@ -174,22 +176,53 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 	for _, it := range items {
 		total += sourceBytes(s, it)
 	}
+	final := filepath.Join(dir, ManifestFile)
+	staging := filepath.Join(filepath.Dir(filepath.Clean(dir)), "."+filepath.Base(filepath.Clean(dir))+".staging")
+	old, err := readManifest(final)
+	if err != nil || !old.Complete {
+		// No complete cache: convert in dir itself (resuming its partial files).
+		m, err := convertInto(s, items, man, dir, total, progress)
+		return m, false, err
+	}
+	if old.Contract == man.Contract {
+		if ok, _ := verify(s, dir, old, items, len(items), ""); ok == len(items) {
+			if IsCache(staging) {
+				os.RemoveAll(staging) // an interrupted replacement, now moot
+			}
+			progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Reused: true, Final: true})
+			return old, true, nil
+		}
+	}
+	// A complete cache for another build or other source bytes: convert
+	// beside it (resuming an interrupted replacement) and swap the result
+	// in, so an interrupted or failed conversion leaves the cache as it was.
+	if _, err := convertInto(s, items, man, staging, total, progress); err != nil {
+		os.Remove(staging) // only when empty
+		return nil, false, err
+	}
+	if err := codegen.ExchangeDirs(staging, dir); err != nil {
+		return nil, false, fmt.Errorf("checkpoint: cache %s: replacing it with %s: %v", dir, staging, err)
+	}
+	if err := os.RemoveAll(staging); err != nil { // now the old cache
+		return nil, false, fmt.Errorf("checkpoint: cache %s: removing the old cache: %v", dir, err)
+	}
+	return man, false, nil
+}
+
+// convertInto converts items into dir, resuming from its partial files;
+// on error it removes what it wrote (and dir when it created it).
+func convertInto(s *Source, items []Item, man *CacheManifest, dir string, total int64, progress func(Progress)) (_ *CacheManifest, err error) {
+	n := man.Devices
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		created = true
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+		return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 	}
 	final := filepath.Join(dir, ManifestFile)
 	partial := final + ".partial"
-	if old, err := readManifest(final); err == nil && old.Complete && old.Contract == man.Contract {
-		if ok, _ := verify(s, dir, old, items, len(items), ""); ok == len(items) {
-			progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Reused: true, Final: true})
-			return old, true, nil
-		}
-	}
-	os.Remove(final) // stale or foreign: the device files are rewritten below
+	os.Remove(final) // incomplete or stale: the device files are rewritten below
 	done := 0
 	if old, err := readManifest(partial); err == nil && old.Contract == man.Contract && old.Devices == n {
 		done, _ = verify(s, dir, old, items, len(old.Tensors), ".partial")
@@ -222,11 +255,11 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		p := filepath.Join(dir, deviceFile(d)+".partial")
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
 		files[d] = f
 		if err := f.Truncate(offset); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", p, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", p, err)
 		}
 	}
 	var bytesDone int64
@@ -238,20 +271,20 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		it := items[i]
 		sums, nb, err := s.inputSums(it)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		ws := make([]io.WriterAt, n)
 		for d := range ws {
 			ws[d] = &offsetWriter{files[d], offset}
 		}
 		if err := s.Convert(it, ws); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		hs := make([]hash.Hash, n)
 		for d := range hs {
 			hs[d] = sha256.New()
 			if _, err := io.Copy(hs[d], io.NewSectionReader(files[d], offset, it.Bytes())); err != nil {
-				return nil, false, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
+				return nil, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
 			}
 		}
 		e := CacheEntry{Buffer: it.Buffer.Name, Source: it.Source, Storage: it.Weight.Kind, DType: it.Buffer.DType, Layout: it.Buffer.Layout,
@@ -262,7 +295,7 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		offset += e.Size
 		man.Tensors = append(man.Tensors, e)
 		if err := writeManifest(partial, man); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		bytesDone += nb
 		progress(Progress{Buffer: it.Buffer.Name, TensorsDone: i + 1, Tensors: len(items), BytesDone: bytesDone, Bytes: total})
@@ -272,23 +305,23 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		// re-checks every recorded result, so only the final files must
 		// be durable before the manifest names them.
 		if err := f.Sync(); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
 		}
 		if err := f.Close(); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
 		}
 		files[d] = nil
 		if err := os.Rename(filepath.Join(dir, deviceFile(d)+".partial"), filepath.Join(dir, deviceFile(d))); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
 	}
 	man.Complete = true
 	if err := writeManifest(final, man); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	os.Remove(partial)
 	progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Final: true})
-	return man, false, nil
+	return man, nil
 }
 
 func readManifest(path string) (*CacheManifest, error) {

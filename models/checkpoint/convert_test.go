@@ -445,3 +445,89 @@ func TestNonFinite(t *testing.T) {
 type sink []byte
 
 func (s sink) WriteAt(p []byte, off int64) (int, error) { return copy(s[off:], p), nil }
+
+// TestReplaceCache: converting over a complete cache from changed
+// source bytes builds beside it: a failed conversion and an interrupted
+// one leave the old cache loadable and unchanged, the next conversion
+// resumes the interrupted one, and only its complete result replaces
+// the old cache.
+func TestReplaceCache(t *testing.T) {
+	f := setup(t)
+	good := write(t, f, checkpoint.FormBF16)
+	cache := filepath.Join(t.TempDir(), "cache")
+	convert := func(dir string, progress func(checkpoint.Progress)) error {
+		src, err := checkpoint.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		_, _, err = checkpoint.ConvertCache(src, f.pf, cache, progress)
+		return err
+	}
+	if err := convert(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(cache, "device-0.bin"))
+	intact := func(when string) {
+		t.Helper()
+		if _, err := checkpoint.LoadCache(cache); err != nil {
+			t.Fatalf("%s: the old cache is broken: %v", when, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(cache, "device-0.bin")); !bytes.Equal(got, want) {
+			t.Fatalf("%s: the old cache's device-0.bin changed", when)
+		}
+	}
+	spoilt := func(edit func(h *checkpoint.HFTensor)) string {
+		hf := append([]checkpoint.HFTensor(nil), f.hf...)
+		i := slices.IndexFunc(hf, func(h checkpoint.HFTensor) bool { return h.Name == "model.language_model.embed_tokens.weight" })
+		hf[i].Data = slices.Clone(hf[i].Data)
+		edit(&hf[i])
+		dir := filepath.Join(t.TempDir(), "ckpt")
+		if err := checkpoint.WriteSynthetic(dir, f.cfg, checkpoint.FormBF16, hf, 1); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// A failed conversion: a NaN in the embedding.
+	bad := spoilt(func(h *checkpoint.HFTensor) { h.Data[5] = float32(math.NaN()) })
+	if err := convert(bad, nil); err == nil || !strings.Contains(err.Error(), "embed_tokens.weight\" element [0, 5] is NaN") {
+		t.Fatalf("bad checkpoint: %v", err)
+	}
+	intact("after a failed conversion")
+	// Changed source bytes: a kill after three buffers (simulated by a
+	// panic out of the progress callback).
+	changed := spoilt(func(h *checkpoint.HFTensor) { h.Data[0] += 1 })
+	func() {
+		defer func() { recover() }()
+		convert(changed, func(p checkpoint.Progress) {
+			if p.TensorsDone == 3 {
+				panic("killed")
+			}
+		})
+	}()
+	intact("after an interrupted conversion")
+	// The interrupted conversion resumes and replaces the cache.
+	skipped := 0
+	if err := convert(changed, func(p checkpoint.Progress) {
+		if p.Skipped {
+			skipped++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if skipped != 3 {
+		t.Errorf("resumed %d buffers, want 3", skipped)
+	}
+	if got, _ := os.ReadFile(filepath.Join(cache, "device-0.bin")); bytes.Equal(got, want) {
+		t.Errorf("the cache was not replaced")
+	}
+	if _, err := checkpoint.LoadCache(cache); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(cache))
+	for _, e := range ents {
+		if e.Name() != "cache" {
+			t.Errorf("%s left beside the cache", e.Name())
+		}
+	}
+}
