@@ -23,6 +23,9 @@ const CacheSchema = 1
 // ManifestFile is the name of a cache's manifest.
 const ManifestFile = "manifest.json"
 
+// ConfigFile is the model config a cache records (see Source.ModelConfig).
+const ConfigFile = "config.json"
+
 // Packer names the block-float packer of the cache's bytes.
 const Packer = "tt-metal host packer (blockfloat_common.cpp convert_u32_to_bfp, round to nearest even after truncating by the exponent gap)"
 
@@ -35,11 +38,14 @@ type CacheManifest struct {
 	Devices    int    `json:"devices"`
 	// Contract is the sha256 of the build's weight buffers and sources
 	// (what the cache was converted for).
-	Contract string       `json:"contract_sha256"`
-	Packer   string       `json:"packer"`
-	Complete bool         `json:"complete"`
-	Files    []string     `json:"files"` // one per device
-	Tensors  []CacheEntry `json:"tensors"`
+	Contract string   `json:"contract_sha256"`
+	Packer   string   `json:"packer"`
+	Complete bool     `json:"complete"`
+	Files    []string `json:"files"` // one per device
+	// Config names the model config the cache was converted for, a file
+	// in the cache ("config.json"; empty: not recorded).
+	Config  string       `json:"config,omitempty"`
+	Tensors []CacheEntry `json:"tensors"`
 }
 
 // CacheEntry is one weight buffer of the cache: at Offset in every
@@ -314,6 +320,15 @@ func convertInto(s *Source, items []Item, man *CacheManifest, dir string, total 
 		if err := os.Rename(filepath.Join(dir, deviceFile(d)+".partial"), filepath.Join(dir, deviceFile(d))); err != nil {
 			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
+	}
+	cfg := filepath.Join(dir, ConfigFile)
+	if len(s.ModelConfig) > 0 {
+		if err := codegen.WriteFileAtomic(cfg, s.ModelConfig); err != nil {
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+		}
+		man.Config = ConfigFile
+	} else {
+		os.Remove(cfg) // a previous conversion's
 	}
 	man.Complete = true
 	if err := writeManifest(final, man); err != nil {

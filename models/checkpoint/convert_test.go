@@ -461,6 +461,7 @@ func TestReplaceCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer src.Close()
+		src.ModelConfig = f.cfg
 		_, _, err = checkpoint.ConvertCache(src, f.pf, cache, progress)
 		return err
 	}
@@ -521,8 +522,13 @@ func TestReplaceCache(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(cache, "device-0.bin")); bytes.Equal(got, want) {
 		t.Errorf("the cache was not replaced")
 	}
-	if _, err := checkpoint.LoadCache(cache); err != nil {
+	c, err := checkpoint.LoadCache(cache)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The model config the build was made with is recorded.
+	if cfg, _ := os.ReadFile(filepath.Join(cache, checkpoint.ConfigFile)); c.Manifest.Config != checkpoint.ConfigFile || !bytes.Equal(cfg, f.cfg) {
+		t.Errorf("manifest config %q, config.json %d bytes; want the build's config (%d bytes)", c.Manifest.Config, len(cfg), len(f.cfg))
 	}
 	ents, _ := os.ReadDir(filepath.Dir(cache))
 	for _, e := range ents {

@@ -23,6 +23,10 @@ type Source struct {
 	// default the first one fails the conversion, naming the tensor and
 	// element.
 	AllowNonFinite bool
+	// ModelConfig is the model config the build was made with (an HF
+	// config.json); ConvertCache stores it in the cache as config.json,
+	// so tcc run --weights CACHE builds the same model. nil: none.
+	ModelConfig []byte
 }
 
 // Open opens the checkpoint in dir, reading its headers and its

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -70,7 +71,7 @@ with status 2 when a threshold is missed.
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
-	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory)")
+	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory); without --config the model config is the one in it (config.json)")
 	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -103,6 +104,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if !(th.v > 0 && th.v <= 1) { // also rejects NaN
 			return fmt.Errorf("%s %v: a PCC threshold must be in (0, 1]", th.flag, th.v)
 		}
+	}
+	if err := configFromWeights(rf.progress, mf, name, rf.weights); err != nil {
+		return err
 	}
 	m, decodeGraph, _, err := mf.graphFor(name)
 	if err != nil {
@@ -337,6 +341,31 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d comparisons below threshold (PCC %.4f same formats, %.4f fp32)", failed, rf.threshold, rf.fp32Threshold)}
 	}
 	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
+	return nil
+}
+
+// configFromWeights sets --config, when not given, to the config.json of
+// --weights: a checkpoint's own, or the one a cache recorded when it was
+// converted, so the run builds the model the weights are for.
+func configFromWeights(w io.Writer, mf *modelFlags, name, weights string) error {
+	p := mf.params["config"]
+	if weights == "" || p == nil || mf.flags.Changed("config") {
+		return nil
+	}
+	m, err := models.Lookup(name)
+	if err != nil || !modelHas(m, "config") {
+		return nil // the model has no config; graphFor reports a bad name
+	}
+	cfg := filepath.Join(weights, checkpoint.ConfigFile)
+	if !fileExists(cfg) {
+		if checkpoint.IsCache(weights) {
+			fmt.Fprintf(w, "tcc: --weights %s records no model config (converted by an older tcc or without one); building %s with its default config: give --config if it is not the cache's\n", weights, name)
+		}
+		return nil
+	}
+	p.s = cfg
+	mf.flags.Lookup("config").Changed = true
+	fmt.Fprintf(w, "tcc: config: %s (from --weights)\n", cfg)
 	return nil
 }
 
