@@ -39,9 +39,14 @@ func hook(step string) error {
 //     directory fsynced, then swapped with dir in one atomic exchange
 //     (renameat2 RENAME_EXCHANGE where the OS has it), and the old build
 //     removed;
-//   - temporaries left by earlier killed builds of dir are removed first.
+//   - temporaries left by earlier killed builds of dir are removed first;
+//   - one build at a time writes dir: it holds a lock (".DIR.lock" beside
+//     dir, released by the kernel if the build is killed), and a second
+//     build fails with "another build is writing DIR";
+//   - "/", the top-level system directories (/usr, /etc, ...) and the
+//     home directory itself are refused before anything is read.
 func WriteDir(dir string, files map[string][]byte) error {
-	dir, err := resolveLinks(filepath.Clean(dir))
+	dir, err := outputDir(dir)
 	if err != nil {
 		return err
 	}
@@ -49,6 +54,11 @@ func WriteDir(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
+	unlock, err := lockOutput(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := removeStaleTemps(parent, base); err != nil {
 		return err
 	}
@@ -73,6 +83,9 @@ func WriteDir(dir string, files map[string][]byte) error {
 		}
 	}()
 	if err := writeTree(tmp, files); err != nil {
+		if errors.As(err, new(hookError)) {
+			cleanup = false // a kill mid-write leaves the temporary
+		}
 		return err
 	}
 	if err := hook("written"); err != nil {
@@ -111,6 +124,111 @@ func WriteDir(dir string, files map[string][]byte) error {
 	return syncDir(parent) // the deferred RemoveAll deletes the old build
 }
 
+// systemDirs are directories no build may replace (besides "/" and the
+// home directory).
+var systemDirs = map[string]bool{}
+
+func init() {
+	for _, d := range strings.Fields(`/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run
+		/sbin /snap /srv /sys /tmp /usr /var /usr/bin /usr/include /usr/lib /usr/lib64 /usr/libexec /usr/local /usr/sbin /usr/share /usr/src
+		/var/lib /var/log /var/tmp /System /Applications /Library /Users /Volumes /private`) {
+		systemDirs[filepath.FromSlash(d)] = true
+	}
+}
+
+// CheckOutputDir is WriteDir's check of dir before anything is built:
+// "/", a system directory or the home directory (after following
+// symbolic links) is refused.
+func CheckOutputDir(dir string) error {
+	_, err := outputDir(dir)
+	return err
+}
+
+// outputDir resolves dir's links, makes it absolute and refuses it when
+// it is protected.
+func outputDir(dir string) (string, error) {
+	dir, err := resolveLinks(filepath.Clean(dir))
+	if err != nil {
+		return "", err
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if err := protected(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// protected refuses an output that is a filesystem root, a system
+// directory or the home directory itself (dir is absolute and clean).
+func protected(dir string) error {
+	home, _ := os.UserHomeDir()
+	switch {
+	case filepath.Dir(dir) == dir:
+		return fmt.Errorf("output %s is the root of a filesystem; refusing to write a build there: choose a directory of its own with -o", dir)
+	case systemDirs[dir]:
+		return fmt.Errorf("output %s is a system directory; refusing to write a build there: choose a directory of its own with -o", dir)
+	case home != "" && filepath.Clean(home) == dir:
+		return fmt.Errorf("output %s is the home directory; refusing to write a build there: choose a directory of its own with -o", dir)
+	}
+	return nil
+}
+
+// lockOutput takes the lock of output dir (the file ".BASE.lock" beside
+// it) or says another build is writing dir. unlock removes the lock file
+// and releases it.
+func lockOutput(dir string) (unlock func(), err error) {
+	path := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
+	for tries := 0; ; tries++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: cannot create its lock: %v", dir, err)
+		}
+		if err := tryLock(f); err != nil {
+			f.Close()
+			if errors.Is(err, errLocked) {
+				return nil, fmt.Errorf("another build is writing %s (it holds %s); wait for it to finish or choose another -o", dir, path)
+			}
+			return nil, fmt.Errorf("output %s: lock %s: %v", dir, path, err)
+		}
+		// The previous holder removes the file before releasing it: a
+		// lock on a file no longer at path locks nothing; take it again.
+		st, err1 := f.Stat()
+		cur, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(st, cur) {
+			return func() { os.Remove(path); f.Close() }, nil
+		}
+		f.Close()
+		if tries == 10 {
+			return nil, fmt.Errorf("output %s: lock %s keeps being replaced", dir, path)
+		}
+	}
+}
+
+// hookError is an error a test's hook returned (a simulated kill).
+type hookError struct{ error }
+
+func (e hookError) Unwrap() error { return e.error }
+
+// ExchangeDirs swaps the directories a and b: in one atomic step where
+// the OS can (renameat2 RENAME_EXCHANGE), else by three renames.
+func ExchangeDirs(a, b string) error {
+	err := exchange(a, b)
+	if !errors.Is(err, errNoExchange) {
+		return err
+	}
+	tmp := a + ".swap"
+	if err := os.Rename(b, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(a, b); err != nil {
+		_ = os.Rename(tmp, b)
+		return err
+	}
+	return os.Rename(tmp, a)
+}
+
 // resolveLinks follows dir while it is a symbolic link (to a target that
 // may not exist yet), so the build is written into the link's target and
 // the link stays.
@@ -137,8 +255,23 @@ func resolveLinks(dir string) (string, error) {
 // replaceable reports why dir may not be replaced: a non-empty directory
 // without a marker, or one holding files its marker does not list.
 func replaceable(dir string) error {
+	// The marker first: a directory tcc did not write is refused without
+	// walking it (an -o naming a large tree answers at once).
+	listed, err := readMarker(filepath.Join(dir, MarkerFile))
+	if err != nil {
+		f, oerr := os.Open(dir)
+		if oerr != nil {
+			return fmt.Errorf("output %s: %v", dir, oerr)
+		}
+		ents, _ := f.ReadDir(1)
+		f.Close()
+		if len(ents) == 0 {
+			return nil // empty
+		}
+		return fmt.Errorf("output %s is a non-empty directory that tcc did not write (no %s); refusing to replace it: remove it or choose another -o", dir, MarkerFile)
+	}
 	var all []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -153,10 +286,6 @@ func replaceable(dir string) error {
 	}
 	if len(all) == 0 {
 		return nil
-	}
-	listed, err := readMarker(filepath.Join(dir, MarkerFile))
-	if err != nil {
-		return fmt.Errorf("output %s is a non-empty directory that tcc did not write (no %s); refusing to replace it: remove it or choose another -o", dir, MarkerFile)
 	}
 	var foreign []string
 	for _, f := range all {
@@ -207,7 +336,14 @@ func writeTree(root string, files map[string][]byte) error {
 	sort.Strings(names)
 	marker := "tcc " + Version + "\n" + strings.Join(names, "\n") + "\n"
 	dirs := map[string]bool{root: true}
-	for _, n := range append(names, MarkerFile) {
+	// The marker first: a temporary a kill leaves mid-write is then
+	// recognisably tcc's and the next build removes it.
+	for i, n := range append([]string{MarkerFile}, names...) {
+		if i == 2 {
+			if err := hook("file"); err != nil {
+				return hookError{err}
+			}
+		}
 		data := files[n]
 		if n == MarkerFile {
 			data = []byte(marker)
@@ -236,14 +372,20 @@ func writeTree(root string, files map[string][]byte) error {
 
 // WriteFileAtomic writes data to a temporary file beside path, fsyncs it
 // and renames it over path, so path holds the old or the new contents at
-// every moment.
+// every moment. The file gets mode 0644, as every file tcc writes (the
+// temporary is created 0600).
 func WriteFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
 	}
 	tmp := f.Name()
+	err = f.Chmod(0o644)
 	f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
 	if err := writeSynced(tmp, data); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %v", path, err)
@@ -284,7 +426,8 @@ func syncDir(dir string) error {
 }
 
 // removeStaleTemps deletes the temporaries earlier killed builds of
-// parent/base left (".base.tmp-*", each holding a tcc marker).
+// parent/base left (".base.tmp-*", each holding a tcc marker, or empty).
+// The caller holds the output's lock, so none is a live build's.
 func removeStaleTemps(parent, base string) error {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
@@ -296,7 +439,9 @@ func removeStaleTemps(parent, base string) error {
 		}
 		p := filepath.Join(parent, e.Name())
 		if _, err := os.Stat(filepath.Join(p, MarkerFile)); err != nil {
-			continue // not one of ours
+			// Not one of ours, unless empty (killed before its marker).
+			os.Remove(p)
+			continue
 		}
 		if err := os.RemoveAll(p); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,128 @@ func TestWriteDirKeepsUserFiles(t *testing.T) {
 	}
 	if got := readBuild(t, target); !same(got, newBuild) {
 		t.Errorf("the link's target holds %v", got)
+	}
+}
+
+// TestWriteFileAtomicMode: files written atomically (manifest, trace,
+// dequant output) get 0644 like the files of a build, not the 0600 of
+// the temporary they are written through.
+func TestWriteFileAtomicMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "manifest.json")
+	for i := 0; i < 2; i++ { // created, then replaced
+		if err := WriteFileAtomic(p, []byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != 0o644 && runtime.GOOS != "windows" {
+			t.Errorf("write %d: mode %v, want -rw-r--r--", i, st.Mode())
+		}
+	}
+}
+
+// TestWriteDirKilledMidWrite: a build killed while writing its files
+// (after its first file) leaves a temporary the next build removes.
+func TestWriteDirKilledMidWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	killed := errors.New("killed")
+	writeDirHook = func(s string) error {
+		if s == "file" {
+			return killed
+		}
+		return nil
+	}
+	err := WriteDir(dir, newBuild)
+	writeDirHook = nil
+	if !errors.Is(err, killed) {
+		t.Fatalf("the kill did not stop WriteDir: %v", err)
+	}
+	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".out.tmp-*"))
+	if len(temps) != 1 {
+		t.Fatalf("temporaries after the kill: %v, want one", temps)
+	}
+	// And one killed right after creating its temporary: an empty one.
+	if err := os.Mkdir(filepath.Join(filepath.Dir(dir), ".out.tmp-42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(dir, newBuild); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(dir))
+	for _, e := range ents {
+		if e.Name() != "out" {
+			t.Errorf("%s left beside the build", e.Name())
+		}
+	}
+}
+
+// TestWriteDirConcurrent: while one build writes an output, a second to
+// the same output fails at once saying so; a build to another output is
+// not blocked.
+func TestWriteDirConcurrent(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no advisory locks")
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	var second, other error
+	writeDirHook = func(s string) error {
+		if s == "written" {
+			writeDirHook = nil
+			second = WriteDir(dir, oldBuild)
+			other = WriteDir(dir+"2", oldBuild)
+		}
+		return nil
+	}
+	err := WriteDir(dir, newBuild)
+	writeDirHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "another build is writing " + dir; second == nil || !strings.Contains(second.Error(), want) {
+		t.Errorf("second build: %v, want %q", second, want)
+	}
+	if other != nil {
+		t.Errorf("a build to another output: %v", other)
+	}
+	if got := readBuild(t, dir); !same(got, newBuild) {
+		t.Errorf("the first build's output holds %v", got)
+	}
+	if err := WriteDir(dir, oldBuild); err != nil {
+		t.Errorf("a build after the first finished: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), ".out.lock")); err == nil {
+		t.Errorf("lock file left behind")
+	}
+}
+
+// TestWriteDirProtected: "/", system directories and the home directory
+// are refused by name before anything under them is read.
+func TestWriteDirProtected(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home)
+	dirs := []string{home, filepath.Join(home, "x", "..")}
+	if runtime.GOOS != "windows" {
+		dirs = append(dirs, "/", "/usr", "/etc/", "/bin", "/usr/local", "//usr")
+	}
+	for _, d := range dirs {
+		err := WriteDir(d, newBuild)
+		if err == nil || !strings.Contains(err.Error(), "refusing to write a build there") {
+			t.Errorf("WriteDir(%q): %v, want a refusal", d, err)
+		}
+	}
+	// A foreign tree is refused from its top without a walk: an
+	// unreadable subdirectory does not matter (this part checks nothing
+	// when the tests run as root, who reads it anyway).
+	foreign := t.TempDir()
+	sub := filepath.Join(foreign, "sub")
+	if err := os.Mkdir(sub, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(sub, 0o755)
+	if err := WriteDir(foreign, newBuild); err == nil || !strings.Contains(err.Error(), "did not write") {
+		t.Errorf("foreign tree: %v", err)
 	}
 }

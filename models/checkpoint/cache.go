@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -20,6 +22,9 @@ const CacheSchema = 1
 
 // ManifestFile is the name of a cache's manifest.
 const ManifestFile = "manifest.json"
+
+// ConfigFile is the model config a cache records (see Source.ModelConfig).
+const ConfigFile = "config.json"
 
 // Packer names the block-float packer of the cache's bytes.
 const Packer = "tt-metal host packer (blockfloat_common.cpp convert_u32_to_bfp, round to nearest even after truncating by the exponent gap)"
@@ -33,11 +38,14 @@ type CacheManifest struct {
 	Devices    int    `json:"devices"`
 	// Contract is the sha256 of the build's weight buffers and sources
 	// (what the cache was converted for).
-	Contract string       `json:"contract_sha256"`
-	Packer   string       `json:"packer"`
-	Complete bool         `json:"complete"`
-	Files    []string     `json:"files"` // one per device
-	Tensors  []CacheEntry `json:"tensors"`
+	Contract string   `json:"contract_sha256"`
+	Packer   string   `json:"packer"`
+	Complete bool     `json:"complete"`
+	Files    []string `json:"files"` // one per device
+	// Config names the model config the cache was converted for, a file
+	// in the cache ("config.json"; empty: not recorded).
+	Config  string       `json:"config,omitempty"`
+	Tensors []CacheEntry `json:"tensors"`
 }
 
 // CacheEntry is one weight buffer of the cache: at Offset in every
@@ -150,7 +158,9 @@ func deviceFile(d int) string { return fmt.Sprintf("device-%d.bin", d) }
 // and whether an existing complete cache was reused. On error the
 // partial files it wrote are removed (and dir, when it created it and it
 // is empty); only an interrupted process leaves *.partial files, which
-// the next call resumes from.
+// the next call resumes from. A complete cache in dir that cannot be
+// reused is replaced only once its successor is complete: the new one is
+// converted in the sibling ".DIR.staging" and swapped in.
 func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func(Progress)) (_ *CacheManifest, reused bool, err error) {
 	if progress == nil {
 		progress = func(Progress) {}
@@ -172,22 +182,53 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 	for _, it := range items {
 		total += sourceBytes(s, it)
 	}
+	final := filepath.Join(dir, ManifestFile)
+	staging := filepath.Join(filepath.Dir(filepath.Clean(dir)), "."+filepath.Base(filepath.Clean(dir))+".staging")
+	old, err := readManifest(final)
+	if err != nil || !old.Complete {
+		// No complete cache: convert in dir itself (resuming its partial files).
+		m, err := convertInto(s, items, man, dir, total, progress)
+		return m, false, err
+	}
+	if old.Contract == man.Contract {
+		if ok, _ := verify(s, dir, old, items, len(items), ""); ok == len(items) {
+			if IsCache(staging) {
+				os.RemoveAll(staging) // an interrupted replacement, now moot
+			}
+			progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Reused: true, Final: true})
+			return old, true, nil
+		}
+	}
+	// A complete cache for another build or other source bytes: convert
+	// beside it (resuming an interrupted replacement) and swap the result
+	// in, so an interrupted or failed conversion leaves the cache as it was.
+	if _, err := convertInto(s, items, man, staging, total, progress); err != nil {
+		os.Remove(staging) // only when empty
+		return nil, false, err
+	}
+	if err := codegen.ExchangeDirs(staging, dir); err != nil {
+		return nil, false, fmt.Errorf("checkpoint: cache %s: replacing it with %s: %v", dir, staging, err)
+	}
+	if err := os.RemoveAll(staging); err != nil { // now the old cache
+		return nil, false, fmt.Errorf("checkpoint: cache %s: removing the old cache: %v", dir, err)
+	}
+	return man, false, nil
+}
+
+// convertInto converts items into dir, resuming from its partial files;
+// on error it removes what it wrote (and dir when it created it).
+func convertInto(s *Source, items []Item, man *CacheManifest, dir string, total int64, progress func(Progress)) (_ *CacheManifest, err error) {
+	n := man.Devices
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		created = true
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+		return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 	}
 	final := filepath.Join(dir, ManifestFile)
 	partial := final + ".partial"
-	if old, err := readManifest(final); err == nil && old.Complete && old.Contract == man.Contract {
-		if ok, _ := verify(s, dir, old, items, len(items), ""); ok == len(items) {
-			progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Reused: true, Final: true})
-			return old, true, nil
-		}
-	}
-	os.Remove(final) // stale or foreign: the device files are rewritten below
+	os.Remove(final) // incomplete or stale: the device files are rewritten below
 	done := 0
 	if old, err := readManifest(partial); err == nil && old.Contract == man.Contract && old.Devices == n {
 		done, _ = verify(s, dir, old, items, len(old.Tensors), ".partial")
@@ -220,11 +261,11 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		p := filepath.Join(dir, deviceFile(d)+".partial")
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
 		files[d] = f
 		if err := f.Truncate(offset); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", p, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", p, err)
 		}
 	}
 	var bytesDone int64
@@ -236,20 +277,20 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		it := items[i]
 		sums, nb, err := s.inputSums(it)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		ws := make([]io.WriterAt, n)
 		for d := range ws {
 			ws[d] = &offsetWriter{files[d], offset}
 		}
 		if err := s.Convert(it, ws); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		hs := make([]hash.Hash, n)
 		for d := range hs {
 			hs[d] = sha256.New()
 			if _, err := io.Copy(hs[d], io.NewSectionReader(files[d], offset, it.Bytes())); err != nil {
-				return nil, false, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
+				return nil, fmt.Errorf("checkpoint: cache %s: %v", files[d].Name(), err)
 			}
 		}
 		e := CacheEntry{Buffer: it.Buffer.Name, Source: it.Source, Storage: it.Weight.Kind, DType: it.Buffer.DType, Layout: it.Buffer.Layout,
@@ -260,7 +301,7 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		offset += e.Size
 		man.Tensors = append(man.Tensors, e)
 		if err := writeManifest(partial, man); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		bytesDone += nb
 		progress(Progress{Buffer: it.Buffer.Name, TensorsDone: i + 1, Tensors: len(items), BytesDone: bytesDone, Bytes: total})
@@ -270,23 +311,32 @@ func ConvertCache(s *Source, pf *codegen.ProgramsFile, dir string, progress func
 		// re-checks every recorded result, so only the final files must
 		// be durable before the manifest names them.
 		if err := f.Sync(); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
 		}
 		if err := f.Close(); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", f.Name(), err)
 		}
 		files[d] = nil
 		if err := os.Rename(filepath.Join(dir, deviceFile(d)+".partial"), filepath.Join(dir, deviceFile(d))); err != nil {
-			return nil, false, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
+	}
+	cfg := filepath.Join(dir, ConfigFile)
+	if len(s.ModelConfig) > 0 {
+		if err := codegen.WriteFileAtomic(cfg, s.ModelConfig); err != nil {
+			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
+		}
+		man.Config = ConfigFile
+	} else {
+		os.Remove(cfg) // a previous conversion's
 	}
 	man.Complete = true
 	if err := writeManifest(final, man); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	os.Remove(partial)
 	progress(Progress{TensorsDone: len(items), Tensors: len(items), BytesDone: total, Bytes: total, Final: true})
-	return man, false, nil
+	return man, nil
 }
 
 func readManifest(path string) (*CacheManifest, error) {
@@ -379,23 +429,35 @@ func LoadCache(dir string) (*Cache, error) {
 	m, err := readManifest(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if pm, perr := readManifest(filepath.Join(dir, ManifestFile+".partial")); perr == nil {
+				return nil, fmt.Errorf("checkpoint: cache %s is incomplete: an interrupted conversion wrote %d weight buffers (%s.partial); run tcc weights convert again to finish it", dir, len(pm.Tensors), ManifestFile)
+			} else if !errors.Is(perr, os.ErrNotExist) {
+				return nil, fmt.Errorf("checkpoint: cache %s is incomplete (%v); run tcc weights convert again", dir, perr)
+			}
 			return nil, fmt.Errorf("checkpoint: %s is not a weight cache (no %s)", dir, ManifestFile)
 		}
 		return nil, err
 	}
 	if !m.Complete {
-		return nil, fmt.Errorf("checkpoint: cache %s is incomplete; run tcc weights convert again", dir)
+		return nil, fmt.Errorf("checkpoint: cache %s is incomplete: %s says complete: false; run tcc weights convert again", dir, ManifestFile)
+	}
+	if err := checkManifest(dir, m); err != nil {
+		return nil, err
 	}
 	c := &Cache{Manifest: m}
 	for d, name := range m.Files {
 		p := filepath.Join(dir, name)
 		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("checkpoint: cache %s is incomplete: %s names %s, which is missing; run tcc weights convert again", dir, ManifestFile, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: cache %s: %v", dir, err)
 		}
 		bufs := map[string][]byte{}
 		for _, e := range m.Tensors {
-			if e.Offset < 0 || e.Offset+e.Size > int64(len(data)) || len(e.Results) != len(m.Files) {
+			// checkManifest ruled out negative values, so this cannot overflow.
+			if e.Size > int64(len(data))-e.Offset {
 				return nil, fmt.Errorf("checkpoint: cache %s: buffer %q [%d, +%d) is outside %s (%d bytes): truncated", dir, e.Buffer, e.Offset, e.Size, p, len(data))
 			}
 			b := data[e.Offset : e.Offset+e.Size]
@@ -408,6 +470,61 @@ func LoadCache(dir string) (*Cache, error) {
 		c.buffers = append(c.buffers, bufs)
 	}
 	return c, nil
+}
+
+// IsCache reports whether dir holds a weight cache, complete or not (a
+// manifest or a partial one), rather than a checkpoint.
+func IsCache(dir string) bool {
+	for _, n := range []string{ManifestFile, ManifestFile + ".partial"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkManifest checks m's structure before any file is read: one device
+// file per device, named as tcc names them (no path leaves dir); every
+// entry's offset and size non-negative, their sum representable, one
+// result per device; buffer names unique; no two extents overlapping.
+func checkManifest(dir string, m *CacheManifest) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("checkpoint: cache %s: %s: %s", dir, ManifestFile, fmt.Sprintf(format, a...))
+	}
+	if m.Devices < 1 || len(m.Files) != m.Devices {
+		return bad("devices is %d with %d files; want one file per device", m.Devices, len(m.Files))
+	}
+	for d, f := range m.Files {
+		if f != deviceFile(d) {
+			return bad("files[%d] is %q; want %q", d, f, deviceFile(d))
+		}
+	}
+	seen := map[string]bool{}
+	idx := make([]int, len(m.Tensors))
+	for i, e := range m.Tensors {
+		idx[i] = i
+		switch {
+		case seen[e.Buffer]:
+			return bad("buffer %q appears twice", e.Buffer)
+		case e.Offset < 0:
+			return bad("buffer %q has offset %d; an offset must be >= 0", e.Buffer, e.Offset)
+		case e.Size < 0:
+			return bad("buffer %q has size %d; a size must be >= 0", e.Buffer, e.Size)
+		case e.Size > math.MaxInt64-e.Offset:
+			return bad("buffer %q: offset %d + size %d overflows a file offset", e.Buffer, e.Offset, e.Size)
+		case len(e.Results) != m.Devices:
+			return bad("buffer %q has %d results_sha256; want one per device (%d)", e.Buffer, len(e.Results), m.Devices)
+		}
+		seen[e.Buffer] = true
+	}
+	sort.Slice(idx, func(a, b int) bool { return m.Tensors[idx[a]].Offset < m.Tensors[idx[b]].Offset })
+	for k := 1; k < len(idx); k++ {
+		p, e := m.Tensors[idx[k-1]], m.Tensors[idx[k]]
+		if e.Offset < p.Offset+p.Size {
+			return bad("buffer %q [%d, +%d) overlaps buffer %q [%d, +%d); extents must be disjoint", e.Buffer, e.Offset, e.Size, p.Buffer, p.Offset, p.Size)
+		}
+	}
+	return nil
 }
 
 // Buffer returns device d's page bytes of buffer name.

@@ -131,6 +131,8 @@ func (s *Source) Convert(it Item, out []io.WriterAt) error {
 		name, rowBytes := it.Weight.Parts[0], int64(m.cols*it.Weight.DType.Size())
 		m.release = func(i0, i1 int) { s.Ckpt.Release(name, int64(i0)*rowBytes, int64(i1)*rowBytes) }
 	}
+	m.allowNonFinite = s.AllowNonFinite
+	m.rank1 = len(it.Weight.Shape) == 1
 	err = convertMatrix(it, m, out)
 	for _, p := range it.Weight.Parts {
 		if t, _, ierr := s.Ckpt.Info(p); ierr == nil {
@@ -169,7 +171,16 @@ func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
 		}(d)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// Devices reading the same bad source value fail alike: one message each.
+	var uniq []error
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if e != nil && !seen[e.Error()] {
+			seen[e.Error()] = true
+			uniq = append(uniq, e)
+		}
+	}
+	return errors.Join(uniq...)
 }
 
 // convertDevice emits device d's share of it.
@@ -206,14 +217,32 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 		release = func(int, int) {}
 	}
 	rows, cols := len(rowIdx), len(colIdx)
+	// read fills dst with source row i at columns idx, checking that
+	// every value is finite unless allowed.
+	read := func(i int, idx []int, dst []float32) error {
+		m.rowInto(i, idx, dst)
+		if m.allowNonFinite {
+			return nil
+		}
+		for k, v := range dst {
+			if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+				at := fmt.Sprintf("[%d, %d]", i, idx[k])
+				if m.rank1 {
+					at = fmt.Sprintf("[%d]", idx[k])
+				}
+				return fmt.Errorf("checkpoint: buffer %q: source %q element %s is %v; weights must be finite (--allow-nonfinite converts them as they are)", b.Name, it.Source.Tensor, at, v)
+			}
+		}
+		return nil
+	}
 	// row fills dst with output row r (not transposed: source row
 	// rowIdx[r] at columns colIdx).
-	row := func(r int, dst []float32) {
+	row := func(r int, dst []float32) error {
 		if rowIdx[r] < 0 {
 			clear(dst)
-			return
+			return nil
 		}
-		m.rowInto(rowIdx[r], colIdx, dst)
+		return read(rowIdx[r], colIdx, dst)
 	}
 	span := func(idx []int) (int, int) { // source index range of idx, ignoring padding
 		lo, hi := -1, -1
@@ -247,7 +276,9 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 				if colIdx[c] < 0 {
 					continue
 				}
-				m.rowInto(colIdx[c], rowIdx, col)
+				if err := read(colIdx[c], rowIdx, col); err != nil {
+					return err
+				}
 				for r, v := range col {
 					strip[r*T+c-c0*T] = v
 				}
@@ -268,7 +299,9 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 		for r0 := 0; r0 < rows; r0 += T {
 			clear(chunk)
 			for r := r0; r < min(r0+T, rows); r++ {
-				row(r, chunk[(r-r0)*cols:(r-r0+1)*cols])
+				if err := row(r, chunk[(r-r0)*cols:(r-r0+1)*cols]); err != nil {
+					return err
+				}
 			}
 			bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(chunk, T, cols))
 			if err != nil {
@@ -289,7 +322,9 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 		vals := make([]float32, cols)
 		out := make([]byte, cols*eb)
 		for r := 0; r < rows; r++ {
-			row(r, vals)
+			if err := row(r, vals); err != nil {
+				return err
+			}
 			for c, x := range vals {
 				switch it.dtype {
 				case ir.BF16:

@@ -2,6 +2,9 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -374,5 +377,163 @@ func TestFlatNames(t *testing.T) {
 	}
 	if len(devs[0]) == 0 || !bytes.Equal(devs[0], devs[1]) {
 		t.Errorf("flat and nested checkpoints convert differently (%d vs %d bytes)", len(devs[0]), len(devs[1]))
+	}
+}
+
+// TestNonFinite: a NaN or Inf in a source tensor fails its buffer's
+// conversion, naming the buffer, tensor and element (once, not per
+// device); AllowNonFinite converts it as it is.
+func TestNonFinite(t *testing.T) {
+	f := setup(t)
+	bad := []struct {
+		tensor string
+		idx    int
+		v      float32
+		want   string
+	}{
+		{"model.language_model.norm.weight", 3, float32(math.Inf(-1)), `source "model.language_model.norm.weight" element [3] is -Inf; weights must be finite (--allow-nonfinite converts them as they are)`},
+		{"lm_head.weight", 70, float32(math.NaN()), `source "lm_head.weight" element [%d, %d] is NaN`},
+	}
+	hf := append([]checkpoint.HFTensor(nil), f.hf...)
+	for k, b := range bad {
+		i := slices.IndexFunc(hf, func(h checkpoint.HFTensor) bool { return h.Name == b.tensor })
+		if i < 0 {
+			t.Fatalf("no tensor %s", b.tensor)
+		}
+		hf[i].Data = slices.Clone(hf[i].Data)
+		hf[i].Data[b.idx] = b.v
+		if sh := hf[i].Shape; len(sh) == 2 {
+			bad[k].want = fmt.Sprintf(b.want, b.idx/sh[1], b.idx%sh[1])
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	if err := checkpoint.WriteSynthetic(dir, f.cfg, checkpoint.FormBF16, hf, 1); err != nil {
+		t.Fatal(err)
+	}
+	src, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	items, err := src.Plan(f.pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		i := slices.IndexFunc(items, func(it checkpoint.Item) bool { return it.Source.Tensor == b.tensor })
+		if i < 0 {
+			t.Fatalf("no buffer reads %s", b.tensor)
+		}
+		it := items[i]
+		ws := make([]io.WriterAt, f.pf.Devices)
+		for d := range ws {
+			ws[d] = make(sink, it.Bytes())
+		}
+		src.AllowNonFinite = false
+		err := src.Convert(it, ws)
+		if err == nil || !strings.Contains(err.Error(), b.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one error containing %q", b.tensor, err, b.want)
+		}
+		src.AllowNonFinite = true
+		if err := src.Convert(it, ws); err != nil {
+			t.Errorf("%s with AllowNonFinite: %v", b.tensor, err)
+		}
+	}
+}
+
+// sink is a fixed-size in-memory WriterAt.
+type sink []byte
+
+func (s sink) WriteAt(p []byte, off int64) (int, error) { return copy(s[off:], p), nil }
+
+// TestReplaceCache: converting over a complete cache from changed
+// source bytes builds beside it: a failed conversion and an interrupted
+// one leave the old cache loadable and unchanged, the next conversion
+// resumes the interrupted one, and only its complete result replaces
+// the old cache.
+func TestReplaceCache(t *testing.T) {
+	f := setup(t)
+	good := write(t, f, checkpoint.FormBF16)
+	cache := filepath.Join(t.TempDir(), "cache")
+	convert := func(dir string, progress func(checkpoint.Progress)) error {
+		src, err := checkpoint.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		src.ModelConfig = f.cfg
+		_, _, err = checkpoint.ConvertCache(src, f.pf, cache, progress)
+		return err
+	}
+	if err := convert(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(cache, "device-0.bin"))
+	intact := func(when string) {
+		t.Helper()
+		if _, err := checkpoint.LoadCache(cache); err != nil {
+			t.Fatalf("%s: the old cache is broken: %v", when, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(cache, "device-0.bin")); !bytes.Equal(got, want) {
+			t.Fatalf("%s: the old cache's device-0.bin changed", when)
+		}
+	}
+	spoilt := func(edit func(h *checkpoint.HFTensor)) string {
+		hf := append([]checkpoint.HFTensor(nil), f.hf...)
+		i := slices.IndexFunc(hf, func(h checkpoint.HFTensor) bool { return h.Name == "model.language_model.embed_tokens.weight" })
+		hf[i].Data = slices.Clone(hf[i].Data)
+		edit(&hf[i])
+		dir := filepath.Join(t.TempDir(), "ckpt")
+		if err := checkpoint.WriteSynthetic(dir, f.cfg, checkpoint.FormBF16, hf, 1); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// A failed conversion: a NaN in the embedding.
+	bad := spoilt(func(h *checkpoint.HFTensor) { h.Data[5] = float32(math.NaN()) })
+	if err := convert(bad, nil); err == nil || !strings.Contains(err.Error(), "embed_tokens.weight\" element [0, 5] is NaN") {
+		t.Fatalf("bad checkpoint: %v", err)
+	}
+	intact("after a failed conversion")
+	// Changed source bytes: a kill after three buffers (simulated by a
+	// panic out of the progress callback).
+	changed := spoilt(func(h *checkpoint.HFTensor) { h.Data[0] += 1 })
+	func() {
+		defer func() { recover() }()
+		convert(changed, func(p checkpoint.Progress) {
+			if p.TensorsDone == 3 {
+				panic("killed")
+			}
+		})
+	}()
+	intact("after an interrupted conversion")
+	// The interrupted conversion resumes and replaces the cache.
+	skipped := 0
+	if err := convert(changed, func(p checkpoint.Progress) {
+		if p.Skipped {
+			skipped++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if skipped != 3 {
+		t.Errorf("resumed %d buffers, want 3", skipped)
+	}
+	if got, _ := os.ReadFile(filepath.Join(cache, "device-0.bin")); bytes.Equal(got, want) {
+		t.Errorf("the cache was not replaced")
+	}
+	c, err := checkpoint.LoadCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The model config the build was made with is recorded.
+	if cfg, _ := os.ReadFile(filepath.Join(cache, checkpoint.ConfigFile)); c.Manifest.Config != checkpoint.ConfigFile || !bytes.Equal(cfg, f.cfg) {
+		t.Errorf("manifest config %q, config.json %d bytes; want the build's config (%d bytes)", c.Manifest.Config, len(cfg), len(f.cfg))
+	}
+	ents, _ := os.ReadDir(filepath.Dir(cache))
+	for _, e := range ents {
+		if e.Name() != "cache" {
+			t.Errorf("%s left beside the cache", e.Name())
+		}
 	}
 }

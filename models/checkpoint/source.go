@@ -19,6 +19,14 @@ type Source struct {
 	Quant *config.Quantization // nil: unquantised
 	// Config is dir/config.json when present.
 	Config *config.Config
+	// AllowNonFinite converts NaN and Inf source values as they are; by
+	// default the first one fails the conversion, naming the tensor and
+	// element.
+	AllowNonFinite bool
+	// ModelConfig is the model config the build was made with (an HF
+	// config.json); ConvertCache stores it in the cache as config.json,
+	// so tcc run --weights CACHE builds the same model. nil: none.
+	ModelConfig []byte
 }
 
 // Open opens the checkpoint in dir, reading its headers and its
@@ -174,6 +182,10 @@ type matrix struct {
 	raw        []byte    // plain data when f32 is nil
 	dt         safetensors.DType
 	release    func(i0, i1 int) // drop source rows [i0, i1) from memory; nil: keep
+	// allowNonFinite: NaN and Inf are converted as they are instead of
+	// failing the conversion.
+	allowNonFinite bool
+	rank1          bool // a 1-D source: errors name element [j], not [i, j]
 }
 
 func (m *matrix) at(i, j int) float32 {

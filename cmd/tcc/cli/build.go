@@ -31,7 +31,10 @@ The directory holds either the previous build or the complete new one at every
 moment (written beside it, fsynced, swapped in one step); a symlinked -o is
 written through to its target. tcc replaces only a directory it wrote (its
 .tcc-build marker lists the files) and refuses, naming them, when it holds
-other files. Two builds of the same model and flags are byte-identical.
+other files. One build at a time writes a directory (another gets "another
+build is writing DIR"); temporaries of a killed build are removed by the next;
+"/", system directories (/usr, /etc, ...) and the home directory are refused.
+Two builds of the same model and flags are byte-identical.
 
   tcc build tiny-mlp -o out/tiny-mlp
   tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4`,
@@ -41,6 +44,12 @@ other files. Two builds of the same model and flags are byte-identical.
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := notStdout(out, "a build directory"); err != nil {
+			return err
+		}
+		if out == "" {
+			out = "out/" + args[0]
+		}
+		if err := codegen.CheckOutputDir(out); err != nil {
 			return err
 		}
 		start := time.Now()
@@ -75,9 +84,6 @@ other files. Two builds of the same model and flags are byte-identical.
 		}
 		if files["perf.json"], err = perf.JSON(); err != nil {
 			return err
-		}
-		if out == "" {
-			out = "out/" + args[0]
 		}
 		if err := codegen.WriteDir(out, files); err != nil {
 			return err

@@ -30,6 +30,7 @@ type runFlags struct {
 	prefill       int
 	hostGB        float64
 	weights       string
+	allowNF       bool
 	progress      io.Writer // estimates and progress of long steps (stderr)
 }
 
@@ -70,7 +71,8 @@ with status 2 when a threshold is missed.
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
-	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory)")
+	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory); without --config the model config is the one in it (config.json)")
+	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		rf.progress = cmd.ErrOrStderr()
@@ -102,6 +104,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if !(th.v > 0 && th.v <= 1) { // also rejects NaN
 			return fmt.Errorf("%s %v: a PCC threshold must be in (0, 1]", th.flag, th.v)
 		}
+	}
+	if err := configFromWeights(rf.progress, mf, name, rf.weights); err != nil {
+		return err
 	}
 	m, decodeGraph, _, err := mf.graphFor(name)
 	if err != nil {
@@ -182,7 +187,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	dg := graphs[len(graphs)-1]
 	var cache *checkpoint.Cache
 	if rf.weights != "" {
-		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build); err != nil {
+		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build, rf.allowNF); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
@@ -339,9 +344,43 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	return nil
 }
 
+// configFromWeights sets --config, when not given, to the config.json of
+// --weights: a checkpoint's own, or the one a cache recorded when it was
+// converted, so the run builds the model the weights are for.
+func configFromWeights(w io.Writer, mf *modelFlags, name, weights string) error {
+	p := mf.params["config"]
+	if weights == "" || p == nil || mf.flags.Changed("config") {
+		return nil
+	}
+	m, err := models.Lookup(name)
+	if err != nil || !modelHas(m, "config") {
+		return nil // the model has no config; graphFor reports a bad name
+	}
+	cfg := filepath.Join(weights, checkpoint.ConfigFile)
+	if !fileExists(cfg) {
+		if checkpoint.IsCache(weights) {
+			fmt.Fprintf(w, "tcc: --weights %s records no model config (converted by an older tcc or without one); building %s with its default config: give --config if it is not the cache's\n", weights, name)
+		}
+		return nil
+	}
+	p.s = cfg
+	mf.flags.Lookup("config").Changed = true
+	fmt.Fprintf(w, "tcc: config: %s (from --weights)\n", cfg)
+	return nil
+}
+
 // loadWeights returns the device-ready weights of build b from path: a
 // cache (its contract must be b's) or a checkpoint, converted in memory.
-func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build) (*checkpoint.Cache, error) {
+func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.Build, allowNonFinite bool) (*checkpoint.Cache, error) {
+	var c *checkpoint.Cache
+	if checkpoint.IsCache(path) {
+		// The cache's own state first: an incomplete or damaged cache is
+		// reported as such whatever the model.
+		var err error
+		if c, err = checkpoint.LoadCache(path); err != nil {
+			return nil, err
+		}
+	}
 	info, err := hostInfo(m, mf)
 	if err != nil {
 		return nil, err
@@ -350,11 +389,7 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 	if err != nil {
 		return nil, err
 	}
-	if fileExists(filepath.Join(path, checkpoint.ManifestFile)) {
-		c, err := checkpoint.LoadCache(path)
-		if err != nil {
-			return nil, err
-		}
+	if c != nil {
 		want, err := checkpoint.ContractOf(pf)
 		if err != nil {
 			return nil, err
@@ -369,6 +404,7 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 		return nil, err
 	}
 	defer src.Close()
+	src.AllowNonFinite = allowNonFinite
 	return checkpoint.InMemory(src, pf)
 }
 

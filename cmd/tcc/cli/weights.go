@@ -127,6 +127,7 @@ tensors of their HF shape to one safetensors file, written atomically.`,
 
 func newWeightsConvertCmd() *cobra.Command {
 	var from, out, model string
+	var allowNF bool
 	cmd := &cobra.Command{
 		Use:   "convert --from DIR -o CACHE",
 		Short: "Convert a checkpoint into a device-ready weight cache for a build",
@@ -135,10 +136,14 @@ present) for --mesh, and convert every weight buffer its programs.json
 declares from the checkpoint in DIR: dequantise, transpose, pad and cut per
 device as the buffer's source says, tilize and pack into the buffer's dtype
 with tt-metal's host packer. CACHE gets one file per device and manifest.json
-with sha256 checksums of the source tensors and results. An interrupted
-conversion resumes; an unchanged one is reused; a failed one leaves nothing.
+with sha256 checksums of the source tensors and results, and the model config
+the build used (config.json, which tcc run --weights CACHE builds with). An
+interrupted conversion resumes; an unchanged one is reused; a failed one
+leaves nothing. Over a complete cache that cannot be reused the new one is
+converted in .CACHE.staging beside it and swapped in when complete.
 --dtype-policy fast|accurate picks the weight dtypes (bfp4_b or bfp8_b MLP
-gate/up).`,
+gate/up). A NaN or Inf in a source weight is an error naming the tensor and
+element; --allow-nonfinite converts such values as they are.`,
 		Args: cobra.NoArgs,
 	}
 	mf := addModelFlags(cmd, "fused")
@@ -146,6 +151,7 @@ gate/up).`,
 	fs.StringVar(&from, "from", "", "checkpoint directory (required)")
 	fs.StringVarP(&out, "out", "o", "", "cache directory (required)")
 	fs.StringVar(&model, "model", "qwen27b", "model the checkpoint is for")
+	fs.BoolVar(&allowNF, "allow-nonfinite", false, "convert NaN and Inf source values as they are instead of failing")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := notStdout(out, "a cache directory"); err != nil {
 			return err
@@ -167,6 +173,12 @@ gate/up).`,
 			return err
 		}
 		defer src.Close()
+		src.AllowNonFinite = allowNF
+		if p := mf.params["config"]; p != nil && p.s != "" {
+			if src.ModelConfig, err = os.ReadFile(p.s); err != nil {
+				return err
+			}
+		}
 		pf, err := contractFor(mf, model)
 		if err != nil {
 			return err
