@@ -161,7 +161,8 @@ func gdnRandom(rng *rand.Rand, s ir.Shape, sd float64) ref.Tensor {
 // TestGDNFusedOpsEquivalent checks every fused GDN op of the first GDN
 // layer (small config and 27B, on 1x1, 1x2 and 1x4, batch 1 and 3) against
 // its decomposition on the same seeded random inputs, at the device's
-// storage formats (ref.DefaultOptions) and in exact math
+// storage formats (ref.DefaultOptions with Composed: the decomposition's
+// rounding points, not the recurrence program's FPU reads) and in exact math
 // (ref.ExactOptions). On one device rewrite.EquivalencePair gives the two
 // standalone graphs and ref.Eval runs both; on a mesh the decomposition's
 // values carry the head-folding distributions the model recorded, which
@@ -190,6 +191,7 @@ func TestGDNFusedOpsEquivalent(t *testing.T) {
 			}
 			for _, mode := range []string{"storage", "exact"} {
 				opts := ref.DefaultOptions()
+				opts.Composed = true // the decomposition's rounding points, not the program's FPU reads
 				if mode == "exact" {
 					opts = ref.ExactOptions()
 				}
@@ -295,11 +297,13 @@ func TestGDNFusedModelMatchesUnfused(t *testing.T) {
 		}
 		return env
 	}
-	uv, err := ref.Eval(unfused, data(unfused), ref.DefaultOptions())
+	opts := ref.DefaultOptions()
+	opts.Composed = true // the fused recurrence at its decomposition's rounding points
+	uv, err := ref.Eval(unfused, data(unfused), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fv, err := ref.Eval(fusedG, data(fusedG), ref.DefaultOptions())
+	fv, err := ref.Eval(fusedG, data(fusedG), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

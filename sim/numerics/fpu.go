@@ -106,6 +106,21 @@ func FidelityMul(a, b float32, f ir.MathFidelity) float32 {
 // MatmulTile accumulation over the k tiles with fp32Dest. It panics if the
 // slice lengths do not match the shapes or f is unknown.
 func Matmul(a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
+	return matmulOnto(nil, a, b, m, k, n, f)
+}
+
+// MatmulOnto is Matmul into an fp32 DEST that already holds acc (row-major
+// [m, n], updated in place and returned) instead of +0: what matmul_tiles
+// computes when it accumulates onto a tile copied or computed into DEST
+// before it. MatmulOnto(zeros, ...) equals Matmul. It panics as Matmul
+// does, and if acc is not m*n values.
+func MatmulOnto(acc, a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
+	checkMatrix("MatmulOnto (acc)", len(acc), m, n)
+	return matmulOnto(acc, a, b, m, k, n, f)
+}
+
+// matmulOnto is Matmul from DEST acc (nil: +0).
+func matmulOnto(acc, a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	checkMatrix("Matmul (a)", len(a), m, k)
 	checkMatrix("Matmul (b)", len(b), k, n)
 	phases := fidelityPhases(f)
@@ -124,14 +139,17 @@ func Matmul(a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	for i := range srcB {
 		srcB[i] = partsB(0)
 	}
-	out := make([]float32, m*n)
+	out := acc
+	if out == nil {
+		out = make([]float32, m*n)
+	}
 	for i := 0; i < m; i++ {
 		for p := 0; p < k; p++ {
 			srcB[p] = partsB(srcWord(TruncTF32(a[i*k+p])))
 		}
 		for j := 0; j < n; j++ {
 			col := srcA[j*kp : (j+1)*kp]
-			var d uint32
+			d := math.Float32bits(out[i*n+j])
 			for t := 0; t < kp; t += TileDim {
 				d = mvmulPhases(col[t:t+32], srcB[t:t+32], d, phases, true)
 			}

@@ -162,6 +162,24 @@ func TestMatmulMatchesTiledMatmulTile(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Matmul != tiled MatmulTile (-tiled +Matmul):\n%s", diff)
 			}
+			// MatmulOnto: the same MatmulTile sequence onto a DEST that
+			// holds fp32 values first (want is reused as the start).
+			start := append([]float32(nil), want...)
+			for i := range start {
+				start[i] = float32(r.NormFloat64())
+			}
+			onto := Tilize(start, m, n)
+			for i := 0; i < mt; i++ {
+				for j := 0; j < nt; j++ {
+					acc := onto[(i*nt+j)*TileElems : (i*nt+j+1)*TileElems]
+					for p := 0; p < kt; p++ {
+						MatmulTile(acc, at[(i*kt+p)*TileElems:(i*kt+p+1)*TileElems], bt[(p*nt+j)*TileElems:(p*nt+j+1)*TileElems], f, true)
+					}
+				}
+			}
+			if diff := cmp.Diff(Untilize(onto, m, n), MatmulOnto(start, a, b, m, k, n, f)); diff != "" {
+				t.Errorf("MatmulOnto != tiled MatmulTile onto the same DEST (-tiled +MatmulOnto):\n%s", diff)
+			}
 			// Each product loses at most about 2^-11 of the largest product
 			// of its group of eight to the alignment; and the sums are not
 			// IEEE float32 sums of the same products.

@@ -27,6 +27,15 @@ type Options struct {
 	// block-float operands). It must be a valid fidelity even when
 	// StorageFormats is off, where it is otherwise ignored.
 	Fidelity ir.MathFidelity
+	// Composed, with StorageFormats, evaluates a fused op whose program
+	// reads its fp32 intermediates differently from its decomposition
+	// (gdn_recurrence with an fp32 state: the program reads the state
+	// through tf32 source registers and accumulates onto DEST, see
+	// gdnHeadFPU) at the decomposition's rounding points instead of the
+	// program's, so that it equals its decomposition bit for bit (the
+	// fusion rules' equivalence tests). Off in DefaultOptions: the
+	// reference then agrees with the device bit for bit.
+	Composed bool
 }
 
 // DefaultOptions is the reference at the device's formats:

@@ -15,7 +15,11 @@ import (
 //   - gdn_recurrence: the decode delta rule with the l2 norms of q and k,
 //     the state update and readout, then the gated RMSNorm.
 //
-// Both reproduce the composed path's rounding points: with
+// gdn_recurrence with an fp32 state at the storage formats is the
+// exception (unless Options.Composed): it is computed as its program
+// computes it on the FPU (gdnHeadFPU), so that a correct program agrees
+// with it bit for bit. Otherwise both reproduce the composed path's
+// rounding points: with
 // Options.StorageFormats every intermediate the composed chain stores is
 // rounded to the dtype it is stored in (element by element; the rules only
 // fuse chains whose intermediates are bf16 or fp32), and every step is
@@ -198,6 +202,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 		}
 	}
 	sd := make([]float32, Dk*Dv)
+	fpu := opts.StorageFormats && !opts.Composed && op.Operands[3].Type.DType == ir.FP32
 	for b := range B {
 		row := x.Data[b*C : (b+1)*C]
 		for h := range H {
@@ -210,6 +215,13 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 				v[j] = rs(row[2*kw+h*Dv+j])
 			}
 			bt, gt := rs(beta.Data[b*H+h]), rs(g.Data[b*H+h])
+			if fpu {
+				s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
+				s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
+				gdnHeadFPU(q, k, v, s0, s1, out.Data[b*H*Dv+h*Dv:][:Dv], z.Data[b*H*Dv+h*Dv:][:Dv], nw.Data, bt, gt,
+					float32(l2Eps), l2Scale, scale, float32(normEps), rz, opts.Fidelity)
+				continue
+			}
 			l2(q)
 			for i := range q {
 				q[i] = rs(q[i] * scale)
@@ -246,4 +258,83 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 		}
 	}
 	return []Tensor{out, next}, nil
+}
+
+// gdnHeadFPU is one head of gdn_recurrence with an fp32 state at the
+// storage formats, computed as the program computes it on the FPU (see
+// lowerGDNRecurrence's fp32-state path): every fp32 value the FPU reads
+// through its source registers is reduced to tf32, products are the FPU's
+// at fidelity f, and the sums accumulate onto what DEST already holds:
+//
+//	l2 norms: r = rsqrt(sum(x^2) / D + eps), the sum a matmul of x with
+//	          itself; x * r an eltwise multiply (r read as tf32)
+//	decay:    S + S x diag(exp(g) - 1)   (S copied into DEST exactly)
+//	delta:    d = -(-v + k^T S)          (k^T S accumulated onto -v)
+//	update:   S' = S + k (x) (d * beta)  (accumulated onto S)
+//	readout:  o = q^T S'
+//	norm:     o * r * norm_w, times the bf16 silu(z)
+//
+// The fp32 values are thereby read as the device reads them; only the
+// sum of squares of the output norm differs in order when the program
+// splits a head over several cores (its partial sums are added on the
+// SFPU). q, k, v are scratch of the head's key and value dims; s0 is
+// the state, s1 receives the new state and out the head's Dv outputs
+// before the caller's storage rounding.
+func gdnHeadFPU(q, k, v, s0, s1, out, z, nw []float32, bt, gt, l2Eps, l2Scale, scale, normEps float32, rz func(float32) float32, f ir.MathFidelity) {
+	Dk, Dv := len(q), len(v)
+	tf := numerics.TruncTF32
+	mul := func(a, b float32) float32 { return numerics.FPUMul(tf(a), tf(b), 0, f, true) }
+	rsqrtOf := func(x []float32, inv, eps float32) float32 {
+		ss := numerics.Matmul(x, x, 1, len(x), 1, f)[0]
+		return numerics.Rsqrt(ss*inv + eps)
+	}
+	l2 := func(x []float32) {
+		r := rsqrtOf(x, 1/float32(len(x)), l2Eps)
+		for i, e := range x {
+			x[i] = mul(e, r) * l2Scale
+		}
+	}
+	l2(q)
+	for i := range q {
+		q[i] *= scale
+	}
+	l2(k)
+
+	// The decay: S + S x diag, one 32-column block (a value tile) at a
+	// time; the diagonal is the identity times exp(g) - 1 (eltwise).
+	ed := numerics.Exp(gt) + -1
+	const T = ir.TileSize
+	diag := make([]float32, T*T)
+	for i := range T {
+		for j := range T {
+			e := float32(0)
+			if i == j {
+				e = 1
+			}
+			diag[i*T+j] = mul(e, ed)
+		}
+	}
+	for i := range Dk {
+		for c := 0; c < Dv; c += T {
+			blk := s1[i*Dv+c : i*Dv+c+T] // S' built in place: the decayed state first
+			copy(blk, s0[i*Dv+c:i*Dv+c+T])
+			row := append([]float32(nil), blk...)
+			numerics.MatmulOnto(blk, row, diag, 1, T, T, f)
+		}
+	}
+	d := make([]float32, Dv)
+	for j := range Dv {
+		d[j] = -v[j]
+	}
+	numerics.MatmulOnto(d, k, s1, 1, Dk, Dv, f)
+	for j := range d {
+		d[j] = mul(-d[j], bt)
+	}
+	numerics.MatmulOnto(s1, k, d, Dk, 1, Dv, f)
+	o := numerics.Matmul(q, s1, 1, Dk, Dv, f)
+
+	r := rsqrtOf(o, 1/float32(Dv), normEps)
+	for j := range Dv {
+		out[j] = mul(rz(numerics.SiLU(z[j])), mul(mul(o[j], r), nw[j]))
+	}
 }
