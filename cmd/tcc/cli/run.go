@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math/rand"
 	"path/filepath"
 	"strconv"
 
@@ -65,7 +66,7 @@ with status 2 when a threshold is missed.
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
-	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and the first tokens")
+	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
@@ -94,6 +95,9 @@ type stepGraph struct {
 func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if rf.steps < 1 {
 		return fmt.Errorf("--steps %d: run at least one decode step", rf.steps)
+	}
+	if rf.prefill < 0 {
+		return fmt.Errorf("--prefill %d: the prompt length must be 0 (no prefill) or more", rf.prefill)
 	}
 	for _, th := range []struct {
 		flag string
@@ -228,11 +232,18 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		refState[i] = cloneNamed(byName)
 	}
 	batch := decodeGraph.Outputs[1].Type.Shape[0]
-	tokens := make([][]int, batch)
-	vocab := vocabOf(decodeGraph)
-	for b := range tokens {
-		tokens[b] = []int{int((rf.seed*7919 + int64(b)*104729) % int64(vocab))}
+	vocab, err := runner.Vocab(args)
+	if err != nil {
+		return err
 	}
+	// The users' first tokens (the prompt with --prefill), drawn from
+	// --seed: distinct per user, so a batch runs that many streams.
+	tokens := runTokens(rf.seed, batch, vocab, max(1, rf.prefill))
+	label := "start"
+	if rf.prefill > 0 {
+		label = "prompt"
+	}
+	fmt.Fprintf(w, "%-9s tokens %v\n", label, tokens)
 	pos, failed := 0, 0
 	run := func(sg *stepGraph, step string, toks [][]int) ([][]int, error) {
 		ins, err := runner.StepInputs(sg.args, sg.graph, toks, pos)
@@ -306,13 +317,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		return nextToks, nil
 	}
 	if rf.prefill > 0 {
-		prompt := make([][]int, batch)
-		for b := range prompt {
-			for s := 0; s < rf.prefill; s++ {
-				prompt[b] = append(prompt[b], (tokens[b][0]+s*31)%vocab)
-			}
-		}
-		if tokens, err = run(graphs[0], "prefill", prompt); err != nil {
+		if tokens, err = run(graphs[0], "prefill", tokens); err != nil {
 			return err
 		}
 		pos += rf.prefill
@@ -493,14 +498,23 @@ func abs(x float64) float64 {
 	return x
 }
 
-// vocabOf is the embedding table's row count.
-func vocabOf(g *ir.Graph) int {
-	for _, op := range g.Ops() {
-		if op.Kind == ir.OpEmbedding {
-			return op.Operands[1].Type.Shape[0]
+// tokenSalt separates the token draws from the weight draws of a seed.
+const tokenSalt = 0x746f6b656e73 // "tokens"
+
+// runTokens draws n token ids in [0, vocab) for each of batch users from
+// seed: the users' first tokens are distinct (while batch <= vocab), the
+// rest uniform, so every user is its own stream and every seed its own run.
+func runTokens(seed int64, batch, vocab, n int) [][]int {
+	rng := rand.New(rand.NewSource(seed ^ tokenSalt))
+	first := rng.Perm(vocab)
+	out := make([][]int, batch)
+	for b := range out {
+		out[b] = append(make([]int, 0, n), first[b%vocab])
+		for len(out[b]) < n {
+			out[b] = append(out[b], rng.Intn(vocab))
 		}
 	}
-	return 1
+	return out
 }
 
 // rekeyInputs maps per-device inputs keyed by one graph's values to the
