@@ -22,6 +22,9 @@ type Runner interface {
 	// StepInputs returns, for every device, g's inputs for one step that
 	// feeds tokens[b] (the new tokens of user b) starting at position pos.
 	StepInputs(args Args, g *ir.Graph, tokens [][]int, pos int) ([]map[*ir.Value][]float32, error)
+	// Vocab is the number of token ids a build made with args takes (the
+	// model's vocab_size): ids 0..Vocab-1.
+	Vocab(args Args) (int, error)
 }
 
 // InitAll draws every weight and state of g with m.InitWeight, in sorted

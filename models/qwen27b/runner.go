@@ -122,3 +122,12 @@ func (Model) PositionLimit(a models.Args) (int, error) {
 	}
 	return o.MaxSeq, nil
 }
+
+// Vocab is the config's vocab_size.
+func (Model) Vocab(a models.Args) (int, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return 0, err
+	}
+	return o.Config.VocabSize, nil
+}

@@ -27,3 +27,12 @@ func (Model) StepInputs(_ models.Args, g *ir.Graph, tokens [][]int, _ int) ([]ma
 	}
 	return []map[*ir.Value][]float32{{ids: data}}, nil
 }
+
+// Vocab is --vocab.
+func (Model) Vocab(a models.Args) (int, error) {
+	s, err := SizesFrom(a)
+	if err != nil {
+		return 0, err
+	}
+	return s.Vocab, nil
+}
