@@ -87,7 +87,7 @@ func TestDisableEachRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := evalStep(g0, data, ref.DefaultOptions())
+			want, err := evalStep(g0, data, composedOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestDisableEachRule(t *testing.T) {
 						if n := r.Rewrites.Total(rule.Name); n != 0 {
 							t.Fatalf("%s fired %d times although disabled", rule.Name, n)
 						}
-						got, err := evalStep(g, data, ref.DefaultOptions())
+						got, err := evalStep(g, data, composedOptions())
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -225,6 +225,7 @@ func TestFusedMatchesUnfused(t *testing.T) {
 	unfused, fused := build("unfused", false), build("fused", true)
 	t.Logf("ops per device: prefill %d -> %d, decode %d -> %d", unfused.pre.NumOps(), fused.pre.NumOps(), unfused.dec.NumOps(), fused.dec.NumOps())
 
+	composed := composedOptions()
 	// step runs one graph of both chains on the same inputs and carries
 	// each chain's state updates into its data.
 	step := func(label string, pick func(chain) *ir.Graph) *stepResult {
@@ -235,7 +236,7 @@ func TestFusedMatchesUnfused(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i], errs[i] = evalStep(pick(c), c.data, ref.DefaultOptions())
+				res[i], errs[i] = evalStep(pick(c), c.data, composed)
 			}()
 		}
 		wg.Wait()
@@ -274,4 +275,14 @@ func TestFusedMatchesUnfused(t *testing.T) {
 		r = step(fmt.Sprintf("decode %d (pos %d)", s, pos), func(c chain) *ir.Graph { return c.dec })
 		pos++
 	}
+}
+
+// composedOptions are the storage-format reference options with fused ops
+// at their decomposition's rounding points (ref.Options.Composed), not at
+// their programs' FPU reads: what the rules' fused-vs-unfused checks
+// compare, since a rule must keep the model's arithmetic.
+func composedOptions() ref.Options {
+	o := ref.DefaultOptions()
+	o.Composed = true
+	return o
 }

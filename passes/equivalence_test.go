@@ -680,7 +680,7 @@ func checkFused(op *ir.Op, mesh ir.Mesh, args [][]ref.Tensor, src string, report
 		}
 		return a, dv, nil
 	}
-	a, dv, err := agree(ref.DefaultOptions())
+	a, dv, err := agree(composedOptions())
 	c.agree, c.err = a, err
 	if err == nil && !a.ok(opPCC) {
 		c.exact, _, _ = agree(ref.ExactOptions())
@@ -928,10 +928,10 @@ func runSource(src source, opts passes.Options) (*sourceReport, error) {
 	if r.data, err = src.data(r.g0); err != nil {
 		return nil, err
 	}
-	if r.want, err = evalStep(r.g0, r.data, ref.DefaultOptions()); err != nil {
+	if r.want, err = evalStep(r.g0, r.data, composedOptions()); err != nil {
 		return nil, fmt.Errorf("unfused: %w", err)
 	}
-	if r.got, err = evalStep(r.g1, r.data, ref.DefaultOptions()); err != nil {
+	if r.got, err = evalStep(r.g1, r.data, composedOptions()); err != nil {
 		return nil, fmt.Errorf("fused: %w", err)
 	}
 	if r.whole, err = compareSteps(r.want, r.got); err != nil {
