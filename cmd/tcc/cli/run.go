@@ -6,7 +6,9 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,7 +54,10 @@ the step, twice: on the compiled (fused) graph and on the graph as the model
 wrote it, before any pass (so a fusion rule that changes what is computed
 fails the check; both at --threshold): the logits' PCC and max relative error are
 printed per step and the next tokens must match (unless the reference's top two
-logits nearly tie: within 4 ulps of the logits' dtype at the top logit). A free-running reference that carries its own state from
+logits nearly tie: within 4 ulps of the logits' dtype at the top logit). After
+each step the state the step wrote (recurrent and conv states, the KV-cache
+rows of the step's positions) is compared with the same-formats reference's,
+PCC per buffer at --threshold, one summary line per step. A free-running reference that carries its own state from
 the first step is printed too, for information: it shows the drift. The logits are also compared with an
 fp32 reference (fp32 math, no activation rounding, on the weight values as
 stored) at --fp32-threshold, and, for information, with fp32 math on the
@@ -272,6 +277,11 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if err := runPrograms(rf.progress, sg.exe, step); err != nil {
 			return nil, err
 		}
+		if afterStep != nil {
+			if err := afterStep(sg.exe, sg.graph, step); err != nil {
+				return nil, err
+			}
+		}
 		logitsV, nextV := sg.graph.Outputs[0], sg.graph.Outputs[1]
 		logits, err := sg.exe.Download(logitsV)
 		if err != nil {
@@ -320,6 +330,17 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			}
 		}
 		fmt.Fprintln(w, line)
+		// The state the step wrote, against the same-formats reference's
+		// (refState[0], updated by evalStep from the same pre-step state).
+		post, err := deviceState(sg)
+		if err != nil {
+			return nil, err
+		}
+		sc := compareState(sg.graph.States, pre, post, refState[0], rf.threshold)
+		if len(sc.fails) > 0 {
+			failed += len(sc.fails)
+		}
+		fmt.Fprintf(w, "%-9s %s\n", "", sc)
 		return nextToks, nil
 	}
 	if rf.prefill > 0 {
@@ -346,7 +367,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if failed > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d comparisons below threshold (PCC %.4f same formats, %.4f fp32)", failed, rf.threshold, rf.fp32Threshold)}
 	}
-	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match\n", rf.threshold, rf.fp32Threshold)
+	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match, state written >= %.4f\n", rf.threshold, rf.fp32Threshold, rf.threshold)
 	return nil
 }
 
@@ -440,6 +461,75 @@ func deviceState(sg *stepGraph) ([]map[string][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// afterStep, when set (tests only), runs after a step's programs and
+// before its outputs and state are read: a test corrupts device state
+// through it to prove the state check catches a wrong row.
+var afterStep func(exe *runtime.Executable, g *ir.Graph, step string) error
+
+// stateCheck is one step's comparison of the device's state with the
+// reference's.
+type stateCheck struct {
+	buffers, rows, total int // buffers compared; rows compared of total
+	minPCC               float64
+	worst                string   // the buffer (and device) of minPCC
+	fails                []string // buffers below the threshold
+}
+
+func (c stateCheck) String() string {
+	if c.buffers == 0 {
+		return "state: none"
+	}
+	s := fmt.Sprintf("state: %d buffers, %d of %d rows written, min PCC %.6f (%s)", c.buffers, c.rows, c.total, c.minPCC, c.worst)
+	if len(c.fails) > 0 {
+		return s + " FAIL: " + strings.Join(c.fails, ", ")
+	}
+	return s + " ok"
+}
+
+// compareState compares every state buffer of every device after a step
+// (post, the device's) with the reference's (want), on the rows (last axis)
+// the step wrote: those where either differs from the state before the
+// step (pre). That is all of a recurrent or conv state and a KV cache's new
+// rows (plus any row the device wrote where the reference did not), not
+// the rest of the cache. A buffer whose rows' PCC is below threshold fails.
+func compareState(states []*ir.Value, pre, post, want []map[string][]float32, threshold float64) stateCheck {
+	c := stateCheck{minPCC: 1}
+	for d := range post {
+		for _, s := range states {
+			p, g, r := pre[d][s.Name], post[d][s.Name], want[d][s.Name]
+			width := s.Type.Shape[len(s.Type.Shape)-1]
+			if len(g) != len(r) || len(p) != len(r) || width == 0 {
+				c.fails = append(c.fails, fmt.Sprintf("%s device %d: %d values on the device, %d in the reference", s.Name, d, len(g), len(r)))
+				continue
+			}
+			var gw, rw []float32
+			rows := len(r) / width
+			for i := 0; i < rows; i++ {
+				lo, hi := i*width, (i+1)*width
+				if slices.Equal(p[lo:hi], g[lo:hi]) && slices.Equal(p[lo:hi], r[lo:hi]) {
+					continue
+				}
+				gw, rw = append(gw, g[lo:hi]...), append(rw, r[lo:hi]...)
+				c.rows++
+			}
+			c.total += rows
+			if len(rw) == 0 {
+				continue
+			}
+			c.buffers++
+			pcc := numerics.PCC(rw, gw)
+			where := fmt.Sprintf("%s device %d", s.Name, d)
+			if pcc < c.minPCC || c.worst == "" {
+				c.minPCC, c.worst = pcc, where
+			}
+			if pcc < threshold {
+				c.fails = append(c.fails, fmt.Sprintf("%s PCC %.6f", where, pcc))
+			}
+		}
+	}
+	return c
 }
 
 // evalStep runs the reference for one step on every device, feeding and
