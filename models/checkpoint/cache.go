@@ -65,11 +65,15 @@ type CacheEntry struct {
 	Results  []string             `json:"results_sha256"`
 }
 
-// InputSum is the checksum of one checkpoint tensor's raw bytes.
+// InputSum identifies one checkpoint tensor a buffer was converted from:
+// the checksum of its raw bytes, and its dtype and shape (the same bytes
+// under another shape or dtype are another tensor, not a reusable one).
 type InputSum struct {
 	Tensor string `json:"tensor"`
 	SHA256 string `json:"sha256"`
 	Bytes  int64  `json:"bytes"`
+	DType  string `json:"dtype"`
+	Shape  string `json:"shape"`
 }
 
 // Progress reports a conversion's advance: tensors and source bytes done
@@ -135,7 +139,12 @@ func (s *Source) inputSums(it Item) ([]InputSum, int64, error) {
 			h.Write(b[lo:hi])
 			s.Ckpt.Release(p, int64(lo), int64(hi))
 		}
-		out = append(out, InputSum{Tensor: p, SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: int64(len(b))})
+		info, _, err := s.Ckpt.Info(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, InputSum{Tensor: p, SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: int64(len(b)),
+			DType: fmt.Sprint(info.DType), Shape: fmt.Sprint(info.Shape)})
 		total += int64(len(b))
 	}
 	return out, total, nil

@@ -495,6 +495,18 @@ func TestReplaceCache(t *testing.T) {
 		t.Fatalf("bad checkpoint: %v", err)
 	}
 	intact("after a failed conversion")
+	// The same bytes under another shape are another tensor: not reused.
+	reshaped := spoilt(func(h *checkpoint.HFTensor) { h.Shape = []int{h.Shape[1], h.Shape[0]} })
+	src, err := checkpoint.Open(reshaped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.ModelConfig = f.cfg
+	if _, reused, err := checkpoint.ConvertCache(src, f.pf, cache, nil); reused || err == nil {
+		t.Errorf("a checkpoint whose embedding has the same bytes under a transposed shape: reused %v, err %v; want it converted (and refused: the shape is not the model's)", reused, err)
+	}
+	src.Close()
+	intact("after a refused reshaped checkpoint")
 	// Changed source bytes: a kill after three buffers (simulated by a
 	// panic out of the progress callback).
 	changed := spoilt(func(h *checkpoint.HFTensor) { h.Data[0] += 1 })
