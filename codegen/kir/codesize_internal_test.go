@@ -94,3 +94,17 @@ func TestCodeEstimateCalibration(t *testing.T) {
 	}
 	t.Logf("%d kernels; worst ratio of the estimate to the real image for kernels of %d bytes or more: %.2f", len(cal), calibrationLargeBytes, worst)
 }
+
+// TestEveryInstructionHasACodeCost: the estimate prices every instruction
+// kernel IR has, so a new one cannot silently cost nothing.
+func TestEveryInstructionHasACodeCost(t *testing.T) {
+	for _, s := range Instructions() {
+		key := stmtTerm(s)
+		if key == "" {
+			continue
+		}
+		if _, ok := codeCost[key]; !ok {
+			t.Errorf("%T (%s) has no entry in codeCost", s, key)
+		}
+	}
+}
