@@ -59,15 +59,17 @@ var fidelityAttrSpec = opspec.Attr{Name: FidelityAttr, Kind: opspec.AttrString}
 // (sim/numerics TestExactMatmulFidelity); a phase with no product still aligns DEST to
 // its exponent, so a dot product that cancels to below about 2^-12 of its
 // largest term can differ (TestExactMatmulFidelityCancellation), where
-// both fidelities have already lost that value.
-var exactMatmulFidelity = map[DType]MathFidelity{FP32: HiFi4, BF16: HiFi4, BFP8B: HiFi4, BFP4B: HiFi3}
+// both fidelities have already lost that value. srcAHighFractionBits is
+// the fraction bits SrcA's high slice holds (after the hidden bit).
+const srcAHighFractionBits = 4
 
 // ExactMatmulFidelity is the cheapest math fidelity whose matmul products
-// with weights (SrcA) of format w equal HiFi4's (see the table above);
-// HiFi4 for a format not in the table.
+// with weights (SrcA) of format w equal HiFi4's (the table above, derived
+// from w.FractionBits()): HiFi3 when the weights' fraction bits fit SrcA's
+// high slice, else HiFi4 (also for a non-float format).
 func ExactMatmulFidelity(w DType) MathFidelity {
-	if f, ok := exactMatmulFidelity[w]; ok {
-		return f
+	if w.IsFloat() && w.FractionBits() <= srcAHighFractionBits {
+		return HiFi3
 	}
 	return HiFi4
 }

@@ -50,6 +50,25 @@ func (d DType) IsFloat() bool { return d == FP32 || d == BF16 || d == BFP8B || d
 // tensors exist only in tile layout.
 func (d DType) IsBlockFloat() bool { return d == BFP8B || d == BFP4B }
 
+// FractionBits is the number of fraction (explicit mantissa) bits of a
+// value stored in d: 23 for fp32, 7 for bf16; for the block floats the
+// bits of an element at its block's largest exponent (bfp8_b's 7-bit
+// magnitude holds 6 after the leading one, bfp4_b's 3-bit one 2); 0 for
+// integers.
+func (d DType) FractionBits() int {
+	switch d {
+	case FP32:
+		return 23
+	case BF16:
+		return 7
+	case BFP8B:
+		return 6
+	case BFP4B:
+		return 2
+	}
+	return 0
+}
+
 // TileBytes is the size in bytes of one 32x32 tile stored in d.
 func (d DType) TileBytes() int {
 	switch d {

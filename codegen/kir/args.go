@@ -98,6 +98,14 @@ func McastCorners(noc int, lo, hi Core) [4]ArgValue {
 	return [4]ArgValue{NoCX(lo), NoCY(lo), NoCX(hi), NoCY(hi)}
 }
 
+// McastOrder describes the corner order NoC noc requires, for errors.
+func McastOrder(noc int) string {
+	if noc == 1 {
+		return "start >= end in x and y"
+	}
+	return "start <= end in x and y"
+}
+
 // McastOrdered reports whether NoC coordinates (x0, y0)..(x1, y1) are a
 // multicast rectangle in the corner order NoC noc requires (McastCorners).
 func McastOrdered(noc int, x0, y0, x1, y1 int) bool {

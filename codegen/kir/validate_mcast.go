@@ -75,12 +75,8 @@ func (v *validator) mcastCorners(k *Kernel) {
 				continue
 			}
 			reported[i] = true
-			want := "start <= end"
-			if k.NoC == 1 {
-				want = "start >= end"
-			}
-			v.add(RuleMcastRange, k.Name, &c, NoCB, "get_noc_multicast_addr(%s, %s, %s, %s) names (%d,%d)-(%d,%d) on a kernel issuing on NoC %d, which needs %s in x and y (kir.McastCorners)",
-				m.X0.(ArgRef).Name, m.Y0.(ArgRef).Name, m.X1.(ArgRef).Name, m.Y1.(ArgRef).Name, x0, y0, x1, y1, k.NoC, want)
+			v.add(RuleMcastRange, k.Name, &c, NoCB, "get_noc_multicast_addr(%s, %s, %s, %s) names (%d,%d)-(%d,%d) on a kernel issuing on NoC %d, which needs %s (kir.McastCorners)",
+				m.X0.(ArgRef).Name, m.Y0.(ArgRef).Name, m.X1.(ArgRef).Name, m.Y1.(ArgRef).Name, x0, y0, x1, y1, k.NoC, McastOrder(k.NoC))
 		}
 	}
 }

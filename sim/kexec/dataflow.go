@@ -334,11 +334,7 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: the destination is not a multicast address (get_noc_multicast_addr)", call, t)
 	}
 	if !kir.McastOrdered(ks.k.NoC, t.x0, t.y0, t.x1, t.y1) {
-		want := "start <= end"
-		if ks.k.NoC == 1 {
-			want = "start >= end"
-		}
-		return ks.errf(kir.RuleMcastRange, kir.NoCB, "%s to %s issued on NoC %d: the corners must be in NoC %d order (%s in x and y; kir.McastCorners); a card would multicast to other cores", call, t, ks.k.NoC, ks.k.NoC, want)
+		return ks.errf(kir.RuleMcastRange, kir.NoCB, "%s to %s issued on NoC %d: the corners must be in NoC %d order (%s; kir.McastCorners); a card would multicast to other cores", call, t, ks.k.NoC, ks.k.NoC, kir.McastOrder(ks.k.NoC))
 	}
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)

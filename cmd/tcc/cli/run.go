@@ -337,9 +337,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			return nil, err
 		}
 		sc := compareState(sg.graph.States, pre, post, refState[0], rf.threshold)
-		if len(sc.fails) > 0 {
-			failed += len(sc.fails)
-		}
+		failed += len(sc.fails)
 		fmt.Fprintf(w, "%-9s %s\n", "", sc)
 		return nextToks, nil
 	}
@@ -609,9 +607,9 @@ const tokenTieULPs = 4
 // [2^e, 2^(e+1)) with m fraction bits (block floats: an element's bits at
 // the block's largest exponent, the top logit's).
 func ulp(dt ir.DType, x float64) float64 {
-	m := map[ir.DType]int{ir.FP32: 23, ir.BF16: 7, ir.BFP8B: 6, ir.BFP4B: 2}[dt]
+	m := dt.FractionBits()
 	if m == 0 {
-		m = 23
+		m = ir.FP32.FractionBits()
 	}
 	_, e := math.Frexp(math.Abs(x)) // |x| = f * 2^e, f in [0.5, 1)
 	if x == 0 {
