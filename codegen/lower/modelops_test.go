@@ -175,41 +175,47 @@ var smallCases = []mcase{
 		return b.ToMemory(in(b, "x", tt(ir.BF16, l1Mem, 1, 32, 64)), "l1_height_sharded", ir.With("grid", []int{0, 0, 0, 0}), ir.With("shard", []int{32, 64}))
 	}},
 	// eltwise
-	{name: "softplus", build: func(b *ir.Builder) *ir.Value { return b.Softplus(in(b, "x", tt(ir.BF16, dram, 1, 1, 12))) }},
-	{name: "exp_fp32", build: func(b *ir.Builder) *ir.Value { return b.Exp(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 1))) }},
-	{name: "silu_fp32", build: func(b *ir.Builder) *ir.Value { return b.SiLU(in(b, "x", tt(ir.FP32, dram, 12, 32))) }},
-	{name: "sigmoid_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value { return b.Sigmoid(in(b, "x", tt(ir.BF16, l1Mem, 1, 1, 512))) }},
-	{name: "mul_scalar_fp32", build: func(b *ir.Builder) *ir.Value {
+	{name: "softplus", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Softplus(in(b, "x", tt(ir.BF16, dram, 1, 1, 12))) }},
+	{name: "exp_fp32", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Exp(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 1))) }},
+	{name: "silu_fp32", exact: true, build: func(b *ir.Builder) *ir.Value { return b.SiLU(in(b, "x", tt(ir.FP32, dram, 12, 32))) }},
+	{name: "sigmoid_l1", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value { return b.Sigmoid(in(b, "x", tt(ir.BF16, l1Mem, 1, 1, 512))) }},
+	{name: "mul_scalar_fp32", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.MulScalar(in(b, "x", tt(ir.FP32, dram, 12, 32)), 0.17677669529663687)
 	}},
-	{name: "add_row_vector", build: func(b *ir.Builder) *ir.Value {
+	{name: "add_row_vector", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Add(in(b, "a", tt(ir.BF16, dram, 1, 1, 12)), in(b, "b", tt(ir.BF16, dram, 12)))
 	}},
-	{name: "mul_scalar_bcast_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+	{name: "mul_scalar_bcast_l1", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "s", tt(ir.FP32, l1Mem, 1, 12, 32, 32)), in(b, "g", tt(ir.FP32, dram, 1, 12, 1, 1)))
 	}},
-	{name: "mul_taps", build: func(b *ir.Builder) *ir.Value {
+	{name: "mul_taps", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 1, 4, 640)), in(b, "w", tt(ir.BF16, dram, 4, 640)))
 	}},
-	{name: "mul_mixed_dtypes", build: func(b *ir.Builder) *ir.Value {
+	{name: "mul_mixed_dtypes", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 1, 1, 384)), in(b, "b", tt(ir.FP32, dram, 1, 1, 384)))
 	}},
-	{name: "mul_outer_beta", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+	{name: "mul_outer_beta", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.FP32, l1Mem, 1, 12, 32, 32)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 1)))
 	}},
-	{name: "sub_rows", build: func(b *ir.Builder) *ir.Value {
+	{name: "sub_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Sub(in(b, "a", tt(ir.FP32, dram, 1, 12, 1, 32)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 32)))
 	}},
-	{name: "sub_bcast_first", build: func(b *ir.Builder) *ir.Value {
+	{name: "sub_bcast_first", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Sub(in(b, "a", tt(ir.BF16, dram, 64)), in(b, "b", tt(ir.BF16, dram, 2, 64)))
 	}},
-	{name: "add_col_bcast_first", build: func(b *ir.Builder) *ir.Value {
+	{name: "add_col_bcast_first", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Add(in(b, "a", tt(ir.BF16, dram, 40, 1)), in(b, "b", tt(ir.BF16, dram, 40, 70)))
 	}},
-	{name: "sub_outer", build: func(b *ir.Builder) *ir.Value {
+	{name: "sub_outer", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Sub(in(b, "a", tt(ir.FP32, dram, 1, 12, 1, 32, 1)), in(b, "b", tt(ir.FP32, dram, 1, 12, 1, 1, 32)))
 	}},
-	{name: "mul_batch_bcast", build: func(b *ir.Builder) *ir.Value {
+	{name: "mul_fp32_bcast_first", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "g", tt(ir.FP32, dram, 1, 12, 1, 1)), in(b, "s", tt(ir.FP32, dram, 1, 12, 32, 32)))
+	}},
+	{name: "sub_fp32_bcast_first", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.FP32, dram, 40, 1)), in(b, "b", tt(ir.FP32, dram, 40, 70)))
+	}},
+	{name: "mul_batch_bcast", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
 	}},
 	// reductions

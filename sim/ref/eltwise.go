@@ -11,15 +11,14 @@ import (
 // Eltwise ops compute each element in float32 (one rounding per element, as
 // an fp32 DEST holds it); transcendental functions are the shared SFPU
 // helpers of package numerics (float64 formula rounded once to float32).
-// Multiplication is the exact float32 product, which equals the FPU's HiFi4
-// product for bf16 and block-float operands; eltwise fidelity is not
-// modelled. Scalar attributes are converted to float32 first, as the device
+// With StorageFormats, add, sub and mul are the FPU's (deviceAdd,
+// deviceMul): fp32 operands are read as tf32. Scalar attributes are converted to float32 first, as the device
 // receives them as 32-bit arguments.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpAdd: fpuBinary(deviceAdd),
-		ir.OpSub: fpuBinary(deviceSub),
-		ir.OpMul: binary(func(a, b float32) float32 { return a * b }),
+		ir.OpAdd: fpuBinary(deviceAdd, false),
+		ir.OpSub: fpuBinary(deviceSub, true),
+		ir.OpMul: fpuBinary(deviceMul, false),
 	})
 	// The SFPU ops: the semantics of their kir.SFPUTable entry.
 	sfpu := map[ir.OpKind]evalFunc{}
@@ -83,28 +82,74 @@ func binary(f func(a, b float32) float32) evalFunc {
 	}
 }
 
-// deviceAdd is a + b as an FPU add computes it. With StorageFormats and
-// two bf16 operands (bf16 or block-float data) it is the eltwise datapath
-// numerics.FPUAdd into an fp32 DEST: the smaller operand aligned to the
-// larger in 11 bits, rounded half up. Otherwise it is float32 addition:
-// what an fp32 operand goes through depends on the kernel (truncated to
-// tf32 in a source register, or kept exact in DEST), which the graph does
-// not say.
+// deviceAdd is a + b as an FPU add computes it: with StorageFormats, the
+// eltwise datapath numerics.FPUAdd into an fp32 DEST on source-register
+// operands (bf16 and block-float data exact, fp32 data truncated to tf32 by
+// the unpacker: every binary eltwise program reads its operands through
+// SrcA and SrcB, codegen/lower/eltwise.go). The sum is symmetric in its
+// operands.
 func deviceAdd(a, b float32, opts Options) float32 {
-	if !opts.StorageFormats || !numerics.IsBF16(a) || !numerics.IsBF16(b) {
+	if !opts.StorageFormats {
 		return a + b
 	}
-	return numerics.FPUAdd(a, b, true)
+	return numerics.FPUAdd(numerics.TruncTF32(a), numerics.TruncTF32(b), true)
 }
 
 // deviceSub is a - b as deviceAdd computes a + (-b).
 func deviceSub(a, b float32, opts Options) float32 { return deviceAdd(a, -b, opts) }
 
-// fpuBinary applies an FPU eltwise op element-wise with broadcasting.
-func fpuBinary(f func(a, b float32, opts Options) float32) evalFunc {
-	return func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-		return binary(func(a, b float32) float32 { return f(a, b, opts) })(op, args, opts)
+// deviceMul is a * b as mul_tiles computes it with a in SrcA and b in
+// SrcB: with StorageFormats, numerics.FPUMul at opts.Fidelity on tf32
+// reads of fp32 data (SrcA drops tf32's last mantissa bit, so the order
+// matters for fp32 operands; the exact float32 product for bf16 ones at
+// HiFi4).
+func deviceMul(a, b float32, opts Options) float32 {
+	if !opts.StorageFormats {
+		return a * b
 	}
+	return numerics.FPUMul(numerics.TruncTF32(a), numerics.TruncTF32(b), 0, opts.Fidelity, true)
+}
+
+// fpuBinary applies an FPU eltwise op element-wise with broadcasting. The
+// FPU broadcasts only its second operand (SrcB), so when the first operand
+// alone broadcasts inside a tile the device swaps them
+// (codegen/lower/eltwise.go lowerBinary): f then gets (b, a) for add and
+// mul, and sub computes -(b - a).
+func fpuBinary(f func(a, b float32, opts Options) float32, sub bool) evalFunc {
+	return func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+		out, err := broadcastShape(args[0].Shape, args[1].Shape)
+		if err != nil {
+			return nil, err
+		}
+		if !inTileBroadcast(args[0].Shape, out) || inTileBroadcast(args[1].Shape, out) {
+			return binary(func(a, b float32) float32 { return f(a, b, opts) })(op, args, opts)
+		}
+		return binary(func(a, b float32) float32 {
+			if sub {
+				return -f(b, a, opts)
+			}
+			return f(b, a, opts)
+		})(op, args, opts)
+	}
+}
+
+// inTileBroadcast reports whether an operand of shape in broadcasts along
+// the rows or columns of a tile of the result shape out (its second-to-last
+// or last dimension is 1 where out's is larger; a missing dimension counts
+// as 1), the broadcasts the FPU applies to SrcB.
+func inTileBroadcast(in, out ir.Shape) bool {
+	dim := func(s ir.Shape, fromEnd int) int {
+		if i := len(s) - fromEnd; i >= 0 {
+			return s[i]
+		}
+		return 1
+	}
+	for e := 1; e <= 2; e++ {
+		if dim(in, e) == 1 && dim(out, e) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // broadcastShape applies numpy broadcasting: shapes are aligned at their

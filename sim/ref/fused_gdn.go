@@ -232,7 +232,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			eg := rs(numerics.Exp(gt))
 			s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 			for i, e := range s0 {
-				sd[i] = rs(e * eg)
+				sd[i] = rs(deviceMul(e, eg, opts))
 			}
 			kS := gdnContract(k, sd, 1, Dk, Dv, opts)
 			delta := make([]float32, Dv)
@@ -242,7 +242,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			outer := gdnContract(k, delta, Dk, 1, Dv, opts)
 			s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 			for i := range s1 {
-				s1[i] = rs(deviceAdd(sd[i], rs(rs(outer[i])*bt), opts))
+				s1[i] = rs(deviceAdd(sd[i], rs(deviceMul(rs(outer[i]), bt, opts)), opts))
 			}
 			o := gdnContract(q, s1, 1, Dk, Dv, opts)
 			for j := range o {
@@ -253,7 +253,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, opts)
 			for j := range Dv {
 				i := b*H*Dv + h*Dv + j
-				out.Data[i] = rz(numerics.SiLU(z.Data[i])) * rs(on.Data[j])
+				out.Data[i] = deviceMul(rz(numerics.SiLU(z.Data[i])), rs(on.Data[j]), opts)
 			}
 		}
 	}

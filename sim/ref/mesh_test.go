@@ -80,14 +80,10 @@ func TestEvalMeshAllReduce(t *testing.T) {
 						s += float64(d.Data[i])
 					}
 					want[i] = float32(s)
-					if opts.StorageFormats { // in device order: FPU adds of bf16 values, float32 adds of others
+					if opts.StorageFormats { // in device order: FPU adds, fp32 values read as tf32
 						want[i] = ts[0].Data[i]
 						for _, d := range ts[1:] {
-							if numerics.IsBF16(want[i]) && numerics.IsBF16(d.Data[i]) {
-								want[i] = numerics.FPUAdd(want[i], d.Data[i], true)
-							} else {
-								want[i] += d.Data[i]
-							}
+							want[i] = numerics.FPUAdd(numerics.TruncTF32(want[i]), numerics.TruncTF32(d.Data[i]), true)
 						}
 					}
 					if opts.StorageFormats && tc.dt == ir.BF16 {
