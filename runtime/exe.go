@@ -48,8 +48,18 @@ func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 	return e, nil
 }
 
+// name is the device buffer of v: its own, or for a state's new value
+// (Graph.StateUpdates) the state's, which the update is written into.
 func (e *Executable) name(v *ir.Value) (string, error) {
 	n, ok := e.names[v]
+	if !ok {
+		for s, nv := range e.Build.Graph.StateUpdates {
+			if nv == v {
+				n, ok = e.names[s]
+				break
+			}
+		}
+	}
 	if !ok {
 		return "", fmt.Errorf("runtime: value %s (%q) has no device buffer in this build", v, v.Name)
 	}

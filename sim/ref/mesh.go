@@ -158,3 +158,60 @@ func runMeshOp(op *ir.Op, args []Tensor, opts Options) (outs []Tensor, err error
 	}
 	return outs, nil
 }
+
+// EvalMeshOp evaluates one op of a graph on mesh on every device's
+// operand values (args[d][i] is device d's value of operand i; weights as
+// stored, states as they were before the op). A collective runs once per
+// mesh row on its row's operands, any other op on each device alone. It
+// returns res[d][i], device d's value of result i, rounded through the
+// result's dtype at storage formats, exactly as EvalMesh computes it within
+// the graph.
+func EvalMeshOp(op *ir.Op, mesh ir.Mesh, args [][]Tensor, opts Options) ([][]Tensor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, errors.New("ref: EvalMeshOp: op is nil")
+	}
+	if len(args) != mesh.Devices() {
+		return nil, fmt.Errorf("ref: EvalMeshOp: %s: want operands for the %d devices of mesh %s, got %d", op.Where(), mesh.Devices(), mesh, len(args))
+	}
+	vals := make([]map[*ir.Value]Tensor, len(args))
+	for d, a := range args {
+		if len(a) != len(op.Operands) {
+			return nil, fmt.Errorf("ref: EvalMeshOp: %s has %d operands, device %d has %d values", op.Where(), len(op.Operands), d, len(a))
+		}
+		vals[d] = map[*ir.Value]Tensor{}
+		for i, v := range op.Operands {
+			t, err := finish(v.Type.DType, a[i], opts)
+			if err != nil {
+				return nil, fmt.Errorf("ref: %s: device %d: operand %d (%s %s): %w", op.Where(), d, i, v.Type.Shape, v.Type.DType, err)
+			}
+			vals[d][v] = t
+		}
+	}
+	var err error
+	switch {
+	case isFusedCollective(op.Kind):
+		err = evalFusedCollectiveInto(op, mesh, vals, opts)
+	case IsCollective(op.Kind):
+		err = evalCollectiveInto(op, mesh, vals, opts)
+	default:
+		for d := range vals {
+			if err = evalInto(op, vals[d], opts); err != nil {
+				err = fmt.Errorf("device %d: %w", d, err)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ref: %w", err)
+	}
+	res := make([][]Tensor, len(vals))
+	for d := range vals {
+		for _, r := range op.Results {
+			res[d] = append(res[d], vals[d][r])
+		}
+	}
+	return res, nil
+}

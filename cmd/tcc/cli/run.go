@@ -30,12 +30,14 @@ type runFlags struct {
 	seed          int64
 	threshold     float64
 	fp32Threshold float64
-	steps         int
-	prefill       int
-	hostGB        float64
-	weights       string
-	allowNF       bool
-	progress      io.Writer // estimates and progress of long steps (stderr)
+	// programThreshold: the per-program check (programCheck).
+	programThreshold float64
+	steps            int
+	prefill          int
+	hostGB           float64
+	weights          string
+	allowNF          bool
+	progress         io.Writer // estimates and progress of long steps (stderr)
 }
 
 func newRunCmd() *cobra.Command {
@@ -76,6 +78,7 @@ with status 2 when a threshold is missed.
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
 	fs.Float64Var(&rf.fp32Threshold, "fp32-threshold", 0.99, "minimum logits PCC against the fp32 reference")
+	fs.Float64Var(&rf.programThreshold, "program-threshold", 0.99999, "minimum PCC of each program's results against the same-formats reference fed the program's own operands")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
 	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory); without --config the model config is the one in it (config.json)")
@@ -98,6 +101,8 @@ type stepGraph struct {
 	unfused *ir.Graph
 	build   *codegen.Build
 	exe     *runtime.Executable
+	// programs checks each program on its own inputs (--check).
+	programs *programCheck
 }
 
 func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
@@ -110,7 +115,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	for _, th := range []struct {
 		flag string
 		v    float64
-	}{{"--threshold", rf.threshold}, {"--fp32-threshold", rf.fp32Threshold}} {
+	}{{"--threshold", rf.threshold}, {"--fp32-threshold", rf.fp32Threshold}, {"--program-threshold", rf.programThreshold}} {
 		if !(th.v > 0 && th.v <= 1) { // also rejects NaN
 			return fmt.Errorf("%s %v: a PCC threshold must be in (0, 1]", th.flag, th.v)
 		}
@@ -274,7 +279,15 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 				return nil, err
 			}
 		}
-		if err := runPrograms(rf.progress, sg.exe, step); err != nil {
+		var around func(int, func() error) error
+		if rf.check {
+			if sg.programs == nil {
+				sg.programs = newProgramCheck(sg.graph, rf.programThreshold)
+			}
+			sg.programs.reset()
+			around = func(i int, run func() error) error { return sg.programs.around(sg.exe, i, run) }
+		}
+		if err := runPrograms(rf.progress, sg.exe, step, around); err != nil {
 			return nil, err
 		}
 		if afterStep != nil {
@@ -339,6 +352,8 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		sc := compareState(sg.graph.States, pre, post, refState[0], rf.threshold)
 		failed += len(sc.fails)
 		fmt.Fprintf(w, "%-9s %s\n", "", sc)
+		failed += len(sg.programs.fails())
+		fmt.Fprintf(w, "%-9s %s\n", "", sg.programs)
 		return nextToks, nil
 	}
 	if rf.prefill > 0 {
@@ -365,7 +380,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if failed > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d comparisons below threshold (PCC %.4f same formats, %.4f fp32)", failed, rf.threshold, rf.fp32Threshold)}
 	}
-	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match, state written >= %.4f\n", rf.threshold, rf.fp32Threshold, rf.threshold)
+	fmt.Fprintf(w, "check passed: logits PCC >= %.4f (same formats, fused and unfused graphs) and >= %.4f (fp32) on every step, tokens match, state written >= %.4f, every program on its own inputs >= %.5f\n", rf.threshold, rf.fp32Threshold, rf.threshold, rf.programThreshold)
 	return nil
 }
 

@@ -230,7 +230,7 @@ func roundTo(s float64) time.Duration {
 // runPrograms runs one step's programs in order; when the step has taken
 // more than progressAfter, it reports each decoder layer it reaches to
 // progress (at most one line a second), so a long step shows it is moving.
-func runPrograms(progress io.Writer, exe *runtime.Executable, step string) error {
+func runPrograms(progress io.Writer, exe *runtime.Executable, step string, around func(i int, run func() error) error) error {
 	start := time.Now()
 	var last time.Time
 	layers, lastLayer := 0, -1
@@ -247,7 +247,14 @@ func runPrograms(progress io.Writer, exe *runtime.Executable, step string) error
 				fmt.Fprintf(progress, "tcc: %s: layer %d/%d (%s)\n", step, r.Index+1, layers, now.Sub(start).Round(100*time.Millisecond))
 			}
 		}
-		if err := exe.RunProgram(i); err != nil {
+		run := func() error { return exe.RunProgram(i) }
+		if around != nil {
+			if err := around(i, run); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := run(); err != nil {
 			return err
 		}
 	}

@@ -101,3 +101,38 @@ func TestRunCheckFailsOnWrongState(t *testing.T) {
 		t.Errorf("the state line does not name %s device 1:\n%s", hit, out)
 	}
 }
+
+// TestRunCheckFailsOnWrongProgram corrupts one element of one matmul's
+// result on device 1 right after the program ran: the per-program check
+// must name that op and fail the run, whatever the logits do (a one-layer
+// qwen27b, mesh 1x2).
+func TestRunCheckFailsOnWrongProgram(t *testing.T) {
+	cfg := oneLayerQwen(t)
+	var hit string
+	afterProgram = func(exe *runtime.Executable, i int) error {
+		op := exe.Build.Programs[i].Op
+		if hit != "" || !strings.HasPrefix(op.Kind.String(), "matmul") {
+			return nil
+		}
+		r := op.Results[0]
+		data, err := exe.DownloadFrom(1, r)
+		if err != nil {
+			return err
+		}
+		data[len(data)/2] = -2*data[len(data)/2] + 1
+		hit = op.Where()
+		return exe.UploadTo(1, r, data)
+	}
+	defer func() { afterProgram = nil }()
+	out, err := runCLI(t, "run", "qwen27b", "--config", cfg, "--max-seq", "32", "--mesh", "1x2", "--check", "--steps", "1")
+	if hit == "" {
+		t.Fatalf("no matmul to corrupt:\n%s", out)
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("corrupted %s: want exit status 2, got %v\n%s", hit, err, out)
+	}
+	if !strings.Contains(out, hit+": 1 of ") || !strings.Contains(out, "FAIL: 1 below PCC") {
+		t.Errorf("the programs line does not name %s with one wrong element:\n%s", hit, out)
+	}
+}
