@@ -75,6 +75,20 @@
 //     a reference evaluator, written from the Doc line (not by evaluating
 //     the decomposition), in sim/ref/fused_<family>.go.
 //
+//     Then its lowering: a function func(op *ir.Op, ctx *Context)
+//     (*kir.Program, error) in codegen/lower (built from the blocks and
+//     primitives the existing fused lowerings use) registered in the
+//     lowerings table of codegen/lower/lower.go, for example
+//
+//     ir.OpMatmulSwiGLU: lowerMatmulSwiGLU,
+//
+//     and a case in codegen/lower's simulator tests (modelops_test.go or
+//     the family's fused_*_test.go) that runs the program on random
+//     inputs and compares it with the evaluator bit for bit.
+//     TestEveryOpKindHasALowering fails for an op kind in the table
+//     without one, so a fused op cannot pass the tests and fail only at
+//     tcc run.
+//
 //  2. The rule: a constructor returning a *rewrite.Rule with a Name
 //     (CamelCase, unique across all families; used in reports, test data
 //     and --disable), a one-line Rewrite comment "before => after", a

@@ -169,7 +169,7 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		for _, k := range SupportedKinds() {
 			names = append(names, k.String())
 		}
-		return nil, fmt.Errorf("lower: %s%s: no device lowering for op kind %s (supported: %s)", op.Where(), signature(op), op.Name(), strings.Join(names, ", "))
+		return nil, fmt.Errorf("lower: %s%s: no device lowering for op kind %s: register one in the lowerings table of codegen/lower/lower.go (supported: %s)", op.Where(), signature(op), op.Name(), strings.Join(names, ", "))
 	}
 	if err := checkOp(op); err != nil {
 		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)

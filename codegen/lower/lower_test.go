@@ -256,7 +256,7 @@ func TestLowerUnsupported(t *testing.T) {
 	if err == nil {
 		t.Fatal("Lower succeeded, want an error")
 	}
-	for _, w := range []string{"op mean", "layer 0 (mlp)", "[1,64] bf16 tile", "no device lowering", "supported: add"} {
+	for _, w := range []string{"op mean", "layer 0 (mlp)", "[1,64] bf16 tile", "no device lowering", "codegen/lower/lower.go", "supported: add"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
@@ -302,5 +302,24 @@ func TestLowerErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// loweringExempt lists the op kinds of the op table that never reach
+// codegen, each with the reason. It is empty: every kind can reach codegen
+// (a model writes it, or a fusion rule or a sharding pass emits it).
+var loweringExempt = map[ir.OpKind]string{}
+
+// TestEveryOpKindHasALowering: a kind added to the op table (a new fused
+// op, say) without a lowering fails here, not only at tcc run.
+func TestEveryOpKindHasALowering(t *testing.T) {
+	for _, k := range ir.AllOpKinds() {
+		_, exempt := loweringExempt[k]
+		switch {
+		case exempt && Supported(k):
+			t.Errorf("op kind %s is exempt but has a lowering: drop it from loweringExempt", k)
+		case !exempt && !Supported(k):
+			t.Errorf("op kind %s has no lowering: register one in the lowerings table of codegen/lower/lower.go (or exempt it in loweringExempt with the reason it never reaches codegen)", k)
+		}
 	}
 }
