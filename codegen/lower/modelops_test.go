@@ -306,11 +306,16 @@ var prefillCases = []mcase{
 	{name: "tril_upper_band", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.BF16, dram, 2, 20, 30)), 2)
 	}},
-	{name: "tril_inverse", gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.2)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "tril_inverse", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.2)}, build: func(b *ir.Builder) *ir.Value {
 		return b.TrilInverse(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)))
 	}},
-	{name: "tril_inverse_small", gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.3)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "tril_inverse_small", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.3)}, build: func(b *ir.Builder) *ir.Value {
 		return b.TrilInverse(in(b, "x", tt(ir.FP32, dram, 3, 20, 20)))
+	}},
+	{name: "tril_inverse_lofi", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"x": scaledGen(0.2)}, build: func(b *ir.Builder) *ir.Value {
+		out := b.TrilInverse(in(b, "x", tt(ir.FP32, dram, 5, 32, 32)))
+		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
+		return out
 	}},
 	{name: "fill_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(40)}, build: func(b *ir.Builder) *ir.Value {
 		return b.FillCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, dram, 1, 4, 32, 64)), in(b, "pos", posT))

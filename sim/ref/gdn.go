@@ -2,14 +2,18 @@ package ref
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Pieces of the Gated DeltaNet prefill (the chunked WY form and the causal
 // conv over a sequence): cumsum, tril, tril_inverse and conv_depthwise.
 // The arithmetic ones are computed in float64 and rounded once per result
-// element to float32 ("fp32 math" / "fp32 accumulation"); tril only masks.
+// element to float32 ("fp32 math" / "fp32 accumulation"), except
+// tril_inverse with StorageFormats, which follows the device program's FPU
+// arithmetic (trilInverseFPU); tril only masks.
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpCumsum:        evalCumsum,
@@ -80,10 +84,12 @@ func evalTril(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 }
 
 // evalTrilInverse: out = (I + L)^-1 for every trailing [n, n] matrix, L the
-// strictly lower triangular part of x. By forward substitution, out is unit
-// lower triangular with out[i, j] = -sum_{j <= k < i} L[i, k] * out[k, j]
-// for j < i, computed in float64 and rounded once per element.
-func evalTrilInverse(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// strictly lower triangular part of x. With StorageFormats and n <= 32 (the
+// device takes one tile per matrix) it is trilInverseFPU, the device
+// program's arithmetic. Otherwise, by forward substitution: out is unit lower
+// triangular with out[i, j] = -sum_{j <= k < i} L[i, k] * out[k, j] for
+// j < i, computed in float64 and rounded once per element.
+func evalTrilInverse(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x := args[0]
 	batch, n, cols, err := trailingMatrix(x)
 	if err != nil {
@@ -93,6 +99,12 @@ func evalTrilInverse(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		return nil, fmt.Errorf("rule square-matrix: x %s needs square trailing matrices", x.Shape)
 	}
 	out := NewTensor(x.Shape)
+	if opts.StorageFormats && n <= numerics.TileDim {
+		for b := range batch {
+			trilInverseFPU(out.Data[b*n*n:(b+1)*n*n], x.Data[b*n*n:(b+1)*n*n], n, opts)
+		}
+		return []Tensor{out}, nil
+	}
 	inv := make([]float64, n*n)
 	for b := range batch {
 		l := x.Data[b*n*n : (b+1)*n*n]
@@ -112,6 +124,54 @@ func evalTrilInverse(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		}
 	}
 	return []Tensor{out}, nil
+}
+
+// trilInverseFPU writes to out (row-major [n, n]) the inverse of I + L, L
+// the strictly lower part of x ([n, n], n <= 32), as the device program
+// computes it (codegen/lower/prefill.go lowerTrilInverse) on one 32x32
+// tile with an fp32 DEST. With A = -L, A^32 = 0 and
+// (I + L)^-1 = sum_{k<32} A^k = (I + A)(I + A^2)(I + A^4)(I + A^8)(I + A^16):
+//  1. The reader keeps L in the tile and writes +0 to every other element
+//     (on and above the diagonal, and the padding past n).
+//  2. copy_tile unpacks it straight to DEST (an fp32 CB read only by
+//     copies, exact) and the SFPU negates it: A = -L exactly (the zeros
+//     become -0). A is packed to two fp32 CBs (exact).
+//  3. P = I + A: add_tiles with I in SrcA and A in SrcB (deviceAdd: A read
+//     as tf32), packed to fp32.
+//  4. Four times: A = A x A, a matmul_tiles into a cleared DEST
+//     (numerics.Matmul at opts.Fidelity: both operands read as tf32); then
+//     F = I + A as in 3; then P = P x F (P is in0, F in1). Each result is
+//     packed to an fp32 CB, the last P to the output.
+func trilInverseFPU(out, x []float32, n int, opts Options) {
+	const T = numerics.TileDim
+	a := make([]float32, T*T)
+	for i := range a {
+		a[i] = float32(math.Copysign(0, -1)) // -(+0)
+	}
+	for i := range n {
+		for j := range i {
+			a[i*T+j] = -x[i*n+j]
+		}
+	}
+	plusI := func(a []float32) []float32 {
+		f := make([]float32, T*T)
+		for i, v := range a {
+			var id float32
+			if i%(T+1) == 0 {
+				id = 1
+			}
+			f[i] = deviceAdd(id, v, opts)
+		}
+		return f
+	}
+	p := plusI(a)
+	for range 4 {
+		a = numerics.Matmul(a, a, T, T, T, opts.Fidelity)
+		p = numerics.Matmul(p, plusI(a), T, T, T, opts.Fidelity)
+	}
+	for i := range n {
+		copy(out[i*n:(i+1)*n], p[i*T:i*T+n])
+	}
 }
 
 // evalConvDepthwise: out[.., t, c] = sum_{j < K} w[j, c] * x[.., t + j, c]
