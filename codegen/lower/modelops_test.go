@@ -285,17 +285,36 @@ var smallCases = []mcase{
 // prefillCases are the prefill-only ops at the small config's prefill
 // shapes (seq 32), plus variants.
 var prefillCases = []mcase{
-	{name: "conv_depthwise", build: func(b *ir.Builder) *ir.Value {
+	{name: "conv_depthwise", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 35, 640)), in(b, "w", tt(ir.BF16, dram, 4, 640)))
 	}},
-	{name: "conv_depthwise_batch", build: func(b *ir.Builder) *ir.Value {
+	{name: "conv_depthwise_batch", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 2, 20, 48)), in(b, "w", tt(ir.BF16, dram, 3, 48)))
 	}},
-	{name: "cumsum_last", build: func(b *ir.Builder) *ir.Value {
+	{name: "conv_depthwise_fp32", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.FP32, dram, 2, 10, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)))
+	}},
+	{name: "conv_depthwise_lofi", exact: true, build: func(b *ir.Builder) *ir.Value {
+		out := b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 12, 64)), in(b, "w", tt(ir.BF16, dram, 4, 64)))
+		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
+		return out
+	}},
+	{name: "cumsum_last", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32)), -1)
 	}},
-	{name: "cumsum_rows", build: func(b *ir.Builder) *ir.Value {
+	{name: "cumsum_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 2, 40, 20)), 1)
+	}},
+	{name: "cumsum_rows_column", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 40, 1)), 0)
+	}},
+	{name: "cumsum_last_bf16", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Cumsum(in(b, "x", tt(ir.BF16, dram, 3, 70)), -1)
+	}},
+	{name: "cumsum_last_hifi2", exact: true, build: func(b *ir.Builder) *ir.Value {
+		out := b.Cumsum(in(b, "x", tt(ir.FP32, dram, 70, 40)), 1)
+		out.Def.Attrs[ir.FidelityAttr] = "HiFi2"
+		return out
 	}},
 	{name: "tril", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)), 0)

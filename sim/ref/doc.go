@@ -60,10 +60,10 @@
 // fill_cache) copy values; the "fp32 math" ops (sum, cumsum, rms_norm,
 // rms_norm_plain, tril_inverse, conv_depthwise, rotary, sdpa_decode,
 // sdpa_prefill; modelmath.go, gdn.go, attention.go) are computed in
-// float64 and rounded once per element to float32; bmm uses the FPU
-// products of numerics.Matmul with StorageFormats, as matmul does, and
-// tril_inverse then runs the device's tile program (repeated squaring on
-// the FPU, trilInverseFPU). A cache
+// float64 and rounded once per element to float32, except where their
+// evaluator models the device's program with StorageFormats (cumsum,
+// conv_depthwise and tril_inverse in gdn.go, for instance); bmm uses the
+// FPU products of numerics.Matmul with StorageFormats, as matmul does. A cache
 // position pos is one [1] uint32 value shared by every user; every
 // position it addresses must lie inside the cache.
 //

@@ -10,10 +10,11 @@ import (
 
 // Pieces of the Gated DeltaNet prefill (the chunked WY form and the causal
 // conv over a sequence): cumsum, tril, tril_inverse and conv_depthwise.
-// The arithmetic ones are computed in float64 and rounded once per result
-// element to float32 ("fp32 math" / "fp32 accumulation"), except
-// tril_inverse with StorageFormats, which follows the device program's FPU
-// arithmetic (trilInverseFPU); tril only masks.
+// Without StorageFormats the arithmetic ones are computed in float64 and
+// rounded once per result element to float32 ("fp32 math" / "fp32
+// accumulation"); with it cumsum, conv_depthwise and tril_inverse are
+// computed as their device programs compute them (cumsumFPU,
+// evalConvDepthwise, trilInverseFPU). tril only masks.
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpCumsum:        evalCumsum,
@@ -23,9 +24,13 @@ func init() {
 	})
 }
 
-// evalCumsum: out[.., i, ..] = sum over j <= i of x[.., j, ..] along axis,
-// a running float64 sum rounded to float32 at every output.
-func evalCumsum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// evalCumsum: out[.., i, ..] = sum over j <= i of x[.., j, ..] along axis.
+// Without StorageFormats it is a running float64 sum rounded to float32 at
+// every output. With StorageFormats it is the device's program
+// (codegen/lower/prefill.go lowerCumsum) when axis is one of the last two
+// (cumsumFPU); the device has no program for other axes, which keep the
+// float64 sum.
+func evalCumsum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x := args[0]
 	if x.Shape.Rank() == 0 {
 		return nil, fmt.Errorf("rule rank: cannot take a prefix sum of a scalar")
@@ -35,6 +40,9 @@ func evalCumsum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		return nil, err
 	}
 	outer, n, inner := axisView(x.Shape, ax)
+	if last := ax == x.Shape.Rank()-1; opts.StorageFormats && (last || ax == x.Shape.Rank()-2) {
+		return []Tensor{cumsumFPU(x, outer, n, inner, last, opts.Fidelity)}, nil
+	}
 	out := NewTensor(x.Shape)
 	acc := make([]float64, inner)
 	for o := range outer {
@@ -48,6 +56,39 @@ func evalCumsum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		}
 	}
 	return []Tensor{out}, nil
+}
+
+// cumsumFPU is the prefix sum of x viewed as [outer, n, inner] along n
+// (the last axis when last is set, inner == 1; else the second-to-last) as
+// the device computes it: a matmul by a ones triangle the reader generates
+// as bf16 tiles (exact), each 32x32 result tile accumulated over the inner
+// tiles in order by matmul_tiles into an fp32 DEST and packed once
+// (numerics.Matmul at fidelity f, so fp32 data is read as tf32):
+//
+//   - along the last axis out = x @ U, U[r, c] = 1 for r <= c, over
+//     all outer rows at once; x is in0, read through SrcB;
+//   - along the second-to-last axis out = L @ x per [n, inner] matrix,
+//     L[r, c] = 1 for c <= r; x is in1, read through SrcA, whose fidelity
+//     split also drops tf32's last mantissa bit.
+func cumsumFPU(x Tensor, outer, n, inner int, last bool, f ir.MathFidelity) Tensor {
+	tri := make([]float32, n*n)
+	for r := range n {
+		for c := range n {
+			if (last && r <= c) || (!last && c <= r) {
+				tri[r*n+c] = 1
+			}
+		}
+	}
+	out := NewTensor(x.Shape)
+	if last {
+		copy(out.Data, numerics.Matmul(x.Data, tri, outer, n, n, f))
+		return out
+	}
+	for o := range outer {
+		at := o * n * inner
+		copy(out.Data[at:at+n*inner], numerics.Matmul(tri, x.Data[at:at+n*inner], n, n, inner, f))
+	}
+	return out
 }
 
 // trailingMatrix returns the number of trailing [rows, cols] matrices of
@@ -175,9 +216,20 @@ func trilInverseFPU(out, x []float32, n int, opts Options) {
 }
 
 // evalConvDepthwise: out[.., t, c] = sum_{j < K} w[j, c] * x[.., t + j, c]
-// for x [.., T, C], w [K, C] and t = 0..T-K (valid convolution along T),
-// summed in float64 and rounded once.
-func evalConvDepthwise(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// for x [.., T, C], w [K, C] and t = 0..T-K (valid convolution along T).
+// Without StorageFormats the products are summed in float64 and rounded
+// once. With StorageFormats it is the device's program
+// (codegen/lower/prefill.go lowerConvDepthwise, fp32 DEST), per element:
+//
+//  1. acc = x[t] * w[0]: mul_tiles with the shifted x in SrcA and the tap
+//     row broadcast from SrcB (deviceMul at opts.Fidelity: fp32 data read
+//     as tf32), packed to an fp32 CB (exact);
+//  2. for j = 1..K-1: term = x[t+j] * w[j] likewise, packed fp32, then
+//     acc = acc + term by add_tiles on the two fp32 tiles (deviceAdd: both
+//     read as tf32), packed fp32;
+//  3. acc is copied to DEST through SrcA (tf32, subnormals flushed) and
+//     packed to the result's dtype.
+func evalConvDepthwise(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x, w := args[0], args[1]
 	r := x.Shape.Rank()
 	if r < 2 || w.Shape.Rank() != 2 || w.Shape[1] != x.Shape[r-1] || w.Shape[0] > x.Shape[r-2] {
@@ -189,6 +241,27 @@ func evalConvDepthwise(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	shape[r-2] = To
 	out := NewTensor(shape)
 	batch := x.Shape.Numel() / (T * C)
+	if opts.StorageFormats {
+		for b := range batch {
+			for t := range To {
+				o := out.Data[(b*To+t)*C : (b*To+t+1)*C]
+				for j := range K {
+					xr := x.Data[(b*T+t+j)*C : (b*T+t+j+1)*C]
+					for c, wv := range w.Data[j*C : (j+1)*C] {
+						p := deviceMul(xr[c], wv, opts)
+						if j > 0 {
+							p = deviceAdd(o[c], p, opts)
+						}
+						o[c] = p
+					}
+				}
+				for c, v := range o {
+					o[c] = numerics.TruncTF32(v)
+				}
+			}
+		}
+		return []Tensor{out}, nil
+	}
 	acc := make([]float64, C)
 	for b := range batch {
 		for t := range To {

@@ -48,6 +48,14 @@ const (
 	// tf32 (up to 2^-9 relative per read), so entries that cancel to near
 	// the 1e-3 floor are off by a few percent (the PCC bound still holds).
 	trilInverseOnMaxRel = 0.1
+	// convOnMaxRel is onMaxRel for conv_depthwise with formats on, which
+	// models the device's eltwise program: the fp32 products and partial
+	// sums are read through tf32 source registers (truncated, up to 2^-10
+	// of each, 2K-1 reads per element for K taps), which on a sum that
+	// cancels to near the 1e-3 floor is tens of percent of it (the PCC
+	// bound still holds; codegen/lower's TestPrefillOpsOnSim checks the
+	// model against the simulated device bit for bit).
+	convOnMaxRel = 0.25
 )
 
 // arr is a float64 test tensor: row-major values and their shape.

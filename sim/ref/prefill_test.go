@@ -127,10 +127,13 @@ func prefillOpCases() []opCase {
 	return []opCase{
 		{name: "cumsum last axis", in: []inSpec{bf16In(2, 3, 40)},
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Cumsum(in[0], -1) },
-			want:  func(in []arr) []float64 { return cumsum64(in[0], -1) }},
+			want:  func(in []arr) []float64 { return cumsum64(in[0], -1) }, onMaxRel: matmulOnMaxRel},
 		{name: "cumsum axis 1", in: []inSpec{bf16In(2, 16, 8)},
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Cumsum(in[0], 1) },
-			want:  func(in []arr) []float64 { return cumsum64(in[0], 1) }},
+			want:  func(in []arr) []float64 { return cumsum64(in[0], 1) }, onMaxRel: matmulOnMaxRel},
+		{name: "cumsum axis 0 of 3 (no device program: float64)", in: []inSpec{bf16In(5, 3, 8)},
+			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Cumsum(in[0], 0) },
+			want:  func(in []arr) []float64 { return cumsum64(in[0], 0) }},
 		{name: "tril diagonal 0", in: []inSpec{bf16In(2, 5, 7)}, exact: true,
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Tril(in[0], 0) },
 			want:  func(in []arr) []float64 { return tril64(in[0], 0) }},
@@ -142,17 +145,17 @@ func prefillOpCases() []opCase {
 			want:  func(in []arr) []float64 { return tril64(in[0], 2) }},
 		{name: "tril_inverse 8x8", in: []inSpec{small(3, 8, 8)},
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.TrilInverse(in[0]) },
-			want:  func(in []arr) []float64 { return trilInverse64(in[0]) }},
+			want:  func(in []arr) []float64 { return trilInverse64(in[0]) }, onMaxRel: trilInverseOnMaxRel},
 		{name: "tril_inverse 32x32 fp32", in: []inSpec{{dt: ir.FP32, shape: []int{2, 32, 32}, lo: -0.1, hi: 0.1}},
 			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.TrilInverse(in[0]) },
 			want:     func(in []arr) []float64 { return trilInverse64(in[0]) },
 			onMaxRel: trilInverseOnMaxRel},
 		{name: "conv_depthwise", in: []inSpec{bf16In(2, 7, 40), {dt: ir.BF16, shape: []int{4, 40}, weight: true, lo: -1, hi: 1}},
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.ConvDepthwise(in[0], in[1]) },
-			want:  func(in []arr) []float64 { return conv64(in[0], in[1]) }},
+			want:  func(in []arr) []float64 { return conv64(in[0], in[1]) }, onMaxRel: convOnMaxRel},
 		{name: "conv_depthwise one output step", in: []inSpec{bf16In(3, 4, 16), {dt: ir.BF16, shape: []int{4, 16}, weight: true, lo: -1, hi: 1}},
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.ConvDepthwise(in[0], in[1]) },
-			want:  func(in []arr) []float64 { return conv64(in[0], in[1]) }},
+			want:  func(in []arr) []float64 { return conv64(in[0], in[1]) }, onMaxRel: convOnMaxRel},
 		{name: "fill_cache", in: []inSpec{bf16In(2, 2, 16, 32), bf16In(2, 2, 5, 32), posIn(0, 12)}, exact: true,
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.FillCache(in[0], in[1], in[2]) },
 			want:  func(in []arr) []float64 { return fillCache64(in[0], in[1], int(in[2].v[0])) }},
@@ -217,6 +220,60 @@ func TestPrefillOpHandValues(t *testing.T) {
 				}
 				if diff := cmp.Diff(tc.want, res[y]); diff != "" {
 					t.Errorf("StorageFormats=%v (-want +got):\n%s", opts.StorageFormats, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestPrefillDeviceReads: with StorageFormats, cumsum and conv_depthwise
+// read fp32 data as the device's source registers do (tf32; SrcA also
+// drops tf32's last mantissa bit) and conv_depthwise's result passes
+// through SrcA once more (copy_tile of its fp32 accumulator); without it
+// they are plain float math.
+func TestPrefillDeviceReads(t *testing.T) {
+	const (
+		e9  = 0x1p-9
+		e10 = 0x1p-10
+		e20 = 0x1p-20
+	)
+	tests := []struct {
+		name          string
+		in            ir.TensorType
+		data          []float32
+		build         func(b *ir.Builder, x *ir.Value) *ir.Value
+		device, exact []float32
+	}{
+		// x is in0 of x @ U, read through SrcB: tf32 keeps 2^-10, not 2^-20.
+		{"cumsum last axis", ir.T(ir.FP32, 1, 3), []float32{1 + e10, 1 + e20, 1},
+			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Cumsum(x, -1) },
+			[]float32{1 + e10, 2 + e10, 3 + e10}, []float32{1 + e10, 2 + e10 + e20, 3 + e10 + e20}},
+		// x is in1 of L @ x, read through SrcA: 2^-10 is dropped as well.
+		{"cumsum rows", ir.T(ir.FP32, 3, 1), []float32{1 + e10, 1 + e20, 1},
+			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Cumsum(x, 0) },
+			[]float32{1, 2, 3}, []float32{1 + e10, 2 + e10 + e20, 3 + e10 + e20}},
+		// One tap w = x[0]: out[t] = x[0] * x[t]. (1+2^-9)^2 = 1+2^-8+2^-18
+		// is exact in the fp32 accumulator, whose copy to DEST truncates it
+		// to tf32; x[1] is read as 1.
+		{"conv_depthwise", ir.T(ir.FP32, 2, 1), []float32{1 + e9, 1 + e20},
+			func(b *ir.Builder, x *ir.Value) *ir.Value {
+				return b.ConvDepthwise(x, b.Slice(x, []int{0, 0}, []int{1, 1}))
+			},
+			[]float32{1 + 2*e9, 1 + e9}, []float32{1 + 2*e9 + e9*e9, 1 + e9 + e20}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, x, y := oneOp(t, tc.in, tc.build)
+			for _, m := range []struct {
+				opts Options
+				want []float32
+			}{{DefaultOptions(), tc.device}, {ExactOptions(), tc.exact}} {
+				res, err := Eval(g, map[*ir.Value]Tensor{x: {Shape: tc.in.Shape, Data: tc.data}}, m.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(m.want, res[y].Data); diff != "" {
+					t.Errorf("StorageFormats=%v (-want +got):\n%s", m.opts.StorageFormats, diff)
 				}
 			}
 		})
