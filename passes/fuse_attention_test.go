@@ -234,12 +234,18 @@ func attnEvalPair(op *ir.Op, args []ref.Tensor, opts ref.Options) (fused, dec []
 
 // TestAttentionEquivalence checks every attention rule's fused ops against
 // their decompositions (rewrite.EquivalencePair, both graphs evaluated
-// with sim/ref) on random inputs, with storage formats (DefaultOptions)
-// and in exact math. The fused ops reproduce every bf16 rounding point of
-// the composed chain (the normed q/k rows, the attention output and the
-// sigmoid), so they must agree with PCC >= 0.9999 and a max relative error
-// of at most 1e-6 (in practice 0: the same float32 values). Sources: the
-// small config (decode on 1x1 and 1x2, prefill on 1x2) and every input of
+// with sim/ref) on random inputs, with storage formats at the
+// decomposition's rounding points (composedAttnOptions) and in exact math.
+// The fused ops reproduce every bf16 rounding point of the composed chain
+// (the normed q/k rows, the attention output and the sigmoid), so they
+// must agree with PCC >= 0.9999 and a max relative error of at most 1e-6
+// (in practice 0: the same float32 values). At the device's formats
+// (DefaultOptions: each fused op as its program computes it) every fused
+// op but attn_prologue must agree too: the prefill prologue's element-wise
+// RoPE is the composed rotary's FPU arithmetic, while the decode
+// prologue's RoPE matmul rounds y*cos + rotate_half(y)*sin once where the
+// composed rotary adds tf32 reads of its two products. Sources: the small
+// config (decode on 1x1 and 1x2, prefill on 1x2) and every input of
 // testdata/fuse_attention; every rule must be checked at least once.
 func TestAttentionEquivalence(t *testing.T) {
 	var graphs []*ir.Graph
@@ -283,10 +289,17 @@ func TestAttentionEquivalence(t *testing.T) {
 				continue
 			}
 			args := attnRandomArgs(op, rng)
-			for _, mode := range []struct {
+			modes := []struct {
 				name string
 				opts ref.Options
-			}{{"formats", ref.DefaultOptions()}, {"exact", ref.ExactOptions()}} {
+			}{{"formats", composedAttnOptions()}, {"exact", ref.ExactOptions()}}
+			if op.Kind != ir.OpAttnPrologue {
+				modes = append(modes, struct {
+					name string
+					opts ref.Options
+				}{"device formats", ref.DefaultOptions()})
+			}
+			for _, mode := range modes {
 				fused, dec, err := attnEvalPair(op, args, mode.opts)
 				if err != nil {
 					t.Fatalf("%s %s: %v", g.Name, op.Where(), err)
@@ -308,8 +321,8 @@ func TestAttentionEquivalence(t *testing.T) {
 			t.Errorf("rule %s produced no fused op to check", r.Name)
 			continue
 		}
-		t.Logf("%s: %d fused ops, every result PCC >= 0.9999; max rel err %.3g at storage formats, %.3g in exact math",
-			r.Name, checked[r.Name], worst[r.Name+" formats"], worst[r.Name+" exact"])
+		t.Logf("%s: %d fused ops, every result PCC >= 0.9999; max rel err %.3g at storage formats, %.3g at the device's (0 if not compared), %.3g in exact math",
+			r.Name, checked[r.Name], worst[r.Name+" formats"], worst[r.Name+" device formats"], worst[r.Name+" exact"])
 	}
 }
 
@@ -352,8 +365,19 @@ func attnGraphData(g *ir.Graph, o qwen27b.Options, pos int, seed int64) []map[*i
 	return envs
 }
 
+// composedAttnOptions are the storage-format reference options with fused
+// ops at their decomposition's rounding points (ref.Options.Composed): a
+// rule must keep the composed path's arithmetic, while the decode
+// prologue's program rounds its RoPE once (see TestAttentionEquivalence).
+func composedAttnOptions() ref.Options {
+	o := ref.DefaultOptions()
+	o.Composed = true
+	return o
+}
+
 // TestAttentionRulesKeepTheModel evaluates the small config's step with
-// sim/ref at storage formats, unfused and after the attention rules: on
+// sim/ref at storage formats (composedAttnOptions: fused ops at their
+// decomposition's rounding points), unfused and after the attention rules: on
 // decode 1x2 both rules and either one alone (so disabling one still gives
 // a correct graph), on prefill 1x2 both. The
 // logits, the greedy tokens and every state update (the KV caches
@@ -375,7 +399,7 @@ func TestAttentionRulesKeepTheModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			eval := func(g *ir.Graph) []map[*ir.Value]ref.Tensor {
-				vals, err := ref.EvalMesh(g, attnGraphData(g, o, 5, 9), ref.DefaultOptions())
+				vals, err := ref.EvalMesh(g, attnGraphData(g, o, 5, 9), composedAttnOptions())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -30,8 +30,9 @@ import (
 // signed rotate-half permutation (blocks.RopeMatrix.RotateHalf: moves bf16
 // values exactly), multiplies y by cos and the rotated tile by sin into
 // fp32 CBs and adds them into the result (the FPU reads the fp32 products
-// as tf32: the one place this program deviates from fp32 math, by at most
-// 2^-11 of a product before the bf16 rounding).
+// as tf32: the one place this program deviates from fp32 math, by less
+// than 2^-10 of a product before the bf16 rounding, as the composed
+// rotary's program does; sim/ref models it, rotaryFPU).
 //
 // The writer patches the rows of each k or v tile into the one or two
 // cache tiles their positions fall in (read, copy rows, write back).

@@ -250,11 +250,22 @@ var smallCases = []mcase{
 		return b.BMM(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 70, 50)))
 	}},
 	// attention
-	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+	{name: "rotary_q", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), in(b, "cos", tt(ir.BF16, dram, 1, 16)), in(b, "sin", tt(ir.BF16, dram, 1, 16)))
 	}},
-	{name: "rotary_rows", build: func(b *ir.Builder) *ir.Value {
+	{name: "rotary_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, dram, 2, 40, 64)), in(b, "cos", tt(ir.BF16, dram, 64)), in(b, "sin", tt(ir.BF16, dram, 64)))
+	}},
+	// fp32 data (SrcA reads x as tf32 less its last bit) and a table row
+	// per token (no in-tile broadcast, the tables' pages repeat per batch).
+	{name: "rotary_fp32_token_tables", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Rotary(in(b, "x", tt(ir.FP32, dram, 2, 40, 64)), in(b, "cos", tt(ir.FP32, dram, 40, 64)), in(b, "sin", tt(ir.FP32, dram, 40, 64)))
+	}},
+	// a table row per user broadcast over its heads, a rotary width
+	// spanning tiles (half = 48: the sign flip covers one and a half
+	// tiles), fp32 tables with bf16 data.
+	{name: "rotary_user_tables_r96", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.Rotary(in(b, "x", tt(ir.BF16, dram, 3, 4, 96)), in(b, "cos", tt(ir.FP32, dram, 3, 1, 96)), in(b, "sin", tt(ir.FP32, dram, 3, 1, 96)))
 	}},
 	{name: "update_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
 		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, shardedMem(32, 64), 1, 32, 64)), in(b, "pos", posT))
@@ -402,7 +413,7 @@ var bigCases = []mcase{
 	{name: "27b_decay", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "s", tt(ir.FP32, l1Mem, 1, 24, 128, 128)), in(b, "g", tt(ir.FP32, dram, 1, 24, 1, 1)))
 	}},
-	{name: "27b_rotary", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+	{name: "27b_rotary", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 12, 1, 64)), in(b, "cos", tt(ir.BF16, dram, 1, 64)), in(b, "sin", tt(ir.BF16, dram, 1, 64)))
 	}},
 	{name: "27b_update_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {

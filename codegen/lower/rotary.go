@@ -16,7 +16,8 @@ import (
 // broadcasting by addressing, bcast rows when the tables have one row), the
 // sin tile with the sign of its columns i < R/2 flipped, which supplies
 // rotate_half's minus. Compute multiplies x by cos and the swapped tile by
-// the signed sin into fp32 CBs and adds them into the result.
+// the signed sin into fp32 CBs and adds them into the result (the add
+// reads the fp32 products as tf32; sim/ref models it, rotaryFPU).
 
 func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target

@@ -13,7 +13,8 @@ import (
 // up to the current position, or S query tokens with a causal mask offset
 // by the position). rotary and the sdpa ops are "fp32 math": computed in
 // float64 and rounded once to float32 before the result's storage
-// rounding. The cache updates only copy values.
+// rounding; with StorageFormats rotary is instead the device's FPU
+// arithmetic (rotaryFPU). The cache updates only copy values.
 //
 // The position pos is one [1] uint32 value shared by every user of the
 // batch, as the Doc lines say (pos[0]).
@@ -51,7 +52,11 @@ func spanPos(pos Tensor, span, length int) (int, error) {
 // evalRotary: out = x * cos + rotate_half(x) * sin over x's last dim R,
 // rotate_half(x)[i] = -x[i + R/2] for i < R/2 and x[i - R/2] otherwise;
 // cos and sin have last dim R and broadcast to x without widening it.
-func evalRotary(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// Without StorageFormats each element is float64 math rounded once to
+// float32; with it, the device's (rotaryFPU, codegen/lower/rotary.go): the
+// reader supplies x[(i + R/2) mod R] and sin with the sign of its columns
+// i < R/2 flipped, and compute multiplies and adds them on the FPU.
+func evalRotary(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x, cos, sin := args[0], args[1], args[2]
 	r := x.Shape.Rank()
 	if r == 0 || x.Shape[r-1]%2 != 0 {
@@ -85,6 +90,14 @@ func evalRotary(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		xr := x.Data[row*R : (row+1)*R]
 		cr, sr := cos.Data[oc:oc+R], sin.Data[os:os+R]
 		for i := range R {
+			if opts.StorageFormats {
+				s := sr[i]
+				if i < half {
+					s = -s // the reader's sign flip of the sin tile
+				}
+				out.Data[row*R+i] = rotaryFPU(xr[i], xr[(i+half)%R], cr[i], s, opts)
+				continue
+			}
 			rh := float64(xr[(i+half)%R])
 			if i < half {
 				rh = -rh
@@ -104,6 +117,26 @@ func evalRotary(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		}
 	}
 	return []Tensor{out}, nil
+}
+
+// rotaryFPU is one element x*c + xr*s of a rotate-half RoPE as the
+// device's FPU computes it element-wise (codegen/lower/rotary.go, and the
+// rope of attn_prologue_prefill), xr being x's rotate-half partner and the
+// minus of rotate_half carried by s or by xr (the FPU's product is
+// sign-symmetric, so either gives the same bits), with an fp32 DEST:
+//
+//	t1  = x * c   mul_tiles, x in SrcA and c in SrcB (deviceMul), packed
+//	              to an fp32 CB (exact)
+//	t2  = xr * s  mul_tiles likewise, packed to an fp32 CB
+//	out = t1 + t2 add_tiles on the two products read back through SrcA
+//	              and SrcB, so truncated to tf32 (deviceAdd)
+//
+// The result is packed to the output's dtype by the caller's storage
+// rounding. The tf32 reads of the products are the one place this differs
+// from fp32 math: for bf16 data about 6% of the results differ by one bf16
+// ulp from the correctly rounded x*c + xr*s.
+func rotaryFPU(x, xr, c, s float32, opts Options) float32 {
+	return deviceAdd(deviceMul(x, c, opts), deviceMul(xr, s, opts), opts)
 }
 
 // evalUpdateCache: out = cache [B, Hc, L, D] with out[b, h, pos, :] =

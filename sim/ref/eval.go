@@ -31,10 +31,12 @@ type Options struct {
 	// reads its fp32 intermediates differently from its decomposition
 	// (gdn_recurrence with an fp32 state: the program reads the state
 	// through tf32 source registers and accumulates onto DEST, see
-	// gdnHeadFPU) at the decomposition's rounding points instead of the
-	// program's, so that it equals its decomposition bit for bit (the
-	// fusion rules' equivalence tests). Off in DefaultOptions: the
-	// reference then agrees with the device bit for bit.
+	// gdnHeadFPU; attn_prologue: its RoPE matmul rounds once where the
+	// composed rotary reads its two fp32 products as tf32, see prologue)
+	// at the decomposition's rounding points instead of the program's, so
+	// that it equals its decomposition bit for bit (the fusion rules'
+	// equivalence tests). Off in DefaultOptions: the reference then agrees
+	// with the device bit for bit.
 	Composed bool
 }
 

@@ -24,7 +24,10 @@ import (
 // output and sigmoid(gate) are rounded to q's and gate's dtypes before
 // they are multiplied; the results are rounded by the caller as usual.
 // Math is float64 rounded once to float32 per step, as in the composed
-// ops' evaluators.
+// ops' evaluators, except where StorageFormats models the device's FPU:
+// the norms (normRows) and the prologues' RoPE (see prologue: the decode
+// program's RoPE matmul is fp32 math, the prefill program's element-wise
+// RoPE is rotaryFPU, as the composed rotary is).
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpAttnPrologue:        evalAttnPrologue,
@@ -134,6 +137,7 @@ func evalAttnProloguePrefill(op *ir.Op, args []Tensor, opts Options) ([]Tensor, 
 		qRow:     func(t, h int) int { return (t/S*H+h)*S + t%S },
 		tableRow: func(t int) int { return t % S },
 		cacheRow: func(t, j int) int { return (t/S*Hkv+j)*L + p + t%S },
+		perRow:   true,
 	})
 }
 
@@ -142,12 +146,15 @@ func evalAttnProloguePrefill(op *ir.Op, args []Tensor, opts Options) ([]Tensor, 
 // one mode's results: q row (t, h) is row qRow(t, h) of a tensor of shape
 // q, gate row (t, h) is row t*H + h of a tensor of shape gate, the rope tables of token t are row
 // tableRow(t), and the cache row of token t and kv head j is cacheRow(t, j).
+// perRow says the tables differ per row of a tile (prefill: a token per
+// row), so the program rotates element-wise rather than by a matmul.
 type prologueLayout struct {
 	tokens, H, Hkv, D, R int
 	q, gate              ir.Shape
 	qRow                 func(t, h int) int
 	tableRow             func(t int) int
 	cacheRow             func(t, j int) int
+	perRow               bool
 }
 
 // prologue computes the attn_prologue family's results (q, gate,
@@ -173,20 +180,54 @@ func prologue(op *ir.Op, args []Tensor, opts Options, l prologueLayout) ([]Tenso
 		out := normRows(Tensor{Shape: ir.Shape{n, D}, Data: rows[:n*D]}, w.Data, eps, offset, opts)
 		return storeAs(normDT, out, opts)
 	}
-	// rope rotates the first R dims of row r (token r / heads) in place.
+	// rope rotates the first R dims of row r (token r / heads) in place,
+	// with the arithmetic of the program (Composed: of the composed
+	// rotary).
+	//
+	// Decode (codegen/lower/fused_attention.go): the normed tiles holding
+	// rotary dims times the RoPE matrix (blocks.RopeMatrix) on the FPU,
+	// whose products of bf16 data are exact and summed in fp32 DEST: one
+	// rounding of y[i]*cos[i] + rotate_half(y)[i]*sin[i], fp32 math.
+	//
+	// Prefill (codegen/lower/fused_prologue_prefill.go), per tile of the
+	// RtR = ceil(R/32) tiles holding rotary dims: ys = y times the signed
+	// rotate-half permutation (a matmul: -y[i+R/2] for i < R/2, y[i-R/2]
+	// for R/2 <= i < R, 0 past R; y read as tf32, times 1, exact), packed
+	// to qg's dtype; then y*cos + ys*sin element-wise as rotaryFPU
+	// computes it, with the gathered tables 1 (cos) and 0 (sin) past R, so
+	// that the columns R..32*RtR go through the same multiply and add
+	// (unchanged for bf16 data; fp32 data comes out tf32, SrcA's read of
+	// y). The composed rotary computes the same rotaryFPU on the first R
+	// columns only (its sign sits on sin, the product is sign-symmetric).
+	fpu := opts.StorageFormats && (l.perRow || opts.Composed)
+	width := R
+	if fpu && !opts.Composed {
+		width = min(D, (R+ir.TileSize-1)/ir.TileSize*ir.TileSize)
+	}
 	rope := func(t Tensor, heads int) {
 		half := R / 2
-		y := make([]float32, R)
+		y := make([]float32, width)
 		for r := range t.Shape[0] {
 			tr := l.tableRow(r/heads) * R
-			row := t.Data[r*D : r*D+R]
+			row := t.Data[r*D : r*D+width]
 			copy(y, row)
-			for i := range R {
-				rh := float64(y[(i+half)%R])
-				if i < half {
-					rh = -rh
+			for i := range width {
+				if !fpu {
+					rh := float64(y[(i+half)%R])
+					if i < half {
+						rh = -rh
+					}
+					row[i] = float32(float64(y[i])*float64(cos.Data[tr+i]) + rh*float64(sin.Data[tr+i]))
+					continue
 				}
-				row[i] = float32(float64(y[i])*float64(cos.Data[tr+i]) + rh*float64(sin.Data[tr+i]))
+				c, s, ys := float32(1), float32(0), float32(0)
+				if i < R {
+					c, s, ys = cos.Data[tr+i], sin.Data[tr+i], numerics.TruncTF32(y[(i+half)%R])
+					if i < half {
+						ys = -ys
+					}
+				}
+				row[i] = rotaryFPU(y[i], ys, c, s, opts)
 			}
 		}
 	}

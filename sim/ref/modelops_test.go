@@ -304,11 +304,13 @@ func modelOpCases() []opCase {
 			want:     func(in []arr) []float64 { return bmm64(in[0], in[1]) },
 			onMaxRel: matmulOnMaxRel},
 		{name: "rotary per-user tables", in: []inSpec{bf16In(4, 2, 64), {dt: ir.BF16, shape: []int{2, 64}, lo: -1, hi: 1}, {dt: ir.BF16, shape: []int{2, 64}, lo: -1, hi: 1}},
-			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Rotary(in[0], in[1], in[2]) },
-			want:  func(in []arr) []float64 { return rotary64(in[0], in[1], in[2]) }},
+			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Rotary(in[0], in[1], in[2]) },
+			want:     func(in []arr) []float64 { return rotary64(in[0], in[1], in[2]) },
+			onMaxRel: rotaryOnMaxRel},
 		{name: "rotary broadcast row tables", in: []inSpec{bf16In(2, 3, 8), {dt: ir.BF16, shape: []int{1, 8}, lo: -1, hi: 1}, {dt: ir.BF16, shape: []int{3, 8}, lo: -1, hi: 1}},
-			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Rotary(in[0], in[1], in[2]) },
-			want:  func(in []arr) []float64 { return rotary64(in[0], in[1], in[2]) }},
+			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Rotary(in[0], in[1], in[2]) },
+			want:     func(in []arr) []float64 { return rotary64(in[0], in[1], in[2]) },
+			onMaxRel: rotaryOnMaxRel},
 		{name: "update_cache bf16", in: []inSpec{bf16In(2, 2, 16, 32), bf16In(2, 32, 32), posIn(0, 16)}, exact: true,
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.UpdateCache(in[0], in[1], in[2]) },
 			want:  func(in []arr) []float64 { return updateCache64(in[0], in[1], int(in[2].v[0])) }},
@@ -618,5 +620,53 @@ func TestSDPADecodeLargeScores(t *testing.T) {
 	// k = v = [1, 0.5]: out = (1*1 + e^-500*0.5) / (1 + e^-500) = 1 in float32.
 	if got := res[att].Data; !cmp.Equal(got, []float32{1}) {
 		t.Errorf("out = %v, want [1]", got)
+	}
+}
+
+// TestRotaryReadsProductsAsTF32: at storage formats rotary is the FPU's
+// (rotaryFPU), which packs x*cos and rotate_half(x)*sin to fp32 and adds
+// them as read back through the source registers, truncated to tf32. With
+// x = (1.0078125, 1.5), cos = (1.1875, 1), sin = (1, 0): out[0] = x0*cos0
+// - x1*sin0 = 1.19677734375 - 1.5 = -0.30322265625 exactly, but the FPU
+// reads the product as 1.1962890625 (its 2^-11 bit dropped) and gets
+// -0.3037109375, a bf16 tie (155.5 ulps of 2^-9) that the packer rounds
+// away from zero to -0.3046875; the correctly rounded bf16 result would be
+// -0.302734375. out[1] = x1*cos1 + x0*sin1 = 1.5 in every mode.
+func TestRotaryReadsProductsAsTF32(t *testing.T) {
+	for _, tc := range []struct {
+		dt            ir.DType
+		exact, device float32
+	}{
+		{ir.FP32, -0.30322265625, -0.3037109375},
+		{ir.BF16, -0.30322265625, -0.3046875},
+	} {
+		t.Run(tc.dt.String(), func(t *testing.T) {
+			b := ir.NewBuilder("rotary")
+			x, c, s := b.Input("x", ir.T(tc.dt, 1, 2)), b.Input("cos", ir.T(tc.dt, 1, 2)), b.Input("sin", ir.T(tc.dt, 1, 2))
+			b.Region("test", 0)
+			y := b.Rotary(x, c, s)
+			b.Output(y)
+			g, err := b.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := map[*ir.Value]Tensor{
+				x: {Shape: ir.Shape{1, 2}, Data: []float32{1.0078125, 1.5}},
+				c: {Shape: ir.Shape{1, 2}, Data: []float32{1.1875, 1}},
+				s: {Shape: ir.Shape{1, 2}, Data: []float32{1, 0}},
+			}
+			for _, m := range []struct {
+				opts Options
+				want float32
+			}{{ExactOptions(), tc.exact}, {DefaultOptions(), tc.device}} {
+				res, err := Eval(g, env, m.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := res[y].Data, []float32{m.want, 1.5}; !cmp.Equal(got, want) {
+					t.Errorf("StorageFormats=%v: out = %v, want %v", m.opts.StorageFormats, got, want)
+				}
+			}
+		})
 	}
 }
