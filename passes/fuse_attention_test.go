@@ -234,11 +234,13 @@ func attnEvalPair(op *ir.Op, args []ref.Tensor, opts ref.Options) (fused, dec []
 
 // TestAttentionEquivalence checks every attention rule's fused ops against
 // their decompositions (rewrite.EquivalencePair, both graphs evaluated
-// with sim/ref) on random inputs, with storage formats (DefaultOptions)
-// and in exact math. The fused ops reproduce every bf16 rounding point of
-// the composed chain (the normed q/k rows, the attention output and the
-// sigmoid), so they must agree with PCC >= 0.9999 and a max relative error
-// of at most 1e-6 (in practice 0: the same float32 values). Sources: the
+// with sim/ref) on random inputs, with storage formats (DefaultOptions
+// with Composed: the gated attentions at the composed sdpa's arithmetic,
+// not their own program's) and in exact math. The fused ops reproduce
+// every bf16 rounding point of the composed chain (the normed q/k rows,
+// the attention output and the sigmoid), so they must agree with PCC >=
+// 0.9999 and a max relative error of at most 1e-6 (in practice 0: the
+// same float32 values). Sources: the
 // small config (decode on 1x1 and 1x2, prefill on 1x2) and every input of
 // testdata/fuse_attention; every rule must be checked at least once.
 func TestAttentionEquivalence(t *testing.T) {
@@ -286,7 +288,7 @@ func TestAttentionEquivalence(t *testing.T) {
 			for _, mode := range []struct {
 				name string
 				opts ref.Options
-			}{{"formats", ref.DefaultOptions()}, {"exact", ref.ExactOptions()}} {
+			}{{"formats", attnComposedOptions()}, {"exact", ref.ExactOptions()}} {
 				fused, dec, err := attnEvalPair(op, args, mode.opts)
 				if err != nil {
 					t.Fatalf("%s %s: %v", g.Name, op.Where(), err)
@@ -352,8 +354,19 @@ func attnGraphData(g *ir.Graph, o qwen27b.Options, pos int, seed int64) []map[*i
 	return envs
 }
 
+// attnComposedOptions are the storage-format reference options with the
+// fused ops at their decomposition's arithmetic (ref.Options.Composed):
+// sdpa_decode_gated and sdpa_prefill_gated otherwise compute the
+// attention as their own program does, which differs from sdpa_decode's.
+func attnComposedOptions() ref.Options {
+	o := ref.DefaultOptions()
+	o.Composed = true
+	return o
+}
+
 // TestAttentionRulesKeepTheModel evaluates the small config's step with
-// sim/ref at storage formats, unfused and after the attention rules: on
+// sim/ref at storage formats (attnComposedOptions), unfused and after the
+// attention rules: on
 // decode 1x2 both rules and either one alone (so disabling one still gives
 // a correct graph), on prefill 1x2 both. The
 // logits, the greedy tokens and every state update (the KV caches
@@ -375,7 +388,7 @@ func TestAttentionRulesKeepTheModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			eval := func(g *ir.Graph) []map[*ir.Value]ref.Tensor {
-				vals, err := ref.EvalMesh(g, attnGraphData(g, o, 5, 9), ref.DefaultOptions())
+				vals, err := ref.EvalMesh(g, attnGraphData(g, o, 5, 9), attnComposedOptions())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -61,7 +61,9 @@
 // rms_norm_plain, tril_inverse, conv_depthwise, rotary, sdpa_decode,
 // sdpa_prefill; modelmath.go, gdn.go, attention.go) are computed in
 // float64 and rounded once per element to float32; bmm uses the FPU
-// products of numerics.Matmul with StorageFormats, as matmul does. A cache
+// products of numerics.Matmul with StorageFormats, as matmul does, and
+// sdpa_decode and sdpa_prefill are computed with StorageFormats as their
+// program computes them on the FPU and SFPU, step by step. A cache
 // position pos is one [1] uint32 value shared by every user; every
 // position it addresses must lie inside the cache.
 //
