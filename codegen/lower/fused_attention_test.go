@@ -338,7 +338,9 @@ func testPrologue(t *testing.T, tgt *target.Target, op *ir.Op, alias map[*ir.Val
 	attnCheckCache(t, "v_cache", op.Operands[8].Type.Shape, pos, n, data[8], want[3].Data, r.got[3], true)
 }
 
-// testSDPA runs sdpa_decode_gated op at pos against the reference.
+// testSDPA runs sdpa_decode_gated or sdpa_prefill_gated op at pos against
+// the reference, which models the program's arithmetic: the result must
+// match bit for bit.
 func testSDPA(t *testing.T, tgt *target.Target, op *ir.Op, pos int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 29))
 	data := make([][]float32, len(op.Operands))
@@ -365,7 +367,54 @@ func testSDPA(t *testing.T, tgt *target.Target, op *ir.Op, pos int, seed uint64)
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d cores, %d simulator steps", r.prog.Name, len(r.prog.Cores()), r.steps)
-	attnCheckClose(t, "out", want[0].Data, r.got[0])
+	attnCheckExact(t, "out", want[0].Data, r.got[0])
+}
+
+// sdpaGatedOp is a lone sdpa_decode_gated (S == 0) or sdpa_prefill_gated
+// op of dtype dt for B users, H q heads, Hkv kv heads of dim D and an
+// L-long cache, at math fidelity fid.
+func sdpaGatedOp(t *testing.T, dt ir.DType, B, S, H, Hkv, D, L int, fid string) *ir.Op {
+	t.Helper()
+	b := ir.NewBuilder("sdpa_gated")
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	kc := b.Input("k_cache", ir.T(dt, B, Hkv, L, D))
+	vc := b.Input("v_cache", ir.T(dt, B, Hkv, L, D))
+	var out *ir.Value
+	if S == 0 {
+		out = b.SDPADecodeGated(b.Input("q", ir.T(dt, B, H, D)), kc, vc, pos, b.Input("gate", ir.T(dt, B, H, D)), 1/math.Sqrt(float64(D)))
+	} else {
+		out = b.SDPAPrefillGated(b.Input("q", ir.T(dt, B, H, S, D)), kc, vc, pos, b.Input("gate", ir.T(dt, B, S, H, D)), 1/math.Sqrt(float64(D)))
+	}
+	out.Def.Attrs[ir.FidelityAttr] = fid
+	b.Output(out)
+	if _, err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Def
+}
+
+// TestSDPAGatedFormatsOnSim: the gated attentions with fp32 operands (the
+// FPU reads q, the caches and the fp32 intermediates as tf32; the gate is
+// copied exactly) and at lower fidelities match the reference bit for bit.
+func TestSDPAGatedFormatsOnSim(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name               string
+		dt                 ir.DType
+		B, S, H, Hkv, D, L int
+		fid                string
+		pos                int
+	}{
+		{"decode_fp32_hifi4", ir.FP32, 2, 0, 6, 2, 64, 64, "HiFi4", 40},
+		{"decode_bf16_lofi", ir.BF16, 1, 0, 4, 1, 64, 96, "LoFi", 70},
+		{"prefill_fp32_hifi2", ir.FP32, 1, 33, 4, 2, 64, 128, "HiFi2", 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op := sdpaGatedOp(t, tc.dt, tc.B, tc.S, tc.H, tc.Hkv, tc.D, tc.L, tc.fid)
+			testSDPA(t, target.Blackhole(), op, tc.pos, 17)
+		})
+	}
 }
 
 func TestAttnPrologueOnSim(t *testing.T) {

@@ -44,8 +44,10 @@ import (
 //  2. row maxima (reduce_tile MAX REDUCE_ROW), negated, packed to bf16
 //     (the stabiliser m; any value near the maximum serves, and the bf16
 //     tile enters the next step exactly);
-//  3. per tile: DEST = S_t (exact copy) + (-m) broadcast over the columns
-//     by a matmul with a tile whose row 0 is ones, exp; packed to fp32;
+//  3. per tile: DEST = S_t (copy_tile: the scores CB is also read by the
+//     FPU, so it is not unpacked to DEST and the copy is tf32) + (-m)
+//     broadcast over the columns by a matmul with a tile whose row 0 is
+//     ones, exp; packed to fp32;
 //  4. row sums (reduce_tile SUM), reciprocal;
 //  5. per D tile: P V over the Lt tiles (matmul_tiles, fp32 DEST), times
 //     the reciprocal (bcast cols) packed to q's dtype (o's rounding

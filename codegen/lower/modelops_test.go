@@ -46,7 +46,8 @@ type mcase struct {
 	// gen overrides the N(0, 1) test data of the named inputs.
 	gen map[string]func(rng *rand.Rand, n int) []float32
 	// exact: the device must reproduce the reference bit for bit (data
-	// movement and format conversions).
+	// movement, format conversions, and the ops whose reference models
+	// the program's arithmetic: eltwise, sdpa_decode, sdpa_prefill).
 	exact bool
 	// inPlace aliases the result to the first operand (a state updated in
 	// place, Context.Alias).
@@ -276,13 +277,25 @@ var smallCases = []mcase{
 	{name: "update_cache_in_place", exact: true, inPlace: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(64)}, build: func(b *ir.Builder) *ir.Value {
 		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, shardedMem(32, 64), 1, 32, 64)), in(b, "pos", posT))
 	}},
-	{name: "sdpa_decode", out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "sdpa_decode", exact: true, out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(37)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPADecode(in(b, "q", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
 			in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
 	}},
-	{name: "sdpa_decode_pos0_batch", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(0)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "sdpa_decode_pos0_batch", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(0)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPADecode(in(b, "q", tt(ir.BF16, dram, 2, 6, 64)), in(b, "k", tt(ir.BF16, dram, 2, 2, 64, 64)),
 			in(b, "v", tt(ir.BF16, dram, 2, 2, 64, 64)), in(b, "pos", posT), 0.125)
+	}},
+	// fp32 operands (read as tf32) and result, pos the last row of a tile.
+	{name: "sdpa_decode_fp32", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(31)}, build: func(b *ir.Builder) *ir.Value {
+		return b.SDPADecode(in(b, "q", tt(ir.FP32, dram, 1, 8, 64)), in(b, "k", tt(ir.FP32, dram, 1, 2, 64, 64)),
+			in(b, "v", tt(ir.FP32, dram, 1, 2, 64, 64)), in(b, "pos", posT), 0.125)
+	}},
+	// A lower fidelity (the op's attribute) and pos the first row of a tile.
+	{name: "sdpa_decode_hifi2", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(64)}, build: func(b *ir.Builder) *ir.Value {
+		out := b.SDPADecode(in(b, "q", tt(ir.BF16, dram, 1, 4, 64)), in(b, "k", tt(ir.BF16, dram, 1, 1, 128, 64)),
+			in(b, "v", tt(ir.BF16, dram, 1, 1, 128, 64)), in(b, "pos", posT), 0.125)
+		out.Def.Attrs[ir.FidelityAttr] = "HiFi2"
+		return out
 	}},
 	// data
 	{name: "embedding_tile_table", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"ids": idsGen(2048)}, build: func(b *ir.Builder) *ir.Value {
@@ -353,13 +366,21 @@ var prefillCases = []mcase{
 	{name: "fill_cache_in_place", exact: true, inPlace: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(90)}, build: func(b *ir.Builder) *ir.Value {
 		return b.FillCache(in(b, "cache", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "new", tt(ir.BF16, dram, 1, 4, 20, 64)), in(b, "pos", posT))
 	}},
-	{name: "sdpa_prefill", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(40)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "sdpa_prefill", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(40)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPAPrefill(in(b, "q", tt(ir.BF16, dram, 1, 8, 32, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
 			in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
 	}},
-	{name: "sdpa_prefill_rows", gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(5)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "sdpa_prefill_rows", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(5)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPAPrefill(in(b, "q", tt(ir.BF16, dram, 2, 4, 40, 64)), in(b, "k", tt(ir.BF16, dram, 2, 2, 64, 64)),
 			in(b, "v", tt(ir.BF16, dram, 2, 2, 64, 64)), in(b, "pos", posT), 0.125)
+	}},
+	// GQA with groups of 3, a second tile row of one token, an fp32 q
+	// (read as tf32) and LoFi products.
+	{name: "sdpa_prefill_fp32_lofi", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(70)}, build: func(b *ir.Builder) *ir.Value {
+		out := b.SDPAPrefill(in(b, "q", tt(ir.FP32, dram, 1, 6, 33, 64)), in(b, "k", tt(ir.BF16, dram, 1, 2, 128, 64)),
+			in(b, "v", tt(ir.BF16, dram, 1, 2, 128, 64)), in(b, "pos", posT), 0.125)
+		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
+		return out
 	}},
 }
 
@@ -419,7 +440,7 @@ var bigCases = []mcase{
 	{name: "27b_update_cache", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {
 		return b.UpdateCache(in(b, "cache", tt(ir.BF16, dram, 1, 2, 128, 256)), in(b, "new", tt(ir.BF16, shardedMem(32, 256), 1, 32, 256)), in(b, "pos", posT))
 	}},
-	{name: "27b_sdpa_decode", out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {
+	{name: "27b_sdpa_decode", exact: true, out: &l1Mem, gen: map[string]func(*rand.Rand, int) []float32{"pos": constGen(77)}, build: func(b *ir.Builder) *ir.Value {
 		return b.SDPADecode(in(b, "q", tt(ir.BF16, l1Mem, 1, 12, 256)), in(b, "k", tt(ir.BF16, dram, 1, 2, 128, 256)),
 			in(b, "v", tt(ir.BF16, dram, 1, 2, 128, 256)), in(b, "pos", posT), 0.0625)
 	}},

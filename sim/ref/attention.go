@@ -5,16 +5,19 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Attention pieces: rotary (rotate-half RoPE); update_cache and fill_cache
 // (write one position, or S consecutive positions, of a KV cache); and
 // sdpa_decode and sdpa_prefill (one query token per user against the cache
 // up to the current position, or S query tokens with a causal mask offset
-// by the position). rotary and the sdpa ops are "fp32 math": computed in
-// float64 and rounded once to float32 before the result's storage
-// rounding; with StorageFormats rotary is instead the device's FPU
-// arithmetic (rotaryFPU). The cache updates only copy values.
+// by the position). Without StorageFormats rotary and the sdpa ops are
+// "fp32 math": computed in float64 and rounded once to float32 before the
+// result's storage rounding. With it they are computed as the device's
+// programs compute them, step by step (rotaryFPU; attender.attendFPU), so
+// that a correct program agrees with the reference bit for bit. The cache
+// updates only copy values.
 //
 // The position pos is one [1] uint32 value shared by every user of the
 // batch, as the Doc lines say (pos[0]).
@@ -193,8 +196,9 @@ func evalFillCache(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 // evalSDPADecode: for q [B, Hq, D] and k, v [B, Hkv, L, D] with G = Hq/Hkv,
 // out[b, h, :] = sum_{t <= pos} p[t] * v[b, h/G, t, :] where p is the
 // softmax over t <= pos of scale * dot(q[b, h, :], k[b, h/G, t, :]).
-// Cache positions after pos are not read.
-func evalSDPADecode(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// Cache positions after pos are not read. With StorageFormats each row is
+// the program's (attender.attendFPU).
+func evalSDPADecode(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	scale, err := attrFloat(op, "scale")
 	if err != nil {
 		return nil, err
@@ -208,15 +212,18 @@ func evalSDPADecode(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Tensor{attendAll(d, q, k, v, p, scale)}, nil
+	return []Tensor{attendAll(d, q, k, v, p, scale, opts, sdpaProgram)}, nil
 }
 
 // evalSDPAPrefill: for q [B, Hq, S, D] and k, v [B, Hkv, L, D] with
 // G = Hq/Hkv, query s of head h attends causally to cache positions
 // t <= pos + s of kv head h/G: out[b, h, s, :] = sum_t p[t] * v[b, h/G, t, :]
 // with p the softmax of scale * dot(q[b, h, s, :], k[b, h/G, t, :]).
-// pos + S <= L; later positions are not read.
-func evalSDPAPrefill(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// pos + S <= L; later positions are not read. With StorageFormats each
+// row is the program's (attender.attendFPU), as for sdpa_decode: the
+// prefill program runs the decode program's pipeline on each query tile
+// row, with a per-row mask.
+func evalSDPAPrefill(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	scale, err := attrFloat(op, "scale")
 	if err != nil {
 		return nil, err
@@ -230,7 +237,7 @@ func evalSDPAPrefill(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Tensor{attendAll(d, q, k, v, p, scale)}, nil
+	return []Tensor{attendAll(d, q, k, v, p, scale, opts, sdpaProgram)}, nil
 }
 
 // sdpaDims are the sizes of an attention's query q [B, Hq, S, D] (decode:
@@ -263,20 +270,47 @@ func prefillDims(q, k, v Tensor) (sdpaDims, error) {
 	return d, nil
 }
 
+// attendProgram names the device program whose arithmetic attendAll
+// reproduces at the storage formats.
+type attendProgram int
+
+const (
+	// sdpaProgram is the program of sdpa_decode and sdpa_prefill
+	// (attender.attendFPU).
+	sdpaProgram attendProgram = iota
+	// gatedProgram is the program of sdpa_decode_gated and
+	// sdpa_prefill_gated before the gate (attender.attendGatedFPU).
+	gatedProgram
+)
+
 // attendAll returns the causal attention of q over the caches k, v (sizes
 // d): result row (b, h, s) is the attention of query row (b, h, s) over
-// cache positions t <= p + s of kv head h / (Hq/Hkv), shaped like q.
-func attendAll(d sdpaDims, q, k, v Tensor, p int, scale float64) Tensor {
+// cache positions t <= p + s of kv head h / (Hq/Hkv), shaped like q. With
+// opts.StorageFormats each row is computed as program prog computes it at
+// opts.Fidelity, otherwise in float64 (attender.attend).
+func attendAll(d sdpaDims, q, k, v Tensor, p int, scale float64, opts Options, prog attendProgram) Tensor {
 	G := d.Hq / d.Hkv
 	D := d.D
 	out := NewTensor(q.Shape)
 	a := newAttender(d.L, D)
 	for b := range d.B {
 		for h := range d.Hq {
-			base := (b*d.Hkv + h/G) * d.L * D // row t of the kv head is at base + t*D
+			kv := b*d.Hkv + h/G
+			base := kv * d.L * D // row t of the kv head is at base + t*D
+			if opts.StorageFormats && a.kvHead != kv {
+				a.transposeKeys(k.Data[base:base+d.L*D], kv)
+			}
 			for s := range d.S {
 				row := ((b*d.Hq+h)*d.S + s) * D
-				a.attend(out.Data[row:row+D], q.Data[row:row+D], k.Data[base:], v.Data[base:], p+s, scale)
+				o, qr, vr := out.Data[row:row+D], q.Data[row:row+D], v.Data[base:]
+				switch {
+				case !opts.StorageFormats:
+					a.attend(o, qr, k.Data[base:], vr, p+s, scale)
+				case prog == gatedProgram:
+					a.attendGatedFPU(o, qr, vr, p+s, float32(scale), opts.Fidelity)
+				default:
+					a.attendFPU(o, qr, vr, p+s, float32(scale), opts.Fidelity)
+				}
 			}
 		}
 	}
@@ -285,13 +319,19 @@ func attendAll(d sdpaDims, q, k, v Tensor, p int, scale float64) Tensor {
 
 // attender holds the scratch of one query's attention.
 type attender struct {
-	d     int
-	score []float64
-	acc   []float64
+	d, length int
+	score     []float64
+	acc       []float64
+	// attendFPU's scratch: the transposed keys kT [d, length] of kv head
+	// kvHead (-1: none yet), their first columns, the scores and the
+	// probabilities.
+	kvHead int
+	kT, kn []float32
+	s, p   []float32
 }
 
 func newAttender(length, d int) *attender {
-	return &attender{d: d, score: make([]float64, length), acc: make([]float64, d)}
+	return &attender{d: d, length: length, score: make([]float64, length), acc: make([]float64, d), kvHead: -1}
 }
 
 // attend writes to out the attention of query row q over key and value rows
@@ -324,5 +364,138 @@ func (a *attender) attend(out, q, k, v []float32, last int, scale float64) {
 	}
 	for i, x := range a.acc {
 		out[i] = float32(x / total)
+	}
+}
+
+// transposeKeys stores the key rows k ([length, d]) of kv head kv as kT
+// [d, length] for attendFPU.
+func (a *attender) transposeKeys(k []float32, kv int) {
+	d, n := a.d, a.length
+	if a.kT == nil {
+		a.kT = make([]float32, d*n)
+	}
+	for t := range n {
+		for i, x := range k[t*d : (t+1)*d] {
+			a.kT[i*n+t] = x
+		}
+	}
+	a.kvHead = kv
+}
+
+// scoresFPU returns q . k_t for t = 0..last (keys transposed by
+// transposeKeys) as matmul_tiles computes them into an fp32 DEST over the
+// D tiles at fidelity f, q in SrcB and k^T in SrcA (numerics.Matmul).
+func (a *attender) scoresFPU(q []float32, last int, f ir.MathFidelity) []float32 {
+	d, n := a.d, last+1
+	kT := a.kT
+	if n < a.length {
+		a.kn = append(a.kn[:0], make([]float32, d*n)...)
+		for i := range d {
+			copy(a.kn[i*n:(i+1)*n], a.kT[i*a.length:i*a.length+n])
+		}
+		kT = a.kn
+	}
+	return numerics.Matmul(q, kT, 1, d, n, f)
+}
+
+// attendFPU writes to out the attention of query row q over cache
+// positions t = 0..last (keys transposed by transposeKeys, value row t at
+// v[t*d:]) as the compute kernel of sdpa_decode and sdpa_prefill
+// (codegen/lower/sdpa.go, attend) computes it at fidelity f. Every fp32
+// intermediate sits in an fp32 CB, and the FPU reads it through a source
+// register, truncated to tf32 (numerics.TruncTF32):
+//
+//	raw_t = q . k_t                          matmul_tiles over the D tiles into an fp32 DEST, q in SrcB
+//	                                         and k^T in SrcA: numerics.Matmul
+//	s_t   = FPUAdd(tf32(raw_t * scale), 0)   mul_unary_tile on the SFPU (float32), packed fp32; add_tiles
+//	                                         of the mask tile (0 where visible)
+//	m     = max_t FidelityMul(s_t, 1)        reduce_tile MAX REDUCE_ROW, s in SrcA and the bf16 scaler 1
+//	                                         in SrcB; the first maximum is kept
+//	e_t   = Exp(FPUSub(s_t, tf32(m)))        sub_tiles_bcast_cols, exp_tile on the SFPU
+//	r     = Recip(sum_t FidelityMul(e_t, 1)) reduce_tile SUM REDUCE_ROW (a float32 sum in position
+//	                                         order), recip_tile on the SFPU
+//	p_t   = FPUMul(tf32(e_t), tf32(r))       mul_tiles_bcast_cols, e in SrcA
+//	out   = sum_t p_t v_t                    matmul_tiles over the cache tiles into an fp32 DEST, p in
+//	                                         SrcB and v in SrcA: numerics.Matmul
+//
+// all products at fidelity f; the caller packs out to the result's dtype.
+// The kernel runs over the whole cache, but positions after last add
+// nothing: their mask is -inf, so e_t = p_t = 0 (a zero product), the
+// maximum and the sum are unchanged by them, and accumulating zero tiles
+// leaves an fp32 DEST as it is. So only t <= last is computed, and stale
+// cache rows (the reader clears them) are never read.
+func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.MathFidelity) {
+	d, n := a.d, last+1
+	tf := numerics.TruncTF32
+	raw := a.scoresFPU(q, last, f)
+	a.s = append(a.s[:0], raw...)
+	var m float32
+	for t, x := range raw {
+		a.s[t] = numerics.FPUAdd(tf(x*scale), 0, true)
+		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
+			m = y
+		}
+	}
+	var sum float32
+	a.p = append(a.p[:0], a.s...)
+	for t, x := range a.s {
+		a.p[t] = numerics.Exp(numerics.FPUSub(tf(x), tf(m), true))
+		sum += numerics.FidelityMul(a.p[t], 1, f)
+	}
+	r := tf(numerics.Recip(sum))
+	for t, e := range a.p {
+		a.p[t] = numerics.FPUMul(tf(e), r, 0, f, true)
+	}
+	copy(out, numerics.Matmul(a.p, v[:n*d], 1, n, d, f))
+}
+
+// attendGatedFPU is attendFPU for the program of sdpa_decode_gated and
+// sdpa_prefill_gated (codegen/lower/fused_sdpa.go) up to the gate: it
+// writes to out the attention before its rounding to q's dtype. That
+// program keeps the scores in fp32 without a source-register read,
+// subtracts a bf16 maximum with a matmul, and normalises after P V:
+//
+//	raw_t = q . k_t                          matmul_tiles onto the mask tile copied into DEST (exact: 0
+//	                                         where visible): scoresFPU
+//	s_t   = raw_t * scale                    mul_unary_tile on the SFPU (float32), packed fp32
+//	m     = max_t FidelityMul(s_t, 1)        reduce_tile MAX REDUCE_ROW; the first maximum is kept
+//	nm    = bf16(-m)                         negative_tile, packed to bf16 (half away from zero)
+//	x_t   = tf32(s_t) + nm * 1               copy_tile (the scores CB is also an FPU operand, so it is
+//	                                         not unpacked to DEST: tf32), then matmul_tiles of nm (SrcB)
+//	                                         and a ones row (SrcA) onto it: numerics.MatmulOnto
+//	e_t   = Exp(x_t)                         exp_tile on the SFPU, packed fp32
+//	r     = Recip(sum_t FidelityMul(e_t, 1)) reduce_tile SUM REDUCE_ROW (float32, in position order),
+//	                                         recip_tile on the SFPU
+//	pv    = sum_t e_t v_t                    matmul_tiles over the cache tiles into an fp32 DEST, e in
+//	                                         SrcB and v in SrcA, packed fp32
+//	out   = FPUMul(tf32(pv), tf32(r))        mul_tiles_bcast_cols, pv in SrcA
+//
+// all products at fidelity f. As in attendFPU, the positions after last
+// (mask -inf: e_t = 0) add nothing and are not computed.
+func (a *attender) attendGatedFPU(out, q, v []float32, last int, scale float32, f ir.MathFidelity) {
+	d, n := a.d, last+1
+	tf := numerics.TruncTF32
+	raw := a.scoresFPU(q, last, f)
+	a.s = append(a.s[:0], raw...)
+	var m float32
+	for t, x := range raw {
+		a.s[t] = x * scale
+		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
+			m = y
+		}
+	}
+	nm := packedBF16(-m)
+	var sum float32
+	a.p = append(a.p[:0], a.s...)
+	x := []float32{0}
+	for t, st := range a.s {
+		x[0] = tf(st)
+		numerics.MatmulOnto(x, []float32{nm}, []float32{1}, 1, 1, 1, f)
+		a.p[t] = numerics.Exp(x[0])
+		sum += numerics.FidelityMul(a.p[t], 1, f)
+	}
+	r := tf(numerics.Recip(sum))
+	for i, pv := range numerics.Matmul(a.p, v[:n*d], 1, n, d, f) {
+		out[i] = numerics.FPUMul(tf(pv), r, 0, f, true)
 	}
 }

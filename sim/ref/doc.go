@@ -63,7 +63,8 @@
 // float64 and rounded once per element to float32, except where their
 // evaluator models the device's program with StorageFormats (cumsum,
 // conv_depthwise and tril_inverse in gdn.go; rotary's two fp32 products
-// read back as tf32, rotaryFPU); bmm uses the FPU products of
+// read back as tf32, rotaryFPU; sdpa_decode and sdpa_prefill step by step
+// on the FPU and SFPU, attender.attendFPU); bmm uses the FPU products of
 // numerics.Matmul with StorageFormats, as matmul does. A cache
 // position pos is one [1] uint32 value shared by every user; every
 // position it addresses must lie inside the cache.

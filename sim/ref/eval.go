@@ -28,15 +28,16 @@ type Options struct {
 	// StorageFormats is off, where it is otherwise ignored.
 	Fidelity ir.MathFidelity
 	// Composed, with StorageFormats, evaluates a fused op whose program
-	// reads its fp32 intermediates differently from its decomposition
-	// (gdn_recurrence with an fp32 state: the program reads the state
-	// through tf32 source registers and accumulates onto DEST, see
-	// gdnHeadFPU; attn_prologue: its RoPE matmul rounds once where the
-	// composed rotary reads its two fp32 products as tf32, see prologue)
-	// at the decomposition's rounding points instead of the program's, so
-	// that it equals its decomposition bit for bit (the fusion rules'
-	// equivalence tests). Off in DefaultOptions: the reference then agrees
-	// with the device bit for bit.
+	// computes differently from its decomposition (gdn_recurrence with an
+	// fp32 state: the program reads the state through tf32 source
+	// registers and accumulates onto DEST, see gdnHeadFPU; attn_prologue:
+	// its RoPE matmul rounds once where the composed rotary reads its two
+	// fp32 products as tf32, see prologue; sdpa_decode_gated and
+	// sdpa_prefill_gated: the program's softmax differs from sdpa_decode's,
+	// see attender.attendGatedFPU) at the decomposition's rounding points
+	// instead of the program's, so that it equals its decomposition bit for
+	// bit (the fusion rules' equivalence tests). Off in DefaultOptions: the
+	// reference then agrees with the device bit for bit.
 	Composed bool
 }
 

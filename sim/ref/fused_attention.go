@@ -22,12 +22,15 @@ import (
 // Options.StorageFormats the normed q and k rows are rounded to qg's dtype
 // before RoPE (as the composed rms_norm stores them), and the attention
 // output and sigmoid(gate) are rounded to q's and gate's dtypes before
-// they are multiplied; the results are rounded by the caller as usual.
-// Math is float64 rounded once to float32 per step, as in the composed
-// ops' evaluators, except where StorageFormats models the device's FPU:
-// the norms (normRows) and the prologues' RoPE (see prologue: the decode
-// program's RoPE matmul is fp32 math, the prefill program's element-wise
-// RoPE is rotaryFPU, as the composed rotary is).
+// they are multiplied (as mul_tiles multiplies them, deviceMul); the
+// results are rounded by the caller as usual. Math is float64 rounded once
+// to float32 per step, as in the composed ops' evaluators, except where
+// StorageFormats models the device's programs: the norms (normRows), the
+// prologues' RoPE (see prologue: the decode program's RoPE matmul is fp32
+// math, the prefill program's element-wise RoPE is rotaryFPU, as the
+// composed rotary is) and, unless Options.Composed, the gated attentions,
+// computed as their own program does (attender.attendGatedFPU, which
+// differs from the composed sdpa ops' program, see gatedFactors).
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpAttnPrologue:        evalAttnPrologue,
@@ -267,8 +270,7 @@ func prologue(op *ir.Op, args []Tensor, opts Options, l prologueLayout) ([]Tenso
 }
 
 // evalSDPADecodeGated: out[b,0,h*D+i] = o[b,h,i] * sigmoid(gate[b,h,i]),
-// o the decode attention of sdpa_decode; o and the sigmoid are rounded to
-// q's and gate's dtypes first when opts.StorageFormats is set.
+// o the decode attention of sdpa_decode; see gatedFactors.
 func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	scale, err := attrFloat(op, "scale")
 	if err != nil {
@@ -287,27 +289,19 @@ func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, erro
 	if err != nil {
 		return nil, err
 	}
-	o := attendAll(d, q, k, v, p, scale)
-	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
-		return nil, err
-	}
-	s := NewTensor(gate.Shape)
-	for i, x := range gate.Data {
-		s.Data[i] = numerics.Sigmoid(x)
-	}
-	if s, err = storeAs(op.Operands[4].Type.DType, s, opts); err != nil {
+	o, s, err := gatedFactors(op, d, args, p, scale, opts)
+	if err != nil {
 		return nil, err
 	}
 	out := NewTensor(ir.Shape{B, 1, Hq * D})
 	for i := range out.Data {
-		out.Data[i] = o.Data[i] * s.Data[i]
+		out.Data[i] = deviceMul(o.Data[i], s.Data[i], opts)
 	}
 	return []Tensor{out}, nil
 }
 
 // evalSDPAPrefillGated: out[b,s,h*D+i] = o[b,h,s,i] * sigmoid(gate[b,s,h,i]),
-// o the causal attention of sdpa_prefill; o and the sigmoid are rounded to
-// q's and gate's dtypes first when opts.StorageFormats is set.
+// o the causal attention of sdpa_prefill; see gatedFactors.
 func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	scale, err := attrFloat(op, "scale")
 	if err != nil {
@@ -326,15 +320,8 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 	if err != nil {
 		return nil, err
 	}
-	o := attendAll(d, q, k, v, p, scale)
-	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
-		return nil, err
-	}
-	g := NewTensor(gate.Shape)
-	for i, x := range gate.Data {
-		g.Data[i] = numerics.Sigmoid(x)
-	}
-	if g, err = storeAs(op.Operands[4].Type.DType, g, opts); err != nil {
+	o, g, err := gatedFactors(op, d, args, p, scale, opts)
+	if err != nil {
 		return nil, err
 	}
 	out := NewTensor(ir.Shape{B, S, Hq * D})
@@ -344,10 +331,40 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 				src := ((b*Hq+h)*S + s) * D
 				dst := ((b*S+s)*Hq + h) * D
 				for i := range D {
-					out.Data[dst+i] = o.Data[src+i] * g.Data[dst+i]
+					out.Data[dst+i] = deviceMul(o.Data[src+i], g.Data[dst+i], opts)
 				}
 			}
 		}
 	}
 	return []Tensor{out}, nil
+}
+
+// gatedFactors returns the factors of a gated attention's product (args
+// are q, k, v, pos, gate): o, the attention of q (shaped like q), and
+// sigmoid(gate), with opts.StorageFormats rounded to q's and gate's
+// dtypes, where both the composed path and the fused program store them.
+// The caller multiplies them as mul_tiles does (deviceMul, o in SrcA) in
+// both. The composed path computes o as sdpa_decode and sdpa_prefill do
+// (attendFPU), the fused program as attendGatedFPU; with
+// opts.StorageFormats the latter is used unless opts.Composed asks for the
+// decomposition's arithmetic. The sigmoid is the SFPU's on the gate
+// copied exactly into DEST in both.
+func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, p int, scale float64, opts Options) (o, s Tensor, err error) {
+	q, k, v, gate := args[0], args[1], args[2], args[4]
+	prog := gatedProgram
+	if opts.Composed {
+		prog = sdpaProgram
+	}
+	o = attendAll(d, q, k, v, p, scale, opts, prog)
+	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
+		return Tensor{}, Tensor{}, err
+	}
+	s = NewTensor(gate.Shape)
+	for i, x := range gate.Data {
+		s.Data[i] = numerics.Sigmoid(x)
+	}
+	if s, err = storeAs(op.Operands[4].Type.DType, s, opts); err != nil {
+		return Tensor{}, Tensor{}, err
+	}
+	return o, s, nil
 }

@@ -196,16 +196,31 @@ func sdpaGatedGraph(t *testing.T, prefill bool, q, cache, gate ir.Shape, scale f
 // so the values 4 and 8 average to 7; sigmoid(0) halves it. Decode: one
 // query at position 1 with two heads (the second gated by sigmoid(ln 3) =
 // 3/4) sharing one kv head. Prefill: two tokens at positions 0 and 1; the
-// first sees only key 0 (value 4).
+// first sees only key 0 (value 4). In exact math the results are exact
+// to float32; at the storage formats the device's programs (the fused
+// one, and with Composed the composed sdpa's) read the fp32 scores,
+// probabilities and factors as tf32 (up to 2^-10 relative each).
 func TestSDPAGatedByHand(t *testing.T) {
 	ln3 := float32(math.Log(3))
-	g, ins := sdpaGatedGraph(t, false, ir.Shape{1, 2, 1}, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 2, 1}, 1)
-	out := evalOutputs(t, g, ins, [][]float32{{1, 1}, {0, ln3}, {4, 8}, {1}, {0, ln3}}, DefaultOptions())
-	near(t, "decode", []float32{3.5, 5.25}, out[0], 1e-5)
+	composed := DefaultOptions()
+	composed.Composed = true
+	for _, mode := range []struct {
+		name string
+		opts Options
+		tol  float64
+	}{
+		{"exact", ExactOptions(), 1e-5},
+		{"formats", DefaultOptions(), 0.02},
+		{"formats composed", composed, 0.02},
+	} {
+		g, ins := sdpaGatedGraph(t, false, ir.Shape{1, 2, 1}, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 2, 1}, 1)
+		out := evalOutputs(t, g, ins, [][]float32{{1, 1}, {0, ln3}, {4, 8}, {1}, {0, ln3}}, mode.opts)
+		near(t, "decode "+mode.name, []float32{3.5, 5.25}, out[0], mode.tol)
 
-	g, ins = sdpaGatedGraph(t, true, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 2, 1, 1}, 1)
-	out = evalOutputs(t, g, ins, [][]float32{{1, 1}, {0, ln3}, {4, 8}, {0}, {0, 0}}, DefaultOptions())
-	near(t, "prefill", []float32{2, 3.5}, out[0], 1e-5)
+		g, ins = sdpaGatedGraph(t, true, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 1, 2, 1}, ir.Shape{1, 2, 1, 1}, 1)
+		out = evalOutputs(t, g, ins, [][]float32{{1, 1}, {0, ln3}, {4, 8}, {0}, {0, 0}}, mode.opts)
+		near(t, "prefill "+mode.name, []float32{2, 3.5}, out[0], mode.tol)
+	}
 }
 
 // TestFusedAttentionErrors: malformed operands give errors naming the

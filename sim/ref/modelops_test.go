@@ -321,13 +321,16 @@ func modelOpCases() []opCase {
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value {
 				return b.SDPADecode(in[0], in[1], in[2], in[3], 1/math.Sqrt(32))
 			},
-			want: func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 1/math.Sqrt(32)) }},
+			want:     func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 1/math.Sqrt(32)) },
+			onMaxRel: sdpaOnMaxRel},
 		{name: "sdpa_decode MHA last position", in: []inSpec{bf16In(1, 2, 64), bf16In(1, 2, 32, 64), bf16In(1, 2, 32, 64), posIn(31, 32)},
-			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPADecode(in[0], in[1], in[2], in[3], 0.125) },
-			want:  func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 0.125) }},
+			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPADecode(in[0], in[1], in[2], in[3], 0.125) },
+			want:     func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 0.125) },
+			onMaxRel: sdpaOnMaxRel},
 		{name: "sdpa_decode position 0", in: []inSpec{bf16In(3, 4, 32), bf16In(3, 1, 8, 32), bf16In(3, 1, 8, 32), posIn(0, 1)},
-			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPADecode(in[0], in[1], in[2], in[3], 0.2) },
-			want:  func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 0.2) }},
+			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPADecode(in[0], in[1], in[2], in[3], 0.2) },
+			want:     func(in []arr) []float64 { return sdpa64(in[0], in[1], in[2], int(in[3].v[0]), 0.2) },
+			onMaxRel: sdpaOnMaxRel},
 	}
 }
 

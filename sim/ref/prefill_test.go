@@ -168,10 +168,12 @@ func prefillOpCases() []opCase {
 			},
 			want: func(in []arr) []float64 {
 				return sdpaPrefill64(in[0], in[1], in[2], int(in[3].v[0]), 1/math.Sqrt(32))
-			}},
+			},
+			onMaxRel: sdpaOnMaxRel},
 		{name: "sdpa_prefill causal from 0", in: []inSpec{bf16In(1, 2, 8, 16), bf16In(1, 2, 8, 16), bf16In(1, 2, 8, 16), posIn(0, 1)},
-			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPAPrefill(in[0], in[1], in[2], in[3], 0.25) },
-			want:  func(in []arr) []float64 { return sdpaPrefill64(in[0], in[1], in[2], int(in[3].v[0]), 0.25) }},
+			build:    func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.SDPAPrefill(in[0], in[1], in[2], in[3], 0.25) },
+			want:     func(in []arr) []float64 { return sdpaPrefill64(in[0], in[1], in[2], int(in[3].v[0]), 0.25) },
+			onMaxRel: sdpaOnMaxRel},
 	}
 }
 
