@@ -28,7 +28,8 @@
 //     are computed in float32 (the precision of an fp32 DEST) except adds
 //     and subtracts of bf16 values, which are the FPU's (numerics.FPUAdd:
 //     the smaller operand aligned to the larger in 11 bits), reductions
-//     and norms accumulate in float64 and round once to float32, and SFPU
+//     (sum, mean) and norms follow their lowering's FPU and SFPU steps
+//     (reduce.go, norm.go: tf32 source reads, float32 running sums), and SFPU
 //     functions are the shared numerics helpers (float64 formula, one
 //     rounding to float32). The exception is matmul, whose products go
 //     through numerics.Matmul: source-register reduction (fp32 operands to
@@ -57,9 +58,10 @@
 // The ops of the Qwen-style hybrid models follow the same rules: data
 // movement (slice, concat, pad, repeat_interleave, transpose, to_memory,
 // tril; layout.go, gdn.go) and the cache writes (update_cache,
-// fill_cache) copy values; the "fp32 math" ops (sum, cumsum, rms_norm,
-// rms_norm_plain, tril_inverse, conv_depthwise, rotary, sdpa_decode,
-// sdpa_prefill; modelmath.go, gdn.go, attention.go) are computed in
+// fill_cache) copy values; sum, rms_norm and rms_norm_plain are the
+// device's steps, as the core reductions and norms; the other "fp32 math"
+// ops (cumsum, tril_inverse, conv_depthwise, rotary, sdpa_decode,
+// sdpa_prefill; gdn.go, attention.go) are computed in
 // float64 and rounded once per element to float32; bmm uses the FPU
 // products of numerics.Matmul with StorageFormats, as matmul does. A cache
 // position pos is one [1] uint32 value shared by every user; every
