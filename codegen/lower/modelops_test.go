@@ -220,24 +220,24 @@ var smallCases = []mcase{
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
 	}},
 	// reductions
-	{name: "sum_rows", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), 1) }},
-	{name: "sum_last", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 40, 70)), -1) }},
-	{name: "sum_lead", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 3, 40, 70)), 0) }},
-	{name: "mean", build: func(b *ir.Builder) *ir.Value { return b.Mean(in(b, "x", tt(ir.BF16, dram, 40, 96))) }},
+	{name: "sum_rows", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), 1) }},
+	{name: "sum_last", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 40, 70)), -1) }},
+	{name: "sum_lead", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 3, 40, 70)), 0) }},
+	{name: "mean", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Mean(in(b, "x", tt(ir.BF16, dram, 40, 96))) }},
 	// norms
-	{name: "rms_norm_hidden", build: func(b *ir.Builder) *ir.Value {
+	{name: "rms_norm_hidden", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 256)), in(b, "w", tt(ir.BF16, dram, 256)), 1e-6, 1)
 	}},
-	{name: "rms_norm_heads_l1", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
+	{name: "rms_norm_heads_l1", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
 	}},
-	{name: "rms_norm_fp32_rows", build: func(b *ir.Builder) *ir.Value {
+	{name: "rms_norm_fp32_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 12, 32)), in(b, "w", tt(ir.BF16, dram, 32)), 1e-6, 0)
 	}},
-	{name: "rms_norm_multi_tile_rows", build: func(b *ir.Builder) *ir.Value {
+	{name: "rms_norm_multi_tile_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 70, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
 	}},
-	{name: "rms_norm_plain", build: func(b *ir.Builder) *ir.Value {
+	{name: "rms_norm_plain", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 12, 32)), 3.125e-08)
 	}},
 	// bmm
@@ -304,6 +304,28 @@ var smallCases = []mcase{
 	{name: "embedding_tile_table_rows", exact: true, gen: map[string]func(*rand.Rand, int) []float32{"ids": idsGen(100)}, build: func(b *ir.Builder) *ir.Value {
 		return b.Embedding(in(b, "ids", rowMajor(ir.UInt32, 40)), b.Weight("embed", ir.T(ir.FP32, 100, 64)))
 	}},
+	// More reductions and norms (appended, since a case's seed is its
+	// index): fp32 operands, a batch, a lower fidelity, weight + offset.
+	{name: "sum_lead_fp32", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 2, 3, 40, 70)), 1) }},
+	{name: "sum_rows_fp32_batch", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 2, 40, 70)), 1) }},
+	{name: "mean_fp32_lofi", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return withFidelity(b.Mean(in(b, "x", tt(ir.FP32, dram, 40, 96))), ir.LoFi)
+	}},
+	{name: "rms_norm_fp32_offset", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 40, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+	}},
+	{name: "rms_norm_fp32_weight_hifi2", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return withFidelity(b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 12, 64)), in(b, "w", tt(ir.FP32, dram, 64)), 1e-6, 0), ir.HiFi2)
+	}},
+	{name: "rms_norm_plain_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 70, 128)), 7.8125e-09)
+	}},
+}
+
+// withFidelity sets v's op's math fidelity attribute (ir.FidelityAttr).
+func withFidelity(v *ir.Value, f ir.MathFidelity) *ir.Value {
+	v.Def.Attrs[ir.FidelityAttr] = f.String()
+	return v
 }
 
 // prefillCases are the prefill-only ops at the small config's prefill
@@ -418,13 +440,13 @@ var bigCases = []mcase{
 	{name: "27b_typecast", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 24, 128)), ir.FP32)
 	}},
-	{name: "27b_rms_norm", build: func(b *ir.Builder) *ir.Value {
+	{name: "27b_rms_norm", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
 	}},
-	{name: "27b_rms_norm_plain", build: func(b *ir.Builder) *ir.Value {
+	{name: "27b_rms_norm_plain", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 24, 128)), 7.8125e-09)
 	}},
-	{name: "27b_sum_conv", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 5120)), 1) }},
+	{name: "27b_sum_conv", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 5120)), 1) }},
 	{name: "27b_bmm_kts", build: func(b *ir.Builder) *ir.Value {
 		return b.BMM(in(b, "k", tt(ir.FP32, dram, 1, 24, 1, 128)), in(b, "s", tt(ir.FP32, l1Mem, 1, 24, 128, 128)))
 	}},

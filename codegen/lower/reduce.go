@@ -19,8 +19,11 @@ import (
 //     column 0 (mean then multiplies by 1/N on the SFPU);
 //   - over the second-to-last dim: reduce_tile<SUM, REDUCE_COL> accumulates
 //     the column sums of the n tiles of a tile column into row 0;
-//   - over a leading dim: the n tiles are added element-wise, the running
-//     sum kept in an fp32 CB between adds (add_tiles overwrites DEST).
+//   - over a leading dim: the n tiles are copied into DEST one after the
+//     other and added element-wise on the SFPU (add_binary_tile), the
+//     running sum staying in DEST[0]: a float32 sum in index order. (The
+//     FPU's add_tiles would overwrite DEST, so its running sum would have
+//     to go through a CB and SrcA, which reads it as tf32 at every step.)
 
 func lowerSum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x := op.Operands[0]
@@ -101,10 +104,6 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	cbX := cbs.Input("x", x.Type.DType, 2)
 	cbScaler := cbs.Input("scaler", ir.BF16, 1)
 	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbAcc := -1
-	if kind == "lead" {
-		cbAcc = cbs.Scratch("acc", ir.FP32, 1)
-	}
 	if err := cbs.Err("reduce"); err != nil {
 		return nil, err
 	}
@@ -140,11 +139,17 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		if kind == "lead" {
-			c.Unary(cbX, cbAcc, nil)
+			c.Acquire()
+			c.B.CBWaitFront(cbX, kir.C(1))
+			c.Copy(cbX, kir.C(0), kir.C(0))
+			c.B.CBPopFront(cbX, kir.C(1))
 			c.For("k", kir.C(1), kir.Ci(n), func(kir.Var) {
-				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbAcc, cbX, cbAcc, false, nil)
+				c.B.CBWaitFront(cbX, kir.C(1))
+				c.Copy(cbX, kir.C(0), kir.C(1))
+				c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+				c.B.CBPopFront(cbX, kir.C(1))
 			})
-			c.Unary(cbAcc, cbOut, nil)
+			c.PackOut(cbOut, 1)
 			return
 		}
 		dim := kir.ReduceRow

@@ -28,7 +28,8 @@
 //     are computed in float32 (the precision of an fp32 DEST) except adds
 //     and subtracts of bf16 values, which are the FPU's (numerics.FPUAdd:
 //     the smaller operand aligned to the larger in 11 bits), reductions
-//     and norms accumulate in float64 and round once to float32, and SFPU
+//     (sum, mean) and norms follow their lowering's FPU and SFPU steps
+//     (reduce.go, norm.go: tf32 source reads, float32 running sums), and SFPU
 //     functions are the shared numerics helpers (float64 formula, one
 //     rounding to float32). The exception is matmul, whose products go
 //     through numerics.Matmul: source-register reduction (fp32 operands to
@@ -57,15 +58,15 @@
 // The ops of the Qwen-style hybrid models follow the same rules: data
 // movement (slice, concat, pad, repeat_interleave, transpose, to_memory,
 // tril; layout.go, gdn.go) and the cache writes (update_cache,
-// fill_cache) copy values; the "fp32 math" ops (sum, cumsum, rms_norm,
-// rms_norm_plain, tril_inverse, conv_depthwise, rotary, sdpa_decode,
-// sdpa_prefill; modelmath.go, gdn.go, attention.go) are computed in
-// float64 and rounded once per element to float32, except where their
-// evaluator models the device's program with StorageFormats (cumsum,
-// conv_depthwise and tril_inverse in gdn.go; rotary's two fp32 products
-// read back as tf32, rotaryFPU; sdpa_decode and sdpa_prefill step by step
-// on the FPU and SFPU, attender.attendFPU); bmm uses the FPU products of
-// numerics.Matmul with StorageFormats, as matmul does. A cache
+// fill_cache) copy values. With StorageFormats every arithmetic op is
+// computed as its device program computes it, rounding point by rounding
+// point, so that a correct program agrees with the reference bit for bit:
+// sum, mean, rms_norm and rms_norm_plain (reduce.go, norm.go), cumsum,
+// conv_depthwise and tril_inverse (gdn.go), rotary (rotaryFPU) and
+// sdpa_decode and sdpa_prefill (attender.attendFPU, attention.go); bmm
+// uses the FPU products of numerics.Matmul, as matmul does. Without it
+// these "fp32 math" ops are computed in float64 and rounded once per
+// element to float32. A cache
 // position pos is one [1] uint32 value shared by every user; every
 // position it addresses must lie inside the cache.
 //

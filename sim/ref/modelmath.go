@@ -7,53 +7,20 @@ import (
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
-// Arithmetic model ops: softplus, sum over an axis, the composed-path
-// norms (rms_norm, rms_norm_plain) and the activation x activation batched
-// matmul (bmm). Their Doc lines say "fp32 math" or "fp32 accumulation";
-// as for the core reductions and norms, the reference computes these in
-// float64 and rounds once to float32 (at least as accurate as an fp32
-// DEST), then the caller rounds to the result's storage dtype. bmm follows
-// matmul: with StorageFormats its products are the FPU's
+// Arithmetic model ops: the composed-path norms (rms_norm,
+// rms_norm_plain) and the activation x activation batched matmul (bmm).
+// Without StorageFormats they are computed in float64 and rounded once to
+// float32. With StorageFormats the norms are the norm lowering's FPU and
+// SFPU steps (normRows) and bmm follows matmul: its products are the FPU's
 // (numerics.Matmul at Options.Fidelity, fp32 operands reduced to tf32,
-// float32 accumulation), because that is a property of the operands'
-// formats, not of one kernel.
+// float32 accumulation). The caller then rounds to the result's storage
+// dtype. Sum is a reduction (reduce.go).
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpSum:             evalSum,
 		ir.OpRMSNormComposed: evalRMSNorm, // same equation as the fused rmsnorm, one rounding
 		ir.OpRMSNormPlain:    evalRMSNormPlain,
 		ir.OpBMM:             evalBMM,
 	})
-}
-
-// evalSum: out[.., 0, ..] = sum over axis of x, the axis kept with size 1;
-// summed in float64 in index order and rounded once to float32.
-func evalSum(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
-	x := args[0]
-	if x.Shape.Rank() == 0 {
-		return nil, fmt.Errorf("rule rank: cannot sum a scalar over an axis")
-	}
-	ax, err := attrAxis(op, "axis", x.Shape.Rank())
-	if err != nil {
-		return nil, err
-	}
-	shape := x.Shape.Clone()
-	shape[ax] = 1
-	outer, n, inner := axisView(x.Shape, ax)
-	out := NewTensor(shape)
-	acc := make([]float64, inner)
-	for o := range outer {
-		clear(acc)
-		for i := range n {
-			for j, v := range x.Data[(o*n+i)*inner : (o*n+i+1)*inner] {
-				acc[j] += float64(v)
-			}
-		}
-		for j, s := range acc {
-			out.Data[o*inner+j] = float32(s)
-		}
-	}
-	return []Tensor{out}, nil
 }
 
 // evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),

@@ -355,6 +355,14 @@ func TestModelOpHandValues(t *testing.T) {
 		{"sum axis 0", ir.T(ir.FP32, 2, 3), []float32{1, 2, 3, 10, 20, 30},
 			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Sum(x, 0) },
 			Tensor{Shape: ir.Shape{1, 3}, Data: []float32{11, 22, 33}}},
+		// 1 + 2^-11 needs tf32's last mantissa bit: reduce_tile's SrcA
+		// drops it (wantOn); a leading-dim sum adds in fp32 on the SFPU.
+		{"sum last dim fp32", ir.T(ir.FP32, 1, 2), []float32{1 + 0x1p-11, 1 + 0x1p-11},
+			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Sum(x, -1) },
+			Tensor{Shape: ir.Shape{1, 1}, Data: []float32{2 + 0x1p-10}}},
+		{"sum leading dim fp32", ir.T(ir.FP32, 2, 1, 1), []float32{1 + 0x1p-11, 1 + 0x1p-11},
+			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Sum(x, 0) },
+			Tensor{Shape: ir.Shape{1, 1, 1}, Data: []float32{2 + 0x1p-10}}},
 		{"transpose", ir.T(ir.FP32, 2, 3), []float32{1, 2, 3, 4, 5, 6},
 			func(b *ir.Builder, x *ir.Value) *ir.Value { return b.Transpose(x, 0, 1) },
 			Tensor{Shape: ir.Shape{3, 2}, Data: []float32{1, 4, 2, 5, 3, 6}}},
@@ -386,9 +394,10 @@ func TestModelOpHandValues(t *testing.T) {
 	}
 	// Results with StorageFormats where they differ from want: the norm's
 	// FPU reads rsqrt(12.5) = 0.28284271 in SrcB as tf32, 0b1.0010000110 x
-	// 2^-2 = 579/2048.
+	// 2^-2 = 579/2048; reduce_tile reads 1 + 2^-11 as 1.
 	wantOn := map[string]Tensor{
-		"rms_norm_plain": {Shape: ir.Shape{1, 2}, Data: []float32{3 * 579.0 / 2048, 4 * 579.0 / 2048}},
+		"rms_norm_plain":    {Shape: ir.Shape{1, 2}, Data: []float32{3 * 579.0 / 2048, 4 * 579.0 / 2048}},
+		"sum last dim fp32": {Shape: ir.Shape{1, 1}, Data: []float32{2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

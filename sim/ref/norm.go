@@ -12,10 +12,10 @@ import (
 // through their decomposition (EvalDecomposition evaluates the latter).
 //
 // Without StorageFormats every step is float64, rounded once to float32.
-// With StorageFormats the norm follows the device's FPU the way matmul
-// does (normRows): the row sums and the scalings are FPU products, whose
-// fp32 operands the unpacker reduces to tf32 (numerics.FidelityMul), with
-// float32 accumulation and SFPU steps in float32.
+// With StorageFormats the norm is the norm lowering's pipeline step by
+// step (normRows): the squares on the SFPU from x as copy_tile reads it,
+// the row sums a reduce_tile running sum, the scalings eltwise FPU
+// multiplies on source-register (tf32) reads of their fp32 operands.
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpRMSNorm: evalRMSNorm,
@@ -49,20 +49,29 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // 1), times (w + offset) when w is not nil (len(w) is x's last dim).
 //
 // Without opts.StorageFormats every step is float64, rounded once to
-// float32. With it, the result is what the norm lowering's FPU pipeline
-// (codegen/lower/norm.go, normCBs.row; shared by rms_norm, rmsnorm,
-// add_rmsnorm, all_reduce_add_rmsnorm and rmsnorm_matmul) computes from
-// the same operands, bit for bit when its x^2 CB is fp32 (it falls back to
-// bf16 squares only when a row's tiles do not fit L1):
+// float32. With it, the result is what the norm lowering's pipeline
+// (codegen/lower/norm.go, normCBs.row; shared by rms_norm,
+// rms_norm_plain, rmsnorm, add_rmsnorm, all_reduce_add_rmsnorm and
+// rmsnorm_matmul) computes in an fp32 DEST at opts.Fidelity, bit for bit
+// when the row is on one core and its x^2 CB is fp32 (it falls back to
+// bf16 squares only when a row's tiles do not fit L1). Per row, with tf
+// the unpacker's tf32 read of fp32 data (numerics.TruncTF32; bf16 data
+// passes unchanged):
 //
-//	ss  = sum_i FidelityMul(float32(x_i^2), 1)      (reduce, SrcA reads x^2 as tf32; float32 sum in column order)
-//	rs  = Rsqrt(float32(float32(ss * float32(1/H)) + float32(eps)))  (SFPU, float32)
-//	xn  = FidelityMul(x_i, rs)                      (column broadcast, rs in SrcB as tf32)
-//	out = FidelityMul(xn, float32(w_i + offset))    (row broadcast, xn in SrcA and w + offset in SrcB as tf32)
+//	sq_i = tf(x_i) * tf(x_i)             copy_tile of x through SrcA, square_tile on the SFPU, packed fp32
+//	ss   = reduceTileSum over i of sq_i   reduce_tile<SUM, REDUCE_ROW> against 1.0, column order, float32
+//	rs   = Rsqrt(float32(ss * float32(1/H)) + float32(eps))   mul_unary, add_unary, rsqrt on the SFPU, packed fp32
+//	xn_i = FPUMul(tf(x_i), tf(rs))        mul_tiles_bcast_cols: x in SrcA, rs in SrcB
+//	out_i = FPUMul(tf(xn_i), tf(wo_i))    with a weight: xn packed fp32, mul_tiles_bcast_rows
 //
-// all at opts.Fidelity; without a weight out = xn. These tf32 reductions
-// are the hardware's (the unpacker truncates fp32 data moved into the
-// source registers), as for matmul's fp32 operands.
+// where wo_i = float32(w_i + float32(offset)) (add_unary on the SFPU,
+// packed fp32) when offset != 0 and w_i otherwise; without a weight out =
+// xn. When a row is split over several cores (norm_split.go: few tile
+// rows) each core reduces its chunk of tiles and the row sum is the chunk
+// sums added in fp32 in core order; ss then often differs from the
+// running sum in its last bits, which reaches the result only where tf(rs)
+// crosses a truncation step (rarely: see the Numerics paragraph of
+// codegen/lower/norm.go).
 func normRows(x Tensor, w []float32, eps, offset float64, opts Options) Tensor {
 	n := x.Shape.Cols2D()
 	out := NewTensor(x.Shape)
@@ -83,20 +92,22 @@ func normRows(x Tensor, w []float32, eps, offset float64, opts Options) Tensor {
 			}
 			continue
 		}
-		f := opts.Fidelity
+		f, tf := opts.Fidelity, numerics.TruncTF32
+		mul := func(a, b float32) float32 { return numerics.FPUMul(tf(a), tf(b), 0, f, true) }
 		var ss float32
 		for _, v := range row {
-			ss += numerics.FidelityMul(v*v, 1, f)
+			v = tf(v)
+			ss = reduceTileSum(ss, v*v, f)
 		}
-		rs := numerics.Rsqrt(ss*float32(1/float64(n)) + float32(eps))
+		rs := numerics.Rsqrt(float32(ss*float32(1/float64(n))) + float32(eps))
 		for i, v := range row {
-			y := numerics.FidelityMul(v, rs, f)
+			y := mul(v, rs)
 			if w != nil {
 				wv := w[i]
 				if offset != 0 {
 					wv += float32(offset)
 				}
-				y = numerics.FidelityMul(y, wv, f)
+				y = mul(y, wv)
 			}
 			o[i] = y
 		}

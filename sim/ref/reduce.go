@@ -2,15 +2,33 @@ package ref
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
-// Reductions over the last dimension. Sums accumulate in float64 and round
-// once to float32, at least as accurate as the device's fp32 DEST
-// accumulation; the reference models storage rounding, not summation order.
+// Reductions: mean over the last dimension, sum over any axis and argmax.
+//
+// Without StorageFormats the sums accumulate in float64 in index order and
+// round once to float32. With StorageFormats they are what the reduce
+// lowering (codegen/lower/reduce.go) computes, rounding point by rounding
+// point, in an fp32 DEST:
+//
+//   - over the last or the second-to-last dim, reduce_tile<SUM> folds the
+//     operand tiles one after the other, in index order, into one DEST
+//     tile against a scaler tile of 1.0: every element is the FPU product
+//     numerics.FidelityMul(x, 1) (x in SrcA: fp32 data loses its low
+//     mantissa bits there, bf16 data is exact from HiFi2 on) added to the
+//     running float32 sum (reduceTileSum). The zeroed tile padding adds +0;
+//   - over a leading dim the tiles are copied into DEST and added there on
+//     the SFPU, a float32 running sum in index order (sumLead);
+//   - mean is the last-dim sum times float32(1/N) on the SFPU.
+//
+// The result is then packed to its dtype by the caller (runOp).
 func init() {
 	register(map[ir.OpKind]evalFunc{
+		ir.OpSum:    evalSum,
 		ir.OpMean:   evalMean,
 		ir.OpArgmax: evalArgmax,
 	})
@@ -28,22 +46,122 @@ func reduceLast(x Tensor) (ir.Shape, int, int, error) {
 	return s, x.Shape.Numel() / n, n, nil
 }
 
-// evalMean: out[r] = float32(sum_i x[r, i] / n), summed in float64.
-func evalMean(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
+// evalMean: out[r] = sum_i x[r, i] / n. Without StorageFormats the sum is
+// float64, divided and rounded once; with it the device's row sum
+// (reduceTileSum in column order) times float32(1/n) in float32 (the SFPU's
+// mul_unary_tile).
+func evalMean(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x := args[0]
 	shape, rows, n, err := reduceLast(x)
 	if err != nil {
 		return nil, err
 	}
 	out := NewTensor(shape)
+	inv := float32(1 / float64(n))
 	for r := 0; r < rows; r++ {
+		row := x.Data[r*n : (r+1)*n]
+		if opts.StorageFormats {
+			var s float32
+			for _, v := range row {
+				s = reduceTileSum(s, v, opts.Fidelity)
+			}
+			out.Data[r] = s * inv
+			continue
+		}
 		var s float64
-		for _, v := range x.Data[r*n : (r+1)*n] {
+		for _, v := range row {
 			s += float64(v)
 		}
 		out.Data[r] = float32(s / float64(n))
 	}
 	return []Tensor{out}, nil
+}
+
+// evalSum: out[.., 0, ..] = sum over axis of x, the axis kept with size 1.
+// Without StorageFormats it is summed in float64 in index order and
+// rounded once to float32. With StorageFormats it is the device's: over
+// the last two dims the reduce_tile running sum (reduceTileSum) in index
+// order, over a leading dim sumLead.
+func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	x := args[0]
+	if x.Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot sum a scalar over an axis")
+	}
+	ax, err := attrAxis(op, "axis", x.Shape.Rank())
+	if err != nil {
+		return nil, err
+	}
+	shape := x.Shape.Clone()
+	shape[ax] = 1
+	outer, n, inner := axisView(x.Shape, ax)
+	out := NewTensor(shape)
+	lead := ax < x.Shape.Rank()-2
+	acc := make([]float64, inner)
+	vals := make([]float32, n)
+	for o := range outer {
+		if !opts.StorageFormats {
+			clear(acc)
+			for i := range n {
+				for j, v := range x.Data[(o*n+i)*inner : (o*n+i+1)*inner] {
+					acc[j] += float64(v)
+				}
+			}
+			for j, s := range acc {
+				out.Data[o*inner+j] = float32(s)
+			}
+			continue
+		}
+		for j := range inner {
+			for i := range n {
+				vals[i] = x.Data[(o*n+i)*inner+j]
+			}
+			if lead {
+				out.Data[o*inner+j] = sumLead(vals, op.Operands[0].Type.DType)
+				continue
+			}
+			var s float32
+			for _, v := range vals {
+				s = reduceTileSum(s, v, opts.Fidelity)
+			}
+			out.Data[o*inner+j] = s
+		}
+	}
+	return []Tensor{out}, nil
+}
+
+// reduceTileSum is what reduce_tile<SUM> leaves in an fp32 DEST element
+// holding acc when it folds in operand element x against the scaler tile's
+// 1.0: acc + FidelityMul(x, 1, f) in float32. x is read through SrcA,
+// whose multiplier sees the hidden bit and 9 mantissa bits (tf32's last
+// one unused) from HiFi2 on and 4 at LoFi: bf16 data is exact from HiFi2
+// on, fp32 data truncated; 1.0 is exact in SrcB at any fidelity.
+func reduceTileSum(acc, x float32, f ir.MathFidelity) float32 {
+	return acc + numerics.FidelityMul(x, 1, f)
+}
+
+// sumLead is the sum of vals (one element of each of the n operand tiles
+// folded into one result tile, in index order) as the reduce lowering adds
+// tiles over a leading dim: every tile is copied into DEST (copy_tile:
+// fp32 data, only ever copied, unpacks to DEST exactly; bf16 passes SrcA
+// unchanged but for subnormals, which flush to zero, as TruncTF32 does)
+// and added to the running sum in DEST[0] on the SFPU (add_binary_tile):
+// a float32 running sum.
+func sumLead(vals []float32, dt ir.DType) float32 {
+	copied := func(v float32) float32 {
+		if dt == ir.FP32 {
+			return v
+		}
+		return numerics.TruncTF32(v)
+	}
+	var s float32
+	for i, v := range vals {
+		if i == 0 {
+			s = copied(v)
+			continue
+		}
+		s += copied(v)
+	}
+	return s
 }
 
 // evalArgmax: out[r] = index of the first maximum of row r. As in PyTorch a
