@@ -59,7 +59,13 @@ printed per step and the next tokens must match (unless the reference's top two
 logits nearly tie: within 4 ulps of the logits' dtype at the top logit). After
 each step the state the step wrote (recurrent and conv states, the KV-cache
 rows of the step's positions) is compared with the same-formats reference's,
-PCC per buffer at --threshold, one summary line per step. A free-running reference that carries its own state from
+PCC per buffer at --threshold, one summary line per step. And every program is
+checked on its own inputs: the operands it reads are read back from the device
+just before it runs, the reference evaluates the op it implements on them, and
+its results must equal the device's bit for bit (the reference models each
+program's data path); a program that differs is listed with how many elements
+do, and fails below PCC --program-threshold (one "programs:" line per step).
+A free-running reference that carries its own state from
 the first step is printed too, for information: it shows the drift. The logits are also compared with an
 fp32 reference (fp32 math, no activation rounding, on the weight values as
 stored) at --fp32-threshold, and, for information, with fp32 math on the
