@@ -186,17 +186,32 @@ func TestReportQwen27B(t *testing.T) {
 // both cards of mesh 1x2, a prefill then 16 decode steps entirely through
 // the generated programs on the simulator, every step checked.
 func TestRunQwenSmallEndToEnd(t *testing.T) {
-	longtest.Skip(t, "the qwen27b small-config end-to-end run (~2 CPU-min)")
+	longtest.Skip(t, "the qwen27b small-config end-to-end run, three users (~4 CPU-min)")
 	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2",
-		"--check", "--prefill", "8", "--steps", "16")
+		"--check", "--prefill", "8", "--steps", "16", "--batch", "3")
 	t.Log(out)
 	if err != nil {
 		t.Fatalf("run --check failed: %v", err)
 	}
-	for _, want := range []string{"prefill: ", "decode: 69 programs per device", "decode 15", "check passed"} {
+	for _, want := range []string{"prefill: ", "decode: 79 programs per device", "decode 15", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	// On the simulator every program reproduces the same-formats
+	// reference bit for bit, the prefill's and each decode step's, and so
+	// do the chained logits.
+	lines := regexp.MustCompile(`programs: (\d+) of (\d+) checked on their own inputs, (\d+) bit for bit ok`).FindAllStringSubmatch(out, -1)
+	if len(lines) != 17 {
+		t.Errorf("%d bit-exact programs lines, want 17 (prefill and 16 decode steps)", len(lines))
+	}
+	for _, m := range lines {
+		if m[1] != m[2] || m[2] != m[3] {
+			t.Errorf("not every program checked and bit for bit: %s", m[0])
+		}
+	}
+	if n := strings.Count(out, "  same formats PCC 1.000000 (max rel 0) ok"); n != 17 {
+		t.Errorf("%d steps with the same-formats logits bit for bit, want 17", n)
 	}
 }
 

@@ -75,26 +75,30 @@ func (pc *programCheck) download(exe *runtime.Executable, d int, v *ir.Value) ([
 	return data, true, nil
 }
 
+// readAll reads vals on every device (res[d][i] is device d's value of
+// vals[i]); ok is false when one of them has no device buffer.
+func (pc *programCheck) readAll(exe *runtime.Executable, vals []*ir.Value) (res [][]ref.Tensor, ok bool, err error) {
+	res = make([][]ref.Tensor, pc.graph.Mesh.Devices())
+	for d := range res {
+		for _, v := range vals {
+			data, has, err := pc.download(exe, d, v)
+			if err != nil || !has {
+				return nil, false, err
+			}
+			res[d] = append(res[d], ref.Tensor{Shape: v.Type.Shape.Clone(), Data: data})
+		}
+	}
+	return res, true, nil
+}
+
 // around runs program i (run) between reading its operands and its
 // results on every device, and compares the results with the reference's.
 func (pc *programCheck) around(exe *runtime.Executable, i int, run func() error) error {
 	op := exe.Build.Programs[i].Op
 	pc.programs++
-	devices := pc.graph.Mesh.Devices()
-	args := make([][]ref.Tensor, devices)
-	ok := true
-	for d := range devices {
-		for _, v := range op.Operands {
-			data, has, err := pc.download(exe, d, v)
-			if err != nil {
-				return err
-			}
-			if !has {
-				ok = false
-				break
-			}
-			args[d] = append(args[d], ref.Tensor{Shape: v.Type.Shape.Clone(), Data: data})
-		}
+	before, ok, err := pc.readAll(exe, op.Operands)
+	if err != nil {
+		return err
 	}
 	if err := run(); err != nil {
 		return err
@@ -104,27 +108,17 @@ func (pc *programCheck) around(exe *runtime.Executable, i int, run func() error)
 			return err
 		}
 	}
-	var got [][][]float32
-	for d := 0; ok && d < devices; d++ {
-		var res [][]float32
-		for _, r := range op.Results {
-			data, has, err := pc.download(exe, d, r)
-			if err != nil {
-				return err
-			}
-			if !has {
-				ok = false
-				break
-			}
-			res = append(res, data)
+	var got [][]ref.Tensor
+	if ok {
+		if got, ok, err = pc.readAll(exe, op.Results); err != nil {
+			return err
 		}
-		got = append(got, res)
 	}
 	if !ok {
 		pc.unchecked[op.Kind.String()]++
 		return nil
 	}
-	want, err := ref.EvalMeshOp(op, pc.graph.Mesh, args, ref.DefaultOptions())
+	want, err := ref.EvalMeshOp(op, pc.graph.Mesh, before, ref.DefaultOptions())
 	if err != nil {
 		return fmt.Errorf("reference evaluator: %w", err)
 	}
@@ -132,7 +126,7 @@ func (pc *programCheck) around(exe *runtime.Executable, i int, run func() error)
 	diff := programDiff{where: op.Where(), pcc: 1}
 	for d := range got {
 		for r := range got[d] {
-			w, g := want[d][r].Data, got[d][r]
+			w, g := want[d][r].Data, got[d][r].Data
 			diff.total += len(w)
 			for j := range w {
 				if !sameValue(w[j], g[j]) {

@@ -89,14 +89,7 @@ func TestRunCheckFailsOnWrongState(t *testing.T) {
 		return nil
 	}
 	defer func() { afterStep = nil }()
-	out, err := runCLI(t, "run", "qwen27b", "--config", cfg, "--max-seq", "32", "--mesh", "1x2", "--check", "--steps", "1")
-	if hit == "" {
-		t.Fatalf("no recurrent state to corrupt:\n%s", out)
-	}
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 {
-		t.Fatalf("corrupted %s: want exit status 2, got %v\n%s", hit, err, out)
-	}
+	out := runCorrupted(t, cfg, &hit, "recurrent state")
 	if !strings.Contains(out, "FAIL: "+hit+" device 1") {
 		t.Errorf("the state line does not name %s device 1:\n%s", hit, out)
 	}
@@ -124,15 +117,25 @@ func TestRunCheckFailsOnWrongProgram(t *testing.T) {
 		return exe.UploadTo(1, r, data)
 	}
 	defer func() { afterProgram = nil }()
-	out, err := runCLI(t, "run", "qwen27b", "--config", cfg, "--max-seq", "32", "--mesh", "1x2", "--check", "--steps", "1")
-	if hit == "" {
-		t.Fatalf("no matmul to corrupt:\n%s", out)
-	}
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 {
-		t.Fatalf("corrupted %s: want exit status 2, got %v\n%s", hit, err, out)
-	}
+	out := runCorrupted(t, cfg, &hit, "matmul")
 	if !strings.Contains(out, hit+": 1 of ") || !strings.Contains(out, "FAIL: 1 below PCC") {
 		t.Errorf("the programs line does not name %s with one wrong element:\n%s", hit, out)
 	}
+}
+
+// runCorrupted runs one checked decode step of the one-layer config cfg on
+// mesh 1x2, with a test hook that corrupts something and records it in
+// *hit, and requires the check to fail (exit status 2). It returns the
+// output.
+func runCorrupted(t *testing.T, cfg string, hit *string, what string) string {
+	t.Helper()
+	out, err := runCLI(t, "run", "qwen27b", "--config", cfg, "--max-seq", "32", "--mesh", "1x2", "--check", "--steps", "1")
+	if *hit == "" {
+		t.Fatalf("no %s to corrupt:\n%s", what, out)
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("corrupted %s: want exit status 2, got %v\n%s", *hit, err, out)
+	}
+	return out
 }
