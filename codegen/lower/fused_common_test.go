@@ -537,7 +537,7 @@ func TestFusedMatmulPlan(t *testing.T) {
 	sw := fcBuild(t, func(b *ir.Builder) []*ir.Value {
 		return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 320), fcW(b, "g", ir.BFP8B, 320, 640), fcW(b, "u", ir.BFP8B, 320, 640)))
 	})
-	f := &fusedMatmul{op: sw, act: sw.Operands[0], epi: epiSwiGLU, parts: []mmPart{{weights: sw.Operands[1:3], out: sw.Result()}}}
+	f := &fusedMatmul{op: sw, act: sw.Operands[0], epi: &epiSwiGLU{}, parts: []mmPart{{weights: sw.Operands[1:3], out: sw.Result()}}}
 	if err := f.check(); err != nil {
 		t.Fatal(err)
 	}
