@@ -193,13 +193,25 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kir.Validate(p, tgt); err != nil {
+	got, info := fcExec(t, ctx, op, p, args, srcs)
+	for i, r := range op.Results {
+		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), fcExact(op), want[i].Data, got[i], info)
+	}
+	return p
+}
+
+// fcExec validates p, op's program lowered with ctx, adds its kernels to
+// srcs (unless nil), runs it on a fresh simulated device with op's
+// operands set to args and returns op's results and a line on the run.
+func fcExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args [][]float32, srcs *fcSources) ([][]float32, string) {
+	t.Helper()
+	if err := kir.Validate(p, ctx.Target); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
 	if srcs != nil {
 		srcs.add(t, p)
 	}
-	d := kexec.NewDevice(tgt)
+	d := kexec.NewDevice(ctx.Target)
 	for _, b := range p.Buffers {
 		if _, err := d.Alloc(b); err != nil {
 			t.Fatal(err)
@@ -216,14 +228,13 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 		t.Fatalf("Run: %v", err)
 	}
 	info := fmt.Sprintf("%d cores, %d steps, %v", len(p.Cores()), st.Steps, time.Since(start).Round(time.Millisecond))
+	got := make([][]float32, len(op.Results))
 	for i, r := range op.Results {
-		got, err := download(d, ctx.BufferName(r), r)
-		if err != nil {
+		if got[i], err = download(d, ctx.BufferName(r), r); err != nil {
 			t.Fatal(err)
 		}
-		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), fcExact(op), want[i].Data, got, info)
 	}
-	return p
+	return got, info
 }
 
 // fcCompare checks got against want (see fcRun).
