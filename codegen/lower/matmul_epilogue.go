@@ -7,40 +7,33 @@ import (
 )
 
 // mmEpilogue is what a fused matmul (matmul_engine.go) does with the
-// products of each sub-block of at most dest output tiles. An epilogue is
-// built per lowering (it keeps the CB indices scratch hands out) and says
-// everything the engine needs of it: its inputs (CBs and the reader's
-// stream), its scratch CBs, where each weight's products are packed, its
-// per-sub-block compute and its cost. The writer side is the engine's:
-// every epilogue leaves its result tiles in the result CB. A new epilogue
-// is one type implementing these methods (embedding epiPlain for the
-// defaults); TestMatmulEpilogueInOneFile defines one in its test file.
+// products of each sub-block of at most dest output tiles: its inputs, its
+// CBs, where each weight's products are packed, its compute and its cost.
+// The data movement is the engine's: the reader streams the inputs, the
+// writer stores the result tiles the epilogue leaves in the result CB. An
+// epilogue is built per lowering (it keeps its CB indices); a new one is
+// one type (TestMatmulEpilogueInOneFile defines one in its test file).
 type mmEpilogue interface {
-	// inputs are the values the epilogue reads besides the products, each
-	// of the result's shape: the engine gives input i an input CB of dest
-	// pages named inputs()[i].name and the reader pushes the sub-block's
-	// tiles of it there after the sub-block's weights.
+	// inputs are values of the result's shape the epilogue reads: input i
+	// gets an input CB of dest pages (in[i] of compute), named after it,
+	// and the reader pushes the sub-block's tiles to it after the weights.
 	inputs() []mmInput
-	// tileOps is the number of tile operations per output tile the cost
-	// model charges (EltwiseTileCycles each).
+	// tileOps is the cost model's tile operations per output tile.
 	tileOps() int
-	// scratch adds the epilogue's scratch CBs to cbs, after the result
-	// CBs: odt is the (first) result's dtype, dest the sub-block capacity.
+	// scratch adds the epilogue's scratch CBs, after the result CBs: odt is
+	// the (first) result's dtype, dest the sub-block capacity.
 	scratch(cbs *blocks.CBPlan, odt ir.DType, dest int)
-	// dst is the CB the packed products of the part's weight slot go to
-	// (one page per tile, rounded to that CB's dtype); out is the part's
-	// result CB.
+	// dst is the CB the products of weight slot are packed to (a page per
+	// tile, rounded to its dtype); out is the part's result CB.
 	dst(slot, out int) int
-	// compute emits the epilogue of a sub-block of sb tiles, after every
-	// slot's products are packed to dst: it consumes those sb pages of each
-	// dst other than out and of each input CB in[i] and pushes sb result
-	// tiles to out.
+	// compute emits the epilogue of a sub-block of sb tiles after every
+	// slot's products are packed: it consumes the sb pages of each dst
+	// other than out and of each in[i] and pushes sb result tiles to out.
 	compute(c *blocks.Compute, sb kir.Var, in []int, out int)
 }
 
-// mmInput is an epilogue input: a value of the result's shape streamed
-// per sub-block (its CB and the reader's runtime arg name_addr are named
-// after name).
+// mmInput is an epilogue input; its CB and the reader's address argument
+// (name_addr) are named after name.
 type mmInput struct {
 	name string
 	v    *ir.Value
@@ -91,28 +84,22 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // (r).
 type epiSwiGLU struct {
 	epiPlain
-	gate, up, silu int // scratch CBs
+	slots [2]int // scratch CBs: gate, up
+	silu  int
 }
 
-func (e *epiSwiGLU) tileOps() int { return 2 }
+func (e *epiSwiGLU) tileOps() int        { return 2 }
+func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
 
 func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
-	e.gate = cbs.Scratch("gate", odt, dest)
-	e.up = cbs.Scratch("up", odt, dest)
+	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
 	e.silu = cbs.Scratch("silu_gate", odt, 1)
-}
-
-func (e *epiSwiGLU) dst(slot, _ int) int {
-	if slot == 0 {
-		return e.gate
-	}
-	return e.up
 }
 
 func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
 	c.B.Comment("epilogue: silu(gate), rounded, times up")
 	c.For("j", kir.C(0), sb, func(kir.Var) {
-		c.Unary(e.gate, e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
-		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.up, out, false, nil)
+		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
 	})
 }
