@@ -27,14 +27,15 @@ import (
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 
-// Tests of the common fused ops (fused_common.go) on the simulator against
+// Tests of the common fused ops (fused_common.go, and the fused matmuls of
+// matmul.go) on the simulator against
 // ref.EvalOp (ref.DefaultOptions): the real fused ops of tiny-mlp and of
 // the small qwen27b config (meshes 1x1 and 1x2) taken from the graphs the
 // pass pipeline produces, hand-built variants (2-core grid so that core
 // ranges straddle parts and sub-blocks, mixed weight dtypes, several
 // tokens, other reshapes and chains) and 27B 1x2 per-device shapes.
 
-// fcKinds are the op kinds fused_common.go lowers.
+// fcKinds are the common fused op kinds (fused_common.go, matmul.go).
 var fcKinds = []ir.OpKind{ir.OpMatmul2, ir.OpMatmul3, ir.OpMatmul4, ir.OpMatmulAdd, ir.OpRMSNormMatmul,
 	ir.OpMatmulSwiGLU, ir.OpAddRMSNorm, ir.OpEltwiseChain, ir.OpEmbeddingReshape}
 

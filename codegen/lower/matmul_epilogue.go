@@ -41,8 +41,8 @@ type mmInput struct {
 
 // epiPlain: the packed products are the result (matmul, matmul2/3/4,
 // rmsnorm_matmul; each sibling's tiles go to its own result, CBs are shared
-// between parts of one dtype since parts are processed in order). Other
-// epilogues embed it for its defaults: no inputs, no cost, no scratch.
+// between parts of one dtype since parts are processed in order). An
+// epilogue may embed it for its defaults: no inputs, no cost, no scratch.
 type epiPlain struct{}
 
 func (epiPlain) inputs() []mmInput                            { return nil }
@@ -55,7 +55,6 @@ func (epiPlain) compute(*blocks.Compute, kir.Var, []int, int) {}
 // to an intermediate CB of the result dtype (r), then the FPU adds the
 // residual tile (fp32 sum of the two stored values) and packs (r).
 type epiAdd struct {
-	epiPlain
 	residual *ir.Value
 	product  int // scratch CB
 }
