@@ -6,16 +6,18 @@
 // compute and writer kernel per core with their argument tables. Lowerings
 // are looked up in a table keyed by ir.OpKind, filled from one file per op
 // class (eltwise.go: unary, binary with numpy broadcasting, typecast;
-// matmul.go, bmm.go; norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
+// matmul.go: matmul and its fused forms (sibling matmuls, matmul
+// epilogues and prologues), built by the engine of matmul_engine.go with
+// the epilogues of matmul_epilogue.go; bmm.go;
+// norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
 // sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
 // repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
 // cache.go: update_cache; sdpa.go: sdpa_decode; prefill.go: cumsum, tril,
 // tril_inverse, conv_depthwise, fill_cache, sdpa_prefill; collective.go,
 // collective_adders.go, collective_gather.go and collective_plan.go:
 // all_reduce, reduce_scatter, all_gather over ethernet, one program for
-// every card; and the fused ops: fused_common.go (sibling
-// matmuls, matmul epilogues and prologues, add_rmsnorm, eltwise chains,
-// embedding_reshape), fused_collective.go and collective_push.go
+// every card; and the fused ops: fused_common.go (add_rmsnorm, eltwise
+// chains, embedding_reshape), fused_collective.go and collective_push.go
 // (all_reduce_add[_rmsnorm]),
 // fused_gdn.go (gdn_conv_gates, gdn_recurrence), fused_attention.go,
 // fused_sdpa.go, fused_prologue_prefill.go (attention prologue and gated

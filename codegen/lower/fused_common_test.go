@@ -27,14 +27,15 @@ import (
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 
-// Tests of the common fused ops (fused_common.go) on the simulator against
+// Tests of the common fused ops (fused_common.go, and the fused matmuls of
+// matmul.go) on the simulator against
 // ref.EvalOp (ref.DefaultOptions): the real fused ops of tiny-mlp and of
 // the small qwen27b config (meshes 1x1 and 1x2) taken from the graphs the
 // pass pipeline produces, hand-built variants (2-core grid so that core
 // ranges straddle parts and sub-blocks, mixed weight dtypes, several
 // tokens, other reshapes and chains) and 27B 1x2 per-device shapes.
 
-// fcKinds are the op kinds fused_common.go lowers.
+// fcKinds are the common fused op kinds (fused_common.go, matmul.go).
 var fcKinds = []ir.OpKind{ir.OpMatmul2, ir.OpMatmul3, ir.OpMatmul4, ir.OpMatmulAdd, ir.OpRMSNormMatmul,
 	ir.OpMatmulSwiGLU, ir.OpAddRMSNorm, ir.OpEltwiseChain, ir.OpEmbeddingReshape}
 
@@ -193,13 +194,25 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kir.Validate(p, tgt); err != nil {
+	got, info := fcExec(t, ctx, op, p, args, srcs)
+	for i, r := range op.Results {
+		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), fcExact(op), want[i].Data, got[i], info)
+	}
+	return p
+}
+
+// fcExec validates p, op's program lowered with ctx, adds its kernels to
+// srcs (unless nil), runs it on a fresh simulated device with op's
+// operands set to args and returns op's results and a line on the run.
+func fcExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args [][]float32, srcs *fcSources) ([][]float32, string) {
+	t.Helper()
+	if err := kir.Validate(p, ctx.Target); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
 	if srcs != nil {
 		srcs.add(t, p)
 	}
-	d := kexec.NewDevice(tgt)
+	d := kexec.NewDevice(ctx.Target)
 	for _, b := range p.Buffers {
 		if _, err := d.Alloc(b); err != nil {
 			t.Fatal(err)
@@ -216,14 +229,13 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 		t.Fatalf("Run: %v", err)
 	}
 	info := fmt.Sprintf("%d cores, %d steps, %v", len(p.Cores()), st.Steps, time.Since(start).Round(time.Millisecond))
+	got := make([][]float32, len(op.Results))
 	for i, r := range op.Results {
-		got, err := download(d, ctx.BufferName(r), r)
-		if err != nil {
+		if got[i], err = download(d, ctx.BufferName(r), r); err != nil {
 			t.Fatal(err)
 		}
-		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), fcExact(op), want[i].Data, got, info)
 	}
-	return p
+	return got, info
 }
 
 // fcCompare checks got against want (see fcRun).
@@ -537,7 +549,7 @@ func TestFusedMatmulPlan(t *testing.T) {
 	sw := fcBuild(t, func(b *ir.Builder) []*ir.Value {
 		return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 320), fcW(b, "g", ir.BFP8B, 320, 640), fcW(b, "u", ir.BFP8B, 320, 640)))
 	})
-	f := &fusedMatmul{op: sw, act: sw.Operands[0], epi: epiSwiGLU, parts: []mmPart{{weights: sw.Operands[1:3], out: sw.Result()}}}
+	f := &fusedMatmul{op: sw, act: sw.Operands[0], epi: &epiSwiGLU{}, parts: []mmPart{{weights: sw.Operands[1:3], out: sw.Result()}}}
 	if err := f.check(); err != nil {
 		t.Fatal(err)
 	}

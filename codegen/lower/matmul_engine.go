@@ -1,0 +1,622 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// The decode-matmul engine: fusedMatmul builds every program of the matmul
+// family (matmul.go) from an optional RMSNorm prologue (mmNorm),
+// parts of output columns and an epilogue (matmul_epilogue.go).
+//
+// A fused matmul is [M <= 32, K] x [K, N] (the activation is one tile
+// row). An activation of several tile rows (B > 1 users at decode, [B, 1,
+// K]: one live row per tile row; prefill beyond 32 tokens) runs every
+// kernel once per tile row, the weights streamed again for each
+// (fusedMatmul.rows; no multicast then). Its output is a list of parts: a
+// part is a run of output tile columns with the weights whose tiles for
+// those columns are multiplied on the same core (one weight; gate and up
+// for matmul_swiglu) and the result the part writes. The tile columns of
+// all parts, laid end to end, are split over the grid by fusedMatmul.plan
+// (the cost model of PlanMatmul, with every column costing the tile
+// products of all its part's weights plus its epilogue, and the prologue
+// added to each core's fixed cost), so a core's range may straddle parts:
+// every core gets a (start, count) per part, count 0 where it has none of
+// that part.
+//
+// Per core the reader loads the activation's Kt tiles into a resident CB
+// once (with more than one core and no prologue the activation row comes
+// by multicast instead, mcast.go), then per part, per sub-block of at most
+// DEST-capacity output tiles (4 with fp32 DEST) streams the Kt x sub-block
+// tiles of each of the part's weights and the sub-block's tiles of the
+// epilogue's inputs. Compute accumulates each weight's products over K in
+// fp32 DEST and packs the sub-block to the CB the epilogue names for that
+// weight (mmEpilogue.dst), which rounds it once to that CB's dtype; the
+// epilogue then works tile by tile on those rounded tiles and pushes the
+// result tiles, which the writer stores. The matmul and packer
+// configuration is set before the loops (blocks.Compute.MatmulConfig,
+// PackConfig), so the K loop body is just the tile products.
+
+// mmPart is one run of output tile columns: the weights multiplied for
+// those columns on one core and the result the columns are written to.
+type mmPart struct {
+	weights []*ir.Value
+	out     *ir.Value
+	nt      int // output tile columns (set by check)
+}
+
+// fusedMatmul is one decode-matmul program: an optional norm prologue,
+// parts of output columns, and an epilogue.
+type fusedMatmul struct {
+	op    *ir.Op
+	act   *ir.Value // a, or x for the norm prologue
+	norm  *mmNorm
+	parts []mmPart
+	// epi is what compute does with each sub-block's products; nil: they
+	// are the result (epiPlain; set by check).
+	epi mmEpilogue
+	kt  int
+	// rows is the activation's tile rows (set by check): 1 for a decode
+	// row; more (B > 1 users, or prefill beyond 32 tokens) and every
+	// kernel repeats per tile row, weights streamed once per row.
+	rows int
+	// users is B > 1 when the activation is B users' packed rows [1, B,
+	// K] and the results are per-user [B, 1, N] (ir.MatmulUsers): the
+	// writer stores row b of each product tile into row 0 of tile row b
+	// (writeUserRows); 0 otherwise.
+	users int
+}
+
+// check validates the shapes and sets kt, rows, the parts' nt and a nil
+// epi to epiPlain.
+func (f *fusedMatmul) check() error {
+	if f.epi == nil {
+		f.epi = epiPlain{}
+	}
+	vals := []*ir.Value{f.act}
+	for _, p := range f.parts {
+		vals = append(vals, p.out)
+		vals = append(vals, p.weights...)
+	}
+	for _, in := range f.epi.inputs() {
+		vals = append(vals, in.v)
+	}
+	if f.norm != nil {
+		vals = append(vals, f.norm.w)
+	}
+	for _, v := range vals {
+		if err := requireTile("value", v); err != nil {
+			return err
+		}
+	}
+	as := f.act.Type.Shape
+	if as.Rank() < 2 {
+		return fmt.Errorf("rule matmul-shape: the activation %s must be [..., M, K]", as)
+	}
+	k := as.Cols2D()
+	if k == 0 || k%ir.TileSize != 0 {
+		return fmt.Errorf("rule matmul-k: K = %d must be a multiple of %d (tile padding must not enter the sum)", k, ir.TileSize)
+	}
+	f.kt = k / ir.TileSize
+	f.rows = as.Tiles() / f.kt
+	if f.norm != nil {
+		ws := f.norm.w.Type.Shape
+		if ws.Numel() != k || ws.Rows2D() != 1 {
+			return fmt.Errorf("rule norm-weight: norm weight %s must be a row vector of the %d elements of x's last dim", ws, k)
+		}
+	}
+	for i := range f.parts {
+		p := &f.parts[i]
+		ws := p.weights[0].Type.Shape
+		for _, w := range p.weights {
+			if w.Type.Shape.Rank() != 2 || w.Type.Shape[0] != k || !w.Type.Shape.Equal(ws) {
+				return fmt.Errorf("rule matmul-shape: weight %s is %s; want [K, N] with K = %d (the activation's %s), one shape per part", w, w.Type.Shape, k, as)
+			}
+		}
+		p.nt = tilesWide(ws)
+		outRows := f.rows
+		if f.users > 0 {
+			if f.rows != 1 || as.Rows2D() != f.users {
+				return fmt.Errorf("rule matmul-users: with users = %d the activation %s must be one tile row of %d packed rows", f.users, as, f.users)
+			}
+			outRows = f.users // one tile row per user
+		}
+		if p.out.Type.Shape.Tiles() != outRows*p.nt || p.out.Type.Shape.Cols2D() != ws[1] {
+			return fmt.Errorf("rule matmul-shape: result %s must be %d tile rows of %d tiles (%d columns)", p.out.Type.Shape, outRows, p.nt, ws[1])
+		}
+	}
+	for _, in := range f.epi.inputs() {
+		if !in.v.Type.Shape.Equal(f.parts[0].out.Type.Shape) {
+			return fmt.Errorf("rule matmul-epilogue-input: %s %s must have the result's shape %s", in.name, in.v.Type.Shape, f.parts[0].out.Type.Shape)
+		}
+	}
+	return nil
+}
+
+// mmCosts are the cost-model inputs of a fused matmul.
+type mmCosts struct {
+	// colCycles is the cost of one output column of the costliest part:
+	// per K tile, the tile product (or the weight tile's NoC time) of each
+	// of the part's weights; plus the epilogue's tile ops and input reads.
+	colCycles int
+	// coreCycles is every core's fixed cost: reading the activation, and
+	// the prologue.
+	coreCycles int
+	// floorCycles is DRAM reading every weight tile once.
+	floorCycles int
+	items       int
+}
+
+// costs are f's cost-model inputs (f checked).
+func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
+	var c mmCosts
+	bytes := 0
+	for _, p := range f.parts {
+		col := 0
+		for _, w := range p.weights {
+			col += f.kt * max(MatmulTileCycles(fid)+2*UnpackTileCycles, w.Type.DType.TileBytes()/NoCBytesPerCycle)
+			bytes += p.nt * w.Type.DType.TileBytes()
+		}
+		c.colCycles = max(c.colCycles, col)
+		c.items += p.nt
+	}
+	c.colCycles += f.epi.tileOps() * EltwiseTileCycles
+	for _, in := range f.epi.inputs() {
+		c.colCycles += in.v.Type.DType.TileBytes() / NoCBytesPerCycle
+	}
+	c.coreCycles = f.kt * f.act.Type.DType.TileBytes() / NoCBytesPerCycle
+	if f.norm != nil {
+		// Reading the norm weight; square, reduce and two multiplies per tile.
+		c.coreCycles += f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles
+	}
+	c.floorCycles = f.kt * bytes / DRAMBytesPerCycle
+	// Every tile row streams the weights again.
+	c.colCycles *= f.rows
+	c.coreCycles *= f.rows
+	c.floorCycles *= f.rows
+	return c
+}
+
+// plan splits the output columns of all parts over at most maxCores
+// cores. With one part of one weight and no prologue or epilogue it is
+// PlanMatmul.
+func (f *fusedMatmul) plan(maxCores int, fid ir.MathFidelity) Split {
+	c := f.costs(fid)
+	return PlanSplit(c.items, maxCores, c.colCycles, c.coreCycles, c.floorCycles)
+}
+
+// coreRanges is each core's run of the concatenated output columns
+// under split, one entry per core. When every part can start on a core of
+// its own without a core taking more than split.PerCore columns or the
+// grid running out (sum over parts of ceil(nt/PerCore) <= maxCores), no
+// run straddles two parts: a straddling core would run one K loop per
+// part, each over the whole activation, the first one stalled on the
+// activation's arrival (the 27B attention's q/k/v matmul3 at 1x2: 19 us of
+// its 112). Otherwise the columns are cut every PerCore, as split.Range.
+func (f *fusedMatmul) coreRanges(split Split, maxCores int) [][2]int {
+	var aligned [][2]int
+	off := 0
+	for _, pt := range f.parts {
+		for s := 0; s < pt.nt; s += split.PerCore {
+			aligned = append(aligned, [2]int{off + s, min(split.PerCore, pt.nt-s)})
+		}
+		off += pt.nt
+	}
+	if len(aligned) <= maxCores {
+		return aligned
+	}
+	cut := make([][2]int, split.Cores)
+	for i := range cut {
+		cut[i][0], cut[i][1] = split.Range(i)
+	}
+	return cut
+}
+
+// kBlock is the number of K rows of weight tiles the reader moves per
+// barrier: as many as fit about 32 KiB per block of dest columns (two
+// blocks per weight CB), at most Kt.
+func (f *fusedMatmul) kBlock(dest int) int {
+	biggest := 0
+	for _, pt := range f.parts {
+		for _, w := range pt.weights {
+			biggest = max(biggest, w.Type.DType.TileBytes())
+		}
+	}
+	kb := max(1, (32<<10)/(dest*biggest))
+	return min(kb, f.kt)
+}
+
+// kbRows emits the K rows of one weight block of a sub-block of sb
+// columns when a full sub-block has full columns and kb rows: kb*full/sb
+// (kb for a full sub-block; at most kb*dest tiles, the block's pages).
+// The reader and compute kernels must agree on it.
+func kbRows(b *kir.Builder, sb kir.Var, kb, full int) kir.Var {
+	return b.Let("kb_rows", kir.Div(kir.Ci(kb*full), sb))
+}
+
+// rowLoop emits body once per activation tile row r (0 <= r < rows): a
+// loop when rows > 1, the body with r = 0 inline otherwise (so a decode
+// row's kernels have no loop).
+func rowLoop(b *kir.Builder, rows int, body func(r kir.Expr)) {
+	if rows == 1 {
+		body(kir.C(0))
+		return
+	}
+	b.For("r", kir.C(0), kir.Ci(rows), func(r kir.Var) { body(r) })
+}
+
+// rowPage is page p of tile row r of a value n tiles wide (p itself for a
+// one-row activation).
+func (f *fusedMatmul) rowPage(r kir.Expr, n, p kir.Expr) kir.Expr {
+	if f.rows == 1 {
+		return p
+	}
+	return kir.Add(kir.Mul(r, n), p)
+}
+
+// partRange is core range [s, s+n) of the concatenated columns intersected
+// with part columns [off, off+nt), in the part's own columns (0, 0 when
+// empty).
+func partRange(s, n, off, nt int) (start, count int) {
+	lo, hi := max(s, off), min(s+n, off+nt)
+	if hi <= lo {
+		return 0, 0
+	}
+	return lo - off, hi - lo
+}
+
+// cbKey is a CB shared by values of one role and dtype.
+type cbKey struct {
+	role int
+	dt   ir.DType
+}
+
+// mmNorm is a fused matmul's RMSNorm prologue (rmsnorm_matmul): the
+// activation is x normalised with weight w, eps and offset. Every matmul
+// core reads x and the norm weight and computes the normalised activation
+// row itself (the RMSNorm steps of norm.go: x^2 on the SFPU, reduce_tile
+// row sums against a scaler of 1, *1/K, +eps, rsqrt, x * rsqrt (column
+// broadcast), * (wn + offset) (row broadcast)), packed into the activation
+// CB in x's dtype — the rounding r of the Doc line — before the matmul
+// reads it. The alternative, one core normalising and multicasting the row
+// to the others, saves the redundant ~4 eltwise tile ops per K tile on
+// every core but needs a semaphore handshake across the grid; in decode
+// every core reads the whole activation row anyway, the prologue is small
+// next to the weight stream of a big matmul (the 27B lm_head at 1x2: 4
+// tile ops per K tile against 160 x 194 weight tiles per core), and it
+// keeps the program free of inter-core synchronisation. The cost model
+// charges the prologue to each core.
+type mmNorm struct {
+	w           *ir.Value
+	eps, offset float64
+	x, scaler   int     // the input CBs (set by allocCBs)
+	nc          normCBs // the norm's CBs (set by allocCBs)
+}
+
+// mmProgram is a fused matmul's program while it is built: the plan, the
+// cores and the CBs its reader, compute and writer share.
+type mmProgram struct {
+	*fusedMatmul
+	ctx        *Context
+	p          *kir.Program
+	dest, kb   int
+	plan       Split
+	ranges     [][2]int // each core's columns (coreRanges)
+	cores      []kir.Core
+	rs         []ir.CoreRange
+	mcast      bool // the writer receives the activation row by multicast
+	cbAct      int  // the activation CB (the prologue's result)
+	wCB        map[cbKey]int
+	inCB       []int // the epilogue's inputs, in inputs() order
+	outCB      map[ir.DType]int
+	rd, cp, wr *kir.Kernel
+}
+
+// lower builds f's program.
+func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	p, err := newProgram(f.op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := ctx.Target
+	m := &mmProgram{fusedMatmul: f, ctx: ctx, p: p, dest: t.DestTiles(false, true), plan: f.plan(t.NumWorkers(), ctx.Fidelity)}
+	m.ranges = f.coreRanges(m.plan, t.NumWorkers())
+	m.plan.Cores, m.kb = len(m.ranges), f.kBlock(m.dest)
+	m.cores, m.rs = firstCores(t, m.plan.Cores)
+	m.mcast = f.norm == nil && m.plan.Cores > 1 && f.rows == 1
+	if err := m.allocCBs(); err != nil {
+		return nil, err
+	}
+	if err := m.reader(); err != nil {
+		return nil, err
+	}
+	m.compute()
+	return p, m.writer()
+}
+
+// allocCBs adds the CBs: the activation (or the prologue's inputs), the
+// weight CBs shared by the weights of one slot (gate: 0, up: 1) and dtype,
+// the epilogue's inputs, the result CBs shared by results of one dtype,
+// the epilogue's scratch and the prologue's.
+func (m *mmProgram) allocCBs() error {
+	cbs := blocks.NewCBPlan(m.p, m.ctx.Target, m.rs)
+	adt := m.act.Type.DType
+	if n := m.norm; n != nil {
+		n.x, n.scaler = cbs.Input("x", adt, m.kt), cbs.Input("scaler", ir.BF16, 1)
+	} else {
+		m.cbAct = cbs.Input("act", adt, m.kt)
+	}
+	m.wCB = map[cbKey]int{}
+	for _, pt := range m.parts {
+		for slot, w := range pt.weights {
+			key := cbKey{slot, w.Type.DType}
+			if _, ok := m.wCB[key]; !ok {
+				m.wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(m.wCB)), w.Type.DType, 2*m.kb*m.dest)
+			}
+		}
+	}
+	for _, in := range m.epi.inputs() {
+		m.inCB = append(m.inCB, cbs.Input(in.name, in.v.Type.DType, m.dest))
+	}
+	m.outCB = map[ir.DType]int{}
+	for _, pt := range m.parts {
+		if _, ok := m.outCB[pt.out.Type.DType]; !ok {
+			m.outCB[pt.out.Type.DType] = cbs.Output(fmt.Sprintf("out%d", len(m.outCB)), pt.out.Type.DType, m.dest)
+		}
+	}
+	m.epi.scratch(cbs, m.parts[0].out.Type.DType, m.dest)
+	if n := m.norm; n != nil {
+		// Squares in fp32 when the resident rows fit next to x and the
+		// activation, else bf16.
+		sq := ir.FP32
+		if m.kt*(2*adt.TileBytes()+ir.FP32.TileBytes())+64<<10 > m.ctx.Target.L1Budget() {
+			sq = ir.BF16
+		}
+		m.cbAct = cbs.Scratch("act", adt, m.kt)
+		n.nc = fusedNormCBs(cbs, n.x, n.scaler, m.cbAct, n.w.Type.DType, m.kt, n.offset, sq)
+	}
+	return cbs.Err(fmt.Sprintf("the fused decode matmul keeps the activation's %d tiles per core", m.kt))
+}
+
+// mmPartArgs are a part's reader arguments: its weights' page access, its
+// width and the core's (start, count) of its columns.
+type mmPartArgs struct {
+	wAcc         []*blocks.Access
+	nt           kir.ArgRef
+	start, count kir.ArgRef
+}
+
+// reader adds the reader: per tile row the activation (or the prologue's
+// inputs; nothing when multicast), then per part, per sub-block, the
+// weight blocks of each slot and the epilogue's input tiles.
+func (m *mmProgram) reader() error {
+	m.rd = newReader(m.p, m.rs)
+	rKt := m.rd.CompileArg("kt", uint32(m.kt))
+	ab := &accessBinder{ctx: m.ctx}
+	var xAcc, wnAcc, aAcc *blocks.Access
+	if m.norm != nil {
+		xAcc, wnAcc = ab.bind(m.rd, "x_addr", m.act), ab.bind(m.rd, "wn_addr", m.norm.w)
+	} else if !m.mcast {
+		aAcc = ab.bind(m.rd, "a_addr", m.act)
+	}
+	inAcc := make([]*blocks.Access, len(m.inCB))
+	for i, in := range m.epi.inputs() {
+		inAcc[i] = ab.bind(m.rd, in.name+"_addr", in.v)
+	}
+	pas := make([]mmPartArgs, len(m.parts))
+	for pi, pt := range m.parts {
+		pa := &pas[pi]
+		for slot, w := range pt.weights {
+			pa.wAcc = append(pa.wAcc, ab.bind(m.rd, fmt.Sprintf("w%d_%d_addr", pi, slot), w))
+		}
+		pa.nt = m.rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
+		pa.start, pa.count = m.rd.RuntimeArg(fmt.Sprintf("start%d", pi)), m.rd.RuntimeArg(fmt.Sprintf("count%d", pi))
+	}
+	if ab.err != nil {
+		return ab.err
+	}
+	b := m.rd.Builder()
+	if m.norm != nil {
+		blocks.ScalerTile(b, m.norm.scaler, 1)
+	}
+	rowLoop(b, m.rows, func(r kir.Expr) {
+		if m.norm != nil {
+			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPages(b, wnAcc, m.norm.nc.w, kir.C(0), rKt)
+		} else if !m.mcast {
+			blocks.ReadPagesBatch(b, aAcc, m.cbAct, m.rowPage(r, rKt, kir.C(0)), rKt)
+		}
+		for pi, pt := range m.parts {
+			pa := pas[pi]
+			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
+				sb := subBlock(b, pa.count, nb, m.dest)
+				col := b.Let("col", kir.Add(pa.start, nb))
+				for slot, w := range pt.weights {
+					m.readWeights(b, m.wCB[cbKey{slot, w.Type.DType}], pa.wAcc[slot], w.Type.DType.TileBytes(), rKt, pa.nt, col, sb)
+				}
+				for i, acc := range inAcc {
+					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, col), sb)
+				}
+			})
+		}
+	})
+	return nil
+}
+
+// readWeights emits the reads of the kt x sb weight tiles of sub-block
+// columns [col, col+sb) of a weight nt tiles wide (tiles of tb bytes) into
+// cb. Blocks of kbRows K rows of the sub-block's sb columns (a sub-block
+// narrower than the plan's takes more rows, so every barrier waits for
+// about as many tiles as a full one): every read of a block in flight, one
+// barrier per block. A block always occupies kb x dest pages of the ring
+// (a short last block or sub-block leaves pages unused), so blocks never
+// straddle the ring's end.
+func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb int, kt, nt kir.Expr, col, sb kir.Var) {
+	kr := kbRows(b, sb, m.kb, min(m.dest, m.plan.PerCore))
+	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
+		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
+		b.CBReserveBack(cb, kir.Ci(m.kb*m.dest))
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		b.For("k", kir.C(0), kc, func(kk kir.Var) {
+			b.For("j", kir.C(0), sb, func(j kir.Var) {
+				page := kir.Add(kir.Mul(kir.Add(k0, kk), nt), kir.Add(col, j))
+				dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
+				b.NoCAsyncRead(acc.PageAddr(page), dst, kir.Ci(tb))
+			})
+		})
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cb, kir.Ci(m.kb*m.dest))
+	})
+}
+
+// compute adds the compute kernel: fp32 DEST; per tile row the prologue,
+// then per part, per sub-block of at most dest output tiles, the products
+// of each weight slot packed to the epilogue's CB for it, and the
+// epilogue.
+func (m *mmProgram) compute() {
+	m.cp = newCompute(m.p, m.rs, kir.ComputeConfig{MathFidelity: m.ctx.Fidelity, FP32DestAccEn: true})
+	cKt := m.cp.CompileArg("kt", uint32(m.kt))
+	c := blocks.NewCompute(m.p, m.cp)
+	counts := make([]kir.ArgRef, len(m.parts))
+	for pi := range m.parts {
+		counts[pi] = m.cp.RuntimeArg(fmt.Sprintf("count%d", pi))
+	}
+	if n := m.norm; n != nil {
+		c.Startup(n.x, n.scaler, n.nc.sq)
+		c.B.CBWaitFront(n.scaler, kir.C(1))
+	} else {
+		c.MatmulStartup(m.cbAct, m.wCB[cbKey{0, m.parts[0].weights[0].Type.DType}], m.outCB[m.parts[0].out.Type.DType])
+	}
+	computeRow := func() {
+		if n := m.norm; n != nil {
+			c.B.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
+			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
+		}
+		for pi, pt := range m.parts {
+			out := m.outCB[pt.out.Type.DType]
+			// Enter the loop configured for the first product and its packing,
+			// so a plain part's loop body keeps that configuration.
+			c.PackConfig(m.epi.dst(0, out))
+			c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
+				sb := subBlock(c.B, counts[pi], nb, m.dest)
+				for slot, w := range pt.weights {
+					m.product(c, m.wCB[cbKey{slot, w.Type.DType}], m.epi.dst(slot, out), cKt, sb)
+				}
+				m.epi.compute(c, sb, m.inCB, out)
+			})
+		}
+		c.B.CBWaitFront(m.cbAct, cKt)
+		c.B.CBPopFront(m.cbAct, cKt)
+	}
+	if m.rows == 1 {
+		computeRow()
+	} else {
+		c.For("r", kir.C(0), kir.Ci(m.rows), func(kir.Var) { computeRow() })
+	}
+	if m.norm != nil {
+		c.B.CBPopFront(m.norm.scaler, kir.C(1))
+	}
+	m.cp.Define("MM_CORES", strconv.Itoa(m.plan.Cores))
+	m.cp.Define("MM_TILES_PER_CORE", strconv.Itoa(m.plan.PerCore))
+	m.cp.Define("MM_SUBBLOCK", strconv.Itoa(m.dest))
+}
+
+// product emits the sb tiles of one weight's products: the K loop over
+// the weight blocks of wcb accumulating in DEST, then the sb tiles packed
+// to dst, one page each. Per K step the activation tile is unpacked once
+// for the sub-block's sb weight tiles.
+func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir.Var) {
+	cb := c.B
+	c.MatmulBlockConfig(m.cbAct, wcb, sb, kt)
+	c.Acquire()
+	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
+	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
+		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
+		// The activation arrives in chunks: wait for the pages this block
+		// uses (immediate after the first sub-block).
+		cb.CBWaitFront(m.cbAct, kir.Add(k0, kc))
+		cb.CBWaitFront(wcb, kir.Ci(m.kb*m.dest))
+		c.For("k", kir.C(0), kc, func(kk kir.Var) {
+			c.MatmulBlock(m.cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, kt)
+		})
+		cb.CBPopFront(wcb, kir.Ci(m.kb*m.dest))
+	})
+	c.Commit()
+	c.Wait()
+	c.PackConfig(dst)
+	c.For("j", kir.C(0), sb, func(j kir.Var) {
+		cb.CBReserveBack(dst, kir.C(1))
+		c.Pack(j, dst)
+		cb.CBPushBack(dst, kir.C(1))
+	})
+	c.Release()
+}
+
+// writer adds the writer: each part's tiles to its result, in order (per
+// user row with users), after receiving the activation row by multicast
+// when m.mcast; then every kernel's per-core runtime arguments.
+func (m *mmProgram) writer() error {
+	m.wr = newWriter(m.p, m.rs)
+	var mcastArgs map[kir.Core][]kir.ArgValue
+	if m.mcast {
+		aAcc, err := accessOf(m.ctx, m.wr, "a_addr", m.act)
+		if err != nil {
+			return err
+		}
+		if mcastArgs, err = actMulticast(m.p, m.ctx.Target, m.wr, m.cbAct, aAcc, m.kt, blocks.LiveRows(m.act.Type.Shape), m.cores, m.rs); err != nil {
+			return err
+		}
+	}
+	ab := &accessBinder{ctx: m.ctx}
+	oAccs := make([]*blocks.Access, len(m.parts))
+	for pi, pt := range m.parts {
+		oAccs[pi] = ab.bind(m.wr, fmt.Sprintf("out%d_addr", pi), pt.out)
+	}
+	if ab.err != nil {
+		return ab.err
+	}
+	wStarts, wCounts := make([]kir.ArgRef, len(m.parts)), make([]kir.ArgRef, len(m.parts))
+	for pi := range m.parts {
+		wStarts[pi], wCounts[pi] = m.wr.RuntimeArg(fmt.Sprintf("start%d", pi)), m.wr.RuntimeArg(fmt.Sprintf("count%d", pi))
+	}
+	wb := m.wr.Builder()
+	rowLoop(wb, m.rows, func(r kir.Expr) {
+		for pi, pt := range m.parts {
+			ocb := m.outCB[pt.out.Type.DType]
+			if m.users > 0 {
+				writeUserRows(wb, oAccs[pi], ocb, m.users, pt.nt, blocks.ElemBytes(pt.out.Type.DType), wStarts[pi], wCounts[pi])
+				continue
+			}
+			blocks.WritePages(wb, oAccs[pi], ocb, m.rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi])
+		}
+	})
+	m.setArgs(mcastArgs)
+	return nil
+}
+
+// setArgs sets every core's runtime arguments: the (start, count) of each
+// part in its range for the reader and the writer (after the multicast's
+// arguments), the counts for compute.
+func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
+	for i, core := range m.cores {
+		s, n := m.ranges[i][0], m.ranges[i][1]
+		off := 0
+		var rv, cv []kir.ArgValue
+		for _, pt := range m.parts {
+			ps, pn := partRange(s, n, off, pt.nt)
+			off += pt.nt
+			rv = append(rv, kir.U32(uint32(ps)), kir.U32(uint32(pn)))
+			cv = append(cv, kir.U32(uint32(pn)))
+		}
+		m.rd.SetRuntimeArgs(core, rv...)
+		m.cp.SetRuntimeArgs(core, cv...)
+		m.wr.SetRuntimeArgs(core, append(append([]kir.ArgValue(nil), mcastArgs[core]...), rv...)...)
+	}
+}

@@ -1,0 +1,104 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// mmEpilogue is what a fused matmul (matmul_engine.go) does with the
+// products of each sub-block of at most dest output tiles: its inputs, its
+// CBs, where each weight's products are packed, its compute and its cost.
+// The data movement is the engine's: the reader streams the inputs, the
+// writer stores the result tiles the epilogue leaves in the result CB. An
+// epilogue is built per lowering (it keeps its CB indices); a new one is
+// one type (TestMatmulEpilogueInOneFile defines one in its test file).
+type mmEpilogue interface {
+	// inputs are values of the result's shape the epilogue reads: input i
+	// gets an input CB of dest pages (in[i] of compute), named after it,
+	// and the reader pushes the sub-block's tiles to it after the weights.
+	inputs() []mmInput
+	// tileOps is the cost model's tile operations per output tile.
+	tileOps() int
+	// scratch adds the epilogue's scratch CBs, after the result CBs: odt is
+	// the (first) result's dtype, dest the sub-block capacity.
+	scratch(cbs *blocks.CBPlan, odt ir.DType, dest int)
+	// dst is the CB the products of weight slot are packed to (a page per
+	// tile, rounded to its dtype); out is the part's result CB.
+	dst(slot, out int) int
+	// compute emits the epilogue of a sub-block of sb tiles after every
+	// slot's products are packed: it consumes the sb pages of each dst
+	// other than out and of each in[i] and pushes sb result tiles to out.
+	compute(c *blocks.Compute, sb kir.Var, in []int, out int)
+}
+
+// mmInput is an epilogue input; its CB and the reader's address argument
+// (name_addr) are named after name.
+type mmInput struct {
+	name string
+	v    *ir.Value
+}
+
+// epiPlain: the packed products are the result (matmul, matmul2/3/4,
+// rmsnorm_matmul; each sibling's tiles go to its own result, CBs are shared
+// between parts of one dtype since parts are processed in order). An
+// epilogue may embed it for its defaults: no inputs, no cost, no scratch.
+type epiPlain struct{}
+
+func (epiPlain) inputs() []mmInput                            { return nil }
+func (epiPlain) tileOps() int                                 { return 0 }
+func (epiPlain) scratch(*blocks.CBPlan, ir.DType, int)        {}
+func (epiPlain) dst(_, out int) int                           { return out }
+func (epiPlain) compute(*blocks.Compute, kir.Var, []int, int) {}
+
+// epiAdd (matmul_add): out = r(residual + r(a @ w)): the product is packed
+// to an intermediate CB of the result dtype (r), then the FPU adds the
+// residual tile (fp32 sum of the two stored values) and packs (r).
+type epiAdd struct {
+	residual *ir.Value
+	product  int // scratch CB
+}
+
+func (e *epiAdd) inputs() []mmInput { return []mmInput{{"residual", e.residual}} }
+func (e *epiAdd) tileOps() int      { return 1 }
+func (e *epiAdd) dst(int, int) int  { return e.product }
+
+func (e *epiAdd) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+	e.product = cbs.Scratch("product", odt, dest)
+}
+
+func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
+	c.B.Comment("epilogue: residual + the rounded product")
+	c.For("j", kir.C(0), sb, func(kir.Var) {
+		c.BinaryTile(kir.EltAdd, blocks.BcastNone, in[0], e.product, out, false, nil)
+	})
+}
+
+// epiSwiGLU (matmul_swiglu; the part has the gate and the up weight):
+// gate and up tiles of the same output columns are accumulated on the same
+// core, one after the other, and packed to two CBs of the result dtype
+// (r(a @ w_gate), r(a @ w_up)); per tile the SFPU applies silu to the gate
+// tile, packed (r(silu)), and the FPU multiplies it by the up tile (the
+// fp32 product of the two stored values; exact for bf16 at HiFi4), packed
+// (r).
+type epiSwiGLU struct {
+	epiPlain
+	slots [2]int // scratch CBs: gate, up
+	silu  int
+}
+
+func (e *epiSwiGLU) tileOps() int        { return 2 }
+func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
+
+func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
+	e.silu = cbs.Scratch("silu_gate", odt, 1)
+}
+
+func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
+	c.B.Comment("epilogue: silu(gate), rounded, times up")
+	c.For("j", kir.C(0), sb, func(kir.Var) {
+		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
+	})
+}

@@ -1,0 +1,110 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/ref"
+)
+
+// epiSiLUMul is an epilogue no op uses, defined here to show that a new
+// epilogue is one type and touches nothing else: out = r(r(silu(r(a @ w)))
+// * m), m a value of the result's shape, each r a rounding to the result
+// dtype (the roundings of the unfused matmul, silu and mul).
+type epiSiLUMul struct {
+	m             *ir.Value
+	product, silu int // scratch CBs
+}
+
+func (e *epiSiLUMul) inputs() []mmInput { return []mmInput{{"multiplier", e.m}} }
+func (e *epiSiLUMul) tileOps() int      { return 2 }
+func (e *epiSiLUMul) dst(int, int) int  { return e.product }
+
+func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+	e.product = cbs.Scratch("product", odt, dest)
+	e.silu = cbs.Scratch("silu", odt, 1)
+}
+
+func (e *epiSiLUMul) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
+	c.For("j", kir.C(0), sb, func(kir.Var) {
+		c.Unary(e.product, e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, in[0], out, false, nil)
+	})
+}
+
+// TestMatmulEpilogueInOneFile runs a fused matmul with epiSiLUMul on the
+// simulator (the full grid, where the activation is multicast, and a
+// 2-core grid) and compares it with the reference of the unfused graph
+// mul(silu(matmul(a, w)), m). The program is lowered for a matmul_add op
+// of the same operands (it only provides the values and their buffers).
+func TestMatmulEpilogueInOneFile(t *testing.T) {
+	tests := []struct {
+		name       string
+		m, k, n    int
+		wdt        ir.DType
+		tileTarget func() *target.Target
+	}{
+		{"subblocks", 1, 128, 320, ir.BFP8B, target.Blackhole},
+		{"subblocks/2x1", 1, 128, 320, ir.BFP8B, smallGrid},
+		{"tile_rows", 40, 64, 96, ir.BF16, target.Blackhole},
+		{"tile_rows/2x1", 40, 64, 96, ir.BF16, smallGrid},
+	}
+	srcs := newFCSources(t)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := ir.NewBuilder("silu_mul_epilogue")
+			b.Region("mlp", 0)
+			a, w := fcIn(b, "a", ir.BF16, tc.m, tc.k), fcW(b, "w", tc.wdt, tc.k, tc.n)
+			m := fcIn(b, "m", ir.BF16, tc.m, tc.n)
+			carrier := b.MatmulAdd(a, w, m)
+			unfused := b.Mul(b.SiLU(b.Matmul(a, w)), m)
+			b.Output(carrier, unfused)
+			g, err := b.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := carrier.Def
+			args := fcArgs(op, uint64(900+i))
+			env := map[*ir.Value]ref.Tensor{}
+			for j, v := range op.Operands {
+				env[v] = ref.Tensor{Shape: v.Type.Shape, Data: args[j]}
+			}
+			want, err := ref.Eval(g, env, ref.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := NewContext(tc.tileTarget())
+			f := &fusedMatmul{op: op, act: a, epi: &epiSiLUMul{m: m}, parts: []mmPart{{weights: []*ir.Value{w}, out: carrier}}}
+			p, err := f.lower(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, info := fcExec(t, ctx, op, p, args, srcs)
+			fcCompare(t, "silu_mul epilogue "+carrier.Type.Shape.String(), false, want[unfused].Data, got[0], info)
+		})
+	}
+	srcs.check(t)
+}
+
+// TestMatmulEpilogueInputShape: an epilogue input whose shape is not the
+// result's is an error naming the rule.
+func TestMatmulEpilogueInputShape(t *testing.T) {
+	b := ir.NewBuilder("silu_mul_epilogue")
+	b.Region("mlp", 0)
+	a, w := fcIn(b, "a", ir.BF16, 1, 64), fcW(b, "w", ir.BF16, 64, 64)
+	out := b.Matmul(a, w)
+	m := fcIn(b, "m", ir.BF16, 1, 32)
+	b.Output(out, m)
+	if _, err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	f := &fusedMatmul{op: out.Def, act: a, epi: &epiSiLUMul{m: m}, parts: []mmPart{{weights: []*ir.Value{w}, out: out}}}
+	_, err := f.lower(NewContext(target.Blackhole()))
+	if err == nil || !strings.Contains(err.Error(), "rule matmul-epilogue-input") {
+		t.Errorf("lowering with a [1, 32] input for a [1, 64] result: error %v, want rule matmul-epilogue-input", err)
+	}
+}
