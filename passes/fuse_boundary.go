@@ -88,7 +88,7 @@ func FuseBoundaries(g *ir.Graph) ([]*ir.Region, error) {
 // weight operand.
 func boundaryNorm(h *ir.Value, readers []*ir.Op, next *ir.Region) *ir.Op {
 	for _, op := range readers {
-		if op.Region != next || op.Kind != ir.OpRMSNorm && op.Kind != ir.OpRMSNormComposed {
+		if op.Region != next || op.Kind != ir.OpRMSNorm {
 			continue
 		}
 		if op.Operands[0] != h || op.Operands[1].Kind != ir.KindWeight || !sameDType(h.Type.DType, op) {

@@ -81,12 +81,6 @@ func inProgramOrder(ops []*ir.Op) bool {
 	return true
 }
 
-// anyNorm matches rms_norm (the composed path's op) or rmsnorm (the norm
-// family's fused op) of x and w, named "norm".
-func anyNorm(x, w *rw.Pattern) *rw.Pattern {
-	return rw.OneOf(rw.Op(ir.OpRMSNormComposed, x, w).As("norm"), rw.Op(ir.OpRMSNorm, x, w).As("norm"))
-}
-
 // maxPrologueNormTiles bounds the K tiles of a norm folded into the
 // matmul that reads it: every matmul core recomputes the whole norm
 // (about four tile ops per K tile, ~0.45 us each) while its weight stream
@@ -97,7 +91,7 @@ const maxPrologueNormTiles = 32
 
 func ruleRMSNormMatmul() *rw.Rule {
 	return &rw.Rule{Name: "FuseRMSNormMatmul", After: "rmsnorm_matmul(x, wn, w)",
-		Pattern: rw.Op(ir.OpMatmul, anyNorm(rw.Var("x"), rw.Var("wn")), rw.Var("w")),
+		Pattern: rw.Op(ir.OpMatmul, rw.Op(ir.OpRMSNorm, rw.Var("x"), rw.Var("wn")).As("norm"), rw.Var("w")),
 		Where: func(m *rw.Match) bool {
 			x := m.Value("x")
 			return floatIn(x, m.Op("norm"), m.Root) && x.Type.Shape.Cols2D() <= maxPrologueNormTiles*ir.TileSize
@@ -130,11 +124,11 @@ func floatIn(x *ir.Value, ops ...*ir.Op) bool {
 }
 
 // readByNormInRegion reports whether an RMSNorm of region r normalises v:
-// an rms_norm or rmsnorm reading v, or a written-out one the norm family
+// an rms_norm reading v, or a written-out one the norm family
 // has yet to fuse (normPending).
 func readByNormInRegion(v *ir.Value, r *ir.Region) bool {
 	for _, op := range r.Ops {
-		if (op.Kind == ir.OpRMSNormComposed || op.Kind == ir.OpRMSNorm) && op.Operands[0] == v {
+		if op.Kind == ir.OpRMSNorm && op.Operands[0] == v {
 			return true
 		}
 	}

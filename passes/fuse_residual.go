@@ -31,34 +31,30 @@ import (
 // boundary stays two programs. (The matmul family's rmsnorm_matmul
 // prologue applies only where the norm's one reader is a plain matmul, as
 // in the head; the layer's input norm feeds the multi-output in-projection.)
-var _ = registerRules("residual", addRMSNormRule("FuseAddRMSNorm", ir.OpRMSNormComposed), addRMSNormRule("FuseAddFusedRMSNorm", ir.OpRMSNorm))
+var _ = registerRules("residual", ruleAddRMSNorm)
 
-// addRMSNormRule returns the constructor of the add + norm rule for one
-// norm kind (a pattern root has one kind).
-func addRMSNormRule(name string, norm ir.OpKind) func() *rw.Rule {
-	return func() *rw.Rule {
-		return &rw.Rule{
-			Name:    name,
-			Rewrite: "add(a, b) and " + norm.String() + "(that sum, w) => add_rmsnorm(a, b, w) -> (h, normed)",
-			Pattern: rw.Op(ir.OpAdd, rw.Var("a"), rw.Var("b")).As("add"),
-			Extra:   []*rw.Pattern{normOfAdd(norm)},
-			Where: func(m *rw.Match) bool {
-				a, b, h := m.Value("a"), m.Value("b"), m.Op("add").Result()
-				if !a.Type.Shape.Equal(b.Type.Shape) || !h.Type.Shape.Equal(a.Type.Shape) || !a.Type.DType.IsFloat() {
-					return false
-				}
-				return a.Type.DType == b.Type.DType && sameDType(a.Type.DType, m.Op("add"), m.Op("norm"))
-			},
-			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-				n := m.Op("norm")
-				op, err := b.Emit(ir.OpAddRMSNorm, []*ir.Value{m.Value("a"), m.Value("b"), m.Value("w")},
-					ir.Attrs{"eps": n.Float("eps"), "offset": n.Float("offset")})
-				if err != nil {
-					return nil, err
-				}
-				// Roots: the add (h), then the norm (normed).
-				return op.Results, nil
-			},
-		}
+func ruleAddRMSNorm() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseAddRMSNorm",
+		Rewrite: "add(a, b) and rms_norm(that sum, w) => add_rmsnorm(a, b, w) -> (h, normed)",
+		Pattern: rw.Op(ir.OpAdd, rw.Var("a"), rw.Var("b")).As("add"),
+		Extra:   []*rw.Pattern{normOfAdd()},
+		Where: func(m *rw.Match) bool {
+			a, b, h := m.Value("a"), m.Value("b"), m.Op("add").Result()
+			if !a.Type.Shape.Equal(b.Type.Shape) || !h.Type.Shape.Equal(a.Type.Shape) || !a.Type.DType.IsFloat() {
+				return false
+			}
+			return a.Type.DType == b.Type.DType && sameDType(a.Type.DType, m.Op("add"), m.Op("norm"))
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			n := m.Op("norm")
+			op, err := b.Emit(ir.OpAddRMSNorm, []*ir.Value{m.Value("a"), m.Value("b"), m.Value("w")},
+				ir.Attrs{"eps": n.Float("eps"), "offset": n.Float("offset")})
+			if err != nil {
+				return nil, err
+			}
+			// Roots: the add (h), then the norm (normed).
+			return op.Results, nil
+		},
 	}
 }

@@ -6,7 +6,7 @@ import "github.com/tcc-dev/tcc/ir"
 // x * rsqrt(mean(x^2) + eps) * (w + offset) over x's last dim. offset is 1
 // for Qwen's zero-centred (1 + w) weights and 0 for weights used as is.
 func RMSNorm(b *ir.Builder, x, w *ir.Value, eps, offset float64) *ir.Value {
-	return b.RMSNormComposed(x, w, eps, offset)
+	return b.RMSNorm(x, w, eps, offset)
 }
 
 // RMSNormDecomposed writes the same norm as seven elementwise and

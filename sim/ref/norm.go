@@ -8,8 +8,10 @@ import (
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
-// Norms are fused ops: they are evaluated directly from their equation, not
-// through their decomposition (EvalDecomposition evaluates the latter).
+// Norms: rms_norm (x * rsqrt(mean(x^2) + eps) * (w + offset)) and
+// rms_norm_plain (without the weight), one evaluator each, evaluated from
+// their equation; the fused norms (add_rmsnorm, all_reduce_add_rmsnorm,
+// rmsnorm_matmul, fused_common.go) reuse normRows.
 //
 // Without StorageFormats every step is float64, rounded once to float32.
 // With StorageFormats the norm is the norm lowering's pipeline step by
@@ -18,7 +20,8 @@ import (
 // multiplies on source-register (tf32) reads of their fp32 operands.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpRMSNorm: evalRMSNorm,
+		ir.OpRMSNorm:      evalRMSNorm,
+		ir.OpRMSNormPlain: evalRMSNormPlain,
 	})
 }
 
@@ -34,6 +37,21 @@ func evalRMSNorm(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		return nil, err
 	}
 	return []Tensor{out}, nil
+}
+
+// evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),
+// computed by normRows (float64 math without StorageFormats, the norm
+// lowering's FPU steps with it).
+func evalRMSNormPlain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	eps, err := attrFloat(op, "eps")
+	if err != nil {
+		return nil, err
+	}
+	x := args[0]
+	if x.Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
+	}
+	return []Tensor{normRows(x, nil, eps, 0, opts)}, nil
 }
 
 // rmsNormRows is x * rsqrt(mean(x^2, last) + eps) * (w + offset) per row
