@@ -15,12 +15,13 @@ import (
 //     reader is a residual add becomes all_reduce_add: the collective's
 //     last step adds the residual before writing, so the layer's new
 //     residual stream comes out of the collective program;
-//   - when an RMSNorm (the post-attention norm) reads that sum in the same
+//   - when an rms_norm (the post-attention norm) reads that sum in the same
 //     region, all_reduce_add_rmsnorm also writes norm(h): results h and
 //     normed. Both roots (add and norm) are replaced, so h keeps its other
-//     reader, the layer's last residual add. These rules are anchored at
-//     the add and tried before all_reduce_add; a written-out norm the norm
-//     family has not fused yet makes all_reduce_add wait (normPending).
+//     reader, the layer's last residual add. This rule is anchored at the
+//     add and tried before all_reduce_add; a written-out norm the norm
+//     family has not fused to rms_norm yet makes all_reduce_add wait
+//     (normPending).
 //
 // In a decode layer at TP=2 this leaves two collective programs per layer:
 // mixer out-projection all-reduce + residual + post-attention norm, and MLP

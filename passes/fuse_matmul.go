@@ -86,7 +86,7 @@ func inProgramOrder(ops []*ir.Op) bool {
 // (about four tile ops per K tile, ~0.45 us each) while its weight stream
 // waits, so past 32 tiles (H = 1024) the prologue costs more than a
 // split-row norm program and its launch (~18 us; the 27B head's H = 5120
-// took 1,796 us fused against 1,569 us for rmsnorm + matmul, tcc perf).
+// took 1,796 us fused against 1,569 us for rms_norm + matmul, tcc perf).
 const maxPrologueNormTiles = 32
 
 func ruleRMSNormMatmul() *rw.Rule {
@@ -137,7 +137,7 @@ func readByNormInRegion(v *ir.Value, r *ir.Region) bool {
 
 // normPending reports whether region r holds the start of a written-out
 // RMSNorm of v, mean(square(v)) or mean(mul(v, v)), which the norm family
-// will fuse to rmsnorm later in the same pass. Rules that would take v's
+// will fuse to rms_norm later in the same pass. Rules that would take v's
 // producing add away from the residual and collective norm rules wait for
 // it.
 func normPending(v *ir.Value, r *ir.Region) bool {

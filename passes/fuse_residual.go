@@ -24,9 +24,9 @@ import (
 // boundary is therefore handled from the producing side: the layer's last
 // add is folded into the collective (all_reduce_add) or the down
 // projection (matmul_add) that produces it, so a layer ends in one program
-// that writes h, and the next layer opens with one rmsnorm program. At
+// that writes h, and the next layer opens with one rms_norm program. At
 // TP > 1 the fuse-boundaries pass (fuse_boundary.go) then joins that
-// all_reduce_add with the next layer's rmsnorm into one
+// all_reduce_add with the next layer's rms_norm into one
 // all_reduce_add_rmsnorm of the closing layer; at TP = 1 (matmul_add) the
 // boundary stays two programs. (The matmul family's rmsnorm_matmul
 // prologue applies only where the norm's one reader is a plain matmul, as

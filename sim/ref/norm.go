@@ -69,7 +69,7 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // Without opts.StorageFormats every step is float64, rounded once to
 // float32. With it, the result is what the norm lowering's pipeline
 // (codegen/lower/norm.go, normCBs.row; shared by rms_norm,
-// rms_norm_plain, rmsnorm, add_rmsnorm, all_reduce_add_rmsnorm and
+// rms_norm_plain, add_rmsnorm, all_reduce_add_rmsnorm and
 // rmsnorm_matmul) computes in an fp32 DEST at opts.Fidelity, bit for bit
 // when the row is on one core and its x^2 CB is fp32 (it falls back to
 // bf16 squares only when a row's tiles do not fit L1). Per row, with tf
