@@ -6,7 +6,7 @@
 // compute and writer kernel per core with their argument tables. Lowerings
 // are looked up in a table keyed by ir.OpKind, filled from one file per op
 // class (eltwise.go: unary, binary with numpy broadcasting, typecast;
-// matmul.go, bmm.go; norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
+// matmul.go, bmm.go; norm.go: rms_norm, rms_norm_plain; reduce.go:
 // sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
 // repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
 // cache.go: update_cache; sdpa.go: sdpa_decode; prefill.go: cumsum, tril,
@@ -92,7 +92,7 @@
 // first (the host upload); device programs may leave other values in
 // padding (relayouts fill result padding with zeros). Lowerings that reduce
 // over a padded dimension zero the operand's padding in the reader first
-// (sum, mean, bmm's K, sdpa's cache rows past pos); rmsnorm and matmul
+// (sum, mean, bmm's K, sdpa's cache rows past pos); the norms and matmul
 // require the reduced last dimension to be a multiple of 32.
 //
 // # Persistent state

@@ -96,9 +96,9 @@ var opCases = []opCase{
 	{"matmul_users", func(b *ir.Builder) *ir.Value {
 		return b.Matmul(b.Input("a", ir.T(ir.BF16, 4, 1, 128)), b.Weight("w.weight", ir.T(ir.BFP8B, 128, 96)))
 	}},
-	normCase("rmsnorm_offset", 1, 128, 1),
-	normCase("rmsnorm", 5, 256, 0),
-	normCase("rmsnorm_rows", 70, 64, 1),
+	normCase("rms_norm_offset", 1, 128, 1),
+	normCase("rms_norm", 5, 256, 0),
+	normCase("rms_norm_rows", 70, 64, 1),
 	embeddingCase("embedding", 3, 64, 128),
 	embeddingCase("embedding_full_tile", 32, 40, 64),
 	embeddingCase("embedding_tile_rows", 70, 100, 64),
