@@ -11,8 +11,8 @@ import (
 // replaced, so h keeps its other readers (the next residual add).
 //
 // Where the sum comes from an all-reduce the collective family's
-// all_reduce_add_rmsnorm takes the whole chain first (its rules are
-// anchored at the same add and come earlier in rule order); this rule
+// all_reduce_add_rmsnorm takes the whole chain first (its rule is
+// anchored at the same add and comes earlier in rule order); this rule
 // covers the single-device case and the graph with the collective rules
 // disabled. The two-result op goes before the first outside reader of h
 // (the engine's multi-root insertion point).
