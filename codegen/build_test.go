@@ -41,7 +41,7 @@ func TestCompileTinyMLPStructure(t *testing.T) {
 	for _, p := range b.Programs {
 		got = append(got, p.Op.Name())
 	}
-	layer := []string{"rmsnorm", "matmul_swiglu", "matmul_add"}
+	layer := []string{"rms_norm", "matmul_swiglu", "matmul_add"}
 	want := append(append(append([]string{"embedding"}, layer...), layer...), "rmsnorm_matmul", "argmax")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("program ops (-want +got):\n%s", diff)

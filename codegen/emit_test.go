@@ -53,7 +53,7 @@ func TestFilesDeterministic(t *testing.T) {
 }
 
 // TestEmittedKernelsCompile runs the g++ syntax check on every kernel of a
-// fused tiny-mlp build (matmul, eltwise, rmsnorm, embedding, argmax).
+// fused tiny-mlp build (matmul, eltwise, rms_norm, embedding, argmax).
 func TestEmittedKernelsCompile(t *testing.T) {
 	b := tinyBuild(t)
 	files, err := b.Files()

@@ -22,7 +22,7 @@ const (
 	OpMean                              // out[..., 0] = mean of x over the last dimension (kept as size 1)
 	OpArgmax                            // out[..., 0] = index of the first maximum of x over the last dimension, uint32
 	OpMatmul                            // out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)
-	OpRMSNorm                           // out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
+	OpRMSNorm                           // out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; offset is 0 or 1 (zero-centred weights); fp32 math
 	OpEmbedding                         // out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices
 	OpTypecast                          // out = x converted to dtype (round to nearest even)
 	OpReshape                           // out = x viewed with shape (same element count, row-major order)
@@ -36,7 +36,6 @@ const (
 	OpSum                               // out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype
 	OpCumsum                            // out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation
 	OpTril                              // out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims
-	OpRMSNormComposed                   // out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
 	OpRMSNormPlain                      // out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math
 	OpBMM                               // out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)
 	OpTrilInverse                       // out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
@@ -189,9 +188,8 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "offset",
 	}},
 	Class:    "norm",
-	Doc:      "out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)",
-	Fused:    true,
-	Name:     "rmsnorm",
+	Doc:      "out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; offset is 0 or 1 (zero-centred weights); fp32 math",
+	Name:     "rms_norm",
 	Operands: []string{"x", "w"},
 	Results:  1,
 	Shape:    shapeNorm,
@@ -351,20 +349,6 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeTrailingMatrix,
-}, OpRMSNormComposed: {
-	Attrs: []opspec.Attr{{
-		Kind: opspec.AttrFloat,
-		Name: "eps",
-	}, {
-		Kind: opspec.AttrFloat,
-		Name: "offset",
-	}},
-	Class:    "norm",
-	Doc:      "out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math",
-	Name:     "rms_norm",
-	Operands: []string{"x", "w"},
-	Results:  1,
-	Shape:    shapeNorm,
 }, OpRMSNormPlain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrFloat,
@@ -789,7 +773,7 @@ func (bld *Builder) Matmul(a *Value, w *Value, opts ...Option) *Value {
 	return bld.Emit(OpMatmul, []*Value{a, w}, attrs)[0]
 }
 
-// RMSNorm appends a rmsnorm op: out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)
+// RMSNorm appends a rms_norm op: out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; offset is 0 or 1 (zero-centred weights); fp32 math
 func (bld *Builder) RMSNorm(x *Value, w *Value, eps float64, offset float64) *Value {
 	attrs := Attrs{
 		"eps":    eps,
@@ -889,15 +873,6 @@ func (bld *Builder) Cumsum(x *Value, axis int) *Value {
 func (bld *Builder) Tril(x *Value, diagonal int) *Value {
 	attrs := Attrs{"diagonal": diagonal}
 	return bld.Emit(OpTril, []*Value{x}, attrs)[0]
-}
-
-// RMSNormComposed appends a rms_norm op: out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math
-func (bld *Builder) RMSNormComposed(x *Value, w *Value, eps float64, offset float64) *Value {
-	attrs := Attrs{
-		"eps":    eps,
-		"offset": offset,
-	}
-	return bld.Emit(OpRMSNormComposed, []*Value{x, w}, attrs)[0]
 }
 
 // RMSNormPlain appends a rms_norm_plain op: out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math

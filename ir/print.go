@@ -12,7 +12,7 @@ package ir
 //	    %4 = embedding(%0, %1) : [1,1,64] bf16 tile dram_interleaved
 //	  }
 //	  region mlp 0 {
-//	    %6 "h" = rmsnorm(%4, %5) {eps = 1e-06, offset = 1.0} : [1,1,64] bf16 tile dram_interleaved rule "fuse_rmsnorm" decomp {
+//	    %6 "h" = rmsnorm_matmul(%4, %5, %3) {eps = 1e-06, offset = 1.0} : [1,1,64] bf16 tile dram_interleaved rule "FuseRMSNormMatmul" decomp {
 //	      input %0 "x" : [1,1,64] bf16 tile dram_interleaved
 //	      ...
 //	      output %11

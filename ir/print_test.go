@@ -59,24 +59,23 @@ func textMkOp(t testing.TB, r *Region, id int, kind OpKind, attrs Attrs, operand
 	return op
 }
 
-// textRMSNormDecomp is the decomposed form of rmsnorm(x, w) with the given attrs.
-func textRMSNormDecomp(t testing.TB, r *Region, x, w TensorType, eps, offset float64) *Decomposition {
+// textAddRMSNormDecomp is the decomposed form of add_rmsnorm(a, b, w) with
+// the given attrs: the add, then rms_norm of the sum; outputs the sum and
+// the norm. b is a state.
+func textAddRMSNormDecomp(t testing.TB, r *Region, a, b, w TensorType, eps, offset float64) *Decomposition {
 	db := newTextDecomp(t, r)
-	xv := db.in(KindInput, "x", x)
+	av := db.in(KindInput, "a", a)
+	bv := db.in(KindState, "b", b)
 	wv := db.in(KindWeight, "", w)
-	sq := db.op(OpSquare, nil, xv)[0]
-	m := db.op(OpMean, nil, sq)[0]
-	e := db.op(OpAddScalar, Attrs{"value": eps}, m)[0]
-	rs := db.op(OpRsqrt, nil, e)[0]
-	n := db.op(OpMul, nil, xv, rs)[0]
-	wo := db.op(OpAddScalar, Attrs{"value": offset}, wv)[0]
-	out := db.op(OpMul, nil, n, wo)[0]
-	db.d.Outputs = []*Value{out}
+	h := db.op(OpAdd, nil, av, bv)[0]
+	n := db.op(OpRMSNorm, Attrs{"eps": eps, "offset": offset}, h, wv)[0]
+	db.d.Outputs = []*Value{h, n}
 	return db.d
 }
 
 // textTinyMLP is the golden graph: every declaration kind, sharded and
-// split types, prologue, one layer with a fused rmsnorm and epilogue.
+// split types, prologue, one layer with a fused two-result add_rmsnorm and
+// epilogue.
 func textTinyMLP(t testing.TB) *Graph {
 	t.Helper()
 	b := NewBuilder("tiny_mlp")
@@ -93,13 +92,13 @@ func textTinyMLP(t testing.TB) *Graph {
 	b.Region("embed", -1)
 	h := b.Embedding(tokens, emb)
 	r := b.Region("mlp", 0)
-	n := b.RMSNorm(h, nw, 1e-6, 1)
-	n.Name = "normed"
-	n.Def.Rule = "fuse_rmsnorm"
-	n.Def.Decomp = textRMSNormDecomp(t, r, h.Type, nw.Type, 1e-6, 1)
-	u := b.Matmul(n, up, WithDType(FP32))
+	hn := b.AddRMSNorm(h, st, nw, 1e-6, 1)
+	hn[1].Name = "normed"
+	hn[0].Def.Rule = "FuseAddRMSNorm"
+	hn[0].Def.Decomp = textAddRMSNormDecomp(t, r, h.Type, st.Type, nw.Type, 1e-6, 1)
+	u := b.Matmul(hn[1], up, WithDType(FP32))
 	s := b.SiLU(b.Typecast(u, BF16))
-	y := b.Add(b.Add(h, st), b.Mean(s))
+	y := b.Add(hn[0], b.Mean(s))
 	b.UpdateState(st, y)
 	b.Region("head", -1)
 	logits := b.Matmul(b.Reshape(y, []int{1, 64}), head)
@@ -358,12 +357,14 @@ func TestPrintConstructs(t *testing.T) {
 				t.Errorf("updates %v", g.StateUpdates)
 			}
 		}},
-		{"decomposition", "  input %0 : [1,32] bf16 tile dram_interleaved\n  weight %1 : [32] bf16 tile dram_interleaved\n  region main {\n" +
-			"    %3 = rmsnorm(%0, %1) {eps = 1e-05, offset = 0.0} : [1,32] bf16 tile dram_interleaved rule \"fuse\" decomp {\n" +
+		{"decomposition", "  input %0 : [1,32] bf16 tile dram_interleaved\n  weight %1 : [32] bf16 tile dram_interleaved\n" +
+			"  weight %2 : [32,32] bf16 tile dram_interleaved\n  region main {\n" +
+			"    %4 = rmsnorm_matmul(%0, %1, %2) {eps = 1e-05, offset = 0.0} : [1,32] bf16 tile dram_interleaved rule \"fuse\" decomp {\n" +
 			"      input %0 : [1,32] bf16 tile dram_interleaved\n" +
 			"      result %1 : [32] bf16 tile dram_interleaved\n" +
-			"      %3 = mul(%0, %1) : [1,32] bf16 tile dram_interleaved\n" +
-			"      output %3\n    }\n  }\n", func(t *testing.T, g *Graph) {
+			"      weight %2 : [32,32] bf16 tile dram_interleaved\n" +
+			"      %4 = mul(%0, %1) : [1,32] bf16 tile dram_interleaved\n" +
+			"      output %4\n    }\n  }\n", func(t *testing.T, g *Graph) {
 			d := g.Ops()[0].Decomp
 			if d == nil || len(d.Ops) != 1 || d.Inputs[1].Kind != KindResult || d.Outputs[0] != d.Ops[0].Result() {
 				t.Fatalf("decomp %+v", d)
@@ -573,7 +574,7 @@ func TestRoundTripAllOps(t *testing.T) {
 	g, covered := textAllOpsGraph(t)
 	assertTextRoundTrip(t, g)
 	for _, name := range []string{"add", "sub", "mul", "add_scalar", "mul_scalar", "silu", "sigmoid", "exp", "rsqrt",
-		"square", "mean", "argmax", "matmul", "rmsnorm", "embedding", "typecast", "reshape"} {
+		"square", "mean", "argmax", "matmul", "rms_norm", "embedding", "typecast", "reshape"} {
 		if _, inTable := LookupOp(name); inTable && !strings.Contains(" "+strings.Join(covered, " ")+" ", " "+name+" ") {
 			t.Errorf("op %s is in the table but was not covered", name)
 		}
@@ -729,7 +730,7 @@ func TestParseErrors(t *testing.T) {
 		{"update twice", textHdr + "  state %0 : [1] fp32 tile dram_interleaved\n  update %0 = %0\n  update %0 = %0\n}\n", "4:10: state %0 is updated twice"},
 		{"op id taken", region + "    %2 = silu(%0)" + ty[:len(ty)-1] + " id 0\n  }\n}\n", "4:58: op id 0 is already the id of value %0"},
 		{"decomp count", textHdr + "  input %0 : [1,32] bf16 tile dram_interleaved\n  weight %1 : [32] bf16 tile dram_interleaved\n  region main {\n" +
-			"    %3 = rmsnorm(%0, %1) {eps = 1e-05, offset = 0.0}" + ty[:len(ty)-1] + " decomp {\n    }\n  }\n}\n", "5:10: op rmsnorm: decomposition has 0 inputs and 0 outputs for 2 operands and 1 results"},
+			"    %3, %4 = add_rmsnorm(%0, %0, %1) {eps = 1e-05, offset = 0.0} : [1,32] bf16 tile dram_interleaved, [1,32] bf16 tile dram_interleaved decomp {\n    }\n  }\n}\n", "5:14: op add_rmsnorm: decomposition has 0 inputs and 0 outputs for 3 operands and 2 results"},
 		{"unterminated string", textHdr + "  input %0 \"x : [1] fp32 tile dram_interleaved\n}\n", "2:12: unterminated string literal"},
 		{"bad escape", textHdr + "  input %0 \"\\q\" : [1] fp32 tile dram_interleaved\n}\n", "2:12: bad string literal"},
 		{"bad character", textHdr + "  input %0 : [1] fp32 tile dram_interleaved ;\n}\n", "2:45: unexpected character ';'"},
@@ -817,10 +818,10 @@ func TestPrintRegion(t *testing.T) {
 	g := textTinyMLP(t)
 	got := PrintRegion(g, g.Regions[2])
 	want := "region head {\n" +
-		"  %23 = reshape(%21) {shape = [1,64]} : [1,64] bf16 tile dram_interleaved\n" +
-		"  %25 = matmul(%23, %4) : [1,512] bf16 tile dram_interleaved\n" +
-		"  %27 = argmax(%25) : [1,1] uint32 row_major dram_interleaved\n" +
-		"  %29 = mul_scalar(%25) {value = 0.5} : [1,512] bf16 tile dram_interleaved\n" +
+		"  %22 = reshape(%20) {shape = [1,64]} : [1,64] bf16 tile dram_interleaved\n" +
+		"  %24 = matmul(%22, %4) : [1,512] bf16 tile dram_interleaved\n" +
+		"  %26 = argmax(%24) : [1,1] uint32 row_major dram_interleaved\n" +
+		"  %28 = mul_scalar(%24) {value = 0.5} : [1,512] bf16 tile dram_interleaved\n" +
 		"}\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -861,7 +862,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(textHdr + textX32 + "  region main {\n    %2 = silu(%0) : [1,32] bf16 tile dram_interleaved id 7 rule \"r\"\n  }\n  output %2\n}\n")
 	f.Add(textHdr + "  state %0 : [1,3,4] bf16 tile l1_width_sharded<(0,0)-(1,0) 3x2> split(2)\n  update %0 = %0\n}\n")
 	f.Add(textHdr + "  input %0 : [1,32] bf16 tile dram_interleaved\n  weight %1 : [32] bf16 tile dram_interleaved\n  region main {\n" +
-		"    %3 = rmsnorm(%0, %1) {eps = 1e-05, offset = 0.0} : [1,32] bf16 tile dram_interleaved decomp {\n" +
+		"    %3 = rms_norm(%0, %1) {eps = 1e-05, offset = 0.0} : [1,32] bf16 tile dram_interleaved decomp {\n" +
 		"      input %0 : [1,32] bf16 tile dram_interleaved\n      input %1 : [32] bf16 tile dram_interleaved\n" +
 		"      %3 = mul_scalar(%0) {value = NaN} : [1,32] bf16 tile dram_interleaved\n      output %3\n    }\n  }\n}\n")
 	f.Add("// c\ngraph \"t\" mesh 1X1 {\n\tinput %00 : [ 1 , 32 ] bf16 tile dram_interleaved\n  region main -1 {\n" +

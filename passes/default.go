@@ -15,7 +15,7 @@ func Default() *Pipeline {
 			{"fuse-blocks", "fuse-layout", "block rules (GDN, attention, MLP) match the composed op sequence including its reshapes, typecasts and memory moves; layout elimination first would break those patterns"},
 			{"fuse-layout", "fuse", "epilogue rules (residual + norm, collectives, eltwise chains) look through no layout ops; they must see the graph after layout elimination"},
 			{"fuse", "place", "placement is decided for the ops that exist after fusion; interior values of a fused op are never placed"},
-			{"fuse", "fuse-boundaries", "the boundary join reads the fused all_reduce_add and rmsnorm ops the collective and norm families create"},
+			{"fuse", "fuse-boundaries", "the boundary join reads the all_reduce_add and rms_norm ops the collective and norm families create"},
 			{"fuse-boundaries", "pack-rows", "the joined all_reduce_add_rmsnorm is a row-wise program; packing retypes the ops that exist"},
 			{"fuse", "pack-rows", "fusion rules match the model's [B,1,X] per-user shapes; packing decides per fused program which rows it runs on"},
 			{"pack-rows", "place", "the reshapes pack-rows inserts need placements like every other result"},

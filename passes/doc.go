@@ -11,7 +11,7 @@
 //	verify → fuse-blocks → fuse-layout → fuse → fuse-boundaries → pack-rows → place → verify
 //
 // fuse-boundaries (fuse_boundary.go) joins a layer's closing
-// all_reduce_add and the next layer's input rmsnorm, which the rewrite
+// all_reduce_add and the next layer's input rms_norm, which the rewrite
 // engine cannot (it never matches across regions). pack-rows
 // (pack_rows.go) runs the row-wise programs of a decode step of B > 1
 // users on the users' rows packed into one tile row.
@@ -47,7 +47,7 @@
 //   - fuse (every other family: norm, residual, collective, eltwise,
 //     matmul, and out-of-tree packages): epilogues and small groups, seen
 //     after layout elimination, so their patterns look through no layout
-//     op: rmsnorm, add + rmsnorm, all_reduce + add (+ rmsnorm), sibling
+//     op: rms_norm, add + rms_norm, all_reduce + add (+ rms_norm), sibling
 //     matmuls, matmul + add, eltwise chains.
 //
 // A family not in stageOf runs in fuse. Within a pass the engine scans
@@ -122,7 +122,7 @@
 // # Multi-root patterns
 //
 // A fused op with several results (the GDN recurrence's output and new
-// state, sibling matmuls reading one activation, add + rmsnorm's sum and
+// state, sibling matmuls reading one activation, add + rms_norm's sum and
 // normed value) replaces several roots. Rule.Extra lists further root
 // patterns; each is matched at another op of the same region and shares
 // Pattern's variable and op bindings (a Var("x") in two roots must bind the

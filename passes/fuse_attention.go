@@ -36,13 +36,10 @@ var _ = registerRules("attention", ruleAttnPrologue, ruleAttnPrologueFullRotary,
 // attnMoved matches p or to_memory(p).
 func attnMoved(p *rw.Pattern) *rw.Pattern { return rw.OneOf(rw.Op(ir.OpToMemory, p), p) }
 
-// attnHeadNorm matches the per-head RMSNorm of x with weight variable w, as
-// the composed rms_norm or the fused rmsnorm, named name.
+// attnHeadNorm matches the per-head rms_norm of x with weight variable w,
+// named name.
 func attnHeadNorm(x *rw.Pattern, w, name string) *rw.Pattern {
-	return rw.OneOf(
-		rw.Op(ir.OpRMSNormComposed, x, rw.Var(w)).As(name),
-		rw.Op(ir.OpRMSNorm, x, rw.Var(w)).As(name),
-	)
+	return rw.Op(ir.OpRMSNorm, x, rw.Var(w)).As(name)
 }
 
 // attnRopeRotated matches the rotary half of the composed partial RoPE of x

@@ -16,14 +16,14 @@ import (
 // input RMSNorm of that h. This pass joins the two into one
 // all_reduce_add_rmsnorm program owned by the closing layer:
 //
-//	all_reduce_add(x, r) -> h [layer L]; rmsnorm(h, w) [layer L+1] => all_reduce_add_rmsnorm(x, r, w) -> (h, normed) [layer L]
+//	all_reduce_add(x, r) -> h [layer L]; rms_norm(h, w) [layer L+1] => all_reduce_add_rmsnorm(x, r, w) -> (h, normed) [layer L]
 //
 // The fused op keeps both result values (h keeps its readers in layer
 // L+1, the next residual add among them; normed is the old norm's result),
 // so nothing else in the graph changes: layer L+1 starts with its
 // projections, one program fewer per boundary, and the reports charge the
-// norm to layer L. Its decomposition is the two ops it replaced (each with
-// its own decomposition), so the reference checks see the same chain.
+// norm to layer L. Its decomposition is the two ops it replaced (the
+// all_reduce_add with its own decomposition), so the reference checks see the same chain.
 // The first layer's input norm (it reads the embedding) and the head's
 // final norm (folded into the lm_head matmul) are not at such a boundary.
 
@@ -34,7 +34,7 @@ const BoundaryRule = "FuseLayerBoundaryNorm"
 // FuseBoundariesPass is the pass; see the section comment.
 var FuseBoundariesPass = Pass{
 	Name: "fuse-boundaries",
-	Doc:  "join a layer's closing all_reduce_add and the next layer's input rmsnorm into one all_reduce_add_rmsnorm program of the closing layer",
+	Doc:  "join a layer's closing all_reduce_add and the next layer's input rms_norm into one all_reduce_add_rmsnorm program of the closing layer",
 	Run: func(ctx *Context, g *ir.Graph) error {
 		n, err := FuseBoundaries(g)
 		if ctx.Result.Rewrites != nil {
@@ -88,7 +88,7 @@ func FuseBoundaries(g *ir.Graph) ([]*ir.Region, error) {
 // weight operand.
 func boundaryNorm(h *ir.Value, readers []*ir.Op, next *ir.Region) *ir.Op {
 	for _, op := range readers {
-		if op.Region != next || op.Kind != ir.OpRMSNorm && op.Kind != ir.OpRMSNormComposed {
+		if op.Region != next || op.Kind != ir.OpRMSNorm {
 			continue
 		}
 		if op.Operands[0] != h || op.Operands[1].Kind != ir.KindWeight || !sameDType(h.Type.DType, op) {

@@ -56,7 +56,7 @@ func TestFuseBoundaries(t *testing.T) {
 			n := 0
 			for i, l := range layers {
 				first := l.Ops[0].Kind
-				if opensWithNorm := first == ir.OpRMSNorm || first == ir.OpRMSNormComposed; opensWithNorm != (i == 0 || tc.want == 0) {
+				if opensWithNorm := first == ir.OpRMSNorm; opensWithNorm != (i == 0 || tc.want == 0) {
 					t.Errorf("%s opens with %s; want an input rms_norm only in layer 0 or with the pass disabled: %v", l.Label(), first, opKinds(l.Ops))
 				}
 				last := l.Ops[len(l.Ops)-1]

@@ -15,22 +15,20 @@ import (
 //     reader is a residual add becomes all_reduce_add: the collective's
 //     last step adds the residual before writing, so the layer's new
 //     residual stream comes out of the collective program;
-//   - when an RMSNorm (the post-attention norm) reads that sum in the same
+//   - when an rms_norm (the post-attention norm) reads that sum in the same
 //     region, all_reduce_add_rmsnorm also writes norm(h): results h and
 //     normed. Both roots (add and norm) are replaced, so h keeps its other
-//     reader, the layer's last residual add. These rules are anchored at
-//     the add and tried before all_reduce_add; a written-out norm the norm
-//     family has not fused yet makes all_reduce_add wait (normPending).
+//     reader, the layer's last residual add. This rule is anchored at the
+//     add and tried before all_reduce_add; a written-out norm the norm
+//     family has not fused to rms_norm yet makes all_reduce_add wait
+//     (normPending).
 //
 // In a decode layer at TP=2 this leaves two collective programs per layer:
 // mixer out-projection all-reduce + residual + post-attention norm, and MLP
 // down all-reduce + residual (the layer's output h; the rewrite engine
 // cannot reach the next layer's input norm, see fuse_residual.go; the
 // fuse-boundaries pass joins the two afterwards).
-var _ = registerRules("collective",
-	allReduceAddNormRule("FuseAllReduceAddRMSNorm", ir.OpRMSNormComposed),
-	allReduceAddNormRule("FuseAllReduceAddFusedRMSNorm", ir.OpRMSNorm),
-	ruleAllReduceAdd, ruleReduceScatterAllGather)
+var _ = registerRules("collective", ruleAllReduceAddRMSNorm, ruleAllReduceAdd, ruleReduceScatterAllGather)
 
 // reducedSum matches the all-reduced value of x: all_reduce(x) named "ar",
 // or all_gather(reduce_scatter(x)) named "ag" and "rs".
@@ -93,36 +91,32 @@ func residualApplies(m *rw.Match) bool {
 	return r.Type.Shape.Equal(sum.Type.Shape) && r.Type.DType == sum.Type.DType && add.Result().Type.DType == r.Type.DType
 }
 
-// allReduceAddNormRule returns the constructor of the collective + add +
-// norm rule for one norm kind.
-func allReduceAddNormRule(name string, norm ir.OpKind) func() *rw.Rule {
-	return func() *rw.Rule {
-		return &rw.Rule{
-			Name:    name,
-			Rewrite: "add(residual, all_reduce(x)) and " + norm.String() + "(that sum, w) => all_reduce_add_rmsnorm(x, residual, w) -> (h, normed)",
-			Pattern: residualAdd(),
-			Extra:   []*rw.Pattern{normOfAdd(norm)},
-			Where: func(m *rw.Match) bool {
-				return residualApplies(m) && sameDType(m.Value("r").Type.DType, m.Op("norm"))
-			},
-			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-				n := m.Op("norm")
-				op, err := b.Emit(ir.OpAllReduceAddRMSNorm, []*ir.Value{m.Value("x"), m.Value("r"), m.Value("w")},
-					ir.Attrs{"devices": reducedDevices(m), "eps": n.Float("eps"), "offset": n.Float("offset")})
-				if err != nil {
-					return nil, err
-				}
-				// Roots: the add (h), then the norm (normed).
-				return op.Results, nil
-			},
-		}
+func ruleAllReduceAddRMSNorm() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseAllReduceAddRMSNorm",
+		Rewrite: "add(residual, all_reduce(x)) and rms_norm(that sum, w) => all_reduce_add_rmsnorm(x, residual, w) -> (h, normed)",
+		Pattern: residualAdd(),
+		Extra:   []*rw.Pattern{normOfAdd()},
+		Where: func(m *rw.Match) bool {
+			return residualApplies(m) && sameDType(m.Value("r").Type.DType, m.Op("norm"))
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			n := m.Op("norm")
+			op, err := b.Emit(ir.OpAllReduceAddRMSNorm, []*ir.Value{m.Value("x"), m.Value("r"), m.Value("w")},
+				ir.Attrs{"devices": reducedDevices(m), "eps": n.Float("eps"), "offset": n.Float("offset")})
+			if err != nil {
+				return nil, err
+			}
+			// Roots: the add (h), then the norm (normed).
+			return op.Results, nil
+		},
 	}
 }
 
-// normOfAdd matches a norm of kind reading the add already matched as
-// "add" (the second root of the add + norm rules), named "norm".
-func normOfAdd(norm ir.OpKind) *rw.Pattern {
-	return rw.Op(norm, rw.Op(ir.OpAdd, rw.Any(), rw.Any()).As("add"), rw.Var("w")).As("norm")
+// normOfAdd matches the rms_norm reading the add already matched as "add"
+// (the second root of the add + norm rules), named "norm".
+func normOfAdd() *rw.Pattern {
+	return rw.Op(ir.OpRMSNorm, rw.Op(ir.OpAdd, rw.Any(), rw.Any()).As("add"), rw.Var("w")).As("norm")
 }
 
 func ruleAllReduceAdd() *rw.Rule {

@@ -207,7 +207,7 @@ func gdnRecurrencePatterns() (*rw.Pattern, []*rw.Pattern) {
 	outer := rw.Op(ir.OpBMM, kcol, gdnMoved(delta, "delta_mem")).As("outer")
 	sNew := rw.Op(ir.OpAdd, s, rw.Op(ir.OpMul, outer, beta4).As("upd")).As("s_new")
 	o := rw.Op(ir.OpBMM, rw.Op(ir.OpReshape, q).As("q4"), sNew).As("o")
-	norm := rw.Op(ir.OpRMSNormComposed, rw.Op(ir.OpReshape, o).As("o_rows"), rw.Var("norm_w")).As("norm")
+	norm := rw.Op(ir.OpRMSNorm, rw.Op(ir.OpReshape, o).As("o_rows"), rw.Var("norm_w")).As("norm")
 	out := rw.Op(ir.OpMul, rw.Op(ir.OpSiLU, rw.Var("z")).As("z_silu"), rw.Op(ir.OpReshape, norm).As("o_flat")).As("out")
 	return out, []*rw.Pattern{rw.Op(ir.OpToMemory, sNew).As("s_out")}
 }

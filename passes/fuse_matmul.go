@@ -81,23 +81,17 @@ func inProgramOrder(ops []*ir.Op) bool {
 	return true
 }
 
-// anyNorm matches rms_norm (the composed path's op) or rmsnorm (the norm
-// family's fused op) of x and w, named "norm".
-func anyNorm(x, w *rw.Pattern) *rw.Pattern {
-	return rw.OneOf(rw.Op(ir.OpRMSNormComposed, x, w).As("norm"), rw.Op(ir.OpRMSNorm, x, w).As("norm"))
-}
-
 // maxPrologueNormTiles bounds the K tiles of a norm folded into the
 // matmul that reads it: every matmul core recomputes the whole norm
 // (about four tile ops per K tile, ~0.45 us each) while its weight stream
 // waits, so past 32 tiles (H = 1024) the prologue costs more than a
 // split-row norm program and its launch (~18 us; the 27B head's H = 5120
-// took 1,796 us fused against 1,569 us for rmsnorm + matmul, tcc perf).
+// took 1,796 us fused against 1,569 us for rms_norm + matmul, tcc perf).
 const maxPrologueNormTiles = 32
 
 func ruleRMSNormMatmul() *rw.Rule {
 	return &rw.Rule{Name: "FuseRMSNormMatmul", After: "rmsnorm_matmul(x, wn, w)",
-		Pattern: rw.Op(ir.OpMatmul, anyNorm(rw.Var("x"), rw.Var("wn")), rw.Var("w")),
+		Pattern: rw.Op(ir.OpMatmul, rw.Op(ir.OpRMSNorm, rw.Var("x"), rw.Var("wn")).As("norm"), rw.Var("w")),
 		Where: func(m *rw.Match) bool {
 			x := m.Value("x")
 			return floatIn(x, m.Op("norm"), m.Root) && x.Type.Shape.Cols2D() <= maxPrologueNormTiles*ir.TileSize
@@ -130,11 +124,11 @@ func floatIn(x *ir.Value, ops ...*ir.Op) bool {
 }
 
 // readByNormInRegion reports whether an RMSNorm of region r normalises v:
-// an rms_norm or rmsnorm reading v, or a written-out one the norm family
+// an rms_norm reading v, or a written-out one the norm family
 // has yet to fuse (normPending).
 func readByNormInRegion(v *ir.Value, r *ir.Region) bool {
 	for _, op := range r.Ops {
-		if (op.Kind == ir.OpRMSNormComposed || op.Kind == ir.OpRMSNorm) && op.Operands[0] == v {
+		if op.Kind == ir.OpRMSNorm && op.Operands[0] == v {
 			return true
 		}
 	}
@@ -143,7 +137,7 @@ func readByNormInRegion(v *ir.Value, r *ir.Region) bool {
 
 // normPending reports whether region r holds the start of a written-out
 // RMSNorm of v, mean(square(v)) or mean(mul(v, v)), which the norm family
-// will fuse to rmsnorm later in the same pass. Rules that would take v's
+// will fuse to rms_norm later in the same pass. Rules that would take v's
 // producing add away from the residual and collective norm rules wait for
 // it.
 func normPending(v *ir.Value, r *ir.Region) bool {

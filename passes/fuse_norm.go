@@ -5,8 +5,11 @@ import (
 	rw "github.com/tcc-dev/tcc/passes/rewrite"
 )
 
-// Norm family: RMSNorm written out by a model becomes one rmsnorm op.
-// The (1+w) variant is tried first so it wins over the plain rule.
+// Norm family: RMSNorm written out by a model becomes one rms_norm op, the
+// op a model may also write directly (so the rules downstream of it match
+// one kind). rms_norm is not a fused op: the rewrite is checked on the
+// whole graph, as rules that emit model ops are. The (1+w) variant is
+// tried first so it wins over the plain rule.
 var _ = registerRules("norm", ruleRMSNormOffset, ruleRMSNorm)
 
 // rmsNormed matches x * rsqrt(mean(x^2) + eps), the normalised x before the
@@ -40,7 +43,7 @@ func buildRMSNorm(b *rw.Builder, m *rw.Match, offset float64) ([]*ir.Value, erro
 func ruleRMSNorm() *rw.Rule {
 	return &rw.Rule{
 		Name:    "FuseRMSNorm",
-		Rewrite: "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rmsnorm(x, w) {eps, offset = 0}",
+		Rewrite: "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rms_norm(x, w) {eps, offset = 0}",
 		Pattern: rw.Op(ir.OpMul, rmsNormed(), rw.Var("w")),
 		Where:   func(m *rw.Match) bool { return rmsNormApplies(m, m.Value("w")) },
 		Build:   func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) { return buildRMSNorm(b, m, 0) },
@@ -50,7 +53,7 @@ func ruleRMSNorm() *rw.Rule {
 func ruleRMSNormOffset() *rw.Rule {
 	return &rw.Rule{
 		Name:    "FuseRMSNormOffset",
-		Rewrite: "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), add_scalar(w, 1.0)) => rmsnorm(x, w) {eps, offset = 1}",
+		Rewrite: "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), add_scalar(w, 1.0)) => rms_norm(x, w) {eps, offset = 1}",
 		Pattern: rw.Op(ir.OpMul, rmsNormed(), rw.Op(ir.OpAddScalar, rw.Var("w")).As("one")),
 		Where: func(m *rw.Match) bool {
 			return m.Op("one").Float("value") == 1 && rmsNormApplies(m, m.Value("w"))

@@ -183,7 +183,7 @@ func fuzzGraph(data []byte) (*ir.Graph, error) {
 			switch f.pick(3) {
 			case 0:
 				pool = append(pool, h)
-				v = b.RMSNormComposed(h, weight(k), 1e-6, float64(f.pick(2)))
+				v = b.RMSNorm(h, weight(k), 1e-6, float64(f.pick(2)))
 			case 1:
 				pool = append(pool, h)
 				v = rmsnorm(h)

@@ -42,7 +42,7 @@ var matmulSiblings = map[ir.OpKind]bool{ir.OpMatmul2: true, ir.OpMatmul3: true, 
 // same rows of their operands (weights, norm weights and scalars aside),
 // so they may run on packed rows.
 var rowWiseOps = map[ir.OpKind]bool{
-	ir.OpRMSNorm: true, ir.OpRMSNormComposed: true, ir.OpRMSNormPlain: true,
+	ir.OpRMSNorm: true, ir.OpRMSNormPlain: true,
 	ir.OpMatmul: true, ir.OpMatmul2: true, ir.OpMatmul3: true, ir.OpMatmul4: true,
 	ir.OpMatmulAdd: true, ir.OpRMSNormMatmul: true, ir.OpMatmulSwiGLU: true,
 	ir.OpAddRMSNorm: true, ir.OpAllReduce: true, ir.OpAllReduceAdd: true, ir.OpAllReduceAddRMSNorm: true,

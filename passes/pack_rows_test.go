@@ -44,7 +44,7 @@ func TestPackRows(t *testing.T) {
 		for _, op := range g.Ops() {
 			kinds = append(kinds, op.Name()+" "+op.Results[0].Type.Shape.String())
 		}
-		want := []string{"reshape [1,3,64]", "rmsnorm [1,3,64]", "matmul [1,3,96]", "reshape [3,1,96]", "sigmoid [3,1,96]", "reshape [1,3,96]", "matmul_add [1,3,64]", "reshape [3,1,64]"}
+		want := []string{"reshape [1,3,64]", "rms_norm [1,3,64]", "matmul [1,3,96]", "reshape [3,1,96]", "sigmoid [3,1,96]", "reshape [1,3,96]", "matmul_add [1,3,64]", "reshape [3,1,64]"}
 		if diff := cmp.Diff(want, kinds); diff != "" {
 			t.Errorf("ops (-want +got):\n%s", diff)
 		}
@@ -77,7 +77,7 @@ func TestPackRows(t *testing.T) {
 		for _, op := range g.Ops() {
 			kinds = append(kinds, op.Name()+" "+op.Results[0].Type.Shape.String())
 		}
-		want := []string{"reshape [1,3,64]", "rmsnorm [1,3,64]", "matmul2 [3,1,96]", "sigmoid [3,1,96]", "sigmoid [3,1,32]"}
+		want := []string{"reshape [1,3,64]", "rms_norm [1,3,64]", "matmul2 [3,1,96]", "sigmoid [3,1,96]", "sigmoid [3,1,32]"}
 		if diff := cmp.Diff(want, kinds); diff != "" {
 			t.Errorf("ops (-want +got):\n%s", diff)
 		}

@@ -64,13 +64,13 @@ func TestDefaultPipeline(t *testing.T) {
 	for _, op := range g.Ops() {
 		kinds = append(kinds, op.Name())
 	}
-	if diff := cmp.Diff([]string{"rmsnorm", "silu"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"rms_norm", "silu"}, kinds); diff != "" {
 		t.Errorf("ops after the pipeline (-want +got):\n%s", diff)
 	}
 	if res.Place.Results != 2 {
 		t.Errorf("place visited %d results, want 2", res.Place.Results)
 	}
-	// fuse renumbers: inputs 0, 1, then rmsnorm op 2 / result 3, silu 4 / 5.
+	// fuse renumbers: inputs 0, 1, then rms_norm op 2 / result 3, silu 4 / 5.
 	if got := g.Outputs[0].ID; got != 5 {
 		t.Errorf("output ID %d after renumbering, want 5", got)
 	}
@@ -168,8 +168,8 @@ func TestPrintAfter(t *testing.T) {
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("printed (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(text, `rmsnorm(%0, %1) {eps = 1e-06, offset = 0.0}`) {
-		t.Errorf("printed graph lacks the fused op:\n%s", text)
+	if !strings.Contains(text, `rms_norm(%0, %1) {eps = 1e-06, offset = 0.0}`) {
+		t.Errorf("printed graph lacks the fused norm:\n%s", text)
 	}
 }
 

@@ -9,7 +9,7 @@
 // matmul.go: matmul and its fused forms (sibling matmuls, matmul
 // epilogues and prologues), built by the engine of matmul_engine.go with
 // the epilogues of matmul_epilogue.go; bmm.go;
-// norm.go: rmsnorm, rms_norm, rms_norm_plain; reduce.go:
+// norm.go: rms_norm, rms_norm_plain; reduce.go:
 // sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
 // repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
 // cache.go: update_cache; sdpa.go: sdpa_decode; prefill.go: cumsum, tril,
@@ -94,7 +94,7 @@
 // first (the host upload); device programs may leave other values in
 // padding (relayouts fill result padding with zeros). Lowerings that reduce
 // over a padded dimension zero the operand's padding in the reader first
-// (sum, mean, bmm's K, sdpa's cache rows past pos); rmsnorm and matmul
+// (sum, mean, bmm's K, sdpa's cache rows past pos); the norms and matmul
 // require the reduced last dimension to be a multiple of 32.
 //
 // # Persistent state

@@ -85,7 +85,6 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpMatmul:           lowerMatmul,
 	ir.OpBMM:              lowerBMM,
 	ir.OpRMSNorm:          lowerRMSNorm,
-	ir.OpRMSNormComposed:  lowerRMSNorm,
 	ir.OpRMSNormPlain:     lowerRMSNormPlain,
 	ir.OpSum:              lowerSum,
 	ir.OpMean:             lowerMean,

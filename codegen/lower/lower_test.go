@@ -96,9 +96,9 @@ var opCases = []opCase{
 	{"matmul_users", func(b *ir.Builder) *ir.Value {
 		return b.Matmul(b.Input("a", ir.T(ir.BF16, 4, 1, 128)), b.Weight("w.weight", ir.T(ir.BFP8B, 128, 96)))
 	}},
-	normCase("rmsnorm_offset", 1, 128, 1),
-	normCase("rmsnorm", 5, 256, 0),
-	normCase("rmsnorm_rows", 70, 64, 1),
+	normCase("rms_norm_offset", 1, 128, 1),
+	normCase("rms_norm", 5, 256, 0),
+	normCase("rms_norm_rows", 70, 64, 1),
 	embeddingCase("embedding", 3, 64, 128),
 	embeddingCase("embedding_full_tile", 32, 40, 64),
 	embeddingCase("embedding_tile_rows", 70, 100, 64),
@@ -278,8 +278,8 @@ func TestLowerErrors(t *testing.T) {
 		{"block-float table", func(b *ir.Builder) *ir.Value {
 			return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 2)), b.Weight("emb", ir.T(ir.BFP8B, 64, 64)))
 		}, []string{"op embedding", "rule embedding-table-layout", "bfp8_b"}},
-		{"norm hidden", normCase("", 1, 80, 0).build, []string{"op rmsnorm", "rule rmsnorm-hidden", "80"}},
-		{"norm too wide", normCase("", 60*32, 32*400, 1).build, []string{"op rmsnorm", "rule l1-budget"}}, // 60 tile rows: one core per row
+		{"norm hidden", normCase("", 1, 80, 0).build, []string{"op rms_norm", "rule rmsnorm-hidden", "80"}},
+		{"norm too wide", normCase("", 60*32, 32*400, 1).build, []string{"op rms_norm", "rule l1-budget"}}, // 60 tile rows: one core per row
 		{"argmax rows", argmaxCase("", 40, 64).build, []string{"op argmax", "rule argmax-rows"}},
 		{"argmax dtype", func(b *ir.Builder) *ir.Value { return b.Argmax(b.Input("x", ir.T(ir.FP32, 1, 64))) },
 			[]string{"rule argmax-input", "fp32"}},

@@ -226,16 +226,16 @@ var smallCases = []mcase{
 	{name: "mean", exact: true, build: func(b *ir.Builder) *ir.Value { return b.Mean(in(b, "x", tt(ir.BF16, dram, 40, 96))) }},
 	// norms
 	{name: "rms_norm_hidden", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 256)), in(b, "w", tt(ir.BF16, dram, 256)), 1e-6, 1)
+		return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 1, 1, 256)), in(b, "w", tt(ir.BF16, dram, 256)), 1e-6, 1)
 	}},
 	{name: "rms_norm_heads_l1", exact: true, out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+		return b.RMSNorm(in(b, "x", tt(ir.BF16, l1Mem, 1, 8, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
 	}},
 	{name: "rms_norm_fp32_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 12, 32)), in(b, "w", tt(ir.BF16, dram, 32)), 1e-6, 0)
+		return b.RMSNorm(in(b, "x", tt(ir.FP32, dram, 12, 32)), in(b, "w", tt(ir.BF16, dram, 32)), 1e-6, 0)
 	}},
 	{name: "rms_norm_multi_tile_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 70, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+		return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 70, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
 	}},
 	{name: "rms_norm_plain", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 12, 32)), 3.125e-08)
@@ -312,10 +312,10 @@ var smallCases = []mcase{
 		return withFidelity(b.Mean(in(b, "x", tt(ir.FP32, dram, 40, 96))), ir.LoFi)
 	}},
 	{name: "rms_norm_fp32_offset", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 40, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+		return b.RMSNorm(in(b, "x", tt(ir.FP32, dram, 40, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
 	}},
 	{name: "rms_norm_fp32_weight_hifi2", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return withFidelity(b.RMSNormComposed(in(b, "x", tt(ir.FP32, dram, 12, 64)), in(b, "w", tt(ir.FP32, dram, 64)), 1e-6, 0), ir.HiFi2)
+		return withFidelity(b.RMSNorm(in(b, "x", tt(ir.FP32, dram, 12, 64)), in(b, "w", tt(ir.FP32, dram, 64)), 1e-6, 0), ir.HiFi2)
 	}},
 	{name: "rms_norm_plain_rows", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 70, 128)), 7.8125e-09)
@@ -441,7 +441,7 @@ var bigCases = []mcase{
 		return b.Typecast(in(b, "x", tt(ir.BF16, dram, 24, 128)), ir.FP32)
 	}},
 	{name: "27b_rms_norm", exact: true, build: func(b *ir.Builder) *ir.Value {
-		return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
+		return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
 	}},
 	{name: "27b_rms_norm_plain", exact: true, build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlain(in(b, "x", tt(ir.FP32, dram, 24, 128)), 7.8125e-09)

@@ -8,7 +8,7 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// Norm family: rmsnorm / rms_norm(x [..., H], w [H]) = x * rsqrt(mean(x^2)
+// Norm family: rms_norm(x [..., H], w [H]) = x * rsqrt(mean(x^2)
 // + eps) * (w + offset), and rms_norm_plain(x) without the weight. Tile
 // rows (32 rows of x) are split over the grid, one core per tile row while
 // cores last. Per tile row the compute kernel

@@ -10,7 +10,7 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// normSplit is the split-row RMSNorm shared by rms_norm / rmsnorm /
+// normSplit is the split-row RMSNorm shared by rms_norm and
 // rms_norm_plain (norm.go), add_rmsnorm (fused_common.go) and the
 // all_reduce_add_rmsnorm tail (fused_collective.go): every tile row gets
 // a group of Group consecutive cores (row-major from First), core k of a

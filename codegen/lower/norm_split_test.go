@@ -27,7 +27,7 @@ func splitCores(t *testing.T, p *kir.Program, compute string, rows int) {
 	t.Logf("%d tile rows on %d cores (%d per row)", rows, n, n/rows)
 }
 
-// TestSplitNormOnSim runs the split-row norms of rms_norm, rmsnorm,
+// TestSplitNormOnSim runs the split-row norms of rms_norm,
 // rms_norm_plain and add_rmsnorm on the simulator against the reference
 // evaluator on random inputs, at the 27B's hidden size on one row and on
 // several tile rows (one group of cores per row).
@@ -38,15 +38,15 @@ func TestSplitNormOnSim(t *testing.T) {
 		mcase
 	}{
 		{1, mcase{name: "rms_norm_5120", build: func(b *ir.Builder) *ir.Value {
-			return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
+			return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 1, 1, 5120)), in(b, "w", tt(ir.BF16, dram, 5120)), 1e-6, 1)
 		}}},
 		{3, mcase{name: "rms_norm_3_rows", build: func(b *ir.Builder) *ir.Value {
-			return b.RMSNormComposed(in(b, "x", tt(ir.BF16, dram, 96, 2048)), in(b, "w", tt(ir.BF16, dram, 2048)), 1e-6, 1)
+			return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 96, 2048)), in(b, "w", tt(ir.BF16, dram, 2048)), 1e-6, 1)
 		}}},
-		{1, mcase{name: "rmsnorm_5120", build: func(b *ir.Builder) *ir.Value {
+		{1, mcase{name: "rms_norm_5120_offset_0", build: func(b *ir.Builder) *ir.Value {
 			return b.RMSNorm(b.Input("x", ir.T(ir.BF16, 1, 5120)), b.Weight("norm.weight", ir.T(ir.BF16, 5120)), 1e-6, 0)
 		}}},
-		{2, mcase{name: "rmsnorm_2_rows_partial", build: func(b *ir.Builder) *ir.Value {
+		{2, mcase{name: "rms_norm_2_rows_partial", build: func(b *ir.Builder) *ir.Value {
 			// 40 rows: the second tile row is half padding.
 			return b.RMSNorm(b.Input("x", ir.T(ir.BF16, 40, 1024)), b.Weight("norm.weight", ir.T(ir.BF16, 1024)), 1e-5, 1)
 		}}},

@@ -188,7 +188,7 @@ func testLoweringsOn(t *testing.T, tgt *target.Target) {
 }
 
 // maxRelErr bounds the element-wise error against the reference: a few
-// bf16 ulps (2^-8 relative each), which the intermediate formats of rmsnorm
+// bf16 ulps (2^-8 relative each), which the intermediate formats of rms_norm
 // may cost. PCC alone would miss a uniform scale error.
 const maxRelErr = 0.02
 

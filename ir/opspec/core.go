@@ -24,8 +24,9 @@ var coreOps = []Op{
 	{Name: "argmax", Go: "Argmax", Doc: "out[..., 0] = index of the first maximum of x over the last dimension, uint32", Operands: []string{"x"}, Results: 1, Shape: "shapeArgmax", Class: "reduce"},
 	// matmul
 	{Name: "matmul", Go: "Matmul", Doc: "out[..., m, n] = sum_k a[..., m, k] * w[k, n]; w is [K, N]; accumulate in fp32, round to dtype (default a's dtype)", Operands: []string{"a", "w"}, Attrs: []Attr{dtypeAttr}, Results: 1, Shape: "shapeMatmul", Class: "matmul"},
-	// norms
-	{Name: "rmsnorm", Go: "RMSNorm", Doc: "out = x * rsqrt(mean(x^2, last) + eps) * (w + offset); offset is 0 or 1 (zero-centred weights)", Operands: []string{"x", "w"}, Attrs: []Attr{{Name: "eps", Kind: AttrFloat}, {Name: "offset", Kind: AttrFloat}}, Results: 1, Shape: "shapeNorm", Class: "norm", Fused: true},
+	// norms: a model writes rms_norm (one program, as the composed path) or
+	// writes it out, and the norm rules (passes/fuse_norm.go) fold that into it
+	{Name: "rms_norm", Go: "RMSNorm", Doc: "out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; offset is 0 or 1 (zero-centred weights); fp32 math", Operands: []string{"x", "w"}, Attrs: []Attr{{Name: "eps", Kind: AttrFloat}, {Name: "offset", Kind: AttrFloat}}, Results: 1, Shape: "shapeNorm", Class: "norm"},
 	// data movement
 	{Name: "embedding", Go: "Embedding", Doc: "out[..., t, :] = table[ids[..., t], :]; ids are uint32 row indices", Operands: []string{"ids", "table"}, Results: 1, Shape: "shapeEmbedding", Class: "data"},
 	{Name: "typecast", Go: "Typecast", Doc: "out = x converted to dtype (round to nearest even)", Operands: []string{"x"}, Attrs: []Attr{{Name: "dtype", Kind: AttrDType}}, Results: 1, Shape: "shapeTypecast", Class: "layout"},

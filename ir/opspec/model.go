@@ -28,8 +28,7 @@ var modelOps = []Op{
 	{Name: "sum", Go: "Sum", Doc: "out[.., 0, ..] = sum of x over axis, the axis kept with size 1; fp32 accumulation, result in x's dtype", Operands: []string{"x"}, Attrs: []Attr{axisAttr}, Results: 1, Shape: "shapeSum", Class: "reduce"},
 	{Name: "cumsum", Go: "Cumsum", Doc: "out[.., i, ..] = sum of x[.., j, ..] over j = 0..i along axis (inclusive prefix sum); fp32 accumulation", Operands: []string{"x"}, Attrs: []Attr{axisAttr}, Results: 1, Shape: "shapeSumLike", Class: "reduce"},
 	{Name: "tril", Go: "Tril", Doc: "out[.., i, j] = x[.., i, j] where j - i <= diagonal, else 0, over the last two dims", Operands: []string{"x"}, Attrs: []Attr{{Name: "diagonal", Kind: AttrInt}}, Results: 1, Shape: "shapeTrailingMatrix", Class: "eltwise"},
-	// norms as the composed path issues them (one program each; not fused ops)
-	{Name: "rms_norm", Go: "RMSNormComposed", Doc: "out = x * rsqrt(mean(x^2 over the last dim) + eps) * (w + offset); w has as many elements as x's last dim and broadcasts over the rest; fp32 math", Operands: []string{"x", "w"}, Attrs: []Attr{epsAttr, {Name: "offset", Kind: AttrFloat}}, Results: 1, Shape: "shapeNorm", Class: "norm"},
+	// the weightless norm as the composed path issues it (one program; not a fused op)
 	{Name: "rms_norm_plain", Go: "RMSNormPlain", Doc: "out = x * rsqrt(mean(x^2 over the last dim) + eps) (no weight); fp32 math", Operands: []string{"x"}, Attrs: []Attr{epsAttr}, Results: 1, Shape: "shapeSame", Class: "norm"},
 	// batched matmul (activation x activation)
 	{Name: "bmm", Go: "BMM", Doc: "out[.., m, n] = sum_k a[.., m, k] * b[.., k, n]: a [.., M, K] and b [.., K, N] of equal rank >= 2 and equal leading dims; fp32 accumulation, result in dtype (default a's dtype)", Operands: []string{"a", "b"}, Attrs: []Attr{dtypeAttr}, Results: 1, Shape: "shapeBMM", Class: "matmul"},

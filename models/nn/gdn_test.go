@@ -160,7 +160,7 @@ func compareGDN(t *testing.T, m mode, bl block, res map[*ir.Value]ref.Tensor, wa
 	m.compare(t, "conv output", want.conv, res[conv[len(conv)-1].Result()].Data)
 	var o *ir.Value
 	for _, op := range bl.partOps(t, "norm_gate") {
-		if op.Kind == ir.OpRMSNormComposed {
+		if op.Kind == ir.OpRMSNorm {
 			o = op.Operands[0]
 			break
 		}

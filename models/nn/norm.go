@@ -5,13 +5,15 @@ import "github.com/tcc-dev/tcc/ir"
 // RMSNorm is the norm as the composed path issues it: one rms_norm op,
 // x * rsqrt(mean(x^2) + eps) * (w + offset) over x's last dim. offset is 1
 // for Qwen's zero-centred (1 + w) weights and 0 for weights used as is.
+// RMSNormDecomposed writes the same norm out.
 func RMSNorm(b *ir.Builder, x, w *ir.Value, eps, offset float64) *ir.Value {
-	return b.RMSNormComposed(x, w, eps, offset)
+	return b.RMSNorm(x, w, eps, offset)
 }
 
 // RMSNormDecomposed writes the same norm as seven elementwise and
-// reduction ops (square, mean, +eps, rsqrt, multiply, w+offset, multiply):
-// the form a fusion rule folds into one rmsnorm op.
+// reduction ops (square, mean, +eps, rsqrt, multiply, w+offset, multiply;
+// tiny-mlp's form): the form the norm rules (FuseRMSNorm,
+// FuseRMSNormOffset) fold into the one rms_norm op RMSNorm writes.
 func RMSNormDecomposed(b *ir.Builder, x, w *ir.Value, eps, offset float64) *ir.Value {
 	r := b.Rsqrt(b.AddScalar(b.Mean(b.Square(x)), eps))
 	return b.Mul(b.Mul(x, r), b.AddScalar(w, offset))

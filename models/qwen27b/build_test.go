@@ -249,7 +249,7 @@ func TestRegions(t *testing.T) {
 		// The layer's norms, residual adds and MLP live in its region:
 		// it starts with the input norm and ends with the second residual add.
 		first, last := r.Ops[0], r.Ops[len(r.Ops)-1]
-		if first.Kind != ir.OpRMSNormComposed || last.Kind != ir.OpAdd {
+		if first.Kind != ir.OpRMSNorm || last.Kind != ir.OpAdd {
 			t.Errorf("%s runs %s..%s, want rms_norm..add", r.Label(), first.Name(), last.Name())
 		}
 	}

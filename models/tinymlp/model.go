@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/nn"
 )
 
 func init() { models.Register(Model{}) }
@@ -102,13 +103,13 @@ func BuildGraph(s Sizes) *ir.Graph {
 	h := b.Embedding(ids, emb)
 	for i, w := range lw {
 		b.Region("mlp", i)
-		x := RMSNormDecomposed(b, h, w.norm)
+		x := nn.RMSNormDecomposed(b, h, w.norm, eps, 1)
 		gate := b.SiLU(b.Matmul(x, w.gate))
 		up := b.Matmul(x, w.up)
 		h = b.Add(h, b.Matmul(b.Mul(gate, up), w.down))
 	}
 	b.Region("head", -1)
-	logits := b.Matmul(RMSNormDecomposed(b, h, finalNorm), lmHead)
+	logits := b.Matmul(nn.RMSNormDecomposed(b, h, finalNorm, eps, 1), lmHead)
 	b.Output(logits, b.Argmax(logits))
 	g, err := b.Finish()
 	if err != nil {
@@ -116,13 +117,6 @@ func BuildGraph(s Sizes) *ir.Graph {
 		panic("tiny-mlp: " + err.Error())
 	}
 	return g
-}
-
-// RMSNormDecomposed writes x * rsqrt(mean(x^2) + eps) * (1 + w) as the six
-// ops a composed model issues.
-func RMSNormDecomposed(b *ir.Builder, x, w *ir.Value) *ir.Value {
-	r := b.Rsqrt(b.AddScalar(b.Mean(b.Square(x)), eps))
-	return b.Mul(b.Mul(x, r), b.AddScalar(w, 1))
 }
 
 // InitWeight draws deterministic weights: N(0, 1/fan_in) for projections,

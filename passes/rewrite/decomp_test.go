@@ -8,16 +8,16 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// toyNorm fuses mul($x, add($w, $z)) into an rmsnorm whose operands the
-// caller picks. It is numerically meaningless; it exercises how
-// decompositions are recorded.
-func toyNorm(operands func(m *Match) []*ir.Value) *Rule {
+// toyFused fuses mul($x, add($w, $z)) into an all_reduce_add (a fused op)
+// whose operands the caller picks. It is numerically meaningless; it
+// exercises how decompositions are recorded.
+func toyFused(operands func(m *Match) []*ir.Value) *Rule {
 	return &Rule{
-		Name:    "ToyNorm",
-		Rewrite: "mul(x, add(w, z)) => rmsnorm(x, w)",
+		Name:    "ToyFused",
+		Rewrite: "mul(x, add(w, z)) => all_reduce_add(x, w)",
 		Pattern: Op(ir.OpMul, Var("x"), Op(ir.OpAdd, Var("w"), Var("z"))),
 		Build: func(b *Builder, m *Match) ([]*ir.Value, error) {
-			v, err := b.Emit1(ir.OpRMSNorm, operands(m), ir.Attrs{"eps": 0.0, "offset": 0.0})
+			v, err := b.Emit1(ir.OpAllReduceAdd, operands(m), ir.Attrs{"devices": 1})
 			return []*ir.Value{v}, err
 		},
 	}
@@ -26,7 +26,7 @@ func toyNorm(operands func(m *Match) []*ir.Value) *Rule {
 func toyGraph(t *testing.T) *ir.Graph {
 	return build(t, func(b *ir.Builder) {
 		x := b.Input("x", ir.T(ir.BF16, 32, 64))
-		w := b.Weight("w", ir.T(ir.BF16, 64))
+		w := b.Weight("w", ir.T(ir.BF16, 32, 64))
 		b.Region("norm", 0)
 		b.Output(b.Mul(x, b.Add(w, w)))
 	})
@@ -35,7 +35,7 @@ func toyGraph(t *testing.T) *ir.Graph {
 func TestDecompositionRecorded(t *testing.T) {
 	g := toyGraph(t)
 	x, w := g.Inputs[0], g.Weights[0]
-	rule := toyNorm(func(m *Match) []*ir.Value { return []*ir.Value{m.Value("x"), m.Value("w")} })
+	rule := toyFused(func(m *Match) []*ir.Value { return []*ir.Value{m.Value("x"), m.Value("w")} })
 	if _, err := mustEngine(t, rule).Run(g); err != nil {
 		t.Fatal(err)
 	}
@@ -43,12 +43,12 @@ func TestDecompositionRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ops := g.Regions[0].Ops
-	if len(ops) != 1 || ops[0].Kind != ir.OpRMSNorm {
-		t.Fatalf("ops %v, want one rmsnorm", opNames(g.Regions[0]))
+	if len(ops) != 1 || ops[0].Kind != ir.OpAllReduceAdd {
+		t.Fatalf("ops %v, want one all_reduce_add", opNames(g.Regions[0]))
 	}
 	f := ops[0]
-	if f.Rule != "ToyNorm" {
-		t.Errorf("Rule = %q, want ToyNorm", f.Rule)
+	if f.Rule != "ToyFused" {
+		t.Errorf("Rule = %q, want ToyFused", f.Rule)
 	}
 	d := f.Decomp
 	if d == nil {
@@ -58,7 +58,7 @@ func TestDecompositionRecorded(t *testing.T) {
 	for _, ph := range d.Inputs {
 		got = append(got, ph.Name+" "+ph.Type.String())
 	}
-	want := []string{"x " + x.Type.String(), "w " + w.Type.String()}
+	want := []string{"x " + x.Type.String(), "residual " + w.Type.String()} // named after all_reduce_add's operands
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decomposition inputs (-want +got):\n%s", diff)
 	}
@@ -95,10 +95,10 @@ func TestDecompositionRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := fused.NumOps(); n != 1 || fused.Ops()[0].Kind != ir.OpRMSNorm || fused.Ops()[0].Decomp != d {
+	if n := fused.NumOps(); n != 1 || fused.Ops()[0].Kind != ir.OpAllReduceAdd || fused.Ops()[0].Decomp != d {
 		t.Errorf("fused graph: %d ops", n)
 	}
-	if diff := cmp.Diff([]string{"add(w, w)", "mul(x, add(w, w))"}, []string{expr(decomposed.Ops()[0].Result()), expr(decomposed.Outputs[0])}); diff != "" {
+	if diff := cmp.Diff([]string{"add(residual, residual)", "mul(x, add(residual, residual))"}, []string{expr(decomposed.Ops()[0].Result()), expr(decomposed.Outputs[0])}); diff != "" {
 		t.Errorf("decomposed graph (-want +got):\n%s", diff)
 	}
 	if len(fused.Inputs) != 2 || len(decomposed.Inputs) != 2 || !fused.Inputs[1].Type.Equal(decomposed.Inputs[1].Type) {
@@ -109,14 +109,14 @@ func TestDecompositionRecorded(t *testing.T) {
 func TestDecompositionNeedsAllInputs(t *testing.T) {
 	g := build(t, func(b *ir.Builder) {
 		x := b.Input("x", ir.T(ir.BF16, 32, 64))
-		w := b.Weight("w", ir.T(ir.BF16, 64))
-		z := b.Weight("z", ir.T(ir.BF16, 64))
+		w := b.Weight("w", ir.T(ir.BF16, 32, 64))
+		z := b.Weight("z", ir.T(ir.BF16, 32, 64))
 		b.Region("norm", 0)
 		b.Output(b.Mul(x, b.Add(w, z)))
 	})
-	rule := toyNorm(func(m *Match) []*ir.Value { return []*ir.Value{m.Value("x"), m.Value("w")} })
+	rule := toyFused(func(m *Match) []*ir.Value { return []*ir.Value{m.Value("x"), m.Value("w")} })
 	_, err := mustEngine(t, rule).Run(g)
-	if err == nil || !strings.Contains(err.Error(), "rmsnorm does not take") || !strings.Contains(err.Error(), "ToyNorm") {
+	if err == nil || !strings.Contains(err.Error(), "all_reduce_add does not take") || !strings.Contains(err.Error(), "ToyFused") {
 		t.Fatalf("got %v, want an error saying the fused op lacks z", err)
 	}
 }
@@ -124,9 +124,9 @@ func TestDecompositionNeedsAllInputs(t *testing.T) {
 func TestEquivalencePairNeedsDecomposition(t *testing.T) {
 	g := build(t, func(b *ir.Builder) {
 		x := b.Input("x", ir.T(ir.BF16, 32, 64))
-		w := b.Weight("w", ir.T(ir.BF16, 64))
+		w := b.Weight("w", ir.T(ir.BF16, 32, 64))
 		b.Region("norm", 0)
-		b.Output(b.RMSNorm(x, w, 1e-6, 0))
+		b.Output(b.AllReduceAdd(x, w, 1))
 	})
 	if _, _, err := EquivalencePair(g.Ops()[0]); err == nil || !strings.Contains(err.Error(), "no decomposition") {
 		t.Fatalf("got %v", err)

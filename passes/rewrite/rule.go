@@ -14,7 +14,7 @@ type Rule struct {
 	// (expect=Name); unique within an engine.
 	Name string
 	// Rewrite is a one-line summary "before => after", for example
-	// "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rmsnorm(x, w)".
+	// "mul(mul(x, rsqrt(add_scalar(mean(square(x)), eps))), w) => rms_norm(x, w)".
 	// Leave it empty and set After to have the before half written from
 	// Pattern (see Describe).
 	Rewrite string

@@ -14,8 +14,8 @@ import (
 //
 //	y = x * rsqrt(mean(square(x)) + eps) * (w + offset)
 //
-// with the Builder and returns a fused rmsnorm op whose Decomp holds those
-// ops, as a fusion rule would produce it.
+// with the Builder and returns an rms_norm op whose Decomp holds those ops,
+// the pair FuseRMSNorm's rewrite stands for.
 func rmsnormFused(t *testing.T, xt, wt ir.TensorType, eps, offset float64) *ir.Op {
 	t.Helper()
 	b := ir.NewBuilder("rmsnorm")
@@ -46,7 +46,7 @@ func rmsnormFused(t *testing.T, xt, wt ir.TensorType, eps, offset float64) *ir.O
 	return op
 }
 
-// TestRMSNormMatchesDecomposition compares the fused rmsnorm with the six
+// TestRMSNormMatchesDecomposition compares rms_norm with the six
 // ops it replaces. With storage formats the decomposition rounds to bf16
 // after each of its six ops and the fused op once, so they agree to PCC >=
 // 0.9999 and max relative error <= 2^-6 (a few bf16 roundings of 2^-9
@@ -114,7 +114,7 @@ func TestRMSNormMatchesDecomposition(t *testing.T) {
 	}
 }
 
-// TestFusedOpInGraph checks that a builder-made rmsnorm evaluated by Eval
+// TestFusedOpInGraph checks that a builder-made rms_norm evaluated by Eval
 // equals EvalOp on the same inputs and the float64 formula.
 func TestFusedOpInGraph(t *testing.T) {
 	b := ir.NewBuilder("g")
@@ -166,6 +166,6 @@ func TestFusedOpInGraph(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(want, res[y].Data); diff != "" {
-		t.Errorf("rmsnorm vs the device's FPU steps, packed once to bf16 (-want +got):\n%s", diff)
+		t.Errorf("rms_norm vs the device's FPU steps, packed once to bf16 (-want +got):\n%s", diff)
 	}
 }

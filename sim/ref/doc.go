@@ -48,7 +48,7 @@
 //
 // # Fused ops
 //
-// A fused op (rmsnorm, ...) has its own evaluator, computed from its
+// A fused op (add_rmsnorm, ...) has its own evaluator, computed from its
 // equation with one rounding of the result. EvalDecomposition evaluates the
 // ops it replaced (op.Decomp) with their own rounding points, so tests can
 // check that the fused form computes what the decomposed form did.

@@ -7,35 +7,16 @@ import (
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
-// Arithmetic model ops: the composed-path norms (rms_norm,
-// rms_norm_plain) and the activation x activation batched matmul (bmm).
-// Without StorageFormats they are computed in float64 and rounded once to
-// float32. With StorageFormats the norms are the norm lowering's FPU and
-// SFPU steps (normRows) and bmm follows matmul: its products are the FPU's
-// (numerics.Matmul at Options.Fidelity, fp32 operands reduced to tf32,
-// float32 accumulation). The caller then rounds to the result's storage
-// dtype. Sum is a reduction (reduce.go).
+// Arithmetic model ops: the activation x activation batched matmul (bmm).
+// Without StorageFormats it is computed in float64 and rounded once to
+// float32. With StorageFormats it follows matmul: its products are the
+// FPU's (numerics.Matmul at Options.Fidelity, fp32 operands reduced to
+// tf32, float32 accumulation). The caller then rounds to the result's
+// storage dtype. Sum is a reduction (reduce.go), the norms are in norm.go.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpRMSNormComposed: evalRMSNorm, // same equation as the fused rmsnorm, one rounding
-		ir.OpRMSNormPlain:    evalRMSNormPlain,
-		ir.OpBMM:             evalBMM,
+		ir.OpBMM: evalBMM,
 	})
-}
-
-// evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),
-// computed by normRows (float64 math without StorageFormats, the norm
-// lowering's FPU steps with it).
-func evalRMSNormPlain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-	eps, err := attrFloat(op, "eps")
-	if err != nil {
-		return nil, err
-	}
-	x := args[0]
-	if x.Shape.Rank() == 0 {
-		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
-	}
-	return []Tensor{normRows(x, nil, eps, 0, opts)}, nil
 }
 
 // evalBMM: out[.., m, n] = sum_k a[.., m, k] * b[.., k, n] for a [.., M, K]

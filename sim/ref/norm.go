@@ -8,8 +8,10 @@ import (
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
-// Norms are fused ops: they are evaluated directly from their equation, not
-// through their decomposition (EvalDecomposition evaluates the latter).
+// Norms: rms_norm (x * rsqrt(mean(x^2) + eps) * (w + offset)) and
+// rms_norm_plain (without the weight), one evaluator each, evaluated from
+// their equation; the fused norms (add_rmsnorm, all_reduce_add_rmsnorm,
+// rmsnorm_matmul, fused_common.go) reuse normRows.
 //
 // Without StorageFormats every step is float64, rounded once to float32.
 // With StorageFormats the norm is the norm lowering's pipeline step by
@@ -18,7 +20,8 @@ import (
 // multiplies on source-register (tf32) reads of their fp32 operands.
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpRMSNorm: evalRMSNorm,
+		ir.OpRMSNorm:      evalRMSNorm,
+		ir.OpRMSNormPlain: evalRMSNormPlain,
 	})
 }
 
@@ -36,6 +39,21 @@ func evalRMSNorm(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	return []Tensor{out}, nil
 }
 
+// evalRMSNormPlain: out[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps),
+// computed by normRows (float64 math without StorageFormats, the norm
+// lowering's FPU steps with it).
+func evalRMSNormPlain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	eps, err := attrFloat(op, "eps")
+	if err != nil {
+		return nil, err
+	}
+	x := args[0]
+	if x.Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
+	}
+	return []Tensor{normRows(x, nil, eps, 0, opts)}, nil
+}
+
 // rmsNormRows is x * rsqrt(mean(x^2, last) + eps) * (w + offset) per row
 // (normRows with a weight); w must have as many elements as x's last dim.
 func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error) {
@@ -51,7 +69,7 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // Without opts.StorageFormats every step is float64, rounded once to
 // float32. With it, the result is what the norm lowering's pipeline
 // (codegen/lower/norm.go, normCBs.row; shared by rms_norm,
-// rms_norm_plain, rmsnorm, add_rmsnorm, all_reduce_add_rmsnorm and
+// rms_norm_plain, add_rmsnorm, all_reduce_add_rmsnorm and
 // rmsnorm_matmul) computes in an fp32 DEST at opts.Fidelity, bit for bit
 // when the row is on one core and its x^2 CB is fp32 (it falls back to
 // bf16 squares only when a row's tiles do not fit L1). Per row, with tf

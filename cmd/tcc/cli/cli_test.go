@@ -85,11 +85,11 @@ func TestReportOpsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	// 3 layers x (rmsnorm, matmul_swiglu, matmul_add) + embedding + (rmsnorm_matmul, argmax).
+	// 3 layers x (rms_norm, matmul_swiglu, matmul_add) + embedding + (rmsnorm_matmul, argmax).
 	if r.Model != "tiny-mlp" || r.Mesh != "1x1" || r.Stage != "fused" || r.TotalOps != 3*3+1+2 || len(r.Layers) != 3 {
 		t.Errorf("report = %+v", r)
 	}
-	if r.Layers[2].ByOp["rmsnorm"] != 1 || r.Layers[2].ByOp["matmul_swiglu"] != 1 || r.Layers[2].ByOp["matmul_add"] != 1 || r.Layers[2].Ops != 3 {
+	if r.Layers[2].ByOp["rms_norm"] != 1 || r.Layers[2].ByOp["matmul_swiglu"] != 1 || r.Layers[2].ByOp["matmul_add"] != 1 || r.Layers[2].Ops != 3 {
 		t.Errorf("layer 2 = %+v", r.Layers[2])
 	}
 }
@@ -125,8 +125,8 @@ func TestDisableRuleKeepsGraphCorrect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(out, `"rmsnorm"`) {
-		t.Errorf("rule disabled but rmsnorm present:\n%s", out)
+	if strings.Contains(out, `"rms_norm"`) {
+		t.Errorf("rule disabled but rms_norm present:\n%s", out)
 	}
 }
 
@@ -136,7 +136,7 @@ func TestPassesAndIR(t *testing.T) {
 		t.Errorf("passes: %v\n%s", err, out)
 	}
 	out, err = runCLI(t, "ir", "tiny-mlp", "--print-after", "fuse", "--layer", "1")
-	if err != nil || !strings.Contains(out, "// after fuse (#4)") || !strings.Contains(out, "rmsnorm(") || !strings.Contains(out, "region mlp 1") {
+	if err != nil || !strings.Contains(out, "// after fuse (#4)") || !strings.Contains(out, "rms_norm(") || !strings.Contains(out, "region mlp 1") {
 		t.Errorf("ir --print-after: %v\n%s", err, out)
 	}
 }

@@ -58,7 +58,7 @@ func TestIRDrawLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"rmsnorm\nrule FuseRMSNormOffset\nreplaces 7 ops"`, `"matmul_swiglu\nrule FuseMLPSwiGLU`, "from embed", `"%19\nto layer 1 (mlp)"`} {
+	for _, want := range []string{`"rms_norm\nrule FuseRMSNormOffset"`, `"matmul_swiglu\nrule FuseMLPSwiGLU\nreplaces 4 ops"`, "from embed", `"%19\nto layer 1 (mlp)"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dot lacks %s:\n%s", want, out)
 		}

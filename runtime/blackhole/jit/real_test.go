@@ -117,7 +117,7 @@ func TestRealBuild(t *testing.T) {
 		for i := range doc.Programs {
 			p := &doc.Programs[i]
 			for j := range p.Kernels {
-				if k := &p.Kernels[j]; k.Compute != nil && p.Program == "rmsnorm_14" {
+				if k := &p.Kernels[j]; k.Compute != nil && p.Program == "rms_norm_14" {
 					imgs, err := BuildKernel(env, bdir, p, k)
 					var ne *NeedsSFPUError
 					switch {
