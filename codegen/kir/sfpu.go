@@ -3,7 +3,7 @@ package kir
 import (
 	"math"
 
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // SFPUOp is a unary operation the SFPU applies to a tile in DEST. Its
