@@ -55,8 +55,8 @@ var fidelityAttrSpec = opspec.Attr{Name: FidelityAttr, Kind: opspec.AttrString}
 //	bfp8_b  at most 6 (7-bit magnitude) HiFi4
 //	bfp4_b  at most 2 (3-bit magnitude) HiFi3
 //
-// Equal means bit for bit in sim/numerics' datapath on random tiles
-// (sim/numerics TestExactMatmulFidelity); a phase with no product still aligns DEST to
+// Equal means bit for bit in ir/numerics' datapath on random tiles
+// (ir/numerics TestExactMatmulFidelity); a phase with no product still aligns DEST to
 // its exponent, so a dot product that cancels to below about 2^-12 of its
 // largest term can differ (TestExactMatmulFidelityCancellation), where
 // both fidelities have already lost that value. srcAHighFractionBits is

@@ -21,7 +21,7 @@ type OpInfo struct {
 	Shape    ShapeRule
 	Class    string // op class (opspec.Op.Class); fusion rules come in families, ops in classes
 	Fused    bool
-	// SFPU: the op is one SFPU op per element (the codegen/kir.SFPUTable
+	// SFPU: the op is one SFPU op per element (the ir/sfpu Table
 	// entry of the same name) and chains into eltwise_chain.
 	SFPU bool
 }

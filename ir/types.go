@@ -10,7 +10,7 @@ import (
 type DType uint8
 
 // Storage formats. Block-float formats (_b) share one exponent per 16-value
-// face row of a 32x32 tile; see sim/numerics for the exact packing.
+// face row of a 32x32 tile; see ir/numerics for the exact packing.
 const (
 	InvalidDType DType = iota
 	FP32               // IEEE float32

@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes/rewrite"
 	"github.com/tcc-dev/tcc/passes/rulestest"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 	"golang.org/x/tools/txtar"
 )

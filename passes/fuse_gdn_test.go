@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes/rewrite"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
+	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
 // ChipOptions configure the ttsim and blackhole backends.
@@ -88,7 +89,8 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		return err
 	}
 	cfg := e.configs[i]
-	ref := blackhole.Reference{Dev: e.Mesh.devices[0], Binding: e.binding}
+	sim := e.Mesh.devices[0]
+	ref := blackhole.Reference{Mem: simMemory{sim}, Binding: e.binding}
 	if err := e.Mesh.chip.Upload(cfg, ref); err != nil {
 		return err
 	}
@@ -106,11 +108,12 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		return nil
 	}
 	for _, bc := range cfg.Buffers {
-		b, dn, err := ref.Buffer(bc.Name)
+		_, dn, err := ref.Buffer(bc.Name)
 		if err != nil {
 			return err
 		}
-		want, err := ref.Dev.ReadPages(dn, 0, b.Pages)
+		b, _ := sim.Buffer(dn)
+		want, err := sim.ReadPages(dn, 0, b.Pages)
 		if err != nil {
 			return err
 		}
@@ -159,4 +162,21 @@ func (e *Executable) buildDir() (string, error) {
 	}
 	e.dir = dir + "/b"
 	return e.dir, nil
+}
+
+// simMemory is the simulator's device as the chip runtime's reference
+// memory: the chip's buffers sit where the simulator placed them.
+type simMemory struct{ *kexec.Device }
+
+func (m simMemory) Placement(name string) (blackhole.Placement, bool) {
+	b, ok := m.Buffer(name)
+	if !ok {
+		return blackhole.Placement{}, false
+	}
+	return placement(b), true
+}
+
+// placement is where the pages of simulator buffer b live.
+func placement(b *kexec.DeviceBuffer) blackhole.Placement {
+	return blackhole.Placement{Kind: b.Mem.Kind, Pages: b.Pages, PageSize: b.PageSize, Addr: b.Addr, Stride: b.Stride, Cores: b.Cores, PerCore: b.PerCore}
 }

@@ -96,7 +96,7 @@ func TestChipShadowCheck(t *testing.T) {
 					page = append([]byte(nil), page...)
 					page[0] ^= 1
 				}
-				return m.chip.WritePages(db, page)
+				return m.chip.WritePages(placement(db), page)
 			}
 			if err := e.RunProgram(0); err != nil {
 				t.Fatal(err)

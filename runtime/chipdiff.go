@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/kexec"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // describeDiff says how the chip's copy got of buffer b differs from the

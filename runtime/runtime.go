@@ -9,10 +9,10 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/kmd"
 	"github.com/tcc-dev/tcc/sim/kexec"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Backends lists the backend names Open accepts.

@@ -41,7 +41,8 @@
 // operand lists, CBsOf, InitOf, UninitOf, Instructions) and
 // codegen/cpp/insn_gen.go from it; TestStmtGenFresh fails while either is
 // stale. The SFPU ops are one instruction pair (SFPUInit, SFPU) whose
-// names, headers, declarations, costs and semantics are SFPUTable's.
+// names, headers, declarations, costs and semantics are SFPUTable's
+// (ir/sfpu's Table; this package names the ops the lowerings use).
 package kir
 
 //go:generate go run ../internal/cmd/insngen -kir stmt_gen.go -cpp ../cpp/insn_gen.go

@@ -13,8 +13,8 @@ import (
 
 // TestNewUnaryOpIsTwoTableLines adds a unary SFPU op, tanh, to a copy of
 // the module by editing two files by hand, one line each plus the enum
-// constant (codegen/kir/sfpu.go: SFPUTanh and its SFPUTable entry;
-// ir/opspec/core.go: the op table entry flagged SFPU), regenerates the op
+// constant (ir/sfpu/table.go: Tanh and its Table entry; ir/opspec/core.go:
+// the op table entry flagged SFPU), regenerates the op
 // table (go generate ./ir) and runs testdata/newop in the copy: the op
 // lowers, prints tanh_tile with its header, passes the g++ syntax check,
 // runs on the simulator and matches the reference evaluator. Nothing else
@@ -48,9 +48,9 @@ func TestNewUnaryOpIsTwoTableLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	edit("codegen/kir/sfpu.go", "\tSFPUMulScalar\n", "\tSFPUTanh\n")
-	edit("codegen/kir/sfpu.go", "{ return x * p }},\n",
-		`	{Op: SFPUTanh, Name: "tanh", Call: "tanh_tile", Init: "tanh_tile_init", Header: eltwiseUnary + "tanh.h", Decl: "void tanh_tile_init();\nvoid tanh_tile(uint32_t idst);", Cycles: 128, Eval: func(x, _ float32) float32 { return float32(math.Tanh(float64(x))) }},`+"\n")
+	edit("ir/sfpu/table.go", "\tMulScalar\n", "\tTanh\n")
+	edit("ir/sfpu/table.go", "{ return x * p }},\n",
+		`	{Op: Tanh, Name: "tanh", Call: "tanh_tile", Init: "tanh_tile_init", Header: eltwiseUnary + "tanh.h", Decl: "void tanh_tile_init();\nvoid tanh_tile(uint32_t idst);", Cycles: 128, Eval: func(x, _ float32) float32 { return float32(math.Tanh(float64(x))) }},`+"\n")
 	edit("ir/opspec/core.go", "\t// eltwise unary\n",
 		`	{Name: "tanh", Go: "Tanh", Doc: "out = tanh(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Class: "eltwise", SFPU: true},`+"\n")
 	test, err := os.ReadFile("testdata/newop/newop_test.go.txt")

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // approxSwitch reports whether p is an approximation switch: a bool
@@ -24,7 +26,7 @@ func approxSwitch(p CParam) bool {
 // parameter that is a switch must default to false: the printer passes
 // only dst, the scalar or second tile, and Consts. It also lists template
 // argument lists that do not fit their declaration.
-func approxErrors(s SFPUSpec, decls map[string]CDecl) []string {
+func approxErrors(s sfpu.Spec, decls map[string]CDecl) []string {
 	var errs []string
 	for _, c := range []struct{ fn, args string }{{s.Init, s.InitTemplate}, {s.Call, s.CallTemplate}} {
 		d, ok := decls[c.fn]
@@ -120,7 +122,7 @@ const geluDecl = "// gelu.h\ntemplate <bool fast_and_approx = true>\nvoid gelu_t
 // argument, and an entry setting a switch to true; it accepts gelu with
 // fast_and_approx set to false.
 func TestSFPUApproxCheckCatchesGelu(t *testing.T) {
-	gelu := SFPUSpec{Name: "gelu", Call: "gelu_tile", Init: "gelu_tile_init", Decl: geluDecl}
+	gelu := sfpu.Spec{Name: "gelu", Call: "gelu_tile", Init: "gelu_tile_init", Decl: geluDecl}
 	withTemplate := gelu
 	withTemplate.InitTemplate, withTemplate.CallTemplate = "false", "false"
 	oldGelu := gelu
@@ -136,7 +138,7 @@ func TestSFPUApproxCheckCatchesGelu(t *testing.T) {
 	tooMany.CallTemplate = "false, false"
 	for _, tc := range []struct {
 		name string
-		s    SFPUSpec
+		s    sfpu.Spec
 		want []string // substrings of the errors, in order
 	}{
 		{"gelu_default_true", gelu, []string{

@@ -350,7 +350,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	// Every eltwise program has an fp32 DEST. A bf16 DEST adds roundings the
 	// reference does not have even when every value is bf16: SFPSTORE
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
-	// rounds its partial sum to bf16 (sim/numerics datapath). From an fp32
+	// rounds its partial sum to bf16 (ir/numerics datapath). From an fp32
 	// DEST the packer rounds each result once.
 	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	ccount := cp.RuntimeArg("num_tiles")

@@ -17,11 +17,11 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes"
 	"github.com/tcc-dev/tcc/runtime"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/kexec"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 

@@ -41,7 +41,7 @@ type Op struct {
 	Shape    string // name of the shape rule function in package ir
 	Class    string // op class: eltwise, reduce, matmul, norm, data, layout, collective, fused (not a fusion-rule family)
 	Fused    bool   // produced only by fusion; carries the decomposition it replaced
-	SFPU     bool   // one SFPU op per element (codegen/kir.SFPUTable entry of the same name); chainable into eltwise_chain
+	SFPU     bool   // one SFPU op per element (ir/sfpu Table entry of the same name); chainable into eltwise_chain
 }
 
 // All returns the whole op table in enum order.

@@ -11,8 +11,8 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/nn"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // Item is one weight buffer to convert: its programs.json buffer and

@@ -17,11 +17,11 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/models/nn"
 	"github.com/tcc-dev/tcc/models/qwen27b"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 const smallConfig = "../qwen27b/testdata/small.json"

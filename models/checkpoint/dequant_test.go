@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/safetensors"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 func TestDequantNVFP4Hand(t *testing.T) {

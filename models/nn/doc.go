@@ -71,7 +71,7 @@
 // norms. In the device-format mode the equations start from the inputs as
 // the evaluator stored them (bf16, block-float), so the figures measure the
 // rounding of intermediates. Figures are PCC and max relative error
-// (sim/numerics); exact mode
+// (ir/numerics); exact mode
 // must reach PCC >= 0.99999 and max rel err <= 1e-3, the device formats
 // PCC >= 0.999. The tensor-parallel split of every block on 2 and 4
 // devices (ref.EvalMesh, shares cut by Share.Cut; kv heads split and

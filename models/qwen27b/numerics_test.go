@@ -10,7 +10,7 @@ import (
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/longtest"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 

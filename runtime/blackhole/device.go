@@ -16,7 +16,6 @@ import (
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
 	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
-	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
 // Builder compiles kernels for the chip (package jit).
@@ -126,27 +125,6 @@ func (d *Device) boot(cs []kir.Core) error {
 	return nil
 }
 
-// Reference is the memory of the device a program's buffers are mirrored
-// from: the sim device, with the mesh's names for the program's buffers.
-type Reference struct {
-	Dev     *kexec.Device
-	Binding map[string]string // program buffer name -> device buffer name
-}
-
-// Buffer returns the reference device's buffer for program buffer name
-// and its device name.
-func (r Reference) Buffer(name string) (*kexec.DeviceBuffer, string, error) {
-	dn := name
-	if n, ok := r.Binding[name]; ok {
-		dn = n
-	}
-	b, ok := r.Dev.Buffer(dn)
-	if !ok {
-		return nil, "", fmt.Errorf("buffer %q (%q) is not allocated on the reference device", name, dn)
-	}
-	return b, dn, nil
-}
-
 // Upload copies every buffer of p from ref to the chip, at the addresses
 // ref gave them.
 func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
@@ -155,7 +133,7 @@ func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
 		if err != nil {
 			return err
 		}
-		data, err := ref.Dev.ReadPages(dn, 0, b.Pages)
+		data, err := ref.Mem.ReadPages(dn, 0, b.Pages)
 		if err != nil {
 			return err
 		}
@@ -179,20 +157,19 @@ func (d *Device) Download(name string, ref Reference) ([]byte, error) {
 	return data, nil
 }
 
-// WritePages writes all pages of b (laid out as the reference lays it
-// out) to the chip.
-func (d *Device) WritePages(b *kexec.DeviceBuffer, data []byte) error { return d.pages(b, data, true) }
+// WritePages writes all pages of a buffer placed as b to the chip.
+func (d *Device) WritePages(b Placement, data []byte) error { return d.pages(b, data, true) }
 
-// pages moves the pages of b between data and the chip.
-func (d *Device) pages(b *kexec.DeviceBuffer, data []byte, write bool) error {
+// pages moves the pages of a buffer placed as b between data and the chip.
+func (d *Device) pages(b Placement, data []byte, write bool) error {
 	banks := len(d.Chip.DRAM)
 	for i := 0; i < b.Pages; i++ {
 		var at chip.XY
 		var addr uint64
 		switch {
-		case b.Mem.Kind == ir.DRAMInterleaved:
+		case b.Kind == ir.DRAMInterleaved:
 			at, addr = d.Chip.DRAM[i%banks], uint64(b.Addr)+uint64((i/banks)*b.Stride)
-		case b.Mem.Kind == ir.L1Interleaved:
+		case b.Kind == ir.L1Interleaved:
 			c, err := d.Chip.Worker(b.Cores[i%len(b.Cores)])
 			if err != nil {
 				return err

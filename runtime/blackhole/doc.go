@@ -14,8 +14,10 @@
 //
 // This package ties the layers together. Device opens a chip, boots
 // firmware on the cores programs use, and RunProgram runs one program of a
-// tcc build given the memory image of a reference device (sim/kexec): it
-// copies the program's buffers to the chip at the reference's addresses,
-// launches, and copies them back, so that the caller can compare the chip
-// with the simulator program by program.
+// tcc build given a reference device's memory (Reference, over the small
+// Memory interface; package runtime backs it with the simulator, sim/kexec,
+// which this package does not import): it copies the program's buffers to
+// the chip at the reference's addresses, launches, and copies them back, so
+// that the caller can compare the chip with the simulator program by
+// program.
 package blackhole

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/cpp/samples"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/kexec"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 // ring returns n devices cabled as a ring with one link (channel 0 east,

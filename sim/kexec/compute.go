@@ -6,7 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 type regPhase uint8

@@ -80,7 +80,7 @@
 //
 // # Compute numerics
 //
-// Compute ops unpack tiles from CB pages with sim/numerics into float32
+// Compute ops unpack tiles from CB pages with ir/numerics into float32
 // DEST tiles (face order). What is modelled:
 //
 //   - tile_regs_acquire hands out a zeroed DEST; the capacity is

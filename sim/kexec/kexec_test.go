@@ -14,8 +14,8 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/kexec"
-	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
 var bh = target.Blackhole()

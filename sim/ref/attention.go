@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Attention pieces: rotary (rotate-half RoPE); update_cache and fill_cache

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Data-movement and layout ops: they copy values; only typecast to an

@@ -3,9 +3,9 @@ package ref
 import (
 	"fmt"
 
-	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Eltwise ops compute each element in float32 (one rounding per element, as
@@ -20,22 +20,22 @@ func init() {
 		ir.OpSub: fpuBinary(deviceSub, true),
 		ir.OpMul: fpuBinary(deviceMul, false),
 	})
-	// The SFPU ops: the semantics of their kir.SFPUTable entry.
-	sfpu := map[ir.OpKind]evalFunc{}
+	// The SFPU ops: the semantics of their ir/sfpu Table entry.
+	sfpuOps := map[ir.OpKind]evalFunc{}
 	for _, k := range ir.ChainableOps() {
 		if eval, param, ok := sfpuEval(k); ok && param {
-			sfpu[k] = scalar(eval)
+			sfpuOps[k] = scalar(eval)
 		} else if ok {
-			sfpu[k] = unary(func(x float32) float32 { return eval(x, 0) })
+			sfpuOps[k] = unary(func(x float32) float32 { return eval(x, 0) })
 		}
 	}
-	register(sfpu)
+	register(sfpuOps)
 }
 
-// sfpuEval is the element function of SFPU op k (the kir.SFPUTable entry
+// sfpuEval is the element function of SFPU op k (the ir/sfpu Table entry
 // of its name) and whether it takes the value attribute.
 func sfpuEval(k ir.OpKind) (eval func(x, p float32) float32, param, ok bool) {
-	op, ok := kir.SFPUByName(k.String())
+	op, ok := sfpu.ByName(k.String())
 	if !ok {
 		return nil, false, false
 	}

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Options selects how closely the evaluator follows the device's formats.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Fused attention ops (produced by passes/fuse_attention.go), evaluated

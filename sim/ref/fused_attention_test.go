@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // attnPosType is the [1] uint32 cache position.

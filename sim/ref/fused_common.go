@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Fused ops of the common fusion families (matmul, MLP, residual,
@@ -453,7 +453,7 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
-// evaluator computes it (its kir.SFPUTable entry); scalar values are
+// evaluator computes it (its ir/sfpu Table entry); scalar values are
 // converted to float32 first, as the device receives them.
 func chainFunc(st ir.ChainStep) (func(float32) float32, error) {
 	eval, _, ok := sfpuEval(st.Op)

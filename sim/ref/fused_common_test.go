@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // commonCase is one fused op of the common families evaluated on small

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Pieces of the Gated DeltaNet prefill (the chunked WY form and the causal

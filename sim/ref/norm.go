@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Norms: rms_norm (x * rsqrt(mean(x^2) + eps) * (w + offset)) and

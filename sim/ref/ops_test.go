@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Tolerances of the per-op tests against float64 code written from each

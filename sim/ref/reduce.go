@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Reductions: mean over the last dimension, sum over any axis and argmax.

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/numerics"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Tensor is a logical tensor value: Data holds Shape.Numel() values in

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/runtime"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 

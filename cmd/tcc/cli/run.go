@@ -15,10 +15,10 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/runtime"
-	"github.com/tcc-dev/tcc/sim/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 
