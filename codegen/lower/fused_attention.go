@@ -13,38 +13,23 @@ import (
 // columns), k and v [B,1,Hkv*D]. The program works on heads as tile rows:
 // a reader gathers the query columns of up to 32 heads of one user into
 // the rows of Dt = D/32 tiles (blocks.Gather), so one tile row of work
-// normalises and rotates all those heads at once, and the q result
-// [B,H,D] is written tile by tile with no further assembly.
+// normalises and rotates all those heads at once (headNorm, then a matmul
+// by the user's RoPE matrix), and the q result [B,H,D] is written tile by
+// tile with no further assembly; the writer patches each kv head's k and
+// v rows into row pos%32 of its cache tiles.
 //
 // Work items, per user (in this order): q (one per 32 heads), k (one per
 // 32 kv heads), gate, v, and, when a cache result is not written in place,
-// one copy item per (cache, kv head). Items are split over the cores; the
-// compute kernel only sees the q and k items.
+// one copy item per (cache, kv head) for the cache pages outside tile row
+// pos/32. Items are split over the cores; the compute kernel only sees the
+// q and k items. In place (the result's buffer is the cache's, ctx.Alias)
+// only the B*Hkv*Dt cache tiles of tile row pos/32 of each cache are read
+// and rewritten.
 //
-//   - q, k: the reader gathers x (decodePrologue.gatherHeads), streams the
-//     norm weight tiles and builds the RoPE matrix of the user
-//     (decodePrologue.normInputs). Compute: the norm (headNorm), then the
-//     tiles holding rotary dims are multiplied by the RoPE matrix
-//     (decodePrologue.rotate). The writer stores the q tiles, or, for k,
-//     copies the row of each kv head into row pos%32 of its cache tile
-//     (decodePrologue.writeKV).
-//   - gate: the reader gathers the gate columns the same way; the writer
-//     stores them.
-//   - v: the reader streams the v tiles of each kv head (the head's D
-//     values are row 0 of Dt tiles); the writer patches them into row
-//     pos%32 of the cache tiles.
-//   - copy (only without aliasing): every cache page of the kv head
-//     outside tile row pos/32 is copied to the result.
-//
-// In place (the result's buffer is the cache's, ctx.Alias) only the
-// B*Hkv*Dt cache tiles of tile row pos/32 of each cache are read and
-// rewritten; every other cache row is untouched.
-//
-// What the decode and the prefill prologue (fused_prologue_prefill.go)
-// share is type prologue: the checks, the item list and its split, the
-// CBs of the norm, the compute kernel, the cache copies and the q and gate
-// writes; each adds its reader, its RoPE and its cache patches
-// (prologueKind).
+// The decode and the prefill prologue (fused_prologue_prefill.go) share
+// type prologue: the checks, the items and their split, the norm, the
+// compute kernel, the cache copies and the q and gate writes; a
+// prologueKind adds its reader, RoPE and cache patches.
 
 func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	pl, err := newPrologue(op, ctx, false)
@@ -60,8 +45,7 @@ type prologueDims struct {
 	Dt, St, HRt, KRt, RtR, Lt int
 }
 
-// attnPrologueDims checks the operand shapes of attn_prologue and returns
-// its sizes.
+// attnPrologueDims checks attn_prologue's operand shapes.
 func attnPrologueDims(op *ir.Op) (prologueDims, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8]
 	d := prologueDims{S: 1}
@@ -89,8 +73,7 @@ func attnPrologueDims(op *ir.Op) (prologueDims, error) {
 	return d, d.tiles()
 }
 
-// tiles checks that a head is whole tiles and sets the tile counts of D,
-// S, H, Hkv, R and L.
+// tiles checks that a head is whole tiles and sets the tile counts.
 func (d *prologueDims) tiles() error {
 	if d.D%ir.TileSize != 0 {
 		return fmt.Errorf("rule prologue-head-dim: head dim %d must be a multiple of %d (heads are whole tiles)", d.D, ir.TileSize)
@@ -133,15 +116,21 @@ type prologueItems struct {
 	perUser                     int
 }
 
-func newPrologueItems(q, k, gate, v, kcopies, vcopies int) prologueItems {
+func newPrologueItems(q, k, gate, v, copies int, inPlaceK, inPlaceV bool) prologueItems {
 	var it prologueItems
 	seg := func(n int) itemSeg { s := itemSeg{it.perUser, n}; it.perUser += n; return s }
-	it.q, it.k, it.gate, it.v, it.kcopy, it.vcopy = seg(q), seg(k), seg(gate), seg(v), seg(kcopies), seg(vcopies)
+	it.q, it.k, it.gate, it.v = seg(q), seg(k), seg(gate), seg(v)
+	if !inPlaceK {
+		it.kcopy = seg(copies)
+	}
+	if !inPlaceV {
+		it.vcopy = seg(copies)
+	}
 	return it
 }
 
-// units is the number of norm units (compute kernel iterations) of item i
-// (global index): 1 for a q item, kUnits for a k item, 0 for the others.
+// units is the number of norm units (compute iterations) of item i: 1 for
+// a q item, kUnits for a k item, 0 for the others.
 func (it prologueItems) units(i, kUnits int) int {
 	switch r := i % it.perUser; {
 	case it.q.holds(r):
@@ -152,39 +141,34 @@ func (it prologueItems) units(i, kUnits int) int {
 	return 0
 }
 
-// prologue is what the decode and the prefill attention prologue share
-// while their program is built: the checked op and its sizes, the work
-// items and their split over the cores, the CBs both plan, and the three
-// kernels. A prologueKind adds the rest.
+// prologue is what the decode and the prefill prologue program share
+// while they are built.
 type prologue struct {
-	op          *ir.Op
-	ctx         *Context
-	prefill     bool
-	d           prologueDims
-	eps, offset float64
-	rope        blocks.RopeMatrix // the RoPE matrix of R dims over RtR tiles
-	inPlaceK    bool              // the k cache result is the k cache's buffer
-	inPlaceV    bool
-	items       prologueItems
-	kUnits      int // norm units of a k item
-	p           *kir.Program
-	plan        Split
-	cores       []kir.Core
-	rs          []ir.CoreRange
-	cbs         *blocks.CBPlan
+	op                 *ir.Op
+	ctx                *Context
+	unitsArg           string // the compute kernel's runtime arg
+	d                  prologueDims
+	eps, offset        float64
+	rope               blocks.RopeMatrix // R dims over RtR tiles
+	inPlaceK, inPlaceV bool              // a cache result is the cache's buffer
+	items              prologueItems
+	p                  *kir.Program
+	plan               Split
+	cores              []kir.Core
+	rs                 []ir.CoreRange
+	cbs                *blocks.CBPlan
 	// CBs: posR < 0 when no cache is copied (the reader needs no pos);
 	// resident (resN pages) the compute kernel holds throughout, < 0: none.
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
 	norm                                                       headNorm
 	rd, wr                                                     *kir.Kernel
-	ra                                                         prologueReads
-	wa                                                         prologueWrites
+	ra                                                         struct{ qg, k, v, qw, kw, cos, sin, kc, vc, pos *blocks.Access }
+	wa                                                         struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
 }
 
-// prologueKind is the part of a prologue program its variant emits: the
-// CBs besides the shared ones (between planInputs, planNorm and planOut),
-// the reader, the RoPE of the normed rotary tiles of one unit in the
-// compute kernel (headNorm.emit's rope), and the writer.
+// prologueKind is what a prologue variant adds: its CBs (around
+// planInputs, planNorm and planOut), its reader, the RoPE of one unit's
+// normed rotary tiles (headNorm.emit's rope) and its writer.
 type prologueKind interface {
 	planCBs()
 	reader() error
@@ -192,25 +176,12 @@ type prologueKind interface {
 	writer() error
 }
 
-// newPrologue checks op (attn_prologue, or attn_prologue_prefill when
-// prefill), lays out its items and splits them over the first cores of
-// the worker grid, one item a few dozen tile operations. The program and
-// its CB plan are empty.
+// newPrologue checks op (attn_prologue_prefill when prefill) and splits
+// its items over the first cores, one item a few dozen tile operations.
 func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
-	pl := &prologue{op: op, ctx: ctx, prefill: prefill, kUnits: 1, resident: -1}
+	pl := &prologue{op: op, ctx: ctx, unitsArg: "items", resident: -1}
 	var err error
-	if pl.eps, pl.offset, err = prologuePreamble(op, op.Name()); err != nil {
-		return nil, err
-	}
-	if prefill {
-		pl.d, err = prefillPrologueDims(op)
-	} else {
-		pl.d, err = attnPrologueDims(op)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := prologueDTypes(op, prefill); err != nil {
+	if pl.eps, pl.offset, pl.d, err = checkPrologue(op, prefill); err != nil {
 		return nil, err
 	}
 	d := pl.d
@@ -219,17 +190,10 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	}
 	pl.inPlaceK = ctx.BufferName(op.Results[2]) == ctx.BufferName(op.Operands[7])
 	pl.inPlaceV = ctx.BufferName(op.Results[3]) == ctx.BufferName(op.Operands[8])
-	kcopies, vcopies := d.Hkv, d.Hkv
-	if pl.inPlaceK {
-		kcopies = 0
-	}
-	if pl.inPlaceV {
-		vcopies = 0
-	}
 	if prefill {
-		pl.items, pl.kUnits = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, kcopies, vcopies), d.St
+		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
 	} else {
-		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, kcopies, vcopies)
+		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
 	if pl.p, err = newProgram(op, ctx); err != nil {
 		return nil, err
@@ -240,8 +204,7 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	return pl, nil
 }
 
-// build runs the phases of the program (CB plan, reader, compute,
-// writer, runtime args) with kind's parts and returns the program.
+// build runs the phases with kind's parts and returns the program.
 func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 	kind.planCBs()
 	if err := pl.cbs.Err(fmt.Sprintf("%s with head dim %d", pl.op.Name(), pl.d.D)); err != nil {
@@ -254,15 +217,15 @@ func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 	if err := kind.writer(); err != nil {
 		return nil, err
 	}
-	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.kUnits) })
+	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.d.St) })
 	return pl.p, nil
 }
 
 // dtype is the dtype of qg, k, v, the caches and the results.
 func (pl *prologue) dtype() ir.DType { return pl.op.Operands[0].Type.DType }
 
-// planInputs plans the input CBs: x (Dt tiles), the norm weight, the RoPE
-// inputs rope plans, the scaler and the moved tiles (gate, v, copies).
+// planInputs plans the input CBs: x, the norm weight, the RoPE inputs
+// (rope), the scaler and the moved tiles (gate, v, copies).
 func (pl *prologue) planInputs(rope func()) {
 	pl.x = pl.cbs.Input("x", pl.dtype(), pl.d.Dt)
 	pl.w = pl.cbs.Input("norm_weight", pl.op.Operands[3].Type.DType, 2)
@@ -271,8 +234,7 @@ func (pl *prologue) planInputs(rope func()) {
 	pl.moved = pl.cbs.Input("moved", pl.dtype(), 2)
 }
 
-// planNorm plans the reader's pos page (when a cache is copied) and the
-// intermediates of the norm, and sets pl.norm but for its out CB.
+// planNorm plans the reader's pos page and the norm's CBs but out.
 func (pl *prologue) planNorm() {
 	cbs, d := pl.cbs, pl.d
 	pl.posR = -1
@@ -290,8 +252,7 @@ func (pl *prologue) planNorm() {
 	pl.norm = n
 }
 
-// planOut plans the result CB (the norm's out), the writer's slots cache
-// tiles and its pos page.
+// planOut plans the result CB and the writer's cache tiles and pos.
 func (pl *prologue) planOut(slots int) {
 	pl.out = pl.cbs.Output("out", pl.dtype(), 2)
 	pl.norm.out = pl.out
@@ -299,11 +260,9 @@ func (pl *prologue) planOut(slots int) {
 	pl.posW = pl.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
 }
 
-// readerStart adds the reader, declares the buffers it reads as its
-// runtime args (pl.ra) in this order: qg, k, v, q_norm, k_norm, cos, sin,
-// then k_cache and v_cache unless updated in place and pos when a cache is
-// copied (the accesses not declared stay nil), emits the scaler tile and
-// returns the reader's builder and its item range.
+// readerStart adds the reader with its buffers (pl.ra; the caches unless
+// in place, pos when a cache is copied), emits the scaler tile and returns
+// the builder and the item range.
 func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err error) {
 	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, &accessBinder{ctx: pl.ctx}, &pl.ra
 	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
@@ -327,10 +286,9 @@ func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err er
 	return b, start, count, nil
 }
 
-// writerStart adds the writer, declares the buffers it touches as its
-// runtime args (pl.wa) in this order: q, gate, k_cache, v_cache, then the
-// k and v cache results unless updated in place, then pos; it reads pos
-// and returns the writer's builder, pos and its item range.
+// writerStart adds the writer with its buffers (pl.wa; the cache results
+// unless in place), reads pos and returns the builder, pos and the item
+// range.
 func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr, err error) {
 	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, &accessBinder{ctx: pl.ctx}, &pl.wa
 	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
@@ -351,21 +309,18 @@ func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir
 	return b, readPos(b, w.pos, pl.posW), start, count, nil
 }
 
-// eachItem emits the loop over the items start..start+count, body(u, r)
-// with u the user and r the item's index in the user's list.
+// eachItem emits the loop over items start.., body(user, index in the
+// user's list).
 func (pl *prologue) eachItem(b *kir.Builder, start, count kir.Expr, body func(u, r kir.Var)) {
 	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		body(b.Let("u", kir.Div(i, kir.Ci(pl.items.perUser))), b.Let("r", kir.Mod(i, kir.Ci(pl.items.perUser))))
 	})
 }
 
-// cacheCopies emits the copy items of user u (r its item) of the caches
-// not updated in place, kc and vc their accesses: comment (when not
-// empty), then every tile row tt of kv head h (the item's index) for which
-// the predicate outside returns holds is moved, its Dt pages from first
-// on, by move (blocks.ReadPages into the moved CB, blocks.WritePages from
-// it). outside is called in the item's branch, so it may emit the values
-// it compares with.
+// cacheCopies emits the copy items of the caches not updated in place (kc,
+// vc): comment, then the Dt pages of every tile row tt of kv head h for
+// which outside()(tt) holds moved by move (ReadPages, WritePages) through
+// the moved CB. outside runs in the item's branch, so it may emit values.
 func (pl *prologue) cacheCopies(b *kir.Builder, u, r kir.Var, kc, vc *blocks.Access, comment string,
 	outside func() func(tt kir.Expr) kir.Expr, move func(b *kir.Builder, a *blocks.Access, cb int, first, count kir.Expr)) {
 	for _, c := range []struct {
@@ -384,24 +339,18 @@ func (pl *prologue) cacheCopies(b *kir.Builder, u, r kir.Var, kc, vc *blocks.Acc
 	}
 }
 
-// writeTiles emits the write of the Dt pages of item kind s (q or gate:
-// their results hold the items' tiles in item order) of user u from cb.
+// writeTiles emits the write of item kind s's Dt tiles from cb (the q and
+// gate results hold them in item order).
 func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *blocks.Access, cb int) {
 	s.on(b, r, func(idx kir.Expr) {
 		blocks.WritePages(b, a, cb, kir.Mul(kir.Add(kir.Mul(u, kir.Ci(s.n)), idx), kir.Ci(pl.d.Dt)), kir.Ci(pl.d.Dt))
 	})
 }
 
-// compute adds the compute kernel and returns it: per norm unit (its
-// runtime arg: "units" in prefill, "items" in decode) the norm, rotate
-// turning the normed rotary tiles into the result.
+// compute adds the compute kernel: per norm unit the norm and rotate.
 func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
 	cp := newCompute(pl.p, pl.rs, kir.ComputeConfig{MathFidelity: pl.ctx.Fidelity, FP32DestAccEn: true})
-	arg := "items"
-	if pl.prefill {
-		arg = "units"
-	}
-	units := cp.RuntimeArg(arg)
+	units := cp.RuntimeArg(pl.unitsArg)
 	c := blocks.NewCompute(pl.p, cp)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
@@ -416,10 +365,8 @@ func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
 	return cp
 }
 
-// setItemArgs sets the per-core runtime args of a program whose cores
-// take the consecutive item ranges of plan: the reader's and the writer's
-// (first item, count) and the compute kernel's sum of units(i) over its
-// items.
+// setItemArgs sets each core's runtime args: its item range of plan
+// (reader, writer) and the sum of units(i) over it (compute).
 func setItemArgs(cores []kir.Core, plan Split, rd, cp, wr *kir.Kernel, units func(i int) int) {
 	for ci, core := range cores {
 		s, n := plan.Range(ci)
@@ -436,38 +383,27 @@ func setItemArgs(cores []kir.Core, plan Split, rd, cp, wr *kir.Kernel, units fun
 // decodePrologue is attn_prologue's part of its program.
 type decodePrologue struct {
 	*prologue
-	m, slotQG, slotK, tab, zero, rows int // CBs; rows < 0: no row gather
-	seg, qPrefetch, kPrefetch         int
-	qImage, kImage                    blocks.Image
-	// batchPatch: the k and v items patch the Hkv*Dt cache tiles of tile
-	// row pos/32 all read at the item's start (before compute delivers
-	// the rows), one barrier, then per result tile the row copies, the
-	// writes under one final barrier; they fit 16 slots. Else one tile at
-	// a time.
-	batchPatch bool
-	slots      int // cache tiles the writer holds
-	// rowGather: every head of a user is in one tile row, so the reader
-	// assembles a head tile from row 0 of each head's source tile
-	// (blocks.GatherRows: two 64-byte reads per head instead of a whole
-	// source page).
-	rowGather bool
-	gq, gk    *blocks.Gather
-	// reader values: the zero tile, the RoPE tables, the staged head rows
-	// and pos/32 (when a cache is copied)
-	zeroL1, tabL1, headRows kir.Var
-	rptr                    kir.Expr
-	// writer values: pos/32, pos%32, the cache tile slots
-	wptr, prow, slotL1 kir.Var
+	m, slotQG, slotK, tab, zero, rows int  // CBs; rows < 0: no row gather
+	batchPatch                        bool // patchAll: the Hkv*Dt cache tiles fit 16 slots
+	slots                             int  // cache tiles the writer holds
+	rowGather                         bool // every head of a user is in one tile row (gatherHeads)
+	gq, gk                            *blocks.Gather
+	// reader values (zero tile, RoPE tables, staged head rows, pos/32) and
+	// writer values (pos/32, pos%32, the cache tile slots)
+	zeroL1, tabL1, headRows, wptr, prow, slotL1 kir.Var
+	rptr                                        kir.Expr
 }
 
 func (dp *decodePrologue) planCBs() {
 	d, cbs, dt, tabDT := dp.d, dp.cbs, dp.dtype(), dp.op.Operands[5].Type.DType
 	dp.planInputs(func() { dp.m = cbs.Input("rope_matrix", tabDT, 2) })
-	dp.seg = blocks.SegFor(d.D)
-	dp.qImage, dp.kImage = blocks.ImageOf(ir.Shape{d.H, d.D}), blocks.ImageOf(ir.Shape{d.Hkv, d.D})
-	dp.qPrefetch, dp.kPrefetch = blocks.PrefetchPages(dp.qImage, dp.seg, 1), blocks.PrefetchPages(dp.kImage, dp.seg, 1)
-	dp.slotQG = cbs.Scratch("qg_tiles", dt, dp.qPrefetch)
-	dp.slotK = cbs.Scratch("k_tiles", dt, dp.kPrefetch)
+	heads := func(n int) *blocks.Gather { // the [n, D] view of heads, reader's Sources
+		im, seg := blocks.ImageOf(ir.Shape{n, d.D}), blocks.SegFor(d.D)
+		return &blocks.Gather{Out: im, DType: dt, Seg: seg, Fill: true, Prefetch: blocks.PrefetchPages(im, seg, 1)}
+	}
+	dp.gq, dp.gk = heads(d.H), heads(d.Hkv)
+	dp.slotQG = cbs.Scratch("qg_tiles", dt, dp.gq.Prefetch)
+	dp.slotK = cbs.Scratch("k_tiles", dt, dp.gk.Prefetch)
 	dp.tab = cbs.Pages(blocks.ScratchCB, "rope_tables", tabDT, tabDT.TileBytes(), 2*d.RtR)
 	dp.zero = cbs.Scratch("zero_tile", tabDT, 1)
 	dp.planNorm()
@@ -484,20 +420,17 @@ func (dp *decodePrologue) planCBs() {
 	}
 }
 
-// reader adds the reader. Per q or k item it gathers x (gatherHeads)
-// followed by the norm inputs (normInputs), per gate item the gate columns
-// of the heads, per v item the v tiles of each kv head, per copy item the
-// cache pages outside tile row pos/32.
+// reader adds the reader: per q or k item x (gatherHeads) and the norm
+// inputs, per gate item the gate columns, per v item each kv head's tiles
+// (its row is row 0), per copy item the cache pages outside row pos/32.
 func (dp *decodePrologue) reader() error {
-	d, dt, qg, k := dp.d, dp.dtype(), dp.op.Operands[0], dp.op.Operands[1]
+	d, qg, k := dp.d, dp.op.Operands[0], dp.op.Operands[1]
 	b, start, count, err := dp.readerStart()
 	if err != nil {
 		return err
 	}
-	dp.gq = &blocks.Gather{Out: dp.qImage, DType: dt, Seg: dp.seg, Fill: true, Prefetch: dp.qPrefetch,
-		Sources: []blocks.GatherSource{{Acc: dp.ra.qg, Image: blocks.ImageOf(qg.Type.Shape)}}}
-	dp.gk = &blocks.Gather{Out: dp.kImage, DType: dt, Seg: dp.seg, Fill: true, Prefetch: dp.kPrefetch,
-		Sources: []blocks.GatherSource{{Acc: dp.ra.k, Image: blocks.ImageOf(k.Type.Shape)}}}
+	dp.gq.Sources = []blocks.GatherSource{{Acc: dp.ra.qg, Image: blocks.ImageOf(qg.Type.Shape)}}
+	dp.gk.Sources = []blocks.GatherSource{{Acc: dp.ra.k, Image: blocks.ImageOf(k.Type.Shape)}}
 	if err := dp.gq.Check(); err != nil {
 		return err
 	}
@@ -551,11 +484,9 @@ func (dp *decodePrologue) reader() error {
 	return nil
 }
 
-// normInputs emits, in the reader, the weight tiles of w around the
-// user's RoPE matrix tiles, in the order the compute kernel takes them.
-// The matrix (blocks.RopeMatrix: cos on the diagonal, the signed sin at
-// the rotate-half positions, 1 past the rotary dims) is built from the
-// user's cos and sin rows.
+// normInputs emits w's tiles around the user's RoPE matrix tiles (cos on
+// the diagonal, the signed sin at the rotate-half positions, 1 past the
+// rotary dims; from the user's cos and sin rows) in compute's order.
 func (dp *decodePrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, user kir.Expr) {
 	d, tabDT := dp.d, dp.op.Operands[5].Type.DType
 	tabIm, teb, tabBytes, tab := blocks.ImageOf(dp.op.Operands[5].Type.Shape), blocks.ElemBytes(tabDT), tabDT.TileBytes(), dp.tabL1
@@ -587,15 +518,13 @@ func (dp *decodePrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, user k
 	}
 }
 
-// gatherHeads emits, in the reader, the push into cb of the Dt tiles of
-// tile row hr of the [n, D] view of heads (g is gq: the H q heads, or gk:
-// the Hkv kv heads), head h taken from columns colOf(h) + c of user's
-// row; zero rows past the last head. A Gather's Map is read when Page
-// emits, so the q and gate items share gq (and its one-page cache of qg)
-// with different maps. With rowGather the heads come from row 0 of each
-// head's source tile by two 64-byte reads (blocks.GatherRowsTiles), in
-// groups of the CB's depth (all Dt tiles into x, two into moved), each
-// group's reads under one barrier.
+// gatherHeads emits the push into cb of the Dt tiles of tile row hr of
+// the [n, D] view of heads (gq: q heads, gk: kv heads), head h from
+// columns colOf(h).. of user's row, zero rows past the last head. The q
+// and gate items share gq (its Map is read when Page emits). With
+// rowGather a head's row is row 0 of its source tile: two 64-byte reads
+// (blocks.GatherRowsTiles), in groups of the CB's depth, each group's
+// reads under one barrier.
 func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, user, hr kir.Expr, colOf func(h kir.Expr) kir.Expr) {
 	d, dt := dp.d, dp.dtype()
 	if !dp.rowGather {
@@ -605,8 +534,6 @@ func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, 
 		b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) { g.Page(b, cb, kir.Add(kir.Mul(hr, kir.Ci(d.Dt)), dd)) })
 		return
 	}
-	// Head h's columns colOf(h) + 32*dd.. are row 0 of source tile
-	// (colOf(h) + 32*dd)/32 of the user's row (colOf is a multiple of 32).
 	src, n, im := dp.ra.qg, d.H, blocks.ImageOf(dp.op.Operands[0].Type.Shape)
 	if g == dp.gk {
 		src, n, im = dp.ra.k, d.Hkv, blocks.ImageOf(dp.op.Operands[1].Type.Shape)
@@ -644,8 +571,8 @@ func (dp *decodePrologue) heads(b *kir.Builder, hr kir.Expr, body func(h kir.Var
 	})
 }
 
-// rotate emits the product of the normed rotary tiles and the RoPE
-// matrix (matmul_tiles into fp32 DEST, one rounding at the pack).
+// rotate emits the normed rotary tiles times the RoPE matrix (fp32 DEST,
+// one rounding at the pack).
 func (dp *decodePrologue) rotate(c *blocks.Compute) {
 	c.B.Comment("times the RoPE matrix")
 	for col := 0; col < dp.rope.ColTiles(); col++ {
@@ -659,8 +586,7 @@ func (dp *decodePrologue) rotate(c *blocks.Compute) {
 	}
 }
 
-// writer adds the writer: the q and gate tiles to their results, the k
-// and v rows into the caches (writeKV), the copy items' pages.
+// writer adds the writer: q and gate tiles, k and v rows (writeKV), copies.
 func (dp *decodePrologue) writer() error {
 	b, wpos, start, count, err := dp.writerStart()
 	if err != nil {
@@ -682,10 +608,9 @@ func (dp *decodePrologue) writer() error {
 	return nil
 }
 
-// writeKV emits k item (k) or v item hr of user u: each kv head's row
-// into row pos%32 of its cache tiles. A k result tile (CB out) holds kv
-// head h's row in row h%32 (tile dd: every head's D tile dd), a v tile
-// (CB moved) one head's D tile dd in row 0.
+// writeKV emits k (or v) item hr: each kv head's row into row pos%32 of
+// its cache tiles, from row h%32 of k result tile dd (out) or row 0 of
+// the head's v tile dd (moved).
 func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool) {
 	cb, in, out := dp.moved, dp.wa.vcIn, dp.wa.vcOut
 	if k {
@@ -722,9 +647,8 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 	})
 }
 
-// patch emits the write of row srcRow of the tile at src into row pos%32
-// of cache page page (read from in, written to out), complete when it
-// returns.
+// patch emits the copy of row srcRow of tile src into row pos%32 of cache
+// page page (read from in, written to out), complete when it returns.
 func (dp *decodePrologue) patch(b *kir.Builder, in, out *blocks.Access, page, src, srcRow kir.Expr) {
 	tb := dp.dtype().TileBytes()
 	pg := b.Let("pg", page)
@@ -736,12 +660,9 @@ func (dp *decodePrologue) patch(b *kir.Builder, in, out *blocks.Access, page, sr
 	b.NoCAsyncWriteBarrier()
 }
 
-// patchAll is writeKV's batched patch (batchPatch) of every (kv head, D
-// tile) cache tile of user u's item: all read, one barrier, then per
-// tile, D tiles outer for k (a result tile from cb serves every head) and
-// heads outer for v (a tile from cb per head and D tile), the row copied
-// and the tile written as soon as its source is released; one final write
-// barrier.
+// patchAll is writeKV batched: every (kv head, D tile) cache tile read
+// (before compute delivers the rows), one barrier, then per tile (k: D
+// tiles outer) the row copied and the tile written; one write barrier.
 func (dp *decodePrologue) patchAll(b *kir.Builder, u kir.Var, in, out *blocks.Access, cb int, k bool) {
 	d, tb := dp.d, dp.dtype().TileBytes()
 	at := func(h, dd int) kir.Expr { return kir.Add(dp.slotL1, kir.Ci((h*d.Dt+dd)*tb)) }
@@ -806,15 +727,8 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute)) {
 		c.PackOut(n.sq, 1)
 	})
 	cb.Comment("rsqrt(sum(x^2) / D + eps) per row, in column 0")
-	cb.CBWaitFront(n.sq, kir.Ci(n.Dt))
-	c.Acquire()
-	c.For("j", kir.C(0), kir.Ci(n.Dt), func(j kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, n.rs, j, kir.C(0), kir.C(0))
-	})
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))}, kir.C(0))
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(n.eps)}, kir.C(0))
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
-	c.PackOut(n.rs, 1)
+	reduceRows(c, "j", kir.ReduceSum, n.sq, n.scaler, n.rs, n.Dt, blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))},
+		blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(n.eps)}, blocks.SFPUStep{Op: kir.SFPURsqrt})
 	cb.CBPopFront(n.sq, kir.Ci(n.Dt))
 	cb.CBWaitFront(n.rs, kir.C(1))
 	normTile := func(j kir.Expr, out int) {
@@ -841,60 +755,50 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute)) {
 	cb.CBPopFront(n.x, kir.Ci(n.Dt))
 }
 
-// prologueReads are the reader's accesses of the operands of attn_prologue
-// and attn_prologue_prefill (qg, k, v, q_norm, k_norm, cos, sin, k_cache,
-// v_cache, pos).
-type prologueReads struct{ qg, k, v, qw, kw, cos, sin, kc, vc, pos *blocks.Access }
-
-// prologueWrites are the prologue writer's accesses: the q and gate
-// results, the caches it reads (kcIn, vcIn) and writes (kcOut, vcOut: the
-// read access itself when that cache is updated in place) and pos.
-type prologueWrites struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
-
-// prologuePreamble checks what both attention prologues (kind names the op
-// in errors) require of op: the float attributes eps and offset, which it
-// returns; every operand but pos and every result in tile layout; and pos
-// a position operand (checkPos).
-func prologuePreamble(op *ir.Op, kind string) (eps, offset float64, err error) {
+// checkPrologue checks op (attn_prologue_prefill when prefill) and
+// returns its eps, offset and sizes: every operand but pos (a position,
+// checkPos) and every result in tile layout, k, v, the caches and the
+// results of qg's dtype, bf16 or fp32 like the tables (single rows move;
+// decode: cos and sin alike), the norm weights alike (one weight CB).
+func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims, err error) {
 	eps, ok1 := op.Attrs["eps"].(float64)
 	offset, ok2 := op.Attrs["offset"].(float64)
 	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", kind)
+		return 0, 0, d, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
 	o, r := op.Operands, op.Results
 	for _, x := range []*ir.Value{o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]} {
 		if err := requireTile("value", x); err != nil {
-			return 0, 0, err
+			return 0, 0, d, err
 		}
 	}
 	if err := checkPos(o[9]); err != nil {
-		return 0, 0, err
+		return 0, 0, d, err
 	}
-	return eps, offset, nil
-}
-
-// prologueDTypes checks the dtypes of op (an attention prologue; prefill:
-// attn_prologue_prefill): k, v, the caches and the results share qg's
-// dtype, which is bf16 or fp32 (single rows move); so are the RoPE tables
-// (in decode one dtype for both); the two norm weights share a dtype (one
-// weight CB).
-func prologueDTypes(op *ir.Op, prefill bool) error {
-	o, r := op.Operands, op.Results
+	if prefill {
+		d, err = prefillPrologueDims(op)
+	} else {
+		d, err = attnPrologueDims(op)
+	}
+	if err != nil {
+		return 0, 0, d, err
+	}
 	dt, cos, sin := o[0].Type.DType, o[5].Type.DType, o[6].Type.DType
 	for _, x := range []*ir.Value{o[1], o[2], o[7], o[8], r[0], r[1], r[2], r[3]} {
-		if x.Type.DType != dt {
-			return fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, the caches and the results must share qg's dtype %s", x, x.Type.DType, dt)
+		if err == nil && x.Type.DType != dt {
+			err = fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, the caches and the results must share qg's dtype %s", x, x.Type.DType, dt)
 		}
 	}
 	switch {
+	case err != nil:
 	case prefill && (blocks.ElemBytes(dt) == 0 || blocks.ElemBytes(cos) == 0 || blocks.ElemBytes(sin) == 0):
-		return fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v, the tables and the caches, which needs bf16 or fp32, not %s / %s / %s", dt, cos, sin)
+		err = fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v, the tables and the caches, which needs bf16 or fp32, not %s / %s / %s", dt, cos, sin)
 	case !prefill && blocks.ElemBytes(dt) == 0:
-		return fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v and the caches, which needs bf16 or fp32, not %s (block floats share exponents across a face row)", dt)
+		err = fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v and the caches, which needs bf16 or fp32, not %s (block floats share exponents across a face row)", dt)
 	case !prefill && (cos != sin || blocks.ElemBytes(cos) == 0):
-		return fmt.Errorf("rule prologue-rope-dtype: cos (%s) and sin (%s) must share a bf16 or fp32 dtype (their elements are placed into the RoPE matrix)", cos, sin)
+		err = fmt.Errorf("rule prologue-rope-dtype: cos (%s) and sin (%s) must share a bf16 or fp32 dtype (their elements are placed into the RoPE matrix)", cos, sin)
 	case o[3].Type.DType != o[4].Type.DType:
-		return fmt.Errorf("rule prologue-norm-dtype: q_norm (%s) and k_norm (%s) must share a dtype (one weight CB)", o[3].Type.DType, o[4].Type.DType)
+		err = fmt.Errorf("rule prologue-norm-dtype: q_norm (%s) and k_norm (%s) must share a dtype (one weight CB)", o[3].Type.DType, o[4].Type.DType)
 	}
-	return nil
+	return eps, offset, d, err
 }

@@ -23,12 +23,10 @@ import (
 // v (one per kv head) and, without aliasing, one copy item per (cache, kv
 // head) for the cache tile rows the tokens do not touch.
 //
-// The norm is the decode prologue's (headNorm), and so are the item list,
-// the compute kernel, the cache copies and the q and gate writes
-// (prologue). RoPE tables differ per row (token), so it is element-wise
-// (prefillPrologue.rotate). The writer patches the rows of each k or v
-// tile into the one or two cache tiles their positions fall in
-// (prefillPrologue.patchRows).
+// The rest is the decode prologue's (type prologue) but the RoPE: its
+// tables differ per row (token), so it is element-wise (rotate); and the
+// writer patches the rows of each k or v tile into the one or two cache
+// tiles their positions fall in (patchRows).
 
 func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	pl, err := newPrologue(op, ctx, true)
@@ -38,8 +36,7 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return pl.build(&prefillPrologue{prologue: pl, swap: pl.rope.RotateHalf()})
 }
 
-// prefillPrologueDims checks the operand shapes of attn_prologue_prefill
-// and returns its sizes.
+// prefillPrologueDims checks attn_prologue_prefill's operand shapes.
 func prefillPrologueDims(op *ir.Op) (prologueDims, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8]
 	D := qw.Type.Shape.Numel()
@@ -58,15 +55,12 @@ func prefillPrologueDims(op *ir.Op) (prologueDims, error) {
 // prefillPrologue is attn_prologue_prefill's part of its program.
 type prefillPrologue struct {
 	*prologue
-	swap blocks.RopeMatrix // the signed rotate-half permutation
-	// CBs: the token rows of the tables, the rotated half, y*cos, ys*sin
-	cos, sin, rot, t1, t2                    int
-	slotQ, slotG, slotK, slotV, slotC, slotS int // the gathers' page caches
-	gq, gg, gk, gv, gc, gs                   *blocks.Gather
-	// reader values: the cache tile rows the tokens touch (when a cache
-	// is copied); writer values: pos, the cache tile slot
-	touched0, touched1 kir.Expr
-	wpos, slotL1       kir.Var
+	swap                   blocks.RopeMatrix // the signed rotate-half permutation
+	cos, sin, rot, t1, t2  int               // CBs: tables' rows, rotated half, y*cos, ys*sin
+	slots                  [6]int            // CBs: the page caches of gq, gg, gk, gv, gc, gs
+	gq, gg, gk, gv, gc, gs *blocks.Gather
+	touched0, touched1     kir.Expr // reader: the cache tile rows the tokens touch (a cache is copied)
+	wpos, slotL1           kir.Var  // writer: pos, the cache tile slot
 }
 
 func (pp *prefillPrologue) planCBs() {
@@ -76,12 +70,9 @@ func (pp *prefillPrologue) planCBs() {
 		pp.sin = cbs.Input("sin_rows", sin, 2)
 		pp.resident, pp.resN = cbs.Input("rotate_half", dt, len(pp.swap.Tiles)), len(pp.swap.Tiles)
 	})
-	pp.slotQ = cbs.Scratch("qg_tile", dt, 1)
-	pp.slotG = cbs.Scratch("qg_gate_tile", dt, 1)
-	pp.slotK = cbs.Scratch("k_tile", dt, 1)
-	pp.slotV = cbs.Scratch("v_tile", dt, 1)
-	pp.slotC = cbs.Scratch("cos_tile", cos, 1)
-	pp.slotS = cbs.Scratch("sin_tile", sin, 1)
+	for i, name := range []string{"qg_tile", "qg_gate_tile", "k_tile", "v_tile", "cos_tile", "sin_tile"} {
+		pp.slots[i] = cbs.Scratch(name, []ir.DType{dt, dt, dt, dt, cos, sin}[i], 1)
+	}
 	pp.planNorm()
 	pp.rot = cbs.Scratch("rotated_half", dt, 1)
 	pp.t1 = cbs.Scratch("y_cos", ir.FP32, 1)
@@ -89,9 +80,9 @@ func (pp *prefillPrologue) planCBs() {
 	pp.planOut(1)
 }
 
-// gathers sets up the reader's Gathers: q and k (and v) token rows of one
-// head as the [S, D] view, gate heads as the [H, D] view of one token, and
-// the tables' token rows (cos 1 and sin 0 past the rotary dims).
+// gathers sets up the reader's Gathers: q, k, v token rows of one head
+// ([S, D] view), the gate heads of one token ([H, D]), the tables' token
+// rows (cos 1 and sin 0 past the rotary dims).
 func (pp *prefillPrologue) gathers() error {
 	d, dt, o := pp.d, pp.dtype(), pp.op.Operands
 	gather := func(src *blocks.Access, im, out blocks.Image, dtype ir.DType, segLen int, fill float32) *blocks.Gather {
@@ -120,11 +111,7 @@ func (pp *prefillPrologue) gathers() error {
 }
 
 // reader adds the reader: the resident rotate-half permutation, then per
-// q item one head's token rows (rows) and the norm inputs (normInputs),
-// per k item those of every token tile row of one kv head, per gate item
-// the gate columns of 32 heads of one token, per v item every token tile
-// row of one kv head, per copy item the cache tile rows the tokens do not
-// touch.
+// item the token rows (rows) and, for q and k, the norm inputs.
 func (pp *prefillPrologue) reader() error {
 	d, dt := pp.d, pp.dtype()
 	b, start, count, err := pp.readerStart()
@@ -149,8 +136,8 @@ func (pp *prefillPrologue) reader() error {
 		pp.touched1 = b.Let("c1", kir.Div(kir.Add(posv, kir.Ci(d.S-1)), kir.Ci(ir.TileSize)))
 	}
 	gathers := []*blocks.Gather{pp.gq, pp.gg, pp.gk, pp.gv, pp.gc, pp.gs}
-	for i, slot := range []int{pp.slotQ, pp.slotG, pp.slotK, pp.slotV, pp.slotC, pp.slotS} {
-		gathers[i].Begin(b, []int{slot})
+	for i, g := range gathers {
+		g.Begin(b, pp.slots[i:i+1])
 	}
 	twoD := 2 * d.D
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
@@ -197,9 +184,8 @@ func untouched(c0, c1 kir.Expr) func(tt kir.Expr) kir.Expr {
 	return func(tt kir.Expr) kir.Expr { return kir.LOr(kir.Lt(tt, c0), kir.Gt(tt, c1)) }
 }
 
-// rows emits, in the reader, the push into cb of the Dt tiles of token
-// tile row st of the [S, D] view of one head, token s taken from columns
-// col0 + c of row user*S + s.
+// rows emits the push into cb of the Dt tiles of token tile row st of one
+// head, token s from columns col0.. of row user*S + s.
 func (pp *prefillPrologue) rows(b *kir.Builder, g *blocks.Gather, cb int, user, st, col0 kir.Expr) {
 	g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		return []blocks.Run{{Src: 0, Row: kir.Add(kir.Mul(user, kir.Ci(pp.d.S)), row), Col: kir.Add(col0, col)}}
@@ -207,9 +193,8 @@ func (pp *prefillPrologue) rows(b *kir.Builder, g *blocks.Gather, cb int, user, 
 	b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) { g.Page(b, cb, kir.Add(kir.Mul(st, kir.Ci(pp.d.Dt)), dd)) })
 }
 
-// normInputs emits, in the reader, w's tiles around the token rows of
-// the tables (token tile row st), in the order the compute kernel takes
-// them.
+// normInputs emits w's tiles around the tables' rows of token tile row
+// st, in compute's order.
 func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st kir.Expr) {
 	d := pp.d
 	blocks.ReadPages(b, wAcc, pp.w, kir.C(0), kir.Ci(d.RtR))
@@ -223,14 +208,11 @@ func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st ki
 	}
 }
 
-// rotate emits the RoPE of the normed, rounded rotary tiles y of one unit,
-// y*cos + rotate_half(y)*sin per token row: a matmul by the signed
-// rotate-half permutation (blocks.RopeMatrix.RotateHalf: moves bf16 values
-// exactly), y times cos and the rotated tile times sin into fp32 CBs, and
-// their sum into the result. The FPU reads the fp32 products as tf32: the
-// one place this program deviates from fp32 math, by less than 2^-10 of a
-// product before the bf16 rounding, as the composed rotary's program does;
-// sim/ref models it, rotaryFPU.
+// rotate emits y*cos + rotate_half(y)*sin of the normed, rounded rotary
+// tiles y: a matmul by the signed rotate-half permutation (moves bf16
+// values exactly), the products into fp32 CBs, their sum into the result
+// (read as tf32: by less than 2^-10 of a product off fp32 math, as the
+// composed rotary; sim/ref models it, rotaryFPU).
 func (pp *prefillPrologue) rotate(c *blocks.Compute) {
 	c.B.Comment("rope: y * cos + rotate_half(y) * sin, per token row")
 	for col := 0; col < pp.swap.ColTiles(); col++ {
@@ -251,9 +233,7 @@ func (pp *prefillPrologue) rotate(c *blocks.Compute) {
 	}
 }
 
-// writer adds the writer: the q and gate tiles to their results, per k
-// (v) item the result (v) tiles of every token tile row of one kv head
-// patched into the cache (patchRows), the copy items' tile rows.
+// writer adds the writer: q and gate tiles, k and v rows (patchRows), copies.
 func (pp *prefillPrologue) writer() error {
 	b, wpos, start, count, err := pp.writerStart()
 	if err != nil {
@@ -288,11 +268,10 @@ func (pp *prefillPrologue) writer() error {
 	return nil
 }
 
-// patchRows emits the write of rows 0..n-1 of the tile at src (tokens
-// 32*st ..) into the cache rows of their positions pos + 32*st + r, head
-// (user, j), tile column dd: the one or two cache tiles they fall in are
-// read, patched and written back. A cache tile the previous token tile
-// row already patched (pos not tile aligned) is read back from out.
+// patchRows emits the copy of rows 0..n-1 of tile src (tokens 32*st..)
+// into cache rows pos + 32*st + r of head (user, j), tile column dd: the
+// one or two cache tiles they fall in read (from out when the previous
+// token tile row patched it), patched and written back.
 func (pp *prefillPrologue) patchRows(b *kir.Builder, in, out *blocks.Access, user, j, st, dd, src kir.Expr) {
 	wpos, slot, eb, tb := pp.wpos, pp.slotL1, blocks.ElemBytes(pp.dtype()), pp.dtype().TileBytes()
 	p0 := b.Let("p0", kir.Add(wpos, kir.Mul(st, kir.Ci(ir.TileSize))))

@@ -18,58 +18,24 @@ import (
 //
 // with r rounding to q's (gate's) dtype. One work item is one tile row of
 // query rows attending one kv head; items are split over the cores, one per
-// core while cores last:
-//
-//   - decode: item (user b, kv head j, D chunk); its rows are the G =
-//     H/Hkv query heads of the group (GQA by addressing: the reader
-//     gathers rows b*H + j*G + g of q and gate with blocks.Gather; k is
-//     read once per item, v for the chunk's D tiles); the writer copies
-//     row g of each result tile into row 0 of the output tile of head
-//     j*G + g. While the grid has a core for each, a kv head's Dt tiles
-//     are split into the most equal chunks that fit (27B: 2 kv heads x 8
-//     chunks of one D tile on 16 cores): every chunk computes the scores
-//     over all of D, which costs Lt*Dt tile products, and P V only for its
-//     own tiles.
-//   - prefill: item (user b, q head h, token tile row st); its rows are up
-//     to 32 tokens of head h (q's own tile row, read as pages); the reader
-//     gathers the gate rows of those tokens; the result tiles are the
-//     output tiles (rows are tokens in both).
-//
-// Per item the compute kernel
-//
-//  1. per cache tile t: DEST = mask_t (copy_tile, exact: 0 where visible,
-//     -inf after), += Q K_t^T over the D tiles (matmul_tiles, in1
-//     transposed, fp32 DEST), * scale; packed to a resident fp32 CB of Lt
-//     tiles;
-//  2. row maxima (reduce_tile MAX REDUCE_ROW), negated, packed to bf16
-//     (the stabiliser m; any value near the maximum serves, and the bf16
-//     tile enters the next step exactly);
-//  3. per tile: DEST = S_t (copy_tile: the scores CB is also read by the
-//     FPU, so it is not unpacked to DEST and the copy is tf32) + (-m)
-//     broadcast over the columns by a matmul with a tile whose row 0 is
-//     ones, exp; packed to fp32;
-//  4. row sums (reduce_tile SUM), reciprocal;
-//  5. per D tile: P V over the Lt tiles (matmul_tiles, fp32 DEST), times
-//     the reciprocal (bcast cols) packed to q's dtype (o's rounding
-//     point); sigmoid(gate) packed to gate's dtype (its rounding point);
-//     their product packed to the result.
+// core while cores last. Decode: item (user b, kv head j, D chunk), its
+// rows the G = H/Hkv query heads of the group (GQA by addressing). While
+// the grid has a core for each, a kv head's Dt tiles are split into the
+// most equal chunks that fit (27B: 2 kv heads x 8 chunks of one D tile on
+// 16 cores): every chunk computes the scores over all of D, which costs
+// Lt*Dt tile products, and P V only for its own tiles. Prefill: item (user
+// b, q head h, token tile row st), its rows up to 32 tokens of head h.
+// Per item the compute kernel takes the masked, scaled scores
+// (scoreTiles), their softmax (softmax) and the gated P V (gatedValues).
 //
 // Like sdpa_decode the kernel runs over the whole cache length (its loop
 // counts cannot depend on pos, which only the data-movement kernels read):
 // the reader feeds zero tiles past the last visible position and zeroes
-// the rows past it in the tile holding it, so stale cache contents never
-// reach the result; the mask tiles come from three constant tiles (zeros,
-// -inf, decode's boundary tile) copied locally, and prefill builds the
-// one or two tiles per item that cross the causal diagonal element by
-// element.
+// the rows past it in the tile holding it (cacheTiles), so stale cache
+// contents never reach the result.
 
 // sdpaDims are the sizes of one gated SDPA.
-type sdpaDims struct {
-	B, H, Hkv, G int
-	S, D, L      int
-	Dt, Lt, St   int
-	items        int
-}
+type sdpaDims struct{ B, H, Hkv, G, S, D, L, Dt, Lt, St, items int }
 
 func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
 	q, k, v, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[4], op.Result()
@@ -110,28 +76,7 @@ func lowerSDPAPrefillGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return sdpaGated(op, ctx, true)
 }
 
-func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
-	s, err := newGatedSDPA(op, ctx, prefill)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.planCBs(); err != nil {
-		return nil, err
-	}
-	if err := s.reader(); err != nil {
-		return nil, err
-	}
-	s.compute()
-	if err := s.writer(); err != nil {
-		return nil, err
-	}
-	setItemArgs(s.cores, s.plan, s.rd, s.cp, s.wr, func(int) int { return 1 })
-	return s.p, nil
-}
-
-// gatedSDPA is a gated SDPA program under construction: the checked op,
-// its sizes and work split, its CBs and kernels, and what the reader's
-// phases share.
+// gatedSDPA is a gated SDPA program under construction.
 type gatedSDPA struct {
 	op                      *ir.Op
 	ctx                     *Context
@@ -139,12 +84,8 @@ type gatedSDPA struct {
 	q, k, v, pos, gate, out *ir.Value
 	scale                   float64
 	d                       sdpaDims
-	// split, dc: in decode a kv head's item is split into split items of
-	// dc D tiles each while the grid has a core for every one (each
-	// computes the scores over all of D and its own dc tiles of P V);
-	// prefill: 1, Dt. The reader moves the cache in blocks of up to
-	// sdpaCacheBlock tiles per barrier: kBlk of K along a tile row, vBlk
-	// of V down a tile column.
+	// a kv head's item is split items of dc D tiles (prefill: 1); the
+	// reader moves kBlk K tiles (along a row), vBlk V tiles per barrier
 	split, dc, kBlk, vBlk int
 	p                     *kir.Program
 	plan                  Split
@@ -156,36 +97,25 @@ type gatedSDPA struct {
 	rd, cp, wr                                                             *kir.Kernel
 	qAcc, kAcc, vAcc, pAcc, gAcc                                           *blocks.Access
 	gq, gg                                                                 *blocks.Gather // gq nil in prefill
-	// groupRows: decode with a user's heads in one tile row (q and gate
-	// [B, H <= 32, D]) reads the user's q and gate tiles whole and moves
-	// the group's G rows (rows j*G.. of kv head j) to rows 0..G-1 with
-	// local copies, instead of gathering them segment by segment into
-	// zero-filled tiles; rows G..31 keep other heads' values, which no
-	// result row reads.
-	groupRows bool
-	// reader values: pos, the last visible position's tile and row in it,
-	// the constant tiles
-	posv, lptr, lrow, zero, ninf, bound kir.Var
-	err                                 error // a failure while emitting
+	groupRows                                                              bool           // decode, a user's heads in one tile row: groupTiles
+	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts
+	err                                                                    error          // a failure while emitting
 }
 
 // sdpaItem is what the reader knows of its current work item.
 type sdpaItem struct {
-	head kir.Var  // kv head b*Hkv + j
-	dlo  kir.Expr // the item's first D tile of P V
-	// mask emits the item's mask tile for cache tile tt into the reserved
-	// page of the mask CB.
-	mask func(tt kir.Var)
-	// user, groupRow: with groupRows the item's user and its group's
-	// first row in the user's tile row.
-	user, groupRow kir.Var
+	head           kir.Var          // kv head b*Hkv + j
+	dlo            kir.Expr         // the item's first D tile of P V
+	mask           func(tt kir.Var) // emits the mask of cache tile tt into the reserved page
+	user, groupRow kir.Var          // groupRows: the user, the group's first row
 }
 
 // negInf is the bits of fp32 -inf.
 const negInf = 0xFF800000
 
-// newGatedSDPA checks op and splits its items over the first cores.
-func newGatedSDPA(op *ir.Op, ctx *Context, prefill bool) (*gatedSDPA, error) {
+// sdpaGated checks op, splits its items over the first cores and builds
+// the program phase by phase.
+func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	o := op.Operands
 	s := &gatedSDPA{op: op, ctx: ctx, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
 	var err error
@@ -205,12 +135,9 @@ func newGatedSDPA(op *ir.Op, ctx *Context, prefill bool) (*gatedSDPA, error) {
 	}
 	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
 	s.split = 1
-	if !prefill {
-		for n := Dt; n > 1; n-- {
-			if Dt%n == 0 && s.d.items*n <= t.NumWorkers() {
-				s.split = n
-				break
-			}
+	for n := Dt; !prefill && n > 1 && s.split == 1; n-- {
+		if Dt%n == 0 && s.d.items*n <= t.NumWorkers() {
+			s.split = n
 		}
 	}
 	s.dc = Dt / s.split
@@ -221,7 +148,18 @@ func newGatedSDPA(op *ir.Op, ctx *Context, prefill bool) (*gatedSDPA, error) {
 	}
 	s.cores, s.rs = firstCores(t, s.plan.Cores)
 	s.kBlk, s.vBlk = largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
-	return s, nil
+	if err := s.planCBs(); err != nil {
+		return nil, err
+	}
+	if err := s.reader(); err != nil {
+		return nil, err
+	}
+	s.compute()
+	if err := s.writer(); err != nil {
+		return nil, err
+	}
+	setItemArgs(s.cores, s.plan, s.rd, s.cp, s.wr, func(int) int { return 1 })
+	return s.p, nil
 }
 
 // planCBs plans the program's CBs.
@@ -255,10 +193,8 @@ func (s *gatedSDPA) planCBs() error {
 	return cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", s.op.Name(), s.d.L, Lt))
 }
 
-// reader adds the reader: the constant tiles (readerConsts), then per
-// item its query rows and mask (decodeItem, prefillItem), the K tiles of
-// every cache tile with its mask tile, and per D tile of the item its V
-// tiles and gate tile.
+// reader adds the reader: per item (decodeItem, prefillItem) the mask and
+// K tiles of each cache tile, then per D tile the V tiles and the gate.
 func (s *gatedSDPA) reader() error {
 	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
 	rd, ab := newReader(s.p, s.rs), &accessBinder{ctx: s.ctx}
@@ -287,8 +223,10 @@ func (s *gatedSDPA) reader() error {
 	}
 	s.gg.Begin(b, []int{s.slotG})
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		it := s.prefillItem(b, i)
-		if !s.prefill {
+		it := sdpaItem{}
+		if s.prefill {
+			it = s.prefillItem(b, i)
+		} else {
 			it = s.decodeItem(b, i)
 		}
 		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
@@ -325,11 +263,9 @@ func (s *gatedSDPA) reader() error {
 	return nil
 }
 
-// readerConsts emits the reader's resident inputs of the compute kernel
-// (the scaler tile, the ones row), reads pos and sets the last visible
-// position's cache tile (lptr) and row in it (lrow), and builds the
-// constant tiles the masks are copied from: zeros, -inf and, in decode,
-// the mask of the tile holding pos (bound).
+// readerConsts emits the scaler and ones tiles, reads pos (the last
+// visible position: tile lptr, row lrow) and builds the constant tiles
+// masks are copied from: zeros, -inf, (decode) the mask of pos's tile.
 func (s *gatedSDPA) readerConsts(b *kir.Builder) {
 	blocks.ScalerTile(b, s.scaler, 1)
 	blocks.RowTile(b, s.ones, ir.BF16, 0, 1)
@@ -354,11 +290,8 @@ func (s *gatedSDPA) readerConsts(b *kir.Builder) {
 	}
 }
 
-// decodeItem emits, in the reader, the start of decode item i: its kv
-// head and D chunk, and the G query rows of the kv head's group (rows
-// b*H + j*G + g of q, or with groupRows the user's q tiles whole); its
-// mask tiles are copies of the constant tiles (visible, the tile holding
-// pos, hidden).
+// decodeItem emits decode item i's group query rows (rows b*H + j*G + g
+// of q, gathered, or groupTiles); its masks are constant tiles.
 func (s *gatedSDPA) decodeItem(b *kir.Builder, i kir.Var) sdpaItem {
 	d, Dt, fb := s.d, s.d.Dt, ir.FP32.TileBytes()
 	var it sdpaItem
@@ -388,11 +321,11 @@ func (s *gatedSDPA) decodeItem(b *kir.Builder, i kir.Var) sdpaItem {
 	return it
 }
 
-// groupTiles emits, in the reader, the push into cb of n tiles of the
-// user's tile row of x (a its access), tile j read whole from page
-// user*Dt + col(j) to the CB page's address (plus j pages when the tiles
-// are the Dt tiles of q), with the group's G rows moved to rows 0..G-1
-// (sdpaGroupToTop). A failure is left in s.err.
+// groupTiles emits the push into cb of n tiles of x, tile j user's page
+// user*Dt + col(j) read whole, the group's G rows moved to rows 0..G-1
+// by local copies of face-row runs (the other rows hold heads no result
+// row reads) instead of gathering them segment by segment. A failure is
+// left in s.err.
 func (s *gatedSDPA) groupTiles(b *kir.Builder, cb int, a *blocks.Access, x *ir.Value, name string, it sdpaItem, n int, col func(j int) kir.Expr) {
 	b.CBReserveBack(cb, kir.Ci(n))
 	l1 := b.Let(name, kir.GetWritePtr{CB: cb})
@@ -404,22 +337,26 @@ func (s *gatedSDPA) groupTiles(b *kir.Builder, cb int, a *blocks.Access, x *ir.V
 		blocks.ReadPageTo(b, a, kir.Add(kir.Mul(it.user, kir.Ci(s.d.Dt)), col(j)), dst)
 	}
 	b.NoCAsyncReadBarrier()
-	if err := sdpaGroupToTop(b, it.groupRow, l1, n, a.PageSize(), s.d.G, s.d.H, blocks.ElemBytes(x.Type.DType)); err != nil {
-		s.err = err
+	// One branch per possible first row f, a multiple of G below H (the
+	// two row ranges never overlap).
+	for f := s.d.G; f+s.d.G <= s.d.H; f += s.d.G {
+		b.If(kir.Eq(it.groupRow, kir.Ci(f)), func() {
+			for j := range n {
+				tile := kir.Add(l1, kir.Ci(j*a.PageSize()))
+				if err := blocks.CopyRows(b, tile, tile, f, 0, s.d.G, blocks.ElemBytes(x.Type.DType)); err != nil {
+					s.err = err
+				}
+			}
+		})
 	}
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(cb, kir.Ci(n))
 }
 
-// prefillItem emits, in the reader, the start of prefill item i (user b,
-// q head h, token tile row st): its kv head, the q tile row (q's own
-// pages) and the gate map of its tokens; its mask tiles are copies of the
-// constant tiles, but for the one or two tiles crossing the causal
+// prefillItem emits prefill item i's q tile row (q's own pages) and gate
+// map; its masks are constant tiles but the one or two crossing the causal
 // diagonal, built element by element.
 func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
-	if !s.prefill {
-		return sdpaItem{}
-	}
 	d, fb := s.d, ir.FP32.TileBytes()
 	it := sdpaItem{dlo: kir.C(0)}
 	st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
@@ -452,10 +389,9 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 	return it
 }
 
-// cacheTiles emits, in the reader, the push into cb of n cache tiles of
-// head, tile j being (tt(j), dd(j)), zero past the last visible position:
-// every read of the block in flight, one barrier, then the rows past it
-// cleared in the tile that holds it.
+// cacheTiles emits the push into cb of n cache tiles (tt(j), dd(j)) of
+// head, zero past the last visible position: all reads in flight, one
+// barrier, then the rows past it cleared in the tile holding it.
 func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
 	tb := dtype.TileBytes()
 	b.CBReserveBack(cb, kir.Ci(n))
@@ -480,8 +416,7 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 	b.CBPushBack(cb, kir.Ci(n))
 }
 
-// compute adds the compute kernel: per item the scores (scores), the
-// softmax factors (softmax) and the gated P V tiles (gatedValues).
+// compute adds the compute kernel.
 func (s *gatedSDPA) compute() {
 	s.cp = newCompute(s.p, s.rs, kir.ComputeConfig{MathFidelity: s.ctx.Fidelity, FP32DestAccEn: true})
 	items := s.cp.RuntimeArg("items")
@@ -500,10 +435,8 @@ func (s *gatedSDPA) compute() {
 	c.B.CBPopFront(s.scaler, kir.C(1))
 }
 
-// scoreTiles emits step 1: per cache tile t, DEST = mask_t (copy_tile,
-// exact: 0 where visible, -inf after), += Q K_t^T over the D tiles
-// (matmul_tiles, in1 transposed, fp32 DEST), * scale; packed to the
-// resident fp32 scores CB of Lt tiles.
+// scoreTiles emits per cache tile t DEST = mask_t (copy_tile, exact),
+// += Q K_t^T (in1 transposed, fp32 DEST), * scale into the fp32 scores.
 func (s *gatedSDPA) scoreTiles(c *blocks.Compute) {
 	c.B.Comment("scores: (mask + q k^T) * scale")
 	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(kir.Var) {
@@ -521,24 +454,14 @@ func (s *gatedSDPA) scoreTiles(c *blocks.Compute) {
 	})
 }
 
-// softmax emits steps 2 to 4: the row maxima (reduce_tile MAX
-// REDUCE_ROW), negated, packed to bf16 (the stabiliser m; any value near
-// the maximum serves, and the bf16 tile enters the next step exactly);
-// per tile DEST = S_t (copy_tile: the scores CB is also read by the FPU,
-// so it is not unpacked to DEST and the copy is tf32) + (-m) broadcast
-// over the columns by a matmul with a tile whose row 0 is ones, exp,
-// packed to the fp32 exp CB (Lt tiles, left waited for); the row sums
-// (reduce_tile SUM), reciprocal, packed to recip (left waited for).
+// softmax emits -m, the negated row maxima in bf16 (any value near the
+// maximum serves; it enters exactly), per tile exp(S_t (a tf32 copy: the
+// FPU reads scores too) + -m by a matmul with a ones row), into exp, and
+// the reciprocal row sums into recip (both left waited for).
 func (s *gatedSDPA) softmax(c *blocks.Compute) {
 	Lt := s.d.Lt
 	c.B.Comment("softmax: -max, exp(s - max), 1/sum")
-	c.B.CBWaitFront(s.scores, kir.Ci(Lt))
-	c.Acquire()
-	c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-		c.Reduce(kir.ReduceMax, kir.ReduceRow, s.scores, s.scaler, s.negMax, tt, kir.C(0), kir.C(0))
-	})
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
-	c.PackOut(s.negMax, 1)
+	reduceRows(c, "t", kir.ReduceMax, s.scores, s.scaler, s.negMax, Lt, blocks.SFPUStep{Op: kir.SFPUNegative})
 	c.B.CBWaitFront(s.negMax, kir.C(1))
 	c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
 		c.Acquire()
@@ -549,21 +472,28 @@ func (s *gatedSDPA) softmax(c *blocks.Compute) {
 	})
 	c.B.CBPopFront(s.negMax, kir.C(1))
 	c.B.CBPopFront(s.scores, kir.Ci(Lt))
-	c.B.CBWaitFront(s.exp, kir.Ci(Lt))
-	c.Acquire()
-	c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, s.exp, s.scaler, s.recip, tt, kir.C(0), kir.C(0))
-	})
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
-	c.PackOut(s.recip, 1)
+	reduceRows(c, "t", kir.ReduceSum, s.exp, s.scaler, s.recip, Lt, blocks.SFPUStep{Op: kir.SFPURecip})
 	c.B.CBWaitFront(s.recip, kir.C(1))
 }
 
-// gatedValues emits step 5: per D tile of the item, P V over the Lt tiles
-// (matmul_tiles, fp32 DEST), times the reciprocal (bcast cols) packed to
-// q's dtype (o's rounding point); sigmoid(gate) packed to gate's dtype
-// (its rounding point); their product packed to the result. It pops the
-// exp and recip CBs softmax left.
+// reduceRows emits, in a compute kernel, the row reduction op of the n
+// tiles of in (waited for, not popped; loop variable name) against the
+// scaler tile into DEST 0, then steps, packed to one page of out.
+func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out, n int, steps ...blocks.SFPUStep) {
+	c.B.CBWaitFront(in, kir.Ci(n))
+	c.Acquire()
+	c.For(name, kir.C(0), kir.Ci(n), func(t kir.Var) {
+		c.Reduce(op, kir.ReduceRow, in, scaler, out, t, kir.C(0), kir.C(0))
+	})
+	for _, st := range steps {
+		c.SFPU(st, kir.C(0))
+	}
+	c.PackOut(out, 1)
+}
+
+// gatedValues emits per D tile P V (fp32 DEST) times recip, rounded to
+// q's dtype, times sigmoid(gate), rounded to gate's, into the result; it
+// pops exp and recip.
 func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
 	c.B.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
 	c.For("d", kir.C(0), kir.Ci(s.dc), func(kir.Var) {
@@ -586,12 +516,10 @@ func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
 	c.B.CBPopFront(s.exp, kir.Ci(s.d.Lt))
 }
 
-// writer adds the writer. Prefill: the result tiles are the output tiles
-// (rows are tokens in both): out [B,S,H*D], tile row st of user b, tile
-// columns h*Dt.. . Decode: row g of each result tile is row 0 of the
-// output tile of head j*G + g; the G output tiles of a result tile are
-// assembled in G zeroed pages (only row 0 is ever rewritten), then
-// written under one barrier.
+// writer adds the writer. Prefill: a result tile is an output tile (tile
+// row st, column h*Dt + d of user b). Decode: row g of a result tile is
+// row 0 of head j*G + g's; the G tiles are assembled in zeroed pages (only
+// row 0 is ever rewritten) and written under one barrier.
 func (s *gatedSDPA) writer() error {
 	d, Dt := s.d, s.d.Dt
 	wr, ab := newWriter(s.p, s.rs), &accessBinder{ctx: s.ctx}
@@ -643,24 +571,3 @@ func (s *gatedSDPA) writer() error {
 // sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per
 // barrier (its K and V CBs hold two blocks).
 const sdpaCacheBlock = 8
-
-// sdpaGroupToTop emits, for the n tiles of page size ps at L1 address l1
-// (rows of a user's all heads), the move of rows first..first+G-1
-// to rows 0..G-1 in each tile (first is a run-time multiple of G below
-// all, so the two row ranges never overlap): one branch per possible
-// first, local copies of face-row runs (blocks.CopyRows). The caller
-// issues the read barrier.
-func sdpaGroupToTop(b *kir.Builder, first kir.Var, l1 kir.Var, n, ps, g, all, eb int) error {
-	var err error
-	for f := g; f+g <= all; f += g {
-		b.If(kir.Eq(first, kir.Ci(f)), func() {
-			for j := range n {
-				tile := kir.Add(l1, kir.Ci(j*ps))
-				if e := blocks.CopyRows(b, tile, tile, f, 0, g, eb); e != nil {
-					err = e
-				}
-			}
-		})
-	}
-	return err
-}
