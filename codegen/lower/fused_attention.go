@@ -40,10 +40,7 @@ func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // prologueDims are the sizes of one attention prologue (S = 1 in decode).
-type prologueDims struct {
-	B, S, H, Hkv, D, R, L     int
-	Dt, St, HRt, KRt, RtR, Lt int
-}
+type prologueDims struct{ B, S, H, Hkv, D, R, L, Dt, St, HRt, KRt, RtR, Lt int }
 
 // attnPrologueDims checks attn_prologue's operand shapes.
 func attnPrologueDims(op *ir.Op) (prologueDims, error) {
@@ -116,6 +113,7 @@ type prologueItems struct {
 	perUser                     int
 }
 
+// newPrologueItems lays out q, k, gate and v items and copies per cache.
 func newPrologueItems(q, k, gate, v, copies int, inPlaceK, inPlaceV bool) prologueItems {
 	var it prologueItems
 	seg := func(n int) itemSeg { s := itemSeg{it.perUser, n}; it.perUser += n; return s }
@@ -157,8 +155,7 @@ type prologue struct {
 	cores              []kir.Core
 	rs                 []ir.CoreRange
 	cbs                *blocks.CBPlan
-	// CBs: posR < 0 when no cache is copied (the reader needs no pos);
-	// resident (resN pages) the compute kernel holds throughout, < 0: none.
+	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
 	norm                                                       headNorm
 	rd, wr                                                     *kir.Kernel
@@ -166,9 +163,8 @@ type prologue struct {
 	wa                                                         struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
 }
 
-// prologueKind is what a prologue variant adds: its CBs (around
-// planInputs, planNorm and planOut), its reader, the RoPE of one unit's
-// normed rotary tiles (headNorm.emit's rope) and its writer.
+// prologueKind is what a prologue variant adds: CBs (around planInputs,
+// planNorm, planOut), reader, RoPE of a unit (headNorm.emit's rope), writer.
 type prologueKind interface {
 	planCBs()
 	reader() error
@@ -394,6 +390,8 @@ type decodePrologue struct {
 	rptr                                        kir.Expr
 }
 
+// planCBs plans the RoPE matrix and tables, the gathers' page caches and
+// (rowGather) the staged head rows around the shared CBs.
 func (dp *decodePrologue) planCBs() {
 	d, cbs, dt, tabDT := dp.d, dp.cbs, dp.dtype(), dp.op.Operands[5].Type.DType
 	dp.planInputs(func() { dp.m = cbs.Input("rope_matrix", tabDT, 2) })

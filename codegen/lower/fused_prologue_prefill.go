@@ -63,6 +63,8 @@ type prefillPrologue struct {
 	wpos, slotL1           kir.Var  // writer: pos, the cache tile slot
 }
 
+// planCBs plans the tables' rows, the permutation, the gathers' page
+// caches and the RoPE products around the shared CBs.
 func (pp *prefillPrologue) planCBs() {
 	cbs, dt, cos, sin := pp.cbs, pp.dtype(), pp.op.Operands[5].Type.DType, pp.op.Operands[6].Type.DType
 	pp.planInputs(func() {
@@ -111,7 +113,8 @@ func (pp *prefillPrologue) gathers() error {
 }
 
 // reader adds the reader: the resident rotate-half permutation, then per
-// item the token rows (rows) and, for q and k, the norm inputs.
+// q, k, v item one head's token rows (rows; q, k: and the norm inputs), per
+// gate item 32 heads of one token, per copy item the untouched tile rows.
 func (pp *prefillPrologue) reader() error {
 	d, dt := pp.d, pp.dtype()
 	b, start, count, err := pp.readerStart()
