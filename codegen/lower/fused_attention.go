@@ -395,11 +395,11 @@ type decodePrologue struct {
 func (dp *decodePrologue) planCBs() {
 	d, cbs, dt, tabDT := dp.d, dp.cbs, dp.dtype(), dp.op.Operands[5].Type.DType
 	dp.planInputs(func() { dp.m = cbs.Input("rope_matrix", tabDT, 2) })
-	heads := func(n int) *blocks.Gather { // the [n, D] view of heads, reader's Sources
+	view := func(n int) *blocks.Gather { // into the [n, D] view of heads; the reader sets Sources
 		im, seg := blocks.ImageOf(ir.Shape{n, d.D}), blocks.SegFor(d.D)
 		return &blocks.Gather{Out: im, DType: dt, Seg: seg, Fill: true, Prefetch: blocks.PrefetchPages(im, seg, 1)}
 	}
-	dp.gq, dp.gk = heads(d.H), heads(d.Hkv)
+	dp.gq, dp.gk = view(d.H), view(d.Hkv)
 	dp.slotQG = cbs.Scratch("qg_tiles", dt, dp.gq.Prefetch)
 	dp.slotK = cbs.Scratch("k_tiles", dt, dp.gk.Prefetch)
 	dp.tab = cbs.Pages(blocks.ScratchCB, "rope_tables", tabDT, tabDT.TileBytes(), 2*d.RtR)

@@ -13,19 +13,20 @@ import (
 // head of each cache not updated in place, back to back, and the norm
 // units of each item (what the compute kernel of a core iterates over).
 func TestPrologueItems(t *testing.T) {
-	for _, tc := range []struct {
-		name                  string
+	// want: the units of a user's items, in order
+	cases := map[string]struct {
 		q, k, gate, v, copies int
 		inPlaceK, inPlaceV    bool
 		kUnits                int
-		want                  []int // units of a user's items, in order
+		want                  []int
 	}{
-		{"decode_in_place", 1, 1, 1, 1, 2, true, true, 1, []int{1, 1, 0, 0}},
-		{"decode_copies", 2, 1, 2, 1, 3, false, false, 1, []int{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
-		{"prefill_k_copied", 3, 2, 2, 2, 2, false, true, 4, []int{1, 1, 1, 4, 4, 0, 0, 0, 0, 0, 0}},
-		{"prefill_v_copied", 1, 1, 1, 1, 1, true, false, 3, []int{1, 3, 0, 0, 0}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+		"decode_in_place":  {1, 1, 1, 1, 2, true, true, 1, []int{1, 1, 0, 0}},
+		"decode_copies":    {2, 1, 2, 1, 3, false, false, 1, []int{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		"prefill_k_copied": {3, 2, 2, 2, 2, false, true, 4, []int{1, 1, 1, 4, 4, 0, 0, 0, 0, 0, 0}},
+		"prefill_v_copied": {1, 1, 1, 1, 1, true, false, 3, []int{1, 3, 0, 0, 0}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			it := newPrologueItems(tc.q, tc.k, tc.gate, tc.v, tc.copies, tc.inPlaceK, tc.inPlaceV)
 			if it.perUser != len(tc.want) {
 				t.Fatalf("perUser = %d, want %d", it.perUser, len(tc.want))

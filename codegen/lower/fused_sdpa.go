@@ -37,6 +37,7 @@ import (
 // sdpaDims are the sizes of one gated SDPA.
 type sdpaDims struct{ B, H, Hkv, G, S, D, L, Dt, Lt, St, items int }
 
+// sdpaGatedDims checks the operand shapes of a gated SDPA.
 func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
 	q, k, v, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[4], op.Result()
 	qs, ks := q.Type.Shape, k.Type.Shape
@@ -459,11 +460,10 @@ func (s *gatedSDPA) scoreTiles(c *blocks.Compute) {
 // FPU reads scores too) + -m by a matmul with a ones row), into exp, and
 // the reciprocal row sums into recip (both left waited for).
 func (s *gatedSDPA) softmax(c *blocks.Compute) {
-	Lt := s.d.Lt
 	c.B.Comment("softmax: -max, exp(s - max), 1/sum")
-	reduceRows(c, "t", kir.ReduceMax, s.scores, s.scaler, s.negMax, Lt, blocks.SFPUStep{Op: kir.SFPUNegative})
+	reduceRows(c, "t", kir.ReduceMax, s.scores, s.scaler, s.negMax, s.d.Lt, blocks.SFPUStep{Op: kir.SFPUNegative})
 	c.B.CBWaitFront(s.negMax, kir.C(1))
-	c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
 		c.Acquire()
 		c.Copy(s.scores, tt, kir.C(0))
 		c.Matmul(s.negMax, s.ones, kir.C(0), kir.C(0), kir.C(0), false)
@@ -471,8 +471,8 @@ func (s *gatedSDPA) softmax(c *blocks.Compute) {
 		c.PackOut(s.exp, 1)
 	})
 	c.B.CBPopFront(s.negMax, kir.C(1))
-	c.B.CBPopFront(s.scores, kir.Ci(Lt))
-	reduceRows(c, "t", kir.ReduceSum, s.exp, s.scaler, s.recip, Lt, blocks.SFPUStep{Op: kir.SFPURecip})
+	c.B.CBPopFront(s.scores, kir.Ci(s.d.Lt))
+	reduceRows(c, "t", kir.ReduceSum, s.exp, s.scaler, s.recip, s.d.Lt, blocks.SFPUStep{Op: kir.SFPURecip})
 	c.B.CBWaitFront(s.recip, kir.C(1))
 }
 
