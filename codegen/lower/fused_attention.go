@@ -13,52 +13,39 @@ import (
 // columns), k and v [B,1,Hkv*D]. The program works on heads as tile rows:
 // a reader gathers the query columns of up to 32 heads of one user into
 // the rows of Dt = D/32 tiles (blocks.Gather), so one tile row of work
-// normalises and rotates all those heads at once, and the q result
-// [B,H,D] is written tile by tile with no further assembly.
+// normalises and rotates all those heads at once (headNorm, then a matmul
+// by the user's RoPE matrix), and the q result [B,H,D] is written tile by
+// tile with no further assembly; the writer patches each kv head's k and
+// v rows into row pos%32 of its cache tiles.
 //
 // Work items, per user (in this order): q (one per 32 heads), k (one per
 // 32 kv heads), gate, v, and, when a cache result is not written in place,
-// one copy item per (cache, kv head). Items are split over the cores; the
-// compute kernel only sees the q and k items.
+// one copy item per (cache, kv head) for the cache pages outside tile row
+// pos/32. Items are split over the cores; the compute kernel only sees the
+// q and k items. In place (the result's buffer is the cache's, ctx.Alias)
+// only the B*Hkv*Dt cache tiles of tile row pos/32 of each cache are read
+// and rewritten.
 //
-//   - q, k: the reader gathers x (Dt tiles, heads as rows, zero rows past
-//     the last head; when a user's heads fit one tile row, from row 0 of
-//     each head's source tile by two 64-byte reads, blocks.GatherRows),
-//     streams the norm weight tiles and builds the RoPE
-//     matrix of the user (blocks.RopeMatrix: cos on the diagonal, the
-//     signed sin at the rotate-half positions, 1 past the rotary dims)
-//     from the cos and sin rows. Compute: x^2 (fp32), the row sums
-//     (reduce_tile SUM REDUCE_ROW), * 1/D, + eps, rsqrt; per tile x *
-//     rsqrt (bcast cols, fp32), * (w + offset) (bcast rows) packed to the
-//     input dtype, which is the Doc's rounding point of the norm; the
-//     tiles holding rotary dims are then multiplied by the RoPE matrix
-//     (matmul_tiles into fp32 DEST, one rounding at the pack), the others
-//     are the result as they are. The writer stores the q tiles, or, for
-//     k, copies the row of each kv head into row pos%32 of its cache tile
-//     (read, patch, write back; up to 16 cache tiles all read at the
-//     item's start and written under one barrier).
-//   - gate: the reader gathers the gate columns the same way; the writer
-//     stores them.
-//   - v: the reader streams the v tiles of each kv head (the head's D
-//     values are row 0 of Dt tiles); the writer patches them into row
-//     pos%32 of the cache tiles.
-//   - copy (only without aliasing): every cache page of the kv head
-//     outside tile row pos/32 is copied to the result.
-//
-// In place (the result's buffer is the cache's, ctx.Alias) only the
-// B*Hkv*Dt cache tiles of tile row pos/32 of each cache are read and
-// rewritten; every other cache row is untouched.
+// The decode and the prefill prologue (fused_prologue_prefill.go) share
+// type prologue: the checks, the items and their split, the norm, the
+// compute kernel, the cache copies and the q and gate writes; a
+// prologueKind adds its reader, RoPE and cache patches.
 
-// prologueDims are the sizes of one attn_prologue.
-type prologueDims struct {
-	B, H, Hkv, D, R, L int
-	Dt, HRt, KRt, RtR  int
-	Lt                 int
+func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	pl, err := newPrologue(op, ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return pl.build(&decodePrologue{prologue: pl})
 }
 
+// prologueDims are the sizes of one attention prologue (S = 1 in decode).
+type prologueDims struct{ B, S, H, Hkv, D, R, L, Dt, St, HRt, KRt, RtR, Lt int }
+
+// attnPrologueDims checks attn_prologue's operand shapes.
 func attnPrologueDims(op *ir.Op) (prologueDims, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8]
-	var d prologueDims
+	d := prologueDims{S: 1}
 	d.D = qw.Type.Shape.Numel()
 	s := qg.Type.Shape
 	if d.D < 2 || kw.Type.Shape.Numel() != d.D || s.Rank() != 3 || s[1] != 1 || s[2]%(2*d.D) != 0 {
@@ -80,15 +67,22 @@ func attnPrologueDims(op *ir.Op) (prologueDims, error) {
 		return d, fmt.Errorf("rule prologue-shape: want k_cache and v_cache [%d,%d,L,%d], got %s and %s", d.B, d.Hkv, d.D, c, vc.Type.Shape)
 	}
 	d.L = c[2]
+	return d, d.tiles()
+}
+
+// tiles checks that a head is whole tiles and sets the tile counts.
+func (d *prologueDims) tiles() error {
 	if d.D%ir.TileSize != 0 {
-		return d, fmt.Errorf("rule prologue-head-dim: head dim %d must be a multiple of %d (heads are whole tiles)", d.D, ir.TileSize)
+		return fmt.Errorf("rule prologue-head-dim: head dim %d must be a multiple of %d (heads are whole tiles)", d.D, ir.TileSize)
 	}
-	d.Dt = d.D / ir.TileSize
-	d.HRt = (d.H + ir.TileSize - 1) / ir.TileSize
-	d.KRt = (d.Hkv + ir.TileSize - 1) / ir.TileSize
-	d.RtR = (d.R + ir.TileSize - 1) / ir.TileSize
-	d.Lt = (d.L + ir.TileSize - 1) / ir.TileSize
-	return d, nil
+	ceil := func(n int) int { return (n + ir.TileSize - 1) / ir.TileSize }
+	d.Dt, d.St, d.HRt, d.KRt, d.RtR, d.Lt = d.D/ir.TileSize, ceil(d.S), ceil(d.H), ceil(d.Hkv), ceil(d.R), ceil(d.L)
+	return nil
+}
+
+// cachePage is the page of cache tile (tt, dd) of kv head h of user.
+func (d prologueDims) cachePage(user, h, tt, dd kir.Expr) kir.Expr {
+	return kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Add(kir.Mul(user, kir.Ci(d.Hkv)), h), kir.Ci(d.Lt)), tt), kir.Ci(d.Dt)), dd)
 }
 
 // itemSeg is one kind of work item of a program: n items per user at
@@ -111,471 +105,596 @@ func (s itemSeg) on(b *kir.Builder, r kir.Expr, body func(idx kir.Expr)) {
 	b.If(cond, func() { body(b.Let("idx", idx)) })
 }
 
-// prologueItems is the per-user item list of attn_prologue.
+// prologueItems is the per-user item list of a prologue: its q, k, gate
+// and v items, then one copy item per kv head of each cache not updated
+// in place.
 type prologueItems struct {
 	q, k, gate, v, kcopy, vcopy itemSeg
 	perUser                     int
 }
 
-func newPrologueItems(d prologueDims, copyK, copyV bool) prologueItems {
+// newPrologueItems lays out q, k, gate and v items and copies per cache.
+func newPrologueItems(q, k, gate, v, copies int, inPlaceK, inPlaceV bool) prologueItems {
 	var it prologueItems
-	next := 0
-	seg := func(n int) itemSeg { s := itemSeg{next, n}; next += n; return s }
-	it.q, it.k, it.gate, it.v = seg(d.HRt), seg(d.KRt), seg(d.HRt), seg(d.KRt)
-	if copyK {
-		it.kcopy = seg(d.Hkv)
+	seg := func(n int) itemSeg { s := itemSeg{it.perUser, n}; it.perUser += n; return s }
+	it.q, it.k, it.gate, it.v = seg(q), seg(k), seg(gate), seg(v)
+	if !inPlaceK {
+		it.kcopy = seg(copies)
 	}
-	if copyV {
-		it.vcopy = seg(d.Hkv)
+	if !inPlaceV {
+		it.vcopy = seg(copies)
 	}
-	it.perUser = next
 	return it
 }
 
-// normed reports whether item i (global index) runs on the compute kernel.
-func (it prologueItems) normed(i int) bool {
-	r := i % it.perUser
-	return it.q.holds(r) || it.k.holds(r)
+// units is the number of norm units (compute iterations) of item i: 1 for
+// a q item, kUnits for a k item, 0 for the others.
+func (it prologueItems) units(i, kUnits int) int {
+	switch r := i % it.perUser; {
+	case it.q.holds(r):
+		return 1
+	case it.k.holds(r):
+		return kUnits
+	}
+	return 0
 }
 
-func lowerAttnPrologue(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
-	qg, k, v, qw, kw, cos, sin, kc, vc, pos := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6], op.Operands[7], op.Operands[8], op.Operands[9]
-	qOut, gOut, kcOut, vcOut := op.Results[0], op.Results[1], op.Results[2], op.Results[3]
-	eps, offset, err := prologuePreamble(op, "attn_prologue")
-	if err != nil {
-		return nil, err
-	}
-	d, err := attnPrologueDims(op)
-	if err != nil {
-		return nil, err
-	}
-	dt := qg.Type.DType
-	for _, x := range []*ir.Value{k, v, kc, vc, qOut, gOut, kcOut, vcOut} {
-		if x.Type.DType != dt {
-			return nil, fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, the caches and the results must share qg's dtype %s", x, x.Type.DType, dt)
-		}
-	}
-	if blocks.ElemBytes(dt) == 0 {
-		return nil, fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v and the caches, which needs bf16 or fp32, not %s (block floats share exponents across a face row)", dt)
-	}
-	if cos.Type.DType != sin.Type.DType || blocks.ElemBytes(cos.Type.DType) == 0 {
-		return nil, fmt.Errorf("rule prologue-rope-dtype: cos (%s) and sin (%s) must share a bf16 or fp32 dtype (their elements are placed into the RoPE matrix)", cos.Type.DType, sin.Type.DType)
-	}
-	if qw.Type.DType != kw.Type.DType {
-		return nil, fmt.Errorf("rule prologue-norm-dtype: q_norm (%s) and k_norm (%s) must share a dtype (one weight CB)", qw.Type.DType, kw.Type.DType)
-	}
-	rope, err := blocks.NewRopeMatrix(d.R, d.RtR*ir.TileSize)
-	if err != nil {
-		return nil, err
-	}
-	inPlaceK := ctx.BufferName(kcOut) == ctx.BufferName(kc)
-	inPlaceV := ctx.BufferName(vcOut) == ctx.BufferName(vc)
-	items := newPrologueItems(d, !inPlaceK, !inPlaceV)
-	nItems := d.B * items.perUser
+// prologue is what the decode and the prefill prologue program share
+// while they are built.
+type prologue struct {
+	op                 *ir.Op
+	ctx                *Context
+	unitsArg           string // the compute kernel's runtime arg
+	d                  prologueDims
+	eps, offset        float64
+	rope               blocks.RopeMatrix // R dims over RtR tiles
+	inPlaceK, inPlaceV bool              // a cache result is the cache's buffer
+	items              prologueItems
+	p                  *kir.Program
+	plan               Split
+	cores              []kir.Core
+	rs                 []ir.CoreRange
+	cbs                *blocks.CBPlan
+	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
+	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
+	norm                                                       headNorm
+	rd, wr                                                     *kir.Kernel
+	ra                                                         struct{ qg, k, v, qw, kw, cos, sin, kc, vc, pos *blocks.Access }
+	wa                                                         struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
+}
 
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	// One item is a few dozen tile operations: one item per core while
-	// cores last.
-	plan := PlanSplit(nItems, t.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	tabDT := cos.Type.DType
-	tabBytes := tabDT.TileBytes()
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", dt, d.Dt)
-	cbW := cbs.Input("norm_weight", qw.Type.DType, 2)
-	cbM := cbs.Input("rope_matrix", tabDT, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbCopy := cbs.Input("moved", dt, 2)
-	seg := blocks.SegFor(d.D)
-	qImage, kImage := blocks.ImageOf(ir.Shape{d.H, d.D}), blocks.ImageOf(ir.Shape{d.Hkv, d.D})
-	qPrefetch, kPrefetch := blocks.PrefetchPages(qImage, seg, 1), blocks.PrefetchPages(kImage, seg, 1)
-	cbSlotQG := cbs.Scratch("qg_tiles", dt, qPrefetch)
-	cbSlotK := cbs.Scratch("k_tiles", dt, kPrefetch)
-	cbTab := cbs.Pages(blocks.ScratchCB, "rope_tables", tabDT, tabBytes, 2*d.RtR)
-	cbZero := cbs.Scratch("zero_tile", tabDT, 1)
-	cbPosR := -1
-	if !inPlaceK || !inPlaceV {
-		cbPosR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	}
-	cbSq := cbs.Scratch("x_squared", ir.FP32, d.Dt)
-	cbRs := cbs.Scratch("rsqrt_mean", ir.FP32, 1)
-	cbXn := cbs.Scratch("x_normed", ir.FP32, 2)
-	cbWo := -1
-	if offset != 0 {
-		cbWo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
-	}
-	cbY := cbs.Scratch("normed_rotary", dt, d.RtR)
-	cbOut := cbs.Output("out", dt, 2)
-	// The k and v items patch the Hkv*Dt cache tiles of tile row pos/32:
-	// all read at the item's start (before compute delivers the rows), one
-	// barrier, then per result tile the row copies, the writes under one
-	// final barrier — when they fit 16 slots; else one tile at a time.
-	batchPatch := d.KRt == 1 && d.Hkv*d.Dt <= 16
-	slots := 1
-	if batchPatch {
-		slots = d.Hkv * d.Dt
-	}
-	cbSlot := cbs.Scratch("cache_tile", dt, slots)
-	cbPosW := cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	// With every head of a user in one tile row the reader assembles a
-	// head tile from row 0 of each head's source tile (blocks.GatherRows:
-	// two 64-byte reads per head instead of a whole source page).
-	rowGather := d.HRt == 1 && d.KRt == 1
-	cbRows := -1
-	if rowGather {
-		cbRows = cbs.Pages(blocks.ScratchCB, "head_rows", dt, d.Dt*max(d.H, d.Hkv)*blocks.GatherRowSlot, 1)
-	}
-	if err := cbs.Err(fmt.Sprintf("attn_prologue with head dim %d", d.D)); err != nil {
-		return nil, err
-	}
+// prologueKind is what a prologue variant adds: CBs (around planInputs,
+// planNorm, planOut), reader, RoPE of a unit (headNorm.emit's rope), writer.
+type prologueKind interface {
+	planCBs()
+	reader() error
+	rotate(c *blocks.Compute)
+	writer() error
+}
 
-	// Reader.
-	rd := newReader(p, rs)
-	ab := &accessBinder{ctx: ctx}
-	ra := bindPrologueReader(ab, rd, op, inPlaceK, inPlaceV, cbPosR >= 0)
+// newPrologue checks op (attn_prologue_prefill when prefill) and splits
+// its items over the first cores, one item a few dozen tile operations.
+func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
+	pl := &prologue{op: op, ctx: ctx, unitsArg: "items", resident: -1}
+	var err error
+	if pl.eps, pl.offset, pl.d, err = checkPrologue(op, prefill); err != nil {
+		return nil, err
+	}
+	d := pl.d
+	if pl.rope, err = blocks.NewRopeMatrix(d.R, d.RtR*ir.TileSize); err != nil {
+		return nil, err
+	}
+	pl.inPlaceK = ctx.BufferName(op.Results[2]) == ctx.BufferName(op.Operands[7])
+	pl.inPlaceV = ctx.BufferName(op.Results[3]) == ctx.BufferName(op.Operands[8])
+	if prefill {
+		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
+	} else {
+		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
+	}
+	if pl.p, err = newProgram(op, ctx); err != nil {
+		return nil, err
+	}
+	pl.plan = PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)
+	pl.cores, pl.rs = firstCores(ctx.Target, pl.plan.Cores)
+	pl.cbs = blocks.NewCBPlan(pl.p, ctx.Target, pl.rs)
+	return pl, nil
+}
+
+// build runs the phases with kind's parts and returns the program.
+func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
+	kind.planCBs()
+	if err := pl.cbs.Err(fmt.Sprintf("%s with head dim %d", pl.op.Name(), pl.d.D)); err != nil {
+		return nil, err
+	}
+	if err := kind.reader(); err != nil {
+		return nil, err
+	}
+	cp := pl.compute(kind.rotate)
+	if err := kind.writer(); err != nil {
+		return nil, err
+	}
+	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.d.St) })
+	return pl.p, nil
+}
+
+// dtype is the dtype of qg, k, v, the caches and the results.
+func (pl *prologue) dtype() ir.DType { return pl.op.Operands[0].Type.DType }
+
+// planInputs plans the input CBs: x, the norm weight, the RoPE inputs
+// (rope), the scaler and the moved tiles (gate, v, copies).
+func (pl *prologue) planInputs(rope func()) {
+	pl.x = pl.cbs.Input("x", pl.dtype(), pl.d.Dt)
+	pl.w = pl.cbs.Input("norm_weight", pl.op.Operands[3].Type.DType, 2)
+	rope()
+	pl.scaler = pl.cbs.Input("scaler", ir.BF16, 1)
+	pl.moved = pl.cbs.Input("moved", pl.dtype(), 2)
+}
+
+// planNorm plans the reader's pos page and the norm's CBs but out.
+func (pl *prologue) planNorm() {
+	cbs, d := pl.cbs, pl.d
+	pl.posR = -1
+	if !pl.inPlaceK || !pl.inPlaceV {
+		pl.posR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
+	}
+	n := headNorm{x: pl.x, w: pl.w, wo: -1, scaler: pl.scaler, Dt: d.Dt, RtR: d.RtR, D: d.D, eps: pl.eps, offset: pl.offset}
+	n.sq = cbs.Scratch("x_squared", ir.FP32, d.Dt)
+	n.rs = cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+	n.xn = cbs.Scratch("x_normed", ir.FP32, 2)
+	if pl.offset != 0 {
+		n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+	}
+	n.y = cbs.Scratch("normed_rotary", pl.dtype(), d.RtR)
+	pl.norm = n
+}
+
+// planOut plans the result CB and the writer's cache tiles and pos.
+func (pl *prologue) planOut(slots int) {
+	pl.out = pl.cbs.Output("out", pl.dtype(), 2)
+	pl.norm.out = pl.out
+	pl.slot = pl.cbs.Scratch("cache_tile", pl.dtype(), slots)
+	pl.posW = pl.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
+}
+
+// readerStart adds the reader with its buffers (pl.ra; the caches unless
+// in place, pos when a cache is copied), emits the scaler tile and returns
+// the builder and the item range.
+func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err error) {
+	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, &accessBinder{ctx: pl.ctx}, &pl.ra
+	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
+	r.qw, r.kw = ab.bind(rd, "q_norm_addr", o[3]), ab.bind(rd, "k_norm_addr", o[4])
+	r.cos, r.sin = ab.bind(rd, "cos_addr", o[5]), ab.bind(rd, "sin_addr", o[6])
+	if !pl.inPlaceK {
+		r.kc = ab.bind(rd, "k_cache_addr", o[7])
+	}
+	if !pl.inPlaceV {
+		r.vc = ab.bind(rd, "v_cache_addr", o[8])
+	}
+	if pl.posR >= 0 {
+		r.pos = ab.bind(rd, "pos_addr", o[9])
+	}
 	if ab.err != nil {
-		return nil, ab.err
+		return nil, nil, nil, ab.err
 	}
-	qgAcc, kAcc, vAcc, qwAcc, kwAcc := ra.qg, ra.k, ra.v, ra.qw, ra.kw
-	cosAcc, sinAcc, kcAcc, vcAcc, posAcc := ra.cos, ra.sin, ra.kc, ra.vc, ra.pos
-	gq := &blocks.Gather{Out: qImage, DType: dt, Seg: seg, Fill: true, Prefetch: qPrefetch,
-		Sources: []blocks.GatherSource{{Acc: qgAcc, Image: blocks.ImageOf(qg.Type.Shape)}}}
-	gk := &blocks.Gather{Out: kImage, DType: dt, Seg: seg, Fill: true, Prefetch: kPrefetch,
-		Sources: []blocks.GatherSource{{Acc: kAcc, Image: blocks.ImageOf(k.Type.Shape)}}}
-	if err := gq.Check(); err != nil {
-		return nil, err
+	pl.rd, start, count = rd, rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b = rd.Builder()
+	blocks.ScalerTile(b, pl.scaler, 1)
+	return b, start, count, nil
+}
+
+// writerStart adds the writer with its buffers (pl.wa; the cache results
+// unless in place), reads pos and returns the builder, pos and the item
+// range.
+func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr, err error) {
+	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, &accessBinder{ctx: pl.ctx}, &pl.wa
+	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
+	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
+	w.kcOut, w.vcOut = w.kcIn, w.vcIn
+	if !pl.inPlaceK {
+		w.kcOut = ab.bind(wr, "k_cache_out_addr", res[2])
 	}
-	tabIm := blocks.ImageOf(cos.Type.Shape)
-	teb := blocks.ElemBytes(tabDT)
-	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
-	zero := blocks.Scratch(b, cbZero, "zero")
-	blocks.FillWords(b, zero, tabBytes, 0)
-	tab := blocks.ScratchPages(b, cbTab, 2*d.RtR, "tab")
-	var rptr kir.Expr
-	if cbPosR >= 0 {
-		rptr = b.Let("ptr", kir.Div(readPos(b, posAcc, cbPosR), kir.Ci(ir.TileSize)))
+	if !pl.inPlaceV {
+		w.vcOut = ab.bind(wr, "v_cache_out_addr", res[3])
 	}
-	gq.Begin(b, []int{cbSlotQG})
-	gk.Begin(b, []int{cbSlotK})
-	var headRows kir.Var
-	if rowGather {
-		headRows = blocks.Scratch(b, cbRows, "head_rows")
+	w.pos = ab.bind(wr, "pos_addr", o[9])
+	if ab.err != nil {
+		return nil, kir.Var{}, nil, nil, ab.err
 	}
-	qgIm, kIm := blocks.ImageOf(qg.Type.Shape), blocks.ImageOf(k.Type.Shape)
-	// normInputs streams the weight tiles of w around the user's RoPE
-	// matrix tiles, in the order the compute kernel takes them.
-	normInputs := func(wAcc *blocks.Access, user kir.Expr) {
-		blocks.ReadPages(b, wAcc, cbW, kir.C(0), kir.Ci(d.RtR))
-		b.Comment("RoPE matrix of the user from its cos and sin rows")
-		trow := b.Let("trow", kir.Mul(kir.Div(user, kir.Ci(ir.TileSize)), kir.Ci(tabIm.Ct)))
-		for i := 0; i < d.RtR; i++ {
-			blocks.ReadPageTo(b, cosAcc, kir.Add(trow, kir.Ci(i)), kir.Add(tab, kir.Ci(i*tabBytes)))
-			blocks.ReadPageTo(b, sinAcc, kir.Add(trow, kir.Ci(i)), kir.Add(tab, kir.Ci((d.RtR+i)*tabBytes)))
+	pl.wr, start, count = wr, wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	b = wr.Builder()
+	return b, readPos(b, w.pos, pl.posW), start, count, nil
+}
+
+// eachItem emits the loop over items start.., body(user, index in the
+// user's list).
+func (pl *prologue) eachItem(b *kir.Builder, start, count kir.Expr, body func(u, r kir.Var)) {
+	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		body(b.Let("u", kir.Div(i, kir.Ci(pl.items.perUser))), b.Let("r", kir.Mod(i, kir.Ci(pl.items.perUser))))
+	})
+}
+
+// cacheCopies emits the copy items of the caches not updated in place (kc,
+// vc): comment, then the Dt pages of every tile row tt of kv head h for
+// which outside()(tt) holds moved by move (ReadPages, WritePages) through
+// the moved CB. outside runs in the item's branch, so it may emit values.
+func (pl *prologue) cacheCopies(b *kir.Builder, u, r kir.Var, kc, vc *blocks.Access, comment string,
+	outside func() func(tt kir.Expr) kir.Expr, move func(b *kir.Builder, a *blocks.Access, cb int, first, count kir.Expr)) {
+	for _, c := range []struct {
+		seg itemSeg
+		a   *blocks.Access
+	}{{pl.items.kcopy, kc}, {pl.items.vcopy, vc}} {
+		c.seg.on(b, r, func(h kir.Expr) {
+			if comment != "" {
+				b.Comment(comment)
+			}
+			out := outside()
+			b.For("t", kir.C(0), kir.Ci(pl.d.Lt), func(tt kir.Var) {
+				b.If(out(tt), func() { move(b, c.a, pl.moved, pl.d.cachePage(u, h, tt, kir.C(0)), kir.Ci(pl.d.Dt)) })
+			})
+		})
+	}
+}
+
+// writeTiles emits the write of item kind s's Dt tiles from cb (the q and
+// gate results hold them in item order).
+func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *blocks.Access, cb int) {
+	s.on(b, r, func(idx kir.Expr) {
+		blocks.WritePages(b, a, cb, kir.Mul(kir.Add(kir.Mul(u, kir.Ci(s.n)), idx), kir.Ci(pl.d.Dt)), kir.Ci(pl.d.Dt))
+	})
+}
+
+// compute adds the compute kernel: per norm unit the norm and rotate.
+func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
+	cp := newCompute(pl.p, pl.rs, kir.ComputeConfig{MathFidelity: pl.ctx.Fidelity, FP32DestAccEn: true})
+	units := cp.RuntimeArg(pl.unitsArg)
+	c := blocks.NewCompute(pl.p, cp)
+	c.Startup(pl.x, pl.scaler, pl.out)
+	c.B.CBWaitFront(pl.scaler, kir.C(1))
+	if pl.resident >= 0 {
+		c.B.CBWaitFront(pl.resident, kir.Ci(pl.resN))
+	}
+	c.For("i", kir.C(0), units, func(kir.Var) { pl.norm.emit(c, rotate) })
+	if pl.resident >= 0 {
+		c.B.CBPopFront(pl.resident, kir.Ci(pl.resN))
+	}
+	c.B.CBPopFront(pl.scaler, kir.C(1))
+	return cp
+}
+
+// setItemArgs sets each core's runtime args: its item range of plan
+// (reader, writer) and the sum of units(i) over it (compute).
+func setItemArgs(cores []kir.Core, plan Split, rd, cp, wr *kir.Kernel, units func(i int) int) {
+	for ci, core := range cores {
+		s, n := plan.Range(ci)
+		nu := 0
+		for i := s; i < s+n; i++ {
+			nu += units(i)
 		}
+		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(nu)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+}
+
+// decodePrologue is attn_prologue's part of its program.
+type decodePrologue struct {
+	*prologue
+	m, slotQG, slotK, tab, zero, rows int  // CBs; rows < 0: no row gather
+	batchPatch                        bool // patchAll: the Hkv*Dt cache tiles fit 16 slots
+	slots                             int  // cache tiles the writer holds
+	rowGather                         bool // every head of a user is in one tile row (gatherHeads)
+	gq, gk                            *blocks.Gather
+	// reader values (zero tile, RoPE tables, staged head rows, pos/32) and
+	// writer values (pos/32, pos%32, the cache tile slots)
+	zeroL1, tabL1, headRows, wptr, prow, slotL1 kir.Var
+	rptr                                        kir.Expr
+}
+
+// planCBs plans the RoPE matrix and tables, the gathers' page caches and
+// (rowGather) the staged head rows around the shared CBs.
+func (dp *decodePrologue) planCBs() {
+	d, cbs, dt, tabDT := dp.d, dp.cbs, dp.dtype(), dp.op.Operands[5].Type.DType
+	dp.planInputs(func() { dp.m = cbs.Input("rope_matrix", tabDT, 2) })
+	view := func(n int) *blocks.Gather { // into the [n, D] view of heads; the reader sets Sources
+		im, seg := blocks.ImageOf(ir.Shape{n, d.D}), blocks.SegFor(d.D)
+		return &blocks.Gather{Out: im, DType: dt, Seg: seg, Fill: true, Prefetch: blocks.PrefetchPages(im, seg, 1)}
+	}
+	dp.gq, dp.gk = view(d.H), view(d.Hkv)
+	dp.slotQG = cbs.Scratch("qg_tiles", dt, dp.gq.Prefetch)
+	dp.slotK = cbs.Scratch("k_tiles", dt, dp.gk.Prefetch)
+	dp.tab = cbs.Pages(blocks.ScratchCB, "rope_tables", tabDT, tabDT.TileBytes(), 2*d.RtR)
+	dp.zero = cbs.Scratch("zero_tile", tabDT, 1)
+	dp.planNorm()
+	dp.batchPatch = d.KRt == 1 && d.Hkv*d.Dt <= 16
+	dp.slots = 1
+	if dp.batchPatch {
+		dp.slots = d.Hkv * d.Dt
+	}
+	dp.planOut(dp.slots)
+	dp.rowGather = d.HRt == 1 && d.KRt == 1
+	dp.rows = -1
+	if dp.rowGather {
+		dp.rows = cbs.Pages(blocks.ScratchCB, "head_rows", dt, d.Dt*max(d.H, d.Hkv)*blocks.GatherRowSlot, 1)
+	}
+}
+
+// reader adds the reader: per q or k item x (gatherHeads) and the norm
+// inputs, per gate item the gate columns, per v item each kv head's tiles
+// (its row is row 0), per copy item the cache pages outside row pos/32.
+func (dp *decodePrologue) reader() error {
+	d, qg, k := dp.d, dp.op.Operands[0], dp.op.Operands[1]
+	b, start, count, err := dp.readerStart()
+	if err != nil {
+		return err
+	}
+	dp.gq.Sources = []blocks.GatherSource{{Acc: dp.ra.qg, Image: blocks.ImageOf(qg.Type.Shape)}}
+	dp.gk.Sources = []blocks.GatherSource{{Acc: dp.ra.k, Image: blocks.ImageOf(k.Type.Shape)}}
+	if err := dp.gq.Check(); err != nil {
+		return err
+	}
+	tabBytes := dp.op.Operands[5].Type.DType.TileBytes()
+	dp.zeroL1 = blocks.Scratch(b, dp.zero, "zero")
+	blocks.FillWords(b, dp.zeroL1, tabBytes, 0)
+	dp.tabL1 = blocks.ScratchPages(b, dp.tab, 2*d.RtR, "tab")
+	if dp.posR >= 0 {
+		dp.rptr = b.Let("ptr", kir.Div(readPos(b, dp.ra.pos, dp.posR), kir.Ci(ir.TileSize)))
+	}
+	dp.gq.Begin(b, []int{dp.slotQG})
+	dp.gk.Begin(b, []int{dp.slotK})
+	if dp.rowGather {
+		dp.headRows = blocks.Scratch(b, dp.rows, "head_rows")
+	}
+	twoD, items := 2*d.D, dp.items
+	dp.eachItem(b, start, count, func(u, r kir.Var) {
+		items.q.on(b, r, func(hr kir.Expr) {
+			b.Comment("q: query columns of the heads, norm weight, RoPE matrix")
+			dp.gatherHeads(b, dp.gq, dp.x, u, hr, func(h kir.Expr) kir.Expr { return kir.Mul(h, kir.Ci(twoD)) })
+			dp.normInputs(b, dp.ra.qw, u)
+		})
+		items.k.on(b, r, func(hr kir.Expr) {
+			b.Comment("k: key heads, norm weight, RoPE matrix")
+			dp.gatherHeads(b, dp.gk, dp.x, u, hr, func(h kir.Expr) kir.Expr { return kir.Mul(h, kir.Ci(d.D)) })
+			dp.normInputs(b, dp.ra.kw, u)
+		})
+		items.gate.on(b, r, func(hr kir.Expr) {
+			b.Comment("gate: gate columns of the heads")
+			dp.gatherHeads(b, dp.gq, dp.moved, u, hr, func(h kir.Expr) kir.Expr { return kir.Add(kir.Mul(h, kir.Ci(twoD)), kir.Ci(d.D)) })
+		})
+		items.v.on(b, r, func(hr kir.Expr) {
+			b.Comment("v: the tiles of each kv head (its row is row 0)")
+			dp.heads(b, hr, func(h kir.Var) {
+				blocks.ReadPages(b, dp.ra.v, dp.moved, kir.Add(kir.Mul(u, kir.Ci(d.Hkv*d.Dt)), kir.Mul(h, kir.Ci(d.Dt))), kir.Ci(d.Dt))
+			})
+		})
+		dp.cacheCopies(b, u, r, dp.ra.kc, dp.ra.vc, "cache copy: every page outside tile row pos/32",
+			func() func(tt kir.Expr) kir.Expr { return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, dp.rptr) } }, blocks.ReadPages)
+	})
+	if dp.rowGather {
+		blocks.ReleaseScratch(b, dp.rows)
+	}
+	dp.gk.End(b)
+	dp.gq.End(b)
+	if dp.posR >= 0 {
+		blocks.ReleaseScratch(b, dp.posR)
+	}
+	blocks.ReleaseScratchPages(b, dp.tab, 2*d.RtR)
+	blocks.ReleaseScratch(b, dp.zero)
+	return nil
+}
+
+// normInputs emits w's tiles around the user's RoPE matrix tiles (cos on
+// the diagonal, the signed sin at the rotate-half positions, 1 past the
+// rotary dims; from the user's cos and sin rows) in compute's order.
+func (dp *decodePrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, user kir.Expr) {
+	d, tabDT := dp.d, dp.op.Operands[5].Type.DType
+	tabIm, teb, tabBytes, tab := blocks.ImageOf(dp.op.Operands[5].Type.Shape), blocks.ElemBytes(tabDT), tabDT.TileBytes(), dp.tabL1
+	blocks.ReadPages(b, wAcc, dp.w, kir.C(0), kir.Ci(d.RtR))
+	b.Comment("RoPE matrix of the user from its cos and sin rows")
+	trow := b.Let("trow", kir.Mul(kir.Div(user, kir.Ci(ir.TileSize)), kir.Ci(tabIm.Ct)))
+	for i := 0; i < d.RtR; i++ {
+		blocks.ReadPageTo(b, dp.ra.cos, kir.Add(trow, kir.Ci(i)), kir.Add(tab, kir.Ci(i*tabBytes)))
+		blocks.ReadPageTo(b, dp.ra.sin, kir.Add(trow, kir.Ci(i)), kir.Add(tab, kir.Ci((d.RtR+i)*tabBytes)))
+	}
+	b.NoCAsyncReadBarrier()
+	urow := b.Let("urow", kir.Mod(user, kir.Ci(ir.TileSize)))
+	elem := func(base int) func(i kir.Expr) kir.Expr {
+		return func(i kir.Expr) kir.Expr {
+			tile := kir.Add(tab, kir.Mul(kir.Add(kir.Div(i, kir.Ci(ir.TileSize)), kir.Ci(base)), kir.Ci(tabBytes)))
+			return kir.Add(tile, blocks.FaceOffset(urow, kir.Mod(i, kir.Ci(ir.TileSize)), teb))
+		}
+	}
+	for _, mt := range dp.rope.Tiles {
+		b.CBReserveBack(dp.m, kir.C(1))
+		m := b.Let("m", kir.GetWritePtr{CB: dp.m})
+		blocks.LocalCopy(b, dp.zeroL1, m, tabBytes)
 		b.NoCAsyncReadBarrier()
-		urow := b.Let("urow", kir.Mod(user, kir.Ci(ir.TileSize)))
-		elem := func(base int) func(i kir.Expr) kir.Expr {
-			return func(i kir.Expr) kir.Expr {
-				tile := kir.Add(tab, kir.Mul(kir.Add(kir.Div(i, kir.Ci(ir.TileSize)), kir.Ci(base)), kir.Ci(tabBytes)))
-				return kir.Add(tile, blocks.FaceOffset(urow, kir.Mod(i, kir.Ci(ir.TileSize)), teb))
-			}
-		}
-		for _, mt := range rope.Tiles {
-			b.CBReserveBack(cbM, kir.C(1))
-			m := b.Let("m", kir.GetWritePtr{CB: cbM})
-			blocks.LocalCopy(b, zero, m, tabBytes)
-			b.NoCAsyncReadBarrier()
-			mt.EmitTile(b, m, tabDT, elem(0), elem(d.RtR))
-			b.CBPushBack(cbM, kir.C(1))
-		}
-		if d.Dt > d.RtR {
-			blocks.ReadPages(b, wAcc, cbW, kir.Ci(d.RtR), kir.Ci(d.Dt-d.RtR))
-		}
+		mt.EmitTile(b, m, tabDT, elem(0), elem(d.RtR))
+		b.CBPushBack(dp.m, kir.C(1))
 	}
-	// gatherHeads pushes the Dt tiles of tile row hr of the [n, D] view
-	// of heads, head h taken from columns colOf(h) + c of user's row. A
-	// Gather's Map is read when Page emits, so the q and gate items share
-	// gq (and its one-page cache of qg) with different maps.
-	gatherHeads := func(g *blocks.Gather, cb int, user, hr kir.Expr, colOf func(h kir.Expr) kir.Expr) {
-		if rowGather {
-			// Head h's columns colOf(h) + 32*dd.. are row 0 of source tile
-			// (colOf(h) + 32*dd)/32 of the user's row (colOf is a multiple of 32).
-			src, n := qgAcc, d.H
-			im := qgIm
-			if g == gk {
-				src, n, im = kAcc, d.Hkv, kIm
-			}
-			// The Dt tiles in groups of the CB's depth (all of them into x,
-			// two into the copy CB), each group's reads under one barrier.
-			group := d.Dt
-			if cb == cbCopy {
-				group = 2
-			}
-			for group > 1 && d.Dt%group != 0 {
-				group--
-			}
-			eb := blocks.ElemBytes(dt)
-			tb := dt.TileBytes()
-			for d0 := 0; d0 < d.Dt; d0 += group {
-				b.CBReserveBack(cb, kir.Ci(group))
-				tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
-				blocks.GatherRowsTiles(b, src, headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
-					col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
-					return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
-				})
-				if tabBytes >= 1024*eb {
-					b.For("zt", kir.C(0), kir.Ci(group), func(t kir.Var) {
-						blocks.ClearRows(b, kir.Add(tiles, kir.Mul(t, kir.Ci(tb))), zero, n, eb)
-					})
-				}
-				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cb, kir.Ci(group))
-			}
-			return
-		}
+	if d.Dt > d.RtR {
+		blocks.ReadPages(b, wAcc, dp.w, kir.Ci(d.RtR), kir.Ci(d.Dt-d.RtR))
+	}
+}
+
+// gatherHeads emits the push into cb of the Dt tiles of tile row hr of
+// the [n, D] view of heads (gq: q heads, gk: kv heads), head h from
+// columns colOf(h).. of user's row, zero rows past the last head. The q
+// and gate items share gq (its Map is read when Page emits). With
+// rowGather a head's row is row 0 of its source tile: two 64-byte reads
+// (blocks.GatherRowsTiles), in groups of the CB's depth, each group's
+// reads under one barrier.
+func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, user, hr kir.Expr, colOf func(h kir.Expr) kir.Expr) {
+	d, dt := dp.d, dp.dtype()
+	if !dp.rowGather {
 		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: user, Col: kir.Add(colOf(row), col)}}
 		}
 		b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) { g.Page(b, cb, kir.Add(kir.Mul(hr, kir.Ci(d.Dt)), dd)) })
+		return
 	}
-	// heads emits body(h) for the kv heads of tile row hr.
-	heads := func(b *kir.Builder, hr kir.Expr, body func(h kir.Var)) {
-		b.For("hh", kir.C(0), kir.Ci(ir.TileSize), func(hh kir.Var) {
-			h := b.Let("h", kir.Add(kir.Mul(hr, kir.Ci(ir.TileSize)), hh))
-			b.If(kir.Lt(h, kir.Ci(d.Hkv)), func() { body(h) })
-		})
+	src, n, im := dp.ra.qg, d.H, blocks.ImageOf(dp.op.Operands[0].Type.Shape)
+	if g == dp.gk {
+		src, n, im = dp.ra.k, d.Hkv, blocks.ImageOf(dp.op.Operands[1].Type.Shape)
 	}
-	cachePage := func(user, h, tt, dd kir.Expr) kir.Expr {
-		return kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Add(kir.Mul(user, kir.Ci(d.Hkv)), h), kir.Ci(d.Lt)), tt), kir.Ci(d.Dt)), dd)
+	group := d.Dt
+	if cb == dp.moved {
+		group = 2
 	}
-	twoD := 2 * d.D
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		u := b.Let("u", kir.Div(i, kir.Ci(items.perUser)))
-		r := b.Let("r", kir.Mod(i, kir.Ci(items.perUser)))
-		items.q.on(b, r, func(hr kir.Expr) {
-			b.Comment("q: query columns of the heads, norm weight, RoPE matrix")
-			gatherHeads(gq, cbX, u, hr, func(h kir.Expr) kir.Expr { return kir.Mul(h, kir.Ci(twoD)) })
-			normInputs(qwAcc, u)
+	for group > 1 && d.Dt%group != 0 {
+		group--
+	}
+	eb, tb := blocks.ElemBytes(dt), dt.TileBytes()
+	for d0 := 0; d0 < d.Dt; d0 += group {
+		b.CBReserveBack(cb, kir.Ci(group))
+		tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
+		blocks.GatherRowsTiles(b, src, dp.headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
+			col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
+			return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
 		})
-		items.k.on(b, r, func(hr kir.Expr) {
-			b.Comment("k: key heads, norm weight, RoPE matrix")
-			gatherHeads(gk, cbX, u, hr, func(h kir.Expr) kir.Expr { return kir.Mul(h, kir.Ci(d.D)) })
-			normInputs(kwAcc, u)
-		})
-		items.gate.on(b, r, func(hr kir.Expr) {
-			b.Comment("gate: gate columns of the heads")
-			gatherHeads(gq, cbCopy, u, hr, func(h kir.Expr) kir.Expr { return kir.Add(kir.Mul(h, kir.Ci(twoD)), kir.Ci(d.D)) })
-		})
-		items.v.on(b, r, func(hr kir.Expr) {
-			b.Comment("v: the tiles of each kv head (its row is row 0)")
-			heads(b, hr, func(h kir.Var) {
-				blocks.ReadPages(b, vAcc, cbCopy, kir.Add(kir.Mul(u, kir.Ci(d.Hkv*d.Dt)), kir.Mul(h, kir.Ci(d.Dt))), kir.Ci(d.Dt))
+		if dp.op.Operands[5].Type.DType.TileBytes() >= 1024*eb {
+			b.For("zt", kir.C(0), kir.Ci(group), func(t kir.Var) {
+				blocks.ClearRows(b, kir.Add(tiles, kir.Mul(t, kir.Ci(tb))), dp.zeroL1, n, eb)
 			})
-		})
-		copyCache := func(a *blocks.Access) func(h kir.Expr) {
-			return func(h kir.Expr) {
-				b.Comment("cache copy: every page outside tile row pos/32")
-				b.For("t", kir.C(0), kir.Ci(d.Lt), func(tt kir.Var) {
-					b.If(kir.Ne(tt, rptr), func() {
-						blocks.ReadPages(b, a, cbCopy, cachePage(u, h, tt, kir.C(0)), kir.Ci(d.Dt))
-					})
-				})
-			}
 		}
-		if !inPlaceK {
-			items.kcopy.on(b, r, copyCache(kcAcc))
-		}
-		if !inPlaceV {
-			items.vcopy.on(b, r, copyCache(vcAcc))
-		}
-	})
-	if rowGather {
-		blocks.ReleaseScratch(b, cbRows)
-	}
-	gk.End(b)
-	gq.End(b)
-	if cbPosR >= 0 {
-		blocks.ReleaseScratch(b, cbPosR)
-	}
-	blocks.ReleaseScratchPages(b, cbTab, 2*d.RtR)
-	blocks.ReleaseScratch(b, cbZero)
-
-	// Compute: the q and k items.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
-	citems := cp.RuntimeArg("items")
-	c := blocks.NewCompute(p, cp)
-	cb := c.B
-	c.Startup(cbX, cbScaler, cbOut)
-	cb.CBWaitFront(cbScaler, kir.C(1))
-	nc := headNorm{x: cbX, w: cbW, wo: cbWo, scaler: cbScaler, sq: cbSq, rs: cbRs, xn: cbXn, y: cbY, out: cbOut,
-		Dt: d.Dt, RtR: d.RtR, D: d.D, eps: eps, offset: offset}
-	c.For("i", kir.C(0), citems, func(kir.Var) {
-		nc.emit(c, func() {
-			cb.Comment("times the RoPE matrix")
-			for col := 0; col < rope.ColTiles(); col++ {
-				c.Acquire()
-				for _, row := range rope.RowsFor(col) {
-					cb.CBWaitFront(cbM, kir.C(1))
-					c.Matmul(cbY, cbM, kir.Ci(row), kir.C(0), kir.C(0), false)
-					cb.CBPopFront(cbM, kir.C(1))
-				}
-				c.PackOut(cbOut, 1)
-			}
-		})
-	})
-	cb.CBPopFront(cbScaler, kir.C(1))
-
-	// Writer.
-	wr := newWriter(p, rs)
-	wa := bindPrologueWriter(ab, wr, op, inPlaceK, inPlaceV)
-	if ab.err != nil {
-		return nil, ab.err
-	}
-	qAcc, gAcc, kcIn, vcIn, kcW, vcW, wpAcc := wa.q, wa.gate, wa.kcIn, wa.vcIn, wa.kcOut, wa.vcOut, wa.pos
-	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	b = wr.Builder()
-	wpos := readPos(b, wpAcc, cbPosW)
-	wptr := b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
-	prow := b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
-	slot := blocks.ScratchPages(b, cbSlot, slots, "cache_tile")
-	eb := blocks.ElemBytes(dt)
-	tb := dt.TileBytes()
-	// patch writes row srcRow of the tile at src into row pos%32 of cache
-	// page page (read from in, written to out).
-	patch := func(in, out *blocks.Access, page, src, srcRow kir.Expr) {
-		pg := b.Let("pg", page)
-		blocks.ReadPageTo(b, in, pg, slot)
 		b.NoCAsyncReadBarrier()
-		blocks.CopyTileRow(b, src, srcRow, slot, prow, eb)
-		b.NoCAsyncReadBarrier()
-		b.NoCAsyncWrite(slot, out.PageAddr(pg), kir.Ci(tb))
-		b.NoCAsyncWriteBarrier()
+		b.CBPushBack(cb, kir.Ci(group))
 	}
-	b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-		u := b.Let("u", kir.Div(i, kir.Ci(items.perUser)))
-		r := b.Let("r", kir.Mod(i, kir.Ci(items.perUser)))
-		items.q.on(b, r, func(hr kir.Expr) {
-			blocks.WritePages(b, qAcc, cbOut, kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.HRt)), hr), kir.Ci(d.Dt)), kir.Ci(d.Dt))
-		})
-		// patchAll is the batched patch of every (kv head, D tile) cache
-		// tile of the item: next(h, dd) waits for the source tile and
-		// returns its L1 address and row, done(h, dd) releases it.
-		patchAll := func(in, out *blocks.Access, headsOuter bool, next func(h, dd int) (kir.Expr, kir.Expr), done func(h, dd int)) {
-			at := func(h, dd int) kir.Expr { return kir.Add(slot, kir.Ci((h*d.Dt+dd)*tb)) }
-			for h := range d.Hkv {
-				for dd := range d.Dt {
-					blocks.ReadPageTo(b, in, cachePage(u, kir.Ci(h), wptr, kir.Ci(dd)), at(h, dd))
-				}
-			}
-			b.NoCAsyncReadBarrier()
-			each := func(h, dd int) {
-				src, row := next(h, dd)
-				blocks.CopyTileRow(b, src, row, at(h, dd), prow, eb)
-				b.NoCAsyncReadBarrier()
-				done(h, dd)
-				b.NoCAsyncWrite(at(h, dd), out.PageAddr(cachePage(u, kir.Ci(h), wptr, kir.Ci(dd))), kir.Ci(tb))
-			}
-			if headsOuter {
-				for h := range d.Hkv {
-					for dd := range d.Dt {
-						each(h, dd)
-					}
-				}
-			} else {
-				for dd := range d.Dt {
-					for h := range d.Hkv {
-						each(h, dd)
-					}
-				}
-			}
-			b.NoCAsyncWriteBarrier()
-		}
-		items.k.on(b, r, func(hr kir.Expr) {
-			b.Comment("k: each kv head's row into row pos%32 of its cache tiles")
-			if batchPatch {
-				// Result tile dd holds every kv head's row dd of D.
-				var src kir.Var
-				patchAll(kcIn, kcW, false, func(h, dd int) (kir.Expr, kir.Expr) {
-					if h == 0 {
-						b.CBWaitFront(cbOut, kir.C(1))
-						src = b.Let("src", kir.GetReadPtr{CB: cbOut})
-					}
-					return src, kir.Ci(h)
-				}, func(h, dd int) {
-					if h == d.Hkv-1 {
-						b.CBPopFront(cbOut, kir.C(1))
-					}
-				})
-				return
-			}
-			b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) {
-				b.CBWaitFront(cbOut, kir.C(1))
-				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
-				heads(b, hr, func(h kir.Var) {
-					patch(kcIn, kcW, cachePage(u, h, wptr, dd), src, kir.Mod(h, kir.Ci(ir.TileSize)))
-				})
-				b.CBPopFront(cbOut, kir.C(1))
-			})
-		})
-		items.gate.on(b, r, func(hr kir.Expr) {
-			blocks.WritePages(b, gAcc, cbCopy, kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.HRt)), hr), kir.Ci(d.Dt)), kir.Ci(d.Dt))
-		})
-		items.v.on(b, r, func(hr kir.Expr) {
-			b.Comment("v: row 0 of each tile into row pos%32 of the cache tile")
-			if batchPatch {
-				patchAll(vcIn, vcW, true, func(h, dd int) (kir.Expr, kir.Expr) {
-					b.CBWaitFront(cbCopy, kir.C(1))
-					return b.Let("src", kir.GetReadPtr{CB: cbCopy}), kir.C(0)
-				}, func(h, dd int) { b.CBPopFront(cbCopy, kir.C(1)) })
-				return
-			}
-			heads(b, hr, func(h kir.Var) {
-				b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) {
-					b.CBWaitFront(cbCopy, kir.C(1))
-					src := b.Let("src", kir.GetReadPtr{CB: cbCopy})
-					patch(vcIn, vcW, cachePage(u, h, wptr, dd), src, kir.C(0))
-					b.CBPopFront(cbCopy, kir.C(1))
-				})
-			})
-		})
-		copyCache := func(a *blocks.Access) func(h kir.Expr) {
-			return func(h kir.Expr) {
-				b.For("t", kir.C(0), kir.Ci(d.Lt), func(tt kir.Var) {
-					b.If(kir.Ne(tt, wptr), func() {
-						blocks.WritePages(b, a, cbCopy, cachePage(u, h, tt, kir.C(0)), kir.Ci(d.Dt))
-					})
-				})
-			}
-		}
-		if !inPlaceK {
-			items.kcopy.on(b, r, copyCache(kcW))
-		}
-		if !inPlaceV {
-			items.vcopy.on(b, r, copyCache(vcW))
-		}
-	})
-	blocks.ReleaseScratchPages(b, cbSlot, slots)
-	blocks.ReleaseScratch(b, cbPosW)
+}
 
-	for ci, core := range cores {
-		s, n := plan.Range(ci)
-		normed := 0
-		for i := s; i < s+n; i++ {
-			if items.normed(i) {
-				normed++
-			}
+// heads emits body(h) for the kv heads of tile row hr.
+func (dp *decodePrologue) heads(b *kir.Builder, hr kir.Expr, body func(h kir.Var)) {
+	b.For("hh", kir.C(0), kir.Ci(ir.TileSize), func(hh kir.Var) {
+		h := b.Let("h", kir.Add(kir.Mul(hr, kir.Ci(ir.TileSize)), hh))
+		b.If(kir.Lt(h, kir.Ci(dp.d.Hkv)), func() { body(h) })
+	})
+}
+
+// rotate emits the normed rotary tiles times the RoPE matrix (fp32 DEST,
+// one rounding at the pack).
+func (dp *decodePrologue) rotate(c *blocks.Compute) {
+	c.B.Comment("times the RoPE matrix")
+	for col := 0; col < dp.rope.ColTiles(); col++ {
+		c.Acquire()
+		for _, row := range dp.rope.RowsFor(col) {
+			c.B.CBWaitFront(dp.m, kir.C(1))
+			c.Matmul(dp.norm.y, dp.m, kir.Ci(row), kir.C(0), kir.C(0), false)
+			c.B.CBPopFront(dp.m, kir.C(1))
 		}
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(normed)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+		c.PackOut(dp.out, 1)
 	}
-	return p, nil
+}
+
+// writer adds the writer: q and gate tiles, k and v rows (writeKV), copies.
+func (dp *decodePrologue) writer() error {
+	b, wpos, start, count, err := dp.writerStart()
+	if err != nil {
+		return err
+	}
+	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
+	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
+	dp.slotL1 = blocks.ScratchPages(b, dp.slot, dp.slots, "cache_tile")
+	dp.eachItem(b, start, count, func(u, r kir.Var) {
+		dp.writeTiles(b, dp.items.q, u, r, dp.wa.q, dp.out)
+		dp.items.k.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, true) })
+		dp.writeTiles(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
+		dp.items.v.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, false) })
+		dp.cacheCopies(b, u, r, dp.wa.kcOut, dp.wa.vcOut, "",
+			func() func(tt kir.Expr) kir.Expr { return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, dp.wptr) } }, blocks.WritePages)
+	})
+	blocks.ReleaseScratchPages(b, dp.slot, dp.slots)
+	blocks.ReleaseScratch(b, dp.posW)
+	return nil
+}
+
+// writeKV emits k (or v) item hr: each kv head's row into row pos%32 of
+// its cache tiles, from row h%32 of k result tile dd (out) or row 0 of
+// the head's v tile dd (moved).
+func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool) {
+	cb, in, out := dp.moved, dp.wa.vcIn, dp.wa.vcOut
+	if k {
+		cb, in, out = dp.out, dp.wa.kcIn, dp.wa.kcOut
+		b.Comment("k: each kv head's row into row pos%32 of its cache tiles")
+	} else {
+		b.Comment("v: row 0 of each tile into row pos%32 of the cache tile")
+	}
+	if dp.batchPatch {
+		dp.patchAll(b, u, in, out, cb, k)
+		return
+	}
+	var src kir.Var
+	take := func() {
+		b.CBWaitFront(cb, kir.C(1))
+		src = b.Let("src", kir.GetReadPtr{CB: cb})
+	}
+	if k {
+		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
+			take()
+			dp.heads(b, hr, func(h kir.Var) {
+				dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.Mod(h, kir.Ci(ir.TileSize)))
+			})
+			b.CBPopFront(cb, kir.C(1))
+		})
+		return
+	}
+	dp.heads(b, hr, func(h kir.Var) {
+		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
+			take()
+			dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.C(0))
+			b.CBPopFront(cb, kir.C(1))
+		})
+	})
+}
+
+// patch emits the copy of row srcRow of tile src into row pos%32 of cache
+// page page (read from in, written to out), complete when it returns.
+func (dp *decodePrologue) patch(b *kir.Builder, in, out *blocks.Access, page, src, srcRow kir.Expr) {
+	tb := dp.dtype().TileBytes()
+	pg := b.Let("pg", page)
+	blocks.ReadPageTo(b, in, pg, dp.slotL1)
+	b.NoCAsyncReadBarrier()
+	blocks.CopyTileRow(b, src, srcRow, dp.slotL1, dp.prow, blocks.ElemBytes(dp.dtype()))
+	b.NoCAsyncReadBarrier()
+	b.NoCAsyncWrite(dp.slotL1, out.PageAddr(pg), kir.Ci(tb))
+	b.NoCAsyncWriteBarrier()
+}
+
+// patchAll is writeKV batched: every (kv head, D tile) cache tile read
+// (before compute delivers the rows), one barrier, then per tile (k: D
+// tiles outer) the row copied and the tile written; one write barrier.
+func (dp *decodePrologue) patchAll(b *kir.Builder, u kir.Var, in, out *blocks.Access, cb int, k bool) {
+	d, tb := dp.d, dp.dtype().TileBytes()
+	at := func(h, dd int) kir.Expr { return kir.Add(dp.slotL1, kir.Ci((h*d.Dt+dd)*tb)) }
+	for h := range d.Hkv {
+		for dd := range d.Dt {
+			blocks.ReadPageTo(b, in, d.cachePage(u, kir.Ci(h), dp.wptr, kir.Ci(dd)), at(h, dd))
+		}
+	}
+	b.NoCAsyncReadBarrier()
+	var src kir.Var
+	each := func(h, dd int) {
+		row := kir.C(0)
+		if k {
+			row = kir.Ci(h)
+		}
+		if !k || h == 0 {
+			b.CBWaitFront(cb, kir.C(1))
+			src = b.Let("src", kir.GetReadPtr{CB: cb})
+		}
+		blocks.CopyTileRow(b, src, row, at(h, dd), dp.prow, blocks.ElemBytes(dp.dtype()))
+		b.NoCAsyncReadBarrier()
+		if !k || h == d.Hkv-1 {
+			b.CBPopFront(cb, kir.C(1))
+		}
+		b.NoCAsyncWrite(at(h, dd), out.PageAddr(d.cachePage(u, kir.Ci(h), dp.wptr, kir.Ci(dd))), kir.Ci(tb))
+	}
+	for o := range d.Hkv * d.Dt {
+		if k {
+			each(o%d.Hkv, o/d.Hkv)
+		} else {
+			each(o/d.Dt, o%d.Dt)
+		}
+	}
+	b.NoCAsyncWriteBarrier()
 }
 
 // headNorm is the compute of one tile row of heads (or tokens) of the
@@ -595,7 +714,7 @@ type headNorm struct {
 // for as a block), then rope emits their rotation into out (consuming
 // nothing of y); the other tiles go to out as they are. Consumes Dt pages
 // of x and Dt pages of w, produces Dt pages of out.
-func (n headNorm) emit(c *blocks.Compute, rope func()) {
+func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute)) {
 	cb := c.B
 	cb.CBWaitFront(n.x, kir.Ci(n.Dt))
 	cb.Comment("x^2")
@@ -606,15 +725,8 @@ func (n headNorm) emit(c *blocks.Compute, rope func()) {
 		c.PackOut(n.sq, 1)
 	})
 	cb.Comment("rsqrt(sum(x^2) / D + eps) per row, in column 0")
-	cb.CBWaitFront(n.sq, kir.Ci(n.Dt))
-	c.Acquire()
-	c.For("j", kir.C(0), kir.Ci(n.Dt), func(j kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, n.rs, j, kir.C(0), kir.C(0))
-	})
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))}, kir.C(0))
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(n.eps)}, kir.C(0))
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPURsqrt}, kir.C(0))
-	c.PackOut(n.rs, 1)
+	reduceRows(c, "j", kir.ReduceSum, n.sq, n.scaler, n.rs, n.Dt, blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))},
+		blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(n.eps)}, blocks.SFPUStep{Op: kir.SFPURsqrt})
 	cb.CBPopFront(n.sq, kir.Ci(n.Dt))
 	cb.CBWaitFront(n.rs, kir.C(1))
 	normTile := func(j kir.Expr, out int) {
@@ -631,7 +743,7 @@ func (n headNorm) emit(c *blocks.Compute, rope func()) {
 	cb.Comment("normed tiles holding rotary dims, rounded")
 	c.For("j", kir.C(0), kir.Ci(n.RtR), func(j kir.Var) { normTile(j, n.y) })
 	cb.CBWaitFront(n.y, kir.Ci(n.RtR))
-	rope()
+	rope(c)
 	cb.CBPopFront(n.y, kir.Ci(n.RtR))
 	if n.RtR < n.Dt {
 		cb.Comment("the other normed tiles are the result")
@@ -641,76 +753,50 @@ func (n headNorm) emit(c *blocks.Compute, rope func()) {
 	cb.CBPopFront(n.x, kir.Ci(n.Dt))
 }
 
-// prologueReads are the reader's accesses of the operands of attn_prologue
-// and attn_prologue_prefill (qg, k, v, q_norm, k_norm, cos, sin, k_cache,
-// v_cache, pos).
-type prologueReads struct{ qg, k, v, qw, kw, cos, sin, kc, vc, pos *blocks.Access }
-
-// bindPrologueReader declares the prologue operands' buffers as runtime
-// args of the reader rd in this order: qg, k, v, q_norm, k_norm, cos, sin,
-// then k_cache unless inPlaceK, v_cache unless inPlaceV and pos when
-// readPos. The accesses not declared stay nil; failures are left in ab.
-func bindPrologueReader(ab *accessBinder, rd *kir.Kernel, op *ir.Op, inPlaceK, inPlaceV, readPos bool) prologueReads {
-	o := op.Operands
-	var r prologueReads
-	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
-	r.qw, r.kw = ab.bind(rd, "q_norm_addr", o[3]), ab.bind(rd, "k_norm_addr", o[4])
-	r.cos, r.sin = ab.bind(rd, "cos_addr", o[5]), ab.bind(rd, "sin_addr", o[6])
-	if !inPlaceK {
-		r.kc = ab.bind(rd, "k_cache_addr", o[7])
-	}
-	if !inPlaceV {
-		r.vc = ab.bind(rd, "v_cache_addr", o[8])
-	}
-	if readPos {
-		r.pos = ab.bind(rd, "pos_addr", o[9])
-	}
-	return r
-}
-
-// prologueWrites are the prologue writer's accesses: the q and gate
-// results, the caches it reads (kcIn, vcIn) and writes (kcOut, vcOut: the
-// read access itself when that cache is updated in place) and pos.
-type prologueWrites struct{ q, gate, kcIn, vcIn, kcOut, vcOut, pos *blocks.Access }
-
-// bindPrologueWriter declares the buffers the prologue writer wr touches
-// as its runtime args in this order: q, gate, k_cache, v_cache, then the
-// k and v cache results unless updated in place, then pos. Failures are
-// left in ab.
-func bindPrologueWriter(ab *accessBinder, wr *kir.Kernel, op *ir.Op, inPlaceK, inPlaceV bool) prologueWrites {
-	o, res := op.Operands, op.Results
-	var w prologueWrites
-	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
-	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
-	w.kcOut, w.vcOut = w.kcIn, w.vcIn
-	if !inPlaceK {
-		w.kcOut = ab.bind(wr, "k_cache_out_addr", res[2])
-	}
-	if !inPlaceV {
-		w.vcOut = ab.bind(wr, "v_cache_out_addr", res[3])
-	}
-	w.pos = ab.bind(wr, "pos_addr", o[9])
-	return w
-}
-
-// prologuePreamble checks what both attention prologues (kind names the op
-// in errors) require of op: the float attributes eps and offset, which it
-// returns; every operand but pos and every result in tile layout; and pos
-// a position operand (checkPos).
-func prologuePreamble(op *ir.Op, kind string) (eps, offset float64, err error) {
+// checkPrologue checks op (attn_prologue_prefill when prefill) and
+// returns its eps, offset and sizes: every operand but pos (a position,
+// checkPos) and every result in tile layout, k, v, the caches and the
+// results of qg's dtype, bf16 or fp32 like the tables (single rows move;
+// decode: cos and sin alike), the norm weights alike (one weight CB).
+func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims, err error) {
 	eps, ok1 := op.Attrs["eps"].(float64)
 	offset, ok2 := op.Attrs["offset"].(float64)
 	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", kind)
+		return 0, 0, d, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
 	o, r := op.Operands, op.Results
 	for _, x := range []*ir.Value{o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]} {
 		if err := requireTile("value", x); err != nil {
-			return 0, 0, err
+			return 0, 0, d, err
 		}
 	}
 	if err := checkPos(o[9]); err != nil {
-		return 0, 0, err
+		return 0, 0, d, err
 	}
-	return eps, offset, nil
+	if prefill {
+		d, err = prefillPrologueDims(op)
+	} else {
+		d, err = attnPrologueDims(op)
+	}
+	if err != nil {
+		return 0, 0, d, err
+	}
+	dt, cos, sin := o[0].Type.DType, o[5].Type.DType, o[6].Type.DType
+	for _, x := range []*ir.Value{o[1], o[2], o[7], o[8], r[0], r[1], r[2], r[3]} {
+		if err == nil && x.Type.DType != dt {
+			err = fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, the caches and the results must share qg's dtype %s", x, x.Type.DType, dt)
+		}
+	}
+	switch {
+	case err != nil:
+	case prefill && (blocks.ElemBytes(dt) == 0 || blocks.ElemBytes(cos) == 0 || blocks.ElemBytes(sin) == 0):
+		err = fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v, the tables and the caches, which needs bf16 or fp32, not %s / %s / %s", dt, cos, sin)
+	case !prefill && blocks.ElemBytes(dt) == 0:
+		err = fmt.Errorf("rule prologue-dtype: the program moves single rows of qg, k, v and the caches, which needs bf16 or fp32, not %s (block floats share exponents across a face row)", dt)
+	case !prefill && (cos != sin || blocks.ElemBytes(cos) == 0):
+		err = fmt.Errorf("rule prologue-rope-dtype: cos (%s) and sin (%s) must share a bf16 or fp32 dtype (their elements are placed into the RoPE matrix)", cos, sin)
+	case o[3].Type.DType != o[4].Type.DType:
+		err = fmt.Errorf("rule prologue-norm-dtype: q_norm (%s) and k_norm (%s) must share a dtype (one weight CB)", o[3].Type.DType, o[4].Type.DType)
+	}
+	return eps, offset, d, err
 }

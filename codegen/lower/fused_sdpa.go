@@ -18,59 +18,26 @@ import (
 //
 // with r rounding to q's (gate's) dtype. One work item is one tile row of
 // query rows attending one kv head; items are split over the cores, one per
-// core while cores last:
-//
-//   - decode: item (user b, kv head j, D chunk); its rows are the G =
-//     H/Hkv query heads of the group (GQA by addressing: the reader
-//     gathers rows b*H + j*G + g of q and gate with blocks.Gather; k is
-//     read once per item, v for the chunk's D tiles); the writer copies
-//     row g of each result tile into row 0 of the output tile of head
-//     j*G + g. While the grid has a core for each, a kv head's Dt tiles
-//     are split into the most equal chunks that fit (27B: 2 kv heads x 8
-//     chunks of one D tile on 16 cores): every chunk computes the scores
-//     over all of D, which costs Lt*Dt tile products, and P V only for its
-//     own tiles.
-//   - prefill: item (user b, q head h, token tile row st); its rows are up
-//     to 32 tokens of head h (q's own tile row, read as pages); the reader
-//     gathers the gate rows of those tokens; the result tiles are the
-//     output tiles (rows are tokens in both).
-//
-// Per item the compute kernel
-//
-//  1. per cache tile t: DEST = mask_t (copy_tile, exact: 0 where visible,
-//     -inf after), += Q K_t^T over the D tiles (matmul_tiles, in1
-//     transposed, fp32 DEST), * scale; packed to a resident fp32 CB of Lt
-//     tiles;
-//  2. row maxima (reduce_tile MAX REDUCE_ROW), negated, packed to bf16
-//     (the stabiliser m; any value near the maximum serves, and the bf16
-//     tile enters the next step exactly);
-//  3. per tile: DEST = S_t (copy_tile: the scores CB is also read by the
-//     FPU, so it is not unpacked to DEST and the copy is tf32) + (-m)
-//     broadcast over the columns by a matmul with a tile whose row 0 is
-//     ones, exp; packed to fp32;
-//  4. row sums (reduce_tile SUM), reciprocal;
-//  5. per D tile: P V over the Lt tiles (matmul_tiles, fp32 DEST), times
-//     the reciprocal (bcast cols) packed to q's dtype (o's rounding
-//     point); sigmoid(gate) packed to gate's dtype (its rounding point);
-//     their product packed to the result.
+// core while cores last. Decode: item (user b, kv head j, D chunk), its
+// rows the G = H/Hkv query heads of the group (GQA by addressing). While
+// the grid has a core for each, a kv head's Dt tiles are split into the
+// most equal chunks that fit (27B: 2 kv heads x 8 chunks of one D tile on
+// 16 cores): every chunk computes the scores over all of D, which costs
+// Lt*Dt tile products, and P V only for its own tiles. Prefill: item (user
+// b, q head h, token tile row st), its rows up to 32 tokens of head h.
+// Per item the compute kernel takes the masked, scaled scores
+// (scoreTiles), their softmax (softmax) and the gated P V (gatedValues).
 //
 // Like sdpa_decode the kernel runs over the whole cache length (its loop
 // counts cannot depend on pos, which only the data-movement kernels read):
 // the reader feeds zero tiles past the last visible position and zeroes
-// the rows past it in the tile holding it, so stale cache contents never
-// reach the result; the mask tiles come from three constant tiles (zeros,
-// -inf, decode's boundary tile) copied locally, and prefill builds the
-// one or two tiles per item that cross the causal diagonal element by
-// element.
+// the rows past it in the tile holding it (cacheTiles), so stale cache
+// contents never reach the result.
 
 // sdpaDims are the sizes of one gated SDPA.
-type sdpaDims struct {
-	B, H, Hkv, G int
-	S, D, L      int
-	Dt, Lt, St   int
-	items        int
-}
+type sdpaDims struct{ B, H, Hkv, G, S, D, L, Dt, Lt, St, items int }
 
+// sdpaGatedDims checks the operand shapes of a gated SDPA.
 func sdpaGatedDims(op *ir.Op, prefill bool) (sdpaDims, error) {
 	q, k, v, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[4], op.Result()
 	qs, ks := q.Type.Shape, k.Type.Shape
@@ -110,424 +77,497 @@ func lowerSDPAPrefillGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return sdpaGated(op, ctx, true)
 }
 
+// gatedSDPA is a gated SDPA program under construction.
+type gatedSDPA struct {
+	op                      *ir.Op
+	ctx                     *Context
+	prefill                 bool
+	q, k, v, pos, gate, out *ir.Value
+	scale                   float64
+	d                       sdpaDims
+	// a kv head's item is split items of dc D tiles (prefill: 1); the
+	// reader moves kBlk K tiles (along a row), vBlk V tiles per barrier
+	split, dc, kBlk, vBlk int
+	p                     *kir.Program
+	plan                  Split
+	cores                 []kir.Core
+	rs                    []ir.CoreRange
+	// CBs; slotQ, asm < 0 in prefill
+	cbQ, cbK, cbV, mask, cbGate, scaler, ones, slotQ, slotG, consts, cbPos int
+	scores, negMax, exp, recip, pv, attn, sig, cbOut, asm                  int
+	rd, cp, wr                                                             *kir.Kernel
+	qAcc, kAcc, vAcc, pAcc, gAcc                                           *blocks.Access
+	gq, gg                                                                 *blocks.Gather // gq nil in prefill
+	groupRows                                                              bool           // decode, a user's heads in one tile row: groupTiles
+	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts
+	err                                                                    error          // a failure while emitting
+}
+
+// sdpaItem is what the reader knows of its current work item.
+type sdpaItem struct {
+	head           kir.Var          // kv head b*Hkv + j
+	dlo            kir.Expr         // the item's first D tile of P V
+	mask           func(tt kir.Var) // emits the mask of cache tile tt into the reserved page
+	user, groupRow kir.Var          // groupRows: the user, the group's first row
+}
+
+// negInf is the bits of fp32 -inf.
+const negInf = 0xFF800000
+
+// sdpaGated checks op, splits its items over the first cores and builds
+// the program phase by phase.
 func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
-	t := ctx.Target
-	q, k, v, pos, gate, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Result()
-	scale, err := sdpaPreamble(op, op.Name(), pos, q, k, v, gate, out)
-	if err != nil {
+	o := op.Operands
+	s := &gatedSDPA{op: op, ctx: ctx, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
+	var err error
+	if s.scale, err = sdpaPreamble(op, op.Name(), s.pos, s.q, s.k, s.v, s.gate, s.out); err != nil {
 		return nil, err
 	}
-	d, err := sdpaGatedDims(op, prefill)
-	if err != nil {
+	if s.d, err = sdpaGatedDims(op, prefill); err != nil {
 		return nil, err
 	}
-	for _, x := range []*ir.Value{q, k, v, gate, out} {
+	for _, x := range []*ir.Value{s.q, s.k, s.v, s.gate, s.out} {
 		if blocks.ElemBytes(x.Type.DType) == 0 {
 			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
 		}
 	}
-	Dt, Lt := d.Dt, d.Lt
-	p, err := newProgram(op, ctx)
-	if err != nil {
+	if s.p, err = newProgram(op, ctx); err != nil {
 		return nil, err
 	}
-	// decode: a kv head's item is split into `split` items of dc D tiles
-	// each while the grid has a core for every one (each computes the
-	// scores over all of D and its own dc tiles of P V); prefill: 1.
-	split := 1
-	if !prefill {
-		for s := Dt; s > 1; s-- {
-			if Dt%s == 0 && d.items*s <= t.NumWorkers() {
-				split = s
-				break
-			}
+	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
+	s.split = 1
+	for n := Dt; !prefill && n > 1 && s.split == 1; n-- {
+		if Dt%n == 0 && s.d.items*n <= t.NumWorkers() {
+			s.split = n
 		}
 	}
-	dc := Dt / split
-	items := d.items * split
-	plan := PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	if split > 1 {
-		plan = Split{Items: items, Cores: items, PerCore: 1}
+	s.dc = Dt / s.split
+	items := s.d.items * s.split
+	s.plan = PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*s.dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	if s.split > 1 {
+		s.plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbQ := cbs.Input("q", q.Type.DType, Dt)
-	// The reader moves the cache in blocks of up to sdpaCacheBlock tiles
-	// per barrier: K along a tile row, V down a tile column.
-	kBlk, vBlk := largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
-	cbK := cbs.Input("k", k.Type.DType, 2*kBlk)
-	cbV := cbs.Input("v", v.Type.DType, 2*vBlk)
-	cbMask := cbs.Input("mask", ir.FP32, 2)
-	cbGate := cbs.Input("gate", gate.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOnes := cbs.Input("ones_row", ir.BF16, 1)
-	cbSlotQ := -1
-	if !prefill {
-		cbSlotQ = cbs.Scratch("q_tile", q.Type.DType, 1)
-	}
-	cbSlotG := cbs.Scratch("gate_tile", gate.Type.DType, 1)
-	cbConst := cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 3)
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	cbS := cbs.Scratch("scores", ir.FP32, Lt)
-	cbNegMax := cbs.Scratch("neg_row_max", ir.BF16, 1)
-	cbP := cbs.Scratch("exp", ir.FP32, Lt)
-	cbRecip := cbs.Scratch("recip_sum", ir.FP32, 1)
-	cbPV := cbs.Scratch("pv", ir.FP32, 1)
-	cbO := cbs.Scratch("attn", q.Type.DType, 1)
-	cbSig := cbs.Scratch("sigmoid_gate", gate.Type.DType, 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbAsm := -1
-	if !prefill {
-		cbAsm = cbs.Scratch("out_tiles", out.Type.DType, d.G)
-	}
-	if err := cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", op.Name(), d.L, Lt)); err != nil {
+	s.cores, s.rs = firstCores(t, s.plan.Cores)
+	s.kBlk, s.vBlk = largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
+	if err := s.planCBs(); err != nil {
 		return nil, err
 	}
+	if err := s.reader(); err != nil {
+		return nil, err
+	}
+	s.compute()
+	if err := s.writer(); err != nil {
+		return nil, err
+	}
+	setItemArgs(s.cores, s.plan, s.rd, s.cp, s.wr, func(int) int { return 1 })
+	return s.p, nil
+}
 
-	// Reader.
-	rd := newReader(p, rs)
-	ab := &accessBinder{ctx: ctx}
-	qAcc, kAcc, vAcc, pAcc, gAcc := ab.bind(rd, "q_addr", q), ab.bind(rd, "k_addr", k), ab.bind(rd, "v_addr", v), ab.bind(rd, "pos_addr", pos), ab.bind(rd, "gate_addr", gate)
+// planCBs plans the program's CBs.
+func (s *gatedSDPA) planCBs() error {
+	cbs, Dt, Lt := blocks.NewCBPlan(s.p, s.ctx.Target, s.rs), s.d.Dt, s.d.Lt
+	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
+	s.cbK = cbs.Input("k", s.k.Type.DType, 2*s.kBlk)
+	s.cbV = cbs.Input("v", s.v.Type.DType, 2*s.vBlk)
+	s.mask = cbs.Input("mask", ir.FP32, 2)
+	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
+	s.scaler = cbs.Input("scaler", ir.BF16, 1)
+	s.ones = cbs.Input("ones_row", ir.BF16, 1)
+	s.slotQ, s.asm = -1, -1
+	if !s.prefill {
+		s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
+	}
+	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
+	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 3)
+	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
+	s.scores = cbs.Scratch("scores", ir.FP32, Lt)
+	s.negMax = cbs.Scratch("neg_row_max", ir.BF16, 1)
+	s.exp = cbs.Scratch("exp", ir.FP32, Lt)
+	s.recip = cbs.Scratch("recip_sum", ir.FP32, 1)
+	s.pv = cbs.Scratch("pv", ir.FP32, 1)
+	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
+	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
+	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
+	if !s.prefill {
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+	}
+	return cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", s.op.Name(), s.d.L, Lt))
+}
+
+// reader adds the reader: per item (decodeItem, prefillItem) the mask and
+// K tiles of each cache tile, then per D tile the V tiles and the gate.
+func (s *gatedSDPA) reader() error {
+	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
+	rd, ab := newReader(s.p, s.rs), &accessBinder{ctx: s.ctx}
+	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = ab.bind(rd, "q_addr", s.q), ab.bind(rd, "k_addr", s.k), ab.bind(rd, "v_addr", s.v), ab.bind(rd, "pos_addr", s.pos), ab.bind(rd, "gate_addr", s.gate)
 	if ab.err != nil {
-		return nil, ab.err
+		return ab.err
 	}
-	seg := blocks.SegFor(d.D)
-	rows := blocks.ImageOf(ir.Shape{d.G, d.D})
-	if prefill {
+	s.rd = rd
+	seg, rows := blocks.SegFor(d.D), blocks.ImageOf(ir.Shape{d.G, d.D})
+	if s.prefill {
 		rows = blocks.ImageOf(ir.Shape{d.S, d.D})
+	} else {
+		s.gq = &blocks.Gather{Out: rows, DType: s.q.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.qAcc, Image: blocks.ImageOf(s.q.Type.Shape)}}}
 	}
-	var gq *blocks.Gather
-	if !prefill {
-		gq = &blocks.Gather{Out: rows, DType: q.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: qAcc, Image: blocks.ImageOf(q.Type.Shape)}}}
+	s.gg = &blocks.Gather{Out: rows, DType: s.gate.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.gAcc, Image: blocks.ImageOf(s.gate.Type.Shape)}}}
+	if err := s.gg.Check(); err != nil {
+		return err
 	}
-	gg := &blocks.Gather{Out: rows, DType: gate.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: gAcc, Image: blocks.ImageOf(gate.Type.Shape)}}}
-	if err := gg.Check(); err != nil {
-		return nil, err
-	}
-	// Decode with a user's heads in one tile row (q and gate [B, H <= 32,
-	// D]) reads the user's q and gate tiles whole and moves the group's G
-	// rows (rows j*G.. of kv head j) to rows 0..G-1 with local copies,
-	// instead of gathering them segment by segment into zero-filled tiles;
-	// rows G..31 keep other heads' values, which no result row reads.
-	qim, gim := blocks.ImageOf(q.Type.Shape), blocks.ImageOf(gate.Type.Shape)
-	groupRows := !prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
-	var rowErr error
-	var groupFirst, groupUser kir.Var // the group's first row in its user's tile row; the user
+	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
+	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
-	blocks.RowTile(b, cbOnes, ir.BF16, 0, 1)
-	posv := readPos(b, pAcc, cbPos)
-	// last is the last visible cache position of any query of the op.
-	last := b.Let("last", kir.Add(posv, kir.Ci(d.S-1)))
-	lptr := b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
-	lrow := b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
-	b.Comment("constant tiles: zeros, -inf, and (decode) the mask of the tile holding pos")
-	fb := ir.FP32.TileBytes()
-	consts := blocks.ScratchPages(b, cbConst, 3, "consts")
-	zero := b.Let("zero", consts)
-	ninf := b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
-	bound := b.Let("bound", kir.Add(consts, kir.Ci(2*fb)))
-	const negInf = 0xFF800000
-	blocks.FillWords(b, zero, fb, 0)
-	blocks.FillWords(b, ninf, fb, negInf)
-	if !prefill {
-		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-			b.L1Write32(kir.Add(bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
-		})
-		blocks.FillRowsFromRow0(b, bound, 4)
-		gq.Begin(b, []int{cbSlotQ})
+	s.readerConsts(b)
+	if !s.prefill {
+		s.gq.Begin(b, []int{s.slotQ})
 	}
-	gg.Begin(b, []int{cbSlotG})
-	// cacheTiles pushes n cache tiles of head, tile j being (tt(j), dd(j)),
-	// zero past last: every read of the block in flight, one barrier, then
-	// the rows past last cleared in the tile that holds it.
-	cacheTiles := func(a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
-		tb := dtype.TileBytes()
-		b.CBReserveBack(cb, kir.Ci(n))
-		base := b.Let("l1", kir.GetWritePtr{CB: cb})
-		b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
-			tt, dd := tile(j)
-			l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
-			b.IfElse(kir.Gt(tt, lptr), func() {
-				blocks.LocalCopy(b, zero, l1, tb)
-			}, func() {
-				blocks.ReadPageTo(b, a, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(Lt)), tt), kir.Ci(Dt)), dd), l1)
-			})
-		})
-		b.NoCAsyncReadBarrier()
-		b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
-			tt, _ := tile(j)
-			b.If(kir.Eq(tt, lptr), func() {
-				blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), zero, kir.Add(lrow, kir.C(1)), blocks.ElemBytes(dtype))
-			})
-		})
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cb, kir.Ci(n))
-	}
+	s.gg.Begin(b, []int{s.slotG})
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		var head, row0 kir.Var // kv head (b*Hkv + j); prefill: position of the item's first query
-		var maskTile func(tt kir.Var)
-		var dlo kir.Expr = kir.C(0) // the item's first D tile of P V
-		if !prefill {
-			head = b.Let("head", kir.Div(i, kir.Ci(split))) // b*Hkv + j
-			dlo = b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(split)), kir.Ci(dc)))
-			if groupRows {
-				groupUser = b.Let("user", kir.Div(head, kir.Ci(d.Hkv)))
-				groupFirst = b.Let("group_row", kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
-			} else {
-				first := b.Let("first", kir.Add(kir.Mul(kir.Div(head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
-				rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-					return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
-				}
-				gq.Map, gg.Map = rowMap, rowMap
-			}
-			if groupRows {
-				b.Comment("the group's query rows: q's tiles whole, the group's rows moved to the top")
-				b.CBReserveBack(cbQ, kir.Ci(Dt))
-				ql1 := b.Let("q_l1", kir.GetWritePtr{CB: cbQ})
-				for dd := range Dt {
-					blocks.ReadPageTo(b, qAcc, kir.Add(kir.Mul(groupUser, kir.Ci(Dt)), kir.Ci(dd)), kir.Add(ql1, kir.Ci(dd*qAcc.PageSize())))
-				}
-				b.NoCAsyncReadBarrier()
-				if err := sdpaGroupToTop(b, groupFirst, ql1, Dt, qAcc.PageSize(), d.G, d.H, blocks.ElemBytes(q.Type.DType)); err != nil {
-					rowErr = err
-				}
-				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cbQ, kir.Ci(Dt))
-			} else {
-				b.Comment("the group's query rows")
-				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gq.Page(b, cbQ, dd) })
-			}
-			maskTile = func(tt kir.Var) {
-				m := b.Let("m", kir.GetWritePtr{CB: cbMask})
-				b.IfElse(kir.Lt(tt, lptr), func() { blocks.LocalCopy(b, zero, m, fb) }, func() {
-					b.IfElse(kir.Eq(tt, lptr), func() { blocks.LocalCopy(b, bound, m, fb) }, func() { blocks.LocalCopy(b, ninf, m, fb) })
-				})
-				b.NoCAsyncReadBarrier()
-			}
+		it := sdpaItem{}
+		if s.prefill {
+			it = s.prefillItem(b, i)
 		} else {
-			st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
-			bh := b.Let("bh", kir.Div(i, kir.Ci(d.St))) // b*H + h
-			u, h := b.Let("u", kir.Div(bh, kir.Ci(d.H))), b.Let("h", kir.Mod(bh, kir.Ci(d.H)))
-			head = b.Let("head", kir.Add(kir.Mul(u, kir.Ci(d.Hkv)), kir.Div(h, kir.Ci(d.G))))
-			row0 = b.Let("row0", kir.Add(posv, kir.Mul(st, kir.Ci(ir.TileSize))))
-			// gate [B,S,H,D]: token s of head h is row (b*S + s)*H + h.
-			gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-				return []blocks.Run{{Src: 0, Row: kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.S)), row), kir.Ci(d.H)), h), Col: col}}
-			}
-			b.Comment("the head's query tile row: q's own pages")
-			blocks.ReadPages(b, qAcc, cbQ, kir.Mul(i, kir.Ci(Dt)), kir.Ci(Dt))
-			maskTile = func(tt kir.Var) {
-				m := b.Let("m", kir.GetWritePtr{CB: cbMask})
-				t0 := b.Let("t0", kir.Mul(tt, kir.Ci(ir.TileSize)))
-				b.IfElse(kir.Le(kir.Add(t0, kir.Ci(ir.TileSize-1)), row0), func() { blocks.LocalCopy(b, zero, m, fb) }, func() {
-					b.IfElse(kir.Gt(t0, kir.Add(row0, kir.Ci(ir.TileSize-1))), func() { blocks.LocalCopy(b, ninf, m, fb) }, func() {
-						b.Comment("the tile crossing the causal diagonal: -inf where t*32 + c > pos + st*32 + r")
-						b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
-							qp := b.Let("qp", kir.Add(row0, r))
-							b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-								b.L1Write32(kir.Add(m, blocks.FaceOffset(r, c, 4)), kir.Mul(kir.Gt(kir.Add(t0, c), qp), kir.C(negInf)))
-							})
-						})
-					})
-				})
-				b.NoCAsyncReadBarrier()
-			}
+			it = s.decodeItem(b, i)
 		}
 		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			b.CBReserveBack(cbMask, kir.C(1))
-			maskTile(tt)
-			b.CBPushBack(cbMask, kir.C(1))
-			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(kBlk), func(d0 kir.Var) {
-				cacheTiles(kAcc, cbK, k.Type.DType, head, kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+			b.CBReserveBack(s.mask, kir.C(1))
+			it.mask(tt)
+			b.CBPushBack(s.mask, kir.C(1))
+			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+				s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
 			})
 		})
-		b.For("d", dlo, kir.Add(dlo, kir.Ci(dc)), func(dd kir.Var) {
-			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(vBlk), func(t0 kir.Var) {
-				cacheTiles(vAcc, cbV, v.Type.DType, head, vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
+		b.For("d", it.dlo, kir.Add(it.dlo, kir.Ci(s.dc)), func(dd kir.Var) {
+			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(s.vBlk), func(t0 kir.Var) {
+				s.cacheTiles(b, s.vAcc, s.cbV, s.v.Type.DType, it.head, s.vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
 			})
-			page := kir.Expr(dd)
-			if prefill {
-				page = kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd)
+			switch {
+			case s.prefill:
+				s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd))
+			case s.groupRows:
+				s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
+			default:
+				s.gg.Page(b, s.cbGate, dd)
 			}
-			if groupRows && !prefill {
-				b.CBReserveBack(cbGate, kir.C(1))
-				gl1 := b.Let("gate_l1", kir.GetWritePtr{CB: cbGate})
-				blocks.ReadPageTo(b, gAcc, kir.Add(kir.Mul(groupUser, kir.Ci(Dt)), dd), gl1)
-				b.NoCAsyncReadBarrier()
-				if err := sdpaGroupToTop(b, groupFirst, gl1, 1, gAcc.PageSize(), d.G, d.H, blocks.ElemBytes(gate.Type.DType)); err != nil {
-					rowErr = err
+		})
+	})
+	if s.err != nil {
+		return s.err
+	}
+	s.gg.End(b)
+	if !s.prefill {
+		s.gq.End(b)
+	}
+	blocks.ReleaseScratchPages(b, s.consts, 3)
+	blocks.ReleaseScratch(b, s.cbPos)
+	return nil
+}
+
+// readerConsts emits the scaler and ones tiles, reads pos (the last
+// visible position: tile lptr, row lrow) and builds the constant tiles
+// masks are copied from: zeros, -inf, (decode) the mask of pos's tile.
+func (s *gatedSDPA) readerConsts(b *kir.Builder) {
+	blocks.ScalerTile(b, s.scaler, 1)
+	blocks.RowTile(b, s.ones, ir.BF16, 0, 1)
+	s.posv = readPos(b, s.pAcc, s.cbPos)
+	// last is the last visible cache position of any query of the op.
+	last := b.Let("last", kir.Add(s.posv, kir.Ci(s.d.S-1)))
+	s.lptr = b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
+	s.lrow = b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
+	b.Comment("constant tiles: zeros, -inf, and (decode) the mask of the tile holding pos")
+	fb := ir.FP32.TileBytes()
+	consts := blocks.ScratchPages(b, s.consts, 3, "consts")
+	s.zero = b.Let("zero", consts)
+	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
+	s.bound = b.Let("bound", kir.Add(consts, kir.Ci(2*fb)))
+	blocks.FillWords(b, s.zero, fb, 0)
+	blocks.FillWords(b, s.ninf, fb, negInf)
+	if !s.prefill {
+		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+			b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
+		})
+		blocks.FillRowsFromRow0(b, s.bound, 4)
+	}
+}
+
+// decodeItem emits decode item i's group query rows (rows b*H + j*G + g
+// of q, gathered, or groupTiles); its masks are constant tiles.
+func (s *gatedSDPA) decodeItem(b *kir.Builder, i kir.Var) sdpaItem {
+	d, Dt, fb := s.d, s.d.Dt, ir.FP32.TileBytes()
+	var it sdpaItem
+	it.head = b.Let("head", kir.Div(i, kir.Ci(s.split))) // b*Hkv + j
+	it.dlo = b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(s.split)), kir.Ci(s.dc)))
+	if s.groupRows {
+		it.user = b.Let("user", kir.Div(it.head, kir.Ci(d.Hkv)))
+		it.groupRow = b.Let("group_row", kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
+		b.Comment("the group's query rows: q's tiles whole, the group's rows moved to the top")
+		s.groupTiles(b, s.cbQ, s.qAcc, s.q, "q_l1", it, Dt, func(dd int) kir.Expr { return kir.Ci(dd) })
+	} else {
+		first := b.Let("first", kir.Add(kir.Mul(kir.Div(it.head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+		rowMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+		}
+		s.gq.Map, s.gg.Map = rowMap, rowMap
+		b.Comment("the group's query rows")
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { s.gq.Page(b, s.cbQ, dd) })
+	}
+	it.mask = func(tt kir.Var) {
+		m := b.Let("m", kir.GetWritePtr{CB: s.mask})
+		b.IfElse(kir.Lt(tt, s.lptr), func() { blocks.LocalCopy(b, s.zero, m, fb) }, func() {
+			b.IfElse(kir.Eq(tt, s.lptr), func() { blocks.LocalCopy(b, s.bound, m, fb) }, func() { blocks.LocalCopy(b, s.ninf, m, fb) })
+		})
+		b.NoCAsyncReadBarrier()
+	}
+	return it
+}
+
+// groupTiles emits the push into cb of n tiles of x, tile j user's page
+// user*Dt + col(j) read whole, the group's G rows moved to rows 0..G-1
+// by local copies of face-row runs (the other rows hold heads no result
+// row reads) instead of gathering them segment by segment. A failure is
+// left in s.err.
+func (s *gatedSDPA) groupTiles(b *kir.Builder, cb int, a *blocks.Access, x *ir.Value, name string, it sdpaItem, n int, col func(j int) kir.Expr) {
+	b.CBReserveBack(cb, kir.Ci(n))
+	l1 := b.Let(name, kir.GetWritePtr{CB: cb})
+	for j := range n {
+		dst := kir.Expr(l1)
+		if cb == s.cbQ {
+			dst = kir.Add(l1, kir.Ci(j*a.PageSize()))
+		}
+		blocks.ReadPageTo(b, a, kir.Add(kir.Mul(it.user, kir.Ci(s.d.Dt)), col(j)), dst)
+	}
+	b.NoCAsyncReadBarrier()
+	// One branch per possible first row f, a multiple of G below H (the
+	// two row ranges never overlap).
+	for f := s.d.G; f+s.d.G <= s.d.H; f += s.d.G {
+		b.If(kir.Eq(it.groupRow, kir.Ci(f)), func() {
+			for j := range n {
+				tile := kir.Add(l1, kir.Ci(j*a.PageSize()))
+				if err := blocks.CopyRows(b, tile, tile, f, 0, s.d.G, blocks.ElemBytes(x.Type.DType)); err != nil {
+					s.err = err
 				}
-				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cbGate, kir.C(1))
-			} else {
-				gg.Page(b, cbGate, page)
 			}
 		})
-	})
-	if rowErr != nil {
-		return nil, rowErr
 	}
-	gg.End(b)
-	if !prefill {
-		gq.End(b)
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.Ci(n))
+}
+
+// prefillItem emits prefill item i's q tile row (q's own pages) and gate
+// map; its masks are constant tiles but the one or two crossing the causal
+// diagonal, built element by element.
+func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
+	d, fb := s.d, ir.FP32.TileBytes()
+	it := sdpaItem{dlo: kir.C(0)}
+	st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
+	bh := b.Let("bh", kir.Div(i, kir.Ci(d.St))) // b*H + h
+	u, h := b.Let("u", kir.Div(bh, kir.Ci(d.H))), b.Let("h", kir.Mod(bh, kir.Ci(d.H)))
+	it.head = b.Let("head", kir.Add(kir.Mul(u, kir.Ci(d.Hkv)), kir.Div(h, kir.Ci(d.G))))
+	row0 := b.Let("row0", kir.Add(s.posv, kir.Mul(st, kir.Ci(ir.TileSize)))) // position of the item's first query
+	// gate [B,S,H,D]: token s of head h is row (b*S + s)*H + h.
+	s.gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		return []blocks.Run{{Src: 0, Row: kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.S)), row), kir.Ci(d.H)), h), Col: col}}
 	}
-	blocks.ReleaseScratchPages(b, cbConst, 3)
-	blocks.ReleaseScratch(b, cbPos)
+	b.Comment("the head's query tile row: q's own pages")
+	blocks.ReadPages(b, s.qAcc, s.cbQ, kir.Mul(i, kir.Ci(d.Dt)), kir.Ci(d.Dt))
+	it.mask = func(tt kir.Var) {
+		m := b.Let("m", kir.GetWritePtr{CB: s.mask})
+		t0 := b.Let("t0", kir.Mul(tt, kir.Ci(ir.TileSize)))
+		b.IfElse(kir.Le(kir.Add(t0, kir.Ci(ir.TileSize-1)), row0), func() { blocks.LocalCopy(b, s.zero, m, fb) }, func() {
+			b.IfElse(kir.Gt(t0, kir.Add(row0, kir.Ci(ir.TileSize-1))), func() { blocks.LocalCopy(b, s.ninf, m, fb) }, func() {
+				b.Comment("the tile crossing the causal diagonal: -inf where t*32 + c > pos + st*32 + r")
+				b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+					qp := b.Let("qp", kir.Add(row0, r))
+					b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+						b.L1Write32(kir.Add(m, blocks.FaceOffset(r, c, 4)), kir.Mul(kir.Gt(kir.Add(t0, c), qp), kir.C(negInf)))
+					})
+				})
+			})
+		})
+		b.NoCAsyncReadBarrier()
+	}
+	return it
+}
 
-	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
-	citems := cp.RuntimeArg("items")
-	c := blocks.NewCompute(p, cp)
-	cb := c.B
-	c.MatmulStartup(cbQ, cbK, cbS)
-	cb.CBWaitFront(cbScaler, kir.C(1))
-	cb.CBWaitFront(cbOnes, kir.C(1))
-	c.For("i", kir.C(0), citems, func(kir.Var) {
-		cb.CBWaitFront(cbQ, kir.Ci(Dt))
-		cb.Comment("scores: (mask + q k^T) * scale")
-		c.For("t", kir.C(0), kir.Ci(Lt), func(kir.Var) {
-			c.Acquire()
-			cb.CBWaitFront(cbMask, kir.C(1))
-			c.Copy(cbMask, kir.C(0), kir.C(0))
-			cb.CBPopFront(cbMask, kir.C(1))
-			c.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-				cb.CBWaitFront(cbK, kir.C(1))
-				c.Matmul(cbQ, cbK, dd, kir.C(0), kir.C(0), true)
-				cb.CBPopFront(cbK, kir.C(1))
-			})
-			c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(scale)}, kir.C(0))
-			c.PackOut(cbS, 1)
+// cacheTiles emits the push into cb of n cache tiles (tt(j), dd(j)) of
+// head, zero past the last visible position: all reads in flight, one
+// barrier, then the rows past it cleared in the tile holding it.
+func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
+	tb := dtype.TileBytes()
+	b.CBReserveBack(cb, kir.Ci(n))
+	base := b.Let("l1", kir.GetWritePtr{CB: cb})
+	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
+		tt, dd := tile(j)
+		l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
+		b.IfElse(kir.Gt(tt, s.lptr), func() {
+			blocks.LocalCopy(b, s.zero, l1, tb)
+		}, func() {
+			blocks.ReadPageTo(b, a, kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), tt), kir.Ci(s.d.Dt)), dd), l1)
 		})
-		cb.Comment("softmax: -max, exp(s - max), 1/sum")
-		cb.CBWaitFront(cbS, kir.Ci(Lt))
-		c.Acquire()
-		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			c.Reduce(kir.ReduceMax, kir.ReduceRow, cbS, cbScaler, cbNegMax, tt, kir.C(0), kir.C(0))
-		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
-		c.PackOut(cbNegMax, 1)
-		cb.CBWaitFront(cbNegMax, kir.C(1))
-		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			c.Acquire()
-			c.Copy(cbS, tt, kir.C(0))
-			c.Matmul(cbNegMax, cbOnes, kir.C(0), kir.C(0), kir.C(0), false)
-			c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
-			c.PackOut(cbP, 1)
-		})
-		cb.CBPopFront(cbNegMax, kir.C(1))
-		cb.CBPopFront(cbS, kir.Ci(Lt))
-		cb.CBWaitFront(cbP, kir.Ci(Lt))
-		c.Acquire()
-		c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			c.Reduce(kir.ReduceSum, kir.ReduceRow, cbP, cbScaler, cbRecip, tt, kir.C(0), kir.C(0))
-		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
-		c.PackOut(cbRecip, 1)
-		cb.CBWaitFront(cbRecip, kir.C(1))
-		cb.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
-		c.For("d", kir.C(0), kir.Ci(dc), func(kir.Var) {
-			c.Acquire()
-			c.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-				cb.CBWaitFront(cbV, kir.C(1))
-				c.Matmul(cbP, cbV, tt, kir.C(0), kir.C(0), false)
-				cb.CBPopFront(cbV, kir.C(1))
-			})
-			c.PackOut(cbPV, 1)
-			cb.CBWaitFront(cbPV, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastCols, cbPV, cbRecip, kir.C(0), kir.C(0), kir.C(0))
-			cb.CBPopFront(cbPV, kir.C(1))
-			c.PackOut(cbO, 1)
-			c.Unary(cbGate, cbSig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, cbO, cbSig, cbOut, false, nil)
-		})
-		cb.CBPopFront(cbRecip, kir.C(1))
-		cb.CBPopFront(cbP, kir.Ci(Lt))
-		cb.CBPopFront(cbQ, kir.Ci(Dt))
 	})
-	cb.CBPopFront(cbOnes, kir.C(1))
-	cb.CBPopFront(cbScaler, kir.C(1))
+	b.NoCAsyncReadBarrier()
+	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
+		tt, _ := tile(j)
+		b.If(kir.Eq(tt, s.lptr), func() {
+			blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dtype))
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.Ci(n))
+}
 
-	// Writer.
-	wr := newWriter(p, rs)
-	oAcc := ab.bind(wr, "out_addr", out)
+// compute adds the compute kernel.
+func (s *gatedSDPA) compute() {
+	s.cp = newCompute(s.p, s.rs, kir.ComputeConfig{MathFidelity: s.ctx.Fidelity, FP32DestAccEn: true})
+	items := s.cp.RuntimeArg("items")
+	c := blocks.NewCompute(s.p, s.cp)
+	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
+	c.B.CBWaitFront(s.scaler, kir.C(1))
+	c.B.CBWaitFront(s.ones, kir.C(1))
+	c.For("i", kir.C(0), items, func(kir.Var) {
+		c.B.CBWaitFront(s.cbQ, kir.Ci(s.d.Dt))
+		s.scoreTiles(c)
+		s.softmax(c)
+		s.gatedValues(c)
+		c.B.CBPopFront(s.cbQ, kir.Ci(s.d.Dt))
+	})
+	c.B.CBPopFront(s.ones, kir.C(1))
+	c.B.CBPopFront(s.scaler, kir.C(1))
+}
+
+// scoreTiles emits per cache tile t DEST = mask_t (copy_tile, exact),
+// += Q K_t^T (in1 transposed, fp32 DEST), * scale into the fp32 scores.
+func (s *gatedSDPA) scoreTiles(c *blocks.Compute) {
+	c.B.Comment("scores: (mask + q k^T) * scale")
+	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(kir.Var) {
+		c.Acquire()
+		c.B.CBWaitFront(s.mask, kir.C(1))
+		c.Copy(s.mask, kir.C(0), kir.C(0))
+		c.B.CBPopFront(s.mask, kir.C(1))
+		c.For("d", kir.C(0), kir.Ci(s.d.Dt), func(dd kir.Var) {
+			c.B.CBWaitFront(s.cbK, kir.C(1))
+			c.Matmul(s.cbQ, s.cbK, dd, kir.C(0), kir.C(0), true)
+			c.B.CBPopFront(s.cbK, kir.C(1))
+		})
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(s.scale)}, kir.C(0))
+		c.PackOut(s.scores, 1)
+	})
+}
+
+// softmax emits -m, the negated row maxima in bf16 (any value near the
+// maximum serves; it enters exactly), per tile exp(S_t (a tf32 copy: the
+// FPU reads scores too) + -m by a matmul with a ones row), into exp, and
+// the reciprocal row sums into recip (both left waited for).
+func (s *gatedSDPA) softmax(c *blocks.Compute) {
+	c.B.Comment("softmax: -max, exp(s - max), 1/sum")
+	reduceRows(c, "t", kir.ReduceMax, s.scores, s.scaler, s.negMax, s.d.Lt, blocks.SFPUStep{Op: kir.SFPUNegative})
+	c.B.CBWaitFront(s.negMax, kir.C(1))
+	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
+		c.Acquire()
+		c.Copy(s.scores, tt, kir.C(0))
+		c.Matmul(s.negMax, s.ones, kir.C(0), kir.C(0), kir.C(0), false)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
+		c.PackOut(s.exp, 1)
+	})
+	c.B.CBPopFront(s.negMax, kir.C(1))
+	c.B.CBPopFront(s.scores, kir.Ci(s.d.Lt))
+	reduceRows(c, "t", kir.ReduceSum, s.exp, s.scaler, s.recip, s.d.Lt, blocks.SFPUStep{Op: kir.SFPURecip})
+	c.B.CBWaitFront(s.recip, kir.C(1))
+}
+
+// reduceRows emits, in a compute kernel, the row reduction op of the n
+// tiles of in (waited for, not popped; loop variable name) against the
+// scaler tile into DEST 0, then steps, packed to one page of out.
+func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out, n int, steps ...blocks.SFPUStep) {
+	c.B.CBWaitFront(in, kir.Ci(n))
+	c.Acquire()
+	c.For(name, kir.C(0), kir.Ci(n), func(t kir.Var) {
+		c.Reduce(op, kir.ReduceRow, in, scaler, out, t, kir.C(0), kir.C(0))
+	})
+	for _, st := range steps {
+		c.SFPU(st, kir.C(0))
+	}
+	c.PackOut(out, 1)
+}
+
+// gatedValues emits per D tile P V (fp32 DEST) times recip, rounded to
+// q's dtype, times sigmoid(gate), rounded to gate's, into the result; it
+// pops exp and recip.
+func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
+	c.B.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
+	c.For("d", kir.C(0), kir.Ci(s.dc), func(kir.Var) {
+		c.Acquire()
+		c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
+			c.B.CBWaitFront(s.cbV, kir.C(1))
+			c.Matmul(s.exp, s.cbV, tt, kir.C(0), kir.C(0), false)
+			c.B.CBPopFront(s.cbV, kir.C(1))
+		})
+		c.PackOut(s.pv, 1)
+		c.B.CBWaitFront(s.pv, kir.C(1))
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastCols, s.pv, s.recip, kir.C(0), kir.C(0), kir.C(0))
+		c.B.CBPopFront(s.pv, kir.C(1))
+		c.PackOut(s.attn, 1)
+		c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
+	})
+	c.B.CBPopFront(s.recip, kir.C(1))
+	c.B.CBPopFront(s.exp, kir.Ci(s.d.Lt))
+}
+
+// writer adds the writer. Prefill: a result tile is an output tile (tile
+// row st, column h*Dt + d of user b). Decode: row g of a result tile is
+// row 0 of head j*G + g's; the G tiles are assembled in zeroed pages (only
+// row 0 is ever rewritten) and written under one barrier.
+func (s *gatedSDPA) writer() error {
+	d, Dt := s.d, s.d.Dt
+	wr, ab := newWriter(s.p, s.rs), &accessBinder{ctx: s.ctx}
+	oAcc := ab.bind(wr, "out_addr", s.out)
 	if ab.err != nil {
-		return nil, ab.err
+		return ab.err
 	}
+	s.wr = wr
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	b = wr.Builder()
-	if prefill {
-		// out [B,S,H*D]: tile row st of user b, tile column h*Dt + d.
+	b := wr.Builder()
+	if s.prefill {
 		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
 			st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
 			bh := b.Let("bh", kir.Div(i, kir.Ci(d.St)))
 			u, h := kir.Div(bh, kir.Ci(d.H)), kir.Mod(bh, kir.Ci(d.H))
 			first := b.Let("first", kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.St)), st), kir.Ci(d.H*Dt)), kir.Mul(h, kir.Ci(Dt))))
-			blocks.WritePages(b, oAcc, cbOut, first, kir.Ci(Dt))
+			blocks.WritePages(b, oAcc, s.cbOut, first, kir.Ci(Dt))
 		})
-	} else {
-		// Row g of each result tile is row 0 of an output tile: the G
-		// output tiles of a result tile are assembled in G zeroed pages
-		// (only row 0 is ever rewritten), then written under one barrier.
-		oeb, otb := blocks.ElemBytes(out.Type.DType), out.Type.DType.TileBytes()
-		otiles := blocks.ScratchPages(b, cbAsm, d.G, "otiles")
-		blocks.FillWords(b, otiles, d.G*otb, 0)
-		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-			head := b.Let("head", kir.Div(i, kir.Ci(split)))
-			dlo := b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(split)), kir.Ci(dc)))
-			u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
-			j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
-			first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
-			b.For("d", dlo, kir.Add(dlo, kir.Ci(dc)), func(dd kir.Var) {
-				b.CBWaitFront(cbOut, kir.C(1))
-				src := b.Let("src", kir.GetReadPtr{CB: cbOut})
-				otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
-				b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-					blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
-				})
-				b.NoCAsyncReadBarrier()
-				b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-					b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
-				})
-				b.NoCAsyncWriteBarrier()
-				b.CBPopFront(cbOut, kir.C(1))
+		return nil
+	}
+	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
+	otiles := blocks.ScratchPages(b, s.asm, d.G, "otiles")
+	blocks.FillWords(b, otiles, d.G*otb, 0)
+	otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
+	b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
+		head := b.Let("head", kir.Div(i, kir.Ci(s.split)))
+		dlo := b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(s.split)), kir.Ci(s.dc)))
+		u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+		j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
+		first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+		b.For("d", dlo, kir.Add(dlo, kir.Ci(s.dc)), func(dd kir.Var) {
+			b.CBWaitFront(s.cbOut, kir.C(1))
+			src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
+			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+				blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
 			})
+			b.NoCAsyncReadBarrier()
+			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+				b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+			})
+			b.NoCAsyncWriteBarrier()
+			b.CBPopFront(s.cbOut, kir.C(1))
 		})
-		blocks.ReleaseScratchPages(b, cbAsm, d.G)
-	}
-
-	for ci, core := range cores {
-		s, n := plan.Range(ci)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
-	return p, nil
+	})
+	blocks.ReleaseScratchPages(b, s.asm, d.G)
+	return nil
 }
 
 // sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per
 // barrier (its K and V CBs hold two blocks).
 const sdpaCacheBlock = 8
-
-// sdpaGroupToTop emits, for the n tiles of page size ps at L1 address l1
-// (rows of a user's all heads), the move of rows first..first+G-1
-// to rows 0..G-1 in each tile (first is a run-time multiple of G below
-// all, so the two row ranges never overlap): one branch per possible
-// first, local copies of face-row runs (blocks.CopyRows). The caller
-// issues the read barrier.
-func sdpaGroupToTop(b *kir.Builder, first kir.Var, l1 kir.Var, n, ps, g, all, eb int) error {
-	var err error
-	for f := g; f+g <= all; f += g {
-		b.If(kir.Eq(first, kir.Ci(f)), func() {
-			for j := range n {
-				tile := kir.Add(l1, kir.Ci(j*ps))
-				if e := blocks.CopyRows(b, tile, tile, f, 0, g, eb); e != nil {
-					err = e
-				}
-			}
-		})
-	}
-	return err
-}

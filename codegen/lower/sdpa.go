@@ -181,12 +181,7 @@ func attend(c *blocks.Compute, a attnCBs, lt, dt int, scale float64) {
 		c.BinaryTile(kir.EltAdd, blocks.BcastNone, a.raw, a.mask, a.s, false, nil)
 	})
 	cb.Comment("softmax over the row")
-	cb.CBWaitFront(a.s, kir.Ci(lt))
-	c.Acquire()
-	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-		c.Reduce(kir.ReduceMax, kir.ReduceRow, a.s, a.scaler, a.max, tt, kir.C(0), kir.C(0))
-	})
-	c.PackOut(a.max, 1)
+	reduceRows(c, "t", kir.ReduceMax, a.s, a.scaler, a.max, lt)
 	cb.CBWaitFront(a.max, kir.C(1))
 	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
 		c.Acquire()
@@ -196,13 +191,7 @@ func attend(c *blocks.Compute, a attnCBs, lt, dt int, scale float64) {
 	})
 	cb.CBPopFront(a.max, kir.C(1))
 	cb.CBPopFront(a.s, kir.Ci(lt))
-	cb.CBWaitFront(a.p, kir.Ci(lt))
-	c.Acquire()
-	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, a.p, a.scaler, a.sum, tt, kir.C(0), kir.C(0))
-	})
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
-	c.PackOut(a.sum, 1)
+	reduceRows(c, "t", kir.ReduceSum, a.p, a.scaler, a.sum, lt, blocks.SFPUStep{Op: kir.SFPURecip})
 	cb.CBWaitFront(a.sum, kir.C(1))
 	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
 		c.Acquire()
@@ -366,12 +355,7 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	wstart, wcount := wr.RuntimeArg("start_unit"), wr.RuntimeArg("num_units")
 	blocks.WritePages(wr.Builder(), oAcc, ab.out, kir.Mul(wstart, kir.Ci(dt)), kir.Mul(wcount, kir.Ci(dt)))
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	setItemArgs(cores, plan, rd, cp, wr, func(int) int { return 1 })
 	return p, nil
 }
 
