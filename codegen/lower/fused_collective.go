@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -53,7 +54,7 @@ import (
 //
 // Over two devices with the norm, the adders instead push every h tile's
 // live rows into the h CB of the tail core that owns it and count it in
-// that core's semaphore (collective_push.go): no notification, no
+// that core's semaphore (multicore.Push): no notification, no
 // re-read of h.
 //
 // Tail cores are the worker cores after the ring's adder cores. Without
@@ -144,9 +145,9 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		switch {
 		case ring != nil && tl.ns != nil && ring.pushable(ctx):
-			// The adders push h into the tail cores' L1 (collective_push.go).
+			// The adders push h into the tail cores' L1 (multicore.Push).
 			ns := tl.ns
-			if ring.push, err = pushTargets(h.Type.Shape.Tiles(), ns.cores, func(i int) (int, int) {
+			if ring.push, err = multicore.NewPush(h.Type.Shape.Tiles(), ns.cores, func(i int) (int, int) {
 				page, _, n := ns.chunk(i)
 				return page, n
 			}); err != nil {

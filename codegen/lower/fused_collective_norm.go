@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -31,7 +32,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	}
 	out := cbs.Output("normed", tl.dt, ns.outPages())
 	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
-	c.norm = ns.cb.normCBs
+	c.norm = ns.cb
 	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
 		return err
 	}
@@ -68,9 +69,9 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		return err
 	}
 	fx, fy := tl.ringFollowers(rd)
-	var adders [maxMcastRects][5]kir.ArgRef
+	var adders []multicore.Slot
 	if tl.pushed != nil {
-		if adders, err = publishArgs(t, rd, tl.pushed); err != nil {
+		if adders, err = multicore.DeclarePublish(t, rd, "adders", tl.pushed); err != nil {
 			return fmt.Errorf("%s: %w", tl.name, err)
 		}
 	}
@@ -81,7 +82,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	}
 	b := rd.Builder()
 	if tl.pushed != nil {
-		emitPublish(b, leader, x, adders)
+		multicore.Publish(b, leader, cclSemPushAddr, x, adders, "tell the ring's adders where this CB is: they push the reduced tiles into it")
 	}
 	// The residual's and the weight's live rows do not wait for the ring:
 	// in flight while the scaler is built. Then the reduced sum's live rows
@@ -154,12 +155,12 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		return err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	ea := ns.declareExchange(wr)
+	ea := ns.ex.Declare(wr)
 	wb := wr.Builder()
 	if hAcc != nil {
 		ns.writeChunk(wb, hAcc, c.hOut, wstart, wcount)
 	}
-	ns.exchange(wb, ea)
+	ns.ex.Emit(wb, ea)
 	ns.writeChunk(wb, nAcc, out, wstart, wcount)
 
 	rdExtra := tl.ringArgs

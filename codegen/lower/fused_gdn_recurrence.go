@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -165,20 +166,21 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// the norm-split exchange of norm_split.go on groups of vt cores.
 	// The partial sum and the leader's rsqrt tile (fp32, compute ->
 	// writer) follow the S' tiles through the new-state CB, in that order.
-	var xch *normSplit
+	var xch *multicore.Exchange
 	cbRsOut := cbR
 	if groups > 1 {
-		xch = &normSplit{t: t, rows: B * H, group: groups, cores: cores, ranges: rs, live: 1} // o is one row
-		xch.cb.rs = cbs.Input("rsqrt_out", ir.FP32, 1)
-		xch.cb.partial, xch.cb.rsLocal = cbSout, cbSout
-		xch.cb.gather = cbs.Input("group_partial_sums", ir.FP32, groups)
-		cbRsOut = xch.cb.rs
+		xch = &multicore.Exchange{T: t, Group: groups, Cores: cores, Ranges: rs, Page: ir.FP32.TileBytes(), Bytes: rowSumBytes(1), // o is one row
+			PartialName: "partial sums (column 0 of its live rows)", ResultName: "rsqrt tile"}
+		xch.Result = cbs.Input("rsqrt_out", ir.FP32, 1)
+		xch.Partial, xch.Local = cbSout, cbSout
+		xch.Gather = cbs.Input("group_partial_sums", ir.FP32, groups)
+		cbRsOut = xch.Result
 	}
 	if err := cbs.Err(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", Dk, Dv, f, vc)); err != nil {
 		return nil, err
 	}
 	if xch != nil {
-		xch.addSemaphores(p, 0, 1)
+		xch.AddSemaphores(p, 0, 1)
 	}
 
 	// Reader.
@@ -515,22 +517,12 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			cb.CBWaitFront(cbO2, kir.Ci(vc))
 			c.Acquire()
 			c.ForPeeled("t", vc, func(j kir.Expr) { c.Matmul(cbO, cbO2, j, j, z0, true) })
-			c.PackOut(xch.cb.partial, 1)
-			c.If(kir.Ne(cleader, z0), func() {
-				gs := kir.Ci(groups)
-				cb.CBWaitFront(xch.cb.gather, gs)
-				c.Acquire()
-				c.Copy(xch.cb.gather, z0, z0)
-				c.For("k", one, gs, func(k kir.Var) {
-					c.Copy(xch.cb.gather, k, one)
-					c.SFPUBinary(kir.SFPUAddBinary, z0, one)
-				})
+			c.PackOut(xch.Partial, 1)
+			xch.Combine(c, cleader, "", func() {
 				sfpu(kir.SFPUMulScalar, 1/float32(Dv))
 				sfpu(kir.SFPUAddScalar, normEps)
 				sfpu(kir.SFPURsqrt, 0)
-				c.PackOut(xch.cb.rsLocal, 1)
-				cb.CBPopFront(xch.cb.gather, gs)
-			}, nil)
+			})
 			cb.CBWaitFront(cbRsOut, one)
 		}
 		cb.CBWaitFront(cbW, kir.Ci(vc))
@@ -571,9 +563,9 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	var ea exchangeArgs
+	var ea multicore.ExchangeArgs
 	if xch != nil {
-		ea = xch.declareExchange(wr)
+		ea = xch.Declare(wr)
 	}
 	w := wr.Builder()
 	if exact {
@@ -596,7 +588,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			blocks.WritePagesBatch(w, nsAcc, cbSout, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(base, kir.Add(kir.Mul(j, kir.Ci(vt)), v)) })
 		})
 		if xch != nil {
-			xch.exchange(w, ea)
+			xch.Emit(w, ea)
 		}
 		ot := w.Let("ot", kir.Add(kir.Add(kir.Mul(kir.Div(head, kir.Ci(H)), kir.Ci(ctz)), kir.Mul(kir.Mod(head, kir.Ci(H)), kir.Ci(vt))), v0))
 		blocks.WritePagesBatch(w, oAcc, cbOut, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ot, j) })
@@ -609,7 +601,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if xch == nil {
 			cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
 		} else {
-			ex, err := xch.exchangeValues(i, wr.NoC)
+			ex, err := xch.Values(i, wr.NoC)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}

@@ -303,8 +303,8 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 		return nil, err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	ea := ns.declareExchange(wr)
-	ns.exchange(wr.Builder(), ea)
+	ea := ns.ex.Declare(wr)
+	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
 	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
