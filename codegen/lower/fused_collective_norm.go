@@ -50,27 +50,19 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 
 	// Reader: the residual and weight chunks and the scaler, the ring wait,
 	// the reduced chunk (s, or h).
-	ctx := tl.ctx
+	ab := accessBinder{ctx: tl.ctx}
 	var sAcc *blocks.Access
-	var err error
 	if tl.pushed == nil {
-		if sAcc, err = accessOf(ctx, rd, "s_addr", tl.s); err != nil {
-			return err
-		}
+		sAcc = ab.bind(rd, "s_addr", tl.s)
 	}
-	var rAcc *blocks.Access
-	if tl.res != nil {
-		if rAcc, err = accessOf(ctx, rd, "residual_addr", tl.res); err != nil {
-			return err
-		}
-	}
-	wAcc, err := accessOf(ctx, rd, "w_addr", tl.w)
-	if err != nil {
-		return err
+	rAcc, wAcc := ab.bind(rd, "residual_addr", tl.res), ab.bind(rd, "w_addr", tl.w)
+	if ab.err != nil {
+		return ab.err
 	}
 	fx, fy := tl.ringFollowers(rd)
 	var adders []multicore.Slot
 	if tl.pushed != nil {
+		var err error
 		if adders, err = multicore.DeclarePublish(t, rd, "adders", tl.pushed); err != nil {
 			return fmt.Errorf("%s: %w", tl.name, err)
 		}
@@ -146,13 +138,11 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	// squares), the exchange, the normed chunk.
 	var hAcc *blocks.Access
 	if c.hOut >= 0 {
-		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {
-			return err
-		}
+		hAcc = ab.bind(wr, "h_addr", tl.h)
 	}
-	nAcc, err := accessOf(ctx, wr, "normed_addr", tl.normed)
-	if err != nil {
-		return err
+	nAcc := ab.bind(wr, "normed_addr", tl.normed)
+	if ab.err != nil {
+		return ab.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)

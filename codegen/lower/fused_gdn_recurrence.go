@@ -45,39 +45,22 @@ type gdnCBs struct {
 	sp, o, o2, on1, on, sz, sout, out, rsOut                          int
 }
 
-// gdnRecurrenceAttrs reads the four float attributes.
-func gdnRecurrenceAttrs(op *ir.Op) (l2Eps, l2Scale, scale, normEps float32, err error) {
-	var v [4]float32
-	for i, name := range []string{"l2_eps", "l2_scale", "scale", "norm_eps"} {
-		f, ok := op.Attrs[name].(float64)
-		if !ok {
-			return 0, 0, 0, 0, fmt.Errorf("rule attr: %s needs a float attribute %q", op.Name(), name)
-		}
-		v[i] = float32(f)
-	}
-	return v[0], v[1], v[2], v[3], nil
-}
-
 func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	r, err := planGDNRecurrence(op, ctx)
 	if err != nil {
 		return nil, err
 	}
 	p, err := newProgram(op, ctx)
+	if err == nil {
+		err = r.addCBs(p)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := r.addCBs(p); err != nil {
-		return nil, err
-	}
-	rd, err := r.reader(p)
-	if err != nil {
-		return nil, err
-	}
-	cp := r.compute(p)
-	wr, err := r.writer(p)
-	if err != nil {
-		return nil, err
+	ab := &accessBinder{ctx: ctx}
+	rd, cp, wr := r.reader(p, ab), r.compute(p), r.writer(p, ab)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	return p, r.setArgs(op.Name(), rd, cp, wr)
 }
@@ -96,9 +79,15 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 			return nil, err
 		}
 	}
-	var err error
-	if r.l2Eps, r.l2Scale, r.scale, r.normEps, err = gdnRecurrenceAttrs(op); err != nil {
-		return nil, err
+	for _, a := range []struct {
+		name string
+		v    *float32
+	}{{"l2_eps", &r.l2Eps}, {"l2_scale", &r.l2Scale}, {"scale", &r.scale}, {"norm_eps", &r.normEps}} {
+		f, ok := op.Attrs[a.name].(float64)
+		if !ok {
+			return nil, fmt.Errorf("rule attr: %s needs a float attribute %q", op.Name(), a.name)
+		}
+		*a.v = float32(f)
 	}
 	ss, xs := r.s.Type.Shape, r.x.Type.Shape
 	if ss.Rank() != 4 || xs.Rank() != 3 || xs[0] != ss[0] || xs[1] != 1 {
@@ -126,6 +115,7 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 		what string
 		v    *ir.Value
 	}{{&r.ebX, "qkv", r.x}, {&r.ebZ, "z", r.z}, {&r.ebBeta, "beta", r.beta}, {&r.ebG, "g", r.g}} {
+		var err error
 		if *e.eb, err = gdnEB(e.what, e.v); err != nil {
 			return nil, err
 		}
@@ -222,13 +212,13 @@ func (r *gdnRec) addCBs(p *kir.Program) error {
 type gdnReads struct{ x, z, w, beta, g, s *blocks.Access }
 
 // reader adds the reader kernel: the zero tile, then per item readItem.
-func (r *gdnRec) reader(p *kir.Program) (*kir.Kernel, error) {
+// Its body is empty when ab fails.
+func (r *gdnRec) reader(p *kir.Program, ab *accessBinder) *kir.Kernel {
 	rd := newReader(p, r.rs)
-	ab := accessBinder{ctx: r.ctx}
 	a := gdnReads{x: ab.bind(rd, "qkv_addr", r.x), z: ab.bind(rd, "z_addr", r.z), w: ab.bind(rd, "norm_w_addr", r.nw),
 		beta: ab.bind(rd, "beta_addr", r.beta), g: ab.bind(rd, "g_addr", r.g), s: ab.bind(rd, "state_addr", r.s)}
 	if ab.err != nil {
-		return nil, ab.err
+		return rd
 	}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -236,7 +226,7 @@ func (r *gdnRec) reader(p *kir.Program) (*kir.Kernel, error) {
 	blocks.FillWords(b, zeros, r.zeroBytes, 0)
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) { r.readItem(b, a, i, zeros) })
 	blocks.ReleaseScratch(b, r.cb.zero)
-	return rd, nil
+	return rd
 }
 
 // gdnRow is a run of n tiles of one user row the reader moves into CB cb
@@ -400,6 +390,17 @@ func (k gdnCompute) roundTo() {
 	}
 }
 
+// repack packs DEST[0] into the one-page CB mid (rounding it to mid's
+// format), then in a fresh DEST runs f, which reads mid's tile, and pops
+// it.
+func (k gdnCompute) repack(mid int, f func()) {
+	k.c.PackOut(mid, 1)
+	k.c.B.CBWaitFront(mid, kir.C(1))
+	k.c.Acquire()
+	f()
+	k.c.B.CBPopFront(mid, kir.C(1))
+}
+
 // rsqrtOf: DEST[0](0,0) = sum over the n tiles of a of a^2 (a times the
 // transpose of its copy a2), then rsqrt(sum * inv + eps) packed to CB r
 // and waited for. a and a2 stay at the front.
@@ -420,41 +421,38 @@ func (k gdnCompute) rsqrtOf(a, a2, n int, inv, eps float32) {
 // normQK is the l2 norms of q and k: pops q, k and their copies, pushes
 // kt tiles each of qn, kn and kc (k as column tiles).
 func (k gdnCompute) normQK() {
-	one, z0 := kir.C(1), kir.C(0)
-	c, cb, n, kt := k.c, k.c.B, k.cb, k.kt
-	cb.Comment("q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale)")
-	k.rsqrtOf(n.q, n.q2, kt, 1/float32(k.Dk), k.l2Eps)
-	c.ForPeeled("kt", kt, func(j kir.Expr) {
-		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastScalar, n.q, n.r, j, z0, z0)
-		k.roundTo()
-		k.sfpu(kir.SFPUMulScalar, k.l2Scale)
-		k.roundTo()
-		k.sfpu(kir.SFPUMulScalar, k.scale)
-		c.PackOut(n.qn, 1)
+	n, kt := k.cb, k.kt
+	k.l2Norm("q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale)", n.q, n.q2, n.qn, true)
+	k.l2Norm("k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale), and k as column tiles", n.k, n.k2, n.kn, false)
+	k.c.B.CBWaitFront(n.kn, kir.Ci(kt))
+	k.c.ForPeeled("kt", kt, func(j kir.Expr) {
+		k.c.Acquire()
+		k.c.Transpose(n.kn, j, kir.C(0))
+		k.c.PackOut(n.kc, 1)
 	})
-	cb.CBPopFront(n.r, one)
-	cb.CBPopFront(n.q, kir.Ci(kt))
-	cb.CBPopFront(n.q2, kir.Ci(kt))
+}
 
-	cb.Comment("k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale), and k as column tiles")
-	k.rsqrtOf(n.k, n.k2, kt, 1/float32(k.Dk), k.l2Eps)
+// l2Norm emits r(r(a * rsqrt(mean(a^2) + l2_eps)) * l2_scale) (then, when
+// scaled, r() of that times scale) of the kt tiles of a into out, after
+// comment: pops a and its copy a2.
+func (k gdnCompute) l2Norm(comment string, a, a2, out int, scaled bool) {
+	c, kt := k.c, k.kt
+	c.B.Comment(comment)
+	k.rsqrtOf(a, a2, kt, 1/float32(k.Dk), k.l2Eps)
 	c.ForPeeled("kt", kt, func(j kir.Expr) {
 		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastScalar, n.k, n.r, j, z0, z0)
+		c.Binary(kir.EltMul, blocks.BcastScalar, a, k.cb.r, j, kir.C(0), kir.C(0))
 		k.roundTo()
 		k.sfpu(kir.SFPUMulScalar, k.l2Scale)
-		c.PackOut(n.kn, 1)
+		if scaled {
+			k.roundTo()
+			k.sfpu(kir.SFPUMulScalar, k.scale)
+		}
+		c.PackOut(out, 1)
 	})
-	cb.CBPopFront(n.r, one)
-	cb.CBPopFront(n.k, kir.Ci(kt))
-	cb.CBPopFront(n.k2, kir.Ci(kt))
-	cb.CBWaitFront(n.kn, kir.Ci(kt))
-	c.ForPeeled("kt", kt, func(j kir.Expr) {
-		c.Acquire()
-		c.Transpose(n.kn, j, z0)
-		c.PackOut(n.kc, 1)
-	})
+	c.B.CBPopFront(k.cb.r, kir.C(1))
+	c.B.CBPopFront(a, kir.Ci(kt))
+	c.B.CBPopFront(a2, kir.Ci(kt))
 }
 
 // decay is S = r(state * r(exp(g))): pops g and the kt*vc state tiles,
@@ -508,7 +506,7 @@ func (k gdnCompute) sdM() int {
 // delta is d = r(v - r(k^T S)) per value tile: pops v, pushes vc tiles
 // of d; the decayed state stays at the front.
 func (k gdnCompute) delta() {
-	one, z0 := kir.C(1), kir.C(0)
+	z0 := kir.C(0)
 	c, cb, n, vc := k.c, k.c.B, k.cb, k.vc
 	cb.Comment("d = r(v - r(k^T S)) per value tile")
 	cb.CBWaitFront(n.sd, kir.Ci(k.kt*vc))
@@ -535,11 +533,7 @@ func (k gdnCompute) delta() {
 			return
 		}
 		kS(v)
-		c.PackOut(n.ks, 1)
-		cb.CBWaitFront(n.ks, one)
-		c.Acquire()
-		c.Binary(kir.EltSub, blocks.BcastNone, n.v, n.ks, v, z0, z0)
-		cb.CBPopFront(n.ks, one)
+		k.repack(n.ks, func() { c.Binary(kir.EltSub, blocks.BcastNone, n.v, n.ks, v, z0, z0) })
 		c.PackOut(n.d, 1)
 	})
 	cb.CBPopFront(n.v, kir.Ci(vc))
@@ -574,16 +568,8 @@ func (k gdnCompute) update() {
 				c.Matmul(n.kc, n.db, j, v, z0, false)
 			} else {
 				c.Matmul(n.kc, n.d, j, v, z0, false)
-				c.PackOut(n.outer, 1)
-				cb.CBWaitFront(n.outer, one)
-				c.Acquire()
-				c.Binary(kir.EltMul, blocks.BcastScalar, n.outer, n.beta, z0, z0, z0)
-				cb.CBPopFront(n.outer, one)
-				c.PackOut(n.ob, 1)
-				cb.CBWaitFront(n.ob, one)
-				c.Acquire()
-				c.Binary(kir.EltAdd, blocks.BcastNone, n.sd, n.ob, sd, z0, z0)
-				cb.CBPopFront(n.ob, one)
+				k.repack(n.outer, func() { c.Binary(kir.EltMul, blocks.BcastScalar, n.outer, n.beta, z0, z0, z0) })
+				k.repack(n.ob, func() { c.Binary(kir.EltAdd, blocks.BcastNone, n.sd, n.ob, sd, z0, z0) })
 			}
 			c.PackOutTo(n.sout, n.sp)
 		})
@@ -633,11 +619,7 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 	c.ForPeeled("vt", vc, func(v kir.Expr) {
 		c.Acquire()
 		c.Binary(kir.EltMul, blocks.BcastScalar, n.o, n.rsOut, v, z0, z0)
-		c.PackOut(n.on1, 1)
-		cb.CBWaitFront(n.on1, one)
-		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastRows, n.on1, n.w, z0, v, z0)
-		cb.CBPopFront(n.on1, one)
+		k.repack(n.on1, func() { c.Binary(kir.EltMul, blocks.BcastRows, n.on1, n.w, z0, v, z0) })
 		c.PackOut(n.on, 1)
 		c.Acquire()
 		c.Copy(n.z, v, z0)
@@ -653,13 +635,12 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 // writer adds the writer kernel: with an fp32 state first the identity
 // tile; per item the S' tiles into the new state, a value column (kt
 // tiles) per barrier, the exchange when a head spans cores, then the
-// item's output tiles.
-func (r *gdnRec) writer(p *kir.Program) (*kir.Kernel, error) {
+// item's output tiles. Its body is empty when ab fails.
+func (r *gdnRec) writer(p *kir.Program, ab *accessBinder) *kir.Kernel {
 	wr := newWriter(p, r.rs)
-	ab := accessBinder{ctx: r.ctx}
 	nsAcc, oAcc := ab.bind(wr, "new_state_addr", r.ns), ab.bind(wr, "out_addr", r.out)
 	if ab.err != nil {
-		return nil, ab.err
+		return wr
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	var ea multicore.ExchangeArgs
@@ -692,7 +673,7 @@ func (r *gdnRec) writer(p *kir.Program) (*kir.Kernel, error) {
 		ot := w.Let("ot", kir.Add(kir.Add(kir.Mul(kir.Div(head, kir.Ci(r.H)), kir.Ci(r.ctz)), kir.Mul(kir.Mod(head, kir.Ci(r.H)), kir.Ci(vt))), v0))
 		blocks.WritePagesBatch(w, oAcc, r.cb.out, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ot, j) })
 	})
-	return wr, nil
+	return wr
 }
 
 // setArgs sets the per-core runtime arguments: each core's item range,

@@ -13,12 +13,13 @@ import (
 // normSplit is the split-row RMSNorm shared by rms_norm / rmsnorm /
 // rms_norm_plain (norm.go), add_rmsnorm (fused_common.go) and the
 // all_reduce_add_rmsnorm tail (fused_collective.go): every tile row gets
-// a group of Group consecutive cores (row-major from First), core k of a
-// group takes tiles [k*Per, min((k+1)*Per, wt)) of the row, and the row's
-// sum of squares is reduced over the group in two stages (see the family
-// doc in norm.go). The caller owns how x reaches CB x (read, or computed
-// and packed) and writes the results; normSplit adds the CBs and
-// semaphores of the exchange and emits its compute and writer parts.
+// a group of group consecutive cores (row-major), core k of a group takes
+// tiles [k*per, min((k+1)*per, wt)) of the row, and the partial sums of
+// squares are exchanged between the group's cores (multicore.Exchange;
+// see the family doc in norm.go). The caller owns how x reaches CB x
+// (read, or computed and packed) and writes the results; normSplit adds
+// the CBs and semaphores of the exchange and emits its compute and writer
+// parts.
 type normSplit struct {
 	t           *target.Target
 	rows, wt    int // tile rows, tiles per row

@@ -60,53 +60,39 @@ const MaxGroupRects = 3
 // ColumnGroup is one sender and the rectangles it multicasts to: the
 // program's cores in one run of NoC-contiguous columns.
 type ColumnGroup struct {
-	X0, X1 int // its logical columns
-	Sender kir.Core
-	Rects  []Rect // the group's other cores exactly, at most MaxGroupRects
-	Size   int    // cores in the group, sender included
+	Sender  kir.Core
+	Members []kir.Core // the group's cores in row-major order, Sender first
+	Rects   []Rect     // Members[1:] exactly, at most MaxGroupRects
 }
 
 // ColumnGroups splits cores (the first n in row-major order) into column
 // groups, each with its own sender (its first core) and the rectangles of
 // its other cores, so no multicast spans a NoC column gap. Every core is
-// in exactly one group.
+// in exactly one group; groups are in column order.
 func ColumnGroups(t *target.Target, cores []kir.Core) ([]ColumnGroup, error) {
-	maxX := 0
-	for _, c := range cores {
-		maxX = max(maxX, c.X)
-	}
 	var groups []ColumnGroup
-	for x0 := 0; x0 <= maxX; {
-		x1 := x0
-		for x1 < maxX {
-			a, _, err := t.WorkerNoC(x1, 0)
-			if err != nil {
-				return nil, err
-			}
-			b, _, err := t.WorkerNoC(x1+1, 0)
-			if err != nil {
-				return nil, err
-			}
-			if b != a+1 {
-				break
-			}
-			x1++
-		}
-		var members []kir.Core
-		for _, c := range cores {
-			if c.X >= x0 && c.X <= x1 {
-				members = append(members, c)
-			}
-		}
-		rects, err := FollowerRects(t, members[1:])
+	index := map[int]int{} // NoC x - x, the same along a run of NoC-contiguous columns -> group
+	for _, c := range cores {
+		nx, _, err := t.WorkerNoC(c.X, c.Y)
 		if err != nil {
 			return nil, err
 		}
-		if len(rects) > MaxGroupRects {
-			return nil, fmt.Errorf("rule mcast-rect: column group %d..%d needs %d multicast rectangles, at most %d", x0, x1, len(rects), MaxGroupRects)
+		i, ok := index[nx-c.X]
+		if !ok {
+			i, index[nx-c.X] = len(groups), len(groups)
+			groups = append(groups, ColumnGroup{Sender: c})
 		}
-		groups = append(groups, ColumnGroup{X0: x0, X1: x1, Sender: members[0], Size: len(members), Rects: rects})
-		x0 = x1 + 1
+		groups[i].Members = append(groups[i].Members, c)
+	}
+	for i := range groups {
+		g := &groups[i]
+		var err error
+		if g.Rects, err = FollowerRects(t, g.Members[1:]); err != nil {
+			return nil, err
+		}
+		if len(g.Rects) > MaxGroupRects {
+			return nil, fmt.Errorf("rule mcast-rect: the column group of %v needs %d multicast rectangles, at most %d", g.Sender, len(g.Rects), MaxGroupRects)
+		}
 	}
 	return groups, nil
 }
@@ -130,21 +116,14 @@ func (m Multicast) Emit(p *kir.Program, t *target.Target, k *kir.Kernel, cores [
 	receivers := k.RuntimeArg(m.Name + "_receivers")
 	slots := DeclareSlots(MaxGroupRects, "mcast", "dests", k.RuntimeArg)
 	vals := map[kir.Core][]kir.ArgValue{}
-	for _, c := range cores {
-		for _, g := range groups {
-			if c.X < g.X0 || c.X > g.X1 {
-				continue
-			}
+	for _, g := range groups {
+		for _, c := range g.Members {
 			flag, rects := uint32(0), []Rect(nil)
 			if c == g.Sender {
 				flag, rects = 1, g.Rects
 			}
-			v := []kir.ArgValue{kir.U32(flag), kir.NoCX(g.Sender), kir.NoCY(g.Sender), kir.U32(uint32(g.Size - 1))}
+			v := []kir.ArgValue{kir.U32(flag), kir.NoCX(g.Sender), kir.NoCY(g.Sender), kir.U32(uint32(len(g.Members) - 1))}
 			vals[c] = append(v, SlotValues(rects, MaxGroupRects, k.NoC)...)
-			break
-		}
-		if vals[c] == nil {
-			return nil, fmt.Errorf("rule mcast-rect: core (%d,%d) is in no multicast group", c.X, c.Y)
 		}
 	}
 	m.emit(k.Builder(), max(1, t.MaxNoCPacket/m.PageSize), isSender, sx, sy, receivers, slots)

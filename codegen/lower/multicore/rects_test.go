@@ -94,8 +94,8 @@ func TestColumnGroups(t *testing.T) {
 				dests += r.Cores()
 			}
 			all = append(all, g.Rects...)
-			if dests != g.Size-1 {
-				t.Errorf("%d cores: group %d..%d sends to %d cores, want %d", n, g.X0, g.X1, dests, g.Size-1)
+			if dests != len(g.Members)-1 || g.Members[0] != g.Sender {
+				t.Errorf("%d cores: group of %v sends to %d cores, want its %d members but the sender", n, g.Sender, dests, len(g.Members)-1)
 			}
 		}
 		checkCover(t, tg, all, cores)
