@@ -145,11 +145,9 @@ type cclOp struct {
 	// reads out on that card can start (fused_collective.go).
 	notify    *kir.Core
 	notifySem int
-	// push, when set, makes the adders also write each sum tile's live
-	// rows into the norm tail's h CB (a multicore.Push: tile page p into
-	// page slot Slot[p] of tail core Owner[p], counted in its cclSemTail;
-	// the tail's first core publishes the CB's address in cclSemPushAddr),
-	// under the write barrier of their DRAM writes.
+	// push, when set, makes the adders also push each sum tile's live rows
+	// into the norm tail's h CB (counted in cclSemTail, the address in
+	// cclSemPushAddr), under the write barrier of their DRAM writes.
 	push *multicore.Push
 }
 

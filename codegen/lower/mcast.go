@@ -8,17 +8,13 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// actMulticast emits, into writer wr, the sharing of a decode matmul's
-// activation row (kt pages of acc) into CB cb of every core of the program
-// (cores, the first n in row-major order; rs their ranges): a
-// multicore.Multicast on semaphores 0 and 1, read once per column group
-// (at B=1 the 27B MLP down-projection's 80 cores would otherwise read 80 x
-// 272 activation tiles, 44.6 MB, next to its 47.4 MB of weights). The
-// writer does it (it is idle until the first result tile), so the reader
-// streams weights from the start. The sender reads only the first rows
-// rows of each page when the others are padding (the matmul's rows are
-// independent). It returns, per core, the runtime-arg values the writer
-// must get first.
+// actMulticast emits into writer wr (idle until the first result tile,
+// so the reader streams weights from the start) the multicore.Multicast,
+// on semaphores 0 and 1, of a decode matmul's activation row (kt pages of
+// acc, only their first rows rows when the rest is padding) into CB cb of
+// cores (rs their ranges): at B=1 the 27B MLP down-projection's 80 cores
+// would otherwise read 44.6 MB of activations next to 47.4 MB of weights.
+// It returns the runtime-arg values per core the writer must get first.
 func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, rows int, cores []kir.Core, rs []ir.CoreRange) (map[kir.Core][]kir.ArgValue, error) {
 	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation row",
 		Read: func(b *kir.Builder, pg, l1 kir.Expr) {

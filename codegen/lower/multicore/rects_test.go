@@ -72,19 +72,41 @@ func TestFollowerRects(t *testing.T) {
 }
 
 // TestColumnGroups: for every core count, the multicast's column groups
-// cover every core once (senders included), no rectangle holds its sender
-// or spans a NoC gap, and each group's destination count is the group
-// minus its sender.
+// are the runs of NoC-contiguous columns the cores use, one group each;
+// they cover every core once (senders included), no rectangle holds its
+// sender or spans a NoC gap, and each group's destination count is the
+// group minus its sender.
 func TestColumnGroups(t *testing.T) {
 	tg := target.Blackhole()
+	run := make([]int, tg.GridX) // column -> its run of NoC-contiguous columns
+	for x := 1; x < tg.GridX; x++ {
+		a, _, _ := tg.WorkerNoC(x-1, 0)
+		b, _, _ := tg.WorkerNoC(x, 0)
+		run[x] = run[x-1]
+		if b != a+1 {
+			run[x]++
+		}
+	}
 	for n := 2; n <= tg.NumWorkers(); n++ {
 		cores, _ := blocks.FirstCores(tg, n)
 		groups, err := ColumnGroups(tg, cores)
 		if err != nil {
 			t.Fatalf("%d cores: %v", n, err)
 		}
+		runs := map[int]bool{}
+		for _, c := range cores {
+			runs[run[c.X]] = true
+		}
+		if len(groups) != len(runs) {
+			t.Errorf("%d cores: %d groups, want one per NoC column run: %d", n, len(groups), len(runs))
+		}
 		var all []Rect
 		for _, g := range groups {
+			for _, c := range g.Members {
+				if run[c.X] != run[g.Sender.X] {
+					t.Errorf("%d cores: group of %v holds %v across a NoC column gap", n, g.Sender, c)
+				}
+			}
 			all = append(all, Rect{g.Sender.X, g.Sender.Y, g.Sender.X, g.Sender.Y})
 			dests := 0
 			for _, r := range g.Rects {
