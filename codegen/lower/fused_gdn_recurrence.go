@@ -45,6 +45,7 @@ type gdnCBs struct {
 	sp, o, o2, on1, on, sz, sout, out, rsOut                          int
 }
 
+// lowerGDNRecurrence builds the gdn_recurrence program phase by phase.
 func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	r, err := planGDNRecurrence(op, ctx)
 	if err != nil {
@@ -379,8 +380,7 @@ func (r *gdnRec) compute(p *kir.Program) *kir.Kernel {
 
 // sfpu applies op (with param) to DEST[0].
 func (k gdnCompute) sfpu(op kir.SFPUOp, param float32) {
-	z0 := kir.C(0)
-	k.c.SFPU(blocks.SFPUStep{Op: op, Param: param}, z0)
+	k.c.SFPU(blocks.SFPUStep{Op: op, Param: param}, kir.C(0))
 }
 
 // roundTo rounds DEST[0] to the state's dtype (a bf16 state only).
@@ -405,17 +405,16 @@ func (k gdnCompute) repack(mid int, f func()) {
 // transpose of its copy a2), then rsqrt(sum * inv + eps) packed to CB r
 // and waited for. a and a2 stay at the front.
 func (k gdnCompute) rsqrtOf(a, a2, n int, inv, eps float32) {
-	one, z0 := kir.C(1), kir.C(0)
 	c := k.c
 	c.B.CBWaitFront(a, kir.Ci(n))
 	c.B.CBWaitFront(a2, kir.Ci(n))
 	c.Acquire()
-	c.ForPeeled("t", n, func(j kir.Expr) { c.Matmul(a, a2, j, j, z0, true) })
+	c.ForPeeled("t", n, func(j kir.Expr) { c.Matmul(a, a2, j, j, kir.C(0), true) })
 	k.sfpu(kir.SFPUMulScalar, inv)
 	k.sfpu(kir.SFPUAddScalar, eps)
 	k.sfpu(kir.SFPURsqrt, 0)
 	c.PackOut(k.cb.r, 1)
-	c.B.CBWaitFront(k.cb.r, one)
+	c.B.CBWaitFront(k.cb.r, kir.C(1))
 }
 
 // normQK is the l2 norms of q and k: pops q, k and their copies, pushes
