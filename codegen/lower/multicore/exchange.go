@@ -24,8 +24,10 @@ import (
 //     page slot k (the core's place in the group) of the leader's CB
 //     Gather (one NoC write: the CB has one L1 address on every core and
 //     is untouched on members, so this core's get_write_ptr is the
-//     leader's), noc_async_write_barrier, then noc_semaphore_inc the
-//     leader's SemIn;
+//     leader's), noc_async_write_barrier (the write is non-posted: the
+//     barrier waits for its acknowledgement), then noc_semaphore_inc the
+//     leader's SemIn (an atomic; kir.Finish ends the kernel with
+//     noc_async_atomic_barrier);
 //  2. a leader waits until SemIn counts Group, pushes the Group pages of
 //     Gather to compute, waits for the result page compute packs to CB
 //     Local, multicasts its first Bytes into CB Result of every member

@@ -29,8 +29,9 @@ import (
 //     NoC order), sets its SemValid to the number of chunks sent and
 //     multicasts that word after the data (noc_semaphore_set_multicast,
 //     same NoC and virtual channel: the word cannot overtake the data),
-//     then noc_async_writes_flushed before the word changes again; it
-//     ends with a write barrier;
+//     then noc_async_writes_flushed (the word has left L1) before the
+//     word changes again; it ends with noc_async_write_barrier (every
+//     multicast acknowledged);
 //   - a receiver waits until its SemValid counts the chunk
 //     (noc_semaphore_wait_min);
 //   - every core pushes each chunk's pages as soon as it has them.

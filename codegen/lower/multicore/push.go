@@ -24,9 +24,10 @@ import (
 //   - a pusher waits until its SemAddr is not 0 (an L1 address never is)
 //     and reads the address from it (AwaitAddress);
 //   - a pusher writes the live segments of each page into its owner's
-//     slot (non-posted noc_async_write, covered by the pusher's write
-//     barrier), then noc_semaphore_inc's the owner's SemCount once per
-//     page (Counts, after the barrier: the count never overtakes data);
+//     slot (Writes: non-posted noc_async_write, acknowledged at the
+//     pusher's noc_async_write_barrier), then noc_semaphore_inc's the
+//     owner's SemCount once per page (Counts, after the barrier: the
+//     count never overtakes the data);
 //   - an owner reserves its pages of the CB, waits until SemCount equals
 //     its page count and pushes them. The CB must be fresh and written by
 //     nobody else, so the pushed pages are its first pages whenever they
