@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -108,11 +109,13 @@ import (
 
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
-// id 1 "forwarding slot free".
+// id 1 "forwarding slot free"; on the adders and the tail cores id 3
+// carries the address of the tail's h CB (cclOp.push).
 const (
-	cclSemEth     = 0
-	cclSemArrived = 0
-	cclSemFwdFree = 1
+	cclSemEth      = 0
+	cclSemArrived  = 0
+	cclSemFwdFree  = 1
+	cclSemPushAddr = 3
 )
 
 type cclKind uint8
@@ -142,9 +145,17 @@ type cclOp struct {
 	// reads out on that card can start (fused_collective.go).
 	notify    *kir.Core
 	notifySem int
-	// push, when set, makes the adders also write each sum tile's live
-	// rows into the norm tail's L1 (collective_push.go).
-	push *cclPush
+	// push, when set, makes the adders also push each sum tile's live rows
+	// into the norm tail's h CB (counted in cclSemTail, the address in
+	// cclSemPushAddr), under the write barrier of their DRAM writes.
+	push *multicore.Push
+}
+
+// pushable reports whether c's adders can push into a tail: a one-step
+// all-reduce with a residual whose adders hold all their tiles (batched)
+// in one packet per link.
+func (c *cclOp) pushable(ctx *Context) bool {
+	return c.residual != nil && c.batchedAdders(ctx) && c.plan.Packets() == 1
 }
 
 // newAllReduce plans the ring all-reduce of x into out over n > 1

@@ -3,6 +3,7 @@ package lower
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -236,15 +237,13 @@ func (k *cclKernels) adders() {
 		b.NoCSemaphoreWaitMin(fwdFree, kir.Ci(last-1))
 	}
 	kk := b.Let("chunk", k.chunkIndex(wdev, kir.Ci(last), 2))
-	var pa pushArgs
+	var pa multicore.PushArgs
 	if k.batched {
 		var pushBase kir.Var
 		if k.push != nil {
-			pa = k.declarePush(wr)
+			pa = multicore.DeclarePushArgs(wr, k.adderTiles)
 			b.Comment("Wait for the tail's h CB address (its first core publishes it).")
-			addrSem := b.Let("push_addr_sem", kir.GetSemaphore{ID: kir.Ci(cclSemPushAddr)})
-			b.NoCSemaphoreWaitMin(addrSem, kir.C(1))
-			pushBase = b.Let("push_base", kir.L1Read32{Addr: addrSem})
+			pushBase = multicore.AwaitAddress(b, cclSemPushAddr)
 		}
 		b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
 		k.packets(b, wcount, func(base, cnt kir.Var) {
@@ -260,11 +259,12 @@ func (k *cclKernels) adders() {
 					b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
 				})
 				if k.push != nil {
-					k.emitPushWrites(b, pa, n, out0, pushBase)
+					b.Comment("the live rows of every sum tile into its page of the owning tail core's h CB")
+					pa.Writes(b, n, out0, pushBase, k.tb, k.segs)
 				}
 				b.NoCAsyncWriteBarrier()
 				if k.push != nil {
-					k.emitPushCounts(b, pa, n)
+					pa.Counts(b, n, cclSemTail)
 				}
 				b.CBPopFront(cbOut, n)
 			})
@@ -306,7 +306,12 @@ func (k *cclKernels) adders() {
 			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), lv)
 			wv := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l])}
 			if k.push != nil {
-				wv = append(wv, k.pushValues(f, n, j)...)
+				wv = append(wv, k.push.Values(k.adderTiles, k.tb, func(s int) int {
+					if t := j + s*m; t < n {
+						return f + t
+					}
+					return -1
+				})...)
 			}
 			wr.SetRuntimeArgs(c, wv...)
 		}

@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -68,7 +69,7 @@ func axisChunks(s ir.Shape, axis, n int) (cclChunks, error) {
 }
 
 // cclSegment is a byte range of a tile that carries data.
-type cclSegment struct{ Off, Size int }
+type cclSegment = multicore.Span
 
 // wireSegments lists the bytes of each tile of a tensor of shape s and
 // dtype dt that travel over ethernet. A tensor whose matrices have fewer
@@ -87,11 +88,11 @@ func wireSegments(s ir.Shape, dt ir.DType) []cclSegment {
 	row, face := 16*eb, 256*eb
 	switch {
 	case rows >= ir.TileSize:
-		return []cclSegment{{0, dt.TileBytes()}}
+		return []cclSegment{{Off: 0, Size: dt.TileBytes()}}
 	case rows <= 16:
-		return []cclSegment{{0, rows * row}, {face, rows * row}}
+		return []cclSegment{{Off: 0, Size: rows * row}, {Off: face, Size: rows * row}}
 	}
-	return []cclSegment{{0, 2 * face}, {2 * face, (rows - 16) * row}, {3 * face, (rows - 16) * row}}
+	return []cclSegment{{Off: 0, Size: 2 * face}, {Off: 2 * face, Size: (rows - 16) * row}, {Off: 3 * face, Size: (rows - 16) * row}}
 }
 
 func segmentBytes(segs []cclSegment) int {

@@ -308,10 +308,10 @@ func TestCollectiveGeometry(t *testing.T) {
 			dt    ir.DType
 			want  []cclSegment
 		}{
-			{ir.Shape{1, 1, 64}, ir.BF16, []cclSegment{{0, 32}, {512, 32}}},
-			{ir.Shape{4, 64}, ir.FP32, []cclSegment{{0, 256}, {1024, 256}}},
-			{ir.Shape{20, 64}, ir.BF16, []cclSegment{{0, 1024}, {1024, 128}, {1536, 128}}},
-			{ir.Shape{64, 64}, ir.BF16, []cclSegment{{0, 2048}}},
+			{ir.Shape{1, 1, 64}, ir.BF16, []cclSegment{{Off: 0, Size: 32}, {Off: 512, Size: 32}}},
+			{ir.Shape{4, 64}, ir.FP32, []cclSegment{{Off: 0, Size: 256}, {Off: 1024, Size: 256}}},
+			{ir.Shape{20, 64}, ir.BF16, []cclSegment{{Off: 0, Size: 1024}, {Off: 1024, Size: 128}, {Off: 1536, Size: 128}}},
+			{ir.Shape{64, 64}, ir.BF16, []cclSegment{{Off: 0, Size: 2048}}},
 		} {
 			if diff := cmp.Diff(tc.want, wireSegments(tc.shape, tc.dt)); diff != "" {
 				t.Errorf("wireSegments(%s %s) (-want +got):\n%s", tc.shape, tc.dt, diff)

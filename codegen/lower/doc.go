@@ -17,7 +17,7 @@
 // collective_adders.go, collective_gather.go and collective_plan.go:
 // all_reduce, reduce_scatter, all_gather over ethernet, one program for
 // every card; and the fused ops: fused_common.go (add_rmsnorm, eltwise
-// chains, embedding_reshape), fused_collective.go and collective_push.go
+// chains, embedding_reshape), fused_collective.go and fused_collective_norm.go
 // (all_reduce_add[_rmsnorm]),
 // fused_gdn.go (gdn_conv_gates, gdn_recurrence), fused_attention.go,
 // fused_sdpa.go, fused_prologue_prefill.go (attention prologue and gated
@@ -31,13 +31,13 @@
 // relayout engine, the compute-state tracker and its tile ops), so a new
 // lowering or fused program mostly composes existing pieces.
 //
-// Work shared between the cores of one program: mcast.go multicasts a
-// decode matmul's activation row from one core per NoC column group to the
-// others (so no core re-reads it from DRAM); norm_split.go splits an
-// RMSNorm's tile row over a group of cores whose leader gathers the
-// squares and multicasts rsqrt back (its rectangles, followerRects, serve
-// both); argmax.go folds per-range (index, key) pairs on a leader. Each
-// states its semaphore protocol and why it cannot deadlock.
+// Work shared between the cores of one program is built from the
+// protocols of package multicore: mcast.go multicasts a decode matmul's
+// activation row (multicore.Multicast); norm_split.go and the GDN
+// recurrence exchange partial sums with a group leader
+// (multicore.Exchange); the all_reduce_add_rmsnorm ring pushes into its
+// tail (multicore.Push). argmax.go folds per-range (index, key) pairs on
+// a leader. Each states its semaphore protocol and why it cannot deadlock.
 //
 // # Placement
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -53,7 +54,7 @@ import (
 //
 // Over two devices with the norm, the adders instead push every h tile's
 // live rows into the h CB of the tail core that owns it and count it in
-// that core's semaphore (collective_push.go): no notification, no
+// that core's semaphore (multicore.Push): no notification, no
 // re-read of h.
 //
 // Tail cores are the worker cores after the ring's adder cores. Without
@@ -144,9 +145,9 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		switch {
 		case ring != nil && tl.ns != nil && ring.pushable(ctx):
-			// The adders push h into the tail cores' L1 (collective_push.go).
+			// The adders push h into the tail cores' L1 (multicore.Push).
 			ns := tl.ns
-			if ring.push, err = pushTargets(h.Type.Shape.Tiles(), ns.cores, func(i int) (int, int) {
+			if ring.push, err = multicore.NewPush(h.Type.Shape.Tiles(), ns.cores, func(i int) (int, int) {
 				page, _, n := ns.chunk(i)
 				return page, n
 			}); err != nil {
@@ -188,7 +189,7 @@ type cclTail struct {
 	// no ring, or the ring pushes).
 	wait int
 	// pushed, when set, lists the ring's adder cores, which push h into
-	// the tail's h CB (collective_push.go): each tail core waits for its
+	// the tail's h CB (multicore.Push): each tail core waits for its
 	// own tiles instead of reading h's buffer.
 	pushed []kir.Core
 	// split divides tiles (no norm) or tile rows (norm) over cores; ns,
@@ -398,21 +399,10 @@ func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
 // norm) the s and residual tiles, or per row the row's s and residual
 // tiles (or h tiles) and the weight tiles.
 func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
-	ctx := tl.ctx
-	sAcc, err := accessOf(ctx, rd, "s_addr", tl.s)
-	if err != nil {
-		return err
-	}
-	var rAcc, wAcc *blocks.Access
-	if tl.res != nil {
-		if rAcc, err = accessOf(ctx, rd, "residual_addr", tl.res); err != nil {
-			return err
-		}
-	}
-	if tl.w != nil {
-		if wAcc, err = accessOf(ctx, rd, "w_addr", tl.w); err != nil {
-			return err
-		}
+	ab := accessBinder{ctx: tl.ctx}
+	sAcc, rAcc, wAcc := ab.bind(rd, "s_addr", tl.s), ab.bind(rd, "residual_addr", tl.res), ab.bind(rd, "w_addr", tl.w)
+	if ab.err != nil {
+		return ab.err
 	}
 	fx, fy := tl.ringFollowers(rd)
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
@@ -508,18 +498,14 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 // writer emits the tail writer: h tiles (when the tail computes h) and
 // normed tiles, row by row.
 func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
-	ctx := tl.ctx
-	var hAcc, nAcc *blocks.Access
-	var err error
+	ab := accessBinder{ctx: tl.ctx}
+	var hAcc *blocks.Access
 	if c.hOut >= 0 {
-		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {
-			return err
-		}
+		hAcc = ab.bind(wr, "h_addr", tl.h)
 	}
-	if tl.normed != nil {
-		if nAcc, err = accessOf(ctx, wr, "normed_addr", tl.normed); err != nil {
-			return err
-		}
+	nAcc := ab.bind(wr, "normed_addr", tl.normed)
+	if ab.err != nil {
+		return ab.err
 	}
 	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b := wr.Builder()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -31,7 +32,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	}
 	out := cbs.Output("normed", tl.dt, ns.outPages())
 	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
-	c.norm = ns.cb.normCBs
+	c.norm = ns.cb
 	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
 		return err
 	}
@@ -49,28 +50,20 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 
 	// Reader: the residual and weight chunks and the scaler, the ring wait,
 	// the reduced chunk (s, or h).
-	ctx := tl.ctx
+	ab := accessBinder{ctx: tl.ctx}
 	var sAcc *blocks.Access
-	var err error
 	if tl.pushed == nil {
-		if sAcc, err = accessOf(ctx, rd, "s_addr", tl.s); err != nil {
-			return err
-		}
+		sAcc = ab.bind(rd, "s_addr", tl.s)
 	}
-	var rAcc *blocks.Access
-	if tl.res != nil {
-		if rAcc, err = accessOf(ctx, rd, "residual_addr", tl.res); err != nil {
-			return err
-		}
-	}
-	wAcc, err := accessOf(ctx, rd, "w_addr", tl.w)
-	if err != nil {
-		return err
+	rAcc, wAcc := ab.bind(rd, "residual_addr", tl.res), ab.bind(rd, "w_addr", tl.w)
+	if ab.err != nil {
+		return ab.err
 	}
 	fx, fy := tl.ringFollowers(rd)
-	var adders [maxMcastRects][5]kir.ArgRef
+	var adders []multicore.Slot
 	if tl.pushed != nil {
-		if adders, err = publishArgs(t, rd, tl.pushed); err != nil {
+		var err error
+		if adders, err = multicore.DeclarePublish(t, rd, "adders", tl.pushed); err != nil {
 			return fmt.Errorf("%s: %w", tl.name, err)
 		}
 	}
@@ -81,7 +74,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	}
 	b := rd.Builder()
 	if tl.pushed != nil {
-		emitPublish(b, leader, x, adders)
+		multicore.Publish(b, leader, cclSemPushAddr, x, adders, "tell the ring's adders where this CB is: they push the reduced tiles into it")
 	}
 	// The residual's and the weight's live rows do not wait for the ring:
 	// in flight while the scaler is built. Then the reduced sum's live rows
@@ -145,21 +138,19 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	// squares), the exchange, the normed chunk.
 	var hAcc *blocks.Access
 	if c.hOut >= 0 {
-		if hAcc, err = accessOf(ctx, wr, "h_addr", tl.h); err != nil {
-			return err
-		}
+		hAcc = ab.bind(wr, "h_addr", tl.h)
 	}
-	nAcc, err := accessOf(ctx, wr, "normed_addr", tl.normed)
-	if err != nil {
-		return err
+	nAcc := ab.bind(wr, "normed_addr", tl.normed)
+	if ab.err != nil {
+		return ab.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	ea := ns.declareExchange(wr)
+	ea := ns.ex.Declare(wr)
 	wb := wr.Builder()
 	if hAcc != nil {
 		ns.writeChunk(wb, hAcc, c.hOut, wstart, wcount)
 	}
-	ns.exchange(wb, ea)
+	ns.ex.Emit(wb, ea)
 	ns.writeChunk(wb, nAcc, out, wstart, wcount)
 
 	rdExtra := tl.ringArgs

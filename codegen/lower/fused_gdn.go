@@ -53,8 +53,8 @@ import (
 // tile of it (fused_gdn_recurrence.go): the head's Dv/32 cores then each
 // decay and update their column of S, compute their tile of o and their
 // partial sum of o^2, and exchange those partials for the output norm as
-// the split-row norms do (norm_split.go: the group's leader adds them in
-// fp32 on the SFPU and multicasts rsqrt; the partial and the rsqrt tile
+// the split-row norms do (multicore.Exchange: the group's leader adds
+// them in fp32 on the SFPU and multicasts rsqrt; the partial and the rsqrt tile
 // travel through the new-state CB behind the S' tiles, which keeps the
 // program within 32 CBs). Items are split over the grid, one per core
 // while cores last. Dk and Dv must be multiples of 32
@@ -184,17 +184,10 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	rd := newReader(p, rs)
-	stAcc, err := accessOf(ctx, rd, "state_addr", st)
-	if err != nil {
-		return nil, err
-	}
-	xAcc, err := accessOf(ctx, rd, "qkv_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	tAcc, err := accessOf(ctx, rd, "taps_addr", taps)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	stAcc, xAcc, tAcc := ab.bind(rd, "state_addr", st), ab.bind(rd, "qkv_addr", x), ab.bind(rd, "taps_addr", taps)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rCt := rd.CompileArg("ct", uint32(ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
@@ -311,13 +304,9 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cb.CBPopFront(cbScaler, kir.C(1))
 
 	wr := newWriter(p, rs)
-	cAcc, err := accessOf(ctx, wr, "conv_addr", conv)
-	if err != nil {
-		return nil, err
-	}
-	nAcc, err := accessOf(ctx, wr, "new_state_addr", nst)
-	if err != nil {
-		return nil, err
+	cAcc, nAcc := ab.bind(wr, "conv_addr", conv), ab.bind(wr, "new_state_addr", nst)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
@@ -390,21 +379,10 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	}
 
 	rd := p.AddKernel(&kir.Kernel{Name: "gate_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: grs})
-	aAcc, err := accessOf(ctx, rd, "a_addr", a)
-	if err != nil {
-		return err
-	}
-	dtAcc, err := accessOf(ctx, rd, "dt_bias_addr", dtb)
-	if err != nil {
-		return err
-	}
-	alAcc, err := accessOf(ctx, rd, "a_log_addr", alog)
-	if err != nil {
-		return err
-	}
-	bAcc, err := accessOf(ctx, rd, "b_addr", bv)
-	if err != nil {
-		return err
+	ab := accessBinder{ctx: ctx}
+	aAcc, dtAcc, alAcc, bAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "dt_bias_addr", dtb), ab.bind(rd, "a_log_addr", alog), ab.bind(rd, "b_addr", bv)
+	if ab.err != nil {
+		return ab.err
 	}
 	b := rd.Builder()
 	type stream struct {
@@ -460,13 +438,9 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	})
 
 	wr := p.AddKernel(&kir.Kernel{Name: "gate_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: grs})
-	gAcc, err := accessOf(ctx, wr, "g_addr", g)
-	if err != nil {
-		return err
-	}
-	btAcc, err := accessOf(ctx, wr, "beta_addr", beta)
-	if err != nil {
-		return err
+	gAcc, btAcc := ab.bind(wr, "g_addr", g), ab.bind(wr, "beta_addr", beta)
+	if ab.err != nil {
+		return ab.err
 	}
 	w := wr.Builder()
 	w.Comment("zero every g and beta page first, while compute works: each is a [B*H, 1] column tile, padding zero")

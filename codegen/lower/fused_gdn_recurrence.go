@@ -5,38 +5,92 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// gdn_recurrence: see the package's GDN doc in fused_gdn.go.
+// gdn_recurrence: see the package's GDN doc in fused_gdn.go. The program
+// is built in phases: planGDNRecurrence (shapes and work split), addCBs,
+// the reader (readItem: one item's inputs), the compute phases of one
+// item (normQK, decay, delta, update, outNorm) and the writer.
 
-// gdnRecurrenceAttrs reads the four float attributes.
-func gdnRecurrenceAttrs(op *ir.Op) (l2Eps, l2Scale, scale, normEps float32, err error) {
-	var v [4]float32
-	for i, name := range []string{"l2_eps", "l2_scale", "scale", "norm_eps"} {
-		f, ok := op.Attrs[name].(float64)
-		if !ok {
-			return 0, 0, 0, 0, fmt.Errorf("rule attr: %s needs a float attribute %q", op.Name(), name)
-		}
-		v[i] = float32(f)
-	}
-	return v[0], v[1], v[2], v[3], nil
+// gdnStateBatch is the number of state pages the recurrence's reader
+// moves per barrier (its state CBs hold two such blocks).
+const gdnStateBatch = 4
+
+// gdnRec is one gdn_recurrence program being built: its operands, shapes
+// and work split (planGDNRecurrence) and its CBs (addCBs).
+type gdnRec struct {
+	ctx                            *Context
+	x, beta, g, s, z, nw, out, ns  *ir.Value
+	l2Eps, l2Scale, scale, normEps float32
+	H, Dk, Dv, G, kw               int
+	kt, vt, ctx3, ctz              int // key and value tiles per head; qkv, and z and out, tiles per user row
+	vc, groups                     int // value tiles per item; cores per head (items of one head)
+	f                              ir.DType
+	exact                          bool // fp32 state: the r() of the Doc line are identities
+	ebX, ebZ, ebBeta, ebG, ebW     int  // element bytes moved by rows (ebW 0: whole pages)
+	plan                           Split
+	cores                          []kir.Core
+	rs                             []ir.CoreRange
+	cb                             gdnCBs
+	xch                            *multicore.Exchange // the output norm's exchange when a head spans cores
+	zeroBytes                      int
 }
 
+// gdnCBs are the recurrence's CBs (-1: not used by this variant).
+type gdnCBs struct {
+	q, q2, k, k2, v, z, w, beta, g, s, zero, r, qn, kn, kc, eg, sd, d int
+	db, ks, outer, ob, round, eye, ed, sf, sdF                        int
+	sp, o, o2, on1, on, sz, sout, out, rsOut                          int
+}
+
+// lowerGDNRecurrence builds the gdn_recurrence program phase by phase.
 func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	r, err := planGDNRecurrence(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProgram(op, ctx)
+	if err == nil {
+		err = r.addCBs(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ab := &accessBinder{ctx: ctx}
+	rd, cp, wr := r.reader(p, ab), r.compute(p), r.writer(p, ab)
+	if ab.err != nil {
+		return nil, ab.err
+	}
+	return p, r.setArgs(op.Name(), rd, cp, wr)
+}
+
+// planGDNRecurrence checks op's operands and attributes and plans the
+// work: one item is vc value tiles of one head, the whole head (vc = vt)
+// or, while the grid has a core for every value tile of every head and
+// the state is fp32, one value tile, a group of vt cores per head that
+// exchange the output norm's partial sums (see the GDN doc).
+func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	t := ctx.Target
-	x, beta, g, s, zv, nw := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5]
-	out, ns := op.Results[0], op.Results[1]
+	r := &gdnRec{ctx: ctx, x: op.Operands[0], beta: op.Operands[1], g: op.Operands[2], s: op.Operands[3], z: op.Operands[4], nw: op.Operands[5],
+		out: op.Results[0], ns: op.Results[1]}
 	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
 		if err := requireTile("value", v); err != nil {
 			return nil, err
 		}
 	}
-	l2Eps, l2Scale, scale, normEps, err := gdnRecurrenceAttrs(op)
-	if err != nil {
-		return nil, err
+	for _, a := range []struct {
+		name string
+		v    *float32
+	}{{"l2_eps", &r.l2Eps}, {"l2_scale", &r.l2Scale}, {"scale", &r.scale}, {"norm_eps", &r.normEps}} {
+		f, ok := op.Attrs[a.name].(float64)
+		if !ok {
+			return nil, fmt.Errorf("rule attr: %s needs a float attribute %q", op.Name(), a.name)
+		}
+		*a.v = float32(f)
 	}
-	ss, xs := s.Type.Shape, x.Type.Shape
+	ss, xs := r.s.Type.Shape, r.x.Type.Shape
 	if ss.Rank() != 4 || xs.Rank() != 3 || xs[0] != ss[0] || xs[1] != 1 {
 		return nil, fmt.Errorf("rule gdn-recurrence-shape: want state [B, H, Dk, Dv] and qkv [B, 1, C], got %s and %s", ss, xs)
 	}
@@ -48,579 +102,598 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if kw2 <= 0 || kw2%(2*Dk) != 0 || H%(kw2/(2*Dk)) != 0 {
 		return nil, fmt.Errorf("rule gdn-recurrence-heads: qkv has %d channels; want 2*Hk*%d + %d*%d with Hk dividing %d", C, Dk, H, Dv, H)
 	}
-	kw := kw2 / 2
-	G := H / (kw / Dk)
-	f := s.Type.DType
+	r.H, r.Dk, r.Dv, r.kw = H, Dk, Dv, kw2/2
+	r.G = H / (r.kw / Dk)
+	f := r.s.Type.DType
 	if f != ir.BF16 && f != ir.FP32 {
-		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: state %s is %s; the recurrence rounds to the state's dtype element by element, which needs bf16 or fp32", s, f)
+		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: state %s is %s; the recurrence rounds to the state's dtype element by element, which needs bf16 or fp32", r.s, f)
 	}
-	if ns.Type.DType != f {
-		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: new state is %s but the state is %s", ns.Type.DType, f)
+	if r.ns.Type.DType != f {
+		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: new state is %s but the state is %s", r.ns.Type.DType, f)
 	}
-	ebX, err := gdnEB("qkv", x)
-	if err != nil {
-		return nil, err
+	for _, e := range []struct {
+		eb   *int
+		what string
+		v    *ir.Value
+	}{{&r.ebX, "qkv", r.x}, {&r.ebZ, "z", r.z}, {&r.ebBeta, "beta", r.beta}, {&r.ebG, "g", r.g}} {
+		var err error
+		if *e.eb, err = gdnEB(e.what, e.v); err != nil {
+			return nil, err
+		}
 	}
-	ebZ, err := gdnEB("z", zv)
-	if err != nil {
-		return nil, err
+	if r.ebW = blocks.ElemBytes(r.nw.Type.DType); r.ebW != 2 && r.ebW != 4 {
+		r.ebW = 0 // read whole pages
 	}
-	ebBeta, err := gdnEB("beta", beta)
-	if err != nil {
-		return nil, err
+	r.f, r.exact = f, !blocks.Rounds(f)
+	r.kt, r.vt = Dk/ir.TileSize, Dv/ir.TileSize
+	r.ctx3, r.ctz = C/ir.TileSize, H*r.vt
+	r.vc = r.vt
+	if r.vt > 1 && B*H*r.vt <= t.NumWorkers() && !blocks.Rounds(f) {
+		r.vc = 1 // fp32 state only: the exchange's fp32 tiles share the new-state CB
 	}
-	ebG, err := gdnEB("g", g)
-	if err != nil {
-		return nil, err
-	}
-	ebW := blocks.ElemBytes(nw.Type.DType) // 0: read whole pages
-	if ebW != 2 && ebW != 4 {
-		ebW = 0
-	}
-	dz := zv.Type.DType
-	kt, vt := Dk/ir.TileSize, Dv/ir.TileSize
-	ctx3 := C / ir.TileSize // qkv tiles per user row
-	ctz := H * vt           // z and out tiles per user row
-
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	// One item is vc value tiles of one head: the whole head (vc = vt),
-	// or, while the grid has a core for every value tile of every head,
-	// one value tile, a group of vt cores per head that exchange the
-	// output norm's partial sums (see the GDN doc).
-	vc := vt
-	if vt > 1 && B*H*vt <= t.NumWorkers() && !blocks.Rounds(f) {
-		vc = 1 // fp32 state only: the exchange's fp32 tiles share the new-state CB
-	}
-	groups := vt / vc // cores per head
-	items := B * H * groups
+	r.groups = r.vt / r.vc
+	items := B * H * r.groups
 	// One item is ~4*Kt*vc tile products plus reading and writing its
 	// state: far above a core's dispatch cost, so one item per core.
-	perItem := 4*kt*vc*MatmulTileCycles(ctx.Fidelity) + 2*kt*vc*f.TileBytes()/NoCBytesPerCycle
-	plan := PlanSplit(items, t.NumWorkers(), perItem, 0, 0)
-	if groups > 1 {
+	perItem := 4*r.kt*r.vc*MatmulTileCycles(ctx.Fidelity) + 2*r.kt*r.vc*f.TileBytes()/NoCBytesPerCycle
+	r.plan = PlanSplit(items, t.NumWorkers(), perItem, 0, 0)
+	if r.groups > 1 {
 		// The cores of a head exchange partial sums once per program:
 		// each holds exactly one item.
-		plan = Split{Items: items, Cores: items, PerCore: 1}
+		r.plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	cores, rs := firstCores(t, plan.Cores)
+	r.cores, r.rs = firstCores(t, r.plan.Cores)
+	return r, nil
+}
 
-	cbs := blocks.NewCBPlan(p, t, rs)
-	dx := x.Type.DType
-	cbQ := cbs.Input("q", dx, kt)
-	cbQ2 := cbs.Input("q_copy", dx, kt)
-	cbK := cbs.Input("k", dx, kt)
-	cbK2 := cbs.Input("k_copy", dx, kt)
-	cbV := cbs.Input("v", dx, vc)
-	cbZ := cbs.Input("z", dz, vc)
-	cbW := cbs.Input("norm_w", nw.Type.DType, vc)
-	cbBeta := cbs.Input("beta", beta.Type.DType, 1)
-	cbG := cbs.Input("g", g.Type.DType, 1)
-	cbS := cbs.Input("state", f, 2*gdnStateBatch)
-	zeroBytes := max(dx.TileBytes(), dz.TileBytes())
-	cbZero := cbs.Pages(blocks.ScratchCB, "zeros", dx, zeroBytes, 1)
-	cbR := cbs.Scratch("rsqrt", ir.FP32, 1)
-	cbQn := cbs.Scratch("q_normed", f, kt)
-	cbKn := cbs.Scratch("k_normed", f, kt)
-	cbKc := cbs.Scratch("k_column", f, kt)
-	cbEg := cbs.Scratch("exp_g", f, 1)
-	cbSd := cbs.Scratch("state_decayed", f, kt*vc)
-	cbD := cbs.Scratch("delta", f, vc)
-	exact := !blocks.Rounds(f) // fp32 state: the r() of the Doc line are identities
-	cbDb, cbKS, cbOuter, cbOb, cbRound, cbEye, cbEd, cbSf, cbSdF := -1, -1, -1, -1, -1, -1, -1, -1, -1
-	if exact {
+// addCBs adds the program's CBs (and with a split head the exchange's
+// semaphores) to p, or fails when they do not fit L1.
+func (r *gdnRec) addCBs(p *kir.Program) error {
+	t, f, kt, vc := r.ctx.Target, r.f, r.kt, r.vc
+	cbs := blocks.NewCBPlan(p, t, r.rs)
+	dx, dz := r.x.Type.DType, r.z.Type.DType
+	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1}
+	c.q, c.q2 = cbs.Input("q", dx, kt), cbs.Input("q_copy", dx, kt)
+	c.k, c.k2 = cbs.Input("k", dx, kt), cbs.Input("k_copy", dx, kt)
+	c.v, c.z = cbs.Input("v", dx, vc), cbs.Input("z", dz, vc)
+	c.w = cbs.Input("norm_w", r.nw.Type.DType, vc)
+	c.beta, c.g = cbs.Input("beta", r.beta.Type.DType, 1), cbs.Input("g", r.g.Type.DType, 1)
+	c.s = cbs.Input("state", f, 2*gdnStateBatch)
+	r.zeroBytes = max(dx.TileBytes(), dz.TileBytes())
+	c.zero = cbs.Pages(blocks.ScratchCB, "zeros", dx, r.zeroBytes, 1)
+	c.r = cbs.Scratch("rsqrt", ir.FP32, 1)
+	c.qn, c.kn, c.kc = cbs.Scratch("q_normed", f, kt), cbs.Scratch("k_normed", f, kt), cbs.Scratch("k_column", f, kt)
+	c.eg, c.sd, c.d = cbs.Scratch("exp_g", f, 1), cbs.Scratch("state_decayed", f, kt*vc), cbs.Scratch("delta", f, vc)
+	if r.exact {
 		// The state is copied into DEST exactly (c_state unpacks straight
 		// to DEST) and multiplied by the decrement through the FPU: a
 		// second CB holds the same tiles for the FPU operand.
-		cbSf = cbs.Input("state_fpu", f, 2*gdnStateBatch)
-		cbSdF = cbs.Scratch("state_decayed_fpu", f, kt*vc)
-		cbDb = cbs.Scratch("delta_beta", f, vc)
-		cbEye = cbs.Input("identity", f, 1)
-		cbEd = cbs.Scratch("decrement_diag", f, 1)
+		c.sf, c.sdF = cbs.Input("state_fpu", f, 2*gdnStateBatch), cbs.Scratch("state_decayed_fpu", f, kt*vc)
+		c.db, c.eye, c.ed = cbs.Scratch("delta_beta", f, vc), cbs.Input("identity", f, 1), cbs.Scratch("decrement_diag", f, 1)
 	} else {
-		cbKS = cbs.Scratch("k_state", f, 1)
-		cbOuter = cbs.Scratch("outer", f, 1)
-		cbOb = cbs.Scratch("outer_beta", f, 1)
-		cbRound = cbs.Scratch("round", f, 1)
+		c.ks, c.outer = cbs.Scratch("k_state", f, 1), cbs.Scratch("outer", f, 1)
+		c.ob, c.round = cbs.Scratch("outer_beta", f, 1), cbs.Scratch("round", f, 1)
 	}
-	cbSp := cbs.Scratch("state_new_column", f, kt)
-	cbO := cbs.Scratch("o", f, vc)
-	cbO2 := cbs.Scratch("o_copy", f, vc)
-	cbOn1, cbOn := -1, -1
-	if vc < vt {
+	c.sp, c.o, c.o2 = cbs.Scratch("state_new_column", f, kt), cbs.Scratch("o", f, vc), cbs.Scratch("o_copy", f, vc)
+	if vc < r.vt {
 		// One fp32 CB of two pages carries o_scaled and then o_normed (the
 		// program's CBs are at the 32 limit with the exchange).
-		cbOn1 = cbs.Scratch("o_scaled_normed", ir.FP32, 2)
-		cbOn = cbOn1
+		c.on1 = cbs.Scratch("o_scaled_normed", ir.FP32, 2)
+		c.on = c.on1
 	} else {
-		cbOn1 = cbs.Scratch("o_scaled", ir.FP32, 1)
-		cbOn = cbs.Scratch("o_normed", f, 1)
+		c.on1, c.on = cbs.Scratch("o_scaled", ir.FP32, 1), cbs.Scratch("o_normed", f, 1)
 	}
-	cbSz := cbs.Scratch("silu_z", dz, 1)
-	cbSout := cbs.Output("new_state", f, kt) // a value column of S', written under one barrier
-	cbOut := cbs.Output("out", out.Type.DType, vc)
+	c.sz = cbs.Scratch("silu_z", dz, 1)
+	c.sout = cbs.Output("new_state", f, kt) // a value column of S', written under one barrier
+	c.out = cbs.Output("out", r.out.Type.DType, vc)
 	// The output norm's exchange between the cores of a head (groups > 1):
-	// the norm-split exchange of norm_split.go on groups of vt cores.
-	// The partial sum and the leader's rsqrt tile (fp32, compute ->
+	// a multicore.Exchange on groups of vt cores, as the split-row norms
+	// do. The partial sum and the leader's rsqrt tile (fp32, compute ->
 	// writer) follow the S' tiles through the new-state CB, in that order.
-	var xch *normSplit
-	cbRsOut := cbR
-	if groups > 1 {
-		xch = &normSplit{t: t, rows: B * H, group: groups, cores: cores, ranges: rs, live: 1} // o is one row
-		xch.cb.rs = cbs.Input("rsqrt_out", ir.FP32, 1)
-		xch.cb.partial, xch.cb.rsLocal = cbSout, cbSout
-		xch.cb.gather = cbs.Input("group_partial_sums", ir.FP32, groups)
-		cbRsOut = xch.cb.rs
+	c.rsOut = c.r
+	if r.groups > 1 {
+		r.xch = &multicore.Exchange{T: t, Group: r.groups, Cores: r.cores, Ranges: r.rs, Page: ir.FP32.TileBytes(), Bytes: rowSumBytes(1), // o is one row
+			PartialName: "partial sums (column 0 of its live rows)", ResultName: "rsqrt tile"}
+		r.xch.Result = cbs.Input("rsqrt_out", ir.FP32, 1)
+		r.xch.Partial, r.xch.Local = c.sout, c.sout
+		r.xch.Gather = cbs.Input("group_partial_sums", ir.FP32, r.groups)
+		c.rsOut = r.xch.Result
 	}
-	if err := cbs.Err(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", Dk, Dv, f, vc)); err != nil {
-		return nil, err
+	r.cb = c
+	if err := cbs.Err(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc)); err != nil {
+		return err
 	}
-	if xch != nil {
-		xch.addSemaphores(p, 0, 1)
+	if r.xch != nil {
+		r.xch.AddSemaphores(p, 0, 1)
 	}
+	return nil
+}
 
-	// Reader.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "qkv_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	zAcc, err := accessOf(ctx, rd, "z_addr", zv)
-	if err != nil {
-		return nil, err
-	}
-	wAcc, err := accessOf(ctx, rd, "norm_w_addr", nw)
-	if err != nil {
-		return nil, err
-	}
-	btAcc, err := accessOf(ctx, rd, "beta_addr", beta)
-	if err != nil {
-		return nil, err
-	}
-	gAcc, err := accessOf(ctx, rd, "g_addr", g)
-	if err != nil {
-		return nil, err
-	}
-	sAcc, err := accessOf(ctx, rd, "state_addr", s)
-	if err != nil {
-		return nil, err
+// gdnReads are the reader's accesses.
+type gdnReads struct{ x, z, w, beta, g, s *blocks.Access }
+
+// reader adds the reader kernel: the zero tile, then per item readItem.
+// Its body is empty when ab fails.
+func (r *gdnRec) reader(p *kir.Program, ab *accessBinder) *kir.Kernel {
+	rd := newReader(p, r.rs)
+	a := gdnReads{x: ab.bind(rd, "qkv_addr", r.x), z: ab.bind(rd, "z_addr", r.z), w: ab.bind(rd, "norm_w_addr", r.nw),
+		beta: ab.bind(rd, "beta_addr", r.beta), g: ab.bind(rd, "g_addr", r.g), s: ab.bind(rd, "state_addr", r.s)}
+	if ab.err != nil {
+		return rd
 	}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	zeros := blocks.Scratch(b, cbZero, "zeros")
-	blocks.FillWords(b, zeros, zeroBytes, 0)
-	// Per item, one DRAM batch of the small inputs: the live row of q, k,
-	// v, z and the norm weight (rows 1..31 cleared afterwards) and the 64
-	// bytes of the beta and g tiles that hold the item's scalar, all in
-	// flight under one barrier; the local clears and copies under a second
-	// and third; then the state, streamed while compute normalises q and k.
-	type rowTiles struct {
-		acc     *blocks.Access
-		cb, cb2 int
-		first   kir.Expr
-		n, eb   int // eb 0: whole pages, not cleared
-		l1, l1b kir.Var
-	}
-	type scalar struct {
-		acc *blocks.Access
-		cb  int
-		eb  int
-		l1  kir.Var
-		r   kir.Var
-	}
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		head := b.Let("head", kir.Div(i, kir.Ci(groups))) // b*H + h
-		v0 := b.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(groups)), kir.Ci(vc)))
-		u := b.Let("u", kir.Div(head, kir.Ci(H)))
-		h := b.Let("h", kir.Mod(head, kir.Ci(H)))
-		xrow := b.Let("xrow", kir.Mul(u, kir.Ci(ctx3)))
-		qt := b.Let("qt", kir.Add(xrow, kir.Mul(kir.Div(h, kir.Ci(G)), kir.Ci(kt))))
-		b.Comment("the live row of q and k of key head h/G, v of value head h (tiles of the packed conv output), z and the norm weight; the scalars' 64 bytes; all in flight")
-		vt0 := b.Let("vt0", kir.Add(kir.Add(kir.Mul(h, kir.Ci(vt)), kir.Ci(2*kw/ir.TileSize)), v0))
-		zt := b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(ctz)), kir.Mul(h, kir.Ci(vt))), v0))
-		ts := []*rowTiles{
-			{acc: xAcc, cb: cbQ, cb2: cbQ2, first: qt, n: kt, eb: ebX},
-			{acc: xAcc, cb: cbK, cb2: cbK2, first: kir.Add(qt, kir.Ci(kw/ir.TileSize)), n: kt, eb: ebX},
-			{acc: xAcc, cb: cbV, cb2: -1, first: kir.Add(xrow, vt0), n: vc, eb: ebX},
-			{acc: zAcc, cb: cbZ, cb2: -1, first: zt, n: vc, eb: ebZ},
-			{acc: wAcc, cb: cbW, cb2: -1, first: v0, n: vc, eb: ebW},
-		}
-		for _, rt := range ts {
-			b.CBReserveBack(rt.cb, kir.Ci(rt.n))
-			rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
-			for j := 0; j < rt.n; j++ {
-				blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
-			}
-		}
-		// scalars: element (head%32, 0) of column tensor acc, moved to (0, 0)
-		// for a scalar broadcast after the barrier.
-		scs := []*scalar{{acc: btAcc, cb: cbBeta, eb: ebBeta}, {acc: gAcc, cb: cbG, eb: ebG}}
-		for _, sc := range scs {
-			b.CBReserveBack(sc.cb, kir.C(1))
-			sc.l1 = b.Let("sc", kir.GetWritePtr{CB: sc.cb})
-			sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
-			off := b.Let("soff", kir.And(blocks.FaceOffset(sc.r, kir.C(0), sc.eb), kir.C(^uint32(63))))
-			b.NoCAsyncRead(sc.acc.PageAddrAtExpr(kir.Div(head, kir.Ci(ir.TileSize)), off), kir.Add(sc.l1, off), kir.C(64))
-		}
-		sbase := b.Let("sbase", kir.Add(kir.Mul(head, kir.Ci(kt*vt)), v0))
-		page := func(j kir.Expr) kir.Expr {
-			if vc == vt {
-				return kir.Add(sbase, j)
-			}
-			return kir.Add(sbase, kir.Add(kir.Mul(kir.Div(j, kir.Ci(vc)), kir.Ci(vt)), kir.Mod(j, kir.Ci(vc))))
-		}
-		b.NoCAsyncReadBarrier()
-		for _, rt := range ts {
-			for j := 0; j < rt.n && rt.eb != 0; j++ {
-				blocks.ClearRows(b, kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), zeros, 1, rt.eb)
-			}
-		}
-		for _, rt := range ts {
-			if rt.cb2 >= 0 {
-				b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
-				rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
-			}
-		}
-		for _, sc := range scs {
-			b.If(kir.Ne(sc.r, kir.C(0)), func() { blocks.MoveElem(b, sc.l1, sc.r, kir.C(0), sc.l1, kir.C(0), kir.C(0), sc.eb) })
-		}
-		b.NoCAsyncReadBarrier()
-		// The copies after the clears: they copy the cleared tiles.
-		for _, rt := range ts {
-			if rt.cb2 >= 0 {
-				blocks.LocalCopy(b, rt.l1, rt.l1b, rt.n*rt.acc.PageSize())
-			}
-		}
-		b.NoCAsyncReadBarrier()
-		for _, rt := range ts {
-			if rt.cb2 >= 0 {
-				b.CBPushBack(rt.cb2, kir.Ci(rt.n))
-			}
-			b.CBPushBack(rt.cb, kir.Ci(rt.n))
-		}
-		for _, sc := range scs {
-			b.CBPushBack(sc.cb, kir.C(1))
-		}
-		b.Comment("the item's state tiles (row j, value tiles v0..), streamed")
-		if exact {
-			blocks.ReadPagesTwiceBatchOf(b, sAcc, cbS, cbSf, kir.Ci(kt*vc), gdnStateBatch, page)
-		} else {
-			blocks.ReadPagesInBatchesOf(b, sAcc, cbS, kir.Ci(kt*vc), gdnStateBatch, page)
-		}
-	})
-	blocks.ReleaseScratch(b, cbZero)
+	zeros := blocks.Scratch(b, r.cb.zero, "zeros")
+	blocks.FillWords(b, zeros, r.zeroBytes, 0)
+	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) { r.readItem(b, a, i, zeros) })
+	blocks.ReleaseScratch(b, r.cb.zero)
+	return rd
+}
 
-	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+// gdnRow is a run of n tiles of one user row the reader moves into CB cb
+// (and copies into cb2 when >= 0): their live row only, rows 1..31
+// cleared from zeros, unless eb is 0 (whole pages).
+type gdnRow struct {
+	acc     *blocks.Access
+	cb, cb2 int
+	first   kir.Expr
+	n, eb   int
+	l1, l1b kir.Var
+}
+
+// gdnScalar is the element (head%32, 0) of column tensor acc, moved to
+// (0, 0) of CB cb's page for a scalar broadcast.
+type gdnScalar struct {
+	acc    *blocks.Access
+	cb, eb int
+	l1, r  kir.Var
+}
+
+// readItem emits the reads of item i: one DRAM batch of the small inputs
+// (the live row of q, k, v, z and the norm weight, and the 64 bytes of
+// the beta and g tiles that hold the item's scalar) all in flight under
+// one barrier, the local clears and moves under a second and the copies
+// under a third; then the item's state tiles, streamed while compute
+// normalises q and k.
+func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
+	c, kt, vt, vc := r.cb, r.kt, r.vt, r.vc
+	head := b.Let("head", kir.Div(i, kir.Ci(r.groups))) // b*H + h
+	v0 := b.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(r.groups)), kir.Ci(vc)))
+	u := b.Let("u", kir.Div(head, kir.Ci(r.H)))
+	h := b.Let("h", kir.Mod(head, kir.Ci(r.H)))
+	xrow := b.Let("xrow", kir.Mul(u, kir.Ci(r.ctx3)))
+	qt := b.Let("qt", kir.Add(xrow, kir.Mul(kir.Div(h, kir.Ci(r.G)), kir.Ci(kt))))
+	b.Comment("the live row of q and k of key head h/G, v of value head h (tiles of the packed conv output), z and the norm weight; the scalars' 64 bytes; all in flight")
+	vt0 := b.Let("vt0", kir.Add(kir.Add(kir.Mul(h, kir.Ci(vt)), kir.Ci(2*r.kw/ir.TileSize)), v0))
+	zt := b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(r.ctz)), kir.Mul(h, kir.Ci(vt))), v0))
+	ts := []*gdnRow{
+		{acc: a.x, cb: c.q, cb2: c.q2, first: qt, n: kt, eb: r.ebX},
+		{acc: a.x, cb: c.k, cb2: c.k2, first: kir.Add(qt, kir.Ci(r.kw/ir.TileSize)), n: kt, eb: r.ebX},
+		{acc: a.x, cb: c.v, cb2: -1, first: kir.Add(xrow, vt0), n: vc, eb: r.ebX},
+		{acc: a.z, cb: c.z, cb2: -1, first: zt, n: vc, eb: r.ebZ},
+		{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW},
+	}
+	for _, rt := range ts {
+		b.CBReserveBack(rt.cb, kir.Ci(rt.n))
+		rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
+		for j := 0; j < rt.n; j++ {
+			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
+		}
+	}
+	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}, {acc: a.g, cb: c.g, eb: r.ebG}}
+	for _, sc := range scs {
+		b.CBReserveBack(sc.cb, kir.C(1))
+		sc.l1 = b.Let("sc", kir.GetWritePtr{CB: sc.cb})
+		sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
+		off := b.Let("soff", kir.And(blocks.FaceOffset(sc.r, kir.C(0), sc.eb), kir.C(^uint32(63))))
+		b.NoCAsyncRead(sc.acc.PageAddrAtExpr(kir.Div(head, kir.Ci(ir.TileSize)), off), kir.Add(sc.l1, off), kir.C(64))
+	}
+	sbase := b.Let("sbase", kir.Add(kir.Mul(head, kir.Ci(kt*vt)), v0))
+	page := func(j kir.Expr) kir.Expr {
+		if vc == vt {
+			return kir.Add(sbase, j)
+		}
+		return kir.Add(sbase, kir.Add(kir.Mul(kir.Div(j, kir.Ci(vc)), kir.Ci(vt)), kir.Mod(j, kir.Ci(vc))))
+	}
+	b.NoCAsyncReadBarrier()
+	settleRows(b, ts, scs, zeros)
+	b.Comment("the item's state tiles (row j, value tiles v0..), streamed")
+	if r.exact {
+		blocks.ReadPagesTwiceBatchOf(b, a.s, c.s, c.sf, kir.Ci(kt*vc), gdnStateBatch, page)
+	} else {
+		blocks.ReadPagesInBatchesOf(b, a.s, c.s, kir.Ci(kt*vc), gdnStateBatch, page)
+	}
+}
+
+// settleRows emits, after the reads of ts and scs landed, the clearing
+// of rows 1..31 of the row tiles, the scalars' moves to (0, 0) and the
+// copies of the cleared rows (each step under its own barrier), then
+// pushes every page.
+func settleRows(b *kir.Builder, ts []*gdnRow, scs []*gdnScalar, zeros kir.Var) {
+	for _, rt := range ts {
+		for j := 0; j < rt.n && rt.eb != 0; j++ {
+			blocks.ClearRows(b, kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), zeros, 1, rt.eb)
+		}
+	}
+	for _, rt := range ts {
+		if rt.cb2 >= 0 {
+			b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
+			rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
+		}
+	}
+	for _, sc := range scs {
+		b.If(kir.Ne(sc.r, kir.C(0)), func() { blocks.MoveElem(b, sc.l1, sc.r, kir.C(0), sc.l1, kir.C(0), kir.C(0), sc.eb) })
+	}
+	b.NoCAsyncReadBarrier()
+	// The copies after the clears: they copy the cleared tiles.
+	for _, rt := range ts {
+		if rt.cb2 >= 0 {
+			blocks.LocalCopy(b, rt.l1, rt.l1b, rt.n*rt.acc.PageSize())
+		}
+	}
+	b.NoCAsyncReadBarrier()
+	for _, rt := range ts {
+		if rt.cb2 >= 0 {
+			b.CBPushBack(rt.cb2, kir.Ci(rt.n))
+		}
+		b.CBPushBack(rt.cb, kir.Ci(rt.n))
+	}
+	for _, sc := range scs {
+		b.CBPushBack(sc.cb, kir.C(1))
+	}
+}
+
+// gdnCompute emits the recurrence's compute kernel: per item the phases
+// normQK, decay, delta, update and outNorm, each consuming what the
+// previous ones produced (CBs of gdnCBs).
+type gdnCompute struct {
+	*gdnRec
+	c *blocks.Compute
+}
+
+// compute adds the compute kernel.
+func (r *gdnRec) compute(p *kir.Program) *kir.Kernel {
+	one, z0 := kir.C(1), kir.C(0)
+	cp := newCompute(p, r.rs, kir.ComputeConfig{MathFidelity: r.ctx.Fidelity, FP32DestAccEn: true})
 	ccount := cp.RuntimeArg("count")
 	var cleader kir.ArgRef
-	if xch != nil {
+	if r.xch != nil {
 		cleader = cp.RuntimeArg("leader")
 	}
-	c := blocks.NewCompute(p, cp)
-	cb := c.B
-	one, z0 := kir.C(1), kir.C(0)
-	sfpu := func(op kir.SFPUOp, param float32) { c.SFPU(blocks.SFPUStep{Op: op, Param: param}, z0) }
-	roundTo := func() {
-		if !exact {
-			c.RoundThrough(cbRound)
-		}
+	k := gdnCompute{r, blocks.NewCompute(p, cp)}
+	k.c.Startup(r.cb.q, r.cb.q2, r.cb.r)
+	if r.exact {
+		k.c.B.CBWaitFront(r.cb.eye, one)
 	}
-	// rsqrtOf: DEST[0](0,0) = sum over the n tiles of a of a^2 (a times the
-	// transpose of its copy a2), then rsqrt(sum * inv + eps) packed to cbR
-	// and waited for. a and a2 stay at the front.
-	rsqrtOf := func(a, a2, n int, inv, eps float32) {
-		cb.CBWaitFront(a, kir.Ci(n))
-		cb.CBWaitFront(a2, kir.Ci(n))
-		c.Acquire()
-		c.ForPeeled("t", n, func(j kir.Expr) { c.Matmul(a, a2, j, j, z0, true) })
-		sfpu(kir.SFPUMulScalar, inv)
-		sfpu(kir.SFPUAddScalar, eps)
-		sfpu(kir.SFPURsqrt, 0)
-		c.PackOut(cbR, 1)
-		cb.CBWaitFront(cbR, one)
-	}
-	c.Startup(cbQ, cbQ2, cbR)
-	if exact {
-		cb.CBWaitFront(cbEye, one)
-	}
-	c.For("i", z0, ccount, func(kir.Var) {
-		cb.Comment("q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale)")
-		rsqrtOf(cbQ, cbQ2, kt, 1/float32(Dk), l2Eps)
-		c.ForPeeled("kt", kt, func(j kir.Expr) {
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastScalar, cbQ, cbR, j, z0, z0)
-			roundTo()
-			sfpu(kir.SFPUMulScalar, l2Scale)
-			roundTo()
-			sfpu(kir.SFPUMulScalar, scale)
-			c.PackOut(cbQn, 1)
-		})
-		cb.CBPopFront(cbR, one)
-		cb.CBPopFront(cbQ, kir.Ci(kt))
-		cb.CBPopFront(cbQ2, kir.Ci(kt))
-
-		cb.Comment("k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale), and k as column tiles")
-		rsqrtOf(cbK, cbK2, kt, 1/float32(Dk), l2Eps)
-		c.ForPeeled("kt", kt, func(j kir.Expr) {
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastScalar, cbK, cbR, j, z0, z0)
-			roundTo()
-			sfpu(kir.SFPUMulScalar, l2Scale)
-			c.PackOut(cbKn, 1)
-		})
-		cb.CBPopFront(cbR, one)
-		cb.CBPopFront(cbK, kir.Ci(kt))
-		cb.CBPopFront(cbK2, kir.Ci(kt))
-		cb.CBWaitFront(cbKn, kir.Ci(kt))
-		c.ForPeeled("kt", kt, func(j kir.Expr) {
-			c.Acquire()
-			c.Transpose(cbKn, j, z0)
-			c.PackOut(cbKc, 1)
-		})
-
-		cb.Comment("S = r(state * r(exp(g)))")
-		if exact {
-			// S + S x diag(exp(g) - 1): the state is copied into DEST
-			// exactly and only the decrement is read through the tf32
-			// source registers, so truncation costs |exp(g) - 1| * 2^-10
-			// of S per step instead of 2^-10 (which would shrink a state
-			// that barely decays by a fixed fraction every step).
-			c.Unary(cbG, cbEg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
-			c.BinaryTileKeepA(kir.EltMul, blocks.BcastScalar, cbEye, cbEg, cbEd)
-			cb.CBWaitFront(cbEd, one)
-			c.ForPeeled("t", kt*vc, func(kir.Expr) {
-				cb.CBWaitFront(cbS, one)
-				cb.CBWaitFront(cbSf, one)
-				c.Acquire()
-				c.Copy(cbS, z0, z0)
-				c.Matmul(cbSf, cbEd, z0, z0, z0, false)
-				cb.CBPopFront(cbS, one)
-				cb.CBPopFront(cbSf, one)
-				c.PackOutTo(cbSd, cbSdF) // copied exactly below; read by the FPU in k^T S
-			})
-			cb.CBPopFront(cbEd, one)
-		} else {
-			c.Unary(cbG, cbEg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
-			cb.CBWaitFront(cbEg, one)
-			c.ForPeeled("t", kt*vc, func(kir.Expr) {
-				cb.CBWaitFront(cbS, one)
-				c.Acquire()
-				c.Binary(kir.EltMul, blocks.BcastScalar, cbS, cbEg, z0, z0, z0)
-				cb.CBPopFront(cbS, one)
-				c.PackOut(cbSd, 1)
-			})
-			cb.CBPopFront(cbEg, one)
-		}
-
-		cb.Comment("d = r(v - r(k^T S)) per value tile")
-		cb.CBWaitFront(cbSd, kir.Ci(kt*vc))
-		cbSdM := cbSd // the decayed state as an FPU operand
-		if exact {
-			cbSdM = cbSdF
-			cb.CBWaitFront(cbSdF, kir.Ci(kt*vc))
-		}
-		cb.CBWaitFront(cbV, kir.Ci(vc))
-		// kS accumulates k^T S for value tile v into DEST[0].
-		kS := func(v kir.Expr) {
-			c.ForPeeled("kt", kt, func(j kir.Expr) {
-				c.Matmul(cbKn, cbSdM, j, kir.Add(kir.Mul(j, kir.Ci(vc)), v), z0, false)
-			})
-		}
-		c.ForPeeled("vt", vc, func(v kir.Expr) {
-			c.Acquire()
-			if exact {
-				// -(-v + k^T S): no fp32 value is read back through
-				// the tf32 source registers.
-				c.Copy(cbV, v, z0)
-				sfpu(kir.SFPUNegative, 0)
-				kS(v)
-				sfpu(kir.SFPUNegative, 0)
-				c.PackOut(cbD, 1)
-				return
-			}
-			kS(v)
-			c.PackOut(cbKS, 1)
-			cb.CBWaitFront(cbKS, one)
-			c.Acquire()
-			c.Binary(kir.EltSub, blocks.BcastNone, cbV, cbKS, v, z0, z0)
-			cb.CBPopFront(cbKS, one)
-			c.PackOut(cbD, 1)
-		})
-		cb.CBPopFront(cbV, kir.Ci(vc))
-
-		cb.Comment("S' = r(S + r(r(k d^T) * beta)), o = r(q^T S'), column by column")
-		cb.CBWaitFront(cbD, kir.Ci(vc))
-		cb.CBWaitFront(cbBeta, one)
-		cb.CBWaitFront(cbKc, kir.Ci(kt))
-		cb.CBWaitFront(cbQn, kir.Ci(kt))
-		if exact {
-			c.ForPeeled("vt", vc, func(v kir.Expr) {
-				c.Acquire()
-				c.Binary(kir.EltMul, blocks.BcastScalar, cbD, cbBeta, v, z0, z0)
-				c.PackOut(cbDb, 1)
-			})
-			cb.CBWaitFront(cbDb, kir.Ci(vc))
-		}
-		c.For("vt", z0, kir.Ci(vc), func(v kir.Var) {
-			c.ForPeeled("kt", kt, func(j kir.Expr) {
-				sd := kir.Add(kir.Mul(j, kir.Ci(vc)), v)
-				c.Acquire()
-				if exact {
-					// S + k (x) (d * beta), accumulated onto S in DEST.
-					c.Copy(cbSd, sd, z0)
-					c.Matmul(cbKc, cbDb, j, v, z0, false)
-				} else {
-					c.Matmul(cbKc, cbD, j, v, z0, false)
-					c.PackOut(cbOuter, 1)
-					cb.CBWaitFront(cbOuter, one)
-					c.Acquire()
-					c.Binary(kir.EltMul, blocks.BcastScalar, cbOuter, cbBeta, z0, z0, z0)
-					cb.CBPopFront(cbOuter, one)
-					c.PackOut(cbOb, 1)
-					cb.CBWaitFront(cbOb, one)
-					c.Acquire()
-					c.Binary(kir.EltAdd, blocks.BcastNone, cbSd, cbOb, sd, z0, z0)
-					cb.CBPopFront(cbOb, one)
-				}
-				c.PackOutTo(cbSout, cbSp)
-			})
-			cb.CBWaitFront(cbSp, kir.Ci(kt))
-			c.Acquire()
-			c.ForPeeled("kt", kt, func(j kir.Expr) { c.Matmul(cbQn, cbSp, j, j, z0, false) })
-			cb.CBPopFront(cbSp, kir.Ci(kt))
-			c.PackOutTo(cbO, cbO2)
-		})
-		if exact {
-			cb.CBPopFront(cbDb, kir.Ci(vc))
-		}
-		cb.CBPopFront(cbD, kir.Ci(vc))
-		cb.CBPopFront(cbBeta, one)
-		cb.CBPopFront(cbKc, kir.Ci(kt))
-		cb.CBPopFront(cbQn, kir.Ci(kt))
-		cb.CBPopFront(cbKn, kir.Ci(kt))
-		cb.CBPopFront(cbSd, kir.Ci(kt*vc))
-		if exact {
-			cb.CBPopFront(cbSdF, kir.Ci(kt*vc))
-		}
-
-		cb.Comment("out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w))")
-		if xch == nil {
-			rsqrtOf(cbO, cbO2, vc, 1/float32(Dv), normEps)
-		} else {
-			cb.Comment("the head's sum(o^2) over its cores: this core's partial to the writer, the leader adds them (SFPU, fp32) and the writer broadcasts rsqrt")
-			cb.CBWaitFront(cbO, kir.Ci(vc))
-			cb.CBWaitFront(cbO2, kir.Ci(vc))
-			c.Acquire()
-			c.ForPeeled("t", vc, func(j kir.Expr) { c.Matmul(cbO, cbO2, j, j, z0, true) })
-			c.PackOut(xch.cb.partial, 1)
-			c.If(kir.Ne(cleader, z0), func() {
-				gs := kir.Ci(groups)
-				cb.CBWaitFront(xch.cb.gather, gs)
-				c.Acquire()
-				c.Copy(xch.cb.gather, z0, z0)
-				c.For("k", one, gs, func(k kir.Var) {
-					c.Copy(xch.cb.gather, k, one)
-					c.SFPUBinary(kir.SFPUAddBinary, z0, one)
-				})
-				sfpu(kir.SFPUMulScalar, 1/float32(Dv))
-				sfpu(kir.SFPUAddScalar, normEps)
-				sfpu(kir.SFPURsqrt, 0)
-				c.PackOut(xch.cb.rsLocal, 1)
-				cb.CBPopFront(xch.cb.gather, gs)
-			}, nil)
-			cb.CBWaitFront(cbRsOut, one)
-		}
-		cb.CBWaitFront(cbW, kir.Ci(vc))
-		cb.CBWaitFront(cbZ, kir.Ci(vc))
-		c.ForPeeled("vt", vc, func(v kir.Expr) {
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastScalar, cbO, cbRsOut, v, z0, z0)
-			c.PackOut(cbOn1, 1)
-			cb.CBWaitFront(cbOn1, one)
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastRows, cbOn1, cbW, z0, v, z0)
-			cb.CBPopFront(cbOn1, one)
-			c.PackOut(cbOn, 1)
-			c.Acquire()
-			c.Copy(cbZ, v, z0)
-			sfpu(kir.SFPUSiLU, 0)
-			c.PackOut(cbSz, 1)
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, cbSz, cbOn, cbOut, false, nil)
-		})
-		cb.CBPopFront(cbRsOut, one)
-		cb.CBPopFront(cbO, kir.Ci(vc))
-		cb.CBPopFront(cbO2, kir.Ci(vc))
-		cb.CBPopFront(cbW, kir.Ci(vc))
-		cb.CBPopFront(cbZ, kir.Ci(vc))
+	k.c.For("i", z0, ccount, func(kir.Var) {
+		k.normQK()
+		k.decay()
+		k.delta()
+		k.update()
+		k.outNorm(cleader)
 	})
-	if exact {
-		cb.CBPopFront(cbEye, one)
+	if r.exact {
+		k.c.B.CBPopFront(r.cb.eye, one)
 	}
+	return cp
+}
 
-	// Writer.
-	wr := newWriter(p, rs)
-	nsAcc, err := accessOf(ctx, wr, "new_state_addr", ns)
-	if err != nil {
-		return nil, err
+// sfpu applies op (with param) to DEST[0].
+func (k gdnCompute) sfpu(op kir.SFPUOp, param float32) {
+	k.c.SFPU(blocks.SFPUStep{Op: op, Param: param}, kir.C(0))
+}
+
+// roundTo rounds DEST[0] to the state's dtype (a bf16 state only).
+func (k gdnCompute) roundTo() {
+	if !k.exact {
+		k.c.RoundThrough(k.cb.round)
 	}
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+}
+
+// repack packs DEST[0] into the one-page CB mid (rounding it to mid's
+// format), then in a fresh DEST runs f, which reads mid's tile, and pops
+// it.
+func (k gdnCompute) repack(mid int, f func()) {
+	k.c.PackOut(mid, 1)
+	k.c.B.CBWaitFront(mid, kir.C(1))
+	k.c.Acquire()
+	f()
+	k.c.B.CBPopFront(mid, kir.C(1))
+}
+
+// rsqrtOf: DEST[0](0,0) = sum over the n tiles of a of a^2 (a times the
+// transpose of its copy a2), then rsqrt(sum * inv + eps) packed to CB r
+// and waited for. a and a2 stay at the front.
+func (k gdnCompute) rsqrtOf(a, a2, n int, inv, eps float32) {
+	c := k.c
+	c.B.CBWaitFront(a, kir.Ci(n))
+	c.B.CBWaitFront(a2, kir.Ci(n))
+	c.Acquire()
+	c.ForPeeled("t", n, func(j kir.Expr) { c.Matmul(a, a2, j, j, kir.C(0), true) })
+	k.sfpu(kir.SFPUMulScalar, inv)
+	k.sfpu(kir.SFPUAddScalar, eps)
+	k.sfpu(kir.SFPURsqrt, 0)
+	c.PackOut(k.cb.r, 1)
+	c.B.CBWaitFront(k.cb.r, kir.C(1))
+}
+
+// normQK is the l2 norms of q and k: pops q, k and their copies, pushes
+// kt tiles each of qn, kn and kc (k as column tiles).
+func (k gdnCompute) normQK() {
+	n, kt := k.cb, k.kt
+	k.l2Norm("q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale)", n.q, n.q2, n.qn, true)
+	k.l2Norm("k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale), and k as column tiles", n.k, n.k2, n.kn, false)
+	k.c.B.CBWaitFront(n.kn, kir.Ci(kt))
+	k.c.ForPeeled("kt", kt, func(j kir.Expr) {
+		k.c.Acquire()
+		k.c.Transpose(n.kn, j, kir.C(0))
+		k.c.PackOut(n.kc, 1)
+	})
+}
+
+// l2Norm emits r(r(a * rsqrt(mean(a^2) + l2_eps)) * l2_scale) (then, when
+// scaled, r() of that times scale) of the kt tiles of a into out, after
+// comment: pops a and its copy a2.
+func (k gdnCompute) l2Norm(comment string, a, a2, out int, scaled bool) {
+	c, kt := k.c, k.kt
+	c.B.Comment(comment)
+	k.rsqrtOf(a, a2, kt, 1/float32(k.Dk), k.l2Eps)
+	c.ForPeeled("kt", kt, func(j kir.Expr) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastScalar, a, k.cb.r, j, kir.C(0), kir.C(0))
+		k.roundTo()
+		k.sfpu(kir.SFPUMulScalar, k.l2Scale)
+		if scaled {
+			k.roundTo()
+			k.sfpu(kir.SFPUMulScalar, k.scale)
+		}
+		c.PackOut(out, 1)
+	})
+	c.B.CBPopFront(k.cb.r, kir.C(1))
+	c.B.CBPopFront(a, kir.Ci(kt))
+	c.B.CBPopFront(a2, kir.Ci(kt))
+}
+
+// decay is S = r(state * r(exp(g))): pops g and the kt*vc state tiles,
+// pushes them decayed to sd (and with an fp32 state to sdF).
+func (k gdnCompute) decay() {
+	one, z0 := kir.C(1), kir.C(0)
+	c, cb, n := k.c, k.c.B, k.cb
+	cb.Comment("S = r(state * r(exp(g)))")
+	if !k.exact {
+		c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		cb.CBWaitFront(n.eg, one)
+		c.ForPeeled("t", k.kt*k.vc, func(kir.Expr) {
+			cb.CBWaitFront(n.s, one)
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.eg, z0, z0, z0)
+			cb.CBPopFront(n.s, one)
+			c.PackOut(n.sd, 1)
+		})
+		cb.CBPopFront(n.eg, one)
+		return
+	}
+	// S + S x diag(exp(g) - 1): the state is copied into DEST exactly and
+	// only the decrement is read through the tf32 source registers, so
+	// truncation costs |exp(g) - 1| * 2^-10 of S per step instead of
+	// 2^-10 (which would shrink a state that barely decays by a fixed
+	// fraction every step).
+	c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
+	c.BinaryTileKeepA(kir.EltMul, blocks.BcastScalar, n.eye, n.eg, n.ed)
+	cb.CBWaitFront(n.ed, one)
+	c.ForPeeled("t", k.kt*k.vc, func(kir.Expr) {
+		cb.CBWaitFront(n.s, one)
+		cb.CBWaitFront(n.sf, one)
+		c.Acquire()
+		c.Copy(n.s, z0, z0)
+		c.Matmul(n.sf, n.ed, z0, z0, z0, false)
+		cb.CBPopFront(n.s, one)
+		cb.CBPopFront(n.sf, one)
+		c.PackOutTo(n.sd, n.sdF) // copied exactly below; read by the FPU in k^T S
+	})
+	cb.CBPopFront(n.ed, one)
+}
+
+// sdM is the decayed state as an FPU operand.
+func (k gdnCompute) sdM() int {
+	if k.exact {
+		return k.cb.sdF
+	}
+	return k.cb.sd
+}
+
+// delta is d = r(v - r(k^T S)) per value tile: pops v, pushes vc tiles
+// of d; the decayed state stays at the front.
+func (k gdnCompute) delta() {
+	z0 := kir.C(0)
+	c, cb, n, vc := k.c, k.c.B, k.cb, k.vc
+	cb.Comment("d = r(v - r(k^T S)) per value tile")
+	cb.CBWaitFront(n.sd, kir.Ci(k.kt*vc))
+	if k.exact {
+		cb.CBWaitFront(n.sdF, kir.Ci(k.kt*vc))
+	}
+	cb.CBWaitFront(n.v, kir.Ci(vc))
+	// kS accumulates k^T S for value tile v into DEST[0].
+	kS := func(v kir.Expr) {
+		c.ForPeeled("kt", k.kt, func(j kir.Expr) {
+			c.Matmul(n.kn, k.sdM(), j, kir.Add(kir.Mul(j, kir.Ci(vc)), v), z0, false)
+		})
+	}
+	c.ForPeeled("vt", vc, func(v kir.Expr) {
+		c.Acquire()
+		if k.exact {
+			// -(-v + k^T S): no fp32 value is read back through the tf32
+			// source registers.
+			c.Copy(n.v, v, z0)
+			k.sfpu(kir.SFPUNegative, 0)
+			kS(v)
+			k.sfpu(kir.SFPUNegative, 0)
+			c.PackOut(n.d, 1)
+			return
+		}
+		kS(v)
+		k.repack(n.ks, func() { c.Binary(kir.EltSub, blocks.BcastNone, n.v, n.ks, v, z0, z0) })
+		c.PackOut(n.d, 1)
+	})
+	cb.CBPopFront(n.v, kir.Ci(vc))
+}
+
+// update is S' = r(S + r(r(k d^T) * beta)) and o = r(q^T S'), column by
+// column: pushes the S' tiles to the writer (sout) and vc tiles of o (and
+// its copy o2); pops d, beta, kc, qn, kn and the decayed state.
+func (k gdnCompute) update() {
+	one, z0 := kir.C(1), kir.C(0)
+	c, cb, n, kt, vc := k.c, k.c.B, k.cb, k.kt, k.vc
+	cb.Comment("S' = r(S + r(r(k d^T) * beta)), o = r(q^T S'), column by column")
+	cb.CBWaitFront(n.d, kir.Ci(vc))
+	cb.CBWaitFront(n.beta, one)
+	cb.CBWaitFront(n.kc, kir.Ci(kt))
+	cb.CBWaitFront(n.qn, kir.Ci(kt))
+	if k.exact {
+		c.ForPeeled("vt", vc, func(v kir.Expr) {
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastScalar, n.d, n.beta, v, z0, z0)
+			c.PackOut(n.db, 1)
+		})
+		cb.CBWaitFront(n.db, kir.Ci(vc))
+	}
+	c.For("vt", z0, kir.Ci(vc), func(v kir.Var) {
+		c.ForPeeled("kt", kt, func(j kir.Expr) {
+			sd := kir.Add(kir.Mul(j, kir.Ci(vc)), v)
+			c.Acquire()
+			if k.exact {
+				// S + k (x) (d * beta), accumulated onto S in DEST.
+				c.Copy(n.sd, sd, z0)
+				c.Matmul(n.kc, n.db, j, v, z0, false)
+			} else {
+				c.Matmul(n.kc, n.d, j, v, z0, false)
+				k.repack(n.outer, func() { c.Binary(kir.EltMul, blocks.BcastScalar, n.outer, n.beta, z0, z0, z0) })
+				k.repack(n.ob, func() { c.Binary(kir.EltAdd, blocks.BcastNone, n.sd, n.ob, sd, z0, z0) })
+			}
+			c.PackOutTo(n.sout, n.sp)
+		})
+		cb.CBWaitFront(n.sp, kir.Ci(kt))
+		c.Acquire()
+		c.ForPeeled("kt", kt, func(j kir.Expr) { c.Matmul(n.qn, n.sp, j, j, z0, false) })
+		cb.CBPopFront(n.sp, kir.Ci(kt))
+		c.PackOutTo(n.o, n.o2)
+	})
+	if k.exact {
+		cb.CBPopFront(n.db, kir.Ci(vc))
+	}
+	for _, p := range []struct{ cb, n int }{{n.d, vc}, {n.beta, 1}, {n.kc, kt}, {n.qn, kt}, {n.kn, kt}, {n.sd, kt * vc}} {
+		cb.CBPopFront(p.cb, kir.Ci(p.n))
+	}
+	if k.exact {
+		cb.CBPopFront(n.sdF, kir.Ci(kt*vc))
+	}
+}
+
+// outNorm is out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)): the sum
+// of o^2 over the head (through the exchange when the head spans cores:
+// leader is the compute's leader flag), then per value tile the norm,
+// the weight and the gate. Pushes vc tiles of out; pops o, o2, w and z.
+func (k gdnCompute) outNorm(leader kir.ArgRef) {
+	one, z0 := kir.C(1), kir.C(0)
+	c, cb, n, vc := k.c, k.c.B, k.cb, k.vc
+	cb.Comment("out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w))")
+	if k.xch == nil {
+		k.rsqrtOf(n.o, n.o2, vc, 1/float32(k.Dv), k.normEps)
+	} else {
+		cb.Comment("the head's sum(o^2) over its cores: this core's partial to the writer, the leader adds them (SFPU, fp32) and the writer broadcasts rsqrt")
+		cb.CBWaitFront(n.o, kir.Ci(vc))
+		cb.CBWaitFront(n.o2, kir.Ci(vc))
+		c.Acquire()
+		c.ForPeeled("t", vc, func(j kir.Expr) { c.Matmul(n.o, n.o2, j, j, z0, true) })
+		c.PackOut(k.xch.Partial, 1)
+		k.xch.Combine(c, leader, "", func() {
+			k.sfpu(kir.SFPUMulScalar, 1/float32(k.Dv))
+			k.sfpu(kir.SFPUAddScalar, k.normEps)
+			k.sfpu(kir.SFPURsqrt, 0)
+		})
+		cb.CBWaitFront(n.rsOut, one)
+	}
+	cb.CBWaitFront(n.w, kir.Ci(vc))
+	cb.CBWaitFront(n.z, kir.Ci(vc))
+	c.ForPeeled("vt", vc, func(v kir.Expr) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastScalar, n.o, n.rsOut, v, z0, z0)
+		k.repack(n.on1, func() { c.Binary(kir.EltMul, blocks.BcastRows, n.on1, n.w, z0, v, z0) })
+		c.PackOut(n.on, 1)
+		c.Acquire()
+		c.Copy(n.z, v, z0)
+		k.sfpu(kir.SFPUSiLU, 0)
+		c.PackOut(n.sz, 1)
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, n.sz, n.on, n.out, false, nil)
+	})
+	for _, p := range []struct{ cb, n int }{{n.rsOut, 1}, {n.o, vc}, {n.o2, vc}, {n.w, vc}, {n.z, vc}} {
+		cb.CBPopFront(p.cb, kir.Ci(p.n))
+	}
+}
+
+// writer adds the writer kernel: with an fp32 state first the identity
+// tile; per item the S' tiles into the new state, a value column (kt
+// tiles) per barrier, the exchange when a head spans cores, then the
+// item's output tiles. Its body is empty when ab fails.
+func (r *gdnRec) writer(p *kir.Program, ab *accessBinder) *kir.Kernel {
+	wr := newWriter(p, r.rs)
+	nsAcc, oAcc := ab.bind(wr, "new_state_addr", r.ns), ab.bind(wr, "out_addr", r.out)
+	if ab.err != nil {
+		return wr
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	var ea exchangeArgs
-	if xch != nil {
-		ea = xch.declareExchange(wr)
+	var ea multicore.ExchangeArgs
+	if r.xch != nil {
+		ea = r.xch.Declare(wr)
 	}
-	w := wr.Builder()
-	if exact {
+	w, kt, vt, vc := wr.Builder(), r.kt, r.vt, r.vc
+	if r.exact {
 		// The writer is idle until the first new state tile, so it builds
 		// the identity while the reader's first reads are in flight.
 		w.Comment("the identity tile (fp32)")
-		w.CBReserveBack(cbEye, kir.C(1))
-		eye := w.Let("eye", kir.GetWritePtr{CB: cbEye})
-		blocks.FillWords(w, eye, f.TileBytes(), 0)
+		w.CBReserveBack(r.cb.eye, kir.C(1))
+		eye := w.Let("eye", kir.GetWritePtr{CB: r.cb.eye})
+		blocks.FillWords(w, eye, r.f.TileBytes(), 0)
 		w.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
 			w.L1Write32(kir.Add(eye, blocks.FaceOffset(d, d, 4)), kir.C(blocks.FillWord(ir.FP32, 1)))
 		})
-		w.CBPushBack(cbEye, kir.C(1))
+		w.CBPushBack(r.cb.eye, kir.C(1))
 	}
 	w.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-		head := w.Let("head", kir.Div(i, kir.Ci(groups)))
-		v0 := w.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(groups)), kir.Ci(vc)))
+		head := w.Let("head", kir.Div(i, kir.Ci(r.groups)))
+		v0 := w.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(r.groups)), kir.Ci(vc)))
 		base := w.Let("sbase", kir.Add(kir.Mul(head, kir.Ci(kt*vt)), v0))
 		w.For("vt", kir.C(0), kir.Ci(vc), func(v kir.Var) {
-			blocks.WritePagesBatch(w, nsAcc, cbSout, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(base, kir.Add(kir.Mul(j, kir.Ci(vt)), v)) })
+			blocks.WritePagesBatch(w, nsAcc, r.cb.sout, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(base, kir.Add(kir.Mul(j, kir.Ci(vt)), v)) })
 		})
-		if xch != nil {
-			xch.exchange(w, ea)
+		if r.xch != nil {
+			r.xch.Emit(w, ea)
 		}
-		ot := w.Let("ot", kir.Add(kir.Add(kir.Mul(kir.Div(head, kir.Ci(H)), kir.Ci(ctz)), kir.Mul(kir.Mod(head, kir.Ci(H)), kir.Ci(vt))), v0))
-		blocks.WritePagesBatch(w, oAcc, cbOut, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ot, j) })
+		ot := w.Let("ot", kir.Add(kir.Add(kir.Mul(kir.Div(head, kir.Ci(r.H)), kir.Ci(r.ctz)), kir.Mul(kir.Mod(head, kir.Ci(r.H)), kir.Ci(vt))), v0))
+		blocks.WritePagesBatch(w, oAcc, r.cb.out, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ot, j) })
 	})
+	return wr
+}
 
-	for i, core := range cores {
-		st, n := plan.Range(i)
+// setArgs sets the per-core runtime arguments: each core's item range,
+// and with a split head the exchange's arguments (the leader flag to
+// compute too). name is the op's, for errors.
+func (r *gdnRec) setArgs(name string, rd, cp, wr *kir.Kernel) error {
+	for i, core := range r.cores {
+		st, n := r.plan.Range(i)
 		rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
 		wv := []kir.ArgValue{kir.U32(uint32(st)), kir.U32(uint32(n))}
-		if xch == nil {
+		if r.xch == nil {
 			cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
 		} else {
-			ex, err := xch.exchangeValues(i, wr.NoC)
+			ex, err := r.xch.Values(i, wr.NoC)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			cp.SetRuntimeArgs(core, kir.U32(uint32(n)), ex[0]) // ex[0]: leader
 			wv = append(wv, ex...)
 		}
 		wr.SetRuntimeArgs(core, wv...)
 	}
-	return p, nil
+	return nil
 }
-
-// gdnStateBatch is the number of state pages the recurrence's reader
-// moves per barrier (its state CBs hold two such blocks).
-const gdnStateBatch = 4

@@ -326,7 +326,8 @@ func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Acc
 
 // accessBinder declares operand buffers as runtime args of kernels
 // (accessOf) and keeps the first error: once err is set, bind declares
-// nothing more and returns nil.
+// nothing more and returns nil. A nil value binds to nil, declaring
+// nothing (an optional operand).
 type accessBinder struct {
 	ctx *Context
 	err error
@@ -335,7 +336,7 @@ type accessBinder struct {
 // bind returns accessOf(ctx, k, arg, v), or nil when this or an earlier
 // bind failed (err then holds the first failure).
 func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-	if ab.err != nil {
+	if ab.err != nil || v == nil {
 		return nil
 	}
 	a, err := accessOf(ab.ctx, k, arg, v)

@@ -46,42 +46,22 @@ import (
 //     reduce_tile<SUM, REDUCE_ROW> in column order into one fp32 DEST
 //     tile (the chunk's row sums in column 0, as the one-core pipeline
 //     does for a whole row) and packs it to CB partial_sums;
-//  2. the writer writes that tile into page k (its place in the group) of
-//     CB group_partial_sums of the group's leader (core 0 of the group;
-//     the CB has one L1 address on all cores and only leaders use it, so
-//     the sender's get_write_ptr is the leader's), waits for the write
-//     (noc_async_write_barrier) and noc_semaphore_inc's the leader's
-//     semaphore "partials in" (id 0; 1 in the collective tail, whose id 0
-//     is the ring's "done"); the kernel ends with
-//     noc_async_atomic_barrier (kir.Finish);
-//  3. the leader's writer waits for "partials in" == C and pushes the C
-//     pages; the leader's compute copies partial 0 to DEST[0] and adds
-//     partials 1..C-1 in core order with add_binary_tile (the CB is only
-//     copied, so it unpacks straight to DEST and the adds are fp32
-//     exact), multiplies by 1/H, adds eps, takes rsqrt and packs the tile
-//     to CB rsqrt_local; the writer multicasts it into CB rsqrt_mean of
-//     every follower (noc_async_write_multicast, one per rectangle of
-//     followerRects: the followers exactly, split at NoC column gaps,
-//     never the sender), copies it into its own rsqrt_mean, waits for the
-//     writes, sets its semaphore "rsqrt valid" (id 1, or 2) to 1 and
-//     multicasts that word to the same rectangles
-//     (noc_semaphore_set_multicast); a follower's writer waits for its
-//     "rsqrt valid" == 1. Every writer then pushes its rsqrt_mean page;
-//  4. compute multiplies the chunk by the column broadcast of rsqrt and the
+//  2. the group exchanges those tiles (multicore.Exchange, semaphores 0
+//     and 1, or 1 and 2 in the collective tail, whose 0 is the ring's
+//     "done"): the writer sends the tile to page k (its place in the
+//     group) of the leader's CB group_partial_sums; the leader's compute
+//     adds the C partials in core order with add_binary_tile (fp32 exact),
+//     multiplies by 1/H, adds eps and takes rsqrt; its writer multicasts
+//     that tile into CB rsqrt_mean of every core of the group;
+//  3. compute multiplies the chunk by the column broadcast of rsqrt and the
 //     row broadcast of (w + offset) as in step 3 above, and the writer
 //     writes the result chunk.
 //
-// Deadlock freedom: the waits form a DAG per group. A follower waits only
-// for its leader's "rsqrt valid", which the leader sets after waiting for C
-// increments, each issued by a writer after its own compute's partial,
-// which needs only that core's reader (x is read in full before the
-// weights, and every x and weight CB holds a whole chunk). The leader
-// never waits for a follower's later work, and no core writes into a CB
-// page its consumer has not freed: the partials and the rsqrt page are
-// written once per program into CBs with room for them (C and 1 pages).
-// Programs that also write h (add_rmsnorm, the tail) drain it in the
-// writer before the exchange, since compute produces all of it before its
-// squares. Semaphores start at 0 in every program launch.
+// Deadlock freedom: besides the exchange's own argument, each core's
+// partial needs only that core's reader (x is read in full before the
+// weights, and every x and weight CB holds a whole chunk). Programs that
+// also write h (add_rmsnorm, the tail) drain it in the writer before the
+// exchange, since compute produces all of it before its squares.
 //
 // Numerics: the squares are the same fp32 tiles as on one core and each
 // chunk is reduced in the same column order; the row sum is then those C
@@ -303,8 +283,8 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 		return nil, err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	ea := ns.declareExchange(wr)
-	ns.exchange(wr.Builder(), ea)
+	ea := ns.ex.Declare(wr)
+	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
 	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)

@@ -2,10 +2,10 @@ package lower
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -13,12 +13,13 @@ import (
 // normSplit is the split-row RMSNorm shared by rms_norm and
 // rms_norm_plain (norm.go), add_rmsnorm (fused_common.go) and the
 // all_reduce_add_rmsnorm tail (fused_collective.go): every tile row gets
-// a group of Group consecutive cores (row-major from First), core k of a
-// group takes tiles [k*Per, min((k+1)*Per, wt)) of the row, and the row's
-// sum of squares is reduced over the group in two stages (see the family
-// doc in norm.go). The caller owns how x reaches CB x (read, or computed
-// and packed) and writes the results; normSplit adds the CBs and
-// semaphores of the exchange and emits its compute and writer parts.
+// a group of group consecutive cores (row-major), core k of a group takes
+// tiles [k*per, min((k+1)*per, wt)) of the row, and the partial sums of
+// squares are exchanged between the group's cores (multicore.Exchange;
+// see the family doc in norm.go). The caller owns how x reaches CB x
+// (read, or computed and packed) and writes the results; normSplit adds
+// the CBs and semaphores of the exchange and emits its compute and writer
+// parts.
 type normSplit struct {
 	t           *target.Target
 	rows, wt    int // tile rows, tiles per row
@@ -30,31 +31,15 @@ type normSplit struct {
 	live   int
 	cores  []kir.Core // group g is cores[g*group : (g+1)*group]; cores[g*group] leads it
 	ranges []ir.CoreRange
-	// semPartial counts the cores whose squares reached a leader, semValid
-	// tells a follower that the rsqrt tile is in place.
-	semPartial, semValid int
-	cb                   normSplitCBs
+	cb     normCBs
+	// ex exchanges the row sums of squares and the rsqrt tile between a
+	// group's cores (its CBs from addCBs, its semaphores from
+	// addSemaphores).
+	ex multicore.Exchange
 	// weightsDone records that prepareWeights emitted step 3's weight +
 	// offset phase already (scaleChunk then skips it).
 	weightsDone bool
 }
-
-// normSplitCBs are normCBs (x holds the core's chunk, sq its squares,
-// scratch of compute; rs receives the broadcast rsqrt tile: producer the
-// writer, consumer compute) plus the exchange CBs: partial (one fp32
-// tile, compute -> writer: the chunk's row sums of squares in column 0),
-// gather (Group fp32 tiles, only used on leaders: the partials of the
-// group, page k from core k; the writer publishes them, compute adds them)
-// and rsLocal (one fp32 tile, leaders: compute -> writer, the tile the
-// writer broadcasts).
-type normSplitCBs struct {
-	normCBs
-	partial, gather, rsLocal int
-}
-
-// maxMcastRects bounds the multicast rectangles of one group (see
-// mcastRects); their arguments are fixed slots of the writer.
-const maxMcastRects = 6
 
 // planNormSplit returns the split-row plan for rows tile rows of wt tiles
 // on at most avail cores starting at worker index first, or nil when one
@@ -85,8 +70,10 @@ func (ns *normSplit) chunk(i int) (page, col, count int) {
 
 // addCBs adds the norm's CBs besides x, the scaler and out (which the
 // caller allocated on ns.ranges, x with ns.per pages): the weight chunk
-// (wdt, -1 dtype-less when w is nil), squares, the received rsqrt, x *
-// rsqrt, weight + offset, and the exchange CBs.
+// (wdt, -1 dtype-less when w is nil), squares, the received rsqrt (the
+// exchange's Result), x * rsqrt, weight + offset, and the exchange's CBs:
+// partial (the chunk's fp32 row sums of squares in column 0), the group's
+// partials on leaders and the leader's rsqrt tile.
 func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value, sq ir.DType) {
 	n := normCBs{x: x, scaler: scaler, out: out, w: -1, wo: -1, xn: -1}
 	if w != nil {
@@ -102,11 +89,13 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 	}
 	n.sq = cbs.Scratch("x_squared", sq, ns.per)
 	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
-	ns.cb = normSplitCBs{normCBs: n,
-		partial: cbs.Output("partial_sums", ir.FP32, 1),
-		gather:  cbs.Input("group_partial_sums", ir.FP32, ns.group),
-		rsLocal: cbs.Output("rsqrt_local", ir.FP32, 1),
-	}
+	ns.cb = n
+	ns.ex = multicore.Exchange{T: ns.t, Group: ns.group, Cores: ns.cores, Ranges: ns.ranges, Result: n.rs,
+		Partial: cbs.Output("partial_sums", ir.FP32, 1),
+		Gather:  cbs.Input("group_partial_sums", ir.FP32, ns.group),
+		Local:   cbs.Output("rsqrt_local", ir.FP32, 1),
+		Page:    ir.FP32.TileBytes(), Bytes: rowSumBytes(ns.live),
+		PartialName: "partial sums (column 0 of its live rows)", ResultName: "rsqrt tile"}
 }
 
 // maxBatchedNormTiles bounds the chunk whose step 3 runs phase by phase
@@ -142,11 +131,7 @@ func (ns *normSplit) writeChunk(b *kir.Builder, a *blocks.Access, cb int, start,
 
 // addSemaphores adds the exchange semaphores (ids a and b, initial 0) on
 // the plan's cores.
-func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) {
-	ns.semPartial, ns.semValid = a, b
-	p.AddSemaphore(kir.Semaphore{ID: a, Cores: ns.ranges})
-	p.AddSemaphore(kir.Semaphore{ID: b, Cores: ns.ranges})
-}
+func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) { ns.ex.AddSemaphores(p, a, b) }
 
 // readWeights emits the reader's weight chunk: count pages of w from page
 // col into the weight CB, all in flight. Produces count pages of it.
@@ -188,23 +173,11 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
 	c.B.CBWaitFront(n.x, count)
-	n.sumSquares(c, count, n.partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
-	c.PackOut(n.partial, 1)
+	n.sumSquares(c, count, ns.ex.Partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
+	c.PackOut(ns.ex.Partial, 1)
 	c.B.CBPopFront(n.sq, count)
-	c.If(kir.Ne(leader, kir.C(0)), func() {
-		c.B.Comment("leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)")
-		g := kir.Ci(ns.group)
-		c.B.CBWaitFront(n.gather, g)
-		c.Acquire()
-		c.Copy(n.gather, kir.C(0), kir.C(0))
-		c.For("k", kir.C(1), g, func(k kir.Var) {
-			c.Copy(n.gather, k, kir.C(1))
-			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-		})
-		n.rsqrtOf(c, ns.h, ns.eps)
-		c.PackOut(n.rsLocal, 1)
-		c.B.CBPopFront(n.gather, g)
-	}, nil)
+	ns.ex.Combine(c, leader, "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)",
+		func() { n.rsqrtOf(c, ns.h, ns.eps) })
 	if ns.batched() && n.w >= 0 {
 		ns.scaleChunk(c, count)
 	} else {
@@ -258,176 +231,14 @@ func (ns *normSplit) prepareWeights(c *blocks.Compute, count kir.Expr) {
 	})
 }
 
-// sumBytes is the bytes of a partial or rsqrt tile the exchange moves:
-// the fp32 row sums sit in column 0, so live rows r < 16 are the first
+// rowSumBytes is the bytes of an fp32 tile of row sums (column 0) that
+// hold live rows (blocks.LiveRows): live rows r < 16 are the first
 // live*64 bytes of face 0; with rows past 16 the whole tile.
-func (ns *normSplit) sumBytes() int {
-	if ns.live > 0 && ns.live < blocks.FaceDim {
-		return ns.live * blocks.FaceDim * 4
+func rowSumBytes(live int) int {
+	if live > 0 && live < blocks.FaceDim {
+		return live * blocks.FaceDim * 4
 	}
 	return ir.FP32.TileBytes()
-}
-
-// exchangeArgs declares the writer's per-core exchange arguments (in this
-// order; values from exchangeValues).
-type exchangeArgs struct {
-	leader, slot, lx, ly kir.ArgRef
-	rects                [maxMcastRects][5]kir.ArgRef // x0, y0, x1, y1, cores (0: unused slot)
-}
-
-func (ns *normSplit) declareExchange(wr *kir.Kernel) exchangeArgs {
-	a := exchangeArgs{leader: wr.RuntimeArg("leader"), slot: wr.RuntimeArg("slot"),
-		lx: wr.RuntimeArg("leader_x"), ly: wr.RuntimeArg("leader_y")}
-	for r := range a.rects {
-		for j, f := range []string{"x0", "y0", "x1", "y1", "cores"} {
-			a.rects[r][j] = wr.RuntimeArg("mcast" + strconv.Itoa(r) + "_" + f)
-		}
-	}
-	return a
-}
-
-// exchangeValues are core i's values for declareExchange's arguments, for
-// a writer issuing on NoC noc;
-// the first is the leader flag (1 on a group's first core), which the
-// compute kernels take too.
-func (ns *normSplit) exchangeValues(i, noc int) ([]kir.ArgValue, error) {
-	g, k := i/ns.group, i%ns.group
-	lead := ns.cores[g*ns.group]
-	isLeader := uint32(0)
-	var rects []coreRect
-	if k == 0 {
-		isLeader = 1
-		var err error
-		if rects, err = followerRects(ns.t, ns.cores[g*ns.group+1:(g+1)*ns.group]); err != nil {
-			return nil, err
-		}
-	}
-	vals := []kir.ArgValue{kir.U32(isLeader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
-	for r := 0; r < maxMcastRects; r++ {
-		if r >= len(rects) {
-			vals = append(vals, kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0), kir.U32(0))
-			continue
-		}
-		vals = append(vals, rects[r].mcastArgs(noc)...)
-	}
-	return vals, nil
-}
-
-// exchange emits the writer's part of the exchange. Every core waits for
-// its partial tile, writes it into page slot of the leader's gather CB
-// (the CB has one address on every core and is untouched on followers, so
-// this core's get_write_ptr is the leader's), waits for the write and
-// increments the leader's semPartial. A leader then waits until
-// semPartial counts Group, publishes the Group gather pages to compute,
-// waits for the rsqrt tile compute packs to rsLocal, multicasts it into rs
-// of every follower (one multicast per rectangle, the leader outside all
-// of them) and copies it into its own rs, waits for those writes, sets its
-// semValid to 1 and multicasts that word to the same rectangles. A
-// follower waits until its semValid is 1. Every core then publishes its
-// rs page. Consumes one partial page (and on leaders one rsLocal page),
-// produces Group gather pages on leaders and one rs page everywhere.
-func (ns *normSplit) exchange(b *kir.Builder, a exchangeArgs) {
-	n := ns.cb
-	tb := kir.Ci(ir.FP32.TileBytes())
-	sb := kir.Ci(ns.sumBytes())
-	b.Comment("send this core's partial sums (column 0 of its live rows) to its page of the group leader's gather CB")
-	b.CBWaitFront(n.partial, kir.C(1))
-	row := b.Let("gather_base", kir.GetWritePtr{CB: n.gather})
-	b.NoCAsyncWrite(kir.GetReadPtr{CB: n.partial}, kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.Add(row, kir.Mul(a.slot, tb))}, sb)
-	b.NoCAsyncWriteBarrier()
-	b.NoCSemaphoreInc(kir.NoCAddr{X: a.lx, Y: a.ly, Addr: kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}}, kir.C(1))
-	b.CBPopFront(n.partial, kir.C(1))
-	b.CBReserveBack(n.rs, kir.C(1))
-	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(ns.semValid)})
-	b.IfElse(kir.Ne(a.leader, kir.C(0)), func() {
-		b.Comment("leader: the group's partials in, to compute; then broadcast the rsqrt tile")
-		b.CBReserveBack(n.gather, kir.Ci(ns.group))
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(ns.semPartial)}, kir.Ci(ns.group))
-		b.CBPushBack(n.gather, kir.Ci(ns.group))
-		b.CBWaitFront(n.rsLocal, kir.C(1))
-		src := b.Let("rs_src", kir.GetReadPtr{CB: n.rsLocal})
-		dst := b.Let("rs_dst", kir.GetWritePtr{CB: n.rs})
-		ns.eachRect(b, a, func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr) {
-			b.NoCAsyncWriteMulticast(src, mc(dst), sb, r[4])
-		})
-		blocks.LocalCopy(b, src, dst, ns.sumBytes())
-		b.NoCAsyncReadBarrier()
-		b.NoCAsyncWriteBarrier()
-		b.NoCSemaphoreSet(valid, kir.C(1))
-		ns.eachRect(b, a, func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr) {
-			b.NoCSemaphoreSetMulticast(valid, mc(valid), r[4])
-		})
-		b.NoCAsyncWriteBarrier()
-		b.CBPopFront(n.rsLocal, kir.C(1))
-	}, func() {
-		b.Comment("follower: wait for the leader's rsqrt tile")
-		b.NoCSemaphoreWait(valid, kir.C(1))
-	})
-	b.CBPushBack(n.rs, kir.C(1))
-}
-
-// eachRect emits f for every used multicast slot (cores != 0); mc turns
-// an L1 address into the slot's multicast address.
-func (ns *normSplit) eachRect(b *kir.Builder, a exchangeArgs, f func(r [5]kir.ArgRef, mc func(kir.Expr) kir.Expr)) {
-	for _, r := range a.rects {
-		b.If(kir.Ne(r[4], kir.C(0)), func() {
-			f(r, func(addr kir.Expr) kir.Expr {
-				return kir.MulticastAddr{X0: r[0], Y0: r[1], X1: r[2], Y1: r[3], Addr: addr}
-			})
-		})
-	}
-}
-
-// coreRect is a rectangle of logical worker cores.
-type coreRect struct{ x0, y0, x1, y1 int }
-
-func (m coreRect) cores() int { return (m.x1 - m.x0 + 1) * (m.y1 - m.y0 + 1) }
-
-// mcastArgs are the rectangle's five multicast argument values for a
-// kernel issuing on NoC noc: its corners in that NoC's order
-// (kir.McastCorners), then its number of cores.
-func (m coreRect) mcastArgs(noc int) []kir.ArgValue {
-	c := kir.McastCorners(noc, kir.Core{X: m.x0, Y: m.y0}, kir.Core{X: m.x1, Y: m.y1})
-	return append(c[:], kir.U32(uint32(m.cores())))
-}
-
-// followerRects covers exactly cores (consecutive in row-major order) with
-// rectangles whose NoC columns and rows are contiguous, so that no
-// multicast rectangle spans a DRAM or PCIe column of the NoC (nor, since
-// the leader precedes its followers, the sending leader). Rows with the
-// same column span merge into one rectangle.
-func followerRects(t *target.Target, cores []kir.Core) ([]coreRect, error) {
-	nocX := func(c kir.Core) int { nx, _, _ := t.WorkerNoC(c.X, c.Y); return nx }
-	nocY := func(y int) int { _, ny, _ := t.WorkerNoC(0, y); return ny }
-	var segs []coreRect // runs of one grid row, split at NoC gaps
-	for i := 0; i < len(cores); {
-		c := cores[i]
-		j := i + 1
-		for j < len(cores) && cores[j].Y == c.Y && cores[j].X == cores[j-1].X+1 && nocX(cores[j]) == nocX(cores[j-1])+1 {
-			j++
-		}
-		segs = append(segs, coreRect{x0: c.X, y0: c.Y, x1: cores[j-1].X, y1: c.Y})
-		i = j
-	}
-	var out []coreRect
-	for _, s := range segs {
-		merged := false
-		for k := range out {
-			o := &out[k]
-			if o.x0 == s.x0 && o.x1 == s.x1 && o.y1+1 == s.y0 && nocY(s.y0) == nocY(o.y1)+1 {
-				o.y1 = s.y1
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			out = append(out, s)
-		}
-	}
-	if len(out) > maxMcastRects {
-		return nil, fmt.Errorf("rule norm-mcast: %d follower cores need %d multicast rectangles, at most %d are supported", len(cores), len(out), maxMcastRects)
-	}
-	return out, nil
 }
 
 // addRMSNormSplit is lowerAddRMSNorm on ns's split-row plan: core i reads
@@ -496,10 +307,10 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 		return nil, wb.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	ea := ns.declareExchange(wr)
+	ea := ns.ex.Declare(wr)
 	b = wr.Builder()
 	blocks.WritePages(b, hAcc, cbHOut, wstart, wcount)
-	ns.exchange(b, ea)
+	ns.ex.Emit(b, ea)
 	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
 	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }
@@ -511,7 +322,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 func (ns *normSplit) setArgs(name string, rd, cp, wr *kir.Kernel, rdExtra func(i int) []kir.ArgValue) error {
 	for i, core := range ns.cores {
 		page, col, n := ns.chunk(i)
-		ex, err := ns.exchangeValues(i, wr.NoC)
+		ex, err := ns.ex.Values(i, wr.NoC)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -117,43 +117,6 @@ func TestSplitNormCollective(t *testing.T) {
 	}
 }
 
-// TestMcastRects: the rectangles cover exactly the followers, never the
-// leader, and never span a NoC column or row gap.
-func TestMcastRects(t *testing.T) {
-	tgt := target.Blackhole()
-	for _, c := range []struct{ first, n int }{{0, 23}, {12, 23}, {5, 2}, {0, 110}, {6, 3}, {30, 40}, {97, 13}} {
-		cores, _ := coresFrom(tgt, c.first, c.n)
-		rects, err := followerRects(tgt, cores[1:])
-		if err != nil {
-			t.Fatalf("first %d, %d cores: %v", c.first, c.n, err)
-		}
-		seen := map[kir.Core]int{}
-		for _, r := range rects {
-			for y := r.y0; y <= r.y1; y++ {
-				for x := r.x0; x <= r.x1; x++ {
-					seen[kir.Core{X: x, Y: y}]++
-				}
-			}
-			ax, ay, _ := tgt.WorkerNoC(r.x0, r.y0)
-			bx, by, _ := tgt.WorkerNoC(r.x1, r.y1)
-			if bx-ax != r.x1-r.x0 || by-ay != r.y1-r.y0 {
-				t.Errorf("first %d, %d cores: rectangle %+v spans a NoC gap (NoC (%d,%d)-(%d,%d))", c.first, c.n, r, ax, ay, bx, by)
-			}
-		}
-		if seen[cores[0]] != 0 {
-			t.Errorf("first %d, %d cores: the leader %v is inside a rectangle", c.first, c.n, cores[0])
-		}
-		for _, f := range cores[1:] {
-			if seen[f] != 1 {
-				t.Errorf("first %d, %d cores: follower %v covered %d times", c.first, c.n, f, seen[f])
-			}
-		}
-		if total := len(seen); total != c.n-1 {
-			t.Errorf("first %d, %d cores: rectangles cover %d cores, want the %d followers", c.first, c.n, total, c.n-1)
-		}
-	}
-}
-
 // TestPlanNormSplit: the 27B's 160-tile row goes to a few tens of cores,
 // a 2-tile row to two, and a plan never leaves a core without tiles.
 func TestPlanNormSplit(t *testing.T) {

@@ -1,0 +1,341 @@
+package multicore
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// rangesOf is one core range per core.
+func rangesOf(cores []kir.Core) []ir.CoreRange {
+	rs := make([]ir.CoreRange, len(cores))
+	for i, c := range cores {
+		rs[i] = c.Range()
+	}
+	return rs
+}
+
+// dramBuffer adds a DRAM-interleaved buffer of pages pages of pageSize
+// bytes to p.
+func dramBuffer(p *kir.Program, name string, pageSize, pages int) kir.Buffer {
+	b := kir.Buffer{Name: name, Mem: ir.DRAM, DType: ir.FP32, Layout: ir.TileLayout, PageSize: pageSize, Pages: pages}
+	p.AddBuffer(b)
+	return b
+}
+
+// access declares buf's address as common arg name+"_addr" of k.
+func access(t *testing.T, tg *target.Target, k *kir.Kernel, buf kir.Buffer) *blocks.Access {
+	t.Helper()
+	a, err := blocks.NewAccess(k, tg, buf.Name+"_addr", buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// runSim finishes and validates p, writes in (buffer name -> bytes from
+// page 0) to a fresh simulated device, runs p and returns buffer out.
+func runSim(t *testing.T, tg *target.Target, p *kir.Program, in map[string][]byte, out string) []byte {
+	t.Helper()
+	kir.Finish(p)
+	if err := kir.Validate(p, tg); err != nil {
+		t.Fatal(err)
+	}
+	d := kexec.NewDevice(tg)
+	for _, b := range p.Buffers {
+		_, err := d.Alloc(b)
+		if data, ok := in[b.Name]; ok && err == nil {
+			err = d.WritePages(b.Name, 0, data)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Run(p, kexec.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	buf := p.Buffer(out)
+	got, err := d.ReadPages(out, 0, buf.Pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// pattern is n bytes that differ from page to page and within a page.
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251 + seed)
+	}
+	return b
+}
+
+// firstDiff is the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestExchangeOnSim runs Exchange alone: core i's partial page holds the
+// number i+1 in every fp32 word; every core must receive its group's sum
+// in the first Bytes of its result page.
+func TestExchangeOnSim(t *testing.T) {
+	tg := target.Blackhole()
+	tb := ir.FP32.TileBytes()
+	for _, tc := range []struct {
+		name                 string
+		first, group, groups int
+		bytes                int
+		shared               bool // Partial and Local are one CB (as in the GDN recurrence)
+	}{
+		{"pairs", 0, 2, 3, tb, false},
+		{"one row sums", 3, 4, 2, 64, false},
+		{"group across NoC gap", 0, 11, 1, 64, true},
+		{"groups over rows", 40, 7, 5, tb, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.group * tc.groups
+			cores := coresFrom(tg, tc.first, n)
+			rs := rangesOf(cores)
+			p := kir.NewProgram("exchange")
+			out := dramBuffer(p, "out", tb, n)
+			cbs := blocks.NewCBPlan(p, tg, rs)
+			x := &Exchange{T: tg, Group: tc.group, Cores: cores, Ranges: rs, Page: tb, Bytes: tc.bytes, PartialName: "partial", ResultName: "sum"}
+			x.Partial = cbs.Output("partial", ir.FP32, 1)
+			x.Gather = cbs.Input("gather", ir.FP32, tc.group)
+			x.Local = x.Partial
+			if !tc.shared {
+				x.Local = cbs.Output("local", ir.FP32, 1)
+			}
+			x.Result = cbs.Input("result", ir.FP32, 1)
+			in := cbs.Input("value", ir.FP32, 1)
+			x.AddSemaphores(p, 0, 1)
+
+			rd := blocks.NewReaderKernel(p, rs)
+			value := rd.RuntimeArg("value")
+			b := rd.Builder()
+			b.CBReserveBack(in, kir.C(1))
+			l1 := b.Let("l1", kir.GetWritePtr{CB: in})
+			b.For("w", kir.C(0), kir.Ci(tb/4), func(w kir.Var) { b.L1Write32(kir.Add(l1, kir.Mul(w, kir.C(4))), value) })
+			b.CBPushBack(in, kir.C(1))
+
+			cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true})
+			leader := cp.RuntimeArg("leader")
+			c := blocks.NewCompute(p, cp)
+			c.Startup(in, in, x.Partial)
+			c.B.CBWaitFront(in, kir.C(1))
+			c.Acquire()
+			c.Copy(in, kir.C(0), kir.C(0))
+			c.PackOut(x.Partial, 1)
+			c.B.CBPopFront(in, kir.C(1))
+			x.Combine(c, leader, "the group's sum", func() {})
+
+			wr := blocks.NewWriterKernel(p, rs)
+			ea := x.Declare(wr)
+			page := wr.RuntimeArg("page")
+			oAcc := access(t, tg, wr, out)
+			b = wr.Builder()
+			x.Emit(b, ea)
+			blocks.WritePages(b, oAcc, x.Result, page, kir.C(1))
+
+			want := make([]float32, n)
+			for i, core := range cores {
+				ex, err := x.Values(i, wr.NoC)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rd.SetRuntimeArgs(core, kir.U32(math.Float32bits(float32(i+1))))
+				cp.SetRuntimeArgs(core, ex[0])
+				wr.SetRuntimeArgs(core, append(ex, kir.U32(uint32(i)))...)
+				want[i/tc.group*tc.group] += float32(i + 1)
+			}
+			got := runSim(t, tg, p, nil, "out")
+			for i := range cores {
+				w := want[i/tc.group*tc.group]
+				for off := 0; off < tc.bytes; off += 4 {
+					if v := math.Float32frombits(binary.LittleEndian.Uint32(got[i*tb+off:])); v != w {
+						t.Fatalf("core %d: result word %d is %v, want the group's sum %v", i, off/4, v, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMulticastOnSim runs Multicast alone: the first n cores must each
+// receive every page of a DRAM buffer in their CB, which a second kernel
+// copies to the core's part of the output.
+func TestMulticastOnSim(t *testing.T) {
+	tg := target.Blackhole()
+	for _, tc := range []struct {
+		name                string
+		cores, pages, psize int
+	}{
+		{"two cores one chunk", 2, 3, 2048},
+		{"row across NoC gap", 11, 10, 4096}, // chunks of 4 pages: 4, 4, 2
+		{"rows", 30, 9, 8192},
+		{"whole grid", 110, 5, 16384}, // a page per chunk
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cores, rs := blocks.FirstCores(tg, tc.cores)
+			p := kir.NewProgram("multicast")
+			src := dramBuffer(p, "src", tc.psize, tc.pages)
+			out := dramBuffer(p, "out", tc.psize, tc.pages*tc.cores)
+			cbs := blocks.NewCBPlan(p, tg, rs)
+			cb := cbs.Pages(blocks.InputCB, "shared", ir.FP32, tc.psize, tc.pages)
+
+			wr := blocks.NewWriterKernel(p, rs)
+			sAcc := access(t, tg, wr, src)
+			m := Multicast{CB: cb, Pages: tc.pages, PageSize: tc.psize, SemReady: 0, SemValid: 1, Name: "src", What: "the pages",
+				Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, sAcc, pg, l1) }}
+			vals, err := m.Emit(p, tg, wr, cores, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := blocks.NewReaderKernel(p, rs)
+			oAcc := access(t, tg, rd, out)
+			first := rd.RuntimeArg("first")
+			blocks.WritePages(rd.Builder(), oAcc, cb, first, kir.Ci(tc.pages))
+			for i, c := range cores {
+				wr.SetRuntimeArgs(c, vals[c]...)
+				rd.SetRuntimeArgs(c, kir.U32(uint32(i*tc.pages)))
+			}
+			data := pattern(tc.psize*tc.pages, 1)
+			got := runSim(t, tg, p, map[string][]byte{"src": data}, "out")
+			for i := range cores {
+				if at := firstDiff(data, got[i*len(data):(i+1)*len(data)]); at >= 0 {
+					t.Fatalf("core %d received byte %d of the pages wrong", i, at)
+				}
+			}
+		})
+	}
+}
+
+// TestPushOnSim runs Push alone: pusher j reads pages j, j+P, ... of a
+// DRAM buffer (P pushers) and pushes their spans into the owners' CB;
+// each owner writes its chunk out, so the output must equal the input on
+// the spans.
+func TestPushOnSim(t *testing.T) {
+	tg := target.Blackhole()
+	const psize = 2048
+	for _, tc := range []struct {
+		name         string
+		pushers      int
+		owners       []int // pages per owner (consecutive chunks)
+		ownerFirst   int   // worker index of the first owner
+		spans        []Span
+		wantPushArgs int
+	}{
+		{"whole pages", 4, []int{3, 2, 2}, 20, []Span{{0, psize}}, 2},
+		{"row segments", 3, []int{4, 4}, 50, []Span{{0, 64}, {512, 64}}, 3},
+		{"pushers across rows", 25, []int{10, 10, 10}, 70, []Span{{0, 1024}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const semAddr, semCount = 2, 3
+			pushers, prs := blocks.FirstCores(tg, tc.pushers)
+			owners := coresFrom(tg, tc.ownerFirst, len(tc.owners))
+			ors := rangesOf(owners)
+			pages, starts := 0, []int{}
+			for _, n := range tc.owners {
+				starts = append(starts, pages)
+				pages += n
+			}
+			push, err := NewPush(pages, owners, func(i int) (int, int) { return starts[i], tc.owners[i] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots := (pages + tc.pushers - 1) / tc.pushers
+			if slots != tc.wantPushArgs {
+				t.Fatalf("%d slots per pusher, want %d", slots, tc.wantPushArgs)
+			}
+			p := kir.NewProgram("push")
+			src := dramBuffer(p, "src", psize, pages)
+			out := dramBuffer(p, "out", psize, pages)
+			maxOwned := 0
+			for _, n := range tc.owners {
+				maxOwned = max(maxOwned, n)
+			}
+			hCB := blocks.NewCBPlan(p, tg, ors).Pages(blocks.InputCB, "h", ir.FP32, psize, maxOwned)
+			sCB := blocks.NewCBPlan(p, tg, prs).Pages(blocks.InputCB, "staged", ir.FP32, psize, slots)
+			p.AddSemaphore(kir.Semaphore{ID: semAddr, Cores: append(append([]ir.CoreRange(nil), prs...), ors...)})
+			p.AddSemaphore(kir.Semaphore{ID: semCount, Cores: append(append([]ir.CoreRange(nil), prs...), ors...)})
+
+			// Owners: the first publishes the CB; each waits for its pages
+			// and writes them out.
+			ord := p.AddKernel(&kir.Kernel{Name: "owner_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: ors})
+			pub, err := DeclarePublish(tg, ord, "pushers", pushers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leader, count := ord.RuntimeArg("leader"), ord.RuntimeArg("count")
+			b := ord.Builder()
+			Publish(b, leader, semAddr, hCB, pub, "where the pushers write")
+			b.CBReserveBack(hCB, count)
+			b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(semCount)}, count)
+			b.CBPushBack(hCB, count)
+			owr := p.AddKernel(&kir.Kernel{Name: "owner_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: ors})
+			oAcc := access(t, tg, owr, out)
+			ostart, ocount := owr.RuntimeArg("start"), owr.RuntimeArg("count")
+			blocks.WritePages(owr.Builder(), oAcc, hCB, ostart, ocount)
+			for i, c := range owners {
+				ord.SetRuntimeArgs(c, kir.U32(uint32(min(1, 1-i))), kir.U32(uint32(tc.owners[i])))
+				owr.SetRuntimeArgs(c, kir.U32(uint32(starts[i])), kir.U32(uint32(tc.owners[i])))
+			}
+
+			// Pushers: stage pages j, j+P, ... and push them.
+			prd := p.AddKernel(&kir.Kernel{Name: "pusher_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: prs})
+			sAcc := access(t, tg, prd, src)
+			lane, n := prd.RuntimeArg("lane"), prd.RuntimeArg("n")
+			b = prd.Builder()
+			b.CBReserveBack(sCB, n)
+			l1 := b.Let("l1", kir.GetWritePtr{CB: sCB})
+			b.For("s", kir.C(0), n, func(s kir.Var) {
+				blocks.ReadPageTo(b, sAcc, kir.Add(lane, kir.Mul(s, kir.Ci(tc.pushers))), kir.Add(l1, kir.Mul(s, kir.Ci(psize))))
+			})
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(sCB, n)
+			pwr := p.AddKernel(&kir.Kernel{Name: "pusher_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: prs})
+			wn := pwr.RuntimeArg("n")
+			pa := DeclarePushArgs(pwr, slots)
+			b = pwr.Builder()
+			base := AwaitAddress(b, semAddr)
+			b.CBWaitFront(sCB, wn)
+			pa.Writes(b, wn, kir.GetReadPtr{CB: sCB}, base, psize, tc.spans)
+			b.NoCAsyncWriteBarrier()
+			pa.Counts(b, wn, semCount)
+			b.CBPopFront(sCB, wn)
+			for j, c := range pushers {
+				mine := (pages - j + tc.pushers - 1) / tc.pushers
+				prd.SetRuntimeArgs(c, kir.U32(uint32(j)), kir.U32(uint32(mine)))
+				pwr.SetRuntimeArgs(c, append([]kir.ArgValue{kir.U32(uint32(mine))}, push.Values(slots, psize, func(s int) int {
+					if s < mine {
+						return j + s*tc.pushers
+					}
+					return -1
+				})...)...)
+			}
+
+			data := pattern(psize*pages, 3)
+			got := runSim(t, tg, p, map[string][]byte{"src": data}, "out")
+			for pg := 0; pg < pages; pg++ {
+				for _, sp := range tc.spans {
+					at := pg*psize + sp.Off
+					if d := firstDiff(data[at:at+sp.Size], got[at:at+sp.Size]); d >= 0 {
+						t.Fatalf("page %d: byte %d differs", pg, sp.Off+d)
+					}
+				}
+			}
+		})
+	}
+}
