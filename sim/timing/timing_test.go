@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	model "github.com/tcc-dev/tcc/models/qwen27b"
@@ -225,4 +226,15 @@ func TestBusyByInstruction(t *testing.T) {
 	}
 	assert.InDelta(t, cons.FinishUS, busy+cons.Waits["cb_wait_front c_0"], 1e-9, "finish = busy + stalls")
 	assert.GreaterOrEqual(t, prod.Busy["scalar"], us(1000*prm.ScalarCycles), "the loop is scalar time")
+}
+
+// BenchmarkSimulatePingPong times kirtest.PingPong on 8 cores: the timing
+// model's control flow, expressions and CB and semaphore bookkeeping.
+func BenchmarkSimulatePingPong(b *testing.B) {
+	p := kirtest.PingPong(8, 20000)
+	for i := 0; i < b.N; i++ {
+		if _, err := Simulate(p, target.Blackhole(), Default(), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
