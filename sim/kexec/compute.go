@@ -80,7 +80,7 @@ func (ks *kstate) cbFormat(idx int, call string) (ir.DType, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.cfg.Format, nil
+	return c.Config.Format, nil
 }
 
 // needStarted checks that compute_kernel_hw_startup ran.
@@ -153,7 +153,7 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	if err != nil {
 		return nil, 0, err
 	}
-	f := c.cfg.Format
+	f := c.Config.Format
 	if call != "copy_tile" && ks.k.Compute.UnpacksToDest(idx) {
 		return nil, 0, ks.errf(kir.RuleUnpackMode, idx, "%s reads CB c_%d through source %c, but the CB unpacks straight to DEST (UnpackToDestFp32)", call, idx, side)
 	}
@@ -164,10 +164,10 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	if conf != f {
 		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s unpacks CB c_%d (%s) through source %c, which is configured for %s; call reconfig_data_format first", call, idx, f, side, conf)
 	}
-	if c.pageSize != f.TileBytes() {
-		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.pageSize, f)
+	if c.PageSize != f.TileBytes() {
+		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.PageSize, f)
 	}
-	buf := make([]byte, c.pageSize)
+	buf := make([]byte, c.PageSize)
 	ks.core.mem.read(addr, buf)
 	tile, err := numerics.UnpackTile(f, buf)
 	if err != nil {
@@ -248,24 +248,15 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 	return numerics.FPUMul(a, b, dst, cs.fid, cs.fp32)
 }
 
-// compute compiles a compute statement; ev evaluates its operands in
-// kir.StmtExprs order.
-func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (instr, error) {
+// compute compiles the effect of a compute instruction; v holds its
+// operands in kir.StmtExprs order.
+func (r *run) compute(c *kcc, s kir.Stmt) (op, error) {
 	call := kir.APIName(s)
 	// init is the call that must configure the unit first (the table's
 	// init pairing), for error messages.
 	init := ""
 	if in, ok := kir.InitOf(s); ok {
 		init = kir.APIName(in)
-	}
-	do := func(f func(ks *kstate, v []uint64) error) instr {
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return f(ks, v)
-		})
 	}
 	switch s := s.(type) {
 	case kir.ComputeKernelHWStartup:
@@ -336,26 +327,26 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			return nil
 		}), nil
 	case kir.CopyTileInit:
-		return cc.setFPU(call, fpuMode{kind: fpuCopy}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuCopy}, s.CB), nil
 	case kir.BinaryInit:
-		return cc.setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1), nil
 	case kir.BcastInit:
-		return cc.setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1), nil
 	case kir.MatmulInit:
-		return cc.setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1), nil
 	case kir.MatmulBlockInit:
-		return cc.setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
 	case kir.ReduceInit:
-		set := cc.setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
-		return func(ks *kstate) (int, error) {
-			pc, err := set(ks)
+		set := setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
+		return func(t *thread, v []uint64) (bool, error) {
+			_, err := set(t, v)
 			if err == nil {
-				ks.comp.edgeMask, ks.comp.maskDim = true, s.Dim
+				t.S.comp.edgeMask, t.S.comp.maskDim = true, s.Dim
 			}
-			return pc, err
+			return false, err
 		}, nil
 	case kir.TransposeInit:
-		return cc.setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
 	case kir.ReduceUninit:
 		return do(func(ks *kstate, _ []uint64) error {
 			ks.comp.fpu = fpuMode{}
@@ -556,22 +547,22 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if err != nil {
 				return err
 			}
-			f := c.cfg.Format
+			f := c.Config.Format
 			if ks.comp.pack != f {
 				return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
 			}
-			off := uint64(c.packed)
+			off := uint64(c.Packed)
 			if len(v) > 1 {
 				off = v[1]
 			}
-			if off >= uint64(c.reserved) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.reserved)
+			if off >= uint64(c.Reserved) {
+				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.Reserved)
 			}
-			if uint64(c.wrPos)+off >= uint64(c.pages) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.wrPos, c.pages)
+			if uint64(c.WrPos)+off >= uint64(c.Pages) {
+				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.WrPos, c.Pages)
 			}
-			if c.pageSize != f.TileBytes() {
-				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.pageSize, f)
+			if c.PageSize != f.TileBytes() {
+				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.PageSize, f)
 			}
 			tile := ks.comp.dest[d]
 			if ks.comp.edgeMask {
@@ -584,20 +575,20 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			if err != nil {
 				return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
 			}
-			ks.core.mem.write(uint64(c.base)+(uint64(c.wrPos)+off)*uint64(c.pageSize), data)
+			ks.core.mem.write(c.Base+(uint64(c.WrPos)+off)*uint64(c.PageSize), data)
 			if len(v) == 1 {
-				c.packed++
+				c.Packed++
 			}
 			ks.r.stats.TileOps++
 			return nil
 		}), nil
 	}
-	return nil, cc.errf("the simulator does not implement %T", s)
+	return nil, r.malformed(c.Kernel(), "the simulator does not implement %T", s)
 }
 
 // setFPU compiles an FPU init: it records the mode after checking the CBs exist.
-func (cc *compiler) setFPU(call string, m fpuMode, cbs ...int) instr {
-	return next(func(ks *kstate) error {
+func setFPU(call string, m fpuMode, cbs ...int) op {
+	return do(func(ks *kstate, _ []uint64) error {
 		if err := ks.needStarted(call); err != nil {
 			return err
 		}
