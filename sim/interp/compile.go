@@ -25,11 +25,11 @@ type Compiler[S any] struct {
 	m   Machine[S]
 	// defs holds the value each variable was last given by a Let or
 	// Assign: nil once it is assigned twice.
-	defs   map[string]kir.Expr
-	slots  map[string]int
-	types  map[string]kir.Type
-	args   map[string]int // arg name -> row in k.Args
-	code   Code[S]
+	defs  map[string]kir.Expr
+	slots map[string]int
+	types map[string]kir.Type
+	args  map[string]int // arg name -> row in k.Args
+	code  Code[S]
 }
 
 // NewCompiler returns a compiler of kernel k for machine m.
