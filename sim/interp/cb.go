@@ -48,30 +48,37 @@ func (c *CB) straddles(call string, at int, n uint64, allow bool) *Fault {
 // straddle allows a block that crosses the end of the ring (as for the
 // other calls).
 func (c *CB) reserve(n uint64, straddle bool) (wait bool, f *Fault) {
-	const call = "cb_reserve_back"
+	return c.acquire("cb_reserve_back", n, c.Free(), c.WrPos, &c.Reserved, straddle)
+}
+
+// wait is cb_wait_front(n): wait is true while fewer than n pages are
+// filled; otherwise the consumer may read the n front pages.
+func (c *CB) wait(n uint64, straddle bool) (wait bool, f *Fault) {
+	return c.acquire("cb_wait_front", n, c.Filled, c.RdPos, &c.Waited, straddle)
+}
+
+// acquire is one end's claim on the n pages from its position at, of
+// which have are ready; held is the most that end claimed.
+func (c *CB) acquire(call string, n uint64, have, at int, held *int, straddle bool) (bool, *Fault) {
 	if f := c.count(call, n); f != nil {
 		return false, f
 	}
-	if uint64(c.Free()) < n {
+	if uint64(have) < n {
 		return true, nil
 	}
-	if f := c.straddles(call, c.WrPos, n, straddle); f != nil {
+	if f := c.straddles(call, at, n, straddle); f != nil {
 		return false, f
 	}
-	c.Reserved = max(c.Reserved, int(n))
+	*held = max(*held, int(n))
 	return false, nil
 }
 
 // push is cb_push_back(n): n reserved pages become filled.
 func (c *CB) push(n uint64, straddle bool) (wait bool, f *Fault) {
-	const call = "cb_push_back"
-	if f := c.count(call, n); f != nil {
+	if f := c.release("cb_push_back", n, c.Reserved, "pushes more pages than were reserved (%d); call cb_reserve_back"); f != nil {
 		return false, f
 	}
-	if uint64(c.Reserved) < n {
-		return false, faultf(kir.RuleCBFlow, c.Config.Index, "%s(c_%d, %d) pushes more pages than were reserved (%d); call cb_reserve_back first", call, c.Config.Index, n, c.Reserved)
-	}
-	if f := c.straddles(call, c.WrPos, n, straddle); f != nil {
+	if f := c.straddles("cb_push_back", c.WrPos, n, straddle); f != nil {
 		return false, f
 	}
 	c.Reserved -= int(n)
@@ -81,36 +88,27 @@ func (c *CB) push(n uint64, straddle bool) (wait bool, f *Fault) {
 	return false, nil
 }
 
-// wait is cb_wait_front(n): wait is true while fewer than n pages are
-// filled; otherwise the consumer may read the n front pages.
-func (c *CB) wait(n uint64, straddle bool) (wait bool, f *Fault) {
-	const call = "cb_wait_front"
-	if f := c.count(call, n); f != nil {
-		return false, f
-	}
-	if uint64(c.Filled) < n {
-		return true, nil
-	}
-	if f := c.straddles(call, c.RdPos, n, straddle); f != nil {
-		return false, f
-	}
-	c.Waited = max(c.Waited, int(n))
-	return false, nil
-}
-
 // pop is cb_pop_front(n): n waited-for pages become free.
-func (c *CB) pop(n uint64, straddle bool) (wait bool, f *Fault) {
-	const call = "cb_pop_front"
-	if f := c.count(call, n); f != nil {
+func (c *CB) pop(n uint64, _ bool) (wait bool, f *Fault) {
+	if f := c.release("cb_pop_front", n, c.Waited, "pops more pages than were waited for (%d); call cb_wait_front"); f != nil {
 		return false, f
-	}
-	if uint64(c.Waited) < n {
-		return false, faultf(kir.RuleCBFlow, c.Config.Index, "%s(c_%d, %d) pops more pages than were waited for (%d); call cb_wait_front first", call, c.Config.Index, n, c.Waited)
 	}
 	c.Waited -= int(n)
 	c.Filled -= int(n)
 	c.RdPos = (c.RdPos + int(n)) % c.Pages
 	return false, nil
+}
+
+// release checks that an end gives back at most the held pages it
+// claimed; tooMany says what it did otherwise.
+func (c *CB) release(call string, n uint64, held int, tooMany string) *Fault {
+	if f := c.count(call, n); f != nil {
+		return f
+	}
+	if uint64(held) < n {
+		return faultf(kir.RuleCBFlow, c.Config.Index, "%s(c_%d, %d) "+tooMany+" first", call, c.Config.Index, n, held)
+	}
+	return nil
 }
 
 // FrontTile is the L1 address of tile i counted from the front, for a

@@ -50,6 +50,9 @@
 //     id; noc_semaphore_wait(_min) and their eth_ forms read the word
 //     through Machine.ReadL1 and block until it holds.
 //
+// Ethernet cables between the devices of a mesh are Links (RingLinks,
+// LineLinks), by which both machines find an ethernet core's peer.
+//
 // Errors the core finds at run time are a *Fault (a kir.Rule and a
 // message), which the machine completes with its program, kernel and core.
 package interp

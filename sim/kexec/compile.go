@@ -11,20 +11,18 @@ import (
 // compiles kernels, evaluates expressions and arguments and keeps the CB
 // and semaphore books; the executor adds every instruction's effect
 // (Instruction: dataflow.go, compute.go), reads L1 words and records what
-// a blocked kernel waits for.
-type (
-	thread = interp.Thread[*kstate]
-	op     = interp.Op[*kstate]
-	kcode  = interp.Code[*kstate]
-	kcc    = interp.Compiler[*kstate]
-)
+// a blocked kernel waits for. A kernel on a core is a thread of the core,
+// an instruction's effect an op.
+type thread = interp.Thread[*kstate]
+
+type op = interp.Op[*kstate]
 
 // config is the core's view of the run's device: no cycles are counted.
 func (r *run) config() *interp.Config {
 	return &interp.Config{Target: r.t, SemaphoreBase: uint64(r.d.SemaphoreBase()), EthSemaphoreBase: uint64(r.d.EthSemaphoreBase())}
 }
 
-func compileKernel(r *run, k *kir.Kernel) (*kcode, error) {
+func compileKernel(r *run, k *kir.Kernel) (*interp.Code[*kstate], error) {
 	code, err := interp.Compile(k, r.cfg, interp.Machine[*kstate](r))
 	var f *interp.Fault
 	if errors.As(err, &f) {
@@ -34,7 +32,7 @@ func compileKernel(r *run, k *kir.Kernel) (*kcode, error) {
 }
 
 // Instruction implements interp.Machine: the effect of instruction s.
-func (r *run) Instruction(c *kcc, s kir.Stmt) (op, error) {
+func (r *run) Instruction(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 	if o, ok, err := r.dataflow(c, s); ok || err != nil {
 		return o, err
 	}
@@ -62,7 +60,7 @@ func (r *run) malformed(k *kir.Kernel, format string, args ...any) error {
 // targetBuffer is the DRAM buffer a NoC address expression is built on:
 // the one buffer-address argument its bank offset refers to (through
 // variables with a single definition), or "" when that is not one buffer.
-func targetBuffer(c *kcc, e kir.Expr) string {
+func targetBuffer(c *interp.Compiler[*kstate], e kir.Expr) string {
 	seen := map[string]bool{}
 	var find func(e kir.Expr) kir.Expr
 	find = func(e kir.Expr) kir.Expr { // the DRAMBankAddr behind e

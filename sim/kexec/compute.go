@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/interp"
 	"github.com/tcc-dev/tcc/sim/numerics"
 )
 
@@ -250,7 +251,7 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 
 // compute compiles the effect of a compute instruction; v holds its
 // operands in kir.StmtExprs order.
-func (r *run) compute(c *kcc, s kir.Stmt) (op, error) {
+func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 	call := kir.APIName(s)
 	// init is the call that must configure the unit first (the table's
 	// init pairing), for error messages.

@@ -12,7 +12,7 @@ func do(f func(ks *kstate, v []uint64) error) op {
 
 // dataflow compiles the effect of a data-movement instruction (ok false
 // for any other); v holds the operands in kir.StmtExprs order.
-func (r *run) dataflow(c *kcc, s kir.Stmt) (o op, ok bool, err error) {
+func (r *run) dataflow(c *interp.Compiler[*kstate], s kir.Stmt) (o op, ok bool, err error) {
 	switch s := s.(type) {
 	case kir.CBReserveBack, kir.CBPushBack, kir.CBWaitFront, kir.CBPopFront,
 		kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:

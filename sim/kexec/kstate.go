@@ -29,7 +29,7 @@ type kstate struct {
 	atomicsPending int
 }
 
-func newKState(r *run, cs *coreState, k *kir.Kernel, code *kcode) (*kstate, error) {
+func newKState(r *run, cs *coreState, k *kir.Kernel, code *interp.Code[*kstate]) (*kstate, error) {
 	c := cs.C
 	args, err := interp.ResolveArgs(k, c, r)
 	if err != nil {

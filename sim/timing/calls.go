@@ -13,7 +13,7 @@ import (
 // CB calls and semaphore waits, whose books the core keeps, it is what
 // follows once the call may proceed. v holds the operands in
 // kir.StmtExprs order.
-func (m *machine) Instruction(_ *tcc, s kir.Stmt) (op, error) {
+func (m *machine) Instruction(_ *interp.Compiler[*thread], s kir.Stmt) (op, error) {
 	if o, ok := m.dataCost(s); ok {
 		return o, nil
 	}

@@ -14,10 +14,8 @@ import (
 // every instruction's cost (Instruction: calls.go), a clock per thread and
 // the times at which CB pages and L1 words become ready.
 type (
-	ithread = interp.Thread[*thread]
-	op      = interp.Op[*thread]
-	tcode   = interp.Code[*thread]
-	tcc     = interp.Compiler[*thread]
+	ithread = interp.Thread[*thread] // the core's view of a thread
+	op      = interp.Op[*thread]     // an instruction's cost
 )
 
 // compileKernel flattens k's body into instructions (loops and branches
@@ -25,7 +23,7 @@ type (
 // statements the kernel prints. labels[i] names what instruction i does
 // for the busy profile: the call's tt-metal name, "l1_store" for an L1
 // word store, "scalar" for control statements.
-func compileKernel(m *machine, k *kir.Kernel) (*tcode, []string, error) {
+func compileKernel(m *machine, k *kir.Kernel) (*interp.Code[*thread], []string, error) {
 	code, err := interp.Compile(k, m.cfg, interp.Machine[*thread](m))
 	if err != nil {
 		return nil, nil, fmt.Errorf("program %q: kernel %s: %w", m.prog.Name, k.Name, err)

@@ -13,20 +13,21 @@ import (
 	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
 )
 
-func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
+// fusedBuild is the fused build of o on mesh as the timing model sees it.
+func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *timing.Build {
 	tb.Helper()
 	g, _, err := model.BuildGraph(o, mesh)
+	if err == nil {
+		_, err = passes.Run(g, passes.Options{})
+	}
+	var b *codegen.Build
+	if err == nil {
+		b, err = codegen.Compile(g, target.Blackhole())
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := passes.Run(g, passes.Options{}); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := codegen.Compile(g, target.Blackhole())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return fromcodegen.Build(b)
 }
 
 // TestPredictBuild: the report of the full fused 27B build at 1x2 adds up
@@ -35,7 +36,7 @@ func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
 func TestPredictBuild(t *testing.T) {
 	b := fusedBuild(t, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
 	meta := timing.Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1}
-	r, err := timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
+	r, err := timing.Predict(b, timing.Default(), meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestPredictBuild(t *testing.T) {
 	}
 	t.Logf("step %.1f ms, floor %.1f ms, ratio %.2f, %d signatures", r.StepUS/1000, r.FloorUS/1000, r.Ratio, r.Signatures)
 	j1, _ := r.JSON()
-	r2, err := timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
+	r2, err := timing.Predict(b, timing.Default(), meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func BenchmarkPerfQwen27B(b *testing.B) {
 	bd := fusedBuild(b, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := timing.Predict(fromcodegen.Build(bd), timing.Default(), timing.Meta{}); err != nil {
+		if _, err := timing.Predict(bd, timing.Default(), timing.Meta{}); err != nil {
 			b.Fatal(err)
 		}
 	}

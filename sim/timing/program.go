@@ -105,8 +105,9 @@ func IsMesh(p *kir.Program) bool {
 // handshakes, compute by instruction kind), bounded by the shared DRAM
 // banks, NoC ports and ethernet links. The program's time on a device is
 // its latest core's finish plus prm.FixedProgramUS. Simulate does not check
-// hardware rules (kir.Validate and sim/kexec do); it fails on a program it
-// cannot follow: a deadlock, an unknown statement, a bad address.
+// the hardware rules about data (kir.Validate and sim/kexec do); it fails
+// on a program it cannot follow: a deadlock, an unknown statement, a bad
+// address, a CB call or semaphore the interpreter core's books refuse.
 func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*ProgramTime, error) {
 	if p == nil || t == nil || prm == nil {
 		return nil, errors.New("timing: Simulate needs a program, a target and parameters")

@@ -40,7 +40,7 @@ type thread struct {
 	fp32       bool
 }
 
-func newThread(m *machine, r kir.Resolver, cs *core, k *kir.Kernel, code *tcode, labels []string) (*thread, error) {
+func newThread(m *machine, r kir.Resolver, cs *core, k *kir.Kernel, code *interp.Code[*thread], labels []string) (*thread, error) {
 	args, err := interp.ResolveArgs(k, cs.C, r)
 	if err != nil {
 		return nil, fmt.Errorf("program %q: kernel %s on %s: %v", m.prog.Name, k.Name, cs.C, err)
