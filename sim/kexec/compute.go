@@ -260,6 +260,24 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 		init = kir.APIName(in)
 	}
 	switch s := s.(type) {
+	case kir.SFPU:
+		return sfpuOp(s, call, init), nil
+	case kir.PackTile:
+		return packOp(s, call), nil
+	}
+	if o := configOp(s, call); o != nil {
+		return o, nil
+	}
+	if o := mathOp(s, call, init); o != nil {
+		return o, nil
+	}
+	return nil, r.malformed(c.Kernel(), "the simulator does not implement %T", s)
+}
+
+// configOp compiles the calls that configure the unpacker, math and packer
+// and hand DEST between them (nil for any other).
+func configOp(s kir.Stmt, call string) op {
+	switch s := s.(type) {
 	case kir.ComputeKernelHWStartup:
 		return do(func(ks *kstate, _ []uint64) error {
 			a, b := s.ICB0, s.ICB1
@@ -279,7 +297,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			cs.started = true
 			return nil
-		}), nil
+		})
 	case kir.ReconfigDataFormat:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -291,7 +309,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			ks.comp.srcB, err = ks.cbFormat(s.SrcB, call)
 			return err
-		}), nil
+		})
 	case kir.PackReconfigDataFormat:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -300,7 +318,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			var err error
 			ks.comp.pack, err = ks.cbFormat(s.CB, call)
 			return err
-		}), nil
+		})
 	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease:
 		var from, to regPhase
 		switch s.(type) {
@@ -326,17 +344,17 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.CopyTileInit:
-		return setFPU(call, fpuMode{kind: fpuCopy}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuCopy}, s.CB)
 	case kir.BinaryInit:
-		return setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1)
 	case kir.BcastInit:
-		return setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1)
 	case kir.MatmulInit:
-		return setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1)
 	case kir.MatmulBlockInit:
-		return setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1)
 	case kir.ReduceInit:
 		set := setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
 		return func(t *thread, v []uint64) (bool, error) {
@@ -345,15 +363,15 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				t.S.comp.edgeMask, t.S.comp.maskDim = true, s.Dim
 			}
 			return false, err
-		}, nil
+		}
 	case kir.TransposeInit:
-		return setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuTranspose}, s.CB)
 	case kir.ReduceUninit:
 		return do(func(ks *kstate, _ []uint64) error {
 			ks.comp.fpu = fpuMode{}
 			ks.comp.edgeMask = false
 			return nil
-		}), nil
+		})
 	case kir.SFPUInit:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -361,7 +379,15 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			ks.comp.sfpu, ks.comp.sfpuSet = s.Op.InitGroup(), true
 			return nil
-		}), nil
+		})
+	}
+	return nil
+}
+
+// mathOp compiles the FPU calls that unpack tiles into DEST (nil for any
+// other).
+func mathOp(s kir.Stmt, call, init string) op {
+	switch s := s.(type) {
 	case kir.CopyTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuCopy}, init); err != nil {
@@ -385,7 +411,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			ks.comp.round(dst)
 			return nil
-		}), nil
+		})
 	case kir.BinaryTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuBinary, elt: s.Op}, init); err != nil {
@@ -400,7 +426,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				dst[i] = ks.comp.eltwise(s.Op, a[i], b[i], dst[i], fa, fb)
 			}
 			return nil
-		}), nil
+		})
 	case kir.BcastTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, init); err != nil {
@@ -427,7 +453,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.MatmulTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			cs := ks.comp
@@ -436,7 +462,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				return err
 			}
 			return ks.matmul(call, s.In0, s.In1, v[0], v[1], v[2])
-		}), nil
+		})
 	case kir.MatmulBlock:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, init); err != nil {
@@ -451,7 +477,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.ReduceTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, init); err != nil {
@@ -463,7 +489,7 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			ks.reduce(s.Op, s.Dim, d, a, sc[0])
 			return nil
-		}), nil
+		})
 	case kir.TransposeTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuTranspose}, init); err != nil {
@@ -484,107 +510,115 @@ func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 			}
 			ks.comp.round(dst)
 			return nil
-		}), nil
-	case kir.SFPU:
-		p := math.Float32frombits(s.Param)
-		return do(func(ks *kstate, v []uint64) error {
-			cs := ks.comp
-			if err := ks.needStarted(call); err != nil {
-				return err
-			}
-			if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
-				return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
-			}
-			if ks.k.Compute.MathApproxMode {
-				// tt-llk's SFPU functions take APPROX (math_approx_mode) as
-				// their approximation switch; the simulator models the exact
-				// functions of kir.SFPUTable only.
-				return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
-			}
-			if err := ks.needPhase(call, regsAcquired); err != nil {
-				return err
-			}
-			d, err := ks.destIndex(call, v[0])
-			if err != nil {
-				return err
-			}
-			dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
-			// src is a binary op's second operand tile.
-			var src []float32
-			if s.Op.IsBinary() {
-				if len(v) < 2 {
-					return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
-				}
-				sd, err := ks.destIndex(call, v[1])
-				if err != nil {
-					return err
-				}
-				src = cs.dest[sd]
-			}
-			for i, x := range dst {
-				y := p
-				if src != nil {
-					y = src[i]
-				}
-				dst[i] = eval(x, y)
-			}
-			cs.storeSFPU(dst)
-			ks.r.stats.TileOps++
-			return nil
-		}), nil
-	case kir.PackTile:
-		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.needStarted(call); err != nil {
-				return err
-			}
-			if err := ks.needPhase(call, regsWaited); err != nil {
-				return err
-			}
-			d, err := ks.destIndex(call, v[0])
-			if err != nil {
-				return err
-			}
-			c, err := ks.cb(s.CB, call)
-			if err != nil {
-				return err
-			}
-			f := c.Config.Format
-			if ks.comp.pack != f {
-				return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
-			}
-			off := uint64(c.Packed)
-			if len(v) > 1 {
-				off = v[1]
-			}
-			if off >= uint64(c.Reserved) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.Reserved)
-			}
-			if uint64(c.WrPos)+off >= uint64(c.Pages) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.WrPos, c.Pages)
-			}
-			if c.PageSize != f.TileBytes() {
-				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.PageSize, f)
-			}
-			tile := ks.comp.dest[d]
-			if ks.comp.edgeMask {
-				tile = edgeMasked(tile, ks.comp.maskDim)
-			}
-			if f == ir.BF16 && ks.comp.fp32 {
-				tile = packerBF16(tile)
-			}
-			data, err := numerics.PackTile(f, tile)
-			if err != nil {
-				return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
-			}
-			ks.core.mem.write(c.Base+(uint64(c.WrPos)+off)*uint64(c.PageSize), data)
-			if len(v) == 1 {
-				c.Packed++
-			}
-			ks.r.stats.TileOps++
-			return nil
-		}), nil
+		})
 	}
-	return nil, r.malformed(c.Kernel(), "the simulator does not implement %T", s)
+	return nil
+}
+
+// sfpuOp compiles an SFPU op on DEST tiles: kir.SFPUTable's function of
+// each element (and the parameter or the second tile's element).
+func sfpuOp(s kir.SFPU, call, init string) op {
+	p := math.Float32frombits(s.Param)
+	return do(func(ks *kstate, v []uint64) error {
+		cs := ks.comp
+		if err := ks.needStarted(call); err != nil {
+			return err
+		}
+		if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
+			return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
+		}
+		if ks.k.Compute.MathApproxMode {
+			// tt-llk's SFPU functions take APPROX (math_approx_mode) as
+			// their approximation switch; the simulator models the exact
+			// functions of kir.SFPUTable only.
+			return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
+		}
+		if err := ks.needPhase(call, regsAcquired); err != nil {
+			return err
+		}
+		d, err := ks.destIndex(call, v[0])
+		if err != nil {
+			return err
+		}
+		dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
+		// src is a binary op's second operand tile.
+		var src []float32
+		if s.Op.IsBinary() {
+			if len(v) < 2 {
+				return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
+			}
+			sd, err := ks.destIndex(call, v[1])
+			if err != nil {
+				return err
+			}
+			src = cs.dest[sd]
+		}
+		for i, x := range dst {
+			y := p
+			if src != nil {
+				y = src[i]
+			}
+			dst[i] = eval(x, y)
+		}
+		cs.storeSFPU(dst)
+		ks.r.stats.TileOps++
+		return nil
+	})
+}
+
+// packOp compiles pack_tile: the DEST tile into the output CB's next (or
+// given) reserved page, in the CB's format.
+func packOp(s kir.PackTile, call string) op {
+	return do(func(ks *kstate, v []uint64) error {
+		if err := ks.needStarted(call); err != nil {
+			return err
+		}
+		if err := ks.needPhase(call, regsWaited); err != nil {
+			return err
+		}
+		d, err := ks.destIndex(call, v[0])
+		if err != nil {
+			return err
+		}
+		c, err := ks.cb(s.CB, call)
+		if err != nil {
+			return err
+		}
+		f := c.Config.Format
+		if ks.comp.pack != f {
+			return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
+		}
+		off := uint64(c.Packed)
+		if len(v) > 1 {
+			off = v[1]
+		}
+		if off >= uint64(c.Reserved) {
+			return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.Reserved)
+		}
+		if uint64(c.WrPos)+off >= uint64(c.Pages) {
+			return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.WrPos, c.Pages)
+		}
+		if c.PageSize != f.TileBytes() {
+			return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.PageSize, f)
+		}
+		tile := ks.comp.dest[d]
+		if ks.comp.edgeMask {
+			tile = edgeMasked(tile, ks.comp.maskDim)
+		}
+		if f == ir.BF16 && ks.comp.fp32 {
+			tile = packerBF16(tile)
+		}
+		data, err := numerics.PackTile(f, tile)
+		if err != nil {
+			return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
+		}
+		ks.core.mem.write(c.Base+(uint64(c.WrPos)+off)*uint64(c.PageSize), data)
+		if len(v) == 1 {
+			c.Packed++
+		}
+		ks.r.stats.TileOps++
+		return nil
+	})
 }
 
 // setFPU compiles an FPU init: it records the mode after checking the CBs exist.
