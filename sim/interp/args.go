@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 )
 
 // ArgError is an argument of a kernel that has no value on a core.
@@ -48,4 +49,13 @@ func ResolveArgs(k *kir.Kernel, c kir.Core, r kir.Resolver) ([]uint64, error) {
 		out[i] = uint64(x)
 	}
 	return out, nil
+}
+
+// CoreNoC is the NoC coordinates of worker or ethernet core c of t: what
+// a machine's kir.Resolver answers for WorkerNoC.
+func CoreNoC(t *target.Target, c kir.Core) (x, y int, err error) {
+	if c.IsEth() {
+		return t.EthNoC(c.X)
+	}
+	return t.WorkerNoC(c.X, c.Y)
 }

@@ -86,12 +86,7 @@ func (r *run) BufferAddress(name string) (uint32, error) {
 }
 
 // WorkerNoC implements kir.Resolver; it also resolves ethernet cores.
-func (r *run) WorkerNoC(c kir.Core) (int, int, error) {
-	if c.IsEth() {
-		return r.t.EthNoC(c.X)
-	}
-	return r.t.WorkerNoC(c.X, c.Y)
-}
+func (r *run) WorkerNoC(c kir.Core) (int, int, error) { return interp.CoreNoC(r.t, c) }
 
 // DeviceID implements kir.DeviceResolver: the device index in a Cluster
 // run, 0 for Device.Run.

@@ -150,12 +150,7 @@ func (m *machine) BufferAddress(name string) (uint32, error) {
 }
 
 // WorkerNoC implements kir.Resolver for worker and ethernet cores.
-func (m *machine) WorkerNoC(c kir.Core) (int, int, error) {
-	if c.IsEth() {
-		return m.t.EthNoC(c.X)
-	}
-	return m.t.WorkerNoC(c.X, c.Y)
-}
+func (m *machine) WorkerNoC(c kir.Core) (int, int, error) { return interp.CoreNoC(m.t, c) }
 
 // resolver resolves DeviceID for one device.
 type resolver struct {
