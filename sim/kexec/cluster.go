@@ -7,45 +7,21 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 // EthEnd is one end of an ethernet cable: an ethernet channel of a device.
-type EthEnd struct{ Device, Channel int }
-
-func (e EthEnd) String() string { return fmt.Sprintf("device %d eth%d", e.Device, e.Channel) }
+type EthEnd = interp.EthEnd
 
 // Link is an ethernet cable between two ethernet cores of different
 // devices. Links are full duplex: either end may send.
-type Link struct{ A, B EthEnd }
+type Link = interp.Link
 
-// RingLinks cables n devices as a ring: for every l, channel east[l] of
-// device d to channel west[l] of device (d+1) mod n. For n == 2 that is two
-// cables per l between the pair (0 east to 1 west and 1 east to 0 west);
-// for n == 1 there are none. east and west must have the same length.
-func RingLinks(n int, east, west []int) []Link {
-	if n < 2 {
-		return nil
-	}
-	var ls []Link
-	for d := 0; d < n; d++ {
-		for l := range east {
-			ls = append(ls, Link{EthEnd{d, east[l]}, EthEnd{(d + 1) % n, west[l]}})
-		}
-	}
-	return ls
-}
+// RingLinks cables n devices as a ring (interp.RingLinks).
+func RingLinks(n int, east, west []int) []Link { return interp.RingLinks(n, east, west) }
 
-// LineLinks cables n devices as a line: as RingLinks without the cable
-// from device n-1 back to device 0.
-func LineLinks(n int, east, west []int) []Link {
-	var ls []Link
-	for d := 0; d+1 < n; d++ {
-		for l := range east {
-			ls = append(ls, Link{EthEnd{d, east[l]}, EthEnd{d + 1, west[l]}})
-		}
-	}
-	return ls
-}
+// LineLinks cables n devices as a line (interp.LineLinks).
+func LineLinks(n int, east, west []int) []Link { return interp.LineLinks(n, east, west) }
 
 // Cluster is a set of simulated devices joined by ethernet links: a mesh
 // of cards. Programs run on it as one mesh workload (Run): the kernels of

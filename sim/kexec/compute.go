@@ -7,6 +7,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 type regPhase uint8
@@ -80,7 +81,7 @@ func (ks *kstate) cbFormat(idx int, call string) (ir.DType, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.cfg.Format, nil
+	return c.Config.Format, nil
 }
 
 // needStarted checks that compute_kernel_hw_startup ran.
@@ -153,7 +154,7 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	if err != nil {
 		return nil, 0, err
 	}
-	f := c.cfg.Format
+	f := c.Config.Format
 	if call != "copy_tile" && ks.k.Compute.UnpacksToDest(idx) {
 		return nil, 0, ks.errf(kir.RuleUnpackMode, idx, "%s reads CB c_%d through source %c, but the CB unpacks straight to DEST (UnpackToDestFp32)", call, idx, side)
 	}
@@ -164,10 +165,10 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	if conf != f {
 		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s unpacks CB c_%d (%s) through source %c, which is configured for %s; call reconfig_data_format first", call, idx, f, side, conf)
 	}
-	if c.pageSize != f.TileBytes() {
-		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.pageSize, f)
+	if c.PageSize != f.TileBytes() {
+		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.PageSize, f)
 	}
-	buf := make([]byte, c.pageSize)
+	buf := make([]byte, c.PageSize)
 	ks.core.mem.read(addr, buf)
 	tile, err := numerics.UnpackTile(f, buf)
 	if err != nil {
@@ -248,9 +249,9 @@ func (cs *computeState) eltwise(op kir.EltwiseOp, a, b, dst float32, fa, fb ir.D
 	return numerics.FPUMul(a, b, dst, cs.fid, cs.fp32)
 }
 
-// compute compiles a compute statement; ev evaluates its operands in
-// kir.StmtExprs order.
-func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (instr, error) {
+// compute compiles the effect of a compute instruction; v holds its
+// operands in kir.StmtExprs order.
+func (r *run) compute(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
 	call := kir.APIName(s)
 	// init is the call that must configure the unit first (the table's
 	// init pairing), for error messages.
@@ -258,15 +259,24 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 	if in, ok := kir.InitOf(s); ok {
 		init = kir.APIName(in)
 	}
-	do := func(f func(ks *kstate, v []uint64) error) instr {
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return f(ks, v)
-		})
+	switch s := s.(type) {
+	case kir.SFPU:
+		return sfpuOp(s, call, init), nil
+	case kir.PackTile:
+		return packOp(s, call), nil
 	}
+	if o := configOp(s, call); o != nil {
+		return o, nil
+	}
+	if o := mathOp(s, call, init); o != nil {
+		return o, nil
+	}
+	return nil, r.malformed(c.Kernel(), "the simulator does not implement %T", s)
+}
+
+// configOp compiles the calls that configure the unpacker, math and packer
+// and hand DEST between them (nil for any other).
+func configOp(s kir.Stmt, call string) op {
 	switch s := s.(type) {
 	case kir.ComputeKernelHWStartup:
 		return do(func(ks *kstate, _ []uint64) error {
@@ -287,7 +297,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			cs.started = true
 			return nil
-		}), nil
+		})
 	case kir.ReconfigDataFormat:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -299,7 +309,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			ks.comp.srcB, err = ks.cbFormat(s.SrcB, call)
 			return err
-		}), nil
+		})
 	case kir.PackReconfigDataFormat:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -308,7 +318,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			var err error
 			ks.comp.pack, err = ks.cbFormat(s.CB, call)
 			return err
-		}), nil
+		})
 	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease:
 		var from, to regPhase
 		switch s.(type) {
@@ -334,34 +344,34 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.CopyTileInit:
-		return cc.setFPU(call, fpuMode{kind: fpuCopy}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuCopy}, s.CB)
 	case kir.BinaryInit:
-		return cc.setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBinary, elt: s.Op}, s.ICB0, s.ICB1)
 	case kir.BcastInit:
-		return cc.setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1), nil
+		return setFPU(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, s.ICB0, s.ICB1)
 	case kir.MatmulInit:
-		return cc.setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmul, transpose: s.Transpose}, s.In0, s.In1)
 	case kir.MatmulBlockInit:
-		return cc.setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1), nil
+		return setFPU(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, s.In0, s.In1)
 	case kir.ReduceInit:
-		set := cc.setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
-		return func(ks *kstate) (int, error) {
-			pc, err := set(ks)
+		set := setFPU(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, s.ICB, s.ScalerCB, s.OCB)
+		return func(t *thread, v []uint64) (bool, error) {
+			_, err := set(t, v)
 			if err == nil {
-				ks.comp.edgeMask, ks.comp.maskDim = true, s.Dim
+				t.S.comp.edgeMask, t.S.comp.maskDim = true, s.Dim
 			}
-			return pc, err
-		}, nil
+			return false, err
+		}
 	case kir.TransposeInit:
-		return cc.setFPU(call, fpuMode{kind: fpuTranspose}, s.CB), nil
+		return setFPU(call, fpuMode{kind: fpuTranspose}, s.CB)
 	case kir.ReduceUninit:
 		return do(func(ks *kstate, _ []uint64) error {
 			ks.comp.fpu = fpuMode{}
 			ks.comp.edgeMask = false
 			return nil
-		}), nil
+		})
 	case kir.SFPUInit:
 		return do(func(ks *kstate, _ []uint64) error {
 			if err := ks.needStarted(call); err != nil {
@@ -369,7 +379,15 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			ks.comp.sfpu, ks.comp.sfpuSet = s.Op.InitGroup(), true
 			return nil
-		}), nil
+		})
+	}
+	return nil
+}
+
+// mathOp compiles the FPU calls that unpack tiles into DEST (nil for any
+// other).
+func mathOp(s kir.Stmt, call, init string) op {
+	switch s := s.(type) {
 	case kir.CopyTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuCopy}, init); err != nil {
@@ -393,7 +411,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			ks.comp.round(dst)
 			return nil
-		}), nil
+		})
 	case kir.BinaryTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuBinary, elt: s.Op}, init); err != nil {
@@ -408,7 +426,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				dst[i] = ks.comp.eltwise(s.Op, a[i], b[i], dst[i], fa, fb)
 			}
 			return nil
-		}), nil
+		})
 	case kir.BcastTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuBcast, elt: s.Op, bcast: s.Dim}, init); err != nil {
@@ -435,7 +453,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.MatmulTiles:
 		return do(func(ks *kstate, v []uint64) error {
 			cs := ks.comp
@@ -444,7 +462,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				return err
 			}
 			return ks.matmul(call, s.In0, s.In1, v[0], v[1], v[2])
-		}), nil
+		})
 	case kir.MatmulBlock:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuMatmulBlock, transpose: s.Transpose}, init); err != nil {
@@ -459,7 +477,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 				}
 			}
 			return nil
-		}), nil
+		})
 	case kir.ReduceTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, init); err != nil {
@@ -471,7 +489,7 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			ks.reduce(s.Op, s.Dim, d, a, sc[0])
 			return nil
-		}), nil
+		})
 	case kir.TransposeTile:
 		return do(func(ks *kstate, v []uint64) error {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuTranspose}, init); err != nil {
@@ -492,112 +510,120 @@ func (cc *compiler) compute(s kir.Stmt, ev func(*kstate) ([]uint64, error)) (ins
 			}
 			ks.comp.round(dst)
 			return nil
-		}), nil
-	case kir.SFPU:
-		p := math.Float32frombits(s.Param)
-		return do(func(ks *kstate, v []uint64) error {
-			cs := ks.comp
-			if err := ks.needStarted(call); err != nil {
-				return err
-			}
-			if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
-				return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
-			}
-			if ks.k.Compute.MathApproxMode {
-				// tt-llk's SFPU functions take APPROX (math_approx_mode) as
-				// their approximation switch; the simulator models the exact
-				// functions of kir.SFPUTable only.
-				return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
-			}
-			if err := ks.needPhase(call, regsAcquired); err != nil {
-				return err
-			}
-			d, err := ks.destIndex(call, v[0])
-			if err != nil {
-				return err
-			}
-			dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
-			// src is a binary op's second operand tile.
-			var src []float32
-			if s.Op.IsBinary() {
-				if len(v) < 2 {
-					return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
-				}
-				sd, err := ks.destIndex(call, v[1])
-				if err != nil {
-					return err
-				}
-				src = cs.dest[sd]
-			}
-			for i, x := range dst {
-				y := p
-				if src != nil {
-					y = src[i]
-				}
-				dst[i] = eval(x, y)
-			}
-			cs.storeSFPU(dst)
-			ks.r.stats.TileOps++
-			return nil
-		}), nil
-	case kir.PackTile:
-		return do(func(ks *kstate, v []uint64) error {
-			if err := ks.needStarted(call); err != nil {
-				return err
-			}
-			if err := ks.needPhase(call, regsWaited); err != nil {
-				return err
-			}
-			d, err := ks.destIndex(call, v[0])
-			if err != nil {
-				return err
-			}
-			c, err := ks.cb(s.CB, call)
-			if err != nil {
-				return err
-			}
-			f := c.cfg.Format
-			if ks.comp.pack != f {
-				return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
-			}
-			off := uint64(c.packed)
-			if len(v) > 1 {
-				off = v[1]
-			}
-			if off >= uint64(c.reserved) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.reserved)
-			}
-			if uint64(c.wrPos)+off >= uint64(c.pages) {
-				return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.wrPos, c.pages)
-			}
-			if c.pageSize != f.TileBytes() {
-				return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.pageSize, f)
-			}
-			tile := ks.comp.dest[d]
-			if ks.comp.edgeMask {
-				tile = edgeMasked(tile, ks.comp.maskDim)
-			}
-			if f == ir.BF16 && ks.comp.fp32 {
-				tile = packerBF16(tile)
-			}
-			data, err := numerics.PackTile(f, tile)
-			if err != nil {
-				return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
-			}
-			ks.core.mem.write(uint64(c.base)+(uint64(c.wrPos)+off)*uint64(c.pageSize), data)
-			if len(v) == 1 {
-				c.packed++
-			}
-			ks.r.stats.TileOps++
-			return nil
-		}), nil
+		})
 	}
-	return nil, cc.errf("the simulator does not implement %T", s)
+	return nil
+}
+
+// sfpuOp compiles an SFPU op on DEST tiles: kir.SFPUTable's function of
+// each element (and the parameter or the second tile's element).
+func sfpuOp(s kir.SFPU, call, init string) op {
+	p := math.Float32frombits(s.Param)
+	return do(func(ks *kstate, v []uint64) error {
+		cs := ks.comp
+		if err := ks.needStarted(call); err != nil {
+			return err
+		}
+		if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
+			return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
+		}
+		if ks.k.Compute.MathApproxMode {
+			// tt-llk's SFPU functions take APPROX (math_approx_mode) as
+			// their approximation switch; the simulator models the exact
+			// functions of kir.SFPUTable only.
+			return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
+		}
+		if err := ks.needPhase(call, regsAcquired); err != nil {
+			return err
+		}
+		d, err := ks.destIndex(call, v[0])
+		if err != nil {
+			return err
+		}
+		dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
+		// src is a binary op's second operand tile.
+		var src []float32
+		if s.Op.IsBinary() {
+			if len(v) < 2 {
+				return ks.errf(kir.RuleMalformed, kir.NoCB, "%s needs a second DEST index", call)
+			}
+			sd, err := ks.destIndex(call, v[1])
+			if err != nil {
+				return err
+			}
+			src = cs.dest[sd]
+		}
+		for i, x := range dst {
+			y := p
+			if src != nil {
+				y = src[i]
+			}
+			dst[i] = eval(x, y)
+		}
+		cs.storeSFPU(dst)
+		ks.r.stats.TileOps++
+		return nil
+	})
+}
+
+// packOp compiles pack_tile: the DEST tile into the output CB's next (or
+// given) reserved page, in the CB's format.
+func packOp(s kir.PackTile, call string) op {
+	return do(func(ks *kstate, v []uint64) error {
+		if err := ks.needStarted(call); err != nil {
+			return err
+		}
+		if err := ks.needPhase(call, regsWaited); err != nil {
+			return err
+		}
+		d, err := ks.destIndex(call, v[0])
+		if err != nil {
+			return err
+		}
+		c, err := ks.cb(s.CB, call)
+		if err != nil {
+			return err
+		}
+		f := c.Config.Format
+		if ks.comp.pack != f {
+			return ks.errf(kir.RuleDataFormat, s.CB, "%s packs into CB c_%d (%s) but the packer is configured for %s; call pack_reconfig_data_format first", call, s.CB, f, ks.comp.pack)
+		}
+		off := uint64(c.Packed)
+		if len(v) > 1 {
+			off = v[1]
+		}
+		if off >= uint64(c.Reserved) {
+			return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d of CB c_%d past the %d reserved pages (cb_reserve_back)", call, off, s.CB, c.Reserved)
+		}
+		if uint64(c.WrPos)+off >= uint64(c.Pages) {
+			return ks.errf(kir.RuleCBFlow, s.CB, "%s writes page %d from ring page %d of %d: past the end of the ring", call, off, c.WrPos, c.Pages)
+		}
+		if c.PageSize != f.TileBytes() {
+			return ks.errf(kir.RuleCBConfig, s.CB, "%s packs into CB c_%d whose page size %d is not one %s tile", call, s.CB, c.PageSize, f)
+		}
+		tile := ks.comp.dest[d]
+		if ks.comp.edgeMask {
+			tile = edgeMasked(tile, ks.comp.maskDim)
+		}
+		if f == ir.BF16 && ks.comp.fp32 {
+			tile = packerBF16(tile)
+		}
+		data, err := numerics.PackTile(f, tile)
+		if err != nil {
+			return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
+		}
+		ks.core.mem.write(c.Base+(uint64(c.WrPos)+off)*uint64(c.PageSize), data)
+		if len(v) == 1 {
+			c.Packed++
+		}
+		ks.r.stats.TileOps++
+		return nil
+	})
 }
 
 // setFPU compiles an FPU init: it records the mode after checking the CBs exist.
-func (cc *compiler) setFPU(call string, m fpuMode, cbs ...int) instr {
-	return next(func(ks *kstate) error {
+func setFPU(call string, m fpuMode, cbs ...int) op {
+	return do(func(ks *kstate, _ []uint64) error {
 		if err := ks.needStarted(call); err != nil {
 			return err
 		}

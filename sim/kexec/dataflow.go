@@ -2,193 +2,76 @@ package kexec
 
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
-// call compiles one API-call statement.
-func (cc *compiler) call(s kir.Stmt) (instr, error) {
-	ops, err := cc.exprs(kir.StmtExprs(s)...)
-	if err != nil {
-		return nil, err
-	}
-	// ev evaluates the statement's operands in StmtExprs order.
-	ev := func(ks *kstate) ([]uint64, error) { return evalAll(ks, ops) }
+// do is an op that never waits.
+func do(f func(ks *kstate, v []uint64) error) op {
+	return func(t *thread, v []uint64) (bool, error) { return false, f(t.S, v) }
+}
+
+// dataflow compiles the effect of a data-movement instruction (ok false
+// for any other); v holds the operands in kir.StmtExprs order.
+func (r *run) dataflow(c *interp.Compiler[*kstate], s kir.Stmt) (o op, ok bool, err error) {
 	switch s := s.(type) {
-	case kir.CBReserveBack:
-		return maybeBlock(func(ks *kstate) (bool, error) {
-			v, err := ev(ks)
-			if err != nil {
-				return false, err
-			}
-			return ks.cbReserve(s.CB, v[0])
-		}), nil
-	case kir.CBPushBack:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return ks.cbPush(s.CB, v[0])
-		}), nil
-	case kir.CBWaitFront:
-		return maybeBlock(func(ks *kstate) (bool, error) {
-			v, err := ev(ks)
-			if err != nil {
-				return false, err
-			}
-			return ks.cbWait(s.CB, v[0])
-		}), nil
-	case kir.CBPopFront:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return ks.cbPop(s.CB, v[0])
-		}), nil
+	case kir.CBReserveBack, kir.CBPushBack, kir.CBWaitFront, kir.CBPopFront,
+		kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
+		return nil, true, nil // the core's books are the whole effect
 	case kir.NoCAsyncRead:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return ks.nocRead(v[0], v[1], v[2])
-		}), nil
+		o = do(func(ks *kstate, v []uint64) error { return ks.nocRead(v[0], v[1], v[2]) })
 	case kir.NoCAsyncWrite:
-		buf := cc.targetBuffer(s.Dst)
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
+		buf := targetBuffer(c, s.Dst)
+		o = do(func(ks *kstate, v []uint64) error {
 			if buf != "" {
 				if err := ks.checkInBuffer(buf, v[1], v[2], "noc_async_write"); err != nil {
 					return err
 				}
 			}
 			return ks.nocWrite(v[0], v[1], v[2], "noc_async_write")
-		}), nil
+		})
 	case kir.NoCAsyncWriteMulticast:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
+		o = do(func(ks *kstate, v []uint64) error {
 			return ks.nocMulticast(v[0], v[1], v[2], v[3], "noc_async_write_multicast")
-		}), nil
+		})
 	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed:
 		// Transfers complete when issued.
-		return next(func(*kstate) error { return nil }), nil
+		o = do(func(*kstate, []uint64) error { return nil })
 	case kir.NoCAsyncAtomicBarrier:
-		return next(func(ks *kstate) error { ks.atomicsPending = 0; return nil }), nil
+		o = do(func(ks *kstate, _ []uint64) error { ks.atomicsPending = 0; return nil })
 	case kir.NoCSemaphoreSet:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			if err := ks.checkL1(v[0], 4, "noc_semaphore_set", true); err != nil {
-				return err
-			}
-			ks.core.mem.write32(v[0], uint32(v[1]))
-			return nil
-		}), nil
-	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
-		call := kir.APIName(s)
-		exact, plain := false, false
-		switch s.(type) {
-		case kir.NoCSemaphoreWait:
-			exact, plain = true, true
-		case kir.NoCSemaphoreWaitMin:
-			plain = true
-		case kir.EthNoCSemaphoreWait:
-			exact = true
-		}
-		return maybeBlock(func(ks *kstate) (bool, error) {
-			if plain && ks.core.eth {
-				return false, ks.errf(kir.RuleEthWait, kir.NoCB, "%s on ethernet core %s spins without run_routing, starving the base firmware that shares ERISC0; use eth_%s", call, ks.core.c, call)
-			}
-			v, err := ev(ks)
-			if err != nil {
-				return false, err
-			}
-			if err := ks.checkL1(v[0], 4, call, false); err != nil {
-				return false, err
-			}
-			have, want := uint64(ks.core.mem.read32(v[0])), v[1]&0xffffffff
-			if exact && have == want || !exact && have >= want {
-				return false, nil
-			}
-			rel := "=="
-			if !exact {
-				rel = ">="
-			}
-			ks.block(call, kir.NoCB, ks.semID(v[0]), "waits for value %s %d, has %d", rel, want, have)
-			return true, nil
-		}), nil
+		o = do(func(ks *kstate, v []uint64) error { return ks.store32(v[0], v[1], "noc_semaphore_set") })
 	case kir.NoCSemaphoreInc:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
+		o = do(func(ks *kstate, v []uint64) error {
 			ks.atomicsPending++
 			return ks.semInc(v[0], uint32(v[1]))
-		}), nil
+		})
 	case kir.NoCSemaphoreSetMulticast:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
+		o = do(func(ks *kstate, v []uint64) error {
 			return ks.nocMulticast(v[0], v[1], 4, v[2], "noc_semaphore_set_multicast")
-		}), nil
+		})
 	case kir.EthSendBytes:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			return ks.ethSendBytes(v[0], v[1], v[2], v[3], v[4])
-		}), nil
+		o = do(func(ks *kstate, v []uint64) error { return ks.ethSendBytes(v[0], v[1], v[2], v[3], v[4]) })
 	case kir.EthWaitForReceiverDone:
-		return maybeBlock(func(ks *kstate) (bool, error) { return ks.ethWaitForReceiverDone() }), nil
+		o = func(t *thread, _ []uint64) (bool, error) { return t.S.ethWaitForReceiverDone() }
 	case kir.EthWaitForBytes:
-		return maybeBlock(func(ks *kstate) (bool, error) {
-			v, err := ev(ks)
-			if err != nil {
-				return false, err
-			}
-			return ks.ethWaitForBytes(v[0])
-		}), nil
+		o = func(t *thread, v []uint64) (bool, error) { return t.S.ethWaitForBytes(v[0]) }
 	case kir.EthReceiverDone:
-		return next(func(ks *kstate) error { return ks.ethReceiverDone() }), nil
+		o = do(func(ks *kstate, _ []uint64) error { return ks.ethReceiverDone() })
 	case kir.L1Write32:
-		return next(func(ks *kstate) error {
-			v, err := ev(ks)
-			if err != nil {
-				return err
-			}
-			if err := ks.checkL1(v[0], 4, "L1 store", true); err != nil {
-				return err
-			}
-			ks.core.mem.write32(v[0], uint32(v[1]))
-			return nil
-		}), nil
+		o = do(func(ks *kstate, v []uint64) error { return ks.store32(v[0], v[1], "L1 store") })
+	default:
+		return nil, false, nil
 	}
-	return cc.compute(s, ev)
+	return o, true, nil
 }
 
-// semID is the program semaphore at local L1 address addr, or -1.
-func (ks *kstate) semID(addr uint64) int {
-	base := uint64(ks.core.semBase)
-	if addr < base || (addr-base)%SemaphoreStride != 0 {
-		return -1
+// store32 is a store of the word v at local L1 address addr.
+func (ks *kstate) store32(addr, v uint64, what string) error {
+	if err := ks.checkL1(addr, 4, what, true); err != nil {
+		return err
 	}
-	id := int((addr - base) / SemaphoreStride)
-	if !ks.core.semIDs[id] {
-		return -1
-	}
-	return id
+	ks.core.mem.write32(addr, uint32(v))
+	return nil
 }
 
 func (ks *kstate) packet(call string, size uint64) error {
@@ -228,26 +111,26 @@ func (ks *kstate) nocRead(src, dst, size uint64) error {
 	if err := ks.checkL1(dst, size, call+" destination", true); err != nil {
 		return err
 	}
-	t := decodeNoC(src)
-	if t.mcast {
+	t := interp.DecodeNoC(src)
+	if t.Mcast {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s from %s: a read cannot come from a multicast address", call, t)
 	}
 	buf := make([]byte, size)
-	if bank, ok := ks.r.t.DRAMBankAt(t.x1, t.y1); ok {
-		if err := ks.dramAccess(call, bank, t.addr, size, true); err != nil {
+	if bank, ok := ks.r.t.DRAMBankAt(t.X1, t.Y1); ok {
+		if err := ks.dramAccess(call, bank, t.Addr, size, true); err != nil {
 			return err
 		}
-		if a := uint64(ks.r.t.DRAMReadAlign); t.addr%a != dst%a {
-			return ks.errf(kir.RuleDRAMAlign, kir.NoCB, "%s from DRAM bank %d address %#x (≡ %d mod %d) to L1 %#x (≡ %d mod %d): a DRAM read's source and destination must agree modulo %d, or the NoC shifts the data", call, bank, t.addr, t.addr%a, a, dst, dst%a, a, a)
+		if a := uint64(ks.r.t.DRAMReadAlign); t.Addr%a != dst%a {
+			return ks.errf(kir.RuleDRAMAlign, kir.NoCB, "%s from DRAM bank %d address %#x (≡ %d mod %d) to L1 %#x (≡ %d mod %d): a DRAM read's source and destination must agree modulo %d, or the NoC shifts the data", call, bank, t.Addr, t.Addr%a, a, dst, dst%a, a, a)
 		}
-		ks.r.d.dram[bank].read(t.addr, buf)
-	} else if m, c, ok := ks.endpoint(t.x1, t.y1); ok {
-		if !m.inBounds(t.addr, size) {
-			return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x of core %s is outside L1", call, size, t.addr, c)
+		ks.r.d.dram[bank].read(t.Addr, buf)
+	} else if m, c, ok := ks.endpoint(t.X1, t.Y1); ok {
+		if !m.inBounds(t.Addr, size) {
+			return ks.errf(kir.RuleMemory, kir.NoCB, "%s of %d bytes at L1 %#x of core %s is outside L1", call, size, t.Addr, c)
 		}
-		m.read(t.addr, buf)
+		m.read(t.Addr, buf)
 	} else {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s from %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.x1, t.y1)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s from %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.X1, t.Y1)
 	}
 	ks.core.mem.write(dst, buf)
 	ks.r.stats.NoCReadBytes += int64(size)
@@ -288,24 +171,24 @@ func (ks *kstate) nocWrite(src, dst, size uint64, call string) error {
 	if err := ks.checkL1(src, size, call+" source", false); err != nil {
 		return err
 	}
-	t := decodeNoC(dst)
-	if t.mcast {
+	t := interp.DecodeNoC(dst)
+	if t.Mcast {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: use noc_async_write_multicast for a multicast address", call, t)
 	}
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)
-	if bank, ok := ks.r.t.DRAMBankAt(t.x1, t.y1); ok {
-		if err := ks.dramAccess(call, bank, t.addr, size, false); err != nil {
+	if bank, ok := ks.r.t.DRAMBankAt(t.X1, t.Y1); ok {
+		if err := ks.dramAccess(call, bank, t.Addr, size, false); err != nil {
 			return err
 		}
-		ks.r.d.dram[bank].write(t.addr, buf)
-	} else if m, c, ok := ks.endpoint(t.x1, t.y1); ok {
-		if err := ks.remoteL1(call, m, c, t.addr, size); err != nil {
+		ks.r.d.dram[bank].write(t.Addr, buf)
+	} else if m, c, ok := ks.endpoint(t.X1, t.Y1); ok {
+		if err := ks.remoteL1(call, m, c, t.Addr, size); err != nil {
 			return err
 		}
-		m.write(t.addr, buf)
+		m.write(t.Addr, buf)
 	} else {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.x1, t.y1)
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: no DRAM bank, worker or ethernet core at NoC (%d,%d)", call, t, t.X1, t.Y1)
 	}
 	ks.r.stats.NoCWriteBytes += int64(size)
 	return nil
@@ -329,17 +212,17 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 	if err := ks.checkL1(src, size, call+" source", false); err != nil {
 		return err
 	}
-	t := decodeNoC(dst)
-	if !t.mcast {
+	t := interp.DecodeNoC(dst)
+	if !t.Mcast {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s: the destination is not a multicast address (get_noc_multicast_addr)", call, t)
 	}
-	if !kir.McastOrdered(ks.k.NoC, t.x0, t.y0, t.x1, t.y1) {
+	if !kir.McastOrdered(ks.k.NoC, t.X0, t.Y0, t.X1, t.Y1) {
 		return ks.errf(kir.RuleMcastRange, kir.NoCB, "%s to %s issued on NoC %d: the corners must be in NoC %d order (%s; kir.McastCorners); a card would multicast to other cores", call, t, ks.k.NoC, ks.k.NoC, kir.McastOrder(ks.k.NoC))
 	}
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)
-	x0, x1 := min(t.x0, t.x1), max(t.x0, t.x1)
-	y0, y1 := min(t.y0, t.y1), max(t.y0, t.y1)
+	x0, x1 := min(t.X0, t.X1), max(t.X0, t.X1)
+	y0, y1 := min(t.Y0, t.Y1), max(t.Y0, t.Y1)
 	type dest struct {
 		m *memory
 		c kir.Core
@@ -348,10 +231,10 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 	for y := y0; y <= y1; y++ {
 		for x := x0; x <= x1; x++ {
 			m, c, ok := ks.worker(x, y)
-			if !ok || c == ks.core.c {
+			if !ok || c == ks.core.C {
 				continue
 			}
-			if err := ks.remoteL1(call, m, c, t.addr, size); err != nil {
+			if err := ks.remoteL1(call, m, c, t.Addr, size); err != nil {
 				return err
 			}
 			dests = append(dests, dest{m, c})
@@ -361,7 +244,7 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s with num_dests %d: the rectangle holds %d worker cores besides the sender", call, t, numDests, len(dests))
 	}
 	for _, d := range dests {
-		d.m.write(t.addr, buf)
+		d.m.write(t.Addr, buf)
 	}
 	ks.r.stats.NoCWriteBytes += int64(size) * int64(len(dests))
 	return nil
@@ -369,17 +252,17 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 
 func (ks *kstate) semInc(dst uint64, incr uint32) error {
 	const call = "noc_semaphore_inc"
-	t := decodeNoC(dst)
-	m, c, ok := ks.endpoint(t.x1, t.y1)
-	if t.mcast || !ok {
+	t := interp.DecodeNoC(dst)
+	m, c, ok := ks.endpoint(t.X1, t.Y1)
+	if t.Mcast || !ok {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s at %s: not a worker or ethernet core's L1", call, t)
 	}
-	if t.addr%4 != 0 {
+	if t.Addr%4 != 0 {
 		return ks.errf(kir.RuleMemory, kir.NoCB, "%s at %s: the address is not 4-byte aligned", call, t)
 	}
-	if err := ks.remoteL1(call, m, c, t.addr, 4); err != nil {
+	if err := ks.remoteL1(call, m, c, t.Addr, 4); err != nil {
 		return err
 	}
-	m.write32(t.addr, m.read32(t.addr)+incr)
+	m.write32(t.Addr, m.read32(t.Addr)+incr)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 // DRAMBase is the lowest DRAM address the allocator hands out (address 0
@@ -15,7 +16,7 @@ import (
 const DRAMBase = 0x10000
 
 // SemaphoreStride is the L1 distance between consecutive semaphores.
-const SemaphoreStride = 16
+const SemaphoreStride = interp.SemaphoreStride
 
 // Device is a simulated Blackhole card: DRAM banks, worker L1s and the
 // buffers allocated in them.

@@ -27,7 +27,10 @@
 // id i lives at SemaphoreBase + 16*i, a simulator convention inside the
 // reserved region below L1UnreservedBase), resolves every kernel's
 // arguments on every core, compiles each kernel body once into a flat
-// instruction list and interprets it.
+// instruction list and interprets it. Compiling, expressions, arguments and
+// the CB and semaphore books are the interpreter core's (sim/interp, shared
+// with the timing model); the executor is its machine: each instruction's
+// effect on memory and DEST, L1 reads, and what a blocked kernel waits for.
 //
 // Scheduling is deterministic: the kernels of all cores (row-major, then
 // program order) run round-robin, each for up to a quantum of instructions

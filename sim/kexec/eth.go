@@ -74,9 +74,9 @@ func (d *Device) WriteEthL1(ch int, addr uint32, data []byte) error {
 
 // peer returns the ethernet core at the other end of this kernel's link.
 func (ks *kstate) peer(call string) (*ethCore, EthEnd, error) {
-	here := EthEnd{Device: ks.r.dev, Channel: ks.core.c.X}
-	if !ks.core.eth {
-		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s runs on worker core %s; ethernet calls run on ethernet cores", call, ks.core.c)
+	here := EthEnd{Device: ks.r.dev, Channel: ks.core.C.X}
+	if !ks.core.Eth {
+		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s runs on worker core %s; ethernet calls run on ethernet cores", call, ks.core.C)
 	}
 	if ks.r.mesh == nil {
 		return nil, here, ks.errf(kir.RuleEthernet, kir.NoCB, "%s on ethernet channel %d: the program runs on a single device, so no link is cabled (run it on a Cluster)", call, here.Channel)
@@ -125,7 +125,7 @@ func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)
 	pe.mem.write(dst, buf)
-	me := ks.r.d.eth(ks.core.c.X)
+	me := ks.r.d.eth(ks.core.C.X)
 	me.bytesSent += uint32(size)
 	ks.r.stats.EthBytes += int64(size)
 	ks.r.stats.EthCommands += int64(kir.EthCommands(size, per))
@@ -138,7 +138,7 @@ func (ks *kstate) ethWaitForReceiverDone() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	me := ks.r.d.eth(ks.core.c.X)
+	me := ks.r.d.eth(ks.core.C.X)
 	if !ks.ethSignalled {
 		pe.bytesSent = me.bytesSent // the word travels to the receiver once per call
 		ks.ethSignalled = true
@@ -160,7 +160,7 @@ func (ks *kstate) ethWaitForBytes(n uint64) (bool, error) {
 	if n%16 != 0 {
 		return false, ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%d): ethernet transfers are whole 16-byte words", call, n)
 	}
-	me := ks.r.d.eth(ks.core.c.X)
+	me := ks.r.d.eth(ks.core.C.X)
 	if uint64(me.bytesSent) != n&0xffffffff {
 		ks.block(call, kir.NoCB, -1, "waits for %d bytes from device %d eth%d, has %d", n, there.Device, there.Channel, me.bytesSent)
 		return true, nil
@@ -173,7 +173,7 @@ func (ks *kstate) ethReceiverDone() error {
 	if err != nil {
 		return err
 	}
-	ks.r.d.eth(ks.core.c.X).bytesSent = 0
+	ks.r.d.eth(ks.core.C.X).bytesSent = 0
 	pe.bytesSent = 0
 	return nil
 }

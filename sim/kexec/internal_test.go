@@ -105,32 +105,18 @@ func TestCBPlacement(t *testing.T) {
 	if err := r.load(); err != nil {
 		t.Fatal(err)
 	}
-	base := uint32(bh.L1UnreservedBase)
-	got := map[string]uint32{
-		"c0 left":  r.cores[kir.Core{X: 0}].cbs[0].base,
-		"c0 right": r.cores[kir.Core{X: 1}].cbs[0].base,
-		"c2 left":  r.cores[kir.Core{X: 0}].cbs[2].base,
-		"c2 right": r.cores[kir.Core{X: 1}].cbs[2].base,
+	base := uint64(bh.L1UnreservedBase)
+	got := map[string]uint64{
+		"c0 left":  r.cores[kir.Core{X: 0}].CBs[0].Base,
+		"c0 right": r.cores[kir.Core{X: 1}].CBs[0].Base,
+		"c2 left":  r.cores[kir.Core{X: 0}].CBs[2].Base,
+		"c2 right": r.cores[kir.Core{X: 1}].CBs[2].Base,
 	}
-	want := map[string]uint32{
+	want := map[string]uint64{
 		"c0 left": base, "c0 right": base, // disjoint cores share an address
 		"c2 left": base + 4096, "c2 right": base + 4096, // after the larger c_0
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CB addresses (-want +got):\n%s", diff)
-	}
-}
-
-func TestNoCEncoding(t *testing.T) {
-	a := nocAddr(13, 11, 0x12345)
-	if got := decodeNoC(a); got != (nocTarget{x0: 13, y0: 11, x1: 13, y1: 11, addr: 0x12345}) {
-		t.Errorf("decode(unicast) = %+v", got)
-	}
-	m := mcastAddr(1, 2, 3, 4, 0x40)
-	if got := decodeNoC(m); got != (nocTarget{mcast: true, x0: 1, y0: 2, x1: 3, y1: 4, addr: 0x40}) {
-		t.Errorf("decode(multicast) = %+v", got)
-	}
-	if got := decodeNoC(a + 0x100); got.addr != 0x12445 {
-		t.Errorf("address arithmetic on a NoC address: local %#x, want 0x12445", got.addr)
 	}
 }

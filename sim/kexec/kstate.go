@@ -1,35 +1,24 @@
 package kexec
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
-// cbState is one circular buffer on one core. Counters are in pages.
-type cbState struct {
-	cfg      *kir.CB
-	base     uint32
-	pages    int
-	pageSize int
-	wrPos    int // producer ring position
-	rdPos    int // consumer ring position
-	filled   int // pushed and not yet popped
-	reserved int // producer: pages reserved beyond the pushed ones
-	waited   int // consumer: pages waited for beyond the popped ones
-	packed   int // pack_tile position since the last push
-}
-
-// kstate is one kernel running on one core.
+// kstate is one kernel running on one core: the core's thread plus the
+// executor's state.
 type kstate struct {
-	r       *run
-	core    *coreState
-	k       *kir.Kernel
-	code    []instr
-	pc      int
-	vars    []uint64
-	args    []uint64 // by row of k.Args
-	done    bool
+	interp.Thread[*kstate]
+	r    *run
+	core *coreState
+	k    *kir.Kernel
+	done bool
+	// wait is what the kernel waits for when the core blocked it (Call ""
+	// otherwise); blocked when the executor did (ethernet).
+	wait    interp.Wait
 	blocked Blocked
 	comp    *computeState
 	// ethSignalled: the pending eth_wait_for_receiver_done has sent the
@@ -40,28 +29,18 @@ type kstate struct {
 	atomicsPending int
 }
 
-func newKState(r *run, cs *coreState, k *kir.Kernel, code *kcode) (*kstate, error) {
-	ks := &kstate{r: r, core: cs, k: k, code: code.code, vars: make([]uint64, code.slots), args: make([]uint64, len(k.Args))}
-	c := cs.c
-	rt := k.RuntimeValuesOn(c)
-	for i, a := range k.Args {
-		v := a.Value
-		if a.Kind == kir.RuntimeArg {
-			if a.Index >= len(rt) {
-				return nil, r.ruleErr(kir.RuleArgTable, k.Name, &c, kir.NoCB, "no value for runtime arg %q (index %d); the core has %d values", a.Name, a.Index, len(rt))
-			}
-			v = rt[a.Index]
-		}
-		x, err := v.Resolve(r)
-		if err != nil {
-			return nil, r.ruleErr(kir.RuleArgTable, k.Name, &c, kir.NoCB, "arg %q = %s: %v", a.Name, v, err)
-		}
-		ks.args[i] = uint64(x)
+func newKState(r *run, cs *coreState, k *kir.Kernel, code *interp.Code[*kstate]) (*kstate, error) {
+	c := cs.C
+	args, err := interp.ResolveArgs(k, c, r)
+	if err != nil {
+		return nil, r.ruleErr(kir.RuleArgTable, k.Name, &c, kir.NoCB, "%s", err)
 	}
+	ks := &kstate{r: r, core: cs, k: k}
+	ks.Start(code, &cs.Core, args, ks)
 	if k.Role == kir.RoleCompute {
 		ks.comp = newComputeState(r, k)
 	}
-	ks.done = len(ks.code) == 0
+	ks.done = ks.Done()
 	return ks, nil
 }
 
@@ -69,39 +48,65 @@ func newKState(r *run, cs *coreState, k *kir.Kernel, code *kcode) (*kstate, erro
 func (ks *kstate) runQuantum(q int) (int, error) {
 	n := 0
 	for n < q && !ks.done {
-		next, err := ks.code[ks.pc](ks)
-		if err != nil {
-			return n, err
-		}
-		if next == blocked {
+		switch ks.Step() {
+		case interp.Failed:
+			return n, ks.fault(ks.Err)
+		case interp.Blocked:
 			return n, nil
 		}
-		ks.pc = next
 		n++
-		if ks.pc >= len(ks.code) {
+		if ks.Done() {
 			ks.done = true
-			if ks.atomicsPending > 0 {
-				return n, ks.errf(kir.RuleAtomicBarrier, kir.NoCB, "the kernel ends with %s in flight; call noc_async_atomic_barrier() after the last one (the card may still be delivering them when the next program starts)", plural(uint64(ks.atomicsPending), "noc_semaphore_inc"))
+			if p := ks.atomicsPending; p > 0 {
+				s := "s"
+				if p == 1 {
+					s = ""
+				}
+				return n, ks.errf(kir.RuleAtomicBarrier, kir.NoCB, "the kernel ends with %d noc_semaphore_inc%s in flight; call noc_async_atomic_barrier() after the last one (the card may still be delivering them when the next program starts)", p, s)
 			}
 		}
 	}
 	return n, nil
 }
 
+// fault completes an error of the core with the program, kernel and core.
+func (ks *kstate) fault(err error) error {
+	var f *interp.Fault
+	if errors.As(err, &f) {
+		return ks.errf(f.Rule, f.CB, "%s", f.Msg)
+	}
+	return err
+}
+
 func (ks *kstate) errf(rule kir.Rule, cb int, format string, args ...any) error {
-	c := ks.core.c
+	c := ks.core.C
 	return ks.r.ruleErr(rule, ks.k.Name, &c, cb, format, args...)
 }
 
+// block records a wait the executor describes itself.
 func (ks *kstate) block(call string, cb, sem int, format string, args ...any) {
-	ks.blocked = Blocked{Device: ks.r.dev, Core: ks.core.c, Kernel: ks.k.Name, Call: call, CB: cb, Semaphore: sem, Reason: fmt.Sprintf(format, args...)}
+	ks.wait = interp.Wait{}
+	ks.blocked = Blocked{Device: ks.r.dev, Core: ks.core.C, Kernel: ks.k.Name, Call: call, CB: cb, Semaphore: sem, Reason: fmt.Sprintf(format, args...)}
 }
 
-func (ks *kstate) cb(idx int, call string) (*cbState, error) {
-	if idx < 0 || idx >= len(ks.core.cbs) || ks.core.cbs[idx] == nil {
-		return nil, ks.errf(kir.RuleCBCount, idx, "%s names CB c_%d, which is not configured on this core", call, idx)
+// blockedOn describes what the kernel waits for.
+func (ks *kstate) blockedOn() Blocked {
+	w := ks.wait
+	if w.Call == "" {
+		return ks.blocked
 	}
-	return ks.core.cbs[idx], nil
+	sem := -1
+	if w.Kind == interp.WaitWord {
+		sem = ks.core.SemaphoreAt(w.Addr)
+	}
+	return Blocked{Device: ks.r.dev, Core: ks.core.C, Kernel: ks.k.Name, Call: w.Call, CB: w.CB, Semaphore: sem, Reason: w.Reason()}
+}
+
+func (ks *kstate) cb(idx int, call string) (*interp.CB, error) {
+	if c := ks.core.CB(idx); c != nil {
+		return c, nil
+	}
+	return nil, ks.fault(interp.MissingCB(idx, call))
 }
 
 // checkL1 checks a local L1 access; writes may not touch the reserved
@@ -119,106 +124,18 @@ func (ks *kstate) checkL1(addr, n uint64, what string, write bool) error {
 	return nil
 }
 
-func plural(n uint64, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// ---- circular buffers ----
-
-func (ks *kstate) cbReserve(idx int, n uint64) (bool, error) {
-	c, err := ks.cb(idx, "cb_reserve_back")
-	if err != nil {
-		return false, err
-	}
-	if n == 0 || n > uint64(c.pages) {
-		return false, ks.errf(kir.RuleCBFlow, idx, "cb_reserve_back(c_%d, %d): the count must be 1..%d (the CB's pages)", idx, n, c.pages)
-	}
-	free := c.pages - c.filled
-	if uint64(free) < n {
-		ks.block("cb_reserve_back", idx, -1, "waits for %s free, %d free", plural(n, "page"), free)
-		return true, nil
-	}
-	if c.wrPos+int(n) > c.pages {
-		return false, ks.errf(kir.RuleCBFlow, idx, "cb_reserve_back(c_%d, %d) at ring page %d of %d: the block straddles the end of the ring", idx, n, c.wrPos, c.pages)
-	}
-	c.reserved = max(c.reserved, int(n))
-	return false, nil
-}
-
-func (ks *kstate) cbPush(idx int, n uint64) error {
-	c, err := ks.cb(idx, "cb_push_back")
-	if err != nil {
-		return err
-	}
-	if n == 0 || n > uint64(c.pages) {
-		return ks.errf(kir.RuleCBFlow, idx, "cb_push_back(c_%d, %d): the count must be 1..%d (the CB's pages)", idx, n, c.pages)
-	}
-	if uint64(c.reserved) < n {
-		return ks.errf(kir.RuleCBFlow, idx, "cb_push_back(c_%d, %d) pushes more pages than were reserved (%d); call cb_reserve_back first", idx, n, c.reserved)
-	}
-	if c.wrPos+int(n) > c.pages {
-		return ks.errf(kir.RuleCBFlow, idx, "cb_push_back(c_%d, %d) at ring page %d of %d: the block straddles the end of the ring", idx, n, c.wrPos, c.pages)
-	}
-	c.reserved -= int(n)
-	c.filled += int(n)
-	c.wrPos = (c.wrPos + int(n)) % c.pages
-	c.packed = 0
-	return nil
-}
-
-func (ks *kstate) cbWait(idx int, n uint64) (bool, error) {
-	c, err := ks.cb(idx, "cb_wait_front")
-	if err != nil {
-		return false, err
-	}
-	if n == 0 || n > uint64(c.pages) {
-		return false, ks.errf(kir.RuleCBFlow, idx, "cb_wait_front(c_%d, %d): the count must be 1..%d (the CB's pages)", idx, n, c.pages)
-	}
-	if uint64(c.filled) < n {
-		ks.block("cb_wait_front", idx, -1, "waits for %s, %d available", plural(n, "page"), c.filled)
-		return true, nil
-	}
-	if c.rdPos+int(n) > c.pages {
-		return false, ks.errf(kir.RuleCBFlow, idx, "cb_wait_front(c_%d, %d) at ring page %d of %d: the block straddles the end of the ring", idx, n, c.rdPos, c.pages)
-	}
-	c.waited = max(c.waited, int(n))
-	return false, nil
-}
-
-func (ks *kstate) cbPop(idx int, n uint64) error {
-	c, err := ks.cb(idx, "cb_pop_front")
-	if err != nil {
-		return err
-	}
-	if n == 0 || n > uint64(c.pages) {
-		return ks.errf(kir.RuleCBFlow, idx, "cb_pop_front(c_%d, %d): the count must be 1..%d (the CB's pages)", idx, n, c.pages)
-	}
-	if uint64(c.waited) < n {
-		return ks.errf(kir.RuleCBFlow, idx, "cb_pop_front(c_%d, %d) pops more pages than were waited for (%d); call cb_wait_front first", idx, n, c.waited)
-	}
-	c.waited -= int(n)
-	c.filled -= int(n)
-	c.rdPos = (c.rdPos + int(n)) % c.pages
-	return nil
-}
-
 // frontTileAddr is the L1 address of tile i counted from the front, for a
 // compute op that unpacks it.
-func (ks *kstate) frontTileAddr(idx int, i uint64, call string) (*cbState, uint64, error) {
+func (ks *kstate) frontTileAddr(idx int, i uint64, call string) (*interp.CB, uint64, error) {
 	c, err := ks.cb(idx, call)
 	if err != nil {
 		return nil, 0, err
 	}
-	if i >= uint64(c.waited) {
-		return nil, 0, ks.errf(kir.RuleCBFlow, idx, "%s reads tile %d of CB c_%d, but only %d pages were waited for (cb_wait_front)", call, i, idx, c.waited)
+	a, f := c.FrontTile(i, call)
+	if f != nil {
+		return nil, 0, ks.fault(f)
 	}
-	if uint64(c.rdPos)+i >= uint64(c.pages) {
-		return nil, 0, ks.errf(kir.RuleCBFlow, idx, "%s reads tile %d from ring page %d of %d: past the end of the ring", call, i, c.rdPos, c.pages)
-	}
-	return c, uint64(c.base) + (uint64(c.rdPos)+i)*uint64(c.pageSize), nil
+	return c, a, nil
 }
 
 // checkInBuffer checks that a DRAM access of n bytes at NoC address a stays
@@ -230,7 +147,7 @@ func (ks *kstate) checkInBuffer(name string, a, n uint64, call string) error {
 	if !ok || !db.Mem.Kind.IsDRAM() {
 		return nil
 	}
-	off := decodeNoC(a).addr
+	off := interp.DecodeNoC(a).Addr
 	lo := uint64(db.Addr)
 	hi := lo + uint64(db.PerCore)*uint64(db.Stride)
 	if off < lo || off+n > hi {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 // DefaultStepLimit is the instruction budget of a Run when RunOptions.StepLimit is 0.
@@ -50,24 +51,20 @@ type run struct {
 	cores   map[kir.Core]*coreState
 	kernels []*kstate
 	stats   Stats
+	cfg     *interp.Config
 	// dev is the device index in a Cluster run (0 otherwise); mesh is the
 	// cluster run, nil for Device.Run.
 	dev  int
 	mesh *meshRun
 }
 
-// coreState is one worker or ethernet core during a run.
+// coreState is one worker or ethernet core during a run: the core's view
+// (NoC coordinates, CBs, semaphores) and its memory, of which kernels may
+// write [lo, hi).
 type coreState struct {
-	c      kir.Core
+	interp.Core
 	mem    *memory
-	nx, ny int
-	cbs    []*cbState // by index; nil when not configured
-	semIDs map[int]bool
-	// eth marks an ethernet core; semBase is the address of its semaphore
-	// 0; kernels may write L1 in [lo, hi).
-	eth     bool
-	semBase uint32
-	lo, hi  uint64
+	lo, hi uint64
 }
 
 func (r *run) ruleErr(rule kir.Rule, kernel string, c *kir.Core, cb int, format string, args ...any) *kir.RuleError {
@@ -89,12 +86,7 @@ func (r *run) BufferAddress(name string) (uint32, error) {
 }
 
 // WorkerNoC implements kir.Resolver; it also resolves ethernet cores.
-func (r *run) WorkerNoC(c kir.Core) (int, int, error) {
-	if c.IsEth() {
-		return r.t.EthNoC(c.X)
-	}
-	return r.t.WorkerNoC(c.X, c.Y)
-}
+func (r *run) WorkerNoC(c kir.Core) (int, int, error) { return interp.CoreNoC(r.t, c) }
 
 // DeviceID implements kir.DeviceResolver: the device index in a Cluster
 // run, 0 for Device.Run.
@@ -140,8 +132,8 @@ func (r *run) core(c kir.Core) (*coreState, error) {
 			return nil, fmt.Errorf("program %q: core %s: %v", r.p.Name, c, err)
 		}
 		lo, hi := r.ethBounds()
-		cs := &coreState{c: c, mem: r.d.eth(c.X).mem, nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{},
-			eth: true, semBase: r.d.EthSemaphoreBase(), lo: lo, hi: hi}
+		cs := &coreState{Core: interp.Core{C: c, NX: nx, NY: ny, Eth: true, CBs: make([]*interp.CB, r.t.MaxCBs), SemBase: uint64(r.d.EthSemaphoreBase())},
+			mem: r.d.eth(c.X).mem, lo: lo, hi: hi}
 		r.cores[c] = cs
 		return cs, nil
 	}
@@ -149,8 +141,8 @@ func (r *run) core(c kir.Core) (*coreState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("program %q: %v", r.p.Name, err)
 	}
-	cs := &coreState{c: c, mem: r.d.coreMem(c), nx: nx, ny: ny, cbs: make([]*cbState, r.t.MaxCBs), semIDs: map[int]bool{},
-		semBase: r.d.SemaphoreBase(), lo: uint64(r.d.SemaphoreBase()), hi: uint64(r.t.L1Size)}
+	cs := &coreState{Core: interp.Core{C: c, NX: nx, NY: ny, CBs: make([]*interp.CB, r.t.MaxCBs), SemBase: uint64(r.d.SemaphoreBase())},
+		mem: r.d.coreMem(c), lo: uint64(r.d.SemaphoreBase()), hi: uint64(r.t.L1Size)}
 	r.cores[c] = cs
 	return cs, nil
 }
@@ -215,10 +207,9 @@ func (r *run) load() error {
 			if err != nil {
 				return err
 			}
-			if cs.cbs[cb.Index] != nil {
-				return r.ruleErr(kir.RuleCBCount, "", &c, cb.Index, "CB index %d is configured more than once on this core", cb.Index)
+			if _, f := cs.AddCB(cb, addr); f != nil {
+				return r.ruleErr(f.Rule, "", &c, f.CB, "%s", f.Msg)
 			}
-			cs.cbs[cb.Index] = &cbState{cfg: cb, base: uint32(addr), pages: cb.Pages, pageSize: cb.PageSize}
 		}
 	}
 	// Semaphores.
@@ -231,11 +222,11 @@ func (r *run) load() error {
 			if err != nil {
 				return err
 			}
-			cs.semIDs[s.ID] = true
-			cs.mem.write32(uint64(cs.semBase)+uint64(s.ID*SemaphoreStride), s.Initial)
+			cs.mem.write32(cs.AddSemaphore(s.ID), s.Initial)
 		}
 	}
 	// Kernels.
+	r.cfg = r.config()
 	for _, k := range p.Kernels {
 		code, err := compileKernel(r, k)
 		if err != nil {
@@ -256,7 +247,7 @@ func (r *run) load() error {
 	// Row-major by core, then program order (stable).
 	ks := r.kernels
 	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j].core.c.Less(ks[j-1].core.c); j-- {
+		for j := i; j > 0 && ks[j].core.C.Less(ks[j-1].core.C); j-- {
 			ks[j], ks[j-1] = ks[j-1], ks[j]
 		}
 	}
@@ -314,7 +305,7 @@ func scheduleRuns(runs []*run, program string, mesh bool) error {
 			for _, r := range runs {
 				for _, ks := range r.kernels {
 					if !ks.done {
-						de.Blocked = append(de.Blocked, ks.blocked)
+						de.Blocked = append(de.Blocked, ks.blockedOn())
 					}
 				}
 			}
@@ -332,7 +323,7 @@ func runNames(runs []*run, done, mesh bool) []string {
 			if ks.done != done {
 				continue
 			}
-			n := fmt.Sprintf("%s@%s", ks.k.Name, ks.core.c)
+			n := fmt.Sprintf("%s@%s", ks.k.Name, ks.core.C)
 			if mesh {
 				n += fmt.Sprintf("@device %d", r.dev)
 			}

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -104,14 +103,14 @@ type Meta struct {
 // to buffer names: layers that differ only in addresses) are simulated
 // once. Mesh programs (ethernet kernels) run on the devices of a mesh row
 // together; every other program is the same on every device.
-func Predict(b *codegen.Build, prm *Params, meta Meta) (*Report, error) {
-	if b == nil || b.Graph == nil {
+func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
+	if b == nil {
 		return nil, fmt.Errorf("timing: nil build")
 	}
 	if prm == nil {
 		prm = Default()
 	}
-	mesh := b.Graph.Mesh
+	mesh := b.Mesh
 	devices := mesh.Devices()
 	rowDevices := max(mesh.Cols, 1)
 	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
@@ -215,7 +214,7 @@ func shapes(vs []*ir.Value) string {
 // floorBytes is what one device must stream from DRAM per step (see
 // Report.FloorBytes). A weight that only embedding lookups read counts the
 // rows they gather (the bytes of their results), not the whole table.
-func floorBytes(b *codegen.Build) int64 {
+func floorBytes(b *Build) int64 {
 	gathered := map[*ir.Value]int64{}
 	other := map[*ir.Value]bool{}
 	for _, p := range b.Programs {
@@ -228,7 +227,7 @@ func floorBytes(b *codegen.Build) int64 {
 				continue
 			}
 			for _, r := range p.Op.Results {
-				if s := b.BufferOf(r); s != nil {
+				if s := b.bufferOf(r); s != nil {
 					gathered[v] += int64(s.PageSize) * int64(s.Pages)
 				}
 			}

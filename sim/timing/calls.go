@@ -4,111 +4,157 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
-// call compiles one API-call statement into an instruction that does what
-// the call does to time: it spends the call's cycles, books shared
-// resources, and blocks on CBs, semaphores and ethernet words as the card
-// would.
-func (cc *compiler) call(s kir.Stmt) (instr, error) {
-	ops, err := cc.exprs(kir.StmtExprs(s)...)
-	if err != nil {
-		return nil, err
+// Instruction implements interp.Machine: the cost of instruction s, what
+// it does to time. It spends the call's cycles, books shared resources,
+// and blocks on semaphores and ethernet words as the card would; for the
+// CB calls and semaphore waits, whose books the core keeps, it is what
+// follows once the call may proceed. v holds the operands in
+// kir.StmtExprs order.
+func (m *machine) Instruction(_ *interp.Compiler[*thread], s kir.Stmt) (op, error) {
+	if o, ok := m.dataCost(s); ok {
+		return o, nil
 	}
-	arg := func(th *thread, i int) uint64 { return ops[i](th) }
-	p := cc.m.p
-	next := func(f func(th *thread)) instr {
-		return func(th *thread) int { f(th); return th.pc + 1 }
+	return m.computeCost(s)
+}
+
+// do is an op that never blocks.
+func do(f func(th *thread, v []uint64)) op {
+	return func(t *ithread, v []uint64) (bool, error) { f(t.S, v); return false, nil }
+}
+
+// cost is an op that spends c cycles.
+func cost(c float64) op { return do(func(th *thread, _ []uint64) { th.advance(c) }) }
+
+// dataCost is the cost of a data-movement instruction (ok false for any
+// other).
+func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
+	p := m.p
+	barrier := func(why string, done func(th *thread) float64) op {
+		return do(func(th *thread, _ []uint64) { th.advance(p.CBCycles); th.waitUntil(done(th), why) })
 	}
-	cost := func(c float64) instr { return next(func(th *thread) { th.advance(c) }) }
-	unpack := p.UnpackCyclesPerTile
+	reads := func(th *thread) float64 { return th.readDone }
+	writes := func(th *thread) float64 { return th.writeDone }
 	switch s := s.(type) {
-	case kir.CBReserveBack:
-		return func(th *thread) int { return th.cbAcquire("cb_reserve_back", s.CB, int(arg(th, 0)), true) }, nil
-	case kir.CBPushBack:
-		return func(th *thread) int { return th.cbRelease("cb_push_back", s.CB, int(arg(th, 0)), true) }, nil
-	case kir.CBWaitFront:
-		return func(th *thread) int { return th.cbAcquire("cb_wait_front", s.CB, int(arg(th, 0)), false) }, nil
-	case kir.CBPopFront:
-		return func(th *thread) int { return th.cbRelease("cb_pop_front", s.CB, int(arg(th, 0)), false) }, nil
+	case kir.CBReserveBack, kir.CBWaitFront, kir.CBPushBack, kir.CBPopFront:
+		return cbCost(p, s), true
 	case kir.NoCAsyncRead:
-		return next(func(th *thread) { th.nocRead(arg(th, 0), arg(th, 2)) }), nil
+		return do(func(th *thread, v []uint64) { th.nocRead(v[0], v[2]) }), true
 	case kir.NoCAsyncWrite:
-		return next(func(th *thread) { th.nocWrite(arg(th, 1), arg(th, 2)) }), nil
+		return do(func(th *thread, v []uint64) { th.nocWrite(v[1], v[2]) }), true
 	case kir.NoCAsyncWriteMulticast:
-		return next(func(th *thread) { th.nocMulticast(arg(th, 1), arg(th, 2)) }), nil
+		return do(func(th *thread, v []uint64) { th.nocMulticast(v[1], v[2]) }), true
 	case kir.NoCAsyncReadBarrier:
-		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.readDone, "noc_async_read_barrier") }), nil
+		return barrier("noc_async_read_barrier", reads), true
 	case kir.NoCAsyncWriteBarrier:
-		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_write_barrier") }), nil
+		return barrier("noc_async_write_barrier", writes), true
 	case kir.NoCAsyncAtomicBarrier:
-		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_atomic_barrier") }), nil
+		return barrier("noc_async_atomic_barrier", writes), true
 	case kir.NoCAsyncWritesFlushed:
-		return next(func(th *thread) { th.advance(p.CBCycles); th.waitUntil(th.writeDone, "noc_async_writes_flushed") }), nil
+		return barrier("noc_async_writes_flushed", writes), true
 	case kir.NoCSemaphoreSet:
-		return next(func(th *thread) {
-			th.advance(p.CBCycles)
-			th.setWord(th.core.word(uint32(arg(th, 0))), uint32(arg(th, 1)), th.t)
-		}), nil
+		return store(p.CBCycles), true
 	case kir.L1Write32:
-		return next(func(th *thread) {
-			th.advance(p.ScalarCycles)
-			th.setWord(th.core.word(uint32(arg(th, 0))), uint32(arg(th, 1)), th.t)
-		}), nil
+		return store(p.ScalarCycles), true
 	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
-		var atLeast bool
-		switch s.(type) {
-		case kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWaitMin:
-			atLeast = true
-		}
-		return func(th *thread) int {
-			w := th.core.word(uint32(arg(th, 0)))
-			v := uint32(arg(th, 1))
-			if w.v != v && !(atLeast && w.v >= v) {
-				return th.block(&w.waiters, "noc_semaphore_wait")
-			}
-			th.waitUntil(w.t, "noc_semaphore_wait")
+		// The core waited for the value; the write that set it may land later.
+		return do(func(th *thread, v []uint64) {
+			th.waitUntil(th.core.word(uint32(v[0])).t, "noc_semaphore_wait")
 			th.advance(p.CBCycles)
-			return th.pc + 1
-		}, nil
+		}), true
 	case kir.NoCSemaphoreInc:
-		return next(func(th *thread) {
-			w, at, ok := th.remoteWord(arg(th, 0))
+		return do(func(th *thread, v []uint64) {
+			w, at, ok := th.remoteWord(v[0])
 			if !ok {
 				return
 			}
 			th.advance(p.NoCIssueCycles)
-			th.setWord(w, w.v+uint32(arg(th, 1)), at)
+			th.setWord(w, w.v+uint32(v[1]), at)
 			th.writeDone = max(th.writeDone, at)
-		}), nil
+		}), true
 	case kir.NoCSemaphoreSetMulticast:
-		return next(func(th *thread) {
-			v := th.core.word(uint32(arg(th, 0))).v
+		return do(func(th *thread, v []uint64) {
+			val := th.core.word(uint32(v[0])).v
 			th.advance(p.NoCIssueCycles)
-			_, _, _, _, _, addr := decode(arg(th, 1))
-			for _, cs := range th.rect(arg(th, 1)) {
-				at := th.t + p.latency(p.L1WriteLatency, 4, th.hops(cs.nx, cs.ny))
-				th.setWord(cs.word(uint32(addr)), v, at)
+			addr := interp.DecodeNoC(v[1]).Addr
+			for _, cs := range th.rect(v[1]) {
+				at := th.Clock + p.latency(p.L1WriteLatency, 4, th.hops(cs.NX, cs.NY))
+				th.setWord(cs.word(uint32(addr)), val, at)
 				th.writeDone = max(th.writeDone, at)
 			}
-		}), nil
+		}), true
+	}
+	return m.ethCost(s)
+}
+
+// store is an L1 word store (noc_semaphore_set, L1Write32) costing c.
+func store(c float64) op {
+	return do(func(th *thread, v []uint64) {
+		th.advance(c)
+		th.setWord(th.core.word(uint32(v[0])), uint32(v[1]), th.Clock)
+	})
+}
+
+// cbCost is what a CB call does to time once the core let it proceed:
+// cb_reserve_back and cb_wait_front wait until the page they need was
+// freed or pushed, cb_push_back and cb_pop_front stamp their pages with
+// the clock and wake the other side.
+func cbCost(p *Params, s kir.Stmt) op {
+	idx := kir.CBsOf(s)[0]
+	switch s.(type) {
+	case kir.CBReserveBack:
+		return do(func(th *thread, v []uint64) {
+			q := th.core.q[idx]
+			th.waitUntil(q.free[v[0]-1], q.reserve)
+			th.advance(p.CBCycles)
+		})
+	case kir.CBWaitFront:
+		return do(func(th *thread, v []uint64) {
+			q := th.core.q[idx]
+			th.waitUntil(q.avail[v[0]-1], q.wait)
+			th.advance(p.CBCycles)
+			q.consumer = th
+		})
+	case kir.CBPushBack:
+		return do(func(th *thread, v []uint64) {
+			q := th.core.q[idx]
+			q.producer = th
+			th.advance(p.CBCycles)
+			th.move(&q.free, &q.avail, int(v[0]))
+			th.m.wake(&q.cons)
+		})
+	}
+	return do(func(th *thread, v []uint64) {
+		q := th.core.q[idx]
+		th.advance(p.CBCycles)
+		th.move(&q.avail, &q.free, int(v[0]))
+		th.m.wake(&q.prod)
+	})
+}
+
+// ethCost is the cost of an ethernet instruction (ok false for any other).
+func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
+	switch s.(type) {
 	case kir.EthSendBytes:
 		// operands: src, dst, size, per-command bytes, per-command words.
-		return next(func(th *thread) {
+		return do(func(th *thread, v []uint64) {
 			if _, ok := th.peer(); !ok {
 				return
 			}
-			n, per := arg(th, 2), arg(th, 3)
+			n, per := v[2], v[3]
 			th.ethSend(kir.EthCommands(n, per), float64(per), "eth_send_bytes")
 			w := th.core.word(ethWordKey)
-			th.setWord(w, w.v+uint32(n), th.t)
+			th.setWord(w, w.v+uint32(n), th.Clock)
 			th.ethSent += int64(n)
-		}), nil
+		}), true
 	case kir.EthWaitForReceiverDone:
-		return func(th *thread) int {
+		return func(t *ithread, _ []uint64) (bool, error) {
+			th := t.S
 			pc, ok := th.peer()
 			if !ok {
-				return -1
+				return false, nil
 			}
 			w := th.core.word(ethWordKey)
 			if !th.ethSignalled {
@@ -118,32 +164,49 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 				th.ethSignalled = true
 			}
 			if w.v != 0 {
-				return th.block(&w.waiters, "eth_wait_for_receiver_done")
+				return th.block(&w.waiters, "eth_wait_for_receiver_done"), nil
 			}
 			th.ethSignalled = false
 			th.waitUntil(w.t, "eth_wait_for_receiver_done")
-			return th.pc + 1
-		}, nil
+			return false, nil
+		}, true
 	case kir.EthWaitForBytes:
-		return func(th *thread) int {
+		return func(t *ithread, v []uint64) (bool, error) {
+			th := t.S
 			w := th.core.word(ethWordKey)
-			if uint64(w.v) != arg(th, 0) {
-				return th.block(&w.waiters, "eth_wait_for_bytes")
+			if uint64(w.v) != v[0] {
+				return th.block(&w.waiters, "eth_wait_for_bytes"), nil
 			}
 			th.waitUntil(w.t, "eth_wait_for_bytes")
-			return th.pc + 1
-		}, nil
+			return false, nil
+		}, true
 	case kir.EthReceiverDone:
-		return next(func(th *thread) {
+		return do(func(th *thread, _ []uint64) {
 			pc, ok := th.peer()
 			if !ok {
 				return
 			}
-			th.setWord(th.core.word(ethWordKey), 0, th.t)
+			th.setWord(th.core.word(ethWordKey), 0, th.Clock)
 			// One 16-byte command clears the sender's word.
 			th.setWord(pc.word(ethWordKey), 0, th.ethSend(1, 16, "eth_receiver_done"))
-		}), nil
-	// ---- compute ----
+		}), true
+	}
+	return nil, false
+}
+
+// computeCost is the cost of a compute instruction.
+func (m *machine) computeCost(s kir.Stmt) (op, error) {
+	p := m.p
+	unpack := p.UnpackCyclesPerTile
+	// fpu is an FPU op on two unpacked tiles: mul takes a pass per math
+	// fidelity phase.
+	fpu := func(elt kir.EltwiseOp) op {
+		if elt == kir.EltMul {
+			return do(func(th *thread, _ []uint64) { th.advance(2*unpack + p.FPUEltwiseCycles*th.mathPasses) })
+		}
+		return cost(2*unpack + p.FPUEltwiseCycles)
+	}
+	switch s := s.(type) {
 	case kir.ComputeKernelHWStartup:
 		return cost(3 * p.InitCycles), nil
 	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease:
@@ -154,21 +217,15 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 	case kir.CopyTile:
 		return cost(unpack), nil
 	case kir.BinaryTiles:
-		if s.Op == kir.EltMul {
-			return next(func(th *thread) { th.advance(2*unpack + p.FPUEltwiseCycles*th.mathPasses) }), nil
-		}
-		return cost(2*unpack + p.FPUEltwiseCycles), nil
+		return fpu(s.Op), nil
 	case kir.BcastTiles:
-		if s.Op == kir.EltMul {
-			return next(func(th *thread) { th.advance(2*unpack + p.FPUEltwiseCycles*th.mathPasses) }), nil
-		}
-		return cost(2*unpack + p.FPUEltwiseCycles), nil
+		return fpu(s.Op), nil
 	case kir.MatmulTiles, kir.ReduceTile:
-		return next(func(th *thread) { th.advance(2*unpack + p.MatmulCycles[th.k.Compute.MathFidelity]) }), nil
+		return do(func(th *thread, _ []uint64) { th.advance(2*unpack + p.MatmulCycles[th.k.Compute.MathFidelity]) }), nil
 	case kir.MatmulBlock:
 		// operands: in0 tile, in1 tile, dst, ct, rt, kt
-		return next(func(th *thread) {
-			ct, rt := float64(arg(th, 3)), float64(arg(th, 4))
+		return do(func(th *thread, v []uint64) {
+			ct, rt := float64(v[3]), float64(v[4])
 			th.advance((ct+rt)*unpack + ct*rt*p.MatmulCycles[th.k.Compute.MathFidelity])
 		}), nil
 	case kir.TransposeTile:
@@ -180,7 +237,7 @@ func (cc *compiler) call(s kir.Stmt) (instr, error) {
 		}
 		return cost(c), nil
 	case kir.PackTile:
-		return next(func(th *thread) {
+		return do(func(th *thread, _ []uint64) {
 			if th.fp32 {
 				th.advance(p.PackCycles32)
 			} else {

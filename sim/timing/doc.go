@@ -9,7 +9,10 @@
 // for programs with ethernet kernels) and runs each kernel's statements as
 // a thread with its own clock, without data: loops, branches and
 // arguments are evaluated exactly, so a change to a kernel changes its
-// prediction. Threads run in time order (the runnable thread with the
+// prediction. Both run on one interpreter core (sim/interp: compiling,
+// expressions, arguments, the CB and semaphore books); the timing model is
+// its machine whose instructions cost time. Blocks of CB pages that
+// straddle the end of a ring, which sim/kexec refuses, are followed. Threads run in time order (the runnable thread with the
 // earliest clock goes next). What each statement costs:
 //
 //   - noc_async_read / write: the issue cost, then the transaction is in
@@ -59,7 +62,8 @@
 //
 // # Reports
 //
-// Predict times a whole codegen.Build: programs with the same Signature
+// Predict times a whole build (Build: what the model needs of a
+// codegen.Build, made by sim/timing/fromcodegen): programs with the same Signature
 // (layers that differ only in buffer addresses) are simulated once. The
 // Report has a row per program per device (cores, bytes, predicted µs, the
 // critical thread and what it waits on most: the last thread to finish,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 // server is a shared resource with a bandwidth (a NoC port, a DRAM bank,
@@ -58,25 +59,25 @@ type word struct {
 	waiters []*thread
 }
 
-// cbq is the timing state of one CB on one core: the times at which each
-// filled page became visible (avail, front first) and at which each free
-// page was freed (free, front first).
+// cbq is the timing of one CB on one core (whose books the interpreter
+// core keeps): the times at which each filled page became visible (avail,
+// front first) and at which each free page was freed (free, front first),
+// the threads waiting for either, and the names of those waits.
 type cbq struct {
-	idx, pages, pageSize int
-	cfg                  *kir.CB
-	avail, free          []float64
-	cons, prod           []*thread
+	avail, free   []float64
+	cons, prod    []*thread
+	reserve, wait string
 	// producer and consumer are the threads that pushed and waited.
 	producer, consumer *thread
 }
 
-// core is one worker or ethernet core of one device.
+// core is one worker or ethernet core of one device: the interpreter's
+// view plus the timing of its CBs (q, by index), its L1 words and its NoC
+// ports.
 type core struct {
+	interp.Core
 	dev     *device
-	c       kir.Core
-	nx, ny  int
-	eth     bool
-	cbs     map[int]*cbq
+	q       []*cbq
 	mem     map[uint32]*word
 	in, out *server
 	link    *server // ethernet: the outgoing link
@@ -114,6 +115,7 @@ type machine struct {
 	threads []*thread
 	ready   threadHeap
 	bufAddr map[string]uint32
+	cfg     *interp.Config
 	err     error
 	steps   int64
 	limit   int64
@@ -123,7 +125,6 @@ type machine struct {
 // (data is not modelled), except that semaphores and flags are words.
 const (
 	semBase    = 0x1000
-	semStride  = 16
 	cbBase     = 0x20000
 	cbStride   = 0x10000
 	ethWordKey = 0xFFFFFFF0 // the bytes_sent word of an ethernet core
@@ -136,7 +137,7 @@ func (m *machine) fail(err error) {
 }
 
 func (m *machine) failf(th *thread, format string, args ...any) {
-	m.fail(fmt.Errorf("program %q: kernel %s on %s: %s", m.prog.Name, th.k.Name, th.core.c, fmt.Sprintf(format, args...)))
+	m.fail(fmt.Errorf("program %q: kernel %s on %s: %s", m.prog.Name, th.k.Name, th.core.C, fmt.Sprintf(format, args...)))
 }
 
 // BufferAddress implements kir.Resolver with synthetic addresses.
@@ -149,12 +150,7 @@ func (m *machine) BufferAddress(name string) (uint32, error) {
 }
 
 // WorkerNoC implements kir.Resolver for worker and ethernet cores.
-func (m *machine) WorkerNoC(c kir.Core) (int, int, error) {
-	if c.IsEth() {
-		return m.t.EthNoC(c.X)
-	}
-	return m.t.WorkerNoC(c.X, c.Y)
-}
+func (m *machine) WorkerNoC(c kir.Core) (int, int, error) { return interp.CoreNoC(m.t, c) }
 
 // resolver resolves DeviceID for one device.
 type resolver struct {
@@ -172,9 +168,10 @@ func (m *machine) core(d *device, c kir.Core) (*core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("program %q: %v", m.prog.Name, err)
 	}
-	cs := &core{dev: d, c: c, nx: nx, ny: ny, eth: c.IsEth(), cbs: map[int]*cbq{}, mem: map[uint32]*word{},
+	cs := &core{Core: interp.Core{C: c, NX: nx, NY: ny, Eth: c.IsEth(), CBs: make([]*interp.CB, m.t.MaxCBs), SemBase: semBase},
+		dev: d, q: make([]*cbq, m.t.MaxCBs), mem: map[uint32]*word{},
 		in: newServer(m.p.NoCLinkBytesPerCycle), out: newServer(m.p.NoCLinkBytesPerCycle)}
-	if cs.eth {
+	if cs.Eth {
 		cs.link = newServer(m.p.EthBytesPerCycle)
 	}
 	d.cores[c] = cs
@@ -206,6 +203,7 @@ func (m *machine) coreAt(d *device, x, y int) *core {
 // load builds the devices, CBs, semaphores and threads.
 func (m *machine) load(devices int) error {
 	p := m.prog
+	m.cfg = &interp.Config{Target: m.t, SemaphoreBase: semBase, EthSemaphoreBase: semBase, ScalarCycles: m.p.ScalarCycles, Straddle: true}
 	m.bufAddr = map[string]uint32{}
 	for i, b := range p.Buffers {
 		m.bufAddr[b.Name] = uint32(0x100000 + i*0x10000)
@@ -226,8 +224,11 @@ func (m *machine) load(devices int) error {
 				if err != nil {
 					return err
 				}
-				q := &cbq{idx: cb.Index, pages: cb.Pages, pageSize: cb.PageSize, cfg: cb, free: make([]float64, cb.Pages)}
-				cs.cbs[cb.Index] = q
+				if _, f := cs.AddCB(cb, uint64(cbBase+cbStride*cb.Index)); f != nil {
+					return fmt.Errorf("program %q: core %s: %s", p.Name, c, f.Msg)
+				}
+				cs.q[cb.Index] = &cbq{free: make([]float64, cb.Pages),
+					reserve: fmt.Sprintf("cb_reserve_back c_%d", cb.Index), wait: fmt.Sprintf("cb_wait_front c_%d", cb.Index)}
 			}
 		}
 		for _, s := range p.Semaphores {
@@ -236,11 +237,11 @@ func (m *machine) load(devices int) error {
 				if err != nil {
 					return err
 				}
-				cs.word(uint32(semBase + semStride*s.ID)).v = s.Initial
+				cs.word(uint32(cs.AddSemaphore(s.ID))).v = s.Initial
 			}
 		}
 		for _, k := range p.Kernels {
-			code, labels, slots, err := compileKernel(m, k)
+			code, labels, err := compileKernel(m, k)
 			if err != nil {
 				return err
 			}
@@ -249,8 +250,7 @@ func (m *machine) load(devices int) error {
 				if err != nil {
 					return err
 				}
-				th, err := newThread(m, resolver{m, d}, cs, k, code, slots)
-				th.labels, th.busy = labels, make([]float64, len(code))
+				th, err := newThread(m, resolver{m, d}, cs, k, code, labels)
 				if err != nil {
 					return err
 				}
@@ -266,8 +266,8 @@ type threadHeap []*thread
 
 func (h threadHeap) Len() int { return len(h) }
 func (h threadHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+	if h[i].Clock != h[j].Clock {
+		return h[i].Clock < h[j].Clock
 	}
 	return h[i].id < h[j].id
 }
@@ -306,7 +306,7 @@ const DefaultStepLimit = 400_000_000
 // run executes every thread in time order until all finish.
 func (m *machine) run() error {
 	for _, th := range m.threads {
-		if len(th.code) == 0 {
+		if th.Done() {
 			th.done = true
 			continue
 		}
@@ -314,23 +314,25 @@ func (m *machine) run() error {
 	}
 	for m.ready.Len() > 0 {
 		th := heap.Pop(&m.ready).(*thread)
-		horizon := th.t + slack
+		horizon := th.Clock + slack
 		if m.ready.Len() > 0 {
-			horizon = m.ready[0].t + slack
+			horizon = m.ready[0].Clock + slack
 		}
-		for n := 0; n < quantum && th.t <= horizon; n++ {
-			pc, t0, w0 := th.pc, th.t, th.waited
-			next := th.code[th.pc](th)
-			th.busy[pc] += (th.t - t0) - (th.waited - w0)
+		for n := 0; n < quantum && th.Clock <= horizon; n++ {
+			pc, t0, w0 := th.PC, th.Clock, th.waited
+			next := th.Step()
+			th.busy[pc] += (th.Clock - t0) - (th.waited - w0)
 			m.steps++
+			if next == interp.Failed {
+				m.fail(th.fault(th.Err))
+			}
 			if m.err != nil {
 				return m.err
 			}
 			if next < 0 {
 				break
 			}
-			th.pc = next
-			if th.pc >= len(th.code) {
+			if th.Done() {
 				th.done = true
 				break
 			}
@@ -345,7 +347,7 @@ func (m *machine) run() error {
 	var stuck []string
 	for _, th := range m.threads {
 		if !th.done {
-			stuck = append(stuck, fmt.Sprintf("%s on %s of device %d (%s)", th.k.Name, th.core.c, th.core.dev.idx, th.waitingFor))
+			stuck = append(stuck, fmt.Sprintf("%s on %s of device %d (%s)", th.k.Name, th.core.C, th.core.dev.idx, th.waitingFor))
 		}
 	}
 	if len(stuck) > 0 {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
-	"github.com/tcc-dev/tcc/sim/kexec"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
 // ThreadTime is what one kernel did on one core.
@@ -105,8 +105,9 @@ func IsMesh(p *kir.Program) bool {
 // handshakes, compute by instruction kind), bounded by the shared DRAM
 // banks, NoC ports and ethernet links. The program's time on a device is
 // its latest core's finish plus prm.FixedProgramUS. Simulate does not check
-// hardware rules (kir.Validate and sim/kexec do); it fails on a program it
-// cannot follow: a deadlock, an unknown statement, a bad address.
+// the hardware rules about data (kir.Validate and sim/kexec do); it fails
+// on a program it cannot follow: a deadlock, an unknown statement, a bad
+// address, a CB call or semaphore the interpreter core's books refuse.
 func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*ProgramTime, error) {
 	if p == nil || t == nil || prm == nil {
 		return nil, errors.New("timing: Simulate needs a program, a target and parameters")
@@ -120,7 +121,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 		if t.Eth == nil {
 			return nil, fmt.Errorf("program %q: target %s has no ethernet cores for a %d-device run", p.Name, t.Name, n)
 		}
-		for _, l := range kexec.RingLinks(n, t.Eth.RingEast, t.Eth.RingWest) {
+		for _, l := range interp.RingLinks(n, t.Eth.RingEast, t.Eth.RingWest) {
 			a, b := ethEnd{l.A.Device, l.A.Channel}, ethEnd{l.B.Device, l.B.Channel}
 			m.peers[a], m.peers[b] = b, a
 		}
@@ -141,7 +142,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 			if th.core.dev.idx != d {
 				continue
 			}
-			cores[th.core.c] = true
+			cores[th.core.C] = true
 			tt := threadTime(th, prm)
 			if tt.FinishUS > dt.Critical.FinishUS || dt.Critical.Kernel == "" {
 				dt.Critical = tt
@@ -172,7 +173,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 }
 
 func threadTime(th *thread, prm *Params) ThreadTime {
-	tt := ThreadTime{Device: th.core.dev.idx, Core: th.core.c, Kernel: th.k.Name, Role: th.k.Role, FinishUS: prm.cyclesToUS(th.t),
+	tt := ThreadTime{Device: th.core.dev.idx, Core: th.core.C, Kernel: th.k.Name, Role: th.k.Role, FinishUS: prm.cyclesToUS(th.Clock),
 		Waits: map[string]float64{}, Busy: map[string]float64{}}
 	for k, v := range th.waits {
 		tt.Waits[k] = prm.cyclesToUS(v)
@@ -201,12 +202,12 @@ func bottleneck(th *thread) *thread {
 		var idx int
 		var next *thread
 		if _, err := fmt.Sscanf(best, "cb_wait_front c_%d", &idx); err == nil {
-			if q := th.core.cbs[idx]; q != nil {
-				next = q.producer
+			if th.core.CB(idx) != nil {
+				next = th.core.q[idx].producer
 			}
 		} else if _, err := fmt.Sscanf(best, "cb_reserve_back c_%d", &idx); err == nil {
-			if q := th.core.cbs[idx]; q != nil {
-				next = q.consumer
+			if th.core.CB(idx) != nil {
+				next = th.core.q[idx].consumer
 			}
 		}
 		if next == nil || next == th {

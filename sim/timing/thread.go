@@ -4,26 +4,17 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/sim/interp"
 )
 
-// instr executes one flat instruction and returns the next pc, or -1 when
-// the thread blocked (it is then on a waiter list and th.blocked is set).
-type instr func(th *thread) int
-
-// cexpr evaluates a compiled expression.
-type cexpr func(th *thread) uint64
-
-// thread is one kernel on one core: the statements it runs and its clock.
+// thread is one kernel on one core: the core's thread (statements,
+// variables, clock) plus what the model tracks of it.
 type thread struct {
+	interp.Thread[*thread]
 	id      int
 	m       *machine
 	core    *core
 	k       *kir.Kernel
-	code    []instr
-	pc      int
-	vars    []uint64
-	args    []uint64
-	t       float64
 	done    bool
 	blocked bool
 	// readDone and writeDone are the completion times of the NoC reads and
@@ -36,8 +27,8 @@ type thread struct {
 	// on; waited is their sum.
 	waits  map[string]float64
 	waited float64
-	// busy[pc] accumulates the cycles spent executing code[pc] (stalls
-	// excluded), labels[pc] names it (compiler.labels).
+	// busy[pc] accumulates the cycles spent executing instruction pc
+	// (stalls excluded), labels[pc] names it (compileKernel).
 	busy   []float64
 	labels []string
 	// bytesRead and bytesWritten count NoC traffic (multicast once per
@@ -49,111 +40,45 @@ type thread struct {
 	fp32       bool
 }
 
-func newThread(m *machine, r kir.Resolver, cs *core, k *kir.Kernel, code []instr, slots int) (*thread, error) {
-	th := &thread{id: len(m.threads), m: m, core: cs, k: k, code: code, vars: make([]uint64, slots), args: make([]uint64, len(k.Args)), waits: map[string]float64{}}
-	rt := k.RuntimeValuesOn(cs.c)
-	for i, a := range k.Args {
-		v := a.Value
-		if a.Kind == kir.RuntimeArg {
-			if a.Index >= len(rt) {
-				return nil, fmt.Errorf("program %q: kernel %s on %s: no value for runtime arg %q", m.prog.Name, k.Name, cs.c, a.Name)
-			}
-			v = rt[a.Index]
-		}
-		x, err := v.Resolve(r)
-		if err != nil {
-			return nil, fmt.Errorf("program %q: kernel %s on %s: arg %q: %v", m.prog.Name, k.Name, cs.c, a.Name, err)
-		}
-		th.args[i] = uint64(x)
+func newThread(m *machine, r kir.Resolver, cs *core, k *kir.Kernel, code *interp.Code[*thread], labels []string) (*thread, error) {
+	args, err := interp.ResolveArgs(k, cs.C, r)
+	if err != nil {
+		return nil, fmt.Errorf("program %q: kernel %s on %s: %v", m.prog.Name, k.Name, cs.C, err)
 	}
+	th := &thread{id: len(m.threads), m: m, core: cs, k: k, waits: map[string]float64{}, labels: labels, busy: make([]float64, len(code.Instrs))}
+	th.Start(code, &cs.Core, args, th)
 	th.fp32 = k.Compute.FP32DestAccEn
 	th.mathPasses = float64(max(int(k.Compute.MathFidelity), 1))
 	return th, nil
 }
 
 // advance spends c busy cycles.
-func (th *thread) advance(c float64) { th.t += c }
+func (th *thread) advance(c float64) { th.Clock += c }
 
 // waitUntil moves the clock to at least t, booking the stall under why.
 func (th *thread) waitUntil(t float64, why string) {
-	if t > th.t {
-		th.waits[why] += t - th.t
-		th.waited += t - th.t
-		th.t = t
+	if t > th.Clock {
+		th.waits[why] += t - th.Clock
+		th.waited += t - th.Clock
+		th.Clock = t
 	}
 }
 
-// block puts the thread to sleep on list.
-func (th *thread) block(list *[]*thread, why string) int {
+// block puts the thread to sleep on list and returns true (an op's wait).
+func (th *thread) block(list *[]*thread, why string) bool {
 	th.blocked = true
 	th.waitingFor = why
 	*list = append(*list, th)
-	return -1
+	return true
 }
 
-func (th *thread) cb(idx int, call string) *cbq {
-	q, ok := th.core.cbs[idx]
-	if !ok {
-		th.m.failf(th, "%s names CB c_%d, which is not configured on this core", call, idx)
-		return nil
-	}
-	return q
-}
-
-func cbName(call string, idx int) string { return fmt.Sprintf("%s c_%d", call, idx) }
-
-// cbAcquire is cb_reserve_back (producer side: free pages) or
-// cb_wait_front (consumer side: available pages): n pages of the queue
-// times must exist, else the thread sleeps on waiters; the clock moves to
-// when the n-th became ready.
-func (th *thread) cbAcquire(call string, idx, n int, producer bool) int {
-	q := th.cb(idx, call)
-	if q == nil {
-		return -1
-	}
-	if n <= 0 || n > q.pages {
-		th.m.failf(th, "%s(c_%d, %d): the count must be 1..%d", call, idx, n, q.pages)
-		return -1
-	}
-	times, waiters := &q.avail, &q.cons
-	if producer {
-		times, waiters = &q.free, &q.prod
-	}
-	if len(*times) < n {
-		return th.block(waiters, cbName(call, idx))
-	}
-	th.waitUntil((*times)[n-1], cbName(call, idx))
-	th.advance(th.m.p.CBCycles)
-	if !producer {
-		q.consumer = th
-	}
-	return th.pc + 1
-}
-
-// cbRelease is cb_push_back (n reserved pages become available) or
-// cb_pop_front (n available pages become free), stamped with the clock,
-// waking the other side.
-func (th *thread) cbRelease(call string, idx, n int, producer bool) int {
-	q := th.cb(idx, call)
-	if q == nil {
-		return -1
-	}
-	from, to, waiters := &q.avail, &q.free, &q.prod
-	if producer {
-		from, to, waiters = &q.free, &q.avail, &q.cons
-		q.producer = th
-	}
-	if n <= 0 || n > len(*from) {
-		th.m.failf(th, "%s(c_%d, %d) with %d pages", call, idx, n, len(*from))
-		return -1
-	}
-	th.advance(th.m.p.CBCycles)
+// move moves n page times from the front of from to the end of to,
+// stamped with the clock: pages pushed (free to filled) or popped.
+func (th *thread) move(from, to *[]float64, n int) {
 	*from = (*from)[n:]
 	for i := 0; i < n; i++ {
-		*to = append(*to, th.t)
+		*to = append(*to, th.Clock)
 	}
-	th.m.wake(waiters)
-	return th.pc + 1
 }
 
 // ---- NoC ----
@@ -166,7 +91,8 @@ type endpoint struct {
 }
 
 func (th *thread) endpoint(a uint64) (endpoint, bool) {
-	_, _, _, x, y, _ := decode(a)
+	d := interp.DecodeNoC(a)
+	x, y := d.X1, d.Y1
 	if b, ok := th.m.t.DRAMBankAt(x, y); ok {
 		return endpoint{bank: b, x: x, y: y}, true
 	}
@@ -177,7 +103,7 @@ func (th *thread) endpoint(a uint64) (endpoint, bool) {
 	return endpoint{}, false
 }
 
-func (th *thread) hops(x, y int) int { return abs(x-th.core.nx) + abs(y-th.core.ny) }
+func (th *thread) hops(x, y int) int { return abs(x-th.core.NX) + abs(y-th.core.NY) }
 
 func abs(x int) int {
 	if x < 0 {
@@ -216,18 +142,18 @@ func (th *thread) nocTransfer(remote, size uint64, write bool) {
 	var fin float64
 	switch {
 	case e.bank >= 0:
-		fin = th.core.dev.banks[e.bank].serve(th.t, n)
+		fin = th.core.dev.banks[e.bank].serve(th.Clock, n)
 	case write:
-		fin = e.core.in.serve(th.t, n)
+		fin = e.core.in.serve(th.Clock, n)
 	default:
-		fin = e.core.out.serve(th.t, n)
+		fin = e.core.out.serve(th.Clock, n)
 	}
 	own := th.core.in
 	if write {
 		own = th.core.out
 	}
-	fin = max(fin, own.serve(th.t, n))
-	done := max(th.t+lat, fin+lat0)
+	fin = max(fin, own.serve(th.Clock, n))
+	done := max(th.Clock+lat, fin+lat0)
 	if write {
 		th.writeDone = max(th.writeDone, done)
 		th.bytesWritten += int64(size)
@@ -246,7 +172,8 @@ func (th *thread) nocTransfer(remote, size uint64, write bool) {
 // rect lists the cores of device d in the NoC rectangle of a multicast
 // address, except the sender.
 func (th *thread) rect(a uint64) []*core {
-	_, x0, y0, x1, y1, _ := decode(a)
+	d := interp.DecodeNoC(a)
+	x0, y0, x1, y1 := d.X0, d.Y0, d.X1, d.Y1
 	if x0 > x1 {
 		x0, x1 = x1, x0
 	}
@@ -271,12 +198,12 @@ func (th *thread) nocMulticast(dst, size uint64) {
 	p := th.m.p
 	n := float64(size)
 	th.advance(p.NoCIssueCycles)
-	fin := th.core.out.serve(th.t, n)
-	done := th.t
+	fin := th.core.out.serve(th.Clock, n)
+	done := th.Clock
 	for _, cs := range th.rect(dst) {
-		hops := th.hops(cs.nx, cs.ny)
-		f := max(fin, cs.in.serve(th.t, n))
-		done = max(done, th.t+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))
+		hops := th.hops(cs.NX, cs.NY)
+		f := max(fin, cs.in.serve(th.Clock, n))
+		done = max(done, th.Clock+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))
 		th.bytesWritten += int64(size)
 	}
 	th.writeDone = max(th.writeDone, done)
@@ -293,10 +220,10 @@ func (th *thread) remoteWord(a uint64) (*word, float64, bool) {
 		th.m.failf(th, "semaphore address %#x is in DRAM", a)
 		return nil, 0, false
 	}
-	_, _, _, _, _, addr := decode(a)
-	arrive := th.t + th.m.p.NoCIssueCycles + th.m.p.latency(th.m.p.L1WriteLatency, 4, th.hops(e.x, e.y))
+	addr := interp.DecodeNoC(a).Addr
+	arrive := th.Clock + th.m.p.NoCIssueCycles + th.m.p.latency(th.m.p.L1WriteLatency, 4, th.hops(e.x, e.y))
 	if e.core == th.core {
-		arrive = th.t
+		arrive = th.Clock
 	}
 	return e.core.word(uint32(addr)), arrive, true
 }
@@ -311,11 +238,11 @@ func (th *thread) setWord(w *word, v uint32, t float64) {
 // ---- ethernet ----
 
 func (th *thread) peer() (*core, bool) {
-	if !th.core.eth {
+	if !th.core.Eth {
 		th.m.failf(th, "ethernet call on a worker core")
 		return nil, false
 	}
-	end := ethEnd{th.core.dev.idx, th.core.c.X}
+	end := ethEnd{th.core.dev.idx, th.core.C.X}
 	pe, ok := th.m.peers[end]
 	if !ok {
 		th.m.failf(th, "ethernet channel %d of device %d is not cabled", end.ch, end.dev)
@@ -340,10 +267,10 @@ func (th *thread) peer() (*core, bool) {
 func (th *thread) ethSend(cmds uint64, per float64, why string) (arrive float64) {
 	p := th.m.p
 	if cmds == 0 {
-		return max(th.core.linkArrival, th.t)
+		return max(th.core.linkArrival, th.Clock)
 	}
 	cmd := p.EthCommandCycles + per/p.EthBytesPerCycle
-	fin := th.core.link.serve(th.t, float64(cmds)*cmd*p.EthBytesPerCycle)
+	fin := th.core.link.serve(th.Clock, float64(cmds)*cmd*p.EthBytesPerCycle)
 	th.waitUntil(fin-cmd, why)
 	th.core.linkArrival = max(th.core.linkArrival, fin+p.EthLatencyCycles)
 	return th.core.linkArrival

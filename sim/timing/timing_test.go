@@ -1,17 +1,14 @@
 package timing
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	model "github.com/tcc-dev/tcc/models/qwen27b"
-	"github.com/tcc-dev/tcc/passes"
 )
 
 // TestKernelChangeChangesPrediction: the prediction follows the kernel's
@@ -123,78 +120,6 @@ func TestProgramEndsWithLastThread(t *testing.T) {
 	}
 }
 
-func fusedBuild(tb testing.TB, o model.Options, mesh ir.Mesh) *codegen.Build {
-	tb.Helper()
-	g, _, err := model.BuildGraph(o, mesh)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := passes.Run(g, passes.Options{}); err != nil {
-		tb.Fatal(err)
-	}
-	b, err := codegen.Compile(g, target.Blackhole())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-// TestPredictBuild: the report of the full fused 27B build at 1x2 adds up
-// (step = programs + launch gaps; kinds cover every program), simulates
-// each signature once, and is byte-identical across runs.
-func TestPredictBuild(t *testing.T) {
-	b := fusedBuild(t, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
-	meta := Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1}
-	r, err := Predict(b, Default(), meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Signatures >= len(b.Programs)/4 {
-		t.Errorf("%d signatures for %d programs: layers are not shared", r.Signatures, len(b.Programs))
-	}
-	sum, n := 0.0, 0
-	for _, p := range r.Programs {
-		if p.Device == 0 {
-			sum += p.US
-		}
-	}
-	for _, k := range r.Kinds {
-		n += k.Count
-	}
-	if n != len(b.Programs) {
-		t.Errorf("kinds count %d programs of %d", n, len(b.Programs))
-	}
-	if want := sum + r.LaunchUSTotal; r.DeviceStepUS[0] < want-1 || r.DeviceStepUS[0] > want+1 {
-		t.Errorf("device 0 step %.1f us, programs + gaps %.1f us", r.DeviceStepUS[0], want)
-	}
-	// The build's floor is the weights it streams: about 11 GB per card.
-	if r.FloorBytes < 10e9 || r.FloorBytes > 12e9 {
-		t.Errorf("floor bytes %d, want about 11 GB per device", r.FloorBytes)
-	}
-	t.Logf("step %.1f ms, floor %.1f ms, ratio %.2f, %d signatures", r.StepUS/1000, r.FloorUS/1000, r.Ratio, r.Signatures)
-	j1, _ := r.JSON()
-	r2, err := Predict(b, Default(), meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j2, _ := r2.JSON()
-	if !bytes.Equal(j1, j2) {
-		t.Error("two predictions of one build differ")
-	}
-}
-
-// BenchmarkPerfQwen27B is `tcc perf qwen27b --mesh 1x2` after the build:
-// predicting every program of the fused decode step.
-func BenchmarkPerfQwen27B(b *testing.B) {
-	bd := fusedBuild(b, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := Predict(bd, Default(), Meta{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // TestBusyByInstruction: a thread's busy profile books each instruction's
 // cycles under its name and excludes stalls. The consumer stalls on the
 // producer's 1,000-iteration loop, then stores 100 words (after its pop:
@@ -225,4 +150,15 @@ func TestBusyByInstruction(t *testing.T) {
 	}
 	assert.InDelta(t, cons.FinishUS, busy+cons.Waits["cb_wait_front c_0"], 1e-9, "finish = busy + stalls")
 	assert.GreaterOrEqual(t, prod.Busy["scalar"], us(1000*prm.ScalarCycles), "the loop is scalar time")
+}
+
+// BenchmarkSimulatePingPong times kirtest.PingPong on 8 cores: the timing
+// model's control flow, expressions and CB and semaphore bookkeeping.
+func BenchmarkSimulatePingPong(b *testing.B) {
+	p := kirtest.PingPong(8, 20000)
+	for i := 0; i < b.N; i++ {
+		if _, err := Simulate(p, target.Blackhole(), Default(), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

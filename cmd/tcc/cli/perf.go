@@ -15,6 +15,7 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/sim/timing"
+	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
 )
 
 func newPerfCmd() *cobra.Command {
@@ -125,7 +126,7 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build)
 			meta.Batch = n
 		}
 	}
-	return timing.Predict(b, timing.Default(), meta)
+	return timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
 }
 
 func writeParams(w io.Writer, p *timing.Params) error {

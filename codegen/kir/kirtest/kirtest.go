@@ -182,3 +182,39 @@ func Matmul(mt, kt, nt int, dt ir.DType, fid ir.MathFidelity) *kir.Program {
 	wr.SetRuntimeArgs(core, kir.BufferAddr("c", 0))
 	return p
 }
+
+// PingPong returns an interpreter-bound program for benchmarks of the
+// simulator and the timing model: on cores (0,0)..(cores-1,0) a producer
+// and a consumer pass pages through a 4-page CB, each page with a few lines
+// of address arithmetic, a branch and an L1 store; the consumer sums a
+// word of every page and ends with a semaphore set and wait.
+func PingPong(cores, pages int) *kir.Program {
+	p := kir.NewProgram("ping_pong")
+	rs := []ir.CoreRange{{X0: 0, Y0: 0, X1: cores - 1, Y1: 0}}
+	p.AddCB(kir.CB{Index: 0, PageSize: 2048, Pages: 4, Format: ir.BF16, Cores: rs})
+	p.AddSemaphore(kir.Semaphore{ID: 0, Cores: rs, Initial: 0})
+	rd := p.AddKernel(&kir.Kernel{Name: "producer", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	rb := rd.Builder()
+	rb.For("i", kir.C(0), kir.Ci(pages), func(i kir.Var) {
+		rb.CBReserveBack(0, kir.C(1))
+		a := rb.Let("a", kir.Add(kir.GetWritePtr{CB: 0}, kir.Mul(kir.Mod(i, kir.C(4)), kir.C(4))))
+		rb.IfElse(kir.Lt(kir.And(i, kir.C(1)), kir.C(1)), func() {
+			rb.L1Write32(a, i)
+		}, func() {
+			rb.L1Write32(a, kir.Add(i, kir.C(1)))
+		})
+		rb.CBPushBack(0, kir.C(1))
+	})
+	wr := p.AddKernel(&kir.Kernel{Name: "consumer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	wb := wr.Builder()
+	s := wb.Let("s", kir.C(0))
+	wb.For("i", kir.C(0), kir.Ci(pages), func(i kir.Var) {
+		wb.CBWaitFront(0, kir.C(1))
+		wb.Assign(s, kir.Add(s, kir.L1Read32{Addr: kir.GetReadPtr{CB: 0}}))
+		wb.CBPopFront(0, kir.C(1))
+	})
+	sem := wb.Let("sem", kir.GetSemaphore{ID: kir.C(0)})
+	wb.NoCSemaphoreSet(sem, kir.C(1))
+	wb.NoCSemaphoreWait(sem, kir.C(1))
+	return p
+}
