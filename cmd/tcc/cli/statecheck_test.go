@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -138,4 +139,32 @@ func runCorrupted(t *testing.T, cfg string, hit *string, what string) string {
 		t.Fatalf("corrupted %s: want exit status 2, got %v\n%s", *hit, err, out)
 	}
 	return out
+}
+
+// TestRunCheckFailsOnWrongRewrite doubles the scale attribute of the
+// compiled graph's GDN recurrence, as a rule that computes something else
+// would: the device and the compiled graph's reference agree (bit for
+// bit), but the graph as the model wrote it does not, so the check fails
+// on the unfused row (a one-layer qwen27b, mesh 1x2).
+func TestRunCheckFailsOnWrongRewrite(t *testing.T) {
+	cfg := oneLayerQwen(t)
+	var hit string
+	afterPipeline = func(g *ir.Graph) {
+		for _, op := range g.Ops() {
+			if v, ok := op.Attrs["scale"].(float64); ok && op.Kind == ir.OpGDNRecurrence {
+				op.Attrs["scale"] = 2 * v
+				hit = op.Where()
+			}
+		}
+	}
+	defer func() { afterPipeline = nil }()
+	out := runCorrupted(t, cfg, &hit, "gdn_recurrence")
+	for _, want := range []string{"  same formats PCC 1.000000 (max rel 0) ok", "unfused same formats PCC", "programs: 13 of 13 checked on their own inputs, 13 bit for bit"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`unfused same formats PCC [0-9.]+ \(max rel [^)]*\) FAIL`).MatchString(out) {
+		t.Errorf("the unfused row does not fail:\n%s", out)
+	}
 }
