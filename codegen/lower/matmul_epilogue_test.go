@@ -84,7 +84,7 @@ func TestMatmulEpilogueInOneFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, info := fcExec(t, ctx, op, p, args, srcs)
-			fcCompare(t, "silu_mul epilogue "+carrier.Type.Shape.String(), false, want[unfused].Data, got[0], info)
+			fcCompare(t, "silu_mul epilogue "+carrier.Type.Shape.String(), want[unfused].Data, got[0], info)
 		})
 	}
 	srcs.check(t)
