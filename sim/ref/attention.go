@@ -398,6 +398,27 @@ func (a *attender) scoresFPU(q []float32, last int, f ir.MathFidelity) []float32
 	return numerics.Matmul(q, kT, 1, d, n, f)
 }
 
+// scaledScores leaves in a.s the scores q . k_t (t <= last) times scale,
+// stored fp32 by the SFPU; with addMask the mask's 0 is then added on the
+// FPU, which reads them as tf32 (the plain program; the gated one finds
+// the maximum before any add). It returns the row maximum as the max
+// reduce reads the scores (FidelityMul(s, 1), the first maximum on ties).
+func (a *attender) scaledScores(q []float32, last int, scale float32, f ir.MathFidelity, addMask bool) float32 {
+	raw := a.scoresFPU(q, last, f)
+	a.s = append(a.s[:0], raw...)
+	var m float32
+	for t, x := range raw {
+		a.s[t] = x * scale
+		if addMask {
+			a.s[t] = numerics.FPUAdd(numerics.TruncTF32(a.s[t]), 0, true)
+		}
+		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
+			m = y
+		}
+	}
+	return m
+}
+
 // attendFPU writes to out the attention of query row q over cache
 // positions t = 0..last (keys transposed by transposeKeys, value row t at
 // v[t*d:]) as the compute kernel of sdpa_decode and sdpa_prefill
@@ -427,15 +448,7 @@ func (a *attender) scoresFPU(q []float32, last int, f ir.MathFidelity) []float32
 func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.MathFidelity) {
 	d, n := a.d, last+1
 	tf := numerics.TruncTF32
-	raw := a.scoresFPU(q, last, f)
-	a.s = append(a.s[:0], raw...)
-	var m float32
-	for t, x := range raw {
-		a.s[t] = numerics.FPUAdd(tf(x*scale), 0, true)
-		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
-			m = y
-		}
-	}
+	m := a.scaledScores(q, last, scale, f, true)
 	var sum float32
 	a.p = append(a.p[:0], a.s...)
 	for t, x := range a.s {
@@ -475,15 +488,7 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 func (a *attender) attendGatedFPU(out, q, v []float32, last int, scale float32, f ir.MathFidelity) {
 	d, n := a.d, last+1
 	tf := numerics.TruncTF32
-	raw := a.scoresFPU(q, last, f)
-	a.s = append(a.s[:0], raw...)
-	var m float32
-	for t, x := range raw {
-		a.s[t] = x * scale
-		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
-			m = y
-		}
-	}
+	m := a.scaledScores(q, last, scale, f, false)
 	nm := packedBF16(-m)
 	var sum float32
 	a.p = append(a.p[:0], a.s...)
