@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"math"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -107,7 +108,19 @@ func deviceMul(a, b float32, opts Options) float32 {
 	if !opts.StorageFormats {
 		return a * b
 	}
+	// Fast path: at HiFi4 the product of two bf16 values well inside the
+	// normal range is the exact float32 product (TestDeviceMulFastPath;
+	// near underflow and overflow the FPU's products differ).
+	if p := a * b; opts.Fidelity == ir.HiFi4 && numerics.IsBF16(a) && numerics.IsBF16(b) && midRange(a) && midRange(b) && midRange(p) {
+		return p
+	}
 	return numerics.FPUMul(numerics.TruncTF32(a), numerics.TruncTF32(b), 0, opts.Fidelity, true)
+}
+
+// midRange reports whether x is zero or of magnitude in [2^-64, 2^64].
+func midRange(x float32) bool {
+	ax := math.Abs(float64(x))
+	return x == 0 || (ax >= 0x1p-64 && ax <= 0x1p64)
 }
 
 // fpuBinary applies an FPU eltwise op element-wise with broadcasting. The
