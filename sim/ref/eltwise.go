@@ -1,8 +1,8 @@
 package ref
 
 import (
-	"math"
 	"fmt"
+	"math"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
