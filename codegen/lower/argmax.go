@@ -134,39 +134,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.For("i", kir.C(0), wCount, func(i kir.Var) {
 			c := b.Let("c", kir.Add(wStart, i))
 			b.CBWaitFront(cbLogits, kir.C(1))
-			base := b.Let("base", kir.GetReadPtr{CB: cbLogits})
-			b.For("r", kir.C(0), wRows, func(r kir.Var) {
-				row := kir.Expr(r) // the row's slot: tile row tr's rows follow tile row tr-1's
-				if tileRows > 1 {
-					row = kir.Add(kir.Mul(tr, wRows), r)
-				}
-				slot := b.Let("slot", kir.Add(st, kir.Mul(row, kir.Ci(argmaxSlot))))
-				bidx := b.LetT("bidx", kir.U32T, kir.L1Read32{Addr: slot})
-				bkey := b.LetT("bkey", kir.U32T, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))})
-				// Row r of a tile: face (r/16)*2 (+1 for columns 16..31), face row r%16.
-				rowOff := b.Let("row_off", kir.Add(kir.Mul(kir.Div(r, kir.C(16)), kir.C(1024)), kir.Mul(kir.Mod(r, kir.C(16)), kir.C(32))))
-				b.For("p", kir.C(0), kir.C(16), func(pp kir.Var) {
-					// Columns 2p and 2p+1 share one word (2p in the low half).
-					addr := kir.Add(base, kir.Add(rowOff, kir.Add(kir.Mul(kir.Div(pp, kir.C(8)), kir.C(512)), kir.Mul(kir.Mod(pp, kir.C(8)), kir.C(4)))))
-					word := b.Let("word", kir.L1Read32{Addr: addr})
-					for half := 0; half < 2; half++ {
-						col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
-						b.If(kir.Lt(col, wN), func() {
-							bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
-							mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
-							neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
-							key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
-							b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
-							b.If(kir.Gt(key, bkey), func() {
-								b.Assign(bkey, key)
-								b.Assign(bidx, col)
-							})
-						})
-					}
-				})
-				b.L1Write32(slot, bidx)
-				b.L1Write32(kir.Add(slot, kir.C(4)), bkey)
-			})
+			argmaxScanTile(b, b.Let("base", kir.GetReadPtr{CB: cbLogits}), st, c, tr, wRows, wN, tileRows)
 			b.CBPopFront(cbLogits, kir.C(1))
 		})
 	})
@@ -182,29 +150,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
 		b.CBReserveBack(cbGather, kir.C(1))
 		g := b.Let("gathered", kir.GetWritePtr{CB: cbGather})
-		slots := allRows * argmaxSlot
-		b.IfElse(kir.Ne(wIndex, kir.C(0)), func() {
-			b.Comment("send this range's (index, key) per row to the leader")
-			b.NoCAsyncWrite(st, kir.NoCAddr{X: lx, Y: ly, Addr: kir.Add(g, kir.Mul(wIndex, kir.Ci(slots)))}, kir.Ci(slots))
-			b.NoCAsyncWriteBarrier()
-			b.NoCSemaphoreInc(kir.NoCAddr{X: lx, Y: ly, Addr: sem}, kir.C(1))
-			b.NoCAsyncAtomicBarrier()
-		}, func() {
-			b.Comment("fold the other ranges in core order: a later range wins only when strictly greater")
-			b.NoCSemaphoreWait(sem, kir.Ci(plan.Cores-1))
-			b.For("k", kir.C(1), kir.Ci(plan.Cores), func(k kir.Var) {
-				b.For("r", kir.C(0), wAll, func(r kir.Var) {
-					slot := b.Let("slot", kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))))
-					other := b.Let("other", kir.Add(g, kir.Add(kir.Mul(k, kir.Ci(slots)), kir.Mul(r, kir.Ci(argmaxSlot)))))
-					okey := b.LetT("okey", kir.U32T, kir.L1Read32{Addr: kir.Add(other, kir.C(4))})
-					b.If(kir.Gt(okey, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))}), func() {
-						b.L1Write32(slot, kir.L1Read32{Addr: other})
-						b.L1Write32(kir.Add(slot, kir.C(4)), okey)
-					})
-				})
-			})
-			writeOut()
-		})
+		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, plan.Cores, writeOut)
 		b.CBPushBack(cbGather, kir.C(1))
 		b.CBWaitFront(cbGather, kir.C(1))
 		b.CBPopFront(cbGather, kir.C(1))
@@ -217,4 +163,69 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(i)))
 	}
 	return p, nil
+}
+
+// argmaxScanTile folds the logits tile at base (tile column c of tile row
+// tr) into the (index, key) slots at st, row by row.
+func argmaxScanTile(b *kir.Builder, base kir.Var, st, c, tr kir.Expr, wRows, wN kir.ArgRef, tileRows int) {
+	b.For("r", kir.C(0), wRows, func(r kir.Var) {
+		row := kir.Expr(r) // the row's slot: tile row tr's rows follow tile row tr-1's
+		if tileRows > 1 {
+			row = kir.Add(kir.Mul(tr, wRows), r)
+		}
+		slot := b.Let("slot", kir.Add(st, kir.Mul(row, kir.Ci(argmaxSlot))))
+		bidx := b.LetT("bidx", kir.U32T, kir.L1Read32{Addr: slot})
+		bkey := b.LetT("bkey", kir.U32T, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))})
+		// Row r of a tile: face (r/16)*2 (+1 for columns 16..31), face row r%16.
+		rowOff := b.Let("row_off", kir.Add(kir.Mul(kir.Div(r, kir.C(16)), kir.C(1024)), kir.Mul(kir.Mod(r, kir.C(16)), kir.C(32))))
+		b.For("p", kir.C(0), kir.C(16), func(pp kir.Var) {
+			// Columns 2p and 2p+1 share one word (2p in the low half).
+			addr := kir.Add(base, kir.Add(rowOff, kir.Add(kir.Mul(kir.Div(pp, kir.C(8)), kir.C(512)), kir.Mul(kir.Mod(pp, kir.C(8)), kir.C(4)))))
+			word := b.Let("word", kir.L1Read32{Addr: addr})
+			for half := 0; half < 2; half++ {
+				col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
+				b.If(kir.Lt(col, wN), func() {
+					bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
+					mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
+					neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
+					key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
+					b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
+					b.If(kir.Gt(key, bkey), func() {
+						b.Assign(bkey, key)
+						b.Assign(bidx, col)
+					})
+				})
+			}
+		})
+		b.L1Write32(slot, bidx)
+		b.L1Write32(kir.Add(slot, kir.C(4)), bkey)
+	})
+}
+
+// argmaxFold gathers every core's (index, key) slots on the leader (core
+// index 0), which folds them in core order and writes the result (writeOut).
+func argmaxFold(b *kir.Builder, st, g, sem kir.Var, wIndex kir.ArgRef, wAll kir.Expr, lx, ly kir.ArgRef, allRows, cores int, writeOut func()) {
+	slots := allRows * argmaxSlot
+	b.IfElse(kir.Ne(wIndex, kir.C(0)), func() {
+		b.Comment("send this range's (index, key) per row to the leader")
+		b.NoCAsyncWrite(st, kir.NoCAddr{X: lx, Y: ly, Addr: kir.Add(g, kir.Mul(wIndex, kir.Ci(slots)))}, kir.Ci(slots))
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(kir.NoCAddr{X: lx, Y: ly, Addr: sem}, kir.C(1))
+		b.NoCAsyncAtomicBarrier()
+	}, func() {
+		b.Comment("fold the other ranges in core order: a later range wins only when strictly greater")
+		b.NoCSemaphoreWait(sem, kir.Ci(cores-1))
+		b.For("k", kir.C(1), kir.Ci(cores), func(k kir.Var) {
+			b.For("r", kir.C(0), wAll, func(r kir.Var) {
+				slot := b.Let("slot", kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))))
+				other := b.Let("other", kir.Add(g, kir.Add(kir.Mul(k, kir.Ci(slots)), kir.Mul(r, kir.Ci(argmaxSlot)))))
+				okey := b.LetT("okey", kir.U32T, kir.L1Read32{Addr: kir.Add(other, kir.C(4))})
+				b.If(kir.Gt(okey, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))}), func() {
+					b.L1Write32(slot, kir.L1Read32{Addr: other})
+					b.L1Write32(kir.Add(slot, kir.C(4)), okey)
+				})
+			})
+		})
+		writeOut()
+	})
 }

@@ -19,10 +19,8 @@ import (
 
 func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	for _, v := range []*ir.Value{a, bv, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(a, bv, out); err != nil {
+		return nil, err
 	}
 	as, bs := a.Type.Shape, bv.Type.Shape
 	r := as.Rank()

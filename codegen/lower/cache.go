@@ -70,17 +70,10 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	rd := newReader(p, rs)
-	cAcc, err := accessOf(ctx, rd, "cache_addr", cache)
-	if err != nil {
-		return nil, err
-	}
-	nAcc, err := accessOf(ctx, rd, "new_addr", nw)
-	if err != nil {
-		return nil, err
-	}
-	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	cAcc, nAcc, pAcc := ab.bind(rd, "cache_addr", cache), ab.bind(rd, "new_addr", nw), ab.bind(rd, "pos_addr", pos)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -147,11 +140,7 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		})
 		blocks.ReleaseScratch(b, cbPosW)
 	}
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, nil, wr)
 	return p, nil
 }
 

@@ -66,10 +66,7 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule sfpu-op: %s has no SFPU operation", op.Name())
 	}
 	x, out := op.Operands[0], op.Result()
-	if err := requireTile("operand", x); err != nil {
-		return nil, err
-	}
-	if err := requireTile("result", out); err != nil {
+	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
 	if !x.Type.Shape.Equal(out.Type.Shape) {
@@ -94,10 +91,7 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // quantizes zero-padded tiles).
 func lowerTypecast(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := requireTile("operand", x); err != nil {
-		return nil, err
-	}
-	if err := requireTile("result", out); err != nil {
+	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
 	for _, v := range []*ir.Value{x, out} {
@@ -193,10 +187,8 @@ func matDims(s ir.Shape) ir.Shape {
 func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	eop := eltOps[op.Kind]
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	for _, v := range []*ir.Value{a, bv, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(a, bv, out); err != nil {
+		return nil, err
 	}
 	unsupported := func(why string) error {
 		return fmt.Errorf("rule eltwise-broadcast: %s of %s and %s into %s: %s", op.Name(), a.Type.Shape, bv.Type.Shape, out.Type.Shape, why)

@@ -121,13 +121,10 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	}
 
 	rd := newReader(p, rs)
-	idsAcc, err := accessOf(ctx, rd, "ids_addr", ids)
-	if err != nil {
-		return nil, err
-	}
-	tabAcc, err := accessOf(ctx, rd, "table_addr", table)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -192,13 +189,10 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Reader: ids, rows, tilize.
 	rd := newReader(p, rs)
-	idsAcc, err := accessOf(ctx, rd, "ids_addr", ids)
-	if err != nil {
-		return nil, err
-	}
-	tabAcc, err := accessOf(ctx, rd, "table_addr", table)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rTokens := rd.CompileArg("tokens", uint32(tokens))
 	rHt := rd.CompileArg("ht", uint32(ht))
@@ -271,10 +265,6 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	wstart, wcount := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wHt), kir.Mul(wcount, wHt))
 
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, nil, wr)
 	return p, nil
 }

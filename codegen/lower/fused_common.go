@@ -66,10 +66,8 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	a, bv, w := op.Operands[0], op.Operands[1], op.Operands[2]
 	h, normed := op.Results[0], op.Results[1]
-	for _, v := range []*ir.Value{a, bv, w, h, normed} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(a, bv, w, h, normed); err != nil {
+		return nil, err
 	}
 	xs := a.Type.Shape
 	hd := xs.Cols2D()
@@ -116,17 +114,10 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Reader: the scaler, then per tile row its a and b tiles in pairs and
 	// the weight tiles.
 	rd := newReader(p, rs)
-	aAcc, err := accessOf(ctx, rd, "a_addr", a)
-	if err != nil {
-		return nil, err
-	}
-	bAcc, err := accessOf(ctx, rd, "b_addr", bv)
-	if err != nil {
-		return nil, err
-	}
-	wAcc, err := accessOf(ctx, rd, "w_addr", w)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	aAcc, bAcc, wAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "b_addr", bv), ab.bind(rd, "w_addr", w)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
@@ -165,13 +156,9 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer: per row, the h tiles then the normed tiles.
 	wr := newWriter(p, rs)
-	hAcc, err := accessOf(ctx, wr, "h_addr", h)
-	if err != nil {
-		return nil, err
-	}
-	nAcc, err := accessOf(ctx, wr, "normed_addr", normed)
-	if err != nil {
-		return nil, err
+	hAcc, nAcc := ab.bind(wr, "h_addr", h), ab.bind(wr, "normed_addr", normed)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
@@ -182,12 +169,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, nAcc, cbNOut, first, wWt)
 	})
 
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, cp, wr)
 	return p, nil
 }
 
@@ -212,10 +194,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	if err := requireTile("operand", x); err != nil {
-		return nil, err
-	}
-	if err := requireTile("result", out); err != nil {
+	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
 	if !x.Type.Shape.Equal(out.Type.Shape) || x.Type.DType != out.Type.DType {

@@ -104,106 +104,152 @@ func gdnEB(what string, v *ir.Value) (int, error) {
 }
 
 func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
-	st, x, taps, a, bv, alog, dtb := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Operands[4], op.Operands[5], op.Operands[6]
-	conv, nst, beta, g := op.Results[0], op.Results[1], op.Results[2], op.Results[3]
-	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
-	}
-	xs, ss, as := x.Type.Shape, st.Type.Shape, a.Type.Shape
-	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
-		return nil, fmt.Errorf("rule gdn-conv-shape: want conv_state [B, K-1, C], qkv [B, 1, C] and a [B, 1, H], got %s, %s and %s", ss, xs, as)
-	}
-	B, K, H := xs[0], ss[1]+1, as[2]
-	if K < 2 || K > ir.TileSize {
-		return nil, fmt.Errorf("rule gdn-conv-window: %d taps; the window of K taps must fit one tile row (2 <= K <= %d)", K, ir.TileSize)
-	}
-	eb, err := gdnEB("qkv", x)
+	cv, err := newGDNConv(op, ctx)
 	if err != nil {
 		return nil, err
 	}
-	dx := x.Type.DType
-	for _, v := range []*ir.Value{st, conv, nst} {
-		if v.Type.DType != dx {
-			return nil, fmt.Errorf("rule gdn-conv-dtype: %s is %s but qkv is %s; the window, the state and the conv result share one dtype", v, v.Type.DType, dx)
-		}
-	}
-	ebG, err := gdnEB("g", g)
-	if err != nil {
+	if cv.p, err = newProgram(op, ctx); err != nil {
 		return nil, err
 	}
-	ebB, err := gdnEB("beta", beta)
-	if err != nil {
-		return nil, err
-	}
-	if t.NumWorkers() < 2 {
-		return nil, fmt.Errorf("rule gdn-conv-cores: the conv and the gates need two worker cores, the grid has %d", t.NumWorkers())
-	}
-	dT := taps.Type.DType
-	ebT := blocks.ElemBytes(dT) // 0 for block floats: their padding rows are left as uploaded
-	ct := tilesWide(xs)
-	ht := tilesWide(as)
+	t, B, ct := ctx.Target, cv.xs[0], tilesWide(cv.xs)
+	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	items := B * ct
-
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	// A conv tile is latency-bound: a core with one item waits for its
 	// DRAM reads and its local row copies (batches share the waits).
-	perTile := max((3*dx.TileBytes()+dT.TileBytes()+conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
+	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
 	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
 	cores, rs := firstCores(t, plan.Cores)
 	gc := kir.Core{X: plan.Cores % t.GridX, Y: plan.Cores / t.GridX}
 	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}
-
-	// Conv cores.
+	cv.rs, cv.ct = rs, ct
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
-	bat := max(1, min(plan.PerCore, maxConvBatch))
-	depth := max(2, bat)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbWin := cbs.Input("window", dx, depth)
-	cbTaps := cbs.Input("taps", dT, depth)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	zeroBytes := max(dx.TileBytes(), dT.TileBytes())
-	cbZero := cbs.Pages(blocks.ScratchCB, "zeros", dx, zeroBytes, 1)
-	cbSlot := cbs.Scratch("qkv_slot", dx, bat)
-	cbProd := cbs.Scratch("products", dx, 1)
-	round := blocks.Rounds(dx)
-	cbSum := -1
-	if round {
-		cbSum = cbs.Scratch("sum", dx, 1)
-	}
-	cbConv := cbs.Output("conv", dx, depth)
-	cbNew := cbs.Output("new_state", dx, depth)
-	if err := cbs.Err("gdn_conv_gates conv cores"); err != nil {
+	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
+	if err := cv.plan(); err != nil {
 		return nil, err
 	}
+	rd, err := cv.reader()
+	if err != nil {
+		return nil, err
+	}
+	cp := cv.compute()
+	wr, err := cv.writer()
+	if err != nil {
+		return nil, err
+	}
+	plan.SetArgs(cores, rd, cp, wr)
+	o, res := op.Operands, op.Results
+	if err := gdnGates(cv.p, ctx, grs, o[3], o[4], o[5], o[6], res[2], res[3], B, cv.H, tilesWide(o[3].Type.Shape), cv.ebB, cv.ebG); err != nil {
+		return nil, err
+	}
+	return cv.p, nil
+}
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	stAcc, xAcc, tAcc := ab.bind(rd, "state_addr", st), ab.bind(rd, "qkv_addr", x), ab.bind(rd, "taps_addr", taps)
+// gdnConv is the conv half of a gdn_conv_gates program: its operands, the
+// element sizes its row moves use, and (after plan) its CBs.
+type gdnConv struct {
+	ctx                   *Context
+	st, x, taps, conv, ns *ir.Value
+	xs                    ir.Shape
+	K, H                  int
+	eb, ebT, ebG, ebB     int // element bytes of qkv, taps (0: block float), g, beta
+	round                 bool
+
+	p                                                                     *kir.Program
+	rs                                                                    []ir.CoreRange
+	ct, bat                                                               int
+	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
+	zeroBytes                                                             int
+}
+
+// newGDNConv checks gdn_conv_gates' operands against the rules the
+// program relies on (tile layout, shapes, window, dtypes, two cores).
+func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
+	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
+		return nil, err
+	}
+	cv := &gdnConv{ctx: ctx, st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
+	a := op.Operands[3]
+	xs, ss, as := cv.x.Type.Shape, cv.st.Type.Shape, a.Type.Shape
+	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
+		return nil, fmt.Errorf("rule gdn-conv-shape: want conv_state [B, K-1, C], qkv [B, 1, C] and a [B, 1, H], got %s, %s and %s", ss, xs, as)
+	}
+	cv.xs, cv.K, cv.H = xs, ss[1]+1, as[2]
+	if cv.K < 2 || cv.K > ir.TileSize {
+		return nil, fmt.Errorf("rule gdn-conv-window: %d taps; the window of K taps must fit one tile row (2 <= K <= %d)", cv.K, ir.TileSize)
+	}
+	var err error
+	if cv.eb, err = gdnEB("qkv", cv.x); err != nil {
+		return nil, err
+	}
+	dx := cv.x.Type.DType
+	for _, v := range []*ir.Value{cv.st, cv.conv, cv.ns} {
+		if v.Type.DType != dx {
+			return nil, fmt.Errorf("rule gdn-conv-dtype: %s is %s but qkv is %s; the window, the state and the conv result share one dtype", v, v.Type.DType, dx)
+		}
+	}
+	if cv.ebG, err = gdnEB("g", op.Results[3]); err != nil {
+		return nil, err
+	}
+	if cv.ebB, err = gdnEB("beta", op.Results[2]); err != nil {
+		return nil, err
+	}
+	if n := ctx.Target.NumWorkers(); n < 2 {
+		return nil, fmt.Errorf("rule gdn-conv-cores: the conv and the gates need two worker cores, the grid has %d", n)
+	}
+	cv.ebT = blocks.ElemBytes(cv.taps.Type.DType) // 0 for block floats: their padding rows are left as uploaded
+	return cv, nil
+}
+
+// plan adds the conv cores' CBs.
+func (cv *gdnConv) plan() error {
+	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
+	depth := max(2, cv.bat)
+	cbs := blocks.NewCBPlan(cv.p, cv.ctx.Target, cv.rs)
+	cv.cbWin = cbs.Input("window", dx, depth)
+	cv.cbTaps = cbs.Input("taps", dT, depth)
+	cv.cbScaler = cbs.Input("scaler", ir.BF16, 1)
+	cv.zeroBytes = max(dx.TileBytes(), dT.TileBytes())
+	cv.cbZero = cbs.Pages(blocks.ScratchCB, "zeros", dx, cv.zeroBytes, 1)
+	cv.cbSlot = cbs.Scratch("qkv_slot", dx, cv.bat)
+	cv.cbProd = cbs.Scratch("products", dx, 1)
+	cv.round = blocks.Rounds(dx)
+	cv.cbSum = -1
+	if cv.round {
+		cv.cbSum = cbs.Scratch("sum", dx, 1)
+	}
+	cv.cbConv = cbs.Output("conv", dx, depth)
+	cv.cbNew = cbs.Output("new_state", dx, depth)
+	return cbs.Err("gdn_conv_gates conv cores")
+}
+
+// reader adds the conv cores' reader: per batch of items the DRAM reads of
+// taps, state rows and the new input row, then the windows and new states
+// assembled from them by row copies.
+func (cv *gdnConv) reader() (*kir.Kernel, error) {
+	K, eb, ebT, bat := cv.K, cv.eb, cv.ebT, cv.bat
+	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
+	rd := newReader(cv.p, cv.rs)
+	ab := accessBinder{ctx: cv.ctx}
+	stAcc, xAcc, tAcc := ab.bind(rd, "state_addr", cv.st), ab.bind(rd, "qkv_addr", cv.x), ab.bind(rd, "taps_addr", cv.taps)
 	if ab.err != nil {
 		return nil, ab.err
 	}
-	rCt := rd.CompileArg("ct", uint32(ct))
+	rCt := rd.CompileArg("ct", uint32(cv.ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	slot0 := blocks.ScratchPages(b, cbSlot, bat, "qkv_slots")
+	slot0 := blocks.ScratchPages(b, cv.cbSlot, bat, "qkv_slots")
 	tb, tbT := kir.Ci(dx.TileBytes()), kir.Ci(dT.TileBytes())
 	// issue reserves n pages of taps, window and new state and puts the
 	// DRAM reads of items first .. first+n-1 in flight.
 	issue := func(first, n kir.Expr) (tp0, w0, ns0 kir.Var) {
 		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row of every item of the batch, all in flight")
-		b.CBReserveBack(cbTaps, n)
-		tp0 = b.Let("taps_base", kir.GetWritePtr{CB: cbTaps})
-		b.CBReserveBack(cbWin, n)
-		w0 = b.Let("win_base", kir.GetWritePtr{CB: cbWin})
-		b.CBReserveBack(cbNew, n)
-		ns0 = b.Let("ns_base", kir.GetWritePtr{CB: cbNew})
+		b.CBReserveBack(cv.cbTaps, n)
+		tp0 = b.Let("taps_base", kir.GetWritePtr{CB: cv.cbTaps})
+		b.CBReserveBack(cv.cbWin, n)
+		w0 = b.Let("win_base", kir.GetWritePtr{CB: cv.cbWin})
+		b.CBReserveBack(cv.cbNew, n)
+		ns0 = b.Let("ns_base", kir.GetWritePtr{CB: cv.cbNew})
 		b.For("j", kir.C(0), n, func(j kir.Var) {
 			i := b.Let("i", kir.Add(first, j))
 			tc := b.Let("tc", kir.Mod(i, rCt))
@@ -241,23 +287,23 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			beforeBarrier()
 		}
 		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cbTaps, n)
-		b.CBPushBack(cbNew, n)
-		b.CBPushBack(cbWin, n)
+		b.CBPushBack(cv.cbTaps, n)
+		b.CBPushBack(cv.cbNew, n)
+		b.CBPushBack(cv.cbWin, n)
 	}
 	end := b.Let("end", kir.Add(rstart, rcount))
 	n0 := b.LetT("n0", kir.U32T, rcount)
 	b.If(kir.Gt(n0, kir.Ci(bat)), func() { b.Assign(n0, kir.Ci(bat)) })
 	tp0, w0, ns0 := issue(rstart, n0)
 	b.Comment("the zero tile is built while the first batch's reads are in flight; the reduce scaler is a copy of it with ones in row 0 of each face, completed after the batch (compute needs it only after the first product)")
-	zeros := blocks.Scratch(b, cbZero, "zeros")
-	blocks.FillWords(b, zeros, zeroBytes, 0)
+	zeros := blocks.Scratch(b, cv.cbZero, "zeros")
+	blocks.FillWords(b, zeros, cv.zeroBytes, 0)
 	b.NoCAsyncReadBarrier()
-	b.CBReserveBack(cbScaler, kir.C(1))
-	sp := b.Let("scaler", kir.GetWritePtr{CB: cbScaler})
+	b.CBReserveBack(cv.cbScaler, kir.C(1))
+	sp := b.Let("scaler", kir.GetWritePtr{CB: cv.cbScaler})
 	finish(n0, tp0, w0, ns0, zeros, func() { blocks.LocalCopy(b, zeros, sp, ir.BF16.TileBytes()) })
 	blocks.ScalerRows(b, sp, 1)
-	b.CBPushBack(cbScaler, kir.C(1))
+	b.CBPushBack(cv.cbScaler, kir.C(1))
 	b.ForStep("s", kir.Add(rstart, n0), end, kir.Ci(bat), func(s kir.Var) {
 		n := b.LetT("n", kir.U32T, kir.Sub(end, s))
 		b.If(kir.Gt(n, kir.Ci(bat)), func() { b.Assign(n, kir.Ci(bat)) })
@@ -265,46 +311,54 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.NoCAsyncReadBarrier()
 		finish(n, tp, w, ns, zeros, nil)
 	})
-	blocks.ReleaseScratchPages(b, cbSlot, bat)
-	blocks.ReleaseScratch(b, cbZero)
-	if rowErr != nil {
-		return nil, rowErr
-	}
+	blocks.ReleaseScratchPages(b, cv.cbSlot, bat)
+	blocks.ReleaseScratch(b, cv.cbZero)
+	return rd, rowErr
+}
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+// compute adds the conv cores' compute: per item silu of the column sum
+// of window x taps.
+func (cv *gdnConv) compute() *kir.Kernel {
+	cp := newCompute(cv.p, cv.rs, kir.ComputeConfig{MathFidelity: cv.ctx.Fidelity, FP32DestAccEn: true})
 	ccount := cp.RuntimeArg("count")
-	c := blocks.NewCompute(p, cp)
+	c := blocks.NewCompute(cv.p, cp)
 	cb := c.B
-	c.Startup(cbWin, cbTaps, cbProd)
+	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		cb.Comment("r(window x taps)")
-		cb.CBWaitFront(cbWin, kir.C(1))
-		cb.CBWaitFront(cbTaps, kir.C(1))
+		cb.CBWaitFront(cv.cbWin, kir.C(1))
+		cb.CBWaitFront(cv.cbTaps, kir.C(1))
 		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastNone, cbWin, cbTaps, kir.C(0), kir.C(0), kir.C(0))
-		cb.CBPopFront(cbWin, kir.C(1))
-		cb.CBPopFront(cbTaps, kir.C(1))
-		c.PackOut(cbProd, 1)
+		c.Binary(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, kir.C(0), kir.C(0), kir.C(0))
+		cb.CBPopFront(cv.cbWin, kir.C(1))
+		cb.CBPopFront(cv.cbTaps, kir.C(1))
+		c.PackOut(cv.cbProd, 1)
 		cb.Comment("silu(r(sum over the taps)), the sum in fp32")
-		cb.CBWaitFront(cbScaler, kir.C(1))
-		cb.CBWaitFront(cbProd, kir.C(1))
+		cb.CBWaitFront(cv.cbScaler, kir.C(1))
+		cb.CBWaitFront(cv.cbProd, kir.C(1))
 		c.Acquire()
-		sumOut := cbConv
-		if round {
-			sumOut = cbSum
+		sumOut := cv.cbConv
+		if cv.round {
+			sumOut = cv.cbSum
 		}
-		c.Reduce(kir.ReduceSum, kir.ReduceCol, cbProd, cbScaler, sumOut, kir.C(0), kir.C(0), kir.C(0))
-		cb.CBPopFront(cbProd, kir.C(1))
-		if round {
-			c.RoundThrough(cbSum)
+		c.Reduce(kir.ReduceSum, kir.ReduceCol, cv.cbProd, cv.cbScaler, sumOut, kir.C(0), kir.C(0), kir.C(0))
+		cb.CBPopFront(cv.cbProd, kir.C(1))
+		if cv.round {
+			c.RoundThrough(cv.cbSum)
 		}
 		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSiLU}, kir.C(0))
-		c.PackOut(cbConv, 1)
+		c.PackOut(cv.cbConv, 1)
 	})
-	cb.CBPopFront(cbScaler, kir.C(1))
+	cb.CBPopFront(cv.cbScaler, kir.C(1))
+	return cp
+}
 
-	wr := newWriter(p, rs)
-	cAcc, nAcc := ab.bind(wr, "conv_addr", conv), ab.bind(wr, "new_state_addr", nst)
+// writer adds the conv cores' writer: the new state and conv pages of each
+// batch under one barrier.
+func (cv *gdnConv) writer() (*kir.Kernel, error) {
+	wr := newWriter(cv.p, cv.rs)
+	ab := accessBinder{ctx: cv.ctx}
+	cAcc, nAcc := ab.bind(wr, "conv_addr", cv.conv), ab.bind(wr, "new_state_addr", cv.ns)
 	if ab.err != nil {
 		return nil, ab.err
 	}
@@ -312,33 +366,23 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	wb := wr.Builder()
 	wb.Comment("the new state and conv pages of a batch of items written under one barrier")
 	wend := wb.Let("end", kir.Add(wstart, wcount))
-	wb.ForStep("s", wstart, wend, kir.Ci(bat), func(s kir.Var) {
+	wb.ForStep("s", wstart, wend, kir.Ci(cv.bat), func(s kir.Var) {
 		n := wb.LetT("n", kir.U32T, kir.Sub(wend, s))
-		wb.If(kir.Gt(n, kir.Ci(bat)), func() { wb.Assign(n, kir.Ci(bat)) })
-		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cbNew})
-		cvb := wb.Let("conv_base", kir.GetReadPtr{CB: cbConv})
+		wb.If(kir.Gt(n, kir.Ci(cv.bat)), func() { wb.Assign(n, kir.Ci(cv.bat)) })
+		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cv.cbNew})
+		cvb := wb.Let("conv_base", kir.GetReadPtr{CB: cv.cbConv})
 		wb.For("j", kir.C(0), n, func(j kir.Var) {
 			i := kir.Add(s, j)
-			wb.CBWaitFront(cbNew, kir.Add(j, kir.C(1)))
+			wb.CBWaitFront(cv.cbNew, kir.Add(j, kir.C(1)))
 			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(j, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(i), kir.Ci(nAcc.PageSize()))
-			wb.CBWaitFront(cbConv, kir.Add(j, kir.C(1)))
+			wb.CBWaitFront(cv.cbConv, kir.Add(j, kir.C(1)))
 			wb.NoCAsyncWrite(kir.Add(cvb, kir.Mul(j, kir.Ci(cAcc.PageSize()))), cAcc.PageAddr(i), kir.Ci(cAcc.PageSize()))
 		})
 		wb.NoCAsyncWriteBarrier()
-		wb.CBPopFront(cbNew, n)
-		wb.CBPopFront(cbConv, n)
+		wb.CBPopFront(cv.cbNew, n)
+		wb.CBPopFront(cv.cbConv, n)
 	})
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
-
-	if err := gdnGates(p, ctx, grs, a, bv, alog, dtb, beta, g, B, H, ht, ebB, ebG); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return wr, nil
 }
 
 // maxConvBatch bounds the items a conv reader has in flight at once.

@@ -60,10 +60,7 @@ func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		return nil, fmt.Errorf("rule reshape-row-major: a row-major reshape must keep the last dim (one page per row)")
 	}
-	if err := requireTile("operand", x); err != nil {
-		return nil, err
-	}
-	if err := requireTile("result", out); err != nil {
+	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
 	if sameTiles(x.Type.Shape, out.Type.Shape) {
@@ -341,11 +338,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	}
 	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
 	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, nil, wr)
 	return p, nil
 }
 

@@ -361,14 +361,7 @@ func writeSplitPages(ctx *Context, p *kir.Program, rs []ir.CoreRange, out *ir.Va
 	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		if cp != nil {
-			cp.SetRuntimeArgs(c, kir.U32(uint32(n)))
-		}
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, cp, wr)
 	return nil
 }
 
@@ -390,6 +383,16 @@ func newCompute(p *kir.Program, rs []ir.CoreRange, cfg kir.ComputeConfig) *kir.K
 func requireTile(what string, v *ir.Value) error {
 	if v.Type.Layout != ir.TileLayout {
 		return fmt.Errorf("rule tile-layout: %s %s is %s; this lowering reads tile-layout tensors", what, v, v.Type.Layout)
+	}
+	return nil
+}
+
+// requireTiles is requireTile of each value of vs, the first failure.
+func requireTiles(vs ...*ir.Value) error {
+	for _, v := range vs {
+		if err := requireTile("value", v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -88,10 +88,8 @@ func (f *fusedMatmul) check() error {
 	if f.norm != nil {
 		vals = append(vals, f.norm.w)
 	}
-	for _, v := range vals {
-		if err := requireTile("value", v); err != nil {
-			return err
-		}
+	if err := requireTiles(vals...); err != nil {
+		return err
 	}
 	as := f.act.Type.Shape
 	if as.Rank() < 2 {

@@ -101,10 +101,8 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	if w != nil {
 		vals = append(vals, w)
 	}
-	for _, v := range vals {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(vals...); err != nil {
+		return nil, err
 	}
 	xs := x.Type.Shape
 	h := xs.Cols2D()
@@ -212,12 +210,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wWt), kir.Mul(wrows, wWt))
 
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(c, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, cp, wr)
 	return p, nil
 }
 

@@ -1,6 +1,9 @@
 package lower
 
-import "github.com/tcc-dev/tcc/ir"
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
 
 // Cost-model constants, in Tensix cycles at 1.35 GHz. They are estimates
 // from reference/blackhole.md, good enough to choose a core count, not to
@@ -52,6 +55,20 @@ type Split struct {
 func (s Split) Range(i int) (start, count int) {
 	start = i * s.PerCore
 	return start, min(s.PerCore, s.Items-start)
+}
+
+// SetArgs gives core i of cores its share (start, count) = Range(i) as the
+// runtime args (start, count) of rd and of wr and (count) of cp unless cp
+// is nil.
+func (s Split) SetArgs(cores []kir.Core, rd, cp, wr *kir.Kernel) {
+	for i, c := range cores {
+		st, n := s.Range(i)
+		rd.SetRuntimeArgs(c, kir.U32(uint32(st)), kir.U32(uint32(n)))
+		if cp != nil {
+			cp.SetRuntimeArgs(c, kir.U32(uint32(n)))
+		}
+		wr.SetRuntimeArgs(c, kir.U32(uint32(st)), kir.U32(uint32(n)))
+	}
 }
 
 // PlanSplit chooses how many of at most maxCores cores share items work

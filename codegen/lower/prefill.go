@@ -65,17 +65,10 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return kir.LAnd(kir.Ge(tr, kir.Div(posv, kir.Ci(ir.TileSize))), kir.Le(tr, kir.Div(kir.Add(posv, kir.Ci(S-1)), kir.Ci(ir.TileSize))))
 	}
 	rd := newReader(p, rs)
-	cAcc, err := accessOf(ctx, rd, "cache_addr", cache)
-	if err != nil {
-		return nil, err
-	}
-	nAcc, err := accessOf(ctx, rd, "new_addr", nw)
-	if err != nil {
-		return nil, err
-	}
-	pAcc, err := accessOf(ctx, rd, "pos_addr", pos)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	cAcc, nAcc, pAcc := ab.bind(rd, "cache_addr", cache), ab.bind(rd, "new_addr", nw), ab.bind(rd, "pos_addr", pos)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -127,11 +120,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	} else {
 		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
 	}
-	for i, core := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, nil, wr)
 	return p, nil
 }
 
@@ -177,10 +166,8 @@ func triangleTile(b *kir.Builder, cb int, keep func(r, c kir.Expr) kir.Expr) {
 
 func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	for _, v := range []*ir.Value{x, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(x, out); err != nil {
+		return nil, err
 	}
 	eb := blocks.ElemBytes(x.Type.DType)
 	if eb != 2 && eb != 4 {
@@ -274,13 +261,10 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	wAcc, err := accessOf(ctx, rd, "w_addr", w)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	xAcc, wAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "w_addr", w)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	var tap kir.Var // the tap the maps below read
 	seg := blocks.SegFor(C)

@@ -45,10 +45,8 @@ func lowerMean(op *ir.Op, ctx *Context) (*kir.Program, error) {
 func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	for _, v := range []*ir.Value{x, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(x, out); err != nil {
+		return nil, err
 	}
 	eb := blocks.ElemBytes(x.Type.DType)
 	if eb != 2 && eb != 4 {

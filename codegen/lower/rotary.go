@@ -71,17 +71,10 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	cAcc, err := accessOf(ctx, rd, "cos_addr", cos)
-	if err != nil {
-		return nil, err
-	}
-	sAcc, err := accessOf(ctx, rd, "sin_addr", sin)
-	if err != nil {
-		return nil, err
+	ab := accessBinder{ctx: ctx}
+	xAcc, cAcc, sAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "cos_addr", cos), ab.bind(rd, "sin_addr", sin)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	g := &blocks.Gather{Out: xi, DType: x.Type.DType, Seg: blocks.SegFor(half, R),
 		Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},

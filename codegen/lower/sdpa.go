@@ -364,10 +364,8 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // position operand (checkPos). It returns op's float attribute "scale";
 // kind names the op in the error when that attribute is missing.
 func sdpaPreamble(op *ir.Op, kind string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
-	for _, x := range tensors {
-		if err := requireTile("value", x); err != nil {
-			return 0, err
-		}
+	if err := requireTiles(tensors...); err != nil {
+		return 0, err
 	}
 	if err := checkPos(pos); err != nil {
 		return 0, err

@@ -113,11 +113,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	} else {
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
-	for i, c := range cores {
-		s, n := plan.Range(i)
-		rd.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(c, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
+	plan.SetArgs(cores, rd, nil, wr)
 	return p, nil
 }
 

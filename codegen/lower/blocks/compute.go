@@ -237,10 +237,6 @@ func (c *Compute) setSFPU(op kir.SFPUOp) {
 	s.sfpuKnown, s.sfpu = true, g
 }
 
-// Forget drops everything known about the configuration (the packer edge
-// mask may then be set).
-func (c *Compute) Forget() { c.state = cstate{masked: true} }
-
 // restore re-emits the configuration s (the parts it knows).
 func (c *Compute) restore(s cstate) {
 	if s.srcKnown {

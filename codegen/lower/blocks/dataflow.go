@@ -51,8 +51,8 @@ func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 	b.CBPushBack(cb, count)
 }
 
-// ReadPagesTwiceBatch reads count pages of a into cb and, for each page,
-// a copy of it into cb2 (a local NoC copy: the page is read from DRAM
+// ReadPagesTwiceBatchOf reads pages page(0), ..., page(count-1) of a into
+// cb and, for each page, a copy of it into cb2 (a local NoC copy: the page is read from DRAM
 // once). It serves a compute kernel that unpacks the same tile two ways:
 // cb2 through the FPU source registers and cb straight into DEST (an fp32
 // CB in unpack-to-dest mode cannot be an FPU operand). Per block of at
@@ -60,12 +60,6 @@ func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 // copies all in flight, one barrier. cb and cb2 need room for a block
 // (batch pages; 2*batch lets the next block in while compute works on this
 // one). Produces count pages of each.
-func ReadPagesTwiceBatch(b *kir.Builder, a *Access, cb, cb2 int, first, count kir.Expr, batch int) {
-	ReadPagesTwiceBatchOf(b, a, cb, cb2, count, batch, func(i kir.Expr) kir.Expr { return kir.Add(first, i) })
-}
-
-// ReadPagesTwiceBatchOf is ReadPagesTwiceBatch of pages page(0), ...,
-// page(count-1).
 func ReadPagesTwiceBatchOf(b *kir.Builder, a *Access, cb, cb2 int, count kir.Expr, batch int, page func(i kir.Expr) kir.Expr) {
 	ps := a.PageSize()
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
