@@ -15,10 +15,11 @@ import (
 //   - gdn_recurrence: the decode delta rule with the l2 norms of q and k,
 //     the state update and readout, then the gated RMSNorm.
 //
-// gdn_recurrence with an fp32 state at the storage formats is the
-// exception (unless Options.Composed): it is computed as its program
-// computes it on the FPU (gdnHeadFPU), so that a correct program agrees
-// with it bit for bit. Otherwise both reproduce the composed path's
+// At the storage formats (unless Options.Composed) two parts are computed
+// as their programs compute them, so that a correct program agrees with
+// them bit for bit: gdn_recurrence with an fp32 state (on the FPU,
+// gdnHeadFPU) and gdn_conv_gates' tap sum (reduce_tile's float32 running
+// sum in tap order, reduceTileSum). Otherwise both reproduce the composed path's
 // rounding points: with
 // Options.StorageFormats every intermediate the composed chain stores is
 // rounded to the dtype it is stored in (element by element; the rules only
@@ -99,13 +100,31 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		}
 		return x.Data[b*C+c]
 	}
+	// sum is the tap sum of the rounded products: on the device (same
+	// formats) reduce_tile's float32 running sum in tap order, which can
+	// differ from one rounding of the exact sum where a tap is below half
+	// an fp32 ulp of the running sum; otherwise exact, rounded once.
+	sum := func(p []float32) float32 {
+		if opts.StorageFormats && !opts.Composed {
+			var acc float32
+			for _, x := range p {
+				acc = reduceTileSum(acc, x, opts.Fidelity)
+			}
+			return acc
+		}
+		var acc float64
+		for _, x := range p {
+			acc += float64(x)
+		}
+		return float32(acc)
+	}
+	prods := make([]float32, K)
 	for b := range B {
 		for c := range C {
-			var acc float64
 			for j := range K {
-				acc += float64(rc(win(b, j, c) * w.Data[j*C+c]))
+				prods[j] = rc(win(b, j, c) * w.Data[j*C+c])
 			}
-			conv.Data[b*C+c] = numerics.SiLU(rc(float32(acc)))
+			conv.Data[b*C+c] = numerics.SiLU(rc(sum(prods)))
 			for j := 1; j < K; j++ {
 				state.Data[(b*(K-1)+j-1)*C+c] = win(b, j, c)
 			}
