@@ -209,11 +209,7 @@ func (x *Exchange) Combine(c *blocks.Compute, leader kir.Expr, comment string, f
 		g := kir.Ci(x.Group)
 		c.B.CBWaitFront(x.Gather, g)
 		c.Acquire()
-		c.Copy(x.Gather, kir.C(0), kir.C(0))
-		c.For("k", kir.C(1), g, func(k kir.Var) {
-			c.Copy(x.Gather, k, kir.C(1))
-			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-		})
+		foldTerms(c, g, func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
 		finish()
 		c.PackOut(x.Local, 1)
 		c.B.CBPopFront(x.Gather, g)
