@@ -19,29 +19,30 @@ import (
 // A partial is Rows*(Width+2) tiles of CB X.Partial: per tile row r of q
 // (in order) the Width tiles of O, then m's tile, then l's tile; m and l
 // hold each row's value in column 0 (as reduce_tile<REDUCE_ROW> leaves
-// it), their other columns are never read. The m_i must be finite (a
-// core that saw no position gives a very negative m, l = 0, O = 0: its
-// weight underflows to 0), |m_i| < 2^20, and the core with the largest m
-// has l >= 1 (its largest term is exp(0)).
+// it), their other columns are never read. The m_i must be finite, with
+// |m_i| < 2^20 (a core that saw no position gives m = -2^16, l = 0, O =
+// 0: its weight underflows to 0), and the core with the largest m has
+// l >= 1 (its largest term is exp(0)).
 //
-// Protocol: the gather half of Exchange (X, GatherOnly): every core's
-// writer waits for its partial, writes it page by page into its slot of
-// the leader's Gather CB (NoC writes, then noc_async_write_barrier: the
-// writes are acknowledged before the count), increments the leader's
-// semaphore X.SemIn (an atomic, drained by kir.Finish's
-// noc_async_atomic_barrier); the leader's writer reserves Group partials
-// of Gather, waits until SemIn counts Group and pushes them to compute
-// (Merge), whose Rows*Width result tiles go to CB Out. One semaphore, no
-// multicast, no further barrier. Deadlock-free: the leader waits only for
+// Protocol: the gather half of Exchange (X, GatherOnly). Every core's
+// writer waits for its partial, writes it into its slot of the leader's
+// Gather CB (one NoC write per page on the writer's NoC; the CB has one
+// L1 address on every core), waits for the acknowledgements
+// (noc_async_write_barrier, so the data lands before the count) and
+// increments the leader's semaphore X.SemIn (an atomic, drained by
+// kir.Finish's noc_async_atomic_barrier); the leader's writer reserves
+// Group partials of Gather, waits until SemIn counts Group and pushes
+// them to compute (Merge), whose Rows*Width result tiles go to CB Out.
+// One semaphore, no multicast. Deadlock-free: the leader waits only for
 // increments every core makes before it waits for anything of the
-// combine, and members wait for nothing; each Gather page is written once
-// into a fresh CB with room for it.
+// combine (compute must produce its partial before Merge), members wait
+// for nothing, and every Gather page is written once into a fresh CB
+// with room for it.
 type SplitCombine struct {
 	X           *Exchange
 	Rows, Width int
 	// Shift (one page) and Weights (2*Group pages: a row fills it once)
-	// are the leader's fp32
-	// scratch CBs; Out (two pages) the result.
+	// are the leader's fp32 scratch CBs; Out (two pages) the result.
 	Shift, Weights, Out int
 }
 
