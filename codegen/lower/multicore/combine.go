@@ -77,7 +77,7 @@ func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores
 // (FP32DestAccEn). It consumes Group partials of X.Gather and produces
 // Rows*Width pages of Out (row r's Width tiles in order).
 func (sc *SplitCombine) Merge(c *blocks.Compute, leader kir.Expr) {
-	x, g, n, w := sc.X, kir.Ci(sc.X.Group), sc.X.pages(), sc.Width
+	x, g, n, w := sc.X, kir.Ci(sc.X.Group), sc.X.Pages, sc.Width
 	d0, d1 := kir.C(0), kir.C(1)
 	sfpu := func(op kir.SFPUOp, d kir.Expr) { c.SFPU(blocks.SFPUStep{Op: op}, d) }
 	add := func() { c.SFPUBinary(kir.SFPUAddBinary, d0, d1) }

@@ -93,9 +93,6 @@ func (x *Exchange) AddSemaphores(p *kir.Program, in, valid int) {
 	}
 }
 
-// pages is the pages of a partial.
-func (x *Exchange) pages() int { return max(x.Pages, 1) }
-
 // ExchangeArgs are the writer's per-core arguments of an exchange, in
 // declaration order: the leader flag, the core's slot in its group, the
 // leader's NoC coordinates and MaxRects multicast slots (used on leaders).
@@ -145,7 +142,7 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 // of Gather on leaders and, unless GatherOnly, one Result page on every
 // core.
 func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
-	n := x.pages()
+	n := max(x.Pages, 1)
 	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
 	b.CBWaitFront(x.Partial, kir.Ci(n))
 	row := b.Let("gather_base", kir.GetWritePtr{CB: x.Gather})
