@@ -33,11 +33,11 @@ import (
 // kir.Finish's noc_async_atomic_barrier); the leader's writer reserves
 // Group partials of Gather, waits until SemIn counts Group and pushes
 // them to compute (Merge), whose Rows*Width result tiles go to CB Out.
-// One semaphore, no multicast. Deadlock-free: the leader waits only for
-// increments every core makes before it waits for anything of the
-// combine (compute must produce its partial before Merge), members wait
-// for nothing, and every Gather page is written once into a fresh CB
-// with room for it.
+// One semaphore, no multicast; once per program. Deadlock-free: the
+// leader waits only for increments every core makes before it waits for
+// anything of the combine (compute must produce its partial before
+// Merge), members wait for nothing, and every Gather page is written
+// once into a fresh CB with room for it.
 type SplitCombine struct {
 	X           *Exchange
 	Rows, Width int
