@@ -63,8 +63,8 @@ func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores
 // in DEST[0] and DEST[1]:
 //
 //  1. M: the fold of the m_i by max(a, b) = a + relu(b - a) on the SFPU
-//     (in fp32, within an ulp of 2^20 of the max: M only shifts the
-//     exponents, so it need not be exact); -M to Shift;
+//     (in fp32, so within 2^-3 of the max for |m_i| < 2^20: M only
+//     shifts the exponents, so it need not be exact); -M to Shift;
 //  2. w_i = exp(m_i - M) to Weights;
 //  3. L = sum_i w_i * l_i, then -(M + log L) to Shift;
 //  4. s_i = exp(m_i - M - log L) = w_i / L to Weights;
