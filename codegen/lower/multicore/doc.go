@@ -10,7 +10,11 @@
 //     other cores (the decode matmuls' activation row);
 //   - Push: producers write pages straight into the consumers' CB, whose
 //     address the consumers publish (the all_reduce_add_rmsnorm ring into
-//     its norm tail).
+//     its norm tail);
+//   - SplitCombine: Exchange's gather alone (GatherOnly) and, on the
+//     leader, the exact merge of split-softmax partials (running max,
+//     running sum, partial output per core), what flash-decoding needs
+//     when a decode attention splits its KV positions over cores.
 //
 // Each type's doc states its semaphore protocol, its NoC use and why it
 // cannot deadlock. All multicast to rectangles of cores: FollowerRects

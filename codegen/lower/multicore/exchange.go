@@ -46,6 +46,13 @@ import (
 // member's later work. Every page is written once per program into a CB
 // with room for it (Group pages of Gather, one of Result). Semaphores
 // start at 0 in every launch.
+//
+// GatherOnly keeps step 1 and, on leaders, step 2 up to the push of
+// Gather (the group's partials go to the leader's compute, which keeps
+// the result: SplitCombine); there is no broadcast, no SemValid, no
+// Local or Result CB and no multicast argument. A partial may span Pages
+// pages (one NoC write of Bytes per page, page k of core s's partial in
+// page slot s*Pages+k of Gather).
 type Exchange struct {
 	T      *target.Target
 	Group  int            // cores per group
@@ -63,9 +70,13 @@ type Exchange struct {
 	// CB: Emit consumes the partial before it waits for the result.
 	Partial, Gather, Local, Result int
 	Page                           int
-	// Bytes is the prefix of a partial and of the result page that moves
-	// (at most Page; 16-byte multiple).
+	// Bytes is the prefix of a partial's page and of the result page that
+	// moves (at most Page; 16-byte multiple).
 	Bytes int
+	// Pages is the pages of a partial (0: one); GatherOnly drops the
+	// broadcast (see the type's doc).
+	Pages      int
+	GatherOnly bool
 
 	// PartialName and ResultName describe the pages in the kernels'
 	// comments.
@@ -73,11 +84,13 @@ type Exchange struct {
 }
 
 // AddSemaphores sets SemIn and SemValid to in and valid and adds both
-// semaphores (initial value 0) on Ranges.
+// semaphores (initial value 0) on Ranges; GatherOnly adds SemIn alone.
 func (x *Exchange) AddSemaphores(p *kir.Program, in, valid int) {
 	x.SemIn, x.SemValid = in, valid
 	p.AddSemaphore(kir.Semaphore{ID: in, Cores: x.Ranges})
-	p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
+	if !x.GatherOnly {
+		p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
+	}
 }
 
 // ExchangeArgs are the writer's per-core arguments of an exchange, in
@@ -89,11 +102,13 @@ type ExchangeArgs struct {
 }
 
 // Declare declares the exchange arguments of writer wr (values from
-// Values).
+// Values; no multicast slots when GatherOnly).
 func (x *Exchange) Declare(wr *kir.Kernel) ExchangeArgs {
 	a := ExchangeArgs{Leader: wr.RuntimeArg("leader"), Slot: wr.RuntimeArg("slot"),
 		LX: wr.RuntimeArg("leader_x"), LY: wr.RuntimeArg("leader_y")}
-	a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
+	if !x.GatherOnly {
+		a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
+	}
 	return a
 }
 
@@ -103,39 +118,62 @@ func (x *Exchange) Declare(wr *kir.Kernel) ExchangeArgs {
 func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 	g, k := i/x.Group, i%x.Group
 	lead := x.Cores[g*x.Group]
-	var rects []Rect
 	leader := uint32(0)
 	if k == 0 {
 		leader = 1
+	}
+	vals := []kir.ArgValue{kir.U32(leader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
+	if x.GatherOnly {
+		return vals, nil
+	}
+	var rects []Rect
+	if k == 0 {
 		var err error
 		if rects, err = FollowerRects(x.T, x.Cores[g*x.Group+1:(g+1)*x.Group]); err != nil {
 			return nil, err
 		}
 	}
-	vals := []kir.ArgValue{kir.U32(leader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
 	return append(vals, SlotValues(rects, MaxRects, noc)...), nil
 }
 
 // Emit emits the writer's part of the exchange (steps 1-3 of the type's
-// doc) with the arguments a of Declare. It consumes one Partial page (and
-// on leaders one Local page), produces Group Gather pages on leaders and
-// one Result page on every core.
+// doc) with the arguments a of Declare. It consumes one partial (Pages
+// pages of Partial; on leaders one Local page), produces Group partials
+// of Gather on leaders and, unless GatherOnly, one Result page on every
+// core.
 func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
-	sb := kir.Ci(x.Bytes)
+	n := max(x.Pages, 1)
 	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
-	b.CBWaitFront(x.Partial, kir.C(1))
+	b.CBWaitFront(x.Partial, kir.Ci(n))
 	row := b.Let("gather_base", kir.GetWritePtr{CB: x.Gather})
-	b.NoCAsyncWrite(kir.GetReadPtr{CB: x.Partial}, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.Add(row, kir.Mul(a.Slot, kir.Ci(x.Page)))}, sb)
+	sb := kir.Ci(x.Bytes)
+	src, dst := kir.Expr(kir.GetReadPtr{CB: x.Partial}), kir.Add(row, kir.Mul(a.Slot, kir.Ci(n*x.Page)))
+	write := func(src, dst kir.Expr) { b.NoCAsyncWrite(src, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: dst}, sb) }
+	if n == 1 {
+		write(src, dst)
+	} else {
+		b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
+			off := kir.Mul(pg, kir.Ci(x.Page))
+			write(kir.Add(src, off), kir.Add(dst, off))
+		})
+	}
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.GetSemaphore{ID: kir.Ci(x.SemIn)}}, kir.C(1))
-	b.CBPopFront(x.Partial, kir.C(1))
+	b.CBPopFront(x.Partial, kir.Ci(n))
+	receive := func() {
+		b.CBReserveBack(x.Gather, kir.Ci(x.Group*n))
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(x.SemIn)}, kir.Ci(x.Group))
+		b.CBPushBack(x.Gather, kir.Ci(x.Group*n))
+	}
+	if x.GatherOnly {
+		b.If(kir.Ne(a.Leader, kir.C(0)), receive)
+		return
+	}
 	b.CBReserveBack(x.Result, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(x.SemValid)})
 	b.IfElse(kir.Ne(a.Leader, kir.C(0)), func() {
 		b.Comment("leader: the group's partials in, to compute; then broadcast the " + x.ResultName)
-		b.CBReserveBack(x.Gather, kir.Ci(x.Group))
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(x.SemIn)}, kir.Ci(x.Group))
-		b.CBPushBack(x.Gather, kir.Ci(x.Group))
+		receive()
 		b.CBWaitFront(x.Local, kir.C(1))
 		src := b.Let("rs_src", kir.GetReadPtr{CB: x.Local})
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: x.Result})
@@ -168,11 +206,7 @@ func (x *Exchange) Combine(c *blocks.Compute, leader kir.Expr, comment string, f
 		g := kir.Ci(x.Group)
 		c.B.CBWaitFront(x.Gather, g)
 		c.Acquire()
-		c.Copy(x.Gather, kir.C(0), kir.C(0))
-		c.For("k", kir.C(1), g, func(k kir.Var) {
-			c.Copy(x.Gather, k, kir.C(1))
-			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-		})
+		foldTerms(c, g, func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
 		finish()
 		c.PackOut(x.Local, 1)
 		c.B.CBPopFront(x.Gather, g)
