@@ -22,7 +22,7 @@ const (
 	// UnpackTileCycles is the unpacker time of one operand tile, the value
 	// sim/timing fits on the measured decode matmuls (its unpack_tile
 	// parameter; TestPlanMatchesTimingModel keeps the two equal).
-	UnpackTileCycles = 66
+	UnpackTileCycles = 59
 	// PackTileCycles is the packer time of one tile from fp32 DEST.
 	PackTileCycles = 64
 	// DRAMReadLatencyCycles and L1ReadLatencyCycles are the round trips of

@@ -25,14 +25,20 @@ type Report struct {
 	StepUS float64 `json:"step_us"`
 	// DeviceStepUS is the same per device.
 	DeviceStepUS []float64 `json:"device_step_us"`
-	// FloorUS is the build's DRAM floor: FloorBytes / the floor bandwidth.
+	// FloorUS is the build's physical DRAM floor: FloorBytes / the
+	// physical DRAM bandwidth (Params.FloorBytesPerSecond, 512 GB/s).
 	FloorUS float64 `json:"floor_us"`
+	// StreamFloorUS is FloorBytes at the rate the model predicts for the
+	// best DRAM stream (Params.StreamBytesPerSecond): the floor a build
+	// could reach under the model.
+	StreamFloorUS float64 `json:"stream_floor_us"`
 	// FloorBytes is what one device must stream from DRAM per step: every
 	// weight once, every persistent state read once and, except KV caches
 	// (one row per step), written once.
 	FloorBytes int64 `json:"floor_bytes"`
-	// Ratio is StepUS / FloorUS.
+	// Ratio is StepUS / FloorUS, StreamRatio StepUS / StreamFloorUS.
 	Ratio         float64 `json:"ratio"`
+	StreamRatio   float64 `json:"stream_ratio"`
 	LaunchUSTotal float64 `json:"launch_us_total"`
 	// Programs per device per step and the distinct signatures simulated.
 	ProgramsPerDevice int          `json:"programs_per_device"`
@@ -160,8 +166,14 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 	r.LaunchUSTotal = round3(float64(len(b.Programs)) * prm.LaunchGapUS)
 	r.FloorBytes = floorBytes(b)
 	r.FloorUS = round3(float64(r.FloorBytes) / prm.FloorBytesPerSecond * 1e6)
+	stream, err := prm.StreamBytesPerSecond(b.Target)
+	if err != nil {
+		return nil, err
+	}
+	r.StreamFloorUS = round3(float64(r.FloorBytes) / stream * 1e6)
 	if r.FloorUS > 0 {
 		r.Ratio = round3(r.StepUS / r.FloorUS)
+		r.StreamRatio = round3(r.StepUS / r.StreamFloorUS)
 	}
 	r.aggregate(slow)
 	return r, nil

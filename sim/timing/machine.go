@@ -3,6 +3,7 @@ package timing
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -48,6 +49,53 @@ func (s *server) serve(t, n float64) float64 {
 		}
 		b++
 	}
+}
+
+// dramBank is one DRAM bank (channel) endpoint of a device. A read of s
+// bytes needs d = s / (DRAMEfficiency x DRAMBankBytesPerCycle) cycles of
+// the bank's data path
+// and, on the NoC that issued it, r = DRAMRequestCycles of the bank's
+// request acceptance; the two overlap imperfectly, and the read occupies
+// the bank for (d^p + (u r)^p)^(1/p) cycles (p = DRAMOverlapExponent),
+// where u is the share of the bank's reads within dramShareCycles either
+// side of it that came on the same NoC: a stream from one NoC pays the
+// full request time, one split evenly over both NoCs half of it. Small
+// reads from one NoC are request-bound (one 576-byte bfp4_b tile per
+// request: ~62% of the data rate), large ones data-bound (16 KB: the data
+// rate). Writes occupy the data path only, at its full rate.
+type dramBank struct {
+	data *server
+	// reads[noc][b] counts the reads on noc in time bucket b
+	// (dramShareBucket cycles).
+	reads [2][]float64
+}
+
+// The NoC share's window: wide against the threads' scheduling slack, so
+// that reads simulated slightly out of time order still see each other.
+const (
+	dramShareBucket = 256
+	dramShareCycles = 2048
+)
+
+// read books a read of n bytes issued at t on NoC noc and returns the time
+// its last byte leaves the bank.
+func (b *dramBank) read(p *Params, t, n float64, noc int) float64 {
+	noc &= 1
+	at := int(t / dramShareBucket)
+	for len(b.reads[noc]) <= at {
+		b.reads[0], b.reads[1] = append(b.reads[0], 0), append(b.reads[1], 0)
+	}
+	b.reads[noc][at]++
+	var mine, all float64
+	for i := max(0, at-dramShareCycles/dramShareBucket); i <= at+dramShareCycles/dramShareBucket && i < len(b.reads[0]); i++ {
+		mine += b.reads[noc][i]
+		all += b.reads[0][i] + b.reads[1][i]
+	}
+	u := mine / all
+	d := n / (p.DRAMBankBytesPerCycle * p.DRAMEfficiency)
+	e := p.DRAMOverlapExponent
+	occupy := math.Pow(math.Pow(d, e)+math.Pow(u*p.DRAMRequestCycles, e), 1/e)
+	return b.data.serve(t, occupy*p.DRAMBankBytesPerCycle)
 }
 
 // word is one 32-bit L1 word that kernels synchronise on (semaphores,
@@ -98,7 +146,7 @@ func (c *core) word(addr uint32) *word {
 type device struct {
 	idx   int
 	cores map[kir.Core]*core
-	banks []*server
+	banks []*dramBank
 	noc   map[[2]int]*core
 }
 
@@ -211,7 +259,7 @@ func (m *machine) load(devices int) error {
 	for d := 0; d < devices; d++ {
 		dev := &device{idx: d, cores: map[kir.Core]*core{}, noc: map[[2]int]*core{}}
 		for b := 0; b < m.t.DRAMBanks; b++ {
-			dev.banks = append(dev.banks, newServer(m.p.DRAMBankBytesPerCycle))
+			dev.banks = append(dev.banks, &dramBank{data: newServer(m.p.DRAMBankBytesPerCycle)})
 		}
 		m.devs = append(m.devs, dev)
 		for i := range p.CBs {

@@ -75,7 +75,7 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 		}
 	}
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
-	fmt.Fprintf(w, "DRAM floor: %.1f us (%.2f GB per device at the floor bandwidth); step/floor = %.2f\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.Ratio)
+	fmt.Fprintf(w, "DRAM floor: %.1f us physical (%.2f GB per device at 512 GB/s), %.1f us at the model's best stream; step/floor = %.2f physical, %.2f stream\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.StreamFloorUS, r.Ratio, r.StreamRatio)
 	return nil
 }
 

@@ -35,8 +35,19 @@ type Params struct {
 	// NoCLinkBytesPerCycle is the sustained rate of one core's NoC port
 	// (each direction).
 	NoCLinkBytesPerCycle float64
-	// DRAMBankBytesPerCycle is the sustained rate of one DRAM bank.
-	DRAMBankBytesPerCycle float64
+	// DRAMBankBytesPerCycle is the data rate of one DRAM bank (channel):
+	// the physical 512 GB/s per card over its 8 banks. DRAMEfficiency is
+	// the fraction of it the best measured stream reaches (refresh and
+	// turnarounds): the bank's data path moves DRAMEfficiency x
+	// DRAMBankBytesPerCycle.
+	DRAMBankBytesPerCycle, DRAMEfficiency float64
+	// DRAMRequestCycles is a DRAM bank's acceptance time of one read
+	// request per NoC: requests from one NoC reach a bank at most one per
+	// DRAMRequestCycles. DRAMOverlapExponent p says how the request and
+	// data times of a read overlap: a read of d data cycles whose NoC
+	// request time is r occupies the bank (d^p + r^p)^(1/p) cycles (p = 1:
+	// not at all, p -> infinity: perfectly, max(d, r)). See dramBank.
+	DRAMRequestCycles, DRAMOverlapExponent float64
 
 	// Ethernet: a transmit command (one internal_::eth_send_packet) of s
 	// bytes holds the link's TX queue for EthCommandCycles + s /
@@ -72,7 +83,7 @@ type Params struct {
 // Default returns the calibrated parameters (see Table for the sources).
 func Default() *Params {
 	return &Params{
-		ClockHz:        1.35e9,
+		ClockHz:        clockHz,
 		LaunchGapUS:    1.63,
 		FixedProgramUS: fittedFixedProgramUS,
 		LatencySizes:   []float64{64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384},
@@ -87,7 +98,10 @@ func Default() *Params {
 		LatencyRefHops:        8,
 		NoCIssueCycles:        24,
 		NoCLinkBytesPerCycle:  61,
-		DRAMBankBytesPerCycle: fittedDRAMBankBytesPerCycle,
+		DRAMBankBytesPerCycle: dramPeakBytesPerSecond / dramBanks / clockHz,
+		DRAMEfficiency:        0.98,
+		DRAMRequestCycles:     fittedDRAMRequestCycles,
+		DRAMOverlapExponent:   fittedDRAMOverlapExponent,
 		EthCommandCycles:      fittedEthCommandCycles,
 		EthBytesPerCycle:      fittedEthBytesPerCycle,
 		EthLatencyCycles:      ethLatencyCycles,
@@ -100,16 +114,24 @@ func Default() *Params {
 		InitCycles:            20,
 		CBCycles:              10,
 		ScalarCycles:          2,
-		FloorBytesPerSecond:   430e9,
+		FloorBytesPerSecond:   dramPeakBytesPerSecond,
 	}
 }
 
 // The fitted parameters (TestFittedParamsAreOptimal checks that each is a
 // minimum of the calibration error; `tcc perf --params` prints them).
 const (
-	fittedFixedProgramUS        = 1.8
-	fittedDRAMBankBytesPerCycle = 42.0
-	fittedUnpackCyclesPerTile   = 66.0
+	fittedFixedProgramUS      = 1.85
+	fittedUnpackCyclesPerTile = 59.0
+	// The DRAM request cost, fitted on measured.md's DRAM microbenchmark
+	// rows (one tile per request from one NoC: bf16 98%, bfp8_b 91%,
+	// bfp4_b 62% of the channel's peak; bfp4_b from both NoCs 95%) by
+	// least squares on the fraction of peak: every row within 3.5 points
+	// (TestDRAMMicrobenchmarks). measured.md's "one request per ~16.4
+	// cycles" is the same limit in the source's units; at the 1.35 GHz
+	// clock and 64 GB/s per bank the rows put it at 19.2 cycles.
+	fittedDRAMRequestCycles   = 19.2
+	fittedDRAMOverlapExponent = 5.5
 	// Ethernet, fitted on the four bandwidth rows of measured.md (erisc
 	// raw bandwidth at 16 B, 256 B and 1 KB per command, the fabric's 4 KB
 	// packet rate) by least squares on the log of the rate: t(s) = 69.5 +
@@ -120,6 +142,14 @@ const (
 	// ethLatencyCycles is the erisc latency test's 894 ns round trip of
 	// 16 B halved, less one 16-byte command: 447 - 52.2 = 395 ns.
 	ethLatencyCycles = 533.0
+)
+
+// The chip's clock and its physical DRAM: 512 GB/s per card
+// (reference/blackhole.md) over 8 banks.
+const (
+	clockHz                = 1.35e9
+	dramPeakBytesPerSecond = 512e9
+	dramBanks              = 8
 )
 
 // Param is one row of the parameter table.
@@ -160,7 +190,10 @@ func (p *Params) Table() []Param {
 		f("latency_ref_hops", p.LatencyRefHops, "hops", false, "mean worker-to-endpoint distance of the tables' sweeps (assumed)"),
 		f("noc_issue", p.NoCIssueCycles, "cycles/transaction", false, srcYAML+": 256 x 64 B DRAM reads take 6,089 cycles"),
 		f("noc_link", p.NoCLinkBytesPerCycle, "B/cycle", false, srcChip+"; yaml 256 x 16 KiB L1 reads: 61.3 B/cycle"),
-		f("dram_bank", p.DRAMBankBytesPerCycle, "B/cycle", true, srcMeasured+": fitted on the decode matmul rows (8 banks)"),
+		f("dram_bank", p.DRAMBankBytesPerCycle, "B/cycle", false, srcChip+": 512 GB/s per card over 8 banks, the physical limit"),
+		f("dram_efficiency", p.DRAMEfficiency, "fraction", false, srcMeasured+": 16 KB bank-local reads with transaction-id double buffering reach 98% of 512 GB/s (tt-metal PR #47885)"),
+		f("dram_request", p.DRAMRequestCycles, "cycles/request/NoC", true, srcMeasured+": fitted on the DRAM microbenchmark rows (tt-metal #55898: one tile per request, by format and NoCs)"),
+		f("dram_overlap", p.DRAMOverlapExponent, "exponent", true, srcMeasured+": fitted with dram_request"),
 		f("eth_command", p.EthCommandCycles, "cycles/command", true, srcMeasured+": fitted on the erisc bandwidth rows (16 B, 256 B, 1 KB) and the fabric 4 KB packet rate"),
 		f("eth_link", p.EthBytesPerCycle, "B/cycle", true, srcMeasured+": fitted with eth_command"),
 		f("eth_latency", p.EthLatencyCycles, "cycles", false, srcMeasured+": erisc latency 894 ns round trip for 16 B, halved, less one 16-byte command"),
@@ -187,7 +220,7 @@ func (p *Params) Table() []Param {
 		f("init", p.InitCycles, "cycles/call", false, srcAssumed),
 		f("cb_call", p.CBCycles, "cycles/call", false, srcAssumed),
 		f("scalar", p.ScalarCycles, "cycles/statement", false, srcAssumed),
-		f("floor_bandwidth", p.FloorBytesPerSecond/1e9, "GB/s/card", false, srcMeasured+": streaming read test"),
+		f("floor_bandwidth", p.FloorBytesPerSecond/1e9, "GB/s/card", false, srcChip+": the physical DRAM bandwidth (the physical floor; the stream floor is at the rate the model predicts for the best stream, StreamBytesPerSecond)"),
 	)
 	return rows
 }

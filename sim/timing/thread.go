@@ -141,8 +141,10 @@ func (th *thread) nocTransfer(remote, size uint64, write bool) {
 	lat, lat0 := p.latency(table, n, hops), p.latency(table, 0, hops)
 	var fin float64
 	switch {
+	case e.bank >= 0 && write:
+		fin = th.core.dev.banks[e.bank].data.serve(th.Clock, n)
 	case e.bank >= 0:
-		fin = th.core.dev.banks[e.bank].serve(th.Clock, n)
+		fin = th.core.dev.banks[e.bank].read(p, th.Clock, n, th.k.NoC)
 	case write:
 		fin = e.core.in.serve(th.Clock, n)
 	default:

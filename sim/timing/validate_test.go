@@ -123,7 +123,7 @@ func TestCalibrationRows(t *testing.T) {
 
 // fitted returns the fitted parameters of prm by name, with setters.
 func fitted(prm *Params) map[string]*float64 {
-	return map[string]*float64{"fixed_program": &prm.FixedProgramUS, "dram_bank": &prm.DRAMBankBytesPerCycle, "unpack_tile": &prm.UnpackCyclesPerTile}
+	return map[string]*float64{"fixed_program": &prm.FixedProgramUS, "unpack_tile": &prm.UnpackCyclesPerTile}
 }
 
 // TestFittedParamsAreOptimal checks that the stored fitted values are a
@@ -150,10 +150,10 @@ func TestFit(t *testing.T) {
 	}
 	prm := Default()
 	best := calibrationError(predictAll(t, prm))
-	steps := map[string]float64{"fixed_program": 0.05, "dram_bank": 0.5, "unpack_tile": 2}
+	steps := map[string]float64{"fixed_program": 0.05, "unpack_tile": 2}
 	for round := 0; round < 30; round++ {
 		improved := false
-		for _, name := range []string{"fixed_program", "dram_bank", "unpack_tile"} {
+		for _, name := range []string{"fixed_program", "unpack_tile"} {
 			for _, dir := range []float64{1, -1} {
 				for {
 					v := fitted(prm)[name]
@@ -213,6 +213,9 @@ func TestMoreCoresFasterUntilDRAMBound(t *testing.T) {
 	}
 	bytes := float64(160 * 272 * ir.BFP8B.TileBytes())
 	bound := bytes/(prm.DRAMBankBytesPerCycle*float64(tg.DRAMBanks))/prm.ClockHz*1e6 + prm.FixedProgramUS
+	// one bfp8_b tile per request from one NoC streams at ~92% of the
+	// data rate (TestDRAMMicrobenchmarks)
+	bound /= 0.92
 	if last > 1.2*bound || last < bound*0.99 {
 		t.Errorf("110 cores: %.1f us; the DRAM bound is %.1f us", last, bound)
 	}
