@@ -1,7 +1,10 @@
 package sfpu
 
 import (
+	"fmt"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir/numerics"
@@ -122,5 +125,65 @@ func TestOpProperties(t *testing.T) {
 	}
 	if _, ok := ByName("no_such_op"); ok {
 		t.Error("ByName found an op outside the table")
+	}
+}
+
+// Every entry says where its cycles come from: a tt-llk or tt-metal SFPU
+// header with line numbers (cycles.go's path prefixes).
+func TestCyclesSource(t *testing.T) {
+	file := regexp.MustCompile(`\b(sfpu|llk_sfpu)/ckernel_sfpu_\w+\.h:\d+-\d+`)
+	for _, s := range Table {
+		t.Run(s.Name, func(t *testing.T) {
+			if !file.MatchString(s.CyclesSource) {
+				t.Errorf("CyclesSource %q names no sfpu/ or llk_sfpu/ ckernel_sfpu_*.h:lines", s.CyclesSource)
+			}
+		})
+	}
+}
+
+// The derived cycles per tile, with the arithmetic of cycles.go written
+// out: 3 per call (SETC16, STALLWAIT, SETRWC) + 4 faces x (2 SETRWC +
+// perFace + 8 iterations x perIter); perIter is the total CyclesSource
+// ends with. The shared functions: _sfpu_exp_f32_accurate_ 63,
+// _sfpu_exp_21f_<false> 27, _sfpu_reciprocal_<2> 9; 3 is each iteration's
+// SFPLOAD, SFPSTORE and INCRWC.
+func TestCycles(t *testing.T) {
+	cases := []struct {
+		op               Op
+		perFace, perIter float64
+		want             float64
+	}{
+		{Exp, 0, 3 + 63, 3 + 4*(2+8*(3+63))},
+		{Log, 0, 3 + 1 + 5 + 9 + 4 + 52 + 3, 3 + 4*(2+8*(3+1+5+9+4+(1+1+7+2+(1+9)+1+2+16+4+6+1+1)+3))},
+		{Sigmoid, 0, 3 + 1 + 63 + 2 + 9, 3 + 4*(2+8*(3+1+63+2+9))},
+		{SiLU, 0, 3 + 75 + 2, 3 + 4*(2+8*(3+(1+63+2+9)+2))},
+		{Rsqrt, 0, 3 + 16 + 14, 3 + 4*(2+8*(3+16+14))},
+		{Sqrt, 0, 3 + 16 + 11, 3 + 4*(2+8*(3+16+11))},
+		{Recip, 0, 3 + 30, 3 + 4*(2+8*(3+2+3+3+8+2+2+5+1+4))},
+		{Square, 0, 5, 3 + 4*(2+8*5)},
+		{Negative, 0, 4, 3 + 4*(2+8*4)},
+		{Abs, 0, 4, 3 + 4*(2+8*4)},
+		{Relu, 1, 8, 3 + 4*(2+1+8*8)},
+		{Softplus, 0, 3 + 3 + 6 + 68 + 4 + 1, 3 + 4*(2+8*(3+3+6+(1+5+27+1+6+26+2)+4+1))},
+		{AddScalar, 2, 5, 3 + 4*(2+2+8*5)},
+		{MulScalar, 2, 5, 3 + 4*(2+2+8*5)},
+		{AddBinary, 0, 6, 3 + 4*(2+8*6)},
+	}
+	if len(cases) != len(Table) {
+		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))
+	}
+	for _, c := range cases {
+		t.Run(c.op.String(), func(t *testing.T) {
+			s := c.op.Spec()
+			if s.Cycles != c.want {
+				t.Errorf("Cycles = %g, want %g", s.Cycles, c.want)
+			}
+			if got := 3 + 4*(2+c.perFace+8*c.perIter); got != c.want {
+				t.Errorf("the test's arithmetic: %g per iteration and %g per face give %g, not %g", c.perIter, c.perFace, got, c.want)
+			}
+			if end := fmt.Sprintf("= %g", c.perIter); !strings.HasSuffix(s.CyclesSource, end) {
+				t.Errorf("CyclesSource does not end with the per-iteration total %q: %q", end, s.CyclesSource)
+			}
+		})
 	}
 }

@@ -39,8 +39,14 @@ type Spec struct {
 	// float32 bits with their names in a comment (softplus's beta, 1/beta
 	// and threshold); Eval computes with the same values.
 	Consts []Const
-	// Cycles is the time of the op on one tile (sim/timing).
-	Cycles float64
+	// Cycles is the time of the op on one tile (sim/timing): the
+	// instructions the pinned tt-llk function issues for a 32x32 tile with
+	// these template arguments and an fp32 DEST (every tcc kernel with an
+	// SFPU op sets fp32_dest_acc_en), counted by the rules of cycles.go.
+	// CyclesSource says where the count comes from: the file and lines of
+	// the function and the per-iteration arithmetic.
+	Cycles       float64
+	CyclesSource string
 	// Eval is the op on one DEST value x (p the scalar, or for a Binary op
 	// the value of DEST[src] at the same place): float32 results
 	// of the float64 formula or float32 arithmetic, math_approx_mode off.

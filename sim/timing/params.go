@@ -216,7 +216,7 @@ func (p *Params) Table() []Param {
 		s += fmt.Sprintf("%s %g", op, p.SFPUCycles[op])
 	}
 	rows = append(rows,
-		Param{Name: "sfpu_tile", Value: s, Unit: "cycles/tile", Source: srcAssumed},
+		Param{Name: "sfpu_tile", Value: s, Unit: "cycles/tile", Source: "ir/sfpu Table: instructions of the pinned tt-llk SFPU functions (each entry's CyclesSource)"},
 		f("init", p.InitCycles, "cycles/call", false, srcAssumed),
 		f("cb_call", p.CBCycles, "cycles/call", false, srcAssumed),
 		f("scalar", p.ScalarCycles, "cycles/statement", false, srcAssumed),
