@@ -41,6 +41,14 @@ type BufferSpec struct {
 	Mem      ir.MemoryConfig
 	PageSize int
 	Pages    int
+	// Blocks places a weight's pages in blocks (lower.WeightBlocks), or
+	// is nil.
+	Blocks *kir.BlockLayout
+}
+
+// Buffer is the buffer s describes, as programs declare it.
+func (s *BufferSpec) Buffer() kir.Buffer {
+	return kir.Buffer{Name: s.Name, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages, Blocks: s.Blocks}
 }
 
 // maxErrors caps the lowering errors Compile reports at once.
@@ -73,6 +81,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 		return nil, err
 	}
 	ctx.Alias = alias
+	ctx.Blocks = weightBlocks(g, t, ctx.Fidelity)
 	b := &Build{Graph: g, Target: t, printed: m.printed}
 	byName := map[string]*ir.Value{}
 	var errs []error
@@ -98,7 +107,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 			return
 		}
 		b.Buffers = append(b.Buffers, BufferSpec{Name: name, Value: v, Shape: v.Type.Shape.Clone(), DType: v.Type.DType,
-			Layout: v.Type.Layout, Mem: v.Type.Mem, PageSize: ps, Pages: pages})
+			Layout: v.Type.Layout, Mem: v.Type.Mem, PageSize: ps, Pages: pages, Blocks: ctx.Blocks[v]})
 	}
 	for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
 		for _, v := range list {
@@ -128,6 +137,26 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// weightBlocks places every weight of g that only the matmul engine reads
+// in blocks (lower.WeightBlocks).
+func weightBlocks(g *ir.Graph, t *target.Target, fid ir.MathFidelity) map[*ir.Value]*kir.BlockLayout {
+	uses := map[*ir.Value][]*ir.Op{}
+	for _, op := range g.Ops() {
+		for _, v := range op.Operands {
+			if v.Kind == ir.KindWeight && (len(uses[v]) == 0 || uses[v][len(uses[v])-1] != op) {
+				uses[v] = append(uses[v], op)
+			}
+		}
+	}
+	out := map[*ir.Value]*kir.BlockLayout{}
+	for _, w := range g.Weights {
+		if l := lower.WeightBlocks(t, w, uses[w], fid); l != nil {
+			out[w] = l
+		}
+	}
+	return out
 }
 
 // checkDRAM fails when the build's DRAM buffers do not fit one device's
@@ -228,6 +257,9 @@ func (b *Build) checkBuffers() error {
 			s := b.Buffer(pb.Name)
 			if s == nil {
 				return fmt.Errorf("codegen: %s: program %q declares buffer %q, which no graph value holds", p.Op.Where(), p.Kernel.Name, pb.Name)
+			}
+			if (s.Blocks == nil) != (pb.Blocks == nil) || s.Blocks != nil && *s.Blocks != *pb.Blocks {
+				return fmt.Errorf("codegen: %s: program %q declares buffer %q with block layout %v; the build places it %v", p.Op.Where(), p.Kernel.Name, pb.Name, pb.Blocks, s.Blocks)
 			}
 			if s.PageSize != pb.PageSize || s.Pages != pb.Pages || s.DType != pb.DType || s.Layout != pb.Layout {
 				return fmt.Errorf("codegen: %s: program %q declares buffer %q as %d pages of %d bytes (%s %s); the build has %d pages of %d bytes (%s %s)",

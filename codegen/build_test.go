@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
@@ -182,7 +181,7 @@ func TestTinyMLPOnSim(t *testing.T) {
 
 		d := kexec.NewDevice(b.Target)
 		for _, spec := range b.Buffers {
-			if _, err := d.Alloc(kir.Buffer{Name: spec.Name, Mem: spec.Mem, DType: spec.DType, Layout: spec.Layout, PageSize: spec.PageSize, Pages: spec.Pages}); err != nil {
+			if _, err := d.Alloc(spec.Buffer()); err != nil {
 				t.Fatal(err)
 			}
 			if v, ok := env[spec.Value]; ok {

@@ -54,6 +54,8 @@ type BufferEntry struct {
 	Memory   string `json:"memory"`
 	PageSize int    `json:"page_size"`
 	Pages    int    `json:"pages"`
+	// Blocks places a weight's pages in blocks (kir.BlockLayout).
+	Blocks *hostcfg.BlockConfig `json:"blocks,omitempty"`
 }
 
 // IOEntry is a per-step input or output: the graph name, its buffer and how
@@ -117,14 +119,14 @@ func (b *Build) Manifest(info hostcfg.HostInfo) (*Manifest, error) {
 	m.Layout = LayoutInfo{
 		Tile:         "32x32 tiles, row-major over the tensor's last two dims (padded to 32), leading dims outermost; each tile four 16x16 faces TL, TR, BL, BR, row-major inside a face",
 		RowMajor:     "one page per row of the last dim",
-		DRAM:         "page i in bank i % dram_banks at the buffer's address + (i / dram_banks) * page size rounded up to dram_page_align",
+		DRAM:         "page i in bank i % dram_banks at the buffer's address + (i / dram_banks) * page size rounded up to dram_page_align; a weight with blocks (kt x nt tiles): columns in runs of period, each cut into groups of dest (the last narrower, w wide), a block of a group holds R = kb*min(dest, period)/w consecutive rows of it k-major, blocks numbered group by group (each run's groups in order), block j in bank j % dram_banks at the address + (j / dram_banks) * kb*min(dest, period) aligned tiles, its tiles back to back",
 		BlockFloat:   "bfp8_b / bfp4_b tiles: 64 shared exponents (one per 16-value face row, face order, four per little-endian word), then mantissas face by face",
 		DRAMBanks:    t.DRAMBanks,
 		DRAMPageAlig: t.DRAMReadAlign,
 	}
 	for _, s := range b.Buffers {
 		m.Buffers = append(m.Buffers, BufferEntry{Name: s.Name, Kind: kindName(s.Value), Shape: append([]int{}, s.Shape...), DType: s.DType.String(),
-			Layout: s.Layout.String(), Memory: s.Mem.String(), PageSize: s.PageSize, Pages: s.Pages})
+			Layout: s.Layout.String(), Memory: s.Mem.String(), PageSize: s.PageSize, Pages: s.Pages, Blocks: hostcfg.Blocks(s.Blocks)})
 	}
 	g := b.Graph
 	for _, v := range g.Inputs {

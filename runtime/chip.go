@@ -178,5 +178,5 @@ func (m simMemory) Placement(name string) (blackhole.Placement, bool) {
 
 // placement is where the pages of simulator buffer b live.
 func placement(b *kexec.DeviceBuffer) blackhole.Placement {
-	return blackhole.Placement{Kind: b.Mem.Kind, Pages: b.Pages, PageSize: b.PageSize, Addr: b.Addr, Stride: b.Stride, Cores: b.Cores, PerCore: b.PerCore}
+	return blackhole.Placement{Kind: b.Mem.Kind, Pages: b.Pages, PageSize: b.PageSize, Addr: b.Addr, Stride: b.Stride, Cores: b.Cores, PerCore: b.PerCore, Blocks: b.Blocks}
 }

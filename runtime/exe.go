@@ -5,7 +5,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
-	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -38,7 +37,8 @@ func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 		if k := s.Value.Kind; k != ir.KindWeight && k != ir.KindState {
 			dn = fmt.Sprintf("b%d/%s", m.loads, s.Name)
 		}
-		t := Tensor{Buffer: kir.Buffer{Name: dn, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages}, Shape: s.Shape}
+		t := Tensor{Buffer: s.Buffer(), Shape: s.Shape}
+		t.Buffer.Name = dn
 		if err := m.Alloc(t); err != nil {
 			return nil, err
 		}

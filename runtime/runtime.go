@@ -80,10 +80,10 @@ func (m *Mesh) device(dev int) (*kexec.Device, error) {
 // prefill and decode builds of a model share weights and state).
 func (m *Mesh) Alloc(t Tensor) error {
 	if old, dup := m.tensors[t.Name]; dup {
-		if old.Buffer == t.Buffer && old.Shape.Equal(t.Shape) {
+		if old.Buffer.Same(t.Buffer) && old.Shape.Equal(t.Shape) {
 			return nil
 		}
-		return fmt.Errorf("runtime: tensor %q is already allocated as %s %s %s (%d pages of %d B); cannot reallocate it as %s %s %s", t.Name, old.Shape, old.DType, old.Layout, old.Pages, old.PageSize, t.Shape, t.DType, t.Layout)
+		return fmt.Errorf("runtime: tensor %q is already allocated as %s %s %s (%d pages of %d B, blocks %+v); cannot reallocate it as %s %s %s (blocks %+v): builds that share a weight must place it alike", t.Name, old.Shape, old.DType, old.Layout, old.Pages, old.PageSize, old.Blocks, t.Shape, t.DType, t.Layout, t.Blocks)
 	}
 	if err := checkPages(t); err != nil {
 		return err

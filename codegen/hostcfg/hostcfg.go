@@ -143,6 +143,28 @@ type BufferConfig struct {
 	Layout     string       `json:"layout"`
 	PageSize   int          `json:"page_size"`
 	Pages      int          `json:"pages"`
+	// Blocks is the block layout of a weight placed in blocks
+	// (kir.BlockLayout: page k*nt + n is tile (k, n)).
+	Blocks *BlockConfig `json:"blocks,omitempty"`
+}
+
+// BlockConfig is a kir.BlockLayout: a weight of kt x nt tiles in runs of
+// period columns, groups of dest columns, kb K rows a block of a full
+// group.
+type BlockConfig struct {
+	Kt     int `json:"kt"`
+	Nt     int `json:"nt"`
+	Period int `json:"period"`
+	Dest   int `json:"dest"`
+	KB     int `json:"kb"`
+}
+
+// Blocks is l as a BlockConfig (nil for nil).
+func Blocks(l *kir.BlockLayout) *BlockConfig {
+	if l == nil {
+		return nil
+	}
+	return &BlockConfig{Kt: l.Kt, Nt: l.Nt, Period: l.Period, Dest: l.Dest, KB: l.KB}
 }
 
 // ShardConfig is a buffer's shard grid and shard shape (elements).
@@ -215,7 +237,7 @@ func ConfigValidated(p *kir.Program, t *target.Target) (*ProgramConfig, error) {
 			return nil, fmt.Errorf("hostcfg: program %q buffer %q: %w", p.Name, b.Name, err)
 		}
 		bc := BufferConfig{Name: b.Name, Memory: b.Mem.Kind.String(), DType: b.DType.String(), DataFormat: df.Name(),
-			Layout: b.Layout.String(), PageSize: b.PageSize, Pages: b.Pages}
+			Layout: b.Layout.String(), PageSize: b.PageSize, Pages: b.Pages, Blocks: Blocks(b.Blocks)}
 		if b.Mem.Shard != nil {
 			bc.Shard = &ShardConfig{Grid: CoreRange(b.Mem.Shard.Grid), Shape: b.Mem.Shard.Shape}
 		}

@@ -128,8 +128,8 @@ func (p *Program) SemaphoreOn(c Core, id int) *Semaphore {
 
 // Buffer is a device buffer a program reads or writes, by symbolic name.
 // Pages are interleaved (DRAM: page i in bank i%banks at offset
-// (i/banks)*aligned page size; L1 interleaved: round-robin over the worker
-// cores) or sharded as Mem says.
+// (i/banks)*aligned page size, or placed in Blocks; L1 interleaved:
+// round-robin over the worker cores) or sharded as Mem says.
 type Buffer struct {
 	Name     string
 	Mem      ir.MemoryConfig
@@ -137,6 +137,9 @@ type Buffer struct {
 	Layout   ir.Layout
 	PageSize int
 	Pages    int
+	// Blocks, when set on a DRAM-interleaved buffer of tiles, places its
+	// pages in blocks the way one matmul reads them (see BlockLayout).
+	Blocks *BlockLayout `json:",omitempty"`
 }
 
 // AddBuffer appends a buffer declaration and returns its name.

@@ -30,6 +30,9 @@ type Context struct {
 	// Ring, when set, constrains the collectives' adders (the zero value
 	// leaves PlanRing's choice).
 	Ring RingOptions
+	// Blocks places weights in blocks (WeightBlocks): every program
+	// declares and addresses such a weight's buffer with its layout.
+	Blocks map[*ir.Value]*kir.BlockLayout
 }
 
 // RingOptions constrain the adder cores of a ring collective; the
@@ -82,7 +85,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpAdd:              lowerBinary,
 	ir.OpSub:              lowerBinary,
 	ir.OpMul:              lowerBinary,
-	ir.OpMatmul:           lowerMatmul,
+	ir.OpMatmul:           lowerFusedMatmul,
 	ir.OpBMM:              lowerBMM,
 	ir.OpRMSNorm:          lowerRMSNorm,
 	ir.OpRMSNormPlain:     lowerRMSNormPlain,
@@ -108,12 +111,12 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpCumsum:           lowerCumsum,
 	ir.OpConvDepthwise:    lowerConvDepthwise,
 	ir.OpTrilInverse:      lowerTrilInverse,
-	ir.OpMatmul2:          lowerMatmulMulti,
-	ir.OpMatmul3:          lowerMatmulMulti,
-	ir.OpMatmul4:          lowerMatmulMulti,
-	ir.OpMatmulAdd:        lowerMatmulAdd,
-	ir.OpRMSNormMatmul:    lowerRMSNormMatmul,
-	ir.OpMatmulSwiGLU:     lowerMatmulSwiGLU,
+	ir.OpMatmul2:          lowerFusedMatmul,
+	ir.OpMatmul3:          lowerFusedMatmul,
+	ir.OpMatmul4:          lowerFusedMatmul,
+	ir.OpMatmulAdd:        lowerFusedMatmul,
+	ir.OpRMSNormMatmul:    lowerFusedMatmul,
+	ir.OpMatmulSwiGLU:     lowerFusedMatmul,
 	ir.OpAddRMSNorm:       lowerAddRMSNorm,
 	ir.OpEltwiseChain:     lowerEltwiseChain,
 	ir.OpEmbeddingReshape: lowerEmbeddingReshape,
@@ -276,7 +279,7 @@ func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {
 	if err != nil {
 		return kir.Buffer{}, fmt.Errorf("value %s: %w", v, err)
 	}
-	return kir.Buffer{Name: ctx.BufferName(v), Mem: v.Type.Mem, DType: v.Type.DType, Layout: v.Type.Layout, PageSize: ps, Pages: n}, nil
+	return kir.Buffer{Name: ctx.BufferName(v), Mem: v.Type.Mem, DType: v.Type.DType, Layout: v.Type.Layout, PageSize: ps, Pages: n, Blocks: ctx.Blocks[v]}, nil
 }
 
 // newProgram starts the program of op with the buffers of its operands and

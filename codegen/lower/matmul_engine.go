@@ -299,16 +299,19 @@ type mmNorm struct {
 // cores and the CBs its reader, compute and writer share.
 type mmProgram struct {
 	*fusedMatmul
-	ctx        *Context
-	p          *kir.Program
-	dest, kb   int
-	plan       Split
-	ranges     [][2]int // each core's columns (coreRanges)
-	cores      []kir.Core
-	rs         []ir.CoreRange
-	mcast      bool // the writer receives the activation row by multicast
-	cbAct      int  // the activation CB (the prologue's result)
-	wCB        map[cbKey]int
+	ctx      *Context
+	p        *kir.Program
+	dest, kb int
+	plan     Split
+	ranges   [][2]int // each core's columns (coreRanges)
+	cores    []kir.Core
+	rs       []ir.CoreRange
+	mcast    bool // the writer receives the activation row by multicast
+	cbAct    int  // the activation CB (the prologue's result)
+	wCB      map[cbKey]int
+	// readBlocks: every weight is placed in blocks whose groups are the
+	// cores' sub-blocks (blocksMatch); the reader moves blocks.
+	readBlocks bool
 	inCB       []int // the epilogue's inputs, in inputs() order
 	outCB      map[ir.DType]int
 	rd, cp, wr *kir.Kernel
@@ -327,6 +330,8 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	m := &mmProgram{fusedMatmul: f, ctx: ctx, p: p, dest: t.DestTiles(false, true), plan: f.plan(t.NumWorkers(), ctx.Fidelity)}
 	m.ranges = f.coreRanges(m.plan, t.NumWorkers())
 	m.plan.Cores, m.kb = len(m.ranges), f.kBlock(m.dest)
+	// otherwise each tile is read on its own, at its place in the blocks
+	m.readBlocks = m.blocksMatch()
 	m.cores, m.rs = firstCores(t, m.plan.Cores)
 	m.mcast = f.norm == nil && m.plan.Cores > 1 && f.rows == 1
 	if err := m.allocCBs(); err != nil {
@@ -352,11 +357,12 @@ func (m *mmProgram) allocCBs() error {
 		m.cbAct = cbs.Input("act", adt, m.kt)
 	}
 	m.wCB = map[cbKey]int{}
+	depth := m.weightDepth()
 	for _, pt := range m.parts {
 		for slot, w := range pt.weights {
 			key := cbKey{slot, w.Type.DType}
 			if _, ok := m.wCB[key]; !ok {
-				m.wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(m.wCB)), w.Type.DType, 2*m.kb*m.dest)
+				m.wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(m.wCB)), w.Type.DType, depth*m.kb*m.dest)
 			}
 		}
 	}
@@ -437,7 +443,12 @@ func (m *mmProgram) reader() error {
 				sb := subBlock(b, pa.count, nb, m.dest)
 				col := b.Let("col", kir.Add(pa.start, nb))
 				for slot, w := range pt.weights {
-					m.readWeights(b, m.wCB[cbKey{slot, w.Type.DType}], pa.wAcc[slot], w.Type.DType.TileBytes(), rKt, pa.nt, col, sb)
+					cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
+					if m.readBlocks {
+						m.readWeightBlocks(b, cb, pa.wAcc[slot], m.ctx.Blocks[w], tb, rKt, col, sb)
+						continue
+					}
+					m.readWeights(b, cb, pa.wAcc[slot], tb, rKt, pa.nt, col, sb)
 				}
 				for i, acc := range inAcc {
 					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, col), sb)

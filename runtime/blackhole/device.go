@@ -168,7 +168,9 @@ func (d *Device) pages(b Placement, data []byte, write bool) error {
 		var addr uint64
 		switch {
 		case b.Kind == ir.DRAMInterleaved:
-			at, addr = d.Chip.DRAM[i%banks], uint64(b.Addr)+uint64((i/banks)*b.Stride)
+			kb := kir.Buffer{Pages: b.Pages, PageSize: b.PageSize, Blocks: b.Blocks}
+			bank, off := kb.DRAMPage(i, banks, b.Stride)
+			at, addr = d.Chip.DRAM[bank], uint64(b.Addr)+uint64(off)
 		case b.Kind == ir.L1Interleaved:
 			c, err := d.Chip.Worker(b.Cores[i%len(b.Cores)])
 			if err != nil {

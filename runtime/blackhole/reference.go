@@ -21,7 +21,7 @@ type Memory interface {
 
 // Placement is where the pages of a buffer live, at the same addresses on
 // the chip as on the reference device: page i is in DRAM bank i%banks at
-// Addr+(i/banks)*Stride (DRAMInterleaved), on core Cores[i%len(Cores)] at
+// Addr+(i/banks)*Stride (DRAMInterleaved; or where Blocks puts it), on core Cores[i%len(Cores)] at
 // Addr+(i/len(Cores))*Stride (L1Interleaved), or else (sharded) on core
 // Cores[i/PerCore] at Addr+(i%PerCore)*Stride.
 type Placement struct {
@@ -32,6 +32,9 @@ type Placement struct {
 	Stride   int
 	Cores    []kir.Core // the cores of an L1 buffer, row-major; nil in DRAM
 	PerCore  int        // pages per core (L1) or per bank (DRAM)
+	// Blocks, when set, places a DRAM buffer's pages in blocks
+	// (kir.Buffer.DRAMPage).
+	Blocks *kir.BlockLayout
 }
 
 // Reference is the memory a program's buffers are mirrored from, with the

@@ -90,8 +90,13 @@ func (d *Device) Alloc(b kir.Buffer) (uint32, error) {
 	db := &DeviceBuffer{Buffer: b}
 	switch {
 	case b.Mem.Kind == ir.DRAMInterleaved:
+		if l := b.Blocks; l != nil {
+			if err := l.Check(); err != nil || l.Kt*l.Nt != b.Pages || b.Layout != ir.TileLayout {
+				return 0, fmt.Errorf("kexec: buffer %q: block layout %+v does not place its %d %s pages: %v", b.Name, *l, b.Pages, b.Layout, err)
+			}
+		}
 		db.Stride = t.DRAMPageSize(b.PageSize)
-		db.PerCore = (b.Pages + t.DRAMBanks - 1) / t.DRAMBanks
+		db.PerCore = b.DRAMBytesPerBank(t.DRAMBanks, db.Stride) / db.Stride
 		a, err := d.dramA.alloc(uint64(db.Stride*db.PerCore), uint64(t.DRAMReadAlign))
 		if err != nil {
 			return 0, fmt.Errorf("kexec: DRAM buffer %q (%d pages of %d bytes): %v", b.Name, b.Pages, b.PageSize, err)
@@ -155,8 +160,8 @@ func (d *Device) BufferNames() []string {
 // pageLoc returns the memory and address of page i of b.
 func (d *Device) pageLoc(b *DeviceBuffer, i int) (*memory, uint64) {
 	if b.Mem.Kind.IsDRAM() {
-		banks := d.T.DRAMBanks
-		return d.dram[i%banks], uint64(b.Addr) + uint64((i/banks)*b.Stride)
+		bank, off := b.DRAMPage(i, d.T.DRAMBanks, b.Stride)
+		return d.dram[bank], uint64(b.Addr) + uint64(off)
 	}
 	if b.Mem.Kind == ir.L1Interleaved {
 		n := len(b.Cores)

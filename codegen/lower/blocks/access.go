@@ -15,7 +15,8 @@ import (
 // addresses of pages:
 //
 //   - DRAM interleaved: page i in bank i % banks at base + (i / banks) *
-//     AlignUp(page size, DRAM read alignment);
+//     AlignUp(page size, DRAM read alignment), or where the buffer's
+//     kir.BlockLayout puts it;
 //   - L1 interleaved: page i on worker i % n (n = every worker core,
 //     row-major) at base + (i / n) * AlignUp(page size, L1 alignment);
 //   - L1 sharded (any sharded kind): page i on core i / per of the shard
@@ -93,6 +94,13 @@ func (a *Access) Base() kir.ArgRef { return a.base }
 
 // PageAddr is the U64 NoC address of the first byte of page `page`.
 func (a *Access) PageAddr(page kir.Expr) kir.Expr {
+	if l := a.Buf.Blocks; l != nil && a.cores == nil {
+		// tile page in its block (kir.BlockLayout), block j in bank j % banks
+		blk, at := l.SlotExpr(page)
+		banks := kir.Ci(a.t.DRAMBanks)
+		return kir.DRAMBankAddr{Bank: kir.Mod(blk, banks),
+			Offset: kir.Add(a.base, kir.Add(kir.Mul(kir.Div(blk, banks), kir.Ci(l.BlockTiles()*a.stride)), kir.Mul(at, kir.Ci(a.stride))))}
+	}
 	if a.cores == nil {
 		return kir.InterleavedPageAddr(a.base, page, a.stride)
 	}

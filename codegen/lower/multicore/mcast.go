@@ -21,10 +21,11 @@ import (
 //     pointer is the CB's base, the same L1 address on every core);
 //   - a receiver noc_semaphore_inc's its sender's SemReady, then
 //     noc_async_atomic_barrier;
-//   - the sender reads the pages in chunks of whole pages (one NoC packet
-//     each; the next chunk's reads in flight while it multicasts this
-//     one); before the first multicast it waits until SemReady counts its
-//     receivers; per chunk it multicasts the pages to each rectangle of
+//   - the sender reads every page with all reads in flight and one
+//     barrier (the weight streams that start with the program fill the
+//     DRAM queues; a chunk at a time would wait in them per chunk); before
+//     the first multicast it waits until SemReady counts its receivers;
+//     per chunk (of whole pages, one NoC packet) it multicasts the pages to each rectangle of
 //     its receivers (noc_async_write_multicast, corners in the kernel's
 //     NoC order), sets its SemValid to the number of chunks sent and
 //     multicasts that word after the data (noc_semaphore_set_multicast,
@@ -143,25 +144,19 @@ func (m Multicast) emit(b *kir.Builder, chunk int, isSender, sx, sy, receivers k
 		b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: ready}, kir.C(1))
 		b.NoCAsyncAtomicBarrier()
 	}, func() {
-		b.For("i", kir.C(0), kir.Ci(min(chunk, kt)), func(i kir.Var) {
+		// Every page's read in flight at once, one barrier: the DRAM banks
+		// are busy with the weight streams the program starts at the same
+		// time, and a chunk at a time would wait in their queues once per
+		// chunk.
+		b.For("i", kir.C(0), kir.Ci(kt), func(i kir.Var) {
 			m.Read(b, i, kir.Add(l1, kir.Mul(i, kir.Ci(ps))))
 		})
+		b.NoCAsyncReadBarrier()
 	})
 	b.ForStep("p0", kir.C(0), kir.Ci(kt), kir.Ci(chunk), func(p0 kir.Var) {
 		n := blocks.BlockLen(b, "n", kir.Ci(kt), p0, chunk)
 		at := b.Let("at", kir.Add(l1, kir.Mul(p0, kir.Ci(ps))))
 		b.IfElse(kir.Ne(isSender, kir.C(0)), func() {
-			// Chunk p0's reads were issued by the previous iteration (or
-			// before the loop); issue the next chunk's before multicasting
-			// this one, so DRAM latency overlaps the multicast.
-			b.NoCAsyncReadBarrier()
-			next := b.Let("next", kir.Add(p0, kir.Ci(chunk)))
-			b.If(kir.Lt(next, kir.Ci(kt)), func() {
-				nn := blocks.BlockLen(b, "nn", kir.Ci(kt), next, chunk)
-				b.For("i", kir.C(0), nn, func(i kir.Var) {
-					m.Read(b, kir.Add(next, i), kir.Add(l1, kir.Mul(kir.Add(next, i), kir.Ci(ps))))
-				})
-			})
 			b.If(kir.Eq(p0, kir.C(0)), func() { b.NoCSemaphoreWait(ready, receivers) })
 			EachSlot(b, slots, func(s Slot) { b.NoCAsyncWriteMulticast(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores) })
 			b.NoCSemaphoreSet(valid, kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1)))

@@ -3,8 +3,8 @@
 // program: matmul_swiglu
 // kernel:  reader (reader on RISCV_1 = NCRISC, NoC 1)
 // cores:   (0,0)-(2,0)
-// CBs:     c_1 weights0: 16 x 1088 B Bfp8_b
-//          c_2 weights1: 16 x 1088 B Bfp8_b
+// CBs:     c_1 weights0: 64 x 1088 B Bfp8_b
+//          c_2 weights1: 64 x 1088 B Bfp8_b
 
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -24,6 +24,7 @@ void kernel_main() {
         }
         uint32_t col = start0 + nb;
         uint32_t kb_rows = 2u / sb;
+        uint32_t group_block = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
@@ -31,15 +32,21 @@ void kernel_main() {
             }
             cb_reserve_back(1, 8);
             uint32_t l1 = get_write_ptr(1);
-            for (uint32_t k = 0; k < kc; ++k) {
-                for (uint32_t j = 0; j < sb; ++j) {
-                    noc_async_read(get_noc_addr_from_bank_id<true>(((k0 + k) * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + ((k0 + k) * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1 + (k * sb + j) * 1088u, 1088);
+            uint32_t block = group_block + k0 / kb_rows;
+            uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
+            uint32_t bytes = kc * sb * 1088u;
+            for (uint32_t off = 0; off < bytes; off += 16320) {
+                uint32_t n = bytes - off;
+                if (n > 16320u) {
+                    n = 16320;
                 }
+                noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1 + off, n);
             }
             noc_async_read_barrier();
             cb_push_back(1, 8);
         }
         uint32_t kb_rows_2 = 2u / sb;
+        uint32_t group_block_2 = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
             uint32_t kc_2 = kt - k0_2;
             if (kc_2 > kb_rows_2) {
@@ -47,10 +54,15 @@ void kernel_main() {
             }
             cb_reserve_back(2, 8);
             uint32_t l1_2 = get_write_ptr(2);
-            for (uint32_t k_2 = 0; k_2 < kc_2; ++k_2) {
-                for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
-                    noc_async_read(get_noc_addr_from_bank_id<true>(((k0_2 + k_2) * nt0 + col + j_2) % NUM_DRAM_BANKS, w0_1_addr + ((k0_2 + k_2) * nt0 + col + j_2) / NUM_DRAM_BANKS * 1088u), l1_2 + (k_2 * sb + j_2) * 1088u, 1088);
+            uint32_t block_2 = group_block_2 + k0_2 / kb_rows_2;
+            uint32_t block_addr_2 = w0_1_addr + block_2 / 8u * 2176u;
+            uint32_t bytes_2 = kc_2 * sb * 1088u;
+            for (uint32_t off_2 = 0; off_2 < bytes_2; off_2 += 16320) {
+                uint32_t n_2 = bytes_2 - off_2;
+                if (n_2 > 16320u) {
+                    n_2 = 16320;
                 }
+                noc_async_read(get_noc_addr_from_bank_id<true>(block_2 % 8u, block_addr_2 + off_2), l1_2 + off_2, n_2);
             }
             noc_async_read_barrier();
             cb_push_back(2, 8);

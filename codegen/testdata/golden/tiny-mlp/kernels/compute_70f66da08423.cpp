@@ -5,7 +5,7 @@
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 x: 2 x 2048 B Float16_b
 //          c_1 scaler: 1 x 2048 B Float16_b
-//          c_2 weights0: 16 x 1088 B Bfp8_b
+//          c_2 weights0: 64 x 1088 B Bfp8_b
 //          c_3 norm_weight: 2 x 2048 B Float16_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 act: 2 x 2048 B Float16_b

@@ -3,7 +3,7 @@
 // program: matmul_add
 // kernel:  reader (reader on RISCV_1 = NCRISC, NoC 1)
 // cores:   (0,0)-(1,0)
-// CBs:     c_1 weights0: 24 x 1088 B Bfp8_b
+// CBs:     c_1 weights0: 96 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 
 #include <cstdint>
@@ -24,6 +24,7 @@ void kernel_main() {
         }
         uint32_t col = start0 + nb;
         uint32_t kb_rows = 3u / sb;
+        uint32_t group_block = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
@@ -31,10 +32,15 @@ void kernel_main() {
             }
             cb_reserve_back(1, 12);
             uint32_t l1 = get_write_ptr(1);
-            for (uint32_t k = 0; k < kc; ++k) {
-                for (uint32_t j = 0; j < sb; ++j) {
-                    noc_async_read(get_noc_addr_from_bank_id<true>(((k0 + k) * nt0 + col + j) % NUM_DRAM_BANKS, w0_0_addr + ((k0 + k) * nt0 + col + j) / NUM_DRAM_BANKS * 1088u), l1 + (k * sb + j) * 1088u, 1088);
+            uint32_t block = group_block + k0 / kb_rows;
+            uint32_t block_addr = w0_0_addr + block / 8u * 3264u;
+            uint32_t bytes = kc * sb * 1088u;
+            for (uint32_t off = 0; off < bytes; off += 16320) {
+                uint32_t n = bytes - off;
+                if (n > 16320u) {
+                    n = 16320;
                 }
+                noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1 + off, n);
             }
             noc_async_read_barrier();
             cb_push_back(1, 12);

@@ -4,8 +4,8 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(2,0)
 // CBs:     c_0 act: 2 x 2048 B Float16_b
-//          c_1 weights0: 16 x 1088 B Bfp8_b
-//          c_2 weights1: 16 x 1088 B Bfp8_b
+//          c_1 weights0: 64 x 1088 B Bfp8_b
+//          c_2 weights1: 64 x 1088 B Bfp8_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 gate: 4 x 2048 B Float16_b
 //          c_25 up: 4 x 2048 B Float16_b

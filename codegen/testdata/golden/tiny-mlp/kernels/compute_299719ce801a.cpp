@@ -4,7 +4,7 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 act: 3 x 2048 B Float16_b
-//          c_1 weights0: 24 x 1088 B Bfp8_b
+//          c_1 weights0: 96 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 product: 4 x 2048 B Float16_b
