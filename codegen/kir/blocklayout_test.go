@@ -15,7 +15,7 @@ func TestBlockLayout(t *testing.T) {
 		{Kt: 272, Nt: 159, Period: 7, Dest: 4, KB: 14}, // groups of 4 and 3 columns (R = 18)
 		{Kt: 5, Nt: 1, Period: 2, Dest: 4, KB: 2},
 		{Kt: 7, Nt: 10, Period: 1, Dest: 4, KB: 1}, // one column a core, one row a block
-		{Kt: 3, Nt: 9, Period: 4, Dest: 4, KB: 8}, // blocks longer than the weight
+		{Kt: 3, Nt: 9, Period: 4, Dest: 4, KB: 8},  // blocks longer than the weight
 	} {
 		t.Run(fmt.Sprintf("%dx%d_p%d_d%d_kb%d", l.Kt, l.Nt, l.Period, l.Dest, l.KB), func(t *testing.T) {
 			if err := l.Check(); err != nil {
