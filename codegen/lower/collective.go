@@ -335,14 +335,12 @@ func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // cclKernels holds what the kernel builders share.
 type cclKernels struct {
 	*cclOp
-	ctx                     *Context
-	p                       *kir.Program
-	xName, outName          string
-	tb, stride              int
-	staging, fwd0, fwd1     int
-	east, west              []kir.Core
-	workers                 [][]kir.Core // by link, then adder
-	workerRanges, ethRanges []ir.CoreRange
+	ctx            *Context
+	p              *kir.Program
+	ring           *multicore.Ring
+	xName, outName string
+	tb, stride     int
+	workerRanges   []ir.CoreRange
 	// batched: the adders' CBs hold every tile an adder handles (one
 	// reduce step, adderTiles tiles each), so each packet's reads are all
 	// in flight at once, the local tiles before the packet arrives, and
@@ -380,60 +378,51 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return p, nil
 }
 
+// newKernels lays out c's ring in p: the ethernet L1 layout, the links'
+// ethernet cores and their semaphore and, with m > 0, m workers per link
+// (the first Links*m worker cores).
+func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, error) {
+	t, pl := ctx.Target, c.plan
+	k := &cclKernels{cclOp: c, ctx: ctx, p: p, xName: ctx.BufferName(c.x), outName: ctx.BufferName(c.out),
+		tb: c.x.Type.DType.TileBytes()}
+	k.stride = t.DRAMPageSize(k.tb)
+	staging, fwd0, fwd1, end := pl.ethLayout(t)
+	if end > t.Eth.L1Top {
+		return nil, fmt.Errorf("rule ccl-eth-l1: the ethernet L1 layout ends at %d, past the kernel region's top %d", end, t.Eth.L1Top)
+	}
+	var cores []kir.Core
+	if m > 0 {
+		cores, k.workerRanges = firstCores(t, pl.Links*m)
+	}
+	k.ring = multicore.NewRing(t, pl.Links, cores, m)
+	r := k.ring
+	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
+	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
+	r.SemEth, r.SemArrived, r.SemFwdFree = cclSemEth, cclSemArrived, cclSemFwdFree
+	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: r.EthRanges()})
+	return k, nil
+}
+
 // build adds the ring's semaphores, CBs and kernels to p, whose buffers
 // must include c's x, out (and residual) buffers. The adders take the
 // first Links*WorkersPerLink worker cores (none without reduce steps);
 // the returned kernels list them.
 func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
-	t := ctx.Target
 	if c.residual != nil && !c.withResidual() {
 		return nil, fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
 	}
 	pl := c.plan
-	k := &cclKernels{cclOp: c, ctx: ctx, p: p, xName: ctx.BufferName(c.x), outName: ctx.BufferName(c.out),
-		tb: c.x.Type.DType.TileBytes()}
-	k.stride = t.DRAMPageSize(k.tb)
-	var end int
-	k.staging, k.fwd0, k.fwd1, end = pl.ethLayout(t)
-	if end > t.Eth.L1Top {
-		return nil, fmt.Errorf("rule ccl-eth-l1: the ethernet L1 layout ends at %d, past the kernel region's top %d", end, t.Eth.L1Top)
-	}
-	for l := 0; l < pl.Links; l++ {
-		k.east = append(k.east, kir.EthCore(t.Eth.RingEast[l]))
-		k.west = append(k.west, kir.EthCore(t.Eth.RingWest[l]))
-		k.ethRanges = append(k.ethRanges, k.east[l].Range(), k.west[l].Range())
-	}
-	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: k.ethRanges})
+	m := 0
 	if pl.ReduceSteps > 0 {
-		cores, rs := firstCores(t, pl.Links*pl.WorkersPerLink)
-		for l := 0; l < pl.Links; l++ {
-			k.workers = append(k.workers, cores[l*pl.WorkersPerLink:(l+1)*pl.WorkersPerLink])
-		}
-		k.workerRanges = rs
-		dt := c.x.Type.DType
-		k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
-		k.batched = c.batchedAdders(ctx)
-		if c.push != nil && !c.pushable(ctx) {
-			return nil, fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
-		}
-		// The adders hold the chunk the sender sends only when the chunk is
-		// the whole tensor (one chunk: the two-card all-reduce).
-		k.compact = k.batched && c.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
-		pages := 2
-		if k.batched {
-			pages = k.adderTiles
-		}
-		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
-		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
-		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
-		if c.residual != nil {
-			p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "residual"})
-			p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
-		}
-		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
-		p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
-		if c.push != nil {
-			p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
+		m = pl.WorkersPerLink
+	}
+	k, err := c.newKernels(p, ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if pl.ReduceSteps > 0 {
+		if err := k.adderResources(); err != nil {
+			return nil, err
 		}
 	}
 	k.sender()
@@ -442,6 +431,37 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 		k.adders()
 	}
 	return k, nil
+}
+
+// adderResources adds the adders' CBs and semaphores.
+func (k *cclKernels) adderResources() error {
+	pl, rs, dt := k.plan, k.workerRanges, k.x.Type.DType
+	k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
+	k.batched = k.batchedAdders(k.ctx)
+	if k.push != nil && !k.pushable(k.ctx) {
+		return fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
+	}
+	// The adders hold the chunk the sender sends only when the chunk is
+	// the whole tensor (one chunk: the two-card all-reduce).
+	k.compact = k.batched && k.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
+	pages := 2
+	if k.batched {
+		pages = k.adderTiles
+	}
+	p := k.p
+	p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
+	p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
+	p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
+	if k.residual != nil {
+		p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "residual"})
+		p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
+	}
+	p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
+	p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
+	if k.push != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
+	}
+	return nil
 }
 
 // batchedAdders reports whether the adders' CBs can hold every tile an
@@ -457,12 +477,6 @@ func (c *cclOp) batchedAdders(ctx *Context) bool {
 	}
 	adderTiles := (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
 	return streams*adderTiles*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
-}
-
-// linkRange is the first tile and tile count of link l within a chunk.
-func (k *cclKernels) linkRange(l int) (first, count int) {
-	first = l * k.plan.LinkTiles
-	return first, min(k.plan.LinkTiles, k.chunks.Tiles-first)
 }
 
 // chunkIndex is (dev + 2N - s - back) mod N: the chunk a card handles at
@@ -490,219 +504,170 @@ func (k *cclKernels) dram(base, page kir.Expr) kir.Expr {
 	return kir.InterleavedPageAddr(base, page, k.stride)
 }
 
-// packets emits the packet loop over a link's count tiles: body gets the
-// packet's first link-local tile and its tile count.
-func (k *cclKernels) packets(b *kir.Builder, count kir.Expr, body func(base, cnt kir.Var)) {
-	pk := k.plan.PacketTiles
-	np := b.Let("num_packets", kir.Div(kir.Add(count, kir.Ci(pk-1)), kir.Ci(pk)))
-	b.For("pk", kir.C(0), np, func(i kir.Var) {
-		base := b.Let("base", kir.Mul(i, kir.Ci(pk)))
-		cnt := b.LetT("cnt", kir.U32T, kir.Sub(count, base))
-		b.If(kir.Gt(cnt, kir.Ci(pk)), func() { b.Assign(cnt, kir.Ci(pk)) })
-		body(base, cnt)
-	})
-}
-
-// send emits the eth_send_bytes of cnt tiles from src into the peer's
-// staging area, then eth_wait_for_receiver_done. The source holds the
-// tiles at tile stride (the segments at their tile offsets) or, compact,
-// packed at wire stride; the peer's staging receives them at tile stride,
-// or packed when packedDst (only with compact).
-//
-// Every transmit command costs the ERISC a TX-queue poll and the link a
-// per-command overhead worth ~1.2 KB of wire time (sim/timing's
-// eth_command), so the packet travels in as few commands as the layouts
-// allow: packed to packed, or tile stride to tile stride when a tile has
-// several segments (the padding rows between them travel too; the
-// receiver stores only the segments), is one command; only compact to
-// tile stride (the reduce steps' forwarded partial sums, which the
-// adders read at tile stride) sends segment by segment.
-// The receiver waits for cnt x wireTile(compact, packedDst) bytes.
-func (k *cclKernels) send(b *kir.Builder, src kir.Expr, compact, packedDst bool, cnt kir.Var, staging kir.ArgRef) {
-	wire := segmentBytes(k.segs)
-	switch {
-	case compact && packedDst:
-		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(wire)))
-	case !compact && k.wholeTiles():
-		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(k.tb)))
-	default:
-		b.For("t", kir.C(0), cnt, func(t kir.Var) {
-			coff := 0
-			for _, sg := range k.segs {
-				from := kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
-				if compact {
-					from = kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(wire))), kir.Ci(coff))
-				}
-				b.EthSendBytes(from, kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.Ci(sg.Size))
-				coff += sg.Size
-			}
-		})
-	}
-	b.EthWaitForReceiverDone()
-}
-
-// wholeTiles reports whether send moves tile-stride packets as whole
-// tiles (one command) rather than segment by segment: when a tile has
-// several segments, or its one segment is the whole tile.
-func (k *cclKernels) wholeTiles() bool {
-	return len(k.segs) > 1 || segmentBytes(k.segs) == k.tb
-}
-
-// wireTile is the bytes per tile a send with these layouts puts on the
-// link (and the receiver waits for): the whole tile when wholeTiles moves
-// tile-stride packets, else the segments.
-func (k *cclKernels) wireTile(compact, packedDst bool) int {
-	if !compact && !packedDst && k.wholeTiles() {
-		return k.tb
-	}
-	return segmentBytes(k.segs)
-}
-
 // cclNoCArgs declares NoC coordinate runtime args name_x, name_y.
 func cclNoCArgs(kn *kir.Kernel, name string) (x, y kir.ArgRef) {
 	return kn.RuntimeArg(name + "_x"), kn.RuntimeArg(name + "_y")
 }
 
-func (k *cclKernels) sender() {
+// ethKernel adds the ring's sender (on the East cores, a reader) or
+// receiver (on the West cores, a writer); a sender gets the plan's
+// CCL_* defines with packet tiles pk and steps "reduce+gather".
+func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
+	if !sender {
+		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.West)})
+	}
 	pl := k.plan
-	m := pl.WorkersPerLink
-	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.east)})
+	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.East)})
 	es.Define("CCL_DEVICES", strconv.Itoa(k.n))
 	es.Define("CCL_LINKS", strconv.Itoa(pl.Links))
-	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(m))
-	es.Define("CCL_PACKET_TILES", strconv.Itoa(pl.PacketTiles))
-	es.Define("CCL_STEPS", fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
+	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(pl.WorkersPerLink))
+	es.Define("CCL_PACKET_TILES", strconv.Itoa(pk))
+	es.Define("CCL_STEPS", steps)
 	es.Define("CCL_WIRE_BYTES_PER_TILE", strconv.Itoa(pl.WireBytes))
+	return es
+}
+
+// cclSender is the ring sender kernel under construction: its args and
+// its "ready" semaphore.
+type cclSender struct {
+	*cclKernels
+	b                                              *kir.Builder
+	staging, fwd0, fwd1, dev, xa, oa, first, count kir.ArgRef
+	adders                                         multicore.Peers
+	ready                                          kir.Var
+}
+
+func (k *cclKernels) sender() {
+	pl, r := k.plan, k.ring
+	es := k.ethKernel(true, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
 	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
-	staging := es.CompileArg("staging_addr", uint32(k.staging))
-	fwd0 := es.CompileArg("fwd0_addr", uint32(k.fwd0))
-	fwd1 := es.CompileArg("fwd1_addr", uint32(k.fwd1))
-	dev := es.CommonArg("device_id", kir.DeviceID())
-	xa := es.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
-	oa := es.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
-	first, count := es.RuntimeArg("first_tile"), es.RuntimeArg("num_tiles")
-	var wx, wy []kir.ArgRef
+	s := &cclSender{cclKernels: k}
+	s.staging = es.CompileArg("staging_addr", uint32(r.Staging))
+	s.fwd0 = es.CompileArg("fwd0_addr", uint32(r.Fwd0))
+	s.fwd1 = es.CompileArg("fwd1_addr", uint32(r.Fwd1))
+	s.dev = es.CommonArg("device_id", kir.DeviceID())
+	s.xa = es.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
+	s.oa = es.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	s.first, s.count = es.RuntimeArg("first_tile"), es.RuntimeArg("num_tiles")
 	if pl.ReduceSteps > 0 {
-		for j := 0; j < m; j++ {
-			x, y := cclNoCArgs(es, "adder"+strconv.Itoa(j))
-			wx, wy = append(wx, x), append(wy, y)
-		}
+		s.adders = r.DeclarePeers(es, "adder")
 	}
-	b := es.Builder()
-	ready := b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
-	slot := func(s kir.Expr) kir.Expr { // forwarding slot s % 2
-		return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0)))
-	}
-	// readTiles reads tile first+base+t of chunk kk of buffer a (or the
-	// chunk-local page when kk is nil) into the staging area.
-	readTiles := func(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
-		b.For("t", kir.C(0), cnt, func(t kir.Var) {
-			i := kir.Add(kir.Add(first, base), t)
-			pg := kir.Expr(i)
-			if kk != nil {
-				pg = k.page(kk, i)
-			}
-			b.NoCAsyncRead(k.dram(a, pg), kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(k.tb))
-		})
-		b.NoCAsyncReadBarrier()
-	}
+	s.b = es.Builder()
+	s.ready = s.b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	if pl.ReduceSteps > 0 {
-		b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
-		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			b.If(kir.Gt(s, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
-			k.packets(b, count, func(base, cnt kir.Var) {
-				b.IfElse(kir.Eq(s, kir.C(0)), func() {
-					if k.compact {
-						b.Comment("The adders packed this packet's segments into staging: one send.")
-						b.EthNoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
-						at := b.Let("packed", kir.Add(staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
-						b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
-						b.EthWaitForReceiverDone()
-						return
-					}
-					readTiles(xa, kk, base, cnt)
-					k.send(b, staging, false, false, cnt, staging)
-				}, func() {
-					src := b.Let("src", kir.Add(slot(kir.Sub(s, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
-					k.send(b, src, true, false, cnt, staging)
-				})
-			})
-			b.If(kir.Gt(s, kir.C(0)), func() {
-				for j := range wx {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemFwdFree)}}, kir.C(1))
-				}
-			})
-		})
+		s.reduceSteps()
 	}
 	if pl.GatherSteps > 0 {
-		b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
-		if k.kind == cclAllReduce {
-			final := fwd0
-			if (pl.ReduceSteps-1)%2 == 1 {
-				final = fwd1
-			}
-			b.EthNoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
-				k.send(b, src, true, true, cnt, staging)
-			})
-		} else {
-			k.packets(b, count, func(base, cnt kir.Var) {
-				readTiles(xa, nil, base, cnt)
-				b.Comment("This card's own slice of the output.")
-				b.For("t", kir.C(0), cnt, func(t kir.Var) {
-					i := kir.Add(kir.Add(first, base), t)
-					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(dev, i)), kir.Ci(k.tb))
-				})
-				b.NoCAsyncWriteBarrier()
-				k.send(b, staging, false, false, cnt, staging)
-			})
-		}
-		waited := 0
-		if k.kind == cclAllReduce {
-			waited = m * pl.ReduceSteps
-		}
-		b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(s kir.Var) {
-			kk := b.Let("chunk", k.chunkIndex(dev, s, 0))
-			b.EthNoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				readTiles(oa, kk, base, cnt)
-				k.send(b, staging, false, false, cnt, staging)
-			})
-		})
-	}
-	if pl.GatherSteps > 0 {
+		s.gatherSteps()
 		if nx, ny, ok := k.notifyArgs(es); ok {
-			k.emitNotify(b, nx, ny)
+			k.emitNotify(s.b, nx, ny)
 		}
 	}
-	for l, c := range k.east {
-		f, n := k.linkRange(l)
-		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+	for l, c := range r.East {
+		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
-			for _, w := range k.workers[l] {
-				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
-			}
+			vals = append(vals, r.PeerValues(l)...)
 		}
 		es.SetRuntimeArgs(c, vals...)
 	}
 }
 
+// readTiles reads tile first+base+t of chunk kk of buffer a (or the
+// chunk-local page when kk is nil) into the staging area.
+func (s *cclSender) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
+	b := s.b
+	b.For("t", kir.C(0), cnt, func(t kir.Var) {
+		i := kir.Add(kir.Add(s.first, base), t)
+		pg := kir.Expr(i)
+		if kk != nil {
+			pg = s.page(kk, i)
+		}
+		b.NoCAsyncRead(s.dram(a, pg), kir.Add(s.staging, kir.Mul(t, kir.Ci(s.tb))), kir.Ci(s.tb))
+	})
+	b.NoCAsyncReadBarrier()
+}
+
+// reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read
+// from DRAM, or packed into staging by the adders when compact), then
+// the partial sum the adders left in a forwarding slot.
+func (s *cclSender) reduceSteps() {
+	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
+	b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
+	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(st kir.Var) {
+		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 1))
+		b.If(kir.Gt(st, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(s.ready, kir.Mul(st, kir.Ci(m))) })
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			b.IfElse(kir.Eq(st, kir.C(0)), func() {
+				if s.compact {
+					b.Comment("The adders packed this packet's segments into staging: one send.")
+					b.EthNoCSemaphoreWaitMin(s.ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+					at := b.Let("packed", kir.Add(s.staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
+					b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
+					b.EthWaitForReceiverDone()
+					return
+				}
+				s.readTiles(s.xa, kk, base, cnt)
+				r.Send(b, s.staging, false, false, cnt, s.staging)
+			}, func() {
+				src := b.Let("src", kir.Add(multicore.FwdSlot(s.fwd0, s.fwd1, kir.Sub(st, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
+				r.Send(b, src, true, false, cnt, s.staging)
+			})
+		})
+		b.If(kir.Gt(st, kir.C(0)), func() { s.adders.Inc(b, cclSemFwdFree) })
+	})
+}
+
+// gatherSteps emits the sender's gather steps: this card's result chunk
+// at step 0 (an all-reduce's from the forwarding slot its adders filled
+// last, else x's slice, which is also copied to the output), then the
+// chunk received in the step before, read back from the output.
+func (s *cclSender) gatherSteps() {
+	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
+	b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
+	waited := 0
+	if s.kind == cclAllReduce {
+		final := s.fwd0
+		if (pl.ReduceSteps-1)%2 == 1 {
+			final = s.fwd1
+		}
+		b.EthNoCSemaphoreWaitMin(s.ready, kir.Ci(m*pl.ReduceSteps))
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
+			r.Send(b, src, true, true, cnt, s.staging)
+		})
+		waited = m * pl.ReduceSteps
+	} else {
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			s.readTiles(s.xa, nil, base, cnt)
+			b.Comment("This card's own slice of the output.")
+			b.For("t", kir.C(0), cnt, func(t kir.Var) {
+				i := kir.Add(kir.Add(s.first, base), t)
+				b.NoCAsyncWrite(kir.Add(s.staging, kir.Mul(t, kir.Ci(s.tb))), s.dram(s.oa, s.page(s.dev, i)), kir.Ci(s.tb))
+			})
+			b.NoCAsyncWriteBarrier()
+			r.Send(b, s.staging, false, false, cnt, s.staging)
+		})
+	}
+	b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(st kir.Var) {
+		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 0))
+		b.EthNoCSemaphoreWaitMin(s.ready, kir.Add(st, kir.Ci(waited)))
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			s.readTiles(s.oa, kk, base, cnt)
+			r.Send(b, s.staging, false, false, cnt, s.staging)
+		})
+	})
+}
+
 func (k *cclKernels) receiver() {
-	pl := k.plan
-	m := pl.WorkersPerLink
-	er := k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.west)})
-	staging := er.CompileArg("staging_addr", uint32(k.staging))
+	pl, r := k.plan, k.ring
+	er := k.ethKernel(false, 0, "")
+	staging := er.CompileArg("staging_addr", uint32(r.Staging))
 	dev := er.CommonArg("device_id", kir.DeviceID())
 	oa := er.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
 	first, count := er.RuntimeArg("first_tile"), er.RuntimeArg("num_tiles")
-	var wx, wy []kir.ArgRef
+	var adders multicore.Peers
 	if pl.ReduceSteps > 0 {
-		for j := 0; j < m; j++ {
-			x, y := cclNoCArgs(er, "adder"+strconv.Itoa(j))
-			wx, wy = append(wx, x), append(wy, y)
-		}
+		adders = r.DeclarePeers(er, "adder")
 	}
 	var sx, sy kir.ArgRef
 	if pl.GatherSteps > 1 {
@@ -714,21 +679,16 @@ func (k *cclKernels) receiver() {
 	if pl.ReduceSteps > 0 {
 		b.Comment("Reduce steps: hand every packet to the adders and wait until all have read it.")
 		// Step 0 sends x's tiles (packed when compact), later steps the
-		// forwarded partial sums segment by segment (sender, send).
-		first, later := k.wireTile(k.compact, k.compact), k.wireTile(true, false)
+		// forwarded partial sums segment by segment (sender, Send).
+		first, later := r.WireTile(k.compact, k.compact), r.WireTile(true, false)
 		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-			k.packets(b, count, func(_, cnt kir.Var) {
+			r.Packets(b, count, func(_, cnt kir.Var) {
 				perTile := kir.Ci(first)
 				if pl.ReduceSteps > 1 && first != later {
 					perTile = kir.Add(kir.Ci(later), kir.Mul(kir.Eq(s, kir.C(0)), kir.Ci(first-later)))
 				}
 				wait(cnt, perTile)
-				for j := range wx {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
-				}
-				b.EthNoCSemaphoreWait(free, kir.Ci(m))
-				b.NoCSemaphoreSet(free, kir.C(0))
-				b.EthReceiverDone()
+				r.HandOff(b, free, adders, true)
 			})
 		})
 	}
@@ -736,27 +696,25 @@ func (k *cclKernels) receiver() {
 		b.Comment("Gather steps: store every packet in the output, then tell the sender the chunk is there.")
 		b.For("s", kir.C(0), kir.Ci(pl.GatherSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			// store waits for a packet sent with send's layouts and stores
+			// store waits for a packet sent with Send's layouts and stores
 			// only its segments, so no stale staging L1 (or padding rows
 			// sent along) lands in the output's padding rows.
 			store := func(base, cnt kir.Var, packed bool) {
-				wait(cnt, kir.Ci(k.wireTile(packed, packed)))
+				wait(cnt, kir.Ci(r.WireTile(packed, packed)))
 				b.For("t", kir.C(0), cnt, func(t kir.Var) {
 					i := kir.Add(kir.Add(first, base), t)
-					coff := 0
-					for _, sg := range k.segs {
-						at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+					r.EachSegment(func(sg multicore.Span, coff int) {
+						at := r.TileAddr(staging, t, sg.Off)
 						if packed {
-							at = kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(pl.WireBytes))), kir.Ci(coff))
+							at = r.PackedAddr(staging, t, coff)
 						}
 						b.NoCAsyncWrite(at, kir.Add(k.dram(oa, k.page(kk, i)), kir.Ci(sg.Off)), kir.Ci(sg.Size))
-						coff += sg.Size
-					}
+					})
 				})
 				b.NoCAsyncWriteBarrier()
 				b.EthReceiverDone()
 			}
-			k.packets(b, count, func(base, cnt kir.Var) {
+			r.Packets(b, count, func(base, cnt kir.Var) {
 				switch {
 				case k.kind != cclAllReduce:
 					store(base, cnt, false)
@@ -769,27 +727,20 @@ func (k *cclKernels) receiver() {
 				}
 			})
 			if pl.GatherSteps > 1 {
-				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-				})
+				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() { r.Signal(b, sx, sy) })
 			}
 		})
-	}
-	if pl.GatherSteps > 0 {
 		if nx, ny, ok := k.notifyArgs(er); ok {
 			k.emitNotify(b, nx, ny)
 		}
 	}
-	for l, c := range k.west {
-		f, n := k.linkRange(l)
-		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+	for l, c := range r.West {
+		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
-			for _, w := range k.workers[l] {
-				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
-			}
+			vals = append(vals, r.PeerValues(l)...)
 		}
 		if pl.GatherSteps > 1 {
-			vals = append(vals, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+			vals = append(vals, multicore.XY(r.East[l])...)
 		}
 		er.SetRuntimeArgs(c, vals...)
 	}
