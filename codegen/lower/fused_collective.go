@@ -324,10 +324,7 @@ func (tl *cclTail) build(p *kir.Program) error {
 	if tl.wait > 0 {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
-	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
-	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
-		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: tl.w != nil || tl.dt != ir.BF16}})
-	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	rd, cp, wr := tl.kernels(p, tl.w != nil || tl.dt != ir.BF16)
 	if err := tl.reader(rd, c); err != nil {
 		return err
 	}
@@ -343,6 +340,29 @@ func (tl *cclTail) build(p *kir.Program) error {
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return nil
+}
+
+// kernels adds the tail's reader, compute (fp32 DEST when fp32) and
+// writer kernels on its cores.
+func (tl *cclTail) kernels(p *kir.Program, fp32 bool) (rd, cp, wr *kir.Kernel) {
+	rd = p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp = p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: fp32}})
+	wr = p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	return rd, cp, wr
+}
+
+// addResidual emits one tile of h = residual + s (the FPU's exact sum of
+// the unpacked tiles), packed to the writer's CB hOut and to the norm's
+// resident row norm.x. Consumes a page of s and res, produces one of each.
+func (c tailCBs) addResidual(k *blocks.Compute) {
+	k.B.CBWaitFront(c.res, kir.C(1))
+	k.B.CBWaitFront(c.s, kir.C(1))
+	k.Acquire()
+	k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
+	k.B.CBPopFront(c.res, kir.C(1))
+	k.B.CBPopFront(c.s, kir.C(1))
+	k.PackOutTo(c.hOut, c.norm.x)
 }
 
 // ringFollowers declares the tail reader's common arguments naming the
@@ -472,23 +492,7 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 	k.For("r", kir.C(0), count, func(kir.Var) {
 		if tl.res != nil {
 			k.B.Comment("h = residual + s, to the writer and to the resident row")
-			k.For("j", kir.C(0), wt, func(kir.Var) {
-				k.B.CBWaitFront(c.res, kir.C(1))
-				k.B.CBWaitFront(c.s, kir.C(1))
-				k.Acquire()
-				k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
-				k.B.CBPopFront(c.res, kir.C(1))
-				k.B.CBPopFront(c.s, kir.C(1))
-				k.Commit()
-				k.B.CBReserveBack(c.hOut, kir.C(1))
-				k.B.CBReserveBack(n.x, kir.C(1))
-				k.Wait()
-				k.Pack(kir.C(0), c.hOut)
-				k.Pack(kir.C(0), n.x)
-				k.Release()
-				k.B.CBPushBack(c.hOut, kir.C(1))
-				k.B.CBPushBack(n.x, kir.C(1))
-			})
+			k.For("j", kir.C(0), wt, func(kir.Var) { c.addResidual(k) })
 		}
 		n.row(k, wt, tl.wt*ir.TileSize, tl.eps, tl.offset)
 	})
