@@ -55,27 +55,16 @@ import (
 //
 // # Kernels
 //
-// Per link l: a sender on ethernet core RingEast[l], a receiver on
-// RingWest[l] and, for reduce steps, M adder cores (reader, compute,
-// writer) on worker cores. Link l carries tiles [l*LinkTiles, ...) of every
-// chunk, in packets; per packet:
-//
-//   - sender: read the packet's tiles from DRAM into its L1 staging area
-//     (or take them from its forwarding slot), eth_send_bytes the wire
-//     segments of each tile into the receiver's staging area,
-//     eth_wait_for_receiver_done;
-//   - receiver: eth_wait_for_bytes; for a reduce step noc_semaphore_inc
-//     every adder's "ready" semaphore and wait until all M incremented its
-//     "free" semaphore; for a gather step write the tiles to the output in
-//     DRAM; eth_receiver_done.
-//   - adder m: takes tiles m, m+M, ... of the packet: reads the local x tile
-//     from DRAM and the received segments from the receiver's L1, adds them
-//     (add_tiles), and writes the sum to the sender's forwarding slot
-//     (segments; the next step sends it) or, in the last step, to the
-//     output in DRAM. After a step each adder increments the sender's
-//     "ready" semaphore; the sender waits for M*s of them before step s.
-//     Two forwarding slots alternate; an adder reuses a slot after the
-//     sender's "fwd free" increment says it was sent.
+// The ring is a multicore.Ring (its doc states the packet protocol): per
+// link l a sender on ethernet core RingEast[l], a receiver on RingWest[l]
+// and, for reduce steps, M adder cores (reader, compute, writer), the
+// Ring's workers. The sender sends x's tiles read from DRAM into its
+// staging area, or a forwarding slot; the receiver hands a reduce step's
+// packet to the adders and stores a gather step's in the output. Adder m
+// takes tiles m, m+M, ... of a packet, adds the local x tile (from DRAM)
+// and the received segments (add_tiles) and writes the sum to the
+// sender's forwarding slot s % 2, which the next step sends, or in the
+// last step to the output; the sender waits for M*s Signals before step s.
 //
 // Only the rows of a tile that hold data travel (wireSegments): a [1,1,H]
 // bf16 tensor sends 64 of every 2,048 bytes. No stale L1 reaches a result:

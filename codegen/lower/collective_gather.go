@@ -8,33 +8,20 @@ import (
 
 // Packed all_gather over two cards (the 27B's logits at decode: 3,880
 // tiles of one live row per card). The ring path of collective.go moves
-// such a gather through the two ethernet cores of each link alone: per
-// tile the sender reads it from DRAM, writes it to the card's own slice of
-// the output and sends each wire segment, and the receiver writes each
-// segment back to DRAM - five NoC or ethernet transactions per tile on one
-// core, 275 us for the logits. Here worker cores do the per-tile work and
-// the ethernet cores move one packet per link:
-//
-//   - packers (reader kernel, M workers per link, lane j takes link-local
-//     tiles j, j+M, ...): read the wire segments of their local tiles from
-//     x in DRAM (all in flight, one barrier), write them to the card's own
-//     slice of the output and, packed at WireBytes per tile, into the
-//     link's ethernet sender's staging; then increment the sender's
-//     semaphore;
-//   - sender: waits for its M packers, eth_send_bytes the link's packed
-//     segments into the peer receiver's staging in one send,
-//     eth_wait_for_receiver_done;
-//   - receiver: eth_wait_for_bytes, increments every unpacker's "arrived"
-//     semaphore, waits until all M incremented its own, eth_receiver_done;
-//   - unpackers (writer kernel, the same workers and lanes): wait for
-//     "arrived", read their tiles' packed segments from the receiver's
-//     staging, write them to the peer's slice of the output, increment the
-//     receiver's semaphore.
-//
-// Only the segments that hold data travel and are stored, as on the ring
-// path (the output's padding rows keep what they held). It applies to a
-// two-card all_gather whose tiles have fewer than 32 live rows and whose
-// link share fits the ethernet staging area in one packet (packedGather).
+// such a gather through the two ethernet cores of each link alone, five
+// NoC or ethernet transactions per tile on one core (275 us for the
+// logits). Here the Ring's workers do the per-tile work and each ethernet
+// core moves one packet: the packers (reader kernel, lane j takes
+// link-local tiles j, j+M, ...) read their tiles' wire segments from x
+// (all in flight, one barrier), write them to this card's slice of the
+// output and, packed, into the sender's staging, then Signal the sender,
+// which waits for all M and sends once; the receiver hands the packet to
+// the unpackers (writer kernel, same lanes), which write their tiles'
+// segments to the peer's slice of the output. Only the live segments
+// travel and are stored (the output's padding rows keep what they held).
+// It applies to a two-card all_gather whose tiles have fewer than 32 live
+// rows and whose link share fits the ethernet staging area in one packet
+// (packedGather).
 
 // maxGatherWorkers bounds the packer/unpacker cores of one link.
 const maxGatherWorkers = 54

@@ -243,31 +243,8 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 		}
 		tl.split = PlanSplit(tiles/tl.wt, avail, per, 0, 0)
 	}
-	tl.cores, tl.ranges = coresFrom(t, used, tl.split.Cores)
+	tl.cores, tl.ranges = blocks.CoresFrom(t, used, tl.split.Cores)
 	return nil
-}
-
-// coresFrom returns worker cores start .. start+n-1 in row-major order and
-// ranges covering exactly them.
-func coresFrom(t *target.Target, start, n int) ([]kir.Core, []ir.CoreRange) {
-	cores := make([]kir.Core, n)
-	for i := range cores {
-		cores[i] = kir.Core{X: (start + i) % t.GridX, Y: (start + i) / t.GridX}
-	}
-	var rs []ir.CoreRange
-	for i := 0; i < n; {
-		c := cores[i]
-		if c.X == 0 && n-i >= t.GridX {
-			rows := (n - i) / t.GridX
-			rs = append(rs, ir.CoreRange{X0: 0, Y0: c.Y, X1: t.GridX - 1, Y1: c.Y + rows - 1})
-			i += rows * t.GridX
-			continue
-		}
-		end := min(n-i, t.GridX-c.X)
-		rs = append(rs, ir.CoreRange{X0: c.X, Y0: c.Y, X1: c.X + end - 1, Y1: c.Y})
-		i += end
-	}
-	return cores, rs
 }
 
 // tailCBs are the tail's CBs (-1 when unused).
