@@ -164,15 +164,11 @@ func newAllReduce(x, out *ir.Value, n int, ctx *Context) (*cclOp, error) {
 // planRing chooses the ring plan for c's kind, devices and chunks.
 func (c *cclOp) planRing(ctx *Context) error {
 	reduce, gather := c.n-1, c.n-1
-	switch c.kind {
-	case cclAllGather:
+	if c.kind == cclAllGather {
 		reduce = 0
-	case cclReduceScatter:
+	}
+	if c.kind == cclReduceScatter || c.kind == cclAllReduce && c.n == 2 {
 		gather = 0
-	case cclAllReduce:
-		if c.n == 2 {
-			gather = 0
-		}
 	}
 	dt := c.x.Type.DType
 	var err error
@@ -180,7 +176,7 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
 	return err
 }
 
@@ -433,11 +429,7 @@ func (k *cclKernels) adderResources() error {
 	// The adders hold the chunk the sender sends only when the chunk is
 	// the whole tensor (one chunk: the two-card all-reduce).
 	k.compact = k.batched && k.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
-	pages := 2
-	if k.batched {
-		pages = k.adderTiles
-	}
-	p := k.p
+	p, pages := k.p, k.pages()
 	p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
 	p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
 	p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
@@ -451,6 +443,15 @@ func (k *cclKernels) adderResources() error {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
 	}
 	return nil
+}
+
+// pages is the depth of the adders' CBs: every tile of an adder when
+// batched, else two.
+func (k *cclKernels) pages() int {
+	if k.batched {
+		return k.adderTiles
+	}
+	return 2
 }
 
 // batchedAdders reports whether the adders' CBs can hold every tile an
@@ -516,21 +517,24 @@ func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
 	return es
 }
 
-// cclSender is the ring sender kernel under construction: its args and
-// its "ready" semaphore.
-type cclSender struct {
+// cclKernel is a ring kernel under construction (the sender, an adder's
+// reader or writer): its builder, the args it declared and its
+// semaphore's address (ready, arrived or fwd_free).
+type cclKernel struct {
 	*cclKernels
-	b                                              *kir.Builder
-	staging, fwd0, fwd1, dev, xa, oa, first, count kir.ArgRef
-	adders                                         multicore.Peers
-	ready                                          kir.Var
+	b                                    *kir.Builder
+	staging, fwd0, fwd1, dev, xa, oa, ra kir.ArgRef
+	first, count, lane                   kir.ArgRef
+	rx, ry, sx, sy                       kir.ArgRef // the receiver's and the sender's NoC coordinates
+	adders                               multicore.Peers
+	sem                                  kir.Var
 }
 
 func (k *cclKernels) sender() {
 	pl, r := k.plan, k.ring
 	es := k.ethKernel(true, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
 	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
-	s := &cclSender{cclKernels: k}
+	s := &cclKernel{cclKernels: k}
 	s.staging = es.CompileArg("staging_addr", uint32(r.Staging))
 	s.fwd0 = es.CompileArg("fwd0_addr", uint32(r.Fwd0))
 	s.fwd1 = es.CompileArg("fwd1_addr", uint32(r.Fwd1))
@@ -542,7 +546,7 @@ func (k *cclKernels) sender() {
 		s.adders = r.DeclarePeers(es, "adder")
 	}
 	s.b = es.Builder()
-	s.ready = s.b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
+	s.sem = s.b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	if pl.ReduceSteps > 0 {
 		s.reduceSteps()
 	}
@@ -563,7 +567,7 @@ func (k *cclKernels) sender() {
 
 // readTiles reads tile first+base+t of chunk kk of buffer a (or the
 // chunk-local page when kk is nil) into the staging area.
-func (s *cclSender) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
+func (s *cclKernel) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
 	b := s.b
 	b.For("t", kir.C(0), cnt, func(t kir.Var) {
 		i := kir.Add(kir.Add(s.first, base), t)
@@ -579,17 +583,17 @@ func (s *cclSender) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
 // reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read
 // from DRAM, or packed into staging by the adders when compact), then
 // the partial sum the adders left in a forwarding slot.
-func (s *cclSender) reduceSteps() {
+func (s *cclKernel) reduceSteps() {
 	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
 	b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
 	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(st kir.Var) {
 		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 1))
-		b.If(kir.Gt(st, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(s.ready, kir.Mul(st, kir.Ci(m))) })
+		b.If(kir.Gt(st, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(s.sem, kir.Mul(st, kir.Ci(m))) })
 		r.Packets(b, s.count, func(base, cnt kir.Var) {
 			b.IfElse(kir.Eq(st, kir.C(0)), func() {
 				if s.compact {
 					b.Comment("The adders packed this packet's segments into staging: one send.")
-					b.EthNoCSemaphoreWaitMin(s.ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+					b.EthNoCSemaphoreWaitMin(s.sem, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
 					at := b.Let("packed", kir.Add(s.staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
 					b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
 					b.EthWaitForReceiverDone()
@@ -610,7 +614,7 @@ func (s *cclSender) reduceSteps() {
 // at step 0 (an all-reduce's from the forwarding slot its adders filled
 // last, else x's slice, which is also copied to the output), then the
 // chunk received in the step before, read back from the output.
-func (s *cclSender) gatherSteps() {
+func (s *cclKernel) gatherSteps() {
 	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
 	b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
 	waited := 0
@@ -619,7 +623,7 @@ func (s *cclSender) gatherSteps() {
 		if (pl.ReduceSteps-1)%2 == 1 {
 			final = s.fwd1
 		}
-		b.EthNoCSemaphoreWaitMin(s.ready, kir.Ci(m*pl.ReduceSteps))
+		b.EthNoCSemaphoreWaitMin(s.sem, kir.Ci(m*pl.ReduceSteps))
 		r.Packets(b, s.count, func(base, cnt kir.Var) {
 			src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
 			r.Send(b, src, true, true, cnt, s.staging)
@@ -639,7 +643,7 @@ func (s *cclSender) gatherSteps() {
 	}
 	b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(st kir.Var) {
 		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 0))
-		b.EthNoCSemaphoreWaitMin(s.ready, kir.Add(st, kir.Ci(waited)))
+		b.EthNoCSemaphoreWaitMin(s.sem, kir.Add(st, kir.Ci(waited)))
 		r.Packets(b, s.count, func(base, cnt kir.Var) {
 			s.readTiles(s.oa, kk, base, cnt)
 			r.Send(b, s.staging, false, false, cnt, s.staging)

@@ -60,40 +60,24 @@ func (k *cclKernels) lanes(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func
 	b.ForStep("t", lane, cnt, kir.Ci(k.ring.M()), body)
 }
 
-// cclAdderReader is the adders' reader kernel under construction: the
-// local x tile into c_0, the received segments into c_1 (and the
-// residual tile into c_2).
-type cclAdderReader struct {
-	*cclKernels
-	b                                  *kir.Builder
-	staging, dev, xa, ra               kir.ArgRef
-	first, count, lane, ex, ey, px, py kir.ArgRef
-	arrived                            kir.Var
-	pages                              int
-}
-
 func (k *cclKernels) adderReader(rd *kir.Kernel) {
-	a := &cclAdderReader{cclKernels: k}
+	a := &cclKernel{cclKernels: k}
 	a.staging = rd.CompileArg("staging_addr", uint32(k.ring.Staging))
 	a.dev = rd.CommonArg("device_id", kir.DeviceID())
 	a.xa = rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
 	a.first, a.count, a.lane = rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
-	a.ex, a.ey = cclNoCArgs(rd, "receiver")
+	a.rx, a.ry = cclNoCArgs(rd, "receiver")
 	if k.compact {
-		a.px, a.py = cclNoCArgs(rd, "sender")
+		a.sx, a.sy = cclNoCArgs(rd, "sender")
 	}
 	if k.residual != nil {
 		a.ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
 	}
 	a.b = rd.Builder()
-	a.pages = 2
-	if k.batched {
-		a.pages = k.adderTiles
-	}
 	if !k.compact {
 		a.zeroReceived()
 	}
-	a.arrived = a.b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
+	a.sem = a.b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
 	if k.batched {
 		a.batchedPackets()
 	} else {
@@ -106,37 +90,37 @@ func (k *cclKernels) adderReader(rd *kir.Kernel) {
 // not stale L1. A compact adder zeroes them after it has handed its
 // local segments to the sender (the sender waits for those; the received
 // rows come later).
-func (a *cclAdderReader) zeroReceived() {
-	if segmentBytes(a.segs) >= a.tb {
+func (a *cclKernel) zeroReceived() {
+	if a.ring.Wire() >= a.tb {
 		return
 	}
 	a.b.Comment("Zero the received CB's pages once: only live rows are read into them.")
-	a.b.CBReserveBack(cbIn1, kir.Ci(a.pages))
-	blocks.FillWords(a.b, kir.GetWritePtr{CB: cbIn1}, a.pages*a.tb, 0)
+	a.b.CBReserveBack(cbIn1, kir.Ci(a.pages()))
+	blocks.FillWords(a.b, kir.GetWritePtr{CB: cbIn1}, a.pages()*a.tb, 0)
 }
 
 // received reads the segments of the packet's tile t (link-local tile
 // base + t) from the receiver's staging into dst.
-func (a *cclAdderReader) received(base, t kir.Expr, dst kir.Expr) {
+func (a *cclKernel) received(base, t kir.Expr, dst kir.Expr) {
 	r := a.ring
 	r.EachSegment(func(sg multicore.Span, coff int) {
 		at := r.TileAddr(a.staging, t, sg.Off)
 		if a.compact {
 			at = r.PackedAddr(a.staging, kir.Add(base, t), coff)
 		}
-		a.b.NoCAsyncRead(kir.NoCAddr{X: a.ex, Y: a.ey, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
+		a.b.NoCAsyncRead(kir.NoCAddr{X: a.rx, Y: a.ry, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
 	})
 }
 
 // packLocal writes the segments of the n local tiles at l0 (packet
 // tiles tileOf(j)) into the sender's packed staging and waits for the
 // writes; the caller then Signals the sender.
-func (a *cclAdderReader) packLocal(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
+func (a *cclKernel) packLocal(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
 	b, r := a.b, a.ring
 	b.For("j", kir.C(0), n, func(j kir.Var) {
 		r.EachSegment(func(sg multicore.Span, coff int) {
 			at := r.PackedAddr(a.staging, kir.Add(base, tileOf(j)), coff)
-			b.NoCAsyncWrite(r.TileAddr(l0, j, sg.Off), kir.NoCAddr{X: a.px, Y: a.py, Addr: at}, kir.Ci(sg.Size))
+			b.NoCAsyncWrite(r.TileAddr(l0, j, sg.Off), kir.NoCAddr{X: a.sx, Y: a.sy, Addr: at}, kir.Ci(sg.Size))
 		})
 	})
 	b.NoCAsyncWriteBarrier()
@@ -145,7 +129,7 @@ func (a *cclAdderReader) packLocal(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf
 // batchedPackets emits the batched reader: per packet the lane's local
 // (and residual) tiles are read before the packet arrives, then the
 // received rows, all under one barrier.
-func (a *cclAdderReader) batchedPackets() {
+func (a *cclKernel) batchedPackets() {
 	b, r, m := a.b, a.ring, a.ring.M()
 	b.Comment("One reduce step, every tile of this adder in its CBs: per packet the local (and residual) tiles are read before the packet arrives, then the received rows, all under one barrier.")
 	kk := b.Let("chunk", a.chunkIndex(a.dev, kir.C(0), 2))
@@ -177,13 +161,13 @@ func (a *cclAdderReader) batchedPackets() {
 				b.Comment("this adder's local segments into the sender's packed staging (first: the sender waits for them), then the residual and the received CB's zeros")
 				b.NoCAsyncReadBarrier()
 				a.packLocal(base, n, l0, tileOf)
-				r.Signal(b, a.px, a.py)
+				r.Signal(b, a.sx, a.sy)
 				readResidual()
 				b.If(kir.Eq(base, kir.C(0)), a.zeroReceived)
 			} else {
 				readResidual()
 			}
-			multicore.Await(b, a.arrived, true)
+			multicore.Await(b, a.sem, true)
 			b.CBReserveBack(cbIn1, n)
 			in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
 			b.For("j", kir.C(0), n, func(j kir.Var) {
@@ -193,16 +177,16 @@ func (a *cclAdderReader) batchedPackets() {
 			a.pushInputs(n)
 		}, func() {
 			if a.compact {
-				r.Signal(b, a.px, a.py)
+				r.Signal(b, a.sx, a.sy)
 			}
-			multicore.Await(b, a.arrived, true)
+			multicore.Await(b, a.sem, true)
 		})
-		r.Signal(b, a.ex, a.ey)
+		r.Signal(b, a.rx, a.ry)
 	})
 }
 
 // pushInputs pushes n pages of the local, received (and residual) CBs.
-func (a *cclAdderReader) pushInputs(n kir.Expr) {
+func (a *cclKernel) pushInputs(n kir.Expr) {
 	a.b.CBPushBack(cbIn0, n)
 	a.b.CBPushBack(cbIn1, n)
 	if a.residual != nil {
@@ -212,12 +196,12 @@ func (a *cclAdderReader) pushInputs(n kir.Expr) {
 
 // perTile emits the reader that moves one tile per barrier: per step and
 // packet, after the hand-off, each of the lane's tiles.
-func (a *cclAdderReader) perTile() {
+func (a *cclKernel) perTile() {
 	b, r := a.b, a.ring
 	b.For("s", kir.C(0), kir.Ci(a.plan.ReduceSteps), func(s kir.Var) {
 		kk := b.Let("chunk", a.chunkIndex(a.dev, s, 2))
 		r.Packets(b, a.count, func(base, cnt kir.Var) {
-			multicore.Await(b, a.arrived, true)
+			multicore.Await(b, a.sem, true)
 			a.lanes(b, a.lane, cnt, func(t kir.Var) {
 				i := kir.Add(kir.Add(a.first, base), t)
 				b.CBReserveBack(cbIn0, kir.C(1))
@@ -231,25 +215,14 @@ func (a *cclAdderReader) perTile() {
 				b.NoCAsyncReadBarrier()
 				a.pushInputs(kir.C(1))
 			})
-			r.Signal(b, a.ex, a.ey)
+			r.Signal(b, a.rx, a.ry)
 		})
 	})
 }
 
-// cclAdderWriter is the adders' writer kernel under construction: partial
-// sums to the sender's forwarding slot, the final sum to the output (and,
-// for all_reduce, to the slot the gather sends).
-type cclAdderWriter struct {
-	*cclKernels
-	b                                       *kir.Builder
-	fwd0, fwd1, dev, oa, first, count, lane kir.ArgRef
-	sx, sy                                  kir.ArgRef
-	fwdFree                                 kir.Var
-}
-
 func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	pl := k.plan
-	w := &cclAdderWriter{cclKernels: k}
+	w := &cclKernel{cclKernels: k}
 	w.fwd0 = wr.CompileArg("fwd0_addr", uint32(k.ring.Fwd0))
 	w.fwd1 = wr.CompileArg("fwd1_addr", uint32(k.ring.Fwd1))
 	w.dev = wr.CommonArg("device_id", kir.DeviceID())
@@ -258,7 +231,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	w.sx, w.sy = cclNoCArgs(wr, "sender")
 	b := wr.Builder()
 	w.b = b
-	w.fwdFree = b.Let("fwd_free_sem", kir.GetSemaphore{ID: kir.C(cclSemFwdFree)})
+	w.sem = b.Let("fwd_free_sem", kir.GetSemaphore{ID: kir.C(cclSemFwdFree)})
 	if pl.ReduceSteps > 1 {
 		w.intermediate()
 	}
@@ -266,7 +239,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	b.Comment("Last reduce step: the sum of this card's chunk.")
 	toFwd := k.kind == cclAllReduce && pl.GatherSteps > 0
 	if toFwd && last >= 2 {
-		b.NoCSemaphoreWaitMin(w.fwdFree, kir.Ci(last-1))
+		b.NoCSemaphoreWaitMin(w.sem, kir.Ci(last-1))
 	}
 	kk := b.Let("chunk", k.chunkIndex(w.dev, kir.Ci(last), 2))
 	if k.batched {
@@ -284,7 +257,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 
 // toSlot writes the segments of the front sum tile to tile base+t of
 // forwarding slot slot on the sender, packed.
-func (w *cclAdderWriter) toSlot(slot kir.Expr, base, t kir.Var) {
+func (w *cclKernel) toSlot(slot kir.Expr, base, t kir.Var) {
 	r := w.ring
 	r.EachSegment(func(sg multicore.Span, coff int) {
 		dst := kir.NoCAddr{X: w.sx, Y: w.sy, Addr: r.PackedAddr(slot, kir.Add(base, t), coff)}
@@ -294,18 +267,18 @@ func (w *cclAdderWriter) toSlot(slot kir.Expr, base, t kir.Var) {
 
 // signal waits for the writes and counts this adder in the sender's
 // semaphore.
-func (w *cclAdderWriter) signal() {
+func (w *cclKernel) signal() {
 	w.b.NoCAsyncWriteBarrier()
 	w.ring.Signal(w.b, w.sx, w.sy)
 }
 
 // intermediate emits the reduce steps before the last: each partial sum
 // to the sender's forwarding slot s % 2, reused once the sender freed it.
-func (w *cclAdderWriter) intermediate() {
+func (w *cclKernel) intermediate() {
 	b := w.b
 	b.Comment("Intermediate reduce steps: the partial sum goes to the sender's forwarding slot s % 2.")
 	b.For("s", kir.C(0), kir.Ci(w.plan.ReduceSteps-1), func(s kir.Var) {
-		b.If(kir.Ge(s, kir.C(2)), func() { b.NoCSemaphoreWaitMin(w.fwdFree, kir.Sub(s, kir.C(1))) })
+		b.If(kir.Ge(s, kir.C(2)), func() { b.NoCSemaphoreWaitMin(w.sem, kir.Sub(s, kir.C(1))) })
 		slot := b.Let("slot", multicore.FwdSlot(w.fwd0, w.fwd1, s))
 		w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
 			w.lanes(b, w.lane, cnt, func(t kir.Var) {
@@ -322,7 +295,7 @@ func (w *cclAdderWriter) intermediate() {
 // lastBatched emits the last step of batched adders: every sum tile of a
 // packet written under one barrier (and, with a push, its live rows
 // pushed into the tail's h CB).
-func (w *cclAdderWriter) lastBatched(wr *kir.Kernel, kk kir.Var) {
+func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 	b, m := w.b, w.ring.M()
 	var pa multicore.PushArgs
 	var pushBase kir.Var
@@ -359,7 +332,7 @@ func (w *cclAdderWriter) lastBatched(wr *kir.Kernel, kk kir.Var) {
 
 // lastPerTile emits the last step one tile per barrier: each sum tile to
 // the output and, toFwd, to the forwarding slot of step last.
-func (w *cclAdderWriter) lastPerTile(kk kir.Var, last int, toFwd bool) {
+func (w *cclKernel) lastPerTile(kk kir.Var, last int, toFwd bool) {
 	b := w.b
 	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
 		w.lanes(b, w.lane, cnt, func(t kir.Var) {

@@ -479,16 +479,10 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 // writer emits the tail writer: h tiles (when the tail computes h) and
 // normed tiles, row by row.
 func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
-	ab := accessBinder{ctx: tl.ctx}
-	var hAcc *blocks.Access
-	if c.hOut >= 0 {
-		hAcc = ab.bind(wr, "h_addr", tl.h)
+	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
+	if err != nil {
+		return err
 	}
-	nAcc := ab.bind(wr, "normed_addr", tl.normed)
-	if ab.err != nil {
-		return ab.err
-	}
-	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b := wr.Builder()
 	if tl.w == nil {
 		blocks.WritePages(b, hAcc, c.hOut, start, count)
@@ -503,4 +497,16 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
 		blocks.WritePages(b, nAcc, c.norm.out, first, wt)
 	})
 	return nil
+}
+
+// writerArgs declares the tail writer's args: the h buffer (when the tail
+// computes h; else nil), the normed buffer (nil without a norm), start
+// and count.
+func (tl *cclTail) writerArgs(wr *kir.Kernel, c tailCBs) (hAcc, nAcc *blocks.Access, start, count kir.ArgRef, err error) {
+	ab := accessBinder{ctx: tl.ctx}
+	if c.hOut >= 0 {
+		hAcc = ab.bind(wr, "h_addr", tl.h)
+	}
+	nAcc = ab.bind(wr, "normed_addr", tl.normed)
+	return hAcc, nAcc, wr.RuntimeArg("start"), wr.RuntimeArg("count"), ab.err
 }

@@ -158,16 +158,10 @@ func (tl *cclTail) splitCompute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 // produces all of it before its squares), the exchange, the normed chunk.
 func (tl *cclTail) splitWriter(wr *kir.Kernel, c tailCBs) error {
 	ns := tl.ns
-	ab := accessBinder{ctx: tl.ctx}
-	var hAcc *blocks.Access
-	if c.hOut >= 0 {
-		hAcc = ab.bind(wr, "h_addr", tl.h)
+	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
+	if err != nil {
+		return err
 	}
-	nAcc := ab.bind(wr, "normed_addr", tl.normed)
-	if ab.err != nil {
-		return ab.err
-	}
-	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	b := wr.Builder()
 	if hAcc != nil {
