@@ -1,5 +1,6 @@
-// Package multicore holds the named protocols by which the cores of one
-// device program share work, each a few kernel-IR fragments with the
+// Package multicore holds the named protocols by which the cores of a
+// device program (or, Ring, of a mesh's cards) share work, each a few
+// kernel-IR fragments with the
 // semaphores and CBs they use and the per-core argument values naming the
 // partner cores; package blocks holds what one core does, this package
 // what cores do together:
@@ -10,13 +11,16 @@
 //     other cores (the decode matmuls' activation row);
 //   - Push: producers write pages straight into the consumers' CB, whose
 //     address the consumers publish (the all_reduce_add_rmsnorm ring into
-//     its norm tail).
+//     its norm tail);
+//   - Ring: the packet pipeline between cards: per ethernet link a sender,
+//     the next card's receiver and worker cores that consume and produce
+//     its packets (the collectives).
 //
 // Each type's doc states its semaphore protocol, its NoC use and why it
-// cannot deadlock. All multicast to rectangles of cores: FollowerRects
-// covers a run of row-major cores without spanning a NoC column gap
-// (Blackhole's DRAM and PCIe columns), a Slot is a rectangle as kernel
-// arguments (corners in the kernel's NoC order, kir.McastCorners).
+// cannot deadlock. The others multicast to rectangles of cores:
+// FollowerRects covers a run of row-major cores without spanning a NoC
+// column gap (Blackhole's DRAM and PCIe columns), a Slot is a rectangle as
+// kernel arguments (corners in the kernel's NoC order, kir.McastCorners).
 //
 // The protocols rely on a CB having the same L1 address on every core of
 // its program (a core's own get_write_ptr names the partner's page), on
