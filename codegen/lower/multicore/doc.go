@@ -1,9 +1,8 @@
 // Package multicore holds the named protocols by which the cores of a
 // device program (or, Ring, of a mesh's cards) share work, each a few
-// kernel-IR fragments with the
-// semaphores and CBs they use and the per-core argument values naming the
-// partner cores; package blocks holds what one core does, this package
-// what cores do together:
+// kernel-IR fragments with the semaphores and CBs they use and the
+// per-core argument values naming the partner cores; package blocks holds
+// what one core does, this package what cores do together:
 //
 //   - Exchange: a group reduction with a broadcast back (the split-row
 //     norms, the GDN recurrence's output norm);
