@@ -90,11 +90,8 @@ import (
 // # Fused collectives
 //
 // fused_collective.go builds all_reduce_add[_rmsnorm] on the same ring
-// (newAllReduce, cclOp.build) with two hooks: cclOp.residual makes the
-// adders of a one-chunk all-reduce add a residual tile before writing,
-// and cclOp.notify makes every ring kernel that writes out or reads it back
-// increment a semaphore on one worker core when it is done with out. A
-// plain collective sets neither and is built exactly as described above.
+// with hooks a plain collective leaves unset: cclOp.residual, notify and
+// push.
 
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
@@ -253,7 +250,7 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	default:
 		return nil, fmt.Errorf("rule ccl-kind: %s is not a collective", op.Name())
 	}
-	ax, err := cclAxis(op, full.Rank())
+	ax, err := axisAttr(op, "axis", full.Rank())
 	if err != nil {
 		return nil, err
 	}
@@ -264,20 +261,6 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	return c.program(op, ctx)
-}
-
-func cclAxis(op *ir.Op, rank int) (int, error) {
-	v, ok := op.Attrs["axis"].(int)
-	if !ok {
-		return 0, fmt.Errorf("rule attr: %s needs an int attribute \"axis\"", op.Name())
-	}
-	if v < 0 {
-		v += rank
-	}
-	if v < 0 || v >= rank {
-		return 0, fmt.Errorf("rule axis: axis %d is outside a rank-%d tensor", op.Attrs["axis"], rank)
-	}
-	return v, nil
 }
 
 // cclCopy is the collective over one device: the identity, a page copy

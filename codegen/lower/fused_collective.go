@@ -381,8 +381,12 @@ func (tl *cclTail) ringWait(rd *kir.Kernel, fx, fy []kir.ArgRef) {
 	})
 }
 
-// ringArgs are tail core i's values for ringWait's runtime arguments.
+// ringArgs are tail core i's values for ringWait's runtime arguments,
+// or with a push the split reader's leader flag (1 on the first core).
 func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
+	if tl.pushed != nil {
+		return []kir.ArgValue{kir.U32(uint32(max(0, 1-i)))}
+	}
 	if tl.wait == 0 || len(tl.cores) == 1 {
 		return nil
 	}

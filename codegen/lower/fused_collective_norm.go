@@ -35,16 +35,7 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	if err := tl.splitWriter(wr, c); err != nil {
 		return err
 	}
-	rdExtra := tl.ringArgs
-	if tl.pushed != nil {
-		rdExtra = func(i int) []kir.ArgValue {
-			if i == 0 {
-				return []kir.ArgValue{kir.U32(1)}
-			}
-			return []kir.ArgValue{kir.U32(0)}
-		}
-	}
-	return ns.setArgs(tl.name, rd, cp, wr, rdExtra)
+	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
 }
 
 // splitCBs adds the split tail's CBs: c.norm.x is the chunk of h, fed by
