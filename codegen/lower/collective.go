@@ -55,16 +55,14 @@ import (
 //
 // # Kernels
 //
-// The ring is a multicore.Ring (its doc states the packet protocol): per
-// link l a sender on ethernet core RingEast[l], a receiver on RingWest[l]
-// and, for reduce steps, M adder cores (reader, compute, writer), the
-// Ring's workers. The sender sends x's tiles read from DRAM into its
-// staging area, or a forwarding slot; the receiver hands a reduce step's
-// packet to the adders and stores a gather step's in the output. Adder m
-// takes tiles m, m+M, ... of a packet, adds the local x tile (from DRAM)
-// and the received segments (add_tiles) and writes the sum to the
-// sender's forwarding slot s % 2, which the next step sends, or in the
-// last step to the output; the sender waits for M*s Signals before step s.
+// The ring is a multicore.Ring (its doc states the packet protocol). The
+// sender sends tiles it reads from DRAM (x, or a gathered chunk of the
+// output) or a forwarding slot; the receiver hands a reduce step's packet
+// to the Ring's workers, M adder cores per link (reader, compute, writer),
+// and stores a gather step's in the output. Adder m takes tiles m, m+M, ... of a packet, adds the local x
+// tile (from DRAM) and the received segments (add_tiles) and writes the
+// sum to the sender's forwarding slot s % 2, which the next step sends,
+// or in the last step to the output.
 //
 // Only the rows of a tile that hold data travel (wireSegments): a [1,1,H]
 // bf16 tensor sends 64 of every 2,048 bytes. No stale L1 reaches a result:
