@@ -308,19 +308,18 @@ type cclKernels struct {
 	tb, stride     int
 	workerRanges   []ir.CoreRange
 	// batched: the adders' CBs hold every tile an adder handles (one
-	// reduce step, adderTiles tiles each), so each packet's reads are all
-	// in flight at once, the local tiles before the packet arrives, and
-	// its writes share one barrier (see adders).
-	batched    bool
-	adderTiles int
+	// reduce step, plan.adderTiles() each), so each packet's reads are
+	// all in flight at once, the local tiles before the packet arrives,
+	// and its writes share one barrier (see adders).
+	batched bool
 	// compact (batched, one chunk, and a link's tiles fit the staging
-	// area at wire stride): the wire segments travel packed, WireBytes per tile at
-	// link-local offsets, in both ethernet cores' staging. The adders
-	// write their local tiles' segments into the sender's staging (they
-	// read those tiles anyway), the sender waits for all of them and
-	// sends each packet with one eth_send_bytes, and the adders read the
-	// received segments from the packed staging: no DRAM read and no send
-	// per segment on the ethernet core.
+	// area at wire stride): the wire segments travel packed, WireBytes
+	// per tile at link-local offsets, in both ethernet cores' staging.
+	// The adders write their local tiles' segments into the sender's
+	// staging (they read those tiles anyway), the sender waits for all of
+	// them and sends each packet with one eth_send_bytes, and the adders
+	// read the received segments from the packed staging: no DRAM read
+	// and no send per segment on the ethernet core.
 	compact bool
 }
 
@@ -333,12 +332,11 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	if m, ok := c.packedGather(ctx); ok {
-		if err := c.buildPackedGather(p, ctx, m); err != nil {
-			return nil, err
-		}
-		return p, nil
+		err = c.buildPackedGather(p, ctx, m)
+	} else {
+		err = c.build(p, ctx)
 	}
-	if _, err := c.build(p, ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -371,11 +369,10 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 
 // build adds the ring's semaphores, CBs and kernels to p, whose buffers
 // must include c's x, out (and residual) buffers. The adders take the
-// first Links*WorkersPerLink worker cores (none without reduce steps);
-// the returned kernels list them.
-func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
+// first Links*WorkersPerLink worker cores (none without reduce steps).
+func (c *cclOp) build(p *kir.Program, ctx *Context) error {
 	if c.residual != nil && !c.withResidual() {
-		return nil, fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
+		return fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
 	}
 	pl := c.plan
 	m := 0
@@ -384,11 +381,11 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 	}
 	k, err := c.newKernels(p, ctx, m)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if pl.ReduceSteps > 0 {
 		if err := k.adderResources(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	k.sender()
@@ -396,13 +393,12 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 	if pl.ReduceSteps > 0 {
 		k.adders()
 	}
-	return k, nil
+	return nil
 }
 
 // adderResources adds the adders' CBs and semaphores.
 func (k *cclKernels) adderResources() error {
 	pl, rs, dt := k.plan, k.workerRanges, k.x.Type.DType
-	k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
 	k.batched = k.batchedAdders(k.ctx)
 	if k.push != nil && !k.pushable(k.ctx) {
 		return fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
@@ -430,7 +426,7 @@ func (k *cclKernels) adderResources() error {
 // batched, else two.
 func (k *cclKernels) pages() int {
 	if k.batched {
-		return k.adderTiles
+		return k.plan.adderTiles()
 	}
 	return 2
 }
@@ -446,8 +442,7 @@ func (c *cclOp) batchedAdders(ctx *Context) bool {
 	if c.residual != nil {
 		streams = 4
 	}
-	adderTiles := (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
-	return streams*adderTiles*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
+	return streams*pl.adderTiles()*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
 }
 
 // chunkIndex is (dev + 2N - s - back) mod N: the chunk a card handles at

@@ -42,7 +42,7 @@ func (k *cclKernels) adders() {
 			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), kir.U32(uint32(j)))
 			wv := append(r.LinkValues(l, j), multicore.XY(r.East[l])...)
 			if k.push != nil {
-				wv = append(wv, k.push.Values(k.adderTiles, k.tb, func(s int) int {
+				wv = append(wv, k.push.Values(k.plan.adderTiles(), k.tb, func(s int) int {
 					if t := j + s*m; t < n {
 						return f + t
 					}
@@ -300,7 +300,7 @@ func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 	var pa multicore.PushArgs
 	var pushBase kir.Var
 	if w.push != nil {
-		pa = multicore.DeclarePushArgs(wr, w.adderTiles)
+		pa = multicore.DeclarePushArgs(wr, w.plan.adderTiles())
 		b.Comment("Wait for the tail's h CB address (its first core publishes it).")
 		pushBase = multicore.AwaitAddress(b, cclSemPushAddr)
 	}

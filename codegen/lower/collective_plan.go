@@ -119,6 +119,9 @@ type RingPlan struct {
 // Packets is the number of packets per link per step.
 func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
 
+// adderTiles is the most tiles of a link an adder handles.
+func (p RingPlan) adderTiles() int { return (p.LinkTiles + p.WorkersPerLink - 1) / p.WorkersPerLink }
+
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
 // of PacketTiles whole tiles (the packet read from DRAM, or received), then,
 // with reduce steps, two forwarding slots of LinkTiles*WireBytes bytes

@@ -160,7 +160,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	if ring != nil {
-		if _, err := ring.build(p, ctx); err != nil {
+		if err := ring.build(p, ctx); err != nil {
 			return nil, err
 		}
 	}
