@@ -35,19 +35,22 @@ import (
 //     segments from the receiver's staging, read barrier, Signal the
 //     receiver (noc_semaphore_inc of its SemEth). Feeding the sender, it
 //     NoC-writes segments into the sender's L1, write barrier (the data
-//     lands before the count), then Signals the sender.
+//     lands before the count), then Signals the sender. A receiver may
+//     Signal its card's sender too (a gathered chunk it stored, which the
+//     sender forwards in the next step).
 //
 // The workers reach the ethernet cores' L1 over the NoC; the ethernet
 // cores use the NoC for semaphore increments and their own DRAM traffic;
 // the link carries only Send's bytes, one packet in flight per link.
 //
-// Deadlock-free: every wait is for an event a peer makes before it waits
-// for anything of the same packet. The receiver waits for the sender's
-// bytes and its workers' reads; a worker for its receiver's hand-off; the
-// sender for the receiver's release (after its workers' reads) and for
-// workers that feed it, which wait only for packets of the previous card
-// and for slots the sender freed. Every worker Signals every packet,
-// lanes without a tile too, so the counts are exact.
+// Deadlock-free: a packet's waits form a chain without a cycle: the
+// receiver waits for the sender's bytes and then its workers' reads, a
+// worker for its receiver's hand-off, the sender for the receiver's
+// release, which follows once the packet is read. The sender's other
+// waits (workers that feed it, or its card's receiver in a gather) are
+// for work of an earlier step, which depends only on earlier steps of the
+// previous card. Every worker Signals every packet, lanes without a tile
+// too, so the counts are exact.
 type Ring struct {
 	East, West []kir.Core   // link l: the sender East[l], the receiver West[l]
 	Workers    [][]kir.Core // link l's M workers (none: no workers)
