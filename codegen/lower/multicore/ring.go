@@ -47,10 +47,11 @@ import (
 // receiver waits for the sender's bytes and then its workers' reads, a
 // worker for its receiver's hand-off, the sender for the receiver's
 // release, which follows once the packet is read. The sender's other
-// waits (workers that feed it, or its card's receiver in a gather) are
-// for work of an earlier step, which depends only on earlier steps of the
-// previous card. Every worker Signals every packet, lanes without a tile
-// too, so the counts are exact.
+// waits are for work that never waits for its packets: workers that feed
+// it wait only for packets of the previous card (or nothing) and for
+// slots it freed earlier, its card's receiver (in a gather) only for the
+// previous card's sender. Every worker Signals every packet, lanes
+// without a tile too, so the counts are exact.
 type Ring struct {
 	East, West []kir.Core   // link l: the sender East[l], the receiver West[l]
 	Workers    [][]kir.Core // link l's M workers (none: no workers)
