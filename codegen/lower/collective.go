@@ -261,41 +261,13 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return c.program(op, ctx)
 }
 
-// cclCopy is the collective over one device: the identity, a page copy
-// through one worker core.
+// cclCopy is the collective over one device: the identity, a page copy.
 func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if x.Type.Shape.Tiles() != out.Type.Shape.Tiles() {
 		return nil, fmt.Errorf("rule ccl-one-device: over one device the result %s must have the operand's %d tiles", out.Type.Shape, x.Type.Shape.Tiles())
 	}
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	tb, tiles := x.Type.DType.TileBytes(), x.Type.Shape.Tiles()
-	stride := t.DRAMPageSize(tb)
-	_, rs := firstCores(t, 1)
-	p.AddCB(kir.CB{Index: cbIn0, PageSize: tb, Pages: 2, Format: x.Type.DType, Cores: rs, Name: "tiles"})
-	rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
-	xa := rd.CommonArg("x_addr", kir.BufferAddr(ctx.BufferName(x), 0))
-	b := rd.Builder()
-	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
-		b.CBReserveBack(cbIn0, kir.C(1))
-		b.NoCAsyncRead(kir.InterleavedPageAddr(xa, i, stride), kir.GetWritePtr{CB: cbIn0}, kir.Ci(tb))
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cbIn0, kir.C(1))
-	})
-	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
-	oa := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
-	b = wr.Builder()
-	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
-		b.CBWaitFront(cbIn0, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: cbIn0}, kir.InterleavedPageAddr(oa, i, stride), kir.Ci(tb))
-		b.NoCAsyncWriteBarrier()
-		b.CBPopFront(cbIn0, kir.C(1))
-	})
-	return p, nil
+	return pageCopyProgram(op, ctx, x, out)
 }
 
 // cclKernels holds what the kernel builders share.
