@@ -55,27 +55,14 @@ import (
 //
 // # Kernels
 //
-// Per link l: a sender on ethernet core RingEast[l], a receiver on
-// RingWest[l] and, for reduce steps, M adder cores (reader, compute,
-// writer) on worker cores. Link l carries tiles [l*LinkTiles, ...) of every
-// chunk, in packets; per packet:
-//
-//   - sender: read the packet's tiles from DRAM into its L1 staging area
-//     (or take them from its forwarding slot), eth_send_bytes the wire
-//     segments of each tile into the receiver's staging area,
-//     eth_wait_for_receiver_done;
-//   - receiver: eth_wait_for_bytes; for a reduce step noc_semaphore_inc
-//     every adder's "ready" semaphore and wait until all M incremented its
-//     "free" semaphore; for a gather step write the tiles to the output in
-//     DRAM; eth_receiver_done.
-//   - adder m: takes tiles m, m+M, ... of the packet: reads the local x tile
-//     from DRAM and the received segments from the receiver's L1, adds them
-//     (add_tiles), and writes the sum to the sender's forwarding slot
-//     (segments; the next step sends it) or, in the last step, to the
-//     output in DRAM. After a step each adder increments the sender's
-//     "ready" semaphore; the sender waits for M*s of them before step s.
-//     Two forwarding slots alternate; an adder reuses a slot after the
-//     sender's "fwd free" increment says it was sent.
+// The ring is a multicore.Ring (its doc states the packet protocol). The
+// sender sends tiles it reads from DRAM (x, or a gathered chunk of the
+// output) or a forwarding slot; the receiver hands a reduce step's packet
+// to the Ring's workers, M adder cores per link (reader, compute, writer),
+// and stores a gather step's in the output. Adder m takes tiles m, m+M, ... of a packet, adds the local x
+// tile (from DRAM) and the received segments (add_tiles) and writes the
+// sum to the sender's forwarding slot s % 2, which the next step sends,
+// or in the last step to the output.
 //
 // Only the rows of a tile that hold data travel (wireSegments): a [1,1,H]
 // bf16 tensor sends 64 of every 2,048 bytes. No stale L1 reaches a result:
@@ -101,11 +88,8 @@ import (
 // # Fused collectives
 //
 // fused_collective.go builds all_reduce_add[_rmsnorm] on the same ring
-// (newAllReduce, cclOp.build) with two hooks: cclOp.residual makes the
-// adders of a one-chunk all-reduce add a residual tile before writing,
-// and cclOp.notify makes every ring kernel that writes out or reads it back
-// increment a semaphore on one worker core when it is done with out. A
-// plain collective sets neither and is built exactly as described above.
+// with hooks a plain collective leaves unset: cclOp.residual, notify and
+// push.
 
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
@@ -175,15 +159,11 @@ func newAllReduce(x, out *ir.Value, n int, ctx *Context) (*cclOp, error) {
 // planRing chooses the ring plan for c's kind, devices and chunks.
 func (c *cclOp) planRing(ctx *Context) error {
 	reduce, gather := c.n-1, c.n-1
-	switch c.kind {
-	case cclAllGather:
+	if c.kind == cclAllGather {
 		reduce = 0
-	case cclReduceScatter:
+	}
+	if c.kind == cclReduceScatter || c.kind == cclAllReduce && c.n == 2 {
 		gather = 0
-	case cclAllReduce:
-		if c.n == 2 {
-			gather = 0
-		}
 	}
 	dt := c.x.Type.DType
 	var err error
@@ -191,7 +171,7 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), segmentBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
 	return err
 }
 
@@ -268,7 +248,7 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	default:
 		return nil, fmt.Errorf("rule ccl-kind: %s is not a collective", op.Name())
 	}
-	ax, err := cclAxis(op, full.Rank())
+	ax, err := axisAttr(op, "axis", full.Rank())
 	if err != nil {
 		return nil, err
 	}
@@ -281,82 +261,37 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return c.program(op, ctx)
 }
 
-func cclAxis(op *ir.Op, rank int) (int, error) {
-	v, ok := op.Attrs["axis"].(int)
-	if !ok {
-		return 0, fmt.Errorf("rule attr: %s needs an int attribute \"axis\"", op.Name())
-	}
-	if v < 0 {
-		v += rank
-	}
-	if v < 0 || v >= rank {
-		return 0, fmt.Errorf("rule axis: axis %d is outside a rank-%d tensor", op.Attrs["axis"], rank)
-	}
-	return v, nil
-}
-
-// cclCopy is the collective over one device: the identity, a page copy
-// through one worker core.
+// cclCopy is the collective over one device: the identity, a page copy.
 func cclCopy(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if x.Type.Shape.Tiles() != out.Type.Shape.Tiles() {
 		return nil, fmt.Errorf("rule ccl-one-device: over one device the result %s must have the operand's %d tiles", out.Type.Shape, x.Type.Shape.Tiles())
 	}
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	tb, tiles := x.Type.DType.TileBytes(), x.Type.Shape.Tiles()
-	stride := t.DRAMPageSize(tb)
-	_, rs := firstCores(t, 1)
-	p.AddCB(kir.CB{Index: cbIn0, PageSize: tb, Pages: 2, Format: x.Type.DType, Cores: rs, Name: "tiles"})
-	rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
-	xa := rd.CommonArg("x_addr", kir.BufferAddr(ctx.BufferName(x), 0))
-	b := rd.Builder()
-	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
-		b.CBReserveBack(cbIn0, kir.C(1))
-		b.NoCAsyncRead(kir.InterleavedPageAddr(xa, i, stride), kir.GetWritePtr{CB: cbIn0}, kir.Ci(tb))
-		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cbIn0, kir.C(1))
-	})
-	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
-	oa := wr.CommonArg("out_addr", kir.BufferAddr(ctx.BufferName(out), 0))
-	b = wr.Builder()
-	b.For("i", kir.C(0), kir.Ci(tiles), func(i kir.Var) {
-		b.CBWaitFront(cbIn0, kir.C(1))
-		b.NoCAsyncWrite(kir.GetReadPtr{CB: cbIn0}, kir.InterleavedPageAddr(oa, i, stride), kir.Ci(tb))
-		b.NoCAsyncWriteBarrier()
-		b.CBPopFront(cbIn0, kir.C(1))
-	})
-	return p, nil
+	return pageCopyProgram(op, ctx, x, out)
 }
 
 // cclKernels holds what the kernel builders share.
 type cclKernels struct {
 	*cclOp
-	ctx                     *Context
-	p                       *kir.Program
-	xName, outName          string
-	tb, stride              int
-	staging, fwd0, fwd1     int
-	east, west              []kir.Core
-	workers                 [][]kir.Core // by link, then adder
-	workerRanges, ethRanges []ir.CoreRange
+	ctx            *Context
+	p              *kir.Program
+	ring           *multicore.Ring
+	xName, outName string
+	tb, stride     int
+	workerRanges   []ir.CoreRange
 	// batched: the adders' CBs hold every tile an adder handles (one
-	// reduce step, adderTiles tiles each), so each packet's reads are all
-	// in flight at once, the local tiles before the packet arrives, and
-	// its writes share one barrier (see adders).
-	batched    bool
-	adderTiles int
+	// reduce step, plan.adderTiles() each), so each packet's reads are
+	// all in flight at once, the local tiles before the packet arrives,
+	// and its writes share one barrier (see adders).
+	batched bool
 	// compact (batched, one chunk, and a link's tiles fit the staging
-	// area at wire stride): the wire segments travel packed, WireBytes per tile at
-	// link-local offsets, in both ethernet cores' staging. The adders
-	// write their local tiles' segments into the sender's staging (they
-	// read those tiles anyway), the sender waits for all of them and
-	// sends each packet with one eth_send_bytes, and the adders read the
-	// received segments from the packed staging: no DRAM read and no send
-	// per segment on the ethernet core.
+	// area at wire stride): the wire segments travel packed, WireBytes
+	// per tile at link-local offsets, in both ethernet cores' staging.
+	// The adders write their local tiles' segments into the sender's
+	// staging (they read those tiles anyway), the sender waits for all of
+	// them and sends each packet with one eth_send_bytes, and the adders
+	// read the received segments from the packed staging: no DRAM read
+	// and no send per segment on the ethernet core.
 	compact bool
 }
 
@@ -369,71 +304,60 @@ func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	if m, ok := c.packedGather(ctx); ok {
-		if err := c.buildPackedGather(p, ctx, m); err != nil {
-			return nil, err
-		}
-		return p, nil
+		err = c.buildPackedGather(p, ctx, m)
+	} else {
+		err = c.build(p, ctx)
 	}
-	if _, err := c.build(p, ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// build adds the ring's semaphores, CBs and kernels to p, whose buffers
-// must include c's x, out (and residual) buffers. The adders take the
-// first Links*WorkersPerLink worker cores (none without reduce steps);
-// the returned kernels list them.
-func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
-	t := ctx.Target
-	if c.residual != nil && !c.withResidual() {
-		return nil, fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
-	}
-	pl := c.plan
+// newKernels lays out c's ring in p: the ethernet L1 layout, the links'
+// ethernet cores and their semaphore and, with m > 0, m workers per link
+// (the first Links*m worker cores).
+func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, error) {
+	t, pl := ctx.Target, c.plan
 	k := &cclKernels{cclOp: c, ctx: ctx, p: p, xName: ctx.BufferName(c.x), outName: ctx.BufferName(c.out),
 		tb: c.x.Type.DType.TileBytes()}
 	k.stride = t.DRAMPageSize(k.tb)
-	var end int
-	k.staging, k.fwd0, k.fwd1, end = pl.ethLayout(t)
+	staging, fwd0, fwd1, end := pl.ethLayout(t)
 	if end > t.Eth.L1Top {
 		return nil, fmt.Errorf("rule ccl-eth-l1: the ethernet L1 layout ends at %d, past the kernel region's top %d", end, t.Eth.L1Top)
 	}
-	for l := 0; l < pl.Links; l++ {
-		k.east = append(k.east, kir.EthCore(t.Eth.RingEast[l]))
-		k.west = append(k.west, kir.EthCore(t.Eth.RingWest[l]))
-		k.ethRanges = append(k.ethRanges, k.east[l].Range(), k.west[l].Range())
+	var cores []kir.Core
+	if m > 0 {
+		cores, k.workerRanges = firstCores(t, pl.Links*m)
 	}
-	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: k.ethRanges})
+	k.ring = multicore.NewRing(t, pl.Links, cores, m)
+	r := k.ring
+	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
+	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
+	r.SemEth, r.SemArrived, r.SemFwdFree = cclSemEth, cclSemArrived, cclSemFwdFree
+	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: r.EthRanges()})
+	return k, nil
+}
+
+// build adds the ring's semaphores, CBs and kernels to p, whose buffers
+// must include c's x, out (and residual) buffers. The adders take the
+// first Links*WorkersPerLink worker cores (none without reduce steps).
+func (c *cclOp) build(p *kir.Program, ctx *Context) error {
+	if c.residual != nil && !c.withResidual() {
+		return fmt.Errorf("rule ccl-residual: a residual is added by the adders only when every card reduces the whole tensor (all-reduce over two devices), not over %d", c.n)
+	}
+	pl := c.plan
+	m := 0
 	if pl.ReduceSteps > 0 {
-		cores, rs := firstCores(t, pl.Links*pl.WorkersPerLink)
-		for l := 0; l < pl.Links; l++ {
-			k.workers = append(k.workers, cores[l*pl.WorkersPerLink:(l+1)*pl.WorkersPerLink])
-		}
-		k.workerRanges = rs
-		dt := c.x.Type.DType
-		k.adderTiles = (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
-		k.batched = c.batchedAdders(ctx)
-		if c.push != nil && !c.pushable(ctx) {
-			return nil, fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
-		}
-		// The adders hold the chunk the sender sends only when the chunk is
-		// the whole tensor (one chunk: the two-card all-reduce).
-		k.compact = k.batched && c.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
-		pages := 2
-		if k.batched {
-			pages = k.adderTiles
-		}
-		p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
-		p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
-		p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
-		if c.residual != nil {
-			p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "residual"})
-			p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
-		}
-		p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
-		p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
-		if c.push != nil {
-			p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
+		m = pl.WorkersPerLink
+	}
+	k, err := c.newKernels(p, ctx, m)
+	if err != nil {
+		return err
+	}
+	if pl.ReduceSteps > 0 {
+		if err := k.adderResources(); err != nil {
+			return err
 		}
 	}
 	k.sender()
@@ -441,7 +365,42 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) (*cclKernels, error) {
 	if pl.ReduceSteps > 0 {
 		k.adders()
 	}
-	return k, nil
+	return nil
+}
+
+// adderResources adds the adders' CBs and semaphores.
+func (k *cclKernels) adderResources() error {
+	pl, rs, dt := k.plan, k.workerRanges, k.x.Type.DType
+	k.batched = k.batchedAdders(k.ctx)
+	if k.push != nil && !k.pushable(k.ctx) {
+		return fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
+	}
+	// The adders hold the chunk the sender sends only when the chunk is
+	// the whole tensor (one chunk: the two-card all-reduce).
+	k.compact = k.batched && k.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
+	p, pages := k.p, k.pages()
+	p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
+	p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
+	p.AddCB(kir.CB{Index: cbOut, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "sum"})
+	if k.residual != nil {
+		p.AddCB(kir.CB{Index: cbIn2, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "residual"})
+		p.AddCB(kir.CB{Index: cbIm0, PageSize: k.tb, Pages: 2, Format: dt, Cores: rs, Name: "reduced"})
+	}
+	p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
+	p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
+	if k.push != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
+	}
+	return nil
+}
+
+// pages is the depth of the adders' CBs: every tile of an adder when
+// batched, else two.
+func (k *cclKernels) pages() int {
+	if k.batched {
+		return k.plan.adderTiles()
+	}
+	return 2
 }
 
 // batchedAdders reports whether the adders' CBs can hold every tile an
@@ -455,14 +414,7 @@ func (c *cclOp) batchedAdders(ctx *Context) bool {
 	if c.residual != nil {
 		streams = 4
 	}
-	adderTiles := (pl.LinkTiles + pl.WorkersPerLink - 1) / pl.WorkersPerLink
-	return streams*adderTiles*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
-}
-
-// linkRange is the first tile and tile count of link l within a chunk.
-func (k *cclKernels) linkRange(l int) (first, count int) {
-	first = l * k.plan.LinkTiles
-	return first, min(k.plan.LinkTiles, k.chunks.Tiles-first)
+	return streams*pl.adderTiles()*c.x.Type.DType.TileBytes() <= maxBatchedAdderBytes
 }
 
 // chunkIndex is (dev + 2N - s - back) mod N: the chunk a card handles at
@@ -490,219 +442,173 @@ func (k *cclKernels) dram(base, page kir.Expr) kir.Expr {
 	return kir.InterleavedPageAddr(base, page, k.stride)
 }
 
-// packets emits the packet loop over a link's count tiles: body gets the
-// packet's first link-local tile and its tile count.
-func (k *cclKernels) packets(b *kir.Builder, count kir.Expr, body func(base, cnt kir.Var)) {
-	pk := k.plan.PacketTiles
-	np := b.Let("num_packets", kir.Div(kir.Add(count, kir.Ci(pk-1)), kir.Ci(pk)))
-	b.For("pk", kir.C(0), np, func(i kir.Var) {
-		base := b.Let("base", kir.Mul(i, kir.Ci(pk)))
-		cnt := b.LetT("cnt", kir.U32T, kir.Sub(count, base))
-		b.If(kir.Gt(cnt, kir.Ci(pk)), func() { b.Assign(cnt, kir.Ci(pk)) })
-		body(base, cnt)
-	})
-}
-
-// send emits the eth_send_bytes of cnt tiles from src into the peer's
-// staging area, then eth_wait_for_receiver_done. The source holds the
-// tiles at tile stride (the segments at their tile offsets) or, compact,
-// packed at wire stride; the peer's staging receives them at tile stride,
-// or packed when packedDst (only with compact).
-//
-// Every transmit command costs the ERISC a TX-queue poll and the link a
-// per-command overhead worth ~1.2 KB of wire time (sim/timing's
-// eth_command), so the packet travels in as few commands as the layouts
-// allow: packed to packed, or tile stride to tile stride when a tile has
-// several segments (the padding rows between them travel too; the
-// receiver stores only the segments), is one command; only compact to
-// tile stride (the reduce steps' forwarded partial sums, which the
-// adders read at tile stride) sends segment by segment.
-// The receiver waits for cnt x wireTile(compact, packedDst) bytes.
-func (k *cclKernels) send(b *kir.Builder, src kir.Expr, compact, packedDst bool, cnt kir.Var, staging kir.ArgRef) {
-	wire := segmentBytes(k.segs)
-	switch {
-	case compact && packedDst:
-		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(wire)))
-	case !compact && k.wholeTiles():
-		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(k.tb)))
-	default:
-		b.For("t", kir.C(0), cnt, func(t kir.Var) {
-			coff := 0
-			for _, sg := range k.segs {
-				from := kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
-				if compact {
-					from = kir.Add(kir.Add(src, kir.Mul(t, kir.Ci(wire))), kir.Ci(coff))
-				}
-				b.EthSendBytes(from, kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.Ci(sg.Size))
-				coff += sg.Size
-			}
-		})
-	}
-	b.EthWaitForReceiverDone()
-}
-
-// wholeTiles reports whether send moves tile-stride packets as whole
-// tiles (one command) rather than segment by segment: when a tile has
-// several segments, or its one segment is the whole tile.
-func (k *cclKernels) wholeTiles() bool {
-	return len(k.segs) > 1 || segmentBytes(k.segs) == k.tb
-}
-
-// wireTile is the bytes per tile a send with these layouts puts on the
-// link (and the receiver waits for): the whole tile when wholeTiles moves
-// tile-stride packets, else the segments.
-func (k *cclKernels) wireTile(compact, packedDst bool) int {
-	if !compact && !packedDst && k.wholeTiles() {
-		return k.tb
-	}
-	return segmentBytes(k.segs)
-}
-
 // cclNoCArgs declares NoC coordinate runtime args name_x, name_y.
 func cclNoCArgs(kn *kir.Kernel, name string) (x, y kir.ArgRef) {
 	return kn.RuntimeArg(name + "_x"), kn.RuntimeArg(name + "_y")
 }
 
-func (k *cclKernels) sender() {
+// ethKernel adds the ring's sender (on the East cores, a reader) or
+// receiver (on the West cores, a writer); a sender gets the plan's
+// CCL_* defines with packet tiles pk and steps "reduce+gather".
+func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
+	if !sender {
+		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.West)})
+	}
 	pl := k.plan
-	m := pl.WorkersPerLink
-	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.east)})
+	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.East)})
 	es.Define("CCL_DEVICES", strconv.Itoa(k.n))
 	es.Define("CCL_LINKS", strconv.Itoa(pl.Links))
-	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(m))
-	es.Define("CCL_PACKET_TILES", strconv.Itoa(pl.PacketTiles))
-	es.Define("CCL_STEPS", fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
+	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(pl.WorkersPerLink))
+	es.Define("CCL_PACKET_TILES", strconv.Itoa(pk))
+	es.Define("CCL_STEPS", steps)
 	es.Define("CCL_WIRE_BYTES_PER_TILE", strconv.Itoa(pl.WireBytes))
+	return es
+}
+
+// cclKernel is a ring kernel under construction (the sender, an adder's
+// reader or writer): its builder, the args it declared and its
+// semaphore's address (ready, arrived or fwd_free).
+type cclKernel struct {
+	*cclKernels
+	b                                    *kir.Builder
+	staging, fwd0, fwd1, dev, xa, oa, ra kir.ArgRef
+	first, count, lane                   kir.ArgRef
+	rx, ry, sx, sy                       kir.ArgRef // the receiver's and the sender's NoC coordinates
+	adders                               multicore.Peers
+	sem                                  kir.Var
+}
+
+func (k *cclKernels) sender() {
+	pl, r := k.plan, k.ring
+	es := k.ethKernel(true, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
 	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
-	staging := es.CompileArg("staging_addr", uint32(k.staging))
-	fwd0 := es.CompileArg("fwd0_addr", uint32(k.fwd0))
-	fwd1 := es.CompileArg("fwd1_addr", uint32(k.fwd1))
-	dev := es.CommonArg("device_id", kir.DeviceID())
-	xa := es.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
-	oa := es.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
-	first, count := es.RuntimeArg("first_tile"), es.RuntimeArg("num_tiles")
-	var wx, wy []kir.ArgRef
+	s := &cclKernel{cclKernels: k}
+	s.staging = es.CompileArg("staging_addr", uint32(r.Staging))
+	s.fwd0 = es.CompileArg("fwd0_addr", uint32(r.Fwd0))
+	s.fwd1 = es.CompileArg("fwd1_addr", uint32(r.Fwd1))
+	s.dev = es.CommonArg("device_id", kir.DeviceID())
+	s.xa = es.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
+	s.oa = es.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	s.first, s.count = es.RuntimeArg("first_tile"), es.RuntimeArg("num_tiles")
 	if pl.ReduceSteps > 0 {
-		for j := 0; j < m; j++ {
-			x, y := cclNoCArgs(es, "adder"+strconv.Itoa(j))
-			wx, wy = append(wx, x), append(wy, y)
-		}
+		s.adders = r.DeclarePeers(es, "adder")
 	}
-	b := es.Builder()
-	ready := b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
-	slot := func(s kir.Expr) kir.Expr { // forwarding slot s % 2
-		return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0)))
-	}
-	// readTiles reads tile first+base+t of chunk kk of buffer a (or the
-	// chunk-local page when kk is nil) into the staging area.
-	readTiles := func(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
-		b.For("t", kir.C(0), cnt, func(t kir.Var) {
-			i := kir.Add(kir.Add(first, base), t)
-			pg := kir.Expr(i)
-			if kk != nil {
-				pg = k.page(kk, i)
-			}
-			b.NoCAsyncRead(k.dram(a, pg), kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(k.tb))
-		})
-		b.NoCAsyncReadBarrier()
-	}
+	s.b = es.Builder()
+	s.sem = s.b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	if pl.ReduceSteps > 0 {
-		b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
-		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			b.If(kir.Gt(s, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(ready, kir.Mul(s, kir.Ci(m))) })
-			k.packets(b, count, func(base, cnt kir.Var) {
-				b.IfElse(kir.Eq(s, kir.C(0)), func() {
-					if k.compact {
-						b.Comment("The adders packed this packet's segments into staging: one send.")
-						b.EthNoCSemaphoreWaitMin(ready, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
-						at := b.Let("packed", kir.Add(staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
-						b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
-						b.EthWaitForReceiverDone()
-						return
-					}
-					readTiles(xa, kk, base, cnt)
-					k.send(b, staging, false, false, cnt, staging)
-				}, func() {
-					src := b.Let("src", kir.Add(slot(kir.Sub(s, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
-					k.send(b, src, true, false, cnt, staging)
-				})
-			})
-			b.If(kir.Gt(s, kir.C(0)), func() {
-				for j := range wx {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemFwdFree)}}, kir.C(1))
-				}
-			})
-		})
+		s.reduceSteps()
 	}
 	if pl.GatherSteps > 0 {
-		b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
-		if k.kind == cclAllReduce {
-			final := fwd0
-			if (pl.ReduceSteps-1)%2 == 1 {
-				final = fwd1
-			}
-			b.EthNoCSemaphoreWaitMin(ready, kir.Ci(m*pl.ReduceSteps))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
-				k.send(b, src, true, true, cnt, staging)
-			})
-		} else {
-			k.packets(b, count, func(base, cnt kir.Var) {
-				readTiles(xa, nil, base, cnt)
-				b.Comment("This card's own slice of the output.")
-				b.For("t", kir.C(0), cnt, func(t kir.Var) {
-					i := kir.Add(kir.Add(first, base), t)
-					b.NoCAsyncWrite(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), k.dram(oa, k.page(dev, i)), kir.Ci(k.tb))
-				})
-				b.NoCAsyncWriteBarrier()
-				k.send(b, staging, false, false, cnt, staging)
-			})
-		}
-		waited := 0
-		if k.kind == cclAllReduce {
-			waited = m * pl.ReduceSteps
-		}
-		b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(s kir.Var) {
-			kk := b.Let("chunk", k.chunkIndex(dev, s, 0))
-			b.EthNoCSemaphoreWaitMin(ready, kir.Add(s, kir.Ci(waited)))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				readTiles(oa, kk, base, cnt)
-				k.send(b, staging, false, false, cnt, staging)
-			})
-		})
-	}
-	if pl.GatherSteps > 0 {
+		s.gatherSteps()
 		if nx, ny, ok := k.notifyArgs(es); ok {
-			k.emitNotify(b, nx, ny)
+			k.emitNotify(s.b, nx, ny)
 		}
 	}
-	for l, c := range k.east {
-		f, n := k.linkRange(l)
-		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+	for l, c := range r.East {
+		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
-			for _, w := range k.workers[l] {
-				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
-			}
+			vals = append(vals, r.PeerValues(l)...)
 		}
 		es.SetRuntimeArgs(c, vals...)
 	}
 }
 
+// readTiles reads tile first+base+t of chunk kk of buffer a (or the
+// chunk-local page when kk is nil) into the staging area.
+func (s *cclKernel) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
+	b := s.b
+	b.For("t", kir.C(0), cnt, func(t kir.Var) {
+		i := kir.Add(kir.Add(s.first, base), t)
+		pg := kir.Expr(i)
+		if kk != nil {
+			pg = s.page(kk, i)
+		}
+		b.NoCAsyncRead(s.dram(a, pg), kir.Add(s.staging, kir.Mul(t, kir.Ci(s.tb))), kir.Ci(s.tb))
+	})
+	b.NoCAsyncReadBarrier()
+}
+
+// reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read
+// from DRAM, or packed into staging by the adders when compact), then
+// the partial sum the adders left in a forwarding slot.
+func (s *cclKernel) reduceSteps() {
+	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
+	b.Comment("Reduce steps: send x's chunk at step 0, then the partial sum the adders left in a forwarding slot.")
+	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(st kir.Var) {
+		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 1))
+		b.If(kir.Gt(st, kir.C(0)), func() { b.EthNoCSemaphoreWaitMin(s.sem, kir.Mul(st, kir.Ci(m))) })
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			b.IfElse(kir.Eq(st, kir.C(0)), func() {
+				if s.compact {
+					b.Comment("The adders packed this packet's segments into staging: one send.")
+					b.EthNoCSemaphoreWaitMin(s.sem, kir.Mul(kir.Add(kir.Div(base, kir.Ci(pl.PacketTiles)), kir.C(1)), kir.Ci(m)))
+					at := b.Let("packed", kir.Add(s.staging, kir.Mul(base, kir.Ci(pl.WireBytes))))
+					b.EthSendBytes(at, at, kir.Mul(cnt, kir.Ci(pl.WireBytes)))
+					b.EthWaitForReceiverDone()
+					return
+				}
+				s.readTiles(s.xa, kk, base, cnt)
+				r.Send(b, s.staging, false, false, cnt, s.staging)
+			}, func() {
+				src := b.Let("src", kir.Add(multicore.FwdSlot(s.fwd0, s.fwd1, kir.Sub(st, kir.C(1))), kir.Mul(base, kir.Ci(pl.WireBytes))))
+				r.Send(b, src, true, false, cnt, s.staging)
+			})
+		})
+		b.If(kir.Gt(st, kir.C(0)), func() { s.adders.Inc(b, cclSemFwdFree) })
+	})
+}
+
+// gatherSteps emits the sender's gather steps: this card's result chunk
+// at step 0 (an all-reduce's from the forwarding slot its adders filled
+// last, else x's slice, which is also copied to the output), then the
+// chunk received in the step before, read back from the output.
+func (s *cclKernel) gatherSteps() {
+	b, pl, r, m := s.b, s.plan, s.ring, s.plan.WorkersPerLink
+	b.Comment("Gather steps: send this card's result chunk at step 0, then the chunk received in the step before.")
+	waited := 0
+	if s.kind == cclAllReduce {
+		final := s.fwd0
+		if (pl.ReduceSteps-1)%2 == 1 {
+			final = s.fwd1
+		}
+		b.EthNoCSemaphoreWaitMin(s.sem, kir.Ci(m*pl.ReduceSteps))
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			src := b.Let("src", kir.Add(final, kir.Mul(base, kir.Ci(pl.WireBytes))))
+			r.Send(b, src, true, true, cnt, s.staging)
+		})
+		waited = m * pl.ReduceSteps
+	} else {
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			s.readTiles(s.xa, nil, base, cnt)
+			b.Comment("This card's own slice of the output.")
+			b.For("t", kir.C(0), cnt, func(t kir.Var) {
+				i := kir.Add(kir.Add(s.first, base), t)
+				b.NoCAsyncWrite(kir.Add(s.staging, kir.Mul(t, kir.Ci(s.tb))), s.dram(s.oa, s.page(s.dev, i)), kir.Ci(s.tb))
+			})
+			b.NoCAsyncWriteBarrier()
+			r.Send(b, s.staging, false, false, cnt, s.staging)
+		})
+	}
+	b.For("s", kir.C(1), kir.Ci(pl.GatherSteps), func(st kir.Var) {
+		kk := b.Let("chunk", s.chunkIndex(s.dev, st, 0))
+		b.EthNoCSemaphoreWaitMin(s.sem, kir.Add(st, kir.Ci(waited)))
+		r.Packets(b, s.count, func(base, cnt kir.Var) {
+			s.readTiles(s.oa, kk, base, cnt)
+			r.Send(b, s.staging, false, false, cnt, s.staging)
+		})
+	})
+}
+
 func (k *cclKernels) receiver() {
-	pl := k.plan
-	m := pl.WorkersPerLink
-	er := k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.west)})
-	staging := er.CompileArg("staging_addr", uint32(k.staging))
+	pl, r := k.plan, k.ring
+	er := k.ethKernel(false, 0, "")
+	staging := er.CompileArg("staging_addr", uint32(r.Staging))
 	dev := er.CommonArg("device_id", kir.DeviceID())
 	oa := er.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
 	first, count := er.RuntimeArg("first_tile"), er.RuntimeArg("num_tiles")
-	var wx, wy []kir.ArgRef
+	var adders multicore.Peers
 	if pl.ReduceSteps > 0 {
-		for j := 0; j < m; j++ {
-			x, y := cclNoCArgs(er, "adder"+strconv.Itoa(j))
-			wx, wy = append(wx, x), append(wy, y)
-		}
+		adders = r.DeclarePeers(er, "adder")
 	}
 	var sx, sy kir.ArgRef
 	if pl.GatherSteps > 1 {
@@ -714,21 +620,16 @@ func (k *cclKernels) receiver() {
 	if pl.ReduceSteps > 0 {
 		b.Comment("Reduce steps: hand every packet to the adders and wait until all have read it.")
 		// Step 0 sends x's tiles (packed when compact), later steps the
-		// forwarded partial sums segment by segment (sender, send).
-		first, later := k.wireTile(k.compact, k.compact), k.wireTile(true, false)
+		// forwarded partial sums segment by segment (sender, Send).
+		first, later := r.WireTile(k.compact, k.compact), r.WireTile(true, false)
 		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-			k.packets(b, count, func(_, cnt kir.Var) {
+			r.Packets(b, count, func(_, cnt kir.Var) {
 				perTile := kir.Ci(first)
 				if pl.ReduceSteps > 1 && first != later {
 					perTile = kir.Add(kir.Ci(later), kir.Mul(kir.Eq(s, kir.C(0)), kir.Ci(first-later)))
 				}
 				wait(cnt, perTile)
-				for j := range wx {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: wx[j], Y: wy[j], Addr: kir.GetSemaphore{ID: kir.C(cclSemArrived)}}, kir.C(1))
-				}
-				b.EthNoCSemaphoreWait(free, kir.Ci(m))
-				b.NoCSemaphoreSet(free, kir.C(0))
-				b.EthReceiverDone()
+				r.HandOff(b, free, adders, true)
 			})
 		})
 	}
@@ -736,27 +637,25 @@ func (k *cclKernels) receiver() {
 		b.Comment("Gather steps: store every packet in the output, then tell the sender the chunk is there.")
 		b.For("s", kir.C(0), kir.Ci(pl.GatherSteps), func(s kir.Var) {
 			kk := b.Let("chunk", k.chunkIndex(dev, s, 1))
-			// store waits for a packet sent with send's layouts and stores
+			// store waits for a packet sent with Send's layouts and stores
 			// only its segments, so no stale staging L1 (or padding rows
 			// sent along) lands in the output's padding rows.
 			store := func(base, cnt kir.Var, packed bool) {
-				wait(cnt, kir.Ci(k.wireTile(packed, packed)))
+				wait(cnt, kir.Ci(r.WireTile(packed, packed)))
 				b.For("t", kir.C(0), cnt, func(t kir.Var) {
 					i := kir.Add(kir.Add(first, base), t)
-					coff := 0
-					for _, sg := range k.segs {
-						at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
+					r.EachSegment(func(sg multicore.Span, coff int) {
+						at := r.TileAddr(staging, t, sg.Off)
 						if packed {
-							at = kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(pl.WireBytes))), kir.Ci(coff))
+							at = r.PackedAddr(staging, t, coff)
 						}
 						b.NoCAsyncWrite(at, kir.Add(k.dram(oa, k.page(kk, i)), kir.Ci(sg.Off)), kir.Ci(sg.Size))
-						coff += sg.Size
-					}
+					})
 				})
 				b.NoCAsyncWriteBarrier()
 				b.EthReceiverDone()
 			}
-			k.packets(b, count, func(base, cnt kir.Var) {
+			r.Packets(b, count, func(base, cnt kir.Var) {
 				switch {
 				case k.kind != cclAllReduce:
 					store(base, cnt, false)
@@ -769,27 +668,20 @@ func (k *cclKernels) receiver() {
 				}
 			})
 			if pl.GatherSteps > 1 {
-				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() {
-					b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-				})
+				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() { r.Signal(b, sx, sy) })
 			}
 		})
-	}
-	if pl.GatherSteps > 0 {
 		if nx, ny, ok := k.notifyArgs(er); ok {
 			k.emitNotify(b, nx, ny)
 		}
 	}
-	for l, c := range k.west {
-		f, n := k.linkRange(l)
-		vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+	for l, c := range r.West {
+		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
-			for _, w := range k.workers[l] {
-				vals = append(vals, kir.NoCX(w), kir.NoCY(w))
-			}
+			vals = append(vals, r.PeerValues(l)...)
 		}
 		if pl.GatherSteps > 1 {
-			vals = append(vals, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+			vals = append(vals, multicore.XY(r.East[l])...)
 		}
 		er.SetRuntimeArgs(c, vals...)
 	}

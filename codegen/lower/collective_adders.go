@@ -13,171 +13,9 @@ import (
 
 // adders builds the reader, compute and writer kernels of the adder cores.
 func (k *cclKernels) adders() {
-	pl := k.plan
-	m := pl.WorkersPerLink
-	rs := k.workerRanges
-	lanes := func(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func(t kir.Var)) {
-		b.ForStep("t", lane, cnt, kir.Ci(m), body)
-	}
-
-	// Reader: the local x tile into c_0, the received segments into c_1.
+	r, rs := k.ring, k.workerRanges
 	rd := k.p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
-	staging := rd.CompileArg("staging_addr", uint32(k.staging))
-	dev := rd.CommonArg("device_id", kir.DeviceID())
-	xa := rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
-	first, count, lane := rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
-	ex, ey := cclNoCArgs(rd, "receiver")
-	var px, py kir.ArgRef
-	if k.compact {
-		px, py = cclNoCArgs(rd, "sender")
-	}
-	var ra kir.ArgRef
-	if k.residual != nil {
-		ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
-	}
-	b := rd.Builder()
-	pages := 2
-	if k.batched {
-		pages = k.adderTiles
-	}
-	// Only the live rows of a received tile are read into c_1; its pages
-	// are zeroed once so the padding rows add zeros, not stale L1. A compact
-	// adder zeroes them after it has handed its local segments to the
-	// sender (the sender waits for those; the received rows come later).
-	zeroReceived := func() {
-		if segmentBytes(k.segs) >= k.tb {
-			return
-		}
-		b.Comment("Zero the received CB's pages once: only live rows are read into them.")
-		b.CBReserveBack(cbIn1, kir.Ci(pages))
-		blocks.FillWords(b, kir.GetWritePtr{CB: cbIn1}, pages*k.tb, 0)
-	}
-	if !k.compact {
-		zeroReceived()
-	}
-	arrived := b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
-	// packed is the staging address of byte coff of link-local tile i's
-	// packed wire segments (compact).
-	packed := func(i kir.Expr, coff int) kir.Expr {
-		return kir.Add(kir.Add(staging, kir.Mul(i, kir.Ci(pl.WireBytes))), kir.Ci(coff))
-	}
-	// received reads the segments of the packet's tile t (link-local tile
-	// base + t) into dst.
-	received := func(base, t kir.Expr, dst kir.Expr) {
-		coff := 0
-		for _, sg := range k.segs {
-			at := kir.Add(kir.Add(staging, kir.Mul(t, kir.Ci(k.tb))), kir.Ci(sg.Off))
-			if k.compact {
-				at = packed(kir.Add(base, t), coff)
-			}
-			b.NoCAsyncRead(kir.NoCAddr{X: ex, Y: ey, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
-			coff += sg.Size
-		}
-	}
-	// packLocal writes the segments of the n local tiles at l0 (packet
-	// tiles tileOf(j)) into the sender's packed staging and waits for the
-	// writes; tellSender then counts this adder in the sender's semaphore.
-	packLocal := func(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
-		b.For("j", kir.C(0), n, func(j kir.Var) {
-			coff := 0
-			for _, sg := range k.segs {
-				at := packed(kir.Add(base, tileOf(j)), coff)
-				b.NoCAsyncWrite(kir.Add(kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(sg.Off)), kir.NoCAddr{X: px, Y: py, Addr: at}, kir.Ci(sg.Size))
-				coff += sg.Size
-			}
-		})
-		b.NoCAsyncWriteBarrier()
-	}
-	tellSender := func() {
-		b.NoCSemaphoreInc(kir.NoCAddr{X: px, Y: py, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-	}
-	if k.batched {
-		b.Comment("One reduce step, every tile of this adder in its CBs: per packet the local (and residual) tiles are read before the packet arrives, then the received rows, all under one barrier.")
-		kk := b.Let("chunk", k.chunkIndex(dev, kir.C(0), 2))
-		k.packets(b, count, func(base, cnt kir.Var) {
-			n := k.laneCount(b, cnt, lane)
-			// A lane with no tile of a short packet still takes part in the
-			// handshake.
-			b.IfElse(kir.Gt(n, kir.C(0)), func() {
-				b.CBReserveBack(cbIn0, n)
-				l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
-				var r0 kir.Var
-				if k.residual != nil {
-					b.CBReserveBack(cbIn2, n)
-					r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
-				}
-				tileOf := func(j kir.Var) kir.Expr { return kir.Add(lane, kir.Mul(j, kir.Ci(m))) }
-				pageOf := func(j kir.Var) kir.Expr { return k.page(kk, kir.Add(kir.Add(first, base), tileOf(j))) }
-				readResidual := func() {
-					if k.residual == nil {
-						return
-					}
-					b.For("j", kir.C(0), n, func(j kir.Var) {
-						b.NoCAsyncRead(k.dram(ra, pageOf(j)), kir.Add(r0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
-					})
-				}
-				b.For("j", kir.C(0), n, func(j kir.Var) {
-					b.NoCAsyncRead(k.dram(xa, pageOf(j)), kir.Add(l0, kir.Mul(j, kir.Ci(k.tb))), kir.Ci(k.tb))
-				})
-				if k.compact {
-					b.Comment("this adder's local segments into the sender's packed staging (first: the sender waits for them), then the residual and the received CB's zeros")
-					b.NoCAsyncReadBarrier()
-					packLocal(base, n, l0, tileOf)
-					tellSender()
-					readResidual()
-					b.If(kir.Eq(base, kir.C(0)), zeroReceived)
-				} else {
-					readResidual()
-				}
-				b.NoCSemaphoreWait(arrived, kir.C(1))
-				b.NoCSemaphoreSet(arrived, kir.C(0))
-				b.CBReserveBack(cbIn1, n)
-				in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
-				b.For("j", kir.C(0), n, func(j kir.Var) {
-					received(base, tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(k.tb))))
-				})
-				b.NoCAsyncReadBarrier()
-				b.CBPushBack(cbIn0, n)
-				b.CBPushBack(cbIn1, n)
-				if k.residual != nil {
-					b.CBPushBack(cbIn2, n)
-				}
-			}, func() {
-				if k.compact {
-					tellSender()
-				}
-				b.NoCSemaphoreWait(arrived, kir.C(1))
-				b.NoCSemaphoreSet(arrived, kir.C(0))
-			})
-			b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-		})
-	} else {
-		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(s kir.Var) {
-			kk := b.Let("chunk", k.chunkIndex(dev, s, 2))
-			k.packets(b, count, func(base, cnt kir.Var) {
-				b.NoCSemaphoreWait(arrived, kir.C(1))
-				b.NoCSemaphoreSet(arrived, kir.C(0))
-				lanes(b, lane, cnt, func(t kir.Var) {
-					i := kir.Add(kir.Add(first, base), t)
-					b.CBReserveBack(cbIn0, kir.C(1))
-					b.NoCAsyncRead(k.dram(xa, k.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(k.tb))
-					b.CBReserveBack(cbIn1, kir.C(1))
-					received(base, t, kir.GetWritePtr{CB: cbIn1})
-					if k.residual != nil {
-						b.CBReserveBack(cbIn2, kir.C(1))
-						b.NoCAsyncRead(k.dram(ra, k.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(k.tb))
-					}
-					b.NoCAsyncReadBarrier()
-					b.CBPushBack(cbIn0, kir.C(1))
-					b.CBPushBack(cbIn1, kir.C(1))
-					if k.residual != nil {
-						b.CBPushBack(cbIn2, kir.C(1))
-					}
-				})
-				b.NoCSemaphoreInc(kir.NoCAddr{X: ex, Y: ey, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-			})
-		})
-	}
+	k.adderReader(rd)
 
 	// Compute: sum = local + received.
 	cp := k.p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs,
@@ -189,124 +27,22 @@ func (k *cclKernels) adders() {
 		k.sumCompute(cp, ccount, clane)
 	}
 
-	// Writer: partial sums to the sender's forwarding slot, the final sum
-	// to the output (and, for all_reduce, to the slot the gather sends).
 	wr := k.p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
-	fwd0 := wr.CompileArg("fwd0_addr", uint32(k.fwd0))
-	fwd1 := wr.CompileArg("fwd1_addr", uint32(k.fwd1))
-	wdev := wr.CommonArg("device_id", kir.DeviceID())
-	oa := wr.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
-	wfirst, wcount, wlane := wr.RuntimeArg("first_tile"), wr.RuntimeArg("num_tiles"), wr.RuntimeArg("lane")
-	sx, sy := cclNoCArgs(wr, "sender")
-	b = wr.Builder()
-	fwdFree := b.Let("fwd_free_sem", kir.GetSemaphore{ID: kir.C(cclSemFwdFree)})
-	toSlot := func(slot kir.Expr, base, t kir.Var) {
-		j := kir.Add(base, t)
-		coff := 0
-		for _, sg := range k.segs {
-			dst := kir.NoCAddr{X: sx, Y: sy, Addr: kir.Add(kir.Add(slot, kir.Mul(j, kir.Ci(pl.WireBytes))), kir.Ci(coff))}
-			b.NoCAsyncWrite(kir.Add(kir.GetReadPtr{CB: cbOut}, kir.Ci(sg.Off)), dst, kir.Ci(sg.Size))
-			coff += sg.Size
-		}
-	}
-	signal := func() {
-		b.NoCAsyncWriteBarrier()
-		b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(cclSemEth)}}, kir.C(1))
-	}
-	slotOf := func(s kir.Expr) kir.Expr { return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0))) }
-	if pl.ReduceSteps > 1 {
-		b.Comment("Intermediate reduce steps: the partial sum goes to the sender's forwarding slot s % 2.")
-		b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps-1), func(s kir.Var) {
-			b.If(kir.Ge(s, kir.C(2)), func() { b.NoCSemaphoreWaitMin(fwdFree, kir.Sub(s, kir.C(1))) })
-			slot := b.Let("slot", slotOf(s))
-			k.packets(b, wcount, func(base, cnt kir.Var) {
-				lanes(b, wlane, cnt, func(t kir.Var) {
-					b.CBWaitFront(cbOut, kir.C(1))
-					toSlot(slot, base, t)
-					b.NoCAsyncWriteBarrier()
-					b.CBPopFront(cbOut, kir.C(1))
-				})
-			})
-			signal()
-		})
-	}
-	last := pl.ReduceSteps - 1
-	b.Comment("Last reduce step: the sum of this card's chunk.")
-	toFwd := k.kind == cclAllReduce && pl.GatherSteps > 0
-	if toFwd && last >= 2 {
-		b.NoCSemaphoreWaitMin(fwdFree, kir.Ci(last-1))
-	}
-	kk := b.Let("chunk", k.chunkIndex(wdev, kir.Ci(last), 2))
-	var pa multicore.PushArgs
-	if k.batched {
-		var pushBase kir.Var
-		if k.push != nil {
-			pa = multicore.DeclarePushArgs(wr, k.adderTiles)
-			b.Comment("Wait for the tail's h CB address (its first core publishes it).")
-			pushBase = multicore.AwaitAddress(b, cclSemPushAddr)
-		}
-		b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
-		k.packets(b, wcount, func(base, cnt kir.Var) {
-			n := k.laneCount(b, cnt, wlane)
-			b.If(kir.Gt(n, kir.C(0)), func() {
-				out0 := b.Let("sum_base", kir.GetReadPtr{CB: cbOut})
-				b.For("j", kir.C(0), n, func(j kir.Var) {
-					pg := kir.Expr(kir.Add(kir.Add(wfirst, base), kir.Add(wlane, kir.Mul(j, kir.Ci(m)))))
-					if k.kind == cclAllReduce {
-						pg = k.page(kk, pg)
-					}
-					b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
-					b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(k.tb))), k.dram(oa, pg), kir.Ci(k.tb))
-				})
-				if k.push != nil {
-					b.Comment("the live rows of every sum tile into its page of the owning tail core's h CB")
-					pa.Writes(b, n, out0, pushBase, k.tb, k.segs)
-				}
-				b.NoCAsyncWriteBarrier()
-				if k.push != nil {
-					pa.Counts(b, n, cclSemTail)
-				}
-				b.CBPopFront(cbOut, n)
-			})
-		})
-	} else {
-		k.packets(b, wcount, func(base, cnt kir.Var) {
-			lanes(b, wlane, cnt, func(t kir.Var) {
-				i := kir.Add(kir.Add(wfirst, base), t)
-				pg := kir.Expr(i)
-				if k.kind == cclAllReduce {
-					pg = k.page(kk, i)
-				}
-				b.CBWaitFront(cbOut, kir.C(1))
-				b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, k.dram(oa, pg), kir.Ci(k.tb))
-				if toFwd {
-					toSlot(slotOf(kir.Ci(last)), base, t)
-				}
-				b.NoCAsyncWriteBarrier()
-				b.CBPopFront(cbOut, kir.C(1))
-			})
-		})
-	}
-	if toFwd {
-		signal()
-	}
-	if nx, ny, ok := k.notifyArgs(wr); ok {
-		k.emitNotify(b, nx, ny)
-	}
+	k.adderWriter(wr)
 
-	for l, cores := range k.workers {
-		f, n := k.linkRange(l)
+	m := r.M()
+	for l, cores := range r.Workers {
+		f, n := r.LinkRange(l)
 		for j, c := range cores {
-			lv := kir.U32(uint32(j))
-			rv := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.west[l]), kir.NoCY(k.west[l])}
+			rv := append(r.LinkValues(l, j), multicore.XY(r.West[l])...)
 			if k.compact {
-				rv = append(rv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l]))
+				rv = append(rv, multicore.XY(r.East[l])...)
 			}
 			rd.SetRuntimeArgs(c, rv...)
-			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), lv)
-			wv := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n)), lv, kir.NoCX(k.east[l]), kir.NoCY(k.east[l])}
+			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), kir.U32(uint32(j)))
+			wv := append(r.LinkValues(l, j), multicore.XY(r.East[l])...)
 			if k.push != nil {
-				wv = append(wv, k.push.Values(k.adderTiles, k.tb, func(s int) int {
+				wv = append(wv, k.push.Values(k.plan.adderTiles(), k.tb, func(s int) int {
 					if t := j + s*m; t < n {
 						return f + t
 					}
@@ -318,15 +54,302 @@ func (k *cclKernels) adders() {
 	}
 }
 
-// laneCount emits n, the number of the packet's cnt tiles that fall to
-// lane (tiles lane, lane+M, ... below cnt), and returns it.
-func (k *cclKernels) laneCount(b *kir.Builder, cnt, lane kir.Expr) kir.Var {
-	m := kir.Ci(k.plan.WorkersPerLink)
-	n := b.LetT("lane_tiles", kir.U32T, kir.C(0))
-	b.If(kir.Gt(cnt, lane), func() {
-		b.Assign(n, kir.Div(kir.Add(kir.Sub(cnt, lane), kir.Sub(m, kir.C(1))), m))
+// lanes emits the loop over a lane's tiles of a packet: t = lane, lane+M,
+// ... below cnt.
+func (k *cclKernels) lanes(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func(t kir.Var)) {
+	b.ForStep("t", lane, cnt, kir.Ci(k.ring.M()), body)
+}
+
+func (k *cclKernels) adderReader(rd *kir.Kernel) {
+	a := &cclKernel{cclKernels: k}
+	a.staging = rd.CompileArg("staging_addr", uint32(k.ring.Staging))
+	a.dev = rd.CommonArg("device_id", kir.DeviceID())
+	a.xa = rd.CommonArg("x_addr", kir.BufferAddr(k.xName, 0))
+	a.first, a.count, a.lane = rd.RuntimeArg("first_tile"), rd.RuntimeArg("num_tiles"), rd.RuntimeArg("lane")
+	a.rx, a.ry = cclNoCArgs(rd, "receiver")
+	if k.compact {
+		a.sx, a.sy = cclNoCArgs(rd, "sender")
+	}
+	if k.residual != nil {
+		a.ra = rd.CommonArg("residual_addr", kir.BufferAddr(k.ctx.BufferName(k.residual), 0))
+	}
+	a.b = rd.Builder()
+	if !k.compact {
+		a.zeroReceived()
+	}
+	a.sem = a.b.Let("arrived_sem", kir.GetSemaphore{ID: kir.C(cclSemArrived)})
+	if k.batched {
+		a.batchedPackets()
+	} else {
+		a.perTile()
+	}
+}
+
+// zeroReceived zeroes the received CB's pages once: only the live rows
+// of a received tile are read into c_1, so the padding rows add zeros,
+// not stale L1. A compact adder zeroes them after it has handed its
+// local segments to the sender (the sender waits for those; the received
+// rows come later).
+func (a *cclKernel) zeroReceived() {
+	if a.ring.Wire() >= a.tb {
+		return
+	}
+	a.b.Comment("Zero the received CB's pages once: only live rows are read into them.")
+	a.b.CBReserveBack(cbIn1, kir.Ci(a.pages()))
+	blocks.FillWords(a.b, kir.GetWritePtr{CB: cbIn1}, a.pages()*a.tb, 0)
+}
+
+// received reads the segments of the packet's tile t (link-local tile
+// base + t) from the receiver's staging into dst.
+func (a *cclKernel) received(base, t kir.Expr, dst kir.Expr) {
+	r := a.ring
+	r.EachSegment(func(sg multicore.Span, coff int) {
+		at := r.TileAddr(a.staging, t, sg.Off)
+		if a.compact {
+			at = r.PackedAddr(a.staging, kir.Add(base, t), coff)
+		}
+		a.b.NoCAsyncRead(kir.NoCAddr{X: a.rx, Y: a.ry, Addr: at}, kir.Add(dst, kir.Ci(sg.Off)), kir.Ci(sg.Size))
 	})
-	return n
+}
+
+// packLocal writes the segments of the n local tiles at l0 (packet
+// tiles tileOf(j)) into the sender's packed staging and waits for the
+// writes; the caller then Signals the sender.
+func (a *cclKernel) packLocal(base kir.Var, n kir.Expr, l0 kir.Expr, tileOf func(j kir.Var) kir.Expr) {
+	b, r := a.b, a.ring
+	b.For("j", kir.C(0), n, func(j kir.Var) {
+		r.EachSegment(func(sg multicore.Span, coff int) {
+			at := r.PackedAddr(a.staging, kir.Add(base, tileOf(j)), coff)
+			b.NoCAsyncWrite(r.TileAddr(l0, j, sg.Off), kir.NoCAddr{X: a.sx, Y: a.sy, Addr: at}, kir.Ci(sg.Size))
+		})
+	})
+	b.NoCAsyncWriteBarrier()
+}
+
+// batchedPackets emits the batched reader: per packet the lane's local
+// (and residual) tiles are read before the packet arrives, then the
+// received rows, all under one barrier.
+func (a *cclKernel) batchedPackets() {
+	b, r, m := a.b, a.ring, a.ring.M()
+	b.Comment("One reduce step, every tile of this adder in its CBs: per packet the local (and residual) tiles are read before the packet arrives, then the received rows, all under one barrier.")
+	kk := b.Let("chunk", a.chunkIndex(a.dev, kir.C(0), 2))
+	r.Packets(b, a.count, func(base, cnt kir.Var) {
+		n := r.LaneCount(b, cnt, a.lane)
+		// A lane with no tile of a short packet still takes part in the
+		// handshake.
+		b.IfElse(kir.Gt(n, kir.C(0)), func() {
+			b.CBReserveBack(cbIn0, n)
+			l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
+			var r0 kir.Var
+			if a.residual != nil {
+				b.CBReserveBack(cbIn2, n)
+				r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
+			}
+			tileOf := func(j kir.Var) kir.Expr { return kir.Add(a.lane, kir.Mul(j, kir.Ci(m))) }
+			pageOf := func(j kir.Var) kir.Expr { return a.page(kk, kir.Add(kir.Add(a.first, base), tileOf(j))) }
+			readResidual := func() {
+				if a.residual != nil {
+					b.For("j", kir.C(0), n, func(j kir.Var) {
+						b.NoCAsyncRead(a.dram(a.ra, pageOf(j)), kir.Add(r0, kir.Mul(j, kir.Ci(a.tb))), kir.Ci(a.tb))
+					})
+				}
+			}
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				b.NoCAsyncRead(a.dram(a.xa, pageOf(j)), kir.Add(l0, kir.Mul(j, kir.Ci(a.tb))), kir.Ci(a.tb))
+			})
+			if a.compact {
+				b.Comment("this adder's local segments into the sender's packed staging (first: the sender waits for them), then the residual and the received CB's zeros")
+				b.NoCAsyncReadBarrier()
+				a.packLocal(base, n, l0, tileOf)
+				r.Signal(b, a.sx, a.sy)
+				readResidual()
+				b.If(kir.Eq(base, kir.C(0)), a.zeroReceived)
+			} else {
+				readResidual()
+			}
+			multicore.Await(b, a.sem, true)
+			b.CBReserveBack(cbIn1, n)
+			in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				a.received(base, tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(a.tb))))
+			})
+			b.NoCAsyncReadBarrier()
+			a.pushInputs(n)
+		}, func() {
+			if a.compact {
+				r.Signal(b, a.sx, a.sy)
+			}
+			multicore.Await(b, a.sem, true)
+		})
+		r.Signal(b, a.rx, a.ry)
+	})
+}
+
+// pushInputs pushes n pages of the local, received (and residual) CBs.
+func (a *cclKernel) pushInputs(n kir.Expr) {
+	a.b.CBPushBack(cbIn0, n)
+	a.b.CBPushBack(cbIn1, n)
+	if a.residual != nil {
+		a.b.CBPushBack(cbIn2, n)
+	}
+}
+
+// perTile emits the reader that moves one tile per barrier: per step and
+// packet, after the hand-off, each of the lane's tiles.
+func (a *cclKernel) perTile() {
+	b, r := a.b, a.ring
+	b.For("s", kir.C(0), kir.Ci(a.plan.ReduceSteps), func(s kir.Var) {
+		kk := b.Let("chunk", a.chunkIndex(a.dev, s, 2))
+		r.Packets(b, a.count, func(base, cnt kir.Var) {
+			multicore.Await(b, a.sem, true)
+			a.lanes(b, a.lane, cnt, func(t kir.Var) {
+				i := kir.Add(kir.Add(a.first, base), t)
+				b.CBReserveBack(cbIn0, kir.C(1))
+				b.NoCAsyncRead(a.dram(a.xa, a.page(kk, i)), kir.GetWritePtr{CB: cbIn0}, kir.Ci(a.tb))
+				b.CBReserveBack(cbIn1, kir.C(1))
+				a.received(base, t, kir.GetWritePtr{CB: cbIn1})
+				if a.residual != nil {
+					b.CBReserveBack(cbIn2, kir.C(1))
+					b.NoCAsyncRead(a.dram(a.ra, a.page(kk, i)), kir.GetWritePtr{CB: cbIn2}, kir.Ci(a.tb))
+				}
+				b.NoCAsyncReadBarrier()
+				a.pushInputs(kir.C(1))
+			})
+			r.Signal(b, a.rx, a.ry)
+		})
+	})
+}
+
+func (k *cclKernels) adderWriter(wr *kir.Kernel) {
+	pl := k.plan
+	w := &cclKernel{cclKernels: k}
+	w.fwd0 = wr.CompileArg("fwd0_addr", uint32(k.ring.Fwd0))
+	w.fwd1 = wr.CompileArg("fwd1_addr", uint32(k.ring.Fwd1))
+	w.dev = wr.CommonArg("device_id", kir.DeviceID())
+	w.oa = wr.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
+	w.first, w.count, w.lane = wr.RuntimeArg("first_tile"), wr.RuntimeArg("num_tiles"), wr.RuntimeArg("lane")
+	w.sx, w.sy = cclNoCArgs(wr, "sender")
+	b := wr.Builder()
+	w.b = b
+	w.sem = b.Let("fwd_free_sem", kir.GetSemaphore{ID: kir.C(cclSemFwdFree)})
+	if pl.ReduceSteps > 1 {
+		w.intermediate()
+	}
+	last := pl.ReduceSteps - 1
+	b.Comment("Last reduce step: the sum of this card's chunk.")
+	toFwd := k.kind == cclAllReduce && pl.GatherSteps > 0
+	if toFwd && last >= 2 {
+		b.NoCSemaphoreWaitMin(w.sem, kir.Ci(last-1))
+	}
+	kk := b.Let("chunk", k.chunkIndex(w.dev, kir.Ci(last), 2))
+	if k.batched {
+		w.lastBatched(wr, kk)
+	} else {
+		w.lastPerTile(kk, last, toFwd)
+	}
+	if toFwd {
+		w.signal()
+	}
+	if nx, ny, ok := k.notifyArgs(wr); ok {
+		k.emitNotify(b, nx, ny)
+	}
+}
+
+// toSlot writes the segments of the front sum tile to tile base+t of
+// forwarding slot slot on the sender, packed.
+func (w *cclKernel) toSlot(slot kir.Expr, base, t kir.Var) {
+	r := w.ring
+	r.EachSegment(func(sg multicore.Span, coff int) {
+		dst := kir.NoCAddr{X: w.sx, Y: w.sy, Addr: r.PackedAddr(slot, kir.Add(base, t), coff)}
+		w.b.NoCAsyncWrite(kir.Add(kir.GetReadPtr{CB: cbOut}, kir.Ci(sg.Off)), dst, kir.Ci(sg.Size))
+	})
+}
+
+// signal waits for the writes and counts this adder in the sender's
+// semaphore.
+func (w *cclKernel) signal() {
+	w.b.NoCAsyncWriteBarrier()
+	w.ring.Signal(w.b, w.sx, w.sy)
+}
+
+// intermediate emits the reduce steps before the last: each partial sum
+// to the sender's forwarding slot s % 2, reused once the sender freed it.
+func (w *cclKernel) intermediate() {
+	b := w.b
+	b.Comment("Intermediate reduce steps: the partial sum goes to the sender's forwarding slot s % 2.")
+	b.For("s", kir.C(0), kir.Ci(w.plan.ReduceSteps-1), func(s kir.Var) {
+		b.If(kir.Ge(s, kir.C(2)), func() { b.NoCSemaphoreWaitMin(w.sem, kir.Sub(s, kir.C(1))) })
+		slot := b.Let("slot", multicore.FwdSlot(w.fwd0, w.fwd1, s))
+		w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
+			w.lanes(b, w.lane, cnt, func(t kir.Var) {
+				b.CBWaitFront(cbOut, kir.C(1))
+				w.toSlot(slot, base, t)
+				b.NoCAsyncWriteBarrier()
+				b.CBPopFront(cbOut, kir.C(1))
+			})
+		})
+		w.signal()
+	})
+}
+
+// lastBatched emits the last step of batched adders: every sum tile of a
+// packet written under one barrier (and, with a push, its live rows
+// pushed into the tail's h CB).
+func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
+	b, m := w.b, w.ring.M()
+	var pa multicore.PushArgs
+	var pushBase kir.Var
+	if w.push != nil {
+		pa = multicore.DeclarePushArgs(wr, w.plan.adderTiles())
+		b.Comment("Wait for the tail's h CB address (its first core publishes it).")
+		pushBase = multicore.AwaitAddress(b, cclSemPushAddr)
+	}
+	b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
+	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
+		n := w.ring.LaneCount(b, cnt, w.lane)
+		b.If(kir.Gt(n, kir.C(0)), func() {
+			out0 := b.Let("sum_base", kir.GetReadPtr{CB: cbOut})
+			b.For("j", kir.C(0), n, func(j kir.Var) {
+				pg := kir.Expr(kir.Add(kir.Add(w.first, base), kir.Add(w.lane, kir.Mul(j, kir.Ci(m)))))
+				if w.kind == cclAllReduce {
+					pg = w.page(kk, pg)
+				}
+				b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
+				b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(w.tb))), w.dram(w.oa, pg), kir.Ci(w.tb))
+			})
+			if w.push != nil {
+				b.Comment("the live rows of every sum tile into its page of the owning tail core's h CB")
+				pa.Writes(b, n, out0, pushBase, w.tb, w.segs)
+			}
+			b.NoCAsyncWriteBarrier()
+			if w.push != nil {
+				pa.Counts(b, n, cclSemTail)
+			}
+			b.CBPopFront(cbOut, n)
+		})
+	})
+}
+
+// lastPerTile emits the last step one tile per barrier: each sum tile to
+// the output and, toFwd, to the forwarding slot of step last.
+func (w *cclKernel) lastPerTile(kk kir.Var, last int, toFwd bool) {
+	b := w.b
+	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
+		w.lanes(b, w.lane, cnt, func(t kir.Var) {
+			i := kir.Add(kir.Add(w.first, base), t)
+			pg := kir.Expr(i)
+			if w.kind == cclAllReduce {
+				pg = w.page(kk, i)
+			}
+			b.CBWaitFront(cbOut, kir.C(1))
+			b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, w.dram(w.oa, pg), kir.Ci(w.tb))
+			if toFwd {
+				w.toSlot(multicore.FwdSlot(w.fwd0, w.fwd1, kir.Ci(last)), base, t)
+			}
+			b.NoCAsyncWriteBarrier()
+			b.CBPopFront(cbOut, kir.C(1))
+		})
+	})
 }
 
 func cclRanges(cs []kir.Core) []ir.CoreRange {
@@ -339,17 +362,12 @@ func cclRanges(cs []kir.Core) []ir.CoreRange {
 
 // sumCompute is the adders' compute kernel: sum = local + received.
 func (k *cclKernels) sumCompute(cp *kir.Kernel, ccount, clane kir.ArgRef) {
-	pl := k.plan
-	m := pl.WorkersPerLink
-	lanes := func(b *kir.Builder, lane kir.Expr, cnt kir.Var, body func(t kir.Var)) {
-		b.ForStep("t", lane, cnt, kir.Ci(m), body)
-	}
 	b := cp.Builder()
 	b.HWStartup(cbIn0, cbIn1, cbOut)
 	b.BinaryInit(kir.EltAdd, cbIn0, cbIn1)
-	b.For("s", kir.C(0), kir.Ci(pl.ReduceSteps), func(kir.Var) {
-		k.packets(b, ccount, func(_, cnt kir.Var) {
-			lanes(b, clane, cnt, func(kir.Var) {
+	b.For("s", kir.C(0), kir.Ci(k.plan.ReduceSteps), func(kir.Var) {
+		k.ring.Packets(b, ccount, func(_, cnt kir.Var) {
+			k.lanes(b, clane, cnt, func(kir.Var) {
 				b.CBWaitFront(cbIn0, kir.C(1))
 				b.CBWaitFront(cbIn1, kir.C(1))
 				b.TileRegsAcquire()
@@ -376,7 +394,7 @@ func (k *cclKernels) residualCompute(cp *kir.Kernel, ccount, clane kir.ArgRef) {
 	c := blocks.NewCompute(k.p, cp)
 	c.Startup(cbIn0, cbIn1, cbIm0)
 	c.For("s", kir.C(0), kir.Ci(k.plan.ReduceSteps), func(kir.Var) {
-		k.packets(c.B, ccount, func(_, cnt kir.Var) {
+		k.ring.Packets(c.B, ccount, func(_, cnt kir.Var) {
 			c.ForStep("t", clane, cnt, kir.Ci(m), func(kir.Var) {
 				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbIn0, cbIn1, cbIm0, false, nil)
 				c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbIn2, cbIm0, cbOut, false, nil)

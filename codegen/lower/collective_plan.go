@@ -95,14 +95,6 @@ func wireSegments(s ir.Shape, dt ir.DType) []cclSegment {
 	return []cclSegment{{Off: 0, Size: 2 * face}, {Off: 2 * face, Size: (rows - 16) * row}, {Off: 3 * face, Size: (rows - 16) * row}}
 }
 
-func segmentBytes(segs []cclSegment) int {
-	n := 0
-	for _, s := range segs {
-		n += s.Size
-	}
-	return n
-}
-
 // RingPlan is how a collective uses the ring: every step moves one chunk
 // per device to the next device over Links parallel ethernet links; link l
 // carries tiles [l*LinkTiles, ...) of each chunk in packets of PacketTiles
@@ -126,6 +118,9 @@ type RingPlan struct {
 
 // Packets is the number of packets per link per step.
 func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
+
+// adderTiles is the most tiles of a link an adder handles.
+func (p RingPlan) adderTiles() int { return (p.LinkTiles + p.WorkersPerLink - 1) / p.WorkersPerLink }
 
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
 // of PacketTiles whole tiles (the packet read from DRAM, or received), then,

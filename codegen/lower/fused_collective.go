@@ -160,7 +160,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	if ring != nil {
-		if _, err := ring.build(p, ctx); err != nil {
+		if err := ring.build(p, ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -243,31 +243,8 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 		}
 		tl.split = PlanSplit(tiles/tl.wt, avail, per, 0, 0)
 	}
-	tl.cores, tl.ranges = coresFrom(t, used, tl.split.Cores)
+	tl.cores, tl.ranges = blocks.CoresFrom(t, used, tl.split.Cores)
 	return nil
-}
-
-// coresFrom returns worker cores start .. start+n-1 in row-major order and
-// ranges covering exactly them.
-func coresFrom(t *target.Target, start, n int) ([]kir.Core, []ir.CoreRange) {
-	cores := make([]kir.Core, n)
-	for i := range cores {
-		cores[i] = kir.Core{X: (start + i) % t.GridX, Y: (start + i) / t.GridX}
-	}
-	var rs []ir.CoreRange
-	for i := 0; i < n; {
-		c := cores[i]
-		if c.X == 0 && n-i >= t.GridX {
-			rows := (n - i) / t.GridX
-			rs = append(rs, ir.CoreRange{X0: 0, Y0: c.Y, X1: t.GridX - 1, Y1: c.Y + rows - 1})
-			i += rows * t.GridX
-			continue
-		}
-		end := min(n-i, t.GridX-c.X)
-		rs = append(rs, ir.CoreRange{X0: c.X, Y0: c.Y, X1: c.X + end - 1, Y1: c.Y})
-		i += end
-	}
-	return cores, rs
 }
 
 // tailCBs are the tail's CBs (-1 when unused).
@@ -324,10 +301,7 @@ func (tl *cclTail) build(p *kir.Program) error {
 	if tl.wait > 0 {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
-	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
-	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
-		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: tl.w != nil || tl.dt != ir.BF16}})
-	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	rd, cp, wr := tl.kernels(p, tl.w != nil || tl.dt != ir.BF16)
 	if err := tl.reader(rd, c); err != nil {
 		return err
 	}
@@ -343,6 +317,29 @@ func (tl *cclTail) build(p *kir.Program) error {
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 	}
 	return nil
+}
+
+// kernels adds the tail's reader, compute (fp32 DEST when fp32) and
+// writer kernels on its cores.
+func (tl *cclTail) kernels(p *kir.Program, fp32 bool) (rd, cp, wr *kir.Kernel) {
+	rd = p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp = p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: fp32}})
+	wr = p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	return rd, cp, wr
+}
+
+// addResidual emits one tile of h = residual + s (the FPU's exact sum of
+// the unpacked tiles), packed to the writer's CB hOut and to the norm's
+// resident row norm.x. Consumes a page of s and res, produces one of each.
+func (c tailCBs) addResidual(k *blocks.Compute) {
+	k.B.CBWaitFront(c.res, kir.C(1))
+	k.B.CBWaitFront(c.s, kir.C(1))
+	k.Acquire()
+	k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
+	k.B.CBPopFront(c.res, kir.C(1))
+	k.B.CBPopFront(c.s, kir.C(1))
+	k.PackOutTo(c.hOut, c.norm.x)
 }
 
 // ringFollowers declares the tail reader's common arguments naming the
@@ -384,8 +381,12 @@ func (tl *cclTail) ringWait(rd *kir.Kernel, fx, fy []kir.ArgRef) {
 	})
 }
 
-// ringArgs are tail core i's values for ringWait's runtime arguments.
+// ringArgs are tail core i's values for ringWait's runtime arguments,
+// or with a push the split reader's leader flag (1 on the first core).
 func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
+	if tl.pushed != nil {
+		return []kir.ArgValue{kir.U32(uint32(max(0, 1-i)))}
+	}
 	if tl.wait == 0 || len(tl.cores) == 1 {
 		return nil
 	}
@@ -472,23 +473,7 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 	k.For("r", kir.C(0), count, func(kir.Var) {
 		if tl.res != nil {
 			k.B.Comment("h = residual + s, to the writer and to the resident row")
-			k.For("j", kir.C(0), wt, func(kir.Var) {
-				k.B.CBWaitFront(c.res, kir.C(1))
-				k.B.CBWaitFront(c.s, kir.C(1))
-				k.Acquire()
-				k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
-				k.B.CBPopFront(c.res, kir.C(1))
-				k.B.CBPopFront(c.s, kir.C(1))
-				k.Commit()
-				k.B.CBReserveBack(c.hOut, kir.C(1))
-				k.B.CBReserveBack(n.x, kir.C(1))
-				k.Wait()
-				k.Pack(kir.C(0), c.hOut)
-				k.Pack(kir.C(0), n.x)
-				k.Release()
-				k.B.CBPushBack(c.hOut, kir.C(1))
-				k.B.CBPushBack(n.x, kir.C(1))
-			})
+			k.For("j", kir.C(0), wt, func(kir.Var) { c.addResidual(k) })
 		}
 		n.row(k, wt, tl.wt*ir.TileSize, tl.eps, tl.offset)
 	})
@@ -498,16 +483,10 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 // writer emits the tail writer: h tiles (when the tail computes h) and
 // normed tiles, row by row.
 func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
-	ab := accessBinder{ctx: tl.ctx}
-	var hAcc *blocks.Access
-	if c.hOut >= 0 {
-		hAcc = ab.bind(wr, "h_addr", tl.h)
+	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
+	if err != nil {
+		return err
 	}
-	nAcc := ab.bind(wr, "normed_addr", tl.normed)
-	if ab.err != nil {
-		return ab.err
-	}
-	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b := wr.Builder()
 	if tl.w == nil {
 		blocks.WritePages(b, hAcc, c.hOut, start, count)
@@ -522,4 +501,16 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
 		blocks.WritePages(b, nAcc, c.norm.out, first, wt)
 	})
 	return nil
+}
+
+// writerArgs declares the tail writer's args: the h buffer (when the tail
+// computes h; else nil), the normed buffer (nil without a norm), start
+// and count.
+func (tl *cclTail) writerArgs(wr *kir.Kernel, c tailCBs) (hAcc, nAcc *blocks.Access, start, count kir.ArgRef, err error) {
+	ab := accessBinder{ctx: tl.ctx}
+	if c.hOut >= 0 {
+		hAcc = ab.bind(wr, "h_addr", tl.h)
+	}
+	nAcc = ab.bind(wr, "normed_addr", tl.normed)
+	return hAcc, nAcc, wr.RuntimeArg("start"), wr.RuntimeArg("count"), ab.err
 }

@@ -15,8 +15,34 @@ import (
 // split-row norm of norm_split.go runs on the chunk. The tail cores' ring
 // semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2.
 func (tl *cclTail) buildSplit(p *kir.Program) error {
-	t, ns := tl.ctx.Target, tl.ns
-	cbs := blocks.NewCBPlan(p, t, tl.ranges)
+	ns := tl.ns
+	c, err := tl.splitCBs(p)
+	if err != nil {
+		return err
+	}
+	if tl.wait > 0 || tl.pushed != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
+	}
+	if tl.pushed != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
+	}
+	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
+	rd, cp, wr := tl.kernels(p, true)
+	if err := tl.splitReader(rd, c); err != nil {
+		return err
+	}
+	tl.splitCompute(p, cp, c)
+	if err := tl.splitWriter(wr, c); err != nil {
+		return err
+	}
+	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
+}
+
+// splitCBs adds the split tail's CBs: c.norm.x is the chunk of h, fed by
+// the reader (or, with a residual, by compute from c.s and c.res).
+func (tl *cclTail) splitCBs(p *kir.Program) (tailCBs, error) {
+	ns := tl.ns
+	cbs := blocks.NewCBPlan(p, tl.ctx.Target, tl.ranges)
 	c := tailCBs{s: -1, res: -1, hOut: -1}
 	var x int
 	if tl.res != nil {
@@ -33,23 +59,14 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	out := cbs.Output("normed", tl.dt, ns.outPages())
 	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
 	c.norm = ns.cb
-	if err := cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)); err != nil {
-		return err
-	}
-	if tl.wait > 0 || tl.pushed != nil {
-		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
-	}
-	if tl.pushed != nil {
-		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
-	}
-	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
-	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
-	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
-		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: true}})
-	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	return c, cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group))
+}
 
-	// Reader: the residual and weight chunks and the scaler, the ring wait,
-	// the reduced chunk (s, or h).
+// splitReader emits the split tail's reader: the residual and weight
+// chunks and the scaler, the ring wait, the reduced chunk (s, or h; with
+// a push the ring's adders write it and the reader only counts it).
+func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) error {
+	ns, x, scaler := tl.ns, c.norm.x, c.norm.scaler
 	ab := accessBinder{ctx: tl.ctx}
 	var sAcc *blocks.Access
 	if tl.pushed == nil {
@@ -63,17 +80,14 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 	var adders []multicore.Slot
 	if tl.pushed != nil {
 		var err error
-		if adders, err = multicore.DeclarePublish(t, rd, "adders", tl.pushed); err != nil {
+		if adders, err = multicore.DeclarePublish(tl.ctx.Target, rd, "adders", tl.pushed); err != nil {
 			return fmt.Errorf("%s: %w", tl.name, err)
 		}
 	}
 	start, col, count := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
-	var leader kir.ArgRef
-	if tl.pushed != nil {
-		leader = rd.RuntimeArg("leader")
-	}
 	b := rd.Builder()
 	if tl.pushed != nil {
+		leader := rd.RuntimeArg("leader")
 		multicore.Publish(b, leader, cclSemPushAddr, x, adders, "tell the ring's adders where this CB is: they push the reduced tiles into it")
 	}
 	// The residual's and the weight's live rows do not wait for the ring:
@@ -107,60 +121,44 @@ func (tl *cclTail) buildSplit(p *kir.Program) error {
 		b.NoCAsyncReadBarrier()
 	}
 	b.CBPushBack(sCB, count)
+	return nil
+}
 
-	// Compute: h = residual + s per tile (to the writer and the chunk),
-	// then the split-row norm.
+// splitCompute emits the split tail's compute: h = residual + s per tile
+// (to the writer and the chunk), then the split-row norm.
+func (tl *cclTail) splitCompute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
+	ns, n := tl.ns, c.norm
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
 	k := blocks.NewCompute(p, cp)
 	if tl.res != nil {
 		k.Startup(c.res, c.s, c.hOut)
 	} else {
-		k.Startup(x, scaler, out)
+		k.Startup(n.x, n.scaler, n.out)
 	}
 	ns.prepareWeights(k, ccount)
-	k.B.CBWaitFront(scaler, kir.C(1))
+	k.B.CBWaitFront(n.scaler, kir.C(1))
 	if tl.res != nil {
 		k.B.Comment("h = residual + s, to the writer and to the resident chunk")
-		k.For("j", kir.C(0), ccount, func(kir.Var) {
-			k.B.CBWaitFront(c.res, kir.C(1))
-			k.B.CBWaitFront(c.s, kir.C(1))
-			k.Acquire()
-			k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
-			k.B.CBPopFront(c.res, kir.C(1))
-			k.B.CBPopFront(c.s, kir.C(1))
-			k.PackOutTo(c.hOut, x)
-		})
+		k.For("j", kir.C(0), ccount, func(kir.Var) { c.addResidual(k) })
 	}
 	ns.compute(k, ccount, cleader)
-	k.B.CBPopFront(scaler, kir.C(1))
+	k.B.CBPopFront(n.scaler, kir.C(1))
+}
 
-	// Writer: the h chunk (first: compute produces all of it before its
-	// squares), the exchange, the normed chunk.
-	var hAcc *blocks.Access
-	if c.hOut >= 0 {
-		hAcc = ab.bind(wr, "h_addr", tl.h)
+// splitWriter emits the split tail's writer: the h chunk (first: compute
+// produces all of it before its squares), the exchange, the normed chunk.
+func (tl *cclTail) splitWriter(wr *kir.Kernel, c tailCBs) error {
+	ns := tl.ns
+	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
+	if err != nil {
+		return err
 	}
-	nAcc := ab.bind(wr, "normed_addr", tl.normed)
-	if ab.err != nil {
-		return ab.err
-	}
-	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
-	wb := wr.Builder()
+	b := wr.Builder()
 	if hAcc != nil {
-		ns.writeChunk(wb, hAcc, c.hOut, wstart, wcount)
+		ns.writeChunk(b, hAcc, c.hOut, start, count)
 	}
-	ns.ex.Emit(wb, ea)
-	ns.writeChunk(wb, nAcc, out, wstart, wcount)
-
-	rdExtra := tl.ringArgs
-	if tl.pushed != nil {
-		rdExtra = func(i int) []kir.ArgValue {
-			if i == 0 {
-				return []kir.ArgValue{kir.U32(1)}
-			}
-			return []kir.ArgValue{kir.U32(0)}
-		}
-	}
-	return ns.setArgs(tl.name, rd, cp, wr, rdExtra)
+	ns.ex.Emit(b, ea)
+	ns.writeChunk(b, nAcc, c.norm.out, start, count)
+	return nil
 }

@@ -442,27 +442,3 @@ func aliased(t *testing.T, ctx *Context) error {
 	_, err := Lower(op, &actx)
 	return err
 }
-
-func TestCoresFrom(t *testing.T) {
-	tgt := target.Blackhole() // 11 x 10 workers
-	for _, tc := range []struct {
-		start, n int
-		ranges   []ir.CoreRange
-	}{
-		{0, 3, []ir.CoreRange{{X0: 0, Y0: 0, X1: 2, Y1: 0}}},
-		{8, 5, []ir.CoreRange{{X0: 8, Y0: 0, X1: 10, Y1: 0}, {X0: 0, Y0: 1, X1: 1, Y1: 1}}},
-		{0, 25, []ir.CoreRange{{X0: 0, Y0: 0, X1: 10, Y1: 1}, {X0: 0, Y0: 2, X1: 2, Y1: 2}}},
-		{10, 13, []ir.CoreRange{{X0: 10, Y0: 0, X1: 10, Y1: 0}, {X0: 0, Y0: 1, X1: 10, Y1: 1}, {X0: 0, Y0: 2, X1: 0, Y1: 2}}},
-	} {
-		cores, rs := coresFrom(tgt, tc.start, tc.n)
-		if diff := cmp.Diff(tc.ranges, rs); diff != "" {
-			t.Errorf("coresFrom(%d, %d) ranges (-want +got):\n%s", tc.start, tc.n, diff)
-		}
-		if diff := cmp.Diff(cores, kir.CoresOf(rs)); diff != "" {
-			t.Errorf("coresFrom(%d, %d): the ranges do not cover exactly the cores (-cores +ranges):\n%s", tc.start, tc.n, diff)
-		}
-		if cores[0] != (kir.Core{X: tc.start % 11, Y: tc.start / 11}) {
-			t.Errorf("coresFrom(%d, %d) starts at %s", tc.start, tc.n, cores[0])
-		}
-	}
-}

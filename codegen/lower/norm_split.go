@@ -55,7 +55,7 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 		return nil
 	}
 	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, live: ir.TileSize}
-	ns.cores, ns.ranges = coresFrom(t, first, rows*ns.group)
+	ns.cores, ns.ranges = blocks.CoresFrom(t, first, rows*ns.group)
 	return ns
 }
 

@@ -22,20 +22,29 @@ func NewComputeKernel(p *kir.Program, cores []ir.CoreRange, cfg kir.ComputeConfi
 }
 
 // FirstCores returns the first n cores of t's worker grid in row-major
-// order and the core ranges covering exactly them (full rows as one
-// rectangle, the partial last row as another).
-func FirstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) {
+// order and the core ranges covering exactly them (CoresFrom(t, 0, n)).
+func FirstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) { return CoresFrom(t, 0, n) }
+
+// CoresFrom returns worker cores start .. start+n-1 in row-major order and
+// ranges covering exactly them: runs of full rows as one rectangle, the
+// rest of a row as another.
+func CoresFrom(t *target.Target, start, n int) ([]kir.Core, []ir.CoreRange) {
 	cores := make([]kir.Core, n)
 	for i := range cores {
-		cores[i] = kir.Core{X: i % t.GridX, Y: i / t.GridX}
+		cores[i] = kir.Core{X: (start + i) % t.GridX, Y: (start + i) / t.GridX}
 	}
 	var rs []ir.CoreRange
-	if full := n / t.GridX; full > 0 {
-		rs = append(rs, ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: full - 1})
-	}
-	if rem := n % t.GridX; rem > 0 {
-		y := n / t.GridX
-		rs = append(rs, ir.CoreRange{X0: 0, Y0: y, X1: rem - 1, Y1: y})
+	for i := 0; i < n; {
+		c := cores[i]
+		if c.X == 0 && n-i >= t.GridX {
+			rows := (n - i) / t.GridX
+			rs = append(rs, ir.CoreRange{X0: 0, Y0: c.Y, X1: t.GridX - 1, Y1: c.Y + rows - 1})
+			i += rows * t.GridX
+			continue
+		}
+		end := min(n-i, t.GridX-c.X)
+		rs = append(rs, ir.CoreRange{X0: c.X, Y0: c.Y, X1: c.X + end - 1, Y1: c.Y})
+		i += end
 	}
 	return cores, rs
 }

@@ -1,8 +1,8 @@
-// Package multicore holds the named protocols by which the cores of one
-// device program share work, each a few kernel-IR fragments with the
-// semaphores and CBs they use and the per-core argument values naming the
-// partner cores; package blocks holds what one core does, this package
-// what cores do together:
+// Package multicore holds the named protocols by which the cores of a
+// device program (or, Ring, of a mesh's cards) share work, each a few
+// kernel-IR fragments with the semaphores and CBs they use and the
+// per-core argument values naming the partner cores; package blocks holds
+// what one core does, this package what cores do together:
 //
 //   - Exchange: a group reduction with a broadcast back (the split-row
 //     norms, the GDN recurrence's output norm);
@@ -15,12 +15,15 @@
 //     leader, the exact merge of split-softmax partials (running max,
 //     running sum, partial output per core), what flash-decoding needs
 //     when a decode attention splits its KV positions over cores.
+//   - Ring: the packet pipeline between cards: per ethernet link a sender,
+//     the next card's receiver and worker cores that consume and produce
+//     its packets (the collectives).
 //
 // Each type's doc states its semaphore protocol, its NoC use and why it
-// cannot deadlock. All multicast to rectangles of cores: FollowerRects
-// covers a run of row-major cores without spanning a NoC column gap
-// (Blackhole's DRAM and PCIe columns), a Slot is a rectangle as kernel
-// arguments (corners in the kernel's NoC order, kir.McastCorners).
+// cannot deadlock. The others multicast to rectangles of cores:
+// FollowerRects covers a run of row-major cores without spanning a NoC
+// column gap (Blackhole's DRAM and PCIe columns), a Slot is a rectangle as
+// kernel arguments (corners in the kernel's NoC order, kir.McastCorners).
 //
 // The protocols rely on a CB having the same L1 address on every core of
 // its program (a core's own get_write_ptr names the partner's page), on

@@ -1,0 +1,288 @@
+package multicore
+
+import (
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Ring is the packet pipeline of a ring of cards (the collectives'): per
+// link l, a sender on ethernet core East[l] of card d streams packets into
+// the staging area of the receiver on ethernet core West[l] of card d+1
+// (mod N); M worker cores per link (Workers[l]) consume what the receiver
+// holds and may produce what the sender sends. Link l carries tiles
+// [l*LinkTiles, ...) of a chunk in packets of PacketTiles tiles
+// (Packets); worker j takes a packet's tiles j, j+M, ... (LaneCount).
+// Only a tile's wire segments Segs are live; a packet lies in L1 at tile
+// stride (TileAddr) or packed, Wire bytes per tile (PackedAddr).
+//
+// Protocol, per packet (semaphores start at 0 in every launch):
+//
+//   - sender: Send (eth_send_bytes from its L1 into the receiver's
+//     staging, then eth_wait_for_receiver_done, which returns once the
+//     receiver released the packet). A packet the workers produced (in
+//     its staging or forwarding slot Fwd0/Fwd1, FwdSlot) it sends only
+//     after its SemEth counts their Signals (eth_noc_semaphore_wait[_min]);
+//     after sending a slot it increments every worker's SemFwdFree
+//     (Peers.Inc), so a worker rewrites a slot only once it was sent;
+//   - receiver: eth_wait_for_bytes of the packet's wire bytes, then
+//     HandOff: noc_semaphore_inc of every worker's SemArrived, wait until
+//     its SemEth counts M (all have read the packet), eth_receiver_done
+//     (which frees the sender and the staging area);
+//   - worker: Await (SemArrived is 1; reset), NoC-read its tiles'
+//     segments from the receiver's staging, read barrier, Signal the
+//     receiver (noc_semaphore_inc of its SemEth). Feeding the sender, it
+//     NoC-writes segments into the sender's L1, write barrier (the data
+//     lands before the count), then Signals the sender. A receiver may
+//     Signal its card's sender too (a gathered chunk it stored, which the
+//     sender forwards in the next step).
+//
+// The workers reach the ethernet cores' L1 over the NoC; the ethernet
+// cores use the NoC for semaphore increments and their own DRAM traffic;
+// the link carries only Send's bytes, one packet in flight per link.
+//
+// Deadlock-free: a packet's waits form a chain without a cycle: the
+// receiver waits for the sender's bytes and then its workers' reads, a
+// worker for its receiver's hand-off, the sender for the receiver's
+// release, which follows once the packet is read. The sender's other
+// waits are for work that never waits for its packets: workers that feed
+// it wait only for packets of the previous card (or nothing) and for
+// slots it freed earlier, its card's receiver (in a gather) only for the
+// previous card's sender. Every worker Signals every packet, lanes
+// without a tile too, so the counts are exact.
+type Ring struct {
+	East, West []kir.Core   // link l: the sender East[l], the receiver West[l]
+	Workers    [][]kir.Core // link l's M workers (none: no workers)
+	// Tiles per chunk, per link (the last link may have fewer) and per
+	// packet; a tile's size and wire segments (16-byte multiples).
+	ChunkTiles, LinkTiles, PacketTiles, TileBytes int
+	Segs                                          []Span
+	// The ethernet cores' L1 addresses of the packet and the two
+	// forwarding slots.
+	Staging, Fwd0, Fwd1 int
+	// Semaphore ids: SemEth on the ethernet cores (the sender's ready
+	// count, the receiver's free count), SemArrived and SemFwdFree on the
+	// workers.
+	SemEth, SemArrived, SemFwdFree int
+}
+
+// NewRing returns the ring of t's first links ring links (t.Eth.RingEast,
+// RingWest) with workers split into groups of m per link (workers may be
+// empty); the caller sets the other fields.
+func NewRing(t *target.Target, links int, workers []kir.Core, m int) *Ring {
+	r := &Ring{}
+	for l := 0; l < links; l++ {
+		r.East, r.West = append(r.East, kir.EthCore(t.Eth.RingEast[l])), append(r.West, kir.EthCore(t.Eth.RingWest[l]))
+		if len(workers) > 0 {
+			r.Workers = append(r.Workers, workers[l*m:(l+1)*m])
+		}
+	}
+	return r
+}
+
+// M is the number of workers per link (0 without workers).
+func (r *Ring) M() int {
+	if len(r.Workers) == 0 {
+		return 0
+	}
+	return len(r.Workers[0])
+}
+
+// EthRanges are the ethernet cores, East[l] then West[l] per link.
+func (r *Ring) EthRanges() []ir.CoreRange {
+	var rs []ir.CoreRange
+	for l := range r.East {
+		rs = append(rs, r.East[l].Range(), r.West[l].Range())
+	}
+	return rs
+}
+
+// LinkRange is the first tile and tile count of link l within a chunk.
+func (r *Ring) LinkRange(l int) (first, count int) {
+	first = l * r.LinkTiles
+	return first, min(r.LinkTiles, r.ChunkTiles-first)
+}
+
+// LinkValues are link l's values of the runtime args first_tile,
+// num_tiles and, when lane >= 0, lane.
+func (r *Ring) LinkValues(l, lane int) []kir.ArgValue {
+	f, n := r.LinkRange(l)
+	vals := []kir.ArgValue{kir.U32(uint32(f)), kir.U32(uint32(n))}
+	if lane >= 0 {
+		vals = append(vals, kir.U32(uint32(lane)))
+	}
+	return vals
+}
+
+// XY are core c's NoC coordinates as argument values.
+func XY(c kir.Core) []kir.ArgValue { return []kir.ArgValue{kir.NoCX(c), kir.NoCY(c)} }
+
+// Packets emits the packet loop over a link's count tiles: body gets the
+// packet's first link-local tile and its tile count.
+func (r *Ring) Packets(b *kir.Builder, count kir.Expr, body func(base, cnt kir.Var)) {
+	pk := r.PacketTiles
+	np := b.Let("num_packets", kir.Div(kir.Add(count, kir.Ci(pk-1)), kir.Ci(pk)))
+	b.For("pk", kir.C(0), np, func(i kir.Var) {
+		base := b.Let("base", kir.Mul(i, kir.Ci(pk)))
+		cnt := b.LetT("cnt", kir.U32T, kir.Sub(count, base))
+		b.If(kir.Gt(cnt, kir.Ci(pk)), func() { b.Assign(cnt, kir.Ci(pk)) })
+		body(base, cnt)
+	})
+}
+
+// LaneCount emits and returns n, the number of a packet's cnt tiles that
+// fall to lane (tiles lane, lane+M, ... below cnt).
+func (r *Ring) LaneCount(b *kir.Builder, cnt, lane kir.Expr) kir.Var {
+	m := kir.Ci(r.M())
+	n := b.LetT("lane_tiles", kir.U32T, kir.C(0))
+	b.If(kir.Gt(cnt, lane), func() {
+		b.Assign(n, kir.Div(kir.Add(kir.Sub(cnt, lane), kir.Sub(m, kir.C(1))), m))
+	})
+	return n
+}
+
+// SpanBytes is the total size of spans.
+func SpanBytes(spans []Span) int {
+	n := 0
+	for _, s := range spans {
+		n += s.Size
+	}
+	return n
+}
+
+// Wire is the bytes of a tile's segments.
+func (r *Ring) Wire() int { return SpanBytes(r.Segs) }
+
+// TileAddr is the address of byte off of tile t of a packet at base at
+// tile stride; PackedAddr of byte coff of tile i's segments packed.
+func (r *Ring) TileAddr(base, t kir.Expr, off int) kir.Expr {
+	return kir.Add(kir.Add(base, kir.Mul(t, kir.Ci(r.TileBytes))), kir.Ci(off))
+}
+
+// PackedAddr: see TileAddr.
+func (r *Ring) PackedAddr(base, i kir.Expr, coff int) kir.Expr {
+	return kir.Add(kir.Add(base, kir.Mul(i, kir.Ci(r.Wire()))), kir.Ci(coff))
+}
+
+// EachSegment calls fn with every segment and its offset when packed.
+func (r *Ring) EachSegment(fn func(sg Span, coff int)) {
+	coff := 0
+	for _, sg := range r.Segs {
+		fn(sg, coff)
+		coff += sg.Size
+	}
+}
+
+// FwdSlot is forwarding slot s % 2, from the addresses fwd0 and fwd1.
+func FwdSlot(fwd0, fwd1, s kir.Expr) kir.Expr {
+	return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0)))
+}
+
+// wholeTiles reports whether Send moves tile-stride packets as whole
+// tiles (one command): when a tile has several segments, or its one
+// segment is the whole tile.
+func (r *Ring) wholeTiles() bool { return len(r.Segs) > 1 || r.Wire() == r.TileBytes }
+
+// WireTile is the bytes per tile a Send with these layouts puts on the
+// link, which the receiver waits for.
+func (r *Ring) WireTile(packedSrc, packedDst bool) int {
+	if !packedSrc && !packedDst && r.wholeTiles() {
+		return r.TileBytes
+	}
+	return r.Wire()
+}
+
+// Send emits the sender's eth_send_bytes of cnt tiles from src into the
+// peer's staging area, then eth_wait_for_receiver_done. The source holds
+// the tiles at tile stride or, packedSrc, packed; the peer receives them
+// at tile stride, or packed when packedDst (only with packedSrc).
+//
+// Every transmit command costs the ERISC a TX-queue poll and the link a
+// per-command overhead worth ~1.2 KB of wire time (sim/timing's
+// eth_command), so a packet travels in as few commands as the layouts
+// allow: packed to packed, or tile stride to tile stride when a tile has
+// several segments (the padding rows between them travel too; the
+// receiver stores only the segments), is one command; only packed to
+// tile stride (the reduce steps' forwarded partial sums, which the
+// adders read at tile stride) sends segment by segment.
+func (r *Ring) Send(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt kir.Expr, staging kir.ArgRef) {
+	switch {
+	case packedSrc && packedDst:
+		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(r.Wire())))
+	case !packedSrc && r.wholeTiles():
+		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(r.TileBytes)))
+	default:
+		b.For("t", kir.C(0), cnt, func(t kir.Var) {
+			r.EachSegment(func(sg Span, coff int) {
+				from := r.TileAddr(src, t, sg.Off)
+				if packedSrc {
+					from = r.PackedAddr(src, t, coff)
+				}
+				b.EthSendBytes(from, r.TileAddr(staging, t, sg.Off), kir.Ci(sg.Size))
+			})
+		})
+	}
+	b.EthWaitForReceiverDone()
+}
+
+// Peers are an ethernet kernel's runtime args naming its link's M
+// workers: per worker its NoC x and y (values from PeerValues).
+type Peers struct{ X, Y []kir.ArgRef }
+
+// DeclarePeers declares the peer args of kernel k, prefix<j>_x and
+// prefix<j>_y for j < M.
+func (r *Ring) DeclarePeers(k *kir.Kernel, prefix string) Peers {
+	var p Peers
+	for j := 0; j < r.M(); j++ {
+		s := prefix + strconv.Itoa(j)
+		p.X, p.Y = append(p.X, k.RuntimeArg(s+"_x")), append(p.Y, k.RuntimeArg(s+"_y"))
+	}
+	return p
+}
+
+// PeerValues are link l's values of DeclarePeers' args.
+func (r *Ring) PeerValues(l int) []kir.ArgValue {
+	var vals []kir.ArgValue
+	for _, w := range r.Workers[l] {
+		vals = append(vals, XY(w)...)
+	}
+	return vals
+}
+
+// Inc emits a noc_semaphore_inc of semaphore sem on every peer.
+func (p Peers) Inc(b *kir.Builder, sem int) {
+	for j := range p.X {
+		b.NoCSemaphoreInc(kir.NoCAddr{X: p.X[j], Y: p.Y[j], Addr: kir.GetSemaphore{ID: kir.Ci(sem)}}, kir.C(1))
+	}
+}
+
+// HandOff emits the receiver's hand-off of a packet that has arrived:
+// every worker's SemArrived incremented, a wait until free (the SemEth
+// address) counts M (reset to 0 for the next packet when reset), then
+// eth_receiver_done.
+func (r *Ring) HandOff(b *kir.Builder, free kir.Var, workers Peers, reset bool) {
+	workers.Inc(b, r.SemArrived)
+	b.EthNoCSemaphoreWait(free, kir.Ci(r.M()))
+	if reset {
+		b.NoCSemaphoreSet(free, kir.C(0))
+	}
+	b.EthReceiverDone()
+}
+
+// Await emits a worker's wait for the hand-off (arrived: the SemArrived
+// address), reset to 0 for the next packet when reset.
+func Await(b *kir.Builder, arrived kir.Var, reset bool) {
+	b.NoCSemaphoreWait(arrived, kir.C(1))
+	if reset {
+		b.NoCSemaphoreSet(arrived, kir.C(0))
+	}
+}
+
+// Signal emits a worker's increment of SemEth on the ethernet core at x,
+// y: its receiver's count of workers done with a packet, or its sender's
+// of workers done feeding it (after the worker's write barrier).
+func (r *Ring) Signal(b *kir.Builder, x, y kir.Expr) {
+	b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetEthSemaphore{ID: kir.Ci(r.SemEth)}}, kir.C(1))
+}
