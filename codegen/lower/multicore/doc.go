@@ -14,7 +14,7 @@
 //   - SplitCombine: Exchange's gather alone (GatherOnly) and, on the
 //     leader, the exact merge of split-softmax partials (running max,
 //     running sum, partial output per core), what flash-decoding needs
-//     when a decode attention splits its KV positions over cores.
+//     when a decode attention splits its KV positions over cores;
 //   - Ring: the packet pipeline between cards: per ethernet link a sender,
 //     the next card's receiver and worker cores that consume and produce
 //     its packets (the collectives).
