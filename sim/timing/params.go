@@ -172,7 +172,7 @@ const (
 // Table lists every parameter with its unit and source, in a fixed order.
 func (p *Params) Table() []Param {
 	f := func(name string, v float64, unit string, fitted bool, src string) Param {
-		return Param{Name: name, Value: fmt.Sprintf("%g", v), Unit: unit, Fitted: fitted, Source: src, Num: v}
+		return Param{Name: name, Value: fmt.Sprintf("%.6g", v), Unit: unit, Fitted: fitted, Source: src, Num: v}
 	}
 	list := func(name string, v []float64, src string) Param {
 		return Param{Name: name, Value: fmt.Sprint(v), Unit: "cycles", Source: src}
