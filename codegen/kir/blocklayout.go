@@ -11,10 +11,13 @@ import "fmt"
 // columns, the last group of a run (and of the weight) narrower. A block
 // of a group w columns wide holds R(w) = KB*Full/w consecutive K rows of
 // it, k-major (w tiles a row), Full = min(Dest, Period): block q of the
-// group holds rows [q R, min((q+1) R, Kt)). Blocks are numbered group by
-// group. Block j sits in bank j % banks at offset (j / banks) * KB*Full *
-// stride from the buffer's address (stride: the aligned tile size), its
-// tiles back to back.
+// group holds rows [q R, min((q+1) R, Kt)). Within a run its groups'
+// blocks are numbered in order (q = 0, 1, ...); across runs the blocks are
+// numbered q-major, j = q*Runs + run, so that cores streaming their runs in
+// step read consecutive blocks, which sit in different banks (the last,
+// shorter run leaves numbers unused). Block j sits in bank j % banks at
+// offset (j / banks) * KB*Full * stride from the buffer's address (stride:
+// the aligned tile size), its tiles back to back.
 type BlockLayout struct {
 	Kt, Nt       int // the weight in tiles
 	Period, Dest int // columns per reading core; per sub-block
@@ -38,6 +41,9 @@ func (l *BlockLayout) BlockTiles() int { return l.KB * l.Full() }
 // Rows is R(w): the K rows of a block of a group w columns wide.
 func (l *BlockLayout) Rows(w int) int { return l.KB * l.Full() / w }
 
+// Runs is the number of runs of Period columns.
+func (l *BlockLayout) Runs() int { return (l.Nt + l.Period - 1) / l.Period }
+
 // groupBlocks is Q(w), the blocks of a group w columns wide.
 func (l *BlockLayout) groupBlocks(w int) int { return (l.Kt + l.Rows(w) - 1) / l.Rows(w) }
 
@@ -47,33 +53,31 @@ func (l *BlockLayout) runBlocks() int {
 	return (groups-1)*l.groupBlocks(l.Full()) + l.groupBlocks(l.Period-(groups-1)*l.Dest)
 }
 
-// group is column n's group: its first column, width and first block.
-func (l *BlockLayout) group(n int) (first, w, block int) {
-	p, s := n/l.Period, n%l.Period/l.Dest
-	first = p*l.Period + s*l.Dest
+// group is column n's group: its first column, its width, its run and the
+// number within the run of its first block.
+func (l *BlockLayout) group(n int) (first, w, run, q int) {
+	run, s := n/l.Period, n%l.Period/l.Dest
+	first = run*l.Period + s*l.Dest
 	w = min(l.Dest, l.Period-s*l.Dest, l.Nt-first)
-	return first, w, p*l.runBlocks() + s*l.groupBlocks(l.Full())
+	return first, w, run, s * l.groupBlocks(l.Full())
 }
 
-// Blocks is the number of blocks.
-func (l *BlockLayout) Blocks() int {
-	_, w, b := l.group(l.Nt - 1)
-	return b + l.groupBlocks(w)
-}
+// Blocks is the number of block numbers (some of the last run's unused).
+func (l *BlockLayout) Blocks() int { return l.runBlocks() * l.Runs() }
 
 // Slot is where tile page p lives: its block and its index in the block.
 func (l *BlockLayout) Slot(p int) (block, index int) {
 	k, n := p/l.Nt, p%l.Nt
-	first, w, b := l.group(n)
+	first, w, run, q := l.group(n)
 	r := l.Rows(w)
-	return b + k/r, (k%r)*w + n - first
+	return (q+k/r)*l.Runs() + run, (k%r)*w + n - first
 }
 
-// GroupBlockExpr is, in kernel expressions, the first block of the group
-// starting at column col (a group's first column).
-func (l *BlockLayout) GroupBlockExpr(col Expr) Expr {
-	p, s := Div(col, Ci(l.Period)), Div(Mod(col, Ci(l.Period)), Ci(l.Dest))
-	return Add(Mul(p, Ci(l.runBlocks())), Mul(s, Ci(l.groupBlocks(l.Full()))))
+// BlockExpr is, in kernel expressions, block q of the group starting at
+// column col (a group's first column) counting from the group's first.
+func (l *BlockLayout) BlockExpr(col, q Expr) Expr {
+	run, s := Div(col, Ci(l.Period)), Div(Mod(col, Ci(l.Period)), Ci(l.Dest))
+	return Add(Mul(Add(Mul(s, Ci(l.groupBlocks(l.Full()))), q), Ci(l.Runs())), run)
 }
 
 // SlotExpr is Slot in kernel expressions: the block and index of tile
@@ -86,7 +90,7 @@ func (l *BlockLayout) SlotExpr(p Expr) (block, index Expr) {
 	minE := func(a, b Expr) Expr { return Add(b, Mul(Lt(a, b), Sub(a, b))) }
 	w := minE(minE(Ci(l.Dest), Sub(Ci(l.Period), Mul(s, Ci(l.Dest)))), Sub(Ci(l.Nt), first))
 	r := Div(Ci(l.KB*l.Full()), w)
-	return Add(l.GroupBlockExpr(n), Div(k, r)), Add(Mul(Mod(k, r), w), Sub(n, first))
+	return l.BlockExpr(n, Div(k, r)), Add(Mul(Mod(k, r), w), Sub(n, first))
 }
 
 // DRAMPage is where page i of buffer b lives in DRAM when its pages are

@@ -11,6 +11,7 @@ import (
 func TestBlockLayout(t *testing.T) {
 	for _, l := range []BlockLayout{
 		{Kt: 160, Nt: 160, Period: 3, Dest: 4, KB: 7},  // one group a core
+		{Kt: 160, Nt: 272, Period: 3, Dest: 4, KB: 14}, // the 27B MLP's gate at 1x2
 		{Kt: 160, Nt: 258, Period: 8, Dest: 4, KB: 7},  // two groups a core, a last one of 2 columns
 		{Kt: 272, Nt: 159, Period: 7, Dest: 4, KB: 14}, // groups of 4 and 3 columns (R = 18)
 		{Kt: 5, Nt: 1, Period: 2, Dest: 4, KB: 2},
@@ -35,7 +36,7 @@ func TestBlockLayout(t *testing.T) {
 				fill[blk]++
 				// the next tile of the row in the same group follows it
 				k, n := p/l.Nt, p%l.Nt
-				if first, w, _ := l.group(n); n+1 < first+w {
+				if first, w, _, _ := l.group(n); n+1 < first+w {
 					if b2, a2 := l.Slot(k*l.Nt + n + 1); b2 != blk || a2 != at+1 {
 						t.Fatalf("tile (%d,%d) at %d/%d, its right neighbour at %d/%d", k, n, blk, at, b2, a2)
 					}
@@ -46,10 +47,27 @@ func TestBlockLayout(t *testing.T) {
 					t.Fatalf("page %d: SlotExpr %d/%d, Slot %d/%d", p, gb, ga, blk, at)
 				}
 			}
-			for blk, n := range fill {
-				if n == 0 {
-					t.Errorf("block %d is empty", blk)
+			// cores streaming their runs in step: the first blocks of eight
+			// runs' first groups are in eight different banks
+			if l.Runs() >= 8 {
+				banks := map[int]bool{}
+				for run := 0; run < 8; run++ {
+					blk, _ := l.Slot(run * l.Period)
+					banks[blk%8] = true
 				}
+				if len(banks) != 8 {
+					t.Errorf("the first blocks of runs 0..7 fall in %d banks, want 8", len(banks))
+				}
+			}
+			empty := 0
+			for _, n := range fill {
+				if n == 0 {
+					empty++
+				}
+			}
+			// only the last, shorter run leaves block numbers unused
+			if max := l.runBlocks(); empty >= max {
+				t.Errorf("%d of %d block numbers unused, want fewer than a run's %d", empty, l.Blocks(), max)
 			}
 		})
 	}

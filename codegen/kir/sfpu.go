@@ -25,6 +25,7 @@ const (
 	SFPUAddScalar = sfpu.AddScalar
 	SFPUMulScalar = sfpu.MulScalar
 	SFPUAddBinary = sfpu.AddBinary
+	SFPUMulBinary = sfpu.MulBinary
 )
 
 // SFPUTable is ir/sfpu's Table, indexed by SFPUOp.

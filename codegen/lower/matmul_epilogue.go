@@ -30,6 +30,9 @@ type mmEpilogue interface {
 	// slot's products are packed: it consumes the sb pages of each dst
 	// other than out and of each in[i] and pushes sb result tiles to out.
 	compute(c *blocks.Compute, sb kir.Var, in []int, out int)
+	// fpuMul reports whether compute multiplies on the FPU for a result of
+	// dtype odt (its products then depend on the kernel's math fidelity).
+	fpuMul(odt ir.DType) bool
 }
 
 // mmInput is an epilogue input; its CB and the reader's address argument
@@ -45,6 +48,8 @@ type mmInput struct {
 // epilogue may embed it for its defaults: no inputs, no cost, no scratch.
 type epiPlain struct{}
 
+func (epiPlain) fpuMul(ir.DType) bool { return false }
+
 func (epiPlain) inputs() []mmInput                            { return nil }
 func (epiPlain) tileOps() int                                 { return 0 }
 func (epiPlain) scratch(*blocks.CBPlan, ir.DType, int)        {}
@@ -59,9 +64,10 @@ type epiAdd struct {
 	product  int // scratch CB
 }
 
-func (e *epiAdd) inputs() []mmInput { return []mmInput{{"residual", e.residual}} }
-func (e *epiAdd) tileOps() int      { return 1 }
-func (e *epiAdd) dst(int, int) int  { return e.product }
+func (e *epiAdd) inputs() []mmInput    { return []mmInput{{"residual", e.residual}} }
+func (e *epiAdd) tileOps() int         { return 1 }
+func (e *epiAdd) fpuMul(ir.DType) bool { return false } // an FPU add: no fidelity passes
+func (e *epiAdd) dst(int, int) int     { return e.product }
 
 func (e *epiAdd) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
 	e.product = cbs.Scratch("product", odt, dest)
@@ -78,14 +84,19 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // gate and up tiles of the same output columns are accumulated on the same
 // core, one after the other, and packed to two CBs of the result dtype
 // (r(a @ w_gate), r(a @ w_up)); per tile the SFPU applies silu to the gate
-// tile, packed (r(silu)), and the FPU multiplies it by the up tile (the
-// fp32 product of the two stored values; exact for bf16 at HiFi4), packed
-// (r).
+// tile, packed (r(silu)), and multiplies it by the up tile, packed (r):
+// for a bf16 result both are copied to DEST and multiplied on the SFPU
+// (mul_binary_tile: the fp32 product of two bf16 values is exact, as the
+// FPU's at HiFi4, and leaves the kernel's fidelity to the matmul alone),
+// otherwise on the FPU.
 type epiSwiGLU struct {
 	epiPlain
 	slots [2]int // scratch CBs: gate, up
 	silu  int
+	fpu   bool // the multiply runs on the FPU
 }
+
+func (e *epiSwiGLU) fpuMul(odt ir.DType) bool { return odt != ir.BF16 }
 
 func (e *epiSwiGLU) tileOps() int        { return 2 }
 func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
@@ -93,12 +104,25 @@ func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
 func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
 	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
 	e.silu = cbs.Scratch("silu_gate", odt, 1)
+	e.fpu = e.fpuMul(odt)
 }
 
 func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
 	c.B.Comment("epilogue: silu(gate), rounded, times up")
 	c.For("j", kir.C(0), sb, func(kir.Var) {
 		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
-		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
+		if e.fpu {
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
+			return
+		}
+		c.B.CBWaitFront(e.silu, kir.C(1))
+		c.B.CBWaitFront(e.slots[1], kir.C(1))
+		c.Acquire()
+		c.Copy(e.silu, kir.C(0), kir.C(0))
+		c.Copy(e.slots[1], kir.C(0), kir.C(1))
+		c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+		c.B.CBPopFront(e.silu, kir.C(1))
+		c.B.CBPopFront(e.slots[1], kir.C(1))
+		c.PackOut(out, 1)
 	})
 }

@@ -20,9 +20,10 @@ type epiSiLUMul struct {
 	product, silu int // scratch CBs
 }
 
-func (e *epiSiLUMul) inputs() []mmInput { return []mmInput{{"multiplier", e.m}} }
-func (e *epiSiLUMul) tileOps() int      { return 2 }
-func (e *epiSiLUMul) dst(int, int) int  { return e.product }
+func (e *epiSiLUMul) inputs() []mmInput    { return []mmInput{{"multiplier", e.m}} }
+func (e *epiSiLUMul) tileOps() int         { return 2 }
+func (e *epiSiLUMul) fpuMul(ir.DType) bool { return true } // its multiply is on the FPU
+func (e *epiSiLUMul) dst(int, int) int     { return e.product }
 
 func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
 	e.product = cbs.Scratch("product", odt, dest)

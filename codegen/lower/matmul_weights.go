@@ -46,7 +46,7 @@ func WeightBlocks(t *target.Target, w *ir.Value, uses []*ir.Op, fid ir.MathFidel
 	}
 	f.rows = 1
 	dest := t.DestTiles(false, true)
-	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.plan(t.NumWorkers(), fid).PerCore, Dest: dest, KB: f.kBlock(dest)}
+	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.plan(t.NumWorkers(), f.fidelity(fid)).PerCore, Dest: dest, KB: f.kBlock(dest)}
 }
 
 // blocksMatch reports whether every weight of m is placed in blocks
@@ -86,12 +86,11 @@ func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access,
 	kr := kbRows(b, sb, m.kb, min(m.dest, m.plan.PerCore))
 	blockBytes := l.BlockTiles() * t.DRAMPageSize(tb)
 	packet := t.MaxNoCPacket / tb * tb // whole tiles per request
-	first := b.Let("group_block", l.GroupBlockExpr(col))
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
 		b.CBReserveBack(cb, kir.Ci(m.kb*m.dest))
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		j := b.Let("block", kir.Add(first, kir.Div(k0, kr)))
+		j := b.Let("block", l.BlockExpr(col, kir.Div(k0, kr)))
 		at := b.Let("block_addr", kir.Add(acc.Base(), kir.Mul(kir.Div(j, kir.Ci(t.DRAMBanks)), kir.Ci(blockBytes))))
 		bytes := b.Let("bytes", kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)))
 		b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
@@ -124,4 +123,32 @@ func (m *mmProgram) weightDepth() int {
 		}
 	}
 	return min(8, max(2, weightCBBytes/per))
+}
+
+// fidelity is the math fidelity f's compute kernel runs at for the
+// requested one: it drops only fidelity passes all of whose products are
+// zero, so the results are the requested fidelity's bit for bit. Weights
+// are SrcA operands (numerics.FidelityMul): a bfp4_b weight has at most 4
+// significant bits, all in A_hi, so A_lo is 0 and the passes with A_lo
+// add exactly zero: HiFi4 = HiFi3 + A_lo*B_lo, HiFi2 = LoFi + A_lo*B_hi.
+// Only when every weight is bfp4_b and no other FPU multiply runs at the
+// kernel's fidelity (the RMSNorm prologue, an FPU epilogue multiply).
+func (f *fusedMatmul) fidelity(req ir.MathFidelity) ir.MathFidelity {
+	if f.norm != nil || f.epi.fpuMul(f.parts[0].out.Type.DType) {
+		return req
+	}
+	for _, pt := range f.parts {
+		for _, w := range pt.weights {
+			if w.Type.DType != ir.BFP4B {
+				return req
+			}
+		}
+	}
+	switch req {
+	case ir.HiFi4:
+		return ir.HiFi3
+	case ir.HiFi2:
+		return ir.LoFi
+	}
+	return req
 }

@@ -68,6 +68,7 @@ func TestEval(t *testing.T) {
 		{AddScalar, 1, 2, 3, ""},
 		{MulScalar, 3, 2, 6, ""},
 		{AddBinary, 1, 2, 3, "p is DEST[src]"},
+		{MulBinary, 3, 2, 6, "p is DEST[src]"},
 	} {
 		t.Run(c.op.String(), func(t *testing.T) {
 			if got := c.op.Spec().Eval(c.x, c.p); got != c.want {
@@ -109,6 +110,7 @@ func TestOpProperties(t *testing.T) {
 		{AddScalar, AddScalar, true, false, "add_scalar"},
 		{MulScalar, AddScalar, true, false, "mul_scalar"},
 		{AddBinary, AddBinary, false, true, "add_binary"},
+		{MulBinary, MulBinary, false, true, "mul_binary"},
 		{Op(200), Op(200), false, false, "sfpu?"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -168,6 +170,7 @@ func TestCycles(t *testing.T) {
 		{AddScalar, 2, 5, 3 + 4*(2+2+8*5)},
 		{MulScalar, 2, 5, 3 + 4*(2+2+8*5)},
 		{AddBinary, 0, 6, 3 + 4*(2+8*6)},
+		{MulBinary, 0, 6, 3 + 4*(2+8*6)},
 	}
 	if len(cases) != len(Table) {
 		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))

@@ -23,6 +23,7 @@ const (
 	AddScalar
 	MulScalar
 	AddBinary
+	MulBinary
 )
 
 const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
@@ -138,4 +139,10 @@ var Table = [...]Spec{
 		CyclesSource: "sfpu/ckernel_sfpu_binary.h:100-115 (_calculate_sfpu_binary_, ADD; faces as ../../llk_lib/llk_math_eltwise_binary_sfpu_params.h:11-64): " +
 			"per iteration two SFPLOADs, SFPADD, its NOP, SFPSTORE, INCRWC = 6",
 		Eval: func(x, y float32) float32 { return x + y }},
+	{Op: MulBinary, Name: "mul_binary", Call: "mul_binary_tile", Init: "mul_binary_tile_init", Header: "compute_kernel_api/eltwise_binary_sfpu.h",
+		Decl:   "// eltwise_binary_sfpu.h:42,65: DEST[odst] = DEST[idst0] * DEST[idst1] (an fp32 product in an fp32 DEST)\nvoid mul_binary_tile_init();\nvoid mul_binary_tile(uint32_t idst0, uint32_t idst1, uint32_t odst);",
+		Binary: true, Cycles: tileCycles(0, ldst+1+2),
+		CyclesSource: "llk_sfpu/ckernel_sfpu_binary.h:45-67 (calculate_sfpu_binary_mul with an fp32 DEST: no software rounding; faces as ../../llk_lib/llk_math_eltwise_binary_sfpu_params.h:11-64): " +
+			"per iteration two SFPLOADs, SFPMUL, its NOP, SFPSTORE, INCRWC = 6",
+		Eval: func(x, y float32) float32 { return x * y }},
 }

@@ -281,6 +281,8 @@ void kernel_main() {
     mul_unary_tile(0, 0x40490fdbu);  // scalar 3.1415927
     add_binary_tile_init();
     add_binary_tile(0, 1, 0);
+    mul_binary_tile_init();
+    mul_binary_tile(0, 1, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();

@@ -24,7 +24,6 @@ void kernel_main() {
         }
         uint32_t col = start0 + nb;
         uint32_t kb_rows = 3u / sb;
-        uint32_t group_block = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
@@ -32,7 +31,7 @@ void kernel_main() {
             }
             cb_reserve_back(1, 12);
             uint32_t l1 = get_write_ptr(1);
-            uint32_t block = group_block + k0 / kb_rows;
+            uint32_t block = (col % 1u / 4u * 1u + k0 / kb_rows) * 2u + col / 1u;
             uint32_t block_addr = w0_0_addr + block / 8u * 3264u;
             uint32_t bytes = kc * sb * 1088u;
             for (uint32_t off = 0; off < bytes; off += 16320) {

@@ -24,7 +24,6 @@ void kernel_main() {
         }
         uint32_t col = start0 + nb;
         uint32_t kb_rows = 2u / sb;
-        uint32_t group_block = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
@@ -32,7 +31,7 @@ void kernel_main() {
             }
             cb_reserve_back(1, 8);
             uint32_t l1 = get_write_ptr(1);
-            uint32_t block = group_block + k0 / kb_rows;
+            uint32_t block = (col % 1u / 4u * 1u + k0 / kb_rows) * 3u + col / 1u;
             uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
             uint32_t bytes = kc * sb * 1088u;
             for (uint32_t off = 0; off < bytes; off += 16320) {
@@ -46,7 +45,6 @@ void kernel_main() {
             cb_push_back(1, 8);
         }
         uint32_t kb_rows_2 = 2u / sb;
-        uint32_t group_block_2 = col / 1u * 1u + col % 1u / 4u * 1u;
         for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
             uint32_t kc_2 = kt - k0_2;
             if (kc_2 > kb_rows_2) {
@@ -54,7 +52,7 @@ void kernel_main() {
             }
             cb_reserve_back(2, 8);
             uint32_t l1_2 = get_write_ptr(2);
-            uint32_t block_2 = group_block_2 + k0_2 / kb_rows_2;
+            uint32_t block_2 = (col % 1u / 4u * 1u + k0_2 / kb_rows_2) * 3u + col / 1u;
             uint32_t block_addr_2 = w0_1_addr + block_2 / 8u * 2176u;
             uint32_t bytes_2 = kc_2 * sb * 1088u;
             for (uint32_t off_2 = 0; off_2 < bytes_2; off_2 += 16320) {

@@ -19,7 +19,7 @@
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
-#include "compute_kernel_api/eltwise_binary.h"
+#include "compute_kernel_api/eltwise_binary_sfpu.h"
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
@@ -32,8 +32,8 @@ void kernel_main() {
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
     reconfig_data_format(24, 0);
-    mul_tiles_init(26, 25);
-    silu_tile_init();
+    copy_tile_to_dst_init_short(25);
+    mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
@@ -88,12 +88,13 @@ void kernel_main() {
         tile_regs_release();
         // epilogue: silu(gate), rounded, times up
         reconfig_data_format(24, 0);
-        mul_tiles_init(26, 25);
+        copy_tile_to_dst_init_short(25);
         for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
             cb_wait_front(24, 1);
             tile_regs_acquire();
             copy_tile_to_dst_init_short(24);
             copy_tile(24, 0, 0);
+            silu_tile_init();
             silu_tile(0);
             cb_pop_front(24, 1);
             tile_regs_commit();
@@ -105,8 +106,12 @@ void kernel_main() {
             cb_wait_front(26, 1);
             cb_wait_front(25, 1);
             tile_regs_acquire();
-            mul_tiles_init(26, 25);
-            mul_tiles(26, 25, 0, 0, 0);
+            copy_tile_to_dst_init_short(26);
+            copy_tile(26, 0, 0);
+            copy_tile_to_dst_init_short(25);
+            copy_tile(25, 0, 1);
+            mul_binary_tile_init();
+            mul_binary_tile(0, 1, 0);
             cb_pop_front(26, 1);
             cb_pop_front(25, 1);
             tile_regs_commit();
