@@ -173,14 +173,7 @@ func (s *fcSources) check(t *testing.T) {
 func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSources) *kir.Program {
 	t.Helper()
 	args := fcArgs(op, seed)
-	targs := make([]ref.Tensor, len(args))
-	for i, v := range op.Operands {
-		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-	}
-	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := refEval(t, op, args)
 	ctx := NewContext(tgt)
 	p, err := Lower(op, ctx)
 	if err != nil {
@@ -191,6 +184,20 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), want[i].Data, got[i], info)
 	}
 	return p
+}
+
+// refEval is op's results on args by the reference at the device formats.
+func refEval(t *testing.T, op *ir.Op, args [][]float32) []ref.Tensor {
+	t.Helper()
+	targs := make([]ref.Tensor, len(args))
+	for i, v := range op.Operands {
+		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
+	}
+	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
 
 // fcExec validates p, op's program lowered with ctx, adds its kernels to

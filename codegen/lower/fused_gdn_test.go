@@ -204,12 +204,9 @@ func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDi
 	return got, stats
 }
 
-// gdnCheck runs op on the simulator and compares every result with
-// ref.EvalOp at the device formats: bit for bit where exact[i], else PCC
-// >= 0.999 (max relative error logged).
-func gdnCheck(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, exact []bool, srcDir string, sources map[string]cpp.Source) {
+// gdnRef is op's results on args by the reference at the device formats.
+func gdnRef(t *testing.T, op *ir.Op, args [][]float32) []ref.Tensor {
 	t.Helper()
-	args := gdnArgs(op, seed)
 	targs := make([]ref.Tensor, len(args))
 	for i, v := range op.Operands {
 		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
@@ -218,6 +215,16 @@ func gdnCheck(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, exact []
 	if err != nil {
 		t.Fatal(err)
 	}
+	return want
+}
+
+// gdnCheck runs op on the simulator and compares every result with
+// ref.EvalOp at the device formats: bit for bit where exact[i], else PCC
+// >= 0.999 (max relative error logged).
+func gdnCheck(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, exact []bool, srcDir string, sources map[string]cpp.Source) {
+	t.Helper()
+	args := gdnArgs(op, seed)
+	want := gdnRef(t, op, args)
 	start := time.Now()
 	got, stats := gdnRun(t, tgt, op, args, srcDir, sources)
 	names := []string{"out", "new_state"}
@@ -336,14 +343,7 @@ func TestGDNConvTapSumOrder(t *testing.T) {
 			args[2][j*32+c] = 1 // taps
 		}
 	}
-	targs := make([]ref.Tensor, len(args))
-	for i, v := range op.Operands {
-		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-	}
-	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := gdnRef(t, op, args)
 	got, _ := gdnRun(t, target.Blackhole(), op, args, t.TempDir(), map[string]cpp.Source{})
 	packed := func(x float32) float32 { return numerics.FromBF16Bits(numerics.PackerBF16(x)) }
 	inOrder, exact := packed(numerics.SiLU(packed(1+1.0/256))), packed(numerics.SiLU(packed(1+1.0/256-1.0/(1<<23))))

@@ -12,7 +12,6 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
-	"github.com/tcc-dev/tcc/sim/ref"
 )
 
 // TestWeightBlocksOnSim runs matmul engine ops with their weights placed
@@ -77,14 +76,7 @@ func runWeightBlocks(t *testing.T, tgt *target.Target, blocks bool, period int, 
 		t.Fatal("no weight of the op is placed in blocks")
 	}
 	args := fcArgs(op, seed)
-	targs := make([]ref.Tensor, len(args))
-	for j, v := range op.Operands {
-		targs[j] = ref.Tensor{Shape: v.Type.Shape, Data: args[j]}
-	}
-	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := refEval(t, op, args)
 	p, err := Lower(op, ctx)
 	if err != nil {
 		t.Fatal(err)
