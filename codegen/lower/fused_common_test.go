@@ -189,11 +189,7 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 // refEval is op's results on args by the reference at the device formats.
 func refEval(t *testing.T, op *ir.Op, args [][]float32) []ref.Tensor {
 	t.Helper()
-	targs := make([]ref.Tensor, len(args))
-	for i, v := range op.Operands {
-		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
-	}
-	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
+	want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

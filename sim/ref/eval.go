@@ -265,6 +265,19 @@ func evalInto(op *ir.Op, vals map[*ir.Value]Tensor, opts Options) error {
 	return nil
 }
 
+// EvalOpData is EvalOp on operand data (one slice per operand, in order,
+// each holding the operand's elements row-major in its declared shape).
+func EvalOpData(op *ir.Op, data [][]float32, opts Options) ([]Tensor, error) {
+	if len(data) != len(op.Operands) {
+		return nil, fmt.Errorf("ref: %s: %d operand slices for %d operands", op.Where(), len(data), len(op.Operands))
+	}
+	args := make([]Tensor, len(data))
+	for i, v := range op.Operands {
+		args[i] = Tensor{Shape: v.Type.Shape, Data: data[i]}
+	}
+	return EvalOp(op, args, opts)
+}
+
 // EvalOp evaluates one op on operand values args (one per operand, in
 // order). With opts.StorageFormats the operands are first rounded through
 // their declared dtypes (a no-op for values already stored that way) and
