@@ -76,15 +76,23 @@ func ExactMatmulFidelity(w DType) MathFidelity {
 
 // weightMatmuls are the ops whose only fidelity-dependent products are
 // operand 0 (the activation, SrcB) times the listed operands (weights,
-// SrcA): the matmul family lowered without a norm or a gated epilogue
-// (a residual add does not depend on fidelity).
+// SrcA): the matmul family lowered without a norm prologue (a residual add
+// does not depend on fidelity; matmul_swiglu's epilogue multiplies its two
+// bf16 products on the SFPU, whose fp32 product of bf16 values is exact,
+// when its result is bf16: swigluSFPU).
 var weightMatmuls = map[OpKind][]int{
-	OpMatmul:    {1},
-	OpMatmul2:   {1, 2},
-	OpMatmul3:   {1, 2, 3},
-	OpMatmul4:   {1, 2, 3, 4},
-	OpMatmulAdd: {1},
+	OpMatmul:       {1},
+	OpMatmul2:      {1, 2},
+	OpMatmul3:      {1, 2, 3},
+	OpMatmul4:      {1, 2, 3, 4},
+	OpMatmulAdd:    {1},
+	OpMatmulSwiGLU: {1, 2},
 }
+
+// swigluSFPU reports whether op, a matmul_swiglu, multiplies its gate and
+// up products on the SFPU (a bf16 result; else on the FPU, at the op's
+// fidelity).
+func swigluSFPU(op *Op) bool { return op.Results[0].Type.DType == BF16 }
 
 // OpFidelity is the math fidelity of op's FPU multiplies: its "fidelity"
 // attribute when set; else, for an op of weightMatmuls, the cheaper of def
@@ -94,7 +102,7 @@ var weightMatmuls = map[OpKind][]int{
 func OpFidelity(op *Op, def MathFidelity) (MathFidelity, error) {
 	s, ok := op.Attrs[FidelityAttr].(string)
 	if !ok {
-		if ws, ok := weightMatmuls[op.Kind]; ok && len(op.Operands) > ws[len(ws)-1] {
+		if ws, ok := weightMatmuls[op.Kind]; ok && len(op.Operands) > ws[len(ws)-1] && (op.Kind != OpMatmulSwiGLU || swigluSFPU(op)) {
 			exact := LoFi
 			for _, i := range ws {
 				exact = max(exact, ExactMatmulFidelity(op.Operands[i].Type.DType))

@@ -81,6 +81,12 @@ func TestFidelityPolicy(t *testing.T) {
 		{"rmsnorm_matmul_bfp4_b", func(b *ir.Builder) *ir.Value {
 			return b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 1, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP4B, 256, 128), 1e-6, 0)
 		}, ir.HiFi4},
+		{"matmul_swiglu_bfp4_b", func(b *ir.Builder) *ir.Value {
+			return b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "g", ir.BFP4B, 256, 128), fcW(b, "u", ir.BFP4B, 256, 128))
+		}, ir.HiFi3},
+		{"matmul_swiglu_bfp8_b", func(b *ir.Builder) *ir.Value {
+			return b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "g", ir.BFP8B, 256, 128), fcW(b, "u", ir.BFP8B, 256, 128))
+		}, ir.HiFi4},
 		{"matmul_bfp4_b_attribute", func(b *ir.Builder) *ir.Value {
 			out := b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 256), fcW(b, "w", ir.BFP4B, 256, 128))
 			out.Def.Attrs[ir.FidelityAttr] = "HiFi4"

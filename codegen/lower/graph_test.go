@@ -216,7 +216,7 @@ func checkCompiledGraph(t *testing.T, g *ir.Graph) {
 		t.Fatal(err)
 	}
 	for _, s := range b.Buffers {
-		tn := runtime.Tensor{Buffer: kir.Buffer{Name: s.Name, Mem: s.Mem, DType: s.DType, Layout: s.Layout, PageSize: s.PageSize, Pages: s.Pages}, Shape: s.Shape}
+		tn := runtime.Tensor{Buffer: s.Buffer(), Shape: s.Shape}
 		if err := m.Alloc(tn); err != nil {
 			t.Fatal(err)
 		}

@@ -300,7 +300,6 @@ type mmNorm struct {
 type mmProgram struct {
 	*fusedMatmul
 	ctx      *Context
-	fid      ir.MathFidelity // the compute kernel's (fusedMatmul.fidelity)
 	p        *kir.Program
 	dest, kb int
 	plan     Split
@@ -328,8 +327,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	t := ctx.Target
-	fid := f.fidelity(ctx.Fidelity)
-	m := &mmProgram{fusedMatmul: f, ctx: ctx, p: p, fid: fid, dest: t.DestTiles(false, true), plan: f.plan(t.NumWorkers(), fid)}
+	m := &mmProgram{fusedMatmul: f, ctx: ctx, p: p, dest: t.DestTiles(false, true), plan: f.plan(t.NumWorkers(), ctx.Fidelity)}
 	m.ranges = f.coreRanges(m.plan, t.NumWorkers())
 	m.plan.Cores, m.kb = len(m.ranges), f.kBlock(m.dest)
 	// otherwise each tile is read on its own, at its place in the blocks
@@ -492,7 +490,7 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 // of each weight slot packed to the epilogue's CB for it, and the
 // epilogue.
 func (m *mmProgram) compute() {
-	m.cp = newCompute(m.p, m.rs, kir.ComputeConfig{MathFidelity: m.fid, FP32DestAccEn: true})
+	m.cp = newCompute(m.p, m.rs, kir.ComputeConfig{MathFidelity: m.ctx.Fidelity, FP32DestAccEn: true})
 	cKt := m.cp.CompileArg("kt", uint32(m.kt))
 	c := blocks.NewCompute(m.p, m.cp)
 	counts := make([]kir.ArgRef, len(m.parts))

@@ -15,9 +15,10 @@ import (
 
 // WeightBlocks is the block layout of model weight w (kir.BlockLayout)
 // when uses is one matmul engine op reading it as a weight, or nil: runs
-// of the columns one core of that op's decode plan (one tile row, fidelity
-// fid) streams, groups of the DEST sub-block's columns, as many K rows per
-// block as the engine's reader moves per barrier (kBlock). A reader whose
+// of the columns one core of that op's decode plan streams (one tile row,
+// the op's fidelity for default fid: ir.OpFidelity), groups of the DEST
+// sub-block's columns, as many K rows per block as the engine's reader
+// moves per barrier (kBlock). A reader whose
 // cores follow that plan moves each block as one contiguous read; any
 // other reads each tile at its place. The layout depends only on the op's
 // weights and t, so a prefill build of the same op agrees with the decode
@@ -45,8 +46,11 @@ func WeightBlocks(t *target.Target, w *ir.Value, uses []*ir.Op, fid ir.MathFidel
 		return nil // w is not a weight of the engine (a norm weight, a residual)
 	}
 	f.rows = 1
+	if fid, err = ir.OpFidelity(uses[0], fid); err != nil {
+		return nil
+	}
 	dest := t.DestTiles(false, true)
-	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.plan(t.NumWorkers(), f.fidelity(fid)).PerCore, Dest: dest, KB: f.kBlock(dest)}
+	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.plan(t.NumWorkers(), fid).PerCore, Dest: dest, KB: f.kBlock(dest)}
 }
 
 // blocksMatch reports whether every weight of m is placed in blocks
@@ -123,32 +127,4 @@ func (m *mmProgram) weightDepth() int {
 		}
 	}
 	return min(8, max(2, weightCBBytes/per))
-}
-
-// fidelity is the math fidelity f's compute kernel runs at for the
-// requested one: it drops only fidelity passes all of whose products are
-// zero, so the results are the requested fidelity's bit for bit. Weights
-// are SrcA operands (numerics.FidelityMul): a bfp4_b weight has at most 4
-// significant bits, all in A_hi, so A_lo is 0 and the passes with A_lo
-// add exactly zero: HiFi4 = HiFi3 + A_lo*B_lo, HiFi2 = LoFi + A_lo*B_hi.
-// Only when every weight is bfp4_b and no other FPU multiply runs at the
-// kernel's fidelity (the RMSNorm prologue, an FPU epilogue multiply).
-func (f *fusedMatmul) fidelity(req ir.MathFidelity) ir.MathFidelity {
-	if f.norm != nil || f.epi.fpuMul(f.parts[0].out.Type.DType) {
-		return req
-	}
-	for _, pt := range f.parts {
-		for _, w := range pt.weights {
-			if w.Type.DType != ir.BFP4B {
-				return req
-			}
-		}
-	}
-	switch req {
-	case ir.HiFi4:
-		return ir.HiFi3
-	case ir.HiFi2:
-		return ir.LoFi
-	}
-	return req
 }

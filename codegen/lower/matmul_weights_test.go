@@ -2,8 +2,6 @@ package lower
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // TestWeightBlocksOnSim runs matmul engine ops with their weights placed
@@ -97,81 +94,5 @@ func runWeightBlocks(t *testing.T, tgt *target.Target, blocks bool, period int, 
 	got, info := fcExec(t, ctx, op, p, args, nil)
 	for j, r := range op.Results {
 		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), j, r.Type.Shape), want[j].Data, got[j], info)
-	}
-}
-
-// TestExactFidelity: a matmul of bfp4_b weights (SrcA) and bf16
-// activations gives the same bits at HiFi3 as at HiFi4 and at LoFi as at
-// HiFi2 (the passes fusedMatmul.fidelity drops add exact zeros), and bfp8_b
-// weights do not (so the choice is made by format). Then the choice:
-// swiglu of bfp4_b weights with a bf16 result runs at HiFi3, with bfp8_b
-// weights or with a norm prologue at the requested HiFi4.
-func TestExactFidelity(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 9))
-	const m, k, n = 32, 64, 64
-	act := make([]float32, m*k)
-	for i := range act {
-		act[i] = numerics.RoundBF16(float32(rng.NormFloat64()))
-	}
-	weights := func(dt ir.DType) []float32 {
-		w := make([]float32, k*n)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64())
-		}
-		tiles, err := numerics.PackTiles(dt, numerics.Tilize(w, k, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := numerics.UnpackTiles(dt, tiles)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return numerics.Untilize(back, k, n)
-	}
-	same := func(a, b []float32) bool {
-		for i := range a {
-			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	w4, w8 := weights(ir.BFP4B), weights(ir.BFP8B)
-	if !same(numerics.Matmul(act, w4, m, k, n, ir.HiFi3), numerics.Matmul(act, w4, m, k, n, ir.HiFi4)) {
-		t.Error("bfp4_b weights: HiFi3 differs from HiFi4")
-	}
-	if !same(numerics.Matmul(act, w4, m, k, n, ir.LoFi), numerics.Matmul(act, w4, m, k, n, ir.HiFi2)) {
-		t.Error("bfp4_b weights: LoFi differs from HiFi2")
-	}
-	if same(numerics.Matmul(act, w8, m, k, n, ir.HiFi3), numerics.Matmul(act, w8, m, k, n, ir.HiFi4)) {
-		t.Error("bfp8_b weights: HiFi3 equals HiFi4 on every element; the check cannot tell formats apart")
-	}
-	for _, tc := range []struct {
-		name  string
-		build func(b *ir.Builder) []*ir.Value
-		want  ir.MathFidelity
-	}{
-		{"swiglu_bfp4", func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 64), fcW(b, "g", ir.BFP4B, 64, 64), fcW(b, "u", ir.BFP4B, 64, 64)))
-		}, ir.HiFi3},
-		{"swiglu_bfp8", func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 64), fcW(b, "g", ir.BFP8B, 64, 64), fcW(b, "u", ir.BFP8B, 64, 64)))
-		}, ir.HiFi4},
-		{"rmsnorm_matmul_bfp4", func(b *ir.Builder) []*ir.Value {
-			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 1, 64), fcW(b, "n", ir.BF16, 64), fcW(b, "w", ir.BFP4B, 64, 64), 1e-6, 1))
-		}, ir.HiFi4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := newFusedMatmul(fcBuild(t, tc.build))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.check(); err != nil {
-				t.Fatal(err)
-			}
-			if got := f.fidelity(ir.HiFi4); got != tc.want {
-				t.Errorf("fidelity %s, want %s", got, tc.want)
-			}
-		})
 	}
 }
