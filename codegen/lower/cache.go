@@ -46,21 +46,18 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if inPlace {
 		units = B * Hc * dt
 	}
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(units, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(units, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbPage := cbs.Input("page", cache.Type.DType, 2)
-	cbNew := cbs.Scratch("new_tile", nw.Type.DType, 1)
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbPage := sp.cbs.Input("page", cache.Type.DType, 2)
+	cbNew := sp.cbs.Scratch("new_tile", nw.Type.DType, 1)
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
 	cbPosW := -1
 	if inPlace {
-		cbPosW = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+		cbPosW = sp.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
 	}
-	if err := cbs.Err("update_cache"); err != nil {
+	if err := sp.cbs.Err("update_cache"); err != nil {
 		return nil, err
 	}
 	// pageOf is the cache page of unit u when in place.
@@ -69,11 +66,10 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(lt)), kir.Div(posv, kir.Ci(ir.TileSize))), kir.Ci(dt)), kir.Mod(u, kir.Ci(dt)))
 	}
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	cAcc, nAcc, pAcc := ab.bind(rd, "cache_addr", cache), ab.bind(rd, "new_addr", nw), ab.bind(rd, "pos_addr", pos)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	cAcc, nAcc, pAcc := sp.bind(rd, "cache_addr", cache), sp.bind(rd, "new_addr", nw), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -120,10 +116,10 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbNew)
 	blocks.ReleaseScratch(b, cbPos)
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
@@ -140,8 +136,8 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		})
 		blocks.ReleaseScratch(b, cbPosW)
 	}
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 // checkPos checks a decode position operand: [1] uint32 (or int32)

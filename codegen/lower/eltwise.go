@@ -255,15 +255,8 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // -a-time eltwise op. step emits the compute of one result tile: it
 // consumes one page of each input CB and produces one page of out.
 func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
-	t := ctx.Target
 	out := op.Result()
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	tiles := out.Type.Shape.Tiles()
 	bytes := out.Type.DType.TileBytes()
-	vals := []*ir.Value{out}
 	zero := false
 	for _, in := range ins {
 		if in.zeroTile {
@@ -271,39 +264,39 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			continue
 		}
 		bytes += in.v.Type.DType.TileBytes()
-		vals = append(vals, in.v)
 	}
-	plan := planEltwise(tiles, t.NumWorkers(), bytes)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
+	s, err := newSplitProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
+	if err != nil {
+		return nil, err
+	}
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		if in.zeroTile {
-			inCB[i] = cbs.Input("zero", ir.FP32, 1)
+			inCB[i] = s.cbs.Input("zero", ir.FP32, 1)
 			continue
 		}
-		inCB[i] = cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
+		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
 	}
-	outCB := cbs.Output("out", out.Type.DType, 2)
+	outCB := s.cbs.Output("out", out.Type.DType, 2)
 	stepCBs := inCB
 	if zero {
-		stepCBs = append(append([]int(nil), inCB...), cbs.Scratch("bcast", ir.FP32, 1))
+		stepCBs = append(append([]int(nil), inCB...), s.cbs.Scratch("bcast", ir.FP32, 1))
 	}
-	if err := cbs.Err("eltwise"); err != nil {
+	if err := s.cbs.Err("eltwise"); err != nil {
 		return nil, err
 	}
 
 	// Reader: for result tiles [start, start+count), the paired tile of
 	// every operand.
-	rd := newReader(p, rs)
+	rd := s.reader()
 	acc := make([]*blocks.Access, len(ins))
 	for i, in := range ins {
-		if in.zeroTile {
-			continue
+		if !in.zeroTile {
+			acc[i] = s.bind(rd, fmt.Sprintf("in%d_addr", i), in.v)
 		}
-		if acc[i], err = accessOf(ctx, rd, fmt.Sprintf("in%d_addr", i), in.v); err != nil {
-			return nil, err
-		}
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -344,9 +337,8 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
 	// rounds its partial sum to bf16 (ir/numerics datapath). From an fp32
 	// DEST the packer rounds each result once.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := s.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)
 	for k, in := range ins {
 		if in.zeroTile {
@@ -359,10 +351,5 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			c.B.CBPopFront(inCB[k], kir.C(1))
 		}
 	}
-
-	// Writer.
-	if err := writeSplitPages(ctx, p, rs, out, outCB, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return s.finish(out, outCB, rd, cp)
 }

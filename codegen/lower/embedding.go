@@ -164,35 +164,31 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ht := h / ir.TileSize
 	tileRows := (tokens + ir.TileSize - 1) / ir.TileSize
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	rowsPerTile := min(tokens, ir.TileSize)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	tileBytes := out.Type.DType.TileBytes()
 	partial := tokens%ir.TileSize != 0
 
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIds := cbs.Pages(blocks.InputCB, "ids", ids.Type.DType, idsPage, 1)
-	cbRows := cbs.Pages(blocks.InputCB, "rows", table.Type.DType, rowBytes, rowsPerTile)
+	cbIds := sp.cbs.Pages(blocks.InputCB, "ids", ids.Type.DType, idsPage, 1)
+	cbRows := sp.cbs.Pages(blocks.InputCB, "rows", table.Type.DType, rowBytes, rowsPerTile)
 	cbZero := -1
 	if partial {
-		cbZero = cbs.Scratch("zeros", out.Type.DType, 1)
+		cbZero = sp.cbs.Scratch("zeros", out.Type.DType, 1)
 	}
-	cbOut := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes)); err != nil {
+	cbOut := sp.cbs.Output("tiles", out.Type.DType, 2)
+	if err := sp.cbs.Err(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes)); err != nil {
 		return nil, err
 	}
 
 	// Reader: ids, rows, tilize.
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rTokens := rd.CompileArg("tokens", uint32(tokens))
 	rHt := rd.CompileArg("ht", uint32(ht))
@@ -256,15 +252,15 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	b.CBPopFront(cbIds, kir.C(1))
 
 	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wHt := wr.CompileArg("ht", uint32(ht))
 	wstart, wcount := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wHt), kir.Mul(wcount, wHt))
 
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }

@@ -201,35 +201,31 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s %s must have the operand's shape and dtype %s %s", out.Type.Shape, out.Type.DType, x.Type.Shape, x.Type.DType)
 	}
 	dt := x.Type.DType
-	p, err := newProgram(op, ctx)
+	tiles := x.Type.Shape.Tiles()
+	sp, err := newSplitProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
 	if err != nil {
 		return nil, err
 	}
-	tiles := x.Type.Shape.Tiles()
-	plan := planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes())
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIn := cbs.Input("in", dt, 2)
-	cbOut := cbs.Output("out", dt, 2)
+	cbIn := sp.cbs.Input("in", dt, 2)
+	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1
 	if blocks.Rounds(dt) {
-		cbRound = cbs.Scratch("rounded", dt, 1)
+		cbRound = sp.cbs.Scratch("rounded", dt, 1)
 	}
-	if err := cbs.Err("eltwise_chain"); err != nil {
+	if err := sp.cbs.Err("eltwise_chain"); err != nil {
 		return nil, err
 	}
 
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	blocks.ReadPages(rd.Builder(), xAcc, cbIn, rstart, rcount)
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbIn, cbIn, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.B.CBWaitFront(cbIn, kir.C(1))
@@ -246,10 +242,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.PackOut(cbOut, 1)
 	})
 
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }
 
 // lowerEmbeddingReshape: the embedding gather writing the reshaped result.

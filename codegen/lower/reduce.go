@@ -92,25 +92,22 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	if scale != 1 && kind != "row" {
 		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
 	}
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", x.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	if err := cbs.Err("reduce"); err != nil {
+	cbX := sp.cbs.Input("x", x.Type.DType, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	if err := sp.cbs.Err("reduce"); err != nil {
 		return nil, err
 	}
 
 	// Reader.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -130,9 +127,8 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
@@ -166,10 +162,5 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		c.PackOut(cbOut, 1)
 	})
 	c.B.CBPopFront(cbScaler, kir.C(1))
-
-	// Writer.
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }

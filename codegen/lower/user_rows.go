@@ -51,31 +51,28 @@ func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
 func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	dt := x.Type.DType
 	eb := blocks.ElemBytes(dt)
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
-	plan := PlanSplit(xt, t.NumWorkers(), perCol, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbTile := cbs.Output("tiles", dt, 2)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
+	if err != nil {
+		return nil, err
+	}
+	cbTile := sp.cbs.Output("tiles", dt, 2)
 	cbStage := -1
 	if pack {
-		cbStage = cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
+		cbStage = sp.cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
 	}
-	if err := cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
+	if err := sp.cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
 		return nil, err
 	}
 
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_col"), rd.RuntimeArg("num_cols")
 	b := rd.Builder()
@@ -101,10 +98,10 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		blocks.ReleaseScratch(b, cbStage)
 	}
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_col"), wr.RuntimeArg("num_cols")
 	w := wr.Builder()
@@ -113,8 +110,8 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	} else {
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 // writeUserRows emits the unpack writer: for the count tiles j = start..
