@@ -100,31 +100,27 @@ func idsRowStride(ctx *Context, ids *ir.Value) int {
 func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *blocks.Gather, idsL1 kir.Var)) (*kir.Program, error) {
 	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	p, err := newProgram(op, ctx)
+	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
+	oim := blocks.ImageOf(out.Type.Shape)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
-	oim := blocks.ImageOf(out.Type.Shape)
-	plan := PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	if users > 1 {
 		idsPage = users * idsRowStride(ctx, ids)
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIds := cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
-	cbSlot := cbs.Scratch("table_tile", table.Type.DType, 1)
-	cbTiles := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err(what); err != nil {
+	cbIds := sp.cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
+	cbSlot := sp.cbs.Scratch("table_tile", table.Type.DType, 1)
+	cbTiles := sp.cbs.Output("tiles", out.Type.DType, 2)
+	if err := sp.cbs.Err(what); err != nil {
 		return nil, err
 	}
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -148,10 +144,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
 	blocks.ReleaseScratch(b, cbIds)
 
-	if err := writeSplitPages(ctx, p, rs, out, cbTiles, cores, plan, rd, nil); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbTiles, rd, nil)
 }
 
 func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {

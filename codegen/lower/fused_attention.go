@@ -345,9 +345,8 @@ func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *block
 
 // compute adds the compute kernel: per norm unit the norm and rotate.
 func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
-	cp := newCompute(pl.p, pl.rs, kir.ComputeConfig{MathFidelity: pl.ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(pl.p, pl.rs, pl.ctx)
 	units := cp.RuntimeArg(pl.unitsArg)
-	c := blocks.NewCompute(pl.p, cp)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
 	if pl.resident >= 0 {

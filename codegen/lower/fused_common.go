@@ -87,37 +87,33 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		ns.live = blocks.LiveRows(xs)
 		return addRMSNormSplit(op, ctx, ns)
 	}
-	p, err := newProgram(op, ctx)
+	// A tile row costs an add and about four norm tile ops per tile.
+	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	// A tile row costs an add and about four norm tile ops per tile.
-	plan := PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	rdt := h.Type.DType
 	sq := ir.FP32
 	if (rdt.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sq = ir.BF16
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbA := cbs.Input("a", a.Type.DType, 2)
-	cbB := cbs.Input("b", bv.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbHOut := cbs.Output("h", rdt, 2)
-	cbNOut := cbs.Output("normed", normed.Type.DType, 2)
-	cbH := cbs.Scratch("h_row", rdt, wt)
-	nc := fusedNormCBs(cbs, cbH, cbScaler, cbNOut, w.Type.DType, wt, offset, sq)
-	if err := cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt)); err != nil {
+	cbA := sp.cbs.Input("a", a.Type.DType, 2)
+	cbB := sp.cbs.Input("b", bv.Type.DType, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbHOut := sp.cbs.Output("h", rdt, 2)
+	cbNOut := sp.cbs.Output("normed", normed.Type.DType, 2)
+	cbH := sp.cbs.Scratch("h_row", rdt, wt)
+	nc := fusedNormCBs(sp.cbs, cbH, cbScaler, cbNOut, w.Type.DType, wt, offset, sq)
+	if err := sp.cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt)); err != nil {
 		return nil, err
 	}
 
 	// Reader: the scaler, then per tile row its a and b tiles in pairs and
 	// the weight tiles.
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	aAcc, bAcc, wAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "b_addr", bv), ab.bind(rd, "w_addr", w)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
@@ -133,9 +129,8 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	crows := cp.RuntimeArg("num_rows")
-	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbA, cbB, cbH)
 	cb.CBWaitFront(cbScaler, kir.C(1))
@@ -155,10 +150,10 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cb.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer: per row, the h tiles then the normed tiles.
-	wr := newWriter(p, rs)
-	hAcc, nAcc := ab.bind(wr, "h_addr", h), ab.bind(wr, "normed_addr", normed)
-	if ab.err != nil {
-		return nil, ab.err
+	wr := newWriter(sp.p, sp.rs)
+	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
@@ -169,8 +164,8 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, nAcc, cbNOut, first, wWt)
 	})
 
-	plan.SetArgs(cores, rd, cp, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, cp, wr)
+	return sp.p, nil
 }
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in

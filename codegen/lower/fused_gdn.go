@@ -319,9 +319,8 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 // compute adds the conv cores' compute: per item silu of the column sum
 // of window x taps.
 func (cv *gdnConv) compute() *kir.Kernel {
-	cp := newCompute(cv.p, cv.rs, kir.ComputeConfig{MathFidelity: cv.ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(cv.p, cv.rs, cv.ctx)
 	ccount := cp.RuntimeArg("count")
-	c := blocks.NewCompute(cv.p, cp)
 	cb := c.B
 	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {

@@ -419,9 +419,9 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 
 // compute adds the compute kernel.
 func (s *gatedSDPA) compute() {
-	s.cp = newCompute(s.p, s.rs, kir.ComputeConfig{MathFidelity: s.ctx.Fidelity, FP32DestAccEn: true})
+	var c *blocks.Compute
+	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items := s.cp.RuntimeArg("items")
-	c := blocks.NewCompute(s.p, s.cp)
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
 	c.B.CBWaitFront(s.scaler, kir.C(1))
 	c.B.CBWaitFront(s.ones, kir.C(1))

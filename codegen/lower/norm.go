@@ -125,54 +125,45 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 		}
 		return normSplitProgram(op, ctx, ns, x, w, out)
 	}
-	p, err := newProgram(op, ctx)
+	// A tile row costs about four eltwise tile ops per x tile, far more
+	// than a core's dispatch: one tile row per core while cores last.
+	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	// A tile row costs about four eltwise tile ops per x tile, far more
-	// than a core's dispatch: one tile row per core while cores last.
-	plan := PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	hasOffset := w != nil && offset != 0
 
 	sqFormat := ir.FP32
 	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", x.Type.DType, wt)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbX := sp.cbs.Input("x", x.Type.DType, wt)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbW := -1
 	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
-		cbW = cbs.Input("weight", w.Type.DType, 2*wBlock)
+		cbW = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbSq := cbs.Scratch("x_squared", sqFormat, wt)
-	cbRs := cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	cbSq := sp.cbs.Scratch("x_squared", sqFormat, wt)
+	cbRs := sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	cbXn, cbWo := -1, -1
 	if w != nil {
-		cbXn = cbs.Scratch("x_normed", ir.FP32, 2)
+		cbXn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
 	}
 	if hasOffset {
-		cbWo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
-	if err := cbs.Err(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt)); err != nil {
+	if err := sp.cbs.Err(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt)); err != nil {
 		return nil, err
 	}
 
 	// Reader: the scaler tile, then per tile row its x tiles and the
 	// weight tiles.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	var wAcc *blocks.Access
-	if w != nil {
-		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
-			return nil, err
-		}
+	rd := sp.reader()
+	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
@@ -189,10 +180,9 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")
-	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbX, cbScaler, cbOut)
 	cb.CBWaitFront(cbScaler, kir.C(1))
@@ -201,17 +191,17 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	cb.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wWt), kir.Mul(wrows, wWt))
 
-	plan.SetArgs(cores, rd, cp, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, cp, wr)
+	return sp.p, nil
 }
 
 // normTileCycles is the plan's estimate of one x tile's norm compute on
@@ -239,15 +229,10 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.addSemaphores(p, 0, 1)
 
 	rd := newReader(p, ns.ranges)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	var wAcc *blocks.Access
-	if w != nil {
-		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
-			return nil, err
-		}
+	ab := accessBinder{ctx: ctx}
+	xAcc, wAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "w_addr", w)
+	if ab.err != nil {
+		return nil, ab.err
 	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -262,9 +247,8 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	b.CBPushBack(cbX, rcount)
 	ns.pushWeights(b, rcount)
 
-	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(p, ns.ranges, ctx)
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	ns.compute(c, ccount, cleader)

@@ -282,9 +282,8 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	})
 	ns.readWeights(b, wAcc, rcol, rcount)
 
-	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(p, ns.ranges, ctx)
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbA, cbB, cbH)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.B.Comment("h = a + b, stored to the result and kept (rounded) for the norm")

@@ -99,8 +99,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbPos)
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
-	c := blocks.NewCompute(p, cp)
+	_, c := fp32Compute(p, rs, ctx)
 	ab := attnCBs{q: cbQ, k: cbK, v: cbV, mask: cbMask, scaler: cbScaler, out: cbOut, raw: cbRaw, s: cbS, max: cbMax, p: cbP, sum: cbSum, pn: cbPn}
 	c.MatmulStartup(cbQ, cbK, cbRaw)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
@@ -296,25 +295,22 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	dt, lt := D/ir.TileSize, L/ir.TileSize
 	st := (S + ir.TileSize - 1) / ir.TileSize
 	units := qs[0] * Hq * st
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(units, t.NumWorkers(), lt*dt*4*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(units, t.NumWorkers(), lt*dt*4*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
 	ab := attnCBs{
-		q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
-		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1), out: cbs.Output("out", out.Type.DType, 2),
-		raw: cbs.Scratch("scores_raw", ir.FP32, 2), s: cbs.Scratch("scores", ir.FP32, lt), max: cbs.Scratch("row_max", ir.FP32, 1),
-		p: cbs.Scratch("exp", ir.FP32, lt), sum: cbs.Scratch("recip_sum", ir.FP32, 1), pn: cbs.Scratch("probs", ir.FP32, lt),
+		q: sp.cbs.Input("q", q.Type.DType, dt), k: sp.cbs.Input("k", k.Type.DType, 2), v: sp.cbs.Input("v", v.Type.DType, 2),
+		mask: sp.cbs.Input("mask", ir.FP32, 2), scaler: sp.cbs.Input("scaler", ir.BF16, 1), out: sp.cbs.Output("out", out.Type.DType, 2),
+		raw: sp.cbs.Scratch("scores_raw", ir.FP32, 2), s: sp.cbs.Scratch("scores", ir.FP32, lt), max: sp.cbs.Scratch("row_max", ir.FP32, 1),
+		p: sp.cbs.Scratch("exp", ir.FP32, lt), sum: sp.cbs.Scratch("recip_sum", ir.FP32, 1), pn: sp.cbs.Scratch("probs", ir.FP32, lt),
 	}
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	if err := cbs.Err(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L)); err != nil {
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	if err := sp.cbs.Err(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L)); err != nil {
 		return nil, err
 	}
 
-	rd := newReader(p, rs)
+	rd := sp.reader()
 	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
 	if err != nil {
 		return nil, err
@@ -336,9 +332,8 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	blocks.ReleaseScratch(b, cbPos)
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_units")
-	c := blocks.NewCompute(p, cp)
 	c.MatmulStartup(ab.q, ab.k, ab.raw)
 	c.B.CBWaitFront(ab.scaler, kir.C(1))
 	c.For("u", kir.C(0), ccount, func(kir.Var) {
@@ -348,15 +343,15 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	c.B.CBPopFront(ab.scaler, kir.C(1))
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_unit"), wr.RuntimeArg("num_units")
 	blocks.WritePages(wr.Builder(), oAcc, ab.out, kir.Mul(wstart, kir.Ci(dt)), kir.Mul(wcount, kir.Ci(dt)))
-	setItemArgs(cores, plan, rd, cp, wr, func(int) int { return 1 })
-	return p, nil
+	setItemArgs(sp.cores, sp.plan, rd, cp, wr, func(int) int { return 1 })
+	return sp.p, nil
 }
 
 // sdpaPreamble checks what every attention lowering requires of its

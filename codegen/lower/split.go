@@ -46,15 +46,20 @@ func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, 
 	return k, blocks.NewCompute(p, k)
 }
 
-// finish adds the writer of the result's pages (writeSplitPages: out's
-// pages from cbOut, the plan's runtime args on rd, cp and the writer) and
-// returns the program, or the first error of bind or of the writer.
+// finish adds the writer of a program whose work items are the result's
+// pages: it stores the pages cbOut receives to out (runtime args
+// start_tile and num_tiles). It then gives core i its share (start, count)
+// = plan.Range(i) as the runtime args (start, count) of rd and of the
+// writer, and (count) of cp unless cp is nil, and returns the program, or
+// the first error of bind or of the writer's access.
 func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*kir.Program, error) {
+	wr := newWriter(s.p, s.rs)
+	oAcc := s.bind(wr, "out_addr", out)
 	if s.err != nil {
 		return nil, s.err
 	}
-	if err := writeSplitPages(s.ctx, s.p, s.rs, out, cbOut, s.cores, s.plan, rd, cp); err != nil {
-		return nil, err
-	}
+	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	s.plan.SetArgs(s.cores, rd, cp, wr)
 	return s.p, nil
 }
