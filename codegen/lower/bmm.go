@@ -98,9 +98,7 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 	cbA := sp.cbs.Input("a", a.dt, 2)
 	cbB := sp.cbs.Input("b", bo.dt, 2)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
-	if err := sp.cbs.Err(op.Name()); err != nil {
-		return nil, err
-	}
+	sp.planned(op.Name())
 
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := sp.reader()

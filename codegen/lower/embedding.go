@@ -113,9 +113,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	cbIds := sp.cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
 	cbSlot := sp.cbs.Scratch("table_tile", table.Type.DType, 1)
 	cbTiles := sp.cbs.Output("tiles", out.Type.DType, 2)
-	if err := sp.cbs.Err(what); err != nil {
-		return nil, err
-	}
+	sp.planned(what)
 
 	rd := sp.reader()
 	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
@@ -173,9 +171,7 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		cbZero = sp.cbs.Scratch("zeros", out.Type.DType, 1)
 	}
 	cbOut := sp.cbs.Output("tiles", out.Type.DType, 2)
-	if err := sp.cbs.Err(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes))
 
 	// Reader: ids, rows, tilize.
 	rd := sp.reader()

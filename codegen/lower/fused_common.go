@@ -104,9 +104,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbNOut := sp.cbs.Output("normed", normed.Type.DType, 2)
 	cbH := sp.cbs.Scratch("h_row", rdt, wt)
 	nc := fusedNormCBs(sp.cbs, cbH, cbScaler, cbNOut, w.Type.DType, wt, offset, sq)
-	if err := sp.cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt))
 
 	// Reader: the scaler, then per tile row its a and b tiles in pairs and
 	// the weight tiles.
@@ -207,9 +205,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if blocks.Rounds(dt) {
 		cbRound = sp.cbs.Scratch("rounded", dt, 1)
 	}
-	if err := sp.cbs.Err("eltwise_chain"); err != nil {
-		return nil, err
-	}
+	sp.planned("eltwise_chain")
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)

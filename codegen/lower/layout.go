@@ -319,9 +319,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	// Pages 64 bytes apart at least, so each DRAM read lands at its
 	// source's offset modulo 64 (small row-major pages: token ids).
 	cb := sp.cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
-	if err := sp.cbs.Err("page copy"); err != nil {
-		return nil, err
-	}
+	sp.planned("page copy")
 	rd := sp.reader()
 	sAcc := sp.bind(rd, "src_addr", src)
 	if sp.err != nil {
@@ -365,17 +363,14 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
 	}
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
-	if err := sp.cbs.Err("relayout"); err != nil {
-		return nil, err
-	}
+	sp.planned("relayout")
 	rd := sp.reader()
 	g := &blocks.Gather{Out: oim, DType: out.Type.DType, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
 	for i, s := range srcs {
-		acc, err := accessOf(ctx, rd, fmt.Sprintf("src%d_addr", i), s)
-		if err != nil {
-			return nil, err
-		}
-		g.Sources = append(g.Sources, blocks.GatherSource{Acc: acc, Image: blocks.ImageOf(s.Type.Shape)})
+		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
+	}
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	if err := g.Check(); err != nil {
 		return nil, err

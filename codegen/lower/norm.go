@@ -154,9 +154,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	if hasOffset {
 		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
-	if err := sp.cbs.Err(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
 
 	// Reader: the scaler tile, then per tile row its x tiles and the
 	// weight tiles.

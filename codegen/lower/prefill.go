@@ -53,9 +53,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if inPlace {
 		cbPosW = sp.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, 4, 1)
 	}
-	if err := sp.cbs.Err("fill_cache"); err != nil {
-		return nil, err
-	}
+	sp.planned("fill_cache")
 	// touched: page pg lies in a tile row holding one of the new positions.
 	touched := func(pg, posv kir.Expr) kir.Expr {
 		tr := kir.Mod(kir.Div(pg, kir.Ci(ci.Ct)), kir.Ci(ci.Rt))
@@ -234,9 +232,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbTmp := sp.cbs.Scratch("term", ir.FP32, 1)
 	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, 1)
 	wSlot := sp.cbs.Scratch("w_tile", w.Type.DType, 1)
-	if err := sp.cbs.Err("conv_depthwise"); err != nil {
-		return nil, err
-	}
+	sp.planned("conv_depthwise")
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
 	if sp.err != nil {
@@ -312,9 +308,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbA2 := sp.cbs.Scratch("a_copy", ir.FP32, 1)
 	cbF := sp.cbs.Scratch("factor", ir.FP32, 1)
 	cbP := sp.cbs.Scratch("product", ir.FP32, 1)
-	if err := sp.cbs.Err("tril_inverse"); err != nil {
-		return nil, err
-	}
+	sp.planned("tril_inverse")
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
 	if sp.err != nil {

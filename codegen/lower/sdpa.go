@@ -34,7 +34,6 @@ import (
 // result.
 
 func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
 	scale, err := sdpaPreamble(op, "sdpa_decode", pos, q, k, v, out)
 	if err != nil {
@@ -56,36 +55,32 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	dt, lt := D/ir.TileSize, L/ir.TileSize
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, Split{Items: B, Cores: B, PerCore: 1})
 	if err != nil {
 		return nil, err
 	}
-	cores, rs := firstCores(t, B)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbQ := cbs.Input("q", q.Type.DType, dt)
-	cbK := cbs.Input("k", k.Type.DType, 2)
-	cbV := cbs.Input("v", v.Type.DType, 2)
-	cbMask := cbs.Input("mask", ir.FP32, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbRaw := cbs.Scratch("scores_raw", ir.FP32, 2)
-	cbS := cbs.Scratch("scores", ir.FP32, lt)
-	cbMax := cbs.Scratch("row_max", ir.FP32, 1)
-	cbP := cbs.Scratch("exp", ir.FP32, lt)
-	cbSum := cbs.Scratch("recip_sum", ir.FP32, 1)
-	cbPn := cbs.Scratch("probs", ir.FP32, lt)
-	cbAsm := cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
-	if err := cbs.Err(fmt.Sprintf("sdpa_decode over a cache of %d positions", L)); err != nil {
-		return nil, err
-	}
+	cbQ := sp.cbs.Input("q", q.Type.DType, dt)
+	cbK := sp.cbs.Input("k", k.Type.DType, 2)
+	cbV := sp.cbs.Input("v", v.Type.DType, 2)
+	cbMask := sp.cbs.Input("mask", ir.FP32, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	cbRaw := sp.cbs.Scratch("scores_raw", ir.FP32, 2)
+	cbS := sp.cbs.Scratch("scores", ir.FP32, lt)
+	cbMax := sp.cbs.Scratch("row_max", ir.FP32, 1)
+	cbP := sp.cbs.Scratch("exp", ir.FP32, lt)
+	cbSum := sp.cbs.Scratch("recip_sum", ir.FP32, 1)
+	cbPn := sp.cbs.Scratch("probs", ir.FP32, lt)
+	cbAsm := sp.cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
+	sp.planned(fmt.Sprintf("sdpa_decode over a cache of %d positions", L))
 
 	// Reader: q, then per kv head the key tiles (t, d) with the mask tile
 	// after each t, then the value tiles (d, t).
-	rd := newReader(p, rs)
-	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	qAcc, kAcc, vAcc, pAcc := sp.bind(rd, "q_addr", q), sp.bind(rd, "k_addr", k), sp.bind(rd, "v_addr", v), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	user := rd.RuntimeArg("user")
 	b := rd.Builder()
@@ -99,7 +94,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbPos)
 
 	// Compute.
-	_, c := fp32Compute(p, rs, ctx)
+	_, c := sp.compute()
 	ab := attnCBs{q: cbQ, k: cbK, v: cbV, mask: cbMask, scaler: cbScaler, out: cbOut, raw: cbRaw, s: cbS, max: cbMax, p: cbP, sum: cbSum, pn: cbPn}
 	c.MatmulStartup(cbQ, cbK, cbRaw)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
@@ -110,10 +105,10 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wuser := wr.RuntimeArg("user")
 	b = wr.Builder()
@@ -147,11 +142,11 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(cbAsm, kir.Ci(dt))
-	for i, core := range cores {
+	for i, core := range sp.cores {
 		rd.SetRuntimeArgs(core, kir.U32(uint32(i)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(i)))
 	}
-	return p, nil
+	return sp.p, nil
 }
 
 // attnCBs are the CBs of the attention compute pipeline (attend).
@@ -306,14 +301,12 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		p: sp.cbs.Scratch("exp", ir.FP32, lt), sum: sp.cbs.Scratch("recip_sum", ir.FP32, 1), pn: sp.cbs.Scratch("probs", ir.FP32, lt),
 	}
 	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	if err := sp.cbs.Err(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L))
 
 	rd := sp.reader()
-	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
-	if err != nil {
-		return nil, err
+	qAcc, kAcc, vAcc, pAcc := sp.bind(rd, "q_addr", q), sp.bind(rd, "k_addr", k), sp.bind(rd, "v_addr", v), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_unit"), rd.RuntimeArg("num_units")
 	b := rd.Builder()
@@ -370,16 +363,4 @@ func sdpaPreamble(op *ir.Op, kind string, pos *ir.Value, tensors ...*ir.Value) (
 		return 0, fmt.Errorf("rule attr: %s needs a float attribute \"scale\"", kind)
 	}
 	return scale, nil
-}
-
-// bindSDPAReader declares the buffers of q, k, v and pos as the runtime
-// args q_addr, k_addr, v_addr and pos_addr of the reader rd, in that
-// order, and returns their accesses (or the first failure).
-func bindSDPAReader(ctx *Context, rd *kir.Kernel, q, k, v, pos *ir.Value) (qAcc, kAcc, vAcc, pAcc *blocks.Access, err error) {
-	ab := &accessBinder{ctx: ctx}
-	qAcc, kAcc, vAcc, pAcc = ab.bind(rd, "q_addr", q), ab.bind(rd, "k_addr", k), ab.bind(rd, "v_addr", v), ab.bind(rd, "pos_addr", pos)
-	if ab.err != nil {
-		return nil, nil, nil, nil, ab.err
-	}
-	return qAcc, kAcc, vAcc, pAcc, nil
 }

@@ -31,6 +31,15 @@ func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error)
 	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, plan: plan, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
 }
 
+// planned records the CB plan's error, cbs.Err(what), as the first
+// error unless one is recorded: bind then declares nothing and the next
+// check of err (or finish) returns it.
+func (s *splitProgram) planned(what string) {
+	if s.err == nil {
+		s.err = s.cbs.Err(what)
+	}
+}
+
 // reader adds the reader kernel on the program's cores.
 func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
 

@@ -65,9 +65,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	if pack {
 		cbStage = sp.cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
 	}
-	if err := sp.cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("reshape of %d users' rows", users))
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
