@@ -219,11 +219,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		return eltwiseProgram(op, ctx, []eltInput{first, second, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
 			x, y, zero, tmp := in[0], in[1], in[2], in[3]
-			c.B.CBWaitFront(x, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, fb, zero, x, kir.C(0), kir.C(0), kir.C(0))
-			c.B.CBPopFront(x, kir.C(1))
-			c.PackOut(tmp, 1)
+			c.BinaryTileKeepA(kir.EltAdd, fb, zero, x, tmp)
 			c.BinaryTile(eop, sb, tmp, y, out, neg, nil)
 		})
 	case ba != blocks.BcastNone:
@@ -238,11 +234,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		// register once either way, so the result is the same.
 		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
 			x, b, zero, tmp := in[0], in[1], in[2], in[3]
-			c.B.CBWaitFront(b, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, blocks.BcastRows, zero, b, kir.C(0), kir.C(0), kir.C(0))
-			c.B.CBPopFront(b, kir.C(1))
-			c.PackOut(tmp, 1)
+			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, zero, b, tmp)
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
 	}

@@ -135,13 +135,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	c.For("r", kir.C(0), crows, func(kir.Var) {
 		cb.Comment("h = a + b, stored to the result and kept (rounded) for the norm")
 		c.For("j", kir.C(0), kir.Ci(wt), func(kir.Var) {
-			cb.CBWaitFront(cbA, kir.C(1))
-			cb.CBWaitFront(cbB, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, blocks.BcastNone, cbA, cbB, kir.C(0), kir.C(0), kir.C(0))
-			cb.CBPopFront(cbA, kir.C(1))
-			cb.CBPopFront(cbB, kir.C(1))
-			c.PackOutTo(cbH, cbHOut)
+			c.BinaryTileTo(kir.EltAdd, blocks.BcastNone, cbA, cbB, cbH, cbHOut)
 		})
 		nc.row(c, kir.Ci(wt), hd, eps, offset)
 	})

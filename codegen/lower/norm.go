@@ -211,26 +211,21 @@ const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycl
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,
 // the writer runs the exchange and then writes the chunk's results.
 func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
-	t := ctx.Target
-	p, err := newProgram(op, ctx)
+	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
 	if err != nil {
 		return nil, err
 	}
-	cbs := blocks.NewCBPlan(p, t, ns.ranges)
-	cbX := cbs.Input("x", x.Type.DType, ns.per)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOut := cbs.Output("out", out.Type.DType, ns.outPages())
-	ns.addCBs(cbs, cbX, cbScaler, cbOut, w, ir.FP32)
-	if err := cbs.Err(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per)); err != nil {
-		return nil, err
-	}
-	ns.addSemaphores(p, 0, 1)
+	cbX := sp.cbs.Input("x", x.Type.DType, ns.per)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
+	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
+	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
+	ns.addSemaphores(sp.p, 0, 1)
 
-	rd := newReader(p, ns.ranges)
-	ab := accessBinder{ctx: ctx}
-	xAcc, wAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "w_addr", w)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -245,24 +240,24 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	b.CBPushBack(cbX, rcount)
 	ns.pushWeights(b, rcount)
 
-	cp, c := fp32Compute(p, ns.ranges, ctx)
+	cp, c := sp.compute()
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	ns.compute(c, ccount, cleader)
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
-	wr := newWriter(p, ns.ranges)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr := newWriter(sp.p, sp.rs)
+	oAcc := sp.bind(wr, "out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
-	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds

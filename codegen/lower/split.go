@@ -23,12 +23,22 @@ type splitProgram struct {
 // newSplitProgram starts op's program on the first plan.Cores cores; on
 // success its CB plan is empty and no kernel is added yet.
 func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
+	cores, rs := firstCores(ctx.Target, plan.Cores)
+	sp, err := newProgramOn(op, ctx, cores, rs)
+	if sp != nil {
+		sp.plan = plan
+	}
+	return sp, err
+}
+
+// newProgramOn is newSplitProgram on cores (covered by ranges rs) that
+// split the work their own way (plan is zero).
+func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) (*splitProgram, error) {
 	p, err := newProgram(op, ctx)
 	if err != nil {
 		return nil, err
 	}
-	cores, rs := firstCores(ctx.Target, plan.Cores)
-	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, plan: plan, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
+	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
 }
 
 // planned records the CB plan's error, cbs.Err(what), as the first

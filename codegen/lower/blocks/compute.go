@@ -424,17 +424,23 @@ func (c *Compute) Unary(in, out int, steps []SFPUStep) {
 // on the SFPU, pop both, pack to one page of out. Consumes one page of a
 // and of b, produces one page of out.
 func (c *Compute) BinaryTile(op kir.EltwiseOp, bc Bcast, a, b, out int, negate bool, steps []SFPUStep) {
+	if negate {
+		steps = append([]SFPUStep{{Op: kir.SFPUNegative}}, steps...)
+	}
+	c.binaryDest(op, bc, a, b, steps)
+	c.PackOut(out, 1)
+}
+
+// binaryDest is BinaryTile up to the pack: it leaves the math section
+// open with the result in DEST[0], one page of a and of b consumed.
+func (c *Compute) binaryDest(op kir.EltwiseOp, bc Bcast, a, b int, steps []SFPUStep) {
 	c.B.CBWaitFront(a, kir.C(1))
 	c.B.CBWaitFront(b, kir.C(1))
 	c.Acquire()
 	c.Binary(op, bc, a, b, kir.C(0), kir.C(0), kir.C(0))
-	if negate {
-		c.SFPU(SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
-	}
 	for _, s := range steps {
 		c.SFPU(s, kir.C(0))
 	}
 	c.B.CBPopFront(a, kir.C(1))
 	c.B.CBPopFront(b, kir.C(1))
-	c.PackOut(out, 1)
 }
