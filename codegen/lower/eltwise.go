@@ -175,6 +175,14 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 	return page, bc, nil
 }
 
+// pageFor is page(p), or p when page is nil (bcastPlan's "same pages").
+func pageFor(page func(p kir.Expr) kir.Expr, p kir.Expr) kir.Expr {
+	if page == nil {
+		return p
+	}
+	return page(p)
+}
+
 // matDims is s with at least two dims (leading 1s added).
 func matDims(s ir.Shape) ir.Shape {
 	out := s.Clone()
@@ -303,10 +311,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			if in.zeroTile {
 				continue
 			}
-			pg := kir.Expr(page)
-			if in.page != nil {
-				pg = in.page(page)
-			}
+			pg := pageFor(in.page, page)
 			if !in.zeroPad {
 				blocks.ReadPage(b, acc[k], inCB[k], pg)
 				continue

@@ -350,11 +350,6 @@ func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Acc
 	return a
 }
 
-// tileCB is a CB of `pages` tiles of dt on cores rs.
-func tileCB(idx int, dt ir.DType, pages int, rs []ir.CoreRange, name string) kir.CB {
-	return kir.CB{Index: idx, PageSize: dt.TileBytes(), Pages: pages, Format: dt, Cores: rs, Name: name}
-}
-
 // newReader, newWriter and newCompute add the three kernels of a program.
 func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewReaderKernel(p, rs) }
 

@@ -86,18 +86,10 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		page := b.Let("page", kir.Add(rstart, i))
 		blocks.ReadPage(b, xAcc, cbX, page)
 		g.Page(b, cbXr, page)
-		cp := kir.Expr(page)
-		if pc != nil {
-			cp = pc(page)
-		}
-		blocks.ReadPage(b, cAcc, cbCos, cp)
-		sp := kir.Expr(page)
-		if ps != nil {
-			sp = ps(page)
-		}
+		blocks.ReadPage(b, cAcc, cbCos, pageFor(pc, page))
 		b.CBReserveBack(cbSin, kir.C(1))
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cbSin})
-		blocks.ReadPageTo(b, sAcc, sp, l1)
+		blocks.ReadPageTo(b, sAcc, pageFor(ps, page), l1)
 		b.NoCAsyncReadBarrier()
 		tc := b.Let("tcs", kir.Mod(page, kir.Ci(xi.Ct)))
 		for k := 0; k < xi.Ct; k++ {

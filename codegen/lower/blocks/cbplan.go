@@ -139,9 +139,6 @@ func (pl *CBPlan) Bytes() int {
 	return used
 }
 
-// Fits reports whether Bytes() is within the L1 budget.
-func (pl *CBPlan) Fits() bool { return pl.Bytes() <= pl.t.L1Budget() }
-
 // Err returns the first allocation error, or, when the CBs and L1 buffers
 // do not fit the L1 budget, an error saying so with what, a description of
 // what the program keeps per core.
