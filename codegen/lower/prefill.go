@@ -345,26 +345,11 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cb := c.B
 	c.Startup(cbL, cbI, cbOut)
 	cb.CBWaitFront(cbI, kir.C(1))
-	// packTwice packs DEST[0] into one page of each of two CBs.
-	packTwice := func(x, y int) {
-		c.Commit()
-		cb.CBReserveBack(x, kir.C(1))
-		cb.CBReserveBack(y, kir.C(1))
-		c.Wait()
-		c.Pack(kir.C(0), x)
-		c.Pack(kir.C(0), y)
-		c.Release()
-		cb.CBPushBack(x, kir.C(1))
-		cb.CBPushBack(y, kir.C(1))
-	}
-	// plusI: DEST[0] = I + a[0], packed into out; pops a when pop is set.
-	plusI := func(a, out int, pop bool) {
+	// plusI: DEST[0] = I + a[0], packed into out; a is waited for, not popped.
+	plusI := func(a, out int) {
 		cb.CBWaitFront(a, kir.C(1))
 		c.Acquire()
 		c.Binary(kir.EltAdd, blocks.BcastNone, cbI, a, kir.C(0), kir.C(0), kir.C(0))
-		if pop {
-			cb.CBPopFront(a, kir.C(1))
-		}
 		c.PackOut(out, 1)
 	}
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
@@ -374,8 +359,8 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Copy(cbL, kir.C(0), kir.C(0))
 		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
 		cb.CBPopFront(cbL, kir.C(1))
-		packTwice(cbA, cbA2)
-		plusI(cbA2, cbP, false)
+		c.PackOutTo(cbA, cbA2)
+		plusI(cbA2, cbP)
 		for s := 0; s < 4; s++ {
 			cb.Comment(fmt.Sprintf("A = A^2 (A^%d); P = P (I + A)", 2<<s))
 			cb.CBWaitFront(cbA, kir.C(1))
@@ -383,8 +368,8 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.Matmul(cbA, cbA2, kir.C(0), kir.C(0), kir.C(0), false)
 			cb.CBPopFront(cbA, kir.C(1))
 			cb.CBPopFront(cbA2, kir.C(1))
-			packTwice(cbA, cbA2)
-			plusI(cbA2, cbF, false)
+			c.PackOutTo(cbA, cbA2)
+			plusI(cbA2, cbF)
 			cb.CBWaitFront(cbP, kir.C(1))
 			cb.CBWaitFront(cbF, kir.C(1))
 			c.Acquire()
