@@ -59,20 +59,13 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	cbQ := sp.cbs.Input("q", q.Type.DType, dt)
-	cbK := sp.cbs.Input("k", k.Type.DType, 2)
-	cbV := sp.cbs.Input("v", v.Type.DType, 2)
-	cbMask := sp.cbs.Input("mask", ir.FP32, 2)
-	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
-	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
-	cbRaw := sp.cbs.Scratch("scores_raw", ir.FP32, 2)
-	cbS := sp.cbs.Scratch("scores", ir.FP32, lt)
-	cbMax := sp.cbs.Scratch("row_max", ir.FP32, 1)
-	cbP := sp.cbs.Scratch("exp", ir.FP32, lt)
-	cbSum := sp.cbs.Scratch("recip_sum", ir.FP32, 1)
-	cbPn := sp.cbs.Scratch("probs", ir.FP32, lt)
-	cbAsm := sp.cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
+	cbs := sp.cbs
+	ab := attnCBs{q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
+		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1)}
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	ab.out, ab.raw, ab.s, ab.max = cbs.Output("out", out.Type.DType, 2), cbs.Scratch("scores_raw", ir.FP32, 2), cbs.Scratch("scores", ir.FP32, lt), cbs.Scratch("row_max", ir.FP32, 1)
+	ab.p, ab.sum, ab.pn = cbs.Scratch("exp", ir.FP32, lt), cbs.Scratch("recip_sum", ir.FP32, 1), cbs.Scratch("probs", ir.FP32, lt)
+	cbAsm := cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
 	sp.planned(fmt.Sprintf("sdpa_decode over a cache of %d positions", L))
 
 	// Reader: q, then per kv head the key tiles (t, d) with the mask tile
@@ -84,24 +77,23 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	user := rd.RuntimeArg("user")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.ScalerTile(b, ab.scaler, 1)
 	posv := readPos(b, pAcc, cbPos)
-	blocks.ReadPages(b, qAcc, cbQ, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
+	blocks.ReadPages(b, qAcc, ab.q, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
-		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: cbK, cbV: cbV, cbMask: cbMask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
+		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: ab.k, cbV: ab.v, cbMask: ab.mask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
 			kir.Add(kir.Mul(user, kir.Ci(Hkv)), j), posv, func(kir.Expr) kir.Expr { return posv })
 	})
 	blocks.ReleaseScratch(b, cbPos)
 
 	// Compute.
 	_, c := sp.compute()
-	ab := attnCBs{q: cbQ, k: cbK, v: cbV, mask: cbMask, scaler: cbScaler, out: cbOut, raw: cbRaw, s: cbS, max: cbMax, p: cbP, sum: cbSum, pn: cbPn}
-	c.MatmulStartup(cbQ, cbK, cbRaw)
-	c.B.CBWaitFront(cbScaler, kir.C(1))
-	c.B.CBWaitFront(cbQ, kir.Ci(dt))
+	c.MatmulStartup(ab.q, ab.k, ab.raw)
+	c.B.CBWaitFront(ab.scaler, kir.C(1))
+	c.B.CBWaitFront(ab.q, kir.Ci(dt))
 	c.For("j", kir.C(0), kir.Ci(Hkv), func(kir.Var) { attend(c, ab, lt, dt, scale) })
-	c.B.CBPopFront(cbQ, kir.Ci(dt))
-	c.B.CBPopFront(cbScaler, kir.C(1))
+	c.B.CBPopFront(ab.q, kir.Ci(dt))
+	c.B.CBPopFront(ab.scaler, kir.C(1))
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
@@ -124,8 +116,8 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.FillWords(b, asm, dt*tb, 0)
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
-			b.CBWaitFront(cbOut, kir.C(1))
-			src := b.Let("src", kir.GetReadPtr{CB: cbOut})
+			b.CBWaitFront(ab.out, kir.C(1))
+			src := b.Let("src", kir.GetReadPtr{CB: ab.out})
 			dst := b.Let("dst", kir.Add(asm, kir.Mul(d, kir.Ci(tb))))
 			b.For("r", kir.Mul(j, kir.Ci(G)), kir.Mul(kir.Add(j, kir.C(1)), kir.Ci(G)), func(r kir.Var) {
 				for col := 0; col < ir.TileSize; col += blocks.FaceDim {
@@ -134,7 +126,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				}
 			})
 			b.NoCAsyncReadBarrier()
-			b.CBPopFront(cbOut, kir.C(1))
+			b.CBPopFront(ab.out, kir.C(1))
 		})
 	})
 	b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
