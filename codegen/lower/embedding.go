@@ -239,17 +239,5 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPopFront(cbZero, kir.C(1))
 	}
 	b.CBPopFront(cbIds, kir.C(1))
-
-	// Writer.
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
-	wHt := wr.CompileArg("ht", uint32(ht))
-	wstart, wcount := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wHt), kir.Mul(wcount, wHt))
-
-	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.finishRows(out, cbOut, rd, nil, "ht", ht)
 }

@@ -187,19 +187,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	n := normCBs{x: cbX, scaler: cbScaler, w: cbW, wo: cbWo, out: cbOut, sq: cbSq, rs: cbRs, xn: cbXn}
 	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
 	cb.CBPopFront(cbScaler, kir.C(1))
-
-	// Writer.
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
-	wWt := wr.CompileArg("wt", uint32(wt))
-	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wWt), kir.Mul(wrows, wWt))
-
-	sp.plan.SetArgs(sp.cores, rd, cp, wr)
-	return sp.p, nil
+	return sp.finishRows(out, cbOut, rd, cp, "wt", wt)
 }
 
 // normTileCycles is the plan's estimate of one x tile's norm compute on
@@ -284,10 +272,9 @@ func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64)
 
 // sumSquares emits steps 1 and 2 up to the row sums: the squares of the
 // first cnt x tiles (already waited for) into sq, then (after comment)
-// their
-// reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST, left
-// there (column 0 holds the row sums) for the caller to pack to ocb; the
-// caller pops the cnt sq pages after packing.
+// their reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST,
+// left there (column 0 holds the row sums) for the caller to pack to ocb;
+// the caller pops the cnt sq pages after packing.
 func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, ocb int, comment string) {
 	c.B.Comment("x^2")
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {

@@ -72,13 +72,27 @@ func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, 
 // writer, and (count) of cp unless cp is nil, and returns the program, or
 // the first error of bind or of the writer's access.
 func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*kir.Program, error) {
+	return s.finishRows(out, cbOut, rd, cp, "", 1)
+}
+
+// finishRows is finish for work items of n result pages each (tile rows
+// of n tiles) unless arg is "" (finish): the writer's compile arg arg is
+// n, its runtime args are start_row and num_rows, and it stores pages
+// [start*n, (start+count)*n).
+func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, arg string, n int) (*kir.Program, error) {
 	wr := newWriter(s.p, s.rs)
 	oAcc := s.bind(wr, "out_addr", out)
 	if s.err != nil {
 		return nil, s.err
 	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	if arg == "" {
+		wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+		blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	} else {
+		wn := wr.CompileArg(arg, uint32(n))
+		wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
+		blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wn), kir.Mul(wrows, wn))
+	}
 	s.plan.SetArgs(s.cores, rd, cp, wr)
 	return s.p, nil
 }
