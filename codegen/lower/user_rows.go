@@ -81,14 +81,12 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	b.For("j", rstart, kir.Add(rstart, rcount), func(j kir.Var) {
 		b.CBReserveBack(cbTile, kir.C(1))
 		l1 := b.Let("tile", kir.GetWritePtr{CB: cbTile})
-		if !pack {
+		if pack {
+			b.Comment("row 0 of every user's tile j into its row of the packed tile")
+			blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
+		} else {
 			blocks.ReadRowsTo(b, xAcc, j, l1, users, eb)
-			b.NoCAsyncReadBarrier()
-			b.CBPushBack(cbTile, kir.C(1))
-			return
 		}
-		b.Comment("row 0 of every user's tile j into its row of the packed tile")
-		blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbTile, kir.C(1))
 	})
