@@ -310,8 +310,6 @@ const (
 	cbOut = 16
 	cbIm0 = 24
 	cbIm1 = 25
-	cbIm2 = 26
-	cbIm3 = 27
 )
 
 // firstCores returns the first n cores of the worker grid (blocks.FirstCores).

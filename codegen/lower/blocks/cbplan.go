@@ -111,8 +111,11 @@ func (pl *CBPlan) Scratch(name string, dt ir.DType, pages int) int {
 }
 
 // Format is the data format of CB idx in the plan's program (on its cores).
-func (pl *CBPlan) Format(idx int) ir.DType {
-	for _, cb := range pl.p.CBs {
+func (pl *CBPlan) Format(idx int) ir.DType { return cbFormat(pl.p, idx) }
+
+// cbFormat is the format of the first CB of p with index idx (0: none).
+func cbFormat(p *kir.Program, idx int) ir.DType {
+	for _, cb := range p.CBs {
 		if cb.Index == idx {
 			return cb.Format
 		}

@@ -137,14 +137,7 @@ func NewCompute(p *kir.Program, k *kir.Kernel) *Compute {
 	return &Compute{B: k.Builder(), p: p}
 }
 
-func (c *Compute) format(cb int) ir.DType {
-	for _, x := range c.p.CBs {
-		if x.Index == cb {
-			return x.Format
-		}
-	}
-	return 0
-}
+func (c *Compute) format(cb int) ir.DType { return cbFormat(c.p, cb) }
 
 // Startup emits compute_kernel_hw_startup(a, b, out): source A for CB a,
 // source B for CB b, the packer for CB out.
