@@ -108,9 +108,6 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cv.p, err = newProgram(op, ctx); err != nil {
-		return nil, err
-	}
 	t, B, ct := ctx.Target, cv.xs[0], tilesWide(cv.xs)
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	items := B * ct
@@ -118,14 +115,16 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
 	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
-	cores, rs := firstCores(t, plan.Cores)
+	if cv.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
+		return nil, err
+	}
 	gc := kir.Core{X: plan.Cores % t.GridX, Y: plan.Cores / t.GridX}
 	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}
-	cv.rs, cv.ct = rs, ct
+	cv.ct = ct
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
 	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
-	if err := cv.plan(); err != nil {
+	if err := cv.planCBs(); err != nil {
 		return nil, err
 	}
 	rd, err := cv.reader()
@@ -137,7 +136,7 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan.SetArgs(cores, rd, cp, wr)
+	plan.SetArgs(cv.cores, rd, cp, wr)
 	o, res := op.Operands, op.Results
 	if err := gdnGates(cv.p, ctx, grs, o[3], o[4], o[5], o[6], res[2], res[3], B, cv.H, tilesWide(o[3].Type.Shape), cv.ebB, cv.ebG); err != nil {
 		return nil, err
@@ -146,17 +145,15 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // gdnConv is the conv half of a gdn_conv_gates program: its operands, the
-// element sizes its row moves use, and (after plan) its CBs.
+// element sizes its row moves use, and (after planCBs) its CBs.
 type gdnConv struct {
-	ctx                   *Context
+	*splitProgram         // the conv cores
 	st, x, taps, conv, ns *ir.Value
 	xs                    ir.Shape
 	K, H                  int
 	eb, ebT, ebG, ebB     int // element bytes of qkv, taps (0: block float), g, beta
 	round                 bool
 
-	p                                                                     *kir.Program
-	rs                                                                    []ir.CoreRange
 	ct, bat                                                               int
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
@@ -168,7 +165,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
 		return nil, err
 	}
-	cv := &gdnConv{ctx: ctx, st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
+	cv := &gdnConv{st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
 	a := op.Operands[3]
 	xs, ss, as := cv.x.Type.Shape, cv.st.Type.Shape, a.Type.Shape
 	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
@@ -201,11 +198,11 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	return cv, nil
 }
 
-// plan adds the conv cores' CBs.
-func (cv *gdnConv) plan() error {
+// planCBs adds the conv cores' CBs.
+func (cv *gdnConv) planCBs() error {
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	depth := max(2, cv.bat)
-	cbs := blocks.NewCBPlan(cv.p, cv.ctx.Target, cv.rs)
+	cbs := cv.cbs
 	cv.cbWin = cbs.Input("window", dx, depth)
 	cv.cbTaps = cbs.Input("taps", dT, depth)
 	cv.cbScaler = cbs.Input("scaler", ir.BF16, 1)
@@ -230,10 +227,9 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	K, eb, ebT, bat := cv.K, cv.eb, cv.ebT, cv.bat
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	rd := newReader(cv.p, cv.rs)
-	ab := accessBinder{ctx: cv.ctx}
-	stAcc, xAcc, tAcc := ab.bind(rd, "state_addr", cv.st), ab.bind(rd, "qkv_addr", cv.x), ab.bind(rd, "taps_addr", cv.taps)
-	if ab.err != nil {
-		return nil, ab.err
+	stAcc, xAcc, tAcc := cv.bind(rd, "state_addr", cv.st), cv.bind(rd, "qkv_addr", cv.x), cv.bind(rd, "taps_addr", cv.taps)
+	if cv.err != nil {
+		return nil, cv.err
 	}
 	rCt := rd.CompileArg("ct", uint32(cv.ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
@@ -350,10 +346,9 @@ func (cv *gdnConv) compute() *kir.Kernel {
 // batch under one barrier.
 func (cv *gdnConv) writer() (*kir.Kernel, error) {
 	wr := newWriter(cv.p, cv.rs)
-	ab := accessBinder{ctx: cv.ctx}
-	cAcc, nAcc := ab.bind(wr, "conv_addr", cv.conv), ab.bind(wr, "new_state_addr", cv.ns)
-	if ab.err != nil {
-		return nil, ab.err
+	cAcc, nAcc := cv.bind(wr, "conv_addr", cv.conv), cv.bind(wr, "new_state_addr", cv.ns)
+	if cv.err != nil {
+		return nil, cv.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
