@@ -121,8 +121,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		lx, ly = wr.CommonArg("leader_x", kir.NoCX(leader)), wr.CommonArg("leader_y", kir.NoCY(leader))
 	}
 	b = wr.Builder()
-	b.CBReserveBack(cbState, kir.C(1))
-	st := b.Let("st", kir.GetWritePtr{CB: cbState})
+	st := blocks.Reserve(b, cbState, kir.C(1), "st")
 	b.For("r", kir.C(0), wAll, func(r kir.Var) {
 		b.L1Write32(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), kir.C(0))
 		b.L1Write32(kir.Add(st, kir.Add(kir.Mul(r, kir.Ci(argmaxSlot)), kir.C(4))), kir.C(0))
@@ -147,8 +146,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		writeOut()
 	} else {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
-		b.CBReserveBack(cbGather, kir.C(1))
-		g := b.Let("gathered", kir.GetWritePtr{CB: cbGather})
+		g := blocks.Reserve(b, cbGather, kir.C(1), "gathered")
 		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, plan.Cores, writeOut)
 		b.CBPushBack(cbGather, kir.C(1))
 		b.CBWaitFront(cbGather, kir.C(1))

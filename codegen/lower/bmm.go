@@ -75,8 +75,7 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 			blocks.ReadPage(b, acc, cb, pg)
 			return
 		}
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
 		blocks.ReadPageTo(b, acc, pg, l1)
 		b.NoCAsyncReadBarrier()
 		blocks.ZeroImagePadding(b, l1, im, eb, row, col)

@@ -83,8 +83,7 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			page = pageOf(u, posv)
 		}
 		pg := b.Let("pg", page)
-		b.CBReserveBack(cbPage, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cbPage})
+		l1 := blocks.Reserve(b, cbPage, kir.C(1), "l1")
 		blocks.ReadPageTo(b, cAcc, pg, l1)
 		b.NoCAsyncReadBarrier()
 		patch := func() {

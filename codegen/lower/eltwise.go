@@ -317,8 +317,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 				continue
 			}
 			im := blocks.ImageOf(in.v.Type.Shape)
-			b.CBReserveBack(inCB[k], kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: inCB[k]})
+			l1 := blocks.Reserve(b, inCB[k], kir.C(1), "l1")
 			ipg := b.Let("ipg", pg)
 			blocks.ReadPageTo(b, acc[k], ipg, l1)
 			b.NoCAsyncReadBarrier()

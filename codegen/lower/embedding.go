@@ -184,37 +184,31 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rstart, rcount := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
 	blocks.ReadPage(b, idsAcc, cbIds, kir.C(0))
-	b.CBWaitFront(cbIds, kir.C(1))
-	idsL1 := b.Let("ids", kir.GetReadPtr{CB: cbIds})
+	idsL1 := blocks.WaitFront(b, cbIds, kir.C(1), "ids")
 	var zeros kir.Var
 	if partial {
 		b.Comment("a zeroed tile for the padding rows")
-		b.CBReserveBack(cbZero, kir.C(1))
-		zp := b.Let("zp", kir.GetWritePtr{CB: cbZero})
+		zp := blocks.Reserve(b, cbZero, kir.C(1), "zp")
 		blocks.FillWords(b, zp, tileBytes, 0)
 		b.CBPushBack(cbZero, kir.C(1))
-		b.CBWaitFront(cbZero, kir.C(1))
-		zeros = b.Let("zeros", kir.GetReadPtr{CB: cbZero})
+		zeros = blocks.WaitFront(b, cbZero, kir.C(1), "zeros")
 	}
 	b.For("tr", rstart, kir.Add(rstart, rcount), func(tr kir.Var) {
 		t0 := b.Let("t0", kir.Mul(tr, kir.Ci(ir.TileSize)))
 		valid := b.LetT("valid", kir.U32T, kir.Sub(rTokens, t0))
 		b.If(kir.Gt(valid, kir.Ci(ir.TileSize)), func() { b.Assign(valid, kir.Ci(ir.TileSize)) })
 		b.Comment("gather the token rows")
-		b.CBReserveBack(cbRows, kir.Ci(rowsPerTile))
-		rw := b.Let("rw", kir.GetWritePtr{CB: cbRows})
+		rw := blocks.Reserve(b, cbRows, kir.Ci(rowsPerTile), "rw")
 		b.For("r", kir.C(0), valid, func(r kir.Var) {
 			id := b.Let("id", kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(kir.Add(t0, r), kir.C(4)))})
 			b.NoCAsyncRead(tabAcc.PageAddr(id), kir.Add(rw, kir.Mul(r, kir.Ci(rowBytes))), kir.Ci(rowBytes))
 		})
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbRows, kir.Ci(rowsPerTile))
-		b.CBWaitFront(cbRows, kir.Ci(rowsPerTile))
-		rr := b.Let("rr", kir.GetReadPtr{CB: cbRows})
+		rr := blocks.WaitFront(b, cbRows, kir.Ci(rowsPerTile), "rr")
 		b.Comment("tilize: copy 16-element face-row segments into tile order")
 		b.For("c", kir.C(0), rHt, func(c kir.Var) {
-			b.CBReserveBack(cbOut, kir.C(1))
-			tp := b.Let("tp", kir.GetWritePtr{CB: cbOut})
+			tp := blocks.Reserve(b, cbOut, kir.C(1), "tp")
 			if partial {
 				b.If(kir.Lt(valid, kir.Ci(ir.TileSize)), func() {
 					blocks.LocalCopy(b, zeros, tp, tileBytes)

@@ -495,8 +495,7 @@ func (dp *decodePrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, user k
 		}
 	}
 	for _, mt := range dp.rope.Tiles {
-		b.CBReserveBack(dp.m, kir.C(1))
-		m := b.Let("m", kir.GetWritePtr{CB: dp.m})
+		m := blocks.Reserve(b, dp.m, kir.C(1), "m")
 		blocks.LocalCopy(b, dp.zeroL1, m, tabBytes)
 		b.NoCAsyncReadBarrier()
 		mt.EmitTile(b, m, tabDT, elem(0), elem(d.RtR))
@@ -536,8 +535,7 @@ func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, 
 	}
 	eb, tb := blocks.ElemBytes(dt), dt.TileBytes()
 	for d0 := 0; d0 < d.Dt; d0 += group {
-		b.CBReserveBack(cb, kir.Ci(group))
-		tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
+		tiles := blocks.Reserve(b, cb, kir.Ci(group), "tiles")
 		blocks.GatherRowsTiles(b, src, dp.headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
 			col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
 			return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
@@ -614,8 +612,7 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 	}
 	var src kir.Var
 	take := func() {
-		b.CBWaitFront(cb, kir.C(1))
-		src = b.Let("src", kir.GetReadPtr{CB: cb})
+		src = blocks.WaitFront(b, cb, kir.C(1), "src")
 	}
 	if k {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
@@ -668,8 +665,7 @@ func (dp *decodePrologue) patchAll(b *kir.Builder, u kir.Var, in, out *blocks.Ac
 			row = kir.Ci(h)
 		}
 		if !k || h == 0 {
-			b.CBWaitFront(cb, kir.C(1))
-			src = b.Let("src", kir.GetReadPtr{CB: cb})
+			src = blocks.WaitFront(b, cb, kir.C(1), "src")
 		}
 		blocks.CopyTileRow(b, src, row, at(h, dd), dp.prow, blocks.ElemBytes(dp.dtype()))
 		b.NoCAsyncReadBarrier()

@@ -240,12 +240,9 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	// DRAM reads of items first .. first+n-1 in flight.
 	issue := func(first, n kir.Expr) (tp0, w0, ns0 kir.Var) {
 		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row of every item of the batch, all in flight")
-		b.CBReserveBack(cv.cbTaps, n)
-		tp0 = b.Let("taps_base", kir.GetWritePtr{CB: cv.cbTaps})
-		b.CBReserveBack(cv.cbWin, n)
-		w0 = b.Let("win_base", kir.GetWritePtr{CB: cv.cbWin})
-		b.CBReserveBack(cv.cbNew, n)
-		ns0 = b.Let("ns_base", kir.GetWritePtr{CB: cv.cbNew})
+		tp0 = blocks.Reserve(b, cv.cbTaps, n, "taps_base")
+		w0 = blocks.Reserve(b, cv.cbWin, n, "win_base")
+		ns0 = blocks.Reserve(b, cv.cbNew, n, "ns_base")
 		b.For("j", kir.C(0), n, func(j kir.Var) {
 			i := b.Let("i", kir.Add(first, j))
 			tc := b.Let("tc", kir.Mod(i, rCt))
@@ -295,8 +292,7 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	zeros := blocks.Scratch(b, cv.cbZero, "zeros")
 	blocks.FillWords(b, zeros, cv.zeroBytes, 0)
 	b.NoCAsyncReadBarrier()
-	b.CBReserveBack(cv.cbScaler, kir.C(1))
-	sp := b.Let("scaler", kir.GetWritePtr{CB: cv.cbScaler})
+	sp := blocks.Reserve(b, cv.cbScaler, kir.C(1), "scaler")
 	finish(n0, tp0, w0, ns0, zeros, func() { blocks.LocalCopy(b, zeros, sp, ir.BF16.TileBytes()) })
 	blocks.ScalerRows(b, sp, 1)
 	b.CBPushBack(cv.cbScaler, kir.C(1))
@@ -427,8 +423,7 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	shared := func(_, th kir.Expr) kir.Expr { return th }
 	streams := []*stream{{acc: aAcc, cb: cbA, page: perUser}, {acc: dtAcc, cb: cbDt, page: shared}, {acc: alAcc, cb: cbAl, page: shared}, {acc: bAcc, cb: cbB, page: perUser}}
 	for _, st := range streams {
-		b.CBReserveBack(st.cb, kir.Ci(rows))
-		st.l1 = b.Let("l1", kir.GetWritePtr{CB: st.cb})
+		st.l1 = blocks.Reserve(b, st.cb, kir.Ci(rows), "l1")
 	}
 	b.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
 		b.For("th", kir.C(0), kir.Ci(ht), func(th kir.Var) {

@@ -267,16 +267,14 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
 		{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW},
 	}
 	for _, rt := range ts {
-		b.CBReserveBack(rt.cb, kir.Ci(rt.n))
-		rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
+		rt.l1 = blocks.Reserve(b, rt.cb, kir.Ci(rt.n), "row")
 		for j := 0; j < rt.n; j++ {
 			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
 		}
 	}
 	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}, {acc: a.g, cb: c.g, eb: r.ebG}}
 	for _, sc := range scs {
-		b.CBReserveBack(sc.cb, kir.C(1))
-		sc.l1 = b.Let("sc", kir.GetWritePtr{CB: sc.cb})
+		sc.l1 = blocks.Reserve(b, sc.cb, kir.C(1), "sc")
 		sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
 		off := b.Let("soff", kir.And(blocks.FaceOffset(sc.r, kir.C(0), sc.eb), kir.C(^uint32(63))))
 		b.NoCAsyncRead(sc.acc.PageAddrAtExpr(kir.Div(head, kir.Ci(ir.TileSize)), off), kir.Add(sc.l1, off), kir.C(64))
@@ -310,8 +308,7 @@ func settleRows(b *kir.Builder, ts []*gdnRow, scs []*gdnScalar, zeros kir.Var) {
 	}
 	for _, rt := range ts {
 		if rt.cb2 >= 0 {
-			b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
-			rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
+			rt.l1b = blocks.Reserve(b, rt.cb2, kir.Ci(rt.n), "row2")
 		}
 	}
 	for _, sc := range scs {
@@ -644,8 +641,7 @@ func (r *gdnRec) writer() *kir.Kernel {
 		// The writer is idle until the first new state tile, so it builds
 		// the identity while the reader's first reads are in flight.
 		w.Comment("the identity tile (fp32)")
-		w.CBReserveBack(r.cb.eye, kir.C(1))
-		eye := w.Let("eye", kir.GetWritePtr{CB: r.cb.eye})
+		eye := blocks.Reserve(w, r.cb.eye, kir.C(1), "eye")
 		blocks.FillWords(w, eye, r.f.TileBytes(), 0)
 		w.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
 			w.L1Write32(kir.Add(eye, blocks.FaceOffset(d, d, 4)), kir.C(blocks.FillWord(ir.FP32, 1)))

@@ -389,8 +389,7 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 // barrier, then the rows past it cleared in the tile holding it.
 func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
 	tb := dtype.TileBytes()
-	b.CBReserveBack(cb, kir.Ci(n))
-	base := b.Let("l1", kir.GetWritePtr{CB: cb})
+	base := blocks.Reserve(b, cb, kir.Ci(n), "l1")
 	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
 		tt, dd := tile(j)
 		l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
@@ -545,8 +544,7 @@ func (s *gatedSDPA) writer() error {
 		j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
 		first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
 		b.For("d", dlo, kir.Add(dlo, kir.Ci(s.dc)), func(dd kir.Var) {
-			b.CBWaitFront(s.cbOut, kir.C(1))
-			src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
+			src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
 			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
 				blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
 			})

@@ -219,8 +219,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	b := rd.Builder()
 	// x's live rows and the weight chunk's row in flight while the scaler
 	// is built, one barrier.
-	b.CBReserveBack(cbX, rcount)
-	xl1 := b.Let("xl1", kir.GetWritePtr{CB: cbX})
+	xl1 := blocks.Reserve(b, cbX, rcount, "xl1")
 	blocks.ReadTilesLive(b, xAcc, xl1, rstart, rcount, blocks.LiveRows(x.Type.Shape), blocks.ElemBytes(x.Type.DType))
 	ns.issueWeights(b, wAcc, rcol, rcount)
 	blocks.ScalerTile(b, cbScaler, 1)

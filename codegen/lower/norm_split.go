@@ -151,8 +151,7 @@ func (ns *normSplit) issueWeights(b *kir.Builder, wAcc *blocks.Access, col, coun
 	if ns.cb.w < 0 {
 		return
 	}
-	b.CBReserveBack(ns.cb.w, count)
-	l1 := b.Let("wl1", kir.GetWritePtr{CB: ns.cb.w})
+	l1 := blocks.Reserve(b, ns.cb.w, count, "wl1")
 	blocks.ReadTilesLive(b, wAcc, l1, col, count, 1, blocks.ElemBytes(wAcc.Buf.DType))
 }
 

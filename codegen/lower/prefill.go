@@ -148,8 +148,7 @@ func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // keep(r, c) (an expression of the in-tile row and column) holds, zeros
 // elsewhere.
 func triangleTile(b *kir.Builder, cb int, keep func(r, c kir.Expr) kir.Expr) {
-	b.CBReserveBack(cb, kir.C(1))
-	l1 := b.Let("tri", kir.GetWritePtr{CB: cb})
+	l1 := blocks.Reserve(b, cb, kir.C(1), "tri")
 	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
 		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
 			blocks.StoreElem(b, kir.Add(l1, blocks.FaceOffset(r, c, 2)), kir.Mul(keep(r, c), kir.C(0x3F80)), 2)
@@ -317,16 +316,14 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.Comment("identity tile")
-	b.CBReserveBack(cbI, kir.C(1))
-	id := b.Let("id", kir.GetWritePtr{CB: cbI})
+	id := blocks.Reserve(b, cbI, kir.C(1), "id")
 	blocks.FillWords(b, id, ir.FP32.TileBytes(), 0)
 	b.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
 		b.L1Write32(kir.Add(id, blocks.FaceOffset(d, d, 4)), kir.C(0x3F800000))
 	})
 	b.CBPushBack(cbI, kir.C(1))
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
-		b.CBReserveBack(cbL, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cbL})
+		l1 := blocks.Reserve(b, cbL, kir.C(1), "l1")
 		blocks.ReadPageTo(b, xAcc, kir.Add(rstart, i), l1)
 		b.NoCAsyncReadBarrier()
 		b.Comment("keep the strictly lower part of the n x n matrix")

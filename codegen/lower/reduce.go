@@ -114,8 +114,7 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		pg := b.Let("page", kir.Add(rstart, i))
 		b.For("k", kir.C(0), kir.Ci(n), func(k kir.Var) {
 			ip := b.Let("ip", inPage(pg, k))
-			b.CBReserveBack(cbX, kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: cbX})
+			l1 := blocks.Reserve(b, cbX, kir.C(1), "l1")
 			blocks.ReadPageTo(b, xAcc, ip, l1)
 			b.NoCAsyncReadBarrier()
 			q := kir.Div(ip, kir.Ci(xi.Ct))

@@ -111,13 +111,11 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	tb := out.Type.DType.TileBytes()
 	b.CBReserveBack(cbAsm, kir.Ci(dt))
 	b.CBPushBack(cbAsm, kir.Ci(dt))
-	b.CBWaitFront(cbAsm, kir.Ci(dt))
-	asm := b.Let("asm_tiles", kir.GetReadPtr{CB: cbAsm})
+	asm := blocks.WaitFront(b, cbAsm, kir.Ci(dt), "asm_tiles")
 	blocks.FillWords(b, asm, dt*tb, 0)
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
-			b.CBWaitFront(ab.out, kir.C(1))
-			src := b.Let("src", kir.GetReadPtr{CB: ab.out})
+			src := blocks.WaitFront(b, ab.out, kir.C(1), "src")
 			dst := b.Let("dst", kir.Add(asm, kir.Mul(d, kir.Ci(tb))))
 			b.For("r", kir.Mul(j, kir.Ci(G)), kir.Mul(kir.Add(j, kir.C(1)), kir.Ci(G)), func(r kir.Var) {
 				for col := 0; col < ir.TileSize; col += blocks.FaceDim {
@@ -219,8 +217,7 @@ type kvReader struct {
 func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit func(r kir.Expr) kir.Expr) {
 	ptr := b.Let("ptr", kir.Div(last, kir.Ci(ir.TileSize)))
 	cacheTile := func(acc *blocks.Access, cb int, dtype ir.DType, tt, d kir.Expr) {
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
 		b.IfElse(kir.Gt(tt, ptr), func() {
 			blocks.FillWords(b, l1, dtype.TileBytes(), 0)
 		}, func() {
@@ -235,8 +232,7 @@ func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit fun
 	b.For("t", kir.C(0), kir.Ci(kv.lt), func(tt kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(kv.dt), func(d kir.Var) { cacheTile(kv.k, kv.cbK, kv.kdt, tt, d) })
 		b.Comment("mask: 0 for visible positions, -inf after")
-		b.CBReserveBack(kv.cbMask, kir.C(1))
-		m := b.Let("m", kir.GetWritePtr{CB: kv.cbMask})
+		m := blocks.Reserve(b, kv.cbMask, kir.C(1), "m")
 		b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
 			lim := b.Let("lim", limit(r))
 			b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {

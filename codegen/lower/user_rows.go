@@ -79,8 +79,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		stage = blocks.Scratch(b, cbStage, "rows")
 	}
 	b.For("j", rstart, kir.Add(rstart, rcount), func(j kir.Var) {
-		b.CBReserveBack(cbTile, kir.C(1))
-		l1 := b.Let("tile", kir.GetWritePtr{CB: cbTile})
+		l1 := blocks.Reserve(b, cbTile, kir.C(1), "tile")
 		if pack {
 			b.Comment("row 0 of every user's tile j into its row of the packed tile")
 			blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
@@ -119,8 +118,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 func writeUserRows(w *kir.Builder, oAcc *blocks.Access, cb, users, cols, eb int, start, count kir.Expr) {
 	seg := blocks.FaceDim * eb
 	w.For("j", start, kir.Add(start, count), func(j kir.Var) {
-		w.CBWaitFront(cb, kir.C(1))
-		l1 := w.Let("tile", kir.GetReadPtr{CB: cb})
+		l1 := blocks.WaitFront(w, cb, kir.C(1), "tile")
 		for u := range users {
 			page := kir.Add(kir.Ci(u*cols), j)
 			for half := range 2 {

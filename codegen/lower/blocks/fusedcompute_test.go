@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,6 +48,37 @@ func TestBinaryTileForms(t *testing.T) {
 			tc.emit(c, a, b, out, out2)
 			if diff := cmp.Diff(tc.want, apiNames(k.Body[start:])); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReserveWaitFront checks the CB handshakes that return an L1
+// address: the CB call, then a variable holding the write or read
+// pointer of the same CB.
+func TestReserveWaitFront(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		emit    func(b *kir.Builder) kir.Var
+		wantCB  kir.Stmt
+		wantPtr kir.Expr
+	}{
+		{"Reserve", func(b *kir.Builder) kir.Var { return Reserve(b, 3, kir.C(2), "l1") },
+			kir.CBReserveBack{CB: 3, N: kir.C(2)}, kir.GetWritePtr{CB: 3}},
+		{"WaitFront", func(b *kir.Builder) kir.Var { return WaitFront(b, 16, kir.C(1), "src") },
+			kir.CBWaitFront{CB: 16, N: kir.C(1)}, kir.GetReadPtr{CB: 16}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &kir.Kernel{Name: "k", Role: kir.RoleReader}
+			v := tc.emit(k.Builder())
+			if len(k.Body) != 2 {
+				t.Fatalf("%d statements, want 2", len(k.Body))
+			}
+			if !reflect.DeepEqual(k.Body[0], tc.wantCB) {
+				t.Errorf("first statement %#v, want %#v", k.Body[0], tc.wantCB)
+			}
+			if let, ok := k.Body[1].(kir.Let); !ok || let.Var != v || !reflect.DeepEqual(let.Value, tc.wantPtr) {
+				t.Errorf("second statement %#v, want a let of %s = %#v", k.Body[1], v.Name, tc.wantPtr)
 			}
 		})
 	}
