@@ -213,11 +213,9 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	bc, negate := bb, false
 	switch {
 	case ba != blocks.BcastNone && bb != blocks.BcastNone:
-		// The FPU broadcasts only its second operand: expand one first
-		// (0 + bcast(x) into an fp32 scratch tile), then apply the op
-		// with the other broadcast. A subtract never broadcasts rows (the
-		// pinned release has no such call): a - rows(b) expands b and
-		// computes -(b' - bcast(a)).
+		// Expand the first, as the family doc says. A subtract never
+		// broadcasts rows (the pinned release has no such call): a -
+		// rows(b) expands b and computes -(b' - bcast(a)).
 		first, second, fb, sb, neg := in0, in1, ba, bb, false
 		if eop == kir.EltSub && bb == blocks.BcastRows {
 			if ba == blocks.BcastRows {

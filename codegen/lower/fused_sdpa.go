@@ -115,7 +115,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	o := op.Operands
 	s := &gatedSDPA{op: op, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
 	var err error
-	if s.scale, err = sdpaPreamble(op, op.Name(), s.pos, s.q, s.k, s.v, s.gate, s.out); err != nil {
+	if s.scale, err = sdpaPreamble(op, op.Name(), "", s.pos, s.q, s.k, s.v, s.gate, s.out); err != nil {
 		return nil, err
 	}
 	if s.d, err = sdpaGatedDims(op, prefill); err != nil {

@@ -45,8 +45,8 @@ func sameTiles(a, b ir.Shape) bool {
 
 func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := sameDType(x, out); err != nil {
-		return nil, err
+	if x.Type.DType != out.Type.DType {
+		return nil, fmt.Errorf("rule layout-dtype: reshape only moves values; result dtype %s must be the operand's %s", out.Type.DType, x.Type.DType)
 	}
 	if x.Type.Shape.Numel() != out.Type.Shape.Numel() {
 		return nil, fmt.Errorf("rule reshape-numel: %s and %s hold different element counts", x.Type.Shape, out.Type.Shape)
@@ -71,13 +71,6 @@ func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		f := b.Let("f", kir.Add(kir.Mul(row, kir.Ci(co)), col))
 		return []blocks.Run{{Src: 0, Row: kir.Div(f, kir.Ci(ci)), Col: kir.Mod(f, kir.Ci(ci))}}
 	})
-}
-
-func sameDType(x, out *ir.Value) error {
-	if x.Type.DType != out.Type.DType {
-		return fmt.Errorf("rule layout-dtype: %s only moves values; result dtype %s must be the operand's %s", out.Def.Name(), out.Type.DType, x.Type.DType)
-	}
-	return nil
 }
 
 // fullIndex splits output element (row, col) of a tensor of shape dims

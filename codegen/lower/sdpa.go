@@ -35,7 +35,7 @@ import (
 
 func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	scale, err := sdpaPreamble(op, "sdpa_decode", pos, q, k, v, out)
+	scale, err := sdpaPreamble(op, "sdpa_decode", "pos", pos, q, k, v, out)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +48,6 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	G := Hq / Hkv
 	if Hq > ir.TileSize || D%ir.TileSize != 0 || L%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule sdpa-tiles: the decode attention keeps one tile row of query heads (Hq <= 32) and whole tiles of D and L; got Hq %d, D %d, L %d", Hq, D, L)
-	}
-	for _, x := range []*ir.Value{k, v} {
-		if blocks.ElemBytes(x.Type.DType) == 0 {
-			return nil, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past pos, which needs a bf16 or fp32 cache, not %s", x.Type.DType)
-		}
 	}
 	dt, lt := D/ir.TileSize, L/ir.TileSize
 	sp, err := newSplitProgram(op, ctx, Split{Items: B, Cores: B, PerCore: 1})
@@ -256,7 +251,7 @@ func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit fun
 func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	scale, err := sdpaPreamble(op, "sdpa_prefill", pos, q, k, v, out)
+	scale, err := sdpaPreamble(op, "sdpa_prefill", "the last position", pos, q, k, v, out)
 	if err != nil {
 		return nil, err
 	}
@@ -269,11 +264,6 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	G := Hq / Hkv
 	if D%ir.TileSize != 0 || L%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule sdpa-tiles: the attention needs whole tiles of D and L; got D %d, L %d", D, L)
-	}
-	for _, x := range []*ir.Value{k, v} {
-		if blocks.ElemBytes(x.Type.DType) == 0 {
-			return nil, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past the last position, which needs a bf16 or fp32 cache, not %s", x.Type.DType)
-		}
 	}
 	dt, lt := D/ir.TileSize, L/ir.TileSize
 	st := (S + ir.TileSize - 1) / ir.TileSize
@@ -336,15 +326,22 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // sdpaPreamble checks what every attention lowering requires of its
-// operands: each of tensors in tile layout (requireTile), then pos a
-// position operand (checkPos). It returns op's float attribute "scale";
-// kind names the op in the error when that attribute is missing.
-func sdpaPreamble(op *ir.Op, kind string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
+// operands: each of tensors (q, k, v, ...) in tile layout (requireTile),
+// pos a position operand (checkPos) and, unless past is "", k and v bf16
+// or fp32, as the reader zeroes their rows past past. It returns op's
+// float attribute "scale"; kind names the op in the error when that
+// attribute is missing.
+func sdpaPreamble(op *ir.Op, kind, past string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
 	if err := requireTiles(tensors...); err != nil {
 		return 0, err
 	}
 	if err := checkPos(pos); err != nil {
 		return 0, err
+	}
+	for _, x := range tensors[1:3] {
+		if past != "" && blocks.ElemBytes(x.Type.DType) == 0 {
+			return 0, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past %s, which needs a bf16 or fp32 cache, not %s", past, x.Type.DType)
+		}
 	}
 	scale, ok := op.Attrs["scale"].(float64)
 	if !ok {
