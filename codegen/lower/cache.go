@@ -113,8 +113,7 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbNew)
 	blocks.ReleaseScratch(b, cbPos)
 
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}

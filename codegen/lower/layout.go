@@ -320,8 +320,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	}
 	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
 	blocks.ReadPages(rd.Builder(), sAcc, cb, rstart, rcount)
-	wr := newWriter(sp.p, sp.rs)
-	dAcc := sp.bind(wr, "dst_addr", dst)
+	wr, dAcc := sp.writerOf("dst_addr", dst)
 	if sp.err != nil {
 		return nil, sp.err
 	}

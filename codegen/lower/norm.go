@@ -234,8 +234,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.compute(c, ccount, cleader)
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}

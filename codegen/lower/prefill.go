@@ -93,8 +93,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	g.End(b)
 	blocks.ReleaseScratch(b, cbPos)
 
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}

@@ -92,8 +92,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}
@@ -314,8 +313,7 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	c.B.CBPopFront(ab.scaler, kir.C(1))
 
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}

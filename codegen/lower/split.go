@@ -53,6 +53,13 @@ func (s *splitProgram) planned(what string) {
 // reader adds the reader kernel on the program's cores.
 func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
 
+// writerOf adds the writer kernel on the program's cores with v's buffer
+// bound to its argument arg (bind: nil after a failure, in err).
+func (s *splitProgram) writerOf(arg string, v *ir.Value) (*kir.Kernel, *blocks.Access) {
+	wr := newWriter(s.p, s.rs)
+	return wr, s.bind(wr, arg, v)
+}
+
 // compute adds the compute kernel on the program's cores (fp32Compute).
 func (s *splitProgram) compute() (*kir.Kernel, *blocks.Compute) {
 	return fp32Compute(s.p, s.rs, s.ctx)
@@ -80,8 +87,7 @@ func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*ki
 // n, its runtime args are start_row and num_rows, and it stores pages
 // [start*n, (start+count)*n).
 func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, arg string, n int) (*kir.Program, error) {
-	wr := newWriter(s.p, s.rs)
-	oAcc := s.bind(wr, "out_addr", out)
+	wr, oAcc := s.writerOf("out_addr", out)
 	if s.err != nil {
 		return nil, s.err
 	}

@@ -93,8 +93,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		blocks.ReleaseScratch(b, cbStage)
 	}
 
-	wr := newWriter(sp.p, sp.rs)
-	oAcc := sp.bind(wr, "out_addr", out)
+	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {
 		return nil, sp.err
 	}
