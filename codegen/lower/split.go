@@ -7,10 +7,10 @@ import (
 )
 
 // splitProgram is the skeleton most lowerings share: op's program (its
-// buffers declared by newProgram) whose work items are split over the
-// first plan.Cores worker cores by plan, with a CB plan on those cores and
-// an accessBinder for the kernels' buffer arguments (bind keeps the first
-// failure in err).
+// buffers declared by newProgram) whose work items are split over cores
+// (by plan: its first plan.Cores worker cores), with a CB plan on those
+// cores and an accessBinder for the kernels' buffer arguments (bind keeps
+// the first failure in err).
 type splitProgram struct {
 	accessBinder
 	p     *kir.Program
@@ -25,10 +25,11 @@ type splitProgram struct {
 func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
 	cores, rs := firstCores(ctx.Target, plan.Cores)
 	sp, err := newProgramOn(op, ctx, cores, rs)
-	if sp != nil {
-		sp.plan = plan
+	if err != nil {
+		return nil, err
 	}
-	return sp, err
+	sp.plan = plan
+	return sp, nil
 }
 
 // newProgramOn is newSplitProgram on cores (covered by ranges rs) that
