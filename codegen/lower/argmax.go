@@ -65,18 +65,17 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if out.Type.DType != ir.UInt32 || out.Type.Layout != ir.RowMajorLayout || out.Type.Shape.Numel() != allRows || out.Type.Shape.Cols2D() != 1 {
 		return nil, fmt.Errorf("rule argmax-output: result must be uint32 row-major, one index per row of the logits (%d rows), got %s", allRows, out.Type)
 	}
-	p, err := newProgram(op, ctx)
+	// A tile costs about 20 scalar statements per column pair per row;
+	// each extra core adds its slots to the leader's fold.
+	sp, err := newSplitProgram(op, ctx, PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0))
 	if err != nil {
 		return nil, err
 	}
-	// A tile costs about 20 scalar statements per column pair per row;
-	// each extra core adds its slots to the leader's fold.
-	plan := PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0)
-	cores, rs := firstCores(t, plan.Cores)
+	p, plan, cores, rs := sp.p, sp.plan, sp.cores, sp.rs
 	leader := cores[0]
 	const cbLogits, cbState, cbGather = cbIn0, cbIm0, cbIm1
 	batch := min(argmaxBatch, nt)
-	p.AddCB(tileCB(cbLogits, ir.BF16, 2*batch, rs, "logits"))
+	p.AddCB(kir.CB{Index: cbLogits, PageSize: ir.BF16.TileBytes(), Pages: 2 * batch, Format: ir.BF16, Cores: rs, Name: "logits"})
 	p.AddCB(kir.CB{Index: cbState, PageSize: max(ir.TileSize, allRows) * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
 	multi := plan.Cores > 1
 	if multi {
@@ -122,8 +121,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		lx, ly = wr.CommonArg("leader_x", kir.NoCX(leader)), wr.CommonArg("leader_y", kir.NoCY(leader))
 	}
 	b = wr.Builder()
-	b.CBReserveBack(cbState, kir.C(1))
-	st := b.Let("st", kir.GetWritePtr{CB: cbState})
+	st := blocks.Reserve(b, cbState, kir.C(1), "st")
 	b.For("r", kir.C(0), wAll, func(r kir.Var) {
 		b.L1Write32(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), kir.C(0))
 		b.L1Write32(kir.Add(st, kir.Add(kir.Mul(r, kir.Ci(argmaxSlot)), kir.C(4))), kir.C(0))
@@ -148,8 +146,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		writeOut()
 	} else {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
-		b.CBReserveBack(cbGather, kir.C(1))
-		g := b.Let("gathered", kir.GetWritePtr{CB: cbGather})
+		g := blocks.Reserve(b, cbGather, kir.C(1), "gathered")
 		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, plan.Cores, writeOut)
 		b.CBPushBack(cbGather, kir.C(1))
 		b.CBWaitFront(cbGather, kir.C(1))

@@ -45,29 +45,7 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 		}
 	}
-	kt := ai.Ct
-	operand := func(v *ir.Value, im blocks.Image, page func(bb, mt, nt, k kir.Expr) kir.Expr, tr, tc func(mt, nt, k kir.Expr) kir.Expr) pairOperand {
-		return pairOperand{dt: v.Type.DType, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
-			pg := page(bb, mt, nt, k)
-			if !pad {
-				blocks.ReadPage(b, acc, cb, pg)
-				return
-			}
-			b.CBReserveBack(cb, kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-			blocks.ReadPageTo(b, acc, pg, l1)
-			b.NoCAsyncReadBarrier()
-			blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(v.Type.DType), tr(mt, nt, k), tc(mt, nt, k))
-			b.CBPushBack(cb, kir.C(1))
-		}, value: v}
-	}
-	av := operand(a, ai, func(bb, mt, _, k kir.Expr) kir.Expr {
-		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(ai.Rt)), mt), kir.Ci(ai.Ct)), k)
-	}, func(mt, _, _ kir.Expr) kir.Expr { return mt }, func(_, _, k kir.Expr) kir.Expr { return k })
-	bvo := operand(bv, bi, func(bb, _, nt, k kir.Expr) kir.Expr {
-		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(bi.Rt)), k), kir.Ci(bi.Ct)), nt)
-	}, func(_, _, k kir.Expr) kir.Expr { return k }, func(_, nt, _ kir.Expr) kir.Expr { return nt })
-	return pairsProgram(op, ctx, av, bvo, kt)
+	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), tileOperand(bv, bi, false, pad), ai.Ct)
 }
 
 // pairOperand is one side of a tile-pair matmul program: a tensor read by
@@ -81,40 +59,51 @@ type pairOperand struct {
 	emit func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr)
 }
 
+// tileOperand is the pairOperand that reads v (tile image im): for result
+// tile (bb, mt, nt) and inner step k, its tile (bb, mt, k) when left, else
+// (bb, k, nt). With pad the reader zeroes the tile's padding before
+// pushing it (device programs may leave garbage there, and 0 * NaN is NaN).
+func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
+	eb := blocks.ElemBytes(v.Type.DType)
+	return pairOperand{dt: v.Type.DType, value: v, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+		row, col := k, nt
+		if left {
+			row, col = mt, k
+		}
+		pg := kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(im.Rt)), row), kir.Ci(im.Ct)), col)
+		if !pad {
+			blocks.ReadPage(b, acc, cb, pg)
+			return
+		}
+		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
+		blocks.ReadPageTo(b, acc, pg, l1)
+		b.NoCAsyncReadBarrier()
+		blocks.ZeroImagePadding(b, l1, im, eb, row, col)
+		b.CBPushBack(cb, kir.C(1))
+	}}
+}
+
 // pairsProgram is the program of out[.., m, n] = sum_k a[.., m, k] b[.., k,
 // n] over kt inner tiles: the result tiles are split over the grid, the
 // reader emits the kt (a, b) tile pairs of each result tile, compute
 // accumulates matmul_tiles in fp32 DEST and packs, the writer stores.
 func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Program, error) {
-	t := ctx.Target
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(oi.Pages, t.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbA := cbs.Input("a", a.dt, 2)
-	cbB := cbs.Input("b", bo.dt, 2)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	if err := cbs.Err(op.Name()); err != nil {
-		return nil, err
-	}
+	cbA := sp.cbs.Input("a", a.dt, 2)
+	cbB := sp.cbs.Input("b", bo.dt, 2)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	sp.planned(op.Name())
 
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
-	rd := newReader(p, rs)
-	var aAcc, bAcc *blocks.Access
-	if a.value != nil {
-		if aAcc, err = accessOf(ctx, rd, "a_addr", a.value); err != nil {
-			return nil, err
-		}
-	}
-	if bo.value != nil {
-		if bAcc, err = accessOf(ctx, rd, "b_addr", bo.value); err != nil {
-			return nil, err
-		}
+	rd := sp.reader()
+	aAcc, bAcc := sp.bind(rd, "a_addr", a.value), sp.bind(rd, "b_addr", bo.value)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -131,9 +120,8 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.MatmulStartup(cbA, cbB, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.Acquire()
@@ -146,10 +134,5 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 		})
 		c.PackOut(cbOut, 1)
 	})
-
-	// Writer.
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }

@@ -46,34 +46,28 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if inPlace {
 		units = B * Hc * dt
 	}
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(units, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(units, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbPage := cbs.Input("page", cache.Type.DType, 2)
-	cbNew := cbs.Scratch("new_tile", nw.Type.DType, 1)
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbPage := sp.cbs.Input("page", cache.Type.DType, 2)
+	cbNew := sp.cbs.Scratch("new_tile", nw.Type.DType, 1)
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
 	cbPosW := -1
 	if inPlace {
-		cbPosW = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+		cbPosW = sp.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
 	}
-	if err := cbs.Err("update_cache"); err != nil {
-		return nil, err
-	}
+	sp.planned("update_cache")
 	// pageOf is the cache page of unit u when in place.
 	pageOf := func(u, posv kir.Expr) kir.Expr {
 		bh := kir.Div(u, kir.Ci(dt))
 		return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(lt)), kir.Div(posv, kir.Ci(ir.TileSize))), kir.Ci(dt)), kir.Mod(u, kir.Ci(dt)))
 	}
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	cAcc, nAcc, pAcc := ab.bind(rd, "cache_addr", cache), ab.bind(rd, "new_addr", nw), ab.bind(rd, "pos_addr", pos)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	cAcc, nAcc, pAcc := sp.bind(rd, "cache_addr", cache), sp.bind(rd, "new_addr", nw), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -89,8 +83,7 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			page = pageOf(u, posv)
 		}
 		pg := b.Let("pg", page)
-		b.CBReserveBack(cbPage, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cbPage})
+		l1 := blocks.Reserve(b, cbPage, kir.C(1), "l1")
 		blocks.ReadPageTo(b, cAcc, pg, l1)
 		b.NoCAsyncReadBarrier()
 		patch := func() {
@@ -120,10 +113,9 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbNew)
 	blocks.ReleaseScratch(b, cbPos)
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
@@ -140,8 +132,8 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		})
 		blocks.ReleaseScratch(b, cbPosW)
 	}
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 // checkPos checks a decode position operand: [1] uint32 (or int32)

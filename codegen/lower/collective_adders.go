@@ -138,12 +138,10 @@ func (a *cclKernel) batchedPackets() {
 		// A lane with no tile of a short packet still takes part in the
 		// handshake.
 		b.IfElse(kir.Gt(n, kir.C(0)), func() {
-			b.CBReserveBack(cbIn0, n)
-			l0 := b.Let("local_base", kir.GetWritePtr{CB: cbIn0})
+			l0 := blocks.Reserve(b, cbIn0, n, "local_base")
 			var r0 kir.Var
 			if a.residual != nil {
-				b.CBReserveBack(cbIn2, n)
-				r0 = b.Let("residual_base", kir.GetWritePtr{CB: cbIn2})
+				r0 = blocks.Reserve(b, cbIn2, n, "residual_base")
 			}
 			tileOf := func(j kir.Var) kir.Expr { return kir.Add(a.lane, kir.Mul(j, kir.Ci(m))) }
 			pageOf := func(j kir.Var) kir.Expr { return a.page(kk, kir.Add(kir.Add(a.first, base), tileOf(j))) }
@@ -168,8 +166,7 @@ func (a *cclKernel) batchedPackets() {
 				readResidual()
 			}
 			multicore.Await(b, a.sem, true)
-			b.CBReserveBack(cbIn1, n)
-			in1 := b.Let("received_base", kir.GetWritePtr{CB: cbIn1})
+			in1 := blocks.Reserve(b, cbIn1, n, "received_base")
 			b.For("j", kir.C(0), n, func(j kir.Var) {
 				a.received(base, tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(a.tb))))
 			})

@@ -4,24 +4,15 @@
 // Lower takes an op of a graph (unfused or fused, placed) and returns a
 // *kir.Program: the cores it runs on, its circular buffers, and a reader,
 // compute and writer kernel per core with their argument tables. Lowerings
-// are looked up in a table keyed by ir.OpKind, filled from one file per op
-// class (eltwise.go: unary, binary with numpy broadcasting, typecast;
-// matmul.go: matmul and its fused forms (sibling matmuls, matmul
-// epilogues and prologues), built by the engine of matmul_engine.go with
-// the epilogues of matmul_epilogue.go; bmm.go;
-// norm.go: rms_norm, rms_norm_plain; reduce.go:
-// sum, mean; layout.go: to_memory, reshape, slice, concat, pad,
-// repeat_interleave, transpose; embedding.go; argmax.go; rotary.go;
-// cache.go: update_cache; sdpa.go: sdpa_decode; prefill.go: cumsum, tril,
-// tril_inverse, conv_depthwise, fill_cache, sdpa_prefill; collective.go,
-// collective_adders.go, collective_gather.go and collective_plan.go:
-// all_reduce, reduce_scatter, all_gather over ethernet, one program for
-// every card; and the fused ops: fused_common.go (add_rmsnorm, eltwise
-// chains, embedding_reshape), fused_collective.go and fused_collective_norm.go
-// (all_reduce_add[_rmsnorm]),
-// fused_gdn.go (gdn_conv_gates, gdn_recurrence), fused_attention.go,
-// fused_sdpa.go, fused_prologue_prefill.go (attention prologue and gated
-// SDPA, decode and prefill)).
+// are looked up in a table keyed by ir.OpKind (lowerings, lower.go), filled
+// from one file per op family, each opening with the family's doc:
+// eltwise.go, matmul.go (built by the engine of matmul_engine.go with the
+// epilogues of matmul_epilogue.go), bmm.go, norm.go, reduce.go, layout.go,
+// embedding.go, argmax.go, rotary.go, cache.go, sdpa.go, prefill.go, the
+// ring collectives (collective*.go) and the fused ops (fused_*.go). Most
+// start from a splitProgram (split.go): the program with its buffers, its
+// work split over the first cores, the CB plan on them and the kernels'
+// buffer bindings.
 // An op kind without an entry, or a shape a lowering does not handle, is an
 // error naming the op (op.Where()), its operand and result types and the
 // rule.

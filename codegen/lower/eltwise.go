@@ -175,6 +175,14 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 	return page, bc, nil
 }
 
+// pageFor is page(p), or p when page is nil (bcastPlan's "same pages").
+func pageFor(page func(p kir.Expr) kir.Expr, p kir.Expr) kir.Expr {
+	if page == nil {
+		return p
+	}
+	return page(p)
+}
+
 // matDims is s with at least two dims (leading 1s added).
 func matDims(s ir.Shape) ir.Shape {
 	out := s.Clone()
@@ -205,11 +213,9 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	bc, negate := bb, false
 	switch {
 	case ba != blocks.BcastNone && bb != blocks.BcastNone:
-		// The FPU broadcasts only its second operand: expand one first
-		// (0 + bcast(x) into an fp32 scratch tile), then apply the op
-		// with the other broadcast. A subtract never broadcasts rows (the
-		// pinned release has no such call): a - rows(b) expands b and
-		// computes -(b' - bcast(a)).
+		// Expand the first, as the family doc says. A subtract never
+		// broadcasts rows (the pinned release has no such call): a -
+		// rows(b) expands b and computes -(b' - bcast(a)).
 		first, second, fb, sb, neg := in0, in1, ba, bb, false
 		if eop == kir.EltSub && bb == blocks.BcastRows {
 			if ba == blocks.BcastRows {
@@ -219,11 +225,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		return eltwiseProgram(op, ctx, []eltInput{first, second, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
 			x, y, zero, tmp := in[0], in[1], in[2], in[3]
-			c.B.CBWaitFront(x, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, fb, zero, x, kir.C(0), kir.C(0), kir.C(0))
-			c.B.CBPopFront(x, kir.C(1))
-			c.PackOut(tmp, 1)
+			c.BinaryTileKeepA(kir.EltAdd, fb, zero, x, tmp)
 			c.BinaryTile(eop, sb, tmp, y, out, neg, nil)
 		})
 	case ba != blocks.BcastNone:
@@ -238,11 +240,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		// register once either way, so the result is the same.
 		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
 			x, b, zero, tmp := in[0], in[1], in[2], in[3]
-			c.B.CBWaitFront(b, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, blocks.BcastRows, zero, b, kir.C(0), kir.C(0), kir.C(0))
-			c.B.CBPopFront(b, kir.C(1))
-			c.PackOut(tmp, 1)
+			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, zero, b, tmp)
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
 	}
@@ -255,15 +253,8 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // -a-time eltwise op. step emits the compute of one result tile: it
 // consumes one page of each input CB and produces one page of out.
 func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
-	t := ctx.Target
 	out := op.Result()
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	tiles := out.Type.Shape.Tiles()
 	bytes := out.Type.DType.TileBytes()
-	vals := []*ir.Value{out}
 	zero := false
 	for _, in := range ins {
 		if in.zeroTile {
@@ -271,39 +262,39 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			continue
 		}
 		bytes += in.v.Type.DType.TileBytes()
-		vals = append(vals, in.v)
 	}
-	plan := planEltwise(tiles, t.NumWorkers(), bytes)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
+	s, err := newSplitProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
+	if err != nil {
+		return nil, err
+	}
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		if in.zeroTile {
-			inCB[i] = cbs.Input("zero", ir.FP32, 1)
+			inCB[i] = s.cbs.Input("zero", ir.FP32, 1)
 			continue
 		}
-		inCB[i] = cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
+		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
 	}
-	outCB := cbs.Output("out", out.Type.DType, 2)
+	outCB := s.cbs.Output("out", out.Type.DType, 2)
 	stepCBs := inCB
 	if zero {
-		stepCBs = append(append([]int(nil), inCB...), cbs.Scratch("bcast", ir.FP32, 1))
+		stepCBs = append(append([]int(nil), inCB...), s.cbs.Scratch("bcast", ir.FP32, 1))
 	}
-	if err := cbs.Err("eltwise"); err != nil {
+	if err := s.cbs.Err("eltwise"); err != nil {
 		return nil, err
 	}
 
 	// Reader: for result tiles [start, start+count), the paired tile of
 	// every operand.
-	rd := newReader(p, rs)
+	rd := s.reader()
 	acc := make([]*blocks.Access, len(ins))
 	for i, in := range ins {
-		if in.zeroTile {
-			continue
+		if !in.zeroTile {
+			acc[i] = s.bind(rd, fmt.Sprintf("in%d_addr", i), in.v)
 		}
-		if acc[i], err = accessOf(ctx, rd, fmt.Sprintf("in%d_addr", i), in.v); err != nil {
-			return nil, err
-		}
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -318,17 +309,13 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			if in.zeroTile {
 				continue
 			}
-			pg := kir.Expr(page)
-			if in.page != nil {
-				pg = in.page(page)
-			}
+			pg := pageFor(in.page, page)
 			if !in.zeroPad {
 				blocks.ReadPage(b, acc[k], inCB[k], pg)
 				continue
 			}
 			im := blocks.ImageOf(in.v.Type.Shape)
-			b.CBReserveBack(inCB[k], kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: inCB[k]})
+			l1 := blocks.Reserve(b, inCB[k], kir.C(1), "l1")
 			ipg := b.Let("ipg", pg)
 			blocks.ReadPageTo(b, acc[k], ipg, l1)
 			b.NoCAsyncReadBarrier()
@@ -344,9 +331,8 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
 	// rounds its partial sum to bf16 (ir/numerics datapath). From an fp32
 	// DEST the packer rounds each result once.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := s.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)
 	for k, in := range ins {
 		if in.zeroTile {
@@ -359,10 +345,5 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 			c.B.CBPopFront(inCB[k], kir.C(1))
 		}
 	}
-
-	// Writer.
-	if err := writeSplitPages(ctx, p, rs, out, outCB, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return s.finish(out, outCB, rd, cp)
 }

@@ -100,31 +100,25 @@ func idsRowStride(ctx *Context, ids *ir.Value) int {
 func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *blocks.Gather, idsL1 kir.Var)) (*kir.Program, error) {
 	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	p, err := newProgram(op, ctx)
+	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
+	oim := blocks.ImageOf(out.Type.Shape)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
-	oim := blocks.ImageOf(out.Type.Shape)
-	plan := PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	if users > 1 {
 		idsPage = users * idsRowStride(ctx, ids)
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIds := cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
-	cbSlot := cbs.Scratch("table_tile", table.Type.DType, 1)
-	cbTiles := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err(what); err != nil {
-		return nil, err
-	}
+	cbIds := sp.cbs.Pages(blocks.ScratchCB, "ids", ids.Type.DType, idsPage, 1)
+	cbSlot := sp.cbs.Scratch("table_tile", table.Type.DType, 1)
+	cbTiles := sp.cbs.Output("tiles", out.Type.DType, 2)
+	sp.planned(what)
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -148,10 +142,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
 	blocks.ReleaseScratch(b, cbIds)
 
-	if err := writeSplitPages(ctx, p, rs, out, cbTiles, cores, plan, rd, nil); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbTiles, rd, nil)
 }
 
 func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -164,72 +155,60 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ht := h / ir.TileSize
 	tileRows := (tokens + ir.TileSize - 1) / ir.TileSize
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	rowsPerTile := min(tokens, ir.TileSize)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	tileBytes := out.Type.DType.TileBytes()
 	partial := tokens%ir.TileSize != 0
 
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIds := cbs.Pages(blocks.InputCB, "ids", ids.Type.DType, idsPage, 1)
-	cbRows := cbs.Pages(blocks.InputCB, "rows", table.Type.DType, rowBytes, rowsPerTile)
+	cbIds := sp.cbs.Pages(blocks.InputCB, "ids", ids.Type.DType, idsPage, 1)
+	cbRows := sp.cbs.Pages(blocks.InputCB, "rows", table.Type.DType, rowBytes, rowsPerTile)
 	cbZero := -1
 	if partial {
-		cbZero = cbs.Scratch("zeros", out.Type.DType, 1)
+		cbZero = sp.cbs.Scratch("zeros", out.Type.DType, 1)
 	}
-	cbOut := cbs.Output("tiles", out.Type.DType, 2)
-	if err := cbs.Err(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes)); err != nil {
-		return nil, err
-	}
+	cbOut := sp.cbs.Output("tiles", out.Type.DType, 2)
+	sp.planned(fmt.Sprintf("the embedding stages %d rows of %d bytes per core", rowsPerTile, rowBytes))
 
 	// Reader: ids, rows, tilize.
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	idsAcc, tabAcc := ab.bind(rd, "ids_addr", ids), ab.bind(rd, "table_addr", table)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rTokens := rd.CompileArg("tokens", uint32(tokens))
 	rHt := rd.CompileArg("ht", uint32(ht))
 	rstart, rcount := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
 	blocks.ReadPage(b, idsAcc, cbIds, kir.C(0))
-	b.CBWaitFront(cbIds, kir.C(1))
-	idsL1 := b.Let("ids", kir.GetReadPtr{CB: cbIds})
+	idsL1 := blocks.WaitFront(b, cbIds, kir.C(1), "ids")
 	var zeros kir.Var
 	if partial {
 		b.Comment("a zeroed tile for the padding rows")
-		b.CBReserveBack(cbZero, kir.C(1))
-		zp := b.Let("zp", kir.GetWritePtr{CB: cbZero})
+		zp := blocks.Reserve(b, cbZero, kir.C(1), "zp")
 		blocks.FillWords(b, zp, tileBytes, 0)
 		b.CBPushBack(cbZero, kir.C(1))
-		b.CBWaitFront(cbZero, kir.C(1))
-		zeros = b.Let("zeros", kir.GetReadPtr{CB: cbZero})
+		zeros = blocks.WaitFront(b, cbZero, kir.C(1), "zeros")
 	}
 	b.For("tr", rstart, kir.Add(rstart, rcount), func(tr kir.Var) {
 		t0 := b.Let("t0", kir.Mul(tr, kir.Ci(ir.TileSize)))
 		valid := b.LetT("valid", kir.U32T, kir.Sub(rTokens, t0))
 		b.If(kir.Gt(valid, kir.Ci(ir.TileSize)), func() { b.Assign(valid, kir.Ci(ir.TileSize)) })
 		b.Comment("gather the token rows")
-		b.CBReserveBack(cbRows, kir.Ci(rowsPerTile))
-		rw := b.Let("rw", kir.GetWritePtr{CB: cbRows})
+		rw := blocks.Reserve(b, cbRows, kir.Ci(rowsPerTile), "rw")
 		b.For("r", kir.C(0), valid, func(r kir.Var) {
 			id := b.Let("id", kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(kir.Add(t0, r), kir.C(4)))})
 			b.NoCAsyncRead(tabAcc.PageAddr(id), kir.Add(rw, kir.Mul(r, kir.Ci(rowBytes))), kir.Ci(rowBytes))
 		})
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbRows, kir.Ci(rowsPerTile))
-		b.CBWaitFront(cbRows, kir.Ci(rowsPerTile))
-		rr := b.Let("rr", kir.GetReadPtr{CB: cbRows})
+		rr := blocks.WaitFront(b, cbRows, kir.Ci(rowsPerTile), "rr")
 		b.Comment("tilize: copy 16-element face-row segments into tile order")
 		b.For("c", kir.C(0), rHt, func(c kir.Var) {
-			b.CBReserveBack(cbOut, kir.C(1))
-			tp := b.Let("tp", kir.GetWritePtr{CB: cbOut})
+			tp := blocks.Reserve(b, cbOut, kir.C(1), "tp")
 			if partial {
 				b.If(kir.Lt(valid, kir.Ci(ir.TileSize)), func() {
 					blocks.LocalCopy(b, zeros, tp, tileBytes)
@@ -254,17 +233,5 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPopFront(cbZero, kir.C(1))
 	}
 	b.CBPopFront(cbIds, kir.C(1))
-
-	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
-	}
-	wHt := wr.CompileArg("ht", uint32(ht))
-	wstart, wcount := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wHt), kir.Mul(wcount, wHt))
-
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	return sp.finishRows(out, cbOut, rd, nil, "ht", ht)
 }

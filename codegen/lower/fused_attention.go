@@ -140,21 +140,16 @@ func (it prologueItems) units(i, kUnits int) int {
 }
 
 // prologue is what the decode and the prefill prologue program share
-// while they are built.
+// while they are built (the program, its cores and CB plan: splitProgram).
 type prologue struct {
+	*splitProgram
 	op                 *ir.Op
-	ctx                *Context
 	unitsArg           string // the compute kernel's runtime arg
 	d                  prologueDims
 	eps, offset        float64
 	rope               blocks.RopeMatrix // R dims over RtR tiles
 	inPlaceK, inPlaceV bool              // a cache result is the cache's buffer
 	items              prologueItems
-	p                  *kir.Program
-	plan               Split
-	cores              []kir.Core
-	rs                 []ir.CoreRange
-	cbs                *blocks.CBPlan
 	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
 	norm                                                       headNorm
@@ -175,7 +170,7 @@ type prologueKind interface {
 // newPrologue checks op (attn_prologue_prefill when prefill) and splits
 // its items over the first cores, one item a few dozen tile operations.
 func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
-	pl := &prologue{op: op, ctx: ctx, unitsArg: "items", resident: -1}
+	pl := &prologue{op: op, unitsArg: "items", resident: -1}
 	var err error
 	if pl.eps, pl.offset, pl.d, err = checkPrologue(op, prefill); err != nil {
 		return nil, err
@@ -191,12 +186,9 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	} else {
 		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
-	if pl.p, err = newProgram(op, ctx); err != nil {
+	if pl.splitProgram, err = newSplitProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)); err != nil {
 		return nil, err
 	}
-	pl.plan = PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)
-	pl.cores, pl.rs = firstCores(ctx.Target, pl.plan.Cores)
-	pl.cbs = blocks.NewCBPlan(pl.p, ctx.Target, pl.rs)
 	return pl, nil
 }
 
@@ -260,7 +252,7 @@ func (pl *prologue) planOut(slots int) {
 // in place, pos when a cache is copied), emits the scaler tile and returns
 // the builder and the item range.
 func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err error) {
-	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, &accessBinder{ctx: pl.ctx}, &pl.ra
+	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, pl.splitProgram, &pl.ra
 	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
 	r.qw, r.kw = ab.bind(rd, "q_norm_addr", o[3]), ab.bind(rd, "k_norm_addr", o[4])
 	r.cos, r.sin = ab.bind(rd, "cos_addr", o[5]), ab.bind(rd, "sin_addr", o[6])
@@ -286,7 +278,7 @@ func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err er
 // unless in place), reads pos and returns the builder, pos and the item
 // range.
 func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr, err error) {
-	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, &accessBinder{ctx: pl.ctx}, &pl.wa
+	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, pl.splitProgram, &pl.wa
 	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
 	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
 	w.kcOut, w.vcOut = w.kcIn, w.vcIn
@@ -345,9 +337,8 @@ func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *block
 
 // compute adds the compute kernel: per norm unit the norm and rotate.
 func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
-	cp := newCompute(pl.p, pl.rs, kir.ComputeConfig{MathFidelity: pl.ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := pl.splitProgram.compute()
 	units := cp.RuntimeArg(pl.unitsArg)
-	c := blocks.NewCompute(pl.p, cp)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
 	if pl.resident >= 0 {
@@ -504,8 +495,7 @@ func (dp *decodePrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, user k
 		}
 	}
 	for _, mt := range dp.rope.Tiles {
-		b.CBReserveBack(dp.m, kir.C(1))
-		m := b.Let("m", kir.GetWritePtr{CB: dp.m})
+		m := blocks.Reserve(b, dp.m, kir.C(1), "m")
 		blocks.LocalCopy(b, dp.zeroL1, m, tabBytes)
 		b.NoCAsyncReadBarrier()
 		mt.EmitTile(b, m, tabDT, elem(0), elem(d.RtR))
@@ -545,8 +535,7 @@ func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, 
 	}
 	eb, tb := blocks.ElemBytes(dt), dt.TileBytes()
 	for d0 := 0; d0 < d.Dt; d0 += group {
-		b.CBReserveBack(cb, kir.Ci(group))
-		tiles := b.Let("tiles", kir.GetWritePtr{CB: cb})
+		tiles := blocks.Reserve(b, cb, kir.Ci(group), "tiles")
 		blocks.GatherRowsTiles(b, src, dp.headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
 			col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
 			return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
@@ -623,8 +612,7 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 	}
 	var src kir.Var
 	take := func() {
-		b.CBWaitFront(cb, kir.C(1))
-		src = b.Let("src", kir.GetReadPtr{CB: cb})
+		src = blocks.WaitFront(b, cb, kir.C(1), "src")
 	}
 	if k {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
@@ -677,8 +665,7 @@ func (dp *decodePrologue) patchAll(b *kir.Builder, u kir.Var, in, out *blocks.Ac
 			row = kir.Ci(h)
 		}
 		if !k || h == 0 {
-			b.CBWaitFront(cb, kir.C(1))
-			src = b.Let("src", kir.GetReadPtr{CB: cb})
+			src = blocks.WaitFront(b, cb, kir.C(1), "src")
 		}
 		blocks.CopyTileRow(b, src, row, at(h, dd), dp.prow, blocks.ElemBytes(dp.dtype()))
 		b.NoCAsyncReadBarrier()

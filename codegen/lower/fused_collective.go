@@ -333,13 +333,7 @@ func (tl *cclTail) kernels(p *kir.Program, fp32 bool) (rd, cp, wr *kir.Kernel) {
 // the unpacked tiles), packed to the writer's CB hOut and to the norm's
 // resident row norm.x. Consumes a page of s and res, produces one of each.
 func (c tailCBs) addResidual(k *blocks.Compute) {
-	k.B.CBWaitFront(c.res, kir.C(1))
-	k.B.CBWaitFront(c.s, kir.C(1))
-	k.Acquire()
-	k.Binary(kir.EltAdd, blocks.BcastNone, c.res, c.s, kir.C(0), kir.C(0), kir.C(0))
-	k.B.CBPopFront(c.res, kir.C(1))
-	k.B.CBPopFront(c.s, kir.C(1))
-	k.PackOutTo(c.hOut, c.norm.x)
+	k.BinaryTileTo(kir.EltAdd, blocks.BcastNone, c.res, c.s, c.hOut, c.norm.x)
 }
 
 // ringFollowers declares the tail reader's common arguments naming the

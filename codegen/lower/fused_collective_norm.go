@@ -95,8 +95,7 @@ func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) error {
 	// once the ring has delivered it.
 	live := blocks.LiveRows(tl.s.Type.Shape)
 	if tl.res != nil {
-		b.CBReserveBack(c.res, count)
-		lr := b.Let("lr", kir.GetWritePtr{CB: c.res})
+		lr := blocks.Reserve(b, c.res, count, "lr")
 		blocks.ReadTilesLive(b, rAcc, lr, start, count, live, blocks.ElemBytes(tl.res.Type.DType))
 	}
 	ns.issueWeights(b, wAcc, col, count)

@@ -87,37 +87,31 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		ns.live = blocks.LiveRows(xs)
 		return addRMSNormSplit(op, ctx, ns)
 	}
-	p, err := newProgram(op, ctx)
+	// A tile row costs an add and about four norm tile ops per tile.
+	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	// A tile row costs an add and about four norm tile ops per tile.
-	plan := PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	rdt := h.Type.DType
 	sq := ir.FP32
 	if (rdt.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sq = ir.BF16
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbA := cbs.Input("a", a.Type.DType, 2)
-	cbB := cbs.Input("b", bv.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbHOut := cbs.Output("h", rdt, 2)
-	cbNOut := cbs.Output("normed", normed.Type.DType, 2)
-	cbH := cbs.Scratch("h_row", rdt, wt)
-	nc := fusedNormCBs(cbs, cbH, cbScaler, cbNOut, w.Type.DType, wt, offset, sq)
-	if err := cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt)); err != nil {
-		return nil, err
-	}
+	cbA := sp.cbs.Input("a", a.Type.DType, 2)
+	cbB := sp.cbs.Input("b", bv.Type.DType, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbHOut := sp.cbs.Output("h", rdt, 2)
+	cbNOut := sp.cbs.Output("normed", normed.Type.DType, 2)
+	cbH := sp.cbs.Scratch("h_row", rdt, wt)
+	nc := fusedNormCBs(sp.cbs, cbH, cbScaler, cbNOut, w.Type.DType, wt, offset, sq)
+	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d keeps %d h and h^2 tiles per core", hd, wt))
 
 	// Reader: the scaler, then per tile row its a and b tiles in pairs and
 	// the weight tiles.
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	aAcc, bAcc, wAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "b_addr", bv), ab.bind(rd, "w_addr", w)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
@@ -133,32 +127,25 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	crows := cp.RuntimeArg("num_rows")
-	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbA, cbB, cbH)
 	cb.CBWaitFront(cbScaler, kir.C(1))
 	c.For("r", kir.C(0), crows, func(kir.Var) {
 		cb.Comment("h = a + b, stored to the result and kept (rounded) for the norm")
 		c.For("j", kir.C(0), kir.Ci(wt), func(kir.Var) {
-			cb.CBWaitFront(cbA, kir.C(1))
-			cb.CBWaitFront(cbB, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltAdd, blocks.BcastNone, cbA, cbB, kir.C(0), kir.C(0), kir.C(0))
-			cb.CBPopFront(cbA, kir.C(1))
-			cb.CBPopFront(cbB, kir.C(1))
-			c.PackOutTo(cbH, cbHOut)
+			c.BinaryTileTo(kir.EltAdd, blocks.BcastNone, cbA, cbB, cbH, cbHOut)
 		})
 		nc.row(c, kir.Ci(wt), hd, eps, offset)
 	})
 	cb.CBPopFront(cbScaler, kir.C(1))
 
 	// Writer: per row, the h tiles then the normed tiles.
-	wr := newWriter(p, rs)
-	hAcc, nAcc := ab.bind(wr, "h_addr", h), ab.bind(wr, "normed_addr", normed)
-	if ab.err != nil {
-		return nil, ab.err
+	wr := newWriter(sp.p, sp.rs)
+	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
@@ -169,8 +156,8 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, nAcc, cbNOut, first, wWt)
 	})
 
-	plan.SetArgs(cores, rd, cp, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, cp, wr)
+	return sp.p, nil
 }
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in
@@ -201,35 +188,29 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s %s must have the operand's shape and dtype %s %s", out.Type.Shape, out.Type.DType, x.Type.Shape, x.Type.DType)
 	}
 	dt := x.Type.DType
-	p, err := newProgram(op, ctx)
+	tiles := x.Type.Shape.Tiles()
+	sp, err := newSplitProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
 	if err != nil {
 		return nil, err
 	}
-	tiles := x.Type.Shape.Tiles()
-	plan := planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes())
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbIn := cbs.Input("in", dt, 2)
-	cbOut := cbs.Output("out", dt, 2)
+	cbIn := sp.cbs.Input("in", dt, 2)
+	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1
 	if blocks.Rounds(dt) {
-		cbRound = cbs.Scratch("rounded", dt, 1)
+		cbRound = sp.cbs.Scratch("rounded", dt, 1)
 	}
-	if err := cbs.Err("eltwise_chain"); err != nil {
-		return nil, err
-	}
+	sp.planned("eltwise_chain")
 
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	blocks.ReadPages(rd.Builder(), xAcc, cbIn, rstart, rcount)
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbIn, cbIn, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.B.CBWaitFront(cbIn, kir.C(1))
@@ -246,10 +227,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.PackOut(cbOut, 1)
 	})
 
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }
 
 // lowerEmbeddingReshape: the embedding gather writing the reshaped result.

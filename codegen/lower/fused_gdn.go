@@ -108,9 +108,6 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cv.p, err = newProgram(op, ctx); err != nil {
-		return nil, err
-	}
 	t, B, ct := ctx.Target, cv.xs[0], tilesWide(cv.xs)
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	items := B * ct
@@ -118,14 +115,16 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
 	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
-	cores, rs := firstCores(t, plan.Cores)
+	if cv.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
+		return nil, err
+	}
 	gc := kir.Core{X: plan.Cores % t.GridX, Y: plan.Cores / t.GridX}
 	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}
-	cv.rs, cv.ct = rs, ct
+	cv.ct = ct
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
 	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
-	if err := cv.plan(); err != nil {
+	if err := cv.planCBs(); err != nil {
 		return nil, err
 	}
 	rd, err := cv.reader()
@@ -137,7 +136,7 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan.SetArgs(cores, rd, cp, wr)
+	plan.SetArgs(cv.cores, rd, cp, wr)
 	o, res := op.Operands, op.Results
 	if err := gdnGates(cv.p, ctx, grs, o[3], o[4], o[5], o[6], res[2], res[3], B, cv.H, tilesWide(o[3].Type.Shape), cv.ebB, cv.ebG); err != nil {
 		return nil, err
@@ -146,17 +145,15 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // gdnConv is the conv half of a gdn_conv_gates program: its operands, the
-// element sizes its row moves use, and (after plan) its CBs.
+// element sizes its row moves use, and (after planCBs) its CBs.
 type gdnConv struct {
-	ctx                   *Context
+	*splitProgram         // the conv cores
 	st, x, taps, conv, ns *ir.Value
 	xs                    ir.Shape
 	K, H                  int
 	eb, ebT, ebG, ebB     int // element bytes of qkv, taps (0: block float), g, beta
 	round                 bool
 
-	p                                                                     *kir.Program
-	rs                                                                    []ir.CoreRange
 	ct, bat                                                               int
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
@@ -168,7 +165,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
 		return nil, err
 	}
-	cv := &gdnConv{ctx: ctx, st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
+	cv := &gdnConv{st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
 	a := op.Operands[3]
 	xs, ss, as := cv.x.Type.Shape, cv.st.Type.Shape, a.Type.Shape
 	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
@@ -201,11 +198,11 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	return cv, nil
 }
 
-// plan adds the conv cores' CBs.
-func (cv *gdnConv) plan() error {
+// planCBs adds the conv cores' CBs.
+func (cv *gdnConv) planCBs() error {
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	depth := max(2, cv.bat)
-	cbs := blocks.NewCBPlan(cv.p, cv.ctx.Target, cv.rs)
+	cbs := cv.cbs
 	cv.cbWin = cbs.Input("window", dx, depth)
 	cv.cbTaps = cbs.Input("taps", dT, depth)
 	cv.cbScaler = cbs.Input("scaler", ir.BF16, 1)
@@ -230,10 +227,9 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	K, eb, ebT, bat := cv.K, cv.eb, cv.ebT, cv.bat
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	rd := newReader(cv.p, cv.rs)
-	ab := accessBinder{ctx: cv.ctx}
-	stAcc, xAcc, tAcc := ab.bind(rd, "state_addr", cv.st), ab.bind(rd, "qkv_addr", cv.x), ab.bind(rd, "taps_addr", cv.taps)
-	if ab.err != nil {
-		return nil, ab.err
+	stAcc, xAcc, tAcc := cv.bind(rd, "state_addr", cv.st), cv.bind(rd, "qkv_addr", cv.x), cv.bind(rd, "taps_addr", cv.taps)
+	if cv.err != nil {
+		return nil, cv.err
 	}
 	rCt := rd.CompileArg("ct", uint32(cv.ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
@@ -244,12 +240,9 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	// DRAM reads of items first .. first+n-1 in flight.
 	issue := func(first, n kir.Expr) (tp0, w0, ns0 kir.Var) {
 		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row of every item of the batch, all in flight")
-		b.CBReserveBack(cv.cbTaps, n)
-		tp0 = b.Let("taps_base", kir.GetWritePtr{CB: cv.cbTaps})
-		b.CBReserveBack(cv.cbWin, n)
-		w0 = b.Let("win_base", kir.GetWritePtr{CB: cv.cbWin})
-		b.CBReserveBack(cv.cbNew, n)
-		ns0 = b.Let("ns_base", kir.GetWritePtr{CB: cv.cbNew})
+		tp0 = blocks.Reserve(b, cv.cbTaps, n, "taps_base")
+		w0 = blocks.Reserve(b, cv.cbWin, n, "win_base")
+		ns0 = blocks.Reserve(b, cv.cbNew, n, "ns_base")
 		b.For("j", kir.C(0), n, func(j kir.Var) {
 			i := b.Let("i", kir.Add(first, j))
 			tc := b.Let("tc", kir.Mod(i, rCt))
@@ -299,8 +292,7 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	zeros := blocks.Scratch(b, cv.cbZero, "zeros")
 	blocks.FillWords(b, zeros, cv.zeroBytes, 0)
 	b.NoCAsyncReadBarrier()
-	b.CBReserveBack(cv.cbScaler, kir.C(1))
-	sp := b.Let("scaler", kir.GetWritePtr{CB: cv.cbScaler})
+	sp := blocks.Reserve(b, cv.cbScaler, kir.C(1), "scaler")
 	finish(n0, tp0, w0, ns0, zeros, func() { blocks.LocalCopy(b, zeros, sp, ir.BF16.TileBytes()) })
 	blocks.ScalerRows(b, sp, 1)
 	b.CBPushBack(cv.cbScaler, kir.C(1))
@@ -319,20 +311,13 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 // compute adds the conv cores' compute: per item silu of the column sum
 // of window x taps.
 func (cv *gdnConv) compute() *kir.Kernel {
-	cp := newCompute(cv.p, cv.rs, kir.ComputeConfig{MathFidelity: cv.ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(cv.p, cv.rs, cv.ctx)
 	ccount := cp.RuntimeArg("count")
-	c := blocks.NewCompute(cv.p, cp)
 	cb := c.B
 	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		cb.Comment("r(window x taps)")
-		cb.CBWaitFront(cv.cbWin, kir.C(1))
-		cb.CBWaitFront(cv.cbTaps, kir.C(1))
-		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, kir.C(0), kir.C(0), kir.C(0))
-		cb.CBPopFront(cv.cbWin, kir.C(1))
-		cb.CBPopFront(cv.cbTaps, kir.C(1))
-		c.PackOut(cv.cbProd, 1)
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, cv.cbProd, false, nil)
 		cb.Comment("silu(r(sum over the taps)), the sum in fp32")
 		cb.CBWaitFront(cv.cbScaler, kir.C(1))
 		cb.CBWaitFront(cv.cbProd, kir.C(1))
@@ -357,10 +342,9 @@ func (cv *gdnConv) compute() *kir.Kernel {
 // batch under one barrier.
 func (cv *gdnConv) writer() (*kir.Kernel, error) {
 	wr := newWriter(cv.p, cv.rs)
-	ab := accessBinder{ctx: cv.ctx}
-	cAcc, nAcc := ab.bind(wr, "conv_addr", cv.conv), ab.bind(wr, "new_state_addr", cv.ns)
-	if ab.err != nil {
-		return nil, ab.err
+	cAcc, nAcc := cv.bind(wr, "conv_addr", cv.conv), cv.bind(wr, "new_state_addr", cv.ns)
+	if cv.err != nil {
+		return nil, cv.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
@@ -439,8 +423,7 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	shared := func(_, th kir.Expr) kir.Expr { return th }
 	streams := []*stream{{acc: aAcc, cb: cbA, page: perUser}, {acc: dtAcc, cb: cbDt, page: shared}, {acc: alAcc, cb: cbAl, page: shared}, {acc: bAcc, cb: cbB, page: perUser}}
 	for _, st := range streams {
-		b.CBReserveBack(st.cb, kir.Ci(rows))
-		st.l1 = b.Let("l1", kir.GetWritePtr{CB: st.cb})
+		st.l1 = blocks.Reserve(b, st.cb, kir.Ci(rows), "l1")
 	}
 	b.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
 		b.For("th", kir.C(0), kir.Ci(ht), func(th kir.Var) {
@@ -459,18 +442,11 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 		Compute: kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true}})
 	c := blocks.NewCompute(p, cp)
 	cb := c.B
-	one := kir.C(1)
 	z := kir.C(0)
 	c.Startup(cbA, cbDt, cbT)
 	c.For("j", z, kir.Ci(rows), func(kir.Var) {
 		cb.Comment("r(a + dt_bias)")
-		cb.CBWaitFront(cbA, one)
-		cb.CBWaitFront(cbDt, one)
-		c.Acquire()
-		c.Binary(kir.EltAdd, blocks.BcastNone, cbA, cbDt, z, z, z)
-		cb.CBPopFront(cbA, one)
-		cb.CBPopFront(cbDt, one)
-		c.PackOut(cbT, 1)
+		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbA, cbDt, cbT, false, nil)
 		cb.Comment("r(softplus(.))")
 		c.Unary(cbT, cbSp, []blocks.SFPUStep{{Op: kir.SFPUSoftplus}})
 		cb.Comment("r(exp(a_log))")

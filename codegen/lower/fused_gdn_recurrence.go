@@ -19,9 +19,10 @@ import (
 const gdnStateBatch = 4
 
 // gdnRec is one gdn_recurrence program being built: its operands, shapes
-// and work split (planGDNRecurrence) and its CBs (addCBs).
+// and work split (planGDNRecurrence, the embedded splitProgram) and its
+// CBs (addCBs).
 type gdnRec struct {
-	ctx                            *Context
+	*splitProgram
 	x, beta, g, s, z, nw, out, ns  *ir.Value
 	l2Eps, l2Scale, scale, normEps float32
 	H, Dk, Dv, G, kw               int
@@ -30,9 +31,6 @@ type gdnRec struct {
 	f                              ir.DType
 	exact                          bool // fp32 state: the r() of the Doc line are identities
 	ebX, ebZ, ebBeta, ebG, ebW     int  // element bytes moved by rows (ebW 0: whole pages)
-	plan                           Split
-	cores                          []kir.Core
-	rs                             []ir.CoreRange
 	cb                             gdnCBs
 	xch                            *multicore.Exchange // the output norm's exchange when a head spans cores
 	zeroBytes                      int
@@ -51,19 +49,14 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := newProgram(op, ctx)
-	if err == nil {
-		err = r.addCBs(p)
-	}
-	if err != nil {
+	if err := r.addCBs(); err != nil {
 		return nil, err
 	}
-	ab := &accessBinder{ctx: ctx}
-	rd, cp, wr := r.reader(p, ab), r.compute(p), r.writer(p, ab)
-	if ab.err != nil {
-		return nil, ab.err
+	rd, cp, wr := r.reader(), r.compute(), r.writer()
+	if r.err != nil {
+		return nil, r.err
 	}
-	return p, r.setArgs(op.Name(), rd, cp, wr)
+	return r.p, r.setArgs(op.Name(), rd, cp, wr)
 }
 
 // planGDNRecurrence checks op's operands and attributes and plans the
@@ -73,7 +66,7 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // exchange the output norm's partial sums (see the GDN doc).
 func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	t := ctx.Target
-	r := &gdnRec{ctx: ctx, x: op.Operands[0], beta: op.Operands[1], g: op.Operands[2], s: op.Operands[3], z: op.Operands[4], nw: op.Operands[5],
+	r := &gdnRec{x: op.Operands[0], beta: op.Operands[1], g: op.Operands[2], s: op.Operands[3], z: op.Operands[4], nw: op.Operands[5],
 		out: op.Results[0], ns: op.Results[1]}
 	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
 		return nil, err
@@ -134,21 +127,23 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	// One item is ~4*Kt*vc tile products plus reading and writing its
 	// state: far above a core's dispatch cost, so one item per core.
 	perItem := 4*r.kt*r.vc*MatmulTileCycles(ctx.Fidelity) + 2*r.kt*r.vc*f.TileBytes()/NoCBytesPerCycle
-	r.plan = PlanSplit(items, t.NumWorkers(), perItem, 0, 0)
+	plan := PlanSplit(items, t.NumWorkers(), perItem, 0, 0)
 	if r.groups > 1 {
 		// The cores of a head exchange partial sums once per program:
 		// each holds exactly one item.
-		r.plan = Split{Items: items, Cores: items, PerCore: 1}
+		plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	r.cores, r.rs = firstCores(t, r.plan.Cores)
+	var err error
+	if r.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // addCBs adds the program's CBs (and with a split head the exchange's
 // semaphores) to p, or fails when they do not fit L1.
-func (r *gdnRec) addCBs(p *kir.Program) error {
-	t, f, kt, vc := r.ctx.Target, r.f, r.kt, r.vc
-	cbs := blocks.NewCBPlan(p, t, r.rs)
+func (r *gdnRec) addCBs() error {
+	t, f, kt, vc, cbs := r.ctx.Target, r.f, r.kt, r.vc, r.cbs
 	dx, dz := r.x.Type.DType, r.z.Type.DType
 	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1}
 	c.q, c.q2 = cbs.Input("q", dx, kt), cbs.Input("q_copy", dx, kt)
@@ -202,7 +197,7 @@ func (r *gdnRec) addCBs(p *kir.Program) error {
 		return err
 	}
 	if r.xch != nil {
-		r.xch.AddSemaphores(p, 0, 1)
+		r.xch.AddSemaphores(r.p, 0, 1)
 	}
 	return nil
 }
@@ -211,9 +206,9 @@ func (r *gdnRec) addCBs(p *kir.Program) error {
 type gdnReads struct{ x, z, w, beta, g, s *blocks.Access }
 
 // reader adds the reader kernel: the zero tile, then per item readItem.
-// Its body is empty when ab fails.
-func (r *gdnRec) reader(p *kir.Program, ab *accessBinder) *kir.Kernel {
-	rd := newReader(p, r.rs)
+// Its body is empty when a bind fails.
+func (r *gdnRec) reader() *kir.Kernel {
+	rd, ab := newReader(r.p, r.rs), r.splitProgram
 	a := gdnReads{x: ab.bind(rd, "qkv_addr", r.x), z: ab.bind(rd, "z_addr", r.z), w: ab.bind(rd, "norm_w_addr", r.nw),
 		beta: ab.bind(rd, "beta_addr", r.beta), g: ab.bind(rd, "g_addr", r.g), s: ab.bind(rd, "state_addr", r.s)}
 	if ab.err != nil {
@@ -272,16 +267,14 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
 		{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW},
 	}
 	for _, rt := range ts {
-		b.CBReserveBack(rt.cb, kir.Ci(rt.n))
-		rt.l1 = b.Let("row", kir.GetWritePtr{CB: rt.cb})
+		rt.l1 = blocks.Reserve(b, rt.cb, kir.Ci(rt.n), "row")
 		for j := 0; j < rt.n; j++ {
 			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
 		}
 	}
 	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}, {acc: a.g, cb: c.g, eb: r.ebG}}
 	for _, sc := range scs {
-		b.CBReserveBack(sc.cb, kir.C(1))
-		sc.l1 = b.Let("sc", kir.GetWritePtr{CB: sc.cb})
+		sc.l1 = blocks.Reserve(b, sc.cb, kir.C(1), "sc")
 		sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
 		off := b.Let("soff", kir.And(blocks.FaceOffset(sc.r, kir.C(0), sc.eb), kir.C(^uint32(63))))
 		b.NoCAsyncRead(sc.acc.PageAddrAtExpr(kir.Div(head, kir.Ci(ir.TileSize)), off), kir.Add(sc.l1, off), kir.C(64))
@@ -315,8 +308,7 @@ func settleRows(b *kir.Builder, ts []*gdnRow, scs []*gdnScalar, zeros kir.Var) {
 	}
 	for _, rt := range ts {
 		if rt.cb2 >= 0 {
-			b.CBReserveBack(rt.cb2, kir.Ci(rt.n))
-			rt.l1b = b.Let("row2", kir.GetWritePtr{CB: rt.cb2})
+			rt.l1b = blocks.Reserve(b, rt.cb2, kir.Ci(rt.n), "row2")
 		}
 	}
 	for _, sc := range scs {
@@ -350,15 +342,15 @@ type gdnCompute struct {
 }
 
 // compute adds the compute kernel.
-func (r *gdnRec) compute(p *kir.Program) *kir.Kernel {
+func (r *gdnRec) compute() *kir.Kernel {
 	one, z0 := kir.C(1), kir.C(0)
-	cp := newCompute(p, r.rs, kir.ComputeConfig{MathFidelity: r.ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := fp32Compute(r.p, r.rs, r.ctx)
 	ccount := cp.RuntimeArg("count")
 	var cleader kir.ArgRef
 	if r.xch != nil {
 		cleader = cp.RuntimeArg("leader")
 	}
-	k := gdnCompute{r, blocks.NewCompute(p, cp)}
+	k := gdnCompute{r, c}
 	k.c.Startup(r.cb.q, r.cb.q2, r.cb.r)
 	if r.exact {
 		k.c.B.CBWaitFront(r.cb.eye, one)
@@ -632,9 +624,9 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 // writer adds the writer kernel: with an fp32 state first the identity
 // tile; per item the S' tiles into the new state, a value column (kt
 // tiles) per barrier, the exchange when a head spans cores, then the
-// item's output tiles. Its body is empty when ab fails.
-func (r *gdnRec) writer(p *kir.Program, ab *accessBinder) *kir.Kernel {
-	wr := newWriter(p, r.rs)
+// item's output tiles. Its body is empty when a bind fails.
+func (r *gdnRec) writer() *kir.Kernel {
+	wr, ab := newWriter(r.p, r.rs), r.splitProgram
 	nsAcc, oAcc := ab.bind(wr, "new_state_addr", r.ns), ab.bind(wr, "out_addr", r.out)
 	if ab.err != nil {
 		return wr
@@ -649,8 +641,7 @@ func (r *gdnRec) writer(p *kir.Program, ab *accessBinder) *kir.Kernel {
 		// The writer is idle until the first new state tile, so it builds
 		// the identity while the reader's first reads are in flight.
 		w.Comment("the identity tile (fp32)")
-		w.CBReserveBack(r.cb.eye, kir.C(1))
-		eye := w.Let("eye", kir.GetWritePtr{CB: r.cb.eye})
+		eye := blocks.Reserve(w, r.cb.eye, kir.C(1), "eye")
 		blocks.FillWords(w, eye, r.f.TileBytes(), 0)
 		w.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
 			w.L1Write32(kir.Add(eye, blocks.FaceOffset(d, d, 4)), kir.C(blocks.FillWord(ir.FP32, 1)))

@@ -125,8 +125,7 @@ func (pp *prefillPrologue) reader() error {
 		return err
 	}
 	b.Comment("the signed rotate-half permutation, resident")
-	b.CBReserveBack(pp.resident, kir.Ci(pp.resN))
-	perm := b.Let("perm", kir.GetWritePtr{CB: pp.resident})
+	perm := blocks.Reserve(b, pp.resident, kir.Ci(pp.resN), "perm")
 	for i, pt := range pp.swap.Tiles {
 		tile := b.Let("ptile", kir.Add(perm, kir.Ci(i*dt.TileBytes())))
 		blocks.FillWords(b, tile, dt.TileBytes(), 0)
@@ -250,8 +249,7 @@ func (pp *prefillPrologue) writer() error {
 			return func(j kir.Expr) {
 				b.For("st", kir.C(0), kir.Ci(pp.d.St), func(st kir.Var) {
 					b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) {
-						b.CBWaitFront(cb, kir.C(1))
-						src := b.Let("src", kir.GetReadPtr{CB: cb})
+						src := blocks.WaitFront(b, cb, kir.C(1), "src")
 						pp.patchRows(b, in, out, u, j, st, dd, src)
 						b.CBPopFront(cb, kir.C(1))
 					})

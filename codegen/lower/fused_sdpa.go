@@ -79,8 +79,8 @@ func lowerSDPAPrefillGated(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // gatedSDPA is a gated SDPA program under construction.
 type gatedSDPA struct {
+	*splitProgram           // its err: also a failure while emitting
 	op                      *ir.Op
-	ctx                     *Context
 	prefill                 bool
 	q, k, v, pos, gate, out *ir.Value
 	scale                   float64
@@ -88,10 +88,6 @@ type gatedSDPA struct {
 	// a kv head's item is split items of dc D tiles (prefill: 1); the
 	// reader moves kBlk K tiles (along a row), vBlk V tiles per barrier
 	split, dc, kBlk, vBlk int
-	p                     *kir.Program
-	plan                  Split
-	cores                 []kir.Core
-	rs                    []ir.CoreRange
 	// CBs; slotQ, asm < 0 in prefill
 	cbQ, cbK, cbV, mask, cbGate, scaler, ones, slotQ, slotG, consts, cbPos int
 	scores, negMax, exp, recip, pv, attn, sig, cbOut, asm                  int
@@ -100,7 +96,6 @@ type gatedSDPA struct {
 	gq, gg                                                                 *blocks.Gather // gq nil in prefill
 	groupRows                                                              bool           // decode, a user's heads in one tile row: groupTiles
 	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts
-	err                                                                    error          // a failure while emitting
 }
 
 // sdpaItem is what the reader knows of its current work item.
@@ -118,9 +113,9 @@ const negInf = 0xFF800000
 // the program phase by phase.
 func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	o := op.Operands
-	s := &gatedSDPA{op: op, ctx: ctx, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
+	s := &gatedSDPA{op: op, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
 	var err error
-	if s.scale, err = sdpaPreamble(op, op.Name(), s.pos, s.q, s.k, s.v, s.gate, s.out); err != nil {
+	if s.scale, err = sdpaPreamble(op, op.Name(), "", s.pos, s.q, s.k, s.v, s.gate, s.out); err != nil {
 		return nil, err
 	}
 	if s.d, err = sdpaGatedDims(op, prefill); err != nil {
@@ -131,9 +126,6 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
 		}
 	}
-	if s.p, err = newProgram(op, ctx); err != nil {
-		return nil, err
-	}
 	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
 	s.split = 1
 	for n := Dt; !prefill && n > 1 && s.split == 1; n-- {
@@ -143,11 +135,13 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	}
 	s.dc = Dt / s.split
 	items := s.d.items * s.split
-	s.plan = PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*s.dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
+	plan := PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*s.dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
 	if s.split > 1 {
-		s.plan = Split{Items: items, Cores: items, PerCore: 1}
+		plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	s.cores, s.rs = firstCores(t, s.plan.Cores)
+	if s.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
+		return nil, err
+	}
 	s.kBlk, s.vBlk = largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
 	if err := s.planCBs(); err != nil {
 		return nil, err
@@ -165,7 +159,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 
 // planCBs plans the program's CBs.
 func (s *gatedSDPA) planCBs() error {
-	cbs, Dt, Lt := blocks.NewCBPlan(s.p, s.ctx.Target, s.rs), s.d.Dt, s.d.Lt
+	cbs, Dt, Lt := s.cbs, s.d.Dt, s.d.Lt
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
 	s.cbK = cbs.Input("k", s.k.Type.DType, 2*s.kBlk)
 	s.cbV = cbs.Input("v", s.v.Type.DType, 2*s.vBlk)
@@ -198,10 +192,10 @@ func (s *gatedSDPA) planCBs() error {
 // K tiles of each cache tile, then per D tile the V tiles and the gate.
 func (s *gatedSDPA) reader() error {
 	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
-	rd, ab := newReader(s.p, s.rs), &accessBinder{ctx: s.ctx}
-	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = ab.bind(rd, "q_addr", s.q), ab.bind(rd, "k_addr", s.k), ab.bind(rd, "v_addr", s.v), ab.bind(rd, "pos_addr", s.pos), ab.bind(rd, "gate_addr", s.gate)
-	if ab.err != nil {
-		return ab.err
+	rd := newReader(s.p, s.rs)
+	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), s.bind(rd, "gate_addr", s.gate)
+	if s.err != nil {
+		return s.err
 	}
 	s.rd = rd
 	seg, rows := blocks.SegFor(d.D), blocks.ImageOf(ir.Shape{d.G, d.D})
@@ -395,8 +389,7 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 // barrier, then the rows past it cleared in the tile holding it.
 func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
 	tb := dtype.TileBytes()
-	b.CBReserveBack(cb, kir.Ci(n))
-	base := b.Let("l1", kir.GetWritePtr{CB: cb})
+	base := blocks.Reserve(b, cb, kir.Ci(n), "l1")
 	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
 		tt, dd := tile(j)
 		l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
@@ -419,9 +412,9 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 
 // compute adds the compute kernel.
 func (s *gatedSDPA) compute() {
-	s.cp = newCompute(s.p, s.rs, kir.ComputeConfig{MathFidelity: s.ctx.Fidelity, FP32DestAccEn: true})
+	var c *blocks.Compute
+	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items := s.cp.RuntimeArg("items")
-	c := blocks.NewCompute(s.p, s.cp)
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
 	c.B.CBWaitFront(s.scaler, kir.C(1))
 	c.B.CBWaitFront(s.ones, kir.C(1))
@@ -522,10 +515,10 @@ func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
 // row 0 is ever rewritten) and written under one barrier.
 func (s *gatedSDPA) writer() error {
 	d, Dt := s.d, s.d.Dt
-	wr, ab := newWriter(s.p, s.rs), &accessBinder{ctx: s.ctx}
-	oAcc := ab.bind(wr, "out_addr", s.out)
-	if ab.err != nil {
-		return ab.err
+	wr := newWriter(s.p, s.rs)
+	oAcc := s.bind(wr, "out_addr", s.out)
+	if s.err != nil {
+		return s.err
 	}
 	s.wr = wr
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
@@ -551,8 +544,7 @@ func (s *gatedSDPA) writer() error {
 		j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
 		first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
 		b.For("d", dlo, kir.Add(dlo, kir.Ci(s.dc)), func(dd kir.Var) {
-			b.CBWaitFront(s.cbOut, kir.C(1))
-			src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
+			src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
 			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
 				blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
 			})

@@ -45,8 +45,8 @@ func sameTiles(a, b ir.Shape) bool {
 
 func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := sameDType(x, out); err != nil {
-		return nil, err
+	if x.Type.DType != out.Type.DType {
+		return nil, fmt.Errorf("rule layout-dtype: reshape only moves values; result dtype %s must be the operand's %s", out.Type.DType, x.Type.DType)
 	}
 	if x.Type.Shape.Numel() != out.Type.Shape.Numel() {
 		return nil, fmt.Errorf("rule reshape-numel: %s and %s hold different element counts", x.Type.Shape, out.Type.Shape)
@@ -71,13 +71,6 @@ func lowerReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		f := b.Let("f", kir.Add(kir.Mul(row, kir.Ci(co)), col))
 		return []blocks.Run{{Src: 0, Row: kir.Div(f, kir.Ci(ci)), Col: kir.Mod(f, kir.Ci(ci))}}
 	})
-}
-
-func sameDType(x, out *ir.Value) error {
-	if x.Type.DType != out.Type.DType {
-		return fmt.Errorf("rule layout-dtype: %s only moves values; result dtype %s must be the operand's %s", out.Def.Name(), out.Type.DType, x.Type.DType)
-	}
-	return nil
 }
 
 // fullIndex splits output element (row, col) of a tensor of shape dims
@@ -300,46 +293,41 @@ func transposeTiles(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // (placements may differ; page sizes must match).
 func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program, error) {
 	t := ctx.Target
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
+	// newProgram would fail on these first, with the same message.
 	ps, pages, err := PageLayout(src.Type)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("value %s: %w", src, err)
 	}
 	dps, dpages, err := PageLayout(dst.Type)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("value %s: %w", dst, err)
 	}
 	if ps != dps || pages != dpages {
 		return nil, fmt.Errorf("rule page-copy: %s has %d pages of %d bytes, %s %d of %d", src, pages, ps, dst, dpages, dps)
 	}
-	plan := PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	// Pages 64 bytes apart at least, so each DRAM read lands at its
-	// source's offset modulo 64 (small row-major pages: token ids).
-	cb := cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
-	if err := cbs.Err("page copy"); err != nil {
-		return nil, err
-	}
-	rd := newReader(p, rs)
-	sAcc, err := accessOf(ctx, rd, "src_addr", src)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle))
 	if err != nil {
 		return nil, err
+	}
+	// Pages 64 bytes apart at least, so each DRAM read lands at its
+	// source's offset modulo 64 (small row-major pages: token ids).
+	cb := sp.cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
+	sp.planned("page copy")
+	rd := sp.reader()
+	sAcc := sp.bind(rd, "src_addr", src)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
 	blocks.ReadPages(rd.Builder(), sAcc, cb, rstart, rcount)
-	wr := newWriter(p, rs)
-	dAcc, err := accessOf(ctx, wr, "dst_addr", dst)
-	if err != nil {
-		return nil, err
+	wr, dAcc := sp.writerOf("dst_addr", dst)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
 	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 // relayoutProgram builds a data-movement program whose reader assembles
@@ -352,43 +340,34 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	if err := layoutOperands(append(append([]*ir.Value(nil), srcs...), out)...); err != nil {
 		return nil, err
 	}
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	oim := blocks.ImageOf(out.Type.Shape)
 	// Padding gets a defined value: zeros, or the pad value.
 	if oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0 {
 		fill = true
 	}
 	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
-	plan := PlanSplit(oim.Pages, t.NumWorkers(), perTile, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	slots := make([]int, len(srcs))
-	for i, s := range srcs {
-		slots[i] = cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
-	}
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	if err := cbs.Err("relayout"); err != nil {
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), perTile, 0, 0))
+	if err != nil {
 		return nil, err
 	}
-	rd := newReader(p, rs)
+	slots := make([]int, len(srcs))
+	for i, s := range srcs {
+		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
+	}
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	sp.planned("relayout")
+	rd := sp.reader()
 	g := &blocks.Gather{Out: oim, DType: out.Type.DType, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
 	for i, s := range srcs {
-		acc, err := accessOf(ctx, rd, fmt.Sprintf("src%d_addr", i), s)
-		if err != nil {
-			return nil, err
-		}
-		g.Sources = append(g.Sources, blocks.GatherSource{Acc: acc, Image: blocks.ImageOf(s.Type.Shape)})
+		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
+	}
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	if err := g.Check(); err != nil {
 		return nil, err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, nil); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, nil)
 }

@@ -310,8 +310,6 @@ const (
 	cbOut = 16
 	cbIm0 = 24
 	cbIm1 = 25
-	cbIm2 = 26
-	cbIm3 = 27
 )
 
 // firstCores returns the first n cores of the worker grid (blocks.FirstCores).
@@ -348,29 +346,6 @@ func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Acc
 		return nil
 	}
 	return a
-}
-
-// writeSplitPages adds the writer kernel of a program that splits the
-// result's tile pages over cores by plan, and sets every kernel's per-core
-// runtime args. The writer stores the pages cbOut receives to out (runtime
-// args start_tile and num_tiles). Core i of cores gets its share
-// (start, count) = plan.Range(i) as the runtime args (start, count) of rd
-// and of the writer, and (count) of cp unless cp is nil.
-func writeSplitPages(ctx *Context, p *kir.Program, rs []ir.CoreRange, out *ir.Value, cbOut int, cores []kir.Core, plan Split, rd, cp *kir.Kernel) error {
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return err
-	}
-	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
-	plan.SetArgs(cores, rd, cp, wr)
-	return nil
-}
-
-// tileCB is a CB of `pages` tiles of dt on cores rs.
-func tileCB(idx int, dt ir.DType, pages int, rs []ir.CoreRange, name string) kir.CB {
-	return kir.CB{Index: idx, PageSize: dt.TileBytes(), Pages: pages, Format: dt, Cores: rs, Name: name}
 }
 
 // newReader, newWriter and newCompute add the three kernels of a program.

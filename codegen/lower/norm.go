@@ -125,54 +125,43 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 		}
 		return normSplitProgram(op, ctx, ns, x, w, out)
 	}
-	p, err := newProgram(op, ctx)
+	// A tile row costs about four eltwise tile ops per x tile, far more
+	// than a core's dispatch: one tile row per core while cores last.
+	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	// A tile row costs about four eltwise tile ops per x tile, far more
-	// than a core's dispatch: one tile row per core while cores last.
-	plan := PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
 	hasOffset := w != nil && offset != 0
 
 	sqFormat := ir.FP32
 	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", x.Type.DType, wt)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbX := sp.cbs.Input("x", x.Type.DType, wt)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbW := -1
 	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
-		cbW = cbs.Input("weight", w.Type.DType, 2*wBlock)
+		cbW = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbSq := cbs.Scratch("x_squared", sqFormat, wt)
-	cbRs := cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	cbSq := sp.cbs.Scratch("x_squared", sqFormat, wt)
+	cbRs := sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	cbXn, cbWo := -1, -1
 	if w != nil {
-		cbXn = cbs.Scratch("x_normed", ir.FP32, 2)
+		cbXn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
 	}
 	if hasOffset {
-		cbWo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
-	if err := cbs.Err(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
 
 	// Reader: the scaler tile, then per tile row its x tiles and the
 	// weight tiles.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	var wAcc *blocks.Access
-	if w != nil {
-		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
-			return nil, err
-		}
+	rd := sp.reader()
+	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
@@ -189,29 +178,16 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")
-	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbX, cbScaler, cbOut)
 	cb.CBWaitFront(cbScaler, kir.C(1))
 	n := normCBs{x: cbX, scaler: cbScaler, w: cbW, wo: cbWo, out: cbOut, sq: cbSq, rs: cbRs, xn: cbXn}
 	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
 	cb.CBPopFront(cbScaler, kir.C(1))
-
-	// Writer.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
-	}
-	wWt := wr.CompileArg("wt", uint32(wt))
-	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
-	blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wWt), kir.Mul(wrows, wWt))
-
-	plan.SetArgs(cores, rd, cp, wr)
-	return p, nil
+	return sp.finishRows(out, cbOut, rd, cp, "wt", wt)
 }
 
 // normTileCycles is the plan's estimate of one x tile's norm compute on
@@ -223,38 +199,27 @@ const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycl
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,
 // the writer runs the exchange and then writes the chunk's results.
 func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
-	t := ctx.Target
-	p, err := newProgram(op, ctx)
+	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
 	if err != nil {
 		return nil, err
 	}
-	cbs := blocks.NewCBPlan(p, t, ns.ranges)
-	cbX := cbs.Input("x", x.Type.DType, ns.per)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOut := cbs.Output("out", out.Type.DType, ns.outPages())
-	ns.addCBs(cbs, cbX, cbScaler, cbOut, w, ir.FP32)
-	if err := cbs.Err(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per)); err != nil {
-		return nil, err
-	}
-	ns.addSemaphores(p, 0, 1)
+	cbX := sp.cbs.Input("x", x.Type.DType, ns.per)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
+	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
+	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
+	ns.addSemaphores(sp.p, 0, 1)
 
-	rd := newReader(p, ns.ranges)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
-	var wAcc *blocks.Access
-	if w != nil {
-		if wAcc, err = accessOf(ctx, rd, "w_addr", w); err != nil {
-			return nil, err
-		}
+	rd := sp.reader()
+	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	// x's live rows and the weight chunk's row in flight while the scaler
 	// is built, one barrier.
-	b.CBReserveBack(cbX, rcount)
-	xl1 := b.Let("xl1", kir.GetWritePtr{CB: cbX})
+	xl1 := blocks.Reserve(b, cbX, rcount, "xl1")
 	blocks.ReadTilesLive(b, xAcc, xl1, rstart, rcount, blocks.LiveRows(x.Type.Shape), blocks.ElemBytes(x.Type.DType))
 	ns.issueWeights(b, wAcc, rcol, rcount)
 	blocks.ScalerTile(b, cbScaler, 1)
@@ -262,25 +227,23 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	b.CBPushBack(cbX, rcount)
 	ns.pushWeights(b, rcount)
 
-	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	ns.compute(c, ccount, cleader)
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
-	wr := newWriter(p, ns.ranges)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
-	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds
@@ -307,10 +270,9 @@ func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64)
 
 // sumSquares emits steps 1 and 2 up to the row sums: the squares of the
 // first cnt x tiles (already waited for) into sq, then (after comment)
-// their
-// reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST, left
-// there (column 0 holds the row sums) for the caller to pack to ocb; the
-// caller pops the cnt sq pages after packing.
+// their reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST,
+// left there (column 0 holds the row sums) for the caller to pack to ocb;
+// the caller pops the cnt sq pages after packing.
 func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, ocb int, comment string) {
 	c.B.Comment("x^2")
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {

@@ -151,8 +151,7 @@ func (ns *normSplit) issueWeights(b *kir.Builder, wAcc *blocks.Access, col, coun
 	if ns.cb.w < 0 {
 		return
 	}
-	b.CBReserveBack(ns.cb.w, count)
-	l1 := b.Let("wl1", kir.GetWritePtr{CB: ns.cb.w})
+	l1 := blocks.Reserve(b, ns.cb.w, count, "wl1")
 	blocks.ReadTilesLive(b, wAcc, l1, col, count, 1, blocks.ElemBytes(wAcc.Buf.DType))
 }
 
@@ -247,31 +246,26 @@ func rowSumBytes(live int) int {
 // the split-row norm; the writer writes the h chunk, runs the exchange,
 // then writes the normed chunk.
 func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, error) {
-	t := ctx.Target
 	a, bv, w := op.Operands[0], op.Operands[1], op.Operands[2]
 	h, normed := op.Results[0], op.Results[1]
-	p, err := newProgram(op, ctx)
+	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
 	if err != nil {
 		return nil, err
 	}
-	cbs := blocks.NewCBPlan(p, t, ns.ranges)
-	cbA := cbs.Input("a", a.Type.DType, 2)
-	cbB := cbs.Input("b", bv.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbHOut := cbs.Output("h", h.Type.DType, 2)
-	cbNOut := cbs.Output("normed", normed.Type.DType, 2)
-	cbH := cbs.Scratch("h_row", h.Type.DType, ns.per)
-	ns.addCBs(cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
-	if err := cbs.Err(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group)); err != nil {
-		return nil, err
-	}
-	ns.addSemaphores(p, 0, 1)
+	cbA := sp.cbs.Input("a", a.Type.DType, 2)
+	cbB := sp.cbs.Input("b", bv.Type.DType, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbHOut := sp.cbs.Output("h", h.Type.DType, 2)
+	cbNOut := sp.cbs.Output("normed", normed.Type.DType, 2)
+	cbH := sp.cbs.Scratch("h_row", h.Type.DType, ns.per)
+	ns.addCBs(sp.cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
+	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group))
+	ns.addSemaphores(sp.p, 0, 1)
 
-	rd := newReader(p, ns.ranges)
-	ab := accessBinder{ctx: ctx}
-	aAcc, bAcc, wAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "b_addr", bv), ab.bind(rd, "w_addr", w)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -282,29 +276,21 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	})
 	ns.readWeights(b, wAcc, rcol, rcount)
 
-	cp := newCompute(p, ns.ranges, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbA, cbB, cbH)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.B.Comment("h = a + b, stored to the result and kept (rounded) for the norm")
 	c.For("j", kir.C(0), ccount, func(kir.Var) {
-		c.B.CBWaitFront(cbA, kir.C(1))
-		c.B.CBWaitFront(cbB, kir.C(1))
-		c.Acquire()
-		c.Binary(kir.EltAdd, blocks.BcastNone, cbA, cbB, kir.C(0), kir.C(0), kir.C(0))
-		c.B.CBPopFront(cbA, kir.C(1))
-		c.B.CBPopFront(cbB, kir.C(1))
-		c.PackOutTo(cbH, cbHOut)
+		c.BinaryTileTo(kir.EltAdd, blocks.BcastNone, cbA, cbB, cbH, cbHOut)
 	})
 	ns.compute(c, ccount, cleader)
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
-	wr := newWriter(p, ns.ranges)
-	wb := accessBinder{ctx: ctx}
-	hAcc, nAcc := wb.bind(wr, "h_addr", h), wb.bind(wr, "normed_addr", normed)
-	if wb.err != nil {
-		return nil, wb.err
+	wr := newWriter(sp.p, sp.rs)
+	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
@@ -312,7 +298,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	blocks.WritePages(b, hAcc, cbHOut, wstart, wcount)
 	ns.ex.Emit(b, ea)
 	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
-	return p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
 }
 
 // setArgs sets the per-core runtime arguments of a split-row program

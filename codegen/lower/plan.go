@@ -126,9 +126,8 @@ func PlanNormSplit(wt, maxCores, tileCycles int) Split {
 // PlanMatmul is the split of a decode matmul's nt output tile columns over
 // the worker cores: each output tile costs kt tile products with the unpack
 // of both operand tiles (or the NoC time of its kt weight tiles, whichever
-// is longer), each core also reads
-// the kt activation tiles, and all cores together cannot beat DRAM reading
-// kt*nt weight tiles.
+// is longer), each core also reads the kt activation tiles, and all cores
+// together cannot beat DRAM reading kt*nt weight tiles.
 func PlanMatmul(kt, nt, maxCores int, w, a ir.DType, f ir.MathFidelity) Split {
 	perTile := max(MatmulTileCycles(f)+2*UnpackTileCycles, w.TileBytes()/NoCBytesPerCycle)
 	perCore := kt * a.TileBytes() / NoCBytesPerCycle

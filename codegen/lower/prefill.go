@@ -42,33 +42,27 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	L, S := cs[2], ns[2]
 	ci := blocks.ImageOf(cs)
 	inPlace := ctx.BufferName(out) == ctx.BufferName(cache)
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(ci.Pages, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(ci.Pages, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	slots := []int{cbs.Scratch("cache_tile", cache.Type.DType, 1), cbs.Scratch("new_tile", nw.Type.DType, 1)}
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, 4, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	slots := []int{sp.cbs.Scratch("cache_tile", cache.Type.DType, 1), sp.cbs.Scratch("new_tile", nw.Type.DType, 1)}
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, 4, 1)
 	cbPosW := -1
 	if inPlace {
-		cbPosW = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, 4, 1)
+		cbPosW = sp.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, 4, 1)
 	}
-	if err := cbs.Err("fill_cache"); err != nil {
-		return nil, err
-	}
+	sp.planned("fill_cache")
 	// touched: page pg lies in a tile row holding one of the new positions.
 	touched := func(pg, posv kir.Expr) kir.Expr {
 		tr := kir.Mod(kir.Div(pg, kir.Ci(ci.Ct)), kir.Ci(ci.Rt))
 		return kir.LAnd(kir.Ge(tr, kir.Div(posv, kir.Ci(ir.TileSize))), kir.Le(tr, kir.Div(kir.Add(posv, kir.Ci(S-1)), kir.Ci(ir.TileSize))))
 	}
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	cAcc, nAcc, pAcc := ab.bind(rd, "cache_addr", cache), ab.bind(rd, "new_addr", nw), ab.bind(rd, "pos_addr", pos)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	cAcc, nAcc, pAcc := sp.bind(rd, "cache_addr", cache), sp.bind(rd, "new_addr", nw), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -99,10 +93,9 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	g.End(b)
 	blocks.ReleaseScratch(b, cbPos)
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 	b = wr.Builder()
@@ -120,8 +113,8 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	} else {
 		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
 	}
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -154,8 +147,7 @@ func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // keep(r, c) (an expression of the in-tile row and column) holds, zeros
 // elsewhere.
 func triangleTile(b *kir.Builder, cb int, keep func(r, c kir.Expr) kir.Expr) {
-	b.CBReserveBack(cb, kir.C(1))
-	l1 := b.Let("tri", kir.GetWritePtr{CB: cb})
+	l1 := blocks.Reserve(b, cb, kir.C(1), "tri")
 	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
 		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
 			blocks.StoreElem(b, kir.Add(l1, blocks.FaceOffset(r, c, 2)), kir.Mul(keep(r, c), kir.C(0x3F80)), 2)
@@ -181,16 +173,6 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ax += r - max(x.Type.Shape.Rank(), 1)
 	xi := blocks.ImageOf(xd)
-	xOp := func(page func(bb, mt, nt, k kir.Expr) kir.Expr, tr, tc func(mt, nt, k kir.Expr) kir.Expr) pairOperand {
-		return pairOperand{dt: x.Type.DType, value: x, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
-			b.CBReserveBack(cb, kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-			blocks.ReadPageTo(b, acc, page(bb, mt, nt, k), l1)
-			b.NoCAsyncReadBarrier()
-			blocks.ZeroImagePadding(b, l1, xi, eb, tr(mt, nt, k), tc(mt, nt, k))
-			b.CBPushBack(cb, kir.C(1))
-		}}
-	}
 	// tri emits the (row tile i, column tile j) tile of the ones triangle
 	// {(R, C): C >= R} (upper) or {C <= R} (lower).
 	tri := func(upper bool) pairOperand {
@@ -212,15 +194,9 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	switch ax {
 	case r - 1:
-		a := xOp(func(bb, mt, _, k kir.Expr) kir.Expr {
-			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), mt), kir.Ci(xi.Ct)), k)
-		}, func(mt, _, _ kir.Expr) kir.Expr { return mt }, func(_, _, k kir.Expr) kir.Expr { return k })
-		return pairsProgram(op, ctx, a, tri(true), xi.Ct)
+		return pairsProgram(op, ctx, tileOperand(x, xi, true, true), tri(true), xi.Ct)
 	case r - 2:
-		bo := xOp(func(bb, _, nt, k kir.Expr) kir.Expr {
-			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), k), kir.Ci(xi.Ct)), nt)
-		}, func(_, _, k kir.Expr) kir.Expr { return k }, func(_, nt, _ kir.Expr) kir.Expr { return nt })
-		return pairsProgram(op, ctx, tri(false), bo, xi.Rt)
+		return pairsProgram(op, ctx, tri(false), tileOperand(x, xi, false, true), xi.Rt)
 	}
 	return nil, fmt.Errorf("rule cumsum-axis: cumsum runs along one of the last two dims (a triangular matmul), not axis %d of %s", op.Attrs["axis"], x.Type.Shape)
 }
@@ -243,28 +219,22 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	To := T - K + 1
 	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
 	wrow := blocks.ImageOf(ir.Shape{1, C})
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(oi.Pages, t.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x_shifted", x.Type.DType, 2)
-	cbW := cbs.Input("tap_row", w.Type.DType, 2)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbAcc := cbs.Scratch("acc", ir.FP32, 1)
-	cbTmp := cbs.Scratch("term", ir.FP32, 1)
-	xSlot := cbs.Scratch("x_tile", x.Type.DType, 1)
-	wSlot := cbs.Scratch("w_tile", w.Type.DType, 1)
-	if err := cbs.Err("conv_depthwise"); err != nil {
-		return nil, err
-	}
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	xAcc, wAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "w_addr", w)
-	if ab.err != nil {
-		return nil, ab.err
+	cbX := sp.cbs.Input("x_shifted", x.Type.DType, 2)
+	cbW := sp.cbs.Input("tap_row", w.Type.DType, 2)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	cbAcc := sp.cbs.Scratch("acc", ir.FP32, 1)
+	cbTmp := sp.cbs.Scratch("term", ir.FP32, 1)
+	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, 1)
+	wSlot := sp.cbs.Scratch("w_tile", w.Type.DType, 1)
+	sp.planned("conv_depthwise")
+	rd := sp.reader()
+	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	var tap kir.Var // the tap the maps below read
 	seg := blocks.SegFor(C)
@@ -297,9 +267,8 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	gx.End(b)
 	gw.End(b)
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbX, cbW, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbAcc, false, nil)
@@ -310,10 +279,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Unary(cbAcc, cbOut, nil)
 	})
 
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }
 
 func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -329,41 +295,34 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	n := xs[r-1]
 	im := blocks.ImageOf(xs)
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(im.Pages, t.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(im.Pages, t.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbL := cbs.Input("strict_lower", ir.FP32, 1)
-	cbI := cbs.Input("identity", ir.FP32, 1)
-	cbOut := cbs.Output("out", ir.FP32, 2)
-	cbA := cbs.Scratch("a", ir.FP32, 1)
-	cbA2 := cbs.Scratch("a_copy", ir.FP32, 1)
-	cbF := cbs.Scratch("factor", ir.FP32, 1)
-	cbP := cbs.Scratch("product", ir.FP32, 1)
-	if err := cbs.Err("tril_inverse"); err != nil {
-		return nil, err
-	}
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	cbL := sp.cbs.Input("strict_lower", ir.FP32, 1)
+	cbI := sp.cbs.Input("identity", ir.FP32, 1)
+	cbOut := sp.cbs.Output("out", ir.FP32, 2)
+	cbA := sp.cbs.Scratch("a", ir.FP32, 1)
+	cbA2 := sp.cbs.Scratch("a_copy", ir.FP32, 1)
+	cbF := sp.cbs.Scratch("factor", ir.FP32, 1)
+	cbP := sp.cbs.Scratch("product", ir.FP32, 1)
+	sp.planned("tril_inverse")
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.Comment("identity tile")
-	b.CBReserveBack(cbI, kir.C(1))
-	id := b.Let("id", kir.GetWritePtr{CB: cbI})
+	id := blocks.Reserve(b, cbI, kir.C(1), "id")
 	blocks.FillWords(b, id, ir.FP32.TileBytes(), 0)
 	b.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
 		b.L1Write32(kir.Add(id, blocks.FaceOffset(d, d, 4)), kir.C(0x3F800000))
 	})
 	b.CBPushBack(cbI, kir.C(1))
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
-		b.CBReserveBack(cbL, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cbL})
+		l1 := blocks.Reserve(b, cbL, kir.C(1), "l1")
 		blocks.ReadPageTo(b, xAcc, kir.Add(rstart, i), l1)
 		b.NoCAsyncReadBarrier()
 		b.Comment("keep the strictly lower part of the n x n matrix")
@@ -377,32 +336,16 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPushBack(cbL, kir.C(1))
 	})
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	c.Startup(cbL, cbI, cbOut)
 	cb.CBWaitFront(cbI, kir.C(1))
-	// packTwice packs DEST[0] into one page of each of two CBs.
-	packTwice := func(x, y int) {
-		c.Commit()
-		cb.CBReserveBack(x, kir.C(1))
-		cb.CBReserveBack(y, kir.C(1))
-		c.Wait()
-		c.Pack(kir.C(0), x)
-		c.Pack(kir.C(0), y)
-		c.Release()
-		cb.CBPushBack(x, kir.C(1))
-		cb.CBPushBack(y, kir.C(1))
-	}
-	// plusI: DEST[0] = I + a[0], packed into out; pops a when pop is set.
-	plusI := func(a, out int, pop bool) {
+	// plusI: DEST[0] = I + a[0], packed into out; a is waited for, not popped.
+	plusI := func(a, out int) {
 		cb.CBWaitFront(a, kir.C(1))
 		c.Acquire()
 		c.Binary(kir.EltAdd, blocks.BcastNone, cbI, a, kir.C(0), kir.C(0), kir.C(0))
-		if pop {
-			cb.CBPopFront(a, kir.C(1))
-		}
 		c.PackOut(out, 1)
 	}
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
@@ -412,8 +355,8 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Copy(cbL, kir.C(0), kir.C(0))
 		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
 		cb.CBPopFront(cbL, kir.C(1))
-		packTwice(cbA, cbA2)
-		plusI(cbA2, cbP, false)
+		c.PackOutTo(cbA, cbA2)
+		plusI(cbA2, cbP)
 		for s := 0; s < 4; s++ {
 			cb.Comment(fmt.Sprintf("A = A^2 (A^%d); P = P (I + A)", 2<<s))
 			cb.CBWaitFront(cbA, kir.C(1))
@@ -421,8 +364,8 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.Matmul(cbA, cbA2, kir.C(0), kir.C(0), kir.C(0), false)
 			cb.CBPopFront(cbA, kir.C(1))
 			cb.CBPopFront(cbA2, kir.C(1))
-			packTwice(cbA, cbA2)
-			plusI(cbA2, cbF, false)
+			c.PackOutTo(cbA, cbA2)
+			plusI(cbA2, cbF)
 			cb.CBWaitFront(cbP, kir.C(1))
 			cb.CBWaitFront(cbF, kir.C(1))
 			c.Acquire()
@@ -441,8 +384,5 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	cb.CBPopFront(cbI, kir.C(1))
 
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }

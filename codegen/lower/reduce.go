@@ -92,25 +92,20 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	if scale != 1 && kind != "row" {
 		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
 	}
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", x.Type.DType, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	if err := cbs.Err("reduce"); err != nil {
-		return nil, err
-	}
+	cbX := sp.cbs.Input("x", x.Type.DType, 2)
+	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	sp.planned("reduce")
 
 	// Reader.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -119,8 +114,7 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		pg := b.Let("page", kir.Add(rstart, i))
 		b.For("k", kir.C(0), kir.Ci(n), func(k kir.Var) {
 			ip := b.Let("ip", inPage(pg, k))
-			b.CBReserveBack(cbX, kir.C(1))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: cbX})
+			l1 := blocks.Reserve(b, cbX, kir.C(1), "l1")
 			blocks.ReadPageTo(b, xAcc, ip, l1)
 			b.NoCAsyncReadBarrier()
 			q := kir.Div(ip, kir.Ci(xi.Ct))
@@ -130,9 +124,8 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	})
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
@@ -166,10 +159,5 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		c.PackOut(cbOut, 1)
 	})
 	c.B.CBPopFront(cbScaler, kir.C(1))
-
-	// Writer.
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cp); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cp)
 }

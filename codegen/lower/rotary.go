@@ -51,30 +51,24 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule rotary-broadcast: cos %s must have x's last dim", cos.Type.Shape)
 	}
 	xi := blocks.ImageOf(xs)
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbX := cbs.Input("x", x.Type.DType, 2)
-	cbXr := cbs.Input("x_swapped", x.Type.DType, 2)
-	cbCos := cbs.Input("cos", cos.Type.DType, 2)
-	cbSin := cbs.Input("sin_signed", sin.Type.DType, 2)
-	cbSlot := cbs.Scratch("x_tile", x.Type.DType, 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbT1 := cbs.Scratch("x_cos", ir.FP32, 1)
-	cbT2 := cbs.Scratch("xr_sin", ir.FP32, 1)
-	if err := cbs.Err("rotary"); err != nil {
-		return nil, err
-	}
+	cbX := sp.cbs.Input("x", x.Type.DType, 2)
+	cbXr := sp.cbs.Input("x_swapped", x.Type.DType, 2)
+	cbCos := sp.cbs.Input("cos", cos.Type.DType, 2)
+	cbSin := sp.cbs.Input("sin_signed", sin.Type.DType, 2)
+	cbSlot := sp.cbs.Scratch("x_tile", x.Type.DType, 1)
+	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	cbT1 := sp.cbs.Scratch("x_cos", ir.FP32, 1)
+	cbT2 := sp.cbs.Scratch("xr_sin", ir.FP32, 1)
+	sp.planned("rotary")
 
-	rd := newReader(p, rs)
-	ab := accessBinder{ctx: ctx}
-	xAcc, cAcc, sAcc := ab.bind(rd, "x_addr", x), ab.bind(rd, "cos_addr", cos), ab.bind(rd, "sin_addr", sin)
-	if ab.err != nil {
-		return nil, ab.err
+	rd := sp.reader()
+	xAcc, cAcc, sAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "cos_addr", cos), sp.bind(rd, "sin_addr", sin)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	g := &blocks.Gather{Out: xi, DType: x.Type.DType, Seg: blocks.SegFor(half, R),
 		Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
@@ -92,18 +86,9 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		page := b.Let("page", kir.Add(rstart, i))
 		blocks.ReadPage(b, xAcc, cbX, page)
 		g.Page(b, cbXr, page)
-		cp := kir.Expr(page)
-		if pc != nil {
-			cp = pc(page)
-		}
-		blocks.ReadPage(b, cAcc, cbCos, cp)
-		sp := kir.Expr(page)
-		if ps != nil {
-			sp = ps(page)
-		}
-		b.CBReserveBack(cbSin, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cbSin})
-		blocks.ReadPageTo(b, sAcc, sp, l1)
+		blocks.ReadPage(b, cAcc, cbCos, pageFor(pc, page))
+		l1 := blocks.Reserve(b, cbSin, kir.C(1), "l1")
+		blocks.ReadPageTo(b, sAcc, pageFor(ps, page), l1)
 		b.NoCAsyncReadBarrier()
 		tc := b.Let("tcs", kir.Mod(page, kir.Ci(xi.Ct)))
 		for k := 0; k < xi.Ct; k++ {
@@ -115,9 +100,8 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	g.End(b)
 
-	cpk := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cpk, c := sp.compute()
 	ccount := cpk.RuntimeArg("num_tiles")
-	c := blocks.NewCompute(p, cpk)
 	c.Startup(cbX, cbCos, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, bc, cbX, cbCos, cbT1, false, nil)
@@ -125,8 +109,5 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbT1, cbT2, cbOut, false, nil)
 	})
 
-	if err := writeSplitPages(ctx, p, rs, out, cbOut, cores, plan, rd, cpk); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return sp.finish(out, cbOut, rd, cpk)
 }

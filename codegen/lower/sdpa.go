@@ -34,9 +34,8 @@ import (
 // result.
 
 func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	scale, err := sdpaPreamble(op, "sdpa_decode", pos, q, k, v, out)
+	scale, err := sdpaPreamble(op, "sdpa_decode", "pos", pos, q, k, v, out)
 	if err != nil {
 		return nil, err
 	}
@@ -50,71 +49,52 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if Hq > ir.TileSize || D%ir.TileSize != 0 || L%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule sdpa-tiles: the decode attention keeps one tile row of query heads (Hq <= 32) and whole tiles of D and L; got Hq %d, D %d, L %d", Hq, D, L)
 	}
-	for _, x := range []*ir.Value{k, v} {
-		if blocks.ElemBytes(x.Type.DType) == 0 {
-			return nil, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past pos, which needs a bf16 or fp32 cache, not %s", x.Type.DType)
-		}
-	}
 	dt, lt := D/ir.TileSize, L/ir.TileSize
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, Split{Items: B, Cores: B, PerCore: 1})
 	if err != nil {
 		return nil, err
 	}
-	cores, rs := firstCores(t, B)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbQ := cbs.Input("q", q.Type.DType, dt)
-	cbK := cbs.Input("k", k.Type.DType, 2)
-	cbV := cbs.Input("v", v.Type.DType, 2)
-	cbMask := cbs.Input("mask", ir.FP32, 2)
-	cbScaler := cbs.Input("scaler", ir.BF16, 1)
+	cbs := sp.cbs
+	ab := attnCBs{q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
+		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1)}
 	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	cbOut := cbs.Output("out", out.Type.DType, 2)
-	cbRaw := cbs.Scratch("scores_raw", ir.FP32, 2)
-	cbS := cbs.Scratch("scores", ir.FP32, lt)
-	cbMax := cbs.Scratch("row_max", ir.FP32, 1)
-	cbP := cbs.Scratch("exp", ir.FP32, lt)
-	cbSum := cbs.Scratch("recip_sum", ir.FP32, 1)
-	cbPn := cbs.Scratch("probs", ir.FP32, lt)
+	ab.out, ab.raw, ab.s, ab.max = cbs.Output("out", out.Type.DType, 2), cbs.Scratch("scores_raw", ir.FP32, 2), cbs.Scratch("scores", ir.FP32, lt), cbs.Scratch("row_max", ir.FP32, 1)
+	ab.p, ab.sum, ab.pn = cbs.Scratch("exp", ir.FP32, lt), cbs.Scratch("recip_sum", ir.FP32, 1), cbs.Scratch("probs", ir.FP32, lt)
 	cbAsm := cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
-	if err := cbs.Err(fmt.Sprintf("sdpa_decode over a cache of %d positions", L)); err != nil {
-		return nil, err
-	}
+	sp.planned(fmt.Sprintf("sdpa_decode over a cache of %d positions", L))
 
 	// Reader: q, then per kv head the key tiles (t, d) with the mask tile
 	// after each t, then the value tiles (d, t).
-	rd := newReader(p, rs)
-	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	qAcc, kAcc, vAcc, pAcc := sp.bind(rd, "q_addr", q), sp.bind(rd, "k_addr", k), sp.bind(rd, "v_addr", v), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	user := rd.RuntimeArg("user")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.ScalerTile(b, ab.scaler, 1)
 	posv := readPos(b, pAcc, cbPos)
-	blocks.ReadPages(b, qAcc, cbQ, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
+	blocks.ReadPages(b, qAcc, ab.q, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
-		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: cbK, cbV: cbV, cbMask: cbMask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
+		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: ab.k, cbV: ab.v, cbMask: ab.mask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
 			kir.Add(kir.Mul(user, kir.Ci(Hkv)), j), posv, func(kir.Expr) kir.Expr { return posv })
 	})
 	blocks.ReleaseScratch(b, cbPos)
 
 	// Compute.
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
-	c := blocks.NewCompute(p, cp)
-	ab := attnCBs{q: cbQ, k: cbK, v: cbV, mask: cbMask, scaler: cbScaler, out: cbOut, raw: cbRaw, s: cbS, max: cbMax, p: cbP, sum: cbSum, pn: cbPn}
-	c.MatmulStartup(cbQ, cbK, cbRaw)
-	c.B.CBWaitFront(cbScaler, kir.C(1))
-	c.B.CBWaitFront(cbQ, kir.Ci(dt))
+	_, c := sp.compute()
+	c.MatmulStartup(ab.q, ab.k, ab.raw)
+	c.B.CBWaitFront(ab.scaler, kir.C(1))
+	c.B.CBWaitFront(ab.q, kir.Ci(dt))
 	c.For("j", kir.C(0), kir.Ci(Hkv), func(kir.Var) { attend(c, ab, lt, dt, scale) })
-	c.B.CBPopFront(cbQ, kir.Ci(dt))
-	c.B.CBPopFront(cbScaler, kir.C(1))
+	c.B.CBPopFront(ab.q, kir.Ci(dt))
+	c.B.CBPopFront(ab.scaler, kir.C(1))
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wuser := wr.RuntimeArg("user")
 	b = wr.Builder()
@@ -125,13 +105,11 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	tb := out.Type.DType.TileBytes()
 	b.CBReserveBack(cbAsm, kir.Ci(dt))
 	b.CBPushBack(cbAsm, kir.Ci(dt))
-	b.CBWaitFront(cbAsm, kir.Ci(dt))
-	asm := b.Let("asm_tiles", kir.GetReadPtr{CB: cbAsm})
+	asm := blocks.WaitFront(b, cbAsm, kir.Ci(dt), "asm_tiles")
 	blocks.FillWords(b, asm, dt*tb, 0)
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
-			b.CBWaitFront(cbOut, kir.C(1))
-			src := b.Let("src", kir.GetReadPtr{CB: cbOut})
+			src := blocks.WaitFront(b, ab.out, kir.C(1), "src")
 			dst := b.Let("dst", kir.Add(asm, kir.Mul(d, kir.Ci(tb))))
 			b.For("r", kir.Mul(j, kir.Ci(G)), kir.Mul(kir.Add(j, kir.C(1)), kir.Ci(G)), func(r kir.Var) {
 				for col := 0; col < ir.TileSize; col += blocks.FaceDim {
@@ -140,7 +118,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				}
 			})
 			b.NoCAsyncReadBarrier()
-			b.CBPopFront(cbOut, kir.C(1))
+			b.CBPopFront(ab.out, kir.C(1))
 		})
 	})
 	b.For("d", kir.C(0), kir.Ci(dt), func(d kir.Var) {
@@ -148,11 +126,11 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(cbAsm, kir.Ci(dt))
-	for i, core := range cores {
+	for i, core := range sp.cores {
 		rd.SetRuntimeArgs(core, kir.U32(uint32(i)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(i)))
 	}
-	return p, nil
+	return sp.p, nil
 }
 
 // attnCBs are the CBs of the attention compute pipeline (attend).
@@ -233,8 +211,7 @@ type kvReader struct {
 func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit func(r kir.Expr) kir.Expr) {
 	ptr := b.Let("ptr", kir.Div(last, kir.Ci(ir.TileSize)))
 	cacheTile := func(acc *blocks.Access, cb int, dtype ir.DType, tt, d kir.Expr) {
-		b.CBReserveBack(cb, kir.C(1))
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
 		b.IfElse(kir.Gt(tt, ptr), func() {
 			blocks.FillWords(b, l1, dtype.TileBytes(), 0)
 		}, func() {
@@ -249,8 +226,7 @@ func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit fun
 	b.For("t", kir.C(0), kir.Ci(kv.lt), func(tt kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(kv.dt), func(d kir.Var) { cacheTile(kv.k, kv.cbK, kv.kdt, tt, d) })
 		b.Comment("mask: 0 for visible positions, -inf after")
-		b.CBReserveBack(kv.cbMask, kir.C(1))
-		m := b.Let("m", kir.GetWritePtr{CB: kv.cbMask})
+		m := blocks.Reserve(b, kv.cbMask, kir.C(1), "m")
 		b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
 			lim := b.Let("lim", limit(r))
 			b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
@@ -274,7 +250,7 @@ func kvTiles(b *kir.Builder, kv kvReader, head kir.Expr, last kir.Var, limit fun
 func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	q, k, v, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Operands[3], op.Result()
-	scale, err := sdpaPreamble(op, "sdpa_prefill", pos, q, k, v, out)
+	scale, err := sdpaPreamble(op, "sdpa_prefill", "the last position", pos, q, k, v, out)
 	if err != nil {
 		return nil, err
 	}
@@ -288,36 +264,26 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if D%ir.TileSize != 0 || L%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule sdpa-tiles: the attention needs whole tiles of D and L; got D %d, L %d", D, L)
 	}
-	for _, x := range []*ir.Value{k, v} {
-		if blocks.ElemBytes(x.Type.DType) == 0 {
-			return nil, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past the last position, which needs a bf16 or fp32 cache, not %s", x.Type.DType)
-		}
-	}
 	dt, lt := D/ir.TileSize, L/ir.TileSize
 	st := (S + ir.TileSize - 1) / ir.TileSize
 	units := qs[0] * Hq * st
-	p, err := newProgram(op, ctx)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(units, t.NumWorkers(), lt*dt*4*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	if err != nil {
 		return nil, err
 	}
-	plan := PlanSplit(units, t.NumWorkers(), lt*dt*4*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
 	ab := attnCBs{
-		q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
-		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1), out: cbs.Output("out", out.Type.DType, 2),
-		raw: cbs.Scratch("scores_raw", ir.FP32, 2), s: cbs.Scratch("scores", ir.FP32, lt), max: cbs.Scratch("row_max", ir.FP32, 1),
-		p: cbs.Scratch("exp", ir.FP32, lt), sum: cbs.Scratch("recip_sum", ir.FP32, 1), pn: cbs.Scratch("probs", ir.FP32, lt),
+		q: sp.cbs.Input("q", q.Type.DType, dt), k: sp.cbs.Input("k", k.Type.DType, 2), v: sp.cbs.Input("v", v.Type.DType, 2),
+		mask: sp.cbs.Input("mask", ir.FP32, 2), scaler: sp.cbs.Input("scaler", ir.BF16, 1), out: sp.cbs.Output("out", out.Type.DType, 2),
+		raw: sp.cbs.Scratch("scores_raw", ir.FP32, 2), s: sp.cbs.Scratch("scores", ir.FP32, lt), max: sp.cbs.Scratch("row_max", ir.FP32, 1),
+		p: sp.cbs.Scratch("exp", ir.FP32, lt), sum: sp.cbs.Scratch("recip_sum", ir.FP32, 1), pn: sp.cbs.Scratch("probs", ir.FP32, lt),
 	}
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
-	if err := cbs.Err(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L)); err != nil {
-		return nil, err
-	}
+	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	sp.planned(fmt.Sprintf("sdpa_prefill over a cache of %d positions", L))
 
-	rd := newReader(p, rs)
-	qAcc, kAcc, vAcc, pAcc, err := bindSDPAReader(ctx, rd, q, k, v, pos)
-	if err != nil {
-		return nil, err
+	rd := sp.reader()
+	qAcc, kAcc, vAcc, pAcc := sp.bind(rd, "q_addr", q), sp.bind(rd, "k_addr", k), sp.bind(rd, "v_addr", v), sp.bind(rd, "pos_addr", pos)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_unit"), rd.RuntimeArg("num_units")
 	b := rd.Builder()
@@ -336,9 +302,8 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	blocks.ReleaseScratch(b, cbPos)
 
-	cp := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	cp, c := sp.compute()
 	ccount := cp.RuntimeArg("num_units")
-	c := blocks.NewCompute(p, cp)
 	c.MatmulStartup(ab.q, ab.k, ab.raw)
 	c.B.CBWaitFront(ab.scaler, kir.C(1))
 	c.For("u", kir.C(0), ccount, func(kir.Var) {
@@ -348,43 +313,37 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	c.B.CBPopFront(ab.scaler, kir.C(1))
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_unit"), wr.RuntimeArg("num_units")
 	blocks.WritePages(wr.Builder(), oAcc, ab.out, kir.Mul(wstart, kir.Ci(dt)), kir.Mul(wcount, kir.Ci(dt)))
-	setItemArgs(cores, plan, rd, cp, wr, func(int) int { return 1 })
-	return p, nil
+	setItemArgs(sp.cores, sp.plan, rd, cp, wr, func(int) int { return 1 })
+	return sp.p, nil
 }
 
 // sdpaPreamble checks what every attention lowering requires of its
-// operands: each of tensors in tile layout (requireTile), then pos a
-// position operand (checkPos). It returns op's float attribute "scale";
-// kind names the op in the error when that attribute is missing.
-func sdpaPreamble(op *ir.Op, kind string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
+// operands: each of tensors (q, k, v, ...) in tile layout (requireTile),
+// pos a position operand (checkPos) and, unless past is "", k and v bf16
+// or fp32, as the reader zeroes their rows past past. It returns op's
+// float attribute "scale"; kind names the op in the error when that
+// attribute is missing.
+func sdpaPreamble(op *ir.Op, kind, past string, pos *ir.Value, tensors ...*ir.Value) (float64, error) {
 	if err := requireTiles(tensors...); err != nil {
 		return 0, err
 	}
 	if err := checkPos(pos); err != nil {
 		return 0, err
 	}
+	for _, x := range tensors[1:3] {
+		if past != "" && blocks.ElemBytes(x.Type.DType) == 0 {
+			return 0, fmt.Errorf("rule sdpa-dtype: the reader zeroes cache rows past %s, which needs a bf16 or fp32 cache, not %s", past, x.Type.DType)
+		}
+	}
 	scale, ok := op.Attrs["scale"].(float64)
 	if !ok {
 		return 0, fmt.Errorf("rule attr: %s needs a float attribute \"scale\"", kind)
 	}
 	return scale, nil
-}
-
-// bindSDPAReader declares the buffers of q, k, v and pos as the runtime
-// args q_addr, k_addr, v_addr and pos_addr of the reader rd, in that
-// order, and returns their accesses (or the first failure).
-func bindSDPAReader(ctx *Context, rd *kir.Kernel, q, k, v, pos *ir.Value) (qAcc, kAcc, vAcc, pAcc *blocks.Access, err error) {
-	ab := &accessBinder{ctx: ctx}
-	qAcc, kAcc, vAcc, pAcc = ab.bind(rd, "q_addr", q), ab.bind(rd, "k_addr", k), ab.bind(rd, "v_addr", v), ab.bind(rd, "pos_addr", pos)
-	if ab.err != nil {
-		return nil, nil, nil, nil, ab.err
-	}
-	return qAcc, kAcc, vAcc, pAcc, nil
 }

@@ -51,31 +51,26 @@ func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
 func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	dt := x.Type.DType
 	eb := blocks.ElemBytes(dt)
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
-	plan := PlanSplit(xt, t.NumWorkers(), perCol, 0, 0)
-	cores, rs := firstCores(t, plan.Cores)
-	cbs := blocks.NewCBPlan(p, t, rs)
-	cbTile := cbs.Output("tiles", dt, 2)
-	cbStage := -1
-	if pack {
-		cbStage = cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
-	}
-	if err := cbs.Err(fmt.Sprintf("reshape of %d users' rows", users)); err != nil {
-		return nil, err
-	}
-
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
+	sp, err := newSplitProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
 	if err != nil {
 		return nil, err
+	}
+	cbTile := sp.cbs.Output("tiles", dt, 2)
+	cbStage := -1
+	if pack {
+		cbStage = sp.cbs.Pages(blocks.ScratchCB, "user_rows", dt, users*blocks.GatherRowSlot, 1)
+	}
+	sp.planned(fmt.Sprintf("reshape of %d users' rows", users))
+
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_col"), rd.RuntimeArg("num_cols")
 	b := rd.Builder()
@@ -84,16 +79,13 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		stage = blocks.Scratch(b, cbStage, "rows")
 	}
 	b.For("j", rstart, kir.Add(rstart, rcount), func(j kir.Var) {
-		b.CBReserveBack(cbTile, kir.C(1))
-		l1 := b.Let("tile", kir.GetWritePtr{CB: cbTile})
-		if !pack {
+		l1 := blocks.Reserve(b, cbTile, kir.C(1), "tile")
+		if pack {
+			b.Comment("row 0 of every user's tile j into its row of the packed tile")
+			blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
+		} else {
 			blocks.ReadRowsTo(b, xAcc, j, l1, users, eb)
-			b.NoCAsyncReadBarrier()
-			b.CBPushBack(cbTile, kir.C(1))
-			return
 		}
-		b.Comment("row 0 of every user's tile j into its row of the packed tile")
-		blocks.GatherRows(b, xAcc, stage, l1, users, eb, func(u int) kir.Expr { return kir.Add(kir.Ci(u*xt), j) })
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cbTile, kir.C(1))
 	})
@@ -101,10 +93,9 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		blocks.ReleaseScratch(b, cbStage)
 	}
 
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
+	wr, oAcc := sp.writerOf("out_addr", out)
+	if sp.err != nil {
+		return nil, sp.err
 	}
 	wstart, wcount := wr.RuntimeArg("start_col"), wr.RuntimeArg("num_cols")
 	w := wr.Builder()
@@ -113,8 +104,8 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	} else {
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
-	plan.SetArgs(cores, rd, nil, wr)
-	return p, nil
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.p, nil
 }
 
 // writeUserRows emits the unpack writer: for the count tiles j = start..
@@ -126,8 +117,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 func writeUserRows(w *kir.Builder, oAcc *blocks.Access, cb, users, cols, eb int, start, count kir.Expr) {
 	seg := blocks.FaceDim * eb
 	w.For("j", start, kir.Add(start, count), func(j kir.Var) {
-		w.CBWaitFront(cb, kir.C(1))
-		l1 := w.Let("tile", kir.GetReadPtr{CB: cb})
+		l1 := blocks.WaitFront(w, cb, kir.C(1), "tile")
 		for u := range users {
 			page := kir.Add(kir.Ci(u*cols), j)
 			for half := range 2 {

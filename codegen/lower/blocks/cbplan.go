@@ -111,8 +111,11 @@ func (pl *CBPlan) Scratch(name string, dt ir.DType, pages int) int {
 }
 
 // Format is the data format of CB idx in the plan's program (on its cores).
-func (pl *CBPlan) Format(idx int) ir.DType {
-	for _, cb := range pl.p.CBs {
+func (pl *CBPlan) Format(idx int) ir.DType { return cbFormat(pl.p, idx) }
+
+// cbFormat is the format of the first CB of p with index idx (0: none).
+func cbFormat(p *kir.Program, idx int) ir.DType {
+	for _, cb := range p.CBs {
 		if cb.Index == idx {
 			return cb.Format
 		}
@@ -138,9 +141,6 @@ func (pl *CBPlan) Bytes() int {
 	}
 	return used
 }
-
-// Fits reports whether Bytes() is within the L1 budget.
-func (pl *CBPlan) Fits() bool { return pl.Bytes() <= pl.t.L1Budget() }
 
 // Err returns the first allocation error, or, when the CBs and L1 buffers
 // do not fit the L1 budget, an error saying so with what, a description of

@@ -137,14 +137,7 @@ func NewCompute(p *kir.Program, k *kir.Kernel) *Compute {
 	return &Compute{B: k.Builder(), p: p}
 }
 
-func (c *Compute) format(cb int) ir.DType {
-	for _, x := range c.p.CBs {
-		if x.Index == cb {
-			return x.Format
-		}
-	}
-	return 0
-}
+func (c *Compute) format(cb int) ir.DType { return cbFormat(c.p, cb) }
 
 // Startup emits compute_kernel_hw_startup(a, b, out): source A for CB a,
 // source B for CB b, the packer for CB out.
@@ -424,17 +417,23 @@ func (c *Compute) Unary(in, out int, steps []SFPUStep) {
 // on the SFPU, pop both, pack to one page of out. Consumes one page of a
 // and of b, produces one page of out.
 func (c *Compute) BinaryTile(op kir.EltwiseOp, bc Bcast, a, b, out int, negate bool, steps []SFPUStep) {
+	if negate {
+		steps = append([]SFPUStep{{Op: kir.SFPUNegative}}, steps...)
+	}
+	c.binaryDest(op, bc, a, b, steps)
+	c.PackOut(out, 1)
+}
+
+// binaryDest is BinaryTile up to the pack: it leaves the math section
+// open with the result in DEST[0], one page of a and of b consumed.
+func (c *Compute) binaryDest(op kir.EltwiseOp, bc Bcast, a, b int, steps []SFPUStep) {
 	c.B.CBWaitFront(a, kir.C(1))
 	c.B.CBWaitFront(b, kir.C(1))
 	c.Acquire()
 	c.Binary(op, bc, a, b, kir.C(0), kir.C(0), kir.C(0))
-	if negate {
-		c.SFPU(SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
-	}
 	for _, s := range steps {
 		c.SFPU(s, kir.C(0))
 	}
 	c.B.CBPopFront(a, kir.C(1))
 	c.B.CBPopFront(b, kir.C(1))
-	c.PackOut(out, 1)
 }

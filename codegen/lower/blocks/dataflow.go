@@ -9,11 +9,24 @@ import (
 // page `page` of a into it, wait for the read, push it. Produces one page
 // of cb.
 func ReadPage(b *kir.Builder, a *Access, cb int, page kir.Expr) {
-	b.CBReserveBack(cb, kir.C(1))
-	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+	l1 := Reserve(b, cb, kir.C(1), "l1")
 	b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(a.PageSize()))
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(cb, kir.C(1))
+}
+
+// Reserve emits cb_reserve_back(cb, n) and returns a variable called name
+// holding the L1 address of the reserved pages (get_write_ptr).
+func Reserve(b *kir.Builder, cb int, n kir.Expr, name string) kir.Var {
+	b.CBReserveBack(cb, n)
+	return b.Let(name, kir.GetWritePtr{CB: cb})
+}
+
+// WaitFront emits cb_wait_front(cb, n) and returns a variable called name
+// holding the L1 address of the front page (get_read_ptr).
+func WaitFront(b *kir.Builder, cb int, n kir.Expr, name string) kir.Var {
+	b.CBWaitFront(cb, n)
+	return b.Let(name, kir.GetReadPtr{CB: cb})
 }
 
 // ReadPageTo emits a read of page `page` of a to L1 address l1 of this
@@ -25,8 +38,7 @@ func ReadPageTo(b *kir.Builder, a *Access, page, l1 kir.Expr) {
 // WritePage emits: wait for one page of cb, write it to page `page` of a,
 // wait for the write, pop it. Consumes one page of cb.
 func WritePage(b *kir.Builder, a *Access, cb int, page kir.Expr) {
-	b.CBWaitFront(cb, kir.C(1))
-	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
+	l1 := WaitFront(b, cb, kir.C(1), "l1")
 	b.NoCAsyncWrite(l1, a.PageAddr(page), kir.Ci(a.PageSize()))
 	b.NoCAsyncWriteBarrier()
 	b.CBPopFront(cb, kir.C(1))
@@ -42,8 +54,7 @@ func ReadPages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 // first+count-1 of a into them with every read in flight, one barrier,
 // push them. count must not exceed cb's pages. Produces count pages of cb.
 func ReadPagesBatch(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
-	b.CBReserveBack(cb, count)
-	l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+	l1 := Reserve(b, cb, count, "l1")
 	b.For("i", kir.C(0), count, func(i kir.Var) {
 		b.NoCAsyncRead(a.PageAddr(kir.Add(first, i)), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), kir.Ci(a.PageSize()))
 	})
@@ -92,8 +103,7 @@ func ReadPagesInBatches(b *kir.Builder, a *Access, cb int, first, count kir.Expr
 func ReadPagesInBatchesOf(b *kir.Builder, a *Access, cb int, count kir.Expr, batch int, page func(i kir.Expr) kir.Expr) {
 	b.ForStep("p0", kir.C(0), count, kir.Ci(batch), func(p0 kir.Var) {
 		n := BlockLen(b, "n", count, p0, batch)
-		b.CBReserveBack(cb, n)
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		l1 := Reserve(b, cb, n, "l1")
 		b.For("i", kir.C(0), n, func(i kir.Var) {
 			b.NoCAsyncRead(a.PageAddr(page(kir.Add(p0, i))), kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), kir.Ci(a.PageSize()))
 		})
@@ -114,8 +124,7 @@ func WritePages(b *kir.Builder, a *Access, cb int, first, count kir.Expr) {
 // cb must hold count pages and count must be positive. Consumes count
 // pages of cb.
 func WritePagesBatch(b *kir.Builder, a *Access, cb int, count kir.Expr, page func(i kir.Expr) kir.Expr) {
-	b.CBWaitFront(cb, kir.C(1))
-	l1 := b.Let("l1", kir.GetReadPtr{CB: cb})
+	l1 := WaitFront(b, cb, kir.C(1), "l1")
 	b.For("i", kir.C(0), count, func(i kir.Var) {
 		b.CBWaitFront(cb, kir.Add(i, kir.C(1)))
 		b.NoCAsyncWrite(kir.Add(l1, kir.Mul(i, kir.Ci(a.PageSize()))), a.PageAddr(page(i)), kir.Ci(a.PageSize()))
@@ -273,8 +282,7 @@ func ZeroPadding(b *kir.Builder, tile kir.Expr, eb, rows, cols int) {
 // the scaler's first element). Produces one page of cb.
 func ScalerTile(b *kir.Builder, cb int, value float32) {
 	b.Comment("reduce scaler tile: the value in row 0 of every face")
-	b.CBReserveBack(cb, kir.C(1))
-	sp := b.Let("scaler", kir.GetWritePtr{CB: cb})
+	sp := Reserve(b, cb, kir.C(1), "scaler")
 	FillWords(b, sp, ir.BF16.TileBytes(), 0)
 	ScalerRows(b, sp, value)
 	b.CBPushBack(cb, kir.C(1))
@@ -294,8 +302,7 @@ func ScalerRows(b *kir.Builder, sp kir.Expr, value float32) {
 // ConstTile produces one page of CB cb (bf16 or fp32 tiles) with every
 // element equal to value.
 func ConstTile(b *kir.Builder, cb int, dt ir.DType, value float32) {
-	b.CBReserveBack(cb, kir.C(1))
-	p := b.Let("cval", kir.GetWritePtr{CB: cb})
+	p := Reserve(b, cb, kir.C(1), "cval")
 	FillWords(b, p, dt.TileBytes(), FillWord(dt, value))
 	b.CBPushBack(cb, kir.C(1))
 }

@@ -24,7 +24,8 @@
 // (kir.NoCX/NoCY), so programs stay valid on a harvested chip.
 //
 // ReadPage / WritePage / ReadPages / WritePages stream whole pages between
-// a buffer and a CB. Gather assembles output tiles from the tiles of one or
+// a buffer and a CB; Reserve and WaitFront open a CB's pages for direct
+// L1 access. Gather assembles output tiles from the tiles of one or
 // more source tensors by a per-run index map: it is the relayout engine
 // behind reshape, slice, concat, pad, repeat_interleave, transposes of
 // leading dims, row gathers (embedding), rotate-half and cache writes; use

@@ -31,6 +31,14 @@ func (c *Compute) PackOutTo(cbs ...int) {
 	}
 }
 
+// BinaryTileTo is BinaryTile (no negation, no SFPU steps) packing the
+// result into one new page of each of outs (PackOutTo). Consumes one page
+// of a and of b, produces one page of every out.
+func (c *Compute) BinaryTileTo(op kir.EltwiseOp, bc Bcast, a, b int, outs ...int) {
+	c.binaryDest(op, bc, a, b, nil)
+	c.PackOutTo(outs...)
+}
+
 // RoundThrough rounds DEST[0] to the format of cb: it ends the math
 // section by packing DEST[0] into one page of cb, then opens a new one
 // with DEST[0] unpacked from that page (exact for bf16; fp32 is exact

@@ -129,8 +129,7 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 	b.If(kir.Gt(nr, kir.Ci(TileDim)), func() { b.Assign(nr, kir.Ci(TileDim)) })
 	nc := b.LetT("nc", kir.U32T, kir.Sub(kir.Ci(out.C), kir.Mul(tc, kir.Ci(TileDim))))
 	b.If(kir.Gt(nc, kir.Ci(TileDim)), func() { b.Assign(nc, kir.Ci(TileDim)) })
-	b.CBReserveBack(outCB, kir.C(1))
-	tp := b.Let("tp", kir.GetWritePtr{CB: outCB})
+	tp := Reserve(b, outCB, kir.C(1), "tp")
 	if g.Fill {
 		FillWords(b, tp, g.DType.TileBytes(), FillWord(g.DType, g.FillValue))
 	}

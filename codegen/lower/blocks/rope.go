@@ -211,8 +211,7 @@ func CopyTileRow(b *kir.Builder, src, srcRow, dst, dstRow kir.Expr, eb int) {
 // RowTile)[r][c] = A[r][0]. Produces one page of cb.
 func RowTile(b *kir.Builder, cb int, dt ir.DType, row int, value float32) {
 	eb := ElemBytes(dt)
-	b.CBReserveBack(cb, kir.C(1))
-	p := b.Let("rowtile", kir.GetWritePtr{CB: cb})
+	p := Reserve(b, cb, kir.C(1), "rowtile")
 	FillWords(b, p, dt.TileBytes(), 0)
 	w := FillWord(dt, value)
 	for c := 0; c < TileDim; c += FaceDim {

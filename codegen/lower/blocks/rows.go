@@ -17,16 +17,12 @@ import (
 // of element by element. Both blocks issue NoC reads and leave the read
 // barrier to the caller.
 
-// rowOffset is the byte offset of the first element of half `half` (0:
+// RowOffset is the byte offset of the first element of half `half` (0:
 // columns 0..15, 1: columns 16..31) of row r in a tile of eb-byte
 // elements.
-func rowOffset(r, half, eb int) int {
+func RowOffset(r, half, eb int) int {
 	return ((r/FaceDim)*2+half)*256*eb + (r%FaceDim)*FaceDim*eb
 }
-
-// RowOffset is the byte offset of half `half` of row r in a tile of
-// eb-byte elements (see rowOffset).
-func RowOffset(r, half, eb int) int { return rowOffset(r, half, eb) }
 
 // ReadRowsTo reads rows [0, rows) of tile page `page` of a (a tile-layout
 // buffer of eb-byte elements, 2 or 4) into the tile at L1 address l1,
@@ -43,7 +39,7 @@ func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 		n := min(rows-band*FaceDim, FaceDim)
 		size := min(face, (n*FaceDim*eb+63)/64*64)
 		for half := range 2 {
-			off := rowOffset(band*FaceDim, half, eb)
+			off := RowOffset(band*FaceDim, half, eb)
 			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(size))
 		}
 	}
@@ -85,13 +81,13 @@ const GatherRowSlot = 128
 func GatherRows(b *kir.Builder, a *Access, stage, dst kir.Expr, rows, eb int, page func(r int) kir.Expr) {
 	for r := range rows {
 		for half := range 2 {
-			b.NoCAsyncRead(a.PageAddrAt(page(r), rowOffset(0, half, eb)), kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.C(64))
+			b.NoCAsyncRead(a.PageAddrAt(page(r), RowOffset(0, half, eb)), kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.C(64))
 		}
 	}
 	b.NoCAsyncReadBarrier()
 	for r := range rows {
 		for half := range 2 {
-			LocalCopy(b, kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.Add(dst, kir.Ci(rowOffset(r, half, eb))), FaceDim*eb)
+			LocalCopy(b, kir.Add(stage, kir.Ci(r*GatherRowSlot+64*half)), kir.Add(dst, kir.Ci(RowOffset(r, half, eb))), FaceDim*eb)
 		}
 	}
 }
@@ -113,7 +109,7 @@ func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileByte
 	}
 	loop2("gt", "gr", func(t, r kir.Expr) {
 		for half := range 2 {
-			b.NoCAsyncRead(a.PageAddrAt(page(t, r), rowOffset(0, half, eb)), slot(t, r, half), kir.C(64))
+			b.NoCAsyncRead(a.PageAddrAt(page(t, r), RowOffset(0, half, eb)), slot(t, r, half), kir.C(64))
 		}
 	})
 	b.NoCAsyncReadBarrier()
@@ -135,7 +131,7 @@ func loop(b *kir.Builder, name string, n int, body func(i kir.Expr)) {
 	}
 }
 
-// rowOffsetExpr is rowOffset for a row computed at run time.
+// rowOffsetExpr is RowOffset for a row computed at run time.
 func rowOffsetExpr(r kir.Expr, half, eb int) kir.Expr {
 	band := kir.Mul(kir.Div(r, kir.Ci(FaceDim)), kir.Ci(2*256*eb))
 	inFace := kir.Mul(kir.Mod(r, kir.Ci(FaceDim)), kir.Ci(FaceDim*eb))
@@ -171,14 +167,14 @@ func ClearRows(b *kir.Builder, tile, zeros kir.Expr, from, eb int) {
 	if from < FaceDim {
 		n := (FaceDim - from) * FaceDim * eb
 		for half := range 2 {
-			LocalCopy(b, zeros, kir.Add(tile, kir.Ci(rowOffset(from, half, eb))), n)
+			LocalCopy(b, zeros, kir.Add(tile, kir.Ci(RowOffset(from, half, eb))), n)
 		}
 		LocalCopy(b, zeros, kir.Add(tile, kir.Ci(2*face)), 2*face)
 		return
 	}
 	n := (TileDim - from) * FaceDim * eb
 	for half := range 2 {
-		LocalCopy(b, zeros, kir.Add(tile, kir.Ci(rowOffset(from, half, eb))), n)
+		LocalCopy(b, zeros, kir.Add(tile, kir.Ci(RowOffset(from, half, eb))), n)
 	}
 }
 
@@ -223,7 +219,7 @@ func CopyRows(b *kir.Builder, src, dst kir.Expr, srcRow, dstRow, n, eb int) erro
 	for n > 0 {
 		m := min(n, FaceDim-srcRow%FaceDim, FaceDim-dstRow%FaceDim)
 		for half := range 2 {
-			LocalCopy(b, kir.Add(src, kir.Ci(rowOffset(srcRow, half, eb))), kir.Add(dst, kir.Ci(rowOffset(dstRow, half, eb))), m*FaceDim*eb)
+			LocalCopy(b, kir.Add(src, kir.Ci(RowOffset(srcRow, half, eb))), kir.Add(dst, kir.Ci(RowOffset(dstRow, half, eb))), m*FaceDim*eb)
 		}
 		srcRow, dstRow, n = srcRow+m, dstRow+m, n-m
 	}

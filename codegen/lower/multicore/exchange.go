@@ -174,8 +174,7 @@ func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
 	b.IfElse(kir.Ne(a.Leader, kir.C(0)), func() {
 		b.Comment("leader: the group's partials in, to compute; then broadcast the " + x.ResultName)
 		receive()
-		b.CBWaitFront(x.Local, kir.C(1))
-		src := b.Let("rs_src", kir.GetReadPtr{CB: x.Local})
+		src := blocks.WaitFront(b, x.Local, kir.C(1), "rs_src")
 		dst := b.Let("rs_dst", kir.GetWritePtr{CB: x.Result})
 		EachSlot(b, a.Rects, func(r Slot) { b.NoCAsyncWriteMulticast(src, r.Addr(dst), sb, r.Cores) })
 		blocks.LocalCopy(b, src, dst, x.Bytes)

@@ -1,0 +1,105 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// splitProgram is the skeleton most lowerings share: op's program (its
+// buffers declared by newProgram) whose work items are split over cores
+// (by plan: its first plan.Cores worker cores), with a CB plan on those
+// cores and an accessBinder for the kernels' buffer arguments (bind keeps
+// the first failure in err).
+type splitProgram struct {
+	accessBinder
+	p     *kir.Program
+	plan  Split
+	cores []kir.Core
+	rs    []ir.CoreRange
+	cbs   *blocks.CBPlan
+}
+
+// newSplitProgram starts op's program on the first plan.Cores cores; on
+// success its CB plan is empty and no kernel is added yet.
+func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
+	cores, rs := firstCores(ctx.Target, plan.Cores)
+	sp, err := newProgramOn(op, ctx, cores, rs)
+	if err != nil {
+		return nil, err
+	}
+	sp.plan = plan
+	return sp, nil
+}
+
+// newProgramOn is newSplitProgram on cores (covered by ranges rs) that
+// split the work their own way (plan is zero).
+func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) (*splitProgram, error) {
+	p, err := newProgram(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
+}
+
+// planned records the CB plan's error, cbs.Err(what), as the first
+// error unless one is recorded: bind then declares nothing and the next
+// check of err (or finish) returns it.
+func (s *splitProgram) planned(what string) {
+	if s.err == nil {
+		s.err = s.cbs.Err(what)
+	}
+}
+
+// reader adds the reader kernel on the program's cores.
+func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
+
+// writerOf adds the writer kernel on the program's cores with v's buffer
+// bound to its argument arg (bind: nil after a failure, in err).
+func (s *splitProgram) writerOf(arg string, v *ir.Value) (*kir.Kernel, *blocks.Access) {
+	wr := newWriter(s.p, s.rs)
+	return wr, s.bind(wr, arg, v)
+}
+
+// compute adds the compute kernel on the program's cores (fp32Compute).
+func (s *splitProgram) compute() (*kir.Kernel, *blocks.Compute) {
+	return fp32Compute(s.p, s.rs, s.ctx)
+}
+
+// fp32Compute adds a compute kernel on rs with an fp32 DEST at ctx's
+// fidelity and returns it with the blocks.Compute that emits into it.
+func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, *blocks.Compute) {
+	k := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	return k, blocks.NewCompute(p, k)
+}
+
+// finish adds the writer of a program whose work items are the result's
+// pages: it stores the pages cbOut receives to out (runtime args
+// start_tile and num_tiles). It then gives core i its share (start, count)
+// = plan.Range(i) as the runtime args (start, count) of rd and of the
+// writer, and (count) of cp unless cp is nil, and returns the program, or
+// the first error of bind or of the writer's access.
+func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*kir.Program, error) {
+	return s.finishRows(out, cbOut, rd, cp, "", 1)
+}
+
+// finishRows is finish for work items of n result pages each (tile rows
+// of n tiles) unless arg is "" (finish): the writer's compile arg arg is
+// n, its runtime args are start_row and num_rows, and it stores pages
+// [start*n, (start+count)*n).
+func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, arg string, n int) (*kir.Program, error) {
+	wr, oAcc := s.writerOf("out_addr", out)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if arg == "" {
+		wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
+		blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
+	} else {
+		wn := wr.CompileArg(arg, uint32(n))
+		wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
+		blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wn), kir.Mul(wrows, wn))
+	}
+	s.plan.SetArgs(s.cores, rd, cp, wr)
+	return s.p, nil
+}
