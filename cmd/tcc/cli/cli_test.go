@@ -284,11 +284,17 @@ func TestPerfJSON(t *testing.T) {
 }
 
 func TestPerfTableAndParams(t *testing.T) {
-	out, err := runCLI(t, "perf", "qwen27b", "--mesh", "1x2", "--stage", "unfused")
+	// The full unfused model (4,454 programs, ~8 s) in the long suite, the
+	// small config's otherwise.
+	args, programs := []string{"perf", "qwen27b", "--mesh", "1x2", "--stage", "unfused", "--config", "../../../models/qwen27b/testdata/small.json"}, "programs per device"
+	if longtest.Enabled() {
+		args, programs = args[:6], "4454 programs per device"
+	}
+	out, err := runCLI(t, args...)
 	if err != nil {
 		t.Fatalf("perf failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"4454 programs per device", "us each", "waits on most", "layer", "step:", "DRAM floor:", "step/floor"} {
+	for _, want := range []string{programs, "us each", "waits on most", "layer", "step:", "DRAM floor:", "step/floor"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q", want)
 		}
