@@ -93,6 +93,18 @@ func (l *BlockLayout) SlotExpr(p Expr) (block, index Expr) {
 	return l.BlockExpr(n, Div(k, r)), Add(Mul(Mod(k, r), w), Sub(n, first))
 }
 
+// BlockAddr is, in kernel expressions, the NoC address of byte off (nil:
+// 0) of block j of a buffer at base whose tiles are stride bytes apart:
+// bank j % banks, offset base + (j / banks) * BlockTiles*stride + off (the
+// placement DRAMPage describes on the host).
+func (l *BlockLayout) BlockAddr(base, j, off Expr, stride, banks int) DRAMBankAddr {
+	at := Expr(Mul(Div(j, Ci(banks)), Ci(l.BlockTiles()*stride)))
+	if off != nil {
+		at = Add(at, off)
+	}
+	return DRAMBankAddr{Bank: Mod(j, Ci(banks)), Offset: Add(base, at)}
+}
+
 // DRAMPage is where page i of buffer b lives in DRAM when its pages are
 // stride bytes apart (the aligned page size): its bank and its byte offset
 // from the buffer's address. Plain interleaved: bank i % banks, offset

@@ -18,9 +18,9 @@ import (
 // of the columns one core of that op's decode plan streams (one tile row,
 // the op's fidelity for default fid: ir.OpFidelity), groups of the DEST
 // sub-block's columns, as many K rows per block as the engine's reader
-// moves per barrier (kBlock). A reader whose
-// cores follow that plan moves each block as one contiguous read; any
-// other reads each tile at its place. The layout depends only on the op's
+// moves per barrier (kBlock). A reader whose cores follow that plan moves
+// each block as one contiguous read; any other reads each tile at its
+// place. The layout depends only on the op's
 // weights and t, so a prefill build of the same op agrees with the decode
 // build.
 func WeightBlocks(t *target.Target, w *ir.Value, uses []*ir.Op, fid ir.MathFidelity) *kir.BlockLayout {
@@ -81,25 +81,24 @@ func (m *mmProgram) blocksMatch() bool {
 
 // readWeightBlocks is readWeights for a weight placed in blocks (layout
 // l) when the sub-block is the group starting at column col: its blocks
-// of kr K rows
-// (l.Rows of its width: the reader's kbRows) each arrive as one
-// contiguous run in the CB's order, in reads of as many whole tiles as
+// of kr K rows (l.Rows of its width: the reader's kbRows) each arrive as
+// one contiguous run in the CB's order, in reads of as many whole tiles as
 // fit MaxNoCPacket bytes, one barrier per block.
 func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access, l *kir.BlockLayout, tb int, kt kir.Expr, col, sb kir.Var) {
 	t := m.ctx.Target
 	kr := kbRows(b, sb, m.kb, min(m.dest, m.plan.PerCore))
-	blockBytes := l.BlockTiles() * t.DRAMPageSize(tb)
 	packet := t.MaxNoCPacket / tb * tb // whole tiles per request
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
 		b.CBReserveBack(cb, kir.Ci(m.kb*m.dest))
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 		j := b.Let("block", l.BlockExpr(col, kir.Div(k0, kr)))
-		at := b.Let("block_addr", kir.Add(acc.Base(), kir.Mul(kir.Div(j, kir.Ci(t.DRAMBanks)), kir.Ci(blockBytes))))
+		at := l.BlockAddr(acc.Base(), j, nil, t.DRAMPageSize(tb), t.DRAMBanks)
+		addr := b.Let("block_addr", at.Offset)
 		bytes := b.Let("bytes", kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)))
 		b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
 			n := blocks.BlockLenOf(b, "n", bytes, off, kir.Ci(packet))
-			b.NoCAsyncRead(kir.DRAMBankAddr{Bank: kir.Mod(j, kir.Ci(t.DRAMBanks)), Offset: kir.Add(at, off)}, kir.Add(l1, off), n)
+			b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
 		})
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cb, kir.Ci(m.kb*m.dest))

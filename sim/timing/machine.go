@@ -53,9 +53,8 @@ func (s *server) serve(t, n float64) float64 {
 
 // dramBank is one DRAM bank (channel) endpoint of a device. A read of s
 // bytes needs d = s / (DRAMEfficiency x DRAMBankBytesPerCycle) cycles of
-// the bank's data path
-// and, on the NoC that issued it, r = DRAMRequestCycles of the bank's
-// request acceptance; the two overlap imperfectly, and the read occupies
+// the bank's data path and, on the NoC that issued it, r =
+// DRAMRequestCycles of the bank's request acceptance; the two overlap imperfectly, and the read occupies
 // the bank for (d^p + (u r)^p)^(1/p) cycles (p = DRAMOverlapExponent),
 // where u is the share of the bank's reads within dramShareCycles either
 // side of it that came on the same NoC: a stream from one NoC pays the

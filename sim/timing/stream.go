@@ -26,8 +26,7 @@ func (s dramStream) program(t *target.Target) *kir.Program {
 	p := kir.NewProgram(fmt.Sprintf("dram_%dB", s.Size))
 	pages := s.Cores * s.InFlight * s.Blocks
 	buf := p.AddBuffer(kir.Buffer{Name: "w", Mem: ir.MemoryConfig{Kind: ir.DRAMInterleaved}, DType: ir.BF16, Layout: ir.RowMajorLayout, PageSize: s.Size, Pages: pages})
-	rs := []ir.CoreRange{{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: (s.Cores-1)/t.GridX - 1}}
-	rs[0].Y1 = s.Cores/t.GridX - 1
+	rs := []ir.CoreRange{{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: s.Cores/t.GridX - 1}}
 	readers := []int{1}
 	if s.BothNoCs {
 		readers = []int{1, 0}
@@ -89,7 +88,7 @@ func (s dramStream) rate(t *target.Target, prm *Params) (float64, error) {
 }
 
 // bestStream is the best DRAM stream the model knows: 16 KB reads, each
-// reader two in flight from the bank next to it, eleven readers per bank
+// reader two in flight from one bank, eleven readers per bank
 // (88 cores on Blackhole's 11-wide grid).
 var bestStream = dramStream{Size: 16384, Cores: 88, InFlight: 2, Blocks: 8, BankLocal: true}
 

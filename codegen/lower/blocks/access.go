@@ -95,11 +95,8 @@ func (a *Access) Base() kir.ArgRef { return a.base }
 // PageAddr is the U64 NoC address of the first byte of page `page`.
 func (a *Access) PageAddr(page kir.Expr) kir.Expr {
 	if l := a.Buf.Blocks; l != nil && a.cores == nil {
-		// tile page in its block (kir.BlockLayout), block j in bank j % banks
-		blk, at := l.SlotExpr(page)
-		banks := kir.Ci(a.t.DRAMBanks)
-		return kir.DRAMBankAddr{Bank: kir.Mod(blk, banks),
-			Offset: kir.Add(a.base, kir.Add(kir.Mul(kir.Div(blk, banks), kir.Ci(l.BlockTiles()*a.stride)), kir.Mul(at, kir.Ci(a.stride))))}
+		blk, at := l.SlotExpr(page) // the tile's block and place in it
+		return l.BlockAddr(a.base, blk, kir.Mul(at, kir.Ci(a.stride)), a.stride, a.t.DRAMBanks)
 	}
 	if a.cores == nil {
 		return kir.InterleavedPageAddr(a.base, page, a.stride)
