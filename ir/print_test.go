@@ -3,10 +3,12 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -447,6 +449,41 @@ func TestFormatFloat(t *testing.T) {
 // every optional attribute set, then with none.
 func textGenericInstance(kind OpKind, pool []TensorType) ([]int, Attrs, bool) {
 	info := kind.Info()
+	key := fmt.Sprint(info.Name, pool)
+	textInstances.Lock()
+	defer textInstances.Unlock()
+	if in, ok := textInstances.m[key]; ok {
+		attrs := Attrs{}
+		maps.Copy(attrs, in.attrs)
+		return in.tuple, attrs, in.ok
+	}
+	tuple, attrs, ok := textSearchInstance(kind, info, pool)
+	if textInstances.m == nil {
+		textInstances.m = map[string]textInstance{}
+	}
+	textInstances.m[key] = textInstance{tuple, attrs, ok}
+	return tuple, attrs, ok
+}
+
+// textInstance is a memoized result of textGenericInstance.
+type textInstance struct {
+	tuple []int
+	attrs Attrs
+	ok    bool
+}
+
+// textInstances memoizes the search per op name and pool: FuzzParse and
+// TestRoundTripAllOps build the same graph, and the kinds no instance
+// exists for exhaust the search's budget (about 3 CPU-s each time).
+var textInstances struct {
+	sync.Mutex
+	m map[string]textInstance
+}
+
+// textSearchInstance searches the operand tuples and attribute values for
+// an instance of kind; it gives up after 30,000 tries per attribute set
+// (the most an instance needed was 22,220, matmul4's).
+func textSearchInstance(kind OpKind, info *OpInfo, pool []TensorType) ([]int, Attrs, bool) {
 	cands := map[opspec.AttrKind][]any{
 		opspec.AttrInt:    {1, 0, 2, -1, 32},
 		opspec.AttrFloat:  {0.5, 1e-06},
@@ -482,11 +519,11 @@ func textGenericInstance(kind OpKind, pool []TensorType) ([]int, Attrs, bool) {
 					if ts, err := safeInfer(kind, operands, attrs); err == nil && textValidTypes(ts) {
 						return tuple, attrs, true
 					}
-					if tries++; tries > 50000 || !textOdometer(combo, func(i int) int { return len(cands[decls[i].Kind]) }) {
+					if tries++; tries > 30000 || !textOdometer(combo, func(i int) int { return len(cands[decls[i].Kind]) }) {
 						break
 					}
 				}
-				if tries > 50000 || !textOdometer(tuple, func(int) int { return len(pool) }) {
+				if tries > 30000 || !textOdometer(tuple, func(int) int { return len(pool) }) {
 					break
 				}
 			}

@@ -6,12 +6,16 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/kernels_gen/gen"
 )
 
 // TestFresh fails when table_gen.go differs from a regeneration; refresh
-// with `go generate ./kernels_gen/...` and review the diff.
+// with `go generate ./kernels_gen/...` and review the diff. Regenerating
+// both meshes of the full model costs ~17 CPU-s, so it is a long check
+// (.ci/run runs it); kernels_gen/tinymlp's freshness test is quick.
 func TestFresh(t *testing.T) {
+	longtest.Skip(t, "regenerating the full model's kernels")
 	want, err := gen.Source("qwen27b", "qwen27b", nil, []string{"1x1", "1x2"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes"
@@ -17,15 +18,18 @@ import (
 // graph at mesh 1x1 and 1x2, run the pass pipeline, lower and print the
 // programs. Any input may be rejected with an error; none may panic, and a
 // config that is accepted must build. `go test` runs the seeds (the
-// committed configs and a few broken ones); `go test -fuzz FuzzConfigBuild
-// ./models/qwen27b` explores.
+// committed configs and a few broken ones; the full 27B config, ~5 CPU-s,
+// only as a long check); `go test -fuzz FuzzConfigBuild ./models/qwen27b`
+// explores.
 func FuzzConfigBuild(f *testing.F) {
 	small, err := os.ReadFile("testdata/small.json")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(small)
-	f.Add(config.Default27BJSON())
+	if longtest.Enabled() {
+		f.Add(config.Default27BJSON())
+	}
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"text_config": {"hidden_size": -1}}`))
 	f.Add(small[:len(small)/2])

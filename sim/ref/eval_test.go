@@ -324,6 +324,34 @@ func TestStoreIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestStoreMemoFollowsTheData checks Store's block-float memo (quantized):
+// a tensor changed in place, or a result the caller changed, must not
+// bring back a stale quantization.
+func TestStoreMemoFollowsTheData(t *testing.T) {
+	x := Tensor{Shape: ir.Shape{2, 32, 64}, Data: make([]float32, 4096)}
+	for i := range x.Data {
+		x.Data[i] = float32(math.Cos(float64(i)*0.7)) * float32(1+i%7)
+	}
+	for _, dt := range []ir.DType{ir.BFP8B, ir.BFP4B} {
+		for range 2 { // a miss, then a hit: the caller owns either result
+			r, err := Store(dt, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Data[0] = 12345
+		}
+		if again, _ := Store(dt, x); again.Data[0] == 12345 {
+			t.Errorf("%s: a change to one result reached the next", dt)
+		}
+		x.Data[5] *= 64 // a new exponent for face row 0
+		got, _ := Store(dt, x)
+		want := numerics.QuantizeMatrix(dt, x.Data, 64, 64)
+		if diff := cmp.Diff(want, got.Data); diff != "" {
+			t.Errorf("%s: Store after an in-place change (-want +got):\n%s", dt, diff)
+		}
+	}
+}
+
 func TestEvalIsDeterministicAndDoesNotAlias(t *testing.T) {
 	g, x, y := oneOp(t, ir.T(ir.BF16, 4, 33), func(b *ir.Builder, x *ir.Value) *ir.Value { return b.SiLU(b.Reshape(x, []int{2, 66})) })
 	data := make([]float32, 132)

@@ -3,6 +3,8 @@ package ref
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
@@ -68,7 +70,7 @@ func Store(dt ir.DType, t Tensor) (Tensor, error) {
 			out.Data[i] = numerics.RoundBF16(v)
 		}
 	case ir.BFP8B, ir.BFP4B:
-		out.Data = numerics.QuantizeMatrix(dt, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D())
+		out.Data = quantized(dt, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D())
 	case ir.Int32, ir.UInt32:
 		if err := checkInts(dt, t); err != nil {
 			return Tensor{}, err
@@ -111,4 +113,71 @@ func shapesOf(ts []Tensor) string {
 		s += t.Shape.String()
 	}
 	return s + ")"
+}
+
+// quantized is numerics.QuantizeMatrix(dt, data, rows, cols) in a fresh
+// slice, memoized: evaluating a graph binds its block-float weights, and a
+// model run binds the same weight tensors at every step. An entry is used
+// only while the caller's slice still holds the bits it was computed from
+// (same backing array, same length, every value bit-equal), so a tensor
+// mutated in place is quantized again. The cache holds at most
+// quantCacheElems input values and is emptied when a new entry would
+// exceed that.
+func quantized(dt ir.DType, data []float32, rows, cols int) []float32 {
+	if len(data) == 0 {
+		return numerics.QuantizeMatrix(dt, data, rows, cols)
+	}
+	key := quantKey{dt, &data[0], len(data), rows, cols}
+	quantCache.Lock()
+	e, ok := quantCache.m[key]
+	quantCache.Unlock()
+	if ok && sameBits(e.in, data) {
+		return slices.Clone(e.out)
+	}
+	out := numerics.QuantizeMatrix(dt, data, rows, cols)
+	if len(data) > quantCacheElems {
+		return out
+	}
+	quantCache.Lock()
+	defer quantCache.Unlock()
+	if quantCache.m == nil || quantCache.elems+len(data) > quantCacheElems {
+		quantCache.m, quantCache.elems = map[quantKey]quantEntry{}, 0
+	}
+	if old, ok := quantCache.m[key]; ok {
+		quantCache.elems -= len(old.in)
+	}
+	quantCache.m[key] = quantEntry{in: slices.Clone(data), out: slices.Clone(out)}
+	quantCache.elems += len(data)
+	return out
+}
+
+// quantCacheElems bounds the values quantized keeps (two float32 slices
+// per entry: 16M values are 128 MB).
+const quantCacheElems = 1 << 24
+
+type quantKey struct {
+	dt            ir.DType
+	first         *float32
+	n, rows, cols int
+}
+
+type quantEntry struct{ in, out []float32 }
+
+var quantCache struct {
+	sync.Mutex
+	m     map[quantKey]quantEntry
+	elems int
+}
+
+// sameBits reports whether a and b hold the same float32 bit patterns.
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
