@@ -89,18 +89,27 @@ func (u MemoryUse) Free() int64 { return u.Capacity - u.Total }
 // Fits reports whether the buffers fit the device's DRAM.
 func (u MemoryUse) Fits() bool { return u.Total <= u.Capacity }
 
-// GiB formats n bytes in GiB with two decimals.
-func GiB(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
+// Size formats n bytes for a reader: GiB with two decimals from 1 GiB,
+// else MiB with one, else KiB with one.
+func Size(n int64) string {
+	switch a := max(n, -n); {
+	case a >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case a >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+}
 
 // String is one line: each kind, the total, the capacity and what is
 // free or over.
 func (u MemoryUse) String() string {
-	room := "free " + GiB(u.Free())
+	room := "free " + Size(u.Free())
 	if !u.Fits() {
-		room = "over by " + GiB(-u.Free())
+		room = "over by " + Size(-u.Free())
 	}
 	return fmt.Sprintf("weights %s, KV caches %s, state %s, other %s; total %s of %s (%s)",
-		GiB(u.Weights), GiB(u.KV), GiB(u.State), GiB(u.Other), GiB(u.Total), GiB(u.Capacity), room)
+		Size(u.Weights), Size(u.KV), Size(u.State), Size(u.Other), Size(u.Total), Size(u.Capacity), room)
 }
 
 // add books one buffer.
@@ -192,7 +201,7 @@ type DRAMError struct {
 
 func (e *DRAMError) Error() string {
 	return fmt.Sprintf("codegen: graph %q: rule dram-capacity: its buffers need %s of DRAM per device, a %s device has %s: over by %s (per device: %s); shorten the KV caches or serve fewer users, or spread the model over more devices",
-		e.Graph, GiB(e.Use.Total), e.Target, GiB(e.Use.Capacity), GiB(-e.Use.Free()), e.Use)
+		e.Graph, Size(e.Use.Total), e.Target, Size(e.Use.Capacity), Size(-e.Use.Free()), e.Use)
 }
 
 // CheckMemory fails with a *DRAMError when g's buffers (GraphMemory) do
