@@ -221,19 +221,19 @@ func TestPerfJSON(t *testing.T) {
 		t.Fatalf("perf failed: %v\n%s", err, out)
 	}
 	var r struct {
-		Model         string  `json:"model"`
-		Mesh          string  `json:"mesh"`
-		Stage         string  `json:"stage"`
-		Batch         int     `json:"batch"`
-		Mode          string  `json:"mode"`
-		Devices       int     `json:"devices"`
-		StepUS        float64 `json:"step_us"`
-		FloorUS       float64 `json:"floor_us"`
-		FloorBytes    int64   `json:"floor_bytes"`
-		Position      int     `json:"position"`
-		LastPosition  int     `json:"last_position"`
-		MaxSeq        int     `json:"max_seq"`
-		Memory        struct {
+		Model        string  `json:"model"`
+		Mesh         string  `json:"mesh"`
+		Stage        string  `json:"stage"`
+		Batch        int     `json:"batch"`
+		Mode         string  `json:"mode"`
+		Devices      int     `json:"devices"`
+		StepUS       float64 `json:"step_us"`
+		FloorUS      float64 `json:"floor_us"`
+		FloorBytes   int64   `json:"floor_bytes"`
+		Position     int     `json:"position"`
+		LastPosition int     `json:"last_position"`
+		MaxSeq       int     `json:"max_seq"`
+		Memory       struct {
 			Weights, KV, State, Other, Total, Capacity, Free int64
 		} `json:"memory"`
 		LaunchUSTotal float64 `json:"launch_us_total"`
