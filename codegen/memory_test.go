@@ -100,4 +100,6 @@ func TestDRAMCapacityRefused(t *testing.T) {
 	if u.KV != 8<<30 || !u.Fits() {
 		t.Errorf("B=1 at 262144: %s", u)
 	}
+	t.Logf("B=32 at 262144: %s", de.Use)
+	t.Logf("B=1 at 262144: %s", u)
 }

@@ -49,6 +49,9 @@ func BuildAt(b *codegen.Build, st timing.Step) (*timing.Build, error) {
 		if s == nil {
 			return nil, fmt.Errorf("timing: position input %s (%q) has no buffer", v, v.Name)
 		}
+		if !s.Mem.Kind.IsDRAM() || s.Blocks != nil {
+			return nil, fmt.Errorf("timing: position input %s (%q) is placed %s; the timing model knows the contents of DRAM-interleaved buffers only", v, v.Name, s.Mem)
+		}
 		for i := range tb.Buffers {
 			if tb.Buffers[i].Name == s.Name {
 				tb.Buffers[i].Words = []uint32{uint32(st.Pos)}
