@@ -59,7 +59,9 @@ const maxErrors = 20
 // in g.Ops() order, each program valid for t (kir.Validate), and
 // Build.Buffers one entry per device value, in the order inputs, weights,
 // states, op results (program order), with unique names; every buffer a
-// program declares is in Build.Buffers with the same page layout. On
+// program declares is in Build.Buffers with the same page layout. A graph
+// whose buffers do not fit one device's DRAM (GraphMemory) is refused with
+// a *DRAMError before any op is lowered. On
 // failure the error lists every op that could not be lowered (up to 20),
 // each naming the op, its layer, its shapes and the rule broken. g is not
 // modified.
@@ -82,6 +84,13 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	}
 	ctx.Alias = alias
 	ctx.Blocks = weightBlocks(g, t, ctx.Fidelity)
+	// The DRAM capacity first (rule dram-capacity), before any op is
+	// lowered; a value without a page layout is reported below.
+	if u, err := graphMemory(g, t, alias, ctx.Blocks); err == nil {
+		if err := fits(g, t, u); err != nil {
+			return nil, err
+		}
+	}
 	b := &Build{Graph: g, Target: t, printed: m.printed}
 	byName := map[string]*ir.Value{}
 	var errs []error
@@ -133,9 +142,6 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	if err := b.checkBuffers(); err != nil {
 		return nil, err
 	}
-	if err := b.checkDRAM(); err != nil {
-		return nil, err
-	}
 	return b, nil
 }
 
@@ -157,32 +163,6 @@ func weightBlocks(g *ir.Graph, t *target.Target, fid ir.MathFidelity) map[*ir.Va
 		}
 	}
 	return out
-}
-
-// checkDRAM fails when the build's DRAM buffers do not fit one device's
-// DRAM (rule dram-capacity), naming the total, the capacity, the excess and
-// the largest buffer.
-func (b *Build) checkDRAM() error {
-	var total int64
-	var big *BufferSpec
-	for i := range b.Buffers {
-		s := &b.Buffers[i]
-		if !s.Mem.Kind.IsDRAM() {
-			continue
-		}
-		n := int64(b.Target.DRAMPageSize(s.PageSize)) * int64(s.Pages)
-		total += n
-		if big == nil || n > int64(b.Target.DRAMPageSize(big.PageSize))*int64(big.Pages) {
-			big = s
-		}
-	}
-	capacity := int64(b.Target.DRAMBanks) * b.Target.DRAMBankBytes
-	if total <= capacity {
-		return nil
-	}
-	gib := func(n int64) string { return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30)) }
-	return fmt.Errorf("codegen: graph %q: rule dram-capacity: its buffers need %s of DRAM per device, a %s device has %s: over by %s (largest: %q, %s)",
-		b.Graph.Name, gib(total), b.Target.Name, gib(capacity), gib(total-capacity), big.Name, gib(int64(b.Target.DRAMPageSize(big.PageSize))*int64(big.Pages)))
 }
 
 // stateAliases maps each state's new value to the state, so the op that

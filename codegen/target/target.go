@@ -51,7 +51,8 @@ type Target struct {
 
 	// DRAMBanks is the number of DRAM channels pages are interleaved over.
 	DRAMBanks int
-	// DRAMBankBytes is the capacity of one bank.
+	// DRAMBankBytes is the capacity of one bank: what programs' buffers
+	// may occupy in it (DRAMBytes for the device).
 	DRAMBankBytes int64
 
 	// Alignment: DRAM reads, DRAM writes, L1 addresses.
@@ -85,6 +86,13 @@ type Target struct {
 	Code CodeSize
 }
 
+// BlackholeDRAMBankBytes is one Blackhole DRAM bank as tt-metal gives it
+// to buffers: dram_bank_size 4,278,190,080 B (4 GiB less 16 MiB) in
+// tt_metal/soc_descriptors/blackhole_140_arch.yaml (and dram_view_size of
+// BLACKHOLE_DRAM_METADATA); 8 banks make the p150a's 31.875 GiB of its
+// ~32 GiB GDDR6 (reference/blackhole.md: 8 channels, ~32 GiB).
+const BlackholeDRAMBankBytes int64 = 4_278_190_080
+
 // Blackhole returns the p150a Blackhole description with the 11x10 worker
 // grid (the last logical column reserved for fast dispatch).
 func Blackhole() *Target {
@@ -102,7 +110,7 @@ func Blackhole() *Target {
 		NCRISCLocalBytes: 8 << 10,
 		TRISCLocalBytes:  4 << 10,
 		DRAMBanks:        8,
-		DRAMBankBytes:    4 << 30,
+		DRAMBankBytes:    BlackholeDRAMBankBytes,
 		DRAMReadAlign:    64,
 		DRAMWriteAlign:   16,
 		L1Align:          16,
@@ -129,6 +137,10 @@ func Blackhole() *Target {
 // L1Budget is the number of L1 bytes per core available to a program's CBs
 // and L1 buffers: L1Size - L1UnreservedBase.
 func (t *Target) L1Budget() int { return t.L1Size - t.L1UnreservedBase }
+
+// DRAMBytes is one device's DRAM capacity for buffers: DRAMBanks x
+// DRAMBankBytes.
+func (t *Target) DRAMBytes() int64 { return int64(t.DRAMBanks) * t.DRAMBankBytes }
 
 // NumWorkers is GridX*GridY.
 func (t *Target) NumWorkers() int { return t.GridX * t.GridY }

@@ -22,6 +22,8 @@ func TestBlackholeConstants(t *testing.T) {
 		{"trisc code", bh.CodeBytes(TRISC), 24576},
 		{"trisc local", bh.LocalBytes(TRISC), 4096},
 		{"banks", bh.DRAMBanks, 8},
+		{"dram bank MiB", int(bh.DRAMBankBytes >> 20), 4080}, // dram_bank_size of blackhole_140_arch.yaml
+		{"dram device MiB", int(bh.DRAMBytes() >> 20), 8 * 4080},
 		{"dram read align", bh.DRAMReadAlign, 64},
 		{"dram write align", bh.DRAMWriteAlign, 16},
 		{"l1 align", bh.L1Align, 16},

@@ -34,8 +34,22 @@ type Report struct {
 	StreamFloorUS float64 `json:"stream_floor_us"`
 	// FloorBytes is what one device must stream from DRAM per step: every
 	// weight once, every persistent state read once and, except KV caches
-	// (one row per step), written once.
+	// (one row per step), written once; a KV cache only up to the step's
+	// last position (its whole tiles of rows), in full without a position.
 	FloorBytes int64 `json:"floor_bytes"`
+	// Position is the first position the step writes (decode: the
+	// position of its token, the last it attends to) and LastPosition the
+	// last (prefill: Position + seq - 1); both -1 when the build was
+	// predicted without a position (Build.Step).
+	Position     int `json:"position"`
+	LastPosition int `json:"last_position"`
+	// MaxSeq is the KV cache's length in positions (0: no KV cache
+	// known); DefaultPosition says Position is the default (the last).
+	MaxSeq          int  `json:"max_seq"`
+	DefaultPosition bool `json:"-"`
+	// Memory is what the build's buffers occupy in each device's DRAM
+	// (absent when not known).
+	Memory *Memory `json:"memory,omitempty"`
 	// Ratio is StepUS / FloorUS, StreamRatio StepUS / StreamFloorUS.
 	Ratio         float64 `json:"ratio"`
 	StreamRatio   float64 `json:"stream_ratio"`
@@ -98,10 +112,13 @@ type ProgramRow struct {
 	Threads []ThreadTime `json:"-"`
 }
 
-// Meta names what a build was made from.
+// Meta names what a build was made from: MaxSeq is the KV cache's length
+// (0: none), DefaultPosition says the step's position (Build.Step) was
+// not chosen but the default (the last of the cache).
 type Meta struct {
 	Model, Stage, Mode string
-	Batch              int
+	Batch, MaxSeq      int
+	DefaultPosition    bool
 }
 
 // Predict times every program of b on every device of its mesh. Programs
@@ -120,29 +137,50 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 	devices := mesh.Devices()
 	rowDevices := max(mesh.Cols, 1)
 	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
-		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices)}
+		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices),
+		Position: -1, LastPosition: -1, Memory: b.Memory, MaxSeq: meta.MaxSeq, DefaultPosition: meta.DefaultPosition}
+	if b.Step != nil {
+		r.Position, r.LastPosition = b.Step.Pos, b.Step.Last()
+	}
+	known := map[string][]uint32{}
+	for _, s := range b.Buffers {
+		if s.Words != nil {
+			known[s.Name] = s.Words
+		}
+	}
 	cache := map[string]*ProgramTime{}
 	times := make([]*ProgramTime, len(b.Programs))
 	sigs := make([]string, len(b.Programs))
 	for i, p := range b.Programs {
 		sig := Signature(p.Kernel)
 		sigs[i] = sig
-		pt, ok := cache[sig]
+		// Programs of one signature reading different known contents differ.
+		key, contents := sig, map[string][]uint32(nil)
+		for j, pb := range p.Kernel.Buffers {
+			if w, ok := known[pb.Name]; ok {
+				if contents == nil {
+					contents = map[string][]uint32{}
+				}
+				contents[pb.Name] = w
+				key += fmt.Sprintf(" %d:%v", j, w)
+			}
+		}
+		pt, ok := cache[key]
 		if !ok {
 			n := 1
 			if IsMesh(p.Kernel) {
 				n = rowDevices
 			}
 			var err error
-			pt, err = Simulate(p.Kernel, b.Target, prm, Options{Devices: n})
+			pt, err = Simulate(p.Kernel, b.Target, prm, Options{Devices: n, Contents: contents})
 			if err != nil {
 				return nil, fmt.Errorf("timing: %s: %w", p.Op.Where(), err)
 			}
-			cache[sig] = pt
+			cache[key] = pt
 		}
 		times[i] = pt
 	}
-	r.Signatures = len(cache)
+	r.Signatures = len(cache) // distinct runs: signatures, with their known contents
 	for d := 0; d < devices; d++ {
 		at := 0.0
 		for i, p := range b.Programs {
@@ -225,7 +263,9 @@ func shapes(vs []*ir.Value) string {
 
 // floorBytes is what one device must stream from DRAM per step (see
 // Report.FloorBytes). A weight that only embedding lookups read counts the
-// rows they gather (the bytes of their results), not the whole table.
+// rows they gather (the bytes of their results), not the whole table. A
+// KV cache counts the rows up to the step's last position in whole tiles
+// as they are read (kvBytes).
 func floorBytes(b *Build) int64 {
 	gathered := map[*ir.Value]int64{}
 	other := map[*ir.Value]bool{}
@@ -258,13 +298,34 @@ func floorBytes(b *Build) int64 {
 			}
 			n += bytes
 		case ir.KindState:
-			n += bytes
-			if !strings.Contains(strings.ToLower(s.Name), "cache") {
-				n += bytes
+			if s.KV {
+				n += kvBytes(s, b.Step)
+				continue
 			}
+			n += 2 * bytes
 		}
 	}
 	return n
+}
+
+// kvBytes is what a step at st reads of KV cache s ([B, kv heads, L, D]):
+// the rows 0 .. st.Last() of every user and head, in whole tiles of 32
+// rows for a tiled cache (ceil((last+1)/32) of its ceil(L/32) tile rows),
+// all of it without a position.
+func kvBytes(s Buffer, st *Step) int64 {
+	bytes := int64(s.PageSize) * int64(s.Pages)
+	shape := s.Value.Type.Shape
+	if st == nil || shape.Rank() != 4 {
+		return bytes
+	}
+	rows, l := int64(st.Last()+1), int64(shape[2])
+	if s.Value.Type.Layout == ir.TileLayout {
+		rows, l = (rows+ir.TileSize-1)/ir.TileSize, (l+ir.TileSize-1)/ir.TileSize
+	}
+	if rows >= l || l <= 0 {
+		return bytes
+	}
+	return bytes / l * rows
 }
 
 // aggregate fills Kinds and Layers from device dev's programs.

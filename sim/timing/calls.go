@@ -41,11 +41,11 @@ func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
 	case kir.CBReserveBack, kir.CBWaitFront, kir.CBPushBack, kir.CBPopFront:
 		return cbCost(p, s), true
 	case kir.NoCAsyncRead:
-		return do(func(th *thread, v []uint64) { th.nocRead(v[0], v[2]) }), true
+		return do(func(th *thread, v []uint64) { th.nocRead(v[0], v[1], v[2]) }), true
 	case kir.NoCAsyncWrite:
-		return do(func(th *thread, v []uint64) { th.nocWrite(v[1], v[2]) }), true
+		return do(func(th *thread, v []uint64) { th.nocWrite(v[0], v[1], v[2]) }), true
 	case kir.NoCAsyncWriteMulticast:
-		return do(func(th *thread, v []uint64) { th.nocMulticast(v[1], v[2]) }), true
+		return do(func(th *thread, v []uint64) { th.nocMulticast(v[0], v[1], v[2]) }), true
 	case kir.NoCAsyncReadBarrier:
 		return barrier("noc_async_read_barrier", reads), true
 	case kir.NoCAsyncWriteBarrier:

@@ -43,7 +43,8 @@ func compileKernel(m *machine, k *kir.Kernel) (*interp.Code[*thread], []string, 
 }
 
 // ReadL1 implements interp.Machine: the value of an L1 word (0 until
-// written); data is not modelled.
+// written); data is not modelled, except the known contents a NoC read
+// brought (Options.Contents).
 func (m *machine) ReadL1(t *ithread, addr uint64, _ string) uint64 {
 	if w, ok := t.S.core.mem[uint32(addr)]; ok {
 		return uint64(w.v)

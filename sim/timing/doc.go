@@ -9,7 +9,16 @@
 // for programs with ethernet kernels) and runs each kernel's statements as
 // a thread with its own clock, without data: loops, branches and
 // arguments are evaluated exactly, so a change to a kernel changes its
-// prediction. Both run on one interpreter core (sim/interp: compiling,
+// prediction. An L1 word no semaphore, store or known content set reads
+// as 0. Known contents are the exception (Options.Contents,
+// Buffer.Words): small DRAM buffers whose words the host sets before the
+// step, the position buffer above all. A NoC read from such a buffer puts
+// the words it covers into the destination L1 words when it completes, and
+// a NoC transfer between L1s carries them along, so a kernel that reads the
+// position (an L1 load of the CB page it read it into, on any thread of the
+// core) runs its loops as at that position.
+//
+// Both run on one interpreter core (sim/interp: compiling,
 // expressions, arguments, the CB and semaphore books); the timing model is
 // its machine whose instructions cost time. Blocks of CB pages that
 // straddle the end of a ring, which sim/kexec refuses, are followed. Threads run in time order (the runnable thread with the
@@ -70,8 +79,11 @@
 // followed through the CB it stalled on to the thread that fed it),
 // aggregates per op kind and per layer, the step per device, the build's
 // DRAM floor (every weight once, embedding tables only for the rows
-// gathered, persistent state read and written once, KV caches read once,
-// at the measured streaming bandwidth) and step/floor. It prints as a
+// gathered, persistent state read and written once, KV caches read once up
+// to the step's last position in whole tiles of rows, in full without a
+// position; at the physical and at the model's best streaming bandwidth)
+// and step/floor, the step's position (Build.Step; fromcodegen.BuildAt
+// fills the position buffers' words) and the DRAM per device. It prints as a
 // table, as JSON (the `tcc perf --format json` contract and perf.json), as
 // CSV with tt-metal's ops_perf_results column names, and as a Chrome /
 // Perfetto trace of one step.

@@ -15,6 +15,38 @@ type Build struct {
 	Mesh     ir.Mesh
 	Programs []Program
 	Buffers  []Buffer
+	// Step, when set, is the position of the step predicted: the
+	// position buffers' Words hold it, and the floor counts the KV caches
+	// up to its last position. Nil: no position (a position buffer's word
+	// reads 0, and the floor counts every KV cache in full).
+	Step *Step
+	// Memory, when set, is what the build's buffers occupy in each
+	// device's DRAM (the report's Memory).
+	Memory *Memory
+}
+
+// Step is the positions a step writes: Tokens per user from Pos (decode:
+// one, the position it writes and attends up to; prefill: Pos ..
+// Pos+Tokens-1).
+type Step struct {
+	Pos, Tokens int
+}
+
+// Last is the last position the step writes.
+func (s Step) Last() int { return s.Pos + max(s.Tokens, 1) - 1 }
+
+// Memory is one device's DRAM as a build's buffers occupy it, in bytes:
+// weights, KV caches, the other persistent state, everything else
+// (inputs, activations, scratch), their total, the device's capacity and
+// what is free (negative: over).
+type Memory struct {
+	Weights  int64 `json:"weights"`
+	KV       int64 `json:"kv"`
+	State    int64 `json:"state"`
+	Other    int64 `json:"other"`
+	Total    int64 `json:"total"`
+	Capacity int64 `json:"capacity"`
+	Free     int64 `json:"free"`
 }
 
 // Program is one device program of the step: the op it implements and its
@@ -32,6 +64,12 @@ type Buffer struct {
 	Value, Update   *ir.Value
 	Mem             ir.MemoryConfig
 	PageSize, Pages int
+	// KV: the buffer is a KV cache [B, kv heads, L, D] (L rows, one per
+	// position); the floor counts the rows up to the step's last position.
+	KV bool
+	// Words, when set, are the buffer's known contents (Options.Contents):
+	// the position buffer's word holds the step's position.
+	Words []uint32
 }
 
 // bufferOf is the buffer holding value v (a state's new value: the

@@ -128,6 +128,9 @@ type core struct {
 	mem     map[uint32]*word
 	in, out *server
 	link    *server // ethernet: the outgoing link
+	// data holds the addresses of the L1 words whose values came from a
+	// buffer of known contents (Options.Contents), directly or copied.
+	data map[uint32]bool
 	// linkArrival is when the last byte sent on the link reaches the peer.
 	linkArrival float64
 }
@@ -162,10 +165,13 @@ type machine struct {
 	threads []*thread
 	ready   threadHeap
 	bufAddr map[string]uint32
-	cfg     *interp.Config
-	err     error
-	steps   int64
-	limit   int64
+	// contents are Options.Contents; known their buffers as placed.
+	contents map[string][]uint32
+	known    []*knownBuf
+	cfg      *interp.Config
+	err      error
+	steps    int64
+	limit    int64
 }
 
 // Fake L1 layout of the timing model: addresses only need to be distinct
@@ -216,7 +222,7 @@ func (m *machine) core(d *device, c kir.Core) (*core, error) {
 		return nil, fmt.Errorf("program %q: %v", m.prog.Name, err)
 	}
 	cs := &core{Core: interp.Core{C: c, NX: nx, NY: ny, Eth: c.IsEth(), CBs: make([]*interp.CB, m.t.MaxCBs), SemBase: semBase},
-		dev: d, q: make([]*cbq, m.t.MaxCBs), mem: map[uint32]*word{},
+		dev: d, q: make([]*cbq, m.t.MaxCBs), mem: map[uint32]*word{}, data: map[uint32]bool{},
 		in: newServer(m.p.NoCLinkBytesPerCycle), out: newServer(m.p.NoCLinkBytesPerCycle)}
 	if cs.Eth {
 		cs.link = newServer(m.p.EthBytesPerCycle)
@@ -251,9 +257,8 @@ func (m *machine) coreAt(d *device, x, y int) *core {
 func (m *machine) load(devices int) error {
 	p := m.prog
 	m.cfg = &interp.Config{Target: m.t, SemaphoreBase: semBase, EthSemaphoreBase: semBase, ScalarCycles: m.p.ScalarCycles, Straddle: true}
-	m.bufAddr = map[string]uint32{}
-	for i, b := range p.Buffers {
-		m.bufAddr[b.Name] = uint32(0x100000 + i*0x10000)
+	if err := m.place(); err != nil {
+		return err
 	}
 	for d := 0; d < devices; d++ {
 		dev := &device{idx: d, cores: map[kir.Core]*core{}, noc: map[[2]int]*core{}}

@@ -50,8 +50,17 @@ func (r *Report) WriteCSV(w io.Writer) error {
 // WriteTable writes the per-kind and per-layer tables and the step summary.
 func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d: %d programs per device (%d signatures simulated)\n\n",
-		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.ProgramsPerDevice, r.Signatures)
+	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
+		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
+	if m := r.Memory; m != nil {
+		room := "free " + gib(m.Free)
+		if m.Free < 0 {
+			room = "over by " + gib(-m.Free)
+		}
+		fmt.Fprintf(w, "DRAM per device: weights %s, KV caches %s, state %s, other %s; total %s of %s (%s)\n",
+			gib(m.Weights), gib(m.KV), gib(m.State), gib(m.Other), gib(m.Total), gib(m.Capacity), room)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "op\tcount\tcores\tMB moved\tus each\tus total\tshare\t critical thread\t waits on most\t")
 	for _, k := range r.Kinds {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f%%\t %s\t %s\t\n", k.Op, k.Count, k.Cores, float64(k.Bytes)/1e6, k.USEach, k.USTotal, 100*k.Share, k.Critical, k.WaitsOn)
@@ -77,6 +86,42 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
 	fmt.Fprintf(w, "DRAM floor: %.1f us physical (%.2f GB per device at 512 GB/s), %.1f us at the model's best stream; step/floor = %.2f physical, %.2f stream\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.StreamFloorUS, r.Ratio, r.StreamRatio)
 	return nil
+}
+
+// positionText is the header's position: " at position P (of --max-seq
+// N; the default, the last)", "at positions P..Q" for a prefill step, ""
+// without one.
+func (r *Report) positionText() string {
+	if r.Position < 0 {
+		return ""
+	}
+	at := fmt.Sprintf(" at position %d", r.Position)
+	if r.LastPosition > r.Position {
+		at = fmt.Sprintf(" at positions %d..%d", r.Position, r.LastPosition)
+	}
+	var notes []string
+	if r.MaxSeq > 0 {
+		notes = append(notes, fmt.Sprintf("of --max-seq %d", r.MaxSeq))
+	}
+	if r.DefaultPosition {
+		notes = append(notes, "the default: the last; --position P for another")
+	}
+	if len(notes) > 0 {
+		at += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return at
+}
+
+// gib formats n bytes for a reader: GiB with two decimals from 1 GiB,
+// else MiB with one, else KiB with one (as codegen.Size).
+func gib(n int64) string {
+	switch a := max(n, -n); {
+	case a >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case a >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // WriteThreads prints, for the first program of op kind op on the slowest

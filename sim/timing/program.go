@@ -86,6 +86,18 @@ type Options struct {
 	Devices int
 	// StepLimit bounds the instructions executed (0: DefaultStepLimit).
 	StepLimit int64
+	// Contents are the known contents of small DRAM buffers of the
+	// program, by buffer name (the position buffer: the step's position):
+	// the 32-bit words of the buffer's data, its pages laid end to end
+	// (word i is bytes 4i..4i+3; words past the slice read 0). A NoC read
+	// from such a buffer puts the words it covers into the destination
+	// L1 words of its core when it completes, so an L1 load (L1Read32) or
+	// a compute-side read of that CB page sees them, and a NoC read or
+	// write that copies those L1 words to another core carries them
+	// along. Every other L1 word that no semaphore or store set reads as
+	// 0: data is not modelled. The buffer must be DRAM interleaved, not
+	// placed in blocks, with pages of a multiple of 4 bytes.
+	Contents map[string][]uint32
 }
 
 // IsMesh reports whether p has kernels on ethernet cores, so it must be
@@ -113,7 +125,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 		return nil, errors.New("timing: Simulate needs a program, a target and parameters")
 	}
 	n := max(opt.Devices, 1)
-	m := &machine{p: prm, t: t, prog: p, peers: map[ethEnd]ethEnd{}, limit: opt.StepLimit}
+	m := &machine{p: prm, t: t, prog: p, peers: map[ethEnd]ethEnd{}, limit: opt.StepLimit, contents: opt.Contents}
 	if m.limit <= 0 {
 		m.limit = DefaultStepLimit
 	}

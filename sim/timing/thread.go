@@ -112,15 +112,16 @@ func abs(x int) int {
 	return x
 }
 
-func (th *thread) nocRead(src, size uint64) { th.nocTransfer(src, size, false) }
+func (th *thread) nocRead(src, dst, size uint64) { th.nocTransfer(src, dst, size, false) }
 
-func (th *thread) nocWrite(dst, size uint64) { th.nocTransfer(dst, size, true) }
+func (th *thread) nocWrite(src, dst, size uint64) { th.nocTransfer(dst, src, size, true) }
 
-// nocTransfer issues one NoC read from (or write to) the remote address:
-// the issue cost, then completion after the measured round trip for its
-// size and distance and no earlier than the remote end (DRAM bank, or the
-// remote core's port) and this core's port allow.
-func (th *thread) nocTransfer(remote, size uint64, write bool) {
+// nocTransfer issues one NoC read from (or write to) the remote address
+// into (or from) L1 address local: the issue cost, then completion after
+// the measured round trip for its size and distance and no earlier than
+// the remote end (DRAM bank, or the remote core's port) and this core's
+// port allow. The known words it carries (Options.Contents) land then.
+func (th *thread) nocTransfer(remote, local, size uint64, write bool) {
 	p := th.m.p
 	e, ok := th.endpoint(remote)
 	if !ok {
@@ -156,6 +157,15 @@ func (th *thread) nocTransfer(remote, size uint64, write bool) {
 	}
 	fin = max(fin, own.serve(th.Clock, n))
 	done := max(th.Clock+lat, fin+lat0)
+	addr := interp.DecodeNoC(remote).Addr
+	switch {
+	case write:
+		th.land(e.core, addr, size, dataWords(th.core, local, size), done)
+	case e.bank >= 0:
+		th.land(th.core, local, size, th.m.knownWords(e.bank, addr, size), done)
+	default:
+		th.land(th.core, local, size, dataWords(e.core, addr, size), done)
+	}
 	if write {
 		th.writeDone = max(th.writeDone, done)
 		th.bytesWritten += int64(size)
@@ -196,16 +206,20 @@ func (th *thread) rect(a uint64) []*core {
 	return out
 }
 
-func (th *thread) nocMulticast(dst, size uint64) {
+func (th *thread) nocMulticast(src, dst, size uint64) {
 	p := th.m.p
 	n := float64(size)
 	th.advance(p.NoCIssueCycles)
 	fin := th.core.out.serve(th.Clock, n)
 	done := th.Clock
+	ws := dataWords(th.core, src, size)
+	addr := interp.DecodeNoC(dst).Addr
 	for _, cs := range th.rect(dst) {
 		hops := th.hops(cs.NX, cs.NY)
 		f := max(fin, cs.in.serve(th.Clock, n))
-		done = max(done, th.Clock+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))
+		at := max(th.Clock+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))
+		done = max(done, at)
+		th.land(cs, addr, size, ws, at)
 		th.bytesWritten += int64(size)
 	}
 	th.writeDone = max(th.writeDone, done)

@@ -25,7 +25,8 @@ func newBuildCmd() *cobra.Command {
                       execution order (kernels, core ranges, CBs, semaphores,
                       compile-time and runtime args, buffers)
   DIR/report.json     the op-count report (as tcc report ops --format json)
-  DIR/perf.json       the predicted device time of one step (as tcc perf --format json)
+  DIR/perf.json       the predicted device time of one step (as tcc perf --format json,
+                      at its default position: the last of --max-seq)
 
 The directory holds either the previous build or the complete new one at every
 moment (written beside it, fsynced, swapped in one step); a symlinked -o is
@@ -34,7 +35,9 @@ written through to its target. tcc replaces only a directory it wrote (its
 other files. One build at a time writes a directory (another gets "another
 build is writing DIR"); temporaries of a killed build are removed by the next;
 "/", system directories (/usr, /etc, ...) and the home directory are refused.
-Two builds of the same model and flags are byte-identical.
+Two builds of the same model and flags are byte-identical. A model whose buffers
+(weights, KV caches, state, activations) do not fit one device's DRAM is refused
+before it is compiled (rule dram-capacity), with the numbers and what fits.
 
   tcc build tiny-mlp -o out/tiny-mlp
   tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4`,
@@ -55,6 +58,9 @@ Two builds of the same model and flags are byte-identical.
 		start := time.Now()
 		m, g, res, err := mf.graphFor(args[0])
 		if err != nil {
+			return err
+		}
+		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
 			return err
 		}
 		b, err := codegen.Compile(g, target.Blackhole())
@@ -78,7 +84,7 @@ Two builds of the same model and flags are byte-identical.
 			return err
 		}
 		files["report.json"] = rep
-		perf, err := predictBuild(args[0], m, mf, b)
+		perf, err := predictBuild(args[0], m, mf, b, -1)
 		if err != nil {
 			return err
 		}

@@ -221,14 +221,21 @@ func TestPerfJSON(t *testing.T) {
 		t.Fatalf("perf failed: %v\n%s", err, out)
 	}
 	var r struct {
-		Model         string  `json:"model"`
-		Mesh          string  `json:"mesh"`
-		Stage         string  `json:"stage"`
-		Batch         int     `json:"batch"`
-		Mode          string  `json:"mode"`
-		Devices       int     `json:"devices"`
-		StepUS        float64 `json:"step_us"`
-		FloorUS       float64 `json:"floor_us"`
+		Model        string  `json:"model"`
+		Mesh         string  `json:"mesh"`
+		Stage        string  `json:"stage"`
+		Batch        int     `json:"batch"`
+		Mode         string  `json:"mode"`
+		Devices      int     `json:"devices"`
+		StepUS       float64 `json:"step_us"`
+		FloorUS      float64 `json:"floor_us"`
+		FloorBytes   int64   `json:"floor_bytes"`
+		Position     int     `json:"position"`
+		LastPosition int     `json:"last_position"`
+		MaxSeq       int     `json:"max_seq"`
+		Memory       struct {
+			Weights, KV, State, Other, Total, Capacity, Free int64
+		} `json:"memory"`
 		LaunchUSTotal float64 `json:"launch_us_total"`
 		Kinds         []struct {
 			Op      string  `json:"op"`
@@ -280,6 +287,15 @@ func TestPerfJSON(t *testing.T) {
 	}
 	if r.FloorUS <= 0 || r.StepUS <= r.FloorUS {
 		t.Errorf("floor %.1f us, step %.1f us", r.FloorUS, r.StepUS)
+	}
+	// The default position: the last of --max-seq 128.
+	if r.Position != 127 || r.LastPosition != 127 || r.MaxSeq != 128 {
+		t.Errorf("position %d..%d of max_seq %d, want 127..127 of 128", r.Position, r.LastPosition, r.MaxSeq)
+	}
+	// DRAM per device: 16 attention layers x K and V, [1, 2, 128, 256] bf16 each.
+	m := r.Memory
+	if m.KV != 16*2*2*128*256*2 || m.Weights < 10e9 || m.Total != m.Weights+m.KV+m.State+m.Other || m.Free != m.Capacity-m.Total || m.Capacity != 8*4_278_190_080 {
+		t.Errorf("memory %+v", m)
 	}
 }
 

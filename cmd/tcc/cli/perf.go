@@ -21,6 +21,7 @@ import (
 func newPerfCmd() *cobra.Command {
 	var format, trace, threads string
 	var params bool
+	var position int
 	cmd := &cobra.Command{
 		Use:   "perf MODEL",
 		Short: "Predict every program's device time from its kernel IR, per kind, per layer and per step",
@@ -36,11 +37,26 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --format csv > perf.csv      # joins with ops_perf_results
   tcc perf qwen27b --mesh 1x2 --trace step.json           # open in ui.perfetto.dev
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
+  tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
   tcc perf --params                                       # the model's parameters
 
+--position P predicts the step at position P: the decode step that writes
+position P and attends to positions 0..P (prefill: the step writing P..P+seq-1).
+The kernels read the position from the device's position buffer at run time, as
+on the card, so the prediction runs their loops as at P; the DRAM floor counts the
+KV caches up to P (whole tiles of 32 rows). Default: the last position of the KV
+cache (--max-seq - 1; prefill: --max-seq - seq), the most expensive step; the
+header says which. A position past the cache is an error.
+
+The header also prints what the build's buffers take of each device's DRAM
+(weights, KV caches, state, other, total of the capacity); a build that does
+not fit is refused before it is compiled (rule dram-capacity), saying what fits.
+
 --format json prints the object other tools read: model, mesh, stage, batch, mode,
-devices, step_us (slowest device), floor_us (bytes each device must stream /
-430 GB/s), launch_us_total, kinds[] and programs[].`,
+position and last_position (-1 for a model without one), max_seq, devices,
+step_us (slowest device), floor_us (bytes each device must stream / 512 GB/s),
+floor_bytes, memory {weights, kv, state, other, total, capacity, free} (bytes per
+device), launch_us_total, kinds[] and programs[].`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if params {
 				return cobra.NoArgs(cmd, args)
@@ -53,6 +69,7 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
+	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
 		if params {
@@ -66,11 +83,17 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 				return err
 			}
 		}
+		if cmd.Flags().Changed("position") && position < 0 {
+			return fmt.Errorf("--position %d: a position is 0 or more", position)
+		}
 		m, g, _, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
 		}
-		rep, err := perfReport(args[0], m, mf, g)
+		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
+			return err
+		}
+		rep, err := perfReport(args[0], m, mf, g, position)
 		if err != nil {
 			return err
 		}
@@ -102,17 +125,23 @@ devices, step_us (slowest device), floor_us (bytes each device must stream /
 	return cmd
 }
 
-// perfReport compiles g and predicts its step.
-func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph) (*timing.Report, error) {
+// perfReport compiles g and predicts its step at position (-1: the
+// default, stepAt).
+func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.Report, error) {
+	// The position first: a wrong one is refused before the compile.
+	if _, _, err := stepAt(m, mf, g, position); err != nil {
+		return nil, err
+	}
 	b, err := codegen.Compile(g, target.Blackhole())
 	if err != nil {
 		return nil, err
 	}
-	return predictBuild(name, m, mf, b)
+	return predictBuild(name, m, mf, b, position)
 }
 
-// predictBuild predicts b's step with the model's batch and mode.
-func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build) (*timing.Report, error) {
+// predictBuild predicts b's step with the model's batch and mode at
+// position (-1: the default, stepAt).
+func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int) (*timing.Report, error) {
 	args, err := mf.args(m)
 	if err != nil {
 		return nil, err
@@ -126,7 +155,72 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build)
 			meta.Batch = n
 		}
 	}
-	return timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
+	st, limit, err := stepAt(m, mf, b.Graph, position)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
+	}
+	meta.MaxSeq, meta.DefaultPosition = limit, position < 0
+	tb, err := fromcodegen.BuildAt(b, *st)
+	if err != nil {
+		return nil, err
+	}
+	return timing.Predict(tb, timing.Default(), meta)
+}
+
+// stepAt is the step predicted at position (-1: the default, the last
+// position of the KV cache: --max-seq - 1 in decode, --max-seq - seq in
+// prefill) and the KV cache's length (the model's PositionLimit, else the
+// longest KV cache of g). It is nil for a graph without a position input
+// (codegen.PositionInputs), where --position is an error. A step whose
+// positions run past the cache is an error naming both.
+func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.Step, int, error) {
+	if len(codegen.PositionInputs(g)) == 0 {
+		if position >= 0 {
+			return nil, 0, fmt.Errorf("--position %d: %s's graph has no position input (no KV cache), so there is no position to predict at", position, g.Name)
+		}
+		return nil, 0, nil
+	}
+	args, err := mf.args(m)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit := 0
+	if pl, ok := m.(interface {
+		PositionLimit(models.Args) (int, error)
+	}); ok {
+		if limit, err = pl.PositionLimit(args); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		for v := range codegen.KVCaches(g) {
+			if sh := v.Type.Shape; sh.Rank() == 4 {
+				limit = max(limit, sh[2])
+			}
+		}
+	}
+	st := &timing.Step{Pos: position, Tokens: 1}
+	prefill := args["mode"] == "prefill"
+	if prefill {
+		if st.Tokens, err = strconv.Atoi(args["seq"]); err != nil {
+			return nil, 0, fmt.Errorf("prefill --seq %q: %v", args["seq"], err)
+		}
+	}
+	if position < 0 {
+		st.Pos = limit - st.Tokens
+	}
+	switch {
+	case limit <= 0:
+		return st, limit, nil // no cache length known: any position
+	case prefill && st.Last() >= limit:
+		return nil, 0, fmt.Errorf("--position %d with --seq %d writes positions %d..%d, but the KV cache holds positions 0..%d (--max-seq %d); the last prefill position is %d",
+			st.Pos, st.Tokens, st.Pos, st.Last(), limit-1, limit, limit-st.Tokens)
+	case st.Pos >= limit:
+		return nil, 0, fmt.Errorf("--position %d is past the KV cache: --max-seq %d holds positions 0..%d", st.Pos, limit, limit-1)
+	}
+	return st, limit, nil
 }
 
 func writeParams(w io.Writer, p *timing.Params) error {

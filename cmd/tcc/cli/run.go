@@ -154,6 +154,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			return fmt.Errorf("--prefill %d + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
 		}
 	}
+	if _, err := checkDeviceMemory(name, m, mf, decodeGraph); err != nil {
+		return err
+	}
 	if err := checkHostMemory(rf.progress, m, mf, decodeGraph, rf); err != nil {
 		return err
 	}

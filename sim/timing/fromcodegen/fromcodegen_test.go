@@ -2,6 +2,7 @@ package fromcodegen_test
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen"
@@ -9,6 +10,8 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+	"github.com/tcc-dev/tcc/sim/timing"
 	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
 )
 
@@ -48,5 +51,80 @@ func TestBuild(t *testing.T) {
 	}
 	if updates == 0 || updates != len(g.StateUpdates) {
 		t.Errorf("%d buffers hold a state's update; the graph has %d states updated", updates, len(g.StateUpdates))
+	}
+}
+
+// smallBuild compiles the small qwen27b config's decode step at --max-seq
+// maxSeq on mesh 1x2.
+func smallBuild(t *testing.T, maxSeq int) *codegen.Build {
+	t.Helper()
+	args := models.Args{"config": filepath.Join("..", "..", "..", "models", "qwen27b", "testdata", "small.json"), "batch": "1",
+		"max-seq": strconv.Itoa(maxSeq), "seq": "32", "mode": "decode"}
+	g, err := qwen27b.Model{}.Build(args, ir.Mesh{Rows: 1, Cols: 2})
+	if err == nil {
+		_, err = passes.Run(g, passes.Options{})
+	}
+	var b *codegen.Build
+	if err == nil {
+		b, err = codegen.Compile(g, target.Blackhole())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBuildAtPosition: at a position the position buffer holds it, the
+// report says it, and the floor counts the KV caches up to it: the small
+// config at --max-seq 4096 (2 attention layers x K and V, 2 kv heads per
+// device, D 64: 2 bf16 tiles per row of tiles) reads 124 more tile rows
+// of each at position 4095 than at 127. At the last position the floor is
+// the one without a position (every KV cache in full).
+func TestBuildAtPosition(t *testing.T) {
+	b := smallBuild(t, 4096)
+	predict := func(tb *timing.Build) *timing.Report {
+		t.Helper()
+		r, err := timing.Predict(tb, timing.Default(), timing.Meta{Model: "qwen27b", Mode: "decode", Batch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	at := func(pos int) *timing.Report {
+		t.Helper()
+		tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: pos, Tokens: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range tb.Buffers {
+			if s.Words != nil {
+				n++
+				if len(s.Words) != 1 || s.Words[0] != uint32(pos) || s.Value.Kind != ir.KindInput {
+					t.Errorf("buffer %s holds %v", s.Name, s.Words)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d buffers of known contents, want the position's", n)
+		}
+		return predict(tb)
+	}
+	lo, hi, none := at(127), at(4095), predict(fromcodegen.Build(b))
+	t.Logf("step %.1f us at 127, %.1f at 4095, %.1f without a position; floor %.1f, %.1f us", lo.StepUS, hi.StepUS, none.StepUS, lo.FloorUS, hi.FloorUS)
+	if lo.Position != 127 || lo.LastPosition != 127 || none.Position != -1 {
+		t.Errorf("positions %d..%d, without: %d", lo.Position, lo.LastPosition, none.Position)
+	}
+	if d, want := hi.FloorBytes-lo.FloorBytes, int64(4*2*124*2*2048); d != want {
+		t.Errorf("floor at 4095 - floor at 127 = %d bytes, want %d", d, want)
+	}
+	if hi.FloorBytes != none.FloorBytes {
+		t.Errorf("floor at the last position %d, without a position %d", hi.FloorBytes, none.FloorBytes)
+	}
+	if m := lo.Memory; m == nil || m.KV != 4*2*128*2*2048 || m.Total != m.Weights+m.KV+m.State+m.Other || m.Free != m.Capacity-m.Total {
+		t.Errorf("memory %+v", m)
+	}
+	if _, err := fromcodegen.BuildAt(b, timing.Step{Pos: -1, Tokens: 1}); err == nil {
+		t.Error("a negative position is accepted")
 	}
 }
