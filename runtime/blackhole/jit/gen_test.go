@@ -29,7 +29,10 @@ func loadProgram(t *testing.T, dir string) *hostcfg.ProgramConfig {
 
 // TestGenFilesMatchPrototype compares the generated JIT files with the
 // files the Python prototype (rhc.py / build_kernel.py) wrote for the same
-// tiny-mlp kernels (testdata/*: embedding_12's reader, rmsnorm_14's compute).
+// tiny-mlp kernels (testdata/*: embedding_12's reader, rmsnorm_14's compute),
+// corrected where the prototype differed from tt-metal: its Float32 CBs
+// unpacked to Float16, tt-metal's rule (TestUnpackConditionalFormat) gives
+// Tf32 (4) for this fp32-accumulating, otherwise exponent-B program.
 func TestGenFilesMatchPrototype(t *testing.T) {
 	for _, tc := range []struct {
 		dir, kernel, src string
@@ -108,11 +111,14 @@ func TestGenFilesSmall(t *testing.T) {
 					t.Errorf("%s = %q, want %q", n, files[n], w)
 				}
 			}
-			// CB 0 Float32, 16 Float16_b: formats are not all exponent-B, so
-			// Float32 unpacks to Float16 (1) with or without fp32 accumulation
-			// (rhc.py data_format_headers).
+			// CB 0 Float32, 16 Float16_b: the exponent precision skips
+			// Float32, so it is B and Float32 unpacks to Float16_b (5), or
+			// to Tf32 (4) with fp32 accumulation.
 			u := files["chlkc_unpack_data_format.h"]
-			wantDst := "unpack_dst_format[64] = {\n    1,"
+			wantDst := "unpack_dst_format[64] = {\n    5,"
+			if tc.cc != nil && tc.cc.FP32DestAccEn {
+				wantDst = "unpack_dst_format[64] = {\n    4,"
+			}
 			if !strings.Contains(u, "unpack_src_format[64] = {\n    0,255,") || !strings.Contains(u, wantDst) {
 				t.Errorf("unpack formats:\n%s", u)
 			}
@@ -148,4 +154,39 @@ func TestUnpackToDestFormat(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0, "no unpack_dst_format in:\n%s", h)
 	assert.True(t, strings.HasPrefix(strings.Fields(h[i:])[3], "0,4,255,"),
 		"unpack_dst_format must start 0,4,255 (c_0 to DEST, c_1 tf32, c_2 unused):\n%s", h[i:])
+}
+
+// TestUnpackConditionalFormat checks the unpack destination of Float32 CBs
+// against tt-metal's rule (genfiles.cpp, data_format.cpp): Float32 and the
+// integer formats do not count towards the exponent precision.
+func TestUnpackConditionalFormat(t *testing.T) {
+	const f32, f16, bfp8b, f16b, u32, i32 = 0, 1, 6, 5, 24, 8
+	for _, tc := range []struct {
+		name    string
+		formats []int
+		fp32Acc bool
+		want    int // -1: refused
+	}{
+		{"fp32 with bf16", []int{f32, f16b}, false, fmtFloat16B},
+		{"fp32 with bf16, fp32 acc", []int{f32, f16b}, true, fmtTf32},
+		{"fp32 with bfp8_b and uint32", []int{u32, f32, bfp8b}, false, fmtFloat16B},
+		{"fp32 with fp16", []int{f32, f16}, true, fmtFloat16},
+		{"fp32 only", []int{f32, f32}, false, fmtFloat16},
+		{"fp32 only, fp32 acc", []int{f32}, true, fmtTf32},
+		{"int32 and fp32, fp32 acc", []int{i32, f32}, true, fmtFloat16},
+		{"fp16 with bf16", []int{f16, f16b}, false, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := unpackConditionalFormat(tc.formats, tc.fp32Acc)
+			if tc.want < 0 {
+				if err == nil || !strings.Contains(err.Error(), "same exponent format") {
+					t.Errorf("got %d, %v; want the exponent-format refusal", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
 }

@@ -57,6 +57,44 @@ func carray(typ, name string, v []int) string {
 	return b.String()
 }
 
+// skipsExpCheck lists the formats tt-metal's
+// check_consistent_format_across_buffers skips (data_format.cpp: "Float32
+// can pair with any exponent precision"): Float32, the integer formats and
+// the raw ones.
+var skipsExpCheck = map[int]bool{0: true, 8: true, 9: true, 24: true, 30: true, 240: true, 241: true, 242: true}
+
+// unpackConditionalFormat is the unpack destination of Float32 CBs
+// (genfiles.cpp generate_data_format_descriptors): Float16_b when the
+// program's exponent precision is B, Float16 when A, Tf32 with fp32
+// accumulation when every CB is Float32 or the precision is B. The
+// precision is that of the CB formats other than Float32 and the integer
+// formats (get_data_exp_precision; A when there is none), which must agree
+// (tt-metal's TT_FATAL "All input data-formats must have the same
+// exponent format").
+func unpackConditionalFormat(used []int, fp32Acc bool) (int, error) {
+	last, all32 := fmtInvalid, true
+	for _, f := range used {
+		if f != fmtFloat32 {
+			all32 = false
+		}
+		if skipsExpCheck[f] {
+			continue
+		}
+		if last != fmtInvalid && isExpB(f) != isExpB(last) {
+			return 0, fmt.Errorf("CB data formats %d and %d have different exponent widths: tt-metal refuses the program (All input data-formats must have the same exponent format)", last, f)
+		}
+		last = f
+	}
+	expPrecB := last != fmtInvalid && isExpB(last)
+	switch {
+	case fp32Acc && (all32 || expPrecB):
+		return fmtTf32, nil
+	case expPrecB:
+		return fmtFloat16B, nil
+	}
+	return fmtFloat16, nil
+}
+
 // dataFormatFiles are genfiles.cpp's data format descriptors and tile
 // dims (generate_data_format_descriptors + data_format.cpp), as rhc.py.
 // A CB in toDest (UnpackToDestFp32) unpacks fp32 straight to DEST: its
@@ -83,22 +121,9 @@ func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool, toDest []int) (map[st
 			used = append(used, f)
 		}
 	}
-	expb, all32 := 0, true
-	for _, f := range used {
-		if isExpB(f) {
-			expb++
-		}
-		if f != fmtFloat32 {
-			all32 = false
-		}
-	}
-	expPrecB := len(used) == 0 || expb == len(used)
-	cond := fmtFloat16
-	if expPrecB {
-		cond = fmtFloat16B
-	}
-	if fp32Acc && (all32 || expPrecB) {
-		cond = fmtTf32
+	cond, err := unpackConditionalFormat(used, fp32Acc)
+	if err != nil {
+		return nil, err
 	}
 	var udst, psrc []int
 	for i, f := range buf {
