@@ -47,8 +47,21 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	return cw.Error()
 }
 
+// TableOptions choose what WriteTableOpts prints: the per-layer table
+// (PerLayer), with the layers whose rows are identical (kind, programs,
+// time to 0.1 us) grouped into one row (Collapse).
+type TableOptions struct {
+	PerLayer, Collapse bool
+}
+
 // WriteTable writes the per-kind and per-layer tables and the step summary.
 func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
+	return r.WriteTableOpts(w, TableOptions{PerLayer: perLayer})
+}
+
+// WriteTableOpts writes the per-kind table, the per-layer table as o
+// says, and the step summary.
+func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
 		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
@@ -68,7 +81,26 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if perLayer {
+	if o.PerLayer && o.Collapse {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "layers\tkind\tprograms\tus each\tus total\t")
+		for _, g := range r.layerGroups() {
+			l := r.Layers[g[0]]
+			label := "-"
+			if l.Index >= 0 {
+				idx := make([]int, len(g))
+				for i, j := range g {
+					idx[i] = r.Layers[j].Index
+				}
+				label = LayerSet(idx)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t\n", label, l.Kind, l.Programs, l.US, l.US*float64(len(g)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else if o.PerLayer {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "layer\tkind\tprograms\tus\t")
@@ -86,6 +118,84 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
 	fmt.Fprintf(w, "DRAM floor: %.1f us physical (%.2f GB per device at 512 GB/s), %.1f us at the model's best stream; step/floor = %.2f physical, %.2f stream\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.StreamFloorUS, r.Ratio, r.StreamRatio)
 	return nil
+}
+
+// layerGroups groups r.Layers (by position) whose rows print the same
+// (index aside): kind, programs and time to 0.1 us; sections that are not
+// layers (index -1) each stay alone. Groups are in order of their first row.
+func (r *Report) layerGroups() [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for i, l := range r.Layers {
+		if l.Index < 0 {
+			groups = append(groups, []int{i})
+			continue
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%.1f", l.Kind, l.Programs, l.US)
+		if g, ok := at[key]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		at[key] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// LayerSet names a set of layer indices (ascending) in a few characters:
+// "5", "4-6" (a run), "3-59 every 4th" (a progression), "1-2,4-6,8" (a few
+// runs), else "47 of 1-62".
+func LayerSet(idx []int) string {
+	n := len(idx)
+	switch {
+	case n == 0:
+		return ""
+	case n == 1:
+		return strconv.Itoa(idx[0])
+	case idx[n-1]-idx[0] == n-1:
+		return fmt.Sprintf("%d-%d", idx[0], idx[n-1])
+	}
+	if step := idx[1] - idx[0]; n >= 3 {
+		ap := true
+		for i := 2; i < n; i++ {
+			ap = ap && idx[i]-idx[i-1] == step
+		}
+		if ap {
+			return fmt.Sprintf("%d-%d every %s", idx[0], idx[n-1], ordinal(step))
+		}
+	}
+	var runs []string
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if j == i {
+			runs = append(runs, strconv.Itoa(idx[i]))
+		} else {
+			runs = append(runs, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		}
+		i = j + 1
+	}
+	if s := strings.Join(runs, ","); len(s) <= 16 {
+		return s
+	}
+	return fmt.Sprintf("%d of %d-%d", n, idx[0], idx[n-1])
+}
+
+// ordinal is "2nd", "3rd", "4th", ...
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
 
 // positionText is the header's position: " at position P (of --max-seq

@@ -20,7 +20,7 @@ import (
 
 func newPerfCmd() *cobra.Command {
 	var format, trace, threads string
-	var params bool
+	var params, collapse bool
 	var position int
 	cmd := &cobra.Command{
 		Use:   "perf MODEL",
@@ -69,6 +69,7 @@ device), launch_us_total, kinds[] and programs[].`,
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
+	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
@@ -120,7 +121,7 @@ device), launch_us_total, kinds[] and programs[].`,
 		case "csv":
 			return rep.WriteCSV(out)
 		}
-		return rep.WriteTable(out, true)
+		return rep.WriteTableOpts(out, timing.TableOptions{PerLayer: true, Collapse: collapseOn(cmd, collapse)})
 	}
 	return cmd
 }
