@@ -2,7 +2,6 @@ package timing
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,30 +20,6 @@ func (r *Report) JSON() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
-}
-
-// CSVHeader are the columns of WriteCSV: tt-metal's ops_perf_results
-// names where one applies, then tcc's own.
-var CSVHeader = []string{"OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "CORE COUNT", "MATH FIDELITY",
-	"DEVICE KERNEL DURATION [ns]", "INPUTS", "OUTPUTS", "LAYER", "REGION", "PROGRAM HASH", "BYTES READ", "BYTES WRITTEN",
-	"CRITICAL THREAD", "WAITS ON"}
-
-// WriteCSV writes one row per program per device.
-func (r *Report) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
-		return err
-	}
-	for _, p := range r.Programs {
-		row := []string{p.Op, "tt_dnn_device", strconv.Itoa(p.Index), strconv.Itoa(p.Device), strconv.Itoa(p.Cores), p.MathFidelity,
-			strconv.FormatInt(int64(p.US*1000+0.5), 10), p.Inputs, p.Outputs, strconv.Itoa(p.Layer), p.Region, p.Signature,
-			strconv.FormatInt(p.BytesRead, 10), strconv.FormatInt(p.BytesWritten, 10), p.CriticalThread, p.WaitsOn}
-		if err := cw.Write(row); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }
 
 // TableOptions choose what WriteTableOpts prints: the per-layer table
