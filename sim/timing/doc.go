@@ -84,9 +84,12 @@
 // position; at the physical and at the model's best streaming bandwidth)
 // and step/floor, the step's position (Build.Step; fromcodegen.BuildAt
 // fills the position buffers' words) and the DRAM per device. It prints as a
-// table, as JSON (the `tcc perf --format json` contract and perf.json), as
-// CSV with tt-metal's ops_perf_results column names, and as a Chrome /
-// Perfetto trace of one step.
+// table (identical layers grouped with TableOptions.Collapse), as JSON (the
+// `tcc perf --format json` contract and perf.json), as CSV in tt-metal's
+// ops_perf_results columns and value forms (WriteCSV; tt-perf-report reads
+// it; the forms are listed in output_csv.go), and as a Chrome / Perfetto
+// trace of one step with a track per device, RISC and core group, as
+// tt-metal's device profiler shows a step.
 //
 // # Validation
 //

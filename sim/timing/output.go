@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // JSON is the report as indented JSON with a trailing newline.
@@ -280,30 +278,65 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// Trace is one step as Chrome / Perfetto trace-event JSON: a process per
-// device, a track for programs and one per kernel role (reader, compute,
-// writer), a slice per program and per role's latest thread.
+// Trace is one step as Chrome / Perfetto trace-event JSON, laid out like
+// tt-metal's device profiler: a process per device; in it a track of the
+// programs and a track per RISC and core group: each kernel of a program
+// runs one RISC class (writers BRISC, readers NCRISC, compute TRISC0-2,
+// ethernet kernels ERISC) on one group of cores, named by the kernel
+// (reader, gate_reader, tail_writer, ...). A track holds a slice per
+// program for the group's latest thread: from the program's start to its
+// finish, with the core it ran on and what it waited on longest. Tracks
+// are ordered programs, BRISC, NCRISC, TRISC, ERISC, then by first use.
 func (r *Report) Trace() ([]byte, error) {
 	var evs []traceEvent
-	devs := map[int]bool{}
-	roleTID := func(role kir.Role) int { return 1 + int(role) }
+	type track struct {
+		risc, kernel string
+	}
+	rank := map[string]int{"BRISC": 0, "NCRISC": 1, "TRISC": 2, "ERISC": 3}
+	tids := map[int]map[track]int{} // per device
+	var order []track
+	seen := map[track]bool{}
 	for _, p := range r.Programs {
-		if !devs[p.Device] {
-			devs[p.Device] = true
+		for _, t := range p.Threads {
+			k := track{riscOf(t), t.Kernel}
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, k)
+			}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return rank[order[i].risc] < rank[order[j].risc] })
+	tidOf := map[track]int{}
+	for i, k := range order {
+		tidOf[k] = i + 1
+	}
+	for _, p := range r.Programs {
+		if tids[p.Device] == nil {
+			tids[p.Device] = map[track]int{}
 			evs = append(evs, traceEvent{Name: "process_name", Ph: "M", PID: p.Device, Args: map[string]any{"name": fmt.Sprintf("device %d", p.Device)}})
 			evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: 0, Args: map[string]any{"name": "programs"}})
-			for _, role := range []kir.Role{kir.RoleReader, kir.RoleCompute, kir.RoleWriter} {
-				evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: roleTID(role), Args: map[string]any{"name": role.String() + " kernels"}})
-			}
 		}
 		evs = append(evs, traceEvent{Name: p.Op, Cat: "program", Ph: "X", TS: p.StartUS, Dur: p.US, PID: p.Device, TID: 0,
 			Args: map[string]any{"layer": p.Layer, "cores": p.Cores, "bytes_read": p.BytesRead, "critical": p.CriticalThread, "waits_on": p.WaitsOn}})
 		threads := append([]ThreadTime(nil), p.Threads...)
-		sort.Slice(threads, func(i, j int) bool { return threads[i].Role < threads[j].Role })
+		sort.SliceStable(threads, func(i, j int) bool {
+			return tidOf[track{riscOf(threads[i]), threads[i].Kernel}] < tidOf[track{riscOf(threads[j]), threads[j].Kernel}]
+		})
 		for _, t := range threads {
+			k := track{riscOf(t), t.Kernel}
+			tid := tidOf[k]
+			if _, ok := tids[p.Device][k]; !ok {
+				tids[p.Device][k] = tid
+				name := k.risc
+				if name == "TRISC" {
+					name = "TRISC0-2"
+				}
+				evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: tid, Args: map[string]any{"name": name + " " + k.kernel}})
+				evs = append(evs, traceEvent{Name: "thread_sort_index", Ph: "M", PID: p.Device, TID: tid, Args: map[string]any{"sort_index": tid}})
+			}
 			w, us := t.TopWait()
-			evs = append(evs, traceEvent{Name: t.Kernel, Cat: "thread", Ph: "X", TS: p.StartUS, Dur: t.FinishUS, PID: p.Device, TID: roleTID(t.Role),
-				Args: map[string]any{"core": t.Core.String(), "waits_on": w, "wait_us": round3(us)}})
+			evs = append(evs, traceEvent{Name: p.Op, Cat: k.risc, Ph: "X", TS: p.StartUS, Dur: t.FinishUS, PID: p.Device, TID: tid,
+				Args: map[string]any{"kernel": t.Kernel, "core": t.Core.String(), "waits_on": w, "wait_us": round3(us)}})
 		}
 	}
 	var buf bytes.Buffer

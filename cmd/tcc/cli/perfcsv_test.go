@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -160,5 +161,74 @@ func TestPerfCSVReadsAsOpsPerfResults(t *testing.T) {
 				t.Errorf("%d devices in the CSV, %d in the report", len(ops), len(rep.DeviceStepUS))
 			}
 		})
+	}
+}
+
+// TestPerfTraceTracks: --trace lays a step out as the device profiler
+// does: per device a programs track and a track per RISC and core group
+// (BRISC writer, NCRISC reader, TRISC0-2 compute, ERISC eth_sender, ...),
+// each slice within its program's.
+func TestPerfTraceTracks(t *testing.T) {
+	path := t.TempDir() + "/trace.json"
+	if out, err := runCLI(t, "perf", "qwen27b", "--config", smallCfg, "--mesh", "1x2", "--trace", path); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Cat  string         `json:"cat"`
+			Ph   string         `json:"ph"`
+			TS   float64        `json:"ts"`
+			Dur  float64        `json:"dur"`
+			PID  int            `json:"pid"`
+			TID  int            `json:"tid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatal(err)
+	}
+	trackRe := regexp.MustCompile(`^(BRISC|NCRISC|TRISC0-2|ERISC) [a-z_0-9]+$`)
+	tracks := map[[2]int]string{}
+	riscs := map[string]bool{}
+	type key struct {
+		pid  int
+		ts   float64
+		name string
+	}
+	programs := map[key]float64{}
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Ph == "M" && e.Name == "thread_name" && e.TID > 0:
+			name, _ := e.Args["name"].(string)
+			if !trackRe.MatchString(name) {
+				t.Errorf("device %d track %d named %q", e.PID, e.TID, name)
+			}
+			tracks[[2]int{e.PID, e.TID}] = name
+			riscs[strings.Fields(name)[0]] = true
+		case e.Ph == "X" && e.TID == 0:
+			programs[key{e.PID, e.TS, e.Name}] = e.Dur
+		}
+	}
+	for _, e := range tr.TraceEvents {
+		if e.Ph != "X" || e.TID == 0 {
+			continue
+		}
+		name, ok := tracks[[2]int{e.PID, e.TID}]
+		if !ok || !strings.HasPrefix(name, e.Cat) || !strings.HasSuffix(name, " "+e.Args["kernel"].(string)) {
+			t.Fatalf("slice %s (%s, kernel %v) on track %d %q", e.Name, e.Cat, e.Args["kernel"], e.TID, name)
+		}
+		if pd, ok := programs[key{e.PID, e.TS, e.Name}]; !ok || e.Dur > pd {
+			t.Errorf("%s on %q: %.3f us, outside its program's slice (%v, %.3f us)", e.Name, name, e.Dur, ok, pd)
+		}
+	}
+	for _, r := range []string{"BRISC", "NCRISC", "TRISC0-2", "ERISC"} {
+		if !riscs[r] {
+			t.Errorf("no %s track (tracks %v)", r, tracks)
+		}
 	}
 }
