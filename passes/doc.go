@@ -188,4 +188,93 @@
 // tcc passes, counted in reports, run in the fuse pass, subject to
 // --disable). Such rules can only emit op kinds tcc's op table already has.
 // See package passes/external and the worked example passes/external/example.
+//
+// # A rule that reads like its comment
+//
+// A rule that emits one op can be written from its pattern alone: the
+// "before" half of the summary comes from the pattern (rewrite.Describe),
+// rewrite.Emit builds the replacement from bound variables (rewrite.AttrsOf
+// and rewrite.RootShape copy attributes), and every replacement keeps the
+// tensor-parallel split of the value it replaces unless the rule sets
+// NewDist:
+//
+//	func ruleMatmulAdd() *rw.Rule {
+//		return &rw.Rule{Name: "FuseMatmulAdd", After: "matmul_add(a, w, r)",
+//			Pattern: rw.Op(ir.OpAdd, rw.Var("r"), rw.Op(ir.OpMatmul, rw.Var("a"), rw.Var("w")).As("mm")),
+//			Where: func(m *rw.Match) bool {
+//				return sameTensorType(m.Value("r"), m.Op("mm").Result(), m.Root.Result()) && !readByNormInRegion(m.Root.Result(), m.Root.Region)
+//			},
+//			Build: rw.Emit(ir.OpMatmulAdd, nil, "a", "w", "r")}
+//	}
+//
+// tcc passes prints it as "add(r, matmul(a, w)) => matmul_add(a, w, r)".
+// FuseMatmulAdd, FuseRMSNormMatmul, FuseEmbeddingReshape and DropToMemory
+// are written this way. Where the fused form is an op models also write,
+// the rule emits that op instead of a twin kind, so that the rules
+// downstream match one kind: FuseRMSNorm folds tiny-mlp's written-out norm
+// into rms_norm, the op qwen27b writes (not a fused op: it carries no
+// decomposition, and the whole-graph check of each case covers the rule).
+//
+// The rule data of every rule, built-in and linked in, also runs from the
+// command line:
+//
+//	tcc check './passes/testdata/*/*.txt'        # tcc's own cases (98)
+//	tcc check --rules ./passes/external/example './passes/external/example/testdata/*.txt'
+//
+// Out-of-tree rule packages get the same runner in their tests:
+// rulestest.Run(t, "testdata/*.txt", Rules(), rulestest.Options{})
+// (package passes/rulestest; the example package's rules_test.go uses it).
+//
+// Trust boundary: a rule package is Go code that tcc compiles and runs with
+// your privileges (its side conditions and builders run inside tcc's rule
+// driver); load only packages you trust. The driver is supervised: it is
+// killed after --rules-timeout (default 10m, 0 = none), it stops when tcc is
+// interrupted, terminated or killed, a panic in a rule is one error line
+// naming the rule, the op and its layer, and a driver that exits before
+// finishing the command (a rule calling os.Exit) is an error.
+//
+// # Adding a pass
+//
+// Add a Pass (name, one-line doc, Run function) to the pipeline table in
+// default.go with any ordering constraints and their reasons. The graph is
+// verified after every pass in tests; tcc ir MODEL --print-after NAME dumps
+// it.
+//
+// # What the pipeline does to qwen27b
+//
+// tcc report ops qwen27b --mesh 1x2 --stage fused (decode, batch 1, per
+// device): every GDN decoder layer is 8 programs (4-way in-projection, conv
+// + gates, recurrence + norm + gate, out-projection, all-reduce + residual
+// + post norm, gate/up + SwiGLU, down, all-reduce + residual + the next
+// layer's input norm), every attention layer 8; layer 0 also opens with its
+// input norm, the last layer ends in all-reduce + residual, the head is 4
+// (norm, lm_head, logits all-gather, argmax), and the step is 518 programs,
+// from 4,454 unfused. The layer boundary is joined by the fuse-boundaries
+// pass (after fuse: the rewrite engine never matches across regions), which
+// charges the next layer's input norm to the closing layer
+// (FuseLayerBoundaryNorm in the reports). At B > 1 the pack-rows pass
+// retypes every row-wise program to [1, B, X], the B users as rows of one
+// tile row, so each matmul streams its weights once for all users (584
+// programs at B = 8).
+//
+// qwen27b's unfused graph mirrors the composed TTNN decode path, one op per
+// device program; per device at mesh 1x2 (decode, batch 1):
+//
+//	part                          tcc unfused   measured composed path
+//	GDN mixer                     63            71
+//	attention mixer               41            44
+//	MLP                           7             7
+//	norms + residual adds/layer   5             a few, not in the 4,560
+//	whole step                    4,454         4,560 for mixers + MLPs
+//
+// Where the counts differ: the in-projection is one matmul per checkpoint
+// tensor instead of one concatenated matmul plus five slices (-2); the conv
+// state is one [B, 3, C] tensor, so the shift register is a concat and a
+// strided slice and the four taps one broadcast multiply and one sum (-4);
+// the gates compute -exp(A_log) on device because the checkpoint stores
+// A_log (+2, weight-only); six reshapes that only ttnn.matmul's rank rules
+// need are absent (-6); attention splits heads from the checkpoint layout
+// (+4) and applies each q/k norm as one rms_norm with the (1 + w) offset
+// (-2). The group-by-group table is in models/qwen27b/doc.go. At mesh 1x1
+// the collectives disappear (4,261 ops); 1x4 and 1x8 count like 1x2.
 package passes

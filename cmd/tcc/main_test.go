@@ -10,6 +10,9 @@ import (
 
 	"github.com/tcc-dev/tcc/cmd/tcc/cli"
 	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/checkpoint"
+	"github.com/tcc-dev/tcc/models/qwen27b"
 )
 
 // TestMain lets the test binary act as the tcc command inside scripts: a
@@ -35,6 +38,7 @@ func TestScript(t *testing.T) {
 			env.Setenv("ROOT", root)
 			return nil
 		},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"mkckpt": mkckpt},
 		RequireExplicitExec: true,
 		// [long] holds when the long checks run (TCC_LONG=1, ir/longtest):
 		// a script that runs the small model end to end starts with
@@ -46,4 +50,22 @@ func TestScript(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
+}
+
+// mkckpt DIR FORM writes the small qwen27b config's random weights
+// (models/qwen27b/testdata/small.json, seed 11) as a two-shard checkpoint
+// of FORM (bf16, fp8 or nvfp4) with its config.json into DIR.
+func mkckpt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mkckpt DIR bf16|fp8|nvfp4")
+	}
+	cfgPath := filepath.Join(ts.Getenv("ROOT"), "models/qwen27b/testdata/small.json")
+	m := qwen27b.Model{}
+	a, err := models.DefaultArgs(m, map[string]string{"config": cfgPath})
+	ts.Check(err)
+	hf, err := checkpoint.RandomHF(m, a, 11)
+	ts.Check(err)
+	cfg, err := os.ReadFile(cfgPath)
+	ts.Check(err)
+	ts.Check(checkpoint.WriteSynthetic(ts.MkAbs(args[0]), cfg, checkpoint.Form(args[1]), hf, 2))
 }

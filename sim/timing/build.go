@@ -110,6 +110,9 @@ type ProgramRow struct {
 	// Threads are the latest-finishing thread of each kernel (for traces
 	// and --threads).
 	Threads []ThreadTime `json:"-"`
+	// Operands and Results are the types of the op's operands and results
+	// (for the CSV's INPUT_n_* and OUTPUT_n_* columns).
+	Operands, Results []ir.TensorType `json:"-"`
 }
 
 // Meta names what a build was made from: MaxSeq is the KV cache's length
@@ -193,7 +196,8 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 			row := ProgramRow{Device: d, Index: i, Op: p.Op.Name(), Layer: regionIndex(p.Op), Region: regionKind(p.Op), Cores: dt.Cores,
 				BytesRead: dt.BytesRead, BytesWritten: dt.BytesWritten, DRAMRead: dt.DRAMRead, US: round3(dt.US),
 				CriticalThread: crit, WaitsOn: wait, MathFidelity: fidelity(p.Kernel), Signature: sigs[i],
-				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Kernels}
+				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Kernels,
+				Operands: tensorTypes(p.Op.Operands), Results: tensorTypes(p.Op.Results)}
 			r.Programs = append(r.Programs, row)
 			at += dt.US + prm.LaunchGapUS
 		}

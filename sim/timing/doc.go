@@ -84,7 +84,82 @@
 // position; at the physical and at the model's best streaming bandwidth)
 // and step/floor, the step's position (Build.Step; fromcodegen.BuildAt
 // fills the position buffers' words) and the DRAM per device. It prints as a
-// table, as JSON (the `tcc perf --format json` contract and perf.json), as
-// CSV with tt-metal's ops_perf_results column names, and as a Chrome /
-// Perfetto trace of one step.
+// table (identical layers grouped with TableOptions.Collapse), as JSON (the
+// `tcc perf --format json` contract and perf.json), as CSV in tt-metal's
+// ops_perf_results columns and value forms (WriteCSV; tt-perf-report reads
+// it; the forms are listed in output_csv.go), and as a Chrome / Perfetto
+// trace of one step with a track per device, RISC and core group, as
+// tt-metal's device profiler shows a step.
+//
+// # Validation
+//
+// Six parameters are fitted on measured rows (two on program rows, two on
+// DRAM microbenchmark rows, two on ethernet rows); every SFPU op's cycles
+// per tile are counted from the pinned tt-llk implementation
+// (ir/sfpu/cycles.go: each entry names its file and lines). The tests hold
+// the predictions against the rows:
+//
+// DRAM (go test ./sim/timing -run TestDRAM -v): a bank's data path moves
+// 512 GB/s / 8 banks x 0.98 (dram_bank, dram_efficiency: the best measured
+// stream), and each read also costs the bank's request acceptance on the NoC
+// that issued it, dram_request = 19.2 cycles; the two overlap imperfectly: a
+// read of d data cycles occupies the bank (d^p + (u r)^p)^(1/p) cycles, p =
+// dram_overlap = 5.5, u the share of the bank's recent reads on the same
+// NoC. Streams simulated on 66 cores (88 for the last row):
+//
+//	measured row                                        predicted     measured
+//	one bf16 tile (2,048 B) per request, one NoC        97.8% of peak 98%
+//	one bfp8_b tile (1,088 B) per request, one NoC      93.0%         91%
+//	one bfp4_b tile (576 B) per request, one NoC        62.3%         62%
+//	bfp4_b tiles from both NoCs                         92.0%         95%
+//	16 KB reads, two in flight, readers on their bank   98.0%         98%
+//
+// Programs (go test ./sim/timing -run TestCalibrationRows -v): kernels with
+// the structure of the measured TTNN ones, built in test code with the
+// kernel-IR builders, against the measured rows (mesh 1x2, batch 1):
+//
+//	measured row                                   predicted   measured
+//	GDN in-projection, bfp8_b, 44 cores            108.1 us    117.6 us
+//	GDN out-projection, bfp8_b, 33 cores            49.0 us     49.1 us
+//	MLP gate, bfp4_b, 44 cores                      92.3 us     94.7 us
+//	MLP up, bfp4_b, 44 cores                        92.3 us     90.5 us
+//	MLP down, bfp8_b, 33 cores                     128.2 us    122.2 us
+//	all-reduce (tcc's kernel, 2 cards)              22.1 us     22.3 us
+//	small programs, mean                             3.4 us      3.38 us
+//
+// Ethernet (go test ./sim/timing -run TestEthFit -v): a transmit command of
+// s bytes holds the link's TX queue for eth_command + s / eth_link = 69.5
+// cycles + s / 17.6 B/cycle, and lands eth_latency = 533 cycles (395 ns)
+// later. Streams of one-command sends on two cards (tolerance 10%):
+//
+//	measured row                                   predicted   measured
+//	erisc raw bandwidth, 16 B commands             0.31 GB/s   0.28 GB/s
+//	erisc raw bandwidth, 256 B commands            4.10 GB/s   4.39 GB/s
+//	erisc raw bandwidth, 1 KB commands             10.80 GB/s  11.74 GB/s
+//	fabric, 4 KB packets                           18.25 GB/s  17.20 GB/s
+//	16 B round trip                                0.946 us    0.894 us
+//
+// What is not validated: no step of tcc's own kernels has been timed on a
+// card, so a whole-step prediction (tcc perf) is the sum of per-program
+// predictions of kernels the rows above only resemble, plus the measured
+// launch gap.
+//
+// # Math fidelity
+//
+// Math fidelity gives HiFi4's products everywhere by default; any op can
+// carry a fidelity attribute (LoFi, HiFi2, HiFi3, HiFi4) that the lowering
+// and the reference both honour (ir.OpFidelity). Without one, the matmul
+// family (ops whose only FPU multiplies are activation x weight) runs at the
+// cheapest fidelity exact for its weights' format (ir.ExactMatmulFidelity):
+// weights feed SrcA, whose 5-bit multiplier slices are the hidden bit + top
+// 4 mantissa bits (phases 0, 2) and the next 5 bits (phases 1, 3); fp32
+// (read as tf32), bf16 and bfp8_b weights need HiFi4, bfp4_b weights (at
+// most 2 mantissa bits) are exact at HiFi3. "Exact" is bit-identical to
+// HiFi4 in the simulator's datapath on random tiles (ir/numerics
+// TestExactMatmulFidelity); a dot product whose terms cancel to below about
+// 2^-12 of the largest can differ (TestExactMatmulFidelityCancellation),
+// and the reference uses the same policy, so the device still matches it bit
+// for bit. LoFi for bfp4_b and HiFi2 for bfp8_b decode matmuls would save
+// about 0.3 ms of the 27B step (the matmuls are DRAM-bound) but fail the
+// same-formats checks, so it is not the default.
 package timing

@@ -2,7 +2,6 @@ package timing
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // JSON is the report as indented JSON with a trailing newline.
@@ -23,32 +20,21 @@ func (r *Report) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// CSVHeader are the columns of WriteCSV: tt-metal's ops_perf_results
-// names where one applies, then tcc's own.
-var CSVHeader = []string{"OP CODE", "OP TYPE", "GLOBAL CALL COUNT", "DEVICE ID", "CORE COUNT", "MATH FIDELITY",
-	"DEVICE KERNEL DURATION [ns]", "INPUTS", "OUTPUTS", "LAYER", "REGION", "PROGRAM HASH", "BYTES READ", "BYTES WRITTEN",
-	"CRITICAL THREAD", "WAITS ON"}
-
-// WriteCSV writes one row per program per device.
-func (r *Report) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
-		return err
-	}
-	for _, p := range r.Programs {
-		row := []string{p.Op, "tt_dnn_device", strconv.Itoa(p.Index), strconv.Itoa(p.Device), strconv.Itoa(p.Cores), p.MathFidelity,
-			strconv.FormatInt(int64(p.US*1000+0.5), 10), p.Inputs, p.Outputs, strconv.Itoa(p.Layer), p.Region, p.Signature,
-			strconv.FormatInt(p.BytesRead, 10), strconv.FormatInt(p.BytesWritten, 10), p.CriticalThread, p.WaitsOn}
-		if err := cw.Write(row); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
+// TableOptions choose what WriteTableOpts prints: the per-layer table
+// (PerLayer), with the layers whose rows are identical (kind, programs,
+// time to 0.1 us) grouped into one row (Collapse).
+type TableOptions struct {
+	PerLayer, Collapse bool
 }
 
 // WriteTable writes the per-kind and per-layer tables and the step summary.
 func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
+	return r.WriteTableOpts(w, TableOptions{PerLayer: perLayer})
+}
+
+// WriteTableOpts writes the per-kind table, the per-layer table as o
+// says, and the step summary.
+func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
 		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
@@ -68,7 +54,26 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if perLayer {
+	if o.PerLayer && o.Collapse {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "layers\tkind\tprograms\tus each\tus total\t")
+		for _, g := range r.layerGroups() {
+			l := r.Layers[g[0]]
+			label := "-"
+			if l.Index >= 0 {
+				idx := make([]int, len(g))
+				for i, j := range g {
+					idx[i] = r.Layers[j].Index
+				}
+				label = LayerSet(idx)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t\n", label, l.Kind, l.Programs, l.US, l.US*float64(len(g)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else if o.PerLayer {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "layer\tkind\tprograms\tus\t")
@@ -86,6 +91,84 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
 	fmt.Fprintf(w, "DRAM floor: %.1f us physical (%.2f GB per device at 512 GB/s), %.1f us at the model's best stream; step/floor = %.2f physical, %.2f stream\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.StreamFloorUS, r.Ratio, r.StreamRatio)
 	return nil
+}
+
+// layerGroups groups r.Layers (by position) whose rows print the same
+// (index aside): kind, programs and time to 0.1 us; sections that are not
+// layers (index -1) each stay alone. Groups are in order of their first row.
+func (r *Report) layerGroups() [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for i, l := range r.Layers {
+		if l.Index < 0 {
+			groups = append(groups, []int{i})
+			continue
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%.1f", l.Kind, l.Programs, l.US)
+		if g, ok := at[key]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		at[key] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// LayerSet names a set of layer indices (ascending) in a few characters:
+// "5", "4-6" (a run), "3-59 every 4th" (a progression), "1-2,4-6,8" (a few
+// runs), else "47 of 1-62".
+func LayerSet(idx []int) string {
+	n := len(idx)
+	switch {
+	case n == 0:
+		return ""
+	case n == 1:
+		return strconv.Itoa(idx[0])
+	case idx[n-1]-idx[0] == n-1:
+		return fmt.Sprintf("%d-%d", idx[0], idx[n-1])
+	}
+	if step := idx[1] - idx[0]; n >= 3 {
+		ap := true
+		for i := 2; i < n; i++ {
+			ap = ap && idx[i]-idx[i-1] == step
+		}
+		if ap {
+			return fmt.Sprintf("%d-%d every %s", idx[0], idx[n-1], ordinal(step))
+		}
+	}
+	var runs []string
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if j == i {
+			runs = append(runs, strconv.Itoa(idx[i]))
+		} else {
+			runs = append(runs, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		}
+		i = j + 1
+	}
+	if s := strings.Join(runs, ","); len(s) <= 16 {
+		return s
+	}
+	return fmt.Sprintf("%d of %d-%d", n, idx[0], idx[n-1])
+}
+
+// ordinal is "2nd", "3rd", "4th", ...
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
 
 // positionText is the header's position: " at position P (of --max-seq
@@ -195,30 +278,65 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// Trace is one step as Chrome / Perfetto trace-event JSON: a process per
-// device, a track for programs and one per kernel role (reader, compute,
-// writer), a slice per program and per role's latest thread.
+// Trace is one step as Chrome / Perfetto trace-event JSON, laid out like
+// tt-metal's device profiler: a process per device; in it a track of the
+// programs and a track per RISC and core group: each kernel of a program
+// runs one RISC class (writers BRISC, readers NCRISC, compute TRISC0-2,
+// ethernet kernels ERISC) on one group of cores, named by the kernel
+// (reader, gate_reader, tail_writer, ...). A track holds a slice per
+// program for the group's latest thread: from the program's start to its
+// finish, with the core it ran on and what it waited on longest. Tracks
+// are ordered programs, BRISC, NCRISC, TRISC, ERISC, then by first use.
 func (r *Report) Trace() ([]byte, error) {
 	var evs []traceEvent
-	devs := map[int]bool{}
-	roleTID := func(role kir.Role) int { return 1 + int(role) }
+	type track struct {
+		risc, kernel string
+	}
+	rank := map[string]int{"BRISC": 0, "NCRISC": 1, "TRISC": 2, "ERISC": 3}
+	tids := map[int]map[track]int{} // per device
+	var order []track
+	seen := map[track]bool{}
 	for _, p := range r.Programs {
-		if !devs[p.Device] {
-			devs[p.Device] = true
+		for _, t := range p.Threads {
+			k := track{riscOf(t), t.Kernel}
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, k)
+			}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return rank[order[i].risc] < rank[order[j].risc] })
+	tidOf := map[track]int{}
+	for i, k := range order {
+		tidOf[k] = i + 1
+	}
+	for _, p := range r.Programs {
+		if tids[p.Device] == nil {
+			tids[p.Device] = map[track]int{}
 			evs = append(evs, traceEvent{Name: "process_name", Ph: "M", PID: p.Device, Args: map[string]any{"name": fmt.Sprintf("device %d", p.Device)}})
 			evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: 0, Args: map[string]any{"name": "programs"}})
-			for _, role := range []kir.Role{kir.RoleReader, kir.RoleCompute, kir.RoleWriter} {
-				evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: roleTID(role), Args: map[string]any{"name": role.String() + " kernels"}})
-			}
 		}
 		evs = append(evs, traceEvent{Name: p.Op, Cat: "program", Ph: "X", TS: p.StartUS, Dur: p.US, PID: p.Device, TID: 0,
 			Args: map[string]any{"layer": p.Layer, "cores": p.Cores, "bytes_read": p.BytesRead, "critical": p.CriticalThread, "waits_on": p.WaitsOn}})
 		threads := append([]ThreadTime(nil), p.Threads...)
-		sort.Slice(threads, func(i, j int) bool { return threads[i].Role < threads[j].Role })
+		sort.SliceStable(threads, func(i, j int) bool {
+			return tidOf[track{riscOf(threads[i]), threads[i].Kernel}] < tidOf[track{riscOf(threads[j]), threads[j].Kernel}]
+		})
 		for _, t := range threads {
+			k := track{riscOf(t), t.Kernel}
+			tid := tidOf[k]
+			if _, ok := tids[p.Device][k]; !ok {
+				tids[p.Device][k] = tid
+				name := k.risc
+				if name == "TRISC" {
+					name = "TRISC0-2"
+				}
+				evs = append(evs, traceEvent{Name: "thread_name", Ph: "M", PID: p.Device, TID: tid, Args: map[string]any{"name": name + " " + k.kernel}})
+				evs = append(evs, traceEvent{Name: "thread_sort_index", Ph: "M", PID: p.Device, TID: tid, Args: map[string]any{"sort_index": tid}})
+			}
 			w, us := t.TopWait()
-			evs = append(evs, traceEvent{Name: t.Kernel, Cat: "thread", Ph: "X", TS: p.StartUS, Dur: t.FinishUS, PID: p.Device, TID: roleTID(t.Role),
-				Args: map[string]any{"core": t.Core.String(), "waits_on": w, "wait_us": round3(us)}})
+			evs = append(evs, traceEvent{Name: p.Op, Cat: k.risc, Ph: "X", TS: p.StartUS, Dur: t.FinishUS, PID: p.Device, TID: tid,
+				Args: map[string]any{"kernel": t.Kernel, "core": t.Core.String(), "waits_on": w, "wait_us": round3(us)}})
 		}
 	}
 	var buf bytes.Buffer

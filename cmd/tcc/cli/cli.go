@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tcc-dev/tcc/codegen"
-	"github.com/tcc-dev/tcc/codegen/target"
 
 	"github.com/tcc-dev/tcc/passes/external"
 
@@ -37,6 +35,10 @@ func Main() int {
 		fmt.Fprintln(os.Stderr, "tcc:", err)
 		return 1
 	} else if len(flags.Rules) > 0 {
+		if err := rulesApply(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tcc:", err)
+			return 1
+		}
 		err := external.Reexec(flags, os.Args[1:])
 		var ee *external.ExitError
 		switch {
@@ -77,13 +79,50 @@ Start with:
   tcc build tiny-mlp -o out/tiny-mlp`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       codegen.Version + " (targets " + target.TTMetalRelease + ")",
+		Version:       versionLine(),
 	}
-	root.PersistentFlags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example). A rule package is code that runs with your privileges: load only what you trust")
-	root.PersistentFlags().Duration("rules-timeout", external.DefaultTimeout, "with --rules: kill the rule driver (and fail) if the command runs longer than this (0 = no limit); it is also stopped when tcc is interrupted or killed")
-	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd(), newWeightsCmd(), newDevicesCmd(), newCheckCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.SetUsageTemplate(wrappedUsage(root.UsageTemplate()))
+	root.AddCommand(newBuildCmd(), newRunCmd(), newReportCmd(), newIRCmd(), newPassesCmd(), newGenGoCmd(), newPerfCmd(), newWeightsCmd(), newDevicesCmd(), newCheckCmd(), newVersionCmd())
+	addRulesFlags(root)
 	addCompletions(root)
 	return root
+}
+
+// rulesCommands are the commands that run the pass pipeline, so that
+// fusion rules linked in with --rules change what they do: only they
+// take --rules and --rules-timeout.
+var rulesCommands = []string{"build", "run", "report ops", "ir", "passes", "perf", "check", "weights convert", "gen-go"}
+
+// addRulesFlags gives the commands of rulesCommands --rules and
+// --rules-timeout. Main acts on both before cobra parses anything (they
+// choose the binary that runs the command); cobra sees them only for
+// --help and completion.
+func addRulesFlags(root *cobra.Command) {
+	for _, path := range rulesCommands {
+		c, _, err := root.Find(strings.Fields(path))
+		if err != nil || c == root {
+			panic("rulesCommands: no command " + path)
+		}
+		c.Flags().StringSlice("rules", nil, "Go packages of extra fusion rules to link in (each declares func Rules() []*rewrite.Rule; see passes/external/example). A rule package is code that runs with your privileges: load only what you trust")
+		c.Flags().Duration("rules-timeout", external.DefaultTimeout, "with --rules: kill the rule driver (and fail) if the command runs longer than this (0 = no limit); it is also stopped when tcc is interrupted or killed")
+	}
+}
+
+// rulesApply refuses --rules on a command that runs no pass (tcc devices,
+// tcc weights inspect, ...), where the rules could change nothing.
+func rulesApply(args []string) error {
+	_, rest, err := external.SplitFlags(args)
+	if err != nil {
+		return err
+	}
+	root := NewRoot()
+	c, _, err := root.Find(rest)
+	if err != nil || c == root || c.Flags().Lookup("rules") != nil {
+		return nil // cobra reports a bad command; no command: tcc --rules P alone
+	}
+	return fmt.Errorf("--rules: %s runs no pass, so fusion rules change nothing; --rules applies to tcc %s", c.CommandPath(), strings.Join(rulesCommands[:len(rulesCommands)-1], ", tcc "))
 }
 
 // notStdout refuses "-" as an output path: the command writes what (a

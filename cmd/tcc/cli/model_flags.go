@@ -142,7 +142,7 @@ func (mf *modelFlags) checkStage() error {
 // graphFor builds the named model's graph at the requested stage and returns
 // it with the pipeline result (nil for the unfused stage).
 func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Result, error) {
-	m, err := models.Lookup(name)
+	m, err := lookupModel(name)
 	if err != nil {
 		return nil, nil, nil, err
 	}

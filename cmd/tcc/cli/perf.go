@@ -20,7 +20,7 @@ import (
 
 func newPerfCmd() *cobra.Command {
 	var format, trace, threads string
-	var params bool
+	var params, collapse bool
 	var position int
 	cmd := &cobra.Command{
 		Use:   "perf MODEL",
@@ -34,7 +34,7 @@ and the launch gap. Layers that differ only in addresses are simulated once.
 
   tcc perf qwen27b --mesh 1x2 --stage fused
   tcc perf qwen27b --mesh 1x2 --stage unfused --format json
-  tcc perf qwen27b --mesh 1x2 --format csv > perf.csv      # joins with ops_perf_results
+  tcc perf qwen27b --mesh 1x2 --format csv > perf.csv      # tt-metal's ops_perf_results columns
   tcc perf qwen27b --mesh 1x2 --trace step.json           # open in ui.perfetto.dev
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
@@ -56,7 +56,15 @@ not fit is refused before it is compiled (rule dram-capacity), saying what fits.
 position and last_position (-1 for a model without one), max_seq, devices,
 step_us (slowest device), floor_us (bytes each device must stream / 512 GB/s),
 floor_bytes, memory {weights, kv, state, other, total, capacity, free} (bytes per
-device), launch_us_total, kinds[] and programs[].`,
+device), launch_us_total, kinds[] and programs[].
+
+--format csv writes tt-metal's device profiler report (ops_perf_results, its
+Blackhole column set and value forms: GLOBAL CALL COUNT as op id << 10 | device,
+MATH FIDELITY as HiFi4, tensors as INPUT_n_{W,Z,Y,X}_PAD[LOGICAL], _LAYOUT,
+_DATATYPE, _MEMORY, OP TO OP LATENCY, per-RISC kernel durations, PM IDEAL,
+DEVICE ARCH), one row per program per device, so tt-perf-report reads it and a
+measured CSV joins with it; tcc's columns follow (TCC LAYER, ...). The forms
+are listed in package sim/timing (output_csv.go).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if params {
 				return cobra.NoArgs(cmd, args)
@@ -69,6 +77,7 @@ device), launch_us_total, kinds[] and programs[].`,
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
+	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
@@ -120,7 +129,7 @@ device), launch_us_total, kinds[] and programs[].`,
 		case "csv":
 			return rep.WriteCSV(out)
 		}
-		return rep.WriteTable(out, true)
+		return rep.WriteTableOpts(out, timing.TableOptions{PerLayer: true, Collapse: collapseOn(cmd, collapse)})
 	}
 	return cmd
 }

@@ -27,7 +27,7 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	var format string
-	var compare bool
+	var compare, collapse bool
 	ops := &cobra.Command{
 		Use:   "ops MODEL",
 		Short: "Count device programs per decoder layer (per device, per decode step)",
@@ -47,6 +47,7 @@ ops and by_op.`,
 	mf := addModelFlags(ops, "unfused")
 	ops.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	ops.Flags().BoolVar(&compare, "compare", false, "count the graph unfused and fused and print both per layer side by side (with --disable, the fused side without those rules or passes)")
+	addCollapseFlag(ops, &collapse)
 	ops.RunE = func(cmd *cobra.Command, args []string) error {
 		if compare {
 			if mf.flags.Changed("stage") {
@@ -61,6 +62,9 @@ ops and by_op.`,
 		rep, err := opReport(args[0], m, mf, g, res)
 		if err != nil {
 			return err
+		}
+		if format == "table" && collapseOn(cmd, collapse) {
+			return writeOpsCollapsed(cmd.OutOrStdout(), rep)
 		}
 		return rep.Write(cmd.OutOrStdout(), format)
 	}

@@ -89,7 +89,7 @@ with status 2 when a threshold is missed.
 	fs.Float64Var(&rf.programThreshold, "program-threshold", 0.99999, "minimum PCC of each program's results against the same-formats reference fed the program's own operands")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
-	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a cache from `tcc weights convert` (checked against this build) or a checkpoint directory (converted in memory); without --config the model config is the one in it (config.json)")
+	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a `DIR` holding a cache from tcc weights convert (checked against this build) or a checkpoint (converted in memory); without --config the model config is the one in it (config.json)")
 	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

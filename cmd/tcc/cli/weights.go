@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,48 +38,142 @@ turn them into device-ready weights for a build.
 }
 
 func newWeightsInspectCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "List a checkpoint's tensors: dtype, shape, bytes, shard and quantisation",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := checkpoint.Open(args[0])
+		Long: `List the tensors of the checkpoint in DIR (safetensors, sharded or not): name,
+dtype, shape, size and the file holding it, then the totals per dtype, and
+the quantization_config of its config.json (method, format, block or group
+size, and how many modules it leaves unquantised: --format json lists them).
+
+--format json prints {dir, files[], quantization {method, fmt, format,
+weight_block_size, group_size, ignore[]} (null: none), tensors[] {name, dtype,
+shape, bytes, file}, bytes, bytes_by_dtype}; sizes are bytes.
+
+  tcc weights inspect DIR
+  tcc weights inspect DIR --format json | jq '.tensors[] | select(.dtype == "F8_E4M3") | .name'`,
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if format != "table" && format != "json" {
+			return fmt.Errorf("unknown --format %q (want table or json)", format)
+		}
+		src, err := checkpoint.Open(args[0])
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		in := inspectCheckpoint(args[0], src)
+		w := cmd.OutOrStdout()
+		if format == "json" {
+			b, err := json.MarshalIndent(in, "", "  ")
 			if err != nil {
 				return err
 			}
-			defer src.Close()
-			w := cmd.OutOrStdout()
-			q := src.Quant
-			switch {
-			case q == nil:
-				fmt.Fprintf(w, "quantization: none\n")
-			case q.Method == "fp8":
-				fmt.Fprintf(w, "quantization: fp8 %s, weight_block_size %v, ignore %v\n", q.Fmt, q.BlockSize, q.Ignore)
-			default:
-				fmt.Fprintf(w, "quantization: %s %s, group size %d, ignore %v\n", q.Method, q.Format, q.GroupSize, q.Ignore)
-			}
-			var total int64
-			names := src.Ckpt.Names()
-			byDType := map[safetensors.DType]int64{}
-			for _, n := range names {
-				t, file, _ := src.Ckpt.Info(n)
-				b := t.End - t.Begin
-				total += b
-				byDType[t.DType] += b
-				fmt.Fprintf(w, "%-70s %-8s %-16s %12d  %s\n", n, t.DType, fmt.Sprint(t.Shape), b, filepath.Base(file))
-			}
-			var dts []string
-			for d, b := range byDType {
-				dts = append(dts, fmt.Sprintf("%s %s", d, mb(b)))
-			}
-			sort.Strings(dts)
-			fmt.Fprintf(w, "%d tensors in %d files, %s (%s)\n", len(names), len(src.Ckpt.Shards), mb(total), strings.Join(dts, ", "))
-			return nil
-		},
+			_, err = w.Write(append(b, '\n'))
+			return err
+		}
+		return in.writeTable(w)
+	}
+	return cmd
+}
+
+// inspection is what tcc weights inspect prints (--format json as is).
+type inspection struct {
+	Dir          string           `json:"dir"`
+	Files        []string         `json:"files"`
+	Quantization *inspectQuant    `json:"quantization"`
+	Tensors      []inspectTensor  `json:"tensors"`
+	Bytes        int64            `json:"bytes"`
+	BytesByDType map[string]int64 `json:"bytes_by_dtype"`
+}
+
+type inspectQuant struct {
+	Method    string   `json:"method"`
+	Fmt       string   `json:"fmt,omitempty"`
+	Format    string   `json:"format,omitempty"`
+	BlockSize []int    `json:"weight_block_size,omitempty"`
+	GroupSize int      `json:"group_size,omitempty"`
+	Ignore    []string `json:"ignore"`
+}
+
+type inspectTensor struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Shape []int  `json:"shape"`
+	Bytes int64  `json:"bytes"`
+	File  string `json:"file"`
+}
+
+func inspectCheckpoint(dir string, src *checkpoint.Source) *inspection {
+	in := &inspection{Dir: dir, Files: []string{}, Tensors: []inspectTensor{}, BytesByDType: map[string]int64{}}
+	for _, sh := range src.Ckpt.Shards {
+		in.Files = append(in.Files, filepath.Base(sh.Path))
+	}
+	if q := src.Quant; q != nil {
+		in.Quantization = &inspectQuant{Method: q.Method, Fmt: q.Fmt, Format: q.Format, BlockSize: q.BlockSize, GroupSize: q.GroupSize, Ignore: append([]string{}, q.Ignore...)}
+	}
+	for _, n := range src.Ckpt.Names() {
+		t, file, _ := src.Ckpt.Info(n)
+		b := t.End - t.Begin
+		in.Bytes += b
+		in.BytesByDType[string(t.DType)] += b
+		in.Tensors = append(in.Tensors, inspectTensor{Name: n, DType: string(t.DType), Shape: append([]int{}, t.Shape...), Bytes: b, File: filepath.Base(file)})
+	}
+	return in
+}
+
+// writeTable prints the quantisation (the ignore list as a count and its
+// first names), one row per tensor with a human size, and the totals.
+func (in *inspection) writeTable(w io.Writer) error {
+	if q := in.Quantization; q == nil {
+		fmt.Fprintf(w, "quantization: none\n")
+	} else {
+		what := fmt.Sprintf("%s %s, group size %d", q.Method, q.Format, q.GroupSize)
+		if q.Method == "fp8" {
+			what = fmt.Sprintf("fp8 %s, weight_block_size %v", q.Fmt, q.BlockSize)
+		}
+		fmt.Fprintf(w, "quantization: %s, %s\n", what, ignoreSummary(q.Ignore))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "tensor\tdtype\tshape\tsize\tfile")
+	for _, t := range in.Tensors {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.DType, fmt.Sprint(t.Shape), size(t.Bytes), t.File)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var dts []string
+	for d, b := range in.BytesByDType {
+		dts = append(dts, fmt.Sprintf("%s %s", d, size(b)))
+	}
+	sort.Strings(dts)
+	fmt.Fprintf(w, "%d tensors in %d files, %s (%s)\n", len(in.Tensors), len(in.Files), size(in.Bytes), strings.Join(dts, ", "))
+	return nil
+}
+
+// ignoreSummary is "N modules left unquantised (first, second, ...)",
+// at most three names.
+func ignoreSummary(ignore []string) string {
+	switch n := len(ignore); {
+	case n == 0:
+		return "no modules left unquantised"
+	case n <= 3:
+		return fmt.Sprintf("%d left unquantised (%s)", n, strings.Join(ignore, ", "))
+	default:
+		return fmt.Sprintf("%d modules left unquantised (%s, ... ; --format json lists them)", n, strings.Join(ignore[:3], ", "))
 	}
 }
 
-func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+// size is n bytes for a reader: "512 B", else KiB, MiB or GiB (codegen.Size).
+func size(n int64) string {
+	if max(n, -n) < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return codegen.Size(n)
+}
 
 func newWeightsDequantCmd() *cobra.Command {
 	var out string
@@ -107,6 +203,9 @@ tensors of their HF shape to one safetensors file, written atomically.`,
 		for _, n := range args[1:] {
 			data, shape, err := src.Float32(n)
 			if err != nil {
+				if !src.Ckpt.Has(n) && strings.Contains(err.Error(), "missing tensor") {
+					return fmt.Errorf("%w%s (tcc weights inspect %s lists them)", err, didYouMean(n, weightNames(src)), args[0])
+				}
 				return err
 			}
 			b, _ := safetensors.FromFloat32(safetensors.F32, data)
@@ -119,10 +218,24 @@ tensors of their HF shape to one safetensors file, written atomically.`,
 		if err := codegen.WriteFileAtomic(out, enc); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d tensors dequantised to float32 -> %s (%s)\n", len(ts), out, mb(int64(len(enc))))
+		fmt.Fprintf(cmd.OutOrStdout(), "%d tensors dequantised to float32 -> %s (%s)\n", len(ts), out, size(int64(len(enc))))
 		return nil
 	}
 	return cmd
+}
+
+// weightNames are the names dequant accepts: the checkpoint's tensors,
+// with an NVFP4 weight's parts (NAME_packed, NAME_scale, ...) named by
+// their weight (NAME).
+func weightNames(src *checkpoint.Source) []string {
+	var out []string
+	for _, n := range src.Ckpt.Names() {
+		if base, ok := strings.CutSuffix(n, ".weight_packed"); ok {
+			n = base + ".weight"
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func newWeightsConvertCmd() *cobra.Command {
@@ -201,11 +314,11 @@ element; --allow-nonfinite converts such values as they are.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date: %d weight buffers on %d devices (inputs unchanged)\n", out, len(man.Tensors), man.Devices)
 			return nil
 		}
-		var size int64
+		var bytes int64
 		for _, e := range man.Tensors {
-			size += e.Size * int64(man.Devices)
+			bytes += e.Size * int64(man.Devices)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d weight buffers, %s on %d devices -> %s (%.1fs)\n", model, len(man.Tensors), mb(size), man.Devices, out, time.Since(start).Seconds())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d weight buffers, %s on %d devices -> %s (%.1fs)\n", model, len(man.Tensors), size(bytes), man.Devices, out, time.Since(start).Seconds())
 		return nil
 	}
 	return cmd
@@ -231,22 +344,19 @@ func contractFor(mf *modelFlags, model string) (*codegen.ProgramsFile, error) {
 	return checkpoint.Programs(model, b, info)
 }
 
-// progress renders conversion progress: a redrawn bar on a terminal,
-// one line per buffer otherwise.
+// progress renders conversion progress: a bar redrawn to the terminal's
+// width on a terminal, one line per buffer otherwise.
 type progress struct {
 	w     io.Writer
 	tty   bool
+	width int // the terminal's columns (0: unknown, a 30-column bar)
 	start time.Time
 	drawn bool
 }
 
 func newProgress(w io.Writer) *progress {
 	p := &progress{w: w, start: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
+	p.tty, p.width = terminal(w)
 	return p
 }
 
@@ -264,13 +374,18 @@ func (p *progress) report(e checkpoint.Progress) {
 		eta = (time.Duration(float64(e.Bytes-e.BytesDone)/rate) * time.Second).Round(time.Second).String()
 	}
 	if p.tty {
-		const width = 30
+		text := fmt.Sprintf(" %d/%d tensors  %s/%s  %s/s  ETA %s", e.TensorsDone, e.Tensors, size(e.BytesDone), size(e.Bytes), size(int64(rate)), eta)
+		// The bar takes what the text leaves of the line (10..60 columns),
+		// so the line never wraps and \r redraws it in place.
+		width := 30
+		if p.width > 0 {
+			width = min(60, max(10, p.width-len(text)-3))
+		}
 		fill := 0
 		if e.Bytes > 0 {
-			fill = int(width * e.BytesDone / e.Bytes)
+			fill = int(int64(width) * e.BytesDone / e.Bytes)
 		}
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d tensors  %s/%s  %.1f MB/s  ETA %s   ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-			e.TensorsDone, e.Tensors, mb(e.BytesDone), mb(e.Bytes), rate/1e6, eta)
+		fmt.Fprintf(p.w, "\r[%s%s]%s\x1b[K", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), text)
 		p.drawn = true
 		return
 	}
@@ -278,7 +393,7 @@ func (p *progress) report(e checkpoint.Progress) {
 	if e.Skipped {
 		verb = "resumed"
 	}
-	fmt.Fprintf(p.w, "%s %d/%d %s (%s of %s, %.1f MB/s, ETA %s)\n", verb, e.TensorsDone, e.Tensors, e.Buffer, mb(e.BytesDone), mb(e.Bytes), rate/1e6, eta)
+	fmt.Fprintf(p.w, "%s %d/%d %s (%s of %s, %s/s, ETA %s)\n", verb, e.TensorsDone, e.Tensors, e.Buffer, size(e.BytesDone), size(e.Bytes), size(int64(rate)), eta)
 }
 
 func (p *progress) done() {

@@ -63,7 +63,7 @@ func TestWeightsNVFP4EndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("convert: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "converted 109/109") || !strings.Contains(out, "MB/s") || !strings.Contains(out, "skipping 32 checkpoint tensors") {
+	if !strings.Contains(out, "converted 109/109") || !strings.Contains(out, "B/s") || !strings.Contains(out, "skipping 32 checkpoint tensors") {
 		t.Errorf("convert progress lines missing:\n%.2000s", out)
 	}
 	out, err = runCLI(t, "weights", "convert", "--from", dir, "--mesh", "1x2", "-o", cache)
@@ -208,14 +208,42 @@ func TestWeightsErrors(t *testing.T) {
 	}
 }
 
+// TestProgressBarWidth: on a terminal the bar takes what the text leaves
+// of the terminal's width (10..60 columns), so the line never wraps; a
+// writer that is not a terminal is detected as such.
+func TestProgressBarWidth(t *testing.T) {
+	for _, cols := range []int{50, 80, 200} {
+		var b strings.Builder
+		p := &progress{w: &b, tty: true, width: cols, start: time.Now().Add(-time.Second)}
+		p.report(checkpoint.Progress{Buffer: "w", TensorsDone: 3, Tensors: 4, BytesDone: 3e6, Bytes: 4e6})
+		line := strings.TrimSuffix(strings.TrimPrefix(b.String(), "\r"), "\x1b[K")
+		bar := line[1:strings.Index(line, "]")]
+		if len(line) > max(cols, 10+len(line)-len(bar)) || len(bar) < 10 || len(bar) > 60 {
+			t.Errorf("width %d: line of %d columns, bar of %d: %q", cols, len(line), len(bar), line)
+		}
+	}
+	if tty, _ := terminal(&strings.Builder{}); tty {
+		t.Error("a strings.Builder is not a terminal")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if tty, width := terminal(w); tty || width != 0 {
+		t.Errorf("a pipe: terminal %v, width %d", tty, width)
+	}
+}
+
 func TestProgressRendering(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		tty  bool
 		want []string
 	}{
-		{"terminal", true, []string{"\r[", "3/4 tensors", "MB/s", "ETA"}},
-		{"plain", false, []string{"converted 3/4 w (", "MB/s", "ETA", "\n"}},
+		{"terminal", true, []string{"\r[", "3/4 tensors", "MiB/s", "ETA"}},
+		{"plain", false, []string{"converted 3/4 w (", "MiB/s", "ETA", "\n"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
