@@ -146,7 +146,10 @@ func (pr *promptRun) describe() string {
 func (pr *promptRun) next(id int) (string, bool) {
 	pr.gen = append(pr.gen, id)
 	if pr.eos[id] {
-		pr.stopped, _ = pr.tok.Token(id)
+		var ok bool
+		if pr.stopped, ok = pr.tok.Token(id); !ok {
+			pr.stopped = fmt.Sprintf("id %d", id)
+		}
 		s := pr.stream.Flush()
 		pr.out.WriteString(s)
 		return s, true
