@@ -38,8 +38,11 @@ func TestScript(t *testing.T) {
 			env.Setenv("ROOT", root)
 			return nil
 		},
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"mkckpt": mkckpt},
 		RequireExplicitExec: true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"mkckpt":           mkckpt,
+			"synth-checkpoint": synthCheckpoint,
+		},
 		// [long] holds when the long checks run (TCC_LONG=1, ir/longtest):
 		// a script that runs the small model end to end starts with
 		// [!long] skip.
@@ -59,7 +62,24 @@ func mkckpt(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: mkckpt DIR bf16|fp8|nvfp4")
 	}
-	cfgPath := filepath.Join(ts.Getenv("ROOT"), "models/qwen27b/testdata/small.json")
+	writeCheckpoint(ts, filepath.Join(ts.Getenv("ROOT"), "models/qwen27b/testdata/small.json"), ts.MkAbs(args[0]), checkpoint.Form(args[1]), 2)
+}
+
+// synthCheckpoint is the scripts' command "synth-checkpoint CONFIG DIR":
+// qwen27b's random weights for the model config CONFIG (seed 11) written
+// as a one-shard bf16 checkpoint in DIR, with CONFIG as its config.json
+// (what the cli tests' synth does).
+func synthCheckpoint(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: synth-checkpoint CONFIG DIR")
+	}
+	writeCheckpoint(ts, ts.MkAbs(args[0]), ts.MkAbs(args[1]), checkpoint.FormBF16, 1)
+}
+
+// writeCheckpoint writes qwen27b's random weights (seed 11) for the config
+// at cfgPath as a checkpoint of form in dir, in shards files, with the
+// config as its config.json.
+func writeCheckpoint(ts *testscript.TestScript, cfgPath, dir string, form checkpoint.Form, shards int) {
 	m := qwen27b.Model{}
 	a, err := models.DefaultArgs(m, map[string]string{"config": cfgPath})
 	ts.Check(err)
@@ -67,5 +87,5 @@ func mkckpt(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	cfg, err := os.ReadFile(cfgPath)
 	ts.Check(err)
-	ts.Check(checkpoint.WriteSynthetic(ts.MkAbs(args[0]), cfg, checkpoint.Form(args[1]), hf, 2))
+	ts.Check(checkpoint.WriteSynthetic(dir, cfg, form, hf, shards))
 }

@@ -38,6 +38,11 @@ type runFlags struct {
 	weights          string
 	allowNF          bool
 	progress         io.Writer // estimates and progress of long steps (stderr)
+	// Text in, text out: the prompt (--prompt or --prompt-file; hasPrompt
+	// when either is given), --chat and --tokenizer.
+	prompt, promptFile, tokenizer string
+	hasPrompt, chat               bool
+	prefillSet                    bool // --prefill given
 }
 
 func newRunCmd() *cobra.Command {
@@ -74,8 +79,22 @@ stored) at --fp32-threshold, and, for information, with fp32 math on the
 unquantized weights (that gap is the weight formats', e.g. bfp4_b's). tcc exits
 with status 2 when a threshold is missed.
 
+With --prompt TEXT (or --prompt-file FILE) the run starts from the prompt,
+one user (--batch 1), tokenized with the checkpoint's tokenizer.json (in
+--weights DIR, or --tokenizer FILE; Hugging Face byte-level BPE, as Qwen
+ships it): the prompt runs through the prefill build, then greedy decode
+steps, and the generated text streams to stdout as the tokens come (every
+other line goes to stderr), up to --steps + 1 tokens (the prefill's next
+token and one per decode step), stopping at the end-of-sequence token
+(tokenizer_config.json's eos_token, generation_config.json's eos_token_id).
+--chat wraps the prompt in Qwen's ChatML template as one user turn ending
+in the assistant's (<|im_start|>user\n...<|im_end|>\n<|im_start|>assistant\n)
+and also stops at <|im_end|>. With --check the report stays on stdout, each
+step's token and text on its own line and the whole text at the end.
+
   tcc run tiny-mlp --backend sim --check
-  tcc run qwen27b --config models/qwen27b/testdata/small.json --mesh 1x2 --check --prefill 8 --steps 16`,
+  tcc run qwen27b --config models/qwen27b/testdata/small.json --mesh 1x2 --check --prefill 8 --steps 16
+  tcc run qwen27b --weights DIR --prompt "hello world" --steps 32`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
@@ -91,9 +110,16 @@ with status 2 when a threshold is missed.
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
 	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a `DIR` holding a cache from tcc weights convert (checked against this build) or a checkpoint (converted in memory); without --config the model config is the one in it (config.json)")
 	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
+	fs.StringVar(&rf.prompt, "prompt", "", "text to start from: tokenized with the tokenizer.json of --weights DIR (or --tokenizer), prefilled, then the generated text streams to stdout")
+	fs.StringVar(&rf.promptFile, "prompt-file", "", "like --prompt, the text read from a file")
+	fs.BoolVar(&rf.chat, "chat", false, "with --prompt: apply Qwen's ChatML chat template (one user turn, then the assistant's) and stop at <|im_end|>")
+	fs.StringVar(&rf.tokenizer, "tokenizer", "", "with --prompt: the tokenizer.json to use (default: the one in --weights DIR)")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		rf.progress = cmd.ErrOrStderr()
+		f := cmd.Flags()
+		rf.hasPrompt = f.Changed("prompt") || f.Changed("prompt-file")
+		rf.prefillSet = f.Changed("prefill")
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
 	return cmd
@@ -128,8 +154,19 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			return fmt.Errorf("%s %v: a PCC threshold must be in (0, 1]", th.flag, th.v)
 		}
 	}
+	if err := checkPromptFlags(rf); err != nil {
+		return err
+	}
 	if err := configFromWeights(rf.progress, mf, name, rf.weights); err != nil {
 		return err
+	}
+	var pr *promptRun
+	if rf.hasPrompt {
+		var err error
+		if pr, err = loadPrompt(rf); err != nil {
+			return err
+		}
+		rf.prefill = len(pr.ids)
 	}
 	m, decodeGraph, _, err := mf.graphFor(name)
 	if err != nil {
@@ -143,6 +180,21 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	if err != nil {
 		return err
 	}
+	vocab, err := runner.Vocab(args)
+	if err != nil {
+		return err
+	}
+	if pr != nil {
+		if _, ok := args["mode"]; !ok {
+			return fmt.Errorf("--prompt: model %s has no prefill graph to run a prompt through", name)
+		}
+		if err := pr.checkVocab(vocab); err != nil {
+			return err
+		}
+		if b := decodeGraph.Outputs[1].Type.Shape[0]; b != 1 {
+			return fmt.Errorf("--prompt feeds one user: run it with --batch 1 (not %d)", b)
+		}
+	}
 	if pl, ok := m.(interface {
 		PositionLimit(models.Args) (int, error)
 	}); ok {
@@ -150,7 +202,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if err != nil {
 			return err
 		}
-		if need := rf.prefill + rf.steps; need > limit {
+		if need := rf.prefill + rf.steps; need > limit && pr != nil {
+			return fmt.Errorf("the prompt's %d tokens + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
+		} else if need > limit {
 			return fmt.Errorf("--prefill %d + --steps %d need %d positions, but the KV cache holds %d (--max-seq %d); nothing was run", rf.prefill, rf.steps, need, limit, limit)
 		}
 	}
@@ -159,6 +213,12 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	}
 	if err := checkHostMemory(rf.progress, m, mf, decodeGraph, rf); err != nil {
 		return err
+	}
+	// info gets the lines about the run; with a prompt and no --check,
+	// stdout carries only the generated text.
+	info := w
+	if pr != nil && !rf.check {
+		info = rf.progress
 	}
 	mesh := decodeGraph.Mesh
 	dev, err := openMesh(rf, mesh)
@@ -206,7 +266,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if sg.exe, err = runtime.Load(dev, sg.build); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s %s: %d programs per device on %s, mesh %s\n", name, sg.name, len(sg.build.Programs), rf.backend, mesh)
+		fmt.Fprintf(info, "%s %s: %d programs per device on %s, mesh %s\n", name, sg.name, len(sg.build.Programs), rf.backend, mesh)
 	}
 
 	// Weights and initial state: the same numbers on the device and in both
@@ -221,7 +281,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if cache, err = loadWeights(rf.weights, name, m, mf, dg.build, rf.allowNF); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
+		fmt.Fprintf(info, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
 	}
 	byName := make([]map[string][]float32, len(envs))
 	for d, env := range envs {
@@ -264,18 +324,39 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		refState[i] = cloneNamed(byName)
 	}
 	batch := decodeGraph.Outputs[1].Type.Shape[0]
-	vocab, err := runner.Vocab(args)
-	if err != nil {
-		return err
-	}
 	// The users' first tokens (the prompt with --prefill), drawn from
-	// --seed: distinct per user, so a batch runs that many streams.
-	tokens := runTokens(rf.seed, batch, vocab, max(1, rf.prefill))
-	label := "start"
-	if rf.prefill > 0 {
-		label = "prompt"
+	// --seed: distinct per user, so a batch runs that many streams; or
+	// the --prompt's.
+	var tokens [][]int
+	if pr != nil {
+		tokens = [][]int{pr.ids}
+		fmt.Fprintf(info, "%-9s %s\n", "prompt", pr.describe())
+	} else {
+		tokens = runTokens(rf.seed, batch, vocab, max(1, rf.prefill))
+		label := "start"
+		if rf.prefill > 0 {
+			label = "prompt"
+		}
+		fmt.Fprintf(w, "%-9s tokens %v\n", label, tokens)
 	}
-	fmt.Fprintf(w, "%-9s tokens %v\n", label, tokens)
+	text := &streamWriter{w: w}
+	// eos is set when the prompt's run generates its end-of-sequence token.
+	eos := false
+	// generated takes a step's token when there is a prompt: the text it
+	// completes streams to stdout (without --check) or gets a line of the
+	// report.
+	generated := func(toks [][]int) {
+		if pr == nil {
+			return
+		}
+		s, stop := pr.next(toks[0][0])
+		eos = eos || stop
+		if !rf.check {
+			text.write(s)
+			return
+		}
+		fmt.Fprintf(w, "%-9s next token %d %q%s\n", "", toks[0][0], s, pr.tokenNote(toks[0][0]))
+	}
 	pos, failed := 0, 0
 	run := func(sg *stepGraph, step string, toks [][]int) ([][]int, error) {
 		ins, err := runner.StepInputs(sg.args, sg.graph, toks, pos)
@@ -322,7 +403,10 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		nextToks := lastTokens(next, batch)
 		if !rf.check {
-			fmt.Fprintf(w, "%-9s next tokens %v\n", step, nextToks)
+			if pr == nil {
+				fmt.Fprintf(w, "%-9s next tokens %v\n", step, nextToks)
+			}
+			generated(nextToks)
 			return nextToks, nil
 		}
 		line := fmt.Sprintf("%-9s", step)
@@ -387,6 +471,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		fmt.Fprintf(w, "%-9s %s\n", "", sc)
 		failed += len(sg.programs.fails())
 		fmt.Fprintf(w, "%-9s %s\n", "", sg.programs)
+		generated(nextToks)
 		return nextToks, nil
 	}
 	if rf.prefill > 0 {
@@ -395,7 +480,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		pos += rf.prefill
 	}
-	for s := 0; s < rf.steps; s++ {
+	for s := 0; s < rf.steps && !eos; s++ {
 		if tokens, err = run(dg, fmt.Sprintf("decode %d", s), tokens); err != nil {
 			return err
 		}
@@ -404,7 +489,17 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		pos++
 	}
-	if bad := reportChip(w, dev); bad > 0 && rf.check {
+	if pr != nil {
+		tail := pr.flush()
+		if rf.check {
+			fmt.Fprintf(w, "%-9s %q (%s)\n", "text", pr.out.String(), pr.stopReason(rf.steps))
+		} else {
+			text.write(tail)
+			text.end()
+			fmt.Fprintf(info, "tcc: %s\n", pr.stopReason(rf.steps))
+		}
+	}
+	if bad := reportChip(info, dev); bad > 0 && rf.check {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d chip launches differed from the simulator or failed", bad)}
 	}
 	if !rf.check {

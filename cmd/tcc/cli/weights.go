@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +19,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/models/safetensors"
+	"github.com/tcc-dev/tcc/models/tokenizer"
 )
 
 func newWeightsCmd() *cobra.Command {
@@ -250,7 +253,9 @@ declares from the checkpoint in DIR: dequantise, transpose, pad and cut per
 device as the buffer's source says, tilize and pack into the buffer's dtype
 with tt-metal's host packer. CACHE gets one file per device and manifest.json
 with sha256 checksums of the source tensors and results, and the model config
-the build used (config.json, which tcc run --weights CACHE builds with). An
+the build used (config.json, which tcc run --weights CACHE builds with) and
+the checkpoint's tokenizer files (tokenizer.json, tokenizer_config.json,
+generation_config.json: tcc run --weights CACHE --prompt reads them). An
 interrupted conversion resumes; an unchanged one is reused; a failed one
 leaves nothing. Over a complete cache that cannot be reused the new one is
 converted in .CACHE.staging beside it and swapped in when complete.
@@ -310,6 +315,9 @@ element; --allow-nonfinite converts such values as they are.`,
 		if err != nil {
 			return err
 		}
+		if err := copyTokenizer(from, out); err != nil {
+			return err
+		}
 		if reused {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date: %d weight buffers on %d devices (inputs unchanged)\n", out, len(man.Tensors), man.Devices)
 			return nil
@@ -325,6 +333,24 @@ element; --allow-nonfinite converts such values as they are.`,
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// copyTokenizer copies the tokenizer files of checkpoint dir from into
+// cache out (those it has), so that --prompt runs on the cache.
+func copyTokenizer(from, out string) error {
+	for _, f := range []string{tokenizer.File, tokenizer.ConfigFile, tokenizer.GenerationConfigFile} {
+		data, err := os.ReadFile(filepath.Join(from, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := codegen.WriteFileAtomic(filepath.Join(out, f), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // contractFor builds model with mf's flags (the pipeline stage included)
 // and returns its programs.json weight contract.

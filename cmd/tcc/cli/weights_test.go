@@ -18,11 +18,24 @@ import (
 const smallCfg = "../../../models/qwen27b/testdata/small.json"
 
 // synth writes the small qwen27b config's random weights as a 2-shard
-// checkpoint of form into a temporary directory.
+// checkpoint of form into a temporary directory, with the synthetic
+// tokenizer.
 func synth(t *testing.T, form checkpoint.Form) string {
 	t.Helper()
+	return synthFor(t, smallCfg, form)
+}
+
+// synthTokenizer is a small Qwen-style tokenizer (its ids fit the small
+// configs' vocab of 2048) and its tokenizer_config.json.
+const synthTokenizer = "../../../models/tokenizer/testdata/qwen-synth"
+
+// synthFor writes the random weights of qwen27b with model config cfgPath
+// as a 2-shard checkpoint of form, with the synthetic tokenizer's
+// tokenizer.json and tokenizer_config.json.
+func synthFor(t *testing.T, cfgPath string, form checkpoint.Form) string {
+	t.Helper()
 	m := qwen27b.Model{}
-	args, err := models.DefaultArgs(m, map[string]string{"config": smallCfg})
+	args, err := models.DefaultArgs(m, map[string]string{"config": cfgPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +43,15 @@ func synth(t *testing.T, form checkpoint.Form) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile(smallCfg)
+	cfg, err := os.ReadFile(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), string(form))
 	if err := checkpoint.WriteSynthetic(dir, cfg, form, hf, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyTokenizer(synthTokenizer, dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -69,6 +85,12 @@ func TestWeightsNVFP4EndToEnd(t *testing.T) {
 	out, err = runCLI(t, "weights", "convert", "--from", dir, "--mesh", "1x2", "-o", cache)
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Errorf("second convert: %v, want up to date:\n%s", err, out)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		if b, err := os.ReadFile(filepath.Join(cache, f)); err != nil || len(a) == 0 || string(a) != string(b) {
+			t.Errorf("the cache's %s is not the checkpoint's: %v", f, err)
+		}
 	}
 	out, err = runCLI(t, "run", "qwen27b", "--config", smallCfg, "--mesh", "1x2", "--weights", cache, "--check", "--steps", "2")
 	if err != nil {
