@@ -126,6 +126,9 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
 		}
 	}
+	if !prefill {
+		return flashDecode(s, ctx)
+	}
 	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
 	s.split = 1
 	for n := Dt; !prefill && n > 1 && s.split == 1; n-- {
@@ -192,24 +195,10 @@ func (s *gatedSDPA) planCBs() error {
 // K tiles of each cache tile, then per D tile the V tiles and the gate.
 func (s *gatedSDPA) reader() error {
 	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
-	rd := newReader(s.p, s.rs)
-	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), s.bind(rd, "gate_addr", s.gate)
-	if s.err != nil {
-		return s.err
-	}
-	s.rd = rd
-	seg, rows := blocks.SegFor(d.D), blocks.ImageOf(ir.Shape{d.G, d.D})
-	if s.prefill {
-		rows = blocks.ImageOf(ir.Shape{d.S, d.D})
-	} else {
-		s.gq = &blocks.Gather{Out: rows, DType: s.q.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.qAcc, Image: blocks.ImageOf(s.q.Type.Shape)}}}
-	}
-	s.gg = &blocks.Gather{Out: rows, DType: s.gate.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.gAcc, Image: blocks.ImageOf(s.gate.Type.Shape)}}}
-	if err := s.gg.Check(); err != nil {
+	if err := s.readerSetup(); err != nil {
 		return err
 	}
-	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
-	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
+	rd := s.rd
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	s.readerConsts(b)
@@ -255,6 +244,33 @@ func (s *gatedSDPA) reader() error {
 	}
 	blocks.ReleaseScratchPages(b, s.consts, 3)
 	blocks.ReleaseScratch(b, s.cbPos)
+	return nil
+}
+
+// readerSetup adds the reader kernel (s.rd) with the operands' buffer
+// arguments and sets up the gathers of the query and gate rows (s.gq,
+// s.gg) and whether the decode group's rows are moved whole
+// (s.groupRows).
+func (s *gatedSDPA) readerSetup() error {
+	d, Dt := s.d, s.d.Dt
+	rd := newReader(s.p, s.rs)
+	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), s.bind(rd, "gate_addr", s.gate)
+	if s.err != nil {
+		return s.err
+	}
+	s.rd = rd
+	seg, rows := blocks.SegFor(d.D), blocks.ImageOf(ir.Shape{d.G, d.D})
+	if s.prefill {
+		rows = blocks.ImageOf(ir.Shape{d.S, d.D})
+	} else {
+		s.gq = &blocks.Gather{Out: rows, DType: s.q.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.qAcc, Image: blocks.ImageOf(s.q.Type.Shape)}}}
+	}
+	s.gg = &blocks.Gather{Out: rows, DType: s.gate.Type.DType, Seg: seg, Fill: true, Sources: []blocks.GatherSource{{Acc: s.gAcc, Image: blocks.ImageOf(s.gate.Type.Shape)}}}
+	if err := s.gg.Check(); err != nil {
+		return err
+	}
+	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
+	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
 	return nil
 }
 
@@ -533,31 +549,41 @@ func (s *gatedSDPA) writer() error {
 		})
 		return nil
 	}
-	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
 	otiles := blocks.ScratchPages(b, s.asm, d.G, "otiles")
-	blocks.FillWords(b, otiles, d.G*otb, 0)
-	otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
+	blocks.FillWords(b, otiles, d.G*s.out.Type.DType.TileBytes(), 0)
 	b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
 		head := b.Let("head", kir.Div(i, kir.Ci(s.split)))
 		dlo := b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(s.split)), kir.Ci(s.dc)))
-		u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
-		j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
-		first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
-		b.For("d", dlo, kir.Add(dlo, kir.Ci(s.dc)), func(dd kir.Var) {
-			src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
-			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-				blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
-			})
-			b.NoCAsyncReadBarrier()
-			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-				b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
-			})
-			b.NoCAsyncWriteBarrier()
-			b.CBPopFront(s.cbOut, kir.C(1))
-		})
+		s.writeDecodeTiles(b, oAcc, otiles, head, dlo, kir.Add(dlo, kir.Ci(s.dc)))
 	})
 	blocks.ReleaseScratchPages(b, s.asm, d.G)
 	return nil
+}
+
+// writeDecodeTiles emits the writes of decode item head's (b*Hkv + j)
+// result tiles d = dlo .. dhi-1 (one page of cbOut each): row g of a
+// result tile is row 0 of head j*G + g's output tile d, assembled in the
+// G zeroed pages at otiles (only row 0 is ever rewritten) and written
+// under one barrier.
+func (s *gatedSDPA) writeDecodeTiles(b *kir.Builder, oAcc *blocks.Access, otiles kir.Var, head kir.Var, dlo, dhi kir.Expr) {
+	d, Dt := s.d, s.d.Dt
+	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
+	otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
+	u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+	j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
+	first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+	b.For("d", dlo, dhi, func(dd kir.Var) {
+		src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
+		})
+		b.NoCAsyncReadBarrier()
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+		})
+		b.NoCAsyncWriteBarrier()
+		b.CBPopFront(s.cbOut, kir.C(1))
+	})
 }
 
 // sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per

@@ -22,7 +22,8 @@ import (
 // it), their other columns are never read. The m_i must be finite, with
 // |m_i| < 2^20 (a core that saw no position gives m = -2^16, l = 0, O =
 // 0: its weight underflows to 0), and the core with the largest m has
-// l >= 1 (its largest term is exp(0)).
+// l >= 1/2 (its largest term is exp(s - m), 1 when m is its largest score
+// s, or near 1 when m is s rounded, as flash decoding's bf16 maxima are).
 //
 // Protocol: the gather half of Exchange (X, GatherOnly). Every core's
 // writer waits for its partial, writes it into its slot of the leader's
@@ -59,7 +60,11 @@ func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores
 		Weights: cbs.Scratch("combine_weights", ir.FP32, 2*group), Out: cbs.Output("combined", dt, 2)}
 }
 
-// Merge emits the leader's compute (when leader != 0). Per tile row r,
+// Merge is MergeThen with the result pages left to another kernel (the
+// writer) to consume.
+func (sc *SplitCombine) Merge(c *blocks.Compute, leader kir.Expr) { sc.MergeThen(c, leader, nil) }
+
+// MergeThen emits the leader's compute (when leader != 0). Per tile row r,
 // in DEST[0] and DEST[1]:
 //
 //  1. M: the fold of the m_i by max(a, b) = a + relu(b - a) on the SFPU
@@ -75,8 +80,12 @@ func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores
 // run on the FPU at the kernel's math fidelity (HiFi4 multiplies the
 // tf32 operands the FPU truncates fp32 data to in full), the rest in fp32
 // (FP32DestAccEn). It consumes Group partials of X.Gather and produces
-// Rows*Width pages of Out (row r's Width tiles in order).
-func (sc *SplitCombine) Merge(c *blocks.Compute, leader kir.Expr) {
+// Rows*Width pages of Out (row r's Width tiles in order). Out holds two
+// pages, so its consumer runs alongside: the writer, or, when then is not
+// nil, compute itself: then is emitted after each page is pushed and must
+// consume it (wait for, use and pop one page of Out), e.g. to round the
+// result or go on computing with it.
+func (sc *SplitCombine) MergeThen(c *blocks.Compute, leader kir.Expr, then func()) {
 	x, g, n, w := sc.X, kir.Ci(sc.X.Group), sc.X.Pages, sc.Width
 	d0, d1 := kir.C(0), kir.C(1)
 	sfpu := func(op kir.SFPUOp, d kir.Expr) { c.SFPU(blocks.SFPUStep{Op: op}, d) }
@@ -129,6 +138,9 @@ func (sc *SplitCombine) Merge(c *blocks.Compute, leader kir.Expr) {
 				c.Acquire()
 				c.For("i", kir.C(0), g, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, x.Gather, sc.Weights, tile(i, j), i, d0) })
 				c.PackOut(sc.Out, 1)
+				if then != nil {
+					then()
+				}
 			})
 			c.B.CBPopFront(sc.Weights, g)
 		})
