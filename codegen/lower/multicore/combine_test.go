@@ -27,17 +27,24 @@ const combineTol = 1.0 / 128
 // TestSplitCombineOnSim runs SplitCombine alone on made-up partials
 // (random m, l >= 1 and O = l * v with |v| <= 2, one core per case with
 // m 200 lower, whose weight underflows to 0 in fp32) and compares every
-// leader's result with the formula in float64.
+// leader's result with the formula in float64. The last two cases take
+// the extensions flash decoding needs: sums l in [1/2, 1) (its maxima are
+// rounded), and the leader's compute consuming the merged tiles itself
+// (MergeThen: it copies each to another CB, which the writer stores).
 func TestSplitCombineOnSim(t *testing.T) {
 	tg := target.Blackhole()
 	for _, tc := range []struct {
 		name                 string
 		first, group, groups int
 		rows, width, low     int // low: the core with the much smaller m
+		lmin                 float64
+		then                 bool
 	}{
-		{"four cores", 5, 4, 1, 1, 4, 2},
-		{"two groups of two", 12, 2, 2, 2, 2, 0},
-		{"three cores, the low one last", 40, 3, 1, 1, 1, 2},
+		{"four cores", 5, 4, 1, 1, 4, 2, 1, false},
+		{"two groups of two", 12, 2, 2, 2, 2, 0, 1, false},
+		{"three cores, the low one last", 40, 3, 1, 1, 1, 2, 1, false},
+		{"sums below one", 20, 3, 1, 1, 2, 1, 0.5, false},
+		{"compute consumes the result", 30, 5, 1, 1, 3, 4, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.group * tc.groups
@@ -65,7 +72,19 @@ func TestSplitCombineOnSim(t *testing.T) {
 			leader := cp.RuntimeArg("leader")
 			c := blocks.NewCompute(p, cp)
 			c.Startup(sc.X.Gather, sc.X.Gather, sc.Out)
-			sc.Merge(c, leader)
+			result := sc.Out
+			if tc.then {
+				result = blocks.NewCBPlan(p, tg, rs).Output("copied", ir.FP32, 2)
+				sc.MergeThen(c, leader, func() {
+					c.B.CBWaitFront(sc.Out, kir.C(1))
+					c.Acquire()
+					c.Copy(sc.Out, kir.C(0), kir.C(0))
+					c.B.CBPopFront(sc.Out, kir.C(1))
+					c.PackOut(result, 1)
+				})
+			} else {
+				sc.Merge(c, leader)
+			}
 
 			wr := blocks.NewWriterKernel(p, rs)
 			ea := sc.X.Declare(wr)
@@ -73,7 +92,7 @@ func TestSplitCombineOnSim(t *testing.T) {
 			oAcc := access(t, tg, wr, out)
 			b = wr.Builder()
 			sc.X.Emit(b, ea)
-			b.If(kir.Ne(ea.Leader, kir.C(0)), func() { blocks.WritePages(b, oAcc, sc.Out, page, kir.Ci(outTiles)) })
+			b.If(kir.Ne(ea.Leader, kir.C(0)), func() { blocks.WritePages(b, oAcc, result, page, kir.Ci(outTiles)) })
 
 			for i, core := range cores {
 				ex, err := sc.X.Values(i, wr.NoC)
@@ -84,7 +103,7 @@ func TestSplitCombineOnSim(t *testing.T) {
 				cp.SetRuntimeArgs(core, ex[0])
 				wr.SetRuntimeArgs(core, append(ex, kir.U32(uint32(i/tc.group*outTiles)))...)
 			}
-			o, m, l := randomPartials(rand.New(rand.NewSource(int64(n))), n, tc.rows, tc.width, tc.low)
+			o, m, l := randomPartials(rand.New(rand.NewSource(int64(n))), n, tc.rows, tc.width, tc.low, tc.lmin)
 			got := runSim(t, tg, p, map[string][]byte{"partials": encodePartials(o, m, l, tc.width)}, "out")
 			checkCombine(t, got, o, m, l, tc.group, tc.rows, tc.width)
 		})
@@ -92,13 +111,17 @@ func TestSplitCombineOnSim(t *testing.T) {
 }
 
 // randomPartials makes core i's partials of rows q tile rows: m[i][q]
-// uniform in [-4, 4) (200 lower on core low), l[i][q] in [1, 40) and
-// o[i][q][d] = l * v, v uniform in [-2, 2), d < width*32.
-func randomPartials(r *rand.Rand, cores, rows, width, low int) (o [][][]float64, m, l [][]float64) {
+// uniform in [-4, 4) (200 lower on core low), l[i][q] in [1, 40) (lmin
+// 1) or [lmin, 1) and o[i][q][d] = l * v, v uniform in [-2, 2), d <
+// width*32.
+func randomPartials(r *rand.Rand, cores, rows, width, low int, lmin float64) (o [][][]float64, m, l [][]float64) {
 	for i := 0; i < cores; i++ {
 		o, m, l = append(o, nil), append(m, nil), append(l, nil)
 		for q := 0; q < rows*ir.TileSize; q++ {
 			mi, li := r.Float64()*8-4, 1+r.Float64()*39
+			if lmin < 1 {
+				li = lmin + r.Float64()*(1-lmin)
+			}
 			if i == low {
 				mi -= 200
 			}
