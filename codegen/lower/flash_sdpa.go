@@ -143,7 +143,6 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.split, s.dc = 1, d.Dt
 	s.kBlk, s.vBlk = largestDivisor(d.Dt, sdpaCacheBlock), flashChunk
 	if err := f.planCBs(); err != nil {
 		return nil, err
@@ -575,8 +574,7 @@ func (f *flashSDPA) writer() error {
 	b.If(kir.Ne(ea.Leader, kir.C(0)), func() {
 		otiles := blocks.ScratchPages(b, s.asm, s.d.G, "otiles")
 		blocks.FillWords(b, otiles, s.d.G*s.out.Type.DType.TileBytes(), 0)
-		head := b.Let("head", item)
-		s.writeDecodeTiles(b, oAcc, otiles, head, kir.C(0), kir.Ci(s.d.Dt))
+		s.writeDecodeTiles(b, oAcc, otiles, b.Let("head", item))
 		blocks.ReleaseScratchPages(b, s.asm, s.d.G)
 	})
 	return nil

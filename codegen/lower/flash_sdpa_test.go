@@ -4,8 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/longtest"
@@ -220,4 +225,49 @@ func TestFlashSDPAOnSim(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFlashSDPAKernelsCompile lowers the flash-decoding program in both
+// forms (groups of one core with several items per core, and groups
+// merged by SplitCombine; bf16 and fp32), validates each and runs the g++
+// syntax check on every kernel (read_tile_value among them).
+func TestFlashSDPAKernelsCompile(t *testing.T) {
+	dir := t.TempDir()
+	sources := map[string]cpp.Source{}
+	for _, tc := range []struct {
+		name  string
+		dt    ir.DType
+		B, L  int
+		cores int // 0: Blackhole's grid
+	}{
+		{"g1", ir.BF16, 3, 512, 2},
+		{"merged", ir.BF16, 1, 8192, 0},
+		{"merged_fp32", ir.FP32, 2, 1024, 0},
+	} {
+		tgt := target.Blackhole()
+		if tc.cores > 0 {
+			tgt = flashGrid(tc.cores)
+		}
+		op := sdpaGatedOp(t, tc.dt, tc.B, 0, flashH, flashHkv, flashD, tc.L, "HiFi4")
+		p, err := lower.Lower(op, lower.NewContext(tgt))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := kir.Validate(p, tgt); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, k := range p.Kernels {
+			src, err := cpp.PrintKernel(p, k)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", tc.name, k.Name, err)
+			}
+			f := filepath.Join(dir, fmt.Sprintf("%s_%s.cpp", tc.name, k.Name))
+			if err := os.WriteFile(f, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
+		}
+	}
+	longtest.Skip(t, "the g++ syntax check of the flash-decoding kernels (~1 CPU-s; the lowering and validation above run in every suite)")
+	lower.CheckKernelSyntax(t, "flash-decoding kernels", dir, sources, true)
 }
