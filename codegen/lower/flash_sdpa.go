@@ -16,53 +16,62 @@ import (
 //
 // A work item is (user b, kv head j): the G = H/Hkv query heads of the
 // group, one tile row (decodeItem, groupTiles gather them). Each item gets
-// a group of `group` consecutive cores (flashGroup: a cost estimate at the
-// longest context, see there). At run time the n = pos/32 + 1 cache tiles
-// up to the one holding pos are split over the group: slot k takes tiles
-// [k*n/group, (k+1)*n/group) (flashSpan). Reader and compute compute the
-// split from pos (the compute kernel reads it with read_tile_value from a
-// page the reader pushes), so one program serves every position: no
-// rebuild and nothing the host recomputes per step.
+// a group of `group` consecutive cores (flashCost.group: a cost estimate
+// at the longest context). At run time the n = pos/32 + 1 cache tiles up
+// to the one holding pos are split over the group (flashSpan: per =
+// max(ceil(n/group), isqrt(n * perCore/perTile)) tiles per core, the
+// group's last cores first, so a short position uses only as many cores
+// as pay off). The reader, compute and writer compute the split from pos
+// (the compute kernel reads it with read_tile_value from a page the
+// reader pushes, the writer reads pos itself), so one program serves every
+// position: no rebuild and nothing the host recomputes per step.
 //
 // Each core streams its tiles in chunks of flashChunk tiles (the last one
 // shorter) with an online softmax. Its state is the shift nm = -m (bf16,
 // column 0: m is a running row maximum rounded to bf16, which only shifts
 // the exponents, so any value near the maximum serves), the row sums l
-// and the unnormalised output O (Dt tiles), both fp32. It starts as
-// m = -2^16, l = 0, O = 0 and per chunk
+// and the unnormalised output O (Dt tiles), both fp32. The first chunk
+// sets
 //
 //	S_t = (mask_t + q K_t^T) * scale       fp32; mask_t is 0, or -inf past pos in pos's tile
-//	m'  = bf16(max(m, rowmax_t S_t))       reduce_tile MAX; max(a, b) = a + relu(b - a) on the SFPU
-//	P_t = exp(S_t - m')                    add_tiles_bcast_cols of nm', exp_tile
+//	m   = bf16(rowmax_t S_t)               reduce_tile MAX, packed negated to bf16
+//	P_t = exp(S_t - m)                     add_tiles_bcast_cols of nm, exp_tile
+//	l   = rowsum_t P_t                     reduce_tile SUM
+//	O_d = sum_t P_t V_td                   matmul_tiles
+//
+// and every later chunk rescales what came before:
+//
+//	m'  = bf16(max(m, rowmax_t S_t))       max(a, b) = a + relu(b - a) on the SFPU
 //	a   = exp(m - m')                      (0 - nm) + (0 + nm') by two column broadcasts, exp_tile
-//	l   = l * a + rowsum_t P_t             reduce_tile SUM; the product and sum on the SFPU (fp32)
+//	l   = l * a + rowsum_t P_t             the product and sum on the SFPU (fp32)
 //	O_d = O_d * a + sum_t P_t V_td         the product on the SFPU, then matmul_tiles onto it
 //
-// so the first chunk's a underflows to 0 and l and O start exactly as
-// their first chunk's sums. The state CBs are only ever copied (never an
-// FPU operand), so they unpack to DEST at fp32 (kir.ChooseUnpackModes)
-// and the rescaling rounds once per chunk in fp32, not to tf32.
+// The state CBs l, O and a are only ever copied (never an FPU operand),
+// so they unpack to DEST at fp32 (kir.ChooseUnpackModes) and the
+// rescaling rounds once per chunk in fp32, not to tf32.
 //
 // group == 1 (one core per item; several items per core when the grid has
 // fewer cores than items) normalises on the core: out = O * tf32(1/l),
-// rounded to q's dtype. group > 1 ends each core with its partial (O, m,
-// l) and merges the group's partials exactly on its leader
-// (multicore.SplitCombine; a core with no tiles sends its start state,
-// which is SplitCombine's empty partial). Then, as before, the result is
-// multiplied by sigmoid(gate) rounded to gate's dtype (mul_tiles) and
-// written as the o_proj input rows (writeDecodeTiles).
+// rounded to q's dtype, times sigmoid(gate) rounded to gate's dtype
+// (mul_tiles). group > 1 ends each core with its partial (O, m, l; a core
+// without tiles sends none) and merges the partials of the cores that had
+// tiles exactly on the group's leader (multicore.SplitCombine.MergeThen),
+// which multiplies each merged tile, rounded to q's dtype, by
+// sigmoid(gate) it computed first (it has the fewest tiles). The result
+// tiles are written as the o_proj input rows (writeDecodeTiles).
 //
 // The rounding order differs from the single pass over the whole row the
 // reference computes (sim/ref attendGatedFPU): the device's result agrees
 // with it to within the rounding of the chunked order (the tests in
 // flash_sdpa_test.go state the bound), not bit for bit.
 //
-// Reader: per item the q tile row, then per chunk the K tiles of each
-// cache tile (and the mask page of pos's tile), then per D tile one block
-// of flashChunk V pages (the chunk's tiles, the rest of the block unused,
-// so every block starts at the same ring page), then (leader) the gate
-// tiles. K and V rows past pos in pos's tile are cleared (stale cache rows
-// may hold anything, and 0 x NaN is NaN).
+// Reader: per item the q tile row, (leader) the gate tiles, then per
+// chunk the K tiles of each cache tile (and the mask page of pos's tile),
+// then per D tile one block of flashChunk V pages (the chunk's tiles, the
+// rest of the block unused, so every block starts at the same ring page;
+// the scores and exp blocks likewise), then (group 1) the gate tiles. K
+// and V rows past pos in pos's tile are cleared (stale cache rows may
+// hold anything, and 0 x NaN is NaN).
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
 // exp CBs hold one chunk, the V CB two).
@@ -73,9 +82,12 @@ const flashChunk = 8
 type flashSDPA struct {
 	*gatedSDPA
 	group int
+	cost  flashCost
 	sc    *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
 	zeroT, posC int
+	// writer (group > 1): its pos page
+	wpos int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 	// writer
@@ -85,10 +97,10 @@ type flashSDPA struct {
 // flashDecode builds s's program (decode) by flash decoding, the group
 // size chosen by flashGroup and lowered while it does not fit L1.
 func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
-	g := flashGroup(s.d, t.NumWorkers(), ctx.Fidelity, s.k.Type.DType)
+	cost := newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType)
+	g := cost.group(s.d, ctx.Target.NumWorkers())
 	for {
-		p, err := flashBuild(s, ctx, g)
+		p, err := flashBuild(s, ctx, g, cost)
 		if err == nil || g == 1 || !strings.Contains(err.Error(), "rule l1-budget") {
 			return p, err
 		}
@@ -96,30 +108,46 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 	}
 }
 
-// flashGroup is the cores per item: 1 when the grid has fewer than two
-// cores per item, else the g in 1 .. min(cores/items, Lt) minimising the
+// flashCost is the cost estimate of flash decoding, in cycles: a cache
+// tile on a core (its 2*Dt tile products with the unpacks of both
+// operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
+// longer, plus the exp_tile of its scores and a few more tile steps:
+// scale, maximum, sum, packs) and a core past the first (the leader
+// receiving its partial, Dt + 2 fp32 tiles at one core's NoC rate, and
+// merging it: an exp_tile, Dt products, a few steps; plus its dispatch).
+// For Qwen3.8-27B at mesh 1x2 (Dt 8) about 6,300 and 5,600.
+type flashCost struct{ perTile, perCore, floor int }
+
+func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
+	tb := kv.TileBytes()
+	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
+	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
+	return flashCost{
+		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
+		perCore: DispatchCycles + (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + d.Dt*(EltwiseTileCycles+2*UnpackTileCycles) + 10*step,
+		// the DRAM floor of reading every item's cache
+		floor: d.items * d.Lt * 2 * d.Dt * tb / DRAMBytesPerCycle,
+	}
+}
+
+// group is the cores per item: 1 when the grid has fewer than two cores
+// per item, else the g in 1 .. min(cores/items, Lt) minimising the
 // estimate at the longest context (Lt visible tiles)
 //
-//	cost(g) = g * perCore + max(ceil(Lt/g) * perTile, floor)
+//	cost(g) = (g-1) * perCore + max(ceil(Lt/g) * perTile, floor)
 //
-// where a tile costs its 2*Dt tile products with their unpacks (or its
-// 2*Dt cache pages at one core's NoC rate, whichever is longer) plus its
-// share of the chunk's softmax steps, a core costs its dispatch and, on
-// the leader, receiving and merging its partial (Dt + 2 fp32 tiles), and
-// no split beats the DRAM floor of reading every item's cache. Ties go to
-// fewer cores.
-func flashGroup(d sdpaDims, cores int, f ir.MathFidelity, kv ir.DType) int {
+// Ties go to fewer cores. For Qwen3.8-27B at mesh 1x2 (2 items) this is
+// g = 2 at a 128-long cache, 13 at 4096 and the L1 limit beyond
+// (flashDecode lowers g while the combine's CBs do not fit: 23 cores per
+// item). At run time a position uses fewer when that is cheaper
+// (flashSpan).
+func (fc flashCost) group(d sdpaDims, cores int) int {
 	if 2*d.items > cores {
 		return 1
 	}
-	tb := kv.TileBytes()
-	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
-	perTile := max(2*d.Dt*(MatmulTileCycles(f)+UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + 3*step + (d.Dt+6)*step/flashChunk
-	perCore := DispatchCycles + (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + (d.Dt+6)*(EltwiseTileCycles+UnpackTileCycles)
-	floor := d.items * d.Lt * 2 * d.Dt * tb / DRAMBytesPerCycle
 	best, bestCost := 1, 0
 	for g := 1; g <= min(cores/d.items, d.Lt); g++ {
-		c := g*perCore + max((d.Lt+g-1)/g*perTile, floor)
+		c := (g-1)*fc.perCore + max((d.Lt+g-1)/g*fc.perTile, fc.floor)
 		if g == 1 || c < bestCost {
 			best, bestCost = g, c
 		}
@@ -128,9 +156,9 @@ func flashGroup(d sdpaDims, cores int, f ir.MathFidelity, kv ir.DType) int {
 }
 
 // flashBuild builds the program with groups of g cores per item.
-func flashBuild(s0 *gatedSDPA, ctx *Context, g int) (*kir.Program, error) {
+func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Program, error) {
 	s := *s0 // a fresh copy per attempt
-	f := &flashSDPA{gatedSDPA: &s, group: g}
+	f := &flashSDPA{gatedSDPA: &s, group: g, cost: cost}
 	t, d := ctx.Target, s.d
 	var err error
 	if g == 1 {
@@ -185,28 +213,66 @@ func (f *flashSDPA) planCBs() error {
 		f.rfull = cbs.Scratch("recip_sum_rows", ir.FP32, 1)
 	}
 	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
+	sigPages := 1
+	if f.group > 1 {
+		sigPages = Dt // the leader's, computed before the merge
+	}
+	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, sigPages)
 	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
 	s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
 	if f.group > 1 {
+		f.wpos = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
 		f.sc = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, 1, Dt, ir.FP32, 0)
 	}
 	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles)", s.op.Name(), f.group, C))
 }
 
-// flashSpan emits the split of the visible tiles: lptr = pos/32 (the tile
-// holding pos) and slot's share [lo, hi) of the n = lptr+1 tiles among
-// group slots. Reader and compute emit it alike, so their loop counts
-// agree.
-func flashSpan(b *kir.Builder, pos, slot kir.Expr, group int) (lptr, lo, hi kir.Var) {
-	lptr = b.Let("lptr", kir.Div(pos, kir.Ci(ir.TileSize)))
-	n := kir.Add(lptr, kir.C(1))
+// flashSplit is a core's share of the visible cache tiles, as variables
+// of the kernel that emitted it.
+type flashSplit struct {
+	lptr   kir.Var // the tile holding pos
+	n, per kir.Var // visible tiles, tiles per core (group > 1)
+	lo, hi kir.Var // the core's tiles [lo, hi)
+}
+
+// flashSpan emits the split of the n = pos/32 + 1 visible tiles: the
+// core at slot (rank r = group-1-slot) takes [r*per, (r+1)*per) within
+// [0, n), per = max(ceil(n/group), isqrt(n * perCore/perTile)): the
+// group's cores share the tiles evenly unless fewer cores are cheaper,
+// sqrt(n * perTile/perCore) of them minimising (cores-1)*perCore +
+// n/cores*perTile (a short position on a group sized for a long cache).
+// The cores with tiles are then the group's last (flashFirst), and the
+// leader (slot 0) has the fewest: none unless every core has some, so it
+// computes sigmoid(gate) while the others work. Reader and compute emit
+// it alike, so their loop counts agree.
+func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
+	var sp flashSplit
+	group := f.group
+	sp.lptr = b.Let("lptr", kir.Div(pos, kir.Ci(ir.TileSize)))
+	sp.n = b.Let("n_tiles", kir.Add(sp.lptr, kir.C(1)))
 	if group == 1 {
-		return lptr, b.Let("lo", kir.C(0)), b.Let("hi", n)
+		sp.lo, sp.hi = b.Let("lo", kir.C(0)), sp.n
+		return sp
 	}
-	lo = b.Let("lo", kir.Div(kir.Mul(slot, n), kir.Ci(group)))
-	hi = b.Let("hi", kir.Div(kir.Mul(kir.Add(slot, kir.C(1)), n), kir.Ci(group)))
-	return lptr, lo, hi
+	sp.per = b.LetT("per", kir.U32T, kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
+	// isqrt(n * perCore / perTile) bit by bit (n < 2^16, the root < 2^16)
+	x := b.Let("per_x", kir.Div(kir.Mul(sp.n, kir.Ci(f.cost.perCore)), kir.Ci(f.cost.perTile)))
+	root := b.LetT("per_root", kir.U32T, kir.C(0))
+	b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
+		cand := b.Let("cand", kir.Add(root, kir.Shr(kir.C(1<<15), i)))
+		b.If(kir.Le(kir.Mul(cand, cand), x), func() { b.Assign(root, cand) })
+	})
+	b.If(kir.Gt(root, sp.per), func() { b.Assign(sp.per, root) })
+	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(kir.Sub(kir.Ci(group-1), slot), sp.per))
+	b.If(kir.Gt(sp.lo, sp.n), func() { b.Assign(sp.lo, sp.n) })
+	sp.hi = b.LetT("hi", kir.U32T, kir.Add(sp.lo, sp.per))
+	b.If(kir.Gt(sp.hi, sp.n), func() { b.Assign(sp.hi, sp.n) })
+	return sp
+}
+
+// flashFirst emits the first slot with tiles: group - ceil(n/per).
+func flashFirst(b *kir.Builder, sp flashSplit, group int) kir.Var {
+	return b.Let("first", kir.Sub(kir.Ci(group), kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per)))
 }
 
 // chunkEnd emits min(t0 + flashChunk, hi), the end of the chunk at t0.
@@ -225,7 +291,7 @@ func (f *flashSDPA) reader() error {
 	}
 	rd := s.rd
 	rstart, rcount, rslot := rd.RuntimeArg("start"), rd.RuntimeArg("count"), rd.RuntimeArg("slot")
-	var rleader kir.Expr = kir.C(1)
+	var rleader kir.Expr
 	if f.group > 1 {
 		rleader = rd.RuntimeArg("leader")
 	}
@@ -239,7 +305,8 @@ func (f *flashSDPA) reader() error {
 	pp := blocks.Reserve(b, f.posC, kir.C(1), "pos_page")
 	b.L1Write32(pp, s.posv)
 	b.CBPushBack(f.posC, kir.C(1))
-	lptr, lo, hi := flashSpan(b, s.posv, rslot, f.group)
+	sp := f.flashSpan(b, s.posv, rslot)
+	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	s.lptr = lptr
 	s.lrow = b.Let("lrow", kir.Mod(s.posv, kir.Ci(ir.TileSize)))
 	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
@@ -256,6 +323,19 @@ func (f *flashSDPA) reader() error {
 	s.gg.Begin(b, []int{s.slotG})
 	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 		it := s.decodeItem(b, i)
+		gate := func() {
+			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+				if s.groupRows {
+					s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
+				} else {
+					s.gg.Page(b, s.cbGate, dd)
+				}
+			})
+		}
+		if f.group > 1 {
+			b.Comment("the leader's gate tiles first: its compute takes their sigmoid before anything else")
+			b.If(kir.Ne(rleader, kir.C(0)), gate)
+		}
 		b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 			cend := chunkEnd(b, t0, hi)
 			b.For("t", t0, cend, func(tt kir.Var) {
@@ -271,15 +351,9 @@ func (f *flashSDPA) reader() error {
 			})
 			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
 		})
-		b.If(kir.Ne(rleader, kir.C(0)), func() {
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-				if s.groupRows {
-					s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
-				} else {
-					s.gg.Page(b, s.cbGate, dd)
-				}
-			})
-		})
+		if f.group == 1 {
+			gate()
+		}
 	})
 	if s.err != nil {
 		return s.err
@@ -327,52 +401,48 @@ func (f *flashSDPA) compute() {
 		c.B.CBWaitFront(cb, kir.C(1))
 	}
 	pos := c.B.Let("pos", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.C(0)})
-	lptr, lo, hi := flashSpan(c.B, pos, slot, f.group)
+	sp := f.flashSpan(c.B, pos, slot)
+	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
+	if f.group > 1 {
+		c.If(kir.Ne(leader, kir.C(0)), func() {
+			c.B.Comment("leader: sigmoid(gate) first (it has the fewest cache tiles, none at short positions)")
+			c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
+				c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+			})
+		}, nil)
+	}
 	c.For("i", kir.C(0), items, func(kir.Var) {
 		c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
-		f.startState(c)
 		c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 			cend := chunkEnd(c.B, t0, hi)
 			n := c.B.Let("n", kir.Sub(cend, t0))
+			later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
 			f.chunkScores(c, t0, cend, lptr)
-			f.chunkSoftmax(c, n)
-			f.chunkValues(c, n)
+			f.chunkSoftmax(c, n, later)
+			f.chunkValues(c, n, later)
 		})
 		c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
 		if f.group == 1 {
 			f.normalise(c)
 		} else {
-			f.partial(c)
+			f.partial(c, kir.Eq(lo, hi))
 		}
 	})
 	if f.group > 1 {
-		// the leader multiplies each merged tile by sigmoid(gate)
-		f.sc.MergeThen(c, leader, func() {
+		// the leader merges the partials of the cores with tiles and
+		// multiplies each merged tile by sigmoid(gate)
+		f.sc.MergeThen(c, leader, flashFirst(c.B, sp, f.group), func() {
 			c.B.CBWaitFront(f.sc.Out, kir.C(1))
 			c.Acquire()
 			c.Copy(f.sc.Out, kir.C(0), kir.C(0))
 			c.B.CBPopFront(f.sc.Out, kir.C(1))
-			f.gated(c)
+			c.PackOut(s.attn, 1)
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
 		})
 	}
 	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
 		c.B.CBPopFront(cb, kir.C(1))
 	}
-}
-
-// startState packs the state before any chunk: nm = 2^16 (m = -2^16),
-// l = 0 and O = 0 (DEST as tile_regs_acquire hands it over, cleared).
-func (f *flashSDPA) startState(c *blocks.Compute) {
-	c.B.Comment("start state: m = -2^16 (its rescale factor underflows to 0), l = 0, O = 0")
-	c.Acquire()
-	c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: 65536}, kir.C(0))
-	c.PackOut(f.nmS, 1)
-	c.Acquire()
-	c.PackOut(f.lS, 1)
-	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
-		c.Acquire()
-		c.PackOut(f.oS, 1)
-	})
 }
 
 // chunkScores emits the scores of cache tiles [t0, cend) into one block
@@ -403,29 +473,32 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
 	c.B.CBPushBack(s.scores, kir.Ci(flashChunk))
 }
 
-// chunkSoftmax emits, for the chunk's n score tiles, the new shift nm'
-// (to nmN and behind the old one in nmS), P = exp(S + nm') into the exp
-// CB, the rescale factor a = exp(m - m') and l = l*a + rowsum P; it pops
-// the scores and the old nm and l, and leaves the exp block and a for
-// chunkValues.
-func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n kir.Var) {
+// chunkSoftmax emits, for the chunk's n score tiles, the new shift nm' =
+// -max(m, row max) (later chunks; the first chunk's row max alone) to nmN
+// and behind the old one in nmS, P = exp(S + nm') into the exp CB and l =
+// rowsum P, plus (later chunks) l * a, a = exp(m - m') the rescale factor
+// on every column, left in its CB for chunkValues. It pops the scores,
+// the old nm and l, and leaves the exp block for chunkValues.
+func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	s := f.gatedSDPA
 	sfpu := func(op kir.SFPUOp, d int) { c.SFPU(blocks.SFPUStep{Op: op}, kir.Ci(d)) }
 	c.B.Comment("new shift: -max(m, row max of the chunk), rounded to bf16")
 	c.B.CBWaitFront(s.scores, kir.Ci(flashChunk))
-	c.B.CBWaitFront(f.nmS, kir.C(1))
 	c.Acquire()
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Reduce(kir.ReduceMax, kir.ReduceRow, s.scores, s.scaler, f.nmN, j, kir.C(0), kir.C(0))
 	})
-	c.Copy(f.nmS, kir.C(0), kir.C(1))
-	sfpu(kir.SFPUNegative, 1) // m
-	// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
-	sfpu(kir.SFPUNegative, 0)
-	c.SFPUBinary(kir.SFPUAddBinary, kir.C(1), kir.C(0))
-	sfpu(kir.SFPURelu, 1)
-	sfpu(kir.SFPUNegative, 0)
-	c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+	c.If(later, func() {
+		c.B.CBWaitFront(f.nmS, kir.C(1))
+		c.Copy(f.nmS, kir.C(0), kir.C(1))
+		sfpu(kir.SFPUNegative, 1) // m
+		// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(1), kir.C(0))
+		sfpu(kir.SFPURelu, 1)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+	}, nil)
 	sfpu(kir.SFPUNegative, 0)
 	c.PackOutTo(f.nmN, f.nmS)
 	c.B.CBWaitFront(f.nmN, kir.C(1))
@@ -442,58 +515,65 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n kir.Var) {
 	})
 	c.B.CBPushBack(f.pexp, kir.Ci(flashChunk))
 	c.B.CBPopFront(s.scores, kir.Ci(flashChunk))
-	c.B.Comment("rescale factor a = exp(m - m') on every column")
-	c.Acquire()
-	c.Binary(kir.EltSub, blocks.BcastCols, f.zeroT, f.nmS, kir.C(0), kir.C(0), kir.C(0))
-	c.Binary(kir.EltAdd, blocks.BcastCols, f.zeroT, f.nmN, kir.C(0), kir.C(0), kir.C(1))
-	c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-	sfpu(kir.SFPUExp, 0)
-	c.PackOut(f.alpha, 1)
+	c.If(later, func() {
+		c.B.Comment("rescale factor a = exp(m - m') on every column")
+		c.Acquire()
+		c.Binary(kir.EltSub, blocks.BcastCols, f.zeroT, f.nmS, kir.C(0), kir.C(0), kir.C(0))
+		c.Binary(kir.EltAdd, blocks.BcastCols, f.zeroT, f.nmN, kir.C(0), kir.C(0), kir.C(1))
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+		sfpu(kir.SFPUExp, 0)
+		c.PackOut(f.alpha, 1)
+		c.B.CBPopFront(f.nmS, kir.C(1))
+		c.B.CBWaitFront(f.alpha, kir.C(1))
+	}, nil)
 	c.B.CBPopFront(f.nmN, kir.C(1))
-	c.B.CBPopFront(f.nmS, kir.C(1))
 	c.B.Comment("l = l * a + row sum of p")
-	c.B.CBWaitFront(f.alpha, kir.C(1))
 	c.B.CBWaitFront(f.pexp, kir.Ci(flashChunk))
-	c.B.CBWaitFront(f.lS, kir.C(1))
 	c.Acquire()
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Reduce(kir.ReduceSum, kir.ReduceRow, f.pexp, s.scaler, f.lS, j, kir.C(0), kir.C(0))
 	})
-	c.Copy(f.lS, kir.C(0), kir.C(1))
-	c.Copy(f.alpha, kir.C(0), kir.C(2))
-	c.SFPUBinary(kir.SFPUMulBinary, kir.C(1), kir.C(2))
-	c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-	c.B.CBPopFront(f.lS, kir.C(1))
+	c.If(later, func() {
+		c.B.CBWaitFront(f.lS, kir.C(1))
+		c.Copy(f.lS, kir.C(0), kir.C(1))
+		c.Copy(f.alpha, kir.C(0), kir.C(2))
+		c.SFPUBinary(kir.SFPUMulBinary, kir.C(1), kir.C(2))
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+		c.B.CBPopFront(f.lS, kir.C(1))
+	}, nil)
 	c.PackOut(f.lS, 1)
 }
 
-// chunkValues emits O_d = O_d * a + sum_j P_j V_jd for every D tile (one
-// V block each) and pops the exp block and a.
-func (f *flashSDPA) chunkValues(c *blocks.Compute, n kir.Var) {
+// chunkValues emits O_d = sum_j P_j V_jd for every D tile (one V block
+// each), plus (later chunks) O_d * a, and pops the exp block and a.
+func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
 	s := f.gatedSDPA
 	c.B.Comment("O = O * a + p v, per D tile")
 	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
-		c.B.CBWaitFront(f.oS, kir.C(1))
 		c.B.CBWaitFront(s.cbV, kir.Ci(flashChunk))
 		c.Acquire()
-		c.Copy(f.oS, kir.C(0), kir.C(0))
-		c.Copy(f.alpha, kir.C(0), kir.C(1))
-		c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+		c.If(later, func() {
+			c.B.CBWaitFront(f.oS, kir.C(1))
+			c.Copy(f.oS, kir.C(0), kir.C(0))
+			c.Copy(f.alpha, kir.C(0), kir.C(1))
+			c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+			c.B.CBPopFront(f.oS, kir.C(1))
+		}, nil)
 		c.For("j", kir.C(0), n, func(j kir.Var) {
 			c.Matmul(f.pexp, s.cbV, j, j, kir.C(0), false)
 		})
 		c.B.CBPopFront(s.cbV, kir.Ci(flashChunk))
-		c.B.CBPopFront(f.oS, kir.C(1))
 		c.PackOut(f.oS, 1)
 	})
 	c.B.CBPopFront(f.pexp, kir.Ci(flashChunk))
-	c.B.CBPopFront(f.alpha, kir.C(1))
+	c.If(later, func() { c.B.CBPopFront(f.alpha, kir.C(1)) }, nil)
 }
 
 // normalise emits (group 1) out_d = O_d * tf32(1/l) (an fp32 product on
 // the SFPU with 1/l broadcast along the rows), then the gate, and pops
 // the item's state.
 func (f *flashSDPA) normalise(c *blocks.Compute) {
+	s := f.gatedSDPA
 	c.B.Comment("1/l on every column")
 	c.B.CBWaitFront(f.lS, kir.C(1))
 	c.Acquire()
@@ -517,24 +597,18 @@ func (f *flashSDPA) normalise(c *blocks.Compute) {
 		c.Copy(f.rfull, kir.C(0), kir.C(1))
 		c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
 		c.B.CBPopFront(f.oS, kir.C(1))
-		f.gated(c)
+		c.PackOut(s.attn, 1)
+		c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
 	})
 	c.B.CBPopFront(f.rfull, kir.C(1))
 }
 
-// gated ends the math section holding attention tile d in DEST[0]: it
-// packs it rounded to q's dtype, sigmoid(gate) rounded to gate's and
-// their product (mul_tiles) into the result CB.
-func (f *flashSDPA) gated(c *blocks.Compute) {
-	s := f.gatedSDPA
-	c.PackOut(s.attn, 1)
-	c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
-	c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
-}
-
 // partial emits (group > 1) the core's partial for SplitCombine: O's Dt
-// tiles, m = -nm, l, and pops the state.
-func (f *flashSDPA) partial(c *blocks.Compute) {
+// tiles, m = -nm, l, popping the state; a core with no tiles (empty)
+// sends O = 0, m = -2^16, l = 0 (DEST as tile_regs_acquire hands it
+// over, cleared, and -2^16 added on the SFPU).
+func (f *flashSDPA) partial(c *blocks.Compute, empty kir.Expr) {
 	x := f.sc.X
 	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to the leader")
 	one := func(cb int, negate bool) {
@@ -547,9 +621,21 @@ func (f *flashSDPA) partial(c *blocks.Compute) {
 		c.B.CBPopFront(cb, kir.C(1))
 		c.PackOut(x.Partial, 1)
 	}
-	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
-	one(f.nmS, true)
-	one(f.lS, false)
+	c.If(empty, func() {
+		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
+			c.Acquire()
+			c.PackOut(x.Partial, 1)
+		})
+		c.Acquire()
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: -65536}, kir.C(0))
+		c.PackOut(x.Partial, 1)
+		c.Acquire()
+		c.PackOut(x.Partial, 1)
+	}, func() {
+		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
+		one(f.nmS, true)
+		one(f.lS, false)
+	})
 }
 
 // writer adds the writer: group 1 writes its items' result tiles as
@@ -566,11 +652,18 @@ func (f *flashSDPA) writer() error {
 	if s.err != nil {
 		return s.err
 	}
+	pAcc := s.bind(wr, "pos_addr", s.pos)
+	if s.err != nil {
+		return s.err
+	}
 	s.wr = wr
 	item := wr.RuntimeArg("start")
 	ea := f.sc.X.Declare(wr)
 	b := wr.Builder()
-	f.sc.X.Emit(b, ea)
+	b.Comment("pos: a core without cache tiles sends no partial (the leader skips it), only its count")
+	sp := f.flashSpan(b, readPos(b, pAcc, f.wpos), ea.Slot)
+	blocks.ReleaseScratch(b, f.wpos)
+	f.sc.X.EmitSending(b, ea, kir.Lt(sp.lo, sp.hi))
 	b.If(kir.Ne(ea.Leader, kir.C(0)), func() {
 		otiles := blocks.ScratchPages(b, s.asm, s.d.G, "otiles")
 		blocks.FillWords(b, otiles, s.d.G*s.out.Type.DType.TileBytes(), 0)

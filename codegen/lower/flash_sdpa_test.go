@@ -16,6 +16,7 @@ import (
 	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
+	"github.com/tcc-dev/tcc/sim/timing"
 )
 
 // flashGrid is Blackhole with a grid of n worker cores (rows of at most
@@ -197,8 +198,8 @@ func TestFlashSDPAOnSim(t *testing.T) {
 	quick := []flashCase{
 		// 3 tiles over 2 cores (1 and 2 tiles), pos in the last tile's middle
 		{name: "b1_l128_pos70_g2", B: 1, L: 128, pos: 70, cores: 4, group: 2},
-		// one tile over 3 cores: two send the empty partial
-		{name: "b3_l256_pos5_g3", B: 3, L: 256, pos: 5, cores: 18, group: 3},
+		// one tile over 3 cores: two have none (the leader skips them)
+		{name: "b3_l512_pos5_g3", B: 3, L: 512, pos: 5, cores: 18, group: 3},
 		// several items per core, several chunks (11 tiles, chunks of 8)
 		{name: "b3_l512_pos350_g1", B: 3, L: 512, pos: 350, cores: 2, group: 1},
 	}
@@ -270,4 +271,65 @@ func TestFlashSDPAKernelsCompile(t *testing.T) {
 	}
 	longtest.Skip(t, "the g++ syntax check of the flash-decoding kernels (~1 CPU-s; the lowering and validation above run in every suite)")
 	lower.CheckKernelSyntax(t, "flash-decoding kernels", dir, sources, true)
+}
+
+// flashAtPos makes the reader of flash-decoding program p take pos as the
+// constant pos instead of reading it: the timing model does not know the
+// pos buffer's contents (it would read 0), and every loop count of the
+// program follows from this one value (the compute kernel reads it from
+// the page the reader writes).
+func flashAtPos(t *testing.T, p *kir.Program, pos int) {
+	t.Helper()
+	for _, k := range p.Kernels {
+		if k.Role != kir.RoleReader {
+			continue
+		}
+		for i, s := range k.Body {
+			if l, ok := s.(kir.Let); ok && l.Var.Name == "pos" {
+				if _, ok := l.Value.(kir.L1Read32); ok {
+					k.Body[i] = kir.Let{Var: l.Var, Value: kir.Ci(pos)}
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("%s: no reader reads pos", p.Name)
+}
+
+// TestFlashSDPACostFollowsPosition: the timing model's time of the 27B
+// attention (mesh 1x2 per device: 12 q heads, 2 kv heads of dim 256)
+// grows with the position and hardly with the cache length: at one
+// position a 16k cache costs about what a 4k cache does, and the last
+// position of the 4k cache costs far more than position 1023. (The whole-
+// cache program this replaces cost 509 us at a 4k cache at any position.)
+func TestFlashSDPACostFollowsPosition(t *testing.T) {
+	tgt := target.Blackhole()
+	us := map[[2]int]float64{}
+	for _, L := range []int{4096, 16384} {
+		for _, pos := range []int{0, 1023, 4095} {
+			_, op, _ := attnGraph(t, 1, 12, 2, 256, 64, L)
+			p, err := lower.Lower(op, lower.NewContext(tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			flashAtPos(t, p, pos)
+			pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			us[[2]int{L, pos}] = pt.US()
+			t.Logf("cache %5d, position %4d: %3d cores, %7.2f us", L, pos, len(p.Cores()), pt.US())
+		}
+	}
+	for _, pos := range []int{0, 1023, 4095} {
+		if a, b := us[[2]int{4096, pos}], us[[2]int{16384, pos}]; b > 1.25*a {
+			t.Errorf("position %d: %.1f us with a 16k cache, %.1f with a 4k one; want within 25%%", pos, b, a)
+		}
+	}
+	for _, L := range []int{4096, 16384} {
+		t0, t1, t4 := us[[2]int{L, 0}], us[[2]int{L, 1023}], us[[2]int{L, 4095}]
+		if !(t0 < t1 && 1.3*t1 < t4) {
+			t.Errorf("cache %d: %.1f, %.1f, %.1f us at positions 0, 1023, 4095; want growing with the position", L, t0, t1, t4)
+		}
+	}
 }
