@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -95,7 +96,7 @@ type flashSDPA struct {
 }
 
 // flashDecode builds s's program (decode) by flash decoding, the group
-// size chosen by flashGroup and lowered while it does not fit L1.
+// size chosen by flashCost.group and lowered while it does not fit L1.
 func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 	cost := newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType)
 	g := cost.group(s.d, ctx.Target.NumWorkers())
@@ -112,11 +113,12 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 // tile on a core (its 2*Dt tile products with the unpacks of both
 // operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
 // longer, plus the exp_tile of its scores and a few more tile steps:
-// scale, maximum, sum, packs) and a core past the first (the leader
+// scale, maximum, sum, packs), a core past the first (the leader
 // receiving its partial, Dt + 2 fp32 tiles at one core's NoC rate, and
-// merging it: an exp_tile, Dt products, a few steps; plus its dispatch).
-// For Qwen3.8-27B at mesh 1x2 (Dt 8) about 6,300 and 5,600.
-type flashCost struct{ perTile, perCore, floor int }
+// merging it: an exp_tile, Dt products, a few steps; plus its dispatch)
+// and the leader's sigmoid(gate) (Dt sigmoid_tile). For Qwen3.8-27B at
+// mesh 1x2 (Dt 8) about 6,300, 5,600 and 20,000.
+type flashCost struct{ perTile, perCore, gate, floor int }
 
 func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	tb := kv.TileBytes()
@@ -125,30 +127,55 @@ func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	return flashCost{
 		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
 		perCore: DispatchCycles + (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + d.Dt*(EltwiseTileCycles+2*UnpackTileCycles) + 10*step,
+		gate:    d.Dt * int(kir.SFPUTable[kir.SFPUSigmoid].Cycles),
 		// the DRAM floor of reading every item's cache
 		floor: d.items * d.Lt * 2 * d.Dt * tb / DRAMBytesPerCycle,
 	}
 }
 
+// per is the tiles per core of n visible tiles over g cores at run time
+// (flashSpan): max(ceil(n/g), isqrt(n * perCore/perTile), minPer()).
+func (fc flashCost) per(n, g int) int {
+	return max((n+g-1)/g, int(math.Sqrt(float64(n*fc.perCore/fc.perTile))), fc.minPer())
+}
+
+// minPer is the tiles a core can take while the leader computes
+// sigmoid(gate) (at least 1).
+func (fc flashCost) minPer() int { return max(fc.gate/fc.perTile, 1) }
+
+// time is the estimate of n visible tiles over a group of g cores split
+// as flashSpan does: u = ceil(n/per) cores get tiles, the group's last,
+// and the leader (the first) gets the remainder on top of its sigmoid
+// when u = g; then it merges u partials.
+func (fc flashCost) time(n, g int) int {
+	if g == 1 {
+		return n*fc.perTile + fc.gate
+	}
+	per := fc.per(n, g)
+	u := (n + per - 1) / per
+	work := per * fc.perTile
+	if u == g {
+		work = max(work, (n-(g-1)*per)*fc.perTile+fc.gate)
+	} else {
+		work = max(work, fc.gate)
+	}
+	return (u-1)*fc.perCore + max(work, fc.floor)
+}
+
 // group is the cores per item: 1 when the grid has fewer than two cores
 // per item, else the g in 1 .. min(cores/items, Lt) minimising the
-// estimate at the longest context (Lt visible tiles)
-//
-//	cost(g) = (g-1) * perCore + max(ceil(Lt/g) * perTile, floor)
-//
-// Ties go to fewer cores. For Qwen3.8-27B at mesh 1x2 (2 items) this is
-// g = 2 at a 128-long cache, 13 at 4096 and the L1 limit beyond
-// (flashDecode lowers g while the combine's CBs do not fit: 23 cores per
-// item). At run time a position uses fewer when that is cheaper
-// (flashSpan).
+// estimate at the longest context (time(Lt, g)); ties go to fewer cores.
+// For Qwen3.8-27B at mesh 1x2 (2 items) this is g = 3 at a 128-long
+// cache, 14 at 4096 and the L1 limit beyond (flashDecode lowers g while
+// the combine's CBs do not fit: 23 cores per item). At run time a
+// position uses fewer when that is cheaper (flashSpan).
 func (fc flashCost) group(d sdpaDims, cores int) int {
 	if 2*d.items > cores {
 		return 1
 	}
 	best, bestCost := 1, 0
 	for g := 1; g <= min(cores/d.items, d.Lt); g++ {
-		c := (g-1)*fc.perCore + max((d.Lt+g-1)/g*fc.perTile, fc.floor)
-		if g == 1 || c < bestCost {
+		if c := fc.time(d.Lt, g); g == 1 || c < bestCost {
 			best, bestCost = g, c
 		}
 	}
@@ -237,10 +264,11 @@ type flashSplit struct {
 
 // flashSpan emits the split of the n = pos/32 + 1 visible tiles: the
 // core at slot (rank r = group-1-slot) takes [r*per, (r+1)*per) within
-// [0, n), per = max(ceil(n/group), isqrt(n * perCore/perTile)): the
-// group's cores share the tiles evenly unless fewer cores are cheaper,
-// sqrt(n * perTile/perCore) of them minimising (cores-1)*perCore +
-// n/cores*perTile (a short position on a group sized for a long cache).
+// [0, n), per = max(ceil(n/group), isqrt(n * perCore/perTile), minPer):
+// the group's cores share the tiles evenly unless fewer cores are
+// cheaper, sqrt(n * perTile/perCore) of them minimising (cores-1)*perCore
+// + n/cores*perTile (a short position on a group sized for a long cache),
+// and no core takes fewer tiles than the leader's sigmoid(gate) takes.
 // The cores with tiles are then the group's last (flashFirst), and the
 // leader (slot 0) has the fewest: none unless every core has some, so it
 // computes sigmoid(gate) while the others work. Reader and compute emit
@@ -263,6 +291,9 @@ func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 		b.If(kir.Le(kir.Mul(cand, cand), x), func() { b.Assign(root, cand) })
 	})
 	b.If(kir.Gt(root, sp.per), func() { b.Assign(sp.per, root) })
+	if m := f.cost.minPer(); m > 1 {
+		b.If(kir.Lt(sp.per, kir.Ci(m)), func() { b.Assign(sp.per, kir.Ci(m)) })
+	}
 	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(kir.Sub(kir.Ci(group-1), slot), sp.per))
 	b.If(kir.Gt(sp.lo, sp.n), func() { b.Assign(sp.lo, sp.n) })
 	sp.hi = b.LetT("hi", kir.U32T, kir.Add(sp.lo, sp.per))
