@@ -91,8 +91,6 @@ type flashSDPA struct {
 	wpos int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
-	// writer
-	oAcc *blocks.Access
 }
 
 // flashDecode builds s's program (decode) by flash decoding, the group
@@ -198,7 +196,7 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 	if err != nil {
 		return nil, err
 	}
-	s.kBlk, s.vBlk = largestDivisor(d.Dt, sdpaCacheBlock), flashChunk
+	s.kBlk = largestDivisor(d.Dt, sdpaCacheBlock)
 	if err := f.planCBs(); err != nil {
 		return nil, err
 	}
@@ -283,7 +281,7 @@ func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 		return sp
 	}
 	sp.per = b.LetT("per", kir.U32T, kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
-	// isqrt(n * perCore / perTile) bit by bit (n < 2^16, the root < 2^16)
+	// isqrt(n * perCore / perTile) bit by bit (that is below 2^32, the root below 2^16)
 	x := b.Let("per_x", kir.Div(kir.Mul(sp.n, kir.Ci(f.cost.perCore)), kir.Ci(f.cost.perTile)))
 	root := b.LetT("per_root", kir.U32T, kir.C(0))
 	b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
