@@ -28,9 +28,18 @@ const (
 )
 
 // computeHeaders maps a compute API function to its header: the
-// instruction table's calls (insn_gen.go) and the SFPU ops' calls and
-// inits from kir.SFPUTable.
-var computeHeaders = withSFPU(maps.Clone(insnComputeHeaders))
+// instruction table's calls (insn_gen.go), the SFPU ops' calls and inits
+// from kir.SFPUTable and the value-returning compute calls of
+// kir.ExprAPIName (computeExprHeaders).
+var computeHeaders = withSFPU(withExprs(maps.Clone(insnComputeHeaders)))
+
+// computeExprHeaders are the headers of the value-returning compute calls.
+var computeExprHeaders = map[string]string{"read_tile_value": "compute_kernel_api/cb_api.h"}
+
+func withExprs(m map[string]string) map[string]string {
+	maps.Copy(m, computeExprHeaders)
+	return m
+}
 
 // withSFPU adds every SFPU op's call and init with its header.
 func withSFPU(m map[string]string) map[string]string {

@@ -238,6 +238,9 @@ func TestHeaderTableCoversAPINames(t *testing.T) {
 	if !dataflowNames[kir.ExprAPIName(kir.GetEthSemaphore{})] {
 		missing = append(missing, "expression kir.GetEthSemaphore")
 	}
+	if _, ok := computeHeaders[kir.ExprAPIName(kir.ReadTileValue{})]; !ok {
+		missing = append(missing, "compute expression kir.ReadTileValue")
+	}
 	if diff := cmp.Diff([]string(nil), missing); diff != "" {
 		t.Errorf("API names without a header or declaration in headers.go (-want +got):\n%s", diff)
 	}

@@ -390,6 +390,14 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 		return pr.apiCall(e, pr.expr(e.X0), pr.expr(e.Y0), pr.expr(e.X1), pr.expr(e.Y1), pr.expr(e.Addr))
 	case kir.L1Read32:
 		return "*" + pr.l1Ptr(e.Addr)
+	case kir.ReadTileValue:
+		name := kir.ExprAPIName(e)
+		if !pr.compute() {
+			pr.fail("%s is a compute call in a data-movement kernel", name)
+			return "0"
+		}
+		pr.useAPI(name)
+		return name + "(" + cb(e.CB) + ", " + pr.expr(e.Tile) + ", " + pr.expr(e.Offset) + ")"
 	case kir.NumDRAMBanks:
 		return kir.ExprAPIName(e)
 	case kir.MyNoCX, kir.MyNoCY:

@@ -2,6 +2,7 @@ package cpp
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,6 +183,23 @@ func TestStatements(t *testing.T) {
 	}
 }
 
+// TestReadTileValue: read_tile_value prints as the compute API call,
+// converted to nothing (it returns uint32_t), and pulls in cb_api.h.
+func TestReadTileValue(t *testing.T) {
+	v := kir.Var{Name: "v", Type: kir.U32T}
+	p, k := program(kir.RoleCompute, kir.Let{Var: v, Value: kir.Add(kir.ReadTileValue{CB: 3, Tile: a, Offset: kir.C(1)}, kir.C(31))})
+	if got, want := bodyLines(t, p, k), []string{"uint32_t v = read_tile_value(3, a, 1) + 31u;"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	src, err := PrintKernel(p, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), `#include "compute_kernel_api/cb_api.h"`) {
+		t.Errorf("no cb_api.h include in:\n%s", src)
+	}
+}
+
 func TestIncludes(t *testing.T) {
 	p, k := program(kir.RoleCompute,
 		kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 0, OCB: 16},
@@ -286,6 +304,9 @@ func TestPrintErrors(t *testing.T) {
 		{"data-movement expression in compute", func() (*kir.Program, *kir.Kernel) {
 			return program(kir.RoleCompute, kir.Let{Var: v, Value: kir.GetWritePtr{CB: 0}})
 		}, "get_write_ptr is a data-movement call in a compute kernel"},
+		{"compute expression in a reader", func() (*kir.Program, *kir.Kernel) {
+			return program(kir.RoleReader, kir.Let{Var: v, Value: kir.ReadTileValue{CB: 0, Tile: kir.C(0), Offset: kir.C(0)}})
+		}, "read_tile_value is a compute call in a data-movement kernel"},
 		{"unknown reduce op", func() (*kir.Program, *kir.Kernel) {
 			return program(kir.RoleCompute, kir.ReduceUninit{}, kir.ReduceInit{Op: 9})
 		}, "unknown reduce op 9"},

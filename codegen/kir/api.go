@@ -31,6 +31,8 @@ func ExprAPIName(e Expr) string {
 		return "my_y"
 	case NumDRAMBanks:
 		return "NUM_DRAM_BANKS"
+	case ReadTileValue:
+		return "read_tile_value"
 	}
 	return ""
 }

@@ -104,6 +104,10 @@ var codeCost = map[string]int{
 	"expr:noc-addr":    24,
 	"expr:bank-addr":   24,
 	"expr:mcast-addr":  64,
+	// read_tile_value: not measured (no kernel of testdata/codesize.tsv
+	// calls it); priced as a getter call plus the mailbox hand-over to
+	// the math and pack threads, which each binary holds one side of.
+	"expr:tile-value": 32,
 }
 
 // EstimateCode estimates the binaries of k from its kernel IR: a base per
@@ -177,6 +181,8 @@ func EstimateCode(k *Kernel) CodeEstimate {
 			terms["expr:mcast-addr"]++
 		case L1Read32:
 			terms["expr:l1-read"]++
+		case ReadTileValue:
+			terms["expr:tile-value"]++
 		case MyNoCX, MyNoCY:
 			terms["expr:my-noc"]++
 		case NumDRAMBanks:
@@ -286,7 +292,7 @@ func cseKey(e Expr) (string, bool) {
 	var key func(e Expr) bool
 	key = func(e Expr) bool {
 		switch e := e.(type) {
-		case L1Read32:
+		case L1Read32, ReadTileValue:
 			return false
 		case Const:
 			fmt.Fprintf(&b, "%d", e.V)

@@ -22,7 +22,8 @@ func (t Type) String() string {
 // Expr is an expression node. The set of node types is closed: Const, Var,
 // ArgRef, Bin, and the value-returning API calls GetWritePtr, GetReadPtr,
 // GetTileSize, GetSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr,
-// L1Read32, MyNoCX, MyNoCY, NumDRAMBanks.
+// L1Read32, MyNoCX, MyNoCY, NumDRAMBanks and, in compute kernels only,
+// ReadTileValue.
 type Expr interface{ isExpr() }
 
 // Const is a uint32 literal.
@@ -113,6 +114,18 @@ type MulticastAddr struct{ X0, Y0, X1, Y1, Addr Expr }
 // (*(volatile tt_l1_ptr uint32_t*)Addr).
 type L1Read32 struct{ Addr Expr }
 
+// ReadTileValue is read_tile_value(CB, Tile, Offset), a compute kernel's
+// read of a value a data-movement kernel handed it through a CB: the
+// uint32 at word Offset of page Tile counted from the CB's read pointer
+// (the front page). The unpack thread reads it and passes it to the math
+// and pack threads, so all three see one value (a loop count a compute
+// kernel takes from it is the same on the three). The kernel must have
+// waited for the page (cb_wait_front) and not popped it yet.
+type ReadTileValue struct {
+	CB           int
+	Tile, Offset Expr
+}
+
 // MyNoCX is my_x[noc_index]: this core's NoC x coordinate.
 type MyNoCX struct{}
 
@@ -136,6 +149,7 @@ func (NoCAddr) isExpr()       {}
 func (DRAMBankAddr) isExpr()  {}
 func (MulticastAddr) isExpr() {}
 func (L1Read32) isExpr()      {}
+func (ReadTileValue) isExpr() {}
 func (MyNoCX) isExpr()        {}
 func (MyNoCY) isExpr()        {}
 func (NumDRAMBanks) isExpr()  {}

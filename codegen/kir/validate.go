@@ -232,6 +232,7 @@ func (v *validator) kernel(k *Kernel) {
 	v.unpackModes(k)
 	v.mcastCorners(k)
 	v.body(k)
+	v.tileValues(k)
 	env := newStaticEnv(k)
 	v.statics(k, env)
 	v.flow(k, env)
@@ -351,6 +352,10 @@ func (v *validator) body(k *Kernel) {
 			case GetSemaphore, GetEthSemaphore, NoCAddr, DRAMBankAddr, MulticastAddr, MyNoCX, MyNoCY, L1Read32, NumDRAMBanks:
 				if k.Role == RoleCompute {
 					v.add(RuleMalformed, k.Name, nil, NoCB, "%s calls %s, which compute kernels cannot", where, exprName(e))
+				}
+			case ReadTileValue:
+				if k.Role != RoleCompute {
+					v.add(RuleMalformed, k.Name, nil, e.CB, "%s calls read_tile_value, a compute call, in a %s kernel (a data-movement kernel reads L1 directly)", where, k.Role)
 				}
 			}
 			for _, s := range SubExprs(e) {

@@ -46,6 +46,17 @@ func TestValidPrograms(t *testing.T) {
 			})
 			return p
 		}()},
+		{"read_tile_value of a waited CB in compute", func() *kir.Program {
+			p := addProgram()
+			mapStmts(p.Kernel("compute"), func(s kir.Stmt) kir.Stmt {
+				if bt, ok := s.(kir.BinaryTiles); ok {
+					bt.Tile0 = kir.Mul(kir.ReadTileValue{CB: kirtest.CBIn1, Tile: kir.C(0), Offset: kir.C(0)}, kir.C(0))
+					return bt
+				}
+				return s
+			})
+			return p
+		}()},
 		{"single-page pushes need not divide the ring", func() *kir.Program {
 			p := addProgram()
 			setPages(p, kirtest.CBIn0, 3)
@@ -139,6 +150,13 @@ func TestValidateRules(t *testing.T) {
 				return s
 			})
 		}, kir.RuleCBOperands, "add_tiles reads both operands from CB c_0"},
+		{"read_tile_value in a reader", func(p *kir.Program) {
+			p.Kernel("reader").Builder().Let("v", kir.ReadTileValue{CB: kirtest.CBIn0, Tile: kir.C(0), Offset: kir.C(0)})
+		}, kir.RuleMalformed, "calls read_tile_value, a compute call, in a reader kernel"},
+		{"read_tile_value before the wait", func(p *kir.Program) {
+			k := p.Kernel("compute")
+			k.Body = append([]kir.Stmt{kir.Let{Var: kir.Var{Name: "v"}, Value: kir.ReadTileValue{CB: kirtest.CBIn1, Tile: kir.C(0), Offset: kir.C(0)}}}, k.Body...)
+		}, kir.RuleCBFlow, "read_tile_value(c_1, ...) in declaration before any cb_wait_front(c_1)"},
 		{"wait exceeds pages", func(p *kir.Program) {
 			mapStmts(p.Kernel("compute"), func(s kir.Stmt) kir.Stmt {
 				if w, ok := s.(kir.CBWaitFront); ok && w.CB == kirtest.CBIn1 {

@@ -69,6 +69,8 @@ func SubExprs(e Expr) []Expr {
 		return []Expr{e.X0, e.Y0, e.X1, e.Y1, e.Addr}
 	case L1Read32:
 		return []Expr{e.Addr}
+	case ReadTileValue:
+		return []Expr{e.Tile, e.Offset}
 	}
 	return nil
 }
@@ -85,7 +87,7 @@ func InspectExpr(e Expr, f func(Expr) bool) {
 }
 
 // ExprCBs returns the CB indices named by the calls inside e
-// (get_write_ptr, get_read_ptr, get_tile_size).
+// (get_write_ptr, get_read_ptr, get_tile_size, read_tile_value).
 func ExprCBs(e Expr) []int {
 	var out []int
 	InspectExpr(e, func(e Expr) bool {
@@ -95,6 +97,8 @@ func ExprCBs(e Expr) []int {
 		case GetReadPtr:
 			out = append(out, e.CB)
 		case GetTileSize:
+			out = append(out, e.CB)
+		case ReadTileValue:
 			out = append(out, e.CB)
 		}
 		return true

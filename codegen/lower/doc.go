@@ -9,7 +9,8 @@
 // eltwise.go, matmul.go (built by the engine of matmul_engine.go with the
 // epilogues of matmul_epilogue.go), bmm.go, norm.go, reduce.go, layout.go,
 // embedding.go, argmax.go, rotary.go, cache.go, sdpa.go, prefill.go, the
-// ring collectives (collective*.go) and the fused ops (fused_*.go). Most
+// ring collectives (collective*.go) and the fused ops (fused_*.go;
+// sdpa_decode_gated's flash decoding in flash_sdpa.go). Most
 // start from a splitProgram (split.go): the program with its buffers, its
 // work split over the first cores, the CB plan on them and the kernels'
 // buffer bindings.
@@ -27,8 +28,9 @@
 // activation row (multicore.Multicast); norm_split.go and the GDN
 // recurrence exchange partial sums with a group leader
 // (multicore.Exchange); the all_reduce_add_rmsnorm ring pushes into its
-// tail (multicore.Push). argmax.go folds per-range (index, key) pairs on
-// a leader. Each states its semaphore protocol and why it cannot deadlock.
+// tail (multicore.Push); flash decoding merges its cores' partial
+// softmax results on a leader (multicore.SplitCombine). argmax.go folds
+// per-range (index, key) pairs on a leader. Each states its semaphore protocol and why it cannot deadlock.
 //
 // # Placement
 //

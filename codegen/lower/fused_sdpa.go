@@ -16,23 +16,23 @@ import (
 //	decode:  out[b,0,h*D+i] = r(o[b,h,i]) * r(sigmoid(gate[b,h,i]))
 //	prefill: out[b,s,h*D+i] = r(o[b,h,s,i]) * r(sigmoid(gate[b,s,h,i]))
 //
-// with r rounding to q's (gate's) dtype. One work item is one tile row of
-// query rows attending one kv head; items are split over the cores, one per
-// core while cores last. Decode: item (user b, kv head j, D chunk), its
-// rows the G = H/Hkv query heads of the group (GQA by addressing). While
-// the grid has a core for each, a kv head's Dt tiles are split into the
-// most equal chunks that fit (27B: 2 kv heads x 8 chunks of one D tile on
-// 16 cores): every chunk computes the scores over all of D, which costs
-// Lt*Dt tile products, and P V only for its own tiles. Prefill: item (user
-// b, q head h, token tile row st), its rows up to 32 tokens of head h.
-// Per item the compute kernel takes the masked, scaled scores
-// (scoreTiles), their softmax (softmax) and the gated P V (gatedValues).
+// with r rounding to q's (gate's) dtype. This file holds what both share
+// (the checks, the operands' reader set-up, decodeItem and groupTiles,
+// which gather a decode item's query and gate rows, the K cache reader
+// cacheTiles, the decode writer writeDecodeTiles) and the prefill
+// program; decode is flash decoding (flash_sdpa.go), whose cost follows
+// the position.
 //
-// Like sdpa_decode the kernel runs over the whole cache length (its loop
-// counts cannot depend on pos, which only the data-movement kernels read):
-// the reader feeds zero tiles past the last visible position and zeroes
-// the rows past it in the tile holding it (cacheTiles), so stale cache
-// contents never reach the result.
+// Prefill: one work item is one tile row of query rows attending one kv
+// head, item (user b, q head h, token tile row st), its rows up to 32
+// tokens of head h; items are split over the cores, one per core while
+// cores last. Per item the compute kernel takes the masked, scaled scores
+// (scoreTiles), their softmax (softmax) and the gated P V (gatedValues).
+// Like sdpa_prefill the kernel runs over the whole cache length (its loop
+// counts do not depend on pos, which only the reader reads): the reader
+// feeds zero tiles past the last visible position and zeroes the rows
+// past it in the tile holding it (cacheTiles), so stale cache contents
+// never reach the result.
 
 // sdpaDims are the sizes of one gated SDPA.
 type sdpaDims struct{ B, H, Hkv, G, S, D, L, Dt, Lt, St, items int }
@@ -85,9 +85,9 @@ type gatedSDPA struct {
 	q, k, v, pos, gate, out *ir.Value
 	scale                   float64
 	d                       sdpaDims
-	// a kv head's item is split items of dc D tiles (prefill: 1); the
-	// reader moves kBlk K tiles (along a row), vBlk V tiles per barrier
-	split, dc, kBlk, vBlk int
+	// the reader moves kBlk K tiles (along a row), vBlk V tiles per
+	// barrier
+	kBlk, vBlk int
 	// CBs; slotQ, asm < 0 in prefill
 	cbQ, cbK, cbV, mask, cbGate, scaler, ones, slotQ, slotG, consts, cbPos int
 	scores, negMax, exp, recip, pv, attn, sig, cbOut, asm                  int
@@ -95,22 +95,21 @@ type gatedSDPA struct {
 	qAcc, kAcc, vAcc, pAcc, gAcc                                           *blocks.Access
 	gq, gg                                                                 *blocks.Gather // gq nil in prefill
 	groupRows                                                              bool           // decode, a user's heads in one tile row: groupTiles
-	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts
+	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts, flashSDPA.reader
 }
 
 // sdpaItem is what the reader knows of its current work item.
 type sdpaItem struct {
 	head           kir.Var          // kv head b*Hkv + j
-	dlo            kir.Expr         // the item's first D tile of P V
-	mask           func(tt kir.Var) // emits the mask of cache tile tt into the reserved page
+	mask           func(tt kir.Var) // (prefill) emits the mask of cache tile tt into the reserved page
 	user, groupRow kir.Var          // groupRows: the user, the group's first row
 }
 
 // negInf is the bits of fp32 -inf.
 const negInf = 0xFF800000
 
-// sdpaGated checks op, splits its items over the first cores and builds
-// the program phase by phase.
+// sdpaGated checks op; prefill splits its items over the first cores and
+// builds the program phase by phase, decode is flashDecode's.
 func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	o := op.Operands
 	s := &gatedSDPA{op: op, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
@@ -126,19 +125,11 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
 		}
 	}
+	if !prefill {
+		return flashDecode(s, ctx)
+	}
 	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
-	s.split = 1
-	for n := Dt; !prefill && n > 1 && s.split == 1; n-- {
-		if Dt%n == 0 && s.d.items*n <= t.NumWorkers() {
-			s.split = n
-		}
-	}
-	s.dc = Dt / s.split
-	items := s.d.items * s.split
-	plan := PlanSplit(items, t.NumWorkers(), (Lt*Dt+Lt*s.dc)*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	if s.split > 1 {
-		plan = Split{Items: items, Cores: items, PerCore: 1}
-	}
+	plan := PlanSplit(s.d.items, t.NumWorkers(), 2*Lt*Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
 	if s.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
 		return nil, err
 	}
@@ -157,7 +148,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	return s.p, nil
 }
 
-// planCBs plans the program's CBs.
+// planCBs plans the prefill program's CBs.
 func (s *gatedSDPA) planCBs() error {
 	cbs, Dt, Lt := s.cbs, s.d.Dt, s.d.Lt
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
@@ -168,11 +159,8 @@ func (s *gatedSDPA) planCBs() error {
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
 	s.ones = cbs.Input("ones_row", ir.BF16, 1)
 	s.slotQ, s.asm = -1, -1
-	if !s.prefill {
-		s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
-	}
 	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
-	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 3)
+	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 2)
 	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
 	s.scores = cbs.Scratch("scores", ir.FP32, Lt)
 	s.negMax = cbs.Scratch("neg_row_max", ir.BF16, 1)
@@ -182,16 +170,53 @@ func (s *gatedSDPA) planCBs() error {
 	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
 	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
 	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-	if !s.prefill {
-		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
-	}
 	return cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", s.op.Name(), s.d.L, Lt))
 }
 
-// reader adds the reader: per item (decodeItem, prefillItem) the mask and
-// K tiles of each cache tile, then per D tile the V tiles and the gate.
+// reader adds the prefill reader: per item (prefillItem) the mask and K
+// tiles of each cache tile, then per D tile the V tiles and the gate.
 func (s *gatedSDPA) reader() error {
 	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
+	if err := s.readerSetup(); err != nil {
+		return err
+	}
+	rd := s.rd
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	s.readerConsts(b)
+	s.gg.Begin(b, []int{s.slotG})
+	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+		it := s.prefillItem(b, i)
+		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
+			b.CBReserveBack(s.mask, kir.C(1))
+			it.mask(tt)
+			b.CBPushBack(s.mask, kir.C(1))
+			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+				s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+			})
+		})
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(s.vBlk), func(t0 kir.Var) {
+				s.cacheTiles(b, s.vAcc, s.cbV, s.v.Type.DType, it.head, s.vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
+			})
+			s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd))
+		})
+	})
+	if s.err != nil {
+		return s.err
+	}
+	s.gg.End(b)
+	blocks.ReleaseScratchPages(b, s.consts, 2)
+	blocks.ReleaseScratch(b, s.cbPos)
+	return nil
+}
+
+// readerSetup adds the reader kernel (s.rd) with the operands' buffer
+// arguments and sets up the gathers of the query and gate rows (s.gq,
+// s.gg) and whether the decode group's rows are moved whole
+// (s.groupRows).
+func (s *gatedSDPA) readerSetup() error {
+	d, Dt := s.d, s.d.Dt
 	rd := newReader(s.p, s.rs)
 	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), s.bind(rd, "gate_addr", s.gate)
 	if s.err != nil {
@@ -210,57 +235,12 @@ func (s *gatedSDPA) reader() error {
 	}
 	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
 	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
-	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b := rd.Builder()
-	s.readerConsts(b)
-	if !s.prefill {
-		s.gq.Begin(b, []int{s.slotQ})
-	}
-	s.gg.Begin(b, []int{s.slotG})
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		it := sdpaItem{}
-		if s.prefill {
-			it = s.prefillItem(b, i)
-		} else {
-			it = s.decodeItem(b, i)
-		}
-		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			b.CBReserveBack(s.mask, kir.C(1))
-			it.mask(tt)
-			b.CBPushBack(s.mask, kir.C(1))
-			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-				s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-			})
-		})
-		b.For("d", it.dlo, kir.Add(it.dlo, kir.Ci(s.dc)), func(dd kir.Var) {
-			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(s.vBlk), func(t0 kir.Var) {
-				s.cacheTiles(b, s.vAcc, s.cbV, s.v.Type.DType, it.head, s.vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
-			})
-			switch {
-			case s.prefill:
-				s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd))
-			case s.groupRows:
-				s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
-			default:
-				s.gg.Page(b, s.cbGate, dd)
-			}
-		})
-	})
-	if s.err != nil {
-		return s.err
-	}
-	s.gg.End(b)
-	if !s.prefill {
-		s.gq.End(b)
-	}
-	blocks.ReleaseScratchPages(b, s.consts, 3)
-	blocks.ReleaseScratch(b, s.cbPos)
 	return nil
 }
 
-// readerConsts emits the scaler and ones tiles, reads pos (the last
-// visible position: tile lptr, row lrow) and builds the constant tiles
-// masks are copied from: zeros, -inf, (decode) the mask of pos's tile.
+// readerConsts emits (prefill) the scaler and ones tiles, reads pos (the
+// last visible position: tile lptr, row lrow) and builds the constant
+// tiles masks are copied from: zeros and -inf.
 func (s *gatedSDPA) readerConsts(b *kir.Builder) {
 	blocks.ScalerTile(b, s.scaler, 1)
 	blocks.RowTile(b, s.ones, ir.BF16, 0, 1)
@@ -269,29 +249,22 @@ func (s *gatedSDPA) readerConsts(b *kir.Builder) {
 	last := b.Let("last", kir.Add(s.posv, kir.Ci(s.d.S-1)))
 	s.lptr = b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
 	s.lrow = b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
-	b.Comment("constant tiles: zeros, -inf, and (decode) the mask of the tile holding pos")
+	b.Comment("constant tiles: zeros, -inf")
 	fb := ir.FP32.TileBytes()
-	consts := blocks.ScratchPages(b, s.consts, 3, "consts")
+	consts := blocks.ScratchPages(b, s.consts, 2, "consts")
 	s.zero = b.Let("zero", consts)
 	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
-	s.bound = b.Let("bound", kir.Add(consts, kir.Ci(2*fb)))
 	blocks.FillWords(b, s.zero, fb, 0)
 	blocks.FillWords(b, s.ninf, fb, negInf)
-	if !s.prefill {
-		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-			b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
-		})
-		blocks.FillRowsFromRow0(b, s.bound, 4)
-	}
 }
 
-// decodeItem emits decode item i's group query rows (rows b*H + j*G + g
-// of q, gathered, or groupTiles); its masks are constant tiles.
+// decodeItem emits decode item i's (kv head b*Hkv + j) group query rows
+// (rows b*H + j*G + g of q, gathered, or groupTiles) and sets the gate
+// gather's row map to the group's rows.
 func (s *gatedSDPA) decodeItem(b *kir.Builder, i kir.Var) sdpaItem {
-	d, Dt, fb := s.d, s.d.Dt, ir.FP32.TileBytes()
+	d, Dt := s.d, s.d.Dt
 	var it sdpaItem
-	it.head = b.Let("head", kir.Div(i, kir.Ci(s.split))) // b*Hkv + j
-	it.dlo = b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(s.split)), kir.Ci(s.dc)))
+	it.head = b.Let("head", i) // b*Hkv + j
 	if s.groupRows {
 		it.user = b.Let("user", kir.Div(it.head, kir.Ci(d.Hkv)))
 		it.groupRow = b.Let("group_row", kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
@@ -305,13 +278,6 @@ func (s *gatedSDPA) decodeItem(b *kir.Builder, i kir.Var) sdpaItem {
 		s.gq.Map, s.gg.Map = rowMap, rowMap
 		b.Comment("the group's query rows")
 		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { s.gq.Page(b, s.cbQ, dd) })
-	}
-	it.mask = func(tt kir.Var) {
-		m := b.Let("m", kir.GetWritePtr{CB: s.mask})
-		b.IfElse(kir.Lt(tt, s.lptr), func() { blocks.LocalCopy(b, s.zero, m, fb) }, func() {
-			b.IfElse(kir.Eq(tt, s.lptr), func() { blocks.LocalCopy(b, s.bound, m, fb) }, func() { blocks.LocalCopy(b, s.ninf, m, fb) })
-		})
-		b.NoCAsyncReadBarrier()
 	}
 	return it
 }
@@ -353,7 +319,7 @@ func (s *gatedSDPA) groupTiles(b *kir.Builder, cb int, a *blocks.Access, x *ir.V
 // diagonal, built element by element.
 func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 	d, fb := s.d, ir.FP32.TileBytes()
-	it := sdpaItem{dlo: kir.C(0)}
+	var it sdpaItem
 	st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
 	bh := b.Let("bh", kir.Div(i, kir.Ci(d.St))) // b*H + h
 	u, h := b.Let("u", kir.Div(bh, kir.Ci(d.H))), b.Let("h", kir.Mod(bh, kir.Ci(d.H)))
@@ -489,7 +455,7 @@ func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out
 // pops exp and recip.
 func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
 	c.B.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
-	c.For("d", kir.C(0), kir.Ci(s.dc), func(kir.Var) {
+	c.For("d", kir.C(0), kir.Ci(s.d.Dt), func(kir.Var) {
 		c.Acquire()
 		c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
 			c.B.CBWaitFront(s.cbV, kir.C(1))
@@ -509,10 +475,9 @@ func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
 	c.B.CBPopFront(s.exp, kir.Ci(s.d.Lt))
 }
 
-// writer adds the writer. Prefill: a result tile is an output tile (tile
-// row st, column h*Dt + d of user b). Decode: row g of a result tile is
-// row 0 of head j*G + g's; the G tiles are assembled in zeroed pages (only
-// row 0 is ever rewritten) and written under one barrier.
+// writer adds the writer (runtime args start, count: items). Prefill: a
+// result tile is an output tile (tile row st, column h*Dt + d of user b).
+// Decode (flash decoding's one-core groups): writeDecodeTiles per item.
 func (s *gatedSDPA) writer() error {
 	d, Dt := s.d, s.d.Dt
 	wr := newWriter(s.p, s.rs)
@@ -533,31 +498,38 @@ func (s *gatedSDPA) writer() error {
 		})
 		return nil
 	}
-	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
 	otiles := blocks.ScratchPages(b, s.asm, d.G, "otiles")
-	blocks.FillWords(b, otiles, d.G*otb, 0)
-	otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
+	blocks.FillWords(b, otiles, d.G*s.out.Type.DType.TileBytes(), 0)
 	b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
-		head := b.Let("head", kir.Div(i, kir.Ci(s.split)))
-		dlo := b.Let("dlo", kir.Mul(kir.Mod(i, kir.Ci(s.split)), kir.Ci(s.dc)))
-		u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
-		j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
-		first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
-		b.For("d", dlo, kir.Add(dlo, kir.Ci(s.dc)), func(dd kir.Var) {
-			src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
-			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-				blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
-			})
-			b.NoCAsyncReadBarrier()
-			b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-				b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
-			})
-			b.NoCAsyncWriteBarrier()
-			b.CBPopFront(s.cbOut, kir.C(1))
-		})
+		s.writeDecodeTiles(b, oAcc, otiles, b.Let("head", i))
 	})
 	blocks.ReleaseScratchPages(b, s.asm, d.G)
 	return nil
+}
+
+// writeDecodeTiles emits the writes of decode item head's (b*Hkv + j)
+// Dt result tiles (one page of cbOut each): row g of a result tile is row
+// 0 of head j*G + g's output tile, assembled in the G zeroed pages at
+// otiles (only row 0 is ever rewritten) and written under one barrier.
+func (s *gatedSDPA) writeDecodeTiles(b *kir.Builder, oAcc *blocks.Access, otiles kir.Var, head kir.Var) {
+	d, Dt := s.d, s.d.Dt
+	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
+	otile := func(g kir.Expr) kir.Expr { return kir.Add(otiles, kir.Mul(g, kir.Ci(otb))) }
+	u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+	j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
+	first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+	b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+		src := blocks.WaitFront(b, s.cbOut, kir.C(1), "src")
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			blocks.CopyTileRow(b, src, g, otile(g), kir.C(0), oeb)
+		})
+		b.NoCAsyncReadBarrier()
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			b.NoCAsyncWrite(otile(g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+		})
+		b.NoCAsyncWriteBarrier()
+		b.CBPopFront(s.cbOut, kir.C(1))
+	})
 }
 
 // sdpaCacheBlock bounds the KV-cache tiles the SDPA reader moves per

@@ -38,7 +38,11 @@
 //
 //   - Expressions: unsigned C++ arithmetic in the expression's type
 //     (kir.TypeOf), division by zero a fault; get_noc_addr and friends use
-//     the NoC address encoding of this package (NoCAddress).
+//     the NoC address encoding of this package (NoCAddress); L1 loads and
+//     a compute kernel's read_tile_value (a word of a CB page it waited
+//     for, from the read pointer: the page must be waited for and not
+//     popped) read through Machine.ReadL1, so the simulator returns the
+//     data and the timing model what it knows of it.
 //   - Circular buffers (CB): the ring of each CB on each core, its write
 //     and read positions and the pages filled, reserved, waited for and
 //     packed. cb_reserve_back and cb_wait_front block until enough pages

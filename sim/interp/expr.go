@@ -59,6 +59,8 @@ func (c *Compiler[S]) expr(e kir.Expr) (Expr[S], error) {
 		}
 		m := c.m
 		return func(t *Thread[S]) uint64 { return m.ReadL1(t, addr(t), "L1 load") }, nil
+	case kir.ReadTileValue:
+		return c.tileValue(e)
 	case kir.MyNoCX:
 		return func(t *Thread[S]) uint64 { return uint64(t.Core.NX) }, nil
 	case kir.MyNoCY:
@@ -248,5 +250,35 @@ func (c *Compiler[S]) nocExpr(e kir.Expr) (Expr[S], error) {
 			return 0
 		}
 		return NoCAddress(uint64(x), uint64(y), off)
+	}, nil
+}
+
+// tileValue compiles read_tile_value(cb, tile, offset): the word at the
+// CB's read pointer + tile*page + 4*offset, read through the machine's
+// ReadL1. The page must be waited for (below the pages cb_wait_front
+// claimed and not popped) and the word inside it.
+func (c *Compiler[S]) tileValue(e kir.ReadTileValue) (Expr[S], error) {
+	es, err := c.exprs(e.Tile, e.Offset)
+	if err != nil {
+		return nil, err
+	}
+	tile, off, idx, m := es[0], es[1], e.CB, c.m
+	const call = "read_tile_value"
+	return func(t *Thread[S]) uint64 {
+		cb := t.Core.CB(idx)
+		if cb == nil {
+			t.Fail(MissingCB(idx, call))
+			return 0
+		}
+		i, w := tile(t), off(t)
+		if i >= uint64(cb.Waited) {
+			t.Faultf(kir.RuleCBFlow, idx, "%s(c_%d, %d, %d) reads page %d, but only %d pages were waited for (cb_wait_front)", call, idx, i, w, i, cb.Waited)
+			return 0
+		}
+		if 4*(w+1) > uint64(cb.PageSize) {
+			t.Faultf(kir.RuleCBFlow, idx, "%s(c_%d, %d, %d) reads word %d of a %d-byte page", call, idx, i, w, w, cb.PageSize)
+			return 0
+		}
+		return m.ReadL1(t, cb.ReadPtr()+i*uint64(cb.PageSize)+4*w, call)
 	}, nil
 }

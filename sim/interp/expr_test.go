@@ -78,3 +78,51 @@ func TestNoCEncoding(t *testing.T) {
 		t.Errorf("address arithmetic on a NoC address: local %#x, want 0x12445", got.Addr)
 	}
 }
+
+// TestReadTileValue: read_tile_value reads word offset of page tile from
+// the CB's read pointer, through the machine's ReadL1, and faults (rule
+// cb-flow) on a page not waited for or a word outside the page.
+func TestReadTileValue(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		pop          int // pages popped before the wait, moving the read pointer
+		tile, offset uint32
+		want         uint64
+		rule         kir.Rule
+	}{
+		{"front page", 0, 0, 0, 7, 0},
+		{"second page, word 3", 0, 1, 3, 42, 0},
+		{"after a pop", 1, 0, 3, 42, 0},
+		{"page not waited for", 0, 2, 0, 0, kir.RuleCBFlow},
+		{"word outside the page", 0, 0, 512, 0, kir.RuleCBFlow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := reader(func(b *kir.Builder) {
+				b.CBReserveBack(0, kir.C(3))
+				b.CBPushBack(0, kir.C(3))
+				if tc.pop > 0 {
+					b.CBWaitFront(0, kir.Ci(tc.pop))
+					b.CBPopFront(0, kir.Ci(tc.pop))
+				}
+				b.CBWaitFront(0, kir.C(2))
+				v := b.Let("v", kir.ReadTileValue{CB: 0, Tile: kir.C(tc.tile), Offset: kir.C(tc.offset)})
+				b.Emit(kir.NoCSemaphoreInc{Addr: v, Incr: kir.C(0)}) // logs v
+			})
+			mem := map[uint64]uint64{0x10000: 7, 0x10000 + 2048 + 12: 42, 0x10000 + 2*2048 + 12: 43}
+			th, st := runKernel(t, k, testCore(t), mem)
+			if tc.rule != 0 {
+				var f *Fault
+				if st != Failed || !errors.As(th.Err, &f) || f.Rule != tc.rule {
+					t.Fatalf("status %d, error %v; want a fault of rule %s", st, th.Err, tc.rule)
+				}
+				return
+			}
+			if st != 0 {
+				t.Fatalf("status %d, error %v", st, th.Err)
+			}
+			if want := fmt.Sprint("noc_semaphore_inc", []uint64{tc.want, 0}); th.S.log[len(th.S.log)-1] != want {
+				t.Errorf("got %s, want %s", th.S.log[len(th.S.log)-1], want)
+			}
+		})
+	}
+}

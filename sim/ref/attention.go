@@ -278,8 +278,9 @@ const (
 	// sdpaProgram is the program of sdpa_decode and sdpa_prefill
 	// (attender.attendFPU).
 	sdpaProgram attendProgram = iota
-	// gatedProgram is the program of sdpa_decode_gated and
-	// sdpa_prefill_gated before the gate (attender.attendGatedFPU).
+	// gatedProgram is the program of sdpa_prefill_gated before the gate
+	// (attender.attendGatedFPU), and sdpa_decode_gated's in one pass (the
+	// device's flash decoding agrees within rounding).
 	gatedProgram
 )
 
@@ -462,11 +463,14 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	copy(out, numerics.Matmul(a.p, v[:n*d], 1, n, d, f))
 }
 
-// attendGatedFPU is attendFPU for the program of sdpa_decode_gated and
-// sdpa_prefill_gated (codegen/lower/fused_sdpa.go) up to the gate: it
-// writes to out the attention before its rounding to q's dtype. That
-// program keeps the scores in fp32 without a source-register read,
-// subtracts a bf16 maximum with a matmul, and normalises after P V:
+// attendGatedFPU is attendFPU for the program of sdpa_prefill_gated
+// (codegen/lower/fused_sdpa.go) up to the gate: it writes to out the
+// attention before its rounding to q's dtype. sdpa_decode_gated's program
+// (flash decoding, codegen/lower/flash_sdpa.go) computes the same steps
+// chunk by chunk with a running maximum and merges the cores' rescaled
+// sums: it matches this one-pass order within rounding, not bit for bit.
+// The prefill program keeps the scores in fp32 without a source-register
+// read, subtracts a bf16 maximum with a matmul, and normalises after P V:
 //
 //	raw_t = q . k_t                          matmul_tiles onto the mask tile copied into DEST (exact: 0
 //	                                         where visible): scoresFPU

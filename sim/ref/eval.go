@@ -37,7 +37,9 @@ type Options struct {
 	// see attender.attendGatedFPU) at the decomposition's rounding points
 	// instead of the program's, so that it equals its decomposition bit for
 	// bit (the fusion rules' equivalence tests). Off in DefaultOptions: the
-	// reference then agrees with the device bit for bit.
+	// reference then agrees with the device bit for bit (but for
+	// sdpa_decode_gated, whose flash-decoding program rounds in its own
+	// chunked order: within rounding, see attender.attendGatedFPU).
 	Composed bool
 }
 

@@ -29,8 +29,15 @@ import (
 // prologues' RoPE (see prologue: the decode program's RoPE matmul is fp32
 // math, the prefill program's element-wise RoPE is rotaryFPU, as the
 // composed rotary is) and, unless Options.Composed, the gated attentions,
-// computed as their own program does (attender.attendGatedFPU, which
-// differs from the composed sdpa ops' program, see gatedFactors).
+// computed as the prefill program does (attender.attendGatedFPU, which
+// differs from the composed sdpa ops' program, see gatedFactors). The
+// decode program is flash decoding (codegen/lower/flash_sdpa.go): it
+// computes the same quantities over chunks of the cache split among
+// cores, with a running maximum and rescaled fp32 sums merged at the end,
+// so its rounding order depends on the position and the cores it got; the
+// reference keeps the one-pass order, which the device's result matches
+// within that rounding (about a bf16 ulp of the largest result at HiFi4,
+// see the bounds in flash_sdpa_test.go), not bit for bit.
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpAttnPrologue:        evalAttnPrologue,

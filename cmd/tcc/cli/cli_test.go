@@ -199,19 +199,26 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 		}
 	}
 	// On the simulator every program reproduces the same-formats
-	// reference bit for bit, the prefill's and each decode step's, and so
-	// do the chained logits.
-	lines := regexp.MustCompile(`programs: (\d+) of (\d+) checked on their own inputs, (\d+) bit for bit ok`).FindAllStringSubmatch(out, -1)
+	// reference bit for bit, the prefill's and each decode step's, but the
+	// decode attention's (flash decoding rounds in its own order: within
+	// rounding, PCC >= --program-threshold); so the prefill's logits are
+	// bit for bit, the decode steps' within that rounding.
+	lines := regexp.MustCompile(`programs: (\d+) of (\d+) checked on their own inputs, (\d+) bit for bit(, (\d+) differ \(([^\n]*)\))? ok`).FindAllStringSubmatch(out, -1)
 	if len(lines) != 17 {
-		t.Errorf("%d bit-exact programs lines, want 17 (prefill and 16 decode steps)", len(lines))
+		t.Errorf("%d programs lines, want 17 (prefill and 16 decode steps)", len(lines))
 	}
 	for _, m := range lines {
-		if m[1] != m[2] || m[2] != m[3] {
-			t.Errorf("not every program checked and bit for bit: %s", m[0])
+		if m[1] != m[2] {
+			t.Errorf("not every program checked: %s", m[0])
+		}
+		for _, d := range strings.Split(m[6], "; ") {
+			if d != "" && !strings.HasPrefix(d, "op sdpa_decode_gated ") && !regexp.MustCompile(`^\d+ more$`).MatchString(d) {
+				t.Errorf("a program other than the decode attention is not bit for bit: %s", d)
+			}
 		}
 	}
-	if n := strings.Count(out, "  same formats PCC 1.000000 (max rel 0) ok"); n != 17 {
-		t.Errorf("%d steps with the same-formats logits bit for bit, want 17", n)
+	if n := strings.Count(out, "  same formats PCC 1.000000 (max rel 0) ok"); n < 1 {
+		t.Errorf("the prefill's same-formats logits are not bit for bit")
 	}
 }
 

@@ -70,8 +70,10 @@ PCC per buffer at --threshold, one summary line per step. And every program is
 checked on its own inputs: the operands it reads are read back from the device
 just before it runs, the reference evaluates the op it implements on them, and
 its results must equal the device's bit for bit (the reference models each
-program's data path); a program that differs is listed with how many elements
-do, and fails below PCC --program-threshold (one "programs:" line per step).
+program's data path; the decode attention, flash decoding, rounds in its own
+chunked order and agrees within that rounding); a program that differs is
+listed with how many elements do, and fails below PCC --program-threshold
+(one "programs:" line per step).
 A free-running reference that carries its own state from
 the first step is printed too, for information: it shows the drift. The logits are also compared with an
 fp32 reference (fp32 math, no activation rounding, on the weight values as

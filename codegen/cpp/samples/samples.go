@@ -406,8 +406,11 @@ func Coverage() *kir.Program {
 			b.ReduceUninit()
 		}
 	}
+	// read_tile_value: a word of a waited page (the scaler's first, 1.0 in
+	// bf16 pairs), used as a tile index (times 0: tile 1).
+	word := b.Let("scaler_word", kir.ReadTileValue{CB: CBIn2, Tile: kir.C(0), Offset: kir.C(0)})
 	b.TransposeInit(CBIn0)
-	pack(func() { b.TransposeTile(CBIn0, kir.C(1), kir.C(0)) })
+	pack(func() { b.TransposeTile(CBIn0, kir.Add(kir.Mul(word, kir.C(0)), kir.C(1)), kir.C(0)) })
 	b.CopyTileInit(CBIn0)
 	pack(func() {
 		b.CopyTile(CBIn0, kir.C(0), kir.C(0))

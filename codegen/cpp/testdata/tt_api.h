@@ -107,6 +107,10 @@ enum VectorMode { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6 };
 // tree.
 // tcc-insn-decls compute
 
+// compute_kernel_api/cb_api.h:175: a value a data-movement kernel wrote
+// into a CB page, read by the unpack thread and handed to math and pack.
+uint32_t read_tile_value(uint32_t cb_id, uint32_t tile_index, uint32_t element_offset);
+
 }  // namespace ckernel
 
 using namespace ckernel;

@@ -17,27 +17,38 @@ import (
 // SplitCombine's result (s_i = exp(m_i - M) / L, so the denominator is at
 // most max_i |O_i| / l_i). The FPU truncates its fp32 operands to tf32
 // (SrcA keeps 9 mantissa bits, SrcB 10), so each product w_i * l_i and
-// O_i * s_i is off by less than 2^-9 + 2^-10 relatively; L's error moves
-// every s_i by the same relative amount (through log L), the O * s
-// products add theirs: 3 * 2^-9 in all, plus about 2^-16 from the fp32
-// exponent m_i - M - log L (|m| < 2^8 here) and fp32 sums. 2^-7 covers it
-// with a margin.
+// O_i * s_i is off by less than 2^-9 + 2^-10 relatively; w_i enters L
+// and s_i = w_i / L through the same tf32 read, so L's error moves every
+// s_i by the same relative amount, the O * s products add theirs: 3 *
+// 2^-9 in all, plus a few fp32 roundings (exp, 1/L, the products and
+// sums). 2^-7 covers it with a margin.
 const combineTol = 1.0 / 128
 
 // TestSplitCombineOnSim runs SplitCombine alone on made-up partials
 // (random m, l >= 1 and O = l * v with |v| <= 2, one core per case with
 // m 200 lower, whose weight underflows to 0 in fp32) and compares every
-// leader's result with the formula in float64.
+// leader's result with the formula in float64. The last three cases take
+// the extensions flash decoding needs: sums l in [1/2, 1) (its maxima are
+// rounded), the leader's compute consuming the merged tiles itself
+// (MergeThen: it copies each to another CB, which the writer stores), and
+// a run-time first partial (the ones before it hold NaN: they must not be
+// read).
 func TestSplitCombineOnSim(t *testing.T) {
 	tg := target.Blackhole()
 	for _, tc := range []struct {
 		name                 string
 		first, group, groups int
 		rows, width, low     int // low: the core with the much smaller m
+		lmin                 float64
+		then                 bool
+		skip                 int // the first partial merged
 	}{
-		{"four cores", 5, 4, 1, 1, 4, 2},
-		{"two groups of two", 12, 2, 2, 2, 2, 0},
-		{"three cores, the low one last", 40, 3, 1, 1, 1, 2},
+		{"four cores", 5, 4, 1, 1, 4, 2, 1, false, 0},
+		{"two groups of two", 12, 2, 2, 2, 2, 0, 1, false, 0},
+		{"three cores, the low one last", 40, 3, 1, 1, 1, 2, 1, false, 0},
+		{"sums below one", 20, 3, 1, 1, 2, 1, 0.5, false, 0},
+		{"compute consumes the result", 30, 5, 1, 1, 3, 4, 1, true, 0},
+		{"the last three of five", 50, 5, 1, 1, 2, 3, 1, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.group * tc.groups
@@ -62,10 +73,22 @@ func TestSplitCombineOnSim(t *testing.T) {
 			b.CBPushBack(sc.X.Partial, kir.Ci(per))
 
 			cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true, MathFidelity: ir.HiFi4})
-			leader := cp.RuntimeArg("leader")
+			leader, skip := cp.RuntimeArg("leader"), cp.RuntimeArg("first")
 			c := blocks.NewCompute(p, cp)
 			c.Startup(sc.X.Gather, sc.X.Gather, sc.Out)
-			sc.Merge(c, leader)
+			result := sc.Out
+			if tc.then {
+				result = blocks.NewCBPlan(p, tg, rs).Output("copied", ir.FP32, 2)
+				sc.MergeThen(c, leader, skip, func() {
+					c.B.CBWaitFront(sc.Out, kir.C(1))
+					c.Acquire()
+					c.Copy(sc.Out, kir.C(0), kir.C(0))
+					c.B.CBPopFront(sc.Out, kir.C(1))
+					c.PackOut(result, 1)
+				})
+			} else {
+				sc.Merge(c, leader)
+			}
 
 			wr := blocks.NewWriterKernel(p, rs)
 			ea := sc.X.Declare(wr)
@@ -73,7 +96,7 @@ func TestSplitCombineOnSim(t *testing.T) {
 			oAcc := access(t, tg, wr, out)
 			b = wr.Builder()
 			sc.X.Emit(b, ea)
-			b.If(kir.Ne(ea.Leader, kir.C(0)), func() { blocks.WritePages(b, oAcc, sc.Out, page, kir.Ci(outTiles)) })
+			b.If(kir.Ne(ea.Leader, kir.C(0)), func() { blocks.WritePages(b, oAcc, result, page, kir.Ci(outTiles)) })
 
 			for i, core := range cores {
 				ex, err := sc.X.Values(i, wr.NoC)
@@ -81,24 +104,38 @@ func TestSplitCombineOnSim(t *testing.T) {
 					t.Fatal(err)
 				}
 				rd.SetRuntimeArgs(core, kir.U32(uint32(i*per)))
-				cp.SetRuntimeArgs(core, ex[0])
+				cp.SetRuntimeArgs(core, ex[0], kir.U32(uint32(tc.skip)))
 				wr.SetRuntimeArgs(core, append(ex, kir.U32(uint32(i/tc.group*outTiles)))...)
 			}
-			o, m, l := randomPartials(rand.New(rand.NewSource(int64(n))), n, tc.rows, tc.width, tc.low)
-			got := runSim(t, tg, p, map[string][]byte{"partials": encodePartials(o, m, l, tc.width)}, "out")
+			o, m, l := randomPartials(rand.New(rand.NewSource(int64(n))), n, tc.rows, tc.width, tc.low, tc.lmin)
+			data := encodePartials(o, m, l, tc.width)
+			nan := math.Float32bits(float32(math.NaN()))
+			for g := 0; g < tc.groups; g++ {
+				for i := g * tc.group; i < g*tc.group+tc.skip; i++ {
+					for w := i * per * ir.FP32.TileBytes() / 4; w < (i+1)*per*ir.FP32.TileBytes()/4; w++ {
+						binary.LittleEndian.PutUint32(data[4*w:], nan)
+					}
+					m[i] = nil // skipped
+				}
+			}
+			got := runSim(t, tg, p, map[string][]byte{"partials": data}, "out")
 			checkCombine(t, got, o, m, l, tc.group, tc.rows, tc.width)
 		})
 	}
 }
 
 // randomPartials makes core i's partials of rows q tile rows: m[i][q]
-// uniform in [-4, 4) (200 lower on core low), l[i][q] in [1, 40) and
-// o[i][q][d] = l * v, v uniform in [-2, 2), d < width*32.
-func randomPartials(r *rand.Rand, cores, rows, width, low int) (o [][][]float64, m, l [][]float64) {
+// uniform in [-4, 4) (200 lower on core low), l[i][q] in [1, 40) (lmin
+// 1) or [lmin, 1) and o[i][q][d] = l * v, v uniform in [-2, 2), d <
+// width*32.
+func randomPartials(r *rand.Rand, cores, rows, width, low int, lmin float64) (o [][][]float64, m, l [][]float64) {
 	for i := 0; i < cores; i++ {
 		o, m, l = append(o, nil), append(m, nil), append(l, nil)
 		for q := 0; q < rows*ir.TileSize; q++ {
 			mi, li := r.Float64()*8-4, 1+r.Float64()*39
+			if lmin < 1 {
+				li = lmin + r.Float64()*(1-lmin)
+			}
 			if i == low {
 				mi -= 200
 			}
@@ -139,7 +176,7 @@ func encodePartials(o [][][]float64, m, l [][]float64, width int) []byte {
 
 // checkCombine compares each group's result tiles in got (rows*width per
 // group, row-major) with the combine formula in float64 over the fp32
-// inputs, within combineTol.
+// inputs of the partials i with m[i] != nil, within combineTol.
 func checkCombine(t *testing.T, got []byte, o [][][]float64, m, l [][]float64, group, rows, width int) {
 	t.Helper()
 	f32 := func(v float64) float64 { return float64(float32(v)) }
@@ -148,15 +185,22 @@ func checkCombine(t *testing.T, got []byte, o [][][]float64, m, l [][]float64, g
 		for q := 0; q < rows*ir.TileSize; q++ {
 			mx := math.Inf(-1)
 			for i := g * group; i < (g+1)*group; i++ {
-				mx = math.Max(mx, f32(m[i][q]))
+				if m[i] != nil {
+					mx = math.Max(mx, f32(m[i][q]))
+				}
 			}
 			var sum float64
 			for i := g * group; i < (g+1)*group; i++ {
-				sum += math.Exp(f32(m[i][q])-mx) * f32(l[i][q])
+				if m[i] != nil {
+					sum += math.Exp(f32(m[i][q])-mx) * f32(l[i][q])
+				}
 			}
 			for d := 0; d < width*ir.TileSize; d++ {
 				var want, scale float64
 				for i := g * group; i < (g+1)*group; i++ {
+					if m[i] == nil {
+						continue
+					}
 					s := math.Exp(f32(m[i][q])-mx) / sum
 					want += s * f32(o[i][q][d])
 					scale += s * math.Abs(f32(o[i][q][d]))

@@ -141,7 +141,13 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 // pages of Partial; on leaders one Local page), produces Group partials
 // of Gather on leaders and, unless GatherOnly, one Result page on every
 // core.
-func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
+func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) { x.EmitSending(b, a, nil) }
+
+// EmitSending is Emit where, when send (a run-time condition; nil: true)
+// is false, the core writes nothing into its slot of the leader's Gather
+// and only counts on the semaphore: for a GatherOnly combine whose leader
+// does not read that slot (SplitCombine.MergeThen's first).
+func (x *Exchange) EmitSending(b *kir.Builder, a ExchangeArgs, send kir.Expr) {
 	n := max(x.Pages, 1)
 	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
 	b.CBWaitFront(x.Partial, kir.Ci(n))
@@ -149,15 +155,22 @@ func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
 	sb := kir.Ci(x.Bytes)
 	src, dst := kir.Expr(kir.GetReadPtr{CB: x.Partial}), kir.Add(row, kir.Mul(a.Slot, kir.Ci(n*x.Page)))
 	write := func(src, dst kir.Expr) { b.NoCAsyncWrite(src, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: dst}, sb) }
-	if n == 1 {
-		write(src, dst)
-	} else {
-		b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
-			off := kir.Mul(pg, kir.Ci(x.Page))
-			write(kir.Add(src, off), kir.Add(dst, off))
-		})
+	writeAll := func() {
+		if n == 1 {
+			write(src, dst)
+		} else {
+			b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
+				off := kir.Mul(pg, kir.Ci(x.Page))
+				write(kir.Add(src, off), kir.Add(dst, off))
+			})
+		}
+		b.NoCAsyncWriteBarrier()
 	}
-	b.NoCAsyncWriteBarrier()
+	if send == nil {
+		writeAll()
+	} else {
+		b.If(send, writeAll)
+	}
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.GetSemaphore{ID: kir.Ci(x.SemIn)}}, kir.C(1))
 	b.CBPopFront(x.Partial, kir.Ci(n))
 	receive := func() {
@@ -205,7 +218,7 @@ func (x *Exchange) Combine(c *blocks.Compute, leader kir.Expr, comment string, f
 		g := kir.Ci(x.Group)
 		c.B.CBWaitFront(x.Gather, g)
 		c.Acquire()
-		foldTerms(c, g, func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
+		foldTerms(c, kir.C(0), g, func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
 		finish()
 		c.PackOut(x.Local, 1)
 		c.B.CBPopFront(x.Gather, g)

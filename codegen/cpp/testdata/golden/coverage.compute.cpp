@@ -236,9 +236,10 @@ void kernel_main() {
     cb_wait_front(24, 1);
     cb_pop_front(24, 1);
     reduce_uninit();
+    uint32_t scaler_word = read_tile_value(2, 0, 0);
     transpose_wh_init_short(0);
     tile_regs_acquire();
-    transpose_wh_tile(0, 1, 0);
+    transpose_wh_tile(0, scaler_word * 0u + 1u, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
