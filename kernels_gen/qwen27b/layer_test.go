@@ -26,8 +26,15 @@ type fullLayer struct {
 }
 
 func buildFullLayer(tb testing.TB, index int) fullLayer {
+	return buildFullLayerAt(tb, index, model.DefaultOptions().MaxSeq, 5)
+}
+
+// buildFullLayerAt is buildFullLayer with a KV cache of maxSeq positions
+// (random, like every state) and the step at position pos.
+func buildFullLayerAt(tb testing.TB, index, maxSeq, pos int) fullLayer {
 	tb.Helper()
 	o := model.DefaultOptions()
+	o.MaxSeq = maxSeq
 	mesh := ir.Mesh{Rows: 1, Cols: 2}
 	g, _, err := model.BuildGraph(o, mesh)
 	if err != nil {
@@ -67,13 +74,12 @@ func buildFullLayer(tb testing.TB, index int) fullLayer {
 		}
 	}
 	rng := rand.New(rand.NewSource(7))
-	const pos = 5
 	cos, sin := model.RopeTables(o.Config.RotaryDim(), o.Config.RopeTheta, pos, 1)
 	for _, v := range sub.Inputs {
 		var data []float32
 		switch v.Name {
 		case "pos":
-			data = []float32{pos}
+			data = []float32{float32(pos)}
 		case "rope.cos":
 			data = cos
 		case "rope.sin":
@@ -199,6 +205,17 @@ func TestFullWidthAttentionLayer(t *testing.T) {
 	l := buildFullLayer(t, 3)
 	outs, took := l.run(t)
 	t.Logf("attention layer 3, 27B, mesh 1x2: %d programs per card in %v on the sim", l.g.NumOps(), took)
+	l.check(t, outs)
+}
+
+// TestFullWidthAttentionLayerLongContext runs the attention layer at
+// position 3,001 of a 4,096-token cache: the flash-decoding SDPA splits
+// 94 visible cache tiles per kv head over its group of cores.
+func TestFullWidthAttentionLayerLongContext(t *testing.T) {
+	fullWidth(t)
+	l := buildFullLayerAt(t, 3, 4096, 3001)
+	outs, took := l.run(t)
+	t.Logf("attention layer 3, 27B, mesh 1x2, position 3001 of 4096: %d programs per card in %v on the sim", l.g.NumOps(), took)
 	l.check(t, outs)
 }
 
