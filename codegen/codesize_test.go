@@ -20,7 +20,6 @@ import (
 	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
-	"github.com/tcc-dev/tcc/passes"
 )
 
 // compileQwen27B builds the full-size qwen27b decode step (batch 1) on
@@ -37,16 +36,10 @@ func compileQwen27B(t *testing.T, mesh ir.Mesh) *codegen.Build {
 // arguments.
 func compileQwen(t *testing.T, flags map[string]string, mesh ir.Mesh) (*codegen.Build, qwen27b.Model, models.Args) {
 	t.Helper()
+	g := qwenGraph(t, flags, mesh)
 	m := qwen27b.Model{}
 	args, err := models.DefaultArgs(m, flags)
 	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Build(args, mesh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := passes.Run(g, passes.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := codegen.Compile(g, target.Blackhole())

@@ -89,27 +89,15 @@ func (u MemoryUse) Free() int64 { return u.Capacity - u.Total }
 // Fits reports whether the buffers fit the device's DRAM.
 func (u MemoryUse) Fits() bool { return u.Total <= u.Capacity }
 
-// Size formats n bytes for a reader: GiB with two decimals from 1 GiB,
-// else MiB with one, else KiB with one.
-func Size(n int64) string {
-	switch a := max(n, -n); {
-	case a >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case a >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-}
-
 // String is one line: each kind, the total, the capacity and what is
 // free or over.
 func (u MemoryUse) String() string {
-	room := "free " + Size(u.Free())
+	room := "free " + target.HumanBytes(u.Free())
 	if !u.Fits() {
-		room = "over by " + Size(-u.Free())
+		room = "over by " + target.HumanBytes(-u.Free())
 	}
 	return fmt.Sprintf("weights %s, KV caches %s, state %s, other %s; total %s of %s (%s)",
-		Size(u.Weights), Size(u.KV), Size(u.State), Size(u.Other), Size(u.Total), Size(u.Capacity), room)
+		target.HumanBytes(u.Weights), target.HumanBytes(u.KV), target.HumanBytes(u.State), target.HumanBytes(u.Other), target.HumanBytes(u.Total), target.HumanBytes(u.Capacity), room)
 }
 
 // add books one buffer.
@@ -201,7 +189,7 @@ type DRAMError struct {
 
 func (e *DRAMError) Error() string {
 	return fmt.Sprintf("codegen: graph %q: rule dram-capacity: its buffers need %s of DRAM per device, a %s device has %s: over by %s (per device: %s); shorten the KV caches or serve fewer users, or spread the model over more devices",
-		e.Graph, Size(e.Use.Total), e.Target, Size(e.Use.Capacity), Size(-e.Use.Free()), e.Use)
+		e.Graph, target.HumanBytes(e.Use.Total), e.Target, target.HumanBytes(e.Use.Capacity), target.HumanBytes(-e.Use.Free()), e.Use)
 }
 
 // CheckMemory fails with a *DRAMError when g's buffers (GraphMemory) do

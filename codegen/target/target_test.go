@@ -103,3 +103,14 @@ func TestNoCMapping(t *testing.T) {
 		t.Error("WorkerAt(14,2) is outside the grid but reported ok")
 	}
 }
+
+func TestHumanBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{512, "512 B"}, {-1023, "-1023 B"}, {1536, "1.5 KiB"}, {87 << 20, "87.0 MiB"}, {-(5 << 29), "-2.50 GiB"}, {4278190080 * 8, "31.88 GiB"}} {
+		if got := HumanBytes(c.n); got != c.want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

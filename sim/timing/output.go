@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tcc-dev/tcc/codegen/target"
 )
 
 // JSON is the report as indented JSON with a trailing newline.
@@ -39,12 +41,12 @@ func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
 		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
 	if m := r.Memory; m != nil {
-		room := "free " + gib(m.Free)
+		room := "free " + target.HumanBytes(m.Free)
 		if m.Free < 0 {
-			room = "over by " + gib(-m.Free)
+			room = "over by " + target.HumanBytes(-m.Free)
 		}
 		fmt.Fprintf(w, "DRAM per device: weights %s, KV caches %s, state %s, other %s; total %s of %s (%s)\n",
-			gib(m.Weights), gib(m.KV), gib(m.State), gib(m.Other), gib(m.Total), gib(m.Capacity), room)
+			target.HumanBytes(m.Weights), target.HumanBytes(m.KV), target.HumanBytes(m.State), target.HumanBytes(m.Other), target.HumanBytes(m.Total), target.HumanBytes(m.Capacity), room)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "op\tcount\tcores\tMB moved\tus each\tus total\tshare\t critical thread\t waits on most\t")
@@ -193,18 +195,6 @@ func (r *Report) positionText() string {
 		at += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return at
-}
-
-// gib formats n bytes for a reader: GiB with two decimals from 1 GiB,
-// else MiB with one, else KiB with one (as codegen.Size).
-func gib(n int64) string {
-	switch a := max(n, -n); {
-	case a >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case a >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // WriteThreads prints, for the first program of op kind op on the slowest

@@ -69,7 +69,7 @@ func memoryAdvice(m models.Model, mf *modelFlags, g *ir.Graph, u codegen.MemoryU
 		for tries := 0; v >= step && tries < 4; tries++ {
 			su, ok := use(map[string]string{flag: strconv.Itoa(v)}, g.Mesh)
 			if ok && su.Fits() {
-				ways = append(ways, fmt.Sprintf("--%s %d (%s of KV caches, %s free)", flag, v, codegen.Size(su.KV), codegen.Size(su.Free())))
+				ways = append(ways, fmt.Sprintf("--%s %d (%s of KV caches, %s free)", flag, v, target.HumanBytes(su.KV), target.HumanBytes(su.Free())))
 				return
 			}
 			v = (v * 9 / 10) / step * step
@@ -88,12 +88,12 @@ func memoryAdvice(m models.Model, mf *modelFlags, g *ir.Graph, u codegen.MemoryU
 	for cols := g.Mesh.Cols * 2; cols <= g.Mesh.Cols*8; cols *= 2 {
 		mesh := ir.Mesh{Rows: g.Mesh.Rows, Cols: cols}
 		if su, ok := use(nil, mesh); ok && su.Fits() {
-			ways = append(ways, fmt.Sprintf("--mesh %s (%s per device, the weights and KV heads cut over more cards)", mesh, codegen.Size(su.Total)))
+			ways = append(ways, fmt.Sprintf("--mesh %s (%s per device, the weights and KV heads cut over more cards)", mesh, target.HumanBytes(su.Total)))
 			break
 		}
 	}
 	if len(ways) == 0 {
-		return fmt.Sprintf("Without the KV caches the buffers need %s per device; shorten --max-seq, lower --batch or use a wider --mesh.", codegen.Size(u.Total-u.KV))
+		return fmt.Sprintf("Without the KV caches the buffers need %s per device; shorten --max-seq, lower --batch or use a wider --mesh.", target.HumanBytes(u.Total-u.KV))
 	}
 	return "What fits: " + strings.Join(ways, "; or ") + "."
 }

@@ -143,17 +143,17 @@ func (in *inspection) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tensor\tdtype\tshape\tsize\tfile")
 	for _, t := range in.Tensors {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.DType, fmt.Sprint(t.Shape), size(t.Bytes), t.File)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.DType, fmt.Sprint(t.Shape), target.HumanBytes(t.Bytes), t.File)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	var dts []string
 	for d, b := range in.BytesByDType {
-		dts = append(dts, fmt.Sprintf("%s %s", d, size(b)))
+		dts = append(dts, fmt.Sprintf("%s %s", d, target.HumanBytes(b)))
 	}
 	sort.Strings(dts)
-	fmt.Fprintf(w, "%d tensors in %d files, %s (%s)\n", len(in.Tensors), len(in.Files), size(in.Bytes), strings.Join(dts, ", "))
+	fmt.Fprintf(w, "%d tensors in %d files, %s (%s)\n", len(in.Tensors), len(in.Files), target.HumanBytes(in.Bytes), strings.Join(dts, ", "))
 	return nil
 }
 
@@ -168,14 +168,6 @@ func ignoreSummary(ignore []string) string {
 	default:
 		return fmt.Sprintf("%d modules left unquantised (%s, ... ; --format json lists them)", n, strings.Join(ignore[:3], ", "))
 	}
-}
-
-// size is n bytes for a reader: "512 B", else KiB, MiB or GiB (codegen.Size).
-func size(n int64) string {
-	if max(n, -n) < 1<<10 {
-		return fmt.Sprintf("%d B", n)
-	}
-	return codegen.Size(n)
 }
 
 func newWeightsDequantCmd() *cobra.Command {
@@ -221,7 +213,7 @@ tensors of their HF shape to one safetensors file, written atomically.`,
 		if err := codegen.WriteFileAtomic(out, enc); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d tensors dequantised to float32 -> %s (%s)\n", len(ts), out, size(int64(len(enc))))
+		fmt.Fprintf(cmd.OutOrStdout(), "%d tensors dequantised to float32 -> %s (%s)\n", len(ts), out, target.HumanBytes(int64(len(enc))))
 		return nil
 	}
 	return cmd
@@ -326,7 +318,7 @@ element; --allow-nonfinite converts such values as they are.`,
 		for _, e := range man.Tensors {
 			bytes += e.Size * int64(man.Devices)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d weight buffers, %s on %d devices -> %s (%.1fs)\n", model, len(man.Tensors), size(bytes), man.Devices, out, time.Since(start).Seconds())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d weight buffers, %s on %d devices -> %s (%.1fs)\n", model, len(man.Tensors), target.HumanBytes(bytes), man.Devices, out, time.Since(start).Seconds())
 		return nil
 	}
 	return cmd
@@ -400,7 +392,7 @@ func (p *progress) report(e checkpoint.Progress) {
 		eta = (time.Duration(float64(e.Bytes-e.BytesDone)/rate) * time.Second).Round(time.Second).String()
 	}
 	if p.tty {
-		text := fmt.Sprintf(" %d/%d tensors  %s/%s  %s/s  ETA %s", e.TensorsDone, e.Tensors, size(e.BytesDone), size(e.Bytes), size(int64(rate)), eta)
+		text := fmt.Sprintf(" %d/%d tensors  %s/%s  %s/s  ETA %s", e.TensorsDone, e.Tensors, target.HumanBytes(e.BytesDone), target.HumanBytes(e.Bytes), target.HumanBytes(int64(rate)), eta)
 		// The bar takes what the text leaves of the line (10..60 columns),
 		// so the line never wraps and \r redraws it in place.
 		width := 30
@@ -419,7 +411,7 @@ func (p *progress) report(e checkpoint.Progress) {
 	if e.Skipped {
 		verb = "resumed"
 	}
-	fmt.Fprintf(p.w, "%s %d/%d %s (%s of %s, %s/s, ETA %s)\n", verb, e.TensorsDone, e.Tensors, e.Buffer, size(e.BytesDone), size(e.Bytes), size(int64(rate)), eta)
+	fmt.Fprintf(p.w, "%s %d/%d %s (%s of %s, %s/s, ETA %s)\n", verb, e.TensorsDone, e.Tensors, e.Buffer, target.HumanBytes(e.BytesDone), target.HumanBytes(e.Bytes), target.HumanBytes(int64(rate)), eta)
 }
 
 func (p *progress) done() {
