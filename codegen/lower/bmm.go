@@ -102,9 +102,6 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := sp.reader()
 	aAcc, bAcc := sp.bind(rd, "a_addr", a.value), sp.bind(rd, "b_addr", bo.value)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {

@@ -280,9 +280,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 	if zero {
 		stepCBs = append(append([]int(nil), inCB...), s.cbs.Scratch("bcast", ir.FP32, 1))
 	}
-	if err := s.cbs.Err("eltwise"); err != nil {
-		return nil, err
-	}
+	s.planned("eltwise")
 
 	// Reader: for result tiles [start, start+count), the paired tile of
 	// every operand.
@@ -292,9 +290,6 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 		if !in.zeroTile {
 			acc[i] = s.bind(rd, fmt.Sprintf("in%d_addr", i), in.v)
 		}
-	}
-	if s.err != nil {
-		return nil, s.err
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()

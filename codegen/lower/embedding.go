@@ -117,9 +117,6 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 
 	rd := sp.reader()
 	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	idsL1 := blocks.Scratch(b, cbIds, "ids")
@@ -176,9 +173,6 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Reader: ids, rows, tilize.
 	rd := sp.reader()
 	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rTokens := rd.CompileArg("tokens", uint32(tokens))
 	rHt := rd.CompileArg("ht", uint32(ht))
 	rstart, rcount := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")

@@ -110,9 +110,6 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// the weight tiles.
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
@@ -144,9 +141,6 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Writer: per row, the h tiles then the normed tiles.
 	wr := newWriter(sp.p, sp.rs)
 	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	b = wr.Builder()
@@ -157,7 +151,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	sp.plan.SetArgs(sp.cores, rd, cp, wr)
-	return sp.p, nil
+	return sp.done()
 }
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in
@@ -203,9 +197,6 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	blocks.ReadPages(rd.Builder(), xAcc, cbIn, rstart, rcount)
 

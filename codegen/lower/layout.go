@@ -315,19 +315,13 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	sp.planned("page copy")
 	rd := sp.reader()
 	sAcc := sp.bind(rd, "src_addr", src)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
 	blocks.ReadPages(rd.Builder(), sAcc, cb, rstart, rcount)
 	wr, dAcc := sp.writerOf("dst_addr", dst)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
 	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done()
 }
 
 // relayoutProgram builds a data-movement program whose reader assembles
@@ -360,9 +354,6 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	g := &blocks.Gather{Out: oim, DType: out.Type.DType, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
 	for i, s := range srcs {
 		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
-	}
-	if sp.err != nil {
-		return nil, sp.err
 	}
 	if err := g.Check(); err != nil {
 		return nil, err

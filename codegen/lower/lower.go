@@ -216,13 +216,14 @@ func checkOp(op *ir.Op) error {
 }
 
 // Addressable reports whether programs can address a tensor placed m:
-// DRAM interleaved, L1 interleaved or L1 sharded (blocks.Access).
+// DRAM interleaved, L1 interleaved or L1 sharded over a non-empty grid
+// (blocks.NewAccess then succeeds).
 func Addressable(m ir.MemoryConfig) bool {
 	switch m.Kind {
 	case ir.DRAMInterleaved, ir.L1Interleaved:
 		return true
 	case ir.L1HeightSharded, ir.L1WidthSharded, ir.L1BlockSharded:
-		return m.Shard != nil
+		return m.Shard != nil && m.Shard.Grid.X0 <= m.Shard.Grid.X1 && m.Shard.Grid.Y0 <= m.Shard.Grid.Y1
 	}
 	return false
 }
@@ -326,26 +327,32 @@ func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Acc
 }
 
 // accessBinder declares operand buffers as runtime args of kernels
-// (accessOf) and keeps the first error: once err is set, bind declares
-// nothing more and returns nil. A nil value binds to nil, declaring
-// nothing (an optional operand).
+// (accessOf) and keeps the first error of a program under construction
+// (fail), so its builders emit straight on and report err once at the end.
+// A nil value binds to nil, declaring nothing (an optional operand).
 type accessBinder struct {
 	ctx *Context
 	err error
 }
 
-// bind returns accessOf(ctx, k, arg, v), or nil when this or an earlier
-// bind failed (err then holds the first failure).
+// bind returns accessOf(ctx, k, arg, v), also after an earlier error.
+// When it fails it keeps the error (fail) and returns nil; it does not
+// fail for an operand or result of an op that passed checkOp (its
+// placement is Addressable).
 func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-	if ab.err != nil || v == nil {
+	if v == nil {
 		return nil
 	}
 	a, err := accessOf(ab.ctx, k, arg, v)
-	if err != nil {
-		ab.err = err
-		return nil
-	}
+	ab.fail(err)
 	return a
+}
+
+// fail keeps err as the error of the program unless one is kept already.
+func (ab *accessBinder) fail(err error) {
+	if ab.err == nil {
+		ab.err = err
+	}
 }
 
 // newReader, newWriter and newCompute add the three kernels of a program.

@@ -160,9 +160,6 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	// weight tiles.
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
@@ -212,9 +209,6 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	// x's live rows and the weight chunk's row in flight while the scaler
@@ -235,15 +229,13 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
-	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
+	return sp.done()
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds

@@ -264,9 +264,6 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
@@ -289,16 +286,14 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 
 	wr := newWriter(sp.p, sp.rs)
 	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	b = wr.Builder()
 	blocks.WritePages(b, hAcc, cbHOut, wstart, wcount)
 	ns.ex.Emit(b, ea)
 	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
-	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
+	return sp.done()
 }
 
 // setArgs sets the per-core runtime arguments of a split-row program

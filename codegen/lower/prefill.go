@@ -61,9 +61,6 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	rd := sp.reader()
 	cAcc, nAcc, pAcc := sp.bind(rd, "cache_addr", cache), sp.bind(rd, "new_addr", nw), sp.bind(rd, "pos_addr", pos)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	posv := readPos(b, pAcc, cbPos)
@@ -94,17 +91,10 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbPos)
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 	b = wr.Builder()
 	if inPlace {
-		wpAcc, err := accessOf(ctx, wr, "pos_addr", pos)
-		if err != nil {
-			return nil, err
-		}
-		wpos := readPos(b, wpAcc, cbPosW)
+		wpos := readPos(b, sp.bind(wr, "pos_addr", pos), cbPosW)
 		b.For("i", kir.C(0), wcount, func(i kir.Var) {
 			pg := b.Let("pg", kir.Add(wstart, i))
 			b.If(touched(pg, wpos), func() { blocks.WritePage(b, oAcc, cbOut, pg) })
@@ -114,7 +104,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done()
 }
 
 func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -233,9 +223,6 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	sp.planned("conv_depthwise")
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	var tap kir.Var // the tap the maps below read
 	seg := blocks.SegFor(C)
 	gx := &blocks.Gather{Out: oi, DType: x.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
@@ -309,9 +296,6 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	sp.planned("tril_inverse")
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.Comment("identity tile")

@@ -104,9 +104,6 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	// Reader.
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)

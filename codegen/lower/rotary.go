@@ -67,9 +67,6 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	rd := sp.reader()
 	xAcc, cAcc, sAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "cos_addr", cos), sp.bind(rd, "sin_addr", sin)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	g := &blocks.Gather{Out: xi, DType: x.Type.DType, Seg: blocks.SegFor(half, R),
 		Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
 		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {

@@ -69,9 +69,6 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_col"), rd.RuntimeArg("num_cols")
 	b := rd.Builder()
 	var stage kir.Var
@@ -94,9 +91,6 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	}
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_col"), wr.RuntimeArg("num_cols")
 	w := wr.Builder()
 	if pack {
@@ -105,7 +99,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done()
 }
 
 // writeUserRows emits the unpack writer: for the count tiles j = start..
