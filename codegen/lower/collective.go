@@ -143,13 +143,15 @@ func (c *cclOp) pushable(ctx *Context) bool {
 }
 
 // newAllReduce plans the ring all-reduce of x into out over n > 1
-// devices: one chunk for two devices (each card reduces the whole
-// tensor), else n equal runs of tiles.
-func newAllReduce(x, out *ir.Value, n int, ctx *Context) (*cclOp, error) {
+// devices: one chunk for two devices (each card reduces the whole tensor,
+// so the adders add residual when it is not nil: withResidual), else n
+// equal runs of tiles.
+func newAllReduce(x, out, residual *ir.Value, n int, ctx *Context) (*cclOp, error) {
 	c := &cclOp{kind: cclAllReduce, n: n, x: x, out: out, segs: wireSegments(x.Type.Shape, x.Type.DType)}
 	var err error
 	if n == 2 {
 		c.chunks = cclChunks{Count: 1, Tiles: x.Type.Shape.Tiles(), Run: x.Type.Shape.Tiles(), Stride: x.Type.Shape.Tiles()}
+		c.residual = residual
 	} else if c.chunks, err = flatChunks(x.Type.Shape.Tiles(), n); err != nil {
 		return nil, err
 	}
@@ -232,7 +234,7 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return cclCopy(op, ctx)
 	}
 	if op.Kind == ir.OpAllReduce {
-		c, err := newAllReduce(x, out, n, ctx)
+		c, err := newAllReduce(x, out, nil, n, ctx)
 		if err != nil {
 			return nil, err
 		}

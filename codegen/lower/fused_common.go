@@ -151,7 +151,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	sp.plan.SetArgs(sp.cores, rd, cp, wr)
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in

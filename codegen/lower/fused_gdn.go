@@ -162,7 +162,7 @@ type gdnConv struct {
 // newGDNConv checks gdn_conv_gates' operands against the rules the
 // program relies on (tile layout, shapes, window, dtypes, two cores).
 func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
-	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
+	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
 	cv := &gdnConv{st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}

@@ -68,7 +68,7 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	t := ctx.Target
 	r := &gdnRec{x: op.Operands[0], beta: op.Operands[1], g: op.Operands[2], s: op.Operands[3], z: op.Operands[4], nw: op.Operands[5],
 		out: op.Results[0], ns: op.Results[1]}
-	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
+	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
 	for _, a := range []struct {

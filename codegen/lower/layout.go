@@ -321,7 +321,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
 	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 // relayoutProgram builds a data-movement program whose reader assembles

@@ -204,7 +204,7 @@ func checkOp(op *ir.Op) error {
 	if len(op.Operands) != len(info.Operands) || len(op.Results) != info.Results {
 		return fmt.Errorf("rule arity: has %d operands and %d results, the op table says %d and %d", len(op.Operands), len(op.Results), len(info.Operands), info.Results)
 	}
-	for i, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+	for i, v := range opValues(op) {
 		if v == nil {
 			return fmt.Errorf("rule arity: value %d is nil", i)
 		}
@@ -213,6 +213,11 @@ func checkOp(op *ir.Op) error {
 		}
 	}
 	return nil
+}
+
+// opValues are op's operands, then its results.
+func opValues(op *ir.Op) []*ir.Value {
+	return append(append([]*ir.Value(nil), op.Operands...), op.Results...)
 }
 
 // Addressable reports whether programs can address a tensor placed m:
@@ -288,7 +293,7 @@ func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {
 func newProgram(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p := kir.NewProgram(fmt.Sprintf("%s_%d", op.Name(), op.ID))
 	seen := map[string]bool{}
-	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+	for _, v := range opValues(op) {
 		b, err := bufferOf(ctx, v)
 		if err != nil {
 			return nil, err
@@ -353,6 +358,14 @@ func (ab *accessBinder) fail(err error) {
 	if ab.err == nil {
 		ab.err = err
 	}
+}
+
+// done returns p, or no program and the error kept.
+func (ab *accessBinder) done(p *kir.Program) (*kir.Program, error) {
+	if ab.err != nil {
+		return nil, ab.err
+	}
+	return p, nil
 }
 
 // newReader, newWriter and newCompute add the three kernels of a program.

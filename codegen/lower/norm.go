@@ -235,7 +235,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
 	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds

@@ -293,7 +293,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	ns.ex.Emit(b, ea)
 	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
 	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 // setArgs sets the per-core runtime arguments of a split-row program

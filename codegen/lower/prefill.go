@@ -104,7 +104,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {

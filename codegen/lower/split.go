@@ -48,13 +48,6 @@ func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) 
 // finish or done returns the error.
 func (s *splitProgram) planned(what string) { s.fail(s.cbs.Err(what)) }
 
-// done returns the program, or the first error kept (with no program).
-func (s *splitProgram) done() (*kir.Program, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
-	return s.p, nil
-}
 
 // reader adds the reader kernel on the program's cores.
 func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
@@ -103,5 +96,5 @@ func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, 
 		blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wn), kir.Mul(wrows, wn))
 	}
 	s.plan.SetArgs(s.cores, rd, cp, wr)
-	return s.done()
+	return s.done(s.p)
 }

@@ -99,7 +99,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.done()
+	return sp.done(sp.p)
 }
 
 // writeUserRows emits the unpack writer: for the count tiles j = start..
