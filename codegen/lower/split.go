@@ -48,7 +48,6 @@ func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) 
 // finish or done returns the error.
 func (s *splitProgram) planned(what string) { s.fail(s.cbs.Err(what)) }
 
-
 // reader adds the reader kernel on the program's cores.
 func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
 
