@@ -133,9 +133,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 		Sources: []blocks.GatherSource{{Acc: tabAcc, Image: blocks.ImageOf(table.Type.Shape)}},
 	}
 	shape(g, idsL1)
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
 	blocks.ReleaseScratch(b, cbIds)
 

@@ -49,14 +49,10 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.addCBs(); err != nil {
-		return nil, err
-	}
+	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.p, r.setArgs(op.Name(), rd, cp, wr)
+	r.fail(r.setArgs(op.Name(), rd, cp, wr))
+	return r.done(r.p)
 }
 
 // planGDNRecurrence checks op's operands and attributes and plans the
@@ -140,9 +136,9 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	return r, nil
 }
 
-// addCBs adds the program's CBs (and with a split head the exchange's
-// semaphores) to p, or fails when they do not fit L1.
-func (r *gdnRec) addCBs() error {
+// addCBs adds the program's CBs (planned: they may not fit L1) and with a
+// split head the exchange's semaphores to p.
+func (r *gdnRec) addCBs() {
 	t, f, kt, vc, cbs := r.ctx.Target, r.f, r.kt, r.vc, r.cbs
 	dx, dz := r.x.Type.DType, r.z.Type.DType
 	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1}
@@ -193,27 +189,20 @@ func (r *gdnRec) addCBs() error {
 		c.rsOut = r.xch.Result
 	}
 	r.cb = c
-	if err := cbs.Err(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc)); err != nil {
-		return err
-	}
+	r.planned(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc))
 	if r.xch != nil {
 		r.xch.AddSemaphores(r.p, 0, 1)
 	}
-	return nil
 }
 
 // gdnReads are the reader's accesses.
 type gdnReads struct{ x, z, w, beta, g, s *blocks.Access }
 
 // reader adds the reader kernel: the zero tile, then per item readItem.
-// Its body is empty when a bind fails.
 func (r *gdnRec) reader() *kir.Kernel {
-	rd, ab := newReader(r.p, r.rs), r.splitProgram
-	a := gdnReads{x: ab.bind(rd, "qkv_addr", r.x), z: ab.bind(rd, "z_addr", r.z), w: ab.bind(rd, "norm_w_addr", r.nw),
-		beta: ab.bind(rd, "beta_addr", r.beta), g: ab.bind(rd, "g_addr", r.g), s: ab.bind(rd, "state_addr", r.s)}
-	if ab.err != nil {
-		return rd
-	}
+	rd := newReader(r.p, r.rs)
+	a := gdnReads{x: r.bind(rd, "qkv_addr", r.x), z: r.bind(rd, "z_addr", r.z), w: r.bind(rd, "norm_w_addr", r.nw),
+		beta: r.bind(rd, "beta_addr", r.beta), g: r.bind(rd, "g_addr", r.g), s: r.bind(rd, "state_addr", r.s)}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	zeros := blocks.Scratch(b, r.cb.zero, "zeros")
@@ -624,13 +613,10 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 // writer adds the writer kernel: with an fp32 state first the identity
 // tile; per item the S' tiles into the new state, a value column (kt
 // tiles) per barrier, the exchange when a head spans cores, then the
-// item's output tiles. Its body is empty when a bind fails.
+// item's output tiles.
 func (r *gdnRec) writer() *kir.Kernel {
-	wr, ab := newWriter(r.p, r.rs), r.splitProgram
-	nsAcc, oAcc := ab.bind(wr, "new_state_addr", r.ns), ab.bind(wr, "out_addr", r.out)
-	if ab.err != nil {
-		return wr
-	}
+	wr := newWriter(r.p, r.rs)
+	nsAcc, oAcc := r.bind(wr, "new_state_addr", r.ns), r.bind(wr, "out_addr", r.out)
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	var ea multicore.ExchangeArgs
 	if r.xch != nil {

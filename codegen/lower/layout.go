@@ -355,9 +355,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	for i, s := range srcs {
 		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
 	}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
 	return sp.finish(out, cbOut, rd, nil)

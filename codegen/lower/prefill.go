@@ -75,9 +75,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				{Cond: inNew, Src: 1, Row: kir.Add(kir.Mul(bh, kir.Ci(S)), kir.Sub(l, posv)), Col: col},
 			}
 		}}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	g.Begin(b, slots)
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		pg := b.Let("pg", kir.Add(rstart, i))
@@ -234,11 +232,8 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: tap, Col: col}}
 		}}
-	for _, g := range []*blocks.Gather{gx, gw} {
-		if err := g.Check(); err != nil {
-			return nil, err
-		}
-	}
+	sp.fail(gx.Check())
+	sp.fail(gw.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	gx.Begin(b, []int{xSlot})

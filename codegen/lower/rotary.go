@@ -72,9 +72,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: row, Col: kir.Mod(kir.Add(col, kir.Ci(half)), kir.Ci(R))}}
 		}}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	g.Begin(b, []int{cbSlot})
