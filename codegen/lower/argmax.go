@@ -71,24 +71,19 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, plan, cores, rs := sp.p, sp.plan, sp.cores, sp.rs
-	leader := cores[0]
-	const cbLogits, cbState, cbGather = cbIn0, cbIm0, cbIm1
-	batch := min(argmaxBatch, nt)
-	p.AddCB(kir.CB{Index: cbLogits, PageSize: ir.BF16.TileBytes(), Pages: 2 * batch, Format: ir.BF16, Cores: rs, Name: "logits"})
-	p.AddCB(kir.CB{Index: cbState, PageSize: max(ir.TileSize, allRows) * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
-	multi := plan.Cores > 1
+	batch, multi := min(argmaxBatch, nt), sp.plan.Cores > 1
+	cbLogits := sp.cbs.Input("logits", ir.BF16, 2*batch)
+	cbState := sp.cbs.Pages(blocks.ScratchCB, "best", ir.UInt32, max(ir.TileSize, allRows)*argmaxSlot, 1)
+	cbGather := -1
 	if multi {
-		p.AddCB(kir.CB{Index: cbGather, PageSize: plan.Cores * allRows * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "gathered"})
-		p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: rs})
+		cbGather = sp.cbs.Pages(blocks.ScratchCB, "gathered", ir.UInt32, sp.plan.Cores*allRows*argmaxSlot, 1)
+		sp.p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: sp.rs})
 	}
+	sp.planned("argmax")
 
 	// Reader: the core's tiles in column order, batch pages per barrier.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
 	rStart, rCount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	if tileRows == 1 {
@@ -103,11 +98,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	// Writer: scan, gather on the leader, write.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
-	}
+	wr, oAcc := sp.writerOf("out_addr", out)
 	wN := wr.CompileArg("n", uint32(n))
 	wRows := wr.CompileArg("rows", uint32(rows))
 	wAll := kir.Expr(wRows)
@@ -118,7 +109,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	wIndex := wr.RuntimeArg("core_index")
 	var lx, ly kir.ArgRef
 	if multi {
-		lx, ly = wr.CommonArg("leader_x", kir.NoCX(leader)), wr.CommonArg("leader_y", kir.NoCY(leader))
+		lx, ly = wr.CommonArg("leader_x", kir.NoCX(sp.cores[0])), wr.CommonArg("leader_y", kir.NoCY(sp.cores[0]))
 	}
 	b = wr.Builder()
 	st := blocks.Reserve(b, cbState, kir.C(1), "st")
@@ -147,19 +138,19 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	} else {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
 		g := blocks.Reserve(b, cbGather, kir.C(1), "gathered")
-		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, plan.Cores, writeOut)
+		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, sp.plan.Cores, writeOut)
 		b.CBPushBack(cbGather, kir.C(1))
 		b.CBWaitFront(cbGather, kir.C(1))
 		b.CBPopFront(cbGather, kir.C(1))
 	}
 	b.CBPopFront(cbState, kir.C(1))
 
-	for i, core := range cores {
-		s, n := plan.Range(i)
+	for i, core := range sp.cores {
+		s, n := sp.plan.Range(i)
 		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(i)))
 	}
-	return p, nil
+	return sp.done(sp.p)
 }
 
 // argmaxScanTile folds the logits tile at base (tile column c of tile row

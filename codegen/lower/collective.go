@@ -217,10 +217,8 @@ func (c *cclOp) emitNotify(b *kir.Builder, x, y kir.ArgRef) {
 
 func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	for _, v := range []*ir.Value{x, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(x, out); err != nil {
+		return nil, err
 	}
 	dt := x.Type.DType
 	if dt != ir.BF16 && dt != ir.FP32 || out.Type.DType != dt {

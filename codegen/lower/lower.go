@@ -315,7 +315,6 @@ const (
 	cbIn2 = 2
 	cbOut = 16
 	cbIm0 = 24
-	cbIm1 = 25
 )
 
 // firstCores returns the first n cores of the worker grid (blocks.FirstCores).
