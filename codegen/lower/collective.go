@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -199,18 +200,15 @@ func (c *cclOp) notifications() int {
 	return n
 }
 
-// notifyArgs declares the common args naming c.notify on kernel kn (nil
-// when c has no notify core).
-func (c *cclOp) notifyArgs(kn *kir.Kernel) (x, y kir.ArgRef, ok bool) {
+// notifyDone declares the common args naming c.notify on kernel kn and
+// emits into its builder b the increment of the notify core's semaphore
+// (after the kernel's last NoC transfer has completed); nothing when c
+// has no notify core.
+func (c *cclOp) notifyDone(kn *kir.Kernel, b *kir.Builder) {
 	if c.notify == nil {
-		return kir.ArgRef{}, kir.ArgRef{}, false
+		return
 	}
-	return kn.CommonArg("notify_x", kir.NoCX(*c.notify)), kn.CommonArg("notify_y", kir.NoCY(*c.notify)), true
-}
-
-// emitNotify increments the notify core's semaphore (after the kernel's
-// last NoC transfer has completed).
-func (c *cclOp) emitNotify(b *kir.Builder, x, y kir.ArgRef) {
+	x, y := kn.CommonArg("notify_x", kir.NoCX(*c.notify)), kn.CommonArg("notify_y", kir.NoCY(*c.notify))
 	b.Comment("Done with out: tell the core that reads it next.")
 	b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: kir.Ci(c.notifySem)}}, kir.C(1))
 }
@@ -328,7 +326,7 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	}
 	var cores []kir.Core
 	if m > 0 {
-		cores, k.workerRanges = firstCores(t, pl.Links*m)
+		cores, k.workerRanges = blocks.FirstCores(t, pl.Links*m)
 	}
 	k.ring = multicore.NewRing(t, pl.Links, cores, m)
 	r := k.ring
@@ -500,9 +498,7 @@ func (k *cclKernels) sender() {
 	}
 	if pl.GatherSteps > 0 {
 		s.gatherSteps()
-		if nx, ny, ok := k.notifyArgs(es); ok {
-			k.emitNotify(s.b, nx, ny)
-		}
+		k.notifyDone(es, s.b)
 	}
 	for l, c := range r.East {
 		vals := r.LinkValues(l, -1)
@@ -671,9 +667,7 @@ func (k *cclKernels) receiver() {
 				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() { r.Signal(b, sx, sy) })
 			}
 		})
-		if nx, ny, ok := k.notifyArgs(er); ok {
-			k.emitNotify(b, nx, ny)
-		}
+		k.notifyDone(er, b)
 	}
 	for l, c := range r.West {
 		vals := r.LinkValues(l, -1)

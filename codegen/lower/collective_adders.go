@@ -247,9 +247,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	if toFwd {
 		w.signal()
 	}
-	if nx, ny, ok := k.notifyArgs(wr); ok {
-		k.emitNotify(b, nx, ny)
-	}
+	k.notifyDone(wr, b)
 }
 
 // toSlot writes the segments of the front sum tile to tile base+t of

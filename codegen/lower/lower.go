@@ -317,9 +317,6 @@ const (
 	cbIm0 = 24
 )
 
-// firstCores returns the first n cores of the worker grid (blocks.FirstCores).
-func firstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) { return blocks.FirstCores(t, n) }
-
 // accessOf declares v's buffer address as the common runtime arg `arg` of
 // data-movement kernel k and returns its page addressing.
 func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Access, error) {
@@ -367,14 +364,11 @@ func (ab *accessBinder) done(p *kir.Program) (*kir.Program, error) {
 	return p, nil
 }
 
-// newReader, newWriter and newCompute add the three kernels of a program.
+// newReader and newWriter add the reader and the writer kernel of a
+// program on rs.
 func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewReaderKernel(p, rs) }
 
 func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewWriterKernel(p, rs) }
-
-func newCompute(p *kir.Program, rs []ir.CoreRange, cfg kir.ComputeConfig) *kir.Kernel {
-	return blocks.NewComputeKernel(p, rs, cfg)
-}
 
 // requireTile fails unless v is in tile layout.
 func requireTile(what string, v *ir.Value) error {

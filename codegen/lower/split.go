@@ -24,7 +24,7 @@ type splitProgram struct {
 // newSplitProgram starts op's program on the first plan.Cores cores; on
 // success its CB plan is empty and no kernel is added yet.
 func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
-	cores, rs := firstCores(ctx.Target, plan.Cores)
+	cores, rs := blocks.FirstCores(ctx.Target, plan.Cores)
 	sp, err := newProgramOn(op, ctx, cores, rs)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func (s *splitProgram) compute() (*kir.Kernel, *blocks.Compute) {
 // fp32Compute adds a compute kernel on rs with an fp32 DEST at ctx's
 // fidelity and returns it with the blocks.Compute that emits into it.
 func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, *blocks.Compute) {
-	k := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	k := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	return k, blocks.NewCompute(p, k)
 }
 
