@@ -67,10 +67,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	// A tile costs about 20 scalar statements per column pair per row;
 	// each extra core adds its slots to the leader's fold.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0))
 	batch, multi := min(argmaxBatch, nt), sp.plan.Cores > 1
 	cbLogits := sp.cbs.Input("logits", ir.BF16, 2*batch)
 	cbState := sp.cbs.Pages(blocks.ScratchCB, "best", ir.UInt32, max(ir.TileSize, allRows)*argmaxSlot, 1)

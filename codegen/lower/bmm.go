@@ -90,10 +90,7 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Program, error) {
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	cbA := sp.cbs.Input("a", a.dt, 2)
 	cbB := sp.cbs.Input("b", bo.dt, 2)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)

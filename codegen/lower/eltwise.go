@@ -263,10 +263,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 		}
 		bytes += in.v.Type.DType.TileBytes()
 	}
-	s, err := newSplitProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
-	if err != nil {
-		return nil, err
-	}
+	s := startProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		if in.zeroTile {

@@ -102,10 +102,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
 	oim := blocks.ImageOf(out.Type.Shape)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	if users > 1 {
 		idsPage = users * idsRowStride(ctx, ids)
@@ -150,10 +147,7 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ht := h / ir.TileSize
 	tileRows := (tokens + ir.TileSize - 1) / ir.TileSize
-	sp, err := newSplitProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
 	rowsPerTile := min(tokens, ir.TileSize)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	tileBytes := out.Type.DType.TileBytes()

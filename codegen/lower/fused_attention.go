@@ -187,9 +187,7 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	} else {
 		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
-	if pl.splitProgram, err = newSplitProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)); err != nil {
-		return nil, err
-	}
+	pl.splitProgram = startProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0))
 	return pl, nil
 }
 

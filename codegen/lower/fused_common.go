@@ -88,10 +88,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return addRMSNormSplit(op, ctx, ns)
 	}
 	// A tile row costs an add and about four norm tile ops per tile.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
 	rdt := h.Type.DType
 	sq := ir.FP32
 	if (rdt.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
@@ -183,10 +180,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	dt := x.Type.DType
 	tiles := x.Type.Shape.Tiles()
-	sp, err := newSplitProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
 	cbIn := sp.cbs.Input("in", dt, 2)
 	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1

@@ -129,10 +129,7 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 		// each holds exactly one item.
 		plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	var err error
-	if r.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
-		return nil, err
-	}
+	r.splitProgram = startProgram(op, ctx, plan)
 	return r, nil
 }
 

@@ -198,7 +198,8 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return p, nil
 }
 
-// checkOp checks the operand and result counts and the placement rule.
+// checkOp checks the operand and result counts and every value's page
+// layout and placement (so bufferOf and accessOf succeed on them).
 func checkOp(op *ir.Op) error {
 	info := op.Info()
 	if len(op.Operands) != len(info.Operands) || len(op.Results) != info.Results {
@@ -207,6 +208,9 @@ func checkOp(op *ir.Op) error {
 	for i, v := range opValues(op) {
 		if v == nil {
 			return fmt.Errorf("rule arity: value %d is nil", i)
+		}
+		if _, _, err := PageLayout(v.Type); err != nil {
+			return fmt.Errorf("value %s: %w", v, err)
 		}
 		if !Addressable(v.Type.Mem) {
 			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved, L1-interleaved and L1-sharded tensors", v, v.Type.Mem)
@@ -289,14 +293,15 @@ func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {
 }
 
 // newProgram starts the program of op with the buffers of its operands and
-// results declared (each name once, in operand then result order).
+// results declared (each name once, in operand then result order). On an
+// error (checkOp rules it out) the program holds the buffers before it.
 func newProgram(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p := kir.NewProgram(fmt.Sprintf("%s_%d", op.Name(), op.ID))
 	seen := map[string]bool{}
 	for _, v := range opValues(op) {
 		b, err := bufferOf(ctx, v)
 		if err != nil {
-			return nil, err
+			return p, err
 		}
 		if seen[b.Name] {
 			continue

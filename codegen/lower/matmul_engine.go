@@ -323,10 +323,7 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	plan := f.planSplit(t.NumWorkers(), ctx.Fidelity)
 	ranges := f.coreRanges(plan, t.NumWorkers())
 	plan.Cores = len(ranges)
-	sp, err := newSplitProgram(f.op, ctx, plan)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(f.op, ctx, plan)
 	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges}
 	m.kb = f.kBlock(m.dest)
 	// otherwise each tile is read on its own, at its place in the blocks

@@ -127,10 +127,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	}
 	// A tile row costs about four eltwise tile ops per x tile, far more
 	// than a core's dispatch: one tile row per core while cores last.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
 	hasOffset := w != nil && offset != 0
 
 	sqFormat := ir.FP32
@@ -196,10 +193,7 @@ const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycl
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,
 // the writer runs the exchange and then writes the chunk's results.
 func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
-	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgramOn(op, ctx, ns.cores, ns.ranges)
 	cbX := sp.cbs.Input("x", x.Type.DType, ns.per)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())

@@ -248,10 +248,7 @@ func rowSumBytes(live int) int {
 func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, error) {
 	a, bv, w := op.Operands[0], op.Operands[1], op.Operands[2]
 	h, normed := op.Results[0], op.Results[1]
-	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgramOn(op, ctx, ns.cores, ns.ranges)
 	cbA := sp.cbs.Input("a", a.Type.DType, 2)
 	cbB := sp.cbs.Input("b", bv.Type.DType, 2)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)

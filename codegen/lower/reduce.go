@@ -92,10 +92,7 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	if scale != 1 && kind != "row" {
 		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
 	}
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)

@@ -51,10 +51,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule rotary-broadcast: cos %s must have x's last dim", cos.Type.Shape)
 	}
 	xi := blocks.ImageOf(xs)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbXr := sp.cbs.Input("x_swapped", x.Type.DType, 2)
 	cbCos := sp.cbs.Input("cos", cos.Type.DType, 2)

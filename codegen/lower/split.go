@@ -21,26 +21,31 @@ type splitProgram struct {
 	cbs   *blocks.CBPlan
 }
 
-// newSplitProgram starts op's program on the first plan.Cores cores; on
-// success its CB plan is empty and no kernel is added yet.
-func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
+// startProgram starts op's program on the first plan.Cores cores: its CB
+// plan is empty and no kernel is added yet. A buffer newProgram cannot
+// declare is kept as the first error.
+func startProgram(op *ir.Op, ctx *Context, plan Split) *splitProgram {
 	cores, rs := blocks.FirstCores(ctx.Target, plan.Cores)
-	sp, err := newProgramOn(op, ctx, cores, rs)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgramOn(op, ctx, cores, rs)
 	sp.plan = plan
+	return sp
+}
+
+// newSplitProgram is startProgram returning that error at once (and no
+// program).
+func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
+	sp := startProgram(op, ctx, plan)
+	if sp.err != nil {
+		return nil, sp.err
+	}
 	return sp, nil
 }
 
-// newProgramOn is newSplitProgram on cores (covered by ranges rs) that
+// startProgramOn is startProgram on cores (covered by ranges rs) that
 // split the work their own way (plan is zero).
-func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) (*splitProgram, error) {
+func startProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) *splitProgram {
 	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
+	return &splitProgram{accessBinder: accessBinder{ctx: ctx, err: err}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}
 }
 
 // planned keeps the CB plan's error, cbs.Err(what) (fail). Kernels may

@@ -56,10 +56,7 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
-	sp, err := newSplitProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
 	cbTile := sp.cbs.Output("tiles", dt, 2)
 	cbStage := -1
 	if pack {
