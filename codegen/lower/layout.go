@@ -98,9 +98,6 @@ func lowerSlice(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if len(begin) != xs.Rank() || xs.Rank() == 0 {
 		return nil, fmt.Errorf("rule slice-rank: begin %v needs one entry per dim of %s", begin, xs)
 	}
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	last := xs.Rank() - 1
 	seg := blocks.SegFor(os[last], begin[last], xs[last])
 	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
@@ -129,9 +126,6 @@ func layoutOperands(vs ...*ir.Value) error {
 
 func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	if err := layoutOperands(a, bv, out); err != nil {
-		return nil, err
-	}
 	as, bs, os := a.Type.Shape, bv.Type.Shape, out.Type.Shape
 	ax, err := axisAttr(op, "axis", os.Rank())
 	if err != nil {
@@ -178,9 +172,6 @@ func axisAttr(op *ir.Op, name string, rank int) (int, error) {
 
 func lowerPad(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	value, ok := op.Attrs["value"].(float64)
 	if !ok {
 		return nil, fmt.Errorf("rule attr: pad needs a float attribute \"value\"")
@@ -211,9 +202,6 @@ func lowerPad(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 func lowerRepeatInterleave(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	reps, ok := op.Attrs["repeats"].(int)
 	if !ok || reps < 1 {
 		return nil, fmt.Errorf("rule attr: repeat_interleave needs an int attribute \"repeats\" >= 1")
@@ -280,7 +268,7 @@ func transposeTiles(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		bb := kir.Div(q, kir.Ci(oi.Rt))
 		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), tc), kir.Ci(xi.Ct)), tr)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, false, func(c *blocks.Compute, in []int, out int) {
 		c.B.CBWaitFront(in[0], kir.C(1))
 		c.Acquire()
 		c.Transpose(in[0], kir.C(0), kir.C(0))
@@ -324,7 +312,8 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 // relayoutProgram builds a data-movement program whose reader assembles
 // the result's tiles from srcs with blocks.Gather (run length seg, map m;
 // fill: fill each result tile with fillValue first) and whose writer stores
-// them. The result's tiles are split over the grid.
+// them. The result's tiles are split over the grid. It checks srcs and
+// the result with layoutOperands first.
 func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bool, fillValue float32, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) (*kir.Program, error) {
 	t := ctx.Target
 	out := op.Result()

@@ -103,10 +103,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
+	x := op.Operands[0]
 	diag, ok := op.Attrs["diagonal"].(int)
 	if !ok {
 		return nil, fmt.Errorf("rule attr: tril needs an int attribute \"diagonal\"")
