@@ -45,7 +45,6 @@ const argmaxBatch = 8
 const argmaxSemGathered = 0
 
 func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if x.Type.DType != ir.BF16 || x.Type.Layout != ir.TileLayout {
 		return nil, fmt.Errorf("rule argmax-input: the argmax scan reads bf16 tile-layout logits, got %s %s", x.Type.DType, x.Type.Layout)
@@ -67,7 +66,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	// A tile costs about 20 scalar statements per column pair per row;
 	// each extra core adds its slots to the leader's fold.
-	sp := startProgram(op, ctx, PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0))
+	sp := startProgram(op, ctx, PlanSplit(nt, ctx.Target.NumWorkers(), allRows*16*2*20, allRows*40, 0))
 	batch, multi := min(argmaxBatch, nt), sp.plan.Cores > 1
 	cbLogits := sp.cbs.Input("logits", ir.BF16, 2*batch)
 	cbState := sp.cbs.Pages(blocks.ScratchCB, "best", ir.UInt32, max(ir.TileSize, allRows)*argmaxSlot, 1)

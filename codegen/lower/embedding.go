@@ -98,11 +98,10 @@ func idsRowStride(ctx *Context, ids *ir.Value) int {
 // the L1 address of the ids; the writer stores the tiles. what names the
 // program in CB-capacity errors.
 func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *blocks.Gather, idsL1 kir.Var)) (*kir.Program, error) {
-	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
 	oim := blocks.ImageOf(out.Type.Shape)
-	sp := startProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	if users > 1 {
 		idsPage = users * idsRowStride(ctx, ids)

@@ -101,9 +101,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
+	tl.fail(err)
 	var ring *cclOp
 	used := 0 // worker cores the ring's adders take
 	if n > 1 {

@@ -170,7 +170,6 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		steps[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
@@ -180,7 +179,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	dt := x.Type.DType
 	tiles := x.Type.Shape.Tiles()
-	sp := startProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
+	sp := startProgram(op, ctx, planEltwise(tiles, ctx.Target.NumWorkers(), 2*dt.TileBytes()))
 	cbIn := sp.cbs.Input("in", dt, 2)
 	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1

@@ -449,11 +449,7 @@ func (k gdnCompute) decay() {
 		cb.CBPopFront(n.eg, one)
 		return
 	}
-	// S + S x diag(exp(g) - 1): the state is copied into DEST exactly and
-	// only the decrement is read through the tf32 source registers, so
-	// truncation costs |exp(g) - 1| * 2^-10 of S per step instead of
-	// 2^-10 (which would shrink a state that barely decays by a fixed
-	// fraction every step).
+	// S + S x diag(exp(g) - 1): the fp32 state's decay of the GDN doc.
 	c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
 	c.BinaryTileKeepA(kir.EltMul, blocks.BcastScalar, n.eye, n.eg, n.ed)
 	cb.CBWaitFront(n.ed, one)

@@ -315,7 +315,6 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 // them. The result's tiles are split over the grid. It checks srcs and
 // the result with layoutOperands first.
 func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bool, fillValue float32, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) (*kir.Program, error) {
-	t := ctx.Target
 	out := op.Result()
 	if err := layoutOperands(append(append([]*ir.Value(nil), srcs...), out)...); err != nil {
 		return nil, err
@@ -326,7 +325,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 		fill = true
 	}
 	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
-	sp := startProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), perTile, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), perTile, 0, 0))
 	slots := make([]int, len(srcs))
 	for i, s := range srcs {
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)

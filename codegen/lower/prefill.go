@@ -27,7 +27,6 @@ import (
 //     A^32 = 0, four squarings and four products of fp32 tiles.
 
 func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
 	if err := layoutOperands(cache, nw, out); err != nil {
 		return nil, err
@@ -42,7 +41,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	L, S := cs[2], ns[2]
 	ci := blocks.ImageOf(cs)
 	inPlace := ctx.BufferName(out) == ctx.BufferName(cache)
-	sp := startProgram(op, ctx, PlanSplit(ci.Pages, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(ci.Pages, ctx.Target.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	slots := []int{sp.cbs.Scratch("cache_tile", cache.Type.DType, 1), sp.cbs.Scratch("new_tile", nw.Type.DType, 1)}
 	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, 4, 1)
@@ -184,7 +183,6 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, w, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
@@ -201,7 +199,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	To := T - K + 1
 	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
 	wrow := blocks.ImageOf(ir.Shape{1, C})
-	sp := startProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x_shifted", x.Type.DType, 2)
 	cbW := sp.cbs.Input("tap_row", w.Type.DType, 2)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
@@ -256,7 +254,6 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
@@ -268,7 +265,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	n := xs[r-1]
 	im := blocks.ImageOf(xs)
-	sp := startProgram(op, ctx, PlanSplit(im.Pages, t.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(im.Pages, ctx.Target.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	cbL := sp.cbs.Input("strict_lower", ir.FP32, 1)
 	cbI := sp.cbs.Input("identity", ir.FP32, 1)
 	cbOut := sp.cbs.Output("out", ir.FP32, 2)

@@ -43,7 +43,6 @@ func lowerMean(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
@@ -92,7 +91,7 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	if scale != 1 && kind != "row" {
 		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
 	}
-	sp := startProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), n*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)

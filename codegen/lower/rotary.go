@@ -20,7 +20,6 @@ import (
 // reads the fp32 products as tf32; sim/ref models it, rotaryFPU).
 
 func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, cos, sin, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
@@ -51,7 +50,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule rotary-broadcast: cos %s must have x's last dim", cos.Type.Shape)
 	}
 	xi := blocks.ImageOf(xs)
-	sp := startProgram(op, ctx, PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(xi.Pages, ctx.Target.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbXr := sp.cbs.Input("x_swapped", x.Type.DType, 2)
 	cbCos := sp.cbs.Input("cos", cos.Type.DType, 2)

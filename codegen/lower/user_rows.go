@@ -49,14 +49,13 @@ func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
 }
 
 func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	dt := x.Type.DType
 	eb := blocks.ElemBytes(dt)
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
-	sp := startProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(xt, ctx.Target.NumWorkers(), perCol, 0, 0))
 	cbTile := sp.cbs.Output("tiles", dt, 2)
 	cbStage := -1
 	if pack {
