@@ -20,7 +20,7 @@ func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs) {
 	if tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
-	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
+	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2)
 	rd, cp, wr := tl.kernels(p, true)
 	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
