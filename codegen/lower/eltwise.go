@@ -309,8 +309,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, step fun
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
 	// rounds its partial sum to bf16 (ir/numerics datapath). From an fp32
 	// DEST the packer rounds each result once.
-	cp, c := s.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := s.rangeCompute("num_tiles")
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)
 	if zero {
 		c.B.CBWaitFront(zeroCB, kir.C(1))

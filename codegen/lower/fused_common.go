@@ -121,8 +121,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	// Compute.
-	cp, c := sp.compute()
-	crows := cp.RuntimeArg("num_rows")
+	cp, c, crows := sp.rangeCompute("num_rows")
 	cb := c.B
 	c.Startup(cbA, cbB, cbH)
 	cb.CBWaitFront(cbScaler, kir.C(1))
@@ -193,8 +192,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	blocks.ReadPages(rd.Builder(), xAcc, cbIn, rstart, rcount)
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbIn, cbIn, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.B.CBWaitFront(cbIn, kir.C(1))

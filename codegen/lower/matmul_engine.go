@@ -427,7 +427,7 @@ func (m *mmProgram) reader() {
 		for pi, pt := range m.parts {
 			pa := pas[pi]
 			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
-				sb := subBlock(b, pa.count, nb, m.dest)
+				sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
 				col := b.Let("col", kir.Add(pa.start, nb))
 				for slot, w := range pt.weights {
 					cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
@@ -500,7 +500,7 @@ func (m *mmProgram) compute() {
 			// so a plain part's loop body keeps that configuration.
 			c.PackConfig(m.epi.dst(0, out))
 			c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
-				sb := subBlock(c.B, counts[pi], nb, m.dest)
+				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
 					m.product(c, m.wCB[cbKey{slot, w.Type.DType}], m.epi.dst(slot, out), cKt, sb)
 				}

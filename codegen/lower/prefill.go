@@ -238,8 +238,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	gx.End(b)
 	gw.End(b)
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbW, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbAcc, false, nil)
@@ -300,8 +299,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPushBack(cbL, kir.C(1))
 	})
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	cb := c.B
 	c.Startup(cbL, cbI, cbOut)
 	cb.CBWaitFront(cbI, kir.C(1))

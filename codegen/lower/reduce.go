@@ -117,8 +117,7 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	})
 
 	// Compute.
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {

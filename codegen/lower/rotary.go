@@ -91,8 +91,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	g.End(b)
 
-	cpk, c := sp.compute()
-	ccount := cpk.RuntimeArg("num_tiles")
+	cpk, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbCos, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, bc, cbX, cbCos, cbT1, false, nil)

@@ -68,6 +68,12 @@ func (s *splitProgram) compute() (*kir.Kernel, *blocks.Compute) {
 	return fp32Compute(s.p, s.rs, s.ctx)
 }
 
+// rangeCompute is compute with its item count as the runtime arg count.
+func (s *splitProgram) rangeCompute(count string) (*kir.Kernel, *blocks.Compute, kir.ArgRef) {
+	cp, c := s.compute()
+	return cp, c, cp.RuntimeArg(count)
+}
+
 // fp32Compute adds a compute kernel on rs with an fp32 DEST at ctx's
 // fidelity and returns it with the blocks.Compute that emits into it.
 func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, *blocks.Compute) {
