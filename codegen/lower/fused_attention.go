@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -730,10 +731,7 @@ func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims
 		return 0, 0, d, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
 	o, r := op.Operands, op.Results
-	if err := requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]); err != nil {
-		return 0, 0, d, err
-	}
-	if err := checkPos(o[9]); err != nil {
+	if err := cmp.Or(requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]), checkPos(o[9])); err != nil {
 		return 0, 0, d, err
 	}
 	if prefill {

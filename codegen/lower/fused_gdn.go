@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -93,14 +94,13 @@ import (
 // -v in DEST, and S' = S + k (x) (d x beta) onto S in DEST (associated as
 // k (x) (d x beta), equal to r(r(k d^T) x beta) up to fp32 rounding).
 
-// gdnEB returns the element size of v's dtype for data movement by rows or
-// elements, or an error naming what.
-func gdnEB(what string, v *ir.Value) (int, error) {
-	eb := blocks.ElemBytes(v.Type.DType)
-	if eb != 2 && eb != 4 {
-		return 0, fmt.Errorf("rule gdn-dtype: %s %s is %s; this program moves its rows or elements, which needs bf16 or fp32", what, v, v.Type.DType)
+// gdnEB sets *eb to the element size of v's dtype for data movement by
+// rows or elements, or returns an error naming what.
+func gdnEB(eb *int, what string, v *ir.Value) error {
+	if *eb = blocks.ElemBytes(v.Type.DType); *eb != 2 && *eb != 4 {
+		return fmt.Errorf("rule gdn-dtype: %s %s is %s; this program moves its rows or elements, which needs bf16 or fp32", what, v, v.Type.DType)
 	}
-	return eb, nil
+	return nil
 }
 
 func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -160,8 +160,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	if cv.K < 2 || cv.K > ir.TileSize {
 		return nil, fmt.Errorf("rule gdn-conv-window: %d taps; the window of K taps must fit one tile row (2 <= K <= %d)", cv.K, ir.TileSize)
 	}
-	var err error
-	if cv.eb, err = gdnEB("qkv", cv.x); err != nil {
+	if err := gdnEB(&cv.eb, "qkv", cv.x); err != nil {
 		return nil, err
 	}
 	dx := cv.x.Type.DType
@@ -170,10 +169,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 			return nil, fmt.Errorf("rule gdn-conv-dtype: %s is %s but qkv is %s; the window, the state and the conv result share one dtype", v, v.Type.DType, dx)
 		}
 	}
-	if cv.ebG, err = gdnEB("g", op.Results[3]); err != nil {
-		return nil, err
-	}
-	if cv.ebB, err = gdnEB("beta", op.Results[2]); err != nil {
+	if err := cmp.Or(gdnEB(&cv.ebG, "g", op.Results[3]), gdnEB(&cv.ebB, "beta", op.Results[2])); err != nil {
 		return nil, err
 	}
 	if n := ctx.Target.NumWorkers(); n < 2 {

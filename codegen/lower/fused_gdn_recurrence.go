@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -98,15 +99,8 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	if r.ns.Type.DType != f {
 		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: new state is %s but the state is %s", r.ns.Type.DType, f)
 	}
-	for _, e := range []struct {
-		eb   *int
-		what string
-		v    *ir.Value
-	}{{&r.ebX, "qkv", r.x}, {&r.ebZ, "z", r.z}, {&r.ebBeta, "beta", r.beta}, {&r.ebG, "g", r.g}} {
-		var err error
-		if *e.eb, err = gdnEB(e.what, e.v); err != nil {
-			return nil, err
-		}
+	if err := cmp.Or(gdnEB(&r.ebX, "qkv", r.x), gdnEB(&r.ebZ, "z", r.z), gdnEB(&r.ebBeta, "beta", r.beta), gdnEB(&r.ebG, "g", r.g)); err != nil {
+		return nil, err
 	}
 	if r.ebW = blocks.ElemBytes(r.nw.Type.DType); r.ebW != 2 && r.ebW != 4 {
 		r.ebW = 0 // read whole pages

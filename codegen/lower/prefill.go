@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -28,10 +29,7 @@ import (
 
 func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
-	if err := layoutOperands(cache, nw, out); err != nil {
-		return nil, err
-	}
-	if err := checkPos(pos); err != nil {
+	if err := cmp.Or(layoutOperands(cache, nw, out), checkPos(pos)); err != nil {
 		return nil, err
 	}
 	cs, ns := cache.Type.Shape, nw.Type.Shape
@@ -184,10 +182,7 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, w, out := op.Operands[0], op.Operands[1], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
-	if err := requireTile("taps", w); err != nil {
+	if err := cmp.Or(layoutOperands(x, out), requireTile("taps", w)); err != nil {
 		return nil, err
 	}
 	xs, ws := x.Type.Shape, w.Type.Shape
