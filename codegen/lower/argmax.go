@@ -52,10 +52,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	xs := x.Type.Shape
 	n := xs.Cols2D()
 	nt := tilesWide(xs)
-	rows := 1 // per leading index: one tile row each
-	if xs.Rank() >= 2 {
-		rows = xs[xs.Rank()-2]
-	}
+	rows := blocks.ImageOf(xs).R // per leading index: one tile row each
 	if rows > ir.TileSize {
 		return nil, fmt.Errorf("rule argmax-rows: the argmax scan takes logits of at most %d rows per leading index; %s has %d", ir.TileSize, xs, rows)
 	}

@@ -375,9 +375,10 @@ func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.Ne
 
 func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewWriterKernel(p, rs) }
 
-// requireTile fails unless v is in tile layout.
+// requireTile fails unless v is in tile layout or nil (an absent optional
+// operand).
 func requireTile(what string, v *ir.Value) error {
-	if v.Type.Layout != ir.TileLayout {
+	if v != nil && v.Type.Layout != ir.TileLayout {
 		return fmt.Errorf("rule tile-layout: %s %s is %s; this lowering reads tile-layout tensors", what, v, v.Type.Layout)
 	}
 	return nil

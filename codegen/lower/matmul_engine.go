@@ -71,24 +71,15 @@ type fusedMatmul struct {
 	users int
 }
 
-// check validates the shapes and sets kt, rows, the parts' nt and a nil
-// epi to epiPlain.
+// check validates the op (its operands and results, which are the
+// activation, the weights, the epilogue's inputs and the results, in tile
+// layout; the shapes) and sets kt, rows, the parts' nt and a nil epi to
+// epiPlain.
 func (f *fusedMatmul) check() error {
 	if f.epi == nil {
 		f.epi = epiPlain{}
 	}
-	vals := []*ir.Value{f.act}
-	for _, p := range f.parts {
-		vals = append(vals, p.out)
-		vals = append(vals, p.weights...)
-	}
-	for _, in := range f.epi.inputs() {
-		vals = append(vals, in.v)
-	}
-	if f.norm != nil {
-		vals = append(vals, f.norm.w)
-	}
-	if err := requireTiles(vals...); err != nil {
+	if err := requireTiles(opValues(f.op)...); err != nil {
 		return err
 	}
 	as := f.act.Type.Shape

@@ -97,11 +97,7 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	vals := []*ir.Value{x, out}
-	if w != nil {
-		vals = append(vals, w)
-	}
-	if err := requireTiles(vals...); err != nil {
+	if err := requireTiles(x, out, w); err != nil {
 		return nil, err
 	}
 	xs := x.Type.Shape
@@ -128,8 +124,6 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	// A tile row costs about four eltwise tile ops per x tile, far more
 	// than a core's dispatch: one tile row per core while cores last.
 	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
-	hasOffset := w != nil && offset != 0
-
 	sqFormat := ir.FP32
 	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
@@ -148,7 +142,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	if w != nil {
 		cbXn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
 	}
-	if hasOffset {
+	if w != nil && offset != 0 {
 		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
 	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
