@@ -67,7 +67,6 @@ const cclSemTail = 0
 func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	x, res, h := op.Operands[0], op.Operands[1], op.Results[0]
-	norm := op.Kind == ir.OpAllReduceAddRMSNorm
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
@@ -75,11 +74,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if dt != ir.BF16 && dt != ir.FP32 {
 		return nil, fmt.Errorf("rule ccl-dtype: collectives move bf16 or fp32 tiles; x is %s", dt)
 	}
-	same := []*ir.Value{res, h}
-	if norm {
-		same = append(same, op.Results[1]) // the weight may have any tile dtype
-	}
-	for _, v := range same {
+	for _, v := range append([]*ir.Value{res}, op.Results...) { // the weight may have any tile dtype
 		if v.Type.DType != dt || !v.Type.Shape.Equal(x.Type.Shape) {
 			return nil, fmt.Errorf("rule fused-ccl-types: x, residual and the results must share x's shape %s and dtype %s; %s is %s %s", x.Type.Shape, dt, v, v.Type.Shape, v.Type.DType)
 		}
@@ -89,7 +84,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"devices\" >= 1", op.Name())
 	}
 	tl := &cclTail{accessBinder: accessBinder{ctx: ctx}, name: op.Name(), dt: dt, s: x, res: res, h: h}
-	if norm {
+	if op.Kind == ir.OpAllReduceAddRMSNorm {
 		eps, ok1 := op.Attrs["eps"].(float64)
 		offset, ok2 := op.Attrs["offset"].(float64)
 		if !ok1 || !ok2 {
@@ -241,11 +236,16 @@ func (tl *cclTail) build(p *kir.Program) {
 	if tl.wait > 0 || tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
+	// The tail's reader, compute (fp32 DEST with the norm or for fp32) and
+	// writer.
+	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: tl.w != nil || tl.dt != ir.BF16}})
+	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
 	if tl.ns != nil {
-		tl.buildSplit(p, c)
+		tl.buildSplit(p, c, rd, cp, wr)
 		return
 	}
-	rd, cp, wr := tl.kernels(p, tl.w != nil || tl.dt != ir.BF16)
 	tl.reader(rd, c)
 	tl.compute(p, cp, c)
 	tl.writer(wr, c)
@@ -303,16 +303,6 @@ func (tl *cclTail) addCBs(p *kir.Program) tailCBs {
 	}
 	tl.fail(cbs.Err(fmt.Sprintf("%s after the ring", what)))
 	return c
-}
-
-// kernels adds the tail's reader, compute (fp32 DEST when fp32) and
-// writer kernels on its cores.
-func (tl *cclTail) kernels(p *kir.Program, fp32 bool) (rd, cp, wr *kir.Kernel) {
-	rd = p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
-	cp = p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
-		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: fp32}})
-	wr = p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
-	return rd, cp, wr
 }
 
 // addResidual emits one tile of h = residual + s (the FPU's exact sum of

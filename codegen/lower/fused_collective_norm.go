@@ -10,18 +10,17 @@ import (
 )
 
 // buildSplit is build for the norm tail on tl.ns's split-row plan (CBs
-// c: splitCBs; build added the ring semaphore): after the ring wait, tail
-// core i reads its chunk of h (or of s and the residual, and adds them
-// into h, written out and kept), and the split-row norm of norm_split.go
-// runs on the chunk. The tail cores' ring semaphore is cclSemTail; the
-// norm's exchange uses semaphores 1 and 2.
-func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs) {
+// c: splitCBs; build added the ring semaphore and the kernels rd, cp and
+// wr): after the ring wait, tail core i reads its chunk of h (or of s and
+// the residual, and adds them into h, written out and kept), and the
+// split-row norm of norm_split.go runs on the chunk. The tail cores' ring
+// semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2.
+func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs, rd, cp, wr *kir.Kernel) {
 	ns := tl.ns
 	if tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
 	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2)
-	rd, cp, wr := tl.kernels(p, true)
 	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
 	tl.splitWriter(wr, c)

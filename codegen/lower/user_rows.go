@@ -98,12 +98,11 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	return sp.done(sp.p)
 }
 
-// writeUserRows emits the unpack writer: for the count tiles j = start..
-// of cb (tile j of one packed tile row of users live rows, eb-byte
-// elements), row u's two face-row runs are written straight into row 0
-// of page u*cols + j of oAcc, the per-user [users, 1, 32*cols] tensor
-// (DRAM writes need 16-byte alignment only; a face row is 32 or 64
-// bytes). Rows 1..31 of the result tiles are padding and are not written.
+// writeUserRows emits the unpack writer of the family doc: for the count
+// tiles j = start.. of cb (tile j of one packed tile row of users live
+// rows, eb-byte elements), row u's two face-row runs are written straight
+// into row 0 of page u*cols + j of oAcc, the per-user [users, 1, 32*cols]
+// tensor.
 func writeUserRows(w *kir.Builder, oAcc *blocks.Access, cb, users, cols, eb int, start, count kir.Expr) {
 	seg := blocks.FaceDim * eb
 	w.For("j", start, kir.Add(start, count), func(j kir.Var) {
