@@ -113,7 +113,6 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 		})
 	})
 
-	// Compute.
 	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.MatmulStartup(cbA, cbB, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {

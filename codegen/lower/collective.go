@@ -168,13 +168,12 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if c.kind == cclReduceScatter || c.kind == cclAllReduce && c.n == 2 {
 		gather = 0
 	}
-	dt := c.x.Type.DType
-	var err error
 	workers := maxWorkersPerLink
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
+	var err error
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, c.x.Type.DType.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
 	return err
 }
 

@@ -303,7 +303,6 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, step fun
 		}
 	})
 
-	// Compute.
 	// Every eltwise program has an fp32 DEST. A bf16 DEST adds roundings the
 	// reference does not have even when every value is bf16: SFPSTORE
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL

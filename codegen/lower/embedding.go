@@ -26,10 +26,25 @@ import (
 // split over the grid; for each output row the reader loads the table
 // tile holding row ids[t] and copies the row's face-row runs.
 
+// checkEmbedding checks the dtypes an embedding gathers with: uint32 or
+// int32 ids, a bf16 or fp32 table and a tile-layout result of the table's
+// dtype.
+func checkEmbedding(ids, table, out *ir.Value) error {
+	switch {
+	case ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32:
+		return fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	case table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32:
+		return fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s %s", table.Name, table.Type.DType, table.Type.Layout)
+	case out.Type.DType != table.Type.DType:
+		return fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
+	}
+	return requireTile("result", out)
+}
+
 func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
-		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	if err := checkEmbedding(ids, table, out); err != nil {
+		return nil, err
 	}
 	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() > 2 {
 		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T] or [B, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
@@ -40,15 +55,6 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ts := table.Type.Shape
 	if ts.Rank() != 2 {
 		return nil, fmt.Errorf("rule embedding-table: table must be [vocab, hidden], got %s", ts)
-	}
-	if table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32 {
-		return nil, fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s %s", table.Name, table.Type.DType, table.Type.Layout)
-	}
-	if err := requireTile("result", out); err != nil {
-		return nil, err
-	}
-	if out.Type.DType != table.Type.DType {
-		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
 	users, tokens, h := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D(), ts[1]
 	if h%ir.TileSize != 0 {

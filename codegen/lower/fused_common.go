@@ -120,7 +120,6 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.ReadPages(b, wAcc, nc.w, kir.C(0), rWt)
 	})
 
-	// Compute.
 	cp, c, crows := sp.rangeCompute("num_rows")
 	cb := c.B
 	c.Startup(cbA, cbB, cbH)
@@ -236,20 +235,11 @@ func lowerEmbeddingReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // H of table row ids[e / H].
 func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
-		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	if err := checkEmbedding(ids, table, out); err != nil {
+		return nil, err
 	}
 	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rows2D() != 1 {
 		return nil, fmt.Errorf("rule embedding-ids: ids must be one row-major row of token ids (shape [T] or [1, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
-	}
-	if table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32 {
-		return nil, fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s", table.Name, table.Type.DType)
-	}
-	if err := requireTile("result", out); err != nil {
-		return nil, err
-	}
-	if out.Type.DType != table.Type.DType {
-		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
 	tokens, hd := ids.Type.Shape.Cols2D(), table.Type.Shape[1]
 	if hd == 0 || tokens == 0 {

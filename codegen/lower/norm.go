@@ -165,7 +165,6 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 		}
 	})
 
-	// Compute.
 	cp, c := sp.compute()
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")

@@ -99,7 +99,6 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	sp.planned("reduce")
 
-	// Reader.
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
@@ -118,7 +117,6 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		})
 	})
 
-	// Compute.
 	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))

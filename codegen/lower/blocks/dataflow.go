@@ -271,15 +271,13 @@ func ZeroPadding(b *kir.Builder, tile kir.Expr, eb, rows, cols int) {
 				StoreElem(b, kir.Add(tile, kir.Ci(start+lo*eb)), kir.C(0), eb)
 			}
 			words := FaceDim / perWord
-			if first < words {
-				if words-first > 2 {
-					b.For("z", kir.Ci(first), kir.Ci(words), func(z kir.Var) {
-						b.L1Write32(kir.Add(tile, kir.Add(kir.Ci(start), kir.Mul(z, kir.C(4)))), kir.C(0))
-					})
-				} else {
-					for w := first; w < words; w++ {
-						b.L1Write32(kir.Add(tile, kir.Ci(start+4*w)), kir.C(0))
-					}
+			if words-first > 2 {
+				b.For("z", kir.Ci(first), kir.Ci(words), func(z kir.Var) {
+					b.L1Write32(kir.Add(tile, kir.Add(kir.Ci(start), kir.Mul(z, kir.C(4)))), kir.C(0))
+				})
+			} else {
+				for w := first; w < words; w++ {
+					b.L1Write32(kir.Add(tile, kir.Ci(start+4*w)), kir.C(0))
 				}
 			}
 		}
