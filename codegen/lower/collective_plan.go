@@ -21,9 +21,6 @@ type cclChunks struct {
 	Count, Tiles, Run, Stride int
 }
 
-// pageOf is the page of tile i of chunk k.
-func (c cclChunks) pageOf(k, i int) int { return (i/c.Run)*c.Stride + k*c.Run + i%c.Run }
-
 // flatChunks splits tiles pages into n equal contiguous chunks.
 func flatChunks(tiles, n int) (cclChunks, error) {
 	if tiles%n != 0 {
