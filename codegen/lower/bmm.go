@@ -64,7 +64,6 @@ type pairOperand struct {
 // (bb, k, nt). With pad the reader zeroes the tile's padding before
 // pushing it (device programs may leave garbage there, and 0 * NaN is NaN).
 func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
-	eb := blocks.ElemBytes(v.Type.DType)
 	return pairOperand{dt: v.Type.DType, value: v, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
 		row, col := k, nt
 		if left {
@@ -78,7 +77,7 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
 		blocks.ReadPageTo(b, acc, pg, l1)
 		b.NoCAsyncReadBarrier()
-		blocks.ZeroImagePadding(b, l1, im, eb, row, col)
+		blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(v.Type.DType), row, col)
 		b.CBPushBack(cb, kir.C(1))
 	}}
 }

@@ -133,9 +133,8 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 		bc = blocks.BcastCols
 	}
 	oi, ii := blocks.ImageOf(od), blocks.ImageOf(id)
-	same := bc == blocks.BcastNone && oi.Rt == ii.Rt && oi.Ct == ii.Ct && oi.B == ii.B
-	if same {
-		return nil, bc, nil
+	if bc == blocks.BcastNone && oi.Rt == ii.Rt && oi.Ct == ii.Ct && oi.B == ii.B {
+		return nil, bc, nil // the same pages
 	}
 	// Strides of the operand's leading dims (0 where broadcast).
 	strides := make([]int, r-2)

@@ -407,9 +407,8 @@ func (dp *decodePrologue) reader() {
 	dp.gq.Sources = []blocks.GatherSource{{Acc: dp.ra.qg, Image: blocks.ImageOf(qg.Type.Shape)}}
 	dp.gk.Sources = []blocks.GatherSource{{Acc: dp.ra.k, Image: blocks.ImageOf(k.Type.Shape)}}
 	dp.fail(dp.gq.Check())
-	tabBytes := dp.op.Operands[5].Type.DType.TileBytes()
 	dp.zeroL1 = blocks.Scratch(b, dp.zero, "zero")
-	blocks.FillWords(b, dp.zeroL1, tabBytes, 0)
+	blocks.FillWords(b, dp.zeroL1, dp.op.Operands[5].Type.DType.TileBytes(), 0)
 	dp.tabL1 = blocks.ScratchPages(b, dp.tab, 2*d.RtR, "tab")
 	if dp.posR >= 0 {
 		dp.rptr = b.Let("ptr", kir.Div(readPos(b, dp.ra.pos, dp.posR), kir.Ci(ir.TileSize)))
@@ -615,13 +614,12 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 // patch emits the copy of row srcRow of tile src into row pos%32 of cache
 // page page (read from in, written to out), complete when it returns.
 func (dp *decodePrologue) patch(b *kir.Builder, in, out *blocks.Access, page, src, srcRow kir.Expr) {
-	tb := dp.dtype().TileBytes()
 	pg := b.Let("pg", page)
 	blocks.ReadPageTo(b, in, pg, dp.slotL1)
 	b.NoCAsyncReadBarrier()
 	blocks.CopyTileRow(b, src, srcRow, dp.slotL1, dp.prow, blocks.ElemBytes(dp.dtype()))
 	b.NoCAsyncReadBarrier()
-	b.NoCAsyncWrite(dp.slotL1, out.PageAddr(pg), kir.Ci(tb))
+	b.NoCAsyncWrite(dp.slotL1, out.PageAddr(pg), kir.Ci(dp.dtype().TileBytes()))
 	b.NoCAsyncWriteBarrier()
 }
 

@@ -198,9 +198,8 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 		return fmt.Errorf("rule fused-ccl-cores: the ring's %d adder cores leave no worker core for the residual add and norm", used)
 	}
 	tiles := tl.h.Type.Shape.Tiles()
-	tb := tl.dt.TileBytes()
 	if tl.w == nil {
-		tl.split = planEltwise(tiles, avail, 3*tb)
+		tl.split = planEltwise(tiles, avail, 3*tl.dt.TileBytes())
 	} else {
 		tile := normTileCycles
 		if tl.res != nil {

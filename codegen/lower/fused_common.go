@@ -176,8 +176,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s %s must have the operand's shape and dtype %s %s", out.Type.Shape, out.Type.DType, x.Type.Shape, x.Type.DType)
 	}
 	dt := x.Type.DType
-	tiles := x.Type.Shape.Tiles()
-	sp := startProgram(op, ctx, planEltwise(tiles, ctx.Target.NumWorkers(), 2*dt.TileBytes()))
+	sp := startProgram(op, ctx, planEltwise(x.Type.Shape.Tiles(), ctx.Target.NumWorkers(), 2*dt.TileBytes()))
 	cbIn := sp.cbs.Input("in", dt, 2)
 	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1

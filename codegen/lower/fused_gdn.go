@@ -108,15 +108,13 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, B, ct := ctx.Target, cv.xs[0], tilesWide(cv.xs)
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
-	items := B * ct
+	items := cv.xs[0] * cv.ct // (user, channel tile) pages
 	// A conv tile is latency-bound: a core with one item waits for its
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
-	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
+	plan := PlanSplit(items, ctx.Target.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
 	cv.splitProgram = startProgram(op, ctx, plan)
-	cv.ct = ct
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
 	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
@@ -135,11 +133,11 @@ type gdnConv struct {
 	op                    *ir.Op
 	st, x, taps, conv, ns *ir.Value
 	xs                    ir.Shape
-	K, H                  int
+	K, H, ct              int // taps, heads, qkv's tile columns
 	eb, ebT, ebG, ebB     int // element bytes of qkv, taps (0: block float), g, beta
 	round                 bool
 
-	ct, bat                                                               int
+	bat                                                                   int // items per read batch
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
 }
@@ -156,7 +154,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
 		return nil, fmt.Errorf("rule gdn-conv-shape: want conv_state [B, K-1, C], qkv [B, 1, C] and a [B, 1, H], got %s, %s and %s", ss, xs, as)
 	}
-	cv.xs, cv.K, cv.H = xs, ss[1]+1, as[2]
+	cv.xs, cv.ct, cv.K, cv.H = xs, tilesWide(xs), ss[1]+1, as[2]
 	if cv.K < 2 || cv.K > ir.TileSize {
 		return nil, fmt.Errorf("rule gdn-conv-window: %d taps; the window of K taps must fit one tile row (2 <= K <= %d)", cv.K, ir.TileSize)
 	}

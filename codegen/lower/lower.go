@@ -237,29 +237,20 @@ func Addressable(m ir.MemoryConfig) bool {
 	return false
 }
 
-// signature formats the op's types for messages: "(x [1,128] bf16 tile) -> [1,128] bf16 tile".
-func signature(op *ir.Op) string {
-	var b strings.Builder
-	b.WriteString("(")
-	writeTypes(&b, op.Operands)
-	b.WriteString(") -> ")
-	writeTypes(&b, op.Results)
-	return b.String()
-}
+// signature formats the op's types for messages: "([1,128] bf16 tile) -> [1,128] bf16 tile".
+func signature(op *ir.Op) string { return "(" + typesOf(op.Operands) + ") -> " + typesOf(op.Results) }
 
-// writeTypes writes the types of vs to b as "shape dtype layout", comma
+// typesOf formats the types of vs as "shape dtype layout", comma
 // separated, with "<nil>" for a missing value.
-func writeTypes(b *strings.Builder, vs []*ir.Value) {
+func typesOf(vs []*ir.Value) string {
+	s := make([]string, len(vs))
 	for i, v := range vs {
-		if i > 0 {
-			b.WriteString(", ")
+		s[i] = "<nil>"
+		if v != nil {
+			s[i] = fmt.Sprintf("%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
 		}
-		if v == nil {
-			b.WriteString("<nil>")
-			continue
-		}
-		fmt.Fprintf(b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
 	}
+	return strings.Join(s, ", ")
 }
 
 // PageLayout is the page size and page count of a tensor of type t in an

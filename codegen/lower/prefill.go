@@ -140,8 +140,7 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
-	eb := blocks.ElemBytes(x.Type.DType)
-	if eb != 2 && eb != 4 {
+	if eb := blocks.ElemBytes(x.Type.DType); eb != 2 && eb != 4 {
 		return nil, fmt.Errorf("rule cumsum-dtype: the reader zeroes tile padding of bf16 or fp32 operands, not %s", x.Type.DType)
 	}
 	xd := matDims(x.Type.Shape)
