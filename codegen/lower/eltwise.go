@@ -150,7 +150,7 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 		q := kir.Div(p, kir.Ci(oi.Ct))
 		tr := kir.Mod(q, kir.Ci(oi.Rt))
 		rest := kir.Div(q, kir.Ci(oi.Rt))
-		var batch kir.Expr = kir.C(0)
+		batch := kir.C(0)
 		for d := r - 3; d >= 0; d-- {
 			idx := kir.Mod(rest, kir.Ci(od[d]))
 			rest = kir.Div(rest, kir.Ci(od[d]))
@@ -158,7 +158,7 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 				batch = kir.Add(batch, kir.Mul(idx, kir.Ci(strides[d])))
 			}
 		}
-		var itr, itc kir.Expr = tr, tc
+		itr, itc := tr, tc
 		if rowB {
 			itr = kir.C(0)
 		}

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -230,12 +231,9 @@ func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	xs, os := x.Type.Shape, out.Type.Shape
 	r := os.Rank()
-	d0, err := axisAttr(op, "dim0", r)
-	if err != nil {
-		return nil, err
-	}
-	d1, err := axisAttr(op, "dim1", r)
-	if err != nil {
+	d0, err0 := axisAttr(op, "dim0", r)
+	d1, err1 := axisAttr(op, "dim1", r)
+	if err := cmp.Or(err0, err1); err != nil {
 		return nil, err
 	}
 	if d0 == d1 {

@@ -334,8 +334,8 @@ type accessBinder struct {
 
 // bind returns accessOf(ctx, k, arg, v), also after an earlier error.
 // When it fails it keeps the error (fail) and returns nil; it does not
-// fail for an operand or result of an op that passed checkOp (its
-// placement is Addressable).
+// fail for an operand or result of an op that passed checkOp (which checks
+// their page layouts and placements).
 func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
 	if v == nil {
 		return nil
