@@ -1,11 +1,11 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -295,15 +295,14 @@ type cclKernels struct {
 // maxBatchedAdderBytes bounds the L1 the batched adders' CBs may take.
 const maxBatchedAdderBytes = 512 << 10
 
+// program builds c's program for op (the packed gather when it applies),
+// or returns the first error.
 func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	if m, ok := c.packedGather(ctx); ok {
-		err = c.buildPackedGather(p, ctx, m)
+		err = cmp.Or(err, c.buildPackedGather(p, ctx, m))
 	} else {
-		err = c.build(p, ctx)
+		err = cmp.Or(err, c.build(p, ctx))
 	}
 	if err != nil {
 		return nil, err
@@ -325,7 +324,7 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	}
 	var cores []kir.Core
 	if m > 0 {
-		cores, k.workerRanges = blocks.FirstCores(t, pl.Links*m)
+		cores, k.workerRanges = firstCores(t, pl.Links*m)
 	}
 	k.ring = multicore.NewRing(t, pl.Links, cores, m)
 	r := k.ring

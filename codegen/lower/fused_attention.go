@@ -326,8 +326,7 @@ func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *block
 
 // compute adds the compute kernel: per norm unit the norm and rotate.
 func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
-	cp, c := pl.splitProgram.compute()
-	units := cp.RuntimeArg(pl.unitsArg)
+	cp, c, units := pl.rangeCompute(pl.unitsArg)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
 	if pl.resident >= 0 {
@@ -588,13 +587,9 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 		dp.patchAll(b, u, in, out, cb, k)
 		return
 	}
-	var src kir.Var
-	take := func() {
-		src = blocks.WaitFront(b, cb, kir.C(1), "src")
-	}
 	if k {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
-			take()
+			src := blocks.WaitFront(b, cb, kir.C(1), "src")
 			dp.heads(b, hr, func(h kir.Var) {
 				dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.Mod(h, kir.Ci(ir.TileSize)))
 			})
@@ -604,7 +599,7 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 	}
 	dp.heads(b, hr, func(h kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
-			take()
+			src := blocks.WaitFront(b, cb, kir.C(1), "src")
 			dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.C(0))
 			b.CBPopFront(cb, kir.C(1))
 		})

@@ -133,7 +133,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}); err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}
-			tl.pushed, _ = blocks.FirstCores(t, used)
+			tl.pushed, _ = firstCores(t, used)
 		case ring != nil:
 			ring.notify, ring.notifySem = &tl.cores[0], cclSemTail
 			tl.wait = ring.notifications()

@@ -286,8 +286,7 @@ func (cv *gdnConv) reader() *kir.Kernel {
 // compute adds the conv cores' compute: per item silu of the column sum
 // of window x taps.
 func (cv *gdnConv) compute() *kir.Kernel {
-	cp, c := fp32Compute(cv.p, cv.rs, cv.ctx)
-	ccount := cp.RuntimeArg("count")
+	cp, c, ccount := cv.rangeCompute("count")
 	cb := c.B
 	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {

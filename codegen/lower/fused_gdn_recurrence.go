@@ -324,8 +324,7 @@ type gdnCompute struct {
 // compute adds the compute kernel.
 func (r *gdnRec) compute() *kir.Kernel {
 	one, z0 := kir.C(1), kir.C(0)
-	cp, c := fp32Compute(r.p, r.rs, r.ctx)
-	ccount := cp.RuntimeArg("count")
+	cp, c, ccount := r.rangeCompute("count")
 	var cleader kir.ArgRef
 	if r.xch != nil {
 		cleader = cp.RuntimeArg("leader")

@@ -313,6 +313,9 @@ const (
 	cbIm0 = 24
 )
 
+// firstCores returns the first n cores of the worker grid (blocks.FirstCores).
+func firstCores(t *target.Target, n int) ([]kir.Core, []ir.CoreRange) { return blocks.FirstCores(t, n) }
+
 // accessOf declares v's buffer address as the common runtime arg `arg` of
 // data-movement kernel k and returns its page addressing.
 func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Access, error) {

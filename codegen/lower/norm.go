@@ -128,22 +128,21 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
-	cbX := sp.cbs.Input("x", x.Type.DType, wt)
-	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
-	cbW := -1
+	n := normCBs{w: -1, wo: -1, xn: -1}
+	n.x = sp.cbs.Input("x", x.Type.DType, wt)
+	n.scaler = sp.cbs.Input("scaler", ir.BF16, 1)
 	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
-		cbW = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
+		n.w = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
-	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
-	cbSq := sp.cbs.Scratch("x_squared", sqFormat, wt)
-	cbRs := sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
-	cbXn, cbWo := -1, -1
+	n.out = sp.cbs.Output("out", out.Type.DType, 2)
+	n.sq = sp.cbs.Scratch("x_squared", sqFormat, wt)
+	n.rs = sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	if w != nil {
-		cbXn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
+		n.xn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
 	}
 	if w != nil && offset != 0 {
-		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+		n.wo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
 	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
 
@@ -154,13 +153,13 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.ScalerTile(b, n.scaler, 1)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
 		// The row's x tiles all in flight, then the weight in blocks.
-		blocks.ReadPagesBatch(b, xAcc, cbX, kir.Mul(kir.Add(rstart, r), rWt), rWt)
+		blocks.ReadPagesBatch(b, xAcc, n.x, kir.Mul(kir.Add(rstart, r), rWt), rWt)
 		if w != nil {
 			b.For("wb", kir.C(0), kir.Ci(wt/wBlock), func(wb kir.Var) {
-				blocks.ReadPagesBatch(b, wAcc, cbW, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))
+				blocks.ReadPagesBatch(b, wAcc, n.w, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))
 			})
 		}
 	})
@@ -169,12 +168,11 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")
 	cb := c.B
-	c.Startup(cbX, cbScaler, cbOut)
-	cb.CBWaitFront(cbScaler, kir.C(1))
-	n := normCBs{x: cbX, scaler: cbScaler, w: cbW, wo: cbWo, out: cbOut, sq: cbSq, rs: cbRs, xn: cbXn}
+	c.Startup(n.x, n.scaler, n.out)
+	cb.CBWaitFront(n.scaler, kir.C(1))
 	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
-	cb.CBPopFront(cbScaler, kir.C(1))
-	return sp.finishRows(out, cbOut, rd, cp, "wt", wt)
+	cb.CBPopFront(n.scaler, kir.C(1))
+	return sp.finishRows(out, n.out, rd, cp, "wt", wt)
 }
 
 // normTileCycles is the plan's estimate of one x tile's norm compute on

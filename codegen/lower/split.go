@@ -25,20 +25,10 @@ type splitProgram struct {
 // plan is empty and no kernel is added yet. A buffer newProgram cannot
 // declare is kept as the first error.
 func startProgram(op *ir.Op, ctx *Context, plan Split) *splitProgram {
-	cores, rs := blocks.FirstCores(ctx.Target, plan.Cores)
+	cores, rs := firstCores(ctx.Target, plan.Cores)
 	sp := startProgramOn(op, ctx, cores, rs)
 	sp.plan = plan
 	return sp
-}
-
-// newSplitProgram is startProgram returning that error at once (and no
-// program).
-func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
-	sp := startProgram(op, ctx, plan)
-	if sp.err != nil {
-		return nil, sp.err
-	}
-	return sp, nil
 }
 
 // startProgramOn is startProgram on cores (covered by ranges rs) that
@@ -46,6 +36,26 @@ func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error)
 func startProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) *splitProgram {
 	p, err := newProgram(op, ctx)
 	return &splitProgram{accessBinder: accessBinder{ctx: ctx, err: err}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}
+}
+
+// newSplitProgram and newProgramOn are startProgram and startProgramOn
+// returning that error at once (and no program).
+func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
+	cores, rs := firstCores(ctx.Target, plan.Cores)
+	sp, err := newProgramOn(op, ctx, cores, rs)
+	if err != nil {
+		return nil, err
+	}
+	sp.plan = plan
+	return sp, nil
+}
+
+func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) (*splitProgram, error) {
+	sp := startProgramOn(op, ctx, cores, rs)
+	if sp.err != nil {
+		return nil, sp.err
+	}
+	return sp, nil
 }
 
 // planned keeps the CB plan's error, cbs.Err(what) (fail). Kernels may
