@@ -45,7 +45,6 @@ const argmaxBatch = 8
 const argmaxSemGathered = 0
 
 func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if x.Type.DType != ir.BF16 || x.Type.Layout != ir.TileLayout {
 		return nil, fmt.Errorf("rule argmax-input: the argmax scan reads bf16 tile-layout logits, got %s %s", x.Type.DType, x.Type.Layout)
@@ -53,10 +52,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	xs := x.Type.Shape
 	n := xs.Cols2D()
 	nt := tilesWide(xs)
-	rows := 1 // per leading index: one tile row each
-	if xs.Rank() >= 2 {
-		rows = xs[xs.Rank()-2]
-	}
+	rows := blocks.ImageOf(xs).R // per leading index: one tile row each
 	if rows > ir.TileSize {
 		return nil, fmt.Errorf("rule argmax-rows: the argmax scan takes logits of at most %d rows per leading index; %s has %d", ir.TileSize, xs, rows)
 	}
@@ -67,28 +63,20 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	// A tile costs about 20 scalar statements per column pair per row;
 	// each extra core adds its slots to the leader's fold.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(nt, t.NumWorkers(), allRows*16*2*20, allRows*40, 0))
-	if err != nil {
-		return nil, err
-	}
-	p, plan, cores, rs := sp.p, sp.plan, sp.cores, sp.rs
-	leader := cores[0]
-	const cbLogits, cbState, cbGather = cbIn0, cbIm0, cbIm1
-	batch := min(argmaxBatch, nt)
-	p.AddCB(kir.CB{Index: cbLogits, PageSize: ir.BF16.TileBytes(), Pages: 2 * batch, Format: ir.BF16, Cores: rs, Name: "logits"})
-	p.AddCB(kir.CB{Index: cbState, PageSize: max(ir.TileSize, allRows) * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "best"})
-	multi := plan.Cores > 1
+	sp := startProgram(op, ctx, PlanSplit(nt, ctx.Target.NumWorkers(), allRows*16*2*20, allRows*40, 0))
+	batch, multi := min(argmaxBatch, nt), sp.plan.Cores > 1
+	cbLogits := sp.cbs.Input("logits", ir.BF16, 2*batch)
+	cbState := sp.cbs.Pages(blocks.ScratchCB, "best", ir.UInt32, max(ir.TileSize, allRows)*argmaxSlot, 1)
+	cbGather := -1
 	if multi {
-		p.AddCB(kir.CB{Index: cbGather, PageSize: plan.Cores * allRows * argmaxSlot, Pages: 1, Format: ir.UInt32, Cores: rs, Name: "gathered"})
-		p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: rs})
+		cbGather = sp.cbs.Pages(blocks.ScratchCB, "gathered", ir.UInt32, sp.plan.Cores*allRows*argmaxSlot, 1)
+		sp.p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: sp.rs})
 	}
+	sp.planned("argmax")
 
 	// Reader: the core's tiles in column order, batch pages per barrier.
-	rd := newReader(p, rs)
-	xAcc, err := accessOf(ctx, rd, "x_addr", x)
-	if err != nil {
-		return nil, err
-	}
+	rd := sp.reader()
+	xAcc := sp.bind(rd, "x_addr", x)
 	rStart, rCount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	if tileRows == 1 {
@@ -103,11 +91,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 
 	// Writer: scan, gather on the leader, write.
-	wr := newWriter(p, rs)
-	oAcc, err := accessOf(ctx, wr, "out_addr", out)
-	if err != nil {
-		return nil, err
-	}
+	wr, oAcc := sp.writerOf("out_addr", out)
 	wN := wr.CompileArg("n", uint32(n))
 	wRows := wr.CompileArg("rows", uint32(rows))
 	wAll := kir.Expr(wRows)
@@ -118,7 +102,7 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	wIndex := wr.RuntimeArg("core_index")
 	var lx, ly kir.ArgRef
 	if multi {
-		lx, ly = wr.CommonArg("leader_x", kir.NoCX(leader)), wr.CommonArg("leader_y", kir.NoCY(leader))
+		lx, ly = wr.CommonArg("leader_x", kir.NoCX(sp.cores[0])), wr.CommonArg("leader_y", kir.NoCY(sp.cores[0]))
 	}
 	b = wr.Builder()
 	st := blocks.Reserve(b, cbState, kir.C(1), "st")
@@ -147,19 +131,19 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	} else {
 		sem := b.Let("gathered_sem", kir.GetSemaphore{ID: kir.C(argmaxSemGathered)})
 		g := blocks.Reserve(b, cbGather, kir.C(1), "gathered")
-		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, plan.Cores, writeOut)
+		argmaxFold(b, st, g, sem, wIndex, wAll, lx, ly, allRows, sp.plan.Cores, writeOut)
 		b.CBPushBack(cbGather, kir.C(1))
 		b.CBWaitFront(cbGather, kir.C(1))
 		b.CBPopFront(cbGather, kir.C(1))
 	}
 	b.CBPopFront(cbState, kir.C(1))
 
-	for i, core := range cores {
-		s, n := plan.Range(i)
+	for i, core := range sp.cores {
+		s, n := sp.plan.Range(i)
 		rd.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
 		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(i)))
 	}
-	return p, nil
+	return sp.done(sp.p)
 }
 
 // argmaxScanTile folds the logits tile at base (tile column c of tile row

@@ -64,7 +64,6 @@ type pairOperand struct {
 // (bb, k, nt). With pad the reader zeroes the tile's padding before
 // pushing it (device programs may leave garbage there, and 0 * NaN is NaN).
 func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
-	eb := blocks.ElemBytes(v.Type.DType)
 	return pairOperand{dt: v.Type.DType, value: v, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
 		row, col := k, nt
 		if left {
@@ -78,7 +77,7 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 		l1 := blocks.Reserve(b, cb, kir.C(1), "l1")
 		blocks.ReadPageTo(b, acc, pg, l1)
 		b.NoCAsyncReadBarrier()
-		blocks.ZeroImagePadding(b, l1, im, eb, row, col)
+		blocks.ZeroImagePadding(b, l1, im, blocks.ElemBytes(v.Type.DType), row, col)
 		b.CBPushBack(cb, kir.C(1))
 	}}
 }
@@ -90,10 +89,7 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Program, error) {
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	cbA := sp.cbs.Input("a", a.dt, 2)
 	cbB := sp.cbs.Input("b", bo.dt, 2)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
@@ -102,9 +98,6 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := sp.reader()
 	aAcc, bAcc := sp.bind(rd, "a_addr", a.value), sp.bind(rd, "b_addr", bo.value)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
@@ -119,9 +112,7 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 		})
 	})
 
-	// Compute.
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.MatmulStartup(cbA, cbB, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.Acquire()

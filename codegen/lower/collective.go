@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -143,13 +144,15 @@ func (c *cclOp) pushable(ctx *Context) bool {
 }
 
 // newAllReduce plans the ring all-reduce of x into out over n > 1
-// devices: one chunk for two devices (each card reduces the whole
-// tensor), else n equal runs of tiles.
-func newAllReduce(x, out *ir.Value, n int, ctx *Context) (*cclOp, error) {
+// devices: one chunk for two devices (each card reduces the whole tensor,
+// so the adders add residual when it is not nil: withResidual), else n
+// equal runs of tiles.
+func newAllReduce(x, out, residual *ir.Value, n int, ctx *Context) (*cclOp, error) {
 	c := &cclOp{kind: cclAllReduce, n: n, x: x, out: out, segs: wireSegments(x.Type.Shape, x.Type.DType)}
 	var err error
 	if n == 2 {
 		c.chunks = cclChunks{Count: 1, Tiles: x.Type.Shape.Tiles(), Run: x.Type.Shape.Tiles(), Stride: x.Type.Shape.Tiles()}
+		c.residual = residual
 	} else if c.chunks, err = flatChunks(x.Type.Shape.Tiles(), n); err != nil {
 		return nil, err
 	}
@@ -165,13 +168,12 @@ func (c *cclOp) planRing(ctx *Context) error {
 	if c.kind == cclReduceScatter || c.kind == cclAllReduce && c.n == 2 {
 		gather = 0
 	}
-	dt := c.x.Type.DType
-	var err error
 	workers := maxWorkersPerLink
 	if w := ctx.Ring.MaxWorkersPerLink; w > 0 {
 		workers = min(w, workers)
 	}
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, dt.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
+	var err error
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, c.x.Type.DType.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
 	return err
 }
 
@@ -197,28 +199,23 @@ func (c *cclOp) notifications() int {
 	return n
 }
 
-// notifyArgs declares the common args naming c.notify on kernel kn (nil
-// when c has no notify core).
-func (c *cclOp) notifyArgs(kn *kir.Kernel) (x, y kir.ArgRef, ok bool) {
+// notifyDone declares the common args naming c.notify on kernel kn and
+// emits into its builder b the increment of the notify core's semaphore
+// (after the kernel's last NoC transfer has completed); nothing when c
+// has no notify core.
+func (c *cclOp) notifyDone(kn *kir.Kernel, b *kir.Builder) {
 	if c.notify == nil {
-		return kir.ArgRef{}, kir.ArgRef{}, false
+		return
 	}
-	return kn.CommonArg("notify_x", kir.NoCX(*c.notify)), kn.CommonArg("notify_y", kir.NoCY(*c.notify)), true
-}
-
-// emitNotify increments the notify core's semaphore (after the kernel's
-// last NoC transfer has completed).
-func (c *cclOp) emitNotify(b *kir.Builder, x, y kir.ArgRef) {
+	x, y := kn.CommonArg("notify_x", kir.NoCX(*c.notify)), kn.CommonArg("notify_y", kir.NoCY(*c.notify))
 	b.Comment("Done with out: tell the core that reads it next.")
 	b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: kir.Ci(c.notifySem)}}, kir.C(1))
 }
 
 func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	for _, v := range []*ir.Value{x, out} {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(x, out); err != nil {
+		return nil, err
 	}
 	dt := x.Type.DType
 	if dt != ir.BF16 && dt != ir.FP32 || out.Type.DType != dt {
@@ -232,7 +229,7 @@ func lowerCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return cclCopy(op, ctx)
 	}
 	if op.Kind == ir.OpAllReduce {
-		c, err := newAllReduce(x, out, n, ctx)
+		c, err := newAllReduce(x, out, nil, n, ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -298,15 +295,14 @@ type cclKernels struct {
 // maxBatchedAdderBytes bounds the L1 the batched adders' CBs may take.
 const maxBatchedAdderBytes = 512 << 10
 
+// program builds c's program for op (the packed gather when it applies),
+// or returns the first error.
 func (c *cclOp) program(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	if m, ok := c.packedGather(ctx); ok {
-		err = c.buildPackedGather(p, ctx, m)
+		err = cmp.Or(err, c.buildPackedGather(p, ctx, m))
 	} else {
-		err = c.build(p, ctx)
+		err = cmp.Or(err, c.build(p, ctx))
 	}
 	if err != nil {
 		return nil, err
@@ -500,9 +496,7 @@ func (k *cclKernels) sender() {
 	}
 	if pl.GatherSteps > 0 {
 		s.gatherSteps()
-		if nx, ny, ok := k.notifyArgs(es); ok {
-			k.emitNotify(s.b, nx, ny)
-		}
+		k.notifyDone(es, s.b)
 	}
 	for l, c := range r.East {
 		vals := r.LinkValues(l, -1)
@@ -671,9 +665,7 @@ func (k *cclKernels) receiver() {
 				b.If(kir.Lt(s, kir.Ci(pl.GatherSteps-1)), func() { r.Signal(b, sx, sy) })
 			}
 		})
-		if nx, ny, ok := k.notifyArgs(er); ok {
-			k.emitNotify(b, nx, ny)
-		}
+		k.notifyDone(er, b)
 	}
 	for l, c := range r.West {
 		vals := r.LinkValues(l, -1)

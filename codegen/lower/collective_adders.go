@@ -14,12 +14,11 @@ import (
 // adders builds the reader, compute and writer kernels of the adder cores.
 func (k *cclKernels) adders() {
 	r, rs := k.ring, k.workerRanges
-	rd := k.p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	rd := newReader(k.p, rs)
 	k.adderReader(rd)
 
 	// Compute: sum = local + received.
-	cp := k.p.AddKernel(&kir.Kernel{Name: "compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: rs,
-		Compute: kir.ComputeConfig{MathFidelity: k.ctx.Fidelity, FP32DestAccEn: k.x.Type.DType == ir.FP32}})
+	cp := blocks.NewComputeKernel(k.p, rs, kir.ComputeConfig{MathFidelity: k.ctx.Fidelity, FP32DestAccEn: k.x.Type.DType == ir.FP32})
 	ccount, clane := cp.RuntimeArg("num_tiles"), cp.RuntimeArg("lane")
 	if k.residual != nil {
 		k.residualCompute(cp, ccount, clane)
@@ -27,7 +26,7 @@ func (k *cclKernels) adders() {
 		k.sumCompute(cp, ccount, clane)
 	}
 
-	wr := k.p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	wr := newWriter(k.p, rs)
 	k.adderWriter(wr)
 
 	m := r.M()
@@ -247,9 +246,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	if toFwd {
 		w.signal()
 	}
-	if nx, ny, ok := k.notifyArgs(wr); ok {
-		k.emitNotify(b, nx, ny)
-	}
+	k.notifyDone(wr, b)
 }
 
 // toSlot writes the segments of the front sum tile to tile base+t of

@@ -85,9 +85,9 @@ func (c *cclOp) buildPackedGather(p *kir.Program, ctx *Context, m int) error {
 	b.EthWaitForBytes(kir.Mul(count, kir.Ci(pl.WireBytes)))
 	r.HandOff(b, free, workers, false)
 
-	rd := p.AddKernel(&kir.Kernel{Name: "reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: rs})
+	rd := newReader(p, rs)
 	k.packers(rd)
-	wr := p.AddKernel(&kir.Kernel{Name: "writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: rs})
+	wr := newWriter(p, rs)
 	k.unpackers(wr)
 	for l := range pl.Links {
 		_, cnt := r.LinkRange(l)

@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -19,9 +20,6 @@ import (
 type cclChunks struct {
 	Count, Tiles, Run, Stride int
 }
-
-// pageOf is the page of tile i of chunk k.
-func (c cclChunks) pageOf(k, i int) int { return (i/c.Run)*c.Stride + k*c.Run + i%c.Run }
 
 // flatChunks splits tiles pages into n equal contiguous chunks.
 func flatChunks(tiles, n int) (cclChunks, error) {
@@ -80,10 +78,7 @@ type cclSegment = multicore.Span
 // Other tensors send whole tiles. Segment sizes are multiples of 16 bytes
 // for bf16 and fp32, as eth_send_bytes requires.
 func wireSegments(s ir.Shape, dt ir.DType) []cclSegment {
-	rows := 1
-	if s.Rank() >= 2 {
-		rows = s[s.Rank()-2]
-	}
+	rows := blocks.ImageOf(s).R
 	eb := dt.ElemBytes()
 	row, face := 16*eb, 256*eb
 	switch {

@@ -336,3 +336,6 @@ func TestCollectiveGeometry(t *testing.T) {
 		}
 	})
 }
+
+// pageOf is the page of tile i of chunk k (the kernels' cclKernels.page).
+func (c cclChunks) pageOf(k, i int) int { return (i/c.Run)*c.Stride + k*c.Run + i%c.Run }

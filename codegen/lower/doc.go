@@ -68,10 +68,10 @@
 //
 // # Numerics
 //
-// Compute kernels use fp32 DEST accumulation for matmul, bmm, norms,
-// reductions, rotary and attention (DEST then holds 4 tiles in half-sync
-// mode and output sub-blocks are at most that), and for eltwise ops
-// whenever an operand or the result is not bf16; multiplies and matmuls run
+// Compute kernels use fp32 DEST accumulation (DEST then holds 4 tiles in
+// half-sync mode and output sub-blocks are at most that; eltwise.go says
+// why even an all-bf16 eltwise op needs it) except the bf16 adds of the
+// ring collectives and their residual tails; multiplies and matmuls run
 // at Context.Fidelity (HiFi4 by default, the fidelity of
 // ref.DefaultOptions), or at the op's own fidelity attribute, or for the
 // matmul family at the cheaper fidelity exact for its weights' format

@@ -54,10 +54,6 @@ type eltInput struct {
 	page func(p kir.Expr) kir.Expr
 	// zeroPad: zero the tile padding before compute sees it.
 	zeroPad bool
-	// zeroTile: not a tensor but one fp32 zero tile the reader pushes once;
-	// compute waits for it before its loop and pops it after. With it the
-	// program also gets an fp32 scratch CB, passed to step after the inputs.
-	zeroTile bool
 }
 
 func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -80,7 +76,7 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		step.Param = float32(v)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x}}, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{{v: x}}, false, func(c *blocks.Compute, in []int, out int) {
 		c.Unary(in[0], out, []blocks.SFPUStep{step})
 	})
 }
@@ -103,7 +99,7 @@ func lowerTypecast(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have the operand's shape %s", out.Type.Shape, x.Type.Shape)
 	}
 	in := eltInput{v: x, zeroPad: out.Type.DType.IsBlockFloat() && !x.Type.DType.IsBlockFloat()}
-	return eltwiseProgram(op, ctx, []eltInput{in}, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{in}, false, func(c *blocks.Compute, in []int, out int) {
 		c.Unary(in[0], out, nil)
 	})
 }
@@ -137,9 +133,8 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 		bc = blocks.BcastCols
 	}
 	oi, ii := blocks.ImageOf(od), blocks.ImageOf(id)
-	same := bc == blocks.BcastNone && oi.Rt == ii.Rt && oi.Ct == ii.Ct && oi.B == ii.B
-	if same {
-		return nil, bc, nil
+	if bc == blocks.BcastNone && oi.Rt == ii.Rt && oi.Ct == ii.Ct && oi.B == ii.B {
+		return nil, bc, nil // the same pages
 	}
 	// Strides of the operand's leading dims (0 where broadcast).
 	strides := make([]int, r-2)
@@ -155,7 +150,7 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 		q := kir.Div(p, kir.Ci(oi.Ct))
 		tr := kir.Mod(q, kir.Ci(oi.Rt))
 		rest := kir.Div(q, kir.Ci(oi.Rt))
-		var batch kir.Expr = kir.C(0)
+		batch := kir.C(0)
 		for d := r - 3; d >= 0; d-- {
 			idx := kir.Mod(rest, kir.Ci(od[d]))
 			rest = kir.Div(rest, kir.Ci(od[d]))
@@ -163,7 +158,7 @@ func bcastPlan(in, out ir.Shape) (func(p kir.Expr) kir.Expr, blocks.Bcast, error
 				batch = kir.Add(batch, kir.Mul(idx, kir.Ci(strides[d])))
 			}
 		}
-		var itr, itc kir.Expr = tr, tc
+		itr, itc := tr, tc
 		if rowB {
 			itr = kir.C(0)
 		}
@@ -223,7 +218,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 			first, second, fb, sb, neg = in1, in0, bb, ba, true
 		}
-		return eltwiseProgram(op, ctx, []eltInput{first, second, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
+		return eltwiseProgram(op, ctx, []eltInput{first, second}, true, func(c *blocks.Compute, in []int, out int) {
 			x, y, zero, tmp := in[0], in[1], in[2], in[3]
 			c.BinaryTileKeepA(kir.EltAdd, fb, zero, x, tmp)
 			c.BinaryTile(eop, sb, tmp, y, out, neg, nil)
@@ -238,77 +233,59 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		// the row first (0 + bcast_rows(b), exact, into an fp32 scratch
 		// tile), then subtract tile by tile. b passes through a source
 		// register once either way, so the result is the same.
-		return eltwiseProgram(op, ctx, []eltInput{in0, in1, {zeroTile: true}}, func(c *blocks.Compute, in []int, out int) {
+		return eltwiseProgram(op, ctx, []eltInput{in0, in1}, true, func(c *blocks.Compute, in []int, out int) {
 			x, b, zero, tmp := in[0], in[1], in[2], in[3]
 			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, zero, b, tmp)
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
 	}
-	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, false, func(c *blocks.Compute, in []int, out int) {
 		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)
 	})
 }
 
 // eltwiseProgram builds the reader/compute/writer program of a one-tile-at
 // -a-time eltwise op. step emits the compute of one result tile: it
-// consumes one page of each input CB and produces one page of out.
-func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
+// consumes one page of each input CB and produces one page of out. With
+// zero the reader also pushes one fp32 zero tile once, which compute holds
+// through its loop, and step gets its CB and an fp32 scratch CB after the
+// inputs'.
+func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
 	out := op.Result()
 	bytes := out.Type.DType.TileBytes()
-	zero := false
 	for _, in := range ins {
-		if in.zeroTile {
-			zero = true
-			continue
-		}
 		bytes += in.v.Type.DType.TileBytes()
 	}
-	s, err := newSplitProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
-	if err != nil {
-		return nil, err
-	}
+	s := startProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
-		if in.zeroTile {
-			inCB[i] = s.cbs.Input("zero", ir.FP32, 1)
-			continue
-		}
 		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
 	}
-	outCB := s.cbs.Output("out", out.Type.DType, 2)
-	stepCBs := inCB
+	stepCBs, zeroCB := inCB, -1
 	if zero {
-		stepCBs = append(append([]int(nil), inCB...), s.cbs.Scratch("bcast", ir.FP32, 1))
+		zeroCB = s.cbs.Input("zero", ir.FP32, 1)
 	}
-	if err := s.cbs.Err("eltwise"); err != nil {
-		return nil, err
+	outCB := s.cbs.Output("out", out.Type.DType, 2)
+	if zero {
+		stepCBs = append(append([]int(nil), inCB...), zeroCB, s.cbs.Scratch("bcast", ir.FP32, 1))
 	}
+	s.planned("eltwise")
 
 	// Reader: for result tiles [start, start+count), the paired tile of
 	// every operand.
 	rd := s.reader()
 	acc := make([]*blocks.Access, len(ins))
 	for i, in := range ins {
-		if !in.zeroTile {
-			acc[i] = s.bind(rd, fmt.Sprintf("in%d_addr", i), in.v)
-		}
-	}
-	if s.err != nil {
-		return nil, s.err
+		acc[i] = s.bind(rd, fmt.Sprintf("in%d_addr", i), in.v)
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	for k, in := range ins {
-		if in.zeroTile {
-			blocks.ConstTile(b, inCB[k], ir.FP32, 0)
-		}
+	if zero {
+		blocks.ConstTile(b, zeroCB, ir.FP32, 0)
 	}
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		page := b.Let("page", kir.Add(rstart, i))
 		for k, in := range ins {
-			if in.zeroTile {
-				continue
-			}
 			pg := pageFor(in.page, page)
 			if !in.zeroPad {
 				blocks.ReadPage(b, acc[k], inCB[k], pg)
@@ -325,25 +302,19 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, step func(c *blocks
 		}
 	})
 
-	// Compute.
 	// Every eltwise program has an fp32 DEST. A bf16 DEST adds roundings the
 	// reference does not have even when every value is bf16: SFPSTORE
 	// truncates SFPU results to bf16, and each fidelity phase of an ELWMUL
 	// rounds its partial sum to bf16 (ir/numerics datapath). From an fp32
 	// DEST the packer rounds each result once.
-	cp, c := s.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := s.rangeCompute("num_tiles")
 	c.Startup(inCB[0], inCB[min(1, len(inCB)-1)], outCB)
-	for k, in := range ins {
-		if in.zeroTile {
-			c.B.CBWaitFront(inCB[k], kir.C(1))
-		}
+	if zero {
+		c.B.CBWaitFront(zeroCB, kir.C(1))
 	}
 	c.For("i", kir.C(0), ccount, func(kir.Var) { step(c, stepCBs, outCB) })
-	for k, in := range ins {
-		if in.zeroTile {
-			c.B.CBPopFront(inCB[k], kir.C(1))
-		}
+	if zero {
+		c.B.CBPopFront(zeroCB, kir.C(1))
 	}
 	return s.finish(out, outCB, rd, cp)
 }

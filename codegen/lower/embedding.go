@@ -26,10 +26,25 @@ import (
 // split over the grid; for each output row the reader loads the table
 // tile holding row ids[t] and copies the row's face-row runs.
 
+// checkEmbedding checks the dtypes an embedding gathers with: uint32 or
+// int32 ids, a bf16 or fp32 table and a tile-layout result of the table's
+// dtype.
+func checkEmbedding(ids, table, out *ir.Value) error {
+	switch {
+	case ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32:
+		return fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	case table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32:
+		return fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s %s", table.Name, table.Type.DType, table.Type.Layout)
+	case out.Type.DType != table.Type.DType:
+		return fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
+	}
+	return requireTile("result", out)
+}
+
 func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
-		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	if err := checkEmbedding(ids, table, out); err != nil {
+		return nil, err
 	}
 	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() > 2 {
 		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T] or [B, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
@@ -40,15 +55,6 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ts := table.Type.Shape
 	if ts.Rank() != 2 {
 		return nil, fmt.Errorf("rule embedding-table: table must be [vocab, hidden], got %s", ts)
-	}
-	if table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32 {
-		return nil, fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s %s", table.Name, table.Type.DType, table.Type.Layout)
-	}
-	if err := requireTile("result", out); err != nil {
-		return nil, err
-	}
-	if out.Type.DType != table.Type.DType {
-		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
 	users, tokens, h := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D(), ts[1]
 	if h%ir.TileSize != 0 {
@@ -98,14 +104,10 @@ func idsRowStride(ctx *Context, ids *ir.Value) int {
 // the L1 address of the ids; the writer stores the tiles. what names the
 // program in CB-capacity errors.
 func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *blocks.Gather, idsL1 kir.Var)) (*kir.Program, error) {
-	t := ctx.Target
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	users, tokens := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D()
 	oim := blocks.ImageOf(out.Type.Shape)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), 2*ir.TileSize*EltwiseTileCycles, 0, 0))
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	if users > 1 {
 		idsPage = users * idsRowStride(ctx, ids)
@@ -117,9 +119,6 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 
 	rd := sp.reader()
 	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	idsL1 := blocks.Scratch(b, cbIds, "ids")
@@ -136,9 +135,7 @@ func embeddingFromTiles(op *ir.Op, ctx *Context, what string, shape func(g *bloc
 		Sources: []blocks.GatherSource{{Acc: tabAcc, Image: blocks.ImageOf(table.Type.Shape)}},
 	}
 	shape(g, idsL1)
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	g.Emit(b, cbTiles, []int{cbSlot}, rstart, rcount)
 	blocks.ReleaseScratch(b, cbIds)
 
@@ -155,10 +152,7 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ht := h / ir.TileSize
 	tileRows := (tokens + ir.TileSize - 1) / ir.TileSize
-	sp, err := newSplitProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(tileRows, t.NumWorkers(), ht*EltwiseTileCycles, 0, 0))
 	rowsPerTile := min(tokens, ir.TileSize)
 	idsPage := tokens * ids.Type.DType.ElemBytes()
 	tileBytes := out.Type.DType.TileBytes()
@@ -176,9 +170,6 @@ func embeddingRowMajor(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Reader: ids, rows, tilize.
 	rd := sp.reader()
 	idsAcc, tabAcc := sp.bind(rd, "ids_addr", ids), sp.bind(rd, "table_addr", table)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rTokens := rd.CompileArg("tokens", uint32(tokens))
 	rHt := rd.CompileArg("ht", uint32(ht))
 	rstart, rcount := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")

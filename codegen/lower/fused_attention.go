@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -159,12 +160,13 @@ type prologue struct {
 }
 
 // prologueKind is what a prologue variant adds: CBs (around planInputs,
-// planNorm, planOut), reader, RoPE of a unit (headNorm.emit's rope), writer.
+// planNorm, planOut), reader, RoPE of a unit (headNorm.emit's rope),
+// writer. Errors are kept in the prologue's splitProgram (fail).
 type prologueKind interface {
 	planCBs()
-	reader() error
+	reader()
 	rotate(c *blocks.Compute)
-	writer() error
+	writer()
 }
 
 // newPrologue checks op (attn_prologue_prefill when prefill) and splits
@@ -186,27 +188,20 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	} else {
 		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
-	if pl.splitProgram, err = newSplitProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0)); err != nil {
-		return nil, err
-	}
+	pl.splitProgram = startProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0))
 	return pl, nil
 }
 
-// build runs the phases with kind's parts and returns the program.
+// build runs the phases with kind's parts and returns the program, or
+// the first error kept.
 func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 	kind.planCBs()
-	if err := pl.cbs.Err(fmt.Sprintf("%s with head dim %d", pl.op.Name(), pl.d.D)); err != nil {
-		return nil, err
-	}
-	if err := kind.reader(); err != nil {
-		return nil, err
-	}
+	pl.planned(fmt.Sprintf("%s with head dim %d", pl.op.Name(), pl.d.D))
+	kind.reader()
 	cp := pl.compute(kind.rotate)
-	if err := kind.writer(); err != nil {
-		return nil, err
-	}
+	kind.writer()
 	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.d.St) })
-	return pl.p, nil
+	return pl.done(pl.p)
 }
 
 // dtype is the dtype of qg, k, v, the caches and the results.
@@ -251,7 +246,7 @@ func (pl *prologue) planOut(slots int) {
 // readerStart adds the reader with its buffers (pl.ra; the caches unless
 // in place, pos when a cache is copied), emits the scaler tile and returns
 // the builder and the item range.
-func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err error) {
+func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr) {
 	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, pl.splitProgram, &pl.ra
 	r.qg, r.k, r.v = ab.bind(rd, "qg_addr", o[0]), ab.bind(rd, "k_addr", o[1]), ab.bind(rd, "v_addr", o[2])
 	r.qw, r.kw = ab.bind(rd, "q_norm_addr", o[3]), ab.bind(rd, "k_norm_addr", o[4])
@@ -265,19 +260,16 @@ func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr, err er
 	if pl.posR >= 0 {
 		r.pos = ab.bind(rd, "pos_addr", o[9])
 	}
-	if ab.err != nil {
-		return nil, nil, nil, ab.err
-	}
 	pl.rd, start, count = rd, rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b = rd.Builder()
 	blocks.ScalerTile(b, pl.scaler, 1)
-	return b, start, count, nil
+	return b, start, count
 }
 
 // writerStart adds the writer with its buffers (pl.wa; the cache results
 // unless in place), reads pos and returns the builder, pos and the item
 // range.
-func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr, err error) {
+func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr) {
 	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, pl.splitProgram, &pl.wa
 	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
 	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
@@ -289,12 +281,9 @@ func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir
 		w.vcOut = ab.bind(wr, "v_cache_out_addr", res[3])
 	}
 	w.pos = ab.bind(wr, "pos_addr", o[9])
-	if ab.err != nil {
-		return nil, kir.Var{}, nil, nil, ab.err
-	}
 	pl.wr, start, count = wr, wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
-	return b, readPos(b, w.pos, pl.posW), start, count, nil
+	return b, readPos(b, w.pos, pl.posW), start, count
 }
 
 // eachItem emits the loop over items start.., body(user, index in the
@@ -337,8 +326,7 @@ func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *block
 
 // compute adds the compute kernel: per norm unit the norm and rotate.
 func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
-	cp, c := pl.splitProgram.compute()
-	units := cp.RuntimeArg(pl.unitsArg)
+	cp, c, units := pl.rangeCompute(pl.unitsArg)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
 	if pl.resident >= 0 {
@@ -412,20 +400,14 @@ func (dp *decodePrologue) planCBs() {
 // reader adds the reader: per q or k item x (gatherHeads) and the norm
 // inputs, per gate item the gate columns, per v item each kv head's tiles
 // (its row is row 0), per copy item the cache pages outside row pos/32.
-func (dp *decodePrologue) reader() error {
+func (dp *decodePrologue) reader() {
 	d, qg, k := dp.d, dp.op.Operands[0], dp.op.Operands[1]
-	b, start, count, err := dp.readerStart()
-	if err != nil {
-		return err
-	}
+	b, start, count := dp.readerStart()
 	dp.gq.Sources = []blocks.GatherSource{{Acc: dp.ra.qg, Image: blocks.ImageOf(qg.Type.Shape)}}
 	dp.gk.Sources = []blocks.GatherSource{{Acc: dp.ra.k, Image: blocks.ImageOf(k.Type.Shape)}}
-	if err := dp.gq.Check(); err != nil {
-		return err
-	}
-	tabBytes := dp.op.Operands[5].Type.DType.TileBytes()
+	dp.fail(dp.gq.Check())
 	dp.zeroL1 = blocks.Scratch(b, dp.zero, "zero")
-	blocks.FillWords(b, dp.zeroL1, tabBytes, 0)
+	blocks.FillWords(b, dp.zeroL1, dp.op.Operands[5].Type.DType.TileBytes(), 0)
 	dp.tabL1 = blocks.ScratchPages(b, dp.tab, 2*d.RtR, "tab")
 	if dp.posR >= 0 {
 		dp.rptr = b.Let("ptr", kir.Div(readPos(b, dp.ra.pos, dp.posR), kir.Ci(ir.TileSize)))
@@ -470,7 +452,6 @@ func (dp *decodePrologue) reader() error {
 	}
 	blocks.ReleaseScratchPages(b, dp.tab, 2*d.RtR)
 	blocks.ReleaseScratch(b, dp.zero)
-	return nil
 }
 
 // normInputs emits w's tiles around the user's RoPE matrix tiles (cos on
@@ -574,11 +555,8 @@ func (dp *decodePrologue) rotate(c *blocks.Compute) {
 }
 
 // writer adds the writer: q and gate tiles, k and v rows (writeKV), copies.
-func (dp *decodePrologue) writer() error {
-	b, wpos, start, count, err := dp.writerStart()
-	if err != nil {
-		return err
-	}
+func (dp *decodePrologue) writer() {
+	b, wpos, start, count := dp.writerStart()
 	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
 	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
 	dp.slotL1 = blocks.ScratchPages(b, dp.slot, dp.slots, "cache_tile")
@@ -592,7 +570,6 @@ func (dp *decodePrologue) writer() error {
 	})
 	blocks.ReleaseScratchPages(b, dp.slot, dp.slots)
 	blocks.ReleaseScratch(b, dp.posW)
-	return nil
 }
 
 // writeKV emits k (or v) item hr: each kv head's row into row pos%32 of
@@ -610,13 +587,9 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 		dp.patchAll(b, u, in, out, cb, k)
 		return
 	}
-	var src kir.Var
-	take := func() {
-		src = blocks.WaitFront(b, cb, kir.C(1), "src")
-	}
 	if k {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
-			take()
+			src := blocks.WaitFront(b, cb, kir.C(1), "src")
 			dp.heads(b, hr, func(h kir.Var) {
 				dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.Mod(h, kir.Ci(ir.TileSize)))
 			})
@@ -626,7 +599,7 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 	}
 	dp.heads(b, hr, func(h kir.Var) {
 		b.For("d", kir.C(0), kir.Ci(dp.d.Dt), func(dd kir.Var) {
-			take()
+			src := blocks.WaitFront(b, cb, kir.C(1), "src")
 			dp.patch(b, in, out, dp.d.cachePage(u, h, dp.wptr, dd), src, kir.C(0))
 			b.CBPopFront(cb, kir.C(1))
 		})
@@ -636,13 +609,12 @@ func (dp *decodePrologue) writeKV(b *kir.Builder, u kir.Var, hr kir.Expr, k bool
 // patch emits the copy of row srcRow of tile src into row pos%32 of cache
 // page page (read from in, written to out), complete when it returns.
 func (dp *decodePrologue) patch(b *kir.Builder, in, out *blocks.Access, page, src, srcRow kir.Expr) {
-	tb := dp.dtype().TileBytes()
 	pg := b.Let("pg", page)
 	blocks.ReadPageTo(b, in, pg, dp.slotL1)
 	b.NoCAsyncReadBarrier()
 	blocks.CopyTileRow(b, src, srcRow, dp.slotL1, dp.prow, blocks.ElemBytes(dp.dtype()))
 	b.NoCAsyncReadBarrier()
-	b.NoCAsyncWrite(dp.slotL1, out.PageAddr(pg), kir.Ci(tb))
+	b.NoCAsyncWrite(dp.slotL1, out.PageAddr(pg), kir.Ci(dp.dtype().TileBytes()))
 	b.NoCAsyncWriteBarrier()
 }
 
@@ -752,10 +724,7 @@ func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims
 		return 0, 0, d, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
 	o, r := op.Operands, op.Results
-	if err := requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]); err != nil {
-		return 0, 0, d, err
-	}
-	if err := checkPos(o[9]); err != nil {
+	if err := cmp.Or(requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]), checkPos(o[9])); err != nil {
 		return 0, 0, d, err
 	}
 	if prefill {

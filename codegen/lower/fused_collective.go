@@ -67,25 +67,14 @@ const cclSemTail = 0
 func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	x, res, h := op.Operands[0], op.Operands[1], op.Results[0]
-	norm := op.Kind == ir.OpAllReduceAddRMSNorm
-	vals := []*ir.Value{x, res, h}
-	if norm {
-		vals = append(vals, op.Operands[2], op.Results[1])
-	}
-	for _, v := range vals {
-		if err := requireTile("value", v); err != nil {
-			return nil, err
-		}
+	if err := requireTiles(opValues(op)...); err != nil {
+		return nil, err
 	}
 	dt := x.Type.DType
 	if dt != ir.BF16 && dt != ir.FP32 {
 		return nil, fmt.Errorf("rule ccl-dtype: collectives move bf16 or fp32 tiles; x is %s", dt)
 	}
-	same := []*ir.Value{res, h}
-	if norm {
-		same = append(same, op.Results[1]) // the weight may have any tile dtype
-	}
-	for _, v := range same {
+	for _, v := range append([]*ir.Value{res}, op.Results...) { // the weight may have any tile dtype
 		if v.Type.DType != dt || !v.Type.Shape.Equal(x.Type.Shape) {
 			return nil, fmt.Errorf("rule fused-ccl-types: x, residual and the results must share x's shape %s and dtype %s; %s is %s %s", x.Type.Shape, dt, v, v.Type.Shape, v.Type.DType)
 		}
@@ -94,8 +83,8 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok || n < 1 {
 		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"devices\" >= 1", op.Name())
 	}
-	tl := &cclTail{ctx: ctx, name: op.Name(), dt: dt, s: x, res: res, h: h}
-	if norm {
+	tl := &cclTail{accessBinder: accessBinder{ctx: ctx}, name: op.Name(), dt: dt, s: x, res: res, h: h}
+	if op.Kind == ir.OpAllReduceAddRMSNorm {
 		eps, ok1 := op.Attrs["eps"].(float64)
 		offset, ok2 := op.Attrs["offset"].(float64)
 		if !ok1 || !ok2 {
@@ -107,9 +96,7 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
-	}
+	tl.fail(err)
 	var ring *cclOp
 	used := 0 // worker cores the ring's adders take
 	if n > 1 {
@@ -121,15 +108,8 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if hb := ctx.BufferName(h); hb == ctx.BufferName(x) || hb == ctx.BufferName(res) {
 			return nil, fmt.Errorf("rule fused-ccl-alias: h is written into buffer %q, which also holds x or the residual; the ring writes partial results into h's buffer while other cores still read x and the residual", hb)
 		}
-		if ring, err = newAllReduce(x, h, n, ctx); err != nil {
+		if ring, err = newAllReduce(x, h, res, n, ctx); err != nil {
 			return nil, err
-		}
-		if ring.withResidual() {
-			// The adders add the residual too: plan their count again.
-			ring.residual = res
-			if err := ring.planRing(ctx); err != nil {
-				return nil, err
-			}
 		}
 		if ring.plan.ReduceSteps > 0 {
 			used = ring.plan.Links * ring.plan.WorkersPerLink
@@ -160,23 +140,19 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	if ring != nil {
-		if err := ring.build(p, ctx); err != nil {
-			return nil, err
-		}
+		tl.fail(ring.build(p, ctx))
 	}
 	if tl.split.Cores > 0 {
-		if err := tl.build(p); err != nil {
-			return nil, err
-		}
+		tl.build(p)
 	}
-	return p, nil
+	return tl.done(p)
 }
 
 // cclTail is the worker-core part of a fused collective: h = r(res + s)
 // (res nil: h is already in place) and, with a weight, normed =
-// rmsnorm(h, w).
+// rmsnorm(h, w). It keeps the first error while it is built (accessBinder).
 type cclTail struct {
-	ctx  *Context
+	accessBinder
 	name string // the op's, for errors
 	dt   ir.DType
 	// s is the value whose buffer holds r(s) (x over one device, else h),
@@ -222,9 +198,8 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 		return fmt.Errorf("rule fused-ccl-cores: the ring's %d adder cores leave no worker core for the residual add and norm", used)
 	}
 	tiles := tl.h.Type.Shape.Tiles()
-	tb := tl.dt.TileBytes()
 	if tl.w == nil {
-		tl.split = planEltwise(tiles, avail, 3*tb)
+		tl.split = planEltwise(tiles, avail, 3*tl.dt.TileBytes())
 	} else {
 		tile := normTileCycles
 		if tl.res != nil {
@@ -253,13 +228,43 @@ type tailCBs struct {
 	norm         normCBs
 }
 
-// build adds the tail's CBs, semaphore and kernels to p.
-func (tl *cclTail) build(p *kir.Program) error {
-	if tl.ns != nil {
-		return tl.buildSplit(p)
+// build adds the tail's CBs, semaphores and kernels to p (on tl.ns's
+// split-row plan: buildSplit's).
+func (tl *cclTail) build(p *kir.Program) {
+	c := tl.addCBs(p)
+	if tl.wait > 0 || tl.pushed != nil {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
+	// The tail's reader, compute (fp32 DEST with the norm or for fp32) and
+	// writer.
+	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
+	cp := p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
+		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: tl.w != nil || tl.dt != ir.BF16}})
+	wr := p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
+	if tl.ns != nil {
+		tl.buildSplit(p, c, rd, cp, wr)
+		return
+	}
+	tl.reader(rd, c)
+	tl.compute(p, cp, c)
+	tl.writer(wr, c)
+	for i, core := range tl.cores {
+		s, n := tl.split.Range(i)
+		vals := append([]kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}, tl.ringArgs(i)...)
+		rd.SetRuntimeArgs(core, vals...)
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
+	}
+}
+
+// addCBs adds the tail's CBs (splitCBs on a split-row plan) and keeps the
+// plan's error.
+func (tl *cclTail) addCBs(p *kir.Program) tailCBs {
 	t := tl.ctx.Target
 	cbs := blocks.NewCBPlan(p, t, tl.ranges)
+	if tl.ns != nil {
+		return tl.splitCBs(cbs)
+	}
 	c := tailCBs{s: -1, res: -1, hOut: -1, norm: normCBs{x: -1, scaler: -1, w: -1, wo: -1, out: -1, sq: -1, rs: -1, xn: -1}}
 	what := fmt.Sprintf("the residual add of %d tiles", tl.h.Type.Shape.Tiles())
 	switch {
@@ -295,38 +300,8 @@ func (tl *cclTail) build(p *kir.Program) error {
 			n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 		}
 	}
-	if err := cbs.Err(fmt.Sprintf("%s after the ring", what)); err != nil {
-		return err
-	}
-	if tl.wait > 0 {
-		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
-	}
-	rd, cp, wr := tl.kernels(p, tl.w != nil || tl.dt != ir.BF16)
-	if err := tl.reader(rd, c); err != nil {
-		return err
-	}
-	tl.compute(p, cp, c)
-	if err := tl.writer(wr, c); err != nil {
-		return err
-	}
-	for i, core := range tl.cores {
-		s, n := tl.split.Range(i)
-		vals := append([]kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}, tl.ringArgs(i)...)
-		rd.SetRuntimeArgs(core, vals...)
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(s)), kir.U32(uint32(n)))
-	}
-	return nil
-}
-
-// kernels adds the tail's reader, compute (fp32 DEST when fp32) and
-// writer kernels on its cores.
-func (tl *cclTail) kernels(p *kir.Program, fp32 bool) (rd, cp, wr *kir.Kernel) {
-	rd = p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
-	cp = p.AddKernel(&kir.Kernel{Name: "tail_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: tl.ranges,
-		Compute: kir.ComputeConfig{MathFidelity: tl.ctx.Fidelity, FP32DestAccEn: fp32}})
-	wr = p.AddKernel(&kir.Kernel{Name: "tail_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: tl.ranges})
-	return rd, cp, wr
+	tl.fail(cbs.Err(fmt.Sprintf("%s after the ring", what)))
+	return c
 }
 
 // addResidual emits one tile of h = residual + s (the FPU's exact sum of
@@ -393,12 +368,8 @@ func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
 // reader emits the tail reader: wait for the ring, then per tile (no
 // norm) the s and residual tiles, or per row the row's s and residual
 // tiles (or h tiles) and the weight tiles.
-func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
-	ab := accessBinder{ctx: tl.ctx}
-	sAcc, rAcc, wAcc := ab.bind(rd, "s_addr", tl.s), ab.bind(rd, "residual_addr", tl.res), ab.bind(rd, "w_addr", tl.w)
-	if ab.err != nil {
-		return ab.err
-	}
+func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
+	sAcc, rAcc, wAcc := tl.bind(rd, "s_addr", tl.s), tl.bind(rd, "residual_addr", tl.res), tl.bind(rd, "w_addr", tl.w)
 	fx, fy := tl.ringFollowers(rd)
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -412,7 +383,7 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
 	}
 	if tl.w == nil {
 		b.For("t", kir.C(0), count, func(i kir.Var) { pair(kir.Add(start, i)) })
-		return nil
+		return
 	}
 	wt := kir.Ci(tl.wt)
 	blk := largestDivisor(tl.wt, 16)
@@ -442,7 +413,6 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) error {
 			blocks.ReadPagesBatch(b, wAcc, c.norm.w, kir.Mul(wb, kir.Ci(blk)), kir.Ci(blk))
 		})
 	})
-	return nil
 }
 
 // compute emits the tail compute kernel.
@@ -476,15 +446,12 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 
 // writer emits the tail writer: h tiles (when the tail computes h) and
 // normed tiles, row by row.
-func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
-	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
-	if err != nil {
-		return err
-	}
+func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) {
+	hAcc, nAcc, start, count := tl.writerArgs(wr, c)
 	b := wr.Builder()
 	if tl.w == nil {
 		blocks.WritePages(b, hAcc, c.hOut, start, count)
-		return nil
+		return
 	}
 	wt := kir.Ci(tl.wt)
 	b.For("r", kir.C(0), count, func(r kir.Var) {
@@ -494,17 +461,14 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) error {
 		}
 		blocks.WritePages(b, nAcc, c.norm.out, first, wt)
 	})
-	return nil
 }
 
 // writerArgs declares the tail writer's args: the h buffer (when the tail
 // computes h; else nil), the normed buffer (nil without a norm), start
 // and count.
-func (tl *cclTail) writerArgs(wr *kir.Kernel, c tailCBs) (hAcc, nAcc *blocks.Access, start, count kir.ArgRef, err error) {
-	ab := accessBinder{ctx: tl.ctx}
+func (tl *cclTail) writerArgs(wr *kir.Kernel, c tailCBs) (hAcc, nAcc *blocks.Access, start, count kir.ArgRef) {
 	if c.hOut >= 0 {
-		hAcc = ab.bind(wr, "h_addr", tl.h)
+		hAcc = tl.bind(wr, "h_addr", tl.h)
 	}
-	nAcc = ab.bind(wr, "normed_addr", tl.normed)
-	return hAcc, nAcc, wr.RuntimeArg("start"), wr.RuntimeArg("count"), ab.err
+	return hAcc, tl.bind(wr, "normed_addr", tl.normed), wr.RuntimeArg("start"), wr.RuntimeArg("count")
 }

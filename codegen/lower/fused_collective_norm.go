@@ -9,40 +9,28 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// buildSplit is build for the norm tail on tl.ns's split-row plan: after
-// the ring wait, tail core i reads its chunk of h (or of s and the
-// residual, and adds them into h, written out and kept), and the
+// buildSplit is build for the norm tail on tl.ns's split-row plan (CBs
+// c: splitCBs; build added the ring semaphore and the kernels rd, cp and
+// wr): after the ring wait, tail core i reads its chunk of h (or of s and
+// the residual, and adds them into h, written out and kept), and the
 // split-row norm of norm_split.go runs on the chunk. The tail cores' ring
 // semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2.
-func (tl *cclTail) buildSplit(p *kir.Program) error {
+func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs, rd, cp, wr *kir.Kernel) {
 	ns := tl.ns
-	c, err := tl.splitCBs(p)
-	if err != nil {
-		return err
-	}
-	if tl.wait > 0 || tl.pushed != nil {
-		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
-	}
 	if tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
-	ns.addSemaphores(p, cclSemTail+1, cclSemTail+2)
-	rd, cp, wr := tl.kernels(p, true)
-	if err := tl.splitReader(rd, c); err != nil {
-		return err
-	}
+	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2)
+	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
-	if err := tl.splitWriter(wr, c); err != nil {
-		return err
-	}
-	return ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs)
+	tl.splitWriter(wr, c)
+	tl.fail(ns.setArgs(tl.name, rd, cp, wr, tl.ringArgs))
 }
 
-// splitCBs adds the split tail's CBs: c.norm.x is the chunk of h, fed by
-// the reader (or, with a residual, by compute from c.s and c.res).
-func (tl *cclTail) splitCBs(p *kir.Program) (tailCBs, error) {
+// splitCBs adds the split tail's CBs to cbs: c.norm.x is the chunk of h,
+// fed by the reader (or, with a residual, by compute from c.s and c.res).
+func (tl *cclTail) splitCBs(cbs *blocks.CBPlan) tailCBs {
 	ns := tl.ns
-	cbs := blocks.NewCBPlan(p, tl.ctx.Target, tl.ranges)
 	c := tailCBs{s: -1, res: -1, hOut: -1}
 	var x int
 	if tl.res != nil {
@@ -59,29 +47,26 @@ func (tl *cclTail) splitCBs(p *kir.Program) (tailCBs, error) {
 	out := cbs.Output("normed", tl.dt, ns.outPages())
 	ns.addCBs(cbs, x, scaler, out, tl.w, ir.FP32)
 	c.norm = ns.cb
-	return c, cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group))
+	tl.fail(cbs.Err(fmt.Sprintf("the norm over H = %d split over %d cores per tile row after the ring", ns.h, ns.group)))
+	return c
 }
 
 // splitReader emits the split tail's reader: the residual and weight
 // chunks and the scaler, the ring wait, the reduced chunk (s, or h; with
 // a push the ring's adders write it and the reader only counts it).
-func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) error {
+func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) {
 	ns, x, scaler := tl.ns, c.norm.x, c.norm.scaler
-	ab := accessBinder{ctx: tl.ctx}
 	var sAcc *blocks.Access
 	if tl.pushed == nil {
-		sAcc = ab.bind(rd, "s_addr", tl.s)
+		sAcc = tl.bind(rd, "s_addr", tl.s)
 	}
-	rAcc, wAcc := ab.bind(rd, "residual_addr", tl.res), ab.bind(rd, "w_addr", tl.w)
-	if ab.err != nil {
-		return ab.err
-	}
+	rAcc, wAcc := tl.bind(rd, "residual_addr", tl.res), tl.bind(rd, "w_addr", tl.w)
 	fx, fy := tl.ringFollowers(rd)
 	var adders []multicore.Slot
 	if tl.pushed != nil {
 		var err error
 		if adders, err = multicore.DeclarePublish(tl.ctx.Target, rd, "adders", tl.pushed); err != nil {
-			return fmt.Errorf("%s: %w", tl.name, err)
+			tl.fail(fmt.Errorf("%s: %w", tl.name, err))
 		}
 	}
 	start, col, count := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
@@ -120,7 +105,6 @@ func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) error {
 		b.NoCAsyncReadBarrier()
 	}
 	b.CBPushBack(sCB, count)
-	return nil
 }
 
 // splitCompute emits the split tail's compute: h = residual + s per tile
@@ -146,12 +130,9 @@ func (tl *cclTail) splitCompute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 
 // splitWriter emits the split tail's writer: the h chunk (first: compute
 // produces all of it before its squares), the exchange, the normed chunk.
-func (tl *cclTail) splitWriter(wr *kir.Kernel, c tailCBs) error {
+func (tl *cclTail) splitWriter(wr *kir.Kernel, c tailCBs) {
 	ns := tl.ns
-	hAcc, nAcc, start, count, err := tl.writerArgs(wr, c)
-	if err != nil {
-		return err
-	}
+	hAcc, nAcc, start, count := tl.writerArgs(wr, c)
 	ea := ns.ex.Declare(wr)
 	b := wr.Builder()
 	if hAcc != nil {
@@ -159,5 +140,4 @@ func (tl *cclTail) splitWriter(wr *kir.Kernel, c tailCBs) error {
 	}
 	ns.ex.Emit(b, ea)
 	ns.writeChunk(b, nAcc, c.norm.out, start, count)
-	return nil
 }

@@ -88,10 +88,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return addRMSNormSplit(op, ctx, ns)
 	}
 	// A tile row costs an add and about four norm tile ops per tile.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 5*wt*EltwiseTileCycles, 0, 0))
 	rdt := h.Type.DType
 	sq := ir.FP32
 	if (rdt.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
@@ -110,9 +107,6 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// the weight tiles.
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
@@ -126,9 +120,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.ReadPages(b, wAcc, nc.w, kir.C(0), rWt)
 	})
 
-	// Compute.
-	cp, c := sp.compute()
-	crows := cp.RuntimeArg("num_rows")
+	cp, c, crows := sp.rangeCompute("num_rows")
 	cb := c.B
 	c.Startup(cbA, cbB, cbH)
 	cb.CBWaitFront(cbScaler, kir.C(1))
@@ -144,9 +136,6 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// Writer: per row, the h tiles then the normed tiles.
 	wr := newWriter(sp.p, sp.rs)
 	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wWt := wr.CompileArg("wt", uint32(wt))
 	wstart, wrows := wr.RuntimeArg("start_row"), wr.RuntimeArg("num_rows")
 	b = wr.Builder()
@@ -157,7 +146,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 
 	sp.plan.SetArgs(sp.cores, rd, cp, wr)
-	return sp.p, nil
+	return sp.done(sp.p)
 }
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in
@@ -179,7 +168,6 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		steps[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
@@ -188,11 +176,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s %s must have the operand's shape and dtype %s %s", out.Type.Shape, out.Type.DType, x.Type.Shape, x.Type.DType)
 	}
 	dt := x.Type.DType
-	tiles := x.Type.Shape.Tiles()
-	sp, err := newSplitProgram(op, ctx, planEltwise(tiles, t.NumWorkers(), 2*dt.TileBytes()))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, planEltwise(x.Type.Shape.Tiles(), ctx.Target.NumWorkers(), 2*dt.TileBytes()))
 	cbIn := sp.cbs.Input("in", dt, 2)
 	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1
@@ -203,14 +187,10 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	blocks.ReadPages(rd.Builder(), xAcc, cbIn, rstart, rcount)
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbIn, cbIn, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.B.CBWaitFront(cbIn, kir.C(1))
@@ -254,20 +234,11 @@ func lowerEmbeddingReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // H of table row ids[e / H].
 func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
-	if ids.Type.DType != ir.UInt32 && ids.Type.DType != ir.Int32 {
-		return nil, fmt.Errorf("rule embedding-ids: ids %s must be uint32 or int32", ids.Type.DType)
+	if err := checkEmbedding(ids, table, out); err != nil {
+		return nil, err
 	}
 	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rows2D() != 1 {
 		return nil, fmt.Errorf("rule embedding-ids: ids must be one row-major row of token ids (shape [T] or [1, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
-	}
-	if table.Type.DType != ir.BF16 && table.Type.DType != ir.FP32 {
-		return nil, fmt.Errorf("rule embedding-table-layout: the table must be bf16 or fp32 (data movement cannot split block-float rows); %s is %s", table.Name, table.Type.DType)
-	}
-	if err := requireTile("result", out); err != nil {
-		return nil, err
-	}
-	if out.Type.DType != table.Type.DType {
-		return nil, fmt.Errorf("rule embedding-dtype: result dtype %s must be the table's %s", out.Type.DType, table.Type.DType)
 	}
 	tokens, hd := ids.Type.Shape.Cols2D(), table.Type.Shape[1]
 	if hd == 0 || tokens == 0 {

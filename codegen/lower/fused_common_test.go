@@ -476,7 +476,7 @@ func TestFusedMatmulPlan(t *testing.T) {
 		if err := f.check(); err != nil {
 			t.Fatal(err)
 		}
-		got, want := f.plan(110, ir.HiFi4), PlanMatmul(s.kt, s.nt, 110, ir.BFP8B, ir.BF16, ir.HiFi4)
+		got, want := f.planSplit(110, ir.HiFi4), PlanMatmul(s.kt, s.nt, 110, ir.BFP8B, ir.BF16, ir.HiFi4)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("kt %d nt %d: fused plan differs from PlanMatmul (-want +got):\n%s", s.kt, s.nt, diff)
 		}

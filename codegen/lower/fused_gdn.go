@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -93,14 +94,13 @@ import (
 // -v in DEST, and S' = S + k (x) (d x beta) onto S in DEST (associated as
 // k (x) (d x beta), equal to r(r(k d^T) x beta) up to fp32 rounding).
 
-// gdnEB returns the element size of v's dtype for data movement by rows or
-// elements, or an error naming what.
-func gdnEB(what string, v *ir.Value) (int, error) {
-	eb := blocks.ElemBytes(v.Type.DType)
-	if eb != 2 && eb != 4 {
-		return 0, fmt.Errorf("rule gdn-dtype: %s %s is %s; this program moves its rows or elements, which needs bf16 or fp32", what, v, v.Type.DType)
+// gdnEB sets *eb to the element size of v's dtype for data movement by
+// rows or elements, or returns an error naming what.
+func gdnEB(eb *int, what string, v *ir.Value) error {
+	if *eb = blocks.ElemBytes(v.Type.DType); *eb != 2 && *eb != 4 {
+		return fmt.Errorf("rule gdn-dtype: %s %s is %s; this program moves its rows or elements, which needs bf16 or fp32", what, v, v.Type.DType)
 	}
-	return eb, nil
+	return nil
 }
 
 func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -108,53 +108,36 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, B, ct := ctx.Target, cv.xs[0], tilesWide(cv.xs)
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
-	items := B * ct
+	items := cv.xs[0] * cv.ct // (user, channel tile) pages
 	// A conv tile is latency-bound: a core with one item waits for its
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
-	plan := PlanSplit(items, t.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
-	if cv.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
-		return nil, err
-	}
-	gc := kir.Core{X: plan.Cores % t.GridX, Y: plan.Cores / t.GridX}
-	grs := []ir.CoreRange{{X0: gc.X, Y0: gc.Y, X1: gc.X, Y1: gc.Y}}
-	cv.ct = ct
+	plan := PlanSplit(items, ctx.Target.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
+	cv.splitProgram = startProgram(op, ctx, plan)
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
 	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
-	if err := cv.planCBs(); err != nil {
-		return nil, err
-	}
-	rd, err := cv.reader()
-	if err != nil {
-		return nil, err
-	}
-	cp := cv.compute()
-	wr, err := cv.writer()
-	if err != nil {
-		return nil, err
-	}
+	cv.planCBs()
+	rd, cp, wr := cv.reader(), cv.compute(), cv.writer()
 	plan.SetArgs(cv.cores, rd, cp, wr)
-	o, res := op.Operands, op.Results
-	if err := gdnGates(cv.p, ctx, grs, o[3], o[4], o[5], o[6], res[2], res[3], B, cv.H, tilesWide(o[3].Type.Shape), cv.ebB, cv.ebG); err != nil {
-		return nil, err
-	}
-	return cv.p, nil
+	cv.gates()
+	return cv.done(cv.p)
 }
 
-// gdnConv is the conv half of a gdn_conv_gates program: its operands, the
-// element sizes its row moves use, and (after planCBs) its CBs.
+// gdnConv is a gdn_conv_gates program: its operands, the element sizes
+// its row moves use, and (after planCBs) the conv cores' CBs; the gate
+// core is added by gates.
 type gdnConv struct {
 	*splitProgram         // the conv cores
+	op                    *ir.Op
 	st, x, taps, conv, ns *ir.Value
 	xs                    ir.Shape
-	K, H                  int
+	K, H, ct              int // taps, heads, qkv's tile columns
 	eb, ebT, ebG, ebB     int // element bytes of qkv, taps (0: block float), g, beta
 	round                 bool
 
-	ct, bat                                                               int
+	bat                                                                   int // items per read batch
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
 }
@@ -162,21 +145,20 @@ type gdnConv struct {
 // newGDNConv checks gdn_conv_gates' operands against the rules the
 // program relies on (tile layout, shapes, window, dtypes, two cores).
 func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
-	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
+	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
-	cv := &gdnConv{st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
+	cv := &gdnConv{op: op, st: op.Operands[0], x: op.Operands[1], taps: op.Operands[2], conv: op.Results[0], ns: op.Results[1]}
 	a := op.Operands[3]
 	xs, ss, as := cv.x.Type.Shape, cv.st.Type.Shape, a.Type.Shape
 	if xs.Rank() != 3 || xs[1] != 1 || ss.Rank() != 3 || ss[0] != xs[0] || ss[2] != xs[2] || as.Rank() != 3 {
 		return nil, fmt.Errorf("rule gdn-conv-shape: want conv_state [B, K-1, C], qkv [B, 1, C] and a [B, 1, H], got %s, %s and %s", ss, xs, as)
 	}
-	cv.xs, cv.K, cv.H = xs, ss[1]+1, as[2]
+	cv.xs, cv.ct, cv.K, cv.H = xs, tilesWide(xs), ss[1]+1, as[2]
 	if cv.K < 2 || cv.K > ir.TileSize {
 		return nil, fmt.Errorf("rule gdn-conv-window: %d taps; the window of K taps must fit one tile row (2 <= K <= %d)", cv.K, ir.TileSize)
 	}
-	var err error
-	if cv.eb, err = gdnEB("qkv", cv.x); err != nil {
+	if err := gdnEB(&cv.eb, "qkv", cv.x); err != nil {
 		return nil, err
 	}
 	dx := cv.x.Type.DType
@@ -185,10 +167,7 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 			return nil, fmt.Errorf("rule gdn-conv-dtype: %s is %s but qkv is %s; the window, the state and the conv result share one dtype", v, v.Type.DType, dx)
 		}
 	}
-	if cv.ebG, err = gdnEB("g", op.Results[3]); err != nil {
-		return nil, err
-	}
-	if cv.ebB, err = gdnEB("beta", op.Results[2]); err != nil {
+	if err := cmp.Or(gdnEB(&cv.ebG, "g", op.Results[3]), gdnEB(&cv.ebB, "beta", op.Results[2])); err != nil {
 		return nil, err
 	}
 	if n := ctx.Target.NumWorkers(); n < 2 {
@@ -198,8 +177,8 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 	return cv, nil
 }
 
-// planCBs adds the conv cores' CBs.
-func (cv *gdnConv) planCBs() error {
+// planCBs adds the conv cores' CBs (planned).
+func (cv *gdnConv) planCBs() {
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	depth := max(2, cv.bat)
 	cbs := cv.cbs
@@ -217,20 +196,17 @@ func (cv *gdnConv) planCBs() error {
 	}
 	cv.cbConv = cbs.Output("conv", dx, depth)
 	cv.cbNew = cbs.Output("new_state", dx, depth)
-	return cbs.Err("gdn_conv_gates conv cores")
+	cv.planned("gdn_conv_gates conv cores")
 }
 
 // reader adds the conv cores' reader: per batch of items the DRAM reads of
 // taps, state rows and the new input row, then the windows and new states
 // assembled from them by row copies.
-func (cv *gdnConv) reader() (*kir.Kernel, error) {
+func (cv *gdnConv) reader() *kir.Kernel {
 	K, eb, ebT, bat := cv.K, cv.eb, cv.ebT, cv.bat
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	rd := newReader(cv.p, cv.rs)
 	stAcc, xAcc, tAcc := cv.bind(rd, "state_addr", cv.st), cv.bind(rd, "qkv_addr", cv.x), cv.bind(rd, "taps_addr", cv.taps)
-	if cv.err != nil {
-		return nil, cv.err
-	}
 	rCt := rd.CompileArg("ct", uint32(cv.ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
@@ -257,7 +233,6 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 		})
 		return
 	}
-	var rowErr error
 	// finish assembles the batch's n windows and new states from the
 	// arrived rows (the caller has waited for the reads) and pushes them.
 	finish := func(n kir.Expr, tp0, w0, ns0 kir.Var, zeros kir.Expr, beforeBarrier func()) {
@@ -270,10 +245,10 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 			if ebT != 0 {
 				blocks.ClearRows(b, tp, zeros, K, ebT)
 			}
-			rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
+			cv.fail(blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
 			blocks.ClearRows(b, w, zeros, K, eb)
-			rowErr = firstErr(rowErr, blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
-			rowErr = firstErr(rowErr, blocks.CopyRows(b, slot, ns, 0, K-2, 1, eb))
+			cv.fail(blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
+			cv.fail(blocks.CopyRows(b, slot, ns, 0, K-2, 1, eb))
 			blocks.ClearRows(b, ns, zeros, K-1, eb)
 		})
 		if beforeBarrier != nil {
@@ -305,14 +280,13 @@ func (cv *gdnConv) reader() (*kir.Kernel, error) {
 	})
 	blocks.ReleaseScratchPages(b, cv.cbSlot, bat)
 	blocks.ReleaseScratch(b, cv.cbZero)
-	return rd, rowErr
+	return rd
 }
 
 // compute adds the conv cores' compute: per item silu of the column sum
 // of window x taps.
 func (cv *gdnConv) compute() *kir.Kernel {
-	cp, c := fp32Compute(cv.p, cv.rs, cv.ctx)
-	ccount := cp.RuntimeArg("count")
+	cp, c, ccount := cv.rangeCompute("count")
 	cb := c.B
 	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
@@ -340,12 +314,9 @@ func (cv *gdnConv) compute() *kir.Kernel {
 
 // writer adds the conv cores' writer: the new state and conv pages of each
 // batch under one barrier.
-func (cv *gdnConv) writer() (*kir.Kernel, error) {
+func (cv *gdnConv) writer() *kir.Kernel {
 	wr := newWriter(cv.p, cv.rs)
 	cAcc, nAcc := cv.bind(wr, "conv_addr", cv.conv), cv.bind(wr, "new_state_addr", cv.ns)
-	if cv.err != nil {
-		return nil, cv.err
-	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
 	wb.Comment("the new state and conv pages of a batch of items written under one barrier")
@@ -366,28 +337,23 @@ func (cv *gdnConv) writer() (*kir.Kernel, error) {
 		wb.CBPopFront(cv.cbNew, n)
 		wb.CBPopFront(cv.cbConv, n)
 	})
-	return wr, nil
+	return wr
 }
 
 // maxConvBatch bounds the items a conv reader has in flight at once.
 const maxConvBatch = 8
 
-// firstErr returns a unless it is nil, else b.
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// gdnGates adds the gate kernels of gdn_conv_gates on the core grs: per
-// (user, head tile) the rows of g and beta, then their scatter into the
-// [B*H, 1] column tensors.
-func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb, beta, g *ir.Value, B, H, ht, ebB, ebG int) error {
-	t := ctx.Target
+// gates adds the gate kernels of gdn_conv_gates on the worker core after
+// the conv cores: per (user, head tile) the rows of g and beta, then their
+// scatter into the [B*H, 1] column tensors.
+func (cv *gdnConv) gates() {
+	o, res, p, ctx := cv.op.Operands, cv.op.Results, cv.p, cv.ctx
+	_, grs := blocks.CoresFrom(ctx.Target, cv.plan.Cores, 1)
+	a, bv, alog, dtb, beta, g := o[3], o[4], o[5], o[6], res[2], res[3]
+	B, H, ht := cv.xs[0], cv.H, tilesWide(a.Type.Shape)
 	gd, bd := g.Type.DType, beta.Type.DType
 	rows := B * ht
-	cbs := blocks.NewCBPlan(p, t, grs)
+	cbs := blocks.NewCBPlan(p, ctx.Target, grs)
 	// Every row's inputs read under one barrier (dt_bias and a_log again
 	// for each user, so compute takes one of each per row).
 	cbA := cbs.Input("a", a.Type.DType, rows)
@@ -402,16 +368,10 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	outPages := blocks.ImageOf(ir.Shape{B * H, 1}).Pages
 	cbGs := cbs.Scratch("g_pages", gd, outPages)
 	cbBs := cbs.Scratch("beta_pages", bd, outPages)
-	if err := cbs.Err(fmt.Sprintf("gdn_conv_gates gate core keeps the %d gate row tiles of g and beta", rows)); err != nil {
-		return err
-	}
+	cv.fail(cbs.Err(fmt.Sprintf("gdn_conv_gates gate core keeps the %d gate row tiles of g and beta", rows)))
 
 	rd := p.AddKernel(&kir.Kernel{Name: "gate_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: grs})
-	ab := accessBinder{ctx: ctx}
-	aAcc, dtAcc, alAcc, bAcc := ab.bind(rd, "a_addr", a), ab.bind(rd, "dt_bias_addr", dtb), ab.bind(rd, "a_log_addr", alog), ab.bind(rd, "b_addr", bv)
-	if ab.err != nil {
-		return ab.err
-	}
+	aAcc, dtAcc, alAcc, bAcc := cv.bind(rd, "a_addr", a), cv.bind(rd, "dt_bias_addr", dtb), cv.bind(rd, "a_log_addr", alog), cv.bind(rd, "b_addr", bv)
 	b := rd.Builder()
 	type stream struct {
 		acc  *blocks.Access
@@ -458,10 +418,7 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 	})
 
 	wr := p.AddKernel(&kir.Kernel{Name: "gate_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: grs})
-	gAcc, btAcc := ab.bind(wr, "g_addr", g), ab.bind(wr, "beta_addr", beta)
-	if ab.err != nil {
-		return ab.err
-	}
+	gAcc, btAcc := cv.bind(wr, "g_addr", g), cv.bind(wr, "beta_addr", beta)
 	w := wr.Builder()
 	w.Comment("zero every g and beta page first, while compute works: each is a [B*H, 1] column tile, padding zero")
 	gPages := blocks.ScratchPages(w, cbGs, outPages, "g_pages")
@@ -486,12 +443,11 @@ func gdnGates(p *kir.Program, ctx *Context, grs []ir.CoreRange, a, bv, alog, dtb
 			w.NoCAsyncWrite(slot, acc.PageAddr(tp), kir.Ci(acc.PageSize()))
 		})
 	}
-	scatter(gAcc, cbGr, gPages, gd, ebG)
-	scatter(btAcc, cbBr, bPages, bd, ebB)
+	scatter(gAcc, cbGr, gPages, gd, cv.ebG)
+	scatter(btAcc, cbBr, bPages, bd, cv.ebB)
 	w.NoCAsyncWriteBarrier()
 	blocks.ReleaseScratchPages(w, cbGs, outPages)
 	blocks.ReleaseScratchPages(w, cbBs, outPages)
 	w.CBPopFront(cbGr, kir.Ci(rows))
 	w.CBPopFront(cbBr, kir.Ci(rows))
-	return nil
 }

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -49,14 +50,10 @@ func lowerGDNRecurrence(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.addCBs(); err != nil {
-		return nil, err
-	}
+	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
-	if r.err != nil {
-		return nil, r.err
-	}
-	return r.p, r.setArgs(op.Name(), rd, cp, wr)
+	r.fail(r.setArgs(op.Name(), rd, cp, wr))
+	return r.done(r.p)
 }
 
 // planGDNRecurrence checks op's operands and attributes and plans the
@@ -68,7 +65,7 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	t := ctx.Target
 	r := &gdnRec{x: op.Operands[0], beta: op.Operands[1], g: op.Operands[2], s: op.Operands[3], z: op.Operands[4], nw: op.Operands[5],
 		out: op.Results[0], ns: op.Results[1]}
-	if err := requireTiles(append(append([]*ir.Value(nil), op.Operands...), op.Results...)...); err != nil {
+	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
 	for _, a := range []struct {
@@ -102,15 +99,8 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 	if r.ns.Type.DType != f {
 		return nil, fmt.Errorf("rule gdn-recurrence-state-dtype: new state is %s but the state is %s", r.ns.Type.DType, f)
 	}
-	for _, e := range []struct {
-		eb   *int
-		what string
-		v    *ir.Value
-	}{{&r.ebX, "qkv", r.x}, {&r.ebZ, "z", r.z}, {&r.ebBeta, "beta", r.beta}, {&r.ebG, "g", r.g}} {
-		var err error
-		if *e.eb, err = gdnEB(e.what, e.v); err != nil {
-			return nil, err
-		}
+	if err := cmp.Or(gdnEB(&r.ebX, "qkv", r.x), gdnEB(&r.ebZ, "z", r.z), gdnEB(&r.ebBeta, "beta", r.beta), gdnEB(&r.ebG, "g", r.g)); err != nil {
+		return nil, err
 	}
 	if r.ebW = blocks.ElemBytes(r.nw.Type.DType); r.ebW != 2 && r.ebW != 4 {
 		r.ebW = 0 // read whole pages
@@ -133,16 +123,13 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 		// each holds exactly one item.
 		plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
-	var err error
-	if r.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
-		return nil, err
-	}
+	r.splitProgram = startProgram(op, ctx, plan)
 	return r, nil
 }
 
-// addCBs adds the program's CBs (and with a split head the exchange's
-// semaphores) to p, or fails when they do not fit L1.
-func (r *gdnRec) addCBs() error {
+// addCBs adds the program's CBs (planned: they may not fit L1) and with a
+// split head the exchange's semaphores to p.
+func (r *gdnRec) addCBs() {
 	t, f, kt, vc, cbs := r.ctx.Target, r.f, r.kt, r.vc, r.cbs
 	dx, dz := r.x.Type.DType, r.z.Type.DType
 	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1}
@@ -193,27 +180,20 @@ func (r *gdnRec) addCBs() error {
 		c.rsOut = r.xch.Result
 	}
 	r.cb = c
-	if err := cbs.Err(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc)); err != nil {
-		return err
-	}
+	r.planned(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc))
 	if r.xch != nil {
 		r.xch.AddSemaphores(r.p, 0, 1)
 	}
-	return nil
 }
 
 // gdnReads are the reader's accesses.
 type gdnReads struct{ x, z, w, beta, g, s *blocks.Access }
 
 // reader adds the reader kernel: the zero tile, then per item readItem.
-// Its body is empty when a bind fails.
 func (r *gdnRec) reader() *kir.Kernel {
-	rd, ab := newReader(r.p, r.rs), r.splitProgram
-	a := gdnReads{x: ab.bind(rd, "qkv_addr", r.x), z: ab.bind(rd, "z_addr", r.z), w: ab.bind(rd, "norm_w_addr", r.nw),
-		beta: ab.bind(rd, "beta_addr", r.beta), g: ab.bind(rd, "g_addr", r.g), s: ab.bind(rd, "state_addr", r.s)}
-	if ab.err != nil {
-		return rd
-	}
+	rd := newReader(r.p, r.rs)
+	a := gdnReads{x: r.bind(rd, "qkv_addr", r.x), z: r.bind(rd, "z_addr", r.z), w: r.bind(rd, "norm_w_addr", r.nw),
+		beta: r.bind(rd, "beta_addr", r.beta), g: r.bind(rd, "g_addr", r.g), s: r.bind(rd, "state_addr", r.s)}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	zeros := blocks.Scratch(b, r.cb.zero, "zeros")
@@ -344,8 +324,7 @@ type gdnCompute struct {
 // compute adds the compute kernel.
 func (r *gdnRec) compute() *kir.Kernel {
 	one, z0 := kir.C(1), kir.C(0)
-	cp, c := fp32Compute(r.p, r.rs, r.ctx)
-	ccount := cp.RuntimeArg("count")
+	cp, c, ccount := r.rangeCompute("count")
 	var cleader kir.ArgRef
 	if r.xch != nil {
 		cleader = cp.RuntimeArg("leader")
@@ -463,11 +442,7 @@ func (k gdnCompute) decay() {
 		cb.CBPopFront(n.eg, one)
 		return
 	}
-	// S + S x diag(exp(g) - 1): the state is copied into DEST exactly and
-	// only the decrement is read through the tf32 source registers, so
-	// truncation costs |exp(g) - 1| * 2^-10 of S per step instead of
-	// 2^-10 (which would shrink a state that barely decays by a fixed
-	// fraction every step).
+	// S + S x diag(exp(g) - 1): the fp32 state's decay of the GDN doc.
 	c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
 	c.BinaryTileKeepA(kir.EltMul, blocks.BcastScalar, n.eye, n.eg, n.ed)
 	cb.CBWaitFront(n.ed, one)
@@ -624,13 +599,10 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 // writer adds the writer kernel: with an fp32 state first the identity
 // tile; per item the S' tiles into the new state, a value column (kt
 // tiles) per barrier, the exchange when a head spans cores, then the
-// item's output tiles. Its body is empty when a bind fails.
+// item's output tiles.
 func (r *gdnRec) writer() *kir.Kernel {
-	wr, ab := newWriter(r.p, r.rs), r.splitProgram
-	nsAcc, oAcc := ab.bind(wr, "new_state_addr", r.ns), ab.bind(wr, "out_addr", r.out)
-	if ab.err != nil {
-		return wr
-	}
+	wr := newWriter(r.p, r.rs)
+	nsAcc, oAcc := r.bind(wr, "new_state_addr", r.ns), r.bind(wr, "out_addr", r.out)
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	var ea multicore.ExchangeArgs
 	if r.xch != nil {

@@ -85,7 +85,7 @@ func (pp *prefillPrologue) planCBs() {
 // gathers sets up the reader's Gathers: q, k, v token rows of one head
 // ([S, D] view), the gate heads of one token ([H, D]), the tables' token
 // rows (cos 1 and sin 0 past the rotary dims).
-func (pp *prefillPrologue) gathers() error {
+func (pp *prefillPrologue) gathers() {
 	d, dt, o := pp.d, pp.dtype(), pp.op.Operands
 	gather := func(src *blocks.Access, im, out blocks.Image, dtype ir.DType, segLen int, fill float32) *blocks.Gather {
 		return &blocks.Gather{Out: out, DType: dtype, Seg: segLen, Fill: true, FillValue: fill, Sources: []blocks.GatherSource{{Acc: src, Image: im}}}
@@ -98,32 +98,23 @@ func (pp *prefillPrologue) gathers() error {
 	tabRows, tsg, tabIm := blocks.ImageOf(ir.Shape{d.S, d.R}), blocks.SegFor(d.R, d.R/2), blocks.ImageOf(o[5].Type.Shape)
 	pp.gc = gather(pp.ra.cos, tabIm, tabRows, o[5].Type.DType, tsg, 1)
 	pp.gs = gather(pp.ra.sin, tabIm, tabRows, o[6].Type.DType, tsg, 0)
-	for _, g := range []*blocks.Gather{pp.gq, pp.gc} {
-		if err := g.Check(); err != nil {
-			return err
-		}
-	}
+	pp.fail(pp.gq.Check())
+	pp.fail(pp.gc.Check())
 	// Every token's table row: row s of the [S,R] view is row s of the
 	// tables' [S,1,R] (one row per matrix).
 	tableMap := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		return []blocks.Run{{Src: 0, Row: row, Col: col}}
 	}
 	pp.gc.Map, pp.gs.Map = tableMap, tableMap
-	return nil
 }
 
 // reader adds the reader: the resident rotate-half permutation, then per
 // q, k, v item one head's token rows (rows; q, k: and the norm inputs), per
 // gate item 32 heads of one token, per copy item the untouched tile rows.
-func (pp *prefillPrologue) reader() error {
+func (pp *prefillPrologue) reader() {
 	d, dt := pp.d, pp.dtype()
-	b, start, count, err := pp.readerStart()
-	if err != nil {
-		return err
-	}
-	if err := pp.gathers(); err != nil {
-		return err
-	}
+	b, start, count := pp.readerStart()
+	pp.gathers()
 	b.Comment("the signed rotate-half permutation, resident")
 	perm := blocks.Reserve(b, pp.resident, kir.Ci(pp.resN), "perm")
 	for i, pt := range pp.swap.Tiles {
@@ -178,7 +169,6 @@ func (pp *prefillPrologue) reader() error {
 	if pp.posR >= 0 {
 		blocks.ReleaseScratch(b, pp.posR)
 	}
-	return nil
 }
 
 // untouched is the predicate of the cache tile rows outside c0..c1.
@@ -236,11 +226,8 @@ func (pp *prefillPrologue) rotate(c *blocks.Compute) {
 }
 
 // writer adds the writer: q and gate tiles, k and v rows (patchRows), copies.
-func (pp *prefillPrologue) writer() error {
-	b, wpos, start, count, err := pp.writerStart()
-	if err != nil {
-		return err
-	}
+func (pp *prefillPrologue) writer() {
+	b, wpos, start, count := pp.writerStart()
 	pp.wpos = wpos
 	pp.slotL1 = blocks.Scratch(b, pp.slot, "cache_tile")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
@@ -266,7 +253,6 @@ func (pp *prefillPrologue) writer() error {
 	})
 	blocks.ReleaseScratch(b, pp.slot)
 	blocks.ReleaseScratch(b, pp.posW)
-	return nil
 }
 
 // patchRows emits the copy of rows 0..n-1 of tile src (tokens 32*st..)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
 )
 
@@ -76,9 +77,9 @@ func TestSetItemArgs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := kir.NewProgram("split")
-			cores, rs := firstCores(target.Blackhole(), tc.plan.Cores)
+			cores, rs := blocks.FirstCores(target.Blackhole(), tc.plan.Cores)
 			rd, wr := newReader(p, rs), newWriter(p, rs)
-			cp := newCompute(p, rs, kir.ComputeConfig{})
+			cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{})
 			for _, k := range []*kir.Kernel{rd, wr} {
 				k.RuntimeArg("start")
 				k.RuntimeArg("count")

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -98,9 +99,6 @@ func lowerSlice(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if len(begin) != xs.Rank() || xs.Rank() == 0 {
 		return nil, fmt.Errorf("rule slice-rank: begin %v needs one entry per dim of %s", begin, xs)
 	}
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	last := xs.Rank() - 1
 	seg := blocks.SegFor(os[last], begin[last], xs[last])
 	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
@@ -129,9 +127,6 @@ func layoutOperands(vs ...*ir.Value) error {
 
 func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	if err := layoutOperands(a, bv, out); err != nil {
-		return nil, err
-	}
 	as, bs, os := a.Type.Shape, bv.Type.Shape, out.Type.Shape
 	ax, err := axisAttr(op, "axis", os.Rank())
 	if err != nil {
@@ -178,9 +173,6 @@ func axisAttr(op *ir.Op, name string, rank int) (int, error) {
 
 func lowerPad(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	value, ok := op.Attrs["value"].(float64)
 	if !ok {
 		return nil, fmt.Errorf("rule attr: pad needs a float attribute \"value\"")
@@ -211,9 +203,6 @@ func lowerPad(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 func lowerRepeatInterleave(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
 	reps, ok := op.Attrs["repeats"].(int)
 	if !ok || reps < 1 {
 		return nil, fmt.Errorf("rule attr: repeat_interleave needs an int attribute \"repeats\" >= 1")
@@ -242,12 +231,9 @@ func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	xs, os := x.Type.Shape, out.Type.Shape
 	r := os.Rank()
-	d0, err := axisAttr(op, "dim0", r)
-	if err != nil {
-		return nil, err
-	}
-	d1, err := axisAttr(op, "dim1", r)
-	if err != nil {
+	d0, err0 := axisAttr(op, "dim0", r)
+	d1, err1 := axisAttr(op, "dim1", r)
+	if err := cmp.Or(err0, err1); err != nil {
 		return nil, err
 	}
 	if d0 == d1 {
@@ -280,7 +266,7 @@ func transposeTiles(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		bb := kir.Div(q, kir.Ci(oi.Rt))
 		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), tc), kir.Ci(xi.Ct)), tr)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, false, func(c *blocks.Compute, in []int, out int) {
 		c.B.CBWaitFront(in[0], kir.C(1))
 		c.Acquire()
 		c.Transpose(in[0], kir.C(0), kir.C(0))
@@ -305,37 +291,28 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	if ps != dps || pages != dpages {
 		return nil, fmt.Errorf("rule page-copy: %s has %d pages of %d bytes, %s %d of %d", src, pages, ps, dst, dpages, dps)
 	}
-	sp, err := newSplitProgram(op, ctx, PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle))
 	// Pages 64 bytes apart at least, so each DRAM read lands at its
 	// source's offset modulo 64 (small row-major pages: token ids).
 	cb := sp.cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
 	sp.planned("page copy")
 	rd := sp.reader()
 	sAcc := sp.bind(rd, "src_addr", src)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
 	blocks.ReadPages(rd.Builder(), sAcc, cb, rstart, rcount)
 	wr, dAcc := sp.writerOf("dst_addr", dst)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
 	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done(sp.p)
 }
 
 // relayoutProgram builds a data-movement program whose reader assembles
 // the result's tiles from srcs with blocks.Gather (run length seg, map m;
 // fill: fill each result tile with fillValue first) and whose writer stores
-// them. The result's tiles are split over the grid.
+// them. The result's tiles are split over the grid. It checks srcs and
+// the result with layoutOperands first.
 func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bool, fillValue float32, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) (*kir.Program, error) {
-	t := ctx.Target
 	out := op.Result()
 	if err := layoutOperands(append(append([]*ir.Value(nil), srcs...), out)...); err != nil {
 		return nil, err
@@ -346,10 +323,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 		fill = true
 	}
 	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oim.Pages, t.NumWorkers(), perTile, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), perTile, 0, 0))
 	slots := make([]int, len(srcs))
 	for i, s := range srcs {
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
@@ -361,12 +335,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	for i, s := range srcs {
 		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
 	}
-	if sp.err != nil {
-		return nil, sp.err
-	}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
 	return sp.finish(out, cbOut, rd, nil)

@@ -198,15 +198,19 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return p, nil
 }
 
-// checkOp checks the operand and result counts and the placement rule.
+// checkOp checks the operand and result counts and every value's page
+// layout and placement (so bufferOf and accessOf succeed on them).
 func checkOp(op *ir.Op) error {
 	info := op.Info()
 	if len(op.Operands) != len(info.Operands) || len(op.Results) != info.Results {
 		return fmt.Errorf("rule arity: has %d operands and %d results, the op table says %d and %d", len(op.Operands), len(op.Results), len(info.Operands), info.Results)
 	}
-	for i, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+	for i, v := range opValues(op) {
 		if v == nil {
 			return fmt.Errorf("rule arity: value %d is nil", i)
+		}
+		if _, _, err := PageLayout(v.Type); err != nil {
+			return fmt.Errorf("value %s: %w", v, err)
 		}
 		if !Addressable(v.Type.Mem) {
 			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved, L1-interleaved and L1-sharded tensors", v, v.Type.Mem)
@@ -215,41 +219,38 @@ func checkOp(op *ir.Op) error {
 	return nil
 }
 
+// opValues are op's operands, then its results.
+func opValues(op *ir.Op) []*ir.Value {
+	return append(append([]*ir.Value(nil), op.Operands...), op.Results...)
+}
+
 // Addressable reports whether programs can address a tensor placed m:
-// DRAM interleaved, L1 interleaved or L1 sharded (blocks.Access).
+// DRAM interleaved, L1 interleaved or L1 sharded over a non-empty grid
+// (blocks.NewAccess then succeeds).
 func Addressable(m ir.MemoryConfig) bool {
 	switch m.Kind {
 	case ir.DRAMInterleaved, ir.L1Interleaved:
 		return true
 	case ir.L1HeightSharded, ir.L1WidthSharded, ir.L1BlockSharded:
-		return m.Shard != nil
+		return m.Shard != nil && m.Shard.Grid.X0 <= m.Shard.Grid.X1 && m.Shard.Grid.Y0 <= m.Shard.Grid.Y1
 	}
 	return false
 }
 
-// signature formats the op's types for messages: "(x [1,128] bf16 tile) -> [1,128] bf16 tile".
-func signature(op *ir.Op) string {
-	var b strings.Builder
-	b.WriteString("(")
-	writeTypes(&b, op.Operands)
-	b.WriteString(") -> ")
-	writeTypes(&b, op.Results)
-	return b.String()
-}
+// signature formats the op's types for messages: "([1,128] bf16 tile) -> [1,128] bf16 tile".
+func signature(op *ir.Op) string { return "(" + typesOf(op.Operands) + ") -> " + typesOf(op.Results) }
 
-// writeTypes writes the types of vs to b as "shape dtype layout", comma
+// typesOf formats the types of vs as "shape dtype layout", comma
 // separated, with "<nil>" for a missing value.
-func writeTypes(b *strings.Builder, vs []*ir.Value) {
+func typesOf(vs []*ir.Value) string {
+	s := make([]string, len(vs))
 	for i, v := range vs {
-		if i > 0 {
-			b.WriteString(", ")
+		s[i] = "<nil>"
+		if v != nil {
+			s[i] = fmt.Sprintf("%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
 		}
-		if v == nil {
-			b.WriteString("<nil>")
-			continue
-		}
-		fmt.Fprintf(b, "%s %s %s", v.Type.Shape, v.Type.DType, v.Type.Layout)
 	}
+	return strings.Join(s, ", ")
 }
 
 // PageLayout is the page size and page count of a tensor of type t in an
@@ -283,14 +284,15 @@ func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {
 }
 
 // newProgram starts the program of op with the buffers of its operands and
-// results declared (each name once, in operand then result order).
+// results declared (each name once, in operand then result order). On an
+// error (checkOp rules it out) the program holds the buffers before it.
 func newProgram(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	p := kir.NewProgram(fmt.Sprintf("%s_%d", op.Name(), op.ID))
 	seen := map[string]bool{}
-	for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+	for _, v := range opValues(op) {
 		b, err := bufferOf(ctx, v)
 		if err != nil {
-			return nil, err
+			return p, err
 		}
 		if seen[b.Name] {
 			continue
@@ -309,7 +311,6 @@ const (
 	cbIn2 = 2
 	cbOut = 16
 	cbIm0 = 24
-	cbIm1 = 25
 )
 
 // firstCores returns the first n cores of the worker grid (blocks.FirstCores).
@@ -326,40 +327,52 @@ func accessOf(ctx *Context, k *kir.Kernel, arg string, v *ir.Value) (*blocks.Acc
 }
 
 // accessBinder declares operand buffers as runtime args of kernels
-// (accessOf) and keeps the first error: once err is set, bind declares
-// nothing more and returns nil. A nil value binds to nil, declaring
-// nothing (an optional operand).
+// (accessOf) and keeps the first error of a program under construction
+// (fail), so its builders emit straight on and report err once at the end.
+// A nil value binds to nil, declaring nothing (an optional operand).
 type accessBinder struct {
 	ctx *Context
 	err error
 }
 
-// bind returns accessOf(ctx, k, arg, v), or nil when this or an earlier
-// bind failed (err then holds the first failure).
+// bind returns accessOf(ctx, k, arg, v), also after an earlier error.
+// When it fails it keeps the error (fail) and returns nil; it does not
+// fail for an operand or result of an op that passed checkOp (which checks
+// their page layouts and placements).
 func (ab *accessBinder) bind(k *kir.Kernel, arg string, v *ir.Value) *blocks.Access {
-	if ab.err != nil || v == nil {
+	if v == nil {
 		return nil
 	}
 	a, err := accessOf(ab.ctx, k, arg, v)
-	if err != nil {
-		ab.err = err
-		return nil
-	}
+	ab.fail(err)
 	return a
 }
 
-// newReader, newWriter and newCompute add the three kernels of a program.
+// fail keeps err as the error of the program unless one is kept already.
+func (ab *accessBinder) fail(err error) {
+	if ab.err == nil {
+		ab.err = err
+	}
+}
+
+// done returns p, or no program and the error kept.
+func (ab *accessBinder) done(p *kir.Program) (*kir.Program, error) {
+	if ab.err != nil {
+		return nil, ab.err
+	}
+	return p, nil
+}
+
+// newReader and newWriter add the reader and the writer kernel of a
+// program on rs.
 func newReader(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewReaderKernel(p, rs) }
 
 func newWriter(p *kir.Program, rs []ir.CoreRange) *kir.Kernel { return blocks.NewWriterKernel(p, rs) }
 
-func newCompute(p *kir.Program, rs []ir.CoreRange, cfg kir.ComputeConfig) *kir.Kernel {
-	return blocks.NewComputeKernel(p, rs, cfg)
-}
-
-// requireTile fails unless v is in tile layout.
+// requireTile fails unless v is in tile layout or nil (an absent optional
+// operand).
 func requireTile(what string, v *ir.Value) error {
-	if v.Type.Layout != ir.TileLayout {
+	if v != nil && v.Type.Layout != ir.TileLayout {
 		return fmt.Errorf("rule tile-layout: %s %s is %s; this lowering reads tile-layout tensors", what, v, v.Type.Layout)
 	}
 	return nil

@@ -133,7 +133,7 @@ func TestLowerValidates(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Every operand and result has a buffer named by BufferName.
-			for _, v := range append(append([]*ir.Value(nil), op.Operands...), op.Results...) {
+			for _, v := range opValues(op) {
 				if p.Buffer(ctx.BufferName(v)) == nil {
 					t.Errorf("program has no buffer %q for %s", ctx.BufferName(v), v)
 				}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -61,10 +60,4 @@ func newFusedMatmul(op *ir.Op) (*fusedMatmul, error) {
 		return nil, fmt.Errorf("%s is not a matmul engine op", op.Name())
 	}
 	return f, nil
-}
-
-// subBlock emits `sb = min(dest, count - nb)` into b and returns sb: the
-// size of the output sub-block starting at tile nb of count.
-func subBlock(b *kir.Builder, count kir.Expr, nb kir.Var, dest int) kir.Var {
-	return blocks.BlockLen(b, "sb", count, nb, dest)
 }

@@ -71,24 +71,15 @@ type fusedMatmul struct {
 	users int
 }
 
-// check validates the shapes and sets kt, rows, the parts' nt and a nil
-// epi to epiPlain.
+// check validates the op (its operands and results, which are the
+// activation, the weights, the epilogue's inputs and the results, in tile
+// layout; the shapes) and sets kt, rows, the parts' nt and a nil epi to
+// epiPlain.
 func (f *fusedMatmul) check() error {
 	if f.epi == nil {
 		f.epi = epiPlain{}
 	}
-	vals := []*ir.Value{f.act}
-	for _, p := range f.parts {
-		vals = append(vals, p.out)
-		vals = append(vals, p.weights...)
-	}
-	for _, in := range f.epi.inputs() {
-		vals = append(vals, in.v)
-	}
-	if f.norm != nil {
-		vals = append(vals, f.norm.w)
-	}
-	if err := requireTiles(vals...); err != nil {
+	if err := requireTiles(opValues(f.op)...); err != nil {
 		return err
 	}
 	as := f.act.Type.Shape
@@ -179,10 +170,10 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 	return c
 }
 
-// plan splits the output columns of all parts over at most maxCores
+// planSplit splits the output columns of all parts over at most maxCores
 // cores. With one part of one weight and no prologue or epilogue it is
 // PlanMatmul.
-func (f *fusedMatmul) plan(maxCores int, fid ir.MathFidelity) Split {
+func (f *fusedMatmul) planSplit(maxCores int, fid ir.MathFidelity) Split {
 	c := f.costs(fid)
 	return PlanSplit(c.items, maxCores, c.colCycles, c.coreCycles, c.floorCycles)
 }
@@ -295,19 +286,16 @@ type mmNorm struct {
 	nc          normCBs // the norm's CBs (set by allocCBs)
 }
 
-// mmProgram is a fused matmul's program while it is built: the plan, the
-// cores and the CBs its reader, compute and writer share.
+// mmProgram is a fused matmul's program while it is built: the program on
+// the plan's cores (splitProgram, which keeps the first error), the CBs
+// its reader, compute and writer share.
 type mmProgram struct {
 	*fusedMatmul
-	ctx      *Context
-	p        *kir.Program
+	*splitProgram
 	dest, kb int
-	plan     Split
 	ranges   [][2]int // each core's columns (coreRanges)
-	cores    []kir.Core
-	rs       []ir.CoreRange
-	mcast    bool // the writer receives the activation row by multicast
-	cbAct    int  // the activation CB (the prologue's result)
+	mcast    bool     // the writer receives the activation row by multicast
+	cbAct    int      // the activation CB (the prologue's result)
 	wCB      map[cbKey]int
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
@@ -322,35 +310,29 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	p, err := newProgram(f.op, ctx)
-	if err != nil {
-		return nil, err
-	}
 	t := ctx.Target
-	m := &mmProgram{fusedMatmul: f, ctx: ctx, p: p, dest: t.DestTiles(false, true), plan: f.plan(t.NumWorkers(), ctx.Fidelity)}
-	m.ranges = f.coreRanges(m.plan, t.NumWorkers())
-	m.plan.Cores, m.kb = len(m.ranges), f.kBlock(m.dest)
+	plan := f.planSplit(t.NumWorkers(), ctx.Fidelity)
+	ranges := f.coreRanges(plan, t.NumWorkers())
+	plan.Cores = len(ranges)
+	sp := startProgram(f.op, ctx, plan)
+	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges}
+	m.kb = f.kBlock(m.dest)
 	// otherwise each tile is read on its own, at its place in the blocks
 	m.readBlocks = m.blocksMatch()
-	m.cores, m.rs = firstCores(t, m.plan.Cores)
-	m.mcast = f.norm == nil && m.plan.Cores > 1 && f.rows == 1
-	if err := m.allocCBs(); err != nil {
-		return nil, err
-	}
-	if err := m.reader(); err != nil {
-		return nil, err
-	}
+	m.mcast = f.norm == nil && plan.Cores > 1 && f.rows == 1
+	m.allocCBs()
+	m.reader()
 	m.compute()
-	return p, m.writer()
+	m.writer()
+	return m.done(m.p)
 }
 
 // allocCBs adds the CBs: the activation (or the prologue's inputs), the
 // weight CBs shared by the weights of one slot (gate: 0, up: 1) and dtype,
 // the epilogue's inputs, the result CBs shared by results of one dtype,
-// the epilogue's scratch and the prologue's.
-func (m *mmProgram) allocCBs() error {
-	cbs := blocks.NewCBPlan(m.p, m.ctx.Target, m.rs)
-	adt := m.act.Type.DType
+// the epilogue's scratch and the prologue's (planned).
+func (m *mmProgram) allocCBs() {
+	cbs, adt := m.cbs, m.act.Type.DType
 	if n := m.norm; n != nil {
 		n.x, n.scaler = cbs.Input("x", adt, m.kt), cbs.Input("scaler", ir.BF16, 1)
 	} else {
@@ -386,7 +368,7 @@ func (m *mmProgram) allocCBs() error {
 		m.cbAct = cbs.Scratch("act", adt, m.kt)
 		n.nc = fusedNormCBs(cbs, n.x, n.scaler, m.cbAct, n.w.Type.DType, m.kt, n.offset, sq)
 	}
-	return cbs.Err(fmt.Sprintf("the fused decode matmul keeps the activation's %d tiles per core", m.kt))
+	m.planned(fmt.Sprintf("the fused decode matmul keeps the activation's %d tiles per core", m.kt))
 }
 
 // mmPartArgs are a part's reader arguments: its weights' page access, its
@@ -400,31 +382,27 @@ type mmPartArgs struct {
 // reader adds the reader: per tile row the activation (or the prologue's
 // inputs; nothing when multicast), then per part, per sub-block, the
 // weight blocks of each slot and the epilogue's input tiles.
-func (m *mmProgram) reader() error {
+func (m *mmProgram) reader() {
 	m.rd = newReader(m.p, m.rs)
 	rKt := m.rd.CompileArg("kt", uint32(m.kt))
-	ab := &accessBinder{ctx: m.ctx}
 	var xAcc, wnAcc, aAcc *blocks.Access
 	if m.norm != nil {
-		xAcc, wnAcc = ab.bind(m.rd, "x_addr", m.act), ab.bind(m.rd, "wn_addr", m.norm.w)
+		xAcc, wnAcc = m.bind(m.rd, "x_addr", m.act), m.bind(m.rd, "wn_addr", m.norm.w)
 	} else if !m.mcast {
-		aAcc = ab.bind(m.rd, "a_addr", m.act)
+		aAcc = m.bind(m.rd, "a_addr", m.act)
 	}
 	inAcc := make([]*blocks.Access, len(m.inCB))
 	for i, in := range m.epi.inputs() {
-		inAcc[i] = ab.bind(m.rd, in.name+"_addr", in.v)
+		inAcc[i] = m.bind(m.rd, in.name+"_addr", in.v)
 	}
 	pas := make([]mmPartArgs, len(m.parts))
 	for pi, pt := range m.parts {
 		pa := &pas[pi]
 		for slot, w := range pt.weights {
-			pa.wAcc = append(pa.wAcc, ab.bind(m.rd, fmt.Sprintf("w%d_%d_addr", pi, slot), w))
+			pa.wAcc = append(pa.wAcc, m.bind(m.rd, fmt.Sprintf("w%d_%d_addr", pi, slot), w))
 		}
 		pa.nt = m.rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
 		pa.start, pa.count = m.rd.RuntimeArg(fmt.Sprintf("start%d", pi)), m.rd.RuntimeArg(fmt.Sprintf("count%d", pi))
-	}
-	if ab.err != nil {
-		return ab.err
 	}
 	b := m.rd.Builder()
 	if m.norm != nil {
@@ -440,7 +418,7 @@ func (m *mmProgram) reader() error {
 		for pi, pt := range m.parts {
 			pa := pas[pi]
 			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
-				sb := subBlock(b, pa.count, nb, m.dest)
+				sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
 				col := b.Let("col", kir.Add(pa.start, nb))
 				for slot, w := range pt.weights {
 					cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
@@ -456,7 +434,6 @@ func (m *mmProgram) reader() error {
 			})
 		}
 	})
-	return nil
 }
 
 // readWeights emits the reads of the kt x sb weight tiles of sub-block
@@ -490,9 +467,9 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 // of each weight slot packed to the epilogue's CB for it, and the
 // epilogue.
 func (m *mmProgram) compute() {
-	m.cp = newCompute(m.p, m.rs, kir.ComputeConfig{MathFidelity: m.ctx.Fidelity, FP32DestAccEn: true})
+	var c *blocks.Compute
+	m.cp, c = m.splitProgram.compute()
 	cKt := m.cp.CompileArg("kt", uint32(m.kt))
-	c := blocks.NewCompute(m.p, m.cp)
 	counts := make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {
 		counts[pi] = m.cp.RuntimeArg(fmt.Sprintf("count%d", pi))
@@ -514,7 +491,7 @@ func (m *mmProgram) compute() {
 			// so a plain part's loop body keeps that configuration.
 			c.PackConfig(m.epi.dst(0, out))
 			c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
-				sb := subBlock(c.B, counts[pi], nb, m.dest)
+				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
 					m.product(c, m.wCB[cbKey{slot, w.Type.DType}], m.epi.dst(slot, out), cKt, sb)
 				}
@@ -571,25 +548,17 @@ func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir
 // writer adds the writer: each part's tiles to its result, in order (per
 // user row with users), after receiving the activation row by multicast
 // when m.mcast; then every kernel's per-core runtime arguments.
-func (m *mmProgram) writer() error {
+func (m *mmProgram) writer() {
 	m.wr = newWriter(m.p, m.rs)
 	var mcastArgs map[kir.Core][]kir.ArgValue
 	if m.mcast {
-		aAcc, err := accessOf(m.ctx, m.wr, "a_addr", m.act)
-		if err != nil {
-			return err
-		}
-		if mcastArgs, err = actMulticast(m.p, m.ctx.Target, m.wr, m.cbAct, aAcc, m.kt, blocks.LiveRows(m.act.Type.Shape), m.cores, m.rs); err != nil {
-			return err
-		}
+		var err error
+		mcastArgs, err = actMulticast(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, blocks.LiveRows(m.act.Type.Shape), m.cores, m.rs)
+		m.fail(err)
 	}
-	ab := &accessBinder{ctx: m.ctx}
 	oAccs := make([]*blocks.Access, len(m.parts))
 	for pi, pt := range m.parts {
-		oAccs[pi] = ab.bind(m.wr, fmt.Sprintf("out%d_addr", pi), pt.out)
-	}
-	if ab.err != nil {
-		return ab.err
+		oAccs[pi] = m.bind(m.wr, fmt.Sprintf("out%d_addr", pi), pt.out)
 	}
 	wStarts, wCounts := make([]kir.ArgRef, len(m.parts)), make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {
@@ -607,7 +576,6 @@ func (m *mmProgram) writer() error {
 		}
 	})
 	m.setArgs(mcastArgs)
-	return nil
 }
 
 // setArgs sets every core's runtime arguments: the (start, count) of each

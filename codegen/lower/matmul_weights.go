@@ -50,7 +50,7 @@ func WeightBlocks(t *target.Target, w *ir.Value, uses []*ir.Op, fid ir.MathFidel
 		return nil
 	}
 	dest := t.DestTiles(false, true)
-	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.plan(t.NumWorkers(), fid).PerCore, Dest: dest, KB: f.kBlock(dest)}
+	return &kir.BlockLayout{Kt: kt, Nt: nt, Period: f.planSplit(t.NumWorkers(), fid).PerCore, Dest: dest, KB: f.kBlock(dest)}
 }
 
 // blocksMatch reports whether every weight of m is placed in blocks

@@ -97,11 +97,7 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
-	vals := []*ir.Value{x, out}
-	if w != nil {
-		vals = append(vals, w)
-	}
-	if err := requireTiles(vals...); err != nil {
+	if err := requireTiles(x, out, w); err != nil {
 		return nil, err
 	}
 	xs := x.Type.Shape
@@ -127,32 +123,26 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	}
 	// A tile row costs about four eltwise tile ops per x tile, far more
 	// than a core's dispatch: one tile row per core while cores last.
-	sp, err := newSplitProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
-	hasOffset := w != nil && offset != 0
-
+	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
 	sqFormat := ir.FP32
 	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
-	cbX := sp.cbs.Input("x", x.Type.DType, wt)
-	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
-	cbW := -1
+	n := normCBs{w: -1, wo: -1, xn: -1}
+	n.x = sp.cbs.Input("x", x.Type.DType, wt)
+	n.scaler = sp.cbs.Input("scaler", ir.BF16, 1)
 	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
-		cbW = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
+		n.w = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
-	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
-	cbSq := sp.cbs.Scratch("x_squared", sqFormat, wt)
-	cbRs := sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
-	cbXn, cbWo := -1, -1
+	n.out = sp.cbs.Output("out", out.Type.DType, 2)
+	n.sq = sp.cbs.Scratch("x_squared", sqFormat, wt)
+	n.rs = sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	if w != nil {
-		cbXn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
+		n.xn = sp.cbs.Scratch("x_normed", ir.FP32, 2)
 	}
-	if hasOffset {
-		cbWo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
+	if w != nil && offset != 0 {
+		n.wo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
 	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
 
@@ -160,34 +150,29 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	// weight tiles.
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.ScalerTile(b, n.scaler, 1)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
 		// The row's x tiles all in flight, then the weight in blocks.
-		blocks.ReadPagesBatch(b, xAcc, cbX, kir.Mul(kir.Add(rstart, r), rWt), rWt)
+		blocks.ReadPagesBatch(b, xAcc, n.x, kir.Mul(kir.Add(rstart, r), rWt), rWt)
 		if w != nil {
 			b.For("wb", kir.C(0), kir.Ci(wt/wBlock), func(wb kir.Var) {
-				blocks.ReadPagesBatch(b, wAcc, cbW, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))
+				blocks.ReadPagesBatch(b, wAcc, n.w, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))
 			})
 		}
 	})
 
-	// Compute.
 	cp, c := sp.compute()
 	cWt := cp.CompileArg("wt", uint32(wt))
 	crows := cp.RuntimeArg("num_rows")
 	cb := c.B
-	c.Startup(cbX, cbScaler, cbOut)
-	cb.CBWaitFront(cbScaler, kir.C(1))
-	n := normCBs{x: cbX, scaler: cbScaler, w: cbW, wo: cbWo, out: cbOut, sq: cbSq, rs: cbRs, xn: cbXn}
+	c.Startup(n.x, n.scaler, n.out)
+	cb.CBWaitFront(n.scaler, kir.C(1))
 	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
-	cb.CBPopFront(cbScaler, kir.C(1))
-	return sp.finishRows(out, cbOut, rd, cp, "wt", wt)
+	cb.CBPopFront(n.scaler, kir.C(1))
+	return sp.finishRows(out, n.out, rd, cp, "wt", wt)
 }
 
 // normTileCycles is the plan's estimate of one x tile's norm compute on
@@ -199,22 +184,16 @@ const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycl
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,
 // the writer runs the exchange and then writes the chunk's results.
 func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
-	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgramOn(op, ctx, ns.cores, ns.ranges)
 	cbX := sp.cbs.Input("x", x.Type.DType, ns.per)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
 	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
-	ns.addSemaphores(sp.p, 0, 1)
+	ns.ex.AddSemaphores(sp.p, 0, 1)
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	// x's live rows and the weight chunk's row in flight while the scaler
@@ -235,15 +214,13 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	c.B.CBPopFront(cbScaler, kir.C(1))
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	ns.ex.Emit(wr.Builder(), ea)
 	ns.writeChunk(wr.Builder(), oAcc, cbOut, wstart, wcount)
 
-	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
+	return sp.done(sp.p)
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds

@@ -17,9 +17,9 @@ import (
 // tiles [k*per, min((k+1)*per, wt)) of the row, and the partial sums of
 // squares are exchanged between the group's cores (multicore.Exchange;
 // see the family doc in norm.go). The caller owns how x reaches CB x
-// (read, or computed and packed) and writes the results; normSplit adds
-// the CBs and semaphores of the exchange and emits its compute and writer
-// parts.
+// (read, or computed and packed), writes the results and adds the
+// exchange's semaphores (ex.AddSemaphores); normSplit adds the exchange's
+// CBs and emits its compute and writer parts.
 type normSplit struct {
 	t           *target.Target
 	rows, wt    int // tile rows, tiles per row
@@ -34,7 +34,7 @@ type normSplit struct {
 	cb     normCBs
 	// ex exchanges the row sums of squares and the rsqrt tile between a
 	// group's cores (its CBs from addCBs, its semaphores from
-	// addSemaphores).
+	// ex.AddSemaphores).
 	ex multicore.Exchange
 	// weightsDone records that prepareWeights emitted step 3's weight +
 	// offset phase already (scaleChunk then skips it).
@@ -127,20 +127,6 @@ func (ns *normSplit) writeChunk(b *kir.Builder, a *blocks.Access, cb int, start,
 	b.If(kir.Gt(count, kir.C(0)), func() {
 		blocks.WritePagesBatch(b, a, cb, count, func(i kir.Expr) kir.Expr { return kir.Add(start, i) })
 	})
-}
-
-// addSemaphores adds the exchange semaphores (ids a and b, initial 0) on
-// the plan's cores.
-func (ns *normSplit) addSemaphores(p *kir.Program, a, b int) { ns.ex.AddSemaphores(p, a, b) }
-
-// readWeights emits the reader's weight chunk: count pages of w from page
-// col into the weight CB, all in flight. Produces count pages of it.
-func (ns *normSplit) readWeights(b *kir.Builder, wAcc *blocks.Access, col, count kir.Expr) {
-	if ns.cb.w >= 0 {
-		ns.issueWeights(b, wAcc, col, count)
-		b.NoCAsyncReadBarrier()
-		ns.pushWeights(b, count)
-	}
 }
 
 // issueWeights reserves count pages of the weight CB and issues the reads
@@ -248,10 +234,7 @@ func rowSumBytes(live int) int {
 func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, error) {
 	a, bv, w := op.Operands[0], op.Operands[1], op.Operands[2]
 	h, normed := op.Results[0], op.Results[1]
-	sp, err := newProgramOn(op, ctx, ns.cores, ns.ranges)
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgramOn(op, ctx, ns.cores, ns.ranges)
 	cbA := sp.cbs.Input("a", a.Type.DType, 2)
 	cbB := sp.cbs.Input("b", bv.Type.DType, 2)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
@@ -260,13 +243,10 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	cbH := sp.cbs.Scratch("h_row", h.Type.DType, ns.per)
 	ns.addCBs(sp.cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group))
-	ns.addSemaphores(sp.p, 0, 1)
+	ns.ex.AddSemaphores(sp.p, 0, 1)
 
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
@@ -274,7 +254,9 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 		blocks.ReadPage(b, aAcc, cbA, kir.Add(rstart, j))
 		blocks.ReadPage(b, bAcc, cbB, kir.Add(rstart, j))
 	})
-	ns.readWeights(b, wAcc, rcol, rcount)
+	ns.issueWeights(b, wAcc, rcol, rcount)
+	b.NoCAsyncReadBarrier()
+	ns.pushWeights(b, rcount)
 
 	cp, c := sp.compute()
 	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
@@ -289,16 +271,14 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 
 	wr := newWriter(sp.p, sp.rs)
 	hAcc, nAcc := sp.bind(wr, "h_addr", h), sp.bind(wr, "normed_addr", normed)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	ea := ns.ex.Declare(wr)
 	b = wr.Builder()
 	blocks.WritePages(b, hAcc, cbHOut, wstart, wcount)
 	ns.ex.Emit(b, ea)
 	blocks.WritePages(b, nAcc, cbNOut, wstart, wcount)
-	return sp.p, ns.setArgs(op.Name(), rd, cp, wr, nil)
+	sp.fail(ns.setArgs(op.Name(), rd, cp, wr, nil))
+	return sp.done(sp.p)
 }
 
 // setArgs sets the per-core runtime arguments of a split-row program

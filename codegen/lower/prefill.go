@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -27,12 +28,8 @@ import (
 //     A^32 = 0, four squarings and four products of fp32 tiles.
 
 func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
-	if err := layoutOperands(cache, nw, out); err != nil {
-		return nil, err
-	}
-	if err := checkPos(pos); err != nil {
+	if err := cmp.Or(layoutOperands(cache, nw, out), checkPos(pos)); err != nil {
 		return nil, err
 	}
 	cs, ns := cache.Type.Shape, nw.Type.Shape
@@ -42,10 +39,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	L, S := cs[2], ns[2]
 	ci := blocks.ImageOf(cs)
 	inPlace := ctx.BufferName(out) == ctx.BufferName(cache)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(ci.Pages, t.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(ci.Pages, ctx.Target.NumWorkers(), 2*EltwiseTileCycles, 0, 0))
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	slots := []int{sp.cbs.Scratch("cache_tile", cache.Type.DType, 1), sp.cbs.Scratch("new_tile", nw.Type.DType, 1)}
 	cbPos := sp.cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, 4, 1)
@@ -61,9 +55,6 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	rd := sp.reader()
 	cAcc, nAcc, pAcc := sp.bind(rd, "cache_addr", cache), sp.bind(rd, "new_addr", nw), sp.bind(rd, "pos_addr", pos)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	posv := readPos(b, pAcc, cbPos)
@@ -78,9 +69,7 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				{Cond: inNew, Src: 1, Row: kir.Add(kir.Mul(bh, kir.Ci(S)), kir.Sub(l, posv)), Col: col},
 			}
 		}}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	g.Begin(b, slots)
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		pg := b.Let("pg", kir.Add(rstart, i))
@@ -94,17 +83,10 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	blocks.ReleaseScratch(b, cbPos)
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 	b = wr.Builder()
 	if inPlace {
-		wpAcc, err := accessOf(ctx, wr, "pos_addr", pos)
-		if err != nil {
-			return nil, err
-		}
-		wpos := readPos(b, wpAcc, cbPosW)
+		wpos := readPos(b, sp.bind(wr, "pos_addr", pos), cbPosW)
 		b.For("i", kir.C(0), wcount, func(i kir.Var) {
 			pg := b.Let("pg", kir.Add(wstart, i))
 			b.If(touched(pg, wpos), func() { blocks.WritePage(b, oAcc, cbOut, pg) })
@@ -114,14 +96,11 @@ func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		blocks.WritePages(b, oAcc, cbOut, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done(sp.p)
 }
 
 func lowerTril(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	x, out := op.Operands[0], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
+	x := op.Operands[0]
 	diag, ok := op.Attrs["diagonal"].(int)
 	if !ok {
 		return nil, fmt.Errorf("rule attr: tril needs an int attribute \"diagonal\"")
@@ -161,8 +140,7 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}
-	eb := blocks.ElemBytes(x.Type.DType)
-	if eb != 2 && eb != 4 {
+	if eb := blocks.ElemBytes(x.Type.DType); eb != 2 && eb != 4 {
 		return nil, fmt.Errorf("rule cumsum-dtype: the reader zeroes tile padding of bf16 or fp32 operands, not %s", x.Type.DType)
 	}
 	xd := matDims(x.Type.Shape)
@@ -202,12 +180,8 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, w, out := op.Operands[0], op.Operands[1], op.Result()
-	if err := layoutOperands(x, out); err != nil {
-		return nil, err
-	}
-	if err := requireTile("taps", w); err != nil {
+	if err := cmp.Or(layoutOperands(x, out), requireTile("taps", w)); err != nil {
 		return nil, err
 	}
 	xs, ws := x.Type.Shape, w.Type.Shape
@@ -219,10 +193,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	To := T - K + 1
 	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
 	wrow := blocks.ImageOf(ir.Shape{1, C})
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x_shifted", x.Type.DType, 2)
 	cbW := sp.cbs.Input("tap_row", w.Type.DType, 2)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
@@ -233,9 +204,6 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	sp.planned("conv_depthwise")
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	var tap kir.Var // the tap the maps below read
 	seg := blocks.SegFor(C)
 	gx := &blocks.Gather{Out: oi, DType: x.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
@@ -247,11 +215,8 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: tap, Col: col}}
 		}}
-	for _, g := range []*blocks.Gather{gx, gw} {
-		if err := g.Check(); err != nil {
-			return nil, err
-		}
-	}
+	sp.fail(gx.Check())
+	sp.fail(gw.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	gx.Begin(b, []int{xSlot})
@@ -267,8 +232,7 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	gx.End(b)
 	gw.End(b)
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbW, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbAcc, false, nil)
@@ -283,7 +247,6 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
@@ -295,10 +258,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	n := xs[r-1]
 	im := blocks.ImageOf(xs)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(im.Pages, t.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(im.Pages, ctx.Target.NumWorkers(), 9*MatmulTileCycles(ctx.Fidelity), 0, 0))
 	cbL := sp.cbs.Input("strict_lower", ir.FP32, 1)
 	cbI := sp.cbs.Input("identity", ir.FP32, 1)
 	cbOut := sp.cbs.Output("out", ir.FP32, 2)
@@ -309,9 +269,6 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	sp.planned("tril_inverse")
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.Comment("identity tile")
@@ -336,8 +293,7 @@ func lowerTrilInverse(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		b.CBPushBack(cbL, kir.C(1))
 	})
 
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	cb := c.B
 	c.Startup(cbL, cbI, cbOut)
 	cb.CBWaitFront(cbI, kir.C(1))

@@ -43,7 +43,6 @@ func lowerMean(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
@@ -60,23 +59,25 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	if oi.Pages != out.Type.Shape.Tiles() || len(od) != r {
 		return nil, fmt.Errorf("rule reduce-shape: result %s does not keep the reduced axis of %s", out.Type.Shape, x.Type.Shape)
 	}
+	// n operand pages fold into each result page: reduce_tile along dim,
+	// or over a leading dim (lead) SFPU adds; inPage maps (result page p,
+	// step k) to the operand page.
 	var n int
-	var kind string
-	// inPage maps (result page p, step k) to the operand page.
+	dim, lead := kir.ReduceRow, false
 	var inPage func(p, k kir.Expr) kir.Expr
 	switch ax {
 	case r - 1:
-		n, kind = xi.Ct, "row"
+		n = xi.Ct
 		inPage = func(p, k kir.Expr) kir.Expr { return kir.Add(kir.Mul(p, kir.Ci(xi.Ct)), k) }
 	case r - 2:
-		n, kind = xi.Rt, "col"
+		n, dim = xi.Rt, kir.ReduceCol
 		inPage = func(p, k kir.Expr) kir.Expr {
 			tc := kir.Mod(p, kir.Ci(oi.Ct))
 			bb := kir.Div(p, kir.Ci(oi.Ct))
 			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), k), kir.Ci(xi.Ct)), tc)
 		}
 	default:
-		n, kind = xd[ax], "lead"
+		n, lead = xd[ax], true
 		inner := 1 // operand tiles between consecutive indices of the axis
 		for _, d := range xd[ax+1 : r-2] {
 			inner *= d
@@ -89,24 +90,17 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 			return kir.Add(kir.Mul(kir.Add(kir.Mul(outer, kir.Ci(n)), k), kir.Ci(inner)), rest)
 		}
 	}
-	if scale != 1 && kind != "row" {
+	if scale != 1 && ax != r-1 {
 		return nil, fmt.Errorf("rule reduce-mean: mean reduces the last dim only")
 	}
-	sp, err := newSplitProgram(op, ctx, PlanSplit(oi.Pages, t.NumWorkers(), n*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), n*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	sp.planned("reduce")
 
-	// Reader.
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	blocks.ScalerTile(b, cbScaler, 1)
@@ -123,13 +117,11 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		})
 	})
 
-	// Compute.
-	cp, c := sp.compute()
-	ccount := cp.RuntimeArg("num_tiles")
+	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
-		if kind == "lead" {
+		if lead {
 			c.Acquire()
 			c.B.CBWaitFront(cbX, kir.C(1))
 			c.Copy(cbX, kir.C(0), kir.C(0))
@@ -142,10 +134,6 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 			})
 			c.PackOut(cbOut, 1)
 			return
-		}
-		dim := kir.ReduceRow
-		if kind == "col" {
-			dim = kir.ReduceCol
 		}
 		c.Acquire()
 		c.For("k", kir.C(0), kir.Ci(n), func(kir.Var) {

@@ -20,7 +20,6 @@ import (
 // reads the fp32 products as tf32; sim/ref models it, rotaryFPU).
 
 func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	t := ctx.Target
 	x, cos, sin, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
@@ -51,10 +50,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule rotary-broadcast: cos %s must have x's last dim", cos.Type.Shape)
 	}
 	xi := blocks.ImageOf(xs)
-	sp, err := newSplitProgram(op, ctx, PlanSplit(xi.Pages, t.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(xi.Pages, ctx.Target.NumWorkers(), 8*EltwiseTileCycles, 0, 0))
 	cbX := sp.cbs.Input("x", x.Type.DType, 2)
 	cbXr := sp.cbs.Input("x_swapped", x.Type.DType, 2)
 	cbCos := sp.cbs.Input("cos", cos.Type.DType, 2)
@@ -67,17 +63,12 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 	rd := sp.reader()
 	xAcc, cAcc, sAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "cos_addr", cos), sp.bind(rd, "sin_addr", sin)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	g := &blocks.Gather{Out: xi, DType: x.Type.DType, Seg: blocks.SegFor(half, R),
 		Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
 		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			return []blocks.Run{{Src: 0, Row: row, Col: kir.Mod(kir.Add(col, kir.Ci(half)), kir.Ci(R))}}
 		}}
-	if err := g.Check(); err != nil {
-		return nil, err
-	}
+	sp.fail(g.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	g.Begin(b, []int{cbSlot})
@@ -100,8 +91,7 @@ func lowerRotary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	})
 	g.End(b)
 
-	cpk, c := sp.compute()
-	ccount := cpk.RuntimeArg("num_tiles")
+	cpk, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbCos, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, bc, cbX, cbCos, cbT1, false, nil)

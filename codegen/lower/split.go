@@ -9,8 +9,9 @@ import (
 // splitProgram is the skeleton most lowerings share: op's program (its
 // buffers declared by newProgram) whose work items are split over cores
 // (by plan: its first plan.Cores worker cores), with a CB plan on those
-// cores and an accessBinder for the kernels' buffer arguments (bind keeps
-// the first failure in err).
+// cores and an accessBinder for the kernels' buffer arguments. It keeps
+// the first error (bind, planned, fail) while the lowering emits its
+// kernels; finish and done return it instead of the program.
 type splitProgram struct {
 	accessBinder
 	p     *kir.Program
@@ -20,8 +21,25 @@ type splitProgram struct {
 	cbs   *blocks.CBPlan
 }
 
-// newSplitProgram starts op's program on the first plan.Cores cores; on
-// success its CB plan is empty and no kernel is added yet.
+// startProgram starts op's program on the first plan.Cores cores: its CB
+// plan is empty and no kernel is added yet. A buffer newProgram cannot
+// declare is kept as the first error.
+func startProgram(op *ir.Op, ctx *Context, plan Split) *splitProgram {
+	cores, rs := firstCores(ctx.Target, plan.Cores)
+	sp := startProgramOn(op, ctx, cores, rs)
+	sp.plan = plan
+	return sp
+}
+
+// startProgramOn is startProgram on cores (covered by ranges rs) that
+// split the work their own way (plan is zero).
+func startProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) *splitProgram {
+	p, err := newProgram(op, ctx)
+	return &splitProgram{accessBinder: accessBinder{ctx: ctx, err: err}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}
+}
+
+// newSplitProgram and newProgramOn are startProgram and startProgramOn
+// returning that error at once (and no program).
 func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error) {
 	cores, rs := firstCores(ctx.Target, plan.Cores)
 	sp, err := newProgramOn(op, ctx, cores, rs)
@@ -32,30 +50,24 @@ func newSplitProgram(op *ir.Op, ctx *Context, plan Split) (*splitProgram, error)
 	return sp, nil
 }
 
-// newProgramOn is newSplitProgram on cores (covered by ranges rs) that
-// split the work their own way (plan is zero).
 func newProgramOn(op *ir.Op, ctx *Context, cores []kir.Core, rs []ir.CoreRange) (*splitProgram, error) {
-	p, err := newProgram(op, ctx)
-	if err != nil {
-		return nil, err
+	sp := startProgramOn(op, ctx, cores, rs)
+	if sp.err != nil {
+		return nil, sp.err
 	}
-	return &splitProgram{accessBinder: accessBinder{ctx: ctx}, p: p, cores: cores, rs: rs, cbs: blocks.NewCBPlan(p, ctx.Target, rs)}, nil
+	return sp, nil
 }
 
-// planned records the CB plan's error, cbs.Err(what), as the first
-// error unless one is recorded: bind then declares nothing and the next
-// check of err (or finish) returns it.
-func (s *splitProgram) planned(what string) {
-	if s.err == nil {
-		s.err = s.cbs.Err(what)
-	}
-}
+// planned keeps the CB plan's error, cbs.Err(what) (fail). Kernels may
+// still be emitted against the plan (a CB past the limit is index -1);
+// finish or done returns the error.
+func (s *splitProgram) planned(what string) { s.fail(s.cbs.Err(what)) }
 
 // reader adds the reader kernel on the program's cores.
 func (s *splitProgram) reader() *kir.Kernel { return newReader(s.p, s.rs) }
 
 // writerOf adds the writer kernel on the program's cores with v's buffer
-// bound to its argument arg (bind: nil after a failure, in err).
+// bound to its argument arg (bind).
 func (s *splitProgram) writerOf(arg string, v *ir.Value) (*kir.Kernel, *blocks.Access) {
 	wr := newWriter(s.p, s.rs)
 	return wr, s.bind(wr, arg, v)
@@ -66,10 +78,16 @@ func (s *splitProgram) compute() (*kir.Kernel, *blocks.Compute) {
 	return fp32Compute(s.p, s.rs, s.ctx)
 }
 
+// rangeCompute is compute with its item count as the runtime arg count.
+func (s *splitProgram) rangeCompute(count string) (*kir.Kernel, *blocks.Compute, kir.ArgRef) {
+	cp, c := s.compute()
+	return cp, c, cp.RuntimeArg(count)
+}
+
 // fp32Compute adds a compute kernel on rs with an fp32 DEST at ctx's
 // fidelity and returns it with the blocks.Compute that emits into it.
 func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, *blocks.Compute) {
-	k := newCompute(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
+	k := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
 	return k, blocks.NewCompute(p, k)
 }
 
@@ -78,7 +96,7 @@ func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, 
 // start_tile and num_tiles). It then gives core i its share (start, count)
 // = plan.Range(i) as the runtime args (start, count) of rd and of the
 // writer, and (count) of cp unless cp is nil, and returns the program, or
-// the first error of bind or of the writer's access.
+// the first error kept (done).
 func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*kir.Program, error) {
 	return s.finishRows(out, cbOut, rd, cp, "", 1)
 }
@@ -89,9 +107,6 @@ func (s *splitProgram) finish(out *ir.Value, cbOut int, rd, cp *kir.Kernel) (*ki
 // [start*n, (start+count)*n).
 func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, arg string, n int) (*kir.Program, error) {
 	wr, oAcc := s.writerOf("out_addr", out)
-	if s.err != nil {
-		return nil, s.err
-	}
 	if arg == "" {
 		wstart, wcount := wr.RuntimeArg("start_tile"), wr.RuntimeArg("num_tiles")
 		blocks.WritePages(wr.Builder(), oAcc, cbOut, wstart, wcount)
@@ -101,5 +116,5 @@ func (s *splitProgram) finishRows(out *ir.Value, cbOut int, rd, cp *kir.Kernel, 
 		blocks.WritePages(wr.Builder(), oAcc, cbOut, kir.Mul(wstart, wn), kir.Mul(wrows, wn))
 	}
 	s.plan.SetArgs(s.cores, rd, cp, wr)
-	return s.p, nil
+	return s.done(s.p)
 }

@@ -13,8 +13,8 @@ import (
 
 // TestSplitProgram checks splitProgram's postconditions: finish and
 // finishRows give core i its plan.Range(i) share on the reader and the
-// writer (scaled by n for rows), and an error recorded by planned or bind
-// wins over building the writer.
+// writer (scaled by n for rows), and an error kept by planned is returned
+// instead of the program (bind still declares the buffers).
 func TestSplitProgram(t *testing.T) {
 	tgt := target.Blackhole()
 	_, op := graphOp(t, func(b *ir.Builder) *ir.Value { return b.SiLU(b.Input("x", ir.T(ir.BF16, 64, 96))) })
@@ -46,7 +46,7 @@ func TestSplitProgram(t *testing.T) {
 			}
 			sp.planned("test")
 			rd := sp.reader()
-			if acc := sp.bind(rd, "x_addr", x); (acc == nil) != (tc.wantErr != "") {
+			if acc := sp.bind(rd, "x_addr", x); acc == nil {
 				t.Errorf("bind returned %v with err %v", acc, sp.err)
 			}
 			rd.RuntimeArg("start_tile")

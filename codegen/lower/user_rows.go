@@ -49,17 +49,13 @@ func userRowsReshape(x, out *ir.Value) (users int, pack, ok bool) {
 }
 
 func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program, error) {
-	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	dt := x.Type.DType
 	eb := blocks.ElemBytes(dt)
 	xt := tilesWide(x.Type.Shape)
 	// Per column: B reads (or writes) of two runs each, issued one by one.
 	perCol := 2 * users * 40
-	sp, err := newSplitProgram(op, ctx, PlanSplit(xt, t.NumWorkers(), perCol, 0, 0))
-	if err != nil {
-		return nil, err
-	}
+	sp := startProgram(op, ctx, PlanSplit(xt, ctx.Target.NumWorkers(), perCol, 0, 0))
 	cbTile := sp.cbs.Output("tiles", dt, 2)
 	cbStage := -1
 	if pack {
@@ -69,9 +65,6 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 
 	rd := sp.reader()
 	xAcc := sp.bind(rd, "x_addr", x)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	rstart, rcount := rd.RuntimeArg("start_col"), rd.RuntimeArg("num_cols")
 	b := rd.Builder()
 	var stage kir.Var
@@ -94,9 +87,6 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 	}
 
 	wr, oAcc := sp.writerOf("out_addr", out)
-	if sp.err != nil {
-		return nil, sp.err
-	}
 	wstart, wcount := wr.RuntimeArg("start_col"), wr.RuntimeArg("num_cols")
 	w := wr.Builder()
 	if pack {
@@ -105,15 +95,14 @@ func lowerUserRows(op *ir.Op, ctx *Context, users int, pack bool) (*kir.Program,
 		writeUserRows(w, oAcc, cbTile, users, xt, eb, wstart, wcount)
 	}
 	sp.plan.SetArgs(sp.cores, rd, nil, wr)
-	return sp.p, nil
+	return sp.done(sp.p)
 }
 
-// writeUserRows emits the unpack writer: for the count tiles j = start..
-// of cb (tile j of one packed tile row of users live rows, eb-byte
-// elements), row u's two face-row runs are written straight into row 0
-// of page u*cols + j of oAcc, the per-user [users, 1, 32*cols] tensor
-// (DRAM writes need 16-byte alignment only; a face row is 32 or 64
-// bytes). Rows 1..31 of the result tiles are padding and are not written.
+// writeUserRows emits the unpack writer of the family doc: for the count
+// tiles j = start.. of cb (tile j of one packed tile row of users live
+// rows, eb-byte elements), row u's two face-row runs are written straight
+// into row 0 of page u*cols + j of oAcc, the per-user [users, 1, 32*cols]
+// tensor.
 func writeUserRows(w *kir.Builder, oAcc *blocks.Access, cb, users, cols, eb int, start, count kir.Expr) {
 	seg := blocks.FaceDim * eb
 	w.For("j", start, kir.Add(start, count), func(j kir.Var) {

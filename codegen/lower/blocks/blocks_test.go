@@ -76,8 +76,8 @@ func TestCBPlan(t *testing.T) {
 	if diff := cmp.Diff([]int{0, 1, 16, 24, 2}, got); diff != "" {
 		t.Errorf("indices (-want +got):\n%s", diff)
 	}
-	if f := pl.Format(1); f != ir.FP32 {
-		t.Errorf("Format(1) = %s, want fp32", f)
+	if f := cbFormat(p, 1); f != ir.FP32 {
+		t.Errorf("format of c_1 = %s, want fp32", f)
 	}
 	// Eight scratch CBs fill c_24..c_31; the ninth spills to the lowest free index.
 	for i := 0; i < 7; i++ {

@@ -56,9 +56,6 @@ func NewCBPlan(p *kir.Program, t *target.Target, cores []ir.CoreRange) *CBPlan {
 	return pl
 }
 
-// Cores are the cores every CB of the plan is configured on.
-func (pl *CBPlan) Cores() []ir.CoreRange { return pl.cores }
-
 func (pl *CBPlan) pick(class CBClass) int {
 	lo, hi := class.bounds()
 	for i := lo; i < hi && i < len(pl.used); i++ {
@@ -79,11 +76,6 @@ func (pl *CBPlan) pick(class CBClass) int {
 	return -1
 }
 
-// Tiles adds a CB of `pages` tiles of dt (page size dt.TileBytes()).
-func (pl *CBPlan) Tiles(class CBClass, name string, dt ir.DType, pages int) int {
-	return pl.Pages(class, name, dt, dt.TileBytes(), pages)
-}
-
 // Pages adds a CB of `pages` pages of pageSize bytes in format dt (for
 // row-major staging: ids, table rows, scratch words).
 func (pl *CBPlan) Pages(class CBClass, name string, dt ir.DType, pageSize, pages int) int {
@@ -95,23 +87,21 @@ func (pl *CBPlan) Pages(class CBClass, name string, dt ir.DType, pageSize, pages
 	return idx
 }
 
-// Input, Output and Scratch are Tiles with the class spelled out.
+// Input adds an input CB of `pages` tiles of dt (page size
+// dt.TileBytes()); Output and Scratch likewise in their classes.
 func (pl *CBPlan) Input(name string, dt ir.DType, pages int) int {
-	return pl.Tiles(InputCB, name, dt, pages)
+	return pl.Pages(InputCB, name, dt, dt.TileBytes(), pages)
 }
 
 // Output adds an output CB of `pages` tiles of dt.
 func (pl *CBPlan) Output(name string, dt ir.DType, pages int) int {
-	return pl.Tiles(OutputCB, name, dt, pages)
+	return pl.Pages(OutputCB, name, dt, dt.TileBytes(), pages)
 }
 
 // Scratch adds an intermediate CB of `pages` tiles of dt.
 func (pl *CBPlan) Scratch(name string, dt ir.DType, pages int) int {
-	return pl.Tiles(ScratchCB, name, dt, pages)
+	return pl.Pages(ScratchCB, name, dt, dt.TileBytes(), pages)
 }
-
-// Format is the data format of CB idx in the plan's program (on its cores).
-func (pl *CBPlan) Format(idx int) ir.DType { return cbFormat(pl.p, idx) }
 
 // cbFormat is the format of the first CB of p with index idx (0: none).
 func cbFormat(p *kir.Program, idx int) ir.DType {

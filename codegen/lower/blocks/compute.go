@@ -241,11 +241,9 @@ func (c *Compute) restore(s cstate) {
 	if s.fpuKnown {
 		c.setFPU(s.fpu)
 	}
-	if s.sfpuKnown {
-		if !c.state.sfpuKnown || c.state.sfpu != s.sfpu {
-			c.B.SFPUInit(s.sfpu)
-			c.state.sfpuKnown, c.state.sfpu = true, s.sfpu
-		}
+	if s.sfpuKnown && (!c.state.sfpuKnown || c.state.sfpu != s.sfpu) {
+		c.B.SFPUInit(s.sfpu)
+		c.state.sfpuKnown, c.state.sfpu = true, s.sfpu
 	}
 	if !s.masked && c.state.masked {
 		c.B.ReduceUninit()

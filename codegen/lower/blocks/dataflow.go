@@ -137,15 +137,24 @@ func WritePagesBatch(b *kir.Builder, a *Access, cb int, count kir.Expr, page fun
 // kernel (reserve, push, wait: the kernel is the CB's producer and
 // consumer) and returns the variable holding its L1 address. Release with
 // ReleaseScratch at the end of the kernel.
-func Scratch(b *kir.Builder, cb int, name string) kir.Var {
-	b.CBReserveBack(cb, kir.C(1))
-	b.CBPushBack(cb, kir.C(1))
-	b.CBWaitFront(cb, kir.C(1))
+func Scratch(b *kir.Builder, cb int, name string) kir.Var { return ScratchPages(b, cb, 1, name) }
+
+// ReleaseScratch pops the page Scratch took.
+func ReleaseScratch(b *kir.Builder, cb int) { ReleaseScratchPages(b, cb, 1) }
+
+// ScratchPages is Scratch for n pages: the kernel reserves, pushes and
+// waits for n pages of cb and keeps them as private L1; it returns the
+// variable holding the address of the first. Release with
+// ReleaseScratchPages(b, cb, n).
+func ScratchPages(b *kir.Builder, cb, n int, name string) kir.Var {
+	b.CBReserveBack(cb, kir.Ci(n))
+	b.CBPushBack(cb, kir.Ci(n))
+	b.CBWaitFront(cb, kir.Ci(n))
 	return b.Let(name, kir.GetReadPtr{CB: cb})
 }
 
-// ReleaseScratch pops the page Scratch took.
-func ReleaseScratch(b *kir.Builder, cb int) { b.CBPopFront(cb, kir.C(1)) }
+// ReleaseScratchPages pops the n pages ScratchPages took.
+func ReleaseScratchPages(b *kir.Builder, cb, n int) { b.CBPopFront(cb, kir.Ci(n)) }
 
 // fillSeedBytes is what FillWords stores word by word before it copies.
 const fillSeedBytes = 512
@@ -262,15 +271,13 @@ func ZeroPadding(b *kir.Builder, tile kir.Expr, eb, rows, cols int) {
 				StoreElem(b, kir.Add(tile, kir.Ci(start+lo*eb)), kir.C(0), eb)
 			}
 			words := FaceDim / perWord
-			if first < words {
-				if words-first > 2 {
-					b.For("z", kir.Ci(first), kir.Ci(words), func(z kir.Var) {
-						b.L1Write32(kir.Add(tile, kir.Add(kir.Ci(start), kir.Mul(z, kir.C(4)))), kir.C(0))
-					})
-				} else {
-					for w := first; w < words; w++ {
-						b.L1Write32(kir.Add(tile, kir.Ci(start+4*w)), kir.C(0))
-					}
+			if words-first > 2 {
+				b.For("z", kir.Ci(first), kir.Ci(words), func(z kir.Var) {
+					b.L1Write32(kir.Add(tile, kir.Add(kir.Ci(start), kir.Mul(z, kir.C(4)))), kir.C(0))
+				})
+			} else {
+				for w := first; w < words; w++ {
+					b.L1Write32(kir.Add(tile, kir.Ci(start+4*w)), kir.C(0))
 				}
 			}
 		}

@@ -16,12 +16,10 @@
 // # Data movement
 //
 // Access addresses the pages of one buffer from a data-movement kernel,
-// whatever its placement: DRAM interleaved (bank page%banks), L1
-// interleaved (page%cores over the worker grid, row-major) or L1 sharded
-// (PagesPerCore consecutive pages per core of the shard grid), matching the
-// simulator's and tt-metal's page distributions. NoC coordinates of L1
-// pages come from common runtime arguments resolved at load time
-// (kir.NoCX/NoCY), so programs stay valid on a harvested chip.
+// whatever its placement (its doc gives the page distributions, the
+// simulator's and tt-metal's). NoC coordinates of L1 pages come from
+// common runtime arguments resolved at load time (kir.NoCX/NoCY), so
+// programs stay valid on a harvested chip.
 //
 // ReadPage / WritePage / ReadPages / WritePages stream whole pages between
 // a buffer and a CB; Reserve and WaitFront open a CB's pages for direct
@@ -43,14 +41,13 @@
 // when they change (and again at the top of every loop body, where the
 // state is not known statically). On top of it: Unary (copy + SFPU chain +
 // pack), BinaryTile (FPU add/sub/mul with row, column or scalar broadcast,
-// optional negation), ReduceTiles (row/column sums and maxima against a
-// scaler tile), MatmulAcc (tile products accumulated in DEST), and PackDest
-// (commit, reserve, pack, push).
+// optional negation), Reduce (row/column sums and maxima against a scaler
+// tile), Matmul (tile products accumulated in DEST), and PackOut (commit,
+// reserve, pack, push).
 //
 // # Tile geometry
 //
-// Image is the tile view of a tile-layout tensor: B matrices (the product
-// of the leading dims) of R x C elements, padded to Rt x Ct tiles; page
-// (b, tr, tc) is (b*Rt + tr)*Ct + tc. FaceOffset gives the byte offset of
-// an element inside a tile (four 16x16 faces, row-major inside a face).
+// Image is the tile view of a tile-layout tensor; FaceOffset gives the
+// byte offset of an element inside a tile (four 16x16 faces, row-major
+// inside a face).
 package blocks

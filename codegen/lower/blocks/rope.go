@@ -181,20 +181,6 @@ func offsetBy(e kir.Expr, k int) kir.Expr {
 	return e
 }
 
-// ScratchPages is Scratch for n pages: the kernel reserves, pushes and
-// waits for n pages of cb and keeps them as private L1; it returns the
-// variable holding the address of the first. Release with
-// ReleaseScratchPages(b, cb, n).
-func ScratchPages(b *kir.Builder, cb, n int, name string) kir.Var {
-	b.CBReserveBack(cb, kir.Ci(n))
-	b.CBPushBack(cb, kir.Ci(n))
-	b.CBWaitFront(cb, kir.Ci(n))
-	return b.Let(name, kir.GetReadPtr{CB: cb})
-}
-
-// ReleaseScratchPages pops the n pages ScratchPages took.
-func ReleaseScratchPages(b *kir.Builder, cb, n int) { b.CBPopFront(cb, kir.Ci(n)) }
-
 // CopyTileRow copies row srcRow of the tile at L1 address src to row
 // dstRow of the tile at dst (rows are expressions; elements of eb bytes, 2
 // or 4): two face-row runs of 16 elements, local NoC reads. The caller

@@ -144,10 +144,7 @@ func (m Multicast) emit(b *kir.Builder, chunk int, isSender, sx, sy, receivers k
 		b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: ready}, kir.C(1))
 		b.NoCAsyncAtomicBarrier()
 	}, func() {
-		// Every page's read in flight at once, one barrier: the DRAM banks
-		// are busy with the weight streams the program starts at the same
-		// time, and a chunk at a time would wait in their queues once per
-		// chunk.
+		// Every page's read in flight at once, one barrier (the type's doc).
 		b.For("i", kir.C(0), kir.Ci(kt), func(i kir.Var) {
 			m.Read(b, i, kir.Add(l1, kir.Mul(i, kir.Ci(ps))))
 		})

@@ -14,11 +14,6 @@ type Rect struct{ X0, Y0, X1, Y1 int }
 // Cores is the number of cores in r.
 func (r Rect) Cores() int { return (r.X1 - r.X0 + 1) * (r.Y1 - r.Y0 + 1) }
 
-// Contains reports whether core c lies in r.
-func (r Rect) Contains(c kir.Core) bool {
-	return c.X >= r.X0 && c.X <= r.X1 && c.Y >= r.Y0 && c.Y <= r.Y1
-}
-
 // Args are r's five multicast argument values for a kernel issuing on NoC
 // noc: its corners in that NoC's order (kir.McastCorners), then its number
 // of cores (a multicast's num_dests).
