@@ -30,6 +30,9 @@ func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := checkPos(pos); err != nil {
 		return nil, err
 	}
+	if err := checkCacheRows(op); err != nil {
+		return nil, err
+	}
 	cs, ns := cache.Type.Shape, nw.Type.Shape
 	if cs.Rank() != 4 || ns.Rank() != 3 || ns[0] != cs[0] || ns[1] < cs[1] || ns[2] != cs[3] || !out.Type.Shape.Equal(cs) {
 		return nil, fmt.Errorf("rule cache-shape: want cache [B,H,L,D], new [B,>=H,D] and a result shaped like the cache, got %s, %s, %s", cs, ns, out.Type.Shape)
