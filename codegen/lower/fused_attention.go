@@ -241,7 +241,7 @@ func (pl *prologue) planNorm() {
 	if !pl.inPlaceK || !pl.inPlaceV {
 		pl.posR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
 	}
-	n := headNorm{x: pl.x, w: pl.w, wo: -1, round: -1, scaler: pl.scaler, Dt: d.Dt, RtR: d.RtR, D: d.D, eps: pl.eps, offset: pl.offset}
+	n := headNorm{x: pl.x, w: pl.w, wo: -1, scaler: pl.scaler, Dt: d.Dt, RtR: d.RtR, D: d.D, eps: pl.eps, offset: pl.offset}
 	n.sq = cbs.Scratch("x_squared", ir.FP32, d.Dt)
 	n.rs = cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	n.xn = cbs.Scratch("x_normed", ir.FP32, 2)
@@ -708,7 +708,6 @@ func (dp *decodePrologue) patchAll(b *kir.Builder, u kir.Var, in, out *blocks.Ac
 // rotated.
 type headNorm struct {
 	x, w, wo, scaler, sq, rs, xn, y, out int // CBs; wo < 0: no offset
-	round                                int // CB: the other tiles rounded here before out (< 0: packed to out)
 	Dt, RtR, D                           int
 	eps, offset                          float64
 }
@@ -754,14 +753,7 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute, out int))
 	cb.CBPopFront(n.y, kir.Ci(n.RtR))
 	if n.RtR < n.Dt {
 		cb.Comment("the other normed tiles are the result")
-		c.For("j", kir.Ci(n.RtR), kir.Ci(n.Dt), func(j kir.Var) {
-			if n.round < 0 {
-				normTile(j, n.out)
-				return
-			}
-			normTile(j, n.round)
-			c.Unary(n.round, n.out, nil)
-		})
+		c.For("j", kir.Ci(n.RtR), kir.Ci(n.Dt), func(j kir.Var) { normTile(j, n.out) })
 	}
 	cb.CBPopFront(n.rs, kir.C(1))
 	cb.CBPopFront(n.x, kir.Ci(n.Dt))

@@ -42,10 +42,11 @@ import (
 //
 // The bytes are exactly those a whole-tile pack would give the row: the
 // exponents are per face row, so the other rows keep theirs bit for bit,
-// and the row equals the reference's Store of the cache (sim/ref rounds
-// the new fp32 K rows to bfp8_b once, and the V rows, bf16, likewise;
-// normed K dims past the rotary ones are rounded to bf16 first, as the
-// norm stores them, then packed).
+// and the row equals the reference's Store of the cache. The K rows are
+// rounded to qg's dtype (bf16) first and then packed, as the composed
+// path stores them (its RoPE result, then update_cache into the bfp8_b
+// cache) and as sim/ref's prologue rounds them; the V rows are bf16
+// already.
 //
 // Only in-place updates are lowered (the result is the cache's buffer, as
 // a state update is); the compute kernel walks the items as the reader
@@ -56,10 +57,10 @@ import (
 type bfpKV struct {
 	prefill bool
 	// CBs: packed k rows (Dt pages), packed v rows (Dt pages), v rows in
-	// (reader -> compute), the pass-through dims' bf16 rounding (< 0:
-	// none), the cache tiles' exponent blocks (slots pages of 64 bytes)
-	kq, vq, vin, round, exp int
-	slots                   int
+	// (reader -> compute), a norm unit's result (Dt pages, qg's dtype),
+	// the cache tiles' exponent blocks (slots pages of 64 bytes)
+	kq, vq, vin, mid, exp int
+	slots                 int
 }
 
 // newBFPKV checks a prologue whose caches are bfp8_b (in place) and
@@ -81,10 +82,7 @@ func (kv *bfpKV) plan(pl *prologue) {
 	kv.kq = cbs.Output("k_packed", ir.BFP8B, d.Dt)
 	kv.vq = cbs.Output("v_packed", ir.BFP8B, d.Dt)
 	kv.vin = cbs.Input("v_rows", pl.dtype(), 2)
-	kv.round = -1
-	if d.RtR < d.Dt {
-		kv.round = cbs.Scratch("k_rounded", pl.dtype(), 1)
-	}
+	kv.mid = cbs.Scratch("normed_rows", pl.dtype(), d.Dt)
 	kv.slots = 1
 	if !kv.prefill {
 		kv.slots = min(d.Hkv, ir.TileSize) * d.Dt
@@ -102,10 +100,11 @@ func (pl *prologue) vCB() int {
 }
 
 // bfpCompute adds the compute kernel of a prologue with bfp8_b caches:
-// per item (runtime args start, count; the reader's order) a q item's
-// norm unit into out, a k item's St units into k_packed (rotary tiles
-// packed from the fp32 DEST, the others rounded to bf16 first, as the
-// reference rounds them), a v item's tiles copied into v_packed.
+// per item (runtime args start, count; the reader's order) its norm units
+// (q: 1, k: St), each into normed_rows in qg's dtype and copied from there
+// into out (q) or packed into k_packed (k); a v item's tiles packed into
+// v_packed. One norm body serves q and k (the kernel's code stays within
+// the kernel config ring).
 func (pl *prologue) bfpCompute(rotate func(c *blocks.Compute, out int)) *kir.Kernel {
 	kv, d, it := pl.bfp, pl.d, pl.items
 	cp, c := pl.splitProgram.compute()
@@ -115,35 +114,39 @@ func (pl *prologue) bfpCompute(rotate func(c *blocks.Compute, out int)) *kir.Ker
 	if pl.resident >= 0 {
 		c.B.CBWaitFront(pl.resident, kir.Ci(pl.resN))
 	}
-	kn := pl.norm
-	kn.out, kn.round = kv.kq, kv.round
-	on := func(s itemSeg, r kir.Expr, body func(idx kir.Expr)) {
-		if s.n == 0 {
-			return
-		}
-		cond, idx := kir.Lt(r, kir.Ci(s.lo+s.n)), r
+	n := pl.norm
+	n.out = kv.mid
+	in := func(s itemSeg, r kir.Expr) kir.Expr {
+		cond := kir.Lt(r, kir.Ci(s.lo+s.n))
 		if s.lo > 0 {
 			cond = kir.LAnd(kir.Ge(r, kir.Ci(s.lo)), cond)
-			idx = kir.Sub(r, kir.Ci(s.lo))
 		}
-		c.If(cond, func() { body(c.B.Let("idx", idx)) }, nil)
+		return cond
+	}
+	copyTo := func(cb int) func() {
+		return func() { c.For("j", kir.C(0), kir.Ci(d.Dt), func(kir.Var) { c.Unary(kv.mid, cb, nil) }) }
 	}
 	c.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		r := c.B.Let("r", kir.Mod(i, kir.Ci(it.perUser)))
-		on(it.q, r, func(kir.Expr) { pl.norm.emit(c, rotate) })
-		on(it.k, r, func(kir.Expr) {
-			c.For("s", kir.C(0), kir.Ci(d.St), func(kir.Var) { kn.emit(c, rotate) })
+		isK := c.B.Let("is_k", in(it.k, r))
+		units := c.B.LetT("units", kir.U32T, kir.C(0))
+		c.B.If(in(it.q, r), func() { c.B.Assign(units, kir.C(1)) })
+		c.B.If(isK, func() { c.B.Assign(units, kir.Ci(d.St)) })
+		c.For("s", kir.C(0), units, func(kir.Var) {
+			n.emit(c, rotate)
+			c.If(isK, copyTo(kv.kq), copyTo(pl.out))
 		})
-		on(it.v, r, func(idx kir.Expr) {
+		c.If(in(it.v, r), func() {
+			idx := kir.Sub(r, kir.Ci(it.v.lo))
 			c.B.Comment("v rows packed to bfp8_b")
-			n := kir.Expr(kir.Ci(d.St * d.Dt))
+			nt := kir.Expr(kir.Ci(d.St * d.Dt))
 			if !kv.prefill { // the kv heads of tile row idx, Dt tiles each
 				nh := c.B.LetT("nh", kir.U32T, kir.Sub(kir.Ci(d.Hkv), kir.Mul(idx, kir.Ci(ir.TileSize))))
 				c.B.If(kir.Gt(nh, kir.Ci(ir.TileSize)), func() { c.B.Assign(nh, kir.Ci(ir.TileSize)) })
-				n = kir.Mul(nh, kir.Ci(d.Dt))
+				nt = kir.Mul(nh, kir.Ci(d.Dt))
 			}
-			c.For("t", kir.C(0), n, func(kir.Var) { c.Unary(kv.vin, kv.vq, nil) })
-		})
+			c.For("t", kir.C(0), nt, func(kir.Var) { c.Unary(kv.vin, kv.vq, nil) })
+		}, nil)
 	})
 	if pl.resident >= 0 {
 		c.B.CBPopFront(pl.resident, kir.Ci(pl.resN))
