@@ -3,12 +3,17 @@ package lower_test
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/passes"
@@ -146,4 +151,57 @@ func TestBFP8CacheRefusals(t *testing.T) {
 		t.Errorf("update_cache into a bfp8_b cache: got %v, want rule cache-dtype", err)
 	}
 	t.Log(fmt.Sprint(err))
+}
+
+// TestBFP8KernelsCompile lowers the attention programs with bfp8_b caches
+// (the small config's decode and prefill at mesh 1x2, the 27B decode and
+// prefill shapes), validates them and (TCC_LONG) runs the g++ syntax check
+// on every kernel.
+func TestBFP8KernelsCompile(t *testing.T) {
+	t.Parallel()
+	tgt := target.Blackhole()
+	var progs []*kir.Program
+	add := func(g *ir.Graph, ops ...*ir.Op) {
+		for _, op := range ops {
+			ctx := lower.NewContext(tgt)
+			ctx.Alias = attnStateAlias(g)
+			p, err := lower.Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kir.Validate(p, tgt); err != nil {
+				t.Fatal(err)
+			}
+			progs = append(progs, p)
+		}
+	}
+	for _, seq := range []int{0, 32} {
+		g := fusedSmallGraphKV(t, 2, seq, ir.BFP8B)
+		if seq == 0 {
+			add(g, attnFirstOf(t, g, ir.OpAttnPrologue), attnFirstOf(t, g, ir.OpSDPADecodeGated))
+		} else {
+			add(g, attnFirstOf(t, g, ir.OpAttnProloguePrefill), attnFirstOf(t, g, ir.OpSDPAPrefillGated))
+		}
+	}
+	for _, seq := range []int{0, 32} {
+		g, sdpa, pro := attnGraphKV(t, ir.BFP8B, 1, seq, 12, 2, 256, 64, 128)
+		add(g, pro, sdpa)
+	}
+	longtest.Skip(t, "the g++ syntax check of the bfp8_b KV attention kernels (~2 CPU-s; the lowering and validation above run in every suite)")
+	dir := t.TempDir()
+	sources := map[string]cpp.Source{}
+	for i, p := range progs {
+		for _, k := range p.Kernels {
+			src, err := cpp.PrintKernel(p, k)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", p.Name, k.Name, err)
+			}
+			f := filepath.Join(dir, fmt.Sprintf("p%d_%s.cpp", i, k.Name))
+			if err := os.WriteFile(f, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
+		}
+	}
+	lower.CheckKernelSyntax(t, "bfp8_b KV attention kernels", dir, sources, true)
 }
