@@ -19,8 +19,9 @@ func headsDist(x TensorType, axis int) Dist {
 
 // shapeAttnPrologue: qg [B,1,H*2D], k and v [B,1,Hkv*D] of qg's float
 // dtype, q_norm and k_norm with D elements, cos and sin [B,R] (R even,
-// 2 <= R <= D), k_cache and v_cache [B,Hkv,L,D] of k's dtype, pos [1]
-// uint32 -> q and gate [B,H,D] in qg's dtype, then the two caches' types.
+// 2 <= R <= D), k_cache and v_cache [B,Hkv,L,D] of k's dtype or both
+// bfp8_b (checkCacheDTypes), pos [1] uint32 -> q and gate [B,H,D] in qg's
+// dtype, then the two caches' types.
 func shapeAttnPrologue(in []TensorType, _ Attrs) ([]TensorType, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc, pos := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9]
 	D := qw.Shape.Numel()
@@ -52,8 +53,8 @@ func shapeAttnPrologue(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if c.Rank() != 4 || !c.Equal(vc.Shape) || c[0] != B || c[1] != Hkv || c[3] != D {
 		return nil, fmt.Errorf("rule prologue-cache: k_cache %s and v_cache %s must both be [%d,%d,L,%d]", c, vc.Shape, B, Hkv, D)
 	}
-	if kc.DType != k.DType || vc.DType != k.DType {
-		return nil, fmt.Errorf("rule prologue-cache: caches %s and %s must hold k's dtype %s", kc.DType, vc.DType, k.DType)
+	if err := checkCacheDTypes(k, kc, vc); err != nil {
+		return nil, err
 	}
 	if err := checkPos(pos); err != nil {
 		return nil, err
@@ -81,8 +82,8 @@ func shapeSDPADecodeGated(in []TensorType, a Attrs) ([]TensorType, error) {
 
 // shapeAttnProloguePrefill: qg [B,S,H*2D], k and v [B,S,Hkv*D] of qg's
 // float dtype, q_norm and k_norm with D elements, cos and sin [S,1,R] (R
-// even, 2 <= R <= D), k_cache and v_cache [B,Hkv,L >= S,D] of k's dtype,
-// pos [1] uint32 -> q [B,H,S,D] and gate [B,S,H,D] in qg's dtype, then
+// even, 2 <= R <= D), k_cache and v_cache [B,Hkv,L >= S,D] of k's dtype
+// or both bfp8_b, pos [1] uint32 -> q [B,H,S,D] and gate [B,S,H,D] in qg's dtype, then
 // the two caches' types.
 func shapeAttnProloguePrefill(in []TensorType, _ Attrs) ([]TensorType, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc, pos := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9]
@@ -115,8 +116,8 @@ func shapeAttnProloguePrefill(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if c.Rank() != 4 || !c.Equal(vc.Shape) || c[0] != B || c[1] != Hkv || c[2] < S || c[3] != D {
 		return nil, fmt.Errorf("rule prologue-cache: k_cache %s and v_cache %s must both be [%d,%d,L>=%d,%d]", c, vc.Shape, B, Hkv, S, D)
 	}
-	if kc.DType != k.DType || vc.DType != k.DType {
-		return nil, fmt.Errorf("rule prologue-cache: caches %s and %s must hold k's dtype %s", kc.DType, vc.DType, k.DType)
+	if err := checkCacheDTypes(k, kc, vc); err != nil {
+		return nil, err
 	}
 	if err := checkPos(pos); err != nil {
 		return nil, err
@@ -142,4 +143,13 @@ func shapeSDPAPrefillGated(in []TensorType, a Attrs) ([]TensorType, error) {
 	t := reshaped(q, Shape{s[0], s[2], s[1] * s[3]}, q.DType)
 	t.Dist = headsDist(q, 2)
 	return []TensorType{t}, nil
+}
+
+// checkCacheDTypes: the two caches share one dtype, k's or bfp8_b (a KV
+// cache stored as block floats: the new rows are rounded into it).
+func checkCacheDTypes(k, kc, vc TensorType) error {
+	if kc.DType != vc.DType || (kc.DType != k.DType && kc.DType != BFP8B) {
+		return fmt.Errorf("rule prologue-cache: caches %s and %s must both hold k's dtype %s or both bfp8_b", kc.DType, vc.DType, k.DType)
+	}
+	return nil
 }

@@ -263,6 +263,15 @@ func checkPos(t TensorType) error {
 	return nil
 }
 
+// checkCacheDType: new is in the cache's dtype, or the cache is bfp8_b and
+// new a float (its rows are rounded into the cache's block floats).
+func checkCacheDType(cache, nw TensorType) error {
+	if cache.DType != nw.DType && (cache.DType != BFP8B || !nw.DType.IsFloat()) {
+		return fmt.Errorf("rule cache-dtype: cache is %s, new is %s (want the cache's dtype, or a float into a bfp8_b cache)", cache.DType, nw.DType)
+	}
+	return nil
+}
+
 // shapeUpdateCache: out like cache [B, Hc, L, D]; new is [B, Hn >= Hc, D].
 func shapeUpdateCache(in []TensorType, _ Attrs) ([]TensorType, error) {
 	c, n := in[0].Shape, in[1].Shape
@@ -272,8 +281,8 @@ func shapeUpdateCache(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if n[0] != c[0] || n[1] < c[1] || n[2] != c[3] {
 		return nil, fmt.Errorf("rule cache-shape: new %s does not fit cache %s (want [%d, >=%d, %d])", n, c, c[0], c[1], c[3])
 	}
-	if in[0].DType != in[1].DType {
-		return nil, fmt.Errorf("rule cache-dtype: cache is %s, new is %s", in[0].DType, in[1].DType)
+	if err := checkCacheDType(in[0], in[1]); err != nil {
+		return nil, err
 	}
 	if err := checkPos(in[2]); err != nil {
 		return nil, err
@@ -405,8 +414,8 @@ func shapeFillCache(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if c.Rank() != 4 || n.Rank() != 4 || n[0] != c[0] || n[1] != c[1] || n[2] > c[2] || n[3] != c[3] {
 		return nil, fmt.Errorf("rule cache-shape: new %s does not fit cache %s (want [%d, %d, <=%d, %d])", n, c, c[0], c[1], c[2], c[3])
 	}
-	if in[0].DType != in[1].DType {
-		return nil, fmt.Errorf("rule cache-dtype: cache is %s, new is %s", in[0].DType, in[1].DType)
+	if err := checkCacheDType(in[0], in[1]); err != nil {
+		return nil, err
 	}
 	if err := checkPos(in[2]); err != nil {
 		return nil, err

@@ -150,11 +150,14 @@ func attnSwaps01(op *ir.Op) bool {
 func attnElementwiseStorage(dt ir.DType) bool { return dt == ir.BF16 || dt == ir.FP32 }
 
 // attnSameDType reports whether every result of the matched ops has dtype dt
-// (no typecast inside the match).
+// (no typecast inside the match), but the cache updates' (k_update,
+// v_update), which may also be bfp8_b: a block-float KV cache, into which
+// the fused prologue rounds the new rows as the update's result stores
+// them.
 func attnSameDType(m *rw.Match, dt ir.DType) bool {
 	for _, op := range m.Ops {
 		for _, r := range op.Results {
-			if r.Type.DType != dt {
+			if r.Type.DType != dt && !(r.Type.DType == ir.BFP8B && (op == m.Op("k_update") || op == m.Op("v_update"))) {
 				return false
 			}
 		}

@@ -24,6 +24,9 @@ import (
 func lowerUpdateCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	t := ctx.Target
 	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
+	if err := checkCacheRows(op); err != nil {
+		return nil, err
+	}
 	if err := layoutOperands(cache, nw, out); err != nil {
 		return nil, err
 	}

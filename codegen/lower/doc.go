@@ -10,7 +10,8 @@
 // epilogues of matmul_epilogue.go), bmm.go, norm.go, reduce.go, layout.go,
 // embedding.go, argmax.go, rotary.go, cache.go, sdpa.go, prefill.go, the
 // ring collectives (collective*.go) and the fused ops (fused_*.go;
-// sdpa_decode_gated's flash decoding in flash_sdpa.go). Most
+// sdpa_decode_gated's flash decoding in flash_sdpa.go; the attention
+// prologues' rows into bfp8_b KV caches in kv_bfp8.go). Most
 // start from a splitProgram (split.go): the program with its buffers, its
 // work split over the first cores, the CB plan on them and the kernels'
 // buffer bindings.

@@ -408,7 +408,7 @@ func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, 
 	})
 	b.NoCAsyncReadBarrier()
 	b.If(kir.LAnd(kir.Le(t0, s.lptr), kir.Lt(s.lptr, cend)), func() {
-		blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(kir.Sub(s.lptr, t0), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dt))
+		blocks.ZeroRowsFromDT(b, kir.Add(base, kir.Mul(kir.Sub(s.lptr, t0), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), dt)
 		b.NoCAsyncReadBarrier()
 	})
 	b.CBPushBack(s.cbV, kir.Ci(flashChunk))

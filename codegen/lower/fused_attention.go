@@ -150,6 +150,7 @@ type prologue struct {
 	eps, offset        float64
 	rope               blocks.RopeMatrix // R dims over RtR tiles
 	inPlaceK, inPlaceV bool              // a cache result is the cache's buffer
+	bfp                *bfpKV            // bfp8_b caches (kv_bfp8.go); nil: the caches are qg's dtype
 	items              prologueItems
 	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
@@ -165,7 +166,7 @@ type prologue struct {
 type prologueKind interface {
 	planCBs()
 	reader()
-	rotate(c *blocks.Compute)
+	rotate(c *blocks.Compute, out int)
 	writer()
 }
 
@@ -183,6 +184,9 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	}
 	pl.inPlaceK = ctx.BufferName(op.Results[2]) == ctx.BufferName(op.Operands[7])
 	pl.inPlaceV = ctx.BufferName(op.Results[3]) == ctx.BufferName(op.Operands[8])
+	if pl.bfp, err = newBFPKV(op, pl.inPlaceK, pl.inPlaceV, prefill); err != nil {
+		return nil, err
+	}
 	if prefill {
 		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
 	} else {
@@ -198,6 +202,12 @@ func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 	kind.planCBs()
 	pl.planned(fmt.Sprintf("%s with head dim %d", pl.op.Name(), pl.d.D))
 	kind.reader()
+	if pl.bfp != nil {
+		cp := pl.bfpCompute(kind.rotate)
+		kind.writer()
+		setRangeArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr)
+		return pl.done(pl.p)
+	}
 	cp := pl.compute(kind.rotate)
 	kind.writer()
 	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.d.St) })
@@ -239,7 +249,11 @@ func (pl *prologue) planNorm() {
 func (pl *prologue) planOut(slots int) {
 	pl.out = pl.cbs.Output("out", pl.dtype(), 2)
 	pl.norm.out = pl.out
-	pl.slot = pl.cbs.Scratch("cache_tile", pl.dtype(), slots)
+	if pl.bfp != nil {
+		pl.bfp.plan(pl)
+	} else {
+		pl.slot = pl.cbs.Scratch("cache_tile", pl.dtype(), slots)
+	}
 	pl.posW = pl.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
 }
 
@@ -325,7 +339,7 @@ func (pl *prologue) writeTiles(b *kir.Builder, s itemSeg, u, r kir.Var, a *block
 }
 
 // compute adds the compute kernel: per norm unit the norm and rotate.
-func (pl *prologue) compute(rotate func(c *blocks.Compute)) *kir.Kernel {
+func (pl *prologue) compute(rotate func(c *blocks.Compute, out int)) *kir.Kernel {
 	cp, c, units := pl.rangeCompute(pl.unitsArg)
 	c.Startup(pl.x, pl.scaler, pl.out)
 	c.B.CBWaitFront(pl.scaler, kir.C(1))
@@ -436,7 +450,7 @@ func (dp *decodePrologue) reader() {
 		items.v.on(b, r, func(hr kir.Expr) {
 			b.Comment("v: the tiles of each kv head (its row is row 0)")
 			dp.heads(b, hr, func(h kir.Var) {
-				blocks.ReadPages(b, dp.ra.v, dp.moved, kir.Add(kir.Mul(u, kir.Ci(d.Hkv*d.Dt)), kir.Mul(h, kir.Ci(d.Dt))), kir.Ci(d.Dt))
+				blocks.ReadPages(b, dp.ra.v, dp.vCB(), kir.Add(kir.Mul(u, kir.Ci(d.Hkv*d.Dt)), kir.Mul(h, kir.Ci(d.Dt))), kir.Ci(d.Dt))
 			})
 		})
 		dp.cacheCopies(b, u, r, dp.ra.kc, dp.ra.vc, "cache copy: every page outside tile row pos/32",
@@ -541,7 +555,7 @@ func (dp *decodePrologue) heads(b *kir.Builder, hr kir.Expr, body func(h kir.Var
 
 // rotate emits the normed rotary tiles times the RoPE matrix (fp32 DEST,
 // one rounding at the pack).
-func (dp *decodePrologue) rotate(c *blocks.Compute) {
+func (dp *decodePrologue) rotate(c *blocks.Compute, out int) {
 	c.B.Comment("times the RoPE matrix")
 	for col := 0; col < dp.rope.ColTiles(); col++ {
 		c.Acquire()
@@ -550,12 +564,16 @@ func (dp *decodePrologue) rotate(c *blocks.Compute) {
 			c.Matmul(dp.norm.y, dp.m, kir.Ci(row), kir.C(0), kir.C(0), false)
 			c.B.CBPopFront(dp.m, kir.C(1))
 		}
-		c.PackOut(dp.out, 1)
+		c.PackOut(out, 1)
 	}
 }
 
 // writer adds the writer: q and gate tiles, k and v rows (writeKV), copies.
 func (dp *decodePrologue) writer() {
+	if dp.bfp != nil {
+		dp.bfpWriter()
+		return
+	}
 	b, wpos, start, count := dp.writerStart()
 	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
 	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
@@ -673,7 +691,7 @@ type headNorm struct {
 // for as a block), then rope emits their rotation into out (consuming
 // nothing of y); the other tiles go to out as they are. Consumes Dt pages
 // of x and Dt pages of w, produces Dt pages of out.
-func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute)) {
+func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute, out int)) {
 	cb := c.B
 	cb.CBWaitFront(n.x, kir.Ci(n.Dt))
 	cb.Comment("x^2")
@@ -702,7 +720,7 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute)) {
 	cb.Comment("normed tiles holding rotary dims, rounded")
 	c.For("j", kir.C(0), kir.Ci(n.RtR), func(j kir.Var) { normTile(j, n.y) })
 	cb.CBWaitFront(n.y, kir.Ci(n.RtR))
-	rope(c)
+	rope(c, n.out)
 	cb.CBPopFront(n.y, kir.Ci(n.RtR))
 	if n.RtR < n.Dt {
 		cb.Comment("the other normed tiles are the result")
@@ -736,9 +754,13 @@ func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims
 		return 0, 0, d, err
 	}
 	dt, cos, sin := o[0].Type.DType, o[5].Type.DType, o[6].Type.DType
-	for _, x := range []*ir.Value{o[1], o[2], o[7], o[8], r[0], r[1], r[2], r[3]} {
-		if err == nil && x.Type.DType != dt {
-			err = fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, the caches and the results must share qg's dtype %s", x, x.Type.DType, dt)
+	kvDT := dt
+	if o[7].Type.DType == ir.BFP8B {
+		kvDT = ir.BFP8B // the rows are packed and moved by their exponent and mantissa bytes (kv_bfp8.go)
+	}
+	for i, x := range []*ir.Value{o[1], o[2], o[7], o[8], r[0], r[1], r[2], r[3]} {
+		if want := []ir.DType{dt, kvDT}[(i/2)%2]; err == nil && x.Type.DType != want {
+			err = fmt.Errorf("rule prologue-dtype: %s is %s; qg, k, v, q and gate must share qg's dtype %s and the caches and their results one dtype, qg's or bfp8_b", x, x.Type.DType, dt)
 		}
 	}
 	switch {

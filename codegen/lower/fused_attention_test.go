@@ -174,7 +174,8 @@ func attnGrid2() *target.Target {
 // attnData draws test values for operand v of op: pos as given, RoPE
 // tables cos/sin of random angles, norm weights N(0, 0.1) (the model
 // applies 1 + w), caches N(0, 0.5), everything else N(0, 1); rounded to
-// bf16 so the device and the reference start from the same values.
+// bf16 (and block-float caches to their dtype) so the device and the
+// reference start from the same values.
 func attnData(rng *rand.Rand, v *ir.Value, pos int) []float32 {
 	n := v.Type.Shape.Numel()
 	out := make([]float32, n)
@@ -196,6 +197,13 @@ func attnData(rng *rand.Rand, v *ir.Value, pos int) []float32 {
 			x = rng.NormFloat64()
 		}
 		out[i] = numerics.RoundBF16(float32(x))
+	}
+	if v.Type.DType.IsBlockFloat() { // a bfp8_b cache: the values it can hold
+		q, err := ref.Store(v.Type.DType, ref.Tensor{Shape: v.Type.Shape, Data: out})
+		if err != nil {
+			panic(err)
+		}
+		return q.Data
 	}
 	return out
 }

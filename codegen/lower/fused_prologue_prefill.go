@@ -158,7 +158,7 @@ func (pp *prefillPrologue) reader() {
 		})
 		pp.items.v.on(b, r, func(j kir.Expr) {
 			b.Comment("v: one kv head, every token tile row")
-			b.For("st", kir.C(0), kir.Ci(d.St), func(st kir.Var) { pp.rows(b, pp.gv, pp.moved, u, st, kir.Mul(j, kir.Ci(d.D))) })
+			b.For("st", kir.C(0), kir.Ci(d.St), func(st kir.Var) { pp.rows(b, pp.gv, pp.vCB(), u, st, kir.Mul(j, kir.Ci(d.D))) })
 		})
 		pp.cacheCopies(b, u, r, pp.ra.kc, pp.ra.vc, "cache copy: every tile row the tokens do not touch",
 			func() func(tt kir.Expr) kir.Expr { return untouched(pp.touched0, pp.touched1) }, blocks.ReadPages)
@@ -205,7 +205,7 @@ func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st ki
 // values exactly), the products into fp32 CBs, their sum into the result
 // (read as tf32: by less than 2^-10 of a product off fp32 math, as the
 // composed rotary; sim/ref models it, rotaryFPU).
-func (pp *prefillPrologue) rotate(c *blocks.Compute) {
+func (pp *prefillPrologue) rotate(c *blocks.Compute, out int) {
 	c.B.Comment("rope: y * cos + rotate_half(y) * sin, per token row")
 	for col := 0; col < pp.swap.ColTiles(); col++ {
 		c.Acquire()
@@ -221,12 +221,16 @@ func (pp *prefillPrologue) rotate(c *blocks.Compute) {
 		c.B.CBPopFront(pp.cos, kir.C(1))
 		c.PackOut(pp.t1, 1)
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, pp.rot, pp.sin, pp.t2, false, nil)
-		c.BinaryTile(kir.EltAdd, blocks.BcastNone, pp.t1, pp.t2, pp.out, false, nil)
+		c.BinaryTile(kir.EltAdd, blocks.BcastNone, pp.t1, pp.t2, out, false, nil)
 	}
 }
 
 // writer adds the writer: q and gate tiles, k and v rows (patchRows), copies.
 func (pp *prefillPrologue) writer() {
+	if pp.bfp != nil {
+		pp.bfpWriter()
+		return
+	}
 	b, wpos, start, count := pp.writerStart()
 	pp.wpos = wpos
 	pp.slotL1 = blocks.Scratch(b, pp.slot, "cache_tile")

@@ -121,8 +121,8 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 		return nil, err
 	}
 	for _, x := range []*ir.Value{s.q, s.k, s.v, s.gate, s.out} {
-		if blocks.ElemBytes(x.Type.DType) == 0 {
-			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (block floats share exponents across a face row)", x, x.Type.DType)
+		if blocks.ElemBytes(x.Type.DType) == 0 && ((x != s.k && x != s.v) || !blocks.RowsMovable(x.Type.DType)) {
+			return nil, fmt.Errorf("rule sdpa-dtype: %s is %s; the program moves single rows, which needs bf16 or fp32 (the caches may also be bfp8_b: their rows are cleared by their mantissas)", x, x.Type.DType)
 		}
 	}
 	if !prefill {
@@ -369,7 +369,7 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
 		tt, _ := tile(j)
 		b.If(kir.Eq(tt, s.lptr), func() {
-			blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dtype))
+			blocks.ZeroRowsFromDT(b, kir.Add(base, kir.Mul(j, kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), dtype)
 		})
 	})
 	b.NoCAsyncReadBarrier()

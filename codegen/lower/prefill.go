@@ -29,7 +29,7 @@ import (
 
 func lowerFillCache(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cache, nw, pos, out := op.Operands[0], op.Operands[1], op.Operands[2], op.Result()
-	if err := cmp.Or(layoutOperands(cache, nw, out), checkPos(pos)); err != nil {
+	if err := cmp.Or(checkCacheRows(op), layoutOperands(cache, nw, out), checkPos(pos)); err != nil {
 		return nil, err
 	}
 	cs, ns := cache.Type.Shape, nw.Type.Shape

@@ -66,12 +66,19 @@ func DeclareAttention(b *ir.Builder, prefix string, d AttnDims, tp TP) AttnWeigh
 }
 
 // KVCache is one attention layer's cache on one device: K and V are
-// [B, kv heads, MaxSeq, D] bf16 state.
+// [B, kv heads, MaxSeq, D] state, bf16 or bfp8_b.
 type KVCache struct{ K, V *ir.Value }
 
-// DeclareKVCache declares name+".k_cache" and name+".v_cache".
+// DeclareKVCache declares name+".k_cache" and name+".v_cache", bf16.
 func DeclareKVCache(b *ir.Builder, name string, d AttnDims, tp TP) KVCache {
-	t := ir.T(ir.BF16, d.Batch, d.KVHeads, d.MaxSeq, d.HeadDim)
+	return DeclareKVCacheOf(b, name, d, tp, ir.BF16)
+}
+
+// DeclareKVCacheOf is DeclareKVCache with caches of dtype dt (bf16 or
+// bfp8_b: the new rows are rounded into the cache, one shared exponent
+// per 16 values of a row).
+func DeclareKVCacheOf(b *ir.Builder, name string, d AttnDims, tp TP, dt ir.DType) KVCache {
+	t := ir.T(dt, d.Batch, d.KVHeads, d.MaxSeq, d.HeadDim)
 	t.Dist = tp.Split(1)
 	return KVCache{K: b.State(name+".k_cache", t), V: b.State(name+".v_cache", t)}
 }

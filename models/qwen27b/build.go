@@ -184,7 +184,7 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 			gs = nn.DeclareGDNState(b, StateName(i), d.GDN, tp)
 		} else {
 			aw = nn.DeclareAttention(b, p, d.Attn, tp)
-			kv = nn.DeclareKVCache(b, StateName(i), d.Attn, tp)
+			kv = nn.DeclareKVCacheOf(b, StateName(i), d.Attn, tp, o.KV())
 		}
 		mw := nn.DeclareMLPDType(b, p, H, d.Shard.IntermediateSize, tp, o.Policy.GateUpDType())
 

@@ -30,6 +30,7 @@ func (Model) Params() []models.Param {
 		{Name: "mode", Default: "decode", Doc: "decode (one token per user) or prefill (seq tokens per user)"},
 		{Name: "seq", Default: "32", Doc: "prefill length in tokens (prefill mode only)"},
 		{Name: "dtype-policy", Default: string(PolicyFast), Doc: "weight dtypes: fast (bfp4_b MLP gate/up, bfp8_b other matrices) or accurate (bfp8_b everywhere)"},
+		{Name: "kv-dtype", Default: "bf16", Doc: "KV cache dtype: bf16 or bfp8_b (half the cache bytes; one exponent per 16 values of a row)"},
 	}
 }
 
@@ -71,21 +72,37 @@ type Options struct {
 	Mode   Mode
 	Seq    int // prefill length
 	Policy Policy
+	// KVDType is the dtype of the KV caches: bf16 (also the zero value)
+	// or bfp8_b.
+	KVDType ir.DType
+}
+
+// KV is the dtype of the KV caches (KVDType, bf16 when unset).
+func (o Options) KV() ir.DType {
+	if o.KVDType == ir.InvalidDType {
+		return ir.BF16
+	}
+	return o.KVDType
 }
 
 // DefaultOptions is the embedded 27B config, batch 1, a 128-token cache,
 // decode.
 func DefaultOptions() Options {
-	return Options{Config: config.Default27B(), Batch: 1, MaxSeq: 128, Mode: Decode, Seq: 32, Policy: PolicyFast}
+	return Options{Config: config.Default27B(), Batch: 1, MaxSeq: 128, Mode: Decode, Seq: 32, Policy: PolicyFast, KVDType: ir.BF16}
 }
 
 // OptionsFrom reads and validates the parameters.
 func OptionsFrom(a models.Args) (Options, error) {
-	o := Options{Mode: Mode(a["mode"]), Policy: Policy(a["dtype-policy"])}
+	o := Options{Mode: Mode(a["mode"]), Policy: Policy(a["dtype-policy"]), KVDType: ir.BF16}
 	if o.Policy == "" {
 		o.Policy = PolicyFast
 	}
 	var err error
+	if s := a["kv-dtype"]; s != "" {
+		if o.KVDType, err = ir.ParseDType(s); err != nil {
+			return o, fmt.Errorf("qwen27b: --kv-dtype %q: want bf16 or bfp8_b", s)
+		}
+	}
 	if p := a["config"]; p != "" {
 		o.Config, err = config.Load(p)
 		if err != nil {
@@ -112,6 +129,8 @@ func (o Options) Check() error {
 		return fmt.Errorf("qwen27b: no config")
 	case o.Policy != PolicyFast && o.Policy != PolicyAccurate:
 		return fmt.Errorf("qwen27b: --dtype-policy %q: want %s or %s", o.Policy, PolicyFast, PolicyAccurate)
+	case o.KV() != ir.BF16 && o.KV() != ir.BFP8B:
+		return fmt.Errorf("qwen27b: --kv-dtype %s: want bf16 or bfp8_b", o.KVDType)
 	case o.Mode != Decode && o.Mode != Prefill:
 		return fmt.Errorf("qwen27b: --mode %q: want decode or prefill", o.Mode)
 	case o.Batch < 1 || o.Batch > MaxBatch:

@@ -23,7 +23,10 @@ import (
 // before RoPE (as the composed rms_norm stores them), and the attention
 // output and sigmoid(gate) are rounded to q's and gate's dtypes before
 // they are multiplied (as mul_tiles multiplies them, deviceMul); the
-// results are rounded by the caller as usual. Math is float64 rounded once
+// results are rounded by the caller as usual (the new K rows of a cache
+// in another dtype than qg's, bfp8_b, to qg's dtype first, as the composed
+// path stores them before update_cache rounds them into the cache). Math
+// is float64 rounded once
 // to float32 per step, as in the composed ops' evaluators, except where
 // StorageFormats models the device's programs: the norms (normRows), the
 // prologues' RoPE (see prologue: the decode program's RoPE matmul is fp32
@@ -260,6 +263,14 @@ func prologue(op *ir.Op, args []Tensor, opts Options, l prologueLayout) ([]Tenso
 		return nil, err
 	}
 	rope(kn, Hkv)
+	if op.Results[2].Type.DType != normDT {
+		// A block-float cache: the K rows are stored in qg's dtype first
+		// (the composed RoPE's result, the program's normed rows), then
+		// rounded into the cache by the caller.
+		if kn, err = storeAs(normDT, kn, opts); err != nil {
+			return nil, err
+		}
+	}
 
 	q := NewTensor(l.q)
 	for th := range T * H {

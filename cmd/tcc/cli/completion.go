@@ -13,7 +13,7 @@ import (
 // addCompletions makes the shell completion (tcc completion bash|zsh|fish|
 // powershell) complete model names for every command that takes MODEL,
 // and the values of --stage, --format, --disable, --print-after, --mesh,
-// --mode, --dtype-policy and --backend wherever a command has them.
+// --mode, --dtype-policy, --kv-dtype and --backend wherever a command has them.
 func addCompletions(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -30,6 +30,7 @@ func addCompletions(root *cobra.Command) {
 			"mesh":         {"1x1", "1x2", "1x4", "1x8"},
 			"mode":         {"decode", "prefill"},
 			"dtype-policy": {"fast", "accurate"},
+			"kv-dtype":     {"bf16", "bfp8_b"},
 			"backend":      runtime.Backends,
 			"format":       formatsOf(c),
 		}
