@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
@@ -257,17 +255,7 @@ func TestFlashSDPAKernelsCompile(t *testing.T) {
 		if err := kir.Validate(p, tgt); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		for _, k := range p.Kernels {
-			src, err := cpp.PrintKernel(p, k)
-			if err != nil {
-				t.Fatalf("%s/%s: %v", tc.name, k.Name, err)
-			}
-			f := filepath.Join(dir, fmt.Sprintf("%s_%s.cpp", tc.name, k.Name))
-			if err := os.WriteFile(f, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
-		}
+		lower.WriteKernels(t, dir, tc.name, p, sources)
 	}
 	longtest.Skip(t, "the g++ syntax check of the flash-decoding kernels (~1 CPU-s; the lowering and validation above run in every suite)")
 	lower.CheckKernelSyntax(t, "flash-decoding kernels", dir, sources, true)

@@ -2,13 +2,12 @@ package lower_test
 
 import (
 	"fmt"
-	"github.com/tcc-dev/tcc/ir/longtest"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tcc-dev/tcc/ir/longtest"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -578,17 +577,7 @@ func TestFusedAttentionKernelsCompile(t *testing.T) {
 	dir := t.TempDir()
 	sources := map[string]cpp.Source{}
 	for i, p := range progs {
-		for _, k := range p.Kernels {
-			src, err := cpp.PrintKernel(p, k)
-			if err != nil {
-				t.Fatalf("%s/%s: %v", p.Name, k.Name, err)
-			}
-			f := filepath.Join(dir, fmt.Sprintf("p%d_%s.cpp", i, k.Name))
-			if err := os.WriteFile(f, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
-		}
+		lower.WriteKernels(t, dir, fmt.Sprintf("p%d", i), p, sources)
 	}
 	longtest.Skip(t, "the g++ syntax check of every fused attention kernel (~3 CPU-s; the lowering and validation above run in every suite)")
 	lower.CheckKernelSyntax(t, "fused attention kernels", dir, sources, true)

@@ -3,8 +3,6 @@ package lower_test
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -191,17 +189,7 @@ func TestBFP8KernelsCompile(t *testing.T) {
 	dir := t.TempDir()
 	sources := map[string]cpp.Source{}
 	for i, p := range progs {
-		for _, k := range p.Kernels {
-			src, err := cpp.PrintKernel(p, k)
-			if err != nil {
-				t.Fatalf("%s/%s: %v", p.Name, k.Name, err)
-			}
-			f := filepath.Join(dir, fmt.Sprintf("p%d_%s.cpp", i, k.Name))
-			if err := os.WriteFile(f, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
-		}
+		lower.WriteKernels(t, dir, fmt.Sprintf("p%d", i), p, sources)
 	}
 	lower.CheckKernelSyntax(t, "bfp8_b KV attention kernels", dir, sources, true)
 }

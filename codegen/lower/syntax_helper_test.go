@@ -2,10 +2,13 @@ package lower
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // checkKernelSyntax runs cpp.SyntaxCheck on sources (kernel file ->
@@ -34,3 +37,24 @@ func checkKernelSyntax(t *testing.T, what, dir string, sources map[string]cpp.So
 
 // CheckKernelSyntax exports checkKernelSyntax to the external test package.
 var CheckKernelSyntax = checkKernelSyntax
+
+// writeKernels prints every kernel of p into dir as NAME_KERNEL.cpp and
+// records each file with its processor and defines in sources, for
+// checkKernelSyntax.
+func writeKernels(t *testing.T, dir, name string, p *kir.Program, sources map[string]cpp.Source) {
+	t.Helper()
+	for _, k := range p.Kernels {
+		src, err := cpp.PrintKernel(p, k)
+		if err != nil {
+			t.Fatalf("%s/%s: %v", name, k.Name, err)
+		}
+		f := filepath.Join(dir, name+"_"+k.Name+".cpp")
+		if err := os.WriteFile(f, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
+	}
+}
+
+// WriteKernels exports writeKernels to the external test package.
+var WriteKernels = writeKernels
