@@ -17,15 +17,16 @@ import (
 //
 // A work item is (user b, kv head j): the G = H/Hkv query heads of the
 // group, one tile row (decodeItem, groupTiles gather them). Each item gets
-// a group of `group` consecutive cores (flashCost.group: a cost estimate
-// at the longest context). At run time the n = pos/32 + 1 cache tiles up
-// to the one holding pos are split over the group (flashSpan: per =
-// max(ceil(n/group), isqrt(n * perCore/perTile)) tiles per core, the
-// group's last cores first, so a short position uses only as many cores
-// as pay off). The reader, compute and writer compute the split from pos
-// (the compute kernel reads it with read_tile_value from a page the
-// reader pushes, the writer reads pos itself), so one program serves every
-// position: no rebuild and nothing the host recomputes per step.
+// a group of `group` consecutive cores: every core the grid has per item
+// (flashDecode; fewer only when the combine's CBs do not fit L1). At run
+// time the n = pos/32 + 1 cache tiles up to the one holding pos are split
+// over the group's first cores (flashSpan: per tiles per core, the
+// fewest that does not cost more in merging than it saves, see
+// flashCost.per), so a short position uses only as many cores as pay off.
+// The reader, compute and writer compute the split from pos (the compute
+// kernel reads it with read_tile_value from a page the reader pushes, the
+// writer reads pos itself), so one program serves every position: no
+// rebuild and nothing the host recomputes per step.
 //
 // Each core streams its tiles in chunks of flashChunk tiles (the last one
 // shorter) with an online softmax. Its state is the shift nm = -m (bf16,
@@ -52,52 +53,77 @@ import (
 // rescaling rounds once per chunk in fp32, not to tf32.
 //
 // group == 1 (one core per item; several items per core when the grid has
-// fewer cores than items) normalises on the core: out = O * tf32(1/l),
-// rounded to q's dtype, times sigmoid(gate) rounded to gate's dtype
-// (mul_tiles). group > 1 ends each core with its partial (O, m, l; a core
-// without tiles sends none) and merges the partials of the cores that had
-// tiles exactly on the group's leader (multicore.SplitCombine.MergeThen),
+// fewer than two cores per item) normalises on the core: out = O *
+// tf32(1/l), rounded to q's dtype, times sigmoid(gate) rounded to gate's
+// dtype (mul_tiles). group > 1 ends each core that had tiles with its
+// partial (O, m, l) and merges the partials exactly on a tree
+// (multicore.SplitCombine: subgroups of sub cores merge on their first
+// core, those merged partials on the group's first core, the leader),
 // which multiplies each merged tile, rounded to q's dtype, by
-// sigmoid(gate) it computed first (it has the fewest tiles). The result
-// tiles are written as the o_proj input rows (writeDecodeTiles).
+// sigmoid(gate). The sigmoid is spread over the group's last cores (the
+// helpers, flashHelpers: a gate tile each when the group has Dt cores,
+// the cores a short position leaves idle), which take it before their
+// cache tiles and send it to the leader (semaphore flashSemSig: each
+// helper writes its pages into the leader's sigmoid CB, then increments
+// it; the leader's writer waits for every helper's increment before it
+// takes part in the combine. Deadlock-free: a helper waits for nothing
+// of another core, and the leader's compute needs the pages only after
+// its last merge). The result tiles are written as the o_proj input rows
+// (writeDecodeTiles).
 //
 // The rounding order differs from the single pass over the whole row the
 // reference computes (sim/ref attendGatedFPU): the device's result agrees
 // with it to within the rounding of the chunked order (the tests in
 // flash_sdpa_test.go state the bound), not bit for bit.
 //
-// Reader: per item the q tile row, (leader) the gate tiles, then per
-// chunk the K tiles of each cache tile (and the mask page of pos's tile),
-// then per D tile one block of flashChunk V pages (the chunk's tiles, the
-// rest of the block unused, so every block starts at the same ring page;
-// the scores and exp blocks likewise), then (group 1) the gate tiles. K
-// and V rows past pos in pos's tile are cleared (stale cache rows may
-// hold anything, and 0 x NaN is NaN).
+// Reader: per item the gate tiles of a helper (group > 1) and, when the
+// core has cache tiles, the q tile row and per chunk the K tiles of each
+// cache tile (and the mask page of pos's tile), then per D tile one block
+// of flashChunk V pages (the chunk's tiles, the rest of the block unused,
+// so every block starts at the same ring page; the scores and exp blocks
+// likewise), then (group 1) the gate tiles. K and V rows past pos in
+// pos's tile are cleared (stale cache rows may hold anything, and 0 x NaN
+// is NaN).
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
 // exp CBs hold one chunk, the V CB two).
 const flashChunk = 8
 
+// The semaphores of a split program: the helpers' sigmoid pages at the
+// leader, then the combine's (flashSemCombine, and the next on two
+// levels).
+const (
+	flashSemSig     = 0
+	flashSemCombine = 1
+)
+
 // flashSDPA is a flash-decoding sdpa_decode_gated program under
 // construction; the operands, dims and reader helpers are gatedSDPA's.
 type flashSDPA struct {
 	*gatedSDPA
-	group int
-	cost  flashCost
-	sc    *multicore.SplitCombine // group > 1
+	group, sub int // cores per item, per subgroup of the combine
+	helpers    int // group > 1: the group's last cores that take sigmoid(gate)
+	cost       flashCost
+	sc         *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
 	zeroT, posC int
-	// writer (group > 1): its pos page
-	wpos int
+	// writer (group > 1): its pos page; a helper's sigmoid pages (compute
+	// -> writer) and the leader's (helpers' writers -> compute)
+	wpos, sigOut, sigIn int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 }
 
-// flashDecode builds s's program (decode) by flash decoding, the group
-// size chosen by flashCost.group and lowered while it does not fit L1.
+// flashDecode builds s's program (decode) by flash decoding with groups
+// of every core the grid has per item (one core per item when it has
+// fewer than two), the group size lowered while the program does not fit
+// L1.
 func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 	cost := newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType)
-	g := cost.group(s.d, ctx.Target.NumWorkers())
+	g := 1
+	if n := ctx.Target.NumWorkers(); 2*s.d.items <= n {
+		g = n / s.d.items
+	}
 	for {
 		p, err := flashBuild(s, ctx, g, cost)
 		if err == nil || g == 1 || !strings.Contains(err.Error(), "rule l1-budget") {
@@ -111,74 +137,66 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 // tile on a core (its 2*Dt tile products with the unpacks of both
 // operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
 // longer, plus the exp_tile of its scores and a few more tile steps:
-// scale, maximum, sum, packs), a core past the first (the leader
-// receiving its partial, Dt + 2 fp32 tiles at one core's NoC rate, and
-// merging it: an exp_tile, Dt products, a few steps; plus its dispatch)
-// and the leader's sigmoid(gate) (Dt sigmoid_tile). For Qwen3.8-27B at
-// mesh 1x2 (Dt 8) about 6,300, 5,600 and 20,000.
-type flashCost struct{ perTile, perCore, gate, floor int }
+// scale, maximum, sum, packs) and a partial merged on a leader (its Dt +
+// 2 fp32 tiles at one core's NoC rate, and its merge: an exp_tile, the
+// maximum's four SFPU steps, Dt products, a few more steps). For
+// Qwen3.8-27B at mesh 1x2 (Dt 8) about 6,300 and 5,900.
+type flashCost struct{ perTile, perMerge int }
 
 func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	tb := kv.TileBytes()
 	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
+	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
 	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
 	return flashCost{
 		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
-		perCore: DispatchCycles + (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + d.Dt*(EltwiseTileCycles+2*UnpackTileCycles) + 10*step,
-		gate:    d.Dt * int(kir.SFPUTable[kir.SFPUSigmoid].Cycles),
-		// the DRAM floor of reading every item's cache
-		floor: d.items * d.Lt * 2 * d.Dt * tb / DRAMBytesPerCycle,
+		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + 2*sfpu(kir.SFPUNegative) + 2*sfpu(kir.SFPUAddBinary) + sfpu(kir.SFPURelu) +
+			sfpu(kir.SFPUMulBinary) + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 6*step,
 	}
 }
 
-// per is the tiles per core of n visible tiles over g cores at run time
-// (flashSpan): max(ceil(n/g), isqrt(n * perCore/perTile), minPer()).
-func (fc flashCost) per(n, g int) int {
-	return max((n+g-1)/g, int(math.Sqrt(float64(n*fc.perCore/fc.perTile))), fc.minPer())
+// per is the tiles per core of n visible tiles over a group of g cores
+// merging in subgroups of sub (flashSpan emits the same): the even split
+// ceil(n/g), or more tiles per core when fewer cores are cheaper. u cores
+// with a tiles each cost about a*perTile + merge(u), merge(u) = u*perMerge
+// while u <= sub (one level), (sub + u/sub)*perMerge beyond (two), so
+// the best a is sqrt(n*perMerge/perTile) when that leaves at most sub
+// cores, else sqrt(n*perMerge/(perTile*sub)).
+func (fc flashCost) per(n, g, sub int) int {
+	p := max(1, int(math.Sqrt(float64(n*fc.perMerge/fc.perTile))))
+	if (n+p-1)/p > sub {
+		p = max(1, int(math.Sqrt(float64(n*fc.perMerge/(fc.perTile*sub)))))
+	}
+	return max(p, (n+g-1)/g)
 }
 
-// minPer is the tiles a core can take while the leader computes
-// sigmoid(gate) (at least 1).
-func (fc flashCost) minPer() int { return max(fc.gate/fc.perTile, 1) }
-
-// time is the estimate of n visible tiles over a group of g cores split
-// as flashSpan does: u = ceil(n/per) cores get tiles, the group's last,
-// and the leader (the first) gets the remainder on top of its sigmoid
-// when u = g; then it merges u partials.
-func (fc flashCost) time(n, g int) int {
-	if g == 1 {
-		return n*fc.perTile + fc.gate
+// mergeCycles is the estimate of merging u partials on a tree of
+// subgroups of sub: the leader's level-1 merge, plus the level-2 merge
+// and a partial's transfer on two levels.
+func (fc flashCost) mergeCycles(u, sub int) int {
+	if u <= sub {
+		return u * fc.perMerge
 	}
-	per := fc.per(n, g)
-	u := (n + per - 1) / per
-	work := per * fc.perTile
-	if u == g {
-		work = max(work, (n-(g-1)*per)*fc.perTile+fc.gate)
-	} else {
-		work = max(work, fc.gate)
-	}
-	return (u-1)*fc.perCore + max(work, fc.floor)
+	return (sub + (u+sub-1)/sub + 1) * fc.perMerge
 }
 
-// group is the cores per item: 1 when the grid has fewer than two cores
-// per item, else the g in 1 .. min(cores/items, Lt) minimising the
-// estimate at the longest context (time(Lt, g)); ties go to fewer cores.
-// For Qwen3.8-27B at mesh 1x2 (2 items) this is g = 3 at a 128-long
-// cache, 14 at 4096 and the L1 limit beyond (flashDecode lowers g while
-// the combine's CBs do not fit: 23 cores per item). At run time a
-// position uses fewer when that is cheaper (flashSpan).
-func (fc flashCost) group(d sdpaDims, cores int) int {
-	if 2*d.items > cores {
-		return 1
-	}
-	best, bestCost := 1, 0
-	for g := 1; g <= min(cores/d.items, d.Lt); g++ {
-		if c := fc.time(d.Lt, g); g == 1 || c < bestCost {
-			best, bestCost = g, c
+// subgroup is the cores per subgroup of the combine of a group of g: the
+// s minimising the merge of the whole group, mergeCycles(g, s) (ties to
+// the larger s, one level when that is as cheap).
+func (fc flashCost) subgroup(g int) int {
+	best := g
+	for s := g - 1; s >= 1; s-- {
+		if fc.mergeCycles(g, s) < fc.mergeCycles(g, best) {
+			best = s
 		}
 	}
 	return best
 }
+
+// flashHelpers is the number of helpers of a group of g cores: min(g,
+// Dt), the group's last; helper k (slot g-1-k) takes gate tiles k, k +
+// helpers, ... .
+func flashHelpers(g, Dt int) int { return min(g, Dt) }
 
 // flashBuild builds the program with groups of g cores per item.
 func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Program, error) {
@@ -190,6 +208,7 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 		plan := PlanSplit(d.items, t.NumWorkers(), d.Lt*2*d.Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
 		s.splitProgram, err = newSplitProgram(s.op, ctx, plan)
 	} else {
+		f.sub, f.helpers = cost.subgroup(g), flashHelpers(g, d.Dt)
 		cores, rs := firstCores(t, d.items*g)
 		s.splitProgram, err = newProgramOn(s.op, ctx, cores, rs)
 	}
@@ -211,7 +230,7 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 }
 
 // planCBs plans the program's CBs (and, group > 1, the combine's CBs and
-// semaphore 0).
+// the semaphores).
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
@@ -233,23 +252,21 @@ func (f *flashSDPA) planCBs() error {
 	f.lS = cbs.Scratch("row_sum", ir.FP32, 2)
 	f.alpha = cbs.Scratch("rescale", ir.FP32, 1)
 	f.oS = cbs.Scratch("out_acc", ir.FP32, Dt+1)
+	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
+	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
+	s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
 	if f.group == 1 {
 		f.rcol = cbs.Scratch("recip_sum", ir.FP32, 1)
 		f.rfull = cbs.Scratch("recip_sum_rows", ir.FP32, 1)
-	}
-	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-	sigPages := 1
-	if f.group > 1 {
-		sigPages = Dt // the leader's, computed before the merge
-	}
-	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, sigPages)
-	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-	s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
-	if f.group > 1 {
+		s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
+	} else {
+		f.sigOut = cbs.Output("sigmoid_gate", s.gate.Type.DType, 2)
+		f.sigIn = cbs.Input("leader_sigmoid_gate", s.gate.Type.DType, Dt)
 		f.wpos = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
-		f.sc = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, 1, Dt, ir.FP32, 0)
+		s.p.AddSemaphore(kir.Semaphore{ID: flashSemSig, Cores: s.rs})
+		f.sc = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, f.sub, 1, Dt, ir.FP32, flashSemCombine)
 	}
-	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles)", s.op.Name(), f.group, C))
+	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles, subgroups of %d)", s.op.Name(), f.group, C, f.sub))
 }
 
 // flashSplit is a core's share of the visible cache tiles, as variables
@@ -257,20 +274,15 @@ func (f *flashSDPA) planCBs() error {
 type flashSplit struct {
 	lptr   kir.Var // the tile holding pos
 	n, per kir.Var // visible tiles, tiles per core (group > 1)
+	used   kir.Var // cores with tiles (group > 1)
 	lo, hi kir.Var // the core's tiles [lo, hi)
 }
 
 // flashSpan emits the split of the n = pos/32 + 1 visible tiles: the
-// core at slot (rank r = group-1-slot) takes [r*per, (r+1)*per) within
-// [0, n), per = max(ceil(n/group), isqrt(n * perCore/perTile), minPer):
-// the group's cores share the tiles evenly unless fewer cores are
-// cheaper, sqrt(n * perTile/perCore) of them minimising (cores-1)*perCore
-// + n/cores*perTile (a short position on a group sized for a long cache),
-// and no core takes fewer tiles than the leader's sigmoid(gate) takes.
-// The cores with tiles are then the group's last (flashFirst), and the
-// leader (slot 0) has the fewest: none unless every core has some, so it
-// computes sigmoid(gate) while the others work. Reader and compute emit
-// it alike, so their loop counts agree.
+// core at slot takes [slot*per, (slot+1)*per) within [0, n), per =
+// flashCost.per(n, group, sub) (isqrt bit by bit), so the group's first
+// used = ceil(n/per) cores have tiles. Reader, compute and writer emit it
+// alike, so their loop counts agree.
 func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 	var sp flashSplit
 	group := f.group
@@ -280,28 +292,40 @@ func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 		sp.lo, sp.hi = b.Let("lo", kir.C(0)), sp.n
 		return sp
 	}
-	sp.per = b.LetT("per", kir.U32T, kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
-	// isqrt(n * perCore / perTile) bit by bit (that is below 2^32, the root below 2^16)
-	x := b.Let("per_x", kir.Div(kir.Mul(sp.n, kir.Ci(f.cost.perCore)), kir.Ci(f.cost.perTile)))
-	root := b.LetT("per_root", kir.U32T, kir.C(0))
-	b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
-		cand := b.Let("cand", kir.Add(root, kir.Shr(kir.C(1<<15), i)))
-		b.If(kir.Le(kir.Mul(cand, cand), x), func() { b.Assign(root, cand) })
-	})
-	b.If(kir.Gt(root, sp.per), func() { b.Assign(sp.per, root) })
-	if m := f.cost.minPer(); m > 1 {
-		b.If(kir.Lt(sp.per, kir.Ci(m)), func() { b.Assign(sp.per, kir.Ci(m)) })
+	isqrt := func(name string, x kir.Expr) kir.Var {
+		// bit by bit (x is below 2^32, the root below 2^16); at least 1
+		xv := b.Let(name+"_x", x)
+		root := b.LetT(name, kir.U32T, kir.C(0))
+		b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
+			cand := b.Let("cand", kir.Add(root, kir.Shr(kir.C(1<<15), i)))
+			b.If(kir.Le(kir.Mul(cand, cand), xv), func() { b.Assign(root, cand) })
+		})
+		b.If(kir.Eq(root, kir.C(0)), func() { b.Assign(root, kir.C(1)) })
+		return root
 	}
-	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(kir.Sub(kir.Ci(group-1), slot), sp.per))
+	pm, pt := kir.Ci(f.cost.perMerge), kir.Ci(f.cost.perTile)
+	sp.per = isqrt("per", kir.Div(kir.Mul(sp.n, pm), pt))
+	if f.sub < group {
+		b.If(kir.Gt(kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per), kir.Ci(f.sub)), func() {
+			b.Assign(sp.per, isqrt("per2", kir.Div(kir.Mul(sp.n, pm), kir.Ci(f.cost.perTile*f.sub))))
+		})
+	}
+	even := b.Let("per_even", kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
+	b.If(kir.Gt(even, sp.per), func() { b.Assign(sp.per, even) })
+	sp.used = b.Let("used", kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per))
+	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(slot, sp.per))
 	b.If(kir.Gt(sp.lo, sp.n), func() { b.Assign(sp.lo, sp.n) })
 	sp.hi = b.LetT("hi", kir.U32T, kir.Add(sp.lo, sp.per))
 	b.If(kir.Gt(sp.hi, sp.n), func() { b.Assign(sp.hi, sp.n) })
 	return sp
 }
 
-// flashFirst emits the first slot with tiles: group - ceil(n/per).
-func flashFirst(b *kir.Builder, sp flashSplit, group int) kir.Var {
-	return b.Let("first", kir.Sub(kir.Ci(group), kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per)))
+// helper emits whether the core at slot is a helper (group > 1) and its
+// first gate tile k (its helper index).
+func (f *flashSDPA) helper(b *kir.Builder, slot kir.Expr) (is, k kir.Var) {
+	is = b.Let("helper", kir.Ge(slot, kir.Ci(f.group-f.helpers)))
+	k = b.Let("helper_k", kir.Sub(kir.Ci(f.group-1), slot))
+	return is, k
 }
 
 // chunkEnd emits min(t0 + flashChunk, hi), the end of the chunk at t0.
@@ -311,8 +335,37 @@ func chunkEnd(b *kir.Builder, t0, hi kir.Expr) kir.Var {
 	return end
 }
 
+// gateItem emits item i's vars for reading gate tiles without its q rows
+// (decodeItem reads those): the user and the group's first row, or the
+// gate gather's row map.
+func (f *flashSDPA) gateItem(b *kir.Builder, i kir.Expr) sdpaItem {
+	s, d := f.gatedSDPA, f.d
+	var it sdpaItem
+	it.head = b.Let("ghead", i)
+	if s.groupRows {
+		it.user = b.Let("guser", kir.Div(it.head, kir.Ci(d.Hkv)))
+		it.groupRow = b.Let("ggroup_row", kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
+		return it
+	}
+	first := b.Let("gfirst", kir.Add(kir.Mul(kir.Div(it.head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+	s.gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+	}
+	return it
+}
+
+// gateTile emits the push of gate tile dd of item it into the gate CB.
+func (f *flashSDPA) gateTile(b *kir.Builder, it sdpaItem, dd kir.Expr) {
+	s := f.gatedSDPA
+	if s.groupRows {
+		s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
+	} else {
+		s.gg.Page(b, s.cbGate, dd)
+	}
+}
+
 // reader adds the reader (see the file's doc). Runtime args: start,
-// count (items), slot and, group > 1, leader.
+// count (items) and slot.
 func (f *flashSDPA) reader() error {
 	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
 	if err := s.readerSetup(); err != nil {
@@ -320,10 +373,6 @@ func (f *flashSDPA) reader() error {
 	}
 	rd := s.rd
 	rstart, rcount, rslot := rd.RuntimeArg("start"), rd.RuntimeArg("count"), rd.RuntimeArg("slot")
-	var rleader kir.Expr
-	if f.group > 1 {
-		rleader = rd.RuntimeArg("leader")
-	}
 	b := rd.Builder()
 	blocks.ScalerTile(b, s.scaler, 1)
 	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
@@ -338,58 +387,60 @@ func (f *flashSDPA) reader() error {
 	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	s.lptr = lptr
 	s.lrow = b.Let("lrow", kir.Mod(s.posv, kir.Ci(ir.TileSize)))
-	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
-	fb := ir.FP32.TileBytes()
-	consts := blocks.ScratchPages(b, s.consts, 2, "consts")
-	s.zero = b.Let("zero", consts)
-	s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
-	blocks.FillWords(b, s.zero, fb, 0)
-	b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-		b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
-	})
-	blocks.FillRowsFromRow0(b, s.bound, 4)
 	s.gq.Begin(b, []int{s.slotQ})
 	s.gg.Begin(b, []int{s.slotG})
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		it := s.decodeItem(b, i)
-		gate := func() {
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-				if s.groupRows {
-					s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
-				} else {
-					s.gg.Page(b, s.cbGate, dd)
-				}
-			})
-		}
-		if f.group > 1 {
-			b.Comment("the leader's gate tiles first: its compute takes their sigmoid before anything else")
-			b.If(kir.Ne(rleader, kir.C(0)), gate)
-		}
-		b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-			cend := chunkEnd(b, t0, hi)
-			b.For("t", t0, cend, func(tt kir.Var) {
-				b.If(kir.Eq(tt, lptr), func() {
-					m := blocks.Reserve(b, s.mask, kir.C(1), "m")
-					blocks.LocalCopy(b, s.bound, m, fb)
-					b.NoCAsyncReadBarrier()
-					b.CBPushBack(s.mask, kir.C(1))
-				})
-				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-					s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-				})
-			})
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
+	if f.group > 1 {
+		is, k := f.helper(b, rslot)
+		b.If(is, func() {
+			b.Comment("a helper's gate tiles first: its compute takes their sigmoid before anything else")
+			it := f.gateItem(b, rstart)
+			b.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(dd kir.Var) { f.gateTile(b, it, dd) })
 		})
-		if f.group == 1 {
-			gate()
-		}
-	})
+	}
+	fb := ir.FP32.TileBytes()
+	stream := func() {
+		b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
+		consts := blocks.ScratchPages(b, s.consts, 2, "consts")
+		s.zero = b.Let("zero", consts)
+		s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
+		blocks.FillWords(b, s.zero, fb, 0)
+		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+			b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
+		})
+		blocks.FillRowsFromRow0(b, s.bound, 4)
+		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+			it := s.decodeItem(b, i)
+			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
+				cend := chunkEnd(b, t0, hi)
+				b.For("t", t0, cend, func(tt kir.Var) {
+					b.If(kir.Eq(tt, lptr), func() {
+						m := blocks.Reserve(b, s.mask, kir.C(1), "m")
+						blocks.LocalCopy(b, s.bound, m, fb)
+						b.NoCAsyncReadBarrier()
+						b.CBPushBack(s.mask, kir.C(1))
+					})
+					b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+						s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+					})
+				})
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
+			})
+			if f.group == 1 {
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.gateTile(b, it, dd) })
+			}
+		})
+		blocks.ReleaseScratchPages(b, s.consts, 2)
+	}
+	if f.group == 1 {
+		stream()
+	} else {
+		b.If(kir.Lt(lo, hi), stream)
+	}
 	if s.err != nil {
 		return s.err
 	}
 	s.gg.End(b)
 	s.gq.End(b)
-	blocks.ReleaseScratchPages(b, s.consts, 2)
 	blocks.ReleaseScratch(b, s.cbPos)
 	return nil
 }
@@ -415,16 +466,12 @@ func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, 
 }
 
 // compute adds the compute kernel (see the file's doc). Runtime args:
-// items, slot and, group > 1, leader.
+// items and slot.
 func (f *flashSDPA) compute() {
 	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
 	var c *blocks.Compute
 	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
-	var leader kir.Expr
-	if f.group > 1 {
-		leader = s.cp.RuntimeArg("leader")
-	}
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
 	for _, cb := range []int{s.scaler, f.zeroT, f.posC} {
 		c.B.CBWaitFront(cb, kir.C(1))
@@ -433,41 +480,53 @@ func (f *flashSDPA) compute() {
 	sp := f.flashSpan(c.B, pos, slot)
 	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	if f.group > 1 {
-		c.If(kir.Ne(leader, kir.C(0)), func() {
-			c.B.Comment("leader: sigmoid(gate) first (it has the fewest cache tiles, none at short positions)")
-			c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
-				c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: sigmoid of its gate tiles first, for the leader")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.Unary(s.cbGate, f.sigOut, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
 			})
 		}, nil)
 	}
-	c.For("i", kir.C(0), items, func(kir.Var) {
-		c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
-		c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-			cend := chunkEnd(c.B, t0, hi)
-			n := c.B.Let("n", kir.Sub(cend, t0))
-			later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
-			f.chunkScores(c, t0, cend, lptr)
-			f.chunkSoftmax(c, n, later)
-			f.chunkValues(c, n, later)
+	stream := func() {
+		c.For("i", kir.C(0), items, func(kir.Var) {
+			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
+			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
+				cend := chunkEnd(c.B, t0, hi)
+				n := c.B.Let("n", kir.Sub(cend, t0))
+				later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
+				f.chunkScores(c, t0, cend, lptr)
+				f.chunkSoftmax(c, n, later)
+				f.chunkValues(c, n, later)
+			})
+			c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
+			if f.group == 1 {
+				f.normalise(c)
+			} else {
+				f.partial(c)
+			}
 		})
-		c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
-		if f.group == 1 {
-			f.normalise(c)
-		} else {
-			f.partial(c, kir.Eq(lo, hi))
-		}
-	})
-	if f.group > 1 {
-		// the leader merges the partials of the cores with tiles and
-		// multiplies each merged tile by sigmoid(gate)
-		f.sc.MergeThen(c, leader, flashFirst(c.B, sp, f.group), func() {
+	}
+	if f.group == 1 {
+		stream()
+	} else {
+		c.If(kir.Lt(lo, hi), stream, nil)
+		// the leader multiplies each merged tile, rounded to q's dtype,
+		// by sigmoid(gate) from the helpers
+		f.sc.MergeThen(c, slot, sp.used, func(page kir.Expr) {
+			c.B.CBWaitFront(f.sigIn, kir.Ci(Dt))
 			c.B.CBWaitFront(f.sc.Out, kir.C(1))
 			c.Acquire()
 			c.Copy(f.sc.Out, kir.C(0), kir.C(0))
 			c.B.CBPopFront(f.sc.Out, kir.C(1))
 			c.PackOut(s.attn, 1)
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
+			c.B.CBWaitFront(s.attn, kir.C(1))
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastNone, s.attn, f.sigIn, kir.C(0), page, kir.C(0))
+			c.B.CBPopFront(s.attn, kir.C(1))
+			c.PackOut(s.cbOut, 1)
 		})
+		c.If(kir.Eq(slot, kir.C(0)), func() { c.B.CBPopFront(f.sigIn, kir.Ci(Dt)) }, nil)
 	}
 	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
 		c.B.CBPopFront(cb, kir.C(1))
@@ -633,13 +692,10 @@ func (f *flashSDPA) normalise(c *blocks.Compute) {
 	c.B.CBPopFront(f.rfull, kir.C(1))
 }
 
-// partial emits (group > 1) the core's partial for SplitCombine: O's Dt
-// tiles, m = -nm, l, popping the state; a core with no tiles (empty)
-// sends O = 0, m = -2^16, l = 0 (DEST as tile_regs_acquire hands it
-// over, cleared, and -2^16 added on the SFPU).
-func (f *flashSDPA) partial(c *blocks.Compute, empty kir.Expr) {
-	x := f.sc.X
-	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to the leader")
+// partial emits (group > 1, a core with tiles) the core's partial for
+// SplitCombine: O's Dt tiles, m = -nm, l, popping the state.
+func (f *flashSDPA) partial(c *blocks.Compute) {
+	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to its sub-leader")
 	one := func(cb int, negate bool) {
 		c.B.CBWaitFront(cb, kir.C(1))
 		c.Acquire()
@@ -648,31 +704,21 @@ func (f *flashSDPA) partial(c *blocks.Compute, empty kir.Expr) {
 			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
 		}
 		c.B.CBPopFront(cb, kir.C(1))
-		c.PackOut(x.Partial, 1)
+		c.PackOut(f.sc.Partial, 1)
 	}
-	c.If(empty, func() {
-		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
-			c.Acquire()
-			c.PackOut(x.Partial, 1)
-		})
-		c.Acquire()
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: -65536}, kir.C(0))
-		c.PackOut(x.Partial, 1)
-		c.Acquire()
-		c.PackOut(x.Partial, 1)
-	}, func() {
-		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
-		one(f.nmS, true)
-		one(f.lS, false)
-	})
+	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
+	one(f.nmS, true)
+	one(f.lS, false)
 }
 
 // writer adds the writer: group 1 writes its items' result tiles as
-// sdpa_decode_gated always did (start, count); group > 1 sends the
-// core's partial to its leader, which writes its item's result (start:
-// the item; then the exchange's arguments).
+// sdpa_decode_gated always did (start, count); group > 1: a helper sends
+// its sigmoid pages to the leader, the leader receives the helpers'
+// (flashSemSig), every core takes its part in the combine and the leader
+// writes its item's result (start: the item; then the combine's
+// arguments).
 func (f *flashSDPA) writer() error {
-	s := f.gatedSDPA
+	s, Dt := f.gatedSDPA, f.d.Dt
 	if f.group == 1 {
 		return s.writer()
 	}
@@ -687,13 +733,32 @@ func (f *flashSDPA) writer() error {
 	}
 	s.wr = wr
 	item := wr.RuntimeArg("start")
-	ea := f.sc.X.Declare(wr)
+	ca := f.sc.Declare(wr)
 	b := wr.Builder()
-	b.Comment("pos: a core without cache tiles sends no partial (the leader skips it), only its count")
-	sp := f.flashSpan(b, readPos(b, pAcc, f.wpos), ea.Slot)
+	is, k := f.helper(b, ca.Slot)
+	b.If(is, func() {
+		b.Comment("helper: its sigmoid(gate) pages into the leader's, then count them there")
+		sigDst := b.Let("sig_dst", kir.GetWritePtr{CB: f.sigIn})
+		pb := s.gate.Type.DType.TileBytes()
+		b.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(dd kir.Var) {
+			src := blocks.WaitFront(b, f.sigOut, kir.C(1), "sig_src")
+			b.NoCAsyncWrite(src, kir.NoCAddr{X: ca.TopX, Y: ca.TopY, Addr: kir.Add(sigDst, kir.Mul(dd, kir.Ci(pb)))}, kir.Ci(pb))
+			b.NoCAsyncWriteBarrier()
+			b.CBPopFront(f.sigOut, kir.C(1))
+		})
+		b.NoCSemaphoreInc(kir.NoCAddr{X: ca.TopX, Y: ca.TopY, Addr: kir.GetSemaphore{ID: kir.Ci(flashSemSig)}}, kir.C(1))
+	})
+	leader := b.Let("leader", kir.Eq(ca.Slot, kir.C(0)))
+	b.If(leader, func() {
+		b.Comment("leader: the helpers' sigmoid(gate) pages in, to compute")
+		b.CBReserveBack(f.sigIn, kir.Ci(Dt))
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(flashSemSig)}, kir.Ci(f.helpers))
+		b.CBPushBack(f.sigIn, kir.Ci(Dt))
+	})
+	sp := f.flashSpan(b, readPos(b, pAcc, f.wpos), ca.Slot)
 	blocks.ReleaseScratch(b, f.wpos)
-	f.sc.X.EmitSending(b, ea, kir.Lt(sp.lo, sp.hi))
-	b.If(kir.Ne(ea.Leader, kir.C(0)), func() {
+	f.sc.Emit(b, ca, sp.used)
+	b.If(leader, func() {
 		otiles := blocks.ScratchPages(b, s.asm, s.d.G, "otiles")
 		blocks.FillWords(b, otiles, s.d.G*s.out.Type.DType.TileBytes(), 0)
 		s.writeDecodeTiles(b, oAcc, otiles, b.Let("head", item))
@@ -704,7 +769,7 @@ func (f *flashSDPA) writer() error {
 
 // setArgs sets every core's runtime arguments: group 1, the items of the
 // split plan (slot 0); group > 1, core i's item i/group and slot
-// i%group, and the exchange's arguments.
+// i%group, and the combine's arguments.
 func (f *flashSDPA) setArgs() error {
 	s := f.gatedSDPA
 	if f.group == 1 {
@@ -717,14 +782,14 @@ func (f *flashSDPA) setArgs() error {
 		return nil
 	}
 	for i, core := range s.cores {
-		ex, err := f.sc.X.Values(i, s.wr.NoC)
+		ca, err := f.sc.Values(i)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.op.Name(), err)
 		}
 		item, slot := kir.U32(uint32(i/f.group)), kir.U32(uint32(i%f.group))
-		s.rd.SetRuntimeArgs(core, item, kir.U32(1), slot, ex[0])
-		s.cp.SetRuntimeArgs(core, kir.U32(1), slot, ex[0])
-		s.wr.SetRuntimeArgs(core, append([]kir.ArgValue{item}, ex...)...)
+		s.rd.SetRuntimeArgs(core, item, kir.U32(1), slot)
+		s.cp.SetRuntimeArgs(core, kir.U32(1), slot)
+		s.wr.SetRuntimeArgs(core, append([]kir.ArgValue{item}, ca...)...)
 	}
 	return nil
 }

@@ -202,6 +202,10 @@ func TestFlashSDPAOnSim(t *testing.T) {
 		{name: "b3_l512_pos5_g3", B: 3, L: 512, pos: 5, cores: 18, group: 3},
 		// several items per core, several chunks (11 tiles, chunks of 8)
 		{name: "b3_l512_pos350_g1", B: 3, L: 512, pos: 350, cores: 2, group: 1},
+		// groups of 12 merging on a tree of subgroups of 4 (4, 4, 4): 32
+		// tiles over 11 cores (3 each, 2 on the last), three subgroups
+		// at level 1, their merged partials at level 2
+		{name: "b1_l1024_pos1000_g12_tree", B: 1, L: 1024, pos: 1000, cores: 24, group: 12},
 	}
 	for _, tc := range quick {
 		t.Run(tc.name, func(t *testing.T) {
