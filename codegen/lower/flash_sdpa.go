@@ -253,8 +253,14 @@ func (f *flashSDPA) planCBs() error {
 	f.alpha = cbs.Scratch("rescale", ir.FP32, 1)
 	f.oS = cbs.Scratch("out_acc", ir.FP32, Dt+1)
 	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-	s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+	if f.group == 1 {
+		s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+	} else {
+		// the leader's writer takes the result tiles all at once
+		s.cbOut = cbs.Output("out", s.out.Type.DType, Dt)
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G*Dt)
+	}
 	if f.group == 1 {
 		f.rcol = cbs.Scratch("recip_sum", ir.FP32, 1)
 		f.rfull = cbs.Scratch("recip_sum_rows", ir.FP32, 1)
@@ -262,9 +268,12 @@ func (f *flashSDPA) planCBs() error {
 	} else {
 		f.sigOut = cbs.Output("sigmoid_gate", s.gate.Type.DType, 2)
 		f.sigIn = cbs.Input("leader_sigmoid_gate", s.gate.Type.DType, Dt)
-		f.wpos = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
+		f.wpos = cbs.Pages(blocks.InputCB, "pos_for_writer", ir.UInt32, f.ctx.Target.L1Align, 1)
 		s.p.AddSemaphore(kir.Semaphore{ID: flashSemSig, Cores: s.rs})
-		f.sc = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, f.sub, 1, Dt, ir.FP32, flashSemCombine)
+		var err error
+		if f.sc, err = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, f.sub, 1, Dt, s.d.G, ir.FP32, s.attn, f.zeroT, flashSemCombine); err != nil {
+			return fmt.Errorf("%s: %w", s.op.Name(), err)
+		}
 	}
 	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles, subgroups of %d)", s.op.Name(), f.group, C, f.sub))
 }
@@ -374,15 +383,19 @@ func (f *flashSDPA) reader() error {
 	rd := s.rd
 	rstart, rcount, rslot := rd.RuntimeArg("start"), rd.RuntimeArg("count"), rd.RuntimeArg("slot")
 	b := rd.Builder()
-	blocks.ScalerTile(b, s.scaler, 1)
-	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
-	blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
-	b.CBPushBack(f.zeroT, kir.C(1))
+	if f.group == 1 {
+		f.tileConsts(b)
+	}
 	s.posv = readPos(b, s.pAcc, s.cbPos)
 	b.Comment("pos, for the compute kernel's loop counts (read_tile_value)")
-	pp := blocks.Reserve(b, f.posC, kir.C(1), "pos_page")
-	b.L1Write32(pp, s.posv)
-	b.CBPushBack(f.posC, kir.C(1))
+	for _, cb := range []int{f.posC, f.wpos} {
+		if cb == f.wpos && f.group == 1 {
+			continue
+		}
+		pp := blocks.Reserve(b, cb, kir.C(1), "pos_page")
+		b.L1Write32(pp, s.posv)
+		b.CBPushBack(cb, kir.C(1))
+	}
 	sp := f.flashSpan(b, s.posv, rslot)
 	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	s.lptr = lptr
@@ -398,18 +411,29 @@ func (f *flashSDPA) reader() error {
 		})
 	}
 	fb := ir.FP32.TileBytes()
+	// holds: the core's tiles include pos's (group > 1: only that core
+	// needs the constant tiles, which its writer makes)
+	holds := b.Let("holds_pos", kir.LAnd(kir.Le(lo, lptr), kir.Lt(lptr, hi)))
 	stream := func() {
-		b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
-		consts := blocks.ScratchPages(b, s.consts, 2, "consts")
-		s.zero = b.Let("zero", consts)
-		s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
-		blocks.FillWords(b, s.zero, fb, 0)
-		b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-			b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
-		})
-		blocks.FillRowsFromRow0(b, s.bound, 4)
+		if f.group == 1 {
+			consts := blocks.ScratchPages(b, s.consts, 2, "consts")
+			f.maskConsts(b, consts, s.lrow)
+			s.zero = b.Let("zero", consts)
+			s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
+		} else {
+			s.zero = b.LetT("zero", kir.U32T, kir.C(0))
+			s.bound = b.LetT("bound", kir.U32T, kir.C(0))
+		}
 		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 			it := s.decodeItem(b, i)
+			if f.group > 1 {
+				b.If(holds, func() {
+					b.Comment("the constant tiles (the writer makes them): zeros, and the mask of the tile holding pos")
+					consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
+					b.Assign(s.zero, consts)
+					b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
+				})
+			}
 			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(b, t0, hi)
 				b.For("t", t0, cend, func(tt kir.Var) {
@@ -429,7 +453,11 @@ func (f *flashSDPA) reader() error {
 				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.gateTile(b, it, dd) })
 			}
 		})
-		blocks.ReleaseScratchPages(b, s.consts, 2)
+		if f.group == 1 {
+			blocks.ReleaseScratchPages(b, s.consts, 2)
+		} else {
+			b.If(holds, func() { b.CBPopFront(s.consts, kir.C(2)) })
+		}
 	}
 	if f.group == 1 {
 		stream()
@@ -443,6 +471,29 @@ func (f *flashSDPA) reader() error {
 	s.gq.End(b)
 	blocks.ReleaseScratch(b, s.cbPos)
 	return nil
+}
+
+// tileConsts emits the compute kernel's constant tiles: the reduce
+// scaler (1.0) and a bf16 zero tile.
+func (f *flashSDPA) tileConsts(b *kir.Builder) {
+	blocks.ScalerTile(b, f.scaler, 1)
+	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
+	blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
+	b.CBPushBack(f.zeroT, kir.C(1))
+}
+
+// maskConsts emits the reader's fp32 constant tiles at consts: zeros,
+// then the mask of the tile holding pos (0, -inf in the columns past row
+// lrow's position).
+func (f *flashSDPA) maskConsts(b *kir.Builder, consts kir.Expr, lrow kir.Expr) {
+	fb := ir.FP32.TileBytes()
+	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
+	blocks.FillWords(b, consts, fb, 0)
+	bound := b.Let("bound_tile", kir.Add(consts, kir.Ci(fb)))
+	b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+		b.L1Write32(kir.Add(bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
+	})
+	blocks.FillRowsFromRow0(b, bound, 4)
 }
 
 // valueBlock emits one block of flashChunk pages of the V CB: V tiles
@@ -515,11 +566,6 @@ func (f *flashSDPA) compute() {
 		// by sigmoid(gate) from the helpers
 		f.sc.MergeThen(c, slot, sp.used, func(page kir.Expr) {
 			c.B.CBWaitFront(f.sigIn, kir.Ci(Dt))
-			c.B.CBWaitFront(f.sc.Out, kir.C(1))
-			c.Acquire()
-			c.Copy(f.sc.Out, kir.C(0), kir.C(0))
-			c.B.CBPopFront(f.sc.Out, kir.C(1))
-			c.PackOut(s.attn, 1)
 			c.B.CBWaitFront(s.attn, kir.C(1))
 			c.Acquire()
 			c.Binary(kir.EltMul, blocks.BcastNone, s.attn, f.sigIn, kir.C(0), page, kir.C(0))
@@ -727,14 +773,21 @@ func (f *flashSDPA) writer() error {
 	if s.err != nil {
 		return s.err
 	}
-	pAcc := s.bind(wr, "pos_addr", s.pos)
-	if s.err != nil {
-		return s.err
-	}
 	s.wr = wr
 	item := wr.RuntimeArg("start")
 	ca := f.sc.Declare(wr)
 	b := wr.Builder()
+	b.Comment("the constant tiles: compute's, then (after pos) the reader's")
+	f.tileConsts(b)
+	b.Comment("pos from the reader (one DRAM read of it per core)")
+	pos := b.Let("pos", kir.L1Read32{Addr: blocks.WaitFront(b, f.wpos, kir.C(1), "pos_page")})
+	b.CBPopFront(f.wpos, kir.C(1))
+	sp := f.flashSpan(b, pos, ca.Slot)
+	b.If(kir.LAnd(kir.Le(sp.lo, sp.lptr), kir.Lt(sp.lptr, sp.hi)), func() {
+		consts := blocks.Reserve(b, s.consts, kir.C(2), "consts")
+		f.maskConsts(b, consts, b.Let("lrow", kir.Mod(pos, kir.Ci(ir.TileSize))))
+		b.CBPushBack(s.consts, kir.C(2))
+	})
 	is, k := f.helper(b, ca.Slot)
 	b.If(is, func() {
 		b.Comment("helper: its sigmoid(gate) pages into the leader's, then count them there")
@@ -749,22 +802,58 @@ func (f *flashSDPA) writer() error {
 		b.NoCSemaphoreInc(kir.NoCAddr{X: ca.TopX, Y: ca.TopY, Addr: kir.GetSemaphore{ID: kir.Ci(flashSemSig)}}, kir.C(1))
 	})
 	leader := b.Let("leader", kir.Eq(ca.Slot, kir.C(0)))
+	var otiles kir.Var
 	b.If(leader, func() {
-		b.Comment("leader: the helpers' sigmoid(gate) pages in, to compute")
+		b.Comment("leader: the helpers' sigmoid(gate) pages in, to compute; zeroed result tiles")
 		b.CBReserveBack(f.sigIn, kir.Ci(Dt))
 		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(flashSemSig)}, kir.Ci(f.helpers))
 		b.CBPushBack(f.sigIn, kir.Ci(Dt))
 	})
-	sp := f.flashSpan(b, readPos(b, pAcc, f.wpos), ca.Slot)
-	blocks.ReleaseScratch(b, f.wpos)
+	otiles = b.Let("otiles", kir.GetWritePtr{CB: s.asm})
+	b.If(leader, func() {
+		b.CBReserveBack(s.asm, kir.Ci(s.d.G*Dt))
+		blocks.FillWords(b, otiles, s.d.G*Dt*s.out.Type.DType.TileBytes(), 0)
+	})
 	f.sc.Emit(b, ca, sp.used)
 	b.If(leader, func() {
-		otiles := blocks.ScratchPages(b, s.asm, s.d.G, "otiles")
-		blocks.FillWords(b, otiles, s.d.G*s.out.Type.DType.TileBytes(), 0)
-		s.writeDecodeTiles(b, oAcc, otiles, b.Let("head", item))
-		blocks.ReleaseScratchPages(b, s.asm, s.d.G)
+		f.writeResult(b, oAcc, otiles, b.Let("head", item))
+		b.CBPushBack(s.asm, kir.Ci(s.d.G*Dt))
+		b.CBWaitFront(s.asm, kir.Ci(s.d.G*Dt))
+		b.CBPopFront(s.asm, kir.Ci(s.d.G*Dt))
 	})
 	return nil
+}
+
+// writeResult emits the leader's writes of its item head's (b*Hkv + j)
+// Dt result tiles (Dt pages of cbOut): row g of result tile d is row 0 of
+// head j*G + g's output tile d, assembled in the G*Dt zeroed pages at
+// otiles (tile d*G + g) by local copies as the pages arrive, then written
+// under one barrier (writeDecodeTiles, one tile at a time, waits for
+// each write before reusing its G pages).
+func (f *flashSDPA) writeResult(b *kir.Builder, oAcc *blocks.Access, otiles kir.Var, head kir.Var) {
+	s, d, Dt := f.gatedSDPA, f.d, f.d.Dt
+	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
+	otile := func(dd, g kir.Expr) kir.Expr {
+		return kir.Add(otiles, kir.Mul(kir.Add(kir.Mul(dd, kir.Ci(d.G)), g), kir.Ci(otb)))
+	}
+	u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+	j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
+	first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+	src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
+	b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+		b.CBWaitFront(s.cbOut, kir.Add(dd, kir.C(1)))
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			blocks.CopyTileRow(b, kir.Add(src, kir.Mul(dd, kir.Ci(otb))), g, otile(dd, g), kir.C(0), oeb)
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPopFront(s.cbOut, kir.Ci(Dt))
+	b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			b.NoCAsyncWrite(otile(dd, g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+		})
+	})
+	b.NoCAsyncWriteBarrier()
 }
 
 // setArgs sets every core's runtime arguments: group 1, the items of the

@@ -76,38 +76,60 @@ type SplitCombine struct {
 	Cores       []kir.Core     // the program's cores in group order
 	Ranges      []ir.CoreRange // the same cores, for the semaphores
 	Rows, Width int
+	// Live is the rows of a q tile row that carry data (1 .. 32): the
+	// merge's weights are moved for those rows only, the others' results
+	// are garbage.
+	Live int
 	// Pages is the pages of a partial, Page their bytes.
 	Pages, Page int
 	// Partial (compute -> writer: the core's partial, then a sub-leader's
 	// merged partial), Gather (writer -> compute: Sub partial slots for
-	// level 1, then, on two levels, Subs() slots for level 2), the
-	// leaders' fp32 scratch Shift (two pages: -M, then L or 1/L) and
-	// Weights (2*max(Sub, Subs()) pages) and Out (two pages) the result.
-	Partial, Gather, Shift, Weights, Out int
-	Sem1, Sem2                           int
+	// level 1, then, on two levels, Subs() slots for level 2), Xfer
+	// (writer -> compute: per tile row the m_i packed into one tile, -M,
+	// then K = max(Sub, Subs()) pages of the weights, w_i in column 0),
+	// WRow (compute -> writer: the w_i packed into one tile) and Shift
+	// (compute's fp32 scratch: L or 1/L, 1/L on every column).
+	Partial, Gather, Xfer, WRow, Shift int
+	// Out is the caller's CB the final merge packs the result to (its
+	// format rounds it), Zero the caller's CB holding a zero tile at its
+	// front for the whole of compute's MergeThen.
+	Out, Zero  int
+	Sem1, Sem2 int
 }
+
+// maxMerge is the most partials one merge takes: one fp32 tile's columns.
+const maxMerge = ir.TileSize
 
 // NewSplitCombine returns the combine of groups of group consecutive
 // cores (their ranges rs) in subgroups of sub cores (sub >= group: one
-// level) over partials of rows q tile rows and width O tiles in format
-// dt, its CBs planned on cbs (the result in dt) and its semaphores sem and
-// sem+1 (two levels) added to p.
-func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores []kir.Core, rs []ir.CoreRange, group, sub, rows, width int, dt ir.DType, sem int) *SplitCombine {
+// level) over partials of rows q tile rows (live rows each) and width O
+// tiles in format dt, its CBs planned on cbs, the result packed to the
+// caller's CB out, zero a CB holding a zero tile, and its semaphores sem
+// and sem+1 (two levels) added to p. A merge takes at most 32 partials:
+// sub and the number of subgroups must not exceed that.
+func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores []kir.Core, rs []ir.CoreRange, group, sub, rows, width, live int, dt ir.DType, out, zero, sem int) (*SplitCombine, error) {
 	sub = min(max(sub, 1), group)
 	n := rows * (width + 2)
-	sc := &SplitCombine{T: t, Group: group, Sub: sub, Cores: cores, Ranges: rs, Rows: rows, Width: width, Pages: n, Page: dt.TileBytes(), Sem1: sem, Sem2: -1}
+	sc := &SplitCombine{T: t, Group: group, Sub: sub, Cores: cores, Ranges: rs, Rows: rows, Width: width, Live: min(max(live, 1), ir.TileSize),
+		Pages: n, Page: dt.TileBytes(), Out: out, Zero: zero, Sem1: sem, Sem2: -1}
+	if k := sc.k(); k > maxMerge {
+		return nil, fmt.Errorf("combine: groups of %d in subgroups of %d merge %d partials at once, more than %d", group, sub, k, maxMerge)
+	}
 	sc.Partial = cbs.Output("partial", dt, n)
 	sc.Gather = cbs.Input("group_partials", dt, sc.slots(0)+sc.slots(1))
+	sc.Xfer = cbs.Input("combine_weights", ir.FP32, 2+sc.k())
+	sc.WRow = cbs.Output("combine_packed_weights", ir.FP32, 1)
+	sc.Shift = cbs.Scratch("combine_recip", ir.FP32, 2)
 	if sc.Subs() > 1 {
 		sc.Sem2 = sem + 1
 		p.AddSemaphore(kir.Semaphore{ID: sc.Sem2, Cores: rs})
 	}
 	p.AddSemaphore(kir.Semaphore{ID: sc.Sem1, Cores: rs})
-	sc.Shift = cbs.Scratch("combine_shift", ir.FP32, 2)
-	sc.Weights = cbs.Scratch("combine_weights", ir.FP32, 2*max(sub, sc.Subs()))
-	sc.Out = cbs.Output("combined", dt, 2)
-	return sc
+	return sc, nil
 }
+
+// k is the most partials a merge takes, max(Sub, Subs()).
+func (sc *SplitCombine) k() int { return max(sc.Sub, sc.Subs()) }
 
 // Subs is the number of subgroups, ceil(Group/Sub).
 func (sc *SplitCombine) Subs() int { return (sc.Group + sc.Sub - 1) / sc.Sub }
@@ -186,11 +208,12 @@ func (sc *SplitCombine) roles(b *kir.Builder, slot, used kir.Expr) roles {
 // Declare, when the group's first used cores (a run-time value in 1 ..
 // Group) have partials: such a core sends its partial (consuming Pages
 // pages of Partial), a sub-leader with partials receives its subgroup's
-// (producing slots(0) pages of Gather) and, on two levels, sends its
-// merged partial (Pages more pages of Partial), and the leader receives
-// those (slots(1) more pages of Gather). Gather's address on the
-// receivers is its base, which Emit reads from its own copy before it
-// reserves any: nothing else may reserve Gather.
+// (producing slots(0) pages of Gather), serves its merge (serve) and, on
+// two levels, sends its merged partial (Pages more pages of Partial), and
+// the leader receives those (slots(1) more pages of Gather) and serves
+// that merge too. Gather's address on the receivers is its base, which
+// Emit reads from its own copy before it reserves any: nothing else may
+// reserve Gather.
 func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 	n := sc.Pages
 	base := b.Let("gather_base", kir.GetWritePtr{CB: sc.Gather})
@@ -219,15 +242,76 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 	b.If(r.lead, func() {
 		b.Comment("sub-leader: the subgroup's partials in, to compute")
 		receive(sc.slots(0), r.cnt1, sc.Sem1)
+		sc.serve(b, base, r.cnt1)
 		if sc.Subs() > 1 {
 			b.If(r.two, func() {
 				send(kir.Add(kir.Ci(sc.slots(0)), kir.Mul(r.sub, kir.Ci(n))), a.TopX, a.TopY, sc.Sem2, "the subgroup's merged partial")
 				b.If(kir.Eq(a.Slot, kir.C(0)), func() {
 					b.Comment("leader: the subgroups' partials in, to compute")
 					receive(sc.slots(1), r.cnt2, sc.Sem2)
+					sc.serve(b, kir.Add(base, kir.Ci(sc.slots(0)*sc.Page)), r.cnt2)
 				})
 			})
 		}
+	})
+}
+
+// fp32 bits the writer's data movement works with.
+const (
+	signBit = 0x80000000
+	allBits = 0xFFFFFFFF
+)
+
+// serve emits the writer's part of one merge of the cnt partials at L1
+// address front (Gather's pages as compute sees them), per tile row r:
+// it packs m_i (row q, column 0 of partial i's m tile) into row q, column
+// i of one tile and -M, M = max_i m_i (compared as integers: an fp32's
+// bits with the sign bit set become allBits - bits, else bits + signBit,
+// which orders them as the values), into the same places of another, for
+// the Live rows q (two pages of Xfer), then takes compute's packed weights (a
+// page of WRow, w_i in row q, column i) and unpacks them into column 0 of
+// K pages of Xfer, one per partial.
+func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
+	n, w, pb := sc.Pages, sc.Width, sc.Page
+	at := func(q, c kir.Expr) kir.Expr { return blocks.FaceOffset(q, c, 4) }
+	key := func(bits kir.Expr) kir.Var {
+		k := b.LetT("key", kir.U32T, kir.Add(bits, kir.C(signBit)))
+		b.If(kir.Ge(bits, kir.C(signBit)), func() { b.Assign(k, kir.Sub(kir.C(allBits), bits)) })
+		return k
+	}
+	b.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
+		mTile := func(i kir.Expr) kir.Expr {
+			return kir.Add(front, kir.Mul(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Add(kir.Mul(r, kir.Ci(w+2)), kir.Ci(w))), kir.Ci(pb)))
+		}
+		b.Comment("the m_i packed into one tile, and -M")
+		mp := blocks.Reserve(b, sc.Xfer, kir.C(2), "m_packed")
+		b.For("q", kir.C(0), kir.Ci(sc.Live), func(q kir.Var) {
+			best := b.LetT("best", kir.U32T, kir.C(0))
+			bestKey := b.LetT("best_key", kir.U32T, kir.C(0))
+			b.For("i", kir.C(0), cnt, func(i kir.Var) {
+				bits := b.Let("m_bits", kir.L1Read32{Addr: kir.Add(mTile(i), at(q, kir.C(0)))})
+				b.L1Write32(kir.Add(mp, at(q, i)), bits)
+				k := key(bits)
+				b.If(kir.LOr(kir.Eq(i, kir.C(0)), kir.Gt(k, bestKey)), func() {
+					b.Assign(best, bits)
+					b.Assign(bestKey, k)
+				})
+			})
+			b.For("i", kir.C(0), cnt, func(i kir.Var) {
+				b.L1Write32(kir.Add(kir.Add(mp, kir.Ci(pb)), at(q, i)), kir.Add(best, kir.C(signBit)))
+			})
+		})
+		b.CBPushBack(sc.Xfer, kir.C(2))
+		b.Comment("compute's w_i = exp(m_i - M), one tile per partial (column 0)")
+		wp := blocks.WaitFront(b, sc.WRow, kir.C(1), "w_packed")
+		wc := blocks.Reserve(b, sc.Xfer, kir.Ci(sc.k()), "w_cols")
+		b.For("i", kir.C(0), cnt, func(i kir.Var) {
+			b.For("q", kir.C(0), kir.Ci(sc.Live), func(q kir.Var) {
+				b.L1Write32(kir.Add(kir.Add(wc, kir.Mul(i, kir.Ci(pb))), at(q, kir.C(0))), kir.L1Read32{Addr: kir.Add(wp, at(q, i))})
+			})
+		})
+		b.CBPushBack(sc.Xfer, kir.Ci(sc.k()))
+		b.CBPopFront(sc.WRow, kir.C(1))
 	})
 }
 
@@ -240,31 +324,32 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 // tiles in order). Out holds two pages, so its consumer runs alongside:
 // then, when not nil, is emitted after each page is pushed with the
 // page's index (r*Width + j) and must consume it (wait for, use and pop
-// one page of Out), e.g. to round the result or go on computing with it;
-// with then nil another kernel (the writer) consumes Out. Both levels run
-// the one merge loop (the code once, for the kernel's code size).
+// one page of Out), e.g. to go on computing with it; with then nil
+// another kernel (the writer) consumes Out. Both levels run the one merge
+// loop (the code once, for the kernel's code size).
 //
-// A merge, per tile row r, in DEST[0] and DEST[1]:
+// A merge, per tile row r (the writer's serve moves the values between
+// tiles):
 //
-//  1. M: the fold of the m_i by max(a, b) = a + relu(b - a) on the SFPU
-//     (in fp32, so within 2^-3 of the max for |m_i| < 2^20: M only
-//     shifts the exponents, so it need not be exact); -M to Shift;
-//  2. w_i = exp(m_i - M) to Weights (one exp_tile per partial);
-//  3. L = sum_i w_i * l_i to Shift; the final merge takes 1/L (recip_tile)
-//     and s_i = w_i * (1/L) (an fp32 product on the SFPU) to Weights,
-//     a level-1 merge on two levels keeps s_i = w_i;
-//  4. per O tile j, sum_i O_ij * s_i (s_i broadcast along the row) to Out,
-//     or (level 1 of two) to Partial, followed by m' = M and l' = L.
+//  1. W = exp(m_packed - M) on the packed tile (add_binary_tile of -M,
+//     exp_tile): the weights w_i = exp(m_i - M) of every partial at
+//     once, exact arguments (the m_i are flash decoding's bf16 maxima, or
+//     M's of level 1, which are those too), to WRow;
+//  2. L = sum_i w_i * l_i (mul_tiles, the w_i in column 0 of their own
+//     tiles), accumulated in DEST; the final merge takes 1/L (recip_tile)
+//     and spreads it over the columns (add_tiles_bcast_cols onto zeros);
+//  3. per O tile j, O'_j = sum_i O_ij * w_i (mul_tiles_bcast_cols), the
+//     final merge times 1/L (mul_binary_tile, fp32) to Out; a level-1
+//     merge on two levels packs O'_j, then m' = M and l' = L, to Partial.
 //
-// The w_i of steps 3 and 4 are the same FPU reads (tf32), so the weights
-// s_i sum to 1 up to the fp32 roundings of L, its reciprocal and the
-// products; a level-1 merge's O' and l' carry the same w_i, so the
-// level-2 merge's quotient does not see them.
-// The sums of products accumulate in DEST: mul_tiles adds its product to
-// DEST (ELWMUL), which tile_regs_acquire hands over cleared. The products
-// run on the FPU at the kernel's math fidelity (HiFi4 multiplies the
-// tf32 operands the FPU truncates fp32 data to in full), the rest in fp32
-// (FP32DestAccEn).
+// The FPU reads the w_i as tf32 in the same way for L and O', so their
+// quotient does not see it (nor a level-1 partial's, whose O' and l'
+// carry the same w_i); 1/L is applied as tf32(1/L), as the single-core
+// normalisation does. The sums of products accumulate in DEST: mul_tiles
+// adds its product to DEST (ELWMUL), which tile_regs_acquire hands over
+// cleared. The products run on the FPU at the kernel's math fidelity
+// (HiFi4 multiplies the tf32 operands the FPU truncates fp32 data to in
+// full), the rest in fp32 (FP32DestAccEn).
 func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then func(page kir.Expr)) {
 	r := sc.roles(c.B, slot, used)
 	if sc.Subs() == 1 {
@@ -296,12 +381,9 @@ func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then f
 // merge, else a run-time flag (0: a level-1 merge whose result is a
 // partial).
 func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, then func(page kir.Expr)) {
-	gather := sc.Gather
-	n, w := sc.Pages, sc.Width
-	K := kir.Ci(max(sc.Sub, sc.Subs()))
+	gather, n, w := sc.Gather, sc.Pages, sc.Width
+	K := sc.k()
 	d0, d1 := kir.C(0), kir.C(1)
-	sfpu := func(op kir.SFPUOp, d kir.Expr) { c.SFPU(blocks.SFPUStep{Op: op}, d) }
-	add := func() { c.SFPUBinary(kir.SFPUAddBinary, d0, d1) }
 	ifFinal := func(yes, no func()) {
 		if final == nil {
 			yes()
@@ -314,78 +396,56 @@ func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, the
 		tile := func(i, j kir.Expr) kir.Expr {
 			return kir.Add(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Mul(r, kir.Ci(w+2))), j)
 		}
-		m, l := func(i kir.Expr) kir.Expr { return tile(i, kir.Ci(w)) }, func(i kir.Expr) kir.Expr { return tile(i, kir.Ci(w+1)) }
+		c.B.Comment("W = exp(m_packed - M): every w_i at once")
+		c.B.CBWaitFront(sc.Xfer, kir.C(2))
 		c.Acquire()
-		foldTerms(c, kir.C(0), cnt, func(i, d kir.Expr) { c.Copy(gather, m(i), d) }, func() {
-			sfpu(kir.SFPUNegative, d0)
-			c.SFPUBinary(kir.SFPUAddBinary, d1, d0)
-			sfpu(kir.SFPURelu, d1)
-			sfpu(kir.SFPUNegative, d0)
-			add()
-		})
-		sfpu(kir.SFPUNegative, d0)
+		c.Copy(sc.Xfer, kir.C(0), d0)
+		c.Copy(sc.Xfer, kir.C(1), d1)
+		c.SFPUBinary(kir.SFPUAddBinary, d0, d1)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, d0)
+		c.PackOut(sc.WRow, 1)
+		c.B.Comment("L = sum_i w_i l_i (final: 1/L on every column)")
+		c.B.CBWaitFront(sc.Xfer, kir.Ci(2+K))
+		wt := func(i kir.Expr) kir.Expr { return kir.Add(i, kir.C(2)) }
+		c.Acquire()
+		c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastNone, sc.Xfer, gather, wt(i), tile(i, kir.Ci(w+1)), d0) })
+		ifFinal(func() { c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, d0) }, nil)
 		c.PackOut(sc.Shift, 1)
-		c.B.Comment("w_i = exp(m_i - M)")
 		c.B.CBWaitFront(sc.Shift, kir.C(1))
-		// (Weights moves blocks of K pages, cnt of them used, so that no
-		// block straddles the ring's end)
-		packW := func(body func(i kir.Var)) {
-			c.B.CBReserveBack(sc.Weights, K)
-			c.For("i", kir.C(0), cnt, func(i kir.Var) {
-				c.Acquire()
-				body(i)
-				c.Commit()
-				c.Wait()
-				c.Pack(d0, sc.Weights)
-				c.Release()
-			})
-			c.B.CBPushBack(sc.Weights, K)
-			c.B.CBWaitFront(sc.Weights, K)
-		}
-		packW(func(i kir.Var) {
-			c.Copy(gather, m(i), d0)
-			c.Copy(sc.Shift, kir.C(0), d1)
-			add()
-			sfpu(kir.SFPUExp, d0)
-		})
-		c.B.Comment("L = sum_i w_i l_i (final: 1/L, and s_i = w_i / L)")
-		c.Acquire()
-		c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastNone, sc.Weights, gather, i, l(i), d0) })
-		ifFinal(func() { sfpu(kir.SFPURecip, d0) }, nil)
-		c.PackOut(sc.Shift, 1)
-		c.B.CBWaitFront(sc.Shift, kir.C(2))
 		ifFinal(func() {
-			packW(func(i kir.Var) {
-				c.Copy(sc.Weights, i, d0)
-				c.Copy(sc.Shift, kir.C(1), d1)
-				c.SFPUBinary(kir.SFPUMulBinary, d0, d1)
-			})
-			// (the s_i block behind the w_i block: pop those)
-			c.B.CBPopFront(sc.Weights, K)
-			c.B.CBWaitFront(sc.Weights, K)
+			// (one page at a time: the ring's pages are not always in
+			// step with the merges)
+			c.Acquire()
+			c.Binary(kir.EltAdd, blocks.BcastCols, sc.Zero, sc.Shift, kir.C(0), kir.C(0), d0)
+			c.B.CBPopFront(sc.Shift, kir.C(1))
+			c.PackOut(sc.Shift, 1)
+			c.B.CBWaitFront(sc.Shift, kir.C(1))
 		}, nil)
+		c.B.Comment("O'_j = sum_i O_ij w_i (final: times 1/L)")
 		c.For("j", kir.C(0), kir.Ci(w), func(j kir.Var) {
 			c.Acquire()
-			c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, gather, sc.Weights, tile(i, j), i, d0) })
+			c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, gather, sc.Xfer, tile(i, j), wt(i), d0) })
 			ifFinal(func() {
+				c.Copy(sc.Shift, kir.C(0), d1)
+				c.SFPUBinary(kir.SFPUMulBinary, d0, d1)
 				c.PackOut(sc.Out, 1)
 				if then != nil {
 					then(kir.Add(kir.Mul(r, kir.Ci(w)), j))
 				}
 			}, func() { c.PackOut(sc.Partial, 1) })
 		})
-		c.B.CBPopFront(sc.Weights, K)
-		ifFinal(func() {}, func() {
+		ifFinal(func() { c.B.CBPopFront(sc.Shift, kir.C(1)) }, func() {
 			c.B.Comment("the merged partial's m' = M and l' = L")
 			c.Acquire()
-			c.Copy(sc.Shift, kir.C(0), d0)
-			sfpu(kir.SFPUNegative, d0)
+			c.Copy(sc.Xfer, kir.C(1), d0)
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, d0)
 			c.PackOut(sc.Partial, 1)
 			c.Acquire()
-			c.Copy(sc.Shift, kir.C(1), d0)
+			c.Copy(sc.Shift, kir.C(0), d0)
 			c.PackOut(sc.Partial, 1)
+			c.B.CBPopFront(sc.Shift, kir.C(1))
 		})
-		c.B.CBPopFront(sc.Shift, kir.C(2))
+		c.B.CBPopFront(sc.Xfer, kir.Ci(2+K))
 	})
 	c.B.CBPopFront(gather, pages)
 }
