@@ -408,7 +408,9 @@ func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, the
 		c.B.CBWaitFront(sc.Xfer, kir.Ci(2+K))
 		wt := func(i kir.Expr) kir.Expr { return kir.Add(i, kir.C(2)) }
 		c.Acquire()
-		c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastNone, sc.Xfer, gather, wt(i), tile(i, kir.Ci(w+1)), d0) })
+		c.For("i", kir.C(0), cnt, func(i kir.Var) {
+			c.Binary(kir.EltMul, blocks.BcastNone, sc.Xfer, gather, wt(i), tile(i, kir.Ci(w+1)), d0)
+		})
 		ifFinal(func() { c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, d0) }, nil)
 		c.PackOut(sc.Shift, 1)
 		c.B.CBWaitFront(sc.Shift, kir.C(1))
