@@ -89,11 +89,11 @@ import (
 // exp CBs hold one chunk, the V CB two).
 const flashChunk = 8
 
-// The semaphores of a split program: the helpers' sigmoid pages at the
-// leader, then the combine's (flashSemCombine, and the next on two
+// The semaphores of a split program: the leader's result tiles at the
+// helpers, then the combine's (flashSemCombine, and the next on two
 // levels).
 const (
-	flashSemSig     = 0
+	flashSemResult  = 0
 	flashSemCombine = 1
 )
 
@@ -107,9 +107,11 @@ type flashSDPA struct {
 	sc         *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
 	zeroT, posC int
-	// writer (group > 1): its pos page; a helper's sigmoid pages (compute
-	// -> writer) and the leader's (helpers' writers -> compute)
-	wpos, sigOut, sigIn int
+	// group > 1: pos for the writer (from the reader), a helper's
+	// sigmoid(gate) tiles (compute scratch) and the result tiles the leader
+	// sends it (leader's writer -> helper's compute); own is the most
+	// result tiles a helper takes, ceil(Dt/helpers)
+	wpos, sigH, res, own int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 }
@@ -252,24 +254,27 @@ func (f *flashSDPA) planCBs() error {
 	f.lS = cbs.Scratch("row_sum", ir.FP32, 2)
 	f.alpha = cbs.Scratch("rescale", ir.FP32, 1)
 	f.oS = cbs.Scratch("out_acc", ir.FP32, Dt+1)
-	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
 	if f.group == 1 {
+		s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
 		s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
 		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
 	} else {
-		// the leader's writer takes the result tiles all at once
-		s.cbOut = cbs.Output("out", s.out.Type.DType, Dt)
-		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G*Dt)
+		// the leader's merged tiles, rounded to q's dtype, to its writer
+		// (the combine's Out); a helper's result tiles, all at once
+		f.own = (Dt + f.helpers - 1) / f.helpers
+		s.attn = cbs.Output("attn", s.q.Type.DType, 2)
+		s.cbOut = cbs.Output("out", s.out.Type.DType, f.own)
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G*f.own)
 	}
 	if f.group == 1 {
 		f.rcol = cbs.Scratch("recip_sum", ir.FP32, 1)
 		f.rfull = cbs.Scratch("recip_sum_rows", ir.FP32, 1)
 		s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
 	} else {
-		f.sigOut = cbs.Output("sigmoid_gate", s.gate.Type.DType, 2)
-		f.sigIn = cbs.Input("leader_sigmoid_gate", s.gate.Type.DType, Dt)
+		f.sigH = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, f.own)
+		f.res = cbs.Input("merged", s.q.Type.DType, f.own)
 		f.wpos = cbs.Pages(blocks.InputCB, "pos_for_writer", ir.UInt32, f.ctx.Target.L1Align, 1)
-		s.p.AddSemaphore(kir.Semaphore{ID: flashSemSig, Cores: s.rs})
+		s.p.AddSemaphore(kir.Semaphore{ID: flashSemResult, Cores: s.rs})
 		var err error
 		if f.sc, err = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, f.sub, 1, Dt, s.d.G, ir.FP32, s.attn, f.zeroT, flashSemCombine); err != nil {
 			return fmt.Errorf("%s: %w", s.op.Name(), err)
@@ -426,18 +431,16 @@ func (f *flashSDPA) reader() error {
 		}
 		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 			it := s.decodeItem(b, i)
-			if f.group > 1 {
-				b.If(holds, func() {
-					b.Comment("the constant tiles (the writer makes them): zeros, and the mask of the tile holding pos")
-					consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
-					b.Assign(s.zero, consts)
-					b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
-				})
-			}
 			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(b, t0, hi)
 				b.For("t", t0, cend, func(tt kir.Var) {
 					b.If(kir.Eq(tt, lptr), func() {
+						if f.group > 1 {
+							b.Comment("the constant tiles (the writer makes them; first used here): zeros, and the mask of the tile holding pos")
+							consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
+							b.Assign(s.zero, consts)
+							b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
+						}
 						m := blocks.Reserve(b, s.mask, kir.C(1), "m")
 						blocks.LocalCopy(b, s.bound, m, fb)
 						b.NoCAsyncReadBarrier()
@@ -533,9 +536,9 @@ func (f *flashSDPA) compute() {
 	if f.group > 1 {
 		is, k := f.helper(c.B, slot)
 		c.If(is, func() {
-			c.B.Comment("helper: sigmoid of its gate tiles first, for the leader")
+			c.B.Comment("helper: sigmoid of its gate tiles first, for its result tiles")
 			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
-				c.Unary(s.cbGate, f.sigOut, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+				c.Unary(s.cbGate, f.sigH, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
 			})
 		}, nil)
 	}
@@ -562,17 +565,16 @@ func (f *flashSDPA) compute() {
 		stream()
 	} else {
 		c.If(kir.Lt(lo, hi), stream, nil)
-		// the leader multiplies each merged tile, rounded to q's dtype,
-		// by sigmoid(gate) from the helpers
-		f.sc.MergeThen(c, slot, sp.used, func(page kir.Expr) {
-			c.B.CBWaitFront(f.sigIn, kir.Ci(Dt))
-			c.B.CBWaitFront(s.attn, kir.C(1))
-			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastNone, s.attn, f.sigIn, kir.C(0), page, kir.C(0))
-			c.B.CBPopFront(s.attn, kir.C(1))
-			c.PackOut(s.cbOut, 1)
-		})
-		c.If(kir.Eq(slot, kir.C(0)), func() { c.B.CBPopFront(f.sigIn, kir.Ci(Dt)) }, nil)
+		// the leader's merged tiles, rounded to q's dtype, go to the
+		// helpers, which multiply them by sigmoid(gate)
+		f.sc.MergeThen(c, slot, sp.used, nil)
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: its result tiles from the leader, times sigmoid(gate)")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.BinaryTile(kir.EltMul, blocks.BcastNone, f.res, f.sigH, s.cbOut, false, nil)
+			})
+		}, nil)
 	}
 	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
 		c.B.CBPopFront(cb, kir.C(1))
@@ -758,11 +760,11 @@ func (f *flashSDPA) partial(c *blocks.Compute) {
 }
 
 // writer adds the writer: group 1 writes its items' result tiles as
-// sdpa_decode_gated always did (start, count); group > 1: a helper sends
-// its sigmoid pages to the leader, the leader receives the helpers'
-// (flashSemSig), every core takes its part in the combine and the leader
-// writes its item's result (start: the item; then the combine's
-// arguments).
+// sdpa_decode_gated always did (start, count); group > 1: every core
+// takes its part in the combine, the leader sends each merged tile to the
+// helper that owns it (sendResults) and a helper writes its result tiles
+// (start: the item; then the combine's arguments, then the helpers' NoC
+// coordinates).
 func (f *flashSDPA) writer() error {
 	s, Dt := f.gatedSDPA, f.d.Dt
 	if f.group == 1 {
@@ -776,7 +778,12 @@ func (f *flashSDPA) writer() error {
 	s.wr = wr
 	item := wr.RuntimeArg("start")
 	ca := f.sc.Declare(wr)
+	hx, hy := make([]kir.ArgRef, f.helpers), make([]kir.ArgRef, f.helpers)
+	for k := range f.helpers {
+		hx[k], hy[k] = wr.RuntimeArg(fmt.Sprintf("helper%d_x", k)), wr.RuntimeArg(fmt.Sprintf("helper%d_y", k))
+	}
 	b := wr.Builder()
+	resBase := b.Let("res_base", kir.GetWritePtr{CB: f.res})
 	b.Comment("the constant tiles: compute's, then (after pos) the reader's")
 	f.tileConsts(b)
 	b.Comment("pos from the reader (one DRAM read of it per core)")
@@ -789,68 +796,83 @@ func (f *flashSDPA) writer() error {
 		b.CBPushBack(s.consts, kir.C(2))
 	})
 	is, k := f.helper(b, ca.Slot)
+	otiles := b.Let("otiles", kir.GetWritePtr{CB: s.asm})
 	b.If(is, func() {
-		b.Comment("helper: its sigmoid(gate) pages into the leader's, then count them there")
-		sigDst := b.Let("sig_dst", kir.GetWritePtr{CB: f.sigIn})
-		pb := s.gate.Type.DType.TileBytes()
-		b.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(dd kir.Var) {
-			src := blocks.WaitFront(b, f.sigOut, kir.C(1), "sig_src")
-			b.NoCAsyncWrite(src, kir.NoCAddr{X: ca.TopX, Y: ca.TopY, Addr: kir.Add(sigDst, kir.Mul(dd, kir.Ci(pb)))}, kir.Ci(pb))
-			b.NoCAsyncWriteBarrier()
-			b.CBPopFront(f.sigOut, kir.C(1))
-		})
-		b.NoCSemaphoreInc(kir.NoCAddr{X: ca.TopX, Y: ca.TopY, Addr: kir.GetSemaphore{ID: kir.Ci(flashSemSig)}}, kir.C(1))
-	})
-	leader := b.Let("leader", kir.Eq(ca.Slot, kir.C(0)))
-	var otiles kir.Var
-	b.If(leader, func() {
-		b.Comment("leader: the helpers' sigmoid(gate) pages in, to compute; zeroed result tiles")
-		b.CBReserveBack(f.sigIn, kir.Ci(Dt))
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(flashSemSig)}, kir.Ci(f.helpers))
-		b.CBPushBack(f.sigIn, kir.Ci(Dt))
-	})
-	otiles = b.Let("otiles", kir.GetWritePtr{CB: s.asm})
-	b.If(leader, func() {
-		b.CBReserveBack(s.asm, kir.Ci(s.d.G*Dt))
-		blocks.FillWords(b, otiles, s.d.G*Dt*s.out.Type.DType.TileBytes(), 0)
+		b.Comment("helper: zeroed result tiles")
+		b.CBReserveBack(s.asm, kir.Ci(s.d.G*f.own))
+		blocks.FillWords(b, otiles, s.d.G*f.own*s.out.Type.DType.TileBytes(), 0)
 	})
 	f.sc.Emit(b, ca, sp.used)
-	b.If(leader, func() {
-		f.writeResult(b, oAcc, otiles, b.Let("head", item))
-		b.CBPushBack(s.asm, kir.Ci(s.d.G*Dt))
-		b.CBWaitFront(s.asm, kir.Ci(s.d.G*Dt))
-		b.CBPopFront(s.asm, kir.Ci(s.d.G*Dt))
+	b.If(kir.Eq(ca.Slot, kir.C(0)), func() { f.sendResults(b, resBase, hx, hy) })
+	b.If(is, func() {
+		b.Comment("helper: the leader's merged tiles in, one at a time, to compute; the result tiles out")
+		b.CBReserveBack(f.res, kir.Ci(f.own))
+		b.For("t", kir.C(0), kir.Sub(kir.Div(kir.Add(kir.Sub(kir.Ci(Dt), k), kir.Ci(f.helpers-1)), kir.Ci(f.helpers)), kir.C(0)), func(t kir.Var) {
+			b.NoCSemaphoreWaitMin(kir.GetSemaphore{ID: kir.Ci(flashSemResult)}, kir.Add(t, kir.C(1)))
+			b.CBPushBack(f.res, kir.C(1))
+		})
+		f.writeResult(b, oAcc, otiles, b.Let("head", item), k)
+		b.CBPushBack(s.asm, kir.Ci(s.d.G*f.own))
+		b.CBWaitFront(s.asm, kir.Ci(s.d.G*f.own))
+		b.CBPopFront(s.asm, kir.Ci(s.d.G*f.own))
 	})
 	return nil
 }
 
-// writeResult emits the leader's writes of its item head's (b*Hkv + j)
-// Dt result tiles (Dt pages of cbOut): row g of result tile d is row 0 of
-// head j*G + g's output tile d, assembled in the G*Dt zeroed pages at
-// otiles (tile d*G + g) by local copies as the pages arrive, then written
-// under one barrier (writeDecodeTiles, one tile at a time, waits for
-// each write before reusing its G pages).
-func (f *flashSDPA) writeResult(b *kir.Builder, oAcc *blocks.Access, otiles kir.Var, head kir.Var) {
+// sendResults emits the leader's sends of its Dt merged tiles (pages of
+// the combine's Out, rounded to q's dtype) to their helpers: tile j to
+// helper k = j mod helpers (NoC coordinates hx[k], hy[k]), into page j /
+// helpers of its CB res (at resBase: the CB's address, read before it is
+// reserved anywhere), then an increment of that helper's semaphore
+// flashSemResult once the write has landed. A helper takes its tiles in
+// order, waiting until the semaphore counts each (noc_semaphore_wait_min).
+// Deadlock-free: the leader sends after its last merge, which waits only
+// for the partials every core sends before it waits for anything; a
+// helper waits for its tiles only after it has sent its partial; every
+// res page is written once into a CB its helper reserved whole.
+func (f *flashSDPA) sendResults(b *kir.Builder, resBase kir.Var, hx, hy []kir.ArgRef) {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	pb := s.q.Type.DType.TileBytes()
+	b.Comment("leader: each merged tile to the helper that owns it")
+	for j := range Dt {
+		k := j % f.helpers
+		src := blocks.WaitFront(b, s.attn, kir.C(1), "merged")
+		to := func(a kir.Expr) kir.NoCAddr { return kir.NoCAddr{X: hx[k], Y: hy[k], Addr: a} }
+		b.NoCAsyncWrite(src, to(kir.Add(resBase, kir.Ci(j/f.helpers*pb))), kir.Ci(pb))
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(to(kir.GetSemaphore{ID: kir.Ci(flashSemResult)}), kir.C(1))
+		b.CBPopFront(s.attn, kir.C(1))
+	}
+}
+
+// writeResult emits a helper's writes of its result tiles of item head
+// (b*Hkv + j): tiles d = k, k + helpers, ... (pages of cbOut in order);
+// row g of result tile d is row 0 of head j*G + g's output tile d,
+// assembled in zeroed pages at otiles (G per tile) by local copies as
+// the pages arrive, then written under one barrier.
+func (f *flashSDPA) writeResult(b *kir.Builder, oAcc *blocks.Access, otiles, head, k kir.Var) {
 	s, d, Dt := f.gatedSDPA, f.d, f.d.Dt
 	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
-	otile := func(dd, g kir.Expr) kir.Expr {
-		return kir.Add(otiles, kir.Mul(kir.Add(kir.Mul(dd, kir.Ci(d.G)), g), kir.Ci(otb)))
+	otile := func(t, g kir.Expr) kir.Expr {
+		return kir.Add(otiles, kir.Mul(kir.Add(kir.Mul(t, kir.Ci(d.G)), g), kir.Ci(otb)))
 	}
 	u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
 	j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
 	first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
 	src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
-	b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-		b.CBWaitFront(s.cbOut, kir.Add(dd, kir.C(1)))
+	nt := b.Let("own", kir.Div(kir.Add(kir.Sub(kir.Ci(Dt), k), kir.Ci(f.helpers-1)), kir.Ci(f.helpers)))
+	b.For("t", kir.C(0), nt, func(t kir.Var) {
+		b.CBWaitFront(s.cbOut, kir.Add(t, kir.C(1)))
 		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-			blocks.CopyTileRow(b, kir.Add(src, kir.Mul(dd, kir.Ci(otb))), g, otile(dd, g), kir.C(0), oeb)
+			blocks.CopyTileRow(b, kir.Add(src, kir.Mul(t, kir.Ci(otb))), g, otile(t, g), kir.C(0), oeb)
 		})
 	})
 	b.NoCAsyncReadBarrier()
-	b.CBPopFront(s.cbOut, kir.Ci(Dt))
-	b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+	b.CBPopFront(s.cbOut, nt)
+	b.For("t", kir.C(0), nt, func(t kir.Var) {
+		dd := b.Let("dd", kir.Add(k, kir.Mul(t, kir.Ci(f.helpers))))
 		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
-			b.NoCAsyncWrite(otile(dd, g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+			b.NoCAsyncWrite(otile(t, g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
 		})
 	})
 	b.NoCAsyncWriteBarrier()
@@ -878,7 +900,13 @@ func (f *flashSDPA) setArgs() error {
 		item, slot := kir.U32(uint32(i/f.group)), kir.U32(uint32(i%f.group))
 		s.rd.SetRuntimeArgs(core, item, kir.U32(1), slot)
 		s.cp.SetRuntimeArgs(core, kir.U32(1), slot)
-		s.wr.SetRuntimeArgs(core, append([]kir.ArgValue{item}, ca...)...)
+		args := append([]kir.ArgValue{item}, ca...)
+		lead := i - i%f.group
+		for k := range f.helpers {
+			h := s.cores[lead+f.group-1-k]
+			args = append(args, kir.NoCX(h), kir.NoCY(h))
+		}
+		s.wr.SetRuntimeArgs(core, args...)
 	}
 	return nil
 }
