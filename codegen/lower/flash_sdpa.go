@@ -102,9 +102,12 @@ const (
 type flashSDPA struct {
 	*gatedSDPA
 	group, sub int // cores per item, per subgroup of the combine
-	helpers    int // group > 1: the group's last cores that take sigmoid(gate)
-	cost       flashCost
-	sc         *multicore.SplitCombine // group > 1
+	// the reader's reads per barrier: K tiles of kPair cache tiles, V
+	// blocks of vGroup D tiles
+	kPair, vGroup int
+	helpers       int // group > 1: the group's last cores that take sigmoid(gate)
+	cost          flashCost
+	sc            *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
 	zeroT, posC int
 	// group > 1: pos for the writer (from the reader), a helper's
@@ -236,8 +239,12 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*s.kBlk)
-	s.cbV = cbs.Input("v", s.v.Type.DType, 2*C)
+	f.kPair, f.vGroup = 1, largestDivisor(Dt, 2)
+	if s.kBlk == Dt {
+		f.kPair = 2
+	}
+	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*s.kBlk)
+	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
 	s.mask = cbs.Input("mask", ir.FP32, 1)
 	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
@@ -429,28 +436,21 @@ func (f *flashSDPA) reader() error {
 			s.zero = b.LetT("zero", kir.U32T, kir.C(0))
 			s.bound = b.LetT("bound", kir.U32T, kir.C(0))
 		}
+		kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
 		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
 			it := s.decodeItem(b, i)
 			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(b, t0, hi)
-				b.For("t", t0, cend, func(tt kir.Var) {
-					b.If(kir.Eq(tt, lptr), func() {
-						if f.group > 1 {
-							b.Comment("the constant tiles (the writer makes them; first used here): zeros, and the mask of the tile holding pos")
-							consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
-							b.Assign(s.zero, consts)
-							b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
-						}
-						m := blocks.Reserve(b, s.mask, kir.C(1), "m")
-						blocks.LocalCopy(b, s.bound, m, fb)
-						b.NoCAsyncReadBarrier()
-						b.CBPushBack(s.mask, kir.C(1))
-					})
-					b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-						s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-					})
+				// K: the tiles of kPair cache tiles per barrier (two when a
+				// cache tile's K row is one block), so that a core keeps
+				// more reads in flight
+				tt := b.LetT("t", kir.U32T, t0)
+				// (kir has no while: a loop over the chunk's tiles that
+				// acts at the next tile not yet read)
+				b.For("tk", t0, cend, func(tk kir.Var) {
+					b.If(kir.Eq(tk, tt), func() { f.kTiles(b, it, tt, cend, lptr, kpos, fb) })
 				})
-				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
+				b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
 			})
 			if f.group == 1 {
 				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.gateTile(b, it, dd) })
@@ -499,24 +499,73 @@ func (f *flashSDPA) maskConsts(b *kir.Builder, consts kir.Expr, lrow kir.Expr) {
 	blocks.FillRowsFromRow0(b, bound, 4)
 }
 
-// valueBlock emits one block of flashChunk pages of the V CB: V tiles
-// (t, dd) of head for t in [t0, cend) in its first pages (rows past pos
-// cleared in pos's tile), the rest unused.
-func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, dd kir.Var) {
-	s := f.gatedSDPA
+// kTiles emits the K reads at cache tile tt of a chunk ending at cend:
+// kPair tiles under one barrier where the K CB's ring allows (kpos, the
+// K tiles pushed so far, even), else one; then tt moves past them. The
+// mask page of pos's tile goes first (group > 1: after the constant
+// tiles the writer makes).
+func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir.Var, fb int) {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	pair := b.LetT("pair", kir.U32T, kir.Ci(f.kPair))
+	// (a pair only where the K CB's ring has room for both tiles before
+	// its end, at an even tile, and not for the first two: compute starts
+	// on the first tile alone)
+	b.If(kir.LOr(kir.LOr(kir.Gt(kir.Add(tt, pair), cend), kir.Ne(kir.And(kpos, kir.C(1)), kir.C(0))), kir.Lt(kpos, kir.C(2))), func() {
+		b.Assign(pair, kir.C(1))
+	})
+	b.Assign(kpos, kir.Add(kpos, pair))
+	b.If(kir.LAnd(kir.Le(tt, lptr), kir.Lt(lptr, kir.Add(tt, pair))), func() {
+		if f.group > 1 {
+			b.Comment("the constant tiles (the writer makes them; first used here): zeros, and the mask of the tile holding pos")
+			consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
+			b.Assign(s.zero, consts)
+			b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
+		}
+		m := blocks.Reserve(b, s.mask, kir.C(1), "m")
+		blocks.LocalCopy(b, s.bound, m, fb)
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(s.mask, kir.C(1))
+	})
+	one := func() {
+		b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+		})
+	}
+	if f.kPair == 1 {
+		one()
+	} else {
+		b.IfElse(kir.Eq(pair, kir.C(2)), func() {
+			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, 2*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
+				return kir.Add(tt, kir.Div(j, kir.Ci(Dt))), kir.Mod(j, kir.Ci(Dt))
+			})
+		}, one)
+	}
+	b.Assign(tt, kir.Add(tt, pair))
+}
+
+// valueBlock emits vGroup blocks of flashChunk pages of the V CB under
+// one barrier: block k holds V tiles (t, d0+k) of head for t in [t0,
+// cend) in its first pages (rows past pos cleared in pos's tile), the
+// rest unused.
+func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var) {
+	s, C, nd := f.gatedSDPA, flashChunk, f.vGroup
 	dt := s.v.Type.DType
 	tb := dt.TileBytes()
-	base := blocks.Reserve(b, s.cbV, kir.Ci(flashChunk), "vl1")
-	b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
-		page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), dd)
-		blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(j, kir.Ci(tb))))
-	})
+	base := blocks.Reserve(b, s.cbV, kir.Ci(nd*C), "vl1")
+	for k := range nd {
+		b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
+			page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), kir.Add(d0, kir.Ci(k)))
+			blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(kir.Add(j, kir.Ci(k*C)), kir.Ci(tb))))
+		})
+	}
 	b.NoCAsyncReadBarrier()
 	b.If(kir.LAnd(kir.Le(t0, s.lptr), kir.Lt(s.lptr, cend)), func() {
-		blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(kir.Sub(s.lptr, t0), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dt))
+		for k := range nd {
+			blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(kir.Add(kir.Sub(s.lptr, t0), kir.Ci(k*C)), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dt))
+		}
 		b.NoCAsyncReadBarrier()
 	})
-	b.CBPushBack(s.cbV, kir.Ci(flashChunk))
+	b.CBPushBack(s.cbV, kir.Ci(nd*C))
 }
 
 // compute adds the compute kernel (see the file's doc). Runtime args:
