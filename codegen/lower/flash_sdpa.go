@@ -89,6 +89,10 @@ import (
 // exp CBs hold one chunk, the V CB two).
 const flashChunk = 8
 
+// flashKPair is the cache tiles whose K the reader moves per barrier
+// (when a cache tile's K row is one block).
+const flashKPair = 4
+
 // The semaphores of a split program: the leader's result tiles at the
 // helpers, then the combine's (flashSemCombine, and the next on two
 // levels).
@@ -239,9 +243,9 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	f.kPair, f.vGroup = 1, largestDivisor(Dt, 2)
+	f.kPair, f.vGroup = 1, largestDivisor(Dt, 4)
 	if s.kBlk == Dt {
-		f.kPair = 2
+		f.kPair = flashKPair
 	}
 	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*s.kBlk)
 	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
@@ -510,7 +514,7 @@ func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir
 	// (a pair only where the K CB's ring has room for both tiles before
 	// its end, at an even tile, and not for the first two: compute starts
 	// on the first tile alone)
-	b.If(kir.LOr(kir.LOr(kir.Gt(kir.Add(tt, pair), cend), kir.Ne(kir.And(kpos, kir.C(1)), kir.C(0))), kir.Lt(kpos, kir.C(2))), func() {
+	b.If(kir.LOr(kir.LOr(kir.Gt(kir.Add(tt, pair), cend), kir.Ne(kir.Mod(kpos, kir.Ci(f.kPair)), kir.C(0))), kir.Lt(kpos, kir.C(2))), func() {
 		b.Assign(pair, kir.C(1))
 	})
 	b.Assign(kpos, kir.Add(kpos, pair))
@@ -534,8 +538,8 @@ func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir
 	if f.kPair == 1 {
 		one()
 	} else {
-		b.IfElse(kir.Eq(pair, kir.C(2)), func() {
-			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, 2*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
+		b.IfElse(kir.Eq(pair, kir.Ci(f.kPair)), func() {
+			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, f.kPair*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
 				return kir.Add(tt, kir.Div(j, kir.Ci(Dt))), kir.Mod(j, kir.Ci(Dt))
 			})
 		}, one)
