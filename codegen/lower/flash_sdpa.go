@@ -146,21 +146,21 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 // tile on a core (its 2*Dt tile products with the unpacks of both
 // operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
 // longer, plus the exp_tile of its scores and a few more tile steps:
-// scale, maximum, sum, packs) and a partial merged on a leader (its Dt +
-// 2 fp32 tiles at one core's NoC rate, and its merge: an exp_tile, the
-// maximum's four SFPU steps, Dt products, a few more steps). For
-// Qwen3.8-27B at mesh 1x2 (Dt 8) about 6,300 and 5,900.
+// scale, maximum, sum, packs) and a partial merged on a (sub-)leader
+// (its Dt + 2 fp32 tiles at one core's NoC rate, and its Dt + 1 products
+// with the weights, plus the writer moving its m and weight for each of
+// the G rows: SplitCombine takes one exp for all the partials of a
+// merge). For Qwen3.8-27B at mesh 1x2 (Dt 8, G 6) about 6,300 and
+// 2,400.
 type flashCost struct{ perTile, perMerge int }
 
 func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	tb := kv.TileBytes()
 	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
-	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
 	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
 	return flashCost{
 		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
-		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + 2*sfpu(kir.SFPUNegative) + 2*sfpu(kir.SFPUAddBinary) + sfpu(kir.SFPURelu) +
-			sfpu(kir.SFPUMulBinary) + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 6*step,
+		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 20*d.G,
 	}
 }
 
