@@ -89,8 +89,8 @@ import (
 // exp CBs hold one chunk, the V CB two).
 const flashChunk = 8
 
-// flashKPair is the cache tiles whose K the reader moves per barrier
-// (when a cache tile's K row is one block).
+// flashKPair is the most cache tiles whose K the reader moves per barrier
+// (fewer when their K rows are longer than 4*flashChunk tiles).
 const flashKPair = 4
 
 // The semaphores of a split program: the leader's result tiles at the
@@ -224,7 +224,6 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 	if err != nil {
 		return nil, err
 	}
-	s.kBlk = largestDivisor(d.Dt, sdpaCacheBlock)
 	if err := f.planCBs(); err != nil {
 		return nil, err
 	}
@@ -243,11 +242,8 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	f.kPair, f.vGroup = 1, largestDivisor(Dt, 4)
-	if s.kBlk == Dt {
-		f.kPair = flashKPair
-	}
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*s.kBlk)
+	f.kPair, f.vGroup = max(1, min(flashKPair, 4*flashChunk/Dt)), largestDivisor(Dt, 4)
+	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
 	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
 	s.mask = cbs.Input("mask", ir.FP32, 1)
 	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
@@ -530,20 +526,23 @@ func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(s.mask, kir.C(1))
 	})
-	one := func() {
-		b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+	b.Comment("K of the pair's cache tiles (rows past pos cleared in pos's tile)")
+	tb := s.k.Type.DType.TileBytes()
+	n := b.Let("k_pages", kir.Mul(pair, kir.Ci(Dt)))
+	base := blocks.Reserve(b, s.cbK, n, "kl1")
+	b.For("j", kir.C(0), n, func(j kir.Var) {
+		page := kir.Add(kir.Mul(kir.Add(kir.Mul(it.head, kir.Ci(s.d.Lt)), tt), kir.Ci(Dt)), j)
+		blocks.ReadPageTo(b, s.kAcc, page, kir.Add(base, kir.Mul(j, kir.Ci(tb))))
+	})
+	b.NoCAsyncReadBarrier()
+	b.If(kir.LAnd(kir.Le(tt, lptr), kir.Lt(lptr, kir.Add(tt, pair))), func() {
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			at := kir.Add(base, kir.Mul(kir.Add(kir.Mul(kir.Sub(lptr, tt), kir.Ci(Dt)), dd), kir.Ci(tb)))
+			blocks.ZeroRowsFrom(b, at, s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(s.k.Type.DType))
 		})
-	}
-	if f.kPair == 1 {
-		one()
-	} else {
-		b.IfElse(kir.Eq(pair, kir.Ci(f.kPair)), func() {
-			s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, f.kPair*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
-				return kir.Add(tt, kir.Div(j, kir.Ci(Dt))), kir.Mod(j, kir.Ci(Dt))
-			})
-		}, one)
-	}
+		b.NoCAsyncReadBarrier()
+	})
+	b.CBPushBack(s.cbK, n)
 	b.Assign(tt, kir.Add(tt, pair))
 }
 
@@ -556,17 +555,17 @@ func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, 
 	dt := s.v.Type.DType
 	tb := dt.TileBytes()
 	base := blocks.Reserve(b, s.cbV, kir.Ci(nd*C), "vl1")
-	for k := range nd {
+	b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
 		b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
-			page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), kir.Add(d0, kir.Ci(k)))
-			blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(kir.Add(j, kir.Ci(k*C)), kir.Ci(tb))))
+			page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), kir.Add(d0, k))
+			blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(kir.Add(j, kir.Mul(k, kir.Ci(C))), kir.Ci(tb))))
 		})
-	}
+	})
 	b.NoCAsyncReadBarrier()
 	b.If(kir.LAnd(kir.Le(t0, s.lptr), kir.Lt(s.lptr, cend)), func() {
-		for k := range nd {
-			blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(kir.Add(kir.Sub(s.lptr, t0), kir.Ci(k*C)), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dt))
-		}
+		b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
+			blocks.ZeroRowsFrom(b, kir.Add(base, kir.Mul(kir.Add(kir.Sub(s.lptr, t0), kir.Mul(k, kir.Ci(C))), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), blocks.ElemBytes(dt))
+		})
 		b.NoCAsyncReadBarrier()
 	})
 	b.CBPushBack(s.cbV, kir.Ci(nd*C))
@@ -887,15 +886,22 @@ func (f *flashSDPA) sendResults(b *kir.Builder, resBase kir.Var, hx, hy []kir.Ar
 	s, Dt := f.gatedSDPA, f.d.Dt
 	pb := s.q.Type.DType.TileBytes()
 	b.Comment("leader: each merged tile to the helper that owns it")
-	for j := range Dt {
-		k := j % f.helpers
+	b.For("j", kir.C(0), kir.Ci(Dt), func(j kir.Var) {
+		k := b.Let("owner", kir.Mod(j, kir.Ci(f.helpers)))
+		x, y := b.LetT("owner_x", kir.U32T, hx[0]), b.LetT("owner_y", kir.U32T, hy[0])
+		for h := 1; h < f.helpers; h++ {
+			b.If(kir.Eq(k, kir.Ci(h)), func() {
+				b.Assign(x, hx[h])
+				b.Assign(y, hy[h])
+			})
+		}
 		src := blocks.WaitFront(b, s.attn, kir.C(1), "merged")
-		to := func(a kir.Expr) kir.NoCAddr { return kir.NoCAddr{X: hx[k], Y: hy[k], Addr: a} }
-		b.NoCAsyncWrite(src, to(kir.Add(resBase, kir.Ci(j/f.helpers*pb))), kir.Ci(pb))
+		to := func(a kir.Expr) kir.NoCAddr { return kir.NoCAddr{X: x, Y: y, Addr: a} }
+		b.NoCAsyncWrite(src, to(kir.Add(resBase, kir.Mul(kir.Div(j, kir.Ci(f.helpers)), kir.Ci(pb)))), kir.Ci(pb))
 		b.NoCAsyncWriteBarrier()
 		b.NoCSemaphoreInc(to(kir.GetSemaphore{ID: kir.Ci(flashSemResult)}), kir.C(1))
 		b.CBPopFront(s.attn, kir.C(1))
-	}
+	})
 }
 
 // writeResult emits a helper's writes of its result tiles of item head

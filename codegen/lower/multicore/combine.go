@@ -217,7 +217,7 @@ func (sc *SplitCombine) roles(b *kir.Builder, slot, used kir.Expr) roles {
 func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 	n := sc.Pages
 	base := b.Let("gather_base", kir.GetWritePtr{CB: sc.Gather})
-	send := func(page kir.Expr, x, y kir.Expr, sem int, what string) {
+	send := func(page kir.Expr, x, y kir.Expr, sem kir.Expr, what string) {
 		b.Comment("send " + what + " to its page slot of the receiver's gather CB")
 		b.CBWaitFront(sc.Partial, kir.Ci(n))
 		dst := b.Let("gather_dst", kir.Add(base, kir.Mul(page, kir.Ci(sc.Page))))
@@ -227,32 +227,48 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 			b.NoCAsyncWrite(kir.Add(src, off), kir.NoCAddr{X: x, Y: y, Addr: kir.Add(dst, off)}, kir.Ci(sc.Page))
 		})
 		b.NoCAsyncWriteBarrier()
-		b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: kir.Ci(sem)}}, kir.C(1))
+		b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: sem}}, kir.C(1))
 		b.CBPopFront(sc.Partial, kir.Ci(n))
 	}
-	receive := func(pages int, count kir.Expr, sem int) {
-		b.CBReserveBack(sc.Gather, kir.Ci(pages))
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(sem)}, count)
-		b.CBPushBack(sc.Gather, kir.Ci(pages))
+	receive := func(pages, count, sem kir.Expr) {
+		b.CBReserveBack(sc.Gather, pages)
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: sem}, count)
+		b.CBPushBack(sc.Gather, pages)
 	}
 	r := sc.roles(b, a.Slot, used)
-	b.If(kir.Lt(a.Slot, used), func() {
-		send(kir.Mul(r.rank, kir.Ci(n)), a.SubX, a.SubY, sc.Sem1, "this core's partial (O, m, l)")
-	})
-	b.If(r.lead, func() {
-		b.Comment("sub-leader: the subgroup's partials in, to compute")
-		receive(sc.slots(0), r.cnt1, sc.Sem1)
-		sc.serve(b, base, r.cnt1)
-		if sc.Subs() > 1 {
-			b.If(r.two, func() {
-				send(kir.Add(kir.Ci(sc.slots(0)), kir.Mul(r.sub, kir.Ci(n))), a.TopX, a.TopY, sc.Sem2, "the subgroup's merged partial")
-				b.If(kir.Eq(a.Slot, kir.C(0)), func() {
-					b.Comment("leader: the subgroups' partials in, to compute")
-					receive(sc.slots(1), r.cnt2, sc.Sem2)
-					sc.serve(b, kir.Add(base, kir.Ci(sc.slots(0)*sc.Page)), r.cnt2)
-				})
-			})
+	if sc.Subs() == 1 {
+		b.If(kir.Lt(a.Slot, used), func() {
+			send(kir.Mul(r.rank, kir.Ci(n)), a.SubX, a.SubY, kir.Ci(sc.Sem1), "this core's partial (O, m, l)")
+		})
+		b.If(r.lead, func() {
+			b.Comment("leader: the group's partials in, to compute")
+			receive(kir.Ci(sc.slots(0)), r.cnt1, kir.Ci(sc.Sem1))
+			sc.serve(b, base, r.cnt1)
+		})
+		return
+	}
+	b.Comment("level 1: this core's partial to its sub-leader, which receives its subgroup's; level 2 (when more than one subgroup has partials): a sub-leader's merged partial to the leader, which receives those")
+	b.For("level", kir.C(0), kir.C(2), func(lvl kir.Var) {
+		l1 := b.Let("level1", kir.Eq(lvl, kir.C(0)))
+		pick := func(name string, one, two kir.Expr) kir.Var {
+			v := b.LetT(name, kir.U32T, two)
+			b.If(l1, func() { b.Assign(v, one) })
+			return v
 		}
+		sends := pick("sends", kir.Lt(a.Slot, used), kir.LAnd(r.lead, r.two))
+		page := pick("slot_page", kir.Mul(r.rank, kir.Ci(n)), kir.Add(kir.Ci(sc.slots(0)), kir.Mul(r.sub, kir.Ci(n))))
+		x, y := pick("to_x", a.SubX, a.TopX), pick("to_y", a.SubY, a.TopY)
+		sem := pick("sem", kir.Ci(sc.Sem1), kir.Ci(sc.Sem2))
+		b.If(sends, func() { send(page, x, y, sem, "a partial (this core's, or the subgroup's merged)") })
+		receives := pick("receives", r.lead, kir.LAnd(kir.Eq(a.Slot, kir.C(0)), r.two))
+		pages := pick("pages", kir.Ci(sc.slots(0)), kir.Ci(sc.slots(1)))
+		cnt := pick("cnt", r.cnt1, r.cnt2)
+		front := pick("front", base, kir.Add(base, kir.Ci(sc.slots(0)*sc.Page)))
+		b.If(receives, func() {
+			b.Comment("a (sub-)leader: the partials in, to compute")
+			receive(pages, cnt, sem)
+			sc.serve(b, front, cnt)
+		})
 	})
 }
 
