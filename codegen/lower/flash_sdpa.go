@@ -159,7 +159,7 @@ func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
 	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
 	return flashCost{
-		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
+		perTile:  max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
 		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 20*d.G,
 	}
 }
