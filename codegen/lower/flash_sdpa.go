@@ -18,15 +18,16 @@ import (
 // A work item is (user b, kv head j): the G = H/Hkv query heads of the
 // group, one tile row (decodeItem, groupTiles gather them). Each item gets
 // a group of `group` consecutive cores: every core the grid has per item
-// (flashDecode; fewer only when the combine's CBs do not fit L1). At run
-// time the n = pos/32 + 1 cache tiles up to the one holding pos are split
-// over the group's first cores (flashSpan: per tiles per core, the
-// fewest that does not cost more in merging than it saves, see
-// flashCost.per), so a short position uses only as many cores as pay off.
-// The reader, compute and writer compute the split from pos (the compute
-// kernel reads it with read_tile_value from a page the reader pushes, the
-// writer reads pos itself), so one program serves every position: no
-// rebuild and nothing the host recomputes per step.
+// (flashDecode; fewer only when the program does not fit L1), so a long
+// context streams its cache from the whole grid. At run time the n =
+// pos/32 + 1 cache tiles up to the one holding pos are split over the
+// group's first cores (flashSpan: per tiles each, the even split or more
+// when fewer cores are cheaper, flashCost.per), so a short position uses
+// only as many cores as pay off. The reader, compute and writer compute
+// the split from pos (the reader reads pos and hands it to compute, which
+// reads it with read_tile_value, and to the writer), so one program
+// serves every position: no rebuild and nothing the host recomputes per
+// step.
 //
 // Each core streams its tiles in chunks of flashChunk tiles (the last one
 // shorter) with an online softmax. Its state is the shift nm = -m (bf16,
@@ -52,6 +53,17 @@ import (
 // so they unpack to DEST at fp32 (kir.ChooseUnpackModes) and the
 // rescaling rounds once per chunk in fp32, not to tf32.
 //
+// The cost of a cache tile is its 16 tile products (2*Dt, each at most
+// 6 of whose 32 q rows carry a head at the 27B shape) and the exp_tile
+// of its scores, 2,123 cycles in the timing model: exactly the
+// instructions tt-llk's _sfpu_exp_f32_accurate_ issues (ir/sfpu, 66 per
+// 32 values), about three quarters of the products. Only the G rows of
+// a score tile matter, but an exp of part of a tile needs a vector mode
+// no call of the instruction tables has, and moving the rows of several
+// tiles into one (for one exp per chunk row block) costs a tile product
+// and a pack per tile each way, more than it saves at short positions
+// and little at long ones, which the DRAM bounds.
+//
 // group == 1 (one core per item; several items per core when the grid has
 // fewer than two cores per item) normalises on the core: out = O *
 // tf32(1/l), rounded to q's dtype, times sigmoid(gate) rounded to gate's
@@ -59,31 +71,30 @@ import (
 // partial (O, m, l) and merges the partials exactly on a tree
 // (multicore.SplitCombine: subgroups of sub cores merge on their first
 // core, those merged partials on the group's first core, the leader),
-// which multiplies each merged tile, rounded to q's dtype, by
-// sigmoid(gate). The sigmoid is spread over the group's last cores (the
-// helpers, flashHelpers: a gate tile each when the group has Dt cores,
-// the cores a short position leaves idle), which take it before their
-// cache tiles and send it to the leader (semaphore flashSemSig: each
-// helper writes its pages into the leader's sigmoid CB, then increments
-// it; the leader's writer waits for every helper's increment before it
-// takes part in the combine. Deadlock-free: a helper waits for nothing
-// of another core, and the leader's compute needs the pages only after
-// its last merge). The result tiles are written as the o_proj input rows
-// (writeDecodeTiles).
+// whose last merge gives out = O * tf32(1/l) rounded to q's dtype. The
+// sigmoid and the gate's product are spread over the group's last cores
+// (the helpers, flashHelpers: one D tile each when the group has Dt
+// cores; the cores a short position leaves idle): a helper takes the
+// sigmoid of its gate tiles before its cache tiles, the leader sends it
+// each merged tile it owns (sendResults, semaphore flashSemResult) and
+// the helper multiplies and writes the result tiles as the o_proj input
+// rows (writeResult).
 //
 // The rounding order differs from the single pass over the whole row the
 // reference computes (sim/ref attendGatedFPU): the device's result agrees
 // with it to within the rounding of the chunked order (the tests in
 // flash_sdpa_test.go state the bound), not bit for bit.
 //
-// Reader: per item the gate tiles of a helper (group > 1) and, when the
-// core has cache tiles, the q tile row and per chunk the K tiles of each
-// cache tile (and the mask page of pos's tile), then per D tile one block
-// of flashChunk V pages (the chunk's tiles, the rest of the block unused,
-// so every block starts at the same ring page; the scores and exp blocks
-// likewise), then (group 1) the gate tiles. K and V rows past pos in
-// pos's tile are cleared (stale cache rows may hold anything, and 0 x NaN
-// is NaN).
+// Reader: pos; a helper's gate tiles (group > 1); when the core has
+// cache tiles, the q tile row and per chunk the K tiles of its cache
+// tiles, up to flashKPair per barrier (and the mask page of pos's tile),
+// then per vGroup D tiles a block of flashChunk V pages each (the chunk's
+// tiles, the rest of the block unused, so every block starts at the same
+// ring page; the scores and exp blocks likewise); then (group 1) the gate
+// tiles. K and V rows past pos in pos's tile are cleared (stale cache
+// rows may hold anything, and 0 x NaN is NaN). The writer makes the
+// constant tiles: compute's scaler and zero tiles and (group > 1, for the
+// core holding pos's tile) the reader's zeros and mask.
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
 // exp CBs hold one chunk, the V CB two).

@@ -21,55 +21,61 @@ import (
 // A partial is Pages = Rows*(Width+2) tiles of CB Partial: per tile row r
 // of q (in order) the Width tiles of O, then m's tile, then l's tile; m
 // and l hold each row's value in column 0 (as reduce_tile<REDUCE_ROW>
-// leaves it), their other columns are never read. The m_i must be finite,
-// with |m_i| < 2^20, and the core with the largest m has l >= 1/2 (its
-// largest term is exp(s - m), 1 when m is its largest score s, or near 1
-// when m is s rounded, as flash decoding's bf16 maxima are).
+// leaves it), their other columns are never read. Only the first Live
+// rows of a tile row carry data (flash decoding: the G heads of a kv
+// group); the results of the others are garbage. The m_i must be finite
+// and exact in tf32 (flash decoding's maxima are bf16), and the core with
+// the largest m has l >= 1/2 (its largest term is exp(s - m), 1 when m is
+// its largest score s, or near 1 when m is s rounded).
 //
 // The merge runs on a tree of at most two levels, so that a leader never
-// holds more than max(Sub, Subs()) partials: the group's Group cores
-// (consecutive in Cores) form subgroups of Sub consecutive cores (the last
-// one smaller when Sub does not divide Group), each led by its first core
-// (a sub-leader); the group's first core (the leader) leads subgroup 0
-// and the sub-leaders. At run time only the group's first `used` cores
-// have partials (1 <= used <= Group; flash decoding at a short position
-// uses fewer cores than it has), and so only the subgroups they fall in
-// take part:
+// holds more than max(Sub, Subs()) <= 32 partials: the group's Group
+// cores (consecutive in Cores) form subgroups of Sub consecutive cores
+// (the last one smaller when Sub does not divide Group), each led by its
+// first core (a sub-leader); the group's first core (the leader) leads
+// subgroup 0 and the sub-leaders. At run time only the group's first
+// `used` cores have partials (1 <= used <= Group; flash decoding at a
+// short position uses fewer cores than it has), and so only the
+// subgroups they fall in take part:
 //
 //   - level 1: a core with a partial writes it into its page slot of its
-//     sub-leader's CB Gather1 (Sub partials); the sub-leader merges the
-//     partials of its subgroup's cores with one;
+//     sub-leader's CB Gather (the first Sub partial slots); the
+//     sub-leader merges the partials of its subgroup's cores with one;
 //   - when used > Sub (more than one subgroup has partials), level 2: each
 //     such sub-leader's merge is itself a partial (O' = sum_i w_i O_i, m' =
 //     M, l' = sum_i w_i l_i, w_i = exp(m_i - M): unnormalised), which it
-//     writes into its slot of the leader's Gather2 (Subs() partials), and
-//     the leader merges those into the result; else the leader's level-1
-//     merge is the result.
+//     writes into its slot of the leader's Gather (Subs() more slots,
+//     after the level-1 ones), and the leader merges those into the
+//     result; else the leader's level-1 merge is the result.
 //
 // Protocol (Emit: the writer; MergeThen: compute), per level the gather
 // half of Exchange: a sender waits for its partial (Pages pages of CB
 // Partial; a sub-leader's merged partial comes through the same CB after
 // its own partial has left), writes each page into its slot of the
-// receiver's gather CB (one NoC write per page on the writer's NoC; the
-// CB has one L1 address on every core, and a sender reads the address
-// from its own copy of the CB before it ever reserves it), waits for the
+// receiver's Gather (one NoC write per page on the writer's NoC; the CB
+// has one L1 address on every core, and a sender reads the address from
+// its own copy of the CB before it ever reserves it), waits for the
 // acknowledgements (noc_async_write_barrier: the data lands before the
 // count) and increments the receiver's semaphore (Sem1, Sem2; an atomic,
 // drained by kir.Finish's noc_async_atomic_barrier); the receiver's
-// writer reserves the whole gather CB, waits until its semaphore counts
-// the partials it expects (level 1: its subgroup's cores below used;
-// level 2: the subgroups with partials, ceil(used/Sub)) and pushes it to
-// compute. The senders and the counts follow from used, which every
-// kernel of the group computes alike. Two semaphores, no multicast; once
-// per program.
+// writer reserves the level's slots, waits until its semaphore counts the
+// partials it expects (level 1: its subgroup's cores below used; level
+// 2: the subgroups with partials, ceil(used/Sub)), pushes them to compute
+// and serves the merge (serve: it packs the m_i into one tile for one
+// exp of all, and unpacks compute's weights; CBs Xfer and WRow). The
+// senders and the counts follow from used, which every kernel of the
+// group computes alike. Two semaphores, no multicast; once per program.
 //
 // Deadlock-free: the waits form a tree. A core waits for nothing of
 // another core to send its partial (compute produces it from its own
 // inputs); a sub-leader waits only for increments its subgroup's senders
 // make after their own compute, and sends its merged partial after its
 // own merge; the leader waits for the sub-leaders' increments, made after
-// their level-1 merges, which wait for nothing of the leader. Every
-// gather page is written at most once into a CB reserved whole for it.
+// their level-1 merges, which wait for nothing of the leader; a merge's
+// hand-overs between a core's writer and compute go one way at a time
+// (the writer's packed maxima, compute's packed weights, the writer's
+// unpacked weights). Every gather page is written at most once into a CB
+// reserved whole for it.
 type SplitCombine struct {
 	T           *target.Target
 	Group, Sub  int            // cores per group, cores per subgroup (>= Group: one level)
