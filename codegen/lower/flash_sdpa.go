@@ -17,15 +17,17 @@ import (
 //
 // A work item is (user b, kv head j): the G = H/Hkv query heads of the
 // group, one tile row (decodeItem, groupTiles gather them). Each item gets
-// a group of `group` consecutive cores (flashCost.group: a cost estimate
-// at the longest context). At run time the n = pos/32 + 1 cache tiles up
-// to the one holding pos are split over the group (flashSpan: per =
-// max(ceil(n/group), isqrt(n * perCore/perTile)) tiles per core, the
-// group's last cores first, so a short position uses only as many cores
-// as pay off). The reader, compute and writer compute the split from pos
-// (the compute kernel reads it with read_tile_value from a page the
-// reader pushes, the writer reads pos itself), so one program serves every
-// position: no rebuild and nothing the host recomputes per step.
+// a group of `group` consecutive cores: every core the grid has per item
+// (flashDecode; fewer only when the program does not fit L1), so a long
+// context streams its cache from the whole grid. At run time the n =
+// pos/32 + 1 cache tiles up to the one holding pos are split over the
+// group's first cores (flashSpan: per tiles each, the even split or more
+// when fewer cores are cheaper, flashCost.per), so a short position uses
+// only as many cores as pay off. The reader, compute and writer compute
+// the split from pos (the reader reads pos and hands it to compute, which
+// reads it with read_tile_value, and to the writer), so one program
+// serves every position: no rebuild and nothing the host recomputes per
+// step.
 //
 // Each core streams its tiles in chunks of flashChunk tiles (the last one
 // shorter) with an online softmax. Its state is the shift nm = -m (bf16,
@@ -51,53 +53,97 @@ import (
 // so they unpack to DEST at fp32 (kir.ChooseUnpackModes) and the
 // rescaling rounds once per chunk in fp32, not to tf32.
 //
+// The cost of a cache tile is its 16 tile products (2*Dt, each at most
+// 6 of whose 32 q rows carry a head at the 27B shape) and the exp_tile
+// of its scores, 2,123 cycles in the timing model: exactly the
+// instructions tt-llk's _sfpu_exp_f32_accurate_ issues (ir/sfpu, 66 per
+// 32 values), about three quarters of the products. Only the G rows of
+// a score tile matter, but an exp of part of a tile needs a vector mode
+// no call of the instruction tables has, and moving the rows of several
+// tiles into one (for one exp per chunk row block) costs a tile product
+// and a pack per tile each way, more than it saves at short positions
+// and little at long ones, which the DRAM bounds.
+//
 // group == 1 (one core per item; several items per core when the grid has
-// fewer cores than items) normalises on the core: out = O * tf32(1/l),
-// rounded to q's dtype, times sigmoid(gate) rounded to gate's dtype
-// (mul_tiles). group > 1 ends each core with its partial (O, m, l; a core
-// without tiles sends none) and merges the partials of the cores that had
-// tiles exactly on the group's leader (multicore.SplitCombine.MergeThen),
-// which multiplies each merged tile, rounded to q's dtype, by
-// sigmoid(gate) it computed first (it has the fewest tiles). The result
-// tiles are written as the o_proj input rows (writeDecodeTiles).
+// fewer than two cores per item) normalises on the core: out = O *
+// tf32(1/l), rounded to q's dtype, times sigmoid(gate) rounded to gate's
+// dtype (mul_tiles). group > 1 ends each core that had tiles with its
+// partial (O, m, l) and merges the partials exactly on a tree
+// (multicore.SplitCombine: subgroups of sub cores merge on their first
+// core, those merged partials on the group's first core, the leader),
+// whose last merge gives out = O * tf32(1/l) rounded to q's dtype. The
+// sigmoid and the gate's product are spread over the group's last cores
+// (the helpers, flashHelpers: one D tile each when the group has Dt
+// cores; the cores a short position leaves idle): a helper takes the
+// sigmoid of its gate tiles before its cache tiles, the leader sends it
+// each merged tile it owns (sendResults, semaphore flashSemResult) and
+// the helper multiplies and writes the result tiles as the o_proj input
+// rows (writeResult).
 //
 // The rounding order differs from the single pass over the whole row the
 // reference computes (sim/ref attendGatedFPU): the device's result agrees
 // with it to within the rounding of the chunked order (the tests in
 // flash_sdpa_test.go state the bound), not bit for bit.
 //
-// Reader: per item the q tile row, (leader) the gate tiles, then per
-// chunk the K tiles of each cache tile (and the mask page of pos's tile),
-// then per D tile one block of flashChunk V pages (the chunk's tiles, the
-// rest of the block unused, so every block starts at the same ring page;
-// the scores and exp blocks likewise), then (group 1) the gate tiles. K
-// and V rows past pos in pos's tile are cleared (stale cache rows may
-// hold anything, and 0 x NaN is NaN).
+// Reader: pos; a helper's gate tiles (group > 1); when the core has
+// cache tiles, the q tile row and per chunk the K tiles of its cache
+// tiles, up to flashKPair per barrier (and the mask page of pos's tile),
+// then per vGroup D tiles a block of flashChunk V pages each (the chunk's
+// tiles, the rest of the block unused, so every block starts at the same
+// ring page; the scores and exp blocks likewise); then (group 1) the gate
+// tiles. K and V rows past pos in pos's tile are cleared (stale cache
+// rows may hold anything, and 0 x NaN is NaN). The writer makes the
+// constant tiles: compute's scaler and zero tiles and (group > 1, for the
+// core holding pos's tile) the reader's zeros and mask.
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
 // exp CBs hold one chunk, the V CB two).
 const flashChunk = 8
 
+// flashKPair is the most cache tiles whose K the reader moves per barrier
+// (fewer when their K rows are longer than 4*flashChunk tiles).
+const flashKPair = 4
+
+// The semaphores of a split program: the leader's result tiles at the
+// helpers, then the combine's (flashSemCombine, and the next on two
+// levels).
+const (
+	flashSemResult  = 0
+	flashSemCombine = 1
+)
+
 // flashSDPA is a flash-decoding sdpa_decode_gated program under
 // construction; the operands, dims and reader helpers are gatedSDPA's.
 type flashSDPA struct {
 	*gatedSDPA
-	group int
-	cost  flashCost
-	sc    *multicore.SplitCombine // group > 1
+	group, sub int // cores per item, per subgroup of the combine
+	// the reader's reads per barrier: K tiles of kPair cache tiles, V
+	// blocks of vGroup D tiles
+	kPair, vGroup int
+	helpers       int // group > 1: the group's last cores that take sigmoid(gate)
+	cost          flashCost
+	sc            *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
 	zeroT, posC int
-	// writer (group > 1): its pos page
-	wpos int
+	// group > 1: pos for the writer (from the reader), a helper's
+	// sigmoid(gate) tiles (compute scratch) and the result tiles the leader
+	// sends it (leader's writer -> helper's compute); own is the most
+	// result tiles a helper takes, ceil(Dt/helpers)
+	wpos, sigH, res, own int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 }
 
-// flashDecode builds s's program (decode) by flash decoding, the group
-// size chosen by flashCost.group and lowered while it does not fit L1.
+// flashDecode builds s's program (decode) by flash decoding with groups
+// of every core the grid has per item (one core per item when it has
+// fewer than two), the group size lowered while the program does not fit
+// L1.
 func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 	cost := newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType)
-	g := cost.group(s.d, ctx.Target.NumWorkers())
+	g := 1
+	if n := ctx.Target.NumWorkers(); 2*s.d.items <= n {
+		g = n / s.d.items
+	}
 	for {
 		p, err := flashBuild(s, ctx, g, cost)
 		if err == nil || g == 1 || !strings.Contains(err.Error(), "rule l1-budget") {
@@ -111,74 +157,66 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 // tile on a core (its 2*Dt tile products with the unpacks of both
 // operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
 // longer, plus the exp_tile of its scores and a few more tile steps:
-// scale, maximum, sum, packs), a core past the first (the leader
-// receiving its partial, Dt + 2 fp32 tiles at one core's NoC rate, and
-// merging it: an exp_tile, Dt products, a few steps; plus its dispatch)
-// and the leader's sigmoid(gate) (Dt sigmoid_tile). For Qwen3.8-27B at
-// mesh 1x2 (Dt 8) about 6,300, 5,600 and 20,000.
-type flashCost struct{ perTile, perCore, gate, floor int }
+// scale, maximum, sum, packs) and a partial merged on a (sub-)leader
+// (its Dt + 2 fp32 tiles at one core's NoC rate, and its Dt + 1 products
+// with the weights, plus the writer moving its m and weight for each of
+// the G rows: SplitCombine takes one exp for all the partials of a
+// merge). For Qwen3.8-27B at mesh 1x2 (Dt 8, G 6) about 6,300 and
+// 2,400.
+type flashCost struct{ perTile, perMerge int }
 
 func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	tb := kv.TileBytes()
 	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
 	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
 	return flashCost{
-		perTile: max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
-		perCore: DispatchCycles + (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + exp + d.Dt*(EltwiseTileCycles+2*UnpackTileCycles) + 10*step,
-		gate:    d.Dt * int(kir.SFPUTable[kir.SFPUSigmoid].Cycles),
-		// the DRAM floor of reading every item's cache
-		floor: d.items * d.Lt * 2 * d.Dt * tb / DRAMBytesPerCycle,
+		perTile:  max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
+		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 20*d.G,
 	}
 }
 
-// per is the tiles per core of n visible tiles over g cores at run time
-// (flashSpan): max(ceil(n/g), isqrt(n * perCore/perTile), minPer()).
-func (fc flashCost) per(n, g int) int {
-	return max((n+g-1)/g, int(math.Sqrt(float64(n*fc.perCore/fc.perTile))), fc.minPer())
+// per is the tiles per core of n visible tiles over a group of g cores
+// merging in subgroups of sub (flashSpan emits the same): the even split
+// ceil(n/g), or more tiles per core when fewer cores are cheaper. u cores
+// with a tiles each cost about a*perTile + merge(u), merge(u) = u*perMerge
+// while u <= sub (one level), (sub + u/sub)*perMerge beyond (two), so
+// the best a is sqrt(n*perMerge/perTile) when that leaves at most sub
+// cores, else sqrt(n*perMerge/(perTile*sub)).
+func (fc flashCost) per(n, g, sub int) int {
+	p := max(1, int(math.Sqrt(float64(n*fc.perMerge/fc.perTile))))
+	if (n+p-1)/p > sub {
+		p = max(1, int(math.Sqrt(float64(n*fc.perMerge/(fc.perTile*sub)))))
+	}
+	return max(p, (n+g-1)/g)
 }
 
-// minPer is the tiles a core can take while the leader computes
-// sigmoid(gate) (at least 1).
-func (fc flashCost) minPer() int { return max(fc.gate/fc.perTile, 1) }
-
-// time is the estimate of n visible tiles over a group of g cores split
-// as flashSpan does: u = ceil(n/per) cores get tiles, the group's last,
-// and the leader (the first) gets the remainder on top of its sigmoid
-// when u = g; then it merges u partials.
-func (fc flashCost) time(n, g int) int {
-	if g == 1 {
-		return n*fc.perTile + fc.gate
+// mergeCycles is the estimate of merging u partials on a tree of
+// subgroups of sub: the leader's level-1 merge, plus the level-2 merge
+// and a partial's transfer on two levels.
+func (fc flashCost) mergeCycles(u, sub int) int {
+	if u <= sub {
+		return u * fc.perMerge
 	}
-	per := fc.per(n, g)
-	u := (n + per - 1) / per
-	work := per * fc.perTile
-	if u == g {
-		work = max(work, (n-(g-1)*per)*fc.perTile+fc.gate)
-	} else {
-		work = max(work, fc.gate)
-	}
-	return (u-1)*fc.perCore + max(work, fc.floor)
+	return (sub + (u+sub-1)/sub + 1) * fc.perMerge
 }
 
-// group is the cores per item: 1 when the grid has fewer than two cores
-// per item, else the g in 1 .. min(cores/items, Lt) minimising the
-// estimate at the longest context (time(Lt, g)); ties go to fewer cores.
-// For Qwen3.8-27B at mesh 1x2 (2 items) this is g = 3 at a 128-long
-// cache, 14 at 4096 and the L1 limit beyond (flashDecode lowers g while
-// the combine's CBs do not fit: 23 cores per item). At run time a
-// position uses fewer when that is cheaper (flashSpan).
-func (fc flashCost) group(d sdpaDims, cores int) int {
-	if 2*d.items > cores {
-		return 1
-	}
-	best, bestCost := 1, 0
-	for g := 1; g <= min(cores/d.items, d.Lt); g++ {
-		if c := fc.time(d.Lt, g); g == 1 || c < bestCost {
-			best, bestCost = g, c
+// subgroup is the cores per subgroup of the combine of a group of g: the
+// s minimising the merge of the whole group, mergeCycles(g, s) (ties to
+// the larger s, one level when that is as cheap).
+func (fc flashCost) subgroup(g int) int {
+	best := g
+	for s := g - 1; s >= 1; s-- {
+		if fc.mergeCycles(g, s) < fc.mergeCycles(g, best) {
+			best = s
 		}
 	}
 	return best
 }
+
+// flashHelpers is the number of helpers of a group of g cores: min(g,
+// Dt), the group's last; helper k (slot g-1-k) takes gate tiles k, k +
+// helpers, ... .
+func flashHelpers(g, Dt int) int { return min(g, Dt) }
 
 // flashBuild builds the program with groups of g cores per item.
 func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Program, error) {
@@ -190,13 +228,13 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 		plan := PlanSplit(d.items, t.NumWorkers(), d.Lt*2*d.Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
 		s.splitProgram, err = newSplitProgram(s.op, ctx, plan)
 	} else {
+		f.sub, f.helpers = cost.subgroup(g), flashHelpers(g, d.Dt)
 		cores, rs := firstCores(t, d.items*g)
 		s.splitProgram, err = newProgramOn(s.op, ctx, cores, rs)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.kBlk = largestDivisor(d.Dt, sdpaCacheBlock)
 	if err := f.planCBs(); err != nil {
 		return nil, err
 	}
@@ -211,12 +249,13 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 }
 
 // planCBs plans the program's CBs (and, group > 1, the combine's CBs and
-// semaphore 0).
+// the semaphores).
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*s.kBlk)
-	s.cbV = cbs.Input("v", s.v.Type.DType, 2*C)
+	f.kPair, f.vGroup = max(1, min(flashKPair, 4*flashChunk/Dt)), largestDivisor(Dt, 4)
+	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
+	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
 	s.mask = cbs.Input("mask", ir.FP32, 1)
 	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
@@ -234,22 +273,32 @@ func (f *flashSDPA) planCBs() error {
 	f.alpha = cbs.Scratch("rescale", ir.FP32, 1)
 	f.oS = cbs.Scratch("out_acc", ir.FP32, Dt+1)
 	if f.group == 1 {
+		s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
+		s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+	} else {
+		// the leader's merged tiles, rounded to q's dtype, to its writer
+		// (the combine's Out); a helper's result tiles, all at once
+		f.own = (Dt + f.helpers - 1) / f.helpers
+		s.attn = cbs.Output("attn", s.q.Type.DType, 2)
+		s.cbOut = cbs.Output("out", s.out.Type.DType, f.own)
+		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G*f.own)
+	}
+	if f.group == 1 {
 		f.rcol = cbs.Scratch("recip_sum", ir.FP32, 1)
 		f.rfull = cbs.Scratch("recip_sum_rows", ir.FP32, 1)
+		s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
+	} else {
+		f.sigH = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, f.own)
+		f.res = cbs.Input("merged", s.q.Type.DType, f.own)
+		f.wpos = cbs.Pages(blocks.InputCB, "pos_for_writer", ir.UInt32, f.ctx.Target.L1Align, 1)
+		s.p.AddSemaphore(kir.Semaphore{ID: flashSemResult, Cores: s.rs})
+		var err error
+		if f.sc, err = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, f.sub, 1, Dt, s.d.G, ir.FP32, s.attn, f.zeroT, flashSemCombine); err != nil {
+			return fmt.Errorf("%s: %w", s.op.Name(), err)
+		}
 	}
-	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-	sigPages := 1
-	if f.group > 1 {
-		sigPages = Dt // the leader's, computed before the merge
-	}
-	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, sigPages)
-	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-	s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
-	if f.group > 1 {
-		f.wpos = cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
-		f.sc = multicore.NewSplitCombine(s.p, f.ctx.Target, cbs, s.cores, s.rs, f.group, 1, Dt, ir.FP32, 0)
-	}
-	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles)", s.op.Name(), f.group, C))
+	return cbs.Err(fmt.Sprintf("%s split over %d cores per kv head (chunks of %d cache tiles, subgroups of %d)", s.op.Name(), f.group, C, f.sub))
 }
 
 // flashSplit is a core's share of the visible cache tiles, as variables
@@ -257,20 +306,15 @@ func (f *flashSDPA) planCBs() error {
 type flashSplit struct {
 	lptr   kir.Var // the tile holding pos
 	n, per kir.Var // visible tiles, tiles per core (group > 1)
+	used   kir.Var // cores with tiles (group > 1)
 	lo, hi kir.Var // the core's tiles [lo, hi)
 }
 
 // flashSpan emits the split of the n = pos/32 + 1 visible tiles: the
-// core at slot (rank r = group-1-slot) takes [r*per, (r+1)*per) within
-// [0, n), per = max(ceil(n/group), isqrt(n * perCore/perTile), minPer):
-// the group's cores share the tiles evenly unless fewer cores are
-// cheaper, sqrt(n * perTile/perCore) of them minimising (cores-1)*perCore
-// + n/cores*perTile (a short position on a group sized for a long cache),
-// and no core takes fewer tiles than the leader's sigmoid(gate) takes.
-// The cores with tiles are then the group's last (flashFirst), and the
-// leader (slot 0) has the fewest: none unless every core has some, so it
-// computes sigmoid(gate) while the others work. Reader and compute emit
-// it alike, so their loop counts agree.
+// core at slot takes [slot*per, (slot+1)*per) within [0, n), per =
+// flashCost.per(n, group, sub) (isqrt bit by bit), so the group's first
+// used = ceil(n/per) cores have tiles. Reader, compute and writer emit it
+// alike, so their loop counts agree.
 func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 	var sp flashSplit
 	group := f.group
@@ -280,28 +324,40 @@ func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 		sp.lo, sp.hi = b.Let("lo", kir.C(0)), sp.n
 		return sp
 	}
-	sp.per = b.LetT("per", kir.U32T, kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
-	// isqrt(n * perCore / perTile) bit by bit (that is below 2^32, the root below 2^16)
-	x := b.Let("per_x", kir.Div(kir.Mul(sp.n, kir.Ci(f.cost.perCore)), kir.Ci(f.cost.perTile)))
-	root := b.LetT("per_root", kir.U32T, kir.C(0))
-	b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
-		cand := b.Let("cand", kir.Add(root, kir.Shr(kir.C(1<<15), i)))
-		b.If(kir.Le(kir.Mul(cand, cand), x), func() { b.Assign(root, cand) })
-	})
-	b.If(kir.Gt(root, sp.per), func() { b.Assign(sp.per, root) })
-	if m := f.cost.minPer(); m > 1 {
-		b.If(kir.Lt(sp.per, kir.Ci(m)), func() { b.Assign(sp.per, kir.Ci(m)) })
+	isqrt := func(name string, x kir.Expr) kir.Var {
+		// bit by bit (x is below 2^32, the root below 2^16); at least 1
+		xv := b.Let(name+"_x", x)
+		root := b.LetT(name, kir.U32T, kir.C(0))
+		b.For("bit", kir.C(0), kir.C(16), func(i kir.Var) {
+			cand := b.Let("cand", kir.Add(root, kir.Shr(kir.C(1<<15), i)))
+			b.If(kir.Le(kir.Mul(cand, cand), xv), func() { b.Assign(root, cand) })
+		})
+		b.If(kir.Eq(root, kir.C(0)), func() { b.Assign(root, kir.C(1)) })
+		return root
 	}
-	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(kir.Sub(kir.Ci(group-1), slot), sp.per))
+	pm, pt := kir.Ci(f.cost.perMerge), kir.Ci(f.cost.perTile)
+	sp.per = isqrt("per", kir.Div(kir.Mul(sp.n, pm), pt))
+	if f.sub < group {
+		b.If(kir.Gt(kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per), kir.Ci(f.sub)), func() {
+			b.Assign(sp.per, isqrt("per2", kir.Div(kir.Mul(sp.n, pm), kir.Ci(f.cost.perTile*f.sub))))
+		})
+	}
+	even := b.Let("per_even", kir.Div(kir.Add(sp.n, kir.Ci(group-1)), kir.Ci(group)))
+	b.If(kir.Gt(even, sp.per), func() { b.Assign(sp.per, even) })
+	sp.used = b.Let("used", kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per))
+	sp.lo = b.LetT("lo", kir.U32T, kir.Mul(slot, sp.per))
 	b.If(kir.Gt(sp.lo, sp.n), func() { b.Assign(sp.lo, sp.n) })
 	sp.hi = b.LetT("hi", kir.U32T, kir.Add(sp.lo, sp.per))
 	b.If(kir.Gt(sp.hi, sp.n), func() { b.Assign(sp.hi, sp.n) })
 	return sp
 }
 
-// flashFirst emits the first slot with tiles: group - ceil(n/per).
-func flashFirst(b *kir.Builder, sp flashSplit, group int) kir.Var {
-	return b.Let("first", kir.Sub(kir.Ci(group), kir.Div(kir.Add(sp.n, kir.Sub(sp.per, kir.C(1))), sp.per)))
+// helper emits whether the core at slot is a helper (group > 1) and its
+// first gate tile k (its helper index).
+func (f *flashSDPA) helper(b *kir.Builder, slot kir.Expr) (is, k kir.Var) {
+	is = b.Let("helper", kir.Ge(slot, kir.Ci(f.group-f.helpers)))
+	k = b.Let("helper_k", kir.Sub(kir.Ci(f.group-1), slot))
+	return is, k
 }
 
 // chunkEnd emits min(t0 + flashChunk, hi), the end of the chunk at t0.
@@ -311,8 +367,37 @@ func chunkEnd(b *kir.Builder, t0, hi kir.Expr) kir.Var {
 	return end
 }
 
+// gateItem emits item i's vars for reading gate tiles without its q rows
+// (decodeItem reads those): the user and the group's first row, or the
+// gate gather's row map.
+func (f *flashSDPA) gateItem(b *kir.Builder, i kir.Expr) sdpaItem {
+	s, d := f.gatedSDPA, f.d
+	var it sdpaItem
+	it.head = b.Let("ghead", i)
+	if s.groupRows {
+		it.user = b.Let("guser", kir.Div(it.head, kir.Ci(d.Hkv)))
+		it.groupRow = b.Let("ggroup_row", kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G)))
+		return it
+	}
+	first := b.Let("gfirst", kir.Add(kir.Mul(kir.Div(it.head, kir.Ci(d.Hkv)), kir.Ci(d.H)), kir.Mul(kir.Mod(it.head, kir.Ci(d.Hkv)), kir.Ci(d.G))))
+	s.gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		return []blocks.Run{{Src: 0, Row: kir.Add(first, row), Col: col}}
+	}
+	return it
+}
+
+// gateTile emits the push of gate tile dd of item it into the gate CB.
+func (f *flashSDPA) gateTile(b *kir.Builder, it sdpaItem, dd kir.Expr) {
+	s := f.gatedSDPA
+	if s.groupRows {
+		s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
+	} else {
+		s.gg.Page(b, s.cbGate, dd)
+	}
+}
+
 // reader adds the reader (see the file's doc). Runtime args: start,
-// count (items), slot and, group > 1, leader.
+// count (items) and slot.
 func (f *flashSDPA) reader() error {
 	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
 	if err := s.readerSetup(); err != nil {
@@ -320,111 +405,190 @@ func (f *flashSDPA) reader() error {
 	}
 	rd := s.rd
 	rstart, rcount, rslot := rd.RuntimeArg("start"), rd.RuntimeArg("count"), rd.RuntimeArg("slot")
-	var rleader kir.Expr
-	if f.group > 1 {
-		rleader = rd.RuntimeArg("leader")
-	}
 	b := rd.Builder()
-	blocks.ScalerTile(b, s.scaler, 1)
-	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
-	blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
-	b.CBPushBack(f.zeroT, kir.C(1))
+	if f.group == 1 {
+		f.tileConsts(b)
+	}
 	s.posv = readPos(b, s.pAcc, s.cbPos)
 	b.Comment("pos, for the compute kernel's loop counts (read_tile_value)")
-	pp := blocks.Reserve(b, f.posC, kir.C(1), "pos_page")
-	b.L1Write32(pp, s.posv)
-	b.CBPushBack(f.posC, kir.C(1))
+	for _, cb := range []int{f.posC, f.wpos} {
+		if cb == f.wpos && f.group == 1 {
+			continue
+		}
+		pp := blocks.Reserve(b, cb, kir.C(1), "pos_page")
+		b.L1Write32(pp, s.posv)
+		b.CBPushBack(cb, kir.C(1))
+	}
 	sp := f.flashSpan(b, s.posv, rslot)
 	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	s.lptr = lptr
 	s.lrow = b.Let("lrow", kir.Mod(s.posv, kir.Ci(ir.TileSize)))
-	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
-	fb := ir.FP32.TileBytes()
-	consts := blocks.ScratchPages(b, s.consts, 2, "consts")
-	s.zero = b.Let("zero", consts)
-	s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
-	blocks.FillWords(b, s.zero, fb, 0)
-	b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-		b.L1Write32(kir.Add(s.bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, s.lrow), kir.C(negInf)))
-	})
-	blocks.FillRowsFromRow0(b, s.bound, 4)
 	s.gq.Begin(b, []int{s.slotQ})
 	s.gg.Begin(b, []int{s.slotG})
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		it := s.decodeItem(b, i)
-		gate := func() {
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-				if s.groupRows {
-					s.groupTiles(b, s.cbGate, s.gAcc, s.gate, "gate_l1", it, 1, func(int) kir.Expr { return dd })
-				} else {
-					s.gg.Page(b, s.cbGate, dd)
-				}
-			})
+	if f.group > 1 {
+		is, k := f.helper(b, rslot)
+		b.If(is, func() {
+			b.Comment("a helper's gate tiles first: its compute takes their sigmoid before anything else")
+			it := f.gateItem(b, rstart)
+			b.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(dd kir.Var) { f.gateTile(b, it, dd) })
+		})
+	}
+	fb := ir.FP32.TileBytes()
+	// holds: the core's tiles include pos's (group > 1: only that core
+	// needs the constant tiles, which its writer makes)
+	holds := b.Let("holds_pos", kir.LAnd(kir.Le(lo, lptr), kir.Lt(lptr, hi)))
+	stream := func() {
+		if f.group == 1 {
+			consts := blocks.ScratchPages(b, s.consts, 2, "consts")
+			f.maskConsts(b, consts, s.lrow)
+			s.zero = b.Let("zero", consts)
+			s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
+		} else {
+			s.zero = b.LetT("zero", kir.U32T, kir.C(0))
+			s.bound = b.LetT("bound", kir.U32T, kir.C(0))
 		}
-		if f.group > 1 {
-			b.Comment("the leader's gate tiles first: its compute takes their sigmoid before anything else")
-			b.If(kir.Ne(rleader, kir.C(0)), gate)
-		}
-		b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-			cend := chunkEnd(b, t0, hi)
-			b.For("t", t0, cend, func(tt kir.Var) {
-				b.If(kir.Eq(tt, lptr), func() {
-					m := blocks.Reserve(b, s.mask, kir.C(1), "m")
-					blocks.LocalCopy(b, s.bound, m, fb)
-					b.NoCAsyncReadBarrier()
-					b.CBPushBack(s.mask, kir.C(1))
+		kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
+		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+			it := s.decodeItem(b, i)
+			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
+				cend := chunkEnd(b, t0, hi)
+				// K: the tiles of kPair cache tiles per barrier (two when a
+				// cache tile's K row is one block), so that a core keeps
+				// more reads in flight
+				tt := b.LetT("t", kir.U32T, t0)
+				// (kir has no while: a loop over the chunk's tiles that
+				// acts at the next tile not yet read)
+				b.For("tk", t0, cend, func(tk kir.Var) {
+					b.If(kir.Eq(tk, tt), func() { f.kTiles(b, it, tt, cend, lptr, kpos, fb) })
 				})
-				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-					s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-				})
+				b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
 			})
-			b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
+			if f.group == 1 {
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { f.gateTile(b, it, dd) })
+			}
 		})
 		if f.group == 1 {
-			gate()
+			blocks.ReleaseScratchPages(b, s.consts, 2)
+		} else {
+			b.If(holds, func() { b.CBPopFront(s.consts, kir.C(2)) })
 		}
-	})
+	}
+	if f.group == 1 {
+		stream()
+	} else {
+		b.If(kir.Lt(lo, hi), stream)
+	}
 	if s.err != nil {
 		return s.err
 	}
 	s.gg.End(b)
 	s.gq.End(b)
-	blocks.ReleaseScratchPages(b, s.consts, 2)
 	blocks.ReleaseScratch(b, s.cbPos)
 	return nil
 }
 
-// valueBlock emits one block of flashChunk pages of the V CB: V tiles
-// (t, dd) of head for t in [t0, cend) in its first pages (rows past pos
-// cleared in pos's tile), the rest unused.
-func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, dd kir.Var) {
-	s := f.gatedSDPA
+// tileConsts emits the compute kernel's constant tiles: the reduce
+// scaler (1.0) and a bf16 zero tile.
+func (f *flashSDPA) tileConsts(b *kir.Builder) {
+	blocks.ScalerTile(b, f.scaler, 1)
+	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
+	blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
+	b.CBPushBack(f.zeroT, kir.C(1))
+}
+
+// maskConsts emits the reader's fp32 constant tiles at consts: zeros,
+// then the mask of the tile holding pos (0, -inf in the columns past row
+// lrow's position).
+func (f *flashSDPA) maskConsts(b *kir.Builder, consts kir.Expr, lrow kir.Expr) {
+	fb := ir.FP32.TileBytes()
+	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
+	blocks.FillWords(b, consts, fb, 0)
+	bound := b.Let("bound_tile", kir.Add(consts, kir.Ci(fb)))
+	b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
+		b.L1Write32(kir.Add(bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
+	})
+	blocks.FillRowsFromRow0(b, bound, 4)
+}
+
+// kTiles emits the K reads at cache tile tt of a chunk ending at cend:
+// kPair tiles under one barrier where the K CB's ring allows (kpos, the
+// K tiles pushed so far, even), else one; then tt moves past them. The
+// mask page of pos's tile goes first (group > 1: after the constant
+// tiles the writer makes).
+func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir.Var, fb int) {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	pair := b.LetT("pair", kir.U32T, kir.Ci(f.kPair))
+	// (a pair only where the K CB's ring has room for both tiles before
+	// its end, at an even tile, and not for the first two: compute starts
+	// on the first tile alone)
+	b.If(kir.LOr(kir.LOr(kir.Gt(kir.Add(tt, pair), cend), kir.Ne(kir.Mod(kpos, kir.Ci(f.kPair)), kir.C(0))), kir.Lt(kpos, kir.C(2))), func() {
+		b.Assign(pair, kir.C(1))
+	})
+	b.Assign(kpos, kir.Add(kpos, pair))
+	b.If(kir.LAnd(kir.Le(tt, lptr), kir.Lt(lptr, kir.Add(tt, pair))), func() {
+		if f.group > 1 {
+			b.Comment("the constant tiles (the writer makes them; first used here): zeros, and the mask of the tile holding pos")
+			consts := blocks.WaitFront(b, s.consts, kir.C(2), "consts")
+			b.Assign(s.zero, consts)
+			b.Assign(s.bound, kir.Add(consts, kir.Ci(fb)))
+		}
+		m := blocks.Reserve(b, s.mask, kir.C(1), "m")
+		blocks.LocalCopy(b, s.bound, m, fb)
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(s.mask, kir.C(1))
+	})
+	b.Comment("K of the pair's cache tiles (rows past pos cleared in pos's tile)")
+	tb := s.k.Type.DType.TileBytes()
+	n := b.Let("k_pages", kir.Mul(pair, kir.Ci(Dt)))
+	base := blocks.Reserve(b, s.cbK, n, "kl1")
+	b.For("j", kir.C(0), n, func(j kir.Var) {
+		page := kir.Add(kir.Mul(kir.Add(kir.Mul(it.head, kir.Ci(s.d.Lt)), tt), kir.Ci(Dt)), j)
+		blocks.ReadPageTo(b, s.kAcc, page, kir.Add(base, kir.Mul(j, kir.Ci(tb))))
+	})
+	b.NoCAsyncReadBarrier()
+	b.If(kir.LAnd(kir.Le(tt, lptr), kir.Lt(lptr, kir.Add(tt, pair))), func() {
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			at := kir.Add(base, kir.Mul(kir.Add(kir.Mul(kir.Sub(lptr, tt), kir.Ci(Dt)), dd), kir.Ci(tb)))
+			blocks.ZeroRowsFromDT(b, at, s.zero, kir.Add(s.lrow, kir.C(1)), s.k.Type.DType)
+		})
+		b.NoCAsyncReadBarrier()
+	})
+	b.CBPushBack(s.cbK, n)
+	b.Assign(tt, kir.Add(tt, pair))
+}
+
+// valueBlock emits vGroup blocks of flashChunk pages of the V CB under
+// one barrier: block k holds V tiles (t, d0+k) of head for t in [t0,
+// cend) in its first pages (rows past pos cleared in pos's tile), the
+// rest unused.
+func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var) {
+	s, C, nd := f.gatedSDPA, flashChunk, f.vGroup
 	dt := s.v.Type.DType
 	tb := dt.TileBytes()
-	base := blocks.Reserve(b, s.cbV, kir.Ci(flashChunk), "vl1")
-	b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
-		page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), dd)
-		blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(j, kir.Ci(tb))))
+	base := blocks.Reserve(b, s.cbV, kir.Ci(nd*C), "vl1")
+	b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
+		b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
+			page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), kir.Add(d0, k))
+			blocks.ReadPageTo(b, s.vAcc, page, kir.Add(base, kir.Mul(kir.Add(j, kir.Mul(k, kir.Ci(C))), kir.Ci(tb))))
+		})
 	})
 	b.NoCAsyncReadBarrier()
 	b.If(kir.LAnd(kir.Le(t0, s.lptr), kir.Lt(s.lptr, cend)), func() {
-		blocks.ZeroRowsFromDT(b, kir.Add(base, kir.Mul(kir.Sub(s.lptr, t0), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), dt)
+		b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
+			blocks.ZeroRowsFromDT(b, kir.Add(base, kir.Mul(kir.Add(kir.Sub(s.lptr, t0), kir.Mul(k, kir.Ci(C))), kir.Ci(tb))), s.zero, kir.Add(s.lrow, kir.C(1)), dt)
+		})
 		b.NoCAsyncReadBarrier()
 	})
-	b.CBPushBack(s.cbV, kir.Ci(flashChunk))
+	b.CBPushBack(s.cbV, kir.Ci(nd*C))
 }
 
 // compute adds the compute kernel (see the file's doc). Runtime args:
-// items, slot and, group > 1, leader.
+// items and slot.
 func (f *flashSDPA) compute() {
 	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
 	var c *blocks.Compute
 	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
-	var leader kir.Expr
-	if f.group > 1 {
-		leader = s.cp.RuntimeArg("leader")
-	}
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
 	for _, cb := range []int{s.scaler, f.zeroT, f.posC} {
 		c.B.CBWaitFront(cb, kir.C(1))
@@ -433,41 +597,47 @@ func (f *flashSDPA) compute() {
 	sp := f.flashSpan(c.B, pos, slot)
 	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
 	if f.group > 1 {
-		c.If(kir.Ne(leader, kir.C(0)), func() {
-			c.B.Comment("leader: sigmoid(gate) first (it has the fewest cache tiles, none at short positions)")
-			c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
-				c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: sigmoid of its gate tiles first, for its result tiles")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.Unary(s.cbGate, f.sigH, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
 			})
 		}, nil)
 	}
-	c.For("i", kir.C(0), items, func(kir.Var) {
-		c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
-		c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-			cend := chunkEnd(c.B, t0, hi)
-			n := c.B.Let("n", kir.Sub(cend, t0))
-			later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
-			f.chunkScores(c, t0, cend, lptr)
-			f.chunkSoftmax(c, n, later)
-			f.chunkValues(c, n, later)
+	stream := func() {
+		c.For("i", kir.C(0), items, func(kir.Var) {
+			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
+			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
+				cend := chunkEnd(c.B, t0, hi)
+				n := c.B.Let("n", kir.Sub(cend, t0))
+				later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
+				f.chunkScores(c, t0, cend, lptr)
+				f.chunkSoftmax(c, n, later)
+				f.chunkValues(c, n, later)
+			})
+			c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
+			if f.group == 1 {
+				f.normalise(c)
+			} else {
+				f.partial(c)
+			}
 		})
-		c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
-		if f.group == 1 {
-			f.normalise(c)
-		} else {
-			f.partial(c, kir.Eq(lo, hi))
-		}
-	})
-	if f.group > 1 {
-		// the leader merges the partials of the cores with tiles and
-		// multiplies each merged tile by sigmoid(gate)
-		f.sc.MergeThen(c, leader, flashFirst(c.B, sp, f.group), func() {
-			c.B.CBWaitFront(f.sc.Out, kir.C(1))
-			c.Acquire()
-			c.Copy(f.sc.Out, kir.C(0), kir.C(0))
-			c.B.CBPopFront(f.sc.Out, kir.C(1))
-			c.PackOut(s.attn, 1)
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
-		})
+	}
+	if f.group == 1 {
+		stream()
+	} else {
+		c.If(kir.Lt(lo, hi), stream, nil)
+		// the leader's merged tiles, rounded to q's dtype, go to the
+		// helpers, which multiply them by sigmoid(gate)
+		f.sc.MergeThen(c, slot, sp.used, nil)
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: its result tiles from the leader, times sigmoid(gate)")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.BinaryTile(kir.EltMul, blocks.BcastNone, f.res, f.sigH, s.cbOut, false, nil)
+			})
+		}, nil)
 	}
 	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
 		c.B.CBPopFront(cb, kir.C(1))
@@ -633,13 +803,10 @@ func (f *flashSDPA) normalise(c *blocks.Compute) {
 	c.B.CBPopFront(f.rfull, kir.C(1))
 }
 
-// partial emits (group > 1) the core's partial for SplitCombine: O's Dt
-// tiles, m = -nm, l, popping the state; a core with no tiles (empty)
-// sends O = 0, m = -2^16, l = 0 (DEST as tile_regs_acquire hands it
-// over, cleared, and -2^16 added on the SFPU).
-func (f *flashSDPA) partial(c *blocks.Compute, empty kir.Expr) {
-	x := f.sc.X
-	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to the leader")
+// partial emits (group > 1, a core with tiles) the core's partial for
+// SplitCombine: O's Dt tiles, m = -nm, l, popping the state.
+func (f *flashSDPA) partial(c *blocks.Compute) {
+	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to its sub-leader")
 	one := func(cb int, negate bool) {
 		c.B.CBWaitFront(cb, kir.C(1))
 		c.Acquire()
@@ -648,31 +815,21 @@ func (f *flashSDPA) partial(c *blocks.Compute, empty kir.Expr) {
 			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
 		}
 		c.B.CBPopFront(cb, kir.C(1))
-		c.PackOut(x.Partial, 1)
+		c.PackOut(f.sc.Partial, 1)
 	}
-	c.If(empty, func() {
-		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
-			c.Acquire()
-			c.PackOut(x.Partial, 1)
-		})
-		c.Acquire()
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: -65536}, kir.C(0))
-		c.PackOut(x.Partial, 1)
-		c.Acquire()
-		c.PackOut(x.Partial, 1)
-	}, func() {
-		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
-		one(f.nmS, true)
-		one(f.lS, false)
-	})
+	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
+	one(f.nmS, true)
+	one(f.lS, false)
 }
 
 // writer adds the writer: group 1 writes its items' result tiles as
-// sdpa_decode_gated always did (start, count); group > 1 sends the
-// core's partial to its leader, which writes its item's result (start:
-// the item; then the exchange's arguments).
+// sdpa_decode_gated always did (start, count); group > 1: every core
+// takes its part in the combine, the leader sends each merged tile to the
+// helper that owns it (sendResults) and a helper writes its result tiles
+// (start: the item; then the combine's arguments, then the helpers' NoC
+// coordinates).
 func (f *flashSDPA) writer() error {
-	s := f.gatedSDPA
+	s, Dt := f.gatedSDPA, f.d.Dt
 	if f.group == 1 {
 		return s.writer()
 	}
@@ -681,30 +838,119 @@ func (f *flashSDPA) writer() error {
 	if s.err != nil {
 		return s.err
 	}
-	pAcc := s.bind(wr, "pos_addr", s.pos)
-	if s.err != nil {
-		return s.err
-	}
 	s.wr = wr
 	item := wr.RuntimeArg("start")
-	ea := f.sc.X.Declare(wr)
+	ca := f.sc.Declare(wr)
+	hx, hy := make([]kir.ArgRef, f.helpers), make([]kir.ArgRef, f.helpers)
+	for k := range f.helpers {
+		hx[k], hy[k] = wr.RuntimeArg(fmt.Sprintf("helper%d_x", k)), wr.RuntimeArg(fmt.Sprintf("helper%d_y", k))
+	}
 	b := wr.Builder()
-	b.Comment("pos: a core without cache tiles sends no partial (the leader skips it), only its count")
-	sp := f.flashSpan(b, readPos(b, pAcc, f.wpos), ea.Slot)
-	blocks.ReleaseScratch(b, f.wpos)
-	f.sc.X.EmitSending(b, ea, kir.Lt(sp.lo, sp.hi))
-	b.If(kir.Ne(ea.Leader, kir.C(0)), func() {
-		otiles := blocks.ScratchPages(b, s.asm, s.d.G, "otiles")
-		blocks.FillWords(b, otiles, s.d.G*s.out.Type.DType.TileBytes(), 0)
-		s.writeDecodeTiles(b, oAcc, otiles, b.Let("head", item))
-		blocks.ReleaseScratchPages(b, s.asm, s.d.G)
+	resBase := b.Let("res_base", kir.GetWritePtr{CB: f.res})
+	b.Comment("the constant tiles: compute's, then (after pos) the reader's")
+	f.tileConsts(b)
+	b.Comment("pos from the reader (one DRAM read of it per core)")
+	pos := b.Let("pos", kir.L1Read32{Addr: blocks.WaitFront(b, f.wpos, kir.C(1), "pos_page")})
+	b.CBPopFront(f.wpos, kir.C(1))
+	sp := f.flashSpan(b, pos, ca.Slot)
+	b.If(kir.LAnd(kir.Le(sp.lo, sp.lptr), kir.Lt(sp.lptr, sp.hi)), func() {
+		consts := blocks.Reserve(b, s.consts, kir.C(2), "consts")
+		f.maskConsts(b, consts, b.Let("lrow", kir.Mod(pos, kir.Ci(ir.TileSize))))
+		b.CBPushBack(s.consts, kir.C(2))
+	})
+	is, k := f.helper(b, ca.Slot)
+	otiles := b.Let("otiles", kir.GetWritePtr{CB: s.asm})
+	b.If(is, func() {
+		b.Comment("helper: zeroed result tiles")
+		b.CBReserveBack(s.asm, kir.Ci(s.d.G*f.own))
+		blocks.FillWords(b, otiles, s.d.G*f.own*s.out.Type.DType.TileBytes(), 0)
+	})
+	f.sc.Emit(b, ca, sp.used)
+	b.If(kir.Eq(ca.Slot, kir.C(0)), func() { f.sendResults(b, resBase, hx, hy) })
+	b.If(is, func() {
+		b.Comment("helper: the leader's merged tiles in, one at a time, to compute; the result tiles out")
+		b.CBReserveBack(f.res, kir.Ci(f.own))
+		b.For("t", kir.C(0), kir.Sub(kir.Div(kir.Add(kir.Sub(kir.Ci(Dt), k), kir.Ci(f.helpers-1)), kir.Ci(f.helpers)), kir.C(0)), func(t kir.Var) {
+			b.NoCSemaphoreWaitMin(kir.GetSemaphore{ID: kir.Ci(flashSemResult)}, kir.Add(t, kir.C(1)))
+			b.CBPushBack(f.res, kir.C(1))
+		})
+		f.writeResult(b, oAcc, otiles, b.Let("head", item), k)
+		b.CBPushBack(s.asm, kir.Ci(s.d.G*f.own))
+		b.CBWaitFront(s.asm, kir.Ci(s.d.G*f.own))
+		b.CBPopFront(s.asm, kir.Ci(s.d.G*f.own))
 	})
 	return nil
 }
 
+// sendResults emits the leader's sends of its Dt merged tiles (pages of
+// the combine's Out, rounded to q's dtype) to their helpers: tile j to
+// helper k = j mod helpers (NoC coordinates hx[k], hy[k]), into page j /
+// helpers of its CB res (at resBase: the CB's address, read before it is
+// reserved anywhere), then an increment of that helper's semaphore
+// flashSemResult once the write has landed. A helper takes its tiles in
+// order, waiting until the semaphore counts each (noc_semaphore_wait_min).
+// Deadlock-free: the leader sends after its last merge, which waits only
+// for the partials every core sends before it waits for anything; a
+// helper waits for its tiles only after it has sent its partial; every
+// res page is written once into a CB its helper reserved whole.
+func (f *flashSDPA) sendResults(b *kir.Builder, resBase kir.Var, hx, hy []kir.ArgRef) {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	pb := s.q.Type.DType.TileBytes()
+	b.Comment("leader: each merged tile to the helper that owns it")
+	b.For("j", kir.C(0), kir.Ci(Dt), func(j kir.Var) {
+		k := b.Let("owner", kir.Mod(j, kir.Ci(f.helpers)))
+		x, y := b.LetT("owner_x", kir.U32T, hx[0]), b.LetT("owner_y", kir.U32T, hy[0])
+		for h := 1; h < f.helpers; h++ {
+			b.If(kir.Eq(k, kir.Ci(h)), func() {
+				b.Assign(x, hx[h])
+				b.Assign(y, hy[h])
+			})
+		}
+		src := blocks.WaitFront(b, s.attn, kir.C(1), "merged")
+		to := func(a kir.Expr) kir.NoCAddr { return kir.NoCAddr{X: x, Y: y, Addr: a} }
+		b.NoCAsyncWrite(src, to(kir.Add(resBase, kir.Mul(kir.Div(j, kir.Ci(f.helpers)), kir.Ci(pb)))), kir.Ci(pb))
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(to(kir.GetSemaphore{ID: kir.Ci(flashSemResult)}), kir.C(1))
+		b.CBPopFront(s.attn, kir.C(1))
+	})
+}
+
+// writeResult emits a helper's writes of its result tiles of item head
+// (b*Hkv + j): tiles d = k, k + helpers, ... (pages of cbOut in order);
+// row g of result tile d is row 0 of head j*G + g's output tile d,
+// assembled in zeroed pages at otiles (G per tile) by local copies as
+// the pages arrive, then written under one barrier.
+func (f *flashSDPA) writeResult(b *kir.Builder, oAcc *blocks.Access, otiles, head, k kir.Var) {
+	s, d, Dt := f.gatedSDPA, f.d, f.d.Dt
+	oeb, otb := blocks.ElemBytes(s.out.Type.DType), s.out.Type.DType.TileBytes()
+	otile := func(t, g kir.Expr) kir.Expr {
+		return kir.Add(otiles, kir.Mul(kir.Add(kir.Mul(t, kir.Ci(d.G)), g), kir.Ci(otb)))
+	}
+	u := b.Let("u", kir.Div(head, kir.Ci(d.Hkv)))
+	j := b.Let("j", kir.Mod(head, kir.Ci(d.Hkv)))
+	first := b.Let("first", kir.Add(kir.Mul(u, kir.Ci(d.H*Dt)), kir.Mul(j, kir.Ci(d.G*Dt))))
+	src := b.Let("src", kir.GetReadPtr{CB: s.cbOut})
+	nt := b.Let("own", kir.Div(kir.Add(kir.Sub(kir.Ci(Dt), k), kir.Ci(f.helpers-1)), kir.Ci(f.helpers)))
+	b.For("t", kir.C(0), nt, func(t kir.Var) {
+		b.CBWaitFront(s.cbOut, kir.Add(t, kir.C(1)))
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			blocks.CopyTileRow(b, kir.Add(src, kir.Mul(t, kir.Ci(otb))), g, otile(t, g), kir.C(0), oeb)
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPopFront(s.cbOut, nt)
+	b.For("t", kir.C(0), nt, func(t kir.Var) {
+		dd := b.Let("dd", kir.Add(k, kir.Mul(t, kir.Ci(f.helpers))))
+		b.For("g", kir.C(0), kir.Ci(d.G), func(g kir.Var) {
+			b.NoCAsyncWrite(otile(t, g), oAcc.PageAddr(kir.Add(first, kir.Add(kir.Mul(g, kir.Ci(Dt)), dd))), kir.Ci(otb))
+		})
+	})
+	b.NoCAsyncWriteBarrier()
+}
+
 // setArgs sets every core's runtime arguments: group 1, the items of the
 // split plan (slot 0); group > 1, core i's item i/group and slot
-// i%group, and the exchange's arguments.
+// i%group, and the combine's arguments.
 func (f *flashSDPA) setArgs() error {
 	s := f.gatedSDPA
 	if f.group == 1 {
@@ -717,14 +963,20 @@ func (f *flashSDPA) setArgs() error {
 		return nil
 	}
 	for i, core := range s.cores {
-		ex, err := f.sc.X.Values(i, s.wr.NoC)
+		ca, err := f.sc.Values(i)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.op.Name(), err)
 		}
 		item, slot := kir.U32(uint32(i/f.group)), kir.U32(uint32(i%f.group))
-		s.rd.SetRuntimeArgs(core, item, kir.U32(1), slot, ex[0])
-		s.cp.SetRuntimeArgs(core, kir.U32(1), slot, ex[0])
-		s.wr.SetRuntimeArgs(core, append([]kir.ArgValue{item}, ex...)...)
+		s.rd.SetRuntimeArgs(core, item, kir.U32(1), slot)
+		s.cp.SetRuntimeArgs(core, kir.U32(1), slot)
+		args := append([]kir.ArgValue{item}, ca...)
+		lead := i - i%f.group
+		for k := range f.helpers {
+			h := s.cores[lead+f.group-1-k]
+			args = append(args, kir.NoCX(h), kir.NoCY(h))
+		}
+		s.wr.SetRuntimeArgs(core, args...)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package multicore
 
 import (
+	"fmt"
+
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -12,159 +14,464 @@ import (
 // of the KV positions) into the exact result on the group's leader. For
 // each q row, core i holds a running max m_i, a running sum l_i of
 // exp(s - m_i) and a partial output O_i = sum exp(s - m_i) * V over its
-// positions; the leader computes
+// positions; the result is
 //
 //	out = sum_i exp(m_i - M) * O_i / sum_i exp(m_i - M) * l_i,  M = max_i m_i.
 //
-// A partial is Rows*(Width+2) tiles of CB X.Partial: per tile row r of q
-// (in order) the Width tiles of O, then m's tile, then l's tile; m and l
-// hold each row's value in column 0 (as reduce_tile<REDUCE_ROW> leaves
-// it), their other columns are never read. The m_i must be finite, with
-// |m_i| < 2^20 (a core that saw no position gives m = -2^16, l = 0, O =
-// 0: its weight underflows to 0), and the core with the largest m has
-// l >= 1/2 (its largest term is exp(s - m), 1 when m is its largest score
-// s, or near 1 when m is s rounded, as flash decoding's bf16 maxima are).
+// A partial is Pages = Rows*(Width+2) tiles of CB Partial: per tile row r
+// of q (in order) the Width tiles of O, then m's tile, then l's tile; m
+// and l hold each row's value in column 0 (as reduce_tile<REDUCE_ROW>
+// leaves it), their other columns are never read. Only the first Live
+// rows of a tile row carry data (flash decoding: the G heads of a kv
+// group); the results of the others are garbage. The m_i must be finite
+// and exact in tf32 (flash decoding's maxima are bf16), and the core with
+// the largest m has l >= 1/2 (its largest term is exp(s - m), 1 when m is
+// its largest score s, or near 1 when m is s rounded).
 //
-// Protocol: the gather half of Exchange (X, GatherOnly). Every core's
-// writer waits for its partial, writes it into its slot of the leader's
-// Gather CB (one NoC write per page on the writer's NoC; the CB has one
-// L1 address on every core), waits for the acknowledgements
-// (noc_async_write_barrier, so the data lands before the count) and
-// increments the leader's semaphore X.SemIn (an atomic, drained by
-// kir.Finish's noc_async_atomic_barrier); the leader's writer reserves
-// Group partials of Gather, waits until SemIn counts Group and pushes
-// them to compute (Merge), whose Rows*Width result tiles go to CB Out.
-// One semaphore, no multicast; once per program. Deadlock-free: the
-// leader waits only for increments every core makes before it waits for
-// anything of the combine (compute must produce its partial before
-// Merge), members wait for nothing, and every Gather page is written
-// once into a fresh CB with room for it.
+// The merge runs on a tree of at most two levels, so that a leader never
+// holds more than max(Sub, Subs()) <= 32 partials: the group's Group
+// cores (consecutive in Cores) form subgroups of Sub consecutive cores
+// (the last one smaller when Sub does not divide Group), each led by its
+// first core (a sub-leader); the group's first core (the leader) leads
+// subgroup 0 and the sub-leaders. At run time only the group's first
+// `used` cores have partials (1 <= used <= Group; flash decoding at a
+// short position uses fewer cores than it has), and so only the
+// subgroups they fall in take part:
+//
+//   - level 1: a core with a partial writes it into its page slot of its
+//     sub-leader's CB Gather (the first Sub partial slots); the
+//     sub-leader merges the partials of its subgroup's cores with one;
+//   - when used > Sub (more than one subgroup has partials), level 2: each
+//     such sub-leader's merge is itself a partial (O' = sum_i w_i O_i, m' =
+//     M, l' = sum_i w_i l_i, w_i = exp(m_i - M): unnormalised), which it
+//     writes into its slot of the leader's Gather (Subs() more slots,
+//     after the level-1 ones), and the leader merges those into the
+//     result; else the leader's level-1 merge is the result.
+//
+// Protocol (Emit: the writer; MergeThen: compute), per level the gather
+// half of Exchange: a sender waits for its partial (Pages pages of CB
+// Partial; a sub-leader's merged partial comes through the same CB after
+// its own partial has left), writes each page into its slot of the
+// receiver's Gather (one NoC write per page on the writer's NoC; the CB
+// has one L1 address on every core, and a sender reads the address from
+// its own copy of the CB before it ever reserves it), waits for the
+// acknowledgements (noc_async_write_barrier: the data lands before the
+// count) and increments the receiver's semaphore (Sem1, Sem2; an atomic,
+// drained by kir.Finish's noc_async_atomic_barrier); the receiver's
+// writer reserves the level's slots, waits until its semaphore counts the
+// partials it expects (level 1: its subgroup's cores below used; level
+// 2: the subgroups with partials, ceil(used/Sub)), pushes them to compute
+// and serves the merge (serve: it packs the m_i into one tile for one
+// exp of all, and unpacks compute's weights; CBs Xfer and WRow). The
+// senders and the counts follow from used, which every kernel of the
+// group computes alike. Two semaphores, no multicast; once per program.
+//
+// Deadlock-free: the waits form a tree. A core waits for nothing of
+// another core to send its partial (compute produces it from its own
+// inputs); a sub-leader waits only for increments its subgroup's senders
+// make after their own compute, and sends its merged partial after its
+// own merge; the leader waits for the sub-leaders' increments, made after
+// their level-1 merges, which wait for nothing of the leader; a merge's
+// hand-overs between a core's writer and compute go one way at a time
+// (the writer's packed maxima, compute's packed weights, the writer's
+// unpacked weights). Every gather page is written at most once into a CB
+// reserved whole for it.
 type SplitCombine struct {
-	X           *Exchange
+	T           *target.Target
+	Group, Sub  int            // cores per group, cores per subgroup (>= Group: one level)
+	Cores       []kir.Core     // the program's cores in group order
+	Ranges      []ir.CoreRange // the same cores, for the semaphores
 	Rows, Width int
-	// Shift (one page) and Weights (2*Group pages: a row fills it once)
-	// are the leader's fp32 scratch CBs; Out (two pages) the result.
-	Shift, Weights, Out int
+	// Live is the rows of a q tile row that carry data (1 .. 32): the
+	// merge's weights are moved for those rows only, the others' results
+	// are garbage.
+	Live int
+	// Pages is the pages of a partial, Page their bytes.
+	Pages, Page int
+	// Partial (compute -> writer: the core's partial, then a sub-leader's
+	// merged partial), Gather (writer -> compute: Sub partial slots for
+	// level 1, then, on two levels, Subs() slots for level 2), Xfer
+	// (writer -> compute: per tile row the m_i packed into one tile, -M,
+	// then K = max(Sub, Subs()) pages of the weights, w_i in column 0),
+	// WRow (compute -> writer: the w_i packed into one tile) and Shift
+	// (compute's fp32 scratch: L or 1/L, 1/L on every column).
+	Partial, Gather, Xfer, WRow, Shift int
+	// Out is the caller's CB the final merge packs the result to (its
+	// format rounds it), Zero the caller's CB holding a zero tile at its
+	// front for the whole of compute's MergeThen.
+	Out, Zero  int
+	Sem1, Sem2 int
 }
+
+// maxMerge is the most partials one merge takes: one fp32 tile's columns.
+const maxMerge = ir.TileSize
 
 // NewSplitCombine returns the combine of groups of group consecutive
-// cores (their ranges rs) over partials of rows q tile rows and width O
-// tiles in format dt, its CBs planned on cbs (the result in dt) and its
-// semaphore sem added to p.
-func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores []kir.Core, rs []ir.CoreRange, group, rows, width int, dt ir.DType, sem int) *SplitCombine {
+// cores (their ranges rs) in subgroups of sub cores (sub >= group: one
+// level) over partials of rows q tile rows (live rows each) and width O
+// tiles in format dt, its CBs planned on cbs, the result packed to the
+// caller's CB out, zero a CB holding a zero tile, and its semaphores sem
+// and sem+1 (two levels) added to p. A merge takes at most 32 partials:
+// sub and the number of subgroups must not exceed that.
+func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores []kir.Core, rs []ir.CoreRange, group, sub, rows, width, live int, dt ir.DType, out, zero, sem int) (*SplitCombine, error) {
+	sub = min(max(sub, 1), group)
 	n := rows * (width + 2)
-	x := &Exchange{T: t, Group: group, Cores: cores, Ranges: rs, GatherOnly: true, Pages: n, Page: dt.TileBytes(), Bytes: dt.TileBytes(),
-		Partial: cbs.Output("partial", dt, n), Gather: cbs.Input("group_partials", dt, group*n), PartialName: "partial (O, m, l)"}
-	x.AddSemaphores(p, sem, -1)
-	return &SplitCombine{X: x, Rows: rows, Width: width, Shift: cbs.Scratch("combine_shift", ir.FP32, 1),
-		Weights: cbs.Scratch("combine_weights", ir.FP32, 2*group), Out: cbs.Output("combined", dt, 2)}
+	sc := &SplitCombine{T: t, Group: group, Sub: sub, Cores: cores, Ranges: rs, Rows: rows, Width: width, Live: min(max(live, 1), ir.TileSize),
+		Pages: n, Page: dt.TileBytes(), Out: out, Zero: zero, Sem1: sem, Sem2: -1}
+	if k := sc.k(); k > maxMerge {
+		return nil, fmt.Errorf("combine: groups of %d in subgroups of %d merge %d partials at once, more than %d", group, sub, k, maxMerge)
+	}
+	sc.Partial = cbs.Output("partial", dt, n)
+	sc.Gather = cbs.Input("group_partials", dt, sc.slots(0)+sc.slots(1))
+	sc.Xfer = cbs.Input("combine_weights", ir.FP32, 2+sc.k())
+	sc.WRow = cbs.Output("combine_packed_weights", ir.FP32, 1)
+	sc.Shift = cbs.Scratch("combine_recip", ir.FP32, 2)
+	if sc.Subs() > 1 {
+		sc.Sem2 = sem + 1
+		p.AddSemaphore(kir.Semaphore{ID: sc.Sem2, Cores: rs})
+	}
+	p.AddSemaphore(kir.Semaphore{ID: sc.Sem1, Cores: rs})
+	return sc, nil
 }
 
-// Merge is MergeThen of every partial, the result pages left to another
-// kernel (the writer) to consume.
-func (sc *SplitCombine) Merge(c *blocks.Compute, leader kir.Expr) { sc.MergeThen(c, leader, nil, nil) }
+// k is the most partials a merge takes, max(Sub, Subs()).
+func (sc *SplitCombine) k() int { return max(sc.Sub, sc.Subs()) }
 
-// MergeThen emits the leader's compute (when leader != 0). Per tile row r,
-// in DEST[0] and DEST[1]:
-//
-//  1. M: the fold of the m_i by max(a, b) = a + relu(b - a) on the SFPU
-//     (in fp32, so within 2^-3 of the max for |m_i| < 2^20: M only
-//     shifts the exponents, so it need not be exact); -M to Shift;
-//  2. w_i = exp(m_i - M) to Weights (one exp_tile per core);
-//  3. L = sum_i w_i * l_i, then 1/L (recip_tile) to Shift;
-//  4. s_i = w_i * (1/L) (an fp32 product on the SFPU) to Weights;
-//  5. per O tile j, sum_i O_ij * s_i (s_i broadcast along the row) to Out.
-//
-// The w_i of steps 3 and 4 are the same FPU reads (tf32), so the weights
-// s_i sum to 1 up to the fp32 roundings of L, its reciprocal and the
-// products.
-// The sums of products accumulate in DEST: mul_tiles adds its product to
-// DEST (ELWMUL), which tile_regs_acquire hands over cleared. The products
-// run on the FPU at the kernel's math fidelity (HiFi4 multiplies the
-// tf32 operands the FPU truncates fp32 data to in full), the rest in fp32
-// (FP32DestAccEn). It consumes Group partials of X.Gather and produces
-// Rows*Width pages of Out (row r's Width tiles in order). Out holds two
-// pages, so its consumer runs alongside: the writer, or, when then is not
-// nil, compute itself: then is emitted after each page is pushed and must
-// consume it (wait for, use and pop one page of Out), e.g. to round the
-// result or go on computing with it.
-//
-// first (nil: 0), a run-time value below Group, skips the partials of
-// the group's cores before it: they are taken as empty (weight 0) and not
-// read, so a split that leaves cores without positions (flash decoding
-// at a short position) merges only the cores that had some, which must
-// be the last ones.
-func (sc *SplitCombine) MergeThen(c *blocks.Compute, leader, first kir.Expr, then func()) {
-	x, g, n, w := sc.X, kir.Ci(sc.X.Group), sc.X.Pages, sc.Width
-	d0, d1 := kir.C(0), kir.C(1)
-	if first == nil {
-		first = kir.C(0)
+// Subs is the number of subgroups, ceil(Group/Sub).
+func (sc *SplitCombine) Subs() int { return (sc.Group + sc.Sub - 1) / sc.Sub }
+
+// slots is the pages of Gather level lvl (0, 1) takes: Sub partials, and
+// on two levels Subs() more after them.
+func (sc *SplitCombine) slots(lvl int) int {
+	if lvl == 0 {
+		return sc.Sub * sc.Pages
 	}
-	sfpu := func(op kir.SFPUOp, d kir.Expr) { c.SFPU(blocks.SFPUStep{Op: op}, d) }
-	add := func() { c.SFPUBinary(kir.SFPUAddBinary, d0, d1) }
-	c.If(kir.Ne(leader, kir.C(0)), func() {
-		c.B.Comment("leader: combine the group's partial softmax results")
-		c.B.CBWaitFront(x.Gather, kir.Ci(x.Group*n))
-		c.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
-			tile := func(i, j kir.Expr) kir.Expr {
-				return kir.Add(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Mul(r, kir.Ci(w+2))), j)
-			}
-			m, l := func(i kir.Expr) kir.Expr { return tile(i, kir.Ci(w)) }, func(i kir.Expr) kir.Expr { return tile(i, kir.Ci(w+1)) }
+	if sc.Subs() == 1 {
+		return 0
+	}
+	return sc.Subs() * sc.Pages
+}
+
+// CombineArgs are the writer's per-core arguments of a combine, in
+// declaration order: the core's slot in its group and the NoC coordinates
+// of its sub-leader and of its leader.
+type CombineArgs struct {
+	Slot, SubX, SubY, TopX, TopY kir.ArgRef
+}
+
+// Declare declares the combine's arguments of writer wr (values from
+// Values).
+func (sc *SplitCombine) Declare(wr *kir.Kernel) CombineArgs {
+	return CombineArgs{Slot: wr.RuntimeArg("slot"), SubX: wr.RuntimeArg("sub_leader_x"), SubY: wr.RuntimeArg("sub_leader_y"),
+		TopX: wr.RuntimeArg("leader_x"), TopY: wr.RuntimeArg("leader_y")}
+}
+
+// Values are core i's values of Declare's arguments (the first, the
+// core's slot, is what compute's MergeThen takes too).
+func (sc *SplitCombine) Values(i int) ([]kir.ArgValue, error) {
+	if i < 0 || i >= len(sc.Cores) {
+		return nil, fmt.Errorf("combine: core %d of %d", i, len(sc.Cores))
+	}
+	slot := i % sc.Group
+	top := sc.Cores[i-slot]
+	sub := sc.Cores[i-slot%sc.Sub]
+	return []kir.ArgValue{kir.U32(uint32(slot)), kir.NoCX(sub), kir.NoCY(sub), kir.NoCX(top), kir.NoCY(top)}, nil
+}
+
+// roles are the run-time quantities of a core's part in the tree, as
+// variables of the kernel that emitted them (roles).
+type roles struct {
+	sub, rank, base kir.Var // subgroup, place in it, its first slot
+	// lead: a sub-leader whose subgroup has partials; cnt1 the partials it
+	// merges; two: level 2 takes part (used > Sub); cnt2 the partials the
+	// leader merges there.
+	lead, cnt1, two, cnt2 kir.Var
+}
+
+// roles emits the roles of the core at slot when the group's first used
+// cores have partials.
+func (sc *SplitCombine) roles(b *kir.Builder, slot, used kir.Expr) roles {
+	var r roles
+	S := kir.Ci(sc.Sub)
+	r.sub = b.Let("sub", kir.Div(slot, S))
+	r.rank = b.Let("rank", kir.Mod(slot, S))
+	r.base = b.Let("sub_base", kir.Mul(r.sub, S))
+	r.lead = b.Let("sub_lead", kir.LAnd(kir.Eq(r.rank, kir.C(0)), kir.Lt(r.base, used)))
+	// cnt1 = min(Sub, Group - base, used - base) when lead
+	r.cnt1 = b.LetT("cnt1", kir.U32T, kir.C(0))
+	b.If(r.lead, func() {
+		b.Assign(r.cnt1, kir.Sub(used, r.base))
+		b.If(kir.Gt(r.cnt1, S), func() { b.Assign(r.cnt1, S) })
+	})
+	if sc.Subs() > 1 {
+		r.two = b.Let("two_levels", kir.Gt(used, S))
+		r.cnt2 = b.Let("cnt2", kir.Div(kir.Add(used, kir.Ci(sc.Sub-1)), S))
+	}
+	return r
+}
+
+// Emit emits the writer's part of the combine with the arguments a of
+// Declare, when the group's first used cores (a run-time value in 1 ..
+// Group) have partials: such a core sends its partial (consuming Pages
+// pages of Partial), a sub-leader with partials receives its subgroup's
+// (producing slots(0) pages of Gather), serves its merge (serve) and, on
+// two levels, sends its merged partial (Pages more pages of Partial), and
+// the leader receives those (slots(1) more pages of Gather) and serves
+// that merge too. Gather's address on the receivers is its base, which
+// Emit reads from its own copy before it reserves any: nothing else may
+// reserve Gather.
+func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
+	n := sc.Pages
+	base := b.Let("gather_base", kir.GetWritePtr{CB: sc.Gather})
+	send := func(page kir.Expr, x, y kir.Expr, sem kir.Expr, what string) {
+		b.Comment("send " + what + " to its page slot of the receiver's gather CB")
+		b.CBWaitFront(sc.Partial, kir.Ci(n))
+		dst := b.Let("gather_dst", kir.Add(base, kir.Mul(page, kir.Ci(sc.Page))))
+		src := b.Let("partial_src", kir.GetReadPtr{CB: sc.Partial})
+		b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
+			off := kir.Mul(pg, kir.Ci(sc.Page))
+			b.NoCAsyncWrite(kir.Add(src, off), kir.NoCAddr{X: x, Y: y, Addr: kir.Add(dst, off)}, kir.Ci(sc.Page))
+		})
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: sem}}, kir.C(1))
+		b.CBPopFront(sc.Partial, kir.Ci(n))
+	}
+	receive := func(pages, count, sem kir.Expr) {
+		b.CBReserveBack(sc.Gather, pages)
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: sem}, count)
+		b.CBPushBack(sc.Gather, pages)
+	}
+	r := sc.roles(b, a.Slot, used)
+	if sc.Subs() == 1 {
+		b.If(kir.Lt(a.Slot, used), func() {
+			send(kir.Mul(r.rank, kir.Ci(n)), a.SubX, a.SubY, kir.Ci(sc.Sem1), "this core's partial (O, m, l)")
+		})
+		b.If(r.lead, func() {
+			b.Comment("leader: the group's partials in, to compute")
+			receive(kir.Ci(sc.slots(0)), r.cnt1, kir.Ci(sc.Sem1))
+			sc.serve(b, base, r.cnt1)
+		})
+		return
+	}
+	b.Comment("level 1: this core's partial to its sub-leader, which receives its subgroup's; level 2 (when more than one subgroup has partials): a sub-leader's merged partial to the leader, which receives those")
+	b.For("level", kir.C(0), kir.C(2), func(lvl kir.Var) {
+		l1 := b.Let("level1", kir.Eq(lvl, kir.C(0)))
+		pick := func(name string, one, two kir.Expr) kir.Var {
+			v := b.LetT(name, kir.U32T, two)
+			b.If(l1, func() { b.Assign(v, one) })
+			return v
+		}
+		sends := pick("sends", kir.Lt(a.Slot, used), kir.LAnd(r.lead, r.two))
+		page := pick("slot_page", kir.Mul(r.rank, kir.Ci(n)), kir.Add(kir.Ci(sc.slots(0)), kir.Mul(r.sub, kir.Ci(n))))
+		x, y := pick("to_x", a.SubX, a.TopX), pick("to_y", a.SubY, a.TopY)
+		sem := pick("sem", kir.Ci(sc.Sem1), kir.Ci(sc.Sem2))
+		b.If(sends, func() { send(page, x, y, sem, "a partial (this core's, or the subgroup's merged)") })
+		receives := pick("receives", r.lead, kir.LAnd(kir.Eq(a.Slot, kir.C(0)), r.two))
+		pages := pick("pages", kir.Ci(sc.slots(0)), kir.Ci(sc.slots(1)))
+		cnt := pick("cnt", r.cnt1, r.cnt2)
+		front := pick("front", base, kir.Add(base, kir.Ci(sc.slots(0)*sc.Page)))
+		b.If(receives, func() {
+			b.Comment("a (sub-)leader: the partials in, to compute")
+			receive(pages, cnt, sem)
+			sc.serve(b, front, cnt)
+		})
+	})
+}
+
+// fp32 bits the writer's data movement works with.
+const (
+	signBit = 0x80000000
+	allBits = 0xFFFFFFFF
+)
+
+// serve emits the writer's part of one merge of the cnt partials at L1
+// address front (Gather's pages as compute sees them), per tile row r:
+// it packs m_i (row q, column 0 of partial i's m tile) into row q, column
+// i of one tile and -M, M = max_i m_i (compared as integers: an fp32's
+// bits with the sign bit set become allBits - bits, else bits + signBit,
+// which orders them as the values), into the same places of another, for
+// the Live rows q (two pages of Xfer), then takes compute's packed weights (a
+// page of WRow, w_i in row q, column i) and unpacks them into column 0 of
+// K pages of Xfer, one per partial.
+func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
+	n, w, pb := sc.Pages, sc.Width, sc.Page
+	at := func(q, c kir.Expr) kir.Expr { return blocks.FaceOffset(q, c, 4) }
+	key := func(bits kir.Expr) kir.Var {
+		k := b.LetT("key", kir.U32T, kir.Add(bits, kir.C(signBit)))
+		b.If(kir.Ge(bits, kir.C(signBit)), func() { b.Assign(k, kir.Sub(kir.C(allBits), bits)) })
+		return k
+	}
+	b.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
+		mTile := func(i kir.Expr) kir.Expr {
+			return kir.Add(front, kir.Mul(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Add(kir.Mul(r, kir.Ci(w+2)), kir.Ci(w))), kir.Ci(pb)))
+		}
+		b.Comment("the m_i packed into one tile, and -M")
+		mp := blocks.Reserve(b, sc.Xfer, kir.C(2), "m_packed")
+		b.For("q", kir.C(0), kir.Ci(sc.Live), func(q kir.Var) {
+			best := b.LetT("best", kir.U32T, kir.C(0))
+			bestKey := b.LetT("best_key", kir.U32T, kir.C(0))
+			b.For("i", kir.C(0), cnt, func(i kir.Var) {
+				bits := b.Let("m_bits", kir.L1Read32{Addr: kir.Add(mTile(i), at(q, kir.C(0)))})
+				b.L1Write32(kir.Add(mp, at(q, i)), bits)
+				k := key(bits)
+				b.If(kir.LOr(kir.Eq(i, kir.C(0)), kir.Gt(k, bestKey)), func() {
+					b.Assign(best, bits)
+					b.Assign(bestKey, k)
+				})
+			})
+			b.For("i", kir.C(0), cnt, func(i kir.Var) {
+				b.L1Write32(kir.Add(kir.Add(mp, kir.Ci(pb)), at(q, i)), kir.Add(best, kir.C(signBit)))
+			})
+		})
+		b.CBPushBack(sc.Xfer, kir.C(2))
+		b.Comment("compute's w_i = exp(m_i - M), one tile per partial (column 0)")
+		wp := blocks.WaitFront(b, sc.WRow, kir.C(1), "w_packed")
+		wc := blocks.Reserve(b, sc.Xfer, kir.Ci(sc.k()), "w_cols")
+		b.For("i", kir.C(0), cnt, func(i kir.Var) {
+			b.For("q", kir.C(0), kir.Ci(sc.Live), func(q kir.Var) {
+				b.L1Write32(kir.Add(kir.Add(wc, kir.Mul(i, kir.Ci(pb))), at(q, kir.C(0))), kir.L1Read32{Addr: kir.Add(wp, at(q, i))})
+			})
+		})
+		b.CBPushBack(sc.Xfer, kir.Ci(sc.k()))
+		b.CBPopFront(sc.WRow, kir.C(1))
+	})
+}
+
+// MergeThen emits compute's part of the combine on the core at slot
+// (run-time) when the group's first used cores have partials: a
+// sub-leader with partials merges its subgroup's (cnt1 of the level-1
+// slots) and, on two levels, packs the merged partial to Partial, and
+// the leader merges the subgroups' (cnt2 of the level-2 slots); the
+// final merge produces the Rows*Width result pages of Out (row r's Width
+// tiles in order). Out holds two pages, so its consumer runs alongside:
+// then, when not nil, is emitted after each page is pushed with the
+// page's index (r*Width + j) and must consume it (wait for, use and pop
+// one page of Out), e.g. to go on computing with it; with then nil
+// another kernel (the writer) consumes Out. Both levels run the one merge
+// loop (the code once, for the kernel's code size).
+//
+// A merge, per tile row r (the writer's serve moves the values between
+// tiles):
+//
+//  1. W = exp(m_packed - M) on the packed tile (add_binary_tile of -M,
+//     exp_tile): the weights w_i = exp(m_i - M) of every partial at
+//     once, exact arguments (the m_i are flash decoding's bf16 maxima, or
+//     M's of level 1, which are those too), to WRow;
+//  2. L = sum_i w_i * l_i (mul_tiles, the w_i in column 0 of their own
+//     tiles), accumulated in DEST; the final merge takes 1/L (recip_tile)
+//     and spreads it over the columns (add_tiles_bcast_cols onto zeros);
+//  3. per O tile j, O'_j = sum_i O_ij * w_i (mul_tiles_bcast_cols), the
+//     final merge times 1/L (mul_binary_tile, fp32) to Out; a level-1
+//     merge on two levels packs O'_j, then m' = M and l' = L, to Partial.
+//
+// The FPU reads the w_i as tf32 in the same way for L and O', so their
+// quotient does not see it (nor a level-1 partial's, whose O' and l'
+// carry the same w_i); 1/L is applied as tf32(1/L), as the single-core
+// normalisation does. The sums of products accumulate in DEST: mul_tiles
+// adds its product to DEST (ELWMUL), which tile_regs_acquire hands over
+// cleared. The products run on the FPU at the kernel's math fidelity
+// (HiFi4 multiplies the tf32 operands the FPU truncates fp32 data to in
+// full), the rest in fp32 (FP32DestAccEn).
+func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then func(page kir.Expr)) {
+	r := sc.roles(c.B, slot, used)
+	if sc.Subs() == 1 {
+		c.If(r.lead, func() {
+			c.B.Comment("leader: merge the group's partials")
+			sc.merge(c, kir.Ci(sc.slots(0)), r.cnt1, nil, then)
+		}, nil)
+		return
+	}
+	c.B.Comment("level 1 (a sub-leader), then level 2 (the leader, when more than one subgroup has partials)")
+	c.For("level", kir.C(0), kir.C(2), func(lvl kir.Var) {
+		l1 := c.B.Let("level1", kir.Eq(lvl, kir.C(0)))
+		take := c.B.LetT("take", kir.U32T, kir.LAnd(kir.Eq(slot, kir.C(0)), r.two))
+		cnt := c.B.LetT("cnt", kir.U32T, r.cnt2)
+		final := c.B.LetT("final", kir.U32T, kir.C(1))
+		pages := c.B.LetT("pages", kir.U32T, kir.Ci(sc.slots(1)))
+		c.B.If(l1, func() {
+			c.B.Assign(take, r.lead)
+			c.B.Assign(cnt, r.cnt1)
+			c.B.Assign(final, kir.Eq(r.two, kir.C(0)))
+			c.B.Assign(pages, kir.Ci(sc.slots(0)))
+		})
+		c.If(take, func() { sc.merge(c, pages, cnt, final, then) }, nil)
+	})
+}
+
+// merge emits one merge of the first cnt partials at the front of Gather
+// (see MergeThen), popping pages of it; final nil: always the final
+// merge, else a run-time flag (0: a level-1 merge whose result is a
+// partial).
+func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, then func(page kir.Expr)) {
+	gather, n, w := sc.Gather, sc.Pages, sc.Width
+	K := sc.k()
+	d0, d1 := kir.C(0), kir.C(1)
+	ifFinal := func(yes, no func()) {
+		if final == nil {
+			yes()
+			return
+		}
+		c.If(final, yes, no)
+	}
+	c.B.CBWaitFront(gather, pages)
+	c.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
+		tile := func(i, j kir.Expr) kir.Expr {
+			return kir.Add(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Mul(r, kir.Ci(w+2))), j)
+		}
+		c.B.Comment("W = exp(m_packed - M): every w_i at once")
+		c.B.CBWaitFront(sc.Xfer, kir.C(2))
+		c.Acquire()
+		c.Copy(sc.Xfer, kir.C(0), d0)
+		c.Copy(sc.Xfer, kir.C(1), d1)
+		c.SFPUBinary(kir.SFPUAddBinary, d0, d1)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, d0)
+		c.PackOut(sc.WRow, 1)
+		c.B.Comment("L = sum_i w_i l_i (final: 1/L on every column)")
+		c.B.CBWaitFront(sc.Xfer, kir.Ci(2+K))
+		wt := func(i kir.Expr) kir.Expr { return kir.Add(i, kir.C(2)) }
+		c.Acquire()
+		c.For("i", kir.C(0), cnt, func(i kir.Var) {
+			c.Binary(kir.EltMul, blocks.BcastNone, sc.Xfer, gather, wt(i), tile(i, kir.Ci(w+1)), d0)
+		})
+		ifFinal(func() { c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, d0) }, nil)
+		c.PackOut(sc.Shift, 1)
+		c.B.CBWaitFront(sc.Shift, kir.C(1))
+		ifFinal(func() {
+			// (one page at a time: the ring's pages are not always in
+			// step with the merges)
 			c.Acquire()
-			foldTerms(c, first, g, func(i, d kir.Expr) { c.Copy(x.Gather, m(i), d) }, func() {
-				sfpu(kir.SFPUNegative, d0)
-				c.SFPUBinary(kir.SFPUAddBinary, d1, d0)
-				sfpu(kir.SFPURelu, d1)
-				sfpu(kir.SFPUNegative, d0)
-				add()
-			})
-			sfpu(kir.SFPUNegative, d0)
-			c.PackOut(sc.Shift, 1)
-			c.B.Comment("w_i = exp(m_i - M)")
-			c.B.CBWaitFront(sc.Shift, kir.C(1))
-			// (a skipped partial's weight: 0, DEST as acquired)
-			c.For("i", kir.C(0), g, func(i kir.Var) {
-				c.Acquire()
-				c.If(kir.Ge(i, first), func() {
-					c.Copy(x.Gather, m(i), d0)
-					c.Copy(sc.Shift, kir.C(0), d1)
-					add()
-					sfpu(kir.SFPUExp, d0)
-				}, nil)
-				c.PackOut(sc.Weights, 1)
-			})
+			c.Binary(kir.EltAdd, blocks.BcastCols, sc.Zero, sc.Shift, kir.C(0), kir.C(0), d0)
 			c.B.CBPopFront(sc.Shift, kir.C(1))
-			c.B.CBWaitFront(sc.Weights, g)
-			c.B.Comment("1/L, L = sum_i w_i l_i; s_i = w_i / L")
+			c.PackOut(sc.Shift, 1)
+			c.B.CBWaitFront(sc.Shift, kir.C(1))
+		}, nil)
+		c.B.Comment("O'_j = sum_i O_ij w_i (final: times 1/L)")
+		c.For("j", kir.C(0), kir.Ci(w), func(j kir.Var) {
 			c.Acquire()
-			c.For("i", first, g, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastNone, sc.Weights, x.Gather, i, l(i), d0) })
-			sfpu(kir.SFPURecip, d0)
-			c.PackOut(sc.Shift, 1)
-			c.B.CBWaitFront(sc.Shift, kir.C(1))
-			c.For("i", kir.C(0), g, func(i kir.Var) {
-				c.Acquire()
-				c.If(kir.Ge(i, first), func() {
-					c.Copy(sc.Weights, i, d0)
-					c.Copy(sc.Shift, kir.C(0), d1)
-					c.SFPUBinary(kir.SFPUMulBinary, d0, d1)
-				}, nil)
-				c.PackOut(sc.Weights, 1)
-			})
-			c.B.CBPopFront(sc.Shift, kir.C(1))
-			c.B.CBPopFront(sc.Weights, g)
-			c.B.CBWaitFront(sc.Weights, g)
-			c.For("j", kir.C(0), kir.Ci(w), func(j kir.Var) {
-				c.Acquire()
-				c.For("i", first, g, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, x.Gather, sc.Weights, tile(i, j), i, d0) })
+			c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, gather, sc.Xfer, tile(i, j), wt(i), d0) })
+			ifFinal(func() {
+				c.Copy(sc.Shift, kir.C(0), d1)
+				c.SFPUBinary(kir.SFPUMulBinary, d0, d1)
 				c.PackOut(sc.Out, 1)
 				if then != nil {
-					then()
+					then(kir.Add(kir.Mul(r, kir.Ci(w)), j))
 				}
-			})
-			c.B.CBPopFront(sc.Weights, g)
+			}, func() { c.PackOut(sc.Partial, 1) })
 		})
-		c.B.CBPopFront(x.Gather, kir.Ci(x.Group*n))
-	}, nil)
+		ifFinal(func() { c.B.CBPopFront(sc.Shift, kir.C(1)) }, func() {
+			c.B.Comment("the merged partial's m' = M and l' = L")
+			c.Acquire()
+			c.Copy(sc.Xfer, kir.C(1), d0)
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, d0)
+			c.PackOut(sc.Partial, 1)
+			c.Acquire()
+			c.Copy(sc.Shift, kir.C(0), d0)
+			c.PackOut(sc.Partial, 1)
+			c.B.CBPopFront(sc.Shift, kir.C(1))
+		})
+		c.B.CBPopFront(sc.Xfer, kir.Ci(2+K))
+	})
+	c.B.CBPopFront(gather, pages)
 }
 
 // foldTerms leaves in DEST[0] the fold of terms first .. n-1 (first < n):

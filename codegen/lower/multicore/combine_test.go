@@ -27,28 +27,35 @@ const combineTol = 1.0 / 128
 // TestSplitCombineOnSim runs SplitCombine alone on made-up partials
 // (random m, l >= 1 and O = l * v with |v| <= 2, one core per case with
 // m 200 lower, whose weight underflows to 0 in fp32) and compares every
-// leader's result with the formula in float64. The last three cases take
-// the extensions flash decoding needs: sums l in [1/2, 1) (its maxima are
-// rounded), the leader's compute consuming the merged tiles itself
-// (MergeThen: it copies each to another CB, which the writer stores), and
-// a run-time first partial (the ones before it hold NaN: they must not be
-// read).
+// leader's result with the formula in float64 over the cores that have a
+// partial (the group's first `used`; the others' pages hold NaN and must
+// not be read). The cases take odd group and subgroup sizes (a last
+// subgroup smaller than the others), one level and two, and run-time
+// counts that leave whole subgroups out or use one subgroup of a
+// two-level tree; sums l in [1/2, 1) (flash decoding's maxima are
+// rounded); the leader's compute consuming the merged tiles itself (then)
+// or the writer storing them.
 func TestSplitCombineOnSim(t *testing.T) {
 	tg := target.Blackhole()
 	for _, tc := range []struct {
 		name                 string
 		first, group, groups int
+		sub, used            int
 		rows, width, low     int // low: the core with the much smaller m
 		lmin                 float64
 		then                 bool
-		skip                 int // the first partial merged
+		live                 int // rows of a tile row with data (0: all)
 	}{
-		{"four cores", 5, 4, 1, 1, 4, 2, 1, false, 0},
-		{"two groups of two", 12, 2, 2, 2, 2, 0, 1, false, 0},
-		{"three cores, the low one last", 40, 3, 1, 1, 1, 2, 1, false, 0},
-		{"sums below one", 20, 3, 1, 1, 2, 1, 0.5, false, 0},
-		{"compute consumes the result", 30, 5, 1, 1, 3, 4, 1, true, 0},
-		{"the last three of five", 50, 5, 1, 1, 2, 3, 1, true, 2},
+		{"four cores, one level", 5, 4, 1, 4, 4, 1, 4, 2, 1, false, 0},
+		{"two groups of two, two rows", 12, 2, 2, 2, 2, 2, 2, 0, 1, false, 0},
+		{"three of five, the low one last", 40, 5, 1, 5, 3, 1, 1, 2, 1, true, 0},
+		{"sums below one", 20, 3, 1, 3, 3, 1, 2, 1, 0.5, false, 0},
+		{"seven in threes (3, 3, 1)", 30, 7, 1, 3, 7, 1, 3, 4, 1, true, 0},
+		{"seven in threes, four used (two subgroups)", 50, 7, 1, 3, 4, 1, 2, 3, 1, true, 0},
+		{"seven in threes, two used (one subgroup)", 60, 7, 1, 3, 2, 1, 2, 0, 1, true, 0},
+		{"two groups of eleven in fours (4, 4, 3), nine used", 70, 11, 2, 4, 9, 1, 2, 8, 0.5, true, 0},
+		{"six live rows, eleven in fours, all", 20, 11, 1, 4, 11, 1, 3, 5, 1, true, 6},
+		{"eleven in fives, all, writer stores", 0, 11, 1, 5, 11, 1, 2, 10, 1, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.group * tc.groups
@@ -58,86 +65,117 @@ func TestSplitCombineOnSim(t *testing.T) {
 			p := kir.NewProgram("combine")
 			part := dramBuffer(p, "partials", ir.FP32.TileBytes(), n*per)
 			out := dramBuffer(p, "out", ir.FP32.TileBytes(), tc.groups*outTiles)
-			sc := NewSplitCombine(p, tg, blocks.NewCBPlan(p, tg, rs), cores, rs, tc.group, tc.rows, tc.width, ir.FP32, 0)
+			cbs := blocks.NewCBPlan(p, tg, rs)
+			res, zero := cbs.Output("result", ir.FP32, 2), cbs.Input("zero", ir.BF16, 1)
+			live := tc.live
+			if live == 0 {
+				live = ir.TileSize
+			}
+			sc, err := NewSplitCombine(p, tg, cbs, cores, rs, tc.group, tc.sub, tc.rows, tc.width, live, ir.FP32, res, zero, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sc.Subs() > 1, tc.sub < tc.group; got != want {
+				t.Fatalf("%d subgroups of %d for a group of %d", sc.Subs(), sc.Sub, tc.group)
+			}
+			in := cbs.Input("partial_in", ir.FP32, per)
 
 			rd := blocks.NewReaderKernel(p, rs)
-			in := access(t, tg, rd, part)
-			first := rd.RuntimeArg("first")
+			inAcc := access(t, tg, rd, part)
+			first, rslot := rd.RuntimeArg("first"), rd.RuntimeArg("slot")
 			b := rd.Builder()
-			b.CBReserveBack(sc.X.Partial, kir.Ci(per))
-			l1 := b.Let("l1", kir.GetWritePtr{CB: sc.X.Partial})
-			b.For("pg", kir.C(0), kir.Ci(per), func(pg kir.Var) {
-				blocks.ReadPageTo(b, in, kir.Add(first, pg), kir.Add(l1, kir.Mul(pg, kir.Ci(ir.FP32.TileBytes()))))
+			zt := blocks.Reserve(b, zero, kir.C(1), "zero_tile")
+			blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
+			b.CBPushBack(zero, kir.C(1))
+			b.If(kir.Lt(rslot, kir.Ci(tc.used)), func() {
+				b.CBReserveBack(in, kir.Ci(per))
+				l1 := b.Let("l1", kir.GetWritePtr{CB: in})
+				b.For("pg", kir.C(0), kir.Ci(per), func(pg kir.Var) {
+					blocks.ReadPageTo(b, inAcc, kir.Add(first, pg), kir.Add(l1, kir.Mul(pg, kir.Ci(ir.FP32.TileBytes()))))
+				})
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(in, kir.Ci(per))
 			})
-			b.NoCAsyncReadBarrier()
-			b.CBPushBack(sc.X.Partial, kir.Ci(per))
 
 			cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true, MathFidelity: ir.HiFi4})
-			leader, skip := cp.RuntimeArg("leader"), cp.RuntimeArg("first")
+			slot, used := cp.RuntimeArg("slot"), cp.RuntimeArg("used")
 			c := blocks.NewCompute(p, cp)
-			c.Startup(sc.X.Gather, sc.X.Gather, sc.Out)
-			result := sc.Out
+			c.Startup(sc.Gather, sc.Gather, res)
+			c.B.CBWaitFront(zero, kir.C(1))
+			c.If(kir.Lt(slot, used), func() {
+				c.B.CBWaitFront(in, kir.Ci(per))
+				c.For("pg", kir.C(0), kir.Ci(per), func(pg kir.Var) {
+					c.Acquire()
+					c.Copy(in, pg, kir.C(0))
+					c.PackOut(sc.Partial, 1)
+				})
+				c.B.CBPopFront(in, kir.Ci(per))
+			}, nil)
+			result := res
 			if tc.then {
 				result = blocks.NewCBPlan(p, tg, rs).Output("copied", ir.FP32, 2)
-				sc.MergeThen(c, leader, skip, func() {
-					c.B.CBWaitFront(sc.Out, kir.C(1))
+				sc.MergeThen(c, slot, used, func(kir.Expr) {
+					c.B.CBWaitFront(res, kir.C(1))
 					c.Acquire()
-					c.Copy(sc.Out, kir.C(0), kir.C(0))
-					c.B.CBPopFront(sc.Out, kir.C(1))
+					c.Copy(res, kir.C(0), kir.C(0))
+					c.B.CBPopFront(res, kir.C(1))
 					c.PackOut(result, 1)
 				})
 			} else {
-				sc.Merge(c, leader)
+				sc.MergeThen(c, slot, used, nil)
 			}
+			c.B.CBPopFront(zero, kir.C(1))
 
 			wr := blocks.NewWriterKernel(p, rs)
-			ea := sc.X.Declare(wr)
-			page := wr.RuntimeArg("page")
+			ca := sc.Declare(wr)
+			page, wused := wr.RuntimeArg("page"), wr.RuntimeArg("used")
 			oAcc := access(t, tg, wr, out)
 			b = wr.Builder()
-			sc.X.Emit(b, ea)
-			b.If(kir.Ne(ea.Leader, kir.C(0)), func() { blocks.WritePages(b, oAcc, result, page, kir.Ci(outTiles)) })
+			sc.Emit(b, ca, wused)
+			b.If(kir.Eq(ca.Slot, kir.C(0)), func() { blocks.WritePages(b, oAcc, result, page, kir.Ci(outTiles)) })
 
 			for i, core := range cores {
-				ex, err := sc.X.Values(i, wr.NoC)
+				vals, err := sc.Values(i)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rd.SetRuntimeArgs(core, kir.U32(uint32(i*per)))
-				cp.SetRuntimeArgs(core, ex[0], kir.U32(uint32(tc.skip)))
-				wr.SetRuntimeArgs(core, append(ex, kir.U32(uint32(i/tc.group*outTiles)))...)
+				u := kir.U32(uint32(tc.used))
+				rd.SetRuntimeArgs(core, kir.U32(uint32(i*per)), vals[0])
+				cp.SetRuntimeArgs(core, vals[0], u)
+				wr.SetRuntimeArgs(core, append(vals, kir.U32(uint32(i/tc.group*outTiles)), u)...)
 			}
 			o, m, l := randomPartials(rand.New(rand.NewSource(int64(n))), n, tc.rows, tc.width, tc.low, tc.lmin)
 			data := encodePartials(o, m, l, tc.width)
 			nan := math.Float32bits(float32(math.NaN()))
-			for g := 0; g < tc.groups; g++ {
-				for i := g * tc.group; i < g*tc.group+tc.skip; i++ {
-					for w := i * per * ir.FP32.TileBytes() / 4; w < (i+1)*per*ir.FP32.TileBytes()/4; w++ {
-						binary.LittleEndian.PutUint32(data[4*w:], nan)
-					}
-					m[i] = nil // skipped
+			for i := range n {
+				if i%tc.group < tc.used {
+					continue
 				}
+				for w := i * per * ir.FP32.TileBytes() / 4; w < (i+1)*per*ir.FP32.TileBytes()/4; w++ {
+					binary.LittleEndian.PutUint32(data[4*w:], nan)
+				}
+				m[i] = nil // no partial
 			}
 			got := runSim(t, tg, p, map[string][]byte{"partials": data}, "out")
-			checkCombine(t, got, o, m, l, tc.group, tc.rows, tc.width)
+			checkCombine(t, got, o, m, l, tc.group, tc.rows, tc.width, live)
 		})
 	}
 }
 
 // randomPartials makes core i's partials of rows q tile rows: m[i][q]
-// uniform in [-4, 4) (200 lower on core low), l[i][q] in [1, 40) (lmin
+// uniform in [-4, 4) (200 lower on core low), rounded to bf16, l[i][q] in [1, 40) (lmin
 // 1) or [lmin, 1) and o[i][q][d] = l * v, v uniform in [-2, 2), d <
 // width*32.
 func randomPartials(r *rand.Rand, cores, rows, width, low int, lmin float64) (o [][][]float64, m, l [][]float64) {
 	for i := 0; i < cores; i++ {
 		o, m, l = append(o, nil), append(m, nil), append(l, nil)
 		for q := 0; q < rows*ir.TileSize; q++ {
-			mi, li := r.Float64()*8-4, 1+r.Float64()*39
+			mi, li := float64(numerics.RoundBF16(float32(r.Float64()*8-4))), 1+r.Float64()*39
 			if lmin < 1 {
 				li = lmin + r.Float64()*(1-lmin)
 			}
 			if i == low {
-				mi -= 200
+				mi = float64(numerics.RoundBF16(float32(mi - 200)))
 			}
 			row := make([]float64, width*ir.TileSize)
 			for d := range row {
@@ -177,12 +215,15 @@ func encodePartials(o [][][]float64, m, l [][]float64, width int) []byte {
 // checkCombine compares each group's result tiles in got (rows*width per
 // group, row-major) with the combine formula in float64 over the fp32
 // inputs of the partials i with m[i] != nil, within combineTol.
-func checkCombine(t *testing.T, got []byte, o [][][]float64, m, l [][]float64, group, rows, width int) {
+func checkCombine(t *testing.T, got []byte, o [][][]float64, m, l [][]float64, group, rows, width, live int) {
 	t.Helper()
 	f32 := func(v float64) float64 { return float64(float32(v)) }
 	tb := ir.FP32.TileBytes()
 	for g := 0; g < len(o)/group; g++ {
 		for q := 0; q < rows*ir.TileSize; q++ {
+			if q%ir.TileSize >= live {
+				continue
+			}
 			mx := math.Inf(-1)
 			for i := g * group; i < (g+1)*group; i++ {
 				if m[i] != nil {

@@ -11,10 +11,12 @@
 //   - Push: producers write pages straight into the consumers' CB, whose
 //     address the consumers publish (the all_reduce_add_rmsnorm ring into
 //     its norm tail);
-//   - SplitCombine: Exchange's gather alone (GatherOnly) and, on the
-//     leader, the exact merge of split-softmax partials (running max,
-//     running sum, partial output per core), what flash-decoding needs
-//     when a decode attention splits its KV positions over cores;
+//   - SplitCombine: the exact merge of split-softmax partials (running
+//     max, running sum, partial output per core) on a two-level tree
+//     (subgroups on their first core, those on the group's leader), what
+//     flash-decoding needs when a decode attention splits its KV
+//     positions over cores; the writers move each merge's maxima and
+//     weights between tiles so that one exp serves all its partials;
 //   - Ring: the packet pipeline between cards: per ethernet link a sender,
 //     the next card's receiver and worker cores that consume and produce
 //     its packets (the collectives).

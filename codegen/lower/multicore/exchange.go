@@ -46,13 +46,6 @@ import (
 // member's later work. Every page is written once per program into a CB
 // with room for it (Group pages of Gather, one of Result). Semaphores
 // start at 0 in every launch.
-//
-// GatherOnly keeps step 1 and, on leaders, step 2 up to the push of
-// Gather (the group's partials go to the leader's compute, which keeps
-// the result: SplitCombine); there is no broadcast, no SemValid, no
-// Local or Result CB and no multicast argument. A partial may span Pages
-// pages (one NoC write of Bytes per page, page k of core s's partial in
-// page slot s*Pages+k of Gather).
 type Exchange struct {
 	T      *target.Target
 	Group  int            // cores per group
@@ -73,10 +66,6 @@ type Exchange struct {
 	// Bytes is the prefix of a partial's page and of the result page that
 	// moves (at most Page; 16-byte multiple).
 	Bytes int
-	// Pages is the pages of a partial (0: one); GatherOnly drops the
-	// broadcast (see the type's doc).
-	Pages      int
-	GatherOnly bool
 
 	// PartialName and ResultName describe the pages in the kernels'
 	// comments.
@@ -84,13 +73,11 @@ type Exchange struct {
 }
 
 // AddSemaphores sets SemIn and SemValid to in and valid and adds both
-// semaphores (initial value 0) on Ranges; GatherOnly adds SemIn alone.
+// semaphores (initial value 0) on Ranges.
 func (x *Exchange) AddSemaphores(p *kir.Program, in, valid int) {
 	x.SemIn, x.SemValid = in, valid
 	p.AddSemaphore(kir.Semaphore{ID: in, Cores: x.Ranges})
-	if !x.GatherOnly {
-		p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
-	}
+	p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
 }
 
 // ExchangeArgs are the writer's per-core arguments of an exchange, in
@@ -102,13 +89,11 @@ type ExchangeArgs struct {
 }
 
 // Declare declares the exchange arguments of writer wr (values from
-// Values; no multicast slots when GatherOnly).
+// Values).
 func (x *Exchange) Declare(wr *kir.Kernel) ExchangeArgs {
 	a := ExchangeArgs{Leader: wr.RuntimeArg("leader"), Slot: wr.RuntimeArg("slot"),
 		LX: wr.RuntimeArg("leader_x"), LY: wr.RuntimeArg("leader_y")}
-	if !x.GatherOnly {
-		a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
-	}
+	a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
 	return a
 }
 
@@ -123,9 +108,6 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 		leader = 1
 	}
 	vals := []kir.ArgValue{kir.U32(leader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
-	if x.GatherOnly {
-		return vals, nil
-	}
 	var rects []Rect
 	if k == 0 {
 		var err error
@@ -137,50 +119,22 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 }
 
 // Emit emits the writer's part of the exchange (steps 1-3 of the type's
-// doc) with the arguments a of Declare. It consumes one partial (Pages
-// pages of Partial; on leaders one Local page), produces Group partials
-// of Gather on leaders and, unless GatherOnly, one Result page on every
-// core.
-func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) { x.EmitSending(b, a, nil) }
-
-// EmitSending is Emit where, when send (a run-time condition; nil: true)
-// is false, the core writes nothing into its slot of the leader's Gather
-// and only counts on the semaphore: for a GatherOnly combine whose leader
-// does not read that slot (SplitCombine.MergeThen's first).
-func (x *Exchange) EmitSending(b *kir.Builder, a ExchangeArgs, send kir.Expr) {
-	n := max(x.Pages, 1)
+// doc) with the arguments a of Declare. It consumes one Partial page (and
+// on leaders one Local page), produces Group Gather pages on leaders and
+// one Result page on every core.
+func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
 	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
-	b.CBWaitFront(x.Partial, kir.Ci(n))
+	b.CBWaitFront(x.Partial, kir.Ci(1))
 	row := b.Let("gather_base", kir.GetWritePtr{CB: x.Gather})
 	sb := kir.Ci(x.Bytes)
-	src, dst := kir.Expr(kir.GetReadPtr{CB: x.Partial}), kir.Add(row, kir.Mul(a.Slot, kir.Ci(n*x.Page)))
-	write := func(src, dst kir.Expr) { b.NoCAsyncWrite(src, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: dst}, sb) }
-	writeAll := func() {
-		if n == 1 {
-			write(src, dst)
-		} else {
-			b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
-				off := kir.Mul(pg, kir.Ci(x.Page))
-				write(kir.Add(src, off), kir.Add(dst, off))
-			})
-		}
-		b.NoCAsyncWriteBarrier()
-	}
-	if send == nil {
-		writeAll()
-	} else {
-		b.If(send, writeAll)
-	}
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: x.Partial}, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.Add(row, kir.Mul(a.Slot, kir.Ci(x.Page)))}, sb)
+	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.GetSemaphore{ID: kir.Ci(x.SemIn)}}, kir.C(1))
-	b.CBPopFront(x.Partial, kir.Ci(n))
+	b.CBPopFront(x.Partial, kir.Ci(1))
 	receive := func() {
-		b.CBReserveBack(x.Gather, kir.Ci(x.Group*n))
+		b.CBReserveBack(x.Gather, kir.Ci(x.Group))
 		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(x.SemIn)}, kir.Ci(x.Group))
-		b.CBPushBack(x.Gather, kir.Ci(x.Group*n))
-	}
-	if x.GatherOnly {
-		b.If(kir.Ne(a.Leader, kir.C(0)), receive)
-		return
+		b.CBPushBack(x.Gather, kir.Ci(x.Group))
 	}
 	b.CBReserveBack(x.Result, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(x.SemValid)})
