@@ -2,7 +2,6 @@ package lower
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -175,21 +174,6 @@ func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	}
 }
 
-// per is the tiles per core of n visible tiles over a group of g cores
-// merging in subgroups of sub (flashSpan emits the same): the even split
-// ceil(n/g), or more tiles per core when fewer cores are cheaper. u cores
-// with a tiles each cost about a*perTile + merge(u), merge(u) = u*perMerge
-// while u <= sub (one level), (sub + u/sub)*perMerge beyond (two), so
-// the best a is sqrt(n*perMerge/perTile) when that leaves at most sub
-// cores, else sqrt(n*perMerge/(perTile*sub)).
-func (fc flashCost) per(n, g, sub int) int {
-	p := max(1, int(math.Sqrt(float64(n*fc.perMerge/fc.perTile))))
-	if (n+p-1)/p > sub {
-		p = max(1, int(math.Sqrt(float64(n*fc.perMerge/(fc.perTile*sub)))))
-	}
-	return max(p, (n+g-1)/g)
-}
-
 // mergeCycles is the estimate of merging u partials on a tree of
 // subgroups of sub: the leader's level-1 merge, plus the level-2 merge
 // and a partial's transfer on two levels.
@@ -311,10 +295,15 @@ type flashSplit struct {
 }
 
 // flashSpan emits the split of the n = pos/32 + 1 visible tiles: the
-// core at slot takes [slot*per, (slot+1)*per) within [0, n), per =
-// flashCost.per(n, group, sub) (isqrt bit by bit), so the group's first
-// used = ceil(n/per) cores have tiles. Reader, compute and writer emit it
-// alike, so their loop counts agree.
+// core at slot takes [slot*per, (slot+1)*per) within [0, n), so the
+// group's first used = ceil(n/per) cores have tiles. per is the even split
+// ceil(n/group), or more tiles per core when fewer cores are cheaper: u
+// cores with a tiles each cost about a*perTile + merge(u), merge(u) =
+// u*perMerge while u <= sub (one level), (sub + u/sub)*perMerge beyond
+// (two), so the best a is isqrt(n*perMerge/perTile) when that leaves at
+// most sub cores, else isqrt(n*perMerge/(perTile*sub)) (flashCost; isqrt
+// bit by bit). Reader, compute and writer emit it alike, so their loop
+// counts agree.
 func (f *flashSDPA) flashSpan(b *kir.Builder, pos, slot kir.Expr) flashSplit {
 	var sp flashSplit
 	group := f.group
