@@ -548,16 +548,7 @@ func TestFusedAttentionKernelsCompile(t *testing.T) {
 	tgt := target.Blackhole()
 	var progs []*kir.Program
 	add := func(op *ir.Op, alias map[*ir.Value]*ir.Value) {
-		ctx := lower.NewContext(tgt)
-		ctx.Alias = alias
-		p, err := lower.Lower(op, ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := kir.Validate(p, tgt); err != nil {
-			t.Fatal(err)
-		}
-		progs = append(progs, p)
+		progs = append(progs, lower.LowerValid(t, tgt, op, alias))
 	}
 	for _, cols := range []int{1, 2} {
 		g := fusedSmallGraph(t, cols)

@@ -161,16 +161,7 @@ func TestBFP8KernelsCompile(t *testing.T) {
 	var progs []*kir.Program
 	add := func(g *ir.Graph, ops ...*ir.Op) {
 		for _, op := range ops {
-			ctx := lower.NewContext(tgt)
-			ctx.Alias = attnStateAlias(g)
-			p, err := lower.Lower(op, ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := kir.Validate(p, tgt); err != nil {
-				t.Fatal(err)
-			}
-			progs = append(progs, p)
+			progs = append(progs, lower.LowerValid(t, tgt, op, attnStateAlias(g)))
 		}
 	}
 	for _, seq := range []int{0, 32} {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // checkKernelSyntax runs cpp.SyntaxCheck on sources (kernel file ->
@@ -58,3 +60,22 @@ func writeKernels(t *testing.T, dir, name string, p *kir.Program, sources map[st
 
 // WriteKernels exports writeKernels to the external test package.
 var WriteKernels = writeKernels
+
+// lowerValid lowers op for tgt with the state aliases alias and fails the
+// test unless the program lowers and passes kir.Validate.
+func lowerValid(t *testing.T, tgt *target.Target, op *ir.Op, alias map[*ir.Value]*ir.Value) *kir.Program {
+	t.Helper()
+	ctx := NewContext(tgt)
+	ctx.Alias = alias
+	p, err := Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kir.Validate(p, tgt); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// LowerValid exports lowerValid to the external test package.
+var LowerValid = lowerValid
