@@ -494,6 +494,7 @@ func (m *mmProgram) compute() {
 				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
 					m.product(c, m.wCB[cbKey{slot, w.Type.DType}], m.epi.dst(slot, out), cKt, sb)
+					m.epi.packed(c, slot, sb)
 				}
 				m.epi.compute(c, sb, m.inCB, out)
 			})

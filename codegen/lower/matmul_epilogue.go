@@ -26,6 +26,10 @@ type mmEpilogue interface {
 	// dst is the CB the products of weight slot are packed to (a page per
 	// tile, rounded to its dtype); out is the part's result CB.
 	dst(slot, out int) int
+	// packed emits what the epilogue does with weight slot's sb tiles as
+	// soon as they are packed to dst(slot, out), before the next slot's
+	// products: work that then runs while the next weights stream in.
+	packed(c *blocks.Compute, slot int, sb kir.Var)
 	// compute emits the epilogue of a sub-block of sb tiles after every
 	// slot's products are packed: it consumes the sb pages of each dst
 	// other than out and of each in[i] and pushes sb result tiles to out.
@@ -55,19 +59,20 @@ func (epiPlain) tileOps() int                                 { return 0 }
 func (epiPlain) scratch(*blocks.CBPlan, ir.DType, int)        {}
 func (epiPlain) dst(_, out int) int                           { return out }
 func (epiPlain) compute(*blocks.Compute, kir.Var, []int, int) {}
+func (epiPlain) packed(*blocks.Compute, int, kir.Var)         {}
 
 // epiAdd (matmul_add): out = r(residual + r(a @ w)): the product is packed
 // to an intermediate CB of the result dtype (r), then the FPU adds the
 // residual tile (fp32 sum of the two stored values) and packs (r).
 type epiAdd struct {
+	epiPlain
 	residual *ir.Value
 	product  int // scratch CB
 }
 
-func (e *epiAdd) inputs() []mmInput    { return []mmInput{{"residual", e.residual}} }
-func (e *epiAdd) tileOps() int         { return 1 }
-func (e *epiAdd) fpuMul(ir.DType) bool { return false } // an FPU add: no fidelity passes
-func (e *epiAdd) dst(int, int) int     { return e.product }
+func (e *epiAdd) inputs() []mmInput { return []mmInput{{"residual", e.residual}} }
+func (e *epiAdd) tileOps() int      { return 1 }
+func (e *epiAdd) dst(int, int) int  { return e.product }
 
 func (e *epiAdd) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
 	e.product = cbs.Scratch("product", odt, dest)
@@ -83,17 +88,18 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // epiSwiGLU (matmul_swiglu; the part has the gate and the up weight):
 // gate and up tiles of the same output columns are accumulated on the same
 // core, one after the other, and packed to two CBs of the result dtype
-// (r(a @ w_gate), r(a @ w_up)); per tile the SFPU applies silu to the gate
-// tile, packed (r(silu)), and multiplies it by the up tile, packed (r):
-// for a bf16 result both are copied to DEST and multiplied on the SFPU
-// (mul_binary_tile: the fp32 product of two bf16 values is exact, as the
-// FPU's at HiFi4, and leaves the kernel's fidelity to the matmul alone),
-// otherwise on the FPU.
+// (r(a @ w_gate), r(a @ w_up)). As soon as the gate tiles are packed the
+// SFPU applies silu to each, packed (r(silu)), while the up weights
+// stream in; after the up tiles it multiplies each silu tile by its up
+// tile, packed (r): for a bf16 result both are copied to DEST and
+// multiplied on the SFPU (mul_binary_tile: the fp32 product of two bf16
+// values is exact, as the FPU's at HiFi4, and leaves the kernel's
+// fidelity to the matmul alone), otherwise on the FPU.
 type epiSwiGLU struct {
 	epiPlain
 	slots [2]int // scratch CBs: gate, up
-	silu  int
-	fpu   bool // the multiply runs on the FPU
+	silu  int    // scratch CB: the sub-block's silu(gate) tiles
+	fpu   bool   // the multiply runs on the FPU
 }
 
 func (e *epiSwiGLU) fpuMul(odt ir.DType) bool { return odt != ir.BF16 }
@@ -103,14 +109,23 @@ func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
 
 func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
 	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
-	e.silu = cbs.Scratch("silu_gate", odt, 1)
+	e.silu = cbs.Scratch("silu_gate", odt, dest)
 	e.fpu = e.fpuMul(odt)
 }
 
-func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
-	c.B.Comment("epilogue: silu(gate), rounded, times up")
+func (e *epiSwiGLU) packed(c *blocks.Compute, slot int, sb kir.Var) {
+	if slot != 0 {
+		return
+	}
+	c.B.Comment("silu(gate), rounded, while the up weights stream in")
 	c.For("j", kir.C(0), sb, func(kir.Var) {
 		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+	})
+}
+
+func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
+	c.B.Comment("epilogue: silu(gate) times up")
+	c.For("j", kir.C(0), sb, func(kir.Var) {
 		if e.fpu {
 			c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
 			return

@@ -16,6 +16,7 @@ import (
 // * m), m a value of the result's shape, each r a rounding to the result
 // dtype (the roundings of the unfused matmul, silu and mul).
 type epiSiLUMul struct {
+	epiPlain
 	m             *ir.Value
 	product, silu int // scratch CBs
 }

@@ -26,18 +26,27 @@ func RowOffset(r, half, eb int) int {
 
 // ReadRowsTo reads rows [0, rows) of tile page `page` of a (a tile-layout
 // buffer of eb-byte elements, 2 or 4) into the tile at L1 address l1,
-// which must be 64-byte aligned: per face of the rows' bands, one read of
-// the face's first rows rounded up to 64 bytes (2 KiB of a bf16 tile ->
-// two 64-byte reads for one row), so source and destination agree
-// modulo 64 as DRAM reads on Blackhole need. Rows past `rows` that the
-// rounding brings are the page's own; the rest of the tile is left as it
-// was (clear it with ClearRows). The caller issues the read barrier.
+// which must be 64-byte aligned. Per band of the rows (faces 0-1, 2-3) it
+// reads the face rows it needs rounded up to 64 bytes, so source and
+// destination agree modulo 64 as DRAM reads on Blackhole need: when the
+// band's rows fill less than a face, one read from the band's first face
+// through its second face's rows (a bf16 row: 576 bytes, not two reads of
+// 64: a request costs a DRAM bank more than the extra bytes, see
+// sim/timing's dram_request and noc_issue), else one read per face. Rows
+// past `rows` that a read brings are the page's own; the rest of the tile
+// is left as it was (clear it with ClearRows). The caller issues the read
+// barrier.
 func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 	rows = min(max(rows, 1), TileDim)
 	face := 256 * eb
 	for band := 0; band*FaceDim < rows; band++ {
 		n := min(rows-band*FaceDim, FaceDim)
 		size := min(face, (n*FaceDim*eb+63)/64*64)
+		if size < face { // the band's first face whole, then the second's rows
+			off := RowOffset(band*FaceDim, 0, eb)
+			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(face+size))
+			continue
+		}
 		for half := range 2 {
 			off := RowOffset(band*FaceDim, half, eb)
 			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(size))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -131,5 +133,90 @@ func TestRowBlocks(t *testing.T) {
 	}
 	if err := CopyRows(kir.NewProgram("x").AddKernel(&kir.Kernel{Name: "k"}).Builder(), kir.C(0), kir.C(0), 30, 0, 3, 2); err == nil {
 		t.Error("CopyRows accepted rows 30..32 of a 32-row tile")
+	}
+}
+
+// TestReadRowsTo reads the first rows of a tile into a tile of -1s on the
+// simulator: rows [0, rows) must be the source's and every band past the
+// rows' untouched; and it counts the DRAM requests: one per band whose rows
+// fill less than a face (a bf16 row is one 576-byte read, not two of 64:
+// the request is what a DRAM bank charges for), else one per face.
+func TestReadRowsTo(t *testing.T) {
+	tgt := target.Blackhole()
+	tests := []struct {
+		dt    ir.DType
+		rows  int
+		sizes []int
+	}{
+		{ir.BF16, 1, []int{576}},
+		{ir.BF16, 8, []int{768}},
+		{ir.BF16, 16, []int{512, 512}},
+		{ir.BF16, 17, []int{512, 512, 576}},
+		{ir.FP32, 1, []int{1088}},
+		{ir.FP32, 31, []int{1024, 1024, 1984}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/rows_%d", tc.dt, tc.rows), func(t *testing.T) {
+			eb, tb := ElemBytes(tc.dt), tc.dt.TileBytes()
+			srcBuf := kir.Buffer{Name: "src", Mem: ir.DRAM, DType: tc.dt, Layout: ir.TileLayout, PageSize: tb, Pages: 1}
+			var sizes []int
+			d, p := dmProgram(t, tgt, []kir.Buffer{srcBuf}, tc.dt, tb, 1, nil, func(k *kir.Kernel, b *kir.Builder) {
+				acc, err := NewAccess(k, tgt, "src_addr", srcBuf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.CBReserveBack(16, kir.C(1))
+				out := b.Let("out", kir.GetWritePtr{CB: 16})
+				FillWords(b, out, tb, FillWord(tc.dt, -1))
+				rb := kir.NewProgram("count").AddKernel(&kir.Kernel{Name: "k"}).Builder()
+				ReadRowsTo(rb, acc, kir.C(0), out, tc.rows, eb)
+				kir.Inspect(rb.Kernel().Body, func(s kir.Stmt) bool {
+					if r, ok := s.(kir.NoCAsyncRead); ok {
+						n, _ := r.Size.(kir.Const)
+						sizes = append(sizes, int(n.V))
+					}
+					return true
+				})
+				ReadRowsTo(b, acc, kir.C(0), out, tc.rows, eb)
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(16, kir.C(1))
+			})
+			if diff := cmp.Diff(tc.sizes, sizes); diff != "" {
+				t.Errorf("read sizes (-want +got):\n%s", diff)
+			}
+			vals := make([]float32, TileDim*TileDim)
+			for i := range vals {
+				vals[i] = float32(i%251) + 1
+			}
+			if err := d.WritePages("src", 0, tileBytesOf(t, tc.dt, vals)); err != nil {
+				t.Fatal(err)
+			}
+			run(t, d, p)
+			raw, err := d.ReadPages("dst", 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tile, err := numerics.UnpackTile(tc.dt, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := numerics.Untilize(tile, TileDim, TileDim)
+			bands := (tc.rows + FaceDim - 1) / FaceDim
+			for r := range TileDim {
+				for c := range TileDim {
+					want, g := float32(-1), got[r*TileDim+c]
+					if r < tc.rows {
+						want = vals[r*TileDim+c]
+					}
+					if r < tc.rows || r >= bands*FaceDim {
+						if g != want {
+							t.Fatalf("element (%d, %d) = %v, want %v", r, c, g, want)
+						}
+					} else if g != want && g != vals[r*TileDim+c] {
+						t.Fatalf("element (%d, %d) = %v: neither untouched nor the page's own", r, c, g)
+					}
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,7 @@
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 gate: 4 x 2048 B Float16_b
 //          c_25 up: 4 x 2048 B Float16_b
-//          c_26 silu_gate: 1 x 2048 B Float16_b
+//          c_26 silu_gate: 4 x 2048 B Float16_b
 // defines: MM_CORES=3
 //          MM_SUBBLOCK=4
 //          MM_TILES_PER_CORE=1
@@ -31,7 +31,7 @@ void kernel_main() {
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
-    reconfig_data_format(24, 0);
+    reconfig_data_format(26, 0);
     copy_tile_to_dst_init_short(25);
     mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
@@ -63,6 +63,24 @@ void kernel_main() {
             cb_push_back(24, 1);
         }
         tile_regs_release();
+        // silu(gate), rounded, while the up weights stream in
+        reconfig_data_format(24, 0);
+        copy_tile_to_dst_init_short(24);
+        silu_tile_init();
+        for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
+            cb_wait_front(24, 1);
+            tile_regs_acquire();
+            copy_tile(24, 0, 0);
+            silu_tile(0);
+            cb_pop_front(24, 1);
+            tile_regs_commit();
+            cb_reserve_back(26, 1);
+            tile_regs_wait();
+            pack_tile(0, 26);
+            tile_regs_release();
+            cb_push_back(26, 1);
+        }
+        reconfig_data_format(2, 0);
         mm_block_init_short(0, 2, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows_2 = 2u / sb;
@@ -80,29 +98,17 @@ void kernel_main() {
         }
         tile_regs_commit();
         tile_regs_wait();
-        for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
+        for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
             cb_reserve_back(25, 1);
-            pack_tile(j_2, 25);
+            pack_tile(j_3, 25);
             cb_push_back(25, 1);
         }
         tile_regs_release();
-        // epilogue: silu(gate), rounded, times up
-        reconfig_data_format(24, 0);
+        // epilogue: silu(gate) times up
+        reconfig_data_format(26, 0);
         copy_tile_to_dst_init_short(25);
-        for (uint32_t j_3 = 0; j_3 < sb; ++j_3) {
-            cb_wait_front(24, 1);
-            tile_regs_acquire();
-            copy_tile_to_dst_init_short(24);
-            copy_tile(24, 0, 0);
-            silu_tile_init();
-            silu_tile(0);
-            cb_pop_front(24, 1);
-            tile_regs_commit();
-            cb_reserve_back(26, 1);
-            tile_regs_wait();
-            pack_tile(0, 26);
-            tile_regs_release();
-            cb_push_back(26, 1);
+        mul_binary_tile_init();
+        for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
             cb_wait_front(26, 1);
             cb_wait_front(25, 1);
             tile_regs_acquire();
@@ -110,7 +116,6 @@ void kernel_main() {
             copy_tile(26, 0, 0);
             copy_tile_to_dst_init_short(25);
             copy_tile(25, 0, 1);
-            mul_binary_tile_init();
             mul_binary_tile(0, 1, 0);
             cb_pop_front(26, 1);
             cb_pop_front(25, 1);

@@ -20,14 +20,12 @@ void kernel_main() {
     cb_reserve_back(0, count);
     uint32_t xl1 = get_write_ptr(0);
     for (uint32_t i = 0; i < count; ++i) {
-        noc_async_read(get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, x_addr + (start + i) / NUM_DRAM_BANKS * 2048u), xl1 + i * 2048u + 0u, 64);
-        noc_async_read(get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, x_addr + (start + i) / NUM_DRAM_BANKS * 2048u + 512u), xl1 + i * 2048u + 512u, 64);
+        noc_async_read(get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, x_addr + (start + i) / NUM_DRAM_BANKS * 2048u), xl1 + i * 2048u + 0u, 576);
     }
     cb_reserve_back(2, count);
     uint32_t wl1 = get_write_ptr(2);
     for (uint32_t i_2 = 0; i_2 < count; ++i_2) {
-        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u), wl1 + i_2 * 2048u + 0u, 64);
-        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u + 512u), wl1 + i_2 * 2048u + 512u, 64);
+        noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u), wl1 + i_2 * 2048u + 0u, 576);
     }
     // reduce scaler tile: the value in row 0 of every face
     cb_reserve_back(1, 1);
