@@ -111,6 +111,15 @@ type RingPlan struct {
 	Cost int
 }
 
+// forwards reports whether a step sends what the adders of an earlier
+// one computed: a reduce step after the first, or gather steps after
+// reduce steps (an all-reduce's result chunk). Only then do the adders
+// leave partial sums in forwarding slots; a one-step all-reduce (two
+// cards) writes its sums straight to the output.
+func (p RingPlan) forwards() bool {
+	return p.ReduceSteps > 1 || (p.ReduceSteps > 0 && p.GatherSteps > 0)
+}
+
 // Packets is the number of packets per link per step.
 func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
 
@@ -119,13 +128,13 @@ func (p RingPlan) adderTiles() int { return (p.LinkTiles + p.WorkersPerLink - 1)
 
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
 // of PacketTiles whole tiles (the packet read from DRAM, or received), then,
-// with reduce steps, two forwarding slots of LinkTiles*WireBytes bytes
-// each, where the workers leave the partial sums the next reduce step
-// sends (a gather-only plan has none: fwd0 = fwd1 = end).
+// when a step forwards (forwards), two forwarding slots of
+// LinkTiles*WireBytes bytes each, where the workers leave the partial sums
+// the next step sends (otherwise none: fwd0 = fwd1 = end).
 func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
 	fwd0 = staging + target.AlignUp(p.PacketTiles*p.TileBytes, 16)
-	if p.ReduceSteps == 0 {
+	if !p.forwards() {
 		return staging, fwd0, fwd0, fwd0 // no forwarding slots
 	}
 	fwd1 = fwd0 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
@@ -182,8 +191,8 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 	links = (chunkTiles + per - 1) / per
 	p := RingPlan{Devices: devices, ReduceSteps: reduceSteps, GatherSteps: gatherSteps, ChunkTiles: chunkTiles, LinkTiles: per,
 		Links: links, TileBytes: tileBytes, WireBytes: wireBytes}
-	fwd := 0 // forwarding slots hold partial sums: only reduce steps need them
-	if reduceSteps > 0 {
+	fwd := 0 // forwarding slots hold partial sums a later step sends
+	if p.forwards() {
 		fwd = 2 * target.AlignUp(per*wireBytes, 16)
 	}
 	room := t.EthL1Budget() - fwd

@@ -46,6 +46,9 @@ var cclCases = []cclCase{
 	{"all_reduce hidden 1x4", 4, ir.BF16, []int{1, 1, 5120}, allReduce},
 	{"all_reduce hidden 1x8", 8, ir.BF16, []int{1, 1, 5120}, allReduce},
 	{"all_reduce full tiles 1x2", 2, ir.BF16, []int{64, 96}, allReduce},
+	// a prefill activation: 240 tiles a link, more than the staging holds,
+	// so several packets and no forwarding slots (a two-card all-reduce)
+	{"all_reduce prefill rows 1x2", 2, ir.BF16, []int{1, 96, 5120}, allReduce},
 	{"all_reduce fp32 20 rows 1x4", 4, ir.FP32, []int{20, 256}, allReduce},
 	{"reduce_scatter hidden 1x2", 2, ir.BF16, []int{1, 1, 5120}, reduceScatter(-1)},
 	{"reduce_scatter hidden 1x4", 4, ir.BF16, []int{1, 1, 5120}, reduceScatter(2)},
@@ -333,6 +336,43 @@ func TestCollectiveGeometry(t *testing.T) {
 		// A link's forwarding slots must fit next to one staging tile.
 		if _, err := PlanRing(tgt, 4, 3, 3, 1<<20, 2048, 2048, false); err == nil {
 			t.Error("a plan whose forwarding slots exceed the ethernet L1 was accepted")
+		}
+		// Only a step that sends what an earlier one computed needs
+		// forwarding slots: a two-card all-reduce writes its sums to the
+		// output, so a prefill-size activation ([1,128,5120] bf16: 640
+		// tiles of live rows) plans in several packets per link instead of
+		// failing rule ccl-eth-l1 on slots it never uses.
+		for _, tc := range []struct {
+			name                   string
+			devices, reduce, gathr int
+			slots                  bool
+		}{
+			{"all_reduce 2 cards", 2, 1, 0, false},
+			{"reduce_scatter 2 cards", 2, 1, 0, false},
+			{"all_gather 4 cards", 4, 0, 3, false},
+			{"reduce_scatter 4 cards", 4, 3, 0, true},
+			{"all_reduce 4 cards", 4, 3, 3, true},
+		} {
+			p, err := PlanRing(tgt, tc.devices, tc.reduce, tc.gathr, 640, 2048, 2048, false)
+			if err != nil {
+				if tc.slots {
+					continue // slots for 640 wire tiles do not fit: the rule stands
+				}
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			_, fwd0, fwd1, end := p.ethLayout(tgt)
+			if got := fwd1 > fwd0 || end > fwd1; got != tc.slots {
+				t.Errorf("%s: forwarding slots %v (fwd0 %d, fwd1 %d, end %d), want %v", tc.name, got, fwd0, fwd1, end, tc.slots)
+			}
+			if !tc.slots && p.Packets() < 2 {
+				t.Errorf("%s: %d packet(s) per link for 320 tiles; want several (the staging holds fewer)", tc.name, p.Packets())
+			}
+		}
+		if p, err := PlanRing(tgt, 4, 3, 3, 160, 2048, 64, false); err != nil {
+			t.Error(err)
+		} else if _, fwd0, fwd1, _ := p.ethLayout(tgt); fwd1 == fwd0 {
+			t.Error("a four-card all-reduce has no forwarding slots")
 		}
 	})
 }

@@ -4,8 +4,15 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 )
 
-// ChunkSize is the chunk length of the chunked gated delta rule.
-const ChunkSize = 64
+// ChunkSize is the chunk length of the chunked gated delta rule: one
+// tile, so each chunk's triangular inverse (I + strict_lower(...))^-1 is a
+// 32x32 matrix the device inverts in one tile (codegen/lower
+// lowerTrilInverse). A prompt of any length is whole chunks plus one
+// zero-padded chunk (zero k, beta and log decay leave the state as it
+// was). flash-linear-attention's 64 would need the inverse of a 64x64
+// matrix, four tiles by block substitution, for half the sequential
+// chunk steps.
+const ChunkSize = 32
 
 // GDNPrefill is the Gated DeltaNet mixer for a prefill step of S tokens per
 // user: x is the normed hidden state [B, S, hidden] (replicated); the result

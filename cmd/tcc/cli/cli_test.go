@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/ir/longtest"
 )
@@ -179,6 +181,49 @@ func TestReportQwen27B(t *testing.T) {
 	}
 	if _, err := runCLI(t, "report", "ops", "qwen27b", "--mesh", "1x5"); err == nil || !strings.Contains(err.Error(), "num_attention_heads 24 is not divisible by 5 devices") {
 		t.Errorf("mesh 1x5: %v", err)
+	}
+}
+
+// TestPrefillSegments: a prompt runs as whole chunks, then the rest; the
+// builds it needs are at most two, whatever its length.
+func TestPrefillSegments(t *testing.T) {
+	for _, tc := range []struct {
+		n, chunk int
+		want     []int
+	}{
+		{0, 64, nil},
+		{1, 64, []int{1}},
+		{64, 64, []int{64}},
+		{70, 32, []int{32, 32, 6}},
+		{96, 32, []int{32, 32, 32}},
+		{10000, 4096, []int{4096, 4096, 1808}},
+	} {
+		t.Run(fmt.Sprintf("%d_by_%d", tc.n, tc.chunk), func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, prefillSegments(tc.n, tc.chunk)); diff != "" {
+				t.Errorf("prefillSegments(%d, %d) (-want +got):\n%s", tc.n, tc.chunk, diff)
+			}
+		})
+	}
+	if _, err := runCLI(t, "run", "tiny-mlp", "--prefill-chunk", "0"); err == nil || !strings.Contains(err.Error(), "--prefill-chunk 0") {
+		t.Errorf("--prefill-chunk 0: %v", err)
+	}
+}
+
+// TestRunQwenChunkedPrefill: a 70-token prompt on the small config at 1x2
+// in prefill steps of 32, 32 and 6 tokens (two prefill builds), each step's
+// state carried to the next and checked, then a decode step.
+func TestRunQwenChunkedPrefill(t *testing.T) {
+	longtest.Skip(t, "a chunked 70-token prefill of the qwen27b small config on two cards (~3 CPU-min)")
+	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2",
+		"--check", "--prefill", "70", "--prefill-chunk", "32", "--steps", "1")
+	t.Log(out)
+	if err != nil {
+		t.Fatalf("run --check failed: %v", err)
+	}
+	for _, want := range []string{"prefill 32: ", "prefill 6: ", "prefill 0..31 ", "prefill 32..63 ", "prefill 64..69 ", "decode 0 ", "check passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
 	}
 }
 

@@ -34,10 +34,13 @@ type runFlags struct {
 	programThreshold float64
 	steps            int
 	prefill          int
-	hostGB           float64
-	weights          string
-	allowNF          bool
-	progress         io.Writer // estimates and progress of long steps (stderr)
+	// prefillChunk is the most prompt tokens one prefill step takes
+	// (--prefill-chunk; prefillSegments).
+	prefillChunk int
+	hostGB       float64
+	weights      string
+	allowNF      bool
+	progress     io.Writer // estimates and progress of long steps (stderr)
 	// Text in, text out: the prompt (--prompt or --prompt-file; hasPrompt
 	// when either is given), --chat and --tokenizer.
 	prompt, promptFile, tokenizer string
@@ -54,6 +57,13 @@ func newRunCmd() *cobra.Command {
 mesh, upload deterministic random weights (each device its shard), and run
 --prefill tokens through the prefill build (models that have one) followed by
 --steps greedy decode steps, program by program, the state kept on the device.
+
+A prompt longer than --prefill-chunk (default 64) runs as prefill steps of
+that many tokens, each writing its K/V rows at its positions and carrying the
+GDN conv and recurrent state to the next, all through one prefill build; the
+tokens left over run through a second build of their length. The builds do
+not grow with the prompt: a 10,000-token prompt compiles what a 64-token one
+does (and at most one shorter build).
 
 With --check, every step's outputs are compared with the reference evaluator
 at the same storage formats on the compiled (fused) graph, starting from the
@@ -110,6 +120,7 @@ step's token and text on its own line and the whole text at the end.
 	fs.Float64Var(&rf.programThreshold, "program-threshold", 0.99999, "minimum PCC of each program's results against the same-formats reference fed the program's own operands")
 	fs.IntVar(&rf.steps, "steps", 1, "decode steps to run")
 	fs.IntVar(&rf.prefill, "prefill", 0, "prompt tokens run through the prefill build first (0: none)")
+	fs.IntVar(&rf.prefillChunk, "prefill-chunk", defaultPrefillChunk, "the most prompt tokens one prefill step takes: a longer prompt runs as steps of this many tokens through one prefill build, then the rest through a build of its length")
 	fs.StringVar(&rf.weights, "weights", "", "weights to run instead of random ones: a `DIR` holding a cache from tcc weights convert (checked against this build) or a checkpoint (converted in memory); without --config the model config is the one in it (config.json)")
 	fs.BoolVar(&rf.allowNF, "allow-nonfinite", false, "with --weights DIR: convert NaN and Inf checkpoint values as they are instead of failing")
 	fs.StringVar(&rf.prompt, "prompt", "", "text to start from: tokenized with the tokenizer.json of --weights DIR (or --tokenizer), prefilled, then the generated text streams to stdout")
@@ -125,6 +136,25 @@ step's token and text on its own line and the whole text at the end.
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
 	return cmd
+}
+
+// defaultPrefillChunk is --prefill-chunk's default: the prompt tokens of
+// one prefill step.
+const defaultPrefillChunk = 64
+
+// prefillSegments splits a prompt of n tokens into the lengths of its
+// prefill steps: as many chunks of chunk tokens as fit, then the rest;
+// nil for n = 0. The runs then need at most two prefill builds, whatever
+// the prompt's length.
+func prefillSegments(n, chunk int) []int {
+	var segs []int
+	for ; n >= chunk; n -= chunk {
+		segs = append(segs, chunk)
+	}
+	if n > 0 {
+		segs = append(segs, n)
+	}
+	return segs
 }
 
 // stepGraph is one compiled graph (prefill or decode) of a run.
@@ -147,6 +177,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	}
 	if rf.prefill < 0 {
 		return fmt.Errorf("--prefill %d: the prompt length must be 0 (no prefill) or more", rf.prefill)
+	}
+	if rf.prefillChunk < 1 {
+		return fmt.Errorf("--prefill-chunk %d: a prefill step takes at least one token", rf.prefillChunk)
 	}
 	for _, th := range []struct {
 		flag string
@@ -229,15 +262,24 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	}
 	defer dev.Close()
 	var graphs []*stepGraph
-	if rf.prefill > 0 {
+	segs := prefillSegments(rf.prefill, rf.prefillChunk)
+	if len(segs) > 0 {
 		if _, ok := args["mode"]; !ok {
 			return fmt.Errorf("--prefill: model %s has no prefill graph; feed the prompt with decode steps instead", name)
+		}
+	}
+	// One prefill build per distinct segment length: the chunk's, and the
+	// remainder's when the prompt does not end on a chunk.
+	bySeq := map[int]*stepGraph{}
+	for _, n := range segs {
+		if bySeq[n] != nil {
+			continue
 		}
 		pargs := models.Args{}
 		for k, v := range args {
 			pargs[k] = v
 		}
-		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(rf.prefill)
+		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(n)
 		pg, err := m.Build(pargs, mesh)
 		if err != nil {
 			return err
@@ -249,7 +291,12 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if _, err := mf.pipeline(pg); err != nil {
 			return err
 		}
-		graphs = append(graphs, &stepGraph{name: "prefill", args: pargs, graph: pg, unfused: pu})
+		label := "prefill"
+		if len(segs) > 1 {
+			label = fmt.Sprintf("prefill %d", n)
+		}
+		bySeq[n] = &stepGraph{name: label, args: pargs, graph: pg, unfused: pu}
+		graphs = append(graphs, bySeq[n])
 	}
 	du, err := m.Build(args, mesh)
 	if err != nil {
@@ -347,8 +394,11 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	// generated takes a step's token when there is a prompt: the text it
 	// completes streams to stdout (without --check) or gets a line of the
 	// report.
+	// emit is false while a prompt's segments before its last run: their
+	// next tokens are not generated text.
+	emit := true
 	generated := func(toks [][]int) {
-		if pr == nil {
+		if pr == nil || !emit {
 			return
 		}
 		s, stop := pr.next(toks[0][0])
@@ -476,12 +526,26 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		generated(nextToks)
 		return nextToks, nil
 	}
-	if rf.prefill > 0 {
-		if tokens, err = run(graphs[0], "prefill", tokens); err != nil {
+	// The prompt, segment by segment: each step's next token is the
+	// model's only after the last segment (emit).
+	prompt, off := tokens, 0
+	for i, n := range segs {
+		step := "prefill"
+		if len(segs) > 1 {
+			step = fmt.Sprintf("prefill %d..%d", off, off+n-1)
+		}
+		seg := make([][]int, len(prompt))
+		for b := range prompt {
+			seg[b] = prompt[b][off : off+n]
+		}
+		emit = i == len(segs)-1
+		if tokens, err = run(bySeq[n], step, seg); err != nil {
 			return err
 		}
-		pos += rf.prefill
+		off += n
+		pos += n
 	}
+	emit = true
 	for s := 0; s < rf.steps && !eos; s++ {
 		if tokens, err = run(dg, fmt.Sprintf("decode %d", s), tokens); err != nil {
 			return err

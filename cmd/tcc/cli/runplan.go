@@ -133,10 +133,7 @@ func checkHostMemory(progress io.Writer, m models.Model, mf *modelFlags, g *ir.G
 	need := hostBytes(g)
 	if limit == 0 || need <= limit {
 		if progress != nil && rf.backend == "sim" {
-			steps := rf.steps
-			if rf.prefill > 0 {
-				steps++
-			}
+			steps := rf.steps + len(prefillSegments(rf.prefill, rf.prefillChunk))
 			per := stepSeconds(g, rf.check)
 			plural := "s"
 			if steps == 1 {
