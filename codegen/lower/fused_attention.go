@@ -152,6 +152,7 @@ type prologue struct {
 	inPlaceK, inPlaceV bool              // a cache result is the cache's buffer
 	bfp                *bfpKV            // bfp8_b caches (kv_bfp8.go); nil: the caches are qg's dtype
 	items              prologueItems
+	qGroups            int // decode: q and gate items per tile row of heads (decodeHeadGroups)
 	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
 	norm                                                       headNorm
@@ -171,7 +172,8 @@ type prologueKind interface {
 }
 
 // newPrologue checks op (attn_prologue_prefill when prefill) and splits
-// its items over the first cores, one item a few dozen tile operations.
+// its items over the first cores, one item weighed as a norm unit of Dt
+// tiles (normTileCycles; the q and k items, the long ones).
 func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	pl := &prologue{op: op, unitsArg: "items", resident: -1}
 	var err error
@@ -190,9 +192,10 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 	if prefill {
 		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
 	} else {
-		pl.items = newPrologueItems(d.HRt, d.KRt, d.HRt, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
+		pl.qGroups = decodeHeadGroups(d, ctx.Target.NumWorkers())
+		pl.items = newPrologueItems(d.HRt*pl.qGroups, d.KRt, d.HRt*pl.qGroups, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
-	pl.splitProgram = startProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), 8*d.Dt*EltwiseTileCycles, 0, 0))
+	pl.splitProgram = startProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), d.Dt*normTileCycles, 0, 0))
 	return pl, nil
 }
 
@@ -521,6 +524,15 @@ func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, 
 	if g == dp.gk {
 		src, n, im = dp.ra.k, d.Hkv, blocks.ImageOf(dp.op.Operands[1].Type.Shape)
 	}
+	// A group of heads (qGroups > 1, hr the group): heads row0.. into
+	// their own rows of tiles cleared first (the other rows zero).
+	var row0 kir.Expr
+	grouped := g == dp.gq && dp.qGroups > 1
+	if grouped {
+		n = d.H / dp.qGroups
+		row0 = b.Let("h0", kir.Mul(hr, kir.Ci(n)))
+	}
+	clear := dp.op.Operands[5].Type.DType.TileBytes() >= 1024*blocks.ElemBytes(dt)
 	group := d.Dt
 	if cb == dp.moved {
 		group = 2
@@ -531,11 +543,19 @@ func (dp *decodePrologue) gatherHeads(b *kir.Builder, g *blocks.Gather, cb int, 
 	eb, tb := blocks.ElemBytes(dt), dt.TileBytes()
 	for d0 := 0; d0 < d.Dt; d0 += group {
 		tiles := blocks.Reserve(b, cb, kir.Ci(group), "tiles")
-		blocks.GatherRowsTiles(b, src, dp.headRows, tiles, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
+		if grouped && clear {
+			b.For("zt", kir.C(0), kir.Ci(group), func(t kir.Var) {
+				blocks.ClearRows(b, kir.Add(tiles, kir.Mul(t, kir.Ci(tb))), dp.zeroL1, 0, eb)
+			})
+		}
+		blocks.GatherRowsTilesAt(b, src, dp.headRows, tiles, row0, group, tb, n, eb, func(t, h kir.Expr) kir.Expr {
+			if row0 != nil {
+				h = kir.Add(row0, h)
+			}
 			col := kir.Add(colOf(h), kir.Mul(kir.Add(t, kir.Ci(d0)), kir.Ci(ir.TileSize)))
 			return kir.Add(kir.Mul(user, kir.Ci(im.Ct)), kir.Div(col, kir.Ci(ir.TileSize)))
 		})
-		if dp.op.Operands[5].Type.DType.TileBytes() >= 1024*eb {
+		if !grouped && clear {
 			b.For("zt", kir.C(0), kir.Ci(group), func(t kir.Var) {
 				blocks.ClearRows(b, kir.Add(tiles, kir.Mul(t, kir.Ci(tb))), dp.zeroL1, n, eb)
 			})
@@ -579,15 +599,43 @@ func (dp *decodePrologue) writer() {
 	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
 	dp.slotL1 = blocks.ScratchPages(b, dp.slot, dp.slots, "cache_tile")
 	dp.eachItem(b, start, count, func(u, r kir.Var) {
-		dp.writeTiles(b, dp.items.q, u, r, dp.wa.q, dp.out)
+		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
 		dp.items.k.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, true) })
-		dp.writeTiles(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
+		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
 		dp.items.v.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, false) })
 		dp.cacheCopies(b, u, r, dp.wa.kcOut, dp.wa.vcOut, "",
 			func() func(tt kir.Expr) kir.Expr { return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, dp.wptr) } }, blocks.WritePages)
 	})
 	blocks.ReleaseScratchPages(b, dp.slot, dp.slots)
 	blocks.ReleaseScratch(b, dp.posW)
+}
+
+// writeHeads emits the write of a q or gate item (s) from cb: its Dt
+// tiles whole (writeTiles) or, with groups of heads (qGroups > 1), the
+// group's rows of each tile, the last group's through row 31 (the zero
+// rows past the last head, as a whole tile would write them).
+func (dp *decodePrologue) writeHeads(b *kir.Builder, s itemSeg, u, r kir.Var, a *blocks.Access, cb int) {
+	if dp.qGroups == 1 {
+		dp.writeTiles(b, s, u, r, a, cb)
+		return
+	}
+	d, n, eb := dp.d, dp.d.H/dp.qGroups, blocks.ElemBytes(dp.dtype())
+	s.on(b, r, func(grp kir.Expr) {
+		for gi := range dp.qGroups {
+			lo, hi := gi*n, (gi+1)*n
+			if gi == dp.qGroups-1 {
+				hi = ir.TileSize
+			}
+			b.If(kir.Eq(grp, kir.Ci(gi)), func() {
+				b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) {
+					l1 := blocks.WaitFront(b, cb, kir.C(1), "l1")
+					blocks.WriteRows(b, a, kir.Add(kir.Mul(u, kir.Ci(d.Dt)), dd), l1, lo, hi, eb)
+					b.NoCAsyncWriteBarrier()
+					b.CBPopFront(cb, kir.C(1))
+				})
+			})
+		}
+	})
 }
 
 // writeKV emits k (or v) item hr: each kv head's row into row pos%32 of
@@ -775,4 +823,32 @@ func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims
 		err = fmt.Errorf("rule prologue-norm-dtype: q_norm (%s) and k_norm (%s) must share a dtype (one weight CB)", o[3].Type.DType, o[4].Type.DType)
 	}
 	return eps, offset, d, err
+}
+
+// minGroupHeads is the fewest heads of a q or gate item of the decode
+// prologue (decodeHeadGroups). Fewer gain little at B=1 (the q item's
+// compute, not its gather, is then the long pole: sim/timing predicts
+// 19.7 us for 4 heads, 19.1 us for 2) and cost at B=8, where more cores
+// contend for DRAM (24.2 us for 4, 25.2 us for 3).
+const minGroupHeads = 4
+
+// decodeHeadGroups is the number of q (and gate) items per tile row of
+// heads of the decode prologue. A q item's reader gathers one row per head
+// and tile, so at small batch the item of all H heads is the program's
+// long pole while the compute of a tile row costs the same for 1 or 32
+// heads. With every head of a user in one tile row (rowGather) the heads
+// are split into groups of G heads, G the smallest divisor of H of at
+// least minGroupHeads below H for which the B*2*(H/G+1) q, gate, k and v
+// items fit one per worker core; each group is its own item, writing only
+// its rows of the shared result tiles (writeHeads). 1 otherwise.
+func decodeHeadGroups(d prologueDims, workers int) int {
+	if d.HRt != 1 || d.KRt != 1 {
+		return 1
+	}
+	for g := minGroupHeads; g < d.H; g++ {
+		if d.H%g == 0 && d.B*2*(d.H/g+1) <= workers {
+			return d.H / g
+		}
+	}
+	return 1
 }

@@ -474,7 +474,8 @@ func TestAttnPrologueOnSim(t *testing.T) {
 // attnDecodeCases are attention shapes beyond the model's: the 27B per-device
 // shape, batches with several items per core, more than 32 heads (two
 // tile rows), full and tile-sized rotary dims, a cache length that is not
-// whole tiles.
+// whole tiles, q items of groups of heads (decodeHeadGroups) one of which
+// spans both bands of tile rows.
 var attnDecodeCases = []struct {
 	name               string
 	B, H, Hkv, D, R, L int
@@ -484,6 +485,7 @@ var attnDecodeCases = []struct {
 	{"27b_1x2_pos100", 1, 12, 2, 256, 64, 128, 100, target.Blackhole},
 	{"b3_h40_kv8_r32_grid2", 3, 40, 8, 32, 32, 64, 40, attnGrid2},
 	{"b2_h4_kv2_fullrope_l40", 2, 4, 2, 64, 64, 40, 39, target.Blackhole},
+	{"b2_h18_kv2_groups_of_6", 2, 18, 2, 64, 64, 64, 33, target.Blackhole}, // heads 12..17: a group across tile rows 15/16
 }
 
 func TestSDPADecodeGatedOnSim(t *testing.T) {
@@ -721,5 +723,22 @@ func TestAttentionLayerChained(t *testing.T) {
 				attnCheckCache(t, name, state.Type.Shape, tc.pos, n, env[state].Data, want[nv].Data, gotC, true)
 			}
 		})
+	}
+}
+
+// TestDecodePrologueCores checks that the decode prologue of the 27B's
+// per-device shape at B=1 runs its q and gate items as groups of heads,
+// one item a core: 3 q, 1 k, 3 gate, 1 v items on 8 cores (all 12 heads
+// in one q item would be the program's long pole on 4 cores).
+func TestDecodePrologueCores(t *testing.T) {
+	g, _, op := attnGraph(t, 1, 12, 2, 256, 64, 128)
+	ctx := lower.NewContext(target.Blackhole())
+	ctx.Alias = attnStateAlias(g)
+	p, err := lower.Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(p.Cores()), 8; got != want {
+		t.Errorf("%s runs on %d cores, want %d", p.Name, got, want)
 	}
 }

@@ -101,3 +101,34 @@ func TestSetItemArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeHeadGroups checks how many q and gate items per tile row of
+// heads the decode prologue makes: groups of at least minGroupHeads heads
+// dividing H when every head and kv head of a user is in one tile row and
+// the items fit one per core, else one.
+func TestDecodeHeadGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		B, H, Hkv, D, wkr int
+		want              int
+	}{
+		{"27b_b1", 1, 12, 2, 256, 130, 3},
+		{"27b_b8", 8, 12, 2, 256, 130, 3},
+		{"h18_straddles_row16", 2, 18, 2, 64, 130, 3},
+		{"h4_no_smaller_group", 2, 4, 2, 64, 130, 1},
+		{"h7_prime", 1, 7, 1, 64, 130, 1},
+		{"h40_two_tile_rows", 3, 40, 8, 32, 130, 1},
+		{"kv40_two_tile_rows", 1, 40, 40, 32, 130, 1},
+		{"too_few_cores", 3, 8, 1, 64, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := prologueDims{B: tc.B, S: 1, H: tc.H, Hkv: tc.Hkv, D: tc.D, R: 32, L: 64}
+			if err := d.tiles(); err != nil {
+				t.Fatal(err)
+			}
+			if got := decodeHeadGroups(d, tc.wkr); got != tc.want {
+				t.Errorf("decodeHeadGroups(B=%d H=%d Hkv=%d, %d workers) = %d, want %d", tc.B, tc.H, tc.Hkv, tc.wkr, got, tc.want)
+			}
+		})
+	}
+}

@@ -200,9 +200,9 @@ func (dp *decodePrologue) bfpWriter() {
 	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
 	dp.slotL1 = blocks.ScratchPages(b, kv.exp, kv.slots, "cache_exp")
 	dp.eachItem(b, start, count, func(u, r kir.Var) {
-		dp.writeTiles(b, dp.items.q, u, r, dp.wa.q, dp.out)
+		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
 		dp.items.k.on(b, r, func(hr kir.Expr) { dp.bfpWriteKV(b, u, hr, true) })
-		dp.writeTiles(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
+		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
 		dp.items.v.on(b, r, func(hr kir.Expr) { dp.bfpWriteKV(b, u, hr, false) })
 	})
 	blocks.ReleaseScratchPages(b, kv.exp, kv.slots)

@@ -110,6 +110,20 @@ func GatherRows(b *kir.Builder, a *Access, stage, dst kir.Expr, rows, eb int, pa
 // rows (page receives the loop variables), so the kernel's code does not
 // grow with n*rows (kir rule code-size).
 func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileBytes, rows, eb int, page func(t, r kir.Expr) kir.Expr) {
+	GatherRowsTilesAt(b, a, stage, dst, nil, n, tileBytes, rows, eb, page)
+}
+
+// GatherRowsTilesAt is GatherRowsTiles into rows row0..row0+rows-1 of each
+// tile (row0 a run-time row, nil for 0; row0+rows <= 32): row r of page
+// (t, r) lands in row row0+r, so tiles gathered on several cores line up
+// row for row with their common result tile (WriteRows).
+func GatherRowsTilesAt(b *kir.Builder, a *Access, stage, dst, row0 kir.Expr, n, tileBytes, rows, eb int, page func(t, r kir.Expr) kir.Expr) {
+	at := func(r kir.Expr) kir.Expr {
+		if row0 == nil {
+			return r
+		}
+		return kir.Add(row0, r)
+	}
 	slot := func(t, r kir.Expr, half int) kir.Expr {
 		return kir.Add(stage, kir.Add(kir.Mul(kir.Add(kir.Mul(t, kir.Ci(rows)), r), kir.Ci(GatherRowSlot)), kir.Ci(64*half)))
 	}
@@ -124,9 +138,34 @@ func GatherRowsTiles(b *kir.Builder, a *Access, stage, dst kir.Expr, n, tileByte
 	b.NoCAsyncReadBarrier()
 	loop2("ct", "cr", func(t, r kir.Expr) {
 		for half := range 2 {
-			LocalCopy(b, slot(t, r, half), kir.Add(dst, kir.Add(kir.Mul(t, kir.Ci(tileBytes)), rowOffsetExpr(r, half, eb))), FaceDim*eb)
+			LocalCopy(b, slot(t, r, half), kir.Add(dst, kir.Add(kir.Mul(t, kir.Ci(tileBytes)), rowOffsetExpr(at(r), half, eb))), FaceDim*eb)
 		}
 	})
+}
+
+// WriteRows writes rows [lo, hi) of the tile at L1 address l1 (elements
+// of eb bytes, 2 or 4; 0 <= lo < hi <= 32) to the same rows of tile page
+// `page` of a, leaving the page's other rows as they are: per band of
+// faces (rows 0-15, 16-31) one write of both faces when the band's rows
+// are all in [lo, hi), else one write per face of the band's rows in
+// range (contiguous in a face; a bf16 face row is 32 aligned bytes). The
+// caller issues the write barrier.
+func WriteRows(b *kir.Builder, a *Access, page, l1 kir.Expr, lo, hi, eb int) {
+	for band := 0; band < TileDim; band += FaceDim {
+		r0, r1 := max(lo, band), min(hi, band+FaceDim)
+		if r0 >= r1 {
+			continue
+		}
+		if r0 == band && r1 == band+FaceDim {
+			off := RowOffset(band, 0, eb)
+			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci(2*256*eb))
+			continue
+		}
+		for half := range 2 {
+			off := RowOffset(r0, half, eb)
+			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci((r1-r0)*FaceDim*eb))
+		}
+	}
 }
 
 // loop emits body once for each i in [0, n): as a run-time loop when
