@@ -190,7 +190,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
 	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
-	ns.ex.AddSemaphores(sp.p, 0, 1)
+	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
@@ -207,7 +207,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.pushWeights(b, rcount)
 
 	cp, c := sp.compute()
-	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	ccount, cleader := cp.RuntimeArg("count"), ns.ex.ComputeDeclare(cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	ns.compute(c, ccount, cleader)
