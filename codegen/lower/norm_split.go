@@ -151,10 +151,12 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 // compute emits the core's norm compute on its count x tiles (x must have
 // been pushed or be pushed as it runs; the scaler waited for): the squares
 // of the chunk reduced in column order into one fp32 tile of row sums,
-// packed to partial for the writer; on a leader (leader != 0) the sum of
-// the group's Group partials the writer gathered, in core order with
-// add_binary_tile (fp32 exact: the partials unpack straight to DEST), / H
-// + eps, rsqrt packed to rsLocal; then step 3 with the rsqrt tile the
+// packed to partial for the writer; on a leader the sum of the group's
+// Group partials the writer gathered, in core order with add_binary_tile
+// (fp32 exact: the partials unpack straight to DEST; on two levels per
+// subgroup on its sub-leader, then the subgroups' sums on the leader), /
+// H + eps, rsqrt packed to rsLocal (leader is ns.ex.ComputeDeclare's
+// argument); then step 3 with the rsqrt tile the
 // writer delivers to rs. Pushes count tiles to out, pops the x tiles.
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
@@ -162,8 +164,11 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n.sumSquares(c, count, ns.ex.Partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
 	c.PackOut(ns.ex.Partial, 1)
 	c.B.CBPopFront(n.sq, count)
-	ns.ex.Combine(c, leader, "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)",
-		func() { n.rsqrtOf(c, ns.h, ns.eps) })
+	what := "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)"
+	if ns.ex.Subs() > 1 {
+		what = "a sub-leader: its subgroup's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; the leader then adds the subgroups' sums in order, rsqrt(sum / H + eps)"
+	}
+	ns.ex.Combine(c, leader, what, func() { n.rsqrtOf(c, ns.h, ns.eps) })
 	if ns.batched() && n.w >= 0 {
 		ns.scaleChunk(c, count)
 	} else {
