@@ -95,12 +95,15 @@ import (
 // Semaphore ids: on the ethernet cores id 0 is the sender's "ready" count
 // and the receiver's "free" count; on the adders id 0 is "packet arrived",
 // id 1 "forwarding slot free"; on the adders and the tail cores id 3
-// carries the address of the tail's h CB (cclOp.push).
+// carries the address of the tail's h CB (cclOp.push); on the tail cores
+// id 4 counts the subgroups' sums of a two-level norm exchange
+// (multicore.Exchange's SemSub; its SemIn and SemValid are 1 and 2).
 const (
 	cclSemEth      = 0
 	cclSemArrived  = 0
 	cclSemFwdFree  = 1
 	cclSemPushAddr = 3
+	cclSemNormSub  = 4
 )
 
 type cclKind uint8

@@ -14,13 +14,14 @@ import (
 // wr): after the ring wait, tail core i reads its chunk of h (or of s and
 // the residual, and adds them into h, written out and kept), and the
 // split-row norm of norm_split.go runs on the chunk. The tail cores' ring
-// semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2.
+// semaphore is cclSemTail; the norm's exchange uses semaphores 1 and 2
+// (and cclSemNormSub on two levels).
 func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs, rd, cp, wr *kir.Kernel) {
 	ns := tl.ns
 	if tl.pushed != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
-	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2)
+	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2, cclSemNormSub)
 	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
 	tl.splitWriter(wr, c)
@@ -111,7 +112,7 @@ func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) {
 // (to the writer and the chunk), then the split-row norm.
 func (tl *cclTail) splitCompute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 	ns, n := tl.ns, c.norm
-	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	ccount, cleader := cp.RuntimeArg("count"), ns.ex.ComputeDeclare(cp)
 	k := blocks.NewCompute(p, cp)
 	if tl.res != nil {
 		k.Startup(c.res, c.s, c.hOut)

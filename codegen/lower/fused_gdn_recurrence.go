@@ -182,7 +182,7 @@ func (r *gdnRec) addCBs() {
 	r.cb = c
 	r.planned(fmt.Sprintf("gdn_recurrence keeps a %dx%d state of %s per head (%d value tiles per core)", r.Dk, r.Dv, f, vc))
 	if r.xch != nil {
-		r.xch.AddSemaphores(r.p, 0, 1)
+		r.xch.AddSemaphores(r.p, 0, 1, 2) // one level: 2 unused
 	}
 }
 

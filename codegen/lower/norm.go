@@ -34,8 +34,9 @@ import (
 //
 // When there are few tile rows (decode: batch <= 32 is one tile row), a
 // row on one core is compute-bound, so each tile row instead gets a group
-// of C consecutive cores (row-major; C from PlanNormSplit, e.g. 27 for
-// H = 5120) and core k of a group takes a contiguous chunk of the row's
+// of C consecutive cores (row-major; C from PlanNormSplit, e.g. 40 for
+// H = 5120, 27 in the all_reduce_add_rmsnorm tail, which has 27 cores
+// left beside the ring) and core k of a group takes a contiguous chunk of the row's
 // tiles (norm_split.go; also used by add_rmsnorm and the
 // all_reduce_add_rmsnorm tail). This applies while every row can have at
 // least two cores (rows <= cores / 2); beyond that one core per row as
@@ -52,7 +53,13 @@ import (
 //     group) of the leader's CB group_partial_sums; the leader's compute
 //     adds the C partials in core order with add_binary_tile (fp32 exact),
 //     multiplies by 1/H, adds eps and takes rsqrt; its writer multicasts
-//     that tile into CB rsqrt_mean of every core of the group;
+//     that tile into CB rsqrt_mean of every core of the group. From about
+//     12 cores (NormExchangeFan) the adds run on a two-level tree: the
+//     group's cores form subgroups of F ~ sqrt(C) cores (e.g. 7 of 27:
+//     7, 7, 7, 6), each core sends its tile to its subgroup's first core,
+//     which adds its subgroup's in core order and sends the sum to the
+//     leader's CB (semaphore 2, or cclSemNormSub in the tail); the leader
+//     adds its own subgroup's sum and then the others' in order;
 //  3. compute multiplies the chunk by the column broadcast of rsqrt and the
 //     row broadcast of (w + offset) as in step 3 above, and the writer
 //     writes the result chunk.
@@ -65,8 +72,9 @@ import (
 //
 // Numerics: the squares are the same fp32 tiles as on one core and each
 // chunk is reduced in the same column order; the row sum is then those C
-// partials added in fp32, so it differs from one core's running sum only
-// in the rounding of C-1 additions. The reference evaluator (sim/ref
+// partials added in fp32 (in core order, or on the tree per subgroup and
+// then the subgroups' sums in order), so it differs from one core's
+// running sum only in the rounding of C-1 additions. The reference evaluator (sim/ref
 // normRows) keeps the one-core running sum: the two sums differ in the
 // last bits in most rows, but the result only where that moves the rsqrt
 // across a tf32 step (the multiply reads it as tf32), with random data
@@ -75,7 +83,8 @@ import (
 // The partials must not be added on the FPU: it reads fp32 operands as
 // tf32, an extra truncation biased low, which failed the 27B small-config
 // check. The leader's serial work is C unpacks and adds (NormGatherCycles
-// each), not a reduce of the whole row.
+// each), not a reduce of the whole row; on the tree F + C/F - 1 of them
+// and one hop (NormHopCycles), which PlanNormSplit counts.
 
 func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	eps, ok1 := op.Attrs["eps"].(float64)
@@ -190,7 +199,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
 	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
-	ns.ex.AddSemaphores(sp.p, 0, 1)
+	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
@@ -207,7 +216,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.pushWeights(b, rcount)
 
 	cp, c := sp.compute()
-	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	ccount, cleader := cp.RuntimeArg("count"), ns.ex.ComputeDeclare(cp)
 	c.Startup(cbX, cbScaler, cbOut)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	ns.compute(c, ccount, cleader)

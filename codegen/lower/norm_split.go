@@ -24,6 +24,7 @@ type normSplit struct {
 	t           *target.Target
 	rows, wt    int // tile rows, tiles per row
 	group, per  int // cores per row, tiles per core (the last core of a group may have fewer)
+	fan         int // the exchange's subgroup size (multicore.Exchange.Fan; 0: one level)
 	h           int
 	eps, offset float64
 	// live is the rows of a tile that hold data (blocks.LiveRows; 0 or 32
@@ -54,7 +55,7 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 	if s.Cores < 2 {
 		return nil
 	}
-	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, live: ir.TileSize}
+	ns := &normSplit{t: t, rows: rows, wt: wt, group: s.Cores, per: s.PerCore, fan: NormExchangeFan(s.Cores), live: ir.TileSize}
 	ns.cores, ns.ranges = blocks.CoresFrom(t, first, rows*ns.group)
 	return ns
 }
@@ -90,12 +91,12 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 	n.sq = cbs.Scratch("x_squared", sq, ns.per)
 	n.rs = cbs.Input("rsqrt_mean", ir.FP32, 1)
 	ns.cb = n
-	ns.ex = multicore.Exchange{T: ns.t, Group: ns.group, Cores: ns.cores, Ranges: ns.ranges, Result: n.rs,
-		Partial: cbs.Output("partial_sums", ir.FP32, 1),
-		Gather:  cbs.Input("group_partial_sums", ir.FP32, ns.group),
-		Local:   cbs.Output("rsqrt_local", ir.FP32, 1),
-		Page:    ir.FP32.TileBytes(), Bytes: rowSumBytes(ns.live),
+	ns.ex = multicore.Exchange{T: ns.t, Group: ns.group, Fan: ns.fan, Cores: ns.cores, Ranges: ns.ranges, Result: n.rs,
+		Page: ir.FP32.TileBytes(), Bytes: rowSumBytes(ns.live),
 		PartialName: "partial sums (column 0 of its live rows)", ResultName: "rsqrt tile"}
+	ns.ex.Partial = cbs.Output("partial_sums", ir.FP32, 1)
+	ns.ex.Gather = cbs.Input("group_partial_sums", ir.FP32, ns.ex.GatherPages())
+	ns.ex.Local = cbs.Output("rsqrt_local", ir.FP32, 1)
 }
 
 // maxBatchedNormTiles bounds the chunk whose step 3 runs phase by phase
@@ -150,10 +151,12 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 // compute emits the core's norm compute on its count x tiles (x must have
 // been pushed or be pushed as it runs; the scaler waited for): the squares
 // of the chunk reduced in column order into one fp32 tile of row sums,
-// packed to partial for the writer; on a leader (leader != 0) the sum of
-// the group's Group partials the writer gathered, in core order with
-// add_binary_tile (fp32 exact: the partials unpack straight to DEST), / H
-// + eps, rsqrt packed to rsLocal; then step 3 with the rsqrt tile the
+// packed to partial for the writer; on a leader the sum of the group's
+// Group partials the writer gathered, in core order with add_binary_tile
+// (fp32 exact: the partials unpack straight to DEST; on two levels per
+// subgroup on its sub-leader, then the subgroups' sums on the leader), /
+// H + eps, rsqrt packed to rsLocal (leader is ns.ex.ComputeDeclare's
+// argument); then step 3 with the rsqrt tile the
 // writer delivers to rs. Pushes count tiles to out, pops the x tiles.
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
@@ -161,8 +164,11 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n.sumSquares(c, count, ns.ex.Partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
 	c.PackOut(ns.ex.Partial, 1)
 	c.B.CBPopFront(n.sq, count)
-	ns.ex.Combine(c, leader, "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)",
-		func() { n.rsqrtOf(c, ns.h, ns.eps) })
+	what := "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)"
+	if ns.ex.Subs() > 1 {
+		what = "a sub-leader: its subgroup's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; the leader then adds the subgroups' sums in order, rsqrt(sum / H + eps)"
+	}
+	ns.ex.Combine(c, leader, what, func() { n.rsqrtOf(c, ns.h, ns.eps) })
 	if ns.batched() && n.w >= 0 {
 		ns.scaleChunk(c, count)
 	} else {
@@ -243,7 +249,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	cbH := sp.cbs.Scratch("h_row", h.Type.DType, ns.per)
 	ns.addCBs(sp.cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group))
-	ns.ex.AddSemaphores(sp.p, 0, 1)
+	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
 
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
@@ -259,7 +265,7 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	ns.pushWeights(b, rcount)
 
 	cp, c := sp.compute()
-	ccount, cleader := cp.RuntimeArg("count"), cp.RuntimeArg("leader")
+	ccount, cleader := cp.RuntimeArg("count"), ns.ex.ComputeDeclare(cp)
 	c.Startup(cbA, cbB, cbH)
 	c.B.CBWaitFront(cbScaler, kir.C(1))
 	c.B.Comment("h = a + b, stored to the result and kept (rounded) for the norm")
@@ -297,7 +303,7 @@ func (ns *normSplit) setArgs(name string, rd, cp, wr *kir.Kernel, rdExtra func(i
 			rv = append(rv, rdExtra(i)...)
 		}
 		rd.SetRuntimeArgs(core, rv...)
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), ex[0]) // ex[0]: leader
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)), ns.ex.ComputeValue(i))
 		wr.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(page)), kir.U32(uint32(n))}, ex...)...)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -135,5 +136,22 @@ func TestPlanNormSplit(t *testing.T) {
 	}
 	if planNormSplit(target.Blackhole(), 60, 160, 0, 110, normTileCycles) != nil {
 		t.Error("60 tile rows on 110 cores: want one core per row (no split plan)")
+	}
+}
+
+// TestNormExchangeFan: small groups add on one level; from 12 cores the
+// exchange takes subgroups of about sqrt(n) cores, whose critical path is
+// shorter than one level's.
+func TestNormExchangeFan(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{2, 0}, {4, 0}, {11, 0}, {12, 4}, {16, 4}, {27, 7}, {40, 8}} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			got := NormExchangeFan(tc.n)
+			if got != tc.want {
+				t.Errorf("NormExchangeFan(%d) = %d, want %d", tc.n, got, tc.want)
+			}
+			if got > 0 && normGatherPath(tc.n, got) >= normGatherPath(tc.n, 0) {
+				t.Errorf("%d cores: the tree's path %d is not shorter than one level's %d", tc.n, normGatherPath(tc.n, got), normGatherPath(tc.n, 0))
+			}
+		})
 	}
 }

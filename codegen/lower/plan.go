@@ -104,22 +104,56 @@ func planSplitBy(items, maxCores int, cost func(n, per int) int) Split {
 	return best
 }
 
-// NormGatherCycles is what one more core of a split-row norm adds to the
-// group leader's critical path: unpacking its partial tile to DEST and one
-// SFPU add.
+// NormGatherCycles is what one more partial adds to a split-row norm's
+// combine on the core that adds it: unpacking the partial tile to DEST and
+// one SFPU add.
 const NormGatherCycles = UnpackTileCycles + EltwiseTileCycles
+
+// NormHopCycles is what the second level of a two-level combine adds to
+// the critical path besides its adds: a sub-leader packs its sum, writes
+// it to the leader (about one L1 round trip with its acknowledgement) and
+// increments the leader's semaphore.
+const NormHopCycles = PackTileCycles + L1ReadLatencyCycles
+
+// normGatherPath is the critical path of combining n partials with
+// subgroups of fan cores (multicore.Exchange.Fan; fan >= n: one level):
+// on one level n adds, on two the fan adds of subgroup 0 (the others run
+// alongside), the hop and the leader's ceil(n/fan)-1 adds of the
+// subgroups' sums.
+func normGatherPath(n, fan int) int {
+	if fan <= 0 || fan >= n {
+		return n * NormGatherCycles
+	}
+	subs := (n + fan - 1) / fan
+	return (fan+subs-1)*NormGatherCycles + NormHopCycles
+}
+
+// NormExchangeFan is the subgroup size with the shortest combine of a
+// group of n cores (normGatherPath), 0 when one level is as short: a
+// two-level tree pays from about 12 cores, with subgroups of about
+// sqrt(n). Ties go to one level, then to the larger subgroups.
+func NormExchangeFan(n int) int {
+	best, fan := normGatherPath(n, n), 0
+	for f := n - 1; f >= 1; f-- {
+		if c := normGatherPath(n, f); c < best {
+			best, fan = c, f
+		}
+	}
+	return fan
+}
 
 // PlanNormSplit is the split of one tile row of wt tiles over at most
 // maxCores cores of a split-row norm (norm.go), minimising
 //
-//	cost(n) = n*(DispatchCycles + NormGatherCycles) + ceil(wt/n)*tileCycles
+//	cost(n) = n*DispatchCycles + gather(n) + ceil(wt/n)*tileCycles
 //
-// where tileCycles is one tile's compute on a core: every core works on
-// its chunk in parallel, and the leader adds the n partial sums.
-// Ties go to fewer cores.
+// where tileCycles is one tile's compute on a core and gather(n) the
+// critical path of the combine on NormExchangeFan(n)'s tree
+// (normGatherPath): every core works on its chunk in parallel, then the
+// partial sums are added. Ties go to fewer cores.
 func PlanNormSplit(wt, maxCores, tileCycles int) Split {
 	return planSplitBy(wt, maxCores, func(n, per int) int {
-		return n*(DispatchCycles+NormGatherCycles) + per*tileCycles
+		return n*DispatchCycles + normGatherPath(n, NormExchangeFan(n)) + per*tileCycles
 	})
 }
 

@@ -86,7 +86,9 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // packed fp32) when offset != 0 and w_i otherwise; without a weight out =
 // xn. When a row is split over several cores (norm_split.go: few tile
 // rows) each core reduces its chunk of tiles and the row sum is the chunk
-// sums added in fp32 in core order; ss then often differs from the
+// sums added in fp32 in core order (with many cores on a two-level tree:
+// per subgroup of consecutive cores, then the subgroups' sums in order;
+// multicore.Exchange); ss then often differs from the
 // running sum in its last bits, which reaches the result only where tf(rs)
 // crosses a truncation step (rarely: see the Numerics paragraph of
 // codegen/lower/norm.go).

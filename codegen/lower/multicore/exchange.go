@@ -17,8 +17,20 @@ import (
 // sums of squares this way, and the GDN recurrence the partial sums of its
 // output norm.
 //
+// The partials are added on one level or, with 0 < Fan < Group, on a tree
+// of two: the group's cores form Subs() subgroups of Fan consecutive cores
+// (the last one smaller when Fan does not divide Group), each led by its
+// first core (a sub-leader; the group's leader leads subgroup 0). A
+// sub-leader adds its subgroup's partials in core order and sends that sum
+// to the leader, which adds its own subgroup's sum and then the other
+// subgroups' in order. The sum of a group is then
+// (p_0 + ... + p_{Fan-1}) + (p_Fan + ... ) + ..., each bracket a running
+// sum in core order: on one level it is the running sum of all Group
+// partials. The leader's serial work drops from Group adds to about
+// Fan + Subs() (2*sqrt(Group) at Fan = sqrt(Group)), for one more hop.
+//
 // Protocol, per core (the writer runs Emit; compute produces the partial
-// and, on a leader, runs Combine):
+// and, on a leader or sub-leader, runs Combine). On one level:
 //
 //  1. wait for the partial page (CB Partial), write its first Bytes into
 //     page slot k (the core's place in the group) of the leader's CB
@@ -40,27 +52,50 @@ import (
 //     until its SemValid is 1;
 //  3. every core pushes its Result page.
 //
-// Deadlock-free: a member waits only for its leader's SemValid, which the
-// leader sets after Group increments that every core makes before it
-// waits for anything of the exchange; the leader never waits for a
-// member's later work. Every page is written once per program into a CB
-// with room for it (Group pages of Gather, one of Result). Semaphores
-// start at 0 in every launch.
+// On two levels step 1 sends to page slot k mod Fan of the core's
+// sub-leader's Gather (its SemIn), and step 2 becomes:
+//
+//  2. a sub-leader waits until SemIn counts its subgroup's cores and
+//     pushes that many Gather pages to compute. A sub-leader other than
+//     the leader then waits for the subgroup's sum compute packs to Local
+//     and writes it, as in step 1, into Gather page slot Fan + s - 1 (s
+//     its subgroup) of the leader, incrementing the leader's SemSub, and
+//     waits for its SemValid as a member does. The leader reserves the
+//     Subs()-1 pages after its Fan, waits until SemSub counts Subs()-1,
+//     pushes them and broadcasts the result as above.
+//
+// Deadlock-free: a core sends its partial before it waits for anything of
+// the exchange. A sub-leader waits only for its subgroup's increments and
+// for its own compute, then sends its sum; the leader waits for its
+// subgroup's increments and the sub-leaders' sums, none of which waits
+// for the leader; a member (or sub-leader) finally waits only for its
+// leader's SemValid, which the leader sets after those. Every page is
+// written once per program into a CB with room for it (GatherPages()
+// pages of Gather, one of Result; a sub-leader's Gather pages are
+// reserved before its SemIn is waited on, the leader's level-2 pages
+// after its level-1 pages, which it pushes and never pops before, so the
+// FIFO's write pointer is at slot Fan). Semaphores start at 0 in every
+// launch.
 type Exchange struct {
-	T      *target.Target
-	Group  int            // cores per group
+	T     *target.Target
+	Group int // cores per group
+	// Fan is the cores per subgroup of a two-level tree; 0 (or Group or
+	// more) adds on one level.
+	Fan    int
 	Cores  []kir.Core     // the program's cores in group order
 	Ranges []ir.CoreRange // the same cores, for the semaphores
 
-	// Semaphore ids (AddSemaphores): partials arrived at a leader; the
-	// result landed on a member.
-	SemIn, SemValid int
+	// Semaphore ids (AddSemaphores): partials arrived at a (sub-)leader;
+	// the result landed on a member; on two levels, the subgroups' sums
+	// arrived at the leader.
+	SemIn, SemValid, SemSub int
 
-	// CBs: Partial (one page, compute -> writer), Gather (Group pages on
-	// leaders, writer -> compute; page stride Page bytes), Local (one
-	// page on leaders, compute -> writer: the result to broadcast) and
-	// Result (one page, writer -> compute). Partial and Local may be one
-	// CB: Emit consumes the partial before it waits for the result.
+	// CBs: Partial (one page, compute -> writer), Gather (GatherPages()
+	// pages on leaders, writer -> compute; page stride Page bytes), Local
+	// (one page on leaders, compute -> writer: the result to broadcast,
+	// or a sub-leader's sum to send) and Result (one page, writer ->
+	// compute). Partial and Local may be one CB: Emit consumes the partial
+	// before it waits for Local.
 	Partial, Gather, Local, Result int
 	Page                           int
 	// Bytes is the prefix of a partial's page and of the result page that
@@ -72,19 +107,46 @@ type Exchange struct {
 	PartialName, ResultName string
 }
 
-// AddSemaphores sets SemIn and SemValid to in and valid and adds both
-// semaphores (initial value 0) on Ranges.
-func (x *Exchange) AddSemaphores(p *kir.Program, in, valid int) {
-	x.SemIn, x.SemValid = in, valid
+// AddSemaphores sets SemIn, SemValid and SemSub to in, valid and sub and
+// adds the semaphores the exchange uses (initial value 0) on Ranges: in
+// and valid, and sub on two levels only.
+func (x *Exchange) AddSemaphores(p *kir.Program, in, valid, sub int) {
+	x.SemIn, x.SemValid, x.SemSub = in, valid, sub
 	p.AddSemaphore(kir.Semaphore{ID: in, Cores: x.Ranges})
 	p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
+	if x.twoLevels() {
+		p.AddSemaphore(kir.Semaphore{ID: sub, Cores: x.Ranges})
+	}
+}
+
+// twoLevels reports whether the partials are added on a tree of two
+// levels (0 < Fan < Group).
+func (x *Exchange) twoLevels() bool { return x.Fan > 0 && x.Fan < x.Group }
+
+// Subs is the number of subgroups: ceil(Group/Fan) on two levels, else 1.
+func (x *Exchange) Subs() int {
+	if !x.twoLevels() {
+		return 1
+	}
+	return (x.Group + x.Fan - 1) / x.Fan
+}
+
+// GatherPages is the pages CB Gather must hold: Group on one level, the
+// Fan level-1 slots and the Subs()-1 level-2 slots on two.
+func (x *Exchange) GatherPages() int {
+	if !x.twoLevels() {
+		return x.Group
+	}
+	return x.Fan + x.Subs() - 1
 }
 
 // ExchangeArgs are the writer's per-core arguments of an exchange, in
 // declaration order: the leader flag, the core's slot in its group, the
-// leader's NoC coordinates and MaxRects multicast slots (used on leaders).
+// leader's NoC coordinates, on two levels the sub-leader's, and MaxRects
+// multicast slots (used on leaders).
 type ExchangeArgs struct {
 	Leader, Slot, LX, LY kir.ArgRef
+	SubX, SubY           kir.ArgRef // two levels only
 	Rects                []Slot
 }
 
@@ -93,14 +155,23 @@ type ExchangeArgs struct {
 func (x *Exchange) Declare(wr *kir.Kernel) ExchangeArgs {
 	a := ExchangeArgs{Leader: wr.RuntimeArg("leader"), Slot: wr.RuntimeArg("slot"),
 		LX: wr.RuntimeArg("leader_x"), LY: wr.RuntimeArg("leader_y")}
+	if x.twoLevels() {
+		a.SubX, a.SubY = wr.RuntimeArg("sub_leader_x"), wr.RuntimeArg("sub_leader_y")
+	}
 	a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
 	return a
 }
 
 // Values are core i's values of Declare's arguments for a writer issuing
 // on NoC noc. The first is the leader flag (1 on a group's first core),
-// which compute takes too (Combine).
+// which compute takes too on one level (ComputeValue).
 func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
+	if i < 0 || i >= len(x.Cores) || x.Group < 1 || len(x.Cores)%x.Group != 0 {
+		return nil, fmt.Errorf("exchange: core %d of %d in groups of %d", i, len(x.Cores), x.Group)
+	}
+	if x.Fan < 0 {
+		return nil, fmt.Errorf("exchange: fan-in %d, want 0 (one level) or a subgroup size", x.Fan)
+	}
 	g, k := i/x.Group, i%x.Group
 	lead := x.Cores[g*x.Group]
 	leader := uint32(0)
@@ -108,6 +179,10 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 		leader = 1
 	}
 	vals := []kir.ArgValue{kir.U32(leader), kir.U32(uint32(k)), kir.NoCX(lead), kir.NoCY(lead)}
+	if x.twoLevels() {
+		sub := x.Cores[i-k%x.Fan]
+		vals = append(vals, kir.NoCX(sub), kir.NoCY(sub))
+	}
 	var rects []Rect
 	if k == 0 {
 		var err error
@@ -118,39 +193,48 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 	return append(vals, SlotValues(rects, MaxRects, noc)...), nil
 }
 
-// Emit emits the writer's part of the exchange (steps 1-3 of the type's
-// doc) with the arguments a of Declare. It consumes one Partial page (and
-// on leaders one Local page), produces Group Gather pages on leaders and
-// one Result page on every core.
-func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
-	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
-	b.CBWaitFront(x.Partial, kir.Ci(1))
-	row := b.Let("gather_base", kir.GetWritePtr{CB: x.Gather})
-	sb := kir.Ci(x.Bytes)
-	b.NoCAsyncWrite(kir.GetReadPtr{CB: x.Partial}, kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.Add(row, kir.Mul(a.Slot, kir.Ci(x.Page)))}, sb)
-	b.NoCAsyncWriteBarrier()
-	b.NoCSemaphoreInc(kir.NoCAddr{X: a.LX, Y: a.LY, Addr: kir.GetSemaphore{ID: kir.Ci(x.SemIn)}}, kir.C(1))
-	b.CBPopFront(x.Partial, kir.Ci(1))
-	receive := func() {
-		b.CBReserveBack(x.Gather, kir.Ci(x.Group))
-		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(x.SemIn)}, kir.Ci(x.Group))
-		b.CBPushBack(x.Gather, kir.Ci(x.Group))
+// ComputeDeclare declares compute kernel cp's exchange argument, the role
+// Combine takes (value from ComputeValue): on one level the leader flag
+// ("leader"), on two the core's slot in its group ("group_slot").
+func (x *Exchange) ComputeDeclare(cp *kir.Kernel) kir.ArgRef {
+	if x.twoLevels() {
+		return cp.RuntimeArg("group_slot")
 	}
+	return cp.RuntimeArg("leader")
+}
+
+// ComputeValue is core i's value of ComputeDeclare's argument: on one
+// level the leader flag (Values' first), on two the core's slot in its
+// group.
+func (x *Exchange) ComputeValue(i int) kir.ArgValue {
+	k := i % x.Group
+	if x.twoLevels() {
+		return kir.U32(uint32(k))
+	}
+	if k == 0 {
+		return kir.U32(1)
+	}
+	return kir.U32(0)
+}
+
+// Emit emits the writer's part of the exchange (the protocol of the
+// type's doc) with the arguments a of Declare. It consumes one Partial
+// page (and on leaders and sub-leaders one Local page), produces
+// GatherPages() Gather pages on leaders (a sub-leader's subgroup's count
+// on a sub-leader) and one Result page on every core.
+func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
+	if x.twoLevels() {
+		x.emitTree(b, a)
+		return
+	}
+	b.Comment(fmt.Sprintf("send this core's %s to its page of the group leader's gather CB", x.PartialName))
+	x.send(b, x.Partial, nil, a.LX, a.LY, a.Slot, x.SemIn)
 	b.CBReserveBack(x.Result, kir.C(1))
 	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(x.SemValid)})
 	b.IfElse(kir.Ne(a.Leader, kir.C(0)), func() {
 		b.Comment("leader: the group's partials in, to compute; then broadcast the " + x.ResultName)
-		receive()
-		src := blocks.WaitFront(b, x.Local, kir.C(1), "rs_src")
-		dst := b.Let("rs_dst", kir.GetWritePtr{CB: x.Result})
-		EachSlot(b, a.Rects, func(r Slot) { b.NoCAsyncWriteMulticast(src, r.Addr(dst), sb, r.Cores) })
-		blocks.LocalCopy(b, src, dst, x.Bytes)
-		b.NoCAsyncReadBarrier()
-		b.NoCAsyncWriteBarrier()
-		b.NoCSemaphoreSet(valid, kir.C(1))
-		EachSlot(b, a.Rects, func(r Slot) { b.NoCSemaphoreSetMulticast(valid, r.Addr(valid), r.Cores) })
-		b.NoCAsyncWriteBarrier()
-		b.CBPopFront(x.Local, kir.C(1))
+		x.receive(b, kir.Ci(x.Group), x.SemIn)
+		x.broadcast(b, a, valid)
 	}, func() {
 		b.Comment("follower: wait for the leader's " + x.ResultName)
 		b.NoCSemaphoreWait(valid, kir.C(1))
@@ -158,23 +242,156 @@ func (x *Exchange) Emit(b *kir.Builder, a ExchangeArgs) {
 	b.CBPushBack(x.Result, kir.C(1))
 }
 
-// Combine emits a leader's compute part (when leader != 0): it waits for
-// the Group Gather pages, adds them in core order in DEST[0] (partial 0
+// emitTree is Emit on two levels.
+func (x *Exchange) emitTree(b *kir.Builder, a ExchangeArgs) {
+	fan := kir.Ci(x.Fan)
+	b.Comment(fmt.Sprintf("level 1: send this core's %s to its page of its sub-leader's gather CB", x.PartialName))
+	rank := b.Let("rank", kir.Mod(a.Slot, fan))
+	sub := b.Let("sub", kir.Div(a.Slot, fan))
+	row := x.send(b, x.Partial, nil, a.SubX, a.SubY, rank, x.SemIn)
+	b.CBReserveBack(x.Result, kir.C(1))
+	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(x.SemValid)})
+	b.IfElse(kir.Eq(rank, kir.C(0)), func() {
+		b.Comment("sub-leader: its subgroup's partials in, to compute")
+		x.receive(b, x.subCount(b, sub), x.SemIn)
+		b.IfElse(kir.Ne(a.Leader, kir.C(0)), func() {
+			b.Comment("leader: the other subgroups' sums in, to compute; then broadcast the " + x.ResultName)
+			x.receive(b, kir.Ci(x.Subs()-1), x.SemSub)
+			x.broadcast(b, a, valid)
+		}, func() {
+			b.Comment("level 2: send the subgroup's sum to its page of the group leader's gather CB, then wait for the leader's " + x.ResultName)
+			x.send(b, x.Local, row, a.LX, a.LY, kir.Add(sub, kir.Ci(x.Fan-1)), x.SemSub)
+			b.NoCSemaphoreWait(valid, kir.C(1))
+		})
+	}, func() {
+		b.Comment("follower: wait for the leader's " + x.ResultName)
+		b.NoCSemaphoreWait(valid, kir.C(1))
+	})
+	b.CBPushBack(x.Result, kir.C(1))
+}
+
+// subCount emits the number of cores in subgroup sub: Fan, or fewer in
+// the last subgroup.
+func (x *Exchange) subCount(b *kir.Builder, sub kir.Expr) kir.Expr {
+	last := x.Group - (x.Subs()-1)*x.Fan
+	if last == x.Fan {
+		return kir.Ci(x.Fan)
+	}
+	n := b.LetT("sub_cores", kir.U32T, kir.Ci(x.Fan))
+	b.If(kir.Eq(sub, kir.Ci(x.Subs()-1)), func() { b.Assign(n, kir.Ci(last)) })
+	return n
+}
+
+// send emits the write of the first Bytes of the front page of cb into
+// page slot of the Gather CB of the core at NoC (nx, ny), the barrier,
+// the increment of that core's semaphore sem and the pop. gather is
+// Gather's base address, or nil to read it first (get_write_ptr, before
+// this core reserves any of Gather); send returns it.
+func (x *Exchange) send(b *kir.Builder, cb int, gather kir.Expr, nx, ny, slot kir.Expr, sem int) kir.Expr {
+	b.CBWaitFront(cb, kir.Ci(1))
+	if gather == nil {
+		gather = b.Let("gather_base", kir.GetWritePtr{CB: x.Gather})
+	}
+	b.NoCAsyncWrite(kir.GetReadPtr{CB: cb}, kir.NoCAddr{X: nx, Y: ny, Addr: kir.Add(gather, kir.Mul(slot, kir.Ci(x.Page)))}, kir.Ci(x.Bytes))
+	b.NoCAsyncWriteBarrier()
+	b.NoCSemaphoreInc(kir.NoCAddr{X: nx, Y: ny, Addr: kir.GetSemaphore{ID: kir.Ci(sem)}}, kir.C(1))
+	b.CBPopFront(cb, kir.Ci(1))
+	return gather
+}
+
+// receive emits the reservation of n Gather pages, the wait until
+// semaphore sem counts n and their push to compute.
+func (x *Exchange) receive(b *kir.Builder, n kir.Expr, sem int) {
+	b.CBReserveBack(x.Gather, n)
+	b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(sem)}, n)
+	b.CBPushBack(x.Gather, n)
+}
+
+// broadcast emits a leader's broadcast of the result page compute packs
+// to Local (step 2 of the type's doc); valid is SemValid's address.
+func (x *Exchange) broadcast(b *kir.Builder, a ExchangeArgs, valid kir.Expr) {
+	sb := kir.Ci(x.Bytes)
+	src := blocks.WaitFront(b, x.Local, kir.C(1), "rs_src")
+	dst := b.Let("rs_dst", kir.GetWritePtr{CB: x.Result})
+	EachSlot(b, a.Rects, func(r Slot) { b.NoCAsyncWriteMulticast(src, r.Addr(dst), sb, r.Cores) })
+	blocks.LocalCopy(b, src, dst, x.Bytes)
+	b.NoCAsyncReadBarrier()
+	b.NoCAsyncWriteBarrier()
+	b.NoCSemaphoreSet(valid, kir.C(1))
+	EachSlot(b, a.Rects, func(r Slot) { b.NoCSemaphoreSetMulticast(valid, r.Addr(valid), r.Cores) })
+	b.NoCAsyncWriteBarrier()
+	b.CBPopFront(x.Local, kir.C(1))
+}
+
+// Combine emits a (sub-)leader's compute part; role is ComputeDeclare's
+// argument. On one level (role: the leader flag), a leader waits for the
+// Group Gather pages, adds them in core order in DEST[0] (partial 0
 // copied, each further one copied to DEST[1] and added with
 // add_binary_tile: the pages unpack straight to DEST, so the adds are
 // fp32 exact), lets finish transform DEST[0], packs it to Local and pops
-// the Gather pages. comment, when not empty, opens the leader's branch.
-func (x *Exchange) Combine(c *blocks.Compute, leader kir.Expr, comment string, finish func()) {
-	c.If(kir.Ne(leader, kir.C(0)), func() {
+// the Gather pages. On two levels (role: the core's slot in its group) a
+// sub-leader adds its subgroup's pages so; the leader then adds the
+// Subs()-1 subgroups' sums after them in order, lets finish transform
+// the total and packs it to Local, another sub-leader packs its sum to
+// Local. comment, when not empty, opens the (sub-)leader's branch.
+func (x *Exchange) Combine(c *blocks.Compute, role kir.Expr, comment string, finish func()) {
+	if x.twoLevels() {
+		x.combineTree(c, role, comment, finish)
+		return
+	}
+	c.If(kir.Ne(role, kir.C(0)), func() {
 		if comment != "" {
 			c.B.Comment(comment)
 		}
 		g := kir.Ci(x.Group)
 		c.B.CBWaitFront(x.Gather, g)
 		c.Acquire()
-		foldTerms(c, kir.C(0), g, func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
+		x.fold(c, kir.C(0), g)
 		finish()
 		c.PackOut(x.Local, 1)
 		c.B.CBPopFront(x.Gather, g)
+	}, nil)
+}
+
+// fold emits the running sum of Gather pages first .. n-1 into DEST[0]
+// (first == 0: page 0 copied there; else added to what DEST[0] holds).
+func (x *Exchange) fold(c *blocks.Compute, first, n kir.Expr) {
+	add := func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) }
+	copyTo := func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }
+	if f, ok := first.(kir.Const); ok && f.V == 0 {
+		foldTerms(c, first, n, copyTo, add)
+		return
+	}
+	c.For("k", first, n, func(k kir.Var) {
+		copyTo(k, kir.C(1))
+		add()
+	})
+}
+
+// combineTree is Combine on two levels.
+func (x *Exchange) combineTree(c *blocks.Compute, slot kir.Expr, comment string, finish func()) {
+	fan := kir.Ci(x.Fan)
+	c.If(kir.Eq(kir.Mod(slot, fan), kir.C(0)), func() {
+		if comment != "" {
+			c.B.Comment(comment)
+		}
+		c.B.Comment("level 1: this subgroup's partials")
+		n1 := x.subCount(c.B, kir.Div(slot, fan))
+		c.B.CBWaitFront(x.Gather, n1)
+		c.Acquire()
+		x.fold(c, kir.C(0), n1)
+		c.If(kir.Eq(slot, kir.C(0)), func() {
+			c.B.Comment("level 2 (the leader): the other subgroups' sums, in order")
+			all := kir.Ci(x.GatherPages())
+			c.B.CBWaitFront(x.Gather, all)
+			x.fold(c, fan, all)
+			finish()
+			c.PackOut(x.Local, 1)
+			c.B.CBPopFront(x.Gather, all)
+		}, func() {
+			c.B.Comment("a sub-leader: the subgroup's sum, to the writer (it sends it to the leader)")
+			c.PackOut(x.Local, 1)
+			c.B.CBPopFront(x.Gather, n1)
+		})
 	}, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -87,22 +88,68 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// TestExchangeOnSim runs Exchange alone: core i's partial page holds the
-// number i+1 in every fp32 word; every core must receive its group's sum
-// in the first Bytes of its result page.
+// exchangeValue is core i's partial in the exchange tests: fp32 numbers of
+// mixed magnitudes, so that their sums round differently in different
+// orders.
+func exchangeValue(i int) float32 {
+	v := math.Ldexp(1+float64(uint32(i*2654435761)>>9)/(1<<23), (i*5)%21-10)
+	if i%3 == 1 {
+		v = -v
+	}
+	return float32(v)
+}
+
+// exchangeSum is the sum of vals as an Exchange with subgroups of fan
+// cores adds it (fan 0 or >= len(vals): one running sum in core order;
+// else each subgroup's running sum, then those in order), in float32.
+func exchangeSum(vals []float32, fan int) float32 {
+	if fan <= 0 || fan >= len(vals) {
+		fan = len(vals)
+	}
+	var total float32
+	for s := 0; s < len(vals); s += fan {
+		sub := vals[s]
+		for _, v := range vals[s+1 : min(s+fan, len(vals))] {
+			sub += v
+		}
+		if s == 0 {
+			total = sub
+		} else {
+			total += sub
+		}
+	}
+	return total
+}
+
+// TestExchangeOnSim runs Exchange alone: core i's partial page holds
+// exchangeValue(i) in every fp32 word; every core must receive its group's
+// sum, added in the exchange's order (exchangeSum) bit for bit, in the
+// first Bytes of its result page. The two-level cases (fan > 0) cover odd
+// groups, subgroups that do not divide the group (the last one smaller,
+// down to one core) and groups over NoC gaps and grid rows; their values
+// are chosen so that the one-level order gives another sum in at least
+// one group.
 func TestExchangeOnSim(t *testing.T) {
 	tg := target.Blackhole()
 	tb := ir.FP32.TileBytes()
 	for _, tc := range []struct {
 		name                 string
 		first, group, groups int
+		fan                  int // Exchange.Fan
 		bytes                int
 		shared               bool // Partial and Local are one CB (as in the GDN recurrence)
 	}{
-		{"pairs", 0, 2, 3, tb, false},
-		{"one row sums", 3, 4, 2, 64, false},
-		{"group across NoC gap", 0, 11, 1, 64, true},
-		{"groups over rows", 40, 7, 5, tb, true},
+		{"pairs", 0, 2, 3, 0, tb, false},
+		{"one row sums", 3, 4, 2, 0, 64, false},
+		{"group across NoC gap", 0, 11, 1, 0, 64, true},
+		{"groups over rows", 40, 7, 5, 0, tb, true},
+		{"fan of group is one level", 0, 5, 2, 5, 64, false},
+		{"tree 9 by 3", 0, 9, 2, 3, tb, false},
+		{"tree 7 by 3 (3,3,1)", 5, 7, 3, 3, 64, false},
+		{"tree 5 by 2 shared CB", 13, 5, 3, 2, tb, true},
+		{"tree 27 by 7 across NoC gap and rows", 0, 27, 2, 7, 64, false},
+		{"tree 13 by 4 (4,4,4,1) over rows", 30, 13, 4, 4, tb, true},
+		{"tree fan 1", 2, 4, 2, 1, 64, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.group * tc.groups
@@ -111,16 +158,16 @@ func TestExchangeOnSim(t *testing.T) {
 			p := kir.NewProgram("exchange")
 			out := dramBuffer(p, "out", tb, n)
 			cbs := blocks.NewCBPlan(p, tg, rs)
-			x := &Exchange{T: tg, Group: tc.group, Cores: cores, Ranges: rs, Page: tb, Bytes: tc.bytes, PartialName: "partial", ResultName: "sum"}
+			x := &Exchange{T: tg, Group: tc.group, Fan: tc.fan, Cores: cores, Ranges: rs, Page: tb, Bytes: tc.bytes, PartialName: "partial", ResultName: "sum"}
 			x.Partial = cbs.Output("partial", ir.FP32, 1)
-			x.Gather = cbs.Input("gather", ir.FP32, tc.group)
+			x.Gather = cbs.Input("gather", ir.FP32, x.GatherPages())
 			x.Local = x.Partial
 			if !tc.shared {
 				x.Local = cbs.Output("local", ir.FP32, 1)
 			}
 			x.Result = cbs.Input("result", ir.FP32, 1)
 			in := cbs.Input("value", ir.FP32, 1)
-			x.AddSemaphores(p, 0, 1)
+			x.AddSemaphores(p, 0, 1, 2)
 
 			rd := blocks.NewReaderKernel(p, rs)
 			value := rd.RuntimeArg("value")
@@ -131,7 +178,7 @@ func TestExchangeOnSim(t *testing.T) {
 			b.CBPushBack(in, kir.C(1))
 
 			cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true})
-			leader := cp.RuntimeArg("leader")
+			role := x.ComputeDeclare(cp)
 			c := blocks.NewCompute(p, cp)
 			c.Startup(in, in, x.Partial)
 			c.B.CBWaitFront(in, kir.C(1))
@@ -139,7 +186,7 @@ func TestExchangeOnSim(t *testing.T) {
 			c.Copy(in, kir.C(0), kir.C(0))
 			c.PackOut(x.Partial, 1)
 			c.B.CBPopFront(in, kir.C(1))
-			x.Combine(c, leader, "the group's sum", func() {})
+			x.Combine(c, role, "the group's sum", func() {})
 
 			wr := blocks.NewWriterKernel(p, rs)
 			ea := x.Declare(wr)
@@ -149,20 +196,30 @@ func TestExchangeOnSim(t *testing.T) {
 			x.Emit(b, ea)
 			blocks.WritePages(b, oAcc, x.Result, page, kir.C(1))
 
-			want := make([]float32, n)
+			vals := make([]float32, n)
 			for i, core := range cores {
 				ex, err := x.Values(i, wr.NoC)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rd.SetRuntimeArgs(core, kir.U32(math.Float32bits(float32(i+1))))
-				cp.SetRuntimeArgs(core, ex[0])
+				vals[i] = exchangeValue(i)
+				rd.SetRuntimeArgs(core, kir.U32(math.Float32bits(vals[i])))
+				cp.SetRuntimeArgs(core, x.ComputeValue(i))
 				wr.SetRuntimeArgs(core, append(ex, kir.U32(uint32(i)))...)
-				want[i/tc.group*tc.group] += float32(i + 1)
+			}
+			want := make([]float32, tc.groups)
+			discriminates := false
+			for g := range want {
+				grp := vals[g*tc.group : (g+1)*tc.group]
+				want[g] = exchangeSum(grp, tc.fan)
+				discriminates = discriminates || want[g] != exchangeSum(grp, 0)
+			}
+			if tc.fan > 1 && tc.fan < tc.group && !discriminates { // (fan 1 adds in the one-level order)
+				t.Fatalf("the values sum alike on one and two levels: the case cannot tell the orders apart")
 			}
 			got := runSim(t, tg, p, nil, "out")
 			for i := range cores {
-				w := want[i/tc.group*tc.group]
+				w := want[i/tc.group]
 				for off := 0; off < tc.bytes; off += 4 {
 					if v := math.Float32frombits(binary.LittleEndian.Uint32(got[i*tb+off:])); v != w {
 						t.Fatalf("core %d: result word %d is %v, want the group's sum %v", i, off/4, v, w)
@@ -170,6 +227,44 @@ func TestExchangeOnSim(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExchangeOneLevelUnchanged: Fan = 0 and Fan >= Group emit the same
+// kernels and arguments (the one-level exchange), and a two-level fan
+// changes them.
+func TestExchangeOneLevelUnchanged(t *testing.T) {
+	tg := target.Blackhole()
+	build := func(fan int) *kir.Program {
+		cores := coresFrom(tg, 0, 12)
+		rs := rangesOf(cores)
+		p := kir.NewProgram("exchange")
+		cbs := blocks.NewCBPlan(p, tg, rs)
+		x := &Exchange{T: tg, Group: 6, Fan: fan, Cores: cores, Ranges: rs, Page: 4096, Bytes: 64, PartialName: "partial", ResultName: "sum"}
+		x.Partial = cbs.Output("partial", ir.FP32, 1)
+		x.Gather = cbs.Input("gather", ir.FP32, x.GatherPages())
+		x.Local, x.Result = x.Partial, cbs.Input("result", ir.FP32, 1)
+		x.AddSemaphores(p, 0, 1, 2)
+		cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true})
+		x.Combine(blocks.NewCompute(p, cp), x.ComputeDeclare(cp), "", func() {})
+		wr := blocks.NewWriterKernel(p, rs)
+		x.Emit(wr.Builder(), x.Declare(wr))
+		for i, core := range cores {
+			ex, err := x.Values(i, wr.NoC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp.SetRuntimeArgs(core, x.ComputeValue(i))
+			wr.SetRuntimeArgs(core, ex...)
+		}
+		return p
+	}
+	one := build(0)
+	if diff := cmp.Diff(one, build(6)); diff != "" {
+		t.Errorf("Fan = Group emits another exchange than Fan = 0 (-want +got):\n%s", diff)
+	}
+	if cmp.Equal(one, build(3)) {
+		t.Error("Fan = 3 of 6 emits the one-level exchange")
 	}
 }
 
