@@ -38,31 +38,43 @@ import (
 // short position uses fewer cores than it has), and so only the
 // subgroups they fall in take part:
 //
-//   - level 1: a core with a partial writes it into its page slot of its
-//     sub-leader's CB Gather (the first Sub partial slots); the
+//   - level 1: a core with a partial writes it into its place in its
+//     sub-leader's CB Gather (the places of Sub partials first); the
 //     sub-leader merges the partials of its subgroup's cores with one;
 //   - when used > Sub (more than one subgroup has partials), level 2: each
 //     such sub-leader's merge is itself a partial (O' = sum_i w_i O_i, m' =
 //     M, l' = sum_i w_i l_i, w_i = exp(m_i - M): unnormalised), which it
-//     writes into its slot of the leader's Gather (Subs() more slots,
-//     after the level-1 ones), and the leader merges those into the
-//     result; else the leader's level-1 merge is the result.
+//     writes into its place in the leader's Gather (those of Subs()
+//     partials, after the level-1 ones), and the leader merges those
+//     into the result; else the leader's level-1 merge is the result.
+//
+// Partials are stacked (Stack = 32/Live of them when Live <= 16, else
+// 1): partial k of a level goes to slot k/Stack (Pages tiles, the slots
+// of a level one after another), its Live rows of each tile to rows
+// Live*(k%Stack) .. of the slot's tile, so that the merge weighs a
+// whole slot with one tile product (MergeThen) and a sender moves
+// Live/32 of its tiles. The rows of a slot no partial fills hold
+// whatever L1 held; with Stack 1 a partial is sent whole, so its rows
+// past Live must then be finite (the product adds them with weight 0).
 //
 // Protocol (Emit: the writer; MergeThen: compute), per level the gather
 // half of Exchange: a sender waits for its partial (Pages pages of CB
 // Partial; a sub-leader's merged partial comes through the same CB after
-// its own partial has left), writes each page into its slot of the
-// receiver's Gather (one NoC write per page on the writer's NoC; the CB
+// its own partial has left), writes its live rows into its place in the
+// receiver's Gather (one NoC write per face's run of rows, or per page
+// when Stack is 1, on the writer's NoC; the CB
 // has one L1 address on every core, and a sender reads the address from
 // its own copy of the CB before it ever reserves it), waits for the
 // acknowledgements (noc_async_write_barrier: the data lands before the
 // count) and increments the receiver's semaphore (Sem1, Sem2; an atomic,
 // drained by kir.Finish's noc_async_atomic_barrier); the receiver's
-// writer reserves the level's slots, waits until its semaphore counts the
+// writer (Xfer reserved and zeroed at its start: prepare) reserves the
+// level's slots, waits until its semaphore counts the
 // partials it expects (level 1: its subgroup's cores below used; level
 // 2: the subgroups with partials, ceil(used/Sub)), pushes them to compute
 // and serves the merge (serve: it packs the m_i into one tile for one
-// exp of all, and unpacks compute's weights; CBs Xfer and WRow). The
+// exp of all, and lays compute's weights out as weight tiles; CBs Xfer
+// and WRow). The
 // senders and the counts follow from used, which every kernel of the
 // group computes alike. Two semaphores, no multicast; once per program.
 //
@@ -96,10 +108,12 @@ type SplitCombine struct {
 	// face row of the partial's format.
 	Stack, FaceRow int
 	// Partial (compute -> writer: the core's partial, then a sub-leader's
-	// merged partial), Gather (writer -> compute: Sub partial slots for
-	// level 1, then, on two levels, Subs() slots for level 2), Xfer
-	// (writer -> compute: per tile row the m_i packed into one tile, -M,
-	// then K = max(Sub, Subs()) pages of the weights, w_i in column 0),
+	// merged partial), Gather (writer -> compute: the slots of Sub
+	// partials for level 1, then, on two levels, of Subs() for level 2),
+	// Xfer (writer -> compute: per tile row the m_i packed into one tile,
+	// -M, then the weight tiles of K = max(Sub, Subs()) partials, one
+	// per slot: w_i of row q at row q, column Live*(i%Stack) + q of tile
+	// i/Stack, 0 elsewhere),
 	// WRow (compute -> writer: the w_i packed into one tile) and Shift
 	// (compute's fp32 scratch: L or 1/L, 1/L on every column).
 	Partial, Gather, Xfer, WRow, Shift int
@@ -332,8 +346,8 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 // of them stay 0. The rows of a gather slot no partial fills (past the
 // last partial's, or past Stack*Live) hold whatever L1 held; the merge's
 // tile products take them with weight 0, which the FPU multiplies to 0
-// whatever the other operand holds (its integer datapath has no NaN:
-// ir/numerics), so they need no clearing.
+// whatever the other operand holds (ir/numerics' datapath; the combine
+// test runs on NaN-filled L1), so they need no clearing.
 func (sc *SplitCombine) prepare(b *kir.Builder, r roles) {
 	xp := 2 + sc.stacks(sc.k())
 	b.If(r.lead, func() {
@@ -356,8 +370,11 @@ const (
 // bits with the sign bit set become allBits - bits, else bits + signBit,
 // which orders them as the values), into the same places of another, for
 // the Live rows q (two pages of Xfer), then takes compute's packed weights (a
-// page of WRow, w_i in row q, column i) and unpacks them into column 0 of
-// K pages of Xfer, one per partial.
+// page of WRow, w_i in row q, column i) and writes them into the weight
+// tiles (pages of Xfer: w_i at row q, column Live*(i%Stack) + q of tile
+// i/Stack, 0 for the i from cnt on; their other entries stay 0 from
+// prepare). Partial i's m is row Live*(i%Stack) + q of slot i/Stack's m
+// tile.
 func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 	n, w, pb := sc.Pages, sc.Width, sc.Page
 	at := func(q, c kir.Expr) kir.Expr { return blocks.FaceOffset(q, c, 4) }
@@ -431,19 +448,27 @@ func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 //     exp_tile): the weights w_i = exp(m_i - M) of every partial at
 //     once, exact arguments (the m_i are flash decoding's bf16 maxima, or
 //     M's of level 1, which are those too), to WRow;
-//  2. L = sum_i w_i * l_i (mul_tiles, the w_i in column 0 of their own
-//     tiles), accumulated in DEST; the final merge takes 1/L (recip_tile)
-//     and spreads it over the columns (add_tiles_bcast_cols onto zeros);
-//  3. per O tile j, O'_j = sum_i O_ij * w_i (mul_tiles_bcast_cols), the
-//     final merge times 1/L (mul_binary_tile, fp32) to Out; a level-1
-//     merge on two levels packs O'_j, then m' = M and l' = L, to Partial.
+//  2. L = sum_s W_s x l-tile of slot s (matmul_tiles, one per slot: row
+//     q of the product is sum_k w_(s*Stack+k) of row q times l of row
+//     Live*k + q, the partial's l), accumulated in DEST; the final merge
+//     takes 1/L (recip_tile) and spreads it over the columns
+//     (add_tiles_bcast_cols onto zeros);
+//  3. per O tile j, O'_j = sum_s W_s x O-tile j of slot s (matmul_tiles,
+//     one per slot), the final merge times 1/L (mul_binary_tile, fp32)
+//     to Out; a level-1 merge on two levels packs O'_j, then m' = M and
+//     l' = L, to Partial.
 //
-// The FPU reads the w_i as tf32 in the same way for L and O', so their
-// quotient does not see it (nor a level-1 partial's, whose O' and l'
-// carry the same w_i); 1/L is applied as tf32(1/L), as the single-core
-// normalisation does. The sums of products accumulate in DEST: mul_tiles
-// adds its product to DEST (ELWMUL), which tile_regs_acquire hands over
-// cleared. The products run on the FPU at the kernel's math fidelity
+// A merge of cnt partials thus takes ceil(cnt/Stack) tile products per
+// O tile, not cnt. The weight tiles' other entries are 0, and the FPU
+// multiplies 0 by anything a slot's unfilled rows hold to 0 (a zero
+// source operand gives a zero product, whatever the other holds, NaN
+// patterns included: ir/numerics' datapath). The FPU reads the w_i
+// as tf32 in the same way for L and O', so their quotient does not see
+// it (nor a level-1 partial's, whose O' and l' carry the same w_i); 1/L
+// is applied as tf32(1/L), as the single-core normalisation does. The
+// sums of products accumulate in DEST: matmul_tiles adds its product to
+// DEST, which tile_regs_acquire hands over cleared. The products run on
+// the FPU at the kernel's math fidelity
 // (HiFi4 multiplies the tf32 operands the FPU truncates fp32 data to in
 // full), the rest in fp32 (FP32DestAccEn).
 func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then func(page kir.Expr)) {
