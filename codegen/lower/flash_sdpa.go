@@ -156,32 +156,47 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 // tile on a core (its 2*Dt tile products with the unpacks of both
 // operands, or its 2*Dt cache pages at one core's NoC rate, whichever is
 // longer, plus the exp_tile of its scores and a few more tile steps:
-// scale, maximum, sum, packs) and a partial merged on a (sub-)leader
-// (its Dt + 2 fp32 tiles at one core's NoC rate, and its Dt + 1 products
-// with the weights, plus the writer moving its m and weight for each of
-// the G rows: SplitCombine takes one exp for all the partials of a
-// merge). For Qwen3.8-27B at mesh 1x2 (Dt 8, G 6) about 6,300 and
-// 2,400.
-type flashCost struct{ perTile, perMerge int }
+// scale, maximum, sum, packs), and a merge on a (sub-)leader: per
+// partial its G live rows of Dt + 2 fp32 tiles at one core's NoC rate
+// plus the writer moving its m and weight for each of the G rows
+// (perPartial), per slot of stack partials (SplitCombine stacks the
+// live rows of 32/G partials in one slot; one exp for all the partials
+// of a merge) its Dt + 1 tile products with the weights (perSlot).
+// perMerge is what one more partial adds, perPartial + perSlot/stack.
+// For Qwen3.8-27B at mesh 1x2 (Dt 8, G 6) about 6,300, 250, 1,640 and
+// 570.
+type flashCost struct{ perTile, perPartial, perSlot, stack, perMerge int }
 
 func newFlashCost(d sdpaDims, f ir.MathFidelity, kv ir.DType) flashCost {
 	tb := kv.TileBytes()
 	exp := int(kir.SFPUTable[kir.SFPUExp].Cycles)
 	step := EltwiseTileCycles + UnpackTileCycles + PackTileCycles
-	return flashCost{
-		perTile:  max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
-		perMerge: (d.Dt+2)*ir.FP32.TileBytes()/NoCBytesPerCycle + (d.Dt+1)*(MatmulTileCycles(f)+2*UnpackTileCycles) + 20*d.G,
+	fc := flashCost{
+		perTile:    max(2*d.Dt*(MatmulTileCycles(f)+2*UnpackTileCycles), 2*d.Dt*tb/NoCBytesPerCycle) + exp + 8*step,
+		perPartial: (d.Dt+2)*min(d.G, ir.TileSize)*ir.TileSize*ir.FP32.ElemBytes()/NoCBytesPerCycle + 20*d.G,
+		perSlot:    (d.Dt + 1) * (MatmulTileCycles(f) + 2*UnpackTileCycles),
+		stack:      1,
 	}
+	if d.G <= blocks.FaceDim {
+		fc.stack = ir.TileSize / max(d.G, 1)
+	}
+	fc.perMerge = fc.perPartial + fc.perSlot/fc.stack
+	return fc
+}
+
+// levelCycles is the estimate of one merge of u partials.
+func (fc flashCost) levelCycles(u int) int {
+	return u*fc.perPartial + (u+fc.stack-1)/fc.stack*fc.perSlot
 }
 
 // mergeCycles is the estimate of merging u partials on a tree of
 // subgroups of sub: the leader's level-1 merge, plus the level-2 merge
-// and a partial's transfer on two levels.
+// and a merged partial's transfer on two levels.
 func (fc flashCost) mergeCycles(u, sub int) int {
 	if u <= sub {
-		return u * fc.perMerge
+		return fc.levelCycles(u)
 	}
-	return (sub + (u+sub-1)/sub + 1) * fc.perMerge
+	return fc.levelCycles(sub) + fc.levelCycles((u+sub-1)/sub) + fc.perPartial
 }
 
 // subgroup is the cores per subgroup of the combine of a group of g: the

@@ -189,10 +189,12 @@ const flashH, flashHkv, flashD = 4, 2, 64
 
 // TestFlashSDPAOnSim: sdpa_decode_gated at odd positions and split
 // counts against the reference. Quick: a few short caches (groups of 1, 2
-// and 3, a core with no tiles, an uneven split, a group of 12 merging on
-// two levels); TCC_LONG: a 4096-long cache at positions 0, 1, 31, 32, 33,
-// 1000 and 4095, groups of 1, 2, 3, 5 and 11 (subgroups of 4, 4 and 3:
-// two levels from position 1000 on), B = 1 and 3.
+// and 3, a core with no tiles, an uneven split, a group of 12 merging
+// eleven partials at once); TCC_LONG: a 4096-long cache at positions 0,
+// 1, 31, 32, 33, 1000 and 4095, groups of 1, 2, 3, 5 and 11, B = 1 and
+// 3. (G = 2 rows of a partial are live, so a gather slot stacks 16
+// partials and one level is the cheapest tree for these groups; the
+// combine's two-level trees, stacked too, are SplitCombine's tests'.)
 func TestFlashSDPAOnSim(t *testing.T) {
 	t.Parallel()
 	quick := []flashCase{
@@ -202,10 +204,9 @@ func TestFlashSDPAOnSim(t *testing.T) {
 		{name: "b3_l512_pos5_g3", B: 3, L: 512, pos: 5, cores: 18, group: 3},
 		// several items per core, several chunks (11 tiles, chunks of 8)
 		{name: "b3_l512_pos350_g1", B: 3, L: 512, pos: 350, cores: 2, group: 1},
-		// groups of 12 merging on a tree of subgroups of 4 (4, 4, 4): 32
-		// tiles over 11 cores (3 each, 2 on the last), three subgroups
-		// at level 1, their merged partials at level 2
-		{name: "b1_l1024_pos1000_g12_tree", B: 1, L: 1024, pos: 1000, cores: 24, group: 12},
+		// groups of 12: 32 tiles over 11 cores (3 each, 2 on the last),
+		// their partials stacked in one gather slot, merged at once
+		{name: "b1_l1024_pos1000_g12_stacked", B: 1, L: 1024, pos: 1000, cores: 24, group: 12},
 	}
 	for _, tc := range quick {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,31 +38,43 @@ import (
 // short position uses fewer cores than it has), and so only the
 // subgroups they fall in take part:
 //
-//   - level 1: a core with a partial writes it into its page slot of its
-//     sub-leader's CB Gather (the first Sub partial slots); the
+//   - level 1: a core with a partial writes it into its place in its
+//     sub-leader's CB Gather (the places of Sub partials first); the
 //     sub-leader merges the partials of its subgroup's cores with one;
 //   - when used > Sub (more than one subgroup has partials), level 2: each
 //     such sub-leader's merge is itself a partial (O' = sum_i w_i O_i, m' =
 //     M, l' = sum_i w_i l_i, w_i = exp(m_i - M): unnormalised), which it
-//     writes into its slot of the leader's Gather (Subs() more slots,
-//     after the level-1 ones), and the leader merges those into the
-//     result; else the leader's level-1 merge is the result.
+//     writes into its place in the leader's Gather (those of Subs()
+//     partials, after the level-1 ones), and the leader merges those
+//     into the result; else the leader's level-1 merge is the result.
+//
+// Partials are stacked (Stack = 32/Live of them when Live <= 16, else
+// 1): partial k of a level goes to slot k/Stack (Pages tiles, the slots
+// of a level one after another), its Live rows of each tile to rows
+// Live*(k%Stack) .. of the slot's tile, so that the merge weighs a
+// whole slot with one tile product (MergeThen) and a sender moves
+// Live/32 of its tiles. The rows of a slot no partial fills hold
+// whatever L1 held; with Stack 1 a partial is sent whole, so its rows
+// past Live must then be finite (the product adds them with weight 0).
 //
 // Protocol (Emit: the writer; MergeThen: compute), per level the gather
 // half of Exchange: a sender waits for its partial (Pages pages of CB
 // Partial; a sub-leader's merged partial comes through the same CB after
-// its own partial has left), writes each page into its slot of the
-// receiver's Gather (one NoC write per page on the writer's NoC; the CB
+// its own partial has left), writes its live rows into its place in the
+// receiver's Gather (one NoC write per face's run of rows, or per page
+// when Stack is 1, on the writer's NoC; the CB
 // has one L1 address on every core, and a sender reads the address from
 // its own copy of the CB before it ever reserves it), waits for the
 // acknowledgements (noc_async_write_barrier: the data lands before the
 // count) and increments the receiver's semaphore (Sem1, Sem2; an atomic,
 // drained by kir.Finish's noc_async_atomic_barrier); the receiver's
-// writer reserves the level's slots, waits until its semaphore counts the
+// writer (Xfer reserved and zeroed at its start: prepare) reserves the
+// level's slots, waits until its semaphore counts the
 // partials it expects (level 1: its subgroup's cores below used; level
 // 2: the subgroups with partials, ceil(used/Sub)), pushes them to compute
 // and serves the merge (serve: it packs the m_i into one tile for one
-// exp of all, and unpacks compute's weights; CBs Xfer and WRow). The
+// exp of all, and lays compute's weights out as weight tiles; CBs Xfer
+// and WRow). The
 // senders and the counts follow from used, which every kernel of the
 // group computes alike. Two semaphores, no multicast; once per program.
 //
@@ -88,11 +100,20 @@ type SplitCombine struct {
 	Live int
 	// Pages is the pages of a partial, Page their bytes.
 	Pages, Page int
+	// Stack is the partials a gather slot holds, 32/Live (1 when Live
+	// is above 16 or the format cannot be split into rows): their Live
+	// rows stacked, partial k of the slot in rows Live*k .. Live*k +
+	// Live-1 of each of the slot's Pages tiles, so that one tile product
+	// merges Stack partials (see MergeThen). FaceRow is the bytes of a
+	// face row of the partial's format.
+	Stack, FaceRow int
 	// Partial (compute -> writer: the core's partial, then a sub-leader's
-	// merged partial), Gather (writer -> compute: Sub partial slots for
-	// level 1, then, on two levels, Subs() slots for level 2), Xfer
-	// (writer -> compute: per tile row the m_i packed into one tile, -M,
-	// then K = max(Sub, Subs()) pages of the weights, w_i in column 0),
+	// merged partial), Gather (writer -> compute: the slots of Sub
+	// partials for level 1, then, on two levels, of Subs() for level 2),
+	// Xfer (writer -> compute: per tile row the m_i packed into one tile,
+	// -M, then the weight tiles of K = max(Sub, Subs()) partials, one
+	// per slot: w_i of row q at row q, column Live*(i%Stack) + q of tile
+	// i/Stack, 0 elsewhere),
 	// WRow (compute -> writer: the w_i packed into one tile) and Shift
 	// (compute's fp32 scratch: L or 1/L, 1/L on every column).
 	Partial, Gather, Xfer, WRow, Shift int
@@ -117,13 +138,16 @@ func NewSplitCombine(p *kir.Program, t *target.Target, cbs *blocks.CBPlan, cores
 	sub = min(max(sub, 1), group)
 	n := rows * (width + 2)
 	sc := &SplitCombine{T: t, Group: group, Sub: sub, Cores: cores, Ranges: rs, Rows: rows, Width: width, Live: min(max(live, 1), ir.TileSize),
-		Pages: n, Page: dt.TileBytes(), Out: out, Zero: zero, Sem1: sem, Sem2: -1}
+		Pages: n, Page: dt.TileBytes(), Out: out, Zero: zero, Sem1: sem, Sem2: -1, Stack: 1}
+	if eb := blocks.ElemBytes(dt); eb > 0 && sc.Live <= blocks.FaceDim {
+		sc.Stack, sc.FaceRow = ir.TileSize/sc.Live, blocks.FaceDim*eb
+	}
 	if k := sc.k(); k > maxMerge {
 		return nil, fmt.Errorf("combine: groups of %d in subgroups of %d merge %d partials at once, more than %d", group, sub, k, maxMerge)
 	}
 	sc.Partial = cbs.Output("partial", dt, n)
 	sc.Gather = cbs.Input("group_partials", dt, sc.slots(0)+sc.slots(1))
-	sc.Xfer = cbs.Input("combine_weights", ir.FP32, 2+sc.k())
+	sc.Xfer = cbs.Input("combine_weights", ir.FP32, 2+sc.stacks(sc.k()))
 	sc.WRow = cbs.Output("combine_packed_weights", ir.FP32, 1)
 	sc.Shift = cbs.Scratch("combine_recip", ir.FP32, 2)
 	if sc.Subs() > 1 {
@@ -140,16 +164,20 @@ func (sc *SplitCombine) k() int { return max(sc.Sub, sc.Subs()) }
 // Subs is the number of subgroups, ceil(Group/Sub).
 func (sc *SplitCombine) Subs() int { return (sc.Group + sc.Sub - 1) / sc.Sub }
 
-// slots is the pages of Gather level lvl (0, 1) takes: Sub partials, and
-// on two levels Subs() more after them.
+// stacks is the gather slots (and weight tiles) of n partials,
+// ceil(n/Stack).
+func (sc *SplitCombine) stacks(n int) int { return (n + sc.Stack - 1) / sc.Stack }
+
+// slots is the pages of Gather level lvl (0, 1) takes: the slots of Sub
+// partials, and on two levels those of Subs() more after them.
 func (sc *SplitCombine) slots(lvl int) int {
 	if lvl == 0 {
-		return sc.Sub * sc.Pages
+		return sc.stacks(sc.Sub) * sc.Pages
 	}
 	if sc.Subs() == 1 {
 		return 0
 	}
-	return sc.Subs() * sc.Pages
+	return sc.stacks(sc.Subs()) * sc.Pages
 }
 
 // CombineArgs are the writer's per-core arguments of a combine, in
@@ -223,17 +251,48 @@ func (sc *SplitCombine) roles(b *kir.Builder, slot, used kir.Expr) roles {
 func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 	n := sc.Pages
 	base := b.Let("gather_base", kir.GetWritePtr{CB: sc.Gather})
-	send := func(page kir.Expr, x, y kir.Expr, sem kir.Expr, what string) {
-		b.Comment("send " + what + " to its page slot of the receiver's gather CB")
+	// send writes the partial into place idx of the level's slots (from
+	// page first of Gather): slot idx/Stack, rows Live*(idx%Stack) on
+	send := func(first, idx kir.Expr, x, y kir.Expr, sem kir.Expr, what string) {
+		b.Comment("send " + what + " to its place in the receiver's gather CB")
 		b.CBWaitFront(sc.Partial, kir.Ci(n))
-		dst := b.Let("gather_dst", kir.Add(base, kir.Mul(page, kir.Ci(sc.Page))))
+		slot := kir.Add(first, kir.Mul(kir.Div(idx, kir.Ci(sc.Stack)), kir.Ci(n)))
+		dst := b.Let("gather_dst", kir.Add(base, kir.Mul(slot, kir.Ci(sc.Page))))
 		src := b.Let("partial_src", kir.GetReadPtr{CB: sc.Partial})
-		b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
-			off := kir.Mul(pg, kir.Ci(sc.Page))
-			b.NoCAsyncWrite(kir.Add(src, off), kir.NoCAddr{X: x, Y: y, Addr: kir.Add(dst, off)}, kir.Ci(sc.Page))
-		})
+		to := func(a kir.Expr) kir.NoCAddr { return kir.NoCAddr{X: x, Y: y, Addr: a} }
+		if sc.Stack == 1 {
+			b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
+				off := kir.Mul(pg, kir.Ci(sc.Page))
+				b.NoCAsyncWrite(kir.Add(src, off), to(kir.Add(dst, off)), kir.Ci(sc.Page))
+			})
+		} else {
+			// the Live rows (all in the top faces) to rows R .. R+Live-1:
+			// the first `top` of them to the top faces, the rest to the
+			// bottom ones, each face's run of rows one write
+			fr, fb := sc.FaceRow, blocks.FaceDim*sc.FaceRow
+			row := b.Let("stack_row", kir.Mul(kir.Mod(idx, kir.Ci(sc.Stack)), kir.Ci(sc.Live)))
+			top := b.LetT("top_rows", kir.U32T, kir.C(0))
+			b.If(kir.Lt(row, kir.Ci(blocks.FaceDim)), func() {
+				b.Assign(top, kir.Sub(kir.Ci(blocks.FaceDim), row))
+				b.If(kir.Gt(top, kir.Ci(sc.Live)), func() { b.Assign(top, kir.Ci(sc.Live)) })
+			})
+			b.For("pg", kir.C(0), kir.Ci(n), func(pg kir.Var) {
+				s0 := b.Let("src_tile", kir.Add(src, kir.Mul(pg, kir.Ci(sc.Page))))
+				d0 := b.Let("dst_tile", kir.Add(dst, kir.Mul(pg, kir.Ci(sc.Page))))
+				for h := range 2 {
+					b.If(kir.Gt(top, kir.C(0)), func() {
+						b.NoCAsyncWrite(kir.Add(s0, kir.Ci(h*fb)), to(kir.Add(d0, kir.Add(kir.Ci(h*fb), kir.Mul(row, kir.Ci(fr))))), kir.Mul(top, kir.Ci(fr)))
+					})
+					b.If(kir.Lt(top, kir.Ci(sc.Live)), func() {
+						at := kir.Mul(kir.Sub(kir.Add(row, top), kir.Ci(blocks.FaceDim)), kir.Ci(fr))
+						b.NoCAsyncWrite(kir.Add(s0, kir.Add(kir.Ci(h*fb), kir.Mul(top, kir.Ci(fr)))), to(kir.Add(d0, kir.Add(kir.Ci((2+h)*fb), at))),
+							kir.Mul(kir.Sub(kir.Ci(sc.Live), top), kir.Ci(fr)))
+					})
+				}
+			})
+		}
 		b.NoCAsyncWriteBarrier()
-		b.NoCSemaphoreInc(kir.NoCAddr{X: x, Y: y, Addr: kir.GetSemaphore{ID: sem}}, kir.C(1))
+		b.NoCSemaphoreInc(to(kir.GetSemaphore{ID: sem}), kir.C(1))
 		b.CBPopFront(sc.Partial, kir.Ci(n))
 	}
 	receive := func(pages, count, sem kir.Expr) {
@@ -242,9 +301,10 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 		b.CBPushBack(sc.Gather, pages)
 	}
 	r := sc.roles(b, a.Slot, used)
+	sc.prepare(b, r)
 	if sc.Subs() == 1 {
 		b.If(kir.Lt(a.Slot, used), func() {
-			send(kir.Mul(r.rank, kir.Ci(n)), a.SubX, a.SubY, kir.Ci(sc.Sem1), "this core's partial (O, m, l)")
+			send(kir.C(0), r.rank, a.SubX, a.SubY, kir.Ci(sc.Sem1), "this core's partial (O, m, l)")
 		})
 		b.If(r.lead, func() {
 			b.Comment("leader: the group's partials in, to compute")
@@ -262,10 +322,11 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 			return v
 		}
 		sends := pick("sends", kir.Lt(a.Slot, used), kir.LAnd(r.lead, r.two))
-		page := pick("slot_page", kir.Mul(r.rank, kir.Ci(n)), kir.Add(kir.Ci(sc.slots(0)), kir.Mul(r.sub, kir.Ci(n))))
+		first := pick("first_page", kir.C(0), kir.Ci(sc.slots(0)))
+		idx := pick("place", r.rank, r.sub)
 		x, y := pick("to_x", a.SubX, a.TopX), pick("to_y", a.SubY, a.TopY)
 		sem := pick("sem", kir.Ci(sc.Sem1), kir.Ci(sc.Sem2))
-		b.If(sends, func() { send(page, x, y, sem, "a partial (this core's, or the subgroup's merged)") })
+		b.If(sends, func() { send(first, idx, x, y, sem, "a partial (this core's, or the subgroup's merged)") })
 		receives := pick("receives", r.lead, kir.LAnd(kir.Eq(a.Slot, kir.C(0)), r.two))
 		pages := pick("pages", kir.Ci(sc.slots(0)), kir.Ci(sc.slots(1)))
 		cnt := pick("cnt", r.cnt1, r.cnt2)
@@ -275,6 +336,24 @@ func (sc *SplitCombine) Emit(b *kir.Builder, a CombineArgs, used kir.Expr) {
 			receive(pages, cnt, sem)
 			sc.serve(b, front, cnt)
 		})
+	})
+}
+
+// prepare emits, on a (sub-)leader with partials, at the writer's start
+// (before any merge: off the merge's path), the reservation of Xfer and
+// the zeroing of its pages: serve writes the same entries of the weight
+// tiles at every merge (w_i, or 0 past the merge's partials), the rest
+// of them stay 0. The rows of a gather slot no partial fills (past the
+// last partial's, or past Stack*Live) hold whatever L1 held; the merge's
+// tile products take them with weight 0, which the FPU multiplies to 0
+// whatever the other operand holds (ir/numerics' datapath; the combine
+// test runs on NaN-filled L1), so they need no clearing.
+func (sc *SplitCombine) prepare(b *kir.Builder, r roles) {
+	xp := 2 + sc.stacks(sc.k())
+	b.If(r.lead, func() {
+		b.Comment("a (sub-)leader: the weight tiles zeroed")
+		b.CBReserveBack(sc.Xfer, kir.Ci(xp))
+		blocks.FillWords(b, b.Let("xfer_zeros", kir.GetWritePtr{CB: sc.Xfer}), xp*ir.FP32.TileBytes(), 0)
 	})
 }
 
@@ -291,8 +370,11 @@ const (
 // bits with the sign bit set become allBits - bits, else bits + signBit,
 // which orders them as the values), into the same places of another, for
 // the Live rows q (two pages of Xfer), then takes compute's packed weights (a
-// page of WRow, w_i in row q, column i) and unpacks them into column 0 of
-// K pages of Xfer, one per partial.
+// page of WRow, w_i in row q, column i) and writes them into the weight
+// tiles (pages of Xfer: w_i at row q, column Live*(i%Stack) + q of tile
+// i/Stack, 0 for the i from cnt on; their other entries stay 0 from
+// prepare). Partial i's m is row Live*(i%Stack) + q of slot i/Stack's m
+// tile.
 func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 	n, w, pb := sc.Pages, sc.Width, sc.Page
 	at := func(q, c kir.Expr) kir.Expr { return blocks.FaceOffset(q, c, 4) }
@@ -302,8 +384,12 @@ func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 		return k
 	}
 	b.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
+		// partial i's m: in slot i/Stack, its rows from Live*(i%Stack)
 		mTile := func(i kir.Expr) kir.Expr {
-			return kir.Add(front, kir.Mul(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Add(kir.Mul(r, kir.Ci(w+2)), kir.Ci(w))), kir.Ci(pb)))
+			return kir.Add(front, kir.Mul(kir.Add(kir.Mul(kir.Div(i, kir.Ci(sc.Stack)), kir.Ci(n)), kir.Add(kir.Mul(r, kir.Ci(w+2)), kir.Ci(w))), kir.Ci(pb)))
+		}
+		mRow := func(i, q kir.Expr) kir.Expr {
+			return kir.Add(kir.Mul(kir.Mod(i, kir.Ci(sc.Stack)), kir.Ci(sc.Live)), q)
 		}
 		b.Comment("the m_i packed into one tile, and -M")
 		mp := blocks.Reserve(b, sc.Xfer, kir.C(2), "m_packed")
@@ -311,7 +397,7 @@ func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 			best := b.LetT("best", kir.U32T, kir.C(0))
 			bestKey := b.LetT("best_key", kir.U32T, kir.C(0))
 			b.For("i", kir.C(0), cnt, func(i kir.Var) {
-				bits := b.Let("m_bits", kir.L1Read32{Addr: kir.Add(mTile(i), at(q, kir.C(0)))})
+				bits := b.Let("m_bits", kir.L1Read32{Addr: kir.Add(mTile(i), at(mRow(i, q), kir.C(0)))})
 				b.L1Write32(kir.Add(mp, at(q, i)), bits)
 				k := key(bits)
 				b.If(kir.LOr(kir.Eq(i, kir.C(0)), kir.Gt(k, bestKey)), func() {
@@ -324,15 +410,20 @@ func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 			})
 		})
 		b.CBPushBack(sc.Xfer, kir.C(2))
-		b.Comment("compute's w_i = exp(m_i - M), one tile per partial (column 0)")
+		b.Comment("compute's w_i = exp(m_i - M) as the weight tiles: w_i of row q at row q, column Live*(i%Stack) + q of tile i/Stack (0 for i >= cnt)")
+		ks := sc.stacks(sc.k())
 		wp := blocks.WaitFront(b, sc.WRow, kir.C(1), "w_packed")
-		wc := blocks.Reserve(b, sc.Xfer, kir.Ci(sc.k()), "w_cols")
-		b.For("i", kir.C(0), cnt, func(i kir.Var) {
+		wc := blocks.Reserve(b, sc.Xfer, kir.Ci(ks), "w_tiles")
+		b.For("i", kir.C(0), kir.Ci(ks*sc.Stack), func(i kir.Var) {
+			live := b.Let("w_live", kir.Lt(i, cnt))
 			b.For("q", kir.C(0), kir.Ci(sc.Live), func(q kir.Var) {
-				b.L1Write32(kir.Add(kir.Add(wc, kir.Mul(i, kir.Ci(pb))), at(q, kir.C(0))), kir.L1Read32{Addr: kir.Add(wp, at(q, i))})
+				v := b.LetT("w_bits", kir.U32T, kir.C(0))
+				b.If(live, func() { b.Assign(v, kir.L1Read32{Addr: kir.Add(wp, at(q, i))}) })
+				wt := kir.Add(wc, kir.Mul(kir.Div(i, kir.Ci(sc.Stack)), kir.Ci(pb)))
+				b.L1Write32(kir.Add(wt, at(q, mRow(i, q))), v)
 			})
 		})
-		b.CBPushBack(sc.Xfer, kir.Ci(sc.k()))
+		b.CBPushBack(sc.Xfer, kir.Ci(ks))
 		b.CBPopFront(sc.WRow, kir.C(1))
 	})
 }
@@ -357,19 +448,27 @@ func (sc *SplitCombine) serve(b *kir.Builder, front kir.Expr, cnt kir.Expr) {
 //     exp_tile): the weights w_i = exp(m_i - M) of every partial at
 //     once, exact arguments (the m_i are flash decoding's bf16 maxima, or
 //     M's of level 1, which are those too), to WRow;
-//  2. L = sum_i w_i * l_i (mul_tiles, the w_i in column 0 of their own
-//     tiles), accumulated in DEST; the final merge takes 1/L (recip_tile)
-//     and spreads it over the columns (add_tiles_bcast_cols onto zeros);
-//  3. per O tile j, O'_j = sum_i O_ij * w_i (mul_tiles_bcast_cols), the
-//     final merge times 1/L (mul_binary_tile, fp32) to Out; a level-1
-//     merge on two levels packs O'_j, then m' = M and l' = L, to Partial.
+//  2. L = sum_s W_s x l-tile of slot s (matmul_tiles, one per slot: row
+//     q of the product is sum_k w_(s*Stack+k) of row q times l of row
+//     Live*k + q, the partial's l), accumulated in DEST; the final merge
+//     takes 1/L (recip_tile) and spreads it over the columns
+//     (add_tiles_bcast_cols onto zeros);
+//  3. per O tile j, O'_j = sum_s W_s x O-tile j of slot s (matmul_tiles,
+//     one per slot), the final merge times 1/L (mul_binary_tile, fp32)
+//     to Out; a level-1 merge on two levels packs O'_j, then m' = M and
+//     l' = L, to Partial.
 //
-// The FPU reads the w_i as tf32 in the same way for L and O', so their
-// quotient does not see it (nor a level-1 partial's, whose O' and l'
-// carry the same w_i); 1/L is applied as tf32(1/L), as the single-core
-// normalisation does. The sums of products accumulate in DEST: mul_tiles
-// adds its product to DEST (ELWMUL), which tile_regs_acquire hands over
-// cleared. The products run on the FPU at the kernel's math fidelity
+// A merge of cnt partials thus takes ceil(cnt/Stack) tile products per
+// O tile, not cnt. The weight tiles' other entries are 0, and the FPU
+// multiplies 0 by anything a slot's unfilled rows hold to 0 (a zero
+// source operand gives a zero product, whatever the other holds, NaN
+// patterns included: ir/numerics' datapath). The FPU reads the w_i
+// as tf32 in the same way for L and O', so their quotient does not see
+// it (nor a level-1 partial's, whose O' and l' carry the same w_i); 1/L
+// is applied as tf32(1/L), as the single-core normalisation does. The
+// sums of products accumulate in DEST: matmul_tiles adds its product to
+// DEST, which tile_regs_acquire hands over cleared. The products run on
+// the FPU at the kernel's math fidelity
 // (HiFi4 multiplies the tf32 operands the FPU truncates fp32 data to in
 // full), the rest in fp32 (FP32DestAccEn).
 func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then func(page kir.Expr)) {
@@ -404,7 +503,7 @@ func (sc *SplitCombine) MergeThen(c *blocks.Compute, slot, used kir.Expr, then f
 // partial).
 func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, then func(page kir.Expr)) {
 	gather, n, w := sc.Gather, sc.Pages, sc.Width
-	K := sc.k()
+	K := sc.stacks(sc.k())
 	d0, d1 := kir.C(0), kir.C(1)
 	ifFinal := func(yes, no func()) {
 		if final == nil {
@@ -414,9 +513,11 @@ func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, the
 		c.If(final, yes, no)
 	}
 	c.B.CBWaitFront(gather, pages)
+	ns := c.B.Let("stacks", kir.Div(kir.Add(cnt, kir.Ci(sc.Stack-1)), kir.Ci(sc.Stack)))
 	c.For("r", kir.C(0), kir.Ci(sc.Rows), func(r kir.Var) {
-		tile := func(i, j kir.Expr) kir.Expr {
-			return kir.Add(kir.Add(kir.Mul(i, kir.Ci(n)), kir.Mul(r, kir.Ci(w+2))), j)
+		// tile j of row r of slot s
+		tile := func(s, j kir.Expr) kir.Expr {
+			return kir.Add(kir.Add(kir.Mul(s, kir.Ci(n)), kir.Mul(r, kir.Ci(w+2))), j)
 		}
 		c.B.Comment("W = exp(m_packed - M): every w_i at once")
 		c.B.CBWaitFront(sc.Xfer, kir.C(2))
@@ -428,10 +529,10 @@ func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, the
 		c.PackOut(sc.WRow, 1)
 		c.B.Comment("L = sum_i w_i l_i (final: 1/L on every column)")
 		c.B.CBWaitFront(sc.Xfer, kir.Ci(2+K))
-		wt := func(i kir.Expr) kir.Expr { return kir.Add(i, kir.C(2)) }
+		wt := func(s kir.Expr) kir.Expr { return kir.Add(s, kir.C(2)) }
 		c.Acquire()
-		c.For("i", kir.C(0), cnt, func(i kir.Var) {
-			c.Binary(kir.EltMul, blocks.BcastNone, sc.Xfer, gather, wt(i), tile(i, kir.Ci(w+1)), d0)
+		c.For("s", kir.C(0), ns, func(s kir.Var) {
+			c.Matmul(sc.Xfer, gather, wt(s), tile(s, kir.Ci(w+1)), d0, false)
 		})
 		ifFinal(func() { c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, d0) }, nil)
 		c.PackOut(sc.Shift, 1)
@@ -448,7 +549,7 @@ func (sc *SplitCombine) merge(c *blocks.Compute, pages, cnt, final kir.Expr, the
 		c.B.Comment("O'_j = sum_i O_ij w_i (final: times 1/L)")
 		c.For("j", kir.C(0), kir.Ci(w), func(j kir.Var) {
 			c.Acquire()
-			c.For("i", kir.C(0), cnt, func(i kir.Var) { c.Binary(kir.EltMul, blocks.BcastCols, gather, sc.Xfer, tile(i, j), wt(i), d0) })
+			c.For("s", kir.C(0), ns, func(s kir.Var) { c.Matmul(sc.Xfer, gather, wt(s), tile(s, j), d0, false) })
 			ifFinal(func() {
 				c.Copy(sc.Shift, kir.C(0), d1)
 				c.SFPUBinary(kir.SFPUMulBinary, d0, d1)

@@ -44,6 +44,15 @@ func access(t *testing.T, tg *target.Target, k *kir.Kernel, buf kir.Buffer) *blo
 // page 0) to a fresh simulated device, runs p and returns buffer out.
 func runSim(t *testing.T, tg *target.Target, p *kir.Program, in map[string][]byte, out string) []byte {
 	t.Helper()
+	return runSimL1(t, tg, p, in, out, nil)
+}
+
+// runSimL1 is runSim with every core of p's unreserved L1 (the CBs')
+// filled with the word fill first (nil: left as the device has it), as
+// a previous program may leave it: what a program reads there before it
+// writes it is garbage.
+func runSimL1(t *testing.T, tg *target.Target, p *kir.Program, in map[string][]byte, out string, fill *uint32) []byte {
+	t.Helper()
 	kir.Finish(p)
 	if err := kir.Validate(p, tg); err != nil {
 		t.Fatal(err)
@@ -56,6 +65,18 @@ func runSim(t *testing.T, tg *target.Target, p *kir.Program, in map[string][]byt
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+	if fill != nil {
+		lo := tg.L1UnreservedBase
+		junk := make([]byte, tg.L1Size-lo)
+		for i := 0; i < len(junk); i += 4 {
+			binary.LittleEndian.PutUint32(junk[i:], *fill)
+		}
+		for _, c := range p.Cores() {
+			if err := d.WriteL1(c, uint32(lo), junk); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := d.Run(p, kexec.RunOptions{}); err != nil {
