@@ -108,7 +108,11 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if hb := ctx.BufferName(h); hb == ctx.BufferName(x) || hb == ctx.BufferName(res) {
 			return nil, fmt.Errorf("rule fused-ccl-alias: h is written into buffer %q, which also holds x or the residual; the ring writes partial results into h's buffer while other cores still read x and the residual", hb)
 		}
-		if ring, err = newAllReduce(x, h, res, n, ctx); err != nil {
+		rctx := ctx
+		if tl.w != nil && ctx.Ring.WorkersPerLink == 0 {
+			rctx = tl.jointRing(x, n, ctx)
+		}
+		if ring, err = newAllReduce(x, h, res, n, rctx); err != nil {
 			return nil, err
 		}
 		if ring.plan.ReduceSteps > 0 {
@@ -188,6 +192,47 @@ func (tl *cclTail) checkNorm() error {
 	}
 	tl.wt = hid / ir.TileSize
 	return nil
+}
+
+// jointRing returns ctx with the ring's adders per link fixed to the count
+// that minimises the ring's estimate plus its norm tail's on the worker
+// cores the adders leave (PlanRing's and PlanNormSplit's cycles; the tail
+// starts when the ring's sums arrive): more adders shorten the ring's adds
+// but take cores a split-row norm would use. ctx itself when the ring plan
+// fails (newAllReduce then reports it) or the tail cannot split.
+func (tl *cclTail) jointRing(x *ir.Value, n int, ctx *Context) *Context {
+	t := ctx.Target
+	probe, err := newAllReduce(x, tl.h, tl.res, n, ctx)
+	if err != nil || probe.plan.ReduceSteps == 0 {
+		return ctx
+	}
+	tile := normTileCycles
+	if probe.residual == nil && tl.res != nil {
+		tile += EltwiseTileCycles + 2*UnpackTileCycles
+	}
+	rows, best, bestM := tl.h.Type.Shape.Tiles()/tl.wt, -1, 0
+	for m := 1; m <= probe.plan.WorkersPerLink; m++ {
+		c := *ctx
+		c.Ring.WorkersPerLink = m
+		r, err := newAllReduce(x, tl.h, tl.res, n, &c)
+		if err != nil {
+			return ctx
+		}
+		avail := t.NumWorkers() - r.plan.Links*r.plan.WorkersPerLink
+		if avail < rows {
+			continue
+		}
+		s := PlanNormSplit(tl.wt, avail/rows, tile)
+		if cost := r.plan.Cost + s.Cost; best < 0 || cost < best {
+			best, bestM = cost, m
+		}
+	}
+	if bestM == 0 {
+		return ctx
+	}
+	c := *ctx
+	c.Ring.WorkersPerLink = bestM
+	return &c
 }
 
 // plan splits the tail's work over the worker cores after the first used
