@@ -18,7 +18,7 @@ import (
 // # gdn_conv_gates
 //
 // One work item is one (user b, channel tile tc) page; the items are split
-// over the conv cores and one more core computes the gates.
+// over the conv cores and the cores after them compute the gates.
 //
 //   - Conv reader, per batch of up to maxConvBatch items (every DRAM read
 //     of the batch in flight under one barrier, then every row copy under
@@ -39,10 +39,11 @@ import (
 //     one write barrier), the latter the state's own page when the state
 //     is aliased (in place: each page is read and rewritten by one core,
 //     in that order).
-//   - Gate core: per (user, head tile) it computes in row form r(a +
-//     dt_bias), r(softplus), r(exp(a_log)), g = -(softplus x exp) and beta
-//     = sigmoid(b); its writer scatters the rows into the [B*H, 1] column
-//     tiles of beta and g element by element (padding zero).
+//   - Gate cores (the (user, head tile) rows split over the free cores):
+//     per row in row form r(a + dt_bias), r(softplus), r(exp(a_log)), g =
+//     -(softplus x exp) and beta = sigmoid(b); the writer stores each
+//     value into the [B*H, 1] column tiles of beta and g as one 16-byte
+//     write (gates).
 //
 // The window must fit one tile row (K <= 32); conv, state and qkv are bf16
 // or fp32 (moved by rows); beta and g bf16 or fp32 (moved by elements).
@@ -343,68 +344,80 @@ func (cv *gdnConv) writer() *kir.Kernel {
 // maxConvBatch bounds the items a conv reader has in flight at once.
 const maxConvBatch = 8
 
-// gates adds the gate kernels of gdn_conv_gates on the worker core after
-// the conv cores: per (user, head tile) the rows of g and beta, then their
-// scatter into the [B*H, 1] column tensors.
+// gates adds the gate kernels of gdn_conv_gates on the worker cores after
+// the conv cores: the (user, head tile) rows of g and beta split over as
+// many of the free cores as there are rows (each row's SFPU chain, a few
+// microseconds, is the gates' whole cost), each core computing its rows
+// and storing each value as its own 16-byte DRAM write into the [B*H, 1]
+// column tiles (the element in column 0 of its row, the rest of the 16
+// bytes zero): cores never write the same bytes, so no page is assembled
+// on one core. The columns past 0 and the rows past B*H keep what the
+// buffers held; readers take column 0 of rows < B*H only.
 func (cv *gdnConv) gates() {
 	o, res, p, ctx := cv.op.Operands, cv.op.Results, cv.p, cv.ctx
-	_, grs := blocks.CoresFrom(ctx.Target, cv.plan.Cores, 1)
 	a, bv, alog, dtb, beta, g := o[3], o[4], o[5], o[6], res[2], res[3]
 	B, H, ht := cv.xs[0], cv.H, tilesWide(a.Type.Shape)
 	gd, bd := g.Type.DType, beta.Type.DType
 	rows := B * ht
+	free := max(1, ctx.Target.NumWorkers()-cv.plan.Cores)
+	split := Split{Items: rows, Cores: min(rows, free)}
+	split.PerCore = (rows + split.Cores - 1) / split.Cores
+	split.Cores = (rows + split.PerCore - 1) / split.PerCore
+	gcores, grs := blocks.CoresFrom(ctx.Target, cv.plan.Cores, split.Cores)
+	per := split.PerCore
 	cbs := blocks.NewCBPlan(p, ctx.Target, grs)
 	// Every row's inputs read under one barrier (dt_bias and a_log again
 	// for each user, so compute takes one of each per row).
-	cbA := cbs.Input("a", a.Type.DType, rows)
-	cbDt := cbs.Input("dt_bias", dtb.Type.DType, rows)
-	cbAl := cbs.Input("a_log", alog.Type.DType, rows)
-	cbB := cbs.Input("b", bv.Type.DType, rows)
+	cbA := cbs.Input("a", a.Type.DType, per)
+	cbDt := cbs.Input("dt_bias", dtb.Type.DType, per)
+	cbAl := cbs.Input("a_log", alog.Type.DType, per)
+	cbB := cbs.Input("b", bv.Type.DType, per)
 	cbT := cbs.Scratch("a_plus_dt", gd, 1)
 	cbSp := cbs.Scratch("softplus", gd, 1)
 	cbE := cbs.Scratch("exp_a_log", gd, 1)
-	cbGr := cbs.Output("g_rows", gd, rows)
-	cbBr := cbs.Output("beta_rows", bd, rows)
-	outPages := blocks.ImageOf(ir.Shape{B * H, 1}).Pages
-	cbGs := cbs.Scratch("g_pages", gd, outPages)
-	cbBs := cbs.Scratch("beta_pages", bd, outPages)
-	cv.fail(cbs.Err(fmt.Sprintf("gdn_conv_gates gate core keeps the %d gate row tiles of g and beta", rows)))
+	cbGr := cbs.Output("g_rows", gd, per)
+	cbBr := cbs.Output("beta_rows", bd, per)
+	// Each value's 16-byte write source: a slot per head of the core's rows.
+	const slot = 16
+	slots := per * ir.TileSize * slot
+	cbW := cbs.Pages(blocks.ScratchCB, "write_slots", ir.UInt32, 2*slots, 1)
+	cv.fail(cbs.Err(fmt.Sprintf("gdn_conv_gates gate cores keep %d gate row tiles of g and beta each", per)))
 
 	rd := p.AddKernel(&kir.Kernel{Name: "gate_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: grs})
 	aAcc, dtAcc, alAcc, bAcc := cv.bind(rd, "a_addr", a), cv.bind(rd, "dt_bias_addr", dtb), cv.bind(rd, "a_log_addr", alog), cv.bind(rd, "b_addr", bv)
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	type stream struct {
 		acc  *blocks.Access
 		cb   int
-		page func(u, th kir.Expr) kir.Expr
+		page func(row kir.Expr) kir.Expr
 		l1   kir.Var
 	}
-	perUser := func(u, th kir.Expr) kir.Expr { return kir.Add(kir.Mul(u, kir.Ci(ht)), th) }
-	shared := func(_, th kir.Expr) kir.Expr { return th }
+	perUser := func(row kir.Expr) kir.Expr { return row }
+	shared := func(row kir.Expr) kir.Expr { return kir.Mod(row, kir.Ci(ht)) }
 	streams := []*stream{{acc: aAcc, cb: cbA, page: perUser}, {acc: dtAcc, cb: cbDt, page: shared}, {acc: alAcc, cb: cbAl, page: shared}, {acc: bAcc, cb: cbB, page: perUser}}
 	for _, st := range streams {
-		st.l1 = blocks.Reserve(b, st.cb, kir.Ci(rows), "l1")
+		st.l1 = blocks.Reserve(b, st.cb, rcount, "l1")
 	}
-	b.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
-		b.For("th", kir.C(0), kir.Ci(ht), func(th kir.Var) {
-			j := perUser(u, th)
-			for _, st := range streams {
-				blocks.ReadPageTo(b, st.acc, st.page(u, th), kir.Add(st.l1, kir.Mul(j, kir.Ci(st.acc.PageSize()))))
-			}
-		})
+	b.For("j", kir.C(0), rcount, func(j kir.Var) {
+		row := b.Let("row", kir.Add(rstart, j))
+		for _, st := range streams {
+			blocks.ReadPageTo(b, st.acc, st.page(row), kir.Add(st.l1, kir.Mul(j, kir.Ci(st.acc.PageSize()))))
+		}
 	})
 	b.NoCAsyncReadBarrier()
 	for _, st := range streams {
-		b.CBPushBack(st.cb, kir.Ci(rows))
+		b.CBPushBack(st.cb, rcount)
 	}
 
 	cp := p.AddKernel(&kir.Kernel{Name: "gate_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: grs,
 		Compute: kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true}})
+	ccount := cp.RuntimeArg("count")
 	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	z := kir.C(0)
 	c.Startup(cbA, cbDt, cbT)
-	c.For("j", z, kir.Ci(rows), func(kir.Var) {
+	c.For("j", z, ccount, func(kir.Var) {
 		cb.Comment("r(a + dt_bias)")
 		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbA, cbDt, cbT, false, nil)
 		cb.Comment("r(softplus(.))")
@@ -419,35 +432,43 @@ func (cv *gdnConv) gates() {
 
 	wr := p.AddKernel(&kir.Kernel{Name: "gate_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: grs})
 	gAcc, btAcc := cv.bind(wr, "g_addr", g), cv.bind(wr, "beta_addr", beta)
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	w := wr.Builder()
-	w.Comment("zero every g and beta page first, while compute works: each is a [B*H, 1] column tile, padding zero")
-	gPages := blocks.ScratchPages(w, cbGs, outPages, "g_pages")
-	blocks.FillWords(w, gPages, outPages*gd.TileBytes(), 0)
-	bPages := blocks.ScratchPages(w, cbBs, outPages, "beta_pages")
-	blocks.FillWords(w, bPages, outPages*bd.TileBytes(), 0)
-	w.CBWaitFront(cbGr, kir.Ci(rows))
-	w.CBWaitFront(cbBr, kir.Ci(rows))
-	scatter := func(acc *blocks.Access, rowsCB int, pages kir.Var, dt ir.DType, eb int) {
-		w.Comment("scatter the rows into the column tiles and write them (one barrier for g and beta)")
+	w.Comment("zero the write slots while compute works: each value leaves as 16 bytes, itself then zeros")
+	ws := blocks.Scratch(w, cbW, "slots")
+	blocks.FillWords(w, ws, 2*slots, 0)
+	store := func(acc *blocks.Access, rowsCB int, base kir.Expr, dt ir.DType, eb int) {
+		w.Comment("each head's value of each row to (u*H + h, 0) of the column tiles, one 16-byte write")
 		src := w.Let("rows", kir.GetReadPtr{CB: rowsCB})
-		w.For("tp", z, kir.Ci(outPages), func(tp kir.Var) {
-			slot := w.Let("slot", kir.Add(pages, kir.Mul(tp, kir.Ci(dt.TileBytes()))))
-			w.For("r", z, kir.Ci(ir.TileSize), func(r kir.Var) {
-				idx := w.Let("idx", kir.Add(kir.Mul(tp, kir.Ci(ir.TileSize)), r))
-				w.If(kir.Lt(idx, kir.Ci(B*H)), func() {
-					h := w.Let("h", kir.Mod(idx, kir.Ci(H)))
-					tile := kir.Mul(kir.Add(kir.Mul(kir.Div(idx, kir.Ci(H)), kir.Ci(ht)), kir.Div(h, kir.Ci(ir.TileSize))), kir.Ci(dt.TileBytes()))
-					blocks.MoveElem(w, kir.Add(src, tile), z, kir.Mod(h, kir.Ci(ir.TileSize)), slot, r, z, eb)
+		w.For("j", z, wcount, func(j kir.Var) {
+			row := w.Let("row", kir.Add(wstart, j))
+			u := w.Let("u", kir.Div(row, kir.Ci(ht)))
+			th := w.Let("th", kir.Mod(row, kir.Ci(ht)))
+			w.For("h", z, kir.Ci(ir.TileSize), func(h kir.Var) {
+				hh := w.Let("hh", kir.Add(kir.Mul(th, kir.Ci(ir.TileSize)), h))
+				w.If(kir.Lt(hh, kir.Ci(H)), func() {
+					idx := w.Let("idx", kir.Add(kir.Mul(u, kir.Ci(H)), hh))
+					sl := w.Let("slot", kir.Add(base, kir.Mul(kir.Add(kir.Mul(j, kir.Ci(ir.TileSize)), h), kir.Ci(slot))))
+					blocks.MoveElem(w, kir.Add(src, kir.Mul(j, kir.Ci(dt.TileBytes()))), z, h, sl, z, z, eb)
+					off := blocks.FaceOffset(kir.Mod(idx, kir.Ci(ir.TileSize)), z, eb)
+					w.NoCAsyncWrite(sl, acc.PageAddrAtExpr(kir.Div(idx, kir.Ci(ir.TileSize)), off), kir.Ci(slot))
 				})
 			})
-			w.NoCAsyncWrite(slot, acc.PageAddr(tp), kir.Ci(acc.PageSize()))
 		})
 	}
-	scatter(gAcc, cbGr, gPages, gd, cv.ebG)
-	scatter(btAcc, cbBr, bPages, bd, cv.ebB)
+	// g's rows leave while compute finishes beta's.
+	w.CBWaitFront(cbGr, wcount)
+	store(gAcc, cbGr, ws, gd, cv.ebG)
+	w.CBWaitFront(cbBr, wcount)
+	store(btAcc, cbBr, kir.Add(ws, kir.Ci(slots)), bd, cv.ebB)
 	w.NoCAsyncWriteBarrier()
-	blocks.ReleaseScratchPages(w, cbGs, outPages)
-	blocks.ReleaseScratchPages(w, cbBs, outPages)
-	w.CBPopFront(cbGr, kir.Ci(rows))
-	w.CBPopFront(cbBr, kir.Ci(rows))
+	blocks.ReleaseScratch(w, cbW)
+	w.CBPopFront(cbGr, wcount)
+	w.CBPopFront(cbBr, wcount)
+	for i, core := range gcores {
+		st, n := split.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
+	}
 }
