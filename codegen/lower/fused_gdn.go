@@ -110,20 +110,48 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
-	items := cv.xs[0] * cv.ct // (user, channel tile) pages
+	B := cv.xs[0]
+	items := B * cv.ct // (user, channel tile) pages
 	// A conv tile is latency-bound: a core with one item waits for its
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
-	plan := PlanSplit(items, ctx.Target.NumWorkers()-1, perTile, 0, items*(3*dx.TileBytes()+dT.TileBytes())/DRAMBytesPerCycle)
+	floor := items * (3*dx.TileBytes() + dT.TileBytes()) / DRAMBytesPerCycle
+	cv.gather = B >= 2 && B <= ir.TileSize && dx == ir.BF16
+	unit := 1 // items per planned unit: a channel tile's B users when gathering
+	if cv.gather {
+		unit = B
+	}
+	plan := PlanSplit(items/unit, ctx.Target.NumWorkers()-1, perTile*unit, 0, floor)
 	cv.splitProgram = startProgram(op, ctx, plan)
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
-	cv.bat = max(1, min(plan.PerCore, maxConvBatch))
+	cv.bat = max(1, min(plan.PerCore*unit, maxConvBatch))
+	if cv.gather {
+		// Whole channel tiles per batch: the writer pops a tile's B new
+		// states at once, so a batch that split one would wait on itself.
+		cv.bat = B * max(1, min(plan.PerCore, maxConvBatch/B))
+	}
 	cv.planCBs()
 	rd, cp, wr := cv.reader(), cv.compute(), cv.writer()
-	plan.SetArgs(cv.cores, rd, cp, wr)
+	for i, core := range cv.cores {
+		st, n := plan.Range(i)
+		rd.SetRuntimeArgs(core, kir.U32(uint32(st*unit)), kir.U32(uint32(n*unit)))
+		cp.SetRuntimeArgs(core, kir.U32(uint32(n*unit)))
+		wr.SetRuntimeArgs(core, kir.U32(uint32(st*unit)), kir.U32(uint32(n*unit)))
+	}
 	cv.gates()
 	return cv.done(cv.p)
+}
+
+// page is the (user, channel tile) page of item i and tc its channel tile:
+// i itself and i % ct, or with gather user i % B of tile i / B.
+func (cv *gdnConv) page(b *kir.Builder, i kir.Expr) (page, tc kir.Expr) {
+	if !cv.gather {
+		return i, b.Let("tc", kir.Mod(i, kir.Ci(cv.ct)))
+	}
+	B := cv.xs[0]
+	tc = b.Let("tc", kir.Div(i, kir.Ci(B)))
+	return b.Let("page", kir.Add(kir.Mul(kir.Mod(i, kir.Ci(B)), kir.Ci(cv.ct)), tc)), tc
 }
 
 // gdnConv is a gdn_conv_gates program: its operands, the element sizes
@@ -141,6 +169,12 @@ type gdnConv struct {
 	bat                                                                   int // items per read batch
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
+	// gather (B >= 2 users of a bf16 conv): items run channel tile by
+	// channel tile (item i is user i%B of tile i/B), and a tile's B sums
+	// (cbRows, row 0 each) are gathered into the rows of one tile
+	// (cbGath) for a single SiLU, instead of one SiLU per user's tile.
+	gather         bool
+	cbRows, cbGath int
 }
 
 // newGDNConv checks gdn_conv_gates' operands against the rules the
@@ -192,11 +226,15 @@ func (cv *gdnConv) planCBs() {
 	cv.cbProd = cbs.Scratch("products", dx, 1)
 	cv.round = blocks.Rounds(dx)
 	cv.cbSum = -1
-	if cv.round {
+	if cv.round && !cv.gather { // gather rounds the sum by packing it to user_sums
 		cv.cbSum = cbs.Scratch("sum", dx, 1)
 	}
 	cv.cbConv = cbs.Output("conv", dx, depth)
 	cv.cbNew = cbs.Output("new_state", dx, depth)
+	if cv.gather {
+		cv.cbRows = cbs.Output("user_sums", dx, cv.xs[0])
+		cv.cbGath = cbs.Input("gathered_sums", dx, 1)
+	}
 	cv.planned("gdn_conv_gates conv cores")
 }
 
@@ -208,7 +246,6 @@ func (cv *gdnConv) reader() *kir.Kernel {
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
 	rd := newReader(cv.p, cv.rs)
 	stAcc, xAcc, tAcc := cv.bind(rd, "state_addr", cv.st), cv.bind(rd, "qkv_addr", cv.x), cv.bind(rd, "taps_addr", cv.taps)
-	rCt := rd.CompileArg("ct", uint32(cv.ct))
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	slot0 := blocks.ScratchPages(b, cv.cbSlot, bat, "qkv_slots")
@@ -221,8 +258,7 @@ func (cv *gdnConv) reader() *kir.Kernel {
 		w0 = blocks.Reserve(b, cv.cbWin, n, "win_base")
 		ns0 = blocks.Reserve(b, cv.cbNew, n, "ns_base")
 		b.For("j", kir.C(0), n, func(j kir.Var) {
-			i := b.Let("i", kir.Add(first, j))
-			tc := b.Let("tc", kir.Mod(i, rCt))
+			i, tc := cv.page(b, kir.Add(first, j))
 			tp := kir.Add(tp0, kir.Mul(j, tbT))
 			if ebT != 0 {
 				blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
@@ -290,6 +326,11 @@ func (cv *gdnConv) compute() *kir.Kernel {
 	cp, c, ccount := cv.rangeCompute("count")
 	cb := c.B
 	c.Startup(cv.cbWin, cv.cbTaps, cv.cbProd)
+	if cv.gather {
+		cv.gatherCompute(c, ccount)
+		cb.CBPopFront(cv.cbScaler, kir.C(1))
+		return cp
+	}
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		cb.Comment("r(window x taps)")
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, cv.cbProd, false, nil)
@@ -313,6 +354,74 @@ func (cv *gdnConv) compute() *kir.Kernel {
 	return cp
 }
 
+// gatherCompute is compute with gather: per channel tile, each user's
+// r(window x taps) column sum rounded into a user_sums page (the pack is
+// the r()), then SiLU once on the tile the writer gathers their row 0s
+// into, packed.
+func (cv *gdnConv) gatherCompute(c *blocks.Compute, ccount kir.ArgRef) {
+	cb, B := c.B, cv.xs[0]
+	c.ForStep("g", kir.C(0), ccount, kir.Ci(B), func(kir.Var) {
+		c.For("u", kir.C(0), kir.Ci(B), func(kir.Var) {
+			cb.Comment("r(window x taps); r(sum over the taps), the sum in fp32")
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, cv.cbProd, false, nil)
+			cb.CBWaitFront(cv.cbScaler, kir.C(1))
+			cb.CBWaitFront(cv.cbProd, kir.C(1))
+			c.Acquire()
+			c.Reduce(kir.ReduceSum, kir.ReduceCol, cv.cbProd, cv.cbScaler, cv.cbRows, kir.C(0), kir.C(0), kir.C(0))
+			cb.CBPopFront(cv.cbProd, kir.C(1))
+			c.PackOut(cv.cbRows, 1)
+		})
+		cb.Comment("silu of the channel tile's users, gathered into the rows of one tile")
+		c.Unary(cv.cbGath, cv.cbConv, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+	})
+}
+
+// gatherWriter is writer with gather: per channel tile, the B users'
+// new state pages (under one barrier), their sums' row 0 gathered into row
+// u of a tile for compute, and the SiLU tile's row u written as row 0 of
+// user u's conv page (two half-row writes; the page's other rows are
+// padding no reader takes).
+func (cv *gdnConv) gatherWriter(wb *kir.Builder, cAcc, nAcc *blocks.Access, wstart, wcount kir.ArgRef) {
+	B, eb := cv.xs[0], cv.eb
+	half := blocks.FaceDim * eb
+	tb := kir.Ci(cv.x.Type.DType.TileBytes())
+	wend := wb.Let("end", kir.Add(wstart, wcount))
+	wb.ForStep("g", wstart, wend, kir.Ci(B), func(g kir.Var) {
+		wb.Comment("the users' new state pages")
+		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cv.cbNew})
+		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
+			pg, _ := cv.page(wb, kir.Add(g, u))
+			wb.CBWaitFront(cv.cbNew, kir.Add(u, kir.C(1)))
+			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(u, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(pg), kir.Ci(nAcc.PageSize()))
+		})
+		wb.Comment("row 0 of each user's sum into row u of one tile")
+		wb.CBWaitFront(cv.cbRows, kir.Ci(B))
+		rows := wb.Let("sums", kir.GetReadPtr{CB: cv.cbRows})
+		gt := blocks.Reserve(wb, cv.cbGath, kir.C(1), "gathered")
+		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
+			src := kir.Add(rows, kir.Mul(u, tb))
+			for h := range 2 {
+				blocks.LocalCopy(wb, kir.Add(src, kir.Ci(h*256*eb)), kir.Add(gt, blocks.FaceOffset(u, kir.Ci(h*blocks.FaceDim), eb)), half)
+			}
+		})
+		wb.NoCAsyncReadBarrier()
+		wb.CBPushBack(cv.cbGath, kir.C(1))
+		wb.CBPopFront(cv.cbRows, kir.Ci(B))
+		wb.Comment("row u of the SiLU tile to row 0 of user u's conv page")
+		wb.CBWaitFront(cv.cbConv, kir.C(1))
+		out := wb.Let("silu", kir.GetReadPtr{CB: cv.cbConv})
+		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
+			pg, _ := cv.page(wb, kir.Add(g, u))
+			for h := range 2 {
+				wb.NoCAsyncWrite(kir.Add(out, blocks.FaceOffset(u, kir.Ci(h*blocks.FaceDim), eb)), cAcc.PageAddrAt(pg, h*256*eb), kir.Ci(half))
+			}
+		})
+		wb.NoCAsyncWriteBarrier()
+		wb.CBPopFront(cv.cbConv, kir.C(1))
+		wb.CBPopFront(cv.cbNew, kir.Ci(B))
+	})
+}
+
 // writer adds the conv cores' writer: the new state and conv pages of each
 // batch under one barrier.
 func (cv *gdnConv) writer() *kir.Kernel {
@@ -320,6 +429,10 @@ func (cv *gdnConv) writer() *kir.Kernel {
 	cAcc, nAcc := cv.bind(wr, "conv_addr", cv.conv), cv.bind(wr, "new_state_addr", cv.ns)
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	wb := wr.Builder()
+	if cv.gather {
+		cv.gatherWriter(wb, cAcc, nAcc, wstart, wcount)
+		return wr
+	}
 	wb.Comment("the new state and conv pages of a batch of items written under one barrier")
 	wend := wb.Let("end", kir.Add(wstart, wcount))
 	wb.ForStep("s", wstart, wend, kir.Ci(cv.bat), func(s kir.Var) {

@@ -298,6 +298,13 @@ func TestFusedGDNOnSim(t *testing.T) {
 		// 3 users x 12 heads: the gate columns span two tiles, and a
 		// tile holds several users' gates.
 		t.Run("conv_gates_3_users", func(t *testing.T) { gdnCheck(t, bh, gdnConvOp(t, 3, 320, 4, 12), 7, convExact, srcDir, sources) })
+		// Several users' sums gathered into one tile per channel tile for a
+		// single SiLU: 8 users over many cores, and 3 users with every
+		// channel tile on one conv core.
+		t.Run("conv_gates_8_users", func(t *testing.T) { gdnCheck(t, bh, gdnConvOp(t, 8, 1024, 4, 24), 11, convExact, srcDir, sources) })
+		t.Run("conv_gates_3_users_2cores", func(t *testing.T) {
+			gdnCheck(t, smallGridGDN(), gdnConvOp(t, 3, 320, 4, 12), 12, convExact, srcDir, sources)
+		})
 		t.Run("recurrence_3_users", func(t *testing.T) {
 			gdnCheck(t, bh, gdnRecurrenceOp(t, 3, 2, 6, 32, 32, ir.FP32), 8, recExact, srcDir, sources)
 		})
