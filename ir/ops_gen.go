@@ -41,8 +41,8 @@ const (
 	OpTrilInverse                       // out = (I + L)^-1 for every trailing [n, n] matrix of x, L = x's strictly lower triangular part (entries on and above the diagonal are ignored); out is unit lower triangular; fp32 math (forward substitution)
 	OpConvDepthwise                     // out[.., t, c] = sum over j = 0..K-1 of w[j, c] * x[.., t + j, c] for t = 0..T-K: valid depthwise 1-D convolution along x's second-to-last dim (x [.., T, C], w [K, C], out [.., T-K+1, C]); fp32 math
 	OpRotary                            // out = x * cos + rotate_half(x) * sin with rotate_half(x)[.., i] = -x[.., i + R/2] for i < R/2 and x[.., i - R/2] for i >= R/2, R = x's last dim (even); cos and sin have last dim R and broadcast to x (numpy rules); fp32 math
-	OpUpdateCache                       // out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
-	OpSDPADecode                        // out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
+	OpUpdateCache                       // out = cache [B, Hc, L, D] except out[b, h, p_b, :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 (p_b = pos[0]: every user at one position) or [B] uint32 (p_b = pos[b]: a position per user), each < L; written in place when cache is state
+	OpSDPADecode                        // out[b, h, :] = sum over t = 0..p_b of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..p_b of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 (p_b = pos[0] for every user) or [B] uint32 (p_b = pos[b], a position per user), each < L; fp32 math
 	OpFillCache                         // out = cache [B, H, L, D] except out[b, h, pos[0] + s, :] = new[b, h, s, :] for s = 0..S-1; new is [B, H, S, D]; pos is [1] uint32 with pos[0] + S <= L; written in place when cache is state
 	OpSDPAPrefill                       // out[b, h, s, :] = sum over t = 0..pos[0]+s of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0]+s of scale * dot(q[b, h, s, :], k[b, h/G, t, :]) (causal); q [B, Hq, S, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32, pos[0] + S <= L; fp32 math
 	OpAllReduce                         // out = elementwise sum of x over the devices devices of the mesh row; every device gets the whole sum (result replicated), same shape and dtype as x
@@ -61,8 +61,8 @@ const (
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
 	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
-	OpAttnPrologue                      // gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
-	OpSDPADecodeGated                   // out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
+	OpAttnPrologue                      // gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,p_b,:] = kn[b,j,:]; v_cache' = v_cache except [b,j,p_b,:] = v[b,0,jD : jD+D] with p_b = pos[0] for pos [1] (every user at one position) or pos[b] for pos [B] (a position per user); norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+	OpSDPADecodeGated                   // out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (pos [1] or [B]: user b attends to 0..pos[0] or 0..pos[b]; fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
 	OpAttnProloguePrefill               // gated-attention prefill prologue for S tokens per user at positions pos[0]+s, D = q_norm's size, R = cos's last dim, for user b, token s < S, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,s,h,:] = qg[b,s,2hD+D : 2hD+2D]; q[b,h,s,:] = rope(norm(qg[b,s,2hD : 2hD+D], q_norm)); k_cache' = k_cache except [b,j,pos[0]+s,:] = rope(norm(k[b,s,jD : jD+D], k_norm)); v_cache' = v_cache except [b,j,pos[0]+s,:] = v[b,s,jD : jD+D]; norm and rope as in attn_prologue with the tables of token s (cos[s,0,:], sin[s,0,:]); the normed rows rounded to qg's dtype before rope; results q [B,H,S,D], gate [B,S,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
 	OpSDPAPrefillGated                  // out[b,s,h*D+i] = o[b,h,s,i] * g[b,s,h,i] (fp32 multiply) for q [B,H,S,D], k and v [B,Hkv,L,D], gate [B,S,H,D]: o = sdpa_prefill(q, k, v, pos) with scale (fp32 math, causal from pos[0]) rounded to q's dtype, g = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,S,H*D] in q's dtype
 )
@@ -395,7 +395,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Shape:    shapeRotary,
 }, OpUpdateCache: {
 	Class:    "data",
-	Doc:      "out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state",
+	Doc:      "out = cache [B, Hc, L, D] except out[b, h, p_b, :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 (p_b = pos[0]: every user at one position) or [B] uint32 (p_b = pos[b]: a position per user), each < L; written in place when cache is state",
 	Name:     "update_cache",
 	Operands: []string{"cache", "new", "pos"},
 	Results:  1,
@@ -406,7 +406,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "scale",
 	}},
 	Class:    "attention",
-	Doc:      "out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math",
+	Doc:      "out[b, h, :] = sum over t = 0..p_b of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..p_b of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 (p_b = pos[0] for every user) or [B] uint32 (p_b = pos[b], a position per user), each < L; fp32 math",
 	Name:     "sdpa_decode",
 	Operands: []string{"q", "k", "v", "pos"},
 	Results:  1,
@@ -645,7 +645,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "offset",
 	}},
 	Class:    "attention",
-	Doc:      "gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)",
+	Doc:      "gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,p_b,:] = kn[b,j,:]; v_cache' = v_cache except [b,j,p_b,:] = v[b,0,jD : jD+D] with p_b = pos[0] for pos [1] (every user at one position) or pos[b] for pos [B] (a position per user); norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)",
 	Fused:    true,
 	Name:     "attn_prologue",
 	Operands: []string{"qg", "k", "v", "q_norm", "k_norm", "cos", "sin", "k_cache", "v_cache", "pos"},
@@ -657,7 +657,7 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "scale",
 	}},
 	Class:    "attention",
-	Doc:      "out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype",
+	Doc:      "out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (pos [1] or [B]: user b attends to 0..pos[0] or 0..pos[b]; fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype",
 	Fused:    true,
 	Name:     "sdpa_decode_gated",
 	Operands: []string{"q", "k", "v", "pos", "gate"},
@@ -908,13 +908,13 @@ func (bld *Builder) Rotary(x *Value, cos *Value, sin *Value) *Value {
 	return bld.Emit(OpRotary, []*Value{x, cos, sin}, attrs)[0]
 }
 
-// UpdateCache appends a update_cache op: out = cache [B, Hc, L, D] except out[b, h, pos[0], :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 < L; written in place when cache is state
+// UpdateCache appends a update_cache op: out = cache [B, Hc, L, D] except out[b, h, p_b, :] = new[b, h, :] for every b and h < Hc; new is [B, Hn, D] with Hn >= Hc (rows h >= Hc are padding, ignored); pos is [1] uint32 (p_b = pos[0]: every user at one position) or [B] uint32 (p_b = pos[b]: a position per user), each < L; written in place when cache is state
 func (bld *Builder) UpdateCache(cache *Value, new *Value, pos *Value) *Value {
 	attrs := Attrs{}
 	return bld.Emit(OpUpdateCache, []*Value{cache, new, pos}, attrs)[0]
 }
 
-// SDPADecode appends a sdpa_decode op: out[b, h, :] = sum over t = 0..pos[0] of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..pos[0] of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 < L; fp32 math
+// SDPADecode appends a sdpa_decode op: out[b, h, :] = sum over t = 0..p_b of p[t] * v[b, h/G, t, :] (h/G: integer division), p = softmax over t = 0..p_b of scale * dot(q[b, h, :], k[b, h/G, t, :]); q [B, Hq, D], k and v [B, Hkv, L, D], G = Hq/Hkv, pos [1] uint32 (p_b = pos[0] for every user) or [B] uint32 (p_b = pos[b], a position per user), each < L; fp32 math
 func (bld *Builder) SDPADecode(q *Value, k *Value, v *Value, pos *Value, scale float64) *Value {
 	attrs := Attrs{"scale": scale}
 	return bld.Emit(OpSDPADecode, []*Value{q, k, v, pos}, attrs)[0]
@@ -1058,7 +1058,7 @@ func (bld *Builder) GDNRecurrence(qkv *Value, beta *Value, g *Value, state *Valu
 	return bld.Emit(OpGDNRecurrence, []*Value{qkv, beta, g, state, z, normW}, attrs)
 }
 
-// AttnPrologue appends a attn_prologue op: gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,pos[0],:] = kn[b,j,:]; v_cache' = v_cache except [b,j,pos[0],:] = v[b,0,jD : jD+D]; norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
+// AttnPrologue appends a attn_prologue op: gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,p_b,:] = kn[b,j,:]; v_cache' = v_cache except [b,j,p_b,:] = v[b,0,jD : jD+D] with p_b = pos[0] for pos [1] (every user at one position) or pos[b] for pos [B] (a position per user); norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
 func (bld *Builder) AttnPrologue(qg *Value, k *Value, v *Value, qNorm *Value, kNorm *Value, cos *Value, sin *Value, kCache *Value, vCache *Value, pos *Value, eps float64, offset float64) []*Value {
 	attrs := Attrs{
 		"eps":    eps,
@@ -1067,7 +1067,7 @@ func (bld *Builder) AttnPrologue(qg *Value, k *Value, v *Value, qNorm *Value, kN
 	return bld.Emit(OpAttnPrologue, []*Value{qg, k, v, qNorm, kNorm, cos, sin, kCache, vCache, pos}, attrs)
 }
 
-// SDPADecodeGated appends a sdpa_decode_gated op: out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
+// SDPADecodeGated appends a sdpa_decode_gated op: out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (pos [1] or [B]: user b attends to 0..pos[0] or 0..pos[b]; fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
 func (bld *Builder) SDPADecodeGated(q *Value, k *Value, v *Value, pos *Value, gate *Value, scale float64) *Value {
 	attrs := Attrs{"scale": scale}
 	return bld.Emit(OpSDPADecodeGated, []*Value{q, k, v, pos, gate}, attrs)[0]

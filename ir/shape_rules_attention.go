@@ -20,7 +20,7 @@ func headsDist(x TensorType, axis int) Dist {
 // shapeAttnPrologue: qg [B,1,H*2D], k and v [B,1,Hkv*D] of qg's float
 // dtype, q_norm and k_norm with D elements, cos and sin [B,R] (R even,
 // 2 <= R <= D), k_cache and v_cache [B,Hkv,L,D] of k's dtype or both
-// bfp8_b (checkCacheDTypes), pos [1] uint32 -> q and gate [B,H,D] in qg's
+// bfp8_b (checkCacheDTypes), pos [1] or [B] uint32 -> q and gate [B,H,D] in qg's
 // dtype, then the two caches' types.
 func shapeAttnPrologue(in []TensorType, _ Attrs) ([]TensorType, error) {
 	qg, k, v, qw, kw, cos, sin, kc, vc, pos := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9]
@@ -56,7 +56,7 @@ func shapeAttnPrologue(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if err := checkCacheDTypes(k, kc, vc); err != nil {
 		return nil, err
 	}
-	if err := checkPos(pos); err != nil {
+	if err := checkDecodePos(pos, B); err != nil {
 		return nil, err
 	}
 	q := reshaped(qg, Shape{B, H, D}, qg.DType)

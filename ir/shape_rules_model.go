@@ -255,10 +255,20 @@ func shapeRotary(in []TensorType, _ Attrs) ([]TensorType, error) {
 	return shapeSame(in[:1], nil)
 }
 
-// checkPos checks a decode position operand: [1] uint32.
+// checkPos checks a prefill position operand: [1] uint32.
 func checkPos(t TensorType) error {
 	if t.DType != UInt32 || !t.Shape.Equal(Shape{1}) {
 		return fmt.Errorf("rule decode-pos: pos must be [1] uint32, got %s %s", t.Shape, t.DType)
+	}
+	return nil
+}
+
+// checkDecodePos checks a decode position operand of a batch of B users:
+// [1] uint32 (every user at one position) or [B] uint32 (a position per
+// user).
+func checkDecodePos(t TensorType, B int) error {
+	if t.DType != UInt32 || (!t.Shape.Equal(Shape{1}) && !t.Shape.Equal(Shape{B})) {
+		return fmt.Errorf("rule decode-pos: pos must be [1] or [%d] (one position per user) uint32, got %s %s", B, t.Shape, t.DType)
 	}
 	return nil
 }
@@ -284,7 +294,7 @@ func shapeUpdateCache(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if err := checkCacheDType(in[0], in[1]); err != nil {
 		return nil, err
 	}
-	if err := checkPos(in[2]); err != nil {
+	if err := checkDecodePos(in[2], c[0]); err != nil {
 		return nil, err
 	}
 	return []TensorType{like(in[0], c.Clone(), in[0].DType)}, nil
@@ -302,7 +312,7 @@ func shapeSDPADecode(in []TensorType, _ Attrs) ([]TensorType, error) {
 	if !in[0].DType.IsFloat() || !in[1].DType.IsFloat() || !in[2].DType.IsFloat() {
 		return nil, fmt.Errorf("rule float-operand: sdpa needs float q, k, v")
 	}
-	if err := checkPos(in[3]); err != nil {
+	if err := checkDecodePos(in[3], q[0]); err != nil {
 		return nil, err
 	}
 	return []TensorType{like(in[0], q.Clone(), in[0].DType)}, nil

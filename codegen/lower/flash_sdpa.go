@@ -263,7 +263,7 @@ func (f *flashSDPA) planCBs() error {
 	s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
 	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
 	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 2)
-	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
+	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(f.ctx.Target, s.pos), 1)
 	s.scores = cbs.Scratch("scores", ir.FP32, C)
 	f.pexp = cbs.Scratch("exp", ir.FP32, C)
 	f.nmS = cbs.Scratch("neg_max", ir.BF16, 2)
@@ -413,20 +413,40 @@ func (f *flashSDPA) reader() error {
 	if f.group == 1 {
 		f.tileConsts(b)
 	}
-	s.posv = readPos(b, s.pAcc, s.cbPos)
-	b.Comment("pos, for the compute kernel's loop counts (read_tile_value)")
-	for _, cb := range []int{f.posC, f.wpos} {
-		if cb == f.wpos && f.group == 1 {
-			continue
+	posPage := readPosPage(b, s.pAcc, s.cbPos, s.pos)
+	perItem := f.perItemPos()
+	// pushPos emits the push of pos into the compute kernel's (and, group
+	// > 1, the writer's) pos page.
+	pushPos := func(pos kir.Var) {
+		b.Comment("pos, for the compute kernel's loop counts (read_tile_value)")
+		for _, cb := range []int{f.posC, f.wpos} {
+			if cb == f.wpos && f.group == 1 {
+				continue
+			}
+			pp := blocks.Reserve(b, cb, kir.C(1), "pos_page")
+			b.L1Write32(pp, pos)
+			b.CBPushBack(cb, kir.C(1))
 		}
-		pp := blocks.Reserve(b, cb, kir.C(1), "pos_page")
-		b.L1Write32(pp, s.posv)
-		b.CBPushBack(cb, kir.C(1))
 	}
-	sp := f.flashSpan(b, s.posv, rslot)
-	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
-	s.lptr = lptr
-	s.lrow = b.Let("lrow", kir.Mod(s.posv, kir.Ci(ir.TileSize)))
+	var lptr, lo, hi, holds kir.Var
+	// span emits the split of the visible tiles of position pos (the
+	// core's own, or with perItem the item's).
+	span := func(pos kir.Var) {
+		s.posv = pos
+		sp := f.flashSpan(b, s.posv, rslot)
+		lptr, lo, hi = sp.lptr, sp.lo, sp.hi
+		s.lptr = lptr
+		s.lrow = b.Let("lrow", kir.Mod(s.posv, kir.Ci(ir.TileSize)))
+	}
+	if !perItem {
+		// pos [1], or (group > 1) the one item's user's word of pos [B]
+		pos := posPage.shared
+		if posPage.perUser {
+			pos = posPage.of(b, kir.Div(rstart, kir.Ci(f.d.Hkv)), "pos")
+		}
+		pushPos(pos)
+		span(pos)
+	}
 	s.gq.Begin(b, []int{s.slotQ})
 	s.gg.Begin(b, []int{s.slotG})
 	if f.group > 1 {
@@ -438,13 +458,18 @@ func (f *flashSDPA) reader() error {
 		})
 	}
 	fb := ir.FP32.TileBytes()
-	// holds: the core's tiles include pos's (group > 1: only that core
-	// needs the constant tiles, which its writer makes)
-	holds := b.Let("holds_pos", kir.LAnd(kir.Le(lo, lptr), kir.Lt(lptr, hi)))
+	if !perItem {
+		// holds: the core's tiles include pos's (group > 1: only that core
+		// needs the constant tiles, which its writer makes)
+		holds = b.Let("holds_pos", kir.LAnd(kir.Le(lo, lptr), kir.Lt(lptr, hi)))
+	}
 	stream := func() {
+		var consts kir.Var
 		if f.group == 1 {
-			consts := blocks.ScratchPages(b, s.consts, 2, "consts")
-			f.maskConsts(b, consts, s.lrow)
+			consts = blocks.ScratchPages(b, s.consts, 2, "consts")
+			if !perItem {
+				f.maskConsts(b, consts, s.lrow)
+			}
 			s.zero = b.Let("zero", consts)
 			s.bound = b.Let("bound", kir.Add(consts, kir.Ci(fb)))
 		} else {
@@ -453,6 +478,13 @@ func (f *flashSDPA) reader() error {
 		}
 		kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
 		b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+			if perItem {
+				b.Comment("the item's user's position: its visible tiles and mask")
+				pos := posPage.of(b, kir.Div(i, kir.Ci(f.d.Hkv)), "pos")
+				pushPos(pos)
+				span(pos)
+				f.maskConsts(b, consts, s.lrow)
+			}
 			it := s.decodeItem(b, i)
 			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(b, t0, hi)
@@ -594,12 +626,24 @@ func (f *flashSDPA) compute() {
 	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
-	for _, cb := range []int{s.scaler, f.zeroT, f.posC} {
+	perItem := f.perItemPos()
+	consts := []int{s.scaler, f.zeroT, f.posC}
+	if perItem {
+		consts = consts[:2] // the item's pos page comes with the item
+	}
+	for _, cb := range consts {
 		c.B.CBWaitFront(cb, kir.C(1))
 	}
-	pos := c.B.Let("pos", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.C(0)})
-	sp := f.flashSpan(c.B, pos, slot)
-	lptr, lo, hi := sp.lptr, sp.lo, sp.hi
+	var sp flashSplit
+	var lptr, lo, hi kir.Var
+	span := func() {
+		pos := c.B.Let("pos", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.C(0)})
+		sp = f.flashSpan(c.B, pos, slot)
+		lptr, lo, hi = sp.lptr, sp.lo, sp.hi
+	}
+	if !perItem {
+		span()
+	}
 	if f.group > 1 {
 		is, k := f.helper(c.B, slot)
 		c.If(is, func() {
@@ -611,6 +655,12 @@ func (f *flashSDPA) compute() {
 	}
 	stream := func() {
 		c.For("i", kir.C(0), items, func(kir.Var) {
+			if perItem {
+				c.B.Comment("the item's user's position")
+				c.B.CBWaitFront(f.posC, kir.C(1))
+				span()
+				c.B.CBPopFront(f.posC, kir.C(1))
+			}
 			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
 			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(c.B, t0, hi)
@@ -644,9 +694,17 @@ func (f *flashSDPA) compute() {
 		}, nil)
 	}
 	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
-		c.B.CBPopFront(cb, kir.C(1))
+		if cb != f.posC || !perItem {
+			c.B.CBPopFront(cb, kir.C(1))
+		}
 	}
 }
+
+// perItemPos reports whether the program reads a position per item: pos
+// [B] with group 1, whose cores may hold items of several users. With
+// group > 1 a core's one item fixes its user, whose word the reader reads
+// once, as it reads pos [1].
+func (f *flashSDPA) perItemPos() bool { return f.group == 1 && perUserPos(f.pos) }
 
 // chunkScores emits the scores of cache tiles [t0, cend) into one block
 // of the scores CB (its unused pages left as they are): DEST = mask (pos's

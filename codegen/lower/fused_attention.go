@@ -235,7 +235,7 @@ func (pl *prologue) planNorm() {
 	cbs, d := pl.cbs, pl.d
 	pl.posR = -1
 	if !pl.inPlaceK || !pl.inPlaceV {
-		pl.posR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
+		pl.posR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(pl.ctx.Target, pl.op.Operands[9]), 1)
 	}
 	n := headNorm{x: pl.x, w: pl.w, wo: -1, scaler: pl.scaler, Dt: d.Dt, RtR: d.RtR, D: d.D, eps: pl.eps, offset: pl.offset}
 	n.sq = cbs.Scratch("x_squared", ir.FP32, d.Dt)
@@ -257,7 +257,7 @@ func (pl *prologue) planOut(slots int) {
 	} else {
 		pl.slot = pl.cbs.Scratch("cache_tile", pl.dtype(), slots)
 	}
-	pl.posW = pl.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, pl.op.Operands[9].Type.DType.ElemBytes(), 1)
+	pl.posW = pl.cbs.Pages(blocks.ScratchCB, "pos_writer", ir.UInt32, posPageBytes(pl.ctx.Target, pl.op.Operands[9]), 1)
 }
 
 // readerStart adds the reader with its buffers (pl.ra; the caches unless
@@ -284,9 +284,9 @@ func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr) {
 }
 
 // writerStart adds the writer with its buffers (pl.wa; the cache results
-// unless in place), reads pos and returns the builder, pos and the item
-// range.
-func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir.Expr) {
+// unless in place), reads pos's page and returns the builder, the page
+// (readPosPage) and the item range.
+func (pl *prologue) writerStart() (b *kir.Builder, pos posReader, start, count kir.Expr) {
 	wr, o, res, ab, w := newWriter(pl.p, pl.rs), pl.op.Operands, pl.op.Results, pl.splitProgram, &pl.wa
 	w.q, w.gate = ab.bind(wr, "q_addr", res[0]), ab.bind(wr, "gate_addr", res[1])
 	w.kcIn, w.vcIn = ab.bind(wr, "k_cache_addr", o[7]), ab.bind(wr, "v_cache_addr", o[8])
@@ -300,7 +300,7 @@ func (pl *prologue) writerStart() (b *kir.Builder, pos kir.Var, start, count kir
 	w.pos = ab.bind(wr, "pos_addr", o[9])
 	pl.wr, start, count = wr, wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b = wr.Builder()
-	return b, readPos(b, w.pos, pl.posW), start, count
+	return b, readPosPage(b, w.pos, pl.posW, o[9]), start, count
 }
 
 // eachItem emits the loop over items start.., body(user, index in the
@@ -426,8 +426,12 @@ func (dp *decodePrologue) reader() {
 	dp.zeroL1 = blocks.Scratch(b, dp.zero, "zero")
 	blocks.FillWords(b, dp.zeroL1, dp.op.Operands[5].Type.DType.TileBytes(), 0)
 	dp.tabL1 = blocks.ScratchPages(b, dp.tab, 2*d.RtR, "tab")
+	var rpos posReader
 	if dp.posR >= 0 {
-		dp.rptr = b.Let("ptr", kir.Div(readPos(b, dp.ra.pos, dp.posR), kir.Ci(ir.TileSize)))
+		rpos = readPosPage(b, dp.ra.pos, dp.posR, dp.op.Operands[9])
+		if !rpos.perUser {
+			dp.rptr = b.Let("ptr", kir.Div(rpos.shared, kir.Ci(ir.TileSize)))
+		}
 	}
 	dp.gq.Begin(b, []int{dp.slotQG})
 	dp.gk.Begin(b, []int{dp.slotK})
@@ -457,7 +461,13 @@ func (dp *decodePrologue) reader() {
 			})
 		})
 		dp.cacheCopies(b, u, r, dp.ra.kc, dp.ra.vc, "cache copy: every page outside tile row pos/32",
-			func() func(tt kir.Expr) kir.Expr { return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, dp.rptr) } }, blocks.ReadPages)
+			func() func(tt kir.Expr) kir.Expr {
+				ptr := dp.rptr
+				if rpos.perUser {
+					ptr = b.Let("ptr", kir.Div(rpos.of(b, u, "upos"), kir.Ci(ir.TileSize)))
+				}
+				return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, ptr) }
+			}, blocks.ReadPages)
 	})
 	if dp.rowGather {
 		blocks.ReleaseScratch(b, dp.rows)
@@ -595,10 +605,13 @@ func (dp *decodePrologue) writer() {
 		return
 	}
 	b, wpos, start, count := dp.writerStart()
-	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
-	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
+	if !wpos.perUser {
+		dp.wptr = b.Let("ptr", kir.Div(wpos.shared, kir.Ci(ir.TileSize)))
+		dp.prow = b.Let("prow", kir.Mod(wpos.shared, kir.Ci(ir.TileSize)))
+	}
 	dp.slotL1 = blocks.ScratchPages(b, dp.slot, dp.slots, "cache_tile")
 	dp.eachItem(b, start, count, func(u, r kir.Var) {
+		dp.userRow(b, wpos, u)
 		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
 		dp.items.k.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, true) })
 		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
@@ -608,6 +621,19 @@ func (dp *decodePrologue) writer() {
 	})
 	blocks.ReleaseScratchPages(b, dp.slot, dp.slots)
 	blocks.ReleaseScratch(b, dp.posW)
+}
+
+// userRow emits (pos [B]) user u's cache tile row and row in it, wptr
+// and prow, from its word of the writer's pos page; with pos [1] the
+// writer set them once.
+func (dp *decodePrologue) userRow(b *kir.Builder, wpos posReader, u kir.Var) {
+	if !wpos.perUser {
+		return
+	}
+	b.Comment("the user's position: its cache tile row and the row in it")
+	up := wpos.of(b, u, "upos")
+	dp.wptr = b.Let("ptr", kir.Div(up, kir.Ci(ir.TileSize)))
+	dp.prow = b.Let("prow", kir.Mod(up, kir.Ci(ir.TileSize)))
 }
 
 // writeHeads emits the write of a q or gate item (s) from cb: its Dt
@@ -780,7 +806,7 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute, out int))
 
 // checkPrologue checks op (attn_prologue_prefill when prefill) and
 // returns its eps, offset and sizes: every operand but pos (a position,
-// checkPos) and every result in tile layout, k, v, the caches and the
+// checkPos; decode: checkDecodePos) and every result in tile layout, k, v, the caches and the
 // results of qg's dtype, bf16 or fp32 like the tables (single rows move;
 // decode: cos and sin alike), the norm weights alike (one weight CB).
 func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims, err error) {
@@ -790,7 +816,11 @@ func checkPrologue(op *ir.Op, prefill bool) (eps, offset float64, d prologueDims
 		return 0, 0, d, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
 	o, r := op.Operands, op.Results
-	if err := cmp.Or(requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]), checkPos(o[9])); err != nil {
+	posErr := checkPos(o[9])
+	if !prefill && o[0].Type.Shape.Rank() > 0 {
+		posErr = checkDecodePos(o[9], o[0].Type.Shape[0])
+	}
+	if err := cmp.Or(requireTiles(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], r[0], r[1], r[2], r[3]), posErr); err != nil {
 		return 0, 0, d, err
 	}
 	if prefill {

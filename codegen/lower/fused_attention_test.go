@@ -79,9 +79,16 @@ func attnFirstOf(t *testing.T, g *ir.Graph, k ir.OpKind) *ir.Op {
 // graph, the sdpa_decode_gated op and the attn_prologue op.
 func attnGraph(t *testing.T, B, H, Hkv, D, R, L int) (*ir.Graph, *ir.Op, *ir.Op) {
 	t.Helper()
+	return attnGraphPos(t, B, H, Hkv, D, R, L, 1)
+}
+
+// attnGraphPos is attnGraph with pos [posN] (1, or B: a position per
+// user).
+func attnGraphPos(t *testing.T, B, H, Hkv, D, R, L, posN int) (*ir.Graph, *ir.Op, *ir.Op) {
+	t.Helper()
 	b := ir.NewBuilder("attn")
 	b.Region("attention", 3)
-	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{posN}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
 	qg := b.Input("qg", ir.T(ir.BF16, B, 1, H*2*D))
 	k := b.Input("k", ir.T(ir.BF16, B, 1, Hkv*D))
 	v := b.Input("v", ir.T(ir.BF16, B, 1, Hkv*D))
@@ -388,8 +395,15 @@ func testSDPA(t *testing.T, tgt *target.Target, op *ir.Op, pos int, seed uint64)
 // L-long cache, at math fidelity fid.
 func sdpaGatedOp(t *testing.T, dt ir.DType, B, S, H, Hkv, D, L int, fid string) *ir.Op {
 	t.Helper()
+	return sdpaGatedOpPos(t, dt, B, S, H, Hkv, D, L, fid, 1)
+}
+
+// sdpaGatedOpPos is sdpaGatedOp with pos [posN] (1, or B in decode: a
+// position per user).
+func sdpaGatedOpPos(t *testing.T, dt ir.DType, B, S, H, Hkv, D, L int, fid string, posN int) *ir.Op {
+	t.Helper()
 	b := ir.NewBuilder("sdpa_gated")
-	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{posN}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
 	kc := b.Input("k_cache", ir.T(dt, B, Hkv, L, D))
 	vc := b.Input("v_cache", ir.T(dt, B, Hkv, L, D))
 	var out *ir.Value

@@ -231,7 +231,8 @@ func (pp *prefillPrologue) writer() {
 		pp.bfpWriter()
 		return
 	}
-	b, wpos, start, count := pp.writerStart()
+	b, wp, start, count := pp.writerStart()
+	wpos := wp.shared
 	pp.wpos = wpos
 	pp.slotL1 = blocks.Scratch(b, pp.slot, "cache_tile")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {

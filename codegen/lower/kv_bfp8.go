@@ -196,10 +196,13 @@ func readExp(b *kir.Builder, a *blocks.Access, pg, exp kir.Expr) {
 func (dp *decodePrologue) bfpWriter() {
 	b, wpos, start, count := dp.writerStart()
 	kv := dp.bfp
-	dp.prow = b.Let("prow", kir.Mod(wpos, kir.Ci(ir.TileSize)))
-	dp.wptr = b.Let("ptr", kir.Div(wpos, kir.Ci(ir.TileSize)))
+	if !wpos.perUser {
+		dp.prow = b.Let("prow", kir.Mod(wpos.shared, kir.Ci(ir.TileSize)))
+		dp.wptr = b.Let("ptr", kir.Div(wpos.shared, kir.Ci(ir.TileSize)))
+	}
 	dp.slotL1 = blocks.ScratchPages(b, kv.exp, kv.slots, "cache_exp")
 	dp.eachItem(b, start, count, func(u, r kir.Var) {
+		dp.userRow(b, wpos, u)
 		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
 		dp.items.k.on(b, r, func(hr kir.Expr) { dp.bfpWriteKV(b, u, hr, true) })
 		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
@@ -268,7 +271,7 @@ func (dp *decodePrologue) bfpWriteKV(b *kir.Builder, u kir.Var, hr kir.Expr, k b
 func (pp *prefillPrologue) bfpWriter() {
 	b, wpos, start, count := pp.writerStart()
 	kv := pp.bfp
-	pp.wpos = wpos
+	pp.wpos = wpos.shared
 	pp.slotL1 = blocks.Scratch(b, kv.exp, "cache_exp")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
 		pp.writeTiles(b, pp.items.q, u, r, pp.wa.q, pp.out)

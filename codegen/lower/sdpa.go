@@ -9,7 +9,9 @@ import (
 )
 
 // sdpa_decode: for q [B, Hq, D] and the caches k, v [B, Hkv, L, D],
-// out[b, h] = softmax_t<=pos(scale * q[b, h] . k[b, h/G, t]) . v[b, h/G, t].
+// out[b, h] = softmax_t<=pos_b(scale * q[b, h] . k[b, h/G, t]) . v[b, h/G, t],
+// pos_b = pos[0] (pos [1]) or pos[b] (pos [B]): the reader of user b's
+// core reads its word of pos's page.
 //
 // One core per user b. For each kv head j the program attends all Hq query
 // rows of the user (one tile row: Hq <= 32) to head j and the writer keeps
@@ -57,7 +59,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbs := sp.cbs
 	ab := attnCBs{q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
 		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1)}
-	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, pos.Type.DType.ElemBytes(), 1)
+	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(ctx.Target, pos), 1)
 	ab.out, ab.raw, ab.s, ab.max = cbs.Output("out", out.Type.DType, 2), cbs.Scratch("scores_raw", ir.FP32, 2), cbs.Scratch("scores", ir.FP32, lt), cbs.Scratch("row_max", ir.FP32, 1)
 	ab.p, ab.sum, ab.pn = cbs.Scratch("exp", ir.FP32, lt), cbs.Scratch("recip_sum", ir.FP32, 1), cbs.Scratch("probs", ir.FP32, lt)
 	cbAsm := cbs.Pages(blocks.ScratchCB, "assembly", out.Type.DType, out.Type.DType.TileBytes(), dt)
@@ -73,7 +75,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	user := rd.RuntimeArg("user")
 	b := rd.Builder()
 	blocks.ScalerTile(b, ab.scaler, 1)
-	posv := readPos(b, pAcc, cbPos)
+	posv := readPosPage(b, pAcc, cbPos, pos).of(b, user, "upos")
 	blocks.ReadPages(b, qAcc, ab.q, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
 		kvTiles(b, kvReader{k: kAcc, v: vAcc, cbK: ab.k, cbV: ab.v, cbMask: ab.mask, kdt: k.Type.DType, vdt: v.Type.DType, lt: lt, dt: dt},
@@ -325,7 +327,8 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // sdpaPreamble checks what every attention lowering requires of its
 // operands: each of tensors (q, k, v, ...) in tile layout (requireTile),
-// pos a position operand (checkPos) and, unless past is "", k and v bf16
+// pos a position operand (checkPos; the decode ops: checkDecodePos for
+// q's batch) and, unless past is "", k and v bf16
 // or fp32, as the reader zeroes their rows past past. It returns op's
 // float attribute "scale"; kind names the op in the error when that
 // attribute is missing.
@@ -333,8 +336,12 @@ func sdpaPreamble(op *ir.Op, kind, past string, pos *ir.Value, tensors ...*ir.Va
 	if err := requireTiles(tensors...); err != nil {
 		return 0, err
 	}
-	if err := checkPos(pos); err != nil {
-		return 0, err
+	check := checkPos(pos)
+	if k := op.Kind; k == ir.OpSDPADecode || k == ir.OpSDPADecodeGated {
+		check = checkDecodePos(pos, tensors[0].Type.Shape[0])
+	}
+	if check != nil {
+		return 0, check
 	}
 	for _, x := range tensors[1:3] {
 		if past != "" && blocks.ElemBytes(x.Type.DType) == 0 {

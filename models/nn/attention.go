@@ -84,15 +84,16 @@ func DeclareKVCacheOf(b *ir.Builder, name string, d AttnDims, tp TP, dt ir.DType
 }
 
 // Rope holds the decode step's position inputs, shared by all attention
-// layers: Pos is [1] uint32 (the position of the new token of every user);
-// Cos and Sin are [B, RotaryDim] bf16 with, for user b and i < RotaryDim,
-// Cos[b, i] = cos(Pos * theta^(-2*(i mod R/2)/R)) (and Sin likewise): the
-// rotate-half tables of HF's default RoPE.
+// layers: Pos is [B] uint32 (Pos[b] the position of user b's new token;
+// users may be at different positions); Cos and Sin are [B, RotaryDim]
+// bf16 with, for user b and i < RotaryDim,
+// Cos[b, i] = cos(Pos[b] * theta^(-2*(i mod R/2)/R)) (and Sin likewise):
+// the rotate-half tables of HF's default RoPE.
 type Rope struct{ Pos, Cos, Sin *ir.Value }
 
 // DeclareRope declares the inputs "pos", "rope.cos" and "rope.sin".
 func DeclareRope(b *ir.Builder, batch, rotaryDim int) Rope {
-	pos := ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated}
+	pos := ir.TensorType{Shape: ir.Shape{batch}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated}
 	return Rope{
 		Pos: b.Input("pos", pos),
 		Cos: b.Input("rope.cos", ir.T(ir.BF16, batch, rotaryDim)),

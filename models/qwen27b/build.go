@@ -119,9 +119,10 @@ func DimsFor(o Options, mesh ir.Mesh) (Dims, error) {
 // on mesh, with its op counts per layer and part. Errors name the mesh,
 // the config field and the rule; nothing panics on bad options.
 //
-// Decode: inputs "tokens" [B] uint32, "pos" [1] uint32 and "rope.cos",
-// "rope.sin" [B, rotary dim] bf16 (RopeTables); prefill: "tokens" [B, S],
-// "pos" (the first new position) and "rope.cos", "rope.sin" [S, 1, rotary
+// Decode: inputs "tokens" [B] uint32, "pos" [B] uint32 (user b's position
+// pos[b]; users may be at different positions) and "rope.cos",
+// "rope.sin" [B, rotary dim] bf16 (RopeTables: row b for pos[b]); prefill:
+// "tokens" [B, S], "pos" [1] (the first new position of every user) and "rope.cos", "rope.sin" [S, 1, rotary
 // dim] (RopePrefillTables). Outputs: the logits of each user's last token
 // [B, 1, vocab] (gathered over the devices) and the greedy next token
 // [B, 1, 1] uint32.

@@ -26,7 +26,9 @@
 // state.layers.N.{conv,recurrent} (GDN: [B, 3, channels] bf16 and
 // [B, value heads, 128, 128] fp32) and state.layers.N.{k_cache,v_cache}
 // ([B, kv heads, max-seq, 256] bf16). Inputs are the token ids, the
-// position "pos" [1] uint32 and the host-computed rotary tables "rope.cos"
+// positions "pos" (decode: [B] uint32, one per user, users may be at
+// different positions; prefill: [1], every user's first new token) and
+// the host-computed rotary tables "rope.cos"
 // and "rope.sin" (RopeTables, RopePrefillTables): computing them on the
 // host costs nothing, keeps the 851 weights the checkpoint's, and leaves the
 // device graph free of table lookups.

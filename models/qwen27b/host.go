@@ -24,7 +24,7 @@ type hostInfo struct{ c *config.Config }
 // inputFills says how each input is filled (see BuildGraph).
 var inputFills = map[string]string{
 	"tokens":   "token ids, uint32: one per user in decode ([B]), seq per user in prefill ([B, S])",
-	"pos":      "uint32 [1]: the position of the step's first new token",
+	"pos":      "uint32: the position of the step's first new token; decode: one per user ([B], user b at pos[b]), prefill: one for all users ([1])",
 	"rope.cos": "bf16 rotary table: row r holds cos(p_r * theta^(-2*(i mod rotary_dim/2)/rotary_dim)) for the row's position p_r (decode: one row per user at pos; prefill: one row per token from pos)",
 	"rope.sin": "bf16 rotary table: as rope.cos with sin",
 }

@@ -58,8 +58,9 @@ func (m Model) DeviceEnv(a models.Args, g *ir.Graph, seed int64) ([]map[*ir.Valu
 }
 
 // StepInputs feeds tokens (decode: one per user; prefill: Seq per user)
-// at positions pos.. with the matching RoPE tables; every device gets the
-// same inputs.
+// at positions pos.. with the matching RoPE tables, every user at pos (a
+// lockstep run: decode's "pos" holds B equal words); every device gets
+// the same inputs.
 func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]map[*ir.Value][]float32, error) {
 	o, err := OptionsFrom(a)
 	if err != nil {
@@ -94,7 +95,14 @@ func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]
 	} else {
 		cos, sin = RopeTables(c.RotaryDim(), c.RopeTheta, pos, o.Batch)
 	}
-	byName := map[string][]float32{"tokens": ids, "pos": {float32(pos)}, "rope.cos": cos, "rope.sin": sin}
+	posv := []float32{float32(pos)}
+	if o.Mode != Prefill {
+		posv = make([]float32, o.Batch)
+		for b := range posv {
+			posv[b] = float32(pos)
+		}
+	}
+	byName := map[string][]float32{"tokens": ids, "pos": posv, "rope.cos": cos, "rope.sin": sin}
 	in := map[*ir.Value][]float32{}
 	for _, v := range g.Inputs {
 		data, ok := byName[v.Name]

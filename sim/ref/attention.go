@@ -19,8 +19,10 @@ import (
 // that a correct program agrees with the reference bit for bit. The cache
 // updates only copy values.
 //
-// The position pos is one [1] uint32 value shared by every user of the
-// batch, as the Doc lines say (pos[0]).
+// The decode ops (update_cache, sdpa_decode and the fused attn_prologue
+// and sdpa_decode_gated) take pos [1], one position shared by every user
+// of the batch, or pos [B], user b at pos[b] (decodePos); the prefill ops
+// take pos [1] (spanPos).
 func init() {
 	register(map[ir.OpKind]evalFunc{
 		ir.OpRotary:      evalRotary,
@@ -31,9 +33,40 @@ func init() {
 	})
 }
 
-// decodePos returns the position held by pos, a [1] tensor, after checking
-// that it is an integer in [0, length).
-func decodePos(pos Tensor, length int) (int, error) { return spanPos(pos, 1, length) }
+// decodePos returns the position of each of the B users held by pos,
+// after checking that pos is [1] (every user at pos[0]) or [B] (user b at
+// pos[b]) and that each is an integer in [0, length).
+func decodePos(pos Tensor, B, length int) ([]int, error) {
+	if !pos.Shape.Equal(ir.Shape{1}) && !pos.Shape.Equal(ir.Shape{B}) {
+		return nil, fmt.Errorf("rule decode-pos: pos must be [1] or [%d] (one position per user), got %s", B, pos.Shape)
+	}
+	ps := make([]int, B)
+	for b := range B {
+		i := 0
+		if pos.Shape[0] > 1 {
+			i = b
+		}
+		p := float64(pos.Data[i])
+		if p != math.Trunc(p) || p < 0 || p >= float64(length) {
+			name := "pos"
+			if pos.Shape[0] > 1 {
+				name = fmt.Sprintf("pos[%d] =", i)
+			}
+			return nil, fmt.Errorf("rule decode-pos: %s %v is not a position of the %d-long cache (want an integer in [0, %d))", name, pos.Data[i], length, length)
+		}
+		ps[b] = int(p)
+	}
+	return ps, nil
+}
+
+// samePos is the positions of B users all at p.
+func samePos(p, B int) []int {
+	ps := make([]int, B)
+	for b := range ps {
+		ps[b] = p
+	}
+	return ps
+}
 
 // spanPos returns the first position held by pos, a [1] tensor, of span
 // consecutive positions, after checking that it is an integer with
@@ -142,7 +175,7 @@ func rotaryFPU(x, xr, c, s float32, opts Options) float32 {
 	return deviceAdd(deviceMul(x, c, opts), deviceMul(xr, s, opts), opts)
 }
 
-// evalUpdateCache: out = cache [B, Hc, L, D] with out[b, h, pos, :] =
+// evalUpdateCache: out = cache [B, Hc, L, D] with out[b, h, pos_b, :] =
 // new[b, h, :] for every b and h < Hc; new is [B, Hn >= Hc, D] and its
 // rows h >= Hc are ignored. Every other cache position is copied
 // unchanged.
@@ -156,14 +189,14 @@ func evalUpdateCache(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 		return nil, fmt.Errorf("rule cache-shape: new %s does not fit cache %s (want [%d, >=%d, %d])", n, c, c[0], c[1], c[3])
 	}
 	B, Hc, L, D, Hn := c[0], c[1], c[2], c[3], n[1]
-	p, err := decodePos(pos, L)
+	ps, err := decodePos(pos, B, L)
 	if err != nil {
 		return nil, err
 	}
 	out := cache.Clone()
 	for b := range B {
 		for h := range Hc {
-			dst := ((b*Hc+h)*L + p) * D
+			dst := ((b*Hc+h)*L + ps[b]) * D
 			src := (b*Hn + h) * D
 			copy(out.Data[dst:dst+D], nw.Data[src:src+D])
 		}
@@ -194,9 +227,10 @@ func evalFillCache(_ *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 }
 
 // evalSDPADecode: for q [B, Hq, D] and k, v [B, Hkv, L, D] with G = Hq/Hkv,
-// out[b, h, :] = sum_{t <= pos} p[t] * v[b, h/G, t, :] where p is the
-// softmax over t <= pos of scale * dot(q[b, h, :], k[b, h/G, t, :]).
-// Cache positions after pos are not read. With StorageFormats each row is
+// out[b, h, :] = sum_{t <= pos_b} p[t] * v[b, h/G, t, :] where p is the
+// softmax over t <= pos_b of scale * dot(q[b, h, :], k[b, h/G, t, :]),
+// pos_b user b's position (decodePos). Cache positions after it are not
+// read. With StorageFormats each row is
 // the program's (attender.attendFPU).
 func evalSDPADecode(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	scale, err := attrFloat(op, "scale")
@@ -208,11 +242,11 @@ func evalSDPADecode(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodePos(pos, d.L)
+	ps, err := decodePos(pos, d.B, d.L)
 	if err != nil {
 		return nil, err
 	}
-	return []Tensor{attendAll(d, q, k, v, p, scale, opts, sdpaProgram)}, nil
+	return []Tensor{attendAll(d, q, k, v, ps, scale, opts, sdpaProgram)}, nil
 }
 
 // evalSDPAPrefill: for q [B, Hq, S, D] and k, v [B, Hkv, L, D] with
@@ -237,7 +271,7 @@ func evalSDPAPrefill(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Tensor{attendAll(d, q, k, v, p, scale, opts, sdpaProgram)}, nil
+	return []Tensor{attendAll(d, q, k, v, samePos(p, d.B), scale, opts, sdpaProgram)}, nil
 }
 
 // sdpaDims are the sizes of an attention's query q [B, Hq, S, D] (decode:
@@ -286,15 +320,16 @@ const (
 
 // attendAll returns the causal attention of q over the caches k, v (sizes
 // d): result row (b, h, s) is the attention of query row (b, h, s) over
-// cache positions t <= p + s of kv head h / (Hq/Hkv), shaped like q. With
+// cache positions t <= ps[b] + s of kv head h / (Hq/Hkv), shaped like q. With
 // opts.StorageFormats each row is computed as program prog computes it at
 // opts.Fidelity, otherwise in float64 (attender.attend).
-func attendAll(d sdpaDims, q, k, v Tensor, p int, scale float64, opts Options, prog attendProgram) Tensor {
+func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options, prog attendProgram) Tensor {
 	G := d.Hq / d.Hkv
 	D := d.D
 	out := NewTensor(q.Shape)
 	a := newAttender(d.L, D)
 	for b := range d.B {
+		p := ps[b]
 		for h := range d.Hq {
 			kv := b*d.Hkv + h/G
 			base := kv * d.L * D // row t of the kv head is at base + t*D

@@ -99,7 +99,7 @@ func evalAttnPrologue(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodePos(args[9], d.L)
+	ps, err := decodePos(args[9], d.B, d.L)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func evalAttnPrologue(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		gate:     ir.Shape{d.B, d.H, d.D},
 		qRow:     func(t, h int) int { return t*d.H + h },
 		tableRow: func(t int) int { return t },
-		cacheRow: func(t, j int) int { return (t*d.Hkv+j)*d.L + p },
+		cacheRow: func(t, j int) int { return (t*d.Hkv+j)*d.L + ps[t] },
 	})
 }
 
@@ -303,11 +303,11 @@ func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, erro
 	if !gate.Shape.Equal(q.Shape) {
 		return nil, fmt.Errorf("rule sdpa-gate: gate %s must have q's shape %s", gate.Shape, q.Shape)
 	}
-	p, err := decodePos(pos, d.L)
+	ps, err := decodePos(pos, d.B, d.L)
 	if err != nil {
 		return nil, err
 	}
-	o, s, err := gatedFactors(op, d, args, p, scale, opts)
+	o, s, err := gatedFactors(op, d, args, ps, scale, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +338,7 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 	if err != nil {
 		return nil, err
 	}
-	o, g, err := gatedFactors(op, d, args, p, scale, opts)
+	o, g, err := gatedFactors(op, d, args, samePos(p, B), scale, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -367,13 +367,13 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 // opts.StorageFormats the latter is used unless opts.Composed asks for the
 // decomposition's arithmetic. The sigmoid is the SFPU's on the gate
 // copied exactly into DEST in both.
-func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, p int, scale float64, opts Options) (o, s Tensor, err error) {
+func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64, opts Options) (o, s Tensor, err error) {
 	q, k, v, gate := args[0], args[1], args[2], args[4]
 	prog := gatedProgram
 	if opts.Composed {
 		prog = sdpaProgram
 	}
-	o = attendAll(d, q, k, v, p, scale, opts, prog)
+	o = attendAll(d, q, k, v, ps, scale, opts, prog)
 	if o, err = storeAs(op.Operands[0].Type.DType, o, opts); err != nil {
 		return Tensor{}, Tensor{}, err
 	}

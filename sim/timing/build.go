@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,9 @@ type Report struct {
 	// predicted without a position (Build.Step).
 	Position     int `json:"position"`
 	LastPosition int `json:"last_position"`
+	// Positions is each user's position in decode (Step.Users, or every
+	// user at Position), [Position] in prefill, empty without a position.
+	Positions []int `json:"positions"`
 	// MaxSeq is the KV cache's length in positions (0: no KV cache
 	// known); DefaultPosition says Position is the default (the last).
 	MaxSeq          int  `json:"max_seq"`
@@ -142,8 +146,19 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
 		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices),
 		Position: -1, LastPosition: -1, Memory: b.Memory, MaxSeq: meta.MaxSeq, DefaultPosition: meta.DefaultPosition}
+	r.Positions = []int{}
 	if b.Step != nil {
 		r.Position, r.LastPosition = b.Step.Pos, b.Step.Last()
+		switch {
+		case b.Step.Users != nil:
+			r.Positions = slices.Clone(b.Step.Users)
+		case meta.Mode == "prefill":
+			r.Positions = []int{b.Step.Pos}
+		default:
+			for range max(meta.Batch, 1) {
+				r.Positions = append(r.Positions, b.Step.Pos)
+			}
+		}
 	}
 	known := map[string][]uint32{}
 	for _, s := range b.Buffers {
@@ -322,11 +337,30 @@ func kvBytes(s Buffer, st *Step) int64 {
 	if st == nil || shape.Rank() != 4 {
 		return bytes
 	}
-	rows, l := int64(st.Last()+1), int64(shape[2])
-	if s.Value.Type.Layout == ir.TileLayout {
-		rows, l = (rows+ir.TileSize-1)/ir.TileSize, (l+ir.TileSize-1)/ir.TileSize
+	l := int64(shape[2])
+	rowsOf := func(last int) int64 {
+		rows := int64(last + 1)
+		if s.Value.Type.Layout == ir.TileLayout {
+			rows = (rows + ir.TileSize - 1) / ir.TileSize
+		}
+		return rows
 	}
-	if rows >= l || l <= 0 {
+	if s.Value.Type.Layout == ir.TileLayout {
+		l = (l + ir.TileSize - 1) / ir.TileSize
+	}
+	if l <= 0 {
+		return bytes
+	}
+	if B := shape[0]; st.Users != nil && len(st.Users) == B {
+		// user b's share of the cache, up to its own position
+		var n int64
+		for _, p := range st.Users {
+			n += bytes / int64(B) / l * min(rowsOf(p), l)
+		}
+		return n
+	}
+	rows := rowsOf(st.Last())
+	if rows >= l {
 		return bytes
 	}
 	return bytes / l * rows

@@ -30,6 +30,11 @@ type Build struct {
 // Pos+Tokens-1).
 type Step struct {
 	Pos, Tokens int
+	// Users, when set (decode), is each user's position, Pos their
+	// largest: a position buffer of one word per user holds them and the
+	// floor counts each user's KV cache rows up to its own. Nil: every
+	// user at Pos.
+	Users []int
 }
 
 // Last is the last position the step writes.

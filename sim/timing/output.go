@@ -181,7 +181,9 @@ func (r *Report) positionText() string {
 		return ""
 	}
 	at := fmt.Sprintf(" at position %d", r.Position)
-	if r.LastPosition > r.Position {
+	if r.differentPositions() {
+		at = fmt.Sprintf(" at positions %s (one per user)", joinInts(r.Positions))
+	} else if r.LastPosition > r.Position {
 		at = fmt.Sprintf(" at positions %d..%d", r.Position, r.LastPosition)
 	}
 	var notes []string
@@ -195,6 +197,26 @@ func (r *Report) positionText() string {
 		at += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return at
+}
+
+// differentPositions reports whether the users are at different
+// positions.
+func (r *Report) differentPositions() bool {
+	for _, p := range r.Positions {
+		if p != r.Positions[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// joinInts is xs comma-separated.
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // WriteThreads prints, for the first program of op kind op on the slowest

@@ -84,7 +84,7 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 			return err
 		}
 		files["report.json"] = rep
-		perf, err := predictBuild(args[0], m, mf, b, -1)
+		perf, err := predictBuild(args[0], m, mf, b, -1, nil)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,7 +21,7 @@ import (
 )
 
 func newPerfCmd() *cobra.Command {
-	var format, trace, threads string
+	var format, trace, threads, positions string
 	var params, collapse bool
 	var position int
 	cmd := &cobra.Command{
@@ -38,6 +40,7 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --trace step.json           # open in ui.perfetto.dev
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
+  tcc perf qwen27b --mesh 1x2 --batch 3 --positions 5,900,4000 # users at different positions
   tcc perf --params                                       # the model's parameters
 
 --position P predicts the step at position P: the decode step that writes
@@ -48,12 +51,19 @@ KV caches up to P (whole tiles of 32 rows). Default: the last position of the KV
 cache (--max-seq - 1; prefill: --max-seq - seq), the most expensive step; the
 header says which. A position past the cache is an error.
 
+--positions P0,P1,... (decode) predicts the step with user b at position Pb:
+one value per user (--batch of them), each in 0..--max-seq - 1; user b writes
+its row at Pb and attends to 0..Pb, and the floor counts each user's KV cache
+up to its own position. The header then lists the positions; position and
+last_position are the largest. Not with --position.
+
 The header also prints what the build's buffers take of each device's DRAM
 (weights, KV caches, state, other, total of the capacity); a build that does
 not fit is refused before it is compiled (rule dram-capacity), saying what fits.
 
 --format json prints the object other tools read: model, mesh, stage, batch, mode,
-position and last_position (-1 for a model without one), max_seq, devices,
+position and last_position (-1 for a model without one), positions (decode:
+each user's; prefill: [position]; [] without one), max_seq, devices,
 step_us (slowest device), floor_us (bytes each device must stream / 512 GB/s),
 floor_bytes, memory {weights, kv, state, other, total, capacity, free} (bytes per
 device), launch_us_total, kinds[] and programs[].
@@ -79,6 +89,7 @@ are listed in package sim/timing (output_csv.go).`,
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
 	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
+	cmd.Flags().StringVar(&positions, "positions", "", "decode: predict the step with each user at its own position, P0,P1,... (one per user of --batch); not with --position")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		out := cmd.OutOrStdout()
 		if params {
@@ -95,6 +106,16 @@ are listed in package sim/timing (output_csv.go).`,
 		if cmd.Flags().Changed("position") && position < 0 {
 			return fmt.Errorf("--position %d: a position is 0 or more", position)
 		}
+		var users []int
+		if cmd.Flags().Changed("positions") {
+			if cmd.Flags().Changed("position") {
+				return fmt.Errorf("--position and --positions: give one (--positions sets each user's position)")
+			}
+			var err error
+			if users, err = parsePositions(positions); err != nil {
+				return err
+			}
+		}
 		m, g, _, err := mf.graphFor(args[0])
 		if err != nil {
 			return err
@@ -102,7 +123,7 @@ are listed in package sim/timing (output_csv.go).`,
 		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
 			return err
 		}
-		rep, err := perfReport(args[0], m, mf, g, position)
+		rep, err := perfReport(args[0], m, mf, g, position, users)
 		if err != nil {
 			return err
 		}
@@ -135,22 +156,36 @@ are listed in package sim/timing (output_csv.go).`,
 }
 
 // perfReport compiles g and predicts its step at position (-1: the
-// default, stepAt).
-func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.Report, error) {
+// default, stepAt), or with users (non-nil) each user's position.
+func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int) (*timing.Report, error) {
 	// The position first: a wrong one is refused before the compile.
-	if _, _, err := stepAt(m, mf, g, position); err != nil {
+	if _, _, err := stepAt(m, mf, g, position, users); err != nil {
 		return nil, err
 	}
 	b, err := codegen.Compile(g, target.Blackhole())
 	if err != nil {
 		return nil, err
 	}
-	return predictBuild(name, m, mf, b, position)
+	return predictBuild(name, m, mf, b, position, users)
+}
+
+// parsePositions parses --positions: comma-separated positions, each 0 or
+// more (stepAt checks their count and the cache).
+func parsePositions(s string) ([]int, error) {
+	var ps []int
+	for i, f := range strings.Split(s, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("--positions %q: value %d (%q) is not a position (an integer 0 or more)", s, i, f)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 // predictBuild predicts b's step with the model's batch and mode at
-// position (-1: the default, stepAt).
-func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int) (*timing.Report, error) {
+// position (-1: the default, stepAt), or with users each user's.
+func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int, users []int) (*timing.Report, error) {
 	args, err := mf.args(m)
 	if err != nil {
 		return nil, err
@@ -164,14 +199,14 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build,
 			meta.Batch = n
 		}
 	}
-	st, limit, err := stepAt(m, mf, b.Graph, position)
+	st, limit, err := stepAt(m, mf, b.Graph, position, users)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
 		return timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
 	}
-	meta.MaxSeq, meta.DefaultPosition = limit, position < 0
+	meta.MaxSeq, meta.DefaultPosition = limit, position < 0 && users == nil
 	tb, err := fromcodegen.BuildAt(b, *st)
 	if err != nil {
 		return nil, err
@@ -184,11 +219,13 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build,
 // prefill) and the KV cache's length (the model's PositionLimit, else the
 // longest KV cache of g). It is nil for a graph without a position input
 // (codegen.PositionInputs), where --position is an error. A step whose
-// positions run past the cache is an error naming both.
-func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.Step, int, error) {
+// positions run past the cache is an error naming both. users, when
+// non-nil (--positions), are each user's position in decode: one per user
+// of the batch, each in the cache; the step's Pos is their largest.
+func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int) (*timing.Step, int, error) {
 	if len(codegen.PositionInputs(g)) == 0 {
-		if position >= 0 {
-			return nil, 0, fmt.Errorf("--position %d: %s's graph has no position input (no KV cache), so there is no position to predict at", position, g.Name)
+		if position >= 0 || users != nil {
+			return nil, 0, fmt.Errorf("--position/--positions: %s's graph has no position input (no KV cache), so there is no position to predict at", g.Name)
 		}
 		return nil, 0, nil
 	}
@@ -217,6 +254,9 @@ func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.
 			return nil, 0, fmt.Errorf("prefill --seq %q: %v", args["seq"], err)
 		}
 	}
+	if users != nil {
+		return usersStep(args, users, limit, prefill)
+	}
 	if position < 0 {
 		st.Pos = limit - st.Tokens
 	}
@@ -228,6 +268,33 @@ func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int) (*timing.
 			st.Pos, st.Tokens, st.Pos, st.Last(), limit-1, limit, limit-st.Tokens)
 	case st.Pos >= limit:
 		return nil, 0, fmt.Errorf("--position %d is past the KV cache: --max-seq %d holds positions 0..%d", st.Pos, limit, limit-1)
+	}
+	return st, limit, nil
+}
+
+// usersStep is the decode step with user b at users[b] (--positions),
+// after checking one position per user of the batch (args["batch"],
+// default 1), each in the cache of limit positions (0: unknown).
+func usersStep(args models.Args, users []int, limit int, prefill bool) (*timing.Step, int, error) {
+	if prefill {
+		return nil, 0, fmt.Errorf("--positions: a prefill step starts every user at one position; use --position")
+	}
+	batch := 1
+	if v, ok := args["batch"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, 0, fmt.Errorf("--batch %q: %v", v, err)
+		}
+		batch = n
+	}
+	if len(users) != batch {
+		return nil, 0, fmt.Errorf("--positions: %d positions for %d users (--batch %d); give one per user", len(users), batch, batch)
+	}
+	st := &timing.Step{Tokens: 1, Users: slices.Clone(users), Pos: slices.Max(users)}
+	for u, p := range users {
+		if limit > 0 && p >= limit {
+			return nil, 0, fmt.Errorf("--positions: user %d at position %d is past the KV cache: --max-seq %d holds positions 0..%d", u, p, limit, limit-1)
+		}
 	}
 	return st, limit, nil
 }

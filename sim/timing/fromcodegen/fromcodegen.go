@@ -31,12 +31,20 @@ func Build(b *codegen.Build) *timing.Build {
 // BuildAt is Build with the step at st: the buffers of b's position
 // inputs (codegen.PositionInputs: the inputs the ops read as their "pos"
 // operand, which the host fills with the step's first position) hold
-// st.Pos, so the kernels that read it run their loops as at that
-// position, and the floor counts the KV caches up to st.Last(). It fails
-// when b has no position input or st is negative.
+// st.Pos in every word (a decode "pos" [B] holds one per user), or with
+// st.Users user b's position in word b, so the kernels that read them
+// run their loops as at those positions, and the floor counts the KV
+// caches up to st.Last() (st.Users: each user's rows up to its own). It
+// fails when b has no position input, a position is negative, or
+// st.Users does not match a position buffer of one word per user.
 func BuildAt(b *codegen.Build, st timing.Step) (*timing.Build, error) {
 	if st.Pos < 0 || st.Tokens < 1 {
 		return nil, fmt.Errorf("timing: a step at position %d writing %d tokens per user", st.Pos, st.Tokens)
+	}
+	for u, p := range st.Users {
+		if p < 0 || p > st.Pos {
+			return nil, fmt.Errorf("timing: user %d at position %d (want 0..%d, the step's position the largest)", u, p, st.Pos)
+		}
 	}
 	pos := codegen.PositionInputs(b.Graph)
 	if len(pos) == 0 {
@@ -52,9 +60,23 @@ func BuildAt(b *codegen.Build, st timing.Step) (*timing.Build, error) {
 		if !s.Mem.Kind.IsDRAM() || s.Blocks != nil {
 			return nil, fmt.Errorf("timing: position input %s (%q) is placed %s; the timing model knows the contents of DRAM-interleaved buffers only", v, v.Name, s.Mem)
 		}
+		n := v.Type.Shape.Numel()
+		words := make([]uint32, n)
+		for i := range words {
+			words[i] = uint32(st.Pos)
+		}
+		switch {
+		case st.Users == nil:
+		case n == len(st.Users):
+			for i, p := range st.Users {
+				words[i] = uint32(p)
+			}
+		default:
+			return nil, fmt.Errorf("timing: %d user positions given, but position input %s (%q) holds %d", len(st.Users), v, v.Name, n)
+		}
 		for i := range tb.Buffers {
 			if tb.Buffers[i].Name == s.Name {
-				tb.Buffers[i].Words = []uint32{uint32(st.Pos)}
+				tb.Buffers[i].Words = words
 			}
 		}
 	}
