@@ -313,11 +313,11 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	fmt.Fprintf(w, "%s mesh %s, %s, prefill batch %d: a prompt of %d tokens as %d prefill steps of at most %d tokens (--prefill-chunk)%s\n",
 		pp.Model, pp.Mesh, pp.Stage, pp.Batch, pp.PromptTokens, len(pp.Segments), pp.PrefillChunk, limit)
 	for _, b := range pp.Builds {
-		how := fmt.Sprintf("simulated at its %d positions", len(b.SimulatedPositions))
+		how := fmt.Sprintf("simulated at its %s", plural(len(b.SimulatedPositions), "position"))
 		if b.Steps > len(b.SimulatedPositions) {
 			how = fmt.Sprintf("simulated at %d positions (%s), the other %d interpolated between them", len(b.SimulatedPositions), positionList(b.SimulatedPositions), b.Steps-len(b.SimulatedPositions))
 		}
-		fmt.Fprintf(w, "build prefill %d: %d programs per device, %d steps; %s\n", b.Seq, b.ProgramsPerDevice, b.Steps, how)
+		fmt.Fprintf(w, "build prefill %d: %d programs per device, %s; %s\n", b.Seq, b.ProgramsPerDevice, plural(b.Steps, "step"), how)
 		if m := b.Memory; m != nil {
 			fmt.Fprintf(w, "  DRAM per device: weights %s, KV caches %s, state %s, other %s; total %s of %s\n",
 				target.HumanBytes(m.Weights), target.HumanBytes(m.KV), target.HumanBytes(m.State), target.HumanBytes(m.Other), target.HumanBytes(m.Total), target.HumanBytes(m.Capacity))
@@ -342,12 +342,12 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	note := fmt.Sprintf("all %d steps simulated", len(pp.Segments))
+	note := "every step simulated"
 	if pp.InterpolatedSteps > 0 {
 		note = fmt.Sprintf("interpolated between %d simulated positions", pp.SimulatedSteps)
 	}
-	fmt.Fprintf(w, "\ntotal: %.1f ms predicted for the prompt's %d tokens per user: %.1f tokens/s (%d steps; %s)\n",
-		pp.TotalUS/1000, pp.PromptTokens, pp.TokensPerSecond, len(pp.Segments), note)
+	fmt.Fprintf(w, "\ntotal: %.1f ms predicted for the prompt's %d tokens per user: %.1f tokens/s (%s; %s)\n",
+		pp.TotalUS/1000, pp.PromptTokens, pp.TokensPerSecond, plural(len(pp.Segments), "step"), note)
 	return nil
 }
 
@@ -383,6 +383,14 @@ func positionList(pos []int) string {
 		parts = append(parts, strconv.Itoa(p))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // round3 rounds x to three decimals (the timing reports' precision).
