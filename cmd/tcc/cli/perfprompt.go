@@ -201,7 +201,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		}
 		b, err := codegen.Compile(g, target.Blackhole())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the prefill build of %d tokens per step: %w", n, err)
 		}
 		idx := bySeq[n]
 		pos := make([]int, len(idx))
