@@ -134,12 +134,40 @@ type Meta struct {
 // once. Mesh programs (ethernet kernels) run on the devices of a mesh row
 // together; every other program is the same on every device.
 func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
-	if b == nil {
-		return nil, fmt.Errorf("timing: nil build")
-	}
+	return NewPredictor(prm).Predict(b, meta)
+}
+
+// Predictor predicts builds with one set of parameters and keeps every
+// program time it simulated: a program whose signature, known contents
+// (Buffer.Words), target and device count it has simulated before, in
+// this build or an earlier one, is not simulated again. Predicting one
+// build at many positions (fromcodegen.BuildAt) thus re-simulates only
+// the programs that read the position. A Predictor is not safe for
+// concurrent use.
+type Predictor struct {
+	prm   *Params
+	cache map[string]*ProgramTime
+	// simulated counts the programs simulated so far.
+	simulated int
+}
+
+// NewPredictor returns a Predictor with parameters prm (nil: Default()).
+func NewPredictor(prm *Params) *Predictor {
 	if prm == nil {
 		prm = Default()
 	}
+	return &Predictor{prm: prm, cache: map[string]*ProgramTime{}}
+}
+
+// Simulated is the number of program simulations the Predictor has run.
+func (pr *Predictor) Simulated() int { return pr.simulated }
+
+// Predict is the package's Predict with pr's parameters and program times.
+func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
+	if b == nil {
+		return nil, fmt.Errorf("timing: nil build")
+	}
+	prm := pr.prm
 	mesh := b.Mesh
 	devices := mesh.Devices()
 	rowDevices := max(mesh.Cols, 1)
@@ -166,14 +194,18 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 			known[s.Name] = s.Words
 		}
 	}
-	cache := map[string]*ProgramTime{}
+	used := map[string]bool{}
 	times := make([]*ProgramTime, len(b.Programs))
 	sigs := make([]string, len(b.Programs))
 	for i, p := range b.Programs {
 		sig := Signature(p.Kernel)
 		sigs[i] = sig
+		n := 1
+		if IsMesh(p.Kernel) {
+			n = rowDevices
+		}
 		// Programs of one signature reading different known contents differ.
-		key, contents := sig, map[string][]uint32(nil)
+		key, contents := fmt.Sprintf("%s %d %s", b.Target.Name, n, sig), map[string][]uint32(nil)
 		for j, pb := range p.Kernel.Buffers {
 			if w, ok := known[pb.Name]; ok {
 				if contents == nil {
@@ -183,22 +215,20 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 				key += fmt.Sprintf(" %d:%v", j, w)
 			}
 		}
-		pt, ok := cache[key]
+		used[key] = true
+		pt, ok := pr.cache[key]
 		if !ok {
-			n := 1
-			if IsMesh(p.Kernel) {
-				n = rowDevices
-			}
 			var err error
 			pt, err = Simulate(p.Kernel, b.Target, prm, Options{Devices: n, Contents: contents})
 			if err != nil {
 				return nil, fmt.Errorf("timing: %s: %w", p.Op.Where(), err)
 			}
-			cache[key] = pt
+			pr.cache[key] = pt
+			pr.simulated++
 		}
 		times[i] = pt
 	}
-	r.Signatures = len(cache) // distinct runs: signatures, with their known contents
+	r.Signatures = len(used) // distinct runs: signatures, with their known contents
 	for d := 0; d < devices; d++ {
 		at := 0.0
 		for i, p := range b.Programs {

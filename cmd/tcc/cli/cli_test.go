@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/ir/longtest"
 )
@@ -181,31 +179,6 @@ func TestReportQwen27B(t *testing.T) {
 	}
 	if _, err := runCLI(t, "report", "ops", "qwen27b", "--mesh", "1x5"); err == nil || !strings.Contains(err.Error(), "num_attention_heads 24 is not divisible by 5 devices") {
 		t.Errorf("mesh 1x5: %v", err)
-	}
-}
-
-// TestPrefillSegments: a prompt runs as whole chunks, then the rest; the
-// builds it needs are at most two, whatever its length.
-func TestPrefillSegments(t *testing.T) {
-	for _, tc := range []struct {
-		n, chunk int
-		want     []int
-	}{
-		{0, 64, nil},
-		{1, 64, []int{1}},
-		{64, 64, []int{64}},
-		{70, 32, []int{32, 32, 6}},
-		{96, 32, []int{32, 32, 32}},
-		{10000, 4096, []int{4096, 4096, 1808}},
-	} {
-		t.Run(fmt.Sprintf("%d_by_%d", tc.n, tc.chunk), func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, prefillSegments(tc.n, tc.chunk)); diff != "" {
-				t.Errorf("prefillSegments(%d, %d) (-want +got):\n%s", tc.n, tc.chunk, diff)
-			}
-		})
-	}
-	if _, err := runCLI(t, "run", "tiny-mlp", "--prefill-chunk", "0"); err == nil || !strings.Contains(err.Error(), "--prefill-chunk 0") {
-		t.Errorf("--prefill-chunk 0: %v", err)
 	}
 }
 

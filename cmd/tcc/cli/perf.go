@@ -24,6 +24,7 @@ func newPerfCmd() *cobra.Command {
 	var format, trace, threads, positions string
 	var params, collapse bool
 	var position int
+	var po promptOpts
 	cmd := &cobra.Command{
 		Use:   "perf MODEL",
 		Short: "Predict every program's device time from its kernel IR, per kind, per layer and per step",
@@ -41,6 +42,7 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
   tcc perf qwen27b --mesh 1x2 --batch 3 --positions 5,900,4000 # users at different positions
+  tcc perf qwen27b --mesh 1x2 --mode prefill --max-seq 4096 --prompt-tokens 4096   # a whole prompt
   tcc perf --params                                       # the model's parameters
 
 --position P predicts the step at position P: the decode step that writes
@@ -56,6 +58,24 @@ one value per user (--batch of them), each in 0..--max-seq - 1; user b writes
 its row at Pb and attends to 0..Pb, and the floor counts each user's KV cache
 up to its own position. The header then lists the positions; position and
 last_position are the largest. Not with --position.
+
+--prompt-tokens N predicts a whole prompt of N tokens per user run as tcc run
+runs it: prefill steps of --prefill-chunk tokens (default 64) through one build,
+then the rest through a second build of its length, each step at its own
+position (0, C, 2C, ...; the remainder's after the last chunk): attention grows
+with the position, the rest does not. It prints each build, the steps (first,
+last and a few between when there are more than 12; --collapse=false lists
+all), the total predicted time and tokens per second. The timing model simulates
+each build at up to --simulate-positions positions (default 9: the first, the
+last and some spread between; 0: every step) and interpolates the steps between
+them linearly in position, which the output says; only the programs that read
+the position are simulated again at another position. N must fit --max-seq;
+--seq and --position do not go with it (--seq N alone predicts one step of N
+tokens). With --format json it prints model, mesh, stage, batch, mode, max_seq,
+prompt_tokens, prefill_chunk, total_us, tokens_per_second (batch * N per
+second), simulated_steps, interpolated_steps, builds[] {seq, steps,
+programs_per_device, simulated_positions, memory} and segments[] {index,
+position, last_position, tokens, step_us, device_step_us, simulated}.
 
 The header also prints what the build's buffers take of each device's DRAM
 (weights, KV caches, state, other, total of the capacity); a build that does
@@ -88,6 +108,9 @@ are listed in package sim/timing (output_csv.go).`,
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
 	addCollapseFlag(cmd, &collapse)
+	cmd.Flags().IntVar(&po.tokens, "prompt-tokens", 0, "predict a whole prompt of this many tokens per user, run as prefill steps of --prefill-chunk tokens at their positions (as tcc run runs it)")
+	cmd.Flags().IntVar(&po.chunk, "prefill-chunk", defaultPrefillChunk, "with --prompt-tokens: the most prompt tokens one prefill step takes (tcc run's --prefill-chunk)")
+	cmd.Flags().IntVar(&po.simulate, "simulate-positions", defaultSimulatePositions, "with --prompt-tokens: the most positions each prefill build is simulated at, the steps between interpolated linearly in position (0: simulate every step)")
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.Flags().StringVar(&positions, "positions", "", "decode: predict the step with each user at its own position, P0,P1,... (one per user of --batch); not with --position")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -101,6 +124,19 @@ are listed in package sim/timing (output_csv.go).`,
 		if trace != "" {
 			if err := checkWritable(trace); err != nil {
 				return err
+			}
+		}
+		if f := cmd.Flags(); f.Changed("prompt-tokens") {
+			po.format = format
+			po.collapse = !f.Changed("collapse") || collapse
+			if err := checkPromptOpts(mf, po, f.Changed("position"), trace != "", threads != ""); err != nil {
+				return err
+			}
+			return perfPrompt(out, args[0], mf, po)
+		}
+		for _, name := range []string{"prefill-chunk", "simulate-positions"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s goes with --prompt-tokens N (a whole prompt); without it tcc perf predicts one step", name)
 			}
 		}
 		if cmd.Flags().Changed("position") && position < 0 {

@@ -138,25 +138,6 @@ step's token and text on its own line and the whole text at the end.
 	return cmd
 }
 
-// defaultPrefillChunk is --prefill-chunk's default: the prompt tokens of
-// one prefill step.
-const defaultPrefillChunk = 64
-
-// prefillSegments splits a prompt of n tokens into the lengths of its
-// prefill steps: as many chunks of chunk tokens as fit, then the rest;
-// nil for n = 0. The runs then need at most two prefill builds, whatever
-// the prompt's length.
-func prefillSegments(n, chunk int) []int {
-	var segs []int
-	for ; n >= chunk; n -= chunk {
-		segs = append(segs, chunk)
-	}
-	if n > 0 {
-		segs = append(segs, n)
-	}
-	return segs
-}
-
 // stepGraph is one compiled graph (prefill or decode) of a run.
 type stepGraph struct {
 	name  string

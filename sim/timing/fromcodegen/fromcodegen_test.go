@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -126,5 +129,40 @@ func TestBuildAtPosition(t *testing.T) {
 	}
 	if _, err := fromcodegen.BuildAt(b, timing.Step{Pos: -1, Tokens: 1}); err == nil {
 		t.Error("a negative position is accepted")
+	}
+}
+
+// TestPredictorKeepsProgramTimes: one Predictor predicting the small
+// decode build at two positions gives the reports a fresh Predict gives,
+// simulates at the second position only the programs that read the
+// position (fewer than at the first), and nothing at all when asked for
+// a position it has predicted.
+func TestPredictorKeepsProgramTimes(t *testing.T) {
+	b := smallBuild(t, 4096)
+	meta := timing.Meta{Model: "qwen27b", Mode: "decode", Batch: 1}
+	pr := timing.NewPredictor(nil)
+	var sims []int
+	for _, pos := range []int{127, 4095, 127} {
+		tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: pos, Tokens: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := pr.Simulated()
+		got, err := pr.Predict(tb, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sims = append(sims, pr.Simulated()-before)
+		want, err := timing.Predict(tb, timing.Default(), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(timing.ProgramRow{}, "Threads")); diff != "" {
+			t.Errorf("position %d: the Predictor's report differs from Predict's (-want +got):\n%s", pos, diff)
+		}
+	}
+	t.Logf("programs simulated: %v", sims)
+	if !(sims[0] > 0 && sims[1] > 0 && sims[1] < sims[0] && sims[2] == 0) {
+		t.Errorf("programs simulated at 127, 4095, 127 again: %v; want some, fewer (those reading the position), none", sims)
 	}
 }

@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/sim/timing"
+	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
+)
+
+// defaultSimulatePositions is --simulate-positions' default: the
+// positions of one prefill build simulated for --prompt-tokens, the
+// steps between them interpolated.
+const defaultSimulatePositions = 9
+
+// promptOpts are tcc perf's flags for a whole prompt (--prompt-tokens).
+type promptOpts struct {
+	tokens, chunk int
+	// simulate is the most positions of one build simulated (0: every
+	// step's).
+	simulate int
+	format   string
+	// collapse shows a long list of steps as its first, last and a few
+	// between.
+	collapse bool
+}
+
+// promptPerf is tcc perf --prompt-tokens's prediction of a prompt run as
+// tcc run runs it (prefillSteps), as --format json prints it. Every time
+// is a prediction of the timing model.
+type promptPerf struct {
+	Model  string `json:"model"`
+	Mesh   string `json:"mesh"`
+	Stage  string `json:"stage"`
+	Batch  int    `json:"batch"`
+	Mode   string `json:"mode"`
+	MaxSeq int    `json:"max_seq"`
+	// PromptTokens is the prompt's length per user, PrefillChunk the
+	// most tokens one step takes.
+	PromptTokens int `json:"prompt_tokens"`
+	PrefillChunk int `json:"prefill_chunk"`
+	// TotalUS is the sum of the steps' StepUS; TokensPerSecond is
+	// Batch * PromptTokens over it.
+	TotalUS         float64 `json:"total_us"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	// SimulatedSteps of the steps were simulated, InterpolatedSteps
+	// interpolated between them.
+	SimulatedSteps    int           `json:"simulated_steps"`
+	InterpolatedSteps int           `json:"interpolated_steps"`
+	Builds            []promptBuild `json:"builds"`
+	Segments          []promptStep  `json:"segments"`
+}
+
+// promptBuild is one prefill build of a prompt's run: its length (Seq
+// tokens per step), the steps it runs, its programs per device, the
+// positions at which its step was simulated and its DRAM use.
+type promptBuild struct {
+	Seq                int            `json:"seq"`
+	Steps              int            `json:"steps"`
+	ProgramsPerDevice  int            `json:"programs_per_device"`
+	SimulatedPositions []int          `json:"simulated_positions"`
+	Memory             *timing.Memory `json:"memory,omitempty"`
+}
+
+// promptStep is one prefill step: it writes positions Position ..
+// LastPosition (Tokens of them) and takes StepUS on the slowest device
+// (DeviceStepUS per device); Simulated says the timing model simulated
+// it, else it is interpolated linearly in position between the two
+// simulated positions of its build around it.
+type promptStep struct {
+	Index        int       `json:"index"`
+	Position     int       `json:"position"`
+	LastPosition int       `json:"last_position"`
+	Tokens       int       `json:"tokens"`
+	StepUS       float64   `json:"step_us"`
+	DeviceStepUS []float64 `json:"device_step_us"`
+	Simulated    bool      `json:"simulated"`
+}
+
+// perfPrompt predicts a prompt of o.tokens tokens per user run as tcc run
+// runs it: prefill steps of o.chunk tokens through one build, the rest
+// through a second, each step at its own position.
+func perfPrompt(w io.Writer, name string, mf *modelFlags, o promptOpts) error {
+	pp, err := predictPrompt(name, mf, o)
+	if err != nil {
+		return err
+	}
+	if o.format == "json" {
+		b, err := json.MarshalIndent(pp, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	return pp.writeTable(w, o.collapse)
+}
+
+// checkPromptOpts refuses the flags that do not go with --prompt-tokens.
+func checkPromptOpts(mf *modelFlags, o promptOpts, position, trace, threads bool) error {
+	switch {
+	case o.tokens < 1:
+		return fmt.Errorf("--prompt-tokens %d: a prompt has at least one token", o.tokens)
+	case o.chunk < 1:
+		return fmt.Errorf("--prefill-chunk %d: a prefill step takes at least one token", o.chunk)
+	case o.simulate == 1 || o.simulate < 0:
+		return fmt.Errorf("--simulate-positions %d: simulate 0 (every step) or at least 2 positions per build (the first and the last step's, to interpolate between)", o.simulate)
+	case o.format == "csv":
+		return fmt.Errorf("--format csv writes one step's programs; with --prompt-tokens use table or json (or --seq N --position P for one step's csv)")
+	case position:
+		return fmt.Errorf("--prompt-tokens predicts every step at its own position (0, --prefill-chunk, ...); drop --position")
+	case trace || threads:
+		return fmt.Errorf("--trace and --threads show one step; with --prompt-tokens predict the step you want with --seq N --position P")
+	case mf.flags.Changed("seq"):
+		return fmt.Errorf("--prompt-tokens runs steps of --prefill-chunk tokens; drop --seq (--seq N without --prompt-tokens predicts one prefill step of N tokens)")
+	}
+	return nil
+}
+
+// predictPrompt builds, compiles and predicts each prefill build of the
+// prompt (at most two) at its steps' positions. It refuses a prompt
+// longer than the KV cache and, as tcc perf does for one step, builds
+// that do not fit the device's DRAM.
+func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, error) {
+	m, err := lookupModel(name)
+	if err != nil {
+		return nil, err
+	}
+	mesh, err := ir.ParseMesh(mf.mesh)
+	if err != nil {
+		return nil, err
+	}
+	args, err := mf.args(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := mf.checkStage(); err != nil {
+		return nil, err
+	}
+	if mode, ok := args["mode"]; !ok {
+		return nil, fmt.Errorf("--prompt-tokens: model %s has no prefill step (no --mode parameter) to predict a prompt with", name)
+	} else if mf.flags.Changed("mode") && mode != "prefill" {
+		return nil, fmt.Errorf("--prompt-tokens predicts prefill steps: give --mode prefill (not %s) or leave --mode out", mode)
+	}
+	limit := 0
+	if pl, ok := m.(interface {
+		PositionLimit(models.Args) (int, error)
+	}); ok {
+		if limit, err = pl.PositionLimit(args); err != nil {
+			return nil, err
+		}
+	}
+	if limit > 0 && o.tokens > limit {
+		return nil, fmt.Errorf("--prompt-tokens %d needs positions 0..%d, but the KV cache holds positions 0..%d (--max-seq %d); give --max-seq %d or more, or a shorter prompt",
+			o.tokens, o.tokens-1, limit-1, limit, (o.tokens+ir.TileSize-1)/ir.TileSize*ir.TileSize)
+	}
+	batch := 1
+	if v, ok := args["batch"]; ok {
+		if batch, err = strconv.Atoi(v); err != nil {
+			return nil, fmt.Errorf("--batch %q: not an integer", v)
+		}
+	}
+	pp := &promptPerf{Model: name, Mesh: mesh.String(), Stage: mf.stage, Batch: batch, Mode: "prefill", MaxSeq: limit,
+		PromptTokens: o.tokens, PrefillChunk: o.chunk}
+	steps := prefillSteps(o.tokens, o.chunk)
+	pp.Segments = make([]promptStep, len(steps))
+	pr := timing.NewPredictor(timing.Default())
+	// One build per distinct length, in the order the steps need them.
+	var seqs []int
+	bySeq := map[int][]int{} // step indices per length
+	for i, st := range steps {
+		if bySeq[st.Tokens] == nil {
+			seqs = append(seqs, st.Tokens)
+		}
+		bySeq[st.Tokens] = append(bySeq[st.Tokens], i)
+	}
+	for _, n := range seqs {
+		pargs := models.Args{}
+		for k, v := range args {
+			pargs[k] = v
+		}
+		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(n)
+		g, err := m.Build(pargs, mesh)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := mf.pipeline(g); err != nil {
+			return nil, err
+		}
+		if _, err := checkDeviceMemory(name, m, mf, g); err != nil {
+			return nil, err
+		}
+		b, err := codegen.Compile(g, target.Blackhole())
+		if err != nil {
+			return nil, fmt.Errorf("the prefill build of %d tokens per step: %w", n, err)
+		}
+		idx := bySeq[n]
+		pos := make([]int, len(idx))
+		for j, i := range idx {
+			pos[j] = steps[i].Pos
+		}
+		meta := timing.Meta{Model: name, Stage: mf.stage, Mode: "prefill", Batch: batch, MaxSeq: limit}
+		times, sim, err := predictPositions(pos, o.simulate, func(p int) ([]float64, error) {
+			tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: p, Tokens: n})
+			if err != nil {
+				return nil, err
+			}
+			r, err := pr.Predict(tb, meta)
+			if err != nil {
+				return nil, err
+			}
+			return r.DeviceStepUS, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		u := b.Memory()
+		pb := promptBuild{Seq: n, Steps: len(idx), ProgramsPerDevice: len(b.Programs),
+			Memory: &timing.Memory{Weights: u.Weights, KV: u.KV, State: u.State, Other: u.Other, Total: u.Total, Capacity: u.Capacity, Free: u.Free()}}
+		for j, i := range idx {
+			st := promptStep{Index: i, Position: steps[i].Pos, LastPosition: steps[i].Pos + n - 1, Tokens: n,
+				DeviceStepUS: times[j], Simulated: sim[j]}
+			for _, us := range times[j] {
+				st.StepUS = max(st.StepUS, us)
+			}
+			if sim[j] {
+				pb.SimulatedPositions = append(pb.SimulatedPositions, st.Position)
+				pp.SimulatedSteps++
+			} else {
+				pp.InterpolatedSteps++
+			}
+			pp.Segments[i] = st
+		}
+		pp.Builds = append(pp.Builds, pb)
+	}
+	total := 0.0
+	for _, st := range pp.Segments {
+		total += st.StepUS
+	}
+	pp.TotalUS = round3(total)
+	if total > 0 {
+		pp.TokensPerSecond = round3(float64(batch*o.tokens) / (total / 1e6))
+	}
+	return pp, nil
+}
+
+// predictPositions gives the device step times at each of the ascending
+// positions pos, predicting (at) at most k of them (every one when k is 0
+// or at least len(pos)): the first, the last and k-2 spread evenly between
+// (by index). The times at every other position are interpolated, per
+// device, linearly in position between the predicted positions on either
+// side. A step's time is the sum of its programs' times and launch gaps,
+// and each program's is interpolated with the same weights, so this is
+// each program's time interpolated linearly and summed. sim[i] says
+// position i was predicted.
+func predictPositions(pos []int, k int, at func(pos int) ([]float64, error)) (times [][]float64, sim []bool, err error) {
+	n := len(pos)
+	times, sim = make([][]float64, n), make([]bool, n)
+	if k <= 0 || k >= n {
+		k = n
+	}
+	for i := 0; i < k; i++ {
+		j := 0
+		if k > 1 {
+			j = int(math.Round(float64(i) * float64(n-1) / float64(k-1)))
+		}
+		sim[j] = true
+	}
+	for j := range pos {
+		if !sim[j] {
+			continue
+		}
+		if times[j], err = at(pos[j]); err != nil {
+			return nil, nil, err
+		}
+	}
+	lo := 0
+	for j := range pos {
+		if sim[j] {
+			lo = j
+			continue
+		}
+		hi := j + 1
+		for !sim[hi] {
+			hi++
+		}
+		f := float64(pos[j]-pos[lo]) / float64(pos[hi]-pos[lo])
+		times[j] = make([]float64, len(times[lo]))
+		for d := range times[j] {
+			times[j][d] = round3(times[lo][d] + f*(times[hi][d]-times[lo][d]))
+		}
+	}
+	return times, sim, nil
+}
+
+// writeTable prints the prompt's prediction: a header, its builds, the
+// steps (with collapse, when there are more than 12, the first three,
+// three between and the last two) and the total.
+func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
+	limit := ""
+	if pp.MaxSeq > 0 {
+		limit = fmt.Sprintf(" (of --max-seq %d)", pp.MaxSeq)
+	}
+	fmt.Fprintf(w, "%s mesh %s, %s, prefill batch %d: a prompt of %d tokens as %d prefill steps of at most %d tokens (--prefill-chunk)%s\n",
+		pp.Model, pp.Mesh, pp.Stage, pp.Batch, pp.PromptTokens, len(pp.Segments), pp.PrefillChunk, limit)
+	for _, b := range pp.Builds {
+		how := fmt.Sprintf("simulated at its %s", plural(len(b.SimulatedPositions), "position"))
+		if b.Steps > len(b.SimulatedPositions) {
+			how = fmt.Sprintf("simulated at %d positions (%s), the other %d interpolated between them", len(b.SimulatedPositions), positionList(b.SimulatedPositions), b.Steps-len(b.SimulatedPositions))
+		}
+		fmt.Fprintf(w, "build prefill %d: %d programs per device, %s; %s\n", b.Seq, b.ProgramsPerDevice, plural(b.Steps, "step"), how)
+		if m := b.Memory; m != nil {
+			fmt.Fprintf(w, "  DRAM per device: weights %s, KV caches %s, state %s, other %s; total %s of %s\n",
+				target.HumanBytes(m.Weights), target.HumanBytes(m.KV), target.HumanBytes(m.State), target.HumanBytes(m.Other), target.HumanBytes(m.Total), target.HumanBytes(m.Capacity))
+		}
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\tpositions\ttokens\tus\t\t")
+	prev := -1
+	for _, i := range shownSteps(len(pp.Segments), collapse) {
+		if i > prev+1 {
+			fmt.Fprintf(tw, "...\t\t\t\t\t\n")
+		}
+		prev = i
+		s := pp.Segments[i]
+		how := "interpolated"
+		if s.Simulated {
+			how = "simulated"
+		}
+		fmt.Fprintf(tw, "%d\t%d..%d\t%d\t%.1f\t%s\t\n", s.Index, s.Position, s.LastPosition, s.Tokens, s.StepUS, how)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	note := "every step simulated"
+	if pp.InterpolatedSteps > 0 {
+		note = fmt.Sprintf("interpolated between %d simulated positions", pp.SimulatedSteps)
+	}
+	fmt.Fprintf(w, "\ntotal: %.1f ms predicted for the prompt's %d tokens per user: %.1f tokens/s (%s; %s)\n",
+		pp.TotalUS/1000, pp.PromptTokens, pp.TokensPerSecond, plural(len(pp.Segments), "step"), note)
+	return nil
+}
+
+// shownSteps are the indices of the n steps the table lists: all of them,
+// or with collapse and more than 12, the first three, three spread
+// between and the last two.
+func shownSteps(n int, collapse bool) []int {
+	if !collapse || n <= 12 {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	idx := []int{0, 1, 2}
+	for i := 1; i <= 3; i++ {
+		idx = append(idx, 2+i*(n-4)/4)
+	}
+	return append(idx, n-2, n-1)
+}
+
+// positionList names positions as "0, 512, 1024", or with more than six
+// the first three, "...", and the last.
+func positionList(pos []int) string {
+	var parts []string
+	for i, p := range pos {
+		if len(pos) > 6 && i == 3 {
+			parts = append(parts, "...")
+		}
+		if len(pos) > 6 && i >= 3 && i < len(pos)-1 {
+			continue
+		}
+		parts = append(parts, strconv.Itoa(p))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// round3 rounds x to three decimals (the timing reports' precision).
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
