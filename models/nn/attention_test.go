@@ -168,7 +168,14 @@ func attnWhole(rng *rand.Rand, bl block, d AttnDims, pos, seq int) whole {
 			w[name] = randTensor(rng, s, 0, 1)
 		}
 	}
-	w["pos"] = ref.Tensor{Shape: ir.Shape{1}, Data: []float32{float32(pos)}}
+	// pos is the graph's: [1] in prefill, a word per user in decode
+	// ([B], every user at pos).
+	ps := bl.byName["pos"].Type.Shape
+	pw := make([]float32, ps.Numel())
+	for i := range pw {
+		pw[i] = float32(pos)
+	}
+	w["pos"] = ref.Tensor{Shape: ps, Data: pw}
 	n, reps := 1, d.Batch // decode: [B, R], every user at pos
 	if seq > 0 {
 		n, reps = seq, 1 // prefill: [S, 1, R]

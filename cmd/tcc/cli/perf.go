@@ -260,8 +260,12 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build,
 // of the batch, each in the cache; the step's Pos is their largest.
 func stepAt(m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int) (*timing.Step, int, error) {
 	if len(codegen.PositionInputs(g)) == 0 {
+		flag := fmt.Sprintf("--position %d", position)
+		if users != nil {
+			flag = "--positions"
+		}
 		if position >= 0 || users != nil {
-			return nil, 0, fmt.Errorf("--position/--positions: %s's graph has no position input (no KV cache), so there is no position to predict at", g.Name)
+			return nil, 0, fmt.Errorf("%s: %s's graph has no position input (no KV cache), so there is no position to predict at", flag, g.Name)
 		}
 		return nil, 0, nil
 	}
