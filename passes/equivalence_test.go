@@ -445,7 +445,9 @@ func qwenInputs(o qwen27b.Options, data []named, tokens [][]int, pos int) {
 	B, S := len(tokens), len(tokens[0])
 	var cos, sin []float32
 	var tok, rope ir.Shape
+	posN := B // decode: a position per user
 	if o.Mode == qwen27b.Prefill {
+		posN = 1
 		cos, sin = qwen27b.RopePrefillTables(c.RotaryDim(), c.RopeTheta, pos, S)
 		tok, rope = ir.Shape{B, S}, ir.Shape{S, 1, c.RotaryDim()}
 	} else {
@@ -460,7 +462,11 @@ func qwenInputs(o qwen27b.Options, data []named, tokens [][]int, pos int) {
 	}
 	for _, n := range data {
 		n["tokens"] = tt.Clone()
-		n["pos"] = ref.Tensor{Shape: ir.Shape{1}, Data: []float32{float32(pos)}}
+		pt := ref.NewTensor(ir.Shape{posN})
+		for i := range pt.Data {
+			pt.Data[i] = float32(pos)
+		}
+		n["pos"] = pt
 		n["rope.cos"] = ref.Tensor{Shape: rope.Clone(), Data: append([]float32(nil), cos...)}
 		n["rope.sin"] = ref.Tensor{Shape: rope.Clone(), Data: append([]float32(nil), sin...)}
 	}

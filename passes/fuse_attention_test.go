@@ -350,8 +350,10 @@ func attnGraphData(g *ir.Graph, o qwen27b.Options, pos int, seed int64) []map[*i
 		for _, v := range g.Inputs {
 			t := ref.NewTensor(v.Type.Shape)
 			switch v.Name {
-			case "pos":
-				t.Data[0] = float32(pos)
+			case "pos": // every user at pos
+				for i := range t.Data {
+					t.Data[i] = float32(pos)
+				}
 			case "rope.cos":
 				copy(t.Data, cos)
 			case "rope.sin":

@@ -75,8 +75,11 @@ func randomEnv(g *ir.Graph, seed uint64) map[*ir.Value]ref.Tensor {
 				for i := range data {
 					data[i] = float32(rng.IntN(200))
 				}
-			case v.Name == "pos":
-				data = []float32{testPos}
+			case v.Name == "pos": // a word per user in decode
+				data = make([]float32, n)
+				for i := range data {
+					data[i] = testPos
+				}
 			case v.Name == "rope.cos" || v.Name == "rope.sin":
 				data = make([]float32, n)
 				for i := range data {

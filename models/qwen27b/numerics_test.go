@@ -168,8 +168,11 @@ func (m *wholeModel) setInputs(t *testing.T, g *ir.Graph, envs []map[*ir.Value]r
 						data = append(data, float32(id))
 					}
 				}
-			case "pos":
-				data = []float32{float32(pos)}
+			case "pos": // [1] in prefill, a word per user in decode
+				data = make([]float32, v.Type.Shape.Numel())
+				for i := range data {
+					data[i] = float32(pos)
+				}
 			case "rope.cos", "rope.sin":
 				var cos, sin []float32
 				if v.Type.Shape.Rank() == 3 {
