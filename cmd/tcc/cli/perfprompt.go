@@ -184,11 +184,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		bySeq[st.Tokens] = append(bySeq[st.Tokens], i)
 	}
 	for _, n := range seqs {
-		pargs := models.Args{}
-		for k, v := range args {
-			pargs[k] = v
-		}
-		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(n)
+		pargs := prefillArgs(args, n)
 		g, err := m.Build(pargs, mesh)
 		if err != nil {
 			return nil, err

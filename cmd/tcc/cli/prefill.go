@@ -1,5 +1,11 @@
 package cli
 
+import (
+	"strconv"
+
+	"github.com/tcc-dev/tcc/models"
+)
+
 // defaultPrefillChunk is --prefill-chunk's default (tcc run, tcc perf):
 // the prompt tokens of one prefill step.
 const defaultPrefillChunk = 64
@@ -37,4 +43,14 @@ func prefillSteps(n, chunk int) []prefillStep {
 		pos += s
 	}
 	return steps
+}
+
+// prefillArgs is args (a decode build's) for a prefill step of seq tokens.
+func prefillArgs(args models.Args, seq int) models.Args {
+	out := models.Args{}
+	for k, v := range args {
+		out[k] = v
+	}
+	out["mode"], out["seq"] = "prefill", strconv.Itoa(seq)
+	return out
 }

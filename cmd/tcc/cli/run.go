@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -256,11 +255,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if bySeq[n] != nil {
 			continue
 		}
-		pargs := models.Args{}
-		for k, v := range args {
-			pargs[k] = v
-		}
-		pargs["mode"], pargs["seq"] = "prefill", strconv.Itoa(n)
+		pargs := prefillArgs(args, n)
 		pg, err := m.Build(pargs, mesh)
 		if err != nil {
 			return err
