@@ -111,8 +111,10 @@ const (
 	flashSemCombine = 1
 )
 
-// flashSDPA is a flash-decoding sdpa_decode_gated program under
-// construction; the operands, dims and reader helpers are gatedSDPA's.
+// flashSDPA is a flash-decoding sdpa_decode_gated program, or (prefill,
+// group 1) a flash-attention sdpa_prefill_gated one (flash_prefill.go),
+// under construction; the operands, dims and reader helpers are
+// gatedSDPA's.
 type flashSDPA struct {
 	*gatedSDPA
 	group, sub int // cores per item, per subgroup of the combine
@@ -131,6 +133,8 @@ type flashSDPA struct {
 	wpos, sigH, res, own int
 	// compute state and intermediates
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
+	// prefill (compute): the item's first masked cache tile
+	maskFrom kir.Var
 }
 
 // flashDecode builds s's program (decode) by flash decoding with groups
@@ -237,7 +241,12 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 	if err := f.planCBs(); err != nil {
 		return nil, err
 	}
-	if err := f.reader(); err != nil {
+	read := f.reader
+	if s.prefill {
+		s.kBlk = largestDivisor(d.Dt, sdpaCacheBlock)
+		read = f.prefillReader
+	}
+	if err := read(); err != nil {
 		return nil, err
 	}
 	f.compute()
@@ -255,12 +264,19 @@ func (f *flashSDPA) planCBs() error {
 	f.kPair, f.vGroup = max(1, min(flashKPair, 4*flashChunk/Dt)), largestDivisor(Dt, 4)
 	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
 	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
-	s.mask = cbs.Input("mask", ir.FP32, 1)
+	masks := 1
+	if s.prefill {
+		masks = 2 // an item's one or two tiles crossing the diagonal
+	}
+	s.mask = cbs.Input("mask", ir.FP32, masks)
 	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
 	f.zeroT = cbs.Input("zero", ir.BF16, 1)
 	f.posC = cbs.Pages(blocks.InputCB, "pos_for_compute", ir.UInt32, f.ctx.Target.L1Align, 1)
-	s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
+	s.slotQ, s.asm = -1, -1
+	if !s.prefill {
+		s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
+	}
 	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
 	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 2)
 	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(f.ctx.Target, s.pos), 1)
@@ -274,7 +290,9 @@ func (f *flashSDPA) planCBs() error {
 	if f.group == 1 {
 		s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
 		s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-		s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+		if !s.prefill {
+			s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
+		}
 	} else {
 		// the leader's merged tiles, rounded to q's dtype, to its writer
 		// (the combine's Out); a helper's result tiles, all at once
@@ -638,6 +656,9 @@ func (f *flashSDPA) compute() {
 	var lptr, lo, hi kir.Var
 	span := func() {
 		pos := c.B.Let("pos", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.C(0)})
+		if f.prefill {
+			f.maskFrom = c.B.Let("mask_from", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.Ci(prefillMaskWord)})
+		}
 		sp = f.flashSpan(c.B, pos, slot)
 		lptr, lo, hi = sp.lptr, sp.lo, sp.hi
 	}
@@ -704,7 +725,7 @@ func (f *flashSDPA) compute() {
 // [B] with group 1, whose cores may hold items of several users. With
 // group > 1 a core's one item fixes its user, whose word the reader reads
 // once, as it reads pos [1].
-func (f *flashSDPA) perItemPos() bool { return f.group == 1 && perUserPos(f.pos) }
+func (f *flashSDPA) perItemPos() bool { return f.prefill || f.group == 1 && perUserPos(f.pos) }
 
 // chunkScores emits the scores of cache tiles [t0, cend) into one block
 // of the scores CB (its unused pages left as they are): DEST = mask (pos's
@@ -715,7 +736,11 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
 	c.B.CBReserveBack(s.scores, kir.Ci(flashChunk))
 	c.For("t", t0, cend, func(tt kir.Var) {
 		c.Acquire()
-		c.If(kir.Eq(tt, lptr), func() {
+		masked := kir.Expr(kir.Eq(tt, lptr))
+		if s.prefill {
+			masked = kir.Ge(tt, f.maskFrom)
+		}
+		c.If(masked, func() {
 			c.B.CBWaitFront(s.mask, kir.C(1))
 			c.Copy(s.mask, kir.C(0), kir.C(0))
 			c.B.CBPopFront(s.mask, kir.C(1))
@@ -752,6 +777,16 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	c.If(later, func() {
 		c.B.CBWaitFront(f.nmS, kir.C(1))
 		c.Copy(f.nmS, kir.C(0), kir.C(1))
+		if s.prefill {
+			// DEST[0] = m + relu(c - m), c the chunk's row max: a row may
+			// see none of a chunk's columns (c = -inf past the diagonal),
+			// and m, set by tile 0, which every row sees, is finite
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			sfpu(kir.SFPURelu, 0)
+			sfpu(kir.SFPUNegative, 1)
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			return
+		}
 		sfpu(kir.SFPUNegative, 1) // m
 		// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
 		sfpu(kir.SFPUNegative, 0)
@@ -1018,7 +1053,11 @@ func (f *flashSDPA) setArgs() error {
 	if f.group == 1 {
 		for ci, core := range s.cores {
 			st, n := s.plan.Range(ci)
-			s.rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)), kir.U32(0))
+			if s.prefill {
+				s.rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
+			} else {
+				s.rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)), kir.U32(0))
+			}
 			s.cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(0))
 			s.wr.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
 		}

@@ -18,21 +18,13 @@ import (
 //
 // with r rounding to q's (gate's) dtype. This file holds what both share
 // (the checks, the operands' reader set-up, decodeItem and groupTiles,
-// which gather a decode item's query and gate rows, the K cache reader
-// cacheTiles, the decode writer writeDecodeTiles) and the prefill
-// program; decode is flash decoding (flash_sdpa.go), whose cost follows
-// the position.
-//
-// Prefill: one work item is one tile row of query rows attending one kv
-// head, item (user b, q head h, token tile row st), its rows up to 32
-// tokens of head h; items are split over the cores, one per core while
-// cores last. Per item the compute kernel takes the masked, scaled scores
-// (scoreTiles), their softmax (softmax) and the gated P V (gatedValues).
-// Like sdpa_prefill the kernel runs over the whole cache length (its loop
-// counts do not depend on pos, which only the reader reads): the reader
-// feeds zero tiles past the last visible position and zeroes the rows
-// past it in the tile holding it (cacheTiles), so stale cache contents
-// never reach the result.
+// which gather a decode item's query and gate rows, prefillItem, which
+// reads a prefill item's query rows and builds its causal masks, the K
+// cache reader cacheTiles, the writers). Both run an online softmax over
+// chunks of the cache, so their cost follows the position and their L1
+// does not depend on the cache length: decode is flash decoding
+// (flash_sdpa.go), prefill flash attention on one core per item
+// (flash_prefill.go, reusing flash decoding's compute kernel).
 
 // sdpaDims are the sizes of one gated SDPA.
 type sdpaDims struct{ B, H, Hkv, G, S, D, L, Dt, Lt, St, items int }
@@ -85,17 +77,16 @@ type gatedSDPA struct {
 	q, k, v, pos, gate, out *ir.Value
 	scale                   float64
 	d                       sdpaDims
-	// the reader moves kBlk K tiles (along a row), vBlk V tiles per
-	// barrier
-	kBlk, vBlk int
+	// the prefill reader moves kBlk K tiles (along a row) per barrier
+	kBlk int
 	// CBs; slotQ, asm < 0 in prefill
-	cbQ, cbK, cbV, mask, cbGate, scaler, ones, slotQ, slotG, consts, cbPos int
-	scores, negMax, exp, recip, pv, attn, sig, cbOut, asm                  int
-	rd, cp, wr                                                             *kir.Kernel
-	qAcc, kAcc, vAcc, pAcc, gAcc                                           *blocks.Access
-	gq, gg                                                                 *blocks.Gather // gq nil in prefill
-	groupRows                                                              bool           // decode, a user's heads in one tile row: groupTiles
-	posv, lptr, lrow, zero, ninf, bound                                    kir.Var        // reader: readerConsts, flashSDPA.reader
+	cbQ, cbK, cbV, mask, cbGate, scaler, slotQ, slotG, consts, cbPos int
+	scores, attn, sig, cbOut, asm                                    int
+	rd, cp, wr                                                       *kir.Kernel
+	qAcc, kAcc, vAcc, pAcc, gAcc                                     *blocks.Access
+	gq, gg                                                           *blocks.Gather // gq nil in prefill
+	groupRows                                                        bool           // decode, a user's heads in one tile row: groupTiles
+	posv, lptr, lrow, zero, ninf, bound                              kir.Var        // reader: flashSDPA.reader, prefillReader
 }
 
 // sdpaItem is what the reader knows of its current work item.
@@ -108,8 +99,8 @@ type sdpaItem struct {
 // negInf is the bits of fp32 -inf.
 const negInf = 0xFF800000
 
-// sdpaGated checks op; prefill splits its items over the first cores and
-// builds the program phase by phase, decode is flashDecode's.
+// sdpaGated checks op and builds its program: decode by flashDecode,
+// prefill by flashBuild with one core per item.
 func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	o := op.Operands
 	s := &gatedSDPA{op: op, prefill: prefill, q: o[0], k: o[1], v: o[2], pos: o[3], gate: o[4], out: op.Result()}
@@ -128,87 +119,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	if !prefill {
 		return flashDecode(s, ctx)
 	}
-	t, Dt, Lt := ctx.Target, s.d.Dt, s.d.Lt
-	plan := PlanSplit(s.d.items, t.NumWorkers(), 2*Lt*Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
-	if s.splitProgram, err = newSplitProgram(op, ctx, plan); err != nil {
-		return nil, err
-	}
-	s.kBlk, s.vBlk = largestDivisor(Dt, sdpaCacheBlock), largestDivisor(Lt, sdpaCacheBlock)
-	if err := s.planCBs(); err != nil {
-		return nil, err
-	}
-	if err := s.reader(); err != nil {
-		return nil, err
-	}
-	s.compute()
-	if err := s.writer(); err != nil {
-		return nil, err
-	}
-	setItemArgs(s.cores, s.plan, s.rd, s.cp, s.wr, func(int) int { return 1 })
-	return s.p, nil
-}
-
-// planCBs plans the prefill program's CBs.
-func (s *gatedSDPA) planCBs() error {
-	cbs, Dt, Lt := s.cbs, s.d.Dt, s.d.Lt
-	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*s.kBlk)
-	s.cbV = cbs.Input("v", s.v.Type.DType, 2*s.vBlk)
-	s.mask = cbs.Input("mask", ir.FP32, 2)
-	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
-	s.scaler = cbs.Input("scaler", ir.BF16, 1)
-	s.ones = cbs.Input("ones_row", ir.BF16, 1)
-	s.slotQ, s.asm = -1, -1
-	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
-	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 2)
-	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, s.pos.Type.DType.ElemBytes(), 1)
-	s.scores = cbs.Scratch("scores", ir.FP32, Lt)
-	s.negMax = cbs.Scratch("neg_row_max", ir.BF16, 1)
-	s.exp = cbs.Scratch("exp", ir.FP32, Lt)
-	s.recip = cbs.Scratch("recip_sum", ir.FP32, 1)
-	s.pv = cbs.Scratch("pv", ir.FP32, 1)
-	s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-	s.sig = cbs.Scratch("sigmoid_gate", s.gate.Type.DType, 1)
-	s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
-	return cbs.Err(fmt.Sprintf("%s over a cache of %d positions keeps two fp32 rows of %d score tiles", s.op.Name(), s.d.L, Lt))
-}
-
-// reader adds the prefill reader: per item (prefillItem) the mask and K
-// tiles of each cache tile, then per D tile the V tiles and the gate.
-func (s *gatedSDPA) reader() error {
-	d, Dt, Lt := s.d, s.d.Dt, s.d.Lt
-	if err := s.readerSetup(); err != nil {
-		return err
-	}
-	rd := s.rd
-	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b := rd.Builder()
-	s.readerConsts(b)
-	s.gg.Begin(b, []int{s.slotG})
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
-		it := s.prefillItem(b, i)
-		b.For("t", kir.C(0), kir.Ci(Lt), func(tt kir.Var) {
-			b.CBReserveBack(s.mask, kir.C(1))
-			it.mask(tt)
-			b.CBPushBack(s.mask, kir.C(1))
-			b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-				s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-			})
-		})
-		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-			b.ForStep("t0", kir.C(0), kir.Ci(Lt), kir.Ci(s.vBlk), func(t0 kir.Var) {
-				s.cacheTiles(b, s.vAcc, s.cbV, s.v.Type.DType, it.head, s.vBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return kir.Add(t0, j), dd })
-			})
-			s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(kir.Mod(i, kir.Ci(d.St)), kir.Ci(Dt)), dd))
-		})
-	})
-	if s.err != nil {
-		return s.err
-	}
-	s.gg.End(b)
-	blocks.ReleaseScratchPages(b, s.consts, 2)
-	blocks.ReleaseScratch(b, s.cbPos)
-	return nil
+	return flashBuild(s, ctx, 1, newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType))
 }
 
 // readerSetup adds the reader kernel (s.rd) with the operands' buffer
@@ -236,26 +147,6 @@ func (s *gatedSDPA) readerSetup() error {
 	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
 	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
 	return nil
-}
-
-// readerConsts emits (prefill) the scaler and ones tiles, reads pos (the
-// last visible position: tile lptr, row lrow) and builds the constant
-// tiles masks are copied from: zeros and -inf.
-func (s *gatedSDPA) readerConsts(b *kir.Builder) {
-	blocks.ScalerTile(b, s.scaler, 1)
-	blocks.RowTile(b, s.ones, ir.BF16, 0, 1)
-	s.posv = readPos(b, s.pAcc, s.cbPos)
-	// last is the last visible cache position of any query of the op.
-	last := b.Let("last", kir.Add(s.posv, kir.Ci(s.d.S-1)))
-	s.lptr = b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
-	s.lrow = b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
-	b.Comment("constant tiles: zeros, -inf")
-	fb := ir.FP32.TileBytes()
-	consts := blocks.ScratchPages(b, s.consts, 2, "consts")
-	s.zero = b.Let("zero", consts)
-	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
-	blocks.FillWords(b, s.zero, fb, 0)
-	blocks.FillWords(b, s.ninf, fb, negInf)
 }
 
 // decodeItem emits decode item i's (kv head b*Hkv + j) group query rows
@@ -376,65 +267,6 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 	b.CBPushBack(cb, kir.Ci(n))
 }
 
-// compute adds the compute kernel.
-func (s *gatedSDPA) compute() {
-	var c *blocks.Compute
-	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
-	items := s.cp.RuntimeArg("items")
-	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
-	c.B.CBWaitFront(s.scaler, kir.C(1))
-	c.B.CBWaitFront(s.ones, kir.C(1))
-	c.For("i", kir.C(0), items, func(kir.Var) {
-		c.B.CBWaitFront(s.cbQ, kir.Ci(s.d.Dt))
-		s.scoreTiles(c)
-		s.softmax(c)
-		s.gatedValues(c)
-		c.B.CBPopFront(s.cbQ, kir.Ci(s.d.Dt))
-	})
-	c.B.CBPopFront(s.ones, kir.C(1))
-	c.B.CBPopFront(s.scaler, kir.C(1))
-}
-
-// scoreTiles emits per cache tile t DEST = mask_t (copy_tile, exact),
-// += Q K_t^T (in1 transposed, fp32 DEST), * scale into the fp32 scores.
-func (s *gatedSDPA) scoreTiles(c *blocks.Compute) {
-	c.B.Comment("scores: (mask + q k^T) * scale")
-	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(kir.Var) {
-		c.Acquire()
-		c.B.CBWaitFront(s.mask, kir.C(1))
-		c.Copy(s.mask, kir.C(0), kir.C(0))
-		c.B.CBPopFront(s.mask, kir.C(1))
-		c.For("d", kir.C(0), kir.Ci(s.d.Dt), func(dd kir.Var) {
-			c.B.CBWaitFront(s.cbK, kir.C(1))
-			c.Matmul(s.cbQ, s.cbK, dd, kir.C(0), kir.C(0), true)
-			c.B.CBPopFront(s.cbK, kir.C(1))
-		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(s.scale)}, kir.C(0))
-		c.PackOut(s.scores, 1)
-	})
-}
-
-// softmax emits -m, the negated row maxima in bf16 (any value near the
-// maximum serves; it enters exactly), per tile exp(S_t (a tf32 copy: the
-// FPU reads scores too) + -m by a matmul with a ones row), into exp, and
-// the reciprocal row sums into recip (both left waited for).
-func (s *gatedSDPA) softmax(c *blocks.Compute) {
-	c.B.Comment("softmax: -max, exp(s - max), 1/sum")
-	reduceRows(c, "t", kir.ReduceMax, s.scores, s.scaler, s.negMax, s.d.Lt, blocks.SFPUStep{Op: kir.SFPUNegative})
-	c.B.CBWaitFront(s.negMax, kir.C(1))
-	c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
-		c.Acquire()
-		c.Copy(s.scores, tt, kir.C(0))
-		c.Matmul(s.negMax, s.ones, kir.C(0), kir.C(0), kir.C(0), false)
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, kir.C(0))
-		c.PackOut(s.exp, 1)
-	})
-	c.B.CBPopFront(s.negMax, kir.C(1))
-	c.B.CBPopFront(s.scores, kir.Ci(s.d.Lt))
-	reduceRows(c, "t", kir.ReduceSum, s.exp, s.scaler, s.recip, s.d.Lt, blocks.SFPUStep{Op: kir.SFPURecip})
-	c.B.CBWaitFront(s.recip, kir.C(1))
-}
-
 // reduceRows emits, in a compute kernel, the row reduction op of the n
 // tiles of in (waited for, not popped; loop variable name) against the
 // scaler tile into DEST 0, then steps, packed to one page of out.
@@ -448,31 +280,6 @@ func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out
 		c.SFPU(st, kir.C(0))
 	}
 	c.PackOut(out, 1)
-}
-
-// gatedValues emits per D tile P V (fp32 DEST) times recip, rounded to
-// q's dtype, times sigmoid(gate), rounded to gate's, into the result; it
-// pops exp and recip.
-func (s *gatedSDPA) gatedValues(c *blocks.Compute) {
-	c.B.Comment("per D tile of the item: (p v) / sum, times sigmoid(gate)")
-	c.For("d", kir.C(0), kir.Ci(s.d.Dt), func(kir.Var) {
-		c.Acquire()
-		c.For("t", kir.C(0), kir.Ci(s.d.Lt), func(tt kir.Var) {
-			c.B.CBWaitFront(s.cbV, kir.C(1))
-			c.Matmul(s.exp, s.cbV, tt, kir.C(0), kir.C(0), false)
-			c.B.CBPopFront(s.cbV, kir.C(1))
-		})
-		c.PackOut(s.pv, 1)
-		c.B.CBWaitFront(s.pv, kir.C(1))
-		c.Acquire()
-		c.Binary(kir.EltMul, blocks.BcastCols, s.pv, s.recip, kir.C(0), kir.C(0), kir.C(0))
-		c.B.CBPopFront(s.pv, kir.C(1))
-		c.PackOut(s.attn, 1)
-		c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
-		c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
-	})
-	c.B.CBPopFront(s.recip, kir.C(1))
-	c.B.CBPopFront(s.exp, kir.Ci(s.d.Lt))
 }
 
 // writer adds the writer (runtime args start, count: items). Prefill: a

@@ -1,0 +1,107 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// sdpa_prefill_gated as flash attention: the online softmax of flash
+// decoding (flash_sdpa.go: chunkScores, chunkSoftmax, chunkValues,
+// normalise) run by one core per work item, so a core's L1 does not
+// depend on the cache length and the cost follows the position.
+//
+// A work item is (user b, q head h, token tile row st): up to 32 query
+// tokens at positions row0 = pos + 32 st onwards; items are split over
+// the cores, one per core while cores last (group 1 of flashBuild). The
+// item's last visible position is last = row0 + rows - 1, rows = min(32,
+// S - 32 st) (its last token); it sees cache tiles 0 .. last/32 and the
+// reader and compute loop over exactly those, in chunks of flashChunk
+// tiles. Every tile from mfirst = row0/32 on (the one or two crossing the
+// causal diagonal) gets a mask page (prefillItem: -inf where 32 t + c >
+// row0 + r), added to its scores before q K^T; the tiles before it are
+// visible to every row of the item and get none. K and V rows past last
+// in its tile are cleared (stale cache rows may hold anything, NaN
+// included, and 0 x NaN is NaN), so nothing past the visible position
+// reaches the result.
+//
+// The reader hands compute, per item, a page of two words: last and
+// mfirst (the compute kernel reads them with read_tile_value and derives
+// its loop counts from them, as flash decoding does from pos).
+//
+// Numerics: the chunked online softmax rounds in another order than the
+// single pass over the whole row the reference computes (sim/ref
+// attendGatedFPU), so the result agrees with the reference within the
+// bounds flash decoding is held to (flash_sdpa_test.go: PCC >= 0.99999
+// and a few bf16 ulps of the largest result), not bit for bit.
+
+// prefillWords is the item page the prefill reader hands compute: the
+// item's last visible position, then the first masked cache tile.
+const (
+	prefillLastWord  = 0
+	prefillMaskWord  = 1
+	prefillItemWords = 2
+)
+
+// prefillReader adds the prefill reader (see the comment above).
+// Runtime args: start, count (items).
+func (f *flashSDPA) prefillReader() error {
+	s, d, Dt, C := f.gatedSDPA, f.d, f.d.Dt, flashChunk
+	if err := s.readerSetup(); err != nil {
+		return err
+	}
+	rd := s.rd
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
+	f.tileConsts(b)
+	s.posv = readPos(b, s.pAcc, s.cbPos)
+	b.Comment("constant tiles: zeros, -inf")
+	fb := ir.FP32.TileBytes()
+	consts := blocks.ScratchPages(b, s.consts, 2, "consts")
+	s.zero = b.Let("zero", consts)
+	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
+	blocks.FillWords(b, s.zero, fb, 0)
+	blocks.FillWords(b, s.ninf, fb, negInf)
+	s.gg.Begin(b, []int{s.slotG})
+	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+		it := s.prefillItem(b, i)
+		st := b.Let("item_row", kir.Mod(i, kir.Ci(d.St)))
+		// the item's last token: min(32 st + 31, S - 1)
+		lastTok := b.LetT("last_tok", kir.U32T, kir.Add(kir.Mul(st, kir.Ci(ir.TileSize)), kir.Ci(ir.TileSize-1)))
+		b.If(kir.Gt(lastTok, kir.Ci(d.S-1)), func() { b.Assign(lastTok, kir.Ci(d.S-1)) })
+		last := b.Let("last", kir.Add(s.posv, lastTok))
+		s.lptr = b.Let("lptr", kir.Div(last, kir.Ci(ir.TileSize)))
+		s.lrow = b.Let("lrow", kir.Mod(last, kir.Ci(ir.TileSize)))
+		mfirst := b.Let("mask_from", kir.Div(kir.Add(s.posv, kir.Mul(st, kir.Ci(ir.TileSize))), kir.Ci(ir.TileSize)))
+		b.Comment("the item's last visible position and first masked tile, for compute's loop counts")
+		pp := blocks.Reserve(b, f.posC, kir.C(1), "item_page")
+		b.L1Write32(kir.Add(pp, kir.Ci(4*prefillLastWord)), last)
+		b.L1Write32(kir.Add(pp, kir.Ci(4*prefillMaskWord)), mfirst)
+		b.CBPushBack(f.posC, kir.C(1))
+		n := b.Let("n_tiles", kir.Add(s.lptr, kir.C(1)))
+		b.ForStep("t0", kir.C(0), n, kir.Ci(C), func(t0 kir.Var) {
+			cend := chunkEnd(b, t0, n)
+			b.For("t", t0, cend, func(tt kir.Var) {
+				b.If(kir.Ge(tt, mfirst), func() {
+					b.CBReserveBack(s.mask, kir.C(1))
+					it.mask(tt)
+					b.CBPushBack(s.mask, kir.C(1))
+				})
+				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+					s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+				})
+			})
+			b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
+		})
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+			s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(st, kir.Ci(Dt)), dd))
+		})
+	})
+	if s.err != nil {
+		return s.err
+	}
+	s.gg.End(b)
+	blocks.ReleaseScratchPages(b, s.consts, 2)
+	blocks.ReleaseScratch(b, s.cbPos)
+	return nil
+}
