@@ -25,6 +25,11 @@ import (
 // included, and 0 x NaN is NaN), so nothing past the visible position
 // reaches the result.
 //
+// Unlike decode, a row may see none of a chunk's columns (c = -inf, a
+// chunk past the row's diagonal), so the running maximum is m + relu(c -
+// m) (chunkSoftmax), finite since tile 0, in the first chunk, is visible
+// to every row.
+//
 // The reader hands compute, per item, a page of two words: last and
 // mfirst (the compute kernel reads them with read_tile_value and derives
 // its loop counts from them, as flash decoding does from pos).

@@ -499,12 +499,14 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 }
 
 // attendGatedFPU is attendFPU for the program of sdpa_prefill_gated
-// (codegen/lower/fused_sdpa.go) up to the gate: it writes to out the
-// attention before its rounding to q's dtype. sdpa_decode_gated's program
-// (flash decoding, codegen/lower/flash_sdpa.go) computes the same steps
-// chunk by chunk with a running maximum and merges the cores' rescaled
-// sums: it matches this one-pass order within rounding, not bit for bit.
-// The prefill program keeps the scores in fp32 without a source-register
+// up to the gate, in one pass over the whole visible row: it writes to out
+// the attention before its rounding to q's dtype. Both programs run an
+// online softmax: sdpa_decode_gated's (flash decoding,
+// codegen/lower/flash_sdpa.go) computes the same steps chunk by chunk
+// with a running maximum and merges the cores' rescaled sums,
+// sdpa_prefill_gated's (codegen/lower/flash_prefill.go) the same chunk
+// by chunk on one core: they match this one-pass order within rounding,
+// not bit for bit. The one pass keeps the scores in fp32 without a source-register
 // read, subtracts a bf16 maximum with a matmul, and normalises after P V:
 //
 //	raw_t = q . k_t                          matmul_tiles onto the mask tile copied into DEST (exact: 0

@@ -61,7 +61,8 @@
 // fill_cache) copy values. With StorageFormats every arithmetic op is
 // computed as its device program computes it, rounding point by rounding
 // point, so that a correct program agrees with the reference bit for bit
-// (sdpa_decode_gated's flash decoding within rounding, see
+// (sdpa_decode_gated's and sdpa_prefill_gated's online softmax within
+// rounding, see
 // attender.attendGatedFPU):
 // sum, mean, rms_norm and rms_norm_plain (reduce.go, norm.go), cumsum,
 // conv_depthwise and tril_inverse (gdn.go), rotary (rotaryFPU) and

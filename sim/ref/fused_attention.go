@@ -32,8 +32,10 @@ import (
 // prologues' RoPE (see prologue: the decode program's RoPE matmul is fp32
 // math, the prefill program's element-wise RoPE is rotaryFPU, as the
 // composed rotary is) and, unless Options.Composed, the gated attentions,
-// computed as the prefill program does (attender.attendGatedFPU, which
-// differs from the composed sdpa ops' program, see gatedFactors). The
+// computed in one pass over the visible row (attender.attendGatedFPU,
+// which differs from the composed sdpa ops' program, see gatedFactors;
+// the prefill program computes it chunk by chunk with a running maximum,
+// codegen/lower/flash_prefill.go, and agrees within rounding). The
 // decode program is flash decoding (codegen/lower/flash_sdpa.go): it
 // computes the same quantities over chunks of the cache split among
 // cores, with a running maximum and rescaled fp32 sums merged at the end,
