@@ -217,10 +217,9 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 		}
 	}
 	// On the simulator every program reproduces the same-formats
-	// reference bit for bit, the prefill's and each decode step's, but the
-	// decode attention's (flash decoding rounds in its own order: within
-	// rounding, PCC >= --program-threshold); so the prefill's logits are
-	// bit for bit, the decode steps' within that rounding.
+	// reference bit for bit but the attentions (flash decoding and the
+	// prefill's flash attention round in their own order: within rounding,
+	// PCC >= --program-threshold); so the logits are within that rounding.
 	lines := regexp.MustCompile(`programs: (\d+) of (\d+) checked on their own inputs, (\d+) bit for bit(, (\d+) differ \(([^\n]*)\))? ok`).FindAllStringSubmatch(out, -1)
 	if len(lines) != 17 {
 		t.Errorf("%d programs lines, want 17 (prefill and 16 decode steps)", len(lines))
@@ -230,13 +229,10 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 			t.Errorf("not every program checked: %s", m[0])
 		}
 		for _, d := range strings.Split(m[6], "; ") {
-			if d != "" && !strings.HasPrefix(d, "op sdpa_decode_gated ") && !regexp.MustCompile(`^\d+ more$`).MatchString(d) {
-				t.Errorf("a program other than the decode attention is not bit for bit: %s", d)
+			if d != "" && !strings.HasPrefix(d, "op sdpa_decode_gated ") && !strings.HasPrefix(d, "op sdpa_prefill_gated ") && !regexp.MustCompile(`^\d+ more$`).MatchString(d) {
+				t.Errorf("a program other than the attentions is not bit for bit: %s", d)
 			}
 		}
-	}
-	if n := strings.Count(out, "  same formats PCC 1.000000 (max rel 0) ok"); n < 1 {
-		t.Errorf("the prefill's same-formats logits are not bit for bit")
 	}
 }
 
