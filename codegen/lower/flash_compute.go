@@ -1,0 +1,294 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+)
+
+// The flash-decoding (and flash prefill) compute kernel: per chunk of
+// cache tiles the masked, scaled scores, the online softmax's shift and
+// rescale, the values, then the normalisation (one core per item) or the
+// core's partial for the combine (flash_sdpa.go's doc).
+
+// compute adds the compute kernel (see the file's doc). Runtime args:
+// items and slot.
+func (f *flashSDPA) compute() {
+	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
+	var c *blocks.Compute
+	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
+	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
+	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
+	perItem := f.perItemPos()
+	consts := []int{s.scaler, f.zeroT, f.posC}
+	if perItem {
+		consts = consts[:2] // the item's pos page comes with the item
+	}
+	for _, cb := range consts {
+		c.B.CBWaitFront(cb, kir.C(1))
+	}
+	var sp flashSplit
+	var lptr, lo, hi kir.Var
+	span := func() {
+		pos := c.B.Let("pos", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.C(0)})
+		if f.prefill {
+			f.maskFrom = c.B.Let("mask_from", kir.ReadTileValue{CB: f.posC, Tile: kir.C(0), Offset: kir.Ci(prefillMaskWord)})
+		}
+		sp = f.flashSpan(c.B, pos, slot)
+		lptr, lo, hi = sp.lptr, sp.lo, sp.hi
+	}
+	if !perItem {
+		span()
+	}
+	if f.group > 1 {
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: sigmoid of its gate tiles first, for its result tiles")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.Unary(s.cbGate, f.sigH, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+			})
+		}, nil)
+	}
+	stream := func() {
+		c.For("i", kir.C(0), items, func(kir.Var) {
+			if perItem {
+				c.B.Comment("the item's user's position")
+				c.B.CBWaitFront(f.posC, kir.C(1))
+				span()
+				c.B.CBPopFront(f.posC, kir.C(1))
+			}
+			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
+			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
+				cend := chunkEnd(c.B, t0, hi)
+				n := c.B.Let("n", kir.Sub(cend, t0))
+				later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
+				f.chunkScores(c, t0, cend, lptr)
+				f.chunkSoftmax(c, n, later)
+				f.chunkValues(c, n, later)
+			})
+			c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
+			if f.group == 1 {
+				f.normalise(c)
+			} else {
+				f.partial(c)
+			}
+		})
+	}
+	if f.group == 1 {
+		stream()
+	} else {
+		c.If(kir.Lt(lo, hi), stream, nil)
+		// the leader's merged tiles, rounded to q's dtype, go to the
+		// helpers, which multiply them by sigmoid(gate)
+		f.sc.MergeThen(c, slot, sp.used, nil)
+		is, k := f.helper(c.B, slot)
+		c.If(is, func() {
+			c.B.Comment("helper: its result tiles from the leader, times sigmoid(gate)")
+			c.ForStep("d", k, kir.Ci(Dt), kir.Ci(f.helpers), func(kir.Var) {
+				c.BinaryTile(kir.EltMul, blocks.BcastNone, f.res, f.sigH, s.cbOut, false, nil)
+			})
+		}, nil)
+	}
+	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
+		if cb != f.posC || !perItem {
+			c.B.CBPopFront(cb, kir.C(1))
+		}
+	}
+}
+
+// perItemPos reports whether the program reads a position per item: pos
+// [B] with group 1, whose cores may hold items of several users. With
+// group > 1 a core's one item fixes its user, whose word the reader reads
+// once, as it reads pos [1].
+func (f *flashSDPA) perItemPos() bool { return f.prefill || f.group == 1 && perUserPos(f.pos) }
+
+// chunkScores emits the scores of cache tiles [t0, cend) into one block
+// of the scores CB (its unused pages left as they are): DEST = mask (pos's
+// tile only) + q K_t^T, times scale.
+func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
+	s := f.gatedSDPA
+	c.B.Comment("chunk scores: (mask + q k^T) * scale")
+	c.B.CBReserveBack(s.scores, kir.Ci(flashChunk))
+	c.For("t", t0, cend, func(tt kir.Var) {
+		c.Acquire()
+		masked := kir.Expr(kir.Eq(tt, lptr))
+		if s.prefill {
+			masked = kir.Ge(tt, f.maskFrom)
+		}
+		c.If(masked, func() {
+			c.B.CBWaitFront(s.mask, kir.C(1))
+			c.Copy(s.mask, kir.C(0), kir.C(0))
+			c.B.CBPopFront(s.mask, kir.C(1))
+		}, nil)
+		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(dd kir.Var) {
+			c.B.CBWaitFront(s.cbK, kir.C(1))
+			c.Matmul(s.cbQ, s.cbK, dd, kir.C(0), kir.C(0), true)
+			c.B.CBPopFront(s.cbK, kir.C(1))
+		})
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(s.scale)}, kir.C(0))
+		c.Commit()
+		c.Wait()
+		c.Pack(kir.C(0), s.scores)
+		c.Release()
+	})
+	c.B.CBPushBack(s.scores, kir.Ci(flashChunk))
+}
+
+// chunkSoftmax emits, for the chunk's n score tiles, the new shift nm' =
+// -max(m, row max) (later chunks; the first chunk's row max alone) to nmN
+// and behind the old one in nmS, P = exp(S + nm') into the exp CB and l =
+// rowsum P, plus (later chunks) l * a, a = exp(m - m') the rescale factor
+// on every column, left in its CB for chunkValues. It pops the scores,
+// the old nm and l, and leaves the exp block for chunkValues.
+func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
+	s := f.gatedSDPA
+	sfpu := func(op kir.SFPUOp, d int) { c.SFPU(blocks.SFPUStep{Op: op}, kir.Ci(d)) }
+	c.B.Comment("new shift: -max(m, row max of the chunk), rounded to bf16")
+	c.B.CBWaitFront(s.scores, kir.Ci(flashChunk))
+	c.Acquire()
+	c.For("j", kir.C(0), n, func(j kir.Var) {
+		c.Reduce(kir.ReduceMax, kir.ReduceRow, s.scores, s.scaler, f.nmN, j, kir.C(0), kir.C(0))
+	})
+	c.If(later, func() {
+		c.B.CBWaitFront(f.nmS, kir.C(1))
+		c.Copy(f.nmS, kir.C(0), kir.C(1))
+		if s.prefill {
+			// DEST[0] = m + relu(c - m), c the chunk's row max: a row may
+			// see none of a chunk's columns (c = -inf past the diagonal),
+			// and m, set by tile 0, which every row sees, is finite
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			sfpu(kir.SFPURelu, 0)
+			sfpu(kir.SFPUNegative, 1)
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			return
+		}
+		sfpu(kir.SFPUNegative, 1) // m
+		// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(1), kir.C(0))
+		sfpu(kir.SFPURelu, 1)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+	}, nil)
+	sfpu(kir.SFPUNegative, 0)
+	c.PackOutTo(f.nmN, f.nmS)
+	c.B.CBWaitFront(f.nmN, kir.C(1))
+	c.B.Comment("p = exp(s - m')")
+	c.B.CBReserveBack(f.pexp, kir.Ci(flashChunk))
+	c.For("j", kir.C(0), n, func(j kir.Var) {
+		c.Acquire()
+		c.Binary(kir.EltAdd, blocks.BcastCols, s.scores, f.nmN, j, kir.C(0), kir.C(0))
+		sfpu(kir.SFPUExp, 0)
+		c.Commit()
+		c.Wait()
+		c.Pack(kir.C(0), f.pexp)
+		c.Release()
+	})
+	c.B.CBPushBack(f.pexp, kir.Ci(flashChunk))
+	c.B.CBPopFront(s.scores, kir.Ci(flashChunk))
+	c.If(later, func() {
+		c.B.Comment("rescale factor a = exp(m - m') on every column")
+		c.Acquire()
+		c.Binary(kir.EltSub, blocks.BcastCols, f.zeroT, f.nmS, kir.C(0), kir.C(0), kir.C(0))
+		c.Binary(kir.EltAdd, blocks.BcastCols, f.zeroT, f.nmN, kir.C(0), kir.C(0), kir.C(1))
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+		sfpu(kir.SFPUExp, 0)
+		c.PackOut(f.alpha, 1)
+		c.B.CBPopFront(f.nmS, kir.C(1))
+		c.B.CBWaitFront(f.alpha, kir.C(1))
+	}, nil)
+	c.B.CBPopFront(f.nmN, kir.C(1))
+	c.B.Comment("l = l * a + row sum of p")
+	c.B.CBWaitFront(f.pexp, kir.Ci(flashChunk))
+	c.Acquire()
+	c.For("j", kir.C(0), n, func(j kir.Var) {
+		c.Reduce(kir.ReduceSum, kir.ReduceRow, f.pexp, s.scaler, f.lS, j, kir.C(0), kir.C(0))
+	})
+	c.If(later, func() {
+		c.B.CBWaitFront(f.lS, kir.C(1))
+		c.Copy(f.lS, kir.C(0), kir.C(1))
+		c.Copy(f.alpha, kir.C(0), kir.C(2))
+		c.SFPUBinary(kir.SFPUMulBinary, kir.C(1), kir.C(2))
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+		c.B.CBPopFront(f.lS, kir.C(1))
+	}, nil)
+	c.PackOut(f.lS, 1)
+}
+
+// chunkValues emits O_d = sum_j P_j V_jd for every D tile (one V block
+// each), plus (later chunks) O_d * a, and pops the exp block and a.
+func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
+	s := f.gatedSDPA
+	c.B.Comment("O = O * a + p v, per D tile")
+	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
+		c.B.CBWaitFront(s.cbV, kir.Ci(flashChunk))
+		c.Acquire()
+		c.If(later, func() {
+			c.B.CBWaitFront(f.oS, kir.C(1))
+			c.Copy(f.oS, kir.C(0), kir.C(0))
+			c.Copy(f.alpha, kir.C(0), kir.C(1))
+			c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+			c.B.CBPopFront(f.oS, kir.C(1))
+		}, nil)
+		c.For("j", kir.C(0), n, func(j kir.Var) {
+			c.Matmul(f.pexp, s.cbV, j, j, kir.C(0), false)
+		})
+		c.B.CBPopFront(s.cbV, kir.Ci(flashChunk))
+		c.PackOut(f.oS, 1)
+	})
+	c.B.CBPopFront(f.pexp, kir.Ci(flashChunk))
+	c.If(later, func() { c.B.CBPopFront(f.alpha, kir.C(1)) }, nil)
+}
+
+// normalise emits (group 1) out_d = O_d * tf32(1/l) (an fp32 product on
+// the SFPU with 1/l broadcast along the rows), then the gate, and pops
+// the item's state.
+func (f *flashSDPA) normalise(c *blocks.Compute) {
+	s := f.gatedSDPA
+	c.B.Comment("1/l on every column")
+	c.B.CBWaitFront(f.lS, kir.C(1))
+	c.Acquire()
+	c.Copy(f.lS, kir.C(0), kir.C(0))
+	c.SFPU(blocks.SFPUStep{Op: kir.SFPURecip}, kir.C(0))
+	c.B.CBPopFront(f.lS, kir.C(1))
+	c.PackOut(f.rcol, 1)
+	c.B.CBWaitFront(f.rcol, kir.C(1))
+	c.Acquire()
+	c.Binary(kir.EltAdd, blocks.BcastCols, f.zeroT, f.rcol, kir.C(0), kir.C(0), kir.C(0))
+	c.B.CBPopFront(f.rcol, kir.C(1))
+	c.PackOut(f.rfull, 1)
+	c.B.CBWaitFront(f.nmS, kir.C(1))
+	c.B.CBPopFront(f.nmS, kir.C(1))
+	c.B.CBWaitFront(f.rfull, kir.C(1))
+	c.B.Comment("per D tile: O / l, times sigmoid(gate)")
+	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
+		c.B.CBWaitFront(f.oS, kir.C(1))
+		c.Acquire()
+		c.Copy(f.oS, kir.C(0), kir.C(0))
+		c.Copy(f.rfull, kir.C(0), kir.C(1))
+		c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+		c.B.CBPopFront(f.oS, kir.C(1))
+		c.PackOut(s.attn, 1)
+		c.Unary(s.cbGate, s.sig, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, s.attn, s.sig, s.cbOut, false, nil)
+	})
+	c.B.CBPopFront(f.rfull, kir.C(1))
+}
+
+// partial emits (group > 1, a core with tiles) the core's partial for
+// SplitCombine: O's Dt tiles, m = -nm, l, popping the state.
+func (f *flashSDPA) partial(c *blocks.Compute) {
+	c.B.Comment("this core's partial (O, m, l) to the writer, which sends it to its sub-leader")
+	one := func(cb int, negate bool) {
+		c.B.CBWaitFront(cb, kir.C(1))
+		c.Acquire()
+		c.Copy(cb, kir.C(0), kir.C(0))
+		if negate {
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, kir.C(0))
+		}
+		c.B.CBPopFront(cb, kir.C(1))
+		c.PackOut(f.sc.Partial, 1)
+	}
+	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) { one(f.oS, false) })
+	one(f.nmS, true)
+	one(f.lS, false)
+}
