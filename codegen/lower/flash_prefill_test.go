@@ -10,7 +10,6 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/timing"
 )
 
 // TestFlashPrefillOnSim: sdpa_prefill_gated over a 1024-long cache at
@@ -68,22 +67,13 @@ func TestFlashPrefillL1IndependentOfCache(t *testing.T) {
 // cache length. (The whole-cache program this replaces cost 1,480 us at a
 // 4k cache at any position, and did not fit L1 at a 16k one.)
 func TestFlashPrefillCostFollowsPosition(t *testing.T) {
-	tgt := target.Blackhole()
 	us := map[[2]int]float64{}
 	for _, L := range []int{4096, 16384} {
 		for _, pos := range []int{0, 4032} {
 			op := sdpaGatedOp(t, ir.BF16, 1, 64, 12, 2, 256, L, "HiFi4")
-			p, err := lower.Lower(op, lower.NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			flashAtPos(t, p, pos)
-			pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			us[[2]int{L, pos}] = pt.US()
-			t.Logf("cache %5d, position %4d: %3d cores, %8.2f us", L, pos, len(p.Cores()), pt.US())
+			u, cores := simulateAt(t, op, pos)
+			us[[2]int{L, pos}] = u
+			t.Logf("cache %5d, position %4d: %3d cores, %8.2f us", L, pos, cores, u)
 		}
 	}
 	for _, pos := range []int{0, 4032} {

@@ -298,22 +298,13 @@ func flashAtPos(t *testing.T, p *kir.Program, pos int) {
 // position of the 4k cache costs far more than position 1023. (The whole-
 // cache program this replaces cost 509 us at a 4k cache at any position.)
 func TestFlashSDPACostFollowsPosition(t *testing.T) {
-	tgt := target.Blackhole()
 	us := map[[2]int]float64{}
 	for _, L := range []int{4096, 16384} {
 		for _, pos := range []int{0, 1023, 4095} {
 			_, op, _ := attnGraph(t, 1, 12, 2, 256, 64, L)
-			p, err := lower.Lower(op, lower.NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			flashAtPos(t, p, pos)
-			pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			us[[2]int{L, pos}] = pt.US()
-			t.Logf("cache %5d, position %4d: %3d cores, %7.2f us", L, pos, len(p.Cores()), pt.US())
+			u, cores := simulateAt(t, op, pos)
+			us[[2]int{L, pos}] = u
+			t.Logf("cache %5d, position %4d: %3d cores, %7.2f us", L, pos, cores, u)
 		}
 	}
 	for _, pos := range []int{0, 1023, 4095} {
@@ -327,4 +318,21 @@ func TestFlashSDPACostFollowsPosition(t *testing.T) {
 			t.Errorf("cache %d: %.1f, %.1f, %.1f us at positions 0, 1023, 4095; want growing with the position", L, t0, t1, t4)
 		}
 	}
+}
+
+// simulateAt lowers op, sets its position buffer to pos (flashAtPos) and
+// returns the program's predicted time and core count.
+func simulateAt(t *testing.T, op *ir.Op, pos int) (float64, int) {
+	t.Helper()
+	tgt := target.Blackhole()
+	p, err := lower.Lower(op, lower.NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flashAtPos(t, p, pos)
+	pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pt.US(), len(p.Cores())
 }
