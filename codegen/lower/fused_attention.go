@@ -598,28 +598,30 @@ func (dp *decodePrologue) rotate(c *blocks.Compute, out int) {
 	}
 }
 
-// writer adds the writer: q and gate tiles, k and v rows (writeKV), copies.
+// writer adds the writer: q and gate tiles, k and v rows (writeKV, or
+// with bfp8_b caches bfpWriteKV, kv_bfp8.go), copies of the caches not
+// updated in place (bfp8_b caches always are).
 func (dp *decodePrologue) writer() {
-	if dp.bfp != nil {
-		dp.bfpWriter()
-		return
+	slot, slots, name, writeKV := dp.slot, dp.slots, "cache_tile", dp.writeKV
+	if kv := dp.bfp; kv != nil {
+		slot, slots, name, writeKV = kv.exp, kv.slots, "cache_exp", dp.bfpWriteKV
 	}
 	b, wpos, start, count := dp.writerStart()
 	if !wpos.perUser {
 		dp.wptr = b.Let("ptr", kir.Div(wpos.shared, kir.Ci(ir.TileSize)))
 		dp.prow = b.Let("prow", kir.Mod(wpos.shared, kir.Ci(ir.TileSize)))
 	}
-	dp.slotL1 = blocks.ScratchPages(b, dp.slot, dp.slots, "cache_tile")
+	dp.slotL1 = blocks.ScratchPages(b, slot, slots, name)
 	dp.eachItem(b, start, count, func(u, r kir.Var) {
 		dp.userRow(b, wpos, u)
 		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
-		dp.items.k.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, true) })
+		dp.items.k.on(b, r, func(hr kir.Expr) { writeKV(b, u, hr, true) })
 		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
-		dp.items.v.on(b, r, func(hr kir.Expr) { dp.writeKV(b, u, hr, false) })
+		dp.items.v.on(b, r, func(hr kir.Expr) { writeKV(b, u, hr, false) })
 		dp.cacheCopies(b, u, r, dp.wa.kcOut, dp.wa.vcOut, "",
 			func() func(tt kir.Expr) kir.Expr { return func(tt kir.Expr) kir.Expr { return kir.Ne(tt, dp.wptr) } }, blocks.WritePages)
 	})
-	blocks.ReleaseScratchPages(b, dp.slot, dp.slots)
+	blocks.ReleaseScratchPages(b, slot, slots)
 	blocks.ReleaseScratch(b, dp.posW)
 }
 

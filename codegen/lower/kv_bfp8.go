@@ -191,27 +191,6 @@ func readExp(b *kir.Builder, a *blocks.Access, pg, exp kir.Expr) {
 	b.NoCAsyncRead(a.PageAddr(pg), exp, kir.Ci(blocks.BFPExpBytes))
 }
 
-// bfpWriter is the decode writer with bfp8_b caches: q and gate tiles as
-// writer does, k and v rows by bfpWriteKV.
-func (dp *decodePrologue) bfpWriter() {
-	b, wpos, start, count := dp.writerStart()
-	kv := dp.bfp
-	if !wpos.perUser {
-		dp.prow = b.Let("prow", kir.Mod(wpos.shared, kir.Ci(ir.TileSize)))
-		dp.wptr = b.Let("ptr", kir.Div(wpos.shared, kir.Ci(ir.TileSize)))
-	}
-	dp.slotL1 = blocks.ScratchPages(b, kv.exp, kv.slots, "cache_exp")
-	dp.eachItem(b, start, count, func(u, r kir.Var) {
-		dp.userRow(b, wpos, u)
-		dp.writeHeads(b, dp.items.q, u, r, dp.wa.q, dp.out)
-		dp.items.k.on(b, r, func(hr kir.Expr) { dp.bfpWriteKV(b, u, hr, true) })
-		dp.writeHeads(b, dp.items.gate, u, r, dp.wa.gate, dp.moved)
-		dp.items.v.on(b, r, func(hr kir.Expr) { dp.bfpWriteKV(b, u, hr, false) })
-	})
-	blocks.ReleaseScratchPages(b, kv.exp, kv.slots)
-	blocks.ReleaseScratch(b, dp.posW)
-}
-
 // bfpWriteKV emits k (or v) item hr with bfp8_b caches: the exponent
 // blocks of the item's cache tiles (each kv head's Dt tiles of tile row
 // pos/32) read under one barrier, then each head's row written into row
