@@ -133,25 +133,26 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	cv.planCBs()
 	rd, cp, wr := cv.reader(), cv.compute(), cv.writer()
-	for i, core := range cv.cores {
-		st, n := plan.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(st*unit)), kir.U32(uint32(n*unit)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n*unit)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(st*unit)), kir.U32(uint32(n*unit)))
-	}
+	// The plan's units as items.
+	Split{Items: items, Cores: plan.Cores, PerCore: plan.PerCore * unit}.SetArgs(cv.cores, rd, cp, wr)
 	cv.gates()
 	return cv.done(cv.p)
 }
 
-// page is the (user, channel tile) page of item i and tc its channel tile:
-// i itself and i % ct, or with gather user i % B of tile i / B.
+// page is the (user, channel tile) page of item i and tc its channel tile
+// (the reader's, a variable): i itself and i % ct, or with gather user
+// i % B of tile i / B.
 func (cv *gdnConv) page(b *kir.Builder, i kir.Expr) (page, tc kir.Expr) {
 	if !cv.gather {
 		return i, b.Let("tc", kir.Mod(i, kir.Ci(cv.ct)))
 	}
-	B := cv.xs[0]
-	tc = b.Let("tc", kir.Div(i, kir.Ci(B)))
-	return b.Let("page", kir.Add(kir.Mul(kir.Mod(i, kir.Ci(B)), kir.Ci(cv.ct)), tc)), tc
+	tc = b.Let("tc", kir.Div(i, kir.Ci(cv.xs[0])))
+	return cv.gatherPage(b, i, tc), tc
+}
+
+// gatherPage is the page of item i of channel tile tc with gather.
+func (cv *gdnConv) gatherPage(b *kir.Builder, i, tc kir.Expr) kir.Var {
+	return b.Let("page", kir.Add(kir.Mul(kir.Mod(i, kir.Ci(cv.xs[0])), kir.Ci(cv.ct)), tc))
 }
 
 // gdnConv is a gdn_conv_gates program: its operands, the element sizes
@@ -387,10 +388,11 @@ func (cv *gdnConv) gatherWriter(wb *kir.Builder, cAcc, nAcc *blocks.Access, wsta
 	tb := kir.Ci(cv.x.Type.DType.TileBytes())
 	wend := wb.Let("end", kir.Add(wstart, wcount))
 	wb.ForStep("g", wstart, wend, kir.Ci(B), func(g kir.Var) {
+		tc := wb.Let("tc", kir.Div(g, kir.Ci(B))) // g: the tile's first item
 		wb.Comment("the users' new state pages")
 		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cv.cbNew})
 		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
-			pg, _ := cv.page(wb, kir.Add(g, u))
+			pg := cv.gatherPage(wb, u, tc)
 			wb.CBWaitFront(cv.cbNew, kir.Add(u, kir.C(1)))
 			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(u, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(pg), kir.Ci(nAcc.PageSize()))
 		})
@@ -411,7 +413,7 @@ func (cv *gdnConv) gatherWriter(wb *kir.Builder, cAcc, nAcc *blocks.Access, wsta
 		wb.CBWaitFront(cv.cbConv, kir.C(1))
 		out := wb.Let("silu", kir.GetReadPtr{CB: cv.cbConv})
 		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
-			pg, _ := cv.page(wb, kir.Add(g, u))
+			pg := cv.gatherPage(wb, u, tc)
 			for h := range 2 {
 				wb.NoCAsyncWrite(kir.Add(out, blocks.FaceOffset(u, kir.Ci(h*blocks.FaceDim), eb)), cAcc.PageAddrAt(pg, h*256*eb), kir.Ci(half))
 			}
@@ -578,10 +580,5 @@ func (cv *gdnConv) gates() {
 	blocks.ReleaseScratch(w, cbW)
 	w.CBPopFront(cbGr, wcount)
 	w.CBPopFront(cbBr, wcount)
-	for i, core := range gcores {
-		st, n := split.Range(i)
-		rd.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
-		cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
-		wr.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
-	}
+	split.SetArgs(gcores, rd, cp, wr)
 }
