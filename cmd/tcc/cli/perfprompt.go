@@ -219,9 +219,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		if err != nil {
 			return nil, err
 		}
-		u := b.Memory()
-		pb := promptBuild{Seq: n, Steps: len(idx), ProgramsPerDevice: len(b.Programs),
-			Memory: &timing.Memory{Weights: u.Weights, KV: u.KV, State: u.State, Other: u.Other, Total: u.Total, Capacity: u.Capacity, Free: u.Free()}}
+		pb := promptBuild{Seq: n, Steps: len(idx), ProgramsPerDevice: len(b.Programs), Memory: fromcodegen.Memory(b.Memory())}
 		for j, i := range idx {
 			st := promptStep{Index: i, Position: steps[i].Pos, LastPosition: steps[i].Pos + n - 1, Tokens: n,
 				DeviceStepUS: times[j], Simulated: sim[j]}

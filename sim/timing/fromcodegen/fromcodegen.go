@@ -23,9 +23,13 @@ func Build(b *codegen.Build) *timing.Build {
 		tb.Buffers = append(tb.Buffers, timing.Buffer{Name: s.Name, Value: s.Value, Update: b.Graph.StateUpdates[s.Value],
 			Mem: s.Mem, PageSize: s.PageSize, Pages: s.Pages, KV: kv[s.Value]})
 	}
-	u := b.Memory()
-	tb.Memory = &timing.Memory{Weights: u.Weights, KV: u.KV, State: u.State, Other: u.Other, Total: u.Total, Capacity: u.Capacity, Free: u.Free()}
+	tb.Memory = Memory(b.Memory())
 	return tb
+}
+
+// Memory is u as the timing report carries it (with what is free).
+func Memory(u codegen.MemoryUse) *timing.Memory {
+	return &timing.Memory{Weights: u.Weights, KV: u.KV, State: u.State, Other: u.Other, Total: u.Total, Capacity: u.Capacity, Free: u.Free()}
 }
 
 // BuildAt is Build with the step at st: the buffers of b's position
