@@ -205,9 +205,19 @@ func (f *fusedMatmul) coreRanges(split Split, maxCores int) [][2]int {
 	return cut
 }
 
+// weightBlockBytes is about the bytes of one weight block (a reader
+// barrier and a compute wait) of a full sub-block. Smaller blocks shorten
+// the stream's tail — after the last block arrives, compute still runs its
+// products — at the price of more barriers. The timing model's B=1 27B
+// step at 1x2 by block size (tcc perf qwen27b --mesh 1x2, predicted):
+// 64 KiB 30,059 us; 32 KiB 29,094; 24 KiB 28,980; 16 KiB 28,794; 12 KiB
+// 28,764; 10 KiB 28,770; 8 KiB 33,667 (one bfp8_b K row per block: the
+// barriers no longer overlap the stream).
+const weightBlockBytes = 12 << 10
+
 // kBlock is the number of K rows of weight tiles the reader moves per
-// barrier: as many as fit about 32 KiB per block of dest columns (two
-// blocks per weight CB), at most Kt.
+// barrier: as many as fit about weightBlockBytes per block of dest
+// columns, at least 1, at most Kt.
 func (f *fusedMatmul) kBlock(dest int) int {
 	biggest := 0
 	for _, pt := range f.parts {
@@ -215,7 +225,7 @@ func (f *fusedMatmul) kBlock(dest int) int {
 			biggest = max(biggest, w.Type.DType.TileBytes())
 		}
 	}
-	kb := max(1, (32<<10)/(dest*biggest))
+	kb := max(1, weightBlockBytes/(dest*biggest))
 	return min(kb, f.kt)
 }
 

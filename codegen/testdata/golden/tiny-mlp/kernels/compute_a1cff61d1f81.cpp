@@ -4,7 +4,7 @@
 // kernel:  compute (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (0,0)-(1,0)
 // CBs:     c_0 act: 3 x 2048 B Float16_b
-//          c_1 weights0: 96 x 1088 B Bfp8_b
+//          c_1 weights0: 64 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 //          c_16 out0: 4 x 2048 B Float16_b
 //          c_24 product: 4 x 2048 B Float16_b
@@ -37,18 +37,18 @@ void kernel_main() {
         reconfig_data_format(1, 0);
         mm_block_init_short(0, 1, false, sb, 1, kt);
         tile_regs_acquire();
-        uint32_t kb_rows = 3u / sb;
+        uint32_t kb_rows = 2u / sb;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
             cb_wait_front(0, k0 + kc);
-            cb_wait_front(1, 12);
+            cb_wait_front(1, 8);
             for (uint32_t k = 0; k < kc; ++k) {
                 matmul_block(0, 1, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
-            cb_pop_front(1, 12);
+            cb_pop_front(1, 8);
         }
         tile_regs_commit();
         tile_regs_wait();

@@ -3,7 +3,7 @@
 // program: matmul_add
 // kernel:  reader (reader on RISCV_1 = NCRISC, NoC 1)
 // cores:   (0,0)-(1,0)
-// CBs:     c_1 weights0: 96 x 1088 B Bfp8_b
+// CBs:     c_1 weights0: 64 x 1088 B Bfp8_b
 //          c_2 residual: 4 x 2048 B Float16_b
 
 #include <cstdint>
@@ -23,16 +23,16 @@ void kernel_main() {
             sb = 4;
         }
         uint32_t col = start0 + nb;
-        uint32_t kb_rows = 3u / sb;
+        uint32_t kb_rows = 2u / sb;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
             uint32_t kc = kt - k0;
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
-            cb_reserve_back(1, 12);
+            cb_reserve_back(1, 8);
             uint32_t l1 = get_write_ptr(1);
-            uint32_t block = (col % 1u / 4u * 1u + k0 / kb_rows) * 2u + col / 1u;
-            uint32_t block_addr = w0_0_addr + block / 8u * 3264u;
+            uint32_t block = (col % 1u / 4u * 2u + k0 / kb_rows) * 2u + col / 1u;
+            uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
             uint32_t bytes = kc * sb * 1088u;
             for (uint32_t off = 0; off < bytes; off += 16320) {
                 uint32_t n = bytes - off;
@@ -42,7 +42,7 @@ void kernel_main() {
                 noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1 + off, n);
             }
             noc_async_read_barrier();
-            cb_push_back(1, 12);
+            cb_push_back(1, 8);
         }
         for (uint32_t i = 0; i < sb; ++i) {
             cb_reserve_back(2, 1);
