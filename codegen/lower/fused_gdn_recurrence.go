@@ -575,7 +575,7 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 			k.sfpu(kir.SFPUMulScalar, 1/float32(k.Dv))
 			k.sfpu(kir.SFPUAddScalar, k.normEps)
 			k.sfpu(kir.SFPURsqrt, 0)
-		})
+		}, nil)
 		cb.CBWaitFront(n.rsOut, one)
 	}
 	cb.CBWaitFront(n.w, kir.Ci(vc))

@@ -74,7 +74,8 @@ func (ns *normSplit) chunk(i int) (page, col, count int) {
 // (wdt, -1 dtype-less when w is nil), squares, the received rsqrt (the
 // exchange's Result), x * rsqrt, weight + offset, and the exchange's CBs:
 // partial (the chunk's fp32 row sums of squares in column 0), the group's
-// partials on leaders and the leader's rsqrt tile.
+// partials on leaders and the leader's rsqrt tile (on two levels: a
+// sub-leader's subgroup sum and every core's subgroups' sums).
 func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value, sq ir.DType) {
 	n := normCBs{x: x, scaler: scaler, out: out, w: -1, wo: -1, xn: -1}
 	if w != nil {
@@ -96,7 +97,12 @@ func (ns *normSplit) addCBs(cbs *blocks.CBPlan, x, scaler, out int, w *ir.Value,
 		PartialName: "partial sums (column 0 of its live rows)", ResultName: "rsqrt tile"}
 	ns.ex.Partial = cbs.Output("partial_sums", ir.FP32, 1)
 	ns.ex.Gather = cbs.Input("group_partial_sums", ir.FP32, ns.ex.GatherPages())
-	ns.ex.Local = cbs.Output("rsqrt_local", ir.FP32, 1)
+	if n := ns.ex.SumsPages(); n > 0 {
+		ns.ex.Local = cbs.Output("subgroup_sum", ir.FP32, 1)
+		ns.ex.Sums = cbs.Input("subgroup_sums", ir.FP32, n)
+	} else {
+		ns.ex.Local = cbs.Output("rsqrt_local", ir.FP32, 1)
+	}
 }
 
 // maxBatchedNormTiles bounds the chunk whose step 3 runs phase by phase
@@ -154,7 +160,7 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 // packed to partial for the writer; on a leader the sum of the group's
 // Group partials the writer gathered, in core order with add_binary_tile
 // (fp32 exact: the partials unpack straight to DEST; on two levels per
-// subgroup on its sub-leader, then the subgroups' sums on the leader), /
+// subgroup on its sub-leader, then the subgroups' sums on every core), /
 // H + eps, rsqrt packed to rsLocal (leader is ns.ex.ComputeDeclare's
 // argument); then step 3 with the rsqrt tile the
 // writer delivers to rs. Pushes count tiles to out, pops the x tiles.
@@ -166,9 +172,9 @@ func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	c.B.CBPopFront(n.sq, count)
 	what := "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)"
 	if ns.ex.Subs() > 1 {
-		what = "a sub-leader: its subgroup's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; the leader then adds the subgroups' sums in order, rsqrt(sum / H + eps)"
+		what = "a sub-leader: its subgroup's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; every core then adds the subgroups' sums in order, rsqrt(sum / H + eps)"
 	}
-	ns.ex.Combine(c, leader, what, func() { n.rsqrtOf(c, ns.h, ns.eps) })
+	ns.ex.Combine(c, leader, what, func() { n.rsqrtOf(c, ns.h, ns.eps) }, func() { ns.prepareWeights(c, count) })
 	if ns.batched() && n.w >= 0 {
 		ns.scaleChunk(c, count)
 	} else {

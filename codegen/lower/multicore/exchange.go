@@ -21,16 +21,19 @@ import (
 // of two: the group's cores form Subs() subgroups of Fan consecutive cores
 // (the last one smaller when Fan does not divide Group), each led by its
 // first core (a sub-leader; the group's leader leads subgroup 0). A
-// sub-leader adds its subgroup's partials in core order and sends that sum
-// to the leader, which adds its own subgroup's sum and then the other
-// subgroups' in order. The sum of a group is then
+// sub-leader adds its subgroup's partials in core order and multicasts
+// that sum to every core of the group, and every core adds the
+// subgroups' sums in order and transforms the total itself: no leader
+// and no broadcast back. The sum of a group is then
 // (p_0 + ... + p_{Fan-1}) + (p_Fan + ... ) + ..., each bracket a running
 // sum in core order: on one level it is the running sum of all Group
-// partials. The leader's serial work drops from Group adds to about
-// Fan + Subs() (2*sqrt(Group) at Fan = sqrt(Group)), for one more hop.
+// partials. The serial work drops from Group adds to about Fan + Subs()
+// (2*sqrt(Group) at Fan = sqrt(Group)), and the result is ready after two
+// hops, as on one level.
 //
 // Protocol, per core (the writer runs Emit; compute produces the partial
-// and, on a leader or sub-leader, runs Combine). On one level:
+// and runs Combine: on one level a leader, on two every core). On one
+// level:
 //
 //  1. wait for the partial page (CB Partial), write its first Bytes into
 //     page slot k (the core's place in the group) of the leader's CB
@@ -53,29 +56,34 @@ import (
 //  3. every core pushes its Result page.
 //
 // On two levels step 1 sends to page slot k mod Fan of the core's
-// sub-leader's Gather (its SemIn), and step 2 becomes:
+// sub-leader's Gather (its SemIn), and then:
 //
-//  2. a sub-leader waits until SemIn counts its subgroup's cores and
-//     pushes that many Gather pages to compute. A sub-leader other than
-//     the leader then waits for the subgroup's sum compute packs to Local
-//     and writes it, as in step 1, into Gather page slot Fan + s - 1 (s
-//     its subgroup) of the leader, incrementing the leader's SemSub, and
-//     waits for its SemValid as a member does. The leader reserves the
-//     Subs()-1 pages after its Fan, waits until SemSub counts Subs()-1,
-//     pushes them and broadcasts the result as above.
+//  2. a sub-leader (of subgroup s) waits until SemIn counts its
+//     subgroup's cores and pushes that many Gather pages to compute, which
+//     adds them and packs the sum to Local; the writer multicasts its
+//     first Bytes into page s of CB Sums of every other core of the group
+//     (the rectangles of FollowerRects of the cores before it and of those
+//     after it, at most 2*MaxRects), copies it into its own page s, waits
+//     for the writes, sets its semaphore SemSub+s to 1 and multicasts that
+//     word to the same rectangles, then a write barrier;
+//  3. every core reserves the Subs() pages of Sums, waits until each of
+//     the Subs() semaphores SemSub .. SemSub+Subs()-1 is 1 and pushes them
+//     to compute, which adds them in order, transforms the total and packs
+//     it to CB Result itself (the writer does not touch Result).
 //
 // Deadlock-free: a core sends its partial before it waits for anything of
-// the exchange. A sub-leader waits only for its subgroup's increments and
-// for its own compute, then sends its sum; the leader waits for its
-// subgroup's increments and the sub-leaders' sums, none of which waits
-// for the leader; a member (or sub-leader) finally waits only for its
-// leader's SemValid, which the leader sets after those. Every page is
-// written once per program into a CB with room for it (GatherPages()
-// pages of Gather, one of Result; a sub-leader's Gather pages are
-// reserved before its SemIn is waited on, the leader's level-2 pages
-// after its level-1 pages, which it pushes and never pops before, so the
-// FIFO's write pointer is at slot Fan). Semaphores start at 0 in every
-// launch.
+// the exchange. On one level the leader waits only for its group's
+// increments and its own compute; a member waits only for its leader's
+// SemValid, which the leader sets after those. On two levels a
+// sub-leader waits only for its subgroup's increments and its own
+// compute's level-1 sum (compute adds it before it waits for Sums), then
+// sets its flag; every core then waits for the Subs() flags, each set by a
+// sub-leader that waits for nothing of level 2. A core with an empty
+// chunk still sends its (zero) partial. Every page is written once per
+// program into a CB with room for it (GatherPages() pages of Gather, one
+// of Result, SumsPages() of Sums, written before or after the owner
+// reserves them: the CBs are untouched until then). Semaphores start at 0
+// in every launch.
 type Exchange struct {
 	T     *target.Target
 	Group int // cores per group
@@ -86,18 +94,20 @@ type Exchange struct {
 	Ranges []ir.CoreRange // the same cores, for the semaphores
 
 	// Semaphore ids (AddSemaphores): partials arrived at a (sub-)leader;
-	// the result landed on a member; on two levels, the subgroups' sums
-	// arrived at the leader.
+	// on one level the result landed on a member; on two levels the first
+	// of Subs() flags, SemSub+s set when subgroup s's sum landed.
 	SemIn, SemValid, SemSub int
 
 	// CBs: Partial (one page, compute -> writer), Gather (GatherPages()
 	// pages on leaders, writer -> compute; page stride Page bytes), Local
 	// (one page on leaders, compute -> writer: the result to broadcast,
-	// or a sub-leader's sum to send) and Result (one page, writer ->
-	// compute). Partial and Local may be one CB: Emit consumes the partial
-	// before it waits for Local.
-	Partial, Gather, Local, Result int
-	Page                           int
+	// or a sub-leader's sum to multicast), Result (one page; writer ->
+	// compute on one level, packed by compute on two) and, on two levels,
+	// Sums (SumsPages() pages, writer -> compute; page stride Page).
+	// Partial and Local may be one CB: Emit consumes the partial before it
+	// waits for Local.
+	Partial, Gather, Local, Result, Sums int
+	Page                                 int
 	// Bytes is the prefix of a partial's page and of the result page that
 	// moves (at most Page; 16-byte multiple).
 	Bytes int
@@ -108,14 +118,18 @@ type Exchange struct {
 }
 
 // AddSemaphores sets SemIn, SemValid and SemSub to in, valid and sub and
-// adds the semaphores the exchange uses (initial value 0) on Ranges: in
-// and valid, and sub on two levels only.
+// adds the semaphores the exchange uses (initial value 0) on Ranges: in,
+// and valid on one level, the Subs() flags sub .. sub+Subs()-1 on two
+// (ids that must be free).
 func (x *Exchange) AddSemaphores(p *kir.Program, in, valid, sub int) {
 	x.SemIn, x.SemValid, x.SemSub = in, valid, sub
 	p.AddSemaphore(kir.Semaphore{ID: in, Cores: x.Ranges})
-	p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
-	if x.twoLevels() {
-		p.AddSemaphore(kir.Semaphore{ID: sub, Cores: x.Ranges})
+	if !x.twoLevels() {
+		p.AddSemaphore(kir.Semaphore{ID: valid, Cores: x.Ranges})
+		return
+	}
+	for s := range x.Subs() {
+		p.AddSemaphore(kir.Semaphore{ID: sub + s, Cores: x.Ranges})
 	}
 }
 
@@ -132,18 +146,38 @@ func (x *Exchange) Subs() int {
 }
 
 // GatherPages is the pages CB Gather must hold: Group on one level, the
-// Fan level-1 slots and the Subs()-1 level-2 slots on two.
+// Fan level-1 slots on two.
 func (x *Exchange) GatherPages() int {
 	if !x.twoLevels() {
 		return x.Group
 	}
-	return x.Fan + x.Subs() - 1
+	return x.Fan
+}
+
+// SumsPages is the pages CB Sums must hold: Subs() on two levels, 0 (no
+// CB) on one.
+func (x *Exchange) SumsPages() int {
+	if !x.twoLevels() {
+		return 0
+	}
+	return x.Subs()
+}
+
+// rectSlots is the number of multicast slots a writer declares: MaxRects
+// on one level (a leader's members), twice that on two (a sub-leader's
+// cores before it and after it).
+func (x *Exchange) rectSlots() int {
+	if x.twoLevels() {
+		return 2 * MaxRects
+	}
+	return MaxRects
 }
 
 // ExchangeArgs are the writer's per-core arguments of an exchange, in
 // declaration order: the leader flag, the core's slot in its group, the
-// leader's NoC coordinates, on two levels the sub-leader's, and MaxRects
-// multicast slots (used on leaders).
+// leader's NoC coordinates, on two levels the sub-leader's, and the
+// multicast slots (MaxRects, used on leaders; on two levels 2*MaxRects,
+// used on sub-leaders).
 type ExchangeArgs struct {
 	Leader, Slot, LX, LY kir.ArgRef
 	SubX, SubY           kir.ArgRef // two levels only
@@ -158,7 +192,7 @@ func (x *Exchange) Declare(wr *kir.Kernel) ExchangeArgs {
 	if x.twoLevels() {
 		a.SubX, a.SubY = wr.RuntimeArg("sub_leader_x"), wr.RuntimeArg("sub_leader_y")
 	}
-	a.Rects = DeclareSlots(MaxRects, "mcast", "cores", wr.RuntimeArg)
+	a.Rects = DeclareSlots(x.rectSlots(), "mcast", "cores", wr.RuntimeArg)
 	return a
 }
 
@@ -184,13 +218,25 @@ func (x *Exchange) Values(i, noc int) ([]kir.ArgValue, error) {
 		vals = append(vals, kir.NoCX(sub), kir.NoCY(sub))
 	}
 	var rects []Rect
-	if k == 0 {
+	group := x.Cores[g*x.Group : (g+1)*x.Group]
+	switch {
+	case x.twoLevels() && k%x.Fan == 0:
+		before, err := FollowerRects(x.T, group[:k])
+		if err != nil {
+			return nil, err
+		}
+		after, err := FollowerRects(x.T, group[k+1:])
+		if err != nil {
+			return nil, err
+		}
+		rects = append(before, after...)
+	case !x.twoLevels() && k == 0:
 		var err error
-		if rects, err = FollowerRects(x.T, x.Cores[g*x.Group+1:(g+1)*x.Group]); err != nil {
+		if rects, err = FollowerRects(x.T, group[1:]); err != nil {
 			return nil, err
 		}
 	}
-	return append(vals, SlotValues(rects, MaxRects, noc)...), nil
+	return append(vals, SlotValues(rects, x.rectSlots(), noc)...), nil
 }
 
 // ComputeDeclare declares compute kernel cp's exchange argument, the role
@@ -248,26 +294,24 @@ func (x *Exchange) emitTree(b *kir.Builder, a ExchangeArgs) {
 	b.Comment(fmt.Sprintf("level 1: send this core's %s to its page of its sub-leader's gather CB", x.PartialName))
 	rank := b.Let("rank", kir.Mod(a.Slot, fan))
 	sub := b.Let("sub", kir.Div(a.Slot, fan))
-	row := x.send(b, x.Partial, nil, a.SubX, a.SubY, rank, x.SemIn)
-	b.CBReserveBack(x.Result, kir.C(1))
-	valid := b.Let("valid_sem", kir.GetSemaphore{ID: kir.Ci(x.SemValid)})
-	b.IfElse(kir.Eq(rank, kir.C(0)), func() {
-		b.Comment("sub-leader: its subgroup's partials in, to compute")
+	x.send(b, x.Partial, nil, a.SubX, a.SubY, rank, x.SemIn)
+	sums := b.Let("sums_base", kir.GetWritePtr{CB: x.Sums})
+	b.If(kir.Eq(rank, kir.C(0)), func() {
+		b.Comment("sub-leader: its subgroup's partials in, to compute; then its subgroup's sum to page sub of every core's sums CB")
 		x.receive(b, x.subCount(b, sub), x.SemIn)
-		b.IfElse(kir.Ne(a.Leader, kir.C(0)), func() {
-			b.Comment("leader: the other subgroups' sums in, to compute; then broadcast the " + x.ResultName)
-			x.receive(b, kir.Ci(x.Subs()-1), x.SemSub)
-			x.broadcast(b, a, valid)
-		}, func() {
-			b.Comment("level 2: send the subgroup's sum to its page of the group leader's gather CB, then wait for the leader's " + x.ResultName)
-			x.send(b, x.Local, row, a.LX, a.LY, kir.Add(sub, kir.Ci(x.Fan-1)), x.SemSub)
-			b.NoCSemaphoreWait(valid, kir.C(1))
-		})
-	}, func() {
-		b.Comment("follower: wait for the leader's " + x.ResultName)
-		b.NoCSemaphoreWait(valid, kir.C(1))
+		src := blocks.WaitFront(b, x.Local, kir.C(1), "sum_src")
+		dst := b.Let("sum_dst", kir.Add(sums, kir.Mul(sub, kir.Ci(x.Page))))
+		flag := b.Let("flag_sem", kir.GetSemaphore{ID: kir.Add(kir.Ci(x.SemSub), sub)})
+		x.multicast(b, a, src, dst, flag)
+		b.CBPopFront(x.Local, kir.C(1))
 	})
-	b.CBPushBack(x.Result, kir.C(1))
+	b.Comment("level 2: every subgroup's sum in, to compute (it adds them in order)")
+	n := kir.Ci(x.Subs())
+	b.CBReserveBack(x.Sums, n)
+	for s := range x.Subs() {
+		b.NoCSemaphoreWait(kir.GetSemaphore{ID: kir.Ci(x.SemSub + s)}, kir.C(1))
+	}
+	b.CBPushBack(x.Sums, n)
 }
 
 // subCount emits the number of cores in subgroup sub: Fan, or fewer in
@@ -310,33 +354,45 @@ func (x *Exchange) receive(b *kir.Builder, n kir.Expr, sem int) {
 // broadcast emits a leader's broadcast of the result page compute packs
 // to Local (step 2 of the type's doc); valid is SemValid's address.
 func (x *Exchange) broadcast(b *kir.Builder, a ExchangeArgs, valid kir.Expr) {
-	sb := kir.Ci(x.Bytes)
 	src := blocks.WaitFront(b, x.Local, kir.C(1), "rs_src")
 	dst := b.Let("rs_dst", kir.GetWritePtr{CB: x.Result})
+	x.multicast(b, a, src, dst, valid)
+	b.CBPopFront(x.Local, kir.C(1))
+}
+
+// multicast emits the multicast of the first Bytes at L1 address src to
+// L1 address dst of the cores of a's rectangles and the copy into this
+// core's dst, the barriers, then the flag: semaphore word flag set to 1
+// here and multicast to the same rectangles, and a write barrier.
+func (x *Exchange) multicast(b *kir.Builder, a ExchangeArgs, src, dst, flag kir.Expr) {
+	sb := kir.Ci(x.Bytes)
 	EachSlot(b, a.Rects, func(r Slot) { b.NoCAsyncWriteMulticast(src, r.Addr(dst), sb, r.Cores) })
 	blocks.LocalCopy(b, src, dst, x.Bytes)
 	b.NoCAsyncReadBarrier()
 	b.NoCAsyncWriteBarrier()
-	b.NoCSemaphoreSet(valid, kir.C(1))
-	EachSlot(b, a.Rects, func(r Slot) { b.NoCSemaphoreSetMulticast(valid, r.Addr(valid), r.Cores) })
+	b.NoCSemaphoreSet(flag, kir.C(1))
+	EachSlot(b, a.Rects, func(r Slot) { b.NoCSemaphoreSetMulticast(flag, r.Addr(flag), r.Cores) })
 	b.NoCAsyncWriteBarrier()
-	b.CBPopFront(x.Local, kir.C(1))
 }
 
-// Combine emits a (sub-)leader's compute part; role is ComputeDeclare's
-// argument. On one level (role: the leader flag), a leader waits for the
-// Group Gather pages, adds them in core order in DEST[0] (partial 0
-// copied, each further one copied to DEST[1] and added with
-// add_binary_tile: the pages unpack straight to DEST, so the adds are
-// fp32 exact), lets finish transform DEST[0], packs it to Local and pops
-// the Gather pages. On two levels (role: the core's slot in its group) a
-// sub-leader adds its subgroup's pages so; the leader then adds the
-// Subs()-1 subgroups' sums after them in order, lets finish transform
-// the total and packs it to Local, another sub-leader packs its sum to
-// Local. comment, when not empty, opens the (sub-)leader's branch.
-func (x *Exchange) Combine(c *blocks.Compute, role kir.Expr, comment string, finish func()) {
+// Combine emits the compute part of the exchange; role is
+// ComputeDeclare's argument. On one level (role: the leader flag), a
+// leader waits for the Group Gather pages, adds them in core order in
+// DEST[0] (partial 0 copied, each further one copied to DEST[1] and added
+// with add_binary_tile: the pages unpack straight to DEST, so the adds
+// are fp32 exact), lets finish transform DEST[0], packs it to Local and
+// pops the Gather pages. On two levels (role: the core's slot in its
+// group) a sub-leader adds its subgroup's pages so and packs the sum to
+// Local; then every core adds the Subs() pages of Sums so, lets finish
+// transform the total and packs it to Result. comment, when not empty,
+// opens the (sub-)leader's branch. idle, when not nil, is work of the
+// core's own that does not depend on the exchange: on two levels every
+// core runs it before it waits for Sums (a sub-leader after its level-1
+// sum), while the sums travel; on one level it is not emitted (a
+// follower's caller runs it before it waits for Result).
+func (x *Exchange) Combine(c *blocks.Compute, role kir.Expr, comment string, finish, idle func()) {
 	if x.twoLevels() {
-		x.combineTree(c, role, comment, finish)
+		x.combineTree(c, role, comment, finish, idle)
 		return
 	}
 	c.If(kir.Ne(role, kir.C(0)), func() {
@@ -346,52 +402,43 @@ func (x *Exchange) Combine(c *blocks.Compute, role kir.Expr, comment string, fin
 		g := kir.Ci(x.Group)
 		c.B.CBWaitFront(x.Gather, g)
 		c.Acquire()
-		x.fold(c, kir.C(0), g)
+		x.fold(c, x.Gather, g)
 		finish()
 		c.PackOut(x.Local, 1)
 		c.B.CBPopFront(x.Gather, g)
 	}, nil)
 }
 
-// fold emits the running sum of Gather pages first .. n-1 into DEST[0]
-// (first == 0: page 0 copied there; else added to what DEST[0] holds).
-func (x *Exchange) fold(c *blocks.Compute, first, n kir.Expr) {
-	add := func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) }
-	copyTo := func(k, dst kir.Expr) { c.Copy(x.Gather, k, dst) }
-	if f, ok := first.(kir.Const); ok && f.V == 0 {
-		foldTerms(c, first, n, copyTo, add)
-		return
-	}
-	c.For("k", first, n, func(k kir.Var) {
-		copyTo(k, kir.C(1))
-		add()
-	})
+// fold emits the running sum of pages 0 .. n-1 of cb into DEST[0] (page 0
+// copied there, each further one copied to DEST[1] and added).
+func (x *Exchange) fold(c *blocks.Compute, cb int, n kir.Expr) {
+	foldTerms(c, kir.C(0), n, func(k, dst kir.Expr) { c.Copy(cb, k, dst) }, func() { c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1)) })
 }
 
 // combineTree is Combine on two levels.
-func (x *Exchange) combineTree(c *blocks.Compute, slot kir.Expr, comment string, finish func()) {
+func (x *Exchange) combineTree(c *blocks.Compute, slot kir.Expr, comment string, finish, idle func()) {
 	fan := kir.Ci(x.Fan)
 	c.If(kir.Eq(kir.Mod(slot, fan), kir.C(0)), func() {
 		if comment != "" {
 			c.B.Comment(comment)
 		}
-		c.B.Comment("level 1: this subgroup's partials")
+		c.B.Comment("level 1 (a sub-leader): this subgroup's partials, the sum to the writer (it multicasts it to the group)")
 		n1 := x.subCount(c.B, kir.Div(slot, fan))
 		c.B.CBWaitFront(x.Gather, n1)
 		c.Acquire()
-		x.fold(c, kir.C(0), n1)
-		c.If(kir.Eq(slot, kir.C(0)), func() {
-			c.B.Comment("level 2 (the leader): the other subgroups' sums, in order")
-			all := kir.Ci(x.GatherPages())
-			c.B.CBWaitFront(x.Gather, all)
-			x.fold(c, fan, all)
-			finish()
-			c.PackOut(x.Local, 1)
-			c.B.CBPopFront(x.Gather, all)
-		}, func() {
-			c.B.Comment("a sub-leader: the subgroup's sum, to the writer (it sends it to the leader)")
-			c.PackOut(x.Local, 1)
-			c.B.CBPopFront(x.Gather, n1)
-		})
+		x.fold(c, x.Gather, n1)
+		c.PackOut(x.Local, 1)
+		c.B.CBPopFront(x.Gather, n1)
 	}, nil)
+	if idle != nil {
+		idle()
+	}
+	c.B.Comment("level 2 (every core): the subgroups' sums, in order")
+	n := kir.Ci(x.Subs())
+	c.B.CBWaitFront(x.Sums, n)
+	c.Acquire()
+	x.fold(c, x.Sums, n)
+	finish()
+	c.PackOut(x.Result, 1)
+	c.B.CBPopFront(x.Sums, n)
 }

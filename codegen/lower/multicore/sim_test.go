@@ -171,6 +171,8 @@ func TestExchangeOnSim(t *testing.T) {
 		{"tree 27 by 7 across NoC gap and rows", 0, 27, 2, 7, 64, false},
 		{"tree 13 by 4 (4,4,4,1) over rows", 30, 13, 4, 4, tb, true},
 		{"tree fan 1", 2, 4, 2, 1, 64, false},
+		{"tree 11 by 4 (4,4,3) across NoC gap", 0, 11, 3, 4, 64, false},
+		{"tree 40 by 8 from a row's last core", 32, 40, 1, 8, 64, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.group * tc.groups
@@ -187,6 +189,9 @@ func TestExchangeOnSim(t *testing.T) {
 				x.Local = cbs.Output("local", ir.FP32, 1)
 			}
 			x.Result = cbs.Input("result", ir.FP32, 1)
+			if n := x.SumsPages(); n > 0 {
+				x.Sums = cbs.Input("sums", ir.FP32, n)
+			}
 			in := cbs.Input("value", ir.FP32, 1)
 			x.AddSemaphores(p, 0, 1, 2)
 
@@ -207,7 +212,7 @@ func TestExchangeOnSim(t *testing.T) {
 			c.Copy(in, kir.C(0), kir.C(0))
 			c.PackOut(x.Partial, 1)
 			c.B.CBPopFront(in, kir.C(1))
-			x.Combine(c, role, "the group's sum", func() {})
+			x.Combine(c, role, "the group's sum", func() {}, nil)
 
 			wr := blocks.NewWriterKernel(p, rs)
 			ea := x.Declare(wr)
@@ -265,9 +270,12 @@ func TestExchangeOneLevelUnchanged(t *testing.T) {
 		x.Partial = cbs.Output("partial", ir.FP32, 1)
 		x.Gather = cbs.Input("gather", ir.FP32, x.GatherPages())
 		x.Local, x.Result = x.Partial, cbs.Input("result", ir.FP32, 1)
+		if n := x.SumsPages(); n > 0 {
+			x.Sums = cbs.Input("sums", ir.FP32, n)
+		}
 		x.AddSemaphores(p, 0, 1, 2)
 		cp := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{FP32DestAccEn: true})
-		x.Combine(blocks.NewCompute(p, cp), x.ComputeDeclare(cp), "", func() {})
+		x.Combine(blocks.NewCompute(p, cp), x.ComputeDeclare(cp), "", func() {}, nil)
 		wr := blocks.NewWriterKernel(p, rs)
 		x.Emit(wr.Builder(), x.Declare(wr))
 		for i, core := range cores {
