@@ -300,6 +300,9 @@ type mmProgram struct {
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
 	readBlocks bool
+	// live is the live rows per output tile the epilogue was offered for
+	// gathered rows (gatherRows; 0: none).
+	live       int
 	inCB       []int // the epilogue's inputs, in inputs() order
 	outCB      map[ir.DType]int
 	rd, cp, wr *kir.Kernel
@@ -357,7 +360,8 @@ func (m *mmProgram) allocCBs() {
 			m.outCB[pt.out.Type.DType] = cbs.Output(fmt.Sprintf("out%d", len(m.outCB)), pt.out.Type.DType, m.dest)
 		}
 	}
-	m.epi.scratch(cbs, m.parts[0].out.Type.DType, m.dest)
+	m.live = m.gatherRows()
+	m.epi.scratch(cbs, m.parts[0].out.Type.DType, m.dest, m.live)
 	if n := m.norm; n != nil {
 		// Squares in fp32 when the resident rows fit next to x and the
 		// activation, else bf16.
@@ -547,7 +551,7 @@ func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir
 }
 
 // writer adds the writer: each part's tiles to its result, in order (per
-// user row with users), after receiving the activation row by multicast
+// user row with users; gathered rows: writeGathered), after receiving the activation row by multicast
 // when m.mcast; then every kernel's per-core runtime arguments.
 func (m *mmProgram) writer() {
 	m.wr = newWriter(m.p, m.rs)
@@ -569,6 +573,10 @@ func (m *mmProgram) writer() {
 	rowLoop(wb, m.rows, func(r kir.Expr) {
 		for pi, pt := range m.parts {
 			ocb := m.outCB[pt.out.Type.DType]
+			if gs := m.epi.gathers(); len(gs) > 0 {
+				m.writeGathered(wb, gs, oAccs[pi], ocb, pt, wStarts[pi], wCounts[pi])
+				continue
+			}
 			if m.users > 0 {
 				writeUserRows(wb, oAccs[pi], ocb, m.users, pt.nt, blocks.ElemBytes(pt.out.Type.DType), wStarts[pi], wCounts[pi])
 				continue
