@@ -37,7 +37,8 @@ import (
 // fp32 DEST and packs the sub-block to the CB the epilogue names for that
 // weight (mmEpilogue.dst), which rounds it once to that CB's dtype; the
 // epilogue then works tile by tile on those rounded tiles and pushes the
-// result tiles, which the writer stores. The matmul and packer
+// result tiles, which the writer stores (or, at decode, on their live
+// rows the writer gathers into one tile: matmul_gather.go). The matmul and packer
 // configuration is set before the loops (blocks.Compute.MatmulConfig,
 // PackConfig), so the K loop body is just the tile products.
 

@@ -10,7 +10,9 @@ import (
 // products of each sub-block of at most dest output tiles: its inputs, its
 // CBs, where each weight's products are packed, its compute and its cost.
 // The data movement is the engine's: the reader streams the inputs, the
-// writer stores the result tiles the epilogue leaves in the result CB. An
+// writer stores the result tiles the epilogue leaves in the result CB (or,
+// for an epilogue on gathered rows, gathers and scatters the live rows:
+// matmul_gather.go). An
 // epilogue is built per lowering (it keeps its CB indices); a new one is
 // one type (TestMatmulEpilogueInOneFile defines one in its test file).
 type mmEpilogue interface {

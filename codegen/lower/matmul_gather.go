@@ -51,7 +51,9 @@ func (m *mmProgram) gatherRows() int {
 // CB out, the core's columns [start, start+count)) for an epilogue that
 // works on gathered rows: per sub-block of sb <= dest tiles each of gs,
 // then the sub-block's result tile scattered to the result: row t*live+u
-// to row u of tile col+t.
+// to row u of tile col+t. A sub-block's pages are contiguous in its CB of
+// dest pages: every sub-block of a core but its last fills the CB, so each
+// starts at the CB's first page.
 func (m *mmProgram) writeGathered(w *kir.Builder, gs []mmGather, oAcc *blocks.Access, out int, pt mmPart, start, count kir.Expr) {
 	live, sub := m.live, min(m.dest, m.plan.PerCore)
 	odt := pt.out.Type.DType
