@@ -37,7 +37,8 @@ import (
 // fp32 DEST and packs the sub-block to the CB the epilogue names for that
 // weight (mmEpilogue.dst), which rounds it once to that CB's dtype; the
 // epilogue then works tile by tile on those rounded tiles and pushes the
-// result tiles, which the writer stores. The matmul and packer
+// result tiles, which the writer stores (or, at decode, on their live
+// rows the writer gathers into one tile: matmul_gather.go). The matmul and packer
 // configuration is set before the loops (blocks.Compute.MatmulConfig,
 // PackConfig), so the K loop body is just the tile products.
 
@@ -310,6 +311,9 @@ type mmProgram struct {
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
 	readBlocks bool
+	// live is the live rows per output tile the epilogue was offered for
+	// gathered rows (gatherRows; 0: none).
+	live       int
 	inCB       []int // the epilogue's inputs, in inputs() order
 	outCB      map[ir.DType]int
 	rd, cp, wr *kir.Kernel
@@ -367,7 +371,8 @@ func (m *mmProgram) allocCBs() {
 			m.outCB[pt.out.Type.DType] = cbs.Output(fmt.Sprintf("out%d", len(m.outCB)), pt.out.Type.DType, m.dest)
 		}
 	}
-	m.epi.scratch(cbs, m.parts[0].out.Type.DType, m.dest)
+	m.live = m.gatherRows()
+	m.epi.scratch(cbs, m.parts[0].out.Type.DType, m.dest, m.live)
 	if n := m.norm; n != nil {
 		// Squares in fp32 when the resident rows fit next to x and the
 		// activation, else bf16.
@@ -557,7 +562,7 @@ func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir
 }
 
 // writer adds the writer: each part's tiles to its result, in order (per
-// user row with users), after receiving the activation row by multicast
+// user row with users; gathered rows: writeGathered), after receiving the activation row by multicast
 // when m.mcast; then every kernel's per-core runtime arguments.
 func (m *mmProgram) writer() {
 	m.wr = newWriter(m.p, m.rs)
@@ -579,6 +584,10 @@ func (m *mmProgram) writer() {
 	rowLoop(wb, m.rows, func(r kir.Expr) {
 		for pi, pt := range m.parts {
 			ocb := m.outCB[pt.out.Type.DType]
+			if gs := m.epi.gathers(); len(gs) > 0 {
+				m.writeGathered(wb, gs, oAccs[pi], ocb, pt, wStarts[pi], wCounts[pi])
+				continue
+			}
 			if m.users > 0 {
 				writeUserRows(wb, oAccs[pi], ocb, m.users, pt.nt, blocks.ElemBytes(pt.out.Type.DType), wStarts[pi], wCounts[pi])
 				continue

@@ -10,7 +10,9 @@ import (
 // products of each sub-block of at most dest output tiles: its inputs, its
 // CBs, where each weight's products are packed, its compute and its cost.
 // The data movement is the engine's: the reader streams the inputs, the
-// writer stores the result tiles the epilogue leaves in the result CB. An
+// writer stores the result tiles the epilogue leaves in the result CB (or,
+// for an epilogue on gathered rows, gathers and scatters the live rows:
+// matmul_gather.go). An
 // epilogue is built per lowering (it keeps its CB indices); a new one is
 // one type (TestMatmulEpilogueInOneFile defines one in its test file).
 type mmEpilogue interface {
@@ -21,8 +23,16 @@ type mmEpilogue interface {
 	// tileOps is the cost model's tile operations per output tile.
 	tileOps() int
 	// scratch adds the epilogue's scratch CBs, after the result CBs: odt is
-	// the (first) result's dtype, dest the sub-block capacity.
-	scratch(cbs *blocks.CBPlan, odt ir.DType, dest int)
+	// the (first) result's dtype, dest the sub-block capacity; live > 0
+	// offers the epilogue gathered rows (gathers): every output tile has
+	// live live rows and a sub-block's fit one tile; 0: it must not gather.
+	scratch(cbs *blocks.CBPlan, odt ir.DType, dest, live int)
+	// gathers are the gatherings the writer does per sub-block, in order,
+	// when the epilogue works on the sub-block's live rows gathered into
+	// one tile (nil: tile by tile). compute then pushes one tile to out per
+	// sub-block, row t*live+u holding row u of the sub-block's tile t,
+	// which the writer scatters to the result (writeGathered).
+	gathers() []mmGather
 	// dst is the CB the products of weight slot are packed to (a page per
 	// tile, rounded to its dtype); out is the part's result CB.
 	dst(slot, out int) int
@@ -56,7 +66,8 @@ func (epiPlain) fpuMul(ir.DType) bool { return false }
 
 func (epiPlain) inputs() []mmInput                            { return nil }
 func (epiPlain) tileOps() int                                 { return 0 }
-func (epiPlain) scratch(*blocks.CBPlan, ir.DType, int)        {}
+func (epiPlain) scratch(*blocks.CBPlan, ir.DType, int, int)   {}
+func (epiPlain) gathers() []mmGather                          { return nil }
 func (epiPlain) dst(_, out int) int                           { return out }
 func (epiPlain) compute(*blocks.Compute, kir.Var, []int, int) {}
 func (epiPlain) packed(*blocks.Compute, int, kir.Var)         {}
@@ -74,7 +85,7 @@ func (e *epiAdd) inputs() []mmInput { return []mmInput{{"residual", e.residual}}
 func (e *epiAdd) tileOps() int      { return 1 }
 func (e *epiAdd) dst(int, int) int  { return e.product }
 
-func (e *epiAdd) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+func (e *epiAdd) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, _ int) {
 	e.product = cbs.Scratch("product", odt, dest)
 }
 
@@ -88,18 +99,30 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // epiSwiGLU (matmul_swiglu; the part has the gate and the up weight):
 // gate and up tiles of the same output columns are accumulated on the same
 // core, one after the other, and packed to two CBs of the result dtype
-// (r(a @ w_gate), r(a @ w_up)). As soon as the gate tiles are packed the
-// SFPU applies silu to each, packed (r(silu)), while the up weights
-// stream in; after the up tiles it multiplies each silu tile by its up
-// tile, packed (r): for a bf16 result both are copied to DEST and
+// (r(a @ w_gate), r(a @ w_up)). Tile by tile: as soon as the gate tiles
+// are packed the SFPU applies silu to each, packed (r(silu)), while the up
+// weights stream in; after the up tiles it multiplies each silu tile by
+// its up tile, packed (r): for a bf16 result both are copied to DEST and
 // multiplied on the SFPU (mul_binary_tile: the fp32 product of two bf16
 // values is exact, as the FPU's at HiFi4, and leaves the kernel's
 // fidelity to the matmul alone), otherwise on the FPU.
+//
+// With few live rows (decode: B rows per tile, B x the sub-block <= 32;
+// the engine offers them, scratch's live) the writer gathers the live rows
+// of the sub-block's gate tiles into one tile and those of its up tiles
+// into another (mmGather), so silu and the multiply run once per
+// sub-block instead of once per tile, after the up products: the writer
+// gathers the up rows while the SFPU computes silu. Both are elementwise,
+// so the rows' values are those of the tile-by-tile path, bit for bit.
 type epiSwiGLU struct {
 	epiPlain
 	slots [2]int // scratch CBs: gate, up
-	silu  int    // scratch CB: the sub-block's silu(gate) tiles
-	fpu   bool   // the multiply runs on the FPU
+	silu  int    // scratch CB: the sub-block's silu(gate) tiles (one when gathered)
+	// rows are the one-page CBs the writer gathers the gate and up rows
+	// to; gathered reports whether it does.
+	rows     [2]int
+	gathered bool
+	fpu      bool // the multiply runs on the FPU
 }
 
 func (e *epiSwiGLU) fpuMul(odt ir.DType) bool { return odt != ir.BF16 }
@@ -107,14 +130,32 @@ func (e *epiSwiGLU) fpuMul(odt ir.DType) bool { return odt != ir.BF16 }
 func (e *epiSwiGLU) tileOps() int        { return 2 }
 func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
 
-func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, live int) {
 	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
-	e.silu = cbs.Scratch("silu_gate", odt, dest)
 	e.fpu = e.fpuMul(odt)
+	e.gathered = live > 0
+	if !e.gathered {
+		e.silu = cbs.Scratch("silu_gate", odt, dest)
+		return
+	}
+	e.rows = [2]int{cbs.Scratch("gate_rows", odt, 1), cbs.Scratch("up_rows", odt, 1)}
+	e.silu = cbs.Scratch("silu_gate", odt, 1)
+}
+
+func (e *epiSwiGLU) gathers() []mmGather {
+	if !e.gathered {
+		return nil
+	}
+	return []mmGather{{from: e.slots[0], to: e.rows[0]}, {from: e.slots[1], to: e.rows[1]}}
 }
 
 func (e *epiSwiGLU) packed(c *blocks.Compute, slot int, sb kir.Var) {
 	if slot != 0 {
+		return
+	}
+	if e.gathered {
+		c.B.Comment("silu of the gate's live rows, gathered by the writer, rounded, while the up weights stream in")
+		c.Unary(e.rows[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
 		return
 	}
 	c.B.Comment("silu(gate), rounded, while the up weights stream in")
@@ -124,20 +165,29 @@ func (e *epiSwiGLU) packed(c *blocks.Compute, slot int, sb kir.Var) {
 }
 
 func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
+	if e.gathered {
+		c.B.Comment("epilogue: silu(gate) times up on the sub-block's live rows, gathered by the writer")
+		e.mul(c, e.rows[1], out)
+		return
+	}
 	c.B.Comment("epilogue: silu(gate) times up")
-	c.For("j", kir.C(0), sb, func(kir.Var) {
-		if e.fpu {
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, e.slots[1], out, false, nil)
-			return
-		}
-		c.B.CBWaitFront(e.silu, kir.C(1))
-		c.B.CBWaitFront(e.slots[1], kir.C(1))
-		c.Acquire()
-		c.Copy(e.silu, kir.C(0), kir.C(0))
-		c.Copy(e.slots[1], kir.C(0), kir.C(1))
-		c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
-		c.B.CBPopFront(e.silu, kir.C(1))
-		c.B.CBPopFront(e.slots[1], kir.C(1))
-		c.PackOut(out, 1)
-	})
+	c.For("j", kir.C(0), sb, func(kir.Var) { e.mul(c, e.slots[1], out) })
+}
+
+// mul emits one page of out = r(silu * up): the front pages of e.silu and
+// up, each consumed.
+func (e *epiSwiGLU) mul(c *blocks.Compute, up, out int) {
+	if e.fpu {
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, up, out, false, nil)
+		return
+	}
+	c.B.CBWaitFront(e.silu, kir.C(1))
+	c.B.CBWaitFront(up, kir.C(1))
+	c.Acquire()
+	c.Copy(e.silu, kir.C(0), kir.C(0))
+	c.Copy(up, kir.C(0), kir.C(1))
+	c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+	c.B.CBPopFront(e.silu, kir.C(1))
+	c.B.CBPopFront(up, kir.C(1))
+	c.PackOut(out, 1)
 }

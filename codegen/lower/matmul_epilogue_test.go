@@ -1,14 +1,17 @@
 package lower
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/ref"
+	"github.com/tcc-dev/tcc/sim/timing"
 )
 
 // epiSiLUMul is an epilogue no op uses, defined here to show that a new
@@ -26,7 +29,7 @@ func (e *epiSiLUMul) tileOps() int         { return 2 }
 func (e *epiSiLUMul) fpuMul(ir.DType) bool { return true } // its multiply is on the FPU
 func (e *epiSiLUMul) dst(int, int) int     { return e.product }
 
-func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest int) {
+func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, _ int) {
 	e.product = cbs.Scratch("product", odt, dest)
 	e.silu = cbs.Scratch("silu", odt, 1)
 }
@@ -109,4 +112,86 @@ func TestMatmulEpilogueInputShape(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rule matmul-epilogue-input") {
 		t.Errorf("lowering with a [1, 32] input for a [1, 64] result: error %v, want rule matmul-epilogue-input", err)
 	}
+}
+
+// TestMatmulSwiGLUGatheredRows runs matmul_swiglu at decode shapes (one
+// tile row of B live rows: B = 1, and B = 3, 6 and 8 packed users) on
+// grids whose cores get 1, 2 or 3 output tiles, or 6 (two sub-blocks),
+// and checks the result bit for bit against sim/ref and that the SFPU
+// runs silu once per sub-block when the sub-block's live rows fit one
+// tile (the writer gathers them), once per tile otherwise (B = 16 users
+// of 3-tile sub-blocks: 48 rows). The silu count is read from the timing
+// model's silu_tile time of the last compute thread.
+func TestMatmulSwiGLUGatheredRows(t *testing.T) {
+	tests := []struct {
+		name   string
+		users  int   // live rows of the activation's one tile row
+		grid   int   // cores in one grid row
+		tiles  []int // each core's output tiles
+		gather bool  // silu runs once per sub-block
+	}{
+		{"B1/3+3+1", 1, 3, []int{3, 3, 1}, true},
+		{"B1/3+2", 1, 2, []int{3, 2}, true},
+		{"B1/6", 1, 1, []int{6}, true},
+		{"B3/3+3+1", 3, 3, []int{3, 3, 1}, true},
+		{"B3/3+2", 3, 2, []int{3, 2}, true},
+		{"B3/6", 3, 1, []int{6}, true},
+		{"B6/3+2", 6, 2, []int{3, 2}, true}, // tile 2's rows 12..17 straddle two face bands
+		{"B8/6", 8, 1, []int{6}, true},      // a sub-block of 4 tiles fills the gathered tile
+		{"B16/3+2", 16, 2, []int{3, 2}, false},
+	}
+	srcs := newFCSources(t)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tgt := *target.Blackhole()
+			tgt.GridX, tgt.GridY = tc.grid, 1
+			n := 0
+			for _, c := range tc.tiles {
+				n += c * ir.TileSize
+			}
+			op := fcBuild(t, func(b *ir.Builder) []*ir.Value {
+				return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, tc.users, 256), fcW(b, "wg", ir.BFP4B, 256, n), fcW(b, "wu", ir.BFP4B, 256, n)))
+			})
+			args := fcArgs(op, uint64(1000+i))
+			want := refEval(t, op, args)
+			ctx := NewContext(&tgt)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := p.Kernel("compute")
+			var tiles []int
+			count := map[kir.Core]int{}
+			for _, c := range kir.CoresOf(cp.Cores) {
+				count[c] = argU32(t, cp.RuntimeValuesOn(c)[0])
+				tiles = append(tiles, count[c])
+			}
+			if diff := cmp.Diff(tc.tiles, tiles); diff != "" {
+				t.Fatalf("output tiles per core (-want +got):\n%s", diff)
+			}
+			got, info := fcExec(t, ctx, op, p, args, srcs)
+			fcCompare(t, "matmul_swiglu "+op.Result().Type.Shape.String(), want[0].Data, got[0], info)
+
+			prm := timing.Default()
+			pt, err := timing.Simulate(p, &tgt, prm, timing.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, th := range pt.Devices[0].Kernels {
+				if th.Role != kir.RoleCompute {
+					continue
+				}
+				dest := tgt.DestTiles(false, true)
+				silus := count[th.Core]
+				if tc.gather {
+					silus = (silus + dest - 1) / dest
+				}
+				wantUS := float64(silus) * prm.SFPUCycles[kir.SFPUSiLU] / prm.ClockHz * 1e6
+				if gotUS := th.Busy["silu_tile"]; math.Abs(gotUS-wantUS) > 1e-9 {
+					t.Errorf("compute on core %v (%d tiles): silu_tile busy %.4f us, want %.4f (%d silu_tile)", th.Core, count[th.Core], gotUS, wantUS, silus)
+				}
+			}
+		})
+	}
+	srcs.check(t)
 }
