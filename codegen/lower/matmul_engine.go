@@ -581,6 +581,13 @@ func (m *mmProgram) writer() {
 		wStarts[pi], wCounts[pi] = m.wr.RuntimeArg(fmt.Sprintf("start%d", pi)), m.wr.RuntimeArg(fmt.Sprintf("count%d", pi))
 	}
 	wb := m.wr.Builder()
+	// Each result CB's ring position (blocks.WriteTilesLive).
+	ringPos := map[int]kir.Var{}
+	for _, pt := range m.parts {
+		if ocb := m.outCB[pt.out.Type.DType]; ringPos[ocb] == (kir.Var{}) {
+			ringPos[ocb] = wb.LetT("out_pos", kir.U32T, kir.C(0))
+		}
+	}
 	rowLoop(wb, m.rows, func(r kir.Expr) {
 		for pi, pt := range m.parts {
 			ocb := m.outCB[pt.out.Type.DType]
@@ -592,7 +599,13 @@ func (m *mmProgram) writer() {
 				writeUserRows(wb, oAccs[pi], ocb, m.users, pt.nt, blocks.ElemBytes(pt.out.Type.DType), wStarts[pi], wCounts[pi])
 				continue
 			}
-			blocks.WritePages(wb, oAccs[pi], ocb, m.rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi])
+			// A decode row's padding rows are not written: readers of
+			// the result read its live rows (blocks.ReadTilesLive).
+			live := ir.TileSize
+			if m.rows == 1 {
+				live = blocks.LiveRows(pt.out.Type.Shape)
+			}
+			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
 	})
 	m.setArgs(mcastArgs)

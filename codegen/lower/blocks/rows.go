@@ -54,6 +54,63 @@ func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 	}
 }
 
+// WriteRowsFrom writes rows [0, rows) of the tile at L1 address l1 (a
+// tile of eb-byte elements, 2 or 4) to the same rows of tile page `page`
+// of a: the writes ReadRowsTo would read, in the other direction (per band
+// of the rows one write from the band's first face through its second
+// face's rows, rounded up to 64 bytes, when they fill less than a face;
+// else one write per face). Bytes of the page past those writes keep
+// what they held; the rows the writes carry past `rows` are l1's own. The
+// caller issues the write barrier.
+func WriteRowsFrom(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
+	rows = min(max(rows, 1), TileDim)
+	face := 256 * eb
+	for band := 0; band*FaceDim < rows; band++ {
+		n := min(rows-band*FaceDim, FaceDim)
+		size := min(face, (n*FaceDim*eb+63)/64*64)
+		if size < face {
+			off := RowOffset(band*FaceDim, 0, eb)
+			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci(face+size))
+			continue
+		}
+		for half := range 2 {
+			off := RowOffset(band*FaceDim, half, eb)
+			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci(size))
+		}
+	}
+}
+
+// WriteTilesLive writes count pages of cb to pages first, ... of a, each
+// as its page arrives: rows [0, rows) of each page (WriteRowsFrom) when
+// rows < 32 and the elements are eb = 2 or 4 bytes, else the whole page.
+// The writes of the pages up to the end of cb's ring of `ring` pages are
+// in flight together (cumulative cb_wait_front: a run of pages never
+// straddles the ring's end) under one write barrier, then popped, and at
+// the last page. pos is the writer's position in cb's ring (pages popped
+// mod ring), shared by every call on cb; it is advanced. Consumes count
+// pages of cb. For results whose rows past `rows` are padding that no
+// reader reads (ReadTilesLive).
+func WriteTilesLive(b *kir.Builder, a *Access, cb int, first, count kir.Expr, rows, eb, ring int, pos kir.Var) {
+	pending := b.LetT("pending", kir.U32T, kir.C(0))
+	b.For("i", kir.C(0), count, func(i kir.Var) {
+		b.CBWaitFront(cb, kir.Add(pending, kir.C(1)))
+		l1 := b.Let("l1", kir.Add(kir.GetReadPtr{CB: cb}, kir.Mul(pending, kir.Ci(a.PageSize()))))
+		if rows < TileDim && (eb == 2 || eb == 4) {
+			WriteRowsFrom(b, a, kir.Add(first, i), l1, rows, eb)
+		} else {
+			b.NoCAsyncWrite(l1, a.PageAddr(kir.Add(first, i)), kir.Ci(a.PageSize()))
+		}
+		b.Assign(pending, kir.Add(pending, kir.C(1)))
+		b.Assign(pos, kir.Add(pos, kir.C(1)))
+		b.If(kir.Or(kir.Eq(pos, kir.Ci(ring)), kir.Eq(kir.Add(i, kir.C(1)), count)), func() {
+			b.NoCAsyncWriteBarrier()
+			b.CBPopFront(cb, pending)
+			b.Assign(pending, kir.C(0))
+			b.If(kir.Eq(pos, kir.Ci(ring)), func() { b.Assign(pos, kir.C(0)) })
+		})
+	})
+}
+
 // ReadTilesLive issues the reads of count tile pages first, ... of a into
 // consecutive page slots at L1 address l1 (64-byte aligned): rows [0,
 // rows) of each (ReadRowsTo) when rows < 32 and a's elements are eb = 2 or

@@ -10,6 +10,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
 // rowsCase is one tile edit of TestRowBlocks: the output tile starts as
@@ -214,6 +215,123 @@ func TestReadRowsTo(t *testing.T) {
 						}
 					} else if g != want && g != vals[r*TileDim+c] {
 						t.Fatalf("element (%d, %d) = %v: neither untouched nor the page's own", r, c, g)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWriteTilesLive runs WriteTilesLive on the simulator: three source
+// pages of a CB written to a result pre-filled with -1 must carry the
+// source's rows [0, rows) (and, in the bands the writes touch, the other
+// rows either untouched or the source's own), every band past them
+// untouched; and it counts the DRAM writes per page: one per band whose
+// rows fill less than a face (a bf16 live row: one 576-byte write, not a
+// 2,048-byte page), else one per face, and the whole page at 32 rows.
+func TestWriteTilesLive(t *testing.T) {
+	tgt := target.Blackhole()
+	const pages = 3
+	tests := []struct {
+		dt    ir.DType
+		rows  int
+		sizes []int // the writes of one page
+	}{
+		{ir.BF16, 1, []int{576}},
+		{ir.BF16, 8, []int{768}},
+		{ir.BF16, 17, []int{512, 512, 576}},
+		{ir.BF16, 32, []int{2048}},
+		{ir.FP32, 1, []int{1088}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/rows_%d", tc.dt, tc.rows), func(t *testing.T) {
+			eb, tb := ElemBytes(tc.dt), tc.dt.TileBytes()
+			p := kir.NewProgram("live")
+			rs := []ir.CoreRange{{}}
+			src := kir.Buffer{Name: "src", Mem: ir.DRAM, DType: tc.dt, Layout: ir.TileLayout, PageSize: tb, Pages: pages}
+			dst := kir.Buffer{Name: "dst", Mem: ir.DRAM, DType: tc.dt, Layout: ir.TileLayout, PageSize: tb, Pages: pages}
+			p.AddBuffer(src)
+			p.AddBuffer(dst)
+			p.AddCB(kir.CB{Index: 16, PageSize: tb, Pages: 2, Format: tc.dt, Cores: rs})
+			rd := NewReaderKernel(p, rs)
+			rAcc, err := NewAccess(rd, tgt, "src_addr", src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ReadPages(rd.Builder(), rAcc, 16, kir.C(0), kir.Ci(pages))
+			rd.SetRuntimeArgs(kir.Core{})
+			wr := NewWriterKernel(p, rs)
+			wAcc, err := NewAccess(wr, tgt, "dst_addr", dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb := wr.Builder()
+			WriteTilesLive(wb, wAcc, 16, kir.C(0), kir.Ci(pages), tc.rows, eb, 2, wb.LetT("pos", kir.U32T, kir.C(0)))
+			wr.SetRuntimeArgs(kir.Core{})
+			if err := kir.Validate(p, tgt); err != nil {
+				t.Fatal(err)
+			}
+			var sizes []int
+			kir.Inspect(wr.Body, func(s kir.Stmt) bool {
+				if w, ok := s.(kir.NoCAsyncWrite); ok {
+					n, _ := w.Size.(kir.Const)
+					sizes = append(sizes, int(n.V))
+				}
+				return true
+			})
+			if diff := cmp.Diff(tc.sizes, sizes); diff != "" {
+				t.Errorf("write sizes per page (-want +got):\n%s", diff)
+			}
+			d := kexec.NewDevice(tgt)
+			for _, b := range p.Buffers {
+				if _, err := d.Alloc(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vals := make([][]float32, pages)
+			minus := make([]float32, TileDim*TileDim)
+			for i := range minus {
+				minus[i] = -1
+			}
+			for pg := range vals {
+				vals[pg] = make([]float32, TileDim*TileDim)
+				for i := range vals[pg] {
+					vals[pg][i] = float32((i+97*pg)%251) + 1
+				}
+				if err := d.WritePages("src", pg, tileBytesOf(t, tc.dt, vals[pg])); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.WritePages("dst", pg, tileBytesOf(t, tc.dt, minus)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run(t, d, p)
+			bands := (tc.rows + FaceDim - 1) / FaceDim
+			for pg := range pages {
+				raw, err := d.ReadPages("dst", pg, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tile, err := numerics.UnpackTile(tc.dt, raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := numerics.Untilize(tile, TileDim, TileDim)
+				for r := range TileDim {
+					for c := range TileDim {
+						own, g := vals[pg][r*TileDim+c], got[r*TileDim+c]
+						switch {
+						case r < tc.rows:
+							if g != own {
+								t.Fatalf("page %d element (%d, %d) = %v, want the source's %v", pg, r, c, g, own)
+							}
+						case r >= bands*FaceDim:
+							if g != -1 {
+								t.Fatalf("page %d element (%d, %d) = %v: a band past the rows was written", pg, r, c, g)
+							}
+						case g != -1 && g != own:
+							t.Fatalf("page %d element (%d, %d) = %v: neither untouched nor the source's own", pg, r, c, g)
+						}
 					}
 				}
 			}
