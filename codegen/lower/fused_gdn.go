@@ -94,6 +94,16 @@ import (
 // otherwise shrink by a fixed fraction every step); d is accumulated onto
 // -v in DEST, and S' = S + k (x) (d x beta) onto S in DEST (associated as
 // k (x) (d x beta), equal to r(r(k d^T) x beta) up to fp32 rounding).
+//
+// With several items per core (B > 1, or heads over fewer cores) the
+// per-user SFPU work that needs no state runs once per core: the reader
+// packs the core's z rows (item x value tile) and g elements into shared
+// tiles after its first item's inputs, compute takes silu and exp(g) of
+// those tiles once (the same element-wise arithmetic and rounding points),
+// and the writer moves each item's rows back to row 0 / element (0, 0) of
+// the pages its compute consumes (fused_gdn_pack.go). The per-item input
+// CBs and the new-state CB are then double buffered, so the reader runs an
+// item ahead and compute packs a column while the writer drains the last.
 
 // gdnEB sets *eb to the element size of v's dtype for data movement by
 // rows or elements, or returns an error naming what.

@@ -32,9 +32,10 @@ type gdnRec struct {
 	f                              ir.DType
 	exact                          bool // fp32 state: the r() of the Doc line are identities
 	ebX, ebZ, ebBeta, ebG, ebW     int  // element bytes moved by rows (ebW 0: whole pages)
+	zRows, gRows                   int  // rows of a core's packed z (items x vc) and g (items) tiles; 0: read per item (fused_gdn_pack.go)
 	cb                             gdnCBs
 	xch                            *multicore.Exchange // the output norm's exchange when a head spans cores
-	zeroBytes                      int
+	zeroBytes, zeroPages           int                 // the reader's zero tile (and staging pages behind it)
 }
 
 // gdnCBs are the recurrence's CBs (-1: not used by this variant).
@@ -42,6 +43,7 @@ type gdnCBs struct {
 	q, q2, k, k2, v, z, w, beta, g, s, zero, r, qn, kn, kc, eg, sd, d int
 	db, ks, outer, ob, round, eye, ed, sf, sdF                        int
 	sp, o, o2, on1, on, sz, sout, out, rsOut                          int
+	szp, egp                                                          int // the packed silu(z) and exp(g) tiles (compute -> writer)
 }
 
 // lowerGDNRecurrence builds the gdn_recurrence program phase by phase.
@@ -123,6 +125,15 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 		// each holds exactly one item.
 		plan = Split{Items: items, Cores: items, PerCore: 1}
 	}
+	if r.groups == 1 {
+		// A core's users share tiles for silu(z) and exp(g) (fused_gdn_pack.go).
+		if n := plan.PerCore * r.vc; n > 1 {
+			r.zRows = n
+		}
+		if plan.PerCore > 1 {
+			r.gRows = plan.PerCore
+		}
+	}
 	r.splitProgram = startProgram(op, ctx, plan)
 	return r, nil
 }
@@ -132,18 +143,49 @@ func planGDNRecurrence(op *ir.Op, ctx *Context) (*gdnRec, error) {
 func (r *gdnRec) addCBs() {
 	t, f, kt, vc, cbs := r.ctx.Target, r.f, r.kt, r.vc, r.cbs
 	dx, dz := r.x.Type.DType, r.z.Type.DType
-	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1}
-	c.q, c.q2 = cbs.Input("q", dx, kt), cbs.Input("q_copy", dx, kt)
-	c.k, c.k2 = cbs.Input("k", dx, kt), cbs.Input("k_copy", dx, kt)
-	c.v, c.z = cbs.Input("v", dx, vc), cbs.Input("z", dz, vc)
-	c.w = cbs.Input("norm_w", r.nw.Type.DType, vc)
-	c.beta, c.g = cbs.Input("beta", r.beta.Type.DType, 1), cbs.Input("g", r.g.Type.DType, 1)
+	dg := r.g.Type.DType
+	c := gdnCBs{db: -1, ks: -1, outer: -1, ob: -1, round: -1, eye: -1, ed: -1, sf: -1, sdF: -1, szp: -1, egp: -1}
+	// With several items per core the per-item inputs are double
+	// buffered: the reader reads the next item's while compute works.
+	nb := 1
+	if r.plan.PerCore > 1 {
+		nb = 2
+	}
+	c.q, c.q2 = cbs.Input("q", dx, nb*kt), cbs.Input("q_copy", dx, nb*kt)
+	c.k, c.k2 = cbs.Input("k", dx, nb*kt), cbs.Input("k_copy", dx, nb*kt)
+	c.v = cbs.Input("v", dx, nb*vc)
+	if r.zRows > 0 {
+		c.z = cbs.Input("z_packed", dz, gdnPages(r.zRows))
+	} else {
+		c.z = cbs.Input("z", dz, vc)
+	}
+	c.w = cbs.Input("norm_w", r.nw.Type.DType, nb*vc)
+	c.beta = cbs.Input("beta", r.beta.Type.DType, nb)
+	if r.gRows > 0 {
+		c.g = cbs.Input("g_packed", dg, gdnPages(r.gRows))
+	} else {
+		c.g = cbs.Input("g", dg, 1)
+	}
 	c.s = cbs.Input("state", f, 2*gdnStateBatch)
 	r.zeroBytes = max(dx.TileBytes(), dz.TileBytes())
-	c.zero = cbs.Pages(blocks.ScratchCB, "zeros", dx, r.zeroBytes, 1)
+	r.zeroPages = 1
+	if r.zRows > 0 || r.gRows > 0 {
+		// The packed tiles are cleared from the zeros; their rows are
+		// staged behind them.
+		r.zeroBytes = max(r.zeroBytes, dg.TileBytes())
+		r.zeroPages += (r.stageBytes() + r.zeroBytes - 1) / r.zeroBytes
+	}
+	c.zero = cbs.Pages(blocks.ScratchCB, "zeros", dx, r.zeroBytes, r.zeroPages)
 	c.r = cbs.Scratch("rsqrt", ir.FP32, 1)
 	c.qn, c.kn, c.kc = cbs.Scratch("q_normed", f, kt), cbs.Scratch("k_normed", f, kt), cbs.Scratch("k_column", f, kt)
-	c.eg, c.sd, c.d = cbs.Scratch("exp_g", f, 1), cbs.Scratch("state_decayed", f, kt*vc), cbs.Scratch("delta", f, vc)
+	if r.gRows > 0 {
+		// exp(g) of the core's items at once; the writer moves each item's
+		// element to (0, 0) of its exp_g page.
+		c.egp, c.eg = cbs.Scratch("exp_g_packed", f, gdnPages(r.gRows)), cbs.Input("exp_g", f, 1)
+	} else {
+		c.eg = cbs.Scratch("exp_g", f, 1)
+	}
+	c.sd, c.d = cbs.Scratch("state_decayed", f, kt*vc), cbs.Scratch("delta", f, vc)
 	if r.exact {
 		// The state is copied into DEST exactly (c_state unpacks straight
 		// to DEST) and multiplied by the decrement through the FPU: a
@@ -155,16 +197,24 @@ func (r *gdnRec) addCBs() {
 		c.ob, c.round = cbs.Scratch("outer_beta", f, 1), cbs.Scratch("round", f, 1)
 	}
 	c.sp, c.o, c.o2 = cbs.Scratch("state_new_column", f, kt), cbs.Scratch("o", f, vc), cbs.Scratch("o_copy", f, vc)
-	if vc < r.vt {
+	if vc < r.vt || f == ir.FP32 {
 		// One fp32 CB of two pages carries o_scaled and then o_normed (the
-		// program's CBs are at the 32 limit with the exchange).
+		// program's CBs are at the 32 limit with the exchange or the
+		// packed tiles).
 		c.on1 = cbs.Scratch("o_scaled_normed", ir.FP32, 2)
 		c.on = c.on1
 	} else {
 		c.on1, c.on = cbs.Scratch("o_scaled", ir.FP32, 1), cbs.Scratch("o_normed", f, 1)
 	}
-	c.sz = cbs.Scratch("silu_z", dz, 1)
-	c.sout = cbs.Output("new_state", f, kt) // a value column of S', written under one barrier
+	if r.zRows > 0 {
+		// silu(z) of the core's items at once; the writer moves each
+		// row to row 0 of a silu_z page. Exactly vc pages: the writer
+		// clears them once and writes only row 0 of each after.
+		c.szp, c.sz = cbs.Scratch("silu_z_packed", dz, gdnPages(r.zRows)), cbs.Input("silu_z", dz, vc)
+	} else {
+		c.sz = cbs.Scratch("silu_z", dz, 1)
+	}
+	c.sout = cbs.Output("new_state", f, nb*kt) // a value column of S' (two with nb = 2), written under one barrier
 	c.out = cbs.Output("out", r.out.Type.DType, vc)
 	// The output norm's exchange between the cores of a head (groups > 1):
 	// a multicore.Exchange on groups of vt cores, as the split-row norms
@@ -196,10 +246,10 @@ func (r *gdnRec) reader() *kir.Kernel {
 		beta: r.bind(rd, "beta_addr", r.beta), g: r.bind(rd, "g_addr", r.g), s: r.bind(rd, "state_addr", r.s)}
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	zeros := blocks.Scratch(b, r.cb.zero, "zeros")
+	zeros := blocks.ScratchPages(b, r.cb.zero, r.zeroPages, "zeros")
 	blocks.FillWords(b, zeros, r.zeroBytes, 0)
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) { r.readItem(b, a, i, zeros) })
-	blocks.ReleaseScratch(b, r.cb.zero)
+	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) { r.readItem(b, a, i, rstart, rcount, zeros) })
+	blocks.ReleaseScratchPages(b, r.cb.zero, r.zeroPages)
 	return rd
 }
 
@@ -228,7 +278,7 @@ type gdnScalar struct {
 // one barrier, the local clears and moves under a second and the copies
 // under a third; then the item's state tiles, streamed while compute
 // normalises q and k.
-func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
+func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count kir.Expr, zeros kir.Var) {
 	c, kt, vt, vc := r.cb, r.kt, r.vt, r.vc
 	head := b.Let("head", kir.Div(i, kir.Ci(r.groups))) // b*H + h
 	v0 := b.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(r.groups)), kir.Ci(vc)))
@@ -238,21 +288,29 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
 	qt := b.Let("qt", kir.Add(xrow, kir.Mul(kir.Div(h, kir.Ci(r.G)), kir.Ci(kt))))
 	b.Comment("the live row of q and k of key head h/G, v of value head h (tiles of the packed conv output), z and the norm weight; the scalars' 64 bytes; all in flight")
 	vt0 := b.Let("vt0", kir.Add(kir.Add(kir.Mul(h, kir.Ci(vt)), kir.Ci(2*r.kw/ir.TileSize)), v0))
-	zt := b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(r.ctz)), kir.Mul(h, kir.Ci(vt))), v0))
+	var zt kir.Expr
+	if r.zRows == 0 {
+		zt = b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(r.ctz)), kir.Mul(h, kir.Ci(vt))), v0))
+	}
 	ts := []*gdnRow{
 		{acc: a.x, cb: c.q, cb2: c.q2, first: qt, n: kt, eb: r.ebX},
 		{acc: a.x, cb: c.k, cb2: c.k2, first: kir.Add(qt, kir.Ci(r.kw/ir.TileSize)), n: kt, eb: r.ebX},
 		{acc: a.x, cb: c.v, cb2: -1, first: kir.Add(xrow, vt0), n: vc, eb: r.ebX},
-		{acc: a.z, cb: c.z, cb2: -1, first: zt, n: vc, eb: r.ebZ},
-		{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW},
 	}
+	if r.zRows == 0 {
+		ts = append(ts, &gdnRow{acc: a.z, cb: c.z, cb2: -1, first: zt, n: vc, eb: r.ebZ})
+	}
+	ts = append(ts, &gdnRow{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW})
 	for _, rt := range ts {
 		rt.l1 = blocks.Reserve(b, rt.cb, kir.Ci(rt.n), "row")
 		for j := 0; j < rt.n; j++ {
 			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
 		}
 	}
-	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}, {acc: a.g, cb: c.g, eb: r.ebG}}
+	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}}
+	if r.gRows == 0 {
+		scs = append(scs, &gdnScalar{acc: a.g, cb: c.g, eb: r.ebG})
+	}
 	for _, sc := range scs {
 		sc.l1 = blocks.Reserve(b, sc.cb, kir.C(1), "sc")
 		sc.r = b.Let("sr", kir.Mod(head, kir.Ci(ir.TileSize)))
@@ -268,6 +326,11 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i, zeros kir.Var) {
 	}
 	b.NoCAsyncReadBarrier()
 	settleRows(b, ts, scs, zeros)
+	if r.zRows > 0 || r.gRows > 0 {
+		// After the first item's inputs, which compute normalises
+		// meanwhile, and before its state, whose decay needs exp(g).
+		b.If(kir.Eq(i, start), func() { r.readPacked(b, a, zeros, start, count) })
+	}
 	b.Comment("the item's state tiles (row j, value tiles v0..), streamed")
 	if r.exact {
 		blocks.ReadPagesTwiceBatchOf(b, a.s, c.s, c.sf, kir.Ci(kt*vc), gdnStateBatch, page)
@@ -334,8 +397,11 @@ func (r *gdnRec) compute() *kir.Kernel {
 	if r.exact {
 		k.c.B.CBWaitFront(r.cb.eye, one)
 	}
-	k.c.For("i", z0, ccount, func(kir.Var) {
+	k.c.For("i", z0, ccount, func(i kir.Var) {
 		k.normQK()
+		if k.zRows > 0 || k.gRows > 0 {
+			k.c.If(kir.Eq(i, z0), k.computePacked, nil)
+		}
 		k.decay()
 		k.delta()
 		k.update()
@@ -430,7 +496,9 @@ func (k gdnCompute) decay() {
 	c, cb, n := k.c, k.c.B, k.cb
 	cb.Comment("S = r(state * r(exp(g)))")
 	if !k.exact {
-		c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		if k.gRows == 0 {
+			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		}
 		cb.CBWaitFront(n.eg, one)
 		c.ForPeeled("t", k.kt*k.vc, func(kir.Expr) {
 			cb.CBWaitFront(n.s, one)
@@ -443,7 +511,9 @@ func (k gdnCompute) decay() {
 		return
 	}
 	// S + S x diag(exp(g) - 1): the fp32 state's decay of the GDN doc.
-	c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
+	if k.gRows == 0 {
+		c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUAddScalar, Param: -1}})
+	}
 	c.BinaryTileKeepA(kir.EltMul, blocks.BcastScalar, n.eye, n.eg, n.ed)
 	cb.CBWaitFront(n.ed, one)
 	c.ForPeeled("t", k.kt*k.vc, func(kir.Expr) {
@@ -579,19 +649,27 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 		cb.CBWaitFront(n.rsOut, one)
 	}
 	cb.CBWaitFront(n.w, kir.Ci(vc))
-	cb.CBWaitFront(n.z, kir.Ci(vc))
+	if k.zRows == 0 {
+		cb.CBWaitFront(n.z, kir.Ci(vc))
+	}
 	c.ForPeeled("vt", vc, func(v kir.Expr) {
 		c.Acquire()
 		c.Binary(kir.EltMul, blocks.BcastScalar, n.o, n.rsOut, v, z0, z0)
 		k.repack(n.on1, func() { c.Binary(kir.EltMul, blocks.BcastRows, n.on1, n.w, z0, v, z0) })
 		c.PackOut(n.on, 1)
-		c.Acquire()
-		c.Copy(n.z, v, z0)
-		k.sfpu(kir.SFPUSiLU, 0)
-		c.PackOut(n.sz, 1)
+		if k.zRows == 0 {
+			c.Acquire()
+			c.Copy(n.z, v, z0)
+			k.sfpu(kir.SFPUSiLU, 0)
+			c.PackOut(n.sz, 1)
+		} // else the writer's row of the packed silu(z)
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, n.sz, n.on, n.out, false, nil)
 	})
-	for _, p := range []struct{ cb, n int }{{n.rsOut, 1}, {n.o, vc}, {n.o2, vc}, {n.w, vc}, {n.z, vc}} {
+	pops := []struct{ cb, n int }{{n.rsOut, 1}, {n.o, vc}, {n.o2, vc}, {n.w, vc}}
+	if k.zRows == 0 {
+		pops = append(pops, struct{ cb, n int }{n.z, vc})
+	}
+	for _, p := range pops {
 		cb.CBPopFront(p.cb, kir.Ci(p.n))
 	}
 }
@@ -620,7 +698,9 @@ func (r *gdnRec) writer() *kir.Kernel {
 		})
 		w.CBPushBack(r.cb.eye, kir.C(1))
 	}
+	pk := r.writerPackedStart(w)
 	w.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
+		r.writerPackedItem(w, pk, kir.Sub(i, wstart))
 		head := w.Let("head", kir.Div(i, kir.Ci(r.groups)))
 		v0 := w.Let("v0", kir.Mul(kir.Mod(i, kir.Ci(r.groups)), kir.Ci(vc)))
 		base := w.Let("sbase", kir.Add(kir.Mul(head, kir.Ci(kt*vt)), v0))
@@ -633,6 +713,7 @@ func (r *gdnRec) writer() *kir.Kernel {
 		ot := w.Let("ot", kir.Add(kir.Add(kir.Mul(kir.Div(head, kir.Ci(r.H)), kir.Ci(r.ctz)), kir.Mul(kir.Mod(head, kir.Ci(r.H)), kir.Ci(vt))), v0))
 		blocks.WritePagesBatch(w, oAcc, r.cb.out, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ot, j) })
 	})
+	r.writerPackedEnd(w)
 	return wr
 }
 

@@ -529,3 +529,44 @@ func TestFusedGDNErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGDNRecurrencePackedUsers runs the recurrence with several items per
+// core (B users x 6 heads on 2 cores: 9 and 24 items per core, the
+// latter's 48 z rows two packed tiles) and checks that the program packs
+// the core's silu(z) and exp(g) into shared tiles (CBs silu_z_packed and
+// exp_g_packed of ceil(rows/32) pages) and that its results agree bit for
+// bit with the reference (fp32 state; a bf16 state by PCC, as its other
+// tests).
+func TestGDNRecurrencePackedUsers(t *testing.T) {
+	tgt := smallGridGDN()
+	for _, tc := range []struct {
+		users        int
+		f            ir.DType
+		zPages, gPgs int
+	}{
+		{3, ir.FP32, 1, 1},  // 9 items x 2 value tiles per core: 18 rows
+		{8, ir.FP32, 2, 1},  // 24 items x 2: 48 rows
+		{8, ir.BF16, 2, 1},  // the bf16 state's decay: r(exp(g)) without - 1
+		{17, ir.FP32, 4, 2}, // 51 items x 2: 102 rows, two g tiles
+	} {
+		t.Run(fmt.Sprintf("%d_users_%s", tc.users, tc.f), func(t *testing.T) {
+			op := gdnRecurrenceOp(t, tc.users, 2, 6, 32, 64, tc.f)
+			p, err := lower.Lower(op, lower.NewContext(tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, cb := range p.CBs {
+				if cb.Name == "silu_z_packed" || cb.Name == "exp_g_packed" {
+					got[cb.Name] = cb.Pages
+				}
+			}
+			want := map[string]int{"silu_z_packed": tc.zPages, "exp_g_packed": tc.gPgs}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("packed CBs' pages (-want +got):\n%s", d)
+			}
+			exact := tc.f == ir.FP32
+			gdnCheck(t, tgt, op, 21, []bool{exact, exact}, t.TempDir(), map[string]cpp.Source{})
+		})
+	}
+}
