@@ -37,21 +37,36 @@ func RowOffset(r, half, eb int) int {
 // is left as it was (clear it with ClearRows). The caller issues the read
 // barrier.
 func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
+	for _, r := range liveRowRuns(rows, eb) {
+		b.NoCAsyncRead(a.PageAddrAt(page, r.off), kir.Add(l1, kir.Ci(r.off)), kir.Ci(r.size))
+	}
+}
+
+// rowRun is one request of a live-rows move: size bytes at byte offset
+// off of a tile.
+type rowRun struct{ off, size int }
+
+// liveRowRuns are the requests that move rows [0, rows) of a tile of
+// eb-byte elements (ReadRowsTo, WriteRowsFrom): per band of the rows (faces
+// 0-1, 2-3) the face rows it needs rounded up to 64 bytes; when they fill
+// less than a face, one request from the band's first face through its
+// second face's rows, else one per face.
+func liveRowRuns(rows, eb int) []rowRun {
 	rows = min(max(rows, 1), TileDim)
 	face := 256 * eb
+	var runs []rowRun
 	for band := 0; band*FaceDim < rows; band++ {
 		n := min(rows-band*FaceDim, FaceDim)
 		size := min(face, (n*FaceDim*eb+63)/64*64)
-		if size < face { // the band's first face whole, then the second's rows
-			off := RowOffset(band*FaceDim, 0, eb)
-			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(face+size))
+		if size < face {
+			runs = append(runs, rowRun{RowOffset(band*FaceDim, 0, eb), face + size})
 			continue
 		}
 		for half := range 2 {
-			off := RowOffset(band*FaceDim, half, eb)
-			b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(size))
+			runs = append(runs, rowRun{RowOffset(band*FaceDim, half, eb), size})
 		}
 	}
+	return runs
 }
 
 // WriteRowsFrom writes rows [0, rows) of the tile at L1 address l1 (a
@@ -63,20 +78,8 @@ func ReadRowsTo(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
 // what they held; the rows the writes carry past `rows` are l1's own. The
 // caller issues the write barrier.
 func WriteRowsFrom(b *kir.Builder, a *Access, page, l1 kir.Expr, rows, eb int) {
-	rows = min(max(rows, 1), TileDim)
-	face := 256 * eb
-	for band := 0; band*FaceDim < rows; band++ {
-		n := min(rows-band*FaceDim, FaceDim)
-		size := min(face, (n*FaceDim*eb+63)/64*64)
-		if size < face {
-			off := RowOffset(band*FaceDim, 0, eb)
-			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci(face+size))
-			continue
-		}
-		for half := range 2 {
-			off := RowOffset(band*FaceDim, half, eb)
-			b.NoCAsyncWrite(kir.Add(l1, kir.Ci(off)), a.PageAddrAt(page, off), kir.Ci(size))
-		}
+	for _, r := range liveRowRuns(rows, eb) {
+		b.NoCAsyncWrite(kir.Add(l1, kir.Ci(r.off)), a.PageAddrAt(page, r.off), kir.Ci(r.size))
 	}
 }
 
