@@ -23,9 +23,12 @@ import (
 //   - Conv reader, per batch of up to maxConvBatch items (every DRAM read
 //     of the batch in flight under one barrier, then every row copy under
 //     a second; the zero tile is built while the first batch's reads
-//     travel), per item: the taps page (the K taps are rows 0..K-1 of
-//     one tile; rows K.. are cleared unless the taps are a block float),
-//     and the window tile assembled in L1:
+//     travel; the CBs hold two batches, so the next batch's reads travel
+//     while compute works), per channel tile of the batch the taps page
+//     (the K taps are rows 0..K-1 of one tile; rows K.. are cleared unless
+//     the taps are a block float; read once for a tile's users with
+//     gather, compute keeps it for all of them), and per item the window
+//     tile assembled in L1:
 //     the conv state page (rows 0..K-2), the qkv row copied into row K-1
 //     and rows K.. cleared (ClearRows, CopyRows: a few local NoC reads).
 //     From the window it also builds the new state page (window rows
@@ -34,16 +37,20 @@ import (
 //   - Conv compute: window x taps (mul_tiles: the row-broadcast products
 //     of the K taps at once) packed in the conv dtype (the r() of each
 //     product); a column reduce (sum over the K rows, fp32 DEST) into row
-//     0; r() of the sum; SiLU; pack.
-//   - Conv writer: the conv page and the new state page (a batch under
-//     one write barrier), the latter the state's own page when the state
-//     is aliased (in place: each page is read and rewritten by one core,
-//     in that order).
-//   - Gate cores (the (user, head tile) rows split over the free cores):
-//     per row in row form r(a + dt_bias), r(softplus), r(exp(a_log)), g =
-//     -(softplus x exp) and beta = sigmoid(b); the writer stores each
-//     value into the [B*H, 1] column tiles of beta and g as one 16-byte
-//     write (gates).
+//     0; r() of the sum; SiLU; pack. With gather (bf16; a channel tile's
+//     B users, or two channel tiles at B = 1) the group's sums are packed
+//     (the r()), the writer moves their row 0s into the rows of one tile,
+//     and one SiLU covers the group.
+//   - Conv writer: the conv page (with gather each item's row of the SiLU
+//     tile) and rows 0..K-2 of the new state page (a batch under one
+//     write barrier), the latter the state's own page when the state is
+//     aliased (in place: each page is read and rewritten by one core, in
+//     that order).
+//   - Gate cores (the (user, head tile) rows split over the free cores;
+//     g and beta on separate cores when two are free): per row in row
+//     form r(a + dt_bias), r(softplus), r(exp(a_log)), g = -(softplus x
+//     exp) and beta = sigmoid(b); the writer stores each value into the
+//     [B*H, 1] column tiles of beta and g as one 16-byte write (gates).
 //
 // The window must fit one tile row (K <= 32); conv, state and qkv are bf16
 // or fp32 (moved by rows); beta and g bf16 or fp32 (moved by elements).
@@ -126,20 +133,24 @@ func lowerGDNConvGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// DRAM reads and its local row copies (batches share the waits).
 	perTile := max((3*dx.TileBytes()+dT.TileBytes()+cv.conv.Type.DType.TileBytes())/NoCBytesPerCycle, 2*DRAMReadLatencyCycles+3*L1ReadLatencyCycles)
 	floor := items * (3*dx.TileBytes() + dT.TileBytes()) / DRAMBytesPerCycle
-	cv.gather = B >= 2 && B <= ir.TileSize && dx == ir.BF16
-	unit := 1 // items per planned unit: a channel tile's B users when gathering
-	if cv.gather {
-		unit = B
+	switch {
+	case dx != ir.BF16:
+	case B >= 2 && B <= ir.TileSize:
+		cv.group = B
+	case B == 1 && cv.ct%2 == 0:
+		cv.group = 2
 	}
+	cv.gather = cv.group > 0
+	unit := max(1, cv.group) // items per planned unit: one gather group
 	plan := PlanSplit(items/unit, ctx.Target.NumWorkers()-1, perTile*unit, 0, floor)
 	cv.splitProgram = startProgram(op, ctx, plan)
 	// A core's items are read in batches of bat: every DRAM read of a
 	// batch in flight, then its row copies under one more barrier.
 	cv.bat = max(1, min(plan.PerCore*unit, maxConvBatch))
 	if cv.gather {
-		// Whole channel tiles per batch: the writer pops a tile's B new
-		// states at once, so a batch that split one would wait on itself.
-		cv.bat = B * max(1, min(plan.PerCore, maxConvBatch/B))
+		// Whole groups per batch: the writer pops a group's new states at
+		// once, so a batch that split one would wait on itself.
+		cv.bat = cv.group * max(1, min(plan.PerCore, maxConvBatch/cv.group))
 	}
 	cv.planCBs()
 	rd, cp, wr := cv.reader(), cv.compute(), cv.writer()
@@ -158,6 +169,12 @@ func (cv *gdnConv) page(b *kir.Builder, i kir.Expr) (page, tc kir.Expr) {
 	}
 	tc = b.Let("tc", kir.Div(i, kir.Ci(cv.xs[0])))
 	return cv.gatherPage(b, i, tc), tc
+}
+
+// itemPage is the page of item i with gather (user i % B of channel tile
+// i / B).
+func (cv *gdnConv) itemPage(b *kir.Builder, i kir.Expr) kir.Var {
+	return cv.gatherPage(b, i, kir.Div(i, kir.Ci(cv.xs[0])))
 }
 
 // gatherPage is the page of item i of channel tile tc with gather.
@@ -180,11 +197,13 @@ type gdnConv struct {
 	bat                                                                   int // items per read batch
 	cbWin, cbTaps, cbScaler, cbZero, cbSlot, cbProd, cbSum, cbConv, cbNew int
 	zeroBytes                                                             int
-	// gather (B >= 2 users of a bf16 conv): items run channel tile by
-	// channel tile (item i is user i%B of tile i/B), and a tile's B sums
-	// (cbRows, row 0 each) are gathered into the rows of one tile
-	// (cbGath) for a single SiLU, instead of one SiLU per user's tile.
+	// gather (a bf16 conv): items run channel tile by channel tile (item i
+	// is user i%B of tile i/B), and the sums (cbRows, row 0 each) of a
+	// group of consecutive items (a tile's B users for B >= 2, two
+	// channel tiles at B = 1) are gathered into the rows of one tile
+	// (cbGath) for a single SiLU, instead of one SiLU per item's tile.
 	gather         bool
+	group          int // items per gathered tile (0: no gather)
 	cbRows, cbGath int
 }
 
@@ -226,15 +245,17 @@ func newGDNConv(op *ir.Op, ctx *Context) (*gdnConv, error) {
 // planCBs adds the conv cores' CBs (planned).
 func (cv *gdnConv) planCBs() {
 	dx, dT := cv.x.Type.DType, cv.taps.Type.DType
-	depth := max(2, cv.bat)
+	// Two batches deep: the reader reads the next batch while compute
+	// works on this one.
+	depth := 2 * cv.bat
 	cbs := cv.cbs
 	cv.cbWin = cbs.Input("window", dx, depth)
-	cv.cbTaps = cbs.Input("taps", dT, depth)
+	cv.cbTaps = cbs.Input("taps", dT, depth/cv.tapUsers())
 	cv.cbScaler = cbs.Input("scaler", ir.BF16, 1)
 	cv.zeroBytes = max(dx.TileBytes(), dT.TileBytes())
 	cv.cbZero = cbs.Pages(blocks.ScratchCB, "zeros", dx, cv.zeroBytes, 1)
 	cv.cbSlot = cbs.Scratch("qkv_slot", dx, cv.bat)
-	cv.cbProd = cbs.Scratch("products", dx, 1)
+	cv.cbProd = cbs.Scratch("products", dx, max(1, cv.group))
 	cv.round = blocks.Rounds(dx)
 	cv.cbSum = -1
 	if cv.round && !cv.gather { // gather rounds the sum by packing it to user_sums
@@ -243,10 +264,20 @@ func (cv *gdnConv) planCBs() {
 	cv.cbConv = cbs.Output("conv", dx, depth)
 	cv.cbNew = cbs.Output("new_state", dx, depth)
 	if cv.gather {
-		cv.cbRows = cbs.Output("user_sums", dx, cv.xs[0])
+		cv.cbRows = cbs.Output("user_sums", dx, cv.group)
 		cv.cbGath = cbs.Input("gathered_sums", dx, 1)
 	}
 	cv.planned("gdn_conv_gates conv cores")
+}
+
+// tapUsers is the number of consecutive items that share one taps page
+// (read once, kept by compute for all of them): a channel tile's B users
+// with gather, else 1.
+func (cv *gdnConv) tapUsers() int {
+	if cv.gather {
+		return cv.xs[0]
+	}
+	return 1
 }
 
 // reader adds the conv cores' reader: per batch of items the DRAM reads of
@@ -263,19 +294,22 @@ func (cv *gdnConv) reader() *kir.Kernel {
 	tb, tbT := kir.Ci(dx.TileBytes()), kir.Ci(dT.TileBytes())
 	// issue reserves n pages of taps, window and new state and puts the
 	// DRAM reads of items first .. first+n-1 in flight.
+	tu := cv.tapUsers()
 	issue := func(first, n kir.Expr) (tp0, w0, ns0 kir.Var) {
-		b.Comment("taps rows 0..K-1, state rows 0..K-2 and the new input row of every item of the batch, all in flight")
-		tp0 = blocks.Reserve(b, cv.cbTaps, n, "taps_base")
+		b.Comment("taps rows 0..K-1 (once per channel tile), state rows 0..K-2 and the new input row of every item of the batch, all in flight")
+		tp0 = blocks.Reserve(b, cv.cbTaps, kir.Div(n, kir.Ci(tu)), "taps_base")
 		w0 = blocks.Reserve(b, cv.cbWin, n, "win_base")
 		ns0 = blocks.Reserve(b, cv.cbNew, n, "ns_base")
 		b.For("j", kir.C(0), n, func(j kir.Var) {
 			i, tc := cv.page(b, kir.Add(first, j))
-			tp := kir.Add(tp0, kir.Mul(j, tbT))
-			if ebT != 0 {
-				blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
-			} else {
-				blocks.ReadPageTo(b, tAcc, tc, tp)
-			}
+			b.If(kir.Eq(kir.Mod(j, kir.Ci(tu)), kir.C(0)), func() {
+				tp := kir.Add(tp0, kir.Mul(kir.Div(j, kir.Ci(tu)), tbT))
+				if ebT != 0 {
+					blocks.ReadRowsTo(b, tAcc, tc, tp, K, ebT)
+				} else {
+					blocks.ReadPageTo(b, tAcc, tc, tp)
+				}
+			})
 			blocks.ReadRowsTo(b, stAcc, i, kir.Add(w0, kir.Mul(j, tb)), K-1, eb)
 			blocks.ReadRowsTo(b, xAcc, i, kir.Add(slot0, kir.Mul(j, tb)), 1, eb)
 		})
@@ -285,14 +319,15 @@ func (cv *gdnConv) reader() *kir.Kernel {
 	// arrived rows (the caller has waited for the reads) and pushes them.
 	finish := func(n kir.Expr, tp0, w0, ns0 kir.Var, zeros kir.Expr, beforeBarrier func()) {
 		b.Comment("window: the state rows, the new input in row K-1, zeros below; new state: the window's rows 1..K-1 (the shift register)")
+		if ebT != 0 {
+			b.For("t", kir.C(0), kir.Div(n, kir.Ci(tu)), func(t kir.Var) {
+				blocks.ClearRows(b, kir.Add(tp0, kir.Mul(t, tbT)), zeros, K, ebT)
+			})
+		}
 		b.For("j", kir.C(0), n, func(j kir.Var) {
-			tp := b.Let("tp", kir.Add(tp0, kir.Mul(j, tbT)))
 			w := b.Let("win", kir.Add(w0, kir.Mul(j, tb)))
 			ns := b.Let("ns", kir.Add(ns0, kir.Mul(j, tb)))
 			slot := b.Let("qkv_slot", kir.Add(slot0, kir.Mul(j, tb)))
-			if ebT != 0 {
-				blocks.ClearRows(b, tp, zeros, K, ebT)
-			}
 			cv.fail(blocks.CopyRows(b, slot, w, 0, K-1, 1, eb))
 			blocks.ClearRows(b, w, zeros, K, eb)
 			cv.fail(blocks.CopyRows(b, w, ns, 1, 0, K-2, eb))
@@ -303,7 +338,7 @@ func (cv *gdnConv) reader() *kir.Kernel {
 			beforeBarrier()
 		}
 		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cv.cbTaps, n)
+		b.CBPushBack(cv.cbTaps, kir.Div(n, kir.Ci(tu)))
 		b.CBPushBack(cv.cbNew, n)
 		b.CBPushBack(cv.cbWin, n)
 	}
@@ -365,52 +400,63 @@ func (cv *gdnConv) compute() *kir.Kernel {
 	return cp
 }
 
-// gatherCompute is compute with gather: per channel tile, each user's
-// r(window x taps) column sum rounded into a user_sums page (the pack is
-// the r()), then SiLU once on the tile the writer gathers their row 0s
-// into, packed.
+// gatherCompute is compute with gather: per group, each item's r(window x
+// taps) (a channel tile's users all with its one taps page) packed into
+// the products pages, then each item's column sum rounded into a
+// user_sums page (the pack is the r()), then SiLU once on the tile the
+// writer gathers their row 0s into, packed.
 func (cv *gdnConv) gatherCompute(c *blocks.Compute, ccount kir.ArgRef) {
-	cb, B := c.B, cv.xs[0]
-	c.ForStep("g", kir.C(0), ccount, kir.Ci(B), func(kir.Var) {
-		c.For("u", kir.C(0), kir.Ci(B), func(kir.Var) {
-			cb.Comment("r(window x taps); r(sum over the taps), the sum in fp32")
-			c.BinaryTile(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, cv.cbProd, false, nil)
-			cb.CBWaitFront(cv.cbScaler, kir.C(1))
+	cb, G, tu := c.B, cv.group, cv.tapUsers()
+	c.ForStep("g", kir.C(0), ccount, kir.Ci(G), func(kir.Var) {
+		cb.Comment("r(window x taps) of the group's items, a channel tile's users with its one taps page")
+		c.For("t", kir.C(0), kir.Ci(G/tu), func(kir.Var) {
+			cb.CBWaitFront(cv.cbTaps, kir.C(1))
+			c.For("u", kir.C(0), kir.Ci(tu), func(kir.Var) {
+				cb.CBWaitFront(cv.cbWin, kir.C(1))
+				c.Acquire()
+				c.Binary(kir.EltMul, blocks.BcastNone, cv.cbWin, cv.cbTaps, kir.C(0), kir.C(0), kir.C(0))
+				cb.CBPopFront(cv.cbWin, kir.C(1))
+				c.PackOut(cv.cbProd, 1)
+			})
+			cb.CBPopFront(cv.cbTaps, kir.C(1))
+		})
+		cb.Comment("r(sum over the taps) of each item, the sum in fp32")
+		cb.CBWaitFront(cv.cbScaler, kir.C(1))
+		c.For("u", kir.C(0), kir.Ci(G), func(kir.Var) {
 			cb.CBWaitFront(cv.cbProd, kir.C(1))
 			c.Acquire()
 			c.Reduce(kir.ReduceSum, kir.ReduceCol, cv.cbProd, cv.cbScaler, cv.cbRows, kir.C(0), kir.C(0), kir.C(0))
 			cb.CBPopFront(cv.cbProd, kir.C(1))
 			c.PackOut(cv.cbRows, 1)
 		})
-		cb.Comment("silu of the channel tile's users, gathered into the rows of one tile")
+		cb.Comment("silu of the group's items, gathered into the rows of one tile")
 		c.Unary(cv.cbGath, cv.cbConv, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
 	})
 }
 
-// gatherWriter is writer with gather: per channel tile, the B users'
-// new state pages (under one barrier), their sums' row 0 gathered into row
-// u of a tile for compute, and the SiLU tile's row u written as row 0 of
-// user u's conv page (two half-row writes; the page's other rows are
-// padding no reader takes).
+// gatherWriter is writer with gather: per group, its items' new state
+// pages (under one barrier), their sums' row 0 gathered into row u of a
+// tile for compute, and the SiLU tile's row u written as row 0 of item
+// u's conv page (two half-row writes; the page's other rows are padding
+// no reader takes).
 func (cv *gdnConv) gatherWriter(wb *kir.Builder, cAcc, nAcc *blocks.Access, wstart, wcount kir.ArgRef) {
-	B, eb := cv.xs[0], cv.eb
+	G, eb := cv.group, cv.eb
 	half := blocks.FaceDim * eb
 	tb := kir.Ci(cv.x.Type.DType.TileBytes())
 	wend := wb.Let("end", kir.Add(wstart, wcount))
-	wb.ForStep("g", wstart, wend, kir.Ci(B), func(g kir.Var) {
-		tc := wb.Let("tc", kir.Div(g, kir.Ci(B))) // g: the tile's first item
-		wb.Comment("the users' new state pages")
+	wb.ForStep("g", wstart, wend, kir.Ci(G), func(g kir.Var) { // g: the group's first item
+		wb.Comment("the items' new state pages")
 		nb := wb.Let("ns_base", kir.GetReadPtr{CB: cv.cbNew})
-		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
-			pg := cv.gatherPage(wb, u, tc)
+		wb.For("u", kir.C(0), kir.Ci(G), func(u kir.Var) {
+			pg := cv.itemPage(wb, kir.Add(g, u))
 			wb.CBWaitFront(cv.cbNew, kir.Add(u, kir.C(1)))
-			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(u, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(pg), kir.Ci(nAcc.PageSize()))
+			blocks.WriteRowsFrom(wb, nAcc, pg, kir.Add(nb, kir.Mul(u, kir.Ci(nAcc.PageSize()))), cv.K-1, eb)
 		})
-		wb.Comment("row 0 of each user's sum into row u of one tile")
-		wb.CBWaitFront(cv.cbRows, kir.Ci(B))
+		wb.Comment("row 0 of each item's sum into row u of one tile")
+		wb.CBWaitFront(cv.cbRows, kir.Ci(G))
 		rows := wb.Let("sums", kir.GetReadPtr{CB: cv.cbRows})
 		gt := blocks.Reserve(wb, cv.cbGath, kir.C(1), "gathered")
-		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
+		wb.For("u", kir.C(0), kir.Ci(G), func(u kir.Var) {
 			src := kir.Add(rows, kir.Mul(u, tb))
 			for h := range 2 {
 				blocks.LocalCopy(wb, kir.Add(src, kir.Ci(h*256*eb)), kir.Add(gt, blocks.FaceOffset(u, kir.Ci(h*blocks.FaceDim), eb)), half)
@@ -418,19 +464,19 @@ func (cv *gdnConv) gatherWriter(wb *kir.Builder, cAcc, nAcc *blocks.Access, wsta
 		})
 		wb.NoCAsyncReadBarrier()
 		wb.CBPushBack(cv.cbGath, kir.C(1))
-		wb.CBPopFront(cv.cbRows, kir.Ci(B))
-		wb.Comment("row u of the SiLU tile to row 0 of user u's conv page")
+		wb.CBPopFront(cv.cbRows, kir.Ci(G))
+		wb.Comment("row u of the SiLU tile to row 0 of item u's conv page")
 		wb.CBWaitFront(cv.cbConv, kir.C(1))
 		out := wb.Let("silu", kir.GetReadPtr{CB: cv.cbConv})
-		wb.For("u", kir.C(0), kir.Ci(B), func(u kir.Var) {
-			pg := cv.gatherPage(wb, u, tc)
+		wb.For("u", kir.C(0), kir.Ci(G), func(u kir.Var) {
+			pg := cv.itemPage(wb, kir.Add(g, u))
 			for h := range 2 {
 				wb.NoCAsyncWrite(kir.Add(out, blocks.FaceOffset(u, kir.Ci(h*blocks.FaceDim), eb)), cAcc.PageAddrAt(pg, h*256*eb), kir.Ci(half))
 			}
 		})
 		wb.NoCAsyncWriteBarrier()
 		wb.CBPopFront(cv.cbConv, kir.C(1))
-		wb.CBPopFront(cv.cbNew, kir.Ci(B))
+		wb.CBPopFront(cv.cbNew, kir.Ci(G))
 	})
 }
 
@@ -455,7 +501,7 @@ func (cv *gdnConv) writer() *kir.Kernel {
 		wb.For("j", kir.C(0), n, func(j kir.Var) {
 			i := kir.Add(s, j)
 			wb.CBWaitFront(cv.cbNew, kir.Add(j, kir.C(1)))
-			wb.NoCAsyncWrite(kir.Add(nb, kir.Mul(j, kir.Ci(nAcc.PageSize()))), nAcc.PageAddr(i), kir.Ci(nAcc.PageSize()))
+			blocks.WriteRowsFrom(wb, nAcc, i, kir.Add(nb, kir.Mul(j, kir.Ci(nAcc.PageSize()))), cv.K-1, cv.eb)
 			wb.CBWaitFront(cv.cbConv, kir.Add(j, kir.C(1)))
 			wb.NoCAsyncWrite(kir.Add(cvb, kir.Mul(j, kir.Ci(cAcc.PageSize()))), cAcc.PageAddr(i), kir.Ci(cAcc.PageSize()))
 		})
@@ -478,40 +524,92 @@ const maxConvBatch = 8
 // bytes zero): cores never write the same bytes, so no page is assembled
 // on one core. The columns past 0 and the rows past B*H keep what the
 // buffers held; readers take column 0 of rows < B*H only.
+//
+// With two free cores or more, g and beta run on separate cores in
+// parallel (gate_* kernels: softplus, exp and the product; beta_*:
+// sigmoid), the cores split between them by gateCores; with one free core
+// it computes both.
 func (cv *gdnConv) gates() {
+	rows := cv.xs[0] * tilesWide(cv.op.Operands[3].Type.Shape)
+	free := max(1, cv.ctx.Target.NumWorkers()-cv.plan.Cores)
+	if free < 2 {
+		cv.gateKernels("gate", cv.plan.Cores, free, true, true)
+		return
+	}
+	gc, bc := gateCores(rows, free)
+	cv.gateKernels("gate", cv.plan.Cores, gc, true, false)
+	cv.gateKernels("beta", cv.plan.Cores+gc, bc, false, true)
+}
+
+// gateCores splits free >= 2 cores between g's rows and beta's (gc + bc
+// <= free, both >= 1), minimising the slower side's rows per core with a
+// g row counted as two beta rows (softplus and exp against one sigmoid);
+// ties go to fewer cores.
+func gateCores(rows, free int) (gc, bc int) {
+	best := -1
+	for g := 1; g < free; g++ {
+		pg := (rows + g - 1) / g
+		g := (rows + pg - 1) / pg // the cores that load needs
+		for b := 1; b <= free-g; b++ {
+			pb := (rows + b - 1) / b
+			b := (rows + pb - 1) / pb
+			cost := max(2*pg, pb)*1000 + g + b
+			if best < 0 || cost < best {
+				best, gc, bc = cost, g, b
+			}
+		}
+	}
+	return gc, bc
+}
+
+// gateKernels adds the reader, compute and writer named name_* of n cores
+// from core first that compute g (doG) and beta (doBeta) of the (user,
+// head tile) rows split over them.
+func (cv *gdnConv) gateKernels(name string, first, n int, doG, doBeta bool) {
 	o, res, p, ctx := cv.op.Operands, cv.op.Results, cv.p, cv.ctx
 	a, bv, alog, dtb, beta, g := o[3], o[4], o[5], o[6], res[2], res[3]
 	B, H, ht := cv.xs[0], cv.H, tilesWide(a.Type.Shape)
 	gd, bd := g.Type.DType, beta.Type.DType
 	rows := B * ht
-	free := max(1, ctx.Target.NumWorkers()-cv.plan.Cores)
-	split := Split{Items: rows, Cores: min(rows, free)}
+	split := Split{Items: rows, Cores: min(rows, n)}
 	split.PerCore = (rows + split.Cores - 1) / split.Cores
 	split.Cores = (rows + split.PerCore - 1) / split.PerCore
-	gcores, grs := blocks.CoresFrom(ctx.Target, cv.plan.Cores, split.Cores)
+	gcores, grs := blocks.CoresFrom(ctx.Target, first, split.Cores)
 	per := split.PerCore
 	cbs := blocks.NewCBPlan(p, ctx.Target, grs)
 	// Every row's inputs read under one barrier (dt_bias and a_log again
 	// for each user, so compute takes one of each per row).
-	cbA := cbs.Input("a", a.Type.DType, per)
-	cbDt := cbs.Input("dt_bias", dtb.Type.DType, per)
-	cbAl := cbs.Input("a_log", alog.Type.DType, per)
-	cbB := cbs.Input("b", bv.Type.DType, per)
-	cbT := cbs.Scratch("a_plus_dt", gd, 1)
-	cbSp := cbs.Scratch("softplus", gd, 1)
-	cbE := cbs.Scratch("exp_a_log", gd, 1)
-	cbGr := cbs.Output("g_rows", gd, per)
-	cbBr := cbs.Output("beta_rows", bd, per)
+	cbA, cbDt, cbAl, cbB, cbT, cbSp, cbE, cbGr, cbBr := -1, -1, -1, -1, -1, -1, -1, -1, -1
+	if doG {
+		cbA = cbs.Input("a", a.Type.DType, per)
+		cbDt = cbs.Input("dt_bias", dtb.Type.DType, per)
+		cbAl = cbs.Input("a_log", alog.Type.DType, per)
+	}
+	if doBeta {
+		cbB = cbs.Input("b", bv.Type.DType, per)
+	}
+	if doG {
+		cbT = cbs.Scratch("a_plus_dt", gd, 1)
+		cbSp = cbs.Scratch("softplus", gd, 1)
+		cbE = cbs.Scratch("exp_a_log", gd, 1)
+		cbGr = cbs.Output("g_rows", gd, per)
+	}
+	if doBeta {
+		cbBr = cbs.Output("beta_rows", bd, per)
+	}
+	outs := 0
+	for _, do := range []bool{doG, doBeta} {
+		if do {
+			outs++
+		}
+	}
 	// Each value's 16-byte write source: a slot per head of the core's rows.
 	const slot = 16
 	slots := per * ir.TileSize * slot
-	cbW := cbs.Pages(blocks.ScratchCB, "write_slots", ir.UInt32, 2*slots, 1)
-	cv.fail(cbs.Err(fmt.Sprintf("gdn_conv_gates gate cores keep %d gate row tiles of g and beta each", per)))
+	cbW := cbs.Pages(blocks.ScratchCB, "write_slots", ir.UInt32, outs*slots, 1)
+	cv.fail(cbs.Err(fmt.Sprintf("gdn_conv_gates %s cores keep %d gate row tiles of each result", name, per)))
 
-	rd := p.AddKernel(&kir.Kernel{Name: "gate_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: grs})
-	aAcc, dtAcc, alAcc, bAcc := cv.bind(rd, "a_addr", a), cv.bind(rd, "dt_bias_addr", dtb), cv.bind(rd, "a_log_addr", alog), cv.bind(rd, "b_addr", bv)
-	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b := rd.Builder()
+	rd := p.AddKernel(&kir.Kernel{Name: name + "_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: grs})
 	type stream struct {
 		acc  *blocks.Access
 		cb   int
@@ -520,7 +618,16 @@ func (cv *gdnConv) gates() {
 	}
 	perUser := func(row kir.Expr) kir.Expr { return row }
 	shared := func(row kir.Expr) kir.Expr { return kir.Mod(row, kir.Ci(ht)) }
-	streams := []*stream{{acc: aAcc, cb: cbA, page: perUser}, {acc: dtAcc, cb: cbDt, page: shared}, {acc: alAcc, cb: cbAl, page: shared}, {acc: bAcc, cb: cbB, page: perUser}}
+	var streams []*stream
+	if doG {
+		aAcc, dtAcc, alAcc := cv.bind(rd, "a_addr", a), cv.bind(rd, "dt_bias_addr", dtb), cv.bind(rd, "a_log_addr", alog)
+		streams = append(streams, &stream{acc: aAcc, cb: cbA, page: perUser}, &stream{acc: dtAcc, cb: cbDt, page: shared}, &stream{acc: alAcc, cb: cbAl, page: shared})
+	}
+	if doBeta {
+		streams = append(streams, &stream{acc: cv.bind(rd, "b_addr", bv), cb: cbB, page: perUser})
+	}
+	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b := rd.Builder()
 	for _, st := range streams {
 		st.l1 = blocks.Reserve(b, st.cb, rcount, "l1")
 	}
@@ -535,33 +642,47 @@ func (cv *gdnConv) gates() {
 		b.CBPushBack(st.cb, rcount)
 	}
 
-	cp := p.AddKernel(&kir.Kernel{Name: "gate_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: grs,
+	cp := p.AddKernel(&kir.Kernel{Name: name + "_compute", Role: kir.RoleCompute, Processor: kir.ComputeProc, Cores: grs,
 		Compute: kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true}})
 	ccount := cp.RuntimeArg("count")
 	c := blocks.NewCompute(p, cp)
 	cb := c.B
 	z := kir.C(0)
-	c.Startup(cbA, cbDt, cbT)
+	if doG {
+		c.Startup(cbA, cbDt, cbT)
+	} else {
+		c.Startup(cbB, cbB, cbBr)
+	}
 	c.For("j", z, ccount, func(kir.Var) {
-		cb.Comment("r(a + dt_bias)")
-		c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbA, cbDt, cbT, false, nil)
-		cb.Comment("r(softplus(.))")
-		c.Unary(cbT, cbSp, []blocks.SFPUStep{{Op: kir.SFPUSoftplus}})
-		cb.Comment("r(exp(a_log))")
-		c.Unary(cbAl, cbE, []blocks.SFPUStep{{Op: kir.SFPUExp}})
-		cb.Comment("g = -(softplus x exp(a_log))")
-		c.BinaryTile(kir.EltMul, blocks.BcastNone, cbSp, cbE, cbGr, true, nil)
-		cb.Comment("beta = sigmoid(b)")
-		c.Unary(cbB, cbBr, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		if doG {
+			cb.Comment("r(a + dt_bias)")
+			c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbA, cbDt, cbT, false, nil)
+			cb.Comment("r(softplus(.))")
+			c.Unary(cbT, cbSp, []blocks.SFPUStep{{Op: kir.SFPUSoftplus}})
+			cb.Comment("r(exp(a_log))")
+			c.Unary(cbAl, cbE, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+			cb.Comment("g = -(softplus x exp(a_log))")
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, cbSp, cbE, cbGr, true, nil)
+		}
+		if doBeta {
+			cb.Comment("beta = sigmoid(b)")
+			c.Unary(cbB, cbBr, []blocks.SFPUStep{{Op: kir.SFPUSigmoid}})
+		}
 	})
 
-	wr := p.AddKernel(&kir.Kernel{Name: "gate_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: grs})
-	gAcc, btAcc := cv.bind(wr, "g_addr", g), cv.bind(wr, "beta_addr", beta)
+	wr := p.AddKernel(&kir.Kernel{Name: name + "_writer", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: grs})
+	var gAcc, btAcc *blocks.Access
+	if doG {
+		gAcc = cv.bind(wr, "g_addr", g)
+	}
+	if doBeta {
+		btAcc = cv.bind(wr, "beta_addr", beta)
+	}
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	w := wr.Builder()
 	w.Comment("zero the write slots while compute works: each value leaves as 16 bytes, itself then zeros")
 	ws := blocks.Scratch(w, cbW, "slots")
-	blocks.FillWords(w, ws, 2*slots, 0)
+	blocks.FillWords(w, ws, outs*slots, 0)
 	store := func(acc *blocks.Access, rowsCB int, base kir.Expr, dt ir.DType, eb int) {
 		w.Comment("each head's value of each row to (u*H + h, 0) of the column tiles, one 16-byte write")
 		src := w.Let("rows", kir.GetReadPtr{CB: rowsCB})
@@ -582,13 +703,23 @@ func (cv *gdnConv) gates() {
 		})
 	}
 	// g's rows leave while compute finishes beta's.
-	w.CBWaitFront(cbGr, wcount)
-	store(gAcc, cbGr, ws, gd, cv.ebG)
-	w.CBWaitFront(cbBr, wcount)
-	store(btAcc, cbBr, kir.Add(ws, kir.Ci(slots)), bd, cv.ebB)
+	base := kir.Expr(ws)
+	if doG {
+		w.CBWaitFront(cbGr, wcount)
+		store(gAcc, cbGr, base, gd, cv.ebG)
+		base = kir.Add(ws, kir.Ci(slots))
+	}
+	if doBeta {
+		w.CBWaitFront(cbBr, wcount)
+		store(btAcc, cbBr, base, bd, cv.ebB)
+	}
 	w.NoCAsyncWriteBarrier()
 	blocks.ReleaseScratch(w, cbW)
-	w.CBPopFront(cbGr, wcount)
-	w.CBPopFront(cbBr, wcount)
+	if doG {
+		w.CBPopFront(cbGr, wcount)
+	}
+	if doBeta {
+		w.CBPopFront(cbBr, wcount)
+	}
 	split.SetArgs(gcores, rd, cp, wr)
 }

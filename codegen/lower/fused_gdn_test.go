@@ -570,3 +570,54 @@ func TestGDNRecurrencePackedUsers(t *testing.T) {
 		})
 	}
 }
+
+// TestGDNConvGatesPacked checks gdn_conv_gates' packed paths on the
+// simulator, bit for bit against the reference: at one user two channel
+// tiles' sums gathered into one tile for one SiLU (CB gathered_sums; an
+// odd tile count keeps a SiLU per tile), g and beta on separate gate
+// cores when two cores are free (beta_compute), and a channel tile's
+// users sharing one taps page (taps CB of two batches' tiles).
+func TestGDNConvGatesPacked(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		tgt            *target.Target
+		users, cols    int
+		gathered, beta bool
+		tapPages       int
+	}{
+		{"1_user", target.Blackhole(), 1, 1024, true, true, 4},          // 32 tiles: two per core, one batch of 2
+		{"1_user_2cores", smallGridGDN(), 1, 1024, true, false, 16},     // 32 tiles on one core: batches of 8, one gate core
+		{"1_user_odd_tiles", target.Blackhole(), 1, 96, false, true, 2}, // 3 tiles: one per core, no gather
+		{"8_users", target.Blackhole(), 8, 1024, true, true, 2},         // one taps page per channel tile of 8 users
+		{"3_users_2cores", smallGridGDN(), 3, 320, true, false, 4},      // 10 tiles x 3 users, batches of 2 tiles
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := gdnConvOp(t, tc.users, tc.cols, 4, 24)
+			p, err := lower.Lower(op, lower.NewContext(tc.tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := struct {
+				Gathered, Beta bool
+				TapPages       int
+			}{}
+			for _, cb := range p.CBs {
+				switch cb.Name {
+				case "gathered_sums":
+					got.Gathered = true
+				case "taps":
+					got.TapPages = cb.Pages
+				}
+			}
+			for _, k := range p.Kernels {
+				got.Beta = got.Beta || k.Name == "beta_compute"
+			}
+			want := got
+			want.Gathered, want.Beta, want.TapPages = tc.gathered, tc.beta, tc.tapPages
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("program (-want +got):\n%s", d)
+			}
+			gdnCheck(t, tc.tgt, op, 31, []bool{true, true, true, true}, t.TempDir(), map[string]cpp.Source{})
+		})
+	}
+}
