@@ -555,13 +555,14 @@ func (f *flashSDPA) tileConsts(b *kir.Builder) {
 // lrow's position).
 func (f *flashSDPA) maskConsts(b *kir.Builder, consts kir.Expr, lrow kir.Expr) {
 	fb := ir.FP32.TileBytes()
-	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it)")
-	blocks.FillWords(b, consts, fb, 0)
+	b.Comment("constant tiles: zeros, and the mask of the tile holding pos (-inf past it), from their row 0s together")
 	bound := b.Let("bound_tile", kir.Add(consts, kir.Ci(fb)))
 	b.For("c", kir.C(0), kir.Ci(ir.TileSize), func(c kir.Var) {
-		b.L1Write32(kir.Add(bound, blocks.FaceOffset(kir.C(0), c, 4)), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
+		off := b.Let("row0", blocks.FaceOffset(kir.C(0), c, 4))
+		b.L1Write32(kir.Add(consts, off), kir.C(0))
+		b.L1Write32(kir.Add(bound, off), kir.Mul(kir.Gt(c, lrow), kir.C(negInf)))
 	})
-	blocks.FillRowsFromRow0(b, bound, 4)
+	blocks.FillRowsFromRow0Tiles(b, 4, consts, bound)
 }
 
 // kTiles emits the K reads at cache tile tt of a chunk ending at cend:

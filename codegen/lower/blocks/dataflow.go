@@ -360,16 +360,27 @@ func ZeroRows(b *kir.Builder, tile, from kir.Expr, eb int) {
 // instead of 1,024). The rows hold row 0 when it returns (reads the kernel
 // has in flight complete too).
 func FillRowsFromRow0(b *kir.Builder, tile kir.Expr, eb int) {
+	FillRowsFromRow0Tiles(b, eb, tile)
+}
+
+// FillRowsFromRow0Tiles is FillRowsFromRow0 on several tiles at once:
+// each round of copies covers every tile under one barrier, so n tiles
+// take the barriers of one.
+func FillRowsFromRow0Tiles(b *kir.Builder, eb int, tiles ...kir.Expr) {
 	row := FaceDim * eb
 	face := FaceDim * row
 	for done := 1; done < FaceDim; done *= 2 {
-		for f := 0; f < 2; f++ {
-			base := kir.Add(tile, kir.Ci(f*face))
-			LocalCopy(b, base, kir.Add(base, kir.Ci(done*row)), done*row)
+		for _, tile := range tiles {
+			for f := 0; f < 2; f++ {
+				base := kir.Add(tile, kir.Ci(f*face))
+				LocalCopy(b, base, kir.Add(base, kir.Ci(done*row)), done*row)
+			}
 		}
 		b.NoCAsyncReadBarrier()
 	}
-	LocalCopy(b, tile, kir.Add(tile, kir.Ci(2*face)), 2*face)
+	for _, tile := range tiles {
+		LocalCopy(b, tile, kir.Add(tile, kir.Ci(2*face)), 2*face)
+	}
 	b.NoCAsyncReadBarrier()
 }
 

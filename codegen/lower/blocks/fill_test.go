@@ -113,3 +113,37 @@ func faceOffset(r, c, eb int) int {
 	face := (r/FaceDim)*2 + c/FaceDim
 	return (face*FaceDim*FaceDim + (r%FaceDim)*FaceDim + c%FaceDim) * eb
 }
+
+// TestFillRowsFromRow0Tiles fills two fp32 tiles (the flash-decoding
+// constants: a zero tile and a mask row) from their row 0s at once over
+// L1 holding garbage, and checks every row of each equals its row 0.
+func TestFillRowsFromRow0Tiles(t *testing.T) {
+	const eb = 4
+	tb := TileDim * TileDim * eb
+	pages := 2 * tb / 2048
+	row0 := func(tile, c int) uint32 {
+		if tile == 0 {
+			return 0
+		}
+		return uint32(c*7 + 1)
+	}
+	out := fillRun(t, pages, func(b *kir.Builder, base kir.Var) {
+		FillWords(b, base, pages*2048, 0xDEADBEEF)
+		second := b.Let("second", kir.Add(base, kir.Ci(tb)))
+		b.For("c", kir.C(0), kir.Ci(TileDim), func(c kir.Var) {
+			b.L1Write32(kir.Add(base, FaceOffset(kir.C(0), c, eb)), kir.C(0))
+			b.L1Write32(kir.Add(second, FaceOffset(kir.C(0), c, eb)), kir.Add(kir.Mul(c, kir.C(7)), kir.C(1)))
+		})
+		FillRowsFromRow0Tiles(b, eb, base, second)
+	})
+	for tile := range 2 {
+		for r := 0; r < TileDim; r++ {
+			for c := 0; c < TileDim; c++ {
+				off := tile*tb + faceOffset(r, c, eb)
+				if got, want := binary.LittleEndian.Uint32(out[off:]), row0(tile, c); got != want {
+					t.Fatalf("tile %d element (%d,%d) is %#x, want %#x", tile, r, c, got, want)
+				}
+			}
+		}
+	}
+}
