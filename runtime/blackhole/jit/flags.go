@@ -86,6 +86,11 @@ func (e *Env) tt() string { return root(e.TTMetalHome) }
 
 func (e *Env) stock() bool { return e.Toolchain.Kind == Stock }
 
+// SFPIVersion is the SFPI release of the pinned tt-metal tree
+// (tt_metal/sfpi-version at target.TTMetalRelease), whose headers compute
+// kernels include.
+const SFPIVersion = "7.22.0"
+
 // sfpiInclude is the sfpi.h directory.
 func (e *Env) sfpiInclude() (string, error) {
 	cands := []string{e.SFPIInclude}
@@ -97,7 +102,8 @@ func (e *Env) sfpiInclude() (string, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("no sfpi.h in %s; install tt-metal's SFPI (runtime/sfpi) or set Env.SFPIInclude", strings.Join(cands, ", "))
+	return "", fmt.Errorf("no sfpi.h in %s; install tt-metal's SFPI (runtime/sfpi), or set TCC_JIT_SFPI_INCLUDE (Env.SFPIInclude) to the include directory of github.com/tenstorrent/sfpi at %s (the headers only: no compiler is built)",
+		strings.Join(cands, ", "), SFPIVersion)
 }
 
 // arch is the CPU selection: -mcpu with SFPI, the ISA subset the

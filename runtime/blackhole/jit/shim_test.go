@@ -237,3 +237,18 @@ func TestBuildKernelRemovesTemp(t *testing.T) {
 		t.Errorf("the failed build left %v", left)
 	}
 }
+
+// TestNoSFPIHeaders checks that a missing sfpi.h says where to get it.
+func TestNoSFPIHeaders(t *testing.T) {
+	e := stockEnv()
+	e.TTMetalHome, e.SFPIInclude = t.TempDir(), t.TempDir()
+	_, err := e.sfpiInclude()
+	if err == nil {
+		t.Fatal("no error without sfpi.h")
+	}
+	for _, w := range []string{"no sfpi.h in " + e.SFPIInclude, "TCC_JIT_SFPI_INCLUDE", "github.com/tenstorrent/sfpi at 7.22.0"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not mention %q", err, w)
+		}
+	}
+}
