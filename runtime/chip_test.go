@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,18 +47,32 @@ func eltwiseBuild(t *testing.T) *codegen.Build {
 }
 
 // The chip's effect is played by the fake: it writes what the simulator
-// computed (matched) or that with one byte changed (differs).
+// computed, with one byte changed in the launches listed in corrupt: byte 0
+// (element [0 0], defined) or the last byte (row 127 of the last tile,
+// padding when the tensor has fewer rows). Every launch is compared.
 func TestChipShadowCheck(t *testing.T) {
 	dir := t.TempDir()
 	if err := fwtest.WriteSet(dir); err != nil {
 		t.Fatal(err)
 	}
+	type want struct{ status, detail string }
 	for _, c := range []struct {
-		name, skip, corrupt, status, detail string
+		name, skip string
+		rows       int         // the tensors' rows; 0: all 128 rows of the 4 tiles
+		corrupt    map[int]int // launch -> byte (-1: the last)
+		launches   int
+		want       []want
 	}{
-		{name: "matched", status: "matched", detail: "bit-exact"},
-		{name: "differs", corrupt: "out", status: "differs", detail: "buffer out: 1 of 4096 bf16 values differ (at most 1 ulp); first: tile 0 (0,0)"},
-		{name: "skipped", skip: "compute", status: "skipped", detail: "needs the SFPU"},
+		{name: "matched", launches: 1, want: []want{{"matched", "3 buffers bit-exact"}}},
+		{name: "differs", launches: 1, corrupt: map[int]int{0: 0},
+			want: []want{{"differs", "buffer out: 1 of 4096 defined bf16 values differ (at most 1 ulp); first: element [0 0] is -6.03125 (0xc0c1) on the chip, -6 (0xc0c0) on the simulator"}}},
+		{name: "padding differs", rows: 98, launches: 1, corrupt: map[int]int{0: -1},
+			want: []want{{"matched", "3 buffers bit-exact on their defined elements; tile padding differs in 1"}}},
+		{name: "defined row of a padded tensor differs", rows: 98, launches: 1, corrupt: map[int]int{0: 0},
+			want: []want{{"differs", "buffer out: 1 of 3136 defined bf16 values differ (at most 1 ulp); first: element [0 0]"}}},
+		{name: "a later launch differs", launches: 3, corrupt: map[int]int{1: 0},
+			want: []want{{"matched", "bit-exact"}, {"differs", "first: element [0 0]"}, {"matched", "bit-exact"}}},
+		{name: "skipped", skip: "compute", launches: 1, want: []want{{"skipped", "needs the SFPU"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := fake.New()
@@ -66,8 +81,12 @@ func TestChipShadowCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := eltwiseBuild(t)
+			rows := c.rows
+			if rows == 0 {
+				rows = 4 * 32
+			}
 			for _, buf := range b.Programs[0].Kernel.Buffers {
-				if err := m.Alloc(Tensor{Buffer: buf, Shape: ir.Shape{buf.Pages * 32, 32}}); err != nil {
+				if err := m.Alloc(Tensor{Buffer: buf, Shape: ir.Shape{rows, 32}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -76,7 +95,7 @@ func TestChipShadowCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := &Executable{Mesh: m, Build: b, binding: map[string]string{}, dir: t.TempDir(), configs: map[int]*hostcfg.ProgramConfig{0: cfg}}
-			in := make([]float32, 4*32*32)
+			in := make([]float32, rows*32)
 			for i := range in {
 				in[i] = float32(i%7) - 3
 			}
@@ -86,24 +105,36 @@ func TestChipShadowCheck(t *testing.T) {
 				}
 			}
 			// Play the kernels: copy the simulator's output into the fake's DRAM.
+			launch := 0
 			f.Program = func(fc *fake.Chip, ln *fake.Launch) error {
 				if ln.Core != (fake.XY{X: 1, Y: 2}) {
 					return nil
 				}
 				db, _ := m.devices[0].Buffer("out")
 				page, _ := m.devices[0].ReadPages("out", 0, db.Pages)
-				if c.corrupt != "" {
+				if k, ok := c.corrupt[launch]; ok {
 					page = append([]byte(nil), page...)
-					page[0] ^= 1
+					if k < 0 {
+						k = len(page) - 1
+					}
+					page[k] ^= 1
 				}
+				launch++
 				return m.chip.WritePages(placement(db), page)
 			}
-			if err := e.RunProgram(0); err != nil {
-				t.Fatal(err)
+			for range c.launches {
+				if err := e.RunProgram(0); err != nil {
+					t.Fatal(err)
+				}
 			}
 			rs := m.ChipResults()
-			if len(rs) != 1 || rs[0].Status != c.status || !strings.Contains(rs[0].Detail, c.detail) {
-				t.Fatalf("results %+v, want one %q result saying %q", rs, c.status, c.detail)
+			if len(rs) != len(c.want) {
+				t.Fatalf("%d results %+v, want %d", len(rs), rs, len(c.want))
+			}
+			for i, w := range c.want {
+				if rs[i].Status != w.status || !strings.Contains(rs[i].Detail, w.detail) || rs[i].Launch != i+1 {
+					t.Errorf("result %d: %+v, want launch %d %q saying %q", i, rs[i], i+1, w.status, w.detail)
+				}
 			}
 			if len(f.Errors) > 0 {
 				t.Errorf("fake chip: %v", f.Errors)
@@ -124,5 +155,99 @@ func TestOpenChipErrors(t *testing.T) {
 	}
 	if _, err := Open("blackhole", ir.Mesh{Rows: 1, Cols: 1}); err == nil {
 		t.Error("Open(blackhole) without a builder: no error")
+	}
+}
+
+// TestChipBuildDirRemoved checks that the sources a build writes for the
+// chip's JIT are gone once the mesh is closed.
+func TestChipBuildDirRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	fw := t.TempDir()
+	if err := fwtest.WriteSet(fw); err != nil {
+		t.Fatal(err)
+	}
+	b := ir.NewBuilder("one")
+	x := b.Input("x", ir.T(ir.BF16, 32, 64))
+	b.Output(b.AddScalar(x, 0.5))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fake: fake.New()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(m, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "tcc-build-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("build directories while open: %v, want one", dirs)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(tmp, "tcc-build-*")); len(dirs) != 0 {
+		t.Errorf("left after Close: %v", dirs)
+	}
+}
+
+// TestDefinedDiff compares page bytes on the elements a tensor defines.
+func TestDefinedDiff(t *testing.T) {
+	mk := func(typ ir.TensorType, data []float32) (Tensor, []byte) {
+		tt := tensor("t", typ)
+		b, err := Encode(tt, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tt, b
+	}
+	seq := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i%13) - 6
+		}
+		return v
+	}
+	flip := func(b []byte, i int) []byte {
+		c := append([]byte(nil), b...)
+		c[i] ^= 1
+		return c
+	}
+	bfp, bfpBytes := mk(ir.T(ir.BFP8B, 3, 64), seq(3*64))
+	ids, idBytes := mk(ir.TensorType{Shape: ir.Shape{2}, DType: ir.Int32, Layout: ir.RowMajorLayout}, []float32{1 << 24, 7})
+	rm, rmBytes := mk(ir.TensorType{Shape: ir.Shape{2, 16}, DType: ir.BF16, Layout: ir.RowMajorLayout}, seq(32))
+	for _, tc := range []struct {
+		name        string
+		t           Tensor
+		got, want   []byte
+		diff        string
+		wantPadding bool
+	}{
+		{"equal", bfp, bfpBytes, bfpBytes, "", false},
+		// bfp8_b: byte 64 is the first mantissa, element [0 0].
+		{"bfp8 defined", bfp, flip(bfpBytes, 64), bfpBytes, "1 of 192 defined bfp8_b values differ; first: element [0 0] is", false},
+		// row 3 of face 0 is padding (the tensor has 3 rows).
+		{"bfp8 padding", bfp, flip(bfpBytes, 64+3*16), bfpBytes, "", true},
+		// an int32 past float32's integers: 1<<24 and 1<<24+1 differ.
+		{"int32 bits", ids, flip(idBytes, 0), idBytes, "1 of 2 defined int32 values differ; first: element [0] is 16777217 on the chip, 16777216 on the simulator", false},
+		{"bf16 row major", rm, flip(rmBytes, 2*17+1), rmBytes, "first: element [1 1] is", false},
+		{"lengths", rm, rmBytes[:4], rmBytes, "the chip returned 4 bytes, the simulator holds 64", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			diff, padding := definedDiff(tc.t, tc.got, tc.want)
+			if padding != tc.wantPadding || (tc.diff == "") != (diff == "") || !strings.Contains(diff, tc.diff) {
+				t.Errorf("definedDiff = %q, padding %v; want %q, padding %v", diff, padding, tc.diff, tc.wantPadding)
+			}
+		})
 	}
 }

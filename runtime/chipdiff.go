@@ -1,55 +1,136 @@
 package runtime
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
-	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
-// describeDiff says how the chip's copy got of buffer b differs from the
-// simulator's want (same length, not equal). For a tiled float buffer it
-// counts the differing elements, gives the largest difference in units in
-// the last place of the stored format and the first differing element with
-// both values; otherwise it names the first differing byte.
-func describeDiff(b *kexec.DeviceBuffer, got, want []byte) string {
-	k := 0
-	for k < len(got) && got[k] == want[k] {
-		k++
+// definedDiff compares the chip's copy got of tensor t with the
+// simulator's want (both the buffer's page bytes) on the elements a
+// program defines: the tensor's logical elements, the rows and columns of
+// its shape. A tiled buffer's padding (the rows past the shape's rows in
+// its last tile row, the columns past its columns) is not compared: readers
+// fetch only live rows, so the rest of a tile holds whatever the core's L1
+// held, which is not the same on the chip and in the simulator. It returns
+// "" when the defined elements agree, else what differs, naming the first
+// differing element; padding says whether bytes outside them differ.
+func definedDiff(t Tensor, got, want []byte) (diff string, padding bool) {
+	if bytes.Equal(got, want) {
+		return "", false
 	}
-	byteMsg := fmt.Sprintf("byte %d (page %d) is %#02x on the chip, %#02x on the simulator", k, k/max(b.PageSize, 1), got[k], want[k])
-	shift, ok := ulpShift[b.DType]
-	ulp := int64(1) << shift
-	if !ok || b.Layout != ir.TileLayout {
-		return byteMsg
+	if len(got) != len(want) {
+		return fmt.Sprintf("the chip returned %d bytes, the simulator holds %d", len(got), len(want)), false
 	}
-	g, err1 := numerics.UnpackTiles(b.DType, got)
-	w, err2 := numerics.UnpackTiles(b.DType, want)
-	if err1 != nil || err2 != nil || len(g) != len(w) {
-		return byteMsg
+	g, w := definedValues(t, got), definedValues(t, want)
+	if g == nil || w == nil || len(g) != len(w) {
+		// No element view of this buffer: every byte counts.
+		k := 0
+		for got[k] == want[k] {
+			k++
+		}
+		return fmt.Sprintf("byte %d (page %d) is %#02x on the chip, %#02x on the simulator", k, k/max(t.PageSize, 1), got[k], want[k]), false
 	}
 	n, first := 0, -1
 	var worst int64
+	shift, hasULP := ulpShift[t.DType]
 	for i := range g {
-		if math.Float32bits(g[i]) == math.Float32bits(w[i]) {
+		if g[i] == w[i] {
 			continue
 		}
 		n++
 		if first < 0 {
 			first = i
 		}
-		d := ordered(g[i])/ulp - ordered(w[i])/ulp
-		worst = max(worst, d, -d)
+		if hasULP {
+			ulp := int64(1) << shift
+			d := ordered(math.Float32frombits(g[i]))/ulp - ordered(math.Float32frombits(w[i]))/ulp
+			worst = max(worst, d, -d)
+		}
 	}
 	if first < 0 {
-		return byteMsg // only bytes with no value (padding) differ
+		return "", true
 	}
-	tile, in := first/numerics.TileElems, first%numerics.TileElems
-	r, c := numerics.FacePos(in)
-	return fmt.Sprintf("%d of %d %s values differ (at most %d ulp); first: tile %d (%d,%d) is %g (%#x) on the chip, %g (%#x) on the simulator",
-		n, len(g), b.DType, worst, tile, r, c, g[first], math.Float32bits(g[first])>>shift, w[first], math.Float32bits(w[first])>>shift)
+	ulps := ""
+	if hasULP {
+		ulps = fmt.Sprintf(" (at most %d ulp)", worst)
+	}
+	return fmt.Sprintf("%d of %d defined %s values differ%s; first: element %s is %s on the chip, %s on the simulator",
+		n, len(g), t.DType, ulps, position(t.Shape, first), showValue(t, g[first]), showValue(t, w[first])), false
+}
+
+// definedValues are the bits of t's logical elements in row-major order
+// (float32 bits for float formats, the integers' own bits otherwise), or
+// nil when b cannot be read as t.
+func definedValues(t Tensor, b []byte) []uint32 {
+	n := t.Shape.Numel()
+	if t.Layout != ir.TileLayout {
+		eb := t.DType.ElemBytes()
+		if eb == 0 || len(b) < n*eb {
+			return nil
+		}
+		v := make([]uint32, n)
+		for i := range v {
+			switch eb {
+			case 4:
+				v[i] = uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
+			case 2:
+				v[i] = uint32(b[2*i]) | uint32(b[2*i+1])<<8
+				if t.DType == ir.BF16 {
+					v[i] <<= 16 // as float32 bits
+				}
+			case 1:
+				v[i] = uint32(b[i])
+			default:
+				return nil
+			}
+		}
+		return v
+	}
+	dt := t.DType
+	if dt == ir.Int32 || dt == ir.UInt32 {
+		dt = ir.FP32 // same tile layout; the bits as they are
+	}
+	tiles, err := numerics.UnpackTiles(dt, b)
+	lead, rows, cols := matrixView(t.Shape)
+	if err != nil || len(tiles) != lead*numerics.TilesFor(rows, cols)*numerics.TileElems {
+		return nil
+	}
+	vals := numerics.UntilizeBatch(tiles, lead, rows, cols)
+	v := make([]uint32, len(vals))
+	for i, x := range vals {
+		v[i] = math.Float32bits(x)
+	}
+	return v
+}
+
+// position is the index of row-major element i of shape s, as [i0 i1 ...].
+func position(s ir.Shape, i int) string {
+	idx := make([]int, len(s))
+	for d := len(s) - 1; d >= 0; d-- {
+		if s[d] > 0 {
+			idx[d] = i % s[d]
+			i /= s[d]
+		}
+	}
+	return fmt.Sprint(idx)
+}
+
+// showValue prints an element's value and bits.
+func showValue(t Tensor, bits uint32) string {
+	switch t.DType {
+	case ir.Int32:
+		return fmt.Sprint(int32(bits))
+	case ir.UInt32:
+		return fmt.Sprint(bits)
+	}
+	if shift, ok := ulpShift[t.DType]; ok {
+		return fmt.Sprintf("%g (%#x)", math.Float32frombits(bits), bits>>shift)
+	}
+	return fmt.Sprintf("%g", math.Float32frombits(bits))
 }
 
 // ulpShift is how many low float32 bits a stored value of the format lacks;

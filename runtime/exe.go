@@ -21,6 +21,8 @@ type Executable struct {
 	binding map[string]string
 	dir     string                         // the build's sources on disk, for a chip's JIT
 	configs map[int]*hostcfg.ProgramConfig // programs.json's configs of device 0
+	// launches counts each program's launches on a chip.
+	launches []int
 }
 
 // Load allocates every buffer of b on every device of m. Weights and state

@@ -38,6 +38,9 @@ type Mesh struct {
 	// and is compared with the simulator (OpenChip).
 	chip        *blackhole.Device
 	chipResults []ProgramResult
+	// tmpDirs are the builds' sources written for the chip's JIT, removed
+	// by Close.
+	tmpDirs []string
 }
 
 // Open opens every device of mesh on backend ("sim" or "blackhole").

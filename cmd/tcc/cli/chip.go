@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime"
@@ -29,26 +30,64 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}})
 }
 
-// reportChip prints, per program, what the chip did; it returns the
-// number of programs that differed from the simulator or failed.
-func reportChip(w io.Writer, m *runtime.Mesh) int {
-	rs := m.ChipResults()
+// reportChip prints, per program, what the chip did over all its launches
+// (every step's), with the first launch of the most severe outcome; it
+// returns the number of launches that differed from the simulator or
+// failed.
+func reportChip(w io.Writer, rs []runtime.ProgramResult) int {
 	if len(rs) == 0 {
 		return 0
 	}
-	bad, seen := 0, map[string]bool{}
+	type key struct {
+		index   int
+		program string
+	}
+	var order []key
+	byProgram := map[key][]runtime.ProgramResult{}
 	counts := map[string]int{}
 	for _, r := range rs {
-		counts[r.Status]++
-		if r.Status == "differs" || r.Status == "failed" {
-			bad++
+		k := key{r.Index, r.Program}
+		if byProgram[k] == nil {
+			order = append(order, k)
 		}
-		if seen[r.Program] {
+		byProgram[k] = append(byProgram[k], r)
+		counts[r.Status]++
+	}
+	for _, k := range order {
+		fmt.Fprintln(w, programLine(k.index, k.program, byProgram[k]))
+	}
+	fmt.Fprintf(w, "chip: %d launches: %d matched the simulator bit for bit on the elements they define, %d differed, %d failed, %d skipped\n",
+		len(rs), counts["matched"], counts["differs"], counts["failed"], counts["skipped"])
+	return counts["differs"] + counts["failed"]
+}
+
+// chipStatuses are the launch outcomes, most severe first.
+var chipStatuses = []string{"failed", "differs", "matched", "skipped"}
+
+// programLine summarizes one program's launches: the most severe outcome,
+// how many launches had each, and the first launch with that outcome.
+func programLine(index int, program string, rs []runtime.ProgramResult) string {
+	n := map[string]int{}
+	for _, r := range rs {
+		n[r.Status]++
+	}
+	var parts []string
+	status := ""
+	for _, s := range chipStatuses {
+		if n[s] == 0 {
 			continue
 		}
-		seen[r.Program] = true
-		fmt.Fprintf(w, "chip: program %d %s: %s (%s)\n", r.Index, r.Program, r.Status, r.Detail)
+		if status == "" {
+			status = s
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 	}
-	fmt.Fprintf(w, "chip: %d launches: %d matched the simulator bit for bit, %d differed, %d failed, %d skipped\n", len(rs), counts["matched"], counts["differs"], counts["failed"], counts["skipped"])
-	return bad
+	var first runtime.ProgramResult
+	for _, r := range rs {
+		if r.Status == status {
+			first = r
+			break
+		}
+	}
+	return fmt.Sprintf("chip: program %d %s: %s (%s of %d launches; launch %d: %s)", index, program, status, strings.Join(parts, ", "), len(rs), first.Launch, first.Detail)
 }

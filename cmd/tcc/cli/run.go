@@ -541,7 +541,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			fmt.Fprintf(info, "tcc: %s\n", pr.stopReason(rf.steps))
 		}
 	}
-	if bad := reportChip(info, dev); bad > 0 && rf.check {
+	if bad := reportChip(info, dev.ChipResults()); bad > 0 && rf.check {
 		return &exitError{code: 2, err: fmt.Errorf("check failed: %d chip launches differed from the simulator or failed", bad)}
 	}
 	if !rf.check {

@@ -12,7 +12,9 @@
 //     -nostdlib plus the rv32im/ilp32 libgcc.a by path, newlib libstdc++ and
 //     picolibc headers, and for compute kernels a stub header declaring the
 //     SFPI builtins (sfpi_stub.h, embedded) together with an overlay copy of
-//     sfpi.h whose "builtins missing" guard is disabled. Compute kernels that
+//     sfpi.h whose "builtins missing" guard is disabled, and an include shim
+//     (shim.go) holding rewritten copies of the two tt-llk headers GCC 12
+//     rejects, so an unmodified tt-metal tree builds. Compute kernels that
 //     really use the SFPU then fail to link; that failure is reported as
 //     *NeedsSFPUError.
 //

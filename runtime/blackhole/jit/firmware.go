@@ -192,6 +192,7 @@ func Firmware(e *Env) (string, error) {
 	}
 	tmp := fmt.Sprintf("%s.tmp%d", dir, os.Getpid())
 	os.RemoveAll(tmp)
+	defer os.RemoveAll(tmp) // gone once renamed into the cache
 	if err := e.buildFirmware(tmp); err != nil {
 		return "", err
 	}

@@ -86,6 +86,11 @@ func (e *Env) tt() string { return root(e.TTMetalHome) }
 
 func (e *Env) stock() bool { return e.Toolchain.Kind == Stock }
 
+// SFPIVersion is the SFPI release of the pinned tt-metal tree
+// (tt_metal/sfpi-version at target.TTMetalRelease), whose headers compute
+// kernels include.
+const SFPIVersion = "7.22.0"
+
 // sfpiInclude is the sfpi.h directory.
 func (e *Env) sfpiInclude() (string, error) {
 	cands := []string{e.SFPIInclude}
@@ -97,7 +102,8 @@ func (e *Env) sfpiInclude() (string, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("no sfpi.h in %s; install tt-metal's SFPI (runtime/sfpi) or set Env.SFPIInclude", strings.Join(cands, ", "))
+	return "", fmt.Errorf("no sfpi.h in %s; install tt-metal's SFPI (runtime/sfpi), or set TCC_JIT_SFPI_INCLUDE (Env.SFPIInclude) to the include directory of github.com/tenstorrent/sfpi at %s (the headers only: no compiler is built)",
+		strings.Join(cands, ", "), SFPIVersion)
 }
 
 // arch is the CPU selection: -mcpu with SFPI, the ISA subset the
@@ -145,8 +151,10 @@ func (e *Env) libgcc() []string {
 }
 
 // includes is JitBuildEnv's include list for processor p from tree tt,
-// with the sfpi directories (overlay first) for compute.
-func includes(tt string, p proc, sfpi []string) []string {
+// with the sfpi directories (overlay first) for compute and, when shim is
+// set, the GCC 12 include shim just before the directory it shadows
+// (gcc12ShimRoot).
+func includes(tt string, p proc, sfpi []string, shim string) []string {
 	var f []string
 	for _, d := range []string{".", "..", tt, tt + "ttnn", tt + "ttnn/cpp", tt + "tt_metal", tt + "tt_metal/include", tt + "tt_metal/hw/inc",
 		tt + "tt_metal/hostdevcommon/api", tt + "tt_metal/hw/inc/debug", tt + "tt_metal/api/"} {
@@ -162,6 +170,9 @@ func includes(tt string, p proc, sfpi []string) []string {
 		dirs = append(dirs, computeIncludes...)
 	}
 	for _, d := range append(dirs, "tt_metal/hw/firmware/src/tt-1xx") {
+		if d == gcc12ShimRoot && shim != "" {
+			f = append(f, "-I"+shim)
+		}
 		f = append(f, "-I"+tt+d)
 	}
 	return f
@@ -233,7 +244,7 @@ func (e *Env) fwCompileCmd(p proc, dir, stub string, sfpi []string) cmd {
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, e.stubFlags(p, stub)...)
-	a = append(a, includes(tt, p, sfpi)...)
+	a = append(a, includes(tt, p, sfpi, "")...)
 	a = append(a, e.sysIncludes()...)
 	a = append(a, "-c", "-o", filepath.Join(dir, p.name+".o"), tt+fwSrcDir+src)
 	a = append(a, deviceDefs...)
@@ -263,8 +274,9 @@ func (e *Env) fwLinkCmd(p proc, dir, fw string) cmd {
 }
 
 // kernelCompileCmd compiles the kernel wrapper (brisck.cc, ncrisck.cc,
-// trisck.cc) for processor p in dir.
-func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, userDefs map[string]string, noc int, ct []uint32) cmd {
+// trisck.cc) for processor p in dir; shim is the GCC 12 include shim ("":
+// none).
+func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, shim string, userDefs map[string]string, noc int, ct []uint32) cmd {
 	tt, opt, extra, src := e.tt(), "-O2", []string{"-fno-tree-loop-distribute-patterns"}, p.name+"k.cc"
 	if p.compute {
 		opt, extra, src = "-O3", nil, "trisck.cc"
@@ -273,7 +285,7 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, e.stubFlags(p, stub)...)
-	a = append(a, includes(tt, p, sfpi)...)
+	a = append(a, includes(tt, p, sfpi, shim)...)
 	a = append(a, "-I"+srcDir)
 	a = append(a, e.sysIncludes()...)
 	a = append(a, "-c", "-o", filepath.Join(dir, objName(p)), tt+fwSrcDir+src)

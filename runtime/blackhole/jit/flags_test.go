@@ -44,7 +44,7 @@ func TestCommandLines(t *testing.T) {
 		c    cmd
 		want string
 	}{
-		{"ncrisc kernel compile", stockEnv().kernelCompileCmd(procs[NCRISC], "/k", "/src", "", nil, defs, 1, []uint32{1, 4}),
+		{"ncrisc kernel compile", stockEnv().kernelCompileCmd(procs[NCRISC], "/k", "/src", "", nil, "", defs, 1, []uint32{1, 4}),
 			"/bin/riscv64-unknown-elf-g++ -O2 " + cflagsStock + "-march=rv32im_zicsr_zifencei_zba_zbb -mabi=ilp32 -fno-tree-loop-distribute-patterns " +
 				ttIncs + bhIncs + "-I/tt/tt_metal/hw/firmware/src/tt-1xx -I/src -isystem /inc/c++ -isystem /inc/pico " +
 				"-c -o /k/ncrisck.o /tt/tt_metal/hw/firmware/src/tt-1xx/ncrisck.cc " + devDefs +
@@ -54,9 +54,17 @@ func TestCommandLines(t *testing.T) {
 			"/bin/riscv64-unknown-elf-g++ -O2 -Wl,--just-symbols=/fw/brisc/brisc_weakened.elf -std=c++17 -flto=auto -ffast-math -fno-exceptions " +
 				"-Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16 -nostartfiles -nostdlib -march=rv32im_zicsr_zifencei_zba_zbb -mabi=ilp32 " +
 				"-fno-tree-loop-distribute-patterns -T/fw/ld/kernel_brisc.ld -Wl,--emit-relocs /fw/lib/noc.o /fw/lib/substitutes.o /k/brisck.o /lib/libgcc.a -o /k/brisc.elf"},
-		{"trisc1 kernel compile", stockEnv().kernelCompileCmd(procs[TRISC1], "/k", "/src", "/k/sfpi_stub.h", sfpiIncs, defs, 0, nil),
+		{"trisc1 kernel compile", stockEnv().kernelCompileCmd(procs[TRISC1], "/k", "/src", "/k/sfpi_stub.h", sfpiIncs, "", defs, 0, nil),
 			"/bin/riscv64-unknown-elf-g++ -O3 " + cflagsStock + "-march=rv32im_zicsr_zifencei_zba_zbb -mabi=ilp32 -include /k/sfpi_stub.h " +
 				ttIncs + "-I/k/sfpi-overlay -I/sfpi " + bhIncs + "-I/tt/tt_metal/hw/ckernels/blackhole/metal/llk_api " +
+				"-I/tt/tt_metal/hw/ckernels/blackhole/metal/llk_api/llk_sfpu -I/tt/tt_metal/hw/firmware/src/tt-1xx -I/src -isystem /inc/c++ -isystem /inc/pico " +
+				"-c -o /k/trisck1.o /tt/tt_metal/hw/firmware/src/tt-1xx/trisck.cc " + devDefs +
+				"-DPROCESSOR_INDEX=3 -DUCK_CHLKC_MATH -DNAMESPACE=chlkc_math -DCOMPILE_FOR_TRISC=1 -DARCH_BLACKHOLE -DDISPATCH_MESSAGE_ADDR=0 -DKERNEL_BUILD"},
+		{"trisc1 kernel compile with the GCC 12 shim", stockEnv().kernelCompileCmd(procs[TRISC1], "/k", "/src", "/k/sfpi_stub.h", sfpiIncs, "/k/gcc12-shim", nil, 0, nil),
+			"/bin/riscv64-unknown-elf-g++ -O3 " + cflagsStock + "-march=rv32im_zicsr_zifencei_zba_zbb -mabi=ilp32 -include /k/sfpi_stub.h " +
+				ttIncs + "-I/k/sfpi-overlay -I/sfpi " + strings.Replace(bhIncs, "-I/tt/tt_metal/third_party/tt_llk/tt_llk_blackhole/common/inc ",
+				"-I/k/gcc12-shim -I/tt/tt_metal/third_party/tt_llk/tt_llk_blackhole/common/inc ", 1) +
+				"-I/tt/tt_metal/hw/ckernels/blackhole/metal/llk_api " +
 				"-I/tt/tt_metal/hw/ckernels/blackhole/metal/llk_api/llk_sfpu -I/tt/tt_metal/hw/firmware/src/tt-1xx -I/src -isystem /inc/c++ -isystem /inc/pico " +
 				"-c -o /k/trisck1.o /tt/tt_metal/hw/firmware/src/tt-1xx/trisck.cc " + devDefs +
 				"-DPROCESSOR_INDEX=3 -DUCK_CHLKC_MATH -DNAMESPACE=chlkc_math -DCOMPILE_FOR_TRISC=1 -DARCH_BLACKHOLE -DDISPATCH_MESSAGE_ADDR=0 -DKERNEL_BUILD"},
@@ -85,7 +93,7 @@ func TestCommandLines(t *testing.T) {
 		})
 	}
 	t.Run("sfpi dm uses -mcpu=tt-bh", func(t *testing.T) {
-		got := strings.Join(sfpiEnv().kernelCompileCmd(procs[BRISC], "/k", "/src", "", nil, nil, 0, nil).Args, " ")
+		got := strings.Join(sfpiEnv().kernelCompileCmd(procs[BRISC], "/k", "/src", "", nil, "", nil, 0, nil).Args, " ")
 		if !strings.Contains(got, " -mcpu=tt-bh -fno-tree-loop-distribute-patterns ") || strings.Contains(got, "-Wno-attributes") || strings.Contains(got, "-isystem") {
 			t.Errorf("SFPI BRISC compile: %s", got)
 		}

@@ -157,10 +157,16 @@ func TestUnpackToDestFormat(t *testing.T) {
 }
 
 // TestUnpackConditionalFormat checks the unpack destination of Float32 CBs
-// against tt-metal's rule (genfiles.cpp, data_format.cpp): Float32 and the
-// integer formats do not count towards the exponent precision.
+// against tt-metal's rule at TTMetalRelease: tt_metal/jit_build/genfiles.cpp
+// lines 383-388 take Float16 for exponent precision A, Float16_b for B, Tf32
+// with fp32 accumulation when every CB is Float32 or the precision is B;
+// data_format.cpp lines 54-80 (check_consistent_format_across_buffers)
+// skip Float32, RawUInt32/16/8, UInt32, UInt16, UInt8 and Int32 (line 57:
+// "Float32 can pair with any exponent precision") but not Int8, and refuse
+// A and B formats together; get_data_exp_precision (lines 93-96) is A when
+// no format counts.
 func TestUnpackConditionalFormat(t *testing.T) {
-	const f32, f16, bfp8b, f16b, u32, i32 = 0, 1, 6, 5, 24, 8
+	const f32, f16, bfp8b, f16b, u32, i32, i8 = 0, 1, 6, 5, 24, 8, 14
 	for _, tc := range []struct {
 		name    string
 		formats []int
@@ -175,6 +181,8 @@ func TestUnpackConditionalFormat(t *testing.T) {
 		{"fp32 only, fp32 acc", []int{f32}, true, fmtTf32},
 		{"int32 and fp32, fp32 acc", []int{i32, f32}, true, fmtFloat16},
 		{"fp16 with bf16", []int{f16, f16b}, false, -1},
+		{"int8 counts, as exponent A", []int{f32, i8}, true, fmtFloat16},
+		{"int8 with bf16", []int{i8, f16b}, false, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := unpackConditionalFormat(tc.formats, tc.fp32Acc)

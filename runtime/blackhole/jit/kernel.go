@@ -62,9 +62,11 @@ type kernelJob struct {
 	files  map[string]string
 	ct     []uint32
 	noc    int
+	// shim are the GCC 12 include shim's files (stock GCC, compute).
+	shim map[string]string
 }
 
-func prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig) (*kernelJob, error) {
+func (e *Env) prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig) (*kernelJob, error) {
 	ps, err := kernelProcs(k)
 	if err != nil {
 		return nil, err
@@ -86,6 +88,12 @@ func prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelC
 		return nil, err
 	}
 	files["\x00source"] = string(text) // hashed, not written
+	var shim map[string]string
+	if ps[0].compute && e.stock() {
+		if shim, err = gcc12Shim(e.TTMetalHome); err != nil {
+			return nil, err
+		}
+	}
 	ct, err := compileArgs(k)
 	if err != nil {
 		return nil, err
@@ -94,16 +102,16 @@ func prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelC
 	if k.NoC != nil {
 		noc = *k.NoC
 	}
-	return &kernelJob{procs: ps, srcAbs: srcAbs, files: files, ct: ct, noc: noc}, nil
+	return &kernelJob{procs: ps, srcAbs: srcAbs, files: files, ct: ct, noc: noc, shim: shim}, nil
 }
 
 // commands are the compile and link commands of job j in dir against
 // firmware fw.
-func (e *Env) commands(j *kernelJob, k *hostcfg.KernelConfig, dir, fw, stub string, sfpi []string) [][2]cmd {
+func (e *Env) commands(j *kernelJob, k *hostcfg.KernelConfig, dir, fw, stub string, sfpi []string, shim string) [][2]cmd {
 	var cs [][2]cmd
 	for _, p := range j.procs {
 		cs = append(cs, [2]cmd{
-			e.kernelCompileCmd(p, dir, filepath.Dir(j.srcAbs), stub, sfpi, k.Defines, j.noc, j.ct),
+			e.kernelCompileCmd(p, dir, filepath.Dir(j.srcAbs), stub, sfpi, shim, k.Defines, j.noc, j.ct),
 			e.kernelLinkCmd(p, dir, fw),
 		})
 	}
@@ -129,7 +137,7 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 	if err := e.check(); err != nil {
 		return Images{}, fail("", err)
 	}
-	j, err := prepareKernel(buildDir, p, k)
+	j, err := e.prepareKernel(buildDir, p, k)
 	if err != nil {
 		return Images{}, fail(k.Processor, err)
 	}
@@ -154,6 +162,7 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return Images{}, fail("", err)
 	}
+	defer os.RemoveAll(tmp) // gone once renamed into the cache
 	for n, c := range j.files {
 		if strings.HasPrefix(n, "\x00") {
 			continue
@@ -162,14 +171,17 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 			return Images{}, fail("", err)
 		}
 	}
-	var stub string
+	var stub, shim string
 	var sfpi []string
 	if j.procs[0].compute {
 		if stub, sfpi, err = e.writeSFPIOverlay(tmp); err != nil {
 			return Images{}, fail("compute", err)
 		}
+		if shim, err = writeShim(tmp, j.shim); err != nil {
+			return Images{}, fail("compute", err)
+		}
 	}
-	for i, c := range e.commands(j, k, tmp, fw, stub, sfpi) {
+	for i, c := range e.commands(j, k, tmp, fw, stub, sfpi, shim) {
 		pr := j.procs[i]
 		if _, err := e.run(c[0]); err != nil {
 			return Images{}, fail(strings.ToUpper(pr.name)+" compile", err)
@@ -195,6 +207,7 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 		}
 		imgs[pr.index] = img
 	}
+	os.RemoveAll(filepath.Join(tmp, shimDirName))
 	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
 		return Images{}, fail("", err)
@@ -242,8 +255,15 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 	for _, n := range slices.Sorted(maps.Keys(j.files)) {
 		fmt.Fprintf(h, "%q\x00%q\x00", n, j.files[n])
 	}
+	shim := ""
+	if len(j.shim) > 0 {
+		shim = "@shim"
+		for _, n := range slices.Sorted(maps.Keys(j.shim)) {
+			fmt.Fprintf(h, "shim %q\x00%q\x00", n, j.shim[n])
+		}
+	}
 	// defines, compile args and NoC appear in the command lines
-	for _, c := range e.commands(j, k, "@", fw, "@stub", []string{"@sfpi"}) {
+	for _, c := range e.commands(j, k, "@", fw, "@stub", []string{"@sfpi"}, shim) {
 		fmt.Fprintln(h, c[0].Args, c[1].Args)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
