@@ -262,6 +262,13 @@ type gdnRow struct {
 	first   kir.Expr
 	n, eb   int
 	l1, l1b kir.Var
+	// raw rows are not cleared (rows 1..31 keep what L1 held) and are
+	// read under a barrier of their own, copied and pushed before the
+	// other rows are read. For q: every use of q reads its row 0 alone (the l2 norm's
+	// sum of squares is element (0, 0) of q q^T, o = q^T S' keeps q's rows
+	// in its own rows, and the output norm and the writer use o's live
+	// row), while k and v must be cleared (k d^T sums over d's rows).
+	raw bool
 }
 
 // gdnScalar is the element (head%32, 0) of column tensor acc, moved to
@@ -293,7 +300,7 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count ki
 		zt = b.Let("zt", kir.Add(kir.Add(kir.Mul(u, kir.Ci(r.ctz)), kir.Mul(h, kir.Ci(vt))), v0))
 	}
 	ts := []*gdnRow{
-		{acc: a.x, cb: c.q, cb2: c.q2, first: qt, n: kt, eb: r.ebX},
+		{acc: a.x, cb: c.q, cb2: c.q2, first: qt, n: kt, eb: r.ebX, raw: true},
 		{acc: a.x, cb: c.k, cb2: c.k2, first: kir.Add(qt, kir.Ci(r.kw/ir.TileSize)), n: kt, eb: r.ebX},
 		{acc: a.x, cb: c.v, cb2: -1, first: kir.Add(xrow, vt0), n: vc, eb: r.ebX},
 	}
@@ -301,10 +308,18 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count ki
 		ts = append(ts, &gdnRow{acc: a.z, cb: c.z, cb2: -1, first: zt, n: vc, eb: r.ebZ})
 	}
 	ts = append(ts, &gdnRow{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW})
-	for _, rt := range ts {
+	for ti, rt := range ts {
+		if ti > 0 && ts[ti-1].raw {
+			b.NoCAsyncReadBarrier()
+			pushRaw(b, ts[ti-1])
+		}
 		rt.l1 = blocks.Reserve(b, rt.cb, kir.Ci(rt.n), "row")
+		if rt.raw && rt.cb2 >= 0 {
+			rt.l1b = blocks.Reserve(b, rt.cb2, kir.Ci(rt.n), "row2")
+		}
 		for j := 0; j < rt.n; j++ {
-			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), 1, rt.eb)
+			off := kir.Ci(j * rt.acc.PageSize())
+			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, off), 1, rt.eb)
 		}
 	}
 	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}}
@@ -339,11 +354,30 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count ki
 	}
 }
 
+// pushRaw pushes raw row rt's pages (and its copy's) as they landed:
+// compute normalises q while the other rows travel and settle.
+func pushRaw(b *kir.Builder, rt *gdnRow) {
+	b.Comment("q as read, under its own barrier: compute normalises it while the other rows travel and settle")
+	if rt.cb2 >= 0 {
+		blocks.LocalCopy(b, rt.l1, rt.l1b, rt.n*rt.acc.PageSize())
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(rt.cb2, kir.Ci(rt.n))
+	}
+	b.CBPushBack(rt.cb, kir.Ci(rt.n))
+}
+
 // settleRows emits, after the reads of ts and scs landed, the clearing
 // of rows 1..31 of the row tiles, the scalars' moves to (0, 0) and the
 // copies of the cleared rows (each step under its own barrier), then
-// pushes every page.
+// pushes every page; raw rows are skipped (pushed by the caller).
 func settleRows(b *kir.Builder, ts []*gdnRow, scs []*gdnScalar, zeros kir.Var) {
+	var settled []*gdnRow
+	for _, rt := range ts {
+		if !rt.raw {
+			settled = append(settled, rt)
+		}
+	}
+	ts = settled
 	for _, rt := range ts {
 		for j := 0; j < rt.n && rt.eb != 0; j++ {
 			blocks.ClearRows(b, kir.Add(rt.l1, kir.Ci(j*rt.acc.PageSize())), zeros, 1, rt.eb)
