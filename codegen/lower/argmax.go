@@ -45,6 +45,13 @@ const argmaxBatch = 8
 const argmaxSemGathered = 0
 
 func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return buildArgmax(op, ctx, nil)
+}
+
+// buildArgmax builds the argmax program of op (operand x, result out);
+// with ex set, the leader runs ex's exchange with the other card on the
+// folded slots before it writes the indices (argmax_sharded).
+func buildArgmax(op *ir.Op, ctx *Context, ex *argmaxExchange) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
 	if x.Type.DType != ir.BF16 || x.Type.Layout != ir.TileLayout {
 		return nil, fmt.Errorf("rule argmax-input: the argmax scan reads bf16 tile-layout logits, got %s %s", x.Type.DType, x.Type.Layout)
@@ -71,6 +78,9 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if multi {
 		cbGather = sp.cbs.Pages(blocks.ScratchCB, "gathered", ir.UInt32, sp.plan.Cores*allRows*argmaxSlot, 1)
 		sp.p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: sp.rs})
+	}
+	if ex != nil {
+		ex.resources(sp, allRows)
 	}
 	sp.planned("argmax")
 
@@ -120,7 +130,13 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			b.CBPopFront(cbLogits, kir.C(1))
 		})
 	})
+	if ex != nil {
+		ex.declare(wr)
+	}
 	writeOut := func() {
+		if ex != nil {
+			ex.leader(b, st, wAll, wN)
+		}
 		b.For("r", kir.C(0), wAll, func(r kir.Var) {
 			b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
 		})
