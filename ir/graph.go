@@ -278,3 +278,40 @@ func (g *Graph) ReplaceAllUses(old, new *Value) {
 		}
 	}
 }
+
+// Join joins the row-major per-device contents shards (device order, each
+// of per-device shape s) of a value with distribution d along d.Axis,
+// as an all_gather would: the whole tensor, row-major. A replicated value
+// is device 0's contents.
+func (d Dist) Join(s Shape, shards [][]float32) ([]float32, error) {
+	if len(shards) == 0 {
+		return nil, fmt.Errorf("join: no shards")
+	}
+	if d.IsReplicated() || len(shards) == 1 {
+		return shards[0], nil
+	}
+	if d.Axis >= s.Rank() {
+		return nil, fmt.Errorf("join: axis %d of a rank-%d shape %s", d.Axis, s.Rank(), s)
+	}
+	size, inner := s[d.Axis], 1
+	for _, v := range s[d.Axis+1:] {
+		inner *= v
+	}
+	run := size * inner
+	outer := 0
+	if run > 0 {
+		outer = s.Numel() / run
+	}
+	out := make([]float32, 0, outer*run*len(shards))
+	for i, sh := range shards {
+		if len(sh) != s.Numel() {
+			return nil, fmt.Errorf("join: device %d holds %d values, want %d (shape %s)", i, len(sh), s.Numel(), s)
+		}
+	}
+	for o := range outer {
+		for _, sh := range shards {
+			out = append(out, sh[o*run:(o+1)*run]...)
+		}
+	}
+	return out, nil
+}

@@ -55,6 +55,7 @@ const (
 	OpRMSNormMatmul                     // out = r(r(x * rsqrt(mean(x^2, last) + eps) * (wn + offset)) @ w): the norm in fp32 math rounded to x's dtype r, then the matmul (fp32 accumulation) rounded to x's dtype
 	OpMatmulSwiGLU                      // out = r(r(silu(r(a @ w_gate))) * r(a @ w_up)): both matmuls accumulate in fp32; every r rounds to a's dtype, as the composed gate matmul, silu, up matmul and multiply store
 	OpAddRMSNorm                        // h = r(a + b) (fp32 add), normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math on the rounded h); r rounds to a's dtype; results h and normed
+	OpArgmaxSharded                     // out[..., 0] = argmax(all_gather(x, axis -1)): the index of the first maximum over the last dim of the x of devices 0..devices-1 joined in device order (NaN above every number, the first NaN wins), uint32; every device gets the same result (replicated)
 	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
@@ -553,6 +554,18 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"a", "b", "w"},
 	Results:  2,
 	Shape:    shapeAddRMSNorm,
+}, OpArgmaxSharded: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrInt,
+		Name: "devices",
+	}},
+	Class:    "collective",
+	Doc:      "out[..., 0] = argmax(all_gather(x, axis -1)): the index of the first maximum over the last dim of the x of devices 0..devices-1 joined in device order (NaN above every number, the first NaN wins), uint32; every device gets the same result (replicated)",
+	Fused:    true,
+	Name:     "argmax_sharded",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeArgmaxSharded,
 }, OpAllReduceAdd: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInt,
@@ -1011,6 +1024,12 @@ func (bld *Builder) AddRMSNorm(a *Value, b *Value, w *Value, eps float64, offset
 		"offset": offset,
 	}
 	return bld.Emit(OpAddRMSNorm, []*Value{a, b, w}, attrs)
+}
+
+// ArgmaxSharded appends a argmax_sharded op: out[..., 0] = argmax(all_gather(x, axis -1)): the index of the first maximum over the last dim of the x of devices 0..devices-1 joined in device order (NaN above every number, the first NaN wins), uint32; every device gets the same result (replicated)
+func (bld *Builder) ArgmaxSharded(x *Value, devices int) *Value {
+	attrs := Attrs{"devices": devices}
+	return bld.Emit(OpArgmaxSharded, []*Value{x}, attrs)[0]
 }
 
 // AllReduceAdd appends a all_reduce_add op: h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated

@@ -130,6 +130,20 @@ func shapeAllReduceAdd(in []TensorType, a Attrs) ([]TensorType, error) {
 	return []TensorType{t}, nil
 }
 
+// shapeArgmaxSharded: typed as argmax(all_gather(x, axis -1)): the last
+// dim becomes 1, uint32 row-major, replicated.
+func shapeArgmaxSharded(in []TensorType, a Attrs) ([]TensorType, error) {
+	if _, err := checkDevices(a); err != nil {
+		return nil, err
+	}
+	out, err := shapeArgmax(in, a)
+	if err != nil {
+		return nil, err
+	}
+	out[0].Dist = Replicated
+	return out, nil
+}
+
 // shapeAllReduceAddRMSNorm: as shapeAllReduceAdd, plus a norm weight over
 // the last dim -> (h, normed h), both typed as residual, replicated.
 func shapeAllReduceAddRMSNorm(in []TensorType, a Attrs) ([]TensorType, error) {

@@ -247,8 +247,9 @@
 // + gates, recurrence + norm + gate, out-projection, all-reduce + residual
 // + post norm, gate/up + SwiGLU, down, all-reduce + residual + the next
 // layer's input norm), every attention layer 8; layer 0 also opens with its
-// input norm, the last layer ends in all-reduce + residual, the head is 4
-// (norm, lm_head, logits all-gather, argmax), and the step is 518 programs,
+// input norm, the last layer ends in all-reduce + residual, the head is 3
+// (norm, lm_head, the sharded argmax: each card's argmax of its logits,
+// (key, index) swapped over ethernet), and the step is 517 programs,
 // from 4,454 unfused. The layer boundary is joined by the fuse-boundaries
 // pass (after fuse: the rewrite engine never matches across regions), which
 // charges the next layer's input norm to the closing layer

@@ -11,10 +11,12 @@ import (
 //     all_reduce (the MLP's down projection): one collective program
 //     instead of two, same values (the scattered sum is rounded once,
 //     gathering copies);
+//
 //   - an all-reduce (or that reduce_scatter/all_gather pair) whose only
 //     reader is a residual add becomes all_reduce_add: the collective's
 //     last step adds the residual before writing, so the layer's new
 //     residual stream comes out of the collective program;
+//
 //   - when an rms_norm (the post-attention norm) reads that sum in the same
 //     region, all_reduce_add_rmsnorm also writes norm(h): results h and
 //     normed. Both roots (add and norm) are replaced, so h keeps its other
@@ -23,12 +25,18 @@ import (
 //     family has not fused to rms_norm yet makes all_reduce_add wait
 //     (normPending).
 //
+//   - the argmax of gathered logits, argmax(all_gather(x) on the last
+//     axis), becomes argmax_sharded(x): each card scans its own shard and
+//     the cards exchange one (key, index) per row instead of the logits
+//     (the head's vocab-sharded lm_head at decode). It fires only when
+//     the argmax is the gathered value's only reader.
+//
 // In a decode layer at TP=2 this leaves two collective programs per layer:
 // mixer out-projection all-reduce + residual + post-attention norm, and MLP
 // down all-reduce + residual (the layer's output h; the rewrite engine
 // cannot reach the next layer's input norm, see fuse_residual.go; the
 // fuse-boundaries pass joins the two afterwards).
-var _ = registerRules("collective", ruleAllReduceAddRMSNorm, ruleAllReduceAdd, ruleReduceScatterAllGather)
+var _ = registerRules("collective", ruleAllReduceAddRMSNorm, ruleAllReduceAdd, ruleReduceScatterAllGather, ruleArgmaxSharded)
 
 // reducedSum matches the all-reduced value of x: all_reduce(x) named "ar",
 // or all_gather(reduce_scatter(x)) named "ag" and "rs".
@@ -142,6 +150,24 @@ func ruleReduceScatterAllGather() *rw.Rule {
 		Where:   func(m *rw.Match) bool { return reducedApplies(m, m.Root.Result()) },
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			v, err := b.Emit1(ir.OpAllReduce, []*ir.Value{m.Value("x")}, ir.Attrs{"devices": reducedDevices(m)})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+func ruleArgmaxSharded() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseArgmaxSharded",
+		Rewrite: "argmax(all_gather(x) {axis = last, devices}) => argmax_sharded(x) {devices}",
+		Pattern: rw.Op(ir.OpArgmax, rw.Op(ir.OpAllGather, rw.Var("x")).As("ag")).As("am"),
+		Where: func(m *rw.Match) bool {
+			ag := m.Op("ag")
+			rank := ag.Operands[0].Type.Shape.Rank()
+			ax, ok := resolvedAxis(ag.Int("axis"), rank)
+			return ok && ax == rank-1 && ag.Int("devices") > 0
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpArgmaxSharded, []*ir.Value{m.Value("x")}, ir.Attrs{"devices": m.Op("ag").Int("devices")})
 			return []*ir.Value{v}, err
 		},
 	}

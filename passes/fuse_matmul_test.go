@@ -106,7 +106,7 @@ func commonEvalGraph(g *ir.Graph, seed uint64, opts ref.Options) ([][]ref.Tensor
 // device for fused collectives, and returns both per device.
 func commonEvalFused(op *ir.Op, seed uint64, opts ref.Options) (fused, dec [][]ref.Tensor, err error) {
 	rng := rand.New(rand.NewPCG(seed, uint64(op.ID)))
-	if (op.Kind == ir.OpAllReduceAdd || op.Kind == ir.OpAllReduceAddRMSNorm) && op.Int("devices") > 1 {
+	if ref.IsCollective(op.Kind) && op.Int("devices") > 1 {
 		return rulestest.EvalMeshPair(op, rulestest.MeshArgs(op, op.Int("devices"), rng), opts)
 	}
 	fg, dg, err := rewrite.EquivalencePair(op)

@@ -46,7 +46,7 @@ var rowWiseOps = map[ir.OpKind]bool{
 	ir.OpMatmul: true, ir.OpMatmul2: true, ir.OpMatmul3: true, ir.OpMatmul4: true,
 	ir.OpMatmulAdd: true, ir.OpRMSNormMatmul: true, ir.OpMatmulSwiGLU: true,
 	ir.OpAddRMSNorm: true, ir.OpAllReduce: true, ir.OpAllReduceAdd: true, ir.OpAllReduceAddRMSNorm: true,
-	ir.OpAllGather: true, ir.OpArgmax: true, ir.OpEmbeddingReshape: true,
+	ir.OpAllGather: true, ir.OpArgmax: true, ir.OpArgmaxSharded: true, ir.OpEmbeddingReshape: true,
 }
 
 // PackRowsPass is the pass; see the section comment.

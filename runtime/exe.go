@@ -88,8 +88,22 @@ func (e *Executable) UploadTo(dev int, v *ir.Value, data []float32) error {
 	return e.Mesh.Upload(dev, n, data)
 }
 
-// Download reads v from device 0.
-func (e *Executable) Download(v *ir.Value) ([]float32, error) { return e.DownloadFrom(0, v) }
+// Download reads v whole: from device 0 when replicated, else every
+// device's shard joined along its split axis (ir.Dist.Join; the head's
+// vocab-sharded logits, which no program gathers).
+func (e *Executable) Download(v *ir.Value) ([]float32, error) {
+	if v.Type.Dist.IsReplicated() || e.Mesh.Devices() == 1 {
+		return e.DownloadFrom(0, v)
+	}
+	shards := make([][]float32, e.Mesh.Devices())
+	for d := range shards {
+		var err error
+		if shards[d], err = e.DownloadFrom(d, v); err != nil {
+			return nil, err
+		}
+	}
+	return v.Type.Dist.Join(v.Type.Shape, shards)
+}
 
 // DownloadFrom reads v from device dev.
 func (e *Executable) DownloadFrom(dev int, v *ir.Value) ([]float32, error) {

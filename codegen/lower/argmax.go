@@ -32,7 +32,12 @@ import (
 // values and -0 and +0 share a key; a NaN (m > 0x7F80) gets 0x20000, above
 // every number. A column replaces the row's best only when its key is
 // strictly greater and columns are visited in increasing order, so the first
-// maximum (or the first NaN) wins, as in the reference.
+// maximum (or the first NaN) wins, as in the reference. A word (two
+// columns) is first tested against the row's best: once the best is >= +0
+// with key k, a half of magnitude below k - 0x7FFF is a smaller positive
+// number, a zero or a negative number, never strictly greater, so a word
+// whose two halves both are is skipped without computing keys (at decode
+// almost every word once the row's first columns are seen).
 
 // argmaxSlot is the bytes of scratch per row: index at +0 (16-byte aligned
 // for the output write), best key at +4.
@@ -45,6 +50,13 @@ const argmaxBatch = 8
 const argmaxSemGathered = 0
 
 func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return buildArgmax(op, ctx, nil)
+}
+
+// buildArgmax builds the argmax program of op (operand x, result out);
+// with ex set, the leader runs ex's exchange with the other card on the
+// folded slots before it writes the indices (argmax_sharded).
+func buildArgmax(op *ir.Op, ctx *Context, ex *argmaxExchange) (*kir.Program, error) {
 	x, out := op.Operands[0], op.Result()
 	if x.Type.DType != ir.BF16 || x.Type.Layout != ir.TileLayout {
 		return nil, fmt.Errorf("rule argmax-input: the argmax scan reads bf16 tile-layout logits, got %s %s", x.Type.DType, x.Type.Layout)
@@ -71,6 +83,9 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if multi {
 		cbGather = sp.cbs.Pages(blocks.ScratchCB, "gathered", ir.UInt32, sp.plan.Cores*allRows*argmaxSlot, 1)
 		sp.p.AddSemaphore(kir.Semaphore{ID: argmaxSemGathered, Cores: sp.rs})
+	}
+	if ex != nil {
+		ex.resources(sp, allRows)
 	}
 	sp.planned("argmax")
 
@@ -120,7 +135,13 @@ func lowerArgmax(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			b.CBPopFront(cbLogits, kir.C(1))
 		})
 	})
+	if ex != nil {
+		ex.declare(wr)
+	}
 	writeOut := func() {
+		if ex != nil {
+			ex.leader(b, st, wAll, wN)
+		}
 		b.For("r", kir.C(0), wAll, func(r kir.Var) {
 			b.NoCAsyncWrite(kir.Add(st, kir.Mul(r, kir.Ci(argmaxSlot))), oAcc.PageAddr(r), kir.C(4))
 		})
@@ -159,28 +180,48 @@ func argmaxScanTile(b *kir.Builder, base kir.Var, st, c, tr kir.Expr, wRows, wN 
 		bkey := b.LetT("bkey", kir.U32T, kir.L1Read32{Addr: kir.Add(slot, kir.C(4))})
 		// Row r of a tile: face (r/16)*2 (+1 for columns 16..31), face row r%16.
 		rowOff := b.Let("row_off", kir.Add(kir.Mul(kir.Div(r, kir.C(16)), kir.C(1024)), kir.Mul(kir.Mod(r, kir.C(16)), kir.C(32))))
+		// lim is one more than the largest magnitude that cannot beat the
+		// best: bkey - 0x7FFF once the best is >= +0 (a half of magnitude
+		// below it is a smaller positive number, a negative one or a
+		// zero), else 0 (nothing is rejected).
+		lim := b.LetT("lim", kir.U32T, kir.C(0))
+		setLim := func() {
+			b.IfElse(kir.Ge(bkey, kir.C(0x8000)), func() { b.Assign(lim, kir.Sub(bkey, kir.C(0x7FFF))) }, func() { b.Assign(lim, kir.C(0)) })
+		}
+		setLim()
 		b.For("p", kir.C(0), kir.C(16), func(pp kir.Var) {
 			// Columns 2p and 2p+1 share one word (2p in the low half).
 			addr := kir.Add(base, kir.Add(rowOff, kir.Add(kir.Mul(kir.Div(pp, kir.C(8)), kir.C(512)), kir.Mul(kir.Mod(pp, kir.C(8)), kir.C(4)))))
 			word := b.Let("word", kir.L1Read32{Addr: addr})
-			for half := 0; half < 2; half++ {
-				col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
-				b.If(kir.Lt(col, wN), func() {
-					bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
-					mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
-					neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
-					key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
-					b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
-					b.If(kir.Gt(key, bkey), func() {
-						b.Assign(bkey, key)
-						b.Assign(bidx, col)
-					})
-				})
-			}
+			// Quick reject: both halves' magnitudes below lim.
+			b.If(kir.LOr(kir.Ge(kir.And(word, kir.C(0x7FFF)), lim), kir.Ge(kir.And(kir.Shr(word, kir.C(16)), kir.C(0x7FFF)), lim)), func() {
+				argmaxWord(b, word, c, pp, bkey, bidx, wN, setLim)
+			})
 		})
 		b.L1Write32(slot, bidx)
 		b.L1Write32(kir.Add(slot, kir.C(4)), bkey)
 	})
+}
+
+// argmaxWord folds the two columns of word (2p in the low half, 2p+1 in
+// the high one, of tile column c) into the row's best (bkey, bidx),
+// calling setLim after each replacement.
+func argmaxWord(b *kir.Builder, word kir.Var, c kir.Expr, pp kir.Var, bkey, bidx kir.Var, wN kir.ArgRef, setLim func()) {
+	for half := 0; half < 2; half++ {
+		col := b.Let("col", kir.Add(kir.Mul(c, kir.C(32)), kir.Add(kir.Mul(pp, kir.C(2)), kir.Ci(half))))
+		b.If(kir.Lt(col, wN), func() {
+			bits := b.Let("bits", kir.And(kir.Shr(word, kir.Ci(16*half)), kir.C(0xFFFF)))
+			mag := b.Let("mag", kir.And(bits, kir.C(0x7FFF)))
+			neg := b.Let("neg", kir.Shr(bits, kir.C(15)))
+			key := b.LetT("key", kir.U32T, kir.Sub(kir.Add(kir.C(0x8000), mag), kir.Mul(kir.Mul(kir.C(2), mag), neg)))
+			b.If(kir.Gt(mag, kir.C(0x7F80)), func() { b.Assign(key, kir.C(0x20000)) })
+			b.If(kir.Gt(key, bkey), func() {
+				b.Assign(bkey, key)
+				b.Assign(bidx, col)
+				setLim()
+			})
+		})
+	}
 }
 
 // argmaxFold gathers every core's (index, key) slots on the leader (core

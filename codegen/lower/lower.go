@@ -93,6 +93,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpMean:             lowerMean,
 	ir.OpEmbedding:        lowerEmbedding,
 	ir.OpArgmax:           lowerArgmax,
+	ir.OpArgmaxSharded:    lowerArgmaxSharded,
 	ir.OpToMemory:         lowerToMemory,
 	ir.OpReshape:          lowerReshape,
 	ir.OpSlice:            lowerSlice,

@@ -224,13 +224,15 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 	if prefill && o.Seq > 1 {
 		h = b.Slice(h, []int{0, o.Seq - 1, 0}, []int{B, o.Seq, H}) // the last token picks the next one
 	}
-	logits := b.Matmul(nn.RMSNorm(b, h, finalNorm, eps, 1), lmHead) // [B,1,vocab rows]
-	logits = tp.Gather(b, logits)
+	shard := b.Matmul(nn.RMSNorm(b, h, finalNorm, eps, 1), lmHead) // [B,1,vocab rows]
+	logits := tp.Gather(b, shard)
+	out := shard // without padding the logits output is the cards' shards, joined on the host
 	if n := logits.Type.Shape[2]; n > c.VocabSize {
 		logits = b.Slice(logits, []int{0, 0, 0}, []int{B, 1, c.VocabSize}) // drop the zero padding rows
+		out = logits
 	}
-	next := b.Argmax(logits) // [B,1,1] uint32
-	b.Output(logits, next)
+	next := b.Argmax(logits) // [B,1,1] uint32; argmax(all_gather) fuses to argmax_sharded
+	b.Output(out, next)
 	t.Mark("head")
 	counts.Head = t.Sum()
 	return b, counts

@@ -381,7 +381,8 @@ func checkEquivalent(t T, op *ir.Op) {
 }
 
 // checkEquivalentMesh is checkEquivalent for a fused collective spanning
-// more than one device (all_reduce_add, all_reduce_add_rmsnorm), which one
+// more than one device (all_reduce_add, all_reduce_add_rmsnorm,
+// argmax_sharded: every fused op ref.IsCollective reports), which one
 // device's operands cannot evaluate: every device gets its own random
 // operands, the fused op runs on the whole row (ref.FusedMeshOp) and the
 // decomposition on a 1xN mesh (ref.EvalMesh); in exact math every
@@ -389,7 +390,7 @@ func checkEquivalent(t T, op *ir.Op) {
 // reports whether op was such a collective (and so has been checked).
 func checkEquivalentMesh(t T, op *ir.Op) bool {
 	t.Helper()
-	if (op.Kind != ir.OpAllReduceAdd && op.Kind != ir.OpAllReduceAddRMSNorm) || op.Int("devices") <= 1 {
+	if !ref.IsCollective(op.Kind) || op.Int("devices") <= 1 {
 		return false
 	}
 	n := op.Int("devices")

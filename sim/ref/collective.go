@@ -179,3 +179,56 @@ func meshAllGather(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	}
 	return outs, nil
 }
+
+// evalArgmaxShardedOneDevice: the single-device evaluator of
+// argmax_sharded; over one device the gathered row is x itself, more
+// devices need FusedMeshOp (EvalMesh).
+func evalArgmaxShardedOneDevice(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	n, err := collectiveDevices(op)
+	if err != nil {
+		return nil, err
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operand; evaluate it with FusedMeshOp (EvalMesh)", op.Kind, n)
+	}
+	return evalArgmax(op, args, opts)
+}
+
+// meshArgmaxSharded: argmax of every device's x joined along the last dim
+// in device order, as argmax(all_gather(x, axis -1)) computes it: the
+// first maximum of the joined row wins, so on a tie the lower device's
+// index. Every device gets the same result.
+func meshArgmaxSharded(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, error) {
+	xs := make([]Tensor, len(args))
+	for d, dev := range args {
+		if len(dev) < 1 {
+			return nil, fmt.Errorf("device %d has no operand, want x", d)
+		}
+		if !dev[0].Shape.Equal(args[0][0].Shape) {
+			return nil, fmt.Errorf("rule collective-shapes: every device's x must have one shape; device 0 has %s, device %d has %s", args[0][0].Shape, d, dev[0].Shape)
+		}
+		xs[d] = dev[0]
+	}
+	if xs[0].Shape.Rank() == 0 {
+		return nil, fmt.Errorf("rule rank: cannot take the argmax of a scalar")
+	}
+	shape := xs[0].Shape.Clone()
+	last := shape[len(shape)-1]
+	shape[len(shape)-1] = last * len(xs)
+	g := NewTensor(shape)
+	rows := xs[0].Shape.Numel() / max(last, 1)
+	for r := range rows {
+		for d, x := range xs {
+			copy(g.Data[(r*len(xs)+d)*last:], x.Data[r*last:(r+1)*last])
+		}
+	}
+	res, err := evalArgmax(op, []Tensor{g}, opts)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([][]Tensor, len(xs))
+	for d := range outs {
+		outs[d] = []Tensor{res[0].Clone()}
+	}
+	return outs, nil
+}

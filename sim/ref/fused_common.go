@@ -34,6 +34,7 @@ func init() {
 		ir.OpAddRMSNorm:          evalAddRMSNorm,
 		ir.OpAllReduceAdd:        evalAllReduceAddOneDevice,
 		ir.OpAllReduceAddRMSNorm: evalAllReduceAddOneDevice,
+		ir.OpArgmaxSharded:       evalArgmaxShardedOneDevice,
 		ir.OpEltwiseChain:        evalEltwiseChain,
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 	})
@@ -52,6 +53,7 @@ type meshOpFunc func(op *ir.Op, args [][]Tensor, opts Options) ([][]Tensor, erro
 var fusedMeshEvaluators = map[ir.OpKind]meshOpFunc{
 	ir.OpAllReduceAdd:        meshAllReduceAdd,
 	ir.OpAllReduceAddRMSNorm: meshAllReduceAdd,
+	ir.OpArgmaxSharded:       meshArgmaxSharded,
 }
 
 // isFusedCollective reports whether k is a fused collective, evaluated

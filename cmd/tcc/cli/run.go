@@ -754,6 +754,24 @@ func evalStep(g *ir.Graph, weights []map[string][]float32, state []map[string][]
 			state[d][s.Name] = outs[d][nv].Data
 		}
 	}
+	// A split output (the vocab-sharded logits) is read whole, as the
+	// executable's Download joins it.
+	for _, v := range g.Outputs {
+		if v.Type.Dist.IsReplicated() || len(outs) == 1 {
+			continue
+		}
+		shards := make([][]float32, len(outs))
+		for d := range outs {
+			shards[d] = outs[d][v].Data
+		}
+		data, err := v.Type.Dist.Join(v.Type.Shape, shards)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", v.Name, err)
+		}
+		whole := v.Type.Shape.Clone()
+		whole[v.Type.Dist.Axis] *= len(outs)
+		outs[0][v] = ref.Tensor{Shape: whole, Data: data}
+	}
 	return outs[0], nil
 }
 

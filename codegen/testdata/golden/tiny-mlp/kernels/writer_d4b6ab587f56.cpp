@@ -37,34 +37,52 @@ void kernel_main() {
             uint32_t bidx = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(slot);
             uint32_t bkey = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(slot + 4u);
             uint32_t row_off = r_2 / 16u * 1024u + r_2 % 16u * 32u;
+            uint32_t lim = 0;
+            if (bkey >= 32768u) {
+                lim = bkey - 32767u;
+            } else {
+                lim = 0;
+            }
             for (uint32_t p = 0; p < 16; ++p) {
                 uint32_t word = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(base + row_off + p / 8u * 512u + p % 8u * 4u);
-                uint32_t col = c * 32u + p * 2u + 0u;
-                if (col < n) {
-                    uint32_t bits = (word >> 0u) & 65535u;
-                    uint32_t mag = bits & 32767u;
-                    uint32_t neg = bits >> 15u;
-                    uint32_t key = 32768u + mag - 2u * mag * neg;
-                    if (mag > 32640u) {
-                        key = 131072;
+                if ((word & 32767u) >= lim || ((word >> 16u) & 32767u) >= lim) {
+                    uint32_t col = c * 32u + p * 2u + 0u;
+                    if (col < n) {
+                        uint32_t bits = (word >> 0u) & 65535u;
+                        uint32_t mag = bits & 32767u;
+                        uint32_t neg = bits >> 15u;
+                        uint32_t key = 32768u + mag - 2u * mag * neg;
+                        if (mag > 32640u) {
+                            key = 131072;
+                        }
+                        if (key > bkey) {
+                            bkey = key;
+                            bidx = col;
+                            if (bkey >= 32768u) {
+                                lim = bkey - 32767u;
+                            } else {
+                                lim = 0;
+                            }
+                        }
                     }
-                    if (key > bkey) {
-                        bkey = key;
-                        bidx = col;
-                    }
-                }
-                uint32_t col_2 = c * 32u + p * 2u + 1u;
-                if (col_2 < n) {
-                    uint32_t bits_2 = (word >> 16u) & 65535u;
-                    uint32_t mag_2 = bits_2 & 32767u;
-                    uint32_t neg_2 = bits_2 >> 15u;
-                    uint32_t key_2 = 32768u + mag_2 - 2u * mag_2 * neg_2;
-                    if (mag_2 > 32640u) {
-                        key_2 = 131072;
-                    }
-                    if (key_2 > bkey) {
-                        bkey = key_2;
-                        bidx = col_2;
+                    uint32_t col_2 = c * 32u + p * 2u + 1u;
+                    if (col_2 < n) {
+                        uint32_t bits_2 = (word >> 16u) & 65535u;
+                        uint32_t mag_2 = bits_2 & 32767u;
+                        uint32_t neg_2 = bits_2 >> 15u;
+                        uint32_t key_2 = 32768u + mag_2 - 2u * mag_2 * neg_2;
+                        if (mag_2 > 32640u) {
+                            key_2 = 131072;
+                        }
+                        if (key_2 > bkey) {
+                            bkey = key_2;
+                            bidx = col_2;
+                            if (bkey >= 32768u) {
+                                lim = bkey - 32767u;
+                            } else {
+                                lim = 0;
+                            }
+                        }
                     }
                 }
             }
