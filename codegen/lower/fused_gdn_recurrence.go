@@ -428,13 +428,16 @@ func (r *gdnRec) compute() *kir.Kernel {
 	}
 	k := gdnCompute{r, c}
 	k.c.Startup(r.cb.q, r.cb.q2, r.cb.r)
-	if r.exact {
-		k.c.B.CBWaitFront(r.cb.eye, one)
-	}
 	k.c.For("i", z0, ccount, func(i kir.Var) {
 		k.normQK()
 		if k.zRows > 0 || k.gRows > 0 {
 			k.c.If(kir.Eq(i, z0), k.computePacked, nil)
+		}
+		if r.exact {
+			// The writer's identity tile, first read by decay: the q and k
+			// norms do not wait for it (a wait for a page already there
+			// returns at once).
+			k.c.B.CBWaitFront(r.cb.eye, one)
 		}
 		k.decay()
 		k.delta()

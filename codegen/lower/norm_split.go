@@ -125,13 +125,19 @@ func (ns *normSplit) outPages() int {
 
 // writeChunk emits the writer's stores of the count result tiles of cb
 // (outPages deep) to pages start.. of a: one barrier for the chunk when
-// batched, else a barrier per tile.
+// batched, else a barrier per tile. Batched, a tile of few live rows
+// (ns.live) is written as those rows (blocks.WriteTilesLive; its padding
+// rows are no reader's). The writer calls it once per result CB.
 func (ns *normSplit) writeChunk(b *kir.Builder, a *blocks.Access, cb int, start, count kir.Expr) {
 	if !ns.batched() {
 		blocks.WritePages(b, a, cb, start, count)
 		return
 	}
 	b.If(kir.Gt(count, kir.C(0)), func() {
+		if eb := blocks.ElemBytes(a.Buf.DType); ns.live > 0 && ns.live < ir.TileSize && (eb == 2 || eb == 4) {
+			blocks.WriteTilesLive(b, a, cb, start, count, ns.live, eb, ns.outPages(), b.LetT("out_pos", kir.U32T, kir.C(0)))
+			return
+		}
 		blocks.WritePagesBatch(b, a, cb, count, func(i kir.Expr) kir.Expr { return kir.Add(start, i) })
 	})
 }

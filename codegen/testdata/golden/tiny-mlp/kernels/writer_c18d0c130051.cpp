@@ -116,14 +116,23 @@ void kernel_main() {
     }
     cb_push_back(3, 1);
     if (count > 0u) {
-        cb_wait_front(16, 1);
-        uint32_t l1 = get_read_ptr(16);
+        uint32_t out_pos = 0;
+        uint32_t pending = 0;
         for (uint32_t i = 0; i < count; ++i) {
-            cb_wait_front(16, i + 1u);
-            noc_async_write(l1 + i * 2048u, get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, out_addr + (start + i) / NUM_DRAM_BANKS * 2048u), 2048);
+            cb_wait_front(16, pending + 1u);
+            uint32_t l1 = get_read_ptr(16) + pending * 2048u;
+            noc_async_write(l1 + 0u, get_noc_addr_from_bank_id<true>((start + i) % NUM_DRAM_BANKS, out_addr + (start + i) / NUM_DRAM_BANKS * 2048u), 576);
+            pending = pending + 1u;
+            out_pos = out_pos + 1u;
+            if ((out_pos == 1u) | (i + 1u == count)) {
+                noc_async_write_barrier();
+                cb_pop_front(16, pending);
+                pending = 0;
+                if (out_pos == 1u) {
+                    out_pos = 0;
+                }
+            }
         }
-        noc_async_write_barrier();
-        cb_pop_front(16, count);
     }
     noc_async_atomic_barrier();
 }
