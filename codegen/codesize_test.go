@@ -118,10 +118,12 @@ func TestCodeEstimateTermsMatchCalibration(t *testing.T) {
 			}
 		}
 	}
-	// The sample was measured on an earlier build (10e6f01); re-plans
-	// (core counts) and changed kernels rename them: 10 of today's are in
-	// it. Below 8 the check says too little: re-measure the sample (its
-	// header says how).
+	t.Logf("%d kernels of the build are in the measured sample", matched)
+	// The sample was measured on the build of 28c45bb: 43 of today's are
+	// in it, every kernel source of the decode build the JIT builds with a
+	// stock compiler (58 less 6 ethernet and 9 SFPU compute kernels).
+	// Re-plans (core counts) and changed kernels rename them; below 8 the
+	// check says too little: re-measure the sample (its header says how).
 	if matched < 8 {
 		t.Errorf("%d kernels of the build are in the measured sample; want at least 8", matched)
 	}

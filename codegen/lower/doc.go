@@ -216,7 +216,7 @@
 //     spin forever. Corners come from kir.McastCorners(noc, lo, hi).
 //   - code-size: kernel binaries share the 69 KiB kernel-config ring with
 //     runtime args, semaphores and CB configs. kir.EstimateCode sizes each
-//     kernel from its kernel IR (calibrated on 160 kernels compiled with
+//     kernel from its kernel IR (calibrated on 175 kernels compiled with
 //     riscv GCC against the pinned release: never below the real size, at
 //     most 1.5x over 4 KiB) and checks each RISC's budget and the ring
 //     (codegen/target/codesize.go).
