@@ -124,8 +124,9 @@ func DimsFor(o Options, mesh ir.Mesh) (Dims, error) {
 // "rope.sin" [B, rotary dim] bf16 (RopeTables: row b for pos[b]); prefill:
 // "tokens" [B, S], "pos" [1] (the first new position of every user) and "rope.cos", "rope.sin" [S, 1, rotary
 // dim] (RopePrefillTables). Outputs: the logits of each user's last token
-// [B, 1, vocab] (gathered over the devices) and the greedy next token
-// [B, 1, 1] uint32.
+// [B, 1, vocab] (each device's vocab shard, split over the devices and
+// joined on the host (ir.Dist.Join); gathered on the devices only when the
+// vocab is padded) and the greedy next token [B, 1, 1] uint32.
 func BuildGraph(o Options, mesh ir.Mesh) (*ir.Graph, *Counts, error) {
 	d, err := DimsFor(o, mesh)
 	if err != nil {
