@@ -225,7 +225,25 @@ func (r result) states() map[string][]ref.Tensor {
 	return out
 }
 
-func (r result) logits(d int) []float32 { return r.res[d][r.g.Outputs[0]].Data }
+// logits are the logits device d's host reads: the whole vocab, joined
+// over the devices when each holds a shard (the output's Dist), as
+// Executable.Download joins them.
+func (r result) logits(d int) []float32 {
+	out := r.g.Outputs[0]
+	shards := make([][]float32, len(r.res))
+	for i := range r.res {
+		shards[i] = r.res[i][out].Data
+	}
+	if out.Type.Dist.IsReplicated() {
+		return r.res[d][out].Data
+	}
+	joined, err := out.Type.Dist.Join(out.Type.Shape, shards)
+	if err != nil {
+		panic(fmt.Sprintf("logits of %s: %v", out, err))
+	}
+	return joined
+}
+
 func (r result) next(d int) []float32   { return r.res[d][r.g.Outputs[1]].Data }
 
 // checkTokens checks the greedy tokens of got against want's logits:

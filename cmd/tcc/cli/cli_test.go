@@ -211,7 +211,7 @@ func TestRunQwenSmallEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --check failed: %v", err)
 	}
-	for _, want := range []string{"prefill: ", "decode: 79 programs per device", "decode 15", "check passed"} {
+	for _, want := range []string{"prefill: ", "decode: 78 programs per device", "decode 15", "check passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
