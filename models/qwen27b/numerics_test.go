@@ -244,7 +244,7 @@ func (r result) logits(d int) []float32 {
 	return joined
 }
 
-func (r result) next(d int) []float32   { return r.res[d][r.g.Outputs[1]].Data }
+func (r result) next(d int) []float32 { return r.res[d][r.g.Outputs[1]].Data }
 
 // checkTokens checks the greedy tokens of got against want's logits:
 // where want's best logit leads the second by more than twice the largest
