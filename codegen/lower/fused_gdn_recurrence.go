@@ -308,11 +308,7 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count ki
 		ts = append(ts, &gdnRow{acc: a.z, cb: c.z, cb2: -1, first: zt, n: vc, eb: r.ebZ})
 	}
 	ts = append(ts, &gdnRow{acc: a.w, cb: c.w, cb2: -1, first: v0, n: vc, eb: r.ebW})
-	for ti, rt := range ts {
-		if ti > 0 && ts[ti-1].raw {
-			b.NoCAsyncReadBarrier()
-			pushRaw(b, ts[ti-1])
-		}
+	for _, rt := range ts {
 		rt.l1 = blocks.Reserve(b, rt.cb, kir.Ci(rt.n), "row")
 		if rt.raw && rt.cb2 >= 0 {
 			rt.l1b = blocks.Reserve(b, rt.cb2, kir.Ci(rt.n), "row2")
@@ -320,6 +316,10 @@ func (r *gdnRec) readItem(b *kir.Builder, a gdnReads, i kir.Var, start, count ki
 		for j := 0; j < rt.n; j++ {
 			off := kir.Ci(j * rt.acc.PageSize())
 			blocks.ReadTileLive(b, rt.acc, kir.Add(rt.first, kir.Ci(j)), kir.Add(rt.l1, off), 1, rt.eb)
+		}
+		if rt.raw {
+			b.NoCAsyncReadBarrier()
+			pushRaw(b, rt)
 		}
 	}
 	scs := []*gdnScalar{{acc: a.beta, cb: c.beta, eb: r.ebBeta}}

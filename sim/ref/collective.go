@@ -72,19 +72,31 @@ func collectiveAxis(op *ir.Op, r int) (int, error) {
 	return attrAxis(op, "axis", r)
 }
 
+// oneDevice checks that collective op spans one device: over more, one
+// device's operands cannot evaluate it (how: what evaluates it instead).
+func oneDevice(op *ir.Op, how string) error {
+	n, err := collectiveDevices(op)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operands; %s", op.Kind, n, how)
+	}
+	return nil
+}
+
 // evalCollectiveOneDevice is the single-device evaluator of a collective:
 // the identity when the devices attribute is 1, an error otherwise.
 func evalCollectiveOneDevice(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
-	n, err := collectiveDevices(op)
-	if err != nil {
+	x := args[0]
+	if _, err := collectiveDevices(op); err != nil {
 		return nil, err
 	}
-	x := args[0]
 	if _, err := collectiveAxis(op, x.Shape.Rank()); err != nil {
 		return nil, err
 	}
-	if n != 1 {
-		return nil, fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operand; evaluate the graph with EvalMesh", op.Kind, n)
+	if err := oneDevice(op, "evaluate the graph with EvalMesh"); err != nil {
+		return nil, err
 	}
 	return []Tensor{x.Clone()}, nil
 }
@@ -184,12 +196,8 @@ func meshAllGather(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 // argmax_sharded; over one device the gathered row is x itself, more
 // devices need FusedMeshOp (EvalMesh).
 func evalArgmaxShardedOneDevice(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-	n, err := collectiveDevices(op)
-	if err != nil {
+	if err := oneDevice(op, "evaluate it with FusedMeshOp (EvalMesh)"); err != nil {
 		return nil, err
-	}
-	if n != 1 {
-		return nil, fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operand; evaluate it with FusedMeshOp (EvalMesh)", op.Kind, n)
 	}
 	return evalArgmax(op, args, opts)
 }

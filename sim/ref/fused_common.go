@@ -268,12 +268,8 @@ func allReduceAddTail(op *ir.Op, s Tensor, dev []Tensor, opts Options) ([]Tensor
 // evalAllReduceAddOneDevice: the single-device evaluator; the sum over one
 // device is x itself, more devices need FusedMeshOp.
 func evalAllReduceAddOneDevice(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-	n, err := collectiveDevices(op)
-	if err != nil {
+	if err := oneDevice(op, "evaluate it with FusedMeshOp (EvalMesh)"); err != nil {
 		return nil, err
-	}
-	if n != 1 {
-		return nil, fmt.Errorf("rule collective-single-device: %s over %d devices needs every device's operands; evaluate it with FusedMeshOp (EvalMesh)", op.Kind, n)
 	}
 	return allReduceAddTail(op, args[0].Clone(), args, opts)
 }
