@@ -76,7 +76,7 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		step.Param = float32(v)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x}}, false, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{{v: x}}, false, int(kir.SFPUTable[sf].Cycles), func(c *blocks.Compute, in []int, out int) {
 		c.Unary(in[0], out, []blocks.SFPUStep{step})
 	})
 }
@@ -99,7 +99,7 @@ func lowerTypecast(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have the operand's shape %s", out.Type.Shape, x.Type.Shape)
 	}
 	in := eltInput{v: x, zeroPad: out.Type.DType.IsBlockFloat() && !x.Type.DType.IsBlockFloat()}
-	return eltwiseProgram(op, ctx, []eltInput{in}, false, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{in}, false, 0, func(c *blocks.Compute, in []int, out int) {
 		c.Unary(in[0], out, nil)
 	})
 }
@@ -218,7 +218,7 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 			first, second, fb, sb, neg = in1, in0, bb, ba, true
 		}
-		return eltwiseProgram(op, ctx, []eltInput{first, second}, true, func(c *blocks.Compute, in []int, out int) {
+		return eltwiseProgram(op, ctx, []eltInput{first, second}, true, 2*EltwiseTileCycles+UnpackTileCycles, func(c *blocks.Compute, in []int, out int) {
 			x, y, zero, tmp := in[0], in[1], in[2], in[3]
 			c.BinaryTileKeepA(kir.EltAdd, fb, zero, x, tmp)
 			c.BinaryTile(eop, sb, tmp, y, out, neg, nil)
@@ -233,13 +233,13 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		// the row first (0 + bcast_rows(b), exact, into an fp32 scratch
 		// tile), then subtract tile by tile. b passes through a source
 		// register once either way, so the result is the same.
-		return eltwiseProgram(op, ctx, []eltInput{in0, in1}, true, func(c *blocks.Compute, in []int, out int) {
+		return eltwiseProgram(op, ctx, []eltInput{in0, in1}, true, 2*EltwiseTileCycles+UnpackTileCycles, func(c *blocks.Compute, in []int, out int) {
 			x, b, zero, tmp := in[0], in[1], in[2], in[3]
 			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, zero, b, tmp)
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
 	}
-	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, false, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, false, EltwiseTileCycles, func(c *blocks.Compute, in []int, out int) {
 		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)
 	})
 }
@@ -249,14 +249,15 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // consumes one page of each input CB and produces one page of out. With
 // zero the reader also pushes one fp32 zero tile once, which compute holds
 // through its loop, and step gets its CB and an fp32 scratch CB after the
-// inputs'.
-func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
+// inputs'. opCycles is step's math time per tile besides unpacking its
+// inputs and packing its result (the split's cost: planStream).
+func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCycles int, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
 	out := op.Result()
 	bytes := out.Type.DType.TileBytes()
 	for _, in := range ins {
 		bytes += in.v.Type.DType.TileBytes()
 	}
-	s := startProgram(op, ctx, planEltwise(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes))
+	s := startProgram(op, ctx, planStream(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes, len(ins)*UnpackTileCycles+opCycles+PackTileCycles))
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)

@@ -266,7 +266,7 @@ func transposeTiles(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		bb := kir.Div(q, kir.Ci(oi.Rt))
 		return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(xi.Rt)), tc), kir.Ci(xi.Ct)), tr)
 	}
-	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, false, func(c *blocks.Compute, in []int, out int) {
+	return eltwiseProgram(op, ctx, []eltInput{{v: x, page: page}}, false, EltwiseTileCycles, func(c *blocks.Compute, in []int, out int) {
 		c.B.CBWaitFront(in[0], kir.C(1))
 		c.Acquire()
 		c.Transpose(in[0], kir.C(0), kir.C(0))
@@ -291,7 +291,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	if ps != dps || pages != dpages {
 		return nil, fmt.Errorf("rule page-copy: %s has %d pages of %d bytes, %s %d of %d", src, pages, ps, dst, dpages, dps)
 	}
-	sp := startProgram(op, ctx, PlanSplit(pages, t.NumWorkers(), max(EltwiseTileCycles, 2*ps/NoCBytesPerCycle), 0, 2*pages*ps/DRAMBytesPerCycle))
+	sp := startProgram(op, ctx, planStream(pages, t.NumWorkers(), 2*ps, EltwiseTileCycles))
 	// Pages 64 bytes apart at least, so each DRAM read lands at its
 	// source's offset modulo 64 (small row-major pages: token ids).
 	cb := sp.cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
