@@ -20,6 +20,9 @@ type Build struct {
 	// printed holds each kernel's C++ as Compile printed it (nil for a
 	// Build assembled by hand: render prints).
 	printed map[*kir.Kernel][]byte
+	// views maps each reshape result that is a view (viewAliases) to the
+	// value whose buffer it reads.
+	views map[*ir.Value]*ir.Value
 }
 
 // Program is the device program of one graph op.
@@ -78,7 +81,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	ctx := lower.NewContext(t)
 	m := newMemo(t)
 	ctx.Validate = m.validate
-	alias, err := stateAliases(g)
+	alias, err := bufferAliases(g)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +94,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 			return nil, err
 		}
 	}
-	b := &Build{Graph: g, Target: t, printed: m.printed}
+	b := &Build{Graph: g, Target: t, printed: m.printed, views: map[*ir.Value]*ir.Value{}}
 	byName := map[string]*ir.Value{}
 	var errs []error
 	fail := func(err error) {
@@ -124,6 +127,10 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 		}
 	}
 	for _, op := range g.Ops() {
+		if isView(op, alias) {
+			b.views[op.Result()] = alias[op.Result()]
+			continue // its result is its operand's buffer (viewAliases)
+		}
 		for _, r := range op.Results {
 			if _, inPlace := alias[r]; !inPlace {
 				addBuffer(r, op.Where())
@@ -163,6 +170,61 @@ func weightBlocks(g *ir.Graph, t *target.Target, fid ir.MathFidelity) map[*ir.Va
 		}
 	}
 	return out
+}
+
+// bufferAliases is stateAliases plus viewAliases: every value written into
+// (or read from) another value's buffer, mapped to that value.
+func bufferAliases(g *ir.Graph) (map[*ir.Value]*ir.Value, error) {
+	alias, err := stateAliases(g)
+	if err != nil {
+		return nil, err
+	}
+	viewAliases(g, alias)
+	return alias, nil
+}
+
+// viewAliases adds to alias every reshape whose result is a view of its
+// operand (lower.ReshapeIsView: same pages, byte for byte), mapped to the
+// buffer the operand lives in, so Compile builds no program for it (a
+// 256-token prefill step had ~700 such page copies per device, e.g.
+// [1,24,256,128] -> [1,24,8,32,128] into chunks). Only values no program
+// writes after the reshape qualify: the operand is an op result or an
+// input (not a state, which a later op may update in place, nor a weight,
+// whose pages may be laid out in blocks), and the result is neither a
+// graph output nor a state's new value (those are writes into their own
+// buffers).
+func viewAliases(g *ir.Graph, alias map[*ir.Value]*ir.Value) {
+	pinned := map[*ir.Value]bool{}
+	for _, v := range g.Outputs {
+		pinned[v] = true
+	}
+	for _, v := range g.StateUpdates {
+		pinned[v] = true
+	}
+	for _, op := range g.Ops() {
+		if op.Kind != ir.OpReshape || len(op.Operands) != 1 || len(op.Results) != 1 {
+			continue
+		}
+		x, out := op.Operands[0], op.Result()
+		root := x
+		if a, ok := alias[x]; ok {
+			root = a
+		}
+		if pinned[out] || (root.Kind != ir.KindResult && root.Kind != ir.KindInput) || !lower.ReshapeIsView(x, out) {
+			continue
+		}
+		alias[out] = root
+	}
+}
+
+// isView reports whether op is a reshape viewAliases made a view: its
+// result's buffer is its operand's.
+func isView(op *ir.Op, alias map[*ir.Value]*ir.Value) bool {
+	if op.Kind != ir.OpReshape || len(op.Results) != 1 {
+		return false
+	}
+	a, ok := alias[op.Result()]
+	return ok && a.Kind != ir.KindState
 }
 
 // stateAliases maps each state's new value to the state, so the op that
@@ -213,8 +275,12 @@ func (b *Build) Buffer(name string) *BufferSpec {
 }
 
 // BufferOf returns the spec of the buffer holding value v (for a state's
-// new value, the state's own buffer), or nil.
+// new value, the state's own buffer; for a reshape view, its operand's
+// buffer), or nil.
 func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
+	if root, ok := b.views[v]; ok {
+		v = root
+	}
 	for s, nv := range b.Graph.StateUpdates {
 		if nv == v {
 			v = s

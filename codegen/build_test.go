@@ -221,3 +221,64 @@ func TestTinyMLPOnSim(t *testing.T) {
 		}
 	}
 }
+
+// TestReshapeViews checks that a reshape keeping every page (a view) gets
+// no program and no buffer of its own, that its readers read its operand's
+// buffer, and that the results on the simulator are the reference's; a
+// reshape that moves values, and one whose result is a graph output, keep
+// their programs.
+func TestReshapeViews(t *testing.T) {
+	b := ir.NewBuilder("views")
+	x := b.Input("x", ir.T(ir.BF16, 1, 2, 64, 32))
+	e := b.Exp(x)
+	view := b.Reshape(e, []int{1, 2, 2, 32, 32}) // [.., 64, 32] -> [.., 2, 32, 32]: same pages
+	moved := b.Reshape(b.Exp(view), []int{1, 64, 64})
+	out := b.Reshape(b.Exp(moved), []int{1, 2, 2048}) // moves values, and an output
+	b.Output(out)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, p := range bd.Programs {
+		kinds = append(kinds, p.Op.Kind.String())
+	}
+	if diff := cmp.Diff([]string{"exp", "exp", "reshape", "exp", "reshape"}, kinds); diff != "" {
+		t.Errorf("programs (-want +got):\n%s", diff)
+	}
+	if bd.BufferOf(view) == nil || bd.BufferOf(view).Name != bd.BufferOf(e).Name {
+		t.Errorf("the view's buffer is %v, want its operand's %v", bd.BufferOf(view), bd.BufferOf(e))
+	}
+	rng := rand.New(rand.NewSource(1))
+	data := make([]float32, x.Type.Shape.Numel())
+	for i := range data {
+		data[i] = float32(rng.NormFloat64())
+	}
+	env := map[*ir.Value]ref.Tensor{x: {Shape: x.Type.Shape, Data: data}}
+	want, err := ref.Eval(g, env, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := kexec.NewDevice(bd.Target)
+	for _, spec := range bd.Buffers {
+		if _, err := d.Alloc(spec.Buffer()); err != nil {
+			t.Fatal(err)
+		}
+		if spec.Value == x {
+			upload(t, d, spec, data)
+		}
+	}
+	for _, p := range bd.Programs {
+		if _, err := d.Run(p.Kernel, kexec.RunOptions{}); err != nil {
+			t.Fatalf("%s: %v", p.Op.Where(), err)
+		}
+	}
+	got := download(t, d, bd.BufferOf(out))
+	if pcc := numerics.PCC(want[out].Data, got); pcc < 0.9999 {
+		t.Errorf("output PCC %.6f against the reference", pcc)
+	}
+}

@@ -129,7 +129,7 @@ func dramBytes(t *target.Target, b kir.Buffer) int64 {
 // written in place, each with its page layout (lower.PageLayout) and
 // weight blocks. It fails when a value has no page layout.
 func GraphMemory(g *ir.Graph, t *target.Target) (MemoryUse, error) {
-	alias, err := stateAliases(g)
+	alias, err := bufferAliases(g)
 	if err != nil {
 		return MemoryUse{Capacity: t.DRAMBytes()}, err
 	}

@@ -35,6 +35,16 @@ func lowerToMemory(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return pageCopyProgram(op, ctx, x, out)
 }
 
+// ReshapeIsView reports whether reshape(x) = out can share x's buffer (no
+// program): both tile layout with the same dtype and placement (DRAM or L1
+// interleaved) and every page kept (sameTiles), so each page of out is the
+// same page of x, byte for byte.
+func ReshapeIsView(x, out *ir.Value) bool {
+	xt, ot := x.Type, out.Type
+	return xt.Layout == ir.TileLayout && ot.Layout == ir.TileLayout && xt.DType == ot.DType &&
+		xt.Mem == ot.Mem && !xt.Mem.Kind.IsSharded() && sameTiles(xt.Shape, ot.Shape)
+}
+
 // sameTiles reports whether a reshape from a to b keeps every page.
 func sameTiles(a, b ir.Shape) bool {
 	ia, ib := blocks.ImageOf(a), blocks.ImageOf(b)
