@@ -59,6 +59,7 @@ const (
 	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
+	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
 	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
@@ -608,6 +609,18 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeEltwiseChain,
+}, OpLayoutChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "steps",
+	}},
+	Class:    "layout",
+	Doc:      "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed",
+	Fused:    true,
+	Name:     "layout_chain",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeLayoutChain,
 }, OpEmbeddingReshape: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInts,
@@ -1052,6 +1065,12 @@ func (bld *Builder) AllReduceAddRMSNorm(x *Value, residual *Value, w *Value, dev
 func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
 	attrs := Attrs{"ops": ops}
 	return bld.Emit(OpEltwiseChain, []*Value{x}, attrs)[0]
+}
+
+// LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
+func (bld *Builder) LayoutChain(x *Value, steps string) *Value {
+	attrs := Attrs{"steps": steps}
+	return bld.Emit(OpLayoutChain, []*Value{x}, attrs)[0]
 }
 
 // EmbeddingReshape appends a embedding_reshape op: out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged

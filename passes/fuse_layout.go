@@ -31,7 +31,181 @@ import (
 //     embedding_reshape: the gather writes each row at its place in the
 //     reshaped result (same row-major order, so only the output's page
 //     indices change).
-var _ = registerRules("layout", ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFuseEmbeddingReshape)
+//   - FuseLayoutChain<Op>: two data movements in a row (slice, reshape,
+//     repeat_interleave, transpose, or a layout_chain of them), whose
+//     intermediate nothing else reads, are one layout_chain: one program
+//     that assembles each result tile straight from the operand's tiles
+//     through the composed index map. The GDN prefill's head split
+//     (slice, reshape, repeat_interleave, transpose: [B,S,C] ->
+//     [B,H,S,D]) then copies whole tiles, where its steps each gathered
+//     rows from many tiles. Left out: reshape(reshape) (CollapseReshape)
+//     and transposes of the last two dims that are not fp32 (those run
+//     transpose_wh_tile on the compute kernel).
+//   - NormBeforeLayout: an RMSNorm of moved rows is the moved RMSNorm of
+//     the rows, when the movement keeps every row whole (no step touches
+//     the last dim): each row is normed on its own, so the values are the
+//     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
+//     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
+//     it in one whole-tile layout_chain.
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
+
+// keepsRows reports whether a data movement from in to out (full shapes)
+// keeps every row (last-dim run) whole and in order: the last dims are
+// equal and no step moves along it.
+func keepsRows(st ir.LayoutStep, in, out ir.Shape) bool {
+	r := in.Rank()
+	if r == 0 || out.Rank() == 0 || in[r-1] != out[out.Rank()-1] {
+		return false
+	}
+	last := out.Rank() - 1
+	axis := func(name string) int {
+		v, _ := st.Attrs[name].(int)
+		if v < 0 {
+			v += out.Rank()
+		}
+		return v
+	}
+	switch st.Op {
+	case ir.OpReshape, ir.OpSlice:
+		return true // the last dims are equal: rows move whole
+	case ir.OpRepeatInterleave:
+		return axis("axis") != last
+	case ir.OpTranspose:
+		return axis("dim0") != last && axis("dim1") != last
+	}
+	return false
+}
+
+func ruleNormBeforeLayout() *rw.Rule {
+	var alts []*rw.Pattern
+	for _, k := range append(ir.LayoutChainOps(), ir.OpLayoutChain) {
+		alts = append(alts, rw.Op(k, rw.Var("y")).As("move"))
+	}
+	return &rw.Rule{
+		Name:    "NormBeforeLayout",
+		Rewrite: "rms_norm(m(y), w) with m data movements keeping rows whole => m(rms_norm(y, w))",
+		Pattern: rw.Op(ir.OpRMSNorm, rw.OneOf(alts...), rw.Var("w")),
+		Where: func(m *rw.Match) bool {
+			y, move := m.Value("y"), m.Op("move")
+			steps, ok := layoutStepsOf(move)
+			if !ok || y.Type.Layout != ir.TileLayout || y.Type.DType != m.Root.Result().Type.DType {
+				return false
+			}
+			types, err := ir.LayoutChainTypes(y.Type, steps)
+			if err != nil {
+				return false
+			}
+			in := y.Type.Shape
+			for i, st := range steps {
+				if !keepsRows(st, in, types[i].Shape) {
+					return false
+				}
+				in = types[i].Shape
+			}
+			return true
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			n, err := b.Emit1(ir.OpRMSNorm, []*ir.Value{m.Value("y"), m.Value("w")}, m.Root.Attrs)
+			if err != nil {
+				return nil, err
+			}
+			// The movement as its steps (a fused layout_chain emitted here
+			// would record this match as its decomposition); FuseLayoutChain
+			// joins them again.
+			steps, _ := layoutStepsOf(m.Op("move"))
+			for _, st := range steps {
+				if n, err = b.Emit1(st.Op, []*ir.Value{n}, st.Attrs); err != nil {
+					return nil, err
+				}
+			}
+			return []*ir.Value{n}, nil
+		},
+	}
+}
+
+// layoutChainRules are the FuseLayoutChain rules, one per kind of the
+// chain's last step (a layout_chain last: FuseLayoutChainMerge).
+func layoutChainRules() []func() *rw.Rule {
+	var rules []func() *rw.Rule
+	for _, k := range append(ir.LayoutChainOps(), ir.OpLayoutChain) {
+		rules = append(rules, layoutChainRule(k))
+	}
+	return rules
+}
+
+// layoutStepsOf returns the data movements op stands for: its steps
+// attribute for a layout_chain, else the op itself as one step.
+func layoutStepsOf(op *ir.Op) ([]ir.LayoutStep, bool) {
+	if op.Kind == ir.OpLayoutChain {
+		s, err := ir.ParseLayoutChain(op.Str("steps"))
+		return s, err == nil
+	}
+	attrs := ir.Attrs{}
+	for _, a := range op.Kind.Info().Attrs {
+		if v, ok := op.Attrs[a.Name]; ok {
+			attrs[a.Name] = v
+		}
+	}
+	return []ir.LayoutStep{{Op: op.Kind, Attrs: attrs}}, true
+}
+
+// tileTranspose reports whether op transposes the last two dims of a
+// tensor that is not fp32 (lowered with transpose_wh_tile, not moved).
+func tileTranspose(op *ir.Op) bool {
+	if op.Kind != ir.OpTranspose {
+		return false
+	}
+	out := op.Result()
+	r := out.Type.Shape.Rank()
+	d0, d1 := op.Int("dim0"), op.Int("dim1")
+	if d0 < 0 {
+		d0 += r
+	}
+	if d1 < 0 {
+		d1 += r
+	}
+	return min(d0, d1) == r-2 && max(d0, d1) == r-1 && out.Type.DType != ir.FP32
+}
+
+// layoutChainRule returns the constructor of the rule rooted at kind.
+func layoutChainRule(kind ir.OpKind) func() *rw.Rule {
+	name := "FuseLayoutChain" + goName(kind)
+	if kind == ir.OpLayoutChain {
+		name = "FuseLayoutChainMerge"
+	}
+	return func() *rw.Rule {
+		var alts []*rw.Pattern
+		for _, k := range append(ir.LayoutChainOps(), ir.OpLayoutChain) {
+			alts = append(alts, rw.Op(k, rw.Var("x")).As("inner"))
+		}
+		return &rw.Rule{
+			Name:    name,
+			Rewrite: kind.String() + "(m(x)) with m a data movement or a layout_chain => layout_chain(x) {steps = steps of m, then of " + kind.String() + "}",
+			Pattern: rw.Op(kind, rw.OneOf(alts...)),
+			Where: func(m *rw.Match) bool {
+				x, inner, root := m.Value("x"), m.Op("inner"), m.Root
+				for _, v := range []*ir.Value{x, inner.Result(), root.Result()} {
+					if v.Type.Layout != ir.TileLayout {
+						return false
+					}
+				}
+				if inner.Kind == ir.OpReshape && root.Kind == ir.OpReshape || tileTranspose(inner) || tileTranspose(root) {
+					return false
+				}
+				_, ok1 := layoutStepsOf(inner)
+				_, ok2 := layoutStepsOf(root)
+				return ok1 && ok2
+			},
+			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+				first, _ := layoutStepsOf(m.Op("inner"))
+				last, _ := layoutStepsOf(m.Root)
+				steps := append(append([]ir.LayoutStep(nil), first...), last...)
+				v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, ir.Attrs{"steps": ir.FormatLayoutChain(steps)})
+				return []*ir.Value{v}, err
+			},
+		}
+	}
+}
 
 // pinnedValue reports whether v is a graph output or a state update.
 func pinnedValue(g *ir.Graph, v *ir.Value) bool {

@@ -121,6 +121,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpAddRMSNorm:       lowerAddRMSNorm,
 	ir.OpEltwiseChain:     lowerEltwiseChain,
 	ir.OpEmbeddingReshape: lowerEmbeddingReshape,
+	ir.OpLayoutChain:      lowerLayoutChain,
 
 	// fused collectives (fused_collective.go)
 	ir.OpAllReduceAdd:        lowerFusedCollective,

@@ -161,6 +161,17 @@ var smallCases = []mcase{
 	{name: "transpose_last_fp32", build: func(b *ir.Builder) *ir.Value {
 		return b.Transpose(in(b, "x", tt(ir.FP32, dram, 12, 40)), -1, -2)
 	}},
+	// layout_chain (passes FuseLayoutChain): the GDN prefill's head split
+	// (whole-tile runs), its output path, and a chain with one-element runs
+	{name: "layout_chain_heads", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.BF16, dram, 1, 64, 384)), "slice:0,0,128:1,64,384|reshape:1,64,2,128|repeat_interleave:2:2|transpose:1:2")
+	}},
+	{name: "layout_chain_out", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 1, 4, 64, 128)), "slice:0,0,0,0:1,4,40,128|transpose:1:2|reshape:1,40,512")
+	}},
+	{name: "layout_chain_last", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900")
+	}},
 	{name: "to_l1", build: func(b *ir.Builder) *ir.Value {
 		return b.ToMemory(in(b, "x", tt(ir.FP32, dram, 1, 12, 32, 32)), "l1_interleaved")
 	}},

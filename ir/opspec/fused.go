@@ -42,5 +42,6 @@ var fusedCommonOps = []Op{
 	// eltwise family (passes/fuse_eltwise.go)
 	{Name: "eltwise_chain", Go: "EltwiseChain", Doc: "out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. \"exp,mul_scalar:-1\"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype", Operands: []string{"x"}, Attrs: []Attr{{Name: "ops", Kind: AttrString}}, Results: 1, Shape: "shapeEltwiseChain", Class: "eltwise", Fused: true},
 	// layout family (passes/fuse_layout.go)
+	{Name: "layout_chain", Go: "LayoutChain", Doc: "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed", Operands: []string{"x"}, Attrs: []Attr{{Name: "steps", Kind: AttrString}}, Results: 1, Shape: "shapeLayoutChain", Class: "layout", Fused: true},
 	{Name: "embedding_reshape", Go: "EmbeddingReshape", Doc: "out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged", Operands: []string{"ids", "table"}, Attrs: []Attr{{Name: "shape", Kind: AttrInts}}, Results: 1, Shape: "shapeEmbeddingReshape", Class: "data", Fused: true},
 }

@@ -37,6 +37,7 @@ func init() {
 		ir.OpArgmaxSharded:       evalArgmaxShardedOneDevice,
 		ir.OpEltwiseChain:        evalEltwiseChain,
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
+		ir.OpLayoutChain:         evalLayoutChain,
 	})
 }
 
@@ -486,4 +487,26 @@ func evalEmbeddingReshape(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error)
 		copy(out.Data[t*h:(t+1)*h], table.Data[int(id)*h:(int(id)+1)*h])
 	}
 	return []Tensor{out}, nil
+}
+
+// evalLayoutChain applies the steps of op's steps attribute in order, each
+// with its own op's evaluator (data movement only: values unchanged).
+func evalLayoutChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	s, err := attrString(op, "steps")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ir.ParseLayoutChain(s)
+	if err != nil {
+		return nil, err
+	}
+	cur := args[0]
+	for i, st := range steps {
+		out, err := evaluators[st.Op](&ir.Op{Kind: st.Op, Attrs: st.Attrs}, []Tensor{cur}, opts)
+		if err != nil {
+			return nil, fmt.Errorf("layout_chain step %d (%s): %w", i, st, err)
+		}
+		cur = out[0]
+	}
+	return []Tensor{cur}, nil
 }

@@ -1,0 +1,135 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// layout_chain (passes FuseLayoutChain): one relayout whose Map is the
+// composition of its steps' index maps, applied from the result back to
+// the operand: a result element's full index goes through the last step's
+// map (result index -> that step's operand index), then the one before,
+// down to the operand. The runs are the shortest of the steps' runs (each
+// step's SegFor, as its own lowering would take it): a run of that many
+// elements starting at a multiple of it stays contiguous and aligned
+// through every step. A chain that only re-indexes whole tiles (the GDN
+// prefill's head split [B,S,C] -> [B,H,S,D] with D a multiple of 32) reads
+// each operand tile once per result tile it fills, where its steps apart
+// each gathered rows from many tiles.
+
+// layoutStepMap is one step of a chain: the run length it allows and its
+// index map from its result's full index to its operand's.
+type layoutStepMap struct {
+	seg int
+	at  func(b *kir.Builder, idx []kir.Expr) []kir.Expr
+}
+
+// layoutStepOf is step st from in to out (full shapes).
+func layoutStepOf(st ir.LayoutStep, in, out ir.Shape) (layoutStepMap, error) {
+	ri, ro := in.Rank(), out.Rank()
+	if ri == 0 || ro == 0 {
+		return layoutStepMap{}, fmt.Errorf("rule layout-chain-rank: step %s moves a scalar", st)
+	}
+	last := ro - 1
+	switch st.Op {
+	case ir.OpSlice:
+		begin, _ := st.Attrs["begin"].([]int)
+		if len(begin) != ri {
+			return layoutStepMap{}, fmt.Errorf("rule slice-rank: begin %v needs one entry per dim of %s", begin, in)
+		}
+		return layoutStepMap{seg: blocks.SegFor(out[last], begin[last], in[last]), at: func(_ *kir.Builder, idx []kir.Expr) []kir.Expr {
+			for d := range idx {
+				if begin[d] != 0 {
+					idx[d] = kir.Add(idx[d], kir.Ci(begin[d]))
+				}
+			}
+			return idx
+		}}, nil
+	case ir.OpReshape:
+		ci, co := blocks.ImageOf(in).C, blocks.ImageOf(out).C
+		return layoutStepMap{seg: blocks.SegFor(ci, co), at: func(b *kir.Builder, idx []kir.Expr) []kir.Expr {
+			f := b.Let("f", kir.Add(kir.Mul(rowOf(idx, out), kir.Ci(out[last])), idx[last]))
+			return fullIndex(kir.Div(f, kir.Ci(in[ri-1])), kir.Mod(f, kir.Ci(in[ri-1])), in)
+		}}, nil
+	case ir.OpRepeatInterleave:
+		reps, _ := st.Attrs["repeats"].(int)
+		ax, err := stepAxis(st, "axis", ro)
+		if err != nil || reps < 1 {
+			return layoutStepMap{}, fmt.Errorf("rule attr: step %s: repeats >= 1 and an axis of a rank-%d tensor", st, ro)
+		}
+		seg := blocks.SegFor(out[last])
+		if ax == last {
+			seg = 1
+		}
+		return layoutStepMap{seg: seg, at: func(_ *kir.Builder, idx []kir.Expr) []kir.Expr {
+			idx[ax] = kir.Div(idx[ax], kir.Ci(reps))
+			return idx
+		}}, nil
+	case ir.OpTranspose:
+		d0, err0 := stepAxis(st, "dim0", ro)
+		d1, err1 := stepAxis(st, "dim1", ro)
+		if err0 != nil || err1 != nil || d0 == d1 {
+			return layoutStepMap{}, fmt.Errorf("rule transpose-dims: step %s: two different dims of a rank-%d tensor", st, ro)
+		}
+		seg := blocks.SegFor(out[last])
+		if max(d0, d1) == last {
+			seg = 1
+		}
+		return layoutStepMap{seg: seg, at: func(_ *kir.Builder, idx []kir.Expr) []kir.Expr {
+			idx[d0], idx[d1] = idx[d1], idx[d0]
+			return idx
+		}}, nil
+	}
+	return layoutStepMap{}, fmt.Errorf("rule layout-chain-op: step %s is not slice, reshape, repeat_interleave or transpose", st)
+}
+
+// stepAxis is a step's axis attribute resolved against rank r.
+func stepAxis(st ir.LayoutStep, name string, r int) (int, error) {
+	v, ok := st.Attrs[name].(int)
+	if !ok {
+		return 0, fmt.Errorf("missing %s", name)
+	}
+	if v < 0 {
+		v += r
+	}
+	if v < 0 || v >= r {
+		return 0, fmt.Errorf("%s %d outside rank %d", name, v, r)
+	}
+	return v, nil
+}
+
+func lowerLayoutChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	x, out := op.Operands[0], op.Result()
+	steps, err := ir.ParseLayoutChain(op.Str("steps"))
+	if err != nil {
+		return nil, err
+	}
+	types, err := ir.LayoutChainTypes(x.Type, steps)
+	if err != nil {
+		return nil, err
+	}
+	if !types[len(types)-1].Shape.Equal(out.Type.Shape) {
+		return nil, fmt.Errorf("rule layout-chain-shape: the steps give %s, the result is %s", types[len(types)-1].Shape, out.Type.Shape)
+	}
+	maps := make([]layoutStepMap, len(steps))
+	seg := ir.TileSize
+	in := x.Type.Shape
+	for i, st := range steps {
+		if maps[i], err = layoutStepOf(st, in, types[i].Shape); err != nil {
+			return nil, err
+		}
+		seg = min(seg, maps[i].seg)
+		in = types[i].Shape
+	}
+	xs, os := x.Type.Shape, out.Type.Shape
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := fullIndex(row, col, os)
+		for i := len(maps) - 1; i >= 0; i-- {
+			idx = maps[i].at(b, idx)
+		}
+		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[len(idx)-1]}}
+	})
+}
