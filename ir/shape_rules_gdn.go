@@ -95,3 +95,41 @@ func shapeGDNRecurrence(in []TensorType, _ Attrs) ([]TensorType, error) {
 	}
 	return []TensorType{like(in[4], z.Clone(), in[4].DType), like(in[3], s.Clone(), in[3].DType)}, nil
 }
+
+// shapeGDNChunkStep: u [B, H, N, L, Dv], wk and qg [B, H, N, L, Dk], qk
+// [B, H, N, L, L], k [B, H, N, L, Dk], g [B, H, N, L] and state [B, H, 1,
+// Dk, Dv], all of one float dtype f, and 0 <= chunk < N; results o [B, H,
+// 1, L, Dv] (u's placement) and the new state (state's type).
+func shapeGDNChunkStep(in []TensorType, attrs Attrs) ([]TensorType, error) {
+	names := []string{"u", "wk", "qg", "qk", "k", "g", "state"}
+	if err := gdnFloat("gdn-chunk", names, in); err != nil {
+		return nil, err
+	}
+	f := in[6].DType
+	for i, t := range in {
+		if t.DType != f {
+			return nil, fmt.Errorf("rule gdn-chunk-dtype: %s is %s but state is %s; every operand must have the state's dtype", names[i], t.DType, f)
+		}
+	}
+	s := in[6].Shape
+	if s.Rank() != 5 || s[2] != 1 {
+		return nil, fmt.Errorf("rule gdn-chunk-state: state %s must be [B, H, 1, Dk, Dv]", s)
+	}
+	B, H, Dk, Dv := s[0], s[1], s[3], s[4]
+	g := in[5].Shape
+	if g.Rank() != 4 || g[0] != B || g[1] != H {
+		return nil, fmt.Errorf("rule gdn-chunk-g: g %s must be [%d, %d, N, L] for state %s", g, B, H, s)
+	}
+	N, L := g[2], g[3]
+	want := []Shape{{B, H, N, L, Dv}, {B, H, N, L, Dk}, {B, H, N, L, Dk}, {B, H, N, L, L}, {B, H, N, L, Dk}}
+	for i, w := range want {
+		if !in[i].Shape.Equal(w) {
+			return nil, fmt.Errorf("rule gdn-chunk-operand: %s %s must be %s (g %s, state %s)", names[i], in[i].Shape, w, g, s)
+		}
+	}
+	c, ok := attrs["chunk"].(int)
+	if !ok || c < 0 || c >= N {
+		return nil, fmt.Errorf("rule gdn-chunk-index: chunk %v must be an int in [0, %d) (N chunks)", attrs["chunk"], N)
+	}
+	return []TensorType{like(in[0], Shape{B, H, 1, L, Dv}, f), like(in[6], s.Clone(), f)}, nil
+}

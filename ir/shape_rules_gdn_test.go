@@ -87,3 +87,49 @@ func TestShapeGDNRecurrence(t *testing.T) {
 		})
 	}
 }
+
+func TestShapeGDNChunkStep(t *testing.T) {
+	// 27B at TP=2, 256 tokens: H = 24, N = 8, L = 32, Dk = Dv = 128.
+	f := func(s ...int) TensorType { return gdnSplit(T(FP32, s...), 1) }
+	in := []TensorType{
+		f(1, 24, 8, 32, 128), f(1, 24, 8, 32, 128), f(1, 24, 8, 32, 128), f(1, 24, 8, 32, 32),
+		f(1, 24, 8, 32, 128), f(1, 24, 8, 32), f(1, 24, 1, 128, 128),
+	}
+	attrs := Attrs{"chunk": 3}
+	got, err := shapeGDNChunkStep(in, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TensorType{f(1, 24, 1, 32, 128), f(1, 24, 1, 128, 128)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("types (-want +got):\n%s", diff)
+	}
+	bad := []struct {
+		name  string
+		i     int
+		t     TensorType
+		chunk any
+		rule  string
+	}{
+		{"int", 5, T(Int32, 1, 24, 8, 32), 3, "gdn-chunk-dtype"},
+		{"bf16 u", 0, T(BF16, 1, 24, 8, 32, 128), 3, "gdn-chunk-dtype"},
+		{"state rank", 6, T(FP32, 1, 24, 128, 128), 3, "gdn-chunk-state"},
+		{"state chunks", 6, T(FP32, 1, 24, 2, 128, 128), 3, "gdn-chunk-state"},
+		{"g heads", 5, T(FP32, 1, 12, 8, 32), 3, "gdn-chunk-g"},
+		{"u dim", 0, T(FP32, 1, 24, 8, 32, 64), 3, "gdn-chunk-operand"},
+		{"qk square", 3, T(FP32, 1, 24, 8, 32, 128), 3, "gdn-chunk-operand"},
+		{"k chunks", 4, T(FP32, 1, 24, 7, 32, 128), 3, "gdn-chunk-operand"},
+		{"chunk past end", 0, in[0], 8, "gdn-chunk-index"},
+		{"negative chunk", 0, in[0], -1, "gdn-chunk-index"},
+		{"chunk not int", 0, in[0], 1.0, "gdn-chunk-index"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]TensorType(nil), in...)
+			args[c.i] = c.t
+			if _, err := shapeGDNChunkStep(args, Attrs{"chunk": c.chunk}); err == nil || !strings.Contains(err.Error(), "rule "+c.rule) {
+				t.Errorf("error %v, want rule %s", err, c.rule)
+			}
+		})
+	}
+}

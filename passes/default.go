@@ -41,8 +41,8 @@ func StageOf(family string) string {
 }
 
 // FuseBlocksPass fuses whole blocks: the GDN conv + gates and recurrence,
-// the attention prologue, the MLP.
-var FuseBlocksPass = fusePass("fuse-blocks", "fuse whole blocks (GDN conv + gates, recurrence + norm + gate, attention prologue, MLP) to a fixpoint")
+// the GDN prefill's chunk steps, the attention prologue, the MLP.
+var FuseBlocksPass = fusePass("fuse-blocks", "fuse whole blocks (GDN conv + gates, recurrence + norm + gate, prefill chunk steps, attention prologue, MLP) to a fixpoint")
 
 // FuseLayoutPass eliminates layout ops (reshapes, slices, typecasts, copies,
 // memory moves) into their producers' or consumers' addressing.

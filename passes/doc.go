@@ -38,9 +38,10 @@
 //
 //   - fuse-blocks (gdn, attention, mlp): whole blocks, matched as the
 //     model writes them, INCLUDING their reshapes, typecasts, to_memory
-//     copies and slices: the GDN conv + gates and recurrence, the
-//     attention prologue and gated SDPA, the SwiGLU MLP. Put a rule here
-//     when its pattern needs those layout ops to be still present.
+//     copies and slices: the GDN conv + gates and recurrence, the GDN
+//     prefill's chunk steps, the attention prologue and gated SDPA, the
+//     SwiGLU MLP. Put a rule here when its pattern needs those layout ops
+//     to be still present.
 //   - fuse-layout (layout): folds the layout ops that are left (reshape
 //     chains, typecast round trips, memory moves, the embedding reshape)
 //     into neighbouring programs.

@@ -16,6 +16,12 @@ import (
 //     typecasts, l2 norms, decay, delta rule, rank-1 update, readout, the
 //     state copy back and the gated RMSNorm times silu(z) -> gdn_recurrence.
 //
+// and one rule for the prefill mixer of models/nn.GDNPrefill:
+//
+//   - FuseGDNChunkStep: one step of the sequential loop over chunks (the
+//     chunk slices, the four bmm, the subtract and adds, the decays and
+//     the transpose) -> gdn_chunk_step, once per chunk.
+//
 // Both are multi-root rules (Rule.Extra) and update their state in place:
 // the fused op's state result replaces the value recorded in
 // g.StateUpdates. The rules are independent, with one ordering effect: in
@@ -24,7 +30,7 @@ import (
 // once those readers are gone, i.e. after FuseGDNRecurrence fired (with the
 // recurrence rule disabled the conv and gates stay composed; the graph is
 // still correct).
-var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates)
+var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNChunkStep)
 
 // gdnFloatStorage reports whether dt is stored value by value (bf16 or
 // fp32), so the fused ops can round intermediates element by element as
@@ -334,6 +340,125 @@ func ruleGDNRecurrence() *rw.Rule {
 		Where:   gdnRecurrenceApplies,
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			op, err := b.Emit(ir.OpGDNRecurrence, gdnRecurrenceOperands(m), gdnRecurrenceAttrs(m))
+			if err != nil {
+				return nil, err
+			}
+			return op.Results, nil
+		},
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Prefill chunk step.
+
+// gdnChunkPatterns returns the chunk output root o = add(bmm(qg_c, S),
+// bmm(qk_c, vNew)) and the extra root, the new state S' = add(mul(S,
+// reshape(exp(gl))), bmm(transpose(kd), vNew)), where x_c = slice(x) is
+// chunk c of x, vNew = sub(u_c, bmm(wk_c, S)), gl = slice(g_c) and kd =
+// mul(k_c, reshape(exp(sub(gl, g_c)))).
+func gdnChunkPatterns() (*rw.Pattern, []*rw.Pattern) {
+	s := rw.Var("state")
+	chunk := func(name string) *rw.Pattern { return rw.Op(ir.OpSlice, rw.Var(name)).As(name + "_c") }
+	vNew := rw.Op(ir.OpSub, chunk("u"), rw.Op(ir.OpBMM, chunk("wk"), s).As("wk_s")).As("vnew")
+	o := rw.Op(ir.OpAdd, rw.Op(ir.OpBMM, chunk("qg"), s).As("qg_s"), rw.Op(ir.OpBMM, chunk("qk"), vNew).As("qk_v")).As("o")
+	gc := chunk("g")
+	gl := rw.Op(ir.OpSlice, gc).As("gl")
+	decay := rw.Op(ir.OpReshape, rw.Op(ir.OpExp, rw.Op(ir.OpSub, gl, gc).As("gd")).As("ed")).As("ed_col")
+	kd := rw.Op(ir.OpMul, chunk("k"), decay).As("kd")
+	sd := rw.Op(ir.OpMul, s, rw.Op(ir.OpReshape, rw.Op(ir.OpExp, gl).As("egl")).As("egl_r")).As("sd")
+	upd := rw.Op(ir.OpBMM, rw.Op(ir.OpTranspose, kd).As("kd_t"), vNew).As("upd")
+	return o, []*rw.Pattern{rw.Op(ir.OpAdd, sd, upd).As("s_new")}
+}
+
+// gdnChunkOperands are the fused op's operands: the whole tensors the
+// chunk slices cut, and the state.
+func gdnChunkOperands(m *rw.Match) []*ir.Value {
+	return []*ir.Value{m.Value("u"), m.Value("wk"), m.Value("qg"), m.Value("qk"), m.Value("k"), m.Value("g"), m.Value("state")}
+}
+
+// gdnChunkApplies is FuseGDNChunkStep's side condition. With state
+// [B,H,1,Dk,Dv] of dtype f (bf16 or fp32) and g [B,H,N,L] with L = 32
+// (one tile of tokens, models/nn.ChunkSize) and Dk, Dv multiples of 32:
+// every chunk slice cuts [c, c+1) of axis 2 (the same c < N for all six)
+// and nothing else; gl is element L-1 of g_c; the reshapes make the
+// decays a [B,H,1,L,1] column and a [B,H,1,1,1] scalar; the transpose
+// swaps the last two axes; every operand and every matched value is f
+// with the shape the chunk step gives it; no matched op sets a math
+// fidelity (the fused program runs at the default, as they then do); and
+// the fused op's types equal the roots'.
+func gdnChunkApplies(m *rw.Match) bool {
+	st, g := m.Value("state"), m.Value("g")
+	ss, gs, f := st.Type.Shape, g.Type.Shape, st.Type.DType
+	if ss.Rank() != 5 || ss[2] != 1 || gs.Rank() != 4 || !gdnFloatStorage(f) {
+		return false
+	}
+	B, H, Dk, Dv, N, L := ss[0], ss[1], ss[3], ss[4], gs[2], gs[3]
+	const T = ir.TileSize
+	if L != T || Dk%T != 0 || Dv%T != 0 || gs[0] != B || gs[1] != H {
+		return false
+	}
+	c := m.Op("g_c").Ints("begin")
+	if len(c) != 4 || c[2] < 0 || c[2] >= N {
+		return false
+	}
+	ch := c[2]
+	for _, p := range []struct {
+		name string
+		dim  int
+	}{{"u", Dv}, {"wk", Dk}, {"qg", Dk}, {"qk", L}, {"k", Dk}} {
+		if !m.Value(p.name).Type.Shape.Equal(ir.Shape{B, H, N, L, p.dim}) || m.Value(p.name).Type.DType != f ||
+			!gdnInts(m.Op(p.name+"_c"), "begin", 0, 0, ch, 0, 0) || !gdnInts(m.Op(p.name+"_c"), "end", B, H, ch+1, L, p.dim) ||
+			!gdnIs(m, p.name+"_c", f, B, H, 1, L, p.dim) {
+			return false
+		}
+	}
+	if g.Type.DType != f || !gdnInts(m.Op("g_c"), "begin", 0, 0, ch, 0) || !gdnInts(m.Op("g_c"), "end", B, H, ch+1, L) ||
+		!gdnInts(m.Op("gl"), "begin", 0, 0, 0, L-1) || !gdnInts(m.Op("gl"), "end", B, H, 1, L) {
+		return false
+	}
+	kdT := m.Op("kd_t")
+	if !(gdnAxis(kdT, "dim0", 5, 4) && gdnAxis(kdT, "dim1", 5, 3)) && !(gdnAxis(kdT, "dim0", 5, 3) && gdnAxis(kdT, "dim1", 5, 4)) {
+		return false
+	}
+	checks := []struct {
+		name  string
+		shape []int
+	}{
+		{"wk_s", []int{B, H, 1, L, Dv}}, {"vnew", []int{B, H, 1, L, Dv}}, {"qg_s", []int{B, H, 1, L, Dv}},
+		{"qk_v", []int{B, H, 1, L, Dv}}, {"o", []int{B, H, 1, L, Dv}}, {"g_c", []int{B, H, 1, L}},
+		{"gl", []int{B, H, 1, 1}}, {"gd", []int{B, H, 1, L}}, {"ed", []int{B, H, 1, L}}, {"ed_col", []int{B, H, 1, L, 1}},
+		{"kd", []int{B, H, 1, L, Dk}}, {"kd_t", []int{B, H, 1, Dk, L}}, {"egl", []int{B, H, 1, 1}},
+		{"egl_r", []int{B, H, 1, 1, 1}}, {"sd", ss}, {"upd", ss}, {"s_new", ss},
+	}
+	for _, c := range checks {
+		if !gdnIs(m, c.name, f, c.shape...) {
+			return false
+		}
+	}
+	for _, op := range m.Ops {
+		if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+			return false
+		}
+	}
+	return gdnInfers(m, ir.OpGDNChunkStep, gdnChunkOperands(m), gdnChunkAttrs(m))
+}
+
+// gdnChunkAttrs is the fused op's chunk index, the g slice's.
+func gdnChunkAttrs(m *rw.Match) ir.Attrs {
+	return ir.Attrs{"chunk": m.Op("g_c").Ints("begin")[2]}
+}
+
+// ruleGDNChunkStep fuses one step of the GDN prefill's loop over chunks.
+func ruleGDNChunkStep() *rw.Rule {
+	o, extra := gdnChunkPatterns()
+	return &rw.Rule{
+		Name:    "FuseGDNChunkStep",
+		Rewrite: "add(bmm(qg_c, S), bmm(qk_c, vNew)), add(mul(S, reshape(exp(gl))), bmm(transpose(mul(k_c, reshape(exp(sub(gl, g_c))))), vNew)) with x_c = slice(x) chunk c, vNew = sub(u_c, bmm(wk_c, S)), gl = slice(g_c) => gdn_chunk_step(u, wk, qg, qk, k, g, S) {chunk = c}",
+		Pattern: o,
+		Extra:   extra,
+		Where:   gdnChunkApplies,
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			op, err := b.Emit(ir.OpGDNChunkStep, gdnChunkOperands(m), gdnChunkAttrs(m))
 			if err != nil {
 				return nil, err
 			}

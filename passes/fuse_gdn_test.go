@@ -326,3 +326,76 @@ func TestGDNFusedModelMatchesUnfused(t *testing.T) {
 		}
 	}
 }
+
+// gdnPrefillGraph builds the small config's prefill graph of seq tokens
+// per user on a 1xdevices mesh.
+func gdnPrefillGraph(t *testing.T, devices, seq int) *ir.Graph {
+	t.Helper()
+	c, err := config.Load(gdnSmallConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := qwen27b.DefaultOptions()
+	o.Config, o.Mode, o.Seq, o.MaxSeq = c, qwen27b.Prefill, seq, 128
+	g, _, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: devices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestGDNChunkStepFiresOnEveryChunk runs the default pipeline on the small
+// config's prefill and checks that every GDN layer's loop over its N
+// chunks became N gdn_chunk_step ops (chunks 0..N-1 in order, no bmm,
+// transpose or exp left outside them but the chunk preparation's), and
+// that each fused step equals its decomposition bit for bit on seeded
+// random inputs, at storage formats and in exact math.
+func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
+	for _, c := range []struct{ devices, seq, chunks int }{{1, 64, 2}, {2, 64, 2}, {2, 70, 3}, {1, 32, 1}} {
+		t.Run(fmt.Sprintf("1x%d/seq%d", c.devices, c.seq), func(t *testing.T) {
+			g := gdnPrefillGraph(t, c.devices, c.seq)
+			res, err := Run(g, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			regions := gdnRegions(g)
+			if want, got := c.chunks*len(regions), res.Rewrites.Total("FuseGDNChunkStep"); got != want {
+				t.Errorf("FuseGDNChunkStep fired %d times, want %d (%d chunks x %d GDN layers)", got, want, c.chunks, len(regions))
+			}
+			for i, r := range regions {
+				var steps []int
+				bmm := 0
+				for _, op := range r.Ops {
+					switch op.Kind {
+					case ir.OpGDNChunkStep:
+						steps = append(steps, op.Int("chunk"))
+					case ir.OpBMM:
+						bmm++
+					}
+				}
+				want := make([]int, c.chunks)
+				for j := range want {
+					want[j] = j
+				}
+				if fmt.Sprint(steps) != fmt.Sprint(want) {
+					t.Errorf("GDN layer %d: gdn_chunk_step chunks %v, want %v", i, steps, want)
+				}
+				if bmm != 4 { // k k^T, q k^T, T (beta v), T (beta k exp(g))
+					t.Errorf("GDN layer %d: %d bmm left, want the chunk preparation's 4", i, bmm)
+				}
+			}
+			for _, op := range regions[0].Ops {
+				if op.Kind != ir.OpGDNChunkStep {
+					continue
+				}
+				for _, mode := range []string{"storage", "exact"} {
+					opts := ref.DefaultOptions()
+					if mode == "exact" {
+						opts = ref.ExactOptions()
+					}
+					t.Run(fmt.Sprintf("chunk%d/%s", op.Int("chunk"), mode), func(t *testing.T) { checkGDNEquivalent(t, op, c.devices == 1, opts) })
+				}
+			}
+		})
+	}
+}

@@ -106,6 +106,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpSDPADecode:       lowerSDPADecode,
 	ir.OpGDNConvGates:     lowerGDNConvGates,
 	ir.OpGDNRecurrence:    lowerGDNRecurrence,
+	ir.OpGDNChunkStep:     lowerGDNChunkStep,
 	ir.OpSDPAPrefill:      lowerSDPAPrefill,
 	ir.OpFillCache:        lowerFillCache,
 	ir.OpTril:             lowerTril,

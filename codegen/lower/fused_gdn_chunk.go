@@ -1,0 +1,357 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// gdn_chunk_step: one step of the GDN prefill's loop over chunks
+// (passes/fuse_gdn.go FuseGDNChunkStep), in one program instead of the
+// ~20 the composed step takes. One work item is one (user b, value head
+// h); items are split over the grid (one per core while cores last, which
+// they do at every size we run: B*H <= 110). Chunk c is a compile-time
+// constant, so the reader addresses chunk c's tiles of the whole tensors
+// directly (the composed slices disappear). The chunk is one tile of
+// tokens (L = 32) and Dk, Dv are multiples of 32 (kt, vt tiles).
+//
+// The program computes every step as the composed op's program does and
+// packs every value the composed chain stores into a CB of the state's
+// dtype f before the next step reads it, so it equals the composed chain
+// (and sim/ref's evaluator) bit for bit:
+//
+//   - Reader, per item: the kt x vt state tiles, chunk c's wk, qg and k
+//     tiles (kt each), u tiles (vt) and the qk tile, all in flight under
+//     one barrier; chunk c's row of g (row c%32 of g's tile c/32) moved
+//     element by element into column 0 of a cleared tile (g as a column)
+//     and its last element to (0, 0) of two cleared tiles (gl, once as an
+//     FPU operand and once copied into DEST).
+//   - Compute (fp32 DEST, the context's fidelity), each product
+//     accumulated over K tiles in increasing order in one DEST section as
+//     the composed bmm does: per value tile j, vNew_j = r(u_j - r(wk S_j))
+//     and o_j = r(r(qg S_j) + r(qk vNew_j)); the decay column e = r(exp(r(
+//     -(g - gl)))) (sub with gl broadcast, negated on the SFPU: the
+//     composed sub's operand swap); kd = r(k * e) (column broadcast); kd^T
+//     by transpose_tile (fp32 tiles come out as tf32, which the bmm's
+//     source registers read them as anyway); egl = r(exp(gl)); then per
+//     state tile (row r, column j) S'_rj = r(r(S_rj * egl) + r(kd^T_r
+//     vNew_j)).
+//   - Writer: the item's vt o tiles, then its S' tiles a state row (vt
+//     tiles) per barrier.
+//
+// The state and every f intermediate an FPU op reads stay in CBs that
+// are FPU operands only, so fp32 values are read as tf32 exactly where
+// the composed programs read them; the two values the composed chain
+// copies into DEST (gl for exp(gl), and the rounded g - gl for a bf16 f)
+// come from CBs that are only copied (unpacked straight to DEST).
+
+// gdnChunk is one gdn_chunk_step program being built.
+type gdnChunk struct {
+	*splitProgram
+	u, wk, qg, qk, k, g, s, o, ns *ir.Value
+	H, N, Dk, Dv, c, kt, vt, gRt  int
+	f                             ir.DType
+	eb                            int // bytes per element of f
+	cb                            gdnChunkCBs
+}
+
+// gdnChunkCBs are the program's CBs (round is -1 for an fp32 state).
+type gdnChunkCBs struct {
+	s, wk, qg, u, qk, k, gcol, gl, glCopy, gtile int
+	p1, vnew, p2, p3, round, e, kd, kdT, egl     int
+	sd, p4, o, ns                                int
+}
+
+// lowerGDNChunkStep builds the gdn_chunk_step program.
+func lowerGDNChunkStep(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	r, err := planGDNChunk(op, ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.addCBs()
+	rd, cp, wr := r.reader(), r.compute(), r.writer()
+	r.plan.SetArgs(r.cores, rd, cp, wr)
+	return r.done(r.p)
+}
+
+// planGDNChunk checks op's operands and chunk and plans the work: one
+// item per (user, value head), one item per core while cores last.
+func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
+	if len(op.Operands) != 7 || len(op.Results) != 2 {
+		return nil, fmt.Errorf("rule gdn-chunk-arity: %s has %d operands and %d results, want 7 and 2", op.Name(), len(op.Operands), len(op.Results))
+	}
+	r := &gdnChunk{u: op.Operands[0], wk: op.Operands[1], qg: op.Operands[2], qk: op.Operands[3], k: op.Operands[4], g: op.Operands[5],
+		s: op.Operands[6], o: op.Results[0], ns: op.Results[1]}
+	if err := requireTiles(opValues(op)...); err != nil {
+		return nil, err
+	}
+	c, ok := op.Attrs["chunk"].(int)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"chunk\"", op.Name())
+	}
+	ss, gs := r.s.Type.Shape, r.g.Type.Shape
+	if ss.Rank() != 5 || ss[2] != 1 || gs.Rank() != 4 || gs[0] != ss[0] || gs[1] != ss[1] {
+		return nil, fmt.Errorf("rule gdn-chunk-shape: want state [B, H, 1, Dk, Dv] and g [B, H, N, L], got %s and %s", ss, gs)
+	}
+	B, H, Dk, Dv, N, L := ss[0], ss[1], ss[3], ss[4], gs[2], gs[3]
+	const T = ir.TileSize
+	if L != T || Dk%T != 0 || Dv%T != 0 {
+		return nil, fmt.Errorf("rule gdn-chunk-tiles: the chunk length %d must be %d and the head dims %d, %d multiples of %d (one tile of tokens, whole head tiles)", L, T, Dk, Dv, T)
+	}
+	if c < 0 || c >= N {
+		return nil, fmt.Errorf("rule gdn-chunk-index: chunk %d is outside [0, %d)", c, N)
+	}
+	f := r.s.Type.DType
+	if f != ir.BF16 && f != ir.FP32 {
+		return nil, fmt.Errorf("rule gdn-chunk-dtype: state %s is %s; the program moves g's elements and rounds to the state's dtype, which needs bf16 or fp32", r.s, f)
+	}
+	for _, v := range opValues(op) {
+		if v.Type.DType != f {
+			return nil, fmt.Errorf("rule gdn-chunk-dtype: %s is %s but the state is %s", v, v.Type.DType, f)
+		}
+	}
+	r.H, r.N, r.Dk, r.Dv, r.c, r.f, r.eb = H, N, Dk, Dv, c, f, blocks.ElemBytes(f)
+	r.kt, r.vt, r.gRt = Dk/T, Dv/T, (N+T-1)/T
+	// One item is ~3 tile products per state tile plus moving the state
+	// in and out: far above a core's dispatch cost.
+	perItem := (2*r.kt*r.vt+2*r.vt+r.kt*r.vt)*MatmulTileCycles(ctx.Fidelity) + 2*r.kt*r.vt*f.TileBytes()/NoCBytesPerCycle
+	r.splitProgram = startProgram(op, ctx, PlanSplit(B*H, ctx.Target.NumWorkers(), perItem, 0, 0))
+	return r, nil
+}
+
+// addCBs adds the program's CBs, sized for one item.
+func (r *gdnChunk) addCBs() {
+	f, kt, vt, cbs := r.f, r.kt, r.vt, r.cbs
+	c := gdnChunkCBs{round: -1}
+	c.s = cbs.Input("state", f, kt*vt)
+	c.wk, c.qg, c.k = cbs.Input("wk", f, kt), cbs.Input("qg", f, kt), cbs.Input("k", f, kt)
+	c.u, c.qk = cbs.Input("u", f, vt), cbs.Input("qk", f, 1)
+	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, 1), cbs.Input("g_last", f, 1), cbs.Input("g_last_copy", f, 1)
+	c.gtile = cbs.Scratch("g_tile", f, 1)
+	c.p1, c.vnew = cbs.Scratch("wk_state", f, 1), cbs.Scratch("v_new", f, vt)
+	c.p2, c.p3 = cbs.Scratch("qg_state", f, 1), cbs.Scratch("qk_v_new", f, 1)
+	if blocks.Rounds(f) {
+		c.round = cbs.Scratch("round", f, 1)
+	}
+	c.e, c.kd, c.kdT = cbs.Scratch("decay_column", f, 1), cbs.Scratch("kd", f, kt), cbs.Scratch("kd_transposed", f, kt)
+	c.egl, c.sd, c.p4 = cbs.Scratch("exp_g_last", f, 1), cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
+	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
+	r.cb = c
+	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per head", r.Dk, r.Dv, f))
+}
+
+// chunkPage is the page of chunk c's tile (row 0, column j) of a [B, H,
+// N, L, D] operand of d tiles per row, for item (b*H + h) bh.
+func (r *gdnChunk) chunkPage(bh kir.Expr, d int, j kir.Expr) kir.Expr {
+	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), kir.Ci(r.c)), kir.Ci(d)), j)
+}
+
+// reader adds the reader kernel: per item its inputs (see the doc above).
+func (r *gdnChunk) reader() *kir.Kernel {
+	rd := r.splitProgram.reader()
+	acc := map[string]*blocks.Access{}
+	for _, a := range []struct {
+		name string
+		v    *ir.Value
+	}{{"state", r.s}, {"wk", r.wk}, {"qg", r.qg}, {"k", r.k}, {"u", r.u}, {"qk", r.qk}, {"g", r.g}} {
+		acc[a.name] = r.bind(rd, a.name+"_addr", a.v)
+	}
+	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b, c, kt, vt := rd.Builder(), r.cb, r.kt, r.vt
+	if r.err != nil {
+		return rd
+	}
+	gtile := blocks.ScratchPages(b, c.gtile, 1, "g_tile")
+	b.For("i", start, kir.Add(start, count), func(bh kir.Var) {
+		b.Comment("the item's state, chunk c's wk, qg, k, u and qk tiles and g's tile holding chunk c's row, all in flight")
+		type run struct {
+			acc  *blocks.Access
+			cb   int
+			n    int
+			page func(j kir.Expr) kir.Expr
+		}
+		sbase := b.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
+		runs := []run{
+			{acc["state"], c.s, kt * vt, func(j kir.Expr) kir.Expr { return kir.Add(sbase, j) }},
+			{acc["wk"], c.wk, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["u"], c.u, vt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, j) }},
+			{acc["qg"], c.qg, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["qk"], c.qk, 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
+			{acc["k"], c.k, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+		}
+		for _, rn := range runs {
+			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
+			ps := kir.Ci(rn.acc.PageSize())
+			b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
+				b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+			})
+		}
+		gpage := kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize))
+		b.NoCAsyncRead(acc["g"].PageAddr(gpage), gtile, kir.Ci(acc["g"].PageSize()))
+		b.NoCAsyncReadBarrier()
+		for _, rn := range runs {
+			b.CBPushBack(rn.cb, kir.Ci(rn.n))
+		}
+
+		b.Comment("g of chunk c as a column (element j of its row to (j, 0)), and its last element to (0, 0) of two tiles")
+		gr := kir.Ci(r.c % ir.TileSize)
+		tb := r.f.TileBytes()
+		gcol := blocks.Reserve(b, c.gcol, kir.C(1), "gcol")
+		gl := blocks.Reserve(b, c.gl, kir.C(1), "gl")
+		gl2 := blocks.Reserve(b, c.glCopy, kir.C(1), "gl2")
+		for _, t := range []kir.Var{gcol, gl, gl2} {
+			blocks.FillWords(b, t, tb, 0)
+		}
+		b.For("j", kir.C(0), kir.Ci(ir.TileSize), func(j kir.Var) {
+			blocks.MoveElem(b, gtile, gr, j, gcol, j, kir.C(0), r.eb)
+		})
+		last := kir.Ci(ir.TileSize - 1)
+		blocks.MoveElem(b, gtile, gr, last, gl, kir.C(0), kir.C(0), r.eb)
+		blocks.MoveElem(b, gtile, gr, last, gl2, kir.C(0), kir.C(0), r.eb)
+		for _, cb := range []int{c.gcol, c.gl, c.glCopy} {
+			b.CBPushBack(cb, kir.C(1))
+		}
+	})
+	blocks.ReleaseScratchPages(b, c.gtile, 1)
+	return rd
+}
+
+// compute adds the compute kernel (see the doc above).
+func (r *gdnChunk) compute() *kir.Kernel {
+	one, z0 := kir.C(1), kir.C(0)
+	cp, c, ccount := r.rangeCompute("count")
+	n, kt, vt := r.cb, r.kt, r.vt
+	cb := c.B
+	// round rounds DEST[0] to f (a bf16 state only).
+	round := func() {
+		if n.round >= 0 {
+			c.RoundThrough(n.round)
+		}
+	}
+	// product accumulates sum_t a[ta(t)] x b[tb(t)] over t < k into DEST[0].
+	product := func(a, b, k int, ta, tb func(t kir.Expr) kir.Expr) {
+		c.ForPeeled("t", k, func(t kir.Expr) { c.Matmul(a, b, ta(t), tb(t), z0, false) })
+	}
+	// repack packs DEST[0] into the one-page CB mid, then in a fresh DEST
+	// runs f, which reads mid's tile, and pops it.
+	repack := func(mid int, f func()) {
+		c.PackOut(mid, 1)
+		cb.CBWaitFront(mid, one)
+		c.Acquire()
+		f()
+		cb.CBPopFront(mid, one)
+	}
+	id := func(t kir.Expr) kir.Expr { return t }
+	c.MatmulStartup(n.wk, n.s, n.p1)
+	c.For("i", z0, ccount, func(kir.Var) {
+		cb.CBWaitFront(n.s, kir.Ci(kt*vt))
+		cb.CBWaitFront(n.wk, kir.Ci(kt))
+		cb.CBWaitFront(n.u, kir.Ci(vt))
+		cb.Comment("vNew = r(u - r(wk S)) per value tile")
+		c.ForPeeled("vt", vt, func(j kir.Expr) {
+			c.Acquire()
+			product(n.wk, n.s, kt, id, func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
+			repack(n.p1, func() { c.Binary(kir.EltSub, blocks.BcastNone, n.u, n.p1, j, z0, z0) })
+			c.PackOut(n.vnew, 1)
+		})
+		cb.CBPopFront(n.wk, kir.Ci(kt))
+		cb.CBPopFront(n.u, kir.Ci(vt))
+
+		cb.Comment("o = r(r(qg S) + r(qk vNew)) per value tile")
+		cb.CBWaitFront(n.qg, kir.Ci(kt))
+		cb.CBWaitFront(n.qk, one)
+		cb.CBWaitFront(n.vnew, kir.Ci(vt))
+		c.ForPeeled("vt", vt, func(j kir.Expr) {
+			c.Acquire()
+			product(n.qg, n.s, kt, id, func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
+			c.PackOut(n.p2, 1)
+			c.Acquire()
+			c.Matmul(n.qk, n.vnew, z0, j, z0, false)
+			c.PackOut(n.p3, 1)
+			c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.p2, n.p3, n.o, false, nil)
+		})
+		cb.CBPopFront(n.qg, kir.Ci(kt))
+		cb.CBPopFront(n.qk, one)
+
+		cb.Comment("e = r(exp(r(gl - g))) as a column: g - gl negated (the composed sub's operand swap)")
+		cb.CBWaitFront(n.gcol, one)
+		cb.CBWaitFront(n.gl, one)
+		c.Acquire()
+		c.Binary(kir.EltSub, blocks.BcastScalar, n.gcol, n.gl, z0, z0, z0)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, z0)
+		cb.CBPopFront(n.gcol, one)
+		cb.CBPopFront(n.gl, one)
+		round()
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
+		c.PackOut(n.e, 1)
+
+		cb.Comment("kd = r(k * e) (column broadcast), then kd^T tile by tile")
+		cb.CBWaitFront(n.k, kir.Ci(kt))
+		cb.CBWaitFront(n.e, one)
+		c.ForPeeled("kt", kt, func(t kir.Expr) {
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastCols, n.k, n.e, t, z0, z0)
+			c.PackOut(n.kd, 1)
+		})
+		cb.CBPopFront(n.k, kir.Ci(kt))
+		cb.CBPopFront(n.e, one)
+		cb.CBWaitFront(n.kd, kir.Ci(kt))
+		c.ForPeeled("kt", kt, func(t kir.Expr) {
+			c.Acquire()
+			c.Transpose(n.kd, t, z0)
+			c.PackOut(n.kdT, 1)
+		})
+		cb.CBPopFront(n.kd, kir.Ci(kt))
+
+		cb.Comment("egl = r(exp(gl))")
+		cb.CBWaitFront(n.glCopy, one)
+		c.Acquire()
+		c.Copy(n.glCopy, z0, z0)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
+		cb.CBPopFront(n.glCopy, one)
+		c.PackOut(n.egl, 1)
+
+		cb.Comment("S' = r(r(S * egl) + r(kd^T vNew)) per state tile")
+		cb.CBWaitFront(n.egl, one)
+		cb.CBWaitFront(n.kdT, kir.Ci(kt))
+		c.For("kt", z0, kir.Ci(kt), func(row kir.Var) {
+			c.ForPeeled("vt", vt, func(j kir.Expr) {
+				c.Acquire()
+				c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.egl, kir.Add(kir.Mul(row, kir.Ci(vt)), j), z0, z0)
+				c.PackOut(n.sd, 1)
+				c.Acquire()
+				c.Matmul(n.kdT, n.vnew, row, j, z0, false)
+				c.PackOut(n.p4, 1)
+				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, n.ns, false, nil)
+			})
+		})
+		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}} {
+			cb.CBPopFront(p.cb, kir.Ci(p.n))
+		}
+	})
+	return cp
+}
+
+// writer adds the writer kernel: per item its o tiles, then its S' tiles
+// a state row per barrier.
+func (r *gdnChunk) writer() *kir.Kernel {
+	wr := newWriter(r.p, r.rs)
+	oAcc, nsAcc := r.bind(wr, "o_addr", r.o), r.bind(wr, "new_state_addr", r.ns)
+	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	w, kt, vt := wr.Builder(), r.kt, r.vt
+	if r.err != nil {
+		return wr
+	}
+	w.For("i", start, kir.Add(start, count), func(bh kir.Var) {
+		ob := w.Let("obase", kir.Mul(bh, kir.Ci(vt)))
+		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+		sb := w.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
+		w.For("row", kir.C(0), kir.Ci(kt), func(row kir.Var) {
+			rb := w.Let("rbase", kir.Add(sb, kir.Mul(row, kir.Ci(vt))))
+			blocks.WritePagesBatch(w, nsAcc, r.cb.ns, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(rb, j) })
+		})
+	})
+	return wr
+}

@@ -1,0 +1,107 @@
+package ref
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// gdn_chunk_step (produced by passes/fuse_gdn.go's FuseGDNChunkStep) is one
+// step of the GDN prefill's sequential loop over chunks. Its program
+// computes every step as the composed op does and stores each
+// intermediate as the composed op stores it, so it is evaluated here as
+// the composed chain is, with the helpers the composed ops' evaluators
+// use, in their order and operand order: bmm as gdnContract (evalBMM's
+// batch), sub, add and mul as fpuBinary calls deviceSub, deviceAdd and
+// deviceMul (gl - g swapped to -(g - gl), as the first operand is the
+// broadcast one), exp as the SFPU table's, every intermediate rounded
+// through the state's dtype (gdnRounder). The result equals the composed
+// chain bit for bit with any Options, Composed or not.
+func init() {
+	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkStep: evalGDNChunkStep})
+}
+
+// evalGDNChunkStep: see the gdn_chunk_step Doc line.
+func evalGDNChunkStep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	u, wk, qg, qk, k, g, s := args[0], args[1], args[2], args[3], args[4], args[5], args[6]
+	c, err := attrInt(op, "chunk")
+	if err != nil {
+		return nil, err
+	}
+	ss, gs := s.Shape, g.Shape
+	if ss.Rank() != 5 || ss[2] != 1 || gs.Rank() != 4 || gs[0] != ss[0] || gs[1] != ss[1] {
+		return nil, fmt.Errorf("rule gdn-chunk-state: want state [B, H, 1, Dk, Dv] and g [B, H, N, L], got %s and %s", ss, gs)
+	}
+	B, H, Dk, Dv, N, L := ss[0], ss[1], ss[3], ss[4], gs[2], gs[3]
+	for i, w := range []ir.Shape{{B, H, N, L, Dv}, {B, H, N, L, Dk}, {B, H, N, L, Dk}, {B, H, N, L, L}, {B, H, N, L, Dk}} {
+		if !args[i].Shape.Equal(w) {
+			return nil, fmt.Errorf("rule gdn-chunk-operand: operand %d is %s, want %s", i, args[i].Shape, w)
+		}
+	}
+	if c < 0 || c >= N {
+		return nil, fmt.Errorf("rule gdn-chunk-index: chunk %d is outside [0, %d)", c, N)
+	}
+	if len(op.Operands) != 7 || len(op.Results) != 2 {
+		return nil, fmt.Errorf("rule gdn-chunk-arity: want 7 operands and 2 results, have %d and %d", len(op.Operands), len(op.Results))
+	}
+	r, err := gdnRounder(op.Operands[6].Type.DType, opts)
+	if err != nil {
+		return nil, err
+	}
+	expOf, _, ok := sfpuEval(ir.OpExp)
+	if !ok {
+		return nil, fmt.Errorf("rule gdn-chunk-exp: the SFPU table has no exp")
+	}
+	rs := func(x []float32) []float32 {
+		for i, v := range x {
+			x[i] = r(v)
+		}
+		return x
+	}
+
+	o := NewTensor(ir.Shape{B, H, 1, L, Dv})
+	next := NewTensor(ss.Clone())
+	e := make([]float32, L)
+	kdT := make([]float32, Dk*L)
+	sd := make([]float32, Dk*Dv)
+	for bh := range B * H {
+		// chunk c of a [B, H, N, L, d] operand, and the state.
+		at := func(t Tensor, d int) []float32 { return t.Data[(bh*N+c)*L*d : (bh*N+c+1)*L*d] }
+		s0 := s.Data[bh*Dk*Dv : (bh+1)*Dk*Dv]
+		uc, wkc, qgc, qkc, kc, gc := at(u, Dv), at(wk, Dk), at(qg, Dk), at(qk, L), at(k, Dk), at(g, 1)
+
+		// vNew = r(u_c - r(wk_c S)).
+		vNew := rs(gdnContract(wkc, s0, L, Dk, Dv, opts))
+		for i := range vNew {
+			vNew[i] = r(deviceSub(uc[i], vNew[i], opts))
+		}
+		// o = r(r(qg_c S) + r(qk_c vNew)).
+		p2 := rs(gdnContract(qgc, s0, L, Dk, Dv, opts))
+		p3 := rs(gdnContract(qkc, vNew, L, L, Dv, opts))
+		oc := o.Data[bh*L*Dv : (bh+1)*L*Dv]
+		for i := range oc {
+			oc[i] = deviceAdd(p2[i], p3[i], opts)
+		}
+		// kd = r(k_c * r(exp(r(gl - g_c)))), transposed.
+		gl := gc[L-1]
+		for j := range L {
+			e[j] = r(expOf(r(-deviceSub(gc[j], gl, opts)), 0))
+		}
+		for j := range L {
+			for d := range Dk {
+				kdT[d*L+j] = r(deviceMul(kc[j*Dk+d], e[j], opts))
+			}
+		}
+		// S' = r(r(S * r(exp(gl))) + r(kd^T vNew)).
+		egl := r(expOf(gl, 0))
+		for i, v := range s0 {
+			sd[i] = r(deviceMul(v, egl, opts))
+		}
+		p4 := rs(gdnContract(kdT, vNew, Dk, L, Dv, opts))
+		s1 := next.Data[bh*Dk*Dv : (bh+1)*Dk*Dv]
+		for i := range s1 {
+			s1[i] = deviceAdd(sd[i], p4[i], opts)
+		}
+	}
+	return []Tensor{o, next}, nil
+}
