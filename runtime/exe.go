@@ -50,22 +50,16 @@ func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 	return e, nil
 }
 
-// name is the device buffer of v: its own, or for a state's new value
-// (Graph.StateUpdates) the state's, which the update is written into.
+// name is the device buffer of v: its own, or the one Build.BufferOf
+// places it in (a state's new value: the state's, which the update is
+// written into; a reshape view: its operand's).
 func (e *Executable) name(v *ir.Value) (string, error) {
-	n, ok := e.names[v]
-	if !ok {
-		for s, nv := range e.Build.Graph.StateUpdates {
-			if nv == v {
-				n, ok = e.names[s]
-				break
-			}
+	if s := e.Build.BufferOf(v); s != nil {
+		if n, ok := e.names[s.Value]; ok {
+			return n, nil
 		}
 	}
-	if !ok {
-		return "", fmt.Errorf("runtime: value %s (%q) has no device buffer in this build", v, v.Name)
-	}
-	return n, nil
+	return "", fmt.Errorf("runtime: value %s (%q) has no device buffer in this build", v, v.Name)
 }
 
 // Upload writes v's row-major contents to every device (the same data on

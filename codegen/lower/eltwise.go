@@ -257,7 +257,7 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCycles
 	for _, in := range ins {
 		bytes += in.v.Type.DType.TileBytes()
 	}
-	s := startProgram(op, ctx, planStream(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes, len(ins)*UnpackTileCycles+opCycles+PackTileCycles))
+	s := startProgram(op, ctx, planStream(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes, len(ins), len(ins)*UnpackTileCycles+opCycles+PackTileCycles))
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)

@@ -176,7 +176,11 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s %s must have the operand's shape and dtype %s %s", out.Type.Shape, out.Type.DType, x.Type.Shape, x.Type.DType)
 	}
 	dt := x.Type.DType
-	sp := startProgram(op, ctx, planEltwise(x.Type.Shape.Tiles(), ctx.Target.NumWorkers(), 2*dt.TileBytes()))
+	sfpu := 0
+	for _, st := range steps {
+		sfpu += int(kir.SFPUTable[st.Op].Cycles)
+	}
+	sp := startProgram(op, ctx, planStream(x.Type.Shape.Tiles(), ctx.Target.NumWorkers(), 2*dt.TileBytes(), 1, UnpackTileCycles+sfpu+len(steps)*PackTileCycles))
 	cbIn := sp.cbs.Input("in", dt, 2)
 	cbOut := sp.cbs.Output("out", dt, 2)
 	cbRound := -1

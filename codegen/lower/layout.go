@@ -301,7 +301,7 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	if ps != dps || pages != dpages {
 		return nil, fmt.Errorf("rule page-copy: %s has %d pages of %d bytes, %s %d of %d", src, pages, ps, dst, dpages, dps)
 	}
-	sp := startProgram(op, ctx, planStream(pages, t.NumWorkers(), 2*ps, EltwiseTileCycles))
+	sp := startProgram(op, ctx, planStream(pages, t.NumWorkers(), 2*ps, 1, EltwiseTileCycles))
 	// Pages 64 bytes apart at least, so each DRAM read lands at its
 	// source's offset modulo 64 (small row-major pages: token ids).
 	cb := sp.cbs.Pages(blocks.InputCB, "pages", src.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)

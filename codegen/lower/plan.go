@@ -170,15 +170,16 @@ func PlanMatmul(kt, nt, maxCores int, w, a ir.DType, f ir.MathFidelity) Split {
 }
 
 // planStream splits tiles over the grid for a program whose reader moves
-// one tile per barrier (blocks.ReadPage, blocks.Gather) and whose compute
-// spends computeCycles on each: a core's tile costs the longest of its
-// compute, its NoC transfer of bytesPerTile and one DRAM round trip (the
+// one tile of each of reads operands per barrier (blocks.ReadPage,
+// blocks.Gather), in turn, and whose compute spends computeCycles on each
+// result tile: a core's tile costs the longest of its compute, its NoC
+// transfer of bytesPerTile and one DRAM round trip per operand read (the
 // reader has one tile in flight), and all cores together cannot beat DRAM
 // moving every tile's bytes. A split by NoC time alone stops at a handful
 // of cores (a [1,256,10240] SiLU took 6: 440 us predicted, where the
 // SFPU's ~1,000 cycles per tile want the grid).
-func planStream(tiles, maxCores, bytesPerTile, computeCycles int) Split {
-	perTile := max(computeCycles, bytesPerTile/NoCBytesPerCycle, DRAMReadLatencyCycles)
+func planStream(tiles, maxCores, bytesPerTile, reads, computeCycles int) Split {
+	perTile := max(computeCycles, bytesPerTile/NoCBytesPerCycle, max(reads, 1)*DRAMReadLatencyCycles)
 	floor := tiles * bytesPerTile / DRAMBytesPerCycle
 	return PlanSplit(tiles, maxCores, perTile, 0, floor)
 }
