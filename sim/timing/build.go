@@ -54,6 +54,12 @@ type Report struct {
 	// Memory is what the build's buffers occupy in each device's DRAM
 	// (absent when not known).
 	Memory *Memory `json:"memory,omitempty"`
+	// ComputeFloorUS is the build's compute floor (compute_floor.go): its
+	// TileProducts (32x32x32) at each program's math fidelity over the
+	// worker cores; ComputeRatio is StepUS / ComputeFloorUS.
+	ComputeFloorUS float64 `json:"compute_floor_us"`
+	TileProducts   int64   `json:"tile_products"`
+	ComputeRatio   float64 `json:"compute_ratio"`
 	// Ratio is StepUS / FloorUS, StreamRatio StepUS / StreamFloorUS.
 	Ratio         float64 `json:"ratio"`
 	StreamRatio   float64 `json:"stream_ratio"`
@@ -261,6 +267,11 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 	if r.FloorUS > 0 {
 		r.Ratio = round3(r.StepUS / r.FloorUS)
 		r.StreamRatio = round3(r.StepUS / r.StreamFloorUS)
+	}
+	cf, products := ComputeFloor(b, prm)
+	r.ComputeFloorUS, r.TileProducts = round3(cf), products
+	if cf > 0 {
+		r.ComputeRatio = round3(r.StepUS / cf)
 	}
 	r.aggregate(slow)
 	return r, nil

@@ -92,6 +92,9 @@ func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	}
 	fmt.Fprintf(w, "\nstep: %.1f us per device (slowest device; per device %v), of which launch gaps %.1f us\n", r.StepUS, r.DeviceStepUS, r.LaunchUSTotal)
 	fmt.Fprintf(w, "DRAM floor: %.1f us physical (%.2f GB per device at 512 GB/s), %.1f us at the model's best stream; step/floor = %.2f physical, %.2f stream\n", r.FloorUS, float64(r.FloorBytes)/1e9, r.StreamFloorUS, r.Ratio, r.StreamRatio)
+	if r.ComputeFloorUS > 0 {
+		fmt.Fprintf(w, "compute floor: %.1f us (%d tile products of 32x32x32 at the programs' math fidelities on every worker core); step/compute floor = %.2f\n", r.ComputeFloorUS, r.TileProducts, r.ComputeRatio)
+	}
 	return nil
 }
 

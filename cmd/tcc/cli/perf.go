@@ -73,9 +73,12 @@ the position are simulated again at another position. N must fit --max-seq;
 --seq and --position do not go with it (--seq N alone predicts one step of N
 tokens). With --format json it prints model, mesh, stage, batch, mode, max_seq,
 prompt_tokens, prefill_chunk, total_us, tokens_per_second (batch * N per
-second), simulated_steps, interpolated_steps, builds[] {seq, steps,
+second), time_to_first_token_us (total_us: the last step's logits give the
+first token), compute_floor_us (the steps' compute floors) and compute_ratio
+(total_us over it), simulated_steps, interpolated_steps, builds[] {seq, steps,
 programs_per_device, simulated_positions, memory} and segments[] {index,
-position, last_position, tokens, step_us, device_step_us, simulated}.
+position, last_position, tokens, step_us, device_step_us, simulated,
+compute_floor_us}.
 
 The header also prints what the build's buffers take of each device's DRAM
 (weights, KV caches, state, other, total of the capacity); a build that does
@@ -85,7 +88,9 @@ not fit is refused before it is compiled (rule dram-capacity), saying what fits.
 position and last_position (-1 for a model without one), positions (decode:
 each user's; prefill: [position]; [] without one), max_seq, devices,
 step_us (slowest device), floor_us (bytes each device must stream / 512 GB/s),
-floor_bytes, memory {weights, kv, state, other, total, capacity, free} (bytes per
+floor_bytes, compute_floor_us (the compute floor: the step's 32x32x32 tile
+products of matmul, bmm and attention, tile_products, at each program's math
+fidelity over every worker core), compute_ratio (step_us over it), memory {weights, kv, state, other, total, capacity, free} (bytes per
 device), launch_us_total, kinds[] and programs[].
 
 --format csv writes tt-metal's device profiler report (ops_perf_results, its

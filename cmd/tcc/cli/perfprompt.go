@@ -49,9 +49,16 @@ type promptPerf struct {
 	PromptTokens int `json:"prompt_tokens"`
 	PrefillChunk int `json:"prefill_chunk"`
 	// TotalUS is the sum of the steps' StepUS; TokensPerSecond is
-	// Batch * PromptTokens over it.
-	TotalUS         float64 `json:"total_us"`
-	TokensPerSecond float64 `json:"tokens_per_second"`
+	// Batch * PromptTokens over it. TimeToFirstTokenUS is TotalUS too:
+	// the last step's logits give the first generated token.
+	TotalUS            float64 `json:"total_us"`
+	TokensPerSecond    float64 `json:"tokens_per_second"`
+	TimeToFirstTokenUS float64 `json:"time_to_first_token_us"`
+	// ComputeFloorUS is the sum of the steps' compute floors
+	// (timing.ComputeFloor: their tile products at the programs' math
+	// fidelities over the worker cores), ComputeRatio TotalUS over it.
+	ComputeFloorUS float64 `json:"compute_floor_us"`
+	ComputeRatio   float64 `json:"compute_ratio"`
 	// SimulatedSteps of the steps were simulated, InterpolatedSteps
 	// interpolated between them.
 	SimulatedSteps    int           `json:"simulated_steps"`
@@ -84,6 +91,8 @@ type promptStep struct {
 	StepUS       float64   `json:"step_us"`
 	DeviceStepUS []float64 `json:"device_step_us"`
 	Simulated    bool      `json:"simulated"`
+	// ComputeFloorUS is the step's compute floor at its position.
+	ComputeFloorUS float64 `json:"compute_floor_us"`
 }
 
 // perfPrompt predicts a prompt of o.tokens tokens per user run as tcc run
@@ -173,7 +182,8 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		PromptTokens: o.tokens, PrefillChunk: o.chunk}
 	steps := prefillSteps(o.tokens, o.chunk)
 	pp.Segments = make([]promptStep, len(steps))
-	pr := timing.NewPredictor(timing.Default())
+	prm := timing.Default()
+	pr := timing.NewPredictor(prm)
 	// One build per distinct length, in the order the steps need them.
 	var seqs []int
 	bySeq := map[int][]int{} // step indices per length
@@ -226,6 +236,12 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 			for _, us := range times[j] {
 				st.StepUS = max(st.StepUS, us)
 			}
+			tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: st.Position, Tokens: n})
+			if err != nil {
+				return nil, err
+			}
+			cf, _ := timing.ComputeFloor(tb, prm)
+			st.ComputeFloorUS = round3(cf)
 			if sim[j] {
 				pb.SimulatedPositions = append(pb.SimulatedPositions, st.Position)
 				pp.SimulatedSteps++
@@ -241,8 +257,17 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		total += st.StepUS
 	}
 	pp.TotalUS = round3(total)
+	pp.TimeToFirstTokenUS = pp.TotalUS
 	if total > 0 {
 		pp.TokensPerSecond = round3(float64(batch*o.tokens) / (total / 1e6))
+	}
+	floor := 0.0
+	for _, st := range pp.Segments {
+		floor += st.ComputeFloorUS
+	}
+	pp.ComputeFloorUS = round3(floor)
+	if floor > 0 {
+		pp.ComputeRatio = round3(total / floor)
 	}
 	return pp, nil
 }
@@ -342,6 +367,10 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	}
 	fmt.Fprintf(w, "\ntotal: %.1f ms predicted for the prompt's %d tokens per user: %.1f tokens/s (%s; %s)\n",
 		pp.TotalUS/1000, pp.PromptTokens, pp.TokensPerSecond, plural(len(pp.Segments), "step"), note)
+	fmt.Fprintf(w, "time to first token: %.1f ms predicted (the whole prompt's prefill: its last step's logits give the first token)\n", pp.TimeToFirstTokenUS/1000)
+	if pp.ComputeFloorUS > 0 {
+		fmt.Fprintf(w, "compute floor: %.1f ms (the steps' tile products at the programs' math fidelities on every worker core); predicted/compute floor = %.2f\n", pp.ComputeFloorUS/1000, pp.ComputeRatio)
+	}
 	return nil
 }
 

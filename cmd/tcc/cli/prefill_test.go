@@ -191,9 +191,9 @@ func TestPerfPromptJSONFields(t *testing.T) {
 	help = strings.Join(strings.Fields(help), " ")
 	fields := map[string][]string{
 		"": {"model", "mesh", "stage", "batch", "mode", "max_seq", "prompt_tokens", "prefill_chunk", "total_us", "tokens_per_second",
-			"simulated_steps", "interpolated_steps", "builds", "segments"},
+			"time_to_first_token_us", "compute_floor_us", "compute_ratio", "simulated_steps", "interpolated_steps", "builds", "segments"},
 		"builds":   {"seq", "steps", "programs_per_device", "simulated_positions", "memory"},
-		"segments": {"index", "position", "last_position", "tokens", "step_us", "device_step_us", "simulated"},
+		"segments": {"index", "position", "last_position", "tokens", "step_us", "device_step_us", "simulated", "compute_floor_us"},
 	}
 	for list, names := range fields {
 		obj := doc
