@@ -89,6 +89,17 @@ var weightMatmuls = map[OpKind][]int{
 	OpMatmulSwiGLU: {1, 2},
 }
 
+// WeightMatmulOperands reports the weight operands (SrcA) of an op whose
+// only fidelity-dependent products are its activation (operand 0) times
+// those weights, and whether k is such an op (weightMatmuls).
+func WeightMatmulOperands(op *Op) ([]int, bool) {
+	ws, ok := weightMatmuls[op.Kind]
+	if !ok || len(op.Operands) <= ws[len(ws)-1] || op.Kind == OpMatmulSwiGLU && !swigluSFPU(op) {
+		return nil, false
+	}
+	return ws, true
+}
+
 // swigluSFPU reports whether op, a matmul_swiglu, multiplies its gate and
 // up products on the SFPU (a bf16 result; else on the FPU, at the op's
 // fidelity).
@@ -102,7 +113,7 @@ func swigluSFPU(op *Op) bool { return op.Results[0].Type.DType == BF16 }
 func OpFidelity(op *Op, def MathFidelity) (MathFidelity, error) {
 	s, ok := op.Attrs[FidelityAttr].(string)
 	if !ok {
-		if ws, ok := weightMatmuls[op.Kind]; ok && len(op.Operands) > ws[len(ws)-1] && (op.Kind != OpMatmulSwiGLU || swigluSFPU(op)) {
+		if ws, ok := WeightMatmulOperands(op); ok {
 			exact := LoFi
 			for _, i := range ws {
 				exact = max(exact, ExactMatmulFidelity(op.Operands[i].Type.DType))

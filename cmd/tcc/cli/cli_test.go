@@ -636,7 +636,7 @@ func TestModelFlagsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, re := range []string{`--layers int +number of decoder layers .*default 2\)`, `--batch int `, `--max-seq int `, `--seq int `, `--hidden int `, `--mode string `, `--config string (?s:.*?)\(model qwen27b\)\n`, `--dtype-policy string (?s:.*?)default "fast"`, `--disable names `} {
+	for _, re := range []string{`--layers int +number of decoder layers (?s:.*?)default 2\)`, `--batch int `, `--max-seq int `, `--seq int `, `--hidden int `, `--mode string `, `--config string (?s:.*?)\(model qwen27b\)\n`, `--dtype-policy string (?s:.*?)default "fast"`, `--disable names `} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("help lacks %s:\n%s", re, out)
 		}

@@ -25,6 +25,8 @@ type modelFlags struct {
 	// passesLater: the command runs the passes itself after graphFor
 	// (tcc ir --print-after), so --disable applies to an unfused graph.
 	passesLater bool
+	// prefillFidelity is --prefill-fidelity (passes.ParseWeightFidelity).
+	prefillFidelity string
 }
 
 // addModelFlags registers --mesh, --stage, --disable and every registered
@@ -35,6 +37,7 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	fs.StringVar(&mf.mesh, "mesh", "1x1", "mesh of cards as RxC, e.g. 1x2 (tensor parallel over the columns)")
 	fs.StringVar(&mf.stage, "stage", defaultStage, "graph stage: unfused (as the model is written) or fused (after the pass pipeline)")
 	fs.StringSliceVar(&mf.disable, "disable", nil, "`names` of fusion rules or passes to turn off (comma separated; see tcc passes)")
+	fs.StringVar(&mf.prefillFidelity, "prefill-fidelity", "exact", "math fidelity of the prefill matmuls by weight format, e.g. bfp8_b=HiFi2,bfp4_b=LoFi (lossy: faster products, less accurate; the check's fp32 PCC shows the cost), or exact: the cheapest fidelity that keeps HiFi4's products")
 	owners := map[string][]string{}
 	docs := map[string]models.Param{}
 	ints := map[string]bool{}
@@ -165,7 +168,24 @@ func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := mf.applyFidelity(g, args); err != nil {
+		return nil, nil, nil, err
+	}
 	return m, g, res, nil
+}
+
+// applyFidelity sets --prefill-fidelity's policy on g when args build a
+// prefill step (passes.SetWeightFidelity); run it after the pipeline,
+// on the ops the lowering will see.
+func (mf *modelFlags) applyFidelity(g *ir.Graph, args models.Args) error {
+	p, err := passes.ParseWeightFidelity(mf.prefillFidelity)
+	if err != nil {
+		return fmt.Errorf("--prefill-fidelity: %w", err)
+	}
+	if args["mode"] == "prefill" && len(p) > 0 {
+		passes.SetWeightFidelity(g, p)
+	}
+	return nil
 }
 
 // runPipeline runs the default pipeline, turning off the named rules or passes.

@@ -202,6 +202,9 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		if _, err := mf.pipeline(g); err != nil {
 			return nil, err
 		}
+		if err := mf.applyFidelity(g, pargs); err != nil {
+			return nil, err
+		}
 		if _, err := checkDeviceMemory(name, m, mf, g); err != nil {
 			return nil, err
 		}

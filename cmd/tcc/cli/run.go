@@ -267,6 +267,11 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if _, err := mf.pipeline(pg); err != nil {
 			return err
 		}
+		for _, g := range []*ir.Graph{pg, pu} {
+			if err := mf.applyFidelity(g, pargs); err != nil {
+				return err
+			}
+		}
 		label := "prefill"
 		if len(segs) > 1 {
 			label = fmt.Sprintf("prefill %d", n)
