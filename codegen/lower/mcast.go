@@ -22,3 +22,14 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 		}}
 	return m.Emit(p, t, wr, cores, rs)
 }
+
+// actMulticastRows is actMulticast for a prefill matmul with resident
+// weights: the activation's tile rows (kt pages each) multicast one round
+// per row (multicore.Rounds) into cb, whole tiles; the writer emits the
+// rounds (Round with the row) and Finish. It returns the rounds and the
+// runtime-arg values per core the writer must get first.
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt int, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
+		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }}
+	return m.Start(p, t, wr, cores, rs)
+}

@@ -1,0 +1,129 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (three
+// tile rows of activation) on the simulator, bit for bit against the
+// reference, and counts the program's NoC reads: each weight byte is read
+// once (not once per tile row), each activation byte once per column group
+// of the multicast (or, on one core, once) and the epilogue's inputs once.
+func TestResidentWeightsOnSim(t *testing.T) {
+	cases := []struct {
+		name  string
+		tgt   *target.Target
+		build func(b *ir.Builder) []*ir.Value
+	}{
+		{"matmul_bf16", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
+		}},
+		{"matmul_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
+		}},
+		{"matmul_bfp8_2cores", smallGrid(), func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
+		}},
+		{"swiglu_bfp4", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 96, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
+		}},
+		{"matmul4_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
+				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
+		}},
+		{"matmul_add_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
+		}},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
+			op := fcBuild(t, tc.build)
+			ctx := NewContext(tc.tgt)
+			args := fcArgs(op, uint64(900+i))
+			want := refEval(t, op, args)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, st := residentExec(t, ctx, op, p, args)
+			info := fmt.Sprintf("%d cores, %d NoC bytes read", len(p.Cores()), st.NoCReadBytes)
+			for j, r := range op.Results {
+				fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), j, r.Type.Shape), want[j].Data, got[j], info)
+			}
+			if want := residentReads(t, ctx, op, p); st.NoCReadBytes != want {
+				t.Errorf("the program reads %d bytes over the NoC, want %d (each weight byte once; the activation once per column group); %s", st.NoCReadBytes, want, info)
+			}
+		})
+	}
+}
+
+// residentReads is the NoC bytes op's program p reads when every weight
+// (the ops's operands of kind weight) is read once, the activation (its
+// operand 0) once per column group of p's cores when p multicasts it, else
+// once, and the other inputs once.
+func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program) int64 {
+	t.Helper()
+	groups := 1
+	if len(p.Semaphores) > 0 {
+		gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups = len(gs)
+	}
+	var n int64
+	for i, v := range op.Operands {
+		bytes := int64(v.Type.Shape.Tiles() * v.Type.DType.TileBytes())
+		if i == 0 {
+			bytes *= int64(groups)
+		}
+		n += bytes
+	}
+	return n
+}
+
+// residentExec runs p (op lowered with ctx) on a fresh simulated device
+// with op's operands set to args and returns op's results and the run's
+// statistics.
+func residentExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args [][]float32) ([][]float32, *kexec.Stats) {
+	t.Helper()
+	if err := kir.Validate(p, ctx.Target); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	for _, k := range p.Kernels {
+		if _, err := cpp.PrintKernel(p, k); err != nil {
+			t.Fatalf("printing kernel %s: %v", k.Name, err)
+		}
+	}
+	d := kexec.NewDevice(ctx.Target)
+	for _, b := range p.Buffers {
+		if _, err := d.Alloc(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range op.Operands {
+		if err := upload(d, ctx.BufferName(v), v, args[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := d.Run(p, kexec.RunOptions{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := make([][]float32, len(op.Results))
+	for i, r := range op.Results {
+		if got[i], err = download(d, ctx.BufferName(r), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, st
+}
+
