@@ -316,8 +316,8 @@ type mmProgram struct {
 	// actRows is the activation tile rows cbAct holds: 1, or with resident
 	// weights and the multicast 2 when they fit (actRing).
 	actRows int
-	cbAct    int      // the activation CB (the prologue's result)
-	wCB      map[cbKey]int
+	cbAct   int // the activation CB (the prologue's result)
+	wCB     map[cbKey]int
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
 	readBlocks bool

@@ -126,4 +126,3 @@ func residentExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args []
 	}
 	return got, st
 }
-
