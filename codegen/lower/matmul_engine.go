@@ -17,8 +17,12 @@ import (
 // A fused matmul is [M <= 32, K] x [K, N] (the activation is one tile
 // row). An activation of several tile rows (B > 1 users at decode, [B, 1,
 // K]: one live row per tile row; prefill beyond 32 tokens) runs every
-// kernel once per tile row, the weights streamed again for each
-// (fusedMatmul.rows; no multicast then). Its output is a list of parts: a
+// kernel once per tile row (fusedMatmul.rows). At prefill (not users'
+// rows) each core keeps its weight slice resident in L1 when it fits, so
+// the weights are streamed once for all rows and the activation rows come
+// by multicast (matmul_resident.go); otherwise, and for users' rows, the
+// weights are streamed again for each row and every core reads the
+// activation itself. Its output is a list of parts: a
 // part is a run of output tile columns with the weights whose tiles for
 // those columns are multiplied on the same core (one weight; gate and up
 // for matmul_swiglu) and the result the part writes. The tile columns of
@@ -64,7 +68,8 @@ type fusedMatmul struct {
 	kt  int
 	// rows is the activation's tile rows (set by check): 1 for a decode
 	// row; more (B > 1 users, or prefill beyond 32 tokens) and every
-	// kernel repeats per tile row, weights streamed once per row.
+	// kernel repeats per tile row, weights streamed once per row unless
+	// resident.
 	rows int
 	// resident: the weights are streamed once and kept in L1 for every
 	// tile row (matmul_resident.go; set by lower when they fit).
@@ -145,7 +150,8 @@ type mmCosts struct {
 	items       int
 }
 
-// costs are f's cost-model inputs (f checked).
+// costs are f's cost-model inputs (f checked) when the weights are
+// streamed per row (residentCosts: when they are resident).
 func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 	var c mmCosts
 	bytes := 0
@@ -433,7 +439,8 @@ type mmPartArgs struct {
 
 // reader adds the reader: per tile row the activation (or the prologue's
 // inputs; nothing when multicast), then per part, per sub-block, the
-// weight blocks of each slot and the epilogue's input tiles.
+// weight blocks of each slot (in row 0 only when resident) and the
+// epilogue's input tiles.
 func (m *mmProgram) reader() {
 	m.rd = newReader(m.p, m.rs)
 	rKt := m.rd.CompileArg("kt", uint32(m.kt))
@@ -646,7 +653,9 @@ func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, k
 
 // writer adds the writer: each part's tiles to its result, in order (per
 // user row with users; gathered rows: writeGathered), after receiving the activation row by multicast
-// when m.mcast; then every kernel's per-core runtime arguments.
+// when m.mcast (with resident weights one round per tile row: row r+1
+// before row r's results when cbAct holds two rows, else row r); then
+// every kernel's per-core runtime arguments.
 func (m *mmProgram) writer() {
 	m.wr = newWriter(m.p, m.rs)
 	var mcastArgs map[kir.Core][]kir.ArgValue
