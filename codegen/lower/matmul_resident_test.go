@@ -126,3 +126,40 @@ func residentExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args []
 	}
 	return got, st
 }
+
+// TestResidentPlan lowers the 27B prefill matmuls of a 256-token step
+// (1x2 per-device shapes) and checks their core counts: the planner
+// costs the resident kernel (weights once, compute per row), whose
+// compute grows with the rows while the weight stream does not, so it
+// spreads the columns over more cores than the per-row plan (matmul3:
+// 56 cores, matmul4: 66).
+func TestResidentPlan(t *testing.T) {
+	cases := []struct {
+		name      string
+		wantCores int
+		build     func(b *ir.Builder) []*ir.Value
+	}{
+		{"matmul3", 76, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul3(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "q", ir.BFP8B, 5120, 6144), fcW(b, "k", ir.BFP8B, 5120, 512), fcW(b, "v", ir.BFP8B, 5120, 512))
+		}},
+		{"matmul4", 88, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "w0", ir.BFP8B, 5120, 5120), fcW(b, "w1", ir.BFP8B, 5120, 3072),
+				fcW(b, "w2", ir.BFP8B, 5120, 24), fcW(b, "w3", ir.BFP8B, 5120, 24))
+		}},
+		{"matmul_down", 80, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 256, 8704), fcW(b, "w", ir.BFP8B, 8704, 5120)))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			op := fcBuild(t, tc.build)
+			p, err := Lower(op, NewContext(target.Blackhole()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(p.Cores()); got != tc.wantCores {
+				t.Errorf("%s runs on %d cores, want %d", op.Name(), got, tc.wantCores)
+			}
+		})
+	}
+}
