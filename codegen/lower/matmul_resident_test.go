@@ -12,34 +12,40 @@ import (
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
-// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (three
-// tile rows of activation) on the simulator, bit for bit against the
-// reference, and counts the program's NoC reads: each weight byte is read
-// once (not once per tile row), each activation byte once per column group
-// of the multicast (or, on one core, once) and the epilogue's inputs once.
+// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (two or
+// three tile rows of activation) on the simulator, bit for bit against
+// the reference, and counts the program's NoC reads: each weight byte is
+// read once (not once per tile row), each activation byte once per column
+// group of the multicast and the epilogue's inputs once. A core's slice
+// that does not fit L1 (streamed) keeps the per-row program: the weights
+// read once per row, the activation by every core.
 func TestResidentWeightsOnSim(t *testing.T) {
 	cases := []struct {
-		name  string
-		tgt   *target.Target
-		build func(b *ir.Builder) []*ir.Value
+		name     string
+		tgt      *target.Target
+		streamed bool
+		build    func(b *ir.Builder) []*ir.Value
 	}{
-		{"matmul_bf16", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+		{"matmul_bf16", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
 		}},
-		{"matmul_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+		{"matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
 		}},
-		{"matmul_bfp8_2cores", smallGrid(), func(b *ir.Builder) []*ir.Value {
+		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
 		}},
-		{"swiglu_bfp4", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+		{"matmul_bfp8_too_big_for_l1", smallGrid(), true, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 1536)))
+		}},
+		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 96, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
 		}},
-		{"matmul4_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
 		}},
-		{"matmul_add_bfp8", target.Blackhole(), func(b *ir.Builder) []*ir.Value {
+		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
 		}},
 	}
@@ -58,32 +64,37 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			for j, r := range op.Results {
 				fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), j, r.Type.Shape), want[j].Data, got[j], info)
 			}
-			if want := residentReads(t, ctx, op, p); st.NoCReadBytes != want {
-				t.Errorf("the program reads %d bytes over the NoC, want %d (each weight byte once; the activation once per column group); %s", st.NoCReadBytes, want, info)
+			if want := residentReads(t, ctx, op, p, tc.streamed); st.NoCReadBytes != want {
+				t.Errorf("the program reads %d bytes over the NoC, want %d (streamed %v); %s", st.NoCReadBytes, want, tc.streamed, info)
 			}
 		})
 	}
 }
 
-// residentReads is the NoC bytes op's program p reads when every weight
-// (the ops's operands of kind weight) is read once, the activation (its
-// operand 0) once per column group of p's cores when p multicasts it, else
-// once, and the other inputs once.
-func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program) int64 {
+// residentReads is the NoC bytes op's program p reads: with resident
+// weights every weight (the op's operands of kind weight) once, the
+// activation (operand 0) once per column group of p's cores, the other
+// inputs once; streamed, every weight once per tile row and the
+// activation once per core.
+func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
 	t.Helper()
-	groups := 1
-	if len(p.Semaphores) > 0 {
-		gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
-		if err != nil {
-			t.Fatal(err)
-		}
-		groups = len(gs)
+	gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, weights := int64(len(gs)), int64(1)
+	if streamed {
+		acts = int64(len(p.Cores()))
+		weights = int64(op.Operands[0].Type.Shape.Tiles() / tilesWide(op.Operands[0].Type.Shape))
 	}
 	var n int64
 	for i, v := range op.Operands {
 		bytes := int64(v.Type.Shape.Tiles() * v.Type.DType.TileBytes())
-		if i == 0 {
-			bytes *= int64(groups)
+		switch {
+		case i == 0:
+			bytes *= acts
+		case v.Kind == ir.KindWeight:
+			bytes *= weights
 		}
 		n += bytes
 	}
