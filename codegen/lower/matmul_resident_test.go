@@ -45,6 +45,9 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
 		}},
+		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
+		}},
 		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
 		}},
@@ -75,24 +78,36 @@ func TestResidentWeightsOnSim(t *testing.T) {
 // weights every weight (the op's operands of kind weight) once, the
 // activation (operand 0) once per column group of p's cores, the other
 // inputs once; streamed, every weight once per tile row and the
-// activation once per core.
+// activation once per core. rmsnorm_matmul has no multicast: every core
+// reads x, and the norm weight (operand 1) once per row, and fills its
+// scaler tile with local NoC copies (blocks.FillWords: the 2048-byte tile
+// past its 512-byte seed).
 func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
 	t.Helper()
 	gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
 	if err != nil {
 		t.Fatal(err)
 	}
+	cores, rows := int64(len(p.Cores())), int64(op.Operands[0].Type.Shape.Tiles()/tilesWide(op.Operands[0].Type.Shape))
 	acts, weights := int64(len(gs)), int64(1)
 	if streamed {
-		acts = int64(len(p.Cores()))
-		weights = int64(op.Operands[0].Type.Shape.Tiles() / tilesWide(op.Operands[0].Type.Shape))
+		acts, weights = cores, rows
+	}
+	norm := op.Kind == ir.OpRMSNormMatmul
+	if norm {
+		acts = cores
 	}
 	var n int64
+	if norm {
+		n += cores * 1536
+	}
 	for i, v := range op.Operands {
 		bytes := int64(v.Type.Shape.Tiles() * v.Type.DType.TileBytes())
 		switch {
 		case i == 0:
 			bytes *= acts
+		case norm && i == 1:
+			bytes *= cores * rows
 		case v.Kind == ir.KindWeight:
 			bytes *= weights
 		}
