@@ -467,6 +467,10 @@ func (m *mmProgram) reader() {
 	if m.norm != nil {
 		blocks.ScalerTile(b, m.norm.scaler, 1)
 	}
+	if m.rowsInner() {
+		m.readRowsInner(b, pas, inAcc, rKt)
+		return
+	}
 	rowLoop(b, m.rows, func(r kir.Expr) {
 		if m.norm != nil {
 			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
@@ -479,16 +483,7 @@ func (m *mmProgram) reader() {
 			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
 				sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
 				col := b.Let("col", kir.Add(pa.start, nb))
-				readWeights := func() {
-					for slot, w := range pt.weights {
-						cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
-						if m.readBlocks {
-							m.readWeightBlocks(b, cb, pa.wAcc[slot], m.ctx.Blocks[w], tb, rKt, col, sb)
-							continue
-						}
-						m.readWeights(b, cb, pa.wAcc[slot], tb, rKt, pa.nt, col, sb)
-					}
-				}
+				readWeights := func() { m.readSubBlockWeights(b, pt, pa, rKt, col, sb) }
 				if m.resident {
 					// resident: the weights arrive with row 0 and stay
 					b.If(kir.Eq(r, kir.C(0)), readWeights)
@@ -501,6 +496,20 @@ func (m *mmProgram) reader() {
 			})
 		}
 	})
+}
+
+// readSubBlockWeights emits the reads of the weight blocks of each of
+// part pt's weights (reader arguments pa) for the sub-block of sb columns
+// at col.
+func (m *mmProgram) readSubBlockWeights(b *kir.Builder, pt mmPart, pa mmPartArgs, kt kir.Expr, col, sb kir.Var) {
+	for slot, w := range pt.weights {
+		cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
+		if m.readBlocks {
+			m.readWeightBlocks(b, cb, pa.wAcc[slot], m.ctx.Blocks[w], tb, kt, col, sb)
+			continue
+		}
+		m.readWeights(b, cb, pa.wAcc[slot], tb, kt, pa.nt, col, sb)
+	}
 }
 
 // readWeights emits the reads of the kt x sb weight tiles of sub-block
@@ -582,7 +591,7 @@ func (m *mmProgram) compute() {
 				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
 					wcb := m.wCB[cbKey{slot, w.Type.DType}]
-					m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), cKt, sb)
+					m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), cKt, sb, nil)
 					m.epi.packed(c, slot, sb)
 				}
 				m.epi.compute(c, sb, m.inCB, out)
@@ -591,9 +600,12 @@ func (m *mmProgram) compute() {
 		c.B.CBWaitFront(m.cbAct, cKt)
 		c.B.CBPopFront(m.cbAct, cKt)
 	}
-	if m.rows == 1 {
+	switch {
+	case m.rowsInner():
+		m.computeRowsInner(c, cKt, counts, wPos)
+	case m.rows == 1:
 		computeRow()
-	} else {
+	default:
 		c.For("r", kir.C(0), kir.Ci(m.rows), func(kir.Var) { computeRow() })
 	}
 	for _, cb := range m.weightCBs() {
@@ -614,8 +626,9 @@ func (m *mmProgram) compute() {
 // to dst, one page each. Per K step the activation tile is unpacked once
 // for the sub-block's sb weight tiles. With resident weights the blocks
 // are not popped: they are read at wpos, the weight CB's running
-// position, which advances past them.
-func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var) {
+// position, which advances past them. actRow, when not nil, is the
+// activation's tile row in cbAct (from its front) when it holds several.
+func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, actRow kir.Expr) {
 	cb := c.B
 	c.MatmulBlockConfig(m.cbAct, wcb, sb, kt)
 	c.Acquire()
@@ -624,16 +637,21 @@ func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, k
 		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
 		// The activation arrives in chunks: wait for the pages this block
 		// uses (immediate after the first sub-block).
-		cb.CBWaitFront(m.cbAct, kir.Add(k0, kc))
 		if m.resident {
+			a0 := kir.Expr(k0) // the block's first activation tile
+			if actRow != nil {
+				a0 = kir.Add(kir.Mul(actRow, kt), k0)
+			}
+			cb.CBWaitFront(m.cbAct, kir.Add(a0, kc))
 			end := kir.Add(wpos, m.blockPages(kc, sb))
 			cb.CBWaitFront(wcb, end)
 			c.For("k", kir.C(0), kc, func(kk kir.Var) {
-				c.MatmulBlock(m.cbAct, wcb, kir.Add(k0, kk), kir.Add(wpos, kir.Mul(kk, sb)), kir.C(0), sb, kt)
+				c.MatmulBlock(m.cbAct, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), kir.C(0), sb, kt)
 			})
 			cb.Assign(wpos, end)
 			return
 		}
+		cb.CBWaitFront(m.cbAct, kir.Add(k0, kc))
 		cb.CBWaitFront(wcb, kir.Ci(m.kb*m.dest))
 		c.For("k", kir.C(0), kc, func(kk kir.Var) {
 			c.MatmulBlock(m.cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, kt)
@@ -666,7 +684,11 @@ func (m *mmProgram) writer() {
 		m.fail(err)
 	} else if m.mcast {
 		var err error
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, m.cores, m.rs)
+		interleave := 0
+		if m.rowsInner() {
+			interleave = m.rows
+		}
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -684,6 +706,11 @@ func (m *mmProgram) writer() {
 		if ocb := m.outCB[pt.out.Type.DType]; ringPos[ocb] == (kir.Var{}) {
 			ringPos[ocb] = wb.LetT("out_pos", kir.U32T, kir.C(0))
 		}
+	}
+	if m.rowsInner() {
+		m.writeRowsInner(wb, rounds, oAccs, wStarts, wCounts, ringPos)
+		m.setArgs(mcastArgs)
+		return
 	}
 	if rounds != nil && m.actRows > 1 {
 		rounds.Round(wb, kir.C(0))

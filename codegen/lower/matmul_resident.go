@@ -2,6 +2,8 @@ package lower
 
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -58,14 +60,171 @@ func (f *fusedMatmul) residentPages(ranges [][2]int) map[cbKey]int {
 }
 
 // actRing is the activation rows the resident program's activation CB
-// holds: 2 when two rows fit next to the weight slices (weightBytes per
-// core) and a margin for the other CBs, else 1.
+// holds: all of them when they fit next to the weight slices (weightBytes
+// per core) and a margin for the other CBs (rowsInner), else 2 when two
+// do, else 1.
 func (m *mmProgram) actRing(weightBytes int) int {
 	row := m.kt * m.act.Type.DType.TileBytes()
-	if weightBytes+2*row+residentMargin <= m.ctx.Target.L1Budget() {
-		return 2
+	for _, n := range []int{m.rows, 2} {
+		if n <= m.rows && weightBytes+n*row+residentMargin <= m.ctx.Target.L1Budget() {
+			return n
+		}
 	}
 	return 1
+}
+
+// rowsInner reports whether the resident program runs the tile rows
+// inside each sub-block: the activation CB holds every row (by
+// multicast). Then compute multiplies the rows against the sub-block's
+// weights as they arrive, so the weight stream overlaps the products of
+// all rows, not only row 0's (at two tile rows, the 64-token prefill
+// step, the stream is about as long as the products), and with at most
+// dest rows it multiplies them all at once (rowGroup): one matmul_block
+// of rt rows x ct columns unpacks each weight tile once for all rows.
+// The reader reads each sub-block's weights once, then its epilogue
+// inputs; the writer multicasts every row first. Tiles flow per
+// sub-block, per column group, per row (rowGroup).
+func (m *mmProgram) rowsInner() bool { return m.resident && m.mcast && m.actRows == m.rows }
+
+// rowGroup is how compute splits a sub-block when rowsInner: rt rows at
+// once (all rows when they are at most dest, else 1) in column groups
+// of w = dest/rt columns, so an rt x w block fills at most DEST.
+func (m *mmProgram) rowGroup() (rt, w int) {
+	if m.rows <= m.dest {
+		return m.rows, m.dest / m.rows
+	}
+	return 1, m.dest
+}
+
+// colGroups emits body once per column group of rowGroup's width in a
+// sub-block of sb columns: j0 its first column, cw its width.
+func (m *mmProgram) colGroups(b *kir.Builder, sb kir.Var, body func(j0, cw kir.Var)) {
+	_, w := m.rowGroup()
+	b.ForStep("j0", kir.C(0), sb, kir.Ci(w), func(j0 kir.Var) {
+		body(j0, blocks.BlockLen(b, "cw", sb, j0, w))
+	})
+}
+
+// readRowsInner is the reader when rowsInner: per part, per sub-block,
+// the weights' blocks, then per column group, per row the epilogue's
+// input tiles.
+func (m *mmProgram) readRowsInner(b *kir.Builder, pas []mmPartArgs, inAcc []*blocks.Access, kt kir.Expr) {
+	for pi, pt := range m.parts {
+		pa := pas[pi]
+		b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
+			col := b.Let("col", kir.Add(pa.start, nb))
+			m.readSubBlockWeights(b, pt, pa, kt, col, sb)
+			if len(inAcc) == 0 {
+				return
+			}
+			m.colGroups(b, sb, func(j0, cw kir.Var) {
+				b.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
+					for i, acc := range inAcc {
+						blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, kir.Add(col, j0)), cw)
+					}
+				})
+			})
+		})
+	}
+}
+
+// computeRowsInner is compute's body when rowsInner: per part, per
+// sub-block, per column group, per group of rt rows (rowGroup) the
+// products of each weight (productRows, each weight CB's position back at
+// the sub-block's first block for every pass) and the epilogue on the rt
+// x cw tiles; then every row of the activation popped. Each output tile
+// still accumulates K in order in fp32 DEST and is packed once.
+func (m *mmProgram) computeRowsInner(c *blocks.Compute, kt kir.Expr, counts []kir.ArgRef, wPos map[int]kir.Var) {
+	rt, _ := m.rowGroup()
+	for pi, pt := range m.parts {
+		out := m.outCB[pt.out.Type.DType]
+		c.PackConfig(m.epi.dst(0, out))
+		c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
+			first := map[int]kir.Var{}
+			for slot, w := range pt.weights {
+				wcb := m.wCB[cbKey{slot, w.Type.DType}]
+				first[wcb] = c.B.Let("w_first", wPos[wcb])
+			}
+			m.colGroups(c.B, sb, func(j0, cw kir.Var) {
+				tiles := c.B.Let("tiles", kir.Mul(cw, kir.Ci(rt)))
+				pass := func(r0 kir.Expr) {
+					for slot, w := range pt.weights {
+						wcb := m.wCB[cbKey{slot, w.Type.DType}]
+						c.B.Assign(wPos[wcb], first[wcb])
+						m.productRows(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, j0, cw, r0, rt, tiles)
+						m.epi.packed(c, slot, tiles)
+					}
+					m.epi.compute(c, tiles, m.inCB, out)
+				}
+				if rt == m.rows {
+					pass(kir.C(0))
+				} else {
+					c.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) { pass(r) })
+				}
+			})
+		})
+	}
+	all := kir.Ci(m.rows * m.kt)
+	c.B.CBWaitFront(m.cbAct, all)
+	c.B.CBPopFront(m.cbAct, all)
+}
+
+// productRows is product for rowsInner: the rt x cw tiles of activation
+// rows [r0, r0+rt) and the sub-block's columns [j0, j0+cw) (of its sb),
+// over the weight blocks of wcb from wpos (which advances past the
+// sub-block's blocks), packed to dst row by row (tiles = rt*cw pages).
+func (m *mmProgram) productRows(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb, j0, cw kir.Var, r0 kir.Expr, rt int, tiles kir.Var) {
+	cb := c.B
+	rows := kir.Ci(m.rows)
+	// cbAct is K-major: row r's tile k is page k*rows + r, so the in0 row
+	// stride (matmul_block's kt_dim) is 1
+	c.MatmulBlockConfigRows(m.cbAct, wcb, cw, kir.Ci(rt), kir.C(1))
+	c.Acquire()
+	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
+	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
+		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
+		// every row's tiles of the block's K rows
+		cb.CBWaitFront(m.cbAct, kir.Mul(kir.Add(k0, kc), rows))
+		end := kir.Add(wpos, m.blockPages(kc, sb))
+		cb.CBWaitFront(wcb, end)
+		c.For("k", kir.C(0), kc, func(kk kir.Var) {
+			a := kir.Add(kir.Mul(kir.Add(k0, kk), rows), r0) // row r0's tile k0+kk
+			c.MatmulBlockRows(m.cbAct, wcb, a, kir.Add(wpos, kir.Add(kir.Mul(kk, sb), j0)), kir.C(0), cw, kir.Ci(rt), kir.C(1))
+		})
+		cb.Assign(wpos, end)
+	})
+	c.Commit()
+	c.Wait()
+	c.PackConfig(dst)
+	c.For("j", kir.C(0), tiles, func(j kir.Var) {
+		cb.CBReserveBack(dst, kir.C(1))
+		c.Pack(j, dst)
+		cb.CBPushBack(dst, kir.C(1))
+	})
+	c.Release()
+}
+
+// writeRowsInner is the writer's body when rowsInner: every activation
+// row multicast in one round, K-major (actMulticastRows: the CB holds
+// them all, and the first K tiles of every row arrive first),
+// then per part, per sub-block, per column group, per row its tiles.
+func (m *mmProgram) writeRowsInner(wb *kir.Builder, rounds *multicore.Rounds, oAccs []*blocks.Access, starts, counts []kir.ArgRef, ringPos map[int]kir.Var) {
+	rounds.Round(wb, nil)
+	rounds.Finish(wb)
+	for pi, pt := range m.parts {
+		ocb := m.outCB[pt.out.Type.DType]
+		wb.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(wb, "sb", counts[pi], nb, m.dest)
+			m.colGroups(wb, sb, func(j0, cw kir.Var) {
+				wb.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
+					first := m.rowPage(r, kir.Ci(pt.nt), kir.Add(kir.Add(starts[pi], nb), j0))
+					blocks.WriteTilesLive(wb, oAccs[pi], ocb, first, cw, ir.TileSize, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
+				})
+			})
+		})
+	}
 }
 
 // residentMargin is the L1 actRing leaves for the CBs besides the

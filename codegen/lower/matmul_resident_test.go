@@ -12,45 +12,57 @@ import (
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
-// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (two or
-// three tile rows of activation) on the simulator, bit for bit against
+// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (two to
+// five tile rows of activation) on the simulator, bit for bit against
 // the reference, and counts the program's NoC reads: each weight byte is
 // read once (not once per tile row), each activation byte once per column
 // group of the multicast and the epilogue's inputs once. A core's slice
 // that does not fit L1 (streamed) keeps the per-row program: the weights
-// read once per row, the activation by every core.
+// read once per row, the activation by every core. actRows, where set, is
+// the activation rows the program's act CB must hold: all (rowsInner), a
+// ring of two or of one.
 func TestResidentWeightsOnSim(t *testing.T) {
 	cases := []struct {
 		name     string
 		tgt      *target.Target
 		streamed bool
 		build    func(b *ir.Builder) []*ir.Value
+		actRows  int
 	}{
 		{"matmul_bf16", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
-		}},
+		}, 3},
 		{"matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
-		}},
+		}, 0},
 		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
-		}},
+		}, 0},
+		{"matmul_bfp8_ring_of_two", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 64)))
+		}, 2},
+		{"matmul_bfp8_ring_of_one", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 128)))
+		}, 1},
 		{"matmul_bfp8_too_big_for_l1", smallGrid(), true, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 1536)))
-		}},
+		}, 0},
 		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 96, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
-		}},
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
+		}, 2},
 		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
-		}},
+		}, 3},
 		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
-		}},
+		}, 0},
+		{"matmul_add_bfp8_five_rows", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 150, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 150, 320)))
+		}, 5},
 		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
-		}},
+		}, 3},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
@@ -61,6 +73,14 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			p, err := Lower(op, ctx)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.actRows > 0 {
+				kt := op.Operands[0].Type.Shape.Cols2D() / ir.TileSize
+				for _, cb := range p.CBs {
+					if cb.Name == "act" && cb.Pages != tc.actRows*kt {
+						t.Errorf("the activation CB holds %d pages, want %d rows of %d", cb.Pages, tc.actRows, kt)
+					}
+				}
 			}
 			got, st := residentExec(t, ctx, op, p, args)
 			info := fmt.Sprintf("%d cores, %d NoC bytes read", len(p.Cores()), st.NoCReadBytes)
