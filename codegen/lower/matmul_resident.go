@@ -12,22 +12,29 @@ import (
 // not per-user rows) whose every core's weight slice fits its L1 streams
 // that slice once, not once per tile row.
 //
-// The reader moves the weights in row 0 only, in the blocks of the
-// per-row path (so row 0's products start as blocks arrive), each block
+// The reader moves the weights once (in row 0 of the per-row loop, or
+// per sub-block when rowsInner), in the blocks of the per-row path (so
+// the first products start as blocks arrive), each block
 // reserving exactly its kc x sb tiles; the weight CBs hold the core's
 // whole slice of each (slot, dtype) and compute never pops them until the
 // last row is done: per row it indexes the resident tiles from a running
-// position (matmul_block's weight tile index), which is back at 0 at the
-// start of every row. The accumulation order of every output tile is the
+// position (matmul_block's weight tile index), which is back at the
+// start of the slice (or, rowsInner, of the sub-block) for every row. The accumulation order of every output tile is the
 // per-row path's (K in order into fp32 DEST, one packing), so the results
 // are bit for bit the same.
 //
 // With more than one core and no norm prologue the activation rows come
-// by multicast (multicore.Rounds, one round per tile row, from the
-// writer), into a ring of two rows when they fit next to the weights
-// (the writer multicasts row r+1 before it writes row r's results, so
-// compute never waits for the next row), else of one row (the writer
-// multicasts row r, compute then waits for it at the start of each row).
+// by multicast from the writer. When every row fits next to the weights
+// they come in one round, K-major, and compute runs the rows inside each
+// sub-block (rowsInner: the 64-token step's two rows, the 27B's
+// out-projection at 128 tokens). Otherwise one round per tile row
+// (multicore.Rounds) into a ring of two rows when they fit (the writer
+// multicasts row r+1 before it writes row r's results, so compute never
+// waits for the next row: the 27B at 256 tokens, but for the
+// down-projection), else of one row (the writer multicasts row r,
+// compute then waits for it at the start of each row: the 27B's
+// down-projection at 256 tokens, whose 272-tile row is 557 KB next to
+// 592 KB of weights).
 // Without the multicast every core would read the whole activation: at a
 // 256-token 27B step, 110 cores x 256 x 5120 bf16 is 288 MB next to the
 // 45 MB of weights.
