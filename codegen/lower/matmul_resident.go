@@ -26,15 +26,14 @@ import (
 // With more than one core and no norm prologue the activation rows come
 // by multicast from the writer. When every row fits next to the weights
 // they come in one round, K-major, and compute runs the rows inside each
-// sub-block (rowsInner: the 64-token step's two rows, the 27B's
-// out-projection at 128 tokens). Otherwise one round per tile row
+// sub-block (rowsInner: the 27B's matmuls at 64 tokens but the
+// down-projection, its out-projection at 128). Otherwise one round per tile row
 // (multicore.Rounds) into a ring of two rows when they fit (the writer
 // multicasts row r+1 before it writes row r's results, so compute never
-// waits for the next row: the 27B at 256 tokens, but for the
-// down-projection), else of one row (the writer multicasts row r,
-// compute then waits for it at the start of each row: the 27B's
-// down-projection at 256 tokens, whose 272-tile row is 557 KB next to
-// 592 KB of weights).
+// waits for the next row: the 27B's other matmuls at 256 tokens), else
+// of one row (the writer multicasts row r, compute then waits for it at
+// the start of each row: the 27B's down-projection, whose 272-tile row
+// is 557 KB next to 592 KB of weights).
 // Without the multicast every core would read the whole activation: at a
 // 256-token 27B step, 110 cores x 256 x 5120 bf16 is 288 MB next to the
 // 45 MB of weights.
