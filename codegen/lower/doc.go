@@ -26,7 +26,9 @@
 //
 // Work shared between the cores of one program is built from the
 // protocols of package multicore: mcast.go multicasts a decode matmul's
-// activation row (multicore.Multicast); norm_split.go and the GDN
+// activation row (multicore.Multicast) and, one round per tile row, a
+// prefill matmul's rows when its weights are resident
+// (multicore.Rounds, matmul_resident.go); norm_split.go and the GDN
 // recurrence exchange partial sums with a group leader
 // (multicore.Exchange); the all_reduce_add_rmsnorm ring pushes into its
 // tail (multicore.Push); flash decoding merges its cores' partial

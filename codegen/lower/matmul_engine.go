@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -16,8 +17,12 @@ import (
 // A fused matmul is [M <= 32, K] x [K, N] (the activation is one tile
 // row). An activation of several tile rows (B > 1 users at decode, [B, 1,
 // K]: one live row per tile row; prefill beyond 32 tokens) runs every
-// kernel once per tile row, the weights streamed again for each
-// (fusedMatmul.rows; no multicast then). Its output is a list of parts: a
+// kernel once per tile row (fusedMatmul.rows). At prefill (not users'
+// rows) each core keeps its weight slice resident in L1 when it fits, so
+// the weights are streamed once for all rows and the activation rows come
+// by multicast (matmul_resident.go); otherwise, and for users' rows, the
+// weights are streamed again for each row and every core reads the
+// activation itself. Its output is a list of parts: a
 // part is a run of output tile columns with the weights whose tiles for
 // those columns are multiplied on the same core (one weight; gate and up
 // for matmul_swiglu) and the result the part writes. The tile columns of
@@ -63,8 +68,12 @@ type fusedMatmul struct {
 	kt  int
 	// rows is the activation's tile rows (set by check): 1 for a decode
 	// row; more (B > 1 users, or prefill beyond 32 tokens) and every
-	// kernel repeats per tile row, weights streamed once per row.
+	// kernel repeats per tile row, weights streamed once per row unless
+	// resident.
 	rows int
+	// resident: the weights are streamed once and kept in L1 for every
+	// tile row (matmul_resident.go; set by lower when they fit).
+	resident bool
 	// users is B > 1 when the activation is B users' packed rows [1, B,
 	// K] and the results are per-user [B, 1, N] (ir.MatmulUsers): the
 	// writer stores row b of each product tile into row 0 of tile row b
@@ -141,7 +150,8 @@ type mmCosts struct {
 	items       int
 }
 
-// costs are f's cost-model inputs (f checked).
+// costs are f's cost-model inputs (f checked) when the weights are
+// streamed per row (residentCosts: when they are resident).
 func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 	var c mmCosts
 	bytes := 0
@@ -176,6 +186,9 @@ func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 // PlanMatmul.
 func (f *fusedMatmul) planSplit(maxCores int, fid ir.MathFidelity) Split {
 	c := f.costs(fid)
+	if f.resident {
+		c = f.residentCosts(fid)
+	}
 	return PlanSplit(c.items, maxCores, c.colCycles, c.coreCycles, c.floorCycles)
 }
 
@@ -306,8 +319,11 @@ type mmProgram struct {
 	dest, kb int
 	ranges   [][2]int // each core's columns (coreRanges)
 	mcast    bool     // the writer receives the activation row by multicast
-	cbAct    int      // the activation CB (the prologue's result)
-	wCB      map[cbKey]int
+	// actRows is the activation tile rows cbAct holds: 1, or with resident
+	// weights and the multicast 2 when they fit (actRing).
+	actRows int
+	cbAct   int // the activation CB (the prologue's result)
+	wCB     map[cbKey]int
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
 	readBlocks bool
@@ -319,26 +335,46 @@ type mmProgram struct {
 	rd, cp, wr *kir.Kernel
 }
 
-// lower builds f's program.
+// lower builds f's program: with resident weights when f may keep them
+// (residentOK) and its CBs then fit L1, else streaming them per row.
 func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	if f.residentOK() {
+		f.resident = true
+		if p, fits, err := f.build(ctx); fits {
+			return p, err
+		}
+		f.resident = false
+	}
+	p, _, err := f.build(ctx)
+	return p, err
+}
+
+// build builds f's program (f checked) as f.resident says. With resident
+// weights whose CBs exceed the L1 budget it returns fits false and no
+// program.
+func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error) {
 	t := ctx.Target
 	plan := f.planSplit(t.NumWorkers(), ctx.Fidelity)
 	ranges := f.coreRanges(plan, t.NumWorkers())
 	plan.Cores = len(ranges)
 	sp := startProgram(f.op, ctx, plan)
-	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges}
+	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges, actRows: 1}
 	m.kb = f.kBlock(m.dest)
 	// otherwise each tile is read on its own, at its place in the blocks
 	m.readBlocks = m.blocksMatch()
-	m.mcast = f.norm == nil && plan.Cores > 1 && f.rows == 1
+	m.mcast = f.norm == nil && plan.Cores > 1 && (f.rows == 1 || f.resident)
 	m.allocCBs()
+	if f.resident && m.cbs.Bytes() > t.L1Budget() {
+		return nil, false, nil
+	}
 	m.reader()
 	m.compute()
 	m.writer()
-	return m.done(m.p)
+	p, err = m.done(m.p)
+	return p, true, err
 }
 
 // allocCBs adds the CBs: the activation (or the prologue's inputs), the
@@ -350,7 +386,10 @@ func (m *mmProgram) allocCBs() {
 	if n := m.norm; n != nil {
 		n.x, n.scaler = cbs.Input("x", adt, m.kt), cbs.Input("scaler", ir.BF16, 1)
 	} else {
-		m.cbAct = cbs.Input("act", adt, m.kt)
+		if m.resident && m.mcast {
+			m.actRows = m.actRing(weightSliceBytes(m.ctx.Target, m.residentPages(m.ranges)))
+		}
+		m.cbAct = cbs.Input("act", adt, m.actRows*m.kt)
 	}
 	m.wCB = map[cbKey]int{}
 	depth := m.weightDepth()
@@ -358,7 +397,11 @@ func (m *mmProgram) allocCBs() {
 		for slot, w := range pt.weights {
 			key := cbKey{slot, w.Type.DType}
 			if _, ok := m.wCB[key]; !ok {
-				m.wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(m.wCB)), w.Type.DType, depth*m.kb*m.dest)
+				pages := depth * m.kb * m.dest
+				if m.resident {
+					pages = m.residentPages(m.ranges)[key]
+				}
+				m.wCB[key] = cbs.Input(fmt.Sprintf("weights%d", len(m.wCB)), w.Type.DType, pages)
 			}
 		}
 	}
@@ -396,7 +439,8 @@ type mmPartArgs struct {
 
 // reader adds the reader: per tile row the activation (or the prologue's
 // inputs; nothing when multicast), then per part, per sub-block, the
-// weight blocks of each slot and the epilogue's input tiles.
+// weight blocks of each slot (in row 0 only when resident) and the
+// epilogue's input tiles.
 func (m *mmProgram) reader() {
 	m.rd = newReader(m.p, m.rs)
 	rKt := m.rd.CompileArg("kt", uint32(m.kt))
@@ -423,6 +467,10 @@ func (m *mmProgram) reader() {
 	if m.norm != nil {
 		blocks.ScalerTile(b, m.norm.scaler, 1)
 	}
+	if m.rowsInner() {
+		m.readRowsInner(b, pas, inAcc, rKt)
+		return
+	}
 	rowLoop(b, m.rows, func(r kir.Expr) {
 		if m.norm != nil {
 			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
@@ -435,13 +483,12 @@ func (m *mmProgram) reader() {
 			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
 				sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
 				col := b.Let("col", kir.Add(pa.start, nb))
-				for slot, w := range pt.weights {
-					cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
-					if m.readBlocks {
-						m.readWeightBlocks(b, cb, pa.wAcc[slot], m.ctx.Blocks[w], tb, rKt, col, sb)
-						continue
-					}
-					m.readWeights(b, cb, pa.wAcc[slot], tb, rKt, pa.nt, col, sb)
+				readWeights := func() { m.readSubBlockWeights(b, pt, pa, rKt, col, sb) }
+				if m.resident {
+					// resident: the weights arrive with row 0 and stay
+					b.If(kir.Eq(r, kir.C(0)), readWeights)
+				} else {
+					readWeights()
 				}
 				for i, acc := range inAcc {
 					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, col), sb)
@@ -449,6 +496,20 @@ func (m *mmProgram) reader() {
 			})
 		}
 	})
+}
+
+// readSubBlockWeights emits the reads of the weight blocks of each of
+// part pt's weights (reader arguments pa) for the sub-block of sb columns
+// at col.
+func (m *mmProgram) readSubBlockWeights(b *kir.Builder, pt mmPart, pa mmPartArgs, kt kir.Expr, col, sb kir.Var) {
+	for slot, w := range pt.weights {
+		cb, tb := m.wCB[cbKey{slot, w.Type.DType}], w.Type.DType.TileBytes()
+		if m.readBlocks {
+			m.readWeightBlocks(b, cb, pa.wAcc[slot], m.ctx.Blocks[w], tb, kt, col, sb)
+			continue
+		}
+		m.readWeights(b, cb, pa.wAcc[slot], tb, kt, pa.nt, col, sb)
+	}
 }
 
 // readWeights emits the reads of the kt x sb weight tiles of sub-block
@@ -463,7 +524,8 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 	kr := kbRows(b, sb, m.kb, min(m.dest, m.plan.PerCore))
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
-		b.CBReserveBack(cb, kir.Ci(m.kb*m.dest))
+		pages := m.blockPages(kc, sb)
+		b.CBReserveBack(cb, pages)
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 		b.For("k", kir.C(0), kc, func(kk kir.Var) {
 			b.For("j", kir.C(0), sb, func(j kir.Var) {
@@ -473,8 +535,18 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 			})
 		})
 		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cb, kir.Ci(m.kb*m.dest))
+		b.CBPushBack(cb, pages)
 	})
+}
+
+// blockPages is the CB pages a weight block of kc K rows of sb columns
+// takes: kb x dest (a ring slot) when streamed, kc x sb (its tiles) when
+// resident.
+func (m *mmProgram) blockPages(kc, sb kir.Var) kir.Expr {
+	if m.resident {
+		return kir.Mul(kc, sb)
+	}
+	return kir.Ci(m.kb * m.dest)
 }
 
 // compute adds the compute kernel: fp32 DEST; per tile row the prologue,
@@ -495,7 +567,17 @@ func (m *mmProgram) compute() {
 	} else {
 		c.MatmulStartup(m.cbAct, m.wCB[cbKey{0, m.parts[0].weights[0].Type.DType}], m.outCB[m.parts[0].out.Type.DType])
 	}
+	// resident: each weight CB's position in its resident tiles
+	var wPos map[int]kir.Var
+	if m.resident {
+		wPos = m.residentWeightPos(c.B)
+	}
 	computeRow := func() {
+		for _, cb := range m.weightCBs() {
+			if v, ok := wPos[cb]; ok {
+				c.B.Assign(v, kir.C(0))
+			}
+		}
 		if n := m.norm; n != nil {
 			c.B.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
 			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
@@ -508,7 +590,8 @@ func (m *mmProgram) compute() {
 			c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
 				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
-					m.product(c, m.wCB[cbKey{slot, w.Type.DType}], m.epi.dst(slot, out), cKt, sb)
+					wcb := m.wCB[cbKey{slot, w.Type.DType}]
+					m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), cKt, sb, nil)
 					m.epi.packed(c, slot, sb)
 				}
 				m.epi.compute(c, sb, m.inCB, out)
@@ -517,10 +600,18 @@ func (m *mmProgram) compute() {
 		c.B.CBWaitFront(m.cbAct, cKt)
 		c.B.CBPopFront(m.cbAct, cKt)
 	}
-	if m.rows == 1 {
+	switch {
+	case m.rowsInner():
+		m.computeRowsInner(c, cKt, counts, wPos)
+	case m.rows == 1:
 		computeRow()
-	} else {
+	default:
 		c.For("r", kir.C(0), kir.Ci(m.rows), func(kir.Var) { computeRow() })
+	}
+	for _, cb := range m.weightCBs() {
+		if v, ok := wPos[cb]; ok {
+			c.B.CBPopFront(cb, v) // the whole resident slice, after the last row
+		}
 	}
 	if m.norm != nil {
 		c.B.CBPopFront(m.norm.scaler, kir.C(1))
@@ -533,8 +624,11 @@ func (m *mmProgram) compute() {
 // product emits the sb tiles of one weight's products: the K loop over
 // the weight blocks of wcb accumulating in DEST, then the sb tiles packed
 // to dst, one page each. Per K step the activation tile is unpacked once
-// for the sub-block's sb weight tiles.
-func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir.Var) {
+// for the sub-block's sb weight tiles. With resident weights the blocks
+// are not popped: they are read at wpos, the weight CB's running
+// position, which advances past them. actRow, when not nil, is the
+// activation's tile row in cbAct (from its front) when it holds several.
+func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, actRow kir.Expr) {
 	cb := c.B
 	c.MatmulBlockConfig(m.cbAct, wcb, sb, kt)
 	c.Acquire()
@@ -543,6 +637,20 @@ func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir
 		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
 		// The activation arrives in chunks: wait for the pages this block
 		// uses (immediate after the first sub-block).
+		if m.resident {
+			a0 := kir.Expr(k0) // the block's first activation tile
+			if actRow != nil {
+				a0 = kir.Add(kir.Mul(actRow, kt), k0)
+			}
+			cb.CBWaitFront(m.cbAct, kir.Add(a0, kc))
+			end := kir.Add(wpos, m.blockPages(kc, sb))
+			cb.CBWaitFront(wcb, end)
+			c.For("k", kir.C(0), kc, func(kk kir.Var) {
+				c.MatmulBlock(m.cbAct, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), kir.C(0), sb, kt)
+			})
+			cb.Assign(wpos, end)
+			return
+		}
 		cb.CBWaitFront(m.cbAct, kir.Add(k0, kc))
 		cb.CBWaitFront(wcb, kir.Ci(m.kb*m.dest))
 		c.For("k", kir.C(0), kc, func(kk kir.Var) {
@@ -563,13 +671,24 @@ func (m *mmProgram) product(c *blocks.Compute, wcb, dst int, kt kir.Expr, sb kir
 
 // writer adds the writer: each part's tiles to its result, in order (per
 // user row with users; gathered rows: writeGathered), after receiving the activation row by multicast
-// when m.mcast; then every kernel's per-core runtime arguments.
+// when m.mcast (with resident weights one round per tile row: row r+1
+// before row r's results when cbAct holds two rows, else row r); then
+// every kernel's per-core runtime arguments.
 func (m *mmProgram) writer() {
 	m.wr = newWriter(m.p, m.rs)
 	var mcastArgs map[kir.Core][]kir.ArgValue
-	if m.mcast {
+	var rounds *multicore.Rounds // the activation rows' multicast (resident weights)
+	if m.mcast && m.rows == 1 {
 		var err error
 		mcastArgs, err = actMulticast(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, blocks.LiveRows(m.act.Type.Shape), m.cores, m.rs)
+		m.fail(err)
+	} else if m.mcast {
+		var err error
+		interleave := 0
+		if m.rowsInner() {
+			interleave = m.rows
+		}
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -588,7 +707,23 @@ func (m *mmProgram) writer() {
 			ringPos[ocb] = wb.LetT("out_pos", kir.U32T, kir.C(0))
 		}
 	}
+	if m.rowsInner() {
+		m.writeRowsInner(wb, rounds, oAccs, wStarts, wCounts, ringPos)
+		m.setArgs(mcastArgs)
+		return
+	}
+	if rounds != nil && m.actRows > 1 {
+		rounds.Round(wb, kir.C(0))
+	}
 	rowLoop(wb, m.rows, func(r kir.Expr) {
+		if rounds != nil {
+			if m.actRows > 1 {
+				// the next row, while compute works on this one
+				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.rows)), func() { rounds.Round(wb, kir.Add(r, kir.C(1))) })
+			} else {
+				rounds.Round(wb, r)
+			}
+		}
 		for pi, pt := range m.parts {
 			ocb := m.outCB[pt.out.Type.DType]
 			if gs := m.epi.gathers(); len(gs) > 0 {
@@ -608,6 +743,9 @@ func (m *mmProgram) writer() {
 			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
 	})
+	if rounds != nil {
+		rounds.Finish(wb)
+	}
 	m.setArgs(mcastArgs)
 }
 

@@ -90,7 +90,8 @@ func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access,
 	packet := t.MaxNoCPacket / tb * tb // whole tiles per request
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
-		b.CBReserveBack(cb, kir.Ci(m.kb*m.dest))
+		pages := m.blockPages(kc, sb)
+		b.CBReserveBack(cb, pages)
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
 		j := b.Let("block", l.BlockExpr(col, kir.Div(k0, kr)))
 		at := l.BlockAddr(acc.Base(), j, nil, t.DRAMPageSize(tb), t.DRAMBanks)
@@ -101,7 +102,7 @@ func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access,
 			b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
 		})
 		b.NoCAsyncReadBarrier()
-		b.CBPushBack(cb, kir.Ci(m.kb*m.dest))
+		b.CBPushBack(cb, pages)
 	})
 }
 

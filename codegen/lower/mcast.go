@@ -22,3 +22,24 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 		}}
 	return m.Emit(p, t, wr, cores, rs)
 }
+
+// actMulticastRows is actMulticast for a prefill matmul with resident
+// weights: the activation's tile rows (kt pages each, whole tiles) into
+// cb. With interleave 0 it multicasts one round per row
+// (multicore.Rounds: the writer emits Round with the row, then Finish);
+// with interleave = rows, one round of all rows*kt pages K-major: page
+// k*rows+r of cb is tile k of row r (the writer emits Round(nil) and
+// Finish). It returns the rounds and the runtime-arg values per core the
+// writer must get first.
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave int, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
+		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }}
+	if interleave > 0 {
+		m.Pages, m.What = interleave*kt, "the activation's tile rows, K-major"
+		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {
+			page := kir.Add(kir.Mul(kir.Mod(pg, kir.Ci(interleave)), kir.Ci(kt)), kir.Div(pg, kir.Ci(interleave)))
+			blocks.ReadPageTo(b, acc, page, l1)
+		}
+	}
+	return m.Start(p, t, wr, cores, rs)
+}

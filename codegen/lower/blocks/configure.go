@@ -23,13 +23,19 @@ func (c *Compute) PackConfig(cb int) { c.packTo(cb) }
 // the init, since ct may change between sub-blocks; call it once per
 // sub-block, before the products.
 func (c *Compute) MatmulBlockConfig(in0, in1 int, ct, kt kir.Expr) {
+	c.MatmulBlockConfigRows(in0, in1, ct, kir.C(1), kt)
+}
+
+// MatmulBlockConfigRows is MatmulBlockConfig for sub-blocks of rt rows
+// of in0 tiles (MatmulBlockRows).
+func (c *Compute) MatmulBlockConfigRows(in0, in1 int, ct, rt, kt kir.Expr) {
 	c.unpack(in1, in0)
 	s := &c.state
 	if s.masked {
 		c.B.ReduceUninit()
 		s.masked = false
 	}
-	c.B.MatmulBlockInit(in0, in1, false, ct, kir.C(1), kt)
+	c.B.MatmulBlockInit(in0, in1, false, ct, rt, kt)
 	s.fpuKnown, s.fpu = true, fpuMode{kind: fpuMatmulBlock, a: in0, b: in1}
 }
 
@@ -38,4 +44,11 @@ func (c *Compute) MatmulBlockConfig(in0, in1 int, ct, kt kir.Expr) {
 // MatmulBlockConfig gave them).
 func (c *Compute) MatmulBlock(in0, in1 int, t0, t1, dst, ct, kt kir.Expr) {
 	c.B.MatmulBlock(in0, in1, t0, t1, dst, false, ct, kir.C(1), kt)
+}
+
+// MatmulBlockRows accumulates DEST[dst+r*ct+c] += in0[t0+r*kt] x
+// in1[t1+c] for r < rt, c < ct (one K step of an rt x ct sub-block; ct,
+// rt and kt as the last MatmulBlockConfigRows gave them).
+func (c *Compute) MatmulBlockRows(in0, in1 int, t0, t1, dst, ct, rt, kt kir.Expr) {
+	c.B.MatmulBlock(in0, in1, t0, t1, dst, false, ct, rt, kt)
 }

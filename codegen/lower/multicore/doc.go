@@ -7,7 +7,8 @@
 //   - Exchange: a group reduction with a broadcast back (the split-row
 //     norms, the GDN recurrence's output norm);
 //   - Multicast: one sender per NoC column group shares pages with the
-//     other cores (the decode matmuls' activation row);
+//     other cores (the decode matmuls' activation row; Rounds: the
+//     prefill matmuls' activation rows, one round per tile row);
 //   - Push: producers write pages straight into the consumers' CB, whose
 //     address the consumers publish (the all_reduce_add_rmsnorm ring into
 //     its norm tail);

@@ -107,16 +107,54 @@ func ColumnGroups(t *target.Target, cores []kir.Core) ([]ColumnGroup, error) {
 // On return every core has pushed Pages pages of CB holding the sender's
 // pages.
 func (m Multicast) Emit(p *kir.Program, t *target.Target, k *kir.Kernel, cores []kir.Core, rs []ir.CoreRange) (map[kir.Core][]kir.ArgValue, error) {
-	groups, err := ColumnGroups(t, cores)
+	r, vals, err := m.Start(p, t, k, cores, rs)
 	if err != nil {
 		return nil, err
 	}
+	b := k.Builder()
+	r.Round(b, nil)
+	r.Finish(b)
+	return vals, nil
+}
+
+// Rounds is a Multicast declared in a kernel that may run it for several
+// rounds (Round), each moving the next Pages pages (a prefill matmul's
+// activation tile rows: round r's page i is page r*Pages+i of what Read
+// reads) into the next Pages pages of CB. Per round every core reserves
+// the round's pages, a receiver signals ready after reserving (SemReady
+// counts receivers per round: the sender of round r waits until it holds
+// receivers*(r+1)), and SemValid keeps counting chunks across rounds
+// (round r's chunk c is valid once it reaches r*chunks+c+1). The CB may
+// hold one round's pages or more (a ring): every core pushes and its
+// consumer pops the same pages in the same order, so the write pointer
+// after the reserve is the same L1 address on every core. Deadlock-free
+// as Multicast, round by round: a receiver's ready for round r+1 comes
+// only after it has round r's pages, so the sender never waits for a
+// round its receivers cannot reserve.
+type Rounds struct {
+	m                           Multicast
+	chunk                       int
+	isSender, sx, sy, receivers kir.ArgRef
+	slots                       []Slot
+	ready, valid                kir.Var
+}
+
+// Start adds the two semaphores to p on rs, declares the multicast's
+// runtime args in k and emits its semaphore addresses; it returns the
+// rounds to emit (Round, then Finish) and, per core, the runtime-arg
+// values k must get first (as Emit).
+func (m Multicast) Start(p *kir.Program, t *target.Target, k *kir.Kernel, cores []kir.Core, rs []ir.CoreRange) (*Rounds, map[kir.Core][]kir.ArgValue, error) {
+	groups, err := ColumnGroups(t, cores)
+	if err != nil {
+		return nil, nil, err
+	}
 	p.AddSemaphore(kir.Semaphore{ID: m.SemReady, Cores: rs})
 	p.AddSemaphore(kir.Semaphore{ID: m.SemValid, Cores: rs})
-	isSender := k.RuntimeArg(m.Name + "_sender")
-	sx, sy := k.RuntimeArg(m.Name+"_sender_x"), k.RuntimeArg(m.Name+"_sender_y")
-	receivers := k.RuntimeArg(m.Name + "_receivers")
-	slots := DeclareSlots(MaxGroupRects, "mcast", "dests", k.RuntimeArg)
+	r := &Rounds{m: m, chunk: max(1, t.MaxNoCPacket/m.PageSize)}
+	r.isSender = k.RuntimeArg(m.Name + "_sender")
+	r.sx, r.sy = k.RuntimeArg(m.Name+"_sender_x"), k.RuntimeArg(m.Name+"_sender_y")
+	r.receivers = k.RuntimeArg(m.Name + "_receivers")
+	r.slots = DeclareSlots(MaxGroupRects, "mcast", "dests", k.RuntimeArg)
 	vals := map[kir.Core][]kir.ArgValue{}
 	for _, g := range groups {
 		for _, c := range g.Members {
@@ -128,42 +166,65 @@ func (m Multicast) Emit(p *kir.Program, t *target.Target, k *kir.Kernel, cores [
 			vals[c] = append(v, SlotValues(rects, MaxGroupRects, k.NoC)...)
 		}
 	}
-	m.emit(k.Builder(), max(1, t.MaxNoCPacket/m.PageSize), isSender, sx, sy, receivers, slots)
-	return vals, nil
+	b := k.Builder()
+	r.ready = b.Let("ready", kir.GetSemaphore{ID: kir.Ci(m.SemReady)})
+	r.valid = b.Let("valid", kir.GetSemaphore{ID: kir.Ci(m.SemValid)})
+	return r, vals, nil
 }
 
-// emit emits the kernel body of Emit, chunk pages per chunk.
-func (m Multicast) emit(b *kir.Builder, chunk int, isSender, sx, sy, receivers kir.ArgRef, slots []Slot) {
-	ready := b.Let("ready", kir.GetSemaphore{ID: kir.Ci(m.SemReady)})
-	valid := b.Let("valid", kir.GetSemaphore{ID: kir.Ci(m.SemValid)})
+// Round emits round round (an expression of the kernel; nil: the only
+// round, Emit's form) into b: the type's protocol for the round's Pages
+// pages, each core pushing each chunk's pages as soon as it has them.
+func (r *Rounds) Round(b *kir.Builder, round kir.Expr) {
+	m, chunk := r.m, r.chunk
 	ps, kt := m.PageSize, m.Pages
+	chunks := (kt + chunk - 1) / chunk
+	// page i of the round, the readiness the sender waits for and the
+	// valid count of chunk c
+	page, ready, valid := func(i kir.Expr) kir.Expr { return i }, kir.Expr(r.receivers), func(c kir.Expr) kir.Expr { return c }
+	if round != nil {
+		page = func(i kir.Expr) kir.Expr { return kir.Add(kir.Mul(round, kir.Ci(kt)), i) }
+		ready = kir.Mul(r.receivers, kir.Add(round, kir.C(1)))
+		valid = func(c kir.Expr) kir.Expr { return kir.Add(kir.Mul(round, kir.Ci(chunks)), c) }
+	}
 	b.Comment(fmt.Sprintf("%s: read once per column group by its sender, multicast to the group in chunks of %d pages", m.What, chunk))
 	b.CBReserveBack(m.CB, kir.Ci(kt))
 	l1 := b.Let(m.Name+"_l1", kir.GetWritePtr{CB: m.CB})
-	b.IfElse(kir.Eq(isSender, kir.C(0)), func() {
-		b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: ready}, kir.C(1))
+	b.IfElse(kir.Eq(r.isSender, kir.C(0)), func() {
+		b.NoCSemaphoreInc(kir.NoCAddr{X: r.sx, Y: r.sy, Addr: r.ready}, kir.C(1))
 		b.NoCAsyncAtomicBarrier()
 	}, func() {
 		// Every page's read in flight at once, one barrier (the type's doc).
 		b.For("i", kir.C(0), kir.Ci(kt), func(i kir.Var) {
-			m.Read(b, i, kir.Add(l1, kir.Mul(i, kir.Ci(ps))))
+			m.Read(b, page(i), kir.Add(l1, kir.Mul(i, kir.Ci(ps))))
 		})
 		b.NoCAsyncReadBarrier()
 	})
 	b.ForStep("p0", kir.C(0), kir.Ci(kt), kir.Ci(chunk), func(p0 kir.Var) {
 		n := blocks.BlockLen(b, "n", kir.Ci(kt), p0, chunk)
 		at := b.Let("at", kir.Add(l1, kir.Mul(p0, kir.Ci(ps))))
-		b.IfElse(kir.Ne(isSender, kir.C(0)), func() {
-			b.If(kir.Eq(p0, kir.C(0)), func() { b.NoCSemaphoreWait(ready, receivers) })
-			EachSlot(b, slots, func(s Slot) { b.NoCAsyncWriteMulticast(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores) })
-			b.NoCSemaphoreSet(valid, kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1)))
-			EachSlot(b, slots, func(s Slot) { b.NoCSemaphoreSetMulticast(valid, s.Addr(valid), s.Cores) })
+		b.IfElse(kir.Ne(r.isSender, kir.C(0)), func() {
+			b.If(kir.Eq(p0, kir.C(0)), func() {
+				if round == nil {
+					b.NoCSemaphoreWait(r.ready, ready)
+				} else {
+					b.NoCSemaphoreWaitMin(r.ready, ready)
+				}
+			})
+			EachSlot(b, r.slots, func(s Slot) { b.NoCAsyncWriteMulticast(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores) })
+			b.NoCSemaphoreSet(r.valid, valid(kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1))))
+			EachSlot(b, r.slots, func(s Slot) { b.NoCSemaphoreSetMulticast(r.valid, s.Addr(r.valid), s.Cores) })
 			// The valid word must leave before it changes for the next chunk.
 			b.NoCAsyncWritesFlushed()
 		}, func() {
-			b.NoCSemaphoreWaitMin(valid, kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1)))
+			b.NoCSemaphoreWaitMin(r.valid, valid(kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1))))
 		})
 		b.CBPushBack(m.CB, n)
 	})
-	b.If(kir.Ne(isSender, kir.C(0)), func() { b.NoCAsyncWriteBarrier() })
+}
+
+// Finish emits the sender's closing noc_async_write_barrier (every
+// multicast acknowledged), after the last round.
+func (r *Rounds) Finish(b *kir.Builder) {
+	b.If(kir.Ne(r.isSender, kir.C(0)), func() { b.NoCAsyncWriteBarrier() })
 }

@@ -346,6 +346,60 @@ func TestMulticastOnSim(t *testing.T) {
 	}
 }
 
+// TestMulticastRoundsOnSim runs Multicast for several rounds (Rounds):
+// round r moves pages [r*pages, (r+1)*pages) of a DRAM buffer into a CB
+// of one round's pages or of a ring of two, on every core; a second
+// kernel copies each round to the core's part of the output, so every
+// core must hold every round's pages in order.
+func TestMulticastRoundsOnSim(t *testing.T) {
+	tg := target.Blackhole()
+	for _, tc := range []struct {
+		name                              string
+		cores, rounds, ring, pages, psize int
+	}{
+		{"two cores ring of one", 2, 3, 1, 3, 2048},
+		{"across NoC gap ring of two", 11, 4, 2, 10, 4096}, // chunks of 4 pages: 4, 4, 2
+		{"whole grid ring of two", 110, 3, 2, 5, 16384},    // a page per chunk
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cores, rs := blocks.FirstCores(tg, tc.cores)
+			p := kir.NewProgram("multicast_rounds")
+			all := tc.pages * tc.rounds
+			src := dramBuffer(p, "src", tc.psize, all)
+			out := dramBuffer(p, "out", tc.psize, all*tc.cores)
+			cbs := blocks.NewCBPlan(p, tg, rs)
+			cb := cbs.Pages(blocks.InputCB, "shared", ir.FP32, tc.psize, tc.ring*tc.pages)
+
+			wr := blocks.NewWriterKernel(p, rs)
+			sAcc := access(t, tg, wr, src)
+			m := Multicast{CB: cb, Pages: tc.pages, PageSize: tc.psize, SemReady: 0, SemValid: 1, Name: "src", What: "the pages",
+				Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, sAcc, pg, l1) }}
+			r, vals, err := m.Start(p, tg, wr, cores, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb := wr.Builder()
+			wb.For("r", kir.C(0), kir.Ci(tc.rounds), func(i kir.Var) { r.Round(wb, i) })
+			r.Finish(wb)
+			rd := blocks.NewReaderKernel(p, rs)
+			oAcc := access(t, tg, rd, out)
+			first := rd.RuntimeArg("first")
+			blocks.WritePages(rd.Builder(), oAcc, cb, first, kir.Ci(all))
+			for i, c := range cores {
+				wr.SetRuntimeArgs(c, vals[c]...)
+				rd.SetRuntimeArgs(c, kir.U32(uint32(i*all)))
+			}
+			data := pattern(tc.psize*all, 1)
+			got := runSim(t, tg, p, map[string][]byte{"src": data}, "out")
+			for i := range cores {
+				if at := firstDiff(data, got[i*len(data):(i+1)*len(data)]); at >= 0 {
+					t.Fatalf("core %d received byte %d (round %d) of the pages wrong", i, at, at/(tc.pages*tc.psize))
+				}
+			}
+		})
+	}
+}
+
 // TestPushOnSim runs Push alone: pusher j reads pages j, j+P, ... of a
 // DRAM buffer (P pushers) and pushes their spans into the owners' CB;
 // each owner writes its chunk out, so the output must equal the input on

@@ -1,0 +1,304 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Resident weights: a prefill matmul (an activation of several tile rows,
+// not per-user rows) whose every core's weight slice fits its L1 streams
+// that slice once, not once per tile row.
+//
+// The reader moves the weights once (in row 0 of the per-row loop, or
+// per sub-block when rowsInner), in the blocks of the per-row path (so
+// the first products start as blocks arrive), each block
+// reserving exactly its kc x sb tiles; the weight CBs hold the core's
+// whole slice of each (slot, dtype) and compute never pops them until the
+// last row is done: per row it indexes the resident tiles from a running
+// position (matmul_block's weight tile index), which is back at the
+// start of the slice (or, rowsInner, of the sub-block) for every row. The accumulation order of every output tile is the
+// per-row path's (K in order into fp32 DEST, one packing), so the results
+// are bit for bit the same.
+//
+// With more than one core and no norm prologue the activation rows come
+// by multicast from the writer. When every row fits next to the weights
+// they come in one round, K-major, and compute runs the rows inside each
+// sub-block (rowsInner: the 27B's matmuls at 64 tokens but the
+// down-projection, its out-projection at 128). Otherwise one round per tile row
+// (multicore.Rounds) into a ring of two rows when they fit (the writer
+// multicasts row r+1 before it writes row r's results, so compute never
+// waits for the next row: the 27B's other matmuls at 256 tokens), else
+// of one row (the writer multicasts row r, compute then waits for it at
+// the start of each row: the 27B's down-projection, whose 272-tile row
+// is 557 KB next to 592 KB of weights).
+// Without the multicast every core would read the whole activation: at a
+// 256-token 27B step, 110 cores x 256 x 5120 bf16 is 288 MB next to the
+// 45 MB of weights.
+//
+// When a slice does not fit (the CB plan exceeds the L1 budget), the
+// program is the per-row one, planned again with its own costs.
+
+// residentOK reports whether f may keep its weights resident: several
+// tile rows of one activation (not users' rows).
+func (f *fusedMatmul) residentOK() bool { return f.rows > 1 && f.users == 0 }
+
+// residentPages is, per weight CB (cbKey), the most tiles one core's
+// slice of the weights of that slot and dtype holds under ranges.
+func (f *fusedMatmul) residentPages(ranges [][2]int) map[cbKey]int {
+	most := map[cbKey]int{}
+	for _, r := range ranges {
+		per, off := map[cbKey]int{}, 0
+		for _, pt := range f.parts {
+			_, n := partRange(r[0], r[1], off, pt.nt)
+			off += pt.nt
+			for slot, w := range pt.weights {
+				per[cbKey{slot, w.Type.DType}] += n * f.kt
+			}
+		}
+		for k, n := range per {
+			most[k] = max(most[k], n)
+		}
+	}
+	return most
+}
+
+// actRing is the activation rows the resident program's activation CB
+// holds: all of them when they fit next to the weight slices (weightBytes
+// per core) and a margin for the other CBs (rowsInner), else 2 when two
+// do, else 1.
+func (m *mmProgram) actRing(weightBytes int) int {
+	row := m.kt * m.act.Type.DType.TileBytes()
+	for _, n := range []int{m.rows, 2} {
+		if n <= m.rows && weightBytes+n*row+residentMargin <= m.ctx.Target.L1Budget() {
+			return n
+		}
+	}
+	return 1
+}
+
+// rowsInner reports whether the resident program runs the tile rows
+// inside each sub-block: the activation CB holds every row (by
+// multicast). Then compute multiplies the rows against the sub-block's
+// weights as they arrive, so the weight stream overlaps the products of
+// all rows, not only row 0's (at two tile rows, the 64-token prefill
+// step, the stream is about as long as the products), and with at most
+// dest rows it multiplies them all at once (rowGroup): one matmul_block
+// of rt rows x ct columns unpacks each weight tile once for all rows.
+// The reader reads each sub-block's weights once, then its epilogue
+// inputs; the writer multicasts every row first. Tiles flow per
+// sub-block, per column group, per row (rowGroup).
+func (m *mmProgram) rowsInner() bool { return m.resident && m.mcast && m.actRows == m.rows }
+
+// rowGroup is how compute splits a sub-block when rowsInner: rt rows at
+// once (all rows when they are at most dest, else 1) in column groups
+// of w = dest/rt columns, so an rt x w block fills at most DEST.
+func (m *mmProgram) rowGroup() (rt, w int) {
+	if m.rows <= m.dest {
+		return m.rows, m.dest / m.rows
+	}
+	return 1, m.dest
+}
+
+// colGroups emits body once per column group of rowGroup's width in a
+// sub-block of sb columns: j0 its first column, cw its width.
+func (m *mmProgram) colGroups(b *kir.Builder, sb kir.Var, body func(j0, cw kir.Var)) {
+	_, w := m.rowGroup()
+	b.ForStep("j0", kir.C(0), sb, kir.Ci(w), func(j0 kir.Var) {
+		body(j0, blocks.BlockLen(b, "cw", sb, j0, w))
+	})
+}
+
+// readRowsInner is the reader when rowsInner: per part, per sub-block,
+// the weights' blocks, then per column group, per row the epilogue's
+// input tiles.
+func (m *mmProgram) readRowsInner(b *kir.Builder, pas []mmPartArgs, inAcc []*blocks.Access, kt kir.Expr) {
+	for pi, pt := range m.parts {
+		pa := pas[pi]
+		b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
+			col := b.Let("col", kir.Add(pa.start, nb))
+			m.readSubBlockWeights(b, pt, pa, kt, col, sb)
+			if len(inAcc) == 0 {
+				return
+			}
+			m.colGroups(b, sb, func(j0, cw kir.Var) {
+				b.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
+					for i, acc := range inAcc {
+						blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, kir.Add(col, j0)), cw)
+					}
+				})
+			})
+		})
+	}
+}
+
+// computeRowsInner is compute's body when rowsInner: per part, per
+// sub-block, per column group, per group of rt rows (rowGroup) the
+// products of each weight (productRows, each weight CB's position back at
+// the sub-block's first block for every pass) and the epilogue on the rt
+// x cw tiles; then every row of the activation popped. Each output tile
+// still accumulates K in order in fp32 DEST and is packed once.
+func (m *mmProgram) computeRowsInner(c *blocks.Compute, kt kir.Expr, counts []kir.ArgRef, wPos map[int]kir.Var) {
+	rt, _ := m.rowGroup()
+	for pi, pt := range m.parts {
+		out := m.outCB[pt.out.Type.DType]
+		c.PackConfig(m.epi.dst(0, out))
+		c.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
+			first := map[int]kir.Var{}
+			for slot, w := range pt.weights {
+				wcb := m.wCB[cbKey{slot, w.Type.DType}]
+				first[wcb] = c.B.Let("w_first", wPos[wcb])
+			}
+			m.colGroups(c.B, sb, func(j0, cw kir.Var) {
+				tiles := c.B.Let("tiles", kir.Mul(cw, kir.Ci(rt)))
+				pass := func(r0 kir.Expr) {
+					for slot, w := range pt.weights {
+						wcb := m.wCB[cbKey{slot, w.Type.DType}]
+						c.B.Assign(wPos[wcb], first[wcb])
+						m.productRows(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, j0, cw, r0, rt, tiles)
+						m.epi.packed(c, slot, tiles)
+					}
+					m.epi.compute(c, tiles, m.inCB, out)
+				}
+				if rt == m.rows {
+					pass(kir.C(0))
+				} else {
+					c.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) { pass(r) })
+				}
+			})
+		})
+	}
+	all := kir.Ci(m.rows * m.kt)
+	c.B.CBWaitFront(m.cbAct, all)
+	c.B.CBPopFront(m.cbAct, all)
+}
+
+// productRows is product for rowsInner: the rt x cw tiles of activation
+// rows [r0, r0+rt) and the sub-block's columns [j0, j0+cw) (of its sb),
+// over the weight blocks of wcb from wpos (which advances past the
+// sub-block's blocks), packed to dst row by row (tiles = rt*cw pages).
+func (m *mmProgram) productRows(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb, j0, cw kir.Var, r0 kir.Expr, rt int, tiles kir.Var) {
+	cb := c.B
+	rows := kir.Ci(m.rows)
+	// cbAct is K-major: row r's tile k is page k*rows + r, so the in0 row
+	// stride (matmul_block's kt_dim) is 1
+	c.MatmulBlockConfigRows(m.cbAct, wcb, cw, kir.Ci(rt), kir.C(1))
+	c.Acquire()
+	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
+	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
+		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
+		// every row's tiles of the block's K rows
+		cb.CBWaitFront(m.cbAct, kir.Mul(kir.Add(k0, kc), rows))
+		end := kir.Add(wpos, m.blockPages(kc, sb))
+		cb.CBWaitFront(wcb, end)
+		c.For("k", kir.C(0), kc, func(kk kir.Var) {
+			a := kir.Add(kir.Mul(kir.Add(k0, kk), rows), r0) // row r0's tile k0+kk
+			c.MatmulBlockRows(m.cbAct, wcb, a, kir.Add(wpos, kir.Add(kir.Mul(kk, sb), j0)), kir.C(0), cw, kir.Ci(rt), kir.C(1))
+		})
+		cb.Assign(wpos, end)
+	})
+	c.Commit()
+	c.Wait()
+	c.PackConfig(dst)
+	c.For("j", kir.C(0), tiles, func(j kir.Var) {
+		cb.CBReserveBack(dst, kir.C(1))
+		c.Pack(j, dst)
+		cb.CBPushBack(dst, kir.C(1))
+	})
+	c.Release()
+}
+
+// writeRowsInner is the writer's body when rowsInner: every activation
+// row multicast in one round, K-major (actMulticastRows: the CB holds
+// them all, and the first K tiles of every row arrive first),
+// then per part, per sub-block, per column group, per row its tiles.
+func (m *mmProgram) writeRowsInner(wb *kir.Builder, rounds *multicore.Rounds, oAccs []*blocks.Access, starts, counts []kir.ArgRef, ringPos map[int]kir.Var) {
+	rounds.Round(wb, nil)
+	rounds.Finish(wb)
+	for pi, pt := range m.parts {
+		ocb := m.outCB[pt.out.Type.DType]
+		wb.ForStep("nb", kir.C(0), counts[pi], kir.Ci(m.dest), func(nb kir.Var) {
+			sb := blocks.BlockLen(wb, "sb", counts[pi], nb, m.dest)
+			m.colGroups(wb, sb, func(j0, cw kir.Var) {
+				wb.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
+					first := m.rowPage(r, kir.Ci(pt.nt), kir.Add(kir.Add(starts[pi], nb), j0))
+					blocks.WriteTilesLive(wb, oAccs[pi], ocb, first, cw, ir.TileSize, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
+				})
+			})
+		})
+	}
+}
+
+// residentMargin is the L1 actRing leaves for the CBs besides the
+// weights and the activation (results, epilogue inputs and scratch: a
+// few DEST sub-blocks).
+const residentMargin = 64 << 10
+
+// weightSliceBytes is the L1 of the weight CBs of pages (residentPages).
+func weightSliceBytes(t *target.Target, pages map[cbKey]int) int {
+	n := 0
+	for k, p := range pages {
+		n += target.AlignUp(p*k.dt.TileBytes(), t.L1Align)
+	}
+	return n
+}
+
+// residentCosts are f's cost-model inputs for the resident program (f
+// checked, rows > 1): per column each weight's tiles cross the NoC once
+// while compute multiplies them once per row, so a column costs, per K
+// tile and weight, the longer of the two; the epilogue runs per row; each
+// core receives every activation row; DRAM reads every weight tile once
+// and the activation once per column group (about two).
+func (f *fusedMatmul) residentCosts(fid ir.MathFidelity) mmCosts {
+	var c mmCosts
+	bytes := 0
+	for _, p := range f.parts {
+		col := 0
+		for _, w := range p.weights {
+			col += f.kt * max(f.rows*(MatmulTileCycles(fid)+2*UnpackTileCycles), w.Type.DType.TileBytes()/NoCBytesPerCycle)
+			bytes += p.nt * f.kt * w.Type.DType.TileBytes()
+		}
+		c.colCycles = max(c.colCycles, col)
+		c.items += p.nt
+	}
+	c.colCycles += f.rows * f.epi.tileOps() * EltwiseTileCycles
+	for _, in := range f.epi.inputs() {
+		c.colCycles += f.rows * in.v.Type.DType.TileBytes() / NoCBytesPerCycle
+	}
+	actRow := f.kt * f.act.Type.DType.TileBytes()
+	c.coreCycles = f.rows * actRow / NoCBytesPerCycle
+	if f.norm != nil {
+		c.coreCycles += f.rows * (f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles)
+	}
+	c.floorCycles = (bytes + 2*f.rows*actRow) / DRAMBytesPerCycle
+	return c
+}
+
+// weightCBs is m's weight CBs in the order of their first weight.
+func (m *mmProgram) weightCBs() []int {
+	var cbs []int
+	seen := map[int]bool{}
+	for _, pt := range m.parts {
+		for slot, w := range pt.weights {
+			if cb := m.wCB[cbKey{slot, w.Type.DType}]; !seen[cb] {
+				seen[cb] = true
+				cbs = append(cbs, cb)
+			}
+		}
+	}
+	return cbs
+}
+
+// residentWeightPos declares, in compute, the running position of every
+// weight CB in its resident tiles (0).
+func (m *mmProgram) residentWeightPos(b *kir.Builder) map[int]kir.Var {
+	pos := map[int]kir.Var{}
+	for _, cb := range m.weightCBs() {
+		pos[cb] = b.LetT("w_pos", kir.U32T, kir.C(0))
+	}
+	return pos
+}

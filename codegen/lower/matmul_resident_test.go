@@ -1,0 +1,211 @@
+package lower
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// TestResidentWeightsOnSim runs prefill-shaped matmul engine ops (two to
+// five tile rows of activation) on the simulator, bit for bit against
+// the reference, and counts the program's NoC reads: each weight byte is
+// read once (not once per tile row), each activation byte once per column
+// group of the multicast and the epilogue's inputs once. A core's slice
+// that does not fit L1 (streamed) keeps the per-row program: the weights
+// read once per row, the activation by every core. actRows, where set, is
+// the activation rows the program's act CB must hold: all (rowsInner), a
+// ring of two or of one.
+func TestResidentWeightsOnSim(t *testing.T) {
+	cases := []struct {
+		name     string
+		tgt      *target.Target
+		streamed bool
+		build    func(b *ir.Builder) []*ir.Value
+		actRows  int
+	}{
+		{"matmul_bf16", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
+		}, 3},
+		{"matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
+		}, 0},
+		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
+		}, 0},
+		{"matmul_bfp8_ring_of_two", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 64)))
+		}, 2},
+		{"matmul_bfp8_ring_of_one", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 128)))
+		}, 1},
+		{"matmul_bfp8_too_big_for_l1", smallGrid(), true, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 1536)))
+		}, 0},
+		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
+		}, 2},
+		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
+				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
+		}, 3},
+		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
+		}, 0},
+		{"matmul_add_bfp8_five_rows", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 150, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 150, 320)))
+		}, 5},
+		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
+		}, 3},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
+			op := fcBuild(t, tc.build)
+			ctx := NewContext(tc.tgt)
+			args := fcArgs(op, uint64(900+i))
+			want := refEval(t, op, args)
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.actRows > 0 {
+				kt := op.Operands[0].Type.Shape.Cols2D() / ir.TileSize
+				for _, cb := range p.CBs {
+					if cb.Name == "act" && cb.Pages != tc.actRows*kt {
+						t.Errorf("the activation CB holds %d pages, want %d rows of %d", cb.Pages, tc.actRows, kt)
+					}
+				}
+			}
+			got, st := residentExec(t, ctx, op, p, args)
+			info := fmt.Sprintf("%d cores, %d NoC bytes read", len(p.Cores()), st.NoCReadBytes)
+			for j, r := range op.Results {
+				fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), j, r.Type.Shape), want[j].Data, got[j], info)
+			}
+			if want := residentReads(t, ctx, op, p, tc.streamed); st.NoCReadBytes != want {
+				t.Errorf("the program reads %d bytes over the NoC, want %d (streamed %v); %s", st.NoCReadBytes, want, tc.streamed, info)
+			}
+		})
+	}
+}
+
+// residentReads is the NoC bytes op's program p reads: with resident
+// weights every weight (the op's operands of kind weight) once, the
+// activation (operand 0) once per column group of p's cores, the other
+// inputs once; streamed, every weight once per tile row and the
+// activation once per core. rmsnorm_matmul has no multicast: every core
+// reads x, and the norm weight (operand 1) once per row, and fills its
+// scaler tile with local NoC copies (blocks.FillWords: the 2048-byte tile
+// past its 512-byte seed).
+func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
+	t.Helper()
+	gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, rows := int64(len(p.Cores())), int64(op.Operands[0].Type.Shape.Tiles()/tilesWide(op.Operands[0].Type.Shape))
+	acts, weights := int64(len(gs)), int64(1)
+	if streamed {
+		acts, weights = cores, rows
+	}
+	norm := op.Kind == ir.OpRMSNormMatmul
+	if norm {
+		acts = cores
+	}
+	var n int64
+	if norm {
+		n += cores * 1536
+	}
+	for i, v := range op.Operands {
+		bytes := int64(v.Type.Shape.Tiles() * v.Type.DType.TileBytes())
+		switch {
+		case i == 0:
+			bytes *= acts
+		case norm && i == 1:
+			bytes *= cores * rows
+		case v.Kind == ir.KindWeight:
+			bytes *= weights
+		}
+		n += bytes
+	}
+	return n
+}
+
+// residentExec runs p (op lowered with ctx) on a fresh simulated device
+// with op's operands set to args and returns op's results and the run's
+// statistics.
+func residentExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args [][]float32) ([][]float32, *kexec.Stats) {
+	t.Helper()
+	if err := kir.Validate(p, ctx.Target); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	for _, k := range p.Kernels {
+		if _, err := cpp.PrintKernel(p, k); err != nil {
+			t.Fatalf("printing kernel %s: %v", k.Name, err)
+		}
+	}
+	d := kexec.NewDevice(ctx.Target)
+	for _, b := range p.Buffers {
+		if _, err := d.Alloc(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range op.Operands {
+		if err := upload(d, ctx.BufferName(v), v, args[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := d.Run(p, kexec.RunOptions{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := make([][]float32, len(op.Results))
+	for i, r := range op.Results {
+		if got[i], err = download(d, ctx.BufferName(r), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, st
+}
+
+// TestResidentPlan lowers the 27B prefill matmuls of a 256-token step
+// (1x2 per-device shapes) and checks their core counts: the planner
+// costs the resident kernel (weights once, compute per row), whose
+// compute grows with the rows while the weight stream does not, so it
+// spreads the columns over more cores than the per-row plan (matmul3:
+// 56 cores, matmul4: 66).
+func TestResidentPlan(t *testing.T) {
+	cases := []struct {
+		name      string
+		wantCores int
+		build     func(b *ir.Builder) []*ir.Value
+	}{
+		{"matmul3", 76, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul3(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "q", ir.BFP8B, 5120, 6144), fcW(b, "k", ir.BFP8B, 5120, 512), fcW(b, "v", ir.BFP8B, 5120, 512))
+		}},
+		{"matmul4", 88, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "w0", ir.BFP8B, 5120, 5120), fcW(b, "w1", ir.BFP8B, 5120, 3072),
+				fcW(b, "w2", ir.BFP8B, 5120, 24), fcW(b, "w3", ir.BFP8B, 5120, 24))
+		}},
+		{"matmul_down", 80, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 256, 8704), fcW(b, "w", ir.BFP8B, 8704, 5120)))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			op := fcBuild(t, tc.build)
+			p, err := Lower(op, NewContext(target.Blackhole()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(p.Cores()); got != tc.wantCores {
+				t.Errorf("%s runs on %d cores, want %d", op.Name(), got, tc.wantCores)
+			}
+		})
+	}
+}
