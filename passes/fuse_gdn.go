@@ -32,6 +32,22 @@ import (
 // still correct).
 var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNChunkStep)
 
+// gdnEmit is a GDN rule's Build: one op of kind with the match's operands
+// and attrs (nil: none), its results replacing the roots' in order.
+func gdnEmit(kind ir.OpKind, operands func(*rw.Match) []*ir.Value, attrs func(*rw.Match) ir.Attrs) func(*rw.Builder, *rw.Match) ([]*ir.Value, error) {
+	return func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+		var a ir.Attrs
+		if attrs != nil {
+			a = attrs(m)
+		}
+		op, err := b.Emit(kind, operands(m), a)
+		if err != nil {
+			return nil, err
+		}
+		return op.Results, nil
+	}
+}
+
 // gdnFloatStorage reports whether dt is stored value by value (bf16 or
 // fp32), so the fused ops can round intermediates element by element as
 // the composed chain stores them.
@@ -153,13 +169,7 @@ func ruleGDNConvGates() *rw.Rule {
 		Pattern: conv,
 		Extra:   extra,
 		Where:   gdnConvGatesApplies,
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			op, err := b.Emit(ir.OpGDNConvGates, gdnConvGatesOperands(m), nil)
-			if err != nil {
-				return nil, err
-			}
-			return op.Results, nil
-		},
+		Build:   gdnEmit(ir.OpGDNConvGates, gdnConvGatesOperands, nil),
 	}
 }
 
@@ -338,13 +348,7 @@ func ruleGDNRecurrence() *rw.Rule {
 		Pattern: out,
 		Extra:   extra,
 		Where:   gdnRecurrenceApplies,
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			op, err := b.Emit(ir.OpGDNRecurrence, gdnRecurrenceOperands(m), gdnRecurrenceAttrs(m))
-			if err != nil {
-				return nil, err
-			}
-			return op.Results, nil
-		},
+		Build:   gdnEmit(ir.OpGDNRecurrence, gdnRecurrenceOperands, gdnRecurrenceAttrs),
 	}
 }
 
@@ -457,12 +461,6 @@ func ruleGDNChunkStep() *rw.Rule {
 		Pattern: o,
 		Extra:   extra,
 		Where:   gdnChunkApplies,
-		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
-			op, err := b.Emit(ir.OpGDNChunkStep, gdnChunkOperands(m), gdnChunkAttrs(m))
-			if err != nil {
-				return nil, err
-			}
-			return op.Results, nil
-		},
+		Build:   gdnEmit(ir.OpGDNChunkStep, gdnChunkOperands, gdnChunkAttrs),
 	}
 }

@@ -1,22 +1,17 @@
 package lower_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
-	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
-	"github.com/tcc-dev/tcc/sim/kexec"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 
@@ -67,54 +62,11 @@ func gdnChunkArgs(op *ir.Op, seed uint64) [][]float32 {
 	return args
 }
 
-// gdnChunkRun lowers op, validates the program, writes its kernels' C++
-// into srcDir (for the syntax check), runs it on a fresh simulated device
-// and returns its results.
+// gdnChunkRun lowers op (no state aliasing: the chunk loop's state is an
+// intermediate value), runs it (gdnRunWith) and returns its results.
 func gdnChunkRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDir string, sources map[string]cpp.Source) [][]float32 {
 	t.Helper()
-	ctx := lower.NewContext(tgt)
-	p, err := lower.Lower(op, ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kir.Validate(p, tgt); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	for _, k := range p.Kernels {
-		src, err := cpp.PrintKernel(p, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(srcDir, fmt.Sprintf("%s.%s.%s.cpp", strings.ReplaceAll(t.Name(), "/", "_"), p.Name, k.Name))
-		if err := os.WriteFile(f, src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sources[f] = cpp.Source{Processor: k.Processor, Defines: k.Defines}
-	}
-	d := kexec.NewDevice(tgt)
-	for _, b := range p.Buffers {
-		if _, err := d.Alloc(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, v := range op.Operands {
-		bt, r, c := gdnDims(v.Type.Shape)
-		if err := d.WriteTiles(ctx.BufferName(v), numerics.TilizeBatch(args[i], bt, r, c)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := d.Run(p, kexec.RunOptions{}); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	got := make([][]float32, len(op.Results))
-	for i, v := range op.Results {
-		tiles, err := d.ReadTiles(ctx.BufferName(v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bt, r, c := gdnDims(v.Type.Shape)
-		got[i] = numerics.UntilizeBatch(tiles, bt, r, c)
-	}
+	got, _ := gdnRunWith(t, tgt, lower.NewContext(tgt), op, args, srcDir, sources, nil)
 	return got
 }
 

@@ -141,15 +141,31 @@ func gdnDims(s ir.Shape) (int, int, int) {
 }
 
 // gdnRun lowers op with its state result aliased to the state operand (in
-// place, as codegen.Compile does), checks the program and its kernels'
-// C++ (written into srcDir), runs it on a fresh simulated device and
-// returns the values of every result (the new state read back from the
-// state's buffer) and the run's statistics.
+// place, as codegen.Compile does), checks that the new state has no
+// buffer of its own, and runs it (gdnRunWith).
 func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDir string, sources map[string]cpp.Source) ([][]float32, *kexec.Stats) {
 	t.Helper()
 	ctx := lower.NewContext(tgt)
 	state := op.Operands[gdnStateOperand(op)]
 	ctx.Alias = map[*ir.Value]*ir.Value{op.Results[1]: state}
+	return gdnRunWith(t, tgt, ctx, op, args, srcDir, sources, func(p *kir.Program) {
+		// In place: the new state has no buffer of its own.
+		names := map[string]int{}
+		for _, b := range p.Buffers {
+			names[b.Name]++
+		}
+		if sn := ctx.BufferName(state); ctx.BufferName(op.Results[1]) != sn || names[sn] != 1 || len(p.Buffers) != len(op.Operands)+len(op.Results)-1 {
+			t.Fatalf("state %q is not updated in place: buffers %v", sn, names)
+		}
+	})
+}
+
+// gdnRunWith lowers op with ctx, validates the program, runs check on it
+// (nil: none), writes its kernels' C++ into srcDir (for the syntax check),
+// runs it on a fresh simulated device and returns the values of every
+// result (read from the buffers ctx names) and the run's statistics.
+func gdnRunWith(t *testing.T, tgt *target.Target, ctx *lower.Context, op *ir.Op, args [][]float32, srcDir string, sources map[string]cpp.Source, check func(p *kir.Program)) ([][]float32, *kexec.Stats) {
+	t.Helper()
 	p, err := lower.Lower(op, ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -157,13 +173,8 @@ func gdnRun(t *testing.T, tgt *target.Target, op *ir.Op, args [][]float32, srcDi
 	if err := kir.Validate(p, tgt); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	// In place: the new state has no buffer of its own.
-	names := map[string]int{}
-	for _, b := range p.Buffers {
-		names[b.Name]++
-	}
-	if sn := ctx.BufferName(state); ctx.BufferName(op.Results[1]) != sn || names[sn] != 1 || len(p.Buffers) != len(op.Operands)+len(op.Results)-1 {
-		t.Fatalf("state %q is not updated in place: buffers %v", sn, names)
+	if check != nil {
+		check(p)
 	}
 	for _, k := range p.Kernels {
 		src, err := cpp.PrintKernel(p, k)
