@@ -44,7 +44,9 @@
 //     to be still present.
 //   - fuse-layout (layout): folds the layout ops that are left (reshape
 //     chains, typecast round trips, memory moves, the embedding reshape)
-//     into neighbouring programs.
+//     into neighbouring programs, joins data movements in a row into one
+//     layout_chain (the GDN prefill's head split and output path) and
+//     moves an RMSNorm of rows moved whole before the movement.
 //   - fuse (every other family: norm, residual, collective, eltwise,
 //     matmul, and out-of-tree packages): epilogues and small groups, seen
 //     after layout elimination, so their patterns look through no layout

@@ -7,8 +7,9 @@
 // are looked up in a table keyed by ir.OpKind (lowerings, lower.go), filled
 // from one file per op family, each opening with the family's doc:
 // eltwise.go, matmul.go (built by the engine of matmul_engine.go with the
-// epilogues of matmul_epilogue.go), bmm.go, norm.go, reduce.go, layout.go,
-// embedding.go, argmax.go, rotary.go, cache.go, sdpa.go, prefill.go, the
+// epilogues of matmul_epilogue.go), bmm.go, norm.go, reduce.go, layout.go
+// (layout_chain.go: a chain of data movements through its composed index
+// map), embedding.go, argmax.go, rotary.go, cache.go, sdpa.go, prefill.go, the
 // ring collectives (collective*.go) and the fused ops (fused_*.go;
 // sdpa_decode_gated's flash decoding in flash_sdpa.go; the attention
 // prologues' rows into bfp8_b KV caches in kv_bfp8.go). Most
