@@ -163,3 +163,58 @@ func TestGDNChunkStepErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGDNChunkScanOnSim runs the GDN prefill's chunk loop over 2,048 tokens
+// (64 chunks of 32, one user, two heads of 64x64 fp32 state) on the
+// simulator, chunk after chunk, each step's new state read back and fed to
+// the next as the model's loop does, against the reference evaluating the
+// same steps in turn; it prints the agreement of the outputs and the
+// final state and wants them bit for bit. The reference's step equals the
+// composed chain bit for bit (sim/ref TestGDNChunkStepEqualsComposed),
+// and the composed chain the token-by-token equations (models/nn
+// TestGDNPrefillMatchesEquations).
+func TestGDNChunkScanOnSim(t *testing.T) {
+	longtest.Skip(t, "64 chunk steps on the simulator (~2,048 tokens)")
+	const N, H, D = 64, 2, 64
+	tgt := target.Blackhole()
+	srcDir, sources := t.TempDir(), map[string]cpp.Source{}
+	ops := make([]*ir.Op, N)
+	for c := range ops {
+		ops[c] = gdnChunkOp(t, 1, H, N, D, D, c, ir.FP32)
+	}
+	args := gdnChunkArgs(ops[0], 7)
+	refArgs := append([][]float32(nil), args...)
+	var wantO, gotO []float32
+	for c, op := range ops {
+		want, err := ref.EvalOpData(op, refArgs, ref.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gdnChunkRun(t, tgt, op, args, srcDir, sources)
+		wantO, gotO = append(wantO, want[0].Data...), append(gotO, got[0]...)
+		// The next step reads each side's own new state (operand 6).
+		refArgs[6], args[6] = want[1].Data, got[1]
+		if c == N-1 {
+			diff := 0
+			for j := range refArgs[6] {
+				if math.Float32bits(refArgs[6][j]) != math.Float32bits(args[6][j]) {
+					diff++
+				}
+			}
+			t.Logf("final state after %d tokens: PCC %.7f, %d of %d elements differ", N*ir.TileSize, numerics.PCC(refArgs[6], args[6]), diff, len(args[6]))
+			if diff > 0 {
+				t.Errorf("final state: %d elements differ from the reference", diff)
+			}
+		}
+	}
+	diff := 0
+	for j := range wantO {
+		if math.Float32bits(wantO[j]) != math.Float32bits(gotO[j]) {
+			diff++
+		}
+	}
+	t.Logf("outputs of %d tokens: PCC %.7f, max rel err %.3g, %d of %d elements differ", N*ir.TileSize, numerics.PCC(wantO, gotO), numerics.MaxRelErr(wantO, gotO), diff, len(wantO))
+	if diff > 0 {
+		t.Errorf("outputs: %d elements differ from the reference; want bit for bit", diff)
+	}
+}
