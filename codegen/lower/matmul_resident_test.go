@@ -38,14 +38,17 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
 		}, 0},
-		{"matmul_bfp8_ring_of_two", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
-			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 64)))
+		// A 2-core grid with 400 KiB of L1 each (smallL1): 128 KiB
+		// activation rows (K 2048), so the rings and the fallback show at
+		// small sizes.
+		{"matmul_bfp8_ring_of_two", smallL1(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 64)))
 		}, 2},
-		{"matmul_bfp8_ring_of_one", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
-			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 8192), fcW(b, "w", ir.BFP8B, 8192, 128)))
+		{"matmul_bfp8_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 192)))
 		}, 1},
-		{"matmul_bfp8_too_big_for_l1", smallGrid(), true, func(b *ir.Builder) []*ir.Value {
-			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 1536)))
+		{"matmul_bfp8_too_big_for_l1", smallL1(), true, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 512)))
 		}, 0},
 		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
@@ -92,6 +95,13 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smallL1 is smallGrid with 400 KiB of L1 per core for CBs.
+func smallL1() *target.Target {
+	t := smallGrid()
+	t.L1Size = t.L1UnreservedBase + 400<<10
+	return t
 }
 
 // residentReads is the NoC bytes op's program p reads: with resident
