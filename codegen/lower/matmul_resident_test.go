@@ -9,6 +9,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
@@ -28,47 +29,53 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		streamed bool
 		build    func(b *ir.Builder) []*ir.Value
 		actRows  int
+		// long: a TCC_LONG case (the other variants of a path the short
+		// cases already cover).
+		long bool
 	}{
 		{"matmul_bf16", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
-		}, 3},
+		}, 3, false},
 		{"matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
-		}, 0},
+		}, 0, true},
 		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
-		}, 0},
+		}, 0, false},
 		// A 2-core grid with 400 KiB of L1 each (smallL1): 128 KiB
 		// activation rows (K 2048), so the rings and the fallback show at
 		// small sizes.
 		{"matmul_bfp8_ring_of_two", smallL1(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 64)))
-		}, 2},
+		}, 2, false},
 		{"matmul_bfp8_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 192)))
-		}, 1},
+		}, 1, false},
 		{"matmul_bfp8_too_big_for_l1", smallL1(), true, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 512)))
-		}, 0},
+		}, 0, false},
 		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
-		}, 2},
+		}, 2, false},
 		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
-		}, 3},
+		}, 3, true},
 		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
-		}, 0},
+		}, 0, true},
 		{"matmul_add_bfp8_five_rows", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 150, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 150, 320)))
-		}, 5},
+		}, 5, false},
 		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
-		}, 3},
+		}, 3, true},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
+			if tc.long {
+				longtest.Skip(t, "a further resident-weights variant on the simulator")
+			}
 			op := fcBuild(t, tc.build)
 			ctx := NewContext(tc.tgt)
 			args := fcArgs(op, uint64(900+i))
