@@ -62,11 +62,15 @@ func tileProducts(op *ir.Op, step *Step) int64 {
 // products: each program's products at its compute kernel's fidelity
 // (HiFi4 without one) over the target's worker cores. It simulates
 // nothing.
-func ComputeFloor(b *Build, prm *Params) (float64, int64) {
+func ComputeFloor(b *Build, prm *Params) (float64, int64) { return ComputeFloorAt(b, prm, b.Step) }
+
+// ComputeFloorAt is ComputeFloor with the step's positions given (nil:
+// attention at position 0), so one Build serves every step of a prompt.
+func ComputeFloorAt(b *Build, prm *Params, step *Step) (float64, int64) {
 	var cycles float64
 	var products int64
 	for _, p := range b.Programs {
-		n := tileProducts(p.Op, b.Step)
+		n := tileProducts(p.Op, step)
 		if n == 0 {
 			continue
 		}

@@ -232,6 +232,11 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		if err != nil {
 			return nil, err
 		}
+		// The compute floor of each step: one conversion serves them all.
+		fb, err := fromcodegen.BuildAt(b, timing.Step{Pos: 0, Tokens: n})
+		if err != nil {
+			return nil, err
+		}
 		pb := promptBuild{Seq: n, Steps: len(idx), ProgramsPerDevice: len(b.Programs), Memory: fromcodegen.Memory(b.Memory())}
 		for j, i := range idx {
 			st := promptStep{Index: i, Position: steps[i].Pos, LastPosition: steps[i].Pos + n - 1, Tokens: n,
@@ -239,11 +244,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 			for _, us := range times[j] {
 				st.StepUS = max(st.StepUS, us)
 			}
-			tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: st.Position, Tokens: n})
-			if err != nil {
-				return nil, err
-			}
-			cf, _ := timing.ComputeFloor(tb, prm)
+			cf, _ := timing.ComputeFloorAt(fb, prm, &timing.Step{Pos: st.Position, Tokens: n})
 			st.ComputeFloorUS = round3(cf)
 			if sim[j] {
 				pb.SimulatedPositions = append(pb.SimulatedPositions, st.Position)
