@@ -109,17 +109,7 @@ func lowerSlice(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if len(begin) != xs.Rank() || xs.Rank() == 0 {
 		return nil, fmt.Errorf("rule slice-rank: begin %v needs one entry per dim of %s", begin, xs)
 	}
-	last := xs.Rank() - 1
-	seg := blocks.SegFor(os[last], begin[last], xs[last])
-	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-		idx := fullIndex(row, col, os)
-		for d := range idx {
-			if begin[d] != 0 {
-				idx[d] = kir.Add(idx[d], kir.Ci(begin[d]))
-			}
-		}
-		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[last]}}
-	})
+	return relayoutSteps(op, ctx, x, []ir.LayoutStep{{Op: ir.OpSlice, Attrs: op.Attrs}}, []ir.Shape{os})
 }
 
 // layoutOperands checks the tile layout and equal dtypes of a relayout.
@@ -217,21 +207,11 @@ func lowerRepeatInterleave(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok || reps < 1 {
 		return nil, fmt.Errorf("rule attr: repeat_interleave needs an int attribute \"repeats\" >= 1")
 	}
-	xs, os := x.Type.Shape, out.Type.Shape
-	ax, err := axisAttr(op, "axis", os.Rank())
-	if err != nil {
+	os := out.Type.Shape
+	if _, err := axisAttr(op, "axis", os.Rank()); err != nil {
 		return nil, err
 	}
-	last := os.Rank() - 1
-	seg := blocks.SegFor(os[last])
-	if ax == last {
-		seg = 1
-	}
-	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-		idx := fullIndex(row, col, os)
-		idx[ax] = kir.Div(idx[ax], kir.Ci(reps))
-		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[last]}}
-	})
+	return relayoutSteps(op, ctx, x, []ir.LayoutStep{{Op: ir.OpRepeatInterleave, Attrs: op.Attrs}}, []ir.Shape{os})
 }
 
 func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -239,7 +219,7 @@ func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := layoutOperands(x, out); err != nil {
 		return nil, err
 	}
-	xs, os := x.Type.Shape, out.Type.Shape
+	os := out.Type.Shape
 	r := os.Rank()
 	d0, err0 := axisAttr(op, "dim0", r)
 	d1, err1 := axisAttr(op, "dim1", r)
@@ -253,15 +233,7 @@ func lowerTranspose(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if lo == r-2 && hi == r-1 && x.Type.DType != ir.FP32 {
 		return transposeTiles(op, ctx)
 	}
-	seg := blocks.SegFor(os[r-1])
-	if hi == r-1 {
-		seg = 1
-	}
-	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-		idx := fullIndex(row, col, os)
-		idx[d0], idx[d1] = idx[d1], idx[d0]
-		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[r-1]}}
-	})
+	return relayoutSteps(op, ctx, x, []ir.LayoutStep{{Op: ir.OpTranspose, Attrs: op.Attrs}}, []ir.Shape{os})
 }
 
 // transposeTiles transposes the last two dims: result tile (b, j, i) is

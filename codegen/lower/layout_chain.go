@@ -114,17 +114,31 @@ func lowerLayoutChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !types[len(types)-1].Shape.Equal(out.Type.Shape) {
 		return nil, fmt.Errorf("rule layout-chain-shape: the steps give %s, the result is %s", types[len(types)-1].Shape, out.Type.Shape)
 	}
+	shapes := make([]ir.Shape, len(types))
+	for i, tt := range types {
+		shapes[i] = tt.Shape
+	}
+	return relayoutSteps(op, ctx, x, steps, shapes)
+}
+
+// relayoutSteps is the relayout program of op's result from x through
+// steps, steps[i] giving shapes[i] (the last: the result's): the composed
+// index map with the shortest of the steps' runs. A single layout op that
+// moves values is one step (lowerSlice, lowerRepeatInterleave,
+// lowerTranspose), a layout_chain several.
+func relayoutSteps(op *ir.Op, ctx *Context, x *ir.Value, steps []ir.LayoutStep, shapes []ir.Shape) (*kir.Program, error) {
 	maps := make([]layoutStepMap, len(steps))
 	seg := ir.TileSize
 	in := x.Type.Shape
 	for i, st := range steps {
-		if maps[i], err = layoutStepOf(st, in, types[i].Shape); err != nil {
+		var err error
+		if maps[i], err = layoutStepOf(st, in, shapes[i]); err != nil {
 			return nil, err
 		}
 		seg = min(seg, maps[i].seg)
-		in = types[i].Shape
+		in = shapes[i]
 	}
-	xs, os := x.Type.Shape, out.Type.Shape
+	xs, os := x.Type.Shape, shapes[len(shapes)-1]
 	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		idx := fullIndex(row, col, os)
 		for i := len(maps) - 1; i >= 0; i-- {
