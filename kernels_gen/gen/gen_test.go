@@ -35,3 +35,23 @@ func TestCompileQwen27BPrograms(t *testing.T) {
 		t.Errorf("%d programs per device; the fused decode step should be <= 700", len(bld.Programs))
 	}
 }
+
+// BenchmarkBuildQwen27BPrefill16k measures the builds `tcc run` makes for
+// a 16,384-token prompt of qwen27b at mesh 1x2 in steps of 256 tokens
+// (`--prefill 16384 --prefill-chunk 256 --max-seq 16384`): one prefill
+// build of 256 tokens serves all 64 steps (the position is read on the
+// device), so the build's size and time do not grow with the prompt.
+// Graph, passes, lowering of every program, C++ and host configs; no disk
+// writes. Issue 31 asks for under 5 s of CPU per 16k-token prefill build.
+func BenchmarkBuildQwen27BPrefill16k(b *testing.B) {
+	set := map[string]string{"mode": "prefill", "seq": "256", "max-seq": "16384"}
+	for b.Loop() {
+		bld, _, err := Compile("qwen27b", set, ir.Mesh{Rows: 1, Cols: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bld.Files(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
