@@ -27,7 +27,7 @@ const (
 	OpTypecast                          // out = x converted to dtype (round to nearest even)
 	OpReshape                           // out = x viewed with shape (same element count, row-major order)
 	OpSlice                             // out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
-	OpConcat                            // out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+	OpConcat                            // out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)
 	OpPad                               // out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
 	OpRepeatInterleave                  // out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
 	OpTranspose                         // out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
@@ -245,11 +245,12 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "axis",
 	}},
 	Class:    "data",
-	Doc:      "out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal",
+	Doc:      "out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)",
 	Name:     "concat",
 	Operands: []string{"a", "b"},
 	Results:  1,
 	Shape:    shapeConcat,
+	Variadic: true,
 }, OpPad: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInts,
@@ -848,7 +849,7 @@ func (bld *Builder) Slice(x *Value, begin []int, end []int) *Value {
 	return bld.Emit(OpSlice, []*Value{x}, attrs)[0]
 }
 
-// Concat appends a concat op: out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+// Concat appends a concat op: out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)
 func (bld *Builder) Concat(a *Value, b *Value, axis int) *Value {
 	attrs := Attrs{"axis": axis}
 	return bld.Emit(OpConcat, []*Value{a, b}, attrs)[0]

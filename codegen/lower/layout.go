@@ -126,35 +126,72 @@ func layoutOperands(vs ...*ir.Value) error {
 }
 
 func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	as, bs, os := a.Type.Shape, bv.Type.Shape, out.Type.Shape
+	out := op.Result()
+	os := out.Type.Shape
 	ax, err := axisAttr(op, "axis", os.Rank())
 	if err != nil {
 		return nil, err
 	}
-	last := os.Rank() - 1
-	na := as[ax]
-	if ax == last {
-		seg := blocks.SegFor(as[last], bs[last])
-		return relayoutProgram(op, ctx, []*ir.Value{a, bv}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			return []blocks.Run{
-				{Cond: kir.Lt(col, kir.Ci(na)), Src: 0, Row: row, Col: col},
-				{Cond: kir.Ge(col, kir.Ci(na)), Src: 1, Row: row, Col: kir.Sub(col, kir.Ci(na))},
+	srcs := op.Operands
+	if len(srcs) > maxConcatOperands {
+		return nil, fmt.Errorf("rule concat-operands: %d operands, at most %d (one scratch CB each)", len(srcs), maxConcatOperands)
+	}
+	// lo[i] is where operand i starts along the axis.
+	lo := make([]int, len(srcs)+1)
+	for i, s := range srcs {
+		lo[i+1] = lo[i] + s.Type.Shape[ax]
+	}
+	// runs maps index i along the axis to each operand's run, guarded by
+	// lo[k] <= i < lo[k+1] (the first guard without the lower bound, the
+	// last without the upper one).
+	runs := func(i kir.Expr, at func(k int, j kir.Expr) blocks.Run) []blocks.Run {
+		rs := make([]blocks.Run, len(srcs))
+		for k := range srcs {
+			var cond kir.Expr
+			if k > 0 {
+				cond = kir.Ge(i, kir.Ci(lo[k]))
 			}
+			if k < len(srcs)-1 {
+				c := kir.Lt(i, kir.Ci(lo[k+1]))
+				if cond == nil {
+					cond = c
+				} else {
+					cond = kir.LAnd(cond, c)
+				}
+			}
+			j := i
+			if lo[k] > 0 {
+				j = kir.Sub(i, kir.Ci(lo[k]))
+			}
+			rs[k] = at(k, j)
+			rs[k].Cond = cond
+		}
+		return rs
+	}
+	last := os.Rank() - 1
+	if ax == last {
+		widths := make([]int, len(srcs))
+		for k, s := range srcs {
+			widths[k] = s.Type.Shape[last]
+		}
+		return relayoutProgram(op, ctx, srcs, blocks.SegFor(widths...), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return runs(col, func(k int, j kir.Expr) blocks.Run { return blocks.Run{Src: k, Row: row, Col: j} })
 		})
 	}
-	return relayoutProgram(op, ctx, []*ir.Value{a, bv}, blocks.SegFor(os[last]), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+	return relayoutProgram(op, ctx, srcs, blocks.SegFor(os[last]), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		idx := fullIndex(row, col, os)
 		i := b.Let("ia", idx[ax])
-		ib := append([]kir.Expr(nil), idx...)
-		ib[ax] = kir.Sub(i, kir.Ci(na))
-		idx[ax] = i
-		return []blocks.Run{
-			{Cond: kir.Lt(i, kir.Ci(na)), Src: 0, Row: rowOf(idx, as), Col: col},
-			{Cond: kir.Ge(i, kir.Ci(na)), Src: 1, Row: rowOf(ib, bs), Col: col},
-		}
+		return runs(i, func(k int, j kir.Expr) blocks.Run {
+			ik := append([]kir.Expr(nil), idx...)
+			ik[ax] = j
+			return blocks.Run{Src: k, Row: rowOf(ik, srcs[k].Type.Shape), Col: col}
+		})
 	})
 }
+
+// maxConcatOperands bounds a concat's operands: its program gives each one
+// scratch CB, next to the output CB, of at most 32 per core.
+const maxConcatOperands = 16
 
 // axisAttr reads an axis attribute (negative counts from the end).
 func axisAttr(op *ir.Op, name string, rank int) (int, error) {
