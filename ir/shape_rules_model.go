@@ -231,6 +231,16 @@ func shapeBMM(in []TensorType, a Attrs) ([]TensorType, error) {
 	return []TensorType{reshaped(in[0], s, dt)}, nil
 }
 
+// shapeBMMTransposeB: shapeBMM of a and b with b's last two dims swapped.
+func shapeBMMTransposeB(in []TensorType, a Attrs) ([]TensorType, error) {
+	bt := in[1]
+	if r := bt.Shape.Rank(); r >= 2 {
+		bt.Shape = bt.Shape.Clone()
+		bt.Shape[r-2], bt.Shape[r-1] = bt.Shape[r-1], bt.Shape[r-2]
+	}
+	return shapeBMM([]TensorType{in[0], bt}, a)
+}
+
 // shapeRotary: out like x; cos and sin have x's (even) last dim and
 // broadcast to x.
 func shapeRotary(in []TensorType, _ Attrs) ([]TensorType, error) {

@@ -34,6 +34,11 @@ import (
 //     appends each chunk's output to the running output; N chunks were
 //     N-1 concats copying O(N^2) tiles, now one concat of N operands (at
 //     most maxConcatOperands; a longer chain ends in a few concats).
+//   - FuseBMMTransposeB: bmm(a, transpose(b)) with the transpose swapping
+//     the last two dims is bmm_transpose_b(a, b): the matmul unpacks b's
+//     tiles transposed (matmul_tiles with in1 transposed), so no program
+//     moves b (the GDN prefill's k k^T and q k^T products each had a
+//     transpose of [B,H,N,L,Dk] fp32 before them).
 //   - FuseEmbeddingReshape: reshape(embedding(ids, table)) is one
 //     embedding_reshape: the gather writes each row at its place in the
 //     reshaped result (same row-major order, so only the output's page
@@ -54,7 +59,7 @@ import (
 //     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
 //     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
 //     it in one whole-tile layout_chain.
-var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
 
 // keepsRows reports whether a data movement from in to out (full shapes)
 // keeps every row (last-dim run) whole and in order: the last dims are
@@ -324,6 +329,30 @@ func ruleFlattenConcat() *rw.Rule {
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			xs := append(append([]*ir.Value(nil), m.Op("inner").Operands...), m.Value("y"))
 			v, err := b.Emit1(ir.OpConcat, xs, ir.Attrs{"axis": m.Root.Int("axis")})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+func ruleFuseBMMTransposeB() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseBMMTransposeB",
+		Rewrite: "bmm(a, transpose(b, -1, -2)) => bmm_transpose_b(a, b)",
+		Pattern: rw.Op(ir.OpBMM, rw.Var("a"), rw.Op(ir.OpTranspose, rw.Var("b")).As("t")),
+		Where: func(m *rw.Match) bool {
+			t, b := m.Op("t"), m.Value("b")
+			r := b.Type.Shape.Rank()
+			d0, d1 := t.Int("dim0"), t.Int("dim1")
+			if d0 < 0 {
+				d0 += r
+			}
+			if d1 < 0 {
+				d1 += r
+			}
+			return r >= 2 && min(d0, d1) == r-2 && max(d0, d1) == r-1 && b.Type.Layout == ir.TileLayout
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpBMMTransposeB, []*ir.Value{m.Value("a"), m.Value("b")}, m.Root.Attrs)
 			return []*ir.Value{v}, err
 		},
 	}

@@ -87,6 +87,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpMul:              lowerBinary,
 	ir.OpMatmul:           lowerFusedMatmul,
 	ir.OpBMM:              lowerBMM,
+	ir.OpBMMTransposeB:    lowerBMMTransposeB,
 	ir.OpRMSNorm:          lowerRMSNorm,
 	ir.OpRMSNormPlain:     lowerRMSNormPlain,
 	ir.OpSum:              lowerSum,

@@ -263,6 +263,14 @@ var smallCases = []mcase{
 	{name: "bmm_bf16_tiles", build: func(b *ir.Builder) *ir.Value {
 		return b.BMM(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 70, 50)))
 	}},
+	// bmm_transpose_b: the GDN prefill's k k^T-like products, b unpacked
+	// transposed (bit-exact against bmm of the transposed b)
+	{name: "bmm_transpose_b_chunks", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeB(in(b, "q", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "k", tt(ir.FP32, dram, 1, 3, 2, 32, 64)))
+	}},
+	{name: "bmm_transpose_b_bf16_pad", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeB(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)))
+	}},
 	// attention
 	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), in(b, "cos", tt(ir.BF16, dram, 1, 16)), in(b, "sin", tt(ir.BF16, dram, 1, 16)))
