@@ -326,6 +326,21 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	return sp.done(sp.p)
 }
 
+// relayoutTileCycles is what assembling one result tile (image oim, runs
+// of seg elements) costs a reader: a few cycles per run, one DRAM round
+// trip for a source page at least and, with fill, the fill's stores and
+// local copies (blocks.FillSteps: three round trips for an fp32 tile). A
+// split by the runs alone put a [1,24,8,32] -> [1,24,8,1,32] reshape's
+// 192 padded tiles on 8 cores (39 us predicted), the fills in series.
+func relayoutTileCycles(oim blocks.Image, dt ir.DType, seg int, fill bool) int {
+	c := min(oim.R, ir.TileSize)*((min(oim.C, ir.TileSize)+seg-1)/seg)*8 + DRAMReadLatencyCycles
+	if fill {
+		stores, copies := blocks.FillSteps(dt.TileBytes())
+		c += stores*FillStoreCycles + copies*L1ReadLatencyCycles
+	}
+	return c
+}
+
 // relayoutProgram builds a data-movement program whose reader assembles
 // the result's tiles from srcs with blocks.Gather (run length seg, map m;
 // fill: fill each result tile with fillValue first) and whose writer stores
@@ -341,8 +356,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	if oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0 {
 		fill = true
 	}
-	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
-	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), perTile, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), relayoutTileCycles(oim, out.Type.DType, seg, fill), 0, 0))
 	slots := make([]int, len(srcs))
 	for i, s := range srcs {
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
