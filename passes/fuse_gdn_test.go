@@ -369,7 +369,7 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 					switch op.Kind {
 					case ir.OpGDNChunkStep:
 						steps = append(steps, op.Int("chunk"))
-					case ir.OpBMM:
+					case ir.OpBMM, ir.OpBMMTransposeB:
 						bmm++
 					}
 				}
@@ -380,7 +380,7 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 				if fmt.Sprint(steps) != fmt.Sprint(want) {
 					t.Errorf("GDN layer %d: gdn_chunk_step chunks %v, want %v", i, steps, want)
 				}
-				if bmm != 4 { // k k^T, q k^T, T (beta v), T (beta k exp(g))
+				if bmm != 4 { // k k^T, q k^T (bmm_transpose_b), T (beta v), T (beta k exp(g))
 					t.Errorf("GDN layer %d: %d bmm left, want the chunk preparation's 4", i, bmm)
 				}
 			}
