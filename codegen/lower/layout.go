@@ -168,6 +168,9 @@ func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		return rs
 	}
+	if ax < os.Rank()-2 {
+		return tileConcatProgram(op, ctx, ax, lo)
+	}
 	last := os.Rank() - 1
 	if ax == last {
 		widths := make([]int, len(srcs))
@@ -187,6 +190,70 @@ func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return blocks.Run{Src: k, Row: rowOf(ik, srcs[k].Type.Shape), Col: col}
 		})
 	})
+}
+
+// tileConcatProgram is a concat along a leading dim ax (not one of the
+// last two, so every result tile is one operand tile, lo[k] where operand
+// k starts along ax): the reader reads each result page straight from its
+// operand's page into the CB, the writer stores it, as a page copy does.
+// The GDN prefill's chunk outputs [B,H,1,L,D] joined along the chunk dim
+// move as whole tiles, with no per-row gather.
+func tileConcatProgram(op *ir.Op, ctx *Context, ax int, lo []int) (*kir.Program, error) {
+	out := op.Result()
+	if err := layoutOperands(append(append([]*ir.Value(nil), op.Operands...), out)...); err != nil {
+		return nil, err
+	}
+	os := out.Type.Shape
+	oim := blocks.ImageOf(os)
+	ps, _, err := PageLayout(out.Type)
+	if err != nil {
+		return nil, fmt.Errorf("value %s: %w", out, err)
+	}
+	// innerB is the product of the batch dims after ax.
+	innerB := 1
+	for _, d := range os[ax+1 : os.Rank()-2] {
+		innerB *= d
+	}
+	t := ctx.Target
+	sp := startProgram(op, ctx, planStream(oim.Pages, t.NumWorkers(), 2*ps, 1, EltwiseTileCycles))
+	cb := sp.cbs.Pages(blocks.InputCB, "pages", out.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
+	sp.planned("tile concat")
+	rd := sp.reader()
+	accs := make([]*blocks.Access, len(op.Operands))
+	for k, v := range op.Operands {
+		accs[k] = sp.bind(rd, fmt.Sprintf("src%d_addr", k), v)
+	}
+	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
+	b := rd.Builder()
+	tpm := oim.TilesPerMat
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		p := b.Let("page", kir.Add(rstart, i))
+		tile := b.Let("tile", kir.Mod(p, kir.Ci(tpm)))
+		bo := b.Let("bo", kir.Div(p, kir.Ci(tpm)))
+		in := b.Let("in", kir.Mod(bo, kir.Ci(innerB)))
+		q := b.Let("q", kir.Div(bo, kir.Ci(innerB)))
+		at := b.Let("at", kir.Mod(q, kir.Ci(os[ax])))
+		outer := b.Let("outer", kir.Div(q, kir.Ci(os[ax])))
+		for k, v := range op.Operands {
+			n := v.Type.Shape[ax]
+			// operand k's page: ((outer*n + at - lo[k])*innerB + in)*tpm + tile
+			j := kir.Expr(at)
+			if lo[k] > 0 {
+				j = kir.Sub(at, kir.Ci(lo[k]))
+			}
+			pg := kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Add(kir.Mul(outer, kir.Ci(n)), j), kir.Ci(innerB)), in), kir.Ci(tpm)), tile)
+			cond := kir.Lt(at, kir.Ci(lo[k+1]))
+			if k > 0 {
+				cond = kir.LAnd(kir.Ge(at, kir.Ci(lo[k])), cond)
+			}
+			b.If(cond, func() { blocks.ReadPage(b, accs[k], cb, pg) })
+		}
+	})
+	wr, dAcc := sp.writerOf("dst_addr", out)
+	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
+	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.done(sp.p)
 }
 
 // maxConcatOperands bounds a concat's operands: its program gives each one

@@ -140,6 +140,10 @@ var smallCases = []mcase{
 		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.FP32, dram, 1, 3, 1, 32, 64)), in(b, "b", tt(ir.FP32, dram, 1, 3, 2, 32, 64)),
 			in(b, "c", tt(ir.FP32, dram, 1, 3, 1, 32, 64)), in(b, "d", tt(ir.FP32, dram, 1, 3, 1, 32, 64))}, ir.Attrs{"axis": 2})[0]
 	}},
+	{name: "concat_mid_batch_tiles", build: func(b *ir.Builder) *ir.Value {
+		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.BF16, dram, 2, 3, 2, 40, 40)), in(b, "b", tt(ir.BF16, dram, 2, 1, 2, 40, 40)),
+			in(b, "c", tt(ir.BF16, dram, 2, 2, 2, 40, 40))}, ir.Attrs{"axis": 1})[0]
+	}},
 	{name: "concat_cols_n_ary", build: func(b *ir.Builder) *ir.Value {
 		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.BF16, dram, 1, 5, 16)), in(b, "b", tt(ir.BF16, dram, 1, 5, 48)), in(b, "c", tt(ir.BF16, dram, 1, 5, 8))}, ir.Attrs{"axis": -1})[0]
 	}},
