@@ -27,7 +27,7 @@ const (
 	OpTypecast                          // out = x converted to dtype (round to nearest even)
 	OpReshape                           // out = x viewed with shape (same element count, row-major order)
 	OpSlice                             // out = x[begin[0]:end[0], ..., begin[r-1]:end[r-1]]: one (begin, end) pair per dim of x, 0 <= begin < end <= dim, end exclusive, step 1
-	OpConcat                            // out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+	OpConcat                            // out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)
 	OpPad                               // out has the given shape (every dim >= x's): out[i] = x[i] where index i lies inside x's shape, else value (x sits at the low corner)
 	OpRepeatInterleave                  // out[.., i, ..] = x[.., i / repeats (integer division), ..] along axis: each slice of x repeated repeats times in a row, out.shape[axis] = repeats * x.shape[axis]
 	OpTranspose                         // out = x with dims dim0 and dim1 swapped: out[.., j, .., i, ..] = x[.., i, .., j, ..] (dim0 != dim1)
@@ -60,6 +60,7 @@ const (
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
 	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
+	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
 	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
@@ -245,11 +246,12 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "axis",
 	}},
 	Class:    "data",
-	Doc:      "out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal",
+	Doc:      "out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)",
 	Name:     "concat",
 	Operands: []string{"a", "b"},
 	Results:  1,
 	Shape:    shapeConcat,
+	Variadic: true,
 }, OpPad: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInts,
@@ -622,6 +624,19 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeLayoutChain,
+}, OpBMMTransposeB: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
+	}},
+	Class:    "matmul",
+	Doc:      "out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)",
+	Fused:    true,
+	Name:     "bmm_transpose_b",
+	Operands: []string{"a", "b"},
+	Results:  1,
+	Shape:    shapeBMMTransposeB,
 }, OpEmbeddingReshape: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInts,
@@ -848,7 +863,7 @@ func (bld *Builder) Slice(x *Value, begin []int, end []int) *Value {
 	return bld.Emit(OpSlice, []*Value{x}, attrs)[0]
 }
 
-// Concat appends a concat op: out = a and b joined along axis: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..]; all other dims and the dtypes equal
+// Concat appends a concat op: out = a, b and any further operands joined along axis in order: out[.., i, ..] = a[.., i, ..] for i < a.shape[axis], else b[.., i - a.shape[axis], ..] for i < a.shape[axis] + b.shape[axis], and so on; all other dims and the dtypes equal (models build two operands, FlattenConcat joins chains)
 func (bld *Builder) Concat(a *Value, b *Value, axis int) *Value {
 	attrs := Attrs{"axis": axis}
 	return bld.Emit(OpConcat, []*Value{a, b}, attrs)[0]
@@ -1084,6 +1099,15 @@ func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
 func (bld *Builder) LayoutChain(x *Value, steps string) *Value {
 	attrs := Attrs{"steps": steps}
 	return bld.Emit(OpLayoutChain, []*Value{x}, attrs)[0]
+}
+
+// BMMTransposeB appends a bmm_transpose_b op: out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
+func (bld *Builder) BMMTransposeB(a *Value, b *Value, opts ...Option) *Value {
+	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpBMMTransposeB, []*Value{a, b}, attrs)[0]
 }
 
 // EmbeddingReshape appends a embedding_reshape op: out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged

@@ -54,25 +54,27 @@ func shapeSlice(in []TensorType, a Attrs) ([]TensorType, error) {
 	return []TensorType{reshaped(in[0], s, in[0].DType)}, nil
 }
 
-// shapeConcat: a and b agree except along axis, where the sizes add.
+// shapeConcat: the operands agree except along axis, where the sizes add.
 func shapeConcat(in []TensorType, a Attrs) ([]TensorType, error) {
-	x, y := in[0], in[1]
-	if x.Shape.Rank() != y.Shape.Rank() {
-		return nil, fmt.Errorf("rule concat-rank: ranks differ (%s vs %s)", x.Shape, y.Shape)
-	}
-	if x.DType != y.DType {
-		return nil, fmt.Errorf("rule concat-dtype: dtypes differ (%s vs %s)", x.DType, y.DType)
-	}
+	x := in[0]
 	ax, err := normAxis(a["axis"].(int), x.Shape.Rank())
 	if err != nil {
 		return nil, err
 	}
 	s := x.Shape.Clone()
-	for d := range s {
-		if d == ax {
-			s[d] += y.Shape[d]
-		} else if x.Shape[d] != y.Shape[d] {
-			return nil, fmt.Errorf("rule concat-dims: dim %d differs (%d vs %d); only axis %d may differ", d, x.Shape[d], y.Shape[d], ax)
+	for _, y := range in[1:] {
+		if x.Shape.Rank() != y.Shape.Rank() {
+			return nil, fmt.Errorf("rule concat-rank: ranks differ (%s vs %s)", x.Shape, y.Shape)
+		}
+		if x.DType != y.DType {
+			return nil, fmt.Errorf("rule concat-dtype: dtypes differ (%s vs %s)", x.DType, y.DType)
+		}
+		for d := range s {
+			if d == ax {
+				s[d] += y.Shape[d]
+			} else if x.Shape[d] != y.Shape[d] {
+				return nil, fmt.Errorf("rule concat-dims: dim %d differs (%d vs %d); only axis %d may differ", d, x.Shape[d], y.Shape[d], ax)
+			}
 		}
 	}
 	return []TensorType{reshaped(x, s, x.DType)}, nil
@@ -227,6 +229,16 @@ func shapeBMM(in []TensorType, a Attrs) ([]TensorType, error) {
 		dt = d
 	}
 	return []TensorType{reshaped(in[0], s, dt)}, nil
+}
+
+// shapeBMMTransposeB: shapeBMM of a and b with b's last two dims swapped.
+func shapeBMMTransposeB(in []TensorType, a Attrs) ([]TensorType, error) {
+	bt := in[1]
+	if r := bt.Shape.Rank(); r >= 2 {
+		bt.Shape = bt.Shape.Clone()
+		bt.Shape[r-2], bt.Shape[r-1] = bt.Shape[r-1], bt.Shape[r-2]
+	}
+	return shapeBMM([]TensorType{in[0], bt}, a)
 }
 
 // shapeRotary: out like x; cos and sin have x's (even) last dim and

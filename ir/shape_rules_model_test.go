@@ -31,6 +31,8 @@ func TestModelShapeRules(t *testing.T) {
 		{"slice of sharded goes interleaved", OpSlice, []TensorType{sharded}, Attrs{"begin": []int{0, 0, 0}, "end": []int{2, 8, 32}}, func() TensorType { x := bf(2, 8, 32); x.Mem = L1; return x }(), ""},
 		{"concat", OpConcat, []TensorType{bf(2, 3, 10), bf(2, 1, 10)}, Attrs{"axis": 1}, bf(2, 4, 10), ""},
 		{"concat negative axis", OpConcat, []TensorType{bf(2, 3, 10), bf(2, 3, 6)}, Attrs{"axis": -1}, bf(2, 3, 16), ""},
+		{"concat three", OpConcat, []TensorType{bf(2, 3, 10), bf(2, 1, 10), bf(2, 5, 10)}, Attrs{"axis": 1}, bf(2, 9, 10), ""},
+		{"concat third dims", OpConcat, []TensorType{bf(2, 3, 10), bf(2, 1, 10), bf(2, 5, 11)}, Attrs{"axis": 1}, TensorType{}, "rule concat-dims"},
 		{"concat dims", OpConcat, []TensorType{bf(2, 3, 10), bf(2, 1, 11)}, Attrs{"axis": 1}, TensorType{}, "rule concat-dims"},
 		{"concat dtype", OpConcat, []TensorType{bf(2, 3), T(FP32, 2, 3)}, Attrs{"axis": 1}, TensorType{}, "rule concat-dtype"},
 		{"concat axis", OpConcat, []TensorType{bf(2, 3), bf(2, 3)}, Attrs{"axis": 2}, TensorType{}, "rule axis"},

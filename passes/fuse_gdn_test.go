@@ -347,7 +347,9 @@ func gdnPrefillGraph(t *testing.T, devices, seq int) *ir.Graph {
 // TestGDNChunkStepFiresOnEveryChunk runs the default pipeline on the small
 // config's prefill and checks that every GDN layer's loop over its N
 // chunks became N gdn_chunk_step ops (chunks 0..N-1 in order, no bmm,
-// transpose or exp left outside them but the chunk preparation's), and
+// transpose or exp left outside them but the chunk preparation's, its k
+// k^T and q k^T reading k untransposed, the chunk outputs joined by one
+// concat), and
 // that each fused step equals its decomposition bit for bit on seeded
 // random inputs, at storage formats and in exact math.
 func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
@@ -364,14 +366,27 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 			}
 			for i, r := range regions {
 				var steps []int
-				bmm := 0
+				bmm, transposedB, concats := 0, 0, 0
 				for _, op := range r.Ops {
 					switch op.Kind {
 					case ir.OpGDNChunkStep:
 						steps = append(steps, op.Int("chunk"))
 					case ir.OpBMM:
 						bmm++
+					case ir.OpBMMTransposeB:
+						bmm++
+						transposedB++
+					case ir.OpConcat:
+						concats++
 					}
+				}
+				// The conv window, and the chunk outputs joined once
+				// (FlattenConcat) when there are several.
+				if want := 1 + min(c.chunks-1, 1); concats != want {
+					t.Errorf("GDN layer %d: %d concats, want %d", i, concats, want)
+				}
+				if transposedB != 2 {
+					t.Errorf("GDN layer %d: %d bmm_transpose_b, want k k^T and q k^T", i, transposedB)
 				}
 				want := make([]int, c.chunks)
 				for j := range want {
@@ -380,7 +395,7 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 				if fmt.Sprint(steps) != fmt.Sprint(want) {
 					t.Errorf("GDN layer %d: gdn_chunk_step chunks %v, want %v", i, steps, want)
 				}
-				if bmm != 4 { // k k^T, q k^T, T (beta v), T (beta k exp(g))
+				if bmm != 4 { // k k^T, q k^T (bmm_transpose_b), T (beta v), T (beta k exp(g))
 					t.Errorf("GDN layer %d: %d bmm left, want the chunk preparation's 4", i, bmm)
 				}
 			}

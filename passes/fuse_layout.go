@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -27,6 +28,17 @@ import (
 //   - CollapseTypecast: typecast(typecast(x, fp32), dt) is typecast(x, dt)
 //     when x is bf16 (bf16 -> fp32 is exact), and x when dt is bf16; a
 //     typecast to x's own dtype is x.
+//   - FlattenConcat: concat(concat(x1, .., xn), y) along one axis, whose
+//     inner concat nothing else reads, is concat(x1, .., xn, y): one
+//     program that copies each operand once. The GDN prefill's chunk loop
+//     appends each chunk's output to the running output; N chunks were
+//     N-1 concats copying O(N^2) tiles, now one concat of N operands (at
+//     most maxConcatOperands; a longer chain ends in a few concats).
+//   - FuseBMMTransposeB: bmm(a, transpose(b)) with the transpose swapping
+//     the last two dims is bmm_transpose_b(a, b): the matmul unpacks b's
+//     tiles transposed (matmul_tiles with in1 transposed), so no program
+//     moves b (the GDN prefill's k k^T and q k^T products each had a
+//     transpose of [B,H,N,L,Dk] fp32 before them).
 //   - FuseEmbeddingReshape: reshape(embedding(ids, table)) is one
 //     embedding_reshape: the gather writes each row at its place in the
 //     reshaped result (same row-major order, so only the output's page
@@ -47,7 +59,7 @@ import (
 //     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
 //     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
 //     it in one whole-tile layout_chain.
-var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
 
 // keepsRows reports whether a data movement from in to out (full shapes)
 // keeps every row (last-dim run) whole and in order: the last dims are
@@ -281,4 +293,67 @@ func ruleFuseEmbeddingReshape() *rw.Rule {
 	return &rw.Rule{Name: "FuseEmbeddingReshape", After: "embedding_reshape(ids, table) {shape}",
 		Pattern: rw.Op(ir.OpReshape, rw.Op(ir.OpEmbedding, rw.Var("ids"), rw.Var("table"))),
 		Build:   rw.Emit(ir.OpEmbeddingReshape, rw.RootShape("shape"), "ids", "table")}
+}
+
+// maxConcatOperands bounds the operands FlattenConcat gives one concat: its
+// program (codegen/lower lowerConcat, same bound) gives each operand a
+// scratch CB, next to the output CB, of at most 32 per core.
+const maxConcatOperands = 16
+
+func ruleFlattenConcat() *rw.Rule {
+	// The inner concat with 2..maxConcatOperands-1 operands (patterns
+	// match a fixed operand count).
+	var alts []*rw.Pattern
+	for n := 2; n < maxConcatOperands; n++ {
+		xs := make([]*rw.Pattern, n)
+		for i := range xs {
+			xs[i] = rw.Var(fmt.Sprintf("x%d", i))
+		}
+		alts = append(alts, rw.Op(ir.OpConcat, xs...).As("inner"))
+	}
+	return &rw.Rule{
+		Name:    "FlattenConcat",
+		Rewrite: "concat(concat(x1, .., xn), y) along one axis => concat(x1, .., xn, y)",
+		Pattern: rw.Op(ir.OpConcat, rw.OneOf(alts...), rw.Var("y")),
+		Where: func(m *rw.Match) bool {
+			inner, r := m.Op("inner"), m.Root.Result().Type.Shape.Rank()
+			a0, a1 := inner.Int("axis"), m.Root.Int("axis")
+			if a0 < 0 {
+				a0 += r
+			}
+			if a1 < 0 {
+				a1 += r
+			}
+			return a0 == a1 && !pinnedValue(m.Graph, inner.Result())
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			xs := append(append([]*ir.Value(nil), m.Op("inner").Operands...), m.Value("y"))
+			v, err := b.Emit1(ir.OpConcat, xs, ir.Attrs{"axis": m.Root.Int("axis")})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+func ruleFuseBMMTransposeB() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseBMMTransposeB",
+		Rewrite: "bmm(a, transpose(b, -1, -2)) => bmm_transpose_b(a, b)",
+		Pattern: rw.Op(ir.OpBMM, rw.Var("a"), rw.Op(ir.OpTranspose, rw.Var("b")).As("t")),
+		Where: func(m *rw.Match) bool {
+			t, b := m.Op("t"), m.Value("b")
+			r := b.Type.Shape.Rank()
+			d0, d1 := t.Int("dim0"), t.Int("dim1")
+			if d0 < 0 {
+				d0 += r
+			}
+			if d1 < 0 {
+				d1 += r
+			}
+			return r >= 2 && min(d0, d1) == r-2 && max(d0, d1) == r-1 && b.Type.Layout == ir.TileLayout
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpBMMTransposeB, []*ir.Value{m.Value("a"), m.Value("b")}, m.Root.Attrs)
+			return []*ir.Value{v}, err
+		},
+	}
 }

@@ -18,6 +18,18 @@ import (
 // result's dtype.
 
 func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return bmmProgram(op, ctx, false)
+}
+
+// lowerBMMTransposeB is lowerBMM of a and b [.., N, K]: the reader streams
+// b's tile (n, k) where bmm streams (k, n), and compute unpacks it
+// transposed (matmul_tiles with in1 transposed), so no program moves b.
+func lowerBMMTransposeB(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return bmmProgram(op, ctx, true)
+}
+
+// bmmProgram lowers bmm, or bmm_transpose_b when transB (b [.., N, K]).
+func bmmProgram(op *ir.Op, ctx *Context, transB bool) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := requireTiles(a, bv, out); err != nil {
 		return nil, err
@@ -32,9 +44,12 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule bmm-batch: leading dim %d differs (%d vs %d)", d, as[d], bs[d])
 		}
 	}
-	k := as[r-1]
-	if bs[r-2] != k {
-		return nil, fmt.Errorf("rule bmm-inner: a %s has K=%d, b %s has K=%d", as, k, bs, bs[r-2])
+	k, bk := as[r-1], bs[r-2]
+	if transB {
+		bk = bs[r-1]
+	}
+	if bk != k {
+		return nil, fmt.Errorf("rule bmm-inner: a %s has K=%d, b %s has K=%d", as, k, bs, bk)
 	}
 	ai, bi := blocks.ImageOf(as), blocks.ImageOf(bs)
 	pad := k%ir.TileSize != 0
@@ -45,7 +60,11 @@ func lowerBMM(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 		}
 	}
-	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), tileOperand(bv, bi, false, pad), ai.Ct)
+	bo := tileOperand(bv, bi, false, pad)
+	if transB {
+		bo = transposedOperand(bv, bi, pad)
+	}
+	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), bo, ai.Ct, transB)
 }
 
 // pairOperand is one side of a tile-pair matmul program: a tensor read by
@@ -82,11 +101,25 @@ func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
 	}}
 }
 
+// transposedOperand is the right pairOperand that reads v [.., N, K]
+// (tile image im) for a product with v transposed: for result tile (bb,
+// mt, nt) and inner step k, its tile (bb, nt, k), which compute unpacks
+// transposed.
+func transposedOperand(v *ir.Value, im blocks.Image, pad bool) pairOperand {
+	o := tileOperand(v, im, true, pad)
+	emit := o.emit
+	o.emit = func(b *kir.Builder, acc *blocks.Access, cb int, bb, _, nt, k kir.Expr) {
+		emit(b, acc, cb, bb, nt, nt, k)
+	}
+	return o
+}
+
 // pairsProgram is the program of out[.., m, n] = sum_k a[.., m, k] b[.., k,
 // n] over kt inner tiles: the result tiles are split over the grid, the
 // reader emits the kt (a, b) tile pairs of each result tile, compute
-// accumulates matmul_tiles in fp32 DEST and packs, the writer stores.
-func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Program, error) {
+// accumulates matmul_tiles in fp32 DEST (with b's tiles transposed when
+// transB) and packs, the writer stores.
+func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB bool) (*kir.Program, error) {
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
 	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
@@ -119,7 +152,7 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int) (*kir.Prog
 		c.For("k", kir.C(0), kir.Ci(kt), func(kir.Var) {
 			c.B.CBWaitFront(cbA, kir.C(1))
 			c.B.CBWaitFront(cbB, kir.C(1))
-			c.Matmul(cbA, cbB, kir.C(0), kir.C(0), kir.C(0), false)
+			c.Matmul(cbA, cbB, kir.C(0), kir.C(0), kir.C(0), transB)
 			c.B.CBPopFront(cbA, kir.C(1))
 			c.B.CBPopFront(cbB, kir.C(1))
 		})

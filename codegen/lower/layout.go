@@ -126,35 +126,139 @@ func layoutOperands(vs ...*ir.Value) error {
 }
 
 func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
-	as, bs, os := a.Type.Shape, bv.Type.Shape, out.Type.Shape
+	out := op.Result()
+	os := out.Type.Shape
 	ax, err := axisAttr(op, "axis", os.Rank())
 	if err != nil {
 		return nil, err
 	}
-	last := os.Rank() - 1
-	na := as[ax]
-	if ax == last {
-		seg := blocks.SegFor(as[last], bs[last])
-		return relayoutProgram(op, ctx, []*ir.Value{a, bv}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			return []blocks.Run{
-				{Cond: kir.Lt(col, kir.Ci(na)), Src: 0, Row: row, Col: col},
-				{Cond: kir.Ge(col, kir.Ci(na)), Src: 1, Row: row, Col: kir.Sub(col, kir.Ci(na))},
+	srcs := op.Operands
+	if len(srcs) > maxConcatOperands {
+		return nil, fmt.Errorf("rule concat-operands: %d operands, at most %d (one scratch CB each)", len(srcs), maxConcatOperands)
+	}
+	// lo[i] is where operand i starts along the axis.
+	lo := make([]int, len(srcs)+1)
+	for i, s := range srcs {
+		lo[i+1] = lo[i] + s.Type.Shape[ax]
+	}
+	// runs maps index i along the axis to each operand's run, guarded by
+	// lo[k] <= i < lo[k+1] (the first guard without the lower bound, the
+	// last without the upper one).
+	runs := func(i kir.Expr, at func(k int, j kir.Expr) blocks.Run) []blocks.Run {
+		rs := make([]blocks.Run, len(srcs))
+		for k := range srcs {
+			var cond kir.Expr
+			if k > 0 {
+				cond = kir.Ge(i, kir.Ci(lo[k]))
 			}
+			if k < len(srcs)-1 {
+				c := kir.Lt(i, kir.Ci(lo[k+1]))
+				if cond == nil {
+					cond = c
+				} else {
+					cond = kir.LAnd(cond, c)
+				}
+			}
+			j := i
+			if lo[k] > 0 {
+				j = kir.Sub(i, kir.Ci(lo[k]))
+			}
+			rs[k] = at(k, j)
+			rs[k].Cond = cond
+		}
+		return rs
+	}
+	if ax < os.Rank()-2 {
+		return tileConcatProgram(op, ctx, ax, lo)
+	}
+	last := os.Rank() - 1
+	if ax == last {
+		widths := make([]int, len(srcs))
+		for k, s := range srcs {
+			widths[k] = s.Type.Shape[last]
+		}
+		return relayoutProgram(op, ctx, srcs, blocks.SegFor(widths...), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return runs(col, func(k int, j kir.Expr) blocks.Run { return blocks.Run{Src: k, Row: row, Col: j} })
 		})
 	}
-	return relayoutProgram(op, ctx, []*ir.Value{a, bv}, blocks.SegFor(os[last]), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+	return relayoutProgram(op, ctx, srcs, blocks.SegFor(os[last]), false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		idx := fullIndex(row, col, os)
 		i := b.Let("ia", idx[ax])
-		ib := append([]kir.Expr(nil), idx...)
-		ib[ax] = kir.Sub(i, kir.Ci(na))
-		idx[ax] = i
-		return []blocks.Run{
-			{Cond: kir.Lt(i, kir.Ci(na)), Src: 0, Row: rowOf(idx, as), Col: col},
-			{Cond: kir.Ge(i, kir.Ci(na)), Src: 1, Row: rowOf(ib, bs), Col: col},
-		}
+		return runs(i, func(k int, j kir.Expr) blocks.Run {
+			ik := append([]kir.Expr(nil), idx...)
+			ik[ax] = j
+			return blocks.Run{Src: k, Row: rowOf(ik, srcs[k].Type.Shape), Col: col}
+		})
 	})
 }
+
+// tileConcatProgram is a concat along a leading dim ax (not one of the
+// last two, so every result tile is one operand tile, lo[k] where operand
+// k starts along ax): the reader reads each result page straight from its
+// operand's page into the CB, the writer stores it, as a page copy does.
+// The GDN prefill's chunk outputs [B,H,1,L,D] joined along the chunk dim
+// move as whole tiles, with no per-row gather.
+func tileConcatProgram(op *ir.Op, ctx *Context, ax int, lo []int) (*kir.Program, error) {
+	out := op.Result()
+	if err := layoutOperands(append(append([]*ir.Value(nil), op.Operands...), out)...); err != nil {
+		return nil, err
+	}
+	os := out.Type.Shape
+	oim := blocks.ImageOf(os)
+	ps, _, err := PageLayout(out.Type)
+	if err != nil {
+		return nil, fmt.Errorf("value %s: %w", out, err)
+	}
+	// innerB is the product of the batch dims after ax.
+	innerB := 1
+	for _, d := range os[ax+1 : os.Rank()-2] {
+		innerB *= d
+	}
+	t := ctx.Target
+	sp := startProgram(op, ctx, planStream(oim.Pages, t.NumWorkers(), 2*ps, 1, EltwiseTileCycles))
+	cb := sp.cbs.Pages(blocks.InputCB, "pages", out.Type.DType, target.AlignUp(ps, t.DRAMReadAlign), 2)
+	sp.planned("tile concat")
+	rd := sp.reader()
+	accs := make([]*blocks.Access, len(op.Operands))
+	for k, v := range op.Operands {
+		accs[k] = sp.bind(rd, fmt.Sprintf("src%d_addr", k), v)
+	}
+	rstart, rcount := rd.RuntimeArg("start_page"), rd.RuntimeArg("num_pages")
+	b := rd.Builder()
+	tpm := oim.TilesPerMat
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		p := b.Let("page", kir.Add(rstart, i))
+		tile := b.Let("tile", kir.Mod(p, kir.Ci(tpm)))
+		bo := b.Let("bo", kir.Div(p, kir.Ci(tpm)))
+		in := b.Let("in", kir.Mod(bo, kir.Ci(innerB)))
+		q := b.Let("q", kir.Div(bo, kir.Ci(innerB)))
+		at := b.Let("at", kir.Mod(q, kir.Ci(os[ax])))
+		outer := b.Let("outer", kir.Div(q, kir.Ci(os[ax])))
+		for k, v := range op.Operands {
+			n := v.Type.Shape[ax]
+			// operand k's page: ((outer*n + at - lo[k])*innerB + in)*tpm + tile
+			j := kir.Expr(at)
+			if lo[k] > 0 {
+				j = kir.Sub(at, kir.Ci(lo[k]))
+			}
+			pg := kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Add(kir.Mul(outer, kir.Ci(n)), j), kir.Ci(innerB)), in), kir.Ci(tpm)), tile)
+			cond := kir.Lt(at, kir.Ci(lo[k+1]))
+			if k > 0 {
+				cond = kir.LAnd(kir.Ge(at, kir.Ci(lo[k])), cond)
+			}
+			b.If(cond, func() { blocks.ReadPage(b, accs[k], cb, pg) })
+		}
+	})
+	wr, dAcc := sp.writerOf("dst_addr", out)
+	wstart, wcount := wr.RuntimeArg("start_page"), wr.RuntimeArg("num_pages")
+	blocks.WritePages(wr.Builder(), dAcc, cb, wstart, wcount)
+	sp.plan.SetArgs(sp.cores, rd, nil, wr)
+	return sp.done(sp.p)
+}
+
+// maxConcatOperands bounds a concat's operands: its program gives each one
+// scratch CB, next to the output CB, of at most 32 per core.
+const maxConcatOperands = 16
 
 // axisAttr reads an axis attribute (negative counts from the end).
 func axisAttr(op *ir.Op, name string, rank int) (int, error) {
@@ -289,6 +393,21 @@ func pageCopyProgram(op *ir.Op, ctx *Context, src, dst *ir.Value) (*kir.Program,
 	return sp.done(sp.p)
 }
 
+// relayoutTileCycles is what assembling one result tile (image oim, runs
+// of seg elements) costs a reader: a few cycles per run, one DRAM round
+// trip for a source page at least and, with fill, the fill's stores and
+// local copies (blocks.FillSteps: three round trips for an fp32 tile). A
+// split by the runs alone put a [1,24,8,32] -> [1,24,8,1,32] reshape's
+// 192 padded tiles on 8 cores (39 us predicted), the fills in series.
+func relayoutTileCycles(oim blocks.Image, dt ir.DType, seg int, fill bool) int {
+	c := min(oim.R, ir.TileSize)*((min(oim.C, ir.TileSize)+seg-1)/seg)*8 + DRAMReadLatencyCycles
+	if fill {
+		stores, copies := blocks.FillSteps(dt.TileBytes())
+		c += stores*FillStoreCycles + copies*L1ReadLatencyCycles
+	}
+	return c
+}
+
 // relayoutProgram builds a data-movement program whose reader assembles
 // the result's tiles from srcs with blocks.Gather (run length seg, map m;
 // fill: fill each result tile with fillValue first) and whose writer stores
@@ -304,8 +423,7 @@ func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bo
 	if oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0 {
 		fill = true
 	}
-	perTile := min(oim.R, ir.TileSize) * ((min(oim.C, ir.TileSize) + seg - 1) / seg) * 8
-	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), perTile, 0, 0))
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), relayoutTileCycles(oim, out.Type.DType, seg, fill), 0, 0))
 	slots := make([]int, len(srcs))
 	for i, s := range srcs {
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)

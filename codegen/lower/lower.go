@@ -87,6 +87,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpMul:              lowerBinary,
 	ir.OpMatmul:           lowerFusedMatmul,
 	ir.OpBMM:              lowerBMM,
+	ir.OpBMMTransposeB:    lowerBMMTransposeB,
 	ir.OpRMSNorm:          lowerRMSNorm,
 	ir.OpRMSNormPlain:     lowerRMSNormPlain,
 	ir.OpSum:              lowerSum,
@@ -205,8 +206,13 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // layout and placement (so bufferOf and accessOf succeed on them).
 func checkOp(op *ir.Op) error {
 	info := op.Info()
-	if len(op.Operands) != len(info.Operands) || len(op.Results) != info.Results {
-		return fmt.Errorf("rule arity: has %d operands and %d results, the op table says %d and %d", len(op.Operands), len(op.Results), len(info.Operands), info.Results)
+	n := len(op.Operands)
+	if (n != len(info.Operands) && !info.Variadic) || n < len(info.Operands) || len(op.Results) != info.Results {
+		more := ""
+		if info.Variadic {
+			more = " or more"
+		}
+		return fmt.Errorf("rule arity: has %d operands and %d results, the op table says %d%s and %d", n, len(op.Results), len(info.Operands), more, info.Results)
 	}
 	for i, v := range opValues(op) {
 		if v == nil {

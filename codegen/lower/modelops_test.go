@@ -136,6 +136,17 @@ var smallCases = []mcase{
 	{name: "concat_lead", build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.FP32, dram, 2, 5, 40)), in(b, "b", tt(ir.FP32, dram, 1, 5, 40)), 0)
 	}},
+	{name: "concat_chunks_n_ary", build: func(b *ir.Builder) *ir.Value {
+		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.FP32, dram, 1, 3, 1, 32, 64)), in(b, "b", tt(ir.FP32, dram, 1, 3, 2, 32, 64)),
+			in(b, "c", tt(ir.FP32, dram, 1, 3, 1, 32, 64)), in(b, "d", tt(ir.FP32, dram, 1, 3, 1, 32, 64))}, ir.Attrs{"axis": 2})[0]
+	}},
+	{name: "concat_mid_batch_tiles", build: func(b *ir.Builder) *ir.Value {
+		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.BF16, dram, 2, 3, 2, 40, 40)), in(b, "b", tt(ir.BF16, dram, 2, 1, 2, 40, 40)),
+			in(b, "c", tt(ir.BF16, dram, 2, 2, 2, 40, 40))}, ir.Attrs{"axis": 1})[0]
+	}},
+	{name: "concat_cols_n_ary", build: func(b *ir.Builder) *ir.Value {
+		return b.Emit(ir.OpConcat, []*ir.Value{in(b, "a", tt(ir.BF16, dram, 1, 5, 16)), in(b, "b", tt(ir.BF16, dram, 1, 5, 48)), in(b, "c", tt(ir.BF16, dram, 1, 5, 8))}, ir.Attrs{"axis": -1})[0]
+	}},
 	// pad, repeat_interleave, transpose, to_memory
 	{name: "pad_heads", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Pad(in(b, "x", tt(ir.BF16, l1Mem, 1, 4, 64)), []int{1, 32, 64}, 0)
@@ -255,6 +266,14 @@ var smallCases = []mcase{
 	}},
 	{name: "bmm_bf16_tiles", build: func(b *ir.Builder) *ir.Value {
 		return b.BMM(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 70, 50)))
+	}},
+	// bmm_transpose_b: the GDN prefill's k k^T-like products, b unpacked
+	// transposed (bit-exact against bmm of the transposed b)
+	{name: "bmm_transpose_b_chunks", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeB(in(b, "q", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "k", tt(ir.FP32, dram, 1, 3, 2, 32, 64)))
+	}},
+	{name: "bmm_transpose_b_bf16_pad", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeB(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)))
 	}},
 	// attention
 	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {

@@ -31,6 +31,9 @@ const (
 	// one page in flight.
 	DRAMReadLatencyCycles = 538
 	L1ReadLatencyCycles   = 414
+	// FillStoreCycles is one word store of a fill loop with its loop
+	// step (sim/timing: a few scalar statements of 2 cycles).
+	FillStoreCycles = 8
 )
 
 // MatmulTileCycles is the time of one 32x32x32 tile product at fidelity f:

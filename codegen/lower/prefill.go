@@ -172,9 +172,9 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	switch ax {
 	case r - 1:
-		return pairsProgram(op, ctx, tileOperand(x, xi, true, true), tri(true), xi.Ct)
+		return pairsProgram(op, ctx, tileOperand(x, xi, true, true), tri(true), xi.Ct, false)
 	case r - 2:
-		return pairsProgram(op, ctx, tri(false), tileOperand(x, xi, false, true), xi.Rt)
+		return pairsProgram(op, ctx, tri(false), tileOperand(x, xi, false, true), xi.Rt, false)
 	}
 	return nil, fmt.Errorf("rule cumsum-axis: cumsum runs along one of the last two dims (a triangular matmul), not axis %d of %s", op.Attrs["axis"], x.Type.Shape)
 }

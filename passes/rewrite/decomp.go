@@ -91,7 +91,8 @@ func cloneAttrs(a ir.Attrs) ir.Attrs {
 // (ir.KindInput, whatever the operand's kind) per operand of op, in operand
 // order, with the operand's type and the op table's operand name,
 // and one output per result of op, so fused.Inputs[i] and
-// decomposed.Inputs[i] take the same data. It fails if op has no
+// decomposed.Inputs[i] take the same data (a value op reads as several
+// operands is read through the first one's input in both). It fails if op has no
 // decomposition or the decomposition does not verify.
 func EquivalencePair(op *ir.Op) (fused, decomposed *ir.Graph, err error) {
 	d := op.Decomp
@@ -111,13 +112,23 @@ func EquivalencePair(op *ir.Op) (fused, decomposed *ir.Graph, err error) {
 	}
 
 	fb := ir.NewBuilder(label + ".fused")
-	var ins []*ir.Value
+	// A value op reads as several operands is read through the first
+	// one's input, as the decomposition's ops read the first placeholder
+	// bound to it (the later inputs stay unread in both graphs).
+	var reads []*ir.Value
+	first := map[*ir.Value]*ir.Value{}
 	for i, v := range op.Operands {
-		ins = append(ins, fb.Input(d.Inputs[i].Name, v.Type))
+		in := fb.Input(d.Inputs[i].Name, v.Type)
+		if f, ok := first[v]; ok {
+			in = f
+		} else {
+			first[v] = in
+		}
+		reads = append(reads, in)
 	}
 	fb.Region(region, -1)
 	fop := fb.G.Regions[0]
-	fb.Output(fb.Emit(op.Kind, ins, cloneAttrs(op.Attrs))...)
+	fb.Output(fb.Emit(op.Kind, reads, cloneAttrs(op.Attrs))...)
 	fop.Ops[0].Decomp, fop.Ops[0].Rule = d, op.Rule
 	if fused, err = fb.Finish(); err != nil {
 		return nil, nil, fmt.Errorf("rewrite: fused graph of %s: %w", op.Where(), err)

@@ -466,10 +466,15 @@ func EvalMeshPair(op *ir.Op, args [][]ref.Tensor, opts ref.Options) (fused, dec 
 }
 
 // RandomArgs draws one tensor per operand of op: float operands N(0, 1),
-// integer operands uniform in [0, ints).
+// integer operands uniform in [0, ints); a value read as several operands
+// gets one tensor.
 func RandomArgs(op *ir.Op, rng *rand.Rand, ints int) []ref.Tensor {
 	args := make([]ref.Tensor, len(op.Operands))
 	for i, v := range op.Operands {
+		if j := slices.Index(op.Operands, v); j < i {
+			args[i] = args[j] // one value read as several operands
+			continue
+		}
 		args[i] = ref.NewTensor(v.Type.Shape)
 		for j := range args[i].Data {
 			if v.Type.DType.IsFloat() {

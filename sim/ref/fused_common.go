@@ -38,6 +38,7 @@ func init() {
 		ir.OpEltwiseChain:        evalEltwiseChain,
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 		ir.OpLayoutChain:         evalLayoutChain,
+		ir.OpBMMTransposeB:       evalBMMTransposeB,
 	})
 }
 

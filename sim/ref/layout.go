@@ -104,31 +104,37 @@ func evalSlice(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
 	return []Tensor{out}, nil
 }
 
-// evalConcat: out = a and b joined along axis; every other dim equal.
+// evalConcat: out = the operands joined along axis in order; every other
+// dim equal.
 func evalConcat(op *ir.Op, args []Tensor, _ Options) ([]Tensor, error) {
-	a, b := args[0], args[1]
-	if a.Shape.Rank() != b.Shape.Rank() {
-		return nil, fmt.Errorf("rule concat-rank: ranks differ (%s vs %s)", a.Shape, b.Shape)
-	}
+	a := args[0]
 	ax, err := attrAxis(op, "axis", a.Shape.Rank())
 	if err != nil {
 		return nil, err
 	}
 	shape := a.Shape.Clone()
-	for d := range shape {
-		if d == ax {
-			shape[d] += b.Shape[d]
-		} else if a.Shape[d] != b.Shape[d] {
-			return nil, fmt.Errorf("rule concat-dims: dim %d differs (%d vs %d); only axis %d may differ", d, a.Shape[d], b.Shape[d], ax)
+	for _, b := range args[1:] {
+		if a.Shape.Rank() != b.Shape.Rank() {
+			return nil, fmt.Errorf("rule concat-rank: ranks differ (%s vs %s)", a.Shape, b.Shape)
+		}
+		for d := range shape {
+			if d == ax {
+				shape[d] += b.Shape[d]
+			} else if a.Shape[d] != b.Shape[d] {
+				return nil, fmt.Errorf("rule concat-dims: dim %d differs (%d vs %d); only axis %d may differ", d, a.Shape[d], b.Shape[d], ax)
+			}
 		}
 	}
-	outer, na, inner := axisView(a.Shape, ax)
-	nb := b.Shape[ax]
+	outer, _, inner := axisView(a.Shape, ax)
 	out := NewTensor(shape)
-	for o := range outer {
-		dst := out.Data[o*(na+nb)*inner:]
-		copy(dst[:na*inner], a.Data[o*na*inner:(o+1)*na*inner])
-		copy(dst[na*inner:(na+nb)*inner], b.Data[o*nb*inner:(o+1)*nb*inner])
+	// Each operand's slab of outer block o lands after the slabs before it.
+	off := 0
+	for _, b := range args {
+		n := b.Shape[ax] * inner
+		for o := range outer {
+			copy(out.Data[o*shape[ax]*inner+off:], b.Data[o*n:(o+1)*n])
+		}
+		off += n
 	}
 	return []Tensor{out}, nil
 }

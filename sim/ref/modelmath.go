@@ -24,6 +24,29 @@ func init() {
 // computed as evalMatmul computes its batches: numerics.Matmul at
 // opts.Fidelity with StorageFormats, exact products summed in float64
 // without.
+// evalBMMTransposeB is evalBMM of a and b with b's last two dims swapped
+// (a data movement: the values, and so the products, are the same).
+func evalBMMTransposeB(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	b := args[1]
+	r := b.Shape.Rank()
+	if r < 2 {
+		return nil, fmt.Errorf("rule bmm-rank: want operands of equal rank >= 2, got %s and %s", args[0].Shape, b.Shape)
+	}
+	n, k := b.Shape[r-2], b.Shape[r-1]
+	shape := b.Shape.Clone()
+	shape[r-2], shape[r-1] = k, n
+	bt := NewTensor(shape)
+	for bi := range b.Shape.Numel() / (n * k) {
+		src, dst := b.Data[bi*n*k:(bi+1)*n*k], bt.Data[bi*n*k:(bi+1)*n*k]
+		for i := range n {
+			for j := range k {
+				dst[j*n+i] = src[i*k+j]
+			}
+		}
+	}
+	return evalBMM(op, []Tensor{args[0], bt}, opts)
+}
+
 func evalBMM(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	a, b := args[0], args[1]
 	r := a.Shape.Rank()

@@ -236,6 +236,13 @@ func modelOpCases() []opCase {
 		{name: "concat axis -1", in: []inSpec{bf16In(2, 3, 24), bf16In(2, 3, 40)}, exact: true,
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Concat(in[0], in[1], -1) },
 			want:  func(in []arr) []float64 { return concat64(in[0], in[1], -1) }},
+		{name: "concat three operands axis 2", in: []inSpec{bf16In(2, 3, 1, 8), bf16In(2, 3, 2, 8), bf16In(2, 3, 1, 8)}, exact: true,
+			build: func(b *ir.Builder, in []*ir.Value) *ir.Value {
+				return b.Emit(ir.OpConcat, in, ir.Attrs{"axis": 2})[0]
+			},
+			want: func(in []arr) []float64 {
+				return concat64(arr{shape: []int{2, 3, 3, 8}, v: concat64(in[0], in[1], 2)}, in[2], 2)
+			}},
 		{name: "concat axis 0", in: []inSpec{bf16In(1, 3, 8), bf16In(2, 3, 8)}, exact: true,
 			build: func(b *ir.Builder, in []*ir.Value) *ir.Value { return b.Concat(in[0], in[1], 0) },
 			want:  func(in []arr) []float64 { return concat64(in[0], in[1], 0) }},

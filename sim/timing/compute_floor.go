@@ -21,13 +21,17 @@ import (
 func tileProducts(op *ir.Op, step *Step) int64 {
 	tiles := func(n int) int64 { return int64((n + ir.TileSize - 1) / ir.TileSize) }
 	switch op.Kind {
-	case ir.OpMatmul, ir.OpBMM:
+	case ir.OpMatmul, ir.OpBMM, ir.OpBMMTransposeB:
 		a, b := op.Operands[0].Type.Shape, op.Operands[1].Type.Shape
 		if a.Rank() < 2 || b.Rank() < 2 {
 			return 0
 		}
 		batch := int64(a.Numel() / (a[a.Rank()-2] * a[a.Rank()-1]))
-		return batch * tiles(a[a.Rank()-2]) * tiles(a[a.Rank()-1]) * tiles(b[b.Rank()-1])
+		n := b[b.Rank()-1]
+		if op.Kind == ir.OpBMMTransposeB {
+			n = b[b.Rank()-2]
+		}
+		return batch * tiles(a[a.Rank()-2]) * tiles(a[a.Rank()-1]) * tiles(n)
 	case ir.OpSDPAPrefill, ir.OpSDPADecode:
 		q := op.Operands[0].Type.Shape
 		pos := 0

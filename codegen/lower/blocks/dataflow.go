@@ -163,6 +163,19 @@ const fillSeedBytes = 512
 // (target.Target.MaxNoCPacket; TestMaxCopyBytes).
 const maxCopyBytes = 16384
 
+// FillSteps is what FillWords(bytes) does: its word stores and its local
+// copies, each of which waits for the one before (a round trip each).
+func FillSteps(bytes int) (stores, copies int) {
+	seed := bytes
+	if bytes > fillSeedBytes && bytes%16 == 0 {
+		seed = fillSeedBytes
+	}
+	for done := seed; done < bytes; done += min(done, bytes-done, maxCopyBytes) {
+		copies++
+	}
+	return seed / 4, copies
+}
+
 // FillWords stores word at every 4-byte word of [addr, addr+bytes) (addr
 // 16-byte aligned); the bytes hold it when FillWords returns. Up to
 // fillSeedBytes it is a loop of stores; beyond that only the first

@@ -147,3 +147,20 @@ func TestFillRowsFromRow0Tiles(t *testing.T) {
 		}
 	}
 }
+
+// TestFillSteps: FillSteps counts FillWords' stores and copies (the doc's
+// 40 KB: 128 stores and 7 copies).
+func TestFillSteps(t *testing.T) {
+	for _, tc := range []struct{ bytes, stores, copies int }{
+		{64, 16, 0},
+		{600, 150, 0}, // not a multiple of 16: stored word by word
+		{4096, 128, 3},
+		{40 << 10, 128, 7},
+	} {
+		t.Run(fmt.Sprint(tc.bytes), func(t *testing.T) {
+			if s, c := FillSteps(tc.bytes); s != tc.stores || c != tc.copies {
+				t.Errorf("FillSteps(%d) = %d stores, %d copies; want %d, %d", tc.bytes, s, c, tc.stores, tc.copies)
+			}
+		})
+	}
+}

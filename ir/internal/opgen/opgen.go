@@ -83,11 +83,20 @@ func Generate(ops []opspec.Op) ([]byte, error) {
 }
 
 func genBuilder(f *jen.File, op opspec.Op) {
+	// A Go variadic parameter must come last, after the required attrs:
+	// a variadic op with required attrs gets a builder for its declared
+	// operands only (more operands through Builder.Emit).
+	variadic := op.Variadic
+	for _, a := range op.Attrs {
+		if !a.Optional {
+			variadic = false
+		}
+	}
 	params := []jen.Code{}
 	operands := []jen.Code{}
 	for i, o := range op.Operands {
 		name := goParam(o)
-		if op.Variadic && i == len(op.Operands)-1 {
+		if variadic && i == len(op.Operands)-1 {
 			params = append(params, jen.Id(name).Op("...").Op("*").Id("Value"))
 		} else {
 			params = append(params, jen.Id(name).Op("*").Id("Value"))
@@ -105,16 +114,16 @@ func genBuilder(f *jen.File, op opspec.Op) {
 		params = append(params, jen.Id(name).Add(attrGoType(a.Kind)))
 		attrs[jen.Lit(a.Name)] = jen.Id(name)
 	}
-	if hasOptional && !op.Variadic {
+	if hasOptional && !variadic {
 		params = append(params, jen.Id("opts").Op("...").Id("Option"))
 	}
 	var operandExpr jen.Code = jen.Index().Op("*").Id("Value").Values(operands...)
-	if op.Variadic {
+	if variadic {
 		last := goParam(op.Operands[len(op.Operands)-1])
 		operandExpr = jen.Append(jen.Index().Op("*").Id("Value").Values(operands...), jen.Id(last).Op("..."))
 	}
 	body := []jen.Code{jen.Id("attrs").Op(":=").Id("Attrs").Values(attrs)}
-	if hasOptional && !op.Variadic {
+	if hasOptional && !variadic {
 		body = append(body, jen.For(jen.List(jen.Id("_"), jen.Id("o")).Op(":=").Range().Id("opts")).Block(jen.Id("o").Call(jen.Id("attrs"))))
 	}
 	ret := jen.Op("*").Id("Value")
