@@ -54,6 +54,12 @@ func shapeSlice(in []TensorType, a Attrs) ([]TensorType, error) {
 	return []TensorType{reshaped(in[0], s, in[0].DType)}, nil
 }
 
+// MaxConcatOperands is the most operands one concat has after fusion
+// (passes' FlattenConcat stops there) and the most its device program
+// takes (codegen gives each operand a scratch CB next to the output's, of
+// at most 32 per core).
+const MaxConcatOperands = 16
+
 // shapeConcat: the operands agree except along axis, where the sizes add.
 func shapeConcat(in []TensorType, a Attrs) ([]TensorType, error) {
 	x := in[0]

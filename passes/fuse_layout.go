@@ -295,10 +295,8 @@ func ruleFuseEmbeddingReshape() *rw.Rule {
 		Build:   rw.Emit(ir.OpEmbeddingReshape, rw.RootShape("shape"), "ids", "table")}
 }
 
-// maxConcatOperands bounds the operands FlattenConcat gives one concat: its
-// program (codegen/lower lowerConcat, same bound) gives each operand a
-// scratch CB, next to the output CB, of at most 32 per core.
-const maxConcatOperands = 16
+// maxConcatOperands bounds the operands FlattenConcat gives one concat.
+const maxConcatOperands = ir.MaxConcatOperands
 
 func ruleFlattenConcat() *rw.Rule {
 	// The inner concat with 2..maxConcatOperands-1 operands (patterns

@@ -257,8 +257,8 @@ func tileConcatProgram(op *ir.Op, ctx *Context, ax int, lo []int) (*kir.Program,
 }
 
 // maxConcatOperands bounds a concat's operands: its program gives each one
-// scratch CB, next to the output CB, of at most 32 per core.
-const maxConcatOperands = 16
+// scratch CB, next to the output CB.
+const maxConcatOperands = ir.MaxConcatOperands
 
 // axisAttr reads an axis attribute (negative counts from the end).
 func axisAttr(op *ir.Op, name string, rank int) (int, error) {
