@@ -13,7 +13,9 @@ import (
 //
 // A work item is (user b, q head h, token tile row st): up to 32 query
 // tokens at positions row0 = pos + 32 st onwards; items are split over
-// the cores, one per core while cores last (group 1 of flashBuild). The
+// the cores, one per core while cores last (group 1 of flashBuild; with
+// G > 1 in groups of the G heads sharing a kv head, whose K and V one
+// core reads and multicasts: flash_prefill_share.go). The
 // item's last visible position is last = row0 + rows - 1, rows = min(32,
 // S - 32 st) (its last token); it sees cache tiles 0 .. last/32 and the
 // reader and compute loop over exactly those, in chunks of flashChunk
@@ -32,7 +34,9 @@ import (
 //
 // The reader hands compute, per item, a page of two words: last and
 // mfirst (the compute kernel reads them with read_tile_value and derives
-// its loop counts from them, as flash decoding does from pos).
+// its loop counts from them, as flash decoding does from pos), and the
+// item's Dt gate tiles after its first chunk (their CB holds them all),
+// so their reads overlap the chunks' products rather than follow them.
 //
 // Numerics: the chunked online softmax rounds in another order than the
 // single pass over the whole row the reference computes (sim/ref
@@ -57,6 +61,11 @@ func (f *flashSDPA) prefillReader() error {
 	}
 	rd := s.rd
 	rstart, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	if f.share != nil {
+		if err := f.startShare(); err != nil {
+			return err
+		}
+	}
 	b := rd.Builder()
 	f.tileConsts(b)
 	s.posv = readPos(b, s.pAcc, s.cbPos)
@@ -68,7 +77,7 @@ func (f *flashSDPA) prefillReader() error {
 	blocks.FillWords(b, s.zero, fb, 0)
 	blocks.FillWords(b, s.ninf, fb, negInf)
 	s.gg.Begin(b, []int{s.slotG})
-	b.For("i", rstart, kir.Add(rstart, rcount), func(i kir.Var) {
+	f.eachItem(b, rstart, rcount, func(i kir.Var) {
 		it := s.prefillItem(b, i)
 		st := b.Let("item_row", kir.Mod(i, kir.Ci(d.St)))
 		// the item's last token: min(32 st + 31, S - 1)
@@ -93,18 +102,22 @@ func (f *flashSDPA) prefillReader() error {
 					b.CBPushBack(s.mask, kir.C(1))
 				})
 				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-					s.cacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+					f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
 				})
 			})
 			b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
-		})
-		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
-			s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(st, kir.Ci(Dt)), dd))
+			b.If(kir.Eq(t0, kir.C(0)), func() {
+				b.Comment("the item's gate tiles (its CB holds them all), while compute works on the first chunk")
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+					s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(st, kir.Ci(Dt)), dd))
+				})
+			})
 		})
 	})
 	if s.err != nil {
 		return s.err
 	}
+	f.finishShare(b)
 	s.gg.End(b)
 	blocks.ReleaseScratchPages(b, s.consts, 2)
 	blocks.ReleaseScratch(b, s.cbPos)

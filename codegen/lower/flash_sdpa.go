@@ -135,6 +135,8 @@ type flashSDPA struct {
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 	// prefill (compute): the item's first masked cache tile
 	maskFrom kir.Var
+	// prefill with G > 1: K and V shared by multicast (flash_prefill_share.go)
+	share *prefillShare
 }
 
 // flashDecode builds s's program (decode) by flash decoding with groups
@@ -227,7 +229,11 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 	f := &flashSDPA{gatedSDPA: &s, group: g, cost: cost}
 	t, d := ctx.Target, s.d
 	var err error
-	if g == 1 {
+	if c := shareCores(d.items, d.G, t.NumWorkers()); s.prefill && g == 1 && c > 0 {
+		f.share = &prefillShare{cores: c}
+		cores, rs := firstCores(t, c)
+		s.splitProgram, err = newProgramOn(s.op, ctx, cores, rs)
+	} else if g == 1 {
 		plan := PlanSplit(d.items, t.NumWorkers(), d.Lt*2*d.Dt*MatmulTileCycles(ctx.Fidelity), 0, 0)
 		s.splitProgram, err = newSplitProgram(s.op, ctx, plan)
 	} else {
@@ -269,7 +275,11 @@ func (f *flashSDPA) planCBs() error {
 		masks = 2 // an item's one or two tiles crossing the diagonal
 	}
 	s.mask = cbs.Input("mask", ir.FP32, masks)
-	s.cbGate = cbs.Input("gate", s.gate.Type.DType, 2)
+	gateCB := 2
+	if s.prefill {
+		gateCB = Dt // an item's gate tiles, read early (prefillReader)
+	}
+	s.cbGate = cbs.Input("gate", s.gate.Type.DType, gateCB)
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
 	f.zeroT = cbs.Input("zero", ir.BF16, 1)
 	f.posC = cbs.Pages(blocks.InputCB, "pos_for_compute", ir.UInt32, f.ctx.Target.L1Align, 1)
@@ -277,7 +287,11 @@ func (f *flashSDPA) planCBs() error {
 	if !s.prefill {
 		s.slotQ = cbs.Scratch("q_tile", s.q.Type.DType, 1)
 	}
-	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, 1)
+	gatePages := 1
+	if s.prefill {
+		gatePages = prefillGatePages(s.d)
+	}
+	s.slotG = cbs.Scratch("gate_tile", s.gate.Type.DType, gatePages)
 	s.consts = cbs.Pages(blocks.ScratchCB, "const_tiles", ir.FP32, ir.FP32.TileBytes(), 2)
 	s.cbPos = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(f.ctx.Target, s.pos), 1)
 	s.scores = cbs.Scratch("scores", ir.FP32, C)
@@ -617,10 +631,25 @@ func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir
 // cend) in its first pages (rows past pos cleared in pos's tile), the
 // rest unused.
 func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var) {
+	base := blocks.Reserve(b, f.cbV, kir.Ci(f.vGroup*flashChunk), "vl1")
+	if f.share == nil {
+		f.valueBlockInto(b, head, t0, cend, d0, base)
+	} else {
+		runs := make([]pageRun, f.vGroup)
+		for k := range runs {
+			runs[k] = pageRun{kir.Ci(k * flashChunk), kir.Sub(cend, t0)}
+		}
+		f.shareBlock(b, base, f.v.Type.DType.TileBytes(), runs, func() { f.valueBlockInto(b, head, t0, cend, d0, base) })
+	}
+	b.CBPushBack(f.cbV, kir.Ci(f.vGroup*flashChunk))
+}
+
+// valueBlockInto is valueBlock into the reserved pages at base, without
+// the push.
+func (f *flashSDPA) valueBlockInto(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var, base kir.Var) {
 	s, C, nd := f.gatedSDPA, flashChunk, f.vGroup
 	dt := s.v.Type.DType
 	tb := dt.TileBytes()
-	base := blocks.Reserve(b, s.cbV, kir.Ci(nd*C), "vl1")
 	b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
 		b.For("j", kir.C(0), kir.Sub(cend, t0), func(j kir.Var) {
 			page := kir.Add(kir.Mul(kir.Add(kir.Mul(head, kir.Ci(s.d.Lt)), kir.Add(t0, j)), kir.Ci(s.d.Dt)), kir.Add(d0, k))
@@ -634,7 +663,6 @@ func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, 
 		})
 		b.NoCAsyncReadBarrier()
 	})
-	b.CBPushBack(s.cbV, kir.Ci(nd*C))
 }
 
 // writer adds the writer: group 1 writes its items' result tiles as
@@ -645,6 +673,9 @@ func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, 
 // coordinates).
 func (f *flashSDPA) writer() error {
 	s, Dt := f.gatedSDPA, f.d.Dt
+	if f.share != nil {
+		return s.writerEach(f.eachItem)
+	}
 	if f.group == 1 {
 		return s.writer()
 	}
@@ -768,6 +799,15 @@ func (f *flashSDPA) writeResult(b *kir.Builder, oAcc *blocks.Access, otiles, hea
 // i%group, and the combine's arguments.
 func (f *flashSDPA) setArgs() error {
 	s := f.gatedSDPA
+	if f.share != nil {
+		for _, core := range s.cores {
+			st, n := f.shareRange(core)
+			s.rd.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(st)), kir.U32(uint32(n))}, f.share.vals[core]...)...)
+			s.cp.SetRuntimeArgs(core, kir.U32(uint32(n)), kir.U32(0))
+			s.wr.SetRuntimeArgs(core, kir.U32(uint32(st)), kir.U32(uint32(n)))
+		}
+		return nil
+	}
 	if f.group == 1 {
 		for ci, core := range s.cores {
 			st, n := s.plan.Range(ci)

@@ -275,6 +275,13 @@ func TestFlashSDPAKernelsCompile(t *testing.T) {
 // the page the reader writes).
 func flashAtPos(t *testing.T, p *kir.Program, pos int) {
 	t.Helper()
+	if !readerAtPos(p, pos) {
+		t.Fatalf("%s: no reader reads pos", p.Name)
+	}
+}
+
+// readerAtPos is flashAtPos reporting whether a reader reads pos.
+func readerAtPos(p *kir.Program, pos int) bool {
 	for _, k := range p.Kernels {
 		if k.Role != kir.RoleReader {
 			continue
@@ -283,12 +290,12 @@ func flashAtPos(t *testing.T, p *kir.Program, pos int) {
 			if l, ok := s.(kir.Let); ok && l.Var.Name == "pos" {
 				if _, ok := l.Value.(kir.L1Read32); ok {
 					k.Body[i] = kir.Let{Var: l.Var, Value: kir.Ci(pos)}
-					return
+					return true
 				}
 			}
 		}
 	}
-	t.Fatalf("%s: no reader reads pos", p.Name)
+	return false
 }
 
 // TestFlashSDPACostFollowsPosition: the timing model's time of the 27B

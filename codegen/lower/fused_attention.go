@@ -190,7 +190,7 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 		return nil, err
 	}
 	if prefill {
-		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv, d.S*d.HRt, d.Hkv, d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
+		pl.items, pl.unitsArg = newPrologueItems(d.H*d.St, d.Hkv*d.cacheRows(), d.S*d.HRt, d.Hkv*d.cacheRows(), d.Hkv, pl.inPlaceK, pl.inPlaceV), "units"
 	} else {
 		pl.qGroups = decodeHeadGroups(d, ctx.Target.NumWorkers())
 		pl.items = newPrologueItems(d.HRt*pl.qGroups, d.KRt, d.HRt*pl.qGroups, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
@@ -213,7 +213,7 @@ func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 	}
 	cp := pl.compute(kind.rotate)
 	kind.writer()
-	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, pl.d.St) })
+	setItemArgs(pl.cores, pl.plan, pl.rd, cp, pl.wr, func(i int) int { return pl.items.units(i, 1) })
 	return pl.done(pl.p)
 }
 

@@ -631,6 +631,13 @@ func TestAttnProloguePrefillOnSim(t *testing.T) {
 		g, _, op := attnPrefillGraphOf(t, ir.FP32, 2, 8, 2, 1, 96, 48, 32)
 		testPrologue(t, attnGrid2(), op, attnStateAlias(g), 3, 11)
 	})
+	// a tile-aligned position: every k and v item's cache tile row is
+	// whole but the last item's, which has no tokens (written nowhere)
+	t.Run("b2_s40_h4_kv2_pos64_grid2_copied", func(t *testing.T) {
+		t.Parallel()
+		_, _, op := attnPrefillGraph(t, 2, 40, 4, 2, 64, 16, 128)
+		testPrologue(t, attnGrid2(), op, nil, 64, 5)
+	})
 	for _, tc := range attnPrefillCases {
 		for _, inPlace := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s_inplace_%v", tc.name, inPlace), func(t *testing.T) {

@@ -16,17 +16,26 @@ import (
 // Tokens are tile rows here: the reader gathers (blocks.Gather) the
 // columns of one head for up to 32 tokens into the rows of Dt tiles, the
 // layout of q's result and of the cache rows. Work items, per user: q (one
-// per head and token tile row), k (one per kv head, all its token tile
-// rows: positions of consecutive token tile rows share a cache tile when
-// pos is not tile aligned, so one core must patch them in order), gate
-// (one per token and 32 heads, heads as rows as in the decode prologue),
-// v (one per kv head) and, without aliasing, one copy item per (cache, kv
-// head) for the cache tile rows the tokens do not touch.
+// per head and token tile row), k (one per kv head and cache tile row the
+// tokens touch), gate (one per token and 32 heads, heads as rows as in the
+// decode prologue), v (as k) and, without aliasing, one copy item per
+// (cache, kv head) for the cache tile rows the tokens do not touch.
+//
+// A k or v item is cache tile row c0 + t of one kv head (c0 = pos/32; t <
+// Ct = cacheRows, the most tile rows S tokens touch): its tiles' row r
+// holds token 32 t + r - pos%32 (rows outside the tokens hold zeros, and
+// cos 1 and sin 0 for the RoPE, so they norm and rotate to zeros), so its
+// rows are already where the cache wants them and no two items write one
+// cache tile: the items run on any cores in any order. (Token tile rows
+// as k items would share a cache tile whenever pos is not tile aligned,
+// so one core had to patch a kv head's rows in order, St norm units on one
+// core while the q items' cores waited.) An item past c1 = (pos+S-1)/32
+// (pos tile aligned) has no rows: its tiles are computed and dropped.
 //
 // The rest is the decode prologue's (type prologue) but the RoPE: its
 // tables differ per row (token), so it is element-wise (rotate); and the
-// writer patches the rows of each k or v tile into the one or two cache
-// tiles their positions fall in (patchRows).
+// writer writes each k or v tile whole into its cache tile, or patches
+// its token rows into it (the first and last cache tile, patchRows).
 
 func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	pl, err := newPrologue(op, ctx, true)
@@ -35,6 +44,10 @@ func lowerAttnProloguePrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	return pl.build(&prefillPrologue{prologue: pl, swap: pl.rope.RotateHalf()})
 }
+
+// cacheRows is the most cache tile rows S tokens touch, ceil((S+31)/32):
+// the k (and v) items per kv head.
+func (d prologueDims) cacheRows() int { return (d.S + 2*ir.TileSize - 2) / ir.TileSize }
 
 // prefillPrologueDims checks attn_prologue_prefill's operand shapes.
 func prefillPrologueDims(op *ir.Op) (prologueDims, error) {
@@ -60,6 +73,7 @@ type prefillPrologue struct {
 	slots                  [6]int            // CBs: the page caches of gq, gg, gk, gv, gc, gs
 	gq, gg, gk, gv, gc, gs *blocks.Gather
 	touched0, touched1     kir.Expr // reader: the cache tile rows the tokens touch (a cache is copied)
+	off                    kir.Var  // reader: pos%32, the cache row of the first token in its tile
 	wpos, slotL1           kir.Var  // writer: pos, the cache tile slot
 }
 
@@ -77,6 +91,9 @@ func (pp *prefillPrologue) planCBs() {
 		pp.slots[i] = cbs.Scratch(name, []ir.DType{dt, dt, dt, dt, cos, sin}[i], max(pf[i], 1))
 	}
 	pp.planNorm()
+	if pp.posR < 0 { // the reader needs pos for the k and v items' rows
+		pp.posR = cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(pp.ctx.Target, pp.op.Operands[9]), 1)
+	}
 	pp.rot = cbs.Scratch("rotated_half", dt, 1)
 	pp.t1 = cbs.Scratch("y_cos", ir.FP32, 1)
 	pp.t2 = cbs.Scratch("ys_sin", ir.FP32, 1)
@@ -140,8 +157,9 @@ func (pp *prefillPrologue) reader() {
 		pt.EmitTile(b, tile, dt, nil, nil)
 	}
 	b.CBPushBack(pp.resident, kir.Ci(pp.resN))
-	if pp.posR >= 0 {
-		posv := readPos(b, pp.ra.pos, pp.posR)
+	posv := readPos(b, pp.ra.pos, pp.posR)
+	pp.off = b.Let("off", kir.Mod(posv, kir.Ci(ir.TileSize)))
+	if !pp.inPlaceK || !pp.inPlaceV {
 		pp.touched0 = b.Let("c0", kir.Div(posv, kir.Ci(ir.TileSize)))
 		pp.touched1 = b.Let("c1", kir.Div(kir.Add(posv, kir.Ci(d.S-1)), kir.Ci(ir.TileSize)))
 	}
@@ -155,14 +173,13 @@ func (pp *prefillPrologue) reader() {
 			b.Comment("q: one head's query columns for a token tile row, norm weight, tables")
 			h, st := b.Let("h", kir.Div(idx, kir.Ci(d.St))), b.Let("st", kir.Mod(idx, kir.Ci(d.St)))
 			pp.rows(b, pp.gq, pp.x, u, st, kir.Mul(h, kir.Ci(twoD)))
-			pp.normInputs(b, pp.ra.qw, st)
+			pp.normInputs(b, pp.ra.qw, st, false)
 		})
-		pp.items.k.on(b, r, func(j kir.Expr) {
-			b.Comment("k: one kv head, every token tile row")
-			b.For("st", kir.C(0), kir.Ci(d.St), func(st kir.Var) {
-				pp.rows(b, pp.gk, pp.x, u, st, kir.Mul(j, kir.Ci(d.D)))
-				pp.normInputs(b, pp.ra.kw, st)
-			})
+		pp.items.k.on(b, r, func(idx kir.Expr) {
+			b.Comment("k: one kv head's tokens of one cache tile row")
+			j, t := b.Let("j", kir.Div(idx, kir.Ci(d.cacheRows()))), b.Let("t", kir.Mod(idx, kir.Ci(d.cacheRows())))
+			pp.alignedRows(b, pp.gk, pp.x, u, t, kir.Mul(j, kir.Ci(d.D)))
+			pp.normInputs(b, pp.ra.kw, t, true)
 		})
 		pp.items.gate.on(b, r, func(idx kir.Expr) {
 			b.Comment("gate: the gate columns of 32 heads of one token, heads as rows")
@@ -173,9 +190,10 @@ func (pp *prefillPrologue) reader() {
 			}
 			b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) { pp.gg.Page(b, pp.moved, kir.Add(kir.Mul(hr, kir.Ci(d.Dt)), dd)) })
 		})
-		pp.items.v.on(b, r, func(j kir.Expr) {
-			b.Comment("v: one kv head, every token tile row")
-			b.For("st", kir.C(0), kir.Ci(d.St), func(st kir.Var) { pp.rows(b, pp.gv, pp.vCB(), u, st, kir.Mul(j, kir.Ci(d.D))) })
+		pp.items.v.on(b, r, func(idx kir.Expr) {
+			b.Comment("v: one kv head's tokens of one cache tile row")
+			j, t := b.Let("j", kir.Div(idx, kir.Ci(d.cacheRows()))), b.Let("t", kir.Mod(idx, kir.Ci(d.cacheRows())))
+			pp.alignedRows(b, pp.gv, pp.vCB(), u, t, kir.Mul(j, kir.Ci(d.D)))
 		})
 		pp.cacheCopies(b, u, r, pp.ra.kc, pp.ra.vc, "cache copy: every tile row the tokens do not touch",
 			func() func(tt kir.Expr) kir.Expr { return untouched(pp.touched0, pp.touched1) }, blocks.ReadPages)
@@ -183,9 +201,7 @@ func (pp *prefillPrologue) reader() {
 	for i := len(gathers) - 1; i >= 0; i-- {
 		gathers[i].End(b)
 	}
-	if pp.posR >= 0 {
-		blocks.ReleaseScratch(b, pp.posR)
-	}
+	blocks.ReleaseScratch(b, pp.posR)
 }
 
 // untouched is the predicate of the cache tile rows outside c0..c1.
@@ -202,11 +218,39 @@ func (pp *prefillPrologue) rows(b *kir.Builder, g *blocks.Gather, cb int, user, 
 	b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) { g.Page(b, cb, kir.Add(kir.Mul(st, kir.Ci(pp.d.Dt)), dd)) })
 }
 
+// alignedRows emits the push into cb of the Dt tiles of cache tile row
+// c0 + t of one head: row r holds token s = 32 t + r - off (when 0 <= s <
+// S) from columns col0.. of row user*S + s, the other rows are zero.
+func (pp *prefillPrologue) alignedRows(b *kir.Builder, g *blocks.Gather, cb int, user, t, col0 kir.Expr) {
+	g.Out = blocks.ImageOf(ir.Shape{pp.d.cacheRows() * ir.TileSize, pp.d.D})
+	g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		return []blocks.Run{{Cond: pp.tokenRow(row), Src: 0, Row: kir.Add(kir.Mul(user, kir.Ci(pp.d.S)), kir.Sub(row, pp.off)), Col: kir.Add(col0, col)}}
+	}
+	b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) { g.Page(b, cb, kir.Add(kir.Mul(t, kir.Ci(pp.d.Dt)), dd)) })
+}
+
+// tokenRow is the condition that row `row` of the cache-aligned rows
+// (token row - off) holds a token: off <= row < off + S.
+func (pp *prefillPrologue) tokenRow(row kir.Expr) kir.Expr {
+	return kir.LAnd(kir.Ge(row, pp.off), kir.Lt(row, kir.Add(pp.off, kir.Ci(pp.d.S))))
+}
+
 // normInputs emits w's tiles around the tables' rows of token tile row
-// st, in compute's order.
-func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st kir.Expr) {
+// st (aligned: of cache tile row c0 + st, as alignedRows; cos 1 and sin 0
+// in the rows without a token), in compute's order.
+func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st kir.Expr, aligned bool) {
 	d := pp.d
 	blocks.ReadPages(b, wAcc, pp.w, kir.C(0), kir.Ci(d.RtR))
+	if aligned {
+		im := blocks.ImageOf(ir.Shape{d.cacheRows() * ir.TileSize, d.R})
+		shifted := func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+			return []blocks.Run{{Cond: pp.tokenRow(row), Src: 0, Row: kir.Sub(row, pp.off), Col: col}}
+		}
+		for _, g := range []*blocks.Gather{pp.gc, pp.gs} {
+			defer func(out blocks.Image, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) { g.Out, g.Map = out, m }(g.Out, g.Map)
+			g.Out, g.Map = im, shifted
+		}
+	}
 	b.For("rt", kir.C(0), kir.Ci(d.RtR), func(rt kir.Var) {
 		pg := b.Let("tpg", kir.Add(kir.Mul(st, kir.Ci(d.RtR)), rt))
 		pp.gc.Page(b, pp.cos, pg)
@@ -254,14 +298,14 @@ func (pp *prefillPrologue) writer() {
 	pp.slotL1 = blocks.Scratch(b, pp.slot, "cache_tile")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
 		pp.writeTiles(b, pp.items.q, u, r, pp.wa.q, pp.out)
-		kv := func(cb int, in, out *blocks.Access) func(j kir.Expr) {
-			return func(j kir.Expr) {
-				b.For("st", kir.C(0), kir.Ci(pp.d.St), func(st kir.Var) {
-					b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) {
-						src := blocks.WaitFront(b, cb, kir.C(1), "src")
-						pp.patchRows(b, in, out, u, j, st, dd, src)
-						b.CBPopFront(cb, kir.C(1))
-					})
+		kv := func(cb int, in, out *blocks.Access) func(idx kir.Expr) {
+			return func(idx kir.Expr) {
+				j, ct, r0, r1, has := pp.cacheRow(b, idx)
+				whole := b.Let("whole", kir.LAnd(kir.Eq(r0, kir.C(0)), kir.Eq(r1, kir.Ci(ir.TileSize))))
+				b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) {
+					src := blocks.WaitFront(b, cb, kir.C(1), "src")
+					b.If(has, func() { pp.patchRows(b, in, out, pp.d.cachePage(u, j, ct, dd), r0, r1, whole, src) })
+					b.CBPopFront(cb, kir.C(1))
 				})
 			}
 		}
@@ -277,33 +321,39 @@ func (pp *prefillPrologue) writer() {
 	blocks.ReleaseScratch(b, pp.posW)
 }
 
-// patchRows emits the copy of rows 0..n-1 of tile src (tokens 32*st..)
-// into cache rows pos + 32*st + r of head (user, j), tile column dd: the
-// one or two cache tiles they fall in read (from out when the previous
-// token tile row patched it), patched and written back.
-func (pp *prefillPrologue) patchRows(b *kir.Builder, in, out *blocks.Access, user, j, st, dd, src kir.Expr) {
-	wpos, slot, eb, tb := pp.wpos, pp.slotL1, blocks.ElemBytes(pp.dtype()), pp.dtype().TileBytes()
-	p0 := b.Let("p0", kir.Add(wpos, kir.Mul(st, kir.Ci(ir.TileSize))))
-	n := blocks.BlockLen(b, "n", kir.Ci(pp.d.S), kir.Mul(st, kir.Ci(ir.TileSize)), ir.TileSize)
-	c0 := b.Let("c0", kir.Div(p0, kir.Ci(ir.TileSize)))
-	c1 := b.Let("c1", kir.Div(kir.Sub(kir.Add(p0, n), kir.C(1)), kir.Ci(ir.TileSize)))
-	b.For("ct", c0, kir.Add(c1, kir.C(1)), func(ct kir.Var) {
-		pg := b.Let("pg", pp.d.cachePage(user, j, ct, dd))
-		if in == out {
-			blocks.ReadPageTo(b, in, pg, slot)
-		} else {
-			again := kir.LAnd(kir.Gt(st, kir.C(0)), kir.LAnd(kir.Ne(kir.Mod(wpos, kir.Ci(ir.TileSize)), kir.C(0)), kir.Eq(ct, c0)))
-			b.IfElse(again, func() { blocks.ReadPageTo(b, out, pg, slot) }, func() { blocks.ReadPageTo(b, in, pg, slot) })
-		}
+// cacheRow emits what the writer needs of k or v item idx: its kv head
+// j, its cache tile row ct = pos/32 + t, the rows [r0, r1) of that tile
+// the tokens fill (r0 = pos%32 in the first, r1 < 32 in the last) and
+// whether it has any (has; not past the last token's tile).
+func (pp *prefillPrologue) cacheRow(b *kir.Builder, idx kir.Expr) (j, ct, r0, r1, has kir.Var) {
+	d, ts := pp.d, kir.Ci(ir.TileSize)
+	j = b.Let("j", kir.Div(idx, kir.Ci(d.cacheRows())))
+	t := b.Let("t", kir.Mod(idx, kir.Ci(d.cacheRows())))
+	off := b.Let("off", kir.Mod(pp.wpos, ts))
+	ct = b.Let("ct", kir.Add(kir.Div(pp.wpos, ts), t))
+	end := b.Let("end", kir.Add(off, kir.Ci(d.S))) // one past the last token's row, counted from tile c0's row 0
+	has = b.Let("has", kir.Lt(kir.Mul(t, ts), end))
+	r0 = b.LetT("r0", kir.U32T, kir.C(0))
+	b.If(kir.Eq(t, kir.C(0)), func() { b.Assign(r0, off) })
+	r1 = b.LetT("r1", kir.U32T, ts)
+	b.If(kir.LAnd(has, kir.Lt(kir.Sub(end, kir.Mul(t, ts)), ts)), func() { b.Assign(r1, kir.Sub(end, kir.Mul(t, ts))) })
+	return j, ct, r0, r1, has
+}
+
+// patchRows emits the write of tile src (cache-aligned rows) into cache
+// page pg: whole, straight from src; else rows r0..r1-1 copied into the
+// page read from in and the page written to out.
+func (pp *prefillPrologue) patchRows(b *kir.Builder, in, out *blocks.Access, pg, r0, r1, whole, src kir.Expr) {
+	slot, eb, tb := pp.slotL1, blocks.ElemBytes(pp.dtype()), pp.dtype().TileBytes()
+	pgv := b.Let("pg", pg)
+	b.IfElse(whole, func() {
+		b.NoCAsyncWrite(src, out.PageAddr(pgv), kir.Ci(tb))
+	}, func() {
+		blocks.ReadPageTo(b, in, pgv, slot)
 		b.NoCAsyncReadBarrier()
-		b.For("rr", kir.C(0), n, func(rr kir.Var) {
-			p := b.Let("pp", kir.Add(p0, rr))
-			b.If(kir.Eq(kir.Div(p, kir.Ci(ir.TileSize)), ct), func() {
-				blocks.CopyTileRow(b, src, rr, slot, kir.Mod(p, kir.Ci(ir.TileSize)), eb)
-			})
-		})
-		b.NoCAsyncReadBarrier()
-		b.NoCAsyncWrite(slot, out.PageAddr(pg), kir.Ci(tb))
-		b.NoCAsyncWriteBarrier()
+		b.For("rr", r0, r1, func(rr kir.Var) { blocks.CopyTileRow(b, src, rr, slot, rr, eb) })
+		b.NoCAsyncReadBarrier() // the rows' local copies
+		b.NoCAsyncWrite(slot, out.PageAddr(pgv), kir.Ci(tb))
 	})
+	b.NoCAsyncWriteBarrier()
 }

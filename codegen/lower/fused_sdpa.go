@@ -144,10 +144,22 @@ func (s *gatedSDPA) readerSetup() error {
 	if err := s.gg.Check(); err != nil {
 		return err
 	}
+	if s.prefill {
+		s.gg.Prefetch = prefillGatePages(d)
+	}
 	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
 	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
 	return nil
 }
+
+// prefillGatePages is the page cache of the prefill gate gather
+// (Prefetch: a result tile's reads all in flight, one barrier, not one
+// barrier per source page: waiting for each made the 27B's reader wait
+// about 400 us per 256-token item, predicted): a result tile's row (a
+// token) comes from the gate's [H, D] matrix of that token, one page of
+// it (its columns are the result tile's), so the page changes at most
+// once per row: min(32, S) pages.
+func prefillGatePages(d sdpaDims) int { return min(ir.TileSize, d.S) }
 
 // decodeItem emits decode item i's (kv head b*Hkv + j) group query rows
 // (rows b*H + j*G + g of q, gathered, or groupTiles) and sets the gate
@@ -245,8 +257,15 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 // head, zero past the last visible position: all reads in flight, one
 // barrier, then the rows past it cleared in the tile holding it.
 func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
-	tb := dtype.TileBytes()
 	base := blocks.Reserve(b, cb, kir.Ci(n), "l1")
+	s.cacheTilesInto(b, a, base, dtype, head, n, tile)
+	b.CBPushBack(cb, kir.Ci(n))
+}
+
+// cacheTilesInto is cacheTiles into the n reserved pages at base, without
+// the push.
+func (s *gatedSDPA) cacheTilesInto(b *kir.Builder, a *blocks.Access, base kir.Var, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
+	tb := dtype.TileBytes()
 	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
 		tt, dd := tile(j)
 		l1 := b.Let("l1j", kir.Add(base, kir.Mul(j, kir.Ci(tb))))
@@ -264,7 +283,6 @@ func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype i
 		})
 	})
 	b.NoCAsyncReadBarrier()
-	b.CBPushBack(cb, kir.Ci(n))
 }
 
 // reduceRows emits, in a compute kernel, the row reduction op of the n
@@ -285,7 +303,11 @@ func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out
 // writer adds the writer (runtime args start, count: items). Prefill: a
 // result tile is an output tile (tile row st, column h*Dt + d of user b).
 // Decode (flash decoding's one-core groups): writeDecodeTiles per item.
-func (s *gatedSDPA) writer() error {
+func (s *gatedSDPA) writer() error { return s.writerEach(nil) }
+
+// writerEach is writer with prefill's items visited by each (nil: start
+// .. start+count-1).
+func (s *gatedSDPA) writerEach(each func(b *kir.Builder, start, count kir.Expr, body func(i kir.Var))) error {
 	d, Dt := s.d, s.d.Dt
 	wr := newWriter(s.p, s.rs)
 	oAcc := s.bind(wr, "out_addr", s.out)
@@ -296,7 +318,12 @@ func (s *gatedSDPA) writer() error {
 	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	b := wr.Builder()
 	if s.prefill {
-		b.For("i", wstart, kir.Add(wstart, wcount), func(i kir.Var) {
+		if each == nil {
+			each = func(b *kir.Builder, start, count kir.Expr, body func(i kir.Var)) {
+				b.For("i", start, kir.Add(start, count), body)
+			}
+		}
+		each(b, wstart, wcount, func(i kir.Var) {
 			st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
 			bh := b.Let("bh", kir.Div(i, kir.Ci(d.St)))
 			u, h := kir.Div(bh, kir.Ci(d.H)), kir.Mod(bh, kir.Ci(d.H))

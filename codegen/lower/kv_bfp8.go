@@ -101,7 +101,7 @@ func (pl *prologue) vCB() int {
 
 // bfpCompute adds the compute kernel of a prologue with bfp8_b caches:
 // per item (runtime args start, count; the reader's order) its norm units
-// (q: 1, k: St), each into normed_rows in qg's dtype and copied from there
+// (q and k: 1), each into normed_rows in qg's dtype and copied from there
 // into out (q) or packed into k_packed (k); a v item's tiles packed into
 // v_packed. One norm body serves q and k (the kernel's code stays within
 // the kernel config ring).
@@ -131,7 +131,7 @@ func (pl *prologue) bfpCompute(rotate func(c *blocks.Compute, out int)) *kir.Ker
 		isK := c.B.Let("is_k", in(it.k, r))
 		units := c.B.LetT("units", kir.U32T, kir.C(0))
 		c.B.If(in(it.q, r), func() { c.B.Assign(units, kir.C(1)) })
-		c.B.If(isK, func() { c.B.Assign(units, kir.Ci(d.St)) })
+		c.B.If(isK, func() { c.B.Assign(units, kir.C(1)) })
 		c.For("s", kir.C(0), units, func(kir.Var) {
 			n.emit(c, rotate)
 			c.If(isK, copyTo(kv.kq), copyTo(pl.out))
@@ -139,8 +139,8 @@ func (pl *prologue) bfpCompute(rotate func(c *blocks.Compute, out int)) *kir.Ker
 		c.If(in(it.v, r), func() {
 			idx := kir.Sub(r, kir.Ci(it.v.lo))
 			c.B.Comment("v rows packed to bfp8_b")
-			nt := kir.Expr(kir.Ci(d.St * d.Dt))
-			if !kv.prefill { // the kv heads of tile row idx, Dt tiles each
+			nt := kir.Expr(kir.Ci(d.Dt)) // prefill: one cache tile row
+			if !kv.prefill {             // the kv heads of tile row idx, Dt tiles each
 				nh := c.B.LetT("nh", kir.U32T, kir.Sub(kir.Ci(d.Hkv), kir.Mul(idx, kir.Ci(ir.TileSize))))
 				c.B.If(kir.Gt(nh, kir.Ci(ir.TileSize)), func() { c.B.Assign(nh, kir.Ci(ir.TileSize)) })
 				nt = kir.Mul(nh, kir.Ci(d.Dt))
@@ -254,14 +254,13 @@ func (pp *prefillPrologue) bfpWriter() {
 	pp.slotL1 = blocks.Scratch(b, kv.exp, "cache_exp")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
 		pp.writeTiles(b, pp.items.q, u, r, pp.wa.q, pp.out)
-		rows := func(cb int, a *blocks.Access) func(j kir.Expr) {
-			return func(j kir.Expr) {
-				b.For("st", kir.C(0), kir.Ci(pp.d.St), func(st kir.Var) {
-					b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) {
-						src := blocks.WaitFront(b, cb, kir.C(1), "src")
-						pp.bfpPatchRows(b, a, u, j, st, dd, src)
-						b.CBPopFront(cb, kir.C(1))
-					})
+		rows := func(cb int, a *blocks.Access) func(idx kir.Expr) {
+			return func(idx kir.Expr) {
+				j, ct, r0, r1, has := pp.cacheRow(b, idx)
+				b.For("d", kir.C(0), kir.Ci(pp.d.Dt), func(dd kir.Var) {
+					src := blocks.WaitFront(b, cb, kir.C(1), "src")
+					b.If(has, func() { pp.bfpPatchRows(b, a, pp.d.cachePage(u, j, ct, dd), r0, r1, src) })
+					b.CBPopFront(cb, kir.C(1))
 				})
 			}
 		}
@@ -273,35 +272,22 @@ func (pp *prefillPrologue) bfpWriter() {
 	blocks.ReleaseScratch(b, pp.posW)
 }
 
-// bfpPatchRows is patchRows for a bfp8_b cache: rows 0..n-1 of packed tile
-// src (tokens 32*st..) into cache rows pos + 32*st + r of head (user, j),
-// tile column dd. Per cache tile they fall in: its exponent block read,
+// bfpPatchRows is patchRows for a bfp8_b cache: rows r0..r1-1 of packed
+// tile src into the same rows of cache page pg: its exponent block read,
 // the rows' exponent bytes patched, the block and the rows' mantissa runs
-// written, all complete before the next tile's read (a later token tile
-// row may patch the same tile).
-func (pp *prefillPrologue) bfpPatchRows(b *kir.Builder, a *blocks.Access, user, j, st, dd, src kir.Expr) {
-	wpos, exp := pp.wpos, pp.slotL1
-	p0 := b.Let("p0", kir.Add(wpos, kir.Mul(st, kir.Ci(ir.TileSize))))
-	n := blocks.BlockLen(b, "n", kir.Ci(pp.d.S), kir.Mul(st, kir.Ci(ir.TileSize)), ir.TileSize)
-	c0 := b.Let("c0", kir.Div(p0, kir.Ci(ir.TileSize)))
-	c1 := b.Let("c1", kir.Div(kir.Sub(kir.Add(p0, n), kir.C(1)), kir.Ci(ir.TileSize)))
-	b.For("ct", c0, kir.Add(c1, kir.C(1)), func(ct kir.Var) {
-		pg := b.Let("pg", pp.d.cachePage(user, j, ct, dd))
-		readExp(b, a, pg, exp)
-		b.NoCAsyncReadBarrier()
-		each := func(body func(r bfpRow)) {
-			b.For("rr", kir.C(0), n, func(rr kir.Var) {
-				p := b.Let("pp", kir.Add(p0, rr))
-				b.If(kir.Eq(kir.Div(p, kir.Ci(ir.TileSize)), ct), func() {
-					body(bfpRow{src: src, srcRow: rr, dstRow: kir.Mod(p, kir.Ci(ir.TileSize))})
-				})
-			})
-		}
-		each(func(r bfpRow) { r.patchExp(b, exp) })
-		b.NoCAsyncWrite(exp, a.PageAddr(pg), kir.Ci(blocks.BFPExpBytes))
-		each(func(r bfpRow) { r.writeMant(b, a, pg) })
-		b.NoCAsyncWriteBarrier()
-	})
+// written. No other item writes the page (cache-aligned items).
+func (pp *prefillPrologue) bfpPatchRows(b *kir.Builder, a *blocks.Access, pg, r0, r1, src kir.Expr) {
+	exp := pp.slotL1
+	pgv := b.Let("pg", pg)
+	readExp(b, a, pgv, exp)
+	b.NoCAsyncReadBarrier()
+	each := func(body func(r bfpRow)) {
+		b.For("rr", r0, r1, func(rr kir.Var) { body(bfpRow{src: src, srcRow: rr, dstRow: rr}) })
+	}
+	each(func(r bfpRow) { r.patchExp(b, exp) })
+	b.NoCAsyncWrite(exp, a.PageAddr(pgv), kir.Ci(blocks.BFPExpBytes))
+	each(func(r bfpRow) { r.writeMant(b, a, pgv) })
+	b.NoCAsyncWriteBarrier()
 }
 
 // checkCacheRows refuses an unfused cache write (update_cache,
