@@ -105,34 +105,43 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
-	var arr bytes.Buffer
-	arr.WriteString("[")
-	n := 0
+	const null = `"programs": null`
+	at := bytes.LastIndex(js, []byte(null))
+	if at < 0 {
+		return nil, fmt.Errorf("codegen: programs.json: no programs field to fill")
+	}
+	// The file is written into one slice of its exact size: the configs
+	// are most of it (60 MB for a 256-token prefill build), and growing
+	// a buffer by doubling cost more than encoding them.
+	heads := make([][]byte, 0, devices*len(b.Programs))
+	size := len(js) + 2
 	for d := 0; d < devices; d++ {
 		for i, p := range b.Programs {
 			head, err := json.Marshal(ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind)})
 			if err != nil {
 				return nil, err
 			}
-			if n > 0 {
-				arr.WriteString(",")
-			}
-			n++
-			arr.WriteString("\n    ")
-			arr.Write(head[:len(head)-1])
-			if len(cfgJS[i]) > 2 {
-				arr.WriteString(",")
-			}
-			arr.Write(cfgJS[i][1:])
+			heads = append(heads, head)
+			size += len(head) + len(cfgJS[i]) + 6
 		}
 	}
-	arr.WriteString("\n  ]")
-	const null = `"programs": null`
-	at := bytes.LastIndex(js, []byte(null))
-	if at < 0 {
-		return nil, fmt.Errorf("codegen: programs.json: no programs field to fill")
+	out := make([]byte, 0, size)
+	out = append(out, js[:at+len(`"programs": `)]...)
+	out = append(out, '[')
+	for n, head := range heads {
+		cfg := cfgJS[n%len(b.Programs)]
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, "\n    "...)
+		out = append(out, head[:len(head)-1]...)
+		if len(cfg) > 2 {
+			out = append(out, ',')
+		}
+		out = append(out, cfg[1:]...)
 	}
-	out := append(append(append([]byte{}, js[:at+len(`"programs": `)]...), arr.Bytes()...), js[at+len(null):]...)
+	out = append(out, "\n  ]"...)
+	out = append(out, js[at+len(null):]...)
 	files["programs.json"] = append(out, '\n')
 	return files, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
@@ -19,10 +20,15 @@ type memo struct {
 	t       *target.Target
 	valid   map[[32]byte]bool
 	printed map[*kir.Kernel][]byte
+	// h and w are signature's hash and its buffered writer, reused from
+	// program to program.
+	h hash.Hash
+	w *bufio.Writer
 }
 
 func newMemo(t *target.Target) *memo {
-	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}}
+	h := sha256.New()
+	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}, h: h, w: bufio.NewWriterSize(h, 16<<10)}
 }
 
 // validate is kir.Validate(p, m.t), skipped for a signature already
@@ -53,8 +59,9 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	}
 	// The text is streamed into the hash (it runs to megabytes per
 	// program for the wide collectives; only its digest is kept).
-	h := sha256.New()
-	sb := bufio.NewWriterSize(h, 16<<10)
+	h, sb := m.h, m.w
+	h.Reset()
+	sb.Reset(h)
 	var num []byte
 	itoa := func(n int) {
 		num = strconv.AppendInt(num[:0], int64(n), 10)
@@ -111,6 +118,6 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	if err := sb.Flush(); err != nil { // a hash's Write never fails
 		return sig, false
 	}
-	copy(sig[:], h.Sum(nil))
+	h.Sum(sig[:0])
 	return sig, true
 }

@@ -279,10 +279,12 @@ func kernelConfig(p *kir.Program, k *kir.Kernel) KernelConfig {
 	for _, a := range k.ArgsOfKind(kir.RuntimeArg) {
 		kc.RuntimeArgNames = append(kc.RuntimeArgNames, a.Name)
 	}
-	for _, c := range kir.CoresOf(k.Cores) {
-		if len(kc.RuntimeArgNames) == 0 {
-			break // no runtime args: no per-core vectors
-		}
+	var cores []kir.Core
+	if len(kc.RuntimeArgNames) > 0 { // no runtime args: no per-core vectors
+		cores = kir.CoresOf(k.Cores)
+		kc.RuntimeArgs = make([]CoreArgs, 0, len(cores))
+	}
+	for _, c := range cores {
 		vals := k.RuntimeValuesOn(c)
 		ca := CoreArgs{Core: Core(c), Values: make([]ArgValue, len(vals))}
 		for i, v := range vals {

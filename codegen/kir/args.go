@@ -218,6 +218,17 @@ func (k *Kernel) ArgsOfKind(kind ArgKind) []Arg {
 	return out
 }
 
+// numArgs is len(k.ArgsOfKind(kind)).
+func (k *Kernel) numArgs(kind ArgKind) int {
+	n := 0
+	for _, a := range k.Args {
+		if a.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
 func (k *Kernel) coreArgs(c Core) *CoreArgs {
 	i := sort.Search(len(k.RuntimeValues), func(i int) bool { return !k.RuntimeValues[i].Core.Less(c) })
 	if i < len(k.RuntimeValues) && k.RuntimeValues[i].Core == c {

@@ -374,7 +374,7 @@ func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
 		for _, n := range EstimateCode(k).Binaries {
 			est[k] += align(n)
 		}
-		crta[k.Processor] = max(crta[k.Processor], len(k.ArgsOfKind(CommonRuntimeArg)))
+		crta[k.Processor] = max(crta[k.Processor], k.numArgs(CommonRuntimeArg))
 	}
 	for _, n := range crta {
 		out.CommonArgs += align(4 * n)
@@ -393,9 +393,11 @@ func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
 			continue
 		}
 		rta, images := 0, 0
-		for _, k := range p.KernelsOn(c) {
-			rta += 4 * len(k.ArgsOfKind(RuntimeArg))
-			images += est[k]
+		for _, k := range p.Kernels {
+			if InRanges(k.Cores, c) {
+				rta += 4 * k.numArgs(RuntimeArg)
+				images += est[k]
+			}
 		}
 		out.RuntimeArgs = max(out.RuntimeArgs, align(rta))
 		if images > out.Images {
