@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // ProgramEntry is one program on one device in programs.json.
@@ -39,6 +40,15 @@ type ProgramsFile struct {
 // identically share one file).
 func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][]byte, err error) {
 	kernels = map[string][]byte{}
+	// names caches each printed source's file name by where the source
+	// lies: Compile's sources are interned (memo), so the kernel every
+	// layer repeats is hashed once.
+	type srcKey struct {
+		first *byte
+		n     int
+		role  kir.Role
+	}
+	names := map[srcKey]string{}
 	for _, p := range b.Programs {
 		cfg, err := hostcfg.ConfigValidated(p.Kernel, b.Target) // lower.Lower validated it
 		if err != nil {
@@ -53,8 +63,16 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 			if err != nil {
 				return nil, nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
 			}
-			sum := sha256.Sum256(src)
-			name := fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+			var key srcKey
+			if len(src) > 0 {
+				key = srcKey{&src[0], len(src), k.Role}
+			}
+			name, ok := names[key]
+			if !ok || key.first == nil {
+				sum := sha256.Sum256(src)
+				name = fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+				names[key] = name
+			}
 			kernels[name] = src
 			cfg.Kernel(k.Name).Source = name
 		}

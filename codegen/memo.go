@@ -20,6 +20,9 @@ type memo struct {
 	t       *target.Target
 	valid   map[[32]byte]bool
 	printed map[*kir.Kernel][]byte
+	// sources interns the printed C++: kernels that print identically
+	// (the same kernel of every layer) share one slice.
+	sources map[string][]byte
 	// h and w are signature's hash and its buffered writer, reused from
 	// program to program.
 	h hash.Hash
@@ -28,7 +31,7 @@ type memo struct {
 
 func newMemo(t *target.Target) *memo {
 	h := sha256.New()
-	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}, h: h, w: bufio.NewWriterSize(h, 16<<10)}
+	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}, sources: map[string][]byte{}, h: h, w: bufio.NewWriterSize(h, 16<<10)}
 }
 
 // validate is kir.Validate(p, m.t), skipped for a signature already
@@ -97,6 +100,11 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		src, err := cpp.PrintKernel(p, k)
 		if err != nil {
 			return sig, false
+		}
+		if same, ok := m.sources[string(src)]; ok {
+			src = same
+		} else {
+			m.sources[string(src)] = src
 		}
 		m.printed[k] = src
 		fmt.Fprintf(sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)

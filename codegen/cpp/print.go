@@ -103,7 +103,9 @@ func (pr *printer) collectArgs() {
 }
 
 func (pr *printer) line(format string, a ...any) {
-	pr.body.WriteString(strings.Repeat(indentUnit, pr.indent))
+	for range pr.indent {
+		pr.body.WriteString(indentUnit)
+	}
 	fmt.Fprintf(&pr.body, format, a...)
 	pr.body.WriteByte('\n')
 }
@@ -523,6 +525,7 @@ func (pr *printer) bin(b kir.Bin) string {
 
 func (pr *printer) assemble() []byte {
 	var out bytes.Buffer
+	out.Grow(pr.body.Len() + 4096) // the header, includes and arguments are short
 	p, k := pr.p, pr.k
 	w := func(format string, a ...any) { fmt.Fprintf(&out, format, a...); out.WriteByte('\n') }
 
