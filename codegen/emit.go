@@ -39,6 +39,20 @@ type ProgramsFile struct {
 // and kernels maps those names to the sources (kernels that print
 // identically share one file).
 func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][]byte, err error) {
+	kernels, err = b.renderEach(func(_ int, cfg *hostcfg.ProgramConfig) error {
+		configs = append(configs, cfg)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return configs, kernels, nil
+}
+
+// renderEach is render handing each program's config to use (with its
+// index in b.Programs) as soon as it is complete, so a caller that only
+// encodes the configs never holds them all.
+func (b *Build) renderEach(use func(i int, cfg *hostcfg.ProgramConfig) error) (kernels map[string][]byte, err error) {
 	kernels = map[string][]byte{}
 	// names caches each printed source's file name by where the source
 	// lies: Compile's sources are interned (memo), so the kernel every
@@ -49,10 +63,10 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 		role  kir.Role
 	}
 	names := map[srcKey]string{}
-	for _, p := range b.Programs {
+	for i, p := range b.Programs {
 		cfg, err := hostcfg.ConfigValidated(p.Kernel, b.Target) // lower.Lower validated it
 		if err != nil {
-			return nil, nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
+			return nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
 		}
 		for _, k := range p.Kernel.Kernels {
 			src, ok := b.printed[k]
@@ -61,7 +75,7 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 				src, err = cpp.PrintKernel(p.Kernel, k)
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
+				return nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
 			}
 			var key srcKey
 			if len(src) > 0 {
@@ -76,9 +90,11 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 			kernels[name] = src
 			cfg.Kernel(k.Name).Source = name
 		}
-		configs = append(configs, cfg)
+		if err := use(i, cfg); err != nil {
+			return nil, err
+		}
 	}
-	return configs, kernels, nil
+	return kernels, nil
 }
 
 // Configs returns the host config of every program in execution order,
@@ -98,7 +114,21 @@ func (b *Build) Files() (map[string][]byte, error) { return b.FilesWith(nil) }
 // FilesWith is Files with the model's HostInfo for the manifest (nil: the
 // manifest without input fills and weight sources).
 func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
-	cfgs, files, err := b.render()
+	// The programs array: one entry per line (a 27B build has 1,160 of
+	// them, each with every core's runtime arguments; indenting them
+	// doubled the build time), each program's config encoded once for all
+	// devices, as it is rendered (the configs are never all held).
+	var chunks chunkWriter
+	enc := json.NewEncoder(&chunks) // json.Marshal's encoding, and a newline
+	cfgJS := make([][]byte, len(b.Programs))
+	files, err := b.renderEach(func(i int, cfg *hostcfg.ProgramConfig) error {
+		if err := enc.Encode(cfg); err != nil {
+			return err
+		}
+		// Encode writes each value once, with a newline.
+		cfgJS[i] = chunks.last[:len(chunks.last)-1]
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -112,16 +142,6 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	js, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
 		return nil, err
-	}
-	// The programs array: one entry per line (a 27B build has 1,160 of
-	// them, each with every core's runtime arguments; indenting them
-	// doubled the build time), each program's config encoded once for all
-	// devices.
-	cfgJS := make([][]byte, len(cfgs))
-	for i, c := range cfgs {
-		if cfgJS[i], err = json.Marshal(c); err != nil {
-			return nil, err
-		}
 	}
 	const null = `"programs": null`
 	at := bytes.LastIndex(js, []byte(null))
@@ -162,4 +182,21 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	out = append(out, js[at+len(null):]...)
 	files["programs.json"] = append(out, '\n')
 	return files, nil
+}
+
+// chunkWriter keeps each Write in memory taken from chunks of at least
+// 4 MB, so many writes that end up in one file neither grow a buffer by
+// doubling nor allocate one by one.
+type chunkWriter struct {
+	free []byte // the rest of the current chunk
+	last []byte // the bytes of the last Write
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if len(p) > cap(w.free) {
+		w.free = make([]byte, 0, max(4<<20, len(p)))
+	}
+	w.last = append(w.free, p...)
+	w.free = w.free[len(p):len(p)]
+	return len(p), nil
 }

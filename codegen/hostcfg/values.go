@@ -130,7 +130,17 @@ func (c Core) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
 func (ca CoreArgs) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 32+12*len(ca.Values))
 	b = append(b, `{"core":"`...)
-	b = append(b, ca.Core.String()...) // digits, "(", ",", ")" and "eth": nothing to escape
+	// kir.Core.String: digits, "(", ",", ")" and "eth", nothing to escape.
+	if c := kir.Core(ca.Core); c.IsEth() {
+		b = append(b, "eth"...)
+		b = strconv.AppendInt(b, int64(c.X), 10)
+	} else {
+		b = append(b, '(')
+		b = strconv.AppendInt(b, int64(c.X), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(c.Y), 10)
+		b = append(b, ')')
+	}
 	b = append(b, `","values":`...)
 	if ca.Values == nil {
 		return append(b, `null}`...), nil
