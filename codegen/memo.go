@@ -50,7 +50,8 @@ func (m *memo) validate(p *kir.Program) error {
 	return nil
 }
 
-// signature hashes everything in p that Validate reads, buffer names
+// signature hashes everything in p that Validate reads (what pointers
+// point to, never their addresses), buffer names
 // replaced by their position in p.Buffers and descriptive names (the
 // program's, the CBs') left out; kernel bodies enter as their printed C++,
 // which the printer derives from the body alone. ok is false when a
@@ -85,8 +86,19 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		sb.WriteByte(';')
 	}
 	for _, b := range p.Buffers {
-		b.Name = ""
-		fmt.Fprintf(sb, "buffer %+v\n", b)
+		// The pointed-to shard spec and block layout enter by value (%+v
+		// prints a nested pointer's address, which differs from layer to
+		// layer while the contents do not).
+		shard, blocks := b.Mem.Shard, b.Blocks
+		b.Name, b.Mem.Shard, b.Blocks = "", nil, nil
+		fmt.Fprintf(sb, "buffer %+v", b)
+		if shard != nil {
+			fmt.Fprintf(sb, " shard %+v", *shard)
+		}
+		if blocks != nil {
+			fmt.Fprintf(sb, " blocks %+v", *blocks)
+		}
+		sb.WriteByte('\n')
 	}
 	for _, c := range p.CBs {
 		c.Name = ""
