@@ -121,7 +121,11 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		m.printed[k] = src
 		fmt.Fprintf(sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)
 		for _, a := range k.Args {
-			fmt.Fprintf(sb, "arg %q %v %d ", a.Name, a.Kind, a.Index)
+			sb.WriteString("arg ")
+			sb.WriteString(strconv.Quote(a.Name))
+			sb.WriteByte(' ')
+			itoa(int(a.Kind))
+			itoa(a.Index)
 			value(a.Value)
 		}
 		for _, ca := range k.RuntimeValues {
