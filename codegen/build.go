@@ -298,9 +298,15 @@ func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
 // checkBuffers checks that every buffer a program declares is a build
 // buffer with the same layout (a lowering bug otherwise).
 func (b *Build) checkBuffers() error {
+	byName := make(map[string]*BufferSpec, len(b.Buffers))
+	for i := range b.Buffers {
+		if _, dup := byName[b.Buffers[i].Name]; !dup { // Buffer finds the first
+			byName[b.Buffers[i].Name] = &b.Buffers[i]
+		}
+	}
 	for _, p := range b.Programs {
 		for _, pb := range p.Kernel.Buffers {
-			s := b.Buffer(pb.Name)
+			s := byName[pb.Name]
 			if s == nil {
 				return fmt.Errorf("codegen: %s: program %q declares buffer %q, which no graph value holds", p.Op.Where(), p.Kernel.Name, pb.Name)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
 // ProgramEntry is one program on one device in programs.json.
@@ -38,11 +39,34 @@ type ProgramsFile struct {
 // and kernels maps those names to the sources (kernels that print
 // identically share one file).
 func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][]byte, err error) {
+	kernels, err = b.renderEach(func(_ int, cfg *hostcfg.ProgramConfig) error {
+		configs = append(configs, cfg)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return configs, kernels, nil
+}
+
+// renderEach is render handing each program's config to use (with its
+// index in b.Programs) as soon as it is complete, so a caller that only
+// encodes the configs never holds them all.
+func (b *Build) renderEach(use func(i int, cfg *hostcfg.ProgramConfig) error) (kernels map[string][]byte, err error) {
 	kernels = map[string][]byte{}
-	for _, p := range b.Programs {
+	// names caches each printed source's file name by where the source
+	// lies: Compile's sources are interned (memo), so the kernel every
+	// layer repeats is hashed once.
+	type srcKey struct {
+		first *byte
+		n     int
+		role  kir.Role
+	}
+	names := map[srcKey]string{}
+	for i, p := range b.Programs {
 		cfg, err := hostcfg.ConfigValidated(p.Kernel, b.Target) // lower.Lower validated it
 		if err != nil {
-			return nil, nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
+			return nil, fmt.Errorf("codegen: program %s (%s): %w", p.Kernel.Name, p.Op.Where(), err)
 		}
 		for _, k := range p.Kernel.Kernels {
 			src, ok := b.printed[k]
@@ -51,16 +75,26 @@ func (b *Build) render() (configs []*hostcfg.ProgramConfig, kernels map[string][
 				src, err = cpp.PrintKernel(p.Kernel, k)
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
+				return nil, fmt.Errorf("codegen: program %s kernel %s (%s): %w", p.Kernel.Name, k.Name, p.Op.Where(), err)
 			}
-			sum := sha256.Sum256(src)
-			name := fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+			var key srcKey
+			if len(src) > 0 {
+				key = srcKey{&src[0], len(src), k.Role}
+			}
+			name, ok := names[key]
+			if !ok || key.first == nil {
+				sum := sha256.Sum256(src)
+				name = fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
+				names[key] = name
+			}
 			kernels[name] = src
 			cfg.Kernel(k.Name).Source = name
 		}
-		configs = append(configs, cfg)
+		if err := use(i, cfg); err != nil {
+			return nil, err
+		}
 	}
-	return configs, kernels, nil
+	return kernels, nil
 }
 
 // Configs returns the host config of every program in execution order,
@@ -80,7 +114,21 @@ func (b *Build) Files() (map[string][]byte, error) { return b.FilesWith(nil) }
 // FilesWith is Files with the model's HostInfo for the manifest (nil: the
 // manifest without input fills and weight sources).
 func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
-	cfgs, files, err := b.render()
+	// The programs array: one entry per line (a 27B build has 1,160 of
+	// them, each with every core's runtime arguments; indenting them
+	// doubled the build time), each program's config encoded once for all
+	// devices, as it is rendered (the configs are never all held).
+	var chunks chunkWriter
+	enc := json.NewEncoder(&chunks) // json.Marshal's encoding, and a newline
+	cfgJS := make([][]byte, len(b.Programs))
+	files, err := b.renderEach(func(i int, cfg *hostcfg.ProgramConfig) error {
+		if err := enc.Encode(cfg); err != nil {
+			return err
+		}
+		// Encode writes each value once, with a newline.
+		cfgJS[i] = chunks.last[:len(chunks.last)-1]
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -95,44 +143,60 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The programs array: one entry per line (a 27B build has 1,160 of
-	// them, each with every core's runtime arguments; indenting them
-	// doubled the build time), each program's config encoded once for all
-	// devices.
-	cfgJS := make([][]byte, len(cfgs))
-	for i, c := range cfgs {
-		if cfgJS[i], err = json.Marshal(c); err != nil {
-			return nil, err
-		}
+	const null = `"programs": null`
+	at := bytes.LastIndex(js, []byte(null))
+	if at < 0 {
+		return nil, fmt.Errorf("codegen: programs.json: no programs field to fill")
 	}
-	var arr bytes.Buffer
-	arr.WriteString("[")
-	n := 0
+	// The file is written into one slice of its exact size: the configs
+	// are most of it (60 MB for a 256-token prefill build), and growing
+	// a buffer by doubling cost more than encoding them.
+	heads := make([][]byte, 0, devices*len(b.Programs))
+	size := len(js) + 2
 	for d := 0; d < devices; d++ {
 		for i, p := range b.Programs {
 			head, err := json.Marshal(ProgramEntry{Device: d, Index: i, Op: p.Op.Name(), Layer: p.Op.Region.Index, Region: string(p.Op.Region.Kind)})
 			if err != nil {
 				return nil, err
 			}
-			if n > 0 {
-				arr.WriteString(",")
-			}
-			n++
-			arr.WriteString("\n    ")
-			arr.Write(head[:len(head)-1])
-			if len(cfgJS[i]) > 2 {
-				arr.WriteString(",")
-			}
-			arr.Write(cfgJS[i][1:])
+			heads = append(heads, head)
+			size += len(head) + len(cfgJS[i]) + 6
 		}
 	}
-	arr.WriteString("\n  ]")
-	const null = `"programs": null`
-	at := bytes.LastIndex(js, []byte(null))
-	if at < 0 {
-		return nil, fmt.Errorf("codegen: programs.json: no programs field to fill")
+	out := make([]byte, 0, size)
+	out = append(out, js[:at+len(`"programs": `)]...)
+	out = append(out, '[')
+	for n, head := range heads {
+		cfg := cfgJS[n%len(b.Programs)]
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, "\n    "...)
+		out = append(out, head[:len(head)-1]...)
+		if len(cfg) > 2 {
+			out = append(out, ',')
+		}
+		out = append(out, cfg[1:]...)
 	}
-	out := append(append(append([]byte{}, js[:at+len(`"programs": `)]...), arr.Bytes()...), js[at+len(null):]...)
+	out = append(out, "\n  ]"...)
+	out = append(out, js[at+len(null):]...)
 	files["programs.json"] = append(out, '\n')
 	return files, nil
+}
+
+// chunkWriter keeps each Write in memory taken from chunks of at least
+// 4 MB, so many writes that end up in one file neither grow a buffer by
+// doubling nor allocate one by one.
+type chunkWriter struct {
+	free []byte // the rest of the current chunk
+	last []byte // the bytes of the last Write
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if len(p) > cap(w.free) {
+		w.free = make([]byte, 0, max(4<<20, len(p)))
+	}
+	w.last = append(w.free, p...)
+	w.free = w.free[len(p):len(p)]
+	return len(p), nil
 }

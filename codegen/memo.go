@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"strconv"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
@@ -19,10 +20,18 @@ type memo struct {
 	t       *target.Target
 	valid   map[[32]byte]bool
 	printed map[*kir.Kernel][]byte
+	// sources interns the printed C++: kernels that print identically
+	// (the same kernel of every layer) share one slice.
+	sources map[string][]byte
+	// h and w are signature's hash and its buffered writer, reused from
+	// program to program.
+	h hash.Hash
+	w *bufio.Writer
 }
 
 func newMemo(t *target.Target) *memo {
-	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}}
+	h := sha256.New()
+	return &memo{t: t, valid: map[[32]byte]bool{}, printed: map[*kir.Kernel][]byte{}, sources: map[string][]byte{}, h: h, w: bufio.NewWriterSize(h, 16<<10)}
 }
 
 // validate is kir.Validate(p, m.t), skipped for a signature already
@@ -41,7 +50,8 @@ func (m *memo) validate(p *kir.Program) error {
 	return nil
 }
 
-// signature hashes everything in p that Validate reads, buffer names
+// signature hashes everything in p that Validate reads (what pointers
+// point to, never their addresses), buffer names
 // replaced by their position in p.Buffers and descriptive names (the
 // program's, the CBs') left out; kernel bodies enter as their printed C++,
 // which the printer derives from the body alone. ok is false when a
@@ -53,8 +63,9 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	}
 	// The text is streamed into the hash (it runs to megabytes per
 	// program for the wide collectives; only its digest is kept).
-	h := sha256.New()
-	sb := bufio.NewWriterSize(h, 16<<10)
+	h, sb := m.h, m.w
+	h.Reset()
+	sb.Reset(h)
 	var num []byte
 	itoa := func(n int) {
 		num = strconv.AppendInt(num[:0], int64(n), 10)
@@ -75,8 +86,19 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		sb.WriteByte(';')
 	}
 	for _, b := range p.Buffers {
-		b.Name = ""
-		fmt.Fprintf(sb, "buffer %+v\n", b)
+		// The pointed-to shard spec and block layout enter by value (%+v
+		// prints a nested pointer's address, which differs from layer to
+		// layer while the contents do not).
+		shard, blocks := b.Mem.Shard, b.Blocks
+		b.Name, b.Mem.Shard, b.Blocks = "", nil, nil
+		fmt.Fprintf(sb, "buffer %+v", b)
+		if shard != nil {
+			fmt.Fprintf(sb, " shard %+v", *shard)
+		}
+		if blocks != nil {
+			fmt.Fprintf(sb, " blocks %+v", *blocks)
+		}
+		sb.WriteByte('\n')
 	}
 	for _, c := range p.CBs {
 		c.Name = ""
@@ -91,10 +113,19 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 		if err != nil {
 			return sig, false
 		}
+		if same, ok := m.sources[string(src)]; ok {
+			src = same
+		} else {
+			m.sources[string(src)] = src
+		}
 		m.printed[k] = src
 		fmt.Fprintf(sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)
 		for _, a := range k.Args {
-			fmt.Fprintf(sb, "arg %q %v %d ", a.Name, a.Kind, a.Index)
+			sb.WriteString("arg ")
+			sb.WriteString(strconv.Quote(a.Name))
+			sb.WriteByte(' ')
+			itoa(int(a.Kind))
+			itoa(a.Index)
 			value(a.Value)
 		}
 		for _, ca := range k.RuntimeValues {
@@ -111,6 +142,6 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 	if err := sb.Flush(); err != nil { // a hash's Write never fails
 		return sig, false
 	}
-	copy(sig[:], h.Sum(nil))
+	h.Sum(sig[:0])
 	return sig, true
 }

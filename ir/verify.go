@@ -23,14 +23,14 @@ func Verify(g *Graph) error {
 		}
 	}
 	defined := map[*Value]bool{}
-	ids := map[int]string{}
-	claim := func(id int, what string) {
+	ids := map[int]site{}
+	claim := func(id int, what site) {
 		if prev, ok := ids[id]; ok {
 			add("rule unique-id: id %%%d used by %s and %s", id, prev, what)
 		}
 		ids[id] = what
 	}
-	checkType := func(where string, v *Value) {
+	checkType := func(where site, v *Value) {
 		t := v.Type
 		if t.DType == InvalidDType {
 			add("rule dtype: %s: value %s has no dtype", where, v)
@@ -53,9 +53,9 @@ func Verify(g *Graph) error {
 	}
 	for _, list := range [][]*Value{g.Inputs, g.Weights, g.States} {
 		for _, v := range list {
-			claim(v.ID, fmt.Sprintf("%s %q", v.Kind, v.Name))
+			claim(v.ID, site{v: v})
 			defined[v] = true
-			checkType(fmt.Sprintf("%s %q", v.Kind, v.Name), v)
+			checkType(site{v: v}, v)
 		}
 	}
 	lastLayer := -1
@@ -67,7 +67,7 @@ func Verify(g *Graph) error {
 			lastLayer = r.Index
 		}
 		for _, op := range r.Ops {
-			claim(op.ID, op.Where())
+			claim(op.ID, site{op: op})
 			if op.Region != r {
 				add("rule op-region: %s is listed in %s", op.Where(), r.Label())
 			}
@@ -93,11 +93,11 @@ func Verify(g *Graph) error {
 				}
 			}
 			for _, res := range op.Results {
-				claim(res.ID, fmt.Sprintf("result of %s", op.Where()))
+				claim(res.ID, site{op: op, result: true})
 				if res.Def != op || res.Kind != KindResult {
 					add("rule result-def: %s: result %s does not point back to its op", op.Where(), res)
 				}
-				checkType(op.Where(), res)
+				checkType(site{op: op}, res)
 				defined[res] = true
 			}
 			if op.Info().Fused && op.Decomp != nil {
@@ -118,4 +118,23 @@ func Verify(g *Graph) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// site names what Verify found a value or op at, formatted only when an
+// error is reported: the op (op.Where()), a result of the op ("result of
+// ..."), or a graph input, weight or state (its kind and name).
+type site struct {
+	op     *Op
+	v      *Value
+	result bool
+}
+
+func (s site) String() string {
+	switch {
+	case s.op != nil && s.result:
+		return "result of " + s.op.Where()
+	case s.op != nil:
+		return s.op.Where()
+	}
+	return fmt.Sprintf("%s %q", s.v.Kind, s.v.Name)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -46,7 +47,12 @@ func PrintKernel(p *kir.Program, k *kir.Kernel) ([]byte, error) {
 	if p.Kernel(k.Name) != k {
 		return nil, fmt.Errorf("cpp: kernel %q is not a kernel of program %q", k.Name, p.Name)
 	}
-	pr := &printer{p: p, k: k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}}
+	body := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		body.Reset()
+		bodies.Put(body)
+	}()
+	pr := &printer{p: p, k: k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: body}
 	pr.collectArgs()
 	pr.indent = 1
 	pr.block(k.Body)
@@ -56,13 +62,18 @@ func PrintKernel(p *kir.Program, k *kir.Kernel) ([]byte, error) {
 	return pr.assemble(), nil
 }
 
+// bodies holds the printers' body buffers: a body is copied into the
+// returned source, so its memory serves the next kernel (a build prints
+// thousands, some of them megabytes long).
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 type printer struct {
 	p        *kir.Program
 	k        *kir.Kernel
 	args     map[string]kir.Arg
 	declared map[string]bool // arguments, lets and loop variables
 	headers  map[string]bool
-	body     bytes.Buffer
+	body     *bytes.Buffer // from bodies
 	indent   int
 	where    string // the statement being printed, for error messages
 	err      error
@@ -103,8 +114,21 @@ func (pr *printer) collectArgs() {
 }
 
 func (pr *printer) line(format string, a ...any) {
-	pr.body.WriteString(strings.Repeat(indentUnit, pr.indent))
-	fmt.Fprintf(&pr.body, format, a...)
+	for range pr.indent {
+		pr.body.WriteString(indentUnit)
+	}
+	switch {
+	case len(a) == 0 && !strings.Contains(format, "%"):
+		pr.body.WriteString(format)
+	case format == "%s" && len(a) == 1:
+		if text, ok := a[0].(string); ok {
+			pr.body.WriteString(text)
+			break
+		}
+		fmt.Fprintf(pr.body, format, a...)
+	default:
+		fmt.Fprintf(pr.body, format, a...)
+	}
 	pr.body.WriteByte('\n')
 }
 
@@ -523,6 +547,7 @@ func (pr *printer) bin(b kir.Bin) string {
 
 func (pr *printer) assemble() []byte {
 	var out bytes.Buffer
+	out.Grow(pr.body.Len() + 4096) // the header, includes and arguments are short
 	p, k := pr.p, pr.k
 	w := func(format string, a ...any) { fmt.Fprintf(&out, format, a...); out.WriteByte('\n') }
 

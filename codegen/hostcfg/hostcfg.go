@@ -279,16 +279,27 @@ func kernelConfig(p *kir.Program, k *kir.Kernel) KernelConfig {
 	for _, a := range k.ArgsOfKind(kir.RuntimeArg) {
 		kc.RuntimeArgNames = append(kc.RuntimeArgNames, a.Name)
 	}
-	for _, c := range kir.CoresOf(k.Cores) {
-		if len(kc.RuntimeArgNames) == 0 {
-			break // no runtime args: no per-core vectors
+	var cores []kir.Core
+	if len(kc.RuntimeArgNames) > 0 { // no runtime args: no per-core vectors
+		cores = kir.CoresOf(k.Cores)
+		kc.RuntimeArgs = make([]CoreArgs, 0, len(cores))
+	}
+	// Every core's values in one allocation, each core's capped.
+	perCore := make([][]kir.ArgValue, len(cores))
+	total := 0
+	for i, c := range cores {
+		perCore[i] = k.RuntimeValuesOn(c)
+		total += len(perCore[i])
+	}
+	all := make([]ArgValue, total)
+	for i, c := range cores {
+		n := len(perCore[i])
+		vs := all[:n:n]
+		all = all[n:]
+		for j, v := range perCore[i] {
+			vs[j] = ArgValue{v}
 		}
-		vals := k.RuntimeValuesOn(c)
-		ca := CoreArgs{Core: Core(c), Values: make([]ArgValue, len(vals))}
-		for i, v := range vals {
-			ca.Values[i] = ArgValue{v}
-		}
-		kc.RuntimeArgs = append(kc.RuntimeArgs, ca)
+		kc.RuntimeArgs = append(kc.RuntimeArgs, CoreArgs{Core: Core(c), Values: vs})
 	}
 	for _, a := range k.ArgsOfKind(kir.CommonRuntimeArg) {
 		kc.CommonRuntimeArgs = append(kc.CommonRuntimeArgs, NamedArg{Index: a.Index, Name: a.Name, Value: ArgValue{a.Value}})

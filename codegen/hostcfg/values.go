@@ -124,6 +124,45 @@ func (c Core) String() string { return kir.Core(c).String() }
 // MarshalJSON writes "(x,y)" or "ethN".
 func (c Core) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
 
+// MarshalJSON writes the JSON encoding/json gives the struct's fields,
+// {"core":...,"values":[...]}, without reflecting on every value: a
+// prefill build's configs hold millions of them.
+func (ca CoreArgs) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 32+12*len(ca.Values))
+	b = append(b, `{"core":"`...)
+	// kir.Core.String: digits, "(", ",", ")" and "eth", nothing to escape.
+	if c := kir.Core(ca.Core); c.IsEth() {
+		b = append(b, "eth"...)
+		b = strconv.AppendInt(b, int64(c.X), 10)
+	} else {
+		b = append(b, '(')
+		b = strconv.AppendInt(b, int64(c.X), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(c.Y), 10)
+		b = append(b, ')')
+	}
+	b = append(b, `","values":`...)
+	if ca.Values == nil {
+		return append(b, `null}`...), nil
+	}
+	b = append(b, '[')
+	for i, v := range ca.Values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if v.Kind == kir.ValConst {
+			b = strconv.AppendUint(b, uint64(v.Const), 10)
+			continue
+		}
+		vj, err := v.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, vj...)
+	}
+	return append(b, `]}`...), nil
+}
+
 var (
 	coreRE    = regexp.MustCompile(`^\((\d+),(\d+)\)$`)
 	ethCoreRE = regexp.MustCompile(`^eth(\d+)$`)

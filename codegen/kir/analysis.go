@@ -35,7 +35,7 @@ func meetRes(a, b residue) residue {
 }
 
 func newStaticEnv(k *Kernel) *staticEnv {
-	env := &staticEnv{k: k, lets: map[string]Expr{}, argExact: map[string]uint64{}, argRes: map[string]residue{},
+	env := &staticEnv{k: k, lets: map[string]Expr{}, argExact: make(map[string]uint64, len(k.Args)), argRes: make(map[string]residue, len(k.Args)),
 		memoRes: map[string]residue{}, busy: map[string]bool{}}
 	lets := map[string]int{}
 	assigned := map[string]bool{}
@@ -58,35 +58,47 @@ func newStaticEnv(k *Kernel) *staticEnv {
 		}
 	}
 	for _, a := range k.Args {
-		var vals []ArgValue
+		var acc argAcc
 		if a.Kind == RuntimeArg {
 			for _, ca := range k.RuntimeValues {
 				if a.Index < len(ca.Values) {
-					vals = append(vals, ca.Values[a.Index])
+					acc.add(ca.Values[a.Index])
 				}
 			}
 		} else {
-			vals = []ArgValue{a.Value}
+			acc.add(a.Value)
 		}
-		if len(vals) == 0 {
+		if acc.n == 0 {
 			continue
 		}
-		exact, same := true, true
-		res := valueRes(vals[0])
-		for _, v := range vals {
-			if v.Kind != ValConst {
-				exact = false
-			} else if v.Const != vals[0].Const {
-				same = false
-			}
-			res = meetRes(res, valueRes(v))
+		if acc.exact && acc.same {
+			env.argExact[a.Name] = uint64(acc.first.Const)
 		}
-		if exact && same {
-			env.argExact[a.Name] = uint64(vals[0].Const)
-		}
-		env.argRes[a.Name] = res
+		env.argRes[a.Name] = acc.res
 	}
 	return env
+}
+
+// argAcc gathers what is statically known of one argument over its
+// values (one per core for a runtime argument).
+type argAcc struct {
+	n           int
+	first       ArgValue
+	exact, same bool // every value a constant; every constant the first's
+	res         residue
+}
+
+func (acc *argAcc) add(v ArgValue) {
+	if acc.n == 0 {
+		acc.first, acc.exact, acc.same, acc.res = v, true, true, valueRes(v)
+	}
+	acc.n++
+	if v.Kind != ValConst {
+		acc.exact = false
+	} else if v.Const != acc.first.Const {
+		acc.same = false
+	}
+	acc.res = meetRes(acc.res, valueRes(v))
 }
 
 func valueRes(v ArgValue) residue {

@@ -218,7 +218,28 @@ func (k *Kernel) ArgsOfKind(kind ArgKind) []Arg {
 	return out
 }
 
+// numArgs is len(k.ArgsOfKind(kind)).
+func (k *Kernel) numArgs(kind ArgKind) int {
+	n := 0
+	for _, a := range k.Args {
+		if a.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
 func (k *Kernel) coreArgs(c Core) *CoreArgs {
+	if k.RuntimeValues == nil {
+		n := 0
+		for _, r := range k.Cores {
+			if r.X1 >= r.X0 && r.Y1 >= r.Y0 {
+				n += (r.X1 - r.X0 + 1) * (r.Y1 - r.Y0 + 1)
+			}
+		}
+		// Room for every core's values: they are set core by core.
+		k.RuntimeValues = make([]CoreArgs, 0, max(n, 1))
+	}
 	i := sort.Search(len(k.RuntimeValues), func(i int) bool { return !k.RuntimeValues[i].Core.Less(c) })
 	if i < len(k.RuntimeValues) && k.RuntimeValues[i].Core == c {
 		return &k.RuntimeValues[i]

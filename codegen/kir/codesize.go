@@ -362,6 +362,12 @@ func (s ProgramCodeSize) Total() int {
 // rounds it, with every binary of every kernel at its EstimateCode size
 // rounded up to the alignment.
 func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
+	return estimateProgramCode(p, t, EstimateCode)
+}
+
+// estimateProgramCode is EstimateProgramCode with each kernel's estimate
+// from estimate.
+func estimateProgramCode(p *Program, t *target.Target, estimate func(*Kernel) CodeEstimate) ProgramCodeSize {
 	cs := t.Code
 	align := func(n int) int { return target.AlignUp(n, cs.Align) }
 	est := map[*Kernel]int{}
@@ -371,10 +377,10 @@ func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
 		if k.OnEth() {
 			continue
 		}
-		for _, n := range EstimateCode(k).Binaries {
+		for _, n := range estimate(k).Binaries {
 			est[k] += align(n)
 		}
-		crta[k.Processor] = max(crta[k.Processor], len(k.ArgsOfKind(CommonRuntimeArg)))
+		crta[k.Processor] = max(crta[k.Processor], k.numArgs(CommonRuntimeArg))
 	}
 	for _, n := range crta {
 		out.CommonArgs += align(4 * n)
@@ -393,9 +399,11 @@ func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
 			continue
 		}
 		rta, images := 0, 0
-		for _, k := range p.KernelsOn(c) {
-			rta += 4 * len(k.ArgsOfKind(RuntimeArg))
-			images += est[k]
+		for _, k := range p.Kernels {
+			if InRanges(k.Cores, c) {
+				rta += 4 * k.numArgs(RuntimeArg)
+				images += est[k]
+			}
 		}
 		out.RuntimeArgs = max(out.RuntimeArgs, align(rta))
 		if images > out.Images {
@@ -417,15 +425,17 @@ func EstimateProgramCode(p *Program, t *target.Target) ProgramCodeSize {
 // kernel config ring.
 func (v *validator) codeSize() {
 	t := v.t
+	ests := make(map[*Kernel]CodeEstimate, len(v.p.Kernels))
 	for _, k := range v.p.Kernels {
 		e := EstimateCode(k)
+		ests[k] = e
 		limit, proc := codeLimit(k, t)
 		if e.Bytes > limit {
 			v.add(RuleCodeSize, k.Name, nil, NoCB, "estimated %d bytes of %s code exceed the %d-byte limit of %s (largest parts: %s); move unrolled statements into loops",
 				e.Bytes, k.Role, limit, proc, largestTerms(e.Terms, 3))
 		}
 	}
-	s := EstimateProgramCode(v.p, t)
+	s := estimateProgramCode(v.p, t, func(k *Kernel) CodeEstimate { return ests[k] })
 	if s.Total() < t.Code.RingBytes {
 		return
 	}

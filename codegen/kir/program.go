@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -35,21 +36,36 @@ func InRanges(rs []ir.CoreRange, c Core) bool {
 
 // CoresOf lists the distinct cores of rs in row-major order (Core.Less).
 func CoresOf(rs []ir.CoreRange) []Core {
-	seen := map[Core]bool{}
-	var out []Core
+	n := 0
+	for _, r := range rs {
+		if r.X1 >= r.X0 && r.Y1 >= r.Y0 {
+			n += (r.X1 - r.X0 + 1) * (r.Y1 - r.Y0 + 1)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Core, 0, n)
 	for _, r := range rs {
 		for y := r.Y0; y <= r.Y1; y++ {
 			for x := r.X0; x <= r.X1; x++ {
-				c := Core{x, y}
-				if !seen[c] {
-					seen[c] = true
-					out = append(out, c)
-				}
+				out = append(out, Core{x, y})
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out
+	less := func(a, b Core) int {
+		if a.Less(b) {
+			return -1
+		}
+		if b.Less(a) {
+			return 1
+		}
+		return 0
+	}
+	if !slices.IsSortedFunc(out, less) {
+		slices.SortFunc(out, less)
+	}
+	return slices.Compact(out)
 }
 
 // Program is one device program: everything the host enqueues for one op.

@@ -282,9 +282,11 @@ func (v *validator) argTable(k *Kernel) {
 			v.add(RuleArgTable, k.Name, &c, NoCB, "has %d runtime arg values; the table declares %d runtime args", len(vals), nrt)
 		}
 		for i, val := range vals {
-			name := fmt.Sprintf("#%d", i)
+			var name string
 			if i < len(rtNames) {
 				name = rtNames[i].Name
+			} else {
+				name = fmt.Sprintf("#%d", i)
 			}
 			v.argValue(k, &c, name, val)
 		}

@@ -756,7 +756,8 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 	for i, core := range m.cores {
 		s, n := m.ranges[i][0], m.ranges[i][1]
 		off := 0
-		var rv, cv []kir.ArgValue
+		rv := make([]kir.ArgValue, 0, 2*len(m.parts))
+		cv := make([]kir.ArgValue, 0, len(m.parts))
 		for _, pt := range m.parts {
 			ps, pn := partRange(s, n, off, pt.nt)
 			off += pt.nt
@@ -765,6 +766,7 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 		}
 		m.rd.SetRuntimeArgs(core, rv...)
 		m.cp.SetRuntimeArgs(core, cv...)
-		m.wr.SetRuntimeArgs(core, append(append([]kir.ArgValue(nil), mcastArgs[core]...), rv...)...)
+		wv := make([]kir.ArgValue, 0, len(mcastArgs[core])+len(rv))
+		m.wr.SetRuntimeArgs(core, append(append(wv, mcastArgs[core]...), rv...)...)
 	}
 }

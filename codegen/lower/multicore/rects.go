@@ -92,7 +92,7 @@ func DeclareSlots(n int, prefix, count string, arg func(name string) kir.ArgRef)
 // for a kernel issuing on NoC noc: each rectangle's Args, then zeros for
 // the unused slots. rects has at most n rectangles.
 func SlotValues(rects []Rect, n, noc int) []kir.ArgValue {
-	var v []kir.ArgValue
+	v := make([]kir.ArgValue, 0, 5*n)
 	for i := 0; i < n; i++ {
 		if i < len(rects) {
 			v = append(v, rects[i].Args(noc)...)
