@@ -379,6 +379,9 @@ func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error)
 	sp := startProgram(f.op, ctx, plan)
 	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges, actRows: 1, rowBlocks: rowBlocks}
 	m.kb = f.kBlock(m.dest)
+	if rowBlocks == 2 {
+		m.kb = min(shareBlockScale*m.kb, f.kt) // weightShare's round trip per block
+	}
 	// otherwise each tile is read on its own, at its place in the blocks
 	m.readBlocks = m.blocksMatch()
 	m.mcast = f.norm == nil && plan.Cores > 1 && (f.rows == 1 || f.resident)

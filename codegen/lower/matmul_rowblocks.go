@@ -115,6 +115,11 @@ type weightShare struct {
 	px, py, blk kir.Expr // the partner's NoC coordinates, the row block (0 or 1)
 }
 
+// shareBlockScale is how many times kBlock's K rows a shared weight
+// block has: every block costs a read, a write and a semaphore round trip
+// in turn (the partner waits for each), so fewer, larger blocks.
+const shareBlockScale = 4
+
 // weightShareSem is the semaphore id of the weight sharing (the
 // multicast of the activation rows takes 0 and 1).
 const weightShareSem = 2
