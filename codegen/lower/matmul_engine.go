@@ -378,6 +378,10 @@ func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error)
 	plan.Cores = len(ranges)
 	sp := startProgram(f.op, ctx, plan)
 	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges, actRows: 1, rowBlocks: rowBlocks}
+	if rowBlocks > 1 {
+		// full-sync DEST: sub-blocks of up to 8 fp32 tiles (fullSyncDest)
+		m.dest = t.DestTiles(true, true)
+	}
 	m.kb = f.kBlock(m.dest)
 	if rowBlocks == 2 {
 		m.kb = min(shareBlockScale*m.kb, f.kt) // weightShare's round trip per block
@@ -580,6 +584,7 @@ func (m *mmProgram) blockPages(kc, sb kir.Var) kir.Expr {
 func (m *mmProgram) compute() {
 	var c *blocks.Compute
 	m.cp, c = m.splitProgram.compute()
+	m.cp.Compute.DstFullSyncEn = m.dest > m.ctx.Target.DestTiles(false, true)
 	cKt := m.cp.CompileArg("kt", uint32(m.kt))
 	counts := make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {

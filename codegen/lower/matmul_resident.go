@@ -38,8 +38,13 @@ import (
 // 256-token 27B step, 110 cores x 256 x 5120 bf16 is 288 MB next to the
 // 45 MB of weights.
 //
+// When the rows take the ring, the cores may split them in two row
+// blocks as well as the columns (matmul_rowblocks.go: wider slices,
+// half the rows per core, the pairs sharing the weight stream).
+//
 // When a slice does not fit (the CB plan exceeds the L1 budget), the
-// program is the per-row one, planned again with its own costs.
+// program is planned again without row blocks, then as the per-row one
+// with its own costs.
 
 // residentOK reports whether f may keep its weights resident: several
 // tile rows of one activation (not users' rows).

@@ -76,13 +76,14 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
 		}, 3, 0, true},
-		// Two row blocks (smallL1): three columns over two cores are two
+		// Two row blocks (smallL1): nine columns over two cores are five
 		// on one core for every row; two blocks of one core each multiply
-		// three columns for half the rows (3 x 3 tile products per K step
-		// instead of 2 x 6), the second block's rows multicast from its
-		// own first row; a ring of two rows next to the wider slice.
+		// nine columns for half the rows (9 x 6 tile products per K step
+		// instead of 5 x 12) in full-sync sub-blocks of 8 and 1, the
+		// second block's rows multicast from its own first row; a ring of
+		// two rows next to the wider slice.
 		{"matmul_add_bfp8_row_blocks_ring_of_two", smallL1(), false, func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 192, 1024), fcW(b, "w", ir.BFP8B, 1024, 96), fcIn(b, "r", ir.BF16, 1, 192, 96)))
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 384, 512), fcW(b, "w", ir.BFP8B, 512, 288), fcIn(b, "r", ir.BF16, 1, 384, 288)))
 		}, 2, 2, false},
 		// ... and a ring of one row (K 1536).
 		{"matmul_bfp8_row_blocks_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
@@ -118,6 +119,13 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			}
 			if got, want := progRowBlocks(t, p), max(1, tc.rowBlocks); got != want {
 				t.Errorf("the program's cores split the rows into %d blocks, want %d", got, want)
+			}
+			// row blocks: sub-blocks of a full-sync fp32 DEST's 8 tiles
+			full, sub := tc.rowBlocks > 1, fmt.Sprint(tc.tgt.DestTiles(tc.rowBlocks > 1, true))
+			for _, k := range p.Kernels {
+				if k.Role == kir.RoleCompute && (k.Compute.DstFullSyncEn != full || k.Defines["MM_SUBBLOCK"] != sub) {
+					t.Errorf("compute has dst_full_sync_en %v and sub-blocks of %s tiles, want %v and %s", k.Compute.DstFullSyncEn, k.Defines["MM_SUBBLOCK"], full, sub)
+				}
 			}
 			got, st := residentExec(t, ctx, op, p, args)
 			info := fmt.Sprintf("%d cores, %d NoC bytes read", len(p.Cores()), st.NoCReadBytes)

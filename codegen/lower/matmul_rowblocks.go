@@ -29,6 +29,15 @@ import (
 // fp32 DEST and are packed once, so the results are bit for bit those of
 // one run.
 //
+// A row-block program runs its compute kernel with a full-sync fp32 DEST
+// (dst_full_sync_en: 8 tiles, tt-metal's matmul configs allow sub-blocks
+// of (dst_full_sync_en ? 16 : 8) / (fp32_dest_acc_en ? 2 : 1) tiles),
+// so a core's 5 columns are one sub-block: the unpacker then moves
+// 1 + 1/5 tiles per product instead of 1 + 1/4 for 4 of them and 2 for
+// the fifth (sim/timing's matmulBlockCycles). Packing then no longer
+// overlaps the next sub-block's products, which at 160 K steps per
+// packing is small.
+//
 // planGrid chooses the runs by the resident cost model
 // (residentCostsOf), only where the program would take the ring anyway
 // (not every row fits next to the weights): compute time per core, the
