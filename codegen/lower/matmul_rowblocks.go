@@ -47,6 +47,13 @@ import (
 // share the weight stream (weightShare).
 const maxRowBlocks = 2
 
+// rowBlockMargin is the L1 planGrid leaves for a row block's CBs besides
+// the weights and one activation row: its result CB of a DEST sub-block
+// (16 KiB of bf16), little more for a plain matmul. The CB plan decides
+// (build): an epilogue's CBs that do not fit send lower back to one row
+// block.
+const rowBlockMargin = 16 << 10
+
 // coreRows is the activation tile rows each core multiplies.
 func (m *mmProgram) coreRows() int { return m.rows / max(1, m.rowBlocks) }
 
@@ -89,7 +96,7 @@ func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, []
 		c := f.residentCostsOf(fid, b)
 		sp := PlanSplit(c.items, maxCores/b, c.colCycles, c.coreCycles, c.floorCycles)
 		rg := f.coreRanges(sp, maxCores/b)
-		if weightSliceBytes(t, f.residentPages(rg))+row+residentMargin > t.L1Budget() {
+		if weightSliceBytes(t, f.residentPages(rg))+row+rowBlockMargin > t.L1Budget() {
 			continue // not even a ring of one row fits next to the wider slices
 		}
 		cores, _ := firstCores(t, b*len(rg))
