@@ -17,7 +17,7 @@ import (
 // columns that the split of the columns over one run's cores gives each
 // of its cores. A core then multiplies fewer rows against more columns:
 // at 256 tokens the matmul4's cores multiply 4 rows x 5 columns (20 tile
-// products per K step) instead of 8 x 3 (24), on 104 cores.
+// products per K step) instead of 8 x 3 (24), on 108 cores.
 //
 // Every run reads its cores' weight slices, so DRAM reads the weights
 // once per run, and receives only its own rows: each run multicasts its
