@@ -79,6 +79,9 @@ type fusedMatmul struct {
 	// writer stores row b of each product tile into row 0 of tile row b
 	// (writeUserRows); 0 otherwise.
 	users int
+	// oneRowBlock keeps a resident program's cores on all the rows
+	// (rowBlocks 1; set by lower when the row blocks' slices do not fit).
+	oneRowBlock bool
 }
 
 // check validates the op (its operands and results, which are the
@@ -317,8 +320,15 @@ type mmProgram struct {
 	*fusedMatmul
 	*splitProgram
 	dest, kb int
-	ranges   [][2]int // each core's columns (coreRanges)
-	mcast    bool     // the writer receives the activation row by multicast
+	ranges   [][2]int // each core's columns (coreRanges; per row block)
+	// rowBlocks is the runs of cores that split the activation rows
+	// (planGrid; 1: every core multiplies every row); rdRow0 and wrRow0
+	// are the reader's and the writer's first row of their core's block
+	// (nil when rowBlocks is 1).
+	rowBlocks      int
+	rdRow0, wrRow0 kir.Expr
+	share          *weightShare // two row blocks share the weight stream
+	mcast          bool         // the writer receives the activation row by multicast
 	// actRows is the activation tile rows cbAct holds: 1, or with resident
 	// weights and the multicast 2 when they fit (actRing).
 	actRows int
@@ -346,6 +356,13 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 		if p, fits, err := f.build(ctx); fits {
 			return p, err
 		}
+		if !f.oneRowBlock {
+			// the row blocks' wider slices, again on all the rows
+			f.oneRowBlock = true
+			if p, fits, err := f.build(ctx); fits {
+				return p, err
+			}
+		}
 		f.resident = false
 	}
 	p, _, err := f.build(ctx)
@@ -357,12 +374,18 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 // program.
 func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error) {
 	t := ctx.Target
-	plan := f.planSplit(t.NumWorkers(), ctx.Fidelity)
-	ranges := f.coreRanges(plan, t.NumWorkers())
+	plan, ranges, rowBlocks := f.planGrid(t, ctx.Fidelity)
 	plan.Cores = len(ranges)
 	sp := startProgram(f.op, ctx, plan)
-	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges, actRows: 1}
+	m := &mmProgram{fusedMatmul: f, splitProgram: sp, dest: t.DestTiles(false, true), ranges: ranges, actRows: 1, rowBlocks: rowBlocks}
+	if rowBlocks > 1 {
+		// full-sync DEST: sub-blocks of up to 8 fp32 tiles (fullSyncDest)
+		m.dest = t.DestTiles(true, true)
+	}
 	m.kb = f.kBlock(m.dest)
+	if rowBlocks == 2 {
+		m.kb = min(shareBlockScale*m.kb, f.kt) // weightShare's round trip per block
+	}
 	// otherwise each tile is read on its own, at its place in the blocks
 	m.readBlocks = m.blocksMatch()
 	m.mcast = f.norm == nil && plan.Cores > 1 && (f.rows == 1 || f.resident)
@@ -463,7 +486,11 @@ func (m *mmProgram) reader() {
 		pa.nt = m.rd.CompileArg(fmt.Sprintf("nt%d", pi), uint32(pt.nt))
 		pa.start, pa.count = m.rd.RuntimeArg(fmt.Sprintf("start%d", pi)), m.rd.RuntimeArg(fmt.Sprintf("count%d", pi))
 	}
+	if m.rowBlocks > 1 {
+		m.rdRow0 = m.rd.RuntimeArg("row0")
+	}
 	b := m.rd.Builder()
+	m.startWeightShare(b)
 	if m.norm != nil {
 		blocks.ScalerTile(b, m.norm.scaler, 1)
 	}
@@ -471,7 +498,7 @@ func (m *mmProgram) reader() {
 		m.readRowsInner(b, pas, inAcc, rKt)
 		return
 	}
-	rowLoop(b, m.rows, func(r kir.Expr) {
+	rowLoop(b, m.coreRows(), func(r kir.Expr) {
 		if m.norm != nil {
 			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
 			blocks.ReadPages(b, wnAcc, m.norm.nc.w, kir.C(0), rKt)
@@ -491,7 +518,7 @@ func (m *mmProgram) reader() {
 					readWeights()
 				}
 				for i, acc := range inAcc {
-					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, col), sb)
+					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(blockRow(m.rdRow0, r), pa.nt, col), sb)
 				}
 			})
 		}
@@ -527,14 +554,15 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 		pages := m.blockPages(kc, sb)
 		b.CBReserveBack(cb, pages)
 		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		b.For("k", kir.C(0), kc, func(kk kir.Var) {
-			b.For("j", kir.C(0), sb, func(j kir.Var) {
-				page := kir.Add(kir.Mul(kir.Add(k0, kk), nt), kir.Add(col, j))
-				dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
-				b.NoCAsyncRead(acc.PageAddr(page), dst, kir.Ci(tb))
+		m.weightBlock(b, l1, kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)), func() {
+			b.For("k", kir.C(0), kc, func(kk kir.Var) {
+				b.For("j", kir.C(0), sb, func(j kir.Var) {
+					page := kir.Add(kir.Mul(kir.Add(k0, kk), nt), kir.Add(col, j))
+					dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
+					b.NoCAsyncRead(acc.PageAddr(page), dst, kir.Ci(tb))
+				})
 			})
 		})
-		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cb, pages)
 	})
 }
@@ -556,6 +584,7 @@ func (m *mmProgram) blockPages(kc, sb kir.Var) kir.Expr {
 func (m *mmProgram) compute() {
 	var c *blocks.Compute
 	m.cp, c = m.splitProgram.compute()
+	m.cp.Compute.DstFullSyncEn = m.dest > m.ctx.Target.DestTiles(false, true)
 	cKt := m.cp.CompileArg("kt", uint32(m.kt))
 	counts := make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {
@@ -606,7 +635,7 @@ func (m *mmProgram) compute() {
 	case m.rows == 1:
 		computeRow()
 	default:
-		c.For("r", kir.C(0), kir.Ci(m.rows), func(kir.Var) { computeRow() })
+		c.For("r", kir.C(0), kir.Ci(m.coreRows()), func(kir.Var) { computeRow() })
 	}
 	for _, cb := range m.weightCBs() {
 		if v, ok := wPos[cb]; ok {
@@ -688,7 +717,7 @@ func (m *mmProgram) writer() {
 		if m.rowsInner() {
 			interleave = m.rows
 		}
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.cores, m.rs)
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowBlocks, func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -698,6 +727,9 @@ func (m *mmProgram) writer() {
 	wStarts, wCounts := make([]kir.ArgRef, len(m.parts)), make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {
 		wStarts[pi], wCounts[pi] = m.wr.RuntimeArg(fmt.Sprintf("start%d", pi)), m.wr.RuntimeArg(fmt.Sprintf("count%d", pi))
+	}
+	if m.rowBlocks > 1 {
+		m.wrRow0 = m.wr.RuntimeArg("row0")
 	}
 	wb := m.wr.Builder()
 	// Each result CB's ring position (blocks.WriteTilesLive).
@@ -715,11 +747,11 @@ func (m *mmProgram) writer() {
 	if rounds != nil && m.actRows > 1 {
 		rounds.Round(wb, kir.C(0))
 	}
-	rowLoop(wb, m.rows, func(r kir.Expr) {
+	rowLoop(wb, m.coreRows(), func(r kir.Expr) {
 		if rounds != nil {
 			if m.actRows > 1 {
 				// the next row, while compute works on this one
-				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.rows)), func() { rounds.Round(wb, kir.Add(r, kir.C(1))) })
+				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.coreRows())), func() { rounds.Round(wb, kir.Add(r, kir.C(1))) })
 			} else {
 				rounds.Round(wb, r)
 			}
@@ -740,7 +772,7 @@ func (m *mmProgram) writer() {
 			if m.rows == 1 {
 				live = blocks.LiveRows(pt.out.Type.Shape)
 			}
-			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(r, kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
+			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, r), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
 	})
 	if rounds != nil {
@@ -764,7 +796,11 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 			rv = append(rv, kir.U32(uint32(ps)), kir.U32(uint32(pn)))
 			cv = append(cv, kir.U32(uint32(pn)))
 		}
-		m.rd.SetRuntimeArgs(core, rv...)
+		if m.rowBlocks > 1 {
+			// the core's row block: cores run block by block (planGrid)
+			rv = append(rv, kir.U32(uint32(i/(len(m.cores)/m.rowBlocks)*m.coreRows())))
+		}
+		m.rd.SetRuntimeArgs(core, append(append([]kir.ArgValue(nil), rv...), m.partnerArgs(i)...)...)
 		m.cp.SetRuntimeArgs(core, cv...)
 		wv := make([]kir.ArgValue, 0, len(mcastArgs[core])+len(rv))
 		m.wr.SetRuntimeArgs(core, append(append(wv, mcastArgs[core]...), rv...)...)

@@ -38,8 +38,13 @@ import (
 // 256-token 27B step, 110 cores x 256 x 5120 bf16 is 288 MB next to the
 // 45 MB of weights.
 //
+// When the rows take the ring, the cores may split them in two row
+// blocks as well as the columns (matmul_rowblocks.go: wider slices,
+// half the rows per core, the pairs sharing the weight stream).
+//
 // When a slice does not fit (the CB plan exceeds the L1 budget), the
-// program is the per-row one, planned again with its own costs.
+// program is planned again without row blocks, then as the per-row one
+// with its own costs.
 
 // residentOK reports whether f may keep its weights resident: several
 // tile rows of one activation (not users' rows).
@@ -67,12 +72,16 @@ func (f *fusedMatmul) residentPages(ranges [][2]int) map[cbKey]int {
 
 // actRing is the activation rows the resident program's activation CB
 // holds: all of them when they fit next to the weight slices (weightBytes
-// per core) and a margin for the other CBs (rowsInner), else 2 when two
-// do, else 1.
+// per core) and a margin for the other CBs (rowsInner; not with row
+// blocks), else 2 when two do (and the core has two), else 1.
 func (m *mmProgram) actRing(weightBytes int) int {
 	row := m.kt * m.act.Type.DType.TileBytes()
-	for _, n := range []int{m.rows, 2} {
-		if n <= m.rows && weightBytes+n*row+residentMargin <= m.ctx.Target.L1Budget() {
+	ring := []int{m.rows, 2}
+	if m.rowBlocks > 1 {
+		ring = ring[1:] // row blocks are planned for the ring (planGrid)
+	}
+	for _, n := range ring {
+		if n <= m.coreRows() && weightBytes+n*row+residentMargin <= m.ctx.Target.L1Budget() {
 			return n
 		}
 	}
@@ -254,25 +263,33 @@ func weightSliceBytes(t *target.Target, pages map[cbKey]int) int {
 // core receives every activation row; DRAM reads every weight tile once
 // and the activation once per column group (about two).
 func (f *fusedMatmul) residentCosts(fid ir.MathFidelity) mmCosts {
+	return f.residentCostsOf(fid, 1)
+}
+
+// residentCostsOf is residentCosts when the cores split the rows into
+// blocks row blocks as well (rowBlocks): a core multiplies rows/blocks
+// rows and receives those rows; DRAM still reads the weights once (the
+// blocks share them: weightShare).
+func (f *fusedMatmul) residentCostsOf(fid ir.MathFidelity, blocks int) mmCosts {
 	var c mmCosts
-	bytes := 0
+	bytes, rows := 0, f.rows/blocks
 	for _, p := range f.parts {
 		col := 0
 		for _, w := range p.weights {
-			col += f.kt * max(f.rows*(MatmulTileCycles(fid)+2*UnpackTileCycles), w.Type.DType.TileBytes()/NoCBytesPerCycle)
+			col += f.kt * max(rows*(MatmulTileCycles(fid)+2*UnpackTileCycles), w.Type.DType.TileBytes()/NoCBytesPerCycle)
 			bytes += p.nt * f.kt * w.Type.DType.TileBytes()
 		}
 		c.colCycles = max(c.colCycles, col)
 		c.items += p.nt
 	}
-	c.colCycles += f.rows * f.epi.tileOps() * EltwiseTileCycles
+	c.colCycles += rows * f.epi.tileOps() * EltwiseTileCycles
 	for _, in := range f.epi.inputs() {
-		c.colCycles += f.rows * in.v.Type.DType.TileBytes() / NoCBytesPerCycle
+		c.colCycles += rows * in.v.Type.DType.TileBytes() / NoCBytesPerCycle
 	}
 	actRow := f.kt * f.act.Type.DType.TileBytes()
-	c.coreCycles = f.rows * actRow / NoCBytesPerCycle
+	c.coreCycles = rows * actRow / NoCBytesPerCycle
 	if f.norm != nil {
-		c.coreCycles += f.rows * (f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles)
+		c.coreCycles += rows * (f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles)
 	}
 	c.floorCycles = (bytes + 2*f.rows*actRow) / DRAMBytesPerCycle
 	return c

@@ -21,7 +21,11 @@ import (
 // that does not fit L1 (streamed) keeps the per-row program: the weights
 // read once per row, the activation by every core. actRows, where set, is
 // the activation rows the program's act CB must hold: all (rowsInner), a
-// ring of two or of one.
+// ring of two or of one. rowBlocks is the row blocks the program's cores
+// must split the rows into (planGrid; 0 means 1): with two, each core
+// multiplies half the rows against a wider slice, the pairs share the
+// weight stream (each weight byte still read once) and each block's
+// column groups read its rows once.
 func TestResidentWeightsOnSim(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -29,47 +33,68 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		streamed bool
 		build    func(b *ir.Builder) []*ir.Value
 		actRows  int
+		// rowBlocks: the row blocks wanted (0: one).
+		rowBlocks int
 		// long: a TCC_LONG case (further variants, the 1-row ring and the
 		// fallback: paths the long suite keeps covered).
 		long bool
 	}{
 		{"matmul_bf16", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BF16, 256, 640)))
-		}, 3, false},
+		}, 3, 0, false},
 		{"matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 70, 384), fcW(b, "w", ir.BFP8B, 384, 1312)))
-		}, 0, true},
+		}, 0, 0, true},
 		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
-		}, 0, false},
+		}, 0, 0, false},
 		// A 2-core grid with 400 KiB of L1 each (smallL1): 128 KiB
 		// activation rows (K 2048), so the rings and the fallback show at
 		// small sizes.
 		{"matmul_bfp8_ring_of_two", smallL1(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 64)))
-		}, 2, false},
+		}, 2, 0, false},
 		{"matmul_bfp8_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "w", ir.BFP8B, 2048, 192)))
-		}, 1, true},
+		}, 1, 0, true},
 		{"matmul_bfp8_too_big_for_l1", smallL1(), true, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 40, 2048), fcW(b, "w", ir.BFP8B, 2048, 512)))
-		}, 0, true},
+		}, 0, 0, true},
 		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
-		}, 2, false},
+		}, 2, 0, false},
 		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
-		}, 3, true},
+		}, 3, 0, true},
 		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
-		}, 0, true},
+		}, 0, 0, true},
 		{"matmul_add_bfp8_five_rows", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 150, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 150, 320)))
-		}, 5, false},
+		}, 5, 0, false},
 		{"matmul_add_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 320), fcIn(b, "r", ir.BF16, 1, 96, 320)))
-		}, 3, true},
+		}, 3, 0, true},
+		// Two row blocks (smallL1): nine columns over two cores are five
+		// on one core for every row; two blocks of one core each multiply
+		// nine columns for half the rows (9 x 6 tile products per K step
+		// instead of 5 x 12) in full-sync sub-blocks of 8 and 1, the
+		// second block's rows multicast from its own first row; a ring of
+		// two rows next to the wider slice.
+		{"matmul_add_bfp8_row_blocks_ring_of_two", smallL1(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 384, 512), fcW(b, "w", ir.BFP8B, 512, 288), fcIn(b, "r", ir.BF16, 1, 384, 288)))
+		}, 2, 2, false},
+		// ... and a ring of one row (K 1536).
+		{"matmul_bfp8_row_blocks_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 128, 1536), fcW(b, "w", ir.BFP8B, 1536, 96)))
+		}, 1, 2, true},
+		// A matmul4 at 256 tokens on the full grid with 300 KiB of L1 per
+		// core (gridL1): two row blocks of several column groups each.
+		{"matmul4_bfp8_row_blocks", gridL1(), false, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 256, 1024), fcW(b, "w0", ir.BFP8B, 1024, 512), fcW(b, "w1", ir.BFP8B, 1024, 256),
+				fcW(b, "w2", ir.BFP8B, 1024, 24), fcW(b, "w3", ir.BFP8B, 1024, 24))
+		}, 0, 2, true},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
@@ -92,6 +117,16 @@ func TestResidentWeightsOnSim(t *testing.T) {
 					}
 				}
 			}
+			if got, want := progRowBlocks(t, p), max(1, tc.rowBlocks); got != want {
+				t.Errorf("the program's cores split the rows into %d blocks, want %d", got, want)
+			}
+			// row blocks: sub-blocks of a full-sync fp32 DEST's 8 tiles
+			full, sub := tc.rowBlocks > 1, fmt.Sprint(tc.tgt.DestTiles(tc.rowBlocks > 1, true))
+			for _, k := range p.Kernels {
+				if k.Role == kir.RoleCompute && (k.Compute.DstFullSyncEn != full || k.Defines["MM_SUBBLOCK"] != sub) {
+					t.Errorf("compute has dst_full_sync_en %v and sub-blocks of %s tiles, want %v and %s", k.Compute.DstFullSyncEn, k.Defines["MM_SUBBLOCK"], full, sub)
+				}
+			}
 			got, st := residentExec(t, ctx, op, p, args)
 			info := fmt.Sprintf("%d cores, %d NoC bytes read", len(p.Cores()), st.NoCReadBytes)
 			for j, r := range op.Results {
@@ -111,9 +146,17 @@ func smallL1() *target.Target {
 	return t
 }
 
+// gridL1 is the Blackhole grid with 300 KiB of L1 per core for CBs.
+func gridL1() *target.Target {
+	t := target.Blackhole()
+	t.L1Size = t.L1UnreservedBase + 300<<10
+	return t
+}
+
 // residentReads is the NoC bytes op's program p reads: with resident
 // weights every weight (the op's operands of kind weight) once, the
-// activation (operand 0) once per column group of p's cores, the other
+// activation (operand 0) once per column group of p's cores (of a row
+// block's cores, that block's rows: rowBlocks), the other
 // inputs once; streamed, every weight once per tile row and the
 // activation once per core. rmsnorm_matmul has no multicast: every core
 // reads x, and the norm weight (operand 1) once per row, and fills its
@@ -121,36 +164,66 @@ func smallL1() *target.Target {
 // past its 512-byte seed).
 func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
 	t.Helper()
-	gs, err := multicore.ColumnGroups(ctx.Target, p.Cores())
-	if err != nil {
-		t.Fatal(err)
+	// the activation rows' reads: a column group of a row block reads
+	// that block's rows
+	rowBlocks, cores := progRowBlocks(t, p), p.Cores()
+	groups := 0
+	for b := range rowBlocks {
+		n := len(cores) / rowBlocks
+		gs, err := multicore.ColumnGroups(ctx.Target, cores[b*n:(b+1)*n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups += len(gs)
 	}
-	cores, rows := int64(len(p.Cores())), int64(op.Operands[0].Type.Shape.Tiles()/tilesWide(op.Operands[0].Type.Shape))
-	acts, weights := int64(len(gs)), int64(1)
+	ncores, rows := int64(len(cores)), int64(op.Operands[0].Type.Shape.Tiles()/tilesWide(op.Operands[0].Type.Shape))
+	acts, weights := int64(groups), int64(1)
 	if streamed {
-		acts, weights = cores, rows
+		acts, weights = ncores, rows
 	}
 	norm := op.Kind == ir.OpRMSNormMatmul
 	if norm {
-		acts = cores
+		acts = ncores
 	}
 	var n int64
 	if norm {
-		n += cores * 1536
+		n += ncores * 1536
 	}
 	for i, v := range op.Operands {
 		bytes := int64(v.Type.Shape.Tiles() * v.Type.DType.TileBytes())
 		switch {
 		case i == 0:
-			bytes *= acts
+			bytes = bytes * acts / int64(rowBlocks)
 		case norm && i == 1:
-			bytes *= cores * rows
+			bytes *= ncores * rows
 		case v.Kind == ir.KindWeight:
 			bytes *= weights
 		}
 		n += bytes
 	}
 	return n
+}
+
+// progRowBlocks is the row blocks of matmul program p: the distinct
+// values of its reader's runtime arg row0 over its cores (1 without it).
+func progRowBlocks(t *testing.T, p *kir.Program) int {
+	t.Helper()
+	for _, k := range p.Kernels {
+		if k.Role != kir.RoleReader {
+			continue
+		}
+		a := k.LookupArg("row0")
+		if a == nil {
+			return 1
+		}
+		seen := map[uint32]bool{}
+		for _, c := range p.Cores() {
+			seen[k.RuntimeValuesOn(c)[a.Index].Const] = true
+		}
+		return len(seen)
+	}
+	t.Fatal("no reader")
+	return 0
 }
 
 // residentExec runs p (op lowered with ctx) on a fresh simulated device
@@ -195,21 +268,24 @@ func residentExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args []
 // costs the resident kernel (weights once, compute per row), whose
 // compute grows with the rows while the weight stream does not, so it
 // spreads the columns over more cores than the per-row plan (matmul3:
-// 56 cores, matmul4: 66).
+// 56 cores, matmul4: 66), and all three split their 8 tile rows into two
+// row blocks (planGrid: 47, 54 and 54 cores of 5, 5 and 3 columns per
+// block instead of 76, 88 and 80 cores of 3, 3 and 2; the
+// down-projection's 3 x 272 weight tiles and one 272-tile row just fit).
 func TestResidentPlan(t *testing.T) {
 	cases := []struct {
 		name      string
 		wantCores int
 		build     func(b *ir.Builder) []*ir.Value
 	}{
-		{"matmul3", 76, func(b *ir.Builder) []*ir.Value {
+		{"matmul3", 94, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul3(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "q", ir.BFP8B, 5120, 6144), fcW(b, "k", ir.BFP8B, 5120, 512), fcW(b, "v", ir.BFP8B, 5120, 512))
 		}},
-		{"matmul4", 88, func(b *ir.Builder) []*ir.Value {
+		{"matmul4", 108, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 256, 5120), fcW(b, "w0", ir.BFP8B, 5120, 5120), fcW(b, "w1", ir.BFP8B, 5120, 3072),
 				fcW(b, "w2", ir.BFP8B, 5120, 24), fcW(b, "w3", ir.BFP8B, 5120, 24))
 		}},
-		{"matmul_down", 80, func(b *ir.Builder) []*ir.Value {
+		{"matmul_down", 108, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 256, 8704), fcW(b, "w", ir.BFP8B, 8704, 5120)))
 		}},
 	}

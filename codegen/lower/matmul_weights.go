@@ -97,11 +97,12 @@ func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access,
 		at := l.BlockAddr(acc.Base(), j, nil, t.DRAMPageSize(tb), t.DRAMBanks)
 		addr := b.Let("block_addr", at.Offset)
 		bytes := b.Let("bytes", kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)))
-		b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
-			n := blocks.BlockLenOf(b, "n", bytes, off, kir.Ci(packet))
-			b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
+		m.weightBlock(b, l1, bytes, func() {
+			b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
+				n := blocks.BlockLenOf(b, "n", bytes, off, kir.Ci(packet))
+				b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
+			})
 		})
-		b.NoCAsyncReadBarrier()
 		b.CBPushBack(cb, pages)
 	})
 }

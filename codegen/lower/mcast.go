@@ -30,10 +30,19 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 // with interleave = rows, one round of all rows*kt pages K-major: page
 // k*rows+r of cb is tile k of row r (the writer emits Round(nil) and
 // Finish). It returns the rounds and the runtime-arg values per core the
-// writer must get first.
-func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave int, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+// writer must get first. rowBlocks > 1 (with interleave 0) splits cores
+// into that many runs, each multicasting its own rows (multicore.Multicast.Blocks):
+// row0 then gives, when the rounds are emitted, the writer's expression of
+// its run's first row, which the sender adds to the round's row.
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, rowBlocks int, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
 	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
 		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }}
+	if rowBlocks > 1 {
+		m.Blocks, m.What = rowBlocks, "the activation's tile row of this core's rows"
+		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {
+			blocks.ReadPageTo(b, acc, kir.Add(kir.Mul(row0(), kir.Ci(kt)), pg), l1)
+		}
+	}
 	if interleave > 0 {
 		m.Pages, m.What = interleave*kt, "the activation's tile rows, K-major"
 		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {

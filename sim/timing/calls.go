@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/sim/interp"
 )
 
@@ -225,8 +226,7 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 	case kir.MatmulBlock:
 		// operands: in0 tile, in1 tile, dst, ct, rt, kt
 		return do(func(th *thread, v []uint64) {
-			ct, rt := float64(v[3]), float64(v[4])
-			th.advance((ct+rt)*unpack + ct*rt*p.MatmulCycles[th.k.Compute.MathFidelity])
+			th.advance(matmulBlockCycles(p, th.k.Compute.MathFidelity, v[3], v[4]))
 		}), nil
 	case kir.TransposeTile:
 		return cost(unpack + p.FPUEltwiseCycles), nil
@@ -246,4 +246,19 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("the timing model does not know statement %T", s)
+}
+
+// matmulBlockCycles is the compute time of one matmul_block call of an
+// rt x ct sub-block at math fidelity fid: rt*ct tile products, and the
+// unpacker's tiles as the LLK moves them (tt-llk
+// llk_unpack_AB_matmul.h, _llk_unpack_AB_matmul_): srcA and srcB hold one
+// tile each, so of the two operands only one is reused: for each of the
+// min(rt, ct) tiles of the shorter side it unpacks that tile once and the
+// max(rt, ct) tiles of the other side again, min(rt, ct) + rt*ct tiles in
+// all (ct + 1 for a one-row sub-block). Per product that is 1 +
+// 1/max(rt, ct) tiles: a taller sub-block saves unpacking only as far as
+// it makes the longer side longer.
+func matmulBlockCycles(p *Params, fid ir.MathFidelity, ct, rt uint64) float64 {
+	products := float64(ct * rt)
+	return (float64(min(ct, rt))+products)*p.UnpackCyclesPerTile + products*p.MatmulCycles[fid]
 }

@@ -54,6 +54,11 @@ type Multicast struct {
 	// Name prefixes the kernel's argument and variable names (Name_sender,
 	// ...); What names the pages in its comment.
 	Name, What string
+	// Blocks > 1 splits the cores into that many runs of equal length,
+	// each multicasting its own pages (BlockColumnGroups): a prefill
+	// matmul whose cores split the activation rows as well as the columns
+	// (the sender's Read then reads its block's rows). 0 or 1: one run.
+	Blocks int
 }
 
 // MaxGroupRects is the number of multicast slots of a Multicast kernel.
@@ -95,6 +100,26 @@ func ColumnGroups(t *target.Target, cores []kir.Core) ([]ColumnGroup, error) {
 		if len(g.Rects) > MaxGroupRects {
 			return nil, fmt.Errorf("rule mcast-rect: the column group of %v needs %d multicast rectangles, at most %d", g.Sender, len(g.Rects), MaxGroupRects)
 		}
+	}
+	return groups, nil
+}
+
+// BlockColumnGroups is ColumnGroups of each of blocks runs of equal
+// length of cores (the first n in row-major order; blocks <= 1: one run),
+// in order: no multicast spans two runs.
+func BlockColumnGroups(t *target.Target, cores []kir.Core, blocks int) ([]ColumnGroup, error) {
+	blocks = max(1, blocks)
+	if len(cores)%blocks != 0 {
+		return nil, fmt.Errorf("rule mcast-blocks: %d cores do not split into %d runs of equal length", len(cores), blocks)
+	}
+	n := len(cores) / blocks
+	var groups []ColumnGroup
+	for b := range blocks {
+		gs, err := ColumnGroups(t, cores[b*n:(b+1)*n])
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, gs...)
 	}
 	return groups, nil
 }
@@ -144,7 +169,7 @@ type Rounds struct {
 // rounds to emit (Round, then Finish) and, per core, the runtime-arg
 // values k must get first (as Emit).
 func (m Multicast) Start(p *kir.Program, t *target.Target, k *kir.Kernel, cores []kir.Core, rs []ir.CoreRange) (*Rounds, map[kir.Core][]kir.ArgValue, error) {
-	groups, err := ColumnGroups(t, cores)
+	groups, err := BlockColumnGroups(t, cores, m.Blocks)
 	if err != nil {
 		return nil, nil, err
 	}

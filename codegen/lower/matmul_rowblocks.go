@@ -1,0 +1,199 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Row blocks: a resident prefill matmul whose output columns leave cores
+// idle or give each core a ragged share (the 27B's matmul4 at 256 tokens:
+// 258 tile columns, 3 per core on 88 of the 110 cores; its MLP
+// down-projection: 160, 2 per core on 80) may split the activation's tile
+// rows as well: the cores run in rowBlocks runs of equal length, run b
+// multiplying rows [b*rows/rowBlocks, (b+1)*rows/rowBlocks) against the
+// columns that the split of the columns over one run's cores gives each
+// of its cores. A core then multiplies fewer rows against more columns:
+// at 256 tokens the matmul4's cores multiply 4 rows x 5 columns (20 tile
+// products per K step) instead of 8 x 3 (24), on 108 cores.
+//
+// Every run reads its cores' weight slices, so DRAM reads the weights
+// once per run, and receives only its own rows: each run multicasts its
+// rows within its own column groups (multicore.Multicast.Blocks), the
+// sender reading from its run's first row (the writer's runtime arg
+// row0; the reader's row0 places the epilogue's inputs, the writer's the
+// results). Everything else is the resident ring program of one core's
+// rows: the products of each output tile still accumulate K in order in
+// fp32 DEST and are packed once, so the results are bit for bit those of
+// one run.
+//
+// A row-block program runs its compute kernel with a full-sync fp32 DEST
+// (dst_full_sync_en: 8 tiles, tt-metal's matmul configs allow sub-blocks
+// of (dst_full_sync_en ? 16 : 8) / (fp32_dest_acc_en ? 2 : 1) tiles),
+// so a core's 5 columns are one sub-block: the unpacker then moves
+// 1 + 1/5 tiles per product instead of 1 + 1/4 for 4 of them and 2 for
+// the fifth (sim/timing's matmulBlockCycles). Packing then no longer
+// overlaps the next sub-block's products, which at 160 K steps per
+// packing is small.
+//
+// planGrid chooses the runs by the resident cost model
+// (residentCostsOf), only where the program would take the ring anyway
+// (not every row fits next to the weights): compute time per core, the
+// dispatch of every core and DRAM reading the weights once per run.
+
+// maxRowBlocks is the most row blocks planGrid tries: two, whose pairs
+// share the weight stream (weightShare).
+const maxRowBlocks = 2
+
+// rowBlockMargin is the L1 planGrid leaves for a row block's CBs besides
+// the weights and one activation row: its result CB of a DEST sub-block
+// (16 KiB of bf16), little more for a plain matmul. The CB plan decides
+// (build): an epilogue's CBs that do not fit send lower back to one row
+// block.
+const rowBlockMargin = 16 << 10
+
+// coreRows is the activation tile rows each core multiplies.
+func (m *mmProgram) coreRows() int { return m.rows / max(1, m.rowBlocks) }
+
+// blockRow is tile row r of a core's row block whose first row is row0
+// (nil: r itself).
+func blockRow(row0, r kir.Expr) kir.Expr {
+	if row0 == nil {
+		return r
+	}
+	return kir.Add(row0, r)
+}
+
+// planGrid is f's split (f checked) over t's worker grid: the split of
+// the output columns over one row block's cores, each core's columns
+// (coreRanges, repeated once per row block, block by block) and the row
+// blocks. One row block unless f is resident, without a norm prologue,
+// its rows do not all fit next to its weight slices, and splitting the
+// rows in 2 to maxRowBlocks equal blocks costs less (the type's doc),
+// with a row next to each core's wider slice in L1.
+func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, [][2]int, int) {
+	maxCores := t.NumWorkers()
+	plan := f.planSplit(maxCores, fid)
+	ranges := f.coreRanges(plan, maxCores)
+	if !f.resident || f.oneRowBlock || f.norm != nil || f.users > 0 || f.rows < 2 {
+		return plan, ranges, 1
+	}
+	row := f.kt * f.act.Type.DType.TileBytes()
+	if weightSliceBytes(t, f.residentPages(ranges))+f.rows*row+residentMargin <= t.L1Budget() {
+		return plan, ranges, 1 // every row fits: rowsInner
+	}
+	cost := func(blocks int, sp Split, rg [][2]int) int {
+		c := f.residentCostsOf(fid, blocks)
+		return blocks*len(rg)*DispatchCycles + max(sp.PerCore*c.colCycles+c.coreCycles, c.floorCycles)
+	}
+	bestCost, blocks := cost(1, plan, ranges), 1
+	for b := 2; b <= min(maxRowBlocks, f.rows, maxCores); b++ {
+		if f.rows%b != 0 {
+			continue
+		}
+		c := f.residentCostsOf(fid, b)
+		sp := PlanSplit(c.items, maxCores/b, c.colCycles, c.coreCycles, c.floorCycles)
+		rg := f.coreRanges(sp, maxCores/b)
+		if weightSliceBytes(t, f.residentPages(rg))+row+rowBlockMargin > t.L1Budget() {
+			continue // not even a ring of one row fits next to the wider slices
+		}
+		cores, _ := firstCores(t, b*len(rg))
+		if _, err := multicore.BlockColumnGroups(t, cores, b); err != nil {
+			continue // the runs' multicasts do not fit their rectangles
+		}
+		if cc := cost(b, sp, rg); cc < bestCost {
+			bestCost, plan, ranges, blocks = cc, sp, rg, b
+		}
+	}
+	all := make([][2]int, 0, blocks*len(ranges))
+	for range blocks {
+		all = append(all, ranges...)
+	}
+	return plan, all, blocks
+}
+
+// weightShare is the reader's state when two row blocks share the weight
+// stream (rowBlocks 2): the cores of a pair (core j of each block) hold the
+// same weight slice, so each reads every other weight block of it from
+// DRAM (block q is read by the core of row block q mod 2) and writes it
+// into its partner's weight CB too, at the same L1 address (both cores
+// reserve and push the same blocks of the same CBs in the same order, and
+// a resident CB is never popped before the last row), then increments the
+// partner's semaphore after a write barrier (the block has landed). The
+// partner waits until its semaphore counts the blocks it has received.
+// Deadlock-free: a core waits only for its partner's blocks, which the
+// partner sends without waiting for anything later in the order. DRAM then
+// reads the weights once, not once per row block.
+type weightShare struct {
+	q, got, sem kir.Var  // the block count, the blocks received, the semaphore
+	px, py, blk kir.Expr // the partner's NoC coordinates, the row block (0 or 1)
+}
+
+// shareBlockScale is how many times kBlock's K rows a shared weight
+// block has: every block costs a read, a write and a semaphore round trip
+// in turn (the partner waits for each), so fewer, larger blocks.
+const shareBlockScale = 4
+
+// weightShareSem is the semaphore id of the weight sharing (the
+// multicast of the activation rows takes 0 and 1).
+const weightShareSem = 2
+
+// startWeightShare declares, in the reader (its row0 declared), the
+// sharing's arguments and state and adds its semaphore, when m has two
+// row blocks.
+func (m *mmProgram) startWeightShare(b *kir.Builder) {
+	if m.rowBlocks != 2 {
+		return
+	}
+	m.p.AddSemaphore(kir.Semaphore{ID: weightShareSem, Cores: m.rs})
+	px, py := m.rd.RuntimeArg("partner_x"), m.rd.RuntimeArg("partner_y")
+	m.share = &weightShare{
+		q:   b.LetT("w_block", kir.U32T, kir.C(0)),
+		got: b.LetT("w_got", kir.U32T, kir.C(0)),
+		sem: b.Let("w_sem", kir.GetSemaphore{ID: kir.Ci(weightShareSem)}),
+		px:  px, py: py, blk: kir.Div(m.rdRow0, kir.Ci(m.coreRows())),
+	}
+}
+
+// weightBlock emits the arrival of one weight block of bytes bytes at L1
+// address l1 of the reader's weight CB: read (its reads) then the read
+// barrier; with a partner (weightShare) that, and the write to the
+// partner, on every other block, and the wait for the partner's write on
+// the others.
+func (m *mmProgram) weightBlock(b *kir.Builder, l1 kir.Var, bytes kir.Expr, read func()) {
+	sh := m.share
+	if sh == nil {
+		read()
+		b.NoCAsyncReadBarrier()
+		return
+	}
+	packet := kir.Ci(m.ctx.Target.MaxNoCPacket)
+	b.IfElse(kir.Eq(kir.Mod(sh.q, kir.C(2)), sh.blk), func() {
+		read()
+		b.NoCAsyncReadBarrier()
+		b.ForStep("off", kir.C(0), bytes, packet, func(off kir.Var) {
+			n := blocks.BlockLenOf(b, "n", bytes, off, packet)
+			at := kir.Add(l1, off)
+			b.NoCAsyncWrite(at, kir.NoCAddr{X: sh.px, Y: sh.py, Addr: at}, n)
+		})
+		b.NoCAsyncWriteBarrier()
+		b.NoCSemaphoreInc(kir.NoCAddr{X: sh.px, Y: sh.py, Addr: sh.sem}, kir.C(1))
+	}, func() {
+		b.Assign(sh.got, kir.Add(sh.got, kir.C(1)))
+		b.NoCSemaphoreWaitMin(sh.sem, sh.got)
+	})
+	b.Assign(sh.q, kir.Add(sh.q, kir.C(1)))
+}
+
+// partnerArgs are core i's reader arguments of the weight sharing (its
+// partner's NoC coordinates), none without it.
+func (m *mmProgram) partnerArgs(i int) []kir.ArgValue {
+	if m.share == nil {
+		return nil
+	}
+	n := len(m.cores) / 2
+	c := m.cores[(i+n)%(2*n)]
+	return []kir.ArgValue{kir.NoCX(c), kir.NoCY(c)}
+}
