@@ -22,9 +22,15 @@ func checkDeviceMemory(name string, m models.Model, mf *modelFlags, g *ir.Graph)
 	if _, over := err.(*codegen.DRAMError); !over {
 		return u, err
 	}
-	return u, fmt.Errorf("%s does not fit a %s device's DRAM on mesh %s (rule dram-capacity): per device %s; nothing was compiled. %s",
-		name, bh.Name, g.Mesh, u, memoryAdvice(m, mf, g, u))
+	return u, &dramFitError{fmt.Sprintf("%s does not fit a %s device's DRAM on mesh %s (rule dram-capacity): per device %s; nothing was compiled. %s",
+		name, bh.Name, g.Mesh, u, memoryAdvice(m, mf, g, u))}
 }
+
+// dramFitError is checkDeviceMemory's refusal of a build that does not fit
+// the device's DRAM (tcc perf --prefill-chunk auto skips such a chunk).
+type dramFitError struct{ msg string }
+
+func (e *dramFitError) Error() string { return e.msg }
 
 // memoryAdvice says what would fit: the longest --max-seq at this batch,
 // the largest --batch at this --max-seq, the first wider mesh that fits,

@@ -80,6 +80,14 @@ programs_per_device, simulated_positions, memory} and segments[] {index,
 position, last_position, tokens, step_us, device_step_us, simulated,
 compute_floor_us}.
 
+--prefill-chunk auto lets the timing model choose the chunk: it predicts the
+prompt at 32, 64, 128, ... tokens per step (up to the first that takes the
+whole prompt in one step, at most 2048), skips those whose build does not fit
+the device's DRAM, and prints the fastest, with a line listing every
+candidate's total (json: chunk_candidates[] {chunk, fits, total_us,
+tokens_per_second}; prefill_chunk is the one chosen). Each candidate is a whole
+prediction, so it takes several times as long as one chunk.
+
 The header also prints what the build's buffers take of each device's DRAM
 (weights, KV caches, state, other, total of the capacity); a build that does
 not fit is refused before it is compiled (rule dram-capacity), saying what fits.
@@ -114,7 +122,8 @@ are listed in package sim/timing (output_csv.go).`,
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
 	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&po.tokens, "prompt-tokens", 0, "predict a whole prompt of this many tokens per user, run as prefill steps of --prefill-chunk tokens at their positions (as tcc run runs it)")
-	cmd.Flags().IntVar(&po.chunk, "prefill-chunk", defaultPrefillChunk, "with --prompt-tokens: the most prompt tokens one prefill step takes (tcc run's --prefill-chunk)")
+	po.chunk = defaultPrefillChunk
+	cmd.Flags().Var(&chunkFlag{&po}, "prefill-chunk", "with --prompt-tokens: the most prompt tokens one prefill step takes (tcc run's --prefill-chunk), or auto: the fastest of 32, 64, 128, ... tokens that fits")
 	cmd.Flags().IntVar(&po.simulate, "simulate-positions", defaultSimulatePositions, "with --prompt-tokens: the most positions each prefill build is simulated at, the steps between interpolated linearly in position (0: simulate every step)")
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.Flags().StringVar(&positions, "positions", "", "decode: predict the step with each user at its own position, P0,P1,... (one per user of --batch); not with --position")

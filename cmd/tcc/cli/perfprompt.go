@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -25,6 +26,8 @@ const defaultSimulatePositions = 9
 // promptOpts are tcc perf's flags for a whole prompt (--prompt-tokens).
 type promptOpts struct {
 	tokens, chunk int
+	// autoChunk chooses chunk by the timing model (--prefill-chunk auto).
+	autoChunk bool
 	// simulate is the most positions of one build simulated (0: every
 	// step's).
 	simulate int
@@ -65,6 +68,96 @@ type promptPerf struct {
 	InterpolatedSteps int           `json:"interpolated_steps"`
 	Builds            []promptBuild `json:"builds"`
 	Segments          []promptStep  `json:"segments"`
+	// ChunkCandidates are the chunks --prefill-chunk auto predicted the
+	// prompt at, in ascending order; PrefillChunk is the fastest that fits.
+	ChunkCandidates []chunkCandidate `json:"chunk_candidates,omitempty"`
+}
+
+// chunkCandidate is the prompt's prediction at one prefill chunk:
+// TotalUS and TokensPerSecond as promptPerf's, or Fits false when its
+// build does not fit the device's DRAM (then nothing was predicted).
+type chunkCandidate struct {
+	Chunk           int     `json:"chunk"`
+	Fits            bool    `json:"fits"`
+	TotalUS         float64 `json:"total_us,omitempty"`
+	TokensPerSecond float64 `json:"tokens_per_second,omitempty"`
+}
+
+// maxAutoChunk is the longest step --prefill-chunk auto tries.
+const maxAutoChunk = 2048
+
+// chunkCandidates are the chunks --prefill-chunk auto tries for a prompt
+// of n tokens: 32, 64, 128, ... up to the first that takes the whole
+// prompt in one step, at most maxAutoChunk.
+func chunkCandidates(n int) []int {
+	var out []int
+	for c := ir.TileSize; c <= maxAutoChunk; c *= 2 {
+		out = append(out, c)
+		if c >= n {
+			break
+		}
+	}
+	return out
+}
+
+// chunkFlag is tcc perf's --prefill-chunk: a token count, or auto.
+type chunkFlag struct{ o *promptOpts }
+
+func (f *chunkFlag) String() string {
+	if f.o == nil {
+		return ""
+	}
+	if f.o.autoChunk {
+		return "auto"
+	}
+	return strconv.Itoa(f.o.chunk)
+}
+
+func (f *chunkFlag) Set(s string) error {
+	if s == "auto" {
+		f.o.autoChunk = true
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a token count or auto")
+	}
+	f.o.chunk, f.o.autoChunk = n, false
+	return nil
+}
+
+func (f *chunkFlag) Type() string { return "tokens|auto" }
+
+// choosePrompt predicts the prompt at every chunk of chunkCandidates and
+// returns the fastest prediction that fits the device's DRAM, with every
+// candidate listed. It fails when none fits.
+func choosePrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, error) {
+	var best *promptPerf
+	var cands []chunkCandidate
+	var lastFit error
+	for _, c := range chunkCandidates(o.tokens) {
+		oc := o
+		oc.chunk, oc.autoChunk = c, false
+		pp, err := predictPrompt(name, mf, oc)
+		var fit *dramFitError
+		if errors.As(err, &fit) {
+			cands = append(cands, chunkCandidate{Chunk: c})
+			lastFit = err
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--prefill-chunk auto: chunk %d: %w", c, err)
+		}
+		cands = append(cands, chunkCandidate{Chunk: c, Fits: true, TotalUS: pp.TotalUS, TokensPerSecond: pp.TokensPerSecond})
+		if best == nil || pp.TotalUS < best.TotalUS {
+			best = pp
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("--prefill-chunk auto: no chunk of %v fits: %w", chunkCandidates(o.tokens), lastFit)
+	}
+	best.ChunkCandidates = cands
+	return best, nil
 }
 
 // promptBuild is one prefill build of a prompt's run: its length (Seq
@@ -99,7 +192,11 @@ type promptStep struct {
 // runs it: prefill steps of o.chunk tokens through one build, the rest
 // through a second, each step at its own position.
 func perfPrompt(w io.Writer, name string, mf *modelFlags, o promptOpts) error {
-	pp, err := predictPrompt(name, mf, o)
+	predict := predictPrompt
+	if o.autoChunk {
+		predict = choosePrompt
+	}
+	pp, err := predict(name, mf, o)
 	if err != nil {
 		return err
 	}
@@ -119,7 +216,7 @@ func checkPromptOpts(mf *modelFlags, o promptOpts, position, trace, threads bool
 	switch {
 	case o.tokens < 1:
 		return fmt.Errorf("--prompt-tokens %d: a prompt has at least one token", o.tokens)
-	case o.chunk < 1:
+	case o.chunk < 1 && !o.autoChunk:
 		return fmt.Errorf("--prefill-chunk %d: a prefill step takes at least one token", o.chunk)
 	case o.simulate == 1 || o.simulate < 0:
 		return fmt.Errorf("--simulate-positions %d: simulate 0 (every step) or at least 2 positions per build (the first and the last step's, to interpolate between)", o.simulate)
@@ -371,6 +468,17 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	}
 	fmt.Fprintf(w, "\ntotal: %.1f ms predicted for the prompt's %d tokens per user: %.1f tokens/s (%s; %s)\n",
 		pp.TotalUS/1000, pp.PromptTokens, pp.TokensPerSecond, plural(len(pp.Segments), "step"), note)
+	if len(pp.ChunkCandidates) > 0 {
+		var parts []string
+		for _, c := range pp.ChunkCandidates {
+			if !c.Fits {
+				parts = append(parts, fmt.Sprintf("%d: does not fit", c.Chunk))
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%d: %.1f ms", c.Chunk, c.TotalUS/1000))
+		}
+		fmt.Fprintf(w, "--prefill-chunk auto: %s; the fastest is %d\n", strings.Join(parts, ", "), pp.PrefillChunk)
+	}
 	fmt.Fprintf(w, "time to first token: %.1f ms predicted (the whole prompt's prefill: its last step's logits give the first token)\n", pp.TimeToFirstTokenUS/1000)
 	if pp.ComputeFloorUS > 0 {
 		fmt.Fprintf(w, "compute floor: %.1f ms (the steps' tile products at the programs' math fidelities on every worker core); predicted/compute floor = %.2f\n", pp.ComputeFloorUS/1000, pp.ComputeRatio)

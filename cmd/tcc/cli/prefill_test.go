@@ -287,3 +287,61 @@ func TestPerfPromptFlags(t *testing.T) {
 		t.Errorf("tiny-mlp --prompt-tokens 8: %v", err)
 	}
 }
+
+// TestChunkCandidates: --prefill-chunk auto tries the powers of two from a
+// tile up to the first that takes the prompt in one step, at most 2048.
+func TestChunkCandidates(t *testing.T) {
+	tests := []struct {
+		n    int
+		want []int
+	}{
+		{1, []int{32}},
+		{32, []int{32}},
+		{100, []int{32, 64, 128}},
+		{128, []int{32, 64, 128}},
+		{100000, []int{32, 64, 128, 256, 512, 1024, 2048}},
+	}
+	for _, tc := range tests {
+		t.Run(strconv.Itoa(tc.n), func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, chunkCandidates(tc.n)); diff != "" {
+				t.Errorf("chunkCandidates(%d) (-want +got):\n%s", tc.n, diff)
+			}
+		})
+	}
+}
+
+// TestPerfPromptAutoChunk: --prefill-chunk auto predicts the prompt at
+// each candidate chunk and reports the fastest, whose prediction is the
+// one --prefill-chunk C gives for it; every candidate's total is the
+// prediction at its chunk.
+func TestPerfPromptAutoChunk(t *testing.T) {
+	var auto promptPerf
+	perfJSON(t, &auto, "--mode", "prefill", "--max-seq", "128", "--prompt-tokens", "100", "--prefill-chunk", "auto", "--simulate-positions", "2")
+	var got []int
+	best := 0
+	for i, c := range auto.ChunkCandidates {
+		got = append(got, c.Chunk)
+		if !c.Fits || c.TotalUS <= 0 {
+			t.Errorf("candidate %d: %+v", c.Chunk, c)
+		}
+		if c.TotalUS < auto.ChunkCandidates[best].TotalUS {
+			best = i
+		}
+	}
+	if diff := cmp.Diff([]int{32, 64, 128}, got); diff != "" {
+		t.Fatalf("candidates (-want +got):\n%s", diff)
+	}
+	if auto.PrefillChunk != auto.ChunkCandidates[best].Chunk || auto.TotalUS != auto.ChunkCandidates[best].TotalUS {
+		t.Errorf("chose chunk %d (%.3f us), the fastest candidate is %+v", auto.PrefillChunk, auto.TotalUS, auto.ChunkCandidates[best])
+	}
+	for _, c := range auto.ChunkCandidates {
+		var one promptPerf
+		perfJSON(t, &one, "--mode", "prefill", "--max-seq", "128", "--prompt-tokens", "100", "--prefill-chunk", strconv.Itoa(c.Chunk), "--simulate-positions", "2")
+		if one.TotalUS != c.TotalUS || len(one.ChunkCandidates) != 0 {
+			t.Errorf("chunk %d: auto listed %.3f us, --prefill-chunk %d predicts %.3f us", c.Chunk, c.TotalUS, c.Chunk, one.TotalUS)
+		}
+	}
+	if _, err := runCLI(t, "perf", "qwen27b", "--config", smallConfig, "--mesh", "1x2", "--prompt-tokens", "10", "--prefill-chunk", "big"); err == nil || !strings.Contains(err.Error(), "token count or auto") {
+		t.Errorf("--prefill-chunk big: %v", err)
+	}
+}
