@@ -167,8 +167,13 @@ func tileTranspose(op *ir.Op) bool {
 	if op.Kind != ir.OpTranspose {
 		return false
 	}
-	out := op.Result()
-	r := out.Type.Shape.Rank()
+	return swapsLastTwo(op) && op.Result().Type.DType != ir.FP32
+}
+
+// swapsLastTwo reports whether transpose op swaps its operand's last two
+// dims (of at least two).
+func swapsLastTwo(op *ir.Op) bool {
+	r := op.Result().Type.Shape.Rank()
 	d0, d1 := op.Int("dim0"), op.Int("dim1")
 	if d0 < 0 {
 		d0 += r
@@ -176,7 +181,7 @@ func tileTranspose(op *ir.Op) bool {
 	if d1 < 0 {
 		d1 += r
 	}
-	return min(d0, d1) == r-2 && max(d0, d1) == r-1 && out.Type.DType != ir.FP32
+	return r >= 2 && min(d0, d1) == r-2 && max(d0, d1) == r-1
 }
 
 // layoutChainRule returns the constructor of the rule rooted at kind.
@@ -338,16 +343,8 @@ func ruleFuseBMMTransposeB() *rw.Rule {
 		Rewrite: "bmm(a, transpose(b, -1, -2)) => bmm_transpose_b(a, b)",
 		Pattern: rw.Op(ir.OpBMM, rw.Var("a"), rw.Op(ir.OpTranspose, rw.Var("b")).As("t")),
 		Where: func(m *rw.Match) bool {
-			t, b := m.Op("t"), m.Value("b")
-			r := b.Type.Shape.Rank()
-			d0, d1 := t.Int("dim0"), t.Int("dim1")
-			if d0 < 0 {
-				d0 += r
-			}
-			if d1 < 0 {
-				d1 += r
-			}
-			return r >= 2 && min(d0, d1) == r-2 && max(d0, d1) == r-1 && b.Type.Layout == ir.TileLayout
+			b := m.Value("b")
+			return swapsLastTwo(m.Op("t")) && b.Type.Layout == ir.TileLayout
 		},
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			v, err := b.Emit1(ir.OpBMMTransposeB, []*ir.Value{m.Value("a"), m.Value("b")}, m.Root.Attrs)
