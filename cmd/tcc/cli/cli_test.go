@@ -713,3 +713,23 @@ func TestReportCompare(t *testing.T) {
 		t.Errorf("--compare --stage: err = %v", err)
 	}
 }
+
+// TestRunCheckNamesFP32OnlyFailures: a step whose logits miss only the
+// fp32 threshold (the same-formats reference agrees) exits 2 naming the
+// step and both PCCs, so a user can tell a format's rounding from a wrong
+// program.
+func TestRunCheckNamesFP32OnlyFailures(t *testing.T) {
+	_, err := runCLI(t, "run", "tiny-mlp", "--check", "--fp32-threshold", "0.99999999")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 {
+		t.Fatalf("want exit 2, got %v", err)
+	}
+	for _, want := range []string{"0.99999999 fp32", "decode 0 (fp32 PCC 0.99", "same formats 1.000000) missed only the fp32 threshold"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := runCLI(t, "run", "tiny-mlp", "--check"); err != nil {
+		t.Errorf("default thresholds: %v", err)
+	}
+}
