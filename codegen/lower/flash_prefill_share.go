@@ -209,7 +209,8 @@ func (f *flashSDPA) finishShare(b *kir.Builder) {
 	}
 }
 
-// sharedCacheTiles is gatedSDPA.cacheTiles with the block shared.
+// sharedCacheTiles pushes into cb n cache tiles of head read by
+// gatedSDPA.cacheTilesInto, the block shared by the group (shareBlock).
 func (f *flashSDPA) sharedCacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
 	s := f.gatedSDPA
 	base := blocks.Reserve(b, cb, kir.Ci(n), "l1")

@@ -20,7 +20,7 @@ import (
 // (the checks, the operands' reader set-up, decodeItem and groupTiles,
 // which gather a decode item's query and gate rows, prefillItem, which
 // reads a prefill item's query rows and builds its causal masks, the K
-// cache reader cacheTiles, the writers). Both run an online softmax over
+// cache reader cacheTilesInto, the writers). Both run an online softmax over
 // chunks of the cache, so their cost follows the position and their L1
 // does not depend on the cache length: decode is flash decoding
 // (flash_sdpa.go), prefill flash attention on one core per item
@@ -253,17 +253,10 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 	return it
 }
 
-// cacheTiles emits the push into cb of n cache tiles (tt(j), dd(j)) of
-// head, zero past the last visible position: all reads in flight, one
-// barrier, then the rows past it cleared in the tile holding it.
-func (s *gatedSDPA) cacheTiles(b *kir.Builder, a *blocks.Access, cb int, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
-	base := blocks.Reserve(b, cb, kir.Ci(n), "l1")
-	s.cacheTilesInto(b, a, base, dtype, head, n, tile)
-	b.CBPushBack(cb, kir.Ci(n))
-}
-
-// cacheTilesInto is cacheTiles into the n reserved pages at base, without
-// the push.
+// cacheTilesInto reads n cache tiles (tt(j), dd(j)) of head into the n
+// reserved pages at base, zero past the last visible position: all reads
+// in flight, one barrier, then the rows past it cleared in the tile
+// holding it. The caller pushes them.
 func (s *gatedSDPA) cacheTilesInto(b *kir.Builder, a *blocks.Access, base kir.Var, dtype ir.DType, head kir.Expr, n int, tile func(j kir.Expr) (tt, dd kir.Expr)) {
 	tb := dtype.TileBytes()
 	b.For("j", kir.C(0), kir.Ci(n), func(j kir.Var) {
