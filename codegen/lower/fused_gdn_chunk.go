@@ -11,8 +11,16 @@ import (
 // gdn_chunk_step: one step of the GDN prefill's loop over chunks
 // (passes/fuse_gdn.go FuseGDNChunkStep), in one program instead of the
 // ~20 the composed step takes. One work item is one (user b, value head
-// h); items are split over the grid (one per core while cores last, which
-// they do at every size we run: B*H <= 110). Chunk c is a compile-time
+// h, block of vc of the head's vt value tile columns): the chunked delta
+// rule is separable over the value columns (o[:, j] and S'[:, j] read
+// only S[:, j], u[:, j] and the head's shared k, q, w, g terms), so each
+// item computes its columns exactly as the whole head does, recomputing
+// the shared decay terms (e, kd, kd^T, egl) and reading the shared wk,
+// qg, k, qk and g tiles again. planGDNChunkSplit chooses vc (a divisor
+// of vt) and the core count by the cost model: more items on more cores
+// against the shared work and DRAM reads every item repeats. Items are
+// numbered (b*H + h)*vs + block (vs = vt/vc blocks per head) and split
+// over the grid. Chunk c is a compile-time
 // constant, so the reader addresses chunk c's tiles of the whole tensors
 // directly (the composed slices disappear). The chunk is one tile of
 // tokens (L = 32) and Dk, Dv are multiples of 32 (kt, vt tiles).
@@ -22,8 +30,8 @@ import (
 // dtype f before the next step reads it, so it equals the composed chain
 // (and sim/ref's evaluator) bit for bit:
 //
-//   - Reader, per item: the kt x vt state tiles, chunk c's wk, qg and k
-//     tiles (kt each), u tiles (vt) and the qk tile, all in flight under
+//   - Reader, per item: its kt x vc state tiles, chunk c's wk, qg and k
+//     tiles (kt each), its u tiles (vc) and the qk tile, all in flight under
 //     one barrier; chunk c's row of g (row c%32 of g's tile c/32) moved
 //     element by element into column 0 of a cleared tile (g as a column)
 //     and its last element to (0, 0) of two cleared tiles (gl, once as an
@@ -38,7 +46,7 @@ import (
 //     source registers read them as anyway); egl = r(exp(gl)); then per
 //     state tile (row r, column j) S'_rj = r(r(S_rj * egl) + r(kd^T_r
 //     vNew_j)).
-//   - Writer: the item's vt o tiles, then its S' tiles a state row (vt
+//   - Writer: the item's vc o tiles, then its S' tiles a state row (vc
 //     tiles) per barrier.
 //
 // The state and every f intermediate an FPU op reads stay in CBs that
@@ -52,6 +60,7 @@ type gdnChunk struct {
 	*splitProgram
 	u, wk, qg, qk, k, g, s, o, ns *ir.Value
 	H, N, Dk, Dv, c, kt, vt, gRt  int
+	vs, vc                        int // value blocks per head, value tiles per block
 	f                             ir.DType
 	eb                            int // bytes per element of f
 	cb                            gdnChunkCBs
@@ -76,8 +85,8 @@ func lowerGDNChunkStep(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return r.done(r.p)
 }
 
-// planGDNChunk checks op's operands and chunk and plans the work: one
-// item per (user, value head), one item per core while cores last.
+// planGDNChunk checks op's operands and chunk and plans the work
+// (planGDNChunkSplit): items of vc value tiles of one (user, value head).
 func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	if len(op.Operands) != 7 || len(op.Results) != 2 {
 		return nil, fmt.Errorf("rule gdn-chunk-arity: %s has %d operands and %d results, want 7 and 2", op.Name(), len(op.Operands), len(op.Results))
@@ -114,16 +123,58 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	}
 	r.H, r.N, r.Dk, r.Dv, r.c, r.f, r.eb = H, N, Dk, Dv, c, f, blocks.ElemBytes(f)
 	r.kt, r.vt, r.gRt = Dk/T, Dv/T, (N+T-1)/T
-	// One item is ~3 tile products per state tile plus moving the state
-	// in and out: far above a core's dispatch cost.
-	perItem := (2*r.kt*r.vt+2*r.vt+r.kt*r.vt)*MatmulTileCycles(ctx.Fidelity) + 2*r.kt*r.vt*f.TileBytes()/NoCBytesPerCycle
-	r.splitProgram = startProgram(op, ctx, PlanSplit(B*H, ctx.Target.NumWorkers(), perItem, 0, 0))
+	plan, vs := planGDNChunkSplit(B*H, r.kt, r.vt, ctx.Target.NumWorkers(), f, ctx.Fidelity)
+	r.vs, r.vc = vs, r.vt/vs
+	r.splitProgram = startProgram(op, ctx, plan)
 	return r, nil
 }
 
-// addCBs adds the program's CBs, sized for one item.
+// gdnChunkItemCycles is the cost model's time of one gdn_chunk_step item
+// of vc value tiles (kt state rows, dtype f) on a core: its reader's
+// one barrier over the item's tiles (gdnChunkItemTiles), then its
+// compute: per value tile 3kt+1 tile products, 2kt+2 eltwise ops and
+// 3kt+5 packs, and the head's shared terms (kd and its transpose, two
+// exps, the negation and the g subtraction) that every item repeats.
+func gdnChunkItemCycles(kt, vc int, f ir.DType, fid ir.MathFidelity) int {
+	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
+	elt := EltwiseTileCycles + 2*UnpackTileCycles
+	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
+	perColumn := (3*kt+1)*mm + (2*kt+2)*elt + (3*kt+5)*PackTileCycles
+	shared := 2*kt*(elt+PackTileCycles) + 2*sfpu(kir.SFPUExp) + sfpu(kir.SFPUNegative) + 2*(elt+PackTileCycles)
+	read := DRAMReadLatencyCycles + gdnChunkItemTiles(kt, vc)*f.TileBytes()/NoCBytesPerCycle
+	return read + shared + vc*perColumn
+}
+
+// gdnChunkItemTiles is the tiles one item of vc value tiles reads: its
+// kt x vc state tiles and vc u tiles, and the head's kt wk, qg and k
+// tiles, qk tile and g tile.
+func gdnChunkItemTiles(kt, vc int) int { return kt*vc + vc + 3*kt + 2 }
+
+// planGDNChunkSplit chooses the value blocks per head vs (a divisor of
+// vt) and the split of the heads*vs items over at most maxCores cores:
+// for each vs, PlanSplit of items costing gdnChunkItemCycles(kt, vt/vs)
+// with DRAM reading every item's tiles as the floor; the cheapest wins,
+// ties to fewer blocks.
+func planGDNChunkSplit(heads, kt, vt, maxCores int, f ir.DType, fid ir.MathFidelity) (Split, int) {
+	var best Split
+	bestVS := 0
+	for vs := 1; vs <= vt; vs++ {
+		if vt%vs != 0 {
+			continue
+		}
+		vc, items := vt/vs, heads*vs
+		floor := items * gdnChunkItemTiles(kt, vc) * f.TileBytes() / DRAMBytesPerCycle
+		s := PlanSplit(items, maxCores, gdnChunkItemCycles(kt, vc, f, fid), 0, floor)
+		if bestVS == 0 || s.Cost < best.Cost {
+			best, bestVS = s, vs
+		}
+	}
+	return best, bestVS
+}
+
+// addCBs adds the program's CBs, sized for one item (vc value tiles).
 func (r *gdnChunk) addCBs() {
-	f, kt, vt, cbs := r.f, r.kt, r.vt, r.cbs
+	f, kt, vt, cbs := r.f, r.kt, r.vc, r.cbs
 	c := gdnChunkCBs{round: -1}
 	c.s = cbs.Input("state", f, kt*vt)
 	c.wk, c.qg, c.k = cbs.Input("wk", f, kt), cbs.Input("qg", f, kt), cbs.Input("k", f, kt)
@@ -139,13 +190,31 @@ func (r *gdnChunk) addCBs() {
 	c.egl, c.sd, c.p4 = cbs.Scratch("exp_g_last", f, 1), cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
 	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
 	r.cb = c
-	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per head", r.Dk, r.Dv, f))
+	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per item", r.Dk, r.vc*ir.TileSize, f))
 }
 
 // chunkPage is the page of chunk c's tile (row 0, column j) of a [B, H,
 // N, L, D] operand of d tiles per row, for item (b*H + h) bh.
 func (r *gdnChunk) chunkPage(bh kir.Expr, d int, j kir.Expr) kir.Expr {
 	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), kir.Ci(r.c)), kir.Ci(d)), j)
+}
+
+// item is item i's (user, head) index b*H + h and its first value tile
+// column (block i%vs of vc columns), as kernel values of kernel builder b.
+func (r *gdnChunk) item(b *kir.Builder, i kir.Var) (bh, j0 kir.Expr) {
+	if r.vs == 1 {
+		return i, kir.C(0)
+	}
+	return b.Let("bh", kir.Div(i, kir.Ci(r.vs))), b.Let("j0", kir.Mul(kir.Mod(i, kir.Ci(r.vs)), kir.Ci(r.vc)))
+}
+
+// statePage is the page of the item's state tile t (row t/vc, column
+// j0 + t%vc of the head's kt x vt tiles starting at page sbase).
+func (r *gdnChunk) statePage(sbase, j0, t kir.Expr) kir.Expr {
+	if r.vs == 1 {
+		return kir.Add(sbase, t)
+	}
+	return kir.Add(kir.Add(sbase, j0), kir.Add(kir.Mul(kir.Div(t, kir.Ci(r.vc)), kir.Ci(r.vt)), kir.Mod(t, kir.Ci(r.vc))))
 }
 
 // reader adds the reader kernel: per item its inputs (see the doc above).
@@ -159,12 +228,13 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		acc[a.name] = r.bind(rd, a.name+"_addr", a.v)
 	}
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b, c, kt, vt := rd.Builder(), r.cb, r.kt, r.vt
+	b, c, kt, vt, vc := rd.Builder(), r.cb, r.kt, r.vt, r.vc
 	if r.err != nil {
 		return rd
 	}
 	gtile := blocks.ScratchPages(b, c.gtile, 1, "g_tile")
-	b.For("i", start, kir.Add(start, count), func(bh kir.Var) {
+	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		bh, j0 := r.item(b, i)
 		b.Comment("the item's state, chunk c's wk, qg, k, u and qk tiles and g's tile holding chunk c's row, all in flight")
 		type run struct {
 			acc  *blocks.Access
@@ -174,9 +244,9 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		}
 		sbase := b.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
 		runs := []run{
-			{acc["state"], c.s, kt * vt, func(j kir.Expr) kir.Expr { return kir.Add(sbase, j) }},
+			{acc["state"], c.s, kt * vc, func(j kir.Expr) kir.Expr { return r.statePage(sbase, j0, j) }},
 			{acc["wk"], c.wk, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
-			{acc["u"], c.u, vt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, j) }},
+			{acc["u"], c.u, vc, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, kir.Add(j0, j)) }},
 			{acc["qg"], c.qg, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qk"], c.qk, 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
 			{acc["k"], c.k, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
@@ -222,7 +292,7 @@ func (r *gdnChunk) reader() *kir.Kernel {
 func (r *gdnChunk) compute() *kir.Kernel {
 	one, z0 := kir.C(1), kir.C(0)
 	cp, c, ccount := r.rangeCompute("count")
-	n, kt, vt := r.cb, r.kt, r.vt
+	n, kt, vt := r.cb, r.kt, r.vc
 	cb := c.B
 	// round rounds DEST[0] to f (a bf16 state only).
 	round := func() {
@@ -340,17 +410,18 @@ func (r *gdnChunk) writer() *kir.Kernel {
 	wr := newWriter(r.p, r.rs)
 	oAcc, nsAcc := r.bind(wr, "o_addr", r.o), r.bind(wr, "new_state_addr", r.ns)
 	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	w, kt, vt := wr.Builder(), r.kt, r.vt
+	w, kt, vt, vc := wr.Builder(), r.kt, r.vt, r.vc
 	if r.err != nil {
 		return wr
 	}
-	w.For("i", start, kir.Add(start, count), func(bh kir.Var) {
-		ob := w.Let("obase", kir.Mul(bh, kir.Ci(vt)))
-		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
-		sb := w.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
+	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		bh, j0 := r.item(w, i)
+		ob := w.Let("obase", kir.Add(kir.Mul(bh, kir.Ci(vt)), j0))
+		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+		sb := w.Let("sbase", kir.Add(kir.Mul(bh, kir.Ci(kt*vt)), j0))
 		w.For("row", kir.C(0), kir.Ci(kt), func(row kir.Var) {
 			rb := w.Let("rbase", kir.Add(sb, kir.Mul(row, kir.Ci(vt))))
-			blocks.WritePagesBatch(w, nsAcc, r.cb.ns, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(rb, j) })
+			blocks.WritePagesBatch(w, nsAcc, r.cb.ns, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(rb, j) })
 		})
 	})
 	return wr
