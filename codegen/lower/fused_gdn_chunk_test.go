@@ -224,9 +224,10 @@ func TestGDNChunkScanOnSim(t *testing.T) {
 // value tile columns over several cores where the cost model
 // (planGDNChunkSplit) finds it cheaper, and the timing model's time of
 // the program is logged. The 27B's prefill (mesh 1x2: 24 value heads of
-// a 128x128 fp32 state) runs two blocks of 2 value tiles per head on 48
-// cores (the old one-head-per-core split took 24); a grid smaller than
-// the heads keeps one block per head.
+// a 128x128 fp32 state) runs its 4 value tiles per head on 4 cores, 96
+// in all, sharing each head's wk, qg, k, qk and g tiles by multicast
+// (the old one-head-per-core split took 24); a grid smaller than the
+// heads keeps one block per head.
 func TestGDNChunkStepSplitsValueColumns(t *testing.T) {
 	two := *target.Blackhole()
 	two.GridX, two.GridY = 2, 1
@@ -236,7 +237,7 @@ func TestGDNChunkStepSplitsValueColumns(t *testing.T) {
 		B, H, dk, dv int
 		wantCores    int
 	}{
-		{"27b_mesh1x2", target.Blackhole(), 1, 24, 128, 128, 48},
+		{"27b_mesh1x2", target.Blackhole(), 1, 24, 128, 128, 96},
 		{"two_heads_128", target.Blackhole(), 1, 2, 128, 128, 8},
 		{"one_tile_head", target.Blackhole(), 1, 2, 32, 32, 2},
 		{"grid_of_2", &two, 3, 2, 32, 64, 2},
