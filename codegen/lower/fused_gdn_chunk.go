@@ -5,14 +5,26 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
 // gdn_chunk_step: one step of the GDN prefill's loop over chunks
 // (passes/fuse_gdn.go FuseGDNChunkStep), in one program instead of the
 // ~20 the composed step takes. One work item is one (user b, value head
-// h); items are split over the grid (one per core while cores last, which
-// they do at every size we run: B*H <= 110). Chunk c is a compile-time
+// h, block of vc of the head's vt value tile columns): the chunked delta
+// rule is separable over the value columns (o[:, j] and S'[:, j] read
+// only S[:, j], u[:, j] and the head's shared k, q, w, g terms), so each
+// item computes its columns exactly as the whole head does, recomputing
+// the shared decay terms (e, kd, kd^T, egl). The head's wk, qg, k, qk
+// and g tiles sit in one CB (sh); when each core has one item and a head
+// has several (share), one core per column group of the head's cores
+// reads them and multicasts them to the others, else every item reads
+// them. planGDNChunkSplit chooses vc (a divisor of vt) and the core
+// count by the cost model: more items on more cores against the shared
+// work every item repeats and the DRAM reads. Items are
+// numbered (b*H + h)*vs + block (vs = vt/vc blocks per head) and split
+// over the grid. Chunk c is a compile-time
 // constant, so the reader addresses chunk c's tiles of the whole tensors
 // directly (the composed slices disappear). The chunk is one tile of
 // tokens (L = 32) and Dk, Dv are multiples of 32 (kt, vt tiles).
@@ -22,12 +34,13 @@ import (
 // dtype f before the next step reads it, so it equals the composed chain
 // (and sim/ref's evaluator) bit for bit:
 //
-//   - Reader, per item: the kt x vt state tiles, chunk c's wk, qg and k
-//     tiles (kt each), u tiles (vt) and the qk tile, all in flight under
-//     one barrier; chunk c's row of g (row c%32 of g's tile c/32) moved
-//     element by element into column 0 of a cleared tile (g as a column)
-//     and its last element to (0, 0) of two cleared tiles (gl, once as an
-//     FPU operand and once copied into DEST).
+//   - Reader, per item: its kt x vc state tiles and u tiles (vc), and
+//     the head's sh pages (chunk c's wk, qg and k tiles, kt each, the qk
+//     tile and g's tile holding chunk c's row; multicast with share), all
+//     in flight under one barrier; chunk c's row of g (row c%32 of g's
+//     tile c/32) moved element by element into column 0 of a cleared
+//     tile (g as a column) and its last element to (0, 0) of two cleared
+//     tiles (gl, once as an FPU operand and once copied into DEST).
 //   - Compute (fp32 DEST, the context's fidelity), each product
 //     accumulated over K tiles in increasing order in one DEST section as
 //     the composed bmm does: per value tile j, vNew_j = r(u_j - r(wk S_j))
@@ -38,7 +51,7 @@ import (
 //     source registers read them as anyway); egl = r(exp(gl)); then per
 //     state tile (row r, column j) S'_rj = r(r(S_rj * egl) + r(kd^T_r
 //     vNew_j)).
-//   - Writer: the item's vt o tiles, then its S' tiles a state row (vt
+//   - Writer: the item's vc o tiles, then its S' tiles a state row (vc
 //     tiles) per barrier.
 //
 // The state and every f intermediate an FPU op reads stay in CBs that
@@ -52,17 +65,32 @@ type gdnChunk struct {
 	*splitProgram
 	u, wk, qg, qk, k, g, s, o, ns *ir.Value
 	H, N, Dk, Dv, c, kt, vt, gRt  int
+	vs, vc                        int  // value blocks per head, value tiles per block
+	share                         bool // each head's vs cores share its sh pages by multicast
 	f                             ir.DType
 	eb                            int // bytes per element of f
 	cb                            gdnChunkCBs
+	// shareArgs are the reader's runtime-arg values per core of the
+	// multicast, before start and count (share).
+	shareArgs map[kir.Core][]kir.ArgValue
 }
 
 // gdnChunkCBs are the program's CBs (round is -1 for an fp32 state).
 type gdnChunkCBs struct {
-	s, wk, qg, u, qk, k, gcol, gl, glCopy, gtile int
-	p1, vnew, p2, p3, round, e, kd, kdT, egl     int
-	sd, p4, o, ns                                int
+	s, sh, u, gcol, gl, glCopy               int
+	p1, vnew, p2, p3, round, e, kd, kdT, egl int
+	sd, p4, o, ns                            int
 }
+
+// The pages of the shared CB sh (the head's tiles every item of the head
+// reads): wk's kt tiles, qg's, k's, the qk tile and g's tile holding
+// chunk c's row.
+func (r *gdnChunk) shWK() int    { return 0 }
+func (r *gdnChunk) shQG() int    { return r.kt }
+func (r *gdnChunk) shK() int     { return 2 * r.kt }
+func (r *gdnChunk) shQK() int    { return 3 * r.kt }
+func (r *gdnChunk) shG() int     { return 3*r.kt + 1 }
+func (r *gdnChunk) shPages() int { return 3*r.kt + 2 }
 
 // lowerGDNChunkStep builds the gdn_chunk_step program.
 func lowerGDNChunkStep(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -73,11 +101,17 @@ func lowerGDNChunkStep(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
 	r.plan.SetArgs(r.cores, rd, cp, wr)
+	if r.share {
+		for i, c := range r.cores {
+			st, n := r.plan.Range(i)
+			rd.SetRuntimeArgs(c, append(r.shareArgs[c], kir.U32(uint32(st)), kir.U32(uint32(n)))...)
+		}
+	}
 	return r.done(r.p)
 }
 
-// planGDNChunk checks op's operands and chunk and plans the work: one
-// item per (user, value head), one item per core while cores last.
+// planGDNChunk checks op's operands and chunk and plans the work
+// (planGDNChunkSplit): items of vc value tiles of one (user, value head).
 func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	if len(op.Operands) != 7 || len(op.Results) != 2 {
 		return nil, fmt.Errorf("rule gdn-chunk-arity: %s has %d operands and %d results, want 7 and 2", op.Name(), len(op.Operands), len(op.Results))
@@ -114,22 +148,75 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	}
 	r.H, r.N, r.Dk, r.Dv, r.c, r.f, r.eb = H, N, Dk, Dv, c, f, blocks.ElemBytes(f)
 	r.kt, r.vt, r.gRt = Dk/T, Dv/T, (N+T-1)/T
-	// One item is ~3 tile products per state tile plus moving the state
-	// in and out: far above a core's dispatch cost.
-	perItem := (2*r.kt*r.vt+2*r.vt+r.kt*r.vt)*MatmulTileCycles(ctx.Fidelity) + 2*r.kt*r.vt*f.TileBytes()/NoCBytesPerCycle
-	r.splitProgram = startProgram(op, ctx, PlanSplit(B*H, ctx.Target.NumWorkers(), perItem, 0, 0))
+	plan, vs := planGDNChunkSplit(B*H, r.kt, r.vt, ctx.Target.NumWorkers(), f, ctx.Fidelity)
+	r.vs, r.vc = vs, r.vt/vs
+	r.share = vs > 1 && plan.PerCore == 1
+	r.splitProgram = startProgram(op, ctx, plan)
 	return r, nil
 }
 
-// addCBs adds the program's CBs, sized for one item.
+// gdnChunkItemCycles is the cost model's time of one gdn_chunk_step item
+// of vc value tiles (kt state rows, dtype f) on a core: its reader's
+// one barrier over the item's tiles (gdnChunkItemTiles), then its
+// compute: per value tile 3kt+1 tile products, 2kt+2 eltwise ops and
+// 3kt+5 packs, and the head's shared terms (kd and its transpose, two
+// exps, the negation and the g subtraction) that every item repeats.
+func gdnChunkItemCycles(kt, vc int, f ir.DType, fid ir.MathFidelity) int {
+	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
+	elt := EltwiseTileCycles + 2*UnpackTileCycles
+	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
+	perColumn := (3*kt+1)*mm + (2*kt+2)*elt + (3*kt+5)*PackTileCycles
+	shared := 2*kt*(elt+PackTileCycles) + 2*sfpu(kir.SFPUExp) + sfpu(kir.SFPUNegative) + 2*(elt+PackTileCycles)
+	read := DRAMReadLatencyCycles + gdnChunkItemTiles(kt, vc)*f.TileBytes()/NoCBytesPerCycle
+	return read + shared + vc*perColumn
+}
+
+// gdnChunkItemTiles is the tiles one item of vc value tiles reads: its
+// kt x vc state tiles and vc u tiles, and the head's kt wk, qg and k
+// tiles, qk tile and g tile.
+func gdnChunkItemTiles(kt, vc int) int { return kt*vc + vc + 3*kt + 2 }
+
+// planGDNChunkSplit chooses the value blocks per head vs (a divisor of
+// vt) and the split of the heads*vs items over at most maxCores cores:
+// for each vs, PlanSplit of items costing gdnChunkItemCycles(kt, vt/vs)
+// with DRAM reading the tiles as the floor: each head's 3kt+2 shared
+// tiles once when its vs cores share them (vs > 1 and one item per core:
+// gdnChunk.share), else once per item, and every item's own state and u
+// tiles. The cheapest wins, ties to fewer blocks.
+func planGDNChunkSplit(heads, kt, vt, maxCores int, f ir.DType, fid ir.MathFidelity) (Split, int) {
+	var best Split
+	bestVS := 0
+	for vs := 1; vs <= vt; vs++ {
+		if vt%vs != 0 {
+			continue
+		}
+		vc, items := vt/vs, heads*vs
+		floor := func(shared bool) int {
+			tiles := items * gdnChunkItemTiles(kt, vc)
+			if shared {
+				tiles -= (items - heads) * (3*kt + 2)
+			}
+			return tiles * f.TileBytes() / DRAMBytesPerCycle
+		}
+		cyc := gdnChunkItemCycles(kt, vc, f, fid)
+		s := PlanSplit(items, maxCores, cyc, 0, floor(vs > 1))
+		if vs > 1 && s.PerCore > 1 {
+			s = PlanSplit(items, maxCores, cyc, 0, floor(false))
+		}
+		if bestVS == 0 || s.Cost < best.Cost {
+			best, bestVS = s, vs
+		}
+	}
+	return best, bestVS
+}
+
+// addCBs adds the program's CBs, sized for one item (vc value tiles).
 func (r *gdnChunk) addCBs() {
-	f, kt, vt, cbs := r.f, r.kt, r.vt, r.cbs
+	f, kt, vt, cbs := r.f, r.kt, r.vc, r.cbs
 	c := gdnChunkCBs{round: -1}
 	c.s = cbs.Input("state", f, kt*vt)
-	c.wk, c.qg, c.k = cbs.Input("wk", f, kt), cbs.Input("qg", f, kt), cbs.Input("k", f, kt)
-	c.u, c.qk = cbs.Input("u", f, vt), cbs.Input("qk", f, 1)
+	c.sh, c.u = cbs.Input("head_shared", f, r.shPages()), cbs.Input("u", f, vt)
 	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, 1), cbs.Input("g_last", f, 1), cbs.Input("g_last_copy", f, 1)
-	c.gtile = cbs.Scratch("g_tile", f, 1)
 	c.p1, c.vnew = cbs.Scratch("wk_state", f, 1), cbs.Scratch("v_new", f, vt)
 	c.p2, c.p3 = cbs.Scratch("qg_state", f, 1), cbs.Scratch("qk_v_new", f, 1)
 	if blocks.Rounds(f) {
@@ -139,7 +226,7 @@ func (r *gdnChunk) addCBs() {
 	c.egl, c.sd, c.p4 = cbs.Scratch("exp_g_last", f, 1), cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
 	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
 	r.cb = c
-	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per head", r.Dk, r.Dv, f))
+	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per item", r.Dk, r.vc*ir.TileSize, f))
 }
 
 // chunkPage is the page of chunk c's tile (row 0, column j) of a [B, H,
@@ -148,7 +235,28 @@ func (r *gdnChunk) chunkPage(bh kir.Expr, d int, j kir.Expr) kir.Expr {
 	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), kir.Ci(r.c)), kir.Ci(d)), j)
 }
 
+// item is item i's (user, head) index b*H + h and its first value tile
+// column (block i%vs of vc columns), as kernel values of kernel builder b.
+func (r *gdnChunk) item(b *kir.Builder, i kir.Var) (bh, j0 kir.Expr) {
+	if r.vs == 1 {
+		return i, kir.C(0)
+	}
+	return b.Let("bh", kir.Div(i, kir.Ci(r.vs))), b.Let("j0", kir.Mul(kir.Mod(i, kir.Ci(r.vs)), kir.Ci(r.vc)))
+}
+
+// statePage is the page of the item's state tile t (row t/vc, column
+// j0 + t%vc of the head's kt x vt tiles starting at page sbase).
+func (r *gdnChunk) statePage(sbase, j0, t kir.Expr) kir.Expr {
+	if r.vs == 1 {
+		return kir.Add(sbase, t)
+	}
+	return kir.Add(kir.Add(sbase, j0), kir.Add(kir.Mul(kir.Div(t, kir.Ci(r.vc)), kir.Ci(r.vt)), kir.Mod(t, kir.Ci(r.vc))))
+}
+
 // reader adds the reader kernel: per item its inputs (see the doc above).
+// With share, the head's sh pages are read by one core of each column
+// group of the head's vs cores and multicast to the others
+// (multicore.Multicast, one block per head: semaphores 0 and 1).
 func (r *gdnChunk) reader() *kir.Kernel {
 	rd := r.splitProgram.reader()
 	acc := map[string]*blocks.Access{}
@@ -158,44 +266,94 @@ func (r *gdnChunk) reader() *kir.Kernel {
 	}{{"state", r.s}, {"wk", r.wk}, {"qg", r.qg}, {"k", r.k}, {"u", r.u}, {"qk", r.qk}, {"g", r.g}} {
 		acc[a.name] = r.bind(rd, a.name+"_addr", a.v)
 	}
+	b, c, kt, vt, vc := rd.Builder(), r.cb, r.kt, r.vt, r.vc
+	var bh, j0 kir.Expr // the item's, while its loop body is emitted
+	// shared is the head's runs of sh pages, in order.
+	type run struct {
+		acc  *blocks.Access
+		n    int
+		page func(j kir.Expr) kir.Expr
+	}
+	shared := func() []run {
+		return []run{
+			{acc["wk"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["qg"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["k"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["qk"], 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
+			{acc["g"], 1, func(kir.Expr) kir.Expr { return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize)) }},
+		}
+	}
+	var rounds *multicore.Rounds
+	if r.share && r.err == nil {
+		m := multicore.Multicast{CB: c.sh, Pages: r.shPages(), PageSize: r.f.TileBytes(), SemReady: 0, SemValid: 1,
+			Name: "head", What: "the head's wk, qg, k, qk and g tiles", Blocks: len(r.cores) / r.vs,
+			// Page pg of sh: the run holding it, by comparisons.
+			Read: func(b *kir.Builder, pg, l1 kir.Expr) {
+				var emit func(runs []run, first int)
+				emit = func(runs []run, first int) {
+					rn := runs[0]
+					read := func() { blocks.ReadPageTo(b, rn.acc, rn.page(kir.Sub(pg, kir.Ci(first))), l1) }
+					if len(runs) == 1 {
+						read()
+						return
+					}
+					b.IfElse(kir.Lt(pg, kir.Ci(first+rn.n)), read, func() { emit(runs[1:], first+rn.n) })
+				}
+				emit(shared(), 0)
+			}}
+		var vals map[kir.Core][]kir.ArgValue
+		var err error
+		rounds, vals, err = m.Start(r.p, r.ctx.Target, rd, r.cores, r.rs)
+		r.fail(err)
+		r.shareArgs = vals
+	}
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
-	b, c, kt, vt := rd.Builder(), r.cb, r.kt, r.vt
 	if r.err != nil {
 		return rd
 	}
-	gtile := blocks.ScratchPages(b, c.gtile, 1, "g_tile")
-	b.For("i", start, kir.Add(start, count), func(bh kir.Var) {
-		b.Comment("the item's state, chunk c's wk, qg, k, u and qk tiles and g's tile holding chunk c's row, all in flight")
-		type run struct {
-			acc  *blocks.Access
-			cb   int
-			n    int
-			page func(j kir.Expr) kir.Expr
-		}
+	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		bh, j0 = r.item(b, i)
 		sbase := b.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
-		runs := []run{
-			{acc["state"], c.s, kt * vt, func(j kir.Expr) kir.Expr { return kir.Add(sbase, j) }},
-			{acc["wk"], c.wk, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
-			{acc["u"], c.u, vt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, j) }},
-			{acc["qg"], c.qg, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
-			{acc["qk"], c.qk, 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
-			{acc["k"], c.k, kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+		own := []struct {
+			run
+			cb int
+		}{
+			{run{acc["state"], kt * vc, func(j kir.Expr) kir.Expr { return r.statePage(sbase, j0, j) }}, c.s},
+			{run{acc["u"], vc, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, kir.Add(j0, j)) }}, c.u},
 		}
-		for _, rn := range runs {
+		b.Comment("the item's state and u tiles, all in flight")
+		for _, rn := range own {
 			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
 			ps := kir.Ci(rn.acc.PageSize())
 			b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
 				b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
 			})
 		}
-		gpage := kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize))
-		b.NoCAsyncRead(acc["g"].PageAddr(gpage), gtile, kir.Ci(acc["g"].PageSize()))
-		b.NoCAsyncReadBarrier()
-		for _, rn := range runs {
+		sh := b.Let("sh", kir.GetWritePtr{CB: c.sh})
+		if rounds != nil {
+			rounds.Round(b, nil)
+			b.NoCAsyncReadBarrier()
+		} else {
+			b.Comment("the head's chunk c wk, qg, k and qk tiles and g's tile holding chunk c's row, all in flight")
+			b.CBReserveBack(c.sh, kir.Ci(r.shPages()))
+			first := 0
+			for _, rn := range shared() {
+				ps := kir.Ci(rn.acc.PageSize())
+				l1 := b.Let("l1", kir.Add(sh, kir.Ci(first*rn.acc.PageSize())))
+				b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
+					b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+				})
+				first += rn.n
+			}
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(c.sh, kir.Ci(r.shPages()))
+		}
+		for _, rn := range own {
 			b.CBPushBack(rn.cb, kir.Ci(rn.n))
 		}
 
 		b.Comment("g of chunk c as a column (element j of its row to (j, 0)), and its last element to (0, 0) of two tiles")
+		gtile := b.Let("g_tile", kir.Add(sh, kir.Ci(r.shG()*r.f.TileBytes())))
 		gr := kir.Ci(r.c % ir.TileSize)
 		tb := r.f.TileBytes()
 		gcol := blocks.Reserve(b, c.gcol, kir.C(1), "gcol")
@@ -214,7 +372,9 @@ func (r *gdnChunk) reader() *kir.Kernel {
 			b.CBPushBack(cb, kir.C(1))
 		}
 	})
-	blocks.ReleaseScratchPages(b, c.gtile, 1)
+	if rounds != nil {
+		rounds.Finish(b)
+	}
 	return rd
 }
 
@@ -222,7 +382,7 @@ func (r *gdnChunk) reader() *kir.Kernel {
 func (r *gdnChunk) compute() *kir.Kernel {
 	one, z0 := kir.C(1), kir.C(0)
 	cp, c, ccount := r.rangeCompute("count")
-	n, kt, vt := r.cb, r.kt, r.vt
+	n, kt, vt := r.cb, r.kt, r.vc
 	cb := c.B
 	// round rounds DEST[0] to f (a bf16 state only).
 	round := func() {
@@ -243,37 +403,34 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		f()
 		cb.CBPopFront(mid, one)
 	}
-	id := func(t kir.Expr) kir.Expr { return t }
-	c.MatmulStartup(n.wk, n.s, n.p1)
+	at := func(first int) func(t kir.Expr) kir.Expr {
+		return func(t kir.Expr) kir.Expr { return kir.Add(kir.Ci(first), t) }
+	}
+	c.MatmulStartup(n.sh, n.s, n.p1)
 	c.For("i", z0, ccount, func(kir.Var) {
 		cb.CBWaitFront(n.s, kir.Ci(kt*vt))
-		cb.CBWaitFront(n.wk, kir.Ci(kt))
+		cb.CBWaitFront(n.sh, kir.Ci(r.shPages()))
 		cb.CBWaitFront(n.u, kir.Ci(vt))
 		cb.Comment("vNew = r(u - r(wk S)) per value tile")
 		c.ForPeeled("vt", vt, func(j kir.Expr) {
 			c.Acquire()
-			product(n.wk, n.s, kt, id, func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
+			product(n.sh, n.s, kt, at(r.shWK()), func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
 			repack(n.p1, func() { c.Binary(kir.EltSub, blocks.BcastNone, n.u, n.p1, j, z0, z0) })
 			c.PackOut(n.vnew, 1)
 		})
-		cb.CBPopFront(n.wk, kir.Ci(kt))
 		cb.CBPopFront(n.u, kir.Ci(vt))
 
 		cb.Comment("o = r(r(qg S) + r(qk vNew)) per value tile")
-		cb.CBWaitFront(n.qg, kir.Ci(kt))
-		cb.CBWaitFront(n.qk, one)
 		cb.CBWaitFront(n.vnew, kir.Ci(vt))
 		c.ForPeeled("vt", vt, func(j kir.Expr) {
 			c.Acquire()
-			product(n.qg, n.s, kt, id, func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
+			product(n.sh, n.s, kt, at(r.shQG()), func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
 			c.PackOut(n.p2, 1)
 			c.Acquire()
-			c.Matmul(n.qk, n.vnew, z0, j, z0, false)
+			c.Matmul(n.sh, n.vnew, kir.Ci(r.shQK()), j, z0, false)
 			c.PackOut(n.p3, 1)
 			c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.p2, n.p3, n.o, false, nil)
 		})
-		cb.CBPopFront(n.qg, kir.Ci(kt))
-		cb.CBPopFront(n.qk, one)
 
 		cb.Comment("e = r(exp(r(gl - g))) as a column: g - gl negated (the composed sub's operand swap)")
 		cb.CBWaitFront(n.gcol, one)
@@ -288,14 +445,12 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		c.PackOut(n.e, 1)
 
 		cb.Comment("kd = r(k * e) (column broadcast), then kd^T tile by tile")
-		cb.CBWaitFront(n.k, kir.Ci(kt))
 		cb.CBWaitFront(n.e, one)
 		c.ForPeeled("kt", kt, func(t kir.Expr) {
 			c.Acquire()
-			c.Binary(kir.EltMul, blocks.BcastCols, n.k, n.e, t, z0, z0)
+			c.Binary(kir.EltMul, blocks.BcastCols, n.sh, n.e, kir.Add(kir.Ci(r.shK()), t), z0, z0)
 			c.PackOut(n.kd, 1)
 		})
-		cb.CBPopFront(n.k, kir.Ci(kt))
 		cb.CBPopFront(n.e, one)
 		cb.CBWaitFront(n.kd, kir.Ci(kt))
 		c.ForPeeled("kt", kt, func(t kir.Expr) {
@@ -327,7 +482,7 @@ func (r *gdnChunk) compute() *kir.Kernel {
 				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, n.ns, false, nil)
 			})
 		})
-		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}} {
+		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}, {n.sh, r.shPages()}} {
 			cb.CBPopFront(p.cb, kir.Ci(p.n))
 		}
 	})
@@ -340,17 +495,18 @@ func (r *gdnChunk) writer() *kir.Kernel {
 	wr := newWriter(r.p, r.rs)
 	oAcc, nsAcc := r.bind(wr, "o_addr", r.o), r.bind(wr, "new_state_addr", r.ns)
 	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
-	w, kt, vt := wr.Builder(), r.kt, r.vt
+	w, kt, vt, vc := wr.Builder(), r.kt, r.vt, r.vc
 	if r.err != nil {
 		return wr
 	}
-	w.For("i", start, kir.Add(start, count), func(bh kir.Var) {
-		ob := w.Let("obase", kir.Mul(bh, kir.Ci(vt)))
-		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
-		sb := w.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
+	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		bh, j0 := r.item(w, i)
+		ob := w.Let("obase", kir.Add(kir.Mul(bh, kir.Ci(vt)), j0))
+		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+		sb := w.Let("sbase", kir.Add(kir.Mul(bh, kir.Ci(kt*vt)), j0))
 		w.For("row", kir.C(0), kir.Ci(kt), func(row kir.Var) {
 			rb := w.Let("rbase", kir.Add(sb, kir.Mul(row, kir.Ci(vt))))
-			blocks.WritePagesBatch(w, nsAcc, r.cb.ns, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(rb, j) })
+			blocks.WritePagesBatch(w, nsAcc, r.cb.ns, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(rb, j) })
 		})
 	})
 	return wr

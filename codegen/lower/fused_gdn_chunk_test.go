@@ -13,6 +13,7 @@ import (
 	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/ref"
+	"github.com/tcc-dev/tcc/sim/timing"
 )
 
 // gdnChunkOp builds a one-op graph: gdn_chunk_step of chunk c over [B, H,
@@ -216,5 +217,46 @@ func TestGDNChunkScanOnSim(t *testing.T) {
 	t.Logf("outputs of %d tokens: PCC %.7f, max rel err %.3g, %d of %d elements differ", N*ir.TileSize, numerics.PCC(wantO, gotO), numerics.MaxRelErr(wantO, gotO), diff, len(wantO))
 	if diff > 0 {
 		t.Errorf("outputs: %d elements differ from the reference; want bit for bit", diff)
+	}
+}
+
+// TestGDNChunkStepSplitsValueColumns: gdn_chunk_step splits each head's
+// value tile columns over several cores where the cost model
+// (planGDNChunkSplit) finds it cheaper, and the timing model's time of
+// the program is logged. The 27B's prefill (mesh 1x2: 24 value heads of
+// a 128x128 fp32 state) runs its 4 value tiles per head on 4 cores, 96
+// in all, sharing each head's wk, qg, k, qk and g tiles by multicast
+// (the old one-head-per-core split took 24); a grid smaller than the
+// heads keeps one block per head.
+func TestGDNChunkStepSplitsValueColumns(t *testing.T) {
+	two := *target.Blackhole()
+	two.GridX, two.GridY = 2, 1
+	cases := []struct {
+		name         string
+		tgt          *target.Target
+		B, H, dk, dv int
+		wantCores    int
+	}{
+		{"27b_mesh1x2", target.Blackhole(), 1, 24, 128, 128, 96},
+		{"two_heads_128", target.Blackhole(), 1, 2, 128, 128, 8},
+		{"one_tile_head", target.Blackhole(), 1, 2, 32, 32, 2},
+		{"grid_of_2", &two, 3, 2, 32, 64, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := gdnChunkOp(t, c.B, c.H, 8, c.dk, c.dv, 3, ir.FP32)
+			p, err := lower.Lower(op, lower.NewContext(c.tgt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pt, err := timing.Simulate(p, c.tgt, timing.Default(), timing.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d cores, %.2f us (timing model)", len(p.Cores()), pt.US())
+			if got := len(p.Cores()); got != c.wantCores {
+				t.Errorf("gdn_chunk_step runs on %d cores, want %d", got, c.wantCores)
+			}
+		})
 	}
 }
