@@ -365,6 +365,21 @@ var prefillCases = []mcase{
 	{name: "conv_depthwise_fp32", build: func(b *ir.Builder) *ir.Value {
 		return b.ConvDepthwise(in(b, "x", tt(ir.FP32, dram, 2, 10, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)))
 	}},
+	{name: "conv_depthwise_tile_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 67, 96)), in(b, "w", tt(ir.BF16, dram, 4, 96)))
+	}},
+	{name: "conv_depthwise_partial_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 50, 64)), in(b, "w", tt(ir.BF16, dram, 3, 64)))
+	}},
+	{name: "conv_depthwise_fp32_one_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.FP32, dram, 1, 40, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)))
+	}},
+	{name: "conv_depthwise_one_tap", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 33, 32)), in(b, "w", tt(ir.BF16, dram, 1, 32)))
+	}},
+	{name: "conv_depthwise_many_taps", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 40, 32)), in(b, "w", tt(ir.BF16, dram, 9, 32)))
+	}},
 	{name: "conv_depthwise_lofi", build: func(b *ir.Builder) *ir.Value {
 		out := b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 12, 64)), in(b, "w", tt(ir.BF16, dram, 4, 64)))
 		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
