@@ -239,6 +239,9 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
 	}
+	if colsRows(bc, out, in1) {
+		return bcastColsProgram(op, ctx, in0, in1, eop, negate)
+	}
 	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, false, EltwiseTileCycles, func(c *blocks.Compute, in []int, out int) {
 		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)
 	})

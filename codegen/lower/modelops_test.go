@@ -236,6 +236,15 @@ var smallCases = []mcase{
 	{name: "mul_batch_bcast", build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
 	}},
+	{name: "mul_gdn_chunk_column", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.FP32, dram, 1, 2, 3, 32, 128)), in(b, "b", tt(ir.FP32, dram, 1, 2, 3, 32, 1)))
+	}},
+	{name: "sub_column_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.BF16, dram, 70, 100)), in(b, "b", tt(ir.BF16, dram, 70, 1)))
+	}},
+	{name: "mul_wide_column", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.BF16, dram, 40, 300)), in(b, "b", tt(ir.BF16, dram, 40, 1)))
+	}},
 	// reductions
 	{name: "sum_rows", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), 1) }},
 	{name: "sum_last", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 40, 70)), -1) }},
