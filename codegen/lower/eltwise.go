@@ -25,7 +25,9 @@ import (
 // swap operands and sub computes b - a and negates it on the SFPU. When
 // both broadcast inside tiles ([n,1] op [1,m]) the first is expanded first
 // (0 + bcast(a) into an fp32 scratch tile) and the op then broadcasts the
-// second.
+// second. A second operand broadcasting its column over a result 2 to
+// maxColsRowTiles tiles wide runs by result tile rows instead, its column
+// tile read once per row (bcastColsProgram).
 
 // sfpuOps maps the unary op kinds to their SFPU operation: every op the op
 // table flags SFPU, to the kir.SFPUTable entry of the same name

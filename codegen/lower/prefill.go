@@ -21,8 +21,11 @@ import (
 //     matrix, along the second-to-last L @ x with L lower-triangular; the
 //     reader generates the triangle, ones and zero tiles (pairsProgram).
 //   - conv_depthwise sums over the K taps the products of x shifted down by
-//     j rows (a Gather) with tap row j (a Gather into row 0, broadcast over
-//     the rows), accumulated through an fp32 CB.
+//     j rows with tap row j (copied into row 0, broadcast over the rows),
+//     accumulated through an fp32 CB. One batch and at most
+//     maxWholeTileTaps taps: the reader reads an output tile's two x tiles
+//     whole and builds the shifted tiles in L1 (convWholeTiles); otherwise
+//     both come from Gathers.
 //   - tril_inverse of one tile: with A = -strictly_lower(x), (I + L)^-1 =
 //     sum_{k<32} A^k = (I + A)(I + A^2)(I + A^4)(I + A^8)(I + A^16) since
 //     A^32 = 0, four squarings and four products of fp32 tiles.
