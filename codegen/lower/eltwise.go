@@ -25,7 +25,9 @@ import (
 // swap operands and sub computes b - a and negates it on the SFPU. When
 // both broadcast inside tiles ([n,1] op [1,m]) the first is expanded first
 // (0 + bcast(a) into an fp32 scratch tile) and the op then broadcasts the
-// second.
+// second. A second operand broadcasting its column over a result 2 to
+// maxColsRowTiles tiles wide runs by result tile rows instead, its column
+// tile read once per row (bcastColsProgram).
 
 // sfpuOps maps the unary op kinds to their SFPU operation: every op the op
 // table flags SFPU, to the kir.SFPUTable entry of the same name
@@ -238,6 +240,9 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, zero, b, tmp)
 			c.BinaryTile(kir.EltSub, blocks.BcastNone, x, tmp, out, negate, nil)
 		})
+	}
+	if colsRows(bc, out, in1) {
+		return bcastColsProgram(op, ctx, in0, in1, eop, negate)
 	}
 	return eltwiseProgram(op, ctx, []eltInput{in0, in1}, false, EltwiseTileCycles, func(c *blocks.Compute, in []int, out int) {
 		c.BinaryTile(eop, bc, in[0], in[1], out, negate, nil)

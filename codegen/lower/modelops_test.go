@@ -236,6 +236,15 @@ var smallCases = []mcase{
 	{name: "mul_batch_bcast", build: func(b *ir.Builder) *ir.Value {
 		return b.Mul(in(b, "a", tt(ir.BF16, dram, 3, 1, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 40, 1)))
 	}},
+	{name: "mul_gdn_chunk_column", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.FP32, dram, 1, 2, 3, 32, 128)), in(b, "b", tt(ir.FP32, dram, 1, 2, 3, 32, 1)))
+	}},
+	{name: "sub_column_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Sub(in(b, "a", tt(ir.BF16, dram, 70, 100)), in(b, "b", tt(ir.BF16, dram, 70, 1)))
+	}},
+	{name: "mul_wide_column", build: func(b *ir.Builder) *ir.Value {
+		return b.Mul(in(b, "a", tt(ir.BF16, dram, 40, 300)), in(b, "b", tt(ir.BF16, dram, 40, 1)))
+	}},
 	// reductions
 	{name: "sum_rows", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.BF16, dram, 1, 4, 640)), 1) }},
 	{name: "sum_last", build: func(b *ir.Builder) *ir.Value { return b.Sum(in(b, "x", tt(ir.FP32, dram, 40, 70)), -1) }},
@@ -364,6 +373,21 @@ var prefillCases = []mcase{
 	}},
 	{name: "conv_depthwise_fp32", build: func(b *ir.Builder) *ir.Value {
 		return b.ConvDepthwise(in(b, "x", tt(ir.FP32, dram, 2, 10, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)))
+	}},
+	{name: "conv_depthwise_tile_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 67, 96)), in(b, "w", tt(ir.BF16, dram, 4, 96)))
+	}},
+	{name: "conv_depthwise_partial_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 50, 64)), in(b, "w", tt(ir.BF16, dram, 3, 64)))
+	}},
+	{name: "conv_depthwise_fp32_one_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.FP32, dram, 1, 40, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)))
+	}},
+	{name: "conv_depthwise_one_tap", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 33, 32)), in(b, "w", tt(ir.BF16, dram, 1, 32)))
+	}},
+	{name: "conv_depthwise_many_taps", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 40, 32)), in(b, "w", tt(ir.BF16, dram, 9, 32)))
 	}},
 	{name: "conv_depthwise_lofi", build: func(b *ir.Builder) *ir.Value {
 		out := b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 12, 64)), in(b, "w", tt(ir.BF16, dram, 4, 64)))

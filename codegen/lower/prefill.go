@@ -21,8 +21,11 @@ import (
 //     matrix, along the second-to-last L @ x with L lower-triangular; the
 //     reader generates the triangle, ones and zero tiles (pairsProgram).
 //   - conv_depthwise sums over the K taps the products of x shifted down by
-//     j rows (a Gather) with tap row j (a Gather into row 0, broadcast over
-//     the rows), accumulated through an fp32 CB.
+//     j rows with tap row j (copied into row 0, broadcast over the rows),
+//     accumulated through an fp32 CB. One batch and at most
+//     maxWholeTileTaps taps: the reader reads an output tile's two x tiles
+//     whole and builds the shifted tiles in L1 (convWholeTiles); otherwise
+//     both come from Gathers.
 //   - tril_inverse of one tile: with A = -strictly_lower(x), (I + L)^-1 =
 //     sum_{k<32} A^k = (I + A)(I + A^2)(I + A^4)(I + A^8)(I + A^16) since
 //     A^32 = 0, four squarings and four products of fp32 tiles.
@@ -194,43 +197,57 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
 	wrow := blocks.ImageOf(ir.Shape{1, C})
 	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), 3*K*EltwiseTileCycles, 0, 0))
-	cbX := sp.cbs.Input("x_shifted", x.Type.DType, 2)
-	cbW := sp.cbs.Input("tap_row", w.Type.DType, 2)
+	eb := blocks.ElemBytes(x.Type.DType)
+	// Whole tiles: one batch (the output's tile rows are the source's
+	// shifted by the tap) and few taps (all of an output tile's shifted
+	// tiles are in flight at once).
+	whole := xi.R == T && K <= maxWholeTileTaps && (eb == 2 || eb == 4)
+	xPages, wPages, slotPages := 2, 2, 1
+	if whole {
+		xPages, wPages, slotPages = 2*K, 2*K, 2
+	}
+	cbX := sp.cbs.Input("x_shifted", x.Type.DType, xPages)
+	cbW := sp.cbs.Input("tap_row", w.Type.DType, wPages)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	cbAcc := sp.cbs.Scratch("acc", ir.FP32, 1)
 	cbTmp := sp.cbs.Scratch("term", ir.FP32, 1)
-	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, 1)
+	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, slotPages)
 	wSlot := sp.cbs.Scratch("w_tile", w.Type.DType, 1)
 	sp.planned("conv_depthwise")
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
-	var tap kir.Var // the tap the maps below read
-	seg := blocks.SegFor(C)
-	gx := &blocks.Gather{Out: oi, DType: x.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
-		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			src := kir.Add(kir.Add(kir.Mul(kir.Div(row, kir.Ci(To)), kir.Ci(T)), kir.Mod(row, kir.Ci(To))), tap)
-			return []blocks.Run{{Src: 0, Row: src, Col: col}}
-		}}
-	gw := &blocks.Gather{Out: wrow, DType: w.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: wAcc, Image: blocks.ImageOf(ws)}},
-		Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-			return []blocks.Run{{Src: 0, Row: tap, Col: col}}
-		}}
-	sp.fail(gx.Check())
-	sp.fail(gw.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	gx.Begin(b, []int{xSlot})
-	gw.Begin(b, []int{wSlot})
-	b.For("i", kir.C(0), rcount, func(i kir.Var) {
-		pg := b.Let("page", kir.Add(rstart, i))
-		b.For("j", kir.C(0), kir.Ci(K), func(j kir.Var) {
-			tap = j
-			gx.Page(b, cbX, pg)
-			gw.Page(b, cbW, kir.Mod(pg, kir.Ci(oi.Ct)))
+	if whole {
+		convWholeTiles(b, convTiles{x: xAcc, w: wAcc, xi: xi, oi: oi, K: K, eb: eb, tileBytes: x.Type.DType.TileBytes(),
+			cbX: cbX, cbW: cbW, xSlot: xSlot, wSlot: wSlot}, rstart, rcount)
+	} else {
+		var tap kir.Var // the tap the maps below read
+		seg := blocks.SegFor(C)
+		gx := &blocks.Gather{Out: oi, DType: x.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: xAcc, Image: xi}},
+			Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+				src := kir.Add(kir.Add(kir.Mul(kir.Div(row, kir.Ci(To)), kir.Ci(T)), kir.Mod(row, kir.Ci(To))), tap)
+				return []blocks.Run{{Src: 0, Row: src, Col: col}}
+			}}
+		gw := &blocks.Gather{Out: wrow, DType: w.Type.DType, Seg: seg, Sources: []blocks.GatherSource{{Acc: wAcc, Image: blocks.ImageOf(ws)}},
+			Map: func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+				return []blocks.Run{{Src: 0, Row: tap, Col: col}}
+			}}
+		sp.fail(gx.Check())
+		sp.fail(gw.Check())
+		gx.Begin(b, []int{xSlot})
+		gw.Begin(b, []int{wSlot})
+		b.For("i", kir.C(0), rcount, func(i kir.Var) {
+			pg := b.Let("page", kir.Add(rstart, i))
+			b.For("j", kir.C(0), kir.Ci(K), func(j kir.Var) {
+				tap = j
+				gx.Page(b, cbX, pg)
+				gw.Page(b, cbW, kir.Mod(pg, kir.Ci(oi.Ct)))
+			})
 		})
-	})
-	gx.End(b)
-	gw.End(b)
+		gx.End(b)
+		gw.End(b)
+	}
 
 	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbW, cbOut)
