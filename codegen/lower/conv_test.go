@@ -35,18 +35,25 @@ func TestConvDepthwiseWholeTiles(t *testing.T) {
 			if _, err := b.Finish(); err != nil {
 				t.Fatal(err)
 			}
-			p, err := lower.Lower(out.Def, lower.NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d cores, %.1f us", len(p.Cores()), pt.US())
-			if us := pt.US(); us > tc.maxUS {
+			if us := predictedUS(t, tgt, out.Def); us > tc.maxUS {
 				t.Errorf("%.1f us, want under %.0f", us, tc.maxUS)
 			}
 		})
 	}
+}
+
+// predictedUS lowers op alone on tgt and returns the timing model's
+// prediction of its program, logging its cores and time.
+func predictedUS(t *testing.T, tgt *target.Target, op *ir.Op) float64 {
+	t.Helper()
+	p, err := lower.Lower(op, lower.NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d cores, %.1f us", len(p.Cores()), pt.US())
+	return pt.US()
 }

@@ -3,10 +3,8 @@ package lower_test
 import (
 	"testing"
 
-	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/sim/timing"
 )
 
 // TestBcastColsByRows: the 27B GDN prefill's chunked mul of [1,24,8,32,128]
@@ -33,16 +31,7 @@ func TestBcastColsByRows(t *testing.T) {
 			if _, err := b.Finish(); err != nil {
 				t.Fatal(err)
 			}
-			p, err := lower.Lower(out.Def, lower.NewContext(tgt))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pt, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d cores, %.1f us", len(p.Cores()), pt.US())
-			if us := pt.US(); us > tc.maxUS {
+			if us := predictedUS(t, tgt, out.Def); us > tc.maxUS {
 				t.Errorf("%.1f us, want under %.0f", us, tc.maxUS)
 			}
 		})
