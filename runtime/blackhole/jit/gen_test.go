@@ -75,8 +75,9 @@ func TestGenFilesMatchPrototype(t *testing.T) {
 }
 
 func TestGenFilesSmall(t *testing.T) {
+	core := []hostcfg.CoreRange{{X0: 0, Y0: 0, X1: 0, Y1: 0}}
 	p := &hostcfg.ProgramConfig{Program: "p", CBs: []hostcfg.CBConfig{
-		{Index: 0, DataFormat: "Float32", DataFormatCode: 0}, {Index: 16, DataFormat: "Float16_b", DataFormatCode: 5}}}
+		{Index: 0, DataFormat: "Float32", DataFormatCode: 0, Cores: core}, {Index: 16, DataFormat: "Float16_b", DataFormatCode: 5, Cores: core}}}
 	src := "#include \"x.h\"\nvoid kernel_main() {\n  f();\n}\n"
 	for _, tc := range []struct {
 		name string
@@ -101,7 +102,7 @@ func TestGenFilesSmall(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := &hostcfg.KernelConfig{Name: "k", Compute: tc.cc, Defines: map[string]string{"B": "x", "A": "1"}}
+			k := &hostcfg.KernelConfig{Name: "k", Cores: core, Compute: tc.cc, Defines: map[string]string{"B": "x", "A": "1"}}
 			files, err := genFiles(p, k, "/k/r.cpp", src)
 			if err != nil {
 				t.Fatal(err)
@@ -146,8 +147,10 @@ func TestCompileArgs(t *testing.T) {
 // A CB unpacked straight to DEST gets unpack destination format Float32 (0);
 // the other fp32 CB keeps Tf32 (4), as tt-metal's get_unpack_dst_formats.
 func TestUnpackToDestFormat(t *testing.T) {
-	cbs := []hostcfg.CBConfig{{Index: 0, DataFormatCode: fmtFloat32}, {Index: 1, DataFormatCode: fmtFloat32}}
-	files, err := dataFormatFiles(cbs, true, []int{0})
+	core := []hostcfg.CoreRange{{}}
+	buf, err := kernelCBFormats([]hostcfg.CBConfig{{Index: 0, DataFormatCode: fmtFloat32, Cores: core}, {Index: 1, DataFormatCode: fmtFloat32, Cores: core}}, core)
+	require.NoError(t, err)
+	files, err := dataFormatFiles(buf, true, []int{0})
 	require.NoError(t, err)
 	h := files["chlkc_unpack_data_format.h"]
 	i := strings.Index(h, "unpack_dst_format")
@@ -171,7 +174,7 @@ func TestUnpackConditionalFormat(t *testing.T) {
 		name    string
 		formats []int
 		fp32Acc bool
-		want    int // -1: refused
+		want    int // -1: refused (exponent widths), -2: refused (format)
 	}{
 		{"fp32 with bf16", []int{f32, f16b}, false, fmtFloat16B},
 		{"fp32 with bf16, fp32 acc", []int{f32, f16b}, true, fmtTf32},
@@ -183,9 +186,17 @@ func TestUnpackConditionalFormat(t *testing.T) {
 		{"fp16 with bf16", []int{f16, f16b}, false, -1},
 		{"int8 counts, as exponent A", []int{f32, i8}, true, fmtFloat16},
 		{"int8 with bf16", []int{i8, f16b}, false, -1},
+		{"unused indices do not count", []int{fmtInvalid, f32, fmtInvalid}, true, fmtTf32},
+		{"unsupported format", []int{f16b, 12}, false, -2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := unpackConditionalFormat(tc.formats, tc.fp32Acc)
+			if tc.want == -2 {
+				if err == nil || !strings.Contains(err.Error(), "not supported") {
+					t.Errorf("got %d, %v; want the unsupported-format refusal", got, err)
+				}
+				return
+			}
 			if tc.want < 0 {
 				if err == nil || !strings.Contains(err.Error(), "same exponent format") {
 					t.Errorf("got %d, %v; want the exponent-format refusal", got, err)

@@ -16,22 +16,7 @@ import (
 // (api/tt-metalium/circular_buffer_constants.h).
 const maxCBs = 64
 
-// Data format codes (tt-metal DataFormat).
-const (
-	fmtFloat32   = 0
-	fmtFloat16   = 1
-	fmtBfp8      = 2
-	fmtTf32      = 4
-	fmtFloat16B  = 5
-	fmtBfp8B     = 6
-	fmtInvalid   = 255
-	defaultTileB = 1088
-)
-
 var mathFidelity = map[string]int{"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
-
-func isExpB(f int) bool { return f == 5 || f == 6 || f == 7 || f == 15 || f == 4 }
-func isBFP(f int) bool  { return f == 2 || f == 3 || f == 11 || f == 6 || f == 7 || f == 15 }
 
 func tileBytes(f int) int {
 	switch f {
@@ -57,102 +42,34 @@ func carray(typ, name string, v []int) string {
 	return b.String()
 }
 
-// skipsExpCheck lists the formats tt-metal's
-// check_consistent_format_across_buffers skips (data_format.cpp: "Float32
-// can pair with any exponent precision"): Float32, the integer formats and
-// the raw ones.
-var skipsExpCheck = map[int]bool{0: true, 8: true, 9: true, 24: true, 30: true, 240: true, 241: true, 242: true}
-
-// unpackConditionalFormat is the unpack destination of Float32 CBs
-// (genfiles.cpp generate_data_format_descriptors): Float16_b when the
-// program's exponent precision is B, Float16 when A, Tf32 with fp32
-// accumulation when every CB is Float32 or the precision is B. The
-// precision is that of the CB formats other than Float32 and the integer
-// formats (get_data_exp_precision; A when there is none), which must agree
-// (tt-metal's TT_FATAL "All input data-formats must have the same
-// exponent format").
-func unpackConditionalFormat(used []int, fp32Acc bool) (int, error) {
-	last, all32 := fmtInvalid, true
-	for _, f := range used {
-		if f != fmtFloat32 {
-			all32 = false
-		}
-		if skipsExpCheck[f] {
-			continue
-		}
-		if last != fmtInvalid && isExpB(f) != isExpB(last) {
-			return 0, fmt.Errorf("CB data formats %d and %d have different exponent widths: tt-metal refuses the program (All input data-formats must have the same exponent format)", last, f)
-		}
-		last = f
-	}
-	expPrecB := last != fmtInvalid && isExpB(last)
-	switch {
-	case fp32Acc && (all32 || expPrecB):
-		return fmtTf32, nil
-	case expPrecB:
-		return fmtFloat16B, nil
-	}
-	return fmtFloat16, nil
-}
-
 // dataFormatFiles are genfiles.cpp's data format descriptors and tile
-// dims (generate_data_format_descriptors + data_format.cpp), as rhc.py.
-// A CB in toDest (UnpackToDestFp32) unpacks fp32 straight to DEST: its
-// unpack destination format is Float32, which the LLK's is_32bit_input
-// turns into an unpack to DEST (data_format.cpp get_unpack_dst_formats).
-func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool, toDest []int) (map[string]string, error) {
+// dims (generate_data_format_descriptors + data_format.cpp, as
+// dataformat.go follows them) for a kernel whose CB format array is buf
+// (kernelCBFormats). A CB in toDest (UnpackToDestFP32) unpacks fp32
+// straight to DEST: its unpack destination format is Float32, which the
+// LLK's is_32bit_input turns into an unpack to DEST.
+func dataFormatFiles(buf []int, fp32Acc bool, toDest []int) (map[string]string, error) {
 	dest := map[int]bool{}
 	for _, c := range toDest {
 		dest[c] = true
 	}
-	buf := make([]int, maxCBs)
-	for i := range buf {
-		buf[i] = fmtInvalid
-	}
-	for _, c := range cbs {
-		if c.Index < 0 || c.Index >= maxCBs {
-			return nil, fmt.Errorf("CB index %d out of range 0..%d", c.Index, maxCBs-1)
-		}
-		buf[c.Index] = c.DataFormatCode
-	}
-	var used []int
-	for _, f := range buf {
-		if f != fmtInvalid {
-			used = append(used, f)
-		}
-	}
-	cond, err := unpackConditionalFormat(used, fp32Acc)
+	cond, err := unpackConditionalFormat(buf, fp32Acc)
 	if err != nil {
 		return nil, err
 	}
-	var udst, psrc []int
+	var usrc, udst, psrc, pdst []int
 	for i, f := range buf {
-		switch {
-		case f == fmtFloat32 && dest[i]:
-			udst = append(udst, fmtFloat32)
-		case f == fmtFloat32:
-			udst = append(udst, cond)
-		case isBFP(f):
-			udst = append(udst, bfpOf(f))
-		default:
-			udst = append(udst, f)
+		ps, err := packSrcFormat(f, cond, fp32Acc)
+		if err != nil {
+			return nil, fmt.Errorf("CB %d: %w", i, err)
 		}
-		switch {
-		case f == fmtInvalid:
-			psrc = append(psrc, fmtInvalid)
-		case fp32Acc && isBFP(f):
-			psrc = append(psrc, bfpOf(f))
-		case fp32Acc && (isExpB(f) || f == fmtFloat32):
-			psrc = append(psrc, f)
-		case fp32Acc && f == fmtFloat16:
-			psrc = append(psrc, fmtFloat16B)
-		case fp32Acc:
-			psrc = append(psrc, f)
-		case f == fmtFloat32:
-			psrc = append(psrc, cond)
-		default:
-			psrc = append(psrc, f)
-		}
+		// get_unpack_src_formats and get_pack_dst_formats both map the
+		// raw formats; equalize_data_format_vectors (genfiles.cpp lines
+		// 344-371) then has nothing to do: both are the L1 format.
+		usrc = append(usrc, rawAsFloat(f))
+		udst = append(udst, unpackDstFormat(f, cond, dest[i]))
+		psrc = append(psrc, ps)
+		pdst = append(pdst, rawAsFloat(f))
 	}
 	sizes := make([]int, maxCBs)
 	for i, f := range buf {
@@ -176,20 +93,13 @@ func dataFormatFiles(cbs []hostcfg.CBConfig, fp32Acc bool, toDest []int) (map[st
 			carray("constexpr uint16_t", p+"_tile_size", sizes)
 	}
 	return map[string]string{
-		"chlkc_unpack_data_format.h": "#pragma once\n\n" + carray("constexpr std::int32_t", "unpack_src_format", buf) +
+		"chlkc_unpack_data_format.h": "#pragma once\n\n" + carray("constexpr std::int32_t", "unpack_src_format", usrc) +
 			carray("constexpr std::int32_t", "unpack_dst_format", udst),
 		"chlkc_pack_data_format.h": "#pragma once\n\n" + carray("constexpr unsigned char", "pack_src_format", psrc) +
-			carray("constexpr unsigned char", "pack_dst_format", buf),
+			carray("constexpr unsigned char", "pack_dst_format", pdst),
 		"chlkc_unpack_tile_dims.h": dims("unpack"),
 		"chlkc_pack_tile_dims.h":   dims("pack"),
 	}, nil
-}
-
-func bfpOf(f int) int {
-	if isExpB(f) {
-		return fmtBfp8B
-	}
-	return fmtBfp8
 }
 
 var kernelMainRE = regexp.MustCompile(`\bvoid\s+kernel_main\s*\(\s*\)\s*\{`)
@@ -219,7 +129,11 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 	if cc == nil {
 		cc = &hostcfg.ComputeConfig{MathFidelity: "HiFi4"}
 	}
-	files, err := dataFormatFiles(p.CBs, cc.FP32DestAccEn, cc.UnpackToDestFP32)
+	buf, err := kernelCBFormats(p.CBs, k.Cores)
+	if err != nil {
+		return nil, err
+	}
+	files, err := dataFormatFiles(buf, cc.FP32DestAccEn, cc.UnpackToDestFP32)
 	if err != nil {
 		return nil, err
 	}
