@@ -196,6 +196,29 @@ func packSrcFormat(f, cond int, fp32Acc bool) (int, error) {
 	return f, nil
 }
 
+// tileBytes is the size of a 32x32 tile of format f, Tile::get_tile_size
+// (tt_metal/impl/data_format/tile.cpp lines 70-95; exponent sections of
+// block floats 64 bytes, 16-byte aligned), or for an unused index the
+// default hlk_desc holds (BFLOAT8_B_TILE_HW, jit_build/hlk_desc.hpp).
+func tileBytes(f int) (int, error) {
+	const hw = 32 * 32
+	switch f {
+	case fmtInvalid, fmtBfp8, fmtBfp8B:
+		return hw + 64, nil
+	case fmtBfp4, fmtBfp4B:
+		return hw/2 + 64, nil
+	case fmtBfp2, fmtBfp2B:
+		return hw/4 + 64, nil
+	case fmtInt8, fmtLf8, fmtUInt8, fmtRawUInt8:
+		return hw, nil
+	case fmtFloat16, fmtFloat16B, fmtUInt16, fmtRawUInt16:
+		return hw * 2, nil
+	case fmtFloat32, fmtUInt32, fmtInt32, fmtRawUInt32:
+		return hw * 4, nil
+	}
+	return 0, fmt.Errorf("data format %d has no tile size in tt-metal (Tile::get_tile_size throws)", f)
+}
+
 // kernelCBFormats is the build's CB format array for kernel k, tt-metal's
 // hlk_desc.buf_dataformat_arr (ProgramImpl::set_cb_data_fmt,
 // tt_metal/impl/program/program.cpp lines 1057-1068): the formats of the

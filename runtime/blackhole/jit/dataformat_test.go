@@ -152,3 +152,39 @@ func TestKernelCBFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestTileBytes checks tile sizes against Tile::get_tile_size for 32x32
+// tiles (tile.cpp lines 70-95).
+func TestTileBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    int
+		want int // -1: refused
+	}{
+		{"unused", fmtInvalid, 1088},
+		{"bfp8_b", fmtBfp8B, 1088},
+		{"bfp4_b", fmtBfp4B, 576},
+		{"bfp2", fmtBfp2, 320},
+		{"bf16", fmtFloat16B, 2048},
+		{"uint16", fmtUInt16, 2048},
+		{"fp32", fmtFloat32, 4096},
+		{"raw uint32", fmtRawUInt32, 4096},
+		{"uint8", fmtUInt8, 1024},
+		{"int8", fmtInt8, 1024},
+		{"tf32", fmtTf32, -1},
+		{"fp8 e4m3", fmtFp8E4M3, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tileBytes(tc.f)
+			if tc.want < 0 {
+				if err == nil {
+					t.Errorf("got %d, want an error", got)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -18,20 +18,6 @@ const maxCBs = 64
 
 var mathFidelity = map[string]int{"LoFi": 0, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
-func tileBytes(f int) int {
-	switch f {
-	case 0, 8, 24:
-		return 4096
-	case 1, 5, 9:
-		return 2048
-	case 6, 2, 14, 30, 255:
-		return 1088
-	case 7, 3:
-		return 576
-	}
-	return 2048
-}
-
 func carray(typ, name string, v []int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s[%d] = {\n    ", typ, name, maxCBs)
@@ -73,7 +59,9 @@ func dataFormatFiles(buf []int, fp32Acc bool, toDest []int) (map[string]string, 
 	}
 	sizes := make([]int, maxCBs)
 	for i, f := range buf {
-		sizes[i] = tileBytes(f)
+		if sizes[i], err = tileBytes(f); err != nil {
+			return nil, fmt.Errorf("CB %d: %w", i, err)
+		}
 	}
 	dims := func(p string) string {
 		fill := func(v int) []int {
