@@ -81,6 +81,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	ctx := lower.NewContext(t)
 	m := newMemo(t)
 	ctx.Validate = m.validate
+	lm := newLowerMemo(m)
 	alias, err := bufferAliases(g)
 	if err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 				addBuffer(r, op.Where())
 			}
 		}
-		p, err := lower.Lower(op, ctx)
+		p, err := lm.lower(op, ctx)
 		if err != nil {
 			fail(fmt.Errorf("codegen: %w", err))
 			continue
