@@ -83,4 +83,3 @@ func diffFiles(t *testing.T, want, got map[string][]byte) {
 		}
 	}
 }
-
