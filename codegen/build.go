@@ -25,7 +25,9 @@ type Build struct {
 	views map[*ir.Value]*ir.Value
 }
 
-// Program is the device program of one graph op.
+// Program is the device program of one graph op. Programs of ops that
+// lower alike share kernel bodies and argument values (lowerMemo): a
+// Build's programs are read, never modified.
 type Program struct {
 	Op     *ir.Op
 	Kernel *kir.Program

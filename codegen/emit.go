@@ -119,14 +119,16 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 	// doubled the build time), each program's config encoded once for all
 	// devices, as it is rendered (the configs are never all held).
 	var chunks chunkWriter
-	enc := json.NewEncoder(&chunks) // json.Marshal's encoding, and a newline
+	var scratch []byte
 	cfgJS := make([][]byte, len(b.Programs))
 	files, err := b.renderEach(func(i int, cfg *hostcfg.ProgramConfig) error {
-		if err := enc.Encode(cfg); err != nil {
+		var err error
+		// json.Marshal's encoding, without its reflection.
+		if scratch, err = hostcfg.AppendJSON(scratch[:0], cfg); err != nil {
 			return err
 		}
-		// Encode writes each value once, with a newline.
-		cfgJS[i] = chunks.last[:len(chunks.last)-1]
+		chunks.Write(scratch)
+		cfgJS[i] = chunks.last
 		return nil
 	})
 	if err != nil {

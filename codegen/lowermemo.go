@@ -122,7 +122,8 @@ func renamable(p *kir.Program, op *ir.Op, names []string) bool {
 // clone is e's program for op, whose op values' buffers are called names:
 // the program, its buffers, CBs, semaphores, kernels, arguments and
 // runtime values copied with every buffer name mapped from e.names to
-// names by position, the kernel bodies shared. The printed C++ of each
+// names by position; the kernel bodies, defines, core ranges and the
+// runtime values of cores that name no buffer are shared. The printed C++ of each
 // kernel is the original's (m.printed).
 func (lm *lowerMemo) clone(e *lowered, op *ir.Op, names []string) *kir.Program {
 	rename := func(n string) string {
@@ -166,6 +167,12 @@ func (lm *lowerMemo) clone(e *lowered, op *ir.Op, names []string) *kir.Program {
 		if k.RuntimeValues != nil {
 			nk.RuntimeValues = make([]kir.CoreArgs, len(k.RuntimeValues))
 			for j, ca := range k.RuntimeValues {
+				// A core's values that name no buffer are shared (most
+				// are offsets and counts).
+				if !namesBuffer(ca.Values) {
+					nk.RuntimeValues[j] = ca
+					continue
+				}
 				vs := make([]kir.ArgValue, len(ca.Values))
 				for l, v := range ca.Values {
 					v.Buffer = rename(v.Buffer)
@@ -180,6 +187,16 @@ func (lm *lowerMemo) clone(e *lowered, op *ir.Op, names []string) *kir.Program {
 		}
 	}
 	return p
+}
+
+// namesBuffer reports whether a value of vs names a buffer.
+func namesBuffer(vs []kir.ArgValue) bool {
+	for i := range vs {
+		if vs[i].Buffer != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // lowerKey is the key of op's lowering: everything Lower reads of op and

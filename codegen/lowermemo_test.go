@@ -2,11 +2,13 @@ package codegen_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir/longtest"
 )
@@ -81,5 +83,42 @@ func diffFiles(t *testing.T, want, got map[string][]byte) {
 		if _, ok := want[n]; !ok {
 			t.Errorf("file %s: only with the memo", n)
 		}
+	}
+}
+
+// TestProgramsJSONIsMarshal: every program config Files writes into
+// programs.json (hostcfg.AppendJSON) is json.Marshal's encoding of it, for
+// the small qwen27b config at 1x2 (ethernet collectives, sharded and
+// blocked buffers) in decode and prefill.
+func TestProgramsJSONIsMarshal(t *testing.T) {
+	small := filepath.Join("..", "models", "qwen27b", "testdata", "small.json")
+	for _, flags := range []map[string]string{{"config": small}, {"config": small, "mode": "prefill", "seq": "64"}} {
+		name := flags["mode"]
+		if name == "" {
+			name = "decode"
+		}
+		t.Run(name, func(t *testing.T) {
+			b, err := codegen.Compile(qwenGraph(t, flags, mesh1x2), target.Blackhole())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs, err := b.Configs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cfg := range cfgs {
+				want, err := json.Marshal(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := hostcfg.AppendJSON(nil, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(want, got) {
+					t.Errorf("program %s: AppendJSON differs from json.Marshal:\nwant %s\ngot  %s", cfg.Program, want, got)
+				}
+			}
+		})
 	}
 }

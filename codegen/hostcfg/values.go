@@ -20,12 +20,15 @@ type ArgValue struct{ kir.ArgValue }
 
 // MarshalJSON prints a constant as a number and anything else as its
 // symbolic string.
-func (v ArgValue) MarshalJSON() ([]byte, error) {
+func (v ArgValue) MarshalJSON() ([]byte, error) { return v.appendJSON(nil) }
+
+// appendJSON appends MarshalJSON's bytes to b.
+func (v ArgValue) appendJSON(b []byte) ([]byte, error) {
 	switch v.Kind {
 	case kir.ValConst:
-		return []byte(strconv.FormatUint(uint64(v.Const), 10)), nil
+		return strconv.AppendUint(b, uint64(v.Const), 10), nil
 	case kir.ValBufferAddr, kir.ValDeviceID:
-		return json.Marshal(v.String())
+		return appendString(b, v.String()), nil
 	case kir.ValNoCX, kir.ValNoCY:
 		axis := "x"
 		if v.Kind == kir.ValNoCY {
@@ -37,7 +40,7 @@ func (v ArgValue) MarshalJSON() ([]byte, error) {
 		if v.Core.IsEth() {
 			c = "(" + c + ")"
 		}
-		return json.Marshal("noc_" + axis + c)
+		return appendString(b, "noc_"+axis+c), nil
 	}
 	return nil, fmt.Errorf("argument value of unknown kind %d", v.Kind)
 }
@@ -128,7 +131,11 @@ func (c Core) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }
 // {"core":...,"values":[...]}, without reflecting on every value: a
 // prefill build's configs hold millions of them.
 func (ca CoreArgs) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 32+12*len(ca.Values))
+	return ca.appendJSON(make([]byte, 0, 32+12*len(ca.Values)))
+}
+
+// appendJSON appends MarshalJSON's bytes to b.
+func (ca CoreArgs) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"core":"`...)
 	// kir.Core.String: digits, "(", ",", ")" and "eth", nothing to escape.
 	if c := kir.Core(ca.Core); c.IsEth() {
@@ -154,11 +161,10 @@ func (ca CoreArgs) MarshalJSON() ([]byte, error) {
 			b = strconv.AppendUint(b, uint64(v.Const), 10)
 			continue
 		}
-		vj, err := v.MarshalJSON()
-		if err != nil {
+		var err error
+		if b, err = v.appendJSON(b); err != nil {
 			return nil, err
 		}
-		b = append(b, vj...)
 	}
 	return append(b, `]}`...), nil
 }
