@@ -8,8 +8,8 @@ import (
 
 // AppendJSON appends json.Marshal(c) to b, byte for byte (HTML-escaped
 // strings, sorted define keys, null for nil slices and maps, omitempty
-// fields left out), without reflection: a 256-token prefill build encodes
-// ~5,000 configs holding millions of runtime values, and encoding/json
+// fields left out), without reflection: a 256-token prefill build of qwen27b at
+// 1x2 encodes 3,254 configs holding millions of runtime values, and encoding/json
 // re-scans every MarshalJSON output.
 func AppendJSON(b []byte, c *ProgramConfig) ([]byte, error) {
 	if c == nil {
