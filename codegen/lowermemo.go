@@ -18,10 +18,9 @@ var lowerMemoOff bool
 // lowerMemo lowers each distinct op once per build. Ops of different layers
 // usually differ only in the buffers they name (a 256-token prefill step of
 // qwen27b at 1x2 lowers 3,254 ops of 61 keys, its decode step 517 of 15):
-// an op whose key (lowerKey)
-// was lowered before gets a copy of that program with the buffer names
-// mapped position by position and the program renamed, instead of a new
-// lowering and validation. Kernel bodies are shared between the copies
+// an op whose key (lowerKey) was lowered before gets a copy of that
+// program with the buffer names mapped position by position and the
+// program renamed, instead of a new lowering and validation. Kernel bodies are shared between the copies
 // (nothing mutates a program once Lower has finished and validated it), so
 // the printer's memo sees one body and prints it once.
 type lowerMemo struct {
