@@ -2,6 +2,7 @@ package lower_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
@@ -131,5 +132,74 @@ func TestGDNChunkScanBeatsSteps(t *testing.T) {
 	t.Logf("scan of %d chunks on %d cores: %.2f us; %d steps: %.2f us", N, len(scan.Cores()), st.US(), N, steps)
 	if st.US() >= steps {
 		t.Errorf("the scan takes %.2f us, the steps %.2f us: want the scan faster", st.US(), steps)
+	}
+}
+
+// TestGDNChunkScanLongOnSim runs the GDN prefill's chunk loop over 2,048
+// tokens (64 chunks of 32, one user, two heads of 64x64 fp32 state) as
+// one gdn_chunk_scan program on the simulator, against the reference
+// running gdn_chunk_step's evaluator chunk after chunk, each step from
+// the state the previous one left (as TestGDNChunkScanOnSim runs the
+// step programs); it prints the agreement of the outputs and the final
+// state and wants them bit for bit.
+func TestGDNChunkScanLongOnSim(t *testing.T) {
+	longtest.Skip(t, "a 64-chunk gdn_chunk_scan on the simulator (~2,048 tokens)")
+	const N, H, D = 64, 2, 64
+	tgt := target.Blackhole()
+	op := gdnScanOp(t, 1, H, N, D, D, 0, N, ir.FP32)
+	args := gdnChunkArgs(op, 7)
+	got := gdnChunkRun(t, tgt, op, args, t.TempDir(), map[string]cpp.Source{})
+	refArgs := append([][]float32(nil), args...)
+	var wantO []float32
+	for c := range N {
+		want, err := ref.EvalOpData(gdnChunkOp(t, 1, H, N, D, D, c, ir.FP32), refArgs, ref.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// o of chunk c for each head, in the scan's [1, H, N, 32, D] order.
+		wantO = append(wantO, want[0].Data...)
+		refArgs[6] = want[1].Data
+	}
+	// wantO is chunk-major ([N][H][32*D]); the scan's o is head-major.
+	blk := ir.TileSize * D
+	gotO := make([]float32, 0, len(wantO))
+	for c := range N {
+		for h := range H {
+			gotO = append(gotO, got[0][(h*N+c)*blk:(h*N+c+1)*blk]...)
+		}
+	}
+	for _, r := range []struct {
+		name      string
+		want, got []float32
+	}{{"outputs", wantO, gotO}, {"final state", refArgs[6], got[1]}} {
+		diff := gdnBitDiff(r.want, r.got)
+		t.Logf("%s after %d tokens: PCC %.7f, max rel err %.3g, %d of %d elements differ", r.name, N*ir.TileSize, numerics.PCC(r.want, r.got), numerics.MaxRelErr(r.want, r.got), diff, len(r.want))
+		if diff > 0 {
+			t.Errorf("%s: %d elements differ from the reference; want bit for bit", r.name, diff)
+		}
+	}
+}
+
+// TestGDNChunkScanErrors: chunks past the end and an empty scan are clear
+// errors, not panics.
+func TestGDNChunkScanErrors(t *testing.T) {
+	past := gdnScanOp(t, 1, 1, 4, 32, 32, 1, 3, ir.FP32)
+	past.Attrs = ir.Attrs{"first": 2, "count": 3}
+	empty := gdnScanOp(t, 1, 1, 4, 32, 32, 1, 3, ir.FP32)
+	empty.Attrs = ir.Attrs{"first": 0, "count": 0}
+	for _, c := range []struct {
+		name string
+		op   *ir.Op
+		rule string
+	}{
+		{"chunks past the end", past, "gdn-chunk-index"},
+		{"no chunk", empty, "attr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := lower.Lower(c.op, lower.NewContext(target.Blackhole()))
+			if err == nil || !strings.Contains(err.Error(), "rule "+c.rule) {
+				t.Errorf("error %v, want rule %s", err, c.rule)
+			}
+		})
 	}
 }
