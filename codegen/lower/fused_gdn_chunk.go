@@ -247,8 +247,14 @@ func (r *gdnChunk) addCBs() {
 		c.s = cbs.Input("state", f, kt*vt)
 		c.sin = c.s
 	}
-	c.sh, c.u = cbs.Input("head_shared", f, r.shPages()), cbs.Input("u", f, vt)
-	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, 1), cbs.Input("g_last", f, 1), cbs.Input("g_last_copy", f, 1)
+	// A scan's reader fetches the next chunk's inputs while the compute
+	// works on this one: two chunks' pages in each of its input CBs.
+	per := 1
+	if r.scan {
+		per = 2
+	}
+	c.sh, c.u = cbs.Input("head_shared", f, per*r.shPages()), cbs.Input("u", f, per*vt)
+	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, per), cbs.Input("g_last", f, per), cbs.Input("g_last_copy", f, per)
 	c.p1, c.vnew = cbs.Scratch("wk_state", f, 1), cbs.Scratch("v_new", f, vt)
 	c.p2, c.p3 = cbs.Scratch("qg_state", f, 1), cbs.Scratch("qk_v_new", f, 1)
 	if blocks.Rounds(f) {
