@@ -29,6 +29,19 @@ import (
 // directly (the composed slices disappear). The chunk is one tile of
 // tokens (L = 32) and Dk, Dv are multiples of 32 (kt, vt tiles).
 //
+// gdn_chunk_scan (passes/fuse_gdn_scan.go FuseGDNChunkScan) is the same
+// program over chunks first .. first+count-1: per item the reader reads
+// the state once (CB state) and then, per chunk, the u tiles, sh pages
+// (multicast one round per chunk with share) and g's row; the compute
+// runs the step's computation per chunk, packing every chunk's new state
+// but the last into a CB of its own (state_carried, two states deep: the
+// one the chunk reads and the one it packs behind it) and the last one's
+// to the writer; the writer puts chunk ci's o tiles at index ci of the
+// [B, H, count, L, Dv] result. The per-chunk input CBs hold two chunks, so
+// the reader fetches chunk ci+1 while the compute runs chunk ci. Each
+// chunk is the step's computation on the same values, so the scan equals
+// count chained steps (and the composed chain) bit for bit.
+//
 // The program computes every step as the composed op's program does and
 // packs every value the composed chain stores into a CB of the state's
 // dtype f before the next step reads it, so it equals the composed chain
