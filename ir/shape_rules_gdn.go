@@ -133,3 +133,24 @@ func shapeGDNChunkStep(in []TensorType, attrs Attrs) ([]TensorType, error) {
 	}
 	return []TensorType{like(in[0], Shape{B, H, 1, L, Dv}, f), like(in[6], s.Clone(), f)}, nil
 }
+
+// shapeGDNChunkScan: the operands as shapeGDNChunkStep's, and chunks
+// first .. first+count-1 within [0, N) with count >= 1; results o [B, H,
+// count, L, Dv] (u's placement) and the new state (state's type).
+func shapeGDNChunkScan(in []TensorType, attrs Attrs) ([]TensorType, error) {
+	first, ok1 := attrs["first"].(int)
+	count, ok2 := attrs["count"].(int)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("rule gdn-chunk-scan-attrs: first %v and count %v must be ints", attrs["first"], attrs["count"])
+	}
+	out, err := shapeGDNChunkStep(in, Attrs{"chunk": first})
+	if err != nil {
+		return nil, err
+	}
+	N := in[5].Shape[2]
+	if count < 1 || first+count > N {
+		return nil, fmt.Errorf("rule gdn-chunk-index: chunks %d .. %d must lie in [0, %d) (N chunks)", first, first+count-1, N)
+	}
+	out[0].Shape[2] = count
+	return out, nil
+}

@@ -20,7 +20,9 @@ import (
 //
 //   - FuseGDNChunkStep: one step of the sequential loop over chunks (the
 //     chunk slices, the four bmm, the subtract and adds, the decays and
-//     the transpose) -> gdn_chunk_step, once per chunk.
+//     the transpose) -> gdn_chunk_step, once per chunk;
+//   - FuseGDNChunkScan (fuse_gdn_scan.go): the chain of those steps and
+//     the concat of their outputs -> one gdn_chunk_scan.
 //
 // Both are multi-root rules (Rule.Extra) and update their state in place:
 // the fused op's state result replaces the value recorded in
@@ -30,7 +32,7 @@ import (
 // once those readers are gone, i.e. after FuseGDNRecurrence fired (with the
 // recurrence rule disabled the conv and gates stay composed; the graph is
 // still correct).
-var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNChunkStep)
+var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNChunkStep, ruleGDNChunkScan)
 
 // gdnEmit is a GDN rule's Build: one op of kind with the match's operands
 // and attrs (nil: none), its results replacing the roots' in order.

@@ -346,12 +346,13 @@ func gdnPrefillGraph(t *testing.T, devices, seq int) *ir.Graph {
 
 // TestGDNChunkStepFiresOnEveryChunk runs the default pipeline on the small
 // config's prefill and checks that every GDN layer's loop over its N
-// chunks became N gdn_chunk_step ops (chunks 0..N-1 in order, no bmm,
-// transpose or exp left outside them but the chunk preparation's, its k
-// k^T and q k^T reading k untransposed, the chunk outputs joined by one
-// concat), and
-// that each fused step equals its decomposition bit for bit on seeded
-// random inputs, at storage formats and in exact math.
+// chunks became N gdn_chunk_step ops (no bmm, transpose or exp left
+// outside them but the chunk preparation's, its k k^T and q k^T reading
+// k untransposed) and that FuseGDNChunkScan then made them and the
+// concat of their outputs one gdn_chunk_scan of chunks 0..N-1 (N > 1;
+// one chunk stays one step, no concat), and that each fused step or scan
+// equals its decomposition bit for bit on seeded random inputs, at
+// storage formats and in exact math.
 func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 	for _, c := range []struct{ devices, seq, chunks int }{{1, 64, 2}, {2, 64, 2}, {2, 70, 3}, {1, 32, 1}} {
 		t.Run(fmt.Sprintf("1x%d/seq%d", c.devices, c.seq), func(t *testing.T) {
@@ -364,13 +365,18 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 			if want, got := c.chunks*len(regions), res.Rewrites.Total("FuseGDNChunkStep"); got != want {
 				t.Errorf("FuseGDNChunkStep fired %d times, want %d (%d chunks x %d GDN layers)", got, want, c.chunks, len(regions))
 			}
+			if want, got := max(c.chunks-1, 0)*len(regions), res.Rewrites.Total("FuseGDNChunkScan"); got != want {
+				t.Errorf("FuseGDNChunkScan fired %d times, want %d (%d chunks x %d GDN layers)", got, want, c.chunks, len(regions))
+			}
 			for i, r := range regions {
-				var steps []int
+				var steps []any
 				bmm, transposedB, concats := 0, 0, 0
 				for _, op := range r.Ops {
 					switch op.Kind {
 					case ir.OpGDNChunkStep:
 						steps = append(steps, op.Int("chunk"))
+					case ir.OpGDNChunkScan:
+						steps = append(steps, fmt.Sprintf("scan %d+%d", op.Int("first"), op.Int("count")))
 					case ir.OpBMM:
 						bmm++
 					case ir.OpBMMTransposeB:
@@ -380,27 +386,26 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 						concats++
 					}
 				}
-				// The conv window, and the chunk outputs joined once
-				// (FlattenConcat) when there are several.
-				if want := 1 + min(c.chunks-1, 1); concats != want {
-					t.Errorf("GDN layer %d: %d concats, want %d", i, concats, want)
+				// The conv window only: the scan writes the joined outputs.
+				if concats != 1 {
+					t.Errorf("GDN layer %d: %d concats, want the conv window's", i, concats)
 				}
 				if transposedB != 2 {
 					t.Errorf("GDN layer %d: %d bmm_transpose_b, want k k^T and q k^T", i, transposedB)
 				}
-				want := make([]int, c.chunks)
-				for j := range want {
-					want[j] = j
+				want := []any{0}
+				if c.chunks > 1 {
+					want = []any{fmt.Sprintf("scan 0+%d", c.chunks)}
 				}
 				if fmt.Sprint(steps) != fmt.Sprint(want) {
-					t.Errorf("GDN layer %d: gdn_chunk_step chunks %v, want %v", i, steps, want)
+					t.Errorf("GDN layer %d: chunk steps and scans %v, want %v", i, steps, want)
 				}
 				if bmm != 4 { // k k^T, q k^T (bmm_transpose_b), T (beta v), T (beta k exp(g))
 					t.Errorf("GDN layer %d: %d bmm left, want the chunk preparation's 4", i, bmm)
 				}
 			}
 			for _, op := range regions[0].Ops {
-				if op.Kind != ir.OpGDNChunkStep {
+				if op.Kind != ir.OpGDNChunkStep && op.Kind != ir.OpGDNChunkScan {
 					continue
 				}
 				for _, mode := range []string{"storage", "exact"} {
@@ -408,7 +413,7 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 					if mode == "exact" {
 						opts = ref.ExactOptions()
 					}
-					t.Run(fmt.Sprintf("chunk%d/%s", op.Int("chunk"), mode), func(t *testing.T) { checkGDNEquivalent(t, op, c.devices == 1, opts) })
+					t.Run(fmt.Sprintf("%s/%s", op.Kind, mode), func(t *testing.T) { checkGDNEquivalent(t, op, c.devices == 1, opts) })
 				}
 			}
 		})

@@ -29,6 +29,19 @@ import (
 // directly (the composed slices disappear). The chunk is one tile of
 // tokens (L = 32) and Dk, Dv are multiples of 32 (kt, vt tiles).
 //
+// gdn_chunk_scan (passes/fuse_gdn_scan.go FuseGDNChunkScan) is the same
+// program over chunks first .. first+count-1: per item the reader reads
+// the state once (CB state) and then, per chunk, the u tiles, sh pages
+// (multicast one round per chunk with share) and g's row; the compute
+// runs the step's computation per chunk, packing every chunk's new state
+// but the last into a CB of its own (state_carried, two states deep: the
+// one the chunk reads and the one it packs behind it) and the last one's
+// to the writer; the writer puts chunk ci's o tiles at index ci of the
+// [B, H, count, L, Dv] result. The per-chunk input CBs hold two chunks, so
+// the reader fetches chunk ci+1 while the compute runs chunk ci. Each
+// chunk is the step's computation on the same values, so the scan equals
+// count chained steps (and the composed chain) bit for bit.
+//
 // The program computes every step as the composed op's program does and
 // packs every value the composed chain stores into a CB of the state's
 // dtype f before the next step reads it, so it equals the composed chain
@@ -65,11 +78,20 @@ type gdnChunk struct {
 	*splitProgram
 	u, wk, qg, qk, k, g, s, o, ns *ir.Value
 	H, N, Dk, Dv, c, kt, vt, gRt  int
-	vs, vc                        int  // value blocks per head, value tiles per block
-	share                         bool // each head's vs cores share its sh pages by multicast
-	f                             ir.DType
-	eb                            int // bytes per element of f
-	cb                            gdnChunkCBs
+	// count is the chunks the program runs (c .. c+count-1): 1 for
+	// gdn_chunk_step, more for gdn_chunk_scan (scan), whose items keep
+	// their state in CB s from chunk to chunk.
+	count int
+	scan  bool
+	what  string // the op kind's name
+	// cur is the chunk being emitted (a constant for a step, the chunk
+	// loop's c + ci for a scan) and ci its index in the scan.
+	cur, ci kir.Expr
+	vs, vc  int  // value blocks per head, value tiles per block
+	share   bool // each head's vs cores share its sh pages by multicast
+	f       ir.DType
+	eb      int // bytes per element of f
+	cb      gdnChunkCBs
 	// shareArgs are the reader's runtime-arg values per core of the
 	// multicast, before start and count (share).
 	shareArgs map[kir.Core][]kir.ArgValue
@@ -78,6 +100,7 @@ type gdnChunk struct {
 // gdnChunkCBs are the program's CBs (round is -1 for an fp32 state).
 type gdnChunkCBs struct {
 	s, sh, u, gcol, gl, glCopy               int
+	sin                                      int // the item's first state: s, or a scan's own CB
 	p1, vnew, p2, p3, round, e, kd, kdT, egl int
 	sd, p4, o, ns                            int
 }
@@ -122,8 +145,15 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 		return nil, err
 	}
 	c, ok := op.Attrs["chunk"].(int)
+	count, scan := 1, op.Kind == ir.OpGDNChunkScan
+	if scan {
+		var ok2 bool
+		c, ok = op.Attrs["first"].(int)
+		count, ok2 = op.Attrs["count"].(int)
+		ok = ok && ok2 && count >= 1
+	}
 	if !ok {
-		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"chunk\"", op.Name())
+		return nil, fmt.Errorf("rule attr: %s needs an int attribute \"chunk\" (a scan: \"first\" and \"count\" >= 1)", op.Name())
 	}
 	ss, gs := r.s.Type.Shape, r.g.Type.Shape
 	if ss.Rank() != 5 || ss[2] != 1 || gs.Rank() != 4 || gs[0] != ss[0] || gs[1] != ss[1] {
@@ -134,8 +164,8 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	if L != T || Dk%T != 0 || Dv%T != 0 {
 		return nil, fmt.Errorf("rule gdn-chunk-tiles: the chunk length %d must be %d and the head dims %d, %d multiples of %d (one tile of tokens, whole head tiles)", L, T, Dk, Dv, T)
 	}
-	if c < 0 || c >= N {
-		return nil, fmt.Errorf("rule gdn-chunk-index: chunk %d is outside [0, %d)", c, N)
+	if c < 0 || c+count > N {
+		return nil, fmt.Errorf("rule gdn-chunk-index: chunks %d .. %d are outside [0, %d)", c, c+count-1, N)
 	}
 	f := r.s.Type.DType
 	if f != ir.BF16 && f != ir.FP32 {
@@ -148,7 +178,11 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	}
 	r.H, r.N, r.Dk, r.Dv, r.c, r.f, r.eb = H, N, Dk, Dv, c, f, blocks.ElemBytes(f)
 	r.kt, r.vt, r.gRt = Dk/T, Dv/T, (N+T-1)/T
-	plan, vs := planGDNChunkSplit(B*H, r.kt, r.vt, ctx.Target.NumWorkers(), f, ctx.Fidelity)
+	r.count, r.scan, r.cur, r.ci, r.what = count, scan, kir.Ci(c), kir.C(0), "gdn_chunk_step"
+	if scan {
+		r.what = "gdn_chunk_scan"
+	}
+	plan, vs := planGDNChunkSplit(B*H, r.kt, r.vt, count, ctx.Target.NumWorkers(), f, ctx.Fidelity)
 	r.vs, r.vc = vs, r.vt/vs
 	r.share = vs > 1 && plan.PerCore == 1
 	r.splitProgram = startProgram(op, ctx, plan)
@@ -182,8 +216,9 @@ func gdnChunkItemTiles(kt, vc int) int { return kt*vc + vc + 3*kt + 2 }
 // with DRAM reading the tiles as the floor: each head's 3kt+2 shared
 // tiles once when its vs cores share them (vs > 1 and one item per core:
 // gdnChunk.share), else once per item, and every item's own state and u
-// tiles. The cheapest wins, ties to fewer blocks.
-func planGDNChunkSplit(heads, kt, vt, maxCores int, f ir.DType, fid ir.MathFidelity) (Split, int) {
+// tiles; a scan of count chunks repeats both count times. The cheapest
+// wins, ties to fewer blocks.
+func planGDNChunkSplit(heads, kt, vt, count, maxCores int, f ir.DType, fid ir.MathFidelity) (Split, int) {
 	var best Split
 	bestVS := 0
 	for vs := 1; vs <= vt; vs++ {
@@ -196,9 +231,9 @@ func planGDNChunkSplit(heads, kt, vt, maxCores int, f ir.DType, fid ir.MathFidel
 			if shared {
 				tiles -= (items - heads) * (3*kt + 2)
 			}
-			return tiles * f.TileBytes() / DRAMBytesPerCycle
+			return count * tiles * f.TileBytes() / DRAMBytesPerCycle
 		}
-		cyc := gdnChunkItemCycles(kt, vc, f, fid)
+		cyc := count * gdnChunkItemCycles(kt, vc, f, fid)
 		s := PlanSplit(items, maxCores, cyc, 0, floor(vs > 1))
 		if vs > 1 && s.PerCore > 1 {
 			s = PlanSplit(items, maxCores, cyc, 0, floor(false))
@@ -214,9 +249,25 @@ func planGDNChunkSplit(heads, kt, vt, maxCores int, f ir.DType, fid ir.MathFidel
 func (r *gdnChunk) addCBs() {
 	f, kt, vt, cbs := r.f, r.kt, r.vc, r.cbs
 	c := gdnChunkCBs{round: -1}
-	c.s = cbs.Input("state", f, kt*vt)
-	c.sh, c.u = cbs.Input("head_shared", f, r.shPages()), cbs.Input("u", f, vt)
-	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, 1), cbs.Input("g_last", f, 1), cbs.Input("g_last_copy", f, 1)
+	if r.scan {
+		// The reader's first state, and the states the compute carries
+		// from chunk to chunk: the chunk's and the next one it packs
+		// behind it (a CB of its own, so the reader's next item never
+		// lands between them).
+		c.sin = cbs.Input("state", f, kt*vt)
+		c.s = cbs.Scratch("state_carried", f, 2*kt*vt)
+	} else {
+		c.s = cbs.Input("state", f, kt*vt)
+		c.sin = c.s
+	}
+	// A scan's reader fetches the next chunk's inputs while the compute
+	// works on this one: two chunks' pages in each of its input CBs.
+	per := 1
+	if r.scan {
+		per = 2
+	}
+	c.sh, c.u = cbs.Input("head_shared", f, per*r.shPages()), cbs.Input("u", f, per*vt)
+	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, per), cbs.Input("g_last", f, per), cbs.Input("g_last_copy", f, per)
 	c.p1, c.vnew = cbs.Scratch("wk_state", f, 1), cbs.Scratch("v_new", f, vt)
 	c.p2, c.p3 = cbs.Scratch("qg_state", f, 1), cbs.Scratch("qk_v_new", f, 1)
 	if blocks.Rounds(f) {
@@ -226,13 +277,43 @@ func (r *gdnChunk) addCBs() {
 	c.egl, c.sd, c.p4 = cbs.Scratch("exp_g_last", f, 1), cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
 	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
 	r.cb = c
-	r.planned(fmt.Sprintf("gdn_chunk_step keeps a %dx%d state of %s per item", r.Dk, r.vc*ir.TileSize, f))
+	r.planned(fmt.Sprintf("%s keeps a %dx%d state of %s per item", r.what, r.Dk, r.vc*ir.TileSize, f))
 }
 
-// chunkPage is the page of chunk c's tile (row 0, column j) of a [B, H,
+// chunkPage is the page of chunk cur's tile (row 0, column j) of a [B, H,
 // N, L, D] operand of d tiles per row, for item (b*H + h) bh.
 func (r *gdnChunk) chunkPage(bh kir.Expr, d int, j kir.Expr) kir.Expr {
-	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), kir.Ci(r.c)), kir.Ci(d)), j)
+	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), r.cur), kir.Ci(d)), j)
+}
+
+// gTile and gRow are the tile of g holding chunk cur's row (for item bh)
+// and the row in it.
+func (r *gdnChunk) gTile(bh kir.Expr) kir.Expr {
+	if !r.scan {
+		return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize))
+	}
+	return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Div(r.cur, kir.Ci(ir.TileSize)))
+}
+
+func (r *gdnChunk) gRow() kir.Expr {
+	if !r.scan {
+		return kir.Ci(r.c % ir.TileSize)
+	}
+	return kir.Mod(r.cur, kir.Ci(ir.TileSize))
+}
+
+// chunks emits body for each chunk of the program with cur and ci set: a
+// step's one chunk inline, a scan's as a loop over ci.
+func (r *gdnChunk) chunks(b *kir.Builder, body func()) {
+	if !r.scan {
+		body()
+		return
+	}
+	b.For("ci", kir.C(0), kir.Ci(r.count), func(ci kir.Var) {
+		r.cur, r.ci = kir.Add(kir.Ci(r.c), ci), ci
+		body()
+		r.cur, r.ci = kir.Ci(r.c), kir.C(0)
+	})
 }
 
 // item is item i's (user, head) index b*H + h and its first value tile
@@ -253,6 +334,19 @@ func (r *gdnChunk) statePage(sbase, j0, t kir.Expr) kir.Expr {
 	return kir.Add(kir.Add(sbase, j0), kir.Add(kir.Mul(kir.Div(t, kir.Ci(r.vc)), kir.Ci(r.vt)), kir.Mod(t, kir.Ci(r.vc))))
 }
 
+// gdnRun is a run of n pages of acc, page j at page(j).
+type gdnRun struct {
+	acc  *blocks.Access
+	n    int
+	page func(j kir.Expr) kir.Expr
+}
+
+// gdnOwnRun is a run an item reads into its own CB cb.
+type gdnOwnRun struct {
+	gdnRun
+	cb int
+}
+
 // reader adds the reader kernel: per item its inputs (see the doc above).
 // With share, the head's sh pages are read by one core of each column
 // group of the head's vs cores and multicast to the others
@@ -269,18 +363,13 @@ func (r *gdnChunk) reader() *kir.Kernel {
 	b, c, kt, vt, vc := rd.Builder(), r.cb, r.kt, r.vt, r.vc
 	var bh, j0 kir.Expr // the item's, while its loop body is emitted
 	// shared is the head's runs of sh pages, in order.
-	type run struct {
-		acc  *blocks.Access
-		n    int
-		page func(j kir.Expr) kir.Expr
-	}
-	shared := func() []run {
-		return []run{
+	shared := func() []gdnRun {
+		return []gdnRun{
 			{acc["wk"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qg"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["k"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qk"], 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
-			{acc["g"], 1, func(kir.Expr) kir.Expr { return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize)) }},
+			{acc["g"], 1, func(kir.Expr) kir.Expr { return r.gTile(bh) }},
 		}
 	}
 	var rounds *multicore.Rounds
@@ -289,8 +378,14 @@ func (r *gdnChunk) reader() *kir.Kernel {
 			Name: "head", What: "the head's wk, qg, k, qk and g tiles", Blocks: len(r.cores) / r.vs,
 			// Page pg of sh: the run holding it, by comparisons.
 			Read: func(b *kir.Builder, pg, l1 kir.Expr) {
-				var emit func(runs []run, first int)
-				emit = func(runs []run, first int) {
+				if r.scan { // round ci's page i is page ci*shPages + i
+					cur := r.cur
+					r.cur = b.Let("chunk", kir.Add(kir.Ci(r.c), kir.Div(pg, kir.Ci(r.shPages()))))
+					pg = b.Let("pg", kir.Mod(pg, kir.Ci(r.shPages())))
+					defer func() { r.cur = cur }()
+				}
+				var emit func(runs []gdnRun, first int)
+				emit = func(runs []gdnRun, first int) {
 					rn := runs[0]
 					read := func() { blocks.ReadPageTo(b, rn.acc, rn.page(kir.Sub(pg, kir.Ci(first))), l1) }
 					if len(runs) == 1 {
@@ -314,13 +409,36 @@ func (r *gdnChunk) reader() *kir.Kernel {
 	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		bh, j0 = r.item(b, i)
 		sbase := b.Let("sbase", kir.Mul(bh, kir.Ci(kt*vt)))
-		own := []struct {
-			run
-			cb int
-		}{
-			{run{acc["state"], kt * vc, func(j kir.Expr) kir.Expr { return r.statePage(sbase, j0, j) }}, c.s},
-			{run{acc["u"], vc, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, kir.Add(j0, j)) }}, c.u},
+		state := gdnOwnRun{gdnRun{acc["state"], kt * vc, func(j kir.Expr) kir.Expr { return r.statePage(sbase, j0, j) }}, c.s}
+		var own []gdnOwnRun
+		if r.scan {
+			b.Comment("the item's state, once: the compute keeps it in CB state from chunk to chunk")
+			l1 := blocks.Reserve(b, c.sin, kir.Ci(state.n), "l1")
+			ps := kir.Ci(state.acc.PageSize())
+			b.For("j", kir.C(0), kir.Ci(state.n), func(j kir.Var) {
+				b.NoCAsyncRead(state.acc.PageAddr(state.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+			})
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(c.sin, kir.Ci(state.n))
+		} else {
+			own = append(own, state)
 		}
+		r.chunks(b, func() { r.readChunk(b, acc, bh, j0, own, shared, rounds) })
+	})
+	if rounds != nil {
+		rounds.Finish(b)
+	}
+	return rd
+}
+
+// readChunk emits the reader's work for chunk cur of item bh (first value
+// tile j0): the item's own runs (a step's state) and u tiles and the
+// head's sh pages under one barrier (multicast by rounds when shared),
+// then g's row as a column and its last element.
+func (r *gdnChunk) readChunk(b *kir.Builder, acc map[string]*blocks.Access, bh, j0 kir.Expr, own []gdnOwnRun, shared func() []gdnRun, rounds *multicore.Rounds) {
+	c, vt, vc := r.cb, r.vt, r.vc
+	{
+		own = append(own, gdnOwnRun{gdnRun{acc["u"], vc, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, vt, kir.Add(j0, j)) }}, c.u})
 		b.Comment("the item's state and u tiles, all in flight")
 		for _, rn := range own {
 			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
@@ -331,7 +449,11 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		}
 		sh := b.Let("sh", kir.GetWritePtr{CB: c.sh})
 		if rounds != nil {
-			rounds.Round(b, nil)
+			var round kir.Expr
+			if r.scan {
+				round = r.ci
+			}
+			rounds.Round(b, round)
 			b.NoCAsyncReadBarrier()
 		} else {
 			b.Comment("the head's chunk c wk, qg, k and qk tiles and g's tile holding chunk c's row, all in flight")
@@ -354,7 +476,7 @@ func (r *gdnChunk) reader() *kir.Kernel {
 
 		b.Comment("g of chunk c as a column (element j of its row to (j, 0)), and its last element to (0, 0) of two tiles")
 		gtile := b.Let("g_tile", kir.Add(sh, kir.Ci(r.shG()*r.f.TileBytes())))
-		gr := kir.Ci(r.c % ir.TileSize)
+		gr := r.gRow()
 		tb := r.f.TileBytes()
 		gcol := blocks.Reserve(b, c.gcol, kir.C(1), "gcol")
 		gl := blocks.Reserve(b, c.gl, kir.C(1), "gl")
@@ -371,11 +493,7 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		for _, cb := range []int{c.gcol, c.gl, c.glCopy} {
 			b.CBPushBack(cb, kir.C(1))
 		}
-	})
-	if rounds != nil {
-		rounds.Finish(b)
 	}
-	return rd
 }
 
 // compute adds the compute kernel (see the doc above).
@@ -407,7 +525,11 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		return func(t kir.Expr) kir.Expr { return kir.Add(kir.Ci(first), t) }
 	}
 	c.MatmulStartup(n.sh, n.s, n.p1)
-	c.For("i", z0, ccount, func(kir.Var) {
+	// chunk emits one chunk of an item from the state in CB st, its new
+	// state packed to out.
+	chunk := func(st, out int) {
+		n := n
+		n.s = st
 		cb.CBWaitFront(n.s, kir.Ci(kt*vt))
 		cb.CBWaitFront(n.sh, kir.Ci(r.shPages()))
 		cb.CBWaitFront(n.u, kir.Ci(vt))
@@ -479,12 +601,32 @@ func (r *gdnChunk) compute() *kir.Kernel {
 				c.Acquire()
 				c.Matmul(n.kdT, n.vnew, row, j, z0, false)
 				c.PackOut(n.p4, 1)
-				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, n.ns, false, nil)
+				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, out, false, nil)
 			})
 		})
 		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}, {n.sh, r.shPages()}} {
 			cb.CBPopFront(p.cb, kir.Ci(p.n))
 		}
+	}
+	c.For("i", z0, ccount, func(kir.Var) {
+		if r.count == 1 {
+			chunk(n.sin, n.ns)
+			return
+		}
+		// Every chunk but the last packs its new state to the carried
+		// CB (2kt x vc pages), behind the one the chunk reads there.
+		// Each chunk sits in a loop of its own (the first and the last
+		// of one iteration), so every loop moves one chunk's pages of
+		// each CB per iteration, as the rings are sized (kir's cb-flow
+		// rule checks a loop's traffic per iteration against the ring).
+		cb.Comment("the first chunk, from the state read")
+		c.For("c0", kir.C(0), kir.C(1), func(kir.Var) { chunk(n.sin, n.s) })
+		if r.count > 2 {
+			cb.Comment("the middle chunks: the state stays in the carried CB")
+			c.For("ci", kir.C(1), kir.Ci(r.count-1), func(kir.Var) { chunk(n.s, n.s) })
+		}
+		cb.Comment("the last chunk, its new state to the writer")
+		c.For("cl", kir.C(0), kir.C(1), func(kir.Var) { chunk(n.s, n.ns) })
 	})
 	return cp
 }
@@ -501,8 +643,17 @@ func (r *gdnChunk) writer() *kir.Kernel {
 	}
 	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		bh, j0 := r.item(w, i)
-		ob := w.Let("obase", kir.Add(kir.Mul(bh, kir.Ci(vt)), j0))
-		blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+		if r.scan {
+			// o is [B, H, count, L, Dv]: chunk ci's tiles of the item at
+			// (bh*count + ci)*vt + j0.
+			w.For("ci", kir.C(0), kir.Ci(r.count), func(ci kir.Var) {
+				ob := w.Let("obase", kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.count)), ci), kir.Ci(vt)), j0))
+				blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+			})
+		} else {
+			ob := w.Let("obase", kir.Add(kir.Mul(bh, kir.Ci(vt)), j0))
+			blocks.WritePagesBatch(w, oAcc, r.cb.o, kir.Ci(vc), func(j kir.Expr) kir.Expr { return kir.Add(ob, j) })
+		}
 		sb := w.Let("sbase", kir.Add(kir.Mul(bh, kir.Ci(kt*vt)), j0))
 		w.For("row", kir.C(0), kir.Ci(kt), func(row kir.Var) {
 			rb := w.Let("rbase", kir.Add(sb, kir.Mul(row, kir.Ci(vt))))

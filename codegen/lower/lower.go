@@ -108,6 +108,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpGDNConvGates:     lowerGDNConvGates,
 	ir.OpGDNRecurrence:    lowerGDNRecurrence,
 	ir.OpGDNChunkStep:     lowerGDNChunkStep,
+	ir.OpGDNChunkScan:     lowerGDNChunkStep,
 	ir.OpSDPAPrefill:      lowerSDPAPrefill,
 	ir.OpFillCache:        lowerFillCache,
 	ir.OpTril:             lowerTril,

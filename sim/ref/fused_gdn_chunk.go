@@ -18,7 +18,7 @@ import (
 // through the state's dtype (gdnRounder). The result equals the composed
 // chain bit for bit with any Options, Composed or not.
 func init() {
-	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkStep: evalGDNChunkStep})
+	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkStep: evalGDNChunkStep, ir.OpGDNChunkScan: evalGDNChunkScan})
 }
 
 // evalGDNChunkStep: see the gdn_chunk_step Doc line.
@@ -28,6 +28,66 @@ func evalGDNChunkStep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(op.Operands) != 7 || len(op.Results) != 2 {
+		return nil, fmt.Errorf("rule gdn-chunk-arity: want 7 operands and 2 results, have %d and %d", len(op.Operands), len(op.Results))
+	}
+	return gdnChunkStepAt(u, wk, qg, qk, k, g, s, c, op.Operands[6].Type.DType, opts)
+}
+
+// evalGDNChunkScan: see the gdn_chunk_scan Doc line. Step i is
+// gdnChunkStepAt at chunk first+i from the state step i-1 left, rounded
+// to f as the composed chain stores it (its o, too, before it goes to
+// the result).
+func evalGDNChunkScan(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	first, err := attrInt(op, "first")
+	if err != nil {
+		return nil, err
+	}
+	count, err := attrInt(op, "count")
+	if err != nil {
+		return nil, err
+	}
+	if len(op.Operands) != 7 || len(op.Results) != 2 {
+		return nil, fmt.Errorf("rule gdn-chunk-arity: want 7 operands and 2 results, have %d and %d", len(op.Operands), len(op.Results))
+	}
+	f := op.Operands[6].Type.DType
+	r, err := gdnRounder(f, opts)
+	if err != nil {
+		return nil, err
+	}
+	if count < 1 {
+		return nil, fmt.Errorf("rule gdn-chunk-index: count %d must be at least 1", count)
+	}
+	s := args[6]
+	var o Tensor
+	for i := range count {
+		out, err := gdnChunkStepAt(args[0], args[1], args[2], args[3], args[4], args[5], s, first+i, f, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range out {
+			for j, v := range t.Data {
+				t.Data[j] = r(v)
+			}
+		}
+		if i == 0 {
+			sh := out[0].Shape.Clone()
+			sh[2] = count
+			o = NewTensor(sh)
+		}
+		// o is [B, H, count, L, Dv]: step i's [L, Dv] block of (b, h) at index i.
+		blk := out[0].Shape[3] * out[0].Shape[4]
+		for bh := range out[0].Shape[0] * out[0].Shape[1] {
+			copy(o.Data[(bh*count+i)*blk:(bh*count+i+1)*blk], out[0].Data[bh*blk:(bh+1)*blk])
+		}
+		s = out[1]
+	}
+	return []Tensor{o, s}, nil
+}
+
+// gdnChunkStepAt is gdn_chunk_step at chunk c with state s of dtype f.
+func gdnChunkStepAt(u, wk, qg, qk, k, g, s Tensor, c int, f ir.DType, opts Options) ([]Tensor, error) {
+	args := []Tensor{u, wk, qg, qk, k, g, s}
 	ss, gs := s.Shape, g.Shape
 	if ss.Rank() != 5 || ss[2] != 1 || gs.Rank() != 4 || gs[0] != ss[0] || gs[1] != ss[1] {
 		return nil, fmt.Errorf("rule gdn-chunk-state: want state [B, H, 1, Dk, Dv] and g [B, H, N, L], got %s and %s", ss, gs)
@@ -41,10 +101,7 @@ func evalGDNChunkStep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if c < 0 || c >= N {
 		return nil, fmt.Errorf("rule gdn-chunk-index: chunk %d is outside [0, %d)", c, N)
 	}
-	if len(op.Operands) != 7 || len(op.Results) != 2 {
-		return nil, fmt.Errorf("rule gdn-chunk-arity: want 7 operands and 2 results, have %d and %d", len(op.Operands), len(op.Results))
-	}
-	r, err := gdnRounder(op.Operands[6].Type.DType, opts)
+	r, err := gdnRounder(f, opts)
 	if err != nil {
 		return nil, err
 	}
