@@ -27,4 +27,8 @@ type WeightSource struct {
 	Parts      int    `json:"parts,omitempty"`
 	Blocks     []int  `json:"blocks,omitempty"`
 	Pad        int    `json:"pad,omitempty"`
+	// Computed, when set, says how the host computes the weight instead
+	// of reading Tensor from the checkpoint (e.g. the device loop's RoPE
+	// tables).
+	Computed string `json:"computed,omitempty"`
 }

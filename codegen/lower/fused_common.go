@@ -222,9 +222,11 @@ func lowerEmbeddingReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	tokens, hd := ids.Type.Shape.Numel(), table.Type.Shape[1]
 	im := blocks.ImageOf(out.Type.Shape)
-	if out.Type.Layout == ir.TileLayout && im.B == 1 && im.R == tokens && im.C == hd {
-		// The reshape keeps the tile image of [tokens, H] (a [1, H] row
-		// viewed as [1, 1, H]): the embedding's own pages.
+	own := blocks.ImageOf(append(ids.Type.Shape.Clone(), hd)) // the embedding's result
+	if out.Type.Layout == ir.TileLayout && (im.B == 1 && im.R == tokens && im.C == hd || im.B == own.B && im.R == own.R && im.C == own.C) {
+		// The reshape keeps the tile image of the embedding's result (a
+		// [1, H] row viewed as [1, 1, H]; [B, 1, 1, H] as [B, 1, H]): the
+		// embedding's own pages.
 		return lowerEmbedding(op, ctx)
 	}
 	if table.Type.Layout != ir.TileLayout {

@@ -1,6 +1,7 @@
 package qwen27b
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -40,6 +41,13 @@ func (h hostInfo) InputFill(name string) string {
 // 2-D projections (and the GDN conv taps) are stored transposed to
 // [in, out] ([K, C] for conv1d's [C, 1, K]); ShareOf gives the cut.
 func (h hostInfo) WeightSource(name string, devices int) (hostcfg.WeightSource, error) {
+	if name == RopeCosTable || name == RopeSinTable {
+		fn := "cos"
+		if name == RopeSinTable {
+			fn = "sin"
+		}
+		return hostcfg.WeightSource{Tensor: name, Axis: -1, Computed: fmt.Sprintf("bf16 [max_seq, rotary_dim]: row p holds %s(p * theta^(-2*(i mod rotary_dim/2)/rotary_dim)) for column i (rope.%s of position p); not in the checkpoint", fn, fn)}, nil
+	}
 	sh, err := ShareOf(h.c, name, devices)
 	if err != nil {
 		return hostcfg.WeightSource{}, err
