@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models/qwen27b"
+)
+
+var (
+	nextTokensRe = regexp.MustCompile(`(?m)^(decode \d+) +next tokens (\[.*\])$`)
+	hostWroteRe  = regexp.MustCompile(`(?m)^(decode \d+) +host wrote (\d+) bytes$`)
+)
+
+// stepTokens runs tcc run with args and returns each decode step's next
+// tokens line and, with --device-loop, the bytes the host wrote per step.
+func stepTokens(t *testing.T, args ...string) (toks, wrote []string) {
+	t.Helper()
+	out, err := runCLI(t, append([]string{"run"}, args...)...)
+	if err != nil {
+		t.Fatalf("tcc run %v: %v\n%s", args, err, out)
+	}
+	for _, m := range nextTokensRe.FindAllStringSubmatch(out, -1) {
+		toks = append(toks, m[1]+" "+m[2])
+	}
+	for _, m := range hostWroteRe.FindAllStringSubmatch(out, -1) {
+		wrote = append(wrote, m[1]+" "+m[2])
+	}
+	return toks, wrote
+}
+
+// TestDeviceLoopMatchesHostDriven runs the small qwen27b config (1x1,
+// after a 4-token prefill) for 8 decode steps with the host writing each
+// step's tokens, positions and RoPE rows, and with --device-loop, where
+// the host writes the tokens and position once and the device carries
+// them: the tokens must be identical, and the host writes nothing after
+// the first step. With the position's in-place update removed from the
+// compiled graph (every step at the first position) the tokens must
+// differ: the comparison sees a position that does not advance.
+func TestDeviceLoopMatchesHostDriven(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs of 8, 8 and 4 steps of the small config (~90 CPU-s)")
+	}
+	base := []string{"qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--max-seq", "32", "--prefill", "4", "--steps", "8"}
+	host, none := stepTokens(t, base...)
+	if len(host) != 8 || len(none) != 0 {
+		t.Fatalf("host-driven run: %d steps of tokens, %d host-wrote lines; want 8 and 0:\n%v", len(host), len(none), host)
+	}
+	loop, wrote := stepTokens(t, append(base, "--device-loop")...)
+	if diff := cmp.Diff(host, loop); diff != "" {
+		t.Errorf("device-loop tokens differ from the host-driven run's (-host +device-loop):\n%s", diff)
+	}
+	wantWrote := []string{"decode 0 8"} // the token and the position, 4 bytes each
+	for s := 1; s < 8; s++ {
+		wantWrote = append(wantWrote, "decode "+string(rune('0'+s))+" 0")
+	}
+	if diff := cmp.Diff(wantWrote, wrote); diff != "" {
+		t.Errorf("bytes the host wrote per step (-want +got):\n%s", diff)
+	}
+
+	afterPipeline = func(g *ir.Graph) {
+		for s := range g.StateUpdates {
+			if s.Name == qwen27b.LoopPos {
+				delete(g.StateUpdates, s)
+			}
+		}
+	}
+	defer func() { afterPipeline = nil }()
+	short := append(append([]string(nil), base[:len(base)-1]...), "4", "--device-loop")
+	stuck, _ := stepTokens(t, short...)
+	if len(stuck) != 4 || cmp.Equal(host[:4], stuck) {
+		t.Errorf("with the position never advancing, the device loop still gives the host-driven tokens %v", stuck)
+	}
+}
