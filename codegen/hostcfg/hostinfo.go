@@ -32,3 +32,12 @@ type WeightSource struct {
 	// tables).
 	Computed string `json:"computed,omitempty"`
 }
+
+// StateIniter is implemented by a HostInfo whose model has state the host
+// initialises with something other than zeros (e.g. the device loop's
+// tokens and positions, written once before the first step).
+type StateIniter interface {
+	// StateInit describes how the host initialises state name, or ""
+	// for zeros.
+	StateInit(name string) string
+}

@@ -30,6 +30,19 @@ var inputFills = map[string]string{
 	"rope.sin": "bf16 rotary table: as rope.cos with sin",
 }
 
+// StateInit: the device loop's tokens and positions are written by the
+// host once, before the first device-loop step; other state starts as
+// zeros.
+func (h hostInfo) StateInit(name string) string {
+	switch name {
+	case LoopTokens:
+		return "uint32 [B, 1, 1]: each user's token for the first device-loop step (the prompt's next token), written once; each step then writes its greedy next tokens here"
+	case LoopPos:
+		return "uint32 [B]: each user's position for the first device-loop step, written once; each step then adds 1"
+	}
+	return ""
+}
+
 func (h hostInfo) InputFill(name string) string {
 	if f, ok := inputFills[name]; ok {
 		return f

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,5 +74,39 @@ func TestDeviceLoopMatchesHostDriven(t *testing.T) {
 	stuck, _ := stepTokens(t, short...)
 	if len(stuck) != 4 || cmp.Equal(host[:4], stuck) {
 		t.Errorf("with the position never advancing, the device loop still gives the host-driven tokens %v", stuck)
+	}
+}
+
+// TestDeviceLoopFlag: --device-loop is a boolean model flag: alone it
+// turns the loop on (the head gains the position's add_scalar), =false
+// keeps the default graph, another value is refused.
+func TestDeviceLoopFlag(t *testing.T) {
+	cfg := "../../../models/qwen27b/testdata/small.json"
+	tests := []struct {
+		name    string
+		flag    string
+		want    string // in the output, "" for none
+		wantErr string
+	}{
+		{"alone", "--device-loop", "add_scalar=1", ""},
+		{"false", "--device-loop=false", "", ""},
+		{"bad value", "--device-loop=maybe", "", "not true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runCLI(t, "report", "ops", "qwen27b", "--config", cfg, tt.flag)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if has := strings.Contains(out, "add_scalar=1"); has != (tt.want != "") {
+				t.Errorf("output has add_scalar=1: %t, want %t:\n%s", has, tt.want != "", out)
+			}
+		})
 	}
 }
