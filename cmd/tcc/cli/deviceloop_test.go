@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 )
 
@@ -42,9 +44,7 @@ func stepTokens(t *testing.T, args ...string) (toks, wrote []string) {
 // compiled graph (every step at the first position) the tokens must
 // differ: the comparison sees a position that does not advance.
 func TestDeviceLoopMatchesHostDriven(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs of 8, 8 and 4 steps of the small config (~90 CPU-s)")
-	}
+	longtest.Skip(t, "runs of 8, 8 and 4 steps of the small config (~90 CPU-s)")
 	base := []string{"qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--max-seq", "32", "--prefill", "4", "--steps", "8"}
 	host, none := stepTokens(t, base...)
 	if len(host) != 8 || len(none) != 0 {
@@ -108,5 +108,25 @@ func TestDeviceLoopFlag(t *testing.T) {
 				t.Errorf("output has add_scalar=1: %t, want %t:\n%s", has, tt.want != "", out)
 			}
 		})
+	}
+}
+
+// TestDeviceLoopWeights: with --weights from a checkpoint, which has no
+// RoPE tables, --device-loop uploads the model's computed tables and
+// gives the host-driven run's tokens.
+func TestDeviceLoopWeights(t *testing.T) {
+	longtest.Skip(t, "two 2-step runs of the small config on checkpoint weights (~30 CPU-s)")
+	dir := synth(t, checkpoint.FormBF16)
+	base := []string{"qwen27b", "--config", smallCfg, "--weights", dir, "--steps", "2"}
+	host, _ := stepTokens(t, base...)
+	loop, wrote := stepTokens(t, append(base, "--device-loop")...)
+	if len(host) != 2 {
+		t.Fatalf("host-driven run: %d steps of tokens, want 2", len(host))
+	}
+	if diff := cmp.Diff(host, loop); diff != "" {
+		t.Errorf("device-loop tokens differ from the host-driven run's (-host +device-loop):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"decode 0 8", "decode 1 0"}, wrote); diff != "" {
+		t.Errorf("bytes the host wrote per step (-want +got):\n%s", diff)
 	}
 }

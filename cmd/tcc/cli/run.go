@@ -314,6 +314,12 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		fmt.Fprintf(info, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
 	}
+	var computed map[string]bool
+	if cache != nil {
+		if computed, err = computedWeights(m, mf, decodeGraph); err != nil {
+			return err
+		}
+	}
 	byName := make([]map[string][]float32, len(envs))
 	for d, env := range envs {
 		byName[d] = map[string][]float32{}
@@ -321,6 +327,13 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			if cache != nil && v.Kind == ir.KindWeight {
 				bs := dg.build.BufferOf(v)
 				raw, ok := cache.Buffer(d, bs.Name)
+				if !ok && computed[v.Name] {
+					byName[d][v.Name] = data // not in the checkpoint: the model's contents
+					if err := dg.exe.UploadTo(d, v, data); err != nil {
+						return err
+					}
+					continue
+				}
 				if !ok {
 					return fmt.Errorf("--weights %s: no buffer %q for device %d", rf.weights, bs.Name, d)
 				}
@@ -659,6 +672,16 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 	if err != nil {
 		return nil, err
 	}
+	// Weights the host computes (the device loop's RoPE tables) are not in
+	// the checkpoint: runModel uploads the model's own contents for them.
+	m2 := *pf.Manifest
+	m2.Weights = nil
+	for _, w := range pf.Manifest.Weights {
+		if w.Source == nil || w.Source.Computed == "" {
+			m2.Weights = append(m2.Weights, w)
+		}
+	}
+	pf.Manifest = &m2
 	if c != nil {
 		want, err := checkpoint.ContractOf(pf)
 		if err != nil {
@@ -701,6 +724,26 @@ func deviceState(sg *stepGraph) ([]map[string][]float32, error) {
 				return nil, err
 			}
 			out[d][s.Name] = data
+		}
+	}
+	return out, nil
+}
+
+// computedWeights names the weights of g the host computes instead of
+// reading them from a checkpoint (hostcfg.WeightSource.Computed).
+func computedWeights(m models.Model, mf *modelFlags, g *ir.Graph) (map[string]bool, error) {
+	info, err := hostInfo(m, mf)
+	if err != nil || info == nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, w := range g.Weights {
+		src, err := info.WeightSource(w.Name, g.Mesh.Cols)
+		if err != nil {
+			return nil, err
+		}
+		if src.Computed != "" {
+			out[w.Name] = true
 		}
 	}
 	return out, nil
