@@ -44,7 +44,7 @@ func stepTokens(t *testing.T, args ...string) (toks, wrote []string) {
 // compiled graph (every step at the first position) the tokens must
 // differ: the comparison sees a position that does not advance.
 func TestDeviceLoopMatchesHostDriven(t *testing.T) {
-	longtest.Skip(t, "runs of 8, 8 and 4 steps of the small config (~90 CPU-s)")
+	longtest.Skip(t, "three 8-step runs of the small config (~100 CPU-s)")
 	base := []string{"qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--max-seq", "32", "--prefill", "4", "--steps", "8"}
 	host, none := stepTokens(t, base...)
 	if len(host) != 8 || len(none) != 0 {
@@ -70,9 +70,8 @@ func TestDeviceLoopMatchesHostDriven(t *testing.T) {
 		}
 	}
 	defer func() { afterPipeline = nil }()
-	short := append(append([]string(nil), base[:len(base)-1]...), "4", "--device-loop")
-	stuck, _ := stepTokens(t, short...)
-	if len(stuck) != 4 || cmp.Equal(host[:4], stuck) {
+	stuck, _ := stepTokens(t, append(base, "--device-loop")...)
+	if cmp.Equal(host, stuck) {
 		t.Errorf("with the position never advancing, the device loop still gives the host-driven tokens %v", stuck)
 	}
 }
