@@ -156,7 +156,11 @@ func (b *Build) Manifest(info hostcfg.HostInfo) (*Manifest, error) {
 		if bs == nil {
 			return nil, fmt.Errorf("codegen: state %q has no buffer", v.Name)
 		}
-		m.State = append(m.State, StateEntry{Name: v.Name, Buffer: bs.Name, Init: "zeros"})
+		init := "zeros"
+		if si, ok := info.(hostcfg.StateIniter); ok && si.StateInit(v.Name) != "" {
+			init = si.StateInit(v.Name)
+		}
+		m.State = append(m.State, StateEntry{Name: v.Name, Buffer: bs.Name, Init: init})
 	}
 	for _, v := range g.Weights {
 		bs := b.BufferOf(v)

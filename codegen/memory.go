@@ -48,19 +48,23 @@ func KVCaches(g *ir.Graph) map[*ir.Value]bool {
 // the inputs an op reads at the operand the op table calls "pos" (the
 // position operand of update_cache, fill_cache, sdpa_decode, sdpa_prefill
 // and the fused attention ops; rule decode-pos: [1] uint32, the first
-// position the step writes), in g.Inputs order. The host uploads the
-// position into their buffers before every step.
+// position the step writes), in g.Inputs order, then the states read
+// there in g.States order (a device-loop decode step's position, which
+// the step advances itself). The host uploads the position into the
+// inputs' buffers before every step, and into the states' once.
 func PositionInputs(g *ir.Graph) []*ir.Value {
 	pos := map[*ir.Value]bool{}
 	for _, v := range operandsNamed(g, "pos") {
-		if v.Kind == ir.KindInput {
+		if v.Kind == ir.KindInput || v.Kind == ir.KindState {
 			pos[v] = true
 		}
 	}
 	var out []*ir.Value
-	for _, v := range g.Inputs {
-		if pos[v] {
-			out = append(out, v)
+	for _, vs := range [][]*ir.Value{g.Inputs, g.States} {
+		for _, v := range vs {
+			if pos[v] {
+				out = append(out, v)
+			}
 		}
 	}
 	return out

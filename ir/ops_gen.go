@@ -12,7 +12,7 @@ const (
 	OpAdd                               // out = a + b, broadcasting
 	OpSub                               // out = a - b, broadcasting
 	OpMul                               // out = a * b, broadcasting
-	OpAddScalar                         // out = x + value
+	OpAddScalar                         // out = x + value; x float, or uint32/int32 with an integral value (integer add, e.g. a position advancing on the device)
 	OpMulScalar                         // out = x * value
 	OpSiLU                              // out = x * sigmoid(x)
 	OpSigmoid                           // out = 1 / (1 + exp(-x))
@@ -100,12 +100,12 @@ var opInfos = [...]OpInfo{OpAdd: {
 		Name: "value",
 	}},
 	Class:    "eltwise",
-	Doc:      "out = x + value",
+	Doc:      "out = x + value; x float, or uint32/int32 with an integral value (integer add, e.g. a position advancing on the device)",
 	Name:     "add_scalar",
 	Operands: []string{"x"},
 	Results:  1,
 	SFPU:     true,
-	Shape:    shapeSame,
+	Shape:    shapeAddScalar,
 }, OpMulScalar: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrFloat,
@@ -780,7 +780,7 @@ func (bld *Builder) Mul(a *Value, b *Value) *Value {
 	return bld.Emit(OpMul, []*Value{a, b}, attrs)[0]
 }
 
-// AddScalar appends a add_scalar op: out = x + value
+// AddScalar appends a add_scalar op: out = x + value; x float, or uint32/int32 with an integral value (integer add, e.g. a position advancing on the device)
 func (bld *Builder) AddScalar(x *Value, value float64) *Value {
 	attrs := Attrs{"value": value}
 	return bld.Emit(OpAddScalar, []*Value{x}, attrs)[0]

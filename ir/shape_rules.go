@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Shape rules: each returns the result types of one op class or an error
 // naming the broken rule. Results inherit layout, memory config and
@@ -16,6 +19,19 @@ func shapeSame(in []TensorType, _ Attrs) ([]TensorType, error) {
 		return nil, fmt.Errorf("rule float-operand: %s is not a float dtype", in[0].DType)
 	}
 	return []TensorType{like(in[0], in[0].Shape.Clone(), in[0].DType)}, nil
+}
+
+// shapeAddScalar: shapeSame, or for a uint32 or int32 operand the same
+// type when the value is an integer.
+func shapeAddScalar(in []TensorType, a Attrs) ([]TensorType, error) {
+	if dt := in[0].DType; dt == UInt32 || dt == Int32 {
+		v, ok := a["value"].(float64)
+		if !ok || v != math.Trunc(v) || math.Abs(v) > 1<<31 {
+			return nil, fmt.Errorf("rule int-scalar: add_scalar on %s takes an integral value, got %v", dt, a["value"])
+		}
+		return []TensorType{like(in[0], in[0].Shape.Clone(), dt)}, nil
+	}
+	return shapeSame(in, a)
 }
 
 // broadcastShapes applies numpy broadcasting to two shapes.

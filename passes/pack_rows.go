@@ -82,6 +82,15 @@ func userRows(t ir.TensorType) (int, bool) {
 	return s[0], true
 }
 
+// rowOperand reports whether operand i of op holds rows of the users'
+// activations: every operand but an embedding's ids, whose [B, 1, 1]
+// (the device loop's tokens, one per user) index the table and keep their
+// shape when the gathered rows are packed (the ids are one page per user
+// either way).
+func rowOperand(op *ir.Op, i int) bool {
+	return op.Kind != ir.OpEmbeddingReshape || i != 0
+}
+
 // packed is [1, B, X] for [B, 1, X]; unpacked the reverse.
 func packed(s ir.Shape) ir.Shape   { return ir.Shape{1, s[0], s[2]} }
 func unpacked(s ir.Shape) ir.Shape { return ir.Shape{s[1], 1, s[2]} }
@@ -101,8 +110,13 @@ func PackRows(g *ir.Graph, placed func(*ir.Value) bool) (PackRowsStats, error) {
 			continue
 		}
 		users, ok := 0, true
-		vals := append(append([]*ir.Value(nil), op.Operands...), op.Results...)
-		for _, v := range vals {
+		var vals []*ir.Value
+		for i, v := range op.Operands {
+			if rowOperand(op, i) {
+				vals = append(vals, v)
+			}
+		}
+		for _, v := range append(vals, op.Results...) {
 			if v.Type.Shape.Rank() != 3 {
 				continue
 			}
@@ -167,7 +181,7 @@ func PackRows(g *ir.Graph, placed func(*ir.Value) bool) (PackRowsStats, error) {
 			for i, v := range op.Operands {
 				_, isUser := userRows(v.Type)
 				switch {
-				case cand[op] && isUser && !isPacked[v]:
+				case cand[op] && isUser && !isPacked[v] && rowOperand(op, i):
 					p, err := reshape(r, &out, v, packed(v.Type.Shape))
 					if err != nil {
 						return st, err
@@ -294,7 +308,7 @@ func packsExactly(op *ir.Op) bool {
 	ops := make([]*ir.Value, len(op.Operands))
 	for i, v := range op.Operands {
 		ops[i] = v
-		if _, ok := userRows(v.Type); ok {
+		if _, ok := userRows(v.Type); ok && rowOperand(op, i) {
 			t := v.Type
 			t.Shape = packed(t.Shape)
 			ops[i] = &ir.Value{Kind: v.Kind, Type: t}

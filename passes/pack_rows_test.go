@@ -55,6 +55,38 @@ func TestPackRows(t *testing.T) {
 			t.Errorf("packing changed the outputs (-before +after):\n%s", diff)
 		}
 	})
+	t.Run("embedding ids keep their shape", func(t *testing.T) {
+		// The device loop's tokens [3,1,1] (the argmax's shape) gathered
+		// into [3,1,64]: the gather packs, its ids are not reshaped (a
+		// state's reshape would be a copy program).
+		b := ir.NewBuilder("pack")
+		b.Region("embed", -1)
+		ids := b.Input("ids", ir.TensorType{Shape: ir.Shape{3, 1, 1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+		h := b.EmbeddingReshape(ids, b.Weight("table", ir.T(ir.BF16, 16, 64)), []int{3, 1, 64})
+		b.Output(b.RMSNorm(h, b.Weight("norm.weight", ir.T(ir.BF16, 64)), 1e-6, 1))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := PackRows(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ir.Verify(g); err != nil {
+			t.Fatalf("packed graph does not verify: %v\n%s", err, ir.Print(g))
+		}
+		if diff := cmp.Diff(PackRowsStats{Ops: 2, Reshapes: 1}, st); diff != "" {
+			t.Errorf("stats (-want +got):\n%s", diff)
+		}
+		var kinds []string
+		for _, op := range g.Ops() {
+			kinds = append(kinds, op.Name()+" "+op.Results[0].Type.Shape.String())
+		}
+		want := []string{"embedding_reshape [1,3,64]", "rms_norm [1,3,64]", "reshape [3,1,64]"}
+		if diff := cmp.Diff(want, kinds); diff != "" {
+			t.Errorf("ops (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("sibling matmul writes per-user rows", func(t *testing.T) {
 		// norm -> matmul2 whose results go only to per-user ops: the
 		// matmul reads the packed norm and keeps its results [3,1,N].

@@ -27,4 +27,17 @@ type WeightSource struct {
 	Parts      int    `json:"parts,omitempty"`
 	Blocks     []int  `json:"blocks,omitempty"`
 	Pad        int    `json:"pad,omitempty"`
+	// Computed, when set, says how the host computes the weight instead
+	// of reading Tensor from the checkpoint (e.g. the device loop's RoPE
+	// tables).
+	Computed string `json:"computed,omitempty"`
+}
+
+// StateIniter is implemented by a HostInfo whose model has state the host
+// initialises with something other than zeros (e.g. the device loop's
+// tokens and positions, written once before the first step).
+type StateIniter interface {
+	// StateInit describes how the host initialises state name, or ""
+	// for zeros.
+	StateInit(name string) string
 }

@@ -64,6 +64,9 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule sfpu-op: %s has no SFPU operation", op.Name())
 	}
 	x, out := op.Operands[0], op.Result()
+	if op.Kind == ir.OpAddScalar && !x.Type.DType.IsFloat() {
+		return lowerAddScalarInt(op, ctx)
+	}
 	if err := requireTiles(x, out); err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 // Data family: the embedding row gather out[t, :] = table[ids[t], :].
 //
-// The ids are one row-major page of uint32 (or int32); the output is in
-// tile layout. No compute kernel runs: the reader assembles the output
+// The ids are row-major uint32 (or int32), one page per user (leading
+// dims flattened); the output is in tile layout. No compute kernel runs: the reader assembles the output
 // tiles and the writer stores them. Ids are not range-checked on the
 // device: an id outside [0, V) reads outside the table.
 //
@@ -46,8 +46,8 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err := checkEmbedding(ids, table, out); err != nil {
 		return nil, err
 	}
-	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() > 2 {
-		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T] or [B, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
+	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() < 1 {
+		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T], [B, T], or [.., B, T] with the leading dims flattened into users), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
 	}
 	if users := ids.Type.Shape.Rows2D(); users > 1 && table.Type.Layout != ir.TileLayout {
 		return nil, fmt.Errorf("rule embedding-ids: ids of %d users (%s) need a tile-layout table; a row-major table takes one row of ids", users, ids.Type.Shape)
@@ -57,10 +57,10 @@ func lowerEmbedding(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule embedding-table: table must be [vocab, hidden], got %s", ts)
 	}
 	users, tokens, h := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D(), ts[1]
-	if h%ir.TileSize != 0 {
-		return nil, fmt.Errorf("rule embedding-hidden: hidden size %d must be a multiple of %d", h, ir.TileSize)
+	if h%ir.TileSize != 0 && table.Type.Layout != ir.TileLayout {
+		return nil, fmt.Errorf("rule embedding-hidden: hidden size %d of a row-major table must be a multiple of %d (a tile-layout table may be narrower)", h, ir.TileSize)
 	}
-	ht := h / ir.TileSize
+	ht := (h + ir.TileSize - 1) / ir.TileSize
 	tileRows := users * ((tokens + ir.TileSize - 1) / ir.TileSize)
 	if out.Type.Shape.Tiles() != tileRows*ht || out.Type.Shape.Rows2D() != users*tokens {
 		return nil, fmt.Errorf("rule embedding-shape: result %s must be %d users' %d rows (%d tile rows) of %d tiles", out.Type.Shape, users, tokens, tileRows, ht)
@@ -77,7 +77,9 @@ func embeddingTiled(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	stride := idsRowStride(ctx, ids)
 	return embeddingFromTiles(op, ctx, "embedding", func(g *blocks.Gather, idsL1 kir.Var) {
 		g.Seg = blocks.SegFor(table.Type.Shape[1])
-		g.Fill = tokens%ir.TileSize != 0
+		// Zero padding rows and columns (a table narrower than a tile,
+		// e.g. RoPE rows of 16, leaves columns without a run).
+		g.Fill = tokens%ir.TileSize != 0 || table.Type.Shape[1]%ir.TileSize != 0
 		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			// Output row u*T + t is user u's token t (the flattened image row).
 			at := kir.Add(idsL1, kir.Mul(row, kir.C(4)))

@@ -220,45 +220,56 @@ func lowerEmbeddingReshape(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if table.Type.Shape.Rank() != 2 {
 		return nil, fmt.Errorf("rule embedding-table: table must be [vocab, hidden], got %s", table.Type.Shape)
 	}
-	tokens, hd := ids.Type.Shape.Numel(), table.Type.Shape[1]
+	hd := table.Type.Shape[1]
 	im := blocks.ImageOf(out.Type.Shape)
-	if out.Type.Layout == ir.TileLayout && im.B == 1 && im.R == tokens && im.C == hd {
-		// The reshape keeps the tile image of [tokens, H] (a [1, H] row
-		// viewed as [1, 1, H]): the embedding's own pages.
+	own := blocks.ImageOf(append(ids.Type.Shape.Clone(), hd)) // the embedding's result
+	// flat: the result is the [users*tokens, H] image, which the
+	// embedding writes when every user's rows fill whole tile rows.
+	tokens := ids.Type.Shape.Numel()
+	flat := im.B == 1 && im.R == tokens && im.C == hd && (ids.Type.Shape.Rows2D() == 1 || ids.Type.Shape.Cols2D()%ir.TileSize == 0)
+	if out.Type.Layout == ir.TileLayout && (flat || im.B == own.B && im.R == own.R && im.C == own.C) {
+		// The reshape keeps the tile image of the embedding's result (a
+		// [1, H] row viewed as [1, 1, H]; [B, 1, 1, H] as [B, 1, H]): the
+		// embedding's own pages.
 		return lowerEmbedding(op, ctx)
 	}
 	if table.Type.Layout != ir.TileLayout {
-		return nil, fmt.Errorf("rule embedding-reshape-view: the result %s does not have the tile image of the %d gathered rows of %d elements; regrouping them needs a tile-layout table (the row-major table %s is gathered a whole row at a time)", out.Type.Shape, tokens, hd, table.Type.Shape)
+		return nil, fmt.Errorf("rule embedding-reshape-view: the result %s does not have the tile image of the %d gathered rows of %d elements; regrouping them needs a tile-layout table (the row-major table %s is gathered a whole row at a time)", out.Type.Shape, ids.Type.Shape.Numel(), hd, table.Type.Shape)
 	}
 	return embeddingRegrouped(op, ctx)
 }
 
 // embeddingRegrouped gathers into a result whose 2-D view differs from
 // [tokens, H]: output element e (row-major over the result) is element e %
-// H of table row ids[e / H].
+// H of table row ids[e / H] (ids row-major over all users' pages).
 func embeddingRegrouped(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ids, table, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := checkEmbedding(ids, table, out); err != nil {
 		return nil, err
 	}
-	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rows2D() != 1 {
-		return nil, fmt.Errorf("rule embedding-ids: ids must be one row-major row of token ids (shape [T] or [1, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
+	if ids.Type.Layout != ir.RowMajorLayout || ids.Type.Shape.Rank() < 1 {
+		return nil, fmt.Errorf("rule embedding-ids: ids must be row-major token ids, one row per user (shape [T] or [B, T]), got %s in %s layout", ids.Type.Shape, ids.Type.Layout)
 	}
-	tokens, hd := ids.Type.Shape.Cols2D(), table.Type.Shape[1]
+	users, tokens, hd := ids.Type.Shape.Rows2D(), ids.Type.Shape.Cols2D(), table.Type.Shape[1]
 	if hd == 0 || tokens == 0 {
 		return nil, fmt.Errorf("rule embedding-shape: %d ids of a table with %d columns gather nothing", tokens, hd)
 	}
-	if out.Type.Shape.Numel() != tokens*hd {
-		return nil, fmt.Errorf("rule reshape-numel: %d ids x %d columns do not fill the result %s", tokens, hd, out.Type.Shape)
+	if out.Type.Shape.Numel() != users*tokens*hd {
+		return nil, fmt.Errorf("rule reshape-numel: %d ids x %d columns do not fill the result %s", users*tokens, hd, out.Type.Shape)
 	}
+	stride := idsRowStride(ctx, ids)
 	return embeddingFromTiles(op, ctx, "embedding_reshape", func(g *blocks.Gather, idsL1 kir.Var) {
 		oim := g.Out
 		g.Seg = blocks.SegFor(hd, oim.C)
 		g.Fill = oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0
 		g.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 			e := b.Let("e", kir.Add(kir.Mul(row, kir.Ci(oim.C)), col))
-			id := kir.L1Read32{Addr: kir.Add(idsL1, kir.Mul(kir.Div(e, kir.Ci(hd)), kir.C(4)))}
-			return []blocks.Run{{Src: 0, Row: id, Col: kir.Mod(e, kir.Ci(hd))}}
+			t := kir.Div(e, kir.Ci(hd)) // the id's index, row-major over the ids
+			at := kir.Add(idsL1, kir.Mul(t, kir.C(4)))
+			if users > 1 { // user u's ids page sits at u * stride
+				at = kir.Add(idsL1, kir.Add(kir.Mul(kir.Div(t, kir.Ci(tokens)), kir.Ci(stride)), kir.Mul(kir.Mod(t, kir.Ci(tokens)), kir.C(4))))
+			}
+			return []blocks.Run{{Src: 0, Row: kir.L1Read32{Addr: at}, Col: kir.Mod(e, kir.Ci(hd))}}
 		}
 	})
 }

@@ -390,6 +390,11 @@ var fcVariants = []struct {
 	{"embedding_reshape_regroup", func(b *ir.Builder) []*ir.Value {
 		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 3)), fcW(b, "embed", ir.BF16, 100, 64), []int{2, 96}))
 	}},
+	{"embedding_reshape_users_ids", func(b *ir.Builder) []*ir.Value {
+		// tiny-mlp's device loop: the argmax's [B,1] ids, one page per
+		// user, regrouped into [B, H].
+		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 3, 1)), fcW(b, "embed", ir.BF16, 100, 64), []int{3, 64}))
+	}},
 	{"embedding_reshape_heads", func(b *ir.Builder) []*ir.Value {
 		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 2)), fcW(b, "embed", ir.FP32, 40, 128), []int{2, 4, 32}))
 	}},

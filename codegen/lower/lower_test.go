@@ -107,6 +107,18 @@ var opCases = []opCase{
 	{"embedding_users", func(b *ir.Builder) *ir.Value {
 		return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 3, 5)), b.Weight("embed.weight", ir.T(ir.BF16, 100, 64)))
 	}},
+	// The device loop's RoPE rows: a tile table narrower than a tile
+	// (rotary dim 16), gathered by position.
+	{"embedding_narrow_table", func(b *ir.Builder) *ir.Value {
+		return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 3)), b.Weight("rope.cos_table", ir.T(ir.BF16, 40, 16)))
+	}},
+	// The device loop's tokens: the argmax's [B,1,1], one page per user.
+	{"embedding_ids_users", func(b *ir.Builder) *ir.Value {
+		return b.Embedding(b.Input("ids", rowMajor(ir.UInt32, 3, 1, 1)), b.Weight("embed.weight", ir.T(ir.BF16, 100, 64)))
+	}},
+	// The device loop's position advancing: an integer add, in place.
+	{"add_scalar_uint32", func(b *ir.Builder) *ir.Value { return b.AddScalar(b.Input("pos", rowMajor(ir.UInt32, 5)), 1) }},
+	{"add_scalar_uint32_pages", func(b *ir.Builder) *ir.Value { return b.AddScalar(b.Input("pos", rowMajor(ir.UInt32, 3, 1)), 7) }},
 	// pack-rows' reshapes of users' rows ([B,1,X] <-> [1,B,X]).
 	{"reshape_pack_users", func(b *ir.Builder) *ir.Value {
 		return b.Reshape(b.Input("x", ir.T(ir.BF16, 5, 1, 96)), []int{1, 5, 96})

@@ -11,7 +11,7 @@ var coreOps = []Op{
 	{Name: "sub", Go: "Sub", Doc: "out = a - b, broadcasting", Operands: []string{"a", "b"}, Results: 1, Shape: "shapeBroadcast", Class: "eltwise"},
 	{Name: "mul", Go: "Mul", Doc: "out = a * b, broadcasting", Operands: []string{"a", "b"}, Results: 1, Shape: "shapeBroadcast", Class: "eltwise"},
 	// eltwise with a scalar attribute
-	{Name: "add_scalar", Go: "AddScalar", Doc: "out = x + value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Class: "eltwise", SFPU: true},
+	{Name: "add_scalar", Go: "AddScalar", Doc: "out = x + value; x float, or uint32/int32 with an integral value (integer add, e.g. a position advancing on the device)", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeAddScalar", Class: "eltwise", SFPU: true},
 	{Name: "mul_scalar", Go: "MulScalar", Doc: "out = x * value", Operands: []string{"x"}, Attrs: []Attr{{Name: "value", Kind: AttrFloat}}, Results: 1, Shape: "shapeSame", Class: "eltwise", SFPU: true},
 	// eltwise unary
 	{Name: "silu", Go: "SiLU", Doc: "out = x * sigmoid(x)", Operands: []string{"x"}, Results: 1, Shape: "shapeSame", Class: "eltwise", SFPU: true},

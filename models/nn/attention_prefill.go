@@ -72,3 +72,20 @@ func GatedAttentionPrefill(c Ctx, x *ir.Value, w AttnWeights, kv KVCache, rope R
 	c.mark("o_proj")
 	return y
 }
+
+// RopeFromTables is the decode step's Rope when the host writes nothing
+// between steps: pos is [B] uint32 state (user b at pos[b]) and cosTable,
+// sinTable are [MaxSeq, RotaryDim] bf16 weights whose row p holds the
+// DeclareRope tables of position p; the step's Cos and Sin rows are
+// gathered from them by pos on the device (embedding), so they equal the
+// host-written tables bit for bit.
+func RopeFromTables(b *ir.Builder, pos, cosTable, sinTable *ir.Value) Rope {
+	return Rope{Pos: pos, Cos: b.Embedding(pos, cosTable), Sin: b.Embedding(pos, sinTable)}
+}
+
+// AdvancePos ends a device-loop decode step: state pos holds pos + 1 (every
+// user one position further) after the step. Emit it after the last op that
+// reads pos (the state is updated in place).
+func AdvancePos(b *ir.Builder, pos *ir.Value) {
+	b.UpdateState(pos, b.AddScalar(pos, 1))
+}

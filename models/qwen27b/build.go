@@ -8,6 +8,14 @@ import (
 	"github.com/tcc-dev/tcc/models/nn"
 )
 
+// Names of the device-loop decode step's state and tables (BuildGraph).
+const (
+	LoopTokens   = "state.tokens"
+	LoopPos      = "state.pos"
+	RopeCosTable = "rope.cos_table"
+	RopeSinTable = "rope.sin_table"
+)
+
 // Part names charged outside the mixers (see nn.Tally).
 const (
 	PartInputNorm = "input_norm"
@@ -127,6 +135,14 @@ func DimsFor(o Options, mesh ir.Mesh) (Dims, error) {
 // [B, 1, vocab] (each device's vocab shard, split over the devices and
 // joined on the host (ir.Dist.Join); gathered on the devices only when the
 // vocab is padded) and the greedy next token [B, 1, 1] uint32.
+//
+// Decode with o.DeviceLoop takes no input: the tokens are state
+// LoopTokens [B, 1, 1] uint32 that the step's greedy next tokens replace
+// in place, the positions are state LoopPos [B] uint32 that the step
+// advances by one (an add_scalar at its end), and the RoPE rows are
+// gathered by position from the weights RopeCosTable and RopeSinTable
+// [MaxSeq, rotary dim] bf16 (RopeTableRows). The host writes both states
+// once, before the first such step (LoopState).
 func BuildGraph(o Options, mesh ir.Mesh) (*ir.Graph, *Counts, error) {
 	d, err := DimsFor(o, mesh)
 	if err != nil {
@@ -154,12 +170,24 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 	if prefill {
 		tokT.Shape = ir.Shape{B, o.Seq}
 	}
-	tokens := b.Input("tokens", tokT)
+	loop := o.Loop()
+	var tokens, pos *ir.Value
+	if loop {
+		// One token per user, in the argmax's [B, 1, 1] so the step's
+		// next tokens are written into this state in place.
+		tokT.Shape = ir.Shape{B, 1, 1}
+		tokens = b.State(LoopTokens, tokT)
+	} else {
+		tokens = b.Input("tokens", tokT)
+	}
 	var rope nn.Rope
 	if len(c.AttentionLayers()) > 0 {
-		if prefill {
+		switch {
+		case prefill:
 			rope = nn.DeclareRopePrefill(b, o.Seq, c.RotaryDim())
-		} else {
+		case loop:
+			pos = b.State(LoopPos, ir.TensorType{Shape: ir.Shape{B}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+		default:
 			rope = nn.DeclareRope(b, B, c.RotaryDim())
 		}
 	}
@@ -167,7 +195,11 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 	hvec := func(name string) *ir.Value { return b.Weight(name, ir.T(ir.BF16, H)) }
 
 	b.Region("embed", -1)
-	h := b.Embedding(tokens, embed) // [B,S,H] in prefill
+	if pos != nil {
+		tab := ir.T(ir.BF16, o.MaxSeq, c.RotaryDim())
+		rope = nn.RopeFromTables(b, pos, b.Weight(RopeCosTable, tab), b.Weight(RopeSinTable, tab))
+	}
+	h := b.Embedding(tokens, embed) // [B,S,H] in prefill, [B,1,1,H] in the device loop
 	if !prefill {
 		h = b.Reshape(h, []int{B, 1, H})
 	}
@@ -233,6 +265,12 @@ func build(o Options, d Dims, mesh ir.Mesh) (*ir.Builder, *Counts) {
 		out = logits
 	}
 	next := b.Argmax(logits) // [B,1,1] uint32; argmax(all_gather) fuses to argmax_sharded
+	if loop {
+		b.UpdateState(tokens, next) // the next step's embedding reads it
+		if pos != nil {
+			nn.AdvancePos(b, pos)
+		}
+	}
 	b.Output(out, next)
 	t.Mark("head")
 	counts.Head = t.Sum()

@@ -1,6 +1,7 @@
 package qwen27b
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -29,6 +30,19 @@ var inputFills = map[string]string{
 	"rope.sin": "bf16 rotary table: as rope.cos with sin",
 }
 
+// StateInit: the device loop's tokens and positions are written by the
+// host once, before the first device-loop step; other state starts as
+// zeros.
+func (h hostInfo) StateInit(name string) string {
+	switch name {
+	case LoopTokens:
+		return "uint32 [B, 1, 1]: each user's token for the first device-loop step (the prompt's next token), written once; each step then writes its greedy next tokens here"
+	case LoopPos:
+		return "uint32 [B]: each user's position for the first device-loop step, written once; each step then adds 1"
+	}
+	return ""
+}
+
 func (h hostInfo) InputFill(name string) string {
 	if f, ok := inputFills[name]; ok {
 		return f
@@ -40,6 +54,13 @@ func (h hostInfo) InputFill(name string) string {
 // 2-D projections (and the GDN conv taps) are stored transposed to
 // [in, out] ([K, C] for conv1d's [C, 1, K]); ShareOf gives the cut.
 func (h hostInfo) WeightSource(name string, devices int) (hostcfg.WeightSource, error) {
+	if name == RopeCosTable || name == RopeSinTable {
+		fn := "cos"
+		if name == RopeSinTable {
+			fn = "sin"
+		}
+		return hostcfg.WeightSource{Tensor: name, Axis: -1, Computed: fmt.Sprintf("bf16 [max_seq, rotary_dim]: row p holds %s(p * theta^(-2*(i mod rotary_dim/2)/rotary_dim)) for column i (rope.%s of position p); not in the checkpoint", fn, fn)}, nil
+	}
 	sh, err := ShareOf(h.c, name, devices)
 	if err != nil {
 		return hostcfg.WeightSource{}, err

@@ -18,7 +18,9 @@ import (
 //   - other matrices (projections, lm_head): N(0, 1/fan_in), fan_in = rows
 //     of the [in, out] IR weight;
 //   - state: conv state and KV cache N(0, 1) (like the activations they
-//     hold), recurrent state N(0, 1/Dk).
+//     hold), recurrent state N(0, 1/Dk);
+//   - the device loop's tokens, positions and RoPE tables: zeros (see the
+//     case below).
 func (Model) InitWeight(v *ir.Value, rng *rand.Rand) []float32 {
 	s := v.Type.Shape
 	out := make([]float32, s.Numel())
@@ -29,6 +31,10 @@ func (Model) InitWeight(v *ir.Value, rng *rand.Rand) []float32 {
 	}
 	name := v.Name
 	switch {
+	case name == LoopTokens || name == LoopPos || name == RopeCosTable || name == RopeSinTable:
+		// Zeros, drawing nothing: the host writes the loop state before the
+		// first step and DeviceEnv computes the tables (RopeTableRows), so
+		// every other value gets the numbers it gets without the loop.
 	case v.Kind == ir.KindState && strings.HasSuffix(name, ".recurrent") && s.Rank() == 4:
 		normal(0, 1/math.Sqrt(float64(s[2])))
 	case v.Kind == ir.KindState:
@@ -87,4 +93,12 @@ func RopePrefillTables(rotaryDim int, theta float64, pos, seq int) (cos, sin []f
 		sin = append(sin, si...)
 	}
 	return cos, sin
+}
+
+// RopeTableRows returns the device loop's "rope.cos_table" and
+// "rope.sin_table": [maxSeq, rotaryDim] row-major, row p holding
+// RopeTables' row for position p (computed the same way, so a row
+// gathered by position equals the table the host writes for it).
+func RopeTableRows(rotaryDim int, theta float64, maxSeq int) (cos, sin []float32) {
+	return RopePrefillTables(rotaryDim, theta, 0, maxSeq)
 }

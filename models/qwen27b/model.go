@@ -31,6 +31,7 @@ func (Model) Params() []models.Param {
 		{Name: "seq", Default: "32", Doc: "prefill length in tokens (prefill mode only)"},
 		{Name: "dtype-policy", Default: string(PolicyFast), Doc: "weight dtypes: fast (bfp4_b MLP gate/up, bfp8_b other matrices) or accurate (bfp8_b everywhere)"},
 		{Name: "kv-dtype", Default: "bf16", Doc: "KV cache dtype: bf16 or bfp8_b (half the cache bytes; one exponent per 16 values of a row)"},
+		{Name: "device-loop", Default: "false", Doc: "decode: the host writes nothing between steps (the tokens and positions are device state: the argmax feeds the next step's embedding, the position advances on the device, RoPE rows are gathered from a table uploaded once)"},
 	}
 }
 
@@ -75,7 +76,13 @@ type Options struct {
 	// KVDType is the dtype of the KV caches: bf16 (also the zero value)
 	// or bfp8_b.
 	KVDType ir.DType
+	// DeviceLoop builds the decode step that takes no host input (see
+	// BuildGraph); prefill ignores it.
+	DeviceLoop bool
 }
+
+// Loop reports whether o builds the device-loop decode step.
+func (o Options) Loop() bool { return o.DeviceLoop && o.Mode == Decode }
 
 // KV is the dtype of the KV caches (KVDType, bf16 when unset).
 func (o Options) KV() ir.DType {
@@ -102,6 +109,13 @@ func OptionsFrom(a models.Args) (Options, error) {
 		if o.KVDType, err = ir.ParseDType(s); err != nil {
 			return o, fmt.Errorf("qwen27b: --kv-dtype %q: want bf16 or bfp8_b", s)
 		}
+	}
+	switch a["device-loop"] {
+	case "", "false":
+	case "true":
+		o.DeviceLoop = true
+	default:
+		return o, fmt.Errorf("qwen27b: --device-loop %q: want true or false", a["device-loop"])
 	}
 	if p := a["config"]; p != "" {
 		o.Config, err = config.Load(p)

@@ -29,6 +29,15 @@ func (m Model) DeviceEnv(a models.Args, g *ir.Graph, seed int64) ([]map[*ir.Valu
 			data []float32
 		}{v, data}
 	}
+	if o.Loop() {
+		c := o.Config
+		cos, sin := RopeTableRows(c.RotaryDim(), c.RopeTheta, o.MaxSeq)
+		for name, data := range map[string][]float32{RopeCosTable: cos, RopeSinTable: sin} {
+			if w, ok := full[name]; ok {
+				copy(w.data, data)
+			}
+		}
+	}
 	n := g.Mesh.Devices()
 	envs := make([]map[*ir.Value][]float32, n)
 	for d := range envs {
@@ -113,6 +122,47 @@ func (Model) StepInputs(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]
 			return nil, fmt.Errorf("qwen27b: input %q: %d values for shape %s", v.Name, len(data), v.Type.Shape)
 		}
 		in[v] = data
+	}
+	envs := make([]map[*ir.Value][]float32, g.Mesh.Devices())
+	for d := range envs {
+		envs[d] = in
+	}
+	return envs, nil
+}
+
+// LoopState returns, for every device, the contents of the device-loop
+// state for a decode step feeding tokens (one per user) with every user at
+// pos: what the host writes once before the first device-loop step (the
+// steps after it advance both on the device). A graph built without
+// --device-loop has no such state: the maps are empty.
+func (Model) LoopState(a models.Args, g *ir.Graph, tokens [][]int, pos int) ([]map[*ir.Value][]float32, error) {
+	o, err := OptionsFrom(a)
+	if err != nil {
+		return nil, err
+	}
+	if len(tokens) != o.Batch {
+		return nil, fmt.Errorf("qwen27b: %d users given, the graph has batch %d", len(tokens), o.Batch)
+	}
+	if pos < 0 || pos >= o.MaxSeq {
+		return nil, fmt.Errorf("qwen27b: a decode step at position %d, but the KV cache holds %d (--max-seq %d)", pos, o.MaxSeq, o.MaxSeq)
+	}
+	ids := make([]float32, 0, o.Batch)
+	for b, t := range tokens {
+		if len(t) != 1 {
+			return nil, fmt.Errorf("qwen27b: user %d: %d tokens, a decode step takes 1", b, len(t))
+		}
+		ids = append(ids, float32(t[0]))
+	}
+	posv := make([]float32, o.Batch)
+	for b := range posv {
+		posv[b] = float32(pos)
+	}
+	byName := map[string][]float32{LoopTokens: ids, LoopPos: posv}
+	in := map[*ir.Value][]float32{}
+	for _, v := range g.States {
+		if data, ok := byName[v.Name]; ok {
+			in[v] = data
+		}
 	}
 	envs := make([]map[*ir.Value][]float32, g.Mesh.Devices())
 	for d := range envs {

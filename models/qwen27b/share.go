@@ -29,7 +29,7 @@ func ShareOf(c *config.Config, name string, devices int) (nn.Share, error) {
 		return nn.Share{}, err
 	}
 	switch name {
-	case Prefix + "embed_tokens.weight", Prefix + "norm.weight":
+	case Prefix + "embed_tokens.weight", Prefix + "norm.weight", LoopTokens, LoopPos, RopeCosTable, RopeSinTable:
 		return nn.Replicate, nil
 	case "lm_head.weight":
 		s := nn.Split(1, devices)

@@ -32,11 +32,21 @@ func (Model) Params() []models.Param {
 		{Name: "intermediate", Default: "256", Doc: "MLP intermediate size (multiple of 32)"},
 		{Name: "vocab", Default: "512", Doc: "vocabulary size (multiple of 32, at most 1048576)"},
 		{Name: "batch", Default: "1", Doc: "tokens per decode step (1..32)"},
+		{Name: "device-loop", Default: "false", Doc: "the host writes nothing between steps: the tokens are device state the argmax writes for the next step's embedding"},
 	}
 }
 
 // Sizes are tiny-mlp's dimensions.
-type Sizes struct{ Layers, Hidden, Intermediate, Vocab, Batch int }
+type Sizes struct {
+	Layers, Hidden, Intermediate, Vocab, Batch int
+	// DeviceLoop: the tokens are state LoopTokens [Batch, 1] uint32 that
+	// the step's argmax replaces in place (no step input), and the
+	// embedding table is in tile layout (gathered for many users).
+	DeviceLoop bool
+}
+
+// LoopTokens is the device loop's tokens state.
+const LoopTokens = "state.tokens"
 
 const eps = 1e-6
 
@@ -55,6 +65,13 @@ func SizesFrom(a models.Args) (Sizes, error) {
 			return s, fmt.Errorf("tiny-mlp: --%s %d is more than the limit of %d", f.name, n, lim)
 		}
 		*f.dst = n
+	}
+	switch a["device-loop"] {
+	case "", "false":
+	case "true":
+		s.DeviceLoop = true
+	default:
+		return s, fmt.Errorf("tiny-mlp: --device-loop %q: want true or false", a["device-loop"])
 	}
 	switch {
 	case s.Layers < 1:
@@ -82,9 +99,20 @@ func (m Model) Build(a models.Args, mesh ir.Mesh) (*ir.Graph, error) {
 // BuildGraph builds tiny-mlp for sizes s (which must be valid).
 func BuildGraph(s Sizes) *ir.Graph {
 	b := ir.NewBuilder("tiny-mlp")
-	ids := b.Input("tokens", ir.TensorType{Shape: ir.Shape{s.Batch}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	idsT := ir.TensorType{Shape: ir.Shape{s.Batch}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated}
 	// Row-major table: one page per token row, so the embedding program gathers whole pages.
-	emb := b.Weight("model.embed_tokens.weight", ir.TensorType{Shape: ir.Shape{s.Vocab, s.Hidden}, DType: ir.BF16, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
+	embT := ir.TensorType{Shape: ir.Shape{s.Vocab, s.Hidden}, DType: ir.BF16, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated}
+	var ids *ir.Value
+	if s.DeviceLoop {
+		// The argmax's [B, 1], one page per user; a tile-layout table
+		// serves many users' pages.
+		idsT.Shape = ir.Shape{s.Batch, 1}
+		embT.Layout = ir.TileLayout
+		ids = b.State(LoopTokens, idsT)
+	} else {
+		ids = b.Input("tokens", idsT)
+	}
+	emb := b.Weight("model.embed_tokens.weight", embT)
 	type layerW struct{ norm, gate, up, down *ir.Value }
 	lw := make([]layerW, s.Layers)
 	for i := range lw {
@@ -101,6 +129,9 @@ func BuildGraph(s Sizes) *ir.Graph {
 
 	b.Region("embed", -1)
 	h := b.Embedding(ids, emb)
+	if s.DeviceLoop {
+		h = b.Reshape(h, []int{s.Batch, s.Hidden}) // [B, 1, H] -> [B, H]
+	}
 	for i, w := range lw {
 		b.Region("mlp", i)
 		x := nn.RMSNormDecomposed(b, h, w.norm, eps, 1)
@@ -110,7 +141,11 @@ func BuildGraph(s Sizes) *ir.Graph {
 	}
 	b.Region("head", -1)
 	logits := b.Matmul(nn.RMSNormDecomposed(b, h, finalNorm, eps, 1), lmHead)
-	b.Output(logits, b.Argmax(logits))
+	next := b.Argmax(logits)
+	if s.DeviceLoop {
+		b.UpdateState(ids, next) // the next step's embedding reads it
+	}
+	b.Output(logits, next)
 	g, err := b.Finish()
 	if err != nil {
 		// Sizes were validated; a failure here is a bug in this file.
@@ -120,10 +155,15 @@ func BuildGraph(s Sizes) *ir.Graph {
 }
 
 // InitWeight draws deterministic weights: N(0, 1/fan_in) for projections,
-// N(0, 1) rows for the embedding, small zero-centred norm weights.
+// N(0, 1) rows for the embedding, small zero-centred norm weights; the
+// device loop's tokens state is zeros (the host writes it; drawing
+// nothing keeps the other values as without the loop).
 func (Model) InitWeight(v *ir.Value, rng *rand.Rand) []float32 {
 	n := v.Type.Shape.Numel()
 	out := make([]float32, n)
+	if v.Kind == ir.KindState {
+		return out // the device loop's tokens: zeros until the host writes them
+	}
 	scale := 1.0
 	switch {
 	case strings.Contains(v.Name, "norm"):

@@ -12,9 +12,29 @@ func (m Model) DeviceEnv(_ models.Args, g *ir.Graph, seed int64) ([]map[*ir.Valu
 	return []map[*ir.Value][]float32{models.InitAll(m, g, seed)}, nil
 }
 
-// StepInputs feeds one token per user; tiny-mlp has no positions.
+// StepInputs feeds one token per user; tiny-mlp has no positions. A
+// device-loop graph takes no input (LoopState).
 func (Model) StepInputs(_ models.Args, g *ir.Graph, tokens [][]int, _ int) ([]map[*ir.Value][]float32, error) {
-	ids := g.Inputs[0]
+	if len(g.Inputs) == 0 {
+		return []map[*ir.Value][]float32{{}}, nil
+	}
+	return tokenData(g.Inputs[0], tokens)
+}
+
+// LoopState is the device-loop graph's tokens state for a step feeding
+// tokens, which the host writes once before the first step; empty for a
+// graph that takes its tokens as input.
+func (Model) LoopState(_ models.Args, g *ir.Graph, tokens [][]int, _ int) ([]map[*ir.Value][]float32, error) {
+	for _, s := range g.States {
+		if s.Name == LoopTokens {
+			return tokenData(s, tokens)
+		}
+	}
+	return []map[*ir.Value][]float32{{}}, nil
+}
+
+// tokenData is ids's contents for one token per user.
+func tokenData(ids *ir.Value, tokens [][]int) ([]map[*ir.Value][]float32, error) {
 	if len(tokens) != ids.Type.Shape[0] {
 		return nil, fmt.Errorf("tiny-mlp: %d users given, the graph has batch %d", len(tokens), ids.Type.Shape[0])
 	}

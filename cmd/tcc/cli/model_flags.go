@@ -40,17 +40,20 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	fs.StringVar(&mf.prefillFidelity, "prefill-fidelity", "exact", "math fidelity of the prefill matmuls by weight format, e.g. bfp8_b=HiFi2,bfp4_b=LoFi (lossy: faster products, less accurate; the check's fp32 PCC shows the cost), or exact: the cheapest fidelity that keeps HiFi4's products")
 	owners := map[string][]string{}
 	docs := map[string]models.Param{}
-	ints := map[string]bool{}
+	ints, bools := map[string]bool{}, map[string]bool{}
 	for _, name := range models.Names() {
 		m, _ := models.Lookup(name)
 		for _, p := range m.Params() {
 			owners[p.Name] = append(owners[p.Name], name)
 			_, err := strconv.Atoi(p.Default)
+			isBool := p.Default == "true" || p.Default == "false"
 			if _, ok := docs[p.Name]; !ok {
 				docs[p.Name] = p
 				ints[p.Name] = err == nil
+				bools[p.Name] = isBool
 			}
 			ints[p.Name] = ints[p.Name] && err == nil
+			bools[p.Name] = bools[p.Name] && isBool
 		}
 	}
 	names := make([]string, 0, len(docs))
@@ -60,15 +63,22 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	sort.Strings(names)
 	for _, n := range names {
 		p := docs[n]
-		v := &paramValue{isInt: ints[n]}
+		v := &paramValue{isInt: ints[n], isBool: bools[n]}
 		def := fmt.Sprintf("; default %q", p.Default)
 		switch {
 		case v.isInt:
+			def = "; default " + p.Default
+		case v.isBool && p.Default == "false":
+			def = ""
+		case v.isBool:
 			def = "; default " + p.Default
 		case p.Default == "":
 			def = ""
 		}
 		fs.Var(v, n, fmt.Sprintf("%s (model %s%s)", p.Doc, strings.Join(owners[n], ", "), def))
+		if v.isBool {
+			fs.Lookup(n).NoOptDefVal = "true" // --name alone turns it on
+		}
 		mf.params[n] = v
 	}
 	return mf
@@ -76,10 +86,11 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 
 // paramValue is one model parameter's flag: an int when every model that
 // has it defaults to an integer (shown as int in --help and checked when
-// parsed), else a string. The model checks the value's range.
+// parsed), a bool when every one defaults to true or false (given alone,
+// --name means true), else a string. The model checks the value's range.
 type paramValue struct {
-	s     string
-	isInt bool
+	s             string
+	isInt, isBool bool
 }
 
 func (v *paramValue) String() string { return v.s }
@@ -93,6 +104,13 @@ func (v *paramValue) Set(s string) error {
 			return errors.New("not an integer")
 		}
 	}
+	if v.isBool {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return errors.New("not true or false")
+		}
+		s = strconv.FormatBool(b)
+	}
 	v.s = s
 	return nil
 }
@@ -100,6 +118,9 @@ func (v *paramValue) Set(s string) error {
 func (v *paramValue) Type() string {
 	if v.isInt {
 		return "int"
+	}
+	if v.isBool {
+		return "bool"
 	}
 	return "string"
 }

@@ -314,6 +314,12 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 		fmt.Fprintf(info, "weights: %s (%d buffers per device)\n", rf.weights, len(decodeGraph.Weights))
 	}
+	var computed map[string]bool
+	if cache != nil {
+		if computed, err = computedWeights(m, mf, decodeGraph); err != nil {
+			return err
+		}
+	}
 	byName := make([]map[string][]float32, len(envs))
 	for d, env := range envs {
 		byName[d] = map[string][]float32{}
@@ -321,6 +327,13 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			if cache != nil && v.Kind == ir.KindWeight {
 				bs := dg.build.BufferOf(v)
 				raw, ok := cache.Buffer(d, bs.Name)
+				if !ok && computed[v.Name] {
+					byName[d][v.Name] = data // not in the checkpoint: the model's contents
+					if err := dg.exe.UploadTo(d, v, data); err != nil {
+						return err
+					}
+					continue
+				}
 				if !ok {
 					return fmt.Errorf("--weights %s: no buffer %q for device %d", rf.weights, bs.Name, d)
 				}
@@ -396,15 +409,54 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	// threshold, with both PCCs: the device agreed with the reference at
 	// its own storage formats, so the gap is those formats' rounding.
 	var fp32Only []string
+	// loopStarted is set once the host has written the device loop's
+	// state (loopState): later steps upload nothing.
+	loopStarted := false
 	run := func(sg *stepGraph, step string, toks [][]int) ([][]int, error) {
 		ins, err := runner.StepInputs(sg.args, sg.graph, toks, pos)
 		if err != nil {
 			return nil, err
 		}
-		for d, in := range ins {
-			for v, data := range in {
-				if err := sg.exe.UploadTo(d, v, data); err != nil {
-					return nil, err
+		loop, err := loopState(runner, sg, toks, pos)
+		if err != nil {
+			return nil, err
+		}
+		// wrote counts the bytes the host writes to the devices this step.
+		wrote := 0
+		upload := func(sets []map[*ir.Value][]float32) error {
+			for d, in := range sets {
+				for v, data := range in {
+					if err := sg.exe.UploadTo(d, v, data); err != nil {
+						return err
+					}
+					wrote += len(data) * v.Type.DType.ElemBytes()
+				}
+			}
+			return nil
+		}
+		if err := upload(ins); err != nil {
+			return nil, err
+		}
+		if loop != nil && !loopStarted {
+			// The first device-loop step: the host writes the tokens and
+			// positions once; the steps after it advance them on the device.
+			if err := upload(loop); err != nil {
+				return nil, err
+			}
+			loopStarted = true
+		}
+		if loop != nil {
+			fmt.Fprintf(info, "%-9s host wrote %d bytes\n", step, wrote)
+			// The free-running references carry their own state but are fed
+			// the device's tokens, as the host-driven run feeds them.
+			for i, rk := range refs {
+				if rk.deviceState {
+					continue
+				}
+				for d, m := range loop {
+					for v, data := range m {
+						refState[i][d][v.Name] = append([]float32(nil), data...)
+					}
 				}
 			}
 		}
@@ -511,7 +563,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if err != nil {
 			return nil, err
 		}
-		sc := compareState(sg.graph.States, pre, post, refState[0], rf.threshold)
+		sc := compareState(checkedStates(sg.graph), pre, post, refState[0], rf.threshold)
 		failed += len(sc.fails)
 		fmt.Fprintf(w, "%-9s %s\n", "", sc)
 		failed += len(sg.programs.fails())
@@ -620,6 +672,16 @@ func loadWeights(path, name string, m models.Model, mf *modelFlags, b *codegen.B
 	if err != nil {
 		return nil, err
 	}
+	// Weights the host computes (the device loop's RoPE tables) are not in
+	// the checkpoint: runModel uploads the model's own contents for them.
+	m2 := *pf.Manifest
+	m2.Weights = nil
+	for _, w := range pf.Manifest.Weights {
+		if w.Source == nil || w.Source.Computed == "" {
+			m2.Weights = append(m2.Weights, w)
+		}
+	}
+	pf.Manifest = &m2
 	if c != nil {
 		want, err := checkpoint.ContractOf(pf)
 		if err != nil {
@@ -665,6 +727,63 @@ func deviceState(sg *stepGraph) ([]map[string][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// computedWeights names the weights of g the host computes instead of
+// reading them from a checkpoint (hostcfg.WeightSource.Computed).
+func computedWeights(m models.Model, mf *modelFlags, g *ir.Graph) (map[string]bool, error) {
+	info, err := hostInfo(m, mf)
+	if err != nil || info == nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, w := range g.Weights {
+		src, err := info.WeightSource(w.Name, g.Mesh.Cols)
+		if err != nil {
+			return nil, err
+		}
+		if src.Computed != "" {
+			out[w.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// loopRunner is implemented by runners whose decode graph can keep the
+// step's inputs on the device (qwen27b's --device-loop).
+type loopRunner interface {
+	// LoopState returns, for every device, the state the host writes
+	// before the first step of a graph that takes no step inputs: the
+	// tokens and positions; empty maps for a graph that takes inputs.
+	LoopState(args models.Args, g *ir.Graph, tokens [][]int, pos int) ([]map[*ir.Value][]float32, error)
+}
+
+// loopState is the device-loop state of a step of sg feeding toks at pos
+// (loopRunner.LoopState), or nil when sg is not a device-loop graph.
+func loopState(runner models.Runner, sg *stepGraph, toks [][]int, pos int) ([]map[*ir.Value][]float32, error) {
+	lr, ok := runner.(loopRunner)
+	if !ok || len(sg.graph.Inputs) > 0 {
+		return nil, nil
+	}
+	loop, err := lr.LoopState(sg.args, sg.graph, toks, pos)
+	if err != nil || len(loop) == 0 || len(loop[0]) == 0 {
+		return nil, err
+	}
+	return loop, nil
+}
+
+// checkedStates are the states the per-step state check compares: all but
+// the one the step's next tokens are written into (the device loop's
+// tokens), which the token check compares with its near-tie allowance.
+func checkedStates(g *ir.Graph) []*ir.Value {
+	var out []*ir.Value
+	for _, s := range g.States {
+		if len(g.Outputs) > 1 && g.StateUpdates[s] == g.Outputs[1] {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // afterStep, when set (tests only), runs after a step's programs and
