@@ -71,7 +71,8 @@ func PositionInputs(g *ir.Graph) []*ir.Value {
 // pages of each interleaved buffer at the DRAM page stride; weights placed
 // in blocks their padded blocks): weights, KV caches (KVCaches), the other
 // persistent state, and everything else (inputs, activations and
-// scratch: every op result not written in place). Every device of a mesh
+// scratch: every op result not written in place, the intermediates that
+// share a buffer counted once per buffer). Every device of a mesh
 // holds the same buffers (its shard of each), so one device's use is
 // every device's.
 type MemoryUse struct {
