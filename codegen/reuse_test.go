@@ -209,8 +209,8 @@ func qwenBuild(t *testing.T, flags map[string]string) *Build {
 
 // TestQwenBufferReuse: in the small qwen27b's prefill and decode builds
 // every program reads the value it expects from every buffer, the shared
-// buffers hold most intermediates, and compiling again gives the same
-// names and sizes.
+// buffers hold most intermediates, GraphMemory counts what the build
+// allocates, and compiling again gives the same names and sizes.
 func TestQwenBufferReuse(t *testing.T) {
 	small := filepath.Join("..", "models", "qwen27b", "testdata", "small.json")
 	for _, tc := range []struct {
@@ -223,6 +223,9 @@ func TestQwenBufferReuse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := qwenBuild(t, tc.flags)
 			checkReads(t, b)
+			if u, err := GraphMemory(b.Graph, b.Target); err != nil || u != b.Memory() {
+				t.Errorf("graph memory %+v (%v), the build's %+v", u, err, b.Memory())
+			}
 			shared, values := 0, 0
 			for _, s := range b.Buffers {
 				if s.Values != nil {
