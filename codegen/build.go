@@ -23,6 +23,9 @@ type Build struct {
 	// views maps each reshape result that is a view (viewAliases) to the
 	// value whose buffer it reads.
 	views map[*ir.Value]*ir.Value
+	// shared maps each value held in a shared buffer (planReuse) to the
+	// buffer's index in Buffers.
+	shared map[*ir.Value]int
 }
 
 // Program is the device program of one graph op. Programs of ops that
@@ -34,12 +37,22 @@ type Program struct {
 }
 
 // BufferSpec is one device buffer: the tensor a graph value holds, its
-// placement and its pages (lower.PageLayout).
+// placement and its pages (lower.PageLayout). A shared buffer holds several
+// intermediate values in turn (Values); its shape and pages are those of
+// the largest, and each program declares it with the pages of the value it
+// reads or writes, at most Pages.
 type BufferSpec struct {
 	// Name is the buffer's global name (lower.Context.BufferName): the
-	// checkpoint name of a weight, "t<ID>" for any other value.
-	Name     string
-	Value    *ir.Value
+	// checkpoint name of a weight, "s<N>" for a shared buffer, "t<ID>" for
+	// any other value.
+	Name string
+	// Value is the value the buffer holds (a shared buffer: the first of
+	// its values with the most pages).
+	Value *ir.Value
+	// Values, for a shared buffer, are the values it holds, in the order
+	// the programs write them; their live ranges (first writer to last
+	// reader) do not overlap. Nil for any other buffer.
+	Values   []*ir.Value
 	Shape    ir.Shape
 	DType    ir.DType
 	Layout   ir.Layout
@@ -62,9 +75,14 @@ const maxErrors = 20
 // Compile lowers every op of g (fused and placed: every value DRAM
 // interleaved) for target t. On success Build.Programs has one entry per op
 // in g.Ops() order, each program valid for t (kir.Validate), and
-// Build.Buffers one entry per device value, in the order inputs, weights,
-// states, op results (program order), with unique names; every buffer a
-// program declares is in Build.Buffers with the same page layout. A graph
+// Build.Buffers one entry per device buffer, in the order inputs, weights,
+// states, op results (program order; a shared buffer where its first value
+// is written), with unique names; every buffer a program declares is in
+// Build.Buffers with the same page layout (of a shared buffer: the same
+// page size, dtype and layout and at most its pages). The intermediate
+// values (op results that are neither graph outputs nor written into a
+// state's or another value's buffer) share DRAM buffers by liveness
+// (planReuse). A graph
 // whose buffers do not fit one device's DRAM (GraphMemory) is refused with
 // a *DRAMError before any op is lowered. On
 // failure the error lists every op that could not be lowered (up to 20),
@@ -90,15 +108,18 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	}
 	ctx.Alias = alias
 	ctx.Blocks = weightBlocks(g, t, ctx.Fidelity)
+	plan := planReuse(g, alias)
+	ctx.Names = plan.names()
 	// The DRAM capacity first (rule dram-capacity), before any op is
 	// lowered; a value without a page layout is reported below.
-	if u, err := graphMemory(g, t, alias, ctx.Blocks); err == nil {
+	if u, err := graphMemory(g, t, alias, plan, ctx.Blocks); err == nil {
 		if err := fits(g, t, u); err != nil {
 			return nil, err
 		}
 	}
-	b := &Build{Graph: g, Target: t, printed: m.printed, views: map[*ir.Value]*ir.Value{}}
+	b := &Build{Graph: g, Target: t, printed: m.printed, views: map[*ir.Value]*ir.Value{}, shared: map[*ir.Value]int{}}
 	byName := map[string]*ir.Value{}
+	slotAt := map[int]int{} // plan slot -> index in b.Buffers
 	var errs []error
 	fail := func(err error) {
 		if len(errs) < maxErrors {
@@ -108,7 +129,7 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 	addBuffer := func(v *ir.Value, where string) {
 		name := ctx.BufferName(v)
 		if other, dup := byName[name]; dup {
-			fail(fmt.Errorf("codegen: %s: buffer name %q of %s %s is already used by %s %s; weight names must be unique and must not look like t<ID>", where, name, v.Kind, v, other.Kind, other))
+			fail(fmt.Errorf("codegen: %s: buffer name %q of %s %s is already used by %s %s; weight names must be unique and must not look like t<ID> or s<N>", where, name, v.Kind, v, other.Kind, other))
 			return
 		}
 		byName[name] = v
@@ -135,8 +156,23 @@ func Compile(g *ir.Graph, t *target.Target) (*Build, error) {
 			continue // its result is its operand's buffer (viewAliases)
 		}
 		for _, r := range op.Results {
-			if _, inPlace := alias[r]; !inPlace {
+			s, isShared := plan.slot[r]
+			switch _, inPlace := alias[r]; {
+			case inPlace:
+			case !isShared:
 				addBuffer(r, op.Where())
+			default:
+				at, added := slotAt[s]
+				if !added {
+					at = len(b.Buffers)
+					addBuffer(plan.slots[s].Largest, op.Where())
+					if len(b.Buffers) == at {
+						continue // addBuffer failed
+					}
+					b.Buffers[at].Values = plan.slots[s].Values
+					slotAt[s] = at
+				}
+				b.shared[r] = at
 			}
 		}
 		p, err := lm.lower(op, ctx)
@@ -279,16 +315,12 @@ func (b *Build) Buffer(name string) *BufferSpec {
 
 // BufferOf returns the spec of the buffer holding value v (for a state's
 // new value, the state's own buffer; for a reshape view, its operand's
-// buffer), or nil.
+// buffer; for a value in a shared buffer, that buffer, the same spec for
+// each of its values), or nil.
 func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
-	if root, ok := b.views[v]; ok {
-		v = root
-	}
-	for s, nv := range b.Graph.StateUpdates {
-		if nv == v {
-			v = s
-			break
-		}
+	v = b.Holder(v)
+	if i, ok := b.shared[v]; ok {
+		return &b.Buffers[i]
 	}
 	for i := range b.Buffers {
 		if b.Buffers[i].Value == v {
@@ -296,6 +328,22 @@ func (b *Build) BufferOf(v *ir.Value) *BufferSpec {
 		}
 	}
 	return nil
+}
+
+// Holder is the value whose page layout v's contents have in its buffer
+// (BufferOf): a reshape view's operand, a state's new value's state, else v
+// itself. A shared buffer holds each of its values in that value's own
+// layout, over the first of its pages.
+func (b *Build) Holder(v *ir.Value) *ir.Value {
+	if root, ok := b.views[v]; ok {
+		v = root
+	}
+	for s, nv := range b.Graph.StateUpdates {
+		if nv == v {
+			return s
+		}
+	}
+	return v
 }
 
 // checkBuffers checks that every buffer a program declares is a build
@@ -316,7 +364,8 @@ func (b *Build) checkBuffers() error {
 			if (s.Blocks == nil) != (pb.Blocks == nil) || s.Blocks != nil && *s.Blocks != *pb.Blocks {
 				return fmt.Errorf("codegen: %s: program %q declares buffer %q with block layout %v; the build places it %v", p.Op.Where(), p.Kernel.Name, pb.Name, pb.Blocks, s.Blocks)
 			}
-			if s.PageSize != pb.PageSize || s.Pages != pb.Pages || s.DType != pb.DType || s.Layout != pb.Layout {
+			pagesOK := s.Pages == pb.Pages || s.Values != nil && pb.Pages <= s.Pages
+			if s.PageSize != pb.PageSize || !pagesOK || s.DType != pb.DType || s.Layout != pb.Layout {
 				return fmt.Errorf("codegen: %s: program %q declares buffer %q as %d pages of %d bytes (%s %s); the build has %d pages of %d bytes (%s %s)",
 					p.Op.Where(), p.Kernel.Name, pb.Name, pb.Pages, pb.PageSize, pb.DType, pb.Layout, s.Pages, s.PageSize, s.DType, s.Layout)
 			}

@@ -75,7 +75,8 @@ func PositionInputs(g *ir.Graph) []*ir.Value {
 // pages of each interleaved buffer at the DRAM page stride; weights placed
 // in blocks their padded blocks): weights, KV caches (KVCaches), the other
 // persistent state, and everything else (inputs, activations and
-// scratch: every op result not written in place). Every device of a mesh
+// scratch: every op result not written in place, the intermediates that
+// share a buffer counted once per buffer). Every device of a mesh
 // holds the same buffers (its shard of each), so one device's use is
 // every device's.
 type MemoryUse struct {
@@ -130,19 +131,21 @@ func dramBytes(t *target.Target, b kir.Buffer) int64 {
 // GraphMemory is what Compile(g, t) would allocate in each device's DRAM,
 // computed from g alone, before any op is lowered: the buffers of g's
 // inputs, weights and states and of every op result that is not a state
-// written in place, each with its page layout (lower.PageLayout) and
-// weight blocks. It fails when a value has no page layout.
+// written in place nor a view, each with its page layout
+// (lower.PageLayout) and weight blocks, the intermediates that share a
+// buffer (planReuse) counted once per shared buffer. It fails when a value has no page layout.
 func GraphMemory(g *ir.Graph, t *target.Target) (MemoryUse, error) {
 	alias, err := bufferAliases(g)
 	if err != nil {
 		return MemoryUse{Capacity: t.DRAMBytes()}, err
 	}
-	return graphMemory(g, t, alias, weightBlocks(g, t, lower.NewContext(t).Fidelity))
+	return graphMemory(g, t, alias, planReuse(g, alias), weightBlocks(g, t, lower.NewContext(t).Fidelity))
 }
 
-// graphMemory is GraphMemory with the state aliases and weight blocks
-// Compile uses.
-func graphMemory(g *ir.Graph, t *target.Target, alias map[*ir.Value]*ir.Value, blocks map[*ir.Value]*kir.BlockLayout) (MemoryUse, error) {
+// graphMemory is GraphMemory with the state aliases, shared buffers and
+// weight blocks Compile uses: a shared buffer counts once, at the size of
+// its largest value.
+func graphMemory(g *ir.Graph, t *target.Target, alias map[*ir.Value]*ir.Value, plan *reusePlan, blocks map[*ir.Value]*kir.BlockLayout) (MemoryUse, error) {
 	u := MemoryUse{Capacity: t.DRAMBytes()}
 	kv := KVCaches(g)
 	add := func(v *ir.Value) error {
@@ -163,6 +166,14 @@ func graphMemory(g *ir.Graph, t *target.Target, alias map[*ir.Value]*ir.Value, b
 	for _, op := range g.Ops() {
 		for _, r := range op.Results {
 			if _, inPlace := alias[r]; inPlace {
+				continue
+			}
+			if s, ok := plan.slot[r]; ok {
+				if plan.slots[s].Values[0] == r {
+					if err := add(plan.slots[s].Largest); err != nil {
+						return u, err
+					}
+				}
 				continue
 			}
 			if err := add(r); err != nil {

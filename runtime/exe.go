@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -62,6 +63,34 @@ func (e *Executable) name(v *ir.Value) (string, error) {
 	return "", fmt.Errorf("runtime: value %s (%q) has no device buffer in this build", v, v.Name)
 }
 
+// tensor is v's contents as its device buffer holds them: the buffer's
+// tensor, or for a value of a shared buffer (codegen.BufferSpec.Values)
+// other than the one it is sized for, the value's own shape and page
+// layout over the buffer's first pages.
+func (e *Executable) tensor(v *ir.Value) (Tensor, error) {
+	n, err := e.name(v)
+	if err != nil {
+		return Tensor{}, err
+	}
+	t, ok := e.Mesh.tensors[n]
+	if !ok {
+		return Tensor{}, fmt.Errorf("runtime: no tensor %q", n)
+	}
+	h := e.Build.Holder(v)
+	if s := e.Build.BufferOf(v); s.Values == nil || h == s.Value {
+		return t, nil
+	}
+	ps, pages, err := lower.PageLayout(h.Type)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("runtime: value %s (%q): %w", v, v.Name, err)
+	}
+	if ps != t.PageSize || pages > t.Pages {
+		return Tensor{}, fmt.Errorf("runtime: value %s (%q) needs %d pages of %d B; its shared buffer %q has %d of %d B", v, v.Name, pages, ps, n, t.Pages, t.PageSize)
+	}
+	t.DType, t.Layout, t.Pages, t.Shape = h.Type.DType, h.Type.Layout, pages, h.Type.Shape
+	return t, nil
+}
+
 // Upload writes v's row-major contents to every device (the same data on
 // each; use UploadTo for per-device shards).
 func (e *Executable) Upload(v *ir.Value, data []float32) error {
@@ -75,11 +104,11 @@ func (e *Executable) Upload(v *ir.Value, data []float32) error {
 
 // UploadTo writes v's row-major per-device contents to device dev.
 func (e *Executable) UploadTo(dev int, v *ir.Value, data []float32) error {
-	n, err := e.name(v)
+	t, err := e.tensor(v)
 	if err != nil {
 		return err
 	}
-	return e.Mesh.Upload(dev, n, data)
+	return e.Mesh.upload(dev, t, data)
 }
 
 // Download reads v whole: from device 0 when replicated, else every
@@ -101,11 +130,11 @@ func (e *Executable) Download(v *ir.Value) ([]float32, error) {
 
 // DownloadFrom reads v from device dev.
 func (e *Executable) DownloadFrom(dev int, v *ir.Value) ([]float32, error) {
-	n, err := e.name(v)
+	t, err := e.tensor(v)
 	if err != nil {
 		return nil, err
 	}
-	return e.Mesh.Download(dev, n)
+	return e.Mesh.download(dev, t)
 }
 
 // RunProgram launches program i on every device (a collective, on all

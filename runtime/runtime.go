@@ -131,32 +131,50 @@ func (m *Mesh) TensorNames() []string {
 // Upload writes row-major data (len = the tensor's element count) to tensor
 // name on device dev, converted to the tensor's layout and dtype.
 func (m *Mesh) Upload(dev int, name string, data []float32) error {
-	d, err := m.device(dev)
-	if err != nil {
+	if _, err := m.device(dev); err != nil {
 		return err
 	}
 	t, ok := m.tensors[name]
 	if !ok {
 		return fmt.Errorf("runtime: upload: no tensor %q", name)
 	}
+	return m.upload(dev, t, data)
+}
+
+// upload writes data to device dev's buffer t.Name as t lays it out, from
+// its first page.
+func (m *Mesh) upload(dev int, t Tensor, data []float32) error {
+	d, err := m.device(dev)
+	if err != nil {
+		return err
+	}
 	b, err := Encode(t, data)
 	if err != nil {
 		return err
 	}
-	return d.WritePages(name, 0, b)
+	return d.WritePages(t.Name, 0, b)
 }
 
 // Download reads tensor name from device dev as row-major float32.
 func (m *Mesh) Download(dev int, name string) ([]float32, error) {
-	d, err := m.device(dev)
-	if err != nil {
+	if _, err := m.device(dev); err != nil {
 		return nil, err
 	}
 	t, ok := m.tensors[name]
 	if !ok {
 		return nil, fmt.Errorf("runtime: download: no tensor %q", name)
 	}
-	b, err := d.ReadPages(name, 0, t.Pages)
+	return m.download(dev, t)
+}
+
+// download reads t.Pages pages of device dev's buffer t.Name as t lays
+// them out.
+func (m *Mesh) download(dev int, t Tensor) ([]float32, error) {
+	d, err := m.device(dev)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.ReadPages(t.Name, 0, t.Pages)
 	if err != nil {
 		return nil, err
 	}

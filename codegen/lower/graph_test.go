@@ -218,22 +218,14 @@ func checkCompiledGraph(t *testing.T, g *ir.Graph) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range b.Buffers {
-		tn := runtime.Tensor{Buffer: s.Buffer(), Shape: s.Shape}
-		if err := m.Alloc(tn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	name := func(v *ir.Value) string {
-		s := b.BufferOf(v)
-		if s == nil {
-			t.Fatalf("value %s has no buffer", v)
-		}
-		return s.Name
+	// Load reads and writes each value in its own layout, also where
+	// intermediates share a buffer.
+	e, err := runtime.Load(m, b)
+	if err != nil {
+		t.Fatal(err)
 	}
 	stats := map[string]*opStats{}
-	var steps int64
-	for _, p := range b.Programs {
+	for i, p := range b.Programs {
 		if err := kir.Validate(p.Kernel, tgt); err != nil {
 			t.Fatalf("%s: %v", p.Op.Where(), err)
 		}
@@ -243,43 +235,39 @@ func checkCompiledGraph(t *testing.T, g *ir.Graph) {
 			}
 		}
 		for _, v := range p.Op.Operands {
-			if err := m.Upload(0, name(v), vals[v].Data); err != nil {
+			if err := e.UploadTo(0, v, vals[v].Data); err != nil {
 				t.Fatal(err)
 			}
 		}
-		st, err := m.Launch(0, p.Kernel)
-		if err != nil {
+		if err := e.RunProgram(i); err != nil {
 			t.Fatalf("%s: %v", p.Op.Where(), err)
 		}
-		steps += st.Steps
-		got, err := m.Download(0, name(p.Op.Result()))
+		got, err := e.DownloadFrom(0, p.Op.Result())
 		if err != nil {
 			t.Fatal(err)
 		}
 		compareOp(t, p.Op, vals[p.Op.Result()].Data, got, stats)
 	}
 	logStats(t, stats)
-	t.Logf("%d programs, %d simulator steps", len(b.Programs), steps)
+	t.Logf("%d programs", len(b.Programs))
 
 	// Chained: inputs, weights and states once, then every program.
 	for _, list := range [][]*ir.Value{g.Inputs, g.Weights, g.States} {
 		for _, v := range list {
-			if err := m.Upload(0, name(v), vals[v].Data); err != nil {
+			if err := e.UploadTo(0, v, vals[v].Data); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	for _, p := range b.Programs {
-		if _, err := m.Launch(0, p.Kernel); err != nil {
-			t.Fatalf("%s: %v", p.Op.Where(), err)
-		}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
 	}
 	logits, next := g.Outputs[0], g.Outputs[1]
-	gl, err := m.Download(0, name(logits))
+	gl, err := e.DownloadFrom(0, logits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gn, err := m.Download(0, name(next))
+	gn, err := e.DownloadFrom(0, next)
 	if err != nil {
 		t.Fatal(err)
 	}

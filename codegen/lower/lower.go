@@ -33,6 +33,10 @@ type Context struct {
 	// Blocks places weights in blocks (WeightBlocks): every program
 	// declares and addresses such a weight's buffer with its layout.
 	Blocks map[*ir.Value]*kir.BlockLayout
+	// Names, when set, names the buffers of values that share one
+	// (codegen's liveness reuse: intermediates whose live ranges do not
+	// overlap): BufferName returns Names[v] for them.
+	Names map[*ir.Value]string
 }
 
 // RingOptions constrain the adder cores of a ring collective; the
@@ -58,11 +62,15 @@ func NewContext(t *target.Target) *Context {
 // BufferName is the stable global name of v's device buffer: the checkpoint
 // name for weights, the state name for persistent state (so the prefill and
 // decode builds of one model share them), "t<ID>" for every other value (inputs, op
-// results). The runtime allocates one buffer per name and resolves
-// kir.BufferAddr(name, ...) arguments with it.
+// results), or the shared buffer's name Names gives. The runtime allocates
+// one buffer per name and resolves kir.BufferAddr(name, ...) arguments with
+// it.
 func (c *Context) BufferName(v *ir.Value) string {
 	if a, ok := c.Alias[v]; ok {
 		v = a
+	}
+	if n, ok := c.Names[v]; ok {
+		return n
 	}
 	if (v.Kind == ir.KindWeight || v.Kind == ir.KindState) && v.Name != "" {
 		return v.Name

@@ -31,38 +31,38 @@ var Table = gogen.Table{
 	Meshes: map[string]gogen.MeshPrograms{"1x1": gogen.MeshPrograms{
 		Devices: 1,
 		Programs: []gogen.Instance{gogen.Instance{
-			Buffers: []string{"t0", "model.embed_tokens.weight", "t13"},
+			Buffers: []string{"t0", "model.embed_tokens.weight", "s0"},
 			Layer:   -1,
 			Program: "embedding_12",
 		}, gogen.Instance{
-			Buffers: []string{"t13", "model.layers.0.post_attention_layernorm.weight", "t15"},
+			Buffers: []string{"s0", "model.layers.0.post_attention_layernorm.weight", "s1"},
 			Program: "rms_norm_14",
 			Sig:     1,
 		}, gogen.Instance{
-			Buffers: []string{"t15", "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "t17"},
+			Buffers: []string{"s1", "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight", "s2"},
 			Program: "matmul_swiglu_16",
 			Sig:     2,
 		}, gogen.Instance{
-			Buffers: []string{"t17", "model.layers.0.mlp.down_proj.weight", "t13", "t19"},
+			Buffers: []string{"s2", "model.layers.0.mlp.down_proj.weight", "s0", "s1"},
 			Program: "matmul_add_18",
 			Sig:     3,
 		}, gogen.Instance{
-			Buffers: []string{"t19", "model.layers.1.post_attention_layernorm.weight", "t21"},
+			Buffers: []string{"s1", "model.layers.1.post_attention_layernorm.weight", "s0"},
 			Layer:   1,
 			Program: "rms_norm_20",
 			Sig:     1,
 		}, gogen.Instance{
-			Buffers: []string{"t21", "model.layers.1.mlp.gate_proj.weight", "model.layers.1.mlp.up_proj.weight", "t23"},
+			Buffers: []string{"s0", "model.layers.1.mlp.gate_proj.weight", "model.layers.1.mlp.up_proj.weight", "s2"},
 			Layer:   1,
 			Program: "matmul_swiglu_22",
 			Sig:     2,
 		}, gogen.Instance{
-			Buffers: []string{"t23", "model.layers.1.mlp.down_proj.weight", "t19", "t25"},
+			Buffers: []string{"s2", "model.layers.1.mlp.down_proj.weight", "s1", "s0"},
 			Layer:   1,
 			Program: "matmul_add_24",
 			Sig:     3,
 		}, gogen.Instance{
-			Buffers: []string{"t25", "model.norm.weight", "lm_head.weight", "t27"},
+			Buffers: []string{"s0", "model.norm.weight", "lm_head.weight", "t27"},
 			Layer:   -1,
 			Program: "rmsnorm_matmul_26",
 			Sig:     4,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	model "github.com/tcc-dev/tcc/models/qwen27b"
@@ -330,11 +331,16 @@ func smallTileCounts(b *codegen.Build) []int {
 		if p.Op.Region == nil || p.Op.Region.Kind != "gdn" {
 			continue
 		}
-		bs := b.BufferOf(p.Op.Results[0])
-		if bs == nil {
+		r := p.Op.Results[0]
+		if b.BufferOf(r) == nil {
 			continue
 		}
-		out = append(out, bs.Pages)
+		// The value's own pages: a shared buffer may be larger.
+		_, pages, err := lower.PageLayout(r.Type)
+		if err != nil {
+			continue
+		}
+		out = append(out, pages)
 	}
 	return out
 }
