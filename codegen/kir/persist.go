@@ -46,6 +46,8 @@ type PhaseKernel struct {
 	NoC       int
 	Cores     []ir.CoreRange
 	Compute   ComputeConfig
+	// Defines are the kernel's preprocessor defines.
+	Defines map[string]string `json:",omitempty"`
 }
 
 // CtlStride is the distance between control words (a semaphore's).

@@ -8,7 +8,7 @@
 //
 //	wait done[q] for every q in deps(p)      (data-movement RISCs)
 //	tcc_phase_begin(p)                       (core-local barrier)
-//	phase p's kernel body, or nothing        (args renamed "p<P>.<name>")
+//	phase p's kernel body, or nothing        (args renamed "p<P>_<name>")
 //	noc_async_write_barrier()                (data-movement RISCs)
 //	tcc_phase_end(p)                         (core-local barrier)
 //	count[p]++ on the phase's leader         (BRISC, or the ethernet RISC)

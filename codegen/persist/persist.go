@@ -39,8 +39,8 @@ func (p *Plan) Deps() int {
 }
 
 // Build merges b's programs into one persistent program (see the package
-// doc). The program declares every buffer of the phases plus the control
-// buffer CtlBuffer. Errors name the phase (program and op) and the rule:
+// doc) and validates it (Validate). The program declares every buffer of
+// the phases plus the control buffer CtlBuffer. Errors name the phase (program and op) and the rule:
 // two kernels of one phase on one RISC of a core, a kernel with more
 // runtime arguments on a core than the card allows, a statement Build
 // cannot rename.
@@ -73,7 +73,7 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 		}
 		kernelOn[p] = map[slotKey]*kir.Kernel{}
 		for _, k := range sp.Kernels {
-			ph.Kernels = append(ph.Kernels, kir.PhaseKernel{Name: k.Name, Processor: k.Processor, NoC: k.NoC, Cores: k.Cores, Compute: k.Compute})
+			ph.Kernels = append(ph.Kernels, kir.PhaseKernel{Name: k.Name, Processor: k.Processor, NoC: k.NoC, Cores: k.Cores, Compute: k.Compute, Defines: k.Defines})
 			nrt := len(k.ArgsOfKind(kir.RuntimeArg)) + len(k.ArgsOfKind(kir.CommonRuntimeArg))
 			if nrt > t.MaxRuntimeArgs {
 				return nil, nil, &kir.RuleError{Rule: kir.RuleRuntimeArgs, Program: sp.Name, Kernel: k.Name, CB: kir.NoCB,
@@ -172,7 +172,7 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 		c0 := g.cores[0]
 		proc := procFromKey(key)
 		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores}
-		m.k = &kir.Kernel{Name: fmt.Sprintf("persist.%s.%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
+		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
 		}
@@ -186,6 +186,9 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 			}
 		}
 		prog.Kernels = append(prog.Kernels, m.finish())
+	}
+	if err := Validate(prog, t); err != nil {
+		return nil, nil, err
 	}
 	return prog, plan, nil
 }
@@ -202,6 +205,18 @@ func CtlKirBuffer(b *codegen.Build, ctlBytes int) kir.Buffer {
 // CtlShape is the shape of the control buffer as a row-major uint32
 // tensor (its rows are its pages).
 func CtlShape(buf kir.Buffer) ir.Shape { return ir.Shape{buf.Pages, buf.PageSize / 4} }
+
+// ArgPrefix is the prefix of phase p's arguments in a merged kernel
+// ("p17_" for phase 17); their variables are prefixed "v17_".
+func ArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+
+// coreID spells c as part of an identifier: "3_4", "eth2".
+func coreID(c kir.Core) string {
+	if c.IsEth() {
+		return fmt.Sprintf("eth%d", c.X)
+	}
+	return fmt.Sprintf("%d_%d", c.X, c.Y)
+}
 
 func signalerOf(procs map[kir.Processor]bool) kir.Processor {
 	for _, p := range []kir.Processor{kir.RISCV0, kir.RISCV1} {
@@ -364,9 +379,9 @@ func (m *merger) ctl() kir.Expr {
 func (m *merger) workerCtl() kir.Expr {
 	if !m.ctlOK {
 		m.ctlOK = true
-		m.k.CommonArg("persist.ctl", kir.BufferAddr(CtlBuffer, 0))
+		m.k.CommonArg("persist_ctl", kir.BufferAddr(CtlBuffer, 0))
 	}
-	return kir.ArgRef{Name: "persist.ctl"}
+	return kir.ArgRef{Name: "persist_ctl"}
 }
 
 // ctlOf is the control block's address on core c.
@@ -382,7 +397,7 @@ func (m *merger) nocAddr(c kir.Core, off uint32) kir.Expr {
 	if m.nocs == nil {
 		m.nocs = map[kir.Core]bool{}
 	}
-	nx, ny := fmt.Sprintf("persist.nx%s", c), fmt.Sprintf("persist.ny%s", c)
+	nx, ny := fmt.Sprintf("persist_nx_%s", coreID(c)), fmt.Sprintf("persist_ny_%s", coreID(c))
 	if !m.nocs[c] {
 		m.nocs[c] = true
 		m.k.CommonArg(nx, kir.NoCX(c))
@@ -451,7 +466,7 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 // arguments join the merged kernel's table (runtime values per core
 // appended in phase order).
 func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
-	prefix := fmt.Sprintf("p%d.", p)
+	prefix := ArgPrefix(p)
 	nrt := 0
 	for _, a := range src.Args {
 		v := a.Value
@@ -474,6 +489,7 @@ func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 		}
 		for _, c := range m.cores {
 			vals := src.RuntimeValuesOn(c)
+			vals = vals[:min(len(vals), nrt)]
 			pad := m.nrt - len(m.rt[c])
 			for i := 0; i < pad; i++ {
 				m.rt[c] = append(m.rt[c], kir.U32(0))
@@ -558,7 +574,7 @@ func (r *renamer) stmt(s kir.Stmt) kir.Stmt {
 	return cp.Interface().(kir.Stmt)
 }
 
-func (r *renamer) varName(n string) string { return strings.ReplaceAll(r.prefix, ".", "_") + n }
+func (r *renamer) varName(n string) string { return "v" + strings.TrimPrefix(r.prefix, "p") + n }
 
 func (r *renamer) expr(e kir.Expr) kir.Expr {
 	switch e := e.(type) {

@@ -156,3 +156,24 @@ func TestBuildErrors(t *testing.T) {
 		t.Errorf("Build with two kernels on one RISC = %v, want an error naming phase 1 and the kernels", err)
 	}
 }
+
+// TestValidate: the diamond's persistent program is valid phase by phase;
+// a merged kernel naming a CB its phase does not configure is refused
+// naming the phase.
+func TestValidate(t *testing.T) {
+	p, _, err := persist.Build(diamond(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh := target.Blackhole()
+	if err := persist.Validate(p, bh); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	// Phase 2's CBs without its first: its kernels name a CB it lacks.
+	ph := &p.Persist.Phases[2]
+	ph.CBs = ph.CBs[1:]
+	err = persist.Validate(p, bh)
+	if err == nil || !strings.Contains(err.Error(), "phase 2 (") || !strings.Contains(err.Error(), "cb-count") {
+		t.Errorf("Validate without a CB of phase 2 = %v, want a cb-count error naming phase 2", err)
+	}
+}
