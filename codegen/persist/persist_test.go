@@ -177,3 +177,18 @@ func TestValidate(t *testing.T) {
 		t.Errorf("Validate without a CB of phase 2 = %v, want a cb-count error naming phase 2", err)
 	}
 }
+
+// TestBuildDeterministic: two builds of one program are identical.
+func TestBuildDeterministic(t *testing.T) {
+	a, _, err := persist.Build(diamond(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := persist.Build(diamond(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("second build differs (-first +second):\n%s", diff)
+	}
+}
