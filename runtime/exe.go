@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -24,6 +25,8 @@ type Executable struct {
 	configs map[int]*hostcfg.ProgramConfig // programs.json's configs of device 0
 	// launches counts each program's launches on a chip.
 	launches []int
+	// persistent is the build as one persistent program (LoadPersistent).
+	persistent *kir.Program
 }
 
 // Load allocates every buffer of b on every device of m. Weights and state

@@ -103,9 +103,12 @@ func TestEveryKindCovered(t *testing.T) {
 			})
 		}
 	}
+	// A persistent program's phase barriers are not printed yet
+	// (codegen/persist; tcc build --persistent is refused).
+	notPrinted := map[string]bool{"PhaseBegin": true, "PhaseEnd": true}
 	var missing []string
 	for _, n := range stmtKinds {
-		if !seenStmt[n] {
+		if !seenStmt[n] && !notPrinted[n] {
 			missing = append(missing, "statement "+n)
 		}
 	}

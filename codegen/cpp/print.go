@@ -712,3 +712,14 @@ func programKind(name string) string {
 	}
 	return name
 }
+
+// phaseBeginArgs and phaseEndArgs print a persistent program's phase
+// barriers (codegen/persist); tcc does not print persistent programs yet,
+// so these only keep the printer total.
+func (pr *printer) phaseBeginArgs(s kir.PhaseBegin) (tmpl string, args []string, comment string) {
+	return "", []string{fmt.Sprint(s.Phase)}, ""
+}
+
+func (pr *printer) phaseEndArgs(s kir.PhaseEnd) (tmpl string, args []string, comment string) {
+	return "", []string{fmt.Sprint(s.Phase)}, ""
+}

@@ -64,8 +64,13 @@ var codeCost = map[string]int{
 	"stmt:noc_semaphore_inc":           140,
 
 	// Barriers and waits.
-	"stmt:noc_async_read_barrier":     28,
-	"stmt:noc_async_write_barrier":    28,
+	"stmt:noc_async_read_barrier":  28,
+	"stmt:noc_async_write_barrier": 28,
+	// A persistent program's phase barriers (not printed yet): a guess at
+	// a core-local barrier loop plus, for the begin, the call of
+	// setup_local_cb_read_write_interfaces on the phase's CB table.
+	"stmt:tcc_phase_begin":            64,
+	"stmt:tcc_phase_end":              24,
 	"stmt:noc_async_writes_flushed":   28,
 	"stmt:noc_async_atomic_barrier":   28,
 	"stmt:noc_semaphore_wait":         28,

@@ -77,6 +77,8 @@ type Program struct {
 	// Buffers are the device buffers (tensors) the program's argument values
 	// name; the runtime allocates them and resolves BufferAddr values.
 	Buffers []Buffer
+	// Persist, when set, makes the program a persistent one (persist.go).
+	Persist *Persist `json:",omitempty"`
 }
 
 // NewProgram returns an empty program called name.

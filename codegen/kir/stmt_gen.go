@@ -114,6 +114,23 @@ type L1Write32 struct {
 	Value Expr
 }
 
+// ---- persistent programs (any kernel of a codegen/persist program) ----
+
+// PhaseBegin is tcc_phase_begin(Phase): the core-local barrier that starts
+// phase Phase of a persistent program (kir.Persist): once every thread of
+// the core has arrived, the core's CBs become the phase's and the compute
+// thread takes the phase's compute configuration.
+type PhaseBegin struct {
+	Phase int
+}
+
+// PhaseEnd is tcc_phase_end(Phase): the core-local barrier that ends phase
+// Phase of a persistent program: it passes once every thread of the core
+// has finished the phase.
+type PhaseEnd struct {
+	Phase int
+}
+
 // ---- ethernet (data-movement kernels on ethernet cores, see eth.go) ----
 
 // EthSendBytes is eth_send_bytes(Src, Dst, Size, PerSend, PerSendWords):
@@ -381,6 +398,8 @@ func (NoCSemaphoreWaitMin) isStmt()      {}
 func (NoCSemaphoreInc) isStmt()          {}
 func (NoCSemaphoreSetMulticast) isStmt() {}
 func (L1Write32) isStmt()                {}
+func (PhaseBegin) isStmt()               {}
+func (PhaseEnd) isStmt()                 {}
 func (EthSendBytes) isStmt()             {}
 func (EthWaitForReceiverDone) isStmt()   {}
 func (EthWaitForBytes) isStmt()          {}
@@ -452,6 +471,10 @@ func APIName(s Stmt) string {
 		return "noc_semaphore_inc"
 	case NoCSemaphoreSetMulticast:
 		return "noc_semaphore_set_multicast"
+	case PhaseBegin:
+		return "tcc_phase_begin"
+	case PhaseEnd:
+		return "tcc_phase_end"
 	case EthSendBytes:
 		return "eth_send_bytes"
 	case EthWaitForReceiverDone:
@@ -809,6 +832,8 @@ func Instructions() []Stmt {
 		NoCSemaphoreInc{},
 		NoCSemaphoreSetMulticast{},
 		L1Write32{},
+		PhaseBegin{},
+		PhaseEnd{},
 		EthSendBytes{},
 		EthWaitForReceiverDone{},
 		EthWaitForBytes{},

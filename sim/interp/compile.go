@@ -272,7 +272,8 @@ func (c *Compiler[S]) branch(s kir.If) error {
 func Keeps(s kir.Stmt) bool {
 	switch s.(type) {
 	case kir.CBReserveBack, kir.CBPushBack, kir.CBWaitFront, kir.CBPopFront,
-		kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
+		kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin,
+		kir.PhaseBegin, kir.PhaseEnd:
 		return true
 	}
 	return false
@@ -306,6 +307,8 @@ func (c *Compiler[S]) instruction(s kir.Stmt) error {
 		in = c.cbInstr("cb_pop_front", s.CB, ops, op)
 	case kir.NoCSemaphoreWait, kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWait, kir.EthNoCSemaphoreWaitMin:
 		in = c.semWait(s, ops, op)
+	case kir.PhaseBegin, kir.PhaseEnd:
+		in = c.phaseInstr(s, op)
 	default:
 		in = func(t *Thread[S]) int {
 			v := t.eval(ops)

@@ -18,7 +18,9 @@ type Core struct {
 	CBs []*CB
 	// SemBase is the L1 address of the core's semaphore 0.
 	SemBase uint64
-	sems    []bool // by id: created on this core
+	// Phases is the books of a persistent program's phases, nil otherwise.
+	Phases *Phases
+	sems   []bool // by id: created on this core
 }
 
 // CB returns CB idx of the core, or nil when it is not configured.

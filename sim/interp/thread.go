@@ -79,6 +79,10 @@ type Thread[S any] struct {
 	Err error
 	S   S
 	ops []uint64 // operand values of the running instruction
+	// inBarrier: the thread has arrived at a phase barrier that has not
+	// released it yet (it arrived in barrier epoch barrierEpoch).
+	inBarrier    bool
+	barrierEpoch uint64
 }
 
 // Start readies t to run code on core with argument values args (see
@@ -88,6 +92,7 @@ func (t *Thread[S]) Start(code *Code[S], core *Core, args []uint64, s S) {
 	t.Vars = make([]uint64, code.Slots)
 	t.ops = make([]uint64, code.MaxOps)
 	t.PC, t.Clock, t.Err = 0, 0, nil
+	t.inBarrier = false
 }
 
 // Done reports whether t has run past its last instruction.
@@ -166,6 +171,9 @@ const (
 	WaitFilled
 	// WaitWord: a semaphore wait waits for an L1 word's value.
 	WaitWord
+	// WaitPhase: PhaseBegin or PhaseEnd waits for the core's other
+	// threads (Want threads, Have arrived).
+	WaitPhase
 )
 
 // Wait is what a blocked instruction waits for.
@@ -191,6 +199,8 @@ func (w Wait) Reason() string {
 		return fmt.Sprintf("waits for %s free, %d free", pages(w.Want), w.Have)
 	case WaitFilled:
 		return fmt.Sprintf("waits for %s, %d available", pages(w.Want), w.Have)
+	case WaitPhase:
+		return fmt.Sprintf("waits for the core's %d threads at the phase barrier, %d arrived", w.Want, w.Have)
 	}
 	rel := "=="
 	if !w.Exact {

@@ -33,6 +33,15 @@ func compileKernel(r *run, k *kir.Kernel) (*interp.Code[*kstate], error) {
 
 // Instruction implements interp.Machine: the effect of instruction s.
 func (r *run) Instruction(c *interp.Compiler[*kstate], s kir.Stmt) (op, error) {
+	switch s := s.(type) {
+	case kir.PhaseBegin:
+		if r.p.Persist == nil || s.Phase < 0 || s.Phase >= len(r.p.Persist.Phases) {
+			return nil, r.malformed(c.Kernel(), "tcc_phase_begin(%d) names no phase of the program", s.Phase)
+		}
+		return r.phaseOp(s.Phase, c.Kernel()), nil
+	case kir.PhaseEnd:
+		return nil, nil
+	}
 	if o, ok, err := r.dataflow(c, s); ok || err != nil {
 		return o, err
 	}

@@ -20,7 +20,8 @@ func TestEveryInstructionExecutes(t *testing.T) {
 			if kir.IsComputeOnly(s) {
 				role = kir.RoleCompute
 			}
-			r := &run{p: &kir.Program{Name: "p"}}
+			// A persistent program of one phase, for PhaseBegin and PhaseEnd.
+			r := &run{p: &kir.Program{Name: "p", Persist: &kir.Persist{Phases: make([]kir.Phase, 1)}}}
 			c := interp.NewCompiler(&kir.Kernel{Name: "k", Role: role}, &interp.Config{}, interp.Machine[*kstate](r))
 			o, err := r.Instruction(c, s)
 			if err != nil || o == nil && !interp.Keeps(s) {

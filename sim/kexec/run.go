@@ -166,51 +166,18 @@ func (r *run) load() error {
 		r.bufAddr[b.Name] = db.Addr
 		r.bufDev[b.Name] = db
 	}
-	// CBs: place in index order, then configuration order (kir.CBPlaceOrder,
-	// kir.FirstFit: the rule the runtime shares).
-	indices := make([]int, len(p.CBs))
-	for i, cb := range p.CBs {
-		indices[i] = cb.Index
+	if p.Persist != nil {
+		if err := r.loadPersist(); err != nil {
+			return err
+		}
 	}
-	order := kir.CBPlaceOrder(indices)
-	var done []kir.CBSpan // CBs with their own L1
-	l1Top := r.d.l1A.lowest()
-	for _, i := range order {
-		cb := &p.CBs[i]
-		if cb.Index < 0 || cb.Index >= t.MaxCBs || cb.PageSize <= 0 || cb.Pages <= 0 {
-			return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "cannot place CB c_%d: index must be 0..%d and page size %d, pages %d positive", cb.Index, t.MaxCBs-1, cb.PageSize, cb.Pages)
-		}
-		cores := kir.CoresOf(cb.Cores)
-		size := uint64(cb.Bytes())
-		var addr uint64
-		if cb.Backing != "" {
-			db, ok := r.bufDev[cb.Backing]
-			if !ok || db.Mem.Kind.IsDRAM() {
-				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "backing buffer %q is not an L1 buffer of the program", cb.Backing)
-			}
-			if uint64(db.PerCore*db.Stride) < size {
-				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "ring of %d bytes exceeds the %d bytes per core of backing buffer %q", size, db.PerCore*db.Stride, cb.Backing)
-			}
-			addr = uint64(db.Addr)
-		} else {
-			addr = kir.FirstFit(uint64(t.L1UnreservedBase), size, cores, done)
-			done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
-			if addr+size > l1Top {
-				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)", cb.Index, size, addr, l1Top)
-			}
-		}
-		for _, c := range cores {
-			if c.IsEth() {
-				return r.ruleErr(kir.RuleGrid, "", &c, cb.Index, "CB c_%d is configured on an ethernet core; ethernet cores have no circular buffers", cb.Index)
-			}
-			cs, err := r.core(c)
-			if err != nil {
-				return err
-			}
-			if _, f := cs.AddCB(cb, addr); f != nil {
-				return r.ruleErr(f.Rule, "", &c, f.CB, "%s", f.Msg)
-			}
-		}
+	// CBs.
+	err := r.placeCBs(p.CBs, "", func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault {
+		_, f := cs.AddCB(cb, addr)
+		return f
+	})
+	if err != nil {
+		return err
 	}
 	// Semaphores.
 	for _, s := range p.Semaphores {
@@ -243,6 +210,9 @@ func (r *run) load() error {
 			}
 			r.kernels = append(r.kernels, ks)
 		}
+	}
+	if p.Persist != nil {
+		r.countThreads()
 	}
 	// Row-major by core, then program order (stable).
 	ks := r.kernels
@@ -331,4 +301,70 @@ func runNames(runs []*run, done, mesh bool) []string {
 		}
 	}
 	return out
+}
+
+// placeCBs places cbs in index order, then configuration order
+// (kir.CBPlaceOrder, kir.FirstFit: the rule the runtime shares) and calls
+// add for each core of each CB; phase names the phase of a persistent
+// program in errors ("" otherwise).
+func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault) error {
+	t := r.t
+	where := ""
+	if phase != "" {
+		where = " in phase " + phase
+	}
+	indices := make([]int, len(cbs))
+	for i, cb := range cbs {
+		indices[i] = cb.Index
+	}
+	order := kir.CBPlaceOrder(indices)
+	var done []kir.CBSpan // CBs with their own L1
+	l1Top := r.d.l1A.lowest()
+	for _, i := range order {
+		cb := &cbs[i]
+		if cb.Index < 0 || cb.Index >= t.MaxCBs || cb.PageSize <= 0 || cb.Pages <= 0 {
+			return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "cannot place CB c_%d: index must be 0..%d and page size %d, pages %d positive", cb.Index, t.MaxCBs-1, cb.PageSize, cb.Pages)
+		}
+		cores := kir.CoresOf(cb.Cores)
+		size := uint64(cb.Bytes())
+		var addr uint64
+		if cb.Backing != "" {
+			db, ok := r.bufDev[cb.Backing]
+			if !ok || db.Mem.Kind.IsDRAM() {
+				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "backing buffer %q is not an L1 buffer of the program", cb.Backing)
+			}
+			if uint64(db.PerCore*db.Stride) < size {
+				return r.ruleErr(kir.RuleCBConfig, "", nil, cb.Index, "ring of %d bytes exceeds the %d bytes per core of backing buffer %q", size, db.PerCore*db.Stride, cb.Backing)
+			}
+			addr = uint64(db.Addr)
+		} else {
+			addr = kir.FirstFit(uint64(t.L1UnreservedBase), size, cores, done)
+			done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
+			if addr+size > l1Top {
+				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)%s", cb.Index, size, addr, l1Top, over(where, cores, addr+size-l1Top))
+			}
+		}
+		for _, c := range cores {
+			if c.IsEth() {
+				return r.ruleErr(kir.RuleGrid, "", &c, cb.Index, "CB c_%d is configured on an ethernet core; ethernet cores have no circular buffers", cb.Index)
+			}
+			cs, err := r.core(c)
+			if err != nil {
+				return err
+			}
+			if f := add(cs, cb, addr); f != nil {
+				return r.ruleErr(f.Rule, "", &c, f.CB, "%s%s", f.Msg, where)
+			}
+		}
+	}
+	return nil
+}
+
+// over says, for a CB of a persistent program's phase (where is not
+// empty), by how many bytes it ends past the free L1 and on which core.
+func over(where string, cores []kir.Core, by uint64) string {
+	if where == "" || len(cores) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d bytes too many on core %s and the phase's other cores of the CB", where, by, cores[0])
 }

@@ -70,6 +70,12 @@ type Report struct {
 	Kinds             []KindRow    `json:"kinds"`
 	Layers            []LayerRow   `json:"layers"`
 	Programs          []ProgramRow `json:"programs"`
+	// Persistent: the step was predicted as one persistent program
+	// (PredictPersistent) of Phases phases; SimulatedSteps is the
+	// instructions its one simulation executed.
+	Persistent     bool  `json:"persistent,omitempty"`
+	Phases         int   `json:"phases,omitempty"`
+	SimulatedSteps int64 `json:"simulated_steps,omitempty"`
 }
 
 // KindRow aggregates the programs of one op kind on the slowest device.
@@ -177,23 +183,7 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 	mesh := b.Mesh
 	devices := mesh.Devices()
 	rowDevices := max(mesh.Cols, 1)
-	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
-		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices),
-		Position: -1, LastPosition: -1, Memory: b.Memory, MaxSeq: meta.MaxSeq, DefaultPosition: meta.DefaultPosition}
-	r.Positions = []int{}
-	if b.Step != nil {
-		r.Position, r.LastPosition = b.Step.Pos, b.Step.Last()
-		switch {
-		case b.Step.Users != nil:
-			r.Positions = slices.Clone(b.Step.Users)
-		case meta.Mode == "prefill":
-			r.Positions = []int{b.Step.Pos}
-		default:
-			for range max(meta.Batch, 1) {
-				r.Positions = append(r.Positions, b.Step.Pos)
-			}
-		}
-	}
+	r := newReport(b, meta)
 	known := map[string][]uint32{}
 	for _, s := range b.Buffers {
 		if s.Words != nil {
@@ -254,14 +244,20 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 		}
 		r.DeviceStepUS[d] = round3(at)
 	}
+	r.LaunchUSTotal = round3(float64(len(b.Programs)) * prm.LaunchGapUS)
+	return r, r.finish(b, prm)
+}
+
+// finish sets the step (the slowest device's), the floors and ratios, and
+// the aggregates of a report whose DeviceStepUS and Programs are set.
+func (r *Report) finish(b *Build, prm *Params) error {
 	slow := r.slowest()
 	r.StepUS = r.DeviceStepUS[slow]
-	r.LaunchUSTotal = round3(float64(len(b.Programs)) * prm.LaunchGapUS)
 	r.FloorBytes = floorBytes(b)
 	r.FloorUS = round3(float64(r.FloorBytes) / prm.FloorBytesPerSecond * 1e6)
 	stream, err := prm.StreamBytesPerSecond(b.Target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.StreamFloorUS = round3(float64(r.FloorBytes) / stream * 1e6)
 	if r.FloorUS > 0 {
@@ -274,7 +270,7 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 		r.ComputeRatio = round3(r.StepUS / cf)
 	}
 	r.aggregate(slow)
-	return r, nil
+	return nil
 }
 
 func regionIndex(op *ir.Op) int {
@@ -528,4 +524,28 @@ func Signature(p *kir.Program) string {
 	}
 	sum := h.Sum(nil)
 	return hex.EncodeToString(sum[:8])
+}
+
+// newReport is the report of b's step before any program is timed.
+func newReport(b *Build, meta Meta) *Report {
+	mesh := b.Mesh
+	devices := mesh.Devices()
+	r := &Report{Model: meta.Model, Mesh: mesh.String(), Stage: meta.Stage, Batch: meta.Batch, Mode: meta.Mode,
+		Devices: devices, ProgramsPerDevice: len(b.Programs), DeviceStepUS: make([]float64, devices),
+		Position: -1, LastPosition: -1, Memory: b.Memory, MaxSeq: meta.MaxSeq, DefaultPosition: meta.DefaultPosition}
+	r.Positions = []int{}
+	if b.Step != nil {
+		r.Position, r.LastPosition = b.Step.Pos, b.Step.Last()
+		switch {
+		case b.Step.Users != nil:
+			r.Positions = slices.Clone(b.Step.Users)
+		case meta.Mode == "prefill":
+			r.Positions = []int{b.Step.Pos}
+		default:
+			for range max(meta.Batch, 1) {
+				r.Positions = append(r.Positions, b.Step.Pos)
+			}
+		}
+	}
+	return r
 }

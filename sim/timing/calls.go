@@ -14,7 +14,20 @@ import (
 // CB calls and semaphore waits, whose books the core keeps, it is what
 // follows once the call may proceed. v holds the operands in
 // kir.StmtExprs order.
-func (m *machine) Instruction(_ *interp.Compiler[*thread], s kir.Stmt) (op, error) {
+func (m *machine) Instruction(c *interp.Compiler[*thread], s kir.Stmt) (op, error) {
+	switch s := s.(type) {
+	case kir.PhaseBegin, kir.PhaseEnd:
+		p, begin := 0, false
+		if b, ok := s.(kir.PhaseBegin); ok {
+			p, begin = b.Phase, true
+		} else {
+			p = s.(kir.PhaseEnd).Phase
+		}
+		if m.prog.Persist == nil || p < 0 || p >= len(m.prog.Persist.Phases) {
+			return nil, fmt.Errorf("program %q: kernel %s: %s(%d) names no phase of the program", m.prog.Name, c.Kernel().Name, kir.APIName(s), p)
+		}
+		return m.phaseCost(p, begin, c.Kernel()), nil
+	}
 	if o, ok := m.dataCost(s); ok {
 		return o, nil
 	}

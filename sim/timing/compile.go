@@ -63,6 +63,8 @@ func (m *machine) Block(t *ithread, w interp.Wait) {
 	case interp.WaitFilled:
 		q := th.core.q[w.CB]
 		th.block(&q.cons, q.wait)
+	case interp.WaitPhase:
+		m.blockPhase(th)
 	default:
 		th.block(&th.core.word(uint32(w.Addr)).waiters, "noc_semaphore_wait")
 	}

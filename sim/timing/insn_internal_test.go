@@ -16,7 +16,8 @@ func TestEveryInstructionHasCost(t *testing.T) {
 	for _, s := range kir.Instructions() {
 		name := fmt.Sprintf("%T", s)
 		t.Run(name, func(t *testing.T) {
-			m := &machine{p: Default()}
+			// A persistent program of one phase, for PhaseBegin and PhaseEnd.
+			m := &machine{p: Default(), prog: &kir.Program{Name: "p", Persist: &kir.Persist{Phases: make([]kir.Phase, 1)}}}
 			c := interp.NewCompiler(&kir.Kernel{Name: "k"}, &interp.Config{}, interp.Machine[*thread](m))
 			o, err := m.Instruction(c, s)
 			if err != nil || o == nil {

@@ -133,6 +133,8 @@ type core struct {
 	data map[uint32]bool
 	// linkArrival is when the last byte sent on the link reaches the peer.
 	linkArrival float64
+	// phase is the books of a persistent program's phase barriers.
+	phase phaseState
 }
 
 func (c *core) word(addr uint32) *word {
@@ -150,6 +152,8 @@ type device struct {
 	cores map[kir.Core]*core
 	banks []*dramBank
 	noc   map[[2]int]*core
+	// phases are a persistent program's phase spans (nil otherwise).
+	phases []PhaseSpan
 }
 
 // ethEnd is an ethernet channel of a device.
@@ -221,7 +225,7 @@ func (m *machine) core(d *device, c kir.Core) (*core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("program %q: %v", m.prog.Name, err)
 	}
-	cs := &core{Core: interp.Core{C: c, NX: nx, NY: ny, Eth: c.IsEth(), CBs: make([]*interp.CB, m.t.MaxCBs), SemBase: semBase},
+	cs := &core{Core: interp.Core{C: c, NX: nx, NY: ny, Eth: c.IsEth(), CBs: make([]*interp.CB, m.t.MaxCBs), SemBase: semBase}, phase: phaseState{qPhase: -1},
 		dev: d, q: make([]*cbq, m.t.MaxCBs), mem: map[uint32]*word{}, data: map[uint32]bool{},
 		in: newServer(m.p.NoCLinkBytesPerCycle), out: newServer(m.p.NoCLinkBytesPerCycle)}
 	if cs.Eth {
@@ -283,6 +287,11 @@ func (m *machine) load(devices int) error {
 					reserve: fmt.Sprintf("cb_reserve_back c_%d", cb.Index), wait: fmt.Sprintf("cb_wait_front c_%d", cb.Index)}
 			}
 		}
+		if p.Persist != nil {
+			if err := m.loadPersist(dev); err != nil {
+				return err
+			}
+		}
 		for _, s := range p.Semaphores {
 			for _, c := range kir.CoresOf(s.Cores) {
 				cs, err := m.core(dev, c)
@@ -309,6 +318,9 @@ func (m *machine) load(devices int) error {
 				m.threads = append(m.threads, th)
 			}
 		}
+	}
+	if p.Persist != nil {
+		m.countThreads()
 	}
 	return nil
 }

@@ -38,8 +38,14 @@ func (r *Report) WriteTable(w io.Writer, perLayer bool) error {
 // says, and the step summary.
 func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
-		r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
+	if r.Persistent {
+		fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: ONE persistent program per device of %d phases (one launch, simulated once: %d instructions)\n",
+			r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.Phases, r.SimulatedSteps)
+		fmt.Fprintln(w, "phases overlap where their dataflow allows: a phase's us runs from its first tcc_phase_begin to its last tcc_phase_end, so the us totals below add up to more than the step")
+	} else {
+		fmt.Fprintf(w, "%s mesh %s, %s, %s batch %d%s: %d programs per device (%d signatures simulated)\n",
+			r.Model, r.Mesh, r.Stage, r.Mode, r.Batch, r.positionText(), r.ProgramsPerDevice, r.Signatures)
+	}
 	if m := r.Memory; m != nil {
 		room := "free " + target.HumanBytes(m.Free)
 		if m.Free < 0 {

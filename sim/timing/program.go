@@ -60,6 +60,8 @@ type DeviceTime struct {
 	// kernels; DRAMRead and DRAMWritten the DRAM part; EthSent the bytes
 	// sent over ethernet.
 	BytesRead, BytesWritten, DRAMRead, DRAMWritten, EthSent int64
+	// Phases are a persistent program's phase spans (nil otherwise).
+	Phases []PhaseSpan
 }
 
 // ProgramTime is the predicted time of one program on every device it ran on.
@@ -179,6 +181,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 			dt.Critical = threadTime(b, prm)
 		}
 		dt.Cores = len(cores)
+		dt.Phases = m.devs[d].phases
 		pt.Devices = append(pt.Devices, dt)
 	}
 	return pt, nil

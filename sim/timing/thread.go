@@ -38,6 +38,10 @@ type thread struct {
 	// compute configuration
 	mathPasses float64
 	fp32       bool
+	// phaseWoken: the thread was released from a phase barrier at
+	// phaseRelease (cycles).
+	phaseWoken   bool
+	phaseRelease float64
 }
 
 func newThread(m *machine, r kir.Resolver, cs *core, k *kir.Kernel, code *interp.Code[*thread], labels []string) (*thread, error) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,7 +46,12 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 	}
 	mf := addModelFlags(cmd, "fused")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
+	var persistent bool
+	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as one persistent program (not available yet: see the error)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if persistent {
+			return errors.New("--persistent: tcc cannot print persistent programs yet: the C++ printer has no device implementation of tcc_phase_begin / tcc_phase_end (per-phase CB tables in L1 installed with setup_local_cb_read_write_interfaces, rta_l1_base / crta_l1_base moved to each phase's argument tables, compute re-initialised per phase); tcc run --persistent and tcc perf --persistent run the persistent program on the built-in simulator and the timing model")
+		}
 		if err := notStdout(out, "a build directory"); err != nil {
 			return err
 		}

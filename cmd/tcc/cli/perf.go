@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/persist"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
@@ -22,7 +23,7 @@ import (
 
 func newPerfCmd() *cobra.Command {
 	var format, trace, threads, positions string
-	var params, collapse bool
+	var params, collapse, persistent bool
 	var position int
 	var po promptOpts
 	cmd := &cobra.Command{
@@ -119,6 +120,7 @@ are listed in package sim/timing (output_csv.go).`,
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
+	cmd.Flags().BoolVar(&persistent, "persistent", false, "predict the step run as ONE persistent program (codegen/persist: the programs as phases synchronised by dataflow, one launch) instead of one launch per program")
 	cmd.Flags().BoolVar(&params, "params", false, "print the timing model's parameters (fitted ones marked) and exit")
 	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&po.tokens, "prompt-tokens", 0, "predict a whole prompt of this many tokens per user, run as prefill steps of --prefill-chunk tokens at their positions (as tcc run runs it)")
@@ -139,6 +141,9 @@ are listed in package sim/timing (output_csv.go).`,
 			if err := checkWritable(trace); err != nil {
 				return err
 			}
+		}
+		if persistent && (cmd.Flags().Changed("prompt-tokens") || threads != "") {
+			return fmt.Errorf("--persistent predicts one step as one program: not with --prompt-tokens or --threads")
 		}
 		if f := cmd.Flags(); f.Changed("prompt-tokens") {
 			po.format = format
@@ -173,7 +178,7 @@ are listed in package sim/timing (output_csv.go).`,
 		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
 			return err
 		}
-		rep, err := perfReport(args[0], m, mf, g, position, users)
+		rep, err := perfReportOpts(args[0], m, mf, g, position, users, persistent)
 		if err != nil {
 			return err
 		}
@@ -208,6 +213,12 @@ are listed in package sim/timing (output_csv.go).`,
 // perfReport compiles g and predicts its step at position (-1: the
 // default, stepAt), or with users (non-nil) each user's position.
 func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int) (*timing.Report, error) {
+	return perfReportOpts(name, m, mf, g, position, users, false)
+}
+
+// perfReportOpts is perfReport, predicting the step as one persistent
+// program when persistent is set.
+func perfReportOpts(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int, persistent bool) (*timing.Report, error) {
 	// The position first: a wrong one is refused before the compile.
 	if _, _, err := stepAt(m, mf, g, position, users); err != nil {
 		return nil, err
@@ -216,7 +227,7 @@ func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, positi
 	if err != nil {
 		return nil, err
 	}
-	return predictBuild(name, m, mf, b, position, users)
+	return predictBuildOpts(name, m, mf, b, position, users, persistent)
 }
 
 // parsePositions parses --positions: comma-separated positions, each 0 or
@@ -236,6 +247,12 @@ func parsePositions(s string) ([]int, error) {
 // predictBuild predicts b's step with the model's batch and mode at
 // position (-1: the default, stepAt), or with users each user's.
 func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int, users []int) (*timing.Report, error) {
+	return predictBuildOpts(name, m, mf, b, position, users, false)
+}
+
+// predictBuildOpts is predictBuild, predicting the step as one persistent
+// program (timing.PredictPersistent) when persistent is set.
+func predictBuildOpts(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int, users []int, persistent bool) (*timing.Report, error) {
 	args, err := mf.args(m)
 	if err != nil {
 		return nil, err
@@ -253,15 +270,25 @@ func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build,
 	if err != nil {
 		return nil, err
 	}
+	predict := func(tb *timing.Build) (*timing.Report, error) {
+		if !persistent {
+			return timing.Predict(tb, timing.Default(), meta)
+		}
+		prog, _, err := persist.Build(b)
+		if err != nil {
+			return nil, err
+		}
+		return timing.PredictPersistent(tb, prog, timing.Default(), meta)
+	}
 	if st == nil {
-		return timing.Predict(fromcodegen.Build(b), timing.Default(), meta)
+		return predict(fromcodegen.Build(b))
 	}
 	meta.MaxSeq, meta.DefaultPosition = limit, position < 0 && users == nil
 	tb, err := fromcodegen.BuildAt(b, *st)
 	if err != nil {
 		return nil, err
 	}
-	return timing.Predict(tb, timing.Default(), meta)
+	return predict(tb)
 }
 
 // stepAt is the step predicted at position (-1: the default, the last

@@ -13,6 +13,9 @@ const (
 	pack      = "compute_kernel_api/pack.h"
 	reconfig  = "compute_kernel_api/reconfig_data_format.h"
 	hwStartup = "compute_kernel_api/compute_kernel_hw_startup.h"
+	// persistAPI is the header a persistent program's kernels would include
+	// (tcc's own; not written yet: codegen/persist).
+	persistAPI = "tcc/persistent.h"
 )
 
 // SFPUMarker is the declaration line the syntax check replaces by the SFPU
@@ -74,6 +77,7 @@ const (
 	secNoC  = "NoC and semaphores (data-movement kernels)"
 	secEth  = "ethernet (data-movement kernels on ethernet cores, see eth.go)"
 	secComp = "compute"
+	secPers = "persistent programs (any kernel of a codegen/persist program)"
 )
 
 // All returns the instruction table in declaration order (the order of the
@@ -209,6 +213,27 @@ func All() []Insn {
 			Doc: "L1Write32 stores Value at L1 address Addr of this core\n" +
 				"(*(volatile tt_l1_ptr uint32_t*)Addr = Value).",
 			Fields: []Field{ex("Addr"), ex("Value")},
+		},
+
+		// ---- persistent programs ----
+		{
+			Go: "PhaseBegin", Section: secPers, Class: AnyKernel, Call: "tcc_phase_begin", Header: persistAPI,
+			Doc: "PhaseBegin is tcc_phase_begin(Phase): the core-local barrier that starts\n" +
+				"phase Phase of a persistent program (kir.Persist): once every thread of\n" +
+				"the core has arrived, the core's CBs become the phase's and the compute\n" +
+				"thread takes the phase's compute configuration.",
+			Fields: []Field{val("Phase", "int")}, Printer: "phaseBeginArgs",
+			DMDecl:      "// tcc persistent programs (not printed yet: codegen/persist).\nvoid tcc_phase_begin(uint32_t phase);",
+			ComputeDecl: "// tcc persistent programs (not printed yet: codegen/persist).\nvoid tcc_phase_begin(uint32_t phase);",
+		},
+		{
+			Go: "PhaseEnd", Section: secPers, Class: AnyKernel, Call: "tcc_phase_end", Header: persistAPI,
+			Doc: "PhaseEnd is tcc_phase_end(Phase): the core-local barrier that ends phase\n" +
+				"Phase of a persistent program: it passes once every thread of the core\n" +
+				"has finished the phase.",
+			Fields: []Field{val("Phase", "int")}, Printer: "phaseEndArgs",
+			DMDecl:      "void tcc_phase_end(uint32_t phase);",
+			ComputeDecl: "void tcc_phase_end(uint32_t phase);",
 		},
 
 		// ---- ethernet ----

@@ -1,0 +1,80 @@
+package kir
+
+import "github.com/tcc-dev/tcc/ir"
+
+// Persist describes a persistent program (codegen/persist): a device's
+// whole step as one program whose kernels run, per core and RISC, the
+// phases (the step's per-op programs) that core takes part in, each between
+// a PhaseBegin and a PhaseEnd. A program with Persist set has no CBs or
+// Semaphores of its own: each phase's are installed by PhaseBegin.
+type Persist struct {
+	// Ctl names the control buffer: an L1-sharded buffer of the program
+	// (one CtlBytes page on every worker core) holding the done and count
+	// words of every phase and the phases' semaphores (CtlLayout).
+	Ctl      string
+	CtlBytes int
+	// EthCtl is the L1 address of the same control block on ethernet
+	// cores (the top EthCtl..EthCtl+CtlBytes of their kernel L1).
+	EthCtl uint32
+	// SemSlots is the number of semaphore words after the phase words.
+	SemSlots int
+	Phases   []Phase
+}
+
+// Phase is one phase of a persistent program: the source program's CBs,
+// semaphores and compute configurations.
+type Phase struct {
+	// Name is the source program's name.
+	Name string
+	CBs  []CB
+	// Semaphores are the source program's semaphores; semaphore ID lives in
+	// control word SemSlot+ID (Persist.SemWord) on every core of Cores,
+	// initialised to Initial at launch.
+	Semaphores []Semaphore
+	SemSlot    int
+	// Kernels describe the source program's kernels (the merged kernels
+	// take each one's NoC and compute configuration while it runs).
+	Kernels []PhaseKernel
+	// Cores are the cores taking part in the phase, row-major.
+	Cores []Core
+}
+
+// PhaseKernel is one kernel of a phase's source program.
+type PhaseKernel struct {
+	Name      string
+	Processor Processor
+	NoC       int
+	Cores     []ir.CoreRange
+	Compute   ComputeConfig
+	// Defines are the kernel's preprocessor defines.
+	Defines map[string]string `json:",omitempty"`
+}
+
+// CtlStride is the distance between control words (a semaphore's).
+const CtlStride = 16
+
+// DoneWord is the offset in the control block of phase p's done word:
+// non-zero once every core of p finished it.
+func (ps *Persist) DoneWord(p int) uint32 { return uint32(p * CtlStride) }
+
+// CountWord is the offset of phase p's count word on the phase's leader
+// (its first core): the participants that finished p.
+func (ps *Persist) CountWord(p int) uint32 { return uint32((len(ps.Phases) + p) * CtlStride) }
+
+// SemWord is the offset of control semaphore slot s.
+func (ps *Persist) SemWord(s int) uint32 { return uint32((2*len(ps.Phases) + s) * CtlStride) }
+
+// CtlSize is the control block's size in bytes for n phases and s
+// semaphore slots.
+func CtlSize(n, s int) int { return (2*n + s) * CtlStride }
+
+// KernelOn returns the kernel of phase p for processor proc on core c, or
+// nil when the phase has none there.
+func (p *Phase) KernelOn(c Core, proc Processor) *PhaseKernel {
+	for i := range p.Kernels {
+		if k := &p.Kernels[i]; k.Processor == proc && InRanges(k.Cores, c) {
+			return k
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+// Package persist builds a persistent program: a device's whole decode step
+// as ONE kir.Program (kir.Persist) instead of one program per graph op.
+//
+// Each program of a codegen.Build is a phase (its index in Build.Programs).
+// Every core taking part in any phase runs one merged kernel per RISC
+// (BRISC, NCRISC, compute; the RISCs an ethernet core's phases use) that
+// executes, in phase order, the phases the core takes part in:
+//
+//	wait done[q] for every q in deps(p)      (data-movement RISCs)
+//	tcc_phase_begin(p)                       (core-local barrier)
+//	phase p's kernel body, or nothing        (args renamed "p<P>_<name>")
+//	noc_async_write_barrier()                (data-movement RISCs)
+//	tcc_phase_end(p)                         (core-local barrier)
+//	count[p]++ on the phase's leader         (BRISC, or the ethernet RISC)
+//	leader: wait count[p] == participants, then done[p]++ on every core
+//	        with a phase that depends on p
+//
+// A core takes part in a phase when any kernel of the phase runs on it; its
+// RISCs without a kernel in the phase still run the barriers. Cores with
+// the same phase sequence (and leader roles) share a merged kernel.
+//
+// # Dataflow, no global barrier
+//
+// deps(p) come from the phases' buffer sets by buffer name (Build.BufferOf,
+// so views and in-place state updates alias): every buffer a program
+// declares is read, its op's results' buffers are written; p depends on the
+// last writer of what it reads or writes (RAW, WAW) and on the readers
+// since that write of what it writes (WAR). Dependencies implied by others
+// (q reaches p through another dependency) are dropped.
+//
+// The control block is an L1 buffer the runtime allocates on every worker
+// core (Ctl, so each phase's CBs are placed below it) and the top of the
+// ethernet cores' kernel L1: one done word per phase, one count word per
+// phase (used on the leader) and the phases' semaphores, re-homed so that
+// no two phases share a semaphore word (get_semaphore(id) of phase p reads
+// control word SemSlot(p)+id). The host writes the block (zeros and the
+// semaphores' initial values) before each launch; one launch runs one step.
+//
+// # Per-phase state
+//
+// tcc_phase_begin(p) is a core-local barrier of the core's threads; when
+// all arrived the core's CBs become phase p's (placed exactly as the
+// simulator places the standalone program's: kir.CBPlaceOrder and
+// kir.FirstFit from L1UnreservedBase) and the compute thread takes the
+// phase kernel's configuration (fidelity, fp32 DEST, ...) with its state
+// reinitialised. sim/interp keeps these books for sim/kexec and sim/timing.
+// On the card this is tt-metal's setup_local_cb_read_write_interfaces run
+// from a per-phase CB table in L1, with rta_l1_base / crta_l1_base moved to
+// the phase's argument tables (get_arg_val reads through them), and the
+// compute kernel's hw-startup / init calls re-run at the phase boundary.
+//
+// # Limits
+//
+// Every phase's CBs must end below the lowest L1 buffer, the control
+// buffer included (checked when the program is loaded: a *kir.RuleError
+// naming the phase, the core and the bytes); runtime arguments are counted
+// per phase and kernel (at most kir's per-kernel limit, since on the card
+// each phase's arguments are a table of their own).
+//
+// The C++ printer does not print persistent programs yet: tcc_phase_begin
+// and tcc_phase_end, the per-phase CB tables and the argument-base switch
+// have no device implementation, so `tcc build --persistent` is refused.
+package persist

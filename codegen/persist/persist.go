@@ -1,0 +1,612 @@
+package persist
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// CtlBuffer is the name of the control buffer a persistent program
+// declares; the runtime allocates it (CtlTensorShape) like any other.
+const CtlBuffer = "persist.ctl"
+
+// Plan is what Build decided: the phases and their dependencies.
+type Plan struct {
+	Phases []PlanPhase
+}
+
+// PlanPhase is one phase: the source program, the op it implements, the
+// phases it waits for (nearest only, ascending) and its cores.
+type PlanPhase struct {
+	Name  string
+	Op    string
+	Deps  []int
+	Cores int
+}
+
+// Deps returns the number of dependency waits of the plan.
+func (p *Plan) Deps() int {
+	n := 0
+	for _, ph := range p.Phases {
+		n += len(ph.Deps)
+	}
+	return n
+}
+
+// Build merges b's programs into one persistent program (see the package
+// doc) and validates it (Validate). The program declares every buffer of
+// the phases plus the control buffer CtlBuffer. Errors name the phase (program and op) and the rule:
+// two kernels of one phase on one RISC of a core, a kernel with more
+// runtime arguments on a core than the card allows, a statement Build
+// cannot rename.
+func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
+	if b == nil || len(b.Programs) == 0 {
+		return nil, nil, fmt.Errorf("persist: the build has no programs")
+	}
+	t := b.Target
+	n := len(b.Programs)
+	plan := &Plan{Phases: make([]PlanPhase, n)}
+	deps := dependencies(b)
+	ps := &kir.Persist{Ctl: CtlBuffer}
+	prog := &kir.Program{Name: b.Graph.Name + ".persistent", Persist: ps}
+	seenBuf := map[string]bool{}
+	// Phases: CBs, semaphores, kernels, cores.
+	type slotKey struct {
+		c    kir.Core
+		proc kir.Processor
+	}
+	kernelOn := make([]map[slotKey]*kir.Kernel, n)
+	for p, bp := range b.Programs {
+		sp := bp.Kernel
+		where := fmt.Sprintf("persist: phase %d (program %q, %s)", p, sp.Name, bp.Op.Where())
+		ph := kir.Phase{Name: sp.Name, CBs: sp.CBs, Semaphores: sp.Semaphores, SemSlot: ps.SemSlots, Cores: sp.Cores()}
+		for _, s := range sp.Semaphores {
+			if s.ID < 0 {
+				return nil, nil, fmt.Errorf("%s: semaphore id %d is negative", where, s.ID)
+			}
+			ps.SemSlots = max(ps.SemSlots, ph.SemSlot+s.ID+1)
+		}
+		kernelOn[p] = map[slotKey]*kir.Kernel{}
+		for _, k := range sp.Kernels {
+			ph.Kernels = append(ph.Kernels, kir.PhaseKernel{Name: k.Name, Processor: k.Processor, NoC: k.NoC, Cores: k.Cores, Compute: k.Compute, Defines: k.Defines})
+			nrt := len(k.ArgsOfKind(kir.RuntimeArg)) + len(k.ArgsOfKind(kir.CommonRuntimeArg))
+			if nrt > t.MaxRuntimeArgs {
+				return nil, nil, &kir.RuleError{Rule: kir.RuleRuntimeArgs, Program: sp.Name, Kernel: k.Name, CB: kir.NoCB,
+					Msg: fmt.Sprintf("phase %d has %d runtime args for kernel %q; a phase's argument table holds at most %d", p, nrt, k.Name, t.MaxRuntimeArgs)}
+			}
+			for _, c := range kir.CoresOf(k.Cores) {
+				key := slotKey{c, k.Processor}
+				if o := kernelOn[p][key]; o != nil {
+					return nil, nil, fmt.Errorf("%s: kernels %q and %q both run on %s of core %s", where, o.Name, k.Name, k.Processor, c)
+				}
+				kernelOn[p][key] = k
+			}
+		}
+		ps.Phases = append(ps.Phases, ph)
+		for _, buf := range sp.Buffers {
+			if !seenBuf[buf.Name] {
+				seenBuf[buf.Name] = true
+				prog.Buffers = append(prog.Buffers, buf)
+			}
+		}
+		plan.Phases[p] = PlanPhase{Name: sp.Name, Op: bp.Op.Where(), Deps: deps[p], Cores: len(ph.Cores)}
+	}
+	ps.CtlBytes = kir.CtlSize(n, ps.SemSlots)
+	if t.Eth != nil {
+		ps.EthCtl = uint32(t.Eth.L1Top - ps.CtlBytes)
+	}
+	prog.Buffers = append(prog.Buffers, CtlKirBuffer(b, ps.CtlBytes))
+	// Who waits for whom: dependents[p] are the cores with a phase that
+	// depends on p.
+	dependents := make([]map[kir.Core]bool, n)
+	for p := range dependents {
+		dependents[p] = map[kir.Core]bool{}
+	}
+	for q, ds := range deps {
+		for _, p := range ds {
+			for _, c := range ps.Phases[q].Cores {
+				dependents[p][c] = true
+			}
+		}
+	}
+	// The RISCs of each core: all three on a worker core, the ones its
+	// phases use on an ethernet core.
+	procs := map[kir.Core]map[kir.Processor]bool{}
+	var cores []kir.Core
+	for p := range ps.Phases {
+		for _, c := range ps.Phases[p].Cores {
+			if procs[c] == nil {
+				procs[c] = map[kir.Processor]bool{}
+				cores = append(cores, c)
+				if !c.IsEth() {
+					for _, pr := range []kir.Processor{kir.RISCV0, kir.RISCV1, kir.ComputeProc} {
+						procs[c][pr] = true
+					}
+				}
+			}
+		}
+		for key := range kernelOn[p] {
+			procs[key.c][key.proc] = true
+		}
+	}
+	sort.Slice(cores, func(i, j int) bool { return cores[i].Less(cores[j]) })
+	// Merged kernels, one per (RISC, phase sequence).
+	type group struct {
+		k     *kir.Kernel
+		cores []kir.Core
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, c := range cores {
+		signaler := signalerOf(procs[c])
+		for _, proc := range []kir.Processor{kir.RISCV0, kir.RISCV1, kir.ComputeProc} {
+			if !procs[c][proc] {
+				continue
+			}
+			var sig strings.Builder
+			fmt.Fprintf(&sig, "%d/%v", proc, c.IsEth())
+			for p := range ps.Phases {
+				if !inCores(ps.Phases[p].Cores, c) {
+					continue
+				}
+				k := kernelOn[p][slotKey{c, proc}]
+				fmt.Fprintf(&sig, "|%d:%p:%v:%v", p, k, proc == signaler, ps.Phases[p].Cores[0] == c)
+			}
+			key := sig.String()
+			g := groups[key]
+			if g == nil {
+				g = &group{}
+				groups[key] = g
+				order = append(order, key)
+			}
+			g.cores = append(g.cores, c)
+		}
+	}
+	for gi, key := range order {
+		g := groups[key]
+		c0 := g.cores[0]
+		proc := procFromKey(key)
+		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores}
+		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
+		if c0.IsEth() {
+			m.k.Role = kir.RoleReader
+		}
+		signaler := signalerOf(procs[c0]) == proc
+		for p := range ps.Phases {
+			if !inCores(ps.Phases[p].Cores, c0) {
+				continue
+			}
+			if err := m.phase(p, kernelOn[p][slotKey{c0, proc}], deps[p], signaler, dependents[p], b.Programs[p].Op.Where()); err != nil {
+				return nil, nil, err
+			}
+		}
+		prog.Kernels = append(prog.Kernels, m.finish())
+	}
+	if err := Validate(prog, t); err != nil {
+		return nil, nil, err
+	}
+	return prog, plan, nil
+}
+
+// CtlKirBuffer is the control buffer of a persistent program of b: one
+// page of ctlBytes on every worker core.
+func CtlKirBuffer(b *codegen.Build, ctlBytes int) kir.Buffer {
+	t := b.Target
+	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
+	return kir.Buffer{Name: CtlBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: ctlBytes, Pages: t.GridX * t.GridY,
+		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, ctlBytes / 4}}}}
+}
+
+// CtlShape is the shape of the control buffer as a row-major uint32
+// tensor (its rows are its pages).
+func CtlShape(buf kir.Buffer) ir.Shape { return ir.Shape{buf.Pages, buf.PageSize / 4} }
+
+// ArgPrefix is the prefix of phase p's arguments in a merged kernel
+// ("p17_" for phase 17); their variables are prefixed "v17_".
+func ArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+
+// coreID spells c as part of an identifier: "3_4", "eth2".
+func coreID(c kir.Core) string {
+	if c.IsEth() {
+		return fmt.Sprintf("eth%d", c.X)
+	}
+	return fmt.Sprintf("%d_%d", c.X, c.Y)
+}
+
+func signalerOf(procs map[kir.Processor]bool) kir.Processor {
+	for _, p := range []kir.Processor{kir.RISCV0, kir.RISCV1} {
+		if procs[p] {
+			return p
+		}
+	}
+	return kir.ComputeProc
+}
+
+func procFromKey(key string) kir.Processor {
+	var p int
+	fmt.Sscanf(key, "%d/", &p)
+	return kir.Processor(p)
+}
+
+func procName(p kir.Processor) string {
+	switch p {
+	case kir.RISCV0:
+		return "brisc"
+	case kir.RISCV1:
+		return "ncrisc"
+	}
+	return "compute"
+}
+
+func roleOf(p kir.Processor) kir.Role {
+	switch p {
+	case kir.RISCV0:
+		return kir.RoleReader
+	case kir.RISCV1:
+		return kir.RoleWriter
+	}
+	return kir.RoleCompute
+}
+
+func inCores(cs []kir.Core, c kir.Core) bool {
+	i := sort.Search(len(cs), func(i int) bool { return !cs[i].Less(c) })
+	return i < len(cs) && cs[i] == c
+}
+
+// ranges lists cs (row-major) as single-row core ranges.
+func ranges(cs []kir.Core) []ir.CoreRange {
+	var out []ir.CoreRange
+	for _, c := range cs {
+		if n := len(out); n > 0 && out[n-1].Y0 == c.Y && out[n-1].X1+1 == c.X {
+			out[n-1].X1 = c.X
+			continue
+		}
+		out = append(out, c.Range())
+	}
+	return out
+}
+
+// dependencies returns, per phase, the phases it must wait for (nearest
+// only, ascending); see the package doc.
+func dependencies(b *codegen.Build) [][]int {
+	n := len(b.Programs)
+	lastWrite := map[string]int{}
+	readers := map[string][]int{}
+	direct := make([]map[int]bool, n)
+	for p, bp := range b.Programs {
+		direct[p] = map[int]bool{}
+		writes := map[string]bool{}
+		for _, r := range bp.Op.Results {
+			if s := b.BufferOf(r); s != nil {
+				writes[s.Name] = true
+			}
+		}
+		var reads []string
+		for _, buf := range bp.Kernel.Buffers {
+			reads = append(reads, buf.Name)
+		}
+		for w := range writes {
+			if !containsStr(reads, w) {
+				reads = append(reads, w)
+			}
+		}
+		for _, r := range reads {
+			if q, ok := lastWrite[r]; ok {
+				direct[p][q] = true // RAW, WAW
+			}
+		}
+		for w := range writes {
+			for _, q := range readers[w] {
+				if q != p {
+					direct[p][q] = true // WAR
+				}
+			}
+		}
+		for _, r := range reads {
+			if !writes[r] {
+				readers[r] = append(readers[r], p)
+			}
+		}
+		for w := range writes {
+			lastWrite[w] = p
+			readers[w] = nil
+		}
+	}
+	// Ancestors (bit sets) to drop implied dependencies.
+	words := (n + 63) / 64
+	anc := make([][]uint64, n)
+	out := make([][]int, n)
+	for p := 0; p < n; p++ {
+		anc[p] = make([]uint64, words)
+		var ds []int
+		for q := range direct[p] {
+			ds = append(ds, q)
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(ds)))
+		for _, q := range ds {
+			if anc[p][q/64]&(1<<(q%64)) != 0 {
+				continue // implied by a later dependency
+			}
+			out[p] = append(out[p], q)
+			anc[p][q/64] |= 1 << (q % 64)
+			for i := range anc[p] {
+				anc[p][i] |= anc[q][i]
+			}
+		}
+		sort.Ints(out[p])
+	}
+	return out
+}
+
+func containsStr(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// merger builds one merged kernel.
+type merger struct {
+	ps    *kir.Persist
+	t     *codegen.Build
+	eth   bool
+	proc  kir.Processor
+	cores []kir.Core
+	k     *kir.Kernel
+	body  []kir.Stmt
+	// rt holds, per core, the runtime values appended so far.
+	rt    map[kir.Core][]kir.ArgValue
+	nocs  map[kir.Core]bool
+	nrt   int
+	ctlOK bool
+}
+
+// ctl is the local control block's address expression.
+func (m *merger) ctl() kir.Expr {
+	if m.eth {
+		return kir.C(m.ps.EthCtl)
+	}
+	return m.workerCtl()
+}
+
+func (m *merger) workerCtl() kir.Expr {
+	if !m.ctlOK {
+		m.ctlOK = true
+		m.k.CommonArg("persist_ctl", kir.BufferAddr(CtlBuffer, 0))
+	}
+	return kir.ArgRef{Name: "persist_ctl"}
+}
+
+// ctlOf is the control block's address on core c.
+func (m *merger) ctlOf(c kir.Core) kir.Expr {
+	if c.IsEth() {
+		return kir.C(m.ps.EthCtl)
+	}
+	return m.workerCtl()
+}
+
+// nocAddr is get_noc_addr(x, y, addr) of core c.
+func (m *merger) nocAddr(c kir.Core, off uint32) kir.Expr {
+	if m.nocs == nil {
+		m.nocs = map[kir.Core]bool{}
+	}
+	nx, ny := fmt.Sprintf("persist_nx_%s", coreID(c)), fmt.Sprintf("persist_ny_%s", coreID(c))
+	if !m.nocs[c] {
+		m.nocs[c] = true
+		m.k.CommonArg(nx, kir.NoCX(c))
+		m.k.CommonArg(ny, kir.NoCY(c))
+	}
+	return kir.NoCAddr{X: kir.ArgRef{Name: nx}, Y: kir.ArgRef{Name: ny}, Addr: kir.Add(m.ctlOf(c), kir.C(off))}
+}
+
+func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, dependents map[kir.Core]bool, where string) error {
+	ps := m.ps
+	dm := m.proc != kir.ComputeProc
+	if dm {
+		for _, q := range deps {
+			addr := kir.Add(m.ctl(), kir.C(ps.DoneWord(q)))
+			if m.eth {
+				m.body = append(m.body, kir.EthNoCSemaphoreWaitMin{Addr: addr, Value: kir.C(1)})
+			} else {
+				m.body = append(m.body, kir.NoCSemaphoreWaitMin{Addr: addr, Value: kir.C(1)})
+			}
+		}
+	}
+	m.body = append(m.body, kir.PhaseBegin{Phase: p})
+	if src != nil {
+		body, err := m.rename(p, src)
+		if err != nil {
+			return fmt.Errorf("persist: phase %d (%s), kernel %q: %w", p, where, src.Name, err)
+		}
+		m.body = append(m.body, kir.Comment{Text: fmt.Sprintf("phase %d: %s", p, where)})
+		m.body = append(m.body, body...)
+	}
+	if dm {
+		m.body = append(m.body, kir.NoCAsyncWriteBarrier{})
+	}
+	m.body = append(m.body, kir.PhaseEnd{Phase: p})
+	if !signaler {
+		return nil
+	}
+	ph := &ps.Phases[p]
+	leader := ph.Cores[0]
+	m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(leader, ps.CountWord(p)), Incr: kir.C(1)}, kir.NoCAsyncAtomicBarrier{})
+	if m.cores[0] != leader {
+		return nil
+	}
+	count := kir.Add(m.ctl(), kir.C(ps.CountWord(p)))
+	if m.eth {
+		m.body = append(m.body, kir.EthNoCSemaphoreWait{Addr: count, Value: kir.Ci(len(ph.Cores))})
+	} else {
+		m.body = append(m.body, kir.NoCSemaphoreWait{Addr: count, Value: kir.Ci(len(ph.Cores))})
+	}
+	ds := make([]kir.Core, 0, len(dependents))
+	for c := range dependents {
+		ds = append(ds, c)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Less(ds[j]) })
+	for _, c := range ds {
+		m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, ps.DoneWord(p)), Incr: kir.C(1)})
+	}
+	if len(ds) > 0 {
+		m.body = append(m.body, kir.NoCAsyncAtomicBarrier{})
+	}
+	return nil
+}
+
+// rename returns src's body with its arguments and variables renamed for
+// phase p and its semaphores re-homed into the control block; src's
+// arguments join the merged kernel's table (runtime values per core
+// appended in phase order).
+func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
+	prefix := ArgPrefix(p)
+	nrt := 0
+	for _, a := range src.Args {
+		v := a.Value
+		switch a.Kind {
+		case kir.CompileTimeArg:
+			m.k.CompileArg(prefix+a.Name, v.Const)
+			if v.Kind != kir.ValConst {
+				m.k.Args[len(m.k.Args)-1].Value = v
+			}
+		case kir.CommonRuntimeArg:
+			m.k.CommonArg(prefix+a.Name, v)
+		case kir.RuntimeArg:
+			m.k.RuntimeArg(prefix + a.Name)
+			nrt++
+		}
+	}
+	if nrt > 0 {
+		if m.rt == nil {
+			m.rt = map[kir.Core][]kir.ArgValue{}
+		}
+		for _, c := range m.cores {
+			vals := src.RuntimeValuesOn(c)
+			vals = vals[:min(len(vals), nrt)]
+			pad := m.nrt - len(m.rt[c])
+			for i := 0; i < pad; i++ {
+				m.rt[c] = append(m.rt[c], kir.U32(0))
+			}
+			m.rt[c] = append(m.rt[c], vals...)
+			for i := len(vals); i < nrt; i++ {
+				m.rt[c] = append(m.rt[c], kir.U32(0))
+			}
+		}
+		m.nrt += nrt
+	}
+	semBase := m.ps.SemWord(m.ps.Phases[p].SemSlot)
+	rn := &renamer{prefix: prefix, sem: func(id kir.Expr, eth bool) kir.Expr {
+		base := m.workerCtl()
+		if eth {
+			base = kir.C(m.ps.EthCtl)
+		}
+		return kir.Add(base, kir.Add(kir.C(semBase), kir.Mul(id, kir.C(kir.CtlStride))))
+	}}
+	return rn.stmts(src.Body)
+}
+
+// finish sets the merged kernel's body and runtime values.
+func (m *merger) finish() *kir.Kernel {
+	m.k.Body = m.body
+	for _, c := range m.cores {
+		vals := m.rt[c]
+		for len(vals) < m.nrt {
+			vals = append(vals, kir.U32(0))
+		}
+		if m.nrt > 0 {
+			m.k.SetRuntimeArgs(c, vals...)
+		}
+	}
+	return m.k
+}
+
+// renamer rewrites a phase's statements.
+type renamer struct {
+	prefix string
+	sem    func(id kir.Expr, eth bool) kir.Expr
+	err    error
+}
+
+var (
+	exprType = reflect.TypeOf((*kir.Expr)(nil)).Elem()
+	stmtsT   = reflect.TypeOf([]kir.Stmt(nil))
+	varType  = reflect.TypeOf(kir.Var{})
+)
+
+func (r *renamer) stmts(in []kir.Stmt) ([]kir.Stmt, error) {
+	out := make([]kir.Stmt, len(in))
+	for i, s := range in {
+		out[i] = r.stmt(s)
+	}
+	return out, r.err
+}
+
+// stmt copies s, renaming every expression, variable and nested body.
+func (r *renamer) stmt(s kir.Stmt) kir.Stmt {
+	v := reflect.ValueOf(s)
+	cp := reflect.New(v.Type()).Elem()
+	cp.Set(v)
+	for i := 0; i < cp.NumField(); i++ {
+		f := cp.Field(i)
+		switch {
+		case f.Type() == exprType:
+			if !f.IsNil() {
+				f.Set(reflect.ValueOf(r.expr(f.Interface().(kir.Expr))))
+			}
+		case f.Type() == stmtsT:
+			if !f.IsNil() {
+				body, _ := r.stmts(f.Interface().([]kir.Stmt))
+				f.Set(reflect.ValueOf(body))
+			}
+		case f.Type() == varType:
+			x := f.Interface().(kir.Var)
+			x.Name = r.varName(x.Name)
+			f.Set(reflect.ValueOf(x))
+		}
+	}
+	return cp.Interface().(kir.Stmt)
+}
+
+func (r *renamer) varName(n string) string { return "v" + strings.TrimPrefix(r.prefix, "p") + n }
+
+func (r *renamer) expr(e kir.Expr) kir.Expr {
+	switch e := e.(type) {
+	case nil:
+		return nil
+	case kir.Const, kir.GetWritePtr, kir.GetReadPtr, kir.GetTileSize, kir.MyNoCX, kir.MyNoCY, kir.NumDRAMBanks:
+		return e
+	case kir.Var:
+		e.Name = r.varName(e.Name)
+		return e
+	case kir.ArgRef:
+		return kir.ArgRef{Name: r.prefix + e.Name}
+	case kir.Bin:
+		return kir.Bin{Op: e.Op, X: r.expr(e.X), Y: r.expr(e.Y)}
+	case kir.GetSemaphore:
+		return r.sem(r.expr(e.ID), false)
+	case kir.GetEthSemaphore:
+		return r.sem(r.expr(e.ID), true)
+	case kir.NoCAddr:
+		return kir.NoCAddr{X: r.expr(e.X), Y: r.expr(e.Y), Addr: r.expr(e.Addr)}
+	case kir.DRAMBankAddr:
+		return kir.DRAMBankAddr{Bank: r.expr(e.Bank), Offset: r.expr(e.Offset)}
+	case kir.MulticastAddr:
+		return kir.MulticastAddr{X0: r.expr(e.X0), Y0: r.expr(e.Y0), X1: r.expr(e.X1), Y1: r.expr(e.Y1), Addr: r.expr(e.Addr)}
+	case kir.L1Read32:
+		return kir.L1Read32{Addr: r.expr(e.Addr)}
+	case kir.ReadTileValue:
+		e.Tile, e.Offset = r.expr(e.Tile), r.expr(e.Offset)
+		return e
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("expression %T cannot be renamed", e)
+	}
+	return e
+}
