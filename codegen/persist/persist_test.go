@@ -51,9 +51,12 @@ func TestDependencies(t *testing.T) {
 	for _, ph := range plan.Phases {
 		got = append(got, ph.Deps)
 	}
-	// p5 reads a (p0) but p0 is implied by p4; p6 writes x, read by p0 and
-	// p1 (WAR), both implied by p5 (RAW on f).
-	want := [][]int{nil, nil, {0, 1}, {0}, {2, 3}, {4}, {5}}
+	// d (p3) takes b's DRAM buffer once p2 has read b (codegen's liveness
+	// reuse), so p3 waits for p2 (WAR on the shared name), which implies its
+	// RAW on a (p0); p4 reads c (p2) and d (p3), p2 implied by p3; p5 reads
+	// a (p0) but p0 is implied by p4; p6 writes x, read by p0 and p1 (WAR),
+	// both implied by p5 (RAW on f).
+	want := [][]int{nil, nil, {0, 1}, {2}, {3}, {4}, {5}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dependencies (-want +got):\n%s", diff)
 	}
