@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -334,9 +335,12 @@ func floorBytes(b *Build) int64 {
 				other[v] = true
 				continue
 			}
+			// The gathered rows are the result's own bytes: its buffer may
+			// be a shared one (codegen's liveness reuse) sized to a larger
+			// value, or held by another value.
 			for _, r := range p.Op.Results {
-				if s := b.bufferOf(r); s != nil {
-					gathered[v] += int64(s.PageSize) * int64(s.Pages)
+				if ps, pages, err := lower.PageLayout(r.Type); err == nil {
+					gathered[v] += int64(ps) * int64(pages)
 				}
 			}
 		}

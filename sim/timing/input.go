@@ -76,19 +76,3 @@ type Buffer struct {
 	// the position buffer's word holds the step's position.
 	Words []uint32
 }
-
-// bufferOf is the buffer holding value v (a state's new value: the
-// state's), or nil.
-func (b *Build) bufferOf(v *ir.Value) *Buffer {
-	for i := range b.Buffers {
-		if s := &b.Buffers[i]; s.Update == v {
-			return s
-		}
-	}
-	for i := range b.Buffers {
-		if s := &b.Buffers[i]; s.Value == v {
-			return s
-		}
-	}
-	return nil
-}

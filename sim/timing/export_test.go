@@ -1,0 +1,4 @@
+package timing
+
+// FloorBytes is floorBytes for the external tests.
+var FloorBytes = floorBytes
