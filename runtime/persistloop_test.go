@@ -14,6 +14,7 @@ import (
 var loopModels = []stepModel{
 	{"tiny-mlp", tinymlp.Model{}, map[string]string{"device-loop": "true"}, ir.Mesh{Rows: 1, Cols: 1}, 3},
 	{"qwen27b-small-1x1", qwen27b.Model{}, map[string]string{"config": "../models/qwen27b/testdata/small.json", "device-loop": "true"}, ir.Mesh{Rows: 1, Cols: 1}, 3},
+	{"qwen27b-small-1x2", qwen27b.Model{}, map[string]string{"config": "../models/qwen27b/testdata/small.json", "device-loop": "true"}, ir.Mesh{Rows: 1, Cols: 2}, 2},
 }
 
 // loopRunner is the device-loop part of a model's runner.
@@ -96,12 +97,14 @@ func TestPersistentLoopIsBitIdentical(t *testing.T) {
 			if err := per.exe.RunPersistent(); err != nil {
 				t.Fatal(err)
 			}
-			got, err := per.exe.History(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("token history %v, per-program steps' tokens %v", got, want)
+			for d := 0; d < per.exe.Mesh.Devices(); d++ {
+				got, err := per.exe.History(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("device %d: token history %v, per-program steps' tokens %v", d, got, want)
+				}
 			}
 			if d := firstDiff(ref.state(t), per.state(t)); d != "" {
 				t.Errorf("after %d steps in one launch: %s", sm.steps, d)
