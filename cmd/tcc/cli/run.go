@@ -129,7 +129,7 @@ step's token and text on its own line and the whole text at the end.
 	fs.StringVar(&rf.promptFile, "prompt-file", "", "like --prompt, the text read from a file")
 	fs.BoolVar(&rf.chat, "chat", false, "with --prompt: apply Qwen's ChatML chat template (one user turn, then the assistant's) and stop at <|im_end|>")
 	fs.StringVar(&rf.tokenizer, "tokenizer", "", "with --prompt: the tokenizer.json to use (default: the one in --weights DIR)")
-	fs.BoolVar(&rf.persistent, "persistent", false, "run each step as ONE persistent program (the step's programs as phases that synchronise by dataflow, codegen/persist) launched once per step; built-in simulator only; --check then compares outputs and state per step, not each program")
+	fs.BoolVar(&rf.persistent, "persistent", false, "run each step as ONE persistent program (the step's programs as phases that synchronise by dataflow, codegen/persist) launched once per step; with a device-loop graph (--device-loop) ALL --steps decode steps run in ONE launch (the kernels loop over the steps; the host reads each step's tokens from the device's token history after it); built-in simulator only; --check then compares outputs and state per step (in one launch: every step's tokens, the last step's logits and the final state), not each program")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		rf.progress = cmd.ErrOrStderr()
