@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/persist"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // LoadPersistent builds the persistent program of the executable's build
@@ -15,15 +16,62 @@ func (e *Executable) LoadPersistent() (*persist.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return plan, e.loadPersistent(p)
+}
+
+// LoadPersistentLoop is LoadPersistent for a program that runs steps
+// decode steps per launch (persist.BuildLoop): it also allocates the token
+// history the device appends tokens' buffer to after every step (History).
+// The graph must be a device-loop graph: the steps take no host input.
+func (e *Executable) LoadPersistentLoop(steps int, tokens *ir.Value) (*persist.Plan, error) {
+	p, plan, err := persist.BuildLoop(e.Build, steps, tokens)
+	if err != nil {
+		return nil, err
+	}
+	hb, shape, err := persist.HistoryTensor(p, tokens)
+	if err != nil {
+		return nil, err
+	}
+	t := Tensor{Buffer: hb, Shape: shape}
+	t.Buffer.Name = fmt.Sprintf("b%d/%s", e.Mesh.loads, persist.HistoryBuffer)
+	if err := e.Mesh.Alloc(t); err != nil {
+		return nil, err
+	}
+	e.binding[persist.HistoryBuffer] = t.Name
+	return plan, e.loadPersistent(p)
+}
+
+// History reads device dev's token history of the last launch of a
+// LoadPersistentLoop program: one row per step, the tokens that step
+// wrote (as the tokens value lays them out).
+func (e *Executable) History(dev int) ([][]float32, error) {
+	name, ok := e.binding[persist.HistoryBuffer]
+	if !ok {
+		return nil, fmt.Errorf("runtime: no token history (LoadPersistentLoop)")
+	}
+	data, err := e.Mesh.Download(dev, name)
+	if err != nil {
+		return nil, err
+	}
+	t := e.Mesh.tensors[name]
+	rows := make([][]float32, t.Pages)
+	per := len(data) / t.Pages
+	for s := range rows {
+		rows[s] = data[s*per : (s+1)*per]
+	}
+	return rows, nil
+}
+
+func (e *Executable) loadPersistent(p *kir.Program) error {
 	ctl := p.Buffer(persist.CtlBuffer)
 	t := Tensor{Buffer: *ctl, Shape: persist.CtlShape(*ctl)}
 	t.Buffer.Name = fmt.Sprintf("b%d/%s", e.Mesh.loads, persist.CtlBuffer)
 	if err := e.Mesh.Alloc(t); err != nil {
-		return nil, err
+		return err
 	}
 	e.binding[persist.CtlBuffer] = t.Name
 	e.persistent = p
-	return plan, nil
+	return nil
 }
 
 // Persistent is the persistent program LoadPersistent built, or nil.

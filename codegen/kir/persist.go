@@ -19,6 +19,11 @@ type Persist struct {
 	// SemSlots is the number of semaphore words after the phase words.
 	SemSlots int
 	Phases   []Phase
+	// Steps, when above 1, is the number of steps one launch runs: every
+	// merged kernel repeats its phases that many times (codegen/persist's
+	// step loop), so each core begins its phases again, in the same
+	// order, every step.
+	Steps int `json:",omitempty"`
 }
 
 // Phase is one phase of a persistent program: the source program's CBs,

@@ -34,7 +34,29 @@
 // phase (used on the leader) and the phases' semaphores, re-homed so that
 // no two phases share a semaphore word (get_semaphore(id) of phase p reads
 // control word SemSlot(p)+id). The host writes the block (zeros and the
-// semaphores' initial values) before each launch; one launch runs one step.
+// semaphores' initial values) before each launch; one launch runs one step
+// (Build), or many (BuildLoop).
+//
+// # Many steps per launch
+//
+// BuildLoop wraps every merged kernel's phases in a step loop (StepVar, up
+// to the common argument StepsArg) for a graph whose steps need no host
+// input (a device loop: the argmax writes the next step's tokens, the
+// position advances on the device). The done, count and semaphore words
+// are not counted across steps: after each step a step barrier of the
+// cores' signaling RISCs (arrive on the step leader, the first worker
+// core; go words it increments on every core) holds every core until all
+// finished the step, the leader appends the step's tokens (page 0 of the
+// tokens' one-page DRAM buffer) to page s of HistoryBuffer, every core
+// resets its words (zeros, then its phases' semaphores' initial values),
+// and a second barrier holds them until all have reset. The first barrier
+// makes the reset safe (no increment of the step can still arrive); the
+// second keeps the next step's increments from landing before a reset.
+// The arrive, go and scratch words lie after the reset words and count
+// barriers (2s+1, 2s+2). The host reads the history after the launch:
+// the device does not stop between steps, and the built-in simulator runs
+// a launch to its end, so there is no moment in between for the host to
+// read.
 //
 // # Per-phase state
 //

@@ -44,7 +44,9 @@ func (p *Plan) Deps() int {
 // two kernels of one phase on one RISC of a core, a kernel with more
 // runtime arguments on a core than the card allows, a statement Build
 // cannot rename.
-func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
+func Build(b *codegen.Build) (*kir.Program, *Plan, error) { return build(b, nil) }
+
+func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 	if b == nil || len(b.Programs) == 0 {
 		return nil, nil, fmt.Errorf("persist: the build has no programs")
 	}
@@ -97,6 +99,12 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 		plan.Phases[p] = PlanPhase{Name: sp.Name, Op: bp.Op.Where(), Deps: deps[p], Cores: len(ph.Cores)}
 	}
 	ps.CtlBytes = kir.CtlSize(n, ps.SemSlots)
+	if lp != nil {
+		if err := lp.layout(b, ps); err != nil {
+			return nil, nil, err
+		}
+		prog.Buffers = append(prog.Buffers, lp.history)
+	}
 	if t.Eth != nil {
 		ps.EthCtl = uint32(t.Eth.L1Top - ps.CtlBytes)
 	}
@@ -135,6 +143,11 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 		}
 	}
 	sort.Slice(cores, func(i, j int) bool { return cores[i].Less(cores[j]) })
+	if lp != nil {
+		if err := lp.pickLeader(cores); err != nil {
+			return nil, nil, err
+		}
+	}
 	// Merged kernels, one per (RISC, phase sequence).
 	type group struct {
 		k     *kir.Kernel
@@ -157,6 +170,9 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 				k := kernelOn[p][slotKey{c, proc}]
 				fmt.Fprintf(&sig, "|%d:%p:%v:%v", p, k, proc == signaler, ps.Phases[p].Cores[0] == c)
 			}
+			if lp != nil {
+				fmt.Fprintf(&sig, "|step leader %v", c == lp.leader)
+			}
 			key := sig.String()
 			g := groups[key]
 			if g == nil {
@@ -171,7 +187,7 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 		g := groups[key]
 		c0 := g.cores[0]
 		proc := procFromKey(key)
-		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores}
+		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp}
 		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
@@ -184,6 +200,9 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) {
 			if err := m.phase(p, kernelOn[p][slotKey{c0, proc}], deps[p], signaler, dependents[p], b.Programs[p].Op.Where()); err != nil {
 				return nil, nil, err
 			}
+		}
+		if lp != nil && signaler {
+			m.stepEnd(cores)
 		}
 		prog.Kernels = append(prog.Kernels, m.finish())
 	}
@@ -366,6 +385,8 @@ type merger struct {
 	nocs  map[kir.Core]bool
 	nrt   int
 	ctlOK bool
+	// loop is the step loop of a multi-step program, or nil.
+	loop *loopPlan
 }
 
 // ctl is the local control block's address expression.
@@ -515,6 +536,10 @@ func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 // finish sets the merged kernel's body and runtime values.
 func (m *merger) finish() *kir.Kernel {
 	m.k.Body = m.body
+	if m.loop != nil {
+		m.k.CommonArg(StepsArg, kir.U32(uint32(m.loop.steps)))
+		m.k.Body = []kir.Stmt{kir.For{Var: StepVar, Start: kir.C(0), End: kir.ArgRef{Name: StepsArg}, Body: m.body}}
+	}
 	for _, c := range m.cores {
 		vals := m.rt[c]
 		for len(vals) < m.nrt {

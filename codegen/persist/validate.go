@@ -59,7 +59,7 @@ func Validate(p *kir.Program, t *target.Target) error {
 // increasing order.
 func balanced(k *kir.Kernel) error {
 	open, last := -1, -1
-	for _, s := range k.Body {
+	for _, s := range StepBody(k.Body) {
 		switch s := s.(type) {
 		case kir.PhaseBegin:
 			if open >= 0 || s.Phase <= last {
@@ -91,7 +91,7 @@ func phaseView(p *kir.Program, i int) *kir.Program {
 	prefix := ArgPrefix(i)
 	views := map[*kir.PhaseKernel]*kir.Kernel{}
 	for _, k := range p.Kernels {
-		body, ok := segment(k.Body, i)
+		body, ok := segment(StepBody(k.Body), i)
 		cores := kir.CoresOf(k.Cores)
 		pk := ph.KernelOn(cores[0], k.Processor)
 		if !ok || pk == nil {

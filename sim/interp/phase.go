@@ -20,6 +20,9 @@ type Phases struct {
 	CBs map[int][]PlacedCB
 	// Current is the phase begun last (-1 before the first).
 	Current int
+	// Loop is set when the program repeats its phases (kir.Persist.Steps
+	// above 1): a phase may then begin again after later ones.
+	Loop    bool
 	epoch   uint64
 	arrived int
 }
@@ -39,7 +42,7 @@ func (t *Thread[S]) barrier(p int, begin bool) (bool, *Fault) {
 		return false, faultf(kir.RuleMalformed, kir.NoCB, "tcc_phase_%s(%d) runs outside a persistent program", map[bool]string{true: "begin", false: "end"}[begin], p)
 	}
 	if !t.inBarrier {
-		if begin && p <= ph.Current {
+		if begin && p <= ph.Current && !ph.Loop {
 			return false, faultf(kir.RuleMalformed, kir.NoCB, "tcc_phase_begin(%d) after phase %d: phases run in increasing order", p, ph.Current)
 		}
 		t.inBarrier, t.barrierEpoch = true, ph.epoch

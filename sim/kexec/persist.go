@@ -86,6 +86,7 @@ func (r *run) countThreads() {
 			ks.core.Phases = interp.NewPhases(0)
 		}
 		ks.core.Phases.Threads++
+		ks.core.Phases.Loop = r.p.Persist.Steps > 1
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 
 // TestPersistentFlags: tcc run --persistent runs tiny-mlp as one program
 // per step and passes --check saying programs are not checked one by one;
+// with --device-loop it runs all steps in one launch and checks each
+// step's tokens;
 // tcc perf --persistent predicts it as one launch; tcc build --persistent
 // is refused naming what is missing.
 func TestPersistentFlags(t *testing.T) {
@@ -18,6 +20,8 @@ func TestPersistentFlags(t *testing.T) {
 	}{
 		{"run", []string{"run", "tiny-mlp", "--steps", "2", "--check", "--persistent"},
 			[]string{"one persistent program of", "programs: not checked one by one", "check passed"}, ""},
+		{"run device loop", []string{"run", "tiny-mlp", "--steps", "3", "--check", "--persistent", "--device-loop"},
+			[]string{"looping over 3 steps, launched once", "launches: 1 (3 steps)", "decode 2  next tokens", "tokens ok (free-running same formats reference)", "check passed: one launch"}, ""},
 		{"perf", []string{"perf", "tiny-mlp", "--persistent"},
 			[]string{"ONE persistent program per device of", "of which launch gaps 1.6 us"}, ""},
 		{"build", []string{"build", "tiny-mlp", "--persistent", "-o", "out-never-written"}, nil, "cannot print persistent programs yet"},

@@ -17,7 +17,7 @@ import (
 )
 
 // booted returns a fake chip with firmware booted on cores.
-func booted(t *testing.T, cores []kir.Core) (*fake.Chip, *chip.Chip) {
+func booted(t testing.TB, cores []kir.Core) (*fake.Chip, *chip.Chip) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := fwtest.WriteSet(dir); err != nil {
@@ -166,4 +166,51 @@ func TestGoBeforeBootIsAProtocolError(t *testing.T) {
 	if len(f.Errors) == 0 || !strings.Contains(f.Errors[0].Error(), "go signal before the firmware booted") {
 		t.Errorf("fake chip errors %v", f.Errors)
 	}
+}
+
+// BenchmarkHostPerStep measures the host CPU a decode step costs on the
+// fake chip (access/fake: the BAR accesses are Go memory copies, so this
+// is the runtime's own work, not PCIe latency):
+//
+//   - launch: one slow-dispatch launch (launch.Run of the two-core test
+//     program: blobs, launch messages, go signals, done polls), which the
+//     per-program mode pays once per program of the step;
+//   - doorbell+poll: what a persistent program's step needs from the
+//     host once it runs (one control word written, one done word read
+//     that already holds the step's count).
+func BenchmarkHostPerStep(b *testing.B) {
+	p, imgs := program()
+	f, c := booted(b, p.Cores)
+	pl, err := launch.MakePlan(p, c.Layout)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("launch", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := launch.Run(c, p, pl, imgs, time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("doorbell+poll", func(b *testing.B) {
+		at, err := c.Worker(p.Cores[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		const bell, done = 0x40000, 0x40010
+		l1 := f.L1(int(at.X), int(at.Y))
+		for i := 0; i < b.N; i++ {
+			if err := c.Write32(at, bell, uint32(i+1)); err != nil {
+				b.Fatal(err)
+			}
+			l1[done] = byte(i + 1) // the device's side: the step finished
+			v, err := c.Read32(at, done)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if uint8(v) != uint8(i+1) {
+				b.Fatalf("done word %d, want %d", v, uint8(i+1))
+			}
+		}
+	})
 }
