@@ -6,9 +6,11 @@
 // (BRISC, NCRISC, compute; the RISCs an ethernet core's phases use) that
 // executes, in phase order, the phases the core takes part in:
 //
-//	wait done[q] for every q in deps(p)      (data-movement RISCs)
 //	tcc_phase_begin(p)                       (core-local barrier)
-//	phase p's kernel body, or nothing        (args renamed "p<P>_<name>")
+//	phase p's kernel body, or nothing        (args renamed "p<P>_<name>"),
+//	  with wait done[q] for every q in deps(p) (data-movement RISCs) just
+//	  before its first top-level statement that may touch a buffer other
+//	  than a weight, or after the body when none does
 //	noc_async_write_barrier()                (data-movement RISCs)
 //	tcc_phase_end(p)                         (core-local barrier)
 //	count[p]++ on the phase's leader         (BRISC, or the ethernet RISC)
@@ -27,6 +29,15 @@
 // last writer of what it reads or writes (RAW, WAW) and on the readers
 // since that write of what it writes (WAR). Dependencies implied by others
 // (q reaches p through another dependency) are dropped.
+//
+// The waits are lazy (lazy.go): the statements before them read only
+// weights, which no phase of the step writes, so a matmul's weight reader
+// streams its first blocks (as many as its weight CB holds) while the
+// phases it depends on still run, once its core finished its own previous
+// phase. Every data-movement RISC waits for every dependency before the
+// phase ends on its core, so done[p] still implies that p's dependencies
+// are done. A phase with a CB backed by a non-weight buffer, and every
+// phase on an ethernet core, waits before tcc_phase_begin.
 //
 // The control block is an L1 buffer the runtime allocates on every worker
 // core (Ctl, so each phase's CBs are placed below it) and the top of the

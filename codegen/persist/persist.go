@@ -54,6 +54,7 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 	n := len(b.Programs)
 	plan := &Plan{Phases: make([]PlanPhase, n)}
 	deps := dependencies(b)
+	fixed := fixedBuffers(b)
 	ps := &kir.Persist{Ctl: CtlBuffer}
 	prog := &kir.Program{Name: b.Graph.Name + ".persistent", Persist: ps}
 	seenBuf := map[string]bool{}
@@ -187,7 +188,7 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 		g := groups[key]
 		c0 := g.cores[0]
 		proc := procFromKey(key)
-		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp}
+		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp, fixed: fixed}
 		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
@@ -380,6 +381,9 @@ type merger struct {
 	cores []kir.Core
 	k     *kir.Kernel
 	body  []kir.Stmt
+	// fixed, when not nil, holds the buffers no phase writes (lazy.go):
+	// the data-movement RISCs' dependency waits follow tcc_phase_begin.
+	fixed map[string]bool
 	// rt holds, per core, the runtime values appended so far.
 	rt    map[kir.Core][]kir.ArgValue
 	nocs  map[kir.Core]bool
@@ -430,7 +434,7 @@ func (m *merger) nocAddr(c kir.Core, off uint32) kir.Expr {
 func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, dependents map[kir.Core]bool, where string) error {
 	ps := m.ps
 	dm := m.proc != kir.ComputeProc
-	if dm {
+	waits := func() {
 		for _, q := range deps {
 			addr := kir.Add(m.ctl(), kir.C(ps.DoneWord(q)))
 			if m.eth {
@@ -440,14 +444,32 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 			}
 		}
 	}
+	// lazy: the waits follow PhaseBegin (lazy.go).
+	lazy := dm && !m.eth && m.fixed != nil && lazyPhase(&ps.Phases[p], m.fixed)
+	if dm && !lazy {
+		waits()
+	}
 	m.body = append(m.body, kir.PhaseBegin{Phase: p})
+	waited := !lazy
 	if src != nil {
 		body, err := m.rename(p, src)
 		if err != nil {
 			return fmt.Errorf("persist: phase %d (%s), kernel %q: %w", p, where, src.Name, err)
 		}
 		m.body = append(m.body, kir.Comment{Text: fmt.Sprintf("phase %d: %s", p, where)})
-		m.body = append(m.body, body...)
+		at := len(body)
+		if lazy {
+			at = firstTouch(src, m.cores, m.fixed)
+		}
+		m.body = append(m.body, body[:at]...)
+		if !waited {
+			waits()
+			waited = true
+		}
+		m.body = append(m.body, body[at:]...)
+	}
+	if !waited {
+		waits()
 	}
 	if dm {
 		m.body = append(m.body, kir.NoCAsyncWriteBarrier{})
