@@ -4,15 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/lower"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/models"
-	"github.com/tcc-dev/tcc/models/qwen27b"
-	"github.com/tcc-dev/tcc/passes"
+	model "github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/sim/timing"
-	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
 )
 
 // TestFloorCountsGatheredRows: the DRAM floor of the qwen27b decode build
@@ -22,18 +17,7 @@ import (
 // reuse), every state other than the KV caches read and written once, and
 // the KV caches in full.
 func TestFloorCountsGatheredRows(t *testing.T) {
-	args := models.Args{"batch": "1", "max-seq": "128", "seq": "32", "mode": "decode"}
-	g, err := qwen27b.Model{}.Build(args, ir.Mesh{Rows: 1, Cols: 2})
-	if err == nil {
-		_, err = passes.Run(g, passes.Options{})
-	}
-	var b *codegen.Build
-	if err == nil {
-		b, err = codegen.Compile(g, target.Blackhole())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := fusedBuild(t, model.DefaultOptions(), ir.Mesh{Rows: 1, Cols: 2})
 	tables := map[*ir.Value]bool{}
 	var gathered int64
 	for _, p := range b.Programs {
@@ -65,16 +49,14 @@ func TestFloorCountsGatheredRows(t *testing.T) {
 		switch {
 		case tables[s.Value]:
 			table = bytes
-		case s.Value.Kind == ir.KindWeight:
-			want += bytes
-		case s.Value.Kind == ir.KindState && strings.Contains(s.Value.Name, "cache"):
+		case s.Value.Kind == ir.KindWeight, s.KV:
 			want += bytes
 		case s.Value.Kind == ir.KindState:
 			want += 2 * bytes
 		}
 	}
 	want += gathered
-	if got := timing.FloorBytes(fromcodegen.Build(b)); got != want {
+	if got := timing.FloorBytes(b); got != want {
 		t.Errorf("floor %d bytes, want %d (the table's gathered rows %d bytes, not the table's %d)", got, want, gathered, table)
 	}
 }
