@@ -48,6 +48,27 @@ type TensorType struct {
 	Dist   Dist
 }
 
+// PageLayout is how a buffer of type t is paged: one tile of its dtype per
+// page in tile layout (Shape.Tiles pages), one row of the last dimension
+// per page in row-major layout (Rows2D pages of Cols2D elements). It fails
+// (rule page-layout) for a dtype without a tile size in tile layout, a
+// block float in row-major layout, or an unknown layout.
+func (t TensorType) PageLayout() (pageSize, pages int, err error) {
+	switch t.Layout {
+	case TileLayout:
+		if t.DType.TileBytes() == 0 {
+			return 0, 0, fmt.Errorf("rule page-layout: %s has no tile size", t.DType)
+		}
+		return t.DType.TileBytes(), t.Shape.Tiles(), nil
+	case RowMajorLayout:
+		if t.DType.ElemBytes() == 0 {
+			return 0, 0, fmt.Errorf("rule page-layout: %s has no row-major form (block floats need tile layout)", t.DType)
+		}
+		return t.Shape.Cols2D() * t.DType.ElemBytes(), t.Shape.Rows2D(), nil
+	}
+	return 0, 0, fmt.Errorf("rule page-layout: unknown layout %s", t.Layout)
+}
+
 // T is a convenience constructor: a tile-layout, DRAM-interleaved, replicated tensor type.
 func T(dt DType, dims ...int) TensorType {
 	return TensorType{Shape: Shape(dims), DType: dt, Layout: TileLayout, Mem: DRAM, Dist: Replicated}

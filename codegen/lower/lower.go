@@ -276,21 +276,7 @@ func typesOf(vs []*ir.Value) string {
 // t.Shape.Tiles() pages; row-major layout has one row of the last
 // dimension per page (Cols2D elements) and Rows2D pages. Block floats have
 // no row-major form.
-func PageLayout(t ir.TensorType) (pageSize, pages int, err error) {
-	switch t.Layout {
-	case ir.TileLayout:
-		if t.DType.TileBytes() == 0 {
-			return 0, 0, fmt.Errorf("rule page-layout: %s has no tile size", t.DType)
-		}
-		return t.DType.TileBytes(), t.Shape.Tiles(), nil
-	case ir.RowMajorLayout:
-		if t.DType.ElemBytes() == 0 {
-			return 0, 0, fmt.Errorf("rule page-layout: %s has no row-major form (block floats need tile layout)", t.DType)
-		}
-		return t.Shape.Cols2D() * t.DType.ElemBytes(), t.Shape.Rows2D(), nil
-	}
-	return 0, 0, fmt.Errorf("rule page-layout: unknown layout %s", t.Layout)
-}
+func PageLayout(t ir.TensorType) (pageSize, pages int, err error) { return t.PageLayout() }
 
 // bufferOf declares v's buffer.
 func bufferOf(ctx *Context, v *ir.Value) (kir.Buffer, error) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -339,7 +338,7 @@ func floorBytes(b *Build) int64 {
 			// be a shared one (codegen's liveness reuse) sized to a larger
 			// value, or held by another value.
 			for _, r := range p.Op.Results {
-				if ps, pages, err := lower.PageLayout(r.Type); err == nil {
+				if ps, pages, err := r.Type.PageLayout(); err == nil {
 					gathered[v] += int64(ps) * int64(pages)
 				}
 			}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/ir"
 	model "github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/sim/timing"
@@ -30,7 +29,7 @@ func TestFloorCountsGatheredRows(t *testing.T) {
 			}
 		}
 		for _, r := range p.Op.Results {
-			ps, pages, err := lower.PageLayout(r.Type)
+			ps, pages, err := r.Type.PageLayout()
 			if err != nil {
 				t.Fatal(err)
 			}
