@@ -1,8 +1,6 @@
 package passes
 
 import (
-	"fmt"
-
 	"github.com/tcc-dev/tcc/ir"
 	rw "github.com/tcc-dev/tcc/passes/rewrite"
 )
@@ -30,9 +28,6 @@ func gdnScanElem(kind ir.OpKind, name string, state *rw.Pattern) *rw.Pattern {
 	}
 	return rw.Op(kind, append(ps, state)...).As(name)
 }
-
-// gdnScanName is the name of the chain's element i.
-func gdnScanName(i int) string { return fmt.Sprintf("s%d", i) }
 
 // gdnScanPattern is concat(e0, e1) with e0 a step or a scan from state
 // and e1 a step from e0's state.

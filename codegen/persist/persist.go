@@ -151,7 +151,6 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 	}
 	// Merged kernels, one per (RISC, phase sequence).
 	type group struct {
-		k     *kir.Kernel
 		cores []kir.Core
 	}
 	groups := map[string]*group{}

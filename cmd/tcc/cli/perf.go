@@ -210,14 +210,9 @@ are listed in package sim/timing (output_csv.go).`,
 	return cmd
 }
 
-// perfReport compiles g and predicts its step at position (-1: the
-// default, stepAt), or with users (non-nil) each user's position.
-func perfReport(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int) (*timing.Report, error) {
-	return perfReportOpts(name, m, mf, g, position, users, false)
-}
-
-// perfReportOpts is perfReport, predicting the step as one persistent
-// program when persistent is set.
+// perfReportOpts compiles g and predicts its step at position (-1: the
+// default, stepAt), or with users (non-nil) each user's position, as one
+// persistent program when persistent is set.
 func perfReportOpts(name string, m models.Model, mf *modelFlags, g *ir.Graph, position int, users []int, persistent bool) (*timing.Report, error) {
 	// The position first: a wrong one is refused before the compile.
 	if _, _, err := stepAt(m, mf, g, position, users); err != nil {
