@@ -11,6 +11,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/qwen27b"
 	"github.com/tcc-dev/tcc/models/tinymlp"
@@ -200,6 +201,9 @@ func TestPersistentNeedsItsWaits(t *testing.T) {
 	} {
 		for _, sm := range persistModels[:2] {
 			t.Run(tc.name+"/"+sm.name, func(t *testing.T) {
+				if sm.name != "tiny-mlp" {
+					longtest.Skip(t, "the small qwen27b config without its waits (~5 CPU-s each; tiny-mlp shows the stale reads in the default run)")
+				}
 				ref, per := loadModel(t, sm, false), loadModel(t, sm, true)
 				dropped := 0
 				for _, k := range per.exe.Persistent().Kernels {
