@@ -333,6 +333,7 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	r := k.ring
 	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
 	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
+	r.Slots, r.SlotStride = max(pl.Slots, 1), pl.SlotStride()
 	r.SemEth, r.SemArrived, r.SemFwdFree = cclSemEth, cclSemArrived, cclSemFwdFree
 	p.AddSemaphore(kir.Semaphore{ID: cclSemEth, Cores: r.EthRanges()})
 	return k, nil
@@ -376,7 +377,7 @@ func (k *cclKernels) adderResources() error {
 	}
 	// The adders hold the chunk the sender sends only when the chunk is
 	// the whole tensor (one chunk: the two-card all-reduce).
-	k.compact = k.batched && k.chunks.Count == 1 && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
+	k.compact = k.batched && k.chunks.Count == 1 && !pl.Streaming() && pl.LinkTiles*pl.WireBytes <= pl.PacketTiles*k.tb
 	p, pages := k.p, k.pages()
 	p.AddCB(kir.CB{Index: cbIn0, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "local"})
 	p.AddCB(kir.CB{Index: cbIn1, PageSize: k.tb, Pages: pages, Format: dt, Cores: rs, Name: "received"})
@@ -461,6 +462,9 @@ func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
 	es.Define("CCL_PACKET_TILES", strconv.Itoa(pk))
 	es.Define("CCL_STEPS", steps)
 	es.Define("CCL_WIRE_BYTES_PER_TILE", strconv.Itoa(pl.WireBytes))
+	if pl.Streaming() {
+		es.Define("CCL_STAGING_SLOTS", strconv.Itoa(pl.Slots))
+	}
 	return es
 }
 
@@ -494,7 +498,10 @@ func (k *cclKernels) sender() {
 	}
 	s.b = es.Builder()
 	s.sem = s.b.Let("ready_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
-	if pl.ReduceSteps > 0 {
+	switch {
+	case pl.Streaming():
+		s.streamStep()
+	case pl.ReduceSteps > 0:
 		s.reduceSteps()
 	}
 	if pl.GatherSteps > 0 {
@@ -523,6 +530,51 @@ func (s *cclKernel) readTiles(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var) {
 		b.NoCAsyncRead(s.dram(a, pg), kir.Add(s.staging, kir.Mul(t, kir.Ci(s.tb))), kir.Ci(s.tb))
 	})
 	b.NoCAsyncReadBarrier()
+}
+
+// readPacket issues the reads of tile first+base+t (t < cnt) of chunk kk
+// of buffer a into dst at tile stride, without a barrier.
+func (s *cclKernel) readPacket(a kir.ArgRef, kk kir.Expr, base, cnt kir.Var, dst kir.Expr) {
+	b := s.b
+	b.For("t", kir.C(0), cnt, func(t kir.Var) {
+		pg := s.page(kk, kir.Add(kir.Add(s.first, base), t))
+		b.NoCAsyncRead(s.dram(a, pg), kir.Add(dst, kir.Mul(t, kir.Ci(s.tb))), kir.Ci(s.tb))
+	})
+}
+
+// streamStep emits a streaming sender's one reduce step (Slots = 2): x's
+// packet 0 read into slot 0, then per packet k its transmit commands
+// from slot k % 2 into the receiver's slot k % 2, the reads of packet
+// k+1 into the other slot while it travels, the receiver's release and
+// the reads' barrier.
+func (s *cclKernel) streamStep() {
+	b, pl, r := s.b, s.plan, s.ring
+	b.Comment("Streaming reduce step: packet k+1 is read into the other staging slot while packet k travels.")
+	kk := b.Let("chunk", s.chunkIndex(s.dev, kir.C(0), 1))
+	pk := kir.Ci(pl.PacketTiles)
+	np := b.Let("num_packets", kir.Div(kir.Add(s.count, kir.Ci(pl.PacketTiles-1)), pk))
+	cntOf := func(base kir.Expr) kir.Var {
+		cnt := b.LetT("cnt", kir.U32T, kir.Sub(s.count, base))
+		b.If(kir.Gt(cnt, pk), func() { b.Assign(cnt, pk) })
+		return cnt
+	}
+	b.If(kir.Gt(np, kir.C(0)), func() {
+		s.readPacket(s.xa, kk, b.Let("base0", kir.C(0)), cntOf(kir.C(0)), s.staging)
+		b.NoCAsyncReadBarrier()
+	})
+	b.For("pk", kir.C(0), np, func(i kir.Var) {
+		base := b.Let("base", kir.Mul(i, pk))
+		cnt := cntOf(base)
+		slot := b.Let("slot", r.SlotAddr(s.staging, i))
+		r.Put(b, slot, false, false, cnt, slot)
+		next := b.Let("next", kir.Add(i, kir.C(1)))
+		b.If(kir.Lt(next, np), func() {
+			nb := b.Let("next_base", kir.Add(base, pk))
+			s.readPacket(s.xa, kk, nb, cntOf(nb), r.SlotAddr(s.staging, next))
+		})
+		b.EthWaitForReceiverDone()
+		b.NoCAsyncReadBarrier()
+	})
 }
 
 // reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read
@@ -614,7 +666,13 @@ func (k *cclKernels) receiver() {
 	b := er.Builder()
 	free := b.Let("free_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	wait := func(cnt kir.Var, perTile kir.Expr) { b.EthWaitForBytes(kir.Mul(cnt, perTile)) }
-	if pl.ReduceSteps > 0 {
+	if pl.Streaming() {
+		b.Comment("Streaming reduce step: hand packet k to the adders and release it once they are done with packet k-1, whose slot packet k+1 fills.")
+		r.Packets(b, count, func(base, cnt kir.Var) {
+			wait(cnt, kir.Ci(r.WireTile(false, false)))
+			r.HandOffStream(b, free, adders, kir.Div(base, kir.Ci(pl.PacketTiles)))
+		})
+	} else if pl.ReduceSteps > 0 {
 		b.Comment("Reduce steps: hand every packet to the adders and wait until all have read it.")
 		// Step 0 sends x's tiles (packed when compact), later steps the
 		// forwarded partial sums segment by segment (sender, Send).

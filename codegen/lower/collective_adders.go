@@ -99,11 +99,12 @@ func (a *cclKernel) zeroReceived() {
 }
 
 // received reads the segments of the packet's tile t (link-local tile
-// base + t) from the receiver's staging into dst.
+// base + t) from the receiver's staging (the packet's slot) into dst.
 func (a *cclKernel) received(base, t kir.Expr, dst kir.Expr) {
 	r := a.ring
+	slot := r.SlotAddr(a.staging, kir.Div(base, kir.Ci(r.PacketTiles)))
 	r.EachSegment(func(sg multicore.Span, coff int) {
-		at := r.TileAddr(a.staging, t, sg.Off)
+		at := r.TileAddr(slot, t, sg.Off)
 		if a.compact {
 			at = r.PackedAddr(a.staging, kir.Add(base, t), coff)
 		}
@@ -164,7 +165,7 @@ func (a *cclKernel) batchedPackets() {
 			} else {
 				readResidual()
 			}
-			multicore.Await(b, a.sem, true)
+			a.await(base)
 			in1 := blocks.Reserve(b, cbIn1, n, "received_base")
 			b.For("j", kir.C(0), n, func(j kir.Var) {
 				a.received(base, tileOf(j), kir.Add(in1, kir.Mul(j, kir.Ci(a.tb))))
@@ -175,10 +176,21 @@ func (a *cclKernel) batchedPackets() {
 			if a.compact {
 				r.Signal(b, a.sx, a.sy)
 			}
-			multicore.Await(b, a.sem, true)
+			a.await(base)
 		})
 		r.Signal(b, a.rx, a.ry)
 	})
+}
+
+// await emits the wait for the hand-off of the packet at link-local tile
+// base: SemArrived is 1 (reset), or streaming counts the packet
+// (multicore.AwaitCount).
+func (a *cclKernel) await(base kir.Expr) {
+	if a.plan.Streaming() {
+		multicore.AwaitCount(a.b, a.sem, kir.Div(base, kir.Ci(a.plan.PacketTiles)))
+		return
+	}
+	multicore.Await(a.b, a.sem, true)
 }
 
 // pushInputs pushes n pages of the local, received (and residual) CBs.
@@ -197,7 +209,7 @@ func (a *cclKernel) perTile() {
 	b.For("s", kir.C(0), kir.Ci(a.plan.ReduceSteps), func(s kir.Var) {
 		kk := b.Let("chunk", a.chunkIndex(a.dev, s, 2))
 		r.Packets(b, a.count, func(base, cnt kir.Var) {
-			multicore.Await(b, a.sem, true)
+			a.await(base)
 			a.lanes(b, a.lane, cnt, func(t kir.Var) {
 				i := kir.Add(kir.Add(a.first, base), t)
 				b.CBReserveBack(cbIn0, kir.C(1))

@@ -104,6 +104,14 @@ type RingPlan struct {
 	// (the last link may have fewer).
 	ChunkTiles, LinkTiles              int
 	Links, WorkersPerLink, PacketTiles int
+	// Slots is the number of staging slots of PacketTiles tiles each on
+	// both ethernet cores of a link: 1, or 2 for a streaming one-step
+	// all-reduce (two cards) whose link share takes more than one packet
+	// (double-buffered: packet k+1 is read from DRAM into one slot while
+	// packet k is on the wire from the other, and the adders read packet
+	// k from the receiver's slot while packet k+1 travels into the other;
+	// see collective.go's Streaming section).
+	Slots int
 	// TileBytes is the page size; WireBytes the bytes per tile that travel
 	// (wireSegments).
 	TileBytes, WireBytes int
@@ -123,17 +131,24 @@ func (p RingPlan) forwards() bool {
 // Packets is the number of packets per link per step.
 func (p RingPlan) Packets() int { return (p.LinkTiles + p.PacketTiles - 1) / p.PacketTiles }
 
-// adderTiles is the most tiles of a link an adder handles.
-func (p RingPlan) adderTiles() int { return (p.LinkTiles + p.WorkersPerLink - 1) / p.WorkersPerLink }
+// adderTiles is the most tiles of a link an adder handles: lane 0's,
+// ceil(cnt/M) of every packet of cnt tiles (more than ceil(LinkTiles/M)
+// when a packet's tiles are not a multiple of M).
+func (p RingPlan) adderTiles() int {
+	m := p.WorkersPerLink
+	full, rem := p.LinkTiles/p.PacketTiles, p.LinkTiles%p.PacketTiles
+	return full*((p.PacketTiles+m-1)/m) + (rem+m-1)/m
+}
 
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
-// of PacketTiles whole tiles (the packet read from DRAM, or received), then,
+// of Slots slots of PacketTiles whole tiles each (the packet read from
+// DRAM, or received; slot k at staging + k*SlotStride), then,
 // when a step forwards (forwards), two forwarding slots of
 // LinkTiles*WireBytes bytes each, where the workers leave the partial sums
 // the next step sends (otherwise none: fwd0 = fwd1 = end).
 func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
-	fwd0 = staging + target.AlignUp(p.PacketTiles*p.TileBytes, 16)
+	fwd0 = staging + max(p.Slots, 1)*p.SlotStride()
 	if !p.forwards() {
 		return staging, fwd0, fwd0, fwd0 // no forwarding slots
 	}
@@ -141,6 +156,14 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	end = fwd1 + target.AlignUp(p.LinkTiles*p.WireBytes, 16)
 	return
 }
+
+// SlotStride is the bytes between two staging slots: a packet's whole
+// tiles, 16-byte aligned.
+func (p RingPlan) SlotStride() int { return target.AlignUp(p.PacketTiles*p.TileBytes, 16) }
+
+// Streaming reports whether the plan double-buffers its staging (Slots
+// is 2).
+func (p RingPlan) Streaming() bool { return p.Slots == 2 }
 
 // maxWorkersPerLink bounds the adder cores per link.
 const maxWorkersPerLink = 40
@@ -173,8 +196,12 @@ const adderRingCycles = 24
 // residual (the fused all_reduce_add: the adders also read the residual
 // tile and add it) twice that. A step costs packets*(read + wire + add
 // or store); the collective costs its steps plus DispatchCycles per
-// ethernet core. M minimises the estimate; ties go to fewer cores. It
-// fails when even one-tile packets do not fit the ethernet L1 next to the
+// ethernet core. A one-step collective without gather steps (the
+// two-card all-reduce) whose link share does not fit one packet streams
+// instead (Slots = 2): packets of at most half the staging room, in
+// equal sizes, and the step costs read + packets*max(wire, read, add) +
+// add. M minimises the estimate; ties go to fewer cores. It fails when
+// even one-tile packets do not fit the ethernet L1 next to the
 // forwarding slots.
 func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool) (RingPlan, error) {
 	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink, 0)
@@ -196,9 +223,16 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 		fwd = 2 * target.AlignUp(per*wireBytes, 16)
 	}
 	room := t.EthL1Budget() - fwd
+	p.Slots = 1
 	p.PacketTiles = min(per, room/tileBytes)
 	if p.PacketTiles < 1 {
 		return RingPlan{}, fmt.Errorf("rule ccl-eth-l1: a link's %d tiles need %d bytes of forwarding slots; with one %d-byte staging tile that exceeds the %d-byte ethernet L1", per, fwd, tileBytes, t.EthL1Budget())
+	}
+	if half := room / 2 / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && half >= 1 {
+		// Stream: two slots of at most half the room, the link's tiles
+		// in equal packets.
+		n := (per + half - 1) / half
+		p.Slots, p.PacketTiles = 2, (per+n-1)/n
 	}
 	noc := func(bytes int) int { return (bytes + NoCBytesPerCycle - 1) / NoCBytesPerCycle }
 	tile := noc(tileBytes) + addTileCycles
@@ -212,6 +246,11 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 		add := (pk+m-1)/m*tile + m*adderRingCycles
 		store := noc(pk * tileBytes)
 		packets := p.Packets()
+		if p.Streaming() {
+			// The first read and the last packet's adds do not overlap;
+			// between them each packet costs its slowest stage.
+			return read + packets*max(wire, read, add) + add + links*2*DispatchCycles
+		}
 		return reduceSteps*packets*(read+wire+add) + gatherSteps*packets*(read+wire+store) + links*2*DispatchCycles
 	}
 	p.WorkersPerLink = 1

@@ -61,6 +61,8 @@ var cclCases = []cclCase{
 	// the one-tile-per-barrier adders (RingOptions.PerTile, ringOptions)
 	{"all_reduce hidden 1x2 per tile", 2, ir.BF16, []int{1, 1, 5120}, allReduce},
 	{"reduce_scatter rows 1x2 per tile", 2, ir.BF16, []int{64, 64}, reduceScatter(0)},
+	// streaming (two staging slots) with the one-tile-per-barrier adders
+	{"all_reduce prefill rows 1x2 per tile", 2, ir.BF16, []int{1, 96, 5120}, allReduce},
 }
 
 // ringOptions are the cases lowered with adder constraints (the structure
@@ -68,6 +70,7 @@ var cclCases = []cclCase{
 var ringOptions = map[string]RingOptions{
 	"all_reduce hidden 1x2 per tile":   {MaxWorkersPerLink: 4, PerTile: true},
 	"reduce_scatter rows 1x2 per tile": {MaxWorkersPerLink: 4, PerTile: true},
+	"all_reduce prefill rows 1x2 per tile": {MaxWorkersPerLink: 8, PerTile: true},
 }
 
 // cclGraph builds the one-op graph of tc on a 1xN mesh.

@@ -43,6 +43,16 @@ import (
 // cores use the NoC for semaphore increments and their own DRAM traffic;
 // the link carries only Send's bytes, one packet in flight per link.
 //
+// Streaming (Slots = 2): the sender reads packet k+1 from DRAM into its
+// other slot while packet k is on the wire (Put, then the reads, then
+// eth_wait_for_receiver_done), packet k travels into the receiver's slot
+// k % 2, and the receiver hands packet k off (SemArrived counts packets,
+// not reset: workers wait for k+1, AwaitCount) and releases it as soon
+// as its workers are done with packet k-1 (SemEth counts M per packet,
+// not reset: HandOffStream), the slot packet k+1 will overwrite. So the
+// workers read packet k while packet k+1 travels, and the link carries
+// one packet after another with only the handshake between them.
+//
 // Deadlock-free: a packet's waits form a chain without a cycle: the
 // receiver waits for the sender's bytes and then its workers' reads, a
 // worker for its receiver's hand-off, the sender for the receiver's
@@ -62,6 +72,9 @@ type Ring struct {
 	// The ethernet cores' L1 addresses of the packet and the two
 	// forwarding slots.
 	Staging, Fwd0, Fwd1 int
+	// Slots is 1, or 2 when streaming: packet k then lies in slot k % 2,
+	// SlotStride bytes apart (SlotAddr).
+	Slots, SlotStride int
 	// Semaphore ids: SemEth on the ethernet cores (the sender's ready
 	// count, the receiver's free count), SemArrived and SemFwdFree on the
 	// workers.
@@ -180,6 +193,15 @@ func FwdSlot(fwd0, fwd1, s kir.Expr) kir.Expr {
 	return kir.Add(fwd0, kir.Mul(kir.Mod(s, kir.C(2)), kir.Sub(fwd1, fwd0)))
 }
 
+// SlotAddr is the staging slot of packet pk: base + (pk % Slots) *
+// SlotStride (base itself with one slot).
+func (r *Ring) SlotAddr(base, pk kir.Expr) kir.Expr {
+	if r.Slots < 2 {
+		return base
+	}
+	return kir.Add(base, kir.Mul(kir.Mod(pk, kir.Ci(r.Slots)), kir.Ci(r.SlotStride)))
+}
+
 // wholeTiles reports whether Send moves tile-stride packets as whole
 // tiles (one command): when a tile has several segments, or its one
 // segment is the whole tile.
@@ -207,7 +229,15 @@ func (r *Ring) WireTile(packedSrc, packedDst bool) int {
 // receiver stores only the segments), is one command; only packed to
 // tile stride (the reduce steps' forwarded partial sums, which the
 // adders read at tile stride) sends segment by segment.
-func (r *Ring) Send(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt kir.Expr, staging kir.ArgRef) {
+func (r *Ring) Send(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt kir.Expr, staging kir.Expr) {
+	r.Put(b, src, packedSrc, packedDst, cnt, staging)
+	b.EthWaitForReceiverDone()
+}
+
+// Put is Send without its eth_wait_for_receiver_done: the packet's
+// transmit commands only (a streaming sender issues its next packet's
+// DRAM reads before it waits).
+func (r *Ring) Put(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt kir.Expr, staging kir.Expr) {
 	switch {
 	case packedSrc && packedDst:
 		b.EthSendBytes(src, staging, kir.Mul(cnt, kir.Ci(r.Wire())))
@@ -224,7 +254,6 @@ func (r *Ring) Send(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt
 			})
 		})
 	}
-	b.EthWaitForReceiverDone()
 }
 
 // Peers are an ethernet kernel's runtime args naming its link's M
@@ -269,6 +298,22 @@ func (r *Ring) HandOff(b *kir.Builder, free kir.Var, workers Peers, reset bool) 
 		b.NoCSemaphoreSet(free, kir.C(0))
 	}
 	b.EthReceiverDone()
+}
+
+// HandOffStream is HandOff for a streaming ring (Slots = 2) at packet pk
+// (0-based): every worker's SemArrived incremented, a wait until free
+// counts M*pk (the workers are done with packet pk-1, whose slot the
+// sender fills next), then eth_receiver_done. free is never reset.
+func (r *Ring) HandOffStream(b *kir.Builder, free kir.Var, workers Peers, pk kir.Expr) {
+	workers.Inc(b, r.SemArrived)
+	b.EthNoCSemaphoreWaitMin(free, kir.Mul(pk, kir.Ci(r.M())))
+	b.EthReceiverDone()
+}
+
+// AwaitCount emits a streaming worker's wait for packet pk's hand-off:
+// SemArrived (never reset) counts at least pk+1.
+func AwaitCount(b *kir.Builder, arrived kir.Var, pk kir.Expr) {
+	b.NoCSemaphoreWaitMin(arrived, kir.Add(pk, kir.C(1)))
 }
 
 // Await emits a worker's wait for the hand-off (arrived: the SemArrived
