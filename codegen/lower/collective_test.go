@@ -68,8 +68,8 @@ var cclCases = []cclCase{
 // ringOptions are the cases lowered with adder constraints (the structure
 // the timing model's all-reduce calibration row uses).
 var ringOptions = map[string]RingOptions{
-	"all_reduce hidden 1x2 per tile":   {MaxWorkersPerLink: 4, PerTile: true},
-	"reduce_scatter rows 1x2 per tile": {MaxWorkersPerLink: 4, PerTile: true},
+	"all_reduce hidden 1x2 per tile":       {MaxWorkersPerLink: 4, PerTile: true},
+	"reduce_scatter rows 1x2 per tile":     {MaxWorkersPerLink: 4, PerTile: true},
 	"all_reduce prefill rows 1x2 per tile": {MaxWorkersPerLink: 8, PerTile: true},
 }
 
