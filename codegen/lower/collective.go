@@ -140,10 +140,11 @@ type cclOp struct {
 }
 
 // pushable reports whether c's adders can push into a tail: a one-step
-// all-reduce with a residual whose adders hold all their tiles (batched)
-// in one packet per link.
+// all-reduce with a residual whose adders hold all their tiles (batched),
+// in one packet per link or streaming (each packet's sums are pushed as
+// they are made, so a tail core starts once its own tiles are in).
 func (c *cclOp) pushable(ctx *Context) bool {
-	return c.residual != nil && c.batchedAdders(ctx) && c.plan.Packets() == 1
+	return c.residual != nil && c.batchedAdders(ctx) && (c.plan.Packets() == 1 || c.plan.Streaming())
 }
 
 // newAllReduce plans the ring all-reduce of x into out over n > 1
@@ -373,7 +374,7 @@ func (k *cclKernels) adderResources() error {
 	pl, rs, dt := k.plan, k.workerRanges, k.x.Type.DType
 	k.batched = k.batchedAdders(k.ctx)
 	if k.push != nil && !k.pushable(k.ctx) {
-		return fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link")
+		return fmt.Errorf("rule fused-ccl-push: the adders push into the tail only in a one-step all-reduce with a residual, all tiles in their CBs and one packet per link or streaming")
 	}
 	// The adders hold the chunk the sender sends only when the chunk is
 	// the whole tensor (one chunk: the two-card all-reduce).

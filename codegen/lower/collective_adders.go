@@ -29,7 +29,6 @@ func (k *cclKernels) adders() {
 	wr := newWriter(k.p, rs)
 	k.adderWriter(wr)
 
-	m := r.M()
 	for l, cores := range r.Workers {
 		f, n := r.LinkRange(l)
 		for j, c := range cores {
@@ -41,9 +40,10 @@ func (k *cclKernels) adders() {
 			cp.SetRuntimeArgs(c, kir.U32(uint32(n)), kir.U32(uint32(j)))
 			wv := append(r.LinkValues(l, j), multicore.XY(r.East[l])...)
 			if k.push != nil {
+				tiles := k.laneTiles(n, j)
 				wv = append(wv, k.push.Values(k.plan.adderTiles(), k.tb, func(s int) int {
-					if t := j + s*m; t < n {
-						return f + t
+					if s < len(tiles) {
+						return f + tiles[s]
 					}
 					return -1
 				})...)
@@ -51,6 +51,19 @@ func (k *cclKernels) adders() {
 			wr.SetRuntimeArgs(c, wv...)
 		}
 	}
+}
+
+// laneTiles lists the link-local tiles lane j adds, in the order it
+// handles them: per packet of the link's n tiles, tiles j, j+M, ...
+func (k *cclKernels) laneTiles(n, j int) []int {
+	pk, m := k.plan.PacketTiles, k.ring.M()
+	var ts []int
+	for base := 0; base < n; base += pk {
+		for t := j; t < min(pk, n-base); t += m {
+			ts = append(ts, base+t)
+		}
+	}
+	return ts
 }
 
 // lanes emits the loop over a lane's tiles of a packet: t = lane, lane+M,
@@ -311,6 +324,13 @@ func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 		pushBase = multicore.AwaitAddress(b, cclSemPushAddr)
 	}
 	b.Comment("Every sum tile of a packet written under one barrier (the CB holds them all).")
+	// pushed counts the lane's tiles of earlier packets: the push args
+	// list the lane's tiles of every packet in order (laneTiles).
+	var pushed kir.Var
+	multi := w.push != nil && w.plan.Packets() > 1
+	if multi {
+		pushed = b.LetT("pushed", kir.U32T, kir.C(0))
+	}
 	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
 		n := w.ring.LaneCount(b, cnt, w.lane)
 		b.If(kir.Gt(n, kir.C(0)), func() {
@@ -323,12 +343,20 @@ func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 				b.CBWaitFront(cbOut, kir.Add(j, kir.C(1)))
 				b.NoCAsyncWrite(kir.Add(out0, kir.Mul(j, kir.Ci(w.tb))), w.dram(w.oa, pg), kir.Ci(w.tb))
 			})
-			if w.push != nil {
+			switch {
+			case multi:
+				b.Comment("the live rows of every sum tile of this packet into its page of the owning tail core's h CB")
+				pa.WritesFrom(b, pushed, n, out0, pushBase, w.tb, w.segs)
+			case w.push != nil:
 				b.Comment("the live rows of every sum tile into its page of the owning tail core's h CB")
 				pa.Writes(b, n, out0, pushBase, w.tb, w.segs)
 			}
 			b.NoCAsyncWriteBarrier()
-			if w.push != nil {
+			switch {
+			case multi:
+				pa.CountsFrom(b, pushed, n, cclSemTail)
+				b.Assign(pushed, kir.Add(pushed, n))
+			case w.push != nil:
 				pa.Counts(b, n, cclSemTail)
 			}
 			b.CBPopFront(cbOut, n)

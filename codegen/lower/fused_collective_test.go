@@ -34,6 +34,10 @@ type fusedCCLCase struct {
 	// tail is whether the program has the tail kernels; adders whether
 	// the ring folds the residual into its adders.
 	tail, fold bool
+	// stream: the ring streams through two staging slots, several
+	// packets a link (RingPlan.Streaming), and with the norm its adders
+	// push the sums into the tail packet by packet.
+	stream bool
 }
 
 var fusedCCLCases = []fusedCCLCase{
@@ -52,8 +56,8 @@ var fusedCCLCases = []fusedCCLCase{
 	{name: "add+norm 32 users 1x2", n: 2, dt: ir.BF16, shape: []int{1, 32, 5120}, norm: true, offset: 1, tail: true, fold: true},
 	// a prefill chunk's activation: 320 tiles a link stream through two
 	// staging slots in 4 packets of 80 tiles (RingPlan.Streaming)
-	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, norm: true, offset: 1, tail: true, fold: true},
-	{name: "add prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, fold: true},
+	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true},
+	{name: "add prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, fold: true, stream: true},
 }
 
 // fusedCCLGraph builds the one-op graph of tc on a 1xN mesh: x and the
@@ -128,6 +132,17 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 				t.Errorf("residual folded into the adders: %t, want %t", got, tc.fold)
 			}
 
+			if es := p.Kernel("eth_sender"); es != nil {
+				slots, pushes := es.Defines["CCL_STAGING_SLOTS"] == "2", false
+				if w := p.Kernel("writer"); w != nil {
+					for _, a := range w.Args {
+						pushes = pushes || a.Name == "push0_x"
+					}
+				}
+				if slots != tc.stream || tc.stream && pushes != tc.norm {
+					t.Errorf("two staging slots %t (want %t), adders push into the tail %t (want %t)", slots, tc.stream, pushes, tc.stream && tc.norm)
+				}
+			}
 			rng := rand.New(rand.NewPCG(uint64(ci)+31, 5))
 			x, r := op.Operands[0], op.Operands[1]
 			numel := x.Type.Shape.Numel()

@@ -166,3 +166,27 @@ func (a PushArgs) Counts(b *kir.Builder, n kir.Expr, sem int) {
 		})
 	}
 }
+
+// WritesFrom is Writes for the pages first..first+n-1 of the pusher's
+// list (a pusher that makes its pages in batches): page j of the list
+// comes from src + (j-first)*pageSize.
+func (a PushArgs) WritesFrom(b *kir.Builder, first, n, src, base kir.Expr, pageSize int, spans []Span) {
+	for j := range a.X {
+		b.If(kir.And(kir.Ge(kir.Ci(j), first), kir.Lt(kir.Ci(j), kir.Add(first, n))), func() {
+			at := kir.Add(src, kir.Mul(kir.Sub(kir.Ci(j), first), kir.Ci(pageSize)))
+			for _, sp := range spans {
+				dst := kir.NoCAddr{X: a.X[j], Y: a.Y[j], Addr: kir.Add(kir.Add(base, a.Off[j]), kir.Ci(sp.Off))}
+				b.NoCAsyncWrite(kir.Add(at, kir.Ci(sp.Off)), dst, kir.Ci(sp.Size))
+			}
+		})
+	}
+}
+
+// CountsFrom is Counts for the pages first..first+n-1 of the list.
+func (a PushArgs) CountsFrom(b *kir.Builder, first, n kir.Expr, sem int) {
+	for j := range a.X {
+		b.If(kir.And(kir.Ge(kir.Ci(j), first), kir.Lt(kir.Ci(j), kir.Add(first, n))), func() {
+			b.NoCSemaphoreInc(kir.NoCAddr{X: a.X[j], Y: a.Y[j], Addr: kir.GetSemaphore{ID: kir.Ci(sem)}}, kir.C(1))
+		})
+	}
+}
