@@ -71,6 +71,25 @@ import (
 // received tile add zeros, and gather steps store only the segments that
 // arrived (the padding rows of the output in DRAM keep what they held).
 //
+// # Streaming
+//
+// A two-card all-reduce (one reduce step, no forwarding) whose link
+// share does not fit one packet - a prefill activation, [1,256,5120]
+// bf16 is 640 tiles a link against the 179 the staging holds - streams
+// (RingPlan.Streaming): the ethernet L1 holds two staging slots of at
+// most half the room, the link's tiles go in equal packets, packet k in
+// slot k % 2 on both ends. The sender sends packet k, issues the DRAM
+// reads of packet k+1 into its other slot and only then waits for the
+// receiver's release; the receiver hands packet k to the adders and
+// releases it once they are done with packet k-1, whose slot packet k+1
+// fills (multicore.Ring's Streaming protocol). So the sender's reads and
+// the adders' reads and adds overlap the wire, which carries one packet
+// after another with one handshake between them. The adders' results and
+// rounding are those of the one-slot ring: the sums are bit for bit the
+// same. With a norm tail whose adders hold all their tiles, the adders
+// push each packet's sums into the tail cores' L1 as they make them
+// (multicore.Push), so a tail core starts once its own tiles are in.
+//
 // A two-card all_gather of tiles with few live rows whose link share fits
 // one packet (the logits at B = 1) takes the worker path of
 // collective_gather.go instead: worker cores pack and unpack the wire

@@ -378,6 +378,60 @@ func TestCollectiveGeometry(t *testing.T) {
 			t.Error("a four-card all-reduce has no forwarding slots")
 		}
 	})
+	t.Run("streaming", func(t *testing.T) {
+		tgt := target.Blackhole()
+		for _, tc := range []struct {
+			name                            string
+			devices, reduce, gathr, tiles   int
+			wantSlots, wantPacket, wantPkts int
+		}{
+			// decode [1,1,5120]: one packet a link, one slot (unchanged)
+			{"all_reduce decode 2 cards", 2, 1, 0, 160, 1, 80, 1},
+			// prefill [1,256,5120]: 640 tiles a link in 8 packets of 80
+			// through two slots (at most half the 367,392-byte room each)
+			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 2, 80, 8},
+			// [1,96,5120]: 240 tiles a link, 3 equal packets
+			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 2, 80, 3},
+			// steps that forward keep one slot
+			{"all_reduce 4 cards", 4, 3, 3, 640, 1, 0, 0},
+		} {
+			p, err := PlanRing(tgt, tc.devices, tc.reduce, tc.gathr, tc.tiles, 2048, 2048, false)
+			if err != nil {
+				if tc.wantSlots == 1 && tc.wantPacket == 0 {
+					continue // its forwarding slots do not fit; PlanRing says so
+				}
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			got := []int{p.Slots, p.PacketTiles, p.Packets()}
+			want := []int{tc.wantSlots, tc.wantPacket, tc.wantPkts}
+			if tc.wantPacket == 0 {
+				got, want = got[:1], want[:1]
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: slots, packet tiles, packets (-want +got):\n%s", tc.name, diff)
+			}
+			staging, fwd0, _, _ := p.ethLayout(tgt)
+			if fwd0-staging != p.Slots*p.SlotStride() || fwd0 > tgt.Eth.L1Top {
+				t.Errorf("%s: staging %d..%d for %d slots of %d bytes, past the ethernet L1 top %d?", tc.name, staging, fwd0, p.Slots, p.SlotStride(), tgt.Eth.L1Top)
+			}
+		}
+	})
+	t.Run("adder tiles", func(t *testing.T) {
+		// An adder's CB holds lane 0's tiles of every packet: 4 packets of
+		// 80 tiles over 14 lanes give lane 0 6 tiles each, 24, not
+		// ceil(320/14) = 23.
+		for _, tc := range []struct{ link, packet, m, want int }{
+			{320, 80, 14, 24},
+			{80, 80, 40, 2},
+			{240, 80, 8, 30},
+			{103, 80, 10, 11},
+		} {
+			p := RingPlan{LinkTiles: tc.link, PacketTiles: tc.packet, WorkersPerLink: tc.m}
+			if got := p.adderTiles(); got != tc.want {
+				t.Errorf("adderTiles(link %d, packet %d, M %d) = %d, want %d", tc.link, tc.packet, tc.m, got, tc.want)
+			}
+		}
+	})
 }
 
 // pageOf is the page of tile i of chunk k (the kernels' cclKernels.page).
