@@ -54,10 +54,10 @@ var fusedCCLCases = []fusedCCLCase{
 	// 32 packed users' rows: whole tiles on the wire, several packets per
 	// link, the last too short for every adder lane.
 	{name: "add+norm 32 users 1x2", n: 2, dt: ir.BF16, shape: []int{1, 32, 5120}, norm: true, offset: 1, tail: true, fold: true},
-	// a prefill chunk's activation: 320 tiles a link stream through two
-	// staging slots in 4 packets of 80 tiles (RingPlan.Streaming)
-	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true},
-	{name: "add prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 128, 5120}, fold: true, stream: true},
+	// a prefill chunk's activation: 240 tiles a link stream through two
+	// staging slots in 3 packets of 80 tiles (RingPlan.Streaming)
+	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true},
+	{name: "add prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, fold: true, stream: true},
 }
 
 // fusedCCLGraph builds the one-op graph of tc on a 1xN mesh: x and the
