@@ -78,6 +78,8 @@ func BuildLoop(b *codegen.Build, steps int, tokens *ir.Value) (*kir.Program, *Pl
 		return nil, nil, err
 	}
 	p.Persist.Steps = steps
+	proto := lp.proto
+	p.Persist.Loop = &proto
 	return p, plan, nil
 }
 
@@ -100,16 +102,23 @@ type loopPlan struct {
 	// Offsets in the control block, after the words the step resets.
 	reset, arrive, goWord, scratch uint32
 	leader                         kir.Core
+	// proto holds the step protocol's words (Leader set by pickLeader).
+	proto kir.StepProtocol
 }
 
-// layout places the step words after ps's control words and grows it.
+// layout places the step words after ps's control words and grows it:
+// the barrier words, the leader's scratch page, then the step protocol's
+// words (kir.StepProtocol).
 func (lp *loopPlan) layout(b *codegen.Build, ps *kir.Persist) error {
 	lp.reset = uint32(ps.CtlBytes)
 	lp.arrive = lp.reset
 	lp.goWord = lp.arrive + kir.CtlStride
 	lp.scratch = uint32(target.AlignUp(int(lp.goWord+kir.CtlStride), b.Target.DRAMReadAlign))
-	ps.CtlBytes = int(lp.scratch) + target.AlignUp(lp.page, b.Target.DRAMReadAlign)
-	ps.CtlBytes = target.AlignUp(ps.CtlBytes, kir.CtlStride)
+	w := uint32(target.AlignUp(int(lp.scratch)+target.AlignUp(lp.page, b.Target.DRAMReadAlign), kir.CtlStride))
+	next := func() uint32 { w += kir.CtlStride; return w - kir.CtlStride }
+	lp.proto = kir.StepProtocol{Doorbell: next(), Done: next(), Finished: next()}
+	lp.proto.Phase = [2]uint32{next(), next()}
+	ps.CtlBytes = int(w)
 	return nil
 }
 
@@ -117,14 +126,17 @@ func (lp *loopPlan) pickLeader(cores []kir.Core) error {
 	for _, c := range cores {
 		if !c.IsEth() {
 			lp.leader = c
+			lp.proto.Leader = c
 			return nil
 		}
 	}
 	return fmt.Errorf("persist: a multi-step program needs a worker core to lead its step barrier")
 }
 
-// stepEnd appends the step barrier (see BuildLoop) to the signaling RISC's
-// kernel of m's cores; cores are every core of the program.
+// stepEnd adds the step barriers (see BuildLoop) to the signaling RISC's
+// kernel of m's cores: the start barrier (m.start, run before the step's
+// phases) and the end barrier and reset (appended to m.body); cores are
+// every core of the program.
 func (m *merger) stepEnd(cores []kir.Core) {
 	lp, ps := m.loop, m.ps
 	step := kir.Expr(StepVar)
@@ -142,36 +154,50 @@ func (m *merger) stepEnd(cores []kir.Core) {
 		return kir.NoCSemaphoreWait{Addr: addr, Value: v}
 	}
 	local := func(off uint32) kir.Expr { return kir.Add(m.ctl(), kir.C(off)) }
-	// barrier k (1 or 2) of step s: arrive, the leader's release, the wait.
-	barrier := func(k int, between []kir.Stmt) {
+	// barrier k (1: the step's start, 2: its end) of step s: arrive, the
+	// leader's release, the wait.
+	barrier := func(k int, before, between []kir.Stmt) []kir.Stmt {
 		round := kir.Add(kir.Mul(step, kir.C(2)), kir.Ci(k))
-		m.body = append(m.body, kir.Comment{Text: fmt.Sprintf("step barrier %d", k)},
-			kir.NoCSemaphoreInc{Addr: m.nocAddr(lp.leader, lp.arrive), Incr: kir.C(1)}, kir.NoCAsyncAtomicBarrier{})
+		out := append([]kir.Stmt{kir.Comment{Text: fmt.Sprintf("step barrier %d", k)}}, before...)
+		out = append(out, kir.NoCSemaphoreInc{Addr: m.nocAddr(lp.leader, lp.arrive), Incr: kir.C(1)}, kir.NoCAsyncAtomicBarrier{})
 		if leader {
-			m.body = append(m.body, wait(local(lp.arrive), kir.Mul(round, n), false))
-			m.body = append(m.body, between...)
+			out = append(out, wait(local(lp.arrive), kir.Mul(round, n), false))
+			out = append(out, between...)
 			for _, c := range cores {
-				m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, lp.goWord), Incr: kir.C(1)})
+				out = append(out, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, lp.goWord), Incr: kir.C(1)})
 			}
-			m.body = append(m.body, kir.NoCAsyncAtomicBarrier{})
+			out = append(out, kir.NoCAsyncAtomicBarrier{})
 		}
-		m.body = append(m.body, wait(local(lp.goWord), round, true))
+		return append(out, wait(local(lp.goWord), round, true))
 	}
-	// The leader appends the step's tokens to the history.
+	// The step starts once the host rang its doorbell.
+	m.start = barrier(1, nil, []kir.Stmt{
+		kir.Comment{Text: "wait for the host's doorbell: step s runs once it reaches s+1"},
+		wait(local(lp.proto.Doorbell), kir.Add(step, kir.C(1)), true),
+	})
+	// The leader appends the step's tokens to the history, then tells the
+	// host the step is done; after the last step it waits for the stop.
 	m.k.CommonArg("persist_tokens", kir.BufferAddr(lp.tokens, 0))
 	m.k.CommonArg("persist_history", kir.BufferAddr(HistoryBuffer, 0))
 	banks := m.t.Target.DRAMBanks
 	stride := m.t.Target.DRAMPageSize(lp.page)
 	scratch := local(lp.scratch)
-	appendTokens := []kir.Stmt{
+	end := []kir.Stmt{
 		kir.Comment{Text: "append the step's tokens to the history"},
 		kir.NoCAsyncRead{Src: kir.DRAMBankAddr{Bank: kir.C(0), Offset: kir.ArgRef{Name: "persist_tokens"}}, Dst: scratch, Size: kir.Ci(lp.page)},
 		kir.NoCAsyncReadBarrier{},
 		kir.NoCAsyncWrite{Src: scratch, Dst: kir.DRAMBankAddr{Bank: kir.Mod(step, kir.Ci(banks)),
 			Offset: kir.Add(kir.ArgRef{Name: "persist_history"}, kir.Mul(kir.Div(step, kir.Ci(banks)), kir.Ci(stride)))}, Size: kir.Ci(lp.page)},
 		kir.NoCAsyncWriteBarrier{},
+		kir.Comment{Text: "step s done: the host may read its tokens"},
+		kir.L1Write32{Addr: local(lp.proto.Done), Value: kir.Add(step, kir.C(1))},
+		kir.If{Cond: kir.Eq(kir.Add(step, kir.C(1)), kir.ArgRef{Name: StepsArg}), Then: []kir.Stmt{
+			kir.Comment{Text: "the last step: wait for the host's stop"},
+			wait(local(lp.proto.Doorbell), kir.C(kir.DoorbellStop), true),
+		}},
 	}
-	barrier(1, appendTokens)
+	finished := []kir.Stmt{kir.L1Write32{Addr: local(lp.proto.Finished), Value: kir.Add(step, kir.C(1))}}
+	m.body = append(m.body, barrier(2, finished, end)...)
 	// Reset this core's control words for the next step.
 	w := kir.Var{Name: "persist_w"}
 	m.body = append(m.body, kir.Comment{Text: "reset the control words for the next step"},
@@ -189,7 +215,6 @@ func (m *merger) stepEnd(cores []kir.Core) {
 			}
 		}
 	}
-	barrier(2, nil)
 }
 
 // anyIn reports whether any of cs lies in rs. A semaphore's word is reset
@@ -202,4 +227,18 @@ func anyIn(rs []ir.CoreRange, cs []kir.Core) bool {
 		}
 	}
 	return false
+}
+
+// phaseWord is the statement storing w in this RISC's phase word
+// (kir.StepProtocol), or nil when the kernel has none (not a multi-step
+// program, or a compute kernel).
+func (m *merger) phaseWord(w uint32) kir.Stmt {
+	if m.loop == nil {
+		return nil
+	}
+	i := kir.PhaseWordIndex(m.proc)
+	if i < 0 {
+		return nil
+	}
+	return kir.L1Write32{Addr: kir.Add(m.ctl(), kir.C(m.loop.proto.Phase[i])), Value: kir.C(w)}
 }
