@@ -1,6 +1,12 @@
 package kir
 
-import "github.com/tcc-dev/tcc/ir"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tcc-dev/tcc/ir"
+)
 
 // Persist describes a persistent program (codegen/persist): a device's
 // whole step as one program whose kernels run, per core and RISC, the
@@ -53,6 +59,9 @@ type Persist struct {
 // simulator, which runs a launch to its end, rings every step and the stop
 // at the launch (Doorbell = DoorbellStop|Steps).
 type StepProtocol struct {
+	// History names the DRAM buffer the leader appends each step's tokens
+	// to (page s: step s's).
+	History        string
 	Leader         Core
 	Doorbell, Done uint32
 	Finished       uint32
@@ -149,4 +158,27 @@ func (p *Phase) KernelOn(c Core, proc Processor) *PhaseKernel {
 		}
 	}
 	return nil
+}
+
+// PhaseArgPrefix is the prefix of phase p's arguments in a merged kernel
+// of a persistent program ("p17_" for phase 17).
+func PhaseArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+
+// ArgPhase returns the phase whose argument name is in a merged kernel
+// (PhaseArgPrefix), or ok false for the kernel's own arguments (the step
+// loop's and the control block's, "persist_...").
+func ArgPhase(name string) (p int, ok bool) {
+	rest, found := strings.CutPrefix(name, "p")
+	if !found {
+		return 0, false
+	}
+	digits, _, found := strings.Cut(rest, "_")
+	if !found || digits == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n, true
 }

@@ -79,6 +79,7 @@ func BuildLoop(b *codegen.Build, steps int, tokens *ir.Value) (*kir.Program, *Pl
 	}
 	p.Persist.Steps = steps
 	proto := lp.proto
+	proto.History = HistoryBuffer
 	p.Persist.Loop = &proto
 	return p, plan, nil
 }

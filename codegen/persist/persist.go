@@ -227,7 +227,7 @@ func CtlShape(buf kir.Buffer) ir.Shape { return ir.Shape{buf.Pages, buf.PageSize
 
 // ArgPrefix is the prefix of phase p's arguments in a merged kernel
 // ("p17_" for phase 17); their variables are prefixed "v17_".
-func ArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+func ArgPrefix(p int) string { return kir.PhaseArgPrefix(p) }
 
 // coreID spells c as part of an identifier: "3_4", "eth2".
 func coreID(c kir.Core) string {
