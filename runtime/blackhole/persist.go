@@ -335,7 +335,7 @@ func (s *Session) WaitStep(step int) error {
 		return n > step, err
 	})
 	if _, ok := err.(*chip.TimeoutError); ok {
-		return s.stall(step)
+		return s.stall(step, false)
 	}
 	return err
 }
@@ -375,7 +375,7 @@ func (s *Session) Stop() error {
 		return true, nil
 	})
 	if _, ok := err.(*chip.TimeoutError); ok {
-		return s.stall(steps - 1)
+		return s.stall(steps-1, true)
 	}
 	return err
 }
@@ -387,6 +387,13 @@ type PersistentStallError struct {
 	Step    int
 	After   time.Duration
 	Cores   []StalledPhaseCore
+	// Stop is set when the launch did not end after the host's stop.
+	Stop bool
+	// Running lists, when every core finished the step, the cores still
+	// running after the stop (Stop) or, else, the step leader whose done
+	// word did not follow (Done: its value).
+	Running []kir.Core
+	Done    int
 }
 
 // StalledPhaseCore is a core that did not finish the step: where each of
@@ -418,6 +425,14 @@ func (p ProcPhase) String() string {
 
 func (e *PersistentStallError) Error() string {
 	var b strings.Builder
+	switch {
+	case len(e.Cores) == 0 && e.Stop:
+		fmt.Fprintf(&b, "persistent program %s: every core finished step %d but %d core(s) did not end the launch within %s of the stop (watchdog): %v", e.Program, e.Step, len(e.Running), e.After, e.Running)
+		return b.String()
+	case len(e.Cores) == 0:
+		fmt.Fprintf(&b, "persistent program %s: every core finished step %d but the step leader %v did not report it done within %s (watchdog; done word %d)", e.Program, e.Step, e.Running, e.After, e.Done)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "persistent program %s: step %d did not finish within %s (watchdog): %d core(s) stalled:", e.Program, e.Step, e.After, len(e.Cores))
 	for _, c := range e.Cores {
 		ps := make([]string, len(c.Procs))
@@ -429,9 +444,27 @@ func (e *PersistentStallError) Error() string {
 	return b.String()
 }
 
-// stall reads every core's finished and phase words (kir.StepProtocol).
-func (s *Session) stall(step int) error {
-	e := &PersistentStallError{Program: s.p.Name, Step: step, After: s.Timeout}
+// stall reads every core's finished and phase words (kir.StepProtocol);
+// when every core finished the step, it names the cores still running
+// after a stop or the step leader.
+func (s *Session) stall(step int, stop bool) error {
+	e := &PersistentStallError{Program: s.p.Name, Step: step, After: s.Timeout, Stop: stop}
+	defer func() {
+		if len(e.Cores) > 0 {
+			return
+		}
+		if !stop {
+			e.Running = []kir.Core{s.proto.Leader}
+			e.Done, _ = s.Done()
+			return
+		}
+		l := s.d.Chip.Layout
+		for i, at := range s.xys {
+			if v, err := s.d.Chip.Read32(at, uint64(l.Mailbox.Base)+uint64(l.Msg.GoMessages)); err == nil && uint8(v>>24) != l.RunMsgDone {
+				e.Running = append(e.Running, s.cores[i])
+			}
+		}
+	}()
 	ps := s.p.Persist
 	for i, at := range s.xys {
 		fin, err := s.d.Chip.Read32(at, uint64(s.ctl+s.proto.Finished))
