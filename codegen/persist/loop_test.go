@@ -76,3 +76,82 @@ func TestBuildLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildLoopProtocol: the step protocol's words (kir.StepProtocol) lie
+// in the control block; the step leader waits for the host's doorbell in
+// the barrier that starts each step, writes the done word after the step
+// and waits for the stop after the last; every data-movement kernel keeps
+// its phase word (started, ended) for every phase it runs, and every
+// signaling kernel its core's finished word.
+func TestBuildLoopProtocol(t *testing.T) {
+	b, y2 := oneTile(t)
+	p, _, err := persist.BuildLoop(b, 3, y2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := p.Persist.Loop
+	if lp == nil || lp.History != persist.HistoryBuffer {
+		t.Fatalf("Persist.Loop = %+v, want the step protocol with history %q", lp, persist.HistoryBuffer)
+	}
+	words := []uint32{lp.Doorbell, lp.Done, lp.Finished, lp.Phase[0], lp.Phase[1]}
+	seen := map[uint32]bool{}
+	for _, w := range words {
+		if seen[w] || w%kir.CtlStride != 0 || int(w)+4 > p.Persist.CtlBytes || w < uint32(kir.CtlSize(len(p.Persist.Phases), p.Persist.SemSlots)) {
+			t.Errorf("protocol word at %d: shared, unaligned, or outside the step words of the %d B block", w, p.Persist.CtlBytes)
+		}
+		seen[w] = true
+	}
+	ctlWord := func(e kir.Expr) (uint32, bool) {
+		if b, ok := e.(kir.Bin); ok && b.Op == kir.OpAdd {
+			if a, ok := b.X.(kir.ArgRef); ok && a.Name == "persist_ctl" {
+				if c, ok := b.Y.(kir.Const); ok {
+					return c.V, true
+				}
+			}
+		}
+		return 0, false
+	}
+	for _, k := range p.Kernels {
+		var doorbellWaits, doneWrites, finished int
+		phaseWords := map[uint32]bool{}
+		kir.Inspect(k.Body, func(s kir.Stmt) bool {
+			switch s := s.(type) {
+			case kir.NoCSemaphoreWaitMin:
+				if w, ok := ctlWord(s.Addr); ok && w == lp.Doorbell {
+					doorbellWaits++
+				}
+			case kir.L1Write32:
+				w, ok := ctlWord(s.Addr)
+				switch {
+				case !ok:
+				case w == lp.Done:
+					doneWrites++
+				case w == lp.Finished:
+					finished++
+				case w == lp.Phase[kir.PhaseWordIndex(k.Processor)] && k.Processor != kir.ComputeProc:
+					if c, ok := s.Value.(kir.Const); ok {
+						phaseWords[c.V] = true
+					}
+				}
+			}
+			return true
+		})
+		leader := kir.InRanges(k.Cores, lp.Leader) && k.Processor == kir.RISCV0
+		if want := map[bool]int{true: 2, false: 0}[leader]; doorbellWaits != want || doneWrites != want/2 {
+			t.Errorf("kernel %s: %d doorbell waits, %d done writes; want %d, %d (step leader %v)", k.Name, doorbellWaits, doneWrites, want, want/2, leader)
+		}
+		if k.Processor == kir.RISCV0 && finished != 1 {
+			t.Errorf("kernel %s: %d finished-word writes, want 1", k.Name, finished)
+		}
+		if k.Processor == kir.ComputeProc {
+			continue
+		}
+		for ph := range p.Persist.Phases {
+			for _, ended := range []bool{false, true} {
+				if !phaseWords[kir.PhaseWord(ph, ended)] {
+					t.Errorf("kernel %s: no phase word %d (phase %d, ended %v)", k.Name, kir.PhaseWord(ph, ended), ph, ended)
+				}
+			}
+		}
+	}
+}

@@ -70,8 +70,9 @@ func (c *Chip) HangIn(x, y, step, phase int, procs ...string) {
 	}
 }
 
-// StepTime is the wall time spent in Persistent.Step hooks (the played
-// steps' simulation), which a host-side measurement subtracts.
+// StepTime is the wall time the fake spent playing persistent steps on
+// doorbell writes (the Step hooks, e.g. a simulation, and the step's
+// control words), which a measurement of the host's side subtracts.
 func (c *Chip) StepTime() time.Duration { return c.stepTime }
 
 // Played is the number of steps of the persistent launch played so far.
@@ -95,6 +96,8 @@ func (c *Chip) persistWrite(at XY, addr uint64, n int) {
 	if at != ps.cfg.Leader || addr > bell || bell+4 > addr+uint64(n) || len(ps.running) == 0 {
 		return
 	}
+	t0 := time.Now()
+	defer func() { c.stepTime += time.Since(t0) }()
 	v := c.u32(at, uint32(bell))
 	allowed := min(int(v&^kir.DoorbellStop), ps.cfg.Steps)
 	if v&kir.DoorbellStop != 0 {
@@ -109,11 +112,9 @@ func (c *Chip) persistWrite(at XY, addr uint64, n int) {
 			return
 		}
 		if ps.cfg.Step != nil {
-			t0 := time.Now()
 			if err := ps.cfg.Step(c, s); err != nil {
 				c.fail("persistent step %d: %v", s, err)
 			}
-			c.stepTime += time.Since(t0)
 		}
 		for _, r := range ps.running {
 			c.put32(r, ps.cfg.Ctl+ps.cfg.Proto.Finished, uint32(s+1))
@@ -167,4 +168,12 @@ func (c *Chip) after(delay int, f func()) {
 	if delay == 0 {
 		c.Clock(0)
 	}
+}
+
+// PersistentConfig is the persistent mode's configuration, or nil.
+func (c *Chip) PersistentConfig() *Persistent {
+	if c.persist == nil {
+		return nil
+	}
+	return c.persist.cfg
 }
