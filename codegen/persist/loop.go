@@ -33,29 +33,42 @@ func StepBody(body []kir.Stmt) []kir.Stmt {
 }
 
 // BuildLoop is Build for a program that runs steps decode steps in ONE
-// launch: every merged kernel loops over the steps, and after each step a
-// step barrier makes the control block reusable:
+// launch: every merged kernel loops over the steps; a step barrier of the
+// cores' signaling RISCs starts each step once the host rang its doorbell,
+// another ends it and makes the control block reusable:
 //
-//	every core's signaling RISC: arrive[leader]++; wait go >= 2s+1
-//	the step leader: wait arrive == 2s+1 times the cores, append the
-//	        tokens (page 0 of tokens' buffer) to HistoryBuffer page s, then
-//	        go++ on every core
+//	start of step s, every core's signaling RISC: arrive[leader]++;
+//	        wait go >= 2s+1
+//	the step leader: wait arrive == 2s+1 times the cores, wait for the
+//	        doorbell >= s+1 (kir.StepProtocol), then go++ on every core
+//	the step's phases (each data-movement RISC keeps its phase word)
+//	end of step s, every core: finished = s+1; arrive[leader]++;
+//	        wait go >= 2s+2
+//	the step leader: wait arrive == 2s+2 times the cores, append the
+//	        tokens (page 0 of tokens' buffer) to HistoryBuffer page s,
+//	        done = s+1; after the last step wait for the doorbell's stop
+//	        flag; then go++ on every core
 //	every core: reset its done, count and semaphore words (zeros, then the
-//	        initial values of its phases' semaphores); arrive[leader]++;
-//	        wait go >= 2s+2 (the leader: arrive == 2s+2 times the cores, then
-//	        go++ on every core)
+//	        initial values of its phases' semaphores)
 //
-// The first barrier holds every core until all have finished step s (so no
+// The end barrier holds every core until all have finished step s (so no
 // increment of step s is still in flight towards a word being reset); the
-// second holds them until all have reset (so no increment of step s+1
-// lands before a reset). The arrive, go and scratch words lie after the
-// reset words and are never reset: they count barriers. The step leader
-// is the first worker core. Only the signaling RISC of a core takes part;
-// its other RISCs meet it at the next phase's core-local barrier.
+// next step's start barrier holds them until all have reset (so no
+// increment of step s+1 lands before a reset) and until the host allows
+// the step. The arrive, go, scratch and protocol words lie after the reset
+// words and are never reset: they count barriers and steps. The step
+// leader is the first worker core: the host writes one doorbell word and
+// polls one done word per step, on that core only (the other cores are
+// held by the leader's barriers, so a per-core doorbell would cost the
+// host a write per core and step for nothing); the per-core finished and
+// phase words are read only by the host's watchdog. Only the signaling
+// RISC of a core takes part in the barriers; its other RISCs meet it at
+// the next phase's core-local barrier.
 //
 // tokens is the value whose buffer holds the step's next tokens (for a
 // device-loop graph, the tokens state the argmax writes); its buffer must
-// be one page in DRAM.
+// be one page in DRAM. The program's Persist.Loop gives the protocol's
+// words; the simulator rings every step at the launch.
 func BuildLoop(b *codegen.Build, steps int, tokens *ir.Value) (*kir.Program, *Plan, error) {
 	if steps < 1 {
 		return nil, nil, fmt.Errorf("persist: %d steps: want at least 1", steps)
