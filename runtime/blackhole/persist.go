@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
 	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
 )
@@ -59,6 +60,9 @@ func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, erro
 	lp, err := d.persistentProgram(p, pb, ref)
 	if err != nil {
 		return nil, err
+	}
+	if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
+		lp.Tables, lp.TablesSize = tb.Addr, uint32(tb.PerCore*tb.Stride)
 	}
 	lays, err := launch.PersistentPlan(lp, d.Chip.Layout)
 	if err != nil {
@@ -115,24 +119,57 @@ func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, erro
 	return s, nil
 }
 
+// PersistentTablesBuffer names the L1 buffer (one page on every worker
+// core, PersistentTablesBytes) a runtime allocates for a persistent
+// program's phase index and tables; LaunchPersistent puts them there when
+// the reference has it, else in the kernel config ring after the images
+// (which holds only a few phases' tables).
+const PersistentTablesBuffer = "persist.tables"
+
+// PersistentTablesBytes is the most bytes a core of multi-step persistent
+// program p needs for its phase index and tables (launch.CoreLayout), a
+// multiple of 16: the page size of PersistentTablesBuffer.
+func PersistentTablesBytes(p *kir.Program, l *target.Layout) (int, error) {
+	if p.Persist == nil {
+		return 0, fmt.Errorf("program %s: not a persistent program", p.Name)
+	}
+	lp, err := (&Device{}).persistentProgram(p, nil, Reference{})
+	if err != nil {
+		return 0, err
+	}
+	n, err := launch.PersistentTablesSize(lp, l)
+	return int(n), err
+}
+
 // persistentProgram gathers p's merged kernels' images and every core's
 // phase tables: per phase, the merged kernel's runtime args of that phase
 // (kir.ArgPhase) and its common args (the kernel's own, then the
 // phase's), resolved; and the phase's CBs placed as the simulator places
 // the standalone program's (kir.CBPlaceOrder, kir.FirstFit from the
 // unreserved base, a backing buffer's address), which must end below the
-// control block.
+// control block and the tables. With no builder and no reference (pb nil,
+// ref.Mem nil) it only sizes the tables: no images, every value and
+// address zero.
 func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Reference) (*launch.Persistent, error) {
 	ps := p.Persist
 	lp := &launch.Persistent{Name: p.Name}
 	for _, ph := range ps.Phases {
 		lp.Phases = append(lp.Phases, ph.Name)
 	}
-	ctl, _, err := ref.Buffer(ps.Ctl)
-	if err != nil {
-		return nil, err
+	sizing := ref.Mem == nil
+	var top uint64
+	var res kir.Resolver = zeroResolver{}
+	if !sizing {
+		ctl, _, err := ref.Buffer(ps.Ctl)
+		if err != nil {
+			return nil, err
+		}
+		top = uint64(ctl.Addr)
+		if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
+			top = min(top, uint64(tb.Addr))
+		}
+		res = resolver{d: d, ref: ref}
 	}
-	res := resolver{d: d, ref: ref}
 	byCore := map[kir.Core]*launch.PersistentCore{}
 	var order []kir.Core
 	for _, k := range p.Kernels {
@@ -141,9 +178,12 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 				return nil, &SkipError{Reason: fmt.Sprintf("program %s: kernel %s runs on ethernet cores (collectives need a multi-chip configuration)", p.Name, k.Name)}
 			}
 		}
-		imgs, err := pb.PersistentKernel(p, k)
-		if err != nil {
-			return nil, err
+		imgs := map[int][]byte{}
+		if pb != nil {
+			var err error
+			if imgs, err = pb.PersistentKernel(p, k); err != nil {
+				return nil, err
+			}
 		}
 		procs := procsOf(k.Processor)
 		// The kernel's own common args and each phase's.
@@ -178,6 +218,9 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 					return nil, fmt.Errorf("program %s: two merged kernels on %s of core %s", p.Name, procName(proc), c)
 				}
 				img, ok := imgs[proc]
+				if sizing {
+					img, ok = []byte{}, true
+				}
 				if !ok {
 					return nil, fmt.Errorf("program %s: the builder returned no %s image for kernel %s", p.Name, procName(proc), k.Name)
 				}
@@ -222,19 +265,21 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 			cs := kir.CoresOf(cb.Cores)
 			size := uint64(cb.Bytes())
 			var addr uint64
-			if cb.Backing != "" {
+			switch {
+			case sizing:
+			case cb.Backing != "":
 				b, _, err := ref.Buffer(cb.Backing)
 				if err != nil {
 					return nil, fmt.Errorf("program %s phase %d (%s): CB c_%d: %w", p.Name, i, ph.Name, cb.Index, err)
 				}
 				addr = uint64(b.Addr)
-			} else {
+			default:
 				addr = kir.FirstFit(uint64(d.Chip.Layout.Unreserved), size, cs, done)
 				done = append(done, kir.CBSpan{Cores: cs, Lo: addr, Hi: addr + size})
-				if addr+size > uint64(ctl.Addr) {
+				if addr+size > top {
 					c := cs[0]
 					return nil, &kir.RuleError{Rule: kir.RuleL1Budget, Program: p.Name, Core: &c, CB: cb.Index,
-						Msg: fmt.Sprintf("phase %d (%s): CB of %d B at %#x ends %d B past the control block at %#x", i, ph.Name, size, addr, addr+size-uint64(ctl.Addr), ctl.Addr)}
+						Msg: fmt.Sprintf("phase %d (%s): CB of %d B at %#x ends %d B past the lowest L1 buffer (control block, phase tables) at %#x", i, ph.Name, size, addr, addr+size-top, top)}
 				}
 			}
 			for _, c := range cs {
@@ -302,6 +347,12 @@ func (r resolver) WorkerNoC(c kir.Core) (int, int, error) {
 }
 
 func (r resolver) DeviceID() uint32 { return 0 }
+
+// zeroResolver resolves every value to zero (sizing only).
+type zeroResolver struct{}
+
+func (zeroResolver) BufferAddress(string) (uint32, error) { return 0, nil }
+func (zeroResolver) WorkerNoC(kir.Core) (int, int, error) { return 0, 0, nil }
 
 // Ring allows the device to run steps up to n (the doorbell: step s runs
 // once n >= s+1). It fails past the launch's steps or after Stop.

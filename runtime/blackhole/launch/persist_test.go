@@ -49,22 +49,25 @@ func TestPersistentPlan(t *testing.T) {
 		lays, err := launch.PersistentPlan(p, l)
 		require.NoError(t, err)
 		lay := lays[p.Cores[0].Core]
-		// images at 0 and 112; index (3 words) at 224; phase 0's record at
-		// 240: BRISC RTA 240, CRTA 256, NCRISC RTA 272, CRTA 288, the
-		// three TRISCs' empty tables at 304, CB table (2 entries) at 304.
-		want := &launch.CoreLayout{Text: [5]uint32{0, 112}, TextAddr: [5]uint32{l.KernelConfig.Base, l.KernelConfig.Base + 112}, Index: 224,
+		// images at 0 and 112 of the ring; index (3 words) at 224; phase
+		// 0's record at 240: BRISC RTA 240, CRTA 256, NCRISC RTA 272, CRTA
+		// 288, the TRISCs' (shared, empty) at 304, CB table (2 entries) at
+		// 304; phase 2's at 336.
+		at := func(off uint32) uint32 { return l.KernelConfig.Base + off }
+		want := &launch.CoreLayout{TextAddr: [5]uint32{at(0), at(112)}, Index: at(224),
 			Records: map[int]*launch.PhaseRecord{
-				0: {Offset: 240, RTA: [5]uint32{240, 272, 304, 304, 304}, CRTA: [5]uint32{256, 288, 304, 304, 304}, CB: 304, CBCount: 2, CBMask: 2},
-				2: {Offset: 336, RTA: [5]uint32{336, 368, 400, 400, 400}, CRTA: [5]uint32{352, 384, 400, 400, 400}, CB: 400, CBCount: 2, CBMask: 2},
-			}, Size: 432}
+				0: {Addr: at(240), RTA: [5]uint32{at(240), at(272), at(304), at(304), at(304)}, CRTA: [5]uint32{at(256), at(288), at(304), at(304), at(304)}, CB: at(304), CBCount: 2, CBMask: 2},
+				2: {Addr: at(336), RTA: [5]uint32{at(336), at(368), at(400), at(400), at(400)}, CRTA: [5]uint32{at(352), at(384), at(400), at(400), at(400)}, CB: at(400), CBCount: 2, CBMask: 2},
+			}, RingSize: 432}
 		if d := cmp.Diff(want, lay); d != "" {
 			t.Fatalf("layout (-want +got):\n%s", d)
 		}
-		blob, msg, err := launch.PersistentBlob(&p.Cores[0], lay, 3, l)
+		blob, tables, msg, err := launch.PersistentBlob(&p.Cores[0], lay, 3, l)
 		require.NoError(t, err)
+		require.Nil(t, tables)
 		word := func(b []byte, off uint32) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
-		if got := []uint32{word(blob, 224), word(blob, 228), word(blob, 232)}; !cmp.Equal(got, []uint32{240, launch.NoPhase, 336}) {
-			t.Errorf("phase index %v, want [240 NoPhase 336]", got)
+		if got := []uint32{word(blob, 224), word(blob, 228), word(blob, 232)}; !cmp.Equal(got, []uint32{at(240), launch.NoPhase, at(336)}) {
+			t.Errorf("phase index %v, want [base+240 NoPhase base+336]", got)
 		}
 		if got := []uint32{word(blob, 352), word(blob, 356)}; !cmp.Equal(got, []uint32{2, 7}) {
 			t.Errorf("phase 2's BRISC common args %v, want [2 7]", got)
@@ -78,6 +81,37 @@ func TestPersistentPlan(t *testing.T) {
 		}
 		if got := binary.LittleEndian.Uint16(msg[f.RTAOffset:]); got != 240 {
 			t.Errorf("launch message BRISC RTA offset %d, want phase 0's 240", got)
+		}
+	})
+	t.Run("tables region", func(t *testing.T) {
+		p := &launch.Persistent{Name: "step", Phases: names(200), Cores: []launch.PersistentCore{persistentCore(1024, 200, 64, 31)},
+			Tables: 0x100000, TablesSize: 800 + 200*1056}
+		lays, err := launch.PersistentPlan(p, l)
+		require.NoError(t, err)
+		lay := lays[p.Cores[0].Core]
+		// 800 B of index, then 1056 B per phase from the region's start.
+		if lay.RingSize != 2048 || lay.Index != 0x100000 || lay.Records[199].Addr != 0x100000+800+199*1056 || lay.TablesSize != 800+200*1056 {
+			t.Errorf("layout: ring %d B, index %#x, phase 199 at %#x, tables %d B; want 2048, 0x100000, %#x, %d",
+				lay.RingSize, lay.Index, lay.Records[199].Addr, lay.TablesSize, 0x100000+800+199*1056, 800+200*1056)
+		}
+		n, err := launch.PersistentTablesSize(p, l)
+		require.NoError(t, err)
+		if n != 800+200*1056 {
+			t.Errorf("PersistentTablesSize = %d, want %d", n, 800+200*1056)
+		}
+		_, tables, msg, err := launch.PersistentBlob(&p.Cores[0], lay, 200, l)
+		require.NoError(t, err)
+		if len(tables) != int(lay.TablesSize) || binary.LittleEndian.Uint32(tables[4*199:]) != lay.Records[199].Addr {
+			t.Errorf("tables blob of %d B, index[199] %#x", len(tables), binary.LittleEndian.Uint32(tables[4*199:]))
+		}
+		if got := binary.LittleEndian.Uint16(msg[l.Launch.RTAOffset:]); got != 0 {
+			t.Errorf("launch message RTA offset %d with the tables outside the ring, want 0", got)
+		}
+		p.TablesSize -= 1056 // one phase short
+		_, err = launch.PersistentPlan(p, l)
+		want := `program "step", core (1,2): phase 199 (progr): its tables (1056 B: runtime args and a CB table of 32 entries) end at byte 212000 of the phase tables' 210944 B at 0x100000 [rule l1-budget]`
+		if err == nil || err.Error() != want {
+			t.Errorf("one phase short: %v, want %s", err, want)
 		}
 	})
 	for _, tc := range []struct {
