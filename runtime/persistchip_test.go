@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -315,10 +316,12 @@ func TestPersistentWatchdog(t *testing.T) {
 // poll and the read of the step's token page (Session.Ring, WaitStep,
 // ReadHistory). The fake plays no simulation (its Step hook is nil) and
 // reports done without delay, so one poll finds the step done; what it
-// still does on the doorbell write (the steps' finished and done words)
-// is timed by the fake (StepTime) and subtracted: host-ns/step is the
-// host's time alone, ns/op includes the fake's bookkeeping. A launch
-// runs 1024 steps; relaunching is not timed.
+// still does on the doorbell write (the step's finished and done words)
+// it times itself (StepTime), and host-ns/step subtracts it from the wall
+// time. cpu-ns/step is the benchmark thread's CPU time per step (Linux
+// RUSAGE_THREAD; the fake runs on the same thread, so its bookkeeping is
+// included), which a loaded machine does not inflate as it does wall
+// time. A launch runs 1024 steps; relaunching is not timed.
 func BenchmarkPersistentStep(b *testing.B) {
 	const steps = 1024
 	r := newFakeRun(b, tinyLoop, steps, 10*time.Second)
@@ -337,12 +340,19 @@ func BenchmarkPersistentStep(b *testing.B) {
 	page := make([]byte, ht.PageSize)
 	var s *blackhole.Session
 	var fake0, fakeTime time.Duration // the fake's time while timed
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var cpu0, cpuTime time.Duration
+	cpuOK := true
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		step := i % steps
 		if step == 0 {
 			b.StopTimer()
 			fakeTime += r.f.StepTime() - fake0
+			if c, ok := threadCPU(); ok && i > 0 {
+				cpuTime += c - cpu0
+			}
 			if s != nil {
 				require.NoError(b, s.Ring(steps))
 				require.NoError(b, s.Stop())
@@ -353,6 +363,7 @@ func BenchmarkPersistentStep(b *testing.B) {
 			s, err = dev.LaunchPersistent(e.persistent, ref)
 			require.NoError(b, err)
 			fake0 = r.f.StepTime()
+			cpu0, cpuOK = threadCPU()
 			b.StartTimer()
 		}
 		if err := s.Ring(step + 1); err != nil {
@@ -368,4 +379,8 @@ func BenchmarkPersistentStep(b *testing.B) {
 	b.StopTimer()
 	fakeTime += r.f.StepTime() - fake0
 	b.ReportMetric(float64(b.Elapsed()-fakeTime)/float64(b.N), "host-ns/step")
+	if c, ok := threadCPU(); ok && cpuOK {
+		cpuTime += c - cpu0
+		b.ReportMetric(float64(cpuTime)/float64(b.N), "cpu-ns/step")
+	}
 }
