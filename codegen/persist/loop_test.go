@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/persist"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
 // oneTile compiles a step whose state y (one 32x32 tile) is updated in
@@ -153,5 +155,46 @@ func TestBuildLoopProtocol(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBuildLoopWaitsForDoorbell: on the simulator the step leader waits
+// for the doorbell: the program runs its steps when the simulator rings
+// the protocol's doorbell word, and deadlocks in the leader's start
+// barrier when it rings another word.
+func TestBuildLoopWaitsForDoorbell(t *testing.T) {
+	b, y2 := oneTile(t)
+	p, _, err := persist.BuildLoop(b, 2, y2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(p *kir.Program) error {
+		d := kexec.NewDevice(target.Blackhole())
+		for _, buf := range p.Buffers {
+			if _, err := d.Alloc(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := d.Run(p, kexec.RunOptions{})
+		return err
+	}
+	if err := run(p); err != nil {
+		t.Fatalf("rung: %v", err)
+	}
+	ps := *p.Persist
+	lp := *ps.Loop
+	lp.Doorbell = lp.Finished // the simulator rings a word nobody waits on
+	ps.Loop = &lp
+	q := *p
+	q.Persist = &ps
+	err = run(&q)
+	var de *kexec.DeadlockError
+	if !errors.As(err, &de) {
+		t.Fatalf("doorbell not rung: %v, want a deadlock", err)
+	}
+	// The leader's BRISC waits for doorbell >= 1 (step 0); its other
+	// threads wait for it at the first phase's barrier.
+	if want := `kernel "persist_brisc_0": noc_semaphore_wait_min waits for value >= 1, has 0`; !strings.Contains(err.Error(), want) {
+		t.Errorf("deadlock %v, want the leader's doorbell wait (%s)", err, want)
 	}
 }
