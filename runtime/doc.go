@@ -11,6 +11,15 @@
 // a machine without cards the blackhole backend says in one line that no
 // /dev/tenstorrent device exists and what to install.
 //
+// A multi-step persistent program (LoadPersistentLoop) runs on the sim
+// backend in one launch (RunPersistent); on a chip mesh DrivePersistent
+// runs it on the simulator as the reference, then launches it ONCE on the
+// chip and drives it step by step by the host<->device step protocol
+// (runtime/blackhole.Session: doorbell, done word, the step's tokens read
+// from the chip's history while it runs, stop, watchdog), comparing every
+// step's tokens with the simulator's. Tests drive it on the fake chip,
+// whose persistent mode plays each rung step with the simulator.
+//
 // Tensors are exchanged with the host as row-major float32 (integers held
 // exactly). Upload converts to the buffer's layout and format: tile layout
 // tilizes every trailing [rows, cols] matrix into 32x32 tiles of four 16x16

@@ -5,7 +5,9 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/persist"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/runtime/blackhole"
 )
 
 // LoadPersistent builds the persistent program of the executable's build
@@ -22,7 +24,9 @@ func (e *Executable) LoadPersistent() (*persist.Plan, error) {
 // LoadPersistentLoop is LoadPersistent for a program that runs steps
 // decode steps per launch (persist.BuildLoop): it also allocates the token
 // history the device appends tokens' buffer to after every step (History).
-// The graph must be a device-loop graph: the steps take no host input.
+// The graph must be a device-loop graph: the steps take no host input. On
+// a chip mesh (OpenChip) it also allocates the chip's phase tables
+// (runtime/blackhole.PersistentTablesBuffer) for DrivePersistent.
 func (e *Executable) LoadPersistentLoop(steps int, tokens *ir.Value) (*persist.Plan, error) {
 	p, plan, err := persist.BuildLoop(e.Build, steps, tokens)
 	if err != nil {
@@ -38,7 +42,26 @@ func (e *Executable) LoadPersistentLoop(steps int, tokens *ir.Value) (*persist.P
 		return nil, err
 	}
 	e.binding[persist.HistoryBuffer] = t.Name
-	return plan, e.loadPersistent(p)
+	if err := e.loadPersistent(p); err != nil {
+		return nil, err
+	}
+	if e.Mesh.chip != nil {
+		// The chip's phase tables (runtime/blackhole.LaunchPersistent) in
+		// an L1 buffer of their own, below the control block, allocated
+		// on the simulator too so that both place the CBs alike.
+		n, err := blackhole.PersistentTablesBytes(p, target.BlackholeLayout())
+		if err != nil {
+			return nil, err
+		}
+		tb := persist.CtlKirBuffer(e.Build, n)
+		tt := Tensor{Buffer: tb, Shape: persist.CtlShape(tb)}
+		tt.Buffer.Name = fmt.Sprintf("b%d/%s", e.Mesh.loads, blackhole.PersistentTablesBuffer)
+		if err := e.Mesh.Alloc(tt); err != nil {
+			return nil, fmt.Errorf("runtime: the persistent program's phase tables (%d B per core): %w", n, err)
+		}
+		e.binding[blackhole.PersistentTablesBuffer] = tt.Name
+	}
+	return plan, nil
 }
 
 // History reads device dev's token history of the last launch of a

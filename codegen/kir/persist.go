@@ -1,6 +1,12 @@
 package kir
 
-import "github.com/tcc-dev/tcc/ir"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tcc-dev/tcc/ir"
+)
 
 // Persist describes a persistent program (codegen/persist): a device's
 // whole step as one program whose kernels run, per core and RISC, the
@@ -24,6 +30,76 @@ type Persist struct {
 	// step loop), so each core begins its phases again, in the same
 	// order, every step.
 	Steps int `json:",omitempty"`
+	// Loop, for a multi-step program, is where the host<->device step
+	// protocol's words lie in the control block (StepProtocol).
+	Loop *StepProtocol `json:",omitempty"`
+}
+
+// StepProtocol is the host<->device protocol of a multi-step persistent
+// program (codegen/persist.BuildLoop): offsets of its words in the control
+// block and how they read.
+//
+//   - Doorbell (on the step leader, written by the host): the number of
+//     steps the host allows: step s starts once it reaches s+1 (the leader
+//     waits for it in the barrier that starts every step). After the last
+//     step the leader waits for DoorbellStop before its kernel exits: the
+//     launch ends when the host stops it.
+//   - Done (on the leader, written by the device): the steps completed,
+//     every core's part and the step's tokens appended to the history.
+//   - Finished (every core, by its signaling RISC): the steps this core
+//     finished.
+//   - Phase (every core, one word per data-movement RISC: RISCV0, RISCV1):
+//     PhaseWord(p, false) once the RISC starts phase p (its dependency
+//     waits included), PhaseWord(p, true) once it ended it. Compute
+//     kernels cannot store to L1; a core's compute thread is held by the
+//     phase barriers within one phase of its data-movement RISCs.
+//
+// The steps a launch runs are its StepsArg (every RISC's loop bound, the
+// compute threads' too), so a run cannot be cut short once launched. The
+// simulator, which runs a launch to its end, rings every step and the stop
+// at the launch (Doorbell = DoorbellStop|Steps).
+type StepProtocol struct {
+	// History names the DRAM buffer the leader appends each step's tokens
+	// to (page s: step s's).
+	History        string
+	Leader         Core
+	Doorbell, Done uint32
+	Finished       uint32
+	Phase          [2]uint32
+}
+
+// DoorbellStop is the doorbell's stop flag (StepProtocol): set with the
+// step count, it lets every step up to that count run and then ends the launch.
+const DoorbellStop = 1 << 31
+
+// PhaseWord is the value of a RISC's phase word in phase p: started
+// (ended false) or ended. Zero means no phase started yet.
+func PhaseWord(p int, ended bool) uint32 {
+	v := uint32(2 * (p + 1))
+	if ended {
+		v++
+	}
+	return v
+}
+
+// DecodePhaseWord inverts PhaseWord; ok is false for zero.
+func DecodePhaseWord(v uint32) (p int, ended, ok bool) {
+	if v < 2 {
+		return 0, false, false
+	}
+	return int(v/2) - 1, v%2 == 1, true
+}
+
+// PhaseWordIndex is the index in StepProtocol.Phase of processor proc's
+// phase word, or -1 for a compute kernel (which has none).
+func PhaseWordIndex(proc Processor) int {
+	switch proc {
+	case RISCV0:
+		return 0
+	case RISCV1:
+		return 1
+	}
+	return -1
 }
 
 // Phase is one phase of a persistent program: the source program's CBs,
@@ -82,4 +158,27 @@ func (p *Phase) KernelOn(c Core, proc Processor) *PhaseKernel {
 		}
 	}
 	return nil
+}
+
+// PhaseArgPrefix is the prefix of phase p's arguments in a merged kernel
+// of a persistent program ("p17_" for phase 17).
+func PhaseArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+
+// ArgPhase returns the phase whose argument name is in a merged kernel
+// (PhaseArgPrefix), or ok false for the kernel's own arguments (the step
+// loop's and the control block's, "persist_...").
+func ArgPhase(name string) (p int, ok bool) {
+	rest, found := strings.CutPrefix(name, "p")
+	if !found {
+		return 0, false
+	}
+	digits, _, found := strings.Cut(rest, "_")
+	if !found || digits == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n, true
 }

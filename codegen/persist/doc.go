@@ -54,20 +54,29 @@
 // to the common argument StepsArg) for a graph whose steps need no host
 // input (a device loop: the argmax writes the next step's tokens, the
 // position advances on the device). The done, count and semaphore words
-// are not counted across steps: after each step a step barrier of the
-// cores' signaling RISCs (arrive on the step leader, the first worker
-// core; go words it increments on every core) holds every core until all
-// finished the step, the leader appends the step's tokens (page 0 of the
-// tokens' one-page DRAM buffer) to page s of HistoryBuffer, every core
-// resets its words (zeros, then its phases' semaphores' initial values),
-// and a second barrier holds them until all have reset. The first barrier
-// makes the reset safe (no increment of the step can still arrive); the
-// second keeps the next step's increments from landing before a reset.
-// The arrive, go and scratch words lie after the reset words and count
-// barriers (2s+1, 2s+2). The host reads the history after the launch:
-// the device does not stop between steps, and the built-in simulator runs
-// a launch to its end, so there is no moment in between for the host to
-// read.
+// are not counted across steps: a step barrier of the cores' signaling
+// RISCs (arrive on the step leader, the first worker core; go words it
+// increments on every core) starts every step, once the host rang the
+// step's doorbell, and another ends it: the leader appends the step's
+// tokens (page 0 of the tokens' one-page DRAM buffer) to page s of
+// HistoryBuffer and sets its done word to s+1, and every core resets its
+// words (zeros, then its phases' semaphores' initial values) before the
+// next start barrier. The end barrier makes the reset safe (no increment
+// of the step can still arrive); the next start barrier keeps the next
+// step's increments from landing before a reset. The arrive, go, scratch
+// and protocol words lie after the reset words (barrier rounds 2s+1,
+// 2s+2).
+//
+// The host<->device step protocol (kir.StepProtocol, Persist.Loop): the
+// host writes the leader's doorbell (steps allowed; the stop flag after
+// the last, which the leader waits for before its kernel exits) and polls
+// its done word, and reads page s of the history as soon as done reaches
+// s+1, while the device runs the next step (runtime/blackhole.Session on
+// a chip, the fake chip's persistent mode in tests). Each core's signaling
+// RISC writes its finished-steps word, each data-movement RISC its phase
+// word (phase started, phase ended), for the host's watchdog. The built-in
+// simulator runs a launch to its end, so it rings every step and the stop
+// at the launch.
 //
 // # Per-phase state
 //
@@ -81,6 +90,10 @@
 // from a per-phase CB table in L1, with rta_l1_base / crta_l1_base moved to
 // the phase's argument tables (get_arg_val reads through them), and the
 // compute kernel's hw-startup / init calls re-run at the phase boundary.
+// runtime/blackhole/launch.PersistentPlan lays those tables out in each
+// core's kernel config ring (a phase index, then per phase its argument
+// tables and CB table; kir.ArgPhase splits a merged kernel's arguments by
+// phase).
 //
 // # Limits
 //

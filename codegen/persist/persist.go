@@ -227,7 +227,7 @@ func CtlShape(buf kir.Buffer) ir.Shape { return ir.Shape{buf.Pages, buf.PageSize
 
 // ArgPrefix is the prefix of phase p's arguments in a merged kernel
 // ("p17_" for phase 17); their variables are prefixed "v17_".
-func ArgPrefix(p int) string { return fmt.Sprintf("p%d_", p) }
+func ArgPrefix(p int) string { return kir.PhaseArgPrefix(p) }
 
 // coreID spells c as part of an identifier: "3_4", "eth2".
 func coreID(c kir.Core) string {
@@ -388,8 +388,10 @@ type merger struct {
 	nocs  map[kir.Core]bool
 	nrt   int
 	ctlOK bool
-	// loop is the step loop of a multi-step program, or nil.
-	loop *loopPlan
+	// loop is the step loop of a multi-step program, or nil; start is the
+	// step barrier its signaling RISC runs before the step's phases.
+	loop  *loopPlan
+	start []kir.Stmt
 }
 
 // ctl is the local control block's address expression.
@@ -443,6 +445,9 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 			}
 		}
 	}
+	if w := m.phaseWord(kir.PhaseWord(p, false)); w != nil {
+		m.body = append(m.body, w)
+	}
 	// lazy: the waits follow PhaseBegin (lazy.go).
 	lazy := dm && !m.eth && m.fixed != nil && lazyPhase(&ps.Phases[p], m.fixed)
 	if dm && !lazy {
@@ -474,6 +479,9 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 		m.body = append(m.body, kir.NoCAsyncWriteBarrier{})
 	}
 	m.body = append(m.body, kir.PhaseEnd{Phase: p})
+	if w := m.phaseWord(kir.PhaseWord(p, true)); w != nil {
+		m.body = append(m.body, w)
+	}
 	if !signaler {
 		return nil
 	}
@@ -559,7 +567,8 @@ func (m *merger) finish() *kir.Kernel {
 	m.k.Body = m.body
 	if m.loop != nil {
 		m.k.CommonArg(StepsArg, kir.U32(uint32(m.loop.steps)))
-		m.k.Body = []kir.Stmt{kir.For{Var: StepVar, Start: kir.C(0), End: kir.ArgRef{Name: StepsArg}, Body: m.body}}
+		body := append(append([]kir.Stmt{}, m.start...), m.body...)
+		m.k.Body = []kir.Stmt{kir.For{Var: StepVar, Start: kir.C(0), End: kir.ArgRef{Name: StepsArg}, Body: body}}
 	}
 	for _, c := range m.cores {
 		vals := m.rt[c]

@@ -128,8 +128,21 @@ func (d *Device) boot(cs []kir.Core) error {
 // Upload copies every buffer of p from ref to the chip, at the addresses
 // ref gave them.
 func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
-	for _, bc := range p.Buffers {
-		b, dn, err := ref.Buffer(bc.Name)
+	names := make([]string, len(p.Buffers))
+	for i, bc := range p.Buffers {
+		names[i] = bc.Name
+	}
+	if err := d.UploadBuffers(names, ref); err != nil {
+		return fmt.Errorf("program %s: %w", p.Program, err)
+	}
+	return nil
+}
+
+// UploadBuffers copies the named program buffers from ref to the chip, at
+// the addresses ref gave them.
+func (d *Device) UploadBuffers(names []string, ref Reference) error {
+	for _, name := range names {
+		b, dn, err := ref.Buffer(name)
 		if err != nil {
 			return err
 		}
@@ -138,7 +151,7 @@ func (d *Device) Upload(p *hostcfg.ProgramConfig, ref Reference) error {
 			return err
 		}
 		if err := d.pages(b, data, true); err != nil {
-			return fmt.Errorf("program %s: uploading %q: %w", p.Program, bc.Name, err)
+			return fmt.Errorf("uploading %q: %w", name, err)
 		}
 	}
 	return nil
@@ -160,42 +173,51 @@ func (d *Device) Download(name string, ref Reference) ([]byte, error) {
 // WritePages writes all pages of a buffer placed as b to the chip.
 func (d *Device) WritePages(b Placement, data []byte) error { return d.pages(b, data, true) }
 
+// WritePage writes page i of a buffer placed as b (len(page) = its page
+// size) to the chip.
+func (d *Device) WritePage(b Placement, i int, page []byte) error {
+	if i < 0 || i >= b.Pages || len(page) != b.PageSize {
+		return fmt.Errorf("page %d of %d (%d B into a page of %d B)", i, b.Pages, len(page), b.PageSize)
+	}
+	return d.page(b, i, page, true)
+}
+
 // pages moves the pages of a buffer placed as b between data and the chip.
 func (d *Device) pages(b Placement, data []byte, write bool) error {
-	banks := len(d.Chip.DRAM)
 	for i := 0; i < b.Pages; i++ {
-		var at chip.XY
-		var addr uint64
-		switch {
-		case b.Kind == ir.DRAMInterleaved:
-			kb := kir.Buffer{Pages: b.Pages, PageSize: b.PageSize, Blocks: b.Blocks}
-			bank, off := kb.DRAMPage(i, banks, b.Stride)
-			at, addr = d.Chip.DRAM[bank], uint64(b.Addr)+uint64(off)
-		case b.Kind == ir.L1Interleaved:
-			c, err := d.Chip.Worker(b.Cores[i%len(b.Cores)])
-			if err != nil {
-				return err
-			}
-			at, addr = c, uint64(b.Addr)+uint64((i/len(b.Cores))*b.Stride)
-		default:
-			c, err := d.Chip.Worker(b.Cores[i/b.PerCore])
-			if err != nil {
-				return err
-			}
-			at, addr = c, uint64(b.Addr)+uint64((i%b.PerCore)*b.Stride)
-		}
-		page := data[i*b.PageSize : (i+1)*b.PageSize]
-		var err error
-		if write {
-			err = d.Chip.Write(at, addr, page)
-		} else {
-			err = d.Chip.Read(at, addr, page)
-		}
-		if err != nil {
+		if err := d.page(b, i, data[i*b.PageSize:(i+1)*b.PageSize], write); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// page moves page i of a buffer placed as b.
+func (d *Device) page(b Placement, i int, page []byte, write bool) error {
+	var at chip.XY
+	var addr uint64
+	switch {
+	case b.Kind == ir.DRAMInterleaved:
+		kb := kir.Buffer{Pages: b.Pages, PageSize: b.PageSize, Blocks: b.Blocks}
+		bank, off := kb.DRAMPage(i, len(d.Chip.DRAM), b.Stride)
+		at, addr = d.Chip.DRAM[bank], uint64(b.Addr)+uint64(off)
+	case b.Kind == ir.L1Interleaved:
+		c, err := d.Chip.Worker(b.Cores[i%len(b.Cores)])
+		if err != nil {
+			return err
+		}
+		at, addr = c, uint64(b.Addr)+uint64((i/len(b.Cores))*b.Stride)
+	default:
+		c, err := d.Chip.Worker(b.Cores[i/b.PerCore])
+		if err != nil {
+			return err
+		}
+		at, addr = c, uint64(b.Addr)+uint64((i%b.PerCore)*b.Stride)
+	}
+	if write {
+		return d.Chip.Write(at, addr, page)
+	}
+	return d.Chip.Read(at, addr, page)
 }
 
 // SkipError says why a program cannot run on the chip (it is not a failure).

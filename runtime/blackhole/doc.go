@@ -20,4 +20,15 @@
 // the chip at the reference's addresses, launches, and copies them back, so
 // that the caller can compare the chip with the simulator program by
 // program.
+//
+// LaunchPersistent launches a multi-step persistent program
+// (codegen/persist.BuildLoop) once and returns a Session that drives it by
+// the step protocol (kir.StepProtocol): Ring writes the step leader's
+// doorbell, WaitStep polls its done word (a step that does not finish in
+// time is a *PersistentStallError naming every stalled core, its NoC
+// coordinate, and the phase each data-movement RISC is in), ReadHistory
+// reads a step's tokens while the device runs, Stop ends the launch. Its
+// merged kernels' images come from a Builder that also implements
+// PersistentBuilder (the JIT does not: the C++ printer does not print
+// persistent kernels yet; tests use the fake chip).
 package blackhole

@@ -13,7 +13,9 @@ import (
 // core's interp.Phases for PhaseBegin to install; the control block is
 // cleared on every worker core and every ethernet core of the program and
 // each phase's semaphores are set to their initial values in it, as the
-// host writes the block before the launch.
+// host writes the block before the launch; a multi-step program's doorbell
+// (kir.StepProtocol) rings every step and the stop, since a launch here
+// runs to its end.
 func (r *run) loadPersist() error {
 	ps := r.p.Persist
 	db, ok := r.bufDev[ps.Ctl]
@@ -35,6 +37,17 @@ func (r *run) loadPersist() error {
 			return r.d.eth(c.X).mem, uint64(ps.EthCtl)
 		}
 		return r.d.coreMem(c), uint64(db.Addr)
+	}
+	if lp := ps.Loop; lp != nil {
+		// A launch runs to its end here: every step and the stop are rung.
+		at, err := r.core(lp.Leader)
+		if err != nil {
+			return err
+		}
+		if !inCoreList(db.Cores, lp.Leader) {
+			return fmt.Errorf("program %q: step leader %s holds no control block", r.p.Name, lp.Leader)
+		}
+		at.mem.write32(uint64(db.Addr)+uint64(lp.Doorbell), kir.DoorbellStop|uint32(ps.Steps))
 	}
 	cleared := map[kir.Core]bool{}
 	for i := range ps.Phases {
@@ -76,6 +89,15 @@ func (r *run) loadPersist() error {
 		}
 	}
 	return nil
+}
+
+func inCoreList(cs []kir.Core, c kir.Core) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
 }
 
 // countThreads tells every core of a persistent program how many threads

@@ -15,4 +15,12 @@
 //     (StallError): its coordinates, the processors still running (the
 //     subordinate sync bytes), and the tiles-received/acked stream counters
 //     of its CBs, instead of a hang.
+//
+// A persistent program (kir.Persist) is launched once (persist.go):
+// PersistentPlan lays out each core's kernel config ring (its merged
+// kernel images, a phase index, per phase its runtime-argument and CB
+// tables for tcc_phase_begin to install), refusing a core whose data does
+// not fit with a *kir.RuleError naming the core, the phase and the bytes;
+// Start writes the rings and launch messages and sends the go signals
+// without waiting (the host drives the steps: runtime/blackhole.Session).
 package launch

@@ -14,4 +14,10 @@
 //
 // Hang makes a core never finish, with the subordinate sync bytes showing
 // which processors are still running, so that watchdogs can be tested.
+//
+// In persistent mode (SetPersistent, persist.go) a launch runs until the
+// host stops it: each doorbell the host rings in the step leader's control
+// block plays the steps it allows (a hook writes each step's effect), sets
+// the cores' finished words and, Delay cycles later, the leader's done
+// word; HangIn makes a core stop in a given phase of a step.
 package fake

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access"
@@ -41,11 +42,16 @@ type Chip struct {
 	dead    map[XY]bool     // cores whose firmware never boots
 	pending []pendingDone
 	closed  bool
+	// persist is the persistent mode's state (persist.go), or nil.
+	persist  *persistState
+	stepTime time.Duration
 }
 
+// pendingDone is a core's done signal, or f, due at cycle at.
 type pendingDone struct {
 	at   int
 	core XY
+	fn   func()
 }
 
 // New returns a fake Blackhole with every Tensix and DRAM endpoint of t's
@@ -103,15 +109,23 @@ func (c *Chip) Cycles() int { return c.cycles }
 // whose delay has passed.
 func (c *Chip) Clock(n int) {
 	c.cycles += n
+	var due []pendingDone
 	keep := c.pending[:0]
 	for _, p := range c.pending {
 		if p.at <= c.cycles {
-			c.setGo(p.core, c.layout.RunMsgDone)
+			due = append(due, p)
 		} else {
 			keep = append(keep, p)
 		}
 	}
 	c.pending = keep
+	for _, p := range due {
+		if p.fn != nil {
+			p.fn()
+		} else {
+			c.setGo(p.core, c.layout.RunMsgDone)
+		}
+	}
 }
 
 // ReadBAR implements access.BAR.
@@ -249,6 +263,9 @@ func (c *Chip) tensix(at XY, addr uint64, p []byte, write bool) error {
 	if addr <= goAddr+3 && goAddr+3 < addr+uint64(len(p)) && mem[goAddr+3] == l.RunMsgGo {
 		c.launch(at)
 	}
+	if c.persist != nil {
+		c.persistWrite(at, addr, len(p))
+	}
 	return nil
 }
 
@@ -352,6 +369,10 @@ func (c *Chip) launch(at XY) {
 		if err := c.Program(c, ln); err != nil {
 			c.fail("core (%d,%d): program: %v", at.X, at.Y, err)
 		}
+	}
+	if c.persist != nil {
+		c.persistLaunch(at)
+		return
 	}
 	if procs, ok := c.hang[at]; ok {
 		sync := c.L1(at.X, at.Y)[c.layout.Mailbox.Base+uint32(c.layout.Msg.SubordinateSync):]

@@ -1,0 +1,543 @@
+package blackhole
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
+	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
+)
+
+// PersistentBuilder is the part of a Builder that compiles a persistent
+// program's merged kernels.
+type PersistentBuilder interface {
+	// PersistentKernel returns the images of merged kernel k of
+	// persistent program p by processor (as Builder.Kernel).
+	PersistentKernel(p *kir.Program, k *kir.Kernel) (map[int][]byte, error)
+}
+
+// Session is one launch of a multi-step persistent program on the chip
+// (LaunchPersistent): the host rings each step's doorbell (Ring), polls
+// the step's done word (WaitStep), reads the step's tokens without
+// stopping the device (ReadHistory), and stops the launch (Stop).
+type Session struct {
+	d       *Device
+	p       *kir.Program
+	proto   kir.StepProtocol
+	cores   []kir.Core
+	xys     []chip.XY
+	ctl     uint32
+	leader  chip.XY
+	history Placement
+	rung    int
+	stopped bool
+	// Timeout bounds each step (the watchdog); the device's by default.
+	Timeout time.Duration
+}
+
+// LaunchPersistent loads multi-step persistent program p (kir.Persist with
+// a step protocol, codegen/persist.BuildLoop) on the chip, its buffers
+// already uploaded at ref's addresses, and launches it ONCE: every core
+// gets its merged kernel images and its phases' tables
+// (launch.PersistentPlan; a core whose data does not fit its kernel config
+// ring is a *kir.RuleError naming core, phase and bytes) and a cleared
+// control block (its phases' semaphores at their initial values); no step
+// runs before the host rings (Session.Ring).
+func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, error) {
+	ps := p.Persist
+	if ps == nil || ps.Loop == nil {
+		return nil, fmt.Errorf("program %s: not a multi-step persistent program (codegen/persist.BuildLoop)", p.Name)
+	}
+	pb, ok := d.builder.(PersistentBuilder)
+	if !ok {
+		return nil, &SkipError{Reason: fmt.Sprintf("program %s: the kernel builder cannot build persistent kernels (the C++ printer does not print them yet)", p.Name)}
+	}
+	lp, err := d.persistentProgram(p, pb, ref)
+	if err != nil {
+		return nil, err
+	}
+	if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
+		lp.Tables, lp.TablesSize = tb.Addr, uint32(tb.PerCore*tb.Stride)
+	}
+	lays, err := launch.PersistentPlan(lp, d.Chip.Layout)
+	if err != nil {
+		return nil, err
+	}
+	ctl, _, err := ref.Buffer(ps.Ctl)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, Timeout: d.timeout}
+	if s.history, _, err = ref.Buffer(ps.Loop.History); err != nil {
+		return nil, err
+	}
+	for _, pc := range lp.Cores {
+		at, err := d.Chip.Worker(pc.Core)
+		if err != nil {
+			return nil, err
+		}
+		s.cores = append(s.cores, pc.Core)
+		s.xys = append(s.xys, at)
+	}
+	if s.leader, err = d.Chip.Worker(ps.Loop.Leader); err != nil {
+		return nil, err
+	}
+	if err := d.boot(s.cores); err != nil {
+		return nil, err
+	}
+	// The control block: zeros, then the phases' semaphores.
+	block := map[kir.Core][]byte{}
+	for _, c := range ctl.Cores {
+		block[c] = make([]byte, ps.CtlBytes)
+	}
+	for i := range ps.Phases {
+		for _, sem := range ps.Phases[i].Semaphores {
+			for _, c := range kir.CoresOf(sem.Cores) {
+				if b := block[c]; b != nil {
+					binary.LittleEndian.PutUint32(b[ps.SemWord(ps.Phases[i].SemSlot+sem.ID):], sem.Initial)
+				}
+			}
+		}
+	}
+	for _, c := range ctl.Cores {
+		at, err := d.Chip.Worker(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Chip.Write(at, uint64(ctl.Addr), block[c]); err != nil {
+			return nil, fmt.Errorf("program %s: core %s: control block: %w", p.Name, c, err)
+		}
+	}
+	if err := launch.Start(d.Chip, lp, lays, s.xys); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// PersistentTablesBuffer names the L1 buffer (one page on every worker
+// core, PersistentTablesBytes) a runtime allocates for a persistent
+// program's phase index and tables; LaunchPersistent puts them there when
+// the reference has it, else in the kernel config ring after the images
+// (which holds only a few phases' tables).
+const PersistentTablesBuffer = "persist.tables"
+
+// PersistentTablesBytes is the most bytes a core of multi-step persistent
+// program p needs for its phase index and tables (launch.CoreLayout), a
+// multiple of 16: the page size of PersistentTablesBuffer.
+func PersistentTablesBytes(p *kir.Program, l *target.Layout) (int, error) {
+	if p.Persist == nil {
+		return 0, fmt.Errorf("program %s: not a persistent program", p.Name)
+	}
+	lp, err := (&Device{}).persistentProgram(p, nil, Reference{})
+	if err != nil {
+		return 0, err
+	}
+	n, err := launch.PersistentTablesSize(lp, l)
+	return int(n), err
+}
+
+// persistentProgram gathers p's merged kernels' images and every core's
+// phase tables: per phase, the merged kernel's runtime args of that phase
+// (kir.ArgPhase) and its common args (the kernel's own, then the
+// phase's), resolved; and the phase's CBs placed as the simulator places
+// the standalone program's (kir.CBPlaceOrder, kir.FirstFit from the
+// unreserved base, a backing buffer's address), which must end below the
+// control block and the tables. With no builder and no reference (pb nil,
+// ref.Mem nil) it only sizes the tables: no images, every value and
+// address zero.
+func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Reference) (*launch.Persistent, error) {
+	ps := p.Persist
+	lp := &launch.Persistent{Name: p.Name}
+	for _, ph := range ps.Phases {
+		lp.Phases = append(lp.Phases, ph.Name)
+	}
+	sizing := ref.Mem == nil
+	var top uint64
+	var res kir.Resolver = zeroResolver{}
+	if !sizing {
+		ctl, _, err := ref.Buffer(ps.Ctl)
+		if err != nil {
+			return nil, err
+		}
+		top = uint64(ctl.Addr)
+		if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
+			top = min(top, uint64(tb.Addr))
+		}
+		res = resolver{d: d, ref: ref}
+	}
+	byCore := map[kir.Core]*launch.PersistentCore{}
+	var order []kir.Core
+	for _, k := range p.Kernels {
+		for _, c := range kir.CoresOf(k.Cores) {
+			if c.IsEth() {
+				return nil, &SkipError{Reason: fmt.Sprintf("program %s: kernel %s runs on ethernet cores (collectives need a multi-chip configuration)", p.Name, k.Name)}
+			}
+		}
+		imgs := map[int][]byte{}
+		if pb != nil {
+			var err error
+			if imgs, err = pb.PersistentKernel(p, k); err != nil {
+				return nil, err
+			}
+		}
+		procs := procsOf(k.Processor)
+		// The kernel's own common args and each phase's.
+		var own []uint32
+		phaseCRTA := map[int][]uint32{}
+		for _, a := range k.ArgsOfKind(kir.CommonRuntimeArg) {
+			v, err := a.Value.Resolve(res)
+			if err != nil {
+				return nil, fmt.Errorf("program %s kernel %s: common arg %s: %w", p.Name, k.Name, a.Name, err)
+			}
+			if ph, ok := kir.ArgPhase(a.Name); ok {
+				phaseCRTA[ph] = append(phaseCRTA[ph], v)
+			} else {
+				own = append(own, v)
+			}
+		}
+		rtArgs := k.ArgsOfKind(kir.RuntimeArg)
+		for _, c := range kir.CoresOf(k.Cores) {
+			pc := byCore[c]
+			if pc == nil {
+				pc = &launch.PersistentCore{Core: c}
+				byCore[c] = pc
+				order = append(order, c)
+				for i := range ps.Phases {
+					if inCoreList(ps.Phases[i].Cores, c) {
+						pc.Phases = append(pc.Phases, launch.PhaseTables{Phase: i})
+					}
+				}
+			}
+			for _, proc := range procs {
+				if pc.Images[proc] != nil {
+					return nil, fmt.Errorf("program %s: two merged kernels on %s of core %s", p.Name, procName(proc), c)
+				}
+				img, ok := imgs[proc]
+				if sizing {
+					img, ok = []byte{}, true
+				}
+				if !ok {
+					return nil, fmt.Errorf("program %s: the builder returned no %s image for kernel %s", p.Name, procName(proc), k.Name)
+				}
+				pc.Images[proc] = img
+			}
+			if k.Processor == kir.RISCV0 {
+				pc.BRISCNoC = k.NoC
+			}
+			vals := k.RuntimeValuesOn(c)
+			phaseRTA := map[int][]uint32{}
+			for _, a := range rtArgs {
+				ph, ok := kir.ArgPhase(a.Name)
+				if !ok || a.Index >= len(vals) {
+					return nil, fmt.Errorf("program %s kernel %s core %s: runtime arg %s has no phase or no value", p.Name, k.Name, c, a.Name)
+				}
+				v, err := vals[a.Index].Resolve(res)
+				if err != nil {
+					return nil, fmt.Errorf("program %s kernel %s core %s: %s: %w", p.Name, k.Name, c, a.Name, err)
+				}
+				phaseRTA[ph] = append(phaseRTA[ph], v)
+			}
+			for j := range pc.Phases {
+				pt := &pc.Phases[j]
+				for _, proc := range procs {
+					pt.RTA[proc] = phaseRTA[pt.Phase]
+					pt.CRTA[proc] = append(append([]uint32{}, own...), phaseCRTA[pt.Phase]...)
+				}
+			}
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
+	// Each phase's CBs, placed as the simulator places them.
+	for i := range ps.Phases {
+		ph := &ps.Phases[i]
+		indices := make([]int, len(ph.CBs))
+		for j, cb := range ph.CBs {
+			indices[j] = cb.Index
+		}
+		var done []kir.CBSpan
+		for _, j := range kir.CBPlaceOrder(indices) {
+			cb := ph.CBs[j]
+			cs := kir.CoresOf(cb.Cores)
+			size := uint64(cb.Bytes())
+			var addr uint64
+			switch {
+			case sizing:
+			case cb.Backing != "":
+				b, _, err := ref.Buffer(cb.Backing)
+				if err != nil {
+					return nil, fmt.Errorf("program %s phase %d (%s): CB c_%d: %w", p.Name, i, ph.Name, cb.Index, err)
+				}
+				addr = uint64(b.Addr)
+			default:
+				addr = kir.FirstFit(uint64(d.Chip.Layout.Unreserved), size, cs, done)
+				done = append(done, kir.CBSpan{Cores: cs, Lo: addr, Hi: addr + size})
+				if addr+size > top {
+					c := cs[0]
+					return nil, &kir.RuleError{Rule: kir.RuleL1Budget, Program: p.Name, Core: &c, CB: cb.Index,
+						Msg: fmt.Sprintf("phase %d (%s): CB of %d B at %#x ends %d B past the lowest L1 buffer (control block, phase tables) at %#x", i, ph.Name, size, addr, addr+size-top, top)}
+				}
+			}
+			for _, c := range cs {
+				pc := byCore[c]
+				if pc == nil {
+					continue
+				}
+				for k := range pc.Phases {
+					if pc.Phases[k].Phase == i {
+						pc.Phases[k].CBs = append(pc.Phases[k].CBs, launch.CB{Index: cb.Index, PageSize: cb.PageSize, Pages: cb.Pages, Addr: uint32(addr)})
+					}
+				}
+			}
+		}
+	}
+	for _, c := range order {
+		lp.Cores = append(lp.Cores, *byCore[c])
+	}
+	return lp, nil
+}
+
+// procsOf is the launch processor indices a kernel on proc occupies (a
+// compute kernel: the three TRISCs).
+func procsOf(proc kir.Processor) []int {
+	switch proc {
+	case kir.RISCV0:
+		return []int{launch.BRISC}
+	case kir.RISCV1:
+		return []int{launch.NCRISC}
+	}
+	return []int{launch.TRISC0, launch.TRISC1, launch.TRISC2}
+}
+
+func procName(i int) string {
+	return [...]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}[i]
+}
+
+func inCoreList(cs []kir.Core, c kir.Core) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// resolver resolves a kir.ArgValue for the chip: buffer addresses from the
+// reference, NoC coordinates from the chip.
+type resolver struct {
+	d   *Device
+	ref Reference
+}
+
+func (r resolver) BufferAddress(name string) (uint32, error) {
+	b, _, err := r.ref.Buffer(name)
+	if err != nil {
+		return 0, err
+	}
+	return b.Addr, nil
+}
+
+func (r resolver) WorkerNoC(c kir.Core) (int, int, error) {
+	at, err := r.d.Chip.Worker(c)
+	return at.X, at.Y, err
+}
+
+func (r resolver) DeviceID() uint32 { return 0 }
+
+// zeroResolver resolves every value to zero (sizing only).
+type zeroResolver struct{}
+
+func (zeroResolver) BufferAddress(string) (uint32, error) { return 0, nil }
+func (zeroResolver) WorkerNoC(kir.Core) (int, int, error) { return 0, 0, nil }
+
+// Ring allows the device to run steps up to n (the doorbell: step s runs
+// once n >= s+1). It fails past the launch's steps or after Stop.
+func (s *Session) Ring(n int) error {
+	if s.stopped {
+		return fmt.Errorf("program %s: doorbell rung after the stop", s.p.Name)
+	}
+	if n < s.rung || n > s.p.Persist.Steps {
+		return fmt.Errorf("program %s: doorbell %d: the launch runs %d steps and %d are rung", s.p.Name, n, s.p.Persist.Steps, s.rung)
+	}
+	s.rung = n
+	return s.d.Chip.Write32(s.leader, uint64(s.ctl+s.proto.Doorbell), uint32(n))
+}
+
+// Done reads the device's done word: the steps completed.
+func (s *Session) Done() (int, error) {
+	v, err := s.d.Chip.Read32(s.leader, uint64(s.ctl+s.proto.Done))
+	return int(v), err
+}
+
+// WaitStep polls the done word until step finished (its tokens are in the
+// history), up to Timeout; a step that does not finish is a
+// *PersistentStallError naming every core that did not finish it, its
+// data-movement processors and the phase each is in.
+func (s *Session) WaitStep(step int) error {
+	if step >= s.rung {
+		return fmt.Errorf("program %s: waiting for step %d, which is not rung (%d rung)", s.p.Name, step, s.rung)
+	}
+	err := s.d.Chip.Poll(s.Timeout, func() string { return "" }, func() (bool, error) {
+		n, err := s.Done()
+		return n > step, err
+	})
+	if _, ok := err.(*chip.TimeoutError); ok {
+		return s.stall(step, false)
+	}
+	return err
+}
+
+// ReadHistory reads page step of the token history (the tokens step
+// wrote) into page, len(page) = the history's page size, while the device
+// runs.
+func (s *Session) ReadHistory(step int, page []byte) error {
+	h := s.history
+	if step < 0 || step >= h.Pages || len(page) != h.PageSize {
+		return fmt.Errorf("program %s: history page %d of %d (%d B into %d B)", s.p.Name, step, h.Pages, h.PageSize, len(page))
+	}
+	return s.d.page(h, step, page, false)
+}
+
+// Stop writes the stop flag once every step of the launch is rung and
+// waits for every core to finish the launch (RUN_MSG_DONE); a core that
+// does not is reported as by WaitStep, for the last step.
+func (s *Session) Stop() error {
+	steps := s.p.Persist.Steps
+	if s.rung != steps {
+		return fmt.Errorf("program %s: stop after %d of %d steps: the launch runs all %d (its compute threads' loop bound is the launch's step count)", s.p.Name, s.rung, steps, steps)
+	}
+	s.stopped = true
+	if err := s.d.Chip.Write32(s.leader, uint64(s.ctl+s.proto.Doorbell), kir.DoorbellStop|uint32(steps)); err != nil {
+		return err
+	}
+	l := s.d.Chip.Layout
+	goAddr := uint64(l.Mailbox.Base) + uint64(l.Msg.GoMessages)
+	err := s.d.Chip.Poll(s.Timeout, func() string { return "" }, func() (bool, error) {
+		for _, at := range s.xys {
+			v, err := s.d.Chip.Read32(at, goAddr)
+			if err != nil || uint8(v>>24) != l.RunMsgDone {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if _, ok := err.(*chip.TimeoutError); ok {
+		return s.stall(steps-1, true)
+	}
+	return err
+}
+
+// PersistentStallError is the watchdog's report of a step of a persistent
+// launch that did not finish.
+type PersistentStallError struct {
+	Program string
+	Step    int
+	After   time.Duration
+	Cores   []StalledPhaseCore
+	// Stop is set when the launch did not end after the host's stop.
+	Stop bool
+	// Running lists, when every core finished the step, the cores still
+	// running after the stop (Stop) or, else, the step leader whose done
+	// word did not follow (Done: its value).
+	Running []kir.Core
+	Done    int
+}
+
+// StalledPhaseCore is a core that did not finish the step: where each of
+// its data-movement processors is (compute kernels keep no phase word).
+type StalledPhaseCore struct {
+	Core  kir.Core
+	NoC   chip.XY
+	Procs []ProcPhase
+}
+
+// ProcPhase is where one processor of a stalled core is: in phase Phase
+// (Name), or past its end (Ended), or before its first (Phase -1).
+type ProcPhase struct {
+	Proc  string
+	Phase int
+	Name  string
+	Ended bool
+}
+
+func (p ProcPhase) String() string {
+	switch {
+	case p.Phase < 0:
+		return p.Proc + " before its first phase"
+	case p.Ended:
+		return fmt.Sprintf("%s after phase %d (%s)", p.Proc, p.Phase, p.Name)
+	}
+	return fmt.Sprintf("%s in phase %d (%s)", p.Proc, p.Phase, p.Name)
+}
+
+func (e *PersistentStallError) Error() string {
+	var b strings.Builder
+	switch {
+	case len(e.Cores) == 0 && e.Stop:
+		fmt.Fprintf(&b, "persistent program %s: every core finished step %d but %d core(s) did not end the launch within %s of the stop (watchdog): %v", e.Program, e.Step, len(e.Running), e.After, e.Running)
+		return b.String()
+	case len(e.Cores) == 0:
+		fmt.Fprintf(&b, "persistent program %s: every core finished step %d but the step leader %v did not report it done within %s (watchdog; done word %d)", e.Program, e.Step, e.Running, e.After, e.Done)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "persistent program %s: step %d did not finish within %s (watchdog): %d core(s) stalled:", e.Program, e.Step, e.After, len(e.Cores))
+	for _, c := range e.Cores {
+		ps := make([]string, len(c.Procs))
+		for i, p := range c.Procs {
+			ps[i] = p.String()
+		}
+		fmt.Fprintf(&b, "\n  core %s NoC %s: %s", c.Core, c.NoC, strings.Join(ps, ", "))
+	}
+	return b.String()
+}
+
+// stall reads every core's finished and phase words (kir.StepProtocol);
+// when every core finished the step, it names the cores still running
+// after a stop or the step leader.
+func (s *Session) stall(step int, stop bool) error {
+	e := &PersistentStallError{Program: s.p.Name, Step: step, After: s.Timeout, Stop: stop}
+	defer func() {
+		if len(e.Cores) > 0 {
+			return
+		}
+		if !stop {
+			e.Running = []kir.Core{s.proto.Leader}
+			e.Done, _ = s.Done()
+			return
+		}
+		l := s.d.Chip.Layout
+		for i, at := range s.xys {
+			if v, err := s.d.Chip.Read32(at, uint64(l.Mailbox.Base)+uint64(l.Msg.GoMessages)); err == nil && uint8(v>>24) != l.RunMsgDone {
+				e.Running = append(e.Running, s.cores[i])
+			}
+		}
+	}()
+	ps := s.p.Persist
+	for i, at := range s.xys {
+		fin, err := s.d.Chip.Read32(at, uint64(s.ctl+s.proto.Finished))
+		if err != nil {
+			return err
+		}
+		if int(fin) > step {
+			continue
+		}
+		sc := StalledPhaseCore{Core: s.cores[i], NoC: at}
+		for j, proc := range []string{"brisc", "ncrisc"} {
+			v, err := s.d.Chip.Read32(at, uint64(s.ctl+s.proto.Phase[j]))
+			if err != nil {
+				return err
+			}
+			pp := ProcPhase{Proc: proc, Phase: -1}
+			if p, ended, ok := kir.DecodePhaseWord(v); ok && p < len(ps.Phases) {
+				pp = ProcPhase{Proc: proc, Phase: p, Name: ps.Phases[p].Name, Ended: ended}
+			}
+			sc.Procs = append(sc.Procs, pp)
+		}
+		e.Cores = append(e.Cores, sc)
+	}
+	return e
+}
