@@ -13,19 +13,25 @@ import (
 )
 
 // WithTables prepares a persistent program of b (Build, BuildLoop) for the
-// card (codegen/cpp prints it, codegen/hostcfg describes it): it declares
-// the tables buffer (kir.TablesBuffer: the core-local barrier words and
-// every phase's CB record, see kir.Persist.TableOffsets) and the images
-// buffer (kir.TextBuffer, sized by the printed kernels' estimated images,
-// checked by kir.ValidatePersistentCode) on every worker core, gives every worker merged kernel the common arguments
-// persist_ctl and persist_tables (the two buffers' addresses), sets every
-// merged compute kernel's ComputeConfig to the one its binaries are built
-// with (MergeCompute) and validates the program again (the tables buffer
-// takes L1 the phases' CBs may not use).
-//
-// Errors name the phases whose compute configurations cannot share a
-// binary, or the rule the program breaks with the tables buffer.
+// card: Prepare, then MergeComputeConfigs. Its errors are theirs.
 func WithTables(p *kir.Program, b *codegen.Build) error {
+	if err := Prepare(p, b); err != nil {
+		return err
+	}
+	return MergeComputeConfigs(p)
+}
+
+// Prepare readies a persistent program of b for codegen/cpp and
+// codegen/hostcfg: it declares the tables buffer (kir.TablesBuffer: the
+// core-local barrier words and every phase's CB record, see
+// kir.Persist.TableOffsets) and the images buffer (kir.TextBuffer, sized
+// by the printed kernels' estimated images) on every worker core, gives
+// every worker merged kernel the common arguments persist_ctl and
+// persist_tables (the two buffers' addresses) and every merged kernel the
+// defines its headers need (MergeDefines), then checks the images
+// (kir.ValidatePersistentCode) and validates the program again (the two
+// buffers take L1 the phases' CBs may not use). Errors name the rule.
+func Prepare(p *kir.Program, b *codegen.Build) error {
 	if p == nil || p.Persist == nil {
 		return fmt.Errorf("persist: not a persistent program")
 	}
@@ -38,8 +44,8 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
 	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TablesBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: n, Pages: t.GridX * t.GridY,
 		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, n / 4}}}})
-	var errs []string
 	for _, k := range p.Kernels {
+		k.Defines = MergeDefines(p, k)
 		if k.OnEth() {
 			continue
 		}
@@ -47,23 +53,6 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 			k.CommonArg("persist_ctl", kir.BufferAddr(CtlBuffer, 0))
 		}
 		k.CommonArg("persist_tables", kir.BufferAddr(kir.TablesBuffer, 0))
-		defs, err := MergeDefines(p, k)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		k.Defines = defs
-		if k.Processor == kir.ComputeProc {
-			cc, err := MergeCompute(p, k)
-			if err != nil {
-				errs = append(errs, err.Error())
-				continue
-			}
-			k.Compute = cc
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("persist: %s", strings.Join(errs, "; "))
 	}
 	// The images, as printed, outside the ring (kir.TextBuffer).
 	est := map[*kir.Kernel]kir.CodeEstimate{}
@@ -83,6 +72,28 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 		return err
 	}
 	return Validate(p, t)
+}
+
+// MergeComputeConfigs sets every merged compute kernel's ComputeConfig to
+// the one its binaries are built with (MergeCompute). The error lists
+// every kernel whose phases cannot share a binary.
+func MergeComputeConfigs(p *kir.Program) error {
+	var errs []string
+	for _, k := range p.Kernels {
+		if k.Processor != kir.ComputeProc {
+			continue
+		}
+		cc, err := MergeCompute(p, k)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		k.Compute = cc
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("persist: %s", strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // MergeCompute is the compute configuration the binaries of merged compute
@@ -152,7 +163,7 @@ var headerDefines = map[string]bool{"REDUCE_OP": true, "REDUCE_DIM": true}
 // one set): the headerDefines any of its phase kernels defines, each with
 // the first such phase's value. The phases' other defines are notes read
 // by no code and are left out. The result is nil when there are none.
-func MergeDefines(p *kir.Program, k *kir.Kernel) (map[string]string, error) {
+func MergeDefines(p *kir.Program, k *kir.Kernel) map[string]string {
 	ps := p.Persist
 	c0 := kir.CoresOf(k.Cores)[0]
 	var out map[string]string
@@ -176,5 +187,5 @@ func MergeDefines(p *kir.Program, k *kir.Kernel) (map[string]string, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
