@@ -51,6 +51,77 @@ type persistKernel struct {
 	// table holds the tables-buffer offset of each phase's CB record on
 	// the kernel's cores (worker kernels only).
 	table map[int]int
+	// lists are the distinct core lists of the compacted semaphore
+	// increments (incRun), in order of first use, by their text.
+	lists    []string
+	listName map[string]int
+}
+
+// incRun is a run of noc_semaphore_inc statements of kernel_main that
+// codegen/persist emits to signal other cores (the count word of a
+// phase's leader, the done words of its dependents, the step barrier's
+// words): each increments the same L1 address, by the same amount, on a
+// core whose NoC coordinates are the kernel's common arguments
+// persist_nx_* and persist_ny_* (the latter at the next index). It prints
+// as one call of tcc_inc_cores over a constant list of those argument
+// indices, instead of one inlined noc_semaphore_inc per core.
+type incRun struct {
+	end        int   // the index after the run
+	idx        []int // the persist_nx_* arguments' common indices
+	addr, incr kir.Expr
+}
+
+// incRun returns the run of signals starting at body[i], if any.
+func (pr *printer) incRun(body []kir.Stmt, i int) (incRun, bool) {
+	var r incRun
+	var addrKey, incrKey string
+	for j := i; j < len(body); j++ {
+		s, ok := body[j].(kir.NoCSemaphoreInc)
+		if !ok {
+			break
+		}
+		na, ok := s.Addr.(kir.NoCAddr)
+		if !ok {
+			break
+		}
+		x, ok1 := na.X.(kir.ArgRef)
+		y, ok2 := na.Y.(kir.ArgRef)
+		if !ok1 || !ok2 || !strings.HasPrefix(x.Name, "persist_nx_") || !strings.HasPrefix(y.Name, "persist_ny_") {
+			break
+		}
+		ax, ay := pr.k.LookupArg(x.Name), pr.k.LookupArg(y.Name)
+		if ax == nil || ay == nil || ax.Kind != kir.CommonRuntimeArg || ay.Kind != kir.CommonRuntimeArg || ay.Index != ax.Index+1 {
+			break
+		}
+		ak, ik := fmt.Sprintf("%#v", na.Addr), fmt.Sprintf("%#v", s.Incr)
+		if j == i {
+			addrKey, incrKey, r.addr, r.incr = ak, ik, na.Addr, s.Incr
+		} else if ak != addrKey || ik != incrKey {
+			break
+		}
+		r.idx = append(r.idx, ax.Index)
+		r.end = j + 1
+	}
+	return r, len(r.idx) > 0
+}
+
+// incCall prints a run of signals as a tcc_inc_cores call.
+func (pr *printer) incCall(r incRun) {
+	ws := make([]string, len(r.idx))
+	for i, x := range r.idx {
+		ws[i] = strconv.Itoa(x)
+	}
+	key := strings.Join(ws, ", ")
+	n, ok := pr.pers.listName[key]
+	if !ok {
+		if pr.pers.listName == nil {
+			pr.pers.listName = map[string]int{}
+		}
+		n = len(pr.pers.lists)
+		pr.pers.listName[key] = n
+		pr.pers.lists = append(pr.pers.lists, key)
+	}
+	pr.line("tcc_inc_cores(tcc_cores_%d, %d, %s, %s);", n, len(r.idx), pr.expr(r.addr), pr.expr(r.incr))
 }
 
 // phaseSeg is one phase of the kernel: the statements between its
@@ -332,6 +403,11 @@ func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 // each segment as the phase's begin, body call and end.
 func (pr *printer) printPersistBlock(body []kir.Stmt) {
 	for i := 0; i < len(body) && pr.err == nil; i++ {
+		if r, ok := pr.incRun(body, i); ok {
+			pr.incCall(r)
+			i = r.end - 1
+			continue
+		}
 		b, ok := body[i].(kir.PhaseBegin)
 		if !ok {
 			pr.stmt(body[i])
@@ -401,6 +477,20 @@ func (pr *printer) persistDecls(out *bytes.Buffer) {
 			out.WriteByte('\n')
 		}
 		out.WriteByte('\n')
+	}
+	if len(pk.lists) > 0 {
+		out.WriteString("// The cores each signal goes to, as the indices of their NoC x coordinates\n")
+		out.WriteString("// among this kernel's common runtime arguments (y follows x).\n")
+		for i, l := range pk.lists {
+			fmt.Fprintf(out, "constexpr uint16_t tcc_cores_%d[] = {%s};\n", i, l)
+		}
+		out.WriteString("\n")
+		out.WriteString("// tcc_inc_cores: increment the word at addr by incr on each listed core.\n")
+		out.WriteString("__attribute__((noinline)) void tcc_inc_cores(const uint16_t* cores, uint32_t n, uint32_t addr, uint32_t incr) {\n")
+		out.WriteString("    for (uint32_t i = 0; i < n; ++i) {\n")
+		out.WriteString("        noc_semaphore_inc(get_noc_addr(tcc_persist::crta0[cores[i]], tcc_persist::crta0[cores[i] + 1u], addr), incr);\n")
+		out.WriteString("    }\n")
+		out.WriteString("}\n\n")
 	}
 	for i, f := range pk.fns {
 		fmt.Fprintf(out, "// Phase body %d: phases %s.\n", i, phaseList(f.phases))
@@ -658,7 +748,10 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 		return PersistentCode{}, pr.err
 	}
 	compute := k.Role == kir.RoleCompute
-	// kernel_main: the merged body with every segment emptied.
+	// kernel_main: the merged body with every segment emptied and every
+	// run of signals a call (incRun).
+	terms := map[string]int{}
+	lists := map[string]int{}
 	var strip func(body []kir.Stmt) []kir.Stmt
 	strip = func(body []kir.Stmt) []kir.Stmt {
 		var out []kir.Stmt
@@ -666,6 +759,14 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 			switch s := body[i].(type) {
 			case kir.For:
 				s.Body = strip(s.Body)
+				out = append(out, s)
+			case kir.NoCSemaphoreInc:
+				if r, ok := pr.incRun(body, i); ok {
+					terms["stmt:tcc_inc_call"]++
+					lists[fmt.Sprint(r.idx)] = len(r.idx)
+					i = r.end - 1
+					continue
+				}
 				out = append(out, s)
 			case kir.PhaseBegin:
 				out = append(out, s)
@@ -681,7 +782,6 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 		}
 		return out
 	}
-	terms := map[string]int{}
 	addTerms := func(e kir.CodeEstimate, dropBase bool) {
 		for key, n := range e.Terms {
 			if dropBase && strings.HasPrefix(key, "base:") {
@@ -692,6 +792,9 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	}
 	addTerms(kir.EstimateCode(&kir.Kernel{Role: k.Role, Processor: k.Processor, Body: strip(k.Body)}), false)
 	terms["base:persist"]++
+	for _, n := range lists {
+		terms["data:tcc_core_index"] += n
+	}
 	phases := 0
 	for _, seg := range pk.segs {
 		if seg.fn >= 0 {

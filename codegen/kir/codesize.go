@@ -78,7 +78,11 @@ var codeCost = map[string]int{
 	// install's two setup_local_cb_read_write_interfaces loops, the
 	// argument-base switch, the dependency wait loop): guesses, not
 	// measured.
-	"stmt:tcc_phase_body_call":        16,
+	"stmt:tcc_phase_body_call": 16,
+	// A run of signals to other cores (codegen/cpp's incRun): a call of
+	// the shared loop with a constant list, 2 bytes per listed core.
+	"stmt:tcc_inc_call":               20,
+	"data:tcc_core_index":             2,
 	"base:tcc_phase_body":             16,
 	"base:persist":                    512,
 	"stmt:noc_async_writes_flushed":   28,

@@ -103,6 +103,17 @@ inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
 // The done words (offsets in the control block) each phase waits for.
 constexpr uint32_t tcc_deps_p1[] = {0};
 
+// The cores each signal goes to, as the indices of their NoC x coordinates
+// among this kernel's common runtime arguments (y follows x).
+constexpr uint16_t tcc_cores_0[] = {2};
+
+// tcc_inc_cores: increment the word at addr by incr on each listed core.
+__attribute__((noinline)) void tcc_inc_cores(const uint16_t* cores, uint32_t n, uint32_t addr, uint32_t incr) {
+    for (uint32_t i = 0; i < n; ++i) {
+        noc_semaphore_inc(get_noc_addr(tcc_persist::crta0[cores[i]], tcc_persist::crta0[cores[i] + 1u], addr), incr);
+    }
+}
+
 // Phase body 0: phases 0-1.
 __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32_t tcc_ndeps) {
     const uint32_t start_tile = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
@@ -132,12 +143,12 @@ void kernel_main() {
     // phase 0: op add_scalar %1 in main
     tcc_phase_body_0(nullptr, 0);
     tcc_phase_end(0);
-    noc_semaphore_inc(get_noc_addr(persist_nx_0_0, persist_ny_0_0, persist_ctl + 32u), 1);
+    tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 32u, 1);
     noc_async_atomic_barrier();
     tcc_phase_begin(1, 360, 2, 4);  // CB record at tables+360; runtime args [2, 4), common [4, 5)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_p1, 1);
     tcc_phase_end(1);
-    noc_semaphore_inc(get_noc_addr(persist_nx_0_0, persist_ny_0_0, persist_ctl + 48u), 1);
+    tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 48u, 1);
     noc_async_atomic_barrier();
 }
