@@ -94,13 +94,13 @@ var ethNames = map[string]bool{
 func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment string) {
 	switch s := s.(type) {
 	case kir.CBReserveBack:
-		return "", []string{cb(s.CB), pr.expr(s.N)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.N)}, ""
 	case kir.CBPushBack:
-		return "", []string{cb(s.CB), pr.expr(s.N)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.N)}, ""
 	case kir.CBWaitFront:
-		return "", []string{cb(s.CB), pr.expr(s.N)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.N)}, ""
 	case kir.CBPopFront:
-		return "", []string{cb(s.CB), pr.expr(s.N)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.N)}, ""
 	case kir.NoCAsyncRead:
 		return "", []string{pr.expr(s.Src), pr.expr(s.Dst), pr.expr(s.Size)}, ""
 	case kir.NoCAsyncWrite:
@@ -152,25 +152,25 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 	case kir.TileRegsRelease:
 		return "", nil, ""
 	case kir.CopyTileInit:
-		return "", []string{cb(s.CB)}, ""
+		return "", []string{pr.cb(s.CB)}, ""
 	case kir.CopyTile:
-		return "", []string{cb(s.CB), pr.expr(s.Tile), pr.expr(s.Dst)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.Tile), pr.expr(s.Dst)}, ""
 	case kir.BinaryInit:
-		return "", []string{cb(s.ICB0), cb(s.ICB1)}, ""
+		return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1)}, ""
 	case kir.BinaryTiles:
-		return "", []string{cb(s.ICB0), cb(s.ICB1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
+		return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
 	case kir.BcastInit:
-		return "", []string{cb(s.ICB0), cb(s.ICB1)}, ""
+		return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1)}, ""
 	case kir.BcastTiles:
-		return "", []string{cb(s.ICB0), cb(s.ICB1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
+		return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
 	case kir.MatmulInit:
-		return "", []string{cb(s.In0), cb(s.In1), boolArg(s.Transpose)}, ""
+		return "", []string{pr.cb(s.In0), pr.cb(s.In1), boolArg(s.Transpose)}, ""
 	case kir.MatmulTiles:
-		return "", []string{cb(s.In0), cb(s.In1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
+		return "", []string{pr.cb(s.In0), pr.cb(s.In1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst)}, ""
 	case kir.MatmulBlockInit:
-		return "", []string{cb(s.In0), cb(s.In1), boolArg(s.Transpose), pr.expr(s.CtDim), pr.expr(s.RtDim), pr.expr(s.KtDim)}, ""
+		return "", []string{pr.cb(s.In0), pr.cb(s.In1), boolArg(s.Transpose), pr.expr(s.CtDim), pr.expr(s.RtDim), pr.expr(s.KtDim)}, ""
 	case kir.MatmulBlock:
-		return "", []string{cb(s.In0), cb(s.In1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst), boolArg(s.Transpose), pr.expr(s.CtDim), pr.expr(s.RtDim), pr.expr(s.KtDim)}, ""
+		return "", []string{pr.cb(s.In0), pr.cb(s.In1), pr.expr(s.Tile0), pr.expr(s.Tile1), pr.expr(s.Dst), boolArg(s.Transpose), pr.expr(s.CtDim), pr.expr(s.RtDim), pr.expr(s.KtDim)}, ""
 	case kir.ReduceInit:
 		return pr.reduceInitArgs(s)
 	case kir.ReduceTile:
@@ -178,9 +178,9 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 	case kir.ReduceUninit:
 		return "", nil, ""
 	case kir.TransposeInit:
-		return "", []string{cb(s.CB)}, ""
+		return "", []string{pr.cb(s.CB)}, ""
 	case kir.TransposeTile:
-		return "", []string{cb(s.CB), pr.expr(s.Tile), pr.expr(s.Dst)}, ""
+		return "", []string{pr.cb(s.CB), pr.expr(s.Tile), pr.expr(s.Dst)}, ""
 	case kir.SFPUInit:
 		return pr.sfpuInitArgs(s)
 	case kir.SFPU:
@@ -188,9 +188,9 @@ func (pr *printer) callArgs(s kir.Stmt) (tmpl string, args []string, comment str
 	case kir.PackTile:
 		return pr.packTileArgs(s)
 	case kir.ReconfigDataFormat:
-		return "", []string{cb(s.SrcA), cb(s.SrcB)}, ""
+		return "", []string{pr.cb(s.SrcA), pr.cb(s.SrcB)}, ""
 	case kir.PackReconfigDataFormat:
-		return "", []string{cb(s.CB)}, ""
+		return "", []string{pr.cb(s.CB)}, ""
 	}
 	pr.fail("statement %T has no printer support", s)
 	return "", nil, ""

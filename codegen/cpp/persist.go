@@ -51,6 +51,8 @@ type persistKernel struct {
 	// table holds the tables-buffer offset of each phase's CB record on
 	// the kernel's cores (worker kernels only).
 	table map[int]int
+	// cbMap is the program's merged CB indices (kir.Persist.CBMap).
+	cbMap []map[int]int
 	// lists are the distinct core lists of the compacted semaphore
 	// increments (incRun), in order of first use, by their text.
 	lists    []string
@@ -197,6 +199,13 @@ func phaseVarPrefix(p int) string { return "v" + strconv.Itoa(p) + "_" }
 // segment's body function text, sharing identical ones.
 func (pr *printer) analysePersist() *persistKernel {
 	pk := &persistKernel{segOf: map[int]*phaseSeg{}}
+	tables, err := pr.p.Persist.Tables()
+	if err != nil {
+		pr.fail("%v", err)
+		return nil
+	}
+	pk.cbMap = tables.CBMap
+	pr.pers = pk // bodyText reads the CB map
 	var walk func(body []kir.Stmt)
 	walk = func(body []kir.Stmt) {
 		for i := 0; i < len(body) && pr.err == nil; i++ {
@@ -233,9 +242,9 @@ func (pr *printer) analysePersist() *persistKernel {
 	pr.shareBodies(pk)
 	if !pr.k.OnEth() {
 		cores := kir.CoresOf(pr.k.Cores)
-		pk.table = pr.p.Persist.TableOffsets(cores[0])
+		pk.table = tables.Offsets(pr.p.Persist, cores[0])
 		for _, c := range cores[1:] {
-			offs := pr.p.Persist.TableOffsets(c)
+			offs := tables.Offsets(pr.p.Persist, c)
 			for _, seg := range pk.segs {
 				if offs[seg.p] != pk.table[seg.p] {
 					pr.fail("phase %d's CB record is at %d on core %s but at %d on core %s: the cores of a merged kernel must run the same phases", seg.p, pk.table[seg.p], cores[0], offs[seg.p], c)
@@ -341,7 +350,7 @@ func (pr *printer) shareBodies(pk *persistKernel) {
 // statement at, -1 for none) and the headers it needs.
 func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 	prefix, vprefix := phasePrefix(seg.p), phaseVarPrefix(seg.p)
-	sub := &printer{p: pr.p, k: pr.k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: new(bytes.Buffer), indent: 1}
+	sub := &printer{p: pr.p, k: pr.k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: new(bytes.Buffer), indent: 1, cbMap: pr.pers.cbMap[seg.p]}
 	sub.alias = func(n string) string {
 		if s, ok := strings.CutPrefix(n, prefix); ok {
 			return s

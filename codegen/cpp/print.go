@@ -97,6 +97,9 @@ type printer struct {
 	// pers is the phase structure of a persistent program's merged
 	// kernel (persist.go), nil otherwise.
 	pers *persistKernel
+	// cbMap, when set, maps a phase's CB indices to the merged
+	// binaries' (persist.go).
+	cbMap map[int]int
 }
 
 // name is the printed spelling of an argument or variable name.
@@ -297,7 +300,18 @@ func (pr *printer) useAPI(name string) {
 	pr.headers[dataflowHeader] = true
 }
 
-func cb(i int) string { return strconv.Itoa(i) }
+// cb prints CB index i: in a phase body of a persistent program, the
+// index of the merged binaries the phase's CB i is installed at
+// (kir.Persist.CBMap).
+func (pr *printer) cb(i int) string {
+	if pr.cbMap != nil {
+		if g, ok := pr.cbMap[i]; ok {
+			return strconv.Itoa(g)
+		}
+		pr.fail("CB c_%d is not a CB of the phase", i)
+	}
+	return strconv.Itoa(i)
+}
 
 func boolArg(b bool) string {
 	if b {
@@ -331,18 +345,18 @@ func (pr *printer) hwStartupArgs(s kir.ComputeKernelHWStartup) (tmpl string, arg
 	if s.SrcReverse {
 		// The pinned release has no SrcOrder: source A is configured
 		// for the first CB, so the matmul order passes in1 first.
-		return "", []string{cb(s.ICB1), cb(s.ICB0), cb(s.OCB)}, "matmul order: in1 feeds source A"
+		return "", []string{pr.cb(s.ICB1), pr.cb(s.ICB0), pr.cb(s.OCB)}, "matmul order: in1 feeds source A"
 	}
-	return "", []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
+	return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1), pr.cb(s.OCB)}, ""
 }
 
 func (pr *printer) reduceInitArgs(s kir.ReduceInit) (tmpl string, args []string, comment string) {
-	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), cb(s.OCB)}, ""
+	return pr.reduceTemplate(s.Op, s.Dim), []string{pr.cb(s.ICB), pr.cb(s.ScalerCB), pr.cb(s.OCB)}, ""
 }
 
 func (pr *printer) reduceTileArgs(s kir.ReduceTile) (tmpl string, args []string, comment string) {
 	e := pr.expr
-	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
+	return pr.reduceTemplate(s.Op, s.Dim), []string{pr.cb(s.ICB), pr.cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
 }
 
 // sfpuTemplate is a template argument list of an SFPU call as printed
@@ -394,9 +408,9 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 
 func (pr *printer) packTileArgs(s kir.PackTile) (tmpl string, args []string, comment string) {
 	if s.OutTile == nil {
-		return "", []string{pr.expr(s.Dst), cb(s.CB)}, ""
+		return "", []string{pr.expr(s.Dst), pr.cb(s.CB)}, ""
 	}
-	return "<true>", []string{pr.expr(s.Dst), cb(s.CB), pr.expr(s.OutTile)}, ""
+	return "<true>", []string{pr.expr(s.Dst), pr.cb(s.CB), pr.expr(s.OutTile)}, ""
 }
 
 // l1Ptr prints an L1 address as the semaphore / L1 word pointer the API takes.
@@ -436,11 +450,11 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 	case kir.Bin:
 		return pr.bin(e)
 	case kir.GetWritePtr:
-		return pr.apiCall(e, cb(e.CB))
+		return pr.apiCall(e, pr.cb(e.CB))
 	case kir.GetReadPtr:
-		return pr.apiCall(e, cb(e.CB))
+		return pr.apiCall(e, pr.cb(e.CB))
 	case kir.GetTileSize:
-		return pr.unsigned(pr.apiCall(e, cb(e.CB)), inBin)
+		return pr.unsigned(pr.apiCall(e, pr.cb(e.CB)), inBin)
 	case kir.GetSemaphore:
 		return pr.apiCall(e, pr.expr(e.ID))
 	case kir.GetEthSemaphore:
@@ -460,7 +474,7 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 			return "0"
 		}
 		pr.useAPI(name)
-		return name + "(" + cb(e.CB) + ", " + pr.expr(e.Tile) + ", " + pr.expr(e.Offset) + ")"
+		return name + "(" + pr.cb(e.CB) + ", " + pr.expr(e.Tile) + ", " + pr.expr(e.Offset) + ")"
 	case kir.NumDRAMBanks:
 		return kir.ExprAPIName(e)
 	case kir.MyNoCX, kir.MyNoCY:

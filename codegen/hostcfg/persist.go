@@ -23,11 +23,12 @@ import (
 //     zeros for the Tables.BarrierWords barrier words (Tables.Stride bytes
 //     apart), then, for each phase the core takes part in (its Cores), in
 //     phase order, the phase's record of RecordBytes: the low and high
-//     words of the phase's CB mask on the core, then for every CB index up
-//     to (RecordBytes - 8) / 16 - 1 its address, total size, page count and
-//     page size (zeros for an index not configured on the core), the CBs
-//     and addresses of CBs; a record starts where the core's previous one
-//     ends (the first after the barrier words).
+//     words of the phase's CB mask on the core (bit MergedIndex of each CB
+//     on the core), then for every merged index up to
+//     (RecordBytes - 8) / 16 - 1 the CB's address, total size, page count
+//     and page size (zeros for an index not configured on the core); a
+//     record starts where the core's previous one ends (the first after
+//     the barrier words).
 //
 // The merged kernels' argument vectors are the program config's; each
 // phase reads its slices of them (Kernels: first index and count of its
@@ -78,6 +79,11 @@ type PhaseConfig struct {
 type PhaseCBConfig struct {
 	CBConfig
 	Address ArgValue `json:"address"`
+	// MergedIndex is the CB index the merged kernels use for it
+	// (kir.Persist.CBMap): its place in the phase's record and mask, and
+	// the index of the merged compute binary's format tables, which
+	// the JIT builds from these CBs' data formats (one per merged index).
+	MergedIndex int `json:"merged_index"`
 }
 
 // PhaseArgs is where a phase's arguments lie in one merged kernel's
@@ -107,9 +113,14 @@ func Persistent(p *kir.Program, t *target.Target) (*PersistentConfig, error) {
 		Tables: TablesConfig{Buffer: kir.TablesBuffer, Bytes: tb.PageSize, BarrierWords: kir.TableBarrierWords, Stride: kir.CtlStride},
 		Phases: []PhaseConfig{},
 	}
+	tables, err := ps.Tables()
+	if err != nil {
+		return nil, fmt.Errorf("hostcfg: program %q: %w", p.Name, err)
+	}
+	cbMap := tables.CBMap
 	for i := range ps.Phases {
 		ph := &ps.Phases[i]
-		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: ps.PhaseRecordBytes(i), SemSlot: ph.SemSlot,
+		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: tables.Record[i], SemSlot: ph.SemSlot,
 			Semaphores: []SemaphoreConfig{}, CBs: []PhaseCBConfig{}, Kernels: []PhaseArgs{}}
 		for _, c := range ph.Cores {
 			pc.Cores = append(pc.Cores, CoreRange(c.Range()))
@@ -134,7 +145,7 @@ func Persistent(p *kir.Program, t *target.Target) (*PersistentConfig, error) {
 			pc.CBs = append(pc.CBs, PhaseCBConfig{CBConfig: CBConfig{
 				Index: cb.Index, Name: cb.Name, PageSize: cb.PageSize, NumPages: cb.Pages, TotalSize: cb.Bytes(),
 				DataFormat: df.Name(), DataFormatCode: int(df), Cores: ranges(cb.Cores), BackingBuffer: cb.Backing,
-			}, Address: ArgValue{pl.Addr}})
+			}, Address: ArgValue{pl.Addr}, MergedIndex: cbMap[i][cb.Index]})
 		}
 		prefix := fmt.Sprintf("p%d_", i)
 		for _, k := range p.Kernels {

@@ -2,8 +2,10 @@ package kir
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // The per-phase tables of a persistent program on the card (the printed
@@ -23,15 +25,15 @@ import (
 //	phase's CB record (PhaseRecordBytes):
 //	  word 0, 1   the low and high 32 bits of the phase's local CB mask on
 //	              the core (bit i: CB index i is configured)
-//	  word 2+4i.. CB index i's config as tt-metal's ring holds it:
-//	              address, total size, page count, page size (bytes), for
-//	              i = 0 .. the highest CB index of the phase (on any core);
+//	  word 2+4i.. merged CB index i's config (CBMap) as tt-metal's ring
+//	              holds it: address, total size, page count, page size
+//	              (bytes), for i = 0 .. the phase's highest merged index;
 //	              zeros for an index not configured on the core
 //
 // A record's size depends on the phase only, so a core's record of phase p
-// starts at TableOffset(p, the phases before p the core takes part in):
+// starts after the records of the phases before p the core takes part in:
 // cores with the same phase sequence (the cores of one merged kernel) have
-// the same offsets.
+// the same offsets (Tables.Offsets).
 const (
 	// TablesBuffer is the name of the tables buffer.
 	TablesBuffer = "persist.tables"
@@ -45,42 +47,144 @@ const (
 	TextBuffer = "persist.text"
 )
 
-// PhaseRecordBytes is the size of phase p's CB record: two mask words and
-// four words per CB index up to the phase's highest (none: the mask only).
-func (ps *Persist) PhaseRecordBytes(p int) int {
-	hi := -1
-	for _, cb := range ps.Phases[p].CBs {
-		hi = max(hi, cb.Index)
+// MergedCBs is the number of CB indices a merged binary has on Blackhole
+// (NUM_CIRCULAR_BUFFERS, tt_metal/api/tt-metalium/circular_buffer_constants.h:38;
+// the firmware installs indices 32..63 from the mask's upper word).
+const MergedCBs = 64
+
+// CBMap assigns each CB index of each phase the CB index of the merged
+// binaries it is installed at (map[phase][index]): a compute binary is
+// compiled with one data format and one unpack-to-DEST mode per CB index
+// (the JIT's unpack and pack format tables), which the phases of a merged
+// kernel must share, so every merged index has one (format, unpack-to-DEST)
+// class over the whole program: class c takes the indices base(c) ..
+// base(c)+n(c)-1, n(c) the most CBs of that class in one phase, classes in
+// (format, mode) order; a phase's CBs of class c take them in the order of
+// their own indices. Phases with the same CBs get the same indices, so
+// their bodies print the same. The simulator keeps each phase's own
+// indices: the map renames, it does not move, any CB. Errors: a phase
+// giving one index two formats, more than MergedCBs merged indices.
+func (ps *Persist) CBMap() ([]map[int]int, error) {
+	type class struct {
+		f      ir.DType
+		toDest bool
 	}
-	return 8 + 16*(hi+1)
+	type local struct {
+		idx int
+		c   class
+	}
+	per := make([][]local, len(ps.Phases))
+	most := map[class]int{}
+	for p := range ps.Phases {
+		ph := &ps.Phases[p]
+		format := map[int]ir.DType{}
+		var idx []int
+		for _, cb := range ph.CBs {
+			if f, ok := format[cb.Index]; ok {
+				if f != cb.Format {
+					return nil, fmt.Errorf("phase %d (%s): CB c_%d holds %s on some cores and %s on others; a merged binary has one data format per CB index", p, ph.Name, cb.Index, f, cb.Format)
+				}
+				continue
+			}
+			format[cb.Index] = cb.Format
+			idx = append(idx, cb.Index)
+		}
+		sort.Ints(idx)
+		n := map[class]int{}
+		for _, i := range idx {
+			c := class{f: format[i]}
+			for _, k := range ph.Kernels {
+				if k.Processor == ComputeProc && k.Compute.UnpacksToDest(i) {
+					c.toDest = true
+				}
+			}
+			per[p] = append(per[p], local{i, c})
+			n[c]++
+			most[c] = max(most[c], n[c])
+		}
+	}
+	classes := make([]class, 0, len(most))
+	for c := range most {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(a, b int) bool {
+		if classes[a].f != classes[b].f {
+			return classes[a].f < classes[b].f
+		}
+		return !classes[a].toDest && classes[b].toDest
+	})
+	base, total := map[class]int{}, 0
+	for _, c := range classes {
+		base[c] = total
+		total += most[c]
+	}
+	if total > MergedCBs {
+		return nil, fmt.Errorf("the phases' CBs need %d merged CB indices (one per data format and unpack-to-DEST mode and CB of a phase), %d more than the %d a binary has", total, total-MergedCBs, MergedCBs)
+	}
+	out := make([]map[int]int, len(ps.Phases))
+	for p, ls := range per {
+		out[p] = map[int]int{}
+		n := map[class]int{}
+		for _, l := range ls {
+			out[p][l.idx] = base[l.c] + n[l.c]
+			n[l.c]++
+		}
+	}
+	return out, nil
 }
 
-// TableOffsets returns the offset in the tables buffer of the record of
-// every phase core c takes part in (by phase), after the barrier words.
-func (ps *Persist) TableOffsets(c Core) map[int]int {
+// Tables is the layout of a persistent program's tables buffer: the
+// merged CB indices (CBMap) and each phase's record size.
+type Tables struct {
+	CBMap []map[int]int
+	// Record is each phase's record size in bytes: two mask words and
+	// four words per merged CB index up to the phase's highest (none: the
+	// mask only).
+	Record []int
+}
+
+// Tables computes the layout of ps's tables buffer (CBMap's errors).
+func (ps *Persist) Tables() (*Tables, error) {
+	m, err := ps.CBMap()
+	if err != nil {
+		return nil, err
+	}
+	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases))}
+	for p := range ps.Phases {
+		hi := -1
+		for _, g := range m[p] {
+			hi = max(hi, g)
+		}
+		tb.Record[p] = 8 + 16*(hi+1)
+	}
+	return tb, nil
+}
+
+// Offsets returns the offset in the tables buffer of the record of every
+// phase of ps core c takes part in (by phase), after the barrier words.
+func (tb *Tables) Offsets(ps *Persist, c Core) map[int]int {
 	off := TableBarrierWords * CtlStride
 	out := map[int]int{}
 	for p := range ps.Phases {
 		if inSorted(ps.Phases[p].Cores, c) {
 			out[p] = off
-			off += ps.PhaseRecordBytes(p)
+			off += tb.Record[p]
 		}
 	}
 	return out
 }
 
-// TablesBytes is the tables buffer's page: the largest core's barrier
+// Bytes is the tables buffer's page: the largest worker core's barrier
 // words and records, rounded up to CtlStride.
-func (ps *Persist) TablesBytes() int {
+func (tb *Tables) Bytes(ps *Persist) int {
 	best := TableBarrierWords * CtlStride
 	per := map[Core]int{}
 	for p := range ps.Phases {
-		n := ps.PhaseRecordBytes(p)
 		for _, c := range ps.Phases[p].Cores {
 			if c.IsEth() {
 				continue
 			}
-			per[c] += n
+			per[c] += tb.Record[p]
 			best = max(best, TableBarrierWords*CtlStride+per[c])
 		}
 	}

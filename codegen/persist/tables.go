@@ -24,7 +24,7 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 // Prepare readies a persistent program of b for codegen/cpp and
 // codegen/hostcfg: it declares the tables buffer (kir.TablesBuffer: the
 // core-local barrier words and every phase's CB record, see
-// kir.Persist.TableOffsets) and the images buffer (kir.TextBuffer, sized
+// kir.Persist.Tables) and the images buffer (kir.TextBuffer, sized
 // by the printed kernels' estimated images) on every worker core, gives
 // every worker merged kernel the common arguments persist_ctl and
 // persist_tables (the two buffers' addresses) and every merged kernel the
@@ -40,7 +40,11 @@ func Prepare(p *kir.Program, b *codegen.Build) error {
 	}
 	t := b.Target
 	ps := p.Persist
-	n := ps.TablesBytes()
+	tables, err := ps.Tables()
+	if err != nil {
+		return fmt.Errorf("persist: program %q: %w", p.Name, err)
+	}
+	n := tables.Bytes(ps)
 	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
 	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TablesBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: n, Pages: t.GridX * t.GridY,
 		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, n / 4}}}})
@@ -101,16 +105,15 @@ func MergeComputeConfigs(p *kir.Program) error {
 // (MATH_FIDELITY, DST_ACCUM_MODE, APPROX, DST_SYNC_MODE, the unpack-to-DEST
 // modes) cannot change between phases. The math fidelity is the highest
 // of k's phases (more accurate than each phase asks for); fp32_dest_acc_en,
-// math_approx_mode and dst_full_sync_en must agree over the phases, and a
-// CB index unpacked straight to DEST in one phase must not be read through
-// the source registers in another (kir.ComputeConfig.UnpackToDestFP32).
+// math_approx_mode and dst_full_sync_en must agree over the phases. Its
+// UnpackToDestFP32 lists merged CB indices (kir.Persist.CBMap), which give
+// every index one data format and one unpack-to-DEST mode.
 // The error names the first disagreeing phases.
 func MergeCompute(p *kir.Program, k *kir.Kernel) (kir.ComputeConfig, error) {
 	ps := p.Persist
 	c0 := kir.CoresOf(k.Cores)[0]
 	var out kir.ComputeConfig
 	first := -1
-	toDest := map[int]int{} // CB index -> a phase unpacking it to DEST
 	var phases []int
 	for i := range ps.Phases {
 		pk := ps.Phases[i].KernelOn(c0, kir.ComputeProc)
@@ -129,28 +132,27 @@ func MergeCompute(p *kir.Program, k *kir.Kernel) (kir.ComputeConfig, error) {
 			}
 			out.MathFidelity = max(out.MathFidelity, c.MathFidelity)
 		}
-		for _, cb := range c.UnpackToDestFP32 {
-			if _, ok := toDest[cb]; !ok {
-				toDest[cb] = i
-			}
-		}
 	}
+	// The merged CB indices (kir.Persist.CBMap) give every index one
+	// data format and one unpack-to-DEST mode over all phases.
+	cbMap, err := ps.CBMap()
+	if err != nil {
+		return kir.ComputeConfig{}, fmt.Errorf("kernel %q: %w", k.Name, err)
+	}
+	merged := map[int]bool{}
 	for _, i := range phases {
 		pk := ps.Phases[i].KernelOn(c0, kir.ComputeProc)
-		for _, cb := range ps.Phases[i].CBs {
-			if q, ok := toDest[cb.Index]; ok && !pk.Compute.UnpacksToDest(cb.Index) && kir.InRanges(cb.Cores, c0) {
-				return kir.ComputeConfig{}, fmt.Errorf("kernel %q: CB c_%d is unpacked straight to DEST in phase %d (%s) but not in phase %d (%s); the unpack-to-DEST modes are compiled into the merged compute binary",
-					k.Name, cb.Index, q, ps.Phases[q].Name, i, ps.Phases[i].Name)
-			}
+		for _, cb := range pk.Compute.UnpackToDestFP32 {
+			merged[cbMap[i][cb]] = true
 		}
 	}
-	for cb := range toDest {
+	out.UnpackToDestFP32 = nil
+	for cb := range merged {
 		out.UnpackToDestFP32 = append(out.UnpackToDestFP32, cb)
 	}
 	sort.Ints(out.UnpackToDestFP32)
 	return out, nil
 }
-
 // headerDefines are the defines a header tcc's kernels include reads:
 // compute_kernel_api/reduce.h's default template arguments. Every call
 // tcc prints passes them explicitly (reduce_init / reduce_tile<op, dim>),

@@ -122,11 +122,11 @@ __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32
 
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
     for (uint32_t i = 0; i < num_tiles; ++i) {
-        cb_wait_front(16, 1);
-        uint32_t l1 = get_read_ptr(16);
+        cb_wait_front(1, 1);
+        uint32_t l1 = get_read_ptr(1);
         noc_async_write(l1, get_noc_addr_from_bank_id<true>((start_tile + i) % NUM_DRAM_BANKS, out_addr + (start_tile + i) / NUM_DRAM_BANKS * 2048u), 2048);
         noc_async_write_barrier();
-        cb_pop_front(16, 1);
+        cb_pop_front(1, 1);
     }
     noc_async_write_barrier();
 }
@@ -145,7 +145,7 @@ void kernel_main() {
     tcc_phase_end(0);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 32u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(1, 360, 2, 4);  // CB record at tables+360; runtime args [2, 4), common [4, 5)
+    tcc_phase_begin(1, 120, 2, 4);  // CB record at tables+120; runtime args [2, 4), common [4, 5)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_p1, 1);
     tcc_phase_end(1);

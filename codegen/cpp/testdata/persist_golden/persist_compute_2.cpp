@@ -117,7 +117,7 @@ inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
 __attribute__((noinline)) void tcc_phase_body_0() {
     const uint32_t num_tiles = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
 
-    compute_kernel_hw_startup(0, 0, 16);
+    compute_kernel_hw_startup(0, 0, 1);
     copy_tile_to_dst_init_short(0);
     binop_with_scalar_tile_init();
     for (uint32_t i = 0; i < num_tiles; ++i) {
@@ -127,11 +127,11 @@ __attribute__((noinline)) void tcc_phase_body_0() {
         add_unary_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(0, 1);
         tile_regs_commit();
-        cb_reserve_back(16, 1);
+        cb_reserve_back(1, 1);
         tile_regs_wait();
-        pack_tile(0, 16);
+        pack_tile(0, 1);
         tile_regs_release();
-        cb_push_back(16, 1);
+        cb_push_back(1, 1);
     }
 }
 
@@ -145,7 +145,7 @@ void kernel_main() {
     // phase 0: op add_scalar %1 in main
     tcc_phase_body_0();
     tcc_phase_end(0);
-    tcc_phase_begin(1, 360, 1, 0);  // CB record at tables+360; runtime args [1, 2), common [0, 0)
+    tcc_phase_begin(1, 120, 1, 0);  // CB record at tables+120; runtime args [1, 2), common [0, 0)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0();
     tcc_phase_end(1);
