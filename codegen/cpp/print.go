@@ -781,9 +781,9 @@ func programKind(name string) string {
 	return name
 }
 
-// phaseBeginArgs and phaseEndArgs print a persistent program's phase
-// barriers (codegen/persist); tcc does not print persistent programs yet,
-// so these only keep the printer total.
+// phaseBeginArgs and phaseEndArgs keep the printer total: a persistent
+// program's phase barriers print through persist.go (printPersistBlock),
+// which gives tcc_phase_begin its record and argument bases.
 func (pr *printer) phaseBeginArgs(s kir.PhaseBegin) (tmpl string, args []string, comment string) {
 	return "", []string{fmt.Sprint(s.Phase)}, ""
 }

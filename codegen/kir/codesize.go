@@ -66,9 +66,9 @@ var codeCost = map[string]int{
 	// Barriers and waits.
 	"stmt:noc_async_read_barrier":  28,
 	"stmt:noc_async_write_barrier": 28,
-	// A persistent program's phase barriers (not printed yet): a guess at
-	// a core-local barrier loop plus, for the begin, the call of
-	// setup_local_cb_read_write_interfaces on the phase's CB table.
+	// A persistent program's phase barriers (codegen/cpp/persist.go): a
+	// guess at a call of the core-local barrier plus, for the begin, the
+	// CB install and argument-base switch (not measured).
 	"stmt:tcc_phase_begin": 64,
 	"stmt:tcc_phase_end":   24,
 	// A printed persistent kernel (codegen/cpp) shares phase bodies: a

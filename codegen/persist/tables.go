@@ -153,6 +153,7 @@ func MergeCompute(p *kir.Program, k *kir.Kernel) (kir.ComputeConfig, error) {
 	sort.Ints(out.UnpackToDestFP32)
 	return out, nil
 }
+
 // headerDefines are the defines a header tcc's kernels include reads:
 // compute_kernel_api/reduce.h's default template arguments. Every call
 // tcc prints passes them explicitly (reduce_init / reduce_tile<op, dim>),

@@ -39,8 +39,17 @@ Two builds of the same model and flags are byte-identical. A model whose buffers
 (weights, KV caches, state, activations) do not fit one device's DRAM is refused
 before it is compiled (rule dram-capacity), with the numbers and what fits.
 
+With --persistent the step is ONE persistent program per device: the merged
+kernels (each core's phases between tcc_phase_begin / tcc_phase_end, phases
+whose bodies print the same sharing one function) and programs.json with one
+program per device whose "persistent" section lays out the control block, the
+tables buffer (per-phase CB records) and each phase's CBs and argument slices.
+tcc prints the merged kernels' estimated code per RISC (shared, and with every
+phase in line) and refuses phases that cannot share a compute binary.
+
   tcc build tiny-mlp -o out/tiny-mlp
-  tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4`,
+  tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4
+  tcc build tiny-mlp --persistent -o out/tiny-mlp-persistent`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
