@@ -57,6 +57,9 @@ type persistKernel struct {
 	// increments (incRun), in order of first use, by their text.
 	lists    []string
 	listName map[string]int
+	// deps are the distinct done-word lists (depList).
+	deps    []string
+	depName map[string]int
 }
 
 // incRun is a run of noc_semaphore_inc statements of kernel_main that
@@ -145,6 +148,71 @@ type phaseFn struct {
 	wait    bool   // it takes the dependency list
 	phases  []int
 	headers map[string]bool
+}
+
+// waitRun is a run of dependency waits of kernel_main (before a phase's
+// tcc_phase_begin): each waits for a done word of the control block to be
+// set. It prints as one tcc_wait_deps call over a constant list.
+func (pr *printer) waitRun(body []kir.Stmt, i int) (end int, words []uint32) {
+	for j := i; j < len(body); j++ {
+		w, ok := pr.mainWait(body[j])
+		if !ok {
+			break
+		}
+		words = append(words, w)
+		end = j + 1
+	}
+	return end, words
+}
+
+// mainWait reports whether s is one of those waits and its done word:
+// noc_semaphore_wait_min(persist_ctl + word, 1) on a worker core,
+// eth_noc_semaphore_wait_min(EthCtl + word, 1) on an ethernet core.
+func (pr *printer) mainWait(s kir.Stmt) (uint32, bool) {
+	if w, ok := isPersistWait(s); ok {
+		return w, true
+	}
+	e, ok := s.(kir.EthNoCSemaphoreWaitMin)
+	if !ok || !pr.k.OnEth() {
+		return 0, false
+	}
+	if v, ok := e.Value.(kir.Const); !ok || v.V != 1 {
+		return 0, false
+	}
+	base := pr.p.Persist.EthCtl
+	switch a := e.Addr.(type) {
+	case kir.Const:
+		if a.V >= base {
+			return a.V - base, true
+		}
+	case kir.Bin:
+		x, ok1 := a.X.(kir.Const)
+		y, ok2 := a.Y.(kir.Const)
+		if a.Op == kir.OpAdd && ok1 && ok2 && x.V == base {
+			return y.V, true
+		}
+	}
+	return 0, false
+}
+
+// depList names the constant list of done words ws (tcc_deps_N), printed
+// once per distinct list.
+func (pr *printer) depList(ws []uint32) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = strconv.FormatUint(uint64(w), 10)
+	}
+	key := strings.Join(parts, ", ")
+	n, ok := pr.pers.depName[key]
+	if !ok {
+		if pr.pers.depName == nil {
+			pr.pers.depName = map[string]int{}
+		}
+		n = len(pr.pers.deps)
+		pr.pers.depName[key] = n
+		pr.pers.deps = append(pr.pers.deps, key)
+	}
+	return "tcc_deps_" + strconv.Itoa(n)
 }
 
 // isPersistWait reports whether s is a dependency wait codegen/persist put
@@ -417,6 +485,11 @@ func (pr *printer) printPersistBlock(body []kir.Stmt) {
 			i = r.end - 1
 			continue
 		}
+		if end, ws := pr.waitRun(body, i); len(ws) > 0 {
+			pr.line("tcc_wait_deps(%s, %d);", pr.depList(ws), len(ws))
+			i = end - 1
+			continue
+		}
 		b, ok := body[i].(kir.PhaseBegin)
 		if !ok {
 			pr.stmt(body[i])
@@ -449,7 +522,7 @@ func (pr *printer) phaseCall(seg *phaseSeg) {
 	}
 	deps := "nullptr, 0"
 	if len(seg.deps) > 0 {
-		deps = fmt.Sprintf("tcc_deps_p%d, %d", seg.p, len(seg.deps))
+		deps = fmt.Sprintf("%s, %d", pr.depList(seg.deps), len(seg.deps))
 	}
 	switch {
 	case seg.fn >= 0 && pr.pers.fns[seg.fn].wait:
@@ -468,22 +541,10 @@ func (pr *printer) persistDecls(out *bytes.Buffer) {
 	pk := pr.pers
 	out.WriteString(persistPrelude(pr.k, pr.p))
 	out.WriteByte('\n')
-	var deps []string
-	for _, seg := range pk.segs {
-		if len(seg.deps) == 0 {
-			continue
-		}
-		ws := make([]string, len(seg.deps))
-		for i, d := range seg.deps {
-			ws[i] = strconv.FormatUint(uint64(d), 10)
-		}
-		deps = append(deps, fmt.Sprintf("constexpr uint32_t tcc_deps_p%d[] = {%s};", seg.p, strings.Join(ws, ", ")))
-	}
-	if len(deps) > 0 {
-		out.WriteString("// The done words (offsets in the control block) each phase waits for.\n")
-		for _, d := range deps {
-			out.WriteString(d)
-			out.WriteByte('\n')
+	if len(pk.deps) > 0 {
+		out.WriteString("// The done words (offsets in the control block) phases wait for.\n")
+		for i, d := range pk.deps {
+			fmt.Fprintf(out, "constexpr uint32_t tcc_deps_%d[] = {%s};\n", i, d)
 		}
 		out.WriteByte('\n')
 	}
@@ -761,6 +822,7 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	// run of signals a call (incRun).
 	terms := map[string]int{}
 	lists := map[string]int{}
+	deps := map[string]int{}
 	var strip func(body []kir.Stmt) []kir.Stmt
 	strip = func(body []kir.Stmt) []kir.Stmt {
 		var out []kir.Stmt
@@ -768,6 +830,14 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 			switch s := body[i].(type) {
 			case kir.For:
 				s.Body = strip(s.Body)
+				out = append(out, s)
+			case kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWaitMin:
+				if end, ws := pr.waitRun(body, i); len(ws) > 0 {
+					terms["stmt:tcc_wait_call"]++
+					deps[fmt.Sprint(ws)] = len(ws)
+					i = end - 1
+					continue
+				}
 				out = append(out, s)
 			case kir.NoCSemaphoreInc:
 				if r, ok := pr.incRun(body, i); ok {
@@ -803,6 +873,14 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	terms["base:persist"]++
 	for _, n := range lists {
 		terms["data:tcc_core_index"] += n
+	}
+	for _, n := range deps {
+		terms["data:tcc_done_word"] += n
+	}
+	for _, seg := range pk.segs {
+		if len(seg.deps) > 0 {
+			deps["phase "+strconv.Itoa(seg.p)] = len(seg.deps)
+		}
 	}
 	phases := 0
 	for _, seg := range pk.segs {

@@ -109,7 +109,7 @@ func TestPersistentGolden(t *testing.T) {
 		"setup_local_cb_read_write_interfaces<true, true, false, false>(cbs + 2, 0, cbs[0]);",
 		"rta_l1_base = tcc_persist::rta0 + rta;",
 		"tcc_phase_begin(0, ", "tcc_phase_end(0);", "tcc_phase_begin(1, ", "tcc_phase_end(1);",
-		"constexpr uint32_t tcc_deps_p1[] = {0};",
+		"constexpr uint32_t tcc_deps_0[] = {0};", "tcc_phase_body_0(tcc_deps_0, 1);",
 	} {
 		if !strings.Contains(brisc, want) {
 			t.Errorf("persist_brisc_0.cpp lacks %q", want)

@@ -81,8 +81,12 @@ var codeCost = map[string]int{
 	"stmt:tcc_phase_body_call": 16,
 	// A run of signals to other cores (codegen/cpp's incRun): a call of
 	// the shared loop with a constant list, 2 bytes per listed core.
-	"stmt:tcc_inc_call":               20,
-	"data:tcc_core_index":             2,
+	"stmt:tcc_inc_call":   20,
+	"data:tcc_core_index": 2,
+	// A run of dependency waits in kernel_main: a call of the shared wait
+	// loop with a constant list of done words, 4 bytes each.
+	"stmt:tcc_wait_call":              16,
+	"data:tcc_done_word":              4,
 	"base:tcc_phase_body":             16,
 	"base:persist":                    512,
 	"stmt:noc_async_writes_flushed":   28,

@@ -100,8 +100,8 @@ inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
     tcc_persist::ctl = ctl;
 }
 
-// The done words (offsets in the control block) each phase waits for.
-constexpr uint32_t tcc_deps_p1[] = {0};
+// The done words (offsets in the control block) phases wait for.
+constexpr uint32_t tcc_deps_0[] = {0};
 
 // The cores each signal goes to, as the indices of their NoC x coordinates
 // among this kernel's common runtime arguments (y follows x).
@@ -147,7 +147,7 @@ void kernel_main() {
     noc_async_atomic_barrier();
     tcc_phase_begin(1, 120, 2, 4);  // CB record at tables+120; runtime args [2, 4), common [4, 5)
     // phase 1: op add_scalar %3 in main
-    tcc_phase_body_0(tcc_deps_p1, 1);
+    tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 48u, 1);
     noc_async_atomic_barrier();

@@ -100,8 +100,8 @@ inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
     tcc_persist::ctl = ctl;
 }
 
-// The done words (offsets in the control block) each phase waits for.
-constexpr uint32_t tcc_deps_p1[] = {0};
+// The done words (offsets in the control block) phases wait for.
+constexpr uint32_t tcc_deps_0[] = {0};
 
 // Phase body 0: phases 0-1.
 __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32_t tcc_ndeps) {
@@ -133,6 +133,6 @@ void kernel_main() {
     tcc_phase_end(0);
     tcc_phase_begin(1, 120, 2, 2);  // CB record at tables+120; runtime args [2, 4), common [2, 3)
     // phase 1: op add_scalar %3 in main
-    tcc_phase_body_0(tcc_deps_p1, 1);
+    tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
 }
