@@ -38,10 +38,12 @@ import (
 // (compute_kernel_hw_startup, *_init), which reconfigure unpack, math and
 // pack for the phase's formats. What is compiled into a compute binary
 // once (MATH_FIDELITY, DST_ACCUM_MODE, APPROX: the ComputeConfig) must
-// agree over the phases of a merged compute kernel: the printer takes the
-// highest math fidelity (more accurate, not less) and refuses a merged
+// agree over the phases of a merged compute kernel: codegen/persist's
+// MergeComputeConfigs takes the highest math fidelity and refuses a merged
 // kernel whose phases differ in fp32_dest_acc_en, math_approx_mode or
-// dst_full_sync_en.
+// dst_full_sync_en,
+// and the CB indices are renamed (kir.Persist.CBMap) so that each index of
+// the binary has one data format and unpack-to-DEST mode.
 
 // persistKernel is what the printer derived from a merged kernel.
 type persistKernel struct {

@@ -106,8 +106,8 @@
 // ring, so their images execute in place from L1; kir.ValidatePersistentCode)
 // and the kernels' arguments and defines; MergeComputeConfigs gives each
 // merged compute kernel the one configuration its binaries are compiled
-// with, and refuses phases that disagree in fp32_dest_acc_en,
-// math_approx_mode or dst_full_sync_en. CB indices are renamed per phase
+// with (the highest math fidelity), and refuses phases that disagree in
+// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. CB indices are renamed per phase
 // (kir.Persist.CBMap) so that each index of a merged binary has one data
 // format and one unpack-to-DEST mode. `tcc build --persistent` writes the
 // kernels and programs.json with the persistent section (hostcfg.Persistent).

@@ -103,12 +103,14 @@ func MergeComputeConfigs(p *kir.Program) error {
 // MergeCompute is the compute configuration the binaries of merged compute
 // kernel k are built with: what tt-metal compiles into a compute binary
 // (MATH_FIDELITY, DST_ACCUM_MODE, APPROX, DST_SYNC_MODE, the unpack-to-DEST
-// modes) cannot change between phases. The math fidelity is the highest
-// of k's phases (more accurate than each phase asks for); fp32_dest_acc_en,
-// math_approx_mode and dst_full_sync_en must agree over the phases. Its
-// UnpackToDestFP32 lists merged CB indices (kir.Persist.CBMap), which give
-// every index one data format and one unpack-to-DEST mode.
-// The error names the first disagreeing phases.
+// modes) cannot change between phases: fp32_dest_acc_en, math_approx_mode
+// and dst_full_sync_en must agree over the phases (the error names the
+// first two phases that disagree); the math fidelity is the highest of the
+// phases'. tcc's default fidelities are exact (each keeps HiFi4's
+// products, e.g. HiFi3 for a bfp8_b weight), so the highest computes the
+// products the simulator computes; a lossy --prefill-fidelity would not. Its UnpackToDestFP32
+// lists merged CB indices (kir.Persist.CBMap), which give every index one
+// data format and one unpack-to-DEST mode.
 func MergeCompute(p *kir.Program, k *kir.Kernel) (kir.ComputeConfig, error) {
 	ps := p.Persist
 	c0 := kir.CoresOf(k.Cores)[0]
