@@ -34,6 +34,15 @@
 // constants carry a u suffix and the int32_t / uint8_t results of
 // get_tile_size and my_x / my_y are converted to uint32_t.
 //
+// A persistent program's merged kernel (kir.Persist, codegen/persist)
+// prints with the device side of its phases (persist.go): the phase
+// machinery (tcc_phase_begin / tcc_phase_end as core-local barriers, the
+// phase's CBs installed from its record in L1 with
+// setup_local_cb_read_write_interfaces, rta_l1_base / crta_l1_base moved
+// to the phase's argument slices), one function per distinct phase body
+// (the layers share one), and the signals to other cores as one loop over
+// constant core lists; EstimatePersistentKernel is its code estimate.
+//
 // The output is deterministic. testdata/tt_api.h declares the API subset
 // the printer uses (with the signatures of the real tree; its
 // "// tcc-insn-decls SECTION" lines are replaced by the instruction

@@ -53,8 +53,21 @@ func PrintKernel(p *kir.Program, k *kir.Kernel) ([]byte, error) {
 		bodies.Put(body)
 	}()
 	pr := &printer{p: p, k: k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: body}
+	if p.Persist != nil {
+		if pr.pers = pr.analysePersist(); pr.err != nil {
+			return nil, pr.err
+		}
+		for _, f := range pr.pers.fns {
+			for h := range f.headers {
+				pr.headers[h] = true
+			}
+		}
+	}
 	pr.collectArgs()
 	pr.indent = 1
+	if pr.pers != nil {
+		pr.persistInit()
+	}
 	pr.block(k.Body)
 	if pr.err != nil {
 		return nil, pr.err
@@ -77,6 +90,24 @@ type printer struct {
 	indent   int
 	where    string // the statement being printed, for error messages
 	err      error
+	// alias, when set, maps argument and variable names to the names
+	// printed (a persistent program's phase body: codegen/persist's
+	// "p17_" / "v17_" prefixes dropped).
+	alias func(string) string
+	// pers is the phase structure of a persistent program's merged
+	// kernel (persist.go), nil otherwise.
+	pers *persistKernel
+	// cbMap, when set, maps a phase's CB indices to the merged
+	// binaries' (persist.go).
+	cbMap map[int]int
+}
+
+// name is the printed spelling of an argument or variable name.
+func (pr *printer) name(n string) string {
+	if pr.alias != nil {
+		return pr.alias(n)
+	}
+	return n
 }
 
 func (pr *printer) compute() bool { return pr.k.Role == kir.RoleCompute }
@@ -107,6 +138,9 @@ func (pr *printer) declare(name, what string) {
 func (pr *printer) collectArgs() {
 	pr.where = "argument table"
 	for _, a := range pr.k.Args {
+		if pr.pers != nil && isPhaseArg(a.Name) {
+			continue // declared in the phase's body function
+		}
 		pr.declare(a.Name, a.Kind.String()+" argument")
 		pr.args[a.Name] = a
 	}
@@ -133,6 +167,10 @@ func (pr *printer) line(format string, a ...any) {
 }
 
 func (pr *printer) block(body []kir.Stmt) {
+	if pr.pers != nil && hasPhase(body) {
+		pr.printPersistBlock(body)
+		return
+	}
 	for _, s := range body {
 		if pr.err != nil {
 			return
@@ -165,25 +203,28 @@ func (pr *printer) stmt(s kir.Stmt) {
 	switch s := s.(type) {
 	case kir.Let:
 		v := pr.expr(s.Value)
-		pr.declare(s.Var.Name, "variable")
-		pr.line("%s %s = %s;", s.Var.Type, s.Var.Name, v)
+		n := pr.name(s.Var.Name)
+		pr.declare(n, "variable")
+		pr.line("%s %s = %s;", s.Var.Type, n, v)
 	case kir.Assign:
-		if !pr.declared[s.Var.Name] {
-			pr.fail("assignment to undeclared variable %q", s.Var.Name)
+		n := pr.name(s.Var.Name)
+		if !pr.declared[n] {
+			pr.fail("assignment to undeclared variable %q", n)
 		}
-		pr.line("%s = %s;", s.Var.Name, pr.expr(s.Value))
+		pr.line("%s = %s;", n, pr.expr(s.Value))
 	case kir.For:
 		start := pr.expr(s.Start)
-		pr.declare(s.Var.Name, "loop variable")
+		n := pr.name(s.Var.Name)
+		pr.declare(n, "loop variable")
 		if s.Var.Type != kir.U32T {
-			pr.fail("loop variable %q must be uint32_t", s.Var.Name)
+			pr.fail("loop variable %q must be uint32_t", n)
 		}
 		end := pr.expr(s.End)
-		step := "++" + s.Var.Name
+		step := "++" + n
 		if s.Step != nil {
-			step = s.Var.Name + " += " + pr.expr(s.Step)
+			step = n + " += " + pr.expr(s.Step)
 		}
-		pr.line("for (uint32_t %s = %s; %s < %s; %s) {", s.Var.Name, start, s.Var.Name, end, step)
+		pr.line("for (uint32_t %s = %s; %s < %s; %s) {", n, start, n, end, step)
 		pr.nested(s.Body)
 		pr.line("}")
 	case kir.If:
@@ -259,7 +300,18 @@ func (pr *printer) useAPI(name string) {
 	pr.headers[dataflowHeader] = true
 }
 
-func cb(i int) string { return strconv.Itoa(i) }
+// cb prints CB index i: in a phase body of a persistent program, the
+// index of the merged binaries the phase's CB i is installed at
+// (kir.Persist.CBMap).
+func (pr *printer) cb(i int) string {
+	if pr.cbMap != nil {
+		if g, ok := pr.cbMap[i]; ok {
+			return strconv.Itoa(g)
+		}
+		pr.fail("CB c_%d is not a CB of the phase", i)
+	}
+	return strconv.Itoa(i)
+}
 
 func boolArg(b bool) string {
 	if b {
@@ -293,18 +345,18 @@ func (pr *printer) hwStartupArgs(s kir.ComputeKernelHWStartup) (tmpl string, arg
 	if s.SrcReverse {
 		// The pinned release has no SrcOrder: source A is configured
 		// for the first CB, so the matmul order passes in1 first.
-		return "", []string{cb(s.ICB1), cb(s.ICB0), cb(s.OCB)}, "matmul order: in1 feeds source A"
+		return "", []string{pr.cb(s.ICB1), pr.cb(s.ICB0), pr.cb(s.OCB)}, "matmul order: in1 feeds source A"
 	}
-	return "", []string{cb(s.ICB0), cb(s.ICB1), cb(s.OCB)}, ""
+	return "", []string{pr.cb(s.ICB0), pr.cb(s.ICB1), pr.cb(s.OCB)}, ""
 }
 
 func (pr *printer) reduceInitArgs(s kir.ReduceInit) (tmpl string, args []string, comment string) {
-	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), cb(s.OCB)}, ""
+	return pr.reduceTemplate(s.Op, s.Dim), []string{pr.cb(s.ICB), pr.cb(s.ScalerCB), pr.cb(s.OCB)}, ""
 }
 
 func (pr *printer) reduceTileArgs(s kir.ReduceTile) (tmpl string, args []string, comment string) {
 	e := pr.expr
-	return pr.reduceTemplate(s.Op, s.Dim), []string{cb(s.ICB), cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
+	return pr.reduceTemplate(s.Op, s.Dim), []string{pr.cb(s.ICB), pr.cb(s.ScalerCB), e(s.Tile), e(s.ScalerTile), e(s.Dst)}, ""
 }
 
 // sfpuTemplate is a template argument list of an SFPU call as printed
@@ -356,9 +408,9 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 
 func (pr *printer) packTileArgs(s kir.PackTile) (tmpl string, args []string, comment string) {
 	if s.OutTile == nil {
-		return "", []string{pr.expr(s.Dst), cb(s.CB)}, ""
+		return "", []string{pr.expr(s.Dst), pr.cb(s.CB)}, ""
 	}
-	return "<true>", []string{pr.expr(s.Dst), cb(s.CB), pr.expr(s.OutTile)}, ""
+	return "<true>", []string{pr.expr(s.Dst), pr.cb(s.CB), pr.expr(s.OutTile)}, ""
 }
 
 // l1Ptr prints an L1 address as the semaphore / L1 word pointer the API takes.
@@ -385,23 +437,24 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 		}
 		return strconv.FormatUint(uint64(e.V), 10)
 	case kir.Var:
-		if !pr.declared[e.Name] {
-			pr.fail("variable %q is used before its declaration", e.Name)
+		n := pr.name(e.Name)
+		if !pr.declared[n] {
+			pr.fail("variable %q is used before its declaration", n)
 		}
-		return e.Name
+		return n
 	case kir.ArgRef:
 		if _, ok := pr.args[e.Name]; !ok {
 			pr.fail("argument %q is not in the kernel's argument table", e.Name)
 		}
-		return e.Name
+		return pr.name(e.Name)
 	case kir.Bin:
 		return pr.bin(e)
 	case kir.GetWritePtr:
-		return pr.apiCall(e, cb(e.CB))
+		return pr.apiCall(e, pr.cb(e.CB))
 	case kir.GetReadPtr:
-		return pr.apiCall(e, cb(e.CB))
+		return pr.apiCall(e, pr.cb(e.CB))
 	case kir.GetTileSize:
-		return pr.unsigned(pr.apiCall(e, cb(e.CB)), inBin)
+		return pr.unsigned(pr.apiCall(e, pr.cb(e.CB)), inBin)
 	case kir.GetSemaphore:
 		return pr.apiCall(e, pr.expr(e.ID))
 	case kir.GetEthSemaphore:
@@ -421,7 +474,7 @@ func (pr *printer) exprIn(e kir.Expr, inBin bool) string {
 			return "0"
 		}
 		pr.useAPI(name)
-		return name + "(" + cb(e.CB) + ", " + pr.expr(e.Tile) + ", " + pr.expr(e.Offset) + ")"
+		return name + "(" + pr.cb(e.CB) + ", " + pr.expr(e.Tile) + ", " + pr.expr(e.Offset) + ")"
 	case kir.NumDRAMBanks:
 		return kir.ExprAPIName(e)
 	case kir.MyNoCX, kir.MyNoCY:
@@ -572,6 +625,9 @@ func (pr *printer) assemble() []byte {
 		w("// kernel:  %s (%s on %s = %s, NoC %d)", k.Name, k.Role, k.Processor, riscName[k.Processor], k.NoC)
 	}
 	w("// cores:   %s", rangesText(k.Cores))
+	if pr.pers != nil {
+		w("// phases:  %d (%d distinct bodies); each phase's CBs are installed when it begins", len(pr.pers.segs), len(pr.pers.fns))
+	}
 	for i, line := range pr.cbLines() {
 		label := "//          "
 		if i == 0 {
@@ -596,6 +652,9 @@ func (pr *printer) assemble() []byte {
 	} else {
 		pr.headers[dataflowHeader] = true
 	}
+	if pr.pers != nil {
+		pr.persistHeaders()
+	}
 	w("#include <cstdint>")
 	hs := make([]string, 0, len(pr.headers))
 	for h := range pr.headers {
@@ -606,6 +665,9 @@ func (pr *printer) assemble() []byte {
 		w("#include %q", h)
 	}
 	w("")
+	if pr.pers != nil {
+		pr.persistDecls(&out)
+	}
 
 	w("void kernel_main() {")
 	if pr.argLines(&out) && pr.body.Len() > 0 {
@@ -622,6 +684,9 @@ func (pr *printer) argLines(out *bytes.Buffer) bool {
 	wrote := false
 	for _, kind := range []kir.ArgKind{kir.CompileTimeArg, kir.RuntimeArg, kir.CommonRuntimeArg} {
 		for _, a := range k.ArgsOfKind(kind) {
+			if pr.pers != nil && isPhaseArg(a.Name) {
+				continue
+			}
 			var decl, comment string
 			switch kind {
 			case kir.CompileTimeArg:
@@ -654,6 +719,9 @@ func rangesText(rs []ir.CoreRange) string {
 // cbLines describes every CB the kernel names, as configured on its first
 // core, ordered by index.
 func (pr *printer) cbLines() []string {
+	if pr.pers != nil {
+		return nil // per phase: the host config's persistent section
+	}
 	used := map[int]bool{}
 	kir.Inspect(pr.k.Body, func(s kir.Stmt) bool {
 		for _, c := range kir.CBsOf(s) {
@@ -713,9 +781,9 @@ func programKind(name string) string {
 	return name
 }
 
-// phaseBeginArgs and phaseEndArgs print a persistent program's phase
-// barriers (codegen/persist); tcc does not print persistent programs yet,
-// so these only keep the printer total.
+// phaseBeginArgs and phaseEndArgs keep the printer total: a persistent
+// program's phase barriers print through persist.go (printPersistBlock),
+// which gives tcc_phase_begin its record and argument bases.
 func (pr *printer) phaseBeginArgs(s kir.PhaseBegin) (tmpl string, args []string, comment string) {
 	return "", []string{fmt.Sprint(s.Phase)}, ""
 }

@@ -117,7 +117,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 		return nil, nil, err
 	}
 	inc := filepath.Join(dir, "inc")
-	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true, ethHeader: true}
+	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true, ethHeader: true, cbInitHeader: true, riscCommonHeader: true}
 	for _, h := range computeHeaders {
 		hs[h] = true
 	}

@@ -39,6 +39,15 @@ func AppendJSON(b []byte, c *ProgramConfig) ([]byte, error) {
 	b = appendList(b, c.Semaphores, appendSemaphore)
 	b = append(b, `,"buffers":`...)
 	b = appendList(b, c.Buffers, appendBuffer)
+	if c.Persistent != nil {
+		// One per build: encoding/json's speed is enough.
+		js, err := json.Marshal(c.Persistent)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"persistent":`...)
+		b = append(b, js...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -21,6 +21,9 @@ type ProgramConfig struct {
 	CBs        []CBConfig        `json:"cbs"`
 	Semaphores []SemaphoreConfig `json:"semaphores"`
 	Buffers    []BufferConfig    `json:"buffers"`
+	// Persistent is the persistent section of a persistent program
+	// (Persistent), absent for any other program.
+	Persistent *PersistentConfig `json:"persistent,omitempty"`
 }
 
 // KernelConfig is one CreateKernel call plus its runtime arguments.

@@ -66,11 +66,29 @@ var codeCost = map[string]int{
 	// Barriers and waits.
 	"stmt:noc_async_read_barrier":  28,
 	"stmt:noc_async_write_barrier": 28,
-	// A persistent program's phase barriers (not printed yet): a guess at
-	// a core-local barrier loop plus, for the begin, the call of
-	// setup_local_cb_read_write_interfaces on the phase's CB table.
-	"stmt:tcc_phase_begin":            64,
-	"stmt:tcc_phase_end":              24,
+	// A persistent program's phase barriers (codegen/cpp/persist.go): a
+	// guess at a call of the core-local barrier plus, for the begin, the
+	// CB install and argument-base switch (not measured).
+	"stmt:tcc_phase_begin": 64,
+	"stmt:tcc_phase_end":   24,
+	// A printed persistent kernel (codegen/cpp) shares phase bodies: a
+	// call of a body function (the dependency list's address and count,
+	// a jump) per phase, the function's prologue and return once per
+	// body, and the phase machinery once per binary (the barrier, the CB
+	// install's two setup_local_cb_read_write_interfaces loops, the
+	// argument-base switch, the dependency wait loop): guesses, not
+	// measured.
+	"stmt:tcc_phase_body_call": 16,
+	// A run of signals to other cores (codegen/cpp's incRun): a call of
+	// the shared loop with a constant list, 2 bytes per listed core.
+	"stmt:tcc_inc_call":   20,
+	"data:tcc_core_index": 2,
+	// A run of dependency waits in kernel_main: a call of the shared wait
+	// loop with a constant list of done words, 4 bytes each.
+	"stmt:tcc_wait_call":              16,
+	"data:tcc_done_word":              4,
+	"base:tcc_phase_body":             16,
+	"base:persist":                    512,
 	"stmt:noc_async_writes_flushed":   28,
 	"stmt:noc_async_atomic_barrier":   28,
 	"stmt:noc_semaphore_wait":         28,
@@ -219,6 +237,13 @@ func EstimateCode(k *Kernel) CodeEstimate {
 		return true
 	})
 	return estimateFromTerms(k.Role == RoleCompute, terms)
+}
+
+// EstimateTerms prices terms (EstimateCode's Terms, possibly merged from
+// several estimates) with the cost table: the estimate of one kernel made
+// of them. The same terms always give the same estimate.
+func EstimateTerms(compute bool, terms map[string]int) CodeEstimate {
+	return estimateFromTerms(compute, terms)
 }
 
 // estimateFromTerms prices terms with codeCost (see EstimateCode).

@@ -103,7 +103,25 @@
 // per phase and kernel (at most kir's per-kernel limit, since on the card
 // each phase's arguments are a table of their own).
 //
-// The C++ printer does not print persistent programs yet: tcc_phase_begin
-// and tcc_phase_end, the per-phase CB tables and the argument-base switch
-// have no device implementation, so `tcc build --persistent` is refused.
+// # On the card
+//
+// codegen/cpp prints a merged kernel with the device side of the phase
+// machinery (its persist.go says how): tcc_phase_begin / tcc_phase_end are
+// core-local barriers over one L1 word per RISC, the begin installs the
+// phase's CBs from its record in the tables buffer (kir.TablesBuffer,
+// kir.Tables) with the firmware's setup_local_cb_read_write_interfaces
+// and moves rta_l1_base / crta_l1_base to the phase's slices of the
+// kernel's argument tables; a phase's body is a function shared by every
+// phase whose body prints the same (the layers), and the signals to other
+// cores are one loop over constant core lists. Prepare adds what the card
+// needs to a program of Build or BuildLoop: the tables buffer, the images
+// buffer (kir.TextBuffer: the merged kernels do not fit the kernel config
+// ring, so their images execute in place from L1; kir.ValidatePersistentCode)
+// and the kernels' arguments and defines; MergeComputeConfigs gives each
+// merged compute kernel the one configuration its binaries are compiled
+// with (the highest math fidelity), and refuses phases that disagree in
+// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. CB indices are renamed per phase
+// (kir.Persist.CBMap) so that each index of a merged binary has one data
+// format and one unpack-to-DEST mode. `tcc build --persistent` writes the
+// kernels and programs.json with the persistent section (hostcfg.Persistent).
 package persist

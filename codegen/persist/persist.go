@@ -517,6 +517,12 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 // appended in phase order).
 func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 	prefix := ArgPrefix(p)
+	if !m.eth {
+		// persist_ctl first, so that the phase's common arguments
+		// (its own and SemArg) are contiguous: on the card each phase's
+		// arguments are a table of their own (codegen/cpp).
+		m.workerCtl()
+	}
 	nrt := 0
 	for _, a := range src.Args {
 		v := a.Value
@@ -552,15 +558,32 @@ func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 		m.nrt += nrt
 	}
 	semBase := m.ps.SemWord(m.ps.Phases[p].SemSlot)
+	declared := map[string]bool{}
 	rn := &renamer{prefix: prefix, sem: func(id kir.Expr, eth bool) kir.Expr {
-		base := m.workerCtl()
+		// The phase's semaphore base is a common argument of the
+		// phase (SemArg), not a constant in its body, so that phases
+		// whose bodies differ only in it share code when printed.
+		name, v := prefix+SemArg, kir.BufferAddr(CtlBuffer, semBase)
 		if eth {
-			base = kir.C(m.ps.EthCtl)
+			name, v = prefix+EthSemArg, kir.U32(m.ps.EthCtl+semBase)
 		}
-		return kir.Add(base, kir.Add(kir.C(semBase), kir.Mul(id, kir.C(kir.CtlStride))))
+		if !declared[name] {
+			declared[name] = true
+			m.k.CommonArg(name, v)
+		}
+		return kir.Add(kir.ArgRef{Name: name}, kir.Mul(id, kir.C(kir.CtlStride)))
 	}}
 	return rn.stmts(src.Body)
 }
+
+// SemArg (EthSemArg on ethernet cores) is the name, after a phase's
+// ArgPrefix, of the common argument holding the address of the phase's
+// first semaphore word in the control block: get_semaphore(id) of phase p
+// reads SemArg + id * kir.CtlStride.
+const (
+	SemArg    = "persist_sem"
+	EthSemArg = "persist_eth_sem"
+)
 
 // finish sets the merged kernel's body and runtime values.
 func (m *merger) finish() *kir.Kernel {

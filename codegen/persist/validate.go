@@ -21,9 +21,9 @@ import (
 // phase. Exempt, because they are properties of the phase and not of the
 // merged kernel: the CBs a merged kernel names (configured per phase), the
 // argument table's size over all phases, and the code size of the whole
-// merged kernel (its text holds every phase's; see CodeBytes, a known
-// limit: layers sharing slot-indexed code would bring it down). The
-// errors name the phase.
+// merged kernel (its text holds every phase's; codegen/cpp prints it with
+// the phases' bodies shared, checked by kir.ValidatePersistentCode in
+// Prepare). The errors name the phase.
 func Validate(p *kir.Program, t *target.Target) error {
 	if p == nil || p.Persist == nil {
 		return errors.New("persist: not a persistent program")

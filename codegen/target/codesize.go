@@ -39,6 +39,17 @@ package target
 //     Target.CodeBytes (BRISC 48 KiB, NCRISC and each TRISC 24 KiB) so
 //     that no single kernel takes most of the ring. Ethernet kernels are
 //     held to MEM_ERISC_KERNEL_SIZE (24 KiB, dev_mem_map.h).
+//   - Images execute in place: Blackhole's Tensix processors load kernels
+//     as ll_api::memory::Loading::CONTIGUOUS_XIP
+//     (tt_metal/llrt/hal/tt-1xx/blackhole/bh_hal_tensix.cpp), position
+//     independent, and the firmware jumps to kernel_config_base +
+//     kernel_text_offset[processor] (brisc.cc, ncrisc.cc, trisc.cc), any
+//     L1 address. A persistent program's merged kernels do not fit the
+//     ring (tiny-mlp's five binaries alone take an estimated 77 KiB), so
+//     tcc places them in an L1 buffer of their own (kir.TextBuffer) and
+//     the ring holds their arguments only; each image is held to
+//     MEM_MAX_KERNEL_SIZE (XIPImageBytes, dev_mem_map.h), and the buffer
+//     takes L1 the phases' CBs cannot use (rule l1-budget).
 //   - Build flags: tt-metal builds data-movement kernels at -O2
 //     (DataMovementConfig.opt_level, tt_metal/api/tt-metalium/kernel_types.hpp)
 //     and compute kernels at -O3 (ComputeConfig.opt_level).
@@ -57,6 +68,10 @@ type CodeSize struct {
 	CBConfigBytes int
 	// EthKernelBytes is the code limit of a kernel on an ethernet core.
 	EthKernelBytes int
+	// XIPImageBytes is the largest kernel image a Tensix processor runs
+	// (MEM_MAX_KERNEL_SIZE): the limit of a persistent program's images,
+	// which live outside the ring.
+	XIPImageBytes int
 }
 
 // BlackholeCodeSize is the CodeSize of the pinned release on Blackhole.
@@ -68,5 +83,6 @@ func BlackholeCodeSize() CodeSize {
 		SemaphoreBytes: 16,
 		CBConfigBytes:  4 * 4,
 		EthKernelBytes: 24 << 10,
+		XIPImageBytes:  1497 << 10,
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,18 +39,24 @@ Two builds of the same model and flags are byte-identical. A model whose buffers
 (weights, KV caches, state, activations) do not fit one device's DRAM is refused
 before it is compiled (rule dram-capacity), with the numbers and what fits.
 
+With --persistent the step is ONE persistent program per device: the merged
+kernels (each core's phases between tcc_phase_begin / tcc_phase_end, phases
+whose bodies print the same sharing one function) and programs.json with one
+program per device whose "persistent" section lays out the control block, the
+tables buffer (per-phase CB records) and each phase's CBs and argument slices.
+tcc prints the merged kernels' estimated code per RISC (shared, and with every
+phase in line) and refuses phases that cannot share a compute binary.
+
   tcc build tiny-mlp -o out/tiny-mlp
-  tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4`,
+  tcc build tiny-mlp --layers 4 --hidden 256 -o out/tiny-mlp-4
+  tcc build tiny-mlp --persistent -o out/tiny-mlp-persistent`,
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	var persistent bool
-	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as one persistent program (not available yet: see the error)")
+	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as ONE persistent program per device (merged kernels, phases sharing code; programs.json holds one program per device with its persistent section)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if persistent {
-			return errors.New("--persistent: tcc cannot print persistent programs yet: the C++ printer has no device implementation of tcc_phase_begin / tcc_phase_end (per-phase CB tables in L1 installed with setup_local_cb_read_write_interfaces, rta_l1_base / crta_l1_base moved to each phase's argument tables, compute re-initialised per phase); tcc run --persistent and tcc perf --persistent run the persistent program on the built-in simulator and the timing model")
-		}
 		if err := notStdout(out, "a build directory"); err != nil {
 			return err
 		}
@@ -77,7 +82,12 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 		if err != nil {
 			return err
 		}
-		files, err := b.FilesWith(info)
+		var files map[string][]byte
+		if persistent {
+			files, err = persistentFiles(cmd.OutOrStdout(), b, info)
+		} else {
+			files, err = b.FilesWith(info)
+		}
 		if err != nil {
 			return err
 		}
@@ -90,7 +100,7 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 			return err
 		}
 		files["report.json"] = rep
-		perf, err := predictBuild(args[0], m, mf, b, -1, nil)
+		perf, err := predictBuildOpts(args[0], m, mf, b, -1, nil, persistent)
 		if err != nil {
 			return err
 		}
@@ -99,6 +109,11 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 		}
 		if err := codegen.WriteDir(out, files); err != nil {
 			return err
+		}
+		if persistent {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ONE persistent program per device of %d phases on mesh %s, %d kernel sources -> %s (%.2fs)\n",
+				args[0], len(b.Programs), g.Mesh, len(files)-3, out, time.Since(start).Seconds())
+			return nil
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d programs per device on mesh %s, %d kernel sources -> %s (%.2fs)\n",
 			args[0], len(b.Programs), g.Mesh, len(files)-3, out, time.Since(start).Seconds())

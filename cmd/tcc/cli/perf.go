@@ -239,14 +239,9 @@ func parsePositions(s string) ([]int, error) {
 	return ps, nil
 }
 
-// predictBuild predicts b's step with the model's batch and mode at
-// position (-1: the default, stepAt), or with users each user's.
-func predictBuild(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int, users []int) (*timing.Report, error) {
-	return predictBuildOpts(name, m, mf, b, position, users, false)
-}
-
-// predictBuildOpts is predictBuild, predicting the step as one persistent
-// program (timing.PredictPersistent) when persistent is set.
+// predictBuildOpts predicts b's step with the model's batch and mode at
+// position (-1: the default, stepAt), or with users each user's; as one
+// persistent program (timing.PredictPersistent) when persistent is set.
 func predictBuildOpts(name string, m models.Model, mf *modelFlags, b *codegen.Build, position int, users []int, persistent bool) (*timing.Report, error) {
 	args, err := mf.args(m)
 	if err != nil {

@@ -37,6 +37,24 @@ T get_arg_val(int arg_idx);
 template <typename T>
 T get_common_arg_val(int arg_idx);
 
+// ---- persistent programs (codegen/cpp/persist.go) -------------------------
+// The argument bases the firmware sets before a kernel runs and
+// get_arg_val / get_common_arg_val read (brisc.cc:71, ncrisc.cc:42,
+// trisc.cc:35, active_erisc.cc:41; declared extern in
+// internal/dataflow/dataflow_api_common.h:26 and
+// compute_kernel_api/common.h:20).
+extern uint32_t tt_l1_ptr* rta_l1_base;
+extern uint32_t tt_l1_ptr* crta_l1_base;
+// internal/tt-1xx/risc_common.h:153 (always inline in tt-metal).
+void invalidate_l1_cache();
+// tcc-header-begin internal/circular_buffer_init.h
+// internal/circular_buffer_init.h:18: installs the CB interfaces of the CB
+// indices set in local_cb_mask from configs of 4 words per index (address,
+// size, pages, page size) starting at cb_l1_base + 4 * start_cb_index.
+template <bool read, bool write, bool init_wr_tile_ptr, bool shift_mask = true>
+void setup_local_cb_read_write_interfaces(uint32_t tt_l1_ptr* cb_l1_base, uint32_t start_cb_index, uint32_t local_cb_mask);
+// tcc-header-end
+
 #if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC) || defined(COMPILE_FOR_AERISC)
 // ============================================================================
 // Data movement: api/dataflow/dataflow_api.h and, through it,

@@ -118,7 +118,7 @@ func GenerateCPP(insns []insnspec.Insn) ([]byte, error) {
 				x := jen.Id("s").Dot(a)
 				switch fd.Kind {
 				case insnspec.CB:
-					as = append(as, jen.Id("cb").Call(x))
+					as = append(as, jen.Id("pr").Dot("cb").Call(x))
 				case insnspec.Plain:
 					as = append(as, jen.Id("boolArg").Call(x))
 				case insnspec.L1Ptr:

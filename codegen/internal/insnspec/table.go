@@ -223,8 +223,8 @@ func All() []Insn {
 				"the core has arrived, the core's CBs become the phase's and the compute\n" +
 				"thread takes the phase's compute configuration.",
 			Fields: []Field{val("Phase", "int")}, Printer: "phaseBeginArgs",
-			DMDecl:      "// tcc persistent programs (not printed yet: codegen/persist).\nvoid tcc_phase_begin(uint32_t phase);",
-			ComputeDecl: "// tcc persistent programs (not printed yet: codegen/persist).\nvoid tcc_phase_begin(uint32_t phase);",
+			DMDecl:      "// tcc persistent programs: void tcc_phase_begin(phase, record, rta, crta) and\n// void tcc_phase_end(phase) are defined in each printed merged kernel\n// (codegen/cpp/persist.go).",
+			ComputeDecl: "// tcc persistent programs: void tcc_phase_begin(phase, record, rta, crta) and\n// void tcc_phase_end(phase) are defined in each printed merged kernel\n// (codegen/cpp/persist.go).",
 		},
 		{
 			Go: "PhaseEnd", Section: secPers, Class: AnyKernel, Call: "tcc_phase_end", Header: persistAPI,
@@ -232,8 +232,6 @@ func All() []Insn {
 				"Phase of a persistent program: it passes once every thread of the core\n" +
 				"has finished the phase.",
 			Fields: []Field{val("Phase", "int")}, Printer: "phaseEndArgs",
-			DMDecl:      "void tcc_phase_end(uint32_t phase);",
-			ComputeDecl: "void tcc_phase_end(uint32_t phase);",
 		},
 
 		// ---- ethernet ----

@@ -1,0 +1,904 @@
+package cpp
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+)
+
+// Persistent programs (kir.Persist, codegen/persist): a merged kernel runs,
+// per core and RISC, every phase the core takes part in between a
+// PhaseBegin and a PhaseEnd. It prints as one translation unit:
+//
+//   - the phase machinery (persistPrelude): tcc_phase_begin / tcc_phase_end,
+//     core-local barriers of the core's RISCs over one L1 word per RISC in
+//     the tables buffer (kir.TablesBuffer), the begin installing the phase's
+//     CBs from its record in that buffer with the firmware's own
+//     setup_local_cb_read_write_interfaces and moving rta_l1_base /
+//     crta_l1_base (what get_arg_val / get_common_arg_val read) to the
+//     phase's slices of the kernel's argument tables;
+//   - one function per distinct phase body (tcc_phase_body_N): the phase's
+//     statements with its arguments and variables under their source
+//     kernel's names, its arguments read at the phase's own indices. Phases
+//     whose bodies print the same (the layers of a model: they differ in
+//     argument values only, which live in the tables) call one function;
+//     a lazy dependency wait inside a body (codegen/persist's lazy.go) is a
+//     call of tcc_wait_deps on the phase's done-word list, a parameter;
+//   - kernel_main: the merged kernel's own arguments (persist_*), then its
+//     statements with every phase segment replaced by
+//     tcc_phase_begin(p, record offset, rta index, crta index), the body
+//     call and tcc_phase_end(p).
+//
+// Compute state is reinitialised per phase by the phase body itself: every
+// compute body starts with its hardware startup and op init calls
+// (compute_kernel_hw_startup, *_init), which reconfigure unpack, math and
+// pack for the phase's formats. What is compiled into a compute binary
+// once (MATH_FIDELITY, DST_ACCUM_MODE, APPROX: the ComputeConfig) must
+// agree over the phases of a merged compute kernel: codegen/persist's
+// MergeComputeConfigs takes the highest math fidelity and refuses a merged
+// kernel whose phases differ in fp32_dest_acc_en, math_approx_mode or
+// dst_full_sync_en,
+// and the CB indices are renamed (kir.Persist.CBMap) so that each index of
+// the binary has one data format and unpack-to-DEST mode.
+
+// persistKernel is what the printer derived from a merged kernel.
+type persistKernel struct {
+	segs  []*phaseSeg
+	segOf map[int]*phaseSeg
+	fns   []*phaseFn
+	// table holds the tables-buffer offset of each phase's CB record on
+	// the kernel's cores (worker kernels only).
+	table map[int]int
+	// cbMap is the program's merged CB indices (kir.Persist.CBMap).
+	cbMap []map[int]int
+	// lists are the distinct core lists of the compacted semaphore
+	// increments (incRun), in order of first use, by their text.
+	lists    []string
+	listName map[string]int
+	// deps are the distinct done-word lists (depList).
+	deps    []string
+	depName map[string]int
+}
+
+// incRun is a run of noc_semaphore_inc statements of kernel_main that
+// codegen/persist emits to signal other cores (the count word of a
+// phase's leader, the done words of its dependents, the step barrier's
+// words): each increments the same L1 address, by the same amount, on a
+// core whose NoC coordinates are the kernel's common arguments
+// persist_nx_* and persist_ny_* (the latter at the next index). It prints
+// as one call of tcc_inc_cores over a constant list of those argument
+// indices, instead of one inlined noc_semaphore_inc per core.
+type incRun struct {
+	end        int   // the index after the run
+	idx        []int // the persist_nx_* arguments' common indices
+	addr, incr kir.Expr
+}
+
+// incRun returns the run of signals starting at body[i], if any.
+func (pr *printer) incRun(body []kir.Stmt, i int) (incRun, bool) {
+	var r incRun
+	var addrKey, incrKey string
+	for j := i; j < len(body); j++ {
+		s, ok := body[j].(kir.NoCSemaphoreInc)
+		if !ok {
+			break
+		}
+		na, ok := s.Addr.(kir.NoCAddr)
+		if !ok {
+			break
+		}
+		x, ok1 := na.X.(kir.ArgRef)
+		y, ok2 := na.Y.(kir.ArgRef)
+		if !ok1 || !ok2 || !strings.HasPrefix(x.Name, "persist_nx_") || !strings.HasPrefix(y.Name, "persist_ny_") {
+			break
+		}
+		ax, ay := pr.k.LookupArg(x.Name), pr.k.LookupArg(y.Name)
+		if ax == nil || ay == nil || ax.Kind != kir.CommonRuntimeArg || ay.Kind != kir.CommonRuntimeArg || ay.Index != ax.Index+1 {
+			break
+		}
+		ak, ik := fmt.Sprintf("%#v", na.Addr), fmt.Sprintf("%#v", s.Incr)
+		if j == i {
+			addrKey, incrKey, r.addr, r.incr = ak, ik, na.Addr, s.Incr
+		} else if ak != addrKey || ik != incrKey {
+			break
+		}
+		r.idx = append(r.idx, ax.Index)
+		r.end = j + 1
+	}
+	return r, len(r.idx) > 0
+}
+
+// incCall prints a run of signals as a tcc_inc_cores call.
+func (pr *printer) incCall(r incRun) {
+	ws := make([]string, len(r.idx))
+	for i, x := range r.idx {
+		ws[i] = strconv.Itoa(x)
+	}
+	key := strings.Join(ws, ", ")
+	n, ok := pr.pers.listName[key]
+	if !ok {
+		if pr.pers.listName == nil {
+			pr.pers.listName = map[string]int{}
+		}
+		n = len(pr.pers.lists)
+		pr.pers.listName[key] = n
+		pr.pers.lists = append(pr.pers.lists, key)
+	}
+	pr.line("tcc_inc_cores(tcc_cores_%d, %d, %s, %s);", n, len(r.idx), pr.expr(r.addr), pr.expr(r.incr))
+}
+
+// phaseSeg is one phase of the kernel: the statements between its
+// PhaseBegin and PhaseEnd.
+type phaseSeg struct {
+	p       int
+	comment string
+	body    []kir.Stmt // without the comment and the dependency waits
+	at      int        // where the waits were (-1: none)
+	deps    []uint32   // the done words waited for
+	rta     [2]int     // first index and count of the phase's runtime args
+	crta    [2]int     // same for its common runtime args
+	fn      int        // index into fns, -1 for an empty body
+}
+
+// phaseFn is one printed phase body.
+type phaseFn struct {
+	text    string // the function's body lines
+	wait    bool   // it takes the dependency list
+	phases  []int
+	headers map[string]bool
+}
+
+// waitRun is a run of dependency waits of kernel_main (before a phase's
+// tcc_phase_begin): each waits for a done word of the control block to be
+// set. It prints as one tcc_wait_deps call over a constant list.
+func (pr *printer) waitRun(body []kir.Stmt, i int) (end int, words []uint32) {
+	for j := i; j < len(body); j++ {
+		w, ok := pr.mainWait(body[j])
+		if !ok {
+			break
+		}
+		words = append(words, w)
+		end = j + 1
+	}
+	return end, words
+}
+
+// mainWait reports whether s is one of those waits and its done word:
+// noc_semaphore_wait_min(persist_ctl + word, 1) on a worker core,
+// eth_noc_semaphore_wait_min(EthCtl + word, 1) on an ethernet core.
+func (pr *printer) mainWait(s kir.Stmt) (uint32, bool) {
+	if w, ok := isPersistWait(s); ok {
+		return w, true
+	}
+	e, ok := s.(kir.EthNoCSemaphoreWaitMin)
+	if !ok || !pr.k.OnEth() {
+		return 0, false
+	}
+	if v, ok := e.Value.(kir.Const); !ok || v.V != 1 {
+		return 0, false
+	}
+	base := pr.p.Persist.EthCtl
+	switch a := e.Addr.(type) {
+	case kir.Const:
+		if a.V >= base {
+			return a.V - base, true
+		}
+	case kir.Bin:
+		x, ok1 := a.X.(kir.Const)
+		y, ok2 := a.Y.(kir.Const)
+		if a.Op == kir.OpAdd && ok1 && ok2 && x.V == base {
+			return y.V, true
+		}
+	}
+	return 0, false
+}
+
+// depList names the constant list of done words ws (tcc_deps_N), printed
+// once per distinct list.
+func (pr *printer) depList(ws []uint32) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = strconv.FormatUint(uint64(w), 10)
+	}
+	key := strings.Join(parts, ", ")
+	n, ok := pr.pers.depName[key]
+	if !ok {
+		if pr.pers.depName == nil {
+			pr.pers.depName = map[string]int{}
+		}
+		n = len(pr.pers.deps)
+		pr.pers.depName[key] = n
+		pr.pers.deps = append(pr.pers.deps, key)
+	}
+	return "tcc_deps_" + strconv.Itoa(n)
+}
+
+// isPersistWait reports whether s is a dependency wait codegen/persist put
+// into a phase segment: noc_semaphore_wait_min(persist_ctl + done word, 1).
+func isPersistWait(s kir.Stmt) (uint32, bool) {
+	w, ok := s.(kir.NoCSemaphoreWaitMin)
+	if !ok {
+		return 0, false
+	}
+	b, ok := w.Addr.(kir.Bin)
+	if !ok || b.Op != kir.OpAdd {
+		return 0, false
+	}
+	a, ok1 := b.X.(kir.ArgRef)
+	c, ok2 := b.Y.(kir.Const)
+	if !ok1 || !ok2 || a.Name != "persist_ctl" {
+		return 0, false
+	}
+	if v, ok := w.Value.(kir.Const); !ok || v.V != 1 {
+		return 0, false
+	}
+	return c.V, true
+}
+
+// phaseRange is the first index and count of k's arguments of kind with
+// the phase prefix, and whether they are contiguous.
+func phaseRange(k *kir.Kernel, kind kir.ArgKind, prefix string) ([2]int, bool) {
+	var idx []int
+	for _, a := range k.Args {
+		if a.Kind == kind && strings.HasPrefix(a.Name, prefix) {
+			idx = append(idx, a.Index)
+		}
+	}
+	if len(idx) == 0 {
+		return [2]int{0, 0}, true
+	}
+	sort.Ints(idx)
+	for i := range idx {
+		if idx[i] != idx[0]+i {
+			return [2]int{}, false
+		}
+	}
+	return [2]int{idx[0], len(idx)}, true
+}
+
+// phasePrefix and phaseVarPrefix are codegen/persist's renaming of phase
+// p's arguments ("p17_") and variables ("v17_").
+func phasePrefix(p int) string    { return "p" + strconv.Itoa(p) + "_" }
+func phaseVarPrefix(p int) string { return "v" + strconv.Itoa(p) + "_" }
+
+// analysePersist splits k's body into its phase segments and prints each
+// segment's body function text, sharing identical ones.
+func (pr *printer) analysePersist() *persistKernel {
+	pk := &persistKernel{segOf: map[int]*phaseSeg{}}
+	tables, err := pr.p.Persist.Tables()
+	if err != nil {
+		pr.fail("%v", err)
+		return nil
+	}
+	pk.cbMap = tables.CBMap
+	pr.pers = pk // bodyText reads the CB map
+	var walk func(body []kir.Stmt)
+	walk = func(body []kir.Stmt) {
+		for i := 0; i < len(body) && pr.err == nil; i++ {
+			switch s := body[i].(type) {
+			case kir.For:
+				walk(s.Body)
+			case kir.PhaseBegin:
+				j := i + 1
+				for j < len(body) {
+					if e, ok := body[j].(kir.PhaseEnd); ok && e.Phase == s.Phase {
+						break
+					}
+					j++
+				}
+				if j == len(body) {
+					pr.fail("tcc_phase_begin(%d) has no tcc_phase_end in the same block", s.Phase)
+					return
+				}
+				if pk.segOf[s.Phase] != nil {
+					pr.fail("phase %d begins twice", s.Phase)
+					return
+				}
+				seg := pr.segment(s.Phase, body[i+1:j])
+				pk.segs = append(pk.segs, seg)
+				pk.segOf[s.Phase] = seg
+				i = j
+			}
+		}
+	}
+	walk(pr.k.Body)
+	if pr.err != nil {
+		return nil
+	}
+	pr.shareBodies(pk)
+	if !pr.k.OnEth() {
+		cores := kir.CoresOf(pr.k.Cores)
+		pk.table = tables.Offsets(pr.p.Persist, cores[0])
+		for _, c := range cores[1:] {
+			offs := tables.Offsets(pr.p.Persist, c)
+			for _, seg := range pk.segs {
+				if offs[seg.p] != pk.table[seg.p] {
+					pr.fail("phase %d's CB record is at %d on core %s but at %d on core %s: the cores of a merged kernel must run the same phases", seg.p, pk.table[seg.p], cores[0], offs[seg.p], c)
+					return nil
+				}
+			}
+		}
+	}
+	return pk
+}
+
+// segment takes one phase's statements apart.
+func (pr *printer) segment(p int, stmts []kir.Stmt) *phaseSeg {
+	seg := &phaseSeg{p: p, at: -1, fn: -1}
+	if len(stmts) > 0 {
+		if c, ok := stmts[0].(kir.Comment); ok && strings.HasPrefix(c.Text, fmt.Sprintf("phase %d: ", p)) {
+			seg.comment = c.Text
+			stmts = stmts[1:]
+		}
+	}
+	for _, s := range stmts {
+		if w, ok := isPersistWait(s); ok {
+			if seg.at < 0 {
+				seg.at = len(seg.body)
+			}
+			seg.deps = append(seg.deps, w)
+			continue
+		}
+		seg.body = append(seg.body, s)
+	}
+	prefix := phasePrefix(p)
+	var ok1, ok2 bool
+	seg.rta, ok1 = phaseRange(pr.k, kir.RuntimeArg, prefix)
+	seg.crta, ok2 = phaseRange(pr.k, kir.CommonRuntimeArg, prefix)
+	if !ok1 || !ok2 {
+		pr.fail("phase %d's arguments are not contiguous in the kernel's argument table (a phase's arguments are a table of their own)", p)
+	}
+	return seg
+}
+
+// shareBodies prints every segment's body function and assigns segments
+// to functions: one per distinct text and wait position; a segment
+// without waits shares any function of its text (called with no
+// dependencies).
+func (pr *printer) shareBodies(pk *persistKernel) {
+	type printed struct{ text, noWait string }
+	texts := map[*phaseSeg]printed{}
+	for _, seg := range pk.segs {
+		if len(seg.body) == 0 || pr.err != nil {
+			continue
+		}
+		t, h := pr.bodyText(seg, seg.at)
+		nw := t
+		if seg.at >= 0 {
+			nw, _ = pr.bodyText(seg, -1)
+		}
+		texts[seg] = printed{t, nw}
+		_ = h
+	}
+	if pr.err != nil {
+		return
+	}
+	byText := map[string]int{}
+	byNoWait := map[string]int{}
+	add := func(seg *phaseSeg, key string, wait bool) {
+		i, ok := byText[key]
+		if !ok {
+			_, h := pr.bodyText(seg, seg.at)
+			i = len(pk.fns)
+			byText[key] = i
+			pk.fns = append(pk.fns, &phaseFn{text: key, wait: wait, headers: h})
+			if _, ok := byNoWait[texts[seg].noWait]; !ok {
+				byNoWait[texts[seg].noWait] = i
+			}
+		}
+		seg.fn = i
+		pk.fns[i].phases = append(pk.fns[i].phases, seg.p)
+	}
+	for _, seg := range pk.segs {
+		if t, ok := texts[seg]; ok && seg.at >= 0 {
+			add(seg, t.text, true)
+		}
+	}
+	for _, seg := range pk.segs {
+		t, ok := texts[seg]
+		if !ok || seg.at >= 0 {
+			continue
+		}
+		if i, ok := byNoWait[t.noWait]; ok {
+			seg.fn = i
+			pk.fns[i].phases = append(pk.fns[i].phases, seg.p)
+			continue
+		}
+		add(seg, t.text, false)
+	}
+	for _, f := range pk.fns {
+		sort.Ints(f.phases)
+	}
+}
+
+// bodyText prints seg's body as a function body (argument declarations at
+// the phase's own indices, then the statements, the dependency wait at
+// statement at, -1 for none) and the headers it needs.
+func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
+	prefix, vprefix := phasePrefix(seg.p), phaseVarPrefix(seg.p)
+	sub := &printer{p: pr.p, k: pr.k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: new(bytes.Buffer), indent: 1, cbMap: pr.pers.cbMap[seg.p]}
+	sub.alias = func(n string) string {
+		if s, ok := strings.CutPrefix(n, prefix); ok {
+			return s
+		}
+		if s, ok := strings.CutPrefix(n, vprefix); ok {
+			return s
+		}
+		return n
+	}
+	for _, n := range []string{"tcc_deps", "tcc_ndeps"} {
+		sub.declared[n] = true
+	}
+	sub.where = fmt.Sprintf("phase %d arguments", seg.p)
+	for _, kind := range []kir.ArgKind{kir.CompileTimeArg, kir.RuntimeArg, kir.CommonRuntimeArg} {
+		for _, a := range pr.k.ArgsOfKind(kind) {
+			if !strings.HasPrefix(a.Name, prefix) {
+				continue
+			}
+			name := sub.alias(a.Name)
+			sub.declare(name, kind.String()+" argument")
+			sub.args[a.Name] = a
+			switch kind {
+			case kir.CompileTimeArg:
+				if a.Value.Kind == kir.ValConst {
+					sub.line("constexpr uint32_t %s = %d;  // compile-time arg (the same in every phase calling this body)", name, a.Value.Const)
+				} else {
+					sub.line("constexpr uint32_t %s = get_compile_time_arg_val(%d);  // compile-time arg %d = %s", name, a.Index, a.Index, a.Value)
+				}
+			case kir.RuntimeArg:
+				sub.line("const uint32_t %s = get_arg_val<uint32_t>(%d);  // the phase's runtime arg %d (per core)", name, a.Index-seg.rta[0], a.Index-seg.rta[0])
+			default:
+				sub.line("const uint32_t %s = get_common_arg_val<uint32_t>(%d);  // the phase's common runtime arg %d", name, a.Index-seg.crta[0], a.Index-seg.crta[0])
+			}
+		}
+	}
+	sub.where = ""
+	if sub.body.Len() > 0 && len(seg.body) > 0 {
+		sub.body.WriteByte('\n')
+	}
+	for i, s := range seg.body {
+		if i == at {
+			sub.line("tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)")
+		}
+		if sub.err != nil {
+			break
+		}
+		sub.stmt(s)
+	}
+	if at == len(seg.body) {
+		sub.line("tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)")
+	}
+	if sub.err != nil && pr.err == nil {
+		pr.err = fmt.Errorf("%w (phase %d)", sub.err, seg.p)
+	}
+	return sub.body.String(), sub.headers
+}
+
+// printPersistBlock prints a block of kernel_main holding phase segments:
+// each segment as the phase's begin, body call and end.
+func (pr *printer) printPersistBlock(body []kir.Stmt) {
+	for i := 0; i < len(body) && pr.err == nil; i++ {
+		if r, ok := pr.incRun(body, i); ok {
+			pr.incCall(r)
+			i = r.end - 1
+			continue
+		}
+		if end, ws := pr.waitRun(body, i); len(ws) > 0 {
+			pr.line("tcc_wait_deps(%s, %d);", pr.depList(ws), len(ws))
+			i = end - 1
+			continue
+		}
+		b, ok := body[i].(kir.PhaseBegin)
+		if !ok {
+			pr.stmt(body[i])
+			continue
+		}
+		seg := pr.pers.segOf[b.Phase]
+		j := i + 1
+		for ; j < len(body); j++ {
+			if e, ok := body[j].(kir.PhaseEnd); ok && e.Phase == b.Phase {
+				break
+			}
+		}
+		pr.phaseCall(seg)
+		i = j
+	}
+}
+
+// phaseCall prints one phase at its place in kernel_main.
+func (pr *printer) phaseCall(seg *phaseSeg) {
+	off := 0
+	if pr.pers.table != nil {
+		off = pr.pers.table[seg.p]
+	}
+	pr.line("tcc_phase_begin(%d, %d, %d, %d);  // CB record at tables+%d; runtime args [%d, %d), common [%d, %d)",
+		seg.p, off, seg.rta[0], seg.crta[0], off, seg.rta[0], seg.rta[0]+seg.rta[1], seg.crta[0], seg.crta[0]+seg.crta[1])
+	if seg.comment != "" {
+		for _, l := range strings.Split(seg.comment, "\n") {
+			pr.line("%s", strings.TrimRight("// "+l, " "))
+		}
+	}
+	deps := "nullptr, 0"
+	if len(seg.deps) > 0 {
+		deps = fmt.Sprintf("%s, %d", pr.depList(seg.deps), len(seg.deps))
+	}
+	switch {
+	case seg.fn >= 0 && pr.pers.fns[seg.fn].wait:
+		pr.line("tcc_phase_body_%d(%s);", seg.fn, deps)
+	case seg.fn >= 0:
+		pr.line("tcc_phase_body_%d();", seg.fn)
+	case len(seg.deps) > 0:
+		pr.line("tcc_wait_deps(%s);", deps)
+	}
+	pr.line("tcc_phase_end(%d);", seg.p)
+}
+
+// persistDecls writes the file-scope part of a merged kernel: the phase
+// machinery, the dependency lists and the body functions.
+func (pr *printer) persistDecls(out *bytes.Buffer) {
+	pk := pr.pers
+	out.WriteString(persistPrelude(pr.k, pr.p))
+	out.WriteByte('\n')
+	if len(pk.deps) > 0 {
+		out.WriteString("// The done words (offsets in the control block) phases wait for.\n")
+		for i, d := range pk.deps {
+			fmt.Fprintf(out, "constexpr uint32_t tcc_deps_%d[] = {%s};\n", i, d)
+		}
+		out.WriteByte('\n')
+	}
+	if len(pk.lists) > 0 {
+		out.WriteString("// The cores each signal goes to, as the indices of their NoC x coordinates\n")
+		out.WriteString("// among this kernel's common runtime arguments (y follows x).\n")
+		for i, l := range pk.lists {
+			fmt.Fprintf(out, "constexpr uint16_t tcc_cores_%d[] = {%s};\n", i, l)
+		}
+		out.WriteString("\n")
+		out.WriteString("// tcc_inc_cores: increment the word at addr by incr on each listed core.\n")
+		out.WriteString("__attribute__((noinline)) void tcc_inc_cores(const uint16_t* cores, uint32_t n, uint32_t addr, uint32_t incr) {\n")
+		out.WriteString("    for (uint32_t i = 0; i < n; ++i) {\n")
+		out.WriteString("        noc_semaphore_inc(get_noc_addr(tcc_persist::crta0[cores[i]], tcc_persist::crta0[cores[i] + 1u], addr), incr);\n")
+		out.WriteString("    }\n")
+		out.WriteString("}\n\n")
+	}
+	for i, f := range pk.fns {
+		fmt.Fprintf(out, "// Phase body %d: phases %s.\n", i, phaseList(f.phases))
+		params := ""
+		if f.wait {
+			params = "const uint32_t* tcc_deps, uint32_t tcc_ndeps"
+		}
+		fmt.Fprintf(out, "__attribute__((noinline)) void tcc_phase_body_%d(%s) {\n", i, params)
+		out.WriteString(f.text)
+		out.WriteString("}\n\n")
+	}
+}
+
+// phaseList spells sorted phases with runs as ranges: "3, 7-9".
+func phaseList(ps []int) string {
+	var parts []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ps[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// persistPrelude is the phase machinery of a merged kernel (see the file
+// comment).
+func persistPrelude(k *kir.Kernel, p *kir.Program) string {
+	var b strings.Builder
+	w := func(s string) { b.WriteString(s); b.WriteByte('\n') }
+	eth := k.OnEth()
+	if k.Role == kir.RoleCompute {
+		w("#if !defined(TRISC_MATH)")
+		w("#include \"" + cbInitHeader + "\"  // the math thread has no CB interface (as in trisc.cc)")
+		w("#endif")
+		w("")
+	}
+	w("// ---- the persistent program's phase machinery ----")
+	if eth {
+		w("// An ethernet core has no CBs: a phase begins by moving the argument")
+		w("// bases to the phase's tables; its RISCs meet at no core-local barrier")
+		w("// (one merged kernel per ethernet core and RISC, and the phases of an")
+		w("// ethernet core synchronise through their done words).")
+	} else {
+		w("// tcc_phase_begin / tcc_phase_end are core-local barriers of the core's five")
+		w("// RISCs (BRISC, NCRISC, TRISC0-2): each RISC stores the number of barriers it")
+		w("// has reached in its own word of the tables buffer (persist.tables, words")
+		w("// 0..4, 16 bytes apart, zeroed by the host before the launch) and waits until")
+		w("// every other RISC's word has reached it too. The firmware's own mailbox")
+		w("// (subordinate_sync) is not used: the firmware owns it while kernels run.")
+		w("// Once all have arrived at a begin, each RISC installs the phase's CBs from")
+		w("// the phase's record in the tables buffer (two mask words, then four words")
+		w("// per CB index: address, size, pages, page size, as in the kernel config")
+		w("// ring) with the firmware's setup_local_cb_read_write_interfaces, and moves")
+		w("// rta_l1_base / crta_l1_base, which get_arg_val / get_common_arg_val read, to")
+		w("// the phase's slices of this kernel's argument tables. A phase leaves its")
+		w("// CBs drained (as many pages popped as pushed), so resetting the read and")
+		w("// write pointers to the ring's start keeps the page counters consistent.")
+	}
+	w("namespace tcc_persist {")
+	w("uint32_t tt_l1_ptr* rta0;   // the launch's rta_l1_base: this kernel's runtime args, all phases")
+	w("uint32_t tt_l1_ptr* crta0;  // the launch's crta_l1_base")
+	w("uint32_t ctl;               // this core's control block (persist.ctl)")
+	if !eth {
+		w("uint32_t tables;            // this core's phase tables (persist.tables)")
+		w("uint32_t passed;            // barriers this RISC has passed")
+		w("")
+		w("#if defined(COMPILE_FOR_BRISC)")
+		w("constexpr uint32_t risc = 0;")
+		w("#elif defined(COMPILE_FOR_NCRISC)")
+		w("constexpr uint32_t risc = 1;")
+		w("#elif defined(TRISC_UNPACK)")
+		w("constexpr uint32_t risc = 2;")
+		w("#elif defined(TRISC_MATH)")
+		w("constexpr uint32_t risc = 3;")
+		w("#elif defined(TRISC_PACK)")
+		w("constexpr uint32_t risc = 4;")
+		w("#else")
+		w("#error \"a persistent kernel is built for BRISC, NCRISC or a TRISC\"")
+		w("#endif")
+		w("")
+		w("inline void barrier() {")
+		w("    volatile tt_l1_ptr uint32_t* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tables);")
+		w("    passed++;")
+		w("    words[risc * 4u] = passed;")
+		w("    for (uint32_t r = 0; r < 5u; ++r) {")
+		w("        do {")
+		w("            invalidate_l1_cache();")
+		w("        } while (words[r * 4u] < passed);")
+		w("    }")
+		w("}")
+	}
+	w("}  // namespace tcc_persist")
+	w("")
+	// tcc_phase_begin
+	w("// tcc_phase_begin(p, record, rta, crta): phase p starts on this core.")
+	w("inline void tcc_phase_begin(uint32_t phase, uint32_t record, uint32_t rta, uint32_t crta) {")
+	w("    (void)phase;")
+	if eth {
+		w("    (void)record;")
+	} else {
+		w("    tcc_persist::barrier();")
+		w("    uint32_t tt_l1_ptr* cbs = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + record);")
+		w("#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)")
+		w("    setup_local_cb_read_write_interfaces<true, true, false, false>(cbs + 2, 0, cbs[0]);")
+		w("    setup_local_cb_read_write_interfaces<true, true, false, false>(cbs + 2, 32, cbs[1]);")
+		w("#elif defined(TRISC_UNPACK)")
+		w("    setup_local_cb_read_write_interfaces<true, false, false, false>(cbs + 2, 0, cbs[0]);")
+		w("    setup_local_cb_read_write_interfaces<true, false, false, false>(cbs + 2, 32, cbs[1]);")
+		w("#elif defined(TRISC_PACK)")
+		w("    setup_local_cb_read_write_interfaces<false, true, true, false>(cbs + 2, 0, cbs[0]);")
+		w("    setup_local_cb_read_write_interfaces<false, true, true, false>(cbs + 2, 32, cbs[1]);")
+		w("#else")
+		w("    (void)cbs;  // the math thread has no CB interface")
+		w("#endif")
+	}
+	w("    rta_l1_base = tcc_persist::rta0 + rta;")
+	w("    crta_l1_base = tcc_persist::crta0 + crta;")
+	w("}")
+	w("")
+	w("// tcc_phase_end(p): every RISC of this core has finished phase p.")
+	w("inline void tcc_phase_end(uint32_t phase) {")
+	w("    (void)phase;")
+	if !eth {
+		w("    tcc_persist::barrier();")
+	}
+	w("}")
+	w("")
+	w("// tcc_wait_deps: wait until every listed done word of the control block is set.")
+	w("inline void tcc_wait_deps(const uint32_t* deps, uint32_t n) {")
+	w("    for (uint32_t i = 0; i < n; ++i) {")
+	if eth {
+		w("        eth_noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]), 1);")
+	} else if k.Role == kir.RoleCompute {
+		w("        volatile tt_l1_ptr uint32_t* done = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]);")
+		w("        do {")
+		w("            invalidate_l1_cache();")
+		w("        } while (*done < 1u);")
+	} else {
+		w("        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]), 1);")
+	}
+	w("    }")
+	w("}")
+	w("")
+	w("// tcc_persist_init: the launch's argument bases, before any phase moves them.")
+	if eth {
+		w("inline void tcc_persist_init(uint32_t ctl) {")
+	} else {
+		w("inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {")
+		w("    tcc_persist::tables = tables;")
+		w("    tcc_persist::passed = 0;")
+	}
+	w("    tcc_persist::rta0 = rta_l1_base;")
+	w("    tcc_persist::crta0 = crta_l1_base;")
+	w("    tcc_persist::ctl = ctl;")
+	w("}")
+	return b.String()
+}
+
+// isPhaseArg reports whether an argument of a merged kernel belongs to a
+// phase ("p17_...": codegen/persist's ArgPrefix).
+func isPhaseArg(name string) bool {
+	if len(name) < 3 || name[0] != 'p' {
+		return false
+	}
+	i := 1
+	for i < len(name) && name[i] >= '0' && name[i] <= '9' {
+		i++
+	}
+	return i > 1 && i < len(name) && name[i] == '_'
+}
+
+// hasPhase reports whether body holds a PhaseBegin at its top level.
+func hasPhase(body []kir.Stmt) bool {
+	for _, s := range body {
+		if _, ok := s.(kir.PhaseBegin); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// persistInit prints the first statement of a merged kernel's
+// kernel_main, after its arguments: tcc_persist_init.
+func (pr *printer) persistInit() {
+	if pr.k.OnEth() {
+		pr.line("tcc_persist_init(%du);  // the control block at the top of the ethernet core's kernel L1", pr.p.Persist.EthCtl)
+		return
+	}
+	for _, n := range []string{"persist_ctl", "persist_tables"} {
+		if a, ok := pr.args[n]; !ok || a.Kind != kir.CommonRuntimeArg {
+			pr.fail("a merged kernel of a persistent program needs the common argument %s (codegen/persist.WithTables)", n)
+			return
+		}
+	}
+	pr.line("tcc_persist_init(persist_ctl, persist_tables);")
+	pr.body.WriteByte('\n')
+}
+
+// persistHeaders adds the headers every merged kernel needs.
+func (pr *printer) persistHeaders() {
+	if pr.compute() {
+		pr.headers[computeArgsHeader] = true
+		pr.headers[riscCommonHeader] = true
+		return
+	}
+	if !pr.k.OnEth() {
+		pr.headers[cbInitHeader] = true
+	}
+}
+
+const (
+	// cbInitHeader declares setup_local_cb_read_write_interfaces
+	// (tt_metal/hw/inc/internal/circular_buffer_init.h; the firmware's
+	// brisc.cc, ncrisc.cc and trisc.cc include it).
+	cbInitHeader = "internal/circular_buffer_init.h"
+	// riscCommonHeader declares invalidate_l1_cache
+	// (tt_metal/hw/inc/internal/tt-1xx/risc_common.h, on the include
+	// path as trisc.cc includes it).
+	riscCommonHeader = "risc_common.h"
+)
+
+// PersistentCode is the estimated code of a merged kernel of a persistent
+// program.
+type PersistentCode struct {
+	// Shared is the kernel as printed: kernel_main with one call per
+	// phase, one function per distinct phase body, the phase machinery.
+	Shared kir.CodeEstimate
+	// Inlined is kir.EstimateCode of the merged kernel: every phase's
+	// body in line, as it would print without sharing.
+	Inlined kir.CodeEstimate
+	// Phases and Bodies count the kernel's phases with a body and its
+	// distinct body functions.
+	Phases, Bodies int
+}
+
+// EstimatePersistentKernel estimates merged kernel k of persistent program
+// p as PrintKernel prints it (the bodies it shares are those it prints).
+// Postcondition: Shared's terms are the inlined kernel's, less the phase
+// bodies not printed (every body beyond the first of its function), plus a
+// call per phase with a body, a function per body and the phase machinery.
+func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, error) {
+	if p == nil || p.Persist == nil || k == nil {
+		return PersistentCode{}, fmt.Errorf("cpp: EstimatePersistentKernel needs a persistent program and one of its kernels")
+	}
+	pr := &printer{p: p, k: k, args: map[string]kir.Arg{}, declared: map[string]bool{}, headers: map[string]bool{}, body: new(bytes.Buffer)}
+	pk := pr.analysePersist()
+	if pr.err != nil {
+		return PersistentCode{}, pr.err
+	}
+	compute := k.Role == kir.RoleCompute
+	// kernel_main: the merged body with every segment emptied and every
+	// run of signals a call (incRun).
+	terms := map[string]int{}
+	lists := map[string]int{}
+	deps := map[string]int{}
+	var strip func(body []kir.Stmt) []kir.Stmt
+	strip = func(body []kir.Stmt) []kir.Stmt {
+		var out []kir.Stmt
+		for i := 0; i < len(body); i++ {
+			switch s := body[i].(type) {
+			case kir.For:
+				s.Body = strip(s.Body)
+				out = append(out, s)
+			case kir.NoCSemaphoreWaitMin, kir.EthNoCSemaphoreWaitMin:
+				if end, ws := pr.waitRun(body, i); len(ws) > 0 {
+					terms["stmt:tcc_wait_call"]++
+					deps[fmt.Sprint(ws)] = len(ws)
+					i = end - 1
+					continue
+				}
+				out = append(out, s)
+			case kir.NoCSemaphoreInc:
+				if r, ok := pr.incRun(body, i); ok {
+					terms["stmt:tcc_inc_call"]++
+					lists[fmt.Sprint(r.idx)] = len(r.idx)
+					i = r.end - 1
+					continue
+				}
+				out = append(out, s)
+			case kir.PhaseBegin:
+				out = append(out, s)
+				for i+1 < len(body) {
+					if e, ok := body[i+1].(kir.PhaseEnd); ok && e.Phase == s.Phase {
+						break
+					}
+					i++
+				}
+			default:
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	addTerms := func(e kir.CodeEstimate, dropBase bool) {
+		for key, n := range e.Terms {
+			if dropBase && strings.HasPrefix(key, "base:") {
+				continue
+			}
+			terms[key] += n
+		}
+	}
+	addTerms(kir.EstimateCode(&kir.Kernel{Role: k.Role, Processor: k.Processor, Body: strip(k.Body)}), false)
+	terms["base:persist"]++
+	for _, n := range lists {
+		terms["data:tcc_core_index"] += n
+	}
+	for _, n := range deps {
+		terms["data:tcc_done_word"] += n
+	}
+	for _, seg := range pk.segs {
+		if len(seg.deps) > 0 {
+			deps["phase "+strconv.Itoa(seg.p)] = len(seg.deps)
+		}
+	}
+	phases := 0
+	for _, seg := range pk.segs {
+		if seg.fn >= 0 {
+			phases++
+			terms["stmt:tcc_phase_body_call"]++
+		}
+	}
+	for i := range pk.fns {
+		for _, seg := range pk.segs {
+			if seg.fn == i {
+				addTerms(kir.EstimateCode(&kir.Kernel{Role: k.Role, Processor: k.Processor, Body: seg.body}), true)
+				terms["base:tcc_phase_body"]++
+				break
+			}
+		}
+	}
+	return PersistentCode{Shared: kir.EstimateTerms(compute, terms), Inlined: kir.EstimateCode(k), Phases: phases, Bodies: len(pk.fns)}, nil
+}

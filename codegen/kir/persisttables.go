@@ -1,0 +1,241 @@
+package kir
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// The per-phase tables of a persistent program on the card (the printed
+// kernels' tcc_phase_begin reads them; codegen/cpp, codegen/hostcfg).
+//
+// tt-metal's firmware installs a program's CBs once per launch, from the
+// local CB configs in the kernel config ring (setup_local_cb_read_write_
+// interfaces over local_cb_mask). A persistent program installs each
+// phase's CBs when the phase begins, from a table in L1 of the same format:
+// the tables buffer (TablesBuffer, one page of TablesBytes on every worker
+// core) holds, from offset 0:
+//
+//	the core-local barrier words: TableBarrierWords words, one per RISC
+//	(BRISC, NCRISC, TRISC0, TRISC1, TRISC2), CtlStride bytes apart; the
+//	host zeroes them before each launch
+//	then, for each phase the core takes part in, in phase order, the
+//	phase's CB record (PhaseRecordBytes):
+//	  word 0, 1   the low and high 32 bits of the phase's local CB mask on
+//	              the core (bit i: CB index i is configured)
+//	  word 2+4i.. merged CB index i's config (CBMap) as tt-metal's ring
+//	              holds it: address, total size, page count, page size
+//	              (bytes), for i = 0 .. the phase's highest merged index;
+//	              zeros for an index not configured on the core
+//
+// A record's size depends on the phase only, so a core's record of phase p
+// starts after the records of the phases before p the core takes part in:
+// cores with the same phase sequence (the cores of one merged kernel) have
+// the same offsets (Tables.Offsets).
+const (
+	// TablesBuffer is the name of the tables buffer.
+	TablesBuffer = "persist.tables"
+	// TableBarrierWords is the number of core-local barrier words.
+	TableBarrierWords = 5
+	// TextBuffer is the L1 buffer (one page on every worker core) holding
+	// a persistent program's kernel images outside the kernel config ring
+	// (target.CodeSize): the host writes each core's images back to back
+	// (BRISC, NCRISC, TRISC0, TRISC1, TRISC2; each rounded up to 16 bytes)
+	// and points kernel_text_offset at them.
+	TextBuffer = "persist.text"
+)
+
+// MergedCBs is the number of CB indices a merged binary has on Blackhole
+// (NUM_CIRCULAR_BUFFERS, tt_metal/api/tt-metalium/circular_buffer_constants.h:38;
+// the firmware installs indices 32..63 from the mask's upper word).
+const MergedCBs = 64
+
+// CBMap assigns each CB index of each phase the CB index of the merged
+// binaries it is installed at (map[phase][index]): a compute binary is
+// compiled with one data format and one unpack-to-DEST mode per CB index
+// (the JIT's unpack and pack format tables), which the phases of a merged
+// kernel must share, so every merged index has one (format, unpack-to-DEST)
+// class over the whole program: class c takes the indices base(c) ..
+// base(c)+n(c)-1, n(c) the most CBs of that class in one phase, classes in
+// (format, mode) order; a phase's CBs of class c take them in the order of
+// their own indices. Phases with the same CBs get the same indices, so
+// their bodies print the same. The simulator keeps each phase's own
+// indices: the map renames, it does not move, any CB. Errors: a phase
+// giving one index two formats, more than MergedCBs merged indices.
+func (ps *Persist) CBMap() ([]map[int]int, error) {
+	type class struct {
+		f      ir.DType
+		toDest bool
+	}
+	type local struct {
+		idx int
+		c   class
+	}
+	per := make([][]local, len(ps.Phases))
+	most := map[class]int{}
+	for p := range ps.Phases {
+		ph := &ps.Phases[p]
+		format := map[int]ir.DType{}
+		var idx []int
+		for _, cb := range ph.CBs {
+			if f, ok := format[cb.Index]; ok {
+				if f != cb.Format {
+					return nil, fmt.Errorf("phase %d (%s): CB c_%d holds %s on some cores and %s on others; a merged binary has one data format per CB index", p, ph.Name, cb.Index, f, cb.Format)
+				}
+				continue
+			}
+			format[cb.Index] = cb.Format
+			idx = append(idx, cb.Index)
+		}
+		sort.Ints(idx)
+		n := map[class]int{}
+		for _, i := range idx {
+			c := class{f: format[i]}
+			for _, k := range ph.Kernels {
+				if k.Processor == ComputeProc && k.Compute.UnpacksToDest(i) {
+					c.toDest = true
+				}
+			}
+			per[p] = append(per[p], local{i, c})
+			n[c]++
+			most[c] = max(most[c], n[c])
+		}
+	}
+	classes := make([]class, 0, len(most))
+	for c := range most {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(a, b int) bool {
+		if classes[a].f != classes[b].f {
+			return classes[a].f < classes[b].f
+		}
+		return !classes[a].toDest && classes[b].toDest
+	})
+	base, total := map[class]int{}, 0
+	for _, c := range classes {
+		base[c] = total
+		total += most[c]
+	}
+	if total > MergedCBs {
+		return nil, fmt.Errorf("the phases' CBs need %d merged CB indices (one per data format and unpack-to-DEST mode and CB of a phase), %d more than the %d a binary has", total, total-MergedCBs, MergedCBs)
+	}
+	out := make([]map[int]int, len(ps.Phases))
+	for p, ls := range per {
+		out[p] = map[int]int{}
+		n := map[class]int{}
+		for _, l := range ls {
+			out[p][l.idx] = base[l.c] + n[l.c]
+			n[l.c]++
+		}
+	}
+	return out, nil
+}
+
+// Tables is the layout of a persistent program's tables buffer: the
+// merged CB indices (CBMap) and each phase's record size.
+type Tables struct {
+	CBMap []map[int]int
+	// Record is each phase's record size in bytes: two mask words and
+	// four words per merged CB index up to the phase's highest (none: the
+	// mask only).
+	Record []int
+}
+
+// Tables computes the layout of ps's tables buffer (CBMap's errors).
+func (ps *Persist) Tables() (*Tables, error) {
+	m, err := ps.CBMap()
+	if err != nil {
+		return nil, err
+	}
+	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases))}
+	for p := range ps.Phases {
+		hi := -1
+		for _, g := range m[p] {
+			hi = max(hi, g)
+		}
+		tb.Record[p] = 8 + 16*(hi+1)
+	}
+	return tb, nil
+}
+
+// Offsets returns the offset in the tables buffer of the record of every
+// phase of ps core c takes part in (by phase), after the barrier words.
+func (tb *Tables) Offsets(ps *Persist, c Core) map[int]int {
+	off := TableBarrierWords * CtlStride
+	out := map[int]int{}
+	for p := range ps.Phases {
+		if inSorted(ps.Phases[p].Cores, c) {
+			out[p] = off
+			off += tb.Record[p]
+		}
+	}
+	return out
+}
+
+// Bytes is the tables buffer's page: the largest worker core's barrier
+// words and records, rounded up to CtlStride.
+func (tb *Tables) Bytes(ps *Persist) int {
+	best := TableBarrierWords * CtlStride
+	per := map[Core]int{}
+	for p := range ps.Phases {
+		for _, c := range ps.Phases[p].Cores {
+			if c.IsEth() {
+				continue
+			}
+			per[c] += tb.Record[p]
+			best = max(best, TableBarrierWords*CtlStride+per[c])
+		}
+	}
+	return target.AlignUp(best, CtlStride)
+}
+
+// PlacedPhaseCB is one CB of a phase as tcc_phase_begin installs it: its
+// configuration and its L1 address (a buffer address for a backed CB).
+type PlacedPhaseCB struct {
+	CB   *CB
+	Addr ArgValue
+}
+
+// PlacePhaseCBs places phase p's CBs as the simulator places them when the
+// phase begins (CBPlaceOrder, then FirstFit from base; a backed CB sits at
+// its buffer's address), in placement order.
+func (ps *Persist) PlacePhaseCBs(p int, base uint64) ([]PlacedPhaseCB, error) {
+	cbs := ps.Phases[p].CBs
+	indices := make([]int, len(cbs))
+	for i, cb := range cbs {
+		indices[i] = cb.Index
+	}
+	var done []CBSpan
+	var out []PlacedPhaseCB
+	for _, i := range CBPlaceOrder(indices) {
+		cb := &cbs[i]
+		if cb.Backing != "" {
+			out = append(out, PlacedPhaseCB{CB: cb, Addr: BufferAddr(cb.Backing, 0)})
+			continue
+		}
+		if cb.PageSize <= 0 || cb.Pages <= 0 {
+			return nil, fmt.Errorf("phase %d (%s): CB c_%d has page size %d, pages %d", p, ps.Phases[p].Name, cb.Index, cb.PageSize, cb.Pages)
+		}
+		cores := CoresOf(cb.Cores)
+		size := uint64(cb.Bytes())
+		addr := FirstFit(base, size, cores, done)
+		done = append(done, CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
+		out = append(out, PlacedPhaseCB{CB: cb, Addr: U32(uint32(addr))})
+	}
+	return out, nil
+}
+
+func inSorted(cs []Core, c Core) bool {
+	lo, hi := 0, len(cs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if cs[m].Less(c) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(cs) && cs[lo] == c
+}
