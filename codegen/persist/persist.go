@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -386,6 +387,7 @@ type merger struct {
 	// rt holds, per core, the runtime values appended so far.
 	rt    map[kir.Core][]kir.ArgValue
 	nocs  map[kir.Core]bool
+	mcs   map[string]bool
 	nrt   int
 	ctlOK bool
 	// loop is the step loop of a multi-step program, or nil.
@@ -494,11 +496,30 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 		ds = append(ds, c)
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i].Less(ds[j]) })
+	// Worker dependents get done[p] by multicast from a worker leader
+	// (the count word's value, at least 1: the waits want done >= 1), one
+	// NoC command per rectangle instead of one atomic per core; the leader
+	// itself and ethernet cores by an increment.
+	var workers []kir.Core
+	incs := 0
 	for _, c := range ds {
-		m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, ps.DoneWord(p)), Incr: kir.C(1)})
+		if m.eth || c.IsEth() || c == leader {
+			m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, ps.DoneWord(p)), Incr: kir.C(1)})
+			incs++
+			continue
+		}
+		workers = append(workers, c)
 	}
-	if len(ds) > 0 {
+	mcasts := 0
+	for _, r := range doneRects(m.t.Target, workers, leader) {
+		m.body = append(m.body, kir.NoCSemaphoreSetMulticast{Src: count, Dst: m.mcastAddr(r, ps.DoneWord(p)), NumDests: kir.Ci(r.dests)})
+		mcasts++
+	}
+	if incs > 0 {
 		m.body = append(m.body, kir.NoCAsyncAtomicBarrier{})
+	}
+	if mcasts > 0 {
+		m.body = append(m.body, kir.NoCAsyncWriteBarrier{})
 	}
 	return nil
 }
@@ -655,4 +676,75 @@ func (r *renamer) expr(e kir.Expr) kir.Expr {
 		r.err = fmt.Errorf("expression %T cannot be renamed", e)
 	}
 	return e
+}
+
+// doneRect is one multicast rectangle of a done signal: logical worker
+// cores x0..x1, y0..y1 (corners included), dests of them besides the
+// sender.
+type doneRect struct {
+	x0, y0, x1, y1 int
+	dests          int
+}
+
+// doneRects covers the bounding box of the worker cores cs with
+// rectangles whose NoC columns and rows are contiguous (no rectangle spans
+// a DRAM or PCIe column or row of the NoC), each holding at least one core
+// besides the sender; nil when cs is empty. The rectangles may hold cores
+// outside cs: a done word is read only by the phases that depend on its
+// phase, so setting it on other cores changes nothing.
+func doneRects(t *target.Target, cs []kir.Core, sender kir.Core) []doneRect {
+	if len(cs) == 0 {
+		return nil
+	}
+	x0, y0, x1, y1 := cs[0].X, cs[0].Y, cs[0].X, cs[0].Y
+	for _, c := range cs {
+		x0, y0, x1, y1 = min(x0, c.X), min(y0, c.Y), max(x1, c.X), max(y1, c.Y)
+	}
+	runs := func(lo, hi int, noc func(i int) int) [][2]int {
+		var out [][2]int
+		for i := lo; i <= hi; i++ {
+			if n := len(out); n > 0 && noc(i) == noc(i-1)+1 {
+				out[n-1][1] = i
+				continue
+			}
+			out = append(out, [2]int{i, i})
+		}
+		return out
+	}
+	nx := func(x int) int { v, _, _ := t.WorkerNoC(x, y0); return v }
+	ny := func(y int) int { _, v, _ := t.WorkerNoC(x0, y); return v }
+	var out []doneRect
+	for _, ry := range runs(y0, y1, ny) {
+		for _, rx := range runs(x0, x1, nx) {
+			r := doneRect{x0: rx[0], y0: ry[0], x1: rx[1], y1: ry[1]}
+			r.dests = (r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1)
+			if !sender.IsEth() && sender.X >= r.x0 && sender.X <= r.x1 && sender.Y >= r.y0 && sender.Y <= r.y1 {
+				r.dests--
+			}
+			if r.dests > 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// mcastAddr is the multicast address of control word off on rectangle r,
+// for the merged kernel's NoC (kir.McastCorners' order).
+func (m *merger) mcastAddr(r doneRect, off uint32) kir.Expr {
+	lo, hi := kir.Core{X: r.x0, Y: r.y0}, kir.Core{X: r.x1, Y: r.y1}
+	cs := kir.McastCorners(m.k.NoC, lo, hi)
+	var e [4]kir.Expr
+	for i, v := range cs {
+		name := fmt.Sprintf("persist_mc%d_%s_%s", i, coreID(lo), coreID(hi))
+		if m.mcs == nil {
+			m.mcs = map[string]bool{}
+		}
+		if !m.mcs[name] {
+			m.mcs[name] = true
+			m.k.CommonArg(name, v)
+		}
+		e[i] = kir.ArgRef{Name: name}
+	}
+	return kir.MulticastAddr{X0: e[0], Y0: e[1], X1: e[2], Y1: e[3], Addr: kir.Add(m.workerCtl(), kir.C(off))}
 }
