@@ -24,6 +24,58 @@ type Persist struct {
 	// step loop), so each core begins its phases again, in the same
 	// order, every step.
 	Steps int `json:",omitempty"`
+	// Early lists the RISCs that begin a phase before their core's other
+	// RISCs end the phase before it (EarlyBegin).
+	Early []EarlyBegin `json:",omitempty"`
+}
+
+// EarlyBegin lets one RISC of some cores begin phase Phase early: on each
+// core of Cores, the thread of Processor, after its part of phase Prev
+// (the phase before Phase on the core), only arrives at tcc_phase_end(Prev)
+// and at tcc_phase_begin(Phase) and goes on without waiting for the
+// core's other threads; its tcc_phase_begin(Phase) installs Phase's CBs
+// CBs at once (the core's other threads do not name them in Prev, and
+// they lie outside Prev's CBs: Phase.CBBase), and the full barrier of
+// tcc_phase_begin(Phase), when the other threads arrive, installs the
+// rest and keeps these.
+type EarlyBegin struct {
+	Phase, Prev int
+	Processor   Processor
+	Cores       []Core
+	CBs         []int
+}
+
+// EarlyOn returns the early begin of phase p by processor proc on core c,
+// or nil.
+func (ps *Persist) EarlyOn(p int, proc Processor, c Core) *EarlyBegin {
+	for i := range ps.Early {
+		e := &ps.Early[i]
+		if e.Phase == p && e.Processor == proc && inCoreList(e.Cores, c) {
+			return e
+		}
+	}
+	return nil
+}
+
+// ArrivesOnly reports whether processor proc of core c only arrives at
+// tcc_phase_end(p) (it begins the next phase early).
+func (ps *Persist) ArrivesOnly(p int, proc Processor, c Core) bool {
+	for i := range ps.Early {
+		e := &ps.Early[i]
+		if e.Prev == p && e.Processor == proc && inCoreList(e.Cores, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func inCoreList(cs []Core, c Core) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
 }
 
 // Phase is one phase of a persistent program: the source program's CBs,
@@ -42,6 +94,11 @@ type Phase struct {
 	Kernels []PhaseKernel
 	// Cores are the cores taking part in the phase, row-major.
 	Cores []Core
+	// CBBase, when not 0, is the L1 address the phase's CBs are placed
+	// from (kir.FirstFit) instead of the target's L1UnreservedBase: above
+	// the CBs of the phase before it on its cores, when a RISC begins it
+	// early (EarlyBegin).
+	CBBase uint32 `json:",omitempty"`
 }
 
 // PhaseKernel is one kernel of a phase's source program.

@@ -28,6 +28,9 @@ type PlanPhase struct {
 	Op    string
 	Deps  []int
 	Cores int
+	// Early is the number of cores whose NCRISC begins the phase early
+	// (early.go).
+	Early int
 }
 
 // Deps returns the number of dependency waits of the plan.
@@ -111,6 +114,10 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 		ps.EthCtl = uint32(t.Eth.L1Top - ps.CtlBytes)
 	}
 	prog.Buffers = append(prog.Buffers, CtlKirBuffer(b, ps.CtlBytes))
+	cbMaps := planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers)
+	for _, e := range ps.Early {
+		plan.Phases[e.Phase].Early += len(e.Cores)
+	}
 	// Who waits for whom: dependents[p] are the cores with a phase that
 	// depends on p.
 	dependents := make([]map[kir.Core]bool, n)
@@ -188,7 +195,7 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 		g := groups[key]
 		c0 := g.cores[0]
 		proc := procFromKey(key)
-		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp, fixed: fixed}
+		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp, fixed: fixed, cbMaps: cbMaps}
 		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
@@ -392,6 +399,8 @@ type merger struct {
 	ctlOK bool
 	// loop is the step loop of a multi-step program, or nil.
 	loop *loopPlan
+	// cbMaps renumbers, per phase, the CBs its statements name (early.go).
+	cbMaps []map[int]int
 }
 
 // ctl is the local control block's address expression.
@@ -565,7 +574,7 @@ func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 		m.nrt += nrt
 	}
 	semBase := m.ps.SemWord(m.ps.Phases[p].SemSlot)
-	rn := &renamer{prefix: prefix, sem: func(id kir.Expr, eth bool) kir.Expr {
+	rn := &renamer{prefix: prefix, cbs: m.cbMaps[p], sem: func(id kir.Expr, eth bool) kir.Expr {
 		base := m.workerCtl()
 		if eth {
 			base = kir.C(m.ps.EthCtl)
@@ -597,8 +606,10 @@ func (m *merger) finish() *kir.Kernel {
 // renamer rewrites a phase's statements.
 type renamer struct {
 	prefix string
-	sem    func(id kir.Expr, eth bool) kir.Expr
-	err    error
+	// cbs renumbers CB indices (nil: none).
+	cbs map[int]int
+	sem func(id kir.Expr, eth bool) kir.Expr
+	err error
 }
 
 var (
@@ -638,7 +649,18 @@ func (r *renamer) stmt(s kir.Stmt) kir.Stmt {
 			f.Set(reflect.ValueOf(x))
 		}
 	}
+	if r.cbs != nil {
+		remapStmtCBs(cp, r.cbs)
+	}
 	return cp.Interface().(kir.Stmt)
+}
+
+// cb is CB index i renumbered.
+func (r *renamer) cb(i int) int {
+	if to, ok := r.cbs[i]; ok {
+		return to
+	}
+	return i
 }
 
 func (r *renamer) varName(n string) string { return "v" + strings.TrimPrefix(r.prefix, "p") + n }
@@ -647,7 +669,16 @@ func (r *renamer) expr(e kir.Expr) kir.Expr {
 	switch e := e.(type) {
 	case nil:
 		return nil
-	case kir.Const, kir.GetWritePtr, kir.GetReadPtr, kir.GetTileSize, kir.MyNoCX, kir.MyNoCY, kir.NumDRAMBanks:
+	case kir.GetWritePtr:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.GetReadPtr:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.GetTileSize:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.Const, kir.MyNoCX, kir.MyNoCY, kir.NumDRAMBanks:
 		return e
 	case kir.Var:
 		e.Name = r.varName(e.Name)
@@ -669,7 +700,7 @@ func (r *renamer) expr(e kir.Expr) kir.Expr {
 	case kir.L1Read32:
 		return kir.L1Read32{Addr: r.expr(e.Addr)}
 	case kir.ReadTileValue:
-		e.Tile, e.Offset = r.expr(e.Tile), r.expr(e.Offset)
+		e.Tile, e.Offset, e.CB = r.expr(e.Tile), r.expr(e.Offset), r.cb(e.CB)
 		return e
 	}
 	if r.err == nil {

@@ -308,7 +308,17 @@ func runNames(runs []*run, done, mesh bool) []string {
 // add for each core of each CB; phase names the phase of a persistent
 // program in errors ("" otherwise).
 func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault) error {
+	return r.placeCBsFrom(0, cbs, phase, add)
+}
+
+// placeCBsFrom is placeCBs from L1 address base (0: the target's
+// L1UnreservedBase; a persistent program's kir.Phase.CBBase).
+func (r *run) placeCBsFrom(base uint32, cbs []kir.CB, phase string, add func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault) error {
 	t := r.t
+	from := uint64(t.L1UnreservedBase)
+	if base != 0 {
+		from = uint64(base)
+	}
 	where := ""
 	if phase != "" {
 		where = " in phase " + phase
@@ -338,7 +348,7 @@ func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *k
 			}
 			addr = uint64(db.Addr)
 		} else {
-			addr = kir.FirstFit(uint64(t.L1UnreservedBase), size, cores, done)
+			addr = kir.FirstFit(from, size, cores, done)
 			done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
 			if addr+size > l1Top {
 				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)%s", cb.Index, size, addr, l1Top, over(where, cores, addr+size-l1Top))

@@ -1,9 +1,14 @@
 package fromcodegen_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/persist"
 	"github.com/tcc-dev/tcc/sim/timing"
 	"github.com/tcc-dev/tcc/sim/timing/fromcodegen"
@@ -69,4 +74,154 @@ func TestPredictPersistent(t *testing.T) {
 	if early == 0 {
 		t.Error("no matmul phase starts before a phase it depends on ends: no weights are read ahead")
 	}
+}
+
+// TestEarlyBeginPlan: in the small config's persistent program at 1x2 the
+// weight readers (NCRISC) of matmul phases begin early (kir.EarlyBegin)
+// after the GDN recurrence and after the norms, and on every core of an
+// early begin the phase's early CBs are named by no kernel of the phase
+// before it except that core's NCRISC kernel, and lie above that phase's
+// CBs (they are installed while its other threads still run).
+func TestEarlyBeginPlan(t *testing.T) {
+	b := smallBuild(t, 128)
+	prog, plan, err := persist.Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := prog.Persist
+	after := map[string]bool{}
+	for _, e := range ps.Early {
+		m, s := b.Programs[e.Phase], b.Programs[e.Prev]
+		if e.Processor != kir.RISCV1 || len(e.CBs) == 0 {
+			t.Errorf("early begin of phase %d: processor %v, CBs %v; want NCRISC with CBs", e.Phase, e.Processor, e.CBs)
+		}
+		if plan.Phases[e.Phase].Early == 0 {
+			t.Errorf("phase %d: the plan counts no early cores", e.Phase)
+		}
+		if strings.Contains(m.Op.Name(), "matmul") {
+			after[s.Op.Name()] = true
+		}
+		for _, c := range e.Cores {
+			// Prev is the phase before Phase on c.
+			for q := e.Prev + 1; q < e.Phase; q++ {
+				if containsCore(ps.Phases[q].Cores, c) {
+					t.Errorf("phase %d on %s: phase %d runs between it and its early begin's previous phase %d", e.Phase, c, q, e.Prev)
+				}
+			}
+			for _, k := range s.Kernel.Kernels {
+				if k.Processor == kir.RISCV1 || !kir.InRanges(k.Cores, c) {
+					continue
+				}
+				for _, i := range namedCBs(k) {
+					if slices.Contains(e.CBs, i) {
+						t.Errorf("phase %d on %s: early CB c_%d is named by kernel %q of phase %d (%s), which still runs", e.Phase, c, i, k.Name, e.Prev, s.Op.Name())
+					}
+				}
+			}
+			if hi, lo := spanOn(b, &ps.Phases[e.Prev], c, false), spanOn(b, &ps.Phases[e.Phase], c, true); lo < hi {
+				t.Errorf("phase %d on %s: its CBs start at %#x, below the end %#x of phase %d's", e.Phase, c, lo, hi, e.Prev)
+			}
+		}
+	}
+	for _, want := range []string{"gdn_recurrence", "all_reduce_add_rmsnorm"} {
+		if !after[want] {
+			t.Errorf("no matmul phase begins early after a %s phase (early after: %v)", want, after)
+		}
+	}
+}
+
+// TestEarlyBeginOverlap: the small config's step at 1x2 predicted with the
+// early begins and without them (the same program, ps.Early dropped): with
+// them early matmul phases start earlier (their weight readers stream while
+// the phase before them still runs on their cores) and the step is no
+// longer. (The small config's matmuls are too small to shorten its step;
+// sim/timing's TestEarlyBeginQwenLayers, a long check, predicts four
+// full-size layers shorter with them.)
+func TestEarlyBeginOverlap(t *testing.T) {
+	b := smallBuild(t, 128)
+	tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: 127, Tokens: 1})
+	require.NoError(t, err)
+	meta := timing.Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1, MaxSeq: 128}
+	prog, _, err := persist.Build(b)
+	require.NoError(t, err)
+	require.NotEmpty(t, prog.Persist.Early)
+	with, err := timing.PredictPersistent(tb, prog, timing.Default(), meta)
+	require.NoError(t, err)
+	ps := *prog.Persist
+	ps.Early = nil
+	late := *prog
+	late.Persist = &ps
+	without, err := timing.PredictPersistent(tb, &late, timing.Default(), meta)
+	require.NoError(t, err)
+	if with.StepUS > without.StepUS {
+		t.Errorf("step %.3f us with early begins, %.3f us without: want no longer", with.StepUS, without.StepUS)
+	}
+	earlier := 0
+	for _, e := range prog.Persist.Early {
+		if !strings.Contains(b.Programs[e.Phase].Op.Name(), "matmul") {
+			continue
+		}
+		if w, wo := with.Programs[e.Phase].StartUS, without.Programs[e.Phase].StartUS; w < wo {
+			earlier++
+		}
+	}
+	if earlier == 0 {
+		t.Error("no early matmul phase starts earlier with its early begin")
+	}
+	t.Logf("step %.3f us with early begins, %.3f us without; %d early begins start earlier", with.StepUS, without.StepUS, earlier)
+}
+
+func containsCore(cs []kir.Core, c kir.Core) bool { return slices.Contains(cs, c) }
+
+// namedCBs lists the CB indices k's statements and expressions name.
+func namedCBs(k *kir.Kernel) []int {
+	var out []int
+	kir.Inspect(k.Body, func(s kir.Stmt) bool {
+		out = append(out, kir.CBsOf(s)...)
+		for _, e := range kir.StmtExprs(s) {
+			out = append(out, kir.ExprCBs(e)...)
+		}
+		return true
+	})
+	return out
+}
+
+// spanOn is where phase ph's CBs with L1 of their own start (lo) or end
+// on core c, placed as the simulator places them (kir.CBPlaceOrder,
+// kir.FirstFit from the phase's CBBase or the unreserved base).
+func spanOn(b *codegen.Build, ph *kir.Phase, c kir.Core, lo bool) uint64 {
+	base := uint64(b.Target.L1UnreservedBase)
+	if ph.CBBase != 0 {
+		base = uint64(ph.CBBase)
+	}
+	idx := make([]int, len(ph.CBs))
+	for i, cb := range ph.CBs {
+		idx[i] = cb.Index
+	}
+	var done []kir.CBSpan
+	out := uint64(0)
+	if lo {
+		out = ^uint64(0)
+	}
+	for _, i := range kir.CBPlaceOrder(idx) {
+		cb := &ph.CBs[i]
+		if cb.Backing != "" {
+			continue
+		}
+		cores := kir.CoresOf(cb.Cores)
+		a := kir.FirstFit(base, uint64(cb.Bytes()), cores, done)
+		done = append(done, kir.CBSpan{Cores: cores, Lo: a, Hi: a + uint64(cb.Bytes())})
+		if !slices.Contains(cores, c) {
+			continue
+		}
+		if lo {
+			out = min(out, a)
+		} else {
+			out = max(out, a+uint64(cb.Bytes()))
+		}
+	}
+	if lo && out == ^uint64(0) {
+		out = base
+	}
+	return out
 }
