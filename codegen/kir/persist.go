@@ -94,11 +94,13 @@ type Phase struct {
 	Kernels []PhaseKernel
 	// Cores are the cores taking part in the phase, row-major.
 	Cores []Core
-	// CBBase, when not 0, is the L1 address the phase's CBs are placed
-	// from (kir.FirstFit) instead of the target's L1UnreservedBase: above
-	// the CBs of the phase before it on its cores, when a RISC begins it
-	// early (EarlyBegin).
-	CBBase uint32 `json:",omitempty"`
+	// CBBase, when not 0, is the L1 address the CBs EarlyCBs are placed
+	// from (kir.PlaceCBs), above every CB of the phases before it on the
+	// cores that begin it early (EarlyBegin); its other CBs are placed from
+	// the target's L1UnreservedBase around them (they are installed only
+	// once the phase before has ended on the whole core).
+	CBBase   uint32 `json:",omitempty"`
+	EarlyCBs []int  `json:",omitempty"`
 }
 
 // PhaseKernel is one kernel of a phase's source program.

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/tcc-dev/tcc/codegen"
@@ -64,6 +65,7 @@ func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, p
 		}
 	}
 	top := l1Top(t, bufs)
+	earlyOn := make([]map[kir.Core]bool, n)
 	for p := range ps.Phases {
 		ph := &ps.Phases[p]
 		if !lazyPhase(ph, fixed) {
@@ -74,21 +76,53 @@ func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, p
 		forbid := map[int]bool{}
 		for _, c := range ph.Cores {
 			q, ok := prev[p][c]
-			if !ok || c.IsEth() || ps.Phases[q].CBBase != 0 {
+			if !ok || c.IsEth() {
 				continue
 			}
 			k := kern(p, c, earlyRISC)
 			if k == nil || firstTouch(k, []kir.Core{c}, fixed) == 0 {
 				continue
 			}
+			// The phases still live on c when its NCRISC begins p: q (its
+			// BRISC and compute; all of it when q itself began early on c:
+			// its NCRISC's CBs then hold data q's compute has not read),
+			// and, when q began early, the phase r before q (its BRISC and
+			// compute). No longer chains.
+			live := []struct {
+				q    int
+				all  bool
+				some bool
+			}{{q, earlyOn[q][c], true}}
+			if earlyOn[q][c] {
+				r, ok := prev[q][c]
+				if ok && earlyOn[r][c] {
+					continue
+				}
+				if ok {
+					live = append(live, struct {
+						q    int
+						all  bool
+						some bool
+					}{r, false, true})
+				}
+			}
 			cands = append(cands, c)
 			for i := range cbUse(k) {
 				use[i] = true
 			}
-			for _, proc := range []kir.Processor{kir.RISCV0, kir.ComputeProc} {
-				if o := kern(q, c, proc); o != nil {
-					for i := range cbUse(o) {
-						forbid[i] = true
+			for _, l := range live {
+				procs := []kir.Processor{kir.RISCV0, kir.ComputeProc}
+				if l.all {
+					procs = append(procs, earlyRISC)
+				}
+				for _, proc := range procs {
+					if o := kern(l.q, c, proc); o != nil {
+						for i := range cbUse(o) {
+							if to, ok := maps[l.q][i]; ok {
+								i = to
+							}
+							forbid[i] = true
+						}
 					}
 				}
 			}
@@ -153,14 +187,14 @@ func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, p
 		fits := false
 		for k := earlyDepth; k >= 1 && !fits; k-- {
 			deep := deepen(cbs, early, k)
-			if placedEnd(t, base, deep) <= top {
+			if placedEnd(t, base, early, deep) <= top {
 				cbs, fits = deep, true
 			}
 		}
 		if !fits {
 			continue
 		}
-		ph.CBs, ph.CBBase = cbs, uint32(base)
+		ph.CBs, ph.CBBase, ph.EarlyCBs = cbs, uint32(base), early
 		for i := range ph.Kernels {
 			ph.Kernels[i].Compute.UnpackToDestFP32 = remapList(ph.Kernels[i].Compute.UnpackToDestFP32, cm)
 		}
@@ -169,8 +203,12 @@ func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, p
 			qs = append(qs, q)
 		}
 		sort.Ints(qs)
+		earlyOn[p] = map[kir.Core]bool{}
 		for _, q := range qs {
 			ps.Early = append(ps.Early, kir.EarlyBegin{Phase: p, Prev: q, Processor: earlyRISC, Cores: byPrev[q], CBs: early})
+			for _, c := range byPrev[q] {
+				earlyOn[p][c] = true
+			}
 		}
 		for e, f := range cm {
 			if e != f {
@@ -201,48 +239,38 @@ func cbUse(k *kir.Kernel) map[int]bool {
 	return out
 }
 
-// placeSpans places cbs from base as the simulator does (kir.CBPlaceOrder,
-// kir.FirstFit; CBs backed by a buffer take no L1 of their own).
-func placeSpans(t *target.Target, base uint64, cbs []kir.CB) []kir.CBSpan {
-	if base == 0 {
-		base = uint64(t.L1UnreservedBase)
-	}
-	idx := make([]int, len(cbs))
+// placeSpans places cbs as the simulator places a phase's (kir.PlaceCBs:
+// the CBs early from base first, the others from L1UnreservedBase; CBs
+// backed by a buffer take no L1 of their own).
+func placeSpans(t *target.Target, base uint64, early []int, cbs []kir.CB) []kir.CBSpan {
+	addrs := kir.PlaceCBs(cbs, uint64(t.L1UnreservedBase), early, base)
+	var out []kir.CBSpan
 	for i, cb := range cbs {
-		idx[i] = cb.Index
-	}
-	var done []kir.CBSpan
-	for _, i := range kir.CBPlaceOrder(idx) {
-		cb := &cbs[i]
 		if cb.Backing != "" || cb.Bytes() <= 0 {
 			continue
 		}
-		cores := kir.CoresOf(cb.Cores)
-		size := uint64(cb.Bytes())
-		addr := kir.FirstFit(base, size, cores, done)
-		done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
+		out = append(out, kir.CBSpan{Cores: kir.CoresOf(cb.Cores), Lo: addrs[i], Hi: addrs[i] + uint64(cb.Bytes())})
 	}
-	return done
+	return out
 }
 
 // cbEnd is the end of phase ph's CBs on core c (L1UnreservedBase when it
 // has none there).
 func cbEnd(t *target.Target, ph *kir.Phase, c kir.Core) uint64 {
 	end := uint64(t.L1UnreservedBase)
-	for _, s := range placeSpans(t, uint64(ph.CBBase), ph.CBs) {
-		for _, x := range s.Cores {
-			if x == c {
-				end = max(end, s.Hi)
-			}
+	for _, s := range placeSpans(t, uint64(ph.CBBase), ph.EarlyCBs, ph.CBs) {
+		if slices.Contains(s.Cores, c) {
+			end = max(end, s.Hi)
 		}
 	}
 	return end
 }
 
-// placedEnd is the highest end of cbs placed from base on any core.
-func placedEnd(t *target.Target, base uint64, cbs []kir.CB) uint64 {
+// placedEnd is the highest end of cbs placed with early from base on any
+// core.
+func placedEnd(t *target.Target, base uint64, early []int, cbs []kir.CB) uint64 {
 	end := base
-	for _, s := range placeSpans(t, base, cbs) {
+	for _, s := range placeSpans(t, base, early, cbs) {
 		end = max(end, s.Hi)
 	}
 	return end
@@ -328,11 +356,11 @@ func ringBytes(cbs []kir.CB, use map[int]bool, c kir.Core) int {
 }
 
 // earlyDepth is how many times deeper an early CB's ring is than the
-// source program's, L1 permitting: the reader then runs that much further
-// ahead (the 4-layer qwen27b decode at 1x2 predicts a GDN layer in 374.6
-// us at 2x and at 4x, 383.2 us at 1x: the early reads end where the matmul
-// is compute bound, after its activation arrives).
-const earlyDepth = 2
+// source program's, L1 permitting (else less deep): the reader then runs
+// that much further ahead. The first four layers of the 27B decode at 1x2
+// predict a GDN layer (in-projection end to the next one's) in 369.0 us at
+// 2x, 363.4 us at 3x, 363.6 us at 4x.
+const earlyDepth = 3
 
 // deepen returns cbs with the rings of the CBs early k times as deep (a
 // ring of whole blocks stays one of whole blocks).

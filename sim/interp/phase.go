@@ -191,16 +191,24 @@ func (c *Core) installEarly(p int, idx []int) *Fault {
 }
 
 // enterPhase makes the core's CBs phase p's (fresh books: empty rings),
-// keeping the CBs an early begin of p installed.
+// keeping the CBs early begins of p, or of a later phase, installed.
 func (c *Core) enterPhase(p int) *Fault {
-	kept := c.Phases.early[p]
+	kept := map[int]bool{}
+	for q, idx := range c.Phases.early {
+		if q >= p {
+			for i := range idx {
+				kept[i] = true
+			}
+		}
+	}
 	for i := range c.CBs {
 		if !kept[i] {
 			c.CBs[i] = nil
 		}
 	}
+	own := c.Phases.early[p]
 	for _, pc := range c.Phases.CBs[p] {
-		if kept[pc.Config.Index] {
+		if own[pc.Config.Index] {
 			continue
 		}
 		if _, f := c.AddCB(pc.Config, pc.Base); f != nil {

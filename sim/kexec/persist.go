@@ -50,7 +50,7 @@ func (r *run) loadPersist() error {
 			}
 		}
 		name := fmt.Sprintf("%d (%s)", i, ph.Name)
-		err := r.placeCBsFrom(ph.CBBase, ph.CBs, name, func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault {
+		err := r.placeCBsFrom(ph.CBBase, ph.EarlyCBs, ph.CBs, name, func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault {
 			if cs.Phases == nil {
 				cs.Phases = interp.NewPhases(0)
 			}

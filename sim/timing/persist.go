@@ -21,10 +21,10 @@ type PhaseSpan struct {
 type phaseState struct {
 	bars   map[interp.PhaseKey]*barTimes
 	qPhase int
-	// early holds the CB indices an early begin (kir.EarlyBegin) installed
-	// for phase earlyPhase: kept when that phase begins on the core.
-	early      map[int]bool
-	earlyPhase int
+	// early holds, by phase, the CB indices an early begin
+	// (kir.EarlyBegin) installed for it: kept when it, or an earlier
+	// phase, begins on the core.
+	early map[int]map[int]bool
 }
 
 // barTimes is one barrier's waiting threads and latest arrival.
@@ -148,20 +148,30 @@ func (m *machine) phaseCost(p int, begin bool, merged *kir.Kernel) op {
 			span.Ran = true
 			if e := cs.Phases.Early[[2]int{p, int(merged.Processor)}]; e != nil && t.Pass == interp.PassEarly && st.qPhase != p {
 				// The early CBs' timings, once per phase on the core.
-				if st.earlyPhase != p || st.early == nil {
-					st.early, st.earlyPhase = map[int]bool{}, p
+				if st.early == nil {
+					st.early = map[int]map[int]bool{}
+				}
+				if st.early[p] == nil {
+					st.early[p] = map[int]bool{}
 				}
 				for _, pc := range cs.Phases.CBs[p] {
-					if cb := pc.Config; containsInt(e.CBs, cb.Index) && !st.early[cb.Index] {
-						st.early[cb.Index] = true
+					if cb := pc.Config; containsInt(e.CBs, cb.Index) && !st.early[p][cb.Index] {
+						st.early[p][cb.Index] = true
 						cs.q[cb.Index] = newCBQ(cb)
 					}
 				}
 			} else if st.qPhase != p {
+				// The phase's CBs, keeping those early begins of it or of
+				// a later phase installed.
 				st.qPhase = p
 				kept := map[int]bool{}
-				if st.earlyPhase == p {
-					kept = st.early
+				own := st.early[p]
+				for q, idx := range st.early {
+					if q >= p {
+						for i := range idx {
+							kept[i] = true
+						}
+					}
 				}
 				for i := range cs.q {
 					if !kept[i] {
@@ -169,11 +179,11 @@ func (m *machine) phaseCost(p int, begin bool, merged *kir.Kernel) op {
 					}
 				}
 				for _, pc := range cs.Phases.CBs[p] {
-					if cb := pc.Config; !kept[cb.Index] {
+					if cb := pc.Config; !own[cb.Index] {
 						cs.q[cb.Index] = newCBQ(cb)
 					}
 				}
-				st.early, st.earlyPhase = nil, -1
+				delete(st.early, p)
 			}
 			kc := *merged
 			if pk := ph.KernelOn(cs.C, merged.Processor); pk != nil {

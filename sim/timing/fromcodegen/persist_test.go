@@ -79,9 +79,9 @@ func TestPredictPersistent(t *testing.T) {
 // TestEarlyBeginPlan: in the small config's persistent program at 1x2 the
 // weight readers (NCRISC) of matmul phases begin early (kir.EarlyBegin)
 // after the GDN recurrence and after the norms, and on every core of an
-// early begin the phase's early CBs are named by no kernel of the phase
-// before it except that core's NCRISC kernel, and lie above that phase's
-// CBs (they are installed while its other threads still run).
+// early begin the phase's early CBs are named by no merged kernel of the
+// core in the phase before it except the NCRISC's, and lie above that
+// phase's CBs (they are installed while its other threads still run).
 func TestEarlyBeginPlan(t *testing.T) {
 	b := smallBuild(t, 128)
 	prog, plan, err := persist.Build(b)
@@ -108,18 +108,18 @@ func TestEarlyBeginPlan(t *testing.T) {
 					t.Errorf("phase %d on %s: phase %d runs between it and its early begin's previous phase %d", e.Phase, c, q, e.Prev)
 				}
 			}
-			for _, k := range s.Kernel.Kernels {
+			for _, k := range prog.Kernels {
 				if k.Processor == kir.RISCV1 || !kir.InRanges(k.Cores, c) {
 					continue
 				}
-				for _, i := range namedCBs(k) {
+				for _, i := range namedCBs(segmentOf(k.Body, e.Prev)) {
 					if slices.Contains(e.CBs, i) {
-						t.Errorf("phase %d on %s: early CB c_%d is named by kernel %q of phase %d (%s), which still runs", e.Phase, c, i, k.Name, e.Prev, s.Op.Name())
+						t.Errorf("phase %d on %s: early CB c_%d is named by %s in phase %d (%s), which still runs", e.Phase, c, i, k.Name, e.Prev, s.Op.Name())
 					}
 				}
 			}
-			if hi, lo := spanOn(b, &ps.Phases[e.Prev], c, false), spanOn(b, &ps.Phases[e.Phase], c, true); lo < hi {
-				t.Errorf("phase %d on %s: its CBs start at %#x, below the end %#x of phase %d's", e.Phase, c, lo, hi, e.Prev)
+			if hi, lo := cbSpan(b, &ps.Phases[e.Prev], c, nil, false), cbSpan(b, &ps.Phases[e.Phase], c, e.CBs, true); lo < hi {
+				t.Errorf("phase %d on %s: its early CBs start at %#x, below the end %#x of phase %d's", e.Phase, c, lo, hi, e.Prev)
 			}
 		}
 	}
@@ -173,10 +173,10 @@ func TestEarlyBeginOverlap(t *testing.T) {
 
 func containsCore(cs []kir.Core, c kir.Core) bool { return slices.Contains(cs, c) }
 
-// namedCBs lists the CB indices k's statements and expressions name.
-func namedCBs(k *kir.Kernel) []int {
+// namedCBs lists the CB indices body's statements and expressions name.
+func namedCBs(body []kir.Stmt) []int {
 	var out []int
-	kir.Inspect(k.Body, func(s kir.Stmt) bool {
+	kir.Inspect(body, func(s kir.Stmt) bool {
 		out = append(out, kir.CBsOf(s)...)
 		for _, e := range kir.StmtExprs(s) {
 			out = append(out, kir.ExprCBs(e)...)
@@ -186,42 +186,47 @@ func namedCBs(k *kir.Kernel) []int {
 	return out
 }
 
-// spanOn is where phase ph's CBs with L1 of their own start (lo) or end
-// on core c, placed as the simulator places them (kir.CBPlaceOrder,
-// kir.FirstFit from the phase's CBBase or the unreserved base).
-func spanOn(b *codegen.Build, ph *kir.Phase, c kir.Core, lo bool) uint64 {
-	base := uint64(b.Target.L1UnreservedBase)
-	if ph.CBBase != 0 {
-		base = uint64(ph.CBBase)
+// segmentOf is the statements of a merged kernel's body between
+// PhaseBegin(p) and PhaseEnd(p).
+func segmentOf(body []kir.Stmt, p int) []kir.Stmt {
+	start := -1
+	for j, s := range body {
+		switch s := s.(type) {
+		case kir.PhaseBegin:
+			if s.Phase == p {
+				start = j + 1
+			}
+		case kir.PhaseEnd:
+			if s.Phase == p && start >= 0 {
+				return body[start:j]
+			}
+		}
 	}
-	idx := make([]int, len(ph.CBs))
-	for i, cb := range ph.CBs {
-		idx[i] = cb.Index
-	}
-	var done []kir.CBSpan
+	return nil
+}
+
+// cbSpan is where phase ph's CBs (only those with an index in only, when
+// not nil) start on core c (lo) or end, placed as the simulator places
+// them (kir.PlaceCBs: the early CBs from CBBase); CBs backed by a buffer
+// take no L1 of their own.
+func cbSpan(b *codegen.Build, ph *kir.Phase, c kir.Core, only []int, lo bool) uint64 {
+	addrs := kir.PlaceCBs(ph.CBs, uint64(b.Target.L1UnreservedBase), ph.EarlyCBs, uint64(ph.CBBase))
 	out := uint64(0)
 	if lo {
 		out = ^uint64(0)
 	}
-	for _, i := range kir.CBPlaceOrder(idx) {
-		cb := &ph.CBs[i]
-		if cb.Backing != "" {
-			continue
-		}
-		cores := kir.CoresOf(cb.Cores)
-		a := kir.FirstFit(base, uint64(cb.Bytes()), cores, done)
-		done = append(done, kir.CBSpan{Cores: cores, Lo: a, Hi: a + uint64(cb.Bytes())})
-		if !slices.Contains(cores, c) {
+	for i, cb := range ph.CBs {
+		if cb.Backing != "" || !kir.InRanges(cb.Cores, c) || only != nil && !slices.Contains(only, cb.Index) {
 			continue
 		}
 		if lo {
-			out = min(out, a)
+			out = min(out, addrs[i])
 		} else {
-			out = max(out, a+uint64(cb.Bytes()))
+			out = max(out, addrs[i]+uint64(cb.Bytes()))
 		}
 	}
 	if lo && out == ^uint64(0) {
-		out = base
+		out = uint64(b.Target.L1UnreservedBase)
 	}
 	return out
 }
