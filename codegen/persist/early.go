@@ -16,27 +16,36 @@ import (
 // weights (firstTouch > 0; M's waits are lazy) begins M as soon as its own
 // part of the phase S before M on the core is done, while the core's
 // BRISC and compute threads still run S: a matmul's weight reader, idle
-// at the end of a norm or of the GDN recurrence, streams its first weight
-// blocks under them. (BRISC is the core's signaler: it counts S's end on
-// the leader, so it never begins early.)
+// at the end of a norm, of the GDN recurrence or of the gate/up matmul,
+// streams its first weight blocks under them. (BRISC is the core's
+// signaler: it counts S's end on the leader, so it never begins early.)
 //
-// For that, on every core where M begins early:
-//   - the CBs M's NCRISC kernel names must not be named by S's BRISC or
-//     compute kernels (they still run S with their CBs installed): M's CB
-//     indices that are are renumbered, in the whole phase M (its CBs, every
-//     kernel's statements, its compute configurations' CB lists), to
-//     indices neither M configures nor those kernels name (cbMap);
-//   - M's CBs lie above S's (kir.Phase.CBBase: the highest end of S's CBs
-//     on those cores), and end below the L1 the program's L1 buffers may
-//     take (l1Top, counting every L1 buffer on every core).
+// The phases still live on the core when its NCRISC begins M are S (its
+// BRISC and compute threads; all of S when S itself began early there:
+// S's early CBs then hold weights S's compute has not read) and, when S
+// began early, the phase R before S (its BRISC and compute). At most that:
+// M does not begin early on a core where R began early too. On every core
+// where M begins early:
+//   - the CBs M's NCRISC kernel names (M's early CBs) must not be named by
+//     a live kernel: M's CB indices that are are renumbered, in the whole
+//     phase M (its CBs, every kernel's statements, its compute
+//     configurations' CB lists), to indices neither M configures nor a
+//     live kernel names (cbMaps);
+//   - M's early CBs lie above every CB of S (kir.Phase.CBBase: the highest
+//     end of S's CBs on those cores, which lie above R's when S began
+//     early) and every CB of M ends below the L1 the program's L1 buffers
+//     may take (l1Top, counting every L1 buffer on every core); M's other
+//     CBs, installed once S ended on the whole core, are placed from the
+//     unreserved base around the early ones (kir.PlaceCBs);
+//   - M's early rings are earlyDepth times deeper when that fits.
 //
-// S must not be placed above its own predecessor (no chain of shifted
-// phases), and M is early on no core when any of this fails.
+// M begins early on no core when the renumbering or the L1 fails, or when
+// its early rings offer less than minEarlyRing.
 
 // minEarlyRing is the least ring space (bytes per core) the early CBs of
 // a phase must offer: a phase whose early reads fit in less (a norm's
-// gamma) gains little, and placing it above its predecessor would keep the
-// next phase, a matmul, from beginning early (no chains).
+// gamma) gains little, and its early begin would keep the next phase, a
+// matmul, from beginning early when the phase before it began early too.
 const minEarlyRing = 32 << 10
 
 // earlyRISC is the RISC that begins a phase early: the worker cores'
