@@ -20,8 +20,9 @@ import (
 // (the dependency waits), matmul phases starting before their dependencies
 // end (their weight readers stream the first blocks while the producers
 // run: the waits follow the weight reads, codegen/persist/lazy.go), and a
-// step shorter than the per-program build's,
-// which pays a fixed cost and a launch gap per program.
+// step shorter than the per-program build's, which pays a fixed cost and a
+// launch gap per program; and the early begins (testEarlyBeginPlan,
+// testEarlyBeginOverlap).
 func TestPredictPersistent(t *testing.T) {
 	b := smallBuild(t, 128)
 	tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: 127, Tokens: 1})
@@ -74,20 +75,17 @@ func TestPredictPersistent(t *testing.T) {
 	if early == 0 {
 		t.Error("no matmul phase starts before a phase it depends on ends: no weights are read ahead")
 	}
+	t.Run("early begin plan", func(t *testing.T) { testEarlyBeginPlan(t, b, prog, plan) })
+	t.Run("early begin overlap", func(t *testing.T) { testEarlyBeginOverlap(t, b, tb, meta, prog, rep) })
 }
 
-// TestEarlyBeginPlan: in the small config's persistent program at 1x2 the
+// testEarlyBeginPlan: in the small config's persistent program at 1x2 the
 // weight readers (NCRISC) of matmul phases begin early (kir.EarlyBegin)
 // after the GDN recurrence and after the norms, and on every core of an
 // early begin the phase's early CBs are named by no merged kernel of the
 // core in the phase before it except the NCRISC's, and lie above that
 // phase's CBs (they are installed while its other threads still run).
-func TestEarlyBeginPlan(t *testing.T) {
-	b := smallBuild(t, 128)
-	prog, plan, err := persist.Build(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+func testEarlyBeginPlan(t *testing.T, b *codegen.Build, prog *kir.Program, plan *persist.Plan) {
 	ps := prog.Persist
 	after := map[string]bool{}
 	for _, e := range ps.Early {
@@ -130,23 +128,15 @@ func TestEarlyBeginPlan(t *testing.T) {
 	}
 }
 
-// TestEarlyBeginOverlap: the small config's step at 1x2 predicted with the
+// testEarlyBeginOverlap: the small config's step at 1x2 predicted with the
 // early begins and without them (the same program, ps.Early dropped): with
 // them early matmul phases start earlier (their weight readers stream while
 // the phase before them still runs on their cores) and the step is no
 // longer. (The small config's matmuls are too small to shorten its step;
 // sim/timing's TestEarlyBeginQwenLayers, a long check, predicts four
 // full-size layers shorter with them.)
-func TestEarlyBeginOverlap(t *testing.T) {
-	b := smallBuild(t, 128)
-	tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: 127, Tokens: 1})
-	require.NoError(t, err)
-	meta := timing.Meta{Model: "qwen27b", Stage: "fused", Mode: "decode", Batch: 1, MaxSeq: 128}
-	prog, _, err := persist.Build(b)
-	require.NoError(t, err)
+func testEarlyBeginOverlap(t *testing.T, b *codegen.Build, tb *timing.Build, meta timing.Meta, prog *kir.Program, with *timing.Report) {
 	require.NotEmpty(t, prog.Persist.Early)
-	with, err := timing.PredictPersistent(tb, prog, timing.Default(), meta)
-	require.NoError(t, err)
 	ps := *prog.Persist
 	ps.Early = nil
 	late := *prog
