@@ -52,3 +52,45 @@ func FirstFit(base, size uint64, cores []Core, placed []CBSpan) uint64 {
 	}
 	return addr
 }
+
+// PlaceCBs is the L1 address of every CB of cbs without a backing buffer
+// (0 for the others), placed in CBPlaceOrder by FirstFit: from base, or,
+// when early is not empty, the CBs whose index is in early from earlyBase
+// first and then the others from base around them (a persistent program's
+// phase whose early CBs must clear the phase before it: Phase.CBBase).
+func PlaceCBs(cbs []CB, base uint64, early []int, earlyBase uint64) []uint64 {
+	addr := make([]uint64, len(cbs))
+	idx := make([]int, len(cbs))
+	for i, cb := range cbs {
+		idx[i] = cb.Index
+	}
+	in := func(i int) bool {
+		for _, e := range early {
+			if e == cbs[i].Index {
+				return true
+			}
+		}
+		return false
+	}
+	var done []CBSpan
+	for pass := 0; pass < 2; pass++ {
+		from := base
+		if pass == 0 {
+			if len(early) == 0 {
+				continue
+			}
+			from = earlyBase
+		}
+		for _, i := range CBPlaceOrder(idx) {
+			cb := &cbs[i]
+			if cb.Backing != "" || cb.Bytes() <= 0 || in(i) != (pass == 0) {
+				continue
+			}
+			cores := CoresOf(cb.Cores)
+			a := FirstFit(from, uint64(cb.Bytes()), cores, done)
+			done = append(done, CBSpan{Cores: cores, Lo: a, Hi: a + uint64(cb.Bytes())})
+			addr[i] = a
+		}
+	}
+	return addr
+}

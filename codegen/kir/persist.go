@@ -33,6 +33,9 @@ type Persist struct {
 	// Loop, for a multi-step program, is where the host<->device step
 	// protocol's words lie in the control block (StepProtocol).
 	Loop *StepProtocol `json:",omitempty"`
+	// Early lists the RISCs that begin a phase before their core's other
+	// RISCs end the phase before it (EarlyBegin).
+	Early []EarlyBegin `json:",omitempty"`
 }
 
 // StepProtocol is the host<->device protocol of a multi-step persistent
@@ -102,6 +105,55 @@ func PhaseWordIndex(proc Processor) int {
 	return -1
 }
 
+// EarlyBegin lets one RISC of some cores begin phase Phase early: on each
+// core of Cores, the thread of Processor, after its part of phase Prev
+// (the phase before Phase on the core), only arrives at tcc_phase_end(Prev)
+// and at tcc_phase_begin(Phase) and goes on without waiting for the
+// core's other threads; its tcc_phase_begin(Phase) installs Phase's CBs
+// CBs at once (the core's other threads do not name them in Prev, and
+// they lie outside Prev's CBs: Phase.CBBase), and the full barrier of
+// tcc_phase_begin(Phase), when the other threads arrive, installs the
+// rest and keeps these.
+type EarlyBegin struct {
+	Phase, Prev int
+	Processor   Processor
+	Cores       []Core
+	CBs         []int
+}
+
+// EarlyOn returns the early begin of phase p by processor proc on core c,
+// or nil.
+func (ps *Persist) EarlyOn(p int, proc Processor, c Core) *EarlyBegin {
+	for i := range ps.Early {
+		e := &ps.Early[i]
+		if e.Phase == p && e.Processor == proc && inCoreList(e.Cores, c) {
+			return e
+		}
+	}
+	return nil
+}
+
+// ArrivesOnly reports whether processor proc of core c only arrives at
+// tcc_phase_end(p) (it begins the next phase early).
+func (ps *Persist) ArrivesOnly(p int, proc Processor, c Core) bool {
+	for i := range ps.Early {
+		e := &ps.Early[i]
+		if e.Prev == p && e.Processor == proc && inCoreList(e.Cores, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func inCoreList(cs []Core, c Core) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
 // Phase is one phase of a persistent program: the source program's CBs,
 // semaphores and compute configurations.
 type Phase struct {
@@ -118,6 +170,13 @@ type Phase struct {
 	Kernels []PhaseKernel
 	// Cores are the cores taking part in the phase, row-major.
 	Cores []Core
+	// CBBase, when not 0, is the L1 address the CBs EarlyCBs are placed
+	// from (kir.PlaceCBs), above every CB of the phases before it on the
+	// cores that begin it early (EarlyBegin); its other CBs are placed from
+	// the target's L1UnreservedBase around them (they are installed only
+	// once the phase before has ended on the whole core).
+	CBBase   uint32 `json:",omitempty"`
+	EarlyCBs []int  `json:",omitempty"`
 }
 
 // PhaseKernel is one kernel of a phase's source program.

@@ -14,8 +14,11 @@
 //	noc_async_write_barrier()                (data-movement RISCs)
 //	tcc_phase_end(p)                         (core-local barrier)
 //	count[p]++ on the phase's leader         (BRISC, or the ethernet RISC)
-//	leader: wait count[p] == participants, then done[p]++ on every core
-//	        with a phase that depends on p
+//	leader: wait count[p] == participants, then set done[p] on every core
+//	        with a phase that depends on p: one noc_semaphore_set_multicast
+//	        per NoC-contiguous rectangle of the worker dependents' bounding
+//	        box (the count's value, at least 1; other cores in it never
+//	        read done[p]), an increment on itself and on ethernet cores
 //
 // A core takes part in a phase when any kernel of the phase runs on it; its
 // RISCs without a kernel in the phase still run the barriers. Cores with
@@ -38,6 +41,19 @@
 // phase ends on its core, so done[p] still implies that p's dependencies
 // are done. A phase with a CB backed by a non-weight buffer, and every
 // phase on an ethernet core, waits before tcc_phase_begin.
+//
+// # Early begins
+//
+// A matmul's weight reader may begin its phase before its core's other
+// RISCs end the phase before (early.go, kir.EarlyBegin): its NCRISC only
+// arrives at tcc_phase_end of the phase before and at its own
+// tcc_phase_begin, which installs the CBs it names at once (renumbered
+// away from the CBs the core's still-running kernels name, placed above
+// their L1, rings three times deeper when the L1 allows), so its weights
+// stream while the GDN recurrence, a norm or the gate/up matmul still runs
+// on the core; the other RISCs begin the phase as before, keeping those
+// CBs. The simulator, the runtime and the timing model count each phase
+// barrier (begin, end) of a core apart.
 //
 // The control block is an L1 buffer the runtime allocates on every worker
 // core (Ctl, so each phase's CBs are placed below it) and the top of the
@@ -83,9 +99,10 @@
 // tcc_phase_begin(p) is a core-local barrier of the core's threads; when
 // all arrived the core's CBs become phase p's (placed exactly as the
 // simulator places the standalone program's: kir.CBPlaceOrder and
-// kir.FirstFit from L1UnreservedBase) and the compute thread takes the
-// phase kernel's configuration (fidelity, fp32 DEST, ...) with its state
-// reinitialised. sim/interp keeps these books for sim/kexec and sim/timing.
+// kir.FirstFit from L1UnreservedBase; a phase with early begins places its
+// early CBs from its CBBase first, kir.PlaceCBs) and the compute thread
+// takes the phase kernel's configuration (fidelity, fp32 DEST, ...) with
+// its state reinitialised. sim/interp keeps these books for sim/kexec and sim/timing.
 // On the card this is tt-metal's setup_local_cb_read_write_interfaces run
 // from a per-phase CB table in L1, with rta_l1_base / crta_l1_base moved to
 // the phase's argument tables (get_arg_val reads through them), and the

@@ -86,7 +86,7 @@ func BuildLoop(b *codegen.Build, steps int, tokens *ir.Value) (*kir.Program, *Pl
 	hist := kir.Buffer{Name: HistoryBuffer, DType: spec.DType, Layout: spec.Layout, PageSize: spec.PageSize, Pages: steps,
 		Mem: ir.MemoryConfig{Kind: ir.DRAMInterleaved}}
 	lp := &loopPlan{steps: steps, tokens: spec.Name, page: spec.PageSize, history: hist}
-	p, plan, err := build(b, lp)
+	p, plan, err := build(b, lp, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -27,6 +28,9 @@ type PlanPhase struct {
 	Op    string
 	Deps  []int
 	Cores int
+	// Early is the number of cores whose NCRISC begins the phase early
+	// (early.go).
+	Early int
 }
 
 // Deps returns the number of dependency waits of the plan.
@@ -44,9 +48,17 @@ func (p *Plan) Deps() int {
 // two kernels of one phase on one RISC of a core, a kernel with more
 // runtime arguments on a core than the card allows, a statement Build
 // cannot rename.
-func Build(b *codegen.Build) (*kir.Program, *Plan, error) { return build(b, nil) }
+func Build(b *codegen.Build) (*kir.Program, *Plan, error) { return build(b, nil, true) }
 
-func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
+// BuildWithoutEarlyBegins is Build with no early begins (early.go): every
+// RISC of a core begins each phase at the same core-local barrier and
+// ps.Early is empty. It is the program `tcc build --persistent` prints,
+// since the C++ printer has no device side for early begins yet.
+func BuildWithoutEarlyBegins(b *codegen.Build) (*kir.Program, *Plan, error) {
+	return build(b, nil, false)
+}
+
+func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, error) {
 	if b == nil || len(b.Programs) == 0 {
 		return nil, nil, fmt.Errorf("persist: the build has no programs")
 	}
@@ -110,6 +122,13 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 		ps.EthCtl = uint32(t.Eth.L1Top - ps.CtlBytes)
 	}
 	prog.Buffers = append(prog.Buffers, CtlKirBuffer(b, ps.CtlBytes))
+	cbMaps := make([]map[int]int, n)
+	if early {
+		cbMaps = planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers)
+	}
+	for _, e := range ps.Early {
+		plan.Phases[e.Phase].Early += len(e.Cores)
+	}
 	// Who waits for whom: dependents[p] are the cores with a phase that
 	// depends on p.
 	dependents := make([]map[kir.Core]bool, n)
@@ -187,7 +206,7 @@ func build(b *codegen.Build, lp *loopPlan) (*kir.Program, *Plan, error) {
 		g := groups[key]
 		c0 := g.cores[0]
 		proc := procFromKey(key)
-		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp, fixed: fixed}
+		m := &merger{ps: ps, t: b, eth: c0.IsEth(), proc: proc, cores: g.cores, loop: lp, fixed: fixed, cbMaps: cbMaps}
 		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
@@ -386,12 +405,15 @@ type merger struct {
 	// rt holds, per core, the runtime values appended so far.
 	rt    map[kir.Core][]kir.ArgValue
 	nocs  map[kir.Core]bool
+	mcs   map[string]bool
 	nrt   int
 	ctlOK bool
 	// loop is the step loop of a multi-step program, or nil; start is the
 	// step barrier its signaling RISC runs before the step's phases.
 	loop  *loopPlan
 	start []kir.Stmt
+	// cbMaps renumbers, per phase, the CBs its statements name (early.go).
+	cbMaps []map[int]int
 }
 
 // ctl is the local control block's address expression.
@@ -502,11 +524,30 @@ func (m *merger) phase(p int, src *kir.Kernel, deps []int, signaler bool, depend
 		ds = append(ds, c)
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i].Less(ds[j]) })
+	// Worker dependents get done[p] by multicast from a worker leader
+	// (the count word's value, at least 1: the waits want done >= 1), one
+	// NoC command per rectangle instead of one atomic per core; the leader
+	// itself and ethernet cores by an increment.
+	var workers []kir.Core
+	incs := 0
 	for _, c := range ds {
-		m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, ps.DoneWord(p)), Incr: kir.C(1)})
+		if m.eth || c.IsEth() || c == leader {
+			m.body = append(m.body, kir.NoCSemaphoreInc{Addr: m.nocAddr(c, ps.DoneWord(p)), Incr: kir.C(1)})
+			incs++
+			continue
+		}
+		workers = append(workers, c)
 	}
-	if len(ds) > 0 {
+	mcasts := 0
+	for _, r := range doneRects(m.t.Target, workers, leader) {
+		m.body = append(m.body, kir.NoCSemaphoreSetMulticast{Src: count, Dst: m.mcastAddr(r, ps.DoneWord(p)), NumDests: kir.Ci(r.dests)})
+		mcasts++
+	}
+	if incs > 0 {
 		m.body = append(m.body, kir.NoCAsyncAtomicBarrier{})
+	}
+	if mcasts > 0 {
+		m.body = append(m.body, kir.NoCAsyncWriteBarrier{})
 	}
 	return nil
 }
@@ -559,7 +600,7 @@ func (m *merger) rename(p int, src *kir.Kernel) ([]kir.Stmt, error) {
 	}
 	semBase := m.ps.SemWord(m.ps.Phases[p].SemSlot)
 	declared := map[string]bool{}
-	rn := &renamer{prefix: prefix, sem: func(id kir.Expr, eth bool) kir.Expr {
+	rn := &renamer{prefix: prefix, cbs: m.cbMaps[p], sem: func(id kir.Expr, eth bool) kir.Expr {
 		// The phase's semaphore base is a common argument of the
 		// phase (SemArg), not a constant in its body, so that phases
 		// whose bodies differ only in it share code when printed.
@@ -608,8 +649,10 @@ func (m *merger) finish() *kir.Kernel {
 // renamer rewrites a phase's statements.
 type renamer struct {
 	prefix string
-	sem    func(id kir.Expr, eth bool) kir.Expr
-	err    error
+	// cbs renumbers CB indices (nil: none).
+	cbs map[int]int
+	sem func(id kir.Expr, eth bool) kir.Expr
+	err error
 }
 
 var (
@@ -649,7 +692,18 @@ func (r *renamer) stmt(s kir.Stmt) kir.Stmt {
 			f.Set(reflect.ValueOf(x))
 		}
 	}
+	if r.cbs != nil {
+		remapStmtCBs(cp, r.cbs)
+	}
 	return cp.Interface().(kir.Stmt)
+}
+
+// cb is CB index i renumbered.
+func (r *renamer) cb(i int) int {
+	if to, ok := r.cbs[i]; ok {
+		return to
+	}
+	return i
 }
 
 func (r *renamer) varName(n string) string { return "v" + strings.TrimPrefix(r.prefix, "p") + n }
@@ -658,7 +712,16 @@ func (r *renamer) expr(e kir.Expr) kir.Expr {
 	switch e := e.(type) {
 	case nil:
 		return nil
-	case kir.Const, kir.GetWritePtr, kir.GetReadPtr, kir.GetTileSize, kir.MyNoCX, kir.MyNoCY, kir.NumDRAMBanks:
+	case kir.GetWritePtr:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.GetReadPtr:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.GetTileSize:
+		e.CB = r.cb(e.CB)
+		return e
+	case kir.Const, kir.MyNoCX, kir.MyNoCY, kir.NumDRAMBanks:
 		return e
 	case kir.Var:
 		e.Name = r.varName(e.Name)
@@ -680,11 +743,82 @@ func (r *renamer) expr(e kir.Expr) kir.Expr {
 	case kir.L1Read32:
 		return kir.L1Read32{Addr: r.expr(e.Addr)}
 	case kir.ReadTileValue:
-		e.Tile, e.Offset = r.expr(e.Tile), r.expr(e.Offset)
+		e.Tile, e.Offset, e.CB = r.expr(e.Tile), r.expr(e.Offset), r.cb(e.CB)
 		return e
 	}
 	if r.err == nil {
 		r.err = fmt.Errorf("expression %T cannot be renamed", e)
 	}
 	return e
+}
+
+// doneRect is one multicast rectangle of a done signal: logical worker
+// cores x0..x1, y0..y1 (corners included), dests of them besides the
+// sender.
+type doneRect struct {
+	x0, y0, x1, y1 int
+	dests          int
+}
+
+// doneRects covers the bounding box of the worker cores cs with
+// rectangles whose NoC columns and rows are contiguous (no rectangle spans
+// a DRAM or PCIe column or row of the NoC), each holding at least one core
+// besides the sender; nil when cs is empty. The rectangles may hold cores
+// outside cs: a done word is read only by the phases that depend on its
+// phase, so setting it on other cores changes nothing.
+func doneRects(t *target.Target, cs []kir.Core, sender kir.Core) []doneRect {
+	if len(cs) == 0 {
+		return nil
+	}
+	x0, y0, x1, y1 := cs[0].X, cs[0].Y, cs[0].X, cs[0].Y
+	for _, c := range cs {
+		x0, y0, x1, y1 = min(x0, c.X), min(y0, c.Y), max(x1, c.X), max(y1, c.Y)
+	}
+	runs := func(lo, hi int, noc func(i int) int) [][2]int {
+		var out [][2]int
+		for i := lo; i <= hi; i++ {
+			if n := len(out); n > 0 && noc(i) == noc(i-1)+1 {
+				out[n-1][1] = i
+				continue
+			}
+			out = append(out, [2]int{i, i})
+		}
+		return out
+	}
+	nx := func(x int) int { v, _, _ := t.WorkerNoC(x, y0); return v }
+	ny := func(y int) int { _, v, _ := t.WorkerNoC(x0, y); return v }
+	var out []doneRect
+	for _, ry := range runs(y0, y1, ny) {
+		for _, rx := range runs(x0, x1, nx) {
+			r := doneRect{x0: rx[0], y0: ry[0], x1: rx[1], y1: ry[1]}
+			r.dests = (r.x1 - r.x0 + 1) * (r.y1 - r.y0 + 1)
+			if !sender.IsEth() && sender.X >= r.x0 && sender.X <= r.x1 && sender.Y >= r.y0 && sender.Y <= r.y1 {
+				r.dests--
+			}
+			if r.dests > 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// mcastAddr is the multicast address of control word off on rectangle r,
+// for the merged kernel's NoC (kir.McastCorners' order).
+func (m *merger) mcastAddr(r doneRect, off uint32) kir.Expr {
+	lo, hi := kir.Core{X: r.x0, Y: r.y0}, kir.Core{X: r.x1, Y: r.y1}
+	cs := kir.McastCorners(m.k.NoC, lo, hi)
+	var e [4]kir.Expr
+	for i, v := range cs {
+		name := fmt.Sprintf("persist_mc%d_%s_%s", i, coreID(lo), coreID(hi))
+		if m.mcs == nil {
+			m.mcs = map[string]bool{}
+		}
+		if !m.mcs[name] {
+			m.mcs[name] = true
+			m.k.CommonArg(name, v)
+		}
+		e[i] = kir.ArgRef{Name: name}
+	}
+	return kir.MulticastAddr{X0: e[0], Y0: e[1], X1: e[2], Y1: e[3], Addr: kir.Add(m.workerCtl(), kir.C(off))}
 }

@@ -1,6 +1,7 @@
 package persist_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -195,4 +196,57 @@ func TestBuildDeterministic(t *testing.T) {
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("second build differs (-first +second):\n%s", diff)
 	}
+}
+
+// TestDoneMulticast: a phase's leader sets the done word of its worker
+// dependents by multicast (noc_semaphore_set_multicast of its count word),
+// not by one atomic increment per dependent core: in the diamond build no
+// merged kernel increments another worker core's done word.
+func TestDoneMulticast(t *testing.T) {
+	b := diamond(t)
+	p, _, err := persist.Build(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := p.Persist
+	mcasts, incs := 0, 0
+	for _, k := range p.Kernels {
+		kir.Inspect(k.Body, func(s kir.Stmt) bool {
+			switch s := s.(type) {
+			case kir.NoCSemaphoreSetMulticast:
+				mcasts++
+			case kir.NoCSemaphoreInc:
+				// A done word's offset is below the count words'.
+				if a, ok := s.Addr.(kir.NoCAddr); ok {
+					if add, ok := a.Addr.(kir.Bin); ok {
+						if off, ok := add.Y.(kir.Const); ok && uint32(off.V) < ps.CountWord(0) && !persistSelf(a, k) {
+							incs++
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	if mcasts == 0 {
+		t.Error("no done multicast in the merged kernels")
+	}
+	if incs != 0 {
+		t.Errorf("%d increments of another core's done word; want the multicast", incs)
+	}
+}
+
+// persistSelf reports whether a's NoC coordinates are the arguments of one
+// of k's own cores (the leader increments its own done word).
+func persistSelf(a kir.NoCAddr, k *kir.Kernel) bool {
+	x, ok := a.X.(kir.ArgRef)
+	if !ok {
+		return false
+	}
+	for _, c := range kir.CoresOf(k.Cores) {
+		if x.Name == fmt.Sprintf("persist_nx_%d_%d", c.X, c.Y) {
+			return true
+		}
+	}
+	return false
 }

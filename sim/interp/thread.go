@@ -79,11 +79,20 @@ type Thread[S any] struct {
 	Err error
 	S   S
 	ops []uint64 // operand values of the running instruction
-	// inBarrier: the thread has arrived at a phase barrier that has not
-	// released it yet (it arrived in barrier epoch barrierEpoch).
+	// inBarrier: the thread has arrived at phase barrier barrierKey,
+	// which has not released it yet (it arrived in the barrier's
+	// generation barrierEpoch).
 	inBarrier    bool
+	barrierKey   PhaseKey
 	barrierEpoch uint64
+	// Pass is how the thread passed its last phase barrier (for the
+	// machine's op of PhaseBegin and PhaseEnd).
+	Pass Pass
 }
+
+// PhaseKey is the phase barrier the thread waits at (valid while it is
+// blocked at one).
+func (t *Thread[S]) PhaseKey() PhaseKey { return t.barrierKey }
 
 // Start readies t to run code on core with argument values args (see
 // ResolveArgs) and machine state s: PC 0, variables 0, Clock 0, no error.

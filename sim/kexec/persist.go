@@ -63,7 +63,7 @@ func (r *run) loadPersist() error {
 			}
 		}
 		name := fmt.Sprintf("%d (%s)", i, ph.Name)
-		err := r.placeCBs(ph.CBs, name, func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault {
+		err := r.placeCBsFrom(ph.CBBase, ph.EarlyCBs, ph.CBs, name, func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault {
 			if cs.Phases == nil {
 				cs.Phases = interp.NewPhases(0)
 			}
@@ -109,6 +109,9 @@ func (r *run) countThreads() {
 		}
 		ks.core.Phases.Threads++
 		ks.core.Phases.Loop = r.p.Persist.Steps > 1
+		if ks.core.Phases.Threads == 1 {
+			ks.core.Phases.SetEarly(r.p.Persist, ks.core.C)
+		}
 	}
 }
 

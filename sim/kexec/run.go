@@ -308,7 +308,15 @@ func runNames(runs []*run, done, mesh bool) []string {
 // add for each core of each CB; phase names the phase of a persistent
 // program in errors ("" otherwise).
 func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault) error {
+	return r.placeCBsFrom(0, nil, cbs, phase, add)
+}
+
+// placeCBsFrom is placeCBs with the CBs early placed from L1 address base
+// first (kir.PlaceCBs; a persistent program's kir.Phase.CBBase and
+// EarlyCBs).
+func (r *run) placeCBsFrom(base uint32, early []int, cbs []kir.CB, phase string, add func(cs *coreState, cb *kir.CB, addr uint64) *interp.Fault) error {
 	t := r.t
+	addrs := kir.PlaceCBs(cbs, uint64(t.L1UnreservedBase), early, uint64(base))
 	where := ""
 	if phase != "" {
 		where = " in phase " + phase
@@ -318,7 +326,6 @@ func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *k
 		indices[i] = cb.Index
 	}
 	order := kir.CBPlaceOrder(indices)
-	var done []kir.CBSpan // CBs with their own L1
 	l1Top := r.d.l1A.lowest()
 	for _, i := range order {
 		cb := &cbs[i]
@@ -338,8 +345,7 @@ func (r *run) placeCBs(cbs []kir.CB, phase string, add func(cs *coreState, cb *k
 			}
 			addr = uint64(db.Addr)
 		} else {
-			addr = kir.FirstFit(uint64(t.L1UnreservedBase), size, cores, done)
-			done = append(done, kir.CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
+			addr = addrs[i]
 			if addr+size > l1Top {
 				return r.ruleErr(kir.RuleL1Budget, "", nil, cb.Index, "CB c_%d (%d bytes) placed at %#x ends past the free L1 (CBs must end below %#x, where L1 buffers start)%s", cb.Index, size, addr, l1Top, over(where, cores, addr+size-l1Top))
 			}

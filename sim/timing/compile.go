@@ -64,7 +64,7 @@ func (m *machine) Block(t *ithread, w interp.Wait) {
 		q := th.core.q[w.CB]
 		th.block(&q.cons, q.wait)
 	case interp.WaitPhase:
-		m.blockPhase(th)
+		m.blockPhase(t)
 	default:
 		th.block(&th.core.word(uint32(w.Addr)).waiters, "noc_semaphore_wait")
 	}

@@ -15,13 +15,34 @@ type PhaseSpan struct {
 	Ran bool
 }
 
-// phaseState is what the model keeps of a core's phase barriers: the
-// threads waiting at the barrier, the latest arrival among them, the phase
-// whose CB timings are installed.
+// phaseState is what the model keeps of a core's phase barriers: per
+// barrier the threads waiting at it and the latest arrival among them; the
+// phase whose CB timings are installed.
 type phaseState struct {
+	bars   map[interp.PhaseKey]*barTimes
+	qPhase int
+	// early holds, by phase, the CB indices an early begin
+	// (kir.EarlyBegin) installed for it: kept when it, or an earlier
+	// phase, begins on the core.
+	early map[int]map[int]bool
+}
+
+// barTimes is one barrier's waiting threads and latest arrival.
+type barTimes struct {
 	waiters    []*thread
 	arrivedMax float64
-	qPhase     int
+}
+
+func (st *phaseState) bar(k interp.PhaseKey) *barTimes {
+	if st.bars == nil {
+		st.bars = map[interp.PhaseKey]*barTimes{}
+	}
+	b := st.bars[k]
+	if b == nil {
+		b = &barTimes{}
+		st.bars[k] = b
+	}
+	return b
 }
 
 // loadPersist gives every core of device dev the CBs of each phase it
@@ -79,6 +100,9 @@ func (m *machine) countThreads() {
 			th.core.Phases = interp.NewPhases(0)
 		}
 		th.core.Phases.Threads++
+		if th.core.Phases.Threads == 1 {
+			th.core.Phases.SetEarly(m.prog.Persist, th.core.C)
+		}
 	}
 }
 
@@ -93,17 +117,22 @@ func (m *machine) phaseCost(p int, begin bool, merged *kir.Kernel) op {
 		th := t.S
 		cs := th.core
 		st := &cs.phase
-		if th.phaseWoken {
-			th.phaseWoken = false
+		bt := st.bar(interp.PhaseKey{Phase: p, Begin: begin})
+		switch t.Pass {
+		case interp.PassEarly:
+			// An early begin or an arrive-only end: the thread goes on;
+			// its arrival counts for the barrier's release.
+			bt.arrivedMax = max(bt.arrivedMax, th.Clock)
+		case interp.PassReleased:
 			th.waitUntil(th.phaseRelease, "phase barrier")
-		} else {
-			rel := max(st.arrivedMax, th.Clock)
+		default:
+			rel := max(bt.arrivedMax, th.Clock)
 			th.waitUntil(rel, "phase barrier")
-			for _, w := range st.waiters {
-				w.phaseWoken, w.phaseRelease = true, rel
+			for _, w := range bt.waiters {
+				w.phaseRelease = rel
 			}
-			m.wake(&st.waiters)
-			st.arrivedMax = 0
+			m.wake(&bt.waiters)
+			bt.arrivedMax = 0
 		}
 		th.advance(m.p.ScalarCycles)
 		d := cs.dev
@@ -117,16 +146,44 @@ func (m *machine) phaseCost(p int, begin bool, merged *kir.Kernel) op {
 				span.StartUS = us
 			}
 			span.Ran = true
-			if st.qPhase != p {
-				st.qPhase = p
-				for i := range cs.q {
-					cs.q[i] = nil
+			if e := cs.Phases.Early[[2]int{p, int(merged.Processor)}]; e != nil && t.Pass == interp.PassEarly && st.qPhase != p {
+				// The early CBs' timings, once per phase on the core.
+				if st.early == nil {
+					st.early = map[int]map[int]bool{}
+				}
+				if st.early[p] == nil {
+					st.early[p] = map[int]bool{}
 				}
 				for _, pc := range cs.Phases.CBs[p] {
-					cb := pc.Config
-					cs.q[cb.Index] = &cbq{free: make([]float64, cb.Pages),
-						reserve: fmt.Sprintf("cb_reserve_back c_%d", cb.Index), wait: fmt.Sprintf("cb_wait_front c_%d", cb.Index)}
+					if cb := pc.Config; containsInt(e.CBs, cb.Index) && !st.early[p][cb.Index] {
+						st.early[p][cb.Index] = true
+						cs.q[cb.Index] = newCBQ(cb)
+					}
 				}
+			} else if st.qPhase != p {
+				// The phase's CBs, keeping those early begins of it or of
+				// a later phase installed.
+				st.qPhase = p
+				kept := map[int]bool{}
+				own := st.early[p]
+				for q, idx := range st.early {
+					if q >= p {
+						for i := range idx {
+							kept[i] = true
+						}
+					}
+				}
+				for i := range cs.q {
+					if !kept[i] {
+						cs.q[i] = nil
+					}
+				}
+				for _, pc := range cs.Phases.CBs[p] {
+					if cb := pc.Config; !own[cb.Index] {
+						cs.q[cb.Index] = newCBQ(cb)
+					}
+				}
+				delete(st.early, p)
 			}
 			kc := *merged
 			if pk := ph.KernelOn(cs.C, merged.Processor); pk != nil {
@@ -143,8 +200,24 @@ func (m *machine) phaseCost(p int, begin bool, merged *kir.Kernel) op {
 }
 
 // blockPhase puts th to sleep at its core's phase barrier.
-func (m *machine) blockPhase(th *thread) {
-	st := &th.core.phase
-	st.arrivedMax = max(st.arrivedMax, th.Clock)
-	th.block(&st.waiters, "phase barrier")
+func (m *machine) blockPhase(t *ithread) {
+	th := t.S
+	bt := th.core.phase.bar(t.PhaseKey())
+	bt.arrivedMax = max(bt.arrivedMax, th.Clock)
+	th.block(&bt.waiters, "phase barrier")
+}
+
+// newCBQ is the empty timing ring of cb.
+func newCBQ(cb *kir.CB) *cbq {
+	return &cbq{free: make([]float64, cb.Pages),
+		reserve: fmt.Sprintf("cb_reserve_back c_%d", cb.Index), wait: fmt.Sprintf("cb_wait_front c_%d", cb.Index)}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }

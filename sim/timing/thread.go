@@ -38,9 +38,8 @@ type thread struct {
 	// compute configuration
 	mathPasses float64
 	fp32       bool
-	// phaseWoken: the thread was released from a phase barrier at
-	// phaseRelease (cycles).
-	phaseWoken   bool
+	// phaseRelease is when the phase barrier the thread waited at
+	// released it (cycles).
 	phaseRelease float64
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // persistentFiles renders b as ONE persistent program per device
-// (persist.Build, persist.WithTables): kernels/<role>_<hash>.cpp for the
+// (persist.BuildWithoutEarlyBegins, persist.WithTables): kernels/<role>_<hash>.cpp for the
 // merged kernels (codegen/cpp: phases sharing code) and programs.json with
 // one program per device whose config carries the persistent section
 // (hostcfg.Persistent). It prints the merged kernels' estimated code per
@@ -23,7 +23,7 @@ import (
 // any code-size or compute-configuration error.
 func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[string][]byte, error) {
 	t := b.Target
-	prog, _, err := persist.Build(b)
+	prog, _, err := persist.BuildWithoutEarlyBegins(b)
 	if err != nil {
 		return nil, err
 	}
