@@ -35,7 +35,13 @@ func Header() string {
 	b.WriteString("// no SFPI compiler needed. The simulator executes the same instructions (ir/sfpuisa).\n")
 	b.WriteString("#pragma once\n\n")
 	b.WriteString("#include <cstdint>\n\n")
+	b.WriteString("#include \"compute_kernel_api/common.h\"\n")
+	b.WriteString("#ifdef TRISC_MATH\n")
+	b.WriteString("#include \"llk_math_eltwise_unary_sfpu_params.h\"\n")
+	b.WriteString("#include \"llk_math_eltwise_binary_sfpu_params.h\"\n")
+	b.WriteString("#endif\n\n")
 	b.WriteString("namespace tcc_sfpu {\n")
+	b.WriteString("using namespace ckernel;\n")
 	for _, s := range Table {
 		p := Programs[s.Op]
 		args := map[isa.Arg]string{isa.ArgParamHi: "param >> 16", isa.ArgParamLo: "param & 0xffff", isa.ArgIn0: "in0", isa.ArgIn1: "in1", isa.ArgOut: "out"}
@@ -62,17 +68,17 @@ func Header() string {
 	for _, s := range Table {
 		switch {
 		case s.Binary:
-			fmt.Fprintf(&b, "\ninline void %s() { MATH((_llk_math_eltwise_binary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
+			fmt.Fprintf(&b, "\ninline void %s() { using namespace ckernel; MATH((_llk_math_eltwise_binary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
 			fmt.Fprintf(&b, "inline void %s(uint32_t idst0, uint32_t idst1, uint32_t odst) {\n"+
-				"    MATH((_llk_math_eltwise_binary_sfpu_params_<false>(%s, idst0, idst1, odst, (int)VectorMode::RC)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
+				"    using namespace ckernel;\n    MATH((_llk_math_eltwise_binary_sfpu_params_<false>(%s, idst0, idst1, odst, (int)VectorMode::RC)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
 		case s.Param:
-			fmt.Fprintf(&b, "\ninline void %s() { MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
+			fmt.Fprintf(&b, "\ninline void %s() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
 			fmt.Fprintf(&b, "inline void %s(uint32_t idst, uint32_t param) {\n"+
-				"    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(%s, idst, (int)VectorMode::RC, param)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
+				"    using namespace ckernel;\n    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(%s, idst, (int)VectorMode::RC, param)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
 		default:
-			fmt.Fprintf(&b, "\ninline void %s() { MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
+			fmt.Fprintf(&b, "\ninline void %s() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }\n", TileInit(s.Op))
 			fmt.Fprintf(&b, "inline void %s(uint32_t idst) {\n"+
-				"    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(%s, idst, (int)VectorMode::RC)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
+				"    using namespace ckernel;\n    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(%s, idst, (int)VectorMode::RC)));\n}\n", TileCall(s.Op), FaceFunc(s.Op))
 		}
 	}
 	return b.String()

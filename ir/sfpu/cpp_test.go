@@ -81,6 +81,7 @@ func TestHeaderIssuesProgramWords(t *testing.T) {
 	hdr = strings.Replace(hdr, "#pragma once", "", 1)
 	hdr = hdr[:strings.Index(hdr, "}  // namespace tcc_sfpu")+len("}  // namespace tcc_sfpu")] + "\n"
 	var main strings.Builder
+	hdr = strings.Replace(hdr, "#include \"compute_kernel_api/common.h\"", "namespace ckernel {}", 1)
 	main.WriteString(hostStub + hdr + "int main() {\n")
 	for _, s := range Table {
 		call := "()"

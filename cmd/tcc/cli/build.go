@@ -9,7 +9,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/models"
 )
 
@@ -45,6 +44,7 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
+	mf.addSFPU()
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	var persistent bool
 	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as one persistent program (not available yet: see the error)")
@@ -69,7 +69,11 @@ before it is compiled (rule dram-capacity), with the numbers and what fits.
 		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
 			return err
 		}
-		b, err := codegen.Compile(g, target.Blackhole())
+		t, err := mf.target()
+		if err != nil {
+			return err
+		}
+		b, err := codegen.Compile(g, t)
 		if err != nil {
 			return err
 		}
