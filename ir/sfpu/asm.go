@@ -14,15 +14,39 @@ import (
 // instruction list is the one source of the op's semantics, its C++ and
 // its cycles.
 type Program struct {
-	Body []isa.Insn
+	// Setup runs once per face before the iterations: it loads constants
+	// into LREGs that Body reads and never writes.
+	Setup []isa.Insn
+	Body  []isa.Insn
 }
 
 // asm builds a Program: LREG allocation (tcc's: the lowest free of
 // LREG0-7), constant loads and the NOP after a MAD-class instruction whose
 // result the next instruction reads.
 type asm struct {
-	body []isa.Insn
-	used [8]bool
+	setup []isa.Insn
+	body  []isa.Insn
+	used  [8]bool
+	// hoisted maps a constant's bits to the LREG Setup loads it into.
+	hoisted map[uint32]uint8
+}
+
+// hoist is an LREG holding fp32 bits b for the whole program, loaded once
+// per face in Setup (the LREG stays allocated).
+func (a *asm) hoist(b uint32) uint8 {
+	if r, ok := a.hoisted[b]; ok {
+		return r
+	}
+	if a.hoisted == nil {
+		a.hoisted = map[uint32]uint8{}
+	}
+	r := a.reg()
+	a.hoisted[b] = r
+	body := a.body
+	a.body = nil
+	a.setK(r, b)
+	a.setup, a.body = append(a.setup, a.body...), body
+	return r
 }
 
 // reg allocates a free LREG; a program needing more than 8 at once is a
@@ -119,7 +143,7 @@ func (a *asm) store(r uint8, arg isa.Arg) {
 }
 
 func (a *asm) program() *Program {
-	return &Program{Body: a.body}
+	return &Program{Setup: a.setup, Body: a.body}
 }
 
 // Eval runs the program on one value x (and y, a binary op's second
@@ -134,7 +158,11 @@ func (p *Program) Eval(x, y float32) float32 {
 	env.Dest[0] = math.Float32bits(x)
 	env.Dest[1] = math.Float32bits(y)
 	env.Param = math.Float32bits(y)
-	if err := l.Run(p.Body, &env); err != nil {
+	err := l.Run(p.Setup, &env)
+	if err == nil {
+		err = l.Run(p.Body, &env)
+	}
+	if err != nil {
 		// Every program runs in TestPrograms: an error is tcc's bug.
 		panic(fmt.Sprintf("sfpu: program fails: %v", err))
 	}
@@ -146,6 +174,9 @@ func (p *Program) Eval(x, y float32) float32 {
 	}
 	return math.Float32frombits(out)
 }
+
+// FaceCycles is the cycles of Setup, once per face.
+func (p *Program) FaceCycles() float64 { return float64(len(p.Setup)) }
 
 // Cycles is the program's cycles per iteration: one per instruction
 // (every SFPU instruction issues in one cycle, the NOPs after MADs are in

@@ -52,12 +52,12 @@ func (o Op) Func(c Code) func(x, p float32) float32 {
 }
 
 // CyclesFor is the cycles of one tile call of o under code c: for
-// CodeTCC, 3 per call + 4 faces x (2 + 8 iterations x the program's
-// cycles per iteration, Program.Cycles); for CodeLLK the entry's Cycles
+// CodeTCC, 3 per call + 4 faces x (2 + the program's Setup +
+// 8 iterations x its cycles per iteration, Program.Cycles); for CodeLLK the entry's Cycles
 // (counted from tt-metal's sources).
 func (o Op) CyclesFor(c Code) float64 {
 	if c == CodeTCC {
-		return tileCycles(0, Programs[o].Cycles())
+		return tileCycles(Programs[o].FaceCycles(), Programs[o].Cycles())
 	}
 	return Table[o].Cycles
 }

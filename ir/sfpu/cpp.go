@@ -52,11 +52,14 @@ func Header() string {
 		case s.Binary:
 			sig = "std::uint32_t dst0, std::uint32_t dst1, std::uint32_t odst"
 		}
-		fmt.Fprintf(&b, "\n// %s: %d instructions per 32 values.\n", s.Name, len(p.Body))
+		fmt.Fprintf(&b, "\n// %s: %d instructions per face, then %d per 32 values.\n", s.Name, len(p.Setup), len(p.Body))
 		fmt.Fprintf(&b, "inline void %s_face(%s) {\n", s.Name, sig)
 		if s.Binary {
 			b.WriteString("    // a DEST tile is 64 rows\n")
 			b.WriteString("    const std::uint32_t in0 = dst0 * 64, in1 = dst1 * 64, out = odst * 64;\n")
+		}
+		for _, in := range p.Setup {
+			fmt.Fprintf(&b, "    %s;\n", in.Macro(args))
 		}
 		b.WriteString("#pragma GCC unroll 0\n    for (int i = 0; i < 8; i++) {\n")
 		for _, in := range p.Body {

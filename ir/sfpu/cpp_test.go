@@ -107,6 +107,9 @@ func TestHeaderIssuesProgramWords(t *testing.T) {
 	for i, s := range Table {
 		t.Run(s.Name, func(t *testing.T) {
 			var want []string
+			for _, in := range Programs[s.Op].Setup {
+				want = append(want, fmt.Sprintf("%08x", in.Word()))
+			}
 			for range 8 {
 				for _, in := range Programs[s.Op].Body {
 					want = append(want, fmt.Sprintf("%08x", in.Word()))

@@ -41,13 +41,25 @@ var expTaylor = func() [8]float32 {
 // p scaled by 2^k with an integer add of k<<23 to its bits. x >= expHi
 // gives +Inf, x < expLo gives 0 (the true value is below fp32's normals);
 // NaN gives +Inf (the caller's nanIn makes it NaN).
-func (a *asm) exp(x uint8) uint8 {
-	t := a.konst(log2e)
-	m := a.konst(roundMagi)
-	a.mad(t, x, t, m, 0) // t = x*log2e + 1.5*2^23
+func (a *asm) exp(x uint8) uint8 { return a.expH(x, false) }
+
+// expH is exp; hoist keeps log2e and 1.5*2^23 in LREGs loaded once per
+// face (two LREGs fewer for the caller).
+func (a *asm) expH(x uint8, hoist bool) uint8 {
+	var t, l2e, m uint8
+	if hoist {
+		l2e, m = a.hoist(math.Float32bits(log2e)), a.hoist(math.Float32bits(roundMagi))
+		t = a.reg()
+	} else {
+		t = a.konst(log2e)
+		l2e, m = t, a.konst(roundMagi)
+	}
+	a.mad(t, x, l2e, m, 0) // t = x*log2e + 1.5*2^23
 	k := a.reg()
 	a.mad(k, t, isa.LConst1, m, 2) // k = t - 1.5*2^23 (exact)
-	a.free(m)
+	if !hoist {
+		a.free(m)
+	}
 	c := a.konst(ln2Hi)
 	r := a.reg()
 	a.mad(r, k, c, x, 1) // r = x - k*ln2Hi (exact product)
@@ -156,29 +168,65 @@ func (a *asm) recipFinite(x uint8) uint8 {
 	return y
 }
 
-// rsqrtEst is 1/sqrt(x) for a positive normal x: the integer estimate
-// 0x5f3759df - bits/2 (3.4% off) and Newton steps y += (y/2)*(1 - x*y*y)
-// with the residual fused and x*y (near sqrt x) formed first, so that no
-// product underflows or overflows for any normal x: two steps leave it
-// about 5e-6 off, final adds a third (to within an ulp).
+// Constants of tt-llk's SQRT_23-bits estimate (sfpu/ckernel_sfpu_sqrt.h
+// _init_sqrt_ and _calculate_sqrt_body_, after Moroz et al., "Fast and
+// accurate approximation algorithms for computing floating point square
+// root", Numerical Algorithms 2024).
+const (
+	sqrtMagic = 0x5f1110a0
+	sqrtP1    = float32(2.2825186)
+	sqrtP2    = float32(2.2533049)
+)
+
+// rsqrtEst is 1/sqrt(x) for a positive normal x: the SQRT_23-bits
+// estimate y = magic - bits/2, c = -y*(x*y), y *= P1 + c*(P2 + c)
+// (products formed through x*y, near sqrt x, so none under- or
+// overflows for a normal x). final adds the fused correction
+// y += (y/2)*(1 - y*(x*y)), to within about an ulp.
 func (a *asm) rsqrtEst(x uint8, final bool) uint8 {
-	y, t := a.reg(), a.reg()
+	y, t, c := a.reg(), a.reg(), a.reg()
 	a.mov(y, x)
-	a.emit(isa.Insn{Op: isa.SFPSHFT, D: y, Mod: 1, Imm: 0xfff}) // y = bits >> 1
-	a.setK(t, 0x5f3759df)
-	a.emit(isa.Insn{Op: isa.SFPIADD, C: t, D: y, Mod: 6}) // y = t - y, condition codes untouched
-	steps := 2
+	a.emit(isa.Insn{Op: isa.SFPSHFT, D: y, Mod: 1, Imm: 0xfff})            // y = bits >> 1
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: a.hoist(sqrtMagic), D: y, Mod: 6}) // y = magic - y, condition codes untouched
+	a.mul(t, x, y)
+	a.emit(isa.Insn{Op: isa.SFPMUL, A: y, B: t, C: isa.LConst0, D: c, Mod: 1}) // c = -y*(x*y)
+	a.add(t, c, a.hoist(math.Float32bits(sqrtP2)), 0)                          // P2 + c
+	a.mad(t, c, t, a.hoist(math.Float32bits(sqrtP1)), 0)                       // P1 + c*(P2 + c)
+	a.free(c)
+	a.mul(y, y, t)
 	if final {
-		steps = 3
-	}
-	for range steps {
 		a.mul(t, x, y)
-		a.mad(t, t, y, isa.LConst1, 1)                       // t = 1 - x*y*y
+		a.mad(t, y, t, isa.LConst1, 1)                       // t = 1 - y*(x*y)
 		a.emit(isa.Insn{Op: isa.SFPMULI, D: t, Imm: 0x3f00}) // t/2 (exact)
 		a.mad(y, y, t, y, 0)
 	}
 	a.free(t)
 	return y
+}
+
+// ifZero runs body on the lanes where x is zero or denormal (its biased
+// exponent minus 1 is negative: SFPIADD sets the condition itself).
+func (a *asm) ifZero(x uint8, body func()) {
+	s := a.reg()
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: s, Mod: 1})
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
+	body()
+	a.pop()
+	a.free(s)
+}
+
+// ifPosInf runs body on the lanes where x is +Inf (bits - 0x7f800000 is
+// zero).
+func (a *asm) ifPosInf(x uint8, body func()) {
+	s := a.reg()
+	a.push()
+	a.setK(s, 0x7f800000)
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
+	a.setcc(s, ccEQ0)
+	body()
+	a.pop()
+	a.free(s)
 }
 
 // log is ln x for x > 0: x = 2^e * m with m in [sqrt(1/2), sqrt 2),
@@ -260,7 +308,7 @@ func unary(nan bool, body func(a *asm, x uint8) uint8) *Program {
 // Programs is tcc's own SFPU program of each op, indexed by Op.
 var Programs = func() [len(Table)]*Program {
 	var p [len(Table)]*Program
-	p[Exp] = unary(true, (*asm).exp)
+	p[Exp] = unary(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
 	p[Log] = unary(true, func(a *asm, x uint8) uint8 {
 		r := a.log(x)
 		a.ifExp(x, 255, func() { a.mov(r, x) })         // +Inf (and -Inf, NaN below)
@@ -274,33 +322,29 @@ var Programs = func() [len(Table)]*Program {
 		a.mul(r, x, r)
 		return r
 	})
-	p[Rsqrt] = unary(true, func(a *asm, x uint8) uint8 {
+	// rsqrt and sqrt: NaN propagates through the estimate's products (a
+	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
+	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
 		r := a.rsqrtEst(x, true)
-		a.ifExp(x, 255, func() { a.setK(r, 0) })     // +Inf: 0
-		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) }) // negative: NaN
-		a.ifExp(x, 0, func() {                       // ±0: ±Inf
-			s := a.konst(math.Float32frombits(0x7f800000))
-			a.mov(r, x)
-			a.emit(isa.Insn{Op: isa.SFPSETSGN, C: s, D: r})
-			a.free(s)
-		})
+		a.ifPosInf(x, func() { a.setK(r, 0) })
+		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
+		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
 		return r
 	})
-	p[Sqrt] = unary(true, func(a *asm, x uint8) uint8 {
+	p[Sqrt] = unary(false, func(a *asm, x uint8) uint8 {
 		// r = x*y corrected by r*(1 - y*r)/2: the residual of y, not
 		// x - r*r, whose product the FMA truncates (tt-llk's
 		// _calculate_sqrt_body_ corrects the same way).
 		y := a.rsqrtEst(x, false)
 		r, e := a.reg(), a.reg()
 		a.mul(r, x, y)
-		a.mad(e, y, r, isa.LConst1, 1) // e = 1 - y*r
-		a.mov(y, r)
-		a.emit(isa.Insn{Op: isa.SFPMULI, D: y, Imm: 0x3f00}) // r/2
-		a.mad(r, e, y, r, 0)                                 // r += e*r/2
+		a.mad(e, y, r, isa.LConst1, 1)                       // e = 1 - y*r
+		a.emit(isa.Insn{Op: isa.SFPMULI, D: e, Imm: 0x3f00}) // e/2
+		a.mad(r, e, r, r, 0)                                 // r += r*e/2
 		a.free(y, e)
-		a.ifExp(x, 255, func() { a.mov(r, x) })      // Inf
+		a.ifPosInf(x, func() { a.mov(r, x) })
 		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) }) // negative: NaN
-		a.ifExp(x, 0, func() { a.mov(r, x) })        // ±0 (a denormal is stored flushed)
+		a.ifZero(x, func() { a.mov(r, x) })          // ±0 (a denormal is stored flushed)
 		return r
 	})
 	p[Recip] = unary(true, (*asm).recip)
@@ -354,13 +398,12 @@ var Programs = func() [len(Table)]*Program {
 }()
 
 // scalar builds x op param: the parameter's two halves loaded from the
-// call's argument.
+// call's argument once per face (Setup).
 func scalar(body func(a *asm, x, s uint8)) *Program {
 	a := &asm{}
 	x, s := a.reg(), a.reg()
+	a.setup = []isa.Insn{{Op: isa.SFPLOADI, D: s, Mod: 8, Arg: isa.ArgParamHi}, {Op: isa.SFPLOADI, D: s, Mod: 10, Arg: isa.ArgParamLo}}
 	a.load(x, isa.ArgNone)
-	a.emit(isa.Insn{Op: isa.SFPLOADI, D: s, Mod: 8, Arg: isa.ArgParamHi})
-	a.emit(isa.Insn{Op: isa.SFPLOADI, D: s, Mod: 10, Arg: isa.ArgParamLo})
 	body(a, x, s)
 	a.store(x, isa.ArgNone)
 	return a.program()
