@@ -24,7 +24,7 @@ var accRanges = []accRange{
 	{Exp, -87.3, 88.7, math.Exp, 1},
 	{Log, 0x1p-126, math.MaxFloat32, math.Log, 3},
 	{Sigmoid, -88, 88, func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }, 3},
-	{SiLU, -87.3, 88, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, 3},
+	{SiLU, -87.3, 88, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, 3.5},
 	{Rsqrt, 0x1p-126, math.MaxFloat32, func(x float64) float64 { return 1 / math.Sqrt(x) }, 1.5},
 	{Sqrt, 0x1p-126, math.MaxFloat32, math.Sqrt, 2},
 	{Recip, 0x1p-126, 0x1p126, func(x float64) float64 { return 1 / x }, 1.5},
@@ -33,7 +33,7 @@ var accRanges = []accRange{
 			return x
 		}
 		return math.Log1p(math.Exp(x))
-	}, 3},
+	}, 4},
 }
 
 // ulpErr is |got - want| in units of the last place of want's binade at

@@ -146,6 +146,18 @@ func TestPrograms(t *testing.T) {
 			if depth != 0 {
 				t.Errorf("condition stack ends %d deep", depth)
 			}
+			// A MAD-class result is read no sooner than two instructions
+			// later (an SFPNOP between: SFPMAD's latency).
+			for i := 1; i < len(p.Body); i++ {
+				prev, in := p.Body[i-1], p.Body[i]
+				if w, ok := prev.Writes(); ok && prev.IsMAD() {
+					for _, r := range in.Reads() {
+						if r == w {
+							t.Errorf("%v reads LREG%d right after %v wrote it", in, r, prev)
+						}
+					}
+				}
+			}
 			for _, x := range []float32{0, 1, -1, 1e-30, -1e30, 3.5} {
 				_ = p.Eval(x, 2) // panics on a model error
 			}

@@ -128,6 +128,35 @@ func TestConditionStack(t *testing.T) {
 	}
 }
 
+// SFPCOMPC inside an enclosing condition complements against the stack
+// top: a lane the outer condition disabled stays disabled in the inner
+// else (ttsim TENSIX_EXECUTE_SFPCOMPC).
+func TestNestedElse(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		outer    uint32 // LREG1: the outer condition is LREG1 < 0
+		inner    uint32 // LREG2: the inner condition is LREG2 == 0
+		elseRuns bool
+	}{
+		{"outer false: else stays off", 0x3f800000, 5, false},
+		{"outer true, inner false: else runs", 0xbf800000, 5, true},
+		{"outer true, inner true: else off", 0xbf800000, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := NewLane()
+			l.R[1], l.R[2] = c.outer, c.inner
+			prog := []Insn{{Op: SFPPUSHC}, {Op: SFPSETCC, C: 1}, {Op: SFPPUSHC}, {Op: SFPSETCC, C: 2, Mod: 6},
+				{Op: SFPCOMPC}, {Op: SFPLOADI, D: 3, Mod: 2, Imm: 1}, {Op: SFPPOPC}, {Op: SFPPOPC}}
+			if err := l.Run(prog, &Env{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.R[3] == 1; got != c.elseRuns {
+				t.Errorf("else ran: %v, want %v", got, c.elseRuns)
+			}
+		})
+	}
+}
+
 // What ttsim refuses is an error naming the instruction.
 func TestExecErrors(t *testing.T) {
 	for _, c := range []struct {
