@@ -10,6 +10,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // ProgramEntry is one program on one device in programs.json.
@@ -104,8 +105,12 @@ func (b *Build) Configs() ([]*hostcfg.ProgramConfig, error) {
 	return cfgs, err
 }
 
+// sfpuInclude is the line of a kernel that runs tcc's own SFPU code.
+var sfpuInclude = "#include \"" + sfpu.HeaderName + "\""
+
 // Files renders the build as files relative to a build directory:
-// kernels/<role>_<hash>.cpp (one file per distinct kernel source) and
+// kernels/<role>_<hash>.cpp (one file per distinct kernel source),
+// kernels/tcc_sfpu.h when a kernel includes it (ir/sfpu's Header) and
 // programs.json (one entry per program per device, in execution order,
 // each kernel's "source" pointing into kernels/). The result is
 // deterministic: the same build gives byte-identical files.
@@ -139,6 +144,13 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 		return nil, err
 	}
 	nk := len(files)
+	// tcc's SFPU header beside the kernels that include it.
+	for _, src := range files {
+		if bytes.Contains(src, []byte(sfpuInclude)) {
+			files["kernels/"+sfpu.HeaderName] = []byte(sfpu.Header())
+			break
+		}
+	}
 	devices := b.Graph.Mesh.Devices()
 	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Manifest: man}
 	js, err := json.MarshalIndent(pf, "", "  ")

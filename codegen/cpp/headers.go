@@ -13,6 +13,7 @@ import (
 	"maps"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 const (
@@ -45,6 +46,9 @@ func withExprs(m map[string]string) map[string]string {
 func withSFPU(m map[string]string) map[string]string {
 	for _, sp := range kir.SFPUTable {
 		m[sp.Call], m[sp.Init] = sp.Header, sp.Header
+		// tcc's own code for the op (sfpu.CodeTCC): ir/sfpu's header,
+		// written beside the kernels.
+		m[sfpu.TileCall(sp.Op)], m[sfpu.TileInit(sp.Op)] = sfpu.HeaderName, sfpu.HeaderName
 	}
 	return m
 }

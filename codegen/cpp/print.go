@@ -14,6 +14,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // GeneratedHeader is the first line of every printed kernel.
@@ -257,7 +258,7 @@ func (pr *printer) nested(body []kir.Stmt) {
 
 // call prints a statement that is one API call.
 func (pr *printer) call(s kir.Stmt) {
-	name := kir.APIName(s)
+	name := pr.sfpuName(s, kir.APIName(s))
 	if name == "" {
 		pr.fail("statement %T has no tt-metal API name (no printer support)", s)
 		return
@@ -272,6 +273,32 @@ func (pr *printer) call(s kir.Stmt) {
 		text += "  // " + comment
 	}
 	pr.line("%s", text)
+}
+
+// tccSFPU reports whether the kernel's SFPU statements are tcc's own
+// code (sfpu.CodeTCC: ir/sfpu's header of instruction sequences).
+func (pr *printer) tccSFPU() bool {
+	return pr.compute() && pr.k.Compute.SFPU == sfpu.CodeTCC
+}
+
+// sfpuName is the printed name of statement s: for an SFPU statement of a
+// kernel running tcc's own SFPU code, the tile call or init of
+// tcc_sfpu.h (sfpu.TileCall, sfpu.TileInit) instead of tt-metal's name.
+func (pr *printer) sfpuName(s kir.Stmt, name string) string {
+	if !pr.tccSFPU() {
+		return name
+	}
+	switch s := s.(type) {
+	case kir.SFPUInit:
+		if int(s.Op) < len(kir.SFPUTable) {
+			return sfpu.TileInit(s.Op)
+		}
+	case kir.SFPU:
+		if int(s.Op) < len(kir.SFPUTable) {
+			return sfpu.TileCall(s.Op)
+		}
+	}
+	return name
 }
 
 // useAPI records the header a function name needs, or fails when the name
@@ -377,6 +404,9 @@ func (pr *printer) sfpuInitArgs(s kir.SFPUInit) (tmpl string, args []string, com
 		return "", nil, ""
 	}
 	sp := s.Op.Spec()
+	if pr.tccSFPU() {
+		return "", nil, ""
+	}
 	tmpl, comment = sfpuTemplate(sp.Init, sp.InitTemplate)
 	return tmpl, nil, comment
 }
@@ -388,7 +418,9 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 	}
 	e := pr.expr
 	sp := s.Op.Spec()
-	tmpl, _ = sfpuTemplate(sp.Call, sp.CallTemplate)
+	if !pr.tccSFPU() {
+		tmpl, _ = sfpuTemplate(sp.Call, sp.CallTemplate)
+	}
 	args = []string{e(s.Dst)}
 	var notes []string
 	switch {
@@ -397,6 +429,10 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 		notes = append(notes, "scalar "+floatText(s.Param))
 	case sp.Binary:
 		args = append(args, e(s.Src), e(s.Dst))
+	}
+	if pr.tccSFPU() {
+		// tcc's program: its constants are in its instructions.
+		return "", args, strings.Join(notes, ", ")
 	}
 	for _, c := range sp.Consts {
 		b := math.Float32bits(c.Value)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 var oneCore = []ir.CoreRange{{X0: 0, Y0: 0, X1: 0, Y1: 0}}
@@ -143,41 +144,55 @@ func TestStatements(t *testing.T) {
 			}
 		})
 	}
+	// want is the line with tt-metal's SFPU calls (sfpu.CodeLLK); tcc, when
+	// set, the line with tcc's own SFPU code (sfpu.CodeTCC, the default).
 	compute := []struct {
 		name string
 		s    kir.Stmt
 		want string
+		tcc  string
 	}{
-		{"startup", kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 1, OCB: 16}, "compute_kernel_hw_startup(0, 1, 16);"},
+		{"startup", kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 1, OCB: 16}, "compute_kernel_hw_startup(0, 1, 16);", ""},
 		{"matmul startup", kir.ComputeKernelHWStartup{ICB0: 0, ICB1: 1, OCB: 16, SrcReverse: true},
-			"compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A"},
-		{"matmul init transposed", kir.MatmulInit{In0: 0, In1: 1, Transpose: true}, "mm_init_short(0, 1, true);"},
-		{"matmul tiles", kir.MatmulTiles{In0: 0, In1: 1, Tile0: kir.C(2), Tile1: kir.C(3), Dst: kir.C(1)}, "matmul_tiles(0, 1, 2, 3, 1);"},
+			"compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A", ""},
+		{"matmul init transposed", kir.MatmulInit{In0: 0, In1: 1, Transpose: true}, "mm_init_short(0, 1, true);", ""},
+		{"matmul tiles", kir.MatmulTiles{In0: 0, In1: 1, Tile0: kir.C(2), Tile1: kir.C(3), Dst: kir.C(1)}, "matmul_tiles(0, 1, 2, 3, 1);", ""},
 		{"matmul block", kir.MatmulBlock{In0: 0, In1: 1, Tile0: kir.C(0), Tile1: kir.C(0), Dst: kir.C(0), CtDim: kir.C(2), RtDim: kir.C(2), KtDim: kir.C(4)},
-			"matmul_block(0, 1, 0, 0, 0, false, 2, 2, 4);"},
+			"matmul_block(0, 1, 0, 0, 0, false, 2, 2, 4);", ""},
 		{"reduce", kir.ReduceTile{Op: kir.ReduceMax, Dim: kir.ReduceCol, ICB: 0, ScalerCB: 2, Tile: kir.C(0), ScalerTile: kir.C(0), Dst: kir.C(1)},
-			"reduce_tile<PoolType::MAX, ReduceDim::REDUCE_COL>(0, 2, 0, 0, 1);"},
+			"reduce_tile<PoolType::MAX, ReduceDim::REDUCE_COL>(0, 2, 0, 0, 1);", ""},
 		{"reduce init", kir.ReduceInit{Op: kir.ReduceSum, Dim: kir.ReduceScalar, ICB: 0, ScalerCB: 2, OCB: 16},
-			"reduce_init<PoolType::SUM, ReduceDim::REDUCE_SCALAR>(0, 2, 16);"},
+			"reduce_init<PoolType::SUM, ReduceDim::REDUCE_SCALAR>(0, 2, 16);", ""},
 		{"broadcast", kir.BcastTiles{Op: kir.EltMul, Dim: kir.BcastCols, ICB0: 0, ICB1: 1, Tile0: kir.C(0), Tile1: kir.C(0), Dst: kir.C(0)},
-			"mul_tiles_bcast_cols(0, 1, 0, 0, 0);"},
-		{"pack", kir.PackTile{Dst: kir.C(1), CB: 16}, "pack_tile(1, 16);"},
-		{"pack at", kir.PackTile{Dst: kir.C(1), CB: 16, OutTile: kir.C(3)}, "pack_tile<true>(1, 16, 3);"},
-		{"exp (accurate, not exp.h's fast default)", kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)}, "exp_tile<false, false>(0);"},
-		{"recip init", kir.SFPUInit{Op: kir.SFPURecip}, "recip_tile_init();"},
+			"mul_tiles_bcast_cols(0, 1, 0, 0, 0);", ""},
+		{"pack", kir.PackTile{Dst: kir.C(1), CB: 16}, "pack_tile(1, 16);", ""},
+		{"pack at", kir.PackTile{Dst: kir.C(1), CB: 16, OutTile: kir.C(3)}, "pack_tile<true>(1, 16, 3);", ""},
+		{"exp (accurate, not exp.h's fast default)", kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)}, "exp_tile<false, false>(0);", "tcc_exp_tile(0);"},
+		{"recip init", kir.SFPUInit{Op: kir.SFPURecip}, "recip_tile_init();", "tcc_recip_tile_init();"},
 		{"mul scalar", kir.SFPU{Op: kir.SFPUMulScalar, Dst: kir.C(2), Param: math.Float32bits(-2)},
-			"mul_unary_tile(2, 0xc0000000u);  // scalar -2"},
+			"mul_unary_tile(2, 0xc0000000u);  // scalar -2", "tcc_mul_scalar_tile(2, 0xc0000000u);  // scalar -2"},
 		{"softplus", kir.SFPU{Op: kir.SFPUSoftplus, Dst: kir.C(0)},
-			"softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, beta_reciprocal 1, threshold 20"},
-		{"reconfig", kir.ReconfigDataFormat{SrcA: 0, SrcB: 1}, "reconfig_data_format(0, 1);"},
-		{"cb wait", kir.CBWaitFront{CB: 0, N: kir.C(4)}, "cb_wait_front(0, 4);"},
+			"softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, beta_reciprocal 1, threshold 20", "tcc_softplus_tile(0);"},
+		{"add binary", kir.SFPU{Op: kir.SFPUAddBinary, Dst: kir.C(0), Src: kir.C(1)}, "add_binary_tile(0, 1, 0);", "tcc_add_binary_tile(0, 1, 0);"},
+		{"reconfig", kir.ReconfigDataFormat{SrcA: 0, SrcB: 1}, "reconfig_data_format(0, 1);", ""},
+		{"cb wait", kir.CBWaitFront{CB: 0, N: kir.C(4)}, "cb_wait_front(0, 4);", ""},
 	}
 	for _, tc := range compute {
 		t.Run(tc.name, func(t *testing.T) {
 			p, k := program(kir.RoleCompute, tc.s)
+			k.Compute.SFPU = sfpu.CodeLLK
 			got := bodyLines(t, p, k)
 			if len(got) != 1 || got[0] != tc.want {
-				t.Errorf("got %q, want [%q]", got, tc.want)
+				t.Errorf("llk: got %q, want [%q]", got, tc.want)
+			}
+			want := tc.tcc
+			if want == "" {
+				want = tc.want // not an SFPU statement: the same line
+			}
+			k.Compute.SFPU = sfpu.CodeTCC
+			got = bodyLines(t, p, k)
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("tcc: got %q, want [%q]", got, want)
 			}
 		})
 	}
@@ -206,15 +221,19 @@ func TestIncludes(t *testing.T) {
 		kir.SFPUInit{Op: kir.SFPUExp},
 		kir.SFPU{Op: kir.SFPUSiLU, Dst: kir.C(0)},
 	)
-	src, err := PrintKernel(p, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, l := range strings.Split(string(src), "\n") {
-		if strings.HasPrefix(l, "#include") {
-			got = append(got, l)
+	includes := func(code sfpu.Code) []string {
+		k.Compute.SFPU = code
+		src, err := PrintKernel(p, k)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var got []string
+		for _, l := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(l, "#include") {
+				got = append(got, l)
+			}
+		}
+		return got
 	}
 	want := []string{
 		"#include <cstdint>",
@@ -223,9 +242,21 @@ func TestIncludes(t *testing.T) {
 		`#include "compute_kernel_api/compute_kernel_hw_startup.h"`,
 		`#include "compute_kernel_api/eltwise_unary/exp.h"`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("includes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if got := includes(sfpu.CodeLLK); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("includes (llk):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// tcc's own SFPU code: its header instead of tt-metal's SFPU headers.
+	want = []string{
+		"#include <cstdint>",
+		`#include "compute_kernel_api/common.h"`,
+		`#include "compute_kernel_api/compute_kernel_hw_startup.h"`,
+		`#include "tcc_sfpu.h"`,
+	}
+	if got := includes(sfpu.CodeTCC); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("includes (tcc):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var src []byte
+	var err error
 
 	// A data-movement kernel includes only the dataflow API.
 	p, k = program(kir.RoleReader, kir.NoCAsyncReadBarrier{})

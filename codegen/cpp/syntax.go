@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // apiHeader declares, without definitions, exactly the tt-metal API subset
@@ -121,12 +122,20 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	for _, h := range computeHeaders {
 		hs[h] = true
 	}
+	for _, h := range sfpuLLKHeaders {
+		hs[h] = true
+	}
 	for h := range hs {
 		f := filepath.Join(inc, filepath.FromSlash(h))
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			return nil, nil, err
 		}
-		if err := os.WriteFile(f, []byte("#pragma once\n// stub: declarations come from tt_api.h\n"+perHeader[h]), 0o644); err != nil {
+		text := "#pragma once\n// stub: declarations come from tt_api.h\n" + perHeader[h]
+		if h == sfpu.HeaderName {
+			// tcc's SFPU header itself, on stubs of the tt-llk names it uses.
+			text = sfpuStub + sfpu.Header()
+		}
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -154,3 +163,67 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	}
 	return outputs, ok, nil
 }
+
+// sfpuLLKHeaders are the tt-llk headers tcc_sfpu.h includes for the math
+// TRISC; their stubs are empty (sfpuStub declares what it uses).
+var sfpuLLKHeaders = []string{"llk_math_eltwise_unary_sfpu_params.h", "llk_math_eltwise_binary_sfpu_params.h"}
+
+// sfpuStub declares, for the syntax check of tcc_sfpu.h (sfpu.Header),
+// the tt-llk names it uses: ckernel_ops.h's instruction macros (checked
+// for their argument counts), ADDR_MOD_7, MATH, SfpuType::unused and the
+// SFPU params and init templates of llk_lib/llk_math_eltwise_*_sfpu*.h.
+const sfpuStub = `#pragma once
+// stub: the tt-llk names tcc_sfpu.h uses
+#include <cstdint>
+namespace ckernel {
+template <class... T> inline void tcc_insn(T...) {}
+constexpr std::uint32_t ADDR_MOD_7 = 7;
+enum class SfpuType { unused };
+template <bool APPROXIMATE, typename Callable, typename... Args>
+void _llk_math_eltwise_unary_sfpu_params_(Callable&& sfpu_func, std::uint32_t dst_index, int vector_mode = 4, Args&&... args);
+template <bool APPROXIMATE, typename Callable, typename... Args>
+void _llk_math_eltwise_binary_sfpu_params_(Callable&& sfpu_func, std::uint32_t dst_index_in0, std::uint32_t dst_index_in1, std::uint32_t dst_index_out, int vector_mode = 4, Args&&... args);
+template <SfpuType sfpu_op> void _llk_math_eltwise_unary_sfpu_init_();
+template <SfpuType sfpu_op> void _llk_math_eltwise_binary_sfpu_init_();
+}  // namespace ckernel
+#ifndef MATH
+#define MATH(x) x
+#endif
+#define TCC_I4(a, b, c, d) ckernel::tcc_insn(a, b, c, d)
+#define TTI_SFPLOAD(l, m, a, d) TCC_I4(l, m, a, d)
+#define TT_SFPLOAD(l, m, a, d) TCC_I4(l, m, a, d)
+#define TTI_SFPSTORE(l, m, a, d) TCC_I4(l, m, a, d)
+#define TT_SFPSTORE(l, m, a, d) TCC_I4(l, m, a, d)
+#define TTI_SFPLOADI(l, m, i) ckernel::tcc_insn(l, m, i)
+#define TT_SFPLOADI(l, m, i) ckernel::tcc_insn(l, m, i)
+#define TTI_SFPMAD(a, b, c, d, m) ckernel::tcc_insn(a, b, c, d, m)
+#define TTI_SFPADD(a, b, c, d, m) ckernel::tcc_insn(a, b, c, d, m)
+#define TTI_SFPMUL(a, b, c, d, m) ckernel::tcc_insn(a, b, c, d, m)
+#define TTI_SFPMULI(i, d, m) ckernel::tcc_insn(i, d, m)
+#define TTI_SFPADDI(i, d, m) ckernel::tcc_insn(i, d, m)
+#define TTI_SFPCAST(c, d, m) ckernel::tcc_insn(c, d, m)
+#define TTI_SFPDIVP2(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPEXEXP(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPEXMAN(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPIADD(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSHFT(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSETCC(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPMOV(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPABS(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPAND(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPOR(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPXOR(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPNOT(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPLZ(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSETEXP(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSETMAN(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSETSGN(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPPUSHC(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPPOPC(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPENCC(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPCOMPC(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPSWAP(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPARECIP(i, c, d, m) TCC_I4(i, c, d, m)
+#define TTI_SFPNOP ckernel::tcc_insn()
+#define TTI_INCRWC(cr, d, b, a) TCC_I4(cr, d, b, a)
+`

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Core is one logical worker core; X is the column.
@@ -250,6 +251,11 @@ type ComputeConfig struct {
 	FP32DestAccEn  bool
 	MathApproxMode bool
 	DstFullSyncEn  bool
+	// SFPU is whose SFPU code the kernel's SFPU statements run: tcc's own
+	// instruction sequences (sfpu.CodeTCC, the zero value) or tt-metal's
+	// calls (sfpu.CodeLLK). The printer, the kernel executor and the timing
+	// model all read it; lower.Lower sets it from the target.
+	SFPU sfpu.Code
 	// UnpackToDestFP32 lists, ascending, the CBs whose tiles the unpacker
 	// writes straight into DEST at full fp32 (tt-metal's
 	// unpack_to_dest_mode[cb] = UnpackToDestFp32). Any other Float32 CB is

@@ -200,6 +200,11 @@ func Lower(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lower: %s%s: %w", op.Where(), signature(op), err)
 	}
+	for _, k := range p.Kernels {
+		if k.Processor == kir.ComputeProc {
+			k.Compute.SFPU = ctx.Target.SFPU
+		}
+	}
 	kir.Finish(p)
 	validate := func(p *kir.Program) error { return kir.Validate(p, ctx.Target) }
 	if ctx.Validate != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Processor is a RISC-V core class of a Tensix.
@@ -32,6 +33,11 @@ func (p Processor) String() string {
 // Target is the description of one chip. All sizes are in bytes.
 type Target struct {
 	Name string
+
+	// SFPU is whose SFPU code the build's compute kernels run (sfpu.CodeTCC,
+	// the zero value: tcc's own instruction sequences; sfpu.CodeLLK:
+	// tt-metal's calls, which need the SFPI compiler).
+	SFPU sfpu.Code
 
 	// GridX x GridY logical worker cores (compute with storage); logical x is
 	// the column, 0 <= x < GridX, 0 <= y < GridY.

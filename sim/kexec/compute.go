@@ -7,6 +7,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 	"github.com/tcc-dev/tcc/sim/interp"
 )
 
@@ -515,8 +516,10 @@ func mathOp(s kir.Stmt, call, init string) op {
 	return nil
 }
 
-// sfpuOp compiles an SFPU op on DEST tiles: kir.SFPUTable's function of
-// each element (and the parameter or the second tile's element).
+// sfpuOp compiles an SFPU op on DEST tiles: the op's element function
+// under the kernel's SFPU code (sfpu.Op.Func: tcc's program or the exact
+// function) of each element (and the parameter or the second tile's
+// element), stored into DEST as SFPSTORE does (storeSFPU).
 func sfpuOp(s kir.SFPU, call, init string) op {
 	p := math.Float32frombits(s.Param)
 	return do(func(ks *kstate, v []uint64) error {
@@ -527,10 +530,11 @@ func sfpuOp(s kir.SFPU, call, init string) op {
 		if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
 			return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
 		}
-		if ks.k.Compute.MathApproxMode {
+		code := ks.k.Compute.SFPU
+		if ks.k.Compute.MathApproxMode && code == sfpu.CodeLLK {
 			// tt-llk's SFPU functions take APPROX (math_approx_mode) as
 			// their approximation switch; the simulator models the exact
-			// functions of kir.SFPUTable only.
+			// functions of kir.SFPUTable only (tcc's own programs ignore it).
 			return ks.errf(kir.RuleInit, kir.NoCB, "%s with math_approx_mode on: the card would run an approximation the simulator does not model (kir.SFPUTable's functions are exact)", call)
 		}
 		if err := ks.needPhase(call, regsAcquired); err != nil {
@@ -540,7 +544,9 @@ func sfpuOp(s kir.SFPU, call, init string) op {
 		if err != nil {
 			return err
 		}
-		dst, eval := cs.dest[d], s.Op.Spec().Eval // kir.SFPUTable's semantics
+		// tcc's program, executed instruction by instruction, or the
+		// exact function tt-metal's call approximates.
+		dst, eval := cs.dest[d], s.Op.Func(code)
 		// src is a binary op's second operand tile.
 		var src []float32
 		if s.Op.IsBinary() {

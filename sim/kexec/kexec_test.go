@@ -15,6 +15,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
@@ -353,6 +354,40 @@ func TestComputeOps(t *testing.T) {
 	}
 }
 
+// An SFPU op in an fp32 DEST computes as the kernel's SFPU code says: tcc's
+// program executed on the instruction model (sfpu.CodeTCC) or the exact
+// function (sfpu.CodeLLK). The inputs are chosen so that the two differ in
+// some element (the test would not see a swap otherwise).
+func TestSFPUCode(t *testing.T) {
+	x := randTiles(22, 1)
+	for i := range x {
+		x[i] *= 8 // exp over [-8, 8)-ish: the two results differ in some ulps
+	}
+	exact := elementwise(x, func(_ int, v float32) float32 { return numerics.Exp(v) })
+	prog := elementwise(x, func(_ int, v float32) float32 { return sfpu.Programs[sfpu.Exp].Eval(v, 0) })
+	if cmp.Equal(exact, prog) {
+		t.Fatal("tcc's exp equals the exact one on every input: the test cannot tell the codes apart")
+	}
+	for _, c := range []struct {
+		code sfpu.Code
+		want []float32
+	}{{sfpu.CodeTCC, prog}, {sfpu.CodeLLK, exact}} {
+		t.Run(c.code.String(), func(t *testing.T) {
+			p := pipeline(ir.FP32, 1, false, kir.ComputeConfig{MathFidelity: ir.HiFi4, FP32DestAccEn: true, SFPU: c.code}, func(b *kir.Builder) {
+				b.CopyTileInit(0)
+				b.CopyTile(0, kir.C(0), kir.C(0))
+				b.SFPUInit(kir.SFPUExp)
+				b.SFPU(kir.SFPUExp, kir.C(0))
+			})
+			d := setup(t, p, map[string][]float32{"a": x})
+			runOK(t, d, p)
+			if diff := cmp.Diff(c.want, readTiles(t, d, "out")); diff != "" {
+				t.Errorf("out (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // handshake: core (0,0) copies a DRAM page into its L1 staging buffer,
 // writes it into the staging buffer of core (1,0) over the NoC and bumps
 // (1,0)'s semaphore; (1,0) waits, stores the page to DRAM and acknowledges
@@ -552,6 +587,7 @@ func TestRuntimeRules(t *testing.T) {
 		{"SFPU with math_approx_mode on", func() *kir.Program {
 			approx := cfg
 			approx.MathApproxMode = true
+			approx.SFPU = sfpu.CodeLLK // tt-metal's calls take APPROX; tcc's programs do not
 			return pipeline(ir.BF16, 1, false, approx, func(b *kir.Builder) {
 				b.CopyTileInit(0)
 				b.CopyTile(0, kir.C(0), kir.C(0))

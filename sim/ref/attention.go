@@ -328,6 +328,7 @@ func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options
 	D := d.D
 	out := NewTensor(q.Shape)
 	a := newAttender(d.L, D)
+	a.sf = sfpuFor(opts)
 	for b := range d.B {
 		p := ps[b]
 		for h := range d.Hq {
@@ -364,6 +365,8 @@ type attender struct {
 	kvHead int
 	kT, kn []float32
 	s, p   []float32
+	// sf is the SFPU functions the FPU paths compute with (sfpuFor).
+	sf *sfpuFuncs
 }
 
 func newAttender(length, d int) *attender {
@@ -488,10 +491,10 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	var sum float32
 	a.p = append(a.p[:0], a.s...)
 	for t, x := range a.s {
-		a.p[t] = numerics.Exp(numerics.FPUSub(tf(x), tf(m), true))
+		a.p[t] = a.sf.exp(numerics.FPUSub(tf(x), tf(m), true))
 		sum += numerics.FidelityMul(a.p[t], 1, f)
 	}
-	r := tf(numerics.Recip(sum))
+	r := tf(a.sf.recip(sum))
 	for t, e := range a.p {
 		a.p[t] = numerics.FPUMul(tf(e), r, 0, f, true)
 	}
@@ -537,10 +540,10 @@ func (a *attender) attendGatedFPU(out, q, v []float32, last int, scale float32, 
 	for t, st := range a.s {
 		x[0] = tf(st)
 		numerics.MatmulOnto(x, []float32{nm}, []float32{1}, 1, 1, 1, f)
-		a.p[t] = numerics.Exp(x[0])
+		a.p[t] = a.sf.exp(x[0])
 		sum += numerics.FidelityMul(a.p[t], 1, f)
 	}
-	r := tf(numerics.Recip(sum))
+	r := tf(a.sf.recip(sum))
 	for i, pv := range numerics.Matmul(a.p, v[:n*d], 1, n, d, f) {
 		out[i] = numerics.FPUMul(tf(pv), r, 0, f, true)
 	}

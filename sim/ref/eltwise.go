@@ -21,26 +21,66 @@ func init() {
 		ir.OpSub: fpuBinary(deviceSub, true),
 		ir.OpMul: fpuBinary(deviceMul, false),
 	})
-	// The SFPU ops: the semantics of their ir/sfpu Table entry.
+	// The SFPU ops: their ir/sfpu element function under the options'
+	// SFPU code (sfpuEval).
 	sfpuOps := map[ir.OpKind]evalFunc{}
 	for _, k := range ir.ChainableOps() {
-		if eval, param, ok := sfpuEval(k); ok && param {
-			sfpuOps[k] = scalar(eval)
-		} else if ok {
-			sfpuOps[k] = unary(func(x float32) float32 { return eval(x, 0) })
+		if _, param, ok := sfpuEval(k, DefaultOptions()); ok {
+			sfpuOps[k] = func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+				eval, _, _ := sfpuEval(k, opts)
+				if param {
+					return scalar(eval)(op, args, opts)
+				}
+				return unary(func(x float32) float32 { return eval(x, 0) })(op, args, opts)
+			}
 		}
 	}
 	register(sfpuOps)
 }
 
 // sfpuEval is the element function of SFPU op k (the ir/sfpu Table entry
-// of its name) and whether it takes the value attribute.
-func sfpuEval(k ir.OpKind) (eval func(x, p float32) float32, param, ok bool) {
+// of its name) and whether it takes the value attribute. With
+// StorageFormats it is the device's: tcc's program executed instruction
+// by instruction (opts.SFPU sfpu.CodeTCC) or the exact function
+// (sfpu.CodeLLK, whose tt-metal calls the simulator models exactly);
+// without, the exact function.
+func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param, ok bool) {
 	op, ok := sfpu.ByName(k.String())
 	if !ok {
 		return nil, false, false
 	}
-	return op.Spec().Eval, op.HasParam(), true
+	code := opts.SFPU
+	if !opts.StorageFormats {
+		code = sfpu.CodeLLK
+	}
+	return op.Func(code), op.HasParam(), true
+}
+
+// sfpuFuncs are the SFPU element functions the fused ops' references
+// compute with, as sfpuEval chooses them under the options (the device's
+// SFPU code with StorageFormats, the exact functions without).
+type sfpuFuncs struct {
+	exp, recip, rsqrt, sigmoid, silu, softplus func(float32) float32
+}
+
+var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
+	m := map[sfpu.Code]*sfpuFuncs{}
+	for _, c := range sfpu.Codes {
+		f := func(o sfpu.Op) func(float32) float32 {
+			e := o.Func(c)
+			return func(x float32) float32 { return e(x, 0) }
+		}
+		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus)}
+	}
+	return m
+}()
+
+// sfpuFor is the SFPU element functions under opts.
+func sfpuFor(opts Options) *sfpuFuncs {
+	if !opts.StorageFormats {
+		return sfpuFuncsByCode[sfpu.CodeLLK]
+	}
+	return sfpuFuncsByCode[opts.SFPU]
 }
 
 // unary applies f to every element of the single operand.

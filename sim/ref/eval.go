@@ -7,6 +7,7 @@ import (
 
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Options selects how closely the evaluator follows the device's formats.
@@ -22,6 +23,11 @@ type Options struct {
 	// false, values stay float32, typecasts to float dtypes are the
 	// identity, and matmul accumulates exact float32 products in float64.
 	StorageFormats bool
+	// SFPU is whose SFPU code the device runs, with StorageFormats: the
+	// SFPU ops compute as tcc's programs do (sfpu.CodeTCC, the zero value)
+	// or as the exact function (sfpu.CodeLLK). Without StorageFormats
+	// they are exact.
+	SFPU sfpu.Code
 	// Fidelity is the math fidelity of matmul products when StorageFormats
 	// is set: LoFi, HiFi2, HiFi3 or HiFi4 (HiFi4 is exact for bf16 and
 	// block-float operands). It must be a valid fidelity even when

@@ -381,7 +381,7 @@ func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64,
 	}
 	s = NewTensor(gate.Shape)
 	for i, x := range gate.Data {
-		s.Data[i] = numerics.Sigmoid(x)
+		s.Data[i] = sfpuFor(opts).sigmoid(x)
 	}
 	if s, err = storeAs(op.Operands[4].Type.DType, s, opts); err != nil {
 		return Tensor{}, Tensor{}, err

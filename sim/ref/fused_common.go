@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // Fused ops of the common fusion families (matmul, MLP, residual,
@@ -199,7 +198,7 @@ func evalMatmulSwiGLU(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	}
 	act := NewTensor(gate.Shape)
 	for i, g := range gate.Data {
-		act.Data[i] = numerics.SiLU(g)
+		act.Data[i] = sfpuFor(opts).silu(g)
 	}
 	if act, err = finishResult(dt, act, opts); err != nil {
 		return nil, err
@@ -441,7 +440,7 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 				return nil, err
 			}
 		}
-		f, err := chainFunc(st)
+		f, err := chainFunc(st, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -455,8 +454,8 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 // chainFunc is one chain step's element function, as the standalone op's
 // evaluator computes it (its ir/sfpu Table entry); scalar values are
 // converted to float32 first, as the device receives them.
-func chainFunc(st ir.ChainStep) (func(float32) float32, error) {
-	eval, _, ok := sfpuEval(st.Op)
+func chainFunc(st ir.ChainStep, opts Options) (func(float32) float32, error) {
+	eval, _, ok := sfpuEval(st.Op, opts)
 	if !ok || !st.Op.Info().SFPU {
 		return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
 	}

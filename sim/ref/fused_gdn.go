@@ -124,7 +124,7 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 			for j := range K {
 				prods[j] = rc(win(b, j, c) * w.Data[j*C+c])
 			}
-			conv.Data[b*C+c] = numerics.SiLU(rc(sum(prods)))
+			conv.Data[b*C+c] = sfpuFor(opts).silu(rc(sum(prods)))
 			for j := 1; j < K; j++ {
 				state.Data[(b*(K-1)+j-1)*C+c] = win(b, j, c)
 			}
@@ -136,9 +136,9 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	for b := range B {
 		for h := range H {
 			i := b*H + h
-			beta.Data[i] = numerics.Sigmoid(bg.Data[i])
-			negA := rg(numerics.Exp(al.Data[h])) * -1
-			sp := rg(numerics.Softplus(rg(deviceAdd(a.Data[i], dt.Data[h], opts)), 1, 20))
+			beta.Data[i] = sfpuFor(opts).sigmoid(bg.Data[i])
+			negA := rg(sfpuFor(opts).exp(al.Data[h])) * -1
+			sp := rg(sfpuFor(opts).softplus(rg(deviceAdd(a.Data[i], dt.Data[h], opts))))
 			g.Data[i] = sp * negA
 		}
 	}
@@ -238,7 +238,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 				s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 				s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 				gdnHeadFPU(q, k, v, s0, s1, out.Data[b*H*Dv+h*Dv:][:Dv], z.Data[b*H*Dv+h*Dv:][:Dv], nw.Data, bt, gt,
-					float32(l2Eps), l2Scale, scale, float32(normEps), rz, opts.Fidelity)
+					float32(l2Eps), l2Scale, scale, float32(normEps), rz, opts.Fidelity, sfpuFor(opts))
 				continue
 			}
 			l2(q)
@@ -248,7 +248,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			l2(k)
 
 			// Decay, delta, rank-1 update, readout.
-			eg := rs(numerics.Exp(gt))
+			eg := rs(sfpuFor(opts).exp(gt))
 			s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 			for i, e := range s0 {
 				sd[i] = rs(deviceMul(e, eg, opts))
@@ -272,7 +272,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, opts)
 			for j := range Dv {
 				i := b*H*Dv + h*Dv + j
-				out.Data[i] = deviceMul(rz(numerics.SiLU(z.Data[i])), rs(on.Data[j]), opts)
+				out.Data[i] = deviceMul(rz(sfpuFor(opts).silu(z.Data[i])), rs(on.Data[j]), opts)
 			}
 		}
 	}
@@ -299,13 +299,13 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 // SFPU). q, k, v are scratch of the head's key and value dims; s0 is
 // the state, s1 receives the new state and out the head's Dv outputs
 // before the caller's storage rounding.
-func gdnHeadFPU(q, k, v, s0, s1, out, z, nw []float32, bt, gt, l2Eps, l2Scale, scale, normEps float32, rz func(float32) float32, f ir.MathFidelity) {
+func gdnHeadFPU(q, k, v, s0, s1, out, z, nw []float32, bt, gt, l2Eps, l2Scale, scale, normEps float32, rz func(float32) float32, f ir.MathFidelity, sf *sfpuFuncs) {
 	Dk, Dv := len(q), len(v)
 	tf := numerics.TruncTF32
 	mul := func(a, b float32) float32 { return numerics.FPUMul(tf(a), tf(b), 0, f, true) }
 	rsqrtOf := func(x []float32, inv, eps float32) float32 {
 		ss := numerics.Matmul(x, x, 1, len(x), 1, f)[0]
-		return numerics.Rsqrt(ss*inv + eps)
+		return sf.rsqrt(ss*inv + eps)
 	}
 	l2 := func(x []float32) {
 		r := rsqrtOf(x, 1/float32(len(x)), l2Eps)
@@ -321,7 +321,7 @@ func gdnHeadFPU(q, k, v, s0, s1, out, z, nw []float32, bt, gt, l2Eps, l2Scale, s
 
 	// The decay: S + S x diag, one 32-column block (a value tile) at a
 	// time; the diagonal is the identity times exp(g) - 1 (eltwise).
-	ed := numerics.Exp(gt) + -1
+	ed := sf.exp(gt) + -1
 	const T = ir.TileSize
 	diag := make([]float32, T*T)
 	for i := range T {
@@ -354,6 +354,6 @@ func gdnHeadFPU(q, k, v, s0, s1, out, z, nw []float32, bt, gt, l2Eps, l2Scale, s
 
 	r := rsqrtOf(o, 1/float32(Dv), normEps)
 	for j := range Dv {
-		out[j] = mul(rz(numerics.SiLU(z[j])), mul(mul(o[j], r), nw[j]))
+		out[j] = mul(rz(sf.silu(z[j])), mul(mul(o[j], r), nw[j]))
 	}
 }

@@ -105,7 +105,7 @@ func gdnChunkStepAt(u, wk, qg, qk, k, g, s Tensor, c int, f ir.DType, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	expOf, _, ok := sfpuEval(ir.OpExp)
+	expOf, _, ok := sfpuEval(ir.OpExp, opts)
 	if !ok {
 		return nil, fmt.Errorf("rule gdn-chunk-exp: the SFPU table has no exp")
 	}

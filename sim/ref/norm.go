@@ -119,7 +119,7 @@ func normRows(x Tensor, w []float32, eps, offset float64, opts Options) Tensor {
 			v = tf(v)
 			ss = reduceTileSum(ss, v*v, f)
 		}
-		rs := numerics.Rsqrt(float32(ss*float32(1/float64(n))) + float32(eps))
+		rs := sfpuFor(opts).rsqrt(float32(ss*float32(1/float64(n))) + float32(eps))
 		for i, v := range row {
 			y := mul(v, rs)
 			if w != nil {

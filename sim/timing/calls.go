@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 	"github.com/tcc-dev/tcc/sim/interp"
 )
 
@@ -245,10 +246,17 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		return cost(unpack + p.FPUEltwiseCycles), nil
 	case kir.SFPU:
 		c, ok := p.SFPUCycles[s.Op]
-		if !ok {
+		ct, okt := p.TCCSFPUCycles[s.Op]
+		if !ok || !okt {
 			return nil, fmt.Errorf("the timing model has no cost for SFPU op %s", s.Op)
 		}
-		return cost(c), nil
+		return do(func(th *thread, _ []uint64) {
+			if th.k.Compute.SFPU == sfpu.CodeTCC {
+				th.advance(ct)
+				return
+			}
+			th.advance(c)
+		}), nil
 	case kir.PackTile:
 		return do(func(th *thread, _ []uint64) {
 			if th.fp32 {

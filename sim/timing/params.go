@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Params are the physical parameters of the cost model. Every value is in
@@ -70,6 +71,10 @@ type Params struct {
 	// SFPUCycles is the time of one SFPU op on a tile, by op (default:
 	// kir.SFPUTable's Cycles).
 	SFPUCycles map[kir.SFPUOp]float64
+	// TCCSFPUCycles is the time of one SFPU op on a tile run as tcc's own
+	// program (default: sfpu.Op.CyclesFor(sfpu.CodeTCC), from the
+	// program's instruction count), for kernels whose SFPU code is tcc's.
+	TCCSFPUCycles map[kir.SFPUOp]float64
 	// InitCycles is the cost of one init / reconfiguration call;
 	// CBCycles of one CB call; ScalarCycles of one scalar statement or loop
 	// iteration on a RISC-V.
@@ -111,6 +116,7 @@ func Default() *Params {
 		PackCycles16:          32,
 		PackCycles32:          64,
 		SFPUCycles:            sfpuCycles(),
+		TCCSFPUCycles:         tccSFPUCycles(),
 		InitCycles:            20,
 		CBCycles:              10,
 		ScalarCycles:          2,
@@ -248,6 +254,15 @@ func (p *Params) latency(table []float64, size float64, hops int) float64 {
 
 // cyclesToUS converts cycles to microseconds.
 func (p *Params) cyclesToUS(c float64) float64 { return c / p.ClockHz * 1e6 }
+
+// tccSFPUCycles is every SFPU op's cycles as tcc's program.
+func tccSFPUCycles() map[kir.SFPUOp]float64 {
+	m := map[kir.SFPUOp]float64{}
+	for _, s := range kir.SFPUTable {
+		m[s.Op] = s.Op.CyclesFor(sfpu.CodeTCC)
+	}
+	return m
+}
 
 // sfpuCycles is every SFPU op's Cycles from kir.SFPUTable.
 func sfpuCycles() map[kir.SFPUOp]float64 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/models"
 )
 
@@ -53,6 +52,7 @@ phase in line) and refuses phases that cannot share a compute binary.
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
+	mf.addSFPU()
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	var persistent bool
 	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as ONE persistent program per device (merged kernels, phases sharing code; programs.json holds one program per device with its persistent section)")
@@ -74,7 +74,11 @@ phase in line) and refuses phases that cannot share a compute binary.
 		if _, err := checkDeviceMemory(args[0], m, mf, g); err != nil {
 			return err
 		}
-		b, err := codegen.Compile(g, target.Blackhole())
+		t, err := mf.target()
+		if err != nil {
+			return err
+		}
+		b, err := codegen.Compile(g, t)
 		if err != nil {
 			return err
 		}

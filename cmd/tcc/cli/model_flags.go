@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/passes"
 )
@@ -27,6 +29,38 @@ type modelFlags struct {
 	passesLater bool
 	// prefillFidelity is --prefill-fidelity (passes.ParseWeightFidelity).
 	prefillFidelity string
+	// sfpu is --sfpu (sfpu.ParseCode; "" when the command has no such
+	// flag: tcc's own code).
+	sfpu string
+}
+
+// addSFPU registers --sfpu: whose SFPU code the build's compute kernels
+// run (tcc build, run and perf).
+func (mf *modelFlags) addSFPU() {
+	mf.flags.StringVar(&mf.sfpu, "sfpu", "tcc", "SFPU code of the compute kernels: tcc (tcc's own instruction sequences, which stock GCC builds and the simulator executes bit for bit) or llk (tt-metal's SFPU calls; needs tt-metal's SFPI compiler, simulated as their exact functions)")
+}
+
+// sfpuCode is --sfpu's code (tcc's own when the command has no --sfpu).
+func (mf *modelFlags) sfpuCode() (sfpu.Code, error) {
+	if mf.sfpu == "" {
+		return sfpu.CodeTCC, nil
+	}
+	c, err := sfpu.ParseCode(mf.sfpu)
+	if err != nil {
+		return 0, fmt.Errorf("--sfpu: %w", err)
+	}
+	return c, nil
+}
+
+// target is the Blackhole target with --sfpu's code.
+func (mf *modelFlags) target() (*target.Target, error) {
+	c, err := mf.sfpuCode()
+	if err != nil {
+		return nil, err
+	}
+	t := target.Blackhole()
+	t.SFPU = c
+	return t, nil
 }
 
 // addModelFlags registers --mesh, --stage, --disable and every registered

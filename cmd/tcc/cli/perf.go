@@ -14,7 +14,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/persist"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/sim/timing"
@@ -117,6 +116,7 @@ are listed in package sim/timing (output_csv.go).`,
 		},
 	}
 	mf := addModelFlags(cmd, "fused")
+	mf.addSFPU()
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")
@@ -218,7 +218,11 @@ func perfReportOpts(name string, m models.Model, mf *modelFlags, g *ir.Graph, po
 	if _, _, err := stepAt(m, mf, g, position, users); err != nil {
 		return nil, err
 	}
-	b, err := codegen.Compile(g, target.Blackhole())
+	t, err := mf.target()
+	if err != nil {
+		return nil, err
+	}
+	b, err := codegen.Compile(g, t)
 	if err != nil {
 		return nil, err
 	}

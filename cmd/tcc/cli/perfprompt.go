@@ -305,7 +305,11 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		if _, err := checkDeviceMemory(name, m, mf, g); err != nil {
 			return nil, err
 		}
-		b, err := codegen.Compile(g, target.Blackhole())
+		t, err := mf.target()
+		if err != nil {
+			return nil, err
+		}
+		b, err := codegen.Compile(g, t)
 		if err != nil {
 			return nil, fmt.Errorf("the prefill build of %d tokens per step: %w", n, err)
 		}

@@ -25,6 +25,7 @@ import (
 // decoding always is: it rounds in its own chunked order, within the
 // threshold).
 type programCheck struct {
+	opts      ref.Options // the reference's options (same formats, the build's SFPU code)
 	graph     *ir.Graph
 	threshold float64 // minimum PCC of an inexact program's results
 	// weights caches each device's weight values: they do not change
@@ -43,8 +44,8 @@ type programDiff struct {
 	pcc           float64
 }
 
-func newProgramCheck(g *ir.Graph, threshold float64) *programCheck {
-	pc := &programCheck{graph: g, threshold: threshold, weights: make([]map[*ir.Value][]float32, g.Mesh.Devices())}
+func newProgramCheck(g *ir.Graph, threshold float64, opts ref.Options) *programCheck {
+	pc := &programCheck{graph: g, threshold: threshold, opts: opts, weights: make([]map[*ir.Value][]float32, g.Mesh.Devices())}
 	for d := range pc.weights {
 		pc.weights[d] = map[*ir.Value][]float32{}
 	}
@@ -120,7 +121,7 @@ func (pc *programCheck) around(exe *runtime.Executable, i int, run func() error)
 		pc.unchecked[op.Kind.String()]++
 		return nil
 	}
-	want, err := ref.EvalMeshOp(op, pc.graph.Mesh, before, ref.DefaultOptions())
+	want, err := ref.EvalMeshOp(op, pc.graph.Mesh, before, pc.opts)
 	if err != nil {
 		return fmt.Errorf("reference evaluator: %w", err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tcc-dev/tcc/codegen"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 	"github.com/tcc-dev/tcc/models"
 	"github.com/tcc-dev/tcc/models/checkpoint"
 	"github.com/tcc-dev/tcc/runtime"
@@ -22,6 +22,8 @@ import (
 
 // runFlags are the flags of `tcc run`.
 type runFlags struct {
+	// sfpu is --sfpu's code: the same-formats references follow it.
+	sfpu          sfpu.Code
 	backend       string
 	ttsim         string
 	check         bool
@@ -110,6 +112,7 @@ step's token and text on its own line and the whole text at the end.
 		Args: cobra.ExactArgs(1),
 	}
 	mf := addModelFlags(cmd, "fused")
+	mf.addSFPU()
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
@@ -153,7 +156,20 @@ type stepGraph struct {
 	programs *programCheck
 }
 
+// sameFormats is the reference options that follow the device's formats
+// and SFPU code.
+func (rf runFlags) sameFormats() ref.Options {
+	o := ref.DefaultOptions()
+	o.SFPU = rf.sfpu
+	return o
+}
+
 func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
+	code, err := mf.sfpuCode()
+	if err != nil {
+		return err
+	}
+	rf.sfpu = code
 	if rf.steps < 1 {
 		return fmt.Errorf("--steps %d: run at least one decode step", rf.steps)
 	}
@@ -292,7 +308,11 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		}
 	}
 	for _, sg := range graphs {
-		if sg.build, err = codegen.Compile(sg.graph, target.Blackhole()); err != nil {
+		t, err := mf.target()
+		if err != nil {
+			return err
+		}
+		if sg.build, err = codegen.Compile(sg.graph, t); err != nil {
 			return err
 		}
 		if sg.exe, err = runtime.Load(dev, sg.build); err != nil {
@@ -371,10 +391,10 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	// own); the free-running ones carry their own state from the start and
 	// show how far the two drift apart over the run.
 	refs := []refKind{
-		{label: "same formats", opts: ref.DefaultOptions(), threshold: rf.threshold, deviceState: true},
-		{label: "unfused same formats", opts: ref.DefaultOptions(), threshold: rf.threshold, deviceState: true, unfused: true},
+		{label: "same formats", opts: rf.sameFormats(), threshold: rf.threshold, deviceState: true},
+		{label: "unfused same formats", opts: rf.sameFormats(), threshold: rf.threshold, deviceState: true, unfused: true},
 		{label: "fp32", opts: ref.ExactOptions(), storedWeights: true, threshold: rf.fp32Threshold, deviceState: true},
-		{label: "free-running same formats", opts: ref.DefaultOptions()},
+		{label: "free-running same formats", opts: rf.sameFormats()},
 		{label: "fp32 unquantized weights", opts: ref.ExactOptions()},
 	}
 	refState := make([][]map[string][]float32, len(refs))
@@ -483,7 +503,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		var around func(int, func() error) error
 		if rf.check && !rf.persistent {
 			if sg.programs == nil {
-				sg.programs = newProgramCheck(sg.graph, rf.programThreshold)
+				sg.programs = newProgramCheck(sg.graph, rf.programThreshold, rf.sameFormats())
 			}
 			sg.programs.reset()
 			around = func(i int, run func() error) error { return sg.programs.around(sg.exe, i, run) }

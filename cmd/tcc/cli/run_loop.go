@@ -94,7 +94,7 @@ func (lr *loopRun) run(tokens [][]int, pos int) (int, [][]int, error) {
 				state[d][v.Name] = append([]float32(nil), data...)
 			}
 		}
-		if want, err = evalStep(g, lr.byName, state, none, ref.DefaultOptions(), false); err != nil {
+		if want, err = evalStep(g, lr.byName, state, none, lr.rf.sameFormats(), false); err != nil {
 			return 0, nil, fmt.Errorf("reference evaluator (decode %d): %w", s, err)
 		}
 		line := fmt.Sprintf("%-9s next tokens %v", fmt.Sprintf("decode %d", s), toks)

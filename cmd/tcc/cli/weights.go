@@ -351,7 +351,11 @@ func contractFor(mf *modelFlags, model string) (*codegen.ProgramsFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := codegen.Compile(g, target.Blackhole())
+	t, err := mf.target()
+	if err != nil {
+		return nil, err
+	}
+	b, err := codegen.Compile(g, t)
 	if err != nil {
 		return nil, err
 	}

@@ -14,20 +14,10 @@
 //          SFPU_OP_CHAIN=1
 
 #include <cstdint>
-#include "compute_kernel_api.h"
 #include "compute_kernel_api/bcast.h"
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
 #include "compute_kernel_api/eltwise_binary.h"
-#include "compute_kernel_api/eltwise_binary_sfpu.h"
-#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
-#include "compute_kernel_api/eltwise_unary/exp.h"
-#include "compute_kernel_api/eltwise_unary/negative.h"
-#include "compute_kernel_api/eltwise_unary/recip.h"
-#include "compute_kernel_api/eltwise_unary/relu.h"
-#include "compute_kernel_api/eltwise_unary/rsqrt.h"
-#include "compute_kernel_api/eltwise_unary/softplus.h"
-#include "compute_kernel_api/eltwise_unary/sqrt.h"
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
@@ -35,6 +25,7 @@
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "compute_kernel_api/transpose_wh.h"
+#include "tcc_sfpu.h"
 
 void kernel_main() {
     compute_kernel_hw_startup(0, 1, 16);
@@ -252,38 +243,38 @@ void kernel_main() {
     tile_regs_acquire();
     copy_tile(0, 0, 0);
     copy_tile(0, 1, 1);
-    exp_tile_init<false, false>();  // approx=false, fast_and_approx=false
-    exp_tile<false, false>(0);
-    log_tile_init();
-    log_tile(0);
-    sigmoid_tile_init();
-    sigmoid_tile(0);
-    silu_tile_init();
-    silu_tile(0);
-    rsqrt_tile_init();
-    rsqrt_tile(0);
-    sqrt_tile_init();
-    sqrt_tile(0);
-    recip_tile_init();
-    recip_tile(0);
-    square_tile_init();
-    square_tile(0);
-    negative_tile_init();
-    negative_tile(0);
-    abs_tile_init();
-    abs_tile(0);
-    relu_tile_init();
-    relu_tile(0);
-    softplus_tile_init();
-    softplus_tile(0, 0x3f800000u, 0x3f800000u, 0x41a00000u);  // beta 1, beta_reciprocal 1, threshold 20
-    binop_with_scalar_tile_init();
-    add_unary_tile(0, 0x3f000000u);  // scalar 0.5
-    binop_with_scalar_tile_init();
-    mul_unary_tile(0, 0x40490fdbu);  // scalar 3.1415927
-    add_binary_tile_init();
-    add_binary_tile(0, 1, 0);
-    mul_binary_tile_init();
-    mul_binary_tile(0, 1, 0);
+    tcc_exp_tile_init();
+    tcc_exp_tile(0);
+    tcc_log_tile_init();
+    tcc_log_tile(0);
+    tcc_sigmoid_tile_init();
+    tcc_sigmoid_tile(0);
+    tcc_silu_tile_init();
+    tcc_silu_tile(0);
+    tcc_rsqrt_tile_init();
+    tcc_rsqrt_tile(0);
+    tcc_sqrt_tile_init();
+    tcc_sqrt_tile(0);
+    tcc_recip_tile_init();
+    tcc_recip_tile(0);
+    tcc_square_tile_init();
+    tcc_square_tile(0);
+    tcc_negative_tile_init();
+    tcc_negative_tile(0);
+    tcc_abs_tile_init();
+    tcc_abs_tile(0);
+    tcc_relu_tile_init();
+    tcc_relu_tile(0);
+    tcc_softplus_tile_init();
+    tcc_softplus_tile(0);
+    tcc_add_scalar_tile_init();
+    tcc_add_scalar_tile(0, 0x3f000000u);  // scalar 0.5
+    tcc_mul_scalar_tile_init();
+    tcc_mul_scalar_tile(0, 0x40490fdbu);  // scalar 3.1415927
+    tcc_add_binary_tile_init();
+    tcc_add_binary_tile(0, 1, 0);
+    tcc_mul_binary_tile_init();
+    tcc_mul_binary_tile(0, 1, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();

@@ -15,16 +15,15 @@
 //          MM_TILES_PER_CORE=1
 
 #include <cstdint>
-#include "compute_kernel_api.h"
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
-#include "compute_kernel_api/eltwise_binary_sfpu.h"
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
+#include "tcc_sfpu.h"
 
 void kernel_main() {
     constexpr uint32_t kt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
@@ -33,7 +32,7 @@ void kernel_main() {
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
     reconfig_data_format(26, 0);
     copy_tile_to_dst_init_short(25);
-    mul_binary_tile_init();
+    tcc_mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
@@ -66,12 +65,12 @@ void kernel_main() {
         // silu(gate), rounded, while the up weights stream in
         reconfig_data_format(24, 0);
         copy_tile_to_dst_init_short(24);
-        silu_tile_init();
+        tcc_silu_tile_init();
         for (uint32_t j_2 = 0; j_2 < sb; ++j_2) {
             cb_wait_front(24, 1);
             tile_regs_acquire();
             copy_tile(24, 0, 0);
-            silu_tile(0);
+            tcc_silu_tile(0);
             cb_pop_front(24, 1);
             tile_regs_commit();
             cb_reserve_back(26, 1);
@@ -107,7 +106,7 @@ void kernel_main() {
         // epilogue: silu(gate) times up
         reconfig_data_format(26, 0);
         copy_tile_to_dst_init_short(25);
-        mul_binary_tile_init();
+        tcc_mul_binary_tile_init();
         for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
             cb_wait_front(26, 1);
             cb_wait_front(25, 1);
@@ -116,7 +115,7 @@ void kernel_main() {
             copy_tile(26, 0, 0);
             copy_tile_to_dst_init_short(25);
             copy_tile(25, 0, 1);
-            mul_binary_tile(0, 1, 0);
+            tcc_mul_binary_tile(0, 1, 0);
             cb_pop_front(26, 1);
             cb_pop_front(25, 1);
             tile_regs_commit();

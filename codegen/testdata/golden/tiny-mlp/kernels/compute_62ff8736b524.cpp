@@ -20,19 +20,17 @@
 //          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
-#include "compute_kernel_api.h"
 #include "compute_kernel_api/bcast.h"
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
-#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
-#include "compute_kernel_api/eltwise_unary/rsqrt.h"
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
 #include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
+#include "tcc_sfpu.h"
 
 void kernel_main() {
     constexpr uint32_t kt = get_compile_time_arg_val(0);  // compile-time arg 0 = 2
@@ -44,11 +42,11 @@ void kernel_main() {
     cb_wait_front(0, kt);
     // x^2
     copy_tile_to_dst_init_short(0);
-    square_tile_init();
+    tcc_square_tile_init();
     for (uint32_t j = 0; j < kt; ++j) {
         tile_regs_acquire();
         copy_tile(0, j, 0);
-        square_tile(0);
+        tcc_square_tile(0);
         tile_regs_commit();
         cb_reserve_back(25, 1);
         tile_regs_wait();
@@ -64,11 +62,11 @@ void kernel_main() {
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
         reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, j_2, 0, 0);
     }
-    binop_with_scalar_tile_init();
-    mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
-    add_unary_tile(0, 0x358637bdu);  // scalar 1e-06
-    rsqrt_tile_init();
-    rsqrt_tile(0);
+    tcc_mul_scalar_tile_init();
+    tcc_mul_scalar_tile(0, 0x3c800000u);  // scalar 0.015625
+    tcc_add_scalar_tile(0, 0x358637bdu);  // scalar 1e-06
+    tcc_rsqrt_tile_init();
+    tcc_rsqrt_tile(0);
     tile_regs_commit();
     cb_reserve_back(26, 1);
     tile_regs_wait();
@@ -82,7 +80,7 @@ void kernel_main() {
     pack_reconfig_data_format(24);
     reduce_uninit();
     mul_bcast_rows_init_short(27, 28);
-    binop_with_scalar_tile_init();
+    tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {
         tile_regs_acquire();
         reconfig_data_format(0, 26);
@@ -99,7 +97,7 @@ void kernel_main() {
         tile_regs_acquire();
         copy_tile_to_dst_init_short(3);
         copy_tile(3, 0, 0);
-        add_unary_tile(0, 0x3f800000u);  // scalar 1
+        tcc_add_scalar_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(3, 1);
         tile_regs_commit();
         cb_reserve_back(28, 1);

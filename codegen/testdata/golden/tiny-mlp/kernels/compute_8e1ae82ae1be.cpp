@@ -18,19 +18,16 @@
 //          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
-#include "compute_kernel_api.h"
 #include "compute_kernel_api/bcast.h"
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
-#include "compute_kernel_api/eltwise_binary_sfpu.h"
-#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
-#include "compute_kernel_api/eltwise_unary/rsqrt.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
 #include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
+#include "tcc_sfpu.h"
 
 void kernel_main() {
     const uint32_t count = get_arg_val<uint32_t>(0);  // runtime arg 0 (per core)
@@ -42,11 +39,11 @@ void kernel_main() {
     // x^2
     pack_reconfig_data_format(26);
     copy_tile_to_dst_init_short(0);
-    square_tile_init();
+    tcc_square_tile_init();
     for (uint32_t j = 0; j < count; ++j) {
         tile_regs_acquire();
         copy_tile(0, j, 0);
-        square_tile(0);
+        tcc_square_tile(0);
         tile_regs_commit();
         cb_reserve_back(26, 1);
         tile_regs_wait();
@@ -76,16 +73,16 @@ void kernel_main() {
         reduce_uninit();
         copy_tile_to_dst_init_short(4);
         copy_tile(4, 0, 0);
-        add_binary_tile_init();
+        tcc_add_binary_tile_init();
         for (uint32_t k = 1; k < 2; ++k) {
             copy_tile(4, k, 1);
-            add_binary_tile(0, 1, 0);
+            tcc_add_binary_tile(0, 1, 0);
         }
-        binop_with_scalar_tile_init();
-        mul_unary_tile(0, 0x3c800000u);  // scalar 0.015625
-        add_unary_tile(0, 0x358637bdu);  // scalar 1e-06
-        rsqrt_tile_init();
-        rsqrt_tile(0);
+        tcc_mul_scalar_tile_init();
+        tcc_mul_scalar_tile(0, 0x3c800000u);  // scalar 0.015625
+        tcc_add_scalar_tile(0, 0x358637bdu);  // scalar 1e-06
+        tcc_rsqrt_tile_init();
+        tcc_rsqrt_tile(0);
         tile_regs_commit();
         cb_reserve_back(18, 1);
         tile_regs_wait();
@@ -98,12 +95,12 @@ void kernel_main() {
     reconfig_data_format(2, 1);
     reduce_uninit();
     copy_tile_to_dst_init_short(2);
-    binop_with_scalar_tile_init();
+    tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
         cb_wait_front(2, 1);
         tile_regs_acquire();
         copy_tile(2, 0, 0);
-        add_unary_tile(0, 0x3f800000u);  // scalar 1
+        tcc_add_scalar_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(2, 1);
         tile_regs_commit();
         cb_reserve_back(25, 1);

@@ -1,0 +1,421 @@
+package sfpu
+
+import (
+	"math"
+
+	isa "github.com/tcc-dev/tcc/ir/sfpuisa"
+)
+
+// The building blocks of tcc's SFPU programs. Each computes into a new
+// LREG from its inputs, which it leaves unchanged, and frees its
+// temporaries. Conditional blocks assume every lane is enabled on entry
+// (they run at the top level of a program).
+
+// Constants of exp (Cody-Waite reduction with ln2 split in a 15-bit high
+// part, so k*ln2Hi is exact for |k| <= 2^8, and a low part).
+var (
+	log2e     = float32(math.Log2E)
+	ln2Hi     = math.Float32frombits(0x3f317200) // 0.693145751953125
+	ln2Lo     = float32(math.Ln2 - float64(math.Float32frombits(0x3f317200)))
+	roundMagi = float32(1.5 * (1 << 23)) // x + 1.5*2^23 rounds x to an integer in the low mantissa bits
+	// expHi is the smallest fp32 whose e^x overflows: ln(FLT_MAX) rounded
+	// up; expLo the largest below which e^x is under 2^-126 (flushed).
+	expHi = math.Float32frombits(0x42b17218) // 88.72283935546875
+	expLo = math.Float32frombits(0xc2aeac50) // -87.33654785
+)
+
+// expTaylor are 1/n! for n = 1..7: e^r for |r| <= ln2/2 by Horner on the
+// degree-7 Taylor polynomial (truncation below 2^-27 of the result).
+var expTaylor = func() [8]float32 {
+	var c [8]float32
+	f := 1.0
+	for n := 1; n < 8; n++ {
+		f *= float64(n)
+		c[n] = float32(1 / f)
+	}
+	return c
+}()
+
+// exp is e^x: k = round(x/ln2) by the 1.5*2^23 addition (an integer in
+// the sum's low bits), r = x - k*ln2Hi - k*ln2Lo, p = e^r by Horner, and
+// p scaled by 2^k with an integer add of k<<23 to its bits. x >= expHi
+// gives +Inf, x < expLo gives 0 (the true value is below fp32's normals);
+// NaN gives +Inf (the caller's nanIn makes it NaN).
+func (a *asm) exp(x uint8) uint8 { return a.expH(x, false) }
+
+// expH is exp; hoist keeps log2e and 1.5*2^23 in LREGs loaded once per
+// face (two LREGs fewer for the caller).
+func (a *asm) expH(x uint8, hoist bool) uint8 {
+	var t, l2e, m uint8
+	if hoist {
+		l2e, m = a.hoist(math.Float32bits(log2e)), a.hoist(math.Float32bits(roundMagi))
+		t = a.reg()
+	} else {
+		t = a.konst(log2e)
+		l2e, m = t, a.konst(roundMagi)
+	}
+	a.mad(t, x, l2e, m, 0) // t = x*log2e + 1.5*2^23
+	k := a.reg()
+	a.mad(k, t, isa.LConst1, m, 2) // k = t - 1.5*2^23 (exact)
+	if !hoist {
+		a.free(m)
+	}
+	c := a.konst(ln2Hi)
+	r := a.reg()
+	a.mad(r, k, c, x, 1) // r = x - k*ln2Hi (exact product)
+	a.setK(c, math.Float32bits(ln2Lo))
+	a.mad(r, k, c, r, 1) // r -= k*ln2Lo
+	a.free(k)
+	p := a.konst(expTaylor[7])
+	for n := 6; n >= 1; n-- {
+		a.setK(c, math.Float32bits(expTaylor[n]))
+		a.mad(p, p, r, c, 0)
+	}
+	a.mad(p, p, r, isa.LConst1, 0)
+	a.free(r)
+	// 2^k: t's bits are 0x4b400000 + k; shifted left 23 they are k<<23.
+	a.emit(isa.Insn{Op: isa.SFPSHFT, D: t, Mod: 1, Imm: 23})
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: p, D: t, Mod: 4}) // t = p + (k<<23), condition codes untouched
+	a.free(p)
+	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
+	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
+	a.free(c)
+	return t
+}
+
+// ifCmp runs body on the lanes where x - k satisfies mode (ccGE0: x >= k,
+// ccLT0: x < k), with tmp as scratch. The difference of two floats has
+// the sign of their exact difference, so the compare is exact; a NaN x
+// gives a positive NaN: x >= k.
+func (a *asm) ifCmp(x uint8, k float32, mode uint8, tmp uint8, body func()) {
+	a.push()
+	a.setK(tmp, math.Float32bits(k))
+	a.add(tmp, x, tmp, 2)
+	a.setcc(tmp, mode)
+	body()
+	a.pop()
+}
+
+// ifExp runs body on the lanes whose biased exponent of x is e (0: zero
+// or denormal, 255: Inf or NaN).
+func (a *asm) ifExp(x uint8, e uint16, body func()) {
+	s := a.reg()
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: s, Mod: 1}) // the biased exponent
+	if e != 0 {
+		a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 5, Imm: uint16(-int16(e)) & 0xfff})
+	}
+	a.setcc(s, ccEQ0)
+	body()
+	a.pop()
+	a.free(s)
+}
+
+// ifNeg runs body on the lanes where x's sign bit is set.
+func (a *asm) ifNeg(x uint8, body func()) {
+	a.push()
+	a.setcc(x, ccLT0)
+	body()
+	a.pop()
+}
+
+// nanIn makes r NaN (0x7fc00000) on the lanes where x is a NaN: |x|'s
+// bits minus 0x7f800001 is not negative.
+func (a *asm) nanIn(x, r uint8) {
+	t, m := a.reg(), a.reg()
+	a.emit(isa.Insn{Op: isa.SFPSETSGN, C: x, D: t, Mod: 1}) // t = |x|
+	a.setK(m, 0x7f800001)
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: t, D: m, Mod: 10}) // m = t - m; enabled where >= 0
+	a.setK(r, 0x7fc00000)
+	a.pop()
+	a.free(t, m)
+}
+
+// recip is 1/x: SFPARECIP's 7-bit estimate y and two Newton steps
+// y *= 2 - x*y, each residual t = x*y - 2 one fused multiply-add and
+// y = -t*y one multiply (tt-llk's _sfpu_reciprocal_<2>,
+// sfpu/ckernel_sfpu_recip.h, uses the same steps: a product y*(1 - x*y)
+// would underflow for |x| near 2^126). The steps run only where t < 0:
+// not where SFPARECIP gave Inf for a zero x or 0 for an Inf x, whose t is
+// NaN (positive); y stays ±Inf or ±0 there (and 0 for |x| >= 2^126,
+// whose 1/x is below fp32's normals).
+func (a *asm) recip(x uint8) uint8 {
+	y, t, two := a.reg(), a.reg(), a.reg()
+	a.setK(two, math.Float32bits(2))
+	a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: y})
+	a.mad(t, x, y, two, 2) // t = x*y - 2
+	a.push()
+	a.setcc(t, ccLT0)
+	a.emit(isa.Insn{Op: isa.SFPMUL, A: t, B: y, C: isa.LConst0, D: y, Mod: 1}) // y = -t*y
+	a.mad(t, x, y, two, 2)
+	a.emit(isa.Insn{Op: isa.SFPMUL, A: t, B: y, C: isa.LConst0, D: y, Mod: 1})
+	a.pop()
+	a.free(t, two)
+	return y
+}
+
+// recipFinite is recip for an x known to be normal and below 2^126 in
+// magnitude (no guard: one LREG fewer).
+func (a *asm) recipFinite(x uint8) uint8 {
+	y, e := a.reg(), a.reg()
+	a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: y})
+	for range 2 {
+		a.mad(e, x, y, isa.LConst1, 1) // e = 1 - x*y
+		a.mad(y, y, e, y, 0)
+	}
+	a.free(e)
+	return y
+}
+
+// Constants of tt-llk's SQRT_23-bits estimate (sfpu/ckernel_sfpu_sqrt.h
+// _init_sqrt_ and _calculate_sqrt_body_, after Moroz et al., "Fast and
+// accurate approximation algorithms for computing floating point square
+// root", Numerical Algorithms 2024).
+const (
+	sqrtMagic = 0x5f1110a0
+	sqrtP1    = float32(2.2825186)
+	sqrtP2    = float32(2.2533049)
+)
+
+// rsqrtEst is 1/sqrt(x) for a positive normal x: the SQRT_23-bits
+// estimate y = magic - bits/2, c = -y*(x*y), y *= P1 + c*(P2 + c)
+// (products formed through x*y, near sqrt x, so none under- or
+// overflows for a normal x). final adds the fused correction
+// y += (y/2)*(1 - y*(x*y)), to within about an ulp.
+func (a *asm) rsqrtEst(x uint8, final bool) uint8 {
+	y, t, c := a.reg(), a.reg(), a.reg()
+	a.mov(y, x)
+	a.emit(isa.Insn{Op: isa.SFPSHFT, D: y, Mod: 1, Imm: 0xfff})            // y = bits >> 1
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: a.hoist(sqrtMagic), D: y, Mod: 6}) // y = magic - y, condition codes untouched
+	a.mul(t, x, y)
+	a.emit(isa.Insn{Op: isa.SFPMUL, A: y, B: t, C: isa.LConst0, D: c, Mod: 1}) // c = -y*(x*y)
+	a.add(t, c, a.hoist(math.Float32bits(sqrtP2)), 0)                          // P2 + c
+	a.mad(t, c, t, a.hoist(math.Float32bits(sqrtP1)), 0)                       // P1 + c*(P2 + c)
+	a.free(c)
+	a.mul(y, y, t)
+	if final {
+		a.mul(t, x, y)
+		a.mad(t, y, t, isa.LConst1, 1)                       // t = 1 - y*(x*y)
+		a.emit(isa.Insn{Op: isa.SFPMULI, D: t, Imm: 0x3f00}) // t/2 (exact)
+		a.mad(y, y, t, y, 0)
+	}
+	a.free(t)
+	return y
+}
+
+// ifZero runs body on the lanes where x is zero or denormal (its biased
+// exponent minus 1 is negative: SFPIADD sets the condition itself).
+func (a *asm) ifZero(x uint8, body func()) {
+	s := a.reg()
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: s, Mod: 1})
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
+	body()
+	a.pop()
+	a.free(s)
+}
+
+// ifPosInf runs body on the lanes where x is +Inf (bits - 0x7f800000 is
+// zero).
+func (a *asm) ifPosInf(x uint8, body func()) {
+	s := a.reg()
+	a.push()
+	a.setK(s, 0x7f800000)
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
+	a.setcc(s, ccEQ0)
+	body()
+	a.pop()
+	a.free(s)
+}
+
+// log is ln x for x > 0: x = 2^e * m with m in [sqrt(1/2), sqrt 2),
+// s = (m-1)/(m+1) (the quotient corrected by one fused residual step),
+// ln m = 2 atanh s = s*(2 + z*(2/3 + z*(2/5 + ... + z*2/11))), z = s*s
+// (|s| <= 0.1716: truncation under 2^-33), and e*ln2 added as e*ln2Lo
+// then e*ln2Hi. Zero, negative, Inf and NaN inputs are the caller's.
+func (a *asm) log(x uint8) uint8 {
+	e, m, t := a.reg(), a.reg(), a.reg()
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: e})                    // e = exponent - 127
+	a.emit(isa.Insn{Op: isa.SFPSETEXP, C: x, D: m, Mod: 1, Imm: 127}) // m in [1, 2)
+	a.ifCmp(m, float32(math.Sqrt2), ccGE0, t, func() {
+		a.emit(isa.Insn{Op: isa.SFPSETEXP, C: m, D: m, Mod: 1, Imm: 126})
+		a.emit(isa.Insn{Op: isa.SFPIADD, C: e, D: e, Mod: 5, Imm: 1})
+	})
+	num, den := t, a.reg()
+	a.add(num, m, isa.LConst1, 2) // m - 1 (exact)
+	a.add(den, m, isa.LConst1, 0) // m + 1
+	a.free(m)
+	rd := a.recipFinite(den) // den in [1.7, 2.5)
+	s := a.reg()
+	a.mul(s, num, rd)
+	a.mad(num, s, den, num, 1) // num - s*den
+	a.mad(s, num, rd, s, 0)    // s += residual/den
+	a.free(num, den, rd)
+	z := a.reg()
+	a.mul(z, s, s)
+	p := a.konst(2.0 / 11)
+	c := a.reg()
+	for _, k := range []float32{2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2} {
+		a.setK(c, math.Float32bits(k))
+		a.mad(p, p, z, c, 0)
+	}
+	a.mul(p, p, s) // ln m
+	a.free(z, s)
+	// e as a float: two's complement to sign-magnitude, then to fp32.
+	a.emit(isa.Insn{Op: isa.SFPCAST, C: e, D: e, Mod: 3})
+	a.emit(isa.Insn{Op: isa.SFPCAST, C: e, D: e, Mod: 0})
+	a.setK(c, math.Float32bits(ln2Lo))
+	a.mad(p, e, c, p, 0)
+	a.setK(c, math.Float32bits(ln2Hi))
+	a.mad(p, e, c, p, 0)
+	a.free(e, c)
+	return p
+}
+
+// expNeg is e^-x.
+func (a *asm) expNeg(x uint8) uint8 {
+	n := a.reg()
+	a.emit(isa.Insn{Op: isa.SFPMOV, C: x, D: n, Mod: 1})
+	r := a.exp(n)
+	a.free(n)
+	return r
+}
+
+// sigmoid is 1/(1 + e^-x).
+func (a *asm) sigmoid(x uint8) uint8 {
+	e := a.expNeg(x)
+	a.add(e, e, isa.LConst1, 0)
+	r := a.recip(e)
+	a.free(e)
+	return r
+}
+
+// unary builds a one-operand program: load x, body, NaN passthrough when
+// nan, store.
+func unary(nan bool, body func(a *asm, x uint8) uint8) *Program {
+	a := &asm{}
+	x := a.reg()
+	a.load(x, isa.ArgNone)
+	r := body(a, x)
+	if nan {
+		a.nanIn(x, r)
+	}
+	a.store(r, isa.ArgNone)
+	return a.program()
+}
+
+// Programs is tcc's own SFPU program of each op, indexed by Op.
+var Programs = func() [len(Table)]*Program {
+	var p [len(Table)]*Program
+	p[Exp] = unary(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
+	p[Log] = unary(true, func(a *asm, x uint8) uint8 {
+		r := a.log(x)
+		a.ifExp(x, 255, func() { a.mov(r, x) })         // +Inf (and -Inf, NaN below)
+		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })    // negative: NaN
+		a.ifExp(x, 0, func() { a.setK(r, 0xff800000) }) // zero or denormal: -Inf
+		return r
+	})
+	p[Sigmoid] = unary(true, (*asm).sigmoid)
+	p[SiLU] = unary(true, func(a *asm, x uint8) uint8 {
+		r := a.sigmoid(x)
+		a.mul(r, x, r)
+		return r
+	})
+	// rsqrt and sqrt: NaN propagates through the estimate's products (a
+	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
+	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
+		r := a.rsqrtEst(x, true)
+		a.ifPosInf(x, func() { a.setK(r, 0) })
+		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
+		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
+		return r
+	})
+	p[Sqrt] = unary(false, func(a *asm, x uint8) uint8 {
+		// r = x*y corrected by r*(1 - y*r)/2: the residual of y, not
+		// x - r*r, whose product the FMA truncates (tt-llk's
+		// _calculate_sqrt_body_ corrects the same way).
+		y := a.rsqrtEst(x, false)
+		r, e := a.reg(), a.reg()
+		a.mul(r, x, y)
+		a.mad(e, y, r, isa.LConst1, 1)                       // e = 1 - y*r
+		a.emit(isa.Insn{Op: isa.SFPMULI, D: e, Imm: 0x3f00}) // e/2
+		a.mad(r, e, r, r, 0)                                 // r += r*e/2
+		a.free(y, e)
+		a.ifPosInf(x, func() { a.mov(r, x) })
+		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) }) // negative: NaN
+		a.ifZero(x, func() { a.mov(r, x) })          // ±0 (a denormal is stored flushed)
+		return r
+	})
+	p[Recip] = unary(true, (*asm).recip)
+	p[Square] = unary(false, func(a *asm, x uint8) uint8 {
+		r := a.reg()
+		a.mul(r, x, x)
+		return r
+	})
+	p[Negative] = unary(false, func(a *asm, x uint8) uint8 {
+		a.emit(isa.Insn{Op: isa.SFPMOV, C: x, D: x, Mod: 1})
+		return x
+	})
+	p[Abs] = unary(false, func(a *asm, x uint8) uint8 {
+		a.emit(isa.Insn{Op: isa.SFPABS, C: x, D: x, Mod: 1})
+		return x
+	})
+	p[Relu] = unary(false, func(a *asm, x uint8) uint8 {
+		a.ifNeg(x, func() { a.setK(x, 0) })
+		return x
+	})
+	p[Softplus] = unary(true, func(a *asm, x uint8) uint8 {
+		// max(x, 0) + log1p(e^-|x|), log1p(v) = ln(1+v) + (v - ((1+v) - 1))/(1+v);
+		// x past the threshold: x.
+		ax := a.reg()
+		a.emit(isa.Insn{Op: isa.SFPABS, C: x, D: ax, Mod: 1})
+		v := a.expNeg(ax)
+		a.free(ax)
+		w := a.reg()
+		a.add(w, v, isa.LConst1, 0)
+		d := a.reg()
+		a.add(d, w, isa.LConst1, 2) // w - 1 (exact)
+		a.add(d, v, d, 2)           // v - (w - 1)
+		a.free(v)
+		l := a.log(w)
+		rw := a.recipFinite(w) // w in [1, 2]
+		a.free(w)
+		a.mad(l, d, rw, l, 0)
+		a.free(rw)
+		a.mov(d, x)
+		a.ifNeg(d, func() { a.setK(d, 0) })
+		a.add(l, d, l, 0)
+		a.free(d)
+		a.ifCmp(x, softplusThreshold, ccGE0, d, func() { a.mov(l, x) })
+		return l
+	})
+	p[AddScalar] = scalar(func(a *asm, x, s uint8) { a.add(x, x, s, 0) })
+	p[MulScalar] = scalar(func(a *asm, x, s uint8) { a.mul(x, x, s) })
+	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
+	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
+	return p
+}()
+
+// scalar builds x op param: the parameter's two halves loaded from the
+// call's argument once per face (Setup).
+func scalar(body func(a *asm, x, s uint8)) *Program {
+	a := &asm{}
+	x, s := a.reg(), a.reg()
+	a.setup = []isa.Insn{{Op: isa.SFPLOADI, D: s, Mod: 8, Arg: isa.ArgParamHi}, {Op: isa.SFPLOADI, D: s, Mod: 10, Arg: isa.ArgParamLo}}
+	a.load(x, isa.ArgNone)
+	body(a, x, s)
+	a.store(x, isa.ArgNone)
+	return a.program()
+}
+
+// binary builds DEST[out] = DEST[in0] op DEST[in1].
+func binary(body func(a *asm, x, y uint8)) *Program {
+	a := &asm{}
+	x, y := a.reg(), a.reg()
+	a.load(x, isa.ArgIn0)
+	a.load(y, isa.ArgIn1)
+	body(a, x, y)
+	a.store(x, isa.ArgOut)
+	return a.program()
+}

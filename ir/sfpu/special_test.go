@@ -1,0 +1,81 @@
+package sfpu
+
+import (
+	"math"
+	"testing"
+)
+
+// Special inputs give IEEE's results (NaN in, NaN out), with the SFPU's
+// flushing: a denormal input is a zero and a result below fp32's normals
+// is zero.
+func TestProgramSpecialValues(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	denorm := math.Float32frombits(0x00400000)
+	negZero := float32(math.Copysign(0, -1))
+	for _, c := range []struct {
+		op      Op
+		x, y    float32
+		want    float32
+		comment string
+	}{
+		{Exp, 0, 0, 1, ""},
+		{Exp, inf, 0, inf, ""},
+		{Exp, -inf, 0, 0, ""},
+		{Exp, 89, 0, inf, "overflows"},
+		{Exp, -88, 0, 0, "below fp32's normals: flushed"},
+		{Exp, nan, 0, nan, ""},
+		{Log, 1, 0, 0, ""},
+		{Log, 0, 0, -inf, ""},
+		{Log, denorm, 0, -inf, "a denormal is zero"},
+		{Log, -1, 0, nan, ""},
+		{Log, inf, 0, inf, ""},
+		{Log, nan, 0, nan, ""},
+		{Recip, 0, 0, inf, ""},
+		{Recip, negZero, 0, -inf, ""},
+		{Recip, inf, 0, 0, ""},
+		{Recip, -4, 0, -0.25, ""},
+		{Recip, nan, 0, nan, ""},
+		{Rsqrt, 4, 0, 0.5, ""},
+		{Rsqrt, 0, 0, inf, ""},
+		{Rsqrt, negZero, 0, -inf, ""},
+		{Rsqrt, nan, 0, nan, ""},
+		{Rsqrt, denorm, 0, inf, "a denormal is zero"},
+		{Rsqrt, -1, 0, nan, ""},
+		{Rsqrt, inf, 0, 0, ""},
+		{Sqrt, 9, 0, 3, ""},
+		{Sqrt, 0, 0, 0, ""},
+		{Sqrt, negZero, 0, negZero, ""},
+		{Sqrt, -1, 0, nan, ""},
+		{Sqrt, inf, 0, inf, ""},
+		{Sqrt, nan, 0, nan, ""},
+		{Sqrt, denorm, 0, 0, "a denormal is zero"},
+		{Sigmoid, 0, 0, 0.5, ""},
+		{Sigmoid, inf, 0, 1, ""},
+		{Sigmoid, -inf, 0, 0, ""},
+		{Sigmoid, nan, 0, nan, ""},
+		{SiLU, 0, 0, 0, ""},
+		{SiLU, inf, 0, inf, ""},
+		{Softplus, 0, 0, float32(math.Ln2), ""},
+		{Softplus, 25, 0, 25, "past the threshold: x"},
+		{Softplus, -inf, 0, 0, ""},
+		{Softplus, inf, 0, inf, ""},
+		{Softplus, nan, 0, nan, ""},
+		{Relu, -1, 0, 0, ""},
+		{Relu, 1.5, 0, 1.5, ""},
+		{Abs, -2, 0, 2, ""},
+		{Negative, 2, 0, -2, ""},
+		{Square, -3, 0, 9, ""},
+		{AddScalar, 1, 2, 3, ""},
+		{MulScalar, 3, 2.5, 7.5, ""},
+		{AddBinary, 1, 2, 3, ""},
+		{MulBinary, 3, -2, -6, ""},
+	} {
+		t.Run(c.op.String(), func(t *testing.T) {
+			got := Programs[c.op].Eval(c.x, c.y)
+			same := math.Float32bits(got) == math.Float32bits(c.want) || (c.want != c.want && got != got)
+			if !same {
+				t.Errorf("%s(%g, %g) = %g (%08x), want %g %s", c.op, c.x, c.y, got, math.Float32bits(got), c.want, c.comment)
+			}
+		})
+	}
+}
