@@ -108,6 +108,17 @@ func (b *Build) Configs() ([]*hostcfg.ProgramConfig, error) {
 // sfpuInclude is the line of a kernel that runs tcc's own SFPU code.
 var sfpuInclude = "#include \"" + sfpu.HeaderName + "\""
 
+// AddSFPUHeader adds kernels/tcc_sfpu.h (ir/sfpu's Header) to files when
+// any of them includes it: tcc's SFPU code beside the kernels that run it.
+func AddSFPUHeader(files map[string][]byte) {
+	for _, src := range files {
+		if bytes.Contains(src, []byte(sfpuInclude)) {
+			files["kernels/"+sfpu.HeaderName] = []byte(sfpu.Header())
+			return
+		}
+	}
+}
+
 // Files renders the build as files relative to a build directory:
 // kernels/<role>_<hash>.cpp (one file per distinct kernel source),
 // kernels/tcc_sfpu.h when a kernel includes it (ir/sfpu's Header) and
@@ -144,13 +155,7 @@ func (b *Build) FilesWith(info hostcfg.HostInfo) (map[string][]byte, error) {
 		return nil, err
 	}
 	nk := len(files)
-	// tcc's SFPU header beside the kernels that include it.
-	for _, src := range files {
-		if bytes.Contains(src, []byte(sfpuInclude)) {
-			files["kernels/"+sfpu.HeaderName] = []byte(sfpu.Header())
-			break
-		}
-	}
+	AddSFPUHeader(files)
 	devices := b.Graph.Mesh.Devices()
 	pf := ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: nk, Manifest: man}
 	js, err := json.MarshalIndent(pf, "", "  ")

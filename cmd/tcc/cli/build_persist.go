@@ -88,6 +88,7 @@ func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[
 	}
 	devices := b.Graph.Mesh.Devices()
 	pf := codegen.ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: len(files), Manifest: man}
+	codegen.AddSFPUHeader(files)
 	for d := 0; d < devices; d++ {
 		pf.Programs = append(pf.Programs, codegen.ProgramEntry{Device: d, Index: 0, Op: "persistent", Layer: -1, Region: "persistent", ProgramConfig: cfg})
 	}

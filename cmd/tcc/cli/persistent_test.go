@@ -98,6 +98,16 @@ func TestBuildPersistent(t *testing.T) {
 		if !strings.Contains(string(src), "tcc_phase_begin(") || !strings.Contains(string(src), "kernel:  "+k.Name+" ") {
 			t.Errorf("%s (%s) is not kernel %s's merged source", k.Source, k.Name, k.Name)
 		}
+		// Every header a kernel includes from its own directory is written
+		// beside it (tcc's SFPU code: kernels/tcc_sfpu.h).
+		for _, line := range strings.Split(string(src), "\n") {
+			if inc, ok := strings.CutPrefix(line, "#include \""); ok {
+				hdr := filepath.Join(filepath.Dir(filepath.Join(dirs[0], k.Source)), strings.TrimSuffix(inc, "\""))
+				if _, err := os.Stat(hdr); err != nil && strings.HasPrefix(inc, "tcc_") {
+					t.Errorf("%s includes %s, which the build did not write: %v", k.Source, inc, err)
+				}
+			}
+		}
 	}
 	read := func(dir string) map[string]string {
 		m := map[string]string{}
