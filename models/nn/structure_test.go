@@ -184,3 +184,43 @@ func TestShareCut(t *testing.T) {
 		}
 	}
 }
+
+// TestGDNPrefillGatesInStateDType: the prefill's log decay g =
+// -exp(A_log) * softplus(a + dt_bias) is computed in the state dtype (fp32,
+// as HF's mamba_ssm_dtype float32 computes it), not in the activations'
+// bf16. Its in-chunk cumulative sums reach hundreds, and the decays exp(g)
+// are exponentials of them: a bf16 g (8 significant bits) costs the small
+// config's 700-token prompt its fp32 check (logits PCC 0.9867 in the step
+// at 448..511 against 0.9993 with an fp32 g). With a bf16 state nothing is
+// cast.
+func TestGDNPrefillGatesInStateDType(t *testing.T) {
+	for _, tc := range []struct {
+		state ir.DType
+		casts int
+	}{{ir.FP32, 3}, {ir.BF16, 0}} {
+		t.Run(tc.state.String(), func(t *testing.T) {
+			d := testGDN
+			d.StateDType = tc.state
+			bl := gdnPrefillBlock(t, d, 40)
+			casts := 0
+			var kinds []string
+			for _, op := range bl.partOps(t, "gates") {
+				switch op.Kind {
+				case ir.OpTypecast:
+					casts++
+				case ir.OpAdd, ir.OpSoftplus, ir.OpExp, ir.OpMulScalar, ir.OpMul:
+					kinds = append(kinds, op.Name())
+					if dt := op.Result().Type.DType; dt != tc.state {
+						t.Errorf("%s: result %s, want %s", op.Name(), dt, tc.state)
+					}
+				}
+			}
+			if diff := cmp.Diff([]string{"exp", "mul_scalar", "add", "softplus", "mul"}, kinds); diff != "" {
+				t.Errorf("gate ops (-want +got):\n%s", diff)
+			}
+			if casts != tc.casts {
+				t.Errorf("%d typecasts in the gates, want %d (a, A_log, dt_bias)", casts, tc.casts)
+			}
+		})
+	}
+}

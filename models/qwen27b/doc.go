@@ -157,7 +157,7 @@
 // causal sdpa_prefill; the head reads the last token only. A prefill of N
 // tokens followed by a decode step equals a prefill of N+1 (see Numerics).
 // The prefill graph has no measured counterpart; at 1x2, S = 128 it has
-// 9,270 ops per device (four GDN chunks of 32 tokens per layer). The ops
+// 9,366 ops per device (four GDN chunks of 32 tokens per layer). The ops
 // grow with S through the chunks; a long prompt runs as prefill steps of a
 // fixed length instead (tcc run --prefill-chunk), whose graph does not.
 //
