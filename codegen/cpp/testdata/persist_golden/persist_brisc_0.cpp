@@ -106,7 +106,6 @@ constexpr uint32_t tcc_deps_0[] = {0};
 // The cores each signal goes to, as the indices of their NoC x coordinates
 // among this kernel's common runtime arguments (y follows x).
 constexpr uint16_t tcc_cores_0[] = {2};
-constexpr uint16_t tcc_cores_1[] = {2, 4};
 
 // tcc_inc_cores: increment the word at addr by incr on each listed core.
 __attribute__((noinline)) void tcc_inc_cores(const uint16_t* cores, uint32_t n, uint32_t addr, uint32_t incr) {
@@ -136,9 +135,11 @@ void kernel_main() {
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
-    const uint32_t persist_nx_1_0 = get_common_arg_val<uint32_t>(4);  // common runtime arg 4 (set at launch)
-    const uint32_t persist_ny_1_0 = get_common_arg_val<uint32_t>(5);  // common runtime arg 5 (set at launch)
-    const uint32_t persist_tables = get_common_arg_val<uint32_t>(7);  // common runtime arg 7 (set at launch)
+    const uint32_t persist_mc0_1_0_1_0 = get_common_arg_val<uint32_t>(4);  // common runtime arg 4 (set at launch)
+    const uint32_t persist_mc1_1_0_1_0 = get_common_arg_val<uint32_t>(5);  // common runtime arg 5 (set at launch)
+    const uint32_t persist_mc2_1_0_1_0 = get_common_arg_val<uint32_t>(6);  // common runtime arg 6 (set at launch)
+    const uint32_t persist_mc3_1_0_1_0 = get_common_arg_val<uint32_t>(7);  // common runtime arg 7 (set at launch)
+    const uint32_t persist_tables = get_common_arg_val<uint32_t>(9);  // common runtime arg 9 (set at launch)
 
     tcc_persist_init(persist_ctl, persist_tables);
 
@@ -149,9 +150,11 @@ void kernel_main() {
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 32u, 1);
     noc_async_atomic_barrier();
     noc_semaphore_wait(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(persist_ctl + 32u), 2);
-    tcc_inc_cores(tcc_cores_1, 2, persist_ctl + 0u, 1);
+    tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 0u, 1);
+    noc_semaphore_set_multicast(persist_ctl + 32u, get_noc_multicast_addr(persist_mc0_1_0_1_0, persist_mc1_1_0_1_0, persist_mc2_1_0_1_0, persist_mc3_1_0_1_0, persist_ctl + 0u), 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(1, 120, 2, 6);  // CB record at tables+120; runtime args [2, 4), common [6, 7)
+    noc_async_write_barrier();
+    tcc_phase_begin(1, 120, 2, 8);  // CB record at tables+120; runtime args [2, 4), common [8, 9)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);

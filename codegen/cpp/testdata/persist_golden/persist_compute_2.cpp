@@ -9,11 +9,11 @@
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
-#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "risc_common.h"
+#include "tcc_sfpu.h"
 
 #if !defined(TRISC_MATH)
 #include "internal/circular_buffer_init.h"  // the math thread has no CB interface (as in trisc.cc)
@@ -119,12 +119,12 @@ __attribute__((noinline)) void tcc_phase_body_0() {
 
     compute_kernel_hw_startup(0, 0, 1);
     copy_tile_to_dst_init_short(0);
-    binop_with_scalar_tile_init();
+    tcc_add_scalar_tile_init();
     for (uint32_t i = 0; i < num_tiles; ++i) {
         cb_wait_front(0, 1);
         tile_regs_acquire();
         copy_tile(0, 0, 0);
-        add_unary_tile(0, 0x3f800000u);  // scalar 1
+        tcc_add_scalar_tile(0, 0x3f800000u);  // scalar 1
         cb_pop_front(0, 1);
         tile_regs_commit();
         cb_reserve_back(1, 1);
