@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,7 +127,7 @@ type EarlyBegin struct {
 func (ps *Persist) EarlyOn(p int, proc Processor, c Core) *EarlyBegin {
 	for i := range ps.Early {
 		e := &ps.Early[i]
-		if e.Phase == p && e.Processor == proc && inCoreList(e.Cores, c) {
+		if e.Phase == p && e.Processor == proc && slices.Contains(e.Cores, c) {
 			return e
 		}
 	}
@@ -138,16 +139,7 @@ func (ps *Persist) EarlyOn(p int, proc Processor, c Core) *EarlyBegin {
 func (ps *Persist) ArrivesOnly(p int, proc Processor, c Core) bool {
 	for i := range ps.Early {
 		e := &ps.Early[i]
-		if e.Prev == p && e.Processor == proc && inCoreList(e.Cores, c) {
-			return true
-		}
-	}
-	return false
-}
-
-func inCoreList(cs []Core, c Core) bool {
-	for _, x := range cs {
-		if x == c {
+		if e.Prev == p && e.Processor == proc && slices.Contains(e.Cores, c) {
 			return true
 		}
 	}

@@ -376,18 +376,9 @@ const earlyDepth = 3
 func deepen(cbs []kir.CB, early []int, k int) []kir.CB {
 	out := append([]kir.CB(nil), cbs...)
 	for i := range out {
-		if out[i].Backing == "" && containsInt(early, out[i].Index) {
+		if out[i].Backing == "" && slices.Contains(early, out[i].Index) {
 			out[i].Pages *= k
 		}
 	}
 	return out
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package persist
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -329,7 +330,7 @@ func dependencies(b *codegen.Build) [][]int {
 			reads = append(reads, buf.Name)
 		}
 		for w := range writes {
-			if !containsStr(reads, w) {
+			if !slices.Contains(reads, w) {
 				reads = append(reads, w)
 			}
 		}
@@ -379,15 +380,6 @@ func dependencies(b *codegen.Build) [][]int {
 		sort.Ints(out[p])
 	}
 	return out
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // merger builds one merged kernel.
