@@ -275,18 +275,26 @@ func (pr *printer) call(s kir.Stmt) {
 	pr.line("%s", text)
 }
 
-// tccSFPU reports whether the kernel's SFPU statements are tcc's own
-// code (sfpu.CodeTCC: ir/sfpu's header of instruction sequences).
-func (pr *printer) tccSFPU() bool {
-	return pr.compute() && pr.k.Compute.SFPU == sfpu.CodeTCC
+// tccSFPU reports whether the kernel's SFPU statements of op are tcc's
+// own code (sfpu.CodeTCC: ir/sfpu's header of instruction sequences; an
+// op without a tcc program prints tt-metal's call, sfpu.Code.For).
+func (pr *printer) tccSFPU(op sfpu.Op) bool {
+	return pr.compute() && pr.k.Compute.SFPU.For(op) == sfpu.CodeTCC
 }
 
 // sfpuName is the printed name of statement s: for an SFPU statement of a
 // kernel running tcc's own SFPU code, the tile call or init of
 // tcc_sfpu.h (sfpu.TileCall, sfpu.TileInit) instead of tt-metal's name.
 func (pr *printer) sfpuName(s kir.Stmt, name string) string {
-	if !pr.tccSFPU() {
-		return name
+	switch s := s.(type) {
+	case kir.SFPUInit:
+		if !pr.tccSFPU(s.Op) {
+			return name
+		}
+	case kir.SFPU:
+		if !pr.tccSFPU(s.Op) {
+			return name
+		}
 	}
 	switch s := s.(type) {
 	case kir.SFPUInit:
@@ -404,7 +412,7 @@ func (pr *printer) sfpuInitArgs(s kir.SFPUInit) (tmpl string, args []string, com
 		return "", nil, ""
 	}
 	sp := s.Op.Spec()
-	if pr.tccSFPU() {
+	if pr.tccSFPU(s.Op) {
 		return "", nil, ""
 	}
 	tmpl, comment = sfpuTemplate(sp.Init, sp.InitTemplate)
@@ -418,7 +426,7 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 	}
 	e := pr.expr
 	sp := s.Op.Spec()
-	if !pr.tccSFPU() {
+	if !pr.tccSFPU(s.Op) {
 		tmpl, _ = sfpuTemplate(sp.Call, sp.CallTemplate)
 	}
 	args = []string{e(s.Dst)}
@@ -430,7 +438,7 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 	case sp.Binary:
 		args = append(args, e(s.Src), e(s.Dst))
 	}
-	if pr.tccSFPU() {
+	if pr.tccSFPU(s.Op) {
 		// tcc's program: its constants are in its instructions.
 		return "", args, strings.Join(notes, ", ")
 	}

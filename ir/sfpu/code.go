@@ -40,12 +40,25 @@ func ParseCode(s string) (Code, error) {
 	return 0, fmt.Errorf("unknown SFPU code %q: want tcc (tcc's own instruction sequences, the default) or llk (tt-metal's SFPU calls; needs the SFPI compiler)", s)
 }
 
+// HasProgram reports whether tcc has its own program for o (Programs);
+// an op added to Table without one runs tt-metal's call (Code.For).
+func (o Op) HasProgram() bool { return int(o) < len(Programs) && Programs[o] != nil }
+
+// For is the code op o runs under c: c, except that an op without a tcc
+// program (HasProgram false) runs tt-metal's call under CodeTCC too.
+func (c Code) For(o Op) Code {
+	if c == CodeTCC && !o.HasProgram() {
+		return CodeLLK
+	}
+	return c
+}
+
 // Func is op o's element function under code c: the value DEST holds
 // after the op on x (and the parameter or second operand p). For CodeTCC
 // it is the program's result in an fp32 DEST (Program.Eval); for CodeLLK
 // the exact function.
 func (o Op) Func(c Code) func(x, p float32) float32 {
-	if c == CodeTCC {
+	if c.For(o) == CodeTCC {
 		return Programs[o].Eval
 	}
 	return Table[o].Eval
@@ -56,7 +69,7 @@ func (o Op) Func(c Code) func(x, p float32) float32 {
 // 8 iterations x its cycles per iteration, Program.Cycles); for CodeLLK the entry's Cycles
 // (counted from tt-metal's sources).
 func (o Op) CyclesFor(c Code) float64 {
-	if c == CodeTCC {
+	if c.For(o) == CodeTCC {
 		return tileCycles(Programs[o].FaceCycles(), Programs[o].Cycles())
 	}
 	return Table[o].Cycles

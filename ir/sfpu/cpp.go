@@ -44,6 +44,9 @@ func Header() string {
 	b.WriteString("using namespace ckernel;\n")
 	for _, s := range Table {
 		p := Programs[s.Op]
+		if p == nil {
+			continue // tt-metal's call (Code.For)
+		}
 		args := map[isa.Arg]string{isa.ArgParamHi: "param >> 16", isa.ArgParamLo: "param & 0xffff", isa.ArgIn0: "in0", isa.ArgIn1: "in1", isa.ArgOut: "out"}
 		sig := ""
 		switch {

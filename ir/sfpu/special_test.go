@@ -79,3 +79,27 @@ func TestProgramSpecialValues(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeForOpWithoutProgram: an op with no tcc program (one added to the
+// table with its tt-metal call only) runs tt-metal's call under CodeTCC,
+// so adding an SFPU op stays two table lines; ops with a program keep
+// CodeTCC.
+func TestCodeForOpWithoutProgram(t *testing.T) {
+	for _, s := range Table {
+		if !s.Op.HasProgram() {
+			continue
+		}
+		if got := CodeTCC.For(s.Op); got != CodeTCC {
+			t.Errorf("CodeTCC.For(%s) = %s, want tcc", s.Name, got)
+		}
+	}
+	none := Op(len(Table))
+	if none.HasProgram() {
+		t.Fatalf("op %d past the table has a program", none)
+	}
+	for _, c := range Codes {
+		if got := c.For(none); got != CodeLLK {
+			t.Errorf("%s.For(op without a program) = %s, want llk", c, got)
+		}
+	}
+}

@@ -31,11 +31,20 @@ func TestEveryKernelCompiles(t *testing.T) {
 			procs[k.Source] = cpp.Source{Processor: p, Defines: k.Defines}
 		}
 	}
-	if len(procs) != len(Table.Kernels) {
-		t.Errorf("%d kernel sources referenced, %d in the table", len(procs), len(Table.Kernels))
+	// The table holds the kernel sources and the headers written beside
+	// them (kernels/tcc_sfpu.h: tcc's SFPU code, which the syntax check
+	// supplies itself).
+	sources := 0
+	for n := range Table.Kernels {
+		if strings.HasSuffix(n, ".cpp") {
+			sources++
+		}
+	}
+	if len(procs) != sources {
+		t.Errorf("%d kernel sources referenced, %d in the table", len(procs), sources)
 	}
 	dir := t.TempDir()
-	sources := map[string]cpp.Source{}
+	srcs := map[string]cpp.Source{}
 	names := make([]string, 0, len(procs))
 	for n := range procs {
 		names = append(names, n)
@@ -46,9 +55,9 @@ func TestEveryKernelCompiles(t *testing.T) {
 		if err := os.WriteFile(f, []byte(Table.Kernels[n]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sources[f] = procs[n]
+		srcs[f] = procs[n]
 	}
-	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
+	outputs, ok, err := cpp.SyntaxCheck(dir, srcs)
 	if errors.Is(err, cpp.ErrNoCompiler) {
 		t.Skip("!!!!! g++ is not installed: SKIPPING the syntax check of the qwen27b kernels (CI installs it) !!!!!")
 	}
@@ -60,5 +69,5 @@ func TestEveryKernelCompiles(t *testing.T) {
 			t.Errorf("g++ -D%s:\n%s", d, out)
 		}
 	}
-	t.Logf("%d kernel sources pass g++ -fsyntax-only", len(sources))
+	t.Logf("%d kernel sources pass g++ -fsyntax-only", len(srcs))
 }

@@ -530,7 +530,7 @@ func sfpuOp(s kir.SFPU, call, init string) op {
 		if !cs.sfpuSet || cs.sfpu != s.Op.InitGroup() {
 			return ks.errf(kir.RuleInit, kir.NoCB, "%s without its init: call %s first", call, init)
 		}
-		code := ks.k.Compute.SFPU
+		code := ks.k.Compute.SFPU.For(s.Op)
 		if ks.k.Compute.MathApproxMode && code == sfpu.CodeLLK {
 			// tt-llk's SFPU functions take APPROX (math_approx_mode) as
 			// their approximation switch; the simulator models the exact

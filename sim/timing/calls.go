@@ -251,7 +251,7 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 			return nil, fmt.Errorf("the timing model has no cost for SFPU op %s", s.Op)
 		}
 		return do(func(th *thread, _ []uint64) {
-			if th.k.Compute.SFPU == sfpu.CodeTCC {
+			if th.k.Compute.SFPU.For(s.Op) == sfpu.CodeTCC {
 				th.advance(ct)
 				return
 			}

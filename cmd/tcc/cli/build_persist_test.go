@@ -46,7 +46,7 @@ func TestPersistentKernelsCompile(t *testing.T) {
 			require.NoError(t, err)
 			b, err := codegen.Compile(g, target.Blackhole())
 			require.NoError(t, err)
-			p, _, err := persist.Build(b)
+			p, _, err := persist.BuildWithoutEarlyBegins(b)
 			require.NoError(t, err)
 			require.NoError(t, persist.Prepare(p, b))
 			err = persist.MergeComputeConfigs(p)
