@@ -56,12 +56,31 @@ type persistKernel struct {
 	// cbMap is the program's merged CB indices (kir.Persist.CBMap).
 	cbMap []map[int]int
 	// lists are the distinct core lists of the compacted semaphore
-	// increments (incRun), in order of first use, by their text.
-	lists    []string
-	listName map[string]int
+	// increments (incRun), by their text.
+	lists constLists
 	// deps are the distinct done-word lists (depList).
-	deps    []string
-	depName map[string]int
+	deps constLists
+}
+
+// constLists are the distinct constant lists a merged kernel declares, in
+// order of first use, by their printed text.
+type constLists struct {
+	texts []string
+	index map[string]int
+}
+
+// id is the index of the list printed as text, added if new.
+func (c *constLists) id(text string) int {
+	n, ok := c.index[text]
+	if !ok {
+		if c.index == nil {
+			c.index = map[string]int{}
+		}
+		n = len(c.texts)
+		c.index[text] = n
+		c.texts = append(c.texts, text)
+	}
+	return n
 }
 
 // incRun is a run of noc_semaphore_inc statements of kernel_main that
@@ -118,16 +137,7 @@ func (pr *printer) incCall(r incRun) {
 	for i, x := range r.idx {
 		ws[i] = strconv.Itoa(x)
 	}
-	key := strings.Join(ws, ", ")
-	n, ok := pr.pers.listName[key]
-	if !ok {
-		if pr.pers.listName == nil {
-			pr.pers.listName = map[string]int{}
-		}
-		n = len(pr.pers.lists)
-		pr.pers.listName[key] = n
-		pr.pers.lists = append(pr.pers.lists, key)
-	}
+	n := pr.pers.lists.id(strings.Join(ws, ", "))
 	pr.line("tcc_inc_cores(tcc_cores_%d, %d, %s, %s);", n, len(r.idx), pr.expr(r.addr), pr.expr(r.incr))
 }
 
@@ -204,17 +214,7 @@ func (pr *printer) depList(ws []uint32) string {
 	for i, w := range ws {
 		parts[i] = strconv.FormatUint(uint64(w), 10)
 	}
-	key := strings.Join(parts, ", ")
-	n, ok := pr.pers.depName[key]
-	if !ok {
-		if pr.pers.depName == nil {
-			pr.pers.depName = map[string]int{}
-		}
-		n = len(pr.pers.deps)
-		pr.pers.depName[key] = n
-		pr.pers.deps = append(pr.pers.deps, key)
-	}
-	return "tcc_deps_" + strconv.Itoa(n)
+	return "tcc_deps_" + strconv.Itoa(pr.pers.deps.id(strings.Join(parts, ", ")))
 }
 
 // isPersistWait reports whether s is a dependency wait codegen/persist put
@@ -543,17 +543,17 @@ func (pr *printer) persistDecls(out *bytes.Buffer) {
 	pk := pr.pers
 	out.WriteString(persistPrelude(pr.k, pr.p))
 	out.WriteByte('\n')
-	if len(pk.deps) > 0 {
+	if len(pk.deps.texts) > 0 {
 		out.WriteString("// The done words (offsets in the control block) phases wait for.\n")
-		for i, d := range pk.deps {
+		for i, d := range pk.deps.texts {
 			fmt.Fprintf(out, "constexpr uint32_t tcc_deps_%d[] = {%s};\n", i, d)
 		}
 		out.WriteByte('\n')
 	}
-	if len(pk.lists) > 0 {
+	if len(pk.lists.texts) > 0 {
 		out.WriteString("// The cores each signal goes to, as the indices of their NoC x coordinates\n")
 		out.WriteString("// among this kernel's common runtime arguments (y follows x).\n")
-		for i, l := range pk.lists {
+		for i, l := range pk.lists.texts {
 			fmt.Fprintf(out, "constexpr uint16_t tcc_cores_%d[] = {%s};\n", i, l)
 		}
 		out.WriteString("\n")

@@ -74,15 +74,9 @@ func (l *Lane) Exec(in Insn, env *Env) error {
 	switch in.Op {
 	case SFPNOP:
 	case SFPLOAD:
-		mod := in.Mod
-		if mod == 0 {
-			mod = 2
-			if env.FP32 {
-				mod = 3
-			}
-		}
-		if mod != 2 && mod != 3 {
-			return fmt.Errorf("%v: instr_mod0 %d not modelled (tcc uses 0, 2, 3)", in, in.Mod)
+		mod, err := memMod(in, env.FP32)
+		if err != nil {
+			return err
 		}
 		if act {
 			v := *env.slot(in, false)
@@ -92,15 +86,9 @@ func (l *Lane) Exec(in Insn, env *Env) error {
 			l.R[in.D] = v
 		}
 	case SFPSTORE:
-		mod := in.Mod
-		if mod == 0 {
-			mod = 2
-			if env.FP32 {
-				mod = 3
-			}
-		}
-		if mod != 2 && mod != 3 {
-			return fmt.Errorf("%v: instr_mod0 %d not modelled (tcc uses 0, 2, 3)", in, in.Mod)
+		mod, err := memMod(in, env.FP32)
+		if err != nil {
+			return err
 		}
 		if in.D >= 12 {
 			return fmt.Errorf("%v: stores LREG%d; only LREG0-11 can be stored", in, in.D)
@@ -538,4 +526,21 @@ func (l *Lane) Run(prog []Insn, env *Env) error {
 		}
 	}
 	return nil
+}
+
+// memMod is the format an SFPLOAD or SFPSTORE moves (instr_mod0): 0 takes
+// DEST's (3, fp32, when DEST is fp32; 2, bf16, otherwise); tcc uses only
+// 0, 2 and 3.
+func memMod(in Insn, fp32 bool) (uint8, error) {
+	mod := in.Mod
+	if mod == 0 {
+		mod = 2
+		if fp32 {
+			mod = 3
+		}
+	}
+	if mod != 2 && mod != 3 {
+		return 0, fmt.Errorf("%v: instr_mod0 %d not modelled (tcc uses 0, 2, 3)", in, in.Mod)
+	}
+	return mod, nil
 }
