@@ -125,6 +125,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	for _, h := range sfpuLLKHeaders {
 		hs[h] = true
 	}
+	hs[PersistHeaderName] = true
 	for h := range hs {
 		f := filepath.Join(inc, filepath.FromSlash(h))
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
@@ -134,6 +135,10 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 		if h == sfpu.HeaderName {
 			// tcc's SFPU header itself, on stubs of the tt-llk names it uses.
 			text = sfpuStub + sfpu.Header()
+		}
+		if h == PersistHeaderName {
+			// tcc's persistent phase machinery itself.
+			text = PersistHeader()
 		}
 		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
 			return nil, nil, err

@@ -1,7 +1,6 @@
 package persist_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,11 +12,11 @@ import (
 	"github.com/tcc-dev/tcc/passes"
 )
 
-// TestPrintableWithoutEarlyBegins: the C++ printer has no device side for
-// early begins, so Prepare refuses a program that has them, and
-// BuildWithoutEarlyBegins gives the same phases with none, which Prepare
-// accepts (it is what tcc build --persistent prints).
-func TestPrintableWithoutEarlyBegins(t *testing.T) {
+// TestPrepareEarlyBegins: Prepare accepts a program with early begins (the
+// C++ printer has their device side: codegen/cpp's persist_early.go), and
+// BuildWithoutEarlyBegins, kept as an option, gives the same phases with
+// none, which Prepare accepts too.
+func TestPrepareEarlyBegins(t *testing.T) {
 	g := tinymlp.BuildGraph(tinymlp.Sizes{Layers: 2, Hidden: 128, Intermediate: 256, Vocab: 512, Batch: 1})
 	_, err := passes.Run(g, passes.Options{})
 	require.NoError(t, err)
@@ -27,9 +26,8 @@ func TestPrintableWithoutEarlyBegins(t *testing.T) {
 	early, _, err := persist.Build(b)
 	require.NoError(t, err)
 	require.NotEmpty(t, early.Persist.Early, "tiny-mlp's matmuls after its norms should begin early")
-	err = persist.Prepare(early, b)
-	if err == nil || !strings.Contains(err.Error(), "no device side for early begins") {
-		t.Errorf("Prepare of a program with early begins: got %v, want the early-begin refusal", err)
+	if err := persist.WithTables(early, b); err != nil {
+		t.Errorf("WithTables of a program with early begins: %v", err)
 	}
 
 	serial, _, err := persist.BuildWithoutEarlyBegins(b)
@@ -40,5 +38,5 @@ func TestPrintableWithoutEarlyBegins(t *testing.T) {
 	if len(serial.Persist.Phases) != len(early.Persist.Phases) {
 		t.Errorf("phases: %d without early begins, %d with", len(serial.Persist.Phases), len(early.Persist.Phases))
 	}
-	require.NoError(t, persist.Prepare(serial, b))
+	require.NoError(t, persist.WithTables(serial, b))
 }

@@ -53,8 +53,9 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) { return build(b, nil,
 
 // BuildWithoutEarlyBegins is Build with no early begins (early.go): every
 // RISC of a core begins each phase at the same core-local barrier and
-// ps.Early is empty. It is the program `tcc build --persistent` prints,
-// since the C++ printer has no device side for early begins yet.
+// ps.Early is empty: a simpler program to bring up on a card (Build's, with
+// early begins, is the one the timing model predicts and `tcc build
+// --persistent` prints).
 func BuildWithoutEarlyBegins(b *codegen.Build) (*kir.Program, *Plan, error) {
 	return build(b, nil, false)
 }
@@ -189,6 +190,11 @@ func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, err
 				}
 				k := kernelOn[p][slotKey{c, proc}]
 				fmt.Fprintf(&sig, "|%d:%p:%v:%v", p, k, proc == signaler, ps.Phases[p].Cores[0] == c)
+				// A merged kernel's cores begin (and end) a phase the same
+				// way: early or at the full barrier (codegen/cpp prints one).
+				if ps.EarlyOn(p, proc, c) != nil || ps.ArrivesOnly(p, proc, c) {
+					fmt.Fprintf(&sig, ":early %v %v", ps.EarlyOn(p, proc, c) != nil, ps.ArrivesOnly(p, proc, c))
+				}
 			}
 			if lp != nil {
 				fmt.Fprintf(&sig, "|step leader %v", c == lp.leader)

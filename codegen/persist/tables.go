@@ -38,9 +38,6 @@ func Prepare(p *kir.Program, b *codegen.Build) error {
 	if p.Buffer(kir.TablesBuffer) != nil {
 		return fmt.Errorf("persist: program %q already has its tables", p.Name)
 	}
-	if e := p.Persist.Early; len(e) > 0 {
-		return fmt.Errorf("persist: program %q: phase %d begins early on %d cores (kir.EarlyBegin): the C++ printer has no device side for early begins; build it with BuildWithoutEarlyBegins", p.Name, e[0].Phase, len(e[0].Cores))
-	}
 	t := b.Target
 	ps := p.Persist
 	tables, err := ps.Tables()
