@@ -60,7 +60,36 @@ func BuildWithoutEarlyBegins(b *codegen.Build) (*kir.Program, *Plan, error) {
 	return build(b, nil, false)
 }
 
+// build builds the program (buildOnce) and, when its early CBs would
+// reach the L1 the card's tables and images buffers take (Prepare:
+// cardBuffers), builds it again with that L1 reserved for them, so that
+// the program the simulator runs is the one codegen/cpp prints.
 func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, error) {
+	reserve := uint64(0)
+	for pass := 0; ; pass++ {
+		prog, plan, err := buildOnce(b, lp, early, reserve)
+		if err != nil || len(prog.Persist.Early) == 0 || pass == maxPasses {
+			return prog, plan, err
+		}
+		card, err := cardBuffers(prog, b)
+		if err != nil {
+			// Prepare reports it when the program is printed.
+			return prog, plan, nil
+		}
+		top := l1Top(b.Target, append(append([]kir.Buffer{}, prog.Buffers...), card.tables, card.text))
+		if earlyOver(b.Target, prog.Name, prog.Persist, top) == nil {
+			return prog, plan, nil
+		}
+		reserve = max(reserve, l1Top(b.Target, prog.Buffers)-top)
+	}
+}
+
+// maxPasses bounds build's replanning (each pass reserves at least the
+// previous pass's L1; the images shrink or grow a little with the early
+// begins' CB renumbering).
+const maxPasses = 3
+
+func buildOnce(b *codegen.Build, lp *loopPlan, early bool, reserve uint64) (*kir.Program, *Plan, error) {
 	if b == nil || len(b.Programs) == 0 {
 		return nil, nil, fmt.Errorf("persist: the build has no programs")
 	}
@@ -126,7 +155,7 @@ func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, err
 	prog.Buffers = append(prog.Buffers, CtlKirBuffer(b, ps.CtlBytes))
 	cbMaps := make([]map[int]int, n)
 	if early {
-		cbMaps = planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers)
+		cbMaps = planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers, reserve)
 	}
 	for _, e := range ps.Early {
 		plan.Phases[e.Phase].Early += len(e.Cores)
