@@ -261,7 +261,10 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 		for j, cb := range ph.CBs {
 			indices[j] = cb.Index
 		}
-		placed := kir.PlaceCBs(ph.CBs, uint64(d.Chip.Layout.Unreserved), ph.EarlyCBs, uint64(ph.CBBase))
+		var placed []uint64
+		if !sizing {
+			placed = kir.PlaceCBs(ph.CBs, uint64(d.Chip.Layout.Unreserved), ph.EarlyCBs, uint64(ph.CBBase))
+		}
 		for _, j := range kir.CBPlaceOrder(indices) {
 			cb := ph.CBs[j]
 			cs := kir.CoresOf(cb.Cores)
