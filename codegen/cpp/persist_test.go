@@ -155,6 +155,15 @@ func checkSyntax(t *testing.T, got map[string]string, defines map[string]map[str
 			proc = kir.ComputeProc
 		}
 		sources[f] = cpp.Source{Processor: proc, Defines: defines[n]}
+		if proc == kir.ComputeProc {
+			// The unpack and pack threads' CB install and page-counter
+			// reload (tcc_persist.h) too: a copy of the source each.
+			for _, th := range []string{"TRISC_UNPACK", "TRISC_PACK"} {
+				g := filepath.Join(dir, strings.ToLower(th)+"_"+n)
+				require.NoError(t, os.WriteFile(g, []byte(src), 0o644))
+				sources[g] = cpp.Source{Processor: proc, Defines: defines[n], Thread: th}
+			}
+		}
 	}
 	outputs, ok, err := cpp.SyntaxCheck(dir, sources)
 	if errors.Is(err, cpp.ErrNoCompiler) {

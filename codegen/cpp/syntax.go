@@ -85,6 +85,10 @@ const jitBankDefine = "-DNUM_DRAM_BANKS=8"
 type Source struct {
 	Processor kir.Processor
 	Defines   map[string]string
+	// Thread, when set, is the build define in place of
+	// BuildDefine(Processor): a compute source's TRISC_UNPACK or
+	// TRISC_PACK (the JIT build compiles it for all three threads).
+	Thread string
 }
 
 // defineFlags is the sorted -D flags of defs.
@@ -147,7 +151,11 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	groups := map[string][]string{}
 	flags := map[string][]string{}
 	for f, src := range sources {
-		fl := append([]string{"-D" + BuildDefine(src.Processor), jitBankDefine}, defineFlags(src.Defines)...)
+		def := BuildDefine(src.Processor)
+		if src.Thread != "" {
+			def = src.Thread
+		}
+		fl := append([]string{"-D" + def, jitBankDefine}, defineFlags(src.Defines)...)
 		key := strings.Join(fl, " ")
 		groups[key] = append(groups[key], f)
 		flags[key] = fl
