@@ -122,7 +122,7 @@ phase in line) and refuses phases that cannot share a compute binary.
 					srcs++
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ONE persistent program per device of %d phases on mesh %s, %d kernel sources and their headers -> %s (%.2fs)\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ONE persistent program per device of %d phases on mesh %s, %d kernel sources -> %s (%.2fs)\n",
 				args[0], len(b.Programs), g.Mesh, srcs, out, time.Since(start).Seconds())
 			return nil
 		}
