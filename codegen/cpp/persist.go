@@ -14,13 +14,15 @@ import (
 // per core and RISC, every phase the core takes part in between a
 // PhaseBegin and a PhaseEnd. It prints as one translation unit:
 //
-//   - the phase machinery (persistPrelude): tcc_phase_begin / tcc_phase_end,
+//   - the phase machinery, included from tcc_persist.h (PersistHeader,
+//     written beside the kernels): tcc_phase_begin / tcc_phase_end,
 //     core-local barriers of the core's RISCs over one L1 word per RISC in
 //     the tables buffer (kir.TablesBuffer), the begin installing the phase's
 //     CBs from its record in that buffer with the firmware's own
 //     setup_local_cb_read_write_interfaces and moving rta_l1_base /
 //     crta_l1_base (what get_arg_val / get_common_arg_val read) to the
-//     phase's slices of the kernel's argument tables;
+//     phase's slices of the kernel's argument tables; an early begin's
+//     tcc_phase_end_arrive / tcc_phase_begin_early (persist_early.go);
 //   - one function per distinct phase body (tcc_phase_body_N): the phase's
 //     statements with its arguments and variables under their source
 //     kernel's names, its arguments read at the phase's own indices. Phases
@@ -515,8 +517,15 @@ func (pr *printer) phaseCall(seg *phaseSeg) {
 	if pr.pers.table != nil {
 		off = pr.pers.table[seg.p]
 	}
-	pr.line("tcc_phase_begin(%d, %d, %d, %d);  // CB record at tables+%d; runtime args [%d, %d), common [%d, %d)",
-		seg.p, off, seg.rta[0], seg.crta[0], off, seg.rta[0], seg.rta[0]+seg.rta[1], seg.crta[0], seg.crta[0]+seg.crta[1])
+	begin, arrive := pr.earlyRole(seg.p)
+	if begin {
+		lo, hi := pr.earlyMask(seg.p)
+		pr.line("tcc_phase_begin_early(%d, %d, %d, %d, 0x%08xu, 0x%08xu);  // early: only its CBs; CB record at tables+%d; runtime args [%d, %d), common [%d, %d)",
+			seg.p, off, seg.rta[0], seg.crta[0], lo, hi, off, seg.rta[0], seg.rta[0]+seg.rta[1], seg.crta[0], seg.crta[0]+seg.crta[1])
+	} else {
+		pr.line("tcc_phase_begin(%d, %d, %d, %d);  // CB record at tables+%d; runtime args [%d, %d), common [%d, %d)",
+			seg.p, off, seg.rta[0], seg.crta[0], off, seg.rta[0], seg.rta[0]+seg.rta[1], seg.crta[0], seg.crta[0]+seg.crta[1])
+	}
 	if seg.comment != "" {
 		for _, l := range strings.Split(seg.comment, "\n") {
 			pr.line("%s", strings.TrimRight("// "+l, " "))
@@ -534,15 +543,21 @@ func (pr *printer) phaseCall(seg *phaseSeg) {
 	case len(seg.deps) > 0:
 		pr.line("tcc_wait_deps(%s);", deps)
 	}
-	pr.line("tcc_phase_end(%d);", seg.p)
+	if arrive {
+		pr.line("tcc_phase_end_arrive(%d);  // the next phase begins early on this RISC", seg.p)
+	} else {
+		pr.line("tcc_phase_end(%d);", seg.p)
+	}
 }
 
 // persistDecls writes the file-scope part of a merged kernel: the phase
 // machinery, the dependency lists and the body functions.
 func (pr *printer) persistDecls(out *bytes.Buffer) {
 	pk := pr.pers
-	out.WriteString(persistPrelude(pr.k, pr.p))
-	out.WriteByte('\n')
+	if pr.k.OnEth() {
+		out.WriteString("#define TCC_PERSIST_ETH 1  // an ethernet core: no CBs, no core-local barriers\n")
+	}
+	out.WriteString("// The phase machinery (tcc_phase_begin, tcc_phase_end, ...), beside this file.\n" + persistInclude + "\n\n")
 	if len(pk.deps.texts) > 0 {
 		out.WriteString("// The done words (offsets in the control block) phases wait for.\n")
 		for i, d := range pk.deps.texts {
@@ -592,140 +607,6 @@ func phaseList(ps []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
-}
-
-// persistPrelude is the phase machinery of a merged kernel (see the file
-// comment).
-func persistPrelude(k *kir.Kernel, p *kir.Program) string {
-	var b strings.Builder
-	w := func(s string) { b.WriteString(s); b.WriteByte('\n') }
-	eth := k.OnEth()
-	if k.Role == kir.RoleCompute {
-		w("#if !defined(TRISC_MATH)")
-		w("#include \"" + cbInitHeader + "\"  // the math thread has no CB interface (as in trisc.cc)")
-		w("#endif")
-		w("")
-	}
-	w("// ---- the persistent program's phase machinery ----")
-	if eth {
-		w("// An ethernet core has no CBs: a phase begins by moving the argument")
-		w("// bases to the phase's tables; its RISCs meet at no core-local barrier")
-		w("// (one merged kernel per ethernet core and RISC, and the phases of an")
-		w("// ethernet core synchronise through their done words).")
-	} else {
-		w("// tcc_phase_begin / tcc_phase_end are core-local barriers of the core's five")
-		w("// RISCs (BRISC, NCRISC, TRISC0-2): each RISC stores the number of barriers it")
-		w("// has reached in its own word of the tables buffer (persist.tables, words")
-		w("// 0..4, 16 bytes apart, zeroed by the host before the launch) and waits until")
-		w("// every other RISC's word has reached it too. The firmware's own mailbox")
-		w("// (subordinate_sync) is not used: the firmware owns it while kernels run.")
-		w("// Once all have arrived at a begin, each RISC installs the phase's CBs from")
-		w("// the phase's record in the tables buffer (two mask words, then four words")
-		w("// per CB index: address, size, pages, page size, as in the kernel config")
-		w("// ring) with the firmware's setup_local_cb_read_write_interfaces, and moves")
-		w("// rta_l1_base / crta_l1_base, which get_arg_val / get_common_arg_val read, to")
-		w("// the phase's slices of this kernel's argument tables. A phase leaves its")
-		w("// CBs drained (as many pages popped as pushed), so resetting the read and")
-		w("// write pointers to the ring's start keeps the page counters consistent.")
-	}
-	w("namespace tcc_persist {")
-	w("uint32_t tt_l1_ptr* rta0;   // the launch's rta_l1_base: this kernel's runtime args, all phases")
-	w("uint32_t tt_l1_ptr* crta0;  // the launch's crta_l1_base")
-	w("uint32_t ctl;               // this core's control block (persist.ctl)")
-	if !eth {
-		w("uint32_t tables;            // this core's phase tables (persist.tables)")
-		w("uint32_t passed;            // barriers this RISC has passed")
-		w("")
-		w("#if defined(COMPILE_FOR_BRISC)")
-		w("constexpr uint32_t risc = 0;")
-		w("#elif defined(COMPILE_FOR_NCRISC)")
-		w("constexpr uint32_t risc = 1;")
-		w("#elif defined(TRISC_UNPACK)")
-		w("constexpr uint32_t risc = 2;")
-		w("#elif defined(TRISC_MATH)")
-		w("constexpr uint32_t risc = 3;")
-		w("#elif defined(TRISC_PACK)")
-		w("constexpr uint32_t risc = 4;")
-		w("#else")
-		w("#error \"a persistent kernel is built for BRISC, NCRISC or a TRISC\"")
-		w("#endif")
-		w("")
-		w("inline void barrier() {")
-		w("    volatile tt_l1_ptr uint32_t* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tables);")
-		w("    passed++;")
-		w("    words[risc * 4u] = passed;")
-		w("    for (uint32_t r = 0; r < 5u; ++r) {")
-		w("        do {")
-		w("            invalidate_l1_cache();")
-		w("        } while (words[r * 4u] < passed);")
-		w("    }")
-		w("}")
-	}
-	w("}  // namespace tcc_persist")
-	w("")
-	// tcc_phase_begin
-	w("// tcc_phase_begin(p, record, rta, crta): phase p starts on this core.")
-	w("inline void tcc_phase_begin(uint32_t phase, uint32_t record, uint32_t rta, uint32_t crta) {")
-	w("    (void)phase;")
-	if eth {
-		w("    (void)record;")
-	} else {
-		w("    tcc_persist::barrier();")
-		w("    uint32_t tt_l1_ptr* cbs = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + record);")
-		w("#if defined(COMPILE_FOR_BRISC) || defined(COMPILE_FOR_NCRISC)")
-		w("    setup_local_cb_read_write_interfaces<true, true, false, false>(cbs + 2, 0, cbs[0]);")
-		w("    setup_local_cb_read_write_interfaces<true, true, false, false>(cbs + 2, 32, cbs[1]);")
-		w("#elif defined(TRISC_UNPACK)")
-		w("    setup_local_cb_read_write_interfaces<true, false, false, false>(cbs + 2, 0, cbs[0]);")
-		w("    setup_local_cb_read_write_interfaces<true, false, false, false>(cbs + 2, 32, cbs[1]);")
-		w("#elif defined(TRISC_PACK)")
-		w("    setup_local_cb_read_write_interfaces<false, true, true, false>(cbs + 2, 0, cbs[0]);")
-		w("    setup_local_cb_read_write_interfaces<false, true, true, false>(cbs + 2, 32, cbs[1]);")
-		w("#else")
-		w("    (void)cbs;  // the math thread has no CB interface")
-		w("#endif")
-	}
-	w("    rta_l1_base = tcc_persist::rta0 + rta;")
-	w("    crta_l1_base = tcc_persist::crta0 + crta;")
-	w("}")
-	w("")
-	w("// tcc_phase_end(p): every RISC of this core has finished phase p.")
-	w("inline void tcc_phase_end(uint32_t phase) {")
-	w("    (void)phase;")
-	if !eth {
-		w("    tcc_persist::barrier();")
-	}
-	w("}")
-	w("")
-	w("// tcc_wait_deps: wait until every listed done word of the control block is set.")
-	w("inline void tcc_wait_deps(const uint32_t* deps, uint32_t n) {")
-	w("    for (uint32_t i = 0; i < n; ++i) {")
-	if eth {
-		w("        eth_noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]), 1);")
-	} else if k.Role == kir.RoleCompute {
-		w("        volatile tt_l1_ptr uint32_t* done = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]);")
-		w("        do {")
-		w("            invalidate_l1_cache();")
-		w("        } while (*done < 1u);")
-	} else {
-		w("        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::ctl + deps[i]), 1);")
-	}
-	w("    }")
-	w("}")
-	w("")
-	w("// tcc_persist_init: the launch's argument bases, before any phase moves them.")
-	if eth {
-		w("inline void tcc_persist_init(uint32_t ctl) {")
-	} else {
-		w("inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {")
-		w("    tcc_persist::tables = tables;")
-		w("    tcc_persist::passed = 0;")
-	}
-	w("    tcc_persist::rta0 = rta_l1_base;")
-	w("    tcc_persist::crta0 = crta_l1_base;")
-	w("    tcc_persist::ctl = ctl;")
-	w("}")
-	return b.String()
 }
 
 // isPhaseArg reports whether an argument of a merged kernel belongs to a

@@ -85,6 +85,10 @@ const jitBankDefine = "-DNUM_DRAM_BANKS=8"
 type Source struct {
 	Processor kir.Processor
 	Defines   map[string]string
+	// Thread, when set, is the build define in place of
+	// BuildDefine(Processor): a compute source's TRISC_UNPACK or
+	// TRISC_PACK (the JIT build compiles it for all three threads).
+	Thread string
 }
 
 // defineFlags is the sorted -D flags of defs.
@@ -125,6 +129,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	for _, h := range sfpuLLKHeaders {
 		hs[h] = true
 	}
+	hs[PersistHeaderName] = true
 	for h := range hs {
 		f := filepath.Join(inc, filepath.FromSlash(h))
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
@@ -135,6 +140,10 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 			// tcc's SFPU header itself, on stubs of the tt-llk names it uses.
 			text = sfpuStub + sfpu.Header()
 		}
+		if h == PersistHeaderName {
+			// tcc's persistent phase machinery itself.
+			text = PersistHeader()
+		}
 		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
 			return nil, nil, err
 		}
@@ -142,7 +151,11 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 	groups := map[string][]string{}
 	flags := map[string][]string{}
 	for f, src := range sources {
-		fl := append([]string{"-D" + BuildDefine(src.Processor), jitBankDefine}, defineFlags(src.Defines)...)
+		def := BuildDefine(src.Processor)
+		if src.Thread != "" {
+			def = src.Thread
+		}
+		fl := append([]string{"-D" + def, jitBankDefine}, defineFlags(src.Defines)...)
 		key := strings.Join(fl, " ")
 		groups[key] = append(groups[key], f)
 		flags[key] = fl

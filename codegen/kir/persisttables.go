@@ -199,15 +199,21 @@ type PlacedPhaseCB struct {
 }
 
 // PlacePhaseCBs places phase p's CBs as the simulator places them when the
-// phase begins (CBPlaceOrder, then FirstFit from base; a backed CB sits at
-// its buffer's address), in placement order.
+// phase begins (kir.PlaceCBs: CBPlaceOrder and FirstFit from base, the
+// phase's early CBs, Phase.EarlyCBs, from its CBBase first, so that they
+// clear the CBs of the phase before; a backed CB sits at its buffer's
+// address), in placement order.
 func (ps *Persist) PlacePhaseCBs(p int, base uint64) ([]PlacedPhaseCB, error) {
-	cbs := ps.Phases[p].CBs
+	ph := &ps.Phases[p]
+	cbs := ph.CBs
 	indices := make([]int, len(cbs))
 	for i, cb := range cbs {
 		indices[i] = cb.Index
+		if cb.Backing == "" && (cb.PageSize <= 0 || cb.Pages <= 0) {
+			return nil, fmt.Errorf("phase %d (%s): CB c_%d has page size %d, pages %d", p, ph.Name, cb.Index, cb.PageSize, cb.Pages)
+		}
 	}
-	var done []CBSpan
+	addrs := PlaceCBs(cbs, base, ph.EarlyCBs, uint64(ph.CBBase))
 	var out []PlacedPhaseCB
 	for _, i := range CBPlaceOrder(indices) {
 		cb := &cbs[i]
@@ -215,14 +221,7 @@ func (ps *Persist) PlacePhaseCBs(p int, base uint64) ([]PlacedPhaseCB, error) {
 			out = append(out, PlacedPhaseCB{CB: cb, Addr: BufferAddr(cb.Backing, 0)})
 			continue
 		}
-		if cb.PageSize <= 0 || cb.Pages <= 0 {
-			return nil, fmt.Errorf("phase %d (%s): CB c_%d has page size %d, pages %d", p, ps.Phases[p].Name, cb.Index, cb.PageSize, cb.Pages)
-		}
-		cores := CoresOf(cb.Cores)
-		size := uint64(cb.Bytes())
-		addr := FirstFit(base, size, cores, done)
-		done = append(done, CBSpan{Cores: cores, Lo: addr, Hi: addr + size})
-		out = append(out, PlacedPhaseCB{CB: cb, Addr: U32(uint32(addr))})
+		out = append(out, PlacedPhaseCB{CB: cb, Addr: U32(uint32(addrs[i]))})
 	}
 	return out, nil
 }

@@ -53,7 +53,10 @@
 // stream while the GDN recurrence, a norm or the gate/up matmul still runs
 // on the core; the other RISCs begin the phase as before, keeping those
 // CBs. The simulator, the runtime and the timing model count each phase
-// barrier (begin, end) of a core apart.
+// barrier (begin, end) of a core apart. The early CBs also leave the L1
+// the card's tables and images buffers take (Prepare adds them): Build
+// plans again with that L1 reserved when they would reach it, so the
+// program the simulator runs is the one codegen/cpp prints.
 //
 // The control block is an L1 buffer the runtime allocates on every worker
 // core (Ctl, so each phase's CBs are placed below it) and the top of the
@@ -123,12 +126,17 @@
 // # On the card
 //
 // codegen/cpp prints a merged kernel with the device side of the phase
-// machinery (its persist.go says how): tcc_phase_begin / tcc_phase_end are
-// core-local barriers over one L1 word per RISC, the begin installs the
-// phase's CBs from its record in the tables buffer (kir.TablesBuffer,
-// kir.Tables) with the firmware's setup_local_cb_read_write_interfaces
-// and moves rta_l1_base / crta_l1_base to the phase's slices of the
-// kernel's argument tables; a phase's body is a function shared by every
+// machinery (its persist.go says how; the machinery itself is one header
+// written beside the kernels, kernels/tcc_persist.h): tcc_phase_begin /
+// tcc_phase_end are core-local barriers over one L1 word per RISC, the
+// begin installs the phase's CBs from its record in the tables buffer
+// (kir.TablesBuffer, kir.Tables) with the firmware's
+// setup_local_cb_read_write_interfaces (tt-metal's
+// internal/circular_buffer_init.h:18: <read, write, init_wr_tile_ptr,
+// shift_mask>(cb_l1_base, start_cb_index, local_cb_mask), called for
+// indices 0..31 and, unshifted, 32..63 as trisc.cc does) and moves
+// rta_l1_base / crta_l1_base to the phase's slices of the kernel's
+// argument tables; a phase's body is a function shared by every
 // phase whose body prints the same (the layers), and the signals to other
 // cores are one loop over constant core lists. Prepare adds what the card
 // needs to a program of Build or BuildLoop: the tables buffer, the images
@@ -141,4 +149,47 @@
 // (kir.Persist.CBMap) so that each index of a merged binary has one data
 // format and one unpack-to-DEST mode. `tcc build --persistent` writes the
 // kernels and programs.json with the persistent section (hostcfg.Persistent).
+//
+// # The barrier protocol on the card
+//
+// Every RISC of a worker core (BRISC, NCRISC, TRISC0-2) runs the same
+// sequence of barriers: a begin and an end per phase of the core, in
+// phase order (the RISCs without a kernel in a phase run them too). RISC r
+// counts the barriers it has arrived at, n_r, and stores n_r in its own
+// barrier word of the tables buffer. At tcc_phase_begin / tcc_phase_end it
+// arrives (n_r++, stores it) and waits until every RISC's word is at least
+// n_r; since barrier n is the same barrier on every RISC, a RISC that is
+// ahead satisfies the wait. This is the simulator's ordering (sim/interp:
+// each (phase, begin/end) barrier of a core counted apart, completed by
+// its last arrival).
+//
+// An early begin (kir.EarlyBegin: phase M, the phase Prev before it on the
+// core, RISC NCRISC) prints, on exactly the NCRISC kernels of its cores:
+//
+//	tcc_phase_end_arrive(Prev)    arrive at Prev's end, do not wait
+//	tcc_phase_begin_early(M, record, rta, crta, lo, hi)
+//	                              arrive at M's begin, do not wait; install
+//	                              only the CBs of M's record whose merged
+//	                              index (kir.Persist.CBMap) is one of M's
+//	                              early CBs (kir.Phase.EarlyCBs: masks lo,
+//	                              hi), on NCRISC's own CB interface; move
+//	                              rta_l1_base / crta_l1_base to M's slices
+//	M's body                      (its dependency waits are lazy)
+//	tcc_phase_end(M)              a full barrier again
+//
+// while BRISC and the TRISCs print tcc_phase_end(Prev) and
+// tcc_phase_begin(M): they wait for the NCRISC's count (already there) and
+// each other's, then install all of M's CBs on their own interfaces. Each
+// RISC has its own copy of the CB interfaces, so the NCRISC's early
+// install moves nothing the others use; its CBs are indices no kernel
+// still running on the core names (so their stream registers are idle and
+// drained) and lie in L1 above every CB those kernels use (CBBase). The
+// NCRISC never installs M's other CBs: its kernel names none of them.
+// tt-metal's setup zeroes a RISC's copies of the page counters
+// (tiles_acked, tiles_received); TRISC0 and TRISC2, which count with them,
+// reload them from the stream registers after every install (having
+// waited for their own register writes, tensix_sync, before arriving), so
+// the pages the NCRISC pushed before the unpacker installed M's CBs count
+// as received. done[M] still implies that M ended on every RISC of its
+// cores: M's end is a full barrier.
 package persist

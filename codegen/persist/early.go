@@ -34,7 +34,9 @@ import (
 //   - M's early CBs lie above every CB of S (kir.Phase.CBBase: the highest
 //     end of S's CBs on those cores, which lie above R's when S began
 //     early) and every CB of M ends below the L1 the program's L1 buffers
-//     may take (l1Top, counting every L1 buffer on every core); M's other
+//     may take (l1Top, counting every L1 buffer on every core, and the
+//     card's tables and images buffers, which Prepare adds: build plans
+//     again with them reserved when the early CBs would reach them); M's other
 //     CBs, installed once S ended on the whole core, are placed from the
 //     unreserved base around the early ones (kir.PlaceCBs);
 //   - M's early rings are earlyDepth times deeper when that fits.
@@ -54,8 +56,10 @@ const earlyRISC = kir.RISCV1
 
 // planEarly decides the early begins of ps (appending to ps.Early, setting
 // the phases' CBBase and renumbering their CBs) and returns, per phase,
-// the CB renumbering its kernels' statements need (nil: none).
-func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, proc kir.Processor) *kir.Kernel, fixed map[string]bool, bufs []kir.Buffer) []map[int]int {
+// the CB renumbering its kernels' statements need (nil: none). reserve is
+// L1 per core the early CBs must leave free below the program's buffers
+// (the card's tables and images buffers, Prepare: build's second pass).
+func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, proc kir.Processor) *kir.Kernel, fixed map[string]bool, bufs []kir.Buffer, reserve uint64) []map[int]int {
 	t := b.Target
 	n := len(ps.Phases)
 	maps := make([]map[int]int, n)
@@ -74,6 +78,7 @@ func planEarly(b *codegen.Build, ps *kir.Persist, kern func(p int, c kir.Core, p
 		}
 	}
 	top := l1Top(t, bufs)
+	top -= min(top, reserve)
 	earlyOn := make([]map[kir.Core]bool, n)
 	for p := range ps.Phases {
 		ph := &ps.Phases[p]

@@ -53,13 +53,43 @@ func Build(b *codegen.Build) (*kir.Program, *Plan, error) { return build(b, nil,
 
 // BuildWithoutEarlyBegins is Build with no early begins (early.go): every
 // RISC of a core begins each phase at the same core-local barrier and
-// ps.Early is empty. It is the program `tcc build --persistent` prints,
-// since the C++ printer has no device side for early begins yet.
+// ps.Early is empty: a simpler program to bring up on a card (Build's, with
+// early begins, is the one the timing model predicts and `tcc build
+// --persistent` prints).
 func BuildWithoutEarlyBegins(b *codegen.Build) (*kir.Program, *Plan, error) {
 	return build(b, nil, false)
 }
 
+// build builds the program (buildOnce) and, when its early CBs would
+// reach the L1 the card's tables and images buffers take (Prepare:
+// cardBuffers), builds it again with that L1 reserved for them, so that
+// the program the simulator runs is the one codegen/cpp prints.
 func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, error) {
+	reserve := uint64(0)
+	for pass := 0; ; pass++ {
+		prog, plan, err := buildOnce(b, lp, early, reserve)
+		if err != nil || len(prog.Persist.Early) == 0 || pass == maxPasses {
+			return prog, plan, err
+		}
+		card, err := cardBuffers(prog, b)
+		if err != nil {
+			// Prepare reports it when the program is printed.
+			return prog, plan, nil
+		}
+		top := l1Top(b.Target, append(append([]kir.Buffer{}, prog.Buffers...), card.tables, card.text))
+		if earlyOver(b.Target, prog.Name, prog.Persist, top) == nil {
+			return prog, plan, nil
+		}
+		reserve = max(reserve, l1Top(b.Target, prog.Buffers)-top)
+	}
+}
+
+// maxPasses bounds build's replanning (each pass reserves at least the
+// previous pass's L1; the images shrink or grow a little with the early
+// begins' CB renumbering).
+const maxPasses = 3
+
+func buildOnce(b *codegen.Build, lp *loopPlan, early bool, reserve uint64) (*kir.Program, *Plan, error) {
 	if b == nil || len(b.Programs) == 0 {
 		return nil, nil, fmt.Errorf("persist: the build has no programs")
 	}
@@ -125,7 +155,7 @@ func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, err
 	prog.Buffers = append(prog.Buffers, CtlKirBuffer(b, ps.CtlBytes))
 	cbMaps := make([]map[int]int, n)
 	if early {
-		cbMaps = planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers)
+		cbMaps = planEarly(b, ps, func(p int, c kir.Core, proc kir.Processor) *kir.Kernel { return kernelOn[p][slotKey{c, proc}] }, fixed, prog.Buffers, reserve)
 	}
 	for _, e := range ps.Early {
 		plan.Phases[e.Phase].Early += len(e.Cores)
@@ -189,6 +219,11 @@ func build(b *codegen.Build, lp *loopPlan, early bool) (*kir.Program, *Plan, err
 				}
 				k := kernelOn[p][slotKey{c, proc}]
 				fmt.Fprintf(&sig, "|%d:%p:%v:%v", p, k, proc == signaler, ps.Phases[p].Cores[0] == c)
+				// A merged kernel's cores begin (and end) a phase the same
+				// way: early or at the full barrier (codegen/cpp prints one).
+				if ps.EarlyOn(p, proc, c) != nil || ps.ArrivesOnly(p, proc, c) {
+					fmt.Fprintf(&sig, ":early %v %v", ps.EarlyOn(p, proc, c) != nil, ps.ArrivesOnly(p, proc, c))
+				}
 			}
 			if lp != nil {
 				fmt.Fprintf(&sig, "|step leader %v", c == lp.leader)

@@ -6,10 +6,7 @@ import (
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen"
-	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/target"
-	"github.com/tcc-dev/tcc/ir"
 )
 
 // WithTables prepares a persistent program of b (Build, BuildLoop) for the
@@ -29,8 +26,10 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 // every worker merged kernel the common arguments persist_ctl and
 // persist_tables (the two buffers' addresses) and every merged kernel the
 // defines its headers need (MergeDefines), then checks the images
-// (kir.ValidatePersistentCode) and validates the program again (the two
-// buffers take L1 the phases' CBs may not use). Errors name the rule.
+// (kir.ValidatePersistentCode), that every phase's early CBs end below
+// every L1 buffer, the two included (earlyOver; Build plans them so), and
+// validates the program again (the two buffers take L1 the phases' CBs may
+// not use). Errors name the rule.
 func Prepare(p *kir.Program, b *codegen.Build) error {
 	if p == nil || p.Persist == nil {
 		return fmt.Errorf("persist: not a persistent program")
@@ -38,44 +37,28 @@ func Prepare(p *kir.Program, b *codegen.Build) error {
 	if p.Buffer(kir.TablesBuffer) != nil {
 		return fmt.Errorf("persist: program %q already has its tables", p.Name)
 	}
-	if e := p.Persist.Early; len(e) > 0 {
-		return fmt.Errorf("persist: program %q: phase %d begins early on %d cores (kir.EarlyBegin): the C++ printer has no device side for early begins; build it with BuildWithoutEarlyBegins", p.Name, e[0].Phase, len(e[0].Cores))
-	}
 	t := b.Target
-	ps := p.Persist
-	tables, err := ps.Tables()
-	if err != nil {
-		return fmt.Errorf("persist: program %q: %w", p.Name, err)
-	}
-	n := tables.Bytes(ps)
-	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
-	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TablesBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: n, Pages: t.GridX * t.GridY,
-		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, n / 4}}}})
 	for _, k := range p.Kernels {
 		k.Defines = MergeDefines(p, k)
-		if k.OnEth() {
-			continue
+		if !k.OnEth() {
+			withCardArgs(k)
 		}
-		if k.LookupArg("persist_ctl") == nil {
-			k.CommonArg("persist_ctl", kir.BufferAddr(CtlBuffer, 0))
-		}
-		k.CommonArg("persist_tables", kir.BufferAddr(kir.TablesBuffer, 0))
 	}
-	// The images, as printed, outside the ring (kir.TextBuffer).
-	est := map[*kir.Kernel]kir.CodeEstimate{}
-	for _, k := range p.Kernels {
-		pc, err := cpp.EstimatePersistentKernel(p, k)
-		if err != nil {
-			return err
-		}
-		est[k] = pc.Shared
+	// The tables and the images, as printed, outside the ring
+	// (kir.TextBuffer).
+	c, err := cardBuffers(p, b)
+	if err != nil {
+		return err
 	}
-	estimate := func(k *kir.Kernel) kir.CodeEstimate { return est[k] }
-	img := kir.EstimatePersistentImages(p, t, estimate)
-	tn := target.AlignUp(max(img.Bytes, kir.CtlStride), kir.CtlStride)
-	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TextBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: tn, Pages: t.GridX * t.GridY,
-		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, tn / 4}}}})
+	p.Buffers = append(p.Buffers, c.tables, c.text)
+	estimate := func(k *kir.Kernel) kir.CodeEstimate { return c.est[k] }
 	if err := kir.ValidatePersistentCode(p, t, estimate); err != nil {
+		return err
+	}
+	// Early CBs are placed above the CBs of the phase before (a gap the
+	// per-phase L1 rule of Validate does not see): they must end below
+	// every L1 buffer, these two included (build plans them so).
+	if err := earlyOver(t, p.Name, p.Persist, l1Top(t, p.Buffers)); err != nil {
 		return err
 	}
 	return Validate(p, t)

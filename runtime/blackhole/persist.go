@@ -145,8 +145,9 @@ func PersistentTablesBytes(p *kir.Program, l *target.Layout) (int, error) {
 // phase tables: per phase, the merged kernel's runtime args of that phase
 // (kir.ArgPhase) and its common args (the kernel's own, then the
 // phase's), resolved; and the phase's CBs placed as the simulator places
-// the standalone program's (kir.CBPlaceOrder, kir.FirstFit from the
-// unreserved base, a backing buffer's address), which must end below the
+// them (kir.PlaceCBs: kir.CBPlaceOrder and kir.FirstFit from the
+// unreserved base, a phase's early CBs from its CBBase; a backing
+// buffer's address), which must end below the
 // control block and the tables. With no builder and no reference (pb nil,
 // ref.Mem nil) it only sizes the tables: no images, every value and
 // address zero.
@@ -252,14 +253,18 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
-	// Each phase's CBs, placed as the simulator places them.
+	// Each phase's CBs, placed as the simulator places them (kir.PlaceCBs:
+	// a phase's early CBs from its CBBase, kir.EarlyBegin).
 	for i := range ps.Phases {
 		ph := &ps.Phases[i]
 		indices := make([]int, len(ph.CBs))
 		for j, cb := range ph.CBs {
 			indices[j] = cb.Index
 		}
-		var done []kir.CBSpan
+		var placed []uint64
+		if !sizing {
+			placed = kir.PlaceCBs(ph.CBs, uint64(d.Chip.Layout.Unreserved), ph.EarlyCBs, uint64(ph.CBBase))
+		}
 		for _, j := range kir.CBPlaceOrder(indices) {
 			cb := ph.CBs[j]
 			cs := kir.CoresOf(cb.Cores)
@@ -274,8 +279,7 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 				}
 				addr = uint64(b.Addr)
 			default:
-				addr = kir.FirstFit(uint64(d.Chip.Layout.Unreserved), size, cs, done)
-				done = append(done, kir.CBSpan{Cores: cs, Lo: addr, Hi: addr + size})
+				addr = placed[j]
 				if addr+size > top {
 					c := cs[0]
 					return nil, &kir.RuleError{Rule: kir.RuleL1Budget, Program: p.Name, Core: &c, CB: cb.Index,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,8 +116,14 @@ phase in line) and refuses phases that cannot share a compute binary.
 			return err
 		}
 		if persistent {
+			srcs := 0
+			for n := range files {
+				if strings.HasSuffix(n, ".cpp") {
+					srcs++
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ONE persistent program per device of %d phases on mesh %s, %d kernel sources -> %s (%.2fs)\n",
-				args[0], len(b.Programs), g.Mesh, len(files)-3, out, time.Since(start).Seconds())
+				args[0], len(b.Programs), g.Mesh, srcs, out, time.Since(start).Seconds())
 			return nil
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d programs per device on mesh %s, %d kernel sources -> %s (%.2fs)\n",

@@ -15,7 +15,7 @@ import (
 )
 
 // persistentFiles renders b as ONE persistent program per device
-// (persist.BuildWithoutEarlyBegins, persist.WithTables): kernels/<role>_<hash>.cpp for the
+// (persist.Build, with its early begins, and persist.WithTables): kernels/<role>_<hash>.cpp for the
 // merged kernels (codegen/cpp: phases sharing code) and programs.json with
 // one program per device whose config carries the persistent section
 // (hostcfg.Persistent). It prints the merged kernels' estimated code per
@@ -23,7 +23,7 @@ import (
 // any code-size or compute-configuration error.
 func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[string][]byte, error) {
 	t := b.Target
-	prog, _, err := persist.BuildWithoutEarlyBegins(b)
+	prog, _, err := persist.Build(b)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,8 @@ func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[
 	devices := b.Graph.Mesh.Devices()
 	pf := codegen.ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: len(files), Manifest: man}
 	codegen.AddSFPUHeader(files)
+	// The phase machinery every merged kernel includes.
+	files["kernels/"+cpp.PersistHeaderName] = []byte(cpp.PersistHeader())
 	for d := 0; d < devices; d++ {
 		pf.Programs = append(pf.Programs, codegen.ProgramEntry{Device: d, Index: 0, Op: "persistent", Layer: -1, Region: "persistent", ProgramConfig: cfg})
 	}

@@ -19,7 +19,8 @@ import (
 
 // TestPersistentKernelsCompile runs the g++ syntax check on every merged
 // kernel of the persistent programs of tiny-mlp and the qwen27b small
-// config at 1x1 and 1x2, as codegen/cpp prints them. tiny-mlp and the
+// config at 1x1 and 1x2 (with their early begins, persist.Build), as
+// codegen/cpp prints them. tiny-mlp and the
 // small config at 1x1 build whole (tcc build --persistent); at 1x2 the
 // ring all-reduce's bf16 adds run without fp32 DEST accumulation and the
 // other phases with it, which one compute binary cannot do
@@ -46,7 +47,7 @@ func TestPersistentKernelsCompile(t *testing.T) {
 			require.NoError(t, err)
 			b, err := codegen.Compile(g, target.Blackhole())
 			require.NoError(t, err)
-			p, _, err := persist.BuildWithoutEarlyBegins(b)
+			p, _, err := persist.Build(b)
 			require.NoError(t, err)
 			require.NoError(t, persist.Prepare(p, b))
 			err = persist.MergeComputeConfigs(p)
@@ -75,7 +76,7 @@ func TestPersistentKernelsCompile(t *testing.T) {
 					t.Errorf("g++ %s:\n%.4000s", d, out)
 				}
 			}
-			t.Logf("%d merged kernels pass g++ -fsyntax-only", len(sources))
+			t.Logf("%d merged kernels (%d early begins) pass g++ -fsyntax-only", len(sources), len(p.Persist.Early))
 		})
 	}
 }

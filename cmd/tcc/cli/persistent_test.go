@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen"
+	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/schema"
 	"github.com/tcc-dev/tcc/ir/longtest"
 )
@@ -75,6 +76,12 @@ func TestBuildPersistent(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		}
+	}
+	// The phase machinery every merged kernel includes, written once.
+	hdr, err := os.ReadFile(filepath.Join(dirs[0], "kernels", cpp.PersistHeaderName))
+	require.NoError(t, err, "the build did not write kernels/%s", cpp.PersistHeaderName)
+	if string(hdr) != cpp.PersistHeader() {
+		t.Errorf("kernels/%s is not codegen/cpp's PersistHeader", cpp.PersistHeaderName)
 	}
 	data, err := os.ReadFile(filepath.Join(dirs[0], "programs.json"))
 	require.NoError(t, err)

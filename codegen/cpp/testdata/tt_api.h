@@ -129,7 +129,38 @@ enum VectorMode { None = 0, R = 1, C = 2, RC = 4, RC_custom = 6 };
 // into a CB page, read by the unpack thread and handed to math and pack.
 uint32_t read_tile_value(uint32_t cb_id, uint32_t tile_index, uint32_t element_offset);
 
+// tt_llk_blackhole/common/inc/ckernel.h:214 (through common_globals.h):
+// returns once this thread's Tensix instructions are done.
+void tensix_sync();
+
 }  // namespace ckernel
 
 using namespace ckernel;
+
+#if defined(TRISC_UNPACK) || defined(TRISC_PACK)
+// The CB interface the unpack and pack threads count pages with (declared
+// through compute_kernel_api/cb_api.h's llk_io headers):
+// internal/circular_buffer_interface.h:64-97 (this thread's copy of a CB's
+// interface) and internal/tt-1xx/blackhole/stream_io_map.h:24-32 (the
+// stream registers counting its pages).
+struct LocalCBInterface {
+    uint32_t fifo_size;
+    uint32_t fifo_limit;
+    uint32_t fifo_page_size;
+    uint32_t fifo_num_pages;
+    uint32_t fifo_rd_ptr;
+    uint32_t fifo_wr_ptr;
+    union {
+        uint32_t tiles_acked_received_init;
+        struct {
+            uint16_t tiles_acked;
+            uint16_t tiles_received;
+        };
+    };
+    uint32_t fifo_wr_tile_ptr;
+};
+LocalCBInterface& get_local_cb_interface(uint32_t cb_id);
+volatile uint32_t* get_cb_tiles_received_ptr(int operand);
+volatile uint32_t* get_cb_tiles_acked_ptr(int operand);
+#endif
 #endif  // compute
