@@ -312,10 +312,13 @@ const (
 	// sdpaProgram is the program of sdpa_decode and sdpa_prefill
 	// (attender.attendFPU).
 	sdpaProgram attendProgram = iota
-	// gatedProgram is the program of sdpa_prefill_gated before the gate
-	// (attender.attendGatedFPU), and sdpa_decode_gated's in one pass (the
-	// device's flash decoding agrees within rounding).
+	// gatedProgram is sdpa_decode_gated's program before the gate in one
+	// pass (attender.attendGatedFPU; the device's flash decoding agrees
+	// within rounding).
 	gatedProgram
+	// flashPrefillProgram is sdpa_prefill_gated's program before the gate
+	// (attender.attendFlashFPU: flash attention, bit for bit).
+	flashPrefillProgram
 )
 
 // attendAll returns the causal attention of q over the caches k, v (sizes
@@ -334,7 +337,7 @@ func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options
 		for h := range d.Hq {
 			kv := b*d.Hkv + h/G
 			base := kv * d.L * D // row t of the kv head is at base + t*D
-			if opts.StorageFormats && a.kvHead != kv {
+			if opts.StorageFormats && prog != flashPrefillProgram && a.kvHead != kv {
 				a.transposeKeys(k.Data[base:base+d.L*D], kv)
 			}
 			for s := range d.S {
@@ -343,6 +346,8 @@ func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options
 				switch {
 				case !opts.StorageFormats:
 					a.attend(o, qr, k.Data[base:], vr, p+s, scale)
+				case prog == flashPrefillProgram:
+					a.attendFlashFPU(o, qr, k.Data[base:base+d.L*D], v.Data[base:base+d.L*D], kv, p, s, d.S, float32(scale), opts.Fidelity)
 				case prog == gatedProgram:
 					a.attendGatedFPU(o, qr, vr, p+s, float32(scale), opts.Fidelity)
 				default:
@@ -367,10 +372,16 @@ type attender struct {
 	s, p   []float32
 	// sf is the SFPU functions the FPU paths compute with (sfpuFor).
 	sf *sfpuFuncs
+	// attendFlashFPU's scratch: the keys (transposed) and values of the
+	// first flashN positions of kv head flashHead (-1: none yet) as an
+	// item whose last visible position is flashLast reads them
+	// (flashKV), and the output accumulator.
+	flashHead, flashLast, flashN int
+	fk, fv, o                    []float32
 }
 
 func newAttender(length, d int) *attender {
-	return &attender{d: d, length: length, score: make([]float64, length), acc: make([]float64, d), kvHead: -1}
+	return &attender{d: d, length: length, score: make([]float64, length), acc: make([]float64, d), kvHead: -1, flashHead: -1}
 }
 
 // attend writes to out the attention of query row q over key and value rows

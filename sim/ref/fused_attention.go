@@ -309,7 +309,7 @@ func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, erro
 	if err != nil {
 		return nil, err
 	}
-	o, s, err := gatedFactors(op, d, args, ps, scale, opts)
+	o, s, err := gatedFactors(op, d, args, ps, scale, opts, gatedProgram)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 	if err != nil {
 		return nil, err
 	}
-	o, g, err := gatedFactors(op, d, args, samePos(p, B), scale, opts)
+	o, g, err := gatedFactors(op, d, args, samePos(p, B), scale, opts, flashPrefillProgram)
 	if err != nil {
 		return nil, err
 	}
@@ -369,9 +369,8 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 // opts.StorageFormats the latter is used unless opts.Composed asks for the
 // decomposition's arithmetic. The sigmoid is the SFPU's on the gate
 // copied exactly into DEST in both.
-func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64, opts Options) (o, s Tensor, err error) {
+func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64, opts Options, prog attendProgram) (o, s Tensor, err error) {
 	q, k, v, gate := args[0], args[1], args[2], args[4]
-	prog := gatedProgram
 	if opts.Composed {
 		prog = sdpaProgram
 	}
