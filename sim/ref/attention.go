@@ -512,15 +512,14 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	copy(out, numerics.Matmul(a.p, v[:n*d], 1, n, d, f))
 }
 
-// attendGatedFPU is attendFPU for the program of sdpa_prefill_gated
-// up to the gate, in one pass over the whole visible row: it writes to out
-// the attention before its rounding to q's dtype. Both programs run an
-// online softmax: sdpa_decode_gated's (flash decoding,
-// codegen/lower/flash_sdpa.go) computes the same steps chunk by chunk
-// with a running maximum and merges the cores' rescaled sums,
-// sdpa_prefill_gated's (codegen/lower/flash_prefill.go) the same chunk
-// by chunk on one core: they match this one-pass order within rounding,
-// not bit for bit. The one pass keeps the scores in fp32 without a source-register
+// attendGatedFPU is the reference of sdpa_decode_gated up to the gate,
+// in one pass over the whole visible row: it writes to out the attention
+// before its rounding to q's dtype. The program runs an online softmax
+// (flash decoding, codegen/lower/flash_sdpa.go): it computes the same
+// steps chunk by chunk with a running maximum and merges the cores'
+// rescaled sums, which match this one-pass order within rounding, not
+// bit for bit (sdpa_prefill_gated's flash attention, chunk by chunk on
+// one core, has its own bit-exact reference, attendFlashFPU). The one pass keeps the scores in fp32 without a source-register
 // read, subtracts a bf16 maximum with a matmul, and normalises after P V:
 //
 //	raw_t = q . k_t                          matmul_tiles onto the mask tile copied into DEST (exact: 0
