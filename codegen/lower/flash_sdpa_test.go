@@ -164,7 +164,8 @@ func testFlash(t *testing.T, tc flashCase) flashStats {
 }
 
 // checkFlash checks the result of sdpa_decode_gated run r against the
-// reference within the bounds above.
+// reference within the bounds above, and that of sdpa_prefill_gated bit
+// for bit (its reference follows the program's order, attendFlashFPU).
 func checkFlash(t *testing.T, op *ir.Op, r attnRunResult) flashStats {
 	t.Helper()
 	want, err := ref.EvalOp(op, r.in, ref.DefaultOptions())
