@@ -164,7 +164,8 @@ func testFlash(t *testing.T, tc flashCase) flashStats {
 }
 
 // checkFlash checks the result of sdpa_decode_gated run r against the
-// reference within the bounds above.
+// reference within the bounds above, and that of sdpa_prefill_gated bit
+// for bit (its reference follows the program's order, attendFlashFPU).
 func checkFlash(t *testing.T, op *ir.Op, r attnRunResult) flashStats {
 	t.Helper()
 	want, err := ref.EvalOp(op, r.in, ref.DefaultOptions())
@@ -179,6 +180,11 @@ func checkFlash(t *testing.T, op *ir.Op, r attnRunResult) flashStats {
 	t.Logf("%s: %d cores, %d simulator steps; %s", r.prog.Name, len(r.prog.Cores()), r.steps, s)
 	if !s.ok() {
 		t.Errorf("out: %s; want 1 - PCC <= max(%.0e, 2 (1 - the reference's)), max err <= max(%v, twice the reference's) ulps, error vs fp32 math <= the reference's + %v ulp", s, 1-flashMinPCC, flashMaxDiff, flashMaxLoss)
+	}
+	if op.Kind == ir.OpSDPAPrefillGated && s.differ > 0 {
+		// the reference follows the flash prefill's chunked order
+		// (attender.attendFlashFPU): bit for bit
+		t.Errorf("out: %d of %d elements differ from the same-formats reference; want bit for bit (%s)", s.differ, len(r.got[0]), s)
 	}
 	return s
 }

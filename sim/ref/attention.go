@@ -312,10 +312,13 @@ const (
 	// sdpaProgram is the program of sdpa_decode and sdpa_prefill
 	// (attender.attendFPU).
 	sdpaProgram attendProgram = iota
-	// gatedProgram is the program of sdpa_prefill_gated before the gate
-	// (attender.attendGatedFPU), and sdpa_decode_gated's in one pass (the
-	// device's flash decoding agrees within rounding).
+	// gatedProgram is sdpa_decode_gated's program before the gate in one
+	// pass (attender.attendGatedFPU; the device's flash decoding agrees
+	// within rounding).
 	gatedProgram
+	// flashPrefillProgram is sdpa_prefill_gated's program before the gate
+	// (attender.attendFlashFPU: flash attention, bit for bit).
+	flashPrefillProgram
 )
 
 // attendAll returns the causal attention of q over the caches k, v (sizes
@@ -334,7 +337,7 @@ func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options
 		for h := range d.Hq {
 			kv := b*d.Hkv + h/G
 			base := kv * d.L * D // row t of the kv head is at base + t*D
-			if opts.StorageFormats && a.kvHead != kv {
+			if opts.StorageFormats && prog != flashPrefillProgram && a.kvHead != kv {
 				a.transposeKeys(k.Data[base:base+d.L*D], kv)
 			}
 			for s := range d.S {
@@ -343,6 +346,8 @@ func attendAll(d sdpaDims, q, k, v Tensor, ps []int, scale float64, opts Options
 				switch {
 				case !opts.StorageFormats:
 					a.attend(o, qr, k.Data[base:], vr, p+s, scale)
+				case prog == flashPrefillProgram:
+					a.attendFlashFPU(o, qr, k.Data[base:base+d.L*D], v.Data[base:base+d.L*D], kv, p, s, d.S, float32(scale), opts.Fidelity)
 				case prog == gatedProgram:
 					a.attendGatedFPU(o, qr, vr, p+s, float32(scale), opts.Fidelity)
 				default:
@@ -367,10 +372,16 @@ type attender struct {
 	s, p   []float32
 	// sf is the SFPU functions the FPU paths compute with (sfpuFor).
 	sf *sfpuFuncs
+	// attendFlashFPU's scratch: the keys (transposed) and values of the
+	// first flashN positions of kv head flashHead (-1: none yet) as an
+	// item whose last visible position is flashLast reads them
+	// (flashKV), and the output accumulator.
+	flashHead, flashLast, flashN int
+	fk, fv, o                    []float32
 }
 
 func newAttender(length, d int) *attender {
-	return &attender{d: d, length: length, score: make([]float64, length), acc: make([]float64, d), kvHead: -1}
+	return &attender{d: d, length: length, score: make([]float64, length), acc: make([]float64, d), kvHead: -1, flashHead: -1}
 }
 
 // attend writes to out the attention of query row q over key and value rows
@@ -501,15 +512,14 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	copy(out, numerics.Matmul(a.p, v[:n*d], 1, n, d, f))
 }
 
-// attendGatedFPU is attendFPU for the program of sdpa_prefill_gated
-// up to the gate, in one pass over the whole visible row: it writes to out
-// the attention before its rounding to q's dtype. Both programs run an
-// online softmax: sdpa_decode_gated's (flash decoding,
-// codegen/lower/flash_sdpa.go) computes the same steps chunk by chunk
-// with a running maximum and merges the cores' rescaled sums,
-// sdpa_prefill_gated's (codegen/lower/flash_prefill.go) the same chunk
-// by chunk on one core: they match this one-pass order within rounding,
-// not bit for bit. The one pass keeps the scores in fp32 without a source-register
+// attendGatedFPU is the reference of sdpa_decode_gated up to the gate,
+// in one pass over the whole visible row: it writes to out the attention
+// before its rounding to q's dtype. The program runs an online softmax
+// (flash decoding, codegen/lower/flash_sdpa.go): it computes the same
+// steps chunk by chunk with a running maximum and merges the cores'
+// rescaled sums, which match this one-pass order within rounding, not
+// bit for bit (sdpa_prefill_gated's flash attention, chunk by chunk on
+// one core, has its own bit-exact reference, attendFlashFPU). The one pass keeps the scores in fp32 without a source-register
 // read, subtracts a bf16 maximum with a matmul, and normalises after P V:
 //
 //	raw_t = q . k_t                          matmul_tiles onto the mask tile copied into DEST (exact: 0

@@ -61,9 +61,9 @@
 // fill_cache) copy values. With StorageFormats every arithmetic op is
 // computed as its device program computes it, rounding point by rounding
 // point, so that a correct program agrees with the reference bit for bit
-// (sdpa_decode_gated's and sdpa_prefill_gated's online softmax within
-// rounding, see
-// attender.attendGatedFPU):
+// (sdpa_decode_gated's online softmax within rounding, see
+// attender.attendGatedFPU; sdpa_prefill_gated's bit for bit too, see
+// attender.attendFlashFPU):
 // sum, mean, rms_norm and rms_norm_plain (reduce.go, norm.go), cumsum,
 // conv_depthwise and tril_inverse (gdn.go), rotary (rotaryFPU) and
 // sdpa_decode and sdpa_prefill (attender.attendFPU, attention.go); bmm

@@ -61,6 +61,12 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 // SFPU code with StorageFormats, the exact functions without).
 type sfpuFuncs struct {
 	exp, recip, rsqrt, sigmoid, silu, softplus func(float32) float32
+	// neg and relu (unary), add and mul (of two DEST tiles' elements,
+	// x op y with x the tile the result overwrites) and mulScalar (x times
+	// the parameter y): the plain arithmetic steps of the flash prefill
+	// attention's online softmax (attender.attendFlashFPU).
+	neg, relu           func(float32) float32
+	add, mul, mulScalar func(x, y float32) float32
 }
 
 var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
@@ -70,7 +76,8 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 			e := o.Func(c)
 			return func(x float32) float32 { return e(x, 0) }
 		}
-		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus)}
+		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
+			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m
 }()

@@ -44,8 +44,8 @@ type Options struct {
 	// instead of the program's, so that it equals its decomposition bit for
 	// bit (the fusion rules' equivalence tests). Off in DefaultOptions: the
 	// reference then agrees with the device bit for bit (but for
-	// sdpa_decode_gated and sdpa_prefill_gated, whose online-softmax
-	// programs round in their own chunked order: within rounding, see
+	// sdpa_decode_gated, whose flash-decoding program rounds in its own
+	// chunked order, split over cores: within rounding, see
 	// attender.attendGatedFPU).
 	Composed bool
 }

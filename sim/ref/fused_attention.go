@@ -31,11 +31,12 @@ import (
 // StorageFormats models the device's programs: the norms (normRows), the
 // prologues' RoPE (see prologue: the decode program's RoPE matmul is fp32
 // math, the prefill program's element-wise RoPE is rotaryFPU, as the
-// composed rotary is) and, unless Options.Composed, the gated attentions,
-// computed in one pass over the visible row (attender.attendGatedFPU,
-// which differs from the composed sdpa ops' program, see gatedFactors;
-// the prefill program computes it chunk by chunk with a running maximum,
-// codegen/lower/flash_prefill.go, and agrees within rounding). The
+// composed rotary is) and, unless Options.Composed, the gated attentions
+// (which differ from the composed sdpa ops' program, see gatedFactors):
+// the prefill one as its flash-attention program computes it, chunk by
+// chunk with a running maximum (attender.attendFlashFPU,
+// codegen/lower/flash_prefill.go), bit for bit; the decode one in one
+// pass over the visible row (attender.attendGatedFPU). The
 // decode program is flash decoding (codegen/lower/flash_sdpa.go): it
 // computes the same quantities over chunks of the cache split among
 // cores, with a running maximum and rescaled fp32 sums merged at the end,
@@ -309,7 +310,7 @@ func evalSDPADecodeGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, erro
 	if err != nil {
 		return nil, err
 	}
-	o, s, err := gatedFactors(op, d, args, ps, scale, opts)
+	o, s, err := gatedFactors(op, d, args, ps, scale, opts, gatedProgram)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +341,7 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 	if err != nil {
 		return nil, err
 	}
-	o, g, err := gatedFactors(op, d, args, samePos(p, B), scale, opts)
+	o, g, err := gatedFactors(op, d, args, samePos(p, B), scale, opts, flashPrefillProgram)
 	if err != nil {
 		return nil, err
 	}
@@ -365,13 +366,12 @@ func evalSDPAPrefillGated(op *ir.Op, args []Tensor, opts Options) ([]Tensor, err
 // dtypes, where both the composed path and the fused program store them.
 // The caller multiplies them as mul_tiles does (deviceMul, o in SrcA) in
 // both. The composed path computes o as sdpa_decode and sdpa_prefill do
-// (attendFPU), the fused program as attendGatedFPU; with
-// opts.StorageFormats the latter is used unless opts.Composed asks for the
-// decomposition's arithmetic. The sigmoid is the SFPU's on the gate
+// (attendFPU), the fused program as prog says (gatedProgram for decode,
+// flashPrefillProgram for prefill); with opts.StorageFormats the latter is
+// used unless opts.Composed asks for the decomposition's arithmetic. The sigmoid is the SFPU's on the gate
 // copied exactly into DEST in both.
-func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64, opts Options) (o, s Tensor, err error) {
+func gatedFactors(op *ir.Op, d sdpaDims, args []Tensor, ps []int, scale float64, opts Options, prog attendProgram) (o, s Tensor, err error) {
 	q, k, v, gate := args[0], args[1], args[2], args[4]
-	prog := gatedProgram
 	if opts.Composed {
 		prog = sdpaProgram
 	}
