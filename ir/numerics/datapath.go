@@ -435,3 +435,27 @@ func PackerBF16(x float32) uint16 {
 	}
 	return v
 }
+
+// ReduceRowOut is the DEST value reduce_tile<_, REDUCE_ROW> leaves for a
+// row whose pooled value (the GAPOOL/GMPOOL result, accumulated in DEST
+// row 0) is x, with the scaler tile stored as scaler. tt-llk
+// (llk_math_reduce.h, without enforce_fp32_accumulation) turns the pooled
+// row into a column through SrcB: MOVD2B, TRNSPSRCB, MOVD2B again (the row
+// a next tile accumulates onto) and ELWADD of a zeroed SrcA, so every
+// value, the running row included, is rewritten as SrcB holds it. SrcB has
+// the scaler's source format: from an fp32 DEST a bf16 SrcB keeps x's
+// upper 16 bits (truncation toward zero, ttsim's MOVD2B), a tf32 one its
+// upper 19; the ELWADD then puts 0 + that value in DEST (FPUAdd). A bf16
+// DEST (fp32Dest false) already holds the pooled value as bf16, which the
+// trip leaves unchanged: x is returned as it is. Postcondition: with
+// fp32Dest and a bf16 scaler the result's low 16 bits are zero.
+func ReduceRowOut(x float32, scaler ir.DType, fp32Dest bool) float32 {
+	if !fp32Dest {
+		return x
+	}
+	mask := uint32(0xFFFF0000)
+	if scaler == ir.FP32 {
+		mask = 0xFFFFE000
+	}
+	return FPUAdd(0, math.Float32frombits(math.Float32bits(x)&mask), true)
+}

@@ -454,8 +454,22 @@ func (a *attender) scaledScores(q []float32, last int, scale float32, f ir.MathF
 		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
 			m = y
 		}
+		m = afterTile(m, t, len(raw))
 	}
 	return m
+}
+
+// afterTile is a row reduction's running value v after position t of n:
+// at the end of every tile of 32 positions (and of the row) it passes
+// through SrcB and keeps its upper 16 bits (numerics.ReduceRowOut, the
+// bf16 scaler); in between it is unchanged. The positions the kernel
+// reduces past n (masked: -inf for the maximum, 0 for the sum) leave the
+// truncated value as it is.
+func afterTile(v float32, t, n int) float32 {
+	if t%numerics.TileDim == numerics.TileDim-1 || t == n-1 {
+		return numerics.ReduceRowOut(v, ir.BF16, true)
+	}
+	return v
 }
 
 // attendFPU writes to out the attention of query row q over cache
@@ -470,10 +484,12 @@ func (a *attender) scaledScores(q []float32, last int, scale float32, f ir.MathF
 //	s_t   = FPUAdd(tf32(raw_t * scale), 0)   mul_unary_tile on the SFPU (float32), packed fp32; add_tiles
 //	                                         of the mask tile (0 where visible)
 //	m     = max_t FidelityMul(s_t, 1)        reduce_tile MAX REDUCE_ROW, s in SrcA and the bf16 scaler 1
-//	                                         in SrcB; the first maximum is kept
+//	                                         in SrcB; the first maximum is kept; the running maximum
+//	                                         keeps its upper 16 bits after every tile (afterTile)
 //	e_t   = Exp(FPUSub(s_t, tf32(m)))        sub_tiles_bcast_cols, exp_tile on the SFPU
 //	r     = Recip(sum_t FidelityMul(e_t, 1)) reduce_tile SUM REDUCE_ROW (a float32 sum in position
-//	                                         order), recip_tile on the SFPU
+//	                                         order, its upper 16 bits kept after every tile),
+//	                                         recip_tile on the SFPU
 //	p_t   = FPUMul(tf32(e_t), tf32(r))       mul_tiles_bcast_cols, e in SrcA
 //	out   = sum_t p_t v_t                    matmul_tiles over the cache tiles into an fp32 DEST, p in
 //	                                         SrcB and v in SrcA: numerics.Matmul
@@ -492,7 +508,7 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	a.p = append(a.p[:0], a.s...)
 	for t, x := range a.s {
 		a.p[t] = a.sf.exp(numerics.FPUSub(tf(x), tf(m), true))
-		sum += numerics.FidelityMul(a.p[t], 1, f)
+		sum = afterTile(sum+numerics.FidelityMul(a.p[t], 1, f), t, len(a.s))
 	}
 	r := tf(a.sf.recip(sum))
 	for t, e := range a.p {
@@ -541,7 +557,7 @@ func (a *attender) attendGatedFPU(out, q, v []float32, last int, scale float32, 
 		x[0] = tf(st)
 		numerics.MatmulOnto(x, []float32{nm}, []float32{1}, 1, 1, 1, f)
 		a.p[t] = a.sf.exp(x[0])
-		sum += numerics.FidelityMul(a.p[t], 1, f)
+		sum = afterTile(sum+numerics.FidelityMul(a.p[t], 1, f), t, len(a.s))
 	}
 	r := tf(a.sf.recip(sum))
 	for i, pv := range numerics.Matmul(a.p, v[:n*d], 1, n, d, f) {

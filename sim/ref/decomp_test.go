@@ -147,8 +147,9 @@ func TestFusedOpInGraph(t *testing.T) {
 	}
 	// The device norm's FPU steps (normRows): squares and x * rsqrt read
 	// as tf32 in SrcA, rsqrt and w + 1 in SrcB (TruncTF32, SrcA's last
-	// mantissa bit unused), float32 sums; one packer rounding to bf16 at the end
-	// (half away from zero).
+	// mantissa bit unused), float32 sums whose low 16 bits the row
+	// reduction's trip through a bf16 SrcB drops after every tile of 32
+	// columns; one packer rounding to bf16 at the end (half away from zero).
 	srcA := func(v float32) float32 {
 		return math.Float32frombits(math.Float32bits(numerics.TruncTF32(v)) &^ 0x3FFF)
 	}
@@ -158,6 +159,9 @@ func TestFusedOpInGraph(t *testing.T) {
 		for c := 0; c < 64; c++ {
 			v := xt.Data[r*64+c]
 			ss += srcA(v * v)
+			if c%32 == 31 {
+				ss = math.Float32frombits(math.Float32bits(ss) &^ 0xFFFF)
+			}
 		}
 		s := numerics.TruncTF32(numerics.Rsqrt(ss*float32(1.0/64) + float32(1e-5)))
 		for c := 0; c < 64; c++ {

@@ -11,10 +11,12 @@ import (
 // TestTTSimTinyMLP runs tiny-mlp on Tenstorrent's chip model when a
 // developer has one: TCC_TTSIM names libttsim.so (built from
 // github.com/tenstorrent/ttsim) and TT_METAL_HOME a tt-metal source tree
-// (TCC_JIT_SFPI_INCLUDE and TCC_RISCV_GCC as for tcc run). Every program
-// the JIT can build must match the simulator bit for bit; with the stock
-// compiler that is embedding, both matmul_add programs and argmax, and the
-// SFPU programs are skipped with a reason.
+// (TCC_JIT_SFPI_INCLUDE and TCC_RISCV_GCC as for tcc run). Every program,
+// those running tcc's own SFPU code included (the default --sfpu tcc,
+// which stock GCC builds), must match the simulator bit for bit on every
+// launch, none skipped: the rms_norm programs also need the JIT's ttsim.h
+// (ttsim refuses the DBG_FEATURE_DISABLE write of their unpack to DEST)
+// and the simulator's model of the row reduction's trip through SrcB.
 func TestTTSimTinyMLP(t *testing.T) {
 	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
 	if lib == "" || home == "" {
@@ -28,14 +30,10 @@ func TestTTSimTinyMLP(t *testing.T) {
 	}
 	require.Len(t, status, 9, "programs reported:\n%s", out)
 	for p, s := range status {
-		if s != "matched" && s != "skipped" {
-			t.Errorf("program %s: %s", p, s)
+		if s != "matched" {
+			t.Errorf("program %s: %s, want matched", p, s)
 		}
 	}
-	for _, p := range []string{"embedding_12", "matmul_add_18", "matmul_add_24", "argmax_28"} {
-		if status[p] != "matched" {
-			t.Errorf("program %s: %q, want matched (it needs no SFPU)", p, status[p])
-		}
-	}
-	t.Log(regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out))
+	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
+	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
 }
