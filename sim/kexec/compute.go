@@ -723,13 +723,21 @@ func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32,
 	n := numerics.TileDim
 	switch dim {
 	case kir.ReduceRow:
+		line := make([]float32, n)
 		for r := 0; r < n; r++ {
 			i := numerics.FaceIndex(r, 0)
-			put(i, func(yield func(float32)) {
-				for c := 0; c < n; c++ {
-					yield(a[numerics.FaceIndex(r, c)])
+			if op == kir.ReduceSum {
+				for c := range line {
+					line[c] = a[numerics.FaceIndex(r, c)]
 				}
-			})
+				dst[i] = numerics.PoolTile(dst[i], line, s, cs.fid, cs.fp32)
+			} else {
+				put(i, func(yield func(float32)) {
+					for c := 0; c < n; c++ {
+						yield(a[numerics.FaceIndex(r, c)])
+					}
+				})
+			}
 			dst[i] = numerics.ReduceRowOut(dst[i], sf, cs.fp32)
 		}
 	case kir.ReduceCol:

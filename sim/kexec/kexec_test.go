@@ -327,13 +327,8 @@ func TestComputeOps(t *testing.T) {
 			out := make([]float32, len(a))
 			for tile := 0; tile < 2; tile++ {
 				base := tile * numerics.TileElems
-				s := bb[base]
 				for r := 0; r < 32; r++ {
-					var acc float32
-					for c := 0; c < 32; c++ {
-						acc += numerics.FidelityMul(a[base+numerics.FaceIndex(r, c)], s, ir.HiFi4)
-					}
-					out[base+numerics.FaceIndex(r, 0)] = numerics.RoundBF16(acc) // reduce: not bit-modelled (RNE into a bf16 DEST)
+					out[base+numerics.FaceIndex(r, 0)] = numerics.PoolTile(0, tileRow(a, base, r), bb[base], ir.HiFi4, false) // GAPOOL into a bf16 DEST
 				}
 			}
 			return out
@@ -353,6 +348,15 @@ func TestComputeOps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tileRow is row r of the tile at base in t (face order).
+func tileRow(t []float32, base, r int) []float32 {
+	row := make([]float32, numerics.TileDim)
+	for c := range row {
+		row[c] = t[base+numerics.FaceIndex(r, c)]
+	}
+	return row
 }
 
 // TestRowReduceThroughSrcB: in an fp32 DEST a row reduction's sums keep
@@ -375,12 +379,8 @@ func TestRowReduceThroughSrcB(t *testing.T) {
 	rounded := 0
 	for tile := 0; tile < 2; tile++ {
 		base := tile * numerics.TileElems
-		s := bb[base]
 		for r := 0; r < 32; r++ {
-			var acc float32
-			for c := 0; c < 32; c++ {
-				acc += numerics.FidelityMul(a[base+numerics.FaceIndex(r, c)], s, ir.HiFi4)
-			}
+			acc := numerics.PoolTile(0, tileRow(a, base, r), bb[base], ir.HiFi4, true)
 			w := math.Float32frombits(math.Float32bits(acc) &^ 0xFFFF)
 			if numerics.FromBF16Bits(numerics.PackerBF16(acc)) != w {
 				rounded++

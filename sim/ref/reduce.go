@@ -21,8 +21,9 @@ import (
 //     numerics.FidelityMul(x, 1) (x in SrcA: fp32 data loses its low
 //     mantissa bits there, bf16 data is exact from HiFi2 on) added to the
 //     running float32 sum (reduceTileSum). The zeroed tile padding adds +0.
-//     Over the last dim (REDUCE_ROW) the sum passes through SrcB after
-//     every tile and keeps its upper 16 bits (rowSum);
+//     Over the last dim (REDUCE_ROW) the tiles are pooled as GAPOOL does
+//     and the sum passes through SrcB after every tile, keeping its upper
+//     16 bits (rowSum);
 //   - over a leading dim the tiles are copied into DEST and added there on
 //     the SFPU, a float32 running sum in index order (sumLead);
 //   - mean is the last-dim sum times float32(1/N) on the SFPU.
@@ -133,16 +134,20 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 
 // rowSum is what reduce_tile<SUM, REDUCE_ROW> leaves in an fp32 DEST for
 // a row of n elements (at(i) the i-th) against the bf16 scaler tile of
-// 1.0: the running float32 sum (reduceTileSum) in column order, passed
-// through SrcB after every tile of 32 columns (numerics.ReduceRowOut: the
-// sum keeps its upper 16 bits); the tile padding adds +0.
+// 1.0: every tile of 32 columns pooled onto the running sum as GAPOOL
+// does (numerics.PoolTile: a face's 16 products at a time, not a float32
+// running sum; ttsim agrees where the two differ), then passed through
+// SrcB (numerics.ReduceRowOut: the sum keeps its upper 16 bits); the tile
+// padding adds +0.
 func rowSum(n int, at func(i int) float32, f ir.MathFidelity) float32 {
 	var s float32
+	line := make([]float32, numerics.TileDim)
 	for t := 0; t < n; t += numerics.TileDim {
+		clear(line)
 		for i := t; i < min(n, t+numerics.TileDim); i++ {
-			s = reduceTileSum(s, at(i), f)
+			line[i-t] = at(i)
 		}
-		s = numerics.ReduceRowOut(s, ir.BF16, true)
+		s = numerics.ReduceRowOut(numerics.PoolTile(s, line, 1, f, true), ir.BF16, true)
 	}
 	return s
 }
