@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"testing"
 
@@ -25,23 +26,38 @@ func TestTTSimTinyMLP(t *testing.T) {
 	}
 	// --seed 2's row sums tell GAPOOL's pooling (numerics.PoolTile) from a
 	// float32 running sum after the trip through SrcB; the default seed's
-	// do not.
+	// do not. ttsim initialises once per process: each seed runs in a
+	// process of its own (this test binary again, TCC_TTSIM_SEED naming
+	// the seed).
+	if seed := os.Getenv("TCC_TTSIM_SEED"); seed != "" {
+		ttsimTinyMLP(t, lib, seed)
+		return
+	}
 	for _, seed := range []string{"1", "2"} {
 		t.Run("seed "+seed, func(t *testing.T) {
-			out, err := runCLI(t, "run", "tiny-mlp", "--backend", "ttsim", "--ttsim", lib, "--check", "--seed", seed)
-			require.NoError(t, err, "tcc run --backend ttsim:\n%s", out)
-			status := map[string]string{}
-			for _, m := range regexp.MustCompile(`(?m)^chip: program \d+ (\S+): (\w+)`).FindAllStringSubmatch(out, -1) {
-				status[m[1]] = m[2]
-			}
-			require.Len(t, status, 9, "programs reported:\n%s", out)
-			for p, s := range status {
-				if s != "matched" {
-					t.Errorf("program %s: %s, want matched", p, s)
-				}
-			}
-			counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
-			require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
+			c := exec.Command(os.Args[0], "-test.run", "^TestTTSimTinyMLP$", "-test.count=1")
+			c.Env = append(os.Environ(), "TCC_TTSIM_SEED="+seed)
+			out, err := c.CombinedOutput()
+			require.NoError(t, err, "seed %s:\n%s", seed, out)
 		})
 	}
+}
+
+// ttsimTinyMLP runs tiny-mlp at seed on ttsim (library lib) and wants
+// every launch matched.
+func ttsimTinyMLP(t *testing.T, lib, seed string) {
+	out, err := runCLI(t, "run", "tiny-mlp", "--backend", "ttsim", "--ttsim", lib, "--check", "--seed", seed)
+	require.NoError(t, err, "tcc run --backend ttsim:\n%s", out)
+	status := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^chip: program \d+ (\S+): (\w+)`).FindAllStringSubmatch(out, -1) {
+		status[m[1]] = m[2]
+	}
+	require.Len(t, status, 9, "programs reported:\n%s", out)
+	for p, s := range status {
+		if s != "matched" {
+			t.Errorf("program %s: %s, want matched", p, s)
+		}
+	}
+	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
+	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
 }
