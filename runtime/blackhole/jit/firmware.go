@@ -18,6 +18,13 @@ import (
 //go:embed sfpi_stub.h
 var sfpiStub string
 
+// TTSimHeaderName is the header compute kernels built for ttsim
+// force-include (Env.TTSim), written into each kernel's build directory.
+const TTSimHeaderName = "ttsim.h"
+
+//go:embed ttsim.h
+var ttsimHeader string
+
 // buildVersion changes whenever the recipe changes in a way the hashed
 // inputs do not show.
 const buildVersion = "tcc-jit-1"

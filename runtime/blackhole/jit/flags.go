@@ -28,6 +28,11 @@ type Env struct {
 	FirmwareDir string
 	// Log, when set, receives every command run.
 	Log io.Writer
+	// TTSim builds kernels for ttsim: compute kernels force-include
+	// ttsim.h (TTSimHeaderName), which points the DBG_FEATURE_DISABLE
+	// register writes ttsim refuses at a variable of the kernel's own.
+	// Firmware is the same either way.
+	TTSim bool
 }
 
 // Processor indices of the images BuildKernel returns (target.ProcBRISC ...).
@@ -285,6 +290,9 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, e.stubFlags(p, stub)...)
+	if p.compute && e.TTSim {
+		a = append(a, "-include", filepath.Join(dir, TTSimHeaderName))
+	}
 	a = append(a, includes(tt, p, sfpi, shim)...)
 	a = append(a, "-I"+srcDir)
 	a = append(a, e.sysIncludes()...)

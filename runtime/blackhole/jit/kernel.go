@@ -180,6 +180,11 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 		if shim, err = writeShim(tmp, j.shim); err != nil {
 			return Images{}, fail("compute", err)
 		}
+		if e.TTSim {
+			if err := os.WriteFile(filepath.Join(tmp, TTSimHeaderName), []byte(ttsimHeader), 0o644); err != nil {
+				return Images{}, fail("compute", err)
+			}
+		}
 	}
 	for i, c := range e.commands(j, k, tmp, fw, stub, sfpi, shim) {
 		pr := j.procs[i]
@@ -251,6 +256,9 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 			return "", err
 		}
 		fmt.Fprintf(h, "%s\x00%s\x00", st, sfpiStub)
+		if e.TTSim {
+			fmt.Fprintf(h, "ttsim\x00%s\x00", ttsimHeader)
+		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(j.files)) {
 		fmt.Fprintf(h, "%q\x00%q\x00", n, j.files[n])
