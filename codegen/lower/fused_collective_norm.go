@@ -22,7 +22,6 @@ func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs, rd, cp, wr *kir.Kernel)
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
 	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2, cclSemNormSub)
-	p.RowSplit = ns.rowSplit()
 	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
 	tl.splitWriter(wr, c)

@@ -200,7 +200,6 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
 	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
-	sp.p.RowSplit = ns.rowSplit()
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)

@@ -60,12 +60,6 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 	return ns
 }
 
-// rowSplit is the plan's chunking as the reference evaluator reads it
-// (kir.Program.RowSplit): per tiles a core, the exchange's fan.
-func (ns *normSplit) rowSplit() *kir.RowSplit {
-	return &kir.RowSplit{Per: ns.per, Fan: ns.fan}
-}
-
 // chunk is the tile range of core i of the plan: its x pages start at
 // page (the row's first page plus the chunk's), its weight pages at col.
 func (ns *normSplit) chunk(i int) (page, col, count int) {
@@ -268,7 +262,6 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	ns.addCBs(sp.cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group))
 	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
-	sp.p.RowSplit = ns.rowSplit()
 
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)

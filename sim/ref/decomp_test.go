@@ -147,24 +147,17 @@ func TestFusedOpInGraph(t *testing.T) {
 	}
 	// The device norm's FPU steps (normRows): squares and x * rsqrt read
 	// as tf32 in SrcA, rsqrt and w + 1 in SrcB (TruncTF32, SrcA's last
-	// mantissa bit unused), the squares pooled per tile as GAPOOL does
-	// (numerics.PoolTile) and the sum's low 16 bits dropped after every
-	// tile of 32 columns by the row reduction's trip through a bf16 SrcB;
-	// one packer rounding to bf16 at the end (half away from zero).
+	// mantissa bit unused), float32 sums; one packer rounding to bf16 at the end
+	// (half away from zero).
 	srcA := func(v float32) float32 {
 		return math.Float32frombits(math.Float32bits(numerics.TruncTF32(v)) &^ 0x3FFF)
 	}
 	want := make([]float32, 0, 192)
 	for r := 0; r < 3; r++ {
 		var ss float32
-		for c := 0; c < 64; c += 32 {
-			sq := make([]float32, 32)
-			for i := range sq {
-				v := xt.Data[r*64+c+i]
-				sq[i] = v * v
-			}
-			ss = numerics.PoolTile(ss, sq, 1, ir.HiFi4, true)
-			ss = math.Float32frombits(math.Float32bits(ss) &^ 0xFFFF)
+		for c := 0; c < 64; c++ {
+			v := xt.Data[r*64+c]
+			ss += srcA(v * v)
 		}
 		s := numerics.TruncTF32(numerics.Rsqrt(ss*float32(1.0/64) + float32(1e-5)))
 		for c := 0; c < 64; c++ {

@@ -20,10 +20,7 @@ import (
 //     tile against a scaler tile of 1.0: every element is the FPU product
 //     numerics.FidelityMul(x, 1) (x in SrcA: fp32 data loses its low
 //     mantissa bits there, bf16 data is exact from HiFi2 on) added to the
-//     running float32 sum (reduceTileSum). The zeroed tile padding adds +0.
-//     Over the last dim (REDUCE_ROW) the tiles are pooled as GAPOOL does
-//     and the sum passes through SrcB after every tile, keeping its upper
-//     16 bits (rowSum);
+//     running float32 sum (reduceTileSum). The zeroed tile padding adds +0;
 //   - over a leading dim the tiles are copied into DEST and added there on
 //     the SFPU, a float32 running sum in index order (sumLead);
 //   - mean is the last-dim sum times float32(1/N) on the SFPU.
@@ -64,7 +61,11 @@ func evalMean(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	for r := 0; r < rows; r++ {
 		row := x.Data[r*n : (r+1)*n]
 		if opts.StorageFormats {
-			out.Data[r] = rowSum(n, func(i int) float32 { return row[i] }, opts.Fidelity) * inv
+			var s float32
+			for _, v := range row {
+				s = reduceTileSum(s, v, opts.Fidelity)
+			}
+			out.Data[r] = s * inv
 			continue
 		}
 		var s float64
@@ -118,10 +119,6 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 				out.Data[o*inner+j] = sumLead(vals, op.Operands[0].Type.DType)
 				continue
 			}
-			if ax == x.Shape.Rank()-1 { // the last dim: a row reduction (inner is 1)
-				out.Data[o] = rowSum(n, func(i int) float32 { return vals[i] }, opts.Fidelity)
-				continue
-			}
 			var s float32
 			for _, v := range vals {
 				s = reduceTileSum(s, v, opts.Fidelity)
@@ -130,60 +127,6 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		}
 	}
 	return []Tensor{out}, nil
-}
-
-// rowSum is what reduce_tile<SUM, REDUCE_ROW> leaves in an fp32 DEST for
-// a row of n elements (at(i) the i-th) against the bf16 scaler tile of
-// 1.0: every tile of 32 columns pooled onto the running sum as GAPOOL
-// does (numerics.PoolTile: a face's 16 products at a time, not a float32
-// running sum; ttsim agrees where the two differ), then passed through
-// SrcB (numerics.ReduceRowOut: the sum keeps its upper 16 bits); the tile
-// padding adds +0.
-func rowSum(n int, at func(i int) float32, f ir.MathFidelity) float32 {
-	var s float32
-	line := make([]float32, numerics.TileDim)
-	for t := 0; t < n; t += numerics.TileDim {
-		clear(line)
-		for i := t; i < min(n, t+numerics.TileDim); i++ {
-			line[i-t] = at(i)
-		}
-		s = numerics.ReduceRowOut(numerics.PoolTile(s, line, 1, f, true), ir.BF16, true)
-	}
-	return s
-}
-
-// splitRowSum is a split-row norm's row sum (rowSum on one core when
-// split.Per is 0 or covers the row): every core's chunk of split.Per
-// tiles summed by rowSum, the chunks' sums added in float32 (the SFPU's
-// add_binary) in core order, on two levels when 0 < split.Fan < the
-// number of chunks (each subgroup of Fan consecutive chunks summed, then
-// the subgroups' sums in order: multicore.Exchange).
-func splitRowSum(n int, at func(i int) float32, f ir.MathFidelity, split RowSplit) float32 {
-	chunk := split.Per * numerics.TileDim
-	if split.Per <= 0 || chunk >= n {
-		return rowSum(n, at, f)
-	}
-	var parts []float32
-	for c := 0; c < n; c += chunk {
-		parts = append(parts, rowSum(min(chunk, n-c), func(i int) float32 { return at(c + i) }, f))
-	}
-	fan := split.Fan
-	if fan <= 0 || fan >= len(parts) {
-		fan = len(parts)
-	}
-	var total float32
-	for g := 0; g < len(parts); g += fan {
-		sub := parts[g]
-		for _, p := range parts[g+1 : min(g+fan, len(parts))] {
-			sub += p
-		}
-		if g == 0 {
-			total = sub
-		} else {
-			total += sub
-		}
-	}
-	return total
 }
 
 // reduceTileSum is what reduce_tile<SUM> leaves in an fp32 DEST element
