@@ -115,6 +115,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpSDPADecode:       lowerSDPADecode,
 	ir.OpGDNConvGates:     lowerGDNConvGates,
 	ir.OpGDNRecurrence:    lowerGDNRecurrence,
+	ir.OpGDNPrefillGates:  lowerGDNPrefillGates,
 	ir.OpGDNChunkStep:     lowerGDNChunkStep,
 	ir.OpGDNChunkScan:     lowerGDNChunkStep,
 	ir.OpSDPAPrefill:      lowerSDPAPrefill,
