@@ -59,7 +59,7 @@ const (
 	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
-	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
+	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
@@ -618,9 +618,13 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
 		Name: "steps",
+	}, {
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
 	}},
 	Class:    "layout",
-	Doc:      "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed",
+	Doc:      "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them",
 	Fused:    true,
 	Name:     "layout_chain",
 	Operands: []string{"x"},
@@ -1124,9 +1128,12 @@ func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
 	return bld.Emit(OpEltwiseChain, []*Value{x}, attrs)[0]
 }
 
-// LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
-func (bld *Builder) LayoutChain(x *Value, steps string) *Value {
+// LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
+func (bld *Builder) LayoutChain(x *Value, steps string, opts ...Option) *Value {
 	attrs := Attrs{"steps": steps}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpLayoutChain, []*Value{x}, attrs)[0]
 }
 

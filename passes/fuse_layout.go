@@ -53,13 +53,17 @@ import (
 //     rows from many tiles. Left out: reshape(reshape) (CollapseReshape)
 //     and transposes of the last two dims that are not fp32 (those run
 //     transpose_wh_tile on the compute kernel).
+//   - FuseLayoutChainTypecast: typecast(layout_chain(x), fp32) of bf16
+//     values is one layout_chain with dtype fp32: the program packs each assembled tile as fp32 (exact), where
+//     the typecast read and wrote every tile again. The GDN prefill's q,
+//     k and v head splits are cast to the fp32 state dtype so.
 //   - NormBeforeLayout: an RMSNorm of moved rows is the moved RMSNorm of
 //     the rows, when the movement keeps every row whole (no step touches
 //     the last dim): each row is normed on its own, so the values are the
 //     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
 //     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
 //     it in one whole-tile layout_chain.
-var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout, ruleLayoutChainTypecast}, layoutChainRules()...)...)
 
 // keepsRows reports whether a data movement from in to out (full shapes)
 // keeps every row (last-dim run) whole and in order: the last dims are
@@ -217,10 +221,46 @@ func layoutChainRule(kind ir.OpKind) func() *rw.Rule {
 				first, _ := layoutStepsOf(m.Op("inner"))
 				last, _ := layoutStepsOf(m.Root)
 				steps := append(append([]ir.LayoutStep(nil), first...), last...)
-				v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, ir.Attrs{"steps": ir.FormatLayoutChain(steps)})
+				attrs := ir.Attrs{"steps": ir.FormatLayoutChain(steps)}
+				if dt := m.Root.Result().Type.DType; dt != m.Value("x").Type.DType {
+					attrs["dtype"] = dt // an inner chain that converts (FuseLayoutChainTypecast)
+				}
+				v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, attrs)
 				return []*ir.Value{v}, err
 			},
 		}
+	}
+}
+
+// ruleLayoutChainTypecast: a widening typecast (bf16 to fp32, exact) of
+// values a layout_chain moved is the chain storing them as fp32: one
+// program that assembles each result tile in bf16 and packs it as fp32,
+// where the typecast was a program of its own reading and writing every
+// tile again. (A single data movement before the typecast is left alone:
+// a chain has at least two steps; the model's head splits are chains.)
+func ruleLayoutChainTypecast() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseLayoutChainTypecast",
+		Rewrite: "typecast(layout_chain(x), fp32) with x bf16 => layout_chain(x) {steps = the chain's, dtype = fp32}",
+		Pattern: rw.Op(ir.OpTypecast, rw.Op(ir.OpLayoutChain, rw.Var("x")).As("inner")),
+		Where: func(m *rw.Match) bool {
+			x, inner, root := m.Value("x"), m.Op("inner"), m.Root
+			for _, v := range []*ir.Value{x, inner.Result(), root.Result()} {
+				if v.Type.Layout != ir.TileLayout {
+					return false
+				}
+			}
+			if x.Type.DType != ir.BF16 || inner.Result().Type.DType != ir.BF16 || root.Result().Type.DType != ir.FP32 || tileTranspose(inner) {
+				return false
+			}
+			_, ok := layoutStepsOf(inner)
+			return ok
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			steps, _ := layoutStepsOf(m.Op("inner"))
+			v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, ir.Attrs{"steps": ir.FormatLayoutChain(steps), "dtype": ir.FP32})
+			return []*ir.Value{v}, err
+		},
 	}
 }
 

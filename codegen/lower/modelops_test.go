@@ -183,6 +183,15 @@ var smallCases = []mcase{
 	{name: "layout_chain_last", build: func(b *ir.Builder) *ir.Value {
 		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900")
 	}},
+	// layout_chain with dtype fp32 (passes FuseLayoutChainTypecast): the
+	// head split of bf16 values stored as fp32, and a chain whose result
+	// has partial tiles (filled) and one-element runs
+	{name: "layout_chain_heads_to_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.BF16, dram, 1, 64, 384)), "slice:0,0,128:1,64,384|reshape:1,64,2,128|repeat_interleave:2:2|transpose:1:2", ir.WithDType(ir.FP32))
+	}},
+	{name: "layout_chain_last_to_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.BF16, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900", ir.WithDType(ir.FP32))
+	}},
 	{name: "to_l1", build: func(b *ir.Builder) *ir.Value {
 		return b.ToMemory(in(b, "x", tt(ir.FP32, dram, 1, 12, 32, 32)), "l1_interleaved")
 	}},
