@@ -59,6 +59,7 @@ const (
 	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
+	OpRMSNormPlainChain                 // out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
 	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
@@ -614,6 +615,21 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeEltwiseChain,
+}, OpRMSNormPlainChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrString,
+		Name: "ops",
+	}},
+	Class:    "norm",
+	Doc:      "out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype",
+	Fused:    true,
+	Name:     "rms_norm_plain_chain",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeRMSNormPlainChain,
 }, OpLayoutChain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
@@ -1126,6 +1142,15 @@ func (bld *Builder) AllReduceAddRMSNorm(x *Value, residual *Value, w *Value, dev
 func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
 	attrs := Attrs{"ops": ops}
 	return bld.Emit(OpEltwiseChain, []*Value{x}, attrs)[0]
+}
+
+// RMSNormPlainChain appends a rms_norm_plain_chain op: out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+func (bld *Builder) RMSNormPlainChain(x *Value, eps float64, ops string) *Value {
+	attrs := Attrs{
+		"eps": eps,
+		"ops": ops,
+	}
+	return bld.Emit(OpRMSNormPlainChain, []*Value{x}, attrs)[0]
 }
 
 // LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them

@@ -403,6 +403,19 @@ var prefillCases = []mcase{
 		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
 		return out
 	}},
+	// rms_norm_plain_chain (passes FuseNormPlainChain): the GDN prefill's
+	// l2 norms and scales of q and k: many tile rows (a core per row), one
+	// tile row (split over a group of cores), bf16 (rounded before each
+	// step) and a one-step chain
+	{name: "rms_norm_plain_chain_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.FP32, dram, 1, 4, 70, 128)), 7.8125e-09, "mul_scalar:0.08838834764831843,mul_scalar:0.08838834764831843")
+	}},
+	{name: "rms_norm_plain_chain_split", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.FP32, dram, 24, 1024)), 7.8125e-09, "mul_scalar:0.03125")
+	}},
+	{name: "rms_norm_plain_chain_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.BF16, dram, 40, 64)), 1e-6, "mul_scalar:0.125,exp,mul_scalar:-1")
+	}},
 	{name: "cumsum_last", build: func(b *ir.Builder) *ir.Value {
 		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32)), -1)
 	}},
