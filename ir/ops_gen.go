@@ -60,6 +60,7 @@ const (
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
 	OpRMSNormPlainChain                 // out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+	OpConvDepthwiseChain                // out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
 	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
@@ -630,6 +631,18 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeRMSNormPlainChain,
+}, OpConvDepthwiseChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "ops",
+	}},
+	Class:    "eltwise",
+	Doc:      "out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype",
+	Fused:    true,
+	Name:     "conv_depthwise_chain",
+	Operands: []string{"x", "w"},
+	Results:  1,
+	Shape:    shapeConvDepthwiseChain,
 }, OpLayoutChain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
@@ -1151,6 +1164,12 @@ func (bld *Builder) RMSNormPlainChain(x *Value, eps float64, ops string) *Value 
 		"ops": ops,
 	}
 	return bld.Emit(OpRMSNormPlainChain, []*Value{x}, attrs)[0]
+}
+
+// ConvDepthwiseChain appends a conv_depthwise_chain op: out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+func (bld *Builder) ConvDepthwiseChain(x *Value, w *Value, ops string) *Value {
+	attrs := Attrs{"ops": ops}
+	return bld.Emit(OpConvDepthwiseChain, []*Value{x, w}, attrs)[0]
 }
 
 // LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them

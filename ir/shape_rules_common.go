@@ -165,6 +165,15 @@ func shapeEltwiseChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	return shapeSame(in, a)
 }
 
+// shapeConvDepthwiseChain: ops names one chain step or more
+// (ParseChainSteps); the result is conv_depthwise's.
+func shapeConvDepthwiseChain(in []TensorType, a Attrs) ([]TensorType, error) {
+	if _, err := ParseChainSteps(a["ops"].(string)); err != nil {
+		return nil, err
+	}
+	return shapeConvDepthwise(in, nil)
+}
+
 // shapeRMSNormPlainChain: ops names one chain step or more
 // (ParseChainSteps); one result of x's type.
 func shapeRMSNormPlainChain(in []TensorType, a Attrs) ([]TensorType, error) {

@@ -403,6 +403,18 @@ var prefillCases = []mcase{
 		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
 		return out
 	}},
+	// conv_depthwise_chain (passes FuseConvDepthwiseChain): the GDN
+	// prefill's silu(conv) (whole tiles, bf16: rounded before silu), a
+	// gathered conv (two users) with two steps, and fp32
+	{name: "conv_depthwise_chain_silu", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.BF16, dram, 1, 67, 96)), in(b, "w", tt(ir.BF16, dram, 4, 96)), "silu")
+	}},
+	{name: "conv_depthwise_chain_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.BF16, dram, 2, 20, 48)), in(b, "w", tt(ir.BF16, dram, 3, 48)), "silu,mul_scalar:0.5")
+	}},
+	{name: "conv_depthwise_chain_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.FP32, dram, 1, 40, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)), "silu")
+	}},
 	// rms_norm_plain_chain (passes FuseNormPlainChain): the GDN prefill's
 	// l2 norms and scales of q and k: many tile rows (a core per row), one
 	// tile row (split over a group of cores), bf16 (rounded before each

@@ -36,6 +36,7 @@ func init() {
 		ir.OpArgmaxSharded:       evalArgmaxShardedOneDevice,
 		ir.OpEltwiseChain:        evalEltwiseChain,
 		ir.OpRMSNormPlainChain:   evalRMSNormPlainChain,
+		ir.OpConvDepthwiseChain:  evalConvDepthwiseChain,
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 		ir.OpLayoutChain:         evalLayoutChain,
 		ir.OpBMMTransposeB:       evalBMMTransposeB,
@@ -435,6 +436,33 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, err
 	}
 	return chainSteps(steps, dt, args[0].Clone(), opts)
+}
+
+// evalConvDepthwiseChain: conv_depthwise as its evaluator computes it,
+// rounded to the result's dtype as the composed conv stores it, then the
+// chain's steps as evalEltwiseChain computes them.
+func evalConvDepthwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	conv, err := evalConvDepthwise(&ir.Op{Kind: ir.OpConvDepthwise}, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := finishResult(dt, conv[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := attrString(op, "ops")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	return chainSteps(steps, dt, cur, opts)
 }
 
 // chainSteps applies steps to cur in place as evalEltwiseChain does,
