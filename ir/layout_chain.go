@@ -151,7 +151,8 @@ func LayoutChainTypes(x TensorType, steps []LayoutStep) ([]TensorType, error) {
 }
 
 // shapeLayoutChain: the steps attribute parses (ParseLayoutChain) and each
-// step's shape rule accepts the previous step's result; out is the last.
+// step's shape rule accepts the previous step's result; out is the last,
+// of dtype when the dtype attribute is set (bf16 to fp32 only).
 func shapeLayoutChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	steps, err := ParseLayoutChain(a["steps"].(string))
 	if err != nil {
@@ -161,5 +162,12 @@ func shapeLayoutChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ts[len(ts)-1:], nil
+	out := ts[len(ts)-1]
+	if dt, ok := a["dtype"].(DType); ok && dt != out.DType {
+		if out.DType != BF16 || dt != FP32 {
+			return nil, fmt.Errorf("rule layout-chain-dtype: a layout_chain converts only bf16 to fp32 (exact), not %s to %s", out.DType, dt)
+		}
+		out.DType = dt
+	}
+	return []TensorType{out}, nil
 }

@@ -59,11 +59,14 @@ const (
 	OpAllReduceAdd                      // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; r rounds to residual's dtype; h replicated
 	OpAllReduceAddRMSNorm               // h = r(residual + r(s)), s = elementwise sum of x over the devices devices of the mesh row (as all_reduce), fp32 add; normed = r(h * rsqrt(mean(h^2, last) + eps) * (w + offset)) (fp32 math); r rounds to residual's dtype; results h and normed, replicated
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
-	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
+	OpRMSNormPlainChain                 // out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+	OpConvDepthwiseChain                // out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
 	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
+	OpGDNPrefillGates                   // GDN prefill gates per token: a and b [B, S, H] (bf16 or fp32), a_log and dt_bias with H elements (bf16 or fp32), f = dtype (fp32: the operands convert exactly); g[b, s, h] = r(r(softplus(r(a[b, s, h] + dt_bias[h]))) * r(-r(exp(a_log[h])))) with every operand converted to f, the add and multiply the FPU's (dt_bias and -exp(a_log) broadcast along the rows), exp and softplus the SFPU's, r() rounding to f; beta[b, s, h] = sigmoid(b[b, s, h]) rounded to b's dtype, then converted to f; results g and beta [B, S, H] of dtype f
 	OpGDNChunkStep                      // one step of the GDN prefill's chunked (WY) delta rule over chunk c = chunk of u, wk, qg [B, H, N, L, Dv|Dk|Dk], qk [B, H, N, L, L], k [B, H, N, L, Dk] and g [B, H, N, L] with state S [B, H, 1, Dk, Dv], all of dtype f, per user b and value head h, each step an op of the composed chain computed as that op computes it (contractions as bmm, subtract, add and multiply as the FPU's, exp as the SFPU's) and r() rounding to f where it stores: vNew = r(u_c - r(wk_c S)); o = r(r(qg_c S) + r(qk_c vNew)); gl = g_c[L-1]; kd = r(k_c * r(exp(r(gl - g_c))) as a column) (row j scaled by element j); S' = r(r(S * r(exp(gl))) + r(kd^T vNew)); results o [B, H, 1, L, Dv] and S' [B, H, 1, Dk, Dv] of dtype f
 	OpGDNChunkScan                      // count consecutive steps of the GDN prefill's chunked (WY) delta rule, chunks first .. first+count-1 of u, wk, qg, qk, k and g (shapes as gdn_chunk_step's) from state S [B, H, 1, Dk, Dv], all of dtype f: each step is gdn_chunk_step's, computed and rounded as it is, and reads the state the previous step left; results o [B, H, count, L, Dv] (step i's o at index i of axis 2, as the concat of the steps' o) and the last step's state [B, H, 1, Dk, Dv], of dtype f
 	OpAttnPrologue                      // gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,p_b,:] = kn[b,j,:]; v_cache' = v_cache except [b,j,p_b,:] = v[b,0,jD : jD+D] with p_b = pos[0] for pos [1] (every user at one position) or pos[b] for pos [B] (a position per user); norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
@@ -613,13 +616,44 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x"},
 	Results:  1,
 	Shape:    shapeEltwiseChain,
+}, OpRMSNormPlainChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrString,
+		Name: "ops",
+	}},
+	Class:    "norm",
+	Doc:      "out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype",
+	Fused:    true,
+	Name:     "rms_norm_plain_chain",
+	Operands: []string{"x"},
+	Results:  1,
+	Shape:    shapeRMSNormPlainChain,
+}, OpConvDepthwiseChain: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "ops",
+	}},
+	Class:    "eltwise",
+	Doc:      "out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype",
+	Fused:    true,
+	Name:     "conv_depthwise_chain",
+	Operands: []string{"x", "w"},
+	Results:  1,
+	Shape:    shapeConvDepthwiseChain,
 }, OpLayoutChain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
 		Name: "steps",
+	}, {
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
 	}},
 	Class:    "layout",
-	Doc:      "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed",
+	Doc:      "out = s_n(..s_2(s_1(x))): steps lists data movements first to last (\"slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1\"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them",
 	Fused:    true,
 	Name:     "layout_chain",
 	Operands: []string{"x"},
@@ -679,6 +713,18 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"qkv", "beta", "g", "state", "z", "norm_w"},
 	Results:  2,
 	Shape:    shapeGDNRecurrence,
+}, OpGDNPrefillGates: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrDType,
+		Name: "dtype",
+	}},
+	Class:    "fused",
+	Doc:      "GDN prefill gates per token: a and b [B, S, H] (bf16 or fp32), a_log and dt_bias with H elements (bf16 or fp32), f = dtype (fp32: the operands convert exactly); g[b, s, h] = r(r(softplus(r(a[b, s, h] + dt_bias[h]))) * r(-r(exp(a_log[h])))) with every operand converted to f, the add and multiply the FPU's (dt_bias and -exp(a_log) broadcast along the rows), exp and softplus the SFPU's, r() rounding to f; beta[b, s, h] = sigmoid(b[b, s, h]) rounded to b's dtype, then converted to f; results g and beta [B, S, H] of dtype f",
+	Fused:    true,
+	Name:     "gdn_prefill_gates",
+	Operands: []string{"a", "b", "a_log", "dt_bias"},
+	Results:  2,
+	Shape:    shapeGDNPrefillGates,
 }, OpGDNChunkStep: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInt,
@@ -1111,9 +1157,27 @@ func (bld *Builder) EltwiseChain(x *Value, ops string) *Value {
 	return bld.Emit(OpEltwiseChain, []*Value{x}, attrs)[0]
 }
 
-// LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed
-func (bld *Builder) LayoutChain(x *Value, steps string) *Value {
+// RMSNormPlainChain appends a rms_norm_plain_chain op: out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+func (bld *Builder) RMSNormPlainChain(x *Value, eps float64, ops string) *Value {
+	attrs := Attrs{
+		"eps": eps,
+		"ops": ops,
+	}
+	return bld.Emit(OpRMSNormPlainChain, []*Value{x}, attrs)[0]
+}
+
+// ConvDepthwiseChain appends a conv_depthwise_chain op: out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+func (bld *Builder) ConvDepthwiseChain(x *Value, w *Value, ops string) *Value {
+	attrs := Attrs{"ops": ops}
+	return bld.Emit(OpConvDepthwiseChain, []*Value{x, w}, attrs)[0]
+}
+
+// LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
+func (bld *Builder) LayoutChain(x *Value, steps string, opts ...Option) *Value {
 	attrs := Attrs{"steps": steps}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpLayoutChain, []*Value{x}, attrs)[0]
 }
 
@@ -1147,6 +1211,12 @@ func (bld *Builder) GDNRecurrence(qkv *Value, beta *Value, g *Value, state *Valu
 		"scale":    scale,
 	}
 	return bld.Emit(OpGDNRecurrence, []*Value{qkv, beta, g, state, z, normW}, attrs)
+}
+
+// GDNPrefillGates appends a gdn_prefill_gates op: GDN prefill gates per token: a and b [B, S, H] (bf16 or fp32), a_log and dt_bias with H elements (bf16 or fp32), f = dtype (fp32: the operands convert exactly); g[b, s, h] = r(r(softplus(r(a[b, s, h] + dt_bias[h]))) * r(-r(exp(a_log[h])))) with every operand converted to f, the add and multiply the FPU's (dt_bias and -exp(a_log) broadcast along the rows), exp and softplus the SFPU's, r() rounding to f; beta[b, s, h] = sigmoid(b[b, s, h]) rounded to b's dtype, then converted to f; results g and beta [B, S, H] of dtype f
+func (bld *Builder) GDNPrefillGates(a *Value, b *Value, aLog *Value, dtBias *Value, dtype DType) []*Value {
+	attrs := Attrs{"dtype": dtype}
+	return bld.Emit(OpGDNPrefillGates, []*Value{a, b, aLog, dtBias}, attrs)
 }
 
 // GDNChunkStep appends a gdn_chunk_step op: one step of the GDN prefill's chunked (WY) delta rule over chunk c = chunk of u, wk, qg [B, H, N, L, Dv|Dk|Dk], qk [B, H, N, L, L], k [B, H, N, L, Dk] and g [B, H, N, L] with state S [B, H, 1, Dk, Dv], all of dtype f, per user b and value head h, each step an op of the composed chain computed as that op computes it (contractions as bmm, subtract, add and multiply as the FPU's, exp as the SFPU's) and r() rounding to f where it stores: vNew = r(u_c - r(wk_c S)); o = r(r(qg_c S) + r(qk_c vNew)); gl = g_c[L-1]; kd = r(k_c * r(exp(r(gl - g_c))) as a column) (row j scaled by element j); S' = r(r(S * r(exp(gl))) + r(kd^T vNew)); results o [B, H, 1, L, Dv] and S' [B, H, 1, Dk, Dv] of dtype f

@@ -165,6 +165,24 @@ func shapeEltwiseChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	return shapeSame(in, a)
 }
 
+// shapeConvDepthwiseChain: ops names one chain step or more
+// (ParseChainSteps); the result is conv_depthwise's.
+func shapeConvDepthwiseChain(in []TensorType, a Attrs) ([]TensorType, error) {
+	if _, err := ParseChainSteps(a["ops"].(string)); err != nil {
+		return nil, err
+	}
+	return shapeConvDepthwise(in, nil)
+}
+
+// shapeRMSNormPlainChain: ops names one chain step or more
+// (ParseChainSteps); one result of x's type.
+func shapeRMSNormPlainChain(in []TensorType, a Attrs) ([]TensorType, error) {
+	if _, err := ParseChainSteps(a["ops"].(string)); err != nil {
+		return nil, err
+	}
+	return shapeSame(in, a)
+}
+
 // shapeEmbeddingReshape: typed as reshape(embedding(ids, table), shape).
 func shapeEmbeddingReshape(in []TensorType, a Attrs) ([]TensorType, error) {
 	e, err := shapeEmbedding(in, nil)
@@ -227,11 +245,18 @@ func FormatEltwiseChain(steps []ChainStep) string {
 // comma-separated steps, each a ChainableOps name, add_scalar and
 // mul_scalar with ":value". It is the inverse of FormatEltwiseChain.
 func ParseEltwiseChain(s string) ([]ChainStep, error) {
-	const names = "exp, silu, sigmoid, rsqrt, square, softplus, add_scalar, mul_scalar"
-	parts := strings.Split(s, ",")
-	if len(parts) < 2 {
+	if parts := strings.Split(s, ","); len(parts) < 2 {
 		return nil, fmt.Errorf("rule eltwise-chain-length: ops %q names %d step(s); a chain has at least 2", s, len(parts))
 	}
+	return ParseChainSteps(s)
+}
+
+// ParseChainSteps parses the steps of an ops attribute as
+// ParseEltwiseChain does, one step or more (rms_norm_plain_chain's ops
+// may name one).
+func ParseChainSteps(s string) ([]ChainStep, error) {
+	const names = "exp, silu, sigmoid, rsqrt, square, softplus, add_scalar, mul_scalar"
+	parts := strings.Split(s, ",")
 	steps := make([]ChainStep, 0, len(parts))
 	for i, p := range parts {
 		name, val, hasVal := strings.Cut(p, ":")

@@ -154,3 +154,25 @@ func shapeGDNChunkScan(in []TensorType, attrs Attrs) ([]TensorType, error) {
 	out[0].Shape[2] = count
 	return out, nil
 }
+
+// shapeGDNPrefillGates: a and b [B, S, H] (float dtypes), a_log and
+// dt_bias with H elements, dtype fp32 (the operands convert to it
+// exactly); results g (a's type) and beta (b's type), both of dtype.
+func shapeGDNPrefillGates(in []TensorType, attrs Attrs) ([]TensorType, error) {
+	names := []string{"a", "b", "a_log", "dt_bias"}
+	if err := gdnFloat("gdn-prefill-gates", names, in); err != nil {
+		return nil, err
+	}
+	f, ok := attrs["dtype"].(DType)
+	if !ok || f != FP32 {
+		return nil, fmt.Errorf("rule gdn-prefill-gates-dtype: dtype must be fp32 (the gates' composed typecasts widen exactly), got %v", attrs["dtype"])
+	}
+	a, b, al, dt := in[0].Shape, in[1].Shape, in[2].Shape, in[3].Shape
+	if a.Rank() != 3 || !b.Equal(a) {
+		return nil, fmt.Errorf("rule gdn-prefill-gates-shape: a %s and b %s must both be [B, S, H]", a, b)
+	}
+	if H := a[2]; al.Numel() != H || dt.Numel() != H {
+		return nil, fmt.Errorf("rule gdn-gates-vectors: a_log %s and dt_bias %s must have %d elements (value heads)", al, dt, H)
+	}
+	return []TensorType{like(in[0], a.Clone(), f), like(in[1], b.Clone(), f)}, nil
+}

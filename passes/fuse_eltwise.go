@@ -20,7 +20,113 @@ import (
 // chain (FuseEltwiseChainMerge); a chain of n steps takes n-1 firings.
 // Chains that start at a reduction's result are left to the norm family
 // (see reduced).
-var _ = registerRules("eltwise", eltwiseChainRules()...)
+//
+// FuseNormPlainChain<Op> (MulScalar, Merge): a mul_scalar or a chain of
+// unary steps on a weightless norm's result, which nothing else reads,
+// runs on the norm's result tiles before they are packed: rms_norm_plain_chain, one program
+// (the GDN prefill's l2 norms of q and k times Dk^-1/2, and q's scale: two
+// programs fewer per layer, each reading and writing [B,H,S,Dk] fp32).
+//
+// FuseConvDepthwiseChain<Op> (Silu, Merge): likewise a silu or a chain on
+// a depthwise conv's result runs on the conv's summed tiles before they
+// are packed: conv_depthwise_chain (the GDN prefill's silu(conv): one
+// program fewer per layer, reading and writing [B,S,C] bf16).
+var _ = registerRules("eltwise", append(eltwiseChainRules(), normPlainChainRule(ir.OpMulScalar), normPlainChainRule(ir.OpEltwiseChain),
+	convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain))...)
+
+// convChainRule returns the constructor of FuseConvDepthwiseChain's rule
+// rooted at kind (see the family doc); a conv that already has a chain
+// takes the next steps too.
+func convChainRule(kind ir.OpKind) func() *rw.Rule {
+	name := "FuseConvDepthwiseChain" + goName(kind)
+	if kind == ir.OpEltwiseChain {
+		name = "FuseConvDepthwiseChainMerge"
+	}
+	return func() *rw.Rule {
+		conv := rw.OneOf(rw.Op(ir.OpConvDepthwise, rw.Var("x"), rw.Var("w")).As("conv"), rw.Op(ir.OpConvDepthwiseChain, rw.Var("x"), rw.Var("w")).As("conv"))
+		return &rw.Rule{
+			Name:    name,
+			Rewrite: kind.String() + "(c(x, w)) with c conv_depthwise or conv_depthwise_chain => conv_depthwise_chain(x, w) {ops = steps of c, then of " + kind.String() + "}",
+			Pattern: rw.Op(kind, conv),
+			Where: func(m *rw.Match) bool {
+				x, conv := m.Value("x"), m.Op("conv")
+				if !gdnFloatStorage(x.Type.DType) || !sameDType(x.Type.DType, conv, m.Root) {
+					return false
+				}
+				for _, op := range []*ir.Op{conv, m.Root} {
+					if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+						return false
+					}
+				}
+				_, ok1 := opChainSteps(conv, ir.OpConvDepthwise)
+				_, ok2 := chainStepsOf(m.Root)
+				return ok1 && ok2
+			},
+			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+				first, _ := opChainSteps(m.Op("conv"), ir.OpConvDepthwise)
+				last, _ := chainStepsOf(m.Root)
+				steps := append(append([]ir.ChainStep(nil), first...), last...)
+				v, err := b.Emit1(ir.OpConvDepthwiseChain, []*ir.Value{m.Value("x"), m.Value("w")}, ir.Attrs{"ops": ir.FormatEltwiseChain(steps)})
+				return []*ir.Value{v}, err
+			},
+		}
+	}
+}
+
+// normPlainChainRule returns the constructor of FuseNormPlainChain's rule
+// rooted at kind (see the family doc): a mul_scalar or an eltwise_chain
+// (other unary ops after a norm join it once the eltwise rules made them a
+// chain). A norm that already has a chain (rms_norm_plain_chain) takes the
+// next steps too.
+func normPlainChainRule(kind ir.OpKind) func() *rw.Rule {
+	name := "FuseNormPlainChain" + goName(kind)
+	if kind == ir.OpEltwiseChain {
+		name = "FuseNormPlainChainMerge"
+	}
+	return func() *rw.Rule {
+		norm := rw.OneOf(rw.Op(ir.OpRMSNormPlain, rw.Var("x")).As("norm"), rw.Op(ir.OpRMSNormPlainChain, rw.Var("x")).As("norm"))
+		return &rw.Rule{
+			Name:    name,
+			Rewrite: kind.String() + "(n(x)) with n rms_norm_plain or rms_norm_plain_chain => rms_norm_plain_chain(x) {eps, ops = steps of n, then of " + kind.String() + "}",
+			Pattern: rw.Op(kind, norm),
+			Where: func(m *rw.Match) bool {
+				x, norm := m.Value("x"), m.Op("norm")
+				if !x.Type.DType.IsFloat() || !sameDType(x.Type.DType, norm, m.Root) {
+					return false
+				}
+				for _, op := range []*ir.Op{norm, m.Root} {
+					if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+						return false
+					}
+				}
+				_, ok1 := normChainSteps(norm)
+				_, ok2 := chainStepsOf(m.Root)
+				return ok1 && ok2
+			},
+			Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+				first, _ := normChainSteps(m.Op("norm"))
+				last, _ := chainStepsOf(m.Root)
+				steps := append(append([]ir.ChainStep(nil), first...), last...)
+				v, err := b.Emit1(ir.OpRMSNormPlainChain, []*ir.Value{m.Value("x")}, ir.Attrs{"eps": m.Op("norm").Float("eps"), "ops": ir.FormatEltwiseChain(steps)})
+				return []*ir.Value{v}, err
+			},
+		}
+	}
+}
+
+// normChainSteps are the chain steps a weightless norm already applies:
+// none for rms_norm_plain, its ops for rms_norm_plain_chain.
+func normChainSteps(op *ir.Op) ([]ir.ChainStep, bool) { return opChainSteps(op, ir.OpRMSNormPlain) }
+
+// opChainSteps are the chain steps op applies after its base op: none
+// when op is of kind base, else its ops attribute (one step or more).
+func opChainSteps(op *ir.Op, base ir.OpKind) ([]ir.ChainStep, bool) {
+	if op.Kind == base {
+		return nil, true
+	}
+	s, err := ir.ParseChainSteps(op.Str("ops"))
+	return s, err == nil
+}
 
 func eltwiseChainRules() []func() *rw.Rule {
 	var rules []func() *rw.Rule

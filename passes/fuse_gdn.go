@@ -16,8 +16,11 @@ import (
 //     typecasts, l2 norms, decay, delta rule, rank-1 update, readout, the
 //     state copy back and the gated RMSNorm times silu(z) -> gdn_recurrence.
 //
-// and one rule for the prefill mixer of models/nn.GDNPrefill:
+// and rules for the prefill mixer of models/nn.GDNPrefill:
 //
+//   - FuseGDNPrefillGates (fuse_gdn_gates.go): the gates per token (the
+//     typecasts to the fp32 state dtype, -exp(A_log), softplus(a +
+//     dt_bias) times it, sigmoid(b)) -> gdn_prefill_gates;
 //   - FuseGDNChunkStep: one step of the sequential loop over chunks (the
 //     chunk slices, the four bmm, the subtract and adds, the decays and
 //     the transpose) -> gdn_chunk_step, once per chunk;
@@ -32,7 +35,7 @@ import (
 // once those readers are gone, i.e. after FuseGDNRecurrence fired (with the
 // recurrence rule disabled the conv and gates stay composed; the graph is
 // still correct).
-var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNChunkStep, ruleGDNChunkScan)
+var _ = registerRules("gdn", ruleGDNRecurrence, ruleGDNConvGates, ruleGDNPrefillGates, ruleGDNChunkStep, ruleGDNChunkScan)
 
 // gdnEmit is a GDN rule's Build: one op of kind with the match's operands
 // and attrs (nil: none), its results replacing the roots' in order.

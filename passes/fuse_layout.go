@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -53,13 +54,23 @@ import (
 //     rows from many tiles. Left out: reshape(reshape) (CollapseReshape)
 //     and transposes of the last two dims that are not fp32 (those run
 //     transpose_wh_tile on the compute kernel).
+//   - FuseLayoutChainTypecast: typecast(layout_chain(x), fp32) of bf16
+//     values is one layout_chain with dtype fp32: the program packs each assembled tile as fp32 (exact), where
+//     the typecast read and wrote every tile again. The GDN prefill's q,
+//     k and v head splits are cast to the fp32 state dtype so.
+//   - DropInnerTril: tril(u(tril(x, d)), d) with u an elementwise unary op
+//     (SFPU op or eltwise_chain) is tril(u(x), d): the outer tril keeps
+//     exactly the elements the inner one kept and zeroes the others
+//     whatever u made of them, so the values are the same bit for bit.
+//     The GDN prefill's decays tril(exp(tril(g_i - g_j))) lose a masked
+//     copy (a relayout of single elements) of [B,H,N,L,L] fp32.
 //   - NormBeforeLayout: an RMSNorm of moved rows is the moved RMSNorm of
 //     the rows, when the movement keeps every row whole (no step touches
 //     the last dim): each row is normed on its own, so the values are the
 //     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
 //     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
 //     it in one whole-tile layout_chain.
-var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout}, layoutChainRules()...)...)
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout, ruleLayoutChainTypecast, ruleDropInnerTril}, layoutChainRules()...)...)
 
 // keepsRows reports whether a data movement from in to out (full shapes)
 // keeps every row (last-dim run) whole and in order: the last dims are
@@ -217,10 +228,46 @@ func layoutChainRule(kind ir.OpKind) func() *rw.Rule {
 				first, _ := layoutStepsOf(m.Op("inner"))
 				last, _ := layoutStepsOf(m.Root)
 				steps := append(append([]ir.LayoutStep(nil), first...), last...)
-				v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, ir.Attrs{"steps": ir.FormatLayoutChain(steps)})
+				attrs := ir.Attrs{"steps": ir.FormatLayoutChain(steps)}
+				if dt := m.Root.Result().Type.DType; dt != m.Value("x").Type.DType {
+					attrs["dtype"] = dt // an inner chain that converts (FuseLayoutChainTypecast)
+				}
+				v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, attrs)
 				return []*ir.Value{v}, err
 			},
 		}
+	}
+}
+
+// ruleLayoutChainTypecast: a widening typecast (bf16 to fp32, exact) of
+// values a layout_chain moved is the chain storing them as fp32: one
+// program that assembles each result tile in bf16 and packs it as fp32,
+// where the typecast was a program of its own reading and writing every
+// tile again. (A single data movement before the typecast is left alone:
+// a chain has at least two steps; the model's head splits are chains.)
+func ruleLayoutChainTypecast() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseLayoutChainTypecast",
+		Rewrite: "typecast(layout_chain(x), fp32) with x bf16 => layout_chain(x) {steps = the chain's, dtype = fp32}",
+		Pattern: rw.Op(ir.OpTypecast, rw.Op(ir.OpLayoutChain, rw.Var("x")).As("inner")),
+		Where: func(m *rw.Match) bool {
+			x, inner, root := m.Value("x"), m.Op("inner"), m.Root
+			for _, v := range []*ir.Value{x, inner.Result(), root.Result()} {
+				if v.Type.Layout != ir.TileLayout {
+					return false
+				}
+			}
+			if x.Type.DType != ir.BF16 || inner.Result().Type.DType != ir.BF16 || root.Result().Type.DType != ir.FP32 || tileTranspose(inner) {
+				return false
+			}
+			_, ok := layoutStepsOf(inner)
+			return ok
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			steps, _ := layoutStepsOf(m.Op("inner"))
+			v, err := b.Emit1(ir.OpLayoutChain, []*ir.Value{m.Value("x")}, ir.Attrs{"steps": ir.FormatLayoutChain(steps), "dtype": ir.FP32})
+			return []*ir.Value{v}, err
+		},
 	}
 }
 
@@ -349,6 +396,43 @@ func ruleFuseBMMTransposeB() *rw.Rule {
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			v, err := b.Emit1(ir.OpBMMTransposeB, []*ir.Value{m.Value("a"), m.Value("b")}, m.Root.Attrs)
 			return []*ir.Value{v}, err
+		},
+	}
+}
+
+// ruleDropInnerTril drops the inner tril of tril(u(tril(x, d)), d) (see
+// the family doc): tril selects, it does not multiply, so the elements u
+// computes from masked zeros are discarded by the outer tril.
+func ruleDropInnerTril() *rw.Rule {
+	var alts []*rw.Pattern
+	for _, k := range append(ir.ChainableOps(), ir.OpEltwiseChain) {
+		alts = append(alts, rw.Op(k, rw.Op(ir.OpTril, rw.Var("x")).As("inner")).As("u"))
+	}
+	return &rw.Rule{
+		Name:    "DropInnerTril",
+		Rewrite: "tril(u(tril(x, d)), d) with u elementwise unary => tril(u(x), d)",
+		Pattern: rw.Op(ir.OpTril, rw.OneOf(alts...)),
+		Where: func(m *rw.Match) bool {
+			inner, u, x := m.Op("inner"), m.Op("u"), m.Value("x")
+			d, ok1 := inner.Attrs["diagonal"].(int)
+			e, ok2 := m.Root.Attrs["diagonal"].(int)
+			if !ok1 || !ok2 || d != e || len(u.Results) != 1 {
+				return false
+			}
+			if _, ok := u.Attrs[ir.FidelityAttr]; ok {
+				return false
+			}
+			// u keeps x's type (shape and dtype): u(x) is u(tril(x))'s type.
+			return sameTensorType(x, inner.Result()) && u.Result().Type.DType == x.Type.DType
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			u := m.Op("u")
+			v, err := b.Emit1(u.Kind, []*ir.Value{m.Value("x")}, maps.Clone(u.Attrs))
+			if err != nil {
+				return nil, err
+			}
+			t, err := b.Emit1(ir.OpTril, []*ir.Value{v}, maps.Clone(m.Root.Attrs))
+			return []*ir.Value{t}, err
 		},
 	}
 }

@@ -413,30 +413,66 @@ func relayoutTileCycles(oim blocks.Image, dt ir.DType, seg int, fill bool) int {
 // fill: fill each result tile with fillValue first) and whose writer stores
 // them. The result's tiles are split over the grid. It checks srcs and
 // the result with layoutOperands first.
+//
+// When the result's dtype differs from the sources' (a layout_chain with a
+// dtype: bf16 to fp32), the reader assembles each tile in the sources'
+// dtype into CB moved and a compute kernel copies it into fp32 DEST and
+// packs it in the result's dtype (as lowerTypecast does), which keeps
+// every value.
 func relayoutProgram(op *ir.Op, ctx *Context, srcs []*ir.Value, seg int, fill bool, fillValue float32, m func(b *kir.Builder, row, col kir.Var) []blocks.Run) (*kir.Program, error) {
 	out := op.Result()
-	if err := layoutOperands(append(append([]*ir.Value(nil), srcs...), out)...); err != nil {
+	moved := out.Type.DType
+	if len(srcs) > 0 {
+		moved = srcs[0].Type.DType
+	}
+	convert := moved != out.Type.DType && op.Kind == ir.OpLayoutChain
+	vs := append(append([]*ir.Value(nil), srcs...), out)
+	if convert {
+		vs = vs[:len(srcs)]
+		if err := requireTile("value", out); err != nil {
+			return nil, err
+		}
+	}
+	if err := layoutOperands(vs...); err != nil {
 		return nil, err
+	}
+	if convert && (moved != ir.BF16 || out.Type.DType != ir.FP32) {
+		return nil, fmt.Errorf("rule layout-chain-dtype: %s moves %s values into a %s result; only bf16 to fp32 converts exactly", op.Name(), moved, out.Type.DType)
 	}
 	oim := blocks.ImageOf(out.Type.Shape)
 	// Padding gets a defined value: zeros, or the pad value.
 	if oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0 {
 		fill = true
 	}
-	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), relayoutTileCycles(oim, out.Type.DType, seg, fill), 0, 0))
+	cycles := relayoutTileCycles(oim, moved, seg, fill)
+	if convert {
+		cycles = max(cycles, UnpackTileCycles+PackTileCycles)
+	}
+	sp := startProgram(op, ctx, PlanSplit(oim.Pages, ctx.Target.NumWorkers(), cycles, 0, 0))
 	slots := make([]int, len(srcs))
 	for i, s := range srcs {
 		slots[i] = sp.cbs.Scratch(fmt.Sprintf("src%d_tile", i), s.Type.DType, 1)
 	}
+	cbMoved := -1
+	if convert {
+		cbMoved = sp.cbs.Scratch("moved", moved, 2)
+	}
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	sp.planned("relayout")
 	rd := sp.reader()
-	g := &blocks.Gather{Out: oim, DType: out.Type.DType, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
+	g := &blocks.Gather{Out: oim, DType: moved, Seg: seg, Fill: fill, FillValue: fillValue, Map: m}
 	for i, s := range srcs {
 		g.Sources = append(g.Sources, blocks.GatherSource{Acc: sp.bind(rd, fmt.Sprintf("src%d_addr", i), s), Image: blocks.ImageOf(s.Type.Shape)})
 	}
 	sp.fail(g.Check())
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
-	g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
-	return sp.finish(out, cbOut, rd, nil)
+	if !convert {
+		g.Emit(rd.Builder(), cbOut, slots, rstart, rcount)
+		return sp.finish(out, cbOut, rd, nil)
+	}
+	g.Emit(rd.Builder(), cbMoved, slots, rstart, rcount)
+	cp, c, ccount := sp.rangeCompute("num_tiles")
+	c.Startup(cbMoved, cbMoved, cbOut)
+	c.For("i", kir.C(0), ccount, func(kir.Var) { c.Unary(cbMoved, cbOut, nil) })
+	return sp.finish(out, cbOut, rd, cp)
 }

@@ -183,6 +183,15 @@ var smallCases = []mcase{
 	{name: "layout_chain_last", build: func(b *ir.Builder) *ir.Value {
 		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900")
 	}},
+	// layout_chain with dtype fp32 (passes FuseLayoutChainTypecast): the
+	// head split of bf16 values stored as fp32, and a chain whose result
+	// has partial tiles (filled) and one-element runs
+	{name: "layout_chain_heads_to_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.BF16, dram, 1, 64, 384)), "slice:0,0,128:1,64,384|reshape:1,64,2,128|repeat_interleave:2:2|transpose:1:2", ir.WithDType(ir.FP32))
+	}},
+	{name: "layout_chain_last_to_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.BF16, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900", ir.WithDType(ir.FP32))
+	}},
 	{name: "to_l1", build: func(b *ir.Builder) *ir.Value {
 		return b.ToMemory(in(b, "x", tt(ir.FP32, dram, 1, 12, 32, 32)), "l1_interleaved")
 	}},
@@ -393,6 +402,31 @@ var prefillCases = []mcase{
 		out := b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 12, 64)), in(b, "w", tt(ir.BF16, dram, 4, 64)))
 		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
 		return out
+	}},
+	// conv_depthwise_chain (passes FuseConvDepthwiseChain): the GDN
+	// prefill's silu(conv) (whole tiles, bf16: rounded before silu), a
+	// gathered conv (two users) with two steps, and fp32
+	{name: "conv_depthwise_chain_silu", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.BF16, dram, 1, 67, 96)), in(b, "w", tt(ir.BF16, dram, 4, 96)), "silu")
+	}},
+	{name: "conv_depthwise_chain_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.BF16, dram, 2, 20, 48)), in(b, "w", tt(ir.BF16, dram, 3, 48)), "silu,mul_scalar:0.5")
+	}},
+	{name: "conv_depthwise_chain_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.FP32, dram, 1, 40, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)), "silu")
+	}},
+	// rms_norm_plain_chain (passes FuseNormPlainChain): the GDN prefill's
+	// l2 norms and scales of q and k: many tile rows (a core per row), one
+	// tile row (split over a group of cores), bf16 (rounded before each
+	// step) and a one-step chain
+	{name: "rms_norm_plain_chain_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.FP32, dram, 1, 4, 70, 128)), 7.8125e-09, "mul_scalar:0.08838834764831843,mul_scalar:0.08838834764831843")
+	}},
+	{name: "rms_norm_plain_chain_split", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.FP32, dram, 24, 1024)), 7.8125e-09, "mul_scalar:0.03125")
+	}},
+	{name: "rms_norm_plain_chain_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.RMSNormPlainChain(in(b, "x", tt(ir.BF16, dram, 40, 64)), 1e-6, "mul_scalar:0.125,exp,mul_scalar:-1")
 	}},
 	{name: "cumsum_last", build: func(b *ir.Builder) *ir.Value {
 		return b.Cumsum(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32)), -1)

@@ -92,7 +92,7 @@ func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
-	return normProgram(op, ctx, op.Operands[1], eps, offset)
+	return normProgram(op, ctx, op.Operands[1], eps, offset, nil)
 }
 
 func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -100,10 +100,43 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\"", op.Name())
 	}
-	return normProgram(op, ctx, nil, eps, 0)
+	return normProgram(op, ctx, nil, eps, 0, nil)
 }
 
-func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*kir.Program, error) {
+// lowerRMSNormPlainChain: rms_norm_plain_chain (passes
+// FuseNormPlainChain), the weightless norm whose result tile, still in
+// fp32 DEST, gets the chain's SFPU steps before it is packed: rounded to
+// the result's dtype before each step as the composed norm and chain
+// store it (RoundThrough; nothing to do for fp32), where the composed
+// chain was a program of its own reading and writing every tile again.
+func lowerRMSNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	eps, ok := op.Attrs["eps"].(float64)
+	s, ok2 := op.Attrs["ops"].(string)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
+	}
+	chain, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	post := make([]blocks.SFPUStep, len(chain))
+	for i, st := range chain {
+		sf, ok := sfpuOps[st.Op]
+		if !ok {
+			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
+		}
+		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
+	}
+	if x, out := op.Operands[0], op.Result(); x.Type.DType != out.Type.DType {
+		return nil, fmt.Errorf("rule eltwise-shape: result %s must have x's dtype %s", out.Type.DType, x.Type.DType)
+	}
+	return normProgram(op, ctx, nil, eps, 0, post)
+}
+
+// normProgram is the norm's program; post are SFPU steps applied to each
+// result tile of a weightless norm before it is packed (rms_norm_plain_chain;
+// nil: none).
+func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post []blocks.SFPUStep) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out, w); err != nil {
@@ -128,7 +161,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 		if w != nil {
 			ns.offset = offset
 		}
-		return normSplitProgram(op, ctx, ns, x, w, out)
+		return normSplitProgram(op, ctx, ns, x, w, out, post)
 	}
 	// A tile row costs about four eltwise tile ops per x tile, far more
 	// than a core's dispatch: one tile row per core while cores last.
@@ -153,6 +186,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64) (*ki
 	if w != nil && offset != 0 {
 		n.wo = sp.cbs.Scratch("weight_plus_offset", ir.FP32, 2)
 	}
+	n.addPost(sp.cbs, post, out.Type.DType)
 	sp.planned(fmt.Sprintf("%s over H = %d keeps %d x and x^2 tiles per core", op.Name(), h, wt))
 
 	// Reader: the scaler tile, then per tile row its x tiles and the
@@ -192,12 +226,13 @@ const normTileCycles = 4*EltwiseTileCycles + 6*UnpackTileCycles + 4*PackTileCycl
 // normSplitProgram is normProgram for few tile rows: ns's groups of cores
 // per row (norm_split.go). Core i reads its chunk of x and of the weight,
 // the writer runs the exchange and then writes the chunk's results.
-func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value) (*kir.Program, error) {
+func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Value, post []blocks.SFPUStep) (*kir.Program, error) {
 	sp := startProgramOn(op, ctx, ns.cores, ns.ranges)
 	cbX := sp.cbs.Input("x", x.Type.DType, ns.per)
 	cbScaler := sp.cbs.Input("scaler", ir.BF16, 1)
 	cbOut := sp.cbs.Output("out", out.Type.DType, ns.outPages())
 	ns.addCBs(sp.cbs, cbX, cbScaler, cbOut, w, ir.FP32)
+	ns.cb.addPost(sp.cbs, post, out.Type.DType)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
 	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
 
@@ -237,7 +272,23 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 // the weight tiles (-1: no weight) and wo takes weight + offset (-1: no
 // offset); out receives the result tiles; sq (x^2, one page per tile of
 // the row), rs (one fp32 tile) and xn (fp32, with a weight) are scratch.
-type normCBs struct{ x, scaler, w, wo, out, sq, rs, xn int }
+// Without a weight, post are SFPU steps on each result tile before it is
+// packed, each after a rounding to the result's dtype through postRound
+// (-1: none, fp32).
+type normCBs struct {
+	x, scaler, w, wo, out, sq, rs, xn int
+	post                              []blocks.SFPUStep
+	postRound                         int
+}
+
+// addPost sets n's post steps (see normCBs) for a result of dtype dt,
+// adding the rounding CB they need.
+func (n *normCBs) addPost(cbs *blocks.CBPlan, post []blocks.SFPUStep, dt ir.DType) {
+	n.post, n.postRound = post, -1
+	if len(post) > 0 && blocks.Rounds(dt) {
+		n.postRound = cbs.Scratch("normed_rounded", dt, 1)
+	}
+}
 
 // row emits the compute of one tile row of wt tiles of an H = h wide
 // RMSNorm (steps 1-3 of the family doc): it waits for the wt x tiles,
@@ -293,6 +344,12 @@ func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 		c.Acquire()
 		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
 		if n.w < 0 {
+			for _, st := range n.post {
+				if n.postRound >= 0 {
+					c.RoundThrough(n.postRound)
+				}
+				c.SFPU(st, kir.C(0))
+			}
 			c.PackOut(n.out, 1)
 			return
 		}

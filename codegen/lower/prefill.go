@@ -182,7 +182,38 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return nil, fmt.Errorf("rule cumsum-axis: cumsum runs along one of the last two dims (a triangular matmul), not axis %d of %s", op.Attrs["axis"], x.Type.Shape)
 }
 
+// lowerConvDepthwiseChain: conv_depthwise_chain (passes
+// FuseConvDepthwiseChain), the conv whose summed tile gets the chain's
+// SFPU steps before it is packed, each after a rounding to the result's
+// dtype as the composed conv and chain store it (RoundThrough).
+func lowerConvDepthwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	s, ok := op.Attrs["ops"].(string)
+	if !ok {
+		return nil, fmt.Errorf("rule attr: %s needs a string attribute \"ops\"", op.Name())
+	}
+	chain, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	post := make([]blocks.SFPUStep, len(chain))
+	for i, st := range chain {
+		sf, ok := sfpuOps[st.Op]
+		if !ok {
+			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
+		}
+		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
+	}
+	return convDepthwiseProgram(op, ctx, post)
+}
+
 func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return convDepthwiseProgram(op, ctx, nil)
+}
+
+// convDepthwiseProgram is conv_depthwise's program; post are SFPU steps
+// on each summed tile before it is packed (nil: none), each after a
+// rounding to the result's dtype.
+func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir.Program, error) {
 	x, w, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := cmp.Or(layoutOperands(x, out), requireTile("taps", w)); err != nil {
 		return nil, err
@@ -213,6 +244,10 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	cbTmp := sp.cbs.Scratch("term", ir.FP32, 1)
 	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, slotPages)
 	wSlot := sp.cbs.Scratch("w_tile", w.Type.DType, 1)
+	cbRound := -1
+	if len(post) > 0 && blocks.Rounds(out.Type.DType) {
+		cbRound = sp.cbs.Scratch("conv_rounded", out.Type.DType, 1)
+	}
 	sp.planned("conv_depthwise")
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
@@ -257,7 +292,21 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbTmp, false, nil)
 			c.BinaryTile(kir.EltAdd, blocks.BcastNone, cbAcc, cbTmp, cbAcc, false, nil)
 		})
-		c.Unary(cbAcc, cbOut, nil)
+		if len(post) == 0 {
+			c.Unary(cbAcc, cbOut, nil)
+			return
+		}
+		c.B.CBWaitFront(cbAcc, kir.C(1))
+		c.Acquire()
+		c.Copy(cbAcc, kir.C(0), kir.C(0))
+		c.B.CBPopFront(cbAcc, kir.C(1))
+		for _, st := range post {
+			if cbRound >= 0 {
+				c.RoundThrough(cbRound)
+			}
+			c.SFPU(st, kir.C(0))
+		}
+		c.PackOut(cbOut, 1)
 	})
 
 	return sp.finish(out, cbOut, rd, cp)

@@ -75,12 +75,16 @@ func GDNPrefill(c Ctx, x *ir.Value, w GDNWeights, st GDNState, d GDNDims) *ir.Va
 		}
 		return b.Typecast(v, f)
 	}
-	beta = b.Transpose(b.Sigmoid(beta), 1, 2) // [B,Hv,S]
+	// Both gates per token, then both transposes to [B,Hv,S] (beta cast to
+	// StateDType before its transpose: the same values, and the gates of
+	// a token stay together for the fused gdn_prefill_gates).
 	negA := b.MulScalar(b.Exp(cast(w.ALog)), -1)
-	g := b.Transpose(b.Mul(b.Softplus(b.Add(cast(a), cast(w.DtBias))), negA), 1, 2) // [B,Hv,S], in StateDType
+	g := b.Mul(b.Softplus(b.Add(cast(a), cast(w.DtBias))), negA) // [B,S,Hv], in StateDType
+	beta = cast(b.Sigmoid(beta))                                 // [B,S,Hv]
+	g, beta = b.Transpose(g, 1, 2), b.Transpose(beta, 1, 2)      // [B,Hv,S]
 	c.mark("gates")
 
-	q, k, v, beta = cast(q), cast(k), cast(v), cast(beta)
+	q, k, v = cast(q), cast(k), cast(v)
 	q = b.MulScalar(L2Norm(b, q, d.Eps), invSqrt(Dk))
 	k = L2Norm(b, k, d.Eps)
 

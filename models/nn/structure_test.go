@@ -191,13 +191,15 @@ func TestShareCut(t *testing.T) {
 // bf16. Its in-chunk cumulative sums reach hundreds, and the decays exp(g)
 // are exponentials of them: a bf16 g (8 significant bits) costs the small
 // config's 700-token prompt its fp32 check (logits PCC 0.9867 in the step
-// at 448..511 against 0.9993 with an fp32 g). With a bf16 state nothing is
-// cast.
+// at 448..511 against 0.9993 with an fp32 g). beta = sigmoid(b) is cast to
+// the state dtype among the gates too (before its transpose, so that
+// passes' FuseGDNPrefillGates finds a token's two gates together). With a
+// bf16 state nothing is cast.
 func TestGDNPrefillGatesInStateDType(t *testing.T) {
 	for _, tc := range []struct {
 		state ir.DType
 		casts int
-	}{{ir.FP32, 3}, {ir.BF16, 0}} {
+	}{{ir.FP32, 4}, {ir.BF16, 0}} {
 		t.Run(tc.state.String(), func(t *testing.T) {
 			d := testGDN
 			d.StateDType = tc.state
@@ -219,7 +221,7 @@ func TestGDNPrefillGatesInStateDType(t *testing.T) {
 				t.Errorf("gate ops (-want +got):\n%s", diff)
 			}
 			if casts != tc.casts {
-				t.Errorf("%d typecasts in the gates, want %d (a, A_log, dt_bias)", casts, tc.casts)
+				t.Errorf("%d typecasts in the gates, want %d (a, A_log, dt_bias, beta)", casts, tc.casts)
 			}
 		})
 	}

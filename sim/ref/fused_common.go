@@ -35,6 +35,8 @@ func init() {
 		ir.OpAllReduceAddRMSNorm: evalAllReduceAddOneDevice,
 		ir.OpArgmaxSharded:       evalArgmaxShardedOneDevice,
 		ir.OpEltwiseChain:        evalEltwiseChain,
+		ir.OpRMSNormPlainChain:   evalRMSNormPlainChain,
+		ir.OpConvDepthwiseChain:  evalConvDepthwiseChain,
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 		ir.OpLayoutChain:         evalLayoutChain,
 		ir.OpBMMTransposeB:       evalBMMTransposeB,
@@ -433,7 +435,40 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	cur := args[0].Clone()
+	return chainSteps(steps, dt, args[0].Clone(), opts)
+}
+
+// evalConvDepthwiseChain: conv_depthwise as its evaluator computes it,
+// rounded to the result's dtype as the composed conv stores it, then the
+// chain's steps as evalEltwiseChain computes them.
+func evalConvDepthwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	conv, err := evalConvDepthwise(&ir.Op{Kind: ir.OpConvDepthwise}, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := finishResult(dt, conv[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := attrString(op, "ops")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	return chainSteps(steps, dt, cur, opts)
+}
+
+// chainSteps applies steps to cur in place as evalEltwiseChain does,
+// rounding to dt between steps.
+func chainSteps(steps []ir.ChainStep, dt ir.DType, cur Tensor, opts Options) ([]Tensor, error) {
+	var err error
 	for i, st := range steps {
 		if i > 0 {
 			if cur, err = finishResult(dt, cur, opts); err != nil {
@@ -449,6 +484,37 @@ func evalEltwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		}
 	}
 	return []Tensor{cur}, nil
+}
+
+// evalRMSNormPlainChain: rms_norm_plain as its evaluator computes it,
+// rounded to the result's dtype as the composed norm stores it, then the
+// chain's steps as evalEltwiseChain computes them.
+func evalRMSNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	eps, err := attrFloat(op, "eps")
+	if err != nil {
+		return nil, err
+	}
+	normed, err := evalRMSNormPlain(&ir.Op{Kind: ir.OpRMSNormPlain, Attrs: ir.Attrs{"eps": eps}}, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := finishResult(dt, normed[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := attrString(op, "ops")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	return chainSteps(steps, dt, cur, opts)
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
