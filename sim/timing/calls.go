@@ -235,7 +235,10 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		return fpu(s.Op), nil
 	case kir.BcastTiles:
 		return fpu(s.Op), nil
-	case kir.MatmulTiles, kir.ReduceTile:
+	case kir.MatmulTiles:
+		// matmul_block's 1 x 1 sub-block: both tiles unpacked per product
+		return do(func(th *thread, _ []uint64) { th.advance(matmulBlockCycles(p, th.k.Compute.MathFidelity, 1, 1)) }), nil
+	case kir.ReduceTile:
 		return do(func(th *thread, _ []uint64) { th.advance(2*unpack + p.MatmulCycles[th.k.Compute.MathFidelity]) }), nil
 	case kir.MatmulBlock:
 		// operands: in0 tile, in1 tile, dst, ct, rt, kt
@@ -279,7 +282,18 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 // all (ct + 1 for a one-row sub-block). Per product that is 1 +
 // 1/max(rt, ct) tiles: a taller sub-block saves unpacking only as far as
 // it makes the longer side longer.
+//
+// The unpacker (TRISC0's UNPACR stream) and the matrix unit (TRISC1's
+// MVMULs) run at once: srcA and srcB have two banks each, the unpacker
+// filling one while the matrix unit multiplies the other (the LLK waits
+// for a free one of its two contexts, wait_for_next_context(2), before
+// each unpack), so in a run of products the slower of the two sets the
+// pace: max(unpacked tiles x matmul_unpack_tile, products x the
+// fidelity's tile product). A one-row bf16 sub-block of 4 columns at
+// HiFi4 is bound by its products (5 x 27 < 4 x 64), at LoFi by its
+// unpacks.
 func matmulBlockCycles(p *Params, fid ir.MathFidelity, ct, rt uint64) float64 {
 	products := float64(ct * rt)
-	return (float64(min(ct, rt))+products)*p.UnpackCyclesPerTile + products*p.MatmulCycles[fid]
+	unpack := (float64(min(ct, rt)) + products) * p.MatmulUnpackCyclesPerTile
+	return max(unpack, products*p.MatmulCycles[fid])
 }

@@ -92,6 +92,7 @@ func predictAll(tb testing.TB, prm *Params) []prediction {
 		sum += pt.US()
 	}
 	out = append(out, prediction{"small programs (mean)", sum / float64(len(c.small)), measuredSmallMeanUS, 0.20})
+	out = append(out, prediction{"prefill matmul HiFi4 / HiFi2 (ratio, issue 31)", prefillFidelityRatio(tb, prm), measuredPrefillFidelityRatio, prefillRatioTolerance})
 	return out
 }
 
@@ -113,9 +114,9 @@ func calibrationError(ps []prediction) float64 {
 func TestCalibrationRows(t *testing.T) {
 	for _, p := range predictAll(t, Default()) {
 		t.Run(p.name, func(t *testing.T) {
-			t.Logf("predicted %.1f us, measured %.1f us (%+.1f%%)", p.pred, p.want, 100*(p.pred/p.want-1))
+			t.Logf("predicted %.4g, measured %.4g (%+.1f%%)", p.pred, p.want, 100*(p.pred/p.want-1))
 			if relErr(p.pred, p.want) > p.tolerance {
-				t.Errorf("predicted %.1f us, measured %.1f us: off by %.1f%%, more than %.0f%%", p.pred, p.want, 100*relErr(p.pred, p.want), 100*p.tolerance)
+				t.Errorf("predicted %.3g, measured %.3g: off by %.1f%%, more than %.0f%%", p.pred, p.want, 100*relErr(p.pred, p.want), 100*p.tolerance)
 			}
 		})
 	}
@@ -123,7 +124,7 @@ func TestCalibrationRows(t *testing.T) {
 
 // fitted returns the fitted parameters of prm by name, with setters.
 func fitted(prm *Params) map[string]*float64 {
-	return map[string]*float64{"fixed_program": &prm.FixedProgramUS, "unpack_tile": &prm.UnpackCyclesPerTile}
+	return map[string]*float64{"fixed_program": &prm.FixedProgramUS, "unpack_tile": &prm.UnpackCyclesPerTile, "matmul_unpack_tile": &prm.MatmulUnpackCyclesPerTile}
 }
 
 // TestFittedParamsAreOptimal checks that the stored fitted values are a
@@ -150,10 +151,10 @@ func TestFit(t *testing.T) {
 	}
 	prm := Default()
 	best := calibrationError(predictAll(t, prm))
-	steps := map[string]float64{"fixed_program": 0.05, "unpack_tile": 2}
+	steps := map[string]float64{"fixed_program": 0.05, "unpack_tile": 2, "matmul_unpack_tile": 0.5}
 	for round := 0; round < 30; round++ {
 		improved := false
-		for _, name := range []string{"fixed_program", "unpack_tile"} {
+		for _, name := range []string{"fixed_program", "unpack_tile", "matmul_unpack_tile"} {
 			for _, dir := range []float64{1, -1} {
 				for {
 					v := fitted(prm)[name]

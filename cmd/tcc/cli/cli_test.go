@@ -343,7 +343,7 @@ func TestPerfTableAndParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"fixed_program", "dram_bank", "unpack_tile", "fitted", "noc_latencies.yaml"} {
+	for _, want := range []string{"fixed_program", "dram_bank", "unpack_tile", "matmul_unpack_tile", "fitted", "noc_latencies.yaml"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--params lacks %q:\n%s", want, out)
 		}
