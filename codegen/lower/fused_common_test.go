@@ -387,6 +387,14 @@ var fcVariants = []struct {
 	{"embedding_reshape_row_major_table", func(b *ir.Builder) []*ir.Value {
 		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 1)), b.Weight("embed", rowMajor(ir.BF16, 50, 128)), []int{1, 1, 128}))
 	}},
+	{"embedding_reshape_long_prompt", func(b *ir.Builder) []*ir.Value {
+		// a prompt whose ids row (4,200 x 4 bytes) is more than one NoC
+		// packet: its read is split (blocks.ReadPageTo)
+		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 4200)), fcW(b, "embed", ir.BF16, 100, 64), []int{1, 4200, 64}))
+	}},
+	{"embedding_reshape_long_prompt_row_major_table", func(b *ir.Builder) []*ir.Value {
+		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 4200)), b.Weight("embed", rowMajor(ir.BF16, 50, 128)), []int{1, 4200, 128}))
+	}},
 	{"embedding_reshape_regroup", func(b *ir.Builder) []*ir.Value {
 		return one(b.EmbeddingReshape(b.Input("ids", rowMajor(ir.UInt32, 3)), fcW(b, "embed", ir.BF16, 100, 64), []int{2, 96}))
 	}},

@@ -10,7 +10,7 @@ import (
 // of cb.
 func ReadPage(b *kir.Builder, a *Access, cb int, page kir.Expr) {
 	l1 := Reserve(b, cb, kir.C(1), "l1")
-	b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(a.PageSize()))
+	ReadPageTo(b, a, page, l1)
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(cb, kir.C(1))
 }
@@ -30,9 +30,18 @@ func WaitFront(b *kir.Builder, cb int, n kir.Expr, name string) kir.Var {
 }
 
 // ReadPageTo emits a read of page `page` of a to L1 address l1 of this
-// core (no CB traffic, no barrier).
+// core (no CB traffic, no barrier): one NoC read, or, for a page larger
+// than a NoC packet (a long prompt's ids row), one read per packet-sized
+// piece in order, each at most target.Target.MaxNoCPacket bytes.
 func ReadPageTo(b *kir.Builder, a *Access, page, l1 kir.Expr) {
-	b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(a.PageSize()))
+	size, packet := a.PageSize(), a.t.MaxNoCPacket
+	if size <= packet {
+		b.NoCAsyncRead(a.PageAddr(page), l1, kir.Ci(size))
+		return
+	}
+	for off := 0; off < size; off += packet {
+		b.NoCAsyncRead(a.PageAddrAt(page, off), kir.Add(l1, kir.Ci(off)), kir.Ci(min(packet, size-off)))
+	}
 }
 
 // WritePage emits: wait for one page of cb, write it to page `page` of a,
