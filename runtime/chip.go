@@ -21,6 +21,11 @@ type ChipOptions struct {
 	Builder blackhole.Builder
 	// Fake, for tests, is the chip the "fake" backend opens.
 	Fake blackhole.Options
+	// BeforeLaunch, when set, is called before each launch on the chip
+	// with what the launch's ProgramResult will say (Status empty): a
+	// chip model that ends the process on a fatal error (ttsim) leaves it
+	// as the last word about which program it was running.
+	BeforeLaunch func(ProgramResult)
 }
 
 // ProgramResult is what happened to one program on the chip.
@@ -58,7 +63,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 		dev.Close()
 		return nil, err
 	}
-	m.Backend, m.chip = backend, dev
+	m.Backend, m.chip, m.beforeLaunch = backend, dev, o.BeforeLaunch
 	return m, nil
 }
 
@@ -110,6 +115,9 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 	}
 	if err := simRun(); err != nil {
 		return err
+	}
+	if e.Mesh.beforeLaunch != nil {
+		e.Mesh.beforeLaunch(res)
 	}
 	err = e.Mesh.chip.RunProgram(dir, cfg, ref)
 	var skip *blackhole.SkipError

@@ -76,7 +76,9 @@ func TestChipShadowCheck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := fake.New()
-			m, err := OpenChip("fake", ir.Mesh{Rows: 1, Cols: 1}, ChipOptions{Builder: fakeBuilder{fwDir: dir, skip: c.skip}, Fake: blackhole.Options{Fake: f}})
+			var announced []ProgramResult // BeforeLaunch's calls
+			before := func(r ProgramResult) { announced = append(announced, r) }
+			m, err := OpenChip("fake", ir.Mesh{Rows: 1, Cols: 1}, ChipOptions{Builder: fakeBuilder{fwDir: dir, skip: c.skip}, Fake: blackhole.Options{Fake: f}, BeforeLaunch: before})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +112,9 @@ func TestChipShadowCheck(t *testing.T) {
 				if ln.Core != (fake.XY{X: 1, Y: 2}) {
 					return nil
 				}
+				if len(announced) != launch+1 {
+					t.Errorf("launch %d ran after %d BeforeLaunch calls, want %d", launch+1, len(announced), launch+1)
+				}
 				db, _ := m.devices[0].Buffer("out")
 				page, _ := m.devices[0].ReadPages("out", 0, db.Pages)
 				if k, ok := c.corrupt[launch]; ok {
@@ -128,6 +133,14 @@ func TestChipShadowCheck(t *testing.T) {
 				}
 			}
 			rs := m.ChipResults()
+			if len(announced) != c.launches {
+				t.Errorf("BeforeLaunch called %d times, want once per launch (%d)", len(announced), c.launches)
+			}
+			for i, r := range announced {
+				if r.Program != b.Programs[0].Kernel.Name || r.Launch != i+1 || r.Status != "" {
+					t.Errorf("BeforeLaunch call %d: %+v, want program %q launch %d", i, r, b.Programs[0].Kernel.Name, i+1)
+				}
+			}
 			if len(rs) != len(c.want) {
 				t.Fatalf("%d results %+v, want %d", len(rs), rs, len(c.want))
 			}

@@ -38,6 +38,8 @@ type Mesh struct {
 	// and is compared with the simulator (OpenChip).
 	chip        *blackhole.Device
 	chipResults []ProgramResult
+	// beforeLaunch is ChipOptions.BeforeLaunch.
+	beforeLaunch func(ProgramResult)
 	// tmpDirs are the builds' sources written for the chip's JIT, removed
 	// by Close.
 	tmpDirs []string

@@ -27,7 +27,12 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 		return nil, err
 	}
 	env := &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), TTSim: true}
-	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}})
+	// ttsim ends the process on a fatal error: the line before it names
+	// the program it was running.
+	before := func(r runtime.ProgramResult) {
+		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d\n", r.Index, r.Program, r.Launch)
+	}
+	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before})
 }
 
 // reportChip prints, per program, what the chip did over all its launches
