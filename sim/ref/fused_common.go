@@ -446,11 +446,18 @@ func evalConvDepthwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, e
 	if err != nil {
 		return nil, err
 	}
+	return thenChain(op, conv[0], opts)
+}
+
+// thenChain rounds first (the fused op's first stage) to op's result
+// dtype, as the composed op stores it, then applies op's "ops" chain to
+// it as evalEltwiseChain does.
+func thenChain(op *ir.Op, first Tensor, opts Options) ([]Tensor, error) {
 	dt, err := resultDType(op, 0)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := finishResult(dt, conv[0], opts)
+	cur, err := finishResult(dt, first, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -498,23 +505,7 @@ func evalRMSNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, er
 	if err != nil {
 		return nil, err
 	}
-	dt, err := resultDType(op, 0)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := finishResult(dt, normed[0], opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := attrString(op, "ops")
-	if err != nil {
-		return nil, err
-	}
-	steps, err := ir.ParseChainSteps(s)
-	if err != nil {
-		return nil, err
-	}
-	return chainSteps(steps, dt, cur, opts)
+	return thenChain(op, normed[0], opts)
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
