@@ -103,6 +103,25 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return normProgram(op, ctx, nil, eps, 0, nil)
 }
 
+// chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
+// steps a fused program runs on its result tiles; a step without an SFPU
+// operation is an error (rule eltwise-chain-op).
+func chainSFPUSteps(s string) ([]blocks.SFPUStep, error) {
+	chain, err := ir.ParseChainSteps(s)
+	if err != nil {
+		return nil, err
+	}
+	post := make([]blocks.SFPUStep, len(chain))
+	for i, st := range chain {
+		sf, ok := sfpuOps[st.Op]
+		if !ok {
+			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
+		}
+		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
+	}
+	return post, nil
+}
+
 // lowerRMSNormPlainChain: rms_norm_plain_chain (passes
 // FuseNormPlainChain), the weightless norm whose result tile, still in
 // fp32 DEST, gets the chain's SFPU steps before it is packed: rounded to
@@ -115,17 +134,9 @@ func lowerRMSNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
 	}
-	chain, err := ir.ParseChainSteps(s)
+	post, err := chainSFPUSteps(s)
 	if err != nil {
 		return nil, err
-	}
-	post := make([]blocks.SFPUStep, len(chain))
-	for i, st := range chain {
-		sf, ok := sfpuOps[st.Op]
-		if !ok {
-			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
-		}
-		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}
 	if x, out := op.Operands[0], op.Result(); x.Type.DType != out.Type.DType {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have x's dtype %s", out.Type.DType, x.Type.DType)

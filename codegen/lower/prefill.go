@@ -191,17 +191,9 @@ func lowerConvDepthwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a string attribute \"ops\"", op.Name())
 	}
-	chain, err := ir.ParseChainSteps(s)
+	post, err := chainSFPUSteps(s)
 	if err != nil {
 		return nil, err
-	}
-	post := make([]blocks.SFPUStep, len(chain))
-	for i, st := range chain {
-		sf, ok := sfpuOps[st.Op]
-		if !ok {
-			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
-		}
-		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}
 	return convDepthwiseProgram(op, ctx, post)
 }
