@@ -40,8 +40,8 @@ import (
 // once (MATH_FIDELITY, DST_ACCUM_MODE, APPROX: the ComputeConfig) must
 // agree over the phases of a merged compute kernel: codegen/persist's
 // MergeComputeConfigs takes the highest math fidelity and refuses a merged
-// kernel whose phases differ in fp32_dest_acc_en, math_approx_mode or
-// dst_full_sync_en,
+// kernel whose phases differ in fp32_dest_acc_en (which its Build has
+// unified: destmode.go), math_approx_mode or dst_full_sync_en,
 // and the CB indices are renamed (kir.Persist.CBMap) so that each index of
 // the binary has one data format and unpack-to-DEST mode.
 

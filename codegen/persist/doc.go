@@ -137,7 +137,11 @@
 // and the kernels' arguments and defines; MergeComputeConfigs gives each
 // merged compute kernel the one configuration its binaries are compiled
 // with (the highest math fidelity), and refuses phases that disagree in
-// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. CB indices are renamed per phase
+// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. Build runs every
+// phase of a merged compute kernel whose phases disagree in
+// fp32_dest_acc_en with fp32 DEST (destmode.go: the ring all-reduce's bf16
+// adders, bit for bit the same sums), in the phase's kernel, which the
+// simulator and the timing model read too. CB indices are renamed per phase
 // (kir.Persist.CBMap) so that each index of a merged binary has one data
 // format and one unpack-to-DEST mode. `tcc build --persistent` writes the
 // kernels and programs.json with the persistent section (hostcfg.Persistent).

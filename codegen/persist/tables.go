@@ -108,7 +108,8 @@ func MergeComputeConfigs(p *kir.Program) error {
 // (MATH_FIDELITY, DST_ACCUM_MODE, APPROX, DST_SYNC_MODE, the unpack-to-DEST
 // modes) cannot change between phases: fp32_dest_acc_en, math_approx_mode
 // and dst_full_sync_en must agree over the phases (the error names the
-// first two phases that disagree); the math fidelity is the highest of the
+// first two phases that disagree; Build already gave every merged compute
+// kernel one fp32_dest_acc_en, destmode.go); the math fidelity is the highest of the
 // phases'. tcc's default fidelities are exact (each keeps HiFi4's
 // products, e.g. HiFi3 for a bfp8_b weight), so the highest computes the
 // products the simulator computes; a lossy --prefill-fidelity would not. Its UnpackToDestFP32

@@ -23,9 +23,14 @@ import (
 // any code-size or compute-configuration error.
 func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[string][]byte, error) {
 	t := b.Target
-	prog, _, err := persist.BuildWithoutEarlyBegins(b)
+	prog, plan, err := persist.BuildWithoutEarlyBegins(b)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(plan.FP32Dest); n > 0 {
+		f := plan.FP32Dest[0]
+		fmt.Fprintf(w, "persistent DEST: %d phases' compute kernels (first: phase %d's %s, %s) run with fp32 DEST, as the other phases of their merged compute binaries\n",
+			n, f.Phase, f.Kernel, prog.Persist.Phases[f.Phase].Name)
 	}
 	est := map[*kir.Kernel]kir.CodeEstimate{}
 	type worst struct {
