@@ -20,7 +20,10 @@ import (
 //     CBs from its record in that buffer with the firmware's own
 //     setup_local_cb_read_write_interfaces and moving rta_l1_base /
 //     crta_l1_base (what get_arg_val / get_common_arg_val read) to the
-//     phase's slices of the kernel's argument tables;
+//     phase's slices of the kernel's argument vectors, which lie in the
+//     tables buffer too (kir.Tables.Args; tcc_persist_init finds them
+//     through the buffer's header, the kernel config ring holding only
+//     the addresses of the control block and the tables);
 //   - one function per distinct phase body (tcc_phase_body_N): the phase's
 //     statements with its arguments and variables under their source
 //     kernel's names, its arguments read at the phase's own indices. Phases
@@ -649,6 +652,8 @@ func persistPrelude(k *kir.Kernel, p *kir.Program) string {
 		w("#else")
 		w("#error \"a persistent kernel is built for BRISC, NCRISC or a TRISC\"")
 		w("#endif")
+		w("// This kernel's argument slot in the tables buffer's header (the TRISCs share one).")
+		w("constexpr uint32_t slot = risc < 2u ? risc : 2u;")
 		w("")
 		w("inline void barrier() {")
 		w("    volatile tt_l1_ptr uint32_t* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tables);")
@@ -713,17 +718,29 @@ func persistPrelude(k *kir.Kernel, p *kir.Program) string {
 	w("    }")
 	w("}")
 	w("")
-	w("// tcc_persist_init: the launch's argument bases, before any phase moves them.")
 	if eth {
+		w("// tcc_persist_init: the launch's argument bases, before any phase moves them.")
 		w("inline void tcc_persist_init(uint32_t ctl) {")
-	} else {
-		w("inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {")
-		w("    tcc_persist::tables = tables;")
-		w("    tcc_persist::passed = 0;")
+		w("    tcc_persist::rta0 = rta_l1_base;")
+		w("    tcc_persist::crta0 = crta_l1_base;")
+		w("    tcc_persist::ctl = ctl;")
+		w("}")
+		return b.String()
 	}
-	w("    tcc_persist::rta0 = rta_l1_base;")
-	w("    tcc_persist::crta0 = crta_l1_base;")
-	w("    tcc_persist::ctl = ctl;")
+	w("// tcc_persist_init: the kernel config ring holds two common args of this")
+	w("// kernel, the addresses of the control block and of the tables buffer; its")
+	w("// argument vectors (every phase's arguments and its own, at their indices)")
+	w("// are in the tables buffer, at the offsets its slot's header words give:")
+	w("// the argument bases move there before kernel_main reads any argument.")
+	w("inline void tcc_persist_init() {")
+	w("    tcc_persist::ctl = crta_l1_base[0];")
+	w("    tcc_persist::tables = crta_l1_base[1];")
+	w("    tcc_persist::passed = 0;")
+	fmt.Fprintf(&b, "    volatile tt_l1_ptr uint32_t* header = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::tables + %du + 8u * tcc_persist::slot);\n", kir.TableArgHeader)
+	w("    tcc_persist::rta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[0]);")
+	w("    tcc_persist::crta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[1]);")
+	w("    rta_l1_base = tcc_persist::rta0;")
+	w("    crta_l1_base = tcc_persist::crta0;")
 	w("}")
 	return b.String()
 }
@@ -758,14 +775,24 @@ func (pr *printer) persistInit() {
 		pr.line("tcc_persist_init(%du);  // the control block at the top of the ethernet core's kernel L1", pr.p.Persist.EthCtl)
 		return
 	}
-	for _, n := range []string{"persist_ctl", "persist_tables"} {
+	// A worker kernel's tcc_persist_init() opens kernel_main, before its
+	// arguments are read (persistInitLine).
+	for _, n := range kir.RingCommonArgs {
 		if a, ok := pr.args[n]; !ok || a.Kind != kir.CommonRuntimeArg {
 			pr.fail("a merged kernel of a persistent program needs the common argument %s (codegen/persist.WithTables)", n)
 			return
 		}
 	}
-	pr.line("tcc_persist_init(persist_ctl, persist_tables);")
-	pr.body.WriteByte('\n')
+}
+
+// persistInitLine is the first line of a worker merged kernel's
+// kernel_main, before its argument declarations (which read the vectors
+// in the tables buffer), or "" for any other kernel.
+func (pr *printer) persistInitLine() string {
+	if pr.pers == nil || pr.k.OnEth() {
+		return ""
+	}
+	return indentUnit + "tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)\n\n"
 }
 
 // persistHeaders adds the headers every merged kernel needs.

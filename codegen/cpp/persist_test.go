@@ -110,10 +110,17 @@ func TestPersistentGolden(t *testing.T) {
 		"rta_l1_base = tcc_persist::rta0 + rta;",
 		"tcc_phase_begin(0, ", "tcc_phase_end(0);", "tcc_phase_begin(1, ", "tcc_phase_end(1);",
 		"constexpr uint32_t tcc_deps_0[] = {0};", "tcc_phase_body_0(tcc_deps_0, 1);",
+		"tcc_persist::tables = crta_l1_base[1];",
 	} {
 		if !strings.Contains(brisc, want) {
 			t.Errorf("persist_brisc_0.cpp lacks %q", want)
 		}
+	}
+	// kernel_main moves the argument bases into the tables buffer before
+	// it reads an argument.
+	main := brisc[strings.Index(brisc, "void kernel_main() {"):]
+	if i, j := strings.Index(main, "tcc_persist_init();"), strings.Index(main, "get_common_arg_val"); i < 0 || j < 0 || i > j {
+		t.Errorf("kernel_main reads an argument (at %d) before tcc_persist_init() (at %d)", j, i)
 	}
 	checkSyntax(t, got)
 }
@@ -200,7 +207,7 @@ func TestPersistentCodeSizeRule(t *testing.T) {
 		want string
 	}{
 		{"image over MEM_MAX_KERNEL_SIZE", func(tg *target.Target) { tg.Code.XIPImageBytes = 1024 }, "image exceeds MEM_MAX_KERNEL_SIZE (1024 bytes)"},
-		{"arguments over the ring", func(tg *target.Target) { tg.Code.RingBytes = 64 }, "more than the 63-byte ring holds"},
+		{"arguments over the ring", func(tg *target.Target) { tg.Code.RingBytes = 40 }, "more than the 39-byte ring holds"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,5 +222,53 @@ func TestPersistentCodeSizeRule(t *testing.T) {
 				t.Fatalf("error %v, want rule %s containing %q", err, kir.RuleCodeSize, tc.want)
 			}
 		})
+	}
+}
+
+// TestPersistentArgsInTables: the kernel config ring holds two common
+// arguments per worker merged kernel whatever the phases (every phase's
+// arguments are in the tables buffer), while the tables buffer's page
+// holds every core's argument vectors after its records.
+func TestPersistentArgsInTables(t *testing.T) {
+	tg := target.Blackhole()
+	ring := map[int]int{}
+	for _, n := range []int{2, 64} {
+		p := persistent(t, chain(t, n, tg))
+		r := kir.PersistentRing(p, tg)
+		ring[n] = r.Bytes()
+		if r.RuntimeArgs != 0 || r.CommonArgs != 3*16 {
+			t.Errorf("%d phases: ring arguments runtime %d, common %d bytes; want 0 and 48 (persist_ctl, persist_tables per RISC)", n, r.RuntimeArgs, r.CommonArgs)
+		}
+		tb, err := p.Persist.Tables()
+		require.NoError(t, err)
+		page := p.Buffer(kir.TablesBuffer).PageSize
+		for _, c := range p.Cores() {
+			if c.IsEth() {
+				continue
+			}
+			slots, end := tb.Args(p, c)
+			if end > page {
+				t.Errorf("%d phases, core %s: argument vectors end at %d, past the %d-byte tables page", n, c, end, page)
+			}
+			recEnd := kir.TableArgHeader + kir.TableArgHeaderBytes
+			for q, off := range tb.Offsets(p.Persist, c) {
+				recEnd = max(recEnd, off+tb.Record[q])
+			}
+			for s, v := range slots {
+				if v.Kernel == nil {
+					t.Errorf("%d phases, core %s: no merged kernel in argument slot %d", n, c, s)
+					continue
+				}
+				if v.Runtime < recEnd || v.Common < v.Runtime+4*v.RuntimeWords {
+					t.Errorf("%d phases, core %s slot %d: runtime vector at %d, common at %d, overlapping the records (end %d) or each other", n, c, s, v.Runtime, v.Common, recEnd)
+				}
+			}
+		}
+		if n == 64 && r.TablesArgs < 64*4 {
+			t.Errorf("64 phases: %d bytes of arguments in the tables, want at least one word per phase", r.TablesArgs)
+		}
+	}
+	if ring[2] != ring[64] {
+		t.Errorf("the ring's use grows with the phases: %d bytes for 2, %d for 64", ring[2], ring[64])
 	}
 }

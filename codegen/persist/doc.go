@@ -128,7 +128,9 @@
 // phase's CBs from its record in the tables buffer (kir.TablesBuffer,
 // kir.Tables) with the firmware's setup_local_cb_read_write_interfaces
 // and moves rta_l1_base / crta_l1_base to the phase's slices of the
-// kernel's argument tables; a phase's body is a function shared by every
+// kernel's argument vectors, which lie in the tables buffer too (the
+// kernel config ring holds only each worker merged kernel's persist_ctl
+// and persist_tables: kir.RingCommonArgs, kir.PersistentRing); a phase's body is a function shared by every
 // phase whose body prints the same (the layers), and the signals to other
 // cores are one loop over constant core lists. Prepare adds what the card
 // needs to a program of Build or BuildLoop: the tables buffer, the images

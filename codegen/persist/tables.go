@@ -23,8 +23,8 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 
 // Prepare readies a persistent program of b for codegen/cpp and
 // codegen/hostcfg: it declares the tables buffer (kir.TablesBuffer: the
-// core-local barrier words and every phase's CB record, see
-// kir.Persist.Tables) and the images buffer (kir.TextBuffer, sized
+// core-local barrier words, every phase's CB record and the worker merged
+// kernels' argument vectors, see kir.Persist.Tables) and the images buffer (kir.TextBuffer, sized
 // by the printed kernels' estimated images) on every worker core, gives
 // every worker merged kernel the common arguments persist_ctl and
 // persist_tables (the two buffers' addresses) and every merged kernel the
@@ -47,10 +47,6 @@ func Prepare(p *kir.Program, b *codegen.Build) error {
 	if err != nil {
 		return fmt.Errorf("persist: program %q: %w", p.Name, err)
 	}
-	n := tables.Bytes(ps)
-	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
-	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TablesBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: n, Pages: t.GridX * t.GridY,
-		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, n / 4}}}})
 	for _, k := range p.Kernels {
 		k.Defines = MergeDefines(p, k)
 		if k.OnEth() {
@@ -61,6 +57,12 @@ func Prepare(p *kir.Program, b *codegen.Build) error {
 		}
 		k.CommonArg("persist_tables", kir.BufferAddr(kir.TablesBuffer, 0))
 	}
+	// The tables hold every worker merged kernel's argument vectors too
+	// (kir.Tables.Args): the ring holds only kir.RingCommonArgs.
+	n := tables.Bytes(p)
+	grid := ir.CoreRange{X0: 0, Y0: 0, X1: t.GridX - 1, Y1: t.GridY - 1}
+	p.Buffers = append(p.Buffers, kir.Buffer{Name: kir.TablesBuffer, DType: ir.UInt32, Layout: ir.RowMajorLayout, PageSize: n, Pages: t.GridX * t.GridY,
+		Mem: ir.MemoryConfig{Kind: ir.L1HeightSharded, Shard: &ir.ShardSpec{Grid: grid, Shape: [2]int{1, n / 4}}}})
 	// The images, as printed, outside the ring (kir.TextBuffer).
 	est := map[*kir.Kernel]kir.CodeEstimate{}
 	for _, k := range p.Kernels {

@@ -69,6 +69,9 @@ func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[
 	if err := persist.WithTables(prog, b); err != nil {
 		return nil, err
 	}
+	r := kir.PersistentRing(prog, t)
+	fmt.Fprintf(w, "persistent ring: %d bytes of the %d-byte kernel config ring (arguments %d: persist_ctl and persist_tables per RISC; semaphores %d, CB configs %d); the merged kernels' argument vectors: %.1f KiB in %s on core %s\n",
+		r.Bytes(), t.Code.RingBytes, r.RuntimeArgs+r.CommonArgs, r.Semaphores, r.CBConfigs, float64(r.TablesArgs)/1024, kir.TablesBuffer, r.TablesCore)
 	cfg, err := hostcfg.ConfigValidated(prog, t)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,8 @@ constexpr uint32_t risc = 4;
 #else
 #error "a persistent kernel is built for BRISC, NCRISC or a TRISC"
 #endif
+// This kernel's argument slot in the tables buffer's header (the TRISCs share one).
+constexpr uint32_t slot = risc < 2u ? risc : 2u;
 
 inline void barrier() {
     volatile tt_l1_ptr uint32_t* words = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tables);
@@ -91,13 +93,20 @@ inline void tcc_wait_deps(const uint32_t* deps, uint32_t n) {
     }
 }
 
-// tcc_persist_init: the launch's argument bases, before any phase moves them.
-inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
-    tcc_persist::tables = tables;
+// tcc_persist_init: the kernel config ring holds two common args of this
+// kernel, the addresses of the control block and of the tables buffer; its
+// argument vectors (every phase's arguments and its own, at their indices)
+// are in the tables buffer, at the offsets its slot's header words give:
+// the argument bases move there before kernel_main reads any argument.
+inline void tcc_persist_init() {
+    tcc_persist::ctl = crta_l1_base[0];
+    tcc_persist::tables = crta_l1_base[1];
     tcc_persist::passed = 0;
-    tcc_persist::rta0 = rta_l1_base;
-    tcc_persist::crta0 = crta_l1_base;
-    tcc_persist::ctl = ctl;
+    volatile tt_l1_ptr uint32_t* header = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::tables + 80u + 8u * tcc_persist::slot);
+    tcc_persist::rta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[0]);
+    tcc_persist::crta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[1]);
+    rta_l1_base = tcc_persist::rta0;
+    crta_l1_base = tcc_persist::crta0;
 }
 
 // The done words (offsets in the control block) phases wait for.
@@ -132,20 +141,20 @@ __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(5);  // common runtime arg 5 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 2)
+    tcc_phase_begin(0, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 2)
     // phase 0: op add_scalar %1 in main
     tcc_phase_body_0(nullptr, 0);
     tcc_phase_end(0);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 32u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(1, 120, 2, 4);  // CB record at tables+120; runtime args [2, 4), common [4, 5)
+    tcc_phase_begin(1, 152, 2, 4);  // CB record at tables+152; runtime args [2, 4), common [4, 5)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
