@@ -63,6 +63,8 @@ type persistKernel struct {
 	lists constLists
 	// deps are the distinct done-word lists (depList).
 	deps constLists
+	// groups are kernel_main's step groups (persist_steps.go).
+	groups []*stepGroup
 }
 
 // constLists are the distinct constant lists a merged kernel declares, in
@@ -482,8 +484,20 @@ func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 }
 
 // printPersistBlock prints a block of kernel_main holding phase segments:
-// each segment as the phase's begin, body call and end.
+// each segment as the phase's begin, body call and end; on an ethernet
+// core, runs of segments that differ in constants only as one loop
+// (persist_steps.go).
 func (pr *printer) printPersistBlock(body []kir.Stmt) {
+	if pr.k.OnEth() {
+		pr.printStepGroups(body)
+		return
+	}
+	pr.printPersistStmts(body)
+}
+
+// printPersistStmts prints statements of a block of kernel_main, each
+// phase segment as the phase's begin, body call and end.
+func (pr *printer) printPersistStmts(body []kir.Stmt) {
 	for i := 0; i < len(body) && pr.err == nil; i++ {
 		if r, ok := pr.incRun(body, i); ok {
 			pr.incCall(r)
@@ -567,6 +581,7 @@ func (pr *printer) persistDecls(out *bytes.Buffer) {
 		out.WriteString("    }\n")
 		out.WriteString("}\n\n")
 	}
+	pk.stepTables(out)
 	for i, f := range pk.fns {
 		fmt.Fprintf(out, "// Phase body %d: phases %s.\n", i, phaseList(f.phases))
 		params := ""
@@ -846,16 +861,22 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	if pr.err != nil {
 		return PersistentCode{}, pr.err
 	}
+	pr.collectArgs() // the step groups print kernel_main's statements
 	compute := k.Role == kir.RoleCompute
 	// kernel_main: the merged body with every segment emptied and every
 	// run of signals a call (incRun).
 	terms := map[string]int{}
 	lists := map[string]int{}
 	deps := map[string]int{}
+	grouped := map[int]bool{} // phases in a step group beyond its first step
 	var strip func(body []kir.Stmt) []kir.Stmt
 	strip = func(body []kir.Stmt) []kir.Stmt {
 		var out []kir.Stmt
+		skip := pr.groupedSteps(body, terms, grouped)
 		for i := 0; i < len(body); i++ {
+			if skip[i] {
+				continue
+			}
 			switch s := body[i].(type) {
 			case kir.For:
 				s.Body = strip(s.Body)
@@ -915,7 +936,9 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	for _, seg := range pk.segs {
 		if seg.fn >= 0 {
 			phases++
-			terms["stmt:tcc_phase_body_call"]++
+			if !grouped[seg.p] {
+				terms["stmt:tcc_phase_body_call"]++
+			}
 		}
 	}
 	for i := range pk.fns {

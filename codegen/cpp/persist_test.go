@@ -272,3 +272,56 @@ func TestPersistentArgsInTables(t *testing.T) {
 		t.Errorf("the ring's use grows with the phases: %d bytes for 2, %d for 64", ring[2], ring[64])
 	}
 }
+
+// allReduces compiles n two-card all-reduces in a row on a 1x2 mesh: n
+// phases on the ethernet cores, the same up to their constants.
+func allReduces(t *testing.T, n int) *codegen.Build {
+	t.Helper()
+	b := ir.NewBuilder("ring")
+	b.G.Mesh = ir.Mesh{Rows: 1, Cols: 2}
+	v := b.Input("x", ir.T(ir.BF16, 1, 1, 1024))
+	for range n {
+		v = b.AllReduce(v, 2)
+	}
+	b.Output(v)
+	g, err := b.Finish()
+	require.NoError(t, err)
+	build, err := codegen.Compile(g, target.Blackhole())
+	require.NoError(t, err)
+	return build
+}
+
+// TestPersistentEthStepsLoop: an ethernet core's phases that differ in
+// constants only print as one loop over a table of them, so the merged
+// ethernet kernel's estimated code grows by a few table words per phase
+// (it grew by ~260 bytes a phase with every phase's calls in line), and
+// the printed kernels pass the g++ syntax check.
+func TestPersistentEthStepsLoop(t *testing.T) {
+	eth := map[int]int{}
+	for _, n := range []int{4, 32} {
+		p := persistent(t, allReduces(t, n))
+		got := map[string]string{}
+		for _, k := range p.Kernels {
+			if !k.OnEth() {
+				continue
+			}
+			src, err := cpp.PrintKernel(p, k)
+			require.NoError(t, err)
+			text := string(src)
+			if !strings.Contains(text, "one loop over their constants") || !strings.Contains(text, "for (uint32_t tcc_i = 0; tcc_i < ") {
+				t.Errorf("%d all-reduces, %s: no step loop in kernel_main", n, k.Name)
+			}
+			pc, err := cpp.EstimatePersistentKernel(p, k)
+			require.NoError(t, err)
+			eth[n] = max(eth[n], pc.Shared.Bytes)
+			got[k.Name+".cpp"] = text
+		}
+		require.NotEmpty(t, got, "no ethernet kernel")
+		if n == 4 {
+			checkSyntax(t, got)
+		}
+	}
+	if per := (eth[32] - eth[4]) / 28; per > 64 {
+		t.Errorf("the merged ethernet kernel's estimate grows by %d bytes a phase (%d bytes at 4 all-reduces, %d at 32), want at most 64", per, eth[4], eth[32])
+	}
+}
