@@ -484,15 +484,10 @@ func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 }
 
 // printPersistBlock prints a block of kernel_main holding phase segments:
-// each segment as the phase's begin, body call and end; on an ethernet
-// core, runs of segments that differ in constants only as one loop
-// (persist_steps.go).
+// each segment as the phase's begin, body call and end; runs of segments
+// that repeat up to their constants as one loop (persist_steps.go).
 func (pr *printer) printPersistBlock(body []kir.Stmt) {
-	if pr.k.OnEth() {
-		pr.printStepGroups(body)
-		return
-	}
-	pr.printPersistStmts(body)
+	pr.printStepGroups(body)
 }
 
 // printPersistStmts prints statements of a block of kernel_main, each

@@ -57,10 +57,15 @@ type step struct {
 	values   []string
 }
 
-// stepGroup is a run of at least two steps with one template: steps
-// [first, first+n) of the block.
+// stepGroup is a run of at least two repetitions of period steps with one
+// template: steps [first, first+period*n) of the block, one loop
+// iteration (and one table row) per period steps.
 type stepGroup struct {
-	first, n int
+	first, period, n int
+	// template and values are the first iteration's (its steps' texts
+	// joined).
+	template string
+	values   []string
 	// fields maps each slot to its field (-1: the same literal in every
 	// row, printed in place).
 	fields []int
@@ -138,30 +143,74 @@ func (pr *printer) stepGroups(body []kir.Stmt) ([]step, []*stepGroup) {
 	}
 	var groups []*stepGroup
 	for i := 0; i < len(steps); {
-		j := i + 1
-		for steps[i].ok && j < len(steps) && steps[j].ok && steps[j].template == steps[i].template {
-			j++
+		period, reps := bestPeriod(steps, i)
+		if reps < 2 {
+			i++
+			continue
 		}
-		if j-i >= 2 {
-			groups = append(groups, pr.group(steps, i, j-i))
-		}
-		i = j
+		groups = append(groups, pr.group(steps, i, period, reps))
+		i += period * reps
 	}
 	return steps, groups
 }
 
-// group builds the table of steps [first, first+n).
-func (pr *printer) group(steps []step, first, n int) *stepGroup {
-	g := &stepGroup{first: first, n: n}
-	slots := len(steps[first].values)
+// maxStepPeriod bounds the steps one loop iteration may hold (a model's
+// layers repeat with a period of a few layers' phases).
+const maxStepPeriod = 64
+
+// bestPeriod is the period and repetitions of the longest run of
+// repeated step sequences starting at steps[i] (the shortest period of
+// the longest; reps < 2: none): steps i+k*period+j and i+j have one
+// template for every k < reps, j < period, and all may be grouped.
+func bestPeriod(steps []step, i int) (period, reps int) {
+	best, bp, br := 0, 0, 0
+	for p := 1; p <= maxStepPeriod && i+2*p <= len(steps); p++ {
+		if !steps[i+p-1].ok {
+			break
+		}
+		r := 1
+		for ; i+(r+1)*p <= len(steps); r++ {
+			same := true
+			for j := 0; j < p && same; j++ {
+				t := steps[i+r*p+j]
+				same = t.ok && t.template == steps[i+j].template
+			}
+			if !same {
+				break
+			}
+		}
+		if r >= 2 && p*r > best {
+			best, bp, br = p*r, p, r
+		}
+	}
+	return bp, br
+}
+
+// group builds the table of the n iterations of period steps from
+// steps[first].
+func (pr *printer) group(steps []step, first, period, n int) *stepGroup {
+	g := &stepGroup{first: first, period: period, n: n}
+	iter := make([][]string, n)
+	var tmpl strings.Builder
+	for r := 0; r < n; r++ {
+		for j := 0; j < period; j++ {
+			st := steps[first+r*period+j]
+			iter[r] = append(iter[r], st.values...)
+			if r == 0 {
+				tmpl.WriteString(st.template)
+			}
+		}
+	}
+	g.template, g.values = tmpl.String(), iter[0]
+	slots := len(g.values)
 	byColumn := map[string]int{}
-	marks := strings.Split(steps[first].template, "\x00")
+	marks := strings.Split(g.template, "\x00")
 	// marks[1], marks[3], ... are the slots' kinds in order.
 	for k := 0; k < slots; k++ {
 		col := make([]string, n)
 		same := true
 		for r := 0; r < n; r++ {
-			col[r] = steps[first+r].values[k]
+			col[r] = iter[r][k]
 			same = same && col[r] == col[0]
 		}
 		if same {
@@ -225,7 +274,8 @@ func (pr *printer) printStepGroups(body []kir.Stmt) {
 			continue
 		}
 		var phases []int
-		for _, s := range body[steps[i].lo:steps[i+g.n-1].hi] {
+		last := i + g.period*g.n - 1
+		for _, s := range body[steps[i].lo:steps[last].hi] {
 			if b, ok := s.(kir.PhaseBegin); ok {
 				phases = append(phases, b.Phase)
 			}
@@ -236,8 +286,7 @@ func (pr *printer) printStepGroups(body []kir.Stmt) {
 		if len(g.kinds) > 0 {
 			pr.line("const tcc_step_%d_t& tcc_s = tcc_steps_%d[tcc_i];", g.id, g.id)
 		}
-		tmpl := steps[i].template
-		vals := steps[i].values
+		tmpl, vals := g.template, g.values
 		k := 0
 		text := strings.NewReplacer("\x00C\x00", "\x00", "\x00D\x00", "\x00", "\x00I\x00", "\x00").Replace(tmpl)
 		var out strings.Builder
@@ -259,7 +308,7 @@ func (pr *printer) printStepGroups(body []kir.Stmt) {
 		}
 		pr.indent--
 		pr.line("}")
-		i += g.n - 1
+		i = last
 	}
 }
 
@@ -290,7 +339,7 @@ func (pk *persistKernel) stepTables(out *bytes.Buffer) {
 // returns the statements printed only as the loop (the steps after each
 // group's first) and adds their phases to grouped.
 func (pr *printer) groupedSteps(body []kir.Stmt, terms map[string]int, grouped map[int]bool) map[int]bool {
-	if !pr.k.OnEth() || !hasPhase(body) {
+	if !hasPhase(body) {
 		return nil
 	}
 	skip := map[int]bool{}
@@ -299,7 +348,7 @@ func (pr *printer) groupedSteps(body []kir.Stmt, terms map[string]int, grouped m
 		terms["stmt:for"]++
 		terms["data:tcc_step_word"] += g.n * len(g.kinds)
 		terms["expr:l1-read"] += len(g.kinds)
-		for s := g.first + 1; s < g.first+g.n; s++ {
+		for s := g.first + g.period; s < g.first+g.period*g.n; s++ {
 			for i := steps[s].lo; i < steps[s].hi; i++ {
 				skip[i] = true
 				if b, ok := body[i].(kir.PhaseBegin); ok {

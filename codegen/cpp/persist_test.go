@@ -161,8 +161,8 @@ var bodyDef = regexp.MustCompile(`(?m)^__attribute__\(\(noinline\)\) void tcc_ph
 
 // TestPersistentSharesBodies: 64 phases whose kernels differ only in
 // argument values (64 layers) print as ONE body function per merged
-// kernel, called 64 times, and the estimated code is that of one body
-// plus the calls, far below the 64 bodies in line.
+// kernel, called for every phase (in loops), and the estimated code is
+// that of one body plus the calls, far below the 64 bodies in line.
 func TestPersistentSharesBodies(t *testing.T) {
 	p := persistent(t, chain(t, 64, target.Blackhole()))
 	for _, k := range p.Kernels {
@@ -172,8 +172,10 @@ func TestPersistentSharesBodies(t *testing.T) {
 		if got := len(bodyDef.FindAllString(text, -1)); got != 1 {
 			t.Errorf("%s: %d body functions, want 1 (64 phases identical up to their arguments)", k.Name, got)
 		}
-		if got := strings.Count(text, "tcc_phase_body_0("); got != 64+1 {
-			t.Errorf("%s: tcc_phase_body_0 named %d times, want 64 calls and its definition", k.Name, got)
+		// The 64 calls differ in constants only: they run in loops over
+		// tables of them (persist_steps.go), at most one call in line each.
+		if got := strings.Count(text, "tcc_phase_body_0("); got < 2 || got > 64+1 {
+			t.Errorf("%s: tcc_phase_body_0 named %d times, want its definition and 1..64 calls", k.Name, got)
 		}
 		pc, err := cpp.EstimatePersistentKernel(p, k)
 		require.NoError(t, err)
