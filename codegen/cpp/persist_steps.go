@@ -10,34 +10,36 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
-// Step groups: kernel_main of a merged ethernet kernel in loops.
+// Step groups: kernel_main of a merged kernel in loops.
 //
+// A merged kernel's phases share body functions (the layers' phases print
+// the same), but kernel_main still holds, per phase, a few calls with
+// other constants: the dependency wait, tcc_phase_begin (phase, record,
+// argument slices), the body call, tcc_phase_end, the count signal to the
+// phase's leader, the leader's wait for the count and its done signals.
 // An ethernet core of a ring collective takes part in every all-reduce of
-// the step (two per decoder layer: 129 phases at 64 layers), and its
-// phases share one or two body functions; what is left in kernel_main is,
-// per phase, the same few calls with other constants: the dependency
-// wait, tcc_phase_begin (phase, record, argument slices), the body call,
-// tcc_phase_end, the count signal to the phase's leader, the leader's wait
-// for the count and its done signals. Printed one phase after another,
+// the step (129 phases at 64 layers): printed one phase after another,
 // those calls alone exceeded the 24 KiB ERISC kernel limit (~46.7 KiB
-// estimated for qwen27b at 1x2). A step is the statements from after one
-// phase's tcc_phase_end through the next phase's; consecutive steps whose
-// printed text is the same up to integer literals and constant-list names
-// (tcc_cores_N, tcc_deps_N) print as one loop over a constant table of
-// those values (one row per step, one field per position whose value is
-// not the same in every row; positions with the same values share a
-// field). The loop runs the same calls with the same values in the same
-// order: what the simulator runs is unchanged. Only steps made of the
-// phase machinery's own statements (stepStmtOK) are grouped.
+// estimated for qwen27b at 1x2), and a worker's 517 phases took most of
+// its images' L1. A step is the statements from after one phase's
+// tcc_phase_end through the next phase's; a sequence of steps that
+// repeats (the steps of one layer or of a few, bestPeriod), each
+// repetition printing the same up to integer literals and constant-list
+// names (tcc_cores_N, tcc_deps_N), prints as one loop over a constant
+// table of those values (one row per repetition, one field per position
+// whose value is not the same in every row; positions with the same
+// values share a field). The loop runs the same calls with the same
+// values in the same order: what the simulator runs is unchanged. Only
+// steps made of the phase machinery's own statements (stepStmtOK) are
+// grouped.
 
 // stepSlot matches what may differ between the steps of a group: a
 // constant list's name or a decimal integer literal (with its u suffix).
 var stepSlot = regexp.MustCompile(`\btcc_(cores|deps)_\d+\b|\b\d+u?\b`)
 
 // stepStmtOK reports whether s may be part of a grouped step: the
-// statements codegen/persist puts around and between the phases of an
-// ethernet kernel (the phase barriers, dependency waits, signals,
-// barriers, comments).
+// statements codegen/persist puts around and between the phases (the
+// phase barriers, dependency waits, signals, barriers, comments).
 func stepStmtOK(s kir.Stmt) bool {
 	switch s.(type) {
 	case kir.PhaseBegin, kir.PhaseEnd, kir.Comment,
@@ -259,8 +261,8 @@ func (pr *printer) scratch(stmts []kir.Stmt) string {
 	return out
 }
 
-// printStepGroups prints a block of an ethernet kernel's kernel_main:
-// every group as a loop over its table, the other steps as they are.
+// printStepGroups prints a block of a merged kernel's kernel_main: every
+// group as a loop over its table, the other steps as they are.
 func (pr *printer) printStepGroups(body []kir.Stmt) {
 	steps, groups := pr.stepGroups(body)
 	at := map[int]*stepGroup{}
@@ -333,8 +335,8 @@ func (pk *persistKernel) stepTables(out *bytes.Buffer) {
 	}
 }
 
-// groupedSteps prices the step groups of a block of kernel_main (an
-// ethernet kernel's, as printStepGroups prints them) into terms: per
+// groupedSteps prices the step groups of a block of kernel_main (as
+// printStepGroups prints them) into terms: per
 // group a loop, a table word per row and field and a load per field. It
 // returns the statements printed only as the loop (the steps after each
 // group's first) and adds their phases to grouped.

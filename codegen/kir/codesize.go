@@ -88,8 +88,7 @@ var codeCost = map[string]int{
 	"stmt:tcc_wait_call": 16,
 	"data:tcc_done_word": 4,
 	// A loop over phases that differ in constants only (codegen/cpp's
-	// step groups, on ethernet cores): a word per row and field of its
-	// constant table.
+	// step groups): a word per row and field of its constant table.
 	"data:tcc_step_word":              4,
 	"base:tcc_phase_body":             16,
 	"base:persist":                    512,

