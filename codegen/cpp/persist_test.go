@@ -230,7 +230,8 @@ func TestPersistentCodeSizeRule(t *testing.T) {
 // TestPersistentArgsInTables: the kernel config ring holds two common
 // arguments per worker merged kernel whatever the phases (every phase's
 // arguments are in the tables buffer), while the tables buffer's page
-// holds every core's argument vectors after its records.
+// holds every core's argument vectors after its records; phases with the
+// same CBs share one record.
 func TestPersistentArgsInTables(t *testing.T) {
 	tg := target.Blackhole()
 	ring := map[int]int{}
@@ -268,6 +269,17 @@ func TestPersistentArgsInTables(t *testing.T) {
 		}
 		if n == 64 && r.TablesArgs < 64*4 {
 			t.Errorf("64 phases: %d bytes of arguments in the tables, want at least one word per phase", r.TablesArgs)
+		}
+		// The phases' CB records are the same (the same CBs on the same
+		// cores): one record, shared, not one per phase.
+		own := 0
+		for q := range p.Persist.Phases {
+			if tb.RecordOf[q] == q {
+				own++
+			}
+		}
+		if own != 1 {
+			t.Errorf("%d phases: %d CB records of their own, want 1 shared by all", n, own)
 		}
 	}
 	if ring[2] != ring[64] {

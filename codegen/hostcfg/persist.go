@@ -31,7 +31,9 @@ import (
 //     core (bit MergedIndex of each CB on the core), then for every merged
 //     index up to (RecordBytes - 8) / 16 - 1 the CB's address, total size,
 //     page count and page size (zeros for an index not configured on the
-//     core); a record starts where the core's previous one ends; then, for
+//     core), for the phases whose RecordOf is themselves (the others use
+//     that phase's record); a record starts where the core's previous one
+//     ends; then, for
 //     each slot with a kernel on the core, that kernel's runtime argument
 //     vector on the core and its common runtime argument vector (the
 //     program config's, all of it), each starting at a multiple of
@@ -80,14 +82,18 @@ type TablesConfig struct {
 
 // PhaseConfig is one phase.
 type PhaseConfig struct {
-	Index       int               `json:"index"`
-	Name        string            `json:"name"`
-	Cores       []CoreRange       `json:"cores"`
-	RecordBytes int               `json:"record_bytes"`
-	SemSlot     int               `json:"sem_slot"`
-	Semaphores  []SemaphoreConfig `json:"semaphores"`
-	CBs         []PhaseCBConfig   `json:"cbs"`
-	Kernels     []PhaseArgs       `json:"kernels"`
+	Index       int         `json:"index"`
+	Name        string      `json:"name"`
+	Cores       []CoreRange `json:"cores"`
+	RecordBytes int         `json:"record_bytes"`
+	// RecordOf is the phase whose record this phase uses (kir.Tables.
+	// RecordOf): its own index, or an earlier phase's with the same
+	// record on every core, in which case it has no record of its own.
+	RecordOf   int               `json:"record_of"`
+	SemSlot    int               `json:"sem_slot"`
+	Semaphores []SemaphoreConfig `json:"semaphores"`
+	CBs        []PhaseCBConfig   `json:"cbs"`
+	Kernels    []PhaseArgs       `json:"kernels"`
 }
 
 // PhaseCBConfig is one CB of a phase with the address tcc_phase_begin
@@ -137,7 +143,7 @@ func Persistent(p *kir.Program, t *target.Target) (*PersistentConfig, error) {
 	cbMap := tables.CBMap
 	for i := range ps.Phases {
 		ph := &ps.Phases[i]
-		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: tables.Record[i], SemSlot: ph.SemSlot,
+		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: tables.Record[i], RecordOf: tables.RecordOf[i], SemSlot: ph.SemSlot,
 			Semaphores: []SemaphoreConfig{}, CBs: []PhaseCBConfig{}, Kernels: []PhaseArgs{}}
 		for _, c := range ph.Cores {
 			pc.Cores = append(pc.Cores, CoreRange(c.Range()))

@@ -3,6 +3,7 @@ package kir
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -41,7 +42,8 @@ import (
 //	at a multiple of CtlStride
 //
 // A record's size depends on the phase only, so a core's record of phase p
-// starts after the records of the phases before p the core takes part in:
+// starts after the records of the phases before p the core takes part in
+// (a phase whose record is another's, Tables.RecordOf, has none of its own):
 // cores with the same phase sequence (the cores of one merged kernel) have
 // the same offsets (Tables.Offsets). The argument vectors, whose lengths
 // depend on the core's kernels, are found through the header, so the
@@ -162,6 +164,11 @@ type Tables struct {
 	// four words per merged CB index up to the phase's highest (none: the
 	// mask only).
 	Record []int
+	// RecordOf is the phase whose record each phase uses: itself, or the
+	// first phase before it with the same cores and the same CBs at the
+	// same merged indices (the layers' phases), whose record is the
+	// same on every core. A shared record is written once.
+	RecordOf []int
 }
 
 // Tables computes the layout of ps's tables buffer (CBMap's errors).
@@ -170,15 +177,35 @@ func (ps *Persist) Tables() (*Tables, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases))}
+	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases)), RecordOf: make([]int, len(ps.Phases))}
+	seen := map[string]int{}
 	for p := range ps.Phases {
 		hi := -1
 		for _, g := range m[p] {
 			hi = max(hi, g)
 		}
 		tb.Record[p] = 8 + 16*(hi+1)
+		key := recordKey(&ps.Phases[p], m[p])
+		if q, ok := seen[key]; ok {
+			tb.RecordOf[p] = q
+			continue
+		}
+		seen[key] = p
+		tb.RecordOf[p] = p
 	}
 	return tb, nil
+}
+
+// recordKey is what a phase's record on each of its cores depends on: its
+// cores, where its CBs are placed from, and each CB's merged index,
+// configuration and cores, in placement order.
+func recordKey(ph *Phase, m map[int]int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v|%d|%v|", ph.Cores, ph.CBBase, ph.EarlyCBs)
+	for _, cb := range ph.CBs {
+		fmt.Fprintf(&b, "%d:%d:%d:%d:%d:%v:%s;", cb.Index, m[cb.Index], cb.PageSize, cb.Pages, cb.Format, cb.Cores, cb.Backing)
+	}
+	return b.String()
 }
 
 // TableArgHeader is the offset of the argument header (after the barrier
@@ -193,6 +220,10 @@ func (tb *Tables) Offsets(ps *Persist, c Core) map[int]int {
 	out := map[int]int{}
 	for p := range ps.Phases {
 		if inSorted(ps.Phases[p].Cores, c) {
+			if q := tb.RecordOf[p]; q != p {
+				out[p] = out[q]
+				continue
+			}
 			out[p] = off
 			off += tb.Record[p]
 		}
@@ -249,7 +280,7 @@ func (tb *Tables) Args(p *Program, c Core) ([TableArgSlots]ArgVectors, int) {
 	var out [TableArgSlots]ArgVectors
 	end := TableArgHeader + TableArgHeaderBytes
 	for q := range p.Persist.Phases {
-		if inSorted(p.Persist.Phases[q].Cores, c) {
+		if inSorted(p.Persist.Phases[q].Cores, c) && tb.RecordOf[q] == q {
 			end += tb.Record[q]
 		}
 	}

@@ -163,7 +163,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 32u, get_noc_multicast_addr(persist_mc0_1_0_1_0, persist_mc1_1_0_1_0, persist_mc2_1_0_1_0, persist_mc3_1_0_1_0, persist_ctl + 0u), 1);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(1, 152, 2, 8);  // CB record at tables+152; runtime args [2, 4), common [8, 9)
+    tcc_phase_begin(1, 112, 2, 8);  // CB record at tables+112; runtime args [2, 4), common [8, 9)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);

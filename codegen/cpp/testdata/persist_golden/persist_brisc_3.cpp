@@ -154,7 +154,7 @@ void kernel_main() {
     tcc_phase_end(0);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 32u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(1, 152, 2, 4);  // CB record at tables+152; runtime args [2, 4), common [4, 5)
+    tcc_phase_begin(1, 112, 2, 4);  // CB record at tables+112; runtime args [2, 4), common [4, 5)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);

@@ -125,11 +125,10 @@ inline void tcc_persist_init() {
 // The constants of step group 0, one row per step.
 struct tcc_step_0_t {
     uint32_t f0;
-    uint32_t f1;
 };
 constexpr tcc_step_0_t tcc_steps_0[] = {
-    {0u, 112u},
-    {1u, 152u},
+    {0u},
+    {1u},
 };
 
 // Phase body 0: phases 0-1.
@@ -163,7 +162,7 @@ void kernel_main() {
     // phases 0-1: one loop over their constants (tcc_steps_0)
     for (uint32_t tcc_i = 0; tcc_i < 2u; ++tcc_i) {
         const tcc_step_0_t& tcc_s = tcc_steps_0[tcc_i];
-        tcc_phase_begin(tcc_s.f0, tcc_s.f1, tcc_s.f0, 0);
+        tcc_phase_begin(tcc_s.f0, 112, tcc_s.f0, 0);
         tcc_phase_body_0();
         tcc_phase_end(tcc_s.f0);
     }

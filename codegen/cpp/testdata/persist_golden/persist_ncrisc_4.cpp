@@ -140,7 +140,7 @@ void kernel_main() {
     // phase 0: op add_scalar %1 in main
     tcc_phase_body_0(nullptr, 0);
     tcc_phase_end(0);
-    tcc_phase_begin(1, 152, 2, 2);  // CB record at tables+152; runtime args [2, 4), common [2, 3)
+    tcc_phase_begin(1, 112, 2, 2);  // CB record at tables+112; runtime args [2, 4), common [2, 3)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
