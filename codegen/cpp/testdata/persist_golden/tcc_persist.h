@@ -38,7 +38,7 @@
 // counts both barriers, it waits at neither) and installs only p's early CBs
 // (the record's mask and p's early mask): CB indices no kernel of the phases
 // still running on the core names, placed above their CBs in L1, so nothing
-// the other RISCs use moves. It installs its slices of the argument tables
+// the other RISCs use moves. It installs its slices of the argument vectors
 // as at any begin. The other RISCs reach tcc_phase_begin(p) later and
 // install all of p's CBs from the record (their own copies; the early CBs'
 // read and write pointers start at the ring's start, where the NCRISC
