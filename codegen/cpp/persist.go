@@ -21,8 +21,12 @@ import (
 //     CBs from its record in that buffer with the firmware's own
 //     setup_local_cb_read_write_interfaces and moving rta_l1_base /
 //     crta_l1_base (what get_arg_val / get_common_arg_val read) to the
-//     phase's slices of the kernel's argument tables; an early begin's
-//     tcc_phase_end_arrive / tcc_phase_begin_early (persist_early.go);
+//     phase's slices of the kernel's argument vectors, which lie in the
+//     tables buffer too (kir.Tables.Args; tcc_persist_init finds them
+//     through the buffer's header, the kernel config ring holding only
+//     the addresses of the control block and the tables); an early
+//     begin's tcc_phase_end_arrive / tcc_phase_begin_early
+//     (persist_early.go);
 //   - one function per distinct phase body (tcc_phase_body_N): the phase's
 //     statements with its arguments and variables under their source
 //     kernel's names, its arguments read at the phase's own indices. Phases
@@ -42,8 +46,8 @@ import (
 // once (MATH_FIDELITY, DST_ACCUM_MODE, APPROX: the ComputeConfig) must
 // agree over the phases of a merged compute kernel: codegen/persist's
 // MergeComputeConfigs takes the highest math fidelity and refuses a merged
-// kernel whose phases differ in fp32_dest_acc_en, math_approx_mode or
-// dst_full_sync_en,
+// kernel whose phases differ in fp32_dest_acc_en (which its Build has
+// unified: destmode.go), math_approx_mode or dst_full_sync_en,
 // and the CB indices are renamed (kir.Persist.CBMap) so that each index of
 // the binary has one data format and unpack-to-DEST mode.
 
@@ -62,6 +66,8 @@ type persistKernel struct {
 	lists constLists
 	// deps are the distinct done-word lists (depList).
 	deps constLists
+	// groups are kernel_main's step groups (persist_steps.go).
+	groups []*stepGroup
 }
 
 // constLists are the distinct constant lists a merged kernel declares, in
@@ -481,8 +487,15 @@ func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 }
 
 // printPersistBlock prints a block of kernel_main holding phase segments:
-// each segment as the phase's begin, body call and end.
+// each segment as the phase's begin, body call and end; runs of segments
+// that repeat up to their constants as one loop (persist_steps.go).
 func (pr *printer) printPersistBlock(body []kir.Stmt) {
+	pr.printStepGroups(body)
+}
+
+// printPersistStmts prints statements of a block of kernel_main, each
+// phase segment as the phase's begin, body call and end.
+func (pr *printer) printPersistStmts(body []kir.Stmt) {
 	for i := 0; i < len(body) && pr.err == nil; i++ {
 		if r, ok := pr.incRun(body, i); ok {
 			pr.incCall(r)
@@ -579,6 +592,7 @@ func (pr *printer) persistDecls(out *bytes.Buffer) {
 		out.WriteString("    }\n")
 		out.WriteString("}\n\n")
 	}
+	pk.stepTables(out)
 	for i, f := range pk.fns {
 		fmt.Fprintf(out, "// Phase body %d: phases %s.\n", i, phaseList(f.phases))
 		params := ""
@@ -639,14 +653,24 @@ func (pr *printer) persistInit() {
 		pr.line("tcc_persist_init(%du);  // the control block at the top of the ethernet core's kernel L1", pr.p.Persist.EthCtl)
 		return
 	}
-	for _, n := range []string{"persist_ctl", "persist_tables"} {
+	// A worker kernel's tcc_persist_init() opens kernel_main, before its
+	// arguments are read (persistInitLine).
+	for _, n := range kir.RingCommonArgs {
 		if a, ok := pr.args[n]; !ok || a.Kind != kir.CommonRuntimeArg {
 			pr.fail("a merged kernel of a persistent program needs the common argument %s (codegen/persist.WithTables)", n)
 			return
 		}
 	}
-	pr.line("tcc_persist_init(persist_ctl, persist_tables);")
-	pr.body.WriteByte('\n')
+}
+
+// persistInitLine is the first line of a worker merged kernel's
+// kernel_main, before its argument declarations (which read the vectors
+// in the tables buffer), or "" for any other kernel.
+func (pr *printer) persistInitLine() string {
+	if pr.pers == nil || pr.k.OnEth() {
+		return ""
+	}
+	return indentUnit + "tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)\n\n"
 }
 
 // persistHeaders adds the headers every merged kernel needs.
@@ -700,16 +724,22 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	if pr.err != nil {
 		return PersistentCode{}, pr.err
 	}
+	pr.collectArgs() // the step groups print kernel_main's statements
 	compute := k.Role == kir.RoleCompute
 	// kernel_main: the merged body with every segment emptied and every
 	// run of signals a call (incRun).
 	terms := map[string]int{}
 	lists := map[string]int{}
 	deps := map[string]int{}
+	grouped := map[int]bool{} // phases in a step group beyond its first step
 	var strip func(body []kir.Stmt) []kir.Stmt
 	strip = func(body []kir.Stmt) []kir.Stmt {
 		var out []kir.Stmt
+		skip := pr.groupedSteps(body, terms, grouped)
 		for i := 0; i < len(body); i++ {
+			if skip[i] {
+				continue
+			}
 			switch s := body[i].(type) {
 			case kir.For:
 				s.Body = strip(s.Body)
@@ -769,7 +799,9 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	for _, seg := range pk.segs {
 		if seg.fn >= 0 {
 			phases++
-			terms["stmt:tcc_phase_body_call"]++
+			if !grouped[seg.p] {
+				terms["stmt:tcc_phase_body_call"]++
+			}
 		}
 	}
 	for i := range pk.fns {

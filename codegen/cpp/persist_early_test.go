@@ -1,6 +1,7 @@
 package cpp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,9 +24,12 @@ import (
 
 // tinyEarly builds a one-layer tiny-mlp's persistent program with its early
 // begins (persist.Build), ready to print.
-func tinyEarly(t *testing.T) *kir.Program {
+func tinyEarly(t *testing.T) *kir.Program { return tinyEarlyLayers(t, 1) }
+
+// tinyEarlyLayers is tinyEarly with the given number of layers.
+func tinyEarlyLayers(t *testing.T, layers int) *kir.Program {
 	t.Helper()
-	g := tinymlp.BuildGraph(tinymlp.Sizes{Layers: 1, Hidden: 128, Intermediate: 256, Vocab: 512, Batch: 1})
+	g := tinymlp.BuildGraph(tinymlp.Sizes{Layers: layers, Hidden: 128, Intermediate: 256, Vocab: 512, Batch: 1})
 	_, err := passes.Run(g, passes.Options{})
 	require.NoError(t, err)
 	b, err := codegen.Compile(g, target.Blackhole())
@@ -95,8 +99,80 @@ var (
 // record); the core's other RISCs print the waiting tcc_phase_end and
 // tcc_phase_begin of both phases; every kernel of a core runs the same
 // barrier sequence (begin and end of each of the core's phases, in order).
+//
+// With 4 layers the layers' phases print as step-group loops
+// (persist_steps.go): the barriers are read from the kernels with the loops
+// unrolled (unrollSteps), and some tcc_phase_begin_early must be inside a
+// loop, so the loops carry the early begins.
 func TestPersistentEarlyBegins(t *testing.T) {
-	p := tinyEarly(t)
+	for _, layers := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d layers", layers), func(t *testing.T) {
+			p := tinyEarlyLayers(t, layers)
+			inLoop := 0
+			for _, k := range p.Kernels {
+				src, err := cpp.PrintKernel(p, k)
+				require.NoError(t, err)
+				for _, m := range stepLoopRE.FindAllString(string(src), -1) {
+					inLoop += strings.Count(m, "tcc_phase_begin_early(")
+				}
+			}
+			if layers > 1 && inLoop == 0 {
+				t.Errorf("%d layers: no tcc_phase_begin_early inside a step-group loop; the test wants one", layers)
+			}
+			checkEarlyBegins(t, p)
+		})
+	}
+}
+
+// stepLoopRE matches a step-group loop of kernel_main (persist_steps.go).
+var stepLoopRE = regexp.MustCompile(`(?s)for \(uint32_t tcc_i = 0; tcc_i < \d+u; \+\+tcc_i\) \{\n.*?\n    \}\n`)
+
+// stepTableRE matches a step group's constant table, stepRowRE one row.
+var (
+	stepTableRE = regexp.MustCompile(`(?s)constexpr tcc_step_(\d+)_t tcc_steps_\d+\[\] = \{\n(.*?)\n\};`)
+	stepRowRE   = regexp.MustCompile(`\{([^{}]*)\},`)
+	stepFieldRE = regexp.MustCompile(`tcc_s\.f(\d+)\b`)
+)
+
+// unrollSteps rewrites every step-group loop of a printed merged kernel
+// as its iterations one after another, each with its row's constants in
+// place of tcc_s.fN: the statements the loop runs, in order.
+func unrollSteps(t *testing.T, src string) string {
+	t.Helper()
+	rows := map[string][][]string{}
+	for _, m := range stepTableRE.FindAllStringSubmatch(src, -1) {
+		for _, r := range stepRowRE.FindAllStringSubmatch(m[2], -1) {
+			rows[m[1]] = append(rows[m[1]], strings.Split(r[1], ", "))
+		}
+	}
+	return stepLoopRE.ReplaceAllStringFunc(src, func(loop string) string {
+		lines := strings.Split(strings.TrimSuffix(loop, "\n"), "\n")
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.Fields(lines[0])[7], "u;"))
+		require.NoError(t, err, "loop %q", lines[0])
+		body := lines[1 : len(lines)-1]
+		var id string
+		if len(body) > 0 && strings.Contains(body[0], "tcc_steps_") {
+			id = strings.TrimSuffix(strings.Split(body[0], "tcc_steps_")[1], "[tcc_i];")
+			body = body[1:]
+		}
+		var out strings.Builder
+		for i := 0; i < n; i++ {
+			for _, l := range body {
+				l = stepFieldRE.ReplaceAllStringFunc(l, func(f string) string {
+					k, _ := strconv.Atoi(strings.TrimPrefix(f, "tcc_s.f"))
+					require.Less(t, i, len(rows[id]), "step group %s has %d rows, loop runs %d", id, len(rows[id]), n)
+					require.Less(t, k, len(rows[id][i]), "step group %s row %d", id, i)
+					return strings.TrimSuffix(rows[id][i][k], "u")
+				})
+				out.WriteString(l + "\n")
+			}
+		}
+		return out.String()
+	})
+}
+
+// checkEarlyBegins is TestPersistentEarlyBegins on one program.
+func checkEarlyBegins(t *testing.T, p *kir.Program) {
 	ps := p.Persist
 	tables, err := ps.Tables()
 	require.NoError(t, err)
@@ -107,17 +183,18 @@ func TestPersistentEarlyBegins(t *testing.T) {
 	seq := map[kir.Core]map[kir.Processor][]barrier{}
 	masks := map[int][2]uint64{}
 	for _, k := range p.Kernels {
-		src, err := cpp.PrintKernel(p, k)
+		printed, err := cpp.PrintKernel(p, k)
 		require.NoError(t, err)
+		src := unrollSteps(t, string(printed))
 		var bs []barrier
-		for _, m := range barrierRE.FindAllStringSubmatch(string(src), -1) {
+		for _, m := range barrierRE.FindAllStringSubmatch(src, -1) {
 			if strings.Contains(m[0], "uint32_t") {
 				continue
 			}
 			n, _ := strconv.Atoi(m[2])
 			bs = append(bs, barrier{m[1], n})
 		}
-		for _, m := range earlyBeginRE.FindAllStringSubmatch(string(src), -1) {
+		for _, m := range earlyBeginRE.FindAllStringSubmatch(src, -1) {
 			n, _ := strconv.Atoi(m[1])
 			lo, _ := strconv.ParseUint(m[2], 16, 32)
 			hi, _ := strconv.ParseUint(m[3], 16, 32)

@@ -714,6 +714,9 @@ func (pr *printer) assemble() []byte {
 	}
 
 	w("void kernel_main() {")
+	if pr.pers != nil {
+		out.WriteString(pr.persistInitLine())
+	}
 	if pr.argLines(&out) && pr.body.Len() > 0 {
 		out.WriteByte('\n')
 	}

@@ -21,18 +21,32 @@ import (
 //     Control.Stride;
 //   - the tables buffer (Tables.Buffer, Tables.Bytes per worker core):
 //     zeros for the Tables.BarrierWords barrier words (Tables.Stride bytes
-//     apart), then, for each phase the core takes part in (its Cores), in
-//     phase order, the phase's record of RecordBytes: the low and high
-//     words of the phase's CB mask on the core (bit MergedIndex of each CB
-//     on the core), then for every merged index up to
-//     (RecordBytes - 8) / 16 - 1 the CB's address, total size, page count
-//     and page size (zeros for an index not configured on the core); a
-//     record starts where the core's previous one ends (the first after
-//     the barrier words).
+//     apart); at Tables.ArgHeader the argument header, Tables.ArgSlots
+//     pairs of words (slot 0 BRISC, 1 NCRISC, 2 compute): the offsets in
+//     the buffer of the runtime and common runtime argument vectors of the
+//     core's merged kernel on that RISC (zeros when none); then, from
+//     Tables.ArgHeader + Tables.ArgHeaderBytes, for each phase the core
+//     takes part in (its Cores), in phase order, the phase's record of
+//     RecordBytes: the low and high words of the phase's CB mask on the
+//     core (bit MergedIndex of each CB on the core), then for every merged
+//     index up to (RecordBytes - 8) / 16 - 1 the CB's address, total size,
+//     page count and page size (zeros for an index not configured on the
+//     core), for the phases whose RecordOf is themselves (the others use
+//     that phase's record); a record starts where the core's previous one
+//     ends; then, for
+//     each slot with a kernel on the core, that kernel's runtime argument
+//     vector on the core and its common runtime argument vector (the
+//     program config's, all of it), each starting at a multiple of
+//     Tables.Stride.
 //
-// The merged kernels' argument vectors are the program config's; each
-// phase reads its slices of them (Kernels: first index and count of its
-// runtime and common runtime arguments in each merged kernel).
+// The kernel config ring of a worker core holds no argument vector of a
+// merged kernel: its common runtime arguments there are
+// Tables.RingCommonArgs alone (the control block's and the tables
+// buffer's addresses, at indices 0 and 1), its runtime arguments none. An
+// ethernet core's merged kernels keep their vectors where an ordinary
+// program's are. Each phase reads its slices of the vectors (Kernels:
+// first index and count of its runtime and common runtime arguments in
+// each merged kernel).
 type PersistentConfig struct {
 	// Steps is the number of decode steps one launch runs (0 or 1: one).
 	Steps   int           `json:"steps,omitempty"`
@@ -56,22 +70,30 @@ type ControlConfig struct {
 
 // TablesConfig is the tables buffer's layout (kir.TablesBuffer).
 type TablesConfig struct {
-	Buffer       string `json:"buffer"`
-	Bytes        int    `json:"bytes"`
-	BarrierWords int    `json:"barrier_words"`
-	Stride       int    `json:"stride"`
+	Buffer         string   `json:"buffer"`
+	Bytes          int      `json:"bytes"`
+	BarrierWords   int      `json:"barrier_words"`
+	Stride         int      `json:"stride"`
+	ArgHeader      int      `json:"arg_header"`
+	ArgHeaderBytes int      `json:"arg_header_bytes"`
+	ArgSlots       int      `json:"arg_slots"`
+	RingCommonArgs []string `json:"ring_common_args"`
 }
 
 // PhaseConfig is one phase.
 type PhaseConfig struct {
-	Index       int               `json:"index"`
-	Name        string            `json:"name"`
-	Cores       []CoreRange       `json:"cores"`
-	RecordBytes int               `json:"record_bytes"`
-	SemSlot     int               `json:"sem_slot"`
-	Semaphores  []SemaphoreConfig `json:"semaphores"`
-	CBs         []PhaseCBConfig   `json:"cbs"`
-	Kernels     []PhaseArgs       `json:"kernels"`
+	Index       int         `json:"index"`
+	Name        string      `json:"name"`
+	Cores       []CoreRange `json:"cores"`
+	RecordBytes int         `json:"record_bytes"`
+	// RecordOf is the phase whose record this phase uses (kir.Tables.
+	// RecordOf): its own index, or an earlier phase's with the same
+	// record on every core, in which case it has no record of its own.
+	RecordOf   int               `json:"record_of"`
+	SemSlot    int               `json:"sem_slot"`
+	Semaphores []SemaphoreConfig `json:"semaphores"`
+	CBs        []PhaseCBConfig   `json:"cbs"`
+	Kernels    []PhaseArgs       `json:"kernels"`
 }
 
 // PhaseCBConfig is one CB of a phase with the address tcc_phase_begin
@@ -110,7 +132,8 @@ func Persistent(p *kir.Program, t *target.Target) (*PersistentConfig, error) {
 		Steps: ps.Steps,
 		Control: ControlConfig{Buffer: ps.Ctl, Bytes: ps.CtlBytes, EthAddress: ps.EthCtl, Stride: kir.CtlStride,
 			DoneBase: ps.DoneWord(0), CountBase: ps.CountWord(0), SemBase: ps.SemWord(0)},
-		Tables: TablesConfig{Buffer: kir.TablesBuffer, Bytes: tb.PageSize, BarrierWords: kir.TableBarrierWords, Stride: kir.CtlStride},
+		Tables: TablesConfig{Buffer: kir.TablesBuffer, Bytes: tb.PageSize, BarrierWords: kir.TableBarrierWords, Stride: kir.CtlStride,
+			ArgHeader: kir.TableArgHeader, ArgHeaderBytes: kir.TableArgHeaderBytes, ArgSlots: kir.TableArgSlots, RingCommonArgs: kir.RingCommonArgs[:]},
 		Phases: []PhaseConfig{},
 	}
 	tables, err := ps.Tables()
@@ -120,7 +143,7 @@ func Persistent(p *kir.Program, t *target.Target) (*PersistentConfig, error) {
 	cbMap := tables.CBMap
 	for i := range ps.Phases {
 		ph := &ps.Phases[i]
-		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: tables.Record[i], SemSlot: ph.SemSlot,
+		pc := PhaseConfig{Index: i, Name: ph.Name, RecordBytes: tables.Record[i], RecordOf: tables.RecordOf[i], SemSlot: ph.SemSlot,
 			Semaphores: []SemaphoreConfig{}, CBs: []PhaseCBConfig{}, Kernels: []PhaseArgs{}}
 		for _, c := range ph.Cores {
 			pc.Cores = append(pc.Cores, CoreRange(c.Range()))

@@ -85,8 +85,11 @@ var codeCost = map[string]int{
 	"data:tcc_core_index": 2,
 	// A run of dependency waits in kernel_main: a call of the shared wait
 	// loop with a constant list of done words, 4 bytes each.
-	"stmt:tcc_wait_call":              16,
-	"data:tcc_done_word":              4,
+	"stmt:tcc_wait_call": 16,
+	"data:tcc_done_word": 4,
+	// A loop over phases that differ in constants only (codegen/cpp's
+	// step groups): a word per row and field of its constant table.
+	"data:tcc_step_word":              4,
 	"base:tcc_phase_body":             16,
 	"base:persist":                    512,
 	"stmt:noc_async_writes_flushed":   28,

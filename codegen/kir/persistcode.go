@@ -28,9 +28,9 @@ func EstimatePersistentImages(p *Program, t *target.Target, estimate func(*Kerne
 // and whose images live in the L1 buffer TextBuffer, outside the kernel
 // config ring (target.CodeSize). It holds when: every worker binary is at
 // most XIPImageBytes; TextBuffer's page holds every worker core's images;
-// the ring's remaining components (the merged kernels' runtime and common
-// runtime arguments, which hold every phase's) end strictly below
-// RingBytes; every ethernet kernel's image is at most EthKernelBytes (the
+// the ring's remaining components (PersistentRing: the worker merged
+// kernels' RingCommonArgs, their other arguments being in the tables
+// buffer) end strictly below RingBytes; every ethernet kernel's image is at most EthKernelBytes (the
 // ethernet cores keep their kernels in their own kernel L1). The per-
 // processor budgets of Target.CodeBytes, which keep one kernel of an
 // ordinary program from taking most of the ring, do not apply. Errors name
@@ -64,12 +64,60 @@ func ValidatePersistentCode(p *Program, t *target.Target, estimate func(*Kernel)
 		c := s.ImagesCore
 		add("", &c, "the kernel images need an estimated %d bytes on core %s; buffer %s holds %d", s.Images, c, TextBuffer, text.PageSize)
 	}
-	if ring := s.Total() - s.Images; ring >= t.Code.RingBytes {
+	if r := PersistentRing(p, t); r.Bytes() >= t.Code.RingBytes {
 		add("", nil, "the kernel config ring needs an estimated %d bytes of arguments (runtime %d, common %d), %d more than the %d-byte ring holds",
-			ring, s.RuntimeArgs, s.CommonArgs, ring-t.Code.RingBytes+1, t.Code.RingBytes-1)
+			r.Bytes(), r.RuntimeArgs, r.CommonArgs, r.Bytes()-t.Code.RingBytes+1, t.Code.RingBytes-1)
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
+}
+
+// PersistentRingSize is what a persistent program's worker cores keep in
+// the kernel config ring besides the images (which are in TextBuffer):
+// their merged kernels' ring arguments, semaphores and CB configs (the
+// program's own; each phase's CBs are in the tables buffer). TablesArgs
+// is, for comparison, the largest worker core's argument vectors in the
+// tables buffer (Tables.Args), on TablesCore.
+type PersistentRingSize struct {
+	RuntimeArgs, CommonArgs, Semaphores, CBConfigs int
+	TablesArgs                                     int
+	TablesCore                                     Core
+}
+
+// Bytes is the ring's use.
+func (r PersistentRingSize) Bytes() int {
+	return r.RuntimeArgs + r.CommonArgs + r.Semaphores + r.CBConfigs
+}
+
+// PersistentRing is p's PersistentRingSize: per processor with a worker
+// merged kernel, its RingCommonArgs (no runtime arguments); the
+// semaphores and CB configs as for any program.
+func PersistentRing(p *Program, t *target.Target) PersistentRingSize {
+	s := estimateProgramCode(p, t, func(*Kernel) CodeEstimate { return CodeEstimate{} })
+	r := PersistentRingSize{Semaphores: s.Semaphores, CBConfigs: s.CBConfigs}
+	procs := map[Processor]bool{}
+	for _, k := range p.Kernels {
+		if !k.OnEth() {
+			procs[k.Processor] = true
+		}
+	}
+	r.CommonArgs = len(procs) * target.AlignUp(4*len(RingCommonArgs), t.Code.Align)
+	if tb, err := p.Persist.Tables(); err == nil {
+		for _, c := range p.Cores() {
+			if c.IsEth() {
+				continue
+			}
+			slots, _ := tb.Args(p, c)
+			n := 0
+			for _, v := range slots {
+				n += 4 * (v.RuntimeWords + v.CommonWords)
+			}
+			if n > r.TablesArgs {
+				r.TablesArgs, r.TablesCore = n, c
+			}
+		}
+	}
+	return r
 }

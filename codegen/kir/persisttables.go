@@ -3,6 +3,7 @@ package kir
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -21,6 +22,10 @@ import (
 //	the core-local barrier words: TableBarrierWords words, one per RISC
 //	(BRISC, NCRISC, TRISC0, TRISC1, TRISC2), CtlStride bytes apart; the
 //	host zeroes them before each launch
+//	the argument header (TableArgHeaderBytes): per argument slot
+//	(TableArgSlot: BRISC, NCRISC, compute) two words, the offsets in the
+//	buffer of the core's merged kernel's runtime and common runtime
+//	argument vectors (zeros when no such kernel runs on the core)
 //	then, for each phase the core takes part in, in phase order, the
 //	phase's CB record (PhaseRecordBytes):
 //	  word 0, 1   the low and high 32 bits of the phase's local CB mask on
@@ -30,15 +35,33 @@ import (
 //	              (bytes), for i = 0 .. the phase's highest merged index;
 //	              zeros for an index not configured on the core
 //
+//	then the argument vectors (Tables.Args): for each slot whose merged
+//	kernel runs on the core, its runtime arguments' values on the core,
+//	then its common runtime arguments' (every phase's and the kernel's
+//	own, at their indices in the kernel's vectors), each vector starting
+//	at a multiple of CtlStride
+//
 // A record's size depends on the phase only, so a core's record of phase p
-// starts after the records of the phases before p the core takes part in:
+// starts after the records of the phases before p the core takes part in
+// (a phase whose record is another's, Tables.RecordOf, has none of its own):
 // cores with the same phase sequence (the cores of one merged kernel) have
-// the same offsets (Tables.Offsets).
+// the same offsets (Tables.Offsets). The argument vectors, whose lengths
+// depend on the core's kernels, are found through the header, so the
+// kernel config ring holds no phase's arguments: a worker merged kernel's
+// ring arguments are its common arguments persist_ctl and persist_tables
+// alone (RingCommonArgs), from which tcc_persist_init reads the tables
+// buffer's address and then the header.
 const (
 	// TablesBuffer is the name of the tables buffer.
 	TablesBuffer = "persist.tables"
 	// TableBarrierWords is the number of core-local barrier words.
 	TableBarrierWords = 5
+	// TableArgSlots is the number of argument slots of the header (one
+	// per merged kernel of a worker core: TableArgSlot).
+	TableArgSlots = 3
+	// TableArgHeaderBytes is the argument header's size: two words per
+	// slot, rounded up to CtlStride.
+	TableArgHeaderBytes = 32
 	// TextBuffer is the L1 buffer (one page on every worker core) holding
 	// a persistent program's kernel images outside the kernel config ring
 	// (target.CodeSize): the host writes each core's images back to back
@@ -141,6 +164,11 @@ type Tables struct {
 	// four words per merged CB index up to the phase's highest (none: the
 	// mask only).
 	Record []int
+	// RecordOf is the phase whose record each phase uses: itself, or the
+	// first phase before it with the same cores and the same CBs at the
+	// same merged indices (the layers' phases), whose record is the
+	// same on every core. A shared record is written once.
+	RecordOf []int
 }
 
 // Tables computes the layout of ps's tables buffer (CBMap's errors).
@@ -149,24 +177,53 @@ func (ps *Persist) Tables() (*Tables, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases))}
+	tb := &Tables{CBMap: m, Record: make([]int, len(ps.Phases)), RecordOf: make([]int, len(ps.Phases))}
+	seen := map[string]int{}
 	for p := range ps.Phases {
 		hi := -1
 		for _, g := range m[p] {
 			hi = max(hi, g)
 		}
 		tb.Record[p] = 8 + 16*(hi+1)
+		key := recordKey(&ps.Phases[p], m[p])
+		if q, ok := seen[key]; ok {
+			tb.RecordOf[p] = q
+			continue
+		}
+		seen[key] = p
+		tb.RecordOf[p] = p
 	}
 	return tb, nil
 }
 
+// recordKey is what a phase's record on each of its cores depends on: its
+// cores, where its CBs are placed from, and each CB's merged index,
+// configuration and cores, in placement order.
+func recordKey(ph *Phase, m map[int]int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v|%d|%v|", ph.Cores, ph.CBBase, ph.EarlyCBs)
+	for _, cb := range ph.CBs {
+		fmt.Fprintf(&b, "%d:%d:%d:%d:%d:%v:%s;", cb.Index, m[cb.Index], cb.PageSize, cb.Pages, cb.Format, cb.Cores, cb.Backing)
+	}
+	return b.String()
+}
+
+// TableArgHeader is the offset of the argument header (after the barrier
+// words).
+const TableArgHeader = TableBarrierWords * CtlStride
+
 // Offsets returns the offset in the tables buffer of the record of every
-// phase of ps core c takes part in (by phase), after the barrier words.
+// phase of ps core c takes part in (by phase), after the barrier words
+// and the argument header.
 func (tb *Tables) Offsets(ps *Persist, c Core) map[int]int {
-	off := TableBarrierWords * CtlStride
+	off := TableArgHeader + TableArgHeaderBytes
 	out := map[int]int{}
 	for p := range ps.Phases {
 		if inSorted(ps.Phases[p].Cores, c) {
+			if q := tb.RecordOf[p]; q != p {
+				out[p] = out[q]
+				continue
+			}
 			out[p] = off
 			off += tb.Record[p]
 		}
@@ -175,21 +232,84 @@ func (tb *Tables) Offsets(ps *Persist, c Core) map[int]int {
 }
 
 // Bytes is the tables buffer's page: the largest worker core's barrier
-// words and records, rounded up to CtlStride.
-func (tb *Tables) Bytes(ps *Persist) int {
-	best := TableBarrierWords * CtlStride
-	per := map[Core]int{}
-	for p := range ps.Phases {
-		for _, c := range ps.Phases[p].Cores {
-			if c.IsEth() {
-				continue
-			}
-			per[c] += tb.Record[p]
-			best = max(best, TableBarrierWords*CtlStride+per[c])
+// words, argument header, records and argument vectors (Args), rounded up
+// to CtlStride.
+func (tb *Tables) Bytes(p *Program) int {
+	best := TableArgHeader + TableArgHeaderBytes
+	for _, c := range p.Cores() {
+		if c.IsEth() {
+			continue
 		}
+		_, end := tb.Args(p, c)
+		best = max(best, end)
 	}
 	return target.AlignUp(best, CtlStride)
 }
+
+// TableArgSlot is the argument slot of a merged kernel on processor proc:
+// 0 BRISC, 1 NCRISC, 2 compute (its three TRISCs share one vector).
+func TableArgSlot(proc Processor) int {
+	switch proc {
+	case RISCV0:
+		return 0
+	case RISCV1:
+		return 1
+	}
+	return 2
+}
+
+// ArgVectors is where a merged kernel's argument vectors lie in core c's
+// tables page (Tables.Args): byte offsets and word counts.
+type ArgVectors struct {
+	Kernel       *Kernel
+	Runtime      int
+	RuntimeWords int
+	Common       int
+	CommonWords  int
+	// Header is the offset of the slot's two header words (Runtime,
+	// then Common).
+	Header int
+}
+
+// Args returns, per argument slot (TableArgSlot), the argument vectors of
+// the merged kernel of p on worker core c (Kernel nil when none runs
+// there) and the end of the core's tables page: after the records of the
+// core's phases, each slot's runtime vector then its common vector, each
+// starting at a multiple of CtlStride.
+func (tb *Tables) Args(p *Program, c Core) ([TableArgSlots]ArgVectors, int) {
+	var out [TableArgSlots]ArgVectors
+	end := TableArgHeader + TableArgHeaderBytes
+	for q := range p.Persist.Phases {
+		if inSorted(p.Persist.Phases[q].Cores, c) && tb.RecordOf[q] == q {
+			end += tb.Record[q]
+		}
+	}
+	for _, k := range p.Kernels {
+		if k.OnEth() || !InRanges(k.Cores, c) {
+			continue
+		}
+		out[TableArgSlot(k.Processor)].Kernel = k
+	}
+	for s := range out {
+		out[s].Header = TableArgHeader + 8*s
+		k := out[s].Kernel
+		if k == nil {
+			continue
+		}
+		end = target.AlignUp(end, CtlStride)
+		out[s].Runtime, out[s].RuntimeWords = end, k.numArgs(RuntimeArg)
+		end = target.AlignUp(end+4*out[s].RuntimeWords, CtlStride)
+		out[s].Common, out[s].CommonWords = end, k.numArgs(CommonRuntimeArg)
+		end += 4 * out[s].CommonWords
+	}
+	return out, target.AlignUp(end, CtlStride)
+}
+
+// RingCommonArgs are the only arguments a worker merged kernel of a
+// persistent program keeps in the kernel config ring: its common runtime
+// arguments 0 and 1 there (the rest of its vectors are in the tables
+// buffer, Tables.Args).
+var RingCommonArgs = [2]string{"persist_ctl", "persist_tables"}
 
 // PlacedPhaseCB is one CB of a phase as tcc_phase_begin installs it: its
 // configuration and its L1 address (a buffer address for a backed CB).

@@ -24,13 +24,16 @@ type card struct {
 // copy that has them. Errors: kir.Persist.Tables's, codegen/cpp's estimate's.
 func cardBuffers(p *kir.Program, b *codegen.Build) (*card, error) {
 	t := b.Target
-	ps := p.Persist
-	tables, err := ps.Tables()
+	tables, err := p.Persist.Tables()
 	if err != nil {
 		return nil, fmt.Errorf("persist: program %q: %w", p.Name, err)
 	}
-	c := &card{tables: sharded(t, kir.TablesBuffer, tables.Bytes(ps)), est: map[*kir.Kernel]kir.CodeEstimate{}}
-	for _, k := range p.Kernels {
+	c := &card{est: map[*kir.Kernel]kir.CodeEstimate{}}
+	// The kernels as Prepare leaves them: the tables hold their argument
+	// vectors (kir.Tables.Args), the card arguments included.
+	withArgs := *p
+	withArgs.Kernels = make([]*kir.Kernel, len(p.Kernels))
+	for i, k := range p.Kernels {
 		kc := k
 		if !k.OnEth() && k.LookupArg("persist_tables") == nil {
 			cp := *k
@@ -39,12 +42,14 @@ func cardBuffers(p *kir.Program, b *codegen.Build) (*card, error) {
 			withCardArgs(&cp)
 			kc = &cp
 		}
+		withArgs.Kernels[i] = kc
 		pc, err := cpp.EstimatePersistentKernel(p, kc)
 		if err != nil {
 			return nil, err
 		}
 		c.est[k] = pc.Shared
 	}
+	c.tables = sharded(t, kir.TablesBuffer, tables.Bytes(&withArgs))
 	img := kir.EstimatePersistentImages(p, t, func(k *kir.Kernel) kir.CodeEstimate { return c.est[k] })
 	c.text = sharded(t, kir.TextBuffer, target.AlignUp(max(img.Bytes, kir.CtlStride), kir.CtlStride))
 	return c, nil

@@ -136,16 +136,23 @@
 // shift_mask>(cb_l1_base, start_cb_index, local_cb_mask), called for
 // indices 0..31 and, unshifted, 32..63 as trisc.cc does) and moves
 // rta_l1_base / crta_l1_base to the phase's slices of the kernel's
-// argument tables; a phase's body is a function shared by every
-// phase whose body prints the same (the layers), and the signals to other
-// cores are one loop over constant core lists. Prepare adds what the card
+// argument vectors, which lie in the tables buffer too (the kernel config
+// ring holds only each worker merged kernel's persist_ctl and
+// persist_tables: kir.RingCommonArgs, kir.PersistentRing); a phase's body
+// is a function shared by every phase whose body prints the same (the
+// layers), and the signals to other cores are one loop over constant core
+// lists. Prepare adds what the card
 // needs to a program of Build or BuildLoop: the tables buffer, the images
 // buffer (kir.TextBuffer: the merged kernels do not fit the kernel config
 // ring, so their images execute in place from L1; kir.ValidatePersistentCode)
 // and the kernels' arguments and defines; MergeComputeConfigs gives each
 // merged compute kernel the one configuration its binaries are compiled
 // with (the highest math fidelity), and refuses phases that disagree in
-// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. CB indices are renamed per phase
+// fp32_dest_acc_en, math_approx_mode or dst_full_sync_en. Build runs every
+// phase of a merged compute kernel whose phases disagree in
+// fp32_dest_acc_en with fp32 DEST (destmode.go: the ring all-reduce's bf16
+// adders, bit for bit the same sums), in the phase's kernel, which the
+// simulator and the timing model read too. CB indices are renamed per phase
 // (kir.Persist.CBMap) so that each index of a merged binary has one data
 // format and one unpack-to-DEST mode. `tcc build --persistent` writes the
 // kernels and programs.json with the persistent section (hostcfg.Persistent).

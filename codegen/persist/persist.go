@@ -20,6 +20,9 @@ const CtlBuffer = "persist.ctl"
 // Plan is what Build decided: the phases and their dependencies.
 type Plan struct {
 	Phases []PlanPhase
+	// FP32Dest lists the phase kernels that run with fp32 DEST so that
+	// their merged compute binary has one DEST mode (destmode.go).
+	FP32Dest []Promotion
 }
 
 // PlanPhase is one phase: the source program, the op it implements, the
@@ -261,6 +264,7 @@ func buildOnce(b *codegen.Build, lp *loopPlan, early bool, reserve uint64) (*kir
 		}
 		prog.Kernels = append(prog.Kernels, m.finish())
 	}
+	plan.FP32Dest = unifyDestModes(prog)
 	if err := Validate(prog, t); err != nil {
 		return nil, nil, err
 	}

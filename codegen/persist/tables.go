@@ -20,8 +20,8 @@ func WithTables(p *kir.Program, b *codegen.Build) error {
 
 // Prepare readies a persistent program of b for codegen/cpp and
 // codegen/hostcfg: it declares the tables buffer (kir.TablesBuffer: the
-// core-local barrier words and every phase's CB record, see
-// kir.Persist.Tables) and the images buffer (kir.TextBuffer, sized
+// core-local barrier words, every phase's CB record and the worker merged
+// kernels' argument vectors, see kir.Persist.Tables) and the images buffer (kir.TextBuffer, sized
 // by the printed kernels' estimated images) on every worker core, gives
 // every worker merged kernel the common arguments persist_ctl and
 // persist_tables (the two buffers' addresses) and every merged kernel the
@@ -91,7 +91,8 @@ func MergeComputeConfigs(p *kir.Program) error {
 // (MATH_FIDELITY, DST_ACCUM_MODE, APPROX, DST_SYNC_MODE, the unpack-to-DEST
 // modes) cannot change between phases: fp32_dest_acc_en, math_approx_mode
 // and dst_full_sync_en must agree over the phases (the error names the
-// first two phases that disagree); the math fidelity is the highest of the
+// first two phases that disagree; Build already gave every merged compute
+// kernel one fp32_dest_acc_en, destmode.go); the math fidelity is the highest of the
 // phases'. tcc's default fidelities are exact (each keeps HiFi4's
 // products, e.g. HiFi3 for a bfp8_b weight), so the highest computes the
 // products the simulator computes; a lossy --prefill-fidelity would not. Its UnpackToDestFP32

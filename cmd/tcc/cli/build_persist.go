@@ -23,9 +23,14 @@ import (
 // any code-size or compute-configuration error.
 func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[string][]byte, error) {
 	t := b.Target
-	prog, _, err := persist.Build(b)
+	prog, plan, err := persist.Build(b)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(plan.FP32Dest); n > 0 {
+		f := plan.FP32Dest[0]
+		fmt.Fprintf(w, "persistent DEST: %d phases' compute kernels (first: phase %d's %s, %s) run with fp32 DEST, as the other phases of their merged compute binaries\n",
+			n, f.Phase, f.Kernel, prog.Persist.Phases[f.Phase].Name)
 	}
 	est := map[*kir.Kernel]kir.CodeEstimate{}
 	type worst struct {
@@ -64,6 +69,9 @@ func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[
 	if err := persist.WithTables(prog, b); err != nil {
 		return nil, err
 	}
+	r := kir.PersistentRing(prog, t)
+	fmt.Fprintf(w, "persistent ring: %d bytes of the %d-byte kernel config ring (arguments %d: persist_ctl and persist_tables per RISC; semaphores %d, CB configs %d); the merged kernels' argument vectors: %.1f KiB in %s on core %s\n",
+		r.Bytes(), t.Code.RingBytes, r.RuntimeArgs+r.CommonArgs, r.Semaphores, r.CBConfigs, float64(r.TablesArgs)/1024, kir.TablesBuffer, r.TablesCore)
 	cfg, err := hostcfg.ConfigValidated(prog, t)
 	if err != nil {
 		return nil, err

@@ -526,6 +526,8 @@ __attribute__((noinline)) void tcc_phase_body_5() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
@@ -551,9 +553,7 @@ void kernel_main() {
     const uint32_t persist_mc3_7_0_10_1 = get_common_arg_val<uint32_t>(31);  // common runtime arg 31 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(37);  // common runtime arg 37 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 2)
+    tcc_phase_begin(0, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 2)
     // phase 0: op embedding %8 in embed
     tcc_phase_body_5();
     tcc_phase_end(0);
@@ -564,7 +564,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 96u, get_noc_multicast_addr(persist_mc0_1_0_3_0, persist_mc1_1_0_3_0, persist_mc2_1_0_3_0, persist_mc3_1_0_3_0, persist_ctl + 0u), 3);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(1, 328, 2, 8);  // CB record at tables+328; runtime args [2, 38), common [8, 10)
+    tcc_phase_begin(1, 360, 2, 8);  // CB record at tables+360; runtime args [2, 38), common [8, 10)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
@@ -576,7 +576,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 112u, get_noc_multicast_addr(persist_mc0_7_0_7_0, persist_mc1_7_0_7_0, persist_mc2_7_0_7_0, persist_mc3_7_0_7_0, persist_ctl + 16u), 1);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(2, 512, 38, 18);  // CB record at tables+512; runtime args [38, 59), common [18, 21)
+    tcc_phase_begin(2, 544, 38, 18);  // CB record at tables+544; runtime args [38, 59), common [18, 21)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(2);
@@ -587,7 +587,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 128u, get_noc_multicast_addr(persist_mc0_1_0_3_0, persist_mc1_1_0_3_0, persist_mc2_1_0_3_0, persist_mc3_1_0_3_0, persist_ctl + 32u), 3);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(3, 744, 59, 21);  // CB record at tables+744; runtime args [59, 80), common [21, 24)
+    tcc_phase_begin(3, 776, 59, 21);  // CB record at tables+776; runtime args [59, 80), common [21, 24)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end(3);
@@ -599,7 +599,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 144u, get_noc_multicast_addr(persist_mc0_7_0_10_1, persist_mc1_7_0_10_1, persist_mc2_7_0_10_1, persist_mc3_7_0_10_1, persist_ctl + 48u), 8);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(4, 960, 80, 32);  // CB record at tables+960; runtime args [80, 82), common [32, 33)
+    tcc_phase_begin(4, 992, 80, 32);  // CB record at tables+992; runtime args [80, 82), common [32, 33)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3(tcc_deps_3, 1);
     tcc_phase_end(4);
@@ -611,7 +611,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 160u, get_noc_multicast_addr(persist_mc0_7_0_10_1, persist_mc1_7_0_10_1, persist_mc2_7_0_10_1, persist_mc3_7_0_10_1, persist_ctl + 64u), 8);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(5, 1176, 82, 33);  // CB record at tables+1176; runtime args [82, 85), common [33, 37)
+    tcc_phase_begin(5, 1208, 82, 33);  // CB record at tables+1208; runtime args [82, 85), common [33, 37)
     // phase 5: op argmax %18 in head
     tcc_phase_body_4(tcc_deps_4, 1);
     tcc_phase_end(5);

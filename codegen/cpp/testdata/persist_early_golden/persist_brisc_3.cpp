@@ -509,38 +509,38 @@ __attribute__((noinline)) void tcc_phase_body_4(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(4);  // common runtime arg 4 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(16);  // common runtime arg 16 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(1, 80, 0, 1);  // CB record at tables+80; runtime args [0, 36), common [1, 3)
+    tcc_phase_begin(1, 112, 0, 1);  // CB record at tables+112; runtime args [0, 36), common [1, 3)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 112u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(2, 264, 36, 5);  // CB record at tables+264; runtime args [36, 57), common [5, 8)
+    tcc_phase_begin(2, 296, 36, 5);  // CB record at tables+296; runtime args [36, 57), common [5, 8)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(2);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 128u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(3, 496, 57, 8);  // CB record at tables+496; runtime args [57, 78), common [8, 11)
+    tcc_phase_begin(3, 528, 57, 8);  // CB record at tables+528; runtime args [57, 78), common [8, 11)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end(3);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 144u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(4, 712, 78, 11);  // CB record at tables+712; runtime args [78, 80), common [11, 12)
+    tcc_phase_begin(4, 744, 78, 11);  // CB record at tables+744; runtime args [78, 80), common [11, 12)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3(tcc_deps_3, 1);
     tcc_phase_end(4);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 160u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(5, 928, 80, 12);  // CB record at tables+928; runtime args [80, 83), common [12, 16)
+    tcc_phase_begin(5, 960, 80, 12);  // CB record at tables+960; runtime args [80, 83), common [12, 16)
     // phase 5: op argmax %18 in head
     tcc_phase_body_4(tcc_deps_4, 1);
     tcc_phase_end(5);

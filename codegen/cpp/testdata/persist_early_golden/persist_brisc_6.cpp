@@ -277,26 +277,26 @@ __attribute__((noinline)) void tcc_phase_body_2(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(4);  // common runtime arg 4 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(5);  // common runtime arg 5 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(11);  // common runtime arg 11 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(2, 80, 0, 1);  // CB record at tables+80; runtime args [0, 21), common [1, 4)
+    tcc_phase_begin(2, 112, 0, 1);  // CB record at tables+112; runtime args [0, 21), common [1, 4)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(2);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 128u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(4, 312, 21, 6);  // CB record at tables+312; runtime args [21, 23), common [6, 7)
+    tcc_phase_begin(4, 344, 21, 6);  // CB record at tables+344; runtime args [21, 23), common [6, 7)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(4);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 160u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(5, 528, 23, 7);  // CB record at tables+528; runtime args [23, 26), common [7, 11)
+    tcc_phase_begin(5, 560, 23, 7);  // CB record at tables+560; runtime args [23, 26), common [7, 11)
     // phase 5: op argmax %18 in head
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end(5);

@@ -175,20 +175,20 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(8);  // common runtime arg 8 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(4, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 2)
+    tcc_phase_begin(4, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 2)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(4);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 160u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(5, 296, 2, 4);  // CB record at tables+296; runtime args [2, 5), common [4, 8)
+    tcc_phase_begin(5, 328, 2, 4);  // CB record at tables+328; runtime args [2, 5), common [4, 8)
     // phase 5: op argmax %18 in head
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(5);

@@ -152,15 +152,15 @@ __attribute__((noinline)) void tcc_phase_body_0() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(4, 80, 0, 0);  // CB record at tables+80; runtime args [0, 1), common [0, 0)
+    tcc_phase_begin(4, 112, 0, 0);  // CB record at tables+112; runtime args [0, 1), common [0, 0)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_0();
     tcc_phase_end(4);
-    tcc_phase_begin(5, 296, 0, 0);  // CB record at tables+296; runtime args [0, 0), common [0, 0)
+    tcc_phase_begin(5, 328, 0, 0);  // CB record at tables+328; runtime args [0, 0), common [0, 0)
     tcc_phase_end(5);
 }

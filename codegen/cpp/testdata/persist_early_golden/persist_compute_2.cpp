@@ -436,29 +436,29 @@ __attribute__((noinline)) void tcc_phase_body_3() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 0);  // CB record at tables+80; runtime args [0, 0), common [0, 0)
+    tcc_phase_begin(0, 112, 0, 0);  // CB record at tables+112; runtime args [0, 0), common [0, 0)
     tcc_phase_end(0);
-    tcc_phase_begin(1, 328, 0, 0);  // CB record at tables+328; runtime args [0, 2), common [0, 0)
+    tcc_phase_begin(1, 360, 0, 0);  // CB record at tables+360; runtime args [0, 2), common [0, 0)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0();
     tcc_phase_end(1);
-    tcc_phase_begin(2, 512, 2, 0);  // CB record at tables+512; runtime args [2, 3), common [0, 0)
+    tcc_phase_begin(2, 544, 2, 0);  // CB record at tables+544; runtime args [2, 3), common [0, 0)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1();
     tcc_phase_end(2);
-    tcc_phase_begin(3, 744, 3, 0);  // CB record at tables+744; runtime args [3, 4), common [0, 0)
+    tcc_phase_begin(3, 776, 3, 0);  // CB record at tables+776; runtime args [3, 4), common [0, 0)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2();
     tcc_phase_end(3);
-    tcc_phase_begin(4, 960, 4, 0);  // CB record at tables+960; runtime args [4, 5), common [0, 0)
+    tcc_phase_begin(4, 992, 4, 0);  // CB record at tables+992; runtime args [4, 5), common [0, 0)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3();
     tcc_phase_end(4);
-    tcc_phase_begin(5, 1176, 0, 0);  // CB record at tables+1176; runtime args [0, 0), common [0, 0)
+    tcc_phase_begin(5, 1208, 0, 0);  // CB record at tables+1208; runtime args [0, 0), common [0, 0)
     tcc_phase_end(5);
 }

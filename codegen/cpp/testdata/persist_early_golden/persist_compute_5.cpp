@@ -436,27 +436,27 @@ __attribute__((noinline)) void tcc_phase_body_3() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(1, 80, 0, 0);  // CB record at tables+80; runtime args [0, 2), common [0, 0)
+    tcc_phase_begin(1, 112, 0, 0);  // CB record at tables+112; runtime args [0, 2), common [0, 0)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0();
     tcc_phase_end(1);
-    tcc_phase_begin(2, 264, 2, 0);  // CB record at tables+264; runtime args [2, 3), common [0, 0)
+    tcc_phase_begin(2, 296, 2, 0);  // CB record at tables+296; runtime args [2, 3), common [0, 0)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1();
     tcc_phase_end(2);
-    tcc_phase_begin(3, 496, 3, 0);  // CB record at tables+496; runtime args [3, 4), common [0, 0)
+    tcc_phase_begin(3, 528, 3, 0);  // CB record at tables+528; runtime args [3, 4), common [0, 0)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2();
     tcc_phase_end(3);
-    tcc_phase_begin(4, 712, 4, 0);  // CB record at tables+712; runtime args [4, 5), common [0, 0)
+    tcc_phase_begin(4, 744, 4, 0);  // CB record at tables+744; runtime args [4, 5), common [0, 0)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3();
     tcc_phase_end(4);
-    tcc_phase_begin(5, 928, 0, 0);  // CB record at tables+928; runtime args [0, 0), common [0, 0)
+    tcc_phase_begin(5, 960, 0, 0);  // CB record at tables+960; runtime args [0, 0), common [0, 0)
     tcc_phase_end(5);
 }

@@ -336,32 +336,32 @@ __attribute__((noinline)) void tcc_phase_body_5() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(13);  // common runtime arg 13 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 3)
+    tcc_phase_begin(0, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 3)
     // phase 0: op embedding %8 in embed
     tcc_phase_body_5();
     tcc_phase_end(0);
-    tcc_phase_begin(1, 328, 2, 3);  // CB record at tables+328; runtime args [2, 5), common [3, 5)
+    tcc_phase_begin(1, 360, 2, 3);  // CB record at tables+360; runtime args [2, 5), common [3, 5)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end_arrive(1);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(2, 512, 5, 5, 0x00003000u, 0x00000000u);  // early: only its CBs; CB record at tables+512; runtime args [5, 7), common [5, 7)
+    tcc_phase_begin_early(2, 544, 5, 5, 0x00003000u, 0x00000000u);  // early: only its CBs; CB record at tables+544; runtime args [5, 7), common [5, 7)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(2);
-    tcc_phase_begin(3, 744, 7, 7);  // CB record at tables+744; runtime args [7, 9), common [7, 9)
+    tcc_phase_begin(3, 776, 7, 7);  // CB record at tables+776; runtime args [7, 9), common [7, 9)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end_arrive(3);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(4, 960, 9, 9, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+960; runtime args [9, 11), common [9, 12)
+    tcc_phase_begin_early(4, 992, 9, 9, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+992; runtime args [9, 11), common [9, 12)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3(tcc_deps_3, 1);
     tcc_phase_end(4);
-    tcc_phase_begin(5, 1176, 11, 12);  // CB record at tables+1176; runtime args [11, 13), common [12, 13)
+    tcc_phase_begin(5, 1208, 11, 12);  // CB record at tables+1208; runtime args [11, 13), common [12, 13)
     // phase 5: op argmax %18 in head
     tcc_phase_body_4(tcc_deps_4, 1);
     tcc_phase_end(5);

@@ -266,28 +266,28 @@ __attribute__((noinline)) void tcc_phase_body_4(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(11);  // common runtime arg 11 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(1, 80, 0, 1);  // CB record at tables+80; runtime args [0, 3), common [1, 3)
+    tcc_phase_begin(1, 112, 0, 1);  // CB record at tables+112; runtime args [0, 3), common [1, 3)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end_arrive(1);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(2, 264, 3, 3, 0x00003000u, 0x00000000u);  // early: only its CBs; CB record at tables+264; runtime args [3, 5), common [3, 5)
+    tcc_phase_begin_early(2, 296, 3, 3, 0x00003000u, 0x00000000u);  // early: only its CBs; CB record at tables+296; runtime args [3, 5), common [3, 5)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(2);
-    tcc_phase_begin(3, 496, 5, 5);  // CB record at tables+496; runtime args [5, 7), common [5, 7)
+    tcc_phase_begin(3, 528, 5, 5);  // CB record at tables+528; runtime args [5, 7), common [5, 7)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end_arrive(3);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(4, 712, 7, 7, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+712; runtime args [7, 9), common [7, 10)
+    tcc_phase_begin_early(4, 744, 7, 7, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+744; runtime args [7, 9), common [7, 10)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3(tcc_deps_3, 1);
     tcc_phase_end(4);
-    tcc_phase_begin(5, 928, 9, 10);  // CB record at tables+928; runtime args [9, 11), common [10, 11)
+    tcc_phase_begin(5, 960, 9, 10);  // CB record at tables+960; runtime args [9, 11), common [10, 11)
     // phase 5: op argmax %18 in head
     tcc_phase_body_4(tcc_deps_4, 1);
     tcc_phase_end(5);

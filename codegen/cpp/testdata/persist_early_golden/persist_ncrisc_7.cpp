@@ -175,20 +175,20 @@ __attribute__((noinline)) void tcc_phase_body_2(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(7);  // common runtime arg 7 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(2, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 3)
+    tcc_phase_begin(2, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 3)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end_arrive(2);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(4, 312, 2, 3, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+312; runtime args [2, 4), common [3, 6)
+    tcc_phase_begin_early(4, 344, 2, 3, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+344; runtime args [2, 4), common [3, 6)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(4);
-    tcc_phase_begin(5, 528, 4, 6);  // CB record at tables+528; runtime args [4, 6), common [6, 7)
+    tcc_phase_begin(5, 560, 4, 6);  // CB record at tables+560; runtime args [4, 6), common [6, 7)
     // phase 5: op argmax %18 in head
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end(5);

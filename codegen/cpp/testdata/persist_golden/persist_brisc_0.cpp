@@ -44,6 +44,8 @@ __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_nx_0_0 = get_common_arg_val<uint32_t>(2);  // common runtime arg 2 (set at launch)
     const uint32_t persist_ny_0_0 = get_common_arg_val<uint32_t>(3);  // common runtime arg 3 (set at launch)
@@ -53,9 +55,7 @@ void kernel_main() {
     const uint32_t persist_mc3_1_0_1_0 = get_common_arg_val<uint32_t>(7);  // common runtime arg 7 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(9);  // common runtime arg 9 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 1);  // CB record at tables+80; runtime args [0, 2), common [1, 2)
+    tcc_phase_begin(0, 112, 0, 1);  // CB record at tables+112; runtime args [0, 2), common [1, 2)
     // phase 0: op add_scalar %1 in main
     tcc_phase_body_0(nullptr, 0);
     tcc_phase_end(0);
@@ -66,7 +66,7 @@ void kernel_main() {
     noc_semaphore_set_multicast(persist_ctl + 32u, get_noc_multicast_addr(persist_mc0_1_0_1_0, persist_mc1_1_0_1_0, persist_mc2_1_0_1_0, persist_mc3_1_0_1_0, persist_ctl + 0u), 1);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
-    tcc_phase_begin(1, 120, 2, 8);  // CB record at tables+120; runtime args [2, 4), common [8, 9)
+    tcc_phase_begin(1, 112, 2, 8);  // CB record at tables+112; runtime args [2, 4), common [8, 9)
     // phase 1: op add_scalar %3 in main
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end(1);

@@ -18,6 +18,15 @@
 // The phase machinery (tcc_phase_begin, tcc_phase_end, ...), beside this file.
 #include "tcc_persist.h"
 
+// The constants of step group 0, one row per step.
+struct tcc_step_0_t {
+    uint32_t f0;
+};
+constexpr tcc_step_0_t tcc_steps_0[] = {
+    {0u},
+    {1u},
+};
+
 // Phase body 0: phases 0-1.
 __attribute__((noinline)) void tcc_phase_body_0() {
     const uint32_t num_tiles = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
@@ -41,17 +50,16 @@ __attribute__((noinline)) void tcc_phase_body_0() {
 }
 
 void kernel_main() {
+    tcc_persist_init();  // the argument bases: this kernel's vectors in the tables buffer (ring: persist_ctl, persist_tables)
+
     const uint32_t persist_ctl = get_common_arg_val<uint32_t>(0);  // common runtime arg 0 (set at launch)
     const uint32_t persist_tables = get_common_arg_val<uint32_t>(1);  // common runtime arg 1 (set at launch)
 
-    tcc_persist_init(persist_ctl, persist_tables);
-
-    tcc_phase_begin(0, 80, 0, 0);  // CB record at tables+80; runtime args [0, 1), common [0, 0)
-    // phase 0: op add_scalar %1 in main
-    tcc_phase_body_0();
-    tcc_phase_end(0);
-    tcc_phase_begin(1, 120, 1, 0);  // CB record at tables+120; runtime args [1, 2), common [0, 0)
-    // phase 1: op add_scalar %3 in main
-    tcc_phase_body_0();
-    tcc_phase_end(1);
+    // phases 0-1: one loop over their constants (tcc_steps_0)
+    for (uint32_t tcc_i = 0; tcc_i < 2u; ++tcc_i) {
+        const tcc_step_0_t& tcc_s = tcc_steps_0[tcc_i];
+        tcc_phase_begin(tcc_s.f0, 112, tcc_s.f0, 0);
+        tcc_phase_body_0();
+        tcc_phase_end(tcc_s.f0);
+    }
 }

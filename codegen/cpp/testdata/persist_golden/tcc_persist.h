@@ -20,7 +20,10 @@
 // config ring) with the firmware's setup_local_cb_read_write_interfaces (its
 // own copy of the CB interfaces: each RISC has one), and moves rta_l1_base /
 // crta_l1_base, which get_arg_val / get_common_arg_val read, to the phase's
-// slices of this kernel's argument tables. The setup zeroes the RISC's own
+// slices of this kernel's argument vectors. Those lie in the tables buffer
+// too: the kernel config ring holds only two common arguments of the kernel
+// (the control block's and the tables buffer's addresses), from which
+// tcc_persist_init finds the vectors through the buffer's argument header. The setup zeroes the RISC's own
 // copies of the page counters (tiles_acked, tiles_received); the stream
 // registers they mirror keep counting from phase to phase (a phase leaves
 // its CBs drained: as many pages acked as received), so TRISC0 and TRISC2,
@@ -35,7 +38,7 @@
 // counts both barriers, it waits at neither) and installs only p's early CBs
 // (the record's mask and p's early mask): CB indices no kernel of the phases
 // still running on the core names, placed above their CBs in L1, so nothing
-// the other RISCs use moves. It installs its slices of the argument tables
+// the other RISCs use moves. It installs its slices of the argument vectors
 // as at any begin. The other RISCs reach tcc_phase_begin(p) later and
 // install all of p's CBs from the record (their own copies; the early CBs'
 // read and write pointers start at the ring's start, where the NCRISC
@@ -46,6 +49,9 @@
 #if defined(TRISC_UNPACK) || defined(TRISC_MATH) || defined(TRISC_PACK)
 #define TCC_PERSIST_TRISC 1
 #endif
+
+// The offset of the argument header in the tables buffer (kir.TableArgHeader).
+#define TCC_PERSIST_ARG_HEADER 80u
 
 #if !defined(TCC_PERSIST_ETH) && !defined(TRISC_MATH)
 #include "internal/circular_buffer_init.h"  // the math thread has no CB interface (as in trisc.cc)
@@ -73,6 +79,8 @@ constexpr uint32_t risc = 4;
 #else
 #error "a persistent kernel is built for BRISC, NCRISC or a TRISC"
 #endif
+// This kernel's argument slot in the tables buffer's header (the TRISCs share one).
+constexpr uint32_t slot = risc < 2u ? risc : 2u;
 
 // arrive: this RISC reaches its next barrier (without waiting).
 inline void arrive() {
@@ -199,15 +207,27 @@ inline void tcc_wait_deps(const uint32_t* deps, uint32_t n) {
     }
 }
 
-// tcc_persist_init: the launch's argument bases, before any phase moves them.
 #if defined(TCC_PERSIST_ETH)
+// tcc_persist_init: the launch's argument bases, before any phase moves them.
 inline void tcc_persist_init(uint32_t ctl) {
-#else
-inline void tcc_persist_init(uint32_t ctl, uint32_t tables) {
-    tcc_persist::tables = tables;
-    tcc_persist::passed = 0;
-#endif
     tcc_persist::rta0 = rta_l1_base;
     tcc_persist::crta0 = crta_l1_base;
     tcc_persist::ctl = ctl;
 }
+#else
+// tcc_persist_init: the kernel config ring holds two common args of this
+// kernel, the addresses of the control block and of the tables buffer; its
+// argument vectors (every phase's arguments and its own, at their indices)
+// are in the tables buffer, at the offsets its slot's header words give:
+// the argument bases move there before kernel_main reads any argument.
+inline void tcc_persist_init() {
+    tcc_persist::ctl = crta_l1_base[0];
+    tcc_persist::tables = crta_l1_base[1];
+    tcc_persist::passed = 0;
+    volatile tt_l1_ptr uint32_t* header = reinterpret_cast<volatile tt_l1_ptr uint32_t*>(tcc_persist::tables + TCC_PERSIST_ARG_HEADER + 8u * tcc_persist::slot);
+    tcc_persist::rta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[0]);
+    tcc_persist::crta0 = reinterpret_cast<uint32_t tt_l1_ptr*>(tcc_persist::tables + header[1]);
+    rta_l1_base = tcc_persist::rta0;
+    crta_l1_base = tcc_persist::crta0;
+}
+#endif
