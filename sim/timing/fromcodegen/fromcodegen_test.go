@@ -1,6 +1,7 @@
 package fromcodegen_test
 
 import (
+	"math"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -164,5 +165,77 @@ func TestPredictorKeepsProgramTimes(t *testing.T) {
 	t.Logf("programs simulated: %v", sims)
 	if !(sims[0] > 0 && sims[1] > 0 && sims[1] < sims[0] && sims[2] == 0) {
 		t.Errorf("programs simulated at 127, 4095, 127 again: %v; want some, fewer (those reading the position), none", sims)
+	}
+}
+
+// TestFastForwardPrefillAttention: the small config's 64-token prefill
+// steps at positions 3,072 and 4,032 of a 4,096-token cache, predicted
+// with every program simulated and with the programs that read the
+// position fast-forwarded (timing/extrapolate.go; a budget of one
+// instruction) from simulations at the positions 1,024 and 2,048 below
+// them. Each step and each program agree within 1% (observed: see the
+// log), and the flash prefill attention is among the programs
+// fast-forwarded.
+func TestFastForwardPrefillAttention(t *testing.T) {
+	args := models.Args{"config": filepath.Join("..", "..", "..", "models", "qwen27b", "testdata", "small.json"), "batch": "1",
+		"max-seq": "4096", "seq": "64", "mode": "prefill"}
+	g, err := qwen27b.Model{}.Build(args, ir.Mesh{Rows: 1, Cols: 2})
+	if err == nil {
+		_, err = passes.Run(g, passes.Options{})
+	}
+	var b *codegen.Build
+	if err == nil {
+		b, err = codegen.Compile(g, target.Blackhole())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := timing.Meta{Model: "qwen27b", Mode: "prefill", Batch: 1}
+	for _, pos := range []int{3072, 4032} {
+		t.Run(strconv.Itoa(pos), func(t *testing.T) {
+			tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: pos, Tokens: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			predict := func(budget int64) (*timing.Report, int) {
+				t.Helper()
+				pr := timing.NewPredictor(nil)
+				pr.SetBudget(budget)
+				r, err := pr.Predict(tb, meta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r, pr.Extrapolated()
+			}
+			full, n := predict(-1)
+			if n != 0 || full.FastForwarded != 0 {
+				t.Fatalf("budget -1: %d fast-forwarded", n)
+			}
+			got, n := predict(1)
+			worst, worstOp := 0.0, ""
+			sdpa := false
+			for i, p := range got.Programs {
+				w := full.Programs[i]
+				if d := math.Abs(p.US-w.US) / w.US; d > worst {
+					worst, worstOp = d, p.Op
+				}
+			}
+			var ops []string
+			for _, p := range got.Programs {
+				if p.FastForwarded && p.Device == 0 {
+					ops = append(ops, p.Op)
+					sdpa = sdpa || p.Op == "sdpa_prefill_gated"
+				}
+			}
+			dstep := math.Abs(got.StepUS-full.StepUS) / full.StepUS
+			t.Logf("position %d: %d programs fast-forwarded (%d per device); step %.3f us, simulated %.3f us (%.4f%%); worst program %s %.4f%%; fast-forwarded %v",
+				pos, n, got.FastForwarded, got.StepUS, full.StepUS, 100*dstep, worstOp, 100*worst, ops)
+			if n == 0 || got.FastForwarded == 0 || !sdpa {
+				t.Fatalf("nothing fast-forwarded, or no sdpa_prefill_gated")
+			}
+			if worst > 0.01 || dstep > 0.01 {
+				t.Errorf("step off by %.4f%%, program %s by %.4f%% (tolerance 1%%)", 100*dstep, worstOp, 100*worst)
+			}
+		})
 	}
 }
