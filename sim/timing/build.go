@@ -321,7 +321,12 @@ func shapes(vs []*ir.Value) string {
 // rows they gather (the bytes of their results), not the whole table. A
 // KV cache counts the rows up to the step's last position in whole tiles
 // as they are read (kvBytes).
-func floorBytes(b *Build) int64 {
+func floorBytes(b *Build) int64 { return FloorBytesAt(b, b.Step) }
+
+// FloorBytesAt is what one device must stream from DRAM for a step at
+// step (nil: without a position, every KV cache in full), as
+// Report.FloorBytes counts it; one Build serves every step of a prompt.
+func FloorBytesAt(b *Build, step *Step) int64 {
 	gathered := map[*ir.Value]int64{}
 	other := map[*ir.Value]bool{}
 	for _, p := range b.Programs {
@@ -357,7 +362,7 @@ func floorBytes(b *Build) int64 {
 			n += bytes
 		case ir.KindState:
 			if s.KV {
-				n += kvBytes(s, b.Step)
+				n += kvBytes(s, step)
 				continue
 			}
 			n += 2 * bytes
