@@ -180,6 +180,10 @@ func (rn *run) replace(old, new *ir.Value) {
 	rn.pinned[new] = true
 }
 
+// cycleProbes bounds the ops fingerprinted per firing of a long region:
+// one firing in N/cycleProbes of a region of N ops is (region).
+const cycleProbes = 64
+
 func (rn *run) region(r *ir.Region) error {
 	rn.stats.erased[r] += rn.erase(r)
 	limit := rn.e.MaxFirings
@@ -202,6 +206,20 @@ func (rn *run) region(r *ir.Region) error {
 		history = append(history, rule.Name)
 		rn.stats.counts[r][rule.Name]++
 		rn.stats.erased[r] += rn.erase(r)
+		// A fingerprint costs the region's size: a region of N ops
+		// takes one every max(1, N/cycleProbes) firings (every firing
+		// below 2*cycleProbes ops), so the check costs about
+		// cycleProbes ops per firing, not N (a GDN layer of a
+		// 2,048-token prefill grows to 1,552 ops while its chunk steps
+		// fuse). A cycle of length L is still found: in it the sampled
+		// firings recur (those a multiple of L times the stride of one
+		// of its states apart).
+		if n := len(history); n%max(1, len(r.Ops)/cycleProbes) != 0 {
+			if n >= limit {
+				return rn.noFixpoint(r, history, limit)
+			}
+			continue
+		}
 		fp := rn.fingerprint(r)
 		if prev, ok := seen[fp]; ok {
 			cyc := history[prev:]
@@ -214,11 +232,16 @@ func (rn *run) region(r *ir.Region) error {
 		}
 		seen[fp] = len(history)
 		if len(history) >= limit {
-			tail := history[max(0, len(history)-16):]
-			return fmt.Errorf("rewrite: no fixpoint in %s after %d firings (bound %d); the last firings were of %s; a rule probably keeps creating new matches",
-				r.Label(), len(history), limit, strings.Join(uniqueSorted(tail), ", "))
+			return rn.noFixpoint(r, history, limit)
 		}
 	}
+}
+
+// noFixpoint is region's error when r's firings (history) reach limit.
+func (rn *run) noFixpoint(r *ir.Region, history []string, limit int) error {
+	tail := history[max(0, len(history)-16):]
+	return fmt.Errorf("rewrite: no fixpoint in %s after %d firings (bound %d); the last firings were of %s; a rule probably keeps creating new matches",
+		r.Label(), len(history), limit, strings.Join(uniqueSorted(tail), ", "))
 }
 
 // findMatch returns the first (op in program order, rule in rule order)
