@@ -1,9 +1,11 @@
 package fromcodegen_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -235,6 +237,13 @@ func TestFastForwardPrefillAttention(t *testing.T) {
 			}
 			if worst > 0.01 || dstep > 0.01 {
 				t.Errorf("step off by %.4f%%, program %s by %.4f%% (tolerance 1%%)", 100*dstep, worstOp, 100*worst)
+			}
+			var tab strings.Builder
+			if err := got.WriteTableOpts(&tab, timing.TableOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%d programs per device fast-forwarded", got.FastForwarded); !strings.Contains(tab.String(), want) {
+				t.Errorf("the table does not say %q", want)
 			}
 		})
 	}
