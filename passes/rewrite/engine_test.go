@@ -383,6 +383,51 @@ func TestCycleDetection(t *testing.T) {
 	}
 }
 
+// TestCycleDetectionLongRegion: in a region of 201 ops the fingerprints
+// are taken every third firing (201 / cycleProbes);
+// after 200 one-shot firings (exp => sigmoid) a rule that undoes itself
+// (mul(a, b) => mul(b, a)) is still reported as a cycle, between two
+// sampled firings, not as a missing fixpoint.
+func TestCycleDetectionLongRegion(t *testing.T) {
+	swap := &Rule{
+		Name:    "Swap",
+		Rewrite: "mul(a, b) => mul(b, a)",
+		Pattern: Op(ir.OpMul, Var("a"), Var("b")),
+		Build: func(b *Builder, m *Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpMul, []*ir.Value{m.Value("b"), m.Value("a")}, nil)
+			return []*ir.Value{v}, err
+		},
+	}
+	once := &Rule{
+		Name:    "ExpToSigmoid",
+		Rewrite: "exp(x) => sigmoid(x)",
+		Pattern: Op(ir.OpExp, Var("x")),
+		Build: func(b *Builder, m *Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpSigmoid, []*ir.Value{m.Value("x")}, nil)
+			return []*ir.Value{v}, err
+		},
+	}
+	g := build(t, func(b *ir.Builder) {
+		x := b.Input("x", ir.T(ir.BF16, 32, 64))
+		y := b.Input("y", ir.T(ir.BF16, 32, 64))
+		b.Region("mlp", 3)
+		var outs []*ir.Value
+		for range 200 {
+			outs = append(outs, b.Exp(x))
+		}
+		b.Output(append(outs, b.Mul(x, y))...)
+	})
+	_, err := mustEngine(t, once, swap).Run(g)
+	if err == nil {
+		t.Fatal("a cycle ran without error")
+	}
+	for _, want := range []string{"cycle in layer 3 (mlp)", "rule Swap undoes itself", "after firing 207 the region is back to its state after firing 201"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
 func TestFiringBound(t *testing.T) {
 	// silu(x) => silu(mul_scalar(x, 1)) creates a new match every time
 	// without ever repeating a state.

@@ -65,11 +65,15 @@ type Report struct {
 	StreamRatio   float64 `json:"stream_ratio"`
 	LaunchUSTotal float64 `json:"launch_us_total"`
 	// Programs per device per step and the distinct signatures simulated.
-	ProgramsPerDevice int          `json:"programs_per_device"`
-	Signatures        int          `json:"signatures"`
-	Kinds             []KindRow    `json:"kinds"`
-	Layers            []LayerRow   `json:"layers"`
-	Programs          []ProgramRow `json:"programs"`
+	ProgramsPerDevice int `json:"programs_per_device"`
+	Signatures        int `json:"signatures"`
+	// FastForwarded counts the programs per device whose time was
+	// fast-forwarded from simulations at smaller positions (Predictor,
+	// extrapolate.go) rather than simulated at the step's; absent when 0.
+	FastForwarded int          `json:"fast_forwarded,omitempty"`
+	Kinds         []KindRow    `json:"kinds"`
+	Layers        []LayerRow   `json:"layers"`
+	Programs      []ProgramRow `json:"programs"`
 	// Persistent: the step was predicted as one persistent program
 	// (PredictPersistent) of Phases phases; SimulatedSteps is the
 	// instructions its one simulation executed.
@@ -123,6 +127,9 @@ type ProgramRow struct {
 	Outputs        string  `json:"outputs"`
 	// StartUS is the program's start within the step on its device.
 	StartUS float64 `json:"start_us"`
+	// FastForwarded: US was fast-forwarded from simulations at smaller
+	// positions (extrapolate.go), not simulated at the step's.
+	FastForwarded bool `json:"fast_forwarded,omitempty"`
 	// Threads are the latest-finishing thread of each kernel (for traces
 	// and --threads).
 	Threads []ThreadTime `json:"-"`
@@ -154,13 +161,18 @@ func Predict(b *Build, prm *Params, meta Meta) (*Report, error) {
 // (Buffer.Words), target and device count it has simulated before, in
 // this build or an earlier one, is not simulated again. Predicting one
 // build at many positions (fromcodegen.BuildAt) thus re-simulates only
-// the programs that read the position. A Predictor is not safe for
-// concurrent use.
+// the programs that read the position. A program that reads the position
+// and would run more than the budget's instructions there is
+// fast-forwarded from two simulations at smaller positions (SetBudget,
+// extrapolate.go). A Predictor is not safe for concurrent use.
 type Predictor struct {
 	prm   *Params
 	cache map[string]*ProgramTime
-	// simulated counts the programs simulated so far.
-	simulated int
+	// simulated counts the programs simulated so far, extrapolated those
+	// fast-forwarded (extrapolate.go).
+	simulated, extrapolated int
+	// budget is SetBudget's instruction budget.
+	budget int64
 }
 
 // NewPredictor returns a Predictor with parameters prm (nil: Default()).
@@ -201,28 +213,15 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 			n = rowDevices
 		}
 		// Programs of one signature reading different known contents differ.
-		key, contents := fmt.Sprintf("%s %d %s", b.Target.Name, n, sig), map[string][]uint32(nil)
-		for j, pb := range p.Kernel.Buffers {
-			if w, ok := known[pb.Name]; ok {
-				if contents == nil {
-					contents = map[string][]uint32{}
-				}
-				contents[pb.Name] = w
-				key += fmt.Sprintf(" %d:%v", j, w)
-			}
+		key, pt, err := pr.timeProgram(p, b.Target, n, sig, known, b.Step)
+		if err != nil {
+			return nil, fmt.Errorf("timing: %s: %w", p.Op.Where(), err)
 		}
 		used[key] = true
-		pt, ok := pr.cache[key]
-		if !ok {
-			var err error
-			pt, err = Simulate(p.Kernel, b.Target, prm, Options{Devices: n, Contents: contents})
-			if err != nil {
-				return nil, fmt.Errorf("timing: %s: %w", p.Op.Where(), err)
-			}
-			pr.cache[key] = pt
-			pr.simulated++
-		}
 		times[i] = pt
+		if pt.From != nil {
+			r.FastForwarded++
+		}
 	}
 	r.Signatures = len(used) // distinct runs: signatures, with their known contents
 	for d := 0; d < devices; d++ {
@@ -238,7 +237,7 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 				BytesRead: dt.BytesRead, BytesWritten: dt.BytesWritten, DRAMRead: dt.DRAMRead, US: round3(dt.US),
 				CriticalThread: crit, WaitsOn: wait, MathFidelity: fidelity(p.Kernel), Signature: sigs[i],
 				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Kernels,
-				Operands: tensorTypes(p.Op.Operands), Results: tensorTypes(p.Op.Results)}
+				Operands: tensorTypes(p.Op.Operands), Results: tensorTypes(p.Op.Results), FastForwarded: pt.From != nil}
 			r.Programs = append(r.Programs, row)
 			at += dt.US + prm.LaunchGapUS
 		}
@@ -322,7 +321,12 @@ func shapes(vs []*ir.Value) string {
 // rows they gather (the bytes of their results), not the whole table. A
 // KV cache counts the rows up to the step's last position in whole tiles
 // as they are read (kvBytes).
-func floorBytes(b *Build) int64 {
+func floorBytes(b *Build) int64 { return FloorBytesAt(b, b.Step) }
+
+// FloorBytesAt is what one device must stream from DRAM for a step at
+// step (nil: without a position, every KV cache in full), as
+// Report.FloorBytes counts it; one Build serves every step of a prompt.
+func FloorBytesAt(b *Build, step *Step) int64 {
 	gathered := map[*ir.Value]int64{}
 	other := map[*ir.Value]bool{}
 	for _, p := range b.Programs {
@@ -358,7 +362,7 @@ func floorBytes(b *Build) int64 {
 			n += bytes
 		case ir.KindState:
 			if s.KV {
-				n += kvBytes(s, b.Step)
+				n += kvBytes(s, step)
 				continue
 			}
 			n += 2 * bytes

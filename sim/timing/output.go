@@ -101,6 +101,9 @@ func (r *Report) WriteTableOpts(w io.Writer, o TableOptions) error {
 	if r.ComputeFloorUS > 0 {
 		fmt.Fprintf(w, "compute floor: %.1f us (%d tile products of 32x32x32 at the programs' math fidelities on every worker core); step/compute floor = %.2f\n", r.ComputeFloorUS, r.TileProducts, r.ComputeRatio)
 	}
+	if r.FastForwarded > 0 {
+		fmt.Fprintf(w, "%d programs per device fast-forwarded from simulations at smaller positions (they read the position and would run past the timing model's instruction budget)\n", r.FastForwarded)
+	}
 	return nil
 }
 

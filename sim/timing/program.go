@@ -68,8 +68,12 @@ type DeviceTime struct {
 type ProgramTime struct {
 	Program string
 	Devices []DeviceTime
-	// Steps is the number of kernel-IR instructions the model executed.
+	// Steps is the number of kernel-IR instructions the model executed
+	// (fast-forwarded: the estimate at the position).
 	Steps int64
+	// From, when set, are the two positions the time was fast-forwarded
+	// from (Predictor, extrapolate.go); nil: simulated.
+	From []int
 }
 
 // US is the slowest device's time.

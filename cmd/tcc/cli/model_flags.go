@@ -32,6 +32,9 @@ type modelFlags struct {
 	// sfpu is --sfpu (sfpu.ParseCode; "" when the command has no such
 	// flag: tcc's own code).
 	sfpu string
+	// budget is tcc perf's --simulate-budget (timing.Predictor.SetBudget;
+	// 0: the default).
+	budget int64
 }
 
 // addSFPU registers --sfpu: whose SFPU code the build's compute kernels

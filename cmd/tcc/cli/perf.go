@@ -42,7 +42,8 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
   tcc perf qwen27b --mesh 1x2 --batch 3 --positions 5,900,4000 # users at different positions
-  tcc perf qwen27b --mesh 1x2 --mode prefill --max-seq 4096 --prompt-tokens 4096   # a whole prompt
+  tcc perf qwen27b --mesh 1x2 --mode prefill --seq 16384   # a whole prompt of 16,384 tokens in steps of 2,048
+  tcc perf qwen27b --mesh 1x2 --mode prefill --max-seq 4096 --prompt-tokens 4096   # a prompt as tcc run runs it
   tcc perf --params                                       # the model's parameters
 
 --position P predicts the step at position P: the decode step that writes
@@ -59,26 +60,43 @@ its row at Pb and attends to 0..Pb, and the floor counts each user's KV cache
 up to its own position. The header then lists the positions; position and
 last_position are the largest. Not with --position.
 
+--mode prefill --seq N predicts the whole prompt of N tokens per user (item 7
+of issue 31): prefill steps of --prefill-chunk tokens (default 2048, halved
+until the step's build fits the device's DRAM; a last, shorter step takes the
+rest), each at its own position, with --max-seq defaulting to N rounded up to
+whole tiles of 32. It prints the time to first token (the whole prefill),
+tokens per second, and the compute floor beside the DRAM floor. One step of N
+tokens is --seq N --prefill-chunk N (at position 0), or --seq N --position P
+(the step writing P..P+N-1, the single-step report); --trace, --threads,
+--format csv and --persistent show one step too (at the default position).
+
 --prompt-tokens N predicts a whole prompt of N tokens per user run as tcc run
 runs it: prefill steps of --prefill-chunk tokens (default 64) through one build,
 then the rest through a second build of its length, each step at its own
 position (0, C, 2C, ...; the remainder's after the last chunk): attention grows
-with the position, the rest does not. It prints each build, the steps (first,
-last and a few between when there are more than 12; --collapse=false lists
-all), the total predicted time and tokens per second. The timing model simulates
-each build at up to --simulate-positions positions (default 9: the first, the
-last and some spread between; 0: every step) and interpolates the steps between
-them linearly in position, which the output says; only the programs that read
-the position are simulated again at another position. N must fit --max-seq;
---seq and --position do not go with it (--seq N alone predicts one step of N
-tokens). With --format json it prints model, mesh, stage, batch, mode, max_seq,
-prompt_tokens, prefill_chunk, total_us, tokens_per_second (batch * N per
-second), time_to_first_token_us (total_us: the last step's logits give the
-first token), compute_floor_us (the steps' compute floors) and compute_ratio
-(total_us over it), simulated_steps, interpolated_steps, builds[] {seq, steps,
-programs_per_device, simulated_positions, memory} and segments[] {index,
-position, last_position, tokens, step_us, device_step_us, simulated,
-compute_floor_us}.
+with the position, the rest does not. Both forms print each build, the steps
+(first, last and a few between when there are more than 12; --collapse=false
+lists all), the total predicted time and tokens per second. The timing model
+simulates each build at up to --simulate-positions positions (default 9: the
+first, the last and some spread between; 0: every step) and interpolates the
+steps between them linearly in position, which the output says; only the
+programs that read the position are simulated again at another position. A
+program that reads the position and would run more than --simulate-budget
+kernel instructions there (default 100,000,000, about 5 CPU-s) is
+fast-forwarded: simulated in full at two smaller positions of the same residue
+modulo 1,024 and its time, bytes and finishes continued linearly in position
+from them (exact where the extra loop iterations are identical; -1 simulates
+everything). N must fit --max-seq; with --prompt-tokens, --seq and --position
+do not go with it. With --format json it prints model, mesh, stage, batch,
+mode, max_seq, prompt_tokens, prefill_chunk, total_us, tokens_per_second
+(batch * N per second), time_to_first_token_us (total_us: the last step's
+logits give the first token), compute_floor_us (the steps' compute floors) and
+compute_ratio (total_us over it), floor_us (the steps' DRAM floors: weights,
+state and KV caches up to each step's last position at 512 GB/s) and
+floor_ratio, fast_forwarded (program times fast-forwarded), simulated_steps,
+interpolated_steps, builds[] {seq, steps, programs_per_device,
+simulated_positions, memory} and segments[] {index, position, last_position,
+tokens, step_us, device_step_us, simulated, compute_floor_us, floor_us}.
 
 --prefill-chunk auto lets the timing model choose the chunk: it predicts the
 prompt at 32, 64, 128, ... tokens per step (up to the first that takes the
@@ -125,8 +143,9 @@ are listed in package sim/timing (output_csv.go).`,
 	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&po.tokens, "prompt-tokens", 0, "predict a whole prompt of this many tokens per user, run as prefill steps of --prefill-chunk tokens at their positions (as tcc run runs it)")
 	po.chunk = defaultPrefillChunk
-	cmd.Flags().Var(&chunkFlag{&po}, "prefill-chunk", "with --prompt-tokens: the most prompt tokens one prefill step takes (tcc run's --prefill-chunk), or auto: the fastest of 32, 64, 128, ... tokens that fits")
-	cmd.Flags().IntVar(&po.simulate, "simulate-positions", defaultSimulatePositions, "with --prompt-tokens: the most positions each prefill build is simulated at, the steps between interpolated linearly in position (0: simulate every step)")
+	cmd.Flags().Var(&chunkFlag{&po}, "prefill-chunk", "with a whole prompt (--mode prefill --seq N, or --prompt-tokens N): the most prompt tokens one prefill step takes (tcc run's --prefill-chunk; default 2048 for --seq, 64 for --prompt-tokens), or auto: the fastest of 32, 64, 128, ... tokens that fits")
+	cmd.Flags().IntVar(&po.simulate, "simulate-positions", defaultSimulatePositions, "with a whole prompt: the most positions each prefill build is simulated at, the steps between interpolated linearly in position (0: simulate every step)")
+	cmd.Flags().Int64Var(&mf.budget, "simulate-budget", timing.DefaultSimulateBudget, "the most kernel instructions one program's simulation at one position may be estimated to take; a program that reads the position and would take more is fast-forwarded from two simulations at smaller positions (-1: simulate every program in full)")
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")
 	cmd.Flags().StringVar(&positions, "positions", "", "decode: predict the step with each user at its own position, P0,P1,... (one per user of --batch); not with --position")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -145,7 +164,17 @@ are listed in package sim/timing (output_csv.go).`,
 		if persistent && (cmd.Flags().Changed("prompt-tokens") || threads != "") {
 			return fmt.Errorf("--persistent predicts one step as one program: not with --prompt-tokens or --threads")
 		}
-		if f := cmd.Flags(); f.Changed("prompt-tokens") {
+		f := cmd.Flags()
+		po.budget = mf.budget
+		if !f.Changed("prompt-tokens") && isPrefill(mf) && !f.Changed("position") && !f.Changed("positions") && !persistent &&
+			trace == "" && threads == "" && format != "csv" {
+			// --mode prefill --seq N: the whole prompt of N tokens.
+			if err := seqPrompt(args[0], mf, &po); err != nil {
+				return err
+			}
+			po.chunkGiven = f.Changed("prefill-chunk")
+		}
+		if f.Changed("prompt-tokens") || po.fromSeq {
 			po.format = format
 			po.collapse = !f.Changed("collapse") || collapse
 			if err := checkPromptOpts(mf, po, f.Changed("position"), trace != "", threads != ""); err != nil {
@@ -155,7 +184,7 @@ are listed in package sim/timing (output_csv.go).`,
 		}
 		for _, name := range []string{"prefill-chunk", "simulate-positions"} {
 			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s goes with --prompt-tokens N (a whole prompt); without it tcc perf predicts one step", name)
+				return fmt.Errorf("--%s goes with a whole prompt (--mode prefill --seq N, or --prompt-tokens N); tcc perf here predicts one step", name)
 			}
 		}
 		if cmd.Flags().Changed("position") && position < 0 {
@@ -229,6 +258,45 @@ func perfReportOpts(name string, m models.Model, mf *modelFlags, g *ir.Graph, po
 	return predictBuildOpts(name, m, mf, b, position, users, persistent)
 }
 
+// isPrefill reports whether the flags ask for the prefill step (--mode
+// prefill).
+func isPrefill(mf *modelFlags) bool {
+	v, ok := mf.params["mode"]
+	return ok && mf.flags.Changed("mode") && v.s == "prefill"
+}
+
+// seqPrompt makes --mode prefill --seq N a whole prompt of N tokens
+// (--seq's default without it) in o, and gives --max-seq, when not set,
+// N rounded up to whole tiles: the cache the prompt fills.
+func seqPrompt(name string, mf *modelFlags, o *promptOpts) error {
+	m, err := lookupModel(name)
+	if err != nil {
+		return err
+	}
+	args, err := mf.args(m)
+	if err != nil {
+		return err
+	}
+	seq := args["seq"]
+	n, err := strconv.Atoi(seq)
+	if err != nil {
+		return fmt.Errorf("--seq %q: not an integer", seq)
+	}
+	if n < 1 {
+		return fmt.Errorf("--seq %d: a prompt has at least one token", n)
+	}
+	o.tokens, o.fromSeq = n, true
+	if !mf.flags.Changed("prompt-tokens") && !mf.flags.Changed("prefill-chunk") {
+		o.chunk = defaultPerfChunk
+	}
+	if !mf.flags.Changed("max-seq") {
+		if err := mf.flags.Set("max-seq", strconv.Itoa((n+ir.TileSize-1)/ir.TileSize*ir.TileSize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parsePositions parses --positions: comma-separated positions, each 0 or
 // more (stepAt checks their count and the cache).
 func parsePositions(s string) ([]int, error) {
@@ -266,7 +334,9 @@ func predictBuildOpts(name string, m models.Model, mf *modelFlags, b *codegen.Bu
 	}
 	predict := func(tb *timing.Build) (*timing.Report, error) {
 		if !persistent {
-			return timing.Predict(tb, timing.Default(), meta)
+			pr := timing.NewPredictor(timing.Default())
+			pr.SetBudget(mf.budget)
+			return pr.Predict(tb, meta)
 		}
 		prog, _, err := persist.Build(b)
 		if err != nil {

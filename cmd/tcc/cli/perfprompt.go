@@ -35,6 +35,12 @@ type promptOpts struct {
 	// collapse shows a long list of steps as its first, last and a few
 	// between.
 	collapse bool
+	// fromSeq: the prompt is --mode prefill --seq N's (not
+	// --prompt-tokens'): --seq is the prompt, and without --prefill-chunk
+	// the chunk is defaultPerfChunk, halved until its build fits.
+	fromSeq, chunkGiven bool
+	// budget is --simulate-budget (timing.Predictor.SetBudget).
+	budget int64
 }
 
 // promptPerf is tcc perf --prompt-tokens's prediction of a prompt run as
@@ -62,6 +68,16 @@ type promptPerf struct {
 	// fidelities over the worker cores), ComputeRatio TotalUS over it.
 	ComputeFloorUS float64 `json:"compute_floor_us"`
 	ComputeRatio   float64 `json:"compute_ratio"`
+	// FloorUS is the sum of the steps' DRAM floors (timing.FloorBytesAt
+	// at the physical DRAM bandwidth: every weight, the state and the KV
+	// caches up to each step's last position once per step), FloorRatio
+	// TotalUS over it.
+	FloorUS    float64 `json:"floor_us"`
+	FloorRatio float64 `json:"floor_ratio"`
+	// FastForwarded counts the program times the timing model
+	// fast-forwarded from simulations at smaller positions (programs that
+	// read the position past its instruction budget).
+	FastForwarded int `json:"fast_forwarded"`
 	// SimulatedSteps of the steps were simulated, InterpolatedSteps
 	// interpolated between them.
 	SimulatedSteps    int           `json:"simulated_steps"`
@@ -184,8 +200,10 @@ type promptStep struct {
 	StepUS       float64   `json:"step_us"`
 	DeviceStepUS []float64 `json:"device_step_us"`
 	Simulated    bool      `json:"simulated"`
-	// ComputeFloorUS is the step's compute floor at its position.
+	// ComputeFloorUS is the step's compute floor at its position,
+	// FloorUS its DRAM floor.
 	ComputeFloorUS float64 `json:"compute_floor_us"`
+	FloorUS        float64 `json:"floor_us"`
 }
 
 // perfPrompt predicts a prompt of o.tokens tokens per user run as tcc run
@@ -193,8 +211,11 @@ type promptStep struct {
 // through a second, each step at its own position.
 func perfPrompt(w io.Writer, name string, mf *modelFlags, o promptOpts) error {
 	predict := predictPrompt
-	if o.autoChunk {
+	switch {
+	case o.autoChunk:
 		predict = choosePrompt
+	case o.fromSeq && !o.chunkGiven:
+		predict = defaultChunkPrompt
 	}
 	pp, err := predict(name, mf, o)
 	if err != nil {
@@ -211,11 +232,41 @@ func perfPrompt(w io.Writer, name string, mf *modelFlags, o promptOpts) error {
 	return pp.writeTable(w, o.collapse)
 }
 
+// defaultPerfChunk is the chunk tcc perf --mode prefill --seq N predicts
+// a prompt in without --prefill-chunk: the longest --prefill-chunk auto
+// tries, which it chose at 4,096 tokens (README, "What it predicts"): a
+// longer step amortises every program's fixed cost and the weights' reads
+// over more tokens, and its build's size does not grow with the prompt.
+const defaultPerfChunk = maxAutoChunk
+
+// defaultChunkPrompt predicts the prompt in chunks of defaultPerfChunk
+// tokens, or of the longest of its halves (down to a tile) whose build
+// fits the device's DRAM.
+func defaultChunkPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, error) {
+	for c := defaultPerfChunk; ; c /= 2 {
+		o.chunk = c
+		pp, err := predictPrompt(name, mf, o)
+		var fit *dramFitError
+		if errors.As(err, &fit) && c/2 >= ir.TileSize {
+			continue
+		}
+		return pp, err
+	}
+}
+
+// flag names the prompt's length flag in messages: --seq or --prompt-tokens.
+func (o promptOpts) flag() string {
+	if o.fromSeq {
+		return "--seq"
+	}
+	return "--prompt-tokens"
+}
+
 // checkPromptOpts refuses the flags that do not go with --prompt-tokens.
 func checkPromptOpts(mf *modelFlags, o promptOpts, position, trace, threads bool) error {
 	switch {
 	case o.tokens < 1:
-		return fmt.Errorf("--prompt-tokens %d: a prompt has at least one token", o.tokens)
+		return fmt.Errorf("%s %d: a prompt has at least one token", o.flag(), o.tokens)
 	case o.chunk < 1 && !o.autoChunk:
 		return fmt.Errorf("--prefill-chunk %d: a prefill step takes at least one token", o.chunk)
 	case o.simulate == 1 || o.simulate < 0:
@@ -226,7 +277,7 @@ func checkPromptOpts(mf *modelFlags, o promptOpts, position, trace, threads bool
 		return fmt.Errorf("--prompt-tokens predicts every step at its own position (0, --prefill-chunk, ...); drop --position")
 	case trace || threads:
 		return fmt.Errorf("--trace and --threads show one step; with --prompt-tokens predict the step you want with --seq N --position P")
-	case mf.flags.Changed("seq"):
+	case mf.flags.Changed("seq") && !o.fromSeq:
 		return fmt.Errorf("--prompt-tokens runs steps of --prefill-chunk tokens; drop --seq (--seq N without --prompt-tokens predicts one prefill step of N tokens)")
 	}
 	return nil
@@ -266,8 +317,8 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		}
 	}
 	if limit > 0 && o.tokens > limit {
-		return nil, fmt.Errorf("--prompt-tokens %d needs positions 0..%d, but the KV cache holds positions 0..%d (--max-seq %d); give --max-seq %d or more, or a shorter prompt",
-			o.tokens, o.tokens-1, limit-1, limit, (o.tokens+ir.TileSize-1)/ir.TileSize*ir.TileSize)
+		return nil, fmt.Errorf("%s %d needs positions 0..%d, but the KV cache holds positions 0..%d (--max-seq %d); give --max-seq %d or more, or a shorter prompt",
+			o.flag(), o.tokens, o.tokens-1, limit-1, limit, (o.tokens+ir.TileSize-1)/ir.TileSize*ir.TileSize)
 	}
 	batch := 1
 	if v, ok := args["batch"]; ok {
@@ -281,6 +332,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 	pp.Segments = make([]promptStep, len(steps))
 	prm := timing.Default()
 	pr := timing.NewPredictor(prm)
+	pr.SetBudget(o.budget)
 	// One build per distinct length, in the order the steps need them.
 	var seqs []int
 	bySeq := map[int][]int{} // step indices per length
@@ -345,8 +397,10 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 			for _, us := range times[j] {
 				st.StepUS = max(st.StepUS, us)
 			}
-			cf, _ := timing.ComputeFloorAt(fb, prm, &timing.Step{Pos: st.Position, Tokens: n})
+			at := &timing.Step{Pos: st.Position, Tokens: n}
+			cf, _ := timing.ComputeFloorAt(fb, prm, at)
 			st.ComputeFloorUS = round3(cf)
+			st.FloorUS = round3(float64(timing.FloorBytesAt(fb, at)) / prm.FloorBytesPerSecond * 1e6)
 			if sim[j] {
 				pb.SimulatedPositions = append(pb.SimulatedPositions, st.Position)
 				pp.SimulatedSteps++
@@ -374,6 +428,15 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 	if floor > 0 {
 		pp.ComputeRatio = round3(total / floor)
 	}
+	dram := 0.0
+	for _, st := range pp.Segments {
+		dram += st.FloorUS
+	}
+	pp.FloorUS = round3(dram)
+	if dram > 0 {
+		pp.FloorRatio = round3(total / dram)
+	}
+	pp.FastForwarded = pr.Extrapolated()
 	return pp, nil
 }
 
@@ -434,8 +497,8 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	if pp.MaxSeq > 0 {
 		limit = fmt.Sprintf(" (of --max-seq %d)", pp.MaxSeq)
 	}
-	fmt.Fprintf(w, "%s mesh %s, %s, prefill batch %d: a prompt of %d tokens as %d prefill steps of at most %d tokens (--prefill-chunk)%s\n",
-		pp.Model, pp.Mesh, pp.Stage, pp.Batch, pp.PromptTokens, len(pp.Segments), pp.PrefillChunk, limit)
+	fmt.Fprintf(w, "%s mesh %s, %s, prefill batch %d: a prompt of %d tokens as %s of at most %d tokens (--prefill-chunk)%s\n",
+		pp.Model, pp.Mesh, pp.Stage, pp.Batch, pp.PromptTokens, plural(len(pp.Segments), "prefill step"), pp.PrefillChunk, limit)
 	for _, b := range pp.Builds {
 		how := fmt.Sprintf("simulated at its %s", plural(len(b.SimulatedPositions), "position"))
 		if b.Steps > len(b.SimulatedPositions) {
@@ -486,6 +549,12 @@ func (pp *promptPerf) writeTable(w io.Writer, collapse bool) error {
 	fmt.Fprintf(w, "time to first token: %.1f ms predicted (the whole prompt's prefill: its last step's logits give the first token)\n", pp.TimeToFirstTokenUS/1000)
 	if pp.ComputeFloorUS > 0 {
 		fmt.Fprintf(w, "compute floor: %.1f ms (the steps' tile products at the programs' math fidelities on every worker core); predicted/compute floor = %.2f\n", pp.ComputeFloorUS/1000, pp.ComputeRatio)
+	}
+	if pp.FloorUS > 0 {
+		fmt.Fprintf(w, "DRAM floor: %.1f ms (each step's weights, state and KV caches up to its last position read once at 512 GB/s); predicted/DRAM floor = %.2f\n", pp.FloorUS/1000, pp.FloorRatio)
+	}
+	if pp.FastForwarded > 0 {
+		fmt.Fprintf(w, "%s fast-forwarded from simulations at smaller positions (past the timing model's instruction budget; --simulate-budget)\n", plural(pp.FastForwarded, "program time"))
 	}
 	return nil
 }

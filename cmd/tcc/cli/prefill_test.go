@@ -191,9 +191,9 @@ func TestPerfPromptJSONFields(t *testing.T) {
 	help = strings.Join(strings.Fields(help), " ")
 	fields := map[string][]string{
 		"": {"model", "mesh", "stage", "batch", "mode", "max_seq", "prompt_tokens", "prefill_chunk", "total_us", "tokens_per_second",
-			"time_to_first_token_us", "compute_floor_us", "compute_ratio", "simulated_steps", "interpolated_steps", "builds", "segments"},
+			"time_to_first_token_us", "compute_floor_us", "compute_ratio", "floor_us", "floor_ratio", "fast_forwarded", "simulated_steps", "interpolated_steps", "builds", "segments"},
 		"builds":   {"seq", "steps", "programs_per_device", "simulated_positions", "memory"},
-		"segments": {"index", "position", "last_position", "tokens", "step_us", "device_step_us", "simulated", "compute_floor_us"},
+		"segments": {"index", "position", "last_position", "tokens", "step_us", "device_step_us", "simulated", "compute_floor_us", "floor_us"},
 	}
 	for list, names := range fields {
 		obj := doc
@@ -274,7 +274,9 @@ func TestPerfPromptFlags(t *testing.T) {
 		{"csv", []string{"--prompt-tokens", "64", "--format", "csv"}, "--format csv"},
 		{"threads", []string{"--prompt-tokens", "64", "--threads", "matmul"}, "--threads"},
 		{"decode", []string{"--prompt-tokens", "64", "--mode", "decode"}, "--mode prefill (not decode)"},
-		{"chunk alone", []string{"--prefill-chunk", "32"}, "--prefill-chunk goes with --prompt-tokens"},
+		{"chunk with position", []string{"--prefill-chunk", "32", "--position", "0"}, "--prefill-chunk goes with a whole prompt"},
+		{"seq zero", []string{"--seq", "0"}, "--seq 0: a prompt has at least one token"},
+		{"seq past max-seq", []string{"--seq", "200"}, "--seq 200 must be in 1..--max-seq 128"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runCLI(t, append(append([]string{}, base...), tc.args...)...)
@@ -343,5 +345,48 @@ func TestPerfPromptAutoChunk(t *testing.T) {
 	}
 	if _, err := runCLI(t, "perf", "qwen27b", "--config", smallConfig, "--mesh", "1x2", "--prompt-tokens", "10", "--prefill-chunk", "big"); err == nil || !strings.Contains(err.Error(), "token count or auto") {
 		t.Errorf("--prefill-chunk big: %v", err)
+	}
+}
+
+// TestPerfSeqIsTheWholePrompt: tcc perf --mode prefill --seq N predicts
+// the whole prompt of N tokens (issue 31, item 7): with --prefill-chunk
+// 32 it is --prompt-tokens 100 --prefill-chunk 32 at --max-seq 128 (the
+// default --max-seq: 100 rounded up to whole tiles); without
+// --prefill-chunk the steps take up to 2,048 tokens (here one step of 100);
+// with --position it is the single step at that position. Each step's
+// DRAM floor is the single-step report's at its position.
+func TestPerfSeqIsTheWholePrompt(t *testing.T) {
+	var seq, prompt promptPerf
+	perfJSON(t, &seq, "--mode", "prefill", "--seq", "100", "--prefill-chunk", "32", "--simulate-positions", "2")
+	perfJSON(t, &prompt, "--mode", "prefill", "--max-seq", "128", "--prompt-tokens", "100", "--prefill-chunk", "32", "--simulate-positions", "2")
+	if diff := cmp.Diff(prompt, seq); diff != "" {
+		t.Errorf("--seq 100 --prefill-chunk 32 is not --prompt-tokens 100 --prefill-chunk 32 --max-seq 128 (-want +got):\n%s", diff)
+	}
+	if seq.MaxSeq != 128 || seq.PromptTokens != 100 || len(seq.Segments) != 4 || seq.FloorUS <= 0 || seq.FloorRatio <= 1 {
+		t.Errorf("max_seq %d, prompt_tokens %d, %d steps, floor %.3f us (ratio %.3f); want 128, 100, 4 and a floor below the time",
+			seq.MaxSeq, seq.PromptTokens, len(seq.Segments), seq.FloorUS, seq.FloorRatio)
+	}
+	for _, s := range seq.Segments[:3] {
+		var one struct {
+			FloorUS float64 `json:"floor_us"`
+		}
+		perfJSON(t, &one, "--mode", "prefill", "--max-seq", "128", "--seq", "32", "--position", strconv.Itoa(s.Position))
+		if one.FloorUS != s.FloorUS {
+			t.Errorf("step %d at %d: DRAM floor %.3f us; the single step's is %.3f us", s.Index, s.Position, s.FloorUS, one.FloorUS)
+		}
+	}
+	var def promptPerf
+	perfJSON(t, &def, "--mode", "prefill", "--seq", "100")
+	if def.PrefillChunk != 2048 || len(def.Segments) != 1 || def.Segments[0].Tokens != 100 || def.MaxSeq != 128 {
+		t.Errorf("--seq 100: chunk %d, %d steps, max_seq %d; want 2048, one step of 100 tokens, 128", def.PrefillChunk, len(def.Segments), def.MaxSeq)
+	}
+	var one struct {
+		StepUS       float64 `json:"step_us"`
+		Position     int     `json:"position"`
+		PromptTokens *int    `json:"prompt_tokens"`
+	}
+	perfJSON(t, &one, "--mode", "prefill", "--max-seq", "128", "--seq", "32", "--position", "64")
+	if one.PromptTokens != nil || one.Position != 64 || one.StepUS != prompt.Segments[2].StepUS {
+		t.Errorf("--seq 32 --position 64: position %d, %.3f us, prompt_tokens %v; want the single step at 64 (%.3f us)", one.Position, one.StepUS, one.PromptTokens, prompt.Segments[2].StepUS)
 	}
 }
