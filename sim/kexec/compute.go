@@ -484,11 +484,11 @@ func mathOp(s kir.Stmt, call, init string) op {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, init); err != nil {
 				return err
 			}
-			d, a, sc, _, _, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
+			d, a, sc, _, fs, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
 			if err != nil {
 				return err
 			}
-			ks.reduce(s.Op, s.Dim, d, a, sc[0])
+			ks.reduce(s.Op, s.Dim, d, a, sc[0], fs)
 			return nil
 		})
 	case kir.TransposeTile:
@@ -692,8 +692,11 @@ func (ks *kstate) matmul(call string, in0, in1 int, t0, t1, d uint64) error {
 	return nil
 }
 
-// reduce folds tile a scaled by s into DEST[d].
-func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32) {
+// reduce folds tile a scaled by s (the scaler tile, stored as sf) into
+// DEST[d]. A row reduction's results (and the running row a next tile
+// accumulates onto) pass through SrcB in sf's format
+// (numerics.ReduceRowOut).
+func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32, sf ir.DType) {
 	cs := ks.comp
 	dst := cs.dest[d]
 	first := !cs.reduced[d]
@@ -720,12 +723,22 @@ func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32,
 	n := numerics.TileDim
 	switch dim {
 	case kir.ReduceRow:
+		line := make([]float32, n)
 		for r := 0; r < n; r++ {
-			put(numerics.FaceIndex(r, 0), func(yield func(float32)) {
-				for c := 0; c < n; c++ {
-					yield(a[numerics.FaceIndex(r, c)])
+			i := numerics.FaceIndex(r, 0)
+			if op == kir.ReduceSum {
+				for c := range line {
+					line[c] = a[numerics.FaceIndex(r, c)]
 				}
-			})
+				dst[i] = numerics.PoolTile(dst[i], line, s, cs.fid, cs.fp32)
+			} else {
+				put(i, func(yield func(float32)) {
+					for c := 0; c < n; c++ {
+						yield(a[numerics.FaceIndex(r, c)])
+					}
+				})
+			}
+			dst[i] = numerics.ReduceRowOut(dst[i], sf, cs.fp32)
 		}
 	case kir.ReduceCol:
 		for c := 0; c < n; c++ {
