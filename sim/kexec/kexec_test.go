@@ -869,6 +869,47 @@ func TestFP32UnpackToDest(t *testing.T) {
 	}
 }
 
+// TestFP32UnpackModeNeedsReconfig: the unpacker configured from a Float32
+// CB that unpacks straight to DEST (destination format Float32) cannot
+// read another Float32 CB through source A as tf32, nor the other way
+// round: without reconfig_data_format between them the simulator stops,
+// as ttsim does ("tensix_unpacr: unpack_to_dst=0 in_data_format=0
+// out_data_format=0"); with it both run.
+func TestFP32UnpackModeNeedsReconfig(t *testing.T) {
+	cfg := kir.ComputeConfig{MathFidelity: ir.HiFi4, FP32DestAccEn: true, UnpackToDestFP32: []int{0}}
+	copyA := func(b *kir.Builder) {
+		b.CopyTileInit(0)
+		b.CopyTile(0, kir.C(0), kir.C(0))
+	}
+	addB := func(b *kir.Builder) {
+		b.BinaryInit(kir.EltAdd, 1, 1)
+		b.BinaryTiles(kir.EltAdd, 1, 1, kir.C(0), kir.C(0), kir.C(1))
+	}
+	for _, tc := range []struct {
+		name  string
+		body  func(b *kir.Builder)
+		fails bool // with rule data-format
+	}{
+		{"copy then add, no reconfig", func(b *kir.Builder) { b.ReconfigDataFormat(0, 1); copyA(b); addB(b) }, true},
+		{"copy then add, reconfigured", func(b *kir.Builder) { b.ReconfigDataFormat(0, 1); copyA(b); b.ReconfigDataFormat(1, 1); addB(b) }, false},
+		{"add then copy, no reconfig", func(b *kir.Builder) { b.ReconfigDataFormat(1, 1); addB(b); copyA(b) }, true},
+		{"add then copy, reconfigured", func(b *kir.Builder) { b.ReconfigDataFormat(1, 1); addB(b); b.ReconfigDataFormat(0, 1); copyA(b) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pipeline(ir.FP32, 1, true, cfg, tc.body)
+			d := setup(t, p, map[string][]float32{"a": randTiles(3, 1), "b": randTiles(4, 1)})
+			_, err := d.Run(p, kexec.RunOptions{})
+			var re *kir.RuleError
+			switch {
+			case !tc.fails && err != nil:
+				t.Errorf("Run: %v, want no error", err)
+			case tc.fails && (!errors.As(err, &re) || re.Rule != kir.RuleDataFormat):
+				t.Errorf("Run: err = %v, want rule data-format", err)
+			}
+		})
+	}
+}
+
 // TestWriteStaysInItsBuffer: a DRAM write addressed from buffer a's
 // address but past a's pages (here into buffer b, allocated right after it)
 // is an error naming a, not a silent overwrite of b.
