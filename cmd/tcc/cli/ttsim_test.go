@@ -17,17 +17,17 @@ import (
 // which stock GCC builds), must match the simulator bit for bit on every
 // launch, none skipped or failed: the rms_norm programs also need the
 // JIT's ttsim.h (ttsim refuses the DBG_FEATURE_DISABLE write of their
-// unpack to DEST), and the argmax's and other row reductions the
-// simulator's model of reduce_tile (GAPOOL per face, the trip through
-// SrcB).
+// unpack to DEST) and sum their rows by matmul against a ones column,
+// which keeps the sums in the fp32 DEST (reduce_tile would keep 16 bits
+// of them per tile, which the simulator models but the norms avoid).
 func TestTTSimTinyMLP(t *testing.T) {
 	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
 	if lib == "" || home == "" {
 		t.Skip("set TCC_TTSIM=/path/to/libttsim_bh.so and TT_METAL_HOME=/path/to/tt-metal to run tiny-mlp on ttsim")
 	}
-	// Two seeds: their row sums rounded differently in different programs
-	// before the norms summed by matmul. ttsim initialises once per
-	// process: each seed runs in a process of its own (this test binary
+	// Two seeds: before the norms summed by matmul their reduce_tile sums
+	// differed from the simulator's in different programs. ttsim
+	// initialises once per process: each seed runs in a process of its own (this test binary
 	// again, TCC_TTSIM_SEED naming the seed).
 	if seed := os.Getenv("TCC_TTSIM_SEED"); seed != "" {
 		ttsimTinyMLP(t, lib, seed)
