@@ -8,6 +8,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/sim/ref"
 )
 
 // Build is a compiled graph: one device program per op in execution order
@@ -26,6 +27,19 @@ type Build struct {
 	// shared maps each value held in a shared buffer (planReuse) to the
 	// buffer's index in Buffers.
 	shared map[*ir.Value]int
+}
+
+// RowSplit is the chunking of op's program when it is a split-row norm
+// (kir.Program.RowSplit), zero otherwise: set it as the reference's
+// ref.Options.RowSplit so that the reference adds the row sums as the
+// build's programs do.
+func (b *Build) RowSplit(op *ir.Op) ref.RowSplit {
+	for _, p := range b.Programs {
+		if p.Op == op && p.Kernel.RowSplit != nil {
+			return ref.RowSplit{Per: p.Kernel.RowSplit.Per, Fan: p.Kernel.RowSplit.Fan}
+		}
+	}
+	return ref.RowSplit{}
 }
 
 // Program is the device program of one graph op. Programs of ops that

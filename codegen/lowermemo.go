@@ -138,7 +138,7 @@ func (lm *lowerMemo) clone(e *lowered, op *ir.Op, names []string) *kir.Program {
 		return n // renamable ruled this out
 	}
 	src := e.p
-	p := &kir.Program{Name: programName(op)}
+	p := &kir.Program{Name: programName(op), RowSplit: src.RowSplit}
 	p.Buffers = make([]kir.Buffer, len(src.Buffers))
 	for i, b := range src.Buffers {
 		b.Name = rename(b.Name)

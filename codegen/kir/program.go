@@ -80,7 +80,18 @@ type Program struct {
 	Buffers []Buffer
 	// Persist, when set, makes the program a persistent one (persist.go).
 	Persist *Persist `json:",omitempty"`
+	// RowSplit, when set, says the program is a split-row norm: each row's
+	// tiles are reduced in chunks on consecutive cores and the chunks' sums
+	// added on an exchange tree (codegen/lower/multicore.Exchange). The
+	// reference evaluator needs it to add those sums in the device's order
+	// (sim/ref Options.RowSplit). It is not part of the host contract.
+	RowSplit *RowSplit `json:"-"`
 }
+
+// RowSplit is a split-row norm's chunking: Per tiles of a row per core,
+// the chunk sums added in core order on one level (Fan 0) or per subgroup
+// of Fan consecutive cores and then the subgroups' sums in order.
+type RowSplit struct{ Per, Fan int }
 
 // NewProgram returns an empty program called name.
 func NewProgram(name string) *Program { return &Program{Name: name} }

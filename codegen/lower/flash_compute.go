@@ -19,9 +19,9 @@ func (f *flashSDPA) compute() {
 	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
 	c.MatmulStartup(s.cbQ, s.cbK, s.scores)
 	perItem := f.perItemPos()
-	consts := []int{s.scaler, f.zeroT, f.posC}
+	consts := []int{s.scaler, f.zeroT, f.onesT, f.posC}
 	if perItem {
-		consts = consts[:2] // the item's pos page comes with the item
+		consts = consts[:3] // the item's pos page comes with the item
 	}
 	for _, cb := range consts {
 		c.B.CBWaitFront(cb, kir.C(1))
@@ -88,7 +88,7 @@ func (f *flashSDPA) compute() {
 			})
 		}, nil)
 	}
-	for _, cb := range []int{f.posC, f.zeroT, s.scaler} {
+	for _, cb := range []int{f.posC, f.onesT, f.zeroT, s.scaler} {
 		if cb != f.posC || !perItem {
 			c.B.CBPopFront(cb, kir.C(1))
 		}
@@ -201,7 +201,7 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	c.B.CBWaitFront(f.pexp, kir.Ci(flashChunk))
 	c.Acquire()
 	c.For("j", kir.C(0), n, func(j kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, f.pexp, s.scaler, f.lS, j, kir.C(0), kir.C(0))
+		c.Matmul(f.pexp, f.onesT, j, kir.C(0), kir.C(0), false)
 	})
 	c.If(later, func() {
 		c.B.CBWaitFront(f.lS, kir.C(1))

@@ -92,7 +92,7 @@ import (
 // ring page; the scores and exp blocks likewise); then (group 1) the gate
 // tiles. K and V rows past pos in pos's tile are cleared (stale cache
 // rows may hold anything, and 0 x NaN is NaN). The writer makes the
-// constant tiles: compute's scaler and zero tiles and (group > 1, for the
+// constant tiles: compute's scaler, ones column and zero tiles and (group > 1, for the
 // core holding pos's tile) the reader's zeros and mask.
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
@@ -125,7 +125,7 @@ type flashSDPA struct {
 	cost          flashCost
 	sc            *multicore.SplitCombine // group > 1
 	// CBs: reader -> compute
-	zeroT, posC int
+	zeroT, onesT, posC int
 	// group > 1: pos for the writer (from the reader), a helper's
 	// sigmoid(gate) tiles (compute scratch) and the result tiles the leader
 	// sends it (leader's writer -> helper's compute); own is the most
@@ -282,6 +282,7 @@ func (f *flashSDPA) planCBs() error {
 	s.cbGate = cbs.Input("gate", s.gate.Type.DType, gateCB)
 	s.scaler = cbs.Input("scaler", ir.BF16, 1)
 	f.zeroT = cbs.Input("zero", ir.BF16, 1)
+	f.onesT = cbs.Input("ones_column", ir.BF16, 1)
 	f.posC = cbs.Pages(blocks.InputCB, "pos_for_compute", ir.UInt32, f.ctx.Target.L1Align, 1)
 	s.slotQ, s.asm = -1, -1
 	if !s.prefill {
@@ -556,9 +557,11 @@ func (f *flashSDPA) reader() error {
 }
 
 // tileConsts emits the compute kernel's constant tiles: the reduce
-// scaler (1.0) and a bf16 zero tile.
+// scaler (1.0), the ones column (the row sums' matmul) and a bf16 zero
+// tile.
 func (f *flashSDPA) tileConsts(b *kir.Builder) {
 	blocks.ScalerTile(b, f.scaler, 1)
+	blocks.OnesColumnTile(b, f.onesT)
 	zt := blocks.Reserve(b, f.zeroT, kir.C(1), "zero_tile")
 	blocks.FillWords(b, zt, ir.BF16.TileBytes(), 0)
 	b.CBPushBack(f.zeroT, kir.C(1))

@@ -221,7 +221,7 @@ func (pl *prologue) build(kind prologueKind) (*kir.Program, error) {
 func (pl *prologue) dtype() ir.DType { return pl.op.Operands[0].Type.DType }
 
 // planInputs plans the input CBs: x, the norm weight, the RoPE inputs
-// (rope), the scaler and the moved tiles (gate, v, copies).
+// (rope), the ones column tile (CB scaler) and the moved tiles (gate, v, copies).
 func (pl *prologue) planInputs(rope func()) {
 	pl.x = pl.cbs.Input("x", pl.dtype(), pl.d.Dt)
 	pl.w = pl.cbs.Input("norm_weight", pl.op.Operands[3].Type.DType, 2)
@@ -261,7 +261,7 @@ func (pl *prologue) planOut(slots int) {
 }
 
 // readerStart adds the reader with its buffers (pl.ra; the caches unless
-// in place, pos when a cache is copied), emits the scaler tile and returns
+// in place, pos when a cache is copied), emits the ones column tile and returns
 // the builder and the item range.
 func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr) {
 	rd, o, ab, r := newReader(pl.p, pl.rs), pl.op.Operands, pl.splitProgram, &pl.ra
@@ -279,7 +279,7 @@ func (pl *prologue) readerStart() (b *kir.Builder, start, count kir.Expr) {
 	}
 	pl.rd, start, count = rd, rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b = rd.Builder()
-	blocks.ScalerTile(b, pl.scaler, 1)
+	blocks.OnesColumnTile(b, pl.scaler)
 	return b, start, count
 }
 
@@ -761,7 +761,7 @@ type headNorm struct {
 
 // emit emits, in the compute kernel, the norm of the Dt tiles of x (one
 // row of heads or tokens per tile row): x^2 (fp32), the row sums
-// (reduce_tile SUM REDUCE_ROW), * 1/D, + eps, rsqrt; per tile x * rsqrt
+// (matmul against the ones column, sumRows), * 1/D, + eps, rsqrt; per tile x * rsqrt
 // (bcast cols, fp32) * (w + offset) (bcast rows) packed to y's dtype, the
 // Doc's rounding point of the norm. The first RtR tiles go to y (waited
 // for as a block), then rope emits their rotation into out (consuming
@@ -778,7 +778,7 @@ func (n headNorm) emit(c *blocks.Compute, rope func(c *blocks.Compute, out int))
 		c.PackOut(n.sq, 1)
 	})
 	cb.Comment("rsqrt(sum(x^2) / D + eps) per row, in column 0")
-	reduceRows(c, "j", kir.ReduceSum, n.sq, n.scaler, n.rs, n.Dt, blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))},
+	sumRows(c, "j", n.sq, n.scaler, n.rs, n.Dt, blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(1 / float64(n.D))},
 		blocks.SFPUStep{Op: kir.SFPUAddScalar, Param: float32(n.eps)}, blocks.SFPUStep{Op: kir.SFPURsqrt})
 	cb.CBPopFront(n.sq, kir.Ci(n.Dt))
 	cb.CBWaitFront(n.rs, kir.C(1))

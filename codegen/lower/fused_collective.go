@@ -419,7 +419,7 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b := rd.Builder()
 	if tl.w != nil {
-		blocks.ScalerTile(b, c.norm.scaler, 1)
+		blocks.OnesColumnTile(b, c.norm.scaler)
 	}
 	tl.ringWait(rd, fx, fy)
 	pair := func(page kir.Expr) {

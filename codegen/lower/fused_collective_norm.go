@@ -22,6 +22,7 @@ func (tl *cclTail) buildSplit(p *kir.Program, c tailCBs, rd, cp, wr *kir.Kernel)
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
 	}
 	ns.ex.AddSemaphores(p, cclSemTail+1, cclSemTail+2, cclSemNormSub)
+	p.RowSplit = ns.rowSplit()
 	tl.splitReader(rd, c)
 	tl.splitCompute(p, cp, c)
 	tl.splitWriter(wr, c)
@@ -85,7 +86,7 @@ func (tl *cclTail) splitReader(rd *kir.Kernel, c tailCBs) {
 		blocks.ReadTilesLive(b, rAcc, lr, start, count, live, blocks.ElemBytes(tl.res.Type.DType))
 	}
 	ns.issueWeights(b, wAcc, col, count)
-	blocks.ScalerTile(b, scaler, 1)
+	blocks.OnesColumnTile(b, scaler)
 	b.NoCAsyncReadBarrier()
 	if tl.res != nil {
 		b.CBPushBack(c.res, count)

@@ -110,7 +110,7 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.OnesColumnTile(b, cbScaler)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
 		first := b.Let("first", kir.Mul(kir.Add(rstart, r), rWt))
 		b.For("j", kir.C(0), rWt, func(j kir.Var) {

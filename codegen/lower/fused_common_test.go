@@ -173,9 +173,12 @@ func (s *fcSources) check(t *testing.T) {
 func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSources) *kir.Program {
 	t.Helper()
 	args := fcArgs(op, seed)
-	want := refEval(t, op, args)
 	ctx := NewContext(tgt)
 	p, err := Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.EvalOpData(op, args, refOptions(op, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +187,21 @@ func fcRun(t *testing.T, tgt *target.Target, op *ir.Op, seed uint64, srcs *fcSou
 		fcCompare(t, fmt.Sprintf("%s result %d %s", op.Name(), i, r.Type.Shape), want[i].Data, got[i], info)
 	}
 	return p
+}
+
+// refOptions is the reference at the device formats for op lowered to p:
+// a split-row norm's row sums follow p's chunks (p.RowSplit).
+func refOptions(op *ir.Op, p *kir.Program) ref.Options {
+	o := ref.DefaultOptions()
+	if rs := p.RowSplit; rs != nil {
+		o.RowSplit = func(o *ir.Op) ref.RowSplit {
+			if o != op {
+				return ref.RowSplit{}
+			}
+			return ref.RowSplit{Per: rs.Per, Fan: rs.Fan}
+		}
+	}
+	return o
 }
 
 // refEval is op's results on args by the reference at the device formats.

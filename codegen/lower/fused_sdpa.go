@@ -293,6 +293,24 @@ func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out
 	c.PackOut(out, 1)
 }
 
+// sumRows emits, in a compute kernel, the row sums of the n tiles of in
+// (waited for, not popped; loop variable name) by matmul_tiles against the
+// ones column tile ones (blocks.OnesColumnTile) into DEST 0, then steps,
+// packed to one page of out. The sums stay in the fp32 DEST (column 0,
+// the other columns zero); reduce_tile<SUM, REDUCE_ROW> (reduceRows)
+// would move them through a bf16 SrcB after every tile.
+func sumRows(c *blocks.Compute, name string, in, ones, out, n int, steps ...blocks.SFPUStep) {
+	c.B.CBWaitFront(in, kir.Ci(n))
+	c.Acquire()
+	c.For(name, kir.C(0), kir.Ci(n), func(t kir.Var) {
+		c.Matmul(in, ones, t, kir.C(0), kir.C(0), false)
+	})
+	for _, st := range steps {
+		c.SFPU(st, kir.C(0))
+	}
+	c.PackOut(out, 1)
+}
+
 // writer adds the writer (runtime args start, count: items). Prefill: a
 // result tile is an output tile (tile row st, column h*Dt + d of user b).
 // Decode (flash decoding's one-core groups): writeDecodeTiles per item.

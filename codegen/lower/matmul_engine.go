@@ -492,7 +492,7 @@ func (m *mmProgram) reader() {
 	b := m.rd.Builder()
 	m.startWeightShare(b)
 	if m.norm != nil {
-		blocks.ScalerTile(b, m.norm.scaler, 1)
+		blocks.OnesColumnTile(b, m.norm.scaler)
 	}
 	if m.rowsInner() {
 		m.readRowsInner(b, pas, inAcc, rKt)

@@ -578,15 +578,15 @@ func runCase(t *testing.T, tgt *target.Target, tc mcase, seed uint64) {
 		}
 		targs[i] = ref.Tensor{Shape: v.Type.Shape, Data: args[i]}
 	}
-	want, err := ref.EvalOp(op, targs, ref.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := NewContext(tgt)
 	if tc.inPlace {
 		ctx.Alias = map[*ir.Value]*ir.Value{op.Result(): op.Operands[0]}
 	}
 	p, err := Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.EvalOp(op, targs, refOptions(op, p))
 	if err != nil {
 		t.Fatal(err)
 	}

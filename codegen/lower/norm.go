@@ -16,10 +16,13 @@ import (
 //  1. squares every x tile on the SFPU into a resident CB (fp32 when it
 //     fits L1 next to the x tiles, else bf16); x is copied to DEST through
 //     SrcA (it is an FPU operand in step 3), so fp32 x is squared as tf32;
-//  2. sums them over the row with reduce_tile<SUM, REDUCE_ROW> against a
-//     scaler tile of 1.0 into one fp32 DEST tile (the row sums land in
-//     column 0), then on the SFPU multiplies by 1/H, adds eps and takes
-//     rsqrt, and packs that to an fp32 CB;
+//  2. sums them over the row with matmul_tiles against a ones column tile
+//     (bf16, 1.0 in column 0: blocks.OnesColumnTile) accumulated in one
+//     fp32 DEST tile (the row sums land in column 0, in full fp32: unlike
+//     reduce_tile<SUM, REDUCE_ROW>, whose sums pass through a bf16 SrcB
+//     after every tile, the matmul keeps them in DEST), then on the SFPU
+//     multiplies by 1/H, adds eps and takes rsqrt, and packs that to an
+//     fp32 CB;
 //  3. per x tile multiplies x by the column broadcast of that tile
 //     (mul_tiles_bcast_cols); without a weight that is the result, else it
 //     goes to an fp32 CB and is multiplied by the row broadcast of the
@@ -43,10 +46,10 @@ import (
 // above. Per core:
 //
 //  1. the reader reads the chunk's x and weight tiles; compute squares
-//     them on the SFPU (fp32, CB x_squared), reduces them with
-//     reduce_tile<SUM, REDUCE_ROW> in column order into one fp32 DEST
-//     tile (the chunk's row sums in column 0, as the one-core pipeline
-//     does for a whole row) and packs it to CB partial_sums;
+//     them on the SFPU (fp32, CB x_squared), sums them by matmul_tiles
+//     against the ones column in column order into one fp32 DEST tile
+//     (the chunk's row sums in column 0, as the one-core pipeline does
+//     for a whole row) and packs it to CB partial_sums;
 //  2. the group exchanges those tiles (multicore.Exchange, semaphores 0
 //     and 1, or 1 and 2 in the collective tail, whose 0 is the ring's
 //     "done"): the writer sends the tile to page k (its place in the
@@ -71,15 +74,16 @@ import (
 // exchange, since compute produces all of it before its squares.
 //
 // Numerics: the squares are the same fp32 tiles as on one core and each
-// chunk is reduced in the same column order; the row sum is then those C
+// chunk is summed in the same column order; the row sum is then those C
 // partials added in fp32 (in core order, or on the tree per subgroup and
 // then the subgroups' sums in order), so it differs from one core's
-// running sum only in the rounding of C-1 additions. The reference evaluator (sim/ref
-// normRows) keeps the one-core running sum: the two sums differ in the
-// last bits in most rows, but the result only where that moves the rsqrt
-// across a tf32 step (the multiply reads it as tf32), with random data
-// about 1 row in 1,300 to 2,500 at H = 5120 (and none in 20,000 at
-// H = 128); the split norms of the model-op tests are bit-exact.
+// running sum only in the rounding of C-1 additions. The reference
+// evaluator (sim/ref normRows) adds as the program does when told its
+// chunking (kir.Program.RowSplit, ref.Options.RowSplit); without it, it
+// keeps the one-core running sum: the two sums differ in the last bits
+// in most rows, but the result only where that moves the rsqrt across a
+// tf32 step (the multiply reads it as tf32), with random data about 1
+// row in 1,300 to 2,500 at H = 5120.
 // The partials must not be added on the FPU: it reads fp32 operands as
 // tf32, an extra truncation biased low, which failed the 27B small-config
 // check. The leader's serial work is C unpacks and adds (NormGatherCycles
@@ -207,7 +211,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
-	blocks.ScalerTile(b, n.scaler, 1)
+	blocks.OnesColumnTile(b, n.scaler)
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
 		// The row's x tiles all in flight, then the weight in blocks.
 		blocks.ReadPagesBatch(b, xAcc, n.x, kir.Mul(kir.Add(rstart, r), rWt), rWt)
@@ -246,6 +250,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	ns.cb.addPost(sp.cbs, post, out.Type.DType)
 	sp.planned(fmt.Sprintf("%s over H = %d split over %d cores per tile row keeps %d x and x^2 tiles per core", op.Name(), ns.h, ns.group, ns.per))
 	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
+	sp.p.RowSplit = ns.rowSplit()
 
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
@@ -256,7 +261,7 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 	xl1 := blocks.Reserve(b, cbX, rcount, "xl1")
 	blocks.ReadTilesLive(b, xAcc, xl1, rstart, rcount, blocks.LiveRows(x.Type.Shape), blocks.ElemBytes(x.Type.DType))
 	ns.issueWeights(b, wAcc, rcol, rcount)
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.OnesColumnTile(b, cbScaler)
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(cbX, rcount)
 	ns.pushWeights(b, rcount)
@@ -279,7 +284,8 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 }
 
 // normCBs are the CBs of RMSNorm's compute steps on one tile row: x holds
-// the row's tiles (all resident), scaler one bf16 tile of 1.0; w streams
+// the row's tiles (all resident), scaler the bf16 ones column tile
+// (blocks.OnesColumnTile, the matmul's in1 that sums rows); w streams
 // the weight tiles (-1: no weight) and wo takes weight + offset (-1: no
 // offset); out receives the result tiles; sq (x^2, one page per tile of
 // the row), rs (one fp32 tile) and xn (fp32, with a weight) are scratch.
@@ -308,7 +314,7 @@ func (n *normCBs) addPost(cbs *blocks.CBPlan, post []blocks.SFPUStep, dt ir.DTyp
 // waited for.
 func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64) {
 	c.B.CBWaitFront(n.x, wt)
-	n.sumSquares(c, wt, n.rs, "rsqrt(sum(x^2) / H + eps), in column 0")
+	n.sumSquares(c, wt, "rsqrt(sum(x^2) / H + eps), in column 0")
 	n.rsqrtOf(c, h, eps)
 	c.PackOut(n.rs, 1)
 	c.B.CBPopFront(n.sq, wt)
@@ -318,10 +324,14 @@ func (n normCBs) row(c *blocks.Compute, wt kir.Expr, h int, eps, offset float64)
 
 // sumSquares emits steps 1 and 2 up to the row sums: the squares of the
 // first cnt x tiles (already waited for) into sq, then (after comment)
-// their reduce_tile<SUM, REDUCE_ROW> into DEST[0] of an acquired DEST,
-// left there (column 0 holds the row sums) for the caller to pack to ocb;
-// the caller pops the cnt sq pages after packing.
-func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, ocb int, comment string) {
+// their matmul_tiles against the ones column tile (CB scaler) accumulated
+// into DEST[0] of an acquired DEST, left there (column 0 holds the row
+// sums, the other columns zero) for the caller to pack; the caller pops
+// the cnt sq pages after packing. The sums stay in the fp32 DEST from
+// the first tile to the last: reduce_tile<SUM, REDUCE_ROW> would move
+// them through a bf16 SrcB after every tile (tt-llk's llk_math_reduce.h),
+// keeping only their upper 16 bits.
+func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, comment string) {
 	c.B.Comment("x^2")
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {
 		c.Acquire()
@@ -333,7 +343,7 @@ func (n normCBs) sumSquares(c *blocks.Compute, cnt kir.Expr, ocb int, comment st
 	c.B.CBWaitFront(n.sq, cnt)
 	c.Acquire()
 	c.For("j", kir.C(0), cnt, func(j kir.Var) {
-		c.Reduce(kir.ReduceSum, kir.ReduceRow, n.sq, n.scaler, ocb, j, kir.C(0), kir.C(0))
+		c.Matmul(n.sq, n.scaler, j, kir.C(0), kir.C(0), false)
 	})
 }
 

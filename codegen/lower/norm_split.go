@@ -60,6 +60,12 @@ func planNormSplit(t *target.Target, rows, wt, first, avail, perTile int) *normS
 	return ns
 }
 
+// rowSplit is the plan's chunking as the reference evaluator reads it
+// (kir.Program.RowSplit): per tiles a core, the exchange's fan.
+func (ns *normSplit) rowSplit() *kir.RowSplit {
+	return &kir.RowSplit{Per: ns.per, Fan: ns.fan}
+}
+
 // chunk is the tile range of core i of the plan: its x pages start at
 // page (the row's first page plus the chunk's), its weight pages at col.
 func (ns *normSplit) chunk(i int) (page, col, count int) {
@@ -173,7 +179,7 @@ func (ns *normSplit) pushWeights(b *kir.Builder, count kir.Expr) {
 func (ns *normSplit) compute(c *blocks.Compute, count, leader kir.Expr) {
 	n := ns.cb
 	c.B.CBWaitFront(n.x, count)
-	n.sumSquares(c, count, ns.ex.Partial, "this core's row sums of x^2, to the writer (it sends them to the leader)")
+	n.sumSquares(c, count, "this core's row sums of x^2, to the writer (it sends them to the leader)")
 	c.PackOut(ns.ex.Partial, 1)
 	c.B.CBPopFront(n.sq, count)
 	what := "leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)"
@@ -262,12 +268,13 @@ func addRMSNormSplit(op *ir.Op, ctx *Context, ns *normSplit) (*kir.Program, erro
 	ns.addCBs(sp.cbs, cbH, cbScaler, cbNOut, w, ir.FP32)
 	sp.planned(fmt.Sprintf("add_rmsnorm over H = %d split over %d cores per tile row", ns.h, ns.group))
 	ns.ex.AddSemaphores(sp.p, 0, 1, 2)
+	sp.p.RowSplit = ns.rowSplit()
 
 	rd := sp.reader()
 	aAcc, bAcc, wAcc := sp.bind(rd, "a_addr", a), sp.bind(rd, "b_addr", bv), sp.bind(rd, "w_addr", w)
 	rstart, rcol, rcount := rd.RuntimeArg("start"), rd.RuntimeArg("col"), rd.RuntimeArg("count")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	blocks.OnesColumnTile(b, cbScaler)
 	b.For("j", kir.C(0), rcount, func(j kir.Var) {
 		blocks.ReadPage(b, aAcc, cbA, kir.Add(rstart, j))
 		blocks.ReadPage(b, bAcc, cbB, kir.Add(rstart, j))

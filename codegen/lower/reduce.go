@@ -14,9 +14,11 @@ import (
 // (device programs may leave garbage there), and compute folds them in
 // fp32 DEST:
 //
-//   - over the last dim: reduce_tile<SUM, REDUCE_ROW> against a scaler tile
-//     of 1.0 accumulates the row sums of the n tiles of a tile row into
-//     column 0 (mean then multiplies by 1/N on the SFPU);
+//   - over the last dim: matmul_tiles against the ones column tile
+//     (blocks.OnesColumnTile) accumulates the row sums of the n tiles of
+//     a tile row into column 0 in the fp32 DEST (mean then multiplies by
+//     1/N on the SFPU). reduce_tile<SUM, REDUCE_ROW> would move the sums
+//     through a bf16 SrcB after every tile, keeping their upper 16 bits;
 //   - over the second-to-last dim: reduce_tile<SUM, REDUCE_COL> accumulates
 //     the column sums of the n tiles of a tile column into row 0;
 //   - over a leading dim: the n tiles are copied into DEST one after the
@@ -103,7 +105,11 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 	xAcc := sp.bind(rd, "x_addr", x)
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
-	blocks.ScalerTile(b, cbScaler, 1)
+	if dim == kir.ReduceRow && !lead {
+		blocks.OnesColumnTile(b, cbScaler)
+	} else {
+		blocks.ScalerTile(b, cbScaler, 1)
+	}
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
 		pg := b.Let("page", kir.Add(rstart, i))
 		b.For("k", kir.C(0), kir.Ci(n), func(k kir.Var) {
@@ -138,7 +144,11 @@ func reduceProgram(op *ir.Op, ctx *Context, ax int, scale float32) (*kir.Program
 		c.Acquire()
 		c.For("k", kir.C(0), kir.Ci(n), func(kir.Var) {
 			c.B.CBWaitFront(cbX, kir.C(1))
-			c.Reduce(kir.ReduceSum, dim, cbX, cbScaler, cbOut, kir.C(0), kir.C(0), kir.C(0))
+			if dim == kir.ReduceRow {
+				c.Matmul(cbX, cbScaler, kir.C(0), kir.C(0), kir.C(0), false)
+			} else {
+				c.Reduce(kir.ReduceSum, dim, cbX, cbScaler, cbOut, kir.C(0), kir.C(0), kir.C(0))
+			}
 			c.B.CBPopFront(cbX, kir.C(1))
 		})
 		if scale != 1 {

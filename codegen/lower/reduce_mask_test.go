@@ -40,23 +40,30 @@ func stripUninit(body []kir.Stmt) ([]kir.Stmt, int) {
 }
 
 // TestReduceUninitIsNeeded: reduce_init programs the packer's edge mask and
-// only reduce_uninit clears it, so a norm whose kernel lost its
-// reduce_uninit packs zeros outside column 0 after the reduction; the
-// simulator reproduces that, so the broken program no longer matches the
-// reference while the emitted one does.
+// only reduce_uninit clears it, so a program whose kernel lost its
+// reduce_uninit packs zeros outside column 0 after a row reduction (the
+// attention's row maximum and sums); the simulator reproduces that, so
+// the broken program no longer matches the reference while the emitted
+// one does. (The norms sum by matmul, which sets no mask.)
 func TestReduceUninitIsNeeded(t *testing.T) {
 	cases := map[string]func(b *ir.Builder) *ir.Value{
-		"rms_norm_hidden": func(b *ir.Builder) *ir.Value {
-			return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 1, 1, 256)), in(b, "w", tt(ir.BF16, dram, 256)), 1e-6, 1)
+		"sdpa_decode": func(b *ir.Builder) *ir.Value {
+			return b.SDPADecode(in(b, "q", tt(ir.BF16, dram, 1, 8, 64)), in(b, "k", tt(ir.BF16, dram, 1, 4, 128, 64)),
+				in(b, "v", tt(ir.BF16, dram, 1, 4, 128, 64)), in(b, "pos", posT), 0.125)
 		},
-		"rms_norm_multi_tile_rows": func(b *ir.Builder) *ir.Value {
-			return b.RMSNorm(in(b, "x", tt(ir.BF16, dram, 70, 64)), in(b, "w", tt(ir.BF16, dram, 64)), 1e-6, 1)
+		"sdpa_decode_batch": func(b *ir.Builder) *ir.Value {
+			return b.SDPADecode(in(b, "q", tt(ir.BF16, dram, 2, 6, 64)), in(b, "k", tt(ir.BF16, dram, 2, 2, 64, 64)),
+				in(b, "v", tt(ir.BF16, dram, 2, 2, 64, 64)), in(b, "pos", posT), 0.125)
 		},
 	}
-	for _, name := range []string{"rms_norm_hidden", "rms_norm_multi_tile_rows"} {
+	for _, name := range []string{"sdpa_decode", "sdpa_decode_batch"} {
 		t.Run(name, func(t *testing.T) {
 			_, op := graphOp(t, cases[name])
-			args, want := randomArgs(t, op, rand.New(rand.NewPCG(5, 6)))
+			args, _ := randomArgs(t, op, rand.New(rand.NewPCG(5, 6)))
+			for i := range args[3] {
+				args[3][i] = 37 // every position up to 37 visible: two tiles of scores
+			}
+			want := refEval(t, op, args)
 			ctx := NewContext(target.Blackhole())
 			p, err := Lower(op, ctx)
 			if err != nil {
@@ -93,13 +100,11 @@ func TestReduceUninitIsNeeded(t *testing.T) {
 				removed += n
 			}
 			if removed == 0 {
-				t.Fatal("the emitted norm has no reduce_uninit")
+				t.Fatal("the emitted program has no reduce_uninit")
 			}
 			got := run(p)
-			// A split-row norm reduces on its leader only, so only the
-			// leader's chunk loses its columns: the PCC drops, not to 0.
 			if pcc := numerics.PCC(want[0].Data, got); pcc > 0.99 {
-				t.Errorf("without reduce_uninit the norm still matches (PCC %.6f): the sim does not model the packer edge mask", pcc)
+				t.Errorf("without reduce_uninit the program still matches (PCC %.6f): the sim does not model the packer edge mask", pcc)
 			}
 		})
 	}

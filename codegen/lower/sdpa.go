@@ -58,7 +58,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	cbs := sp.cbs
 	ab := attnCBs{q: cbs.Input("q", q.Type.DType, dt), k: cbs.Input("k", k.Type.DType, 2), v: cbs.Input("v", v.Type.DType, 2),
-		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1)}
+		mask: cbs.Input("mask", ir.FP32, 2), scaler: cbs.Input("scaler", ir.BF16, 1), ones: cbs.Input("ones_column", ir.BF16, 1)}
 	cbPos := cbs.Pages(blocks.ScratchCB, "pos", ir.UInt32, posPageBytes(ctx.Target, pos), 1)
 	ab.out, ab.raw, ab.s, ab.max = cbs.Output("out", out.Type.DType, 2), cbs.Scratch("scores_raw", ir.FP32, 2), cbs.Scratch("scores", ir.FP32, lt), cbs.Scratch("row_max", ir.FP32, 1)
 	ab.p, ab.sum, ab.pn = cbs.Scratch("exp", ir.FP32, lt), cbs.Scratch("recip_sum", ir.FP32, 1), cbs.Scratch("probs", ir.FP32, lt)
@@ -75,6 +75,7 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	user := rd.RuntimeArg("user")
 	b := rd.Builder()
 	blocks.ScalerTile(b, ab.scaler, 1)
+	blocks.OnesColumnTile(b, ab.ones)
 	posv := readPosPage(b, pAcc, cbPos, pos).of(b, user, "upos")
 	blocks.ReadPages(b, qAcc, ab.q, kir.Mul(user, kir.Ci(dt)), kir.Ci(dt))
 	b.For("j", kir.C(0), kir.Ci(Hkv), func(j kir.Var) {
@@ -87,10 +88,12 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	_, c := sp.compute()
 	c.MatmulStartup(ab.q, ab.k, ab.raw)
 	c.B.CBWaitFront(ab.scaler, kir.C(1))
+	c.B.CBWaitFront(ab.ones, kir.C(1))
 	c.B.CBWaitFront(ab.q, kir.Ci(dt))
 	c.For("j", kir.C(0), kir.Ci(Hkv), func(kir.Var) { attend(c, ab, lt, dt, scale) })
 	c.B.CBPopFront(ab.q, kir.Ci(dt))
 	c.B.CBPopFront(ab.scaler, kir.C(1))
+	c.B.CBPopFront(ab.ones, kir.C(1))
 
 	// Writer: assemble the user's output tiles from the rows of each
 	// group, then write them.
@@ -137,8 +140,8 @@ func lowerSDPADecode(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // attnCBs are the CBs of the attention compute pipeline (attend).
 type attnCBs struct {
-	q, k, v, mask, scaler, out int
-	raw, s, max, p, sum, pn    int
+	q, k, v, mask, scaler, ones, out int
+	raw, s, max, p, sum, pn          int
 }
 
 // attend emits the compute of one query tile row (the dt tiles waited for
@@ -171,7 +174,7 @@ func attend(c *blocks.Compute, a attnCBs, lt, dt int, scale float64) {
 	})
 	cb.CBPopFront(a.max, kir.C(1))
 	cb.CBPopFront(a.s, kir.Ci(lt))
-	reduceRows(c, "t", kir.ReduceSum, a.p, a.scaler, a.sum, lt, blocks.SFPUStep{Op: kir.SFPURecip})
+	sumRows(c, "t", a.p, a.ones, a.sum, lt, blocks.SFPUStep{Op: kir.SFPURecip})
 	cb.CBWaitFront(a.sum, kir.C(1))
 	c.For("t", kir.C(0), kir.Ci(lt), func(tt kir.Var) {
 		c.Acquire()
@@ -275,7 +278,7 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	ab := attnCBs{
 		q: sp.cbs.Input("q", q.Type.DType, dt), k: sp.cbs.Input("k", k.Type.DType, 2), v: sp.cbs.Input("v", v.Type.DType, 2),
-		mask: sp.cbs.Input("mask", ir.FP32, 2), scaler: sp.cbs.Input("scaler", ir.BF16, 1), out: sp.cbs.Output("out", out.Type.DType, 2),
+		mask: sp.cbs.Input("mask", ir.FP32, 2), scaler: sp.cbs.Input("scaler", ir.BF16, 1), ones: sp.cbs.Input("ones_column", ir.BF16, 1), out: sp.cbs.Output("out", out.Type.DType, 2),
 		raw: sp.cbs.Scratch("scores_raw", ir.FP32, 2), s: sp.cbs.Scratch("scores", ir.FP32, lt), max: sp.cbs.Scratch("row_max", ir.FP32, 1),
 		p: sp.cbs.Scratch("exp", ir.FP32, lt), sum: sp.cbs.Scratch("recip_sum", ir.FP32, 1), pn: sp.cbs.Scratch("probs", ir.FP32, lt),
 	}
@@ -290,6 +293,7 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	rstart, rcount := rd.RuntimeArg("start_unit"), rd.RuntimeArg("num_units")
 	b := rd.Builder()
 	blocks.ScalerTile(b, ab.scaler, 1)
+	blocks.OnesColumnTile(b, ab.ones)
 	posv := readPos(b, pAcc, cbPos)
 	b.For("u", rstart, kir.Add(rstart, rcount), func(u kir.Var) {
 		qt := b.Let("qt", kir.Mod(u, kir.Ci(st)))
@@ -308,12 +312,14 @@ func lowerSDPAPrefill(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	ccount := cp.RuntimeArg("num_units")
 	c.MatmulStartup(ab.q, ab.k, ab.raw)
 	c.B.CBWaitFront(ab.scaler, kir.C(1))
+	c.B.CBWaitFront(ab.ones, kir.C(1))
 	c.For("u", kir.C(0), ccount, func(kir.Var) {
 		c.B.CBWaitFront(ab.q, kir.Ci(dt))
 		attend(c, ab, lt, dt, scale)
 		c.B.CBPopFront(ab.q, kir.Ci(dt))
 	})
 	c.B.CBPopFront(ab.scaler, kir.C(1))
+	c.B.CBPopFront(ab.ones, kir.C(1))
 
 	wr, oAcc := sp.writerOf("out_addr", out)
 	if sp.err != nil {

@@ -435,3 +435,58 @@ func PackerBF16(x float32) uint16 {
 	}
 	return v
 }
+
+// ReduceRowOut is the DEST value reduce_tile<_, REDUCE_ROW> leaves for a
+// row whose pooled value (the GAPOOL/GMPOOL result, accumulated in DEST
+// row 0) is x, with the scaler tile stored as scaler. tt-llk
+// (llk_math_reduce.h, without enforce_fp32_accumulation) turns the pooled
+// row into a column through SrcB: MOVD2B, TRNSPSRCB, MOVD2B again (the row
+// a next tile accumulates onto) and ELWADD of a zeroed SrcA, so every
+// value, the running row included, is rewritten as SrcB holds it. SrcB has
+// the scaler's source format: from an fp32 DEST a bf16 SrcB keeps x's
+// upper 16 bits (truncation toward zero, ttsim's MOVD2B), a tf32 one its
+// upper 19; the ELWADD then puts 0 + that value in DEST (FPUAdd). A bf16
+// DEST (fp32Dest false) already holds the pooled value as bf16, which the
+// trip leaves unchanged: x is returned as it is. Postcondition: with
+// fp32Dest and a bf16 scaler the result's low 16 bits are zero.
+func ReduceRowOut(x float32, scaler ir.DType, fp32Dest bool) float32 {
+	if !fp32Dest {
+		return x
+	}
+	mask := uint32(0xFFFF0000)
+	if scaler == ir.FP32 {
+		mask = 0xFFFFE000
+	}
+	return FPUAdd(0, math.Float32frombits(math.Float32bits(x)&mask), true)
+}
+
+// PoolTile is DEST dst after reduce_tile's GAPOOLs pool one line of a
+// tile, x (the 32 values of a row for REDUCE_ROW, whose faces the unpacker
+// transposes, or of a column for REDUCE_COL; source-register values),
+// against the scaler s (SrcB) at fidelity f: GAPOOL is MVMUL on four rows
+// (ttsim's tensix_matmul_op), so each face's 16 products are one mvmul
+// lane, all the fidelity phases of the first face (x[:16]) and then of the
+// second (x[16:]) accumulated onto DEST (tt-llk's llk_math_reduce.h runs
+// the phases' MOP per face). With fp32Dest false DEST holds bf16. It
+// panics unless x is 32 values long.
+func PoolTile(dst float32, x []float32, s float32, f ir.MathFidelity, fp32Dest bool) float32 {
+	if len(x) != TileDim {
+		panic(fmt.Sprintf("numerics.PoolTile: want %d values, got %d", TileDim, len(x)))
+	}
+	phases := fidelityPhases(f)
+	var pa [TileDim]srcParts
+	for i, v := range x {
+		pa[i] = partsA(srcWord(v))
+	}
+	var pb [16]srcParts
+	for i := range pb {
+		pb[i] = partsB(srcWord(s))
+	}
+	d := destWord(dst, fp32Dest)
+	for h := 0; h < 2; h++ {
+		for p := 0; p < phases; p++ {
+			d = mvmulParts(pa[16*h:16*h+16], pb[:], d, p, fp32Dest)
+		}
+	}
+	return math.Float32frombits(d)
+}

@@ -181,3 +181,39 @@ func TestMvmulPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolTile: GAPOOL's sum is an mvmul lane per face, not a float32
+// running sum: a term far below the largest of its group of eight is
+// aligned away (1 + 2^-20 pools to 1, where float32 keeps 1 + 2^-20), the
+// faces' phases accumulate onto DEST in turn, and a bf16 DEST holds bf16.
+// (On ttsim, tiny-mlp at --seed 2 matches only with this model:
+// TestTTSimTinyMLP.)
+func TestPoolTile(t *testing.T) {
+	line := func(v map[int]float32) []float32 {
+		x := make([]float32, TileDim)
+		for i, f := range v {
+			x[i] = f
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		name string
+		dst  float32
+		x    []float32
+		s    float32
+		fp32 bool
+		want float32
+	}{
+		{"exact terms", 0, line(map[int]float32{0: 1, 5: 2, 20: -0.5}), 1, true, 2.5},
+		{"scaler", 1, line(map[int]float32{0: 1.5, 31: 0.25}), 2, true, 4.5},
+		{"small term aligned away", 0, line(map[int]float32{0: 1, 1: 0x1p-20}), 1, true, 1},
+		{"small term in the other face", 0, line(map[int]float32{0: 1, 16: 0x1p-20}), 1, true, 1 + 0x1p-20},
+		{"bf16 DEST", 0, line(map[int]float32{0: 1, 16: 0x1p-10}), 1, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PoolTile(tc.dst, tc.x, tc.s, ir.HiFi4, tc.fp32); got != tc.want {
+				t.Errorf("PoolTile = %v (%#08x), want %v (%#08x)", got, math.Float32bits(got), tc.want, math.Float32bits(tc.want))
+			}
+		})
+	}
+}

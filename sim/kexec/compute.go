@@ -53,12 +53,17 @@ type computeState struct {
 	phase      regPhase
 	started    bool
 	srcA, srcB ir.DType // configured unpacker formats
-	pack       ir.DType // configured packer format
-	fpu        fpuMode
-	sfpu       kir.SFPUOp
-	sfpuSet    bool
-	fid        ir.MathFidelity
-	fp32       bool
+	// srcADest, srcBDest: the side was configured from a Float32 CB that
+	// unpacks straight to DEST (UnpackToDestFp32: its destination format
+	// Float32, not tf32), srcACB, srcBCB the CBs it was configured from
+	srcADest, srcBDest bool
+	srcACB, srcBCB     int
+	pack               ir.DType // configured packer format
+	fpu                fpuMode
+	sfpu               kir.SFPUOp
+	sfpuSet            bool
+	fid                ir.MathFidelity
+	fp32               bool
 	// edgeMask is the packer edge mask reduce_init programs: while set
 	// (until reduce_uninit) every pack_tile keeps only the elements a
 	// reduction of maskDim produces (column 0 for a row reduce, row 0 for a
@@ -159,12 +164,23 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	if call != "copy_tile" && ks.k.Compute.UnpacksToDest(idx) {
 		return nil, 0, ks.errf(kir.RuleUnpackMode, idx, "%s reads CB c_%d through source %c, but the CB unpacks straight to DEST (UnpackToDestFp32)", call, idx, side)
 	}
-	conf := ks.comp.srcA
+	conf, confDest, confCB := ks.comp.srcA, ks.comp.srcADest, ks.comp.srcACB
 	if side == 'B' {
-		conf = ks.comp.srcB
+		conf, confDest, confCB = ks.comp.srcB, ks.comp.srcBDest, ks.comp.srcBCB
 	}
 	if conf != f {
 		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s unpacks CB c_%d (%s) through source %c, which is configured for %s; call reconfig_data_format first", call, idx, f, side, conf)
+	}
+	// A Float32 CB's destination format is Float32 when it unpacks to DEST
+	// and tf32 otherwise (tt-metal's get_unpack_dst_formats): the unpacker
+	// configured for one mode cannot unpack the other (ttsim stops:
+	// "tensix_unpacr: unpack_to_dst=0 in_data_format=0 out_data_format=0").
+	if want := ks.toDest(idx) && call == "copy_tile"; f == ir.FP32 && confDest != want {
+		mode := "through source " + string(side) + " as tf32"
+		if confDest {
+			mode = "straight to DEST (UnpackToDestFp32)"
+		}
+		return nil, 0, ks.errf(kir.RuleDataFormat, idx, "%s unpacks CB c_%d, but source %c is configured from CB c_%d, which unpacks %s; call reconfig_data_format first", call, idx, side, confCB, mode)
 	}
 	if c.PageSize != f.TileBytes() {
 		return nil, 0, ks.errf(kir.RuleCBConfig, idx, "%s unpacks CB c_%d whose page size %d is not one %s tile", call, idx, c.PageSize, f)
@@ -177,6 +193,12 @@ func (ks *kstate) unpack(call string, idx int, i uint64, side byte) ([]float32, 
 	}
 	ks.r.stats.TileOps++
 	return tile, f, nil
+}
+
+// toDest reports whether CB idx unpacks straight to DEST at fp32
+// (UnpackToDestFp32, which tt-metal honours with fp32_dest_acc_en only).
+func (ks *kstate) toDest(idx int) bool {
+	return ks.comp.fp32 && ks.k.Compute.UnpacksToDest(idx)
 }
 
 // srcReg is the value an FPU source register holds for x stored as f.
@@ -293,6 +315,7 @@ func configOp(s kir.Stmt, call string) op {
 			if cs.srcB, err = ks.cbFormat(b, call); err != nil {
 				return err
 			}
+			cs.srcACB, cs.srcBCB, cs.srcADest, cs.srcBDest = a, b, ks.toDest(a), ks.toDest(b)
 			if cs.pack, err = ks.cbFormat(s.OCB, call); err != nil {
 				return err
 			}
@@ -308,7 +331,9 @@ func configOp(s kir.Stmt, call string) op {
 			if ks.comp.srcA, err = ks.cbFormat(s.SrcA, call); err != nil {
 				return err
 			}
-			ks.comp.srcB, err = ks.cbFormat(s.SrcB, call)
+			cs := ks.comp
+			cs.srcACB, cs.srcBCB, cs.srcADest, cs.srcBDest = s.SrcA, s.SrcB, ks.toDest(s.SrcA), ks.toDest(s.SrcB)
+			cs.srcB, err = ks.cbFormat(s.SrcB, call)
 			return err
 		})
 	case kir.PackReconfigDataFormat:
@@ -484,11 +509,11 @@ func mathOp(s kir.Stmt, call, init string) op {
 			if err := ks.mathPrologue(call, fpuMode{kind: fpuReduce, rop: s.Op, rdim: s.Dim}, init); err != nil {
 				return err
 			}
-			d, a, sc, _, _, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
+			d, a, sc, _, fs, err := ks.twoTiles(call, s.ICB, s.ScalerCB, v)
 			if err != nil {
 				return err
 			}
-			ks.reduce(s.Op, s.Dim, d, a, sc[0])
+			ks.reduce(s.Op, s.Dim, d, a, sc[0], fs)
 			return nil
 		})
 	case kir.TransposeTile:
@@ -692,8 +717,11 @@ func (ks *kstate) matmul(call string, in0, in1 int, t0, t1, d uint64) error {
 	return nil
 }
 
-// reduce folds tile a scaled by s into DEST[d].
-func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32) {
+// reduce folds tile a scaled by s (the scaler tile, stored as sf) into
+// DEST[d]. A row reduction's results (and the running row a next tile
+// accumulates onto) pass through SrcB in sf's format
+// (numerics.ReduceRowOut).
+func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32, sf ir.DType) {
 	cs := ks.comp
 	dst := cs.dest[d]
 	first := !cs.reduced[d]
@@ -720,12 +748,22 @@ func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32,
 	n := numerics.TileDim
 	switch dim {
 	case kir.ReduceRow:
+		line := make([]float32, n)
 		for r := 0; r < n; r++ {
-			put(numerics.FaceIndex(r, 0), func(yield func(float32)) {
-				for c := 0; c < n; c++ {
-					yield(a[numerics.FaceIndex(r, c)])
+			i := numerics.FaceIndex(r, 0)
+			if op == kir.ReduceSum {
+				for c := range line {
+					line[c] = a[numerics.FaceIndex(r, c)]
 				}
-			})
+				dst[i] = numerics.PoolTile(dst[i], line, s, cs.fid, cs.fp32)
+			} else {
+				put(i, func(yield func(float32)) {
+					for c := 0; c < n; c++ {
+						yield(a[numerics.FaceIndex(r, c)])
+					}
+				})
+			}
+			dst[i] = numerics.ReduceRowOut(dst[i], sf, cs.fp32)
 		}
 	case kir.ReduceCol:
 		for c := 0; c < n; c++ {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/kir/kirtest"
@@ -326,13 +327,8 @@ func TestComputeOps(t *testing.T) {
 			out := make([]float32, len(a))
 			for tile := 0; tile < 2; tile++ {
 				base := tile * numerics.TileElems
-				s := bb[base]
 				for r := 0; r < 32; r++ {
-					var acc float32
-					for c := 0; c < 32; c++ {
-						acc += numerics.FidelityMul(a[base+numerics.FaceIndex(r, c)], s, ir.HiFi4)
-					}
-					out[base+numerics.FaceIndex(r, 0)] = numerics.RoundBF16(acc) // reduce: not bit-modelled (RNE into a bf16 DEST)
+					out[base+numerics.FaceIndex(r, 0)] = numerics.PoolTile(0, tileRow(a, base, r), bb[base], ir.HiFi4, false) // GAPOOL into a bf16 DEST
 				}
 			}
 			return out
@@ -351,6 +347,50 @@ func TestComputeOps(t *testing.T) {
 				t.Errorf("out (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// tileRow is row r of the tile at base in t (face order).
+func tileRow(t []float32, base, r int) []float32 {
+	row := make([]float32, numerics.TileDim)
+	for c := range row {
+		row[c] = t[base+numerics.FaceIndex(r, c)]
+	}
+	return row
+}
+
+// TestRowReduceThroughSrcB: in an fp32 DEST a row reduction's sums keep
+// only their upper 16 bits, as tt-llk's reduce moves them through a bf16
+// SrcB (MOVD2B) to turn the pooled row into a column; ttsim computes the
+// same (tiny-mlp's rms_norm on ttsim differed from the simulator in 1-ulp
+// bf16 outputs before the simulator modelled it). The packer then writes
+// those bf16 values unchanged, where it would round the full sums (half
+// away from zero) otherwise.
+func TestRowReduceThroughSrcB(t *testing.T) {
+	a, bb := randTiles(22, 2), randTiles(23, 2)
+	p := pipeline(ir.BF16, 2, true, kir.ComputeConfig{MathFidelity: ir.HiFi4, FP32DestAccEn: true}, func(b *kir.Builder) {
+		b.ReduceInit(kir.ReduceSum, kir.ReduceRow, 0, 1, 16)
+		b.ReduceTile(kir.ReduceSum, kir.ReduceRow, 0, 1, kir.C(0), kir.C(0), kir.C(0))
+		b.ReduceUninit()
+	})
+	d := setup(t, p, map[string][]float32{"a": a, "b": bb})
+	runOK(t, d, p)
+	want := make([]float32, len(a))
+	rounded := 0
+	for tile := 0; tile < 2; tile++ {
+		base := tile * numerics.TileElems
+		for r := 0; r < 32; r++ {
+			acc := numerics.PoolTile(0, tileRow(a, base, r), bb[base], ir.HiFi4, true)
+			w := math.Float32frombits(math.Float32bits(acc) &^ 0xFFFF)
+			if numerics.FromBF16Bits(numerics.PackerBF16(acc)) != w {
+				rounded++
+			}
+			want[base+numerics.FaceIndex(r, 0)] = w
+		}
+	}
+	require.NotZero(t, rounded, "no row sum whose packer rounding differs from its truncation: the test would not see the trip through SrcB")
+	if diff := cmp.Diff(want, readTiles(t, d, "out")); diff != "" {
+		t.Errorf("out (-want +got):\n%s", diff)
 	}
 }
 
@@ -826,6 +866,47 @@ func TestFP32UnpackToDest(t *testing.T) {
 	var re *kir.RuleError
 	if !errors.As(err, &re) || re.Rule != kir.RuleUnpackMode {
 		t.Errorf("transpose of an unpack-to-dest CB: err = %v, want rule unpack-mode", err)
+	}
+}
+
+// TestFP32UnpackModeNeedsReconfig: the unpacker configured from a Float32
+// CB that unpacks straight to DEST (destination format Float32) cannot
+// read another Float32 CB through source A as tf32, nor the other way
+// round: without reconfig_data_format between them the simulator stops,
+// as ttsim does ("tensix_unpacr: unpack_to_dst=0 in_data_format=0
+// out_data_format=0"); with it both run.
+func TestFP32UnpackModeNeedsReconfig(t *testing.T) {
+	cfg := kir.ComputeConfig{MathFidelity: ir.HiFi4, FP32DestAccEn: true, UnpackToDestFP32: []int{0}}
+	copyA := func(b *kir.Builder) {
+		b.CopyTileInit(0)
+		b.CopyTile(0, kir.C(0), kir.C(0))
+	}
+	addB := func(b *kir.Builder) {
+		b.BinaryInit(kir.EltAdd, 1, 1)
+		b.BinaryTiles(kir.EltAdd, 1, 1, kir.C(0), kir.C(0), kir.C(1))
+	}
+	for _, tc := range []struct {
+		name  string
+		body  func(b *kir.Builder)
+		fails bool // with rule data-format
+	}{
+		{"copy then add, no reconfig", func(b *kir.Builder) { b.ReconfigDataFormat(0, 1); copyA(b); addB(b) }, true},
+		{"copy then add, reconfigured", func(b *kir.Builder) { b.ReconfigDataFormat(0, 1); copyA(b); b.ReconfigDataFormat(1, 1); addB(b) }, false},
+		{"add then copy, no reconfig", func(b *kir.Builder) { b.ReconfigDataFormat(1, 1); addB(b); copyA(b) }, true},
+		{"add then copy, reconfigured", func(b *kir.Builder) { b.ReconfigDataFormat(1, 1); addB(b); b.ReconfigDataFormat(0, 1); copyA(b) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pipeline(ir.FP32, 1, true, cfg, tc.body)
+			d := setup(t, p, map[string][]float32{"a": randTiles(3, 1), "b": randTiles(4, 1)})
+			_, err := d.Run(p, kexec.RunOptions{})
+			var re *kir.RuleError
+			switch {
+			case !tc.fails && err != nil:
+				t.Errorf("Run: %v, want no error", err)
+			case tc.fails && (!errors.As(err, &re) || re.Rule != kir.RuleDataFormat):
+				t.Errorf("Run: err = %v, want rule data-format", err)
+			}
+		})
 	}
 }
 

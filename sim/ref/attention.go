@@ -465,8 +465,22 @@ func (a *attender) scaledScores(q []float32, last int, scale float32, f ir.MathF
 		if y := numerics.FidelityMul(a.s[t], 1, f); t == 0 || y > m {
 			m = y
 		}
+		m = afterTile(m, t, len(raw))
 	}
 	return m
+}
+
+// afterTile is a row reduction's running value v after position t of n:
+// at the end of every tile of 32 positions (and of the row) it passes
+// through SrcB and keeps its upper 16 bits (numerics.ReduceRowOut, the
+// bf16 scaler); in between it is unchanged. The positions the kernel
+// reduces past n (masked: -inf for the maximum, 0 for the sum) leave the
+// truncated value as it is.
+func afterTile(v float32, t, n int) float32 {
+	if t%numerics.TileDim == numerics.TileDim-1 || t == n-1 {
+		return numerics.ReduceRowOut(v, ir.BF16, true)
+	}
+	return v
 }
 
 // attendFPU writes to out the attention of query row q over cache
@@ -481,10 +495,12 @@ func (a *attender) scaledScores(q []float32, last int, scale float32, f ir.MathF
 //	s_t   = FPUAdd(tf32(raw_t * scale), 0)   mul_unary_tile on the SFPU (float32), packed fp32; add_tiles
 //	                                         of the mask tile (0 where visible)
 //	m     = max_t FidelityMul(s_t, 1)        reduce_tile MAX REDUCE_ROW, s in SrcA and the bf16 scaler 1
-//	                                         in SrcB; the first maximum is kept
+//	                                         in SrcB; the first maximum is kept; the running maximum
+//	                                         keeps its upper 16 bits after every tile (afterTile)
 //	e_t   = Exp(FPUSub(s_t, tf32(m)))        sub_tiles_bcast_cols, exp_tile on the SFPU
-//	r     = Recip(sum_t FidelityMul(e_t, 1)) reduce_tile SUM REDUCE_ROW (a float32 sum in position
-//	                                         order), recip_tile on the SFPU
+//	r     = Recip(sum_t e_t)                 matmul_tiles of e (SrcB) against the ones column (SrcA) over
+//	                                         the tiles of positions into an fp32 DEST (matmulRowSum),
+//	                                         recip_tile on the SFPU
 //	p_t   = FPUMul(tf32(e_t), tf32(r))       mul_tiles_bcast_cols, e in SrcA
 //	out   = sum_t p_t v_t                    matmul_tiles over the cache tiles into an fp32 DEST, p in
 //	                                         SrcB and v in SrcA: numerics.Matmul
@@ -499,12 +515,11 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 	d, n := a.d, last+1
 	tf := numerics.TruncTF32
 	m := a.scaledScores(q, last, scale, f, true)
-	var sum float32
 	a.p = append(a.p[:0], a.s...)
 	for t, x := range a.s {
 		a.p[t] = a.sf.exp(numerics.FPUSub(tf(x), tf(m), true))
-		sum += numerics.FidelityMul(a.p[t], 1, f)
 	}
+	sum := matmulRowSum(len(a.p), func(t int) float32 { return a.p[t] }, f)
 	r := tf(a.sf.recip(sum))
 	for t, e := range a.p {
 		a.p[t] = numerics.FPUMul(tf(e), r, 0, f, true)
@@ -531,8 +546,7 @@ func (a *attender) attendFPU(out, q, v []float32, last int, scale float32, f ir.
 //	                                         not unpacked to DEST: tf32), then matmul_tiles of nm (SrcB)
 //	                                         and a ones row (SrcA) onto it: numerics.MatmulOnto
 //	e_t   = Exp(x_t)                         exp_tile on the SFPU, packed fp32
-//	r     = Recip(sum_t FidelityMul(e_t, 1)) reduce_tile SUM REDUCE_ROW (float32, in position order),
-//	                                         recip_tile on the SFPU
+//	r     = Recip(sum_t e_t)                 matmul_tiles against the ones column (matmulRowSum), recip_tile
 //	pv    = sum_t e_t v_t                    matmul_tiles over the cache tiles into an fp32 DEST, e in
 //	                                         SrcB and v in SrcA, packed fp32
 //	out   = FPUMul(tf32(pv), tf32(r))        mul_tiles_bcast_cols, pv in SrcA
@@ -544,15 +558,14 @@ func (a *attender) attendGatedFPU(out, q, v []float32, last int, scale float32, 
 	tf := numerics.TruncTF32
 	m := a.scaledScores(q, last, scale, f, false)
 	nm := packedBF16(-m)
-	var sum float32
 	a.p = append(a.p[:0], a.s...)
 	x := []float32{0}
 	for t, st := range a.s {
 		x[0] = tf(st)
 		numerics.MatmulOnto(x, []float32{nm}, []float32{1}, 1, 1, 1, f)
 		a.p[t] = a.sf.exp(x[0])
-		sum += numerics.FidelityMul(a.p[t], 1, f)
 	}
+	sum := matmulRowSum(len(a.p), func(t int) float32 { return a.p[t] }, f)
 	r := tf(a.sf.recip(sum))
 	for i, pv := range numerics.Matmul(a.p, v[:n*d], 1, n, d, f) {
 		out[i] = numerics.FPUMul(tf(pv), r, 0, f, true)

@@ -147,18 +147,25 @@ func TestFusedOpInGraph(t *testing.T) {
 	}
 	// The device norm's FPU steps (normRows): squares and x * rsqrt read
 	// as tf32 in SrcA, rsqrt and w + 1 in SrcB (TruncTF32, SrcA's last
-	// mantissa bit unused), float32 sums; one packer rounding to bf16 at the end
-	// (half away from zero).
+	// mantissa bit unused), the squares summed by a matmul against a
+	// column of ones (numerics.Matmul: the squares through SrcB as tf32,
+	// per tile two mvmul lanes of 16 products onto the fp32 DEST); one
+	// packer rounding to bf16 at the end (half away from zero).
 	srcA := func(v float32) float32 {
 		return math.Float32frombits(math.Float32bits(numerics.TruncTF32(v)) &^ 0x3FFF)
 	}
+	ones := make([]float32, 64)
+	for i := range ones {
+		ones[i] = 1
+	}
 	want := make([]float32, 0, 192)
 	for r := 0; r < 3; r++ {
-		var ss float32
-		for c := 0; c < 64; c++ {
-			v := xt.Data[r*64+c]
-			ss += srcA(v * v)
+		sq := make([]float32, 64)
+		for i := range sq {
+			v := xt.Data[r*64+i]
+			sq[i] = v * v
 		}
+		ss := numerics.Matmul(sq, ones, 1, 64, 1, ir.HiFi4)[0]
 		s := numerics.TruncTF32(numerics.Rsqrt(ss*float32(1.0/64) + float32(1e-5)))
 		for c := 0; c < 64; c++ {
 			xn := srcA(xt.Data[r*64+c] * s)

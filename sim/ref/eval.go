@@ -48,6 +48,26 @@ type Options struct {
 	// chunked order, split over cores: within rounding, see
 	// attender.attendGatedFPU).
 	Composed bool
+	// RowSplit, when set, gives the chunking of a split-row norm op's
+	// program (kir.Program.RowSplit, which the caller maps to its op): the
+	// device sums each chunk of a row on its own core (matmulRowSum) and
+	// adds the chunks' sums in float32 on the exchange's tree; normRows
+	// follows it. Nil, or a zero
+	// RowSplit for an op: one core per row.
+	RowSplit func(op *ir.Op) RowSplit
+}
+
+// RowSplit is a split-row norm's chunking: Per tiles of a row per core,
+// the chunks' sums added in core order (Fan 0) or per subgroup of Fan
+// consecutive cores and then the subgroups' sums in order.
+type RowSplit struct{ Per, Fan int }
+
+// rowSplit is op's chunking under o (zero: one core per row).
+func (o Options) rowSplit(op *ir.Op) RowSplit {
+	if o.RowSplit == nil || op == nil {
+		return RowSplit{}
+	}
+	return o.RowSplit(op)
 }
 
 // DefaultOptions is the reference at the device's formats:

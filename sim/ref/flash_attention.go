@@ -74,12 +74,14 @@ func (a *attender) flashKV(k, v []float32, kv, last, n int) {
 //	raw_t = mask_t + q . k_t          matmul_tiles onto the mask (0 visible, -inf past pos + s) copied into
 //	                                  DEST for tiles from maskFrom on, onto +0 before: numerics.MatmulOnto
 //	s_t   = mulScalar(raw_t, scale)   mul_unary_tile, packed fp32
-//	c     = max_t FidelityMul(s_t, 1) reduce_tile MAX over the chunk; the first maximum is kept
+//	c     = max_t FidelityMul(s_t, 1) reduce_tile MAX over the chunk; the first maximum is kept, the
+//	                                  running maximum keeps its upper 16 bits after every tile (afterTile)
 //	x     = c (the first chunk), else add(relu(add(c, nm)), neg(nm))   the SFPU's max(m, c)
 //	nm'   = bf16(neg(x))              negative_tile, packed to bf16 (half away from zero)
 //	e_t   = exp(FPUAdd(tf32(s_t), nm')) add_tiles_bcast_cols, exp_tile, packed fp32
 //	a     = exp(add(FPUSub(0, nm), FPUAdd(0, nm')))   later chunks: the rescale factor
-//	l     = sum_t FidelityMul(e_t, 1) (float32, in position order onto +0), later chunks add(that, mul(l, a))
+//	l     = sum_t e_t                 matmul_tiles against the ones column onto +0 (matmulRowSum), later
+//	                                  chunks add(that, mul(l, a))
 //	O     = MatmulOnto(O', e, V), O' = +0 (the first chunk) or mul(O, a)
 //
 // then r = FPUAdd(0, tf32(recip(l))) (the reciprocal broadcast along the
@@ -118,6 +120,7 @@ func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, sca
 			if y := numerics.FidelityMul(sc[t], 1, f); t == lo || y > c {
 				c = y
 			}
+			c = afterTile(c, t-lo, hi-lo)
 		}
 		x := c
 		if later {
@@ -131,10 +134,7 @@ func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, sca
 		if later {
 			alpha = sf.exp(sf.add(numerics.FPUSub(0, nm, true), numerics.FPUAdd(0, nm2, true)))
 		}
-		var sum float32
-		for t := lo; t < hi; t++ {
-			sum += numerics.FidelityMul(e[t], 1, f)
-		}
+		sum := matmulRowSum(hi-lo, func(i int) float32 { return e[lo+i] }, f)
 		if later {
 			sum = sf.add(sum, sf.mul(l, alpha))
 			for i := range o {

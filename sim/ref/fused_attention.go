@@ -193,7 +193,7 @@ func prologue(op *ir.Op, args []Tensor, opts Options, l prologueLayout) ([]Tenso
 	// as the composed rms_norm op it replaces (normRows), stored as qg's
 	// dtype.
 	norm := func(rows []float32, n int, w Tensor) (Tensor, error) {
-		out := normRows(Tensor{Shape: ir.Shape{n, D}, Data: rows[:n*D]}, w.Data, eps, offset, opts)
+		out := normRows(Tensor{Shape: ir.Shape{n, D}, Data: rows[:n*D]}, w.Data, eps, offset, RowSplit{}, opts)
 		return storeAs(normDT, out, opts)
 	}
 	// rope rotates the first R dims of row r (token r / heads) in place,

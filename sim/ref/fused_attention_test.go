@@ -138,7 +138,7 @@ func TestAttnPrologueRoundsLikeTheComposedPath(t *testing.T) {
 	// the device's reads at storage formats), then rounded as stored.
 	want := func(round func(float32) float32, opts Options) []float32 {
 		x, w, cos, sin := data[0][:D], data[3], data[5], data[6]
-		n := normRows(Tensor{Shape: ir.Shape{1, D}, Data: x}, w, 1e-6, 1, opts).Data
+		n := normRows(Tensor{Shape: ir.Shape{1, D}, Data: x}, w, 1e-6, 1, RowSplit{}, opts).Data
 		for i := range n {
 			n[i] = round(n[i])
 		}

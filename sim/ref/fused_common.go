@@ -160,7 +160,7 @@ func evalRMSNormMatmul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	n, err := rmsNormRows(args[0], args[1], eps, offset, opts)
+	n, err := rmsNormRows(args[0], args[1], eps, offset, opts.rowSplit(op), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func addNorm(op *ir.Op, a, b Tensor, w *Tensor, opts Options) ([]Tensor, error) 
 	if h, err = finishResult(dt, h, opts); err != nil {
 		return nil, err
 	}
-	n, err := rmsNormRows(h, *w, eps, offset, opts)
+	n, err := rmsNormRows(h, *w, eps, offset, opts.rowSplit(op), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -215,7 +215,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 	// rms_norm ops, so they are evaluated exactly as those are (normRows,
 	// which models the device's reads at storage formats).
 	l2 := func(dst []float32) {
-		n := normRows(Tensor{Shape: ir.Shape{1, len(dst)}, Data: dst}, nil, l2Eps, 0, opts)
+		n := normRows(Tensor{Shape: ir.Shape{1, len(dst)}, Data: dst}, nil, l2Eps, 0, RowSplit{}, opts)
 		for i, e := range n.Data {
 			dst[i] = rs(rs(e) * l2Scale)
 		}
@@ -269,7 +269,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			}
 
 			// Gated RMSNorm (weight as is), times silu(z).
-			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, opts)
+			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, RowSplit{}, opts)
 			for j := range Dv {
 				i := b*H*Dv + h*Dv + j
 				out.Data[i] = deviceMul(rz(sfpuFor(opts).silu(z.Data[i])), rs(on.Data[j]), opts)

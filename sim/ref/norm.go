@@ -32,7 +32,7 @@ func evalRMSNorm(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := rmsNormRows(args[0], args[1], eps, offset, opts)
+	out, err := rmsNormRows(args[0], args[1], eps, offset, opts.rowSplit(op), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -51,16 +51,16 @@ func evalRMSNormPlain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if x.Shape.Rank() == 0 {
 		return nil, fmt.Errorf("rule rank: cannot normalise a scalar over its last dimension")
 	}
-	return []Tensor{normRows(x, nil, eps, 0, opts)}, nil
+	return []Tensor{normRows(x, nil, eps, 0, opts.rowSplit(op), opts)}, nil
 }
 
 // rmsNormRows is x * rsqrt(mean(x^2, last) + eps) * (w + offset) per row
 // (normRows with a weight); w must have as many elements as x's last dim.
-func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error) {
+func rmsNormRows(x, w Tensor, eps, offset float64, split RowSplit, opts Options) (Tensor, error) {
 	if x.Shape.Rank() == 0 || w.Shape.Numel() != x.Shape[len(x.Shape)-1] {
 		return Tensor{}, fmt.Errorf("rule norm-weight: weight %s must have as many elements as the last dim of x %s", w.Shape, x.Shape)
 	}
-	return normRows(x, w.Data, eps, offset, opts), nil
+	return normRows(x, w.Data, eps, offset, split, opts), nil
 }
 
 // normRows returns x * rsqrt(mean(x^2, last) + eps) per row of x (rank >=
@@ -77,7 +77,7 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // passes unchanged):
 //
 //	sq_i = tf(x_i) * tf(x_i)             copy_tile of x through SrcA, square_tile on the SFPU, packed fp32
-//	ss   = reduceTileSum over i of sq_i   reduce_tile<SUM, REDUCE_ROW> against 1.0, column order, float32
+//	ss   = matmulRowSum over i of sq_i      matmul_tiles of sq (SrcB, tf32) against the ones column (SrcA), column order, fp32 DEST
 //	rs   = Rsqrt(float32(ss * float32(1/H)) + float32(eps))   mul_unary, add_unary, rsqrt on the SFPU, packed fp32
 //	xn_i = FPUMul(tf(x_i), tf(rs))        mul_tiles_bcast_cols: x in SrcA, rs in SrcB
 //	out_i = FPUMul(tf(xn_i), tf(wo_i))    with a weight: xn packed fp32, mul_tiles_bcast_rows
@@ -85,14 +85,15 @@ func rmsNormRows(x, w Tensor, eps, offset float64, opts Options) (Tensor, error)
 // where wo_i = float32(w_i + float32(offset)) (add_unary on the SFPU,
 // packed fp32) when offset != 0 and w_i otherwise; without a weight out =
 // xn. When a row is split over several cores (norm_split.go: few tile
-// rows) each core reduces its chunk of tiles and the row sum is the chunk
+// rows) each core sums its chunk of tiles and the row sum is the chunk
 // sums added in fp32 in core order (with many cores on a two-level tree:
 // per subgroup of consecutive cores, then the subgroups' sums in order;
-// multicore.Exchange); ss then often differs from the
-// running sum in its last bits, which reaches the result only where tf(rs)
-// crosses a truncation step (rarely: see the Numerics paragraph of
+// multicore.Exchange): opts.RowSplit gives that chunking, and normRows
+// adds as the device does (without it, one core's running sum, which
+// differs in the last bits of ss and in the result only where tf(rs)
+// crosses a truncation step: see the Numerics paragraph of
 // codegen/lower/norm.go).
-func normRows(x Tensor, w []float32, eps, offset float64, opts Options) Tensor {
+func normRows(x Tensor, w []float32, eps, offset float64, split RowSplit, opts Options) Tensor {
 	n := x.Shape.Cols2D()
 	out := NewTensor(x.Shape)
 	for r := 0; r < x.Shape.Rows2D(); r++ {
@@ -114,11 +115,7 @@ func normRows(x Tensor, w []float32, eps, offset float64, opts Options) Tensor {
 		}
 		f, tf := opts.Fidelity, numerics.TruncTF32
 		mul := func(a, b float32) float32 { return numerics.FPUMul(tf(a), tf(b), 0, f, true) }
-		var ss float32
-		for _, v := range row {
-			v = tf(v)
-			ss = reduceTileSum(ss, v*v, f)
-		}
+		ss := splitRowSum(n, func(i int) float32 { v := tf(row[i]); return v * v }, f, split)
 		rs := sfpuFor(opts).rsqrt(float32(ss*float32(1/float64(n))) + float32(eps))
 		for i, v := range row {
 			y := mul(v, rs)

@@ -15,12 +15,15 @@ import (
 // lowering (codegen/lower/reduce.go) computes, rounding point by rounding
 // point, in an fp32 DEST:
 //
-//   - over the last or the second-to-last dim, reduce_tile<SUM> folds the
-//     operand tiles one after the other, in index order, into one DEST
-//     tile against a scaler tile of 1.0: every element is the FPU product
+//   - over the last dim, matmul_tiles against the ones column tile folds
+//     the operand tiles one after the other, in index order, into one
+//     DEST tile (matmulRowSum: numerics.Matmul, the operand through SrcB
+//     as tf32). The zeroed tile padding adds +0;
+//   - over the second-to-last dim, reduce_tile<SUM, REDUCE_COL> does,
+//     against a scaler tile of 1.0: every element is the FPU product
 //     numerics.FidelityMul(x, 1) (x in SrcA: fp32 data loses its low
 //     mantissa bits there, bf16 data is exact from HiFi2 on) added to the
-//     running float32 sum (reduceTileSum). The zeroed tile padding adds +0;
+//     running float32 sum (reduceTileSum);
 //   - over a leading dim the tiles are copied into DEST and added there on
 //     the SFPU, a float32 running sum in index order (sumLead);
 //   - mean is the last-dim sum times float32(1/N) on the SFPU.
@@ -61,11 +64,7 @@ func evalMean(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	for r := 0; r < rows; r++ {
 		row := x.Data[r*n : (r+1)*n]
 		if opts.StorageFormats {
-			var s float32
-			for _, v := range row {
-				s = reduceTileSum(s, v, opts.Fidelity)
-			}
-			out.Data[r] = s * inv
+			out.Data[r] = matmulRowSum(n, func(i int) float32 { return row[i] }, opts.Fidelity) * inv
 			continue
 		}
 		var s float64
@@ -119,6 +118,10 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 				out.Data[o*inner+j] = sumLead(vals, op.Operands[0].Type.DType)
 				continue
 			}
+			if ax == x.Shape.Rank()-1 { // the last dim: a row reduction (inner is 1)
+				out.Data[o] = matmulRowSum(n, func(i int) float32 { return vals[i] }, opts.Fidelity)
+				continue
+			}
 			var s float32
 			for _, v := range vals {
 				s = reduceTileSum(s, v, opts.Fidelity)
@@ -127,6 +130,58 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		}
 	}
 	return []Tensor{out}, nil
+}
+
+// matmulRowSum is what a row sum by matmul (a norm's sum of squares, sum
+// and mean over the last dim) leaves in an fp32 DEST for a
+// row of n elements (at(i) the i-th; the tile padding past n adds +0): matmul_tiles of
+// every tile of the row (in0, fed to SrcB as tf32) against the bf16 ones
+// column tile (in1: 1.0 in column 0, fed to SrcA) accumulated in column
+// order onto one DEST tile (numerics.Matmul: per tile and fidelity phase
+// two mvmul lanes of 16 products). Unlike reduce_tile<SUM, REDUCE_ROW>,
+// whose running sum passes through a bf16 SrcB after every tile
+// (numerics.ReduceRowOut; tcc's programs no longer sum rows with it), the
+// sum never leaves DEST, so it keeps all of fp32's bits.
+func matmulRowSum(n int, at func(i int) float32, f ir.MathFidelity) float32 {
+	a, ones := make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], ones[i] = at(i), 1
+	}
+	return numerics.Matmul(a, ones, 1, n, 1, f)[0]
+}
+
+// splitRowSum is a split-row norm's row sum (matmulRowSum on one core when
+// split.Per is 0 or covers the row): every core's chunk of split.Per
+// tiles summed by matmulRowSum, the chunks' sums added in float32 (the
+// SFPU's add_binary) in core order, on two levels when 0 < split.Fan < the
+// number of chunks (each subgroup of Fan consecutive chunks summed, then
+// the subgroups' sums in order: multicore.Exchange).
+func splitRowSum(n int, at func(i int) float32, f ir.MathFidelity, split RowSplit) float32 {
+	chunk := split.Per * numerics.TileDim
+	if split.Per <= 0 || chunk >= n {
+		return matmulRowSum(n, at, f)
+	}
+	var parts []float32
+	for c := 0; c < n; c += chunk {
+		parts = append(parts, matmulRowSum(min(chunk, n-c), func(i int) float32 { return at(c + i) }, f))
+	}
+	fan := split.Fan
+	if fan <= 0 || fan >= len(parts) {
+		fan = len(parts)
+	}
+	var total float32
+	for g := 0; g < len(parts); g += fan {
+		sub := parts[g]
+		for _, p := range parts[g+1 : min(g+fan, len(parts))] {
+			sub += p
+		}
+		if g == 0 {
+			total = sub
+		} else {
+			total += sub
+		}
+	}
+	return total
 }
 
 // reduceTileSum is what reduce_tile<SUM> leaves in an fp32 DEST element

@@ -23,7 +23,10 @@ import (
 // runFlags are the flags of `tcc run`.
 type runFlags struct {
 	// sfpu is --sfpu's code: the same-formats references follow it.
-	sfpu          sfpu.Code
+	sfpu sfpu.Code
+	// rowSplits are the split-row norms of the run's builds (addRowSplits),
+	// which the same-formats references follow (shared by the copies).
+	rowSplits     map[*ir.Op]ref.RowSplit
 	backend       string
 	ttsim         string
 	check         bool
@@ -156,12 +159,24 @@ type stepGraph struct {
 	programs *programCheck
 }
 
-// sameFormats is the reference options that follow the device's formats
-// and SFPU code.
+// sameFormats is the reference options that follow the device's formats,
+// SFPU code and split-row norms.
 func (rf runFlags) sameFormats() ref.Options {
 	o := ref.DefaultOptions()
 	o.SFPU = rf.sfpu
+	splits := rf.rowSplits
+	o.RowSplit = func(op *ir.Op) ref.RowSplit { return splits[op] }
 	return o
+}
+
+// addRowSplits records in m the chunking of b's split-row norm programs
+// (kir.Program.RowSplit) by their op.
+func addRowSplits(m map[*ir.Op]ref.RowSplit, b *codegen.Build) {
+	for _, p := range b.Programs {
+		if p.Kernel.RowSplit != nil {
+			m[p.Op] = b.RowSplit(p.Op)
+		}
+	}
 }
 
 func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
@@ -170,6 +185,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		return err
 	}
 	rf.sfpu = code
+	rf.rowSplits = map[*ir.Op]ref.RowSplit{}
 	if rf.steps < 1 {
 		return fmt.Errorf("--steps %d: run at least one decode step", rf.steps)
 	}
@@ -315,6 +331,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		if sg.build, err = codegen.Compile(sg.graph, t); err != nil {
 			return err
 		}
+		addRowSplits(rf.rowSplits, sg.build)
 		if sg.exe, err = runtime.Load(dev, sg.build); err != nil {
 			return err
 		}

@@ -61,10 +61,26 @@ type fpuMode struct {
 	transpose bool
 }
 
+// srcKey is what one source side of the unpacker is configured for: the
+// CB format, and for a Float32 CB configured for copy_tile the CB
+// (copyOf; -1 otherwise). A Float32 CB that only copy_tile reads unpacks
+// straight to DEST (kir.Kernel.ChooseUnpackModes: destination format
+// Float32), every other one through the source register as tf32, and the
+// unpacker configured for one cannot unpack the other (tt-llk programs
+// the destination format from the CB it is configured from; ttsim stops
+// on an fp32 CB unpacked through SrcA as Float32). Which CBs unpack to
+// DEST is only known when the kernel is finished, so the key keeps a
+// copy of a Float32 CB apart from every FPU read of one and from a copy
+// of another Float32 CB: between them the unpacker is reconfigured.
+type srcKey struct {
+	dt     ir.DType
+	copyOf int
+}
+
 // cstate is what the unpacker, packer, FPU and SFPU are configured for.
 type cstate struct {
 	srcKnown       bool
-	srcA, srcB     ir.DType
+	srcA, srcB     srcKey
 	srcACB, srcBCB int
 	packKnown      bool
 	pack           ir.DType
@@ -143,7 +159,7 @@ func (c *Compute) format(cb int) ir.DType { return cbFormat(c.p, cb) }
 // source B for CB b, the packer for CB out.
 func (c *Compute) Startup(a, b, out int) {
 	c.B.HWStartup(a, b, out)
-	c.state = cstate{srcKnown: true, srcA: c.format(a), srcB: c.format(b), srcACB: a, srcBCB: b,
+	c.state = cstate{srcKnown: true, srcA: c.fpuKey(a), srcB: c.fpuKey(b), srcACB: a, srcBCB: b,
 		packKnown: true, pack: c.format(out), packCB: out}
 }
 
@@ -151,33 +167,49 @@ func (c *Compute) Startup(a, b, out int) {
 // in1, out): source A for in1, source B for in0.
 func (c *Compute) MatmulStartup(in0, in1, out int) {
 	c.B.MatmulHWStartup(in0, in1, out)
-	c.state = cstate{srcKnown: true, srcA: c.format(in1), srcB: c.format(in0), srcACB: in1, srcBCB: in0,
+	c.state = cstate{srcKnown: true, srcA: c.fpuKey(in1), srcB: c.fpuKey(in0), srcACB: in1, srcBCB: in0,
 		packKnown: true, pack: c.format(out), packCB: out}
 }
 
-// unpack configures source A for CB a and source B for CB b when their
-// formats differ from the configured ones.
-func (c *Compute) unpack(a, b int) {
-	fa, fb := c.format(a), c.format(b)
+// fpuKey is the source key of CB cb read by an FPU op (or a transpose).
+func (c *Compute) fpuKey(cb int) srcKey { return srcKey{dt: c.format(cb), copyOf: -1} }
+
+// copyKey is the source key of CB cb read by copy_tile (see srcKey).
+func (c *Compute) copyKey(cb int) srcKey {
+	k := c.fpuKey(cb)
+	if k.dt == ir.FP32 {
+		k.copyOf = cb
+	}
+	return k
+}
+
+// unpack configures source A for CB a and source B for CB b, both FPU
+// operands, when they differ from the configured ones.
+func (c *Compute) unpack(a, b int) { c.unpackKeys(a, c.fpuKey(a), b, c.fpuKey(b)) }
+
+// unpackKeys configures source A for CB a as ka and source B for CB b as
+// kb when either differs from the configured ones.
+func (c *Compute) unpackKeys(a int, ka srcKey, b int, kb srcKey) {
 	s := &c.state
-	if s.srcKnown && s.srcA == fa && s.srcB == fb {
+	if s.srcKnown && s.srcA == ka && s.srcB == kb {
 		return
 	}
 	c.B.ReconfigDataFormat(a, b)
-	s.srcKnown, s.srcA, s.srcB, s.srcACB, s.srcBCB = true, fa, fb, a, b
+	s.srcKnown, s.srcA, s.srcB, s.srcACB, s.srcBCB = true, ka, kb, a, b
 }
 
-// unpackA configures source A for CB a, keeping source B when known.
-func (c *Compute) unpackA(a int) {
+// unpackA configures source A for CB a as ka, keeping source B when
+// known.
+func (c *Compute) unpackA(a int, ka srcKey) {
 	s := &c.state
-	if s.srcKnown && s.srcA == c.format(a) {
+	if s.srcKnown && s.srcA == ka {
 		return
 	}
-	b := a
+	b, kb := a, c.fpuKey(a)
 	if s.srcKnown {
-		b = s.srcBCB
+		b, kb = s.srcBCB, s.srcB
 	}
-	c.unpack(a, b)
+	c.unpackKeys(a, ka, b, kb)
 }
 
 func (c *Compute) packTo(cb int) {
@@ -233,7 +265,7 @@ func (c *Compute) setSFPU(op kir.SFPUOp) {
 // restore re-emits the configuration s (the parts it knows).
 func (c *Compute) restore(s cstate) {
 	if s.srcKnown {
-		c.unpack(s.srcACB, s.srcBCB)
+		c.unpackKeys(s.srcACB, s.srcA, s.srcBCB, s.srcB)
 	}
 	if s.packKnown {
 		c.packTo(s.packCB)
@@ -314,7 +346,7 @@ func (c *Compute) Release() { c.B.TileRegsRelease() }
 
 // Copy unpacks tile `tile` of CB cb into DEST[dst] (copy_tile).
 func (c *Compute) Copy(cb int, tile, dst kir.Expr) {
-	c.unpackA(cb)
+	c.unpackA(cb, c.copyKey(cb))
 	c.setFPU(fpuMode{kind: fpuCopy, a: cb})
 	c.B.CopyTile(cb, tile, dst)
 }
@@ -369,7 +401,7 @@ func (c *Compute) Matmul(in0, in1 int, t0, t1, dst kir.Expr, transpose bool) {
 
 // Transpose unpacks cb[tile] transposed (rows become columns) into DEST[dst].
 func (c *Compute) Transpose(cb int, tile, dst kir.Expr) {
-	c.unpackA(cb)
+	c.unpackA(cb, c.fpuKey(cb))
 	c.setFPU(fpuMode{kind: fpuTranspose, a: cb})
 	c.B.TransposeTile(cb, tile, dst)
 }

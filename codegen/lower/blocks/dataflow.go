@@ -317,6 +317,24 @@ func ScalerTile(b *kir.Builder, cb int, value float32) {
 	b.CBPushBack(cb, kir.C(1))
 }
 
+// OnesColumnTile produces one page of bf16 CB cb holding 1.0 in column 0
+// (every row of faces 0 and 2) and zero elsewhere: in1 of a matmul_tiles
+// that sums each row of in0 into column 0 of DEST (the norms' sum of
+// squares), the tile a row reduction's scaler would be for reduce_tile.
+// Produces one page of cb.
+func OnesColumnTile(b *kir.Builder, cb int) {
+	b.Comment("ones column tile: 1.0 in column 0, zero elsewhere (a matmul by it sums rows)")
+	sp := Reserve(b, cb, kir.C(1), "ones")
+	FillWords(b, sp, ir.BF16.TileBytes(), 0)
+	one := Bits(ir.BF16, 1) // the low half-word of a row's first word is column 0
+	for _, f := range []int{0, 2} {
+		b.For("r", kir.C(0), kir.Ci(FaceDim), func(r kir.Var) {
+			b.L1Write32(kir.Add(sp, kir.Add(kir.Ci(f*FaceDim*FaceDim*2), kir.Mul(r, kir.Ci(FaceDim*2)))), kir.C(one))
+		})
+	}
+	b.CBPushBack(cb, kir.C(1))
+}
+
 // ScalerRows writes value into row 0 of every face of the bf16 tile at
 // sp (the rest of a reduce scaler tile must already be zero).
 func ScalerRows(b *kir.Builder, sp kir.Expr, value float32) {

@@ -65,7 +65,7 @@ func TestGenFilesExpPrecision(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &hostcfg.KernelConfig{Name: "compute", Cores: here, Compute: &hostcfg.ComputeConfig{MathFidelity: "HiFi4", FP32DestAccEn: tc.fp32Acc}}
-			files, err := genFiles(p, k, "/k/c.cpp", src)
+			files, err := genFiles(p, k, "/k/c.cpp", src, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package jit
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func TestGenFilesMatchPrototype(t *testing.T) {
 				}
 			}
 			text, _ := os.ReadFile(filepath.Join(tc.dir, "kernel.cpp"))
-			files, err := genFiles(p, k, tc.src, string(text))
+			files, err := genFiles(p, k, tc.src, string(text), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestGenFilesSmall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &hostcfg.KernelConfig{Name: "k", Cores: core, Compute: tc.cc, Defines: map[string]string{"B": "x", "A": "1"}}
-			files, err := genFiles(p, k, "/k/r.cpp", src)
+			files, err := genFiles(p, k, "/k/r.cpp", src, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,13 +151,37 @@ func TestUnpackToDestFormat(t *testing.T) {
 	core := []hostcfg.CoreRange{{}}
 	buf, err := kernelCBFormats([]hostcfg.CBConfig{{Index: 0, DataFormatCode: fmtFloat32, Cores: core}, {Index: 1, DataFormatCode: fmtFloat32, Cores: core}}, core)
 	require.NoError(t, err)
-	files, err := dataFormatFiles(buf, true, []int{0})
+	files, err := dataFormatFiles(buf, true, []int{0}, false)
 	require.NoError(t, err)
 	h := files["chlkc_unpack_data_format.h"]
 	i := strings.Index(h, "unpack_dst_format")
 	require.GreaterOrEqual(t, i, 0, "no unpack_dst_format in:\n%s", h)
 	assert.True(t, strings.HasPrefix(strings.Fields(h[i:])[3], "0,4,255,"),
 		"unpack_dst_format must start 0,4,255 (c_0 to DEST, c_1 tf32, c_2 unused):\n%s", h[i:])
+}
+
+// TestBFPUnpackFormatOnTTSim: a Bfp4_b CB (7) unpacks to Bfp8_b (6) as
+// tt-metal's get_single_unpack_dst_format says, except in a build for
+// ttsim, which refuses an unpacker whose input and output formats differ:
+// there it unpacks to Bfp4_b. Bfp8_b (6) and Float16_b (5) are unchanged.
+func TestBFPUnpackFormatOnTTSim(t *testing.T) {
+	core := []hostcfg.CoreRange{{}}
+	buf, err := kernelCBFormats([]hostcfg.CBConfig{{Index: 0, DataFormatCode: fmtBfp4B, Cores: core},
+		{Index: 1, DataFormatCode: fmtBfp8B, Cores: core}, {Index: 2, DataFormatCode: fmtFloat16B, Cores: core}}, core)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		ttsim bool
+		want  string
+	}{{false, "6,6,5,255,"}, {true, "7,6,5,255,"}} {
+		t.Run(fmt.Sprintf("ttsim %v", tc.ttsim), func(t *testing.T) {
+			files, err := dataFormatFiles(buf, true, nil, tc.ttsim)
+			require.NoError(t, err)
+			h := files["chlkc_unpack_data_format.h"]
+			i := strings.Index(h, "unpack_dst_format")
+			require.GreaterOrEqual(t, i, 0, "no unpack_dst_format in:\n%s", h)
+			assert.True(t, strings.HasPrefix(strings.Fields(h[i:])[3], tc.want), "unpack_dst_format must start %s:\n%s", tc.want, h[i:])
+		})
+	}
 }
 
 // TestUnpackConditionalFormat checks the unpack destination of Float32 CBs

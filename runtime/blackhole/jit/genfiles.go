@@ -34,7 +34,15 @@ func carray(typ, name string, v []int) string {
 // (kernelCBFormats). A CB in toDest (UnpackToDestFP32) unpacks fp32
 // straight to DEST: its unpack destination format is Float32, which the
 // LLK's is_32bit_input turns into an unpack to DEST.
-func dataFormatFiles(buf []int, fp32Acc bool, toDest []int) (map[string]string, error) {
+//
+// With ttsim set (a build for ttsim, Env.TTSim) a block-float CB unpacks
+// to its own format instead of Bfp8 of its exponent width: ttsim
+// (v1.10.0, tensix.cpp tensix_unpacr) stops on any unpacker whose input
+// and output formats differ (fp32 input aside), so a Bfp4_b CB, which
+// tt-metal unpacks to Bfp8_b, stops it ("in_data_format=7 mismatches
+// out_data_format=6"). The values in the source registers are the same
+// (a Bfp4_b mantissa widens exactly); card builds keep tt-metal's rule.
+func dataFormatFiles(buf []int, fp32Acc bool, toDest []int, ttsim bool) (map[string]string, error) {
 	dest := map[int]bool{}
 	for _, c := range toDest {
 		dest[c] = true
@@ -53,7 +61,11 @@ func dataFormatFiles(buf []int, fp32Acc bool, toDest []int) (map[string]string, 
 		// raw formats; equalize_data_format_vectors (genfiles.cpp lines
 		// 344-371) then has nothing to do: both are the L1 format.
 		usrc = append(usrc, rawAsFloat(f))
-		udst = append(udst, unpackDstFormat(f, cond, dest[i]))
+		ud := unpackDstFormat(f, cond, dest[i])
+		if ttsim && isBFP(f) {
+			ud = f
+		}
+		udst = append(udst, ud)
 		psrc = append(psrc, ps)
 		pdst = append(pdst, rawAsFloat(f))
 	}
@@ -111,8 +123,9 @@ func boolStr(b bool) string {
 // genFiles returns the JIT-generated files of kernel k of program p:
 // chlkc_* descriptors for every kernel, kernel_includes.hpp for data
 // movement, chlkc_{unpack,math,pack}.cpp and defines_generated.h for
-// compute. srcAbs is the absolute kernel source path, text its contents.
-func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text string) (map[string]string, error) {
+// compute. srcAbs is the absolute kernel source path, text its contents;
+// ttsim selects the data formats of a build for ttsim (dataFormatFiles).
+func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text string, ttsim bool) (map[string]string, error) {
 	cc := k.Compute
 	if cc == nil {
 		cc = &hostcfg.ComputeConfig{MathFidelity: "HiFi4"}
@@ -121,7 +134,7 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 	if err != nil {
 		return nil, err
 	}
-	files, err := dataFormatFiles(buf, cc.FP32DestAccEn, cc.UnpackToDestFP32)
+	files, err := dataFormatFiles(buf, cc.FP32DestAccEn, cc.UnpackToDestFP32, ttsim)
 	if err != nil {
 		return nil, err
 	}

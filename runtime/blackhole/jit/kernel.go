@@ -83,7 +83,7 @@ func (e *Env) prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcf
 	if err != nil {
 		return nil, fmt.Errorf("kernel source: %v", err)
 	}
-	files, err := genFiles(p, k, srcAbs, string(text))
+	files, err := genFiles(p, k, srcAbs, string(text), e.TTSim)
 	if err != nil {
 		return nil, err
 	}

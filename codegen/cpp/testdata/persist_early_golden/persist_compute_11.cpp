@@ -4,8 +4,6 @@
 // kernel:  persist_compute_11 (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (8,0)-(10,0), (0,1)-(4,1)
 // phases:  2 (1 distinct bodies); each phase's CBs are installed when it begins
-// defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
-//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "compute_kernel_api/bcast.h"
@@ -15,7 +13,6 @@
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
-#include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "risc_common.h"
@@ -50,10 +47,10 @@ __attribute__((noinline)) void tcc_phase_body_0() {
     // rsqrt(sum(x^2) / H + eps), in column 0
     cb_wait_front(0, kt);
     tile_regs_acquire();
-    reconfig_data_format(0, 9);
-    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(0, 9, 1);
+    reconfig_data_format(9, 0);
+    mm_init_short(0, 9, false);
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(0, 9, j_2, 0, 0);
+        matmul_tiles(0, 9, j_2, 0, 0);
     }
     tcc_mul_scalar_tile_init();
     tcc_mul_scalar_tile(0, 0x3c000000u);  // scalar 0.0078125
@@ -71,7 +68,6 @@ __attribute__((noinline)) void tcc_phase_body_0() {
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
     reconfig_data_format(2, 3);
     pack_reconfig_data_format(11);
-    reduce_uninit();
     mul_bcast_rows_init_short(2, 3);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {

@@ -4,8 +4,6 @@
 // kernel:  persist_compute_5 (compute on TRISC0/1/2; math_fidelity HiFi4, fp32_dest_acc_en true, math_approx_mode false, dst_full_sync_en false)
 // cores:   (1,0)-(3,0)
 // phases:  5 (4 distinct bodies); each phase's CBs are installed when it begins
-// defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
-//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "compute_kernel_api/bcast.h"
@@ -16,7 +14,6 @@
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
-#include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "risc_common.h"
@@ -51,10 +48,10 @@ __attribute__((noinline)) void tcc_phase_body_0() {
     // this core's row sums of x^2, to the writer (it sends them to the leader)
     cb_wait_front(5, count);
     tile_regs_acquire();
-    reconfig_data_format(5, 8);
-    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(5, 8, 1);
+    reconfig_data_format(8, 5);
+    mm_init_short(5, 8, false);
     for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(5, 8, j_2, 0, 0);
+        matmul_tiles(5, 8, j_2, 0, 0);
     }
     tile_regs_commit();
     cb_reserve_back(1, 1);
@@ -67,7 +64,7 @@ __attribute__((noinline)) void tcc_phase_body_0() {
         // leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)
         cb_wait_front(6, 4);
         tile_regs_acquire();
-        reduce_uninit();
+        reconfig_data_format(6, 5);
         copy_tile_to_dst_init_short(6);
         copy_tile(6, 0, 0);
         tcc_add_binary_tile_init();
@@ -89,8 +86,7 @@ __attribute__((noinline)) void tcc_phase_body_0() {
         cb_pop_front(6, 4);
     }
     // weight + offset, the chunk
-    reconfig_data_format(9, 8);
-    reduce_uninit();
+    reconfig_data_format(9, 9);
     copy_tile_to_dst_init_short(9);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < count; ++j_3) {
@@ -334,10 +330,10 @@ __attribute__((noinline)) void tcc_phase_body_3() {
     // rsqrt(sum(x^2) / H + eps), in column 0
     cb_wait_front(0, kt);
     tile_regs_acquire();
-    reconfig_data_format(0, 9);
-    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(0, 9, 1);
+    reconfig_data_format(9, 0);
+    mm_init_short(0, 9, false);
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(0, 9, j_2, 0, 0);
+        matmul_tiles(0, 9, j_2, 0, 0);
     }
     tcc_mul_scalar_tile_init();
     tcc_mul_scalar_tile(0, 0x3c000000u);  // scalar 0.0078125
@@ -355,7 +351,6 @@ __attribute__((noinline)) void tcc_phase_body_3() {
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
     reconfig_data_format(2, 3);
     pack_reconfig_data_format(11);
-    reduce_uninit();
     mul_bcast_rows_init_short(2, 3);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {

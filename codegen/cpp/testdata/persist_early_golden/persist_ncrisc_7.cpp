@@ -89,34 +89,35 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
     const uint32_t wn_addr = get_common_arg_val<uint32_t>(1);  // the phase's common runtime arg 1
     const uint32_t w0_0_addr = get_common_arg_val<uint32_t>(2);  // the phase's common runtime arg 2
 
-    // reduce scaler tile: the value in row 0 of every face
+    // ones column tile: 1.0 in column 0, zero elsewhere (a matmul by it sums rows)
     cb_reserve_back(9, 1);
-    uint32_t scaler = get_write_ptr(9);
+    uint32_t ones = get_write_ptr(9);
     for (uint32_t w = 0; w < 128; ++w) {
-        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + w * 4u) = 0;
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + w * 4u) = 0;
     }
-    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 512u, 512);
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], ones), ones + 512u, 512);
     noc_async_read_barrier();
-    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 1024u, 1024);
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], ones), ones + 1024u, 1024);
     noc_async_read_barrier();
-    for (uint32_t f = 0; f < 4; ++f) {
-        for (uint32_t i = 0; i < 8; ++i) {
-            *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + f * 512u + i * 4u) = 1065369472;
-        }
+    for (uint32_t r = 0; r < 16; ++r) {
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + 0u + r * 32u) = 16256;
+    }
+    for (uint32_t r_2 = 0; r_2 < 16; ++r_2) {
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + 1024u + r_2 * 32u) = 16256;
     }
     cb_push_back(9, 1);
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
-    for (uint32_t i_2 = 0; i_2 < kt; ++i_2) {
+    for (uint32_t i = 0; i < kt; ++i) {
         cb_reserve_back(8, 1);
         uint32_t l1 = get_write_ptr(8);
-        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_2) % NUM_DRAM_BANKS, x_addr + (0u + i_2) / NUM_DRAM_BANKS * 2048u), l1, 2048);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, x_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1, 2048);
         noc_async_read_barrier();
         cb_push_back(8, 1);
     }
-    for (uint32_t i_3 = 0; i_3 < kt; ++i_3) {
+    for (uint32_t i_2 = 0; i_2 < kt; ++i_2) {
         cb_reserve_back(7, 1);
         uint32_t l1_2 = get_write_ptr(7);
-        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_3) % NUM_DRAM_BANKS, wn_addr + (0u + i_3) / NUM_DRAM_BANKS * 2048u), l1_2, 2048);
+        noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_2) % NUM_DRAM_BANKS, wn_addr + (0u + i_2) / NUM_DRAM_BANKS * 2048u), l1_2, 2048);
         noc_async_read_barrier();
         cb_push_back(7, 1);
     }

@@ -14,17 +14,15 @@
 //          c_24 x_normed: 1 x 4096 B Float32
 //          c_25 weight_plus_offset: 1 x 4096 B Float32
 //          c_26 x_squared: 1 x 4096 B Float32
-// defines: REDUCE_DIM=ReduceDim::REDUCE_ROW
-//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "compute_kernel_api/bcast.h"
 #include "compute_kernel_api/cb_api.h"
 #include "compute_kernel_api/common.h"
 #include "compute_kernel_api/compute_kernel_hw_startup.h"
+#include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
-#include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "tcc_sfpu.h"
@@ -54,10 +52,10 @@ void kernel_main() {
     // this core's row sums of x^2, to the writer (it sends them to the leader)
     cb_wait_front(26, count);
     tile_regs_acquire();
-    reconfig_data_format(26, 1);
-    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, 17);
+    reconfig_data_format(1, 26);
+    mm_init_short(26, 1, false);
     for (uint32_t j_2 = 0; j_2 < count; ++j_2) {
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(26, 1, j_2, 0, 0);
+        matmul_tiles(26, 1, j_2, 0, 0);
     }
     tile_regs_commit();
     cb_reserve_back(17, 1);
@@ -70,7 +68,7 @@ void kernel_main() {
         // leader: the group's partial sums (the writer gathered them), added in core order in fp32 on the SFPU; rsqrt(sum / H + eps)
         cb_wait_front(4, 2);
         tile_regs_acquire();
-        reduce_uninit();
+        reconfig_data_format(4, 26);
         copy_tile_to_dst_init_short(4);
         copy_tile(4, 0, 0);
         tcc_add_binary_tile_init();
@@ -92,8 +90,7 @@ void kernel_main() {
         cb_pop_front(4, 2);
     }
     // weight + offset, the chunk
-    reconfig_data_format(2, 1);
-    reduce_uninit();
+    reconfig_data_format(2, 2);
     copy_tile_to_dst_init_short(2);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < count; ++j_3) {

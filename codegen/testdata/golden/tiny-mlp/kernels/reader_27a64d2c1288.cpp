@@ -27,20 +27,21 @@ void kernel_main() {
     for (uint32_t i_2 = 0; i_2 < count; ++i_2) {
         noc_async_read(get_noc_addr_from_bank_id<true>((col + i_2) % NUM_DRAM_BANKS, w_addr + (col + i_2) / NUM_DRAM_BANKS * 2048u), wl1 + i_2 * 2048u + 0u, 576);
     }
-    // reduce scaler tile: the value in row 0 of every face
+    // ones column tile: 1.0 in column 0, zero elsewhere (a matmul by it sums rows)
     cb_reserve_back(1, 1);
-    uint32_t scaler = get_write_ptr(1);
+    uint32_t ones = get_write_ptr(1);
     for (uint32_t w = 0; w < 128; ++w) {
-        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + w * 4u) = 0;
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + w * 4u) = 0;
     }
-    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 512u, 512);
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], ones), ones + 512u, 512);
     noc_async_read_barrier();
-    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], scaler), scaler + 1024u, 1024);
+    noc_async_read(get_noc_addr(my_x[noc_index], my_y[noc_index], ones), ones + 1024u, 1024);
     noc_async_read_barrier();
-    for (uint32_t f = 0; f < 4; ++f) {
-        for (uint32_t i_3 = 0; i_3 < 8; ++i_3) {
-            *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(scaler + f * 512u + i_3 * 4u) = 1065369472;
-        }
+    for (uint32_t r = 0; r < 16; ++r) {
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + 0u + r * 32u) = 16256;
+    }
+    for (uint32_t r_2 = 0; r_2 < 16; ++r_2) {
+        *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + 1024u + r_2 * 32u) = 16256;
     }
     cb_push_back(1, 1);
     noc_async_read_barrier();

@@ -16,8 +16,6 @@
 // defines: MM_CORES=2
 //          MM_SUBBLOCK=4
 //          MM_TILES_PER_CORE=1
-//          REDUCE_DIM=ReduceDim::REDUCE_ROW
-//          REDUCE_OP=PoolType::SUM
 
 #include <cstdint>
 #include "compute_kernel_api/bcast.h"
@@ -27,7 +25,6 @@
 #include "compute_kernel_api/matmul.h"
 #include "compute_kernel_api/pack.h"
 #include "compute_kernel_api/reconfig_data_format.h"
-#include "compute_kernel_api/reduce.h"
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "tcc_sfpu.h"
@@ -57,10 +54,10 @@ void kernel_main() {
     // rsqrt(sum(x^2) / H + eps), in column 0
     cb_wait_front(25, kt);
     tile_regs_acquire();
-    reconfig_data_format(25, 1);
-    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, 26);
+    reconfig_data_format(1, 25);
+    mm_init_short(25, 1, false);
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
-        reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(25, 1, j_2, 0, 0);
+        matmul_tiles(25, 1, j_2, 0, 0);
     }
     tcc_mul_scalar_tile_init();
     tcc_mul_scalar_tile(0, 0x3c800000u);  // scalar 0.015625
@@ -78,7 +75,6 @@ void kernel_main() {
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
     reconfig_data_format(27, 28);
     pack_reconfig_data_format(24);
-    reduce_uninit();
     mul_bcast_rows_init_short(27, 28);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {
