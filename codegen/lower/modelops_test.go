@@ -448,6 +448,17 @@ var prefillCases = []mcase{
 	{name: "tril", build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)), 0)
 	}},
+	// whole-tile matrices (trilTiles): several tiles a matrix, the
+	// diagonal inside a tile, below one and past one
+	{name: "tril_tiles", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.FP32, dram, 2, 64, 96)), 0)
+	}},
+	{name: "tril_tiles_strict_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 64, 64)), -33)
+	}},
+	{name: "tril_tiles_upper_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 1, 96, 64)), 40)
+	}},
 	{name: "tril_strict", build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.BF16, dram, 40, 50)), -1)
 	}},
