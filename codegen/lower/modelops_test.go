@@ -130,6 +130,18 @@ var smallCases = []mcase{
 	{name: "concat_rows", build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 640)), in(b, "b", tt(ir.BF16, dram, 1, 1, 640)), 1)
 	}},
+	// a short head before many rows (concatRows: the GDN prefill's conv
+	// state before the tokens): a partial last tile row, whole tile rows
+	// over two batches in fp32, a head of 31 rows
+	{name: "concat_head_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 96)), in(b, "b", tt(ir.BF16, dram, 1, 67, 96)), 1)
+	}},
+	{name: "concat_head_rows_fp32_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.FP32, dram, 2, 3, 64)), in(b, "b", tt(ir.FP32, dram, 2, 64, 64)), 1)
+	}},
+	{name: "concat_head_rows_31", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 31, 32)), in(b, "b", tt(ir.BF16, dram, 40, 32)), 0)
+	}},
 	{name: "concat_cols_sharded", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.BF16, shardedMem(32, 32), 1, 8, 16)), in(b, "b", tt(ir.BF16, shardedMem(32, 64), 1, 8, 48)), 2)
 	}},

@@ -31,7 +31,9 @@ func predictOp(t *testing.T, build func(b *ir.Builder) *ir.Value) float64 {
 // at 4,096 tokens (one card's 24 heads, chunks of 32 tokens) under bounds
 // their data allows. tril of the chunks' decay matrices was a row-run
 // relayout moving one element per run: 336.2 us predicted for 12.6 MB,
-// now a page copy that zeroes the upper triangle in L1.
+// now a page copy that zeroes the upper triangle in L1. The conv
+// state's concat before the tokens moved a face row per run (816.1 us),
+// now whole tiles shifted by local copies.
 func TestPrefillSmallPrograms(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -41,6 +43,9 @@ func TestPrefillSmallPrograms(t *testing.T) {
 		{"tril [1,24,128,32,32] fp32", func(b *ir.Builder) *ir.Value {
 			return b.Tril(b.Input("x", ir.T(ir.FP32, 1, 24, 128, 32, 32)), 0)
 		}, 120},
+		{"concat [1,3,5120] ++ [1,4096,5120] bf16", func(b *ir.Builder) *ir.Value {
+			return b.Concat(b.Input("state", ir.T(ir.BF16, 1, 3, 5120)), b.Input("x", ir.T(ir.BF16, 1, 4096, 5120)), 1)
+		}, 450},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			us := predictOp(t, tc.build)
