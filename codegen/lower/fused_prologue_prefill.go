@@ -114,15 +114,16 @@ func (pp *prefillPrologue) planCBs() {
 // tokens of the 27B model, predicted).
 func (pp *prefillPrologue) prefetch() [6]int {
 	d := pp.d
-	tab := blocks.PrefetchPages(blocks.ImageOf(ir.Shape{d.S, d.R}), blocks.SegFor(d.R, d.R/2), 1)
 	gate := blocks.PrefetchPages(blocks.ImageOf(ir.Shape{d.H, d.D}), blocks.SegFor(d.D), 1)
 	if d.D%ir.TileSize == 0 {
 		// A gate row's 32 columns lie in one qg tile: one page change
 		// per head row.
 		gate = min(ir.TileSize, d.H)
 	}
-	// A table row's columns of one tile lie in the token's tile.
-	tab = min(ir.TileSize, d.S)
+	// A table row's columns of one tile lie in the token's tile: one
+	// page change per token row (blocks.PrefetchPages would count one
+	// per run).
+	tab := min(ir.TileSize, d.S)
 	return [6]int{0, gate, 0, 0, tab, tab}
 }
 
