@@ -156,6 +156,9 @@ type cclOp struct {
 	// into the norm tail's h CB (counted in cclSemTail, the address in
 	// cclSemPushAddr), under the write barrier of their DRAM writes.
 	push *multicore.Push
+	// rows, when set, makes the adders count each completed row of out on
+	// the norm tail core that owns it (fused_collective_stream.go).
+	rows *rowSignal
 }
 
 // pushable reports whether c's adders can push into a tail: a one-step

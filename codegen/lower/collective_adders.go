@@ -48,6 +48,9 @@ func (k *cclKernels) adders() {
 					return -1
 				})...)
 			}
+			if k.rows != nil {
+				wv = append(wv, k.rows.values(l)...)
+			}
 			wr.SetRuntimeArgs(c, wv...)
 		}
 	}
@@ -266,7 +269,7 @@ func (k *cclKernels) adderWriter(wr *kir.Kernel) {
 	if k.batched {
 		w.lastBatched(wr, kk)
 	} else {
-		w.lastPerTile(kk, last, toFwd)
+		w.lastPerTile(wr, kk, last, toFwd)
 	}
 	if toFwd {
 		w.signal()
@@ -365,9 +368,14 @@ func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 }
 
 // lastPerTile emits the last step one tile per barrier: each sum tile to
-// the output and, toFwd, to the forwarding slot of step last.
-func (w *cclKernel) lastPerTile(kk kir.Var, last int, toFwd bool) {
+// the output and, toFwd, to the forwarding slot of step last; with a row
+// stream (cclOp.rows) then the counts of the rows the packet completes.
+func (w *cclKernel) lastPerTile(wr *kir.Kernel, kk kir.Var, last int, toFwd bool) {
 	b := w.b
+	var ra rowArgs
+	if w.rows != nil {
+		ra = w.rows.declare(wr)
+	}
 	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
 		w.lanes(b, w.lane, cnt, func(t kir.Var) {
 			i := kir.Add(kir.Add(w.first, base), t)
@@ -383,6 +391,9 @@ func (w *cclKernel) lastPerTile(kk kir.Var, last int, toFwd bool) {
 			b.NoCAsyncWriteBarrier()
 			b.CBPopFront(cbOut, kir.C(1))
 		})
+		if w.rows != nil {
+			w.rows.emit(b, ra, base, cnt)
+		}
 	})
 }
 

@@ -195,8 +195,40 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 		pl.qGroups = decodeHeadGroups(d, ctx.Target.NumWorkers())
 		pl.items = newPrologueItems(d.HRt*pl.qGroups, d.KRt, d.HRt*pl.qGroups, d.KRt, d.Hkv, pl.inPlaceK, pl.inPlaceV)
 	}
-	pl.splitProgram = startProgram(op, ctx, PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), d.Dt*normTileCycles, 0, 0))
+	plan := PlanSplit(d.B*pl.items.perUser, ctx.Target.NumWorkers(), d.Dt*normTileCycles, 0, 0)
+	if prefill && pl.bfp == nil {
+		plan = plan.Balance(pl.items.prefillWeight(d))
+	}
+	pl.splitProgram = startProgram(op, ctx, plan)
 	return pl, nil
+}
+
+// prefillWeight is the relative reader cost of a prefill prologue's item
+// i, counted in the gathers' row runs (a local copy each, the reader's
+// bound): a q item its tables' runs (its tiles are read whole when the
+// tokens and D are whole tiles), a k item its rows' and its tables' runs,
+// a gate item a run per head row and half tile, a v item its rows' runs,
+// a copy item a few per cache tile it copies.
+func (it prologueItems) prefillWeight(d prologueDims) func(i int) int {
+	rows := d.Dt * ir.TileSize * 2 // an item's Dt tiles of token rows, two runs a row
+	tables := 2 * d.RtR * ir.TileSize * 2
+	q := tables + 4*d.Dt
+	if d.S%ir.TileSize != 0 || d.D%ir.TileSize != 0 {
+		q += rows
+	}
+	return func(i int) int {
+		switch r := i % it.perUser; {
+		case it.q.holds(r):
+			return q
+		case it.k.holds(r):
+			return rows + tables
+		case it.gate.holds(r):
+			return d.Dt * min(ir.TileSize, d.H) * 2
+		case it.v.holds(r):
+			return rows
+		}
+		return 4 * d.Lt * d.Dt
+	}
 }
 
 // build runs the phases with kind's parts and returns the program, or

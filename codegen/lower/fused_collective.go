@@ -138,6 +138,14 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}
 			tl.pushed, _ = firstCores(t, used)
+		case ring != nil && tl.ns == nil && tl.w != nil && tl.res == nil && !ring.batchedAdders(ctx) &&
+			streamRows(t, ring, tl.wt, used) != nil:
+			// The adders count each row of h on its tail core, which norms
+			// it as soon as it is in (fused_collective_stream.go).
+			ring.rows = streamRows(t, ring, tl.wt, used)
+			tl.stream, tl.linkTiles = ring.rows, ring.plan.LinkTiles
+			tl.cores, tl.ranges = blocks.CoresFrom(t, used, ring.rows.perLink()*ring.plan.Links)
+			tl.split = Split{Items: tl.h.Type.Shape.Tiles() / tl.wt, Cores: len(tl.cores), PerCore: 1}
 		case ring != nil:
 			ring.notify, ring.notifySem = &tl.cores[0], cclSemTail
 			tl.wait = ring.notifications()
@@ -172,6 +180,10 @@ type cclTail struct {
 	// the tail's h CB (multicore.Push): each tail core waits for its
 	// own tiles instead of reading h's buffer.
 	pushed []kir.Core
+	// stream, when set, is the ring's row stream: tail core i norms rows
+	// stream.tailRange(i, linkTiles), each once the adders counted it.
+	stream    *rowSignal
+	linkTiles int
 	// split divides tiles (no norm) or tile rows (norm) over cores; ns,
 	// when set, is the norm's split-row plan instead (tl.buildSplit).
 	split  Split
@@ -277,7 +289,7 @@ type tailCBs struct {
 // split-row plan: buildSplit's).
 func (tl *cclTail) build(p *kir.Program) {
 	c := tl.addCBs(p)
-	if tl.wait > 0 || tl.pushed != nil {
+	if tl.wait > 0 || tl.pushed != nil || tl.stream != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
 	// The tail's reader, compute (fp32 DEST with the norm or for fp32) and
@@ -294,6 +306,14 @@ func (tl *cclTail) build(p *kir.Program) {
 	tl.compute(p, cp, c)
 	tl.writer(wr, c)
 	for i, core := range tl.cores {
+		if tl.stream != nil {
+			s, n, stride := tl.stream.tailRange(i, tl.linkTiles)
+			vals := []kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(stride))}
+			rd.SetRuntimeArgs(core, vals...)
+			cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
+			wr.SetRuntimeArgs(core, vals...)
+			continue
+		}
 		s, n := tl.split.Range(i)
 		vals := append([]kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n))}, tl.ringArgs(i)...)
 		rd.SetRuntimeArgs(core, vals...)
@@ -417,6 +437,7 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 	sAcc, rAcc, wAcc := tl.bind(rd, "s_addr", tl.s), tl.bind(rd, "residual_addr", tl.res), tl.bind(rd, "w_addr", tl.w)
 	fx, fy := tl.ringFollowers(rd)
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	row := tl.rowOf(rd, start)
 	b := rd.Builder()
 	if tl.w != nil {
 		blocks.OnesColumnTile(b, c.norm.scaler)
@@ -432,8 +453,14 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 	}
 	wt := kir.Ci(tl.wt)
 	blk := largestDivisor(tl.wt, 16)
+	if tl.stream != nil {
+		b.Comment("Rows as the ring completes them: the adders of the row's link count it here.")
+	}
 	b.For("r", kir.C(0), count, func(r kir.Var) {
-		first := b.Let("first", kir.Mul(kir.Add(start, r), wt))
+		if tl.stream != nil {
+			b.NoCSemaphoreWaitMin(kir.GetSemaphore{ID: kir.Ci(cclSemTail)}, kir.Mul(kir.Add(r, kir.C(1)), kir.Ci(tl.stream.m)))
+		}
+		first := b.Let("first", kir.Mul(row(r), wt))
 		// Blocks of blk tiles in flight per barrier: s and residual
 		// together, then the weight.
 		if tl.res != nil {
@@ -493,6 +520,7 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 // normed tiles, row by row.
 func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) {
 	hAcc, nAcc, start, count := tl.writerArgs(wr, c)
+	row := tl.rowOf(wr, start)
 	b := wr.Builder()
 	if tl.w == nil {
 		blocks.WritePages(b, hAcc, c.hOut, start, count)
@@ -500,7 +528,7 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) {
 	}
 	wt := kir.Ci(tl.wt)
 	b.For("r", kir.C(0), count, func(r kir.Var) {
-		first := b.Let("first", kir.Mul(kir.Add(start, r), wt))
+		first := b.Let("first", kir.Mul(row(r), wt))
 		if hAcc != nil {
 			blocks.WritePages(b, hAcc, c.hOut, first, wt)
 		}
@@ -516,4 +544,15 @@ func (tl *cclTail) writerArgs(wr *kir.Kernel, c tailCBs) (hAcc, nAcc *blocks.Acc
 		hAcc = tl.bind(wr, "h_addr", tl.h)
 	}
 	return hAcc, tl.bind(wr, "normed_addr", tl.normed), wr.RuntimeArg("start"), wr.RuntimeArg("count")
+}
+
+// rowOf declares, with a row stream, kernel k's runtime arg stride (after
+// start and count) and returns the core's r-th row: start + r*stride, or
+// start + r without a stream.
+func (tl *cclTail) rowOf(k *kir.Kernel, start kir.ArgRef) func(r kir.Var) kir.Expr {
+	if tl.stream == nil {
+		return func(r kir.Var) kir.Expr { return kir.Add(start, r) }
+	}
+	stride := k.RuntimeArg("stride")
+	return func(r kir.Var) kir.Expr { return kir.Add(start, kir.Mul(r, stride)) }
 }

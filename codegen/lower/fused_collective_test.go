@@ -38,6 +38,11 @@ type fusedCCLCase struct {
 	// packets a link (RingPlan.Streaming), and with the norm its adders
 	// push the sums into the tail packet by packet.
 	stream bool
+	// rowStream: the adders count each row of h on the tail core that
+	// norms it (rowSignal), instead of pushing it or notifying at the end.
+	rowStream bool
+	// small: built for smallRing's target.
+	small bool
 }
 
 var fusedCCLCases = []fusedCCLCase{
@@ -58,6 +63,25 @@ var fusedCCLCases = []fusedCCLCase{
 	// staging slots in 3 packets of 80 tiles (RingPlan.Streaming)
 	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true},
 	{name: "add prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, fold: true, stream: true},
+	// more tile rows than tail cores (on a 22-core grid with 8-tile
+	// packets, 4 adders a link): the adders count each row of h on its
+	// tail core, which norms it while the ring runs on (rowStream)
+	{name: "add+norm prefill row stream 1x2", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true},
+}
+
+// smallRing is the target and context of the small cases: an 11x2 grid,
+// ethernet L1 for two 8-tile bf16 staging slots, 4 adders a link moving
+// one tile per barrier (as a 4,096-token prefill's do: their tiles do not
+// fit their CBs).
+func smallRing() (*target.Target, *Context) {
+	t := target.Blackhole()
+	t.GridY = 2
+	eth := *t.Eth
+	eth.L1Top = eth.L1UnreservedBase + 16*ir.BF16.TileBytes()
+	t.Eth = &eth
+	ctx := NewContext(t)
+	ctx.Ring.WorkersPerLink, ctx.Ring.PerTile = 4, true
+	return t, ctx
 }
 
 // fusedCCLGraph builds the one-op graph of tc on a 1xN mesh: x and the
@@ -96,12 +120,15 @@ func randBF16(rng *rand.Rand, n int, mean, scale float64) []float32 {
 }
 
 func TestFusedCollectivesOnCluster(t *testing.T) {
-	tgt := target.Blackhole()
-	ctx := NewContext(tgt)
 	sources := map[string]cpp.Source{}
 	dir := t.TempDir()
 	for ci, tc := range fusedCCLCases {
 		t.Run(tc.name, func(t *testing.T) {
+			tgt := target.Blackhole()
+			ctx := NewContext(tgt)
+			if tc.small {
+				tgt, ctx = smallRing()
+			}
 			g, op := fusedCCLGraph(t, tc)
 			p, err := Lower(op, ctx)
 			if err != nil {
@@ -139,8 +166,15 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 						pushes = pushes || a.Name == "push0_x"
 					}
 				}
-				if slots != tc.stream || tc.stream && pushes != tc.norm {
-					t.Errorf("two staging slots %t (want %t), adders push into the tail %t (want %t)", slots, tc.stream, pushes, tc.stream && tc.norm)
+				rowCounts := false
+				if w := p.Kernel("writer"); w != nil {
+					for _, a := range w.Args {
+						rowCounts = rowCounts || a.Name == "row_owner0_x"
+					}
+				}
+				if slots != tc.stream || tc.stream && pushes != (tc.norm && !tc.rowStream) || rowCounts != tc.rowStream {
+					t.Errorf("two staging slots %t (want %t), adders push into the tail %t (want %t), count its rows %t (want %t)",
+						slots, tc.stream, pushes, tc.stream && tc.norm && !tc.rowStream, rowCounts, tc.rowStream)
 				}
 			}
 			rng := rand.New(rand.NewPCG(uint64(ci)+31, 5))

@@ -253,7 +253,7 @@ func (pp *prefillPrologue) bfpWriter() {
 	pp.wpos = wpos.shared
 	pp.slotL1 = blocks.Scratch(b, kv.exp, "cache_exp")
 	pp.eachItem(b, start, count, func(u, r kir.Var) {
-		pp.writeTiles(b, pp.items.q, u, r, pp.wa.q, pp.out)
+		pp.writeQ(b, u, r)
 		rows := func(cb int, a *blocks.Access) func(idx kir.Expr) {
 			return func(idx kir.Expr) {
 				j, ct, r0, r1, has := pp.cacheRow(b, idx)

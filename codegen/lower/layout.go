@@ -171,6 +171,9 @@ func lowerConcat(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if ax < os.Rank()-2 {
 		return tileConcatProgram(op, ctx, ax, lo)
 	}
+	if concatHeadRows(op, ax) {
+		return concatRows(op, ctx)
+	}
 	last := os.Rank() - 1
 	if ax == last {
 		widths := make([]int, len(srcs))

@@ -130,6 +130,18 @@ var smallCases = []mcase{
 	{name: "concat_rows", build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 640)), in(b, "b", tt(ir.BF16, dram, 1, 1, 640)), 1)
 	}},
+	// a short head before many rows (concatRows: the GDN prefill's conv
+	// state before the tokens): a partial last tile row, whole tile rows
+	// over two batches in fp32, a head of 31 rows
+	{name: "concat_head_rows", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 96)), in(b, "b", tt(ir.BF16, dram, 1, 67, 96)), 1)
+	}},
+	{name: "concat_head_rows_fp32_batch", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.FP32, dram, 2, 3, 64)), in(b, "b", tt(ir.FP32, dram, 2, 64, 64)), 1)
+	}},
+	{name: "concat_head_rows_31", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 31, 32)), in(b, "b", tt(ir.BF16, dram, 40, 32)), 0)
+	}},
 	{name: "concat_cols_sharded", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.BF16, shardedMem(32, 32), 1, 8, 16)), in(b, "b", tt(ir.BF16, shardedMem(32, 64), 1, 8, 48)), 2)
 	}},
@@ -447,6 +459,17 @@ var prefillCases = []mcase{
 	}},
 	{name: "tril", build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.FP32, dram, 1, 12, 1, 32, 32)), 0)
+	}},
+	// whole-tile matrices (trilTiles): several tiles a matrix, the
+	// diagonal inside a tile, below one and past one
+	{name: "tril_tiles", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.FP32, dram, 2, 64, 96)), 0)
+	}},
+	{name: "tril_tiles_strict_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 64, 64)), -33)
+	}},
+	{name: "tril_tiles_upper_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.Tril(in(b, "x", tt(ir.BF16, dram, 1, 96, 64)), 40)
 	}},
 	{name: "tril_strict", build: func(b *ir.Builder) *ir.Value {
 		return b.Tril(in(b, "x", tt(ir.BF16, dram, 40, 50)), -1)

@@ -56,12 +56,65 @@ type Split struct {
 	Items, Cores, PerCore int
 	// Cost is the model's estimate for this split, in cycles.
 	Cost int
+	// Bounds, when set (Cores+1 ascending entries from 0 to Items),
+	// gives core i the items Bounds[i]..Bounds[i+1]-1 instead of PerCore
+	// each (Balance).
+	Bounds []int
 }
 
 // Range is the first item and the item count of core i.
 func (s Split) Range(i int) (start, count int) {
+	if s.Bounds != nil {
+		return s.Bounds[i], s.Bounds[i+1] - s.Bounds[i]
+	}
 	start = i * s.PerCore
 	return start, min(s.PerCore, s.Items-start)
+}
+
+// Balance returns s with Bounds that split its items, in order, into
+// s.Cores contiguous ranges whose largest total weight (weight(i) > 0 of
+// item i) is the least possible: a core's share of items that cost more
+// (a prefill prologue's k items against its gate items) is smaller.
+func (s Split) Balance(weight func(i int) int) Split {
+	if s.Cores < 1 || s.Items < 1 {
+		return s
+	}
+	w := make([]int, s.Items)
+	lo, hi := 0, 0
+	for i := range w {
+		w[i] = max(weight(i), 1)
+		lo, hi = max(lo, w[i]), hi+w[i]
+	}
+	// fits reports whether ranges of at most load each cover the items
+	// with s.Cores cores, and fills bounds.
+	bounds := make([]int, s.Cores+1)
+	fits := func(load int) bool {
+		c, sum := 0, 0
+		for i, x := range w {
+			if sum+x > load {
+				c++
+				if c >= s.Cores {
+					return false
+				}
+				bounds[c], sum = i, 0
+			}
+			sum += x
+		}
+		for c++; c <= s.Cores; c++ {
+			bounds[c] = s.Items
+		}
+		return true
+	}
+	for lo < hi {
+		if mid := (lo + hi) / 2; fits(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	fits(lo)
+	s.Bounds = bounds
+	return s
 }
 
 // SetArgs gives core i of cores its share (start, count) = Range(i) as the

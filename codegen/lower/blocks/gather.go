@@ -53,12 +53,35 @@ type Gather struct {
 	// instead of waiting for each page as its first run needs it. It must
 	// be at least PrefetchPages(candidates).
 	Prefetch int
+	// Groups, when positive (with Prefetch), keeps pages from one output
+	// page to the next: the cache has Groups groups of Prefetch slots,
+	// output page p uses group p % Groups, and each slot remembers the
+	// page it holds (a tag in L1, after the slots: the slot CB must have
+	// Groups*Prefetch pages and room for the tags, GroupTagPages), so a
+	// page already in its slot is not read again. Output pages that need
+	// the same source pages in the same order (the prefill gate's tokens
+	// of one tile row: the same 12 source tiles for each) then read them
+	// once.
+	Groups int
 
 	slots    []int
 	slotAddr []kir.Var
 	cur      []kir.Var
 	next     []kir.Var // Prefetch: the slot the next page change takes
+	tags     []kir.Var // Groups: the L1 address of the slots' tags
 }
+
+// CachePages is the pages of source i's slot CB: max(Prefetch, 1), times
+// Groups plus GroupTagPages with groups.
+func (g *Gather) CachePages() int {
+	if g.Groups > 0 && g.Prefetch > 0 {
+		return g.Groups*g.Prefetch + GroupTagPages(g.Groups*g.Prefetch, g.DType.TileBytes())
+	}
+	return max(g.Prefetch, 1)
+}
+
+// GroupTagPages is the pages of tileBytes that hold slots 32-bit tags.
+func GroupTagPages(slots, tileBytes int) int { return (4*slots + tileBytes - 1) / tileBytes }
 
 // Check reports a Gather that cannot work: element sizes and run length.
 func (g *Gather) Check() error {
@@ -100,19 +123,29 @@ func (g *Gather) Begin(b *kir.Builder, slots []int) {
 	g.slotAddr = make([]kir.Var, len(g.Sources))
 	g.cur = make([]kir.Var, len(g.Sources))
 	g.next = make([]kir.Var, len(g.Sources))
+	g.tags = make([]kir.Var, len(g.Sources))
 	for i := range g.Sources {
-		g.slotAddr[i] = ScratchPages(b, slots[i], max(g.Prefetch, 1), fmt.Sprintf("slot%d", i))
+		g.slotAddr[i] = ScratchPages(b, slots[i], g.CachePages(), fmt.Sprintf("slot%d", i))
 		g.cur[i] = b.LetT(fmt.Sprintf("cur%d", i), kir.U32T, kir.C(0xFFFFFFFF))
 		if g.Prefetch > 0 {
 			g.next[i] = b.LetT(fmt.Sprintf("next%d", i), kir.U32T, kir.C(0))
 		}
+		if g.grouped() {
+			n := g.Groups * g.Prefetch
+			g.tags[i] = b.Let(fmt.Sprintf("tags%d", i), kir.Add(g.slotAddr[i], kir.Ci(n*g.DType.TileBytes())))
+			b.Comment("no slot holds a page yet")
+			FillWords(b, g.tags[i], 4*n, 0xFFFFFFFF)
+		}
 	}
 }
+
+// grouped reports whether the cache keeps pages across output pages.
+func (g *Gather) grouped() bool { return g.Groups > 0 && g.Prefetch > 0 }
 
 // End releases the cache slots taken by Begin.
 func (g *Gather) End(b *kir.Builder) {
 	for i := range g.Sources {
-		ReleaseScratchPages(b, g.slots[i], max(g.Prefetch, 1))
+		ReleaseScratchPages(b, g.slots[i], g.CachePages())
 	}
 }
 
@@ -129,6 +162,10 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 	b.If(kir.Gt(nr, kir.Ci(TileDim)), func() { b.Assign(nr, kir.Ci(TileDim)) })
 	nc := b.LetT("nc", kir.U32T, kir.Sub(kir.Ci(out.C), kir.Mul(tc, kir.Ci(TileDim))))
 	b.If(kir.Gt(nc, kir.Ci(TileDim)), func() { b.Assign(nc, kir.Ci(TileDim)) })
+	var group kir.Expr
+	if g.grouped() {
+		group = b.Let("group", kir.Mul(kir.Mod(p, kir.Ci(g.Groups)), kir.Ci(g.Prefetch)))
+	}
 	tp := Reserve(b, outCB, kir.C(1), "tp")
 	if g.Fill {
 		FillWords(b, tp, g.DType.TileBytes(), FillWord(g.DType, g.FillValue))
@@ -137,7 +174,7 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 	// element and page, in order; at a change of the source's page it
 	// first emits change (with the slot's L1 address for the new page) and
 	// makes that page current.
-	runs := func(change func(src GatherSource, pg kir.Var, slot kir.Expr), body func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var)) {
+	runs := func(change func(i int, si kir.Expr, src GatherSource, pg kir.Var, slot kir.Expr), body func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var)) {
 		b.For("r", kir.C(0), nr, func(r kir.Var) {
 			row := b.Let("row", kir.Add(kir.Mul(bb, kir.Ci(out.R)), kir.Add(kir.Mul(tr, kir.Ci(TileDim)), r)))
 			b.ForStep("c", kir.C(0), nc, kir.Ci(g.Seg), func(c kir.Var) {
@@ -151,14 +188,18 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 						sc := b.Let("sc", run.Col)
 						pg := b.Let("pg", src.Image.Page(sr, sc))
 						slot := kir.Expr(g.slotAddr[i])
+						si := kir.Expr(kir.Sub(g.next[i], kir.C(1)))
+						if group != nil {
+							si = kir.Add(group, si)
+						}
 						if g.Prefetch > 0 {
-							slot = kir.Add(g.slotAddr[i], kir.Mul(kir.Sub(g.next[i], kir.C(1)), kir.Ci(g.DType.TileBytes())))
+							slot = kir.Add(g.slotAddr[i], kir.Mul(si, kir.Ci(g.DType.TileBytes())))
 						}
 						b.If(kir.Ne(pg, g.cur[i]), func() {
 							if g.Prefetch > 0 {
 								b.Assign(g.next[i], kir.Add(g.next[i], kir.C(1)))
 							}
-							change(src, pg, slot)
+							change(i, si, src, pg, slot)
 							b.Assign(g.cur[i], pg)
 						})
 						body(src, sr, sc, slot, dst)
@@ -181,15 +222,24 @@ func (g *Gather) Page(b *kir.Builder, outCB int, p kir.Expr) {
 	if g.Prefetch > 0 {
 		b.Comment("every source page this output page needs, all in flight")
 		reset()
-		runs(func(src GatherSource, pg kir.Var, slot kir.Expr) { ReadPageTo(b, src.Acc, pg, slot) },
-			func(GatherSource, kir.Var, kir.Var, kir.Expr, kir.Var) {})
+		runs(func(i int, si kir.Expr, src GatherSource, pg kir.Var, slot kir.Expr) {
+			if !g.grouped() {
+				ReadPageTo(b, src.Acc, pg, slot)
+				return
+			}
+			tag := b.Let("tag", kir.Add(g.tags[i], kir.Mul(si, kir.C(4))))
+			b.If(kir.Ne(kir.L1Read32{Addr: tag}, pg), func() {
+				ReadPageTo(b, src.Acc, pg, slot)
+				b.L1Write32(tag, pg)
+			})
+		}, func(GatherSource, kir.Var, kir.Var, kir.Expr, kir.Var) {})
 		b.NoCAsyncReadBarrier()
 		reset()
-		runs(func(GatherSource, kir.Var, kir.Expr) {}, func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var) {
+		runs(func(int, kir.Expr, GatherSource, kir.Var, kir.Expr) {}, func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var) {
 			CopyRun(b, kir.Add(slot, src.Image.InTile(sr, sc, eb)), dst, g.Seg, eb, g.Seg*eb)
 		})
 	} else {
-		runs(func(src GatherSource, pg kir.Var, slot kir.Expr) {
+		runs(func(_ int, _ kir.Expr, src GatherSource, pg kir.Var, slot kir.Expr) {
 			ReadPageTo(b, src.Acc, pg, slot)
 			b.NoCAsyncReadBarrier()
 		}, func(src GatherSource, sr, sc kir.Var, slot kir.Expr, dst kir.Var) {

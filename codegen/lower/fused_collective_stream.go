@@ -1,0 +1,144 @@
+package lower
+
+import (
+	"strconv"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/target"
+)
+
+// Row-streamed norm tail of a streaming two-card all_reduce_add_rmsnorm.
+//
+// A prefill activation of many tile rows ([1, 4096, 5120] bf16: 128 rows
+// of 160 tiles, 10,240 tiles a link) takes the ring about a millisecond,
+// and a norm tail that waits for the whole ring (cclOp.notify) then adds
+// the norm of its rows in series: about 60% more at 4,096 tokens. With
+// the row stream the adders tell the tail, row by row, that a row of h is
+// in DRAM, and a tail core norms each of its rows as soon as it is there:
+// the tail's work hides under the ring and the program ends about one
+// row's norm after the ring's last packet.
+//
+// # Protocol
+//
+// The link's tiles are whole rows (LinkTiles a multiple of the row's wt
+// tiles, the chunk Links whole link shares). The tail cores form one group
+// of T per link; core c of link l's group owns the link-local rows c, c+T,
+// c+2T, ... and handles them in that order. After its writes of a packet
+// (each under its own barrier, lastPerTile), every adder of link l
+// increments the semaphore cclSemTail of the owner of each row whose last
+// tile is in that packet, so a row gets exactly M increments (M adders per
+// link; lanes without a tile in the packet count too). An owner waits for
+// M*(k+1) before its k-th row.
+//
+// The count cannot reach M*(k+1) early: that needs one adder's increment
+// for the owner's next row (T rows = T*wt tiles later) before another
+// adder's for row k. An adder that wrote packet P read it, so P arrived,
+// so the receiver had released packet P-2, so every adder had read its
+// tiles of packet P-2; an adder's reader runs at most lagTiles of its
+// tiles ahead of its writer (the CB pages between them: local, received,
+// residual and sum of two pages each, the reduced scratch's two, one in
+// DEST), so every writer had passed the end of packet P-2-lagPackets and
+// sent its increments for the rows ending there. streamRows requires the
+// T rows between an owner's rows to span more packets than that.
+type rowSignal struct {
+	// wt is the tiles of a row; m the adders per link.
+	wt, m int
+	// owners lists, per link, the tail cores in row order.
+	owners [][]kir.Core
+}
+
+// rowLagTiles bounds how many of its tiles an adder's reader is ahead of
+// its writer: the pages of the CBs between them (cbIn0-2 and cbIm0 of two
+// pages feed the compute one at a time, cbOut two) plus the tile in DEST.
+const rowLagTiles = 2 + 2 + 2 + 1
+
+// streamRows returns the row stream of ring's adders into a norm tail of
+// rows of wt tiles on the worker cores after the first used, or nil when
+// it does not apply: a streaming two-card ring with per-tile adders whose
+// link shares are whole rows, and enough tail cores per link that an
+// owner's rows are further apart than the adders can drift (see the
+// Protocol section).
+func streamRows(t *target.Target, ring *cclOp, wt, used int) *rowSignal {
+	pl := ring.plan
+	if !pl.Streaming() || pl.ReduceSteps != 1 || pl.GatherSteps != 0 || ring.chunks.Count != 1 || wt < 1 {
+		return nil
+	}
+	if pl.LinkTiles%wt != 0 || pl.ChunkTiles != pl.Links*pl.LinkTiles {
+		return nil
+	}
+	rows := pl.LinkTiles / wt
+	per := min((t.NumWorkers()-used)/pl.Links, rows)
+	if per < 1 {
+		return nil
+	}
+	// An adder handles at least minLane tiles of every full packet.
+	minLane := max(pl.PacketTiles/pl.WorkersPerLink, 1)
+	lagPackets := 2 + (rowLagTiles+minLane-1)/minLane
+	if per*wt <= (lagPackets+1)*pl.PacketTiles {
+		return nil
+	}
+	cores, _ := blocks.CoresFrom(t, used, per*pl.Links)
+	rs := &rowSignal{wt: wt, m: pl.WorkersPerLink}
+	for l := range pl.Links {
+		rs.owners = append(rs.owners, cores[l*per:(l+1)*per])
+	}
+	return rs
+}
+
+// perLink is T, the tail cores of each link.
+func (rs *rowSignal) perLink() int { return len(rs.owners[0]) }
+
+// rowsPerLink is the rows of a link's share of linkTiles tiles.
+func (rs *rowSignal) rowsPerLink(linkTiles int) int { return linkTiles / rs.wt }
+
+// tailRange is tail core i's rows: the first (global row), the count and
+// the stride between them.
+func (rs *rowSignal) tailRange(i, linkTiles int) (start, count, stride int) {
+	per, rows := rs.perLink(), rs.rowsPerLink(linkTiles)
+	l, c := i/per, i%per
+	return l*rows + c, (rows - c + per - 1) / per, per
+}
+
+// rowArgs are an adder writer's runtime args naming its link's owners.
+type rowArgs struct{ x, y []kir.ArgRef }
+
+// declare declares the owners' NoC coordinates (row_owner<c>_x, _y) as
+// runtime args of the adders' writer wr.
+func (rs *rowSignal) declare(wr *kir.Kernel) rowArgs {
+	var a rowArgs
+	for c := range rs.perLink() {
+		s := "row_owner" + strconv.Itoa(c)
+		a.x = append(a.x, wr.RuntimeArg(s+"_x"))
+		a.y = append(a.y, wr.RuntimeArg(s+"_y"))
+	}
+	return a
+}
+
+// values are the values of declare's args for the adders of link l.
+func (rs *rowSignal) values(l int) []kir.ArgValue {
+	var vals []kir.ArgValue
+	for _, c := range rs.owners[l] {
+		vals = append(vals, kir.NoCX(c), kir.NoCY(c))
+	}
+	return vals
+}
+
+// emit emits, after an adder's writes of the packet of cnt tiles at
+// link-local tile base have completed, one increment of cclSemTail on the
+// owner of every row whose last tile is in the packet: link-local rows
+// base/wt .. (base+cnt)/wt - 1.
+func (rs *rowSignal) emit(b *kir.Builder, a rowArgs, base, cnt kir.Expr) {
+	wt, per := kir.Ci(rs.wt), rs.perLink()
+	b.Comment("Rows of h complete with this packet: one count on each row's tail core.")
+	lo := b.Let("row_lo", kir.Div(base, wt))
+	hi := b.Let("row_hi", kir.Div(kir.Add(base, cnt), wt))
+	b.For("row", lo, hi, func(j kir.Var) {
+		o := b.Let("owner", kir.Mod(j, kir.Ci(per)))
+		for c := range per {
+			b.If(kir.Eq(o, kir.Ci(c)), func() {
+				b.NoCSemaphoreInc(kir.NoCAddr{X: a.x[c], Y: a.y[c], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
+			})
+		}
+	})
+}
