@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -28,12 +29,25 @@ import (
 )
 
 // persistBuilder is fakeBuilder that also "builds" a persistent program's
-// merged kernels (64-byte images).
+// merged kernels: per processor an image of 40+8*proc bytes (not a
+// multiple of 16, so the images' alignment in persist.text shows), filled
+// with a byte of the kernel's name and the processor.
 type persistBuilder struct{ fakeBuilder }
 
 func (b persistBuilder) PersistentKernel(_ *kir.Program, k *kir.Kernel) (map[int][]byte, error) {
 	cfg := &hostcfg.KernelConfig{Name: k.Name, Processor: k.Processor.String()}
-	return b.Kernel("", nil, cfg)
+	imgs, err := b.Kernel("", nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := byte(0)
+	for _, ch := range k.Name {
+		h = h*31 + byte(ch)
+	}
+	for proc := range imgs {
+		imgs[proc] = bytes.Repeat([]byte{h + byte(proc)}, 40+8*proc)
+	}
+	return imgs, nil
 }
 
 // loopModel is a device-loop model the fake-chip tests run.
