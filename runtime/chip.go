@@ -63,7 +63,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 		dev.Close()
 		return nil, err
 	}
-	m.Backend, m.chip, m.beforeLaunch = backend, dev, o.BeforeLaunch
+	m.Backend, m.chip, m.beforeLaunch, m.builder = backend, dev, o.BeforeLaunch, o.Builder
 	return m, nil
 }
 

@@ -100,6 +100,10 @@ func (e *Executable) loadPersistent(p *kir.Program) error {
 // Persistent is the persistent program LoadPersistent built, or nil.
 func (e *Executable) Persistent() *kir.Program { return e.persistent }
 
+// OnChip reports whether the executable's mesh drives a chip (OpenChip):
+// a multi-step persistent program then runs with DrivePersistent.
+func (e *Executable) OnChip() bool { return e.Mesh.chip != nil }
+
 // RunPersistent launches the persistent program once on every device (on
 // all devices of each mesh row at once when it has ethernet kernels).
 func (e *Executable) RunPersistent() error {

@@ -51,14 +51,22 @@ type Session struct {
 // from (launch.PersistentBlob) and a cleared control block (its phases'
 // semaphores at their initial values); no step runs before the host
 // rings (Session.Ring).
+// The device's Builder builds the merged kernels when it is a
+// PersistentBuilder (LaunchPersistentWith names another).
 func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, error) {
-	ps := p.Persist
-	if ps == nil || ps.Loop == nil {
-		return nil, fmt.Errorf("program %s: not a multi-step persistent program (codegen/persist.BuildLoop)", p.Name)
-	}
 	pb, ok := d.builder.(PersistentBuilder)
 	if !ok {
 		return nil, &SkipError{Reason: fmt.Sprintf("program %s: the kernel builder cannot build persistent kernels", p.Name)}
+	}
+	return d.LaunchPersistentWith(p, ref, pb)
+}
+
+// LaunchPersistentWith is LaunchPersistent with the merged kernels built
+// by pb.
+func (d *Device) LaunchPersistentWith(p *kir.Program, ref Reference, pb PersistentBuilder) (*Session, error) {
+	ps := p.Persist
+	if ps == nil || ps.Loop == nil {
+		return nil, fmt.Errorf("program %s: not a multi-step persistent program (codegen/persist.BuildLoop)", p.Name)
 	}
 	lp, err := d.persistentProgram(p, pb, ref)
 	if err != nil {
