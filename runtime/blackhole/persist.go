@@ -31,6 +31,7 @@ type Session struct {
 	cores   []kir.Core
 	xys     []chip.XY
 	ctl     uint32
+	tables  uint32
 	leader  chip.XY
 	history Placement
 	rung    int
@@ -80,7 +81,7 @@ func (d *Device) LaunchPersistentWith(p *kir.Program, ref Reference, pb Persiste
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, Timeout: d.timeout}
+	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, tables: lp.Tables, Timeout: d.timeout}
 	if s.history, _, err = ref.Buffer(ps.Loop.History); err != nil {
 		return nil, err
 	}
@@ -374,11 +375,15 @@ type PersistentStallError struct {
 }
 
 // StalledPhaseCore is a core that did not finish the step: where each of
-// its data-movement processors is (compute kernels keep no phase word).
+// its data-movement processors is (compute kernels keep no phase word),
+// and how many core-local phase barriers each of its five RISCs has
+// reached (the tables page's barrier words, kir.TableBarrierWords: the
+// RISC with the lowest count is the one the others wait for).
 type StalledPhaseCore struct {
-	Core  kir.Core
-	NoC   chip.XY
-	Procs []ProcPhase
+	Core     kir.Core
+	NoC      chip.XY
+	Procs    []ProcPhase
+	Barriers [kir.TableBarrierWords]uint32
 }
 
 // ProcPhase is where one processor of a stalled core is: in phase Phase
@@ -416,7 +421,8 @@ func (e *PersistentStallError) Error() string {
 		for i, p := range c.Procs {
 			ps[i] = p.String()
 		}
-		fmt.Fprintf(&b, "\n  core %s NoC %s: %s", c.Core, c.NoC, strings.Join(ps, ", "))
+		fmt.Fprintf(&b, "\n  core %s NoC %s: %s; barriers reached: brisc %d, ncrisc %d, trisc0 %d, trisc1 %d, trisc2 %d", c.Core, c.NoC, strings.Join(ps, ", "),
+			c.Barriers[0], c.Barriers[1], c.Barriers[2], c.Barriers[3], c.Barriers[4])
 	}
 	return b.String()
 }
@@ -462,6 +468,11 @@ func (s *Session) stall(step int, stop bool) error {
 				pp = ProcPhase{Proc: proc, Phase: p, Name: ps.Phases[p].Name, Ended: ended}
 			}
 			sc.Procs = append(sc.Procs, pp)
+		}
+		for r := range sc.Barriers {
+			if sc.Barriers[r], err = s.d.Chip.Read32(at, uint64(s.tables)+uint64(r*kir.CtlStride)); err != nil {
+				return err
+			}
 		}
 		e.Cores = append(e.Cores, sc)
 	}

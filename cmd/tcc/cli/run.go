@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ type runFlags struct {
 	// sfpu is --sfpu's code: the same-formats references follow it.
 	sfpu          sfpu.Code
 	backend       string
+	chipTimeout   time.Duration
 	ttsim         string
 	check         bool
 	seed          int64
@@ -115,6 +117,7 @@ step's token and text on its own line and the whole text at the end.
 	mf.addSFPU()
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
+	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
