@@ -315,7 +315,7 @@ func TestPersistentWatchdog(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("DrivePersistent: %v, want a *PersistentStallError", err)
 	}
-	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s); barriers reached: brisc 0, ncrisc 0, trisc0 0, trisc1 0, trisc2 0",
+	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s); barriers reached: brisc 0, ncrisc 0, trisc0 0, trisc1 0, trisc2 0; done words set: none",
 		p.Name, c, at.X, at.Y, phase-1, p.Persist.Phases[phase-1].Name, phase, ph.Name)
 	if d := cmp.Diff(want, err.Error()); d != "" {
 		t.Errorf("watchdog report (-want +got):\n%s", d)

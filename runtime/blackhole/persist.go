@@ -384,6 +384,9 @@ type StalledPhaseCore struct {
 	NoC      chip.XY
 	Procs    []ProcPhase
 	Barriers [kir.TableBarrierWords]uint32
+	// Done lists the phases whose done word is set on the core (a phase
+	// sets it only on the cores of the phases that depend on it).
+	Done []int
 }
 
 // ProcPhase is where one processor of a stalled core is: in phase Phase
@@ -421,10 +424,31 @@ func (e *PersistentStallError) Error() string {
 		for i, p := range c.Procs {
 			ps[i] = p.String()
 		}
-		fmt.Fprintf(&b, "\n  core %s NoC %s: %s; barriers reached: brisc %d, ncrisc %d, trisc0 %d, trisc1 %d, trisc2 %d", c.Core, c.NoC, strings.Join(ps, ", "),
-			c.Barriers[0], c.Barriers[1], c.Barriers[2], c.Barriers[3], c.Barriers[4])
+		fmt.Fprintf(&b, "\n  core %s NoC %s: %s; barriers reached: brisc %d, ncrisc %d, trisc0 %d, trisc1 %d, trisc2 %d; done words set: %s", c.Core, c.NoC, strings.Join(ps, ", "),
+			c.Barriers[0], c.Barriers[1], c.Barriers[2], c.Barriers[3], c.Barriers[4], phaseRanges(c.Done))
 	}
 	return b.String()
+}
+
+// phaseRanges prints sorted phase indices as ranges ("0-5, 7"; "none").
+func phaseRanges(ps []int) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var parts []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(ps[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stall reads every core's finished and phase words (kir.StepProtocol);
@@ -468,6 +492,15 @@ func (s *Session) stall(step int, stop bool) error {
 				pp = ProcPhase{Proc: proc, Phase: p, Name: ps.Phases[p].Name, Ended: ended}
 			}
 			sc.Procs = append(sc.Procs, pp)
+		}
+		block := make([]byte, len(ps.Phases)*kir.CtlStride)
+		if err := s.d.Chip.Read(at, uint64(s.ctl), block); err != nil {
+			return err
+		}
+		for q := range ps.Phases {
+			if binary.LittleEndian.Uint32(block[ps.DoneWord(q):]) != 0 {
+				sc.Done = append(sc.Done, q)
+			}
 		}
 		for r := range sc.Barriers {
 			if sc.Barriers[r], err = s.d.Chip.Read32(at, uint64(s.tables)+uint64(r*kir.CtlStride)); err != nil {
