@@ -300,7 +300,9 @@ func TestPersistentStopAndSteps(t *testing.T) {
 
 // TestPersistentWatchdog: a core that stops in a phase makes the step's
 // wait fail with the watchdog's report naming the core, its NoC
-// coordinate, its data-movement processors and the phase each is in.
+// coordinate, its data-movement processors and the phase each is in, the
+// barriers its RISCs reached, the done words set on it and the stream
+// counters of the stalled phase's CBs.
 func TestPersistentWatchdog(t *testing.T) {
 	r := newFakeRun(t, tinyLoop, 3, 50*time.Millisecond)
 	p := r.chip.e.persistent
@@ -315,8 +317,19 @@ func TestPersistentWatchdog(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("DrivePersistent: %v, want a *PersistentStallError", err)
 	}
-	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s); barriers reached: brisc 0, ncrisc 0, trisc0 0, trisc1 0, trisc2 0; done words set: none",
-		p.Name, c, at.X, at.Y, phase-1, p.Persist.Phases[phase-1].Name, phase, ph.Name)
+	// The stream counters of the stalled phase's CBs on the core, at
+	// their merged indices (the fake's registers read zero).
+	tables, terr := p.Persist.Tables()
+	require.NoError(t, terr)
+	var streams []string
+	for _, cb := range ph.CBs {
+		if kir.InRanges(cb.Cores, c) {
+			streams = append(streams, fmt.Sprintf("c_%d (%s, merged %d) received 0 acked 0", cb.Index, cb.Name, tables.CBMap[phase][cb.Index]))
+		}
+	}
+	require.NotEmpty(t, streams)
+	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s); barriers reached: brisc 0, ncrisc 0, trisc0 0, trisc1 0, trisc2 0; done words set: none; CB streams %s",
+		p.Name, c, at.X, at.Y, phase-1, p.Persist.Phases[phase-1].Name, phase, ph.Name, strings.Join(streams, ", "))
 	if d := cmp.Diff(want, err.Error()); d != "" {
 		t.Errorf("watchdog report (-want +got):\n%s", d)
 	}

@@ -32,6 +32,7 @@ type Session struct {
 	xys     []chip.XY
 	ctl     uint32
 	tables  uint32
+	layout  *kir.Tables
 	leader  chip.XY
 	history Placement
 	rung    int
@@ -82,6 +83,9 @@ func (d *Device) LaunchPersistentWith(p *kir.Program, ref Reference, pb Persiste
 		return nil, err
 	}
 	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, tables: lp.Tables, Timeout: d.timeout}
+	if s.layout, err = ps.Tables(); err != nil {
+		return nil, err
+	}
 	if s.history, _, err = ref.Buffer(ps.Loop.History); err != nil {
 		return nil, err
 	}
@@ -387,6 +391,10 @@ type StalledPhaseCore struct {
 	// Done lists the phases whose done word is set on the core (a phase
 	// sets it only on the cores of the phases that depend on it).
 	Done []int
+	// CBs are the stream counters (pages received and acked, 16 bits) of
+	// the merged CB indices the earliest phase its data-movement RISCs
+	// are in installs on the core.
+	CBs []string
 }
 
 // ProcPhase is where one processor of a stalled core is: in phase Phase
@@ -426,6 +434,9 @@ func (e *PersistentStallError) Error() string {
 		}
 		fmt.Fprintf(&b, "\n  core %s NoC %s: %s; barriers reached: brisc %d, ncrisc %d, trisc0 %d, trisc1 %d, trisc2 %d; done words set: %s", c.Core, c.NoC, strings.Join(ps, ", "),
 			c.Barriers[0], c.Barriers[1], c.Barriers[2], c.Barriers[3], c.Barriers[4], phaseRanges(c.Done))
+		if len(c.CBs) > 0 {
+			fmt.Fprintf(&b, "; CB streams %s", strings.Join(c.CBs, ", "))
+		}
 	}
 	return b.String()
 }
@@ -505,6 +516,29 @@ func (s *Session) stall(step int, stop bool) error {
 		for r := range sc.Barriers {
 			if sc.Barriers[r], err = s.d.Chip.Read32(at, uint64(s.tables)+uint64(r*kir.CtlStride)); err != nil {
 				return err
+			}
+		}
+		// The stream counters of the CBs of the earliest phase its
+		// data-movement RISCs are in.
+		cur := -1
+		for _, pp := range sc.Procs {
+			if pp.Phase >= 0 && !pp.Ended && (cur < 0 || pp.Phase < cur) {
+				cur = pp.Phase
+			}
+		}
+		if cur >= 0 && s.layout != nil {
+			l := s.d.Chip.Layout
+			for _, cb := range ps.Phases[cur].CBs {
+				if !kir.InRanges(cb.Cores, s.cores[i]) {
+					continue
+				}
+				m := s.layout.CBMap[cur][cb.Index]
+				base := uint64(l.StreamRegs) + uint64(m)*uint64(l.StreamStride)
+				rx, err1 := s.d.Chip.Read32(at, base+4*uint64(l.TilesReceivedReg))
+				ack, err2 := s.d.Chip.Read32(at, base+4*uint64(l.TilesAckedReg))
+				if err1 == nil && err2 == nil {
+					sc.CBs = append(sc.CBs, fmt.Sprintf("c_%d (%s, merged %d) received %d acked %d", cb.Index, cb.Name, m, rx&0xffff, ack&0xffff))
+				}
 			}
 		}
 		e.Cores = append(e.Cores, sc)
