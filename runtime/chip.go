@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -21,6 +22,9 @@ type ChipOptions struct {
 	Builder blackhole.Builder
 	// Fake, for tests, is the chip the "fake" backend opens.
 	Fake blackhole.Options
+	// Timeout, when not zero, bounds firmware init, each program and each
+	// step of a persistent launch (the watchdog; blackhole.Options).
+	Timeout time.Duration
 	// BeforeLaunch, when set, is called before each launch on the chip
 	// with what the launch's ProgramResult will say (Status empty): a
 	// chip model that ends the process on a fatal error (ttsim) leaves it
@@ -54,6 +58,9 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 	}
 	opts := o.Fake
 	opts.Backend, opts.TTSim = backend, o.TTSim
+	if o.Timeout != 0 {
+		opts.Timeout = o.Timeout
+	}
 	dev, err := blackhole.Open(opts, o.Builder)
 	if err != nil {
 		return nil, err
@@ -63,7 +70,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 		dev.Close()
 		return nil, err
 	}
-	m.Backend, m.chip, m.beforeLaunch = backend, dev, o.BeforeLaunch
+	m.Backend, m.chip, m.beforeLaunch, m.builder = backend, dev, o.BeforeLaunch, o.Builder
 	return m, nil
 }
 

@@ -5,9 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/persist"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/runtime/blackhole"
 )
 
 // LoadPersistent builds the persistent program of the executable's build
@@ -25,8 +23,10 @@ func (e *Executable) LoadPersistent() (*persist.Plan, error) {
 // decode steps per launch (persist.BuildLoop): it also allocates the token
 // history the device appends tokens' buffer to after every step (History).
 // The graph must be a device-loop graph: the steps take no host input. On
-// a chip mesh (OpenChip) it also allocates the chip's phase tables
-// (runtime/blackhole.PersistentTablesBuffer) for DrivePersistent.
+// a chip mesh (OpenChip) the program is the one `tcc build --persistent
+// --device-loop` prints (persist.WithTables), and the tables and images
+// buffers the card needs (kir.TablesBuffer, kir.TextBuffer) are allocated
+// too, on the simulator as on the chip, for DrivePersistent.
 func (e *Executable) LoadPersistentLoop(steps int, tokens *ir.Value) (*persist.Plan, error) {
 	p, plan, err := persist.BuildLoop(e.Build, steps, tokens)
 	if err != nil {
@@ -42,24 +42,24 @@ func (e *Executable) LoadPersistentLoop(steps int, tokens *ir.Value) (*persist.P
 		return nil, err
 	}
 	e.binding[persist.HistoryBuffer] = t.Name
+	if e.Mesh.chip != nil {
+		if err := persist.WithTables(p, e.Build); err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+	}
 	if err := e.loadPersistent(p); err != nil {
 		return nil, err
 	}
 	if e.Mesh.chip != nil {
-		// The chip's phase tables (runtime/blackhole.LaunchPersistent) in
-		// an L1 buffer of their own, below the control block, allocated
-		// on the simulator too so that both place the CBs alike.
-		n, err := blackhole.PersistentTablesBytes(p, target.BlackholeLayout())
-		if err != nil {
-			return nil, err
+		for _, name := range []string{kir.TablesBuffer, kir.TextBuffer} {
+			b := p.Buffer(name)
+			tt := Tensor{Buffer: *b, Shape: persist.CtlShape(*b)}
+			tt.Buffer.Name = fmt.Sprintf("b%d/%s", e.Mesh.loads, name)
+			if err := e.Mesh.Alloc(tt); err != nil {
+				return nil, fmt.Errorf("runtime: the persistent program's %s (%d B per core): %w", name, b.PageSize, err)
+			}
+			e.binding[name] = tt.Name
 		}
-		tb := persist.CtlKirBuffer(e.Build, n)
-		tt := Tensor{Buffer: tb, Shape: persist.CtlShape(tb)}
-		tt.Buffer.Name = fmt.Sprintf("b%d/%s", e.Mesh.loads, blackhole.PersistentTablesBuffer)
-		if err := e.Mesh.Alloc(tt); err != nil {
-			return nil, fmt.Errorf("runtime: the persistent program's phase tables (%d B per core): %w", n, err)
-		}
-		e.binding[blackhole.PersistentTablesBuffer] = tt.Name
 	}
 	return plan, nil
 }
@@ -99,6 +99,10 @@ func (e *Executable) loadPersistent(p *kir.Program) error {
 
 // Persistent is the persistent program LoadPersistent built, or nil.
 func (e *Executable) Persistent() *kir.Program { return e.persistent }
+
+// OnChip reports whether the executable's mesh drives a chip (OpenChip):
+// a multi-step persistent program then runs with DrivePersistent.
+func (e *Executable) OnChip() bool { return e.Mesh.chip != nil }
 
 // RunPersistent launches the persistent program once on every device (on
 // all devices of each mesh row at once when it has ethernet kernels).

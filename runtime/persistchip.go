@@ -38,8 +38,9 @@ type PersistentChipRun struct {
 // stalled cores, their processors and phases), and reads the step's
 // tokens from the chip's history without stopping the device; after the
 // last step it stops the launch. onStep, when not nil, sees each step as
-// it completes. Every step's tokens are compared with the simulator's
-// (ChipStep.Match).
+// it completes. The chip's Builder builds the merged kernels: those
+// persist.Sources prints for p, compiled by the JIT. Every step's tokens
+// are compared with the simulator's (ChipStep.Match).
 func (e *Executable) DrivePersistent(onStep func(ChipStep) error) (*PersistentChipRun, error) {
 	p := e.persistent
 	if p == nil || p.Persist == nil || p.Persist.Loop == nil {
@@ -70,7 +71,11 @@ func (e *Executable) DrivePersistent(onStep func(ChipStep) error) (*PersistentCh
 	row := ht
 	row.Pages, row.Shape = 1, ht.Shape[1:]
 	per := row.Shape.Numel()
-	s, err := dev.LaunchPersistent(p, ref)
+	pb, err := e.persistentBuilder(p)
+	if err != nil {
+		return nil, err
+	}
+	s, err := dev.LaunchPersistentWith(p, ref, pb)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	goruntime "runtime"
@@ -28,12 +29,25 @@ import (
 )
 
 // persistBuilder is fakeBuilder that also "builds" a persistent program's
-// merged kernels (64-byte images).
+// merged kernels: per processor an image of 40+8*proc bytes (not a
+// multiple of 16, so the images' alignment in persist.text shows), filled
+// with a byte of the kernel's name and the processor.
 type persistBuilder struct{ fakeBuilder }
 
 func (b persistBuilder) PersistentKernel(_ *kir.Program, k *kir.Kernel) (map[int][]byte, error) {
 	cfg := &hostcfg.KernelConfig{Name: k.Name, Processor: k.Processor.String()}
-	return b.Kernel("", nil, cfg)
+	imgs, err := b.Kernel("", nil, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := byte(0)
+	for _, ch := range k.Name {
+		h = h*31 + byte(ch)
+	}
+	for proc := range imgs {
+		imgs[proc] = bytes.Repeat([]byte{h + byte(proc)}, 40+8*proc)
+	}
+	return imgs, nil
 }
 
 // loopModel is a device-loop model the fake-chip tests run.
@@ -286,7 +300,9 @@ func TestPersistentStopAndSteps(t *testing.T) {
 
 // TestPersistentWatchdog: a core that stops in a phase makes the step's
 // wait fail with the watchdog's report naming the core, its NoC
-// coordinate, its data-movement processors and the phase each is in.
+// coordinate, its data-movement processors and the phase each is in, the
+// barriers its RISCs reached, the done words set on it and the stream
+// counters of the stalled phase's CBs.
 func TestPersistentWatchdog(t *testing.T) {
 	r := newFakeRun(t, tinyLoop, 3, 50*time.Millisecond)
 	p := r.chip.e.persistent
@@ -301,8 +317,19 @@ func TestPersistentWatchdog(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("DrivePersistent: %v, want a *PersistentStallError", err)
 	}
-	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s)",
-		p.Name, c, at.X, at.Y, phase-1, p.Persist.Phases[phase-1].Name, phase, ph.Name)
+	// The stream counters of the stalled phase's CBs on the core, at
+	// their merged indices (the fake's registers read zero).
+	tables, terr := p.Persist.Tables()
+	require.NoError(t, terr)
+	var streams []string
+	for _, cb := range ph.CBs {
+		if kir.InRanges(cb.Cores, c) {
+			streams = append(streams, fmt.Sprintf("c_%d (%s, merged %d) received 0 acked 0", cb.Index, cb.Name, tables.CBMap[phase][cb.Index]))
+		}
+	}
+	require.NotEmpty(t, streams)
+	want := fmt.Sprintf("persistent program %s: step 1 did not finish within 50ms (watchdog): 1 core(s) stalled:\n  core %s NoC (%d,%d): brisc after phase %d (%s), ncrisc in phase %d (%s); barriers reached: brisc 0, ncrisc 0, trisc0 0, trisc1 0, trisc2 0; done words set: none; CB streams %s",
+		p.Name, c, at.X, at.Y, phase-1, p.Persist.Phases[phase-1].Name, phase, ph.Name, strings.Join(streams, ", "))
 	if d := cmp.Diff(want, err.Error()); d != "" {
 		t.Errorf("watchdog report (-want +got):\n%s", d)
 	}

@@ -40,6 +40,8 @@ type Mesh struct {
 	chipResults []ProgramResult
 	// beforeLaunch is ChipOptions.BeforeLaunch.
 	beforeLaunch func(ProgramResult)
+	// builder is ChipOptions.Builder.
+	builder blackhole.Builder
 	// tmpDirs are the builds' sources written for the chip's JIT, removed
 	// by Close.
 	tmpDirs []string

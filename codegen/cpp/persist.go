@@ -784,6 +784,12 @@ func EstimatePersistentKernel(p *kir.Program, k *kir.Kernel) (PersistentCode, er
 	}
 	addTerms(kir.EstimateCode(&kir.Kernel{Role: k.Role, Processor: k.Processor, Body: strip(k.Body)}), false)
 	terms["base:persist"]++
+	if compute {
+		// The merged unpack and math binaries' own share (kir's
+		// codeCost: measured on the JIT's images).
+		terms["base:persist_unpack"]++
+		terms["base:persist_math"]++
+	}
 	for _, n := range lists {
 		terms["data:tcc_core_index"] += n
 	}

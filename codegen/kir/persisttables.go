@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,9 +82,14 @@ const MergedCBs = 64
 // (the JIT's unpack and pack format tables), which the phases of a merged
 // kernel must share, so every merged index has one (format, unpack-to-DEST)
 // class over the whole program: class c takes the indices base(c) ..
-// base(c)+n(c)-1, n(c) the most CBs of that class in one phase, classes in
-// (format, mode) order; a phase's CBs of class c take them in the order of
-// their own indices. Phases with the same CBs get the same indices, so
+// base(c)+n(c)-1, classes in (format, mode) order; a phase's CBs of class
+// c take them in the order of their own indices, except that a phase that
+// begins early (Persist.Early) gives its early CBs the lowest of them no
+// CB of the phase still running on its cores (EarlyBegin.Prev) has (its
+// early CBs are installed, and filled, while that phase's kernels still
+// use their indices) and its other CBs the lowest left; n(c) is the most
+// any phase needs. Phases with the same CBs and early CBs get the same
+// indices, so
 // their bodies print the same. The simulator keeps each phase's own
 // indices: the map renames, it does not move, any CB. Errors: a phase
 // giving one index two formats, more than MergedCBs merged indices.
@@ -126,6 +132,67 @@ func (ps *Persist) CBMap() ([]map[int]int, error) {
 			most[c] = max(most[c], n[c])
 		}
 	}
+	// Offsets within each class. A phase's CBs of a class take the
+	// lowest offsets in the order of their own indices, except that the
+	// early CBs of a phase that begins early (EarlyBegin) take the lowest
+	// offsets no CB of the phases still running on its cores (Prev)
+	// takes, and its other CBs the lowest the early ones leave: the early
+	// CBs are installed, and pages pushed into them, while those phases'
+	// kernels still use their own indices.
+	early := map[int]map[int]bool{} // phase -> its early CBs' own indices
+	prevs := map[int][]int{}        // phase -> the phases before it still running
+	for _, e := range ps.Early {
+		if early[e.Phase] == nil {
+			early[e.Phase] = map[int]bool{}
+		}
+		for _, i := range e.CBs {
+			early[e.Phase][i] = true
+		}
+		if !slices.Contains(prevs[e.Phase], e.Prev) {
+			prevs[e.Phase] = append(prevs[e.Phase], e.Prev)
+		}
+	}
+	offset := make([]map[int]int, len(ps.Phases))
+	for p, ls := range per {
+		offset[p] = map[int]int{}
+		taken := map[class]map[int]bool{}
+		take := func(c class, from map[class]map[int]bool) int {
+			if taken[c] == nil {
+				taken[c] = map[int]bool{}
+			}
+			o := 0
+			for taken[c][o] || from[c][o] {
+				o++
+			}
+			taken[c][o] = true
+			most[c] = max(most[c], o+1)
+			return o
+		}
+		if e := early[p]; len(e) > 0 {
+			busy := map[class]map[int]bool{}
+			for _, q := range prevs[p] {
+				if q < 0 || q >= p {
+					continue
+				}
+				for _, l := range per[q] {
+					if busy[l.c] == nil {
+						busy[l.c] = map[int]bool{}
+					}
+					busy[l.c][offset[q][l.idx]] = true
+				}
+			}
+			for _, l := range ls {
+				if e[l.idx] {
+					offset[p][l.idx] = take(l.c, busy)
+				}
+			}
+		}
+		for _, l := range ls {
+			if _, ok := offset[p][l.idx]; !ok {
+				offset[p][l.idx] = take(l.c, nil)
+			}
+		}
+	}
 	classes := make([]class, 0, len(most))
 	for c := range most {
 		classes = append(classes, c)
@@ -142,15 +209,13 @@ func (ps *Persist) CBMap() ([]map[int]int, error) {
 		total += most[c]
 	}
 	if total > MergedCBs {
-		return nil, fmt.Errorf("the phases' CBs need %d merged CB indices (one per data format and unpack-to-DEST mode and CB of a phase), %d more than the %d a binary has", total, total-MergedCBs, MergedCBs)
+		return nil, fmt.Errorf("the phases' CBs need %d merged CB indices (one per data format and unpack-to-DEST mode and CB of a phase, and for the CBs of an early begin one apart from the running phase's), %d more than the %d a binary has", total, total-MergedCBs, MergedCBs)
 	}
 	out := make([]map[int]int, len(ps.Phases))
 	for p, ls := range per {
 		out[p] = map[int]int{}
-		n := map[class]int{}
 		for _, l := range ls {
-			out[p][l.idx] = base[l.c] + n[l.c]
-			n[l.c]++
+			out[p][l.idx] = base[l.c] + offset[p][l.idx]
 		}
 	}
 	return out, nil

@@ -110,10 +110,9 @@
 // from a per-phase CB table in L1, with rta_l1_base / crta_l1_base moved to
 // the phase's argument tables (get_arg_val reads through them), and the
 // compute kernel's hw-startup / init calls re-run at the phase boundary.
-// runtime/blackhole/launch.PersistentPlan lays those tables out in each
-// core's kernel config ring (a phase index, then per phase its argument
-// tables and CB table; kir.ArgPhase splits a merged kernel's arguments by
-// phase).
+// The tables are the tables buffer (kir.TablesBuffer, below): the
+// runtime writes each core's page as kir.Tables.Page lays it out, the
+// one layout the printed kernels read (runtime/blackhole.LaunchPersistent).
 //
 // # Limits
 //

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
 	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
 )
@@ -32,6 +31,8 @@ type Session struct {
 	cores   []kir.Core
 	xys     []chip.XY
 	ctl     uint32
+	tables  uint32
+	layout  *kir.Tables
 	leader  chip.XY
 	history Placement
 	rung    int
@@ -41,28 +42,37 @@ type Session struct {
 }
 
 // LaunchPersistent loads multi-step persistent program p (kir.Persist with
-// a step protocol, codegen/persist.BuildLoop) on the chip, its buffers
-// already uploaded at ref's addresses, and launches it ONCE: every core
-// gets its merged kernel images and its phases' tables
-// (launch.PersistentPlan; a core whose data does not fit its kernel config
-// ring is a *kir.RuleError naming core, phase and bytes) and a cleared
-// control block (its phases' semaphores at their initial values); no step
-// runs before the host rings (Session.Ring).
+// a step protocol, codegen/persist.BuildLoop, prepared for the card by
+// codegen/persist.WithTables) on the chip, its buffers already uploaded at
+// ref's addresses, and launches it ONCE: every worker core gets its merged
+// kernel images in the images buffer (kir.TextBuffer; a core whose images
+// do not fit is a *kir.RuleError naming the core and bytes), its page of
+// the tables buffer exactly as the printed kernels read it
+// (kir.Tables.Page: zeroed barrier words, argument header, phase CB
+// records, argument vectors), the two ring arguments those kernels start
+// from (launch.PersistentBlob) and a cleared control block (its phases'
+// semaphores at their initial values); no step runs before the host
+// rings (Session.Ring).
+// The device's Builder builds the merged kernels when it is a
+// PersistentBuilder (LaunchPersistentWith names another).
 func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, error) {
+	pb, ok := d.builder.(PersistentBuilder)
+	if !ok {
+		return nil, &SkipError{Reason: fmt.Sprintf("program %s: the kernel builder cannot build persistent kernels", p.Name)}
+	}
+	return d.LaunchPersistentWith(p, ref, pb)
+}
+
+// LaunchPersistentWith is LaunchPersistent with the merged kernels built
+// by pb.
+func (d *Device) LaunchPersistentWith(p *kir.Program, ref Reference, pb PersistentBuilder) (*Session, error) {
 	ps := p.Persist
 	if ps == nil || ps.Loop == nil {
 		return nil, fmt.Errorf("program %s: not a multi-step persistent program (codegen/persist.BuildLoop)", p.Name)
 	}
-	pb, ok := d.builder.(PersistentBuilder)
-	if !ok {
-		return nil, &SkipError{Reason: fmt.Sprintf("program %s: the kernel builder cannot build persistent kernels (the C++ printer does not print them yet)", p.Name)}
-	}
 	lp, err := d.persistentProgram(p, pb, ref)
 	if err != nil {
 		return nil, err
-	}
-	if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
-		lp.Tables, lp.TablesSize = tb.Addr, uint32(tb.PerCore*tb.Stride)
 	}
 	lays, err := launch.PersistentPlan(lp, d.Chip.Layout)
 	if err != nil {
@@ -72,7 +82,10 @@ func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, Timeout: d.timeout}
+	s := &Session{d: d, p: p, proto: *ps.Loop, ctl: ctl.Addr, tables: lp.Tables, Timeout: d.timeout}
+	if s.layout, err = ps.Tables(); err != nil {
+		return nil, err
+	}
 	if s.history, _, err = ref.Buffer(ps.Loop.History); err != nil {
 		return nil, err
 	}
@@ -119,58 +132,40 @@ func (d *Device) LaunchPersistent(p *kir.Program, ref Reference) (*Session, erro
 	return s, nil
 }
 
-// PersistentTablesBuffer names the L1 buffer (one page on every worker
-// core, PersistentTablesBytes) a runtime allocates for a persistent
-// program's phase index and tables; LaunchPersistent puts them there when
-// the reference has it, else in the kernel config ring after the images
-// (which holds only a few phases' tables).
-const PersistentTablesBuffer = "persist.tables"
-
-// PersistentTablesBytes is the most bytes a core of multi-step persistent
-// program p needs for its phase index and tables (launch.CoreLayout), a
-// multiple of 16: the page size of PersistentTablesBuffer.
-func PersistentTablesBytes(p *kir.Program, l *target.Layout) (int, error) {
-	if p.Persist == nil {
-		return 0, fmt.Errorf("program %s: not a persistent program", p.Name)
-	}
-	lp, err := (&Device{}).persistentProgram(p, nil, Reference{})
-	if err != nil {
-		return 0, err
-	}
-	n, err := launch.PersistentTablesSize(lp, l)
-	return int(n), err
-}
-
-// persistentProgram gathers p's merged kernels' images and every core's
-// phase tables: per phase, the merged kernel's runtime args of that phase
-// (kir.ArgPhase) and its common args (the kernel's own, then the
-// phase's), resolved; and the phase's CBs placed as the simulator places
-// them (kir.PlaceCBs: kir.CBPlaceOrder and kir.FirstFit from the
-// unreserved base, a phase's early CBs from its CBBase; a backing
-// buffer's address), which must end below the
-// control block and the tables. With no builder and no reference (pb nil,
-// ref.Mem nil) it only sizes the tables: no images, every value and
-// address zero.
+// persistentProgram gathers p's merged kernels' images (pb) and every
+// worker core's tables page (kir.Tables.Page with the chip's resolver:
+// buffer addresses from ref, NoC coordinates from the chip; phases' CBs
+// placed from the unreserved base as the simulator places them), and the
+// addresses of the control block, tables and images buffers. Every CB a
+// phase places in L1 must end below the lowest L1 buffer of the program
+// (a *kir.RuleError naming phase, CB, core and bytes).
 func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Reference) (*launch.Persistent, error) {
 	ps := p.Persist
 	lp := &launch.Persistent{Name: p.Name}
-	for _, ph := range ps.Phases {
-		lp.Phases = append(lp.Phases, ph.Name)
+	ctl, _, err := ref.Buffer(ps.Ctl)
+	if err != nil {
+		return nil, err
 	}
-	sizing := ref.Mem == nil
-	var top uint64
-	var res kir.Resolver = zeroResolver{}
-	if !sizing {
-		ctl, _, err := ref.Buffer(ps.Ctl)
-		if err != nil {
-			return nil, err
-		}
-		top = uint64(ctl.Addr)
-		if tb, _, err := ref.Buffer(PersistentTablesBuffer); err == nil {
-			top = min(top, uint64(tb.Addr))
-		}
-		res = resolver{d: d, ref: ref}
+	tb, _, err := ref.Buffer(kir.TablesBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w (codegen/persist.WithTables declares it)", p.Name, err)
 	}
+	text, _, err := ref.Buffer(kir.TextBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w (codegen/persist.WithTables declares it)", p.Name, err)
+	}
+	lp.Ctl = ctl.Addr
+	lp.Tables, lp.TablesSize = tb.Addr, uint32(tb.PageSize)
+	lp.Text, lp.TextSize = text.Addr, uint32(text.PageSize)
+	tables, err := ps.Tables()
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", p.Name, err)
+	}
+	base := uint64(d.Chip.Layout.Unreserved)
+	if err := d.checkPhaseCBs(p, ref, base); err != nil {
+		return nil, err
+	}
+	res := resolver{d: d, ref: ref}
 	byCore := map[kir.Core]*launch.PersistentCore{}
 	var order []kir.Core
 	for _, k := range p.Kernels {
@@ -179,50 +174,23 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 				return nil, &SkipError{Reason: fmt.Sprintf("program %s: kernel %s runs on ethernet cores (collectives need a multi-chip configuration)", p.Name, k.Name)}
 			}
 		}
-		imgs := map[int][]byte{}
-		if pb != nil {
-			var err error
-			if imgs, err = pb.PersistentKernel(p, k); err != nil {
-				return nil, err
-			}
+		imgs, err := pb.PersistentKernel(p, k)
+		if err != nil {
+			return nil, err
 		}
-		procs := procsOf(k.Processor)
-		// The kernel's own common args and each phase's.
-		var own []uint32
-		phaseCRTA := map[int][]uint32{}
-		for _, a := range k.ArgsOfKind(kir.CommonRuntimeArg) {
-			v, err := a.Value.Resolve(res)
-			if err != nil {
-				return nil, fmt.Errorf("program %s kernel %s: common arg %s: %w", p.Name, k.Name, a.Name, err)
-			}
-			if ph, ok := kir.ArgPhase(a.Name); ok {
-				phaseCRTA[ph] = append(phaseCRTA[ph], v)
-			} else {
-				own = append(own, v)
-			}
-		}
-		rtArgs := k.ArgsOfKind(kir.RuntimeArg)
 		for _, c := range kir.CoresOf(k.Cores) {
 			pc := byCore[c]
 			if pc == nil {
 				pc = &launch.PersistentCore{Core: c}
 				byCore[c] = pc
 				order = append(order, c)
-				for i := range ps.Phases {
-					if inCoreList(ps.Phases[i].Cores, c) {
-						pc.Phases = append(pc.Phases, launch.PhaseTables{Phase: i})
-					}
-				}
 			}
-			for _, proc := range procs {
+			for _, proc := range procsOf(k.Processor) {
 				if pc.Images[proc] != nil {
 					return nil, fmt.Errorf("program %s: two merged kernels on %s of core %s", p.Name, procName(proc), c)
 				}
 				img, ok := imgs[proc]
-				if sizing {
-					img, ok = []byte{}, true
-				}
-				if !ok {
+				if !ok || len(img) == 0 {
 					return nil, fmt.Errorf("program %s: the builder returned no %s image for kernel %s", p.Name, procName(proc), k.Name)
 				}
 				pc.Images[proc] = img
@@ -230,79 +198,53 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 			if k.Processor == kir.RISCV0 {
 				pc.BRISCNoC = k.NoC
 			}
-			vals := k.RuntimeValuesOn(c)
-			phaseRTA := map[int][]uint32{}
-			for _, a := range rtArgs {
-				ph, ok := kir.ArgPhase(a.Name)
-				if !ok || a.Index >= len(vals) {
-					return nil, fmt.Errorf("program %s kernel %s core %s: runtime arg %s has no phase or no value", p.Name, k.Name, c, a.Name)
-				}
-				v, err := vals[a.Index].Resolve(res)
-				if err != nil {
-					return nil, fmt.Errorf("program %s kernel %s core %s: %s: %w", p.Name, k.Name, c, a.Name, err)
-				}
-				phaseRTA[ph] = append(phaseRTA[ph], v)
-			}
-			for j := range pc.Phases {
-				pt := &pc.Phases[j]
-				for _, proc := range procs {
-					pt.RTA[proc] = phaseRTA[pt.Phase]
-					pt.CRTA[proc] = append(append([]uint32{}, own...), phaseCRTA[pt.Phase]...)
-				}
-			}
 		}
 	}
 	sort.Slice(order, func(i, j int) bool { return order[i].Less(order[j]) })
-	// Each phase's CBs, placed as the simulator places them (kir.PlaceCBs:
-	// a phase's early CBs from its CBBase, kir.EarlyBegin).
-	for i := range ps.Phases {
-		ph := &ps.Phases[i]
-		indices := make([]int, len(ph.CBs))
-		for j, cb := range ph.CBs {
-			indices[j] = cb.Index
-		}
-		var placed []uint64
-		if !sizing {
-			placed = kir.PlaceCBs(ph.CBs, uint64(d.Chip.Layout.Unreserved), ph.EarlyCBs, uint64(ph.CBBase))
-		}
-		for _, j := range kir.CBPlaceOrder(indices) {
-			cb := ph.CBs[j]
-			cs := kir.CoresOf(cb.Cores)
-			size := uint64(cb.Bytes())
-			var addr uint64
-			switch {
-			case sizing:
-			case cb.Backing != "":
-				b, _, err := ref.Buffer(cb.Backing)
-				if err != nil {
-					return nil, fmt.Errorf("program %s phase %d (%s): CB c_%d: %w", p.Name, i, ph.Name, cb.Index, err)
-				}
-				addr = uint64(b.Addr)
-			default:
-				addr = placed[j]
-				if addr+size > top {
-					c := cs[0]
-					return nil, &kir.RuleError{Rule: kir.RuleL1Budget, Program: p.Name, Core: &c, CB: cb.Index,
-						Msg: fmt.Sprintf("phase %d (%s): CB of %d B at %#x ends %d B past the lowest L1 buffer (control block, phase tables) at %#x", i, ph.Name, size, addr, addr+size-top, top)}
-				}
-			}
-			for _, c := range cs {
-				pc := byCore[c]
-				if pc == nil {
-					continue
-				}
-				for k := range pc.Phases {
-					if pc.Phases[k].Phase == i {
-						pc.Phases[k].CBs = append(pc.Phases[k].CBs, launch.CB{Index: cb.Index, PageSize: cb.PageSize, Pages: cb.Pages, Addr: uint32(addr)})
-					}
-				}
-			}
-		}
-	}
 	for _, c := range order {
-		lp.Cores = append(lp.Cores, *byCore[c])
+		pc := byCore[c]
+		if pc.Page, err = tables.Page(p, c, res, base); err != nil {
+			return nil, err
+		}
+		lp.Cores = append(lp.Cores, *pc)
 	}
 	return lp, nil
+}
+
+// checkPhaseCBs checks that every CB a phase of p places in L1 (as the
+// simulator places them from base, kir.Persist.PlacePhaseCBs) ends below
+// the lowest L1 buffer of the program on the chip (the control block,
+// tables and images buffers included).
+func (d *Device) checkPhaseCBs(p *kir.Program, ref Reference, base uint64) error {
+	ps := p.Persist
+	top := uint64(d.Chip.Layout.L1Size)
+	for _, b := range p.Buffers {
+		if b.Mem.Kind.IsDRAM() {
+			continue
+		}
+		if pl, _, err := ref.Buffer(b.Name); err == nil {
+			top = min(top, uint64(pl.Addr))
+		}
+	}
+	for i := range ps.Phases {
+		placed, err := ps.PlacePhaseCBs(i, base)
+		if err != nil {
+			return fmt.Errorf("program %s: %w", p.Name, err)
+		}
+		for _, pl := range placed {
+			cb := pl.CB
+			if cb.Backing != "" {
+				continue
+			}
+			addr, size := uint64(pl.Addr.Const), uint64(cb.Bytes())
+			if addr+size > top {
+				c := kir.CoresOf(cb.Cores)[0]
+				return &kir.RuleError{Rule: kir.RuleL1Budget, Program: p.Name, Core: &c, CB: cb.Index,
+					Msg: fmt.Sprintf("phase %d (%s): CB of %d B at %#x ends %d B past the lowest L1 buffer (control block, tables, images) at %#x", i, ps.Phases[i].Name, size, addr, addr+size-top, top)}
+			}
+		}
+	}
+	return nil
 }
 
 // procsOf is the launch processor indices a kernel on proc occupies (a
@@ -319,15 +261,6 @@ func procsOf(proc kir.Processor) []int {
 
 func procName(i int) string {
 	return [...]string{"brisc", "ncrisc", "trisc0", "trisc1", "trisc2"}[i]
-}
-
-func inCoreList(cs []kir.Core, c kir.Core) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // resolver resolves a kir.ArgValue for the chip: buffer addresses from the
@@ -351,12 +284,6 @@ func (r resolver) WorkerNoC(c kir.Core) (int, int, error) {
 }
 
 func (r resolver) DeviceID() uint32 { return 0 }
-
-// zeroResolver resolves every value to zero (sizing only).
-type zeroResolver struct{}
-
-func (zeroResolver) BufferAddress(string) (uint32, error) { return 0, nil }
-func (zeroResolver) WorkerNoC(kir.Core) (int, int, error) { return 0, 0, nil }
 
 // Ring allows the device to run steps up to n (the doorbell: step s runs
 // once n >= s+1). It fails past the launch's steps or after Stop.
@@ -452,11 +379,22 @@ type PersistentStallError struct {
 }
 
 // StalledPhaseCore is a core that did not finish the step: where each of
-// its data-movement processors is (compute kernels keep no phase word).
+// its data-movement processors is (compute kernels keep no phase word),
+// and how many core-local phase barriers each of its five RISCs has
+// reached (the tables page's barrier words, kir.TableBarrierWords: the
+// RISC with the lowest count is the one the others wait for).
 type StalledPhaseCore struct {
-	Core  kir.Core
-	NoC   chip.XY
-	Procs []ProcPhase
+	Core     kir.Core
+	NoC      chip.XY
+	Procs    []ProcPhase
+	Barriers [kir.TableBarrierWords]uint32
+	// Done lists the phases whose done word is set on the core (a phase
+	// sets it only on the cores of the phases that depend on it).
+	Done []int
+	// CBs are the stream counters (pages received and acked, 16 bits) of
+	// the merged CB indices the earliest phase its data-movement RISCs
+	// are in installs on the core.
+	CBs []string
 }
 
 // ProcPhase is where one processor of a stalled core is: in phase Phase
@@ -494,9 +432,34 @@ func (e *PersistentStallError) Error() string {
 		for i, p := range c.Procs {
 			ps[i] = p.String()
 		}
-		fmt.Fprintf(&b, "\n  core %s NoC %s: %s", c.Core, c.NoC, strings.Join(ps, ", "))
+		fmt.Fprintf(&b, "\n  core %s NoC %s: %s; barriers reached: brisc %d, ncrisc %d, trisc0 %d, trisc1 %d, trisc2 %d; done words set: %s", c.Core, c.NoC, strings.Join(ps, ", "),
+			c.Barriers[0], c.Barriers[1], c.Barriers[2], c.Barriers[3], c.Barriers[4], phaseRanges(c.Done))
+		if len(c.CBs) > 0 {
+			fmt.Fprintf(&b, "; CB streams %s", strings.Join(c.CBs, ", "))
+		}
 	}
 	return b.String()
+}
+
+// phaseRanges prints sorted phase indices as ranges ("0-5, 7"; "none").
+func phaseRanges(ps []int) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var parts []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(ps[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stall reads every core's finished and phase words (kir.StepProtocol);
@@ -540,6 +503,43 @@ func (s *Session) stall(step int, stop bool) error {
 				pp = ProcPhase{Proc: proc, Phase: p, Name: ps.Phases[p].Name, Ended: ended}
 			}
 			sc.Procs = append(sc.Procs, pp)
+		}
+		block := make([]byte, len(ps.Phases)*kir.CtlStride)
+		if err := s.d.Chip.Read(at, uint64(s.ctl), block); err != nil {
+			return err
+		}
+		for q := range ps.Phases {
+			if binary.LittleEndian.Uint32(block[ps.DoneWord(q):]) != 0 {
+				sc.Done = append(sc.Done, q)
+			}
+		}
+		for r := range sc.Barriers {
+			if sc.Barriers[r], err = s.d.Chip.Read32(at, uint64(s.tables)+uint64(r*kir.CtlStride)); err != nil {
+				return err
+			}
+		}
+		// The stream counters of the CBs of the earliest phase its
+		// data-movement RISCs are in.
+		cur := -1
+		for _, pp := range sc.Procs {
+			if pp.Phase >= 0 && !pp.Ended && (cur < 0 || pp.Phase < cur) {
+				cur = pp.Phase
+			}
+		}
+		if cur >= 0 && s.layout != nil {
+			l := s.d.Chip.Layout
+			for _, cb := range ps.Phases[cur].CBs {
+				if !kir.InRanges(cb.Cores, s.cores[i]) {
+					continue
+				}
+				m := s.layout.CBMap[cur][cb.Index]
+				base := uint64(l.StreamRegs) + uint64(m)*uint64(l.StreamStride)
+				rx, err1 := s.d.Chip.Read32(at, base+4*uint64(l.TilesReceivedReg))
+				ack, err2 := s.d.Chip.Read32(at, base+4*uint64(l.TilesAckedReg))
+				if err1 == nil && err2 == nil {
+					sc.CBs = append(sc.CBs, fmt.Sprintf("c_%d (%s, merged %d) received %d acked %d", cb.Index, cb.Name, m, rx&0xffff, ack&0xffff))
+				}
+			}
 		}
 		e.Cores = append(e.Cores, sc)
 	}

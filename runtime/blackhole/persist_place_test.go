@@ -1,6 +1,7 @@
 package blackhole
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ func (imagesOnly) PersistentKernel(*kir.Program, *kir.Kernel) (map[int][]byte, e
 	return out, nil
 }
 
-// TestPersistentCBsEarly: the phase tables the runtime writes place a
+// TestPersistentCBsEarly: the tables pages the runtime writes place a
 // phase's CBs where the simulator does (kir.PlaceCBs): an early begin's CBs
 // from the phase's CBBase, above the CBs of the phase before, not from the
 // unreserved base where those still live.
@@ -38,6 +39,9 @@ func TestPersistentCBsEarly(t *testing.T) {
 	p, _, err := persist.Build(b)
 	require.NoError(t, err)
 	require.NotEmpty(t, p.Persist.Early)
+	require.NoError(t, persist.WithTables(p, b))
+	tables, err := p.Persist.Tables()
+	require.NoError(t, err)
 	d, err := Open(Options{Backend: "fake", Fake: fake.New()}, fwOnly{})
 	require.NoError(t, err)
 	// Every buffer somewhere: DRAM buffers low, L1 buffers at the top.
@@ -56,20 +60,21 @@ func TestPersistentCBsEarly(t *testing.T) {
 	require.NoError(t, err)
 	checked := 0
 	for _, c := range lp.Cores {
-		for _, pt := range c.Phases {
-			ph := &p.Persist.Phases[pt.Phase]
-			if len(ph.EarlyCBs) == 0 {
+		offs := tables.Offsets(p.Persist, c.Core)
+		for q, ph := range p.Persist.Phases {
+			off, ok := offs[q]
+			if !ok || len(ph.EarlyCBs) == 0 {
 				continue
 			}
 			want := kir.PlaceCBs(ph.CBs, uint64(d.Chip.Layout.Unreserved), ph.EarlyCBs, uint64(ph.CBBase))
-			for _, cb := range pt.CBs {
-				for j, pc := range ph.CBs {
-					if pc.Index == cb.Index && pc.Backing == "" && kir.InRanges(pc.Cores, c.Core) {
-						checked++
-						if uint64(cb.Addr) != want[j] {
-							t.Errorf("core %s phase %d CB c_%d at %#x, the simulator places it at %#x", c.Core, pt.Phase, cb.Index, cb.Addr, want[j])
-						}
-					}
+			for j, cb := range ph.CBs {
+				if cb.Backing != "" || !kir.InRanges(cb.Cores, c.Core) {
+					continue
+				}
+				checked++
+				m := tables.CBMap[q][cb.Index]
+				if got := binary.LittleEndian.Uint32(c.Page[off+8+16*m:]); uint64(got) != want[j] {
+					t.Errorf("core %s phase %d CB c_%d (merged %d) at %#x in the tables page, the simulator places it at %#x", c.Core, q, cb.Index, m, got, want[j])
 				}
 			}
 		}

@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/cpp"
@@ -72,33 +71,21 @@ func persistentFiles(w io.Writer, b *codegen.Build, info hostcfg.HostInfo) (map[
 	r := kir.PersistentRing(prog, t)
 	fmt.Fprintf(w, "persistent ring: %d bytes of the %d-byte kernel config ring (arguments %d: persist_ctl and persist_tables per RISC; semaphores %d, CB configs %d); the merged kernels' argument vectors: %.1f KiB in %s on core %s\n",
 		r.Bytes(), t.Code.RingBytes, r.RuntimeArgs+r.CommonArgs, r.Semaphores, r.CBConfigs, float64(r.TablesArgs)/1024, kir.TablesBuffer, r.TablesCore)
-	cfg, err := hostcfg.ConfigValidated(prog, t)
+	files, cfg, err := persist.Sources(prog, t)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Persistent, err = hostcfg.Persistent(prog, t); err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{}
-	for _, k := range prog.Kernels {
-		src, err := cpp.PrintKernel(prog, k)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(src)
-		name := fmt.Sprintf("kernels/%s_%s.cpp", k.Role, hex.EncodeToString(sum[:6]))
-		files[name] = src
-		cfg.Kernel(k.Name).Source = name
 	}
 	man, err := b.Manifest(info)
 	if err != nil {
 		return nil, err
 	}
 	devices := b.Graph.Mesh.Devices()
-	pf := codegen.ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Kernels: len(files), Manifest: man}
-	codegen.AddSFPUHeader(files)
-	// The phase machinery every merged kernel includes.
-	files["kernels/"+cpp.PersistHeaderName] = []byte(cpp.PersistHeader())
+	pf := codegen.ProgramsFile{Model: b.Graph.Name, Mesh: b.Graph.Mesh.String(), Devices: devices, Manifest: man}
+	for name := range files { // the kernel sources, the headers not counted
+		if strings.HasSuffix(name, ".cpp") {
+			pf.Kernels++
+		}
+	}
 	for d := 0; d < devices; d++ {
 		pf.Programs = append(pf.Programs, codegen.ProgramEntry{Device: d, Index: 0, Op: "persistent", Layer: -1, Region: "persistent", ProgramConfig: cfg})
 	}

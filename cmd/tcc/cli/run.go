@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type runFlags struct {
 	// which the same-formats references follow (shared by the copies).
 	rowSplits     map[*ir.Op]ref.RowSplit
 	backend       string
+	chipTimeout   time.Duration
 	ttsim         string
 	check         bool
 	seed          int64
@@ -118,6 +120,7 @@ step's token and text on its own line and the whole text at the end.
 	mf.addSFPU()
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
+	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
@@ -133,7 +136,7 @@ step's token and text on its own line and the whole text at the end.
 	fs.StringVar(&rf.promptFile, "prompt-file", "", "like --prompt, the text read from a file")
 	fs.BoolVar(&rf.chat, "chat", false, "with --prompt: apply Qwen's ChatML chat template (one user turn, then the assistant's) and stop at <|im_end|>")
 	fs.StringVar(&rf.tokenizer, "tokenizer", "", "with --prompt: the tokenizer.json to use (default: the one in --weights DIR)")
-	fs.BoolVar(&rf.persistent, "persistent", false, "run each step as ONE persistent program (the step's programs as phases that synchronise by dataflow, codegen/persist) launched once per step; with a device-loop graph (--device-loop) ALL --steps decode steps run in ONE launch (the kernels loop over the steps; the host reads each step's tokens from the device's token history after it); built-in simulator only; --check then compares outputs and state per step (in one launch: every step's tokens, the last step's logits and the final state), not each program")
+	fs.BoolVar(&rf.persistent, "persistent", false, "run each step as ONE persistent program (the step's programs as phases that synchronise by dataflow, codegen/persist) launched once per step; with a device-loop graph (--device-loop) ALL --steps decode steps run in ONE launch (the kernels loop over the steps; the host reads each step's tokens from the device's token history after it; on --backend ttsim or blackhole the chip runs the program tcc build --persistent prints, built by the JIT, and every step's tokens are compared with the simulator's); without --device-loop built-in simulator only; --check then compares outputs and state per step (in one launch: every step's tokens, the last step's logits and the final state), not each program")
 	fs.Float64Var(&rf.hostGB, "host-memory-gb", 0, "host memory the run may use, in GB (0: what the machine has available); a run estimated to need more is refused before it allocates")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		rf.progress = cmd.ErrOrStderr()

@@ -7,6 +7,7 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/runtime"
 	"github.com/tcc-dev/tcc/sim/ref"
 )
 
@@ -58,10 +59,28 @@ func (lr *loopRun) run(tokens [][]int, pos int) (int, [][]int, error) {
 			return 0, nil, err
 		}
 	}
-	if err := dg.exe.RunPersistent(); err != nil {
-		return 0, nil, err
+	chipFailed := 0
+	if dg.exe.OnChip() {
+		// The chip runs the printed program in one launch; the simulator
+		// ran it first as the reference (its history is read below).
+		run, err := dg.exe.DrivePersistent(func(cs runtime.ChipStep) error {
+			status := "matches the simulator"
+			if !cs.Match {
+				status, chipFailed = fmt.Sprintf("DIFFERS from the simulator's %v", cs.Sim), chipFailed+1
+			}
+			fmt.Fprintf(info, "decode %d on %s: tokens %v %s (host %v for the doorbell, done polls and token read)\n", cs.Step, rf.backend, cs.Tokens, status, cs.Host)
+			return nil
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: %w", rf.backend, err)
+		}
+		fmt.Fprintf(info, "decode 0..%d on %s: launches: %d (%d steps), %d steps' tokens differ from the simulator's\n", rf.steps-1, rf.backend, run.Launches, len(run.Steps), chipFailed)
+	} else {
+		if err := dg.exe.RunPersistent(); err != nil {
+			return 0, nil, err
+		}
+		fmt.Fprintf(info, "decode 0..%d: launches: 1 (%d steps), host wrote %d bytes before it and reads the token history after it\n", rf.steps-1, rf.steps, wrote)
 	}
-	fmt.Fprintf(info, "decode 0..%d: launches: 1 (%d steps), host wrote %d bytes before it and reads the token history after it\n", rf.steps-1, rf.steps, wrote)
 	hist, err := dg.exe.History(0)
 	if err != nil {
 		return 0, nil, err
@@ -74,9 +93,9 @@ func (lr *loopRun) run(tokens [][]int, pos int) (int, [][]int, error) {
 		for s, toks := range steps {
 			fmt.Fprintf(w, "%-9s next tokens %v\n", fmt.Sprintf("decode %d", s), toks)
 		}
-		return 0, steps[len(steps)-1], nil
+		return chipFailed, steps[len(steps)-1], nil
 	}
-	failed := 0
+	failed := chipFailed
 	g := dg.graph
 	logitsV, nextV := g.Outputs[0], g.Outputs[1]
 	state := cloneNamed(pre)

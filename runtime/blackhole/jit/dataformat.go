@@ -251,6 +251,51 @@ func kernelCBFormats(cbs []hostcfg.CBConfig, cores []hostcfg.CoreRange) ([]int, 
 	return buf, nil
 }
 
+// persistentCBFormats is the CB format array of a merged kernel of a
+// persistent program (hostcfg.PersistentConfig) on cores: every phase's
+// CBs on cores that intersect them, at their merged indices
+// (PhaseCBConfig.MergedIndex: codegen/kir.Persist.CBMap gives every merged
+// index one data format over the program). Two formats at one merged
+// index are an error naming both phases.
+func persistentCBFormats(ps *hostcfg.PersistentConfig, cores []hostcfg.CoreRange) ([]int, error) {
+	buf := make([]int, maxCBs)
+	from := make([]int, maxCBs)
+	for i := range buf {
+		buf[i] = fmtInvalid
+	}
+	for _, ph := range ps.Phases {
+		for _, c := range ph.CBs {
+			if c.MergedIndex < 0 || c.MergedIndex >= maxCBs {
+				return nil, fmt.Errorf("phase %d (%s): CB c_%d: merged index %d out of range 0..%d", ph.Index, ph.Name, c.Index, c.MergedIndex, maxCBs-1)
+			}
+			if c.DataFormatCode < 0 || c.DataFormatCode > 255 {
+				return nil, fmt.Errorf("phase %d (%s): CB c_%d: data format code %d is not a tt::DataFormat", ph.Index, ph.Name, c.Index, c.DataFormatCode)
+			}
+			if !anyIntersects(cores, c.Cores) {
+				continue
+			}
+			m := c.MergedIndex
+			if buf[m] != fmtInvalid && buf[m] != c.DataFormatCode {
+				return nil, fmt.Errorf("merged CB index %d holds data format %d in phase %d and %d in phase %d (%s, CB c_%d); a merged binary has one format per index",
+					m, buf[m], from[m], c.DataFormatCode, ph.Index, ph.Name, c.Index)
+			}
+			buf[m], from[m] = c.DataFormatCode, ph.Index
+		}
+	}
+	return buf, nil
+}
+
+func anyIntersects(as, bs []hostcfg.CoreRange) bool {
+	for _, a := range as {
+		for _, b := range bs {
+			if intersects(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // intersects is CoreRange::intersects (tt_metal/common/core_coord.cpp
 // lines 49-56).
 func intersects(a, b hostcfg.CoreRange) bool {

@@ -331,6 +331,13 @@ func (e *Env) kernelLinkCmd(p proc, dir, fw string) cmd {
 	opt, extra := "-O2", []string{"-fno-tree-loop-distribute-patterns"}
 	if p.compute {
 		opt, extra = "-O3", nil
+		if e.stock() {
+			// sfpi_stub.h defines the .ttinsn assembler macro in each
+			// unit's top-level asm: a link whose LTO splits a large
+			// kernel (a persistent program's merged compute kernel)
+			// into several partitions assembles some without it.
+			extra = []string{"-flto-partition=one"}
+		}
 	}
 	a := []string{e.Toolchain.GXX, opt, "-Wl,--just-symbols=" + filepath.Join(fw, p.name, p.name+"_weakened.elf")}
 	a = append(a, e.lflags()...)

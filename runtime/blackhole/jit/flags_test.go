@@ -68,6 +68,12 @@ func TestCommandLines(t *testing.T) {
 				"-I/tt/tt_metal/hw/ckernels/blackhole/metal/llk_api/llk_sfpu -I/tt/tt_metal/hw/firmware/src/tt-1xx -I/src -isystem /inc/c++ -isystem /inc/pico " +
 				"-c -o /k/trisck1.o /tt/tt_metal/hw/firmware/src/tt-1xx/trisck.cc " + devDefs +
 				"-DPROCESSOR_INDEX=3 -DUCK_CHLKC_MATH -DNAMESPACE=chlkc_math -DCOMPILE_FOR_TRISC=1 -DARCH_BLACKHOLE -DDISPATCH_MESSAGE_ADDR=0 -DKERNEL_BUILD"},
+		// One LTO partition: each partition's assembly needs the .ttinsn
+		// macro sfpi_stub.h defines in one unit's top-level asm.
+		{"trisc0 kernel link stock", stockEnv().kernelLinkCmd(procs[TRISC0], "/k", "/fw"),
+			"/bin/riscv64-unknown-elf-g++ -O3 -Wl,--just-symbols=/fw/trisc0/trisc0_weakened.elf -std=c++17 -flto=auto -ffast-math -fno-exceptions " +
+				"-Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16 -nostartfiles -nostdlib -march=rv32im_zicsr_zifencei_zba_zbb -mabi=ilp32 " +
+				"-flto-partition=one -T/fw/ld/kernel_trisc0.ld -Wl,--emit-relocs /fw/lib/substitutes.o /k/trisck0.o /lib/libgcc.a -o /k/trisc0.elf"},
 		{"trisc2 kernel link sfpi", sfpiEnv().kernelLinkCmd(procs[TRISC2], "/k", "/fw"),
 			"/sfpi/riscv-tt-elf-g++ -O3 -Wl,--just-symbols=/fw/trisc2/trisc2_weakened.elf -std=c++17 -flto=auto -ffast-math -fno-exceptions " +
 				"-Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16 -nostartfiles -mcpu=tt-bh-tensix -T/fw/ld/kernel_trisc2.ld -Wl,--emit-relocs " +

@@ -131,6 +131,9 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 		cc = &hostcfg.ComputeConfig{MathFidelity: "HiFi4"}
 	}
 	buf, err := kernelCBFormats(p.CBs, k.Cores)
+	if p.Persistent != nil {
+		buf, err = persistentCBFormats(p.Persistent, k.Cores)
+	}
 	if err != nil {
 		return nil, err
 	}

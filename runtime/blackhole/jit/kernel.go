@@ -32,6 +32,9 @@ func (e *NeedsSFPUError) Error() string {
 		e.Program, e.Kernel, e.Detail)
 }
 
+// localIncludeRE matches an include of a file beside the kernel source.
+var localIncludeRE = regexp.MustCompile(`(?m)^\s*#\s*include\s+"([^"/]+)"`)
+
 var undefinedSFPI = regexp.MustCompile(`undefined reference to [^\n]*(__builtin_rvtt_|sfpi)[^\n]*`)
 
 // kernelProcs are the processors kernel k runs on.
@@ -88,6 +91,13 @@ func (e *Env) prepareKernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcf
 		return nil, err
 	}
 	files["\x00source"] = string(text) // hashed, not written
+	// The headers tcc writes beside the kernels (tcc_sfpu.h,
+	// tcc_persist.h) are part of the source: hashed, not written.
+	for _, m := range localIncludeRE.FindAllStringSubmatch(string(text), -1) {
+		if h, err := os.ReadFile(filepath.Join(filepath.Dir(srcAbs), m[1])); err == nil {
+			files["\x00include "+m[1]] = string(h)
+		}
+	}
 	var shim map[string]string
 	if ps[0].compute && e.stock() {
 		if shim, err = gcc12Shim(e.TTMetalHome); err != nil {

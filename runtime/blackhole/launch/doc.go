@@ -16,11 +16,14 @@
 //     subordinate sync bytes), and the tiles-received/acked stream counters
 //     of its CBs, instead of a hang.
 //
-// A persistent program (kir.Persist) is launched once (persist.go):
-// PersistentPlan lays out each core's kernel config ring (its merged
-// kernel images, a phase index, per phase its runtime-argument and CB
-// tables for tcc_phase_begin to install), refusing a core whose data does
-// not fit with a *kir.RuleError naming the core, the phase and the bytes;
-// Start writes the rings and launch messages and sends the go signals
-// without waiting (the host drives the steps: runtime/blackhole.Session).
+// A persistent program (kir.Persist, as codegen/cpp prints it) is launched
+// once (persist.go): PersistentPlan places each core's merged kernel
+// images back to back in the images buffer (kir.TextBuffer) and, in the
+// kernel config ring, each RISC's two ring arguments (the control block's
+// and the tables buffer's addresses, kir.RingCommonArgs), refusing a core
+// whose images do not fit with a *kir.RuleError naming the core and the
+// bytes; Start writes the rings, images, each core's tables page
+// (kir.Tables.Page, built by the caller) and launch messages and sends the
+// go signals without waiting (the host drives the steps:
+// runtime/blackhole.Session).
 package launch

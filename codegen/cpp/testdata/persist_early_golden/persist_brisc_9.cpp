@@ -37,14 +37,14 @@ __attribute__((noinline)) void tcc_phase_body_0(const uint32_t* tcc_deps, uint32
     uint32_t pending = 0;
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
     for (uint32_t i = 0; i < count0; ++i) {
-        cb_wait_front(10, pending + 1u);
-        uint32_t l1 = get_read_ptr(10) + pending * 2048u;
+        cb_wait_front(7, pending + 1u);
+        uint32_t l1 = get_read_ptr(7) + pending * 2048u;
         noc_async_write(l1 + 0u, get_noc_addr_from_bank_id<true>((start0 + i) % NUM_DRAM_BANKS, out0_addr + (start0 + i) / NUM_DRAM_BANKS * 2048u), 576);
         pending = pending + 1u;
         out_pos = out_pos + 1u;
         if ((out_pos == 4u) | (i + 1u == count0)) {
             noc_async_write_barrier();
-            cb_pop_front(10, pending);
+            cb_pop_front(7, pending);
             pending = 0;
             if (out_pos == 4u) {
                 out_pos = 0;
@@ -66,14 +66,14 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
     const uint32_t leader_y = get_common_arg_val<uint32_t>(2);  // the phase's common runtime arg 2
     const uint32_t persist_sem = get_common_arg_val<uint32_t>(3);  // the phase's common runtime arg 3
 
-    cb_reserve_back(14, 1);
-    uint32_t st = get_write_ptr(14);
+    cb_reserve_back(18, 1);
+    uint32_t st = get_write_ptr(18);
     for (uint32_t r = 0; r < rows; ++r) {
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(st + r * 16u) = 0;
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(st + r * 16u + 4u) = 0;
     }
-    cb_push_back(14, 1);
-    cb_wait_front(14, 1);
+    cb_push_back(18, 1);
+    cb_wait_front(18, 1);
     for (uint32_t i = 0; i < num_tiles; ++i) {
         uint32_t c = start_tile + i;
         cb_wait_front(7, 1);
@@ -138,8 +138,8 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
         cb_pop_front(7, 1);
     }
     uint32_t gathered_sem = persist_sem + 0u * 16u;
-    cb_reserve_back(15, 1);
-    uint32_t gathered = get_write_ptr(15);
+    cb_reserve_back(19, 1);
+    uint32_t gathered = get_write_ptr(19);
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
     if (core_index != 0u) {
         // send this range's (index, key) per row to the leader
@@ -166,10 +166,10 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
         }
         noc_async_write_barrier();
     }
-    cb_push_back(15, 1);
-    cb_wait_front(15, 1);
-    cb_pop_front(15, 1);
-    cb_pop_front(14, 1);
+    cb_push_back(19, 1);
+    cb_wait_front(19, 1);
+    cb_pop_front(19, 1);
+    cb_pop_front(18, 1);
     noc_async_atomic_barrier();
     noc_async_write_barrier();
 }
@@ -188,7 +188,7 @@ void kernel_main() {
     tcc_phase_end(4);
     tcc_inc_cores(tcc_cores_0, 1, persist_ctl + 160u, 1);
     noc_async_atomic_barrier();
-    tcc_phase_begin(5, 328, 2, 4);  // CB record at tables+328; runtime args [2, 5), common [4, 8)
+    tcc_phase_begin(5, 408, 2, 4);  // CB record at tables+408; runtime args [2, 5), common [4, 8)
     // phase 5: op argmax %18 in head
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(5);

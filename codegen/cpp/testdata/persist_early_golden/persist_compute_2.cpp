@@ -144,7 +144,7 @@ __attribute__((noinline)) void tcc_phase_body_1() {
     constexpr uint32_t kt = 4;  // compile-time arg (the same in every phase calling this body)
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
 
-    compute_kernel_hw_startup(12, 7, 8);  // matmul order: in1 feeds source A
+    compute_kernel_hw_startup(15, 7, 8);  // matmul order: in1 feeds source A
     reconfig_data_format(11, 7);
     copy_tile_to_dst_init_short(10);
     tcc_mul_binary_tile_init();
@@ -153,8 +153,8 @@ __attribute__((noinline)) void tcc_phase_body_1() {
         if (sb > 4u) {
             sb = 4;
         }
-        reconfig_data_format(12, 7);
-        mm_block_init_short(7, 12, false, sb, 1, kt);
+        reconfig_data_format(15, 7);
+        mm_block_init_short(7, 15, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 2u / sb;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
@@ -163,11 +163,11 @@ __attribute__((noinline)) void tcc_phase_body_1() {
                 kc = kb_rows;
             }
             cb_wait_front(7, k0 + kc);
-            cb_wait_front(12, 8);
+            cb_wait_front(15, 8);
             for (uint32_t k = 0; k < kc; ++k) {
-                matmul_block(7, 12, k0 + k, k * sb, 0, false, sb, 1, kt);
+                matmul_block(7, 15, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
-            cb_pop_front(12, 8);
+            cb_pop_front(15, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
@@ -194,8 +194,8 @@ __attribute__((noinline)) void tcc_phase_body_1() {
             tile_regs_release();
             cb_push_back(11, 1);
         }
-        reconfig_data_format(13, 7);
-        mm_block_init_short(7, 13, false, sb, 1, kt);
+        reconfig_data_format(16, 7);
+        mm_block_init_short(7, 16, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows_2 = 2u / sb;
         for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
@@ -204,11 +204,11 @@ __attribute__((noinline)) void tcc_phase_body_1() {
                 kc_2 = kb_rows_2;
             }
             cb_wait_front(7, k0_2 + kc_2);
-            cb_wait_front(13, 8);
+            cb_wait_front(16, 8);
             for (uint32_t k_2 = 0; k_2 < kc_2; ++k_2) {
-                matmul_block(7, 13, k0_2 + k_2, k_2 * sb, 0, false, sb, 1, kt);
+                matmul_block(7, 16, k0_2 + k_2, k_2 * sb, 0, false, sb, 1, kt);
             }
-            cb_pop_front(13, 8);
+            cb_pop_front(16, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
@@ -250,7 +250,7 @@ __attribute__((noinline)) void tcc_phase_body_2() {
     constexpr uint32_t kt = 8;  // compile-time arg (the same in every phase calling this body)
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
 
-    compute_kernel_hw_startup(12, 7, 9);  // matmul order: in1 feeds source A
+    compute_kernel_hw_startup(15, 7, 9);  // matmul order: in1 feeds source A
     reconfig_data_format(8, 10);
     add_tiles_init(8, 10);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
@@ -258,8 +258,8 @@ __attribute__((noinline)) void tcc_phase_body_2() {
         if (sb > 4u) {
             sb = 4;
         }
-        reconfig_data_format(12, 7);
-        mm_block_init_short(7, 12, false, sb, 1, kt);
+        reconfig_data_format(15, 7);
+        mm_block_init_short(7, 15, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 2u / sb;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
@@ -268,11 +268,11 @@ __attribute__((noinline)) void tcc_phase_body_2() {
                 kc = kb_rows;
             }
             cb_wait_front(7, k0 + kc);
-            cb_wait_front(12, 8);
+            cb_wait_front(15, 8);
             for (uint32_t k = 0; k < kc; ++k) {
-                matmul_block(7, 12, k0 + k, k * sb, 0, false, sb, 1, kt);
+                matmul_block(7, 15, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
-            cb_pop_front(12, 8);
+            cb_pop_front(15, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
@@ -309,16 +309,16 @@ __attribute__((noinline)) void tcc_phase_body_3() {
     constexpr uint32_t kt = 4;  // compile-time arg (the same in every phase calling this body)
     const uint32_t count0 = get_arg_val<uint32_t>(0);  // the phase's runtime arg 0 (per core)
 
-    compute_kernel_hw_startup(8, 9, 0);
-    cb_wait_front(9, 1);
+    compute_kernel_hw_startup(13, 14, 0);
+    cb_wait_front(14, 1);
     // RMSNorm prologue: the normalised activation row, rounded to x's dtype
-    cb_wait_front(8, kt);
+    cb_wait_front(13, kt);
     // x^2
-    copy_tile_to_dst_init_short(8);
+    copy_tile_to_dst_init_short(13);
     tcc_square_tile_init();
     for (uint32_t j = 0; j < kt; ++j) {
         tile_regs_acquire();
-        copy_tile(8, j, 0);
+        copy_tile(13, j, 0);
         tcc_square_tile(0);
         tile_regs_commit();
         cb_reserve_back(0, 1);
@@ -330,10 +330,10 @@ __attribute__((noinline)) void tcc_phase_body_3() {
     // rsqrt(sum(x^2) / H + eps), in column 0
     cb_wait_front(0, kt);
     tile_regs_acquire();
-    reconfig_data_format(9, 0);
-    mm_init_short(0, 9, false);
+    reconfig_data_format(14, 0);
+    mm_init_short(0, 14, false);
     for (uint32_t j_2 = 0; j_2 < kt; ++j_2) {
-        matmul_tiles(0, 9, j_2, 0, 0);
+        matmul_tiles(0, 14, j_2, 0, 0);
     }
     tcc_mul_scalar_tile_init();
     tcc_mul_scalar_tile(0, 0x3c000000u);  // scalar 0.0078125
@@ -350,14 +350,14 @@ __attribute__((noinline)) void tcc_phase_body_3() {
     cb_wait_front(1, 1);
     // x * rsqrt (column broadcast) [* weight (row broadcast)]
     reconfig_data_format(2, 3);
-    pack_reconfig_data_format(11);
+    pack_reconfig_data_format(8);
     mul_bcast_rows_init_short(2, 3);
     tcc_add_scalar_tile_init();
     for (uint32_t j_3 = 0; j_3 < kt; ++j_3) {
         tile_regs_acquire();
-        reconfig_data_format(8, 1);
-        mul_bcast_cols_init_short(8, 1);
-        mul_tiles_bcast_cols(8, 1, j_3, 0, 0);
+        reconfig_data_format(13, 1);
+        mul_bcast_cols_init_short(13, 1);
+        mul_tiles_bcast_cols(13, 1, j_3, 0, 0);
         tile_regs_commit();
         pack_reconfig_data_format(2);
         cb_reserve_back(2, 1);
@@ -365,12 +365,12 @@ __attribute__((noinline)) void tcc_phase_body_3() {
         pack_tile(0, 2);
         tile_regs_release();
         cb_push_back(2, 1);
-        cb_wait_front(7, 1);
+        cb_wait_front(12, 1);
         tile_regs_acquire();
-        copy_tile_to_dst_init_short(7);
-        copy_tile(7, 0, 0);
+        copy_tile_to_dst_init_short(12);
+        copy_tile(12, 0, 0);
         tcc_add_scalar_tile(0, 0x3f800000u);  // scalar 1
-        cb_pop_front(7, 1);
+        cb_pop_front(12, 1);
         tile_regs_commit();
         cb_reserve_back(3, 1);
         tile_regs_wait();
@@ -386,22 +386,22 @@ __attribute__((noinline)) void tcc_phase_body_3() {
         cb_pop_front(2, 1);
         cb_pop_front(3, 1);
         tile_regs_commit();
-        pack_reconfig_data_format(11);
-        cb_reserve_back(11, 1);
+        pack_reconfig_data_format(8);
+        cb_reserve_back(8, 1);
         tile_regs_wait();
-        pack_tile(0, 11);
+        pack_tile(0, 8);
         tile_regs_release();
-        cb_push_back(11, 1);
+        cb_push_back(8, 1);
     }
     cb_pop_front(1, 1);
-    cb_pop_front(8, kt);
-    reconfig_data_format(12, 11);
+    cb_pop_front(13, kt);
+    reconfig_data_format(17, 8);
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
         if (sb > 4u) {
             sb = 4;
         }
-        mm_block_init_short(11, 12, false, sb, 1, kt);
+        mm_block_init_short(8, 17, false, sb, 1, kt);
         tile_regs_acquire();
         uint32_t kb_rows = 2u / sb;
         for (uint32_t k0 = 0; k0 < kt; k0 += kb_rows) {
@@ -409,25 +409,25 @@ __attribute__((noinline)) void tcc_phase_body_3() {
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
-            cb_wait_front(11, k0 + kc);
-            cb_wait_front(12, 8);
+            cb_wait_front(8, k0 + kc);
+            cb_wait_front(17, 8);
             for (uint32_t k = 0; k < kc; ++k) {
-                matmul_block(11, 12, k0 + k, k * sb, 0, false, sb, 1, kt);
+                matmul_block(8, 17, k0 + k, k * sb, 0, false, sb, 1, kt);
             }
-            cb_pop_front(12, 8);
+            cb_pop_front(17, 8);
         }
         tile_regs_commit();
         tile_regs_wait();
         for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
-            cb_reserve_back(10, 1);
-            pack_tile(j_4, 10);
-            cb_push_back(10, 1);
+            cb_reserve_back(7, 1);
+            pack_tile(j_4, 7);
+            cb_push_back(7, 1);
         }
         tile_regs_release();
     }
-    cb_wait_front(11, kt);
-    cb_pop_front(11, kt);
-    cb_pop_front(9, 1);
+    cb_wait_front(8, kt);
+    cb_pop_front(8, kt);
+    cb_pop_front(14, 1);
 }
 
 void kernel_main() {
@@ -438,22 +438,22 @@ void kernel_main() {
 
     tcc_phase_begin(0, 112, 0, 0);  // CB record at tables+112; runtime args [0, 0), common [0, 0)
     tcc_phase_end(0);
-    tcc_phase_begin(1, 360, 0, 0);  // CB record at tables+360; runtime args [0, 2), common [0, 0)
+    tcc_phase_begin(1, 424, 0, 0);  // CB record at tables+424; runtime args [0, 2), common [0, 0)
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0();
     tcc_phase_end(1);
-    tcc_phase_begin(2, 544, 2, 0);  // CB record at tables+544; runtime args [2, 3), common [0, 0)
+    tcc_phase_begin(2, 608, 2, 0);  // CB record at tables+608; runtime args [2, 3), common [0, 0)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1();
     tcc_phase_end(2);
-    tcc_phase_begin(3, 776, 3, 0);  // CB record at tables+776; runtime args [3, 4), common [0, 0)
+    tcc_phase_begin(3, 888, 3, 0);  // CB record at tables+888; runtime args [3, 4), common [0, 0)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2();
     tcc_phase_end(3);
-    tcc_phase_begin(4, 992, 4, 0);  // CB record at tables+992; runtime args [4, 5), common [0, 0)
+    tcc_phase_begin(4, 1152, 4, 0);  // CB record at tables+1152; runtime args [4, 5), common [0, 0)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3();
     tcc_phase_end(4);
-    tcc_phase_begin(5, 1208, 0, 0);  // CB record at tables+1208; runtime args [0, 0), common [0, 0)
+    tcc_phase_begin(5, 1448, 0, 0);  // CB record at tables+1448; runtime args [0, 0), common [0, 0)
     tcc_phase_end(5);
 }

@@ -82,8 +82,8 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
-            cb_reserve_back(12, 8);
-            uint32_t l1 = get_write_ptr(12);
+            cb_reserve_back(15, 8);
+            uint32_t l1 = get_write_ptr(15);
             uint32_t block = (col % 1u / 4u * 2u + k0 / kb_rows) * 8u + col / 1u;
             uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
             uint32_t bytes = kc * sb * 1088u;
@@ -95,7 +95,7 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
                 noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1 + off, n);
             }
             noc_async_read_barrier();
-            cb_push_back(12, 8);
+            cb_push_back(15, 8);
         }
         uint32_t kb_rows_2 = 2u / sb;
         for (uint32_t k0_2 = 0; k0_2 < kt; k0_2 += kb_rows_2) {
@@ -103,8 +103,8 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
             if (kc_2 > kb_rows_2) {
                 kc_2 = kb_rows_2;
             }
-            cb_reserve_back(13, 8);
-            uint32_t l1_2 = get_write_ptr(13);
+            cb_reserve_back(16, 8);
+            uint32_t l1_2 = get_write_ptr(16);
             uint32_t block_2 = (col % 1u / 4u * 2u + k0_2 / kb_rows_2) * 8u + col / 1u;
             uint32_t block_addr_2 = w0_1_addr + block_2 / 8u * 2176u;
             uint32_t bytes_2 = kc_2 * sb * 1088u;
@@ -116,7 +116,7 @@ __attribute__((noinline)) void tcc_phase_body_1(const uint32_t* tcc_deps, uint32
                 noc_async_read(get_noc_addr_from_bank_id<true>(block_2 % 8u, block_addr_2 + off_2), l1_2 + off_2, n_2);
             }
             noc_async_read_barrier();
-            cb_push_back(13, 8);
+            cb_push_back(16, 8);
         }
     }
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
@@ -145,8 +145,8 @@ __attribute__((noinline)) void tcc_phase_body_2(const uint32_t* tcc_deps, uint32
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
-            cb_reserve_back(12, 8);
-            uint32_t l1 = get_write_ptr(12);
+            cb_reserve_back(15, 8);
+            uint32_t l1 = get_write_ptr(15);
             uint32_t block = (col % 1u / 4u * 4u + k0 / kb_rows) * 4u + col / 1u;
             uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
             uint32_t bytes = kc * sb * 1088u;
@@ -158,7 +158,7 @@ __attribute__((noinline)) void tcc_phase_body_2(const uint32_t* tcc_deps, uint32
                 noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1 + off, n);
             }
             noc_async_read_barrier();
-            cb_push_back(12, 8);
+            cb_push_back(15, 8);
         }
         for (uint32_t i = 0; i < sb; ++i) {
             cb_reserve_back(8, 1);
@@ -182,8 +182,8 @@ __attribute__((noinline)) void tcc_phase_body_3(const uint32_t* tcc_deps, uint32
     const uint32_t w0_0_addr = get_common_arg_val<uint32_t>(2);  // the phase's common runtime arg 2
 
     // ones column tile: 1.0 in column 0, zero elsewhere (a matmul by it sums rows)
-    cb_reserve_back(9, 1);
-    uint32_t ones = get_write_ptr(9);
+    cb_reserve_back(14, 1);
+    uint32_t ones = get_write_ptr(14);
     for (uint32_t w = 0; w < 128; ++w) {
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + w * 4u) = 0;
     }
@@ -197,21 +197,21 @@ __attribute__((noinline)) void tcc_phase_body_3(const uint32_t* tcc_deps, uint32
     for (uint32_t r_2 = 0; r_2 < 16; ++r_2) {
         *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(ones + 1024u + r_2 * 32u) = 16256;
     }
-    cb_push_back(9, 1);
+    cb_push_back(14, 1);
     tcc_wait_deps(tcc_deps, tcc_ndeps);  // the phase's dependencies (done words)
     for (uint32_t i = 0; i < kt; ++i) {
-        cb_reserve_back(8, 1);
-        uint32_t l1 = get_write_ptr(8);
+        cb_reserve_back(13, 1);
+        uint32_t l1 = get_write_ptr(13);
         noc_async_read(get_noc_addr_from_bank_id<true>((0u + i) % NUM_DRAM_BANKS, x_addr + (0u + i) / NUM_DRAM_BANKS * 2048u), l1, 2048);
         noc_async_read_barrier();
-        cb_push_back(8, 1);
+        cb_push_back(13, 1);
     }
     for (uint32_t i_2 = 0; i_2 < kt; ++i_2) {
-        cb_reserve_back(7, 1);
-        uint32_t l1_2 = get_write_ptr(7);
+        cb_reserve_back(12, 1);
+        uint32_t l1_2 = get_write_ptr(12);
         noc_async_read(get_noc_addr_from_bank_id<true>((0u + i_2) % NUM_DRAM_BANKS, wn_addr + (0u + i_2) / NUM_DRAM_BANKS * 2048u), l1_2, 2048);
         noc_async_read_barrier();
-        cb_push_back(7, 1);
+        cb_push_back(12, 1);
     }
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -225,8 +225,8 @@ __attribute__((noinline)) void tcc_phase_body_3(const uint32_t* tcc_deps, uint32
             if (kc > kb_rows) {
                 kc = kb_rows;
             }
-            cb_reserve_back(12, 8);
-            uint32_t l1_3 = get_write_ptr(12);
+            cb_reserve_back(17, 8);
+            uint32_t l1_3 = get_write_ptr(17);
             uint32_t block = (col % 1u / 4u * 2u + k0 / kb_rows) * 16u + col / 1u;
             uint32_t block_addr = w0_0_addr + block / 8u * 2176u;
             uint32_t bytes = kc * sb * 1088u;
@@ -238,7 +238,7 @@ __attribute__((noinline)) void tcc_phase_body_3(const uint32_t* tcc_deps, uint32
                 noc_async_read(get_noc_addr_from_bank_id<true>(block % 8u, block_addr + off), l1_3 + off, n);
             }
             noc_async_read_barrier();
-            cb_push_back(12, 8);
+            cb_push_back(17, 8);
         }
     }
     noc_async_write_barrier();
@@ -277,19 +277,19 @@ void kernel_main() {
     // phase 1: op rms_norm %10 in layer 0 (mlp)
     tcc_phase_body_0(tcc_deps_0, 1);
     tcc_phase_end_arrive(1);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(2, 296, 3, 3, 0x00003000u, 0x00000000u);  // early: only its CBs; CB record at tables+296; runtime args [3, 5), common [3, 5)
+    tcc_phase_begin_early(2, 296, 3, 3, 0x00018000u, 0x00000000u);  // early: only its CBs; CB record at tables+296; runtime args [3, 5), common [3, 5)
     // phase 2: op matmul_swiglu %12 in layer 0 (mlp)
     tcc_phase_body_1(tcc_deps_1, 1);
     tcc_phase_end(2);
-    tcc_phase_begin(3, 528, 5, 5);  // CB record at tables+528; runtime args [5, 7), common [5, 7)
+    tcc_phase_begin(3, 576, 5, 5);  // CB record at tables+576; runtime args [5, 7), common [5, 7)
     // phase 3: op matmul_add %14 in layer 0 (mlp)
     tcc_phase_body_2(tcc_deps_2, 1);
     tcc_phase_end_arrive(3);  // the next phase begins early on this RISC
-    tcc_phase_begin_early(4, 744, 7, 7, 0x00001380u, 0x00000000u);  // early: only its CBs; CB record at tables+744; runtime args [7, 9), common [7, 10)
+    tcc_phase_begin_early(4, 840, 7, 7, 0x00027000u, 0x00000000u);  // early: only its CBs; CB record at tables+840; runtime args [7, 9), common [7, 10)
     // phase 4: op rmsnorm_matmul %16 in head
     tcc_phase_body_3(tcc_deps_3, 1);
     tcc_phase_end(4);
-    tcc_phase_begin(5, 960, 9, 10);  // CB record at tables+960; runtime args [9, 11), common [10, 11)
+    tcc_phase_begin(5, 1136, 9, 10);  // CB record at tables+1136; runtime args [9, 11), common [10, 11)
     // phase 5: op argmax %18 in head
     tcc_phase_body_4(tcc_deps_4, 1);
     tcc_phase_end(5);

@@ -69,8 +69,11 @@ func (c *Chip) decodeLaunch(at XY) (*Launch, error) {
 		ln.TextOffset[i] = u32(f.KernelTextOffset + 4*i)
 		if ln.Enables&(1<<i) != 0 {
 			a := ln.ConfigBase + ln.TextOffset[i]
-			if a < ln.ConfigBase || a+16 > end {
-				return nil, fmt.Errorf("processor %d: kernel image at %#x outside the kernel config ring", i, a)
+			// An image lies in the ring, or (a persistent program's,
+			// kir.TextBuffer: position-independent, executed in place)
+			// anywhere in L1 above it.
+			if a < ln.ConfigBase || a+16 > l.L1Size {
+				return nil, fmt.Errorf("processor %d: kernel image at %#x outside L1 above the kernel config ring", i, a)
 			}
 			ln.Texts[i] = append([]byte(nil), mem[a:a+16]...)
 		}
