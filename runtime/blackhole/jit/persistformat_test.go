@@ -26,7 +26,7 @@ func TestPersistentCBFormats(t *testing.T) {
 			{Index: 0, Name: "a", CBs: []hostcfg.PhaseCBConfig{cb(0, 2, fmtFloat16B, here), cb(16, 0, fmtFloat32, here)}},
 			{Index: 1, Name: "b", CBs: []hostcfg.PhaseCBConfig{cb(0, 1, fmtBfp8B, here), cb(1, 3, fmtFloat16, there)}},
 		}}}
-		files, err := genFiles(p, k, "/k/c.cpp", src)
+		files, err := genFiles(p, k, "/k/c.cpp", src, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestPersistentCBFormats(t *testing.T) {
 			{Index: 0, Name: "a", CBs: []hostcfg.PhaseCBConfig{cb(0, 2, fmtFloat16B, here)}},
 			{Index: 1, Name: "b", CBs: []hostcfg.PhaseCBConfig{cb(4, 2, fmtFloat32, here)}},
 		}}}
-		_, err := genFiles(p, k, "/k/c.cpp", src)
+		_, err := genFiles(p, k, "/k/c.cpp", src, false)
 		if err == nil || !strings.Contains(err.Error(), "merged CB index 2 holds data format 5 in phase 0 and 0 in phase 1 (b, CB c_4)") {
 			t.Errorf("genFiles: %v, want the conflict at merged index 2 named", err)
 		}
