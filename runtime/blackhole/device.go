@@ -8,7 +8,6 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
-	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/kmd"
@@ -226,12 +225,14 @@ type SkipError struct{ Reason string }
 func (e *SkipError) Error() string { return "skipped: " + e.Reason }
 
 // RunProgram runs program p of a build in buildDir on the chip, its
-// buffers already uploaded (Upload). Programs with ethernet kernels are
+// buffers already uploaded (Upload). Each core runs, on each processor,
+// the kernel whose core range holds it; kernels of one processor may run
+// on disjoint cores, and two on one core are an error naming the program,
+// core and processor. Programs with ethernet kernels are
 // skipped; a kernel the JIT cannot build for a reason of toolchain returns
 // a *SkipError from the builder.
 func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Reference) error {
 	lp := &launch.Program{Name: p.Program}
-	var images [5][]byte
 	cores := map[kir.Core]bool{}
 	for i := range p.Kernels {
 		k := &p.Kernels[i]
@@ -258,27 +259,27 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 		if kc.CRTA, err2 = d.resolve(crta, ref); err2 != nil {
 			return fmt.Errorf("program %s kernel %s: common args: %w", p.Program, k.Name, err2)
 		}
-		kcores := coresOf(k.Cores)
-		for _, c := range kcores {
+		for _, c := range coresOf(k.Cores) {
 			cores[c] = true
 			if _, ok := kc.RTA[c]; !ok {
 				kc.RTA[c] = nil
 			}
 		}
-		for proc, img := range imgs {
-			if lp.Kernels[proc] != nil {
-				return fmt.Errorf("program %s: two kernels on %s", p.Program, target.ProcessorNames[proc])
+		if k.NoC != nil && k.Processor == "RISCV_0" {
+			kc.NoC = *k.NoC
+		}
+		procs := make([]int, 0, len(imgs))
+		for proc := range imgs {
+			procs = append(procs, proc)
+		}
+		sort.Ints(procs)
+		for _, proc := range procs {
+			if proc < 0 || proc >= len(lp.Kernels) {
+				return fmt.Errorf("program %s kernel %s: image for processor %d (want 0..4)", p.Program, k.Name, proc)
 			}
 			kk := *kc
-			kk.ImageSize = len(img)
-			if proc >= launch.TRISC0 {
-				kk.CRTA, kk.RTA = kc.CRTA, kc.RTA
-			}
-			lp.Kernels[proc] = &kk
-			images[proc] = img
-		}
-		if k.NoC != nil && k.Processor == "RISCV_0" {
-			lp.BRISCNoC = *k.NoC
+			kk.Image = imgs[proc]
+			lp.Kernels[proc] = append(lp.Kernels[proc], &kk)
 		}
 	}
 	for c := range cores {
@@ -301,7 +302,7 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 	if err != nil {
 		return err
 	}
-	return launch.Run(d.Chip, lp, pl, images, d.timeout)
+	return launch.Run(d.Chip, lp, pl, d.timeout)
 }
 
 func coresOf(rs []hostcfg.CoreRange) []kir.Core {

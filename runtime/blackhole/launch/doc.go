@@ -5,7 +5,11 @@
 //     in the kernel config ring (target.Layout.KernelConfig): per processor
 //     its runtime args, then its common runtime args, the semaphores, the
 //     local CB configs (4 words per CB index up to the highest used), then
-//     each processor's kernel image, 16-byte aligned. The JIT links each
+//     each processor's kernel image, 16-byte aligned. A processor may run
+//     different kernels on disjoint cores (each tt-metal kernel has its own
+//     core range); its slots are sized for the largest, and each core's
+//     blob holds the image and args of the kernel that runs there. Two
+//     kernels of one processor on one core are an error. The JIT links each
 //     image at the address Plan gives it (Plan.TextAddr), so nothing is
 //     relocated at load time.
 //  2. Run writes, per core, the blob and the launch message (host dispatch

@@ -21,15 +21,20 @@ const (
 	TRISC2 = target.ProcTRISC2
 )
 
-// Kernel is what one processor runs in a program.
+// Kernel is what one processor runs on some cores of a program.
 type Kernel struct {
 	Name string
-	// RTA are the runtime args per core (all cores of the program that
-	// run the kernel); CRTA the common runtime args.
+	// RTA are the runtime args per core: its keys are the cores the kernel
+	// runs on (a kernel with no RTA runs on every core of the program,
+	// which only the processor's one kernel may do). CRTA are the common
+	// runtime args.
 	RTA  map[kir.Core][]uint32
 	CRTA []uint32
-	// ImageSize is the byte size of the linked image (for Plan).
-	ImageSize int
+	// Image is the linked execute-in-place image.
+	Image []byte
+	// NoC is the NoC index a BRISC kernel uses (the launch message's
+	// brisc_noc_id on its cores).
+	NoC int
 }
 
 // CB is one circular buffer on a set of cores.
@@ -50,13 +55,13 @@ type Semaphore struct {
 type Program struct {
 	Name  string
 	Cores []kir.Core
-	// Kernels by processor; nil where the processor idles. Kernels[p] runs
-	// on every core in its RTA map (or every core when RTA is empty).
-	Kernels    [5]*Kernel
+	// Kernels are the kernels of each processor; a core runs at most one
+	// kernel per processor (the one whose RTA holds it), so a processor's
+	// kernels run on disjoint cores, as a tt-metal program's kernels each
+	// have their own core range. Empty where the processor idles.
+	Kernels    [5][]*Kernel
 	CBs        []CB
 	Semaphores []Semaphore
-	// BRISCNoC is the NoC index BRISC's kernel uses.
-	BRISCNoC int
 }
 
 // runsOn reports whether kernel k runs on core c.
@@ -71,6 +76,38 @@ func (k *Kernel) runsOn(c kir.Core) bool {
 	return ok
 }
 
+// kernelOn returns the kernel processor proc runs on core c, or nil.
+func (p *Program) kernelOn(proc int, c kir.Core) *Kernel {
+	for _, k := range p.Kernels[proc] {
+		if k.runsOn(c) {
+			return k
+		}
+	}
+	return nil
+}
+
+// check returns an error naming the program, core and processor when two
+// kernels of one processor run on one core.
+func (p *Program) check() error {
+	for proc, ks := range p.Kernels {
+		if len(ks) < 2 {
+			continue
+		}
+		for _, c := range p.Cores {
+			var on []string
+			for _, k := range ks {
+				if k.runsOn(c) {
+					on = append(on, k.Name)
+				}
+			}
+			if len(on) > 1 {
+				return fmt.Errorf("program %s: core %s runs two kernels on %s (%s); a core runs at most one kernel per processor", p.Name, c, target.ProcessorNames[proc], strings.Join(on, ", "))
+			}
+		}
+	}
+	return nil
+}
+
 // Plan is the kernel config blob layout shared by all cores of a program.
 type Plan struct {
 	RTA, CRTA [5]uint32 // offsets (bytes from the ring base)
@@ -81,25 +118,37 @@ type Plan struct {
 	CB        uint32
 	CBCount   int // CB config entries (highest index + 1)
 	Text      [5]uint32
-	Size      uint32
+	// TextSize is the room of each processor's image: the largest of its
+	// kernels' images.
+	TextSize [5]uint32
+	Size     uint32
 	// TextAddr is the L1 address each processor's image is linked at.
 	TextAddr [5]uint32
 }
 
 func align16(v uint32) uint32 { return (v + 15) &^ 15 }
 
-// MakePlan lays out p's kernel config blob in l's kernel config ring.
+// MakePlan lays out p's kernel config blob in l's kernel config ring. A
+// processor with several kernels (on disjoint cores) gets the room of the
+// largest: every core's blob has the same layout. Two kernels of one
+// processor on one core are an error.
 func MakePlan(p *Program, l *target.Layout) (*Plan, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	pl := &Plan{}
 	off := uint32(0)
-	for i, k := range p.Kernels {
-		if k == nil {
+	for i, ks := range p.Kernels {
+		if len(ks) == 0 {
 			continue
 		}
-		for _, a := range k.RTA {
-			pl.RTAWords[i] = max(pl.RTAWords[i], len(a))
+		for _, k := range ks {
+			for _, a := range k.RTA {
+				pl.RTAWords[i] = max(pl.RTAWords[i], len(a))
+			}
+			pl.CRTAWords[i] = max(pl.CRTAWords[i], len(k.CRTA))
+			pl.TextSize[i] = max(pl.TextSize[i], uint32(len(k.Image)))
 		}
-		pl.CRTAWords[i] = len(k.CRTA)
 		pl.RTA[i] = off
 		off = align16(off + uint32(4*pl.RTAWords[i]))
 		pl.CRTA[i] = off
@@ -115,13 +164,13 @@ func MakePlan(p *Program, l *target.Layout) (*Plan, error) {
 		pl.CBCount = max(pl.CBCount, cb.Index+1)
 	}
 	off = align16(off + uint32(pl.CBCount*4*l.CBConfigWords))
-	for i, k := range p.Kernels {
-		if k == nil {
+	for i, ks := range p.Kernels {
+		if len(ks) == 0 {
 			continue
 		}
 		pl.Text[i] = off
 		pl.TextAddr[i] = l.KernelConfig.Base + off
-		off = align16(off + uint32(k.ImageSize))
+		off = align16(off + pl.TextSize[i])
 	}
 	pl.Size = off
 	if off > l.KernelConfig.Size {
@@ -135,16 +184,17 @@ func MakePlan(p *Program, l *target.Layout) (*Plan, error) {
 
 func imageSizes(p *Program) string {
 	var parts []string
-	for i, k := range p.Kernels {
-		if k != nil {
-			parts = append(parts, fmt.Sprintf("%s %d B", target.ProcessorNames[i], k.ImageSize))
+	for i, ks := range p.Kernels {
+		for _, k := range ks {
+			parts = append(parts, fmt.Sprintf("%s %d B", target.ProcessorNames[i], len(k.Image)))
 		}
 	}
 	return strings.Join(parts, ", ")
 }
 
-// Blob returns the kernel config blob of core c and its launch message.
-func Blob(p *Program, pl *Plan, images [5][]byte, c kir.Core, l *target.Layout) (blob, msg []byte, err error) {
+// Blob returns the kernel config blob of core c and its launch message:
+// for each processor the image and args of its kernel on c.
+func Blob(p *Program, pl *Plan, c kir.Core, l *target.Layout) (blob, msg []byte, err error) {
 	blob = make([]byte, pl.Size)
 	put := func(off uint32, words []uint32) {
 		for i, w := range words {
@@ -152,17 +202,22 @@ func Blob(p *Program, pl *Plan, images [5][]byte, c kir.Core, l *target.Layout) 
 		}
 	}
 	var enables uint32
-	for i, k := range p.Kernels {
-		if !k.runsOn(c) {
+	brisc := 0
+	for i := range p.Kernels {
+		k := p.kernelOn(i, c)
+		if k == nil {
 			continue
 		}
-		if len(images[i]) != k.ImageSize {
-			return nil, nil, fmt.Errorf("program %s: %s image is %d B, the plan reserved %d B", p.Name, target.ProcessorNames[i], len(images[i]), k.ImageSize)
+		if uint32(len(k.Image)) > pl.TextSize[i] || len(k.RTA[c]) > pl.RTAWords[i] || len(k.CRTA) > pl.CRTAWords[i] {
+			return nil, nil, fmt.Errorf("program %s: %s kernel %s (image %d B, %d args, %d common args) outgrew the plan (%d B, %d, %d)", p.Name, target.ProcessorNames[i], k.Name, len(k.Image), len(k.RTA[c]), len(k.CRTA), pl.TextSize[i], pl.RTAWords[i], pl.CRTAWords[i])
 		}
 		enables |= 1 << i
 		put(pl.RTA[i], k.RTA[c])
 		put(pl.CRTA[i], k.CRTA)
-		copy(blob[pl.Text[i]:], images[i])
+		copy(blob[pl.Text[i]:], k.Image)
+		if i == BRISC {
+			brisc = k.NoC
+		}
 	}
 	if enables == 0 {
 		return nil, nil, fmt.Errorf("program %s: no kernel runs on core %s", p.Name, c)
@@ -197,7 +252,7 @@ func Blob(p *Program, pl *Plan, images [5][]byte, c kir.Core, l *target.Layout) 
 	}
 	msg[f.Mode] = l.DispatchModeHost
 	binary.LittleEndian.PutUint64(msg[f.LocalCBMask:], mask)
-	msg[f.BRISCNoCID] = byte(p.BRISCNoC)
+	msg[f.BRISCNoCID] = byte(brisc)
 	msg[f.MinRemoteCBStart] = 64 // NUM_CIRCULAR_BUFFERS: no remote CBs
 	binary.LittleEndian.PutUint32(msg[f.Enables:], enables)
 	return blob, msg, nil
@@ -212,10 +267,10 @@ func onCore(cores []kir.Core, c kir.Core) bool {
 	return false
 }
 
-// Run launches p (laid out by pl, images linked at pl.TextAddr) on its
-// cores and waits up to timeout for all of them to finish. A core that
-// does not is reported as a *StallError.
-func Run(c *chip.Chip, p *Program, pl *Plan, images [5][]byte, timeout time.Duration) error {
+// Run launches p (laid out by pl) on its cores, each core with its own
+// kernels' images and args, and waits up to timeout for all of them to
+// finish. A core that does not is reported as a *StallError.
+func Run(c *chip.Chip, p *Program, pl *Plan, timeout time.Duration) error {
 	l := c.Layout
 	mb := uint64(l.Mailbox.Base)
 	goAddr := mb + uint64(l.Msg.GoMessages)
@@ -226,7 +281,7 @@ func Run(c *chip.Chip, p *Program, pl *Plan, images [5][]byte, timeout time.Dura
 			return fmt.Errorf("program %s: %w", p.Name, err)
 		}
 		xys[i] = at
-		blob, msg, err := Blob(p, pl, images, lc, l)
+		blob, msg, err := Blob(p, pl, lc, l)
 		if err != nil {
 			return err
 		}
@@ -312,7 +367,7 @@ func stall(c *chip.Chip, p *Program, xys []chip.XY, pending map[int]bool, timeou
 		var sync [4]byte
 		if err := c.Read(xys[i], uint64(l.Mailbox.Base)+uint64(l.Msg.SubordinateSync), sync[:]); err == nil {
 			for j, s := range sync {
-				if s != 0 && p.Kernels[j+1].runsOn(p.Cores[i]) {
+				if s != 0 && p.kernelOn(j+1, p.Cores[i]) != nil {
 					sc.Running = append(sc.Running, target.ProcessorNames[j+1])
 				}
 			}

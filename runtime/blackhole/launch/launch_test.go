@@ -46,11 +46,12 @@ func image(seed byte, n int) []byte {
 	return b
 }
 
-// program is a reader/compute/writer program on two cores.
-func program() (*launch.Program, [5][]byte) {
+// program is a reader/compute/writer program on two cores; imgs are its
+// images by processor.
+func program() (p *launch.Program, imgs [5][]byte) {
 	c0, c1 := kir.Core{X: 0, Y: 0}, kir.Core{X: 1, Y: 0}
 	both := []kir.Core{c0, c1}
-	p := &launch.Program{
+	p = &launch.Program{
 		Name:  "eltwise",
 		Cores: both,
 		CBs: []launch.CB{
@@ -58,19 +59,20 @@ func program() (*launch.Program, [5][]byte) {
 			{Index: 16, PageSize: 2048, Pages: 2, Addr: 111104 + 4096, Cores: both},
 		},
 		Semaphores: []launch.Semaphore{{ID: 1, Initial: 7, Cores: []kir.Core{c1}}},
-		BRISCNoC:   1,
 	}
-	var imgs [5][]byte
 	for i, n := range []int{200, 120, 300, 300, 260} {
 		imgs[i] = image(byte(16*i), n)
-		k := &launch.Kernel{Name: "k", ImageSize: n}
+		k := &launch.Kernel{Name: "k", Image: imgs[i]}
+		if i == launch.BRISC {
+			k.NoC = 1
+		}
 		if i <= launch.NCRISC {
 			k.RTA = map[kir.Core][]uint32{c0: {0xA0 + uint32(i), 1}, c1: {0xB0 + uint32(i), 2}}
 		}
 		if i == launch.TRISC1 {
 			k.CRTA = []uint32{42}
 		}
-		p.Kernels[i] = k
+		p.Kernels[i] = []*launch.Kernel{k}
 	}
 	return p, imgs
 }
@@ -83,7 +85,7 @@ func TestLaunchOnFakeChip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := launch.Run(c, p, pl, imgs, time.Second); err != nil {
+	if err := launch.Run(c, p, pl, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.Errors) > 0 {
@@ -129,11 +131,11 @@ func TestLaunchOnFakeChip(t *testing.T) {
 }
 
 func TestWatchdogNamesStalledCore(t *testing.T) {
-	p, imgs := program()
+	p, _ := program()
 	f, c := booted(t, p.Cores)
 	f.Hang(2, 2, "trisc1") // logical (1,0)
 	pl, _ := launch.MakePlan(p, c.Layout)
-	err := launch.Run(c, p, pl, imgs, 50*time.Millisecond)
+	err := launch.Run(c, p, pl, 50*time.Millisecond)
 	var se *launch.StallError
 	if !errors.As(err, &se) {
 		t.Fatalf("error %v, want a StallError", err)
@@ -150,19 +152,60 @@ func TestWatchdogNamesStalledCore(t *testing.T) {
 
 func TestPlanRejectsOversizeBlob(t *testing.T) {
 	p, _ := program()
-	p.Kernels[launch.BRISC].ImageSize = 80 << 10
+	p.Kernels[launch.BRISC][0].Image = make([]byte, 80<<10)
 	_, c := booted(t, nil)
 	if _, err := launch.MakePlan(p, c.Layout); err == nil || !strings.Contains(err.Error(), "exceeds the 70656 B kernel config ring") || !strings.Contains(err.Error(), "brisc 81920 B") {
 		t.Errorf("error %v", err)
 	}
 }
 
+// TestPlanKernelsPerCore checks the plan of a processor that runs
+// different kernels on disjoint cores: its slots fit the largest image and
+// args, each core's blob holds its own kernel, and two kernels of the
+// processor on one core are refused, naming program, core and processor.
+func TestPlanKernelsPerCore(t *testing.T) {
+	c0, c1 := kir.Core{X: 0, Y: 0}, kir.Core{X: 1, Y: 0}
+	small := &launch.Kernel{Name: "read_a", Image: image(0x40, 64), RTA: map[kir.Core][]uint32{c0: {1}}}
+	large := &launch.Kernel{Name: "read_b", Image: image(0x80, 200), RTA: map[kir.Core][]uint32{c1: {2, 3, 4}}, CRTA: []uint32{9}}
+	p := &launch.Program{Name: "gates", Cores: []kir.Core{c0, c1}}
+	p.Kernels[launch.NCRISC] = []*launch.Kernel{small, large}
+	_, c := booted(t, nil)
+	pl, err := launch.MakePlan(p, c.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]int{int(pl.TextSize[launch.NCRISC]), pl.RTAWords[launch.NCRISC], pl.CRTAWords[launch.NCRISC]}; got != [3]int{200, 3, 1} {
+		t.Errorf("NCRISC slots (image B, args, common args) = %v, want [200 3 1]", got)
+	}
+	for _, tc := range []struct {
+		core kir.Core
+		k    *launch.Kernel
+	}{{c0, small}, {c1, large}} {
+		blob, _, err := launch.Blob(p, pl, tc.core, c.Layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := pl.Text[launch.NCRISC]
+		if d := cmp.Diff(tc.k.Image, blob[text:text+uint32(len(tc.k.Image))]); d != "" {
+			t.Errorf("core %s NCRISC image (-want +got):\n%s", tc.core, d)
+		}
+	}
+
+	p.Kernels[launch.NCRISC][0].RTA[c1] = nil // read_a now on c1 too
+	_, err = launch.MakePlan(p, c.Layout)
+	for _, want := range []string{"program gates", "core (1,0)", "two kernels on ncrisc", "read_a, read_b"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+}
+
 func TestGoBeforeBootIsAProtocolError(t *testing.T) {
-	p, imgs := program()
+	p, _ := program()
 	f := fake.New()
 	c, _ := chip.Open(access.NewBARDevice(f), nil)
 	pl, _ := launch.MakePlan(p, c.Layout)
-	_ = launch.Run(c, p, pl, imgs, 20*time.Millisecond)
+	_ = launch.Run(c, p, pl, 20*time.Millisecond)
 	if len(f.Errors) == 0 || !strings.Contains(f.Errors[0].Error(), "go signal before the firmware booted") {
 		t.Errorf("fake chip errors %v", f.Errors)
 	}
@@ -179,7 +222,7 @@ func TestGoBeforeBootIsAProtocolError(t *testing.T) {
 //     host once it runs (one control word written, one done word read
 //     that already holds the step's count).
 func BenchmarkHostPerStep(b *testing.B) {
-	p, imgs := program()
+	p, _ := program()
 	f, c := booted(b, p.Cores)
 	pl, err := launch.MakePlan(p, c.Layout)
 	if err != nil {
@@ -187,7 +230,7 @@ func BenchmarkHostPerStep(b *testing.B) {
 	}
 	b.Run("launch", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if err := launch.Run(c, p, pl, imgs, time.Second); err != nil {
+			if err := launch.Run(c, p, pl, time.Second); err != nil {
 				b.Fatal(err)
 			}
 		}
