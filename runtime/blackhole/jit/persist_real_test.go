@@ -1,7 +1,6 @@
 package jit
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -24,21 +23,7 @@ import (
 // TestRealBuild; TCC_JIT_PERSIST_BUILD names a build directory to use
 // instead of running tcc build.
 func TestPersistentRealBuild(t *testing.T) {
-	tt := os.Getenv("TT_METAL_HOME")
-	if tt == "" {
-		t.Skip("TT_METAL_HOME not set: skipping the real persistent kernel build")
-	}
-	if _, err := exec.LookPath(DefaultStockGCC); err != nil {
-		t.Skipf("%s not on PATH: skipping the real build", DefaultStockGCC)
-	}
-	tc, err := FindToolchain(ToolchainOptions{TTMetalHome: tt})
-	require.NoError(t, err)
-	cache := os.Getenv("TCC_JIT_CACHE")
-	if cache == "" {
-		cache = t.TempDir()
-	}
-	var log bytes.Buffer
-	env := &Env{Toolchain: tc, TTMetalHome: tt, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), CacheDir: cache, Log: &log}
+	env, log := realEnv(t, "the real persistent kernel build")
 	bdir := os.Getenv("TCC_JIT_PERSIST_BUILD")
 	if bdir == "" {
 		bdir = t.TempDir()

@@ -18,23 +18,8 @@ import (
 // unset), TCC_JIT_SFPI_INCLUDE, TCC_JIT_PROTO_IMAGE (the prototype's image
 // for embedding_12's reader, compared byte for byte).
 func TestRealBuild(t *testing.T) {
-	tt := os.Getenv("TT_METAL_HOME")
-	if tt == "" {
-		t.Skip("TT_METAL_HOME not set: skipping the real firmware/kernel build")
-	}
-	if _, err := exec.LookPath(DefaultStockGCC); err != nil {
-		t.Skipf("%s not on PATH: skipping the real build", DefaultStockGCC)
-	}
-	tc, err := FindToolchain(ToolchainOptions{TTMetalHome: tt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := os.Getenv("TCC_JIT_CACHE")
-	if cache == "" {
-		cache = t.TempDir()
-	}
-	var log bytes.Buffer
-	env := &Env{Toolchain: tc, TTMetalHome: tt, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), CacheDir: cache, Log: &log}
+	env, log := realEnv(t, "the real firmware/kernel build")
+	tc := env.Toolchain
 	t0 := time.Now()
 	fw, err := Firmware(env)
 	if err != nil {
@@ -80,7 +65,7 @@ func TestRealBuild(t *testing.T) {
 	if len(img) == 0 {
 		t.Fatalf("empty NCRISC image: %v", imgs)
 	}
-	elfs, _ := filepath.Glob(filepath.Join(cache, "kernels", "*", "ncrisc.elf"))
+	elfs, _ := filepath.Glob(filepath.Join(env.CacheDir, "kernels", "*", "ncrisc.elf"))
 	for _, ep := range elfs {
 		eb, _ := os.ReadFile(ep)
 		e, err := parseELF(eb)
@@ -130,4 +115,30 @@ func TestRealBuild(t *testing.T) {
 			}
 		}
 	}
+}
+
+// realEnv is the JIT environment of the tests that build with a real
+// toolchain: TT_METAL_HOME (the test is skipped, naming what, when it is
+// unset or the stock GCC is not on PATH), TCC_JIT_SFPI_INCLUDE and
+// TCC_JIT_CACHE (a temporary directory when unset); the build log is
+// written to the returned buffer.
+func realEnv(t *testing.T, what string) (*Env, *bytes.Buffer) {
+	t.Helper()
+	tt := os.Getenv("TT_METAL_HOME")
+	if tt == "" {
+		t.Skipf("TT_METAL_HOME not set: skipping %s", what)
+	}
+	if _, err := exec.LookPath(DefaultStockGCC); err != nil {
+		t.Skipf("%s not on PATH: skipping %s", DefaultStockGCC, what)
+	}
+	tc, err := FindToolchain(ToolchainOptions{TTMetalHome: tt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("TCC_JIT_CACHE")
+	if cache == "" {
+		cache = t.TempDir()
+	}
+	log := &bytes.Buffer{}
+	return &Env{Toolchain: tc, TTMetalHome: tt, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), CacheDir: cache, Log: log}, log
 }
