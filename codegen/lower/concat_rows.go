@@ -63,14 +63,7 @@ func faceRowRuns(eb int, from func(r int) (tile, row int)) []copyRun {
 				continue
 			}
 			cr := copyRun{tile: tile, src: blocks.FaceOffsetConst(s, c, eb), dst: blocks.FaceOffsetConst(r, c, eb), n: row}
-			if n := len(runs); n > 0 {
-				last := &runs[n-1]
-				if last.tile == cr.tile && last.src+last.n == cr.src && last.dst+last.n == cr.dst {
-					last.n += row
-					continue
-				}
-			}
-			runs = append(runs, cr)
+			runs = appendRun(runs, cr)
 		}
 	}
 	return runs

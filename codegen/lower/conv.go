@@ -30,6 +30,19 @@ type convTiles struct {
 // offset dst of the shifted tile.
 type copyRun struct{ tile, src, dst, n int }
 
+// appendRun appends cr to runs, or extends the last run by cr.n when cr
+// continues it (same tile, contiguous in both source and destination).
+func appendRun(runs []copyRun, cr copyRun) []copyRun {
+	if n := len(runs); n > 0 {
+		last := &runs[n-1]
+		if last.tile == cr.tile && last.src+last.n == cr.src && last.dst+last.n == cr.dst {
+			last.n += cr.n
+			return runs
+		}
+	}
+	return append(runs, cr)
+}
+
 // shiftRuns lists the copies that build the tile of rows o..o+31 of two
 // vertically adjacent tiles (rows 0..31 of the first, 32..63 of the
 // second; 0 <= o < 32) with eb-byte elements: for every face row of the
@@ -44,14 +57,7 @@ func shiftRuns(o, eb int) []copyRun {
 			r, c := (f/2)*blocks.FaceDim+fr, (f%2)*blocks.FaceDim
 			s := r + o
 			cr := copyRun{tile: s / blocks.TileDim, src: blocks.FaceOffsetConst(s%blocks.TileDim, c, eb), dst: blocks.FaceOffsetConst(r, c, eb), n: row}
-			if n := len(runs); n > 0 {
-				last := &runs[n-1]
-				if last.tile == cr.tile && last.src+last.n == cr.src && last.dst+last.n == cr.dst {
-					last.n += row
-					continue
-				}
-			}
-			runs = append(runs, cr)
+			runs = appendRun(runs, cr)
 		}
 	}
 	return runs
