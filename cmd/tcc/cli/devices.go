@@ -27,7 +27,8 @@ func newDevicesCmd() *cobra.Command {
 		Use:   "devices",
 		Short: "List Blackhole cards (and the simulated chip) with grid, harvesting and firmware state",
 		Long: `List every Blackhole card the tt-kmd driver exposes (/dev/tenstorrent/N) and,
-with --ttsim PATH (or TT_METAL_SIMULATOR), the chip ttsim simulates: the
+with --ttsim PATH (or TT_METAL_SIMULATOR), every chip ttsim simulates (one
+per host-visible chip of the library's configuration: bh_x2 has two): the
 architecture from the PCI ids, tcc's worker grid on it, the harvested Tensix
 columns, the DRAM banks, and whether the pinned tt-metal firmware is loaded and
 idle on the worker cores (read from each core's reset PC and go signal; the
@@ -43,16 +44,22 @@ chip is not changed). It fails when no chip is found.`,
 			var rows []deviceRow
 			var notes []string
 			probe := func(o blackhole.Options) error {
-				d, err := blackhole.Open(o, nil)
+				ds, err := blackhole.OpenAll(o, nil)
 				if err != nil {
 					return err
 				}
-				defer d.Close()
-				s, err := d.Status()
-				if err != nil {
-					return fmt.Errorf("%s: %w", s.Path, err)
+				defer func() {
+					for _, d := range ds {
+						d.Close()
+					}
+				}()
+				for _, d := range ds {
+					s, err := d.Status()
+					if err != nil {
+						return fmt.Errorf("%s chip %d: %w", s.Path, s.Chip, err)
+					}
+					rows = append(rows, deviceRow{Status: s, FirmwareState: s.Firmware()})
 				}
-				rows = append(rows, deviceRow{Status: s, FirmwareState: s.Firmware()})
 				return nil
 			}
 			nodes, err := kmd.Devices()
@@ -88,8 +95,12 @@ chip is not changed). It fails when no chip is found.`,
 					if r.HarvestingRead {
 						harv = fmt.Sprintf("harvested columns %v", r.Harvested)
 					}
+					path := r.Path
+					if r.Backend == "ttsim" {
+						path = fmt.Sprintf("%s chip %d", r.Path, r.Chip)
+					}
 					fmt.Fprintf(out, "%s\t%s\t%s\tgrid %dx%d\t%s\tDRAM banks %d\tfirmware %s\n",
-						r.Path, r.Backend, r.Arch, r.GridX, r.GridY, harv, r.DRAMBanks, r.FirmwareState)
+						path, r.Backend, r.Arch, r.GridX, r.GridY, harv, r.DRAMBanks, r.FirmwareState)
 				}
 				for _, n := range notes {
 					if len(rows) > 0 { // with no chip the error says it all
@@ -103,7 +114,7 @@ chip is not changed). It fails when no chip is found.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&simPath, "ttsim", "", "also list the chip this libttsim.so simulates (default $"+ttsim.EnvLibrary+")")
+	cmd.Flags().StringVar(&simPath, "ttsim", "", "also list the chips this libttsim.so simulates (default $"+ttsim.EnvLibrary+")")
 	cmd.Flags().StringVar(&format, "format", "table", "table or json")
 	return cmd
 }
