@@ -18,6 +18,9 @@ import (
 type ChipOptions struct {
 	// TTSim is the libttsim.so of the ttsim backend.
 	TTSim string
+	// Chip is the chip, among those the backend opens (ttsim's bh_x2: 0
+	// and 1; fake: Fake.Fakes), a one-device mesh runs on.
+	Chip int
 	// Builder compiles kernels and firmware (runtime/blackhole/jit).
 	Builder blackhole.Builder
 	// Fake, for tests, is the chip the "fake" backend opens.
@@ -61,10 +64,23 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 	if o.Timeout != 0 {
 		opts.Timeout = o.Timeout
 	}
-	dev, err := blackhole.Open(opts, o.Builder)
+	devs, err := blackhole.OpenAll(opts, o.Builder)
 	if err != nil {
 		return nil, err
 	}
+	if o.Chip < 0 || o.Chip >= len(devs) {
+		for _, d := range devs {
+			d.Close()
+		}
+		return nil, fmt.Errorf("runtime: backend %s: chip %d: the backend has %d chip(s) (0..%d)", backend, o.Chip, len(devs), len(devs)-1)
+	}
+	dev := devs[o.Chip]
+	for i, d := range devs {
+		if i != o.Chip {
+			d.Close()
+		}
+	}
+	dev.ID = 0 // the mesh's device 0
 	m, err := Open("sim", mesh)
 	if err != nil {
 		dev.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/fake"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware/fwtest"
@@ -262,5 +263,61 @@ func TestDefinedDiff(t *testing.T) {
 				t.Errorf("definedDiff = %q, padding %v; want %q, padding %v", diff, padding, tc.diff, tc.wantPadding)
 			}
 		})
+	}
+}
+
+// TestOpenChipOnChip1 runs a one-device build on chip 1 of a two-chip
+// system (ChipOptions.Chip, as `tcc run --chip 1` on ttsim's bh_x2): every
+// launch is on chip 1 and matches the simulator, chip 0 runs nothing. A
+// chip the system does not have is an error naming it and the count.
+func TestOpenChipOnChip1(t *testing.T) {
+	fw := t.TempDir()
+	if err := fwtest.WriteSet(fw); err != nil {
+		t.Fatal(err)
+	}
+	b := ir.NewBuilder("one")
+	x := b.Input("x", ir.T(ir.BF16, 32, 64))
+	b.Output(b.AddScalar(x, 0.5))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := fake.NewChips(2)
+	fakes := blackhole.Options{Fakes: []access.BAR{fs[0], fs[1]}}
+	other := fake.NewChips(2)
+	if _, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fakes: []access.BAR{other[0], other[1]}}, Chip: 2}); err == nil ||
+		!strings.Contains(err.Error(), "chip 2: the backend has 2 chip(s) (0..1)") {
+		t.Errorf("chip 2 of 2: %v", err)
+	}
+	m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: fakes, Chip: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e, err := Load(m, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs[0].Launches) != 0 || len(fs[0].Boots) != 0 {
+		t.Errorf("chip 0: %d launches, %d boots; want none", len(fs[0].Launches), len(fs[0].Boots))
+	}
+	if len(fs[1].Launches) == 0 {
+		t.Errorf("chip 1: no launches")
+	}
+	rs := m.ChipResults()
+	if len(rs) != len(build.Programs) {
+		t.Fatalf("%d chip results for %d programs: %+v", len(rs), len(build.Programs), rs)
+	}
+	for _, r := range rs {
+		if r.Status == "failed" {
+			t.Errorf("program %s on chip 1: %s", r.Program, r.Detail)
+		}
 	}
 }

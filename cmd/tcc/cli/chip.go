@@ -32,7 +32,7 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	before := func(r runtime.ProgramResult) {
 		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d\n", r.Index, r.Program, r.Launch)
 	}
-	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
+	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Chip: rf.chip, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
 }
 
 // reportChip prints, per program, what the chip did over all its launches

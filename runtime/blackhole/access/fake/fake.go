@@ -86,6 +86,19 @@ func New() *Chip {
 	return c
 }
 
+// NewChips returns n fake Blackholes as the chips of one n-chip system
+// (Info: Path fake:i, Chip i of n), as ttsim's multi-chip libraries
+// present theirs. Each keeps its own memory and clock.
+func NewChips(n int) []*Chip {
+	cs := make([]*Chip, n)
+	for i := range cs {
+		cs[i] = New()
+		cs[i].info.Path = fmt.Sprintf("fake:%d", i)
+		cs[i].info.Chip, cs[i].info.Chips = i, n
+	}
+	return cs
+}
+
 // SetDeviceID changes the PCI device id the chip reports (for wrong-arch tests).
 func (c *Chip) SetDeviceID(id uint16) { c.info.DeviceID = id }
 
