@@ -30,7 +30,8 @@ func newDevicesCmd() *cobra.Command {
 with --ttsim PATH (or TT_METAL_SIMULATOR), every chip ttsim simulates (one
 per host-visible chip of the library's configuration: bh_x2 has two): the
 architecture from the PCI ids, tcc's worker grid on it, the harvested Tensix
-columns, the DRAM banks, and whether the pinned tt-metal firmware is loaded and
+columns, the DRAM banks, the ethernet links between the chips of a multi-chip
+library (read from the ethernet cores' boot results), and whether the pinned tt-metal firmware is loaded and
 idle on the worker cores (read from each core's reset PC and go signal; the
 chip is not changed). It fails when no chip is found.`,
 		Args: cobra.NoArgs,
@@ -43,6 +44,7 @@ chip is not changed). It fails when no chip is found.`,
 			}
 			var rows []deviceRow
 			var notes []string
+			var links []string
 			probe := func(o blackhole.Options) error {
 				ds, err := blackhole.OpenAll(o, nil)
 				if err != nil {
@@ -59,6 +61,15 @@ chip is not changed). It fails when no chip is found.`,
 						return fmt.Errorf("%s chip %d: %w", s.Path, s.Chip, err)
 					}
 					rows = append(rows, deviceRow{Status: s, FirmwareState: s.Firmware()})
+				}
+				if len(ds) > 1 {
+					ls, err := blackhole.EthLinks(ds)
+					if err != nil {
+						return fmt.Errorf("%s: ethernet links: %w", o.TTSim, err)
+					}
+					for _, l := range ls {
+						links = append(links, l.String())
+					}
 				}
 				return nil
 			}
@@ -83,8 +94,9 @@ chip is not changed). It fails when no chip is found.`,
 				b, err := json.MarshalIndent(struct {
 					TccVersion string      `json:"tcc_version"`
 					Devices    []deviceRow `json:"devices"`
+					Links      []string    `json:"ethernet_links,omitempty"`
 					Notes      []string    `json:"notes,omitempty"`
-				}{codegen.Version, rows, notes}, "", "  ")
+				}{codegen.Version, rows, links, notes}, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -101,6 +113,9 @@ chip is not changed). It fails when no chip is found.`,
 					}
 					fmt.Fprintf(out, "%s\t%s\t%s\tgrid %dx%d\t%s\tDRAM banks %d\tfirmware %s\n",
 						path, r.Backend, r.Arch, r.GridX, r.GridY, harv, r.DRAMBanks, r.FirmwareState)
+				}
+				if len(links) > 0 {
+					fmt.Fprintf(out, "ethernet links between the chips: %s\n", strings.Join(links, ", "))
 				}
 				for _, n := range notes {
 					if len(rows) > 0 { // with no chip the error says it all

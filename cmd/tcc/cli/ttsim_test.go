@@ -66,7 +66,8 @@ func ttsimTinyMLP(t *testing.T, lib, seed string) {
 // (bh_x2, a P300) when a developer has one: TCC_TTSIM_X2 names it (built
 // from github.com/tenstorrent/ttsim's src/rules.py configuration bh_x2),
 // TT_METAL_HOME as for TestTTSimTinyMLP. Both chips are opened, chip 1's
-// BARs sit at 64 GiB, and every program must match the simulator there.
+// BARs sit at 64 GiB, the links read from the ethernet cores are the
+// P300's two, and every program must match the simulator on chip 1.
 func TestTTSimX2Chip1(t *testing.T) {
 	lib, home := os.Getenv("TCC_TTSIM_X2"), os.Getenv("TT_METAL_HOME")
 	if lib == "" || home == "" {
@@ -76,6 +77,7 @@ func TestTTSimX2Chip1(t *testing.T) {
 	require.NoError(t, err, "tcc devices:\n%s", out)
 	require.Regexp(t, `(?m)^\S+ chip 0\tttsim\tblackhole\t`, out)
 	require.Regexp(t, `(?m)^\S+ chip 1\tttsim\tblackhole\t`, out)
+	require.Contains(t, out, "ethernet links between the chips: chip 0 channel 2 <-> chip 1 channel 9, chip 0 channel 3 <-> chip 1 channel 8\n")
 	c := exec.Command(os.Args[0], "-test.run", "^TestTTSimX2Chip1Run$", "-test.count=1")
 	c.Env = append(os.Environ(), "TCC_TTSIM_X2_RUN=1")
 	b, err := c.CombinedOutput()
