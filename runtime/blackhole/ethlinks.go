@@ -46,7 +46,9 @@ type BoardChip struct {
 	ASICLocation int
 }
 
-func (b BoardChip) String() string { return fmt.Sprintf("board %#x asic %d", b.BoardID, b.ASICLocation) }
+func (b BoardChip) String() string {
+	return fmt.Sprintf("board %#x asic %d", b.BoardID, b.ASICLocation)
+}
 
 // EthPort is one ethernet channel's link as its base firmware reports it.
 // Local and Remote (with RemoteChannel) are set only when Up.
