@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
 	"github.com/tcc-dev/tcc/sim/kexec"
@@ -18,6 +20,9 @@ import (
 type ChipOptions struct {
 	// TTSim is the libttsim.so of the ttsim backend.
 	TTSim string
+	// Chip is the chip, among those the backend opens (ttsim's bh_x2: 0
+	// and 1; fake: Fake.Fakes), a one-device mesh runs on.
+	Chip int
 	// Builder compiles kernels and firmware (runtime/blackhole/jit).
 	Builder blackhole.Builder
 	// Fake, for tests, is the chip the "fake" backend opens.
@@ -42,6 +47,8 @@ type ProgramResult struct {
 	Status string
 	// Detail is the skip reason, the first difference or the error.
 	Detail string
+	// Device is the mesh device (and chip) the launch ran on.
+	Device int
 }
 
 // OpenChip opens mesh on backend "ttsim", "blackhole" or "fake": every
@@ -50,9 +57,6 @@ type ProgramResult struct {
 // matched the simulator bit for bit on the elements the program defines
 // (definedDiff), or why it did not run.
 func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
-	if mesh.Devices() != 1 {
-		return nil, fmt.Errorf("runtime: backend %s drives one chip; mesh %s has %d devices (use --mesh 1x1)", backend, mesh, mesh.Devices())
-	}
 	if o.Builder == nil {
 		return nil, fmt.Errorf("runtime: backend %s needs a kernel builder (the JIT)", backend)
 	}
@@ -61,18 +65,59 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 	if o.Timeout != 0 {
 		opts.Timeout = o.Timeout
 	}
-	dev, err := blackhole.Open(opts, o.Builder)
+	devs, err := blackhole.OpenAll(opts, o.Builder)
 	if err != nil {
 		return nil, err
+	}
+	closeAll := func(except []*blackhole.Device) {
+		for _, d := range devs {
+			if !slices.Contains(except, d) {
+				d.Close()
+			}
+		}
+	}
+	n := mesh.Devices()
+	var use []*blackhole.Device
+	switch {
+	case n == 1 && (o.Chip < 0 || o.Chip >= len(devs)):
+		closeAll(nil)
+		return nil, fmt.Errorf("runtime: backend %s: chip %d: the backend has %d chip(s) (0..%d)", backend, o.Chip, len(devs), len(devs)-1)
+	case n == 1:
+		use = devs[o.Chip : o.Chip+1]
+		use[0].ID = 0 // the mesh's device 0
+	case mesh.Rows != 1:
+		closeAll(nil)
+		return nil, fmt.Errorf("runtime: backend %s runs 1xN meshes (a ring of chips); mesh %s has %d rows", backend, mesh, mesh.Rows)
+	case n > len(devs) || o.Chip != 0:
+		closeAll(nil)
+		return nil, fmt.Errorf("runtime: backend %s: mesh %s needs %d chips (mesh device d on chip d), the backend has %d (ttsim: build its library for a multi-chip configuration, e.g. bh_x2 for two)", backend, mesh, n, len(devs))
+	default:
+		use = devs[:n]
+	}
+	closeAll(use)
+	var links []blackhole.EthLink
+	if n > 1 {
+		if links, err = blackhole.EthLinks(use); err != nil {
+			for _, d := range use {
+				d.Close()
+			}
+			return nil, fmt.Errorf("runtime: backend %s: %w", backend, err)
+		}
 	}
 	m, err := Open("sim", mesh)
 	if err != nil {
-		dev.Close()
+		for _, d := range use {
+			d.Close()
+		}
 		return nil, err
 	}
-	m.Backend, m.chip, m.beforeLaunch, m.builder = backend, dev, o.BeforeLaunch, o.Builder
+	m.Backend, m.chip, m.chips, m.links, m.beforeLaunch, m.builder = backend, use[0], use, links, o.BeforeLaunch, o.Builder
 	return m, nil
 }
+
+// ChipLinks returns the ethernet links between the mesh's chips (mesh
+// device d is chip d), as their base firmware reports them.
+func (m *Mesh) ChipLinks() []blackhole.EthLink { return m.links }
 
 // ChipResults lists what happened to every program launched on the chip.
 func (m *Mesh) ChipResults() []ProgramResult { return m.chipResults }
@@ -81,8 +126,10 @@ func (m *Mesh) ChipResults() []ProgramResult { return m.chipResults }
 // temporary directories its builds' sources were written to.
 func (m *Mesh) Close() error {
 	var err error
-	if m.chip != nil {
-		err = m.chip.Close()
+	for _, c := range m.chips {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
 	}
 	for _, d := range m.tmpDirs {
 		if rerr := os.RemoveAll(d); err == nil {
@@ -93,21 +140,33 @@ func (m *Mesh) Close() error {
 	return err
 }
 
-// runOnChip runs program i of e on the chip from the simulator's state
-// before it; after is called to run it on the simulator.
+// runOnChip runs program i of e on the chips from the simulator's state
+// before it (mesh device d's on chip d); simRun runs it on the simulator.
+// A collective is not launched on the chips: its ethernet links are
+// checked against the chips' (an error naming the program and the link
+// when they differ) and it is recorded as skipped on every device.
 func (e *Executable) runOnChip(i int, simRun func() error) error {
 	p := e.Build.Programs[i]
 	if e.launches == nil {
 		e.launches = make([]int, len(e.Build.Programs))
 	}
 	e.launches[i]++
-	res := ProgramResult{Index: i, Program: p.Kernel.Name, Launch: e.launches[i]}
-	record := func(status, detail string) {
-		res.Status, res.Detail = status, detail
-		e.Mesh.chipResults = append(e.Mesh.chipResults, res)
+	chips := e.Mesh.chips
+	results := make([]ProgramResult, len(chips))
+	for d := range results {
+		results[d] = ProgramResult{Index: i, Program: p.Kernel.Name, Launch: e.launches[i], Device: d}
+	}
+	record := func(d int, status, detail string) {
+		results[d].Status, results[d].Detail = status, detail
+		e.Mesh.chipResults = append(e.Mesh.chipResults, results[d])
 	}
 	if IsCollective(p.Kernel) {
-		record("skipped", "collective: ethernet kernels need a multi-chip configuration")
+		if err := e.checkLinks(p.Kernel); err != nil {
+			return err
+		}
+		for d := range chips {
+			record(d, "skipped", "collective: the JIT does not build ethernet firmware and kernels yet (the program's links match the chips')")
+		}
 		return simRun()
 	}
 	dir, err := e.buildDir()
@@ -115,61 +174,112 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		return err
 	}
 	cfg := e.configs[i]
-	sim := e.Mesh.devices[0]
-	ref := blackhole.Reference{Mem: simMemory{sim}, Binding: e.binding}
-	if err := e.Mesh.chip.Upload(cfg, ref); err != nil {
-		return err
+	refs := make([]blackhole.Reference, len(chips))
+	for d, c := range chips {
+		refs[d] = blackhole.Reference{Mem: simMemory{e.Mesh.devices[d]}, Binding: e.binding}
+		if err := c.Upload(cfg, refs[d]); err != nil {
+			return chipErr(len(chips), d, err)
+		}
 	}
 	if err := simRun(); err != nil {
 		return err
 	}
-	if e.Mesh.beforeLaunch != nil {
-		e.Mesh.beforeLaunch(res)
+	for d, c := range chips {
+		if e.Mesh.beforeLaunch != nil {
+			e.Mesh.beforeLaunch(results[d])
+		}
+		status, detail, err := e.checkOnChip(i, cfg, dir, c, refs[d], e.Mesh.devices[d])
+		if err != nil {
+			return chipErr(len(chips), d, err)
+		}
+		record(d, status, detail)
 	}
-	err = e.Mesh.chip.RunProgram(dir, cfg, ref)
+	return nil
+}
+
+// chipErr names the mesh device of err when there is more than one.
+func chipErr(n, d int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("device %d: %w", d, err)
+}
+
+// checkOnChip launches program i (config cfg) on chip c, its buffers
+// uploaded from sim, and compares them with sim's after the program.
+func (e *Executable) checkOnChip(i int, cfg *hostcfg.ProgramConfig, dir string, c *blackhole.Device, ref blackhole.Reference, sim *kexec.Device) (status, detail string, err error) {
+	p := e.Build.Programs[i]
+	err = c.RunProgram(dir, cfg, ref)
 	var skip *blackhole.SkipError
 	switch {
 	case errors.As(err, &skip):
-		record("skipped", skip.Reason)
-		return nil
+		return "skipped", skip.Reason, nil
 	case err != nil:
-		record("failed", err.Error())
-		return nil
+		return "failed", err.Error(), nil
 	}
 	padded := 0
 	for _, bc := range cfg.Buffers {
 		_, dn, err := ref.Buffer(bc.Name)
 		if err != nil {
-			return err
+			return "", "", err
 		}
 		b, _ := sim.Buffer(dn)
 		want, err := sim.ReadPages(dn, 0, b.Pages)
 		if err != nil {
-			return err
+			return "", "", err
 		}
-		got, err := e.Mesh.chip.Download(bc.Name, ref)
+		got, err := c.Download(bc.Name, ref)
 		if err != nil {
-			record("failed", err.Error())
-			return nil
+			return "failed", err.Error(), nil
 		}
 		t, ok := e.Mesh.tensors[dn]
 		if !ok {
-			return fmt.Errorf("runtime: chip check of program %d %s: no tensor %q", i, p.Kernel.Name, dn)
+			return "", "", fmt.Errorf("runtime: chip check of program %d %s: no tensor %q", i, p.Kernel.Name, dn)
 		}
 		diff, padding := definedDiff(t, got, want)
 		if diff != "" {
-			record("differs", fmt.Sprintf("buffer %s: %s", bc.Name, diff))
-			return nil
+			return "differs", fmt.Sprintf("buffer %s: %s", bc.Name, diff), nil
 		}
 		if padding {
 			padded++
 		}
 	}
-	detail := fmt.Sprintf("%d buffers bit-exact", len(cfg.Buffers))
+	detail = fmt.Sprintf("%d buffers bit-exact", len(cfg.Buffers))
 	if padded > 0 {
 		detail = fmt.Sprintf("%d buffers bit-exact on their defined elements; tile padding differs in %d", len(cfg.Buffers), padded)
 	}
-	record("matched", detail)
+	return "matched", detail, nil
+}
+
+// checkLinks checks the ethernet links collective p uses, in the ring the
+// simulator cables each mesh row as (Mesh.row), against the chips'.
+func (e *Executable) checkLinks(p *kir.Program) error {
+	m := e.Mesh
+	if len(m.chips) < 2 {
+		return nil
+	}
+	used := map[int]bool{}
+	for _, k := range p.Kernels {
+		if k == nil || !k.OnEth() {
+			continue
+		}
+		for _, c := range kir.CoresOf(k.Cores) {
+			used[c.X] = true
+		}
+	}
+	eth := m.Target.Eth
+	if eth == nil {
+		return fmt.Errorf("runtime: target %s has no ethernet cores for collectives", m.Target.Name)
+	}
+	var want []blackhole.EthLink
+	for _, l := range kexec.RingLinks(m.Shape.Cols, eth.RingEast, eth.RingWest) {
+		if used[l.A.Channel] || used[l.B.Channel] {
+			want = append(want, blackhole.NewEthLink(blackhole.EthEnd{Chip: l.A.Device, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Device, Channel: l.B.Channel}))
+		}
+	}
+	if err := blackhole.CheckLinks(p.Name, want, m.links); err != nil {
+		return fmt.Errorf("runtime: %w (mesh device d runs on chip d)", err)
+	}
 	return nil
 }
 

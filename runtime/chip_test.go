@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -12,6 +14,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
+	"github.com/tcc-dev/tcc/runtime/blackhole/access"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/fake"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware/fwtest"
@@ -157,8 +160,9 @@ func TestChipShadowCheck(t *testing.T) {
 }
 
 func TestOpenChipErrors(t *testing.T) {
-	if _, err := OpenChip("ttsim", ir.Mesh{Rows: 1, Cols: 2}, ChipOptions{Builder: fakeBuilder{}}); err == nil || !strings.Contains(err.Error(), "drives one chip") {
-		t.Errorf("two-device mesh: %v", err)
+	if _, err := OpenChip("fake", ir.Mesh{Rows: 1, Cols: 2}, ChipOptions{Builder: fakeBuilder{}, Fake: blackhole.Options{Fake: fake.New()}}); err == nil ||
+		!strings.Contains(err.Error(), "mesh 1x2 needs 2 chips (mesh device d on chip d), the backend has 1") {
+		t.Errorf("two-device mesh on one chip: %v", err)
 	}
 	f := fake.New()
 	f.SetDeviceID(0x401E)
@@ -263,4 +267,159 @@ func TestDefinedDiff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenChipOnChip1 runs a one-device build on chip 1 of a two-chip
+// system (ChipOptions.Chip, as `tcc run --chip 1` on ttsim's bh_x2): every
+// launch is on chip 1 and matches the simulator, chip 0 runs nothing. A
+// chip the system does not have is an error naming it and the count.
+func TestOpenChipOnChip1(t *testing.T) {
+	fw := t.TempDir()
+	if err := fwtest.WriteSet(fw); err != nil {
+		t.Fatal(err)
+	}
+	b := ir.NewBuilder("one")
+	x := b.Input("x", ir.T(ir.BF16, 32, 64))
+	b.Output(b.AddScalar(x, 0.5))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := fake.NewChips(2)
+	fakes := blackhole.Options{Fakes: []access.BAR{fs[0], fs[1]}}
+	other := fake.NewChips(2)
+	if _, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fakes: []access.BAR{other[0], other[1]}}, Chip: 2}); err == nil ||
+		!strings.Contains(err.Error(), "chip 2: the backend has 2 chip(s) (0..1)") {
+		t.Errorf("chip 2 of 2: %v", err)
+	}
+	m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: fakes, Chip: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	e, err := Load(m, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs[0].Launches) != 0 || len(fs[0].Boots) != 0 {
+		t.Errorf("chip 0: %d launches, %d boots; want none", len(fs[0].Launches), len(fs[0].Boots))
+	}
+	if len(fs[1].Launches) == 0 {
+		t.Errorf("chip 1: no launches")
+	}
+	rs := m.ChipResults()
+	if len(rs) != len(build.Programs) {
+		t.Fatalf("%d chip results for %d programs: %+v", len(rs), len(build.Programs), rs)
+	}
+	for _, r := range rs {
+		if r.Status == "failed" {
+			t.Errorf("program %s on chip 1: %s", r.Program, r.Detail)
+		}
+	}
+}
+
+// TestOpenChipMesh1x2 runs a 1x2 build with collectives on two fake
+// chips: mesh device d's programs launch on chip d (results name the
+// device), and each collective's ring links are checked against the links
+// the chips report. Cabled as the build's ring (at 1x2: device 0 channel
+// 0 <-> device 1 channel 1, 1 <-> 0, 2 <-> 3, 3 <-> 2) the collectives are skipped on both
+// devices (the JIT builds no ethernet kernels yet); cabled as a P300
+// (0:2 <-> 1:9, 0:3 <-> 1:8) the run fails naming the program and link.
+func TestOpenChipMesh1x2(t *testing.T) {
+	fw := t.TempDir()
+	if err := fwtest.WriteSet(fw); err != nil {
+		t.Fatal(err)
+	}
+	g, x, _ := meshGraph(t, 2)
+	build, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, cables [][2]int) ([]*fake.Chip, *Mesh, error) {
+		fs := fake.NewChips(2)
+		for _, c := range cables {
+			if err := fake.Cable(fs[0], c[0], fs[1], c[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fakes: []access.BAR{fs[0], fs[1]}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		e, err := Load(m, build)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := 0; d < 2; d++ {
+			if err := e.UploadTo(d, x, make([]float32, x.Type.Shape.Numel())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return fs, m, e.Run()
+	}
+
+	t.Run("ring cabling", func(t *testing.T) {
+		fs, m, err := run(t, [][2]int{{0, 1}, {1, 0}, {2, 3}, {3, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := func(chip, ch int) blackhole.EthEnd { return blackhole.EthEnd{Chip: chip, Channel: ch} }
+		wantLinks := []blackhole.EthLink{{A: end(0, 0), B: end(1, 1)}, {A: end(0, 1), B: end(1, 0)}, {A: end(0, 2), B: end(1, 3)}, {A: end(0, 3), B: end(1, 2)}}
+		if diff := cmp.Diff(wantLinks, m.ChipLinks()); diff != "" {
+			t.Errorf("chip links (-want +got):\n%s", diff)
+		}
+		type key struct {
+			program string
+			device  int
+		}
+		got := map[key]string{}
+		for _, r := range m.ChipResults() {
+			got[key{r.Program, r.Device}] = r.Status
+		}
+		want := map[key]string{}
+		for _, p := range build.Programs {
+			st := "ran"
+			if IsCollective(p.Kernel) {
+				st = "skipped"
+			}
+			for d := 0; d < 2; d++ {
+				want[key{p.Kernel.Name, d}] = st
+			}
+		}
+		for k, s := range got {
+			if s != "skipped" {
+				got[k] = "ran" // the fake computes nothing: matched or differs
+			}
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(key{})); diff != "" {
+			t.Errorf("chip results by program and device (-want +got):\n%s", diff)
+		}
+		for d, f := range fs {
+			if len(f.Launches) == 0 {
+				t.Errorf("chip %d: no launches", d)
+			}
+		}
+	})
+
+	t.Run("p300 cabling", func(t *testing.T) {
+		_, _, err := run(t, [][2]int{{2, 9}, {3, 8}})
+		if err == nil {
+			t.Fatal("no error")
+		}
+		for _, s := range []string{"uses the ethernet link chip 0 channel 0 <-> chip 1 channel 1, which the chips do not have",
+			"chip 0 channel 0 has no link to an opened chip",
+			"their links: chip 0 channel 2 <-> chip 1 channel 9, chip 0 channel 3 <-> chip 1 channel 8"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q does not say %q", err, s)
+			}
+		}
+	})
 }

@@ -7,8 +7,17 @@
 // (OpenChip; Tenstorrent's ttsim chip model or a card, through
 // runtime/blackhole) run every program on the simulator and again on the
 // chip from the same inputs, and record per program whether the chip
-// matched bit for bit, differed, or was skipped and why (ChipResults). On
-// a machine without cards the blackhole backend says in one line that no
+// matched bit for bit, differed, or was skipped and why (ChipResults). A
+// 1x1 mesh runs on one chip of the backend (ChipOptions.Chip: ttsim's
+// two-chip bh_x2 library has chips 0 and 1); a 1xN mesh runs mesh device
+// d on chip d of a multi-chip backend, each result naming its device. The
+// ethernet kernels of collectives are not built for chips yet: a
+// collective runs on the simulator only, is recorded as skipped on every
+// device, and first its ring links (the target's RingEast/RingWest, as
+// the simulator cables them) are checked against the links the chips'
+// ethernet base firmware reports (runtime/blackhole.EthLinks) - a link the
+// chips lack is an error naming the program, the link and the chips'
+// links. On a machine without cards the blackhole backend says in one line that no
 // /dev/tenstorrent device exists and what to install.
 //
 // A multi-step persistent program (LoadPersistentLoop) runs on the sim

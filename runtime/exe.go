@@ -149,6 +149,9 @@ func (e *Executable) RunProgram(i int) error {
 	}
 	p := e.Build.Programs[i]
 	if IsCollective(p.Kernel) {
+		if e.Mesh.chip != nil {
+			return e.runOnChip(i, func() error { return e.RunCollective(i) })
+		}
 		return e.RunCollective(i)
 	}
 	simRun := func() error {

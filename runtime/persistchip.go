@@ -50,6 +50,9 @@ func (e *Executable) DrivePersistent(onStep func(ChipStep) error) (*PersistentCh
 	if dev == nil {
 		return nil, fmt.Errorf("runtime: mesh backend %s has no chip (OpenChip); the simulator runs persistent programs with RunPersistent", e.Mesh.Backend)
 	}
+	if len(e.Mesh.chips) > 1 {
+		return nil, fmt.Errorf("runtime: persistent programs run on one chip; mesh %s has %d", e.Mesh.Shape, len(e.Mesh.chips))
+	}
 	sim := e.Mesh.devices[0]
 	ref := blackhole.Reference{Mem: simMemory{sim}, Binding: e.binding}
 	names := make([]string, len(p.Buffers))

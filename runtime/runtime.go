@@ -36,7 +36,11 @@ type Mesh struct {
 	loads   int // builds loaded, for naming their private buffers
 	// chip, for the ttsim and blackhole backends, runs every program again
 	// and is compared with the simulator (OpenChip).
-	chip        *blackhole.Device
+	chip *blackhole.Device
+	// chips are the chips of a multi-device mesh on a chip backend (mesh
+	// device d on chips[d]; chips[0] is chip), links their ethernet links.
+	chips       []*blackhole.Device
+	links       []blackhole.EthLink
 	chipResults []ProgramResult
 	// beforeLaunch is ChipOptions.BeforeLaunch.
 	beforeLaunch func(ProgramResult)

@@ -37,29 +37,54 @@ type Options struct {
 	// Device is the card's device node (default /dev/tenstorrent/0).
 	Device string
 	Fake   access.BAR
+	// Fakes, when set, are the chips of a multi-chip fake (OpenAll opens
+	// them all as chips 0, 1, ...; Fake is then ignored).
+	Fakes []access.BAR
 	// Timeout bounds firmware init and each program (default 30 s).
 	Timeout time.Duration
 }
 
 // Device is an opened chip with the firmware of the pinned release.
 type Device struct {
-	Chip    *chip.Chip
+	Chip *chip.Chip
+	// ID is the chip's index among the chips opened together (OpenAll);
+	// kernels' device-id arguments (kir.ValDeviceID) get it, so a caller
+	// running a mesh whose device k is not chip k sets it to k.
+	ID      int
 	builder Builder
 	fw      firmware.Set
 	booted  map[kir.Core]bool
 	timeout time.Duration
 }
 
-// Open opens the chip o names. Nothing is booted yet.
+// Open opens the chip o names (of a multi-chip ttsim library, chip 0).
+// Nothing is booted yet.
 func Open(o Options, b Builder) (*Device, error) {
-	var dev access.Device
+	o.Fakes = nil
+	ds, err := OpenAll(o, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds[1:] {
+		d.Close()
+	}
+	return ds[0], nil
+}
+
+// OpenAll opens every chip o names: each host-visible chip of a ttsim
+// library (bh_x2: two), the one card at o.Device, or the fakes o.Fakes
+// (else o.Fake). Device i has ID i. Nothing is booted yet.
+func OpenAll(o Options, b Builder) ([]*Device, error) {
+	var devs []access.Device
 	switch o.Backend {
 	case "ttsim":
-		s, err := ttsim.Open(o.TTSim)
+		sims, err := ttsim.OpenAll(o.TTSim)
 		if err != nil {
 			return nil, err
 		}
-		dev = access.NewBARDevice(s)
+		for _, s := range sims {
+			devs = append(devs, access.NewBARDevice(s))
+		}
 	case "blackhole":
 		path := o.Device
 		if path == "" {
@@ -73,25 +98,43 @@ func Open(o Options, b Builder) (*Device, error) {
 		if err != nil {
 			return nil, err
 		}
-		dev = c
+		devs = append(devs, c)
 	case "fake":
-		if o.Fake == nil {
-			return nil, errors.New("blackhole: backend fake needs Options.Fake")
+		fakes := o.Fakes
+		if len(fakes) == 0 && o.Fake != nil {
+			fakes = []access.BAR{o.Fake}
 		}
-		dev = access.NewBARDevice(o.Fake)
+		if len(fakes) == 0 {
+			return nil, errors.New("blackhole: backend fake needs Options.Fake or Options.Fakes")
+		}
+		for _, f := range fakes {
+			devs = append(devs, access.NewBARDevice(f))
+		}
 	default:
 		return nil, fmt.Errorf("blackhole: unknown backend %q (want ttsim or blackhole)", o.Backend)
 	}
-	c, err := chip.Open(dev, nil)
-	if err != nil {
-		dev.Close()
-		return nil, err
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
 	}
-	d := &Device{Chip: c, builder: b, booted: map[kir.Core]bool{}, timeout: o.Timeout}
-	if d.timeout == 0 {
-		d.timeout = 30 * time.Second
+	var out []*Device
+	for i, dev := range devs {
+		c, err := chip.Open(dev, nil)
+		if err != nil {
+			for _, d := range out {
+				d.Close()
+			}
+			for _, d := range devs[i:] {
+				d.Close()
+			}
+			if len(devs) > 1 {
+				err = fmt.Errorf("chip %d of %d: %w", i, len(devs), err)
+			}
+			return nil, err
+		}
+		out = append(out, &Device{Chip: c, ID: i, builder: b, booted: map[kir.Core]bool{}, timeout: timeout})
 	}
-	return d, nil
+	return out, nil
 }
 
 // Close closes the chip.
@@ -237,7 +280,7 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 	for i := range p.Kernels {
 		k := &p.Kernels[i]
 		if k.Ethernet != nil {
-			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores (collectives need a multi-chip configuration)", k.Name)}
+			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores: the JIT does not build ethernet kernels yet", k.Name)}
 		}
 		imgs, err := d.builder.Kernel(buildDir, p, k)
 		if err != nil {
@@ -336,7 +379,7 @@ func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error)
 				out[i] = uint32(at.Y)
 			}
 		case kir.ValDeviceID:
-			out[i] = 0
+			out[i] = uint32(d.ID)
 		default:
 			return nil, fmt.Errorf("argument %d: value kind %d has no chip value", i, v.Kind)
 		}

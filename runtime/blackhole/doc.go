@@ -12,7 +12,15 @@
 // Every address, message layout and register of the pinned tt-metal
 // release comes from one table, codegen/target.BlackholeLayout.
 //
-// This package ties the layers together. Device opens a chip, boots
+// This package ties the layers together. Open opens a chip, OpenAll every
+// chip of a backend (each host-visible chip of a multi-chip ttsim library:
+// bh_x2, a P300, has two; Device.ID is the chip's index and the value of
+// its kernels' device-id arguments). EthLinks reads the ethernet links
+// between opened chips from their ethernet cores' base-firmware boot
+// results (tt-metal's blackhole eth_fw_api.h boot_results_t; ttsim fills
+// them from its peer table) and CheckLinks checks a program's links
+// against them. Ethernet firmware and kernels are not built or loaded yet:
+// programs with ethernet kernels are skipped. A Device boots
 // firmware on the cores programs use, and RunProgram runs one program of a
 // tcc build given a reference device's memory (Reference, over the small
 // Memory interface; package runtime backs it with the simulator, sim/kexec,

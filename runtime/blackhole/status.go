@@ -12,6 +12,8 @@ type Status struct {
 	// Backend ("kmd", "ttsim" or "fake") and Path (device node or library).
 	Backend string `json:"backend"`
 	Path    string `json:"path"`
+	// Chip is the chip's index in a multi-chip ttsim library (0 else).
+	Chip int `json:"chip"`
 	// Arch names the chip from its PCI ids ("blackhole", or why not).
 	Arch string `json:"arch"`
 	// GridX x GridY are tcc's logical worker grid on this chip.
@@ -48,7 +50,7 @@ func (s Status) Firmware() string {
 func (d *Device) Status() (Status, error) {
 	c := d.Chip
 	info := c.Dev.Info()
-	s := Status{Backend: info.Backend, Path: info.Path, Arch: info.Arch(), GridX: c.Target.GridX, GridY: c.Target.GridY,
+	s := Status{Backend: info.Backend, Path: info.Path, Chip: info.Chip, Arch: info.Arch(), GridX: c.Target.GridX, GridY: c.Target.GridY,
 		Harvested: c.Harvested, DRAMBanks: c.Target.DRAMBanks}
 	l := c.Layout
 	jal, err := firmware.JAL(l.Firmware[0].Base)

@@ -12,8 +12,9 @@ import (
 	"github.com/tcc-dev/tcc/runtime/blackhole/jit"
 )
 
-// openMesh opens the run's backend: the simulator, or a chip (ttsim, a
-// card) with the JIT of the tt-metal tree TT_METAL_HOME names.
+// openMesh opens the run's backend: the simulator, or chips (ttsim, a
+// card) with the JIT of the tt-metal tree TT_METAL_HOME names: one for a
+// 1x1 mesh (--chip), mesh device d on chip d for 1xN (ttsim's bh_x2).
 func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	if rf.backend != "ttsim" {
 		return runtime.Open(rf.backend, mesh)
@@ -30,9 +31,13 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	// ttsim ends the process on a fatal error: the line before it names
 	// the program it was running.
 	before := func(r runtime.ProgramResult) {
-		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d\n", r.Index, r.Program, r.Launch)
+		dev := ""
+		if mesh.Devices() > 1 {
+			dev = fmt.Sprintf(", device %d (chip %d)", r.Device, r.Device)
+		}
+		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d%s\n", r.Index, r.Program, r.Launch, dev)
 	}
-	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
+	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Chip: rf.chip, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
 }
 
 // reportChip prints, per program, what the chip did over all its launches

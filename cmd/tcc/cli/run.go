@@ -31,6 +31,7 @@ type runFlags struct {
 	backend       string
 	chipTimeout   time.Duration
 	ttsim         string
+	chip          int
 	check         bool
 	seed          int64
 	threshold     float64
@@ -122,6 +123,7 @@ step's token and text on its own line and the whole text at the end.
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
 	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
+	fs.IntVar(&rf.chip, "chip", 0, "with --backend ttsim and --mesh 1x1: the chip of the library's configuration the programs run on (ttsim's bh_x2 has chips 0 and 1; tcc devices lists them)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")

@@ -61,3 +61,37 @@ func ttsimTinyMLP(t *testing.T, lib, seed string) {
 	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
 	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
 }
+
+// TestTTSimX2Chip1 runs tiny-mlp on chip 1 of ttsim's two-chip library
+// (bh_x2, a P300) when a developer has one: TCC_TTSIM_X2 names it (built
+// from github.com/tenstorrent/ttsim's src/rules.py configuration bh_x2),
+// TT_METAL_HOME as for TestTTSimTinyMLP. Both chips are opened, chip 1's
+// BARs sit at 64 GiB, the links read from the ethernet cores are the
+// P300's two, and every program must match the simulator on chip 1.
+func TestTTSimX2Chip1(t *testing.T) {
+	lib, home := os.Getenv("TCC_TTSIM_X2"), os.Getenv("TT_METAL_HOME")
+	if lib == "" || home == "" {
+		t.Skip("set TCC_TTSIM_X2=/path/to/bh_x2/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run tiny-mlp on chip 1 of ttsim's two-chip library")
+	}
+	out, err := runCLI(t, "devices", "--ttsim", lib)
+	require.NoError(t, err, "tcc devices:\n%s", out)
+	require.Regexp(t, `(?m)^\S+ chip 0\tttsim\tblackhole\t`, out)
+	require.Regexp(t, `(?m)^\S+ chip 1\tttsim\tblackhole\t`, out)
+	require.Contains(t, out, "ethernet links between the chips: chip 0 channel 2 <-> chip 1 channel 9, chip 0 channel 3 <-> chip 1 channel 8\n")
+	c := exec.Command(os.Args[0], "-test.run", "^TestTTSimX2Chip1Run$", "-test.count=1")
+	c.Env = append(os.Environ(), "TCC_TTSIM_X2_RUN=1")
+	b, err := c.CombinedOutput()
+	require.NoError(t, err, "tiny-mlp on chip 1:\n%s", b)
+}
+
+// TestTTSimX2Chip1Run is TestTTSimX2Chip1's run in a process of its own
+// (ttsim initialises once per process).
+func TestTTSimX2Chip1Run(t *testing.T) {
+	if os.Getenv("TCC_TTSIM_X2_RUN") == "" {
+		t.Skip("run by TestTTSimX2Chip1")
+	}
+	out, err := runCLI(t, "run", "tiny-mlp", "--backend", "ttsim", "--ttsim", os.Getenv("TCC_TTSIM_X2"), "--chip", "1", "--check")
+	require.NoError(t, err, "tcc run --chip 1:\n%s", out)
+	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
+	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
+}

@@ -56,7 +56,11 @@ type Info struct {
 	// Backend is "kmd", "ttsim" or "fake".
 	Backend string
 	// Path is the device node or the library the chip was opened from.
-	Path               string
+	Path string
+	// Chip is the chip's index among the Chips host-visible chips its
+	// backend opened together (ttsim's multi-chip configurations: bh_x2
+	// is two); a card or a single-chip library is chip 0 of 1.
+	Chip, Chips        int
 	VendorID, DeviceID uint16
 }
 

@@ -12,6 +12,12 @@
 //     message and kernel config blob (Launch), runs the test's Program hook
 //     and, Delay clock cycles later, reports RUN_MSG_DONE.
 //
+// NewChips makes the chips of a multi-chip system (each with its own
+// memory and clock); Cable connects an ethernet channel of one to a
+// channel of another by writing both ethernet cores' base-firmware boot
+// results (port up, local and remote chip_info), as ttsim's multi-chip
+// libraries do. Ethernet cores hold memory only: nothing runs on them.
+//
 // Hang makes a core never finish, with the subordinate sync bytes showing
 // which processors are still running, so that watchdogs can be tested.
 //

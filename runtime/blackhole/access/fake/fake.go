@@ -24,6 +24,7 @@ type Chip struct {
 	dram   map[XY]map[uint64][]byte // 64 KiB chunks
 	worker map[XY]bool
 	isDRAM map[XY]bool
+	isEth  map[XY]bool
 	cycles int
 
 	// Program is called for every launch, before the core reports done;
@@ -68,6 +69,7 @@ func New() *Chip {
 		dram:   map[XY]map[uint64][]byte{},
 		worker: map[XY]bool{},
 		isDRAM: map[XY]bool{},
+		isEth:  map[XY]bool{},
 		hang:   map[XY][]string{},
 		dead:   map[XY]bool{},
 	}
@@ -75,6 +77,10 @@ func New() *Chip {
 		for y := 2; y <= 11; y++ {
 			c.worker[XY{x, y}] = true
 		}
+	}
+	for ch := 0; t.InEth(ch); ch++ {
+		x, y, _ := t.EthNoC(ch)
+		c.isEth[XY{x, y}] = true
 	}
 	// DRAM in translated coordinates (x 17, 18; y 12..23), as hosts and
 	// kernels address it on a Blackhole with NoC translation enabled.
@@ -84,6 +90,19 @@ func New() *Chip {
 		}
 	}
 	return c
+}
+
+// NewChips returns n fake Blackholes as the chips of one n-chip system
+// (Info: Path fake:i, Chip i of n), as ttsim's multi-chip libraries
+// present theirs. Each keeps its own memory and clock.
+func NewChips(n int) []*Chip {
+	cs := make([]*Chip, n)
+	for i := range cs {
+		cs[i] = New()
+		cs[i].info.Path = fmt.Sprintf("fake:%d", i)
+		cs[i].info.Chip, cs[i].info.Chips = i, n
+	}
+	return cs
 }
 
 // SetDeviceID changes the PCI device id the chip reports (for wrong-arch tests).
@@ -223,8 +242,19 @@ func (c *Chip) endpoint(at XY, addr uint64, p []byte, write bool) error {
 		return c.tensix(at, addr, p, write)
 	case c.isDRAM[at]:
 		return c.dramAccess(at, addr, p, write)
+	case c.isEth[at]:
+		if addr+uint64(len(p)) > uint64(c.t.Eth.L1Size) {
+			return fmt.Errorf("fake chip: ethernet core (%d,%d) L1 access [%#x, %#x) past its %d B", at.X, at.Y, addr, addr+uint64(len(p)), c.t.Eth.L1Size)
+		}
+		mem := c.L1(at.X, at.Y)
+		if write {
+			copy(mem[addr:], p)
+		} else {
+			copy(p, mem[addr:])
+		}
+		return nil
 	}
-	return fmt.Errorf("fake chip: NoC endpoint (%d,%d) is neither a Tensix nor a DRAM core", at.X, at.Y)
+	return fmt.Errorf("fake chip: NoC endpoint (%d,%d) is neither a Tensix, a DRAM nor an ethernet core", at.X, at.Y)
 }
 
 func (c *Chip) tensix(at XY, addr uint64, p []byte, write bool) error {
@@ -269,7 +299,8 @@ func (c *Chip) tensix(at XY, addr uint64, p []byte, write bool) error {
 	return nil
 }
 
-// L1 returns the L1 of the Tensix at (x, y) (allocating it on first use).
+// L1 returns the L1 of the Tensix or ethernet core at (x, y) (allocating
+// it on first use).
 func (c *Chip) L1(x, y int) []byte {
 	at := XY{x, y}
 	if c.l1[at] == nil {

@@ -37,19 +37,52 @@ var (
 	opened bool
 )
 
-// Sim is an opened ttsim library.
-type Sim struct {
+// MaxChips bounds the PCI devices OpenAll enumerates (PCI device numbers
+// are 5 bits).
+const MaxChips = 32
+
+// lib is a loaded ttsim library: one simulation, one clock for all its
+// chips.
+type lib struct {
 	path                     string
-	lib                      unsafe.Pointer
+	handle                   unsafe.Pointer
 	exit, cfgRd, rd, wr, clk unsafe.Pointer
-	bar                      [6]uint64
-	info                     access.Info
-	closed                   bool
+	mu                       sync.Mutex
+	open                     int // chips not closed
+	exited                   bool
 }
 
-// Open loads the ttsim library at path (or TT_METAL_SIMULATOR) and
-// initialises the simulated chip.
+// Sim is one host-visible chip of an opened ttsim library.
+type Sim struct {
+	lib    *lib
+	chip   int
+	bar    [6]uint64
+	info   access.Info
+	closed bool
+}
+
+// Open loads the ttsim library at path (or TT_METAL_SIMULATOR),
+// initialises the simulation and returns its chip 0; the library's other
+// chips, if any, are not used (OpenAll returns them all).
 func Open(path string) (*Sim, error) {
+	chips, err := OpenAll(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range chips[1:] {
+		c.Close()
+	}
+	return chips[0], nil
+}
+
+// OpenAll loads the ttsim library at path (or TT_METAL_SIMULATOR),
+// initialises the simulation and returns every host-visible chip it
+// models, in PCI device order (bus 0, device N is chip N; ttsim's bh_x2,
+// a P300, has two). Chip N's BARs are those its PCI config space gives
+// (ttsim puts them at N x 64 GiB). The chips share one clock: Clock on any
+// of them advances all. libttsim_exit runs when the last of them is
+// closed.
+func OpenAll(path string) ([]*Sim, error) {
 	if path == "" {
 		path = os.Getenv(EnvLibrary)
 	}
@@ -66,25 +99,25 @@ func Open(path string) (*Sim, error) {
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	lib := C.dlopen(cpath, C.RTLD_NOW|C.RTLD_LOCAL)
-	if lib == nil {
+	handle := C.dlopen(cpath, C.RTLD_NOW|C.RTLD_LOCAL)
+	if handle == nil {
 		return nil, fmt.Errorf("ttsim: cannot load %s: %s", path, C.GoString(C.tt_dlerror()))
 	}
-	s := &Sim{path: path, lib: lib}
+	l := &lib{path: path, handle: handle}
 	syms := []struct {
 		name string
 		dst  *unsafe.Pointer
 	}{
-		{"libttsim_init", nil}, {"libttsim_exit", &s.exit}, {"libttsim_pci_config_rd32", &s.cfgRd},
-		{"libttsim_pci_mem_rd_bytes", &s.rd}, {"libttsim_pci_mem_wr_bytes", &s.wr}, {"libttsim_clock", &s.clk},
+		{"libttsim_init", nil}, {"libttsim_exit", &l.exit}, {"libttsim_pci_config_rd32", &l.cfgRd},
+		{"libttsim_pci_mem_rd_bytes", &l.rd}, {"libttsim_pci_mem_wr_bytes", &l.wr}, {"libttsim_clock", &l.clk},
 	}
 	var initFn unsafe.Pointer
 	for _, sy := range syms {
 		cs := C.CString(sy.name)
-		p := C.dlsym(lib, cs)
+		p := C.dlsym(handle, cs)
 		C.free(unsafe.Pointer(cs))
 		if p == nil {
-			C.dlclose(lib)
+			C.dlclose(handle)
 			return nil, fmt.Errorf("ttsim: %s is not a ttsim library: it has no %s (build libttsim.so from github.com/tenstorrent/ttsim)", path, sy.name)
 		}
 		if sy.dst == nil {
@@ -95,14 +128,31 @@ func Open(path string) (*Sim, error) {
 	}
 	C.tt_call_void(initFn)
 	opened = true
-	id := uint32(C.tt_call_cfg_rd(s.cfgRd, 0, 0))
-	s.info = access.Info{Backend: "ttsim", Path: path, VendorID: uint16(id), DeviceID: uint16(id >> 16)}
-	for i := 0; i < 6; i += 2 { // BAR0, BAR2, BAR4 are 64-bit BARs
-		lo := uint64(C.tt_call_cfg_rd(s.cfgRd, 0, C.uint32_t(0x10+4*i)))
-		hi := uint64(C.tt_call_cfg_rd(s.cfgRd, 0, C.uint32_t(0x14+4*i)))
-		s.bar[i] = hi<<32 | lo&^0xF
+	var chips []*Sim
+	for dev := 0; dev < MaxChips; dev++ {
+		bdf := C.uint32_t(dev << 3) // bus 0, device dev, function 0
+		id := uint32(C.tt_call_cfg_rd(l.cfgRd, bdf, 0))
+		if id == 0xFFFFFFFF { // no such device: enumeration ends
+			break
+		}
+		s := &Sim{lib: l, chip: dev}
+		s.info = access.Info{Backend: "ttsim", Path: path, Chip: dev, VendorID: uint16(id), DeviceID: uint16(id >> 16)}
+		for i := 0; i < 6; i += 2 { // BAR0, BAR2, BAR4 are 64-bit BARs
+			lo := uint64(C.tt_call_cfg_rd(l.cfgRd, bdf, C.uint32_t(0x10+4*i)))
+			hi := uint64(C.tt_call_cfg_rd(l.cfgRd, bdf, C.uint32_t(0x14+4*i)))
+			s.bar[i] = hi<<32 | lo&^0xF
+		}
+		chips = append(chips, s)
 	}
-	return s, nil
+	if len(chips) == 0 {
+		C.tt_call_void(l.exit)
+		return nil, fmt.Errorf("ttsim: %s: no chip answers PCI config reads at bus 0 device 0", path)
+	}
+	for _, s := range chips {
+		s.info.Chips = len(chips)
+	}
+	l.open = len(chips)
+	return chips, nil
 }
 
 // Info implements access.BAR.
@@ -110,10 +160,10 @@ func (s *Sim) Info() access.Info { return s.info }
 
 func (s *Sim) addr(bar int, off uint64, n int) (uint64, error) {
 	if s.closed {
-		return 0, fmt.Errorf("ttsim: access after Close")
+		return 0, fmt.Errorf("ttsim: chip %d: access after Close", s.chip)
 	}
 	if bar != 0 && bar != 4 || s.bar[bar] == 0 {
-		return 0, fmt.Errorf("ttsim: no BAR%d", bar)
+		return 0, fmt.Errorf("ttsim: chip %d: no BAR%d", s.chip, bar)
 	}
 	if n <= 0 || n > 1<<30 {
 		return 0, fmt.Errorf("ttsim: BAR%d access of %d bytes", bar, n)
@@ -127,7 +177,7 @@ func (s *Sim) ReadBAR(bar int, off uint64, p []byte) error {
 	if err != nil {
 		return err
 	}
-	C.tt_call_mem_rd(s.rd, C.uint64_t(a), unsafe.Pointer(&p[0]), C.uint32_t(len(p)))
+	C.tt_call_mem_rd(s.lib.rd, C.uint64_t(a), unsafe.Pointer(&p[0]), C.uint32_t(len(p)))
 	return nil
 }
 
@@ -137,23 +187,33 @@ func (s *Sim) WriteBAR(bar int, off uint64, p []byte) error {
 	if err != nil {
 		return err
 	}
-	C.tt_call_mem_wr(s.wr, C.uint64_t(a), unsafe.Pointer(&p[0]), C.uint32_t(len(p)))
+	C.tt_call_mem_wr(s.lib.wr, C.uint64_t(a), unsafe.Pointer(&p[0]), C.uint32_t(len(p)))
 	return nil
 }
 
-// Clock implements access.BAR.
+// Clock implements access.BAR: it advances the simulation, every chip of
+// the library, by n cycles.
 func (s *Sim) Clock(n int) {
 	if !s.closed && n > 0 {
-		C.tt_call_clock(s.clk, C.uint32_t(n))
+		C.tt_call_clock(s.lib.clk, C.uint32_t(n))
 	}
 }
 
-// Close ends the simulation (libttsim_exit). The library stays loaded:
-// ttsim cannot be initialised again in this process.
+// Close closes the chip; closing the library's last open chip ends the
+// simulation (libttsim_exit). The library stays loaded: ttsim cannot be
+// initialised again in this process.
 func (s *Sim) Close() error {
-	if !s.closed {
-		s.closed = true
-		C.tt_call_void(s.exit)
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	l := s.lib
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.open == 0 && !l.exited {
+		l.exited = true
+		C.tt_call_void(l.exit)
 	}
 	return nil
 }
