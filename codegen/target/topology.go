@@ -22,7 +22,10 @@ import (
 // logical channel Ethernet.RingEast[l] is the physical channel
 // Ethernet.Ports[d].East[l] (and West likewise): the channel a card
 // backend loads that kernel on. Where chip d's ports equal chip 0's the map
-// is the identity (every chip of the default topology).
+// is the identity (every chip of the default topology). The simulator and
+// the timing model run every chip in logical channels (MeshLinks): chip d's
+// ethernet kernels sit at the NoC positions of chip 0's channels, which
+// moves only the NoC distance of their transfers.
 
 // EthEnd is one end of a physical ethernet link: a chip of the mesh row and
 // one of its ethernet channels.
