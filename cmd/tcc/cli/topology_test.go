@@ -13,7 +13,6 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 )
 
-
 // TestTopologyBuild: --topology p300 plans the ring over the P300's links
 // and programs.json records the topology, the physical links and each
 // chip's ring channels; the default build records p150a and no ports.
