@@ -62,7 +62,8 @@ type Topology struct {
 // (or more) p150a cards cabled as a ring, the cabling of the measured
 // two-card rows the timing model is fitted on (reference/measured.md:
 // two p150a cards, mesh 1x2, TP=2; reference/blackhole.md: four QSFP-DD
-// ports a card).
+// ports a card; neither says which channels the cables use, so the table
+// keeps the ring tcc's builds have always assumed).
 const DefaultTopology = "p150a"
 
 // topologies is the table of every topology, by name.
