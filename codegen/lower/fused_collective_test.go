@@ -35,6 +35,8 @@ type fusedCCLCase struct {
 	// tail is whether the program has the tail kernels; adders whether
 	// the ring folds the residual into its adders.
 	tail, fold bool
+	// long: run only with TCC_LONG=1 (ir/longtest).
+	long bool
 	// topology, when set, cables the ring as that topology
 	// (target.WithTopology; else the default's).
 	topology string
@@ -72,7 +74,7 @@ var fusedCCLCases = []fusedCCLCase{
 	// tail core, which norms it while the ring runs on (rowStream)
 	// a P300's two links, one each way: the ring of one link a card
 	{name: "add+norm hidden 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true, fold: true, topology: "p300"},
-	{name: "add+norm prefill rows 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, topology: "p300"},
+	{name: "add+norm prefill rows 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, topology: "p300", long: true},
 	{name: "add+norm prefill row stream 1x2", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true},
 }
 
@@ -131,6 +133,9 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 	dir := t.TempDir()
 	for ci, tc := range fusedCCLCases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.long {
+				longtest.Skip(t, "a P300 ring streaming a prefill activation over one link a card (~7 s)")
+			}
 			tgt := target.Blackhole()
 			ctx := NewContext(tgt)
 			if tc.small {
