@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -34,6 +35,11 @@ type fusedCCLCase struct {
 	// tail is whether the program has the tail kernels; adders whether
 	// the ring folds the residual into its adders.
 	tail, fold bool
+	// long: run only with TCC_LONG=1 (ir/longtest).
+	long bool
+	// topology, when set, cables the ring as that topology
+	// (target.WithTopology; else the default's).
+	topology string
 	// stream: the ring streams through two staging slots, several
 	// packets a link (RingPlan.Streaming), and with the norm its adders
 	// push the sums into the tail packet by packet.
@@ -66,6 +72,9 @@ var fusedCCLCases = []fusedCCLCase{
 	// more tile rows than tail cores (on a 22-core grid with 8-tile
 	// packets, 4 adders a link): the adders count each row of h on its
 	// tail core, which norms it while the ring runs on (rowStream)
+	// a P300's two links, one each way: the ring of one link a card
+	{name: "add+norm hidden 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true, fold: true, topology: "p300"},
+	{name: "add+norm prefill rows 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, topology: "p300", long: true},
 	{name: "add+norm prefill row stream 1x2", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true},
 }
 
@@ -124,10 +133,20 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 	dir := t.TempDir()
 	for ci, tc := range fusedCCLCases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.long {
+				longtest.Skip(t, "a P300 ring streaming a prefill activation over one link a card (~7 s)")
+			}
 			tgt := target.Blackhole()
 			ctx := NewContext(tgt)
 			if tc.small {
 				tgt, ctx = smallRing()
+			}
+			if tc.topology != "" {
+				tp, err := target.LookupTopology(tc.topology)
+				require.NoError(t, err)
+				tgt, err = tgt.WithTopology(tp, tc.n)
+				require.NoError(t, err)
+				ctx = NewContext(tgt)
 			}
 			g, op := fusedCCLGraph(t, tc)
 			p, err := Lower(op, ctx)
@@ -200,7 +219,20 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			c, err := kexec.NewCluster(tgt, tc.n, kexec.RingLinks(tc.n, tgt.Eth.RingEast, tgt.Eth.RingWest))
+			links, err := kexec.TargetLinks(tgt, tc.n)
+			require.NoError(t, err)
+			if es := p.Kernel("eth_sender"); es != nil {
+				// The sender sits on every ring link's east channel of
+				// chip 0: the topology's links, one a card for a P300.
+				var want []ir.CoreRange
+				for _, ch := range tgt.Eth.RingEast {
+					want = append(want, kir.EthCore(ch).Range())
+				}
+				if diff := cmp.Diff(want, es.Cores); diff != "" {
+					t.Errorf("eth_sender cores (-want +got):\n%s", diff)
+				}
+			}
+			c, err := kexec.NewCluster(tgt, tc.n, links)
 			if err != nil {
 				t.Fatal(err)
 			}
