@@ -38,6 +38,16 @@ type Manifest struct {
 	// Ethernet lists the cabled links mesh programs use: channel of device
 	// to channel of device (full duplex).
 	Ethernet []EthLink `json:"ethernet"`
+	// Topology names the cabling the mesh programs' ring was planned on
+	// (target.LookupTopology; set for a mesh row of more than one card), so
+	// a runtime can check it against the chips it opens.
+	Topology string `json:"topology,omitempty"`
+	// RingPorts, when a chip's ring channels differ from chip 0's, lists
+	// every chip's physical ring channels (target.RingPorts): the mesh
+	// programs' ethernet kernels sit on chip 0's channels (ring link l's
+	// sender on east[l], receiver on west[l]), and on chip d they load on
+	// RingPorts[d]'s channels of the same link.
+	RingPorts []RingPorts `json:"ring_ports,omitempty"`
 	// MeshPrograms are the indices (in a device's execution order) of the
 	// programs that must be launched on every device of a mesh row at the
 	// same time: their ethernet kernels talk to each other.
@@ -90,7 +100,14 @@ type LayoutInfo struct {
 	DRAMPageAlig int    `json:"dram_page_align"`
 }
 
-// EthLink is one ethernet cable of the mesh row.
+// RingPorts are one chip's physical ring channels.
+type RingPorts struct {
+	Device int   `json:"device"`
+	East   []int `json:"east"`
+	West   []int `json:"west"`
+}
+
+// EthLink is one ethernet cable of the mesh row (physical channels).
 type EthLink struct {
 	DeviceA  int `json:"device_a"`
 	ChannelA int `json:"channel_a"`
@@ -188,14 +205,31 @@ func (b *Build) Manifest(info hostcfg.HostInfo) (*Manifest, error) {
 		}
 	}
 	if mesh && t.Eth != nil && g.Mesh.Cols > 1 {
-		n := g.Mesh.Cols
-		for d := 0; d < n; d++ {
-			for l := range t.Eth.RingEast {
-				if n == 1 {
-					break
-				}
-				m.Ethernet = append(m.Ethernet, EthLink{DeviceA: d, ChannelA: t.Eth.RingEast[l], DeviceB: (d + 1) % n, ChannelB: t.Eth.RingWest[l]})
+		n, e := g.Mesh.Cols, t.Eth
+		m.Topology = e.Topology
+		// port is chip d's physical channel of ring link l.
+		port := func(d, l int, east bool) int {
+			if len(e.Ports) != n {
+				return map[bool][]int{true: e.RingEast, false: e.RingWest}[east][l]
 			}
+			if east {
+				return e.Ports[d].East[l]
+			}
+			return e.Ports[d].West[l]
+		}
+		same := true
+		for d := 0; d < n; d++ {
+			for l := range e.RingEast {
+				m.Ethernet = append(m.Ethernet, EthLink{DeviceA: d, ChannelA: port(d, l, true), DeviceB: (d + 1) % n, ChannelB: port((d+1)%n, l, false)})
+				same = same && port(d, l, true) == e.RingEast[l] && port(d, l, false) == e.RingWest[l]
+			}
+		}
+		for d := 0; d < n && !same; d++ {
+			rp := RingPorts{Device: d}
+			for l := range e.RingEast {
+				rp.East, rp.West = append(rp.East, port(d, l, true)), append(rp.West, port(d, l, false))
+			}
+			m.RingPorts = append(m.RingPorts, rp)
 		}
 	}
 	return m, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
@@ -11,9 +12,33 @@ import (
 // row) have kernels on ethernet cores and must run on every card of the
 // row at once: each card's senders feed the next card's receivers. The
 // runtime launches them as one mesh workload per row on the sim backend's
-// kexec.Cluster, cabled as the target's canonical ring (channel
-// RingEast[l] of card c to RingWest[l] of card c+1 mod N); every other
+// kexec.Cluster, cabled as the target's topology (kexec.TargetLinks:
+// the topology's links in the programs' logical channels); every other
 // program keeps running card by card.
+
+// UseTopology cables every row of m as topology tp (target.WithTopology
+// over the mesh's columns): collectives then run over tp's links, and Load
+// accepts only builds planned for tp. A mesh opens cabled as
+// target.DefaultTopology.
+func (m *Mesh) UseTopology(tp *target.Topology) error {
+	if tp.Chips > 0 && m.Shape.Devices() > tp.Chips {
+		return fmt.Errorf("runtime: topology %s cables %d chips; mesh %s has %d", tp.Name, tp.Chips, m.Shape, m.Shape.Devices())
+	}
+	t, err := m.Target.WithTopology(tp, m.Shape.Cols)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	m.Target = t
+	return nil
+}
+
+// topologyOf is the name of t's topology ("" without ethernet).
+func topologyOf(t *target.Target) string {
+	if t == nil || t.Eth == nil {
+		return ""
+	}
+	return t.Eth.Topology
+}
 
 // IsCollective reports whether p is a mesh program: it has a kernel on an
 // ethernet core, so it must be launched on all cards of a row together
@@ -39,7 +64,11 @@ func (m *Mesh) row(r int) (*kexec.Cluster, error) {
 	if eth == nil {
 		return nil, fmt.Errorf("runtime: target %s has no ethernet cores for collectives", m.Target.Name)
 	}
-	return kexec.NewClusterOf(devs, kexec.RingLinks(cols, eth.RingEast, eth.RingWest))
+	links, err := kexec.TargetLinks(m.Target, cols)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: mesh row %d: %w", r, err)
+	}
+	return kexec.NewClusterOf(devs, links)
 }
 
 // LaunchCollective runs p on every card of every mesh row, one mesh

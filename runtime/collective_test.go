@@ -38,10 +38,25 @@ func meshGraph(t *testing.T, n int) (*ir.Graph, *ir.Value, []*ir.Value) {
 }
 
 func TestRunWithCollectives(t *testing.T) {
-	for _, n := range []int{1, 2, 4} {
-		t.Run(ir.Mesh{Rows: 1, Cols: n}.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		n        int
+		topology string
+	}{{1, ""}, {2, ""}, {4, ""}, {2, "p300"}} {
+		n := tc.n
+		t.Run(ir.Mesh{Rows: 1, Cols: n}.String()+tc.topology, func(t *testing.T) {
 			g, x, outs := meshGraph(t, n)
-			build, err := codegen.Compile(g, target.Blackhole())
+			tgt := target.Blackhole()
+			var tp *target.Topology
+			if tc.topology != "" {
+				var err error
+				if tp, err = target.LookupTopology(tc.topology); err != nil {
+					t.Fatal(err)
+				}
+				if tgt, err = tgt.WithTopology(tp, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			build, err := codegen.Compile(g, tgt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,6 +72,15 @@ func TestRunWithCollectives(t *testing.T) {
 			m, err := Open("sim", g.Mesh)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tp != nil {
+				// A mesh cabled otherwise refuses the build.
+				if _, err := Load(m, build); err == nil || !strings.Contains(err.Error(), "topology "+tp.Name) {
+					t.Fatalf("Load on a %s mesh of a build for %s: error %v, want one naming the topology", target.DefaultTopology, tp.Name, err)
+				}
+				if err := m.UseTopology(tp); err != nil {
+					t.Fatal(err)
+				}
 			}
 			exe, err := Load(m, build)
 			if err != nil {

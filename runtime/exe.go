@@ -31,10 +31,14 @@ type Executable struct {
 
 // Load allocates every buffer of b on every device of m. Weights and state
 // (by name) are shared with builds loaded earlier on m; inputs and
-// intermediate values get buffers of their own.
+// intermediate values get buffers of their own. A build of a mesh row of
+// more than one card must be planned for the topology m is cabled as.
 func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 	if b.Graph.Mesh != m.Shape {
 		return nil, fmt.Errorf("runtime: build is for mesh %s, opened mesh is %s", b.Graph.Mesh, m.Shape)
+	}
+	if bt, mt := topologyOf(b.Target), topologyOf(m.Target); b.Graph.Mesh.Cols > 1 && bt != mt {
+		return nil, fmt.Errorf("runtime: build is planned for topology %s, the mesh %s is cabled as %s (Mesh.UseTopology)", bt, m.Shape, mt)
 	}
 	m.loads++
 	e := &Executable{Mesh: m, Build: b, names: map[*ir.Value]string{}, binding: map[string]string{}}

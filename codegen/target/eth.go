@@ -15,10 +15,11 @@ type Ethernet struct {
 	// byte kernels may use and L1Top the end of the kernel-usable region
 	// (above it: fabric, sync info and system reserved areas).
 	L1Size, L1UnreservedBase, L1Top int
-	// RingEast and RingWest are the channels of the canonical 1xN ring
-	// cabling: ring link l connects channel RingEast[l] of card d to
-	// channel RingWest[l] of card d+1 (mod N). A card backend maps them to
-	// the channels the cables really use.
+	// RingEast and RingWest are the ring's logical channels: ring link l
+	// connects channel RingEast[l] of card d to channel RingWest[l] of card
+	// d+1 (mod N). They are chip 0's physical channels of the topology the
+	// target was derived for (topology.go, WithTopology; Blackhole(): the
+	// DefaultTopology's); Ports maps them to each chip's physical ones.
 	RingEast, RingWest []int
 	// LinkBytesPerCycle is the sustained payload rate of one link in bytes
 	// per Tensix cycle; LinkLatencyCycles is the one-way latency of a
@@ -40,6 +41,14 @@ type Ethernet struct {
 	// direct-send test, tests/tt_metal/tt_metal/eth/test_erisc_app_direct_send.cpp:930,
 	// sweeps commands of 16 B to 64 KiB.)
 	MaxCommandBytes int
+	// Topology names the cabling the ring was derived from (see
+	// topology.go; DefaultTopology in Blackhole()); Links are its physical
+	// links on the mesh row and Ports each chip's physical ring channels
+	// (nil: every chip uses RingEast/RingWest themselves). Set by
+	// Target.WithTopology.
+	Topology string
+	Links    []EthLink
+	Ports    []RingPorts
 	// noc is the NoC coordinate of each channel.
 	noc [][2]int
 }
@@ -66,6 +75,7 @@ func blackholeEthernet() *Ethernet {
 		LinkBytesPerCycle: 20,
 		LinkLatencyCycles: 1350,
 		MaxCommandBytes:   1 << 20,
+		Topology:          DefaultTopology,
 	}
 	for _, x := range xs {
 		e.noc = append(e.noc, [2]int{x, 1})

@@ -1,6 +1,10 @@
 package interp
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/target"
+)
 
 // EthEnd is one end of an ethernet cable: an ethernet channel of a device.
 type EthEnd struct{ Device, Channel int }
@@ -10,6 +14,22 @@ func (e EthEnd) String() string { return fmt.Sprintf("device %d eth%d", e.Device
 // Link is an ethernet cable between two ethernet cores of different
 // devices. Links are full duplex: either end may send.
 type Link struct{ A, B EthEnd }
+
+// TargetLinks are the links t's topology cables a row of n devices with,
+// in the logical channels the programs' ethernet kernels use
+// (target.Target.MeshLinks): the simulator's peer lookup and the timing
+// model's links derive from the topology's one table.
+func TargetLinks(t *target.Target, n int) ([]Link, error) {
+	ls, err := t.MeshLinks(n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Link, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, Link{EthEnd{l.A.Chip, l.A.Channel}, EthEnd{l.B.Chip, l.B.Channel}})
+	}
+	return out, nil
+}
 
 // RingLinks cables n devices as a ring: for every l, channel east[l] of
 // device d to channel west[l] of device (d+1) mod n. For n == 2 that is two

@@ -20,6 +20,10 @@ type Link = interp.Link
 // RingLinks cables n devices as a ring (interp.RingLinks).
 func RingLinks(n int, east, west []int) []Link { return interp.RingLinks(n, east, west) }
 
+// TargetLinks are the links of t's topology on a row of n devices
+// (interp.TargetLinks).
+func TargetLinks(t *target.Target, n int) ([]Link, error) { return interp.TargetLinks(t, n) }
+
 // LineLinks cables n devices as a line (interp.LineLinks).
 func LineLinks(n int, east, west []int) []Link { return interp.LineLinks(n, east, west) }
 

@@ -139,7 +139,11 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 		if t.Eth == nil {
 			return nil, fmt.Errorf("program %q: target %s has no ethernet cores for a %d-device run", p.Name, t.Name, n)
 		}
-		for _, l := range interp.RingLinks(n, t.Eth.RingEast, t.Eth.RingWest) {
+		links, err := interp.TargetLinks(t, n)
+		if err != nil {
+			return nil, fmt.Errorf("program %q: %w", p.Name, err)
+		}
+		for _, l := range links {
 			a, b := ethEnd{l.A.Device, l.A.Channel}, ethEnd{l.B.Device, l.B.Channel}
 			m.peers[a], m.peers[b] = b, a
 		}

@@ -54,6 +54,7 @@ phase in line) and refuses phases that cannot share a compute binary.
 	}
 	mf := addModelFlags(cmd, "fused")
 	mf.addSFPU()
+	mf.addTopology()
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output directory (default out/MODEL)")
 	var persistent bool
 	cmd.Flags().BoolVar(&persistent, "persistent", false, "build the step as ONE persistent program per device (merged kernels, phases sharing code; programs.json holds one program per device with its persistent section)")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
@@ -38,6 +39,15 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d%s\n", r.Index, r.Program, r.Launch, dev)
 	}
 	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Chip: rf.chip, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
+}
+
+// useTopology cables the opened mesh as --topology.
+func useTopology(m *runtime.Mesh, mf *modelFlags) error {
+	tp, err := target.LookupTopology(mf.topology)
+	if err != nil {
+		return fmt.Errorf("--topology: %w", err)
+	}
+	return m.UseTopology(tp)
 }
 
 // reportChip prints, per program, what the chip did over all its launches

@@ -32,6 +32,9 @@ type modelFlags struct {
 	// sfpu is --sfpu (sfpu.ParseCode; "" when the command has no such
 	// flag: tcc's own code).
 	sfpu string
+	// topology is --topology (target.LookupTopology; "" when the command
+	// has no such flag: target.DefaultTopology).
+	topology string
 	// budget is tcc perf's --simulate-budget (timing.Predictor.SetBudget;
 	// 0: the default).
 	budget int64
@@ -41,6 +44,13 @@ type modelFlags struct {
 // run (tcc build, run and perf).
 func (mf *modelFlags) addSFPU() {
 	mf.flags.StringVar(&mf.sfpu, "sfpu", "tcc", "SFPU code of the compute kernels: tcc (tcc's own instruction sequences, which stock GCC builds and the simulator executes bit for bit) or llk (tt-metal's SFPU calls; needs tt-metal's SFPI compiler, simulated as their exact functions)")
+}
+
+// addTopology registers --topology: how the mesh row's chips are cabled
+// (tcc build, run and perf).
+func (mf *modelFlags) addTopology() {
+	mf.flags.StringVar(&mf.topology, "topology", target.DefaultTopology, "ethernet cabling of the mesh row's chips, one of "+strings.Join(target.TopologyNames(), ", ")+
+		": the collectives' ring is planned over its links (p150a: p150a cards cabled as a ring, the measured two-card setup; p300: a P300 board, ttsim's bh_x2, two links)")
 }
 
 // sfpuCode is --sfpu's code (tcc's own when the command has no --sfpu).
@@ -63,7 +73,25 @@ func (mf *modelFlags) target() (*target.Target, error) {
 	}
 	t := target.Blackhole()
 	t.SFPU = c
-	return t, nil
+	return mf.withTopology(t)
+}
+
+// withTopology applies --topology to t for --mesh: the ring of a mesh row
+// is planned over the topology's links. It fails, naming the topology and
+// the mesh, for an unknown topology or a mesh it does not cable.
+func (mf *modelFlags) withTopology(t *target.Target) (*target.Target, error) {
+	tp, err := target.LookupTopology(mf.topology)
+	if err != nil {
+		return nil, fmt.Errorf("--topology: %w", err)
+	}
+	mesh, err := ir.ParseMesh(mf.mesh)
+	if err != nil {
+		return nil, err
+	}
+	if tp.Chips > 0 && mesh.Devices() > tp.Chips {
+		return nil, fmt.Errorf("--topology %s cables %d chips; mesh %s has %d", tp.Name, tp.Chips, mesh, mesh.Devices())
+	}
+	return t.WithTopology(tp, mesh.Cols)
 }
 
 // addModelFlags registers --mesh, --stage, --disable and every registered

@@ -135,6 +135,7 @@ are listed in package sim/timing (output_csv.go).`,
 	}
 	mf := addModelFlags(cmd, "fused")
 	mf.addSFPU()
+	mf.addTopology()
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table, json or csv")
 	cmd.Flags().StringVar(&trace, "trace", "", "also write a Chrome/Perfetto trace-event JSON of one step to this file")
 	cmd.Flags().StringVar(&threads, "threads", "", "instead of the table, print each kernel's latest thread (core, finish, waits) of the first program of this op")

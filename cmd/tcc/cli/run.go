@@ -119,6 +119,7 @@ step's token and text on its own line and the whole text at the end.
 	}
 	mf := addModelFlags(cmd, "fused")
 	mf.addSFPU()
+	mf.addTopology()
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
 	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
@@ -280,6 +281,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 		return err
 	}
 	defer dev.Close()
+	if err := useTopology(dev, mf); err != nil {
+		return err
+	}
 	var graphs []*stepGraph
 	segs := prefillSegments(rf.prefill, rf.prefillChunk)
 	if len(segs) > 0 {
