@@ -464,7 +464,7 @@ func TestOpenChipMesh1x2(t *testing.T) {
 
 // TestPhysicalChannel maps a build's logical ring channels to each chip's
 // physical ones: the identity on the default topology, Ports[d] on a P300
-// (chip 1's logical 2 and 3 are its physical 9 and 8).
+// (chip 1 sends east on physical 8 and receives from the west on 9).
 func TestPhysicalChannel(t *testing.T) {
 	p300, err := target.LookupTopology("p300")
 	require.NoError(t, err)
@@ -479,8 +479,8 @@ func TestPhysicalChannel(t *testing.T) {
 	}{
 		{"default chip 1", target.Blackhole(), 1, 1, 1, ""},
 		{"p300 chip 0 east", t300, 0, 2, 2, ""},
-		{"p300 chip 1 east", t300, 1, 2, 9, ""},
-		{"p300 chip 1 west", t300, 1, 3, 8, ""},
+		{"p300 chip 1 east", t300, 1, 2, 8, ""},
+		{"p300 chip 1 west", t300, 1, 3, 9, ""},
 		{"p300 not a ring channel", t300, 1, 5, 0, "ethernet channel 5 is not a ring channel"},
 		{"p300 chip 2", t300, 2, 2, 0, "chip 2 is not in the build's 2-chip ring"},
 	}
