@@ -304,6 +304,9 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	if p.compute {
 		opt, extra, src = "-O3", nil, "trisck.cc"
 	}
+	if p.eth {
+		opt = "-Os" // EthernetConfig's default opt_level
+	}
 	extra = append(extra, p.flags...)
 	a := append([]string{e.Toolchain.GXX, opt}, e.cflags()...)
 	a = append(a, e.arch(p)...)
@@ -358,12 +361,16 @@ func (e *Env) kernelLinkCmd(p proc, dir, fw string) cmd {
 			extra = []string{"-flto-partition=one"}
 		}
 	}
+	if p.eth {
+		opt = "-Os"
+		extra = append(extra, p.flags...)
+	}
 	a := []string{e.Toolchain.GXX, opt, "-Wl,--just-symbols=" + filepath.Join(fw, p.name, p.name+"_weakened.elf")}
 	a = append(a, e.lflags()...)
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, "-T"+filepath.Join(fw, "ld", "kernel_"+p.name+".ld"), "-Wl,--emit-relocs")
-	if p.index == BRISC {
+	if p.index == BRISC && !p.eth {
 		a = append(a, filepath.Join(fw, "lib", "noc.o"))
 	}
 	a = append(a, filepath.Join(fw, "lib", "substitutes.o"), filepath.Join(dir, objName(p)))
