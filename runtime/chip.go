@@ -166,7 +166,7 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 			return err
 		}
 		for d := range chips {
-			record(d, "skipped", "collective: the JIT does not build ethernet firmware and kernels yet (the program's links match the chips')")
+			record(d, "skipped", "collective: the runtime does not launch a collective's worker and ethernet kernels on every chip together yet (the program's links match the chips')")
 		}
 		return simRun()
 	}
