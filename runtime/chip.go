@@ -11,6 +11,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole"
 	"github.com/tcc-dev/tcc/sim/kexec"
@@ -165,7 +166,7 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 			return err
 		}
 		for d := range chips {
-			record(d, "skipped", "collective: the JIT does not build ethernet firmware and kernels yet (the program's links match the chips')")
+			record(d, "skipped", "collective: the runtime does not launch a collective's worker and ethernet kernels on every chip together yet (the program's links match the chips')")
 		}
 		return simRun()
 	}
@@ -251,13 +252,29 @@ func (e *Executable) checkOnChip(i int, cfg *hostcfg.ProgramConfig, dir string, 
 	return "matched", detail, nil
 }
 
-// checkLinks checks the ethernet links collective p uses, in the ring the
-// simulator cables each mesh row as (Mesh.row), against the chips'.
+// checkLinks checks the ethernet links collective p uses against the
+// chips': the physical links of the topology the build was planned on
+// (its target's Eth.Links, recorded in programs.json) whose ends, mapped
+// to the programs' logical channels (Ethernet.Logical), carry one of p's
+// ethernet kernels. A build with no topology applied (no Eth.Ports) uses
+// its ring channels on every chip.
 func (e *Executable) checkLinks(p *kir.Program) error {
 	m := e.Mesh
 	if len(m.chips) < 2 {
 		return nil
 	}
+	want, err := buildLinks(e.Build.Target, m.Shape.Cols, ethChannels(p))
+	if err != nil {
+		return err
+	}
+	if err := blackhole.CheckLinks(p.Name, want, m.links); err != nil {
+		return fmt.Errorf("runtime: %w (mesh device d runs on chip d)", err)
+	}
+	return nil
+}
+
+// ethChannels is the set of logical ethernet channels p has kernels on.
+func ethChannels(p *kir.Program) map[int]bool {
 	used := map[int]bool{}
 	for _, k := range p.Kernels {
 		if k == nil || !k.OnEth() {
@@ -267,20 +284,60 @@ func (e *Executable) checkLinks(p *kir.Program) error {
 			used[c.X] = true
 		}
 	}
-	eth := m.Target.Eth
+	return used
+}
+
+// buildLinks returns the physical links (chip = mesh column) of a row of
+// n chips planned on t's topology that touch a logical channel in used,
+// sorted as blackhole.EthLinks sorts.
+func buildLinks(t *target.Target, n int, used map[int]bool) ([]blackhole.EthLink, error) {
+	eth := t.Eth
 	if eth == nil {
-		return fmt.Errorf("runtime: target %s has no ethernet cores for collectives", m.Target.Name)
+		return nil, fmt.Errorf("runtime: target %s has no ethernet cores for collectives", t.Name)
 	}
 	var want []blackhole.EthLink
-	for _, l := range kexec.RingLinks(m.Shape.Cols, eth.RingEast, eth.RingWest) {
-		if used[l.A.Channel] || used[l.B.Channel] {
-			want = append(want, blackhole.NewEthLink(blackhole.EthEnd{Chip: l.A.Device, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Device, Channel: l.B.Channel}))
+	add := func(a, b blackhole.EthEnd) { want = append(want, blackhole.NewEthLink(a, b)) }
+	if len(eth.Ports) == 0 {
+		for _, l := range kexec.RingLinks(n, eth.RingEast, eth.RingWest) {
+			if used[l.A.Channel] || used[l.B.Channel] {
+				add(blackhole.EthEnd{Chip: l.A.Device, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Device, Channel: l.B.Channel})
+			}
+		}
+		return want, nil
+	}
+	if len(eth.Ports) != n {
+		return nil, fmt.Errorf("runtime: the build's topology %s is planned for a row of %d chips, the mesh row has %d", eth.Topology, len(eth.Ports), n)
+	}
+	for _, l := range eth.Links {
+		a, okA := eth.Logical(l.A.Chip, l.A.Channel)
+		b, okB := eth.Logical(l.B.Chip, l.B.Channel)
+		if okA && used[a] || okB && used[b] {
+			add(blackhole.EthEnd{Chip: l.A.Chip, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Chip, Channel: l.B.Channel})
 		}
 	}
-	if err := blackhole.CheckLinks(p.Name, want, m.links); err != nil {
-		return fmt.Errorf("runtime: %w (mesh device d runs on chip d)", err)
+	return want, nil
+}
+
+// PhysicalChannel returns the physical ethernet channel of chip d (a mesh
+// column) that the build's logical channel ch runs on: Ethernet.Ports[d]
+// at ch's index in RingEast/RingWest; ch itself when the build has no
+// topology ports (one chip, or the identity map). It fails naming the
+// channel and chip when ch is no ring channel of the build.
+func PhysicalChannel(t *target.Target, d, ch int) (int, error) {
+	eth := t.Eth
+	if eth == nil || len(eth.Ports) == 0 {
+		return ch, nil
 	}
-	return nil
+	if d < 0 || d >= len(eth.Ports) {
+		return 0, fmt.Errorf("runtime: chip %d is not in the build's %d-chip ring (topology %s)", d, len(eth.Ports), eth.Topology)
+	}
+	if i := slices.Index(eth.RingEast, ch); i >= 0 {
+		return eth.Ports[d].East[i], nil
+	}
+	if i := slices.Index(eth.RingWest, ch); i >= 0 {
+		return eth.Ports[d].West[i], nil
+	}
+	return 0, fmt.Errorf("runtime: ethernet channel %d is not a ring channel of the build (topology %s: east %v, west %v)", ch, eth.Topology, eth.RingEast, eth.RingWest)
 }
 
 // buildDir writes the build's sources once, for the JIT.

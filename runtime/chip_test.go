@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -342,7 +343,11 @@ func TestOpenChipMesh1x2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var runOn func(t *testing.T, build *codegen.Build, tp *target.Topology, cables [][2]int) ([]*fake.Chip, *Mesh, error)
 	run := func(t *testing.T, cables [][2]int) ([]*fake.Chip, *Mesh, error) {
+		return runOn(t, build, nil, cables)
+	}
+	runOn = func(t *testing.T, build *codegen.Build, tp *target.Topology, cables [][2]int) ([]*fake.Chip, *Mesh, error) {
 		fs := fake.NewChips(2)
 		for _, c := range cables {
 			if err := fake.Cable(fs[0], c[0], fs[1], c[1]); err != nil {
@@ -354,6 +359,9 @@ func TestOpenChipMesh1x2(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { m.Close() })
+		if tp != nil {
+			require.NoError(t, m.UseTopology(tp))
+		}
 		e, err := Load(m, build)
 		if err != nil {
 			t.Fatal(err)
@@ -409,6 +417,36 @@ func TestOpenChipMesh1x2(t *testing.T) {
 		}
 	})
 
+	// A build planned on the P300 topology runs on P300 cabling: its link
+	// check maps the logical channels to each chip's physical ones
+	// (Ethernet.Ports), so its collectives pass it (and are skipped).
+	t.Run("p300 build on p300 cabling", func(t *testing.T) {
+		tp, err := target.LookupTopology("p300")
+		require.NoError(t, err)
+		tt, err := target.Blackhole().WithTopology(tp, 2)
+		require.NoError(t, err)
+		b300, err := codegen.Compile(g, tt)
+		require.NoError(t, err)
+		_, m, err := runOn(t, b300, tp, [][2]int{{2, 9}, {3, 8}})
+		require.NoError(t, err)
+		skipped := 0
+		for _, r := range m.ChipResults() {
+			if r.Status == "skipped" {
+				skipped++
+			}
+		}
+		colls := 0
+		for _, p := range b300.Programs {
+			if IsCollective(p.Kernel) {
+				colls++
+			}
+		}
+		require.NotZero(t, colls, "the build has no collectives")
+		if skipped != 2*colls {
+			t.Errorf("%d skipped launches, want %d (every collective on both chips)", skipped, 2*colls)
+		}
+	})
+
 	t.Run("p300 cabling", func(t *testing.T) {
 		_, _, err := run(t, [][2]int{{2, 9}, {3, 8}})
 		if err == nil {
@@ -422,4 +460,42 @@ func TestOpenChipMesh1x2(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPhysicalChannel maps a build's logical ring channels to each chip's
+// physical ones: the identity on the default topology, Ports[d] on a P300
+// (chip 1 sends east on physical 8 and receives from the west on 9).
+func TestPhysicalChannel(t *testing.T) {
+	p300, err := target.LookupTopology("p300")
+	require.NoError(t, err)
+	t300, err := target.Blackhole().WithTopology(p300, 2)
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		t         *target.Target
+		chip, ch  int
+		want      int
+		wantError string
+	}{
+		{"default chip 1", target.Blackhole(), 1, 1, 1, ""},
+		{"p300 chip 0 east", t300, 0, 2, 2, ""},
+		{"p300 chip 1 east", t300, 1, 2, 8, ""},
+		{"p300 chip 1 west", t300, 1, 3, 9, ""},
+		{"p300 not a ring channel", t300, 1, 5, 0, "ethernet channel 5 is not a ring channel"},
+		{"p300 chip 2", t300, 2, 2, 0, "chip 2 is not in the build's 2-chip ring"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PhysicalChannel(tc.t, tc.chip, tc.ch)
+			if tc.wantError != "" {
+				require.Error(t, err)
+				require.Contains(t, err.Error(), tc.wantError)
+				return
+			}
+			require.NoError(t, err)
+			if got != tc.want {
+				t.Errorf("PhysicalChannel(chip %d, channel %d) = %d, want %d", tc.chip, tc.ch, got, tc.want)
+			}
+		})
+	}
 }

@@ -280,7 +280,7 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 	for i := range p.Kernels {
 		k := &p.Kernels[i]
 		if k.Ethernet != nil {
-			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores: the JIT does not build ethernet kernels yet", k.Name)}
+			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores: RunProgram runs one chip's worker kernels; ethernet kernels start on every chip together (StartEth)", k.Name)}
 		}
 		imgs, err := d.builder.Kernel(buildDir, p, k)
 		if err != nil {

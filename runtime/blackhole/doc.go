@@ -19,8 +19,15 @@
 // between opened chips from their ethernet cores' base-firmware boot
 // results (tt-metal's blackhole eth_fw_api.h boot_results_t; ttsim fills
 // them from its peer table) and CheckLinks checks a program's links
-// against them. Ethernet firmware and kernels are not built or loaded yet:
-// programs with ethernet kernels are skipped. A Device boots
+// against them. The JIT builds ethernet kernels (ERISC0 of an active
+// ethernet core, against the active-erisc firmware: jit.EthFirmware) and
+// StartEth starts a program's ethernet kernels on the physical channels a
+// topology maps its logical ones to, the way ttsim's bh_x2 launches them
+// without firmware (launch.TTSimEthLayout); a program started on every
+// chip is then waited for on each (launch.Launched.Wait). RunProgram still
+// skips programs with ethernet kernels: running a collective's worker and
+// ethernet kernels together on every chip is not done (and ttsim's launch
+// sets no sem_l1_base, which collectives' ethernet kernels read). A Device boots
 // firmware on the cores programs use, and RunProgram runs one program of a
 // tcc build given a reference device's memory (Reference, over the small
 // Memory interface; package runtime backs it with the simulator, sim/kexec,

@@ -35,6 +35,11 @@
 //     data segments are packed back to back. Images are cached by a content
 //     hash of everything that goes into them.
 //
+//   - EthFirmware builds the active-erisc firmware (ERISC0 of an active
+//     ethernet core in tt-metal's 2-ERISC mode) and BuildKernel builds a
+//     kernel with an Ethernet config against it into one image, at
+//     Images[EthImage] (eth.go).
+//
 // Caches live under Env.CacheDir (default: os.UserCacheDir()/tcc/jit):
-// firmware/<hash>/ and kernels/<hash>/.
+// firmware/<hash>/, firmware-eth/<hash>/ and kernels/<hash>/.
 package jit

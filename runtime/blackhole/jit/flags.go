@@ -26,6 +26,9 @@ type Env struct {
 	// FirmwareDir, when set, is a prebuilt firmware directory (layout of
 	// Firmware's output) used instead of building one.
 	FirmwareDir string
+	// EthFirmwareDir, when set, is a prebuilt active-erisc firmware
+	// directory (layout of EthFirmware's output).
+	EthFirmwareDir string
 	// Log, when set, receives every command run.
 	Log io.Writer
 	// TTSim builds kernels for ttsim: compute kernels force-include
@@ -49,9 +52,14 @@ type proc struct {
 	name    string // brisc, ncrisc, trisc0..2
 	index   int
 	compute bool
-	trisc   int
-	define  []string // COMPILE_FOR_* and TRISC defines
-	ldDef   string   // COMPILE_FOR_<ldDef> for the linker script
+	// eth is ERISC0 of an active ethernet core (ethProc).
+	eth    bool
+	trisc  int
+	define []string // COMPILE_FOR_* and TRISC defines
+	ldDef  string   // COMPILE_FOR_<ldDef> for the linker script
+	// flags are extra compiler flags of the processor (ethProc's stack
+	// limit).
+	flags []string
 }
 
 var procs = [NumProcessors]proc{
@@ -174,6 +182,9 @@ func includes(tt string, p proc, sfpi []string, shim string) []string {
 	if p.compute {
 		dirs = append(dirs, computeIncludes...)
 	}
+	if p.eth {
+		dirs = append(dirs, ethInclude)
+	}
 	for _, d := range append(dirs, "tt_metal/hw/firmware/src/tt-1xx") {
 		if d == gcc12ShimRoot && shim != "" {
 			f = append(f, "-I"+shim)
@@ -240,18 +251,25 @@ func (e *Env) stubFlags(p proc, stub string) []string {
 
 // fwCompileCmd compiles processor p's firmware into dir/<p>.o.
 func (e *Env) fwCompileCmd(p proc, dir, stub string, sfpi []string) cmd {
+	return e.fwCompileSrcCmd(p, dir, stub, sfpi, p.name+".cc", p.name+".o")
+}
+
+// fwCompileSrcCmd compiles firmware source src (in the firmware source
+// directory) of processor p into dir/obj.
+func (e *Env) fwCompileSrcCmd(p proc, dir, stub string, sfpi []string, src, obj string) cmd {
 	tt := e.tt()
-	opt, extra, src := "-Os", []string{"-fno-tree-loop-distribute-patterns"}, p.name+".cc"
+	opt, extra := "-Os", []string{"-fno-tree-loop-distribute-patterns"}
 	if p.compute {
 		opt, extra, src = "-O3", nil, "trisc.cc"
 	}
+	extra = append(extra, p.flags...)
 	a := append([]string{e.Toolchain.GXX, opt}, e.cflags()...)
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, e.stubFlags(p, stub)...)
 	a = append(a, includes(tt, p, sfpi, "")...)
 	a = append(a, e.sysIncludes()...)
-	a = append(a, "-c", "-o", filepath.Join(dir, p.name+".o"), tt+fwSrcDir+src)
+	a = append(a, "-c", "-o", filepath.Join(dir, obj), tt+fwSrcDir+src)
 	a = append(a, deviceDefs...)
 	a = append(a, fmt.Sprintf("-DPROCESSOR_INDEX=%d", p.index))
 	a = append(a, p.define...)
@@ -286,6 +304,10 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	if p.compute {
 		opt, extra, src = "-O3", nil, "trisck.cc"
 	}
+	if p.eth {
+		opt = "-Os" // EthernetConfig's default opt_level
+	}
+	extra = append(extra, p.flags...)
 	a := append([]string{e.Toolchain.GXX, opt}, e.cflags()...)
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
@@ -339,12 +361,16 @@ func (e *Env) kernelLinkCmd(p proc, dir, fw string) cmd {
 			extra = []string{"-flto-partition=one"}
 		}
 	}
+	if p.eth {
+		opt = "-Os"
+		extra = append(extra, p.flags...)
+	}
 	a := []string{e.Toolchain.GXX, opt, "-Wl,--just-symbols=" + filepath.Join(fw, p.name, p.name+"_weakened.elf")}
 	a = append(a, e.lflags()...)
 	a = append(a, e.arch(p)...)
 	a = append(a, extra...)
 	a = append(a, "-T"+filepath.Join(fw, "ld", "kernel_"+p.name+".ld"), "-Wl,--emit-relocs")
-	if p.index == BRISC {
+	if p.index == BRISC && !p.eth {
 		a = append(a, filepath.Join(fw, "lib", "noc.o"))
 	}
 	a = append(a, filepath.Join(fw, "lib", "substitutes.o"), filepath.Join(dir, objName(p)))

@@ -40,7 +40,10 @@ var undefinedSFPI = regexp.MustCompile(`undefined reference to [^\n]*(__builtin_
 // kernelProcs are the processors kernel k runs on.
 func kernelProcs(k *hostcfg.KernelConfig) ([]proc, error) {
 	if k.Ethernet != nil {
-		return nil, fmt.Errorf("ethernet kernels are not supported by the JIT yet")
+		if p := k.Ethernet.Processor; p != "RISCV_0" {
+			return nil, fmt.Errorf("ethernet kernel on processor %s: the JIT builds ERISC0 (RISCV_0) kernels only (tt-metal's 2-ERISC mode runs ERISC1 from its own firmware)", p)
+		}
+		return []proc{ethProc}, nil
 	}
 	if k.Compute != nil || k.Processor == "compute" {
 		if k.Compute == nil {
@@ -151,7 +154,7 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 	if err != nil {
 		return Images{}, fail(k.Processor, err)
 	}
-	fw, err := Firmware(e)
+	fw, err := e.firmwareFor(j.procs[0])
 	if err != nil {
 		return Images{}, fail("", err)
 	}
@@ -230,6 +233,14 @@ func BuildKernel(e *Env, buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.K
 	return imgs, nil
 }
 
+// firmwareFor is the firmware directory kernels of p link against.
+func (e *Env) firmwareFor(p proc) (string, error) {
+	if p.eth {
+		return EthFirmware(e)
+	}
+	return Firmware(e)
+}
+
 func readImages(dir string, ps []proc) (Images, bool) {
 	var imgs Images
 	for _, p := range ps {
@@ -243,7 +254,11 @@ func readImages(dir string, ps []proc) (Images, bool) {
 }
 
 func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (string, error) {
-	fwh, err := dirHash(fw, FirmwareFiles())
+	files := FirmwareFiles()
+	if j.procs[0].eth {
+		files = EthFirmwareFiles()
+	}
+	fwh, err := dirHash(fw, files)
 	if err != nil {
 		return "", fmt.Errorf("hashing firmware %s: %v", fw, err)
 	}

@@ -271,42 +271,71 @@ func onCore(cores []kir.Core, c kir.Core) bool {
 // kernels' images and args, and waits up to timeout for all of them to
 // finish. A core that does not is reported as a *StallError.
 func Run(c *chip.Chip, p *Program, pl *Plan, timeout time.Duration) error {
-	l := c.Layout
+	x, err := StartOn(c, p, pl, c.Layout, c.Worker)
+	if err != nil {
+		return err
+	}
+	return x.Wait(timeout)
+}
+
+// Launched is a program started on a chip's cores (StartOn), not yet waited
+// for.
+type Launched struct {
+	c   *chip.Chip
+	p   *Program
+	l   *target.Layout
+	xys []chip.XY
+}
+
+// StartOn writes p's kernel config blob and launch message (layout l) to
+// each of its cores, at the NoC coordinates at gives each logical core,
+// and then sends every core its go message. It does not wait: Wait does.
+// Programs that must run together on several chips (collectives) are
+// started on each and then waited for.
+func StartOn(c *chip.Chip, p *Program, pl *Plan, l *target.Layout, at func(kir.Core) (chip.XY, error)) (*Launched, error) {
 	mb := uint64(l.Mailbox.Base)
 	goAddr := mb + uint64(l.Msg.GoMessages)
 	xys := make([]chip.XY, len(p.Cores))
 	for i, lc := range p.Cores {
-		at, err := c.Worker(lc)
+		xy, err := at(lc)
 		if err != nil {
-			return fmt.Errorf("program %s: %w", p.Name, err)
+			return nil, fmt.Errorf("program %s: %w", p.Name, err)
 		}
-		xys[i] = at
+		xys[i] = xy
 		blob, msg, err := Blob(p, pl, lc, l)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := c.Write(at, uint64(l.KernelConfig.Base), blob); err != nil {
-			return fmt.Errorf("program %s: core %s: kernel config: %w", p.Name, lc, err)
+		if err := c.Write(xy, uint64(l.KernelConfig.Base), blob); err != nil {
+			return nil, fmt.Errorf("program %s: core %s: kernel config: %w", p.Name, lc, err)
 		}
-		if err := c.Write32(at, mb+uint64(l.Msg.LaunchRdPtr), 0); err != nil {
-			return err
+		if err := c.Write32(xy, mb+uint64(l.Msg.LaunchRdPtr), 0); err != nil {
+			return nil, err
 		}
-		if err := c.Write(at, mb+uint64(l.Msg.Launch), msg); err != nil {
-			return fmt.Errorf("program %s: core %s: launch message: %w", p.Name, lc, err)
-		}
-	}
-	for i, at := range xys {
-		if err := c.Write32(at, goAddr, uint32(l.RunMsgGo)<<24); err != nil {
-			return fmt.Errorf("program %s: core %s: go: %w", p.Name, p.Cores[i], err)
+		if err := c.Write(xy, mb+uint64(l.Msg.Launch), msg); err != nil {
+			return nil, fmt.Errorf("program %s: core %s: launch message: %w", p.Name, lc, err)
 		}
 	}
+	for i, xy := range xys {
+		if err := c.Write32(xy, goAddr, uint32(l.RunMsgGo)<<24); err != nil {
+			return nil, fmt.Errorf("program %s: core %s: go: %w", p.Name, p.Cores[i], err)
+		}
+	}
+	return &Launched{c: c, p: p, l: l, xys: xys}, nil
+}
+
+// Wait waits up to timeout for every core of the started program to
+// report done; a core that does not is reported as a *StallError.
+func (x *Launched) Wait(timeout time.Duration) error {
+	c, l := x.c, x.l
+	goAddr := uint64(l.Mailbox.Base) + uint64(l.Msg.GoMessages)
 	pending := map[int]bool{}
-	for i := range xys {
+	for i := range x.xys {
 		pending[i] = true
 	}
 	err := c.Poll(timeout, func() string { return "" }, func() (bool, error) {
 		for i := range pending {
-			v, err := c.Read32(xys[i], goAddr)
+			v, err := c.Read32(x.xys[i], goAddr)
 			if err != nil {
 				return false, err
 			}
@@ -317,7 +346,7 @@ func Run(c *chip.Chip, p *Program, pl *Plan, timeout time.Duration) error {
 		return len(pending) == 0, nil
 	})
 	if _, ok := err.(*chip.TimeoutError); ok {
-		return stall(c, p, xys, pending, timeout)
+		return stall(c, l, x.p, x.xys, pending, timeout)
 	}
 	return err
 }
@@ -354,8 +383,7 @@ func (e *StallError) Error() string {
 	return b.String()
 }
 
-func stall(c *chip.Chip, p *Program, xys []chip.XY, pending map[int]bool, timeout time.Duration) error {
-	l := c.Layout
+func stall(c *chip.Chip, l *target.Layout, p *Program, xys []chip.XY, pending map[int]bool, timeout time.Duration) error {
 	e := &StallError{Program: p.Name, After: timeout}
 	var idx []int
 	for i := range pending {

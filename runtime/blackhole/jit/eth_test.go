@@ -1,0 +1,68 @@
+package jit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/codegen/hostcfg"
+)
+
+// TestEthCommandLines pins what makes an ethernet build one: the
+// processor a kernel with an Ethernet config gets, its compile command
+// (active_erisck.cc, the ERISC0 2-ERISC-mode defines, the ethernet
+// include directory, the static stack limit, -Os) and its link command
+// (main_aerisc.ld's kernel script, the active-erisc firmware's symbols,
+// no noc.o), and the firmware's link (both sources, no tmu-crt0.o,
+// picolibc's libc.a for setjmp with stock GCC).
+func TestEthCommandLines(t *testing.T) {
+	e := &Env{TTMetalHome: "/tt", Toolchain: &Toolchain{Kind: Stock, GXX: "/bin/riscv64-unknown-elf-g++", LibGCC: "/lib/libgcc.a",
+		SysIncludes: []string{"/inc/c++", "/usr/lib/picolibc/riscv64-unknown-elf/include"}}}
+	ps, err := kernelProcs(&hostcfg.KernelConfig{Processor: "RISCV_0", Ethernet: &hostcfg.EthernetConfig{Processor: "RISCV_0"}})
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.True(t, ps[0].eth, "an ethernet kernel builds for ERISC0")
+	_, err = kernelProcs(&hostcfg.KernelConfig{Processor: "RISCV_1", Ethernet: &hostcfg.EthernetConfig{Processor: "RISCV_1"}})
+	require.ErrorContains(t, err, "ERISC0 (RISCV_0) kernels only")
+
+	compile := strings.Join(e.kernelCompileCmd(ethProc, "/k", "/src", "", nil, "", map[string]string{"D": "1"}, 0, nil).Args, " ")
+	link := strings.Join(e.kernelLinkCmd(ethProc, "/k", "/fw").Args, " ")
+	fw := strings.Join(e.ethFwLinkCmd("/d", "/fw").Args, " ")
+	tests := []struct {
+		name, cmd string
+		want      []string
+		not       []string
+	}{
+		{"kernel compile", compile, []string{
+			"/bin/riscv64-unknown-elf-g++ -Os ",
+			" -Werror=stack-usage=1912 ",
+			" -I/tt/tt_metal/hw/inc/ethernet -I/tt/tt_metal/hw/firmware/src/tt-1xx ",
+			" -c -o /k/active_erisck.o /tt/tt_metal/hw/firmware/src/tt-1xx/active_erisck.cc ",
+			" -DPROCESSOR_INDEX=0 -DCOMPILE_FOR_ERISC -DERISC -DRISC_B0_HW -DCOMPILE_FOR_AERISC=0 -DPROGRAMMABLE_CORE_TYPE=1 -DENABLE_2_ERISC_MODE -DPHYSICAL_AERISC_ID=0 -DARCH_BLACKHOLE ",
+			" -DKERNEL_BUILD -DD=1 -DNOC_INDEX=0 -DNOC_MODE=0",
+		}, []string{"COMPILE_FOR_BRISC"}},
+		{"kernel link", link, []string{
+			"-Wl,--just-symbols=/fw/active_erisc/active_erisc_weakened.elf ",
+			" -T/fw/ld/kernel_active_erisc.ld -Wl,--emit-relocs /fw/lib/substitutes.o /k/active_erisck.o /lib/libgcc.a -o /k/active_erisc.elf",
+		}, []string{"noc.o", "tmu-crt0.o"}},
+		{"firmware link", fw, []string{
+			" -T/fw/ld/firmware_active_erisc.ld /fw/lib/substitutes.o /d/active_erisc.o /d/active_erisc-crt0.o " +
+				"/usr/lib/picolibc/riscv64-unknown-elf/lib/release/rv32im/ilp32/libc.a /lib/libgcc.a -o /d/active_erisc.elf",
+		}, []string{"noc.o", "tmu-crt0.o"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, w := range tc.want {
+				if !strings.Contains(tc.cmd, w) {
+					t.Errorf("command does not contain %q:\n%s", w, tc.cmd)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(tc.cmd, n) {
+					t.Errorf("command contains %q:\n%s", n, tc.cmd)
+				}
+			}
+		})
+	}
+}
