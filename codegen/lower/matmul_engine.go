@@ -611,6 +611,10 @@ func (m *mmProgram) compute() {
 			c.B.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
 			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
 		}
+		if m.popEarly() {
+			m.computeRowPopEarly(c, cKt, counts[0], wPos)
+			return
+		}
 		for pi, pt := range m.parts {
 			out := m.outCB[pt.out.Type.DType]
 			// Enter the loop configured for the first product and its packing,
@@ -744,12 +748,13 @@ func (m *mmProgram) writer() {
 		m.setArgs(mcastArgs)
 		return
 	}
-	if rounds != nil && m.actRows > 1 {
+	ahead := m.actRows > 1 || m.popEarly() // multicast row r+1 before writing row r's results
+	if rounds != nil && ahead {
 		rounds.Round(wb, kir.C(0))
 	}
 	rowLoop(wb, m.coreRows(), func(r kir.Expr) {
 		if rounds != nil {
-			if m.actRows > 1 {
+			if ahead {
 				// the next row, while compute works on this one
 				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.coreRows())), func() { rounds.Round(wb, kir.Add(r, kir.C(1))) })
 			} else {

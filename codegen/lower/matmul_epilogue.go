@@ -106,6 +106,9 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // multiplied on the SFPU (mul_binary_tile: the fp32 product of two bf16
 // values is exact, as the FPU's at HiFi4, and leaves the kernel's
 // fidelity to the matmul alone), otherwise on the FPU.
+// A resident program that frees its one-row activation early (popEarly)
+// runs the silu after the up products instead, once the row is freed:
+// the same tiles, so the same values.
 //
 // With few live rows (decode: B rows per tile, B x the sub-block <= 32;
 // the engine offers them, scratch's live) the writer gathers the live rows

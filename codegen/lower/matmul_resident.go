@@ -319,3 +319,52 @@ func (m *mmProgram) residentWeightPos(b *kir.Builder) map[int]kir.Var {
 	}
 	return pos
 }
+
+// popEarly reports whether the resident program frees each activation
+// row as soon as its last product is done, before the epilogue: the
+// activation CB holds one row (a ring of two does not fit), the rows come
+// by multicast, and the program has one part whose every core's columns
+// are one non-empty sub-block (so its row's results and the epilogue's
+// pages fit their CBs, at most dest each, while the row is still held).
+// Then compute pops the row before its epilogue (computeRowPopEarly) and
+// the writer multicasts row r+1 before it writes row r's results, as with
+// a ring of two rows: the next row's read and multicast overlap the
+// epilogue's SFPU work (matmul_swiglu's silu, 2,571 cycles a tile) instead
+// of following it. Every output tile is computed as before, bit for bit.
+func (m *mmProgram) popEarly() bool {
+	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 ||
+		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest {
+		return false
+	}
+	for _, r := range m.ranges {
+		if r[1] < 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// computeRowPopEarly is one activation row's compute when popEarly: the
+// products of each weight slot over the core's one sub-block of count
+// columns, the row popped, then the epilogue's per-slot work (packed:
+// matmul_swiglu's silu of the gate tiles) and its compute. The epilogue
+// sees the same packed products as in the per-row path, so its results
+// are bit for bit the same; only the order of the SFPU work and the up
+// products changes.
+func (m *mmProgram) computeRowPopEarly(c *blocks.Compute, kt kir.Expr, count kir.ArgRef, wPos map[int]kir.Var) {
+	pt := m.parts[0]
+	out := m.outCB[pt.out.Type.DType]
+	c.PackConfig(m.epi.dst(0, out))
+	sb := c.B.Let("sb", count) // one sub-block: count <= dest
+	for slot, w := range pt.weights {
+		wcb := m.wCB[cbKey{slot, w.Type.DType}]
+		m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, nil)
+	}
+	c.B.Comment("the row's last product: free it for the next row's multicast during the epilogue")
+	c.B.CBWaitFront(m.cbAct, kt)
+	c.B.CBPopFront(m.cbAct, kt)
+	for slot := range pt.weights {
+		m.epi.packed(c, slot, sb)
+	}
+	m.epi.compute(c, sb, m.inCB, out)
+}

@@ -1,7 +1,10 @@
 package timing
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
 
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -41,5 +44,56 @@ func TestPrefillMatmulNearComputeFloor(t *testing.T) {
 	t.Logf("%d cores, %d tile column(s) on the busiest: predicted %.1f us, its products' floor %.1f us (%.2fx)", cores, perCore, pt.US(), floorUS, pt.US()/floorUS)
 	if pt.US() > 1.5*floorUS || pt.US() < floorUS {
 		t.Errorf("a compute-bound prefill matmul is predicted at %.1f us, %.2fx its products' floor of %.1f us; want 1x to 1.5x", pt.US(), pt.US()/floorUS, floorUS)
+	}
+}
+
+// TestPrefillSwiGLUOverlapsRowMulticast: a prefill matmul_swiglu whose
+// cores hold one activation row at a time (1,024 tokens of the 27B's
+// [5120 -> 8704] bfp4_b gate and up projections: a row of 160 bf16 tiles,
+// 320 KiB, next to each core's resident slices; two row blocks of 55
+// cores, 5 columns x 16 rows each) frees each row before its epilogue, so
+// the next row's read and multicast run during the silu of the gate tiles
+// instead of after it (lower's popEarly). The busiest core's products,
+// epilogue SFPU work and packing then leave 1.12x (the weights' first
+// stream and the first row's wait): want at most 1.15x. When every row
+// waited for its multicast after the epilogue (before), 1.18x.
+func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
+	const rows, kt, nt = 32, 160, 272
+	tgt := target.Blackhole()
+	b := ir.NewBuilder("prefill swiglu")
+	a := b.Input("a", ir.T(ir.BF16, 1, rows*ir.TileSize, kt*ir.TileSize))
+	b.Output(b.MatmulSwiGLU(a, b.Weight("gate", ir.T(ir.BFP4B, kt*ir.TileSize, nt*ir.TileSize)), b.Weight("up", ir.T(ir.BFP4B, kt*ir.TileSize, nt*ir.TileSize))))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := g.Ops()
+	op := ops[len(ops)-1]
+	p, err := lower.Lower(op, lower.NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prm := Default()
+	pt, err := Simulate(p, tgt, prm, Options{Devices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub, per int
+	fmt.Sscan(p.Kernels[1].Defines["MM_SUBBLOCK"], &sub)
+	for _, k := range p.Kernels {
+		if k.Role == kir.RoleCompute {
+			fmt.Sscan(k.Defines["MM_TILES_PER_CORE"], &per)
+		}
+	}
+	cores := len(p.Cores())
+	blocks := cores / ((nt + per - 1) / per) // row blocks: the cores' runs
+	coreRows := rows / max(1, blocks)
+	tiles := float64(coreRows * per)
+	products := 2 * tiles * kt * prm.MatmulCycles[ir.HiFi3]
+	epilogue := tiles * (prm.SFPUCycles[kir.SFPUSiLU] + prm.SFPUCycles[kir.SFPUMulBinary] + 3*prm.UnpackCyclesPerTile + 4*prm.PackCycles32)
+	workUS := (products+epilogue)/prm.ClockHz*1e6 + prm.FixedProgramUS
+	t.Logf("%d cores, %d row block(s), %d columns x %d rows on the busiest: predicted %.1f us, its work %.1f us (%.3fx)", cores, blocks, per, coreRows, pt.US(), workUS, pt.US()/workUS)
+	if pt.US() > 1.15*workUS || pt.US() < workUS {
+		t.Errorf("a one-row-ring prefill matmul_swiglu is predicted at %.1f us, %.3fx its busiest core's products and epilogue (%.1f us); want 1x to 1.15x", pt.US(), pt.US()/workUS, workUS)
 	}
 }
