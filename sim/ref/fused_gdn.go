@@ -18,8 +18,8 @@ import (
 // At the storage formats (unless Options.Composed) two parts are computed
 // as their programs compute them, so that a correct program agrees with
 // them bit for bit: gdn_recurrence with an fp32 state (on the FPU,
-// gdnHeadFPU) and gdn_conv_gates' tap sum (reduce_tile's float32 running
-// sum in tap order, reduceTileSum). Otherwise both reproduce the composed path's
+// gdnHeadFPU) and gdn_conv_gates' tap sum (reduce_tile's column pool,
+// colPoolSum). Otherwise both reproduce the composed path's
 // rounding points: with
 // Options.StorageFormats every intermediate the composed chain stores is
 // rounded to the dtype it is stored in (element by element; the rules only
@@ -101,16 +101,13 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return x.Data[b*C+c]
 	}
 	// sum is the tap sum of the rounded products: on the device (same
-	// formats) reduce_tile's float32 running sum in tap order, which can
-	// differ from one rounding of the exact sum where a tap is below half
-	// an fp32 ulp of the running sum; otherwise exact, rounded once.
+	// formats) reduce_tile's column pool of the products' tile
+	// (colPoolSum: an mvmul lane, the taps aligned to the largest), which
+	// can differ from one rounding of the exact sum; otherwise exact,
+	// rounded once.
 	sum := func(p []float32) float32 {
 		if opts.StorageFormats && !opts.Composed {
-			var acc float32
-			for _, x := range p {
-				acc = reduceTileSum(acc, x, opts.Fidelity)
-			}
-			return acc
+			return colPoolSum(len(p), func(i int) float32 { return p[i] }, opts.Fidelity)
 		}
 		var acc float64
 		for _, x := range p {
