@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -261,6 +263,91 @@ func TestDefinedDiff(t *testing.T) {
 			if padding != tc.wantPadding || (tc.diff == "") != (diff == "") || !strings.Contains(diff, tc.diff) {
 				t.Errorf("definedDiff = %q, padding %v; want %q, padding %v", diff, padding, tc.diff, tc.wantPadding)
 			}
+		})
+	}
+}
+
+// TestChipComparesDefinedValue: a program that writes a value into a
+// shared buffer sized for a larger one (here 8 rows into the 11 of a
+// sliced value's buffer) is compared on its value's rows only: the rows
+// past them hold what the larger value left, which the chip and the
+// simulator need not agree on (matmul4 in the small config's prefill on
+// ttsim). A difference in the value's own rows still counts. The fake
+// plays each program by writing the simulator's results, with one byte
+// of the mul_scalar program's result buffer changed.
+func TestChipComparesDefinedValue(t *testing.T) {
+	fw := t.TempDir()
+	require.NoError(t, fwtest.WriteSet(fw))
+	b := ir.NewBuilder("shared")
+	x := b.Input("x", ir.T(ir.BF16, 11, 64))
+	wide := b.AddScalar(x, 0.5)
+	narrow := b.MulScalar(b.Slice(wide, []int{0, 0}, []int{8, 64}), 2)
+	b.Output(b.AddScalar(narrow, 1))
+	g, err := b.Finish()
+	require.NoError(t, err)
+	build, err := codegen.Compile(g, target.Blackhole())
+	require.NoError(t, err)
+	spec := build.BufferOf(narrow)
+	require.NotNil(t, spec)
+	require.Equal(t, ir.Shape{11, 64}, spec.Shape, "the precondition: mul_scalar's [8, 64] result shares the [11, 64] buffer")
+	prog := -1
+	for i, p := range build.Programs {
+		if p.Op.Result() == narrow {
+			prog = i
+		}
+	}
+	require.GreaterOrEqual(t, prog, 0)
+	// Tile layout, bf16: element (r, c) of the first tile is at byte
+	// 2*(face offset + (r%16)*16 + c%16); row 9 column 0 is 2*(9*16).
+	for _, tc := range []struct {
+		name   string
+		byteAt int
+		want   string
+	}{
+		{"row 9, past the value's 8 rows", 2 * 9 * 16, "matched"},
+		{"row 1, the value's own", 2 * 1 * 16, "differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fake.New()
+			running, played := -1, false
+			m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fake: f},
+				BeforeLaunch: func(r ProgramResult) { running, played = r.Index, false }})
+			require.NoError(t, err)
+			defer m.Close()
+			e, err := Load(m, build)
+			require.NoError(t, err)
+			f.Program = func(fc *fake.Chip, ln *fake.Launch) error {
+				if played {
+					return nil
+				}
+				played = true
+				for _, kb := range build.Programs[running].Kernel.Buffers {
+					db, ok := m.devices[0].Buffer(e.binding[kb.Name])
+					require.True(t, ok, kb.Name)
+					page, err := m.devices[0].ReadPages(db.Name, 0, db.Pages)
+					require.NoError(t, err)
+					if running == prog && kb.Name == spec.Name {
+						page = append([]byte(nil), page...)
+						page[tc.byteAt] ^= 0x40
+					}
+					if err := m.chip.WritePages(placement(db), page); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			require.NoError(t, e.Upload(x, make([]float32, 11*64)))
+			require.NoError(t, e.Run())
+			for _, r := range m.ChipResults() {
+				want := "matched"
+				if r.Index == prog {
+					want = tc.want
+				}
+				if r.Status != want {
+					t.Errorf("program %d %s: %s (%s), want %s", r.Index, r.Program, r.Status, r.Detail, want)
+				}
+			}
+			require.Len(t, m.ChipResults(), len(build.Programs))
 		})
 	}
 }

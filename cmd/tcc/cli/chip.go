@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -16,6 +17,9 @@ import (
 // card) with the JIT of the tt-metal tree TT_METAL_HOME names.
 func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	if rf.backend != "ttsim" {
+		if rf.chipDump != "" {
+			return nil, fmt.Errorf("--chip-dump needs a chip (--backend ttsim); backend %s has none", rf.backend)
+		}
 		return runtime.Open(rf.backend, mesh)
 	}
 	home := os.Getenv("TT_METAL_HOME")
@@ -32,7 +36,36 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	before := func(r runtime.ProgramResult) {
 		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d\n", r.Index, r.Program, r.Launch)
 	}
-	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
+	o := runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout}
+	if rf.chipDump != "" {
+		if err := os.MkdirAll(rf.chipDump, 0o755); err != nil {
+			return nil, fmt.Errorf("--chip-dump: %w", err)
+		}
+		o.Compared = dumpCompared(rf.chipDump, os.Stderr)
+	}
+	return runtime.OpenChip(rf.backend, mesh, o)
+}
+
+// dumpCompared returns a ChipOptions.Compared that writes, for a buffer
+// that differs from the simulator on the elements it defines, its page
+// bytes on the chip and in the simulator (dir/NAME.chip, dir/NAME.sim) and
+// the differing elements (dir/NAME.txt, runtime.DefinedDiffs), NAME being
+// p<index>-<program>-l<launch>-<buffer>. Write errors are reported on
+// errw; the run goes on.
+func dumpCompared(dir string, errw io.Writer) func(runtime.ProgramResult, runtime.Tensor, []byte, []byte) {
+	return func(r runtime.ProgramResult, t runtime.Tensor, chip, sim []byte) {
+		lines := runtime.DefinedDiffs(t, chip, sim)
+		if len(lines) == 0 {
+			return
+		}
+		name := fmt.Sprintf("p%d-%s-l%d-%s", r.Index, r.Program, r.Launch, strings.NewReplacer("/", "_", string(os.PathSeparator), "_").Replace(t.Name))
+		head := fmt.Sprintf("# program %d %s launch %d: buffer %s %s %s %s, %d defined elements differ (index, chip, simulator)\n", r.Index, r.Program, r.Launch, t.Name, t.DType, t.Layout, t.Shape, len(lines))
+		for ext, b := range map[string][]byte{".chip": chip, ".sim": sim, ".txt": []byte(head + strings.Join(lines, "\n") + "\n")} {
+			if err := os.WriteFile(filepath.Join(dir, name+ext), b, 0o644); err != nil {
+				fmt.Fprintf(errw, "tcc: --chip-dump: %v\n", err)
+			}
+		}
+	}
 }
 
 // reportChip prints, per program, what the chip did over all its launches

@@ -53,6 +53,9 @@ type runFlags struct {
 	prefillSet                    bool // --prefill given
 	// persistent runs each step as one persistent program (codegen/persist).
 	persistent bool
+	// chipDump is --chip-dump: the directory both sides of every buffer
+	// that differs on the chip are written to (dumpCompared).
+	chipDump string
 }
 
 func newRunCmd() *cobra.Command {
@@ -122,6 +125,7 @@ step's token and text on its own line and the whole text at the end.
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
 	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
+	fs.StringVar(&rf.chipDump, "chip-dump", "", "with --backend ttsim or blackhole: a directory to write, for every launch whose buffer differs from the simulator on the elements it defines, the buffer's page bytes on both sides (NAME.chip, NAME.sim) and the differing elements (NAME.txt)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
