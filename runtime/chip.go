@@ -67,6 +67,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 	if o.Timeout != 0 {
 		opts.Timeout = o.Timeout
 	}
+	removeStale("", processAlive)
 	dev, err := blackhole.Open(opts, o.Builder)
 	if err != nil {
 		return nil, err
@@ -243,11 +244,10 @@ func (e *Executable) buildDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "tcc-build-")
+	dir, err := e.Mesh.makeTmpDir("tcc-build-")
 	if err != nil {
 		return "", err
 	}
-	e.Mesh.tmpDirs = append(e.Mesh.tmpDirs, dir)
 	if err := codegen.WriteDir(dir+"/b", files); err != nil {
 		return "", err
 	}

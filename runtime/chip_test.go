@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/codegen"
@@ -174,10 +178,16 @@ func TestOpenChipErrors(t *testing.T) {
 }
 
 // TestChipBuildDirRemoved checks that the sources a build writes for the
-// chip's JIT are gone once the mesh is closed.
+// chip's JIT are gone once the mesh is closed, and that opening a chip
+// removes those a process that ended without closing its mesh left (a
+// ttsim fatal ends the process).
 func TestChipBuildDirRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
+	done := exec.Command(os.Args[0], "-test.run", "^$")
+	require.NoError(t, done.Run())
+	stale := filepath.Join(tmp, fmt.Sprintf("tcc-build-%d-1", done.Process.Pid))
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "b"), 0o755))
 	fw := t.TempDir()
 	if err := fwtest.WriteSet(fw); err != nil {
 		t.Fatal(err)
@@ -205,8 +215,8 @@ func TestChipBuildDirRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(tmp, "tcc-build-*"))
-	if len(dirs) != 1 {
-		t.Fatalf("build directories while open: %v, want one", dirs)
+	if len(dirs) != 1 || !strings.HasPrefix(filepath.Base(dirs[0]), fmt.Sprintf("tcc-build-%d-", os.Getpid())) {
+		t.Fatalf("build directories while open: %v, want one, this process's (the stale one removed)", dirs)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -350,4 +360,29 @@ func TestChipComparesDefinedValue(t *testing.T) {
 			require.Len(t, m.ChipResults(), len(build.Programs))
 		})
 	}
+}
+
+// TestRemoveStale removes the temporary directories of processes that no
+// longer run, and only those.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{
+		"tcc-build-1000001-a", "tcc-persist-1000001-b", // a dead process's
+		"tcc-build-1000002-c",                      // a live process's
+		fmt.Sprintf("tcc-build-%d-d", os.Getpid()), // this process's
+		"tcc-build-123456789", "tcc-build-x-e",     // no process id
+		"other-1000001-f",
+	}
+	for _, n := range names {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, n), 0o755))
+	}
+	removed := removeStale(dir, func(pid int) bool { return pid == 1000002 })
+	for i := range removed {
+		removed[i] = filepath.Base(removed[i])
+	}
+	if d := cmp.Diff([]string{"tcc-build-1000001-a", "tcc-persist-1000001-b"}, removed); d != "" {
+		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	left, _ := os.ReadDir(dir)
+	require.Len(t, left, len(names)-2)
 }

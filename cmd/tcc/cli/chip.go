@@ -33,9 +33,7 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	env := &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), TTSim: true}
 	// ttsim ends the process on a fatal error: the line before it names
 	// the program it was running.
-	before := func(r runtime.ProgramResult) {
-		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d\n", r.Index, r.Program, r.Launch)
-	}
+	before := func(r runtime.ProgramResult) { fmt.Fprintln(os.Stderr, launchLine(r)) }
 	o := runtime.ChipOptions{TTSim: rf.ttsim, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout}
 	if rf.chipDump != "" {
 		if err := os.MkdirAll(rf.chipDump, 0o755); err != nil {
@@ -44,6 +42,13 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 		o.Compared = dumpCompared(rf.chipDump, os.Stderr)
 	}
 	return runtime.OpenChip(rf.backend, mesh, o)
+}
+
+// launchLine is the line printed before each launch on the chip: ttsim
+// ends the process on a fatal error, and this line, the last before its
+// message, names the program and the launch it was running.
+func launchLine(r runtime.ProgramResult) string {
+	return fmt.Sprintf("tcc: chip: program %d %s, launch %d", r.Index, r.Program, r.Launch)
 }
 
 // dumpCompared returns a ChipOptions.Compared that writes, for a buffer

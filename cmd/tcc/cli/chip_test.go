@@ -87,3 +87,11 @@ func TestDumpCompared(t *testing.T) {
 	_, err = openMesh(runFlags{backend: "sim", chipDump: dir}, ir.Mesh{Rows: 1, Cols: 1})
 	require.ErrorContains(t, err, "--chip-dump needs a chip")
 }
+
+// TestLaunchLine: the line before each launch names the program (its index
+// and kernel name) and the launch, so that a ttsim fatal, which ends the
+// process, follows the name of what it was running.
+func TestLaunchLine(t *testing.T) {
+	got := launchLine(runtime.ProgramResult{Index: 23, Program: "tril_inverse_187", Launch: 2})
+	require.Equal(t, "tcc: chip: program 23 tril_inverse_187, launch 2", got)
+}
