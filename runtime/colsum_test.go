@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,14 +209,10 @@ func colSumFidelity(b *codegen.Build) ir.MathFidelity {
 // TCC_TTSIM_COLSUM_WRITE=FILE it writes what ttsim computed as the
 // vectors TestColumnSumMatchesTTSim replays.
 func TestTTSimColumnSum(t *testing.T) {
-	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
-	if lib == "" || home == "" {
-		t.Skip("set TCC_TTSIM=/path/to/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run the column sum on ttsim")
+	lib, env, ok := ttsimEnv(t)
+	if !ok {
+		return
 	}
-	require.NoError(t, jit.CheckTTMetalHome(home))
-	tc, err := jit.FindToolchain(jit.ToolchainOptions{TTMetalHome: home, StockGCC: os.Getenv("TCC_RISCV_GCC")})
-	require.NoError(t, err)
-	env := &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), TTSim: true}
 	build, x, out := colSumBuild(t)
 	var chipOut []float32
 	var outName string
@@ -263,4 +260,31 @@ func TestTTSimColumnSum(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o644))
+}
+
+// ttsimEnv skips t unless TCC_TTSIM names libttsim.so and TT_METAL_HOME a
+// tt-metal tree, and returns the library and the JIT's environment for it.
+// ttsim initialises once per process: unless this process is already the
+// test's own (TCC_TTSIM_CHILD names it), it runs the test in a new process
+// of this binary, wants it to pass, and returns ok false: the caller
+// returns (the child ran the test).
+func ttsimEnv(t *testing.T) (lib string, env *jit.Env, ok bool) {
+	t.Helper()
+	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
+	if lib == "" || home == "" {
+		t.Skip("set TCC_TTSIM=/path/to/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run on ttsim")
+	}
+	if os.Getenv("TCC_TTSIM_CHILD") != t.Name() {
+		run := "^" + strings.Join(strings.Split(t.Name(), "/"), "$/^") + "$"
+		c := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
+		c.Env = append(os.Environ(), "TCC_TTSIM_CHILD="+t.Name())
+		out, err := c.CombinedOutput()
+		require.NoError(t, err, "%s on ttsim:\n%s", t.Name(), out)
+		t.Logf("%s", out)
+		return "", nil, false
+	}
+	require.NoError(t, jit.CheckTTMetalHome(home))
+	tc, err := jit.FindToolchain(jit.ToolchainOptions{TTMetalHome: home, StockGCC: os.Getenv("TCC_RISCV_GCC")})
+	require.NoError(t, err)
+	return lib, &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), TTSim: true}, true
 }
