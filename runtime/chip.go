@@ -36,6 +36,12 @@ type ChipOptions struct {
 	// chip model that ends the process on a fatal error (ttsim) leaves it
 	// as the last word about which program it was running.
 	BeforeLaunch func(ProgramResult)
+	// Compared, when set, is called after each launch for every buffer the
+	// check compared, in the program's buffer order: the launch (Status
+	// empty), the buffer's tensor and its page bytes on the chip and in
+	// the simulator. A dump of both sides (tcc run --chip-dump); tests
+	// read what the chip computed through it.
+	Compared func(r ProgramResult, t Tensor, chip, sim []byte)
 }
 
 // ProgramResult is what happened to one program on the chip.
@@ -66,6 +72,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 	if o.Timeout != 0 {
 		opts.Timeout = o.Timeout
 	}
+	removeStale("", processAlive)
 	devs, err := blackhole.OpenAll(opts, o.Builder)
 	if err != nil {
 		return nil, err
@@ -112,7 +119,7 @@ func OpenChip(backend string, mesh ir.Mesh, o ChipOptions) (*Mesh, error) {
 		}
 		return nil, err
 	}
-	m.Backend, m.chip, m.chips, m.links, m.beforeLaunch, m.builder = backend, use[0], use, links, o.BeforeLaunch, o.Builder
+	m.Backend, m.chip, m.chips, m.links, m.beforeLaunch, m.compared, m.builder = backend, use[0], use, links, o.BeforeLaunch, o.Compared, o.Builder
 	return m, nil
 }
 
@@ -189,7 +196,7 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		if e.Mesh.beforeLaunch != nil {
 			e.Mesh.beforeLaunch(results[d])
 		}
-		status, detail, err := e.checkOnChip(i, cfg, dir, c, refs[d], e.Mesh.devices[d])
+		status, detail, err := e.checkOnChip(i, results[d], cfg, dir, c, refs[d], e.Mesh.devices[d])
 		if err != nil {
 			return chipErr(len(chips), d, err)
 		}
@@ -208,7 +215,7 @@ func chipErr(n, d int, err error) error {
 
 // checkOnChip launches program i (config cfg) on chip c, its buffers
 // uploaded from sim, and compares them with sim's after the program.
-func (e *Executable) checkOnChip(i int, cfg *hostcfg.ProgramConfig, dir string, c *blackhole.Device, ref blackhole.Reference, sim *kexec.Device) (status, detail string, err error) {
+func (e *Executable) checkOnChip(i int, res ProgramResult, cfg *hostcfg.ProgramConfig, dir string, c *blackhole.Device, ref blackhole.Reference, sim *kexec.Device) (status, detail string, err error) {
 	p := e.Build.Programs[i]
 	err = c.RunProgram(dir, cfg, ref)
 	var skip *blackhole.SkipError
@@ -218,7 +225,15 @@ func (e *Executable) checkOnChip(i int, cfg *hostcfg.ProgramConfig, dir string, 
 	case err != nil:
 		return "failed", err.Error(), nil
 	}
-	padded := 0
+	// Every buffer is compared (and passed to Compared) as the value of
+	// the program's op it holds (definedViews); the launch's detail names
+	// the first that differs and counts the others.
+	views, err := e.definedViews(p)
+	if err != nil {
+		return "", "", err
+	}
+	padded, differing := 0, 0
+	first := ""
 	for _, bc := range cfg.Buffers {
 		_, dn, err := ref.Buffer(bc.Name)
 		if err != nil {
@@ -233,17 +248,34 @@ func (e *Executable) checkOnChip(i int, cfg *hostcfg.ProgramConfig, dir string, 
 		if err != nil {
 			return "failed", err.Error(), nil
 		}
-		t, ok := e.Mesh.tensors[dn]
+		t, ok := views[dn]
 		if !ok {
-			return "", "", fmt.Errorf("runtime: chip check of program %d %s: no tensor %q", i, p.Kernel.Name, dn)
+			if t, ok = e.Mesh.tensors[dn]; !ok {
+				return "", "", fmt.Errorf("runtime: chip check of program %d %s: no tensor %q", i, p.Kernel.Name, dn)
+			}
+		}
+		if n := t.Pages * t.PageSize; n < len(got) && n < len(want) {
+			got, want = got[:n], want[:n] // a shared buffer's pages past the value's
+		}
+		if e.Mesh.compared != nil {
+			e.Mesh.compared(res, t, got, want)
 		}
 		diff, padding := definedDiff(t, got, want)
-		if diff != "" {
-			return "differs", fmt.Sprintf("buffer %s: %s", bc.Name, diff), nil
-		}
-		if padding {
+		switch {
+		case diff != "":
+			if differing == 0 {
+				first = fmt.Sprintf("buffer %s: %s", bc.Name, diff)
+			}
+			differing++
+		case padding:
 			padded++
 		}
+	}
+	if differing > 0 {
+		if differing > 1 {
+			first += fmt.Sprintf(" (and %d more buffers differ)", differing-1)
+		}
+		return "differs", first, nil
 	}
 	detail = fmt.Sprintf("%d buffers bit-exact", len(cfg.Buffers))
 	if padded > 0 {
@@ -340,6 +372,36 @@ func PhysicalChannel(t *target.Target, d, ch int) (int, error) {
 	return 0, fmt.Errorf("runtime: ethernet channel %d is not a ring channel of the build (topology %s: east %v, west %v)", ch, eth.Topology, eth.RingEast, eth.RingWest)
 }
 
+// definedViews maps the device buffer of each result and operand of p's op
+// to the tensor that value is in it (Executable.tensor), results first: a
+// shared buffer (codegen.BufferSpec.Values) is sized for its largest
+// value, and the program defines only its own value's rows and pages (the
+// rest holds what an earlier value left, which the chip and the simulator
+// need not agree on: a prefill matmul's 8 rows in a buffer of 11).
+func (e *Executable) definedViews(p *codegen.Program) (map[string]Tensor, error) {
+	views := map[string]Tensor{}
+	for _, vs := range [][]*ir.Value{p.Op.Results, p.Op.Operands} {
+		for _, v := range vs {
+			if e.Build.BufferOf(v) == nil {
+				continue // no buffer of its own (a constant folded into the program)
+			}
+			dn, err := e.name(v)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := views[dn]; ok {
+				continue
+			}
+			t, err := e.tensor(v)
+			if err != nil {
+				return nil, err
+			}
+			views[dn] = t
+		}
+	}
+	return views, nil
+}
+
 // buildDir writes the build's sources once, for the JIT.
 func (e *Executable) buildDir() (string, error) {
 	if e.dir != "" {
@@ -349,11 +411,10 @@ func (e *Executable) buildDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "tcc-build-")
+	dir, err := e.Mesh.makeTmpDir("tcc-build-")
 	if err != nil {
 		return "", err
 	}
-	e.Mesh.tmpDirs = append(e.Mesh.tmpDirs, dir)
 	if err := codegen.WriteDir(dir+"/b", files); err != nil {
 		return "", err
 	}

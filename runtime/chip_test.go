@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,10 +180,16 @@ func TestOpenChipErrors(t *testing.T) {
 }
 
 // TestChipBuildDirRemoved checks that the sources a build writes for the
-// chip's JIT are gone once the mesh is closed.
+// chip's JIT are gone once the mesh is closed, and that opening a chip
+// removes those a process that ended without closing its mesh left (a
+// ttsim fatal ends the process).
 func TestChipBuildDirRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
+	done := exec.Command(os.Args[0], "-test.run", "^$")
+	require.NoError(t, done.Run())
+	stale := filepath.Join(tmp, fmt.Sprintf("tcc-build-%d-1", done.Process.Pid))
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "b"), 0o755))
 	fw := t.TempDir()
 	if err := fwtest.WriteSet(fw); err != nil {
 		t.Fatal(err)
@@ -208,8 +217,8 @@ func TestChipBuildDirRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(tmp, "tcc-build-*"))
-	if len(dirs) != 1 {
-		t.Fatalf("build directories while open: %v, want one", dirs)
+	if len(dirs) != 1 || !strings.HasPrefix(filepath.Base(dirs[0]), fmt.Sprintf("tcc-build-%d-", os.Getpid())) {
+		t.Fatalf("build directories while open: %v, want one, this process's (the stale one removed)", dirs)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -498,4 +507,114 @@ func TestPhysicalChannel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChipComparesDefinedValue: a program that writes a value into a
+// shared buffer sized for a larger one (here 8 rows into the 11 of a
+// sliced value's buffer) is compared on its value's rows only: the rows
+// past them hold what the larger value left, which the chip and the
+// simulator need not agree on (matmul4 in the small config's prefill on
+// ttsim). A difference in the value's own rows still counts. The fake
+// plays each program by writing the simulator's results, with one byte
+// of the mul_scalar program's result buffer changed.
+func TestChipComparesDefinedValue(t *testing.T) {
+	fw := t.TempDir()
+	require.NoError(t, fwtest.WriteSet(fw))
+	b := ir.NewBuilder("shared")
+	x := b.Input("x", ir.T(ir.BF16, 11, 64))
+	wide := b.AddScalar(x, 0.5)
+	narrow := b.MulScalar(b.Slice(wide, []int{0, 0}, []int{8, 64}), 2)
+	b.Output(b.AddScalar(narrow, 1))
+	g, err := b.Finish()
+	require.NoError(t, err)
+	build, err := codegen.Compile(g, target.Blackhole())
+	require.NoError(t, err)
+	spec := build.BufferOf(narrow)
+	require.NotNil(t, spec)
+	require.Equal(t, ir.Shape{11, 64}, spec.Shape, "the precondition: mul_scalar's [8, 64] result shares the [11, 64] buffer")
+	prog := -1
+	for i, p := range build.Programs {
+		if p.Op.Result() == narrow {
+			prog = i
+		}
+	}
+	require.GreaterOrEqual(t, prog, 0)
+	// Tile layout, bf16: element (r, c) of the first tile is at byte
+	// 2*(face offset + (r%16)*16 + c%16); row 9 column 0 is 2*(9*16).
+	for _, tc := range []struct {
+		name   string
+		byteAt int
+		want   string
+	}{
+		{"row 9, past the value's 8 rows", 2 * 9 * 16, "matched"},
+		{"row 1, the value's own", 2 * 1 * 16, "differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fake.New()
+			running, played := -1, false
+			m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fake: f},
+				BeforeLaunch: func(r ProgramResult) { running, played = r.Index, false }})
+			require.NoError(t, err)
+			defer m.Close()
+			e, err := Load(m, build)
+			require.NoError(t, err)
+			f.Program = func(fc *fake.Chip, ln *fake.Launch) error {
+				if played {
+					return nil
+				}
+				played = true
+				for _, kb := range build.Programs[running].Kernel.Buffers {
+					db, ok := m.devices[0].Buffer(e.binding[kb.Name])
+					require.True(t, ok, kb.Name)
+					page, err := m.devices[0].ReadPages(db.Name, 0, db.Pages)
+					require.NoError(t, err)
+					if running == prog && kb.Name == spec.Name {
+						page = append([]byte(nil), page...)
+						page[tc.byteAt] ^= 0x40
+					}
+					if err := m.chip.WritePages(placement(db), page); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			require.NoError(t, e.Upload(x, make([]float32, 11*64)))
+			require.NoError(t, e.Run())
+			for _, r := range m.ChipResults() {
+				want := "matched"
+				if r.Index == prog {
+					want = tc.want
+				}
+				if r.Status != want {
+					t.Errorf("program %d %s: %s (%s), want %s", r.Index, r.Program, r.Status, r.Detail, want)
+				}
+			}
+			require.Len(t, m.ChipResults(), len(build.Programs))
+		})
+	}
+}
+
+// TestRemoveStale removes the temporary directories of processes that no
+// longer run, and only those.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{
+		"tcc-build-1000001-a", "tcc-persist-1000001-b", // a dead process's
+		"tcc-build-1000002-c",                      // a live process's
+		fmt.Sprintf("tcc-build-%d-d", os.Getpid()), // this process's
+		"tcc-build-123456789", "tcc-build-x-e",     // no process id
+		"other-1000001-f",
+	}
+	for _, n := range names {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, n), 0o755))
+	}
+	removed := removeStale(dir, func(pid int) bool { return pid == 1000002 })
+	for i := range removed {
+		removed[i] = filepath.Base(removed[i])
+	}
+	if d := cmp.Diff([]string{"tcc-build-1000001-a", "tcc-persist-1000001-b"}, removed); d != "" {
+		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	left, _ := os.ReadDir(dir)
+	require.Len(t, left, len(names)-2)
 }

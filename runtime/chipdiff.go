@@ -62,6 +62,29 @@ func definedDiff(t Tensor, got, want []byte) (diff string, padding bool) {
 		n, len(g), t.DType, ulps, position(t.Shape, first), showValue(t, g[first]), showValue(t, w[first])), false
 }
 
+// DefinedDiffs lists every defined element of t (definedDiff's elements)
+// whose bits differ between the chip's page bytes got and the simulator's
+// want, one line each in row-major order: its index, the chip's value and
+// the simulator's (bits in the format's own width). It returns nil when
+// the defined elements agree, and one line saying so when the bytes
+// cannot be read as t.
+func DefinedDiffs(t Tensor, got, want []byte) []string {
+	g, w := definedValues(t, got), definedValues(t, want)
+	if g == nil || w == nil || len(g) != len(w) {
+		if bytes.Equal(got, want) {
+			return nil
+		}
+		return []string{fmt.Sprintf("no element view of %s %s %s (%d and %d bytes): the bytes differ", t.Name, t.DType, t.Shape, len(got), len(want))}
+	}
+	var out []string
+	for i := range g {
+		if g[i] != w[i] {
+			out = append(out, fmt.Sprintf("%s chip %s sim %s", position(t.Shape, i), showValue(t, g[i]), showValue(t, w[i])))
+		}
+	}
+	return out
+}
+
 // definedValues are the bits of t's logical elements in row-major order
 // (float32 bits for float formats, the integers' own bits otherwise), or
 // nil when b cannot be read as t.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/tcc-dev/tcc/codegen"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
@@ -39,11 +38,10 @@ func (e *Executable) persistentBuilder(p *kir.Program) (blackhole.PersistentBuil
 	if err != nil {
 		return nil, fmt.Errorf("runtime: printing persistent program %s: %w", p.Name, err)
 	}
-	dir, err := os.MkdirTemp("", "tcc-persist-")
+	dir, err := e.Mesh.makeTmpDir("tcc-persist-")
 	if err != nil {
 		return nil, err
 	}
-	e.Mesh.tmpDirs = append(e.Mesh.tmpDirs, dir)
 	if err := codegen.WriteDir(dir, files); err != nil {
 		return nil, err
 	}

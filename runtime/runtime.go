@@ -44,6 +44,8 @@ type Mesh struct {
 	chipResults []ProgramResult
 	// beforeLaunch is ChipOptions.BeforeLaunch.
 	beforeLaunch func(ProgramResult)
+	// compared is ChipOptions.Compared.
+	compared func(ProgramResult, Tensor, []byte, []byte)
 	// builder is ChipOptions.Builder.
 	builder blackhole.Builder
 	// tmpDirs are the builds' sources written for the chip's JIT, removed

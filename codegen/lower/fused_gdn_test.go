@@ -340,7 +340,9 @@ func TestFusedGDNOnSim(t *testing.T) {
 // exact and each -2^-24 is half an fp32 ulp of it and ties to even, so the
 // sum stays 1 + 2^-8, which the packer (half away from zero) writes as
 // 1 + 2^-7; the exact sum 1 + 2^-8 - 2^-23 packs to 1. The program's
-// reduce_tile sums in order (in the simulator as on the FPU), and the
+// reduce_tile pools the column (GAPOOL, an mvmul lane: each -2^-24 is
+// aligned away below the largest tap), which gives 1 + 2^-8 too, in the
+// simulator as on ttsim (runtime's TestColumnSumMatchesTTSim), and the
 // reference at the device formats must agree with it bit for bit (a
 // one-element difference of this kind showed at B = 32 in the small
 // config's 16-step end-to-end run).
@@ -365,7 +367,7 @@ func TestGDNConvTapSumOrder(t *testing.T) {
 		t.Fatalf("the case does not separate the sums: both give %g", exact)
 	}
 	if got[0][0] != inOrder {
-		t.Errorf("conv[0] on the device: %g, want %g (silu of the in-order float32 sum; from the exact sum %g)", got[0][0], inOrder, exact)
+		t.Errorf("conv[0] on the device: %g, want %g (silu of the pooled sum; from the exact sum %g)", got[0][0], inOrder, exact)
 	}
 	if d := cmp.Diff(want[0].Data, got[0]); d != "" {
 		t.Errorf("conv: reference and device differ (-ref +device):\n%s", d)

@@ -718,9 +718,10 @@ func (ks *kstate) matmul(call string, in0, in1 int, t0, t1, d uint64) error {
 }
 
 // reduce folds tile a scaled by s (the scaler tile, stored as sf) into
-// DEST[d]. A row reduction's results (and the running row a next tile
-// accumulates onto) pass through SrcB in sf's format
-// (numerics.ReduceRowOut).
+// DEST[d]. Row and column sums are GAPOOLs (numerics.PoolTile: an mvmul
+// lane per face, not a float32 running sum); a row reduction's results
+// (and the running row a next tile accumulates onto) then pass through
+// SrcB in sf's format (numerics.ReduceRowOut).
 func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32, s float32, sf ir.DType) {
 	cs := ks.comp
 	dst := cs.dest[d]
@@ -766,6 +767,21 @@ func (ks *kstate) reduce(op kir.ReduceOp, dim kir.ReduceDim, d int, a []float32,
 			dst[i] = numerics.ReduceRowOut(dst[i], sf, cs.fp32)
 		}
 	case kir.ReduceCol:
+		if op == kir.ReduceSum {
+			// GAPOOL without the unpacker's transpose: each face's 16 rows
+			// of a column pool as one mvmul lane into DEST row 0, rows
+			// 16..31 (faces 2 and 3) onto what rows 0..15 left; the sum
+			// stays in DEST (no trip through SrcB as REDUCE_ROW's).
+			line := make([]float32, n)
+			for c := 0; c < n; c++ {
+				for r := range line {
+					line[r] = a[numerics.FaceIndex(r, c)]
+				}
+				i := numerics.FaceIndex(0, c)
+				dst[i] = numerics.PoolTile(dst[i], line, s, cs.fid, cs.fp32)
+			}
+			break
+		}
 		for c := 0; c < n; c++ {
 			put(numerics.FaceIndex(0, c), func(yield func(float32)) {
 				for r := 0; r < n; r++ {

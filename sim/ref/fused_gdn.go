@@ -15,12 +15,12 @@ import (
 //   - gdn_recurrence: the decode delta rule with the l2 norms of q and k,
 //     the state update and readout, then the gated RMSNorm.
 //
-// At the storage formats (unless Options.Composed) two parts are computed
-// as their programs compute them, so that a correct program agrees with
-// them bit for bit: gdn_recurrence with an fp32 state (on the FPU,
-// gdnHeadFPU) and gdn_conv_gates' tap sum (reduce_tile's float32 running
-// sum in tap order, reduceTileSum). Otherwise both reproduce the composed path's
-// rounding points: with
+// At the storage formats gdn_conv_gates' tap sum is reduce_tile's column
+// pool (colPoolSum), as both its program and its decomposition's sum over
+// axis 1 compute it; and (unless Options.Composed) gdn_recurrence with an
+// fp32 state is computed as its program computes it (on the FPU,
+// gdnHeadFPU), so that a correct program agrees with it bit for bit.
+// Otherwise both reproduce the composed path's rounding points: with
 // Options.StorageFormats every intermediate the composed chain stores is
 // rounded to the dtype it is stored in (element by element; the rules only
 // fuse chains whose intermediates are bf16 or fp32), and every step is
@@ -100,17 +100,15 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		}
 		return x.Data[b*C+c]
 	}
-	// sum is the tap sum of the rounded products: on the device (same
-	// formats) reduce_tile's float32 running sum in tap order, which can
-	// differ from one rounding of the exact sum where a tap is below half
-	// an fp32 ulp of the running sum; otherwise exact, rounded once.
+	// sum is the tap sum of the rounded products: at the storage formats
+	// reduce_tile's column pool of the products' tile (colPoolSum: an
+	// mvmul lane, the taps aligned to the largest), which can differ from
+	// one rounding of the exact sum, as the program computes it and as the
+	// decomposition's sum over axis 1 does (evalSum; Composed too);
+	// otherwise exact, rounded once.
 	sum := func(p []float32) float32 {
-		if opts.StorageFormats && !opts.Composed {
-			var acc float32
-			for _, x := range p {
-				acc = reduceTileSum(acc, x, opts.Fidelity)
-			}
-			return acc
+		if opts.StorageFormats {
+			return colPoolSum(len(p), func(i int) float32 { return p[i] }, opts.Fidelity)
 		}
 		var acc float64
 		for _, x := range p {

@@ -51,6 +51,12 @@ const (
 	// that product per term, which on a sum that cancels to near the 1e-3
 	// floor is several percent of it (the PCC bound still holds).
 	matmulOnMaxRel = 0.1
+	// colSumOnMaxRel is onMaxRel for sums over the second-to-last dim with
+	// formats on: reduce_tile's column pool (GAPOOL) is the same mvmul
+	// lane as a matmul's, each group of eight terms aligned to its largest
+	// with one guard bit, so a sum that cancels is off by a few 2^-12 of
+	// its largest term, as matmulOnMaxRel says.
+	colSumOnMaxRel = matmulOnMaxRel
 	// trilInverseOnMaxRel is onMaxRel for tril_inverse of fp32 matrices
 	// with formats on, which follows the device's eight chained tile
 	// matmuls and four adds (trilInverseFPU): every fp32 operand is read as

@@ -19,11 +19,11 @@ import (
 //     the operand tiles one after the other, in index order, into one
 //     DEST tile (matmulRowSum: numerics.Matmul, the operand through SrcB
 //     as tf32). The zeroed tile padding adds +0;
-//   - over the second-to-last dim, reduce_tile<SUM, REDUCE_COL> does,
-//     against a scaler tile of 1.0: every element is the FPU product
-//     numerics.FidelityMul(x, 1) (x in SrcA: fp32 data loses its low
-//     mantissa bits there, bf16 data is exact from HiFi2 on) added to the
-//     running float32 sum (reduceTileSum);
+//   - over the second-to-last dim, reduce_tile<SUM, REDUCE_COL> against
+//     a scaler tile of 1.0 pools each operand tile's columns into DEST
+//     row 0, tile after tile (colPoolSum: GAPOOL, an mvmul lane of 16
+//     products per face, numerics.PoolTile; x in SrcA, where fp32 data
+//     keeps tf32's bits). The zeroed tile padding adds +0;
 //   - over a leading dim the tiles are copied into DEST and added there on
 //     the SFPU, a float32 running sum in index order (sumLead);
 //   - mean is the last-dim sum times float32(1/N) on the SFPU.
@@ -51,7 +51,7 @@ func reduceLast(x Tensor) (ir.Shape, int, int, error) {
 
 // evalMean: out[r] = sum_i x[r, i] / n. Without StorageFormats the sum is
 // float64, divided and rounded once; with it the device's row sum
-// (reduceTileSum in column order) times float32(1/n) in float32 (the SFPU's
+// (matmulRowSum) times float32(1/n) in float32 (the SFPU's
 // mul_unary_tile).
 func evalMean(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x := args[0]
@@ -79,8 +79,9 @@ func evalMean(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 // evalSum: out[.., 0, ..] = sum over axis of x, the axis kept with size 1.
 // Without StorageFormats it is summed in float64 in index order and
 // rounded once to float32. With StorageFormats it is the device's: over
-// the last two dims the reduce_tile running sum (reduceTileSum) in index
-// order, over a leading dim sumLead.
+// the last dim the row sum by matmul (matmulRowSum), over the
+// second-to-last reduce_tile's column pool (colPoolSum), over a leading
+// dim sumLead.
 func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	x := args[0]
 	if x.Shape.Rank() == 0 {
@@ -122,11 +123,7 @@ func evalSum(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 				out.Data[o] = matmulRowSum(n, func(i int) float32 { return vals[i] }, opts.Fidelity)
 				continue
 			}
-			var s float32
-			for _, v := range vals {
-				s = reduceTileSum(s, v, opts.Fidelity)
-			}
-			out.Data[o*inner+j] = s
+			out.Data[o*inner+j] = colPoolSum(n, func(i int) float32 { return vals[i] }, opts.Fidelity)
 		}
 	}
 	return []Tensor{out}, nil
@@ -184,14 +181,29 @@ func splitRowSum(n int, at func(i int) float32, f ir.MathFidelity, split RowSpli
 	return total
 }
 
-// reduceTileSum is what reduce_tile<SUM> leaves in an fp32 DEST element
-// holding acc when it folds in operand element x against the scaler tile's
-// 1.0: acc + FidelityMul(x, 1, f) in float32. x is read through SrcA,
-// whose multiplier sees the hidden bit and 9 mantissa bits (tf32's last
-// one unused) from HiFi2 on and 4 at LoFi: bf16 data is exact from HiFi2
-// on, fp32 data truncated; 1.0 is exact in SrcB at any fidelity.
-func reduceTileSum(acc, x float32, f ir.MathFidelity) float32 {
-	return acc + numerics.FidelityMul(x, 1, f)
+// colPoolSum is what reduce_tile<SUM, REDUCE_COL> against a scaler of 1.0
+// leaves in an fp32 DEST element for a column of n elements (at(i) the
+// i-th, in row order; the tile padding past n adds +0): per operand tile
+// the column's 32 values pooled onto the running DEST value
+// (numerics.PoolTile: GAPOOL is an mvmul lane, each face's 16 products
+// aligned to the largest of their group of eight and summed in fixed
+// point, rows 0..15 and then 16..31 at every fidelity phase). The sum
+// never leaves DEST (unlike REDUCE_ROW's, numerics.ReduceRowOut), but it
+// is not a float32 running sum: a term far below its group's largest is
+// aligned away.
+func colPoolSum(n int, at func(i int) float32, f ir.MathFidelity) float32 {
+	line := make([]float32, numerics.TileDim)
+	var acc float32
+	for t := 0; t < n; t += numerics.TileDim {
+		for r := range line {
+			line[r] = 0
+			if t+r < n {
+				line[r] = at(t + r)
+			}
+		}
+		acc = numerics.PoolTile(acc, line, 1, f, true)
+	}
+	return acc
 }
 
 // sumLead is the sum of vals (one element of each of the n operand tiles

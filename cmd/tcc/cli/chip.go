@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -18,6 +19,9 @@ import (
 // 1x1 mesh (--chip), mesh device d on chip d for 1xN (ttsim's bh_x2).
 func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	if rf.backend != "ttsim" {
+		if rf.chipDump != "" {
+			return nil, fmt.Errorf("--chip-dump needs a chip (--backend ttsim); backend %s has none", rf.backend)
+		}
 		return runtime.Open(rf.backend, mesh)
 	}
 	home := os.Getenv("TT_METAL_HOME")
@@ -32,13 +36,49 @@ func openMesh(rf runFlags, mesh ir.Mesh) (*runtime.Mesh, error) {
 	// ttsim ends the process on a fatal error: the line before it names
 	// the program it was running.
 	before := func(r runtime.ProgramResult) {
-		dev := ""
+		line := launchLine(r)
 		if mesh.Devices() > 1 {
-			dev = fmt.Sprintf(", device %d (chip %d)", r.Device, r.Device)
+			line += fmt.Sprintf(", device %d (chip %d)", r.Device, r.Device)
 		}
-		fmt.Fprintf(os.Stderr, "tcc: chip: program %d %s, launch %d%s\n", r.Index, r.Program, r.Launch, dev)
+		fmt.Fprintln(os.Stderr, line)
 	}
-	return runtime.OpenChip(rf.backend, mesh, runtime.ChipOptions{TTSim: rf.ttsim, Chip: rf.chip, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout})
+	o := runtime.ChipOptions{TTSim: rf.ttsim, Chip: rf.chip, Builder: blackhole.JITBuilder{Env: env}, BeforeLaunch: before, Timeout: rf.chipTimeout}
+	if rf.chipDump != "" {
+		if err := os.MkdirAll(rf.chipDump, 0o755); err != nil {
+			return nil, fmt.Errorf("--chip-dump: %w", err)
+		}
+		o.Compared = dumpCompared(rf.chipDump, os.Stderr)
+	}
+	return runtime.OpenChip(rf.backend, mesh, o)
+}
+
+// launchLine is the line printed before each launch on the chip: ttsim
+// ends the process on a fatal error, and this line, the last before its
+// message, names the program and the launch it was running.
+func launchLine(r runtime.ProgramResult) string {
+	return fmt.Sprintf("tcc: chip: program %d %s, launch %d", r.Index, r.Program, r.Launch)
+}
+
+// dumpCompared returns a ChipOptions.Compared that writes, for a buffer
+// that differs from the simulator on the elements it defines, its page
+// bytes on the chip and in the simulator (dir/NAME.chip, dir/NAME.sim) and
+// the differing elements (dir/NAME.txt, runtime.DefinedDiffs), NAME being
+// p<index>-<program>-l<launch>-<buffer>. Write errors are reported on
+// errw; the run goes on.
+func dumpCompared(dir string, errw io.Writer) func(runtime.ProgramResult, runtime.Tensor, []byte, []byte) {
+	return func(r runtime.ProgramResult, t runtime.Tensor, chip, sim []byte) {
+		lines := runtime.DefinedDiffs(t, chip, sim)
+		if len(lines) == 0 {
+			return
+		}
+		name := fmt.Sprintf("p%d-%s-l%d-%s", r.Index, r.Program, r.Launch, strings.NewReplacer("/", "_", string(os.PathSeparator), "_").Replace(t.Name))
+		head := fmt.Sprintf("# program %d %s launch %d: buffer %s %s %s %s, %d defined elements differ (index, chip, simulator)\n", r.Index, r.Program, r.Launch, t.Name, t.DType, t.Layout, t.Shape, len(lines))
+		for ext, b := range map[string][]byte{".chip": chip, ".sim": sim, ".txt": []byte(head + strings.Join(lines, "\n") + "\n")} {
+			if err := os.WriteFile(filepath.Join(dir, name+ext), b, 0o644); err != nil {
+				fmt.Fprintf(errw, "tcc: --chip-dump: %v\n", err)
+			}
+		}
+	}
 }
 
 // useTopology cables the opened mesh as --topology.

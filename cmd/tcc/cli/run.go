@@ -54,6 +54,9 @@ type runFlags struct {
 	prefillSet                    bool // --prefill given
 	// persistent runs each step as one persistent program (codegen/persist).
 	persistent bool
+	// chipDump is --chip-dump: the directory both sides of every buffer
+	// that differs on the chip are written to (dumpCompared).
+	chipDump string
 }
 
 func newRunCmd() *cobra.Command {
@@ -122,9 +125,10 @@ step's token and text on its own line and the whole text at the end.
 	mf.addTopology()
 	fs := cmd.Flags()
 	fs.StringVar(&rf.backend, "backend", "sim", "where programs run: sim (built-in simulator), ttsim (Tenstorrent's chip model: every program also runs there and is compared with the simulator; needs --ttsim and TT_METAL_HOME) or blackhole (cards)")
-	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch")
+	fs.DurationVar(&rf.chipTimeout, "chip-timeout", 30*time.Second, "with --backend ttsim or blackhole: the watchdog's bound on firmware init, each program and each step of a persistent launch; on ttsim simulated time (the cycles the chip runs at its 1.35 GHz clock, whatever the host's load), "+ttsimTimeout.String()+" unless given")
 	fs.StringVar(&rf.ttsim, "ttsim", "", "the libttsim.so of --backend ttsim (default $TT_METAL_SIMULATOR)")
 	fs.IntVar(&rf.chip, "chip", 0, "with --backend ttsim and --mesh 1x1: the chip of the library's configuration the programs run on (ttsim's bh_x2 has chips 0 and 1; tcc devices lists them)")
+	fs.StringVar(&rf.chipDump, "chip-dump", "", "with --backend ttsim or blackhole: a directory to write, for every launch whose buffer differs from the simulator on the elements it defines, the buffer's page bytes on both sides (NAME.chip, NAME.sim) and the differing elements (NAME.txt)")
 	fs.BoolVar(&rf.check, "check", false, "compare outputs with the reference evaluator and fail below the thresholds")
 	fs.Int64Var(&rf.seed, "seed", 1, "seed of the random weights and of the users' tokens (each user its own stream)")
 	fs.Float64Var(&rf.threshold, "threshold", 0.999, "minimum logits PCC against the reference at the same formats")
@@ -146,10 +150,20 @@ step's token and text on its own line and the whole text at the end.
 		f := cmd.Flags()
 		rf.hasPrompt = f.Changed("prompt") || f.Changed("prompt-file")
 		rf.prefillSet = f.Changed("prefill")
+		if rf.backend == "ttsim" && !f.Changed("chip-timeout") {
+			rf.chipTimeout = ttsimTimeout
+		}
 		return runModel(cmd.OutOrStdout(), mf, args[0], rf)
 	}
 	return cmd
 }
+
+// ttsimTimeout is --chip-timeout's default on ttsim, in simulated time
+// (135M cycles of the card's clock): far beyond what a program of the
+// configs tcc runs there takes, short enough that a program that hangs
+// is reported within minutes of the host's time, not hours (30 s of
+// simulated time would be 40.5G cycles).
+const ttsimTimeout = 100 * time.Millisecond
 
 // stepGraph is one compiled graph (prefill or decode) of a run.
 type stepGraph struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestTTSimTinyMLP runs tiny-mlp on Tenstorrent's chip model when a
@@ -94,4 +96,37 @@ func TestTTSimX2Chip1Run(t *testing.T) {
 	require.NoError(t, err, "tcc run --chip 1:\n%s", out)
 	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
 	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
+}
+
+// TestTTSimSmallQwen runs the small qwen27b config at 1x1 on ttsim
+// (TCC_TTSIM and TT_METAL_HOME as for TestTTSimTinyMLP, and TCC_LONG=1:
+// each case takes several minutes with the kernels cached): the prefill
+// of 8 tokens and 3 decode steps, at B = 1 and at --batch 4. Every launch
+// of every step must match the simulator bit for bit on the elements it
+// defines, none skipped or failed, and the run's --check must pass.
+func TestTTSimSmallQwen(t *testing.T) {
+	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
+	if lib == "" || home == "" {
+		t.Skip("set TCC_TTSIM=/path/to/libttsim_bh.so and TT_METAL_HOME=/path/to/tt-metal to run the small qwen27b config on ttsim")
+	}
+	longtest.Skip(t, "the small qwen27b config on ttsim (several minutes per batch size)")
+	if batch := os.Getenv("TCC_TTSIM_BATCH"); batch != "" {
+		out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x1",
+			"--prefill", "8", "--steps", "3", "--batch", batch, "--backend", "ttsim", "--ttsim", lib, "--check")
+		require.NoError(t, err, "tcc run --backend ttsim --batch %s:\n%s", batch, out)
+		m := regexp.MustCompile(`(?m)^chip: (\d+) launches: (\d+) matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped$`).FindStringSubmatch(out)
+		require.NotNil(t, m, "no all-matched chip line in:\n%s", out)
+		require.Equal(t, m[1], m[2], "launches and matched launches")
+		return
+	}
+	// ttsim initialises once per process: each batch size runs in a
+	// process of its own (this test binary again, TCC_TTSIM_BATCH naming it).
+	for _, batch := range []string{"1", "4"} {
+		t.Run("batch "+batch, func(t *testing.T) {
+			c := exec.Command(os.Args[0], "-test.run", "^TestTTSimSmallQwen$", "-test.count=1", "-test.timeout=60m")
+			c.Env = append(os.Environ(), "TCC_TTSIM_BATCH="+batch)
+			out, err := c.CombinedOutput()
+			require.NoError(t, err, "batch %s:\n%s", batch, out)
+		})
+	}
 }

@@ -27,6 +27,13 @@ type Chip struct {
 	DRAM []XY
 	// Harvested lists harvested Tensix NoC0 columns.
 	Harvested []int
+	// SimClockHz, when not zero, makes Poll's timeout simulated time: the
+	// cycles Poll lets the chip advance, at this clock, not the host's
+	// wall time. Open sets it (the target's clock) for ttsim, whose chip
+	// runs only inside Advance and as fast as the host lets it: a bound
+	// in wall time would depend on the host's load, and a loaded host
+	// could time out a program that is merely slow to simulate.
+	SimClockHz float64
 
 	uc, mc access.Window
 	ucCfg  *access.TLBConfig
@@ -47,6 +54,9 @@ func Open(d access.Device, harvested []int) (*Chip, error) {
 	}
 	t := target.Blackhole()
 	c := &Chip{Dev: d, Layout: target.BlackholeLayout(), Target: t, Harvested: harvested}
+	if d.Info().Backend == "ttsim" {
+		c.SimClockHz = t.ClockHz
+	}
 	skip := map[int]bool{}
 	for _, x := range harvested {
 		skip[x] = true
@@ -174,18 +184,27 @@ func (c *Chip) SetReset(at XY, v uint32) error {
 }
 
 // Poll calls done until it reports true, advancing the chip between
-// calls, and fails after timeout of wall time; what names what is awaited.
+// calls, and fails after timeout: of wall time on a card, of simulated
+// time (SimClockHz: the cycles advanced) on a simulated chip; what names
+// what is awaited.
 func (c *Chip) Poll(timeout time.Duration, what func() string, done func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
+	limit := int64(timeout.Seconds() * c.SimClockHz)
+	var cycles int64
 	for {
 		ok, err := done()
 		if err != nil || ok {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if c.SimClockHz > 0 {
+			if cycles >= limit {
+				return &TimeoutError{What: what(), After: timeout, Cycles: cycles}
+			}
+		} else if time.Now().After(deadline) {
 			return &TimeoutError{What: what(), After: timeout}
 		}
 		c.Dev.Advance(PollCycles)
+		cycles += PollCycles
 	}
 }
 
@@ -196,6 +215,14 @@ const PollCycles = 1000
 type TimeoutError struct {
 	What  string
 	After time.Duration
+	// Cycles, on a simulated chip, are the cycles it ran (After is then
+	// simulated time); zero on a card.
+	Cycles int64
 }
 
-func (e *TimeoutError) Error() string { return fmt.Sprintf("timed out after %s: %s", e.After, e.What) }
+func (e *TimeoutError) Error() string {
+	if e.Cycles > 0 {
+		return fmt.Sprintf("timed out after %s of simulated time (%d cycles): %s", e.After, e.Cycles, e.What)
+	}
+	return fmt.Sprintf("timed out after %s: %s", e.After, e.What)
+}

@@ -285,8 +285,15 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 			fmt.Fprintf(h, "ttsim\x00%s\x00", ttsimHeader)
 		}
 	}
+	// The build directory the source sits in is a new temporary
+	// directory per run (runtime's buildDir): the generated files and the
+	// command lines name it, the hash names it @src, so that the same
+	// kernel hits the cache from any directory (its headers beside it are
+	// hashed by content above).
+	srcDir := filepath.Dir(j.srcAbs)
+	anyDir := func(s string) string { return strings.ReplaceAll(s, srcDir, "@src") }
 	for _, n := range slices.Sorted(maps.Keys(j.files)) {
-		fmt.Fprintf(h, "%q\x00%q\x00", n, j.files[n])
+		fmt.Fprintf(h, "%q\x00%q\x00", n, anyDir(j.files[n]))
 	}
 	shim := ""
 	if len(j.shim) > 0 {
@@ -297,7 +304,7 @@ func (e *Env) kernelHash(j *kernelJob, k *hostcfg.KernelConfig, fw string) (stri
 	}
 	// defines, compile args and NoC appear in the command lines
 	for _, c := range e.commands(j, k, "@", fw, "@stub", []string{"@sfpi"}, shim) {
-		fmt.Fprintln(h, c[0].Args, c[1].Args)
+		fmt.Fprintln(h, anyDir(fmt.Sprint(c[0].Args, c[1].Args)))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }

@@ -355,7 +355,10 @@ func (x *Launched) Wait(timeout time.Duration) error {
 type StallError struct {
 	Program string
 	After   time.Duration
-	Cores   []StalledCore
+	// Simulated says After is simulated time (a simulated chip's cycles,
+	// chip.Chip.SimClockHz), not wall time.
+	Simulated bool
+	Cores     []StalledCore
 }
 
 // StalledCore is one core that did not report done.
@@ -369,7 +372,11 @@ type StalledCore struct {
 
 func (e *StallError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "program %s: %d core(s) did not finish within %s (watchdog):", e.Program, len(e.Cores), e.After)
+	after := e.After.String()
+	if e.Simulated {
+		after += " of simulated time"
+	}
+	fmt.Fprintf(&b, "program %s: %d core(s) did not finish within %s (watchdog):", e.Program, len(e.Cores), after)
 	for _, c := range e.Cores {
 		run := "brisc"
 		if len(c.Running) > 0 {
@@ -384,7 +391,7 @@ func (e *StallError) Error() string {
 }
 
 func stall(c *chip.Chip, l *target.Layout, p *Program, xys []chip.XY, pending map[int]bool, timeout time.Duration) error {
-	e := &StallError{Program: p.Name, After: timeout}
+	e := &StallError{Program: p.Name, After: timeout, Simulated: c.SimClockHz > 0}
 	var idx []int
 	for i := range pending {
 		idx = append(idx, i)
