@@ -190,21 +190,7 @@ func TestChipBuildDirRemoved(t *testing.T) {
 	require.NoError(t, done.Run())
 	stale := filepath.Join(tmp, fmt.Sprintf("tcc-build-%d-1", done.Process.Pid))
 	require.NoError(t, os.MkdirAll(filepath.Join(stale, "b"), 0o755))
-	fw := t.TempDir()
-	if err := fwtest.WriteSet(fw); err != nil {
-		t.Fatal(err)
-	}
-	b := ir.NewBuilder("one")
-	x := b.Input("x", ir.T(ir.BF16, 32, 64))
-	b.Output(b.AddScalar(x, 0.5))
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	build, err := codegen.Compile(g, target.Blackhole())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, build, fw := addScalarBuild(t)
 	m, err := OpenChip("fake", g.Mesh, ChipOptions{Builder: fakeBuilder{fwDir: fw}, Fake: blackhole.Options{Fake: fake.New()}})
 	if err != nil {
 		t.Fatal(err)
@@ -284,21 +270,7 @@ func TestDefinedDiff(t *testing.T) {
 // launch is on chip 1 and matches the simulator, chip 0 runs nothing. A
 // chip the system does not have is an error naming it and the count.
 func TestOpenChipOnChip1(t *testing.T) {
-	fw := t.TempDir()
-	if err := fwtest.WriteSet(fw); err != nil {
-		t.Fatal(err)
-	}
-	b := ir.NewBuilder("one")
-	x := b.Input("x", ir.T(ir.BF16, 32, 64))
-	b.Output(b.AddScalar(x, 0.5))
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	build, err := codegen.Compile(g, target.Blackhole())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, build, fw := addScalarBuild(t)
 	fs := fake.NewChips(2)
 	fakes := blackhole.Options{Fakes: []access.BAR{fs[0], fs[1]}}
 	other := fake.NewChips(2)
@@ -617,4 +589,21 @@ func TestRemoveStale(t *testing.T) {
 	}
 	left, _ := os.ReadDir(dir)
 	require.Len(t, left, len(names)-2)
+}
+
+// addScalarBuild returns a one-program build (x + 0.5 on a bf16 [32, 64])
+// for Blackhole, its graph, and a directory holding a fake firmware set
+// (fakeBuilder's fwDir).
+func addScalarBuild(t *testing.T) (*ir.Graph, *codegen.Build, string) {
+	t.Helper()
+	fw := t.TempDir()
+	require.NoError(t, fwtest.WriteSet(fw))
+	b := ir.NewBuilder("one")
+	x := b.Input("x", ir.T(ir.BF16, 32, 64))
+	b.Output(b.AddScalar(x, 0.5))
+	g, err := b.Finish()
+	require.NoError(t, err)
+	build, err := codegen.Compile(g, target.Blackhole())
+	require.NoError(t, err)
+	return g, build, fw
 }

@@ -23,21 +23,8 @@ func TestPrefillMatmulNearComputeFloor(t *testing.T) {
 	tgt := target.Blackhole()
 	b := ir.NewBuilder("prefill matmul")
 	b.Output(b.Matmul(b.Input("a", ir.T(ir.BF16, 1, rows*ir.TileSize, kt*ir.TileSize)), b.Weight("w", ir.T(ir.BFP8B, kt*ir.TileSize, nt*ir.TileSize))))
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := g.Ops()
-	op := ops[len(ops)-1]
-	p, err := lower.Lower(op, lower.NewContext(tgt))
-	if err != nil {
-		t.Fatal(err)
-	}
 	prm := Default()
-	pt, err := Simulate(p, tgt, prm, Options{Devices: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pt := simulateLastOp(t, b, tgt, prm)
 	cores := len(p.Cores())
 	perCore := (nt + cores - 1) / cores
 	floorUS := float64(rows*kt*perCore)*prm.MatmulCycles[ir.HiFi4]/prm.ClockHz*1e6 + prm.FixedProgramUS
@@ -63,21 +50,8 @@ func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
 	b := ir.NewBuilder("prefill swiglu")
 	a := b.Input("a", ir.T(ir.BF16, 1, rows*ir.TileSize, kt*ir.TileSize))
 	b.Output(b.MatmulSwiGLU(a, b.Weight("gate", ir.T(ir.BFP4B, kt*ir.TileSize, nt*ir.TileSize)), b.Weight("up", ir.T(ir.BFP4B, kt*ir.TileSize, nt*ir.TileSize))))
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops := g.Ops()
-	op := ops[len(ops)-1]
-	p, err := lower.Lower(op, lower.NewContext(tgt))
-	if err != nil {
-		t.Fatal(err)
-	}
 	prm := Default()
-	pt, err := Simulate(p, tgt, prm, Options{Devices: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, pt := simulateLastOp(t, b, tgt, prm)
 	var sub, per int
 	fmt.Sscan(p.Kernels[1].Defines["MM_SUBBLOCK"], &sub)
 	for _, k := range p.Kernels {
@@ -96,4 +70,24 @@ func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
 	if pt.US() > 1.15*workUS || pt.US() < workUS {
 		t.Errorf("a one-row-ring prefill matmul_swiglu is predicted at %.1f us, %.3fx its busiest core's products and epilogue (%.1f us); want 1x to 1.15x", pt.US(), pt.US()/workUS, workUS)
 	}
+}
+
+// simulateLastOp lowers the last op of b's graph for tgt and simulates
+// its program on one device with prm: the program and its timing.
+func simulateLastOp(t *testing.T, b *ir.Builder, tgt *target.Target, prm *Params) (*kir.Program, *ProgramTime) {
+	t.Helper()
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := g.Ops()
+	p, err := lower.Lower(ops[len(ops)-1], lower.NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := Simulate(p, tgt, prm, Options{Devices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pt
 }
