@@ -1,8 +1,6 @@
 package lower
 
 import (
-	"fmt"
-
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
@@ -83,11 +81,9 @@ func (f *flashSDPA) prefillReader() error {
 	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
 	blocks.FillWords(b, s.zero, fb, 0)
 	blocks.FillWords(b, s.ninf, fb, negInf)
-	gr := f.beginGateRows(b)
-	kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
+	s.gg.Begin(b, []int{s.slotG})
 	f.eachItem(b, rstart, rcount, func(i kir.Var) {
 		it := s.prefillItem(b, i)
-		gr.item(b, i)
 		st := b.Let("item_row", kir.Mod(i, kir.Ci(d.St)))
 		// the item's last token: min(32 st + 31, S - 1)
 		lastTok := b.LetT("last_tok", kir.U32T, kir.Add(kir.Mul(st, kir.Ci(ir.TileSize)), kir.Ci(ir.TileSize-1)))
@@ -104,20 +100,22 @@ func (f *flashSDPA) prefillReader() error {
 		n := b.Let("n_tiles", kir.Add(s.lptr, kir.C(1)))
 		b.ForStep("t0", kir.C(0), n, kir.Ci(C), func(t0 kir.Var) {
 			cend := chunkEnd(b, t0, n)
-			if prefillKBlocks && s.kBlk == Dt && f.kPair > 1 {
-				f.prefillKBlocks(b, it, t0, cend, mfirst, kpos)
-			} else {
-				b.For("t", t0, cend, func(tt kir.Var) {
-					f.prefillMask(b, it, tt, mfirst)
-					b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-						f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-					})
+			b.For("t", t0, cend, func(tt kir.Var) {
+				b.If(kir.Ge(tt, mfirst), func() {
+					b.CBReserveBack(s.mask, kir.C(1))
+					it.mask(tt)
+					b.CBPushBack(s.mask, kir.C(1))
 				})
-			}
+				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+					f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+				})
+			})
 			b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
 			b.If(kir.Eq(t0, kir.C(0)), func() {
 				b.Comment("the item's gate tiles (its CB holds them all), while compute works on the first chunk")
-				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gr.tile(b, st, dd) })
+				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) {
+					s.gg.Page(b, s.cbGate, kir.Add(kir.Mul(st, kir.Ci(Dt)), dd))
+				})
 			})
 		})
 	})
@@ -125,150 +123,8 @@ func (f *flashSDPA) prefillReader() error {
 		return s.err
 	}
 	f.finishShare(b)
-	gr.end(b)
+	s.gg.End(b)
 	blocks.ReleaseScratchPages(b, s.consts, 2)
 	blocks.ReleaseScratch(b, s.cbPos)
 	return nil
-}
-
-// Gate rows. The gate is [B, S, H, D] in tiles of its [H, D] matrices: a
-// result tile's (token tile row st, D tile dd) rows are token st*32 + r's
-// row h of that token's page (h's tile row, D tile dd): one face row of
-// 16 elements in each of two faces. The reader reads just the aligned
-// 64 bytes holding each face row (DRAM reads start at a multiple of
-// DRAMReadAlign, their L1 destination agreeing with it modulo 64) into a
-// staging slot, and copies the face rows into the result tile; rows past
-// the prompt (the last tile row of S % 32 != 0) are zeros. Before, every
-// token's whole 2 KB page was read for its 32 or 64 bytes: 32 pages per
-// gate tile, 512 KB an item, 805 MB of the 27B's 4,096-token program's
-// 1,401 MB of DRAM reads (predicted; TestFlashPrefillGateRowReads).
-type gateRows struct {
-	f               *flashSDPA
-	stage           kir.Var // 64-byte aligned staging: 2 spans of gateSpan bytes per row
-	u, hr, pageBase kir.Var // the item's user, head row in its tile, and page offset of its head's tile row
-}
-
-// gateSpan is the bytes read per face row: the DRAM read alignment.
-const gateSpan = 64
-
-// beginGateRows takes the staging slot (the gate gather's scratch pages).
-func (f *flashSDPA) beginGateRows(b *kir.Builder) *gateRows {
-	s := f.gatedSDPA
-	raw := blocks.ScratchPages(b, s.slotG, prefillGatePages(s.d), "gate_slot")
-	g := &gateRows{f: f}
-	g.stage = b.Let("gate_stage", kir.Mul(kir.Div(kir.Add(raw, kir.Ci(gateSpan-1)), kir.Ci(gateSpan)), kir.Ci(gateSpan)))
-	return g
-}
-
-// item sets the item's user and head (item i = (u*H + h)*St + st).
-func (g *gateRows) item(b *kir.Builder, i kir.Var) {
-	d := g.f.d
-	bh := kir.Div(i, kir.Ci(d.St))
-	h := b.Let("gate_h", kir.Mod(bh, kir.Ci(d.H)))
-	g.u = b.Let("gate_u", kir.Div(bh, kir.Ci(d.H)))
-	g.hr = b.Let("gate_hr", kir.Mod(h, kir.Ci(ir.TileSize)))
-	g.pageBase = b.Let("gate_ht", kir.Mul(kir.Div(h, kir.Ci(ir.TileSize)), kir.Ci(d.Dt)))
-}
-
-// tile pushes the gate tile (st, dd) of the current item into the gate CB.
-func (g *gateRows) tile(b *kir.Builder, st, dd kir.Var) {
-	s, d := g.f.gatedSDPA, g.f.d
-	dt := s.gate.Type.DType
-	eb := blocks.ElemBytes(dt)
-	row := blocks.FaceDim * eb // one face row's bytes
-	im := blocks.ImageOf(s.gate.Type.Shape)
-	perTok := im.TilesPerMat
-	out := blocks.Reserve(b, s.cbGate, kir.C(1), "gate_tile")
-	rows := b.LetT("gate_rows", kir.U32T, kir.Ci(ir.TileSize))
-	if d.S%ir.TileSize != 0 {
-		b.If(kir.Gt(kir.Mul(kir.Add(st, kir.C(1)), kir.Ci(ir.TileSize)), kir.Ci(d.S)), func() {
-			b.Assign(rows, kir.Sub(kir.Ci(d.S), kir.Mul(st, kir.Ci(ir.TileSize))))
-		})
-	}
-	// the face rows' offsets in a source page (head row hr) and their
-	// aligned spans
-	offs := [2]kir.Var{}
-	for half := range 2 {
-		offs[half] = b.Let(fmtName("gate_off", half), blocks.FaceOffset(g.hr, kir.Ci(half*blocks.FaceDim), eb))
-	}
-	b.For("r", kir.C(0), rows, func(r kir.Var) {
-		page := b.Let("gate_page", kir.Add(kir.Add(kir.Mul(kir.Add(kir.Mul(g.u, kir.Ci(d.S)), kir.Add(kir.Mul(st, kir.Ci(ir.TileSize)), r)), kir.Ci(perTok)), g.pageBase), dd))
-		for half := range 2 {
-			at := kir.Add(g.stage, kir.Mul(kir.Add(kir.Mul(r, kir.C(2)), kir.Ci(half)), kir.Ci(gateSpan)))
-			b.NoCAsyncRead(s.gAcc.PageAddrAtExpr(page, kir.Sub(offs[half], kir.Mod(offs[half], kir.Ci(gateSpan)))), at, kir.Ci(gateSpan))
-		}
-	})
-	b.NoCAsyncReadBarrier()
-	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
-		b.IfElse(kir.Lt(r, rows), func() {
-			for half := range 2 {
-				at := kir.Add(g.stage, kir.Add(kir.Mul(kir.Add(kir.Mul(r, kir.C(2)), kir.Ci(half)), kir.Ci(gateSpan)), kir.Mod(offs[half], kir.Ci(gateSpan))))
-				blocks.LocalCopy(b, at, kir.Add(out, blocks.FaceOffset(r, kir.Ci(half*blocks.FaceDim), eb)), row)
-			}
-		}, func() {
-			for half := range 2 {
-				dst := b.Let("gate_zero", kir.Add(out, blocks.FaceOffset(r, kir.Ci(half*blocks.FaceDim), eb)))
-				b.For("w", kir.C(0), kir.Ci(row/4), func(w kir.Var) { b.L1Write32(kir.Add(dst, kir.Mul(w, kir.C(4))), kir.C(0)) })
-			}
-		})
-	})
-	b.NoCAsyncReadBarrier()
-	b.CBPushBack(s.cbGate, kir.C(1))
-}
-
-// end releases the staging slot.
-func (g *gateRows) end(b *kir.Builder) {
-	blocks.ReleaseScratchPages(b, g.f.slotG, prefillGatePages(g.f.d))
-}
-
-func fmtName(p string, i int) string { return fmt.Sprintf("%s%d", p, i) }
-
-// prefillKBlocks enables prefillKBlocks's blocks of kPair cache tiles
-// (a variable for the test that compares the two).
-var prefillKBlocks = true
-
-// prefillMask pushes cache tile tt's mask page when it crosses the
-// causal diagonal (tt >= mfirst).
-func (f *flashSDPA) prefillMask(b *kir.Builder, it sdpaItem, tt kir.Expr, mfirst kir.Var) {
-	s := f.gatedSDPA
-	b.If(kir.Ge(tt, mfirst), func() {
-		b.CBReserveBack(s.mask, kir.C(1))
-		it.mask(b.Let("mt", tt))
-		b.CBPushBack(s.mask, kir.C(1))
-	})
-}
-
-// prefillKBlocks emits the K blocks of the chunk's cache tiles [t0, cend)
-// when a cache tile's K row is one block (kBlk == Dt): kPair cache tiles
-// per block (one read barrier, one multicast and handshake for all of
-// them) where the K CB's ring has room for them before its end (kpos,
-// the K cache tiles pushed so far, a multiple of kPair) and the chunk has
-// them, else one. The masks of a block's tiles go before it (at most two
-// per item, the mask CB's pages). Before, every cache tile was its own
-// block: at 4,096 tokens of the 27B the senders waited on a read barrier
-// (or the group's handshake) per 16 KB, and compute waited 1.3 ms of its
-// 5.1 for K (predicted; TestFlashPrefillKBlocksBalanced).
-func (f *flashSDPA) prefillKBlocks(b *kir.Builder, it sdpaItem, t0, cend, mfirst, kpos kir.Var) {
-	s, Dt, P := f.gatedSDPA, f.d.Dt, f.kPair
-	tt := b.LetT("t", kir.U32T, t0)
-	// (kir has no while: a loop over the chunk's tiles that acts at the
-	// next tile not yet read)
-	b.For("tk", t0, cend, func(tk kir.Var) {
-		b.If(kir.Eq(tk, tt), func() {
-			whole := kir.LAnd(kir.Le(kir.Add(tt, kir.Ci(P)), cend), kir.Eq(kir.Mod(kpos, kir.Ci(P)), kir.C(0)))
-			b.IfElse(whole, func() {
-				b.For("tm", tt, kir.Add(tt, kir.Ci(P)), func(tm kir.Var) { f.prefillMask(b, it, tm, mfirst) })
-				f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, P*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
-					return kir.Add(tt, kir.Div(j, kir.Ci(Dt))), kir.Mod(j, kir.Ci(Dt))
-				})
-				b.Assign(kpos, kir.Add(kpos, kir.Ci(P)))
-				b.Assign(tt, kir.Add(tt, kir.Ci(P)))
-			}, func() {
-				f.prefillMask(b, it, tt, mfirst)
-				f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, Dt, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, j })
-				b.Assign(kpos, kir.Add(kpos, kir.C(1)))
-				b.Assign(tt, kir.Add(tt, kir.C(1)))
-			})
-		})
-	})
 }
