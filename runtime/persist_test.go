@@ -155,6 +155,9 @@ func firstDiff(want, got map[string][]float32) string {
 func TestPersistentIsBitIdentical(t *testing.T) {
 	for _, sm := range persistModels {
 		t.Run(sm.name, func(t *testing.T) {
+			if sm.name != "tiny-mlp" {
+				longtest.Skip(t, "the small qwen27b config persistent and per program (~11 CPU-s; tiny-mlp runs in the default run)")
+			}
 			ref, per := loadModel(t, sm, false), loadModel(t, sm, true)
 			want := [][]int{{3}}
 			if b := ref.g.Inputs[0].Type.Shape[0]; sm.name == "tiny-mlp" && b > 1 {
