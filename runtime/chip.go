@@ -327,24 +327,23 @@ func buildLinks(t *target.Target, n int, used map[int]bool) ([]blackhole.EthLink
 	if eth == nil {
 		return nil, fmt.Errorf("runtime: target %s has no ethernet cores for collectives", t.Name)
 	}
-	var want []blackhole.EthLink
-	add := func(a, b blackhole.EthEnd) { want = append(want, blackhole.NewEthLink(a, b)) }
+	// The physical links: the topology's table, or (no topology applied)
+	// the ring, whose physical channels are its logical ones.
+	links := eth.Links
 	if len(eth.Ports) == 0 {
-		for _, l := range kexec.RingLinks(n, eth.RingEast, eth.RingWest) {
-			if used[l.A.Channel] || used[l.B.Channel] {
-				add(blackhole.EthEnd{Chip: l.A.Device, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Device, Channel: l.B.Channel})
-			}
+		var err error
+		if links, err = t.MeshLinks(n); err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
 		}
-		return want, nil
-	}
-	if len(eth.Ports) != n {
+	} else if len(eth.Ports) != n {
 		return nil, fmt.Errorf("runtime: the build's topology %s is planned for a row of %d chips, the mesh row has %d", eth.Topology, len(eth.Ports), n)
 	}
-	for _, l := range eth.Links {
+	var want []blackhole.EthLink
+	for _, l := range links {
 		a, okA := eth.Logical(l.A.Chip, l.A.Channel)
 		b, okB := eth.Logical(l.B.Chip, l.B.Channel)
 		if okA && used[a] || okB && used[b] {
-			add(blackhole.EthEnd{Chip: l.A.Chip, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Chip, Channel: l.B.Channel})
+			want = append(want, blackhole.NewEthLink(blackhole.EthEnd{Chip: l.A.Chip, Channel: l.A.Channel}, blackhole.EthEnd{Chip: l.B.Chip, Channel: l.B.Channel}))
 		}
 	}
 	return want, nil
