@@ -40,7 +40,7 @@ type Chip struct {
 	// EthProgram, when set, is called for every ethernet launch before
 	// the core reports done.
 	EthProgram func(c *Chip, l EthLaunch) error
-	Boots    []XY
+	Boots      []XY
 	// Errors records protocol violations the fake saw (a go signal to a
 	// core that never booted, a bad jal, a launch message it cannot decode).
 	Errors []error
