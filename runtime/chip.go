@@ -150,9 +150,9 @@ func (m *Mesh) Close() error {
 
 // runOnChip runs program i of e on the chips from the simulator's state
 // before it (mesh device d's on chip d); simRun runs it on the simulator.
-// A collective is not launched on the chips: its ethernet links are
-// checked against the chips' (an error naming the program and the link
-// when they differ) and it is recorded as skipped on every device.
+// A collective's ethernet links are checked against the chips' (an error
+// naming the program and the link when they differ) and it runs on every
+// chip together (runCollectiveOnChips).
 func (e *Executable) runOnChip(i int, simRun func() error) error {
 	p := e.Build.Programs[i]
 	if e.launches == nil {
