@@ -150,9 +150,9 @@ func (m *Mesh) Close() error {
 
 // runOnChip runs program i of e on the chips from the simulator's state
 // before it (mesh device d's on chip d); simRun runs it on the simulator.
-// A collective is not launched on the chips: its ethernet links are
-// checked against the chips' (an error naming the program and the link
-// when they differ) and it is recorded as skipped on every device.
+// A collective's ethernet links are checked against the chips' (an error
+// naming the program and the link when they differ) and it runs on every
+// chip together (runCollectiveOnChips).
 func (e *Executable) runOnChip(i int, simRun func() error) error {
 	p := e.Build.Programs[i]
 	if e.launches == nil {
@@ -172,10 +172,13 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		if err := e.checkLinks(p.Kernel); err != nil {
 			return err
 		}
-		for d := range chips {
-			record(d, "skipped", "collective: the runtime does not launch a collective's worker and ethernet kernels on every chip together yet (the program's links match the chips')")
+		if len(chips) < 2 {
+			for d := range chips {
+				record(d, "skipped", "collective on a one-chip mesh")
+			}
+			return simRun()
 		}
-		return simRun()
+		return e.runCollectiveOnChips(i, results, record, simRun)
 	}
 	dir, err := e.buildDir()
 	if err != nil {
@@ -216,15 +219,28 @@ func chipErr(n, d int, err error) error {
 // checkOnChip launches program i (config cfg) on chip c, its buffers
 // uploaded from sim, and compares them with sim's after the program.
 func (e *Executable) checkOnChip(i int, res ProgramResult, cfg *hostcfg.ProgramConfig, dir string, c *blackhole.Device, ref blackhole.Reference, sim *kexec.Device) (status, detail string, err error) {
-	p := e.Build.Programs[i]
-	err = c.RunProgram(dir, cfg, ref)
+	if status, detail, ok := launchStatus(c.RunProgram(dir, cfg, ref)); !ok {
+		return status, detail, nil
+	}
+	return e.compareOnChip(i, res, cfg, c, ref, sim)
+}
+
+// launchStatus maps a launch's error to its result: ok when it ran, else
+// "skipped" (a *blackhole.SkipError) or "failed" and the detail.
+func launchStatus(err error) (status, detail string, ok bool) {
 	var skip *blackhole.SkipError
 	switch {
 	case errors.As(err, &skip):
-		return "skipped", skip.Reason, nil
+		return "skipped", skip.Reason, false
 	case err != nil:
-		return "failed", err.Error(), nil
+		return "failed", err.Error(), false
 	}
+	return "", "", true
+}
+
+// compareOnChip compares every buffer of program i on chip c with sim's.
+func (e *Executable) compareOnChip(i int, res ProgramResult, cfg *hostcfg.ProgramConfig, c *blackhole.Device, ref blackhole.Reference, sim *kexec.Device) (status, detail string, err error) {
+	p := e.Build.Programs[i]
 	// Every buffer is compared (and passed to Compared) as the value of
 	// the program's op it holds (definedViews); the launch's detail names
 	// the first that differs and counts the others.

@@ -311,9 +311,14 @@ func TestOpenChipOnChip1(t *testing.T) {
 // chips: mesh device d's programs launch on chip d (results name the
 // device), and each collective's ring links are checked against the links
 // the chips report. Cabled as the build's ring (at 1x2: device 0 channel
-// 0 <-> device 1 channel 1, 1 <-> 0, 2 <-> 3, 3 <-> 2) the collectives are skipped on both
-// devices (the JIT builds no ethernet kernels yet); cabled as a P300
-// (0:2 <-> 1:9, 0:3 <-> 1:8) the run fails naming the program and link.
+// 0 <-> device 1 channel 1, 1 <-> 0, 2 <-> 3, 3 <-> 2) every program runs
+// on both devices, collectives included: their ethernet cores on both
+// chips are started before either chip is waited on (each fake's
+// ethernet cores report done Delay cycles after their go message, and
+// only a wait on that chip advances its clock, so chip 0's last started
+// ethernet core must still be running when chip 1's start). Cabled as a
+// P300 (0:2 <-> 1:9, 0:3 <-> 1:8) the run fails naming the program and
+// link.
 func TestOpenChipMesh1x2(t *testing.T) {
 	fw := t.TempDir()
 	if err := fwtest.WriteSet(fw); err != nil {
@@ -330,6 +335,20 @@ func TestOpenChipMesh1x2(t *testing.T) {
 	}
 	runOn = func(t *testing.T, build *codegen.Build, tp *target.Topology, cables [][2]int) ([]*fake.Chip, *Mesh, error) {
 		fs := fake.NewChips(2)
+		for _, f := range fs {
+			f.Delay = 5000
+		}
+		fs[1].EthProgram = func(c *fake.Chip, l fake.EthLaunch) error {
+			last := fs[0].EthLaunches
+			if len(last) == 0 {
+				return fmt.Errorf("ethernet core %v of chip 1 started before any of chip 0", l.Core)
+			}
+			at := last[len(last)-1].Core
+			if sig := fs[0].L1(at.X, at.Y)[fake.EthGo+3]; sig != target.BlackholeLayout().RunMsgGo {
+				return fmt.Errorf("ethernet core %v of chip 1 started after chip 0's core %v finished (go signal %#x): chip 0 was waited on first", l.Core, at, sig)
+			}
+			return nil
+		}
 		for _, c := range cables {
 			if err := fake.Cable(fs[0], c[0], fs[1], c[1]); err != nil {
 				t.Fatal(err)
@@ -374,17 +393,18 @@ func TestOpenChipMesh1x2(t *testing.T) {
 			got[key{r.Program, r.Device}] = r.Status
 		}
 		want := map[key]string{}
+		colls := 0
 		for _, p := range build.Programs {
-			st := "ran"
 			if IsCollective(p.Kernel) {
-				st = "skipped"
+				colls++
 			}
 			for d := 0; d < 2; d++ {
-				want[key{p.Kernel.Name, d}] = st
+				want[key{p.Kernel.Name, d}] = "ran"
 			}
 		}
+		require.NotZero(t, colls, "the build has no collectives")
 		for k, s := range got {
-			if s != "skipped" {
+			if s == "matched" || s == "differs" {
 				got[k] = "ran" // the fake computes nothing: matched or differs
 			}
 		}
@@ -395,12 +415,20 @@ func TestOpenChipMesh1x2(t *testing.T) {
 			if len(f.Launches) == 0 {
 				t.Errorf("chip %d: no launches", d)
 			}
+			if len(f.EthLaunches) == 0 {
+				t.Errorf("chip %d: no ethernet launches", d)
+			}
+			for _, err := range f.Errors {
+				t.Errorf("chip %d: %v", d, err)
+			}
 		}
 	})
 
 	// A build planned on the P300 topology runs on P300 cabling: its link
 	// check maps the logical channels to each chip's physical ones
-	// (Ethernet.Ports), so its collectives pass it (and are skipped).
+	// (Ethernet.Ports), so its collectives pass it and run, each
+	// ethernet kernel on its chip's physical channel (chip 0: 2 and 3,
+	// chip 1: 8 and 9).
 	t.Run("p300 build on p300 cabling", func(t *testing.T) {
 		tp, err := target.LookupTopology("p300")
 		require.NoError(t, err)
@@ -408,23 +436,33 @@ func TestOpenChipMesh1x2(t *testing.T) {
 		require.NoError(t, err)
 		b300, err := codegen.Compile(g, tt)
 		require.NoError(t, err)
-		_, m, err := runOn(t, b300, tp, [][2]int{{2, 9}, {3, 8}})
+		fs, m, err := runOn(t, b300, tp, [][2]int{{2, 9}, {3, 8}})
 		require.NoError(t, err)
-		skipped := 0
 		for _, r := range m.ChipResults() {
-			if r.Status == "skipped" {
-				skipped++
+			if r.Status == "skipped" || r.Status == "failed" {
+				t.Errorf("program %s on device %d: %s: %s", r.Program, r.Device, r.Status, r.Detail)
 			}
 		}
-		colls := 0
-		for _, p := range b300.Programs {
-			if IsCollective(p.Kernel) {
-				colls++
+		for d, want := range [][]int{{2, 3}, {8, 9}} {
+			var nocs []fake.XY
+			for _, ch := range want {
+				x, y, err := tt.EthNoC(ch)
+				require.NoError(t, err)
+				nocs = append(nocs, fake.XY{X: x, Y: y})
 			}
-		}
-		require.NotZero(t, colls, "the build has no collectives")
-		if skipped != 2*colls {
-			t.Errorf("%d skipped launches, want %d (every collective on both chips)", skipped, 2*colls)
+			got := map[fake.XY]bool{}
+			for _, l := range fs[d].EthLaunches {
+				got[l.Core] = true
+			}
+			var gotCores []fake.XY
+			for _, c := range nocs {
+				if got[c] {
+					gotCores = append(gotCores, c)
+				}
+			}
+			if len(got) != len(nocs) || len(gotCores) != len(nocs) {
+				t.Errorf("chip %d: ethernet launches on %v, want the cores of physical channels %v (%v)", d, got, want, nocs)
+			}
 		}
 	})
 

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/runtime/blackhole"
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
 
@@ -114,6 +116,74 @@ func (e *Executable) RunCollective(i int) error {
 	p := e.Build.Programs[i]
 	if _, err := e.Mesh.launchCollective(p.Kernel, e.binding); err != nil {
 		return fmt.Errorf("runtime: program %d %s (%s) on mesh %s: %w", i, p.Kernel.Name, p.Op.Where(), e.Mesh.Shape, err)
+	}
+	return nil
+}
+
+// runCollectiveOnChips runs collective program i on every chip of the
+// mesh row together and compares each chip with its simulator: every
+// chip's buffers are uploaded from its simulator's state, the simulator
+// runs the collective (simRun), then the program (worker and ethernet
+// kernels, the ethernet ones on each chip's physical channels of the
+// build's logical ones: PhysicalChannel) is written to every chip, every
+// chip is sent its go messages, and only then is each waited for (the
+// chips' kernels signal each other over the links). Each device gets
+// its own result; a launch error is "failed" on the device it names.
+func (e *Executable) runCollectiveOnChips(i int, results []ProgramResult, record func(d int, status, detail string), simRun func() error) error {
+	chips := e.Mesh.chips
+	dir, err := e.buildDir()
+	if err != nil {
+		return err
+	}
+	cfg := e.configs[i]
+	refs := make([]blackhole.Reference, len(chips))
+	for d, c := range chips {
+		refs[d] = blackhole.Reference{Mem: simMemory{e.Mesh.devices[d]}, Binding: e.binding}
+		if err := c.Upload(cfg, refs[d]); err != nil {
+			return chipErr(len(chips), d, err)
+		}
+	}
+	if err := simRun(); err != nil {
+		return err
+	}
+	t := e.Build.Target
+	written := make([]*blackhole.Written, len(chips))
+	failAll := func(status, detail string) error {
+		for d := range chips {
+			record(d, status, detail)
+		}
+		return nil
+	}
+	for d, c := range chips {
+		if e.Mesh.beforeLaunch != nil {
+			e.Mesh.beforeLaunch(results[d])
+		}
+		phys := func(ch int) (int, error) { return PhysicalChannel(t, d, ch) }
+		w, err := c.WriteProgram(dir, cfg, refs[d], phys)
+		if status, detail, ok := launchStatus(err); !ok {
+			return failAll(status, chipErr(len(chips), d, errors.New(detail)).Error())
+		}
+		written[d] = w
+	}
+	for d, w := range written {
+		if err := w.Go(); err != nil {
+			return failAll("failed", chipErr(len(chips), d, err).Error())
+		}
+	}
+	waitErr := make([]error, len(chips))
+	for d, w := range written {
+		waitErr[d] = w.Wait()
+	}
+	for d, c := range chips {
+		if waitErr[d] != nil {
+			record(d, "failed", waitErr[d].Error())
+			continue
+		}
+		status, detail, err := e.compareOnChip(i, results[d], cfg, c, refs[d], e.Mesh.devices[d])
+		if err != nil {
+			return chipErr(len(chips), d, err)
+		}
+		record(d, status, detail)
 	}
 	return nil
 }

@@ -270,9 +270,16 @@ func TestTTSimColumnSum(t *testing.T) {
 // returns (the child ran the test).
 func ttsimEnv(t *testing.T) (lib string, env *jit.Env, ok bool) {
 	t.Helper()
-	lib, home := os.Getenv("TCC_TTSIM"), os.Getenv("TT_METAL_HOME")
+	return ttsimEnvOf(t, "TCC_TTSIM")
+}
+
+// ttsimEnvOf is ttsimEnv with the library named by the environment
+// variable libVar (TCC_TTSIM_X2: ttsim's two-chip bh_x2).
+func ttsimEnvOf(t *testing.T, libVar string) (lib string, env *jit.Env, ok bool) {
+	t.Helper()
+	lib, home := os.Getenv(libVar), os.Getenv("TT_METAL_HOME")
 	if lib == "" || home == "" {
-		t.Skip("set TCC_TTSIM=/path/to/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run on ttsim")
+		t.Skip("set " + libVar + "=/path/to/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run on ttsim")
 	}
 	if os.Getenv("TCC_TTSIM_CHILD") != t.Name() {
 		run := "^" + strings.Join(strings.Split(t.Name(), "/"), "$/^") + "$"

@@ -10,14 +10,17 @@
 // matched bit for bit, differed, or was skipped and why (ChipResults). A
 // 1x1 mesh runs on one chip of the backend (ChipOptions.Chip: ttsim's
 // two-chip bh_x2 library has chips 0 and 1); a 1xN mesh runs mesh device
-// d on chip d of a multi-chip backend, each result naming its device. The
-// ethernet kernels of collectives are not built for chips yet: a
-// collective runs on the simulator only, is recorded as skipped on every
-// device, and first its ring links (the target's RingEast/RingWest, as
-// the simulator cables them) are checked against the links the chips'
+// d on chip d of a multi-chip backend, each result naming its device. A
+// collective's ring links (the target's RingEast/RingWest, as the
+// simulator cables them) are first checked against the links the chips'
 // ethernet base firmware reports (runtime/blackhole.EthLinks) - a link the
 // chips lack is an error naming the program, the link and the chips'
-// links. On a machine without cards the blackhole backend says in one line that no
+// links - and then it runs on every chip of the row together: its buffers
+// uploaded to each chip, its worker and ethernet kernels (these on each
+// chip's physical channels of the build's logical ones,
+// PhysicalChannel) written to every chip, every chip started, and only
+// then each waited for and compared with its simulator, a result per
+// device. On a machine without cards the blackhole backend says in one line that no
 // /dev/tenstorrent device exists and what to install.
 //
 // A multi-step persistent program (LoadPersistentLoop) runs on the sim

@@ -272,35 +272,38 @@ func (e *SkipError) Error() string { return "skipped: " + e.Reason }
 // the kernel whose core range holds it; kernels of one processor may run
 // on disjoint cores, and two on one core are an error naming the program,
 // core and processor. Programs with ethernet kernels are
-// skipped; a kernel the JIT cannot build for a reason of toolchain returns
-// a *SkipError from the builder.
+// skipped (they run on every chip together: WriteProgram on each, then
+// Go and Wait); a kernel the JIT cannot build for a reason of toolchain
+// returns a *SkipError from the builder.
 func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Reference) error {
-	lp := &launch.Program{Name: p.Program}
-	cores := map[kir.Core]bool{}
 	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		if k.Ethernet != nil {
-			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores: RunProgram runs one chip's worker kernels; ethernet kernels start on every chip together (StartEth)", k.Name)}
+		if k := &p.Kernels[i]; k.Ethernet != nil {
+			return &SkipError{Reason: fmt.Sprintf("kernel %s runs on ethernet cores: RunProgram runs one chip's worker kernels; ethernet kernels start on every chip together (WriteProgram, Go, Wait)", k.Name)}
 		}
+	}
+	s, err := d.WriteProgram(buildDir, p, ref, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.Go(); err != nil {
+		return err
+	}
+	return s.Wait()
+}
+
+// workerProgram builds the worker kernels ks of p into a launch program
+// (CBs placed as the simulator places them, p's worker semaphores).
+func (d *Device) workerProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hostcfg.KernelConfig, ref Reference, phys func(int) (int, error)) (*launch.Program, error) {
+	lp := &launch.Program{Name: p.Program, CoreType: launch.CoreTensix}
+	cores := map[kir.Core]bool{}
+	for _, k := range ks {
 		imgs, err := d.builder.Kernel(buildDir, p, k)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		kc := &launch.Kernel{Name: k.Name, RTA: map[kir.Core][]uint32{}}
-		for _, ca := range k.RuntimeArgs {
-			v, err := d.resolve(ca.Values, ref)
-			if err != nil {
-				return fmt.Errorf("program %s kernel %s core %s: %w", p.Program, k.Name, kir.Core(ca.Core), err)
-			}
-			kc.RTA[kir.Core(ca.Core)] = v
-		}
-		var crta []hostcfg.ArgValue
-		for _, a := range k.CommonRuntimeArgs {
-			crta = append(crta, a.Value)
-		}
-		var err2 error
-		if kc.CRTA, err2 = d.resolve(crta, ref); err2 != nil {
-			return fmt.Errorf("program %s kernel %s: common args: %w", p.Program, k.Name, err2)
+		kc, err := d.launchKernel(p, k, ref, phys)
+		if err != nil {
+			return nil, err
 		}
 		for _, c := range coresOf(k.Cores) {
 			cores[c] = true
@@ -318,7 +321,7 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 		sort.Ints(procs)
 		for _, proc := range procs {
 			if proc < 0 || proc >= len(lp.Kernels) {
-				return fmt.Errorf("program %s kernel %s: image for processor %d (want 0..4)", p.Program, k.Name, proc)
+				return nil, fmt.Errorf("program %s kernel %s: image for processor %d (want 0..4)", p.Program, k.Name, proc)
 			}
 			kk := *kc
 			kk.Image = imgs[proc]
@@ -333,19 +336,36 @@ func (d *Device) RunProgram(buildDir string, p *hostcfg.ProgramConfig, ref Refer
 		return a.Y < b.Y || a.Y == b.Y && a.X < b.X
 	})
 	if err := d.placeCBs(p, lp, ref); err != nil {
-		return err
+		return nil, err
 	}
 	for _, s := range p.Semaphores {
-		lp.Semaphores = append(lp.Semaphores, launch.Semaphore{ID: s.ID, Initial: s.Initial, Cores: coresOf(s.Cores)})
+		if s.CoreType != hostcfg.CoreTypeEth {
+			lp.Semaphores = append(lp.Semaphores, launch.Semaphore{ID: s.ID, Initial: s.Initial, Cores: coresOf(s.Cores)})
+		}
 	}
-	if err := d.boot(lp.Cores); err != nil {
-		return err
+	return lp, nil
+}
+
+// launchKernel resolves kernel k's runtime and common runtime args
+// (ethernet cores' NoC coordinates through phys).
+func (d *Device) launchKernel(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, ref Reference, phys func(int) (int, error)) (*launch.Kernel, error) {
+	kc := &launch.Kernel{Name: k.Name, RTA: map[kir.Core][]uint32{}}
+	for _, ca := range k.RuntimeArgs {
+		v, err := d.resolve(ca.Values, ref, phys)
+		if err != nil {
+			return nil, fmt.Errorf("program %s kernel %s core %s: %w", p.Program, k.Name, kir.Core(ca.Core), err)
+		}
+		kc.RTA[kir.Core(ca.Core)] = v
 	}
-	pl, err := launch.MakePlan(lp, d.Chip.Layout)
-	if err != nil {
-		return err
+	var crta []hostcfg.ArgValue
+	for _, a := range k.CommonRuntimeArgs {
+		crta = append(crta, a.Value)
 	}
-	return launch.Run(d.Chip, lp, pl, d.timeout)
+	var err error
+	if kc.CRTA, err = d.resolve(crta, ref, phys); err != nil {
+		return nil, fmt.Errorf("program %s kernel %s: common args: %w", p.Program, k.Name, err)
+	}
+	return kc, nil
 }
 
 func coresOf(rs []hostcfg.CoreRange) []kir.Core {
@@ -356,8 +376,10 @@ func coresOf(rs []hostcfg.CoreRange) []kir.Core {
 	return out
 }
 
-// resolve turns symbolic argument values into words for the chip.
-func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error) {
+// resolve turns symbolic argument values into words for the chip. The
+// NoC coordinates of an ethernet core (logical channel ch) are the
+// translated ones of the physical channel phys(ch) (EthTranslated).
+func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference, phys func(int) (int, error)) ([]uint32, error) {
 	out := make([]uint32, len(vs))
 	for i, v := range vs {
 		switch v.Kind {
@@ -370,7 +392,13 @@ func (d *Device) resolve(vs []hostcfg.ArgValue, ref Reference) ([]uint32, error)
 			}
 			out[i] = b.Addr + v.Const
 		case kir.ValNoCX, kir.ValNoCY:
-			at, err := d.Chip.Worker(v.Core)
+			var at chip.XY
+			var err error
+			if v.Core.IsEth() {
+				at, err = d.ethTranslated(v.Core, phys)
+			} else {
+				at, err = d.Chip.Worker(v.Core)
+			}
 			if err != nil {
 				return nil, err
 			}

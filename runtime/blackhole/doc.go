@@ -20,14 +20,19 @@
 // results (tt-metal's blackhole eth_fw_api.h boot_results_t; ttsim fills
 // them from its peer table) and CheckLinks checks a program's links
 // against them. The JIT builds ethernet kernels (ERISC0 of an active
-// ethernet core, against the active-erisc firmware: jit.EthFirmware) and
-// StartEth starts a program's ethernet kernels on the physical channels a
-// topology maps its logical ones to, the way ttsim's bh_x2 launches them
-// without firmware (launch.TTSimEthLayout); a program started on every
-// chip is then waited for on each (launch.Launched.Wait). RunProgram still
-// skips programs with ethernet kernels: running a collective's worker and
-// ethernet kernels together on every chip is not done (and ttsim's launch
-// sets no sem_l1_base, which collectives' ethernet kernels read). A Device boots
+// ethernet core, against the active-erisc firmware: jit.EthFirmware).
+// WriteProgram writes a program's worker kernels and its ethernet kernels
+// (on the physical channels a topology maps its logical ones to, the way
+// ttsim's bh_x2 launches them without firmware: launch.TTSimEthLayout)
+// to one chip's cores without starting them; a collective is written on
+// every chip, then every chip's go messages are sent (Written.Go), and
+// only then is each waited for (Written.Wait), because the chips' kernels
+// signal each other over the links. Every launch message carries both
+// core types' kernel config bases and semaphore offsets (launch.Peer), so
+// workers find the ethernet cores' semaphores and the other way round; on
+// ttsim an ethernet kernel sets the firmware's sem_l1_base[] from them
+// itself (jit.TTSimEthMailbox). RunProgram (WriteProgram, Go, Wait on one
+// chip) skips programs with ethernet kernels. A Device boots
 // firmware on the cores programs use, and RunProgram runs one program of a
 // tcc build given a reference device's memory (Reference, over the small
 // Memory interface; package runtime backs it with the simulator, sim/kexec,

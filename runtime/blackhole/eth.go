@@ -13,31 +13,180 @@ import (
 
 // Ethernet programs.
 //
-// StartEth launches the ethernet kernels of a program on the chip's active
-// ethernet cores the way ttsim's two-chip library runs them
-// (launch.TTSimEthLayout: no active-erisc firmware is loaded; ttsim jumps
-// into the kernel). A kernel's logical ethernet core kir.EthCore(ch) runs
-// on the physical channel phys(ch) of this chip (a build planned on a
-// topology maps its logical ring channels to each chip's physical ones:
+// A collective's kernels run on worker cores and on active ethernet
+// cores of every chip of the ring. WriteProgram writes a program's
+// kernels on both kinds of core of one chip, the ethernet ones the way
+// ttsim's two-chip library runs them (launch.TTSimEthLayout: no
+// active-erisc firmware is loaded; ttsim jumps into the kernel). A
+// kernel's logical ethernet core kir.EthCore(ch) runs on the physical
+// channel phys(ch) of this chip (a build planned on a topology maps its
+// logical ring channels to each chip's physical ones:
 // runtime.PhysicalChannel). The program's kernels that talk to each other
-// over ethernet run on different chips, so StartEth does not wait: start
-// the program on every chip, then Wait on each.
+// over ethernet run on different chips, so nothing waits: write the
+// program on every chip, send every chip's go messages (Go), then Wait on
+// each.
+//
+// Each launch message carries both core types' kernel config bases and
+// semaphore offsets (launch.Peer), as tt-metal's dispatch writes them, so
+// that a worker's get_semaphore<ACTIVE_ETH>(id) is the ethernet core's
+// semaphore and an ethernet kernel's get_semaphore(id) the workers'; on
+// ttsim the ethernet kernel sets its sem_l1_base[] from them itself
+// (jit.TTSimEthMailbox), since ttsim runs no active-erisc firmware.
 
-// StartEth builds p's ethernet kernels (Builder.Kernel: ERISC0 images, at
-// jit.EthImage) and starts them on the chip. Every kernel of p must be an
-// ethernet kernel on RISCV_0, and none may use semaphores (ttsim's launch
-// sets no sem_l1_base); it fails naming the program and kernel otherwise.
-func (d *Device) StartEth(buildDir string, p *hostcfg.ProgramConfig, ref Reference, phys func(ch int) (int, error)) (*launch.Launched, error) {
-	if len(p.Semaphores) > 0 {
-		return nil, &SkipError{Reason: fmt.Sprintf("program %s: ethernet kernels with semaphores need the active-erisc firmware's sem_l1_base, which ttsim's launch does not set", p.Program)}
+// Ethernet cores' translated NoC coordinates (tt-metal's virtual
+// coordinates of a Blackhole, the same on both NoCs; ttsim's
+// remap_virtual_coordinate): channel ch is (EthTranslatedX0 + ch,
+// EthTranslatedY).
+const (
+	EthTranslatedX0 = 20
+	EthTranslatedY  = 25
+)
+
+// ethTranslated is the translated NoC coordinate of logical ethernet core
+// c on this chip: its physical channel phys(c.X). Without phys (a program
+// run on one chip) the logical channel is the physical one.
+func (d *Device) ethTranslated(c kir.Core, phys func(int) (int, error)) (chip.XY, error) {
+	ch := c.X
+	if phys != nil {
+		var err error
+		if ch, err = phys(c.X); err != nil {
+			return chip.XY{}, err
+		}
 	}
-	lp := &launch.Program{Name: p.Program}
-	cores := map[kir.Core]bool{}
+	if _, _, err := d.Chip.Target.EthNoC(ch); err != nil {
+		return chip.XY{}, fmt.Errorf("core %s: %w", c, err)
+	}
+	return chip.XY{X: EthTranslatedX0 + ch, Y: EthTranslatedY}, nil
+}
+
+// Written is a program written to one chip's cores (WriteProgram) whose
+// go messages are not sent yet.
+type Written struct {
+	d *Device
+	// eth and worker are the program's ethernet and worker parts (nil
+	// when it has none).
+	eth, worker *launch.Launched
+}
+
+// Go sends the go messages: the ethernet cores' first, then the
+// workers'.
+func (w *Written) Go() error {
+	for _, x := range []*launch.Launched{w.eth, w.worker} {
+		if x != nil {
+			if err := x.Go(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Wait waits, up to the device's timeout (simulated time on ttsim), for
+// every core of the program to report done; a core that does not is a
+// *launch.StallError.
+func (w *Written) Wait() error {
+	for _, x := range []*launch.Launched{w.worker, w.eth} {
+		if x != nil {
+			if err := x.Wait(w.d.timeout); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// WriteProgram builds program p's kernels (worker and ethernet), boots
+// the worker cores it uses, and writes every core's kernel config blob
+// and launch message, without sending a go message (Written.Go). Ethernet
+// kernels need phys (the physical channel of each logical one on this
+// chip); without it a program with ethernet kernels is an error.
+func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Reference, phys func(ch int) (int, error)) (*Written, error) {
+	var workers, eths []*hostcfg.KernelConfig
 	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		if k.Ethernet == nil {
+		if k := &p.Kernels[i]; k.Ethernet != nil {
+			eths = append(eths, k)
+		} else {
+			workers = append(workers, k)
+		}
+	}
+	if len(eths) > 0 && phys == nil {
+		return nil, fmt.Errorf("program %s: ethernet kernels need the chip's physical channel of each logical one", p.Program)
+	}
+	var wp, ep *launch.Program
+	var wpl, epl *launch.Plan
+	el := launch.TTSimEthLayout(d.Chip.Layout)
+	var err error
+	if len(workers) > 0 {
+		if wp, err = d.workerProgram(buildDir, p, workers, ref, phys); err != nil {
+			return nil, err
+		}
+		if wpl, err = launch.MakePlan(wp, d.Chip.Layout); err != nil {
+			return nil, err
+		}
+	}
+	if len(eths) > 0 {
+		if ep, err = d.ethProgram(buildDir, p, eths, ref, phys); err != nil {
+			return nil, err
+		}
+		if epl, err = launch.MakePlan(ep, el); err != nil {
+			return nil, err
+		}
+	}
+	if wp != nil && ep != nil {
+		wp.Peers = []launch.Peer{{CoreType: launch.CoreActiveEth, KernelConfigBase: el.KernelConfig.Base, SemOffset: epl.Sem}}
+		ep.Peers = []launch.Peer{{CoreType: launch.CoreTensix, KernelConfigBase: d.Chip.Layout.KernelConfig.Base, SemOffset: wpl.Sem}}
+	}
+	w := &Written{d: d}
+	if wp != nil {
+		if err := d.boot(wp.Cores); err != nil {
+			return nil, err
+		}
+		if w.worker, err = launch.WriteOn(d.Chip, wp, wpl, d.Chip.Layout, d.Chip.Worker); err != nil {
+			return nil, err
+		}
+	}
+	if ep != nil {
+		at := func(c kir.Core) (chip.XY, error) {
+			ch, err := phys(c.X)
+			if err != nil {
+				return chip.XY{}, err
+			}
+			x, y, err := d.Chip.Target.EthNoC(ch)
+			if err != nil {
+				return chip.XY{}, fmt.Errorf("core %s (physical channel %d): %w", c, ch, err)
+			}
+			return chip.XY{X: x, Y: y}, nil
+		}
+		if w.eth, err = launch.WriteOn(d.Chip, ep, epl, el, at); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// StartEth writes and starts (WriteProgram, Go) a program of ethernet
+// kernels only; it fails naming the program and kernel for a worker
+// kernel.
+func (d *Device) StartEth(buildDir string, p *hostcfg.ProgramConfig, ref Reference, phys func(ch int) (int, error)) (*Written, error) {
+	for i := range p.Kernels {
+		if k := &p.Kernels[i]; k.Ethernet == nil {
 			return nil, fmt.Errorf("program %s kernel %s: not an ethernet kernel (StartEth runs ethernet kernels only)", p.Program, k.Name)
 		}
+	}
+	w, err := d.WriteProgram(buildDir, p, ref, phys)
+	if err != nil {
+		return nil, err
+	}
+	return w, w.Go()
+}
+
+// ethProgram builds the ethernet kernels ks of p (Builder.Kernel: ERISC0
+// images, at jit.EthImage) into a launch program with p's ethernet
+// semaphores. Every kernel must run on RISCV_0 of ethernet cores.
+func (d *Device) ethProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hostcfg.KernelConfig, ref Reference, phys func(int) (int, error)) (*launch.Program, error) {
+	lp := &launch.Program{Name: p.Program, CoreType: launch.CoreActiveEth}
+	cores := map[kir.Core]bool{}
+	for _, k := range ks {
 		imgs, err := d.builder.Kernel(buildDir, p, k)
 		if err != nil {
 			return nil, err
@@ -46,21 +195,11 @@ func (d *Device) StartEth(buildDir string, p *hostcfg.ProgramConfig, ref Referen
 		if len(img) == 0 || len(imgs) != 1 {
 			return nil, fmt.Errorf("program %s kernel %s: the builder returned images for processors %v, want ERISC0 (%d) only", p.Program, k.Name, sortedKeys(imgs), jit.EthImage)
 		}
-		kc := &launch.Kernel{Name: k.Name, RTA: map[kir.Core][]uint32{}, Image: img}
-		for _, ca := range k.RuntimeArgs {
-			v, err := d.resolve(ca.Values, ref)
-			if err != nil {
-				return nil, fmt.Errorf("program %s kernel %s core %s: %w", p.Program, k.Name, kir.Core(ca.Core), err)
-			}
-			kc.RTA[kir.Core(ca.Core)] = v
+		kc, err := d.launchKernel(p, k, ref, phys)
+		if err != nil {
+			return nil, err
 		}
-		var crta []hostcfg.ArgValue
-		for _, a := range k.CommonRuntimeArgs {
-			crta = append(crta, a.Value)
-		}
-		if kc.CRTA, err = d.resolve(crta, ref); err != nil {
-			return nil, fmt.Errorf("program %s kernel %s: common args: %w", p.Program, k.Name, err)
-		}
+		kc.Image = img
 		for _, c := range coresOf(k.Cores) {
 			if !c.IsEth() {
 				return nil, fmt.Errorf("program %s kernel %s: core %s is not an ethernet core", p.Program, k.Name, c)
@@ -76,23 +215,12 @@ func (d *Device) StartEth(buildDir string, p *hostcfg.ProgramConfig, ref Referen
 		lp.Cores = append(lp.Cores, c)
 	}
 	sort.Slice(lp.Cores, func(i, j int) bool { return lp.Cores[i].X < lp.Cores[j].X })
-	l := launch.TTSimEthLayout(d.Chip.Layout)
-	pl, err := launch.MakePlan(lp, l)
-	if err != nil {
-		return nil, err
-	}
-	at := func(c kir.Core) (chip.XY, error) {
-		ch, err := phys(c.X)
-		if err != nil {
-			return chip.XY{}, err
+	for _, s := range p.Semaphores {
+		if s.CoreType == hostcfg.CoreTypeEth {
+			lp.Semaphores = append(lp.Semaphores, launch.Semaphore{ID: s.ID, Initial: s.Initial, Cores: coresOf(s.Cores)})
 		}
-		x, y, err := d.Chip.Target.EthNoC(ch)
-		if err != nil {
-			return chip.XY{}, fmt.Errorf("core %s (physical channel %d): %w", c, ch, err)
-		}
-		return chip.XY{X: x, Y: y}, nil
 	}
-	return launch.StartOn(d.Chip, lp, pl, l, at)
+	return lp, nil
 }
 
 func sortedKeys(m map[int][]byte) []int {

@@ -42,6 +42,7 @@ func TestStartEthLaunchesOnPhysicalChannels(t *testing.T) {
 	}
 	p := &hostcfg.ProgramConfig{Program: "eth_pair", Kernels: []hostcfg.KernelConfig{eth("send", 2, 0xA2), eth("recv", 3, 0xA3)}}
 	phys := map[int]int{2: 8, 3: 9}
+	fs[1].Delay = 1 << 30 // the go messages stay RUN_MSG_GO while the test reads them
 	x, err := ds[1].StartEth("", p, Reference{}, func(ch int) (int, error) {
 		if q, ok := phys[ch]; ok {
 			return q, nil

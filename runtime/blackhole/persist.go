@@ -171,7 +171,7 @@ func (d *Device) persistentProgram(p *kir.Program, pb PersistentBuilder, ref Ref
 	for _, k := range p.Kernels {
 		for _, c := range kir.CoresOf(k.Cores) {
 			if c.IsEth() {
-				return nil, &SkipError{Reason: fmt.Sprintf("program %s: kernel %s runs on ethernet cores: a persistent launch runs one chip's worker kernels; ethernet kernels start on every chip together (StartEth)", p.Name, k.Name)}
+				return nil, &SkipError{Reason: fmt.Sprintf("program %s: kernel %s runs on ethernet cores: a persistent launch runs one chip's worker kernels; ethernet kernels start on every chip together (WriteProgram, Go, Wait)", p.Name, k.Name)}
 			}
 		}
 		imgs, err := pb.PersistentKernel(p, k)

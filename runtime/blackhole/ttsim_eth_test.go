@@ -18,7 +18,6 @@ import (
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
 	"github.com/tcc-dev/tcc/runtime/blackhole/jit"
-	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
 )
 
 // ethSwapProgram is a one-link ring exchange written with tcc's ethernet
@@ -82,7 +81,7 @@ func TestTTSimX2EthSwap(t *testing.T) {
 		cache = t.TempDir()
 	}
 	env := &jit.Env{Toolchain: tc, TTMetalHome: home, SFPIInclude: os.Getenv("TCC_JIT_SFPI_INCLUDE"), CacheDir: cache, TTSim: true}
-	ds, err := OpenAll(Options{Backend: "ttsim", TTSim: lib}, JITBuilder{Env: env})
+	ds, err := OpenAll(Options{Backend: "ttsim", TTSim: lib, Timeout: 5 * time.Minute}, JITBuilder{Env: env})
 	require.NoError(t, err)
 	defer func() {
 		for _, d := range ds {
@@ -121,14 +120,14 @@ func TestTTSimX2EthSwap(t *testing.T) {
 		require.NoError(t, d.Chip.Write(chip.XY{X: x, Y: y}, uint64(dst), make([]byte, n)))
 	}
 	t0 := time.Now()
-	var started []*launch.Launched
+	var started []*Written
 	for c, d := range ds {
 		x, err := d.StartEth(dir, cfg, Reference{}, phys(c))
 		require.NoError(t, err, "chip %d", c)
 		started = append(started, x)
 	}
 	for c, x := range started {
-		require.NoError(t, x.Wait(5*time.Minute), "chip %d", c)
+		require.NoError(t, x.Wait(), "chip %d", c)
 	}
 	t.Logf("eth_swap on both chips: %v (kernels built and run)", time.Since(t0))
 	for c, d := range ds {

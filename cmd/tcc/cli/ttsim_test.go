@@ -98,6 +98,26 @@ func TestTTSimX2Chip1Run(t *testing.T) {
 	require.Equal(t, "chip: 9 launches: 9 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
 }
 
+// TestTTSimX2SmallQwen runs the small qwen27b config's decode step at
+// 1x2 on ttsim's two-chip library (TCC_TTSIM_X2 as for TestTTSimX2Chip1,
+// TT_METAL_HOME, and TCC_LONG=1: about 2.5 minutes with the kernels
+// cached), planned on the P300's links: every launch on both chips, the
+// 17 collectives per chip included (their worker and ethernet kernels
+// run on both chips at once), must match the simulator bit for bit, and
+// the run's --check must pass.
+func TestTTSimX2SmallQwen(t *testing.T) {
+	lib, home := os.Getenv("TCC_TTSIM_X2"), os.Getenv("TT_METAL_HOME")
+	if lib == "" || home == "" {
+		t.Skip("set TCC_TTSIM_X2=/path/to/bh_x2/libttsim.so and TT_METAL_HOME=/path/to/tt-metal to run the small qwen27b config on ttsim's two chips")
+	}
+	longtest.Skip(t, "the small qwen27b config at 1x2 on ttsim (minutes)")
+	out, err := runCLI(t, "run", "qwen27b", "--config", "../../../models/qwen27b/testdata/small.json", "--mesh", "1x2", "--topology", "p300",
+		"--backend", "ttsim", "--ttsim", lib, "--check")
+	require.NoError(t, err, "tcc run --mesh 1x2 --backend ttsim:\n%s", out)
+	counts := regexp.MustCompile(`(?m)^chip: \d+ launches.*$`).FindString(out)
+	require.Equal(t, "chip: 136 launches: 136 matched the simulator bit for bit on the elements they define, 0 differed, 0 failed, 0 skipped", counts, "output:\n%s", out)
+}
+
 // TestTTSimSmallQwen runs the small qwen27b config at 1x1 on ttsim
 // (TCC_TTSIM and TT_METAL_HOME as for TestTTSimTinyMLP, and TCC_LONG=1:
 // each case takes several minutes with the kernels cached): the prefill

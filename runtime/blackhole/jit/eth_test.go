@@ -66,3 +66,34 @@ func TestEthCommandLines(t *testing.T) {
 		})
 	}
 }
+
+// TestTTSimEthKernelIncludes checks the kernel_includes.hpp of an
+// ethernet kernel: built for ttsim it ends with the prologue that sets
+// sem_l1_base[] from the launch message (ttsim runs no active-erisc
+// firmware) and wraps _start's kernel_main() call in it; built for a card
+// (whose firmware sets sem_l1_base) and for a worker kernel on ttsim it
+// only includes the source.
+func TestTTSimEthKernelIncludes(t *testing.T) {
+	eth := &hostcfg.KernelConfig{Name: "e", Processor: "RISCV_0", Ethernet: &hostcfg.EthernetConfig{Processor: "RISCV_0"}}
+	worker := &hostcfg.KernelConfig{Name: "w", Processor: "RISCV_0"}
+	prologue := []string{"sem_l1_base[t] = ", "#define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())", "(0x100)", "rd * 144u", "msg + 16 + 2 * t"}
+	tests := []struct {
+		name  string
+		k     *hostcfg.KernelConfig
+		ttsim bool
+		want  bool
+	}{{"ethernet on ttsim", eth, true, true}, {"ethernet on a card", eth, false, false}, {"worker on ttsim", worker, true, false}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := genFiles(&hostcfg.ProgramConfig{Program: "p"}, tc.k, "/src/k.cpp", "void kernel_main() {}\n", tc.ttsim)
+			require.NoError(t, err)
+			inc := files["kernel_includes.hpp"]
+			require.True(t, strings.HasPrefix(inc, "#include \"/src/k.cpp\"\n"), "kernel_includes.hpp:\n%s", inc)
+			for _, s := range prologue {
+				if got := strings.Contains(inc, s); got != tc.want {
+					t.Errorf("kernel_includes.hpp contains %q: %v, want %v:\n%s", s, got, tc.want, inc)
+				}
+			}
+		})
+	}
+}

@@ -158,6 +158,9 @@ func genFiles(p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig, srcAbs, text st
 	files["chlkc_math_approx_mode.h"] = "constexpr bool APPROX = " + boolStr(cc.MathApproxMode) + ";\n"
 	if k.Compute == nil {
 		files["kernel_includes.hpp"] = fmt.Sprintf("#include \"%s\"\n", srcAbs)
+		if k.Ethernet != nil && ttsim {
+			files["kernel_includes.hpp"] += ttsimEthLaunch
+		}
 		return files, nil
 	}
 	var dg strings.Builder

@@ -23,9 +23,13 @@ import "github.com/tcc-dev/tcc/codegen/target"
 //
 // ttsim sets no other firmware global: sem_l1_base (get_semaphore),
 // the bank-to-NoC tables (interleaved DRAM/L1 addressing) and the NoC
-// counters stay as the core's local memory holds them, so only kernels
-// that address memory by explicit NoC coordinates and use no semaphores
-// run correctly this way.
+// counters stay as the core's local memory holds them. The kernel's own
+// _start initialises the NoC counters (noc_local_state_init); a kernel
+// built for ttsim sets sem_l1_base[] from this launch message's
+// kernel_config_base[] and sem_offset[] itself (runtime/blackhole/jit
+// ttsimeth.go), which is why Blob writes every core type's (Program.Peers).
+// The bank tables are not set: ethernet kernels must address memory by
+// explicit NoC coordinates (tcc's collectives do).
 
 // Active ethernet L1 addresses of the pinned release (dev_mem_map.h).
 const (

@@ -62,6 +62,35 @@ type Program struct {
 	Kernels    [5][]*Kernel
 	CBs        []CB
 	Semaphores []Semaphore
+	// CoreType is the programmable core type the program's cores are
+	// (CoreTensix, or CoreActiveEth for an ethernet launch): the index of
+	// their own entries in the launch message's kernel_config_base[] and
+	// sem_offset[] arrays, at Layout.Launch.KernelConfigBase and SemOffset.
+	CoreType int
+	// Peers are the other core types' parts of the same program (a
+	// collective's workers for its ethernet cores and the other way
+	// round): every launch message also gets their kernel_config_base and
+	// sem_offset, as tt-metal's dispatch writes every core type's into
+	// every launch message, so that get_semaphore<type>(id) on one core
+	// type finds a semaphore on the other (firmware_config_init sets
+	// sem_l1_base[type] from them).
+	Peers []Peer
+}
+
+// Programmable core types (tt-metal's ProgrammableCoreType): the indices
+// of the launch message's kernel_config_base[] and sem_offset[] arrays.
+const (
+	CoreTensix    = 0
+	CoreActiveEth = 1
+)
+
+// Peer is where another core type's part of a program has its kernel
+// config ring and semaphores.
+type Peer struct {
+	CoreType         int
+	KernelConfigBase uint32
+	// SemOffset is the other part's Plan.Sem.
+	SemOffset uint32
 }
 
 // runsOn reports whether kernel k runs on core c.
@@ -243,6 +272,14 @@ func Blob(p *Program, pl *Plan, c kir.Core, l *target.Layout) (blob, msg []byte,
 	msg = make([]byte, f.Size)
 	binary.LittleEndian.PutUint32(msg[f.KernelConfigBase:], l.KernelConfig.Base)
 	binary.LittleEndian.PutUint16(msg[f.SemOffset:], uint16(pl.Sem))
+	for _, q := range p.Peers {
+		d := q.CoreType - p.CoreType
+		if d == 0 || q.CoreType < 0 || q.CoreType >= max(l.ProgrammableCoreTypes, CoreActiveEth+1) {
+			return nil, nil, fmt.Errorf("program %s: peer core type %d (own %d; the release has %d)", p.Name, q.CoreType, p.CoreType, l.ProgrammableCoreTypes)
+		}
+		binary.LittleEndian.PutUint32(msg[f.KernelConfigBase+4*d:], q.KernelConfigBase)
+		binary.LittleEndian.PutUint16(msg[f.SemOffset+2*d:], uint16(q.SemOffset))
+	}
 	binary.LittleEndian.PutUint16(msg[f.LocalCBOffset:], uint16(pl.CB))
 	binary.LittleEndian.PutUint16(msg[f.RemoteCBOffset:], uint16(pl.CB+uint32(pl.CBCount*4*l.CBConfigWords)))
 	for i := range 5 {
@@ -293,8 +330,21 @@ type Launched struct {
 // Programs that must run together on several chips (collectives) are
 // started on each and then waited for.
 func StartOn(c *chip.Chip, p *Program, pl *Plan, l *target.Layout, at func(kir.Core) (chip.XY, error)) (*Launched, error) {
+	x, err := WriteOn(c, p, pl, l, at)
+	if err != nil {
+		return nil, err
+	}
+	return x, x.Go()
+}
+
+// WriteOn writes p's kernel config blob and launch message (layout l) to
+// each of its cores, at the NoC coordinates at gives each logical core,
+// and sends no go message: Go does. A program whose parts signal each
+// other (a collective's workers and ethernet cores, on every chip) is
+// written everywhere first, so that no core runs before every core it
+// signals holds its semaphores' initial values.
+func WriteOn(c *chip.Chip, p *Program, pl *Plan, l *target.Layout, at func(kir.Core) (chip.XY, error)) (*Launched, error) {
 	mb := uint64(l.Mailbox.Base)
-	goAddr := mb + uint64(l.Msg.GoMessages)
 	xys := make([]chip.XY, len(p.Cores))
 	for i, lc := range p.Cores {
 		xy, err := at(lc)
@@ -316,12 +366,18 @@ func StartOn(c *chip.Chip, p *Program, pl *Plan, l *target.Layout, at func(kir.C
 			return nil, fmt.Errorf("program %s: core %s: launch message: %w", p.Name, lc, err)
 		}
 	}
-	for i, xy := range xys {
-		if err := c.Write32(xy, goAddr, uint32(l.RunMsgGo)<<24); err != nil {
-			return nil, fmt.Errorf("program %s: core %s: go: %w", p.Name, p.Cores[i], err)
+	return &Launched{c: c, p: p, l: l, xys: xys}, nil
+}
+
+// Go sends every core of the written program (WriteOn) its go message.
+func (x *Launched) Go() error {
+	goAddr := uint64(x.l.Mailbox.Base) + uint64(x.l.Msg.GoMessages)
+	for i, xy := range x.xys {
+		if err := x.c.Write32(xy, goAddr, uint32(x.l.RunMsgGo)<<24); err != nil {
+			return fmt.Errorf("program %s: core %s: go: %w", x.p.Name, x.p.Cores[i], err)
 		}
 	}
-	return &Launched{c: c, p: p, l: l, xys: xys}, nil
+	return nil
 }
 
 // Wait waits up to timeout for every core of the started program to

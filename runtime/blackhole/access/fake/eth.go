@@ -62,3 +62,41 @@ func (c *Chip) putInfo(b []byte, ch int) {
 	binary.LittleEndian.PutUint32(b[4:], uint32(P300Board>>32))
 	binary.LittleEndian.PutUint32(b[8:], uint32(P300Board&0xFFFFFFFF))
 }
+
+// EthGo is the go message of an active ethernet core (go_messages[0] of
+// the active-erisc mailbox), where ttsim's bh_x2 takes RUN_MSG_GO as the
+// start of the kernel the launch message names.
+const EthGo = 0x590
+
+// EthLaunch is one go message an ethernet core got: the core and a copy
+// of the start of its L1 (ethLaunchCopy bytes) at that moment (the launch message and the kernel config
+// blob, in the layout the host wrote them: runtime/blackhole/launch
+// TTSimEthLayout).
+type EthLaunch struct {
+	Core XY
+	L1   []byte
+	// Cycle is the chip's clock when the go message arrived.
+	Cycle int
+}
+
+// ethLaunch plays ttsim's faked active-erisc firmware: the kernel runs
+// (EthProgram) and, Delay cycles later, the go message reads
+// RUN_MSG_DONE.
+func (c *Chip) ethLaunch(at XY) {
+	ln := EthLaunch{Core: at, L1: append([]byte(nil), c.L1(at.X, at.Y)[:ethLaunchCopy]...), Cycle: c.cycles}
+	c.EthLaunches = append(c.EthLaunches, ln)
+	if c.EthProgram != nil {
+		if err := c.EthProgram(c, ln); err != nil {
+			c.fail("ethernet core (%d,%d): program: %v", at.X, at.Y, err)
+		}
+	}
+	done := func() { c.L1(at.X, at.Y)[EthGo+3] = c.layout.RunMsgDone }
+	c.pending = append(c.pending, pendingDone{at: c.cycles + c.Delay, core: at, fn: done})
+	if c.Delay == 0 {
+		c.Clock(0)
+	}
+}
+
+// ethLaunchCopy is how much of an ethernet core's L1 an EthLaunch keeps:
+// the mailbox and the kernel config ring (below 0x15730).
+const ethLaunchCopy = 0x16000

@@ -34,7 +34,13 @@ type Chip struct {
 	Delay int
 	// Launches and Boots record what the host did, in order.
 	Launches []*Launch
-	Boots    []XY
+	// EthLaunches are the go messages ethernet cores got, in order
+	// (eth.go).
+	EthLaunches []EthLaunch
+	// EthProgram, when set, is called for every ethernet launch before
+	// the core reports done.
+	EthProgram func(c *Chip, l EthLaunch) error
+	Boots      []XY
 	// Errors records protocol violations the fake saw (a go signal to a
 	// core that never booted, a bad jal, a launch message it cannot decode).
 	Errors []error
@@ -247,10 +253,13 @@ func (c *Chip) endpoint(at XY, addr uint64, p []byte, write bool) error {
 			return fmt.Errorf("fake chip: ethernet core (%d,%d) L1 access [%#x, %#x) past its %d B", at.X, at.Y, addr, addr+uint64(len(p)), c.t.Eth.L1Size)
 		}
 		mem := c.L1(at.X, at.Y)
-		if write {
-			copy(mem[addr:], p)
-		} else {
+		if !write {
 			copy(p, mem[addr:])
+			return nil
+		}
+		copy(mem[addr:], p)
+		if addr <= EthGo+3 && EthGo+3 < addr+uint64(len(p)) && mem[EthGo+3] == c.layout.RunMsgGo {
+			c.ethLaunch(at)
 		}
 		return nil
 	}

@@ -1,0 +1,45 @@
+package jit
+
+import "fmt"
+
+// Ethernet kernels on ttsim.
+//
+// ttsim's bh_x2 runs no active-erisc firmware: on RUN_MSG_GO it jumps
+// into the kernel having set only rta_l1_base, crta_l1_base, my_x and
+// my_y (README "Two chips on ttsim"). The firmware's other launch-time
+// global a collective's ethernet kernels read is sem_l1_base[], which
+// firmware_config_init (internal/firmware_common.h) sets from the launch
+// message before it calls the kernel: sem_l1_base[t] =
+// kernel_config_base[t] + sem_offset[t] for every programmable core type
+// t, so get_semaphore<ACTIVE_ETH>(id) finds the core's own semaphores and
+// get_semaphore(id) the workers'. A kernel built for ttsim (Env.TTSim)
+// does that itself: its kernel_includes.hpp, which active_erisck.cc
+// includes just before its _start, ends with ttsimEthLaunch, which wraps
+// the kernel_main() call of _start so that the copy runs first. The
+// launch message is read in ttsim's layout (launch.TTSimEthLayout: the
+// mailbox at TTSimEthMailbox, launch_msg_rd_ptr at +12, launch[] at +16,
+// TTSimEthLaunchSize bytes each, kernel_config_base[4] at +0 and
+// sem_offset[4] at +TTSimEthSemOffsets). The tree's sources are not
+// edited, and builds for a card do not get it (the card's firmware does
+// this).
+const (
+	TTSimEthMailbox    = 0x100
+	TTSimEthLaunchSize = 144
+	TTSimEthSemOffsets = 16
+)
+
+var ttsimEthLaunch = fmt.Sprintf(`
+// tcc JIT (ttsim): sem_l1_base[] as the active-erisc firmware's
+// firmware_config_init sets it, from the launch message in ttsim's layout.
+static inline void tcc_ttsim_eth_launch() {
+    volatile tt_l1_ptr uint8_t* mb = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(%#x);
+    uint32_t rd = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(mb + 12);
+    volatile tt_l1_ptr uint8_t* msg = mb + 16 + rd * %du;
+    for (uint32_t t = 0; t < ProgrammableCoreType::COUNT; t++) {
+        uint32_t base = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(msg + 4 * t);
+        uint32_t off = *reinterpret_cast<volatile tt_l1_ptr uint16_t*>(msg + %d + 2 * t);
+        sem_l1_base[t] = reinterpret_cast<uint32_t tt_l1_ptr*>(base + off);
+    }
+}
+#define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())
+`, TTSimEthMailbox, TTSimEthLaunchSize, TTSimEthSemOffsets)
