@@ -74,13 +74,25 @@ func TestWeightOnSrcBProducts(t *testing.T) {
 // placement (C = X W at HiFi4, the activation on SrcB) transposed, in
 // DEST and packed to bf16.
 func swappedMatmulDiffs(r *rand.Rand, wdt ir.DType, f ir.MathFidelity, fp32Dest bool, trials int) (diffs, vsCurrent, packedVsCurrent, values int) {
+	return swappedDiffs(r, wdt, ir.BF16, f, fp32Dest, trials)
+}
+
+// swappedDiffs is swappedMatmulDiffs with activations of format adt (fp32
+// read as tf32).
+func swappedDiffs(r *rand.Rand, wdt, adt ir.DType, f ir.MathFidelity, fp32Dest bool, trials int) (diffs, vsCurrent, packedVsCurrent, values int) {
 	const kt = 4
 	for range trials {
 		got, want, cur := make([]float32, TileElems), make([]float32, TileElems), make([]float32, TileElems)
 		for range kt {
-			x := Quantize(ir.BF16, randTile(r))
+			x := Quantize(adt, randTile(r))
+			for i := range x {
+				x[i] = TruncTF32(x[i])
+			}
 			w := Quantize(wdt, randTile(r)) // W^T's tile as stored: groups along K
-			wt := transposeTile(w)          // W's tile
+			for i := range w {
+				w[i] = TruncTF32(w[i])
+			}
+			wt := transposeTile(w) // W's tile
 			MatmulTile(got, w, transposeTile(x), f, fp32Dest)
 			MatmulTile(want, w, transposeTile(x), ir.HiFi4, fp32Dest)
 			MatmulTile(cur, x, wt, ir.HiFi4, fp32Dest)
@@ -182,5 +194,30 @@ func TestSwappedMatmulAccuracy(t *testing.T) {
 				t.Errorf("swapped HiFi2 is less accurate than today's HiFi4: mean relative error %.3g > %.3g or %d > %d bf16 outputs off", errSwap/scale, errCur/scale, badSwap, badCur)
 			}
 		})
+	}
+}
+
+// ir.ExactMatmulFidelityOn's SrcB column is tight: with the weights on
+// SrcB (the swapped matmul) and fp32 DEST, the table's fidelity equals
+// HiFi4 bit for bit for bf16 and fp32 activations, and the next cheaper
+// fidelity does not.
+func TestExactMatmulFidelityOnSrcB(t *testing.T) {
+	for _, wdt := range []ir.DType{ir.FP32, ir.BF16, ir.BFP8B, ir.BFP4B} {
+		exact := ir.ExactMatmulFidelityOn(wdt, ir.WeightsOnSrcB)
+		for _, adt := range []ir.DType{ir.BF16, ir.FP32} {
+			t.Run(fmt.Sprintf("w_%s/a_%s", wdt, adt), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(wdt)+100, uint64(adt)))
+				if exact != ir.HiFi4 {
+					if d, _, _, n := swappedDiffs(r, wdt, adt, exact, true, 16); d != 0 {
+						t.Errorf("%s weights on SrcB at %s: %d of %d values differ from HiFi4", wdt, exact, d, n)
+					}
+				}
+				if c, ok := cheaper(exact); ok {
+					if d, _, _, n := swappedDiffs(r, wdt, adt, c, true, 4); d == 0 {
+						t.Errorf("%s weights on SrcB at %s: all %d values equal HiFi4; the table's %s is not the cheapest", wdt, c, n, exact)
+					}
+				}
+			})
+		}
 	}
 }
