@@ -74,6 +74,54 @@ func ExactMatmulFidelity(w DType) MathFidelity {
 	return HiFi4
 }
 
+// WeightSource is the FPU source register a matmul's weights feed.
+type WeightSource int
+
+const (
+	// WeightsOnSrcA: the weight is in1 (SrcA), the activation in0 (SrcB):
+	// every matmul lowering today (C = X W tile by tile).
+	WeightsOnSrcA WeightSource = iota
+	// WeightsOnSrcB: the weight is in0 (SrcB), its tiles stored
+	// transposed, and the activation in1 (SrcA), transposed on unpack:
+	// the product is C^T = W^T X^T, each tile transposed back after.
+	WeightsOnSrcB
+)
+
+// srcBHighFractionBits is the fraction bits SrcB's high slice holds (after
+// the hidden bit).
+const srcBHighFractionBits = 6
+
+// ExactMatmulFidelityOn is the cheapest math fidelity whose matmul
+// products with weights of format w on source src equal HiFi4's.
+// WeightsOnSrcA is ExactMatmulFidelity. On SrcB a weight whose fraction
+// bits fit SrcB's high slice (bfp8_b: 6, bfp4_b: 2) has no low slice, so
+// phases 2 and 3 add nothing, and the activation on SrcA (bf16: 4 + 3
+// bits; tf32: 4 + 5) is whole in phases 0 and 1: HiFi2. A bf16 or fp32
+// weight keeps HiFi4 (its low SrcB bits meet the activation's low SrcA
+// bits only in phase 3).
+//
+//	format  on SrcA  on SrcB
+//	fp32    HiFi4    HiFi4
+//	bf16    HiFi4    HiFi4
+//	bfp8_b  HiFi4    HiFi2
+//	bfp4_b  HiFi3    HiFi2
+//
+// Equal means bit for bit in ir/numerics' datapath with fp32 DEST
+// (TestExactMatmulFidelityOnSrcB), with the cancellation limit of
+// ExactMatmulFidelity. The two placements do not give each other's
+// results bit for bit: the same products fall into different phases,
+// whose sums are aligned and added to DEST apart (TestSwappedMatmulAccuracy:
+// HiFi2 on SrcB is the more accurate of the two on random tiles).
+func ExactMatmulFidelityOn(w DType, src WeightSource) MathFidelity {
+	if src != WeightsOnSrcB {
+		return ExactMatmulFidelity(w)
+	}
+	if w.IsFloat() && w.FractionBits() <= srcBHighFractionBits {
+		return HiFi2
+	}
+	return HiFi4
+}
+
 // weightMatmuls are the ops whose only fidelity-dependent products are
 // operand 0 (the activation, SrcB) times the listed operands (weights,
 // SrcA): the matmul family lowered without a norm prologue (a residual add
