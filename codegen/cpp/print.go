@@ -87,7 +87,7 @@ type printer struct {
 	args     map[string]kir.Arg
 	declared map[string]bool // arguments, lets and loop variables
 	headers  map[string]bool
-	ethCh1   bool // the kernel calls the channel-1 ethernet helpers (eth_channel.go)
+	ethCh1   bool          // the kernel calls the channel-1 ethernet helpers (eth_channel.go)
 	body     *bytes.Buffer // from bodies
 	indent   int
 	where    string // the statement being printed, for error messages
