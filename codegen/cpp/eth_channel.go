@@ -32,7 +32,7 @@ inline void tcc_eth_send_bytes_ch1(
     erisc_info->channels[1].bytes_sent += num_bytes;
 }
 inline void tcc_eth_wait_for_receiver_done_ch1() {
-    const uint32_t word = ((uint32_t)(&(erisc_info->channels[1].bytes_sent))) >> 4;
+    const uint32_t word = ((uint32_t)(uintptr_t)(&(erisc_info->channels[1].bytes_sent))) >> 4;
     internal_::eth_send_packet(0, word, word, 1);
     eth_wait_for_receiver_channel_done(1);
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tcc-dev/tcc/codegen/cpp"
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -112,6 +113,17 @@ func TestPrefillRingUsesEveryLinkBothWays(t *testing.T) {
 				}
 				if !tc.oneWay {
 					t.Logf("%d links, each both ways", len(links))
+				}
+				if tc.norm && !tc.oneWay && topo == target.DefaultTopology {
+					// The ERISC1 kernels print the channel-1 handshake.
+					for _, name := range []string{"eth_sender_back", "eth_receiver_back"} {
+						src, err := cpp.PrintKernel(p, p.Kernel(name))
+						require.NoError(t, err)
+						require.Contains(t, string(src), "_ch1(", "%s uses handshake channel 1", name)
+					}
+					dir, sources := t.TempDir(), map[string]cpp.Source{}
+					writeKernels(t, dir, "ring", p, sources)
+					checkKernelSyntax(t, "both-ways ring kernels", dir, sources, true)
 				}
 			})
 		}
