@@ -1,6 +1,7 @@
 package timing
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ import (
 // predictPrefillAllReduce lowers the two-card all-reduce of qwen27b's
 // prefill activation [1, rows, 5120] bf16 (with norm: the fused
 // all_reduce_add_rmsnorm the step runs 127 times) and predicts it.
-func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us float64, slots string) {
+func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us float64, slots string, linkFloorUS float64) {
 	t.Helper()
 	tgt := target.Blackhole()
 	b := ir.NewBuilder("ring")
@@ -37,7 +38,7 @@ func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us floa
 	require.NoError(t, err)
 	es := p.Kernel("eth_sender")
 	require.NotNil(t, es, "the two-card all-reduce has an ethernet sender")
-	return pt.US(), es.Defines["CCL_STAGING_SLOTS"]
+	return pt.US(), es.Defines["CCL_STAGING_SLOTS"], pt.Devices[0].LinkFloorUS
 }
 
 // TestPrefillAllReduceStreams checks that the two-card all-reduce of a
@@ -66,8 +67,14 @@ func TestPrefillAllReduceStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bytes := tc.rows * 5120 * 2
 			floor := prm.cyclesToUS(float64(bytes) / float64(links) / prm.EthBytesPerCycle)
-			us, slots := predictPrefillAllReduce(t, tc.rows, tc.norm, false)
-			one, _ := predictPrefillAllReduce(t, tc.rows, tc.norm, true)
+			us, slots, linkFloor := predictPrefillAllReduce(t, tc.rows, tc.norm, false)
+			one, _, oneFloor := predictPrefillAllReduce(t, tc.rows, tc.norm, true)
+			// The model's own link floor (the busiest link direction's
+			// bytes, what --threads prints) is the card's bytes over
+			// every direction both ways, and twice that one way.
+			if math.Abs(linkFloor/floor-1) > 1e-9 || math.Abs(oneFloor/(2*floor)-1) > 1e-9 {
+				t.Errorf("LinkFloorUS %.3f us both ways, %.3f us one way; want %.3f and %.3f", linkFloor, oneFloor, floor, 2*floor)
+			}
 			t.Logf("%s [1,%d,5120] bf16 on 1x2: %.2f us predicted (one way %.2f us), %.2fx the link floor %.1f us (%d B a card over %d link directions at %.1f B/cycle)",
 				tc.name, tc.rows, us, one, us/floor, floor, bytes, links, prm.EthBytesPerCycle)
 			if slots != "2" {
