@@ -616,7 +616,7 @@ func (s *cclKernel) streamStep() {
 	b.For("pk", kir.C(0), np, func(i kir.Var) {
 		base := b.Let("base", kir.Mul(i, pk))
 		cnt := cntOf(base)
-		slot := b.Let("slot", r.SlotAddr(s.out, i))
+		slot := b.Let("slot", s.outSlot(i))
 		dst := kir.Expr(slot)
 		if r.Both {
 			dst = b.Let("peer_slot", r.SlotAddr(s.staging, i))
@@ -625,11 +625,21 @@ func (s *cclKernel) streamStep() {
 		next := b.Let("next", kir.Add(i, kir.C(1)))
 		b.If(kir.Lt(next, np), func() {
 			nb := b.Let("next_base", kir.Add(base, pk))
-			s.readPacket(s.xa, kk, nb, cntOf(nb), r.SlotAddr(s.out, next))
+			s.readPacket(s.xa, kk, nb, cntOf(nb), s.outSlot(next))
 		})
 		b.EthWaitForReceiverDone()
 		b.NoCAsyncReadBarrier()
 	})
+}
+
+// outSlot is the streaming sender's slot of packet pk: the receiver's
+// layout one way (the packet travels to the same address), its own two
+// slots both ways (Ring.OutSlotAddr).
+func (s *cclKernel) outSlot(pk kir.Expr) kir.Expr {
+	if s.ring.Both {
+		return s.ring.OutSlotAddr(s.out, pk)
+	}
+	return s.ring.SlotAddr(s.out, pk)
 }
 
 // reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read

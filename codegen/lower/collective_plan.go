@@ -159,7 +159,7 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
 	fwd0 = staging + max(p.Slots, 1)*p.SlotStride()
 	if p.Bidirectional {
-		fwd0 += p.Slots * p.SlotStride()
+		fwd0 += 2 * p.SlotStride() // the sender's
 	}
 	if !p.forwards() {
 		return staging, fwd0, fwd0, fwd0 // no forwarding slots
@@ -170,7 +170,7 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 }
 
 // outStaging is where a Bidirectional plan's sender keeps the packets it
-// sends (its Slots slots after the received ones'); staging otherwise.
+// sends (its two slots after the receiver's Slots); staging otherwise.
 func (p RingPlan) outStaging(staging int) int {
 	if p.Bidirectional {
 		return staging + p.Slots*p.SlotStride()
@@ -182,9 +182,14 @@ func (p RingPlan) outStaging(staging int) int {
 // tiles, 16-byte aligned.
 func (p RingPlan) SlotStride() int { return target.AlignUp(p.PacketTiles*p.TileBytes, 16) }
 
-// Streaming reports whether the plan double-buffers its staging (Slots
-// is 2).
-func (p RingPlan) Streaming() bool { return p.Slots == 2 }
+// Streaming reports whether the plan streams through several staging
+// slots (Slots >= 2).
+func (p RingPlan) Streaming() bool { return p.Slots >= 2 }
+
+// BothWaysSlots is the receiver's staging slots of a Bidirectional plan:
+// its adders may be BothWaysSlots-1 packets behind the wire before the
+// receiver holds a packet back (the sender's packets need two slots).
+var BothWaysSlots = 3
 
 // maxWorkersPerLink bounds the adder cores per link.
 const maxWorkersPerLink = 40
@@ -273,11 +278,16 @@ func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, 
 	if p.PacketTiles < 1 {
 		return RingPlan{}, fmt.Errorf("rule ccl-eth-l1: a link's %d tiles need %d bytes of forwarding slots; with one %d-byte staging tile that exceeds the %d-byte ethernet L1", per, fwd, tileBytes, t.EthL1Budget())
 	}
-	if half := room / 2 / dirs / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && half >= 1 {
-		// Stream: two slots of at most half the room, the link's tiles
-		// in equal packets.
-		n := (per + half - 1) / half
-		p.Slots, p.PacketTiles = 2, (per+n-1)/n
+	slots, outSlots := 2, 0
+	if bidi {
+		slots, outSlots = BothWaysSlots, 2
+	}
+	if part := room / (slots + outSlots) / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && part >= 1 {
+		// Stream: two slots of at most half the room (both ways: the
+		// receiver's BothWaysSlots and the sender's two), the link's
+		// tiles in equal packets.
+		n := (per + part - 1) / part
+		p.Slots, p.PacketTiles = slots, (per+n-1)/n
 	}
 	noc := func(bytes int) int { return (bytes + NoCBytesPerCycle - 1) / NoCBytesPerCycle }
 	tile := noc(tileBytes) + addTileCycles
@@ -304,6 +314,11 @@ func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, 
 		lo := 1
 		if exact > 0 {
 			lo, maxWorkers = min(exact, p.PacketTiles), exact
+		}
+		if bidi {
+			// Every lane's adders must fit the grid.
+			maxWorkers = min(maxWorkers, t.NumWorkers()/links)
+			lo = min(lo, maxWorkers)
 		}
 		for m := lo; m <= maxWorkers && m <= p.PacketTiles; m++ {
 			if c := cost(m); best < 0 || c < best {

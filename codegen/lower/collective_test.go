@@ -387,12 +387,12 @@ func TestCollectiveGeometry(t *testing.T) {
 		}{
 			// decode [1,1,5120]: one packet a link, one slot (unchanged)
 			{"all_reduce decode 2 cards", 2, 1, 0, 160, 1, 80, 1},
-			// prefill [1,256,5120]: both ways, 320 tiles a lane in 8
-			// packets of 40 through two slots each way (at most a quarter
-			// of the 367,392-byte room each)
-			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 2, 40, 8},
-			// [1,96,5120]: 120 tiles a lane, 3 equal packets
-			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 2, 40, 3},
+			// prefill [1,256,5120]: both ways, 320 tiles a lane in 10
+			// packets of 32 through the receiver's three slots (the
+			// sender's two: at most a fifth of the 367,392-byte room each)
+			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 3, 32, 10},
+			// [1,96,5120]: 120 tiles a lane, 4 equal packets
+			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 3, 30, 4},
 			// steps that forward keep one slot
 			{"all_reduce 4 cards", 4, 3, 3, 640, 1, 0, 0},
 		} {
@@ -414,7 +414,7 @@ func TestCollectiveGeometry(t *testing.T) {
 			staging, fwd0, _, _ := p.ethLayout(tgt)
 			slots := p.Slots
 			if p.Bidirectional {
-				slots *= 2 // the receiver's and the sender's
+				slots += 2 // the sender's
 			}
 			if fwd0-staging != slots*p.SlotStride() || fwd0 > tgt.Eth.L1Top {
 				t.Errorf("%s: staging %d..%d for %d slots of %d bytes, past the ethernet L1 top %d?", tc.name, staging, fwd0, p.Slots, p.SlotStride(), tgt.Eth.L1Top)

@@ -42,13 +42,14 @@ func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us floa
 }
 
 // TestPrefillAllReduceStreams checks that the two-card all-reduce of a
-// prefill activation streams (two staging slots) over every link both
-// ways, and predicts it against the link floor: the card's bytes over both
+// prefill activation streams (three receiving staging slots) over every
+// link both ways, and predicts it against the link floor: the card's bytes over both
 // directions of its ring links (each direction at the fitted link rate).
 // One way (half the links' capacity; the ring before) it was predicted at
 // 73.4 us (256 rows), 92.7 us (with the norm) and 1,236.6 us (4,096 rows
-// with the norm); both ways must be faster. At 4,096 rows the norm tail,
-// which the adders' cores share the grid with, bounds it (see
+// with the norm); both ways 44.4, 64.7 and 796.2 us. At 4,096 rows the
+// ring's adders finish at 616 us (1.40x the floor) and the norm tail,
+// whose cores the adders share the grid with, ends 180 us later (see
 // codegen/lower's jointRing).
 func TestPrefillAllReduceStreams(t *testing.T) {
 	tgt, prm := target.Blackhole(), Default()
@@ -62,7 +63,7 @@ func TestPrefillAllReduceStreams(t *testing.T) {
 	}{
 		{"all_reduce", 256, false, 1.7, 0.7},
 		{"all_reduce_add_rmsnorm", 256, true, 2.5, 0.8},
-		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 2.6, 0.92},
+		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 1.9, 0.7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bytes := tc.rows * 5120 * 2
@@ -77,8 +78,8 @@ func TestPrefillAllReduceStreams(t *testing.T) {
 			}
 			t.Logf("%s [1,%d,5120] bf16 on 1x2: %.2f us predicted (one way %.2f us), %.2fx the link floor %.1f us (%d B a card over %d link directions at %.1f B/cycle)",
 				tc.name, tc.rows, us, one, us/floor, floor, bytes, links, prm.EthBytesPerCycle)
-			if slots != "2" {
-				t.Errorf("CCL_STAGING_SLOTS = %q, want 2 (a streaming ring)", slots)
+			if slots != "3" {
+				t.Errorf("CCL_STAGING_SLOTS = %q, want 3 (a streaming ring both ways: BothWaysSlots)", slots)
 			}
 			if us > tc.maxRatio*floor {
 				t.Errorf("predicted %.2f us, %.2fx the link floor %.2f us: want at most %.1fx", us, us/floor, floor, tc.maxRatio)

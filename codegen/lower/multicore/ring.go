@@ -335,14 +335,26 @@ func (r *Ring) HandOff(b *kir.Builder, free kir.Var, workers Peers, reset bool) 
 	b.EthReceiverDone()
 }
 
-// HandOffStream is HandOff for a streaming ring (Slots = 2) at packet pk
-// (0-based): every worker's SemArrived incremented, a wait until free
-// counts M*pk (the workers are done with packet pk-1, whose slot the
-// sender fills next), then eth_receiver_done. free is never reset.
+// HandOffStream is HandOff for a streaming ring (Slots >= 2) at packet
+// pk (0-based): every worker's SemArrived incremented, a wait until free
+// counts M*(pk+2-Slots) (the workers are done with packet pk+1-Slots,
+// whose slot the sender fills next; with two slots packet pk-1), then
+// eth_receiver_done. free is never reset.
 func (r *Ring) HandOffStream(b *kir.Builder, free kir.Var, workers Peers, pk kir.Expr) {
 	workers.Inc(b, r.SemArrived)
-	b.EthNoCSemaphoreWaitMin(free, kir.Mul(pk, kir.Ci(r.M())))
+	if r.Slots <= 2 {
+		b.EthNoCSemaphoreWaitMin(free, kir.Mul(pk, kir.Ci(r.M())))
+	} else {
+		ahead := kir.Ci(r.Slots - 2)
+		b.If(kir.Ge(pk, ahead), func() { b.EthNoCSemaphoreWaitMin(free, kir.Mul(kir.Sub(pk, ahead), kir.Ci(r.M()))) })
+	}
 	b.EthReceiverDone()
+}
+
+// OutSlotAddr is the sender's slot of packet pk with Both: base + (pk %
+// 2) * SlotStride.
+func (r *Ring) OutSlotAddr(base, pk kir.Expr) kir.Expr {
+	return kir.Add(base, kir.Mul(kir.Mod(pk, kir.C(2)), kir.Ci(r.SlotStride)))
 }
 
 // AwaitCount emits a streaming worker's wait for packet pk's hand-off:
