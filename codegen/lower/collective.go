@@ -90,6 +90,20 @@ import (
 // push each packet's sums into the tail cores' L1 as they make them
 // (multicore.Push), so a tail core starts once its own tiles are in.
 //
+// A streaming ring runs every link both ways (RingPlan.Bidirectional):
+// the lanes are the ring's links from card d to d+1 and the same links
+// back, each carrying its share of the tensor, so a card's bytes leave on
+// every link it has (the p150a pair's four, the P300's two) instead of
+// half of them. Every ethernet core then holds one lane's sender and the
+// other direction's receiver: the senders of the links' first direction
+// and their receivers run on ERISC0 (handshake channel 0), the way back on
+// ERISC1 (channel 1, kir.EthChannel), so the two directions of a link
+// have their own bytes_sent words; the receiver's packets land in its
+// three staging slots (BothWaysSlots: the adders may be two packets
+// behind the wire before the receiver holds one back) and the sender reads
+// its own into two slots after them. RingOptions.OneWay keeps the one-way
+// ring (comparisons).
+//
 // A two-card all_gather of tiles with few live rows whose link share fits
 // one packet (the logits at B = 1) takes the worker path of
 // collective_gather.go instead: worker cores pack and unpack the wire
