@@ -87,6 +87,7 @@ type printer struct {
 	args     map[string]kir.Arg
 	declared map[string]bool // arguments, lets and loop variables
 	headers  map[string]bool
+	ethCh1   bool          // the kernel calls the channel-1 ethernet helpers (eth_channel.go)
 	body     *bytes.Buffer // from bodies
 	indent   int
 	where    string // the statement being printed, for error messages
@@ -268,7 +269,7 @@ func (pr *printer) call(s kir.Stmt) {
 	if pr.err != nil {
 		return
 	}
-	text := name + tmpl + "(" + strings.Join(args, ", ") + ");"
+	text := pr.ethChannelName(name) + tmpl + "(" + strings.Join(args, ", ") + ");"
 	if comment != "" {
 		text += "  // " + comment
 	}
@@ -712,6 +713,7 @@ func (pr *printer) assemble() []byte {
 	if pr.pers != nil {
 		pr.persistDecls(&out)
 	}
+	pr.ethChannelDecls(&out)
 
 	w("void kernel_main() {")
 	if pr.pers != nil {

@@ -34,6 +34,16 @@ import (
 //   - eth_wait_for_bytes(n) blocks until the local word equals n;
 //   - eth_receiver_done() clears the local word and the peer's.
 //
+// # Handshake channels
+//
+// The calls above use one handshake word per kernel: a kernel on ERISC c
+// (Processor RISCV0: c = 0, RISCV1: c = 1) uses erisc_info->channels[c]
+// (EthChannel). With c = 0 they are tt-metal's channel-0 calls; with c = 1
+// the printer emits the same handshake on channel 1 (codegen/cpp). So one
+// full-duplex link carries a transfer each way at once: a sender and its
+// receiver on ERISC0 of the link's two ends, another pair on ERISC1, each
+// pair with its own word on both ends.
+//
 // So a transfer is: sender eth_send_bytes (any number of times) then
 // eth_wait_for_receiver_done; receiver eth_wait_for_bytes(total), use the
 // data, eth_receiver_done.
@@ -49,6 +59,19 @@ import (
 // A program that runs on every device of a mesh may differ per device only
 // through DeviceID argument values, resolved when the program is loaded on
 // a device (kir.DeviceResolver).
+
+// EthHandshakeChannels is the number of handshake channels the ethernet
+// calls use: one per ERISC of an ethernet core.
+const EthHandshakeChannels = 2
+
+// EthChannel is the handshake channel (erisc_info->channels[c]) of the
+// ethernet calls of a kernel on processor p: 1 on RISCV1, else 0.
+func EthChannel(p Processor) int {
+	if p == RISCV1 {
+		return 1
+	}
+	return 0
+}
 
 // EthRow is the logical row of the ethernet cores.
 const EthRow = -1

@@ -77,7 +77,7 @@ type argmaxExchange struct {
 func (ex *argmaxExchange) resources(sp *splitProgram, rows int) {
 	t, p := sp.ctx.Target, sp.p
 	ex.bytes = rows * argmaxSlot
-	r := multicore.NewRing(t, 1, sp.cores[:1], 1)
+	r := multicore.NewRing(t, 1, sp.cores[:1], 1, false)
 	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes = 1, 1, 1, ex.bytes
 	r.Segs = []multicore.Span{{Off: 0, Size: ex.bytes}}
 	r.Staging = t.Eth.L1UnreservedBase

@@ -90,6 +90,20 @@ import (
 // push each packet's sums into the tail cores' L1 as they make them
 // (multicore.Push), so a tail core starts once its own tiles are in.
 //
+// A streaming ring runs every link both ways (RingPlan.Bidirectional):
+// the lanes are the ring's links from card d to d+1 and the same links
+// back, each carrying its share of the tensor, so a card's bytes leave on
+// every link it has (the p150a pair's four, the P300's two) instead of
+// half of them. Every ethernet core then holds one lane's sender and the
+// other direction's receiver: the senders of the links' first direction
+// and their receivers run on ERISC0 (handshake channel 0), the way back on
+// ERISC1 (channel 1, kir.EthChannel), so the two directions of a link
+// have their own bytes_sent words; the receiver's packets land in its
+// three staging slots (BothWaysSlots: the adders may be two packets
+// behind the wire before the receiver holds one back) and the sender reads
+// its own into two slots after them. RingOptions.OneWay keeps the one-way
+// ring (comparisons).
+//
 // A two-card all_gather of tiles with few live rows whose link share fits
 // one packet (the logits at B = 1) takes the worker path of
 // collective_gather.go instead: worker cores pack and unpack the wire
@@ -199,7 +213,7 @@ func (c *cclOp) planRing(ctx *Context) error {
 		workers = min(w, workers)
 	}
 	var err error
-	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, c.x.Type.DType.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink)
+	c.plan, err = planRing(ctx.Target, c.n, reduce, gather, c.chunks.Tiles, c.x.Type.DType.TileBytes(), multicore.SpanBytes(c.segs), c.residual != nil, workers, ctx.Ring.WorkersPerLink, ctx.Ring.OneWay)
 	return err
 }
 
@@ -352,8 +366,9 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	if m > 0 {
 		cores, k.workerRanges = firstCores(t, pl.Links*m)
 	}
-	k.ring = multicore.NewRing(t, pl.Links, cores, m)
+	k.ring = multicore.NewRing(t, pl.Links, cores, m, pl.Bidirectional)
 	r := k.ring
+	r.OutStaging = pl.outStaging(staging)
 	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
 	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
 	r.Slots, r.SlotStride = max(pl.Slots, 1), pl.SlotStride()
@@ -383,8 +398,10 @@ func (c *cclOp) build(p *kir.Program, ctx *Context) error {
 			return err
 		}
 	}
-	k.sender()
-	k.receiver()
+	for dir := range k.ring.Dirs() {
+		k.sender(dir)
+		k.receiver(dir)
+	}
 	if pl.ReduceSteps > 0 {
 		k.adders()
 	}
@@ -471,14 +488,29 @@ func cclNoCArgs(kn *kir.Kernel, name string) (x, y kir.ArgRef) {
 }
 
 // ethKernel adds the ring's sender (on the East cores, a reader) or
-// receiver (on the West cores, a writer); a sender gets the plan's
-// CCL_* defines with packet tiles pk and steps "reduce+gather".
-func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
+// receiver (on the West cores, a writer) of the lanes of direction dir
+// (multicore.Ring.DirLanes), on ERISC dir: its ethernet calls use
+// handshake channel dir (kir.EthChannel), so the two directions of a link
+// do not share a word. A sender gets the plan's CCL_* defines with packet
+// tiles pk and steps "reduce+gather".
+func (k *cclKernels) ethKernel(sender bool, dir, pk int, steps string) *kir.Kernel {
+	proc, name := kir.RISCV0, ""
+	if dir == 1 {
+		proc, name = kir.RISCV1, "_back"
+	}
+	var cores []kir.Core
+	for _, l := range k.ring.DirLanes(dir) {
+		if sender {
+			cores = append(cores, k.ring.East[l])
+		} else {
+			cores = append(cores, k.ring.West[l])
+		}
+	}
 	if !sender {
-		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.West)})
+		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver" + name, Role: kir.RoleWriter, Processor: proc, NoC: 0, Cores: cclRanges(cores)})
 	}
 	pl := k.plan
-	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender", Role: kir.RoleReader, Processor: kir.RISCV0, NoC: 0, Cores: cclRanges(k.ring.East)})
+	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender" + name, Role: kir.RoleReader, Processor: proc, NoC: 0, Cores: cclRanges(cores)})
 	es.Define("CCL_DEVICES", strconv.Itoa(k.n))
 	es.Define("CCL_LINKS", strconv.Itoa(pl.Links))
 	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(pl.WorkersPerLink))
@@ -487,6 +519,9 @@ func (k *cclKernels) ethKernel(sender bool, pk int, steps string) *kir.Kernel {
 	es.Define("CCL_WIRE_BYTES_PER_TILE", strconv.Itoa(pl.WireBytes))
 	if pl.Streaming() {
 		es.Define("CCL_STAGING_SLOTS", strconv.Itoa(pl.Slots))
+	}
+	if pl.Bidirectional {
+		es.Define("CCL_BOTH_WAYS", "1")
 	}
 	return es
 }
@@ -500,16 +535,23 @@ type cclKernel struct {
 	staging, fwd0, fwd1, dev, xa, oa, ra kir.ArgRef
 	first, count, lane                   kir.ArgRef
 	rx, ry, sx, sy                       kir.ArgRef // the receiver's and the sender's NoC coordinates
+	out                                  kir.ArgRef // the sender's own slots (Ring.OutStaging)
 	adders                               multicore.Peers
 	sem                                  kir.Var
 }
 
-func (k *cclKernels) sender() {
+// sender adds the senders of direction dir's lanes.
+func (k *cclKernels) sender(dir int) {
 	pl, r := k.plan, k.ring
-	es := k.ethKernel(true, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
+	es := k.ethKernel(true, dir, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
 	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
 	s := &cclKernel{cclKernels: k}
 	s.staging = es.CompileArg("staging_addr", uint32(r.Staging))
+	if r.Both {
+		s.out = es.CompileArg("out_staging_addr", uint32(r.OutStaging))
+	} else {
+		s.out = s.staging
+	}
 	s.fwd0 = es.CompileArg("fwd0_addr", uint32(r.Fwd0))
 	s.fwd1 = es.CompileArg("fwd1_addr", uint32(r.Fwd1))
 	s.dev = es.CommonArg("device_id", kir.DeviceID())
@@ -531,12 +573,12 @@ func (k *cclKernels) sender() {
 		s.gatherSteps()
 		k.notifyDone(es, s.b)
 	}
-	for l, c := range r.East {
+	for _, l := range r.DirLanes(dir) {
 		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
 			vals = append(vals, r.PeerValues(l)...)
 		}
-		es.SetRuntimeArgs(c, vals...)
+		es.SetRuntimeArgs(r.East[l], vals...)
 	}
 }
 
@@ -582,22 +624,36 @@ func (s *cclKernel) streamStep() {
 		return cnt
 	}
 	b.If(kir.Gt(np, kir.C(0)), func() {
-		s.readPacket(s.xa, kk, b.Let("base0", kir.C(0)), cntOf(kir.C(0)), s.staging)
+		s.readPacket(s.xa, kk, b.Let("base0", kir.C(0)), cntOf(kir.C(0)), s.out)
 		b.NoCAsyncReadBarrier()
 	})
 	b.For("pk", kir.C(0), np, func(i kir.Var) {
 		base := b.Let("base", kir.Mul(i, pk))
 		cnt := cntOf(base)
-		slot := b.Let("slot", r.SlotAddr(s.staging, i))
-		r.Put(b, slot, false, false, cnt, slot)
+		slot := b.Let("slot", s.outSlot(i))
+		dst := kir.Expr(slot)
+		if r.Both {
+			dst = b.Let("peer_slot", r.SlotAddr(s.staging, i))
+		}
+		r.Put(b, slot, false, false, cnt, dst)
 		next := b.Let("next", kir.Add(i, kir.C(1)))
 		b.If(kir.Lt(next, np), func() {
 			nb := b.Let("next_base", kir.Add(base, pk))
-			s.readPacket(s.xa, kk, nb, cntOf(nb), r.SlotAddr(s.staging, next))
+			s.readPacket(s.xa, kk, nb, cntOf(nb), s.outSlot(next))
 		})
 		b.EthWaitForReceiverDone()
 		b.NoCAsyncReadBarrier()
 	})
+}
+
+// outSlot is the streaming sender's slot of packet pk: the receiver's
+// layout one way (the packet travels to the same address), its own two
+// slots both ways (Ring.OutSlotAddr).
+func (s *cclKernel) outSlot(pk kir.Expr) kir.Expr {
+	if s.ring.Both {
+		return s.ring.OutSlotAddr(s.out, pk)
+	}
+	return s.ring.SlotAddr(s.out, pk)
 }
 
 // reduceSteps emits the sender's reduce steps: x's chunk at step 0 (read
@@ -671,9 +727,10 @@ func (s *cclKernel) gatherSteps() {
 	})
 }
 
-func (k *cclKernels) receiver() {
+// receiver adds the receivers of direction dir's lanes.
+func (k *cclKernels) receiver(dir int) {
 	pl, r := k.plan, k.ring
-	er := k.ethKernel(false, 0, "")
+	er := k.ethKernel(false, dir, 0, "")
 	staging := er.CompileArg("staging_addr", uint32(r.Staging))
 	dev := er.CommonArg("device_id", kir.DeviceID())
 	oa := er.CommonArg("out_addr", kir.BufferAddr(k.outName, 0))
@@ -751,7 +808,8 @@ func (k *cclKernels) receiver() {
 		})
 		k.notifyDone(er, b)
 	}
-	for l, c := range r.West {
+	for _, l := range r.DirLanes(dir) {
+		c := r.West[l]
 		vals := r.LinkValues(l, -1)
 		if pl.ReduceSteps > 0 {
 			vals = append(vals, r.PeerValues(l)...)

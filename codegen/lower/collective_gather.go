@@ -66,7 +66,7 @@ func (c *cclOp) buildPackedGather(p *kir.Program, ctx *Context, m int) error {
 	p.AddCB(kir.CB{Index: cbIn1, PageSize: per * k.tb, Pages: 1, Format: dt, Cores: rs, Name: "received"})
 
 	// Sender: one packet per link once its packers are done.
-	es := k.ethKernel(true, pl.LinkTiles, "0+1")
+	es := k.ethKernel(true, 0, pl.LinkTiles, "0+1")
 	es.Define("CCL_PACKED_GATHER", "1")
 	staging := es.CompileArg("staging_addr", uint32(r.Staging))
 	count := es.RuntimeArg("num_tiles")
@@ -77,7 +77,7 @@ func (c *cclOp) buildPackedGather(p *kir.Program, ctx *Context, m int) error {
 	r.Send(b, staging, true, true, count, staging)
 
 	// Receiver: hand the packet to the unpackers and wait for them.
-	er := k.ethKernel(false, 0, "")
+	er := k.ethKernel(false, 0, 0, "")
 	count = er.RuntimeArg("num_tiles")
 	workers := r.DeclarePeers(er, "worker")
 	b = er.Builder()

@@ -104,6 +104,13 @@ type RingPlan struct {
 	// (the last link may have fewer).
 	ChunkTiles, LinkTiles              int
 	Links, WorkersPerLink, PacketTiles int
+	// Bidirectional: every link carries the collective both ways (a
+	// streaming two-card all-reduce): Links counts directed lanes, the
+	// ring's links from card d to d+1 (lanes 0..Links/2-1, senders on
+	// ERISC0) and the same links back (lanes Links/2.., senders on
+	// ERISC1), each lane a share of the tensor. Every ethernet core then
+	// holds a sender and a receiver, each with its own staging slots.
+	Bidirectional bool
 	// Slots is the number of staging slots of PacketTiles tiles each on
 	// both ethernet cores of a link: 1, or 2 for a streaming one-step
 	// all-reduce (two cards) whose link share takes more than one packet
@@ -142,13 +149,18 @@ func (p RingPlan) adderTiles() int {
 
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
 // of Slots slots of PacketTiles whole tiles each (the packet read from
-// DRAM, or received; slot k at staging + k*SlotStride), then,
+// DRAM, or received; slot k at staging + k*SlotStride; Bidirectional: the
+// received packets' slots, the sent ones' Slots more after them, see
+// outStaging), then,
 // when a step forwards (forwards), two forwarding slots of
 // LinkTiles*WireBytes bytes each, where the workers leave the partial sums
 // the next step sends (otherwise none: fwd0 = fwd1 = end).
 func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
 	fwd0 = staging + max(p.Slots, 1)*p.SlotStride()
+	if p.Bidirectional {
+		fwd0 += 2 * p.SlotStride() // the sender's
+	}
 	if !p.forwards() {
 		return staging, fwd0, fwd0, fwd0 // no forwarding slots
 	}
@@ -157,13 +169,27 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	return
 }
 
+// outStaging is where a Bidirectional plan's sender keeps the packets it
+// sends (its two slots after the receiver's Slots); staging otherwise.
+func (p RingPlan) outStaging(staging int) int {
+	if p.Bidirectional {
+		return staging + p.Slots*p.SlotStride()
+	}
+	return staging
+}
+
 // SlotStride is the bytes between two staging slots: a packet's whole
 // tiles, 16-byte aligned.
 func (p RingPlan) SlotStride() int { return target.AlignUp(p.PacketTiles*p.TileBytes, 16) }
 
-// Streaming reports whether the plan double-buffers its staging (Slots
-// is 2).
-func (p RingPlan) Streaming() bool { return p.Slots == 2 }
+// Streaming reports whether the plan streams through several staging
+// slots (Slots >= 2).
+func (p RingPlan) Streaming() bool { return p.Slots >= 2 }
+
+// BothWaysSlots is the receiver's staging slots of a Bidirectional plan:
+// its adders may be BothWaysSlots-1 packets behind the wire before the
+// receiver holds a packet back (the sender's packets need two slots).
+var BothWaysSlots = 3
 
 // maxWorkersPerLink bounds the adder cores per link.
 const maxWorkersPerLink = 40
@@ -203,36 +229,65 @@ const adderRingCycles = 24
 // add. M minimises the estimate; ties go to fewer cores. It fails when
 // even one-tile packets do not fit the ethernet L1 next to the
 // forwarding slots.
+//
+// A streaming plan is Bidirectional: the links carry the tensor both ways,
+// so the card's bytes leave on every link (twice the lanes, each with its
+// sender's and its receiver's two slots: packets of at most a quarter of
+// the room).
 func PlanRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool) (RingPlan, error) {
-	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink, 0)
+	return planRing(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkersPerLink, 0, false)
 }
 
 // planRing is PlanRing with at most maxWorkers adders per link, or, when
-// exact > 0, exactly min(exact, PacketTiles) of them.
-func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers, exact int) (RingPlan, error) {
+// exact > 0, exactly min(exact, PacketTiles) of them; oneWay keeps a
+// streaming plan on one direction of its links.
+func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers, exact int, oneWay bool) (RingPlan, error) {
+	p, err := planLanes(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkers, exact, false)
+	if err != nil || !p.Streaming() || oneWay {
+		return p, err
+	}
+	b, err := planLanes(t, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes, residual, maxWorkers, exact, true)
+	if err != nil || !b.Streaming() || b.Links != 2*len(t.Eth.RingEast) {
+		return p, nil // both ways need every lane and two slots a direction
+	}
+	return b, nil
+}
+
+// planLanes is planRing on the ring's links one way, or both ways (bidi:
+// only for a plan that streams one way).
+func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, tileBytes, wireBytes int, residual bool, maxWorkers, exact int, bidi bool) (RingPlan, error) {
 	if t.Eth == nil || len(t.Eth.RingEast) == 0 {
 		return RingPlan{}, fmt.Errorf("rule ccl-ethernet: target %s has no ring cabling", t.Name)
 	}
-	links := min(len(t.Eth.RingEast), chunkTiles)
+	dirs := 1
+	if bidi {
+		dirs = 2
+	}
+	links := min(dirs*len(t.Eth.RingEast), chunkTiles)
 	per := (chunkTiles + links - 1) / links
 	links = (chunkTiles + per - 1) / per
 	p := RingPlan{Devices: devices, ReduceSteps: reduceSteps, GatherSteps: gatherSteps, ChunkTiles: chunkTiles, LinkTiles: per,
-		Links: links, TileBytes: tileBytes, WireBytes: wireBytes}
+		Links: links, TileBytes: tileBytes, WireBytes: wireBytes, Bidirectional: bidi}
 	fwd := 0 // forwarding slots hold partial sums a later step sends
 	if p.forwards() {
 		fwd = 2 * target.AlignUp(per*wireBytes, 16)
 	}
 	room := t.EthL1Budget() - fwd
 	p.Slots = 1
-	p.PacketTiles = min(per, room/tileBytes)
+	p.PacketTiles = min(per, room/dirs/tileBytes) // both ways: the sender's slots and the receiver's
 	if p.PacketTiles < 1 {
 		return RingPlan{}, fmt.Errorf("rule ccl-eth-l1: a link's %d tiles need %d bytes of forwarding slots; with one %d-byte staging tile that exceeds the %d-byte ethernet L1", per, fwd, tileBytes, t.EthL1Budget())
 	}
-	if half := room / 2 / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && half >= 1 {
-		// Stream: two slots of at most half the room, the link's tiles
-		// in equal packets.
-		n := (per + half - 1) / half
-		p.Slots, p.PacketTiles = 2, (per+n-1)/n
+	slots, outSlots := 2, 0
+	if bidi {
+		slots, outSlots = BothWaysSlots, 2
+	}
+	if part := room / (slots + outSlots) / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && part >= 1 {
+		// Stream: two slots of at most half the room (both ways: the
+		// receiver's BothWaysSlots and the sender's two), the link's
+		// tiles in equal packets.
+		n := (per + part - 1) / part
+		p.Slots, p.PacketTiles = slots, (per+n-1)/n
 	}
 	noc := func(bytes int) int { return (bytes + NoCBytesPerCycle - 1) / NoCBytesPerCycle }
 	tile := noc(tileBytes) + addTileCycles
@@ -259,6 +314,11 @@ func planRing(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, t
 		lo := 1
 		if exact > 0 {
 			lo, maxWorkers = min(exact, p.PacketTiles), exact
+		}
+		if bidi {
+			// Every lane's adders must fit the grid.
+			maxWorkers = min(maxWorkers, t.NumWorkers()/links)
+			lo = min(lo, maxWorkers)
 		}
 		for m := lo; m <= maxWorkers && m <= p.PacketTiles; m++ {
 			if c := cost(m); best < 0 || c < best {

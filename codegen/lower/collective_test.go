@@ -387,11 +387,12 @@ func TestCollectiveGeometry(t *testing.T) {
 		}{
 			// decode [1,1,5120]: one packet a link, one slot (unchanged)
 			{"all_reduce decode 2 cards", 2, 1, 0, 160, 1, 80, 1},
-			// prefill [1,256,5120]: 640 tiles a link in 8 packets of 80
-			// through two slots (at most half the 367,392-byte room each)
-			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 2, 80, 8},
-			// [1,96,5120]: 240 tiles a link, 3 equal packets
-			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 2, 80, 3},
+			// prefill [1,256,5120]: both ways, 320 tiles a lane in 10
+			// packets of 32 through the receiver's three slots (the
+			// sender's two: at most a fifth of the 367,392-byte room each)
+			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 3, 32, 10},
+			// [1,96,5120]: 120 tiles a lane, 4 equal packets
+			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 3, 30, 4},
 			// steps that forward keep one slot
 			{"all_reduce 4 cards", 4, 3, 3, 640, 1, 0, 0},
 		} {
@@ -411,7 +412,11 @@ func TestCollectiveGeometry(t *testing.T) {
 				t.Errorf("%s: slots, packet tiles, packets (-want +got):\n%s", tc.name, diff)
 			}
 			staging, fwd0, _, _ := p.ethLayout(tgt)
-			if fwd0-staging != p.Slots*p.SlotStride() || fwd0 > tgt.Eth.L1Top {
+			slots := p.Slots
+			if p.Bidirectional {
+				slots += 2 // the sender's
+			}
+			if fwd0-staging != slots*p.SlotStride() || fwd0 > tgt.Eth.L1Top {
 				t.Errorf("%s: staging %d..%d for %d slots of %d bytes, past the ethernet L1 top %d?", tc.name, staging, fwd0, p.Slots, p.SlotStride(), tgt.Eth.L1Top)
 			}
 		}

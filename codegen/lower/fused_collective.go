@@ -210,7 +210,11 @@ func (tl *cclTail) checkNorm() error {
 // that minimises the ring's estimate plus its norm tail's on the worker
 // cores the adders leave (PlanRing's and PlanNormSplit's cycles; the tail
 // starts when the ring's sums arrive): more adders shorten the ring's adds
-// but take cores a split-row norm would use. ctx itself when the ring plan
+// but take cores a split-row norm would use. With more rows than the
+// cores left (a streaming ring whose tail norms whole rows as they come
+// in), the count that minimises the larger of the ring's estimate and the
+// tail's rows per core, plus the last row's norm after the ring
+// (streamNormTileCycles a tile). ctx itself when the ring plan
 // fails (newAllReduce then reports it) or the tail cannot split.
 func (tl *cclTail) jointRing(x *ir.Value, n int, ctx *Context) *Context {
 	t := ctx.Target
@@ -223,6 +227,8 @@ func (tl *cclTail) jointRing(x *ir.Value, n int, ctx *Context) *Context {
 		tile += EltwiseTileCycles + 2*UnpackTileCycles
 	}
 	rows, best, bestM := tl.h.Type.Shape.Tiles()/tl.wt, -1, 0
+	type streamCost struct{ m, cost int }
+	var streamed []streamCost
 	for m := 1; m <= probe.plan.WorkersPerLink; m++ {
 		c := *ctx
 		c.Ring.WorkersPerLink = m
@@ -232,11 +238,24 @@ func (tl *cclTail) jointRing(x *ir.Value, n int, ctx *Context) *Context {
 		}
 		avail := t.NumWorkers() - r.plan.Links*r.plan.WorkersPerLink
 		if avail < rows {
+			if r.plan.Streaming() && avail > 0 {
+				row := tl.wt * streamNormTileCycles
+				streamed = append(streamed, streamCost{m, max(r.plan.Cost, (rows+avail-1)/avail*row) + row})
+			}
 			continue
 		}
 		s := PlanNormSplit(tl.wt, avail/rows, tile)
 		if cost := r.plan.Cost + s.Cost; best < 0 || cost < best {
 			best, bestM = cost, m
+		}
+	}
+	if bestM == 0 {
+		// More rows than cores: a streaming ring's tail norms whole rows
+		// under it (streamRows), so the slower of the two bounds it.
+		for _, sc := range streamed {
+			if best < 0 || sc.cost < best {
+				best, bestM = sc.cost, sc.m
+			}
 		}
 	}
 	if bestM == 0 {
@@ -246,6 +265,13 @@ func (tl *cclTail) jointRing(x *ir.Value, n int, ctx *Context) *Context {
 	c.Ring.WorkersPerLink = bestM
 	return &c
 }
+
+// streamNormTileCycles is jointRing's estimate of a row-streamed norm
+// tail's compute per tile: two passes over the row (the sum of squares,
+// then the scaling by its rsqrt and the weight), about 1,460 cycles a
+// tile as the timing model predicts the tail of a 4,096-token prefill's
+// all_reduce_add_rmsnorm (1.08 us a tile), twice normTileCycles.
+const streamNormTileCycles = 2 * normTileCycles
 
 // plan splits the tail's work over the worker cores after the first used
 // ones.

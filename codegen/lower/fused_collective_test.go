@@ -49,6 +49,9 @@ type fusedCCLCase struct {
 	rowStream bool
 	// small: built for smallRing's target.
 	small bool
+	// oneWay: the ring keeps its links one way (RingOptions.OneWay); a
+	// streaming ring otherwise runs them both ways (eth_sender_back).
+	oneWay bool
 }
 
 var fusedCCLCases = []fusedCCLCase{
@@ -76,20 +79,26 @@ var fusedCCLCases = []fusedCCLCase{
 	{name: "add+norm hidden 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true, fold: true, topology: "p300"},
 	{name: "add+norm prefill rows 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, topology: "p300", long: true},
 	{name: "add+norm prefill row stream 1x2", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true},
+	{name: "add+norm prefill row stream 1x2 one way", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true, oneWay: true},
 }
 
 // smallRing is the target and context of the small cases: an 11x2 grid,
-// ethernet L1 for two 8-tile bf16 staging slots, 4 adders a link moving
-// one tile per barrier (as a 4,096-token prefill's do: their tiles do not
-// fit their CBs).
-func smallRing() (*target.Target, *Context) {
+// ethernet L1 for 8-tile bf16 staging slots (two, or both ways four) and
+// adders moving one tile per barrier (as a 4,096-token prefill's do:
+// their tiles do not fit their CBs), 4 a link one way, 2 a lane both ways
+// (so that the tail keeps three cores a lane).
+func smallRing(oneWay bool) (*target.Target, *Context) {
 	t := target.Blackhole()
 	t.GridY = 2
 	eth := *t.Eth
-	eth.L1Top = eth.L1UnreservedBase + 16*ir.BF16.TileBytes()
+	slots, m := 4, 2
+	if oneWay {
+		slots, m = 2, 4
+	}
+	eth.L1Top = eth.L1UnreservedBase + slots*8*ir.BF16.TileBytes()
 	t.Eth = &eth
 	ctx := NewContext(t)
-	ctx.Ring.WorkersPerLink, ctx.Ring.PerTile = 4, true
+	ctx.Ring.WorkersPerLink, ctx.Ring.PerTile, ctx.Ring.OneWay = m, true, oneWay
 	return t, ctx
 }
 
@@ -139,7 +148,7 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 			tgt := target.Blackhole()
 			ctx := NewContext(tgt)
 			if tc.small {
-				tgt, ctx = smallRing()
+				tgt, ctx = smallRing(tc.oneWay)
 			}
 			if tc.topology != "" {
 				tp, err := target.LookupTopology(tc.topology)
@@ -179,7 +188,10 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 			}
 
 			if es := p.Kernel("eth_sender"); es != nil {
-				slots, pushes := es.Defines["CCL_STAGING_SLOTS"] == "2", false
+				if both := p.Kernel("eth_sender_back") != nil; both != (tc.stream && !tc.oneWay) {
+					t.Errorf("senders on both ends of every link: %t, want %t (a streaming ring runs its links both ways)", both, tc.stream && !tc.oneWay)
+				}
+				slots, pushes := es.Defines["CCL_STAGING_SLOTS"] >= "2", false
 				if w := p.Kernel("writer"); w != nil {
 					for _, a := range w.Args {
 						pushes = pushes || a.Name == "push0_x"

@@ -52,6 +52,9 @@ type RingOptions struct {
 	// PerTile makes the adders move one tile per read and write barrier
 	// even when their CBs could hold all their tiles.
 	PerTile bool
+	// OneWay keeps a streaming two-card all-reduce on its links' one
+	// direction (the ring before RingPlan.Bidirectional; comparisons).
+	OneWay bool
 }
 
 // NewContext returns a context for t with HiFi4 fidelity.

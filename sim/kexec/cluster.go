@@ -131,7 +131,7 @@ func (c *Cluster) Run(progs []*kir.Program, opt RunOptions) ([]*Stats, error) {
 	for _, d := range c.Devices {
 		for _, e := range d.ethCores {
 			if e != nil {
-				e.bytesSent = 0
+				e.bytesSent = [kir.EthHandshakeChannels]uint32{}
 			}
 		}
 	}

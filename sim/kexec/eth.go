@@ -6,13 +6,17 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 )
 
-// ethCore is one ethernet core of a device: its L1 and the bytes_sent word
-// of channel 0 (erisc_info->channels[0].bytes_sent), which the ethernet
-// calls use for their handshake.
+// ethCore is one ethernet core of a device: its L1 and the bytes_sent words
+// of handshake channels 0 and 1 (erisc_info->channels[c].bytes_sent), which
+// the ethernet calls of a kernel on ERISC c use for their handshake
+// (kir.EthChannel).
 type ethCore struct {
 	mem       *memory
-	bytesSent uint32
+	bytesSent [kir.EthHandshakeChannels]uint32
 }
+
+// ethWord is the bytes_sent word of this kernel's handshake channel on e.
+func (ks *kstate) ethWord(e *ethCore) *uint32 { return &e.bytesSent[kir.EthChannel(ks.k.Processor)] }
 
 // eth returns ethernet core ch (allocated on first use); ch must be valid.
 func (d *Device) eth(ch int) *ethCore {
@@ -125,8 +129,7 @@ func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)
 	pe.mem.write(dst, buf)
-	me := ks.r.d.eth(ks.core.C.X)
-	me.bytesSent += uint32(size)
+	*ks.ethWord(ks.r.d.eth(ks.core.C.X)) += uint32(size)
 	ks.r.stats.EthBytes += int64(size)
 	ks.r.stats.EthCommands += int64(kir.EthCommands(size, per))
 	return nil
@@ -138,13 +141,13 @@ func (ks *kstate) ethWaitForReceiverDone() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	me := ks.r.d.eth(ks.core.C.X)
+	me := ks.ethWord(ks.r.d.eth(ks.core.C.X))
 	if !ks.ethSignalled {
-		pe.bytesSent = me.bytesSent // the word travels to the receiver once per call
+		*ks.ethWord(pe) = *me // the word travels to the receiver once per call
 		ks.ethSignalled = true
 	}
-	if me.bytesSent != 0 {
-		ks.block(call, kir.NoCB, -1, "waits for device %d eth%d to acknowledge %d bytes (eth_receiver_done)", there.Device, there.Channel, me.bytesSent)
+	if *me != 0 {
+		ks.block(call, kir.NoCB, -1, "waits for device %d eth%d to acknowledge %d bytes (eth_receiver_done)", there.Device, there.Channel, *me)
 		return true, nil
 	}
 	ks.ethSignalled = false
@@ -160,9 +163,9 @@ func (ks *kstate) ethWaitForBytes(n uint64) (bool, error) {
 	if n%16 != 0 {
 		return false, ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%d): ethernet transfers are whole 16-byte words", call, n)
 	}
-	me := ks.r.d.eth(ks.core.C.X)
-	if uint64(me.bytesSent) != n&0xffffffff {
-		ks.block(call, kir.NoCB, -1, "waits for %d bytes from device %d eth%d, has %d", n, there.Device, there.Channel, me.bytesSent)
+	me := ks.ethWord(ks.r.d.eth(ks.core.C.X))
+	if uint64(*me) != n&0xffffffff {
+		ks.block(call, kir.NoCB, -1, "waits for %d bytes from device %d eth%d, has %d", n, there.Device, there.Channel, *me)
 		return true, nil
 	}
 	return false, nil
@@ -173,8 +176,8 @@ func (ks *kstate) ethReceiverDone() error {
 	if err != nil {
 		return err
 	}
-	ks.r.d.eth(ks.core.C.X).bytesSent = 0
-	pe.bytesSent = 0
+	*ks.ethWord(ks.r.d.eth(ks.core.C.X)) = 0
+	*ks.ethWord(pe) = 0
 	return nil
 }
 

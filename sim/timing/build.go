@@ -133,6 +133,10 @@ type ProgramRow struct {
 	// Threads are the latest-finishing thread of each kernel (for traces
 	// and --threads).
 	Threads []ThreadTime `json:"-"`
+	// LinkBytes and LinkFloorUS are the program's link floor
+	// (DeviceTime.LinkBytes, LinkFloorUS; 0 without ethernet), for --threads.
+	LinkBytes   int64   `json:"-"`
+	LinkFloorUS float64 `json:"-"`
 	// Operands and Results are the types of the op's operands and results
 	// (for the CSV's INPUT_n_* and OUTPUT_n_* columns).
 	Operands, Results []ir.TensorType `json:"-"`
@@ -237,6 +241,7 @@ func (pr *Predictor) Predict(b *Build, meta Meta) (*Report, error) {
 				BytesRead: dt.BytesRead, BytesWritten: dt.BytesWritten, DRAMRead: dt.DRAMRead, US: round3(dt.US),
 				CriticalThread: crit, WaitsOn: wait, MathFidelity: fidelity(p.Kernel), Signature: sigs[i],
 				Inputs: shapes(p.Op.Operands), Outputs: shapes(p.Op.Results), StartUS: round3(at), Threads: dt.Kernels,
+				LinkBytes: dt.LinkBytes, LinkFloorUS: dt.LinkFloorUS,
 				Operands: tensorTypes(p.Op.Operands), Results: tensorTypes(p.Op.Results), FastForwarded: pt.From != nil}
 			r.Programs = append(r.Programs, row)
 			at += dt.US + prm.LaunchGapUS

@@ -160,7 +160,7 @@ func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
 			}
 			n, per := v[2], v[3]
 			th.ethSend(kir.EthCommands(n, per), float64(per), "eth_send_bytes")
-			w := th.core.word(ethWordKey)
+			w := th.core.word(th.ethWord())
 			th.setWord(w, w.v+uint32(n), th.Clock)
 			th.ethSent += int64(n)
 		}), true
@@ -171,11 +171,11 @@ func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
 			if !ok {
 				return false, nil
 			}
-			w := th.core.word(ethWordKey)
+			w := th.core.word(th.ethWord())
 			if !th.ethSignalled {
 				// One 16-byte command carries the bytes_sent word, behind the data.
 				arrive := th.ethSend(1, 16, "eth_wait_for_receiver_done")
-				th.setWord(pc.word(ethWordKey), w.v, arrive)
+				th.setWord(pc.word(th.ethWord()), w.v, arrive)
 				th.ethSignalled = true
 			}
 			if w.v != 0 {
@@ -188,7 +188,7 @@ func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
 	case kir.EthWaitForBytes:
 		return func(t *ithread, v []uint64) (bool, error) {
 			th := t.S
-			w := th.core.word(ethWordKey)
+			w := th.core.word(th.ethWord())
 			if uint64(w.v) != v[0] {
 				return th.block(&w.waiters, "eth_wait_for_bytes"), nil
 			}
@@ -201,9 +201,9 @@ func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
 			if !ok {
 				return
 			}
-			th.setWord(th.core.word(ethWordKey), 0, th.Clock)
+			th.setWord(th.core.word(th.ethWord()), 0, th.Clock)
 			// One 16-byte command clears the sender's word.
-			th.setWord(pc.word(ethWordKey), 0, th.ethSend(1, 16, "eth_receiver_done"))
+			th.setWord(pc.word(th.ethWord()), 0, th.ethSend(1, 16, "eth_receiver_done"))
 		}), true
 	}
 	return nil, false

@@ -1,6 +1,7 @@
 package timing
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ import (
 // predictPrefillAllReduce lowers the two-card all-reduce of qwen27b's
 // prefill activation [1, rows, 5120] bf16 (with norm: the fused
 // all_reduce_add_rmsnorm the step runs 127 times) and predicts it.
-func predictPrefillAllReduce(t *testing.T, rows int, norm bool) (us float64, slots string) {
+func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us float64, slots string, linkFloorUS float64) {
 	t.Helper()
 	tgt := target.Blackhole()
 	b := ir.NewBuilder("ring")
@@ -29,50 +30,62 @@ func predictPrefillAllReduce(t *testing.T, rows int, norm bool) (us float64, slo
 	g, err := b.Finish()
 	require.NoError(t, err)
 	ops := g.Ops()
-	p, err := lower.Lower(ops[len(ops)-1], lower.NewContext(tgt))
+	ctx := lower.NewContext(tgt)
+	ctx.Ring.OneWay = oneWay
+	p, err := lower.Lower(ops[len(ops)-1], ctx)
 	require.NoError(t, err)
 	pt, err := Simulate(p, tgt, Default(), Options{Devices: 2})
 	require.NoError(t, err)
 	es := p.Kernel("eth_sender")
 	require.NotNil(t, es, "the two-card all-reduce has an ethernet sender")
-	return pt.US(), es.Defines["CCL_STAGING_SLOTS"]
+	return pt.US(), es.Defines["CCL_STAGING_SLOTS"], pt.Devices[0].LinkFloorUS
 }
 
 // TestPrefillAllReduceStreams checks that the two-card all-reduce of a
-// prefill activation streams: two staging slots, and a prediction near
-// the link floor, the card's bytes over its outgoing ring links at the
-// fitted link rate. At 256 tokens (2.6 MB a card) the one-slot ring
-// (read, send, add, one packet after another) was predicted at 1.78x the
-// floor (98.2 us) and 2.47x with the norm (136.0 us). At 4,096 tokens
-// (128 tile rows, more than the tail's cores) the norm tail waited for
-// the whole ring and then normed its rows: 1,693.8 us, 1.92x the floor;
-// with the adders counting each row on its tail core (the row stream of
-// codegen/lower) the norm runs under the ring.
+// prefill activation streams (three receiving staging slots) over every
+// link both ways, and predicts it against the link floor: the card's bytes over both
+// directions of its ring links (each direction at the fitted link rate).
+// One way (half the links' capacity; the ring before) it was predicted at
+// 73.4 us (256 rows), 92.7 us (with the norm) and 1,236.6 us (4,096 rows
+// with the norm); both ways 44.4, 64.7 and 796.2 us. At 4,096 rows the
+// ring's adders finish at 616 us (1.40x the floor) and the norm tail,
+// whose cores the adders share the grid with, ends 180 us later (see
+// codegen/lower's jointRing).
 func TestPrefillAllReduceStreams(t *testing.T) {
 	tgt, prm := target.Blackhole(), Default()
-	links := len(tgt.Eth.RingEast)
+	links := 2 * len(tgt.Eth.RingEast)
 	for _, tc := range []struct {
 		name     string
 		rows     int
 		norm     bool
-		maxRatio float64
+		maxRatio float64 // of the floor
+		maxBoth  float64 // of the one-way prediction
 	}{
-		{"all_reduce", 256, false, 1.4},
-		{"all_reduce_add_rmsnorm", 256, true, 1.8},
-		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 1.5},
+		{"all_reduce", 256, false, 1.7, 0.7},
+		{"all_reduce_add_rmsnorm", 256, true, 2.5, 0.8},
+		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 1.9, 0.7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bytes := tc.rows * 5120 * 2
 			floor := prm.cyclesToUS(float64(bytes) / float64(links) / prm.EthBytesPerCycle)
-			t.Logf("link floor: %d B a card over %d links at %.1f B/cycle: %.1f us (over both directions of the %d cables: %.1f us)",
-				bytes, links, prm.EthBytesPerCycle, floor, 2*links, floor/2)
-			us, slots := predictPrefillAllReduce(t, tc.rows, tc.norm)
-			t.Logf("%s [1,%d,5120] bf16 on 1x2: %.2f us predicted, %.2fx the link floor", tc.name, tc.rows, us, us/floor)
-			if slots != "2" {
-				t.Errorf("CCL_STAGING_SLOTS = %q, want 2 (a streaming ring)", slots)
+			us, slots, linkFloor := predictPrefillAllReduce(t, tc.rows, tc.norm, false)
+			one, _, oneFloor := predictPrefillAllReduce(t, tc.rows, tc.norm, true)
+			// The model's own link floor (the busiest link direction's
+			// bytes, what --threads prints) is the card's bytes over
+			// every direction both ways, and twice that one way.
+			if math.Abs(linkFloor/floor-1) > 1e-9 || math.Abs(oneFloor/(2*floor)-1) > 1e-9 {
+				t.Errorf("LinkFloorUS %.3f us both ways, %.3f us one way; want %.3f and %.3f", linkFloor, oneFloor, floor, 2*floor)
+			}
+			t.Logf("%s [1,%d,5120] bf16 on 1x2: %.2f us predicted (one way %.2f us), %.2fx the link floor %.1f us (%d B a card over %d link directions at %.1f B/cycle)",
+				tc.name, tc.rows, us, one, us/floor, floor, bytes, links, prm.EthBytesPerCycle)
+			if slots != "3" {
+				t.Errorf("CCL_STAGING_SLOTS = %q, want 3 (a streaming ring both ways: BothWaysSlots)", slots)
 			}
 			if us > tc.maxRatio*floor {
 				t.Errorf("predicted %.2f us, %.2fx the link floor %.2f us: want at most %.1fx", us, us/floor, floor, tc.maxRatio)
+			}
+			if us > tc.maxBoth*one {
+				t.Errorf("both ways %.2f us, one way %.2f us: want at most %.2fx", us, one, tc.maxBoth)
 			}
 		})
 	}

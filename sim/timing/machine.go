@@ -184,7 +184,7 @@ const (
 	semBase    = 0x1000
 	cbBase     = 0x20000
 	cbStride   = 0x10000
-	ethWordKey = 0xFFFFFFF0 // the bytes_sent word of an ethernet core
+	ethWordKey = 0xFFFFFFF0 // the bytes_sent word of an ethernet core's handshake channel 0 (channel c at +c)
 )
 
 func (m *machine) fail(err error) {

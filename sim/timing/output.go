@@ -232,7 +232,8 @@ func joinInts(xs []int) string {
 }
 
 // WriteThreads prints, for the first program of op kind op on the slowest
-// device, each kernel's latest-finishing thread: its core, when it
+// device, its link floor when it sends over ethernet (ProgramRow.LinkFloorUS)
+// and each kernel's latest-finishing thread: its core, when it
 // finished and every wait it stalled on, longest first. It fails when the
 // report has no program of that kind.
 func (r *Report) WriteThreads(w io.Writer, op string) error {
@@ -241,6 +242,9 @@ func (r *Report) WriteThreads(w io.Writer, op string) error {
 			continue
 		}
 		fmt.Fprintf(w, "%s (program %d, layer %d, %s): %.2f us on %d cores, fixed cost included; inputs %s\n", p.Op, p.Index, p.Layer, p.Region, p.US, p.Cores, p.Inputs)
+		if p.LinkFloorUS > 0 {
+			fmt.Fprintf(w, "link floor: %.2f us (%d bytes on the busiest direction of a link at the link rate); program / floor %.2fx\n", p.LinkFloorUS, p.LinkBytes, p.US/p.LinkFloorUS)
+		}
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 		fmt.Fprintln(tw, "kernel\tcore\tfinish us\twaits (us)\tbusy (us)")
 		for _, t := range p.Threads {

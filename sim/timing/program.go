@@ -60,6 +60,11 @@ type DeviceTime struct {
 	// kernels; DRAMRead and DRAMWritten the DRAM part; EthSent the bytes
 	// sent over ethernet.
 	BytesRead, BytesWritten, DRAMRead, DRAMWritten, EthSent int64
+	// LinkBytes is the most bytes one ethernet core sent (eth_send_bytes:
+	// one direction of one link) and LinkFloorUS that many bytes at the
+	// link rate (Params.EthBytesPerCycle): the program's link floor.
+	LinkBytes   int64
+	LinkFloorUS float64
 	// Phases are a persistent program's phase spans (nil otherwise).
 	Phases []PhaseSpan
 }
@@ -160,6 +165,7 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 		cores := map[kir.Core]bool{}
 		kernels := map[string]int{}
 		var last *thread
+		perLink := map[kir.Core]int64{}
 		for _, th := range m.threads {
 			if th.core.dev.idx != d {
 				continue
@@ -181,7 +187,12 @@ func Simulate(p *kir.Program, t *target.Target, prm *Params, opt Options) (*Prog
 			dt.DRAMRead += th.dramRead
 			dt.DRAMWritten += th.dramWritten
 			dt.EthSent += th.ethSent
+			if th.core.Eth {
+				perLink[th.core.C] += th.ethSent
+				dt.LinkBytes = max(dt.LinkBytes, perLink[th.core.C])
+			}
 		}
+		dt.LinkFloorUS = prm.cyclesToUS(float64(dt.LinkBytes) / prm.EthBytesPerCycle)
 		// The program ends with its last thread; Critical then names the
 		// thread that held it up (which may have finished earlier).
 		dt.US = dt.Critical.FinishUS + prm.FixedProgramUS

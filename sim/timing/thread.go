@@ -256,6 +256,10 @@ func (th *thread) setWord(w *word, v uint32, t float64) {
 
 // ---- ethernet ----
 
+// ethWord is the key of the bytes_sent word of this kernel's handshake
+// channel (kir.EthChannel: the channel of its ERISC) on an ethernet core.
+func (th *thread) ethWord() uint32 { return ethWordKey + uint32(kir.EthChannel(th.k.Processor)) }
+
 func (th *thread) peer() (*core, bool) {
 	if !th.core.Eth {
 		th.m.failf(th, "ethernet call on a worker core")

@@ -100,6 +100,32 @@ uint64_t get_noc_multicast_addr(
 // eth_noc_semaphore_wait / _wait_min are the semaphore waits that run the
 // base firmware (run_routing) while they spin.
 // tcc-insn-decls eth
+// The channel calls behind the ERISC1 kernels' handshake helpers
+// (codegen/cpp/eth_channel.go; internal/ethernet/tunneling.h:29-58, 82;
+// dataflow_api.h:191, 356, 482, 531).
+struct eth_channel_sync_t {
+    volatile uint32_t bytes_sent;
+    volatile uint32_t receiver_ack;
+    volatile uint32_t src_id;
+    uint32_t reserved_2;
+};
+struct erisc_info_t {
+    volatile uint32_t launch_user_kernel;
+    volatile uint32_t unused_arg0;
+    volatile uint32_t unused_arg1;
+    volatile uint32_t unused_arg2;
+    volatile eth_channel_sync_t channels[8];
+};
+extern erisc_info_t* erisc_info;
+namespace internal_ {
+void eth_send_packet(uint32_t q_num, uint32_t src_word_addr, uint32_t dest_word_addr, uint32_t num_words);
+}
+void eth_send_bytes_over_channel_payload_only(
+    uint32_t src_addr, uint32_t dst_addr, uint32_t num_bytes, uint32_t num_bytes_per_send = 16,
+    uint32_t num_bytes_per_send_word_size = 1);
+void eth_wait_for_receiver_channel_done(uint32_t channel);
+void eth_wait_for_bytes_on_channel(uint32_t num_bytes, uint8_t channel, uint32_t wait_min = 1000000);
+void eth_receiver_channel_done(uint32_t channel);
 
 #endif  // data movement
 

@@ -79,15 +79,48 @@ type Ring struct {
 	// count, the receiver's free count), SemArrived and SemFwdFree on the
 	// workers.
 	SemEth, SemArrived, SemFwdFree int
+	// Both: the lanes run every link both ways (NewRing); an ethernet core
+	// then holds a lane's sender and another lane's receiver, which share
+	// SemEth (only a streaming receiver counts on it: Both is for
+	// streaming rings) and send from OutStaging, receive at Staging.
+	Both       bool
+	OutStaging int
+}
+
+// Dirs is the number of directions the lanes use (2 with Both).
+func (r *Ring) Dirs() int {
+	if r.Both {
+		return 2
+	}
+	return 1
+}
+
+// DirLanes are the lanes of direction dir (0: the ring's links from card
+// d to d+1; 1: back).
+func (r *Ring) DirLanes(dir int) []int {
+	n := len(r.East) / r.Dirs()
+	var ls []int
+	for l := dir * n; l < (dir+1)*n; l++ {
+		ls = append(ls, l)
+	}
+	return ls
 }
 
 // NewRing returns the ring of t's first links ring links (t.Eth.RingEast,
 // RingWest) with workers split into groups of m per link (workers may be
-// empty); the caller sets the other fields.
-func NewRing(t *target.Target, links int, workers []kir.Core, m int) *Ring {
-	r := &Ring{}
+// empty); the caller sets the other fields. With both, links counts the
+// lanes of every ring link both ways: lane l < links/2 is ring link l
+// (East[l] = RingEast[l], West[l] = RingWest[l]), lane links/2 + l the
+// same link back (East = RingWest[l] of card d sends to West = RingEast[l]
+// of card d-1).
+func NewRing(t *target.Target, links int, workers []kir.Core, m int, both bool) *Ring {
+	r := &Ring{Both: both}
 	for l := 0; l < links; l++ {
-		r.East, r.West = append(r.East, kir.EthCore(t.Eth.RingEast[l])), append(r.West, kir.EthCore(t.Eth.RingWest[l]))
+		e, w, i := t.Eth.RingEast, t.Eth.RingWest, l
+		if both && l >= links/2 {
+			e, w, i = w, e, l-links/2
+		}
+		r.East, r.West = append(r.East, kir.EthCore(e[i])), append(r.West, kir.EthCore(w[i]))
 		if len(workers) > 0 {
 			r.Workers = append(r.Workers, workers[l*m:(l+1)*m])
 		}
@@ -103,10 +136,12 @@ func (r *Ring) M() int {
 	return len(r.Workers[0])
 }
 
-// EthRanges are the ethernet cores, East[l] then West[l] per link.
+// EthRanges are the ethernet cores, East[l] then West[l] per link (with
+// Both, those of the first direction's lanes: the others' are the same
+// cores).
 func (r *Ring) EthRanges() []ir.CoreRange {
 	var rs []ir.CoreRange
-	for l := range r.East {
+	for _, l := range r.DirLanes(0) {
 		rs = append(rs, r.East[l].Range(), r.West[l].Range())
 	}
 	return rs
@@ -300,14 +335,26 @@ func (r *Ring) HandOff(b *kir.Builder, free kir.Var, workers Peers, reset bool) 
 	b.EthReceiverDone()
 }
 
-// HandOffStream is HandOff for a streaming ring (Slots = 2) at packet pk
-// (0-based): every worker's SemArrived incremented, a wait until free
-// counts M*pk (the workers are done with packet pk-1, whose slot the
-// sender fills next), then eth_receiver_done. free is never reset.
+// HandOffStream is HandOff for a streaming ring (Slots >= 2) at packet
+// pk (0-based): every worker's SemArrived incremented, a wait until free
+// counts M*(pk+2-Slots) (the workers are done with packet pk+1-Slots,
+// whose slot the sender fills next; with two slots packet pk-1), then
+// eth_receiver_done. free is never reset.
 func (r *Ring) HandOffStream(b *kir.Builder, free kir.Var, workers Peers, pk kir.Expr) {
 	workers.Inc(b, r.SemArrived)
-	b.EthNoCSemaphoreWaitMin(free, kir.Mul(pk, kir.Ci(r.M())))
+	if r.Slots <= 2 {
+		b.EthNoCSemaphoreWaitMin(free, kir.Mul(pk, kir.Ci(r.M())))
+	} else {
+		ahead := kir.Ci(r.Slots - 2)
+		b.If(kir.Ge(pk, ahead), func() { b.EthNoCSemaphoreWaitMin(free, kir.Mul(kir.Sub(pk, ahead), kir.Ci(r.M()))) })
+	}
 	b.EthReceiverDone()
+}
+
+// OutSlotAddr is the sender's slot of packet pk with Both: base + (pk %
+// 2) * SlotStride.
+func (r *Ring) OutSlotAddr(base, pk kir.Expr) kir.Expr {
+	return kir.Add(base, kir.Mul(kir.Mod(pk, kir.C(2)), kir.Ci(r.SlotStride)))
 }
 
 // AwaitCount emits a streaming worker's wait for packet pk's hand-off:

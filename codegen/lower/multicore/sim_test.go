@@ -659,7 +659,7 @@ func TestRingOnCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			workers, _ := blocks.FirstCores(tg, tc.links*tc.m)
-			r := NewRing(tg, tc.links, workers, tc.m)
+			r := NewRing(tg, tc.links, workers, tc.m, false)
 			r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = tc.chunk, tc.link, tc.packet, tb, tc.segs
 			r.Staging, r.SemEth, r.SemArrived = tg.Eth.L1UnreservedBase, 0, 0
 			p := ringProgram(t, tg, r, tc.packed)
