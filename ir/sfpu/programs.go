@@ -306,7 +306,9 @@ func unary(nan bool, body func(a *asm, x uint8) uint8) *Program {
 }
 
 // Programs is tcc's own SFPU program of each op, indexed by Op.
-var Programs = func() [len(Table)]*Program {
+var Programs = buildPrograms()
+
+func buildPrograms() [len(Table)]*Program {
 	var p [len(Table)]*Program
 	p[Exp] = unary(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
 	p[Log] = unary(true, func(a *asm, x uint8) uint8 {
@@ -395,7 +397,7 @@ var Programs = func() [len(Table)]*Program {
 	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
 	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
 	return p
-}()
+}
 
 // scalar builds x op param: the parameter's two halves loaded from the
 // call's argument once per face (Setup).
