@@ -185,23 +185,28 @@ const (
 // y += (y/2)*(1 - y*(x*y)), to within about an ulp.
 func (a *asm) rsqrtEst(x uint8, final bool) uint8 {
 	y, t, c := a.reg(), a.reg(), a.reg()
-	a.mov(y, x)
-	a.emit(isa.Insn{Op: isa.SFPSHFT, D: y, Mod: 1, Imm: 0xfff})            // y = bits >> 1
+	a.emit(isa.Insn{Op: isa.SFPSHFT, C: x, D: y, Mod: 5, Imm: 0xfff})      // y = bits >> 1 (instr_mod1 4: the source is LREG c)
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: a.hoist(sqrtMagic), D: y, Mod: 6}) // y = magic - y, condition codes untouched
 	a.mul(t, x, y)
 	a.emit(isa.Insn{Op: isa.SFPMUL, A: y, B: t, C: isa.LConst0, D: c, Mod: 1}) // c = -y*(x*y)
 	a.add(t, c, a.hoist(math.Float32bits(sqrtP2)), 0)                          // P2 + c
 	a.mad(t, c, t, a.hoist(math.Float32bits(sqrtP1)), 0)                       // P1 + c*(P2 + c)
-	a.free(c)
 	a.mul(y, y, t)
 	if final {
 		a.mul(t, x, y)
-		a.mad(t, y, t, isa.LConst1, 1)                       // t = 1 - y*(x*y)
-		a.emit(isa.Insn{Op: isa.SFPMULI, D: t, Imm: 0x3f00}) // t/2 (exact)
-		a.mad(y, y, t, y, 0)
+		a.halve(c, y)                  // y/2 (exact): (y/2)*t is (t/2)*y
+		a.mad(t, y, t, isa.LConst1, 1) // t = 1 - y*(x*y)
+		a.mad(y, c, t, y, 0)
 	}
-	a.free(t)
+	a.free(t, c)
 	return y
+}
+
+// halve emits d = c/2 by SFPDIVP2 (the exponent less one: exact for a
+// normal c above 2^-125; Inf and NaN unchanged), a simple-unit
+// instruction (no MAD slot after it, unlike SFPMULI).
+func (a *asm) halve(d, c uint8) {
+	a.emit(isa.Insn{Op: isa.SFPDIVP2, C: c, D: d, Mod: 1, Imm: 0xfff})
 }
 
 // ifZero runs body on the lanes where x is zero or denormal (its biased
@@ -216,17 +221,55 @@ func (a *asm) ifZero(x uint8, body func()) {
 	a.free(s)
 }
 
-// ifPosInf runs body on the lanes where x is +Inf (bits - 0x7f800000 is
-// zero).
-func (a *asm) ifPosInf(x uint8, body func()) {
+// posInfTest is a new LREG holding x's bits - 0x7f800000: zero where x
+// is +Inf (ifEQ0 tests it). Emitted ahead of the arithmetic, its two
+// instructions fill MAD slots.
+func (a *asm) posInfTest(x uint8) uint8 {
 	s := a.reg()
-	a.push()
 	a.setK(s, 0x7f800000)
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
+	return s
+}
+
+// expTest is a new LREG holding x's biased exponent modulo 256 (the
+// exponent of x's bits + 2^23 as integers, less one): 0 where x is zero
+// or denormal, -1 where Inf or NaN, positive elsewhere. Emitted ahead of
+// the arithmetic, its four instructions fill MAD slots;
+// ifZeroOrNonFinite and ifNegNonzero test it.
+func (a *asm) expTest(x uint8) uint8 {
+	s := a.reg()
+	a.emit(isa.Insn{Op: isa.SFPLOADI, D: s, Imm: 0x0080})             // 0x00800000
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 4})             // s = x + s, condition codes untouched
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: s, D: s, Mod: 1})            // its biased exponent
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 5, Imm: 0xfff}) // less one
+	return s
+}
+
+// ifZeroOrNonFinite runs body on the lanes where x is zero, denormal, Inf
+// or NaN (expTest's s - 1 is negative; tmp is scratch).
+func (a *asm) ifZeroOrNonFinite(s, tmp uint8, body func()) {
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: tmp, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
+	body()
+	a.pop()
+}
+
+// ifNegNonzero runs body on the lanes where x is negative and not a zero
+// or denormal (expTest's s is not zero).
+func (a *asm) ifNegNonzero(x, s uint8, body func()) {
+	a.push()
+	a.setcc(x, ccLT0)
+	a.setcc(s, ccNE0)
+	body()
+	a.pop()
+}
+
+// ifEQ0 runs body on the lanes where LREG s is zero.
+func (a *asm) ifEQ0(s uint8, body func()) {
+	a.push()
 	a.setcc(s, ccEQ0)
 	body()
 	a.pop()
-	a.free(s)
 }
 
 // log is ln x for x > 0: x = 2^e * m with m in [sqrt(1/2), sqrt 2),
@@ -327,8 +370,10 @@ func buildPrograms() [len(Table)]*Program {
 	// rsqrt and sqrt: NaN propagates through the estimate's products (a
 	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
 	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
+		inf := a.posInfTest(x)
 		r := a.rsqrtEst(x, true)
-		a.ifPosInf(x, func() { a.setK(r, 0) })
+		a.ifEQ0(inf, func() { a.setK(r, 0) })
+		a.free(inf)
 		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
 		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
 		return r
@@ -337,16 +382,19 @@ func buildPrograms() [len(Table)]*Program {
 		// r = x*y corrected by r*(1 - y*r)/2: the residual of y, not
 		// x - r*r, whose product the FMA truncates (tt-llk's
 		// _calculate_sqrt_body_ corrects the same way).
+		s := a.expTest(x)
 		y := a.rsqrtEst(x, false)
-		r, e := a.reg(), a.reg()
+		r, h := a.reg(), a.reg()
 		a.mul(r, x, y)
-		a.mad(e, y, r, isa.LConst1, 1)                       // e = 1 - y*r
-		a.emit(isa.Insn{Op: isa.SFPMULI, D: e, Imm: 0x3f00}) // e/2
-		a.mad(r, e, r, r, 0)                                 // r += r*e/2
-		a.free(y, e)
-		a.ifPosInf(x, func() { a.mov(r, x) })
-		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) }) // negative: NaN
-		a.ifZero(x, func() { a.mov(r, x) })          // ±0 (a denormal is stored flushed)
+		a.halve(h, r)                  // r/2 (exact for a normal r; zeros are fixed below)
+		a.mad(y, y, r, isa.LConst1, 1) // e = 1 - y*r
+		a.mad(r, y, h, r, 0)           // r += e*(r/2)
+		// ±0 (a denormal is stored flushed), ±Inf and NaN: x; then
+		// negatives but -0 (and -Inf): NaN.
+		a.ifZeroOrNonFinite(s, h, func() { a.mov(r, x) })
+		a.free(y, h)
+		a.ifNegNonzero(x, s, func() { a.setK(r, 0x7fc00000) })
+		a.free(s)
 		return r
 	})
 	p[Recip] = unary(true, (*asm).recip)
