@@ -46,6 +46,16 @@ func (a *asm) exp(x uint8) uint8 { return a.expH(x, false) }
 // expH is exp; hoist keeps log2e and 1.5*2^23 in LREGs loaded once per
 // face (two LREGs fewer for the caller).
 func (a *asm) expH(x uint8, hoist bool) uint8 {
+	t, c := a.expCore(x, hoist)
+	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
+	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
+	a.free(c)
+	return t
+}
+
+// expCore is exp without the guards: right for x in [expLo, expHi); the
+// second LREG is a scratch the caller frees.
+func (a *asm) expCore(x uint8, hoist bool) (uint8, uint8) {
 	var t, l2e, m uint8
 	if hoist {
 		l2e, m = a.hoist(math.Float32bits(log2e)), a.hoist(math.Float32bits(roundMagi))
@@ -77,10 +87,7 @@ func (a *asm) expH(x uint8, hoist bool) uint8 {
 	a.emit(isa.Insn{Op: isa.SFPSHFT, D: t, Mod: 1, Imm: 23})
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: p, D: t, Mod: 4}) // t = p + (k<<23), condition codes untouched
 	a.free(p)
-	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
-	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
-	a.free(c)
-	return t
+	return t, c
 }
 
 // ifCmp runs body on the lanes where x - k satisfies mode (ccGE0: x >= k,
@@ -415,35 +422,62 @@ func buildPrograms() [len(Table)]*Program {
 		a.ifNeg(x, func() { a.setK(x, 0) })
 		return x
 	})
-	p[Softplus] = unary(true, func(a *asm, x uint8) uint8 {
-		// max(x, 0) + log1p(e^-|x|), log1p(v) = ln(1+v) + (v - ((1+v) - 1))/(1+v);
-		// x past the threshold: x.
-		ax := a.reg()
-		a.emit(isa.Insn{Op: isa.SFPABS, C: x, D: ax, Mod: 1})
-		v := a.expNeg(ax)
-		a.free(ax)
-		w := a.reg()
-		a.add(w, v, isa.LConst1, 0)
-		d := a.reg()
-		a.add(d, w, isa.LConst1, 2) // w - 1 (exact)
-		a.add(d, v, d, 2)           // v - (w - 1)
-		a.free(v)
-		l := a.log(w)
-		rw := a.recipFinite(w) // w in [1, 2]
-		a.free(w)
-		a.mad(l, d, rw, l, 0)
-		a.free(rw)
-		a.mov(d, x)
-		a.ifNeg(d, func() { a.setK(d, 0) })
-		a.add(l, d, l, 0)
-		a.free(d)
-		a.ifCmp(x, softplusThreshold, ccGE0, d, func() { a.mov(l, x) })
-		return l
-	})
+	p[Softplus] = unary(false, (*asm).softplus)
 	p[AddScalar] = scalar(func(a *asm, x, s uint8) { a.add(x, x, s, 0) })
 	p[MulScalar] = scalar(func(a *asm, x, s uint8) { a.mul(x, x, s) })
 	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
 	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
+	return p
+}
+
+// log1pAtanh are 1/(4^k (2k+1)) for k = 6..0: log1p(v) = 2 atanh(v/(2+v))
+// = u*(1 + w/12 + w^2/80 + ... + w^6/53248), u = 2v/(2+v), w = u*u (the
+// series in u rather than s = u/2 keeps u normal for v down to 2^-126);
+// for v in [0, 1] u <= 2/3 and the truncation is under 2^-26 of the
+// result.
+var log1pAtanh = func() [7]float32 {
+	var c [7]float32
+	for i := range c {
+		k := 6 - i
+		c[i] = float32(1 / (math.Pow(4, float64(k)) * float64(2*k+1)))
+	}
+	return c
+}()
+
+// softplus is max(x, 0) + log1p(e^-|x|) for PyTorch's beta 1 and
+// threshold 20: past 20, log1p(e^-x) < 2.1e-9 is under half an ulp of x,
+// so x + it is x, the threshold's value, without a test. e^-|x| below
+// expLo is 0. NaN propagates (its e^-|x| is NaN: the guard's compare
+// keeps it), +Inf gives +Inf, -Inf 0.
+func (a *asm) softplus(x uint8) uint8 {
+	n := a.reg()
+	a.emit(isa.Insn{Op: isa.SFPSETSGN, C: x, D: n, Mod: 1, Imm: 1}) // n = -|x|
+	v, c := a.expCore(n, true)
+	a.ifCmp(n, expLo, ccLT0, c, func() { a.setK(v, 0) })
+	a.free(n)
+	// u = v/(1 + v/2), the quotient corrected by one fused residual step.
+	den := a.reg()
+	a.setK(c, math.Float32bits(0.5))
+	a.mad(den, v, c, isa.LConst1, 0) // 1 + v/2 in [1, 1.5]
+	rd := a.recipFinite(den)
+	u := a.reg()
+	a.mul(u, v, rd)
+	a.mad(v, u, den, v, 1) // v - u*den
+	a.mad(u, v, rd, u, 0)  // u += residual/den
+	a.free(v, den, rd)
+	w := a.reg()
+	a.mul(w, u, u)
+	p := a.konst(log1pAtanh[0])
+	for _, k := range log1pAtanh[1:] {
+		a.setK(c, math.Float32bits(k))
+		a.mad(p, p, w, c, 0)
+	}
+	a.mul(p, p, u) // log1p(e^-|x|)
+	a.free(w, u, c)
+	a.push()
+	a.setcc(x, ccGE0)
+	a.add(p, x, p, 0)
+	a.pop()
 	return p
 }
 
