@@ -35,7 +35,7 @@ type unit struct {
 	dest, destW   bool   // reads / writes DEST
 	barrier       bool
 	height        int // cycles from its start to the body's end on the longest dependent path
-	preds, nsucc  int
+	preds         int // predecessors not yet issued
 	succs         []int
 }
 
