@@ -142,9 +142,17 @@ func (a *asm) store(r uint8, arg isa.Arg) {
 	a.emit(isa.Insn{Op: isa.SFPSTORE, D: r, Arg: arg})
 }
 
+// program is the built program, its body scheduled (schedule) unless
+// noSchedule.
 func (a *asm) program() *Program {
-	return &Program{Setup: a.setup, Body: a.body}
+	if noSchedule {
+		return &Program{Setup: a.setup, Body: a.body}
+	}
+	return &Program{Setup: a.setup, Body: schedule(a.body)}
 }
+
+// noSchedule keeps the builders' source order (the tests' reference).
+var noSchedule bool
 
 // Eval runs the program on one value x (and y, a binary op's second
 // operand, or the scalar parameter of an op that takes one) in an fp32

@@ -46,6 +46,16 @@ func (a *asm) exp(x uint8) uint8 { return a.expH(x, false) }
 // expH is exp; hoist keeps log2e and 1.5*2^23 in LREGs loaded once per
 // face (two LREGs fewer for the caller).
 func (a *asm) expH(x uint8, hoist bool) uint8 {
+	t, c := a.expCore(x, hoist)
+	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
+	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
+	a.free(c)
+	return t
+}
+
+// expCore is exp without the guards: right for x in [expLo, expHi); the
+// second LREG is a scratch the caller frees.
+func (a *asm) expCore(x uint8, hoist bool) (uint8, uint8) {
 	var t, l2e, m uint8
 	if hoist {
 		l2e, m = a.hoist(math.Float32bits(log2e)), a.hoist(math.Float32bits(roundMagi))
@@ -77,10 +87,7 @@ func (a *asm) expH(x uint8, hoist bool) uint8 {
 	a.emit(isa.Insn{Op: isa.SFPSHFT, D: t, Mod: 1, Imm: 23})
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: p, D: t, Mod: 4}) // t = p + (k<<23), condition codes untouched
 	a.free(p)
-	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
-	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
-	a.free(c)
-	return t
+	return t, c
 }
 
 // ifCmp runs body on the lanes where x - k satisfies mode (ccGE0: x >= k,
@@ -185,23 +192,28 @@ const (
 // y += (y/2)*(1 - y*(x*y)), to within about an ulp.
 func (a *asm) rsqrtEst(x uint8, final bool) uint8 {
 	y, t, c := a.reg(), a.reg(), a.reg()
-	a.mov(y, x)
-	a.emit(isa.Insn{Op: isa.SFPSHFT, D: y, Mod: 1, Imm: 0xfff})            // y = bits >> 1
+	a.emit(isa.Insn{Op: isa.SFPSHFT, C: x, D: y, Mod: 5, Imm: 0xfff})      // y = bits >> 1 (instr_mod1 4: the source is LREG c)
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: a.hoist(sqrtMagic), D: y, Mod: 6}) // y = magic - y, condition codes untouched
 	a.mul(t, x, y)
 	a.emit(isa.Insn{Op: isa.SFPMUL, A: y, B: t, C: isa.LConst0, D: c, Mod: 1}) // c = -y*(x*y)
 	a.add(t, c, a.hoist(math.Float32bits(sqrtP2)), 0)                          // P2 + c
 	a.mad(t, c, t, a.hoist(math.Float32bits(sqrtP1)), 0)                       // P1 + c*(P2 + c)
-	a.free(c)
 	a.mul(y, y, t)
 	if final {
 		a.mul(t, x, y)
-		a.mad(t, y, t, isa.LConst1, 1)                       // t = 1 - y*(x*y)
-		a.emit(isa.Insn{Op: isa.SFPMULI, D: t, Imm: 0x3f00}) // t/2 (exact)
-		a.mad(y, y, t, y, 0)
+		a.halve(c, y)                  // y/2 (exact): (y/2)*t is (t/2)*y
+		a.mad(t, y, t, isa.LConst1, 1) // t = 1 - y*(x*y)
+		a.mad(y, c, t, y, 0)
 	}
-	a.free(t)
+	a.free(t, c)
 	return y
+}
+
+// halve emits d = c/2 by SFPDIVP2 (the exponent less one: exact for a
+// normal c above 2^-125; Inf and NaN unchanged), a simple-unit
+// instruction (no MAD slot after it, unlike SFPMULI).
+func (a *asm) halve(d, c uint8) {
+	a.emit(isa.Insn{Op: isa.SFPDIVP2, C: c, D: d, Mod: 1, Imm: 0xfff})
 }
 
 // ifZero runs body on the lanes where x is zero or denormal (its biased
@@ -216,17 +228,55 @@ func (a *asm) ifZero(x uint8, body func()) {
 	a.free(s)
 }
 
-// ifPosInf runs body on the lanes where x is +Inf (bits - 0x7f800000 is
-// zero).
-func (a *asm) ifPosInf(x uint8, body func()) {
+// posInfTest is a new LREG holding x's bits - 0x7f800000: zero where x
+// is +Inf (ifEQ0 tests it). Emitted ahead of the arithmetic, its two
+// instructions fill MAD slots.
+func (a *asm) posInfTest(x uint8) uint8 {
 	s := a.reg()
-	a.push()
 	a.setK(s, 0x7f800000)
 	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
+	return s
+}
+
+// expTest is a new LREG holding x's biased exponent modulo 256 (the
+// exponent of x's bits + 2^23 as integers, less one): 0 where x is zero
+// or denormal, -1 where Inf or NaN, positive elsewhere. Emitted ahead of
+// the arithmetic, its four instructions fill MAD slots;
+// ifZeroOrNonFinite and ifNegNonzero test it.
+func (a *asm) expTest(x uint8) uint8 {
+	s := a.reg()
+	a.emit(isa.Insn{Op: isa.SFPLOADI, D: s, Imm: 0x0080})             // 0x00800000
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 4})             // s = x + s, condition codes untouched
+	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: s, D: s, Mod: 1})            // its biased exponent
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 5, Imm: 0xfff}) // less one
+	return s
+}
+
+// ifZeroOrNonFinite runs body on the lanes where x is zero, denormal, Inf
+// or NaN (expTest's s - 1 is negative; tmp is scratch).
+func (a *asm) ifZeroOrNonFinite(s, tmp uint8, body func()) {
+	a.push()
+	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: tmp, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
+	body()
+	a.pop()
+}
+
+// ifNegNonzero runs body on the lanes where x is negative and not a zero
+// or denormal (expTest's s is not zero).
+func (a *asm) ifNegNonzero(x, s uint8, body func()) {
+	a.push()
+	a.setcc(x, ccLT0)
+	a.setcc(s, ccNE0)
+	body()
+	a.pop()
+}
+
+// ifEQ0 runs body on the lanes where LREG s is zero.
+func (a *asm) ifEQ0(s uint8, body func()) {
+	a.push()
 	a.setcc(s, ccEQ0)
 	body()
 	a.pop()
-	a.free(s)
 }
 
 // log is ln x for x > 0: x = 2^e * m with m in [sqrt(1/2), sqrt 2),
@@ -306,7 +356,9 @@ func unary(nan bool, body func(a *asm, x uint8) uint8) *Program {
 }
 
 // Programs is tcc's own SFPU program of each op, indexed by Op.
-var Programs = func() [len(Table)]*Program {
+var Programs = buildPrograms()
+
+func buildPrograms() [len(Table)]*Program {
 	var p [len(Table)]*Program
 	p[Exp] = unary(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
 	p[Log] = unary(true, func(a *asm, x uint8) uint8 {
@@ -325,8 +377,10 @@ var Programs = func() [len(Table)]*Program {
 	// rsqrt and sqrt: NaN propagates through the estimate's products (a
 	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
 	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
+		inf := a.posInfTest(x)
 		r := a.rsqrtEst(x, true)
-		a.ifPosInf(x, func() { a.setK(r, 0) })
+		a.ifEQ0(inf, func() { a.setK(r, 0) })
+		a.free(inf)
 		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
 		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
 		return r
@@ -335,16 +389,19 @@ var Programs = func() [len(Table)]*Program {
 		// r = x*y corrected by r*(1 - y*r)/2: the residual of y, not
 		// x - r*r, whose product the FMA truncates (tt-llk's
 		// _calculate_sqrt_body_ corrects the same way).
+		s := a.expTest(x)
 		y := a.rsqrtEst(x, false)
-		r, e := a.reg(), a.reg()
+		r, h := a.reg(), a.reg()
 		a.mul(r, x, y)
-		a.mad(e, y, r, isa.LConst1, 1)                       // e = 1 - y*r
-		a.emit(isa.Insn{Op: isa.SFPMULI, D: e, Imm: 0x3f00}) // e/2
-		a.mad(r, e, r, r, 0)                                 // r += r*e/2
-		a.free(y, e)
-		a.ifPosInf(x, func() { a.mov(r, x) })
-		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) }) // negative: NaN
-		a.ifZero(x, func() { a.mov(r, x) })          // ±0 (a denormal is stored flushed)
+		a.halve(h, r)                  // r/2 (exact for a normal r; zeros are fixed below)
+		a.mad(y, y, r, isa.LConst1, 1) // e = 1 - y*r
+		a.mad(r, y, h, r, 0)           // r += e*(r/2)
+		// ±0 (a denormal is stored flushed), ±Inf and NaN: x; then
+		// negatives but -0 (and -Inf): NaN.
+		a.ifZeroOrNonFinite(s, h, func() { a.mov(r, x) })
+		a.free(y, h)
+		a.ifNegNonzero(x, s, func() { a.setK(r, 0x7fc00000) })
+		a.free(s)
 		return r
 	})
 	p[Recip] = unary(true, (*asm).recip)
@@ -365,37 +422,64 @@ var Programs = func() [len(Table)]*Program {
 		a.ifNeg(x, func() { a.setK(x, 0) })
 		return x
 	})
-	p[Softplus] = unary(true, func(a *asm, x uint8) uint8 {
-		// max(x, 0) + log1p(e^-|x|), log1p(v) = ln(1+v) + (v - ((1+v) - 1))/(1+v);
-		// x past the threshold: x.
-		ax := a.reg()
-		a.emit(isa.Insn{Op: isa.SFPABS, C: x, D: ax, Mod: 1})
-		v := a.expNeg(ax)
-		a.free(ax)
-		w := a.reg()
-		a.add(w, v, isa.LConst1, 0)
-		d := a.reg()
-		a.add(d, w, isa.LConst1, 2) // w - 1 (exact)
-		a.add(d, v, d, 2)           // v - (w - 1)
-		a.free(v)
-		l := a.log(w)
-		rw := a.recipFinite(w) // w in [1, 2]
-		a.free(w)
-		a.mad(l, d, rw, l, 0)
-		a.free(rw)
-		a.mov(d, x)
-		a.ifNeg(d, func() { a.setK(d, 0) })
-		a.add(l, d, l, 0)
-		a.free(d)
-		a.ifCmp(x, softplusThreshold, ccGE0, d, func() { a.mov(l, x) })
-		return l
-	})
+	p[Softplus] = unary(false, (*asm).softplus)
 	p[AddScalar] = scalar(func(a *asm, x, s uint8) { a.add(x, x, s, 0) })
 	p[MulScalar] = scalar(func(a *asm, x, s uint8) { a.mul(x, x, s) })
 	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
 	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
 	return p
+}
+
+// log1pAtanh are 1/(4^k (2k+1)) for k = 6..0: log1p(v) = 2 atanh(v/(2+v))
+// = u*(1 + w/12 + w^2/80 + ... + w^6/53248), u = 2v/(2+v), w = u*u (the
+// series in u rather than s = u/2 keeps u normal for v down to 2^-126);
+// for v in [0, 1] u <= 2/3 and the truncation is under 2^-26 of the
+// result.
+var log1pAtanh = func() [7]float32 {
+	var c [7]float32
+	for i := range c {
+		k := 6 - i
+		c[i] = float32(1 / (math.Pow(4, float64(k)) * float64(2*k+1)))
+	}
+	return c
 }()
+
+// softplus is max(x, 0) + log1p(e^-|x|) for PyTorch's beta 1 and
+// threshold 20: past 20, log1p(e^-x) < 2.1e-9 is under half an ulp of x,
+// so x + it is x, the threshold's value, without a test. e^-|x| below
+// expLo is 0. NaN propagates (its e^-|x| is NaN: the guard's compare
+// keeps it), +Inf gives +Inf, -Inf 0.
+func (a *asm) softplus(x uint8) uint8 {
+	n := a.reg()
+	a.emit(isa.Insn{Op: isa.SFPSETSGN, C: x, D: n, Mod: 1, Imm: 1}) // n = -|x|
+	v, c := a.expCore(n, true)
+	a.ifCmp(n, expLo, ccLT0, c, func() { a.setK(v, 0) })
+	a.free(n)
+	// u = v/(1 + v/2), the quotient corrected by one fused residual step.
+	den := a.reg()
+	a.setK(c, math.Float32bits(0.5))
+	a.mad(den, v, c, isa.LConst1, 0) // 1 + v/2 in [1, 1.5]
+	rd := a.recipFinite(den)
+	u := a.reg()
+	a.mul(u, v, rd)
+	a.mad(v, u, den, v, 1) // v - u*den
+	a.mad(u, v, rd, u, 0)  // u += residual/den
+	a.free(v, den, rd)
+	w := a.reg()
+	a.mul(w, u, u)
+	p := a.konst(log1pAtanh[0])
+	for _, k := range log1pAtanh[1:] {
+		a.setK(c, math.Float32bits(k))
+		a.mad(p, p, w, c, 0)
+	}
+	a.mul(p, p, u) // log1p(e^-|x|)
+	a.free(w, u, c)
+	a.push()
+	a.setcc(x, ccGE0)
+	a.add(p, x, p, 0)
+	a.pop()
+	return p
+}
 
 // scalar builds x op param: the parameter's two halves loaded from the
 // call's argument once per face (Setup).
