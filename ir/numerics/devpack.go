@@ -127,3 +127,28 @@ func PackTileDevice(dt ir.DType, tile []float32, fp32Dest bool) ([]byte, error) 
 	f.devicePack(tile, fp32Dest, out)
 	return out, nil
 }
+
+// QuantizeMatrixDevice is QuantizeMatrix with the device packer: a
+// row-major [rows, cols] matrix of fp32 DEST values (fp32Dest) or bf16
+// ones, tilized with zero padding, packed as PackTileDevice packs into a
+// dt CB, unpacked and returned row-major. For dtypes other than bfp8_b and
+// bfp4_b it is QuantizeMatrix. Values that a device pack already wrote
+// (the same groups) come back unchanged. It panics if len(data) !=
+// rows*cols or dt is not a storage format.
+func QuantizeMatrixDevice(dt ir.DType, data []float32, rows, cols int, fp32Dest bool) []float32 {
+	checkMatrix("QuantizeMatrixDevice", len(data), rows, cols)
+	if !dt.IsBlockFloat() {
+		return QuantizeMatrix(dt, data, rows, cols)
+	}
+	f := bfp8b
+	if dt == ir.BFP4B {
+		f = bfp4b
+	}
+	tiles := Tilize(data, rows, cols)
+	buf := make([]byte, f.tileBytes())
+	for t := 0; t < len(tiles); t += TileElems {
+		f.devicePack(tiles[t:t+TileElems], fp32Dest, buf)
+		f.unpack(buf, tiles[t:t+TileElems])
+	}
+	return Untilize(tiles, rows, cols)
+}

@@ -133,3 +133,37 @@ func TestPackTileDeviceOtherFormats(t *testing.T) {
 		t.Errorf("PackTileDevice of 5 values: no error")
 	}
 }
+
+// TestQuantizeMatrixDevice: the matrix comes back as PackTileDevice's
+// bytes decode, differs from QuantizeMatrix (exact rounding) on this data,
+// and values a device pack wrote are unchanged by a second pack.
+func TestQuantizeMatrixDevice(t *testing.T) {
+	const rows, cols = 5, 40
+	data := make([]float32, rows*cols)
+	for i := range data {
+		data[i] = float32(math.Sin(float64(i)*1.3)) * float32(1+i%9)
+	}
+	for _, dt := range []ir.DType{ir.BFP8B, ir.BFP4B} {
+		t.Run(dt.String(), func(t *testing.T) {
+			got := QuantizeMatrixDevice(dt, data, rows, cols, true)
+			tiles := Tilize(data, rows, cols)
+			var want []float32
+			for i := 0; i < len(tiles); i += TileElems {
+				b, err := PackTileDevice(dt, tiles[i:i+TileElems], true)
+				require.NoError(t, err)
+				dec, err := UnpackTile(dt, b)
+				require.NoError(t, err)
+				want = append(want, dec...)
+			}
+			if d := cmp.Diff(Untilize(want, rows, cols), got); d != "" {
+				t.Errorf("(-PackTileDevice +QuantizeMatrixDevice):\n%s", d)
+			}
+			if cmp.Equal(QuantizeMatrix(dt, data, rows, cols), got) {
+				t.Errorf("equals the exactly rounded matrix: the vectors do not tell them apart")
+			}
+			if d := cmp.Diff(got, QuantizeMatrixDevice(dt, got, rows, cols, true)); d != "" {
+				t.Errorf("a second device pack changed values (-first +second):\n%s", d)
+			}
+		})
+	}
+}
