@@ -639,7 +639,7 @@ func packOp(s kir.PackTile, call string) op {
 		if f == ir.BF16 && ks.comp.fp32 {
 			tile = packerBF16(tile)
 		}
-		data, err := numerics.PackTile(f, tile)
+		data, err := numerics.PackTileDevice(f, tile, ks.comp.fp32)
 		if err != nil {
 			return ks.errf(kir.RuleDataFormat, s.CB, "%s: %v", call, err)
 		}

@@ -114,7 +114,9 @@
 //   - pack_tile of an fp32 DEST into a bf16 CB rounds as the packer does,
 //     half away from zero (numerics.PackerBF16).
 //   - pack_tile packs the DEST tile into the output CB's format with
-//     numerics.PackTile. reduce_init programs the packer's edge mask and
+//     numerics.PackTileDevice: bfp8_b and bfp4_b as ttsim's packer does
+//     (the DEST value cut to a bf16 word, rounded half up twice, bfp4_b
+//     truncated), other formats as numerics.PackTile. reduce_init programs the packer's edge mask and
 //     only reduce_uninit clears it: in between, every pack keeps just the
 //     elements a reduction of that dimension produces (column 0 for a row
 //     reduce, row 0 for a column reduce, (0,0) for a scalar) and packs

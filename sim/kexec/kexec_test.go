@@ -131,7 +131,11 @@ func TestEltwiseMulBFP8(t *testing.T) {
 			j := tile*numerics.TileElems + i
 			prod[i] = numerics.FPUMul(a[j], b[j], 0, ir.HiFi4, false) // four ELWMUL passes into a bf16 DEST
 		}
-		want = append(want, numerics.Quantize(ir.BFP8B, prod)...)
+		packed, err := numerics.PackTileDevice(ir.BFP8B, prod, false) // the packer from a bf16 DEST
+		require.NoError(t, err)
+		dec, err := numerics.UnpackTile(ir.BFP8B, packed)
+		require.NoError(t, err)
+		want = append(want, dec...)
 	}
 	if diff := cmp.Diff(want, readTiles(t, d, "out")); diff != "" {
 		t.Errorf("out (-want +got):\n%s", diff)

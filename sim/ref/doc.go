@@ -21,8 +21,9 @@
 //     TensorType of the result value), as the device packs it to its output
 //     buffer: bf16 as the packer rounds an fp32 DEST value, half away from
 //     zero (numerics.PackerBF16), bfp8_b/bfp4_b by packing the
-//     flattened [Rows2D, last dim] matrix into zero-padded tiles and
-//     unpacking it (numerics.QuantizeMatrix), fp32 unchanged, int32/uint32
+//     flattened [Rows2D, last dim] matrix into zero-padded tiles as the
+//     packer packs an fp32 DEST and unpacking it
+//     (numerics.QuantizeMatrixDevice), fp32 unchanged, int32/uint32
 //     checked to be integers in range;
 //   - inside an op nothing is rounded to a storage format: eltwise results
 //     are computed in float32 (the precision of an fp32 DEST) except adds

@@ -234,13 +234,19 @@ func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 
 // finishResult is finish for an op's result: with StorageFormats a bf16
 // result is what the packer writes from DEST, rounded half away from zero
-// (numerics.PackerBF16), where host-stored values (finish) round to even.
+// (numerics.PackerBF16), where host-stored values (finish) round to even;
+// a bfp8_b or bfp4_b result is what the packer writes from an fp32 DEST
+// (numerics.QuantizeMatrixDevice; tcc's programs packing block floats all
+// accumulate in fp32), where host-stored values round exactly.
 func finishResult(dt ir.DType, t Tensor, opts Options) (Tensor, error) {
-	if !opts.StorageFormats || dt != ir.BF16 {
+	if !opts.StorageFormats || (dt != ir.BF16 && !dt.IsBlockFloat()) {
 		return finish(dt, t, opts)
 	}
 	if err := t.check(); err != nil {
 		return Tensor{}, err
+	}
+	if dt.IsBlockFloat() {
+		return Tensor{Shape: t.Shape.Clone(), Data: numerics.QuantizeMatrixDevice(dt, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D(), true)}, nil
 	}
 	out := Tensor{Shape: t.Shape.Clone(), Data: make([]float32, len(t.Data))}
 	for i, v := range t.Data {

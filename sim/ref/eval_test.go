@@ -174,7 +174,9 @@ func TestBlockFloatWeightQuantization(t *testing.T) {
 }
 
 // TestBlockFloatResultRounding checks that a result declared bfp8_b is the
-// fp32 result packed into bfp8_b tiles over its flattened 2-D view.
+// fp32 result packed into bfp8_b tiles over its flattened 2-D view as the
+// device's packer packs an fp32 DEST (numerics.QuantizeMatrixDevice), not
+// the exact rounding host-stored values get.
 func TestBlockFloatResultRounding(t *testing.T) {
 	build := func(dt ir.DType) (*ir.Graph, *ir.Value, *ir.Value, *ir.Value) {
 		b := ir.NewBuilder("bfp")
@@ -207,9 +209,12 @@ func TestBlockFloatResultRounding(t *testing.T) {
 	fp32 := run(ir.FP32)
 	for _, dt := range []ir.DType{ir.BFP8B, ir.BFP4B} {
 		got := run(dt)
-		want := numerics.QuantizeMatrix(dt, fp32, 10, 48)
+		want := numerics.QuantizeMatrixDevice(dt, fp32, 10, 48, true)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s result (-want +got):\n%s", dt, diff)
+		}
+		if cmp.Equal(numerics.QuantizeMatrix(dt, fp32, 10, 48), got) {
+			t.Errorf("%s result equals the exactly rounded one: the device packer's rounding not applied", dt)
 		}
 		if cmp.Equal(fp32, got) {
 			t.Errorf("%s result equals the fp32 result: no rounding applied", dt)
