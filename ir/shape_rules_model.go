@@ -247,6 +247,19 @@ func shapeBMMTransposeB(in []TensorType, a Attrs) ([]TensorType, error) {
 	return shapeBMM([]TensorType{in[0], bt}, a)
 }
 
+// shapeBMMTransposeBMul: typed as bmm_transpose_b(a, b); c must have the
+// product's shape and dtype.
+func shapeBMMTransposeBMul(in []TensorType, a Attrs) ([]TensorType, error) {
+	mm, err := shapeBMMTransposeB(in[:2], a)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameShapeDType("bmm-mul-operand", "bmm_transpose_b(a, b)", "c", mm[0], in[2]); err != nil {
+		return nil, err
+	}
+	return mm, nil
+}
+
 // shapeRotary: out like x; cos and sin have x's (even) last dim and
 // broadcast to x.
 func shapeRotary(in []TensorType, _ Attrs) ([]TensorType, error) {

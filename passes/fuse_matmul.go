@@ -22,9 +22,15 @@ import (
 //     epilogue adds the residual tile before packing), unless the sum feeds
 //     an RMSNorm in the same region: then the residual family's add_rmsnorm
 //     takes the add, which saves as many programs and keeps the norm's row
-//     reduction out of the matmul.
+//     reduction out of the matmul;
+//   - a bmm_transpose_b whose only reader multiplies it elementwise by a
+//     value of its shape and dtype becomes bmm_transpose_b_mul (the GDN
+//     prefill's q k^T and (beta k) k^T, each times the decays Γ: the
+//     product is packed to an L1 scratch tile and the FPU multiplies it
+//     by Γ's tile before the result is written, instead of a mul program
+//     reading both back from DRAM; two programs fewer per GDN layer).
 var _ = registerRules("matmul", siblingMatmulRule(4), siblingMatmulRule(3), siblingMatmulRule(2),
-	ruleRMSNormMatmul, ruleMatmulAdd)
+	ruleRMSNormMatmul, ruleMatmulAdd, ruleBMMTransposeBMul)
 
 var matmulMultiKinds = map[int]ir.OpKind{2: ir.OpMatmul2, 3: ir.OpMatmul3, 4: ir.OpMatmul4}
 
@@ -106,6 +112,35 @@ func ruleMatmulAdd() *rw.Rule {
 			return sameTensorType(m.Value("r"), m.Op("mm").Result(), m.Root.Result()) && !readByNormInRegion(m.Root.Result(), m.Root.Region)
 		},
 		Build: rw.Emit(ir.OpMatmulAdd, nil, "a", "w", "r")}
+}
+
+// ruleBMMTransposeBMul: mul(bmm_transpose_b(a, b), c) => bmm_transpose_b_mul(a, b, c).
+// The product is mul's first operand (the FPU's srcA/srcB assignment, so
+// the values are the composed ones bit for bit), c has the product's
+// shape and dtype (no broadcast), and neither op carries a fidelity
+// override (the fused kernel has one fidelity).
+func ruleBMMTransposeBMul() *rw.Rule {
+	return &rw.Rule{Name: "FuseBMMTransposeBMul", After: "bmm_transpose_b_mul(a, b, c)",
+		Pattern: rw.Op(ir.OpMul, rw.Op(ir.OpBMMTransposeB, rw.Var("a"), rw.Var("b")).As("mm"), rw.Var("c")),
+		Where: func(m *rw.Match) bool {
+			mm := m.Op("mm")
+			if m.Root.Operands[0] != mm.Result() {
+				return false // mul is tried both ways round; the FPU's product is not symmetric in its sources
+			}
+			for _, op := range []*ir.Op{mm, m.Root} {
+				if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+					return false
+				}
+			}
+			c := m.Value("c")
+			return gdnFloatStorage(c.Type.DType) && sameTensorType(c, mm.Result(), m.Root.Result())
+		},
+		Build: rw.Emit(ir.OpBMMTransposeBMul, func(m *rw.Match) ir.Attrs {
+			if dt, ok := m.Op("mm").Attrs["dtype"]; ok {
+				return ir.Attrs{"dtype": dt}
+			}
+			return nil
+		}, "a", "b", "c")}
 }
 
 // sameTensorType reports whether every value has the first's shape and dtype.

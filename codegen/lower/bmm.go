@@ -28,11 +28,33 @@ func lowerBMMTransposeB(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return bmmProgram(op, ctx, true)
 }
 
-// bmmProgram lowers bmm, or bmm_transpose_b when transB (b [.., N, K]).
+// lowerBMMTransposeBMul is lowerBMMTransposeB with the elementwise multiply
+// by c (operand 2, the result's shape and dtype) as its epilogue: compute
+// packs each result tile's product to an L1 scratch tile of the result
+// dtype, the reader pushes c's tile after the tile's K pairs, and the FPU
+// multiplies the two (product first, as the composed mul reads them) into
+// the result tile. The values are those of bmm_transpose_b then mul, bit
+// for bit; the product never goes to DRAM.
+func lowerBMMTransposeBMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return bmmProgram(op, ctx, true)
+}
+
+// bmmProgram lowers bmm, or bmm_transpose_b when transB (b [.., N, K]),
+// and bmm_transpose_b_mul (a third operand c: the epilogue multiply).
 func bmmProgram(op *ir.Op, ctx *Context, transB bool) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := requireTiles(a, bv, out); err != nil {
 		return nil, err
+	}
+	var mulBy *ir.Value
+	if len(op.Operands) == 3 {
+		mulBy = op.Operands[2]
+		if err := requireTiles(mulBy); err != nil {
+			return nil, err
+		}
+		if !mulBy.Type.Shape.Equal(out.Type.Shape) || mulBy.Type.DType != out.Type.DType {
+			return nil, fmt.Errorf("rule bmm-mul-operand: %s multiplies its product %s %s by %s %s %s; want one shape and dtype", op.Name(), out.Type.Shape, out.Type.DType, mulBy, mulBy.Type.Shape, mulBy.Type.DType)
+		}
 	}
 	as, bs := a.Type.Shape, bv.Type.Shape
 	r := as.Rank()
@@ -64,7 +86,7 @@ func bmmProgram(op *ir.Op, ctx *Context, transB bool) (*kir.Program, error) {
 	if transB {
 		bo = transposedOperand(bv, bi, pad)
 	}
-	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), bo, ai.Ct, transB)
+	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), bo, ai.Ct, transB, mulBy)
 }
 
 // pairOperand is one side of a tile-pair matmul program: a tensor read by
@@ -118,19 +140,37 @@ func transposedOperand(v *ir.Value, im blocks.Image, pad bool) pairOperand {
 // n] over kt inner tiles: the result tiles are split over the grid, the
 // reader emits the kt (a, b) tile pairs of each result tile, compute
 // accumulates matmul_tiles in fp32 DEST (with b's tiles transposed when
-// transB) and packs, the writer stores.
-func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB bool) (*kir.Program, error) {
+// transB) and packs, the writer stores. With mulBy (non-nil: a value of
+// the result's shape and dtype) the reader also pushes mulBy's tile of
+// each result tile after its pairs, compute packs the product to a
+// scratch tile and the FPU multiplies it by that tile into the result.
+func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB bool, mulBy *ir.Value) (*kir.Program, error) {
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
-	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), kt*MatmulTileCycles(ctx.Fidelity), 0, 0))
+	work := kt * MatmulTileCycles(ctx.Fidelity)
+	if mulBy != nil {
+		work += 2*UnpackTileCycles + EltwiseTileCycles + 2*PackTileCycles
+	}
+	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), work, 0, 0))
 	cbA := sp.cbs.Input("a", a.dt, 2)
 	cbB := sp.cbs.Input("b", bo.dt, 2)
+	cbC, cbProd := -1, -1
+	if mulBy != nil {
+		cbC = sp.cbs.Input("c", mulBy.Type.DType, 2)
+	}
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
+	if mulBy != nil {
+		cbProd = sp.cbs.Scratch("product", out.Type.DType, 1)
+	}
 	sp.planned(op.Name())
 
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := sp.reader()
 	aAcc, bAcc := sp.bind(rd, "a_addr", a.value), sp.bind(rd, "b_addr", bo.value)
+	var cAcc *blocks.Access
+	if mulBy != nil {
+		cAcc = sp.bind(rd, "c_addr", mulBy)
+	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	b.For("i", kir.C(0), rcount, func(i kir.Var) {
@@ -143,6 +183,9 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 			a.emit(b, aAcc, cbA, bb, mt, nt, kk)
 			bo.emit(b, bAcc, cbB, bb, mt, nt, kk)
 		})
+		if mulBy != nil {
+			blocks.ReadPage(b, cAcc, cbC, pg)
+		}
 	})
 
 	cp, c, ccount := sp.rangeCompute("num_tiles")
@@ -156,7 +199,12 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 			c.B.CBPopFront(cbA, kir.C(1))
 			c.B.CBPopFront(cbB, kir.C(1))
 		})
-		c.PackOut(cbOut, 1)
+		if mulBy == nil {
+			c.PackOut(cbOut, 1)
+			return
+		}
+		c.PackOut(cbProd, 1)
+		c.BinaryTile(kir.EltMul, blocks.BcastNone, cbProd, cbC, cbOut, false, nil)
 	})
 	return sp.finish(out, cbOut, rd, cp)
 }

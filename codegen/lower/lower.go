@@ -96,6 +96,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpMatmul:             lowerFusedMatmul,
 	ir.OpBMM:                lowerBMM,
 	ir.OpBMMTransposeB:      lowerBMMTransposeB,
+	ir.OpBMMTransposeBMul:   lowerBMMTransposeBMul,
 	ir.OpRMSNorm:            lowerRMSNorm,
 	ir.OpRMSNormPlain:       lowerRMSNormPlain,
 	ir.OpRMSNormPlainChain:  lowerRMSNormPlainChain,

@@ -305,6 +305,15 @@ var smallCases = []mcase{
 	{name: "bmm_transpose_b_bf16_pad", build: func(b *ir.Builder) *ir.Value {
 		return b.BMMTransposeB(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)))
 	}},
+	// bmm_transpose_b_mul: the GDN prefill's q k^T times the decays, the
+	// product packed to L1 and multiplied there (bit-exact against
+	// bmm_transpose_b then mul: the reference computes it so)
+	{name: "bmm_transpose_b_mul_chunks", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeBMul(in(b, "q", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "k", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "g", tt(ir.FP32, dram, 1, 3, 2, 32, 32)))
+	}},
+	{name: "bmm_transpose_b_mul_bf16_pad", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeBMul(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)), in(b, "c", tt(ir.BF16, dram, 2, 40, 50)))
+	}},
 	// attention
 	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), in(b, "cos", tt(ir.BF16, dram, 1, 16)), in(b, "sin", tt(ir.BF16, dram, 1, 16)))

@@ -40,6 +40,7 @@ func init() {
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 		ir.OpLayoutChain:         evalLayoutChain,
 		ir.OpBMMTransposeB:       evalBMMTransposeB,
+		ir.OpBMMTransposeBMul:    evalBMMTransposeBMul,
 	})
 }
 
@@ -146,6 +147,34 @@ func evalMatmulAdd(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	out, err := addSame("matmul-add-residual", args[2], mm, opts)
 	if err != nil {
 		return nil, err
+	}
+	return []Tensor{out}, nil
+}
+
+// evalBMMTransposeBMul: out = r(r(bmm_transpose_b(a, b)) * c), r to the
+// result dtype: the product rounded as bmm_transpose_b stores it, then
+// the FPU's multiply with the product as its first operand (as mul reads
+// its operands), rounded by the caller's finish.
+func evalBMMTransposeBMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	mm, err := evalBMMTransposeB(op, args[:2], opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := finishResult(dt, mm[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	c := args[2]
+	if !c.Shape.Equal(p.Shape) {
+		return nil, fmt.Errorf("rule bmm-mul-operand: c %s must have the product's shape %s", c.Shape, p.Shape)
+	}
+	out := NewTensor(p.Shape)
+	for i := range out.Data {
+		out.Data[i] = deviceMul(p.Data[i], c.Data[i], opts)
 	}
 	return []Tensor{out}, nil
 }
