@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
@@ -379,7 +380,7 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 						steps = append(steps, op.Int("chunk"))
 					case ir.OpGDNChunkScan:
 						steps = append(steps, fmt.Sprintf("scan %d+%d", op.Int("first"), op.Int("count")))
-					case ir.OpBMM:
+					case ir.OpBMM, ir.OpBMMScaleB:
 						bmm++
 					case ir.OpBMMTransposeB:
 						bmm++
@@ -426,16 +427,22 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 	}
 }
 
-// TestBMMTransposeBMulInGDNPrefill runs the default pipeline on the small
-// config's prefill of 2,048 tokens (64 chunks) on 1x1 and of 96 (3
-// chunks) on 1x2 and checks
-// that FuseBMMTransposeBMul took both decayed products of every GDN layer,
-// (beta k) k^T * Γ and q k^T * Γ (no mul of a bmm_transpose_b left), and
-// that each fused op of the first layer equals mul(bmm_transpose_b(a, b),
-// c) bit for bit on seeded random inputs over all the tokens, at storage
+// TestGDNPrefillBMMFusions runs the default pipeline on the small config's
+// prefill of 256 tokens (8 chunks; 2,048 tokens, 64 chunks, under
+// TCC_LONG: ~12 CPU-s, the storage-format FPU multiplies) on 1x1 and of 96
+// (3 chunks) on 1x2 and checks that FuseBMMTransposeBMul took both decayed products of every
+// GDN layer, (beta k) k^T * Γ and q k^T * Γ (no mul of a bmm_transpose_b
+// left), and FuseBMMScaleB both products of T, T (beta v) and T (beta k
+// exp(g)) (no bmm of a mul left), and FuseUnaryMul the norm gate silu(z)
+// * o, and that each fused op of the first layer equals its decomposition
+// bit for bit on seeded random inputs over all the tokens, at storage
 // formats and in exact math (the agreement is logged).
-func TestBMMTransposeBMulInGDNPrefill(t *testing.T) {
-	for _, c := range []struct{ devices, seq int }{{1, 2048}, {2, 96}} {
+func TestGDNPrefillBMMFusions(t *testing.T) {
+	long := 256
+	if longtest.Enabled() {
+		long = 2048
+	}
+	for _, c := range []struct{ devices, seq int }{{1, long}, {2, 96}} {
 		devices := c.devices
 		t.Run(fmt.Sprintf("1x%d/seq%d", devices, c.seq), func(t *testing.T) {
 			g := gdnPrefillGraph(t, devices, c.seq)
@@ -443,23 +450,35 @@ func TestBMMTransposeBMulInGDNPrefill(t *testing.T) {
 			require.NoError(t, err)
 			regions := gdnRegions(g)
 			require.NotEmpty(t, regions)
-			if want, got := 2*len(regions), res.Rewrites.Total("FuseBMMTransposeBMul"); got != want {
-				t.Errorf("FuseBMMTransposeBMul fired %d times, want %d (2 x %d GDN layers)", got, want, len(regions))
+			for _, rule := range []struct {
+				name string
+				per  int
+			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}} {
+				if want, got := rule.per*len(regions), res.Rewrites.Total(rule.name); got != want {
+					t.Errorf("%s fired %d times, want %d (%d x %d GDN layers)", rule.name, got, want, rule.per, len(regions))
+				}
 			}
 			for i, r := range regions {
 				for _, op := range r.Ops {
 					if op.Kind == ir.OpMul && op.Operands[0].Def != nil && op.Operands[0].Def.Kind == ir.OpBMMTransposeB {
 						t.Errorf("GDN layer %d: %s still multiplies a bmm_transpose_b", i, op.Name())
 					}
+					if op.Kind == ir.OpBMM && op.Operands[1].Def != nil && op.Operands[1].Def.Kind == ir.OpMul {
+						t.Errorf("GDN layer %d: %s still reads a mul", i, op.Name())
+					}
 				}
 			}
 			n := 0
 			for _, op := range regions[0].Ops {
-				if op.Kind != ir.OpBMMTransposeBMul {
+				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpUnaryMul {
 					continue
 				}
 				n++
-				require.Equal(t, c.seq/32, op.Result().Type.Shape[2], "chunks of %s", op.Name())
+				if op.Kind == ir.OpUnaryMul {
+					require.Equal(t, c.seq, op.Result().Type.Shape[1], "tokens of %s", op.Name())
+				} else {
+					require.Equal(t, c.seq/32, op.Result().Type.Shape[2], "chunks of %s", op.Name())
+				}
 				for _, mode := range []string{"storage", "exact"} {
 					opts := ref.DefaultOptions()
 					if mode == "exact" {
@@ -468,7 +487,7 @@ func TestBMMTransposeBMulInGDNPrefill(t *testing.T) {
 					t.Run(fmt.Sprintf("%s%d/%s", op.Kind, n, mode), func(t *testing.T) { checkGDNEquivalent(t, op, devices == 1, opts) })
 				}
 			}
-			require.Equal(t, 2, n, "bmm_transpose_b_mul ops in the first GDN layer")
+			require.Equal(t, 5, n, "bmm_transpose_b_mul, bmm_scale_b and unary_mul ops in the first GDN layer")
 		})
 	}
 }

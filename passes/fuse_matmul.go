@@ -28,9 +28,14 @@ import (
 //     prefill's q k^T and (beta k) k^T, each times the decays Γ: the
 //     product is packed to an L1 scratch tile and the FPU multiplies it
 //     by Γ's tile before the result is written, instead of a mul program
-//     reading both back from DRAM; two programs fewer per GDN layer).
+//     reading both back from DRAM; two programs fewer per GDN layer);
+//   - a bmm whose second operand b is scaled row by row, mul(x, c) with c
+//     [.., K, 1], read by nothing else, becomes bmm_scale_b (the GDN
+//     prefill's U = T (beta v) and W = T (beta k exp(g)): compute scales
+//     each b tile by c's column on the FPU into an L1 scratch tile and
+//     multiplies from there; two programs fewer per GDN layer).
 var _ = registerRules("matmul", siblingMatmulRule(4), siblingMatmulRule(3), siblingMatmulRule(2),
-	ruleRMSNormMatmul, ruleMatmulAdd, ruleBMMTransposeBMul)
+	ruleRMSNormMatmul, ruleMatmulAdd, ruleBMMTransposeBMul, ruleBMMScaleB)
 
 var matmulMultiKinds = map[int]ir.OpKind{2: ir.OpMatmul2, 3: ir.OpMatmul3, 4: ir.OpMatmul4}
 
@@ -141,6 +146,41 @@ func ruleBMMTransposeBMul() *rw.Rule {
 			}
 			return nil
 		}, "a", "b", "c")}
+}
+
+// ruleBMMScaleB: bmm(a, mul(x, c)) => bmm_scale_b(a, x, c) with c [.., K, 1]
+// (x's shape with a last dim of 1, x's dtype) broadcast over x's columns,
+// x a whole number of tiles along K (the padding rows of a scaled tile
+// would multiply c's padding), the scaled x read by the bmm alone, and no
+// fidelity override on either op.
+func ruleBMMScaleB() *rw.Rule {
+	return &rw.Rule{Name: "FuseBMMScaleB", After: "bmm_scale_b(a, x, c)",
+		Pattern: rw.Op(ir.OpBMM, rw.Var("a"), rw.Op(ir.OpMul, rw.Var("x"), rw.Var("c")).As("scale")),
+		Where: func(m *rw.Match) bool {
+			sc, x, c := m.Op("scale"), m.Value("x"), m.Value("c")
+			if sc.Operands[0] != x {
+				return false // mul is tried both ways round; the FPU broadcasts its second source
+			}
+			for _, op := range []*ir.Op{sc, m.Root} {
+				if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+					return false
+				}
+			}
+			xs := x.Type.Shape
+			r := xs.Rank()
+			if r < 2 || !gdnFloatStorage(x.Type.DType) || c.Type.DType != x.Type.DType || sc.Result().Type.DType != x.Type.DType || xs[r-2]%ir.TileSize != 0 {
+				return false
+			}
+			want := xs.Clone()
+			want[r-1] = 1
+			return c.Type.Shape.Equal(want) && sc.Result().Type.Shape.Equal(xs)
+		},
+		Build: rw.Emit(ir.OpBMMScaleB, func(m *rw.Match) ir.Attrs {
+			if dt, ok := m.Root.Attrs["dtype"]; ok {
+				return ir.Attrs{"dtype": dt}
+			}
+			return nil
+		}, "a", "x", "c")}
 }
 
 // sameTensorType reports whether every value has the first's shape and dtype.

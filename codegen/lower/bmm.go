@@ -39,21 +39,53 @@ func lowerBMMTransposeBMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return bmmProgram(op, ctx, true)
 }
 
+// lowerBMMScaleB is lowerBMM of a and b scaled row by row by c [.., K, 1]
+// (operand 2): the reader pushes c's tile of each inner step after b's,
+// compute first multiplies each of the result tile's kt b tiles by c's
+// column broadcast (the FPU's mul with bcast cols, as the composed mul
+// computes it) into an L1 scratch tile of b's dtype, then accumulates the
+// products from those. The values are those of mul then bmm, bit for bit;
+// the scaled b never goes to DRAM. K must be whole tiles (rule
+// bmm-scale-k) and at most maxScaleBTiles of them (rule bmm-scale-kt: the
+// kt scaled tiles and a tiles wait in L1 together).
+func lowerBMMScaleB(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	return bmmProgram(op, ctx, false)
+}
+
+// maxScaleBTiles bounds the inner tiles of bmm_scale_b (see lowerBMMScaleB).
+const maxScaleBTiles = 8
+
 // bmmProgram lowers bmm, or bmm_transpose_b when transB (b [.., N, K]),
-// and bmm_transpose_b_mul (a third operand c: the epilogue multiply).
+// bmm_transpose_b_mul (a third operand: the epilogue multiply) and
+// bmm_scale_b (a third operand: b's row scales).
 func bmmProgram(op *ir.Op, ctx *Context, transB bool) (*kir.Program, error) {
 	a, bv, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := requireTiles(a, bv, out); err != nil {
 		return nil, err
 	}
-	var mulBy *ir.Value
-	if len(op.Operands) == 3 {
-		mulBy = op.Operands[2]
-		if err := requireTiles(mulBy); err != nil {
+	var ex pairExtra
+	switch op.Kind {
+	case ir.OpBMMTransposeBMul:
+		ex.mulBy = op.Operands[2]
+		if err := requireTiles(ex.mulBy); err != nil {
 			return nil, err
 		}
-		if !mulBy.Type.Shape.Equal(out.Type.Shape) || mulBy.Type.DType != out.Type.DType {
-			return nil, fmt.Errorf("rule bmm-mul-operand: %s multiplies its product %s %s by %s %s %s; want one shape and dtype", op.Name(), out.Type.Shape, out.Type.DType, mulBy, mulBy.Type.Shape, mulBy.Type.DType)
+		if !ex.mulBy.Type.Shape.Equal(out.Type.Shape) || ex.mulBy.Type.DType != out.Type.DType {
+			return nil, fmt.Errorf("rule bmm-mul-operand: %s multiplies its product %s %s by %s %s %s; want one shape and dtype", op.Name(), out.Type.Shape, out.Type.DType, ex.mulBy, ex.mulBy.Type.Shape, ex.mulBy.Type.DType)
+		}
+	case ir.OpBMMScaleB:
+		ex.scaleB = op.Operands[2]
+		if err := requireTiles(ex.scaleB); err != nil {
+			return nil, err
+		}
+		bs := bv.Type.Shape
+		want := bs.Clone()
+		want[want.Rank()-1] = 1
+		if !ex.scaleB.Type.Shape.Equal(want) || ex.scaleB.Type.DType != bv.Type.DType {
+			return nil, fmt.Errorf("rule bmm-scale-operand: %s scales b %s %s by %s %s %s; want %s %s", op.Name(), bs, bv.Type.DType, ex.scaleB, ex.scaleB.Type.Shape, ex.scaleB.Type.DType, want, bv.Type.DType)
+		}
+		if k := bs[bs.Rank()-2]; k%ir.TileSize != 0 || k/ir.TileSize > maxScaleBTiles {
+			return nil, fmt.Errorf("rule bmm-scale-k: %s: b %s has K = %d; want a multiple of %d of at most %d tiles", op.Name(), bs, k, ir.TileSize, maxScaleBTiles)
 		}
 	}
 	as, bs := a.Type.Shape, bv.Type.Shape
@@ -86,7 +118,14 @@ func bmmProgram(op *ir.Op, ctx *Context, transB bool) (*kir.Program, error) {
 	if transB {
 		bo = transposedOperand(bv, bi, pad)
 	}
-	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), bo, ai.Ct, transB, mulBy)
+	return pairsProgram(op, ctx, tileOperand(a, ai, true, pad), bo, ai.Ct, transB, ex)
+}
+
+// pairExtra is what a tile-pair matmul program does besides the products:
+// at most one of an epilogue multiply by mulBy (the result's shape and
+// dtype) and b's row scales scaleB (b's shape with a last dim of 1).
+type pairExtra struct {
+	mulBy, scaleB *ir.Value
 }
 
 // pairOperand is one side of a tile-pair matmul program: a tensor read by
@@ -140,36 +179,60 @@ func transposedOperand(v *ir.Value, im blocks.Image, pad bool) pairOperand {
 // n] over kt inner tiles: the result tiles are split over the grid, the
 // reader emits the kt (a, b) tile pairs of each result tile, compute
 // accumulates matmul_tiles in fp32 DEST (with b's tiles transposed when
-// transB) and packs, the writer stores. With mulBy (non-nil: a value of
-// the result's shape and dtype) the reader also pushes mulBy's tile of
-// each result tile after its pairs, compute packs the product to a
-// scratch tile and the FPU multiplies it by that tile into the result.
-func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB bool, mulBy *ir.Value) (*kir.Program, error) {
+// transB) and packs, the writer stores. With ex.mulBy the reader also
+// pushes mulBy's tile of each result tile after its pairs, compute packs
+// the product to a scratch tile and the FPU multiplies it by that tile
+// into the result. With ex.scaleB the reader pushes scaleB's tile (bb, k)
+// after each pair, and compute first multiplies the result tile's kt b
+// tiles by their scale columns (bcast cols) into kt scratch tiles, then
+// accumulates the products with those.
+func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB bool, ex pairExtra) (*kir.Program, error) {
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
+	mulBy, scaleB := ex.mulBy, ex.scaleB
 	work := kt * MatmulTileCycles(ctx.Fidelity)
 	if mulBy != nil {
 		work += 2*UnpackTileCycles + EltwiseTileCycles + 2*PackTileCycles
 	}
+	if scaleB != nil {
+		work += kt * (2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles)
+	}
 	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), work, 0, 0))
-	cbA := sp.cbs.Input("a", a.dt, 2)
+	aPages := 2
+	if scaleB != nil {
+		aPages = max(2, kt) // the a tiles wait while compute scales the kt b tiles
+	}
+	cbA := sp.cbs.Input("a", a.dt, aPages)
 	cbB := sp.cbs.Input("b", bo.dt, 2)
-	cbC, cbProd := -1, -1
+	cbC, cbProd, cbScale, cbScaled := -1, -1, -1, -1
 	if mulBy != nil {
 		cbC = sp.cbs.Input("c", mulBy.Type.DType, 2)
+	}
+	if scaleB != nil {
+		cbScale = sp.cbs.Input("scale", scaleB.Type.DType, 2)
 	}
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	if mulBy != nil {
 		cbProd = sp.cbs.Scratch("product", out.Type.DType, 1)
+	}
+	if scaleB != nil {
+		cbScaled = sp.cbs.Scratch("scaled", bo.dt, kt)
 	}
 	sp.planned(op.Name())
 
 	// Reader: per result tile (batch, mt, nt), the pairs for k < kt.
 	rd := sp.reader()
 	aAcc, bAcc := sp.bind(rd, "a_addr", a.value), sp.bind(rd, "b_addr", bo.value)
-	var cAcc *blocks.Access
+	var cAcc, sAcc *blocks.Access
 	if mulBy != nil {
 		cAcc = sp.bind(rd, "c_addr", mulBy)
+	}
+	if scaleB != nil {
+		sAcc = sp.bind(rd, "scale_addr", scaleB)
+	}
+	si := blocks.Image{}
+	if scaleB != nil {
+		si = blocks.ImageOf(scaleB.Type.Shape)
 	}
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
@@ -182,6 +245,9 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 		b.For("k", kir.C(0), kir.Ci(kt), func(kk kir.Var) {
 			a.emit(b, aAcc, cbA, bb, mt, nt, kk)
 			bo.emit(b, bAcc, cbB, bb, mt, nt, kk)
+			if scaleB != nil {
+				blocks.ReadPage(b, sAcc, cbScale, kir.Add(kir.Mul(bb, kir.Ci(si.Rt)), kk))
+			}
 		})
 		if mulBy != nil {
 			blocks.ReadPage(b, cAcc, cbC, pg)
@@ -189,15 +255,24 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 	})
 
 	cp, c, ccount := sp.rangeCompute("num_tiles")
-	c.MatmulStartup(cbA, cbB, cbOut)
+	in1 := cbB
+	if scaleB != nil {
+		in1 = cbScaled
+	}
+	c.MatmulStartup(cbA, in1, cbOut)
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
+		if scaleB != nil {
+			c.For("k", kir.C(0), kir.Ci(kt), func(kir.Var) {
+				c.BinaryTile(kir.EltMul, blocks.BcastCols, cbB, cbScale, cbScaled, false, nil)
+			})
+		}
 		c.Acquire()
 		c.For("k", kir.C(0), kir.Ci(kt), func(kir.Var) {
 			c.B.CBWaitFront(cbA, kir.C(1))
-			c.B.CBWaitFront(cbB, kir.C(1))
-			c.Matmul(cbA, cbB, kir.C(0), kir.C(0), kir.C(0), transB)
+			c.B.CBWaitFront(in1, kir.C(1))
+			c.Matmul(cbA, in1, kir.C(0), kir.C(0), kir.C(0), transB)
 			c.B.CBPopFront(cbA, kir.C(1))
-			c.B.CBPopFront(cbB, kir.C(1))
+			c.B.CBPopFront(in1, kir.C(1))
 		})
 		if mulBy == nil {
 			c.PackOut(cbOut, 1)

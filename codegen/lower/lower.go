@@ -97,6 +97,8 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpBMM:                lowerBMM,
 	ir.OpBMMTransposeB:      lowerBMMTransposeB,
 	ir.OpBMMTransposeBMul:   lowerBMMTransposeBMul,
+	ir.OpBMMScaleB:          lowerBMMScaleB,
+	ir.OpUnaryMul:           lowerUnaryMul,
 	ir.OpRMSNorm:            lowerRMSNorm,
 	ir.OpRMSNormPlain:       lowerRMSNormPlain,
 	ir.OpRMSNormPlainChain:  lowerRMSNormPlainChain,
