@@ -137,6 +137,10 @@ type pairOperand struct {
 	// emit produces one page of cb: the operand tile for result tile
 	// (batch bb, row mt, column nt) and inner step k.
 	emit func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr)
+	// page, when non-nil, is the page emit reads as is (no padding to
+	// zero): a reader may then issue it with other reads under one
+	// barrier.
+	page func(bb, mt, nt, k kir.Expr) kir.Expr
 }
 
 // tileOperand is the pairOperand that reads v (tile image im): for result
@@ -144,7 +148,17 @@ type pairOperand struct {
 // (bb, k, nt). With pad the reader zeroes the tile's padding before
 // pushing it (device programs may leave garbage there, and 0 * NaN is NaN).
 func tileOperand(v *ir.Value, im blocks.Image, left, pad bool) pairOperand {
-	return pairOperand{dt: v.Type.DType, value: v, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+	var page func(bb, mt, nt, k kir.Expr) kir.Expr
+	if !pad {
+		page = func(bb, mt, nt, k kir.Expr) kir.Expr {
+			row, col := k, nt
+			if left {
+				row, col = mt, k
+			}
+			return kir.Add(kir.Mul(kir.Add(kir.Mul(bb, kir.Ci(im.Rt)), row), kir.Ci(im.Ct)), col)
+		}
+	}
+	return pairOperand{dt: v.Type.DType, value: v, page: page, emit: func(b *kir.Builder, acc *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
 		row, col := k, nt
 		if left {
 			row, col = mt, k
@@ -172,6 +186,9 @@ func transposedOperand(v *ir.Value, im blocks.Image, pad bool) pairOperand {
 	o.emit = func(b *kir.Builder, acc *blocks.Access, cb int, bb, _, nt, k kir.Expr) {
 		emit(b, acc, cb, bb, nt, nt, k)
 	}
+	if page := o.page; page != nil {
+		o.page = func(bb, _, nt, k kir.Expr) kir.Expr { return page(bb, nt, nt, k) }
+	}
 	return o
 }
 
@@ -190,6 +207,9 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 	out := op.Result()
 	oi := blocks.ImageOf(out.Type.Shape)
 	mulBy, scaleB := ex.mulBy, ex.scaleB
+	// The fused forms read each inner step's tiles under one barrier
+	// when no K padding needs zeroing.
+	batched := (mulBy != nil || scaleB != nil) && a.page != nil && bo.page != nil
 	work := kt * MatmulTileCycles(ctx.Fidelity)
 	if mulBy != nil {
 		work += 2*UnpackTileCycles + EltwiseTileCycles + 2*PackTileCycles
@@ -242,6 +262,35 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 		q := b.Let("q", kir.Div(pg, kir.Ci(oi.Ct)))
 		mt := b.Let("mt", kir.Mod(q, kir.Ci(oi.Rt)))
 		bb := b.Let("bb", kir.Div(q, kir.Ci(oi.Rt)))
+		if batched {
+			// The fused forms issue each inner step's reads (and, with
+			// the first, mulBy's tile) under one barrier.
+			var lc kir.Var
+			if mulBy != nil {
+				lc = blocks.Reserve(b, cbC, kir.C(1), "lc")
+				blocks.ReadPageTo(b, cAcc, pg, lc)
+			}
+			b.For("k", kir.C(0), kir.Ci(kt), func(kk kir.Var) {
+				la := blocks.Reserve(b, cbA, kir.C(1), "la")
+				lb := blocks.Reserve(b, cbB, kir.C(1), "lb")
+				blocks.ReadPageTo(b, aAcc, a.page(bb, mt, nt, kk), la)
+				blocks.ReadPageTo(b, bAcc, bo.page(bb, mt, nt, kk), lb)
+				if scaleB != nil {
+					ls := blocks.Reserve(b, cbScale, kir.C(1), "ls")
+					blocks.ReadPageTo(b, sAcc, kir.Add(kir.Mul(bb, kir.Ci(si.Rt)), kk), ls)
+				}
+				b.NoCAsyncReadBarrier()
+				b.CBPushBack(cbA, kir.C(1))
+				b.CBPushBack(cbB, kir.C(1))
+				if scaleB != nil {
+					b.CBPushBack(cbScale, kir.C(1))
+				}
+			})
+			if mulBy != nil {
+				b.CBPushBack(cbC, kir.C(1))
+			}
+			return
+		}
 		b.For("k", kir.C(0), kir.Ci(kt), func(kk kir.Var) {
 			a.emit(b, aAcc, cbA, bb, mt, nt, kk)
 			bo.emit(b, bAcc, cbB, bb, mt, nt, kk)
