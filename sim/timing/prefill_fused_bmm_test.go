@@ -16,7 +16,9 @@ import (
 // (268.0 and 460.2 us; a barrier per tile, as the plain bmm reads, took
 // the two fused bmms 286.1 and 479.7 us).
 func TestPrefillFusedBMMs(t *testing.T) {
-	in := func(b *ir.Builder, name string, dt ir.DType, s ...int) *ir.Value { return b.Input(name, ir.T(dt, s...)) }
+	in := func(b *ir.Builder, name string, dt ir.DType, s ...int) *ir.Value {
+		return b.Input(name, ir.T(dt, s...))
+	}
 	const H, N, L, D = 24, 128, 32, 128
 	for _, tc := range []struct {
 		name  string
