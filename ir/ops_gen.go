@@ -61,8 +61,11 @@ const (
 	OpEltwiseChain                      // out = f_n(..f_2(f_1(x))): ops lists the unary steps first to last (e.g. "exp,mul_scalar:-1"; see ir.ParseEltwiseChain), each computed as its own op in fp32 and rounded to x's dtype
 	OpRMSNormPlainChain                 // out = eltwise_chain(rms_norm_plain(x), ops): the weightless norm (x * rsqrt(mean(x^2 over the last dim) + eps), fp32 math, as rms_norm_plain computes it), rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
 	OpConvDepthwiseChain                // out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
+	OpUnaryMul                          // out = r(r(u(x)) * y): u the unary SFPU op named by op (e.g. "silu"; value: its scalar when it takes one) computed as that op computes it and rounded to x's dtype r as it stores it, then the FPU's multiply by y (x's shape, any float dtype; u(x) first) at the kernel's fidelity, rounded to x's dtype; u(x) is never stored
 	OpLayoutChain                       // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                     // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
+	OpBMMTransposeBMul                  // out = r(r(bmm_transpose_b(a, b)) * c): the product as bmm_transpose_b computes it (fp32 accumulation) rounded to the result dtype r, then multiplied elementwise by c (same shape and dtype as the product; the FPU's multiply at the kernel's fidelity, product first) and rounded again
+	OpBMMScaleB                         // out = bmm(a, r(b * c)): b [.., K, N] scaled row by row by c [.., K, 1] (c's column broadcast over b's columns, the FPU's multiply at the kernel's fidelity, b first), rounded to b's dtype r as the composed mul stores it, then the product as bmm computes it (fp32 accumulation), result in dtype (default a's dtype); the scaled b is never stored
 	OpEmbeddingReshape                  // out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged
 	OpGDNConvGates                      // GDN decode conv + gates, r() rounding to the result's dtype (bf16 or fp32) where the composed chain stores: w = concat(conv_state, qkv) on axis 1 [B, K, C]; conv = r(silu(r(sum_j r(w[:, j, :] * taps[j, :])))) (fp32 sum, one rounding); new_state = w[:, 1:, :] (written in place); beta[b*H + h] = r(sigmoid(b[b, 0, h])); g[b*H + h] = r(r(softplus(r(a[b, 0, h] + dt_bias[h]))) * -r(exp(a_log[h]))); beta and g are [B*H, 1]
 	OpGDNRecurrence                     // GDN decode delta rule + gated norm per user b and value head h (key head h/G, G = H/Hk), every step in fp32 math rounded to state's dtype f where the composed chain stores: q, k, v = head rows of qkv's q|k|v blocks, bt = beta[b*H + h], gt = g[b*H + h], all converted to f; q = r(r(r(q * rsqrt(mean(q^2) + l2_eps)) * l2_scale) * scale); k = r(r(k * rsqrt(mean(k^2) + l2_eps)) * l2_scale); S = r(state * r(exp(gt))); d = r(v - r(k^T S)); S' = r(S + r(r(k d^T) * bt)) (outer product); o = r(q^T S'); new_state = S' (written in place); out = r_z(r_z(silu(z)) * r(rmsnorm(o) * norm_w)) with rmsnorm eps norm_eps, w used as is, r_z rounding to z's dtype; the three contractions are bmm products
@@ -643,6 +646,22 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x", "w"},
 	Results:  1,
 	Shape:    shapeConvDepthwiseChain,
+}, OpUnaryMul: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrString,
+		Name: "op",
+	}, {
+		Kind:     opspec.AttrFloat,
+		Name:     "value",
+		Optional: true,
+	}},
+	Class:    "fused",
+	Doc:      "out = r(r(u(x)) * y): u the unary SFPU op named by op (e.g. \"silu\"; value: its scalar when it takes one) computed as that op computes it and rounded to x's dtype r as it stores it, then the FPU's multiply by y (x's shape, any float dtype; u(x) first) at the kernel's fidelity, rounded to x's dtype; u(x) is never stored",
+	Fused:    true,
+	Name:     "unary_mul",
+	Operands: []string{"x", "y"},
+	Results:  1,
+	Shape:    shapeUnaryMul,
 }, OpLayoutChain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
@@ -672,6 +691,32 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"a", "b"},
 	Results:  1,
 	Shape:    shapeBMMTransposeB,
+}, OpBMMTransposeBMul: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
+	}},
+	Class:    "matmul",
+	Doc:      "out = r(r(bmm_transpose_b(a, b)) * c): the product as bmm_transpose_b computes it (fp32 accumulation) rounded to the result dtype r, then multiplied elementwise by c (same shape and dtype as the product; the FPU's multiply at the kernel's fidelity, product first) and rounded again",
+	Fused:    true,
+	Name:     "bmm_transpose_b_mul",
+	Operands: []string{"a", "b", "c"},
+	Results:  1,
+	Shape:    shapeBMMTransposeBMul,
+}, OpBMMScaleB: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrDType,
+		Name:     "dtype",
+		Optional: true,
+	}},
+	Class:    "matmul",
+	Doc:      "out = bmm(a, r(b * c)): b [.., K, N] scaled row by row by c [.., K, 1] (c's column broadcast over b's columns, the FPU's multiply at the kernel's fidelity, b first), rounded to b's dtype r as the composed mul stores it, then the product as bmm computes it (fp32 accumulation), result in dtype (default a's dtype); the scaled b is never stored",
+	Fused:    true,
+	Name:     "bmm_scale_b",
+	Operands: []string{"a", "b", "c"},
+	Results:  1,
+	Shape:    shapeBMMScaleB,
 }, OpEmbeddingReshape: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrInts,
@@ -1172,6 +1217,15 @@ func (bld *Builder) ConvDepthwiseChain(x *Value, w *Value, ops string) *Value {
 	return bld.Emit(OpConvDepthwiseChain, []*Value{x, w}, attrs)[0]
 }
 
+// UnaryMul appends a unary_mul op: out = r(r(u(x)) * y): u the unary SFPU op named by op (e.g. "silu"; value: its scalar when it takes one) computed as that op computes it and rounded to x's dtype r as it stores it, then the FPU's multiply by y (x's shape, any float dtype; u(x) first) at the kernel's fidelity, rounded to x's dtype; u(x) is never stored
+func (bld *Builder) UnaryMul(x *Value, y *Value, op string, opts ...Option) *Value {
+	attrs := Attrs{"op": op}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpUnaryMul, []*Value{x, y}, attrs)[0]
+}
+
 // LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 func (bld *Builder) LayoutChain(x *Value, steps string, opts ...Option) *Value {
 	attrs := Attrs{"steps": steps}
@@ -1188,6 +1242,24 @@ func (bld *Builder) BMMTransposeB(a *Value, b *Value, opts ...Option) *Value {
 		o(attrs)
 	}
 	return bld.Emit(OpBMMTransposeB, []*Value{a, b}, attrs)[0]
+}
+
+// BMMTransposeBMul appends a bmm_transpose_b_mul op: out = r(r(bmm_transpose_b(a, b)) * c): the product as bmm_transpose_b computes it (fp32 accumulation) rounded to the result dtype r, then multiplied elementwise by c (same shape and dtype as the product; the FPU's multiply at the kernel's fidelity, product first) and rounded again
+func (bld *Builder) BMMTransposeBMul(a *Value, b *Value, c *Value, opts ...Option) *Value {
+	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpBMMTransposeBMul, []*Value{a, b, c}, attrs)[0]
+}
+
+// BMMScaleB appends a bmm_scale_b op: out = bmm(a, r(b * c)): b [.., K, N] scaled row by row by c [.., K, 1] (c's column broadcast over b's columns, the FPU's multiply at the kernel's fidelity, b first), rounded to b's dtype r as the composed mul stores it, then the product as bmm computes it (fp32 accumulation), result in dtype (default a's dtype); the scaled b is never stored
+func (bld *Builder) BMMScaleB(a *Value, b *Value, c *Value, opts ...Option) *Value {
+	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpBMMScaleB, []*Value{a, b, c}, attrs)[0]
 }
 
 // EmbeddingReshape appends a embedding_reshape op: out = reshape(embedding(ids, table), shape): the gathered rows written straight into the reshaped result (same row-major element order), values unchanged

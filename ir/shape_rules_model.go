@@ -247,6 +247,45 @@ func shapeBMMTransposeB(in []TensorType, a Attrs) ([]TensorType, error) {
 	return shapeBMM([]TensorType{in[0], bt}, a)
 }
 
+// shapeBMMTransposeBMul: typed as bmm_transpose_b(a, b); c must have the
+// product's shape and dtype.
+func shapeBMMTransposeBMul(in []TensorType, a Attrs) ([]TensorType, error) {
+	mm, err := shapeBMMTransposeB(in[:2], a)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameShapeDType("bmm-mul-operand", "bmm_transpose_b(a, b)", "c", mm[0], in[2]); err != nil {
+		return nil, err
+	}
+	return mm, nil
+}
+
+// shapeBMMScaleB: typed as bmm(a, b); c must be b's shape with a last dim
+// of 1 and b's dtype.
+func shapeBMMScaleB(in []TensorType, a Attrs) ([]TensorType, error) {
+	b, c := in[1], in[2]
+	want := b.Shape.Clone()
+	if r := want.Rank(); r > 0 {
+		want[r-1] = 1
+	}
+	if !c.Shape.Equal(want) || c.DType != b.DType {
+		return nil, fmt.Errorf("rule bmm-scale-operand: c %s %s must be b's shape with a last dim of 1 (%s) and b's dtype %s", c.Shape, c.DType, want, b.DType)
+	}
+	return shapeBMM(in[:2], a)
+}
+
+// shapeUnaryMul: x and y of one shape, float dtypes; out typed as x.
+func shapeUnaryMul(in []TensorType, _ Attrs) ([]TensorType, error) {
+	x, y := in[0], in[1]
+	if !x.DType.IsFloat() || !y.DType.IsFloat() {
+		return nil, fmt.Errorf("rule float-operand: unary_mul of %s and %s", x.DType, y.DType)
+	}
+	if !x.Shape.Equal(y.Shape) {
+		return nil, fmt.Errorf("rule unary-mul-shape: x %s and y %s must have one shape", x.Shape, y.Shape)
+	}
+	return []TensorType{like(x, x.Shape.Clone(), x.DType)}, nil
+}
+
 // shapeRotary: out like x; cos and sin have x's (even) last dim and
 // broadcast to x.
 func shapeRotary(in []TensorType, _ Attrs) ([]TensorType, error) {

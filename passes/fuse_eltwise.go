@@ -31,8 +31,49 @@ import (
 // a depthwise conv's result runs on the conv's summed tiles before they
 // are packed: conv_depthwise_chain (the GDN prefill's silu(conv): one
 // program fewer per layer, reading and writing [B,S,C] bf16).
+//
+// FuseUnaryMul: a unary SFPU op whose only reader multiplies it by a value
+// of its shape (the unary's result first, no broadcast) runs in the
+// multiply's program: unary_mul (the GDN prefill's norm gate silu(z) * o:
+// one program fewer per layer, the silu's [B,S,Vw] bf16 never written).
 var _ = registerRules("eltwise", append(eltwiseChainRules(), normPlainChainRule(ir.OpMulScalar), normPlainChainRule(ir.OpEltwiseChain),
-	convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain))...)
+	convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul)...)
+
+// ruleUnaryMul: mul(u(x), y) with u a unary SFPU op => unary_mul(x, y) {op = u, value}.
+// u keeps x's dtype (bf16 or fp32) and the product does too; x, y and the
+// product have one shape; neither op has a fidelity override.
+func ruleUnaryMul() *rw.Rule {
+	var alts []*rw.Pattern
+	for _, k := range ir.ChainableOps() {
+		alts = append(alts, rw.Op(k, rw.Var("x")).As("u"))
+	}
+	return &rw.Rule{Name: "FuseUnaryMul", After: "unary_mul(x, y) {op = u, value = u's}",
+		Pattern: rw.Op(ir.OpMul, rw.OneOf(alts...), rw.Var("y")),
+		Where: func(m *rw.Match) bool {
+			u, x, y := m.Op("u"), m.Value("x"), m.Value("y")
+			if m.Root.Operands[0] != u.Result() || len(u.Results) != 1 || reduced(x) {
+				return false // mul is tried both ways round; the FPU's product is not symmetric in its sources
+			}
+			for _, op := range []*ir.Op{u, m.Root} {
+				if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+					return false
+				}
+			}
+			dt := x.Type.DType
+			return gdnFloatStorage(dt) && y.Type.DType.IsFloat() && sameDType(dt, u, m.Root) &&
+				x.Type.Shape.Equal(y.Type.Shape) && x.Type.Shape.Equal(m.Root.Result().Type.Shape)
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			u := m.Op("u")
+			attrs := ir.Attrs{"op": u.Kind.String()}
+			if v, ok := u.Attrs["value"]; ok {
+				attrs["value"] = v
+			}
+			v, err := b.Emit1(ir.OpUnaryMul, []*ir.Value{m.Value("x"), m.Value("y")}, attrs)
+			return []*ir.Value{v}, err
+		},
+	}
+}
 
 // convChainRule returns the constructor of FuseConvDepthwiseChain's rule
 // rooted at kind (see the family doc); a conv that already has a chain

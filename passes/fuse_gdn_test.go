@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/models/config"
 	"github.com/tcc-dev/tcc/models/qwen27b"
@@ -328,7 +331,7 @@ func TestGDNFusedModelMatchesUnfused(t *testing.T) {
 }
 
 // gdnPrefillGraph builds the small config's prefill graph of seq tokens
-// per user on a 1xdevices mesh.
+// per user on a 1xdevices mesh (--max-seq 128, or seq when longer).
 func gdnPrefillGraph(t *testing.T, devices, seq int) *ir.Graph {
 	t.Helper()
 	c, err := config.Load(gdnSmallConfig)
@@ -336,7 +339,7 @@ func gdnPrefillGraph(t *testing.T, devices, seq int) *ir.Graph {
 		t.Fatal(err)
 	}
 	o := qwen27b.DefaultOptions()
-	o.Config, o.Mode, o.Seq, o.MaxSeq = c, qwen27b.Prefill, seq, 128
+	o.Config, o.Mode, o.Seq, o.MaxSeq = c, qwen27b.Prefill, seq, max(128, seq)
 	g, _, err := qwen27b.BuildGraph(o, ir.Mesh{Rows: 1, Cols: devices})
 	if err != nil {
 		t.Fatal(err)
@@ -370,18 +373,22 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 			}
 			for i, r := range regions {
 				var steps []any
-				bmm, transposedB, concats := 0, 0, 0
+				bmm, transposedB, decayed, concats := 0, 0, 0, 0
 				for _, op := range r.Ops {
 					switch op.Kind {
 					case ir.OpGDNChunkStep:
 						steps = append(steps, op.Int("chunk"))
 					case ir.OpGDNChunkScan:
 						steps = append(steps, fmt.Sprintf("scan %d+%d", op.Int("first"), op.Int("count")))
-					case ir.OpBMM:
+					case ir.OpBMM, ir.OpBMMScaleB:
 						bmm++
 					case ir.OpBMMTransposeB:
 						bmm++
 						transposedB++
+					case ir.OpBMMTransposeBMul:
+						bmm++
+						transposedB++
+						decayed++
 					case ir.OpConcat:
 						concats++
 					}
@@ -390,8 +397,8 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 				if concats != 1 {
 					t.Errorf("GDN layer %d: %d concats, want the conv window's", i, concats)
 				}
-				if transposedB != 2 {
-					t.Errorf("GDN layer %d: %d bmm_transpose_b, want k k^T and q k^T", i, transposedB)
+				if transposedB != 2 || decayed != 2 {
+					t.Errorf("GDN layer %d: %d bmm_transpose_b, %d of them bmm_transpose_b_mul, want k k^T and q k^T, both times the decays", i, transposedB, decayed)
 				}
 				want := []any{0}
 				if c.chunks > 1 {
@@ -416,6 +423,71 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 					t.Run(fmt.Sprintf("%s/%s", op.Kind, mode), func(t *testing.T) { checkGDNEquivalent(t, op, c.devices == 1, opts) })
 				}
 			}
+		})
+	}
+}
+
+// TestGDNPrefillBMMFusions runs the default pipeline on the small config's
+// prefill of 256 tokens (8 chunks; 2,048 tokens, 64 chunks, under
+// TCC_LONG: ~12 CPU-s, the storage-format FPU multiplies) on 1x1 and of 96
+// (3 chunks) on 1x2 and checks that FuseBMMTransposeBMul took both decayed products of every
+// GDN layer, (beta k) k^T * Γ and q k^T * Γ (no mul of a bmm_transpose_b
+// left), and FuseBMMScaleB both products of T, T (beta v) and T (beta k
+// exp(g)) (no bmm of a mul left), and FuseUnaryMul the norm gate silu(z)
+// * o, and that each fused op of the first layer equals its decomposition
+// bit for bit on seeded random inputs over all the tokens, at storage
+// formats and in exact math (the agreement is logged).
+func TestGDNPrefillBMMFusions(t *testing.T) {
+	long := 256
+	if longtest.Enabled() {
+		long = 2048
+	}
+	for _, c := range []struct{ devices, seq int }{{1, long}, {2, 96}} {
+		devices := c.devices
+		t.Run(fmt.Sprintf("1x%d/seq%d", devices, c.seq), func(t *testing.T) {
+			g := gdnPrefillGraph(t, devices, c.seq)
+			res, err := Run(g, Options{})
+			require.NoError(t, err)
+			regions := gdnRegions(g)
+			require.NotEmpty(t, regions)
+			for _, rule := range []struct {
+				name string
+				per  int
+			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}} {
+				if want, got := rule.per*len(regions), res.Rewrites.Total(rule.name); got != want {
+					t.Errorf("%s fired %d times, want %d (%d x %d GDN layers)", rule.name, got, want, rule.per, len(regions))
+				}
+			}
+			for i, r := range regions {
+				for _, op := range r.Ops {
+					if op.Kind == ir.OpMul && op.Operands[0].Def != nil && op.Operands[0].Def.Kind == ir.OpBMMTransposeB {
+						t.Errorf("GDN layer %d: %s still multiplies a bmm_transpose_b", i, op.Name())
+					}
+					if op.Kind == ir.OpBMM && op.Operands[1].Def != nil && op.Operands[1].Def.Kind == ir.OpMul {
+						t.Errorf("GDN layer %d: %s still reads a mul", i, op.Name())
+					}
+				}
+			}
+			n := 0
+			for _, op := range regions[0].Ops {
+				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpUnaryMul {
+					continue
+				}
+				n++
+				if op.Kind == ir.OpUnaryMul {
+					require.Equal(t, c.seq, op.Result().Type.Shape[1], "tokens of %s", op.Name())
+				} else {
+					require.Equal(t, c.seq/32, op.Result().Type.Shape[2], "chunks of %s", op.Name())
+				}
+				for _, mode := range []string{"storage", "exact"} {
+					opts := ref.DefaultOptions()
+					if mode == "exact" {
+						opts = ref.ExactOptions()
+					}
+					t.Run(fmt.Sprintf("%s%d/%s", op.Kind, n, mode), func(t *testing.T) { checkGDNEquivalent(t, op, devices == 1, opts) })
+				}
+			}
+			require.Equal(t, 5, n, "bmm_transpose_b_mul, bmm_scale_b and unary_mul ops in the first GDN layer")
 		})
 	}
 }

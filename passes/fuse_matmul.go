@@ -22,9 +22,20 @@ import (
 //     epilogue adds the residual tile before packing), unless the sum feeds
 //     an RMSNorm in the same region: then the residual family's add_rmsnorm
 //     takes the add, which saves as many programs and keeps the norm's row
-//     reduction out of the matmul.
+//     reduction out of the matmul;
+//   - a bmm_transpose_b whose only reader multiplies it elementwise by a
+//     value of its shape and dtype becomes bmm_transpose_b_mul (the GDN
+//     prefill's q k^T and (beta k) k^T, each times the decays Γ: the
+//     product is packed to an L1 scratch tile and the FPU multiplies it
+//     by Γ's tile before the result is written, instead of a mul program
+//     reading both back from DRAM; two programs fewer per GDN layer);
+//   - a bmm whose second operand b is scaled row by row, mul(x, c) with c
+//     [.., K, 1], read by nothing else, becomes bmm_scale_b (the GDN
+//     prefill's U = T (beta v) and W = T (beta k exp(g)): compute scales
+//     each b tile by c's column on the FPU into an L1 scratch tile and
+//     multiplies from there; two programs fewer per GDN layer).
 var _ = registerRules("matmul", siblingMatmulRule(4), siblingMatmulRule(3), siblingMatmulRule(2),
-	ruleRMSNormMatmul, ruleMatmulAdd)
+	ruleRMSNormMatmul, ruleMatmulAdd, ruleBMMTransposeBMul, ruleBMMScaleB)
 
 var matmulMultiKinds = map[int]ir.OpKind{2: ir.OpMatmul2, 3: ir.OpMatmul3, 4: ir.OpMatmul4}
 
@@ -106,6 +117,70 @@ func ruleMatmulAdd() *rw.Rule {
 			return sameTensorType(m.Value("r"), m.Op("mm").Result(), m.Root.Result()) && !readByNormInRegion(m.Root.Result(), m.Root.Region)
 		},
 		Build: rw.Emit(ir.OpMatmulAdd, nil, "a", "w", "r")}
+}
+
+// ruleBMMTransposeBMul: mul(bmm_transpose_b(a, b), c) => bmm_transpose_b_mul(a, b, c).
+// The product is mul's first operand (the FPU's srcA/srcB assignment, so
+// the values are the composed ones bit for bit), c has the product's
+// shape and dtype (no broadcast), and neither op carries a fidelity
+// override (the fused kernel has one fidelity).
+func ruleBMMTransposeBMul() *rw.Rule {
+	return &rw.Rule{Name: "FuseBMMTransposeBMul", After: "bmm_transpose_b_mul(a, b, c)",
+		Pattern: rw.Op(ir.OpMul, rw.Op(ir.OpBMMTransposeB, rw.Var("a"), rw.Var("b")).As("mm"), rw.Var("c")),
+		Where: func(m *rw.Match) bool {
+			mm := m.Op("mm")
+			if m.Root.Operands[0] != mm.Result() {
+				return false // mul is tried both ways round; the FPU's product is not symmetric in its sources
+			}
+			for _, op := range []*ir.Op{mm, m.Root} {
+				if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+					return false
+				}
+			}
+			c := m.Value("c")
+			return gdnFloatStorage(c.Type.DType) && sameTensorType(c, mm.Result(), m.Root.Result())
+		},
+		Build: rw.Emit(ir.OpBMMTransposeBMul, func(m *rw.Match) ir.Attrs {
+			if dt, ok := m.Op("mm").Attrs["dtype"]; ok {
+				return ir.Attrs{"dtype": dt}
+			}
+			return nil
+		}, "a", "b", "c")}
+}
+
+// ruleBMMScaleB: bmm(a, mul(x, c)) => bmm_scale_b(a, x, c) with c [.., K, 1]
+// (x's shape with a last dim of 1, x's dtype) broadcast over x's columns,
+// x a whole number of tiles along K (the padding rows of a scaled tile
+// would multiply c's padding), the scaled x read by the bmm alone, and no
+// fidelity override on either op.
+func ruleBMMScaleB() *rw.Rule {
+	return &rw.Rule{Name: "FuseBMMScaleB", After: "bmm_scale_b(a, x, c)",
+		Pattern: rw.Op(ir.OpBMM, rw.Var("a"), rw.Op(ir.OpMul, rw.Var("x"), rw.Var("c")).As("scale")),
+		Where: func(m *rw.Match) bool {
+			sc, x, c := m.Op("scale"), m.Value("x"), m.Value("c")
+			if sc.Operands[0] != x {
+				return false // mul is tried both ways round; the FPU broadcasts its second source
+			}
+			for _, op := range []*ir.Op{sc, m.Root} {
+				if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+					return false
+				}
+			}
+			xs := x.Type.Shape
+			r := xs.Rank()
+			if r < 2 || !gdnFloatStorage(x.Type.DType) || c.Type.DType != x.Type.DType || sc.Result().Type.DType != x.Type.DType || xs[r-2]%ir.TileSize != 0 {
+				return false
+			}
+			want := xs.Clone()
+			want[r-1] = 1
+			return c.Type.Shape.Equal(want) && sc.Result().Type.Shape.Equal(xs)
+		},
+		Build: rw.Emit(ir.OpBMMScaleB, func(m *rw.Match) ir.Attrs {
+			if dt, ok := m.Root.Attrs["dtype"]; ok {
+				return ir.Attrs{"dtype": dt}
+			}
+			return nil
+		}, "a", "x", "c")}
 }
 
 // sameTensorType reports whether every value has the first's shape and dtype.

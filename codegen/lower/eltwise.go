@@ -260,6 +260,18 @@ func lowerBinary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // inputs'. opCycles is step's math time per tile besides unpacking its
 // inputs and packing its result (the split's cost: planStream).
 func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCycles int, step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
+	return eltwiseProgramWith(op, ctx, ins, zero, opCycles, nil, step)
+}
+
+// eltwiseProgramScratch is eltwiseProgram (no zero tile) whose step also
+// uses scratch CBs: scratch adds them to the plan after the result CB.
+func eltwiseProgramScratch(op *ir.Op, ctx *Context, ins []eltInput, opCycles int, scratch func(*blocks.CBPlan), step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
+	return eltwiseProgramWith(op, ctx, ins, false, opCycles, scratch, step)
+}
+
+// eltwiseProgramWith is eltwiseProgram with an optional scratch callback
+// (see eltwiseProgramScratch).
+func eltwiseProgramWith(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCycles int, scratch func(*blocks.CBPlan), step func(c *blocks.Compute, in []int, out int)) (*kir.Program, error) {
 	out := op.Result()
 	bytes := out.Type.DType.TileBytes()
 	for _, in := range ins {
@@ -277,6 +289,9 @@ func eltwiseProgram(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCycles
 	outCB := s.cbs.Output("out", out.Type.DType, 2)
 	if zero {
 		stepCBs = append(append([]int(nil), inCB...), zeroCB, s.cbs.Scratch("bcast", ir.FP32, 1))
+	}
+	if scratch != nil {
+		scratch(s.cbs)
 	}
 	s.planned("eltwise")
 

@@ -305,6 +305,34 @@ var smallCases = []mcase{
 	{name: "bmm_transpose_b_bf16_pad", build: func(b *ir.Builder) *ir.Value {
 		return b.BMMTransposeB(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)))
 	}},
+	// bmm_transpose_b_mul: the GDN prefill's q k^T times the decays, the
+	// product packed to L1 and multiplied there (bit-exact against
+	// bmm_transpose_b then mul: the reference computes it so)
+	{name: "bmm_transpose_b_mul_chunks", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeBMul(in(b, "q", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "k", tt(ir.FP32, dram, 1, 3, 2, 32, 64)), in(b, "g", tt(ir.FP32, dram, 1, 3, 2, 32, 32)))
+	}},
+	{name: "bmm_transpose_b_mul_bf16_pad", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMTransposeBMul(in(b, "a", tt(ir.BF16, dram, 2, 40, 70)), in(b, "b", tt(ir.BF16, dram, 2, 50, 70)), in(b, "c", tt(ir.BF16, dram, 2, 40, 50)))
+	}},
+	// bmm_scale_b: the GDN prefill's T (beta v), b's rows scaled in L1
+	// (bit-exact against mul then bmm: the reference computes it so); K of
+	// two tiles: the a tiles wait while both b tiles are scaled
+	{name: "bmm_scale_b_chunks", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMScaleB(in(b, "t", tt(ir.FP32, dram, 1, 3, 2, 32, 32)), in(b, "v", tt(ir.FP32, dram, 1, 3, 2, 32, 96)), in(b, "beta", tt(ir.FP32, dram, 1, 3, 2, 32, 1)))
+	}},
+	{name: "bmm_scale_b_k64_bf16", build: func(b *ir.Builder) *ir.Value {
+		return b.BMMScaleB(in(b, "a", tt(ir.BF16, dram, 2, 40, 64)), in(b, "b", tt(ir.BF16, dram, 2, 64, 50)), in(b, "c", tt(ir.BF16, dram, 2, 64, 1)))
+	}},
+	// unary_mul: the GDN prefill's norm gate silu(z) * o (bf16 z, fp32 o),
+	// and a unary with a scalar (bit-exact against the unary then mul)
+	{name: "unary_mul_silu_gate", build: func(b *ir.Builder) *ir.Value {
+		z, o := in(b, "z", tt(ir.BF16, dram, 1, 64, 96)), in(b, "o", tt(ir.FP32, dram, 1, 64, 96))
+		return b.UnaryMul(z, o, "silu")
+	}},
+	{name: "unary_mul_scalar_fp32", build: func(b *ir.Builder) *ir.Value {
+		x, y := in(b, "x", tt(ir.FP32, dram, 2, 40, 70)), in(b, "y", tt(ir.FP32, dram, 2, 40, 70))
+		return b.UnaryMul(x, y, "mul_scalar", ir.With("value", -0.75))
+	}},
 	// attention
 	{name: "rotary_q", out: &l1Mem, build: func(b *ir.Builder) *ir.Value {
 		return b.Rotary(in(b, "x", tt(ir.BF16, l1Mem, 8, 1, 16)), in(b, "cos", tt(ir.BF16, dram, 1, 16)), in(b, "sin", tt(ir.BF16, dram, 1, 16)))

@@ -241,9 +241,9 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	}
 	switch ax {
 	case r - 1:
-		return pairsProgram(op, ctx, tileOperand(x, xi, true, true), tri(true), xi.Ct, false)
+		return pairsProgram(op, ctx, tileOperand(x, xi, true, true), tri(true), xi.Ct, false, pairExtra{})
 	case r - 2:
-		return pairsProgram(op, ctx, tri(false), tileOperand(x, xi, false, true), xi.Rt, false)
+		return pairsProgram(op, ctx, tri(false), tileOperand(x, xi, false, true), xi.Rt, false, pairExtra{})
 	}
 	return nil, fmt.Errorf("rule cumsum-axis: cumsum runs along one of the last two dims (a triangular matmul), not axis %d of %s", op.Attrs["axis"], x.Type.Shape)
 }

@@ -3,6 +3,7 @@ package ref
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
 )
@@ -40,6 +41,9 @@ func init() {
 		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
 		ir.OpLayoutChain:         evalLayoutChain,
 		ir.OpBMMTransposeB:       evalBMMTransposeB,
+		ir.OpBMMTransposeBMul:    evalBMMTransposeBMul,
+		ir.OpBMMScaleB:           evalBMMScaleB,
+		ir.OpUnaryMul:            evalUnaryMul,
 	})
 }
 
@@ -148,6 +152,87 @@ func evalMatmulAdd(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		return nil, err
 	}
 	return []Tensor{out}, nil
+}
+
+// evalBMMTransposeBMul: out = r(r(bmm_transpose_b(a, b)) * c), r to the
+// result dtype: the product rounded as bmm_transpose_b stores it, then
+// the FPU's multiply with the product as its first operand (as mul reads
+// its operands), rounded by the caller's finish.
+func evalBMMTransposeBMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	dt, err := resultDType(op, 0)
+	if err != nil {
+		return nil, err
+	}
+	mm, err := evalBMMTransposeB(op, args[:2], opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := finishResult(dt, mm[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	c := args[2]
+	if !c.Shape.Equal(p.Shape) {
+		return nil, fmt.Errorf("rule bmm-mul-operand: c %s must have the product's shape %s", c.Shape, p.Shape)
+	}
+	out := NewTensor(p.Shape)
+	for i := range out.Data {
+		out.Data[i] = deviceMul(p.Data[i], c.Data[i], opts)
+	}
+	return []Tensor{out}, nil
+}
+
+// evalBMMScaleB: out = bmm(a, r(b * c)), c [.., K, 1] broadcast over b's
+// columns: the multiply as mul computes it (the FPU's, b first), rounded
+// to b's dtype r as mul stores it, then bmm; the caller's finish rounds
+// the result.
+func evalBMMScaleB(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	scaled, err := fpuBinary(deviceMul, false)(op, args[1:3], opts)
+	if err != nil {
+		return nil, err
+	}
+	if !scaled[0].Shape.Equal(args[1].Shape) {
+		return nil, fmt.Errorf("rule bmm-scale-operand: c %s must broadcast to b %s", args[2].Shape, args[1].Shape)
+	}
+	if len(op.Operands) < 2 {
+		return nil, fmt.Errorf("rule bmm-scale-operand: %s has no operand b", op.Name())
+	}
+	b, err := finishResult(op.Operands[1].Type.DType, scaled[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	return evalBMM(op, []Tensor{args[0], b}, opts)
+}
+
+// evalUnaryMul: out = r(r(u(x)) * y): u (attribute op, with its value) as
+// its own evaluator computes it, rounded to x's dtype as u stores it, then
+// mul's FPU multiply (u(x) first); the caller's finish rounds the result.
+func evalUnaryMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	name, err := attrString(op, "op")
+	if err != nil {
+		return nil, err
+	}
+	kind, ok := ir.LookupOp(name)
+	if !ok || !slices.Contains(ir.ChainableOps(), kind) {
+		return nil, fmt.Errorf("rule unary-mul-op: %q is not a unary SFPU op", name)
+	}
+	attrs := ir.Attrs{}
+	if v, ok := op.Attrs["value"]; ok {
+		attrs["value"] = v
+	}
+	fn, ok := evaluators[kind]
+	if !ok || len(op.Operands) < 1 {
+		return nil, fmt.Errorf("rule unary-mul-op: no evaluator for %s", name)
+	}
+	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs}, args[:1], opts)
+	if err != nil {
+		return nil, err
+	}
+	ur, err := finishResult(op.Operands[0].Type.DType, u[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	return fpuBinary(deviceMul, false)(op, []Tensor{ur, args[1]}, opts)
 }
 
 // evalRMSNormMatmul: out = r(rmsnorm(x, wn)) @ w, r to the result dtype.
