@@ -180,21 +180,11 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		}
 		return e.runCollectiveOnChips(i, results, record, simRun)
 	}
-	dir, err := e.buildDir()
+	dir, refs, err := e.uploadAndSimulate(i, simRun)
 	if err != nil {
 		return err
 	}
 	cfg := e.configs[i]
-	refs := make([]blackhole.Reference, len(chips))
-	for d, c := range chips {
-		refs[d] = blackhole.Reference{Mem: simMemory{e.Mesh.devices[d]}, Binding: e.binding}
-		if err := c.Upload(cfg, refs[d]); err != nil {
-			return chipErr(len(chips), d, err)
-		}
-	}
-	if err := simRun(); err != nil {
-		return err
-	}
 	for d, c := range chips {
 		if e.Mesh.beforeLaunch != nil {
 			e.Mesh.beforeLaunch(results[d])
@@ -206,6 +196,28 @@ func (e *Executable) runOnChip(i int, simRun func() error) error {
 		record(d, status, detail)
 	}
 	return nil
+}
+
+// uploadAndSimulate uploads program i's buffers to every chip from its
+// mesh device's simulator state, then runs the program on the simulator
+// (simRun). It returns the build directory and each chip's reference (the
+// simulator's memory the chip's results are compared with).
+func (e *Executable) uploadAndSimulate(i int, simRun func() error) (dir string, refs []blackhole.Reference, err error) {
+	chips := e.Mesh.chips
+	if dir, err = e.buildDir(); err != nil {
+		return "", nil, err
+	}
+	refs = make([]blackhole.Reference, len(chips))
+	for d, c := range chips {
+		refs[d] = blackhole.Reference{Mem: simMemory{e.Mesh.devices[d]}, Binding: e.binding}
+		if err := c.Upload(e.configs[i], refs[d]); err != nil {
+			return "", nil, chipErr(len(chips), d, err)
+		}
+	}
+	if err := simRun(); err != nil {
+		return "", nil, err
+	}
+	return dir, refs, nil
 }
 
 // chipErr names the mesh device of err when there is more than one.

@@ -131,21 +131,11 @@ func (e *Executable) RunCollective(i int) error {
 // its own result; a launch error is "failed" on the device it names.
 func (e *Executable) runCollectiveOnChips(i int, results []ProgramResult, record func(d int, status, detail string), simRun func() error) error {
 	chips := e.Mesh.chips
-	dir, err := e.buildDir()
+	dir, refs, err := e.uploadAndSimulate(i, simRun)
 	if err != nil {
 		return err
 	}
 	cfg := e.configs[i]
-	refs := make([]blackhole.Reference, len(chips))
-	for d, c := range chips {
-		refs[d] = blackhole.Reference{Mem: simMemory{e.Mesh.devices[d]}, Binding: e.binding}
-		if err := c.Upload(cfg, refs[d]); err != nil {
-			return chipErr(len(chips), d, err)
-		}
-	}
-	if err := simRun(); err != nil {
-		return err
-	}
 	t := e.Build.Target
 	written := make([]*blackhole.Written, len(chips))
 	failAll := func(status, detail string) error {
