@@ -63,7 +63,7 @@
 // positions). Past an instruction budget (Predictor.SetBudget, 100M
 // instructions by default, estimated from two probe simulations) the
 // Predictor simulates such a program in full at two smaller positions of
-// the same residue modulo 1,024 and continues its time, bytes and thread
+// the same residue modulo 4,096 (extrapolatePeriod) and continues its time, bytes and thread
 // finishes linearly in position from them (extrapolate.go; ProgramTime.From
 // and Report.FastForwarded say so). Where each added iteration takes the
 // same time, the steady state, this is the simulation's own result: on
