@@ -3,6 +3,7 @@ package fromcodegen_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -172,16 +173,29 @@ func TestPredictorKeepsProgramTimes(t *testing.T) {
 }
 
 // TestFastForwardPrefillAttention: the small config's 64-token prefill
-// steps at positions 3,072 and 4,032 of a 4,096-token cache, predicted
+// steps at positions 12,288 and 16,320 of a 16,384-token cache, predicted
 // with every program simulated and with the programs that read the
 // position fast-forwarded (timing/extrapolate.go; a budget of one
-// instruction) from simulations at the positions 1,024 and 2,048 below
-// them. Each step and each program agree within 1% (observed: see the
+// instruction) from simulations at positions 4,096 and 8,192 below
+// them (the fast-forward's period; below three periods every program is
+// simulated). Each step and each program agree within 1% (observed: see the
 // log), and the flash prefill attention is among the programs
 // fast-forwarded.
 func TestFastForwardPrefillAttention(t *testing.T) {
-	args := models.Args{"config": filepath.Join("..", "..", "..", "models", "qwen27b", "testdata", "small.json"), "batch": "1",
-		"max-seq": "4096", "seq": "64", "mode": "prefill"}
+	// The small config with a context of 16,384 (its own is 4,096).
+	small, err := os.ReadFile(filepath.Join("..", "..", "..", "models", "qwen27b", "testdata", "small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Replace(string(small), `"max_position_embeddings": 4096`, `"max_position_embeddings": 16384`, 1)
+	if long == string(small) {
+		t.Fatal("small.json: no max_position_embeddings of 4096 to raise")
+	}
+	config := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(config, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := models.Args{"config": config, "batch": "1", "max-seq": "16384", "seq": "64", "mode": "prefill"}
 	g, err := qwen27b.Model{}.Build(args, ir.Mesh{Rows: 1, Cols: 2})
 	if err == nil {
 		_, err = passes.Run(g, passes.Options{})
@@ -194,7 +208,7 @@ func TestFastForwardPrefillAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := timing.Meta{Model: "qwen27b", Mode: "prefill", Batch: 1}
-	for _, pos := range []int{3072, 4032} {
+	for _, pos := range []int{12288, 16320} {
 		t.Run(strconv.Itoa(pos), func(t *testing.T) {
 			tb, err := fromcodegen.BuildAt(b, timing.Step{Pos: pos, Tokens: 64})
 			if err != nil {
