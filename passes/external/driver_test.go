@@ -21,6 +21,10 @@ func TestDriverEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a tcc binary with go build")
 	}
+	// A go build and link of tcc with the example rules (~10 CPU-s);
+	// TestInspectExample, TestRunDriverOutcomes and
+	// TestRegisteredExampleRuleFires run by default.
+	longtest.Skip(t, "the rule driver built and run end to end (~10 CPU-s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pkgs, err := Inspect(".", "./example")
