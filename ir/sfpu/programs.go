@@ -175,6 +175,19 @@ func (a *asm) recipFinite(x uint8) uint8 {
 	return y
 }
 
+// quotient is num/den for a den known to be normal and below 2^126 in
+// magnitude: num times recipFinite(den), plus one residual correction
+// (q += (num - q*den)/den). It frees num and den.
+func (a *asm) quotient(num, den uint8) uint8 {
+	rd := a.recipFinite(den)
+	q := a.reg()
+	a.mul(q, num, rd)
+	a.mad(num, q, den, num, 1) // num - q*den
+	a.mad(q, num, rd, q, 0)    // q += residual/den
+	a.free(num, den, rd)
+	return q
+}
+
 // Constants of tt-llk's SQRT_23-bits estimate (sfpu/ckernel_sfpu_sqrt.h
 // _init_sqrt_ and _calculate_sqrt_body_, after Moroz et al., "Fast and
 // accurate approximation algorithms for computing floating point square
@@ -296,12 +309,7 @@ func (a *asm) log(x uint8) uint8 {
 	a.add(num, m, isa.LConst1, 2) // m - 1 (exact)
 	a.add(den, m, isa.LConst1, 0) // m + 1
 	a.free(m)
-	rd := a.recipFinite(den) // den in [1.7, 2.5)
-	s := a.reg()
-	a.mul(s, num, rd)
-	a.mad(num, s, den, num, 1) // num - s*den
-	a.mad(s, num, rd, s, 0)    // s += residual/den
-	a.free(num, den, rd)
+	s := a.quotient(num, den) // den in [1.7, 2.5)
 	z := a.reg()
 	a.mul(z, s, s)
 	p := a.konst(2.0 / 11)
@@ -459,12 +467,7 @@ func (a *asm) softplus(x uint8) uint8 {
 	den := a.reg()
 	a.setK(c, math.Float32bits(0.5))
 	a.mad(den, v, c, isa.LConst1, 0) // 1 + v/2 in [1, 1.5]
-	rd := a.recipFinite(den)
-	u := a.reg()
-	a.mul(u, v, rd)
-	a.mad(v, u, den, v, 1) // v - u*den
-	a.mad(u, v, rd, u, 0)  // u += residual/den
-	a.free(v, den, rd)
+	u := a.quotient(v, den)
 	w := a.reg()
 	a.mul(w, u, u)
 	p := a.konst(log1pAtanh[0])
