@@ -1,6 +1,10 @@
 package jit
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/target"
+)
 
 // Ethernet kernels on ttsim.
 //
@@ -16,19 +20,19 @@ import "fmt"
 // does that itself: its kernel_includes.hpp, which active_erisck.cc
 // includes just before its _start, ends with ttsimEthLaunch, which wraps
 // the kernel_main() call of _start so that the copy runs first. The
-// launch message is read in ttsim's layout (launch.TTSimEthLayout: the
-// mailbox at TTSimEthMailbox, launch_msg_rd_ptr at +12, launch[] at +16,
-// TTSimEthLaunchSize bytes each, kernel_config_base[4] at +0 and
-// sem_offset[4] at +TTSimEthSemOffsets). The tree's sources are not
+// launch message is read in ttsim's layout (launch.TTSimEthLayout, both
+// from target.BlackholeActiveEth: the mailbox at TTSimMailbox,
+// launch_msg_rd_ptr at +12, launch[] at +16, TTSimLaunchSize bytes each,
+// kernel_config_base[4] at +0 and sem_offset[4] at +TTSimSemOffsets). The tree's sources are not
 // edited, and builds for a card do not get it (the card's firmware does
 // this).
-const (
-	TTSimEthMailbox    = 0x100
-	TTSimEthLaunchSize = 144
-	TTSimEthSemOffsets = 16
-)
+var ttsimEthLaunch = ttsimEthPrologue(target.BlackholeActiveEth())
 
-var ttsimEthLaunch = fmt.Sprintf(`
+// ttsimEthPrologue is the prologue for the ttsim launch layout of a
+// (target.ActiveEthLayout's TTSim* fields, the table the runtime's
+// launch.TTSimEthLayout writes by).
+func ttsimEthPrologue(a *target.ActiveEthLayout) string {
+	return fmt.Sprintf(`
 // tcc JIT (ttsim): sem_l1_base[] as the active-erisc firmware's
 // firmware_config_init sets it, from the launch message in ttsim's layout.
 static inline void tcc_ttsim_eth_launch() {
@@ -42,4 +46,5 @@ static inline void tcc_ttsim_eth_launch() {
     }
 }
 #define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())
-`, TTSimEthMailbox, TTSimEthLaunchSize, TTSimEthSemOffsets)
+`, a.TTSimMailbox, a.TTSimLaunchSize, a.TTSimSemOffsets)
+}
