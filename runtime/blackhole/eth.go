@@ -16,10 +16,15 @@ import (
 // Ethernet programs.
 //
 // A collective's kernels run on worker cores and on active ethernet
-// cores of every chip of the ring. WriteProgram writes a program's
-// kernels on both kinds of core of one chip, the ethernet ones the way
-// ttsim's two-chip library runs them (launch.TTSimEthLayout: no
-// active-erisc firmware is loaded; ttsim jumps into the kernel). A
+// cores of every chip of the ring, on ERISC0 (RISCV_0) and ERISC1
+// (RISCV_1). WriteProgram writes a program's kernels on both kinds of
+// core of one chip. On a card (Options.CardEth) it first loads the
+// active-erisc firmware of both ERISCs on the ethernet cores that have
+// not run it yet (bootEth, firmware.BootEth) and writes the launches in
+// the pinned release's layout (launch.CardEthLayout), which that firmware
+// reads. On ttsim it writes them the way the two-chip library runs them
+// (launch.TTSimEthLayout: no firmware; ttsim jumps ERISC0 into its kernel
+// on RUN_MSG_GO, and the runtime starts ERISC1 itself: ttsimerisc1.go). A
 // kernel's logical ethernet core kir.EthCore(ch) runs on the physical
 // channel phys(ch) of this chip (a build planned on a topology maps its
 // logical ring channels to each chip's physical ones:
@@ -33,7 +38,7 @@ import (
 // that a worker's get_semaphore<ACTIVE_ETH>(id) is the ethernet core's
 // semaphore and an ethernet kernel's get_semaphore(id) the workers'; on
 // ttsim the ethernet kernel sets its sem_l1_base[] from them itself
-// (jit.TTSimEthMailbox), since ttsim runs no active-erisc firmware.
+// (jit ttsimeth.go), since ttsim runs no active-erisc firmware.
 
 // Ethernet cores' translated NoC coordinates (tt-metal's virtual
 // coordinates of a Blackhole, the same on both NoCs; ttsim's
@@ -68,11 +73,18 @@ type Written struct {
 	// eth and worker are the program's ethernet and worker parts (nil
 	// when it has none).
 	eth, worker *launch.Launched
+	// erisc1 are the ERISC1 kernels of eth on ttsim (ttsimerisc1.go).
+	erisc1 *ttsimERISC1
 }
 
 // Go sends the go messages: the ethernet cores' first, then the
 // workers'.
 func (w *Written) Go() error {
+	if w.erisc1 != nil {
+		if err := w.erisc1.start(w.d.Chip); err != nil {
+			return err
+		}
+	}
 	for _, x := range []*launch.Launched{w.eth, w.worker} {
 		if x != nil {
 			if err := x.Go(); err != nil {
@@ -93,6 +105,9 @@ func (w *Written) Wait() error {
 				return err
 			}
 		}
+	}
+	if w.erisc1 != nil {
+		return w.erisc1.wait(w.d)
 	}
 	return nil
 }
@@ -164,6 +179,11 @@ func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Ref
 		}
 		if w.eth, err = launch.WriteOn(d.Chip, ep, epl, el, at); err != nil {
 			return nil, err
+		}
+		if !d.cardEth {
+			if w.erisc1, err = d.writeERISC1(ep, epl, el, at); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return w, nil

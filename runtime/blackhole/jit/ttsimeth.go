@@ -34,8 +34,15 @@ var ttsimEthLaunch = ttsimEthPrologue(target.BlackholeActiveEth())
 func ttsimEthPrologue(a *target.ActiveEthLayout) string {
 	return fmt.Sprintf(`
 // tcc JIT (ttsim): sem_l1_base[] as the active-erisc firmware's
-// firmware_config_init sets it, from the launch message in ttsim's layout.
+// firmware_config_init sets it, and rta_l1_base / crta_l1_base (ttsim
+// sets ERISC0's, not ERISC1's), from the launch message in ttsim's layout;
+// on ERISC1 first noc_init.
 static inline void tcc_ttsim_eth_launch() {
+#if PROCESSOR_INDEX == 1
+    // ERISC1's command buffers (the NCRISC ones), which the active-erisc
+    // firmware's noc_init sets up on a card.
+    noc_init(MEM_NOC_ATOMIC_RET_VAL_ADDR);
+#endif
     volatile tt_l1_ptr uint8_t* mb = reinterpret_cast<volatile tt_l1_ptr uint8_t*>(%#x);
     uint32_t rd = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(mb + 12);
     volatile tt_l1_ptr uint8_t* msg = mb + 16 + rd * %du;
@@ -44,7 +51,11 @@ static inline void tcc_ttsim_eth_launch() {
         uint32_t off = *reinterpret_cast<volatile tt_l1_ptr uint16_t*>(msg + %d + 2 * t);
         sem_l1_base[t] = reinterpret_cast<uint32_t tt_l1_ptr*>(base + off);
     }
+    uint32_t kcb = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(msg + 4 * ProgrammableCoreType::ACTIVE_ETH);
+    volatile tt_l1_ptr uint16_t* rta = reinterpret_cast<volatile tt_l1_ptr uint16_t*>(msg + %d + 4 * PROCESSOR_INDEX);
+    rta_l1_base = reinterpret_cast<uint32_t tt_l1_ptr*>(kcb + rta[0]);
+    crta_l1_base = reinterpret_cast<uint32_t tt_l1_ptr*>(kcb + rta[1]);
 }
 #define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())
-`, a.TTSimMailbox, a.TTSimLaunchSize, a.TTSimSemOffsets)
+`, a.TTSimMailbox, a.TTSimLaunchSize, a.TTSimSemOffsets, a.TTSimRTAOffsets)
 }

@@ -18,8 +18,8 @@ import "github.com/tcc-dev/tcc/codegen/target"
 // (target.BlackholeLayout: 112 B, go_messages at +912). TTSimEthLayout is
 // that layout; the kernel itself never reads the launch message, so
 // kernels built against the pinned release run under it. A card runs the
-// active-erisc firmware, which reads the pinned release's layout: a card
-// backend needs that firmware loaded and the pinned layout (not done).
+// active-erisc firmware, which reads the pinned release's layout:
+// CardEthLayout, after runtime/blackhole/firmware BootEth loaded it.
 //
 // ttsim sets no other firmware global: sem_l1_base (get_semaphore),
 // the bank-to-NoC tables (interleaved DRAM/L1 addressing) and the NoC
