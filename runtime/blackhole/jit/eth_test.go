@@ -95,14 +95,16 @@ func TestEthCommandLines(t *testing.T) {
 
 // TestTTSimEthKernelIncludes checks the kernel_includes.hpp of an
 // ethernet kernel: built for ttsim it ends with the prologue that sets
-// sem_l1_base[] from the launch message (ttsim runs no active-erisc
-// firmware) and wraps _start's kernel_main() call in it; built for a card
+// sem_l1_base[], rta_l1_base and crta_l1_base from the launch message
+// (ttsim runs no active-erisc firmware) and on ERISC1 first runs noc_init,
+// and wraps _start's kernel_main() call in it; built for a card
 // (whose firmware sets sem_l1_base) and for a worker kernel on ttsim it
 // only includes the source.
 func TestTTSimEthKernelIncludes(t *testing.T) {
 	eth := &hostcfg.KernelConfig{Name: "e", Processor: "RISCV_0", Ethernet: &hostcfg.EthernetConfig{Processor: "RISCV_0"}}
 	worker := &hostcfg.KernelConfig{Name: "w", Processor: "RISCV_0"}
-	prologue := []string{"sem_l1_base[t] = ", "#define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())", "(0x100)", "rd * 144u", "msg + 16 + 2 * t"}
+	prologue := []string{"sem_l1_base[t] = ", "#define kernel_main() (tcc_ttsim_eth_launch(), kernel_main())", "(0x100)", "rd * 144u", "msg + 16 + 2 * t",
+		"rta_l1_base = ", "crta_l1_base = ", "msg + 28 + 4 * PROCESSOR_INDEX", "#if PROCESSOR_INDEX == 1\n    // ERISC1's command buffers", "noc_init(MEM_NOC_ATOMIC_RET_VAL_ADDR);"}
 	tests := []struct {
 		name  string
 		k     *hostcfg.KernelConfig
