@@ -67,16 +67,6 @@ type ActiveEthLayout struct {
 	// TTSimRTAOffsets is rta_offset[] in ttsim's launch message (rta and
 	// crta offsets, 2 B each, per processor).
 	TTSimRTAOffsets int
-	// ERISC1 on ttsim: bh_x2 starts ERISC1 at the value of its reset-PC
-	// register (SubordinateResetPC, SUBORDINATE_AERISC_RESET_PC) when the
-	// soft reset releases it (bit ERISC1Reset), with sp set and nothing
-	// else. The runtime writes a trampoline at TTSimERISC1Trampoline (the
-	// ERISC1 firmware's place, unused there) that sets gp, calls the
-	// kernel and then clears the subordinate_sync byte at mailbox +
-	// TTSimERISC1Done (RUN_SYNC_MSG_DONE) and spins.
-	SubordinateResetPC, ERISC0Reset, ERISC1Reset uint32
-	TTSimERISC1Trampoline                        uint32
-	TTSimERISC1Done                              int
 }
 
 // BlackholeActiveEth returns the pinned release's active ethernet core map.
@@ -105,8 +95,6 @@ func BlackholeActiveEth() *ActiveEthLayout {
 		MsgCall: 0xCA110000, MsgDone: 0xD0E50000, MsgStatusMask: 0xFFFF0000, MsgReleaseCore: 0x0002,
 		ResetHold:    0x47000,
 		TTSimMailbox: mailbox, TTSimLaunchSize: 144, TTSimGoMessages: 0x490, TTSimSemOffsets: 16, TTSimRTAOffsets: 28,
-		SubordinateResetPC: 0xFFB14008, ERISC0Reset: 0x800, ERISC1Reset: 0x1000,
-		TTSimERISC1Trampoline: fw0 + fwSize, TTSimERISC1Done: 8,
 	}
 	e.InitScratch = [2]uint32{e.KernelConfigBase, e.KernelConfigBase + localSize - baseFWLocal}
 	e.BankToNoC = e.InitScratch[1] + localSize

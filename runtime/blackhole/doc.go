@@ -26,7 +26,7 @@
 // ones to: on a card, Options.CardEth, after loading the active-erisc
 // firmware, firmware.BootEth, in the pinned layout, launch.CardEthLayout;
 // on ttsim the way bh_x2 launches them without firmware,
-// launch.TTSimEthLayout, ERISC1 through a trampoline) to one chip's cores
+// launch.TTSimEthLayout, ERISC0 only) to one chip's cores
 // without starting them; a collective is written on
 // every chip, then every chip's go messages are sent (Written.Go), and
 // only then is each waited for (Written.Wait), because the chips' kernels

@@ -24,7 +24,7 @@ import (
 // the pinned release's layout (launch.CardEthLayout), which that firmware
 // reads. On ttsim it writes them the way the two-chip library runs them
 // (launch.TTSimEthLayout: no firmware; ttsim jumps ERISC0 into its kernel
-// on RUN_MSG_GO, and the runtime starts ERISC1 itself: ttsimerisc1.go). A
+// on RUN_MSG_GO); an ERISC1 kernel is an error there (nothing starts it). A
 // kernel's logical ethernet core kir.EthCore(ch) runs on the physical
 // channel phys(ch) of this chip (a build planned on a topology maps its
 // logical ring channels to each chip's physical ones:
@@ -73,18 +73,11 @@ type Written struct {
 	// eth and worker are the program's ethernet and worker parts (nil
 	// when it has none).
 	eth, worker *launch.Launched
-	// erisc1 are the ERISC1 kernels of eth on ttsim (ttsimerisc1.go).
-	erisc1 *ttsimERISC1
 }
 
 // Go sends the go messages: the ethernet cores' first, then the
 // workers'.
 func (w *Written) Go() error {
-	if w.erisc1 != nil {
-		if err := w.erisc1.start(w.d.Chip); err != nil {
-			return err
-		}
-	}
 	for _, x := range []*launch.Launched{w.eth, w.worker} {
 		if x != nil {
 			if err := x.Go(); err != nil {
@@ -105,9 +98,6 @@ func (w *Written) Wait() error {
 				return err
 			}
 		}
-	}
-	if w.erisc1 != nil {
-		return w.erisc1.wait(w.d)
 	}
 	return nil
 }
@@ -179,11 +169,6 @@ func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Ref
 		}
 		if w.eth, err = launch.WriteOn(d.Chip, ep, epl, el, at); err != nil {
 			return nil, err
-		}
-		if !d.cardEth {
-			if w.erisc1, err = d.writeERISC1(ep, epl, el, at); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return w, nil
@@ -276,6 +261,9 @@ func (d *Device) ethProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hos
 		}
 		proc := jit.EthImage
 		if k.Ethernet.Processor == "RISCV_1" {
+			if !d.cardEth {
+				return nil, fmt.Errorf("program %s kernel %s: an ERISC1 (RISCV_1) kernel does not run on ttsim: bh_x2 runs no active-erisc firmware to start ERISC1 and starts it only from its reset-PC register, which the runtime does not drive yet", p.Program, k.Name)
+			}
 			proc = jit.Eth1Image
 		}
 		img := imgs[proc]

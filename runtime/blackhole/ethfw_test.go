@@ -143,3 +143,21 @@ func TestCardEthFirmwareLoad(t *testing.T) {
 	_, err = ds2[0].StartEth("", p, Reference{}, identity)
 	require.ErrorContains(t, err, "need the active-erisc firmware")
 }
+
+// TestTTSimERISC1Refused: on chips that play ttsim's ethernet cores (no
+// firmware; RUN_MSG_GO starts ERISC0 only) a program with an ERISC1
+// kernel is an error naming the program and kernel, before anything is
+// written, instead of a launch whose ERISC1 half never runs.
+func TestTTSimERISC1Refused(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, fwtest.WriteSet(dir))
+	f := fake.New()
+	ds, err := OpenAll(Options{Backend: "fake", Fakes: []access.BAR{f}, Timeout: time.Second}, ethFWImages{namedImages{dir: dir}})
+	require.NoError(t, err)
+	defer ds[0].Close()
+	k := hostcfg.KernelConfig{Name: "back", Processor: "RISCV_1", Ethernet: &hostcfg.EthernetConfig{Processor: "RISCV_1"},
+		Cores: []hostcfg.CoreRange{{X0: 2, Y0: kir.EthRow, X1: 2, Y1: kir.EthRow}}}
+	_, err = ds[0].StartEth("", &hostcfg.ProgramConfig{Program: "ring", Kernels: []hostcfg.KernelConfig{k}}, Reference{}, func(ch int) (int, error) { return ch, nil })
+	require.ErrorContains(t, err, "program ring kernel back: an ERISC1 (RISCV_1) kernel does not run on ttsim")
+	require.Empty(t, f.EthLaunches)
+}
