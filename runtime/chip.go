@@ -378,25 +378,17 @@ func buildLinks(t *target.Target, n int, used map[int]bool) ([]blackhole.EthLink
 }
 
 // PhysicalChannel returns the physical ethernet channel of chip d (a mesh
-// column) that the build's logical channel ch runs on: Ethernet.Ports[d]
-// at ch's index in RingEast/RingWest; ch itself when the build has no
-// topology ports (one chip, or the identity map). It fails naming the
-// channel and chip when ch is no ring channel of the build.
+// column) that the build's logical channel ch runs on
+// (target.Ethernet.Physical; ch itself without an ethernet description).
 func PhysicalChannel(t *target.Target, d, ch int) (int, error) {
-	eth := t.Eth
-	if eth == nil || len(eth.Ports) == 0 {
+	if t.Eth == nil {
 		return ch, nil
 	}
-	if d < 0 || d >= len(eth.Ports) {
-		return 0, fmt.Errorf("runtime: chip %d is not in the build's %d-chip ring (topology %s)", d, len(eth.Ports), eth.Topology)
+	p, err := t.Eth.Physical(d, ch)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: %w", err)
 	}
-	if i := slices.Index(eth.RingEast, ch); i >= 0 {
-		return eth.Ports[d].East[i], nil
-	}
-	if i := slices.Index(eth.RingWest, ch); i >= 0 {
-		return eth.Ports[d].West[i], nil
-	}
-	return 0, fmt.Errorf("runtime: ethernet channel %d is not a ring channel of the build (topology %s: east %v, west %v)", ch, eth.Topology, eth.RingEast, eth.RingWest)
+	return p, nil
 }
 
 // definedViews maps the device buffer of each result and operand of p's op

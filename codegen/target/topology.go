@@ -264,6 +264,27 @@ func (e *Ethernet) Logical(d, ch int) (int, bool) {
 	return 0, false
 }
 
+// Physical returns the physical ethernet channel of chip d (a mesh
+// column) that logical ring channel ch runs on: Ports[d] at ch's index in
+// RingEast/RingWest (the inverse of Logical); ch itself when there are no
+// ports (one chip, or the identity map). It fails naming the channel and
+// chip when ch is no ring channel or d no chip of the ring.
+func (e *Ethernet) Physical(d, ch int) (int, error) {
+	if len(e.Ports) == 0 {
+		return ch, nil
+	}
+	if d < 0 || d >= len(e.Ports) {
+		return 0, fmt.Errorf("chip %d is not in the build's %d-chip ring (topology %s)", d, len(e.Ports), e.Topology)
+	}
+	if i := slices.Index(e.RingEast, ch); i >= 0 {
+		return e.Ports[d].East[i], nil
+	}
+	if i := slices.Index(e.RingWest, ch); i >= 0 {
+		return e.Ports[d].West[i], nil
+	}
+	return 0, fmt.Errorf("ethernet channel %d is not a ring channel of the build (topology %s: east %v, west %v)", ch, e.Topology, e.RingEast, e.RingWest)
+}
+
 // MeshLinks returns the links of a row of n chips in logical channels (see
 // Logical): the topology's physical links whose ends are ring channels,
 // each end mapped to its logical channel, which is what the simulator and

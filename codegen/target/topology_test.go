@@ -141,3 +141,33 @@ func TestLogical(t *testing.T) {
 		}
 	}
 }
+
+// TestPhysicalInvertsLogical: on a P300 every ring channel of every chip
+// maps to a physical channel whose Logical is that ring channel again (chip
+// 1's east 2 is physical 8, its west 3 physical 9); a channel off the ring
+// and a chip off the ring are errors naming them.
+func TestPhysicalInvertsLogical(t *testing.T) {
+	tp, err := LookupTopology("p300")
+	require.NoError(t, err)
+	p3, err := Blackhole().WithTopology(tp, 2)
+	require.NoError(t, err)
+	got := map[[2]int]int{}
+	for d := range 2 {
+		for _, ch := range append(append([]int{}, p3.Eth.RingEast...), p3.Eth.RingWest...) {
+			p, err := p3.Eth.Physical(d, ch)
+			require.NoError(t, err)
+			got[[2]int{d, ch}] = p
+			back, ok := p3.Eth.Logical(d, p)
+			if !ok || back != ch {
+				t.Errorf("chip %d: Logical(Physical(%d) = %d) = %d, %v", d, ch, p, back, ok)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[[2]int]int{{0, 2}: 2, {0, 3}: 3, {1, 2}: 8, {1, 3}: 9}, got); diff != "" {
+		t.Errorf("physical channels by (chip, logical) (-want +got):\n%s", diff)
+	}
+	_, err = p3.Eth.Physical(1, 5)
+	require.ErrorContains(t, err, "ethernet channel 5 is not a ring channel")
+	_, err = p3.Eth.Physical(2, 2)
+	require.ErrorContains(t, err, "chip 2 is not in the build's 2-chip ring")
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/tcc-dev/tcc/runtime/blackhole/access"
 	"github.com/tcc-dev/tcc/runtime/blackhole/access/fake"
 	"github.com/tcc-dev/tcc/runtime/blackhole/firmware/fwtest"
-	"github.com/tcc-dev/tcc/runtime/blackhole/jit"
 	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
 )
 
@@ -105,11 +104,13 @@ func TestWriteProgramCollective(t *testing.T) {
 
 // TestTTSimEthLaunchOffsets checks that the launch message offsets the
 // JIT's ttsim ethernet prologue reads sem_l1_base from
-// (jit.TTSimEthMailbox ...) are those launch.TTSimEthLayout writes.
+// (target.BlackholeActiveEth's TTSim* fields) are those
+// launch.TTSimEthLayout writes.
 func TestTTSimEthLaunchOffsets(t *testing.T) {
 	l := launch.TTSimEthLayout(target.BlackholeLayout())
 	got := []int{int(l.Mailbox.Base), l.Msg.LaunchSize, l.Launch.SemOffset - 2*launch.CoreActiveEth, l.Launch.KernelConfigBase - 4*launch.CoreActiveEth, l.Msg.LaunchRdPtr, l.Msg.Launch}
-	want := []int{jit.TTSimEthMailbox, jit.TTSimEthLaunchSize, jit.TTSimEthSemOffsets, 0, 12, 16}
+	a := target.BlackholeActiveEth()
+	want := []int{int(a.TTSimMailbox), a.TTSimLaunchSize, a.TTSimSemOffsets, 0, 12, 16}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mailbox, launch size, sem_offset[0], kernel_config_base[0], rd_ptr, launch[] (-jit +launch):\n%s", diff)
 	}

@@ -42,6 +42,18 @@ type Options struct {
 	Fakes []access.BAR
 	// Timeout bounds firmware init and each program (default 30 s).
 	Timeout time.Duration
+	// CardEth says the ethernet cores run a card's base firmware, so the
+	// runtime loads the active-erisc firmware before ethernet kernels
+	// and launches them in the pinned release's layout (eth.go). It is
+	// set for backend blackhole; ttsim runs no firmware on them; a fake
+	// does as it is told (fake.Chip.CardEth).
+	CardEth bool
+}
+
+// EthFirmwareBuilder is a Builder that also builds the active-erisc
+// firmware a card's ethernet cores need (package jit: JITBuilder).
+type EthFirmwareBuilder interface {
+	EthFirmware() (firmware.EthSet, error)
 }
 
 // Device is an opened chip with the firmware of the pinned release.
@@ -55,6 +67,11 @@ type Device struct {
 	fw      firmware.Set
 	booted  map[kir.Core]bool
 	timeout time.Duration
+	// cardEth, ethFW and ethBooted: Options.CardEth, the active-erisc
+	// firmware and the physical channels it runs on (bootEth).
+	cardEth   bool
+	ethFW     firmware.EthSet
+	ethBooted map[int]bool
 }
 
 // Open opens the chip o names (of a multi-chip ttsim library, chip 0).
@@ -132,7 +149,8 @@ func OpenAll(o Options, b Builder) ([]*Device, error) {
 			}
 			return nil, err
 		}
-		out = append(out, &Device{Chip: c, ID: i, builder: b, booted: map[kir.Core]bool{}, timeout: timeout})
+		out = append(out, &Device{Chip: c, ID: i, builder: b, booted: map[kir.Core]bool{}, timeout: timeout,
+			cardEth: o.CardEth || o.Backend == "blackhole", ethBooted: map[int]bool{}})
 	}
 	return out, nil
 }

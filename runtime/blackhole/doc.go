@@ -19,19 +19,22 @@
 // between opened chips from their ethernet cores' base-firmware boot
 // results (tt-metal's blackhole eth_fw_api.h boot_results_t; ttsim fills
 // them from its peer table) and CheckLinks checks a program's links
-// against them. The JIT builds ethernet kernels (ERISC0 of an active
-// ethernet core, against the active-erisc firmware: jit.EthFirmware).
-// WriteProgram writes a program's worker kernels and its ethernet kernels
-// (on the physical channels a topology maps its logical ones to, the way
-// ttsim's bh_x2 launches them without firmware: launch.TTSimEthLayout)
-// to one chip's cores without starting them; a collective is written on
+// against them. The JIT builds ethernet kernels (ERISC0 or ERISC1 of an
+// active ethernet core, against the active-erisc firmware of that ERISC:
+// jit.EthFirmware). WriteProgram writes a program's worker kernels and its
+// ethernet kernels (on the physical channels a topology maps its logical
+// ones to: on a card, Options.CardEth, after loading the active-erisc
+// firmware, firmware.BootEth, in the pinned layout, launch.CardEthLayout;
+// on ttsim the way bh_x2 launches them without firmware,
+// launch.TTSimEthLayout, ERISC0 only) to one chip's cores
+// without starting them; a collective is written on
 // every chip, then every chip's go messages are sent (Written.Go), and
 // only then is each waited for (Written.Wait), because the chips' kernels
 // signal each other over the links. Every launch message carries both
 // core types' kernel config bases and semaphore offsets (launch.Peer), so
 // workers find the ethernet cores' semaphores and the other way round; on
 // ttsim an ethernet kernel sets the firmware's sem_l1_base[] from them
-// itself (jit.TTSimEthMailbox). RunProgram (WriteProgram, Go, Wait on one
+// itself (jit ttsimeth.go, from target.BlackholeActiveEth). RunProgram (WriteProgram, Go, Wait on one
 // chip) skips programs with ethernet kernels. A Device boots
 // firmware on the cores programs use, and RunProgram runs one program of a
 // tcc build given a reference device's memory (Reference, over the small

@@ -6,7 +6,9 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/runtime/blackhole/chip"
+	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
 	"github.com/tcc-dev/tcc/runtime/blackhole/jit"
 	"github.com/tcc-dev/tcc/runtime/blackhole/launch"
 )
@@ -14,10 +16,15 @@ import (
 // Ethernet programs.
 //
 // A collective's kernels run on worker cores and on active ethernet
-// cores of every chip of the ring. WriteProgram writes a program's
-// kernels on both kinds of core of one chip, the ethernet ones the way
-// ttsim's two-chip library runs them (launch.TTSimEthLayout: no
-// active-erisc firmware is loaded; ttsim jumps into the kernel). A
+// cores of every chip of the ring, on ERISC0 (RISCV_0) and ERISC1
+// (RISCV_1). WriteProgram writes a program's kernels on both kinds of
+// core of one chip. On a card (Options.CardEth) it first loads the
+// active-erisc firmware of both ERISCs on the ethernet cores that have
+// not run it yet (bootEth, firmware.BootEth) and writes the launches in
+// the pinned release's layout (launch.CardEthLayout), which that firmware
+// reads. On ttsim it writes them the way the two-chip library runs them
+// (launch.TTSimEthLayout: no firmware; ttsim jumps ERISC0 into its kernel
+// on RUN_MSG_GO); an ERISC1 kernel is an error there (nothing starts it). A
 // kernel's logical ethernet core kir.EthCore(ch) runs on the physical
 // channel phys(ch) of this chip (a build planned on a topology maps its
 // logical ring channels to each chip's physical ones:
@@ -31,7 +38,7 @@ import (
 // that a worker's get_semaphore<ACTIVE_ETH>(id) is the ethernet core's
 // semaphore and an ethernet kernel's get_semaphore(id) the workers'; on
 // ttsim the ethernet kernel sets its sem_l1_base[] from them itself
-// (jit.TTSimEthMailbox), since ttsim runs no active-erisc firmware.
+// (jit ttsimeth.go), since ttsim runs no active-erisc firmware.
 
 // Ethernet cores' translated NoC coordinates (tt-metal's virtual
 // coordinates of a Blackhole, the same on both NoCs; ttsim's
@@ -114,7 +121,7 @@ func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Ref
 	}
 	var wp, ep *launch.Program
 	var wpl, epl *launch.Plan
-	el := launch.TTSimEthLayout(d.Chip.Layout)
+	el := d.EthLayout()
 	var err error
 	if len(workers) > 0 {
 		if wp, err = d.workerProgram(buildDir, p, workers, ref, phys); err != nil {
@@ -146,6 +153,9 @@ func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Ref
 		}
 	}
 	if ep != nil {
+		if err := d.bootEth(ep.Cores, phys); err != nil {
+			return nil, fmt.Errorf("program %s: %w", p.Program, err)
+		}
 		at := func(c kir.Core) (chip.XY, error) {
 			ch, err := phys(c.X)
 			if err != nil {
@@ -164,6 +174,63 @@ func (d *Device) WriteProgram(buildDir string, p *hostcfg.ProgramConfig, ref Ref
 	return w, nil
 }
 
+// EthLayout is the layout of this chip's ethernet launches: a card's
+// (launch.CardEthLayout, read by the active-erisc firmware bootEth loads)
+// or ttsim's (launch.TTSimEthLayout: ttsim runs no firmware on them).
+func (d *Device) EthLayout() *target.Layout {
+	if d.cardEth {
+		return launch.CardEthLayout(d.Chip.Layout)
+	}
+	return launch.TTSimEthLayout(d.Chip.Layout)
+}
+
+// bootEth loads the active-erisc firmware (firmware.BootEth) on the
+// physical channels of the logical ethernet cores cs that do not run it
+// yet, on a card (Options.CardEth) only: ttsim's bh_x2 runs no firmware
+// on ethernet cores (its base firmware is a stub that acks
+// RUN_MSG_INIT and jumps into the kernel on RUN_MSG_GO).
+func (d *Device) bootEth(cs []kir.Core, phys func(int) (int, error)) error {
+	if !d.cardEth {
+		return nil
+	}
+	var todo []firmware.EthCore
+	for _, c := range cs {
+		ch, err := phys(c.X)
+		if err != nil {
+			return err
+		}
+		if d.ethBooted[ch] {
+			continue
+		}
+		x, y, err := d.Chip.Target.EthNoC(ch)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, firmware.EthCore{Channel: ch, At: chip.XY{X: x, Y: y}})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if d.ethFW[0] == nil {
+		b, ok := d.builder.(EthFirmwareBuilder)
+		if !ok {
+			return fmt.Errorf("ethernet kernels on a card need the active-erisc firmware; the builder (%T) builds none", d.builder)
+		}
+		fw, err := b.EthFirmware()
+		if err != nil {
+			return err
+		}
+		d.ethFW = fw
+	}
+	if err := firmware.BootEth(d.Chip, todo, d.ethFW, d.timeout); err != nil {
+		return err
+	}
+	for _, c := range todo {
+		d.ethBooted[c.Channel] = true
+	}
+	return nil
+}
+
 // StartEth writes and starts (WriteProgram, Go) a program of ethernet
 // kernels only; it fails naming the program and kernel for a worker
 // kernel.
@@ -180,9 +247,10 @@ func (d *Device) StartEth(buildDir string, p *hostcfg.ProgramConfig, ref Referen
 	return w, w.Go()
 }
 
-// ethProgram builds the ethernet kernels ks of p (Builder.Kernel: ERISC0
-// images, at jit.EthImage) into a launch program with p's ethernet
-// semaphores. Every kernel must run on RISCV_0 of ethernet cores.
+// ethProgram builds the ethernet kernels ks of p (Builder.Kernel: an
+// ERISC0 image at jit.EthImage for RISCV_0, an ERISC1 one at
+// jit.Eth1Image for RISCV_1) into a launch program with p's ethernet
+// semaphores. Every kernel must run on ethernet cores.
 func (d *Device) ethProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hostcfg.KernelConfig, ref Reference, phys func(int) (int, error)) (*launch.Program, error) {
 	lp := &launch.Program{Name: p.Program, CoreType: launch.CoreActiveEth}
 	cores := map[kir.Core]bool{}
@@ -191,9 +259,16 @@ func (d *Device) ethProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hos
 		if err != nil {
 			return nil, err
 		}
-		img := imgs[jit.EthImage]
+		proc := jit.EthImage
+		if k.Ethernet.Processor == "RISCV_1" {
+			if !d.cardEth {
+				return nil, fmt.Errorf("program %s kernel %s: an ERISC1 (RISCV_1) kernel does not run on ttsim: bh_x2 runs no active-erisc firmware to start ERISC1 and starts it only from its reset-PC register, which the runtime does not drive yet", p.Program, k.Name)
+			}
+			proc = jit.Eth1Image
+		}
+		img := imgs[proc]
 		if len(img) == 0 || len(imgs) != 1 {
-			return nil, fmt.Errorf("program %s kernel %s: the builder returned images for processors %v, want ERISC0 (%d) only", p.Program, k.Name, sortedKeys(imgs), jit.EthImage)
+			return nil, fmt.Errorf("program %s kernel %s: the builder returned images for processors %v, want ERISC%d (%d) only", p.Program, k.Name, sortedKeys(imgs), proc, proc)
 		}
 		kc, err := d.launchKernel(p, k, ref, phys)
 		if err != nil {
@@ -209,7 +284,7 @@ func (d *Device) ethProgram(buildDir string, p *hostcfg.ProgramConfig, ks []*hos
 				kc.RTA[c] = nil
 			}
 		}
-		lp.Kernels[jit.EthImage] = append(lp.Kernels[jit.EthImage], kc)
+		lp.Kernels[proc] = append(lp.Kernels[proc], kc)
 	}
 	for c := range cores {
 		lp.Cores = append(lp.Cores, c)

@@ -21,6 +21,16 @@ func (b JITBuilder) Firmware() (firmware.Set, error) {
 	return firmware.ReadSet(dir)
 }
 
+// EthFirmware implements EthFirmwareBuilder: both ERISCs' active-erisc
+// firmware (jit.EthFirmware).
+func (b JITBuilder) EthFirmware() (firmware.EthSet, error) {
+	dir, err := jit.EthFirmware(b.Env)
+	if err != nil {
+		return firmware.EthSet{}, err
+	}
+	return firmware.ReadEthSet(dir)
+}
+
 // Kernel implements Builder.
 func (b JITBuilder) Kernel(buildDir string, p *hostcfg.ProgramConfig, k *hostcfg.KernelConfig) (map[int][]byte, error) {
 	imgs, err := jit.BuildKernel(b.Env, buildDir, p, k)

@@ -35,10 +35,11 @@
 //     data segments are packed back to back. Images are cached by a content
 //     hash of everything that goes into them.
 //
-//   - EthFirmware builds the active-erisc firmware (ERISC0 of an active
-//     ethernet core in tt-metal's 2-ERISC mode) and BuildKernel builds a
-//     kernel with an Ethernet config against it into one image, at
-//     Images[EthImage] (eth.go).
+//   - EthFirmware builds the active-erisc firmware of both ERISCs of an
+//     active ethernet core in tt-metal's 2-ERISC mode (active_erisc,
+//     subordinate_erisc) and BuildKernel builds a kernel with an Ethernet
+//     config against its ERISC's firmware into one image, at
+//     Images[EthImage] (RISCV_0) or Images[Eth1Image] (RISCV_1) (eth.go).
 //
 // Caches live under Env.CacheDir (default: os.UserCacheDir()/tcc/jit):
 // firmware/<hash>/, firmware-eth/<hash>/ and kernels/<hash>/.

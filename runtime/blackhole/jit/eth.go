@@ -39,26 +39,58 @@ import (
 // ethInclude is the extra include directory of ethernet builds.
 const ethInclude = "tt_metal/hw/inc/ethernet"
 
-// EthImage is the index of an ethernet kernel's image in Images (ERISC0,
-// the data-movement processor 0 of the active ethernet core type).
-const EthImage = 0
+// EthImage and Eth1Image are the indices of an ethernet kernel's image in
+// Images: ERISC0 and ERISC1, the data-movement processors 0 and 1
+// (EthProcessorTypes DM0, DM1) of the active ethernet core type.
+const (
+	EthImage  = 0
+	Eth1Image = 1
+)
 
-// ethProc is ERISC0 of an active ethernet core in 2-ERISC mode.
-var ethProc = proc{name: "active_erisc", index: EthImage, eth: true,
-	define: []string{"-DCOMPILE_FOR_ERISC", "-DERISC", "-DRISC_B0_HW", "-DCOMPILE_FOR_AERISC=0",
-		"-DPROGRAMMABLE_CORE_TYPE=1", "-DENABLE_2_ERISC_MODE", "-DPHYSICAL_AERISC_ID=0"},
-	ldDef: "MAIN_AERISC",
-	flags: []string{"-Werror=stack-usage=1912"},
+// ethDefines are the defines of ERISC i's builds (hal_1xx_common.cpp:
+// COMPILE_FOR_AERISC is the processor id; bh_hal.cpp: 2-ERISC mode,
+// PHYSICAL_AERISC_ID).
+func ethDefines(i int) []string {
+	return []string{"-DCOMPILE_FOR_ERISC", "-DERISC", "-DRISC_B0_HW", fmt.Sprintf("-DCOMPILE_FOR_AERISC=%d", i),
+		"-DPROGRAMMABLE_CORE_TYPE=1", "-DENABLE_2_ERISC_MODE", fmt.Sprintf("-DPHYSICAL_AERISC_ID=%d", i)}
 }
 
-// ethFirmwareSrcs are the active-erisc firmware's sources and objects.
-var ethFirmwareSrcs = [][2]string{{"active_erisc.cc", "active_erisc.o"}, {"active_erisc-crt0.cc", "active_erisc-crt0.o"}}
+// ethProc is ERISC0 of an active ethernet core in 2-ERISC mode: its
+// firmware (active_erisc.cc, launched by the base firmware, which set sp
+// and gp: no tmu-crt0.o) and kernels (main_aerisc.ld) keep within the
+// base firmware's 2 KiB static stack.
+var ethProc = proc{name: "active_erisc", index: EthImage, eth: true,
+	define: ethDefines(0),
+	ldDef:  "MAIN_AERISC",
+	flags:  []string{"-Werror=stack-usage=1912"},
+	fwSrcs: [][2]string{{"active_erisc.cc", "active_erisc.o"}, {"active_erisc-crt0.cc", "active_erisc-crt0.o"}},
+}
+
+// eth1Proc is ERISC1 of an active ethernet core in 2-ERISC mode
+// (bh_hal.cpp: target subordinate_active_erisc; firmware
+// subordinate_erisc.cc, started from its reset PC, so linked with
+// tmu-crt0.o; kernels from active_erisck.cc with PHYSICAL_AERISC_ID=1;
+// subordinate_aerisc.ld; no stack limit: ERISC1 has its own stack).
+var eth1Proc = proc{name: "subordinate_erisc", index: Eth1Image, eth: true,
+	define:    ethDefines(1),
+	ldDef:     "SUBORDINATE_AERISC",
+	kernelSrc: "active_erisck.cc",
+	fwSrcs:    [][2]string{{"subordinate_erisc.cc", "subordinate_erisc.o"}},
+	crt0:      true,
+}
+
+// ethProcs are the ERISCs by image index.
+var ethProcs = [2]proc{ethProc, eth1Proc}
 
 // EthFirmwareFiles are the files of an ethernet firmware directory
-// kernels link with, relative to it.
+// kernels link with, relative to it (both ERISCs' firmware).
 func EthFirmwareFiles() []string {
-	n := ethProc.name
-	return []string{"lib/substitutes.o", "ld/kernel_" + n + ".ld", n + "/" + n + ".elf", n + "/" + n + "_weakened.elf"}
+	fs := []string{"lib/substitutes.o"}
+	for _, p := range ethProcs {
+		n := p.name
+		fs = append(fs, "ld/kernel_"+n+".ld", n+"/"+n+".elf", n+"/"+n+"_weakened.elf")
+	}
+	return fs
 }
 
 // EthFirmwareSymbols are the active-erisc firmware globals ttsim's bh_x2
@@ -66,16 +98,20 @@ func EthFirmwareFiles() []string {
 // ttsim"), by name and the address it writes.
 var EthFirmwareSymbols = map[string]uint32{"rta_l1_base": 0xFFB00714, "crta_l1_base": 0xFFB00710}
 
-// ethFwLinkCmd links the active-erisc firmware objects in dir into
-// dir/active_erisc.elf (no tmu-crt0.o: the base firmware sets sp and gp).
-func (e *Env) ethFwLinkCmd(dir, fw string) cmd {
-	p := ethProc
+// ethFwLinkCmd links ERISC p's firmware objects in dir into
+// dir/<p>.elf: ERISC0's without tmu-crt0.o (the base firmware sets sp
+// and gp), ERISC1's with it.
+func (e *Env) ethFwLinkCmd(p proc, dir, fw string) cmd {
 	a := append([]string{e.Toolchain.GXX, "-Os"}, e.lflags()...)
 	a = append(a, e.arch(p)...)
 	a = append(a, "-fno-tree-loop-distribute-patterns")
 	a = append(a, p.flags...)
-	a = append(a, "-T"+filepath.Join(fw, "ld", "firmware_"+p.name+".ld"), filepath.Join(fw, "lib", "substitutes.o"))
-	for _, s := range ethFirmwareSrcs {
+	a = append(a, "-T"+filepath.Join(fw, "ld", "firmware_"+p.name+".ld"))
+	if p.crt0 {
+		a = append(a, filepath.Join(fw, "lib", "tmu-crt0.o"))
+	}
+	a = append(a, filepath.Join(fw, "lib", "substitutes.o"))
+	for _, s := range p.fwSrcs {
 		a = append(a, filepath.Join(dir, s[1]))
 	}
 	a = append(a, e.ethLibc()...)
@@ -108,12 +144,14 @@ func (e *Env) ethFirmwareHash() (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "eth\x00%s\x00", th)
-	for _, s := range ethFirmwareSrcs {
-		fmt.Fprintln(h, e.fwCompileSrcCmd(ethProc, "@", "", nil, s[0], s[1]).Args)
-	}
-	fmt.Fprintln(h, e.ethFwLinkCmd("@", "@fw").Args)
-	for _, kind := range []string{"firmware", "kernel"} {
-		fmt.Fprintln(h, e.ldScriptCmd(kind, ethProc, "@").Args)
+	for _, p := range ethProcs {
+		for _, s := range p.fwSrcs {
+			fmt.Fprintln(h, e.fwCompileSrcCmd(p, "@", "", nil, s[0], s[1]).Args)
+		}
+		fmt.Fprintln(h, e.ethFwLinkCmd(p, "@", "@fw").Args)
+		for _, kind := range []string{"firmware", "kernel"} {
+			fmt.Fprintln(h, e.ldScriptCmd(kind, p, "@").Args)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
@@ -129,9 +167,10 @@ func checkEthFirmwareDir(dir string) error {
 
 // EthFirmware returns the active-erisc firmware directory: Env.EthFirmwareDir
 // when set (checked), else <cache>/firmware-eth/<hash>, built on first use
-// (it needs the Tensix firmware's substitutes.o). Layout:
-// active_erisc/active_erisc.elf and active_erisc_weakened.elf,
-// ld/{firmware,kernel}_active_erisc.ld, lib/substitutes.o.
+// (it needs the Tensix firmware's substitutes.o and tmu-crt0.o). Layout,
+// for p in active_erisc (ERISC0) and subordinate_erisc (ERISC1):
+// p/p.elf and p/p_weakened.elf, ld/{firmware,kernel}_p.ld,
+// lib/substitutes.o and lib/tmu-crt0.o.
 func EthFirmware(e *Env) (string, error) {
 	if e.EthFirmwareDir != "" {
 		return e.EthFirmwareDir, checkEthFirmwareDir(e.EthFirmwareDir)
@@ -166,48 +205,53 @@ func EthFirmware(e *Env) (string, error) {
 }
 
 func (e *Env) buildEthFirmware(dir, tensixFW string) error {
-	p := ethProc
 	fail := func(what string, err error) error { return fmt.Errorf("jit: ethernet firmware %s: %v", what, err) }
-	pd := filepath.Join(dir, p.name)
-	for _, d := range []string{"ld", "lib", p.name} {
+	for _, d := range []string{"ld", "lib", ethProcs[0].name, ethProcs[1].name} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fail("", err)
 		}
 	}
-	sub, err := os.ReadFile(filepath.Join(tensixFW, "lib", "substitutes.o"))
-	if err != nil {
-		return fail("", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "lib", "substitutes.o"), sub, 0o644); err != nil {
-		return fail("", err)
-	}
-	for _, kind := range []string{"firmware", "kernel"} {
-		if _, err := e.run(e.ldScriptCmd(kind, p, filepath.Join(dir, "ld", kind+"_"+p.name+".ld"))); err != nil {
-			return fail("linker script", err)
+	for _, f := range []string{"substitutes.o", "tmu-crt0.o"} {
+		b, err := os.ReadFile(filepath.Join(tensixFW, "lib", f))
+		if err != nil {
+			return fail("", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lib", f), b, 0o644); err != nil {
+			return fail("", err)
 		}
 	}
-	for _, s := range ethFirmwareSrcs {
-		if _, err := e.run(e.fwCompileSrcCmd(p, pd, "", nil, s[0], s[1])); err != nil {
-			return fail(s[0]+" compile", err)
+	for _, p := range ethProcs {
+		pd := filepath.Join(dir, p.name)
+		for _, kind := range []string{"firmware", "kernel"} {
+			if _, err := e.run(e.ldScriptCmd(kind, p, filepath.Join(dir, "ld", kind+"_"+p.name+".ld"))); err != nil {
+				return fail(p.name+" linker script", err)
+			}
 		}
-	}
-	if _, err := e.run(e.ethFwLinkCmd(pd, dir)); err != nil {
-		return fail("link", err)
-	}
-	elfPath := filepath.Join(pd, p.name+".elf")
-	b, err := os.ReadFile(elfPath)
-	if err != nil {
-		return fail("", err)
-	}
-	if err := CheckEthFirmware(b); err != nil {
-		return fail(elfPath, err)
-	}
-	args, err := weakenArgs(b)
-	if err != nil {
-		return fail("weaken "+elfPath, err)
-	}
-	if _, err := e.run(cmd{pd, append(append([]string{e.Toolchain.Objcopy}, args...), elfPath, filepath.Join(pd, p.name+"_weakened.elf"))}); err != nil {
-		return fail("weaken", err)
+		for _, s := range p.fwSrcs {
+			if _, err := e.run(e.fwCompileSrcCmd(p, pd, "", nil, s[0], s[1])); err != nil {
+				return fail(s[0]+" compile", err)
+			}
+		}
+		if _, err := e.run(e.ethFwLinkCmd(p, pd, dir)); err != nil {
+			return fail(p.name+" link", err)
+		}
+		elfPath := filepath.Join(pd, p.name+".elf")
+		b, err := os.ReadFile(elfPath)
+		if err != nil {
+			return fail("", err)
+		}
+		if p.index == EthImage {
+			if err := CheckEthFirmware(b); err != nil {
+				return fail(elfPath, err)
+			}
+		}
+		args, err := weakenArgs(b)
+		if err != nil {
+			return fail("weaken "+elfPath, err)
+		}
+		if _, err := e.run(cmd{pd, append(append([]string{e.Toolchain.Objcopy}, args...), elfPath, filepath.Join(pd, p.name+"_weakened.elf"))}); err != nil {
+			return fail("weaken", err)
+		}
 	}
 	return nil
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/tcc-dev/tcc/codegen/cpp/samples"
 	"github.com/tcc-dev/tcc/codegen/hostcfg"
 	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/runtime/blackhole/firmware"
 )
 
-// TestRealEthFirmware builds the active-erisc firmware with a real
-// toolchain (TT_METAL_HOME) and checks that it places the runtime-arg
-// globals where ttsim's bh_x2 sets them (CheckEthFirmware, run by the
-// build).
+// TestRealEthFirmware builds the active-erisc firmware of both ERISCs
+// with a real toolchain (TT_METAL_HOME) and checks that ERISC0's places
+// the runtime-arg globals where ttsim's bh_x2 sets them (CheckEthFirmware,
+// run by the build) and that each ERISC's segments fit the places the
+// runtime's firmware load writes them (firmware.EthPlacement).
 func TestRealEthFirmware(t *testing.T) {
 	env, log := realEnv(t, "the real active-erisc firmware build")
 	t0 := time.Now()
@@ -30,6 +32,19 @@ func TestRealEthFirmware(t *testing.T) {
 	}
 	if err := CheckEthFirmware(b); err != nil {
 		t.Error(err)
+	}
+	set, err := firmware.ReadEthSet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, im := range set {
+		segs, err := firmware.EthPlacement(im, i, target.BlackholeLayout(), target.BlackholeActiveEth())
+		if err != nil {
+			t.Error(err)
+		}
+		for _, s := range segs {
+			t.Logf("ERISC%d %s: %d B at %#x", i, firmware.EthNames[i], len(s.Data), s.Addr)
+		}
 	}
 }
 

@@ -52,7 +52,7 @@ type proc struct {
 	name    string // brisc, ncrisc, trisc0..2
 	index   int
 	compute bool
-	// eth is ERISC0 of an active ethernet core (ethProc).
+	// eth is an ERISC of an active ethernet core (ethProc, eth1Proc).
 	eth    bool
 	trisc  int
 	define []string // COMPILE_FOR_* and TRISC defines
@@ -60,6 +60,13 @@ type proc struct {
 	// flags are extra compiler flags of the processor (ethProc's stack
 	// limit).
 	flags []string
+	// kernelSrc is the kernel wrapper source when it is not <name>k.cc
+	// (ERISC1 kernels build from active_erisck.cc).
+	kernelSrc string
+	// fwSrcs are an ERISC firmware's sources and objects; crt0 says its
+	// firmware links tmu-crt0.o.
+	fwSrcs [][2]string
+	crt0   bool
 }
 
 var procs = [NumProcessors]proc{
@@ -306,6 +313,9 @@ func (e *Env) kernelCompileCmd(p proc, dir, srcDir, stub string, sfpi []string, 
 	}
 	if p.eth {
 		opt = "-Os" // EthernetConfig's default opt_level
+	}
+	if p.kernelSrc != "" {
+		src = p.kernelSrc
 	}
 	extra = append(extra, p.flags...)
 	a := append([]string{e.Toolchain.GXX, opt}, e.cflags()...)

@@ -40,10 +40,14 @@ var undefinedSFPI = regexp.MustCompile(`undefined reference to [^\n]*(__builtin_
 // kernelProcs are the processors kernel k runs on.
 func kernelProcs(k *hostcfg.KernelConfig) ([]proc, error) {
 	if k.Ethernet != nil {
-		if p := k.Ethernet.Processor; p != "RISCV_0" {
-			return nil, fmt.Errorf("ethernet kernel on processor %s: the JIT builds ERISC0 (RISCV_0) kernels only (tt-metal's 2-ERISC mode runs ERISC1 from its own firmware)", p)
+		switch p := k.Ethernet.Processor; p {
+		case "RISCV_0":
+			return []proc{ethProc}, nil
+		case "RISCV_1":
+			return []proc{eth1Proc}, nil
+		default:
+			return nil, fmt.Errorf("ethernet kernel on processor %s (want RISCV_0, ERISC0, or RISCV_1, ERISC1)", p)
 		}
-		return []proc{ethProc}, nil
 	}
 	if k.Compute != nil || k.Processor == "compute" {
 		if k.Compute == nil {

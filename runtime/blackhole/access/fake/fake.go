@@ -40,7 +40,15 @@ type Chip struct {
 	// EthProgram, when set, is called for every ethernet launch before
 	// the core reports done.
 	EthProgram func(c *Chip, l EthLaunch) error
-	Boots      []XY
+	// CardEth makes the ethernet cores play a card's (eth.go): the base
+	// firmware's mailbox starts the active-erisc firmware the host loaded,
+	// and launches are go messages in the pinned release's layout. Unset,
+	// they play ttsim's bh_x2 (no firmware; RUN_MSG_GO at EthGo launches).
+	CardEth bool
+	// EthBoots are the ethernet cores whose active-erisc firmware the
+	// host started (CardEth), in order.
+	EthBoots []XY
+	Boots    []XY
 	// Errors records protocol violations the fake saw (a go signal to a
 	// core that never booted, a bad jal, a launch message it cannot decode).
 	Errors []error
@@ -249,19 +257,7 @@ func (c *Chip) endpoint(at XY, addr uint64, p []byte, write bool) error {
 	case c.isDRAM[at]:
 		return c.dramAccess(at, addr, p, write)
 	case c.isEth[at]:
-		if addr+uint64(len(p)) > uint64(c.t.Eth.L1Size) {
-			return fmt.Errorf("fake chip: ethernet core (%d,%d) L1 access [%#x, %#x) past its %d B", at.X, at.Y, addr, addr+uint64(len(p)), c.t.Eth.L1Size)
-		}
-		mem := c.L1(at.X, at.Y)
-		if !write {
-			copy(p, mem[addr:])
-			return nil
-		}
-		copy(mem[addr:], p)
-		if addr <= EthGo+3 && EthGo+3 < addr+uint64(len(p)) && mem[EthGo+3] == c.layout.RunMsgGo {
-			c.ethLaunch(at)
-		}
-		return nil
+		return c.eth(at, addr, p, write)
 	}
 	return fmt.Errorf("fake chip: NoC endpoint (%d,%d) is neither a Tensix, a DRAM nor an ethernet core", at.X, at.Y)
 }
