@@ -208,3 +208,22 @@ func shapeGDNChunkWY(in []TensorType, _ Attrs) ([]TensorType, error) {
 	}
 	return []TensorType{like(in[2], v.Clone(), f), like(in[1], Shape{B, H, N, L, Dk}, f)}, nil
 }
+
+// shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
+// results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
+// L, L] (k's placement).
+func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
+	if len(in) != 7 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
+	}
+	out, err := shapeGDNChunkWY(in[:6], a)
+	if err != nil {
+		return nil, err
+	}
+	k, q := in[1], in[6]
+	if !q.Shape.Equal(k.Shape) || q.DType != k.DType {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-operand: q %s %s must be k's shape and dtype %s %s", q.Shape, q.DType, k.Shape, k.DType)
+	}
+	s := k.Shape
+	return append(out, like(q, s.Clone(), q.DType), like(k, Shape{s[0], s[1], s[2], s[3], s[3]}, k.DType)), nil
+}

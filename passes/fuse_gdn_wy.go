@@ -21,7 +21,13 @@ import (
 // program reads their tiles once when they share a buffer). The fused
 // op computes and rounds each intermediate as the composed ops do, so it
 // equals them bit for bit (sim/ref TestGDNChunkWYEqualsComposed).
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY)
+//
+// FuseGDNChunkPrep (same family) then joins the query side of the chunk
+// preparation, which reads the same k, gamma and eg: gdn_chunk_wy(kx, k,
+// v, beta, eg, gamma), mul(q, eg) and bmm_transpose_b_mul(q, k, gamma)
+// become one gdn_chunk_prep(kx, k, v, beta, eg, gamma, q) (two programs
+// fewer again; k, gamma and eg are read once).
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {
@@ -80,4 +86,54 @@ func gdnChunkWYApplies(m *rw.Match) bool {
 	}
 	ks := m.Value("k").Type.Shape
 	return gdnIs(m, "kb", ir.FP32, ks...) && gdnIs(m, "a", ir.FP32, ks[0], ks[1], ks[2], ks[3], ks[3]) && gdnIs(m, "t", ir.FP32, ks[0], ks[1], ks[2], ks[3], ks[3])
+}
+
+// ruleGDNChunkPrep is FuseGDNChunkPrep (three roots: the WY op, qg, qk).
+func ruleGDNChunkPrep() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrep",
+		Rewrite: "gdn_chunk_wy(kx, k, v, beta, eg, gamma), mul(q, eg), bmm_transpose_b_mul(q, k, gamma) => gdn_chunk_prep(kx, k, v, beta, eg, gamma, q)",
+		Pattern: rw.Op(ir.OpGDNChunkWY, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), rw.Var("eg"), rw.Var("gamma")).As("wy"),
+		Extra: []*rw.Pattern{
+			rw.Op(ir.OpMul, rw.Var("q"), rw.Var("eg")).As("qg"),
+			rw.Op(ir.OpBMMTransposeBMul, rw.Var("q"), rw.Var("k"), rw.Var("gamma")).As("qk"),
+		},
+		Where: gdnChunkPrepApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, gdnChunkPrepOperands, nil),
+	}
+}
+
+func gdnChunkPrepOperands(m *rw.Match) []*ir.Value {
+	return append(gdnChunkWYOperands(m), m.Value("q"))
+}
+
+// gdnChunkPrepApplies is FuseGDNChunkPrep's side condition: the mul
+// scales q (its first operand) by eg; neither it nor the product sets a
+// math fidelity or a dtype of its own; and the fused op's types equal
+// the roots'.
+func gdnChunkPrepApplies(m *rw.Match) bool {
+	if m.Op("qg").Operands[0] != m.Value("q") {
+		return false
+	}
+	for _, name := range []string{"qg", "qk"} {
+		op := m.Op(name)
+		if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+			return false
+		}
+		if _, ok := op.Attrs["dtype"]; ok {
+			return false
+		}
+	}
+	types, err := ir.InferTypes(ir.OpGDNChunkPrep, gdnChunkPrepOperands(m), nil)
+	if err != nil || len(types) != 4 {
+		return false
+	}
+	wy := m.Op("wy")
+	olds := []*ir.Value{wy.Results[0], wy.Results[1], m.Op("qg").Result(), m.Op("qk").Result()}
+	for i, old := range olds {
+		if !types[i].Shape.Equal(old.Type.Shape) || types[i].DType != old.Type.DType {
+			return false
+		}
+	}
+	return true
 }

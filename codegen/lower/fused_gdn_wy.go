@@ -41,14 +41,18 @@ import (
 type gdnWY struct {
 	*splitProgram
 	kx, k, v, beta, eg, gamma, u, wk *ir.Value
-	kt, vt                           int
-	shareK                           bool // kx and k are one buffer: read once
-	cb                               gdnWYCBs
+	// q, qg and qk are gdn_chunk_prep's query operand and results (nil
+	// for gdn_chunk_wy).
+	q, qg, qk *ir.Value
+	kt, vt    int
+	shareK    bool // kx and k are one buffer: read once
+	cb        gdnWYCBs
 }
 
 type gdnWYCBs struct {
 	kx, k, v, beta, eg, gamma, ident                       int
 	kb, prod, aFull, strict, a, a2, f, p, t, scaled, u, wk int
+	q, qg, qk                                              int // gdn_chunk_prep's (-1 without)
 }
 
 // gdnWYItemCycles is the cost model's time of one item on a core: its
@@ -57,32 +61,50 @@ type gdnWYCBs struct {
 // negation, four squarings, four products and five adds, and per result
 // tile (vt + kt) a multiply and a product, each with its unpacks and
 // pack, plus the writer's element stores zeroing A's upper triangle.
-func gdnWYItemCycles(kt, vt int, fid ir.MathFidelity) int {
+func gdnWYItemCycles(kt, vt int, withQ bool, fid ir.MathFidelity) int {
 	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
 	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
-	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false)*ir.FP32.TileBytes()/NoCBytesPerCycle
+	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false, withQ)*ir.FP32.TileBytes()/NoCBytesPerCycle
 	compute := kt*elt + kt*mm + PackTileCycles + elt + 8*(mm+PackTileCycles) + 5*elt + (vt+kt)*(elt+mm+PackTileCycles)
+	if withQ { // qk's kt products and multiply, qg's kt multiplies
+		compute += kt*mm + PackTileCycles + elt + kt*elt
+	}
 	zero := ir.TileSize * ir.TileSize / 2 * FillStoreCycles
 	return read + compute + zero
 }
 
 // gdnWYItemTiles is the tiles one item reads and writes: kx (unless
-// shared with k), k, v, beta, eg and gamma, then u and wk.
-func gdnWYItemTiles(kt, vt int, shareK bool) int {
+// shared with k), k, v, beta, eg and gamma, then u and wk; withQ q, qg
+// and qk too.
+func gdnWYItemTiles(kt, vt int, shareK, withQ bool) int {
 	n := 2*kt + vt + 3 + vt + kt
 	if shareK {
 		n -= kt
 	}
+	if withQ {
+		n += 2*kt + 1
+	}
 	return n
 }
 
-// lowerGDNChunkWY builds the gdn_chunk_wy program.
+// lowerGDNChunkWY builds the gdn_chunk_wy program, and gdn_chunk_prep's:
+// the same program that also reads each item's q tiles and writes qg =
+// r(q * eg) (bcast cols, as mul) and qk = r(r(sum_t q_t k_t^T) * gamma)
+// (as bmm_transpose_b_mul) after wk.
 func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	if len(op.Operands) != 6 || len(op.Results) != 2 {
-		return nil, fmt.Errorf("rule gdn-chunk-wy-arity: %s has %d operands and %d results, want 6 and 2", op.Name(), len(op.Operands), len(op.Results))
+	prep := op.Kind == ir.OpGDNChunkPrep
+	nOps, nRes := 6, 2
+	if prep {
+		nOps, nRes = 7, 4
+	}
+	if len(op.Operands) != nOps || len(op.Results) != nRes {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-arity: %s has %d operands and %d results, want %d and %d", op.Name(), len(op.Operands), len(op.Results), nOps, nRes)
 	}
 	r := &gdnWY{kx: op.Operands[0], k: op.Operands[1], v: op.Operands[2], beta: op.Operands[3], eg: op.Operands[4], gamma: op.Operands[5],
 		u: op.Results[0], wk: op.Results[1]}
+	if prep {
+		r.q, r.qg, r.qk = op.Operands[6], op.Results[2], op.Results[3]
+	}
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
@@ -102,8 +124,13 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	r.kt, r.vt = ks[4]/T, vs[4]/T
 	r.shareK = ctx.BufferName(r.kx) == ctx.BufferName(r.k) && r.kx.Type.Shape.Equal(ks)
 	items := ks[0] * ks[1] * ks[2]
-	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK) * ir.FP32.TileBytes() / DRAMBytesPerCycle
-	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, ctx.Fidelity), 0, floor))
+	// The DRAM floor at two thirds of the item's tiles: with the whole
+	// floor the split stops at the fewest cores that reach it, and the
+	// timing model then finds those cores' reads and writes contending
+	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
+	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
+	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
+	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, prep, ctx.Fidelity), 0, floor))
 	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
 	r.plan.SetArgs(r.cores, rd, cp, wr)
@@ -114,7 +141,7 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // intermediates one item.
 func (r *gdnWY) addCBs() {
 	f, kt, vt, cbs := ir.FP32, r.kt, r.vt, r.cbs
-	c := gdnWYCBs{}
+	c := gdnWYCBs{q: -1, qg: -1, qk: -1}
 	c.k = cbs.Input("k", f, 2*kt)
 	c.kx = c.k
 	if !r.shareK {
@@ -127,8 +154,19 @@ func (r *gdnWY) addCBs() {
 	c.a, c.a2, c.f, c.p = cbs.Scratch("a", f, 1), cbs.Scratch("a_copy", f, 1), cbs.Scratch("factor", f, 1), cbs.Scratch("inverse_product", f, 1)
 	c.t, c.scaled = cbs.Scratch("t", f, 1), cbs.Scratch("scaled", f, 1)
 	c.u, c.wk = cbs.Output("u", f, vt), cbs.Output("wk", f, kt)
+	if r.q != nil {
+		c.q, c.qg, c.qk = cbs.Input("q", f, 2*kt), cbs.Output("qg", f, kt), cbs.Output("qk", f, 1)
+	}
 	r.cb = c
-	r.planned("gdn_chunk_wy")
+	r.planned(r.what())
+}
+
+// what is the op kind's name.
+func (r *gdnWY) what() string {
+	if r.q != nil {
+		return "gdn_chunk_prep"
+	}
+	return "gdn_chunk_wy"
 }
 
 // reader adds the reader kernel: the identity tile, then per item its
@@ -141,6 +179,10 @@ func (r *gdnWY) reader() *kir.Kernel {
 		kxAcc = r.bind(rd, "kx_addr", r.kx)
 	}
 	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, "eg_addr", r.eg), r.bind(rd, "gamma_addr", r.gamma)
+	var qAcc *blocks.Access
+	if r.q != nil {
+		qAcc = r.bind(rd, "q_addr", r.q)
+	}
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	b, c, kt, vt := rd.Builder(), r.cb, r.kt, r.vt
 	if r.err != nil {
@@ -163,6 +205,9 @@ func (r *gdnWY) reader() *kir.Kernel {
 		runs = append(runs, run{kxAcc, c.kx, kt})
 	}
 	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, c.eg, 1}, run{gAcc, c.gamma, 1})
+	if r.q != nil {
+		runs = append(runs, run{qAcc, c.q, kt})
+	}
 	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		b.Comment("the item's k, kx, v, beta, eg and gamma tiles, all in flight")
 		for _, rn := range runs {
@@ -207,6 +252,16 @@ func (r *gdnWY) compute() *kir.Kernel {
 		cb.CBPopFront(n.scaled, one)
 		c.PackOut(out, 1)
 	}
+	// decay packs r(prod * gamma) to out (the FPU multiply of
+	// bmm_transpose_b_mul's epilogue, the product first) and pops prod;
+	// gamma stays.
+	decay := func(out int) {
+		cb.CBWaitFront(n.prod, one)
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastNone, n.prod, n.gamma, z0, z0, z0)
+		cb.CBPopFront(n.prod, one)
+		c.PackOut(out, 1)
+	}
 	c.For("i", z0, ccount, func(kir.Var) {
 		cb.CBWaitFront(n.k, kir.Ci(kt))
 		if !r.shareK {
@@ -225,7 +280,7 @@ func (r *gdnWY) compute() *kir.Kernel {
 		c.ForPeeled("kt", kt, func(t kir.Expr) { c.Matmul(n.kb, n.k, t, t, z0, true) })
 		c.PackOut(n.prod, 1)
 		cb.CBWaitFront(n.gamma, one)
-		c.BinaryTile(kir.EltMul, blocks.BcastNone, n.prod, n.gamma, n.aFull, false, nil)
+		decay(n.aFull)
 
 		cb.Comment("T = tril_inverse(A) from its strictly lower part: A' = -L kept twice, P = I + A'")
 		cb.CBWaitFront(n.strict, one)
@@ -267,7 +322,22 @@ func (r *gdnWY) compute() *kir.Kernel {
 		cb.CBWaitFront(n.eg, one)
 		cb.Comment("wk = r(T r(kb * eg)) per k tile (as bmm_scale_b)")
 		c.ForPeeled("kt", kt, func(t kir.Expr) { scaledProduct(n.kb, n.eg, t, n.wk) })
-		pops := []struct{ cb, n int }{{n.t, 1}, {n.kb, kt}, {n.v, vt}, {n.beta, 1}, {n.eg, 1}, {n.k, kt}}
+		pops := []struct{ cb, n int }{{n.t, 1}, {n.kb, kt}, {n.v, vt}, {n.beta, 1}, {n.k, kt}, {n.eg, 1}, {n.gamma, 1}}
+		if r.q != nil {
+			cb.CBWaitFront(n.q, kir.Ci(kt))
+			cb.Comment("qg = r(q * eg) per k tile (bcast cols, as mul)")
+			c.ForPeeled("kt", kt, func(t kir.Expr) {
+				c.Acquire()
+				c.Binary(kir.EltMul, blocks.BcastCols, n.q, n.eg, t, z0, z0)
+				c.PackOut(n.qg, 1)
+			})
+			cb.Comment("qk = r(r(sum_t q_t k_t^T) * gamma) (as bmm_transpose_b_mul)")
+			c.Acquire()
+			c.ForPeeled("kt", kt, func(t kir.Expr) { c.Matmul(n.q, n.k, t, t, z0, true) })
+			c.PackOut(n.prod, 1)
+			decay(n.qk)
+			pops = append(pops, struct{ cb, n int }{n.q, kt})
+		}
 		if !r.shareK {
 			pops = append(pops, struct{ cb, n int }{n.kx, kt})
 		}
@@ -284,6 +354,10 @@ func (r *gdnWY) compute() *kir.Kernel {
 func (r *gdnWY) writer() *kir.Kernel {
 	wr := newWriter(r.p, r.rs)
 	uAcc, wkAcc := r.bind(wr, "u_addr", r.u), r.bind(wr, "wk_addr", r.wk)
+	var qgAcc, qkAcc *blocks.Access
+	if r.q != nil {
+		qgAcc, qkAcc = r.bind(wr, "qg_addr", r.qg), r.bind(wr, "qk_addr", r.qk)
+	}
 	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
 	w, c, kt, vt := wr.Builder(), r.cb, r.kt, r.vt
 	if r.err != nil {
@@ -306,6 +380,10 @@ func (r *gdnWY) writer() *kir.Kernel {
 		blocks.WritePagesBatch(w, uAcc, c.u, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ub, j) })
 		kb := w.Let("wkbase", kir.Mul(i, kir.Ci(kt)))
 		blocks.WritePagesBatch(w, wkAcc, c.wk, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+		if r.q != nil {
+			blocks.WritePagesBatch(w, qgAcc, c.qg, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+			blocks.WritePage(w, qkAcc, c.qk, i)
+		}
 	})
 	return wr
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // gdnWYOp builds a one-op graph: gdn_chunk_wy over [B, H, N, 32, D] fp32
-// operands.
-func gdnWYOp(t *testing.T, B, H, N, dk, dv int) *ir.Op {
+// operands (gdn_chunk_prep, with q, when withQ).
+func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ bool) *ir.Op {
 	t.Helper()
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_wy")
@@ -25,7 +25,12 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int) *ir.Op {
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
 	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
 	b.Region(ir.RegionKind("gdn"), 0)
-	rs := b.GDNChunkWY(kx, k, v, beta, eg, gamma)
+	var rs []*ir.Value
+	if withQ {
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk))
+	} else {
+		rs = b.GDNChunkWY(kx, k, v, beta, eg, gamma)
+	}
 	if b.Err() != nil {
 		t.Fatal(b.Err())
 	}
@@ -68,6 +73,11 @@ func gdnWYArgs(op *ir.Op, seed uint64, shared bool) [][]float32 {
 	for j := range args[2] {
 		args[2][j] = float32(rng.NormFloat64() * 0.5)
 	}
+	if len(args) > 6 { // q: rows like k's
+		for j := range args[6] {
+			args[6][j] = args[1][(j+dk)%len(args[1])] * 1.5
+		}
+	}
 	const L = ir.TileSize
 	for c := range len(args[3]) / L {
 		var gs [L]float64
@@ -85,12 +95,12 @@ func gdnWYArgs(op *ir.Op, seed uint64, shared bool) [][]float32 {
 	return args
 }
 
-// TestGDNChunkWYOnSim runs gdn_chunk_wy on the simulator and compares
-// both results with the reference at the device formats (equal to the
-// composed chain bit for bit: sim/ref TestGDNChunkWYEqualsComposed): bit
-// for bit, with kx and k one buffer (the model's case: read once) and
-// two, several users and more items than cores (two cores), and the 27B's
-// head dims. Every program passes kir.Validate and its kernels a g++
+// TestGDNChunkWYOnSim runs gdn_chunk_wy and gdn_chunk_prep on the
+// simulator and compares every result with the reference at the device
+// formats (equal to the composed chain bit for bit: sim/ref
+// TestGDNChunkWYEqualsComposed): bit for bit, with kx and k one buffer
+// (the model's case: read once) and two, several users and more items
+// than cores (two cores), and the 27B's head dims. Every program passes kir.Validate and its kernels a g++
 // syntax check (TCC_LONG).
 func TestGDNChunkWYOnSim(t *testing.T) {
 	srcDir := t.TempDir()
@@ -101,16 +111,19 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		name            string
 		tgt             *target.Target
 		B, H, N, dk, dv int
-		shared          bool
+		shared, withQ   bool
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv)
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {
@@ -121,7 +134,7 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 				ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
 			}
 			got, _ := gdnRunWith(t, c.tgt, ctx, op, args, srcDir, sources, nil)
-			for r, name := range []string{"u", "wk"} {
+			for r, name := range []string{"u", "wk", "qg", "qk"}[:len(op.Results)] {
 				w, g := want[r].Data, got[r]
 				diff := gdnBitDiff(w, g)
 				t.Logf("%s %s: PCC %.7f, %d of %d elements differ", name, op.Results[r].Type.Shape, numerics.PCC(w, g), diff, len(w))
@@ -138,22 +151,29 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 }
 
 // TestGDNChunkWYBeatsComposed: the timing model's time of one
-// gdn_chunk_wy at the 27B's 4,096-token shapes (mesh 1x2: 24 value heads,
-// 128 chunks, Dk = Dv = 128) is below the sum of the five composed
+// gdn_chunk_wy at the 27B's shapes (mesh 1x2: 24 value heads, Dk = Dv =
+// 128; 16 chunks, the 4,096 tokens' 128 under TCC_LONG) is below the sum of the five composed
 // programs it replaces (mul, bmm_transpose_b_mul, tril_inverse, two
-// bmm_scale_b).
+// bmm_scale_b), and gdn_chunk_prep's below the seven (with the query
+// side's mul and bmm_transpose_b_mul) and below gdn_chunk_wy and those
+// two.
 func TestGDNChunkWYBeatsComposed(t *testing.T) {
 	tgt := target.Blackhole()
-	const B, H, N, D, L = 1, 24, 128, 128, ir.TileSize
+	const B, H, D, L = 1, 24, 128, ir.TileSize
+	N := 16 // 512 tokens; 4,096 (~9 CPU-s) under TCC_LONG
+	if longtest.Enabled() {
+		N = 128
+	}
 	b := ir.NewBuilder("composed")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
 	k, v := in("k", B, H, N, L, D), in("v", B, H, N, L, D)
 	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
 	b.Region(ir.RegionKind("gdn"), 0)
+	q := in("q", B, H, N, L, D)
 	kb := b.Mul(k, beta)
 	a := b.BMMTransposeBMul(kb, k, gamma)
 	tr := b.TrilInverse(a)
-	b.Output(b.BMMScaleB(tr, v, beta), b.BMMScaleB(tr, kb, eg))
+	b.Output(b.BMMScaleB(tr, v, beta), b.BMMScaleB(tr, kb, eg), b.Mul(q, eg), b.BMMTransposeBMul(q, k, gamma))
 	gr, err := b.Finish()
 	if err != nil {
 		t.Fatal(err)
@@ -169,16 +189,26 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 		}
 		return st.US()
 	}
-	composed := 0.0
-	for _, op := range gr.Ops() {
-		composed += us(op, lower.NewContext(tgt))
+	composed, composedQ := 0.0, 0.0
+	for i, op := range gr.Ops() {
+		d := us(op, lower.NewContext(tgt))
+		if i < 5 {
+			composed += d
+		}
+		composedQ += d
 	}
-	op := gdnWYOp(t, B, H, N, D, D)
-	ctx := lower.NewContext(tgt)
-	ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
-	fused := us(op, ctx)
-	t.Logf("gdn_chunk_wy %.2f us; the five composed programs %.2f us", fused, composed)
-	if fused >= composed {
-		t.Errorf("gdn_chunk_wy takes %.2f us, the composed programs %.2f us: want it faster", fused, composed)
+	fused := func(withQ bool) float64 {
+		op := gdnWYOp(t, B, H, N, D, D, withQ)
+		ctx := lower.NewContext(tgt)
+		ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
+		return us(op, ctx)
+	}
+	wy, prep := fused(false), fused(true)
+	t.Logf("gdn_chunk_wy %.2f us, the five composed programs %.2f us; gdn_chunk_prep %.2f us, the seven %.2f us", wy, composed, prep, composedQ)
+	if wy >= composed {
+		t.Errorf("gdn_chunk_wy takes %.2f us, the composed programs %.2f us: want it faster", wy, composed)
+	}
+	if prep >= composedQ || prep >= wy+composedQ-composed {
+		t.Errorf("gdn_chunk_prep takes %.2f us, the composed programs %.2f us, gdn_chunk_wy and the query side's two %.2f us: want it faster than both", prep, composedQ, wy+composedQ-composed)
 	}
 }

@@ -126,6 +126,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpGDNChunkStep:       lowerGDNChunkStep,
 	ir.OpGDNChunkScan:       lowerGDNChunkStep,
 	ir.OpGDNChunkWY:         lowerGDNChunkWY,
+	ir.OpGDNChunkPrep:       lowerGDNChunkWY,
 	ir.OpSDPAPrefill:        lowerSDPAPrefill,
 	ir.OpFillCache:          lowerFillCache,
 	ir.OpTril:               lowerTril,

@@ -17,7 +17,52 @@ import (
 // f through finishResult. The result equals the composed chain bit for
 // bit with any Options.
 func init() {
-	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkWY: evalGDNChunkWY})
+	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkWY: evalGDNChunkWY, ir.OpGDNChunkPrep: evalGDNChunkPrep})
+}
+
+// evalGDNChunkPrep: see the gdn_chunk_prep Doc line: gdn_chunk_wy's
+// results, then qg as mul computes it and qk as bmm_transpose_b_mul
+// does (the caller's finish rounds the results).
+func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if len(op.Operands) != 7 || len(args) != 7 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(op.Operands))
+	}
+	wy, err := gdnChunkWY(op, args[:6], opts)
+	if err != nil {
+		return nil, err
+	}
+	k, eg, gamma, q := args[1], args[4], args[5], args[6]
+	f := op.Operands[1].Type.DType
+	qg, err := fpuBinary(deviceMul, false)(op, []Tensor{q, eg}, opts)
+	if err != nil {
+		return nil, err
+	}
+	qk, err := decayedProduct(q, k, gamma, f, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return append(wy, qg[0], qk), nil
+}
+
+// decayedProduct is r(a b^T) * gamma as bmm_transpose_b_mul computes it,
+// r rounding to f (the last rounding is the caller's).
+func decayedProduct(a, b, gamma Tensor, f ir.DType, op *ir.Op, opts Options) (Tensor, error) {
+	mm, err := evalBMMTransposeB(op, []Tensor{a, b}, opts)
+	if err != nil {
+		return Tensor{}, err
+	}
+	p, err := finishResult(f, mm[0], opts)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if !gamma.Shape.Equal(p.Shape) {
+		return Tensor{}, fmt.Errorf("rule gdn-chunk-wy-operand: gamma %s must have the product's shape %s", gamma.Shape, p.Shape)
+	}
+	out := NewTensor(p.Shape)
+	for i := range out.Data {
+		out.Data[i] = deviceMul(p.Data[i], gamma.Data[i], opts)
+	}
+	return out, nil
 }
 
 // evalGDNChunkWY: see the gdn_chunk_wy Doc line.
@@ -25,6 +70,12 @@ func evalGDNChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if len(op.Operands) != 6 || len(args) != 6 {
 		return nil, fmt.Errorf("rule gdn-chunk-wy-arity: want 6 operands, have %d", len(op.Operands))
 	}
+	return gdnChunkWY(op, args, opts)
+}
+
+// gdnChunkWY is gdn_chunk_wy's u and wk from its six operands (op's
+// operand 1 gives the dtype f).
+func gdnChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	kx, k, v, beta, eg, gamma := args[0], args[1], args[2], args[3], args[4], args[5]
 	f := op.Operands[1].Type.DType
 	r := func(t []Tensor, err error) (Tensor, error) {
@@ -38,16 +89,9 @@ func evalGDNChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := r(evalBMMTransposeB(op, []Tensor{kb, k}, opts))
+	a, err := decayedProduct(kb, k, gamma, f, op, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !gamma.Shape.Equal(p.Shape) {
-		return nil, fmt.Errorf("rule gdn-chunk-wy-operand: gamma %s must have the product's shape %s", gamma.Shape, p.Shape)
-	}
-	a := NewTensor(p.Shape)
-	for i := range a.Data {
-		a.Data[i] = deviceMul(p.Data[i], gamma.Data[i], opts)
 	}
 	if a, err = finishResult(f, a, opts); err != nil {
 		return nil, err

@@ -6,27 +6,41 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
 // gdnWYGraph builds the GDN prefill's WY products over [B, H, N, 32, D]
 // operands of dtype f, composed as models/nn.GDNPrefill writes them
 // (kb = kx * beta; A = (kb k^T) * gamma; T = tril_inverse(A); u = T (v *
-// beta); wk = T (kb * eg)) or fused into one gdn_chunk_wy. Outputs u, wk.
-func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused bool) *ir.Graph {
+// beta); wk = T (kb * eg)) or fused into one gdn_chunk_wy; withQ adds
+// input q and outputs qg = q * eg and qk = (q k^T) * gamma (fused:
+// gdn_chunk_prep). Outputs u, wk (qg, qk).
+func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ bool) *ir.Graph {
 	t.Helper()
 	const L = 32
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(f, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
 	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
+	var q *ir.Value
+	if withQ {
+		q = in("q", B, H, N, L, dk)
+	}
 	b.Region("gdn", 0)
-	if fused {
+	switch {
+	case fused && withQ:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q)...)
+	case fused:
 		b.Output(b.GDNChunkWY(kx, k, v, beta, eg, gamma)...)
-	} else {
+	default:
 		kb := b.Mul(kx, beta)
 		tr := b.TrilInverse(b.Mul(b.BMM(kb, b.Transpose(k, -1, -2)), gamma))
-		b.Output(b.BMM(tr, b.Mul(v, beta)), b.BMM(tr, b.Mul(kb, eg)))
+		outs := []*ir.Value{b.BMM(tr, b.Mul(v, beta)), b.BMM(tr, b.Mul(kb, eg))}
+		if withQ {
+			outs = append(outs, b.Mul(q, eg), b.Mul(b.BMM(q, b.Transpose(k, -1, -2)), gamma))
+		}
+		b.Output(outs...)
 	}
 	g, err := b.Finish()
 	if err != nil {
@@ -60,6 +74,11 @@ func gdnWYData(rng *rand.Rand, g *ir.Graph) [][]float32 {
 		}
 	}
 	copy(data[0], data[1])
+	if len(data) > 6 { // q: rows like k's
+		for j := range data[6] {
+			data[6][j] = data[1][(j+dk)%len(data[1])] * 1.5
+		}
+	}
 	for j := range data[2] {
 		data[2][j] = float32(rng.NormFloat64() * 0.5)
 	}
@@ -82,23 +101,31 @@ func gdnWYData(rng *rand.Rand, g *ir.Graph) [][]float32 {
 	return data
 }
 
-// TestGDNChunkWYEqualsComposed: gdn_chunk_wy equals the composed chain
-// it replaces bit for bit on random model-like operands, at storage
-// formats (Composed or not) and in exact math, over 2,048 tokens (64
-// chunks) of two heads and over small shapes with several users.
+// TestGDNChunkWYEqualsComposed: gdn_chunk_wy and gdn_chunk_prep equal
+// the composed chains they replace bit for bit on random model-like
+// operands, at storage formats (Composed or not) and in exact math, over
+// 256 tokens (2,048 under TCC_LONG) and over small shapes with several
+// users.
 func TestGDNChunkWYEqualsComposed(t *testing.T) {
+	long := 8 // 256 tokens; 2,048 (~14 CPU-s in all) under TCC_LONG
+	if longtest.Enabled() {
+		long = 64
+	}
 	cases := []struct {
 		name            string
 		B, H, N, dk, dv int
+		withQ           bool
 	}{
-		{"2048 tokens", 1, 2, 64, 64, 64},
-		{"users2 dk32 dv64", 2, 3, 2, 32, 64},
-		{"27b head dims", 1, 1, 2, 128, 128},
+		{"long", 1, 1, long, 64, 64, false},
+		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false},
+		{"27b head dims", 1, 1, 2, 128, 128, false},
+		{"prep long", 1, 1, long, 64, 64, true},
+		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true},
 	}
 	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
 	for _, c := range cases {
-		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false)
-		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true)
+		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ)
+		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ)
 		data := gdnWYData(rand.New(rand.NewPCG(5, uint64(c.N))), composed)
 		for _, on := range []string{"storage", "composed", "exact"} {
 			o := opts[on]
@@ -112,10 +139,14 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					return []Tensor{vals[g.Outputs[0]], vals[g.Outputs[1]]}
+					var ts []Tensor
+					for _, v := range g.Outputs {
+						ts = append(ts, vals[v])
+					}
+					return ts
 				}
 				want, got := run(composed), run(fused)
-				for r, name := range []string{"u", "wk"} {
+				for r, name := range []string{"u", "wk", "qg", "qk"}[:len(want)] {
 					n := 0
 					for i, w := range want[r].Data {
 						if math.Float32bits(w) != math.Float32bits(got[r].Data[i]) {
