@@ -104,10 +104,10 @@ func gdnWYData(rng *rand.Rand, g *ir.Graph) [][]float32 {
 // TestGDNChunkWYEqualsComposed: gdn_chunk_wy and gdn_chunk_prep equal
 // the composed chains they replace bit for bit on random model-like
 // operands, at storage formats (Composed or not) and in exact math, over
-// 256 tokens (2,048 under TCC_LONG) and over small shapes with several
+// 128 tokens (2,048 under TCC_LONG) and over small shapes with several
 // users.
 func TestGDNChunkWYEqualsComposed(t *testing.T) {
-	long := 8 // 256 tokens; 2,048 (~14 CPU-s in all) under TCC_LONG
+	long := 4 // 128 tokens; 2,048 (~26 CPU-s in all) under TCC_LONG
 	if longtest.Enabled() {
 		long = 64
 	}
