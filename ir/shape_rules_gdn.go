@@ -176,3 +176,54 @@ func shapeGDNPrefillGates(in []TensorType, attrs Attrs) ([]TensorType, error) {
 	}
 	return []TensorType{like(in[0], a.Clone(), f), like(in[1], b.Clone(), f)}, nil
 }
+
+// shapeGDNChunkWY: kx and k [B, H, N, L, Dk], v [B, H, N, L, Dv], beta
+// and eg [B, H, N, L, 1] and gamma [B, H, N, L, L], all of one float
+// dtype f; results u (v's type) and wk (k's type).
+func shapeGDNChunkWY(in []TensorType, _ Attrs) ([]TensorType, error) {
+	names := []string{"kx", "k", "v", "beta", "eg", "gamma"}
+	if err := gdnFloat("gdn-chunk-wy", names, in); err != nil {
+		return nil, err
+	}
+	f := in[1].DType
+	for i, t := range in {
+		if t.DType != f {
+			return nil, fmt.Errorf("rule gdn-chunk-wy-dtype: %s is %s but k is %s; every operand must have k's dtype", names[i], t.DType, f)
+		}
+	}
+	k := in[1].Shape
+	if k.Rank() != 5 {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-shape: k %s must be [B, H, N, L, Dk]", k)
+	}
+	B, H, N, L, Dk := k[0], k[1], k[2], k[3], k[4]
+	v := in[2].Shape
+	if v.Rank() != 5 {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-shape: v %s must be [%d, %d, %d, %d, Dv]", v, B, H, N, L)
+	}
+	want := []Shape{{B, H, N, L, Dk}, k, {B, H, N, L, v[4]}, {B, H, N, L, 1}, {B, H, N, L, 1}, {B, H, N, L, L}}
+	for i, w := range want {
+		if !in[i].Shape.Equal(w) {
+			return nil, fmt.Errorf("rule gdn-chunk-wy-operand: %s %s must be %s (k %s, v %s)", names[i], in[i].Shape, w, k, v)
+		}
+	}
+	return []TensorType{like(in[2], v.Clone(), f), like(in[1], Shape{B, H, N, L, Dk}, f)}, nil
+}
+
+// shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
+// results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
+// L, L] (k's placement).
+func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
+	if len(in) != 7 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
+	}
+	out, err := shapeGDNChunkWY(in[:6], a)
+	if err != nil {
+		return nil, err
+	}
+	k, q := in[1], in[6]
+	if !q.Shape.Equal(k.Shape) || q.DType != k.DType {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-operand: q %s %s must be k's shape and dtype %s %s", q.Shape, q.DType, k.Shape, k.DType)
+	}
+	s := k.Shape
+	return append(out, like(q, s.Clone(), q.DType), like(k, Shape{s[0], s[1], s[2], s[3], s[3]}, k.DType)), nil
+}

@@ -389,6 +389,10 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 						bmm++
 						transposedB++
 						decayed++
+					case ir.OpGDNChunkPrep: // (beta k) k^T * Γ, T (beta v), T (beta k exp(g)), q k^T * Γ
+						bmm += 4
+						transposedB += 2
+						decayed += 2
 					case ir.OpConcat:
 						concats++
 					}
@@ -433,8 +437,11 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 // (3 chunks) on 1x2 and checks that FuseBMMTransposeBMul took both decayed products of every
 // GDN layer, (beta k) k^T * Γ and q k^T * Γ (no mul of a bmm_transpose_b
 // left), and FuseBMMScaleB both products of T, T (beta v) and T (beta k
-// exp(g)) (no bmm of a mul left), and FuseUnaryMul the norm gate silu(z)
-// * o, and that each fused op of the first layer equals its decomposition
+// exp(g)) (no bmm of a mul left), FuseUnaryMul the norm gate silu(z) *
+// o, FuseGDNChunkWY the WY products of every layer (k * beta, (beta k)
+// k^T * Γ, its inverse T and both products of T) and FuseGDNChunkPrep
+// those with the query side (q exp(g), q k^T * Γ), and that each fused op
+// of the first layer equals its decomposition
 // bit for bit on seeded random inputs over all the tokens, at storage
 // formats and in exact math (the agreement is logged).
 func TestGDNPrefillBMMFusions(t *testing.T) {
@@ -453,7 +460,7 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 			for _, rule := range []struct {
 				name string
 				per  int
-			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}} {
+			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}, {"FuseGDNChunkWY", 1}, {"FuseGDNChunkPrep", 1}} {
 				if want, got := rule.per*len(regions), res.Rewrites.Total(rule.name); got != want {
 					t.Errorf("%s fired %d times, want %d (%d x %d GDN layers)", rule.name, got, want, rule.per, len(regions))
 				}
@@ -470,7 +477,7 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 			}
 			n := 0
 			for _, op := range regions[0].Ops {
-				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpUnaryMul {
+				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpUnaryMul && op.Kind != ir.OpGDNChunkPrep {
 					continue
 				}
 				n++
@@ -487,7 +494,10 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 					t.Run(fmt.Sprintf("%s%d/%s", op.Kind, n, mode), func(t *testing.T) { checkGDNEquivalent(t, op, devices == 1, opts) })
 				}
 			}
-			require.Equal(t, 5, n, "bmm_transpose_b_mul, bmm_scale_b and unary_mul ops in the first GDN layer")
+			// The norm gate and the chunk preparation (FuseGDNChunkWY took
+			// (beta k) k^T * Γ and both bmm_scale_b, FuseGDNChunkPrep q k^T
+			// * Γ and q exp(g)).
+			require.Equal(t, 2, n, "unary_mul and gdn_chunk_prep ops in the first GDN layer")
 		})
 	}
 }

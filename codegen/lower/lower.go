@@ -125,6 +125,8 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpGDNPrefillGates:    lowerGDNPrefillGates,
 	ir.OpGDNChunkStep:       lowerGDNChunkStep,
 	ir.OpGDNChunkScan:       lowerGDNChunkStep,
+	ir.OpGDNChunkWY:         lowerGDNChunkWY,
+	ir.OpGDNChunkPrep:       lowerGDNChunkWY,
 	ir.OpSDPAPrefill:        lowerSDPAPrefill,
 	ir.OpFillCache:          lowerFillCache,
 	ir.OpTril:               lowerTril,

@@ -1,0 +1,389 @@
+package lower
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// gdn_chunk_wy (passes/fuse_gdn_wy.go FuseGDNChunkWY): the GDN prefill's
+// per-chunk WY products in one program instead of the five of the
+// composed chain (mul, bmm_transpose_b_mul, tril_inverse and two
+// bmm_scale_b), whose kb, A and T went to DRAM and back. One work item is
+// one (user, head, chunk) b*H*N + ... (the operands' leading three dims
+// flattened): its kt tiles of kx and k, vt of v, and one tile each of
+// beta, eg (columns) and gamma, all fp32, the chunk one tile of tokens
+// (L = 32). Items are split over the grid by the cost model
+// (gdnWYItemCycles). Each step is the composed op's compute sequence on
+// the same values, with every intermediate packed to an fp32 CB where the
+// composed op stored it to DRAM, so the results equal the composed chain
+// (and sim/ref's evaluator) bit for bit:
+//
+//   - Reader: the identity tile once (tril_inverse's); per item its kx,
+//     k, v, beta, eg and gamma tiles under one barrier (kx's tiles are
+//     k's when the two name one buffer, the model's two reshapes of one
+//     l2-normed k: then read once). Input CBs hold two items, so the
+//     next item is read while the compute works.
+//   - Compute: kb_t = r(kx_t * beta) (bcast cols, as mul); A = r(r(sum_t
+//     kb_t k_t^T) * gamma) (matmul_tiles with k transposed, accumulated in
+//     DEST in increasing t, packed, then the FPU multiply, as
+//     bmm_transpose_b_mul); A packed to CB a_full for the writer, which
+//     returns its strictly lower part L in CB strict_lower; T from L as
+//     tril_inverse computes it (A = -L copied into DEST, four squarings
+//     and products); u_j = r(T r(v_j * beta)) and wk_t = r(T r(kb_t *
+//     eg)) (as bmm_scale_b: the scaled tile packed, then the product).
+//   - Writer: per item it copies A's tile to strict_lower (a local NoC
+//     read) and zeroes each row's diagonal and upper elements, as
+//     tril_inverse's reader does (data movement: the values kept are A's
+//     bits), then writes the item's u and wk tiles.
+type gdnWY struct {
+	*splitProgram
+	kx, k, v, beta, eg, gamma, u, wk *ir.Value
+	// q, qg and qk are gdn_chunk_prep's query operand and results (nil
+	// for gdn_chunk_wy).
+	q, qg, qk *ir.Value
+	kt, vt    int
+	shareK    bool // kx and k are one buffer: read once
+	cb        gdnWYCBs
+}
+
+type gdnWYCBs struct {
+	kx, k, v, beta, eg, gamma, ident                       int
+	kb, prod, aFull, strict, a, a2, f, p, t, scaled, u, wk int
+	q, qg, qk                                              int // gdn_chunk_prep's (-1 without)
+}
+
+// gdnWYItemCycles is the cost model's time of one item on a core: its
+// reads (DRAM latency and the NoC moving its tiles), the kt multiplies by
+// beta, the kt products of A and its multiply by gamma, the inverse's
+// negation, four squarings, four products and five adds, and per result
+// tile (vt + kt) a multiply and a product, each with its unpacks and
+// pack, plus the writer's element stores zeroing A's upper triangle.
+func gdnWYItemCycles(kt, vt int, withQ bool, fid ir.MathFidelity) int {
+	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
+	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
+	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false, withQ)*ir.FP32.TileBytes()/NoCBytesPerCycle
+	compute := kt*elt + kt*mm + PackTileCycles + elt + 8*(mm+PackTileCycles) + 5*elt + (vt+kt)*(elt+mm+PackTileCycles)
+	if withQ { // qk's kt products and multiply, qg's kt multiplies
+		compute += kt*mm + PackTileCycles + elt + kt*elt
+	}
+	zero := ir.TileSize * ir.TileSize / 2 * FillStoreCycles
+	return read + compute + zero
+}
+
+// gdnWYItemTiles is the tiles one item reads and writes: kx (unless
+// shared with k), k, v, beta, eg and gamma, then u and wk; withQ q, qg
+// and qk too.
+func gdnWYItemTiles(kt, vt int, shareK, withQ bool) int {
+	n := 2*kt + vt + 3 + vt + kt
+	if shareK {
+		n -= kt
+	}
+	if withQ {
+		n += 2*kt + 1
+	}
+	return n
+}
+
+// lowerGDNChunkWY builds the gdn_chunk_wy program, and gdn_chunk_prep's:
+// the same program that also reads each item's q tiles and writes qg =
+// r(q * eg) (bcast cols, as mul) and qk = r(r(sum_t q_t k_t^T) * gamma)
+// (as bmm_transpose_b_mul) after wk.
+func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	prep := op.Kind == ir.OpGDNChunkPrep
+	nOps, nRes := 6, 2
+	if prep {
+		nOps, nRes = 7, 4
+	}
+	if len(op.Operands) != nOps || len(op.Results) != nRes {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-arity: %s has %d operands and %d results, want %d and %d", op.Name(), len(op.Operands), len(op.Results), nOps, nRes)
+	}
+	r := &gdnWY{kx: op.Operands[0], k: op.Operands[1], v: op.Operands[2], beta: op.Operands[3], eg: op.Operands[4], gamma: op.Operands[5],
+		u: op.Results[0], wk: op.Results[1]}
+	if prep {
+		r.q, r.qg, r.qk = op.Operands[6], op.Results[2], op.Results[3]
+	}
+	if err := requireTiles(opValues(op)...); err != nil {
+		return nil, err
+	}
+	for _, v := range opValues(op) {
+		if v.Type.DType != ir.FP32 {
+			return nil, fmt.Errorf("rule gdn-chunk-wy-dtype: %s is %s; the device inverse takes fp32, so every operand and result must be fp32", v, v.Type.DType)
+		}
+	}
+	ks, vs := r.k.Type.Shape, r.v.Type.Shape
+	const T = ir.TileSize
+	if ks.Rank() != 5 || vs.Rank() != 5 || ks[3] != T || ks[4]%T != 0 || vs[4]%T != 0 {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-tiles: want k [B, H, N, %d, Dk] and v [B, H, N, %d, Dv] with Dk, Dv multiples of %d (one tile of tokens, whole head tiles), got %s and %s", T, T, T, ks, vs)
+	}
+	if _, err := ir.InferTypes(op.Kind, op.Operands, op.Attrs); err != nil {
+		return nil, err
+	}
+	r.kt, r.vt = ks[4]/T, vs[4]/T
+	r.shareK = ctx.BufferName(r.kx) == ctx.BufferName(r.k) && r.kx.Type.Shape.Equal(ks)
+	items := ks[0] * ks[1] * ks[2]
+	// The DRAM floor at two thirds of the item's tiles: with the whole
+	// floor the split stops at the fewest cores that reach it, and the
+	// timing model then finds those cores' reads and writes contending
+	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
+	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
+	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
+	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, prep, ctx.Fidelity), 0, floor))
+	r.addCBs()
+	rd, cp, wr := r.reader(), r.compute(), r.writer()
+	r.plan.SetArgs(r.cores, rd, cp, wr)
+	return r.done(r.p)
+}
+
+// addCBs adds the program's CBs: the inputs two items deep, the
+// intermediates one item.
+func (r *gdnWY) addCBs() {
+	f, kt, vt, cbs := ir.FP32, r.kt, r.vt, r.cbs
+	c := gdnWYCBs{q: -1, qg: -1, qk: -1}
+	c.k = cbs.Input("k", f, 2*kt)
+	c.kx = c.k
+	if !r.shareK {
+		c.kx = cbs.Input("kx", f, 2*kt)
+	}
+	c.v, c.beta, c.eg, c.gamma = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2), cbs.Input("eg", f, 2), cbs.Input("gamma", f, 2)
+	c.ident = cbs.Input("identity", f, 1)
+	c.strict = cbs.Input("strict_lower", f, 1)
+	c.kb, c.prod, c.aFull = cbs.Scratch("kb", f, kt), cbs.Scratch("product", f, 1), cbs.Output("a_full", f, 1)
+	c.a, c.a2, c.f, c.p = cbs.Scratch("a", f, 1), cbs.Scratch("a_copy", f, 1), cbs.Scratch("factor", f, 1), cbs.Scratch("inverse_product", f, 1)
+	c.t, c.scaled = cbs.Scratch("t", f, 1), cbs.Scratch("scaled", f, 1)
+	c.u, c.wk = cbs.Output("u", f, vt), cbs.Output("wk", f, kt)
+	if r.q != nil {
+		c.q, c.qg, c.qk = cbs.Input("q", f, 2*kt), cbs.Output("qg", f, kt), cbs.Output("qk", f, 1)
+	}
+	r.cb = c
+	r.planned(r.what())
+}
+
+// what is the op kind's name.
+func (r *gdnWY) what() string {
+	if r.q != nil {
+		return "gdn_chunk_prep"
+	}
+	return "gdn_chunk_wy"
+}
+
+// reader adds the reader kernel: the identity tile, then per item its
+// input tiles under one barrier.
+func (r *gdnWY) reader() *kir.Kernel {
+	rd := r.splitProgram.reader()
+	kAcc, vAcc := r.bind(rd, "k_addr", r.k), r.bind(rd, "v_addr", r.v)
+	var kxAcc *blocks.Access
+	if !r.shareK {
+		kxAcc = r.bind(rd, "kx_addr", r.kx)
+	}
+	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, "eg_addr", r.eg), r.bind(rd, "gamma_addr", r.gamma)
+	var qAcc *blocks.Access
+	if r.q != nil {
+		qAcc = r.bind(rd, "q_addr", r.q)
+	}
+	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
+	b, c, kt, vt := rd.Builder(), r.cb, r.kt, r.vt
+	if r.err != nil {
+		return rd
+	}
+	b.Comment("identity tile")
+	id := blocks.Reserve(b, c.ident, kir.C(1), "id")
+	blocks.FillWords(b, id, ir.FP32.TileBytes(), 0)
+	b.For("d", kir.C(0), kir.Ci(ir.TileSize), func(d kir.Var) {
+		b.L1Write32(kir.Add(id, blocks.FaceOffset(d, d, 4)), kir.C(0x3F800000))
+	})
+	b.CBPushBack(c.ident, kir.C(1))
+	type run struct {
+		acc *blocks.Access
+		cb  int
+		n   int
+	}
+	runs := []run{{kAcc, c.k, kt}}
+	if !r.shareK {
+		runs = append(runs, run{kxAcc, c.kx, kt})
+	}
+	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, c.eg, 1}, run{gAcc, c.gamma, 1})
+	if r.q != nil {
+		runs = append(runs, run{qAcc, c.q, kt})
+	}
+	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		b.Comment("the item's k, kx, v, beta, eg and gamma tiles, all in flight")
+		for _, rn := range runs {
+			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
+			ps := kir.Ci(rn.acc.PageSize())
+			base := b.Let("base", kir.Mul(i, kir.Ci(rn.n)))
+			b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
+				b.NoCAsyncRead(rn.acc.PageAddr(kir.Add(base, j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+			})
+		}
+		b.NoCAsyncReadBarrier()
+		for _, rn := range runs {
+			b.CBPushBack(rn.cb, kir.Ci(rn.n))
+		}
+	})
+	return rd
+}
+
+// compute adds the compute kernel (see the doc above).
+func (r *gdnWY) compute() *kir.Kernel {
+	one, z0 := kir.C(1), kir.C(0)
+	cp, c, ccount := r.rangeCompute("count")
+	n, kt, vt := r.cb, r.kt, r.vt
+	cb := c.B
+	c.MatmulStartup(n.kb, n.k, n.prod)
+	cb.CBWaitFront(n.ident, one)
+	// plusI: DEST[0] = I + a[0], packed into out; a is waited for, not popped.
+	plusI := func(a, out int) {
+		cb.CBWaitFront(a, one)
+		c.Acquire()
+		c.Binary(kir.EltAdd, blocks.BcastNone, n.ident, a, z0, z0, z0)
+		c.PackOut(out, 1)
+	}
+	// scaledProduct packs r(T r(x[t] * s)) to out (as bmm_scale_b).
+	scaledProduct := func(x, s int, t kir.Expr, out int) {
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastCols, x, s, t, z0, z0)
+		c.PackOut(n.scaled, 1)
+		cb.CBWaitFront(n.scaled, one)
+		c.Acquire()
+		c.Matmul(n.t, n.scaled, z0, z0, z0, false)
+		cb.CBPopFront(n.scaled, one)
+		c.PackOut(out, 1)
+	}
+	// decay packs r(prod * gamma) to out (the FPU multiply of
+	// bmm_transpose_b_mul's epilogue, the product first) and pops prod;
+	// gamma stays.
+	decay := func(out int) {
+		cb.CBWaitFront(n.prod, one)
+		c.Acquire()
+		c.Binary(kir.EltMul, blocks.BcastNone, n.prod, n.gamma, z0, z0, z0)
+		cb.CBPopFront(n.prod, one)
+		c.PackOut(out, 1)
+	}
+	c.For("i", z0, ccount, func(kir.Var) {
+		cb.CBWaitFront(n.k, kir.Ci(kt))
+		if !r.shareK {
+			cb.CBWaitFront(n.kx, kir.Ci(kt))
+		}
+		cb.CBWaitFront(n.beta, one)
+		cb.Comment("kb = r(kx * beta) per k tile (bcast cols, as mul)")
+		c.ForPeeled("kt", kt, func(t kir.Expr) {
+			c.Acquire()
+			c.Binary(kir.EltMul, blocks.BcastCols, n.kx, n.beta, t, z0, z0)
+			c.PackOut(n.kb, 1)
+		})
+		cb.Comment("A = r(r(sum_t kb_t k_t^T) * gamma) (as bmm_transpose_b_mul), to the writer")
+		cb.CBWaitFront(n.kb, kir.Ci(kt))
+		c.Acquire()
+		c.ForPeeled("kt", kt, func(t kir.Expr) { c.Matmul(n.kb, n.k, t, t, z0, true) })
+		c.PackOut(n.prod, 1)
+		cb.CBWaitFront(n.gamma, one)
+		decay(n.aFull)
+
+		cb.Comment("T = tril_inverse(A) from its strictly lower part: A' = -L kept twice, P = I + A'")
+		cb.CBWaitFront(n.strict, one)
+		c.Acquire()
+		c.Copy(n.strict, z0, z0)
+		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, z0)
+		cb.CBPopFront(n.strict, one)
+		c.PackOutTo(n.a, n.a2)
+		plusI(n.a2, n.p)
+		for s := 0; s < 4; s++ {
+			cb.Comment(fmt.Sprintf("A' = A'^2 (A'^%d); P = P (I + A')", 2<<s))
+			cb.CBWaitFront(n.a, one)
+			c.Acquire()
+			c.Matmul(n.a, n.a2, z0, z0, z0, false)
+			cb.CBPopFront(n.a, one)
+			cb.CBPopFront(n.a2, one)
+			c.PackOutTo(n.a, n.a2)
+			plusI(n.a2, n.f)
+			cb.CBWaitFront(n.p, one)
+			cb.CBWaitFront(n.f, one)
+			c.Acquire()
+			c.Matmul(n.p, n.f, z0, z0, z0, false)
+			cb.CBPopFront(n.p, one)
+			cb.CBPopFront(n.f, one)
+			if s == 3 {
+				c.PackOut(n.t, 1)
+			} else {
+				c.PackOut(n.p, 1)
+			}
+		}
+		cb.CBWaitFront(n.a, one)
+		cb.CBPopFront(n.a, one)
+		cb.CBPopFront(n.a2, one)
+
+		cb.CBWaitFront(n.t, one)
+		cb.CBWaitFront(n.v, kir.Ci(vt))
+		cb.Comment("u = r(T r(v * beta)) per value tile (as bmm_scale_b)")
+		c.ForPeeled("vt", vt, func(j kir.Expr) { scaledProduct(n.v, n.beta, j, n.u) })
+		cb.CBWaitFront(n.eg, one)
+		cb.Comment("wk = r(T r(kb * eg)) per k tile (as bmm_scale_b)")
+		c.ForPeeled("kt", kt, func(t kir.Expr) { scaledProduct(n.kb, n.eg, t, n.wk) })
+		pops := []struct{ cb, n int }{{n.t, 1}, {n.kb, kt}, {n.v, vt}, {n.beta, 1}, {n.k, kt}, {n.eg, 1}, {n.gamma, 1}}
+		if r.q != nil {
+			cb.CBWaitFront(n.q, kir.Ci(kt))
+			cb.Comment("qg = r(q * eg) per k tile (bcast cols, as mul)")
+			c.ForPeeled("kt", kt, func(t kir.Expr) {
+				c.Acquire()
+				c.Binary(kir.EltMul, blocks.BcastCols, n.q, n.eg, t, z0, z0)
+				c.PackOut(n.qg, 1)
+			})
+			cb.Comment("qk = r(r(sum_t q_t k_t^T) * gamma) (as bmm_transpose_b_mul)")
+			c.Acquire()
+			c.ForPeeled("kt", kt, func(t kir.Expr) { c.Matmul(n.q, n.k, t, t, z0, true) })
+			c.PackOut(n.prod, 1)
+			decay(n.qk)
+			pops = append(pops, struct{ cb, n int }{n.q, kt})
+		}
+		if !r.shareK {
+			pops = append(pops, struct{ cb, n int }{n.kx, kt})
+		}
+		for _, p := range pops {
+			cb.CBPopFront(p.cb, kir.Ci(p.n))
+		}
+	})
+	cb.CBPopFront(n.ident, one)
+	return cp
+}
+
+// writer adds the writer kernel: per item A's strictly lower part back
+// to the compute (see the doc above), then its u and wk tiles.
+func (r *gdnWY) writer() *kir.Kernel {
+	wr := newWriter(r.p, r.rs)
+	uAcc, wkAcc := r.bind(wr, "u_addr", r.u), r.bind(wr, "wk_addr", r.wk)
+	var qgAcc, qkAcc *blocks.Access
+	if r.q != nil {
+		qgAcc, qkAcc = r.bind(wr, "qg_addr", r.qg), r.bind(wr, "qk_addr", r.qk)
+	}
+	start, count := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	w, c, kt, vt := wr.Builder(), r.cb, r.kt, r.vt
+	if r.err != nil {
+		return wr
+	}
+	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		w.Comment("L = A with its diagonal and upper elements zeroed (tril_inverse's reader)")
+		src := blocks.WaitFront(w, c.aFull, kir.C(1), "a")
+		l1 := blocks.Reserve(w, c.strict, kir.C(1), "l")
+		blocks.LocalCopy(w, src, l1, ir.FP32.TileBytes())
+		w.NoCAsyncReadBarrier()
+		w.CBPopFront(c.aFull, kir.C(1))
+		w.For("r", kir.C(0), kir.Ci(ir.TileSize), func(rr kir.Var) {
+			w.For("c", rr, kir.Ci(ir.TileSize), func(cc kir.Var) {
+				w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
+			})
+		})
+		w.CBPushBack(c.strict, kir.C(1))
+		ub := w.Let("ubase", kir.Mul(i, kir.Ci(vt)))
+		blocks.WritePagesBatch(w, uAcc, c.u, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ub, j) })
+		kb := w.Let("wkbase", kir.Mul(i, kir.Ci(kt)))
+		blocks.WritePagesBatch(w, wkAcc, c.wk, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+		if r.q != nil {
+			blocks.WritePagesBatch(w, qgAcc, c.qg, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+			blocks.WritePage(w, qkAcc, c.qk, i)
+		}
+	})
+	return wr
+}

@@ -1,0 +1,139 @@
+package passes
+
+import (
+	"github.com/tcc-dev/tcc/ir"
+	rw "github.com/tcc-dev/tcc/passes/rewrite"
+)
+
+// FuseGDNChunkWY (family gdn-prefill, stage fuse: it reads the fused
+// products FuseBMMTransposeBMul and FuseBMMScaleB make there): the GDN
+// prefill's per-chunk WY products,
+//
+//	kb = mul(kx, beta)
+//	T  = tril_inverse(bmm_transpose_b_mul(kb, k, gamma))
+//	u  = bmm_scale_b(T, v, beta)
+//	wk = bmm_scale_b(T, kb, eg)
+//
+// become one gdn_chunk_wy(kx, k, v, beta, eg, gamma) program that works
+// per (user, head, chunk) with kb, A and T in L1 (five programs before,
+// kb, A and T each written to DRAM and read back). kx and k are the
+// model's two reshapes of one l2-normed k; they stay two operands (the
+// program reads their tiles once when they share a buffer). The fused
+// op computes and rounds each intermediate as the composed ops do, so it
+// equals them bit for bit (sim/ref TestGDNChunkWYEqualsComposed).
+//
+// FuseGDNChunkPrep (same family) then joins the query side of the chunk
+// preparation, which reads the same k, gamma and eg: gdn_chunk_wy(kx, k,
+// v, beta, eg, gamma), mul(q, eg) and bmm_transpose_b_mul(q, k, gamma)
+// become one gdn_chunk_prep(kx, k, v, beta, eg, gamma, q) (two programs
+// fewer again; k, gamma and eg are read once).
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep)
+
+// ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
+func ruleGDNChunkWY() *rw.Rule {
+	kb := rw.Op(ir.OpMul, rw.Var("kx"), rw.Var("beta")).As("kb")
+	tr := rw.Op(ir.OpTrilInverse, rw.Op(ir.OpBMMTransposeBMul, kb, rw.Var("k"), rw.Var("gamma")).As("a")).As("t")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkWY",
+		Rewrite: "bmm_scale_b(T, kb, eg), bmm_scale_b(T, v, beta) with kb = mul(kx, beta), T = tril_inverse(bmm_transpose_b_mul(kb, k, gamma)) => gdn_chunk_wy(kx, k, v, beta, eg, gamma)",
+		Pattern: rw.Op(ir.OpBMMScaleB, tr, kb, rw.Var("eg")).As("wk"),
+		Extra:   []*rw.Pattern{rw.Op(ir.OpBMMScaleB, tr, rw.Var("v"), rw.Var("beta")).As("u")},
+		Where:   gdnChunkWYApplies,
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			op, err := b.Emit(ir.OpGDNChunkWY, gdnChunkWYOperands(m), nil)
+			if err != nil {
+				return nil, err
+			}
+			return []*ir.Value{op.Results[1], op.Results[0]}, nil
+		},
+	}
+}
+
+func gdnChunkWYOperands(m *rw.Match) []*ir.Value {
+	return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("eg"), m.Value("gamma")}
+}
+
+// gdnChunkWYApplies is FuseGDNChunkWY's side condition: the mul scales
+// kx (its first operand: the FPU broadcasts the second) by beta; every
+// matched op produces fp32 of the fused op's shapes (the device inverse
+// is fp32); no op sets a math fidelity or a result dtype of its own; and
+// the fused op's types equal the roots'.
+func gdnChunkWYApplies(m *rw.Match) bool {
+	kbOp := m.Op("kb")
+	if kbOp.Operands[0] != m.Value("kx") {
+		return false
+	}
+	for _, name := range []string{"kb", "a", "t", "wk", "u"} {
+		op := m.Op(name)
+		if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+			return false
+		}
+		if _, ok := op.Attrs["dtype"]; ok {
+			return false
+		}
+		if len(op.Results) != 1 || op.Result().Type.DType != ir.FP32 {
+			return false
+		}
+	}
+	types, err := ir.InferTypes(ir.OpGDNChunkWY, gdnChunkWYOperands(m), nil)
+	if err != nil || len(types) != 2 {
+		return false
+	}
+	for i, old := range []*ir.Value{m.Op("u").Result(), m.Op("wk").Result()} {
+		if !types[i].Shape.Equal(old.Type.Shape) || types[i].DType != old.Type.DType {
+			return false
+		}
+	}
+	ks := m.Value("k").Type.Shape
+	return gdnIs(m, "kb", ir.FP32, ks...) && gdnIs(m, "a", ir.FP32, ks[0], ks[1], ks[2], ks[3], ks[3]) && gdnIs(m, "t", ir.FP32, ks[0], ks[1], ks[2], ks[3], ks[3])
+}
+
+// ruleGDNChunkPrep is FuseGDNChunkPrep (three roots: the WY op, qg, qk).
+func ruleGDNChunkPrep() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrep",
+		Rewrite: "gdn_chunk_wy(kx, k, v, beta, eg, gamma), mul(q, eg), bmm_transpose_b_mul(q, k, gamma) => gdn_chunk_prep(kx, k, v, beta, eg, gamma, q)",
+		Pattern: rw.Op(ir.OpGDNChunkWY, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), rw.Var("eg"), rw.Var("gamma")).As("wy"),
+		Extra: []*rw.Pattern{
+			rw.Op(ir.OpMul, rw.Var("q"), rw.Var("eg")).As("qg"),
+			rw.Op(ir.OpBMMTransposeBMul, rw.Var("q"), rw.Var("k"), rw.Var("gamma")).As("qk"),
+		},
+		Where: gdnChunkPrepApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, gdnChunkPrepOperands, nil),
+	}
+}
+
+func gdnChunkPrepOperands(m *rw.Match) []*ir.Value {
+	return append(gdnChunkWYOperands(m), m.Value("q"))
+}
+
+// gdnChunkPrepApplies is FuseGDNChunkPrep's side condition: the mul
+// scales q (its first operand) by eg; neither it nor the product sets a
+// math fidelity or a dtype of its own; and the fused op's types equal
+// the roots'.
+func gdnChunkPrepApplies(m *rw.Match) bool {
+	if m.Op("qg").Operands[0] != m.Value("q") {
+		return false
+	}
+	for _, name := range []string{"qg", "qk"} {
+		op := m.Op(name)
+		if _, ok := op.Attrs[ir.FidelityAttr]; ok {
+			return false
+		}
+		if _, ok := op.Attrs["dtype"]; ok {
+			return false
+		}
+	}
+	types, err := ir.InferTypes(ir.OpGDNChunkPrep, gdnChunkPrepOperands(m), nil)
+	if err != nil || len(types) != 4 {
+		return false
+	}
+	wy := m.Op("wy")
+	olds := []*ir.Value{wy.Results[0], wy.Results[1], m.Op("qg").Result(), m.Op("qk").Result()}
+	for i, old := range olds {
+		if !types[i].Shape.Equal(old.Type.Shape) || types[i].DType != old.Type.DType {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,120 @@
+package ref
+
+import (
+	"fmt"
+
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// gdn_chunk_wy (passes/fuse_gdn_wy.go FuseGDNChunkWY) is the GDN prefill's
+// per-chunk WY products: k scaled by beta, the decayed A = (kb k^T) * Γ,
+// its triangular inverse T, and u = T (v beta), wk = T (kb exp(g)). Its
+// program computes each as the composed op computes it and stores each
+// intermediate as the composed op stores it, so it is evaluated here as
+// the composed chain is, with the composed ops' evaluators in their order
+// and operand order (mul as fpuBinary's deviceMul, bmm_transpose_b,
+// tril_inverse, bmm), every intermediate rounded to the operands' dtype
+// f through finishResult. The result equals the composed chain bit for
+// bit with any Options.
+func init() {
+	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkWY: evalGDNChunkWY, ir.OpGDNChunkPrep: evalGDNChunkPrep})
+}
+
+// evalGDNChunkPrep: see the gdn_chunk_prep Doc line: gdn_chunk_wy's
+// results, then qg as mul computes it and qk as bmm_transpose_b_mul
+// does (the caller's finish rounds the results).
+func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if len(op.Operands) != 7 || len(args) != 7 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(op.Operands))
+	}
+	wy, err := gdnChunkWY(op, args[:6], opts)
+	if err != nil {
+		return nil, err
+	}
+	k, eg, gamma, q := args[1], args[4], args[5], args[6]
+	f := op.Operands[1].Type.DType
+	qg, err := fpuBinary(deviceMul, false)(op, []Tensor{q, eg}, opts)
+	if err != nil {
+		return nil, err
+	}
+	qk, err := decayedProduct(q, k, gamma, f, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return append(wy, qg[0], qk), nil
+}
+
+// decayedProduct is r(a b^T) * gamma as bmm_transpose_b_mul computes it,
+// r rounding to f (the last rounding is the caller's).
+func decayedProduct(a, b, gamma Tensor, f ir.DType, op *ir.Op, opts Options) (Tensor, error) {
+	mm, err := evalBMMTransposeB(op, []Tensor{a, b}, opts)
+	if err != nil {
+		return Tensor{}, err
+	}
+	p, err := finishResult(f, mm[0], opts)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if !gamma.Shape.Equal(p.Shape) {
+		return Tensor{}, fmt.Errorf("rule gdn-chunk-wy-operand: gamma %s must have the product's shape %s", gamma.Shape, p.Shape)
+	}
+	out := NewTensor(p.Shape)
+	for i := range out.Data {
+		out.Data[i] = deviceMul(p.Data[i], gamma.Data[i], opts)
+	}
+	return out, nil
+}
+
+// evalGDNChunkWY: see the gdn_chunk_wy Doc line.
+func evalGDNChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if len(op.Operands) != 6 || len(args) != 6 {
+		return nil, fmt.Errorf("rule gdn-chunk-wy-arity: want 6 operands, have %d", len(op.Operands))
+	}
+	return gdnChunkWY(op, args, opts)
+}
+
+// gdnChunkWY is gdn_chunk_wy's u and wk from its six operands (op's
+// operand 1 gives the dtype f).
+func gdnChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	kx, k, v, beta, eg, gamma := args[0], args[1], args[2], args[3], args[4], args[5]
+	f := op.Operands[1].Type.DType
+	r := func(t []Tensor, err error) (Tensor, error) {
+		if err != nil {
+			return Tensor{}, err
+		}
+		return finishResult(f, t[0], opts)
+	}
+	mul := fpuBinary(deviceMul, false)
+	kb, err := r(mul(op, []Tensor{kx, beta}, opts))
+	if err != nil {
+		return nil, err
+	}
+	a, err := decayedProduct(kb, k, gamma, f, op, opts)
+	if err != nil {
+		return nil, err
+	}
+	if a, err = finishResult(f, a, opts); err != nil {
+		return nil, err
+	}
+	t, err := r(evalTrilInverse(op, []Tensor{a}, opts))
+	if err != nil {
+		return nil, err
+	}
+	vb, err := r(mul(op, []Tensor{v, beta}, opts))
+	if err != nil {
+		return nil, err
+	}
+	kbe, err := r(mul(op, []Tensor{kb, eg}, opts))
+	if err != nil {
+		return nil, err
+	}
+	u, err := evalBMM(op, []Tensor{t, vb}, opts)
+	if err != nil {
+		return nil, err
+	}
+	wk, err := evalBMM(op, []Tensor{t, kbe}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return []Tensor{u[0], wk[0]}, nil
+}

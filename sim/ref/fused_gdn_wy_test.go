@@ -1,0 +1,166 @@
+package ref
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/ir/numerics"
+)
+
+// gdnWYGraph builds the GDN prefill's WY products over [B, H, N, 32, D]
+// operands of dtype f, composed as models/nn.GDNPrefill writes them
+// (kb = kx * beta; A = (kb k^T) * gamma; T = tril_inverse(A); u = T (v *
+// beta); wk = T (kb * eg)) or fused into one gdn_chunk_wy; withQ adds
+// input q and outputs qg = q * eg and qk = (q k^T) * gamma (fused:
+// gdn_chunk_prep). Outputs u, wk (qg, qk).
+func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ bool) *ir.Graph {
+	t.Helper()
+	const L = 32
+	b := ir.NewBuilder("gdn_chunk_wy")
+	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(f, s...)) }
+	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
+	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
+	var q *ir.Value
+	if withQ {
+		q = in("q", B, H, N, L, dk)
+	}
+	b.Region("gdn", 0)
+	switch {
+	case fused && withQ:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q)...)
+	case fused:
+		b.Output(b.GDNChunkWY(kx, k, v, beta, eg, gamma)...)
+	default:
+		kb := b.Mul(kx, beta)
+		tr := b.TrilInverse(b.Mul(b.BMM(kb, b.Transpose(k, -1, -2)), gamma))
+		outs := []*ir.Value{b.BMM(tr, b.Mul(v, beta)), b.BMM(tr, b.Mul(kb, eg))}
+		if withQ {
+			outs = append(outs, b.Mul(q, eg), b.Mul(b.BMM(q, b.Transpose(k, -1, -2)), gamma))
+		}
+		b.Output(outs...)
+	}
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// gdnWYData draws operands like the model's (inputs in gdnWYGraph's
+// order): k rows l2-normalised and scaled by 1/sqrt(Dk) (kx = k, as the
+// model's two reshapes of one norm), v N(0, 0.5), beta in (0, 1), g per
+// chunk a running sum of negative log decays with eg = exp(g) and gamma =
+// tril(exp(g_i - g_j)).
+func gdnWYData(rng *rand.Rand, g *ir.Graph) [][]float32 {
+	data := make([][]float32, len(g.Inputs))
+	for i, v := range g.Inputs {
+		data[i] = make([]float32, v.Type.Shape.Numel())
+	}
+	ks := g.Inputs[1].Type.Shape
+	dk := ks[4]
+	for row := range len(data[1]) / dk {
+		r := data[1][row*dk : (row+1)*dk]
+		var ss float64
+		for j := range r {
+			x := rng.NormFloat64()
+			r[j] = float32(x)
+			ss += x * x
+		}
+		for j := range r {
+			r[j] = float32(float64(r[j]) / math.Sqrt(ss) / math.Sqrt(float64(dk)) * 4)
+		}
+	}
+	copy(data[0], data[1])
+	if len(data) > 6 { // q: rows like k's
+		for j := range data[6] {
+			data[6][j] = data[1][(j+dk)%len(data[1])] * 1.5
+		}
+	}
+	for j := range data[2] {
+		data[2][j] = float32(rng.NormFloat64() * 0.5)
+	}
+	const L = 32
+	for c := range len(data[3]) / L {
+		var gs [L]float64
+		acc := 0.0
+		for i := range L {
+			data[3][c*L+i] = float32(rng.Float64())
+			acc -= math.Abs(rng.NormFloat64()) * 0.1
+			gs[i] = acc
+			data[4][c*L+i] = float32(math.Exp(acc))
+		}
+		for i := range L {
+			for j := 0; j <= i; j++ {
+				data[5][(c*L+i)*L+j] = float32(math.Exp(gs[i] - gs[j]))
+			}
+		}
+	}
+	return data
+}
+
+// TestGDNChunkWYEqualsComposed: gdn_chunk_wy and gdn_chunk_prep equal
+// the composed chains they replace bit for bit on random model-like
+// operands, at storage formats (Composed or not) and in exact math, over
+// 128 tokens (2,048 under TCC_LONG) and over small shapes with several
+// users.
+func TestGDNChunkWYEqualsComposed(t *testing.T) {
+	long := 4 // 128 tokens; 2,048 (~26 CPU-s in all) under TCC_LONG
+	if longtest.Enabled() {
+		long = 64
+	}
+	cases := []struct {
+		name            string
+		B, H, N, dk, dv int
+		withQ           bool
+	}{
+		{"long", 1, 1, long, 64, 64, false},
+		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false},
+		{"27b head dims", 1, 1, 2, 128, 128, false},
+		{"prep long", 1, 1, long, 64, 64, true},
+		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true},
+	}
+	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
+	for _, c := range cases {
+		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ)
+		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ)
+		data := gdnWYData(rand.New(rand.NewPCG(5, uint64(c.N))), composed)
+		for _, on := range []string{"storage", "composed", "exact"} {
+			o := opts[on]
+			t.Run(c.name+"/"+on, func(t *testing.T) {
+				run := func(g *ir.Graph) []Tensor {
+					env := map[*ir.Value]Tensor{}
+					for i, v := range g.Inputs {
+						env[v] = Tensor{Shape: v.Type.Shape, Data: data[i]}
+					}
+					vals, err := Eval(g, env, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ts []Tensor
+					for _, v := range g.Outputs {
+						ts = append(ts, vals[v])
+					}
+					return ts
+				}
+				want, got := run(composed), run(fused)
+				for r, name := range []string{"u", "wk", "qg", "qk"}[:len(want)] {
+					n := 0
+					for i, w := range want[r].Data {
+						if math.Float32bits(w) != math.Float32bits(got[r].Data[i]) {
+							if n++; n <= 3 {
+								t.Errorf("%s[%d] = %g, composed %g", name, i, got[r].Data[i], w)
+							}
+						}
+					}
+					t.Logf("%s %s: PCC %.7f, %d of %d elements differ", name, want[r].Shape, numerics.PCC(want[r].Data, got[r].Data), n, len(want[r].Data))
+					if n > 0 {
+						t.Errorf("%s: %d of %d elements differ from the composed chain; want bit for bit", name, n, len(want[r].Data))
+					}
+				}
+			})
+		}
+	}
+}
