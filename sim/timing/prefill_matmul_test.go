@@ -72,6 +72,46 @@ func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
 	}
 }
 
+// TestPrefillMatmul4OverlapsRowMulticast: a prefill matmul4 whose cores
+// hold one activation row at a time (1,024 tokens of the 27B's GDN input
+// projections, [5120 -> 5120 + 3072 + 24 + 24] bfp8_b at HiFi4: a row of
+// 160 bf16 tiles next to each core's resident slices; two row blocks of
+// 54 cores, 5 columns x 16 rows each, in up to two parts) pops each row
+// in chunks during its last product, and the writer multicasts the next
+// row's chunks as they free (lower's rowChunks), so the next row's read
+// and multicast no longer follow the row's last product. The busiest
+// core's products leave 1.06x (the weights' first stream and the first
+// row): want at most 1.08x. When every row waited for its read and
+// multicast after the last product (before), 1.13x.
+func TestPrefillMatmul4OverlapsRowMulticast(t *testing.T) {
+	const rows, kt = 32, 160
+	tgt := target.Blackhole()
+	b := ir.NewBuilder("prefill matmul4")
+	a := b.Input("a", ir.T(ir.BF16, 1, rows*ir.TileSize, kt*ir.TileSize))
+	w := func(name string, n int) *ir.Value { return b.Weight(name, ir.T(ir.BFP8B, kt*ir.TileSize, n)) }
+	for _, v := range b.Matmul4(a, w("w0", 5120), w("w1", 3072), w("w2", 24), w("w3", 24)) {
+		b.Output(v)
+	}
+	prm := Default()
+	p, pt := simulateLastOp(t, b, tgt, prm)
+	var per int
+	for _, k := range p.Kernels {
+		if k.Role == kir.RoleCompute {
+			fmt.Sscan(k.Defines["MM_TILES_PER_CORE"], &per)
+		}
+	}
+	const nt = 160 + 96 + 1 + 1
+	cores := len(p.Cores())
+	blocks := cores / ((nt + per - 1) / per) // row blocks: the cores' runs
+	coreRows := rows / max(1, blocks)
+	products := float64(coreRows*per*kt) * prm.MatmulCycles[ir.HiFi4]
+	workUS := products/prm.ClockHz*1e6 + prm.FixedProgramUS
+	t.Logf("%d cores, %d row block(s), %d columns x %d rows on the busiest: predicted %.1f us, its products %.1f us (%.3fx)", cores, blocks, per, coreRows, pt.US(), workUS, pt.US()/workUS)
+	if pt.US() > 1.08*workUS || pt.US() < workUS {
+		t.Errorf("a one-row-ring prefill matmul4 is predicted at %.1f us, %.3fx its busiest core's products (%.1f us); want 1x to 1.08x", pt.US(), pt.US()/workUS, workUS)
+	}
+}
+
 // simulateLastOp lowers the last op of b's graph for tgt and simulates
 // its program on one device with prm: the program and its timing.
 func simulateLastOp(t *testing.T, b *ir.Builder, tgt *target.Target, prm *Params) (*kir.Program, *ProgramTime) {
