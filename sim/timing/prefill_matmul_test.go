@@ -80,9 +80,10 @@ func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
 // in chunks during its last product, and the writer multicasts the next
 // row's chunks as they free (lower's rowChunks), so the next row's read
 // and multicast no longer follow the row's last product. The busiest
-// core's products leave 1.06x (the weights' first stream and the first
-// row): want at most 1.08x. When every row waited for its read and
-// multicast after the last product (before), 1.13x.
+// core's products then leave 1.14x (most of it the weights' first
+// stream, ~60 us, before the first products): want at most 1.18x. When
+// every row waited for its read and multicast after the last product
+// (before), 1.28x.
 func TestPrefillMatmul4OverlapsRowMulticast(t *testing.T) {
 	const rows, kt = 32, 160
 	tgt := target.Blackhole()
@@ -107,8 +108,8 @@ func TestPrefillMatmul4OverlapsRowMulticast(t *testing.T) {
 	products := float64(coreRows*per*kt) * prm.MatmulCycles[ir.HiFi4]
 	workUS := products/prm.ClockHz*1e6 + prm.FixedProgramUS
 	t.Logf("%d cores, %d row block(s), %d columns x %d rows on the busiest: predicted %.1f us, its products %.1f us (%.3fx)", cores, blocks, per, coreRows, pt.US(), workUS, pt.US()/workUS)
-	if pt.US() > 1.08*workUS || pt.US() < workUS {
-		t.Errorf("a one-row-ring prefill matmul4 is predicted at %.1f us, %.3fx its busiest core's products (%.1f us); want 1x to 1.08x", pt.US(), pt.US()/workUS, workUS)
+	if pt.US() > 1.18*workUS || pt.US() < workUS {
+		t.Errorf("a one-row-ring prefill matmul4 is predicted at %.1f us, %.3fx its busiest core's products (%.1f us); want 1x to 1.18x", pt.US(), pt.US()/workUS, workUS)
 	}
 }
 
