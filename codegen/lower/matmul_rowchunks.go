@@ -5,14 +5,15 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 )
 
-// Row chunks: a resident multi-part prefill matmul (the 27B's matmul4 and
-// matmul3) whose cores hold one activation row at a time (a ring of two
-// does not fit next to the weights) used the whole row until its last
-// product and popped it after; only then could the writer reserve the
-// next row, its sender read it from DRAM and multicast it, while compute
-// waited (at 4,096 tokens ~360 us of matmul4's 2,945). popEarly does not
-// help a part without an SFPU epilogue: the next row still follows the
-// last product.
+// Row chunks: a resident prefill matmul whose cores hold one activation
+// row at a time (a ring of two does not fit next to the weights: the
+// 27B's matmul4, matmul3 and plain matmuls at 4,096 tokens) used the
+// whole row until its last product and popped it after; only then could
+// the writer reserve the next row, its sender read it from DRAM and
+// multicast it, while compute waited (~360 us of matmul4's 2,945).
+// popEarly hides that wait only under a long epilogue (matmul_swiglu's
+// silu, which keeps it: one part of two weights); a plain or multi-part
+// program's next row still followed its last product.
 //
 // Now the row moves in rowChunks() sub-rounds of P pages (P divides kt,
 // whole NoC packets): the writer multicasts row r+1's chunk j as soon as
@@ -41,11 +42,12 @@ const rowChunkTarget = 10
 // rowChunks is the pages per multicast sub-round of the activation row
 // when the program pops its row in chunks (the file's doc), else 0: m is
 // resident with multicast rows, holds one row (not rowsInner), has
-// several parts, no norm, users or gathered rows, every core at least one
+// several parts or one part of one weight (popEarly keeps the others), no
+// norm, users or gathered rows, every core at least one
 // column and at most dest; P is the smallest divisor of kt of at least
 // kt/rowChunkTarget pages that is whole NoC packets, and less than kt.
 func (m *mmProgram) rowChunks() int {
-	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) < 2 ||
+	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || (len(m.parts) == 1 && len(m.parts[0].weights) > 1) ||
 		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest {
 		return 0
 	}
