@@ -29,7 +29,8 @@
 // protocols of package multicore: mcast.go multicasts a decode matmul's
 // activation row (multicore.Multicast) and, one round per tile row, a
 // prefill matmul's rows when its weights are resident
-// (multicore.Rounds, matmul_resident.go); norm_split.go and the GDN
+// (multicore.Rounds, matmul_resident.go; a one-row ring in K chunks that
+// its last product frees, matmul_rowchunks.go); norm_split.go and the GDN
 // recurrence exchange partial sums with a group leader
 // (multicore.Exchange); the all_reduce_add_rmsnorm ring pushes into its
 // tail (multicore.Push); flash decoding merges its cores' partial

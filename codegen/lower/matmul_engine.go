@@ -615,6 +615,10 @@ func (m *mmProgram) compute() {
 			m.computeRowPopEarly(c, cKt, counts[0], wPos)
 			return
 		}
+		if p := m.rowChunks(); p > 0 {
+			m.computeRowChunks(c, cKt, counts, wPos, p)
+			return
+		}
 		for pi, pt := range m.parts {
 			out := m.outCB[pt.out.Type.DType]
 			// Enter the loop configured for the first product and its packing,
@@ -721,7 +725,7 @@ func (m *mmProgram) writer() {
 		if m.rowsInner() {
 			interleave = m.rows
 		}
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowBlocks, func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -748,17 +752,26 @@ func (m *mmProgram) writer() {
 		m.setArgs(mcastArgs)
 		return
 	}
-	ahead := m.actRows > 1 || m.popEarly() // multicast row r+1 before writing row r's results
+	ahead := m.actRows > 1 || m.popEarly() || m.rowChunks() > 0 // multicast row r+1 before writing row r's results
+	// row r's multicast: one round, or rowSubRounds sub-rounds (rowChunks)
+	sub := m.rowSubRounds()
+	rowRound := func(r kir.Expr) {
+		if sub == 1 {
+			rounds.Round(wb, r)
+			return
+		}
+		wb.For("sub", kir.C(0), kir.Ci(sub), func(j kir.Var) { rounds.Round(wb, kir.Add(kir.Mul(r, kir.Ci(sub)), j)) })
+	}
 	if rounds != nil && ahead {
-		rounds.Round(wb, kir.C(0))
+		rowRound(kir.C(0))
 	}
 	rowLoop(wb, m.coreRows(), func(r kir.Expr) {
 		if rounds != nil {
 			if ahead {
 				// the next row, while compute works on this one
-				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.coreRows())), func() { rounds.Round(wb, kir.Add(r, kir.C(1))) })
+				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.coreRows())), func() { rowRound(kir.Add(r, kir.C(1))) })
 			} else {
-				rounds.Round(wb, r)
+				rowRound(r)
 			}
 		}
 		for pi, pt := range m.parts {

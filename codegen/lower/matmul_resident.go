@@ -331,9 +331,11 @@ func (m *mmProgram) residentWeightPos(b *kir.Builder) map[int]kir.Var {
 // a ring of two rows: the next row's read and multicast overlap the
 // epilogue's SFPU work (matmul_swiglu's silu, 2,571 cycles a tile) instead
 // of following it. Every output tile is computed as before, bit for bit.
+// A program that pops its row in chunks (rowChunks: one part of one
+// weight) does not pop early.
 func (m *mmProgram) popEarly() bool {
 	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 ||
-		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest {
+		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest || m.rowChunks() > 0 {
 		return false
 	}
 	for _, r := range m.ranges {

@@ -73,6 +73,13 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
 				fcW(b, "w2", ir.BFP8B, 256, 24), fcW(b, "w3", ir.BFP8B, 256, 24))
 		}, 3, 0, true},
+		// A matmul4 with a ring of one row (smallL1, K 1536): the core's
+		// last product pops the row in chunks, the writer multicasts the
+		// next row's chunks as they free (rowChunks).
+		{"matmul4_bfp8_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
+			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 1536), fcW(b, "w0", ir.BFP8B, 1536, 96), fcW(b, "w1", ir.BFP8B, 1536, 64),
+				fcW(b, "w2", ir.BFP8B, 1536, 24), fcW(b, "w3", ir.BFP8B, 1536, 24))
+		}, 1, 0, false},
 		{"rmsnorm_matmul_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.RMSNormMatmul(fcIn(b, "x", ir.BF16, 1, 96, 256), fcW(b, "wn", ir.BF16, 256), fcW(b, "w", ir.BFP8B, 256, 320), 1e-5, 1))
 		}, 0, 0, true},

@@ -26,7 +26,9 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 // actMulticastRows is actMulticast for a prefill matmul with resident
 // weights: the activation's tile rows (kt pages each, whole tiles) into
 // cb. With interleave 0 it multicasts one round per row
-// (multicore.Rounds: the writer emits Round with the row, then Finish);
+// (multicore.Rounds: the writer emits Round with the row, then Finish),
+// or sub rounds per row of kt/sub pages each (sub divides kt; round
+// r*sub+j is row r's pages [j*kt/sub, (j+1)*kt/sub): rowChunks);
 // with interleave = rows, one round of all rows*kt pages K-major: page
 // k*rows+r of cb is tile k of row r (the writer emits Round(nil) and
 // Finish). It returns the rounds and the runtime-arg values per core the
@@ -34,9 +36,14 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 // into that many runs, each multicasting its own rows (multicore.Multicast.Blocks):
 // row0 then gives, when the rounds are emitted, the writer's expression of
 // its run's first row, which the sender adds to the round's row.
-func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, rowBlocks int, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, sub, rowBlocks int, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
 	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
 		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }}
+	if sub > 1 {
+		// round g reads pages g*kt/sub.. of the row-major activation: row
+		// g/sub's chunk g%sub
+		m.Pages, m.What = kt/sub, "a chunk of the activation's tile row"
+	}
 	if rowBlocks > 1 {
 		m.Blocks, m.What = rowBlocks, "the activation's tile row of this core's rows"
 		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {
