@@ -84,6 +84,7 @@ func (f *flashSDPA) prefillReader() error {
 	blocks.FillWords(b, s.zero, fb, 0)
 	blocks.FillWords(b, s.ninf, fb, negInf)
 	gr := f.beginGateRows(b)
+	kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
 	f.eachItem(b, rstart, rcount, func(i kir.Var) {
 		it := s.prefillItem(b, i)
 		gr.item(b, i)
@@ -103,16 +104,16 @@ func (f *flashSDPA) prefillReader() error {
 		n := b.Let("n_tiles", kir.Add(s.lptr, kir.C(1)))
 		b.ForStep("t0", kir.C(0), n, kir.Ci(C), func(t0 kir.Var) {
 			cend := chunkEnd(b, t0, n)
-			b.For("t", t0, cend, func(tt kir.Var) {
-				b.If(kir.Ge(tt, mfirst), func() {
-					b.CBReserveBack(s.mask, kir.C(1))
-					it.mask(tt)
-					b.CBPushBack(s.mask, kir.C(1))
+			if prefillKBlocks && s.kBlk == Dt && f.kPair > 1 {
+				f.prefillKBlocks(b, it, t0, cend, mfirst, kpos)
+			} else {
+				b.For("t", t0, cend, func(tt kir.Var) {
+					f.prefillMask(b, it, tt, mfirst)
+					b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
+						f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
+					})
 				})
-				b.ForStep("d0", kir.C(0), kir.Ci(Dt), kir.Ci(s.kBlk), func(d0 kir.Var) {
-					f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, s.kBlk, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, kir.Add(d0, j) })
-				})
-			})
+			}
 			b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
 			b.If(kir.Eq(t0, kir.C(0)), func() {
 				b.Comment("the item's gate tiles (its CB holds them all), while compute works on the first chunk")
@@ -221,3 +222,53 @@ func (g *gateRows) end(b *kir.Builder) {
 }
 
 func fmtName(p string, i int) string { return fmt.Sprintf("%s%d", p, i) }
+
+// prefillKBlocks enables prefillKBlocks's blocks of kPair cache tiles
+// (a variable for the test that compares the two).
+var prefillKBlocks = true
+
+// prefillMask pushes cache tile tt's mask page when it crosses the
+// causal diagonal (tt >= mfirst).
+func (f *flashSDPA) prefillMask(b *kir.Builder, it sdpaItem, tt kir.Expr, mfirst kir.Var) {
+	s := f.gatedSDPA
+	b.If(kir.Ge(tt, mfirst), func() {
+		b.CBReserveBack(s.mask, kir.C(1))
+		it.mask(b.Let("mt", tt))
+		b.CBPushBack(s.mask, kir.C(1))
+	})
+}
+
+// prefillKBlocks emits the K blocks of the chunk's cache tiles [t0, cend)
+// when a cache tile's K row is one block (kBlk == Dt): kPair cache tiles
+// per block (one read barrier, one multicast and handshake for all of
+// them) where the K CB's ring has room for them before its end (kpos,
+// the K cache tiles pushed so far, a multiple of kPair) and the chunk has
+// them, else one. The masks of a block's tiles go before it (at most two
+// per item, the mask CB's pages). Before, every cache tile was its own
+// block: at 4,096 tokens of the 27B the senders waited on a read barrier
+// (or the group's handshake) per 16 KB, and compute waited 1.3 ms of its
+// 5.1 for K (predicted; TestFlashPrefillKBlocksBalanced).
+func (f *flashSDPA) prefillKBlocks(b *kir.Builder, it sdpaItem, t0, cend, mfirst, kpos kir.Var) {
+	s, Dt, P := f.gatedSDPA, f.d.Dt, f.kPair
+	tt := b.LetT("t", kir.U32T, t0)
+	// (kir has no while: a loop over the chunk's tiles that acts at the
+	// next tile not yet read)
+	b.For("tk", t0, cend, func(tk kir.Var) {
+		b.If(kir.Eq(tk, tt), func() {
+			whole := kir.LAnd(kir.Le(kir.Add(tt, kir.Ci(P)), cend), kir.Eq(kir.Mod(kpos, kir.Ci(P)), kir.C(0)))
+			b.IfElse(whole, func() {
+				b.For("tm", tt, kir.Add(tt, kir.Ci(P)), func(tm kir.Var) { f.prefillMask(b, it, tm, mfirst) })
+				f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, P*Dt, func(j kir.Expr) (kir.Expr, kir.Expr) {
+					return kir.Add(tt, kir.Div(j, kir.Ci(Dt))), kir.Mod(j, kir.Ci(Dt))
+				})
+				b.Assign(kpos, kir.Add(kpos, kir.Ci(P)))
+				b.Assign(tt, kir.Add(tt, kir.Ci(P)))
+			}, func() {
+				f.prefillMask(b, it, tt, mfirst)
+				f.sharedCacheTiles(b, s.kAcc, s.cbK, s.k.Type.DType, it.head, Dt, func(j kir.Expr) (kir.Expr, kir.Expr) { return tt, j })
+				b.Assign(kpos, kir.Add(kpos, kir.C(1)))
+				b.Assign(tt, kir.Add(tt, kir.C(1)))
+			})
+		})
+	})
+}
