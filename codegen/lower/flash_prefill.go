@@ -36,9 +36,10 @@ import (
 //
 // The reader hands compute, per item, a page of two words: last and
 // mfirst (the compute kernel reads them with read_tile_value and derives
-// its loop counts from them, as flash decoding does from pos), and the
-// item's Dt gate tiles after its first chunk (their CB holds them all),
-// so their reads overlap the chunks' products rather than follow them.
+// its loop counts from them, as flash decoding does from pos). The
+// writer reads the item's Dt gate tiles before it waits for the item's
+// results (their CB holds them all; prefillWriter), so their reads
+// overlap the chunks' products and hold up no K or V block.
 //
 // Numerics: the reference follows the chunked online softmax step by step
 // (sim/ref attendFlashFPU: the item's chunks, masked rows included, the
@@ -83,11 +84,9 @@ func (f *flashSDPA) prefillReader() error {
 	s.ninf = b.Let("ninf", kir.Add(consts, kir.Ci(fb)))
 	blocks.FillWords(b, s.zero, fb, 0)
 	blocks.FillWords(b, s.ninf, fb, negInf)
-	gr := f.beginGateRows(b)
 	kpos := b.LetT("kpos", kir.U32T, kir.C(0)) // K cache tiles pushed
 	f.eachItem(b, rstart, rcount, func(i kir.Var) {
 		it := s.prefillItem(b, i)
-		gr.item(b, i)
 		st := b.Let("item_row", kir.Mod(i, kir.Ci(d.St)))
 		// the item's last token: min(32 st + 31, S - 1)
 		lastTok := b.LetT("last_tok", kir.U32T, kir.Add(kir.Mul(st, kir.Ci(ir.TileSize)), kir.Ci(ir.TileSize-1)))
@@ -115,40 +114,80 @@ func (f *flashSDPA) prefillReader() error {
 				})
 			}
 			b.ForStep("d", kir.C(0), kir.Ci(Dt), kir.Ci(f.vGroup), func(dd kir.Var) { f.valueBlock(b, it.head, t0, cend, dd) })
-			b.If(kir.Eq(t0, kir.C(0)), func() {
-				b.Comment("the item's gate tiles (its CB holds them all), while compute works on the first chunk")
-				b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gr.tile(b, st, dd) })
-			})
 		})
 	})
 	if s.err != nil {
 		return s.err
 	}
 	f.finishShare(b)
-	gr.end(b)
 	blocks.ReleaseScratchPages(b, s.consts, 2)
 	blocks.ReleaseScratch(b, s.cbPos)
+	return nil
+}
+
+// prefillWriter adds the prefill writer (runtime args start, count:
+// items, visited in the reader's order, eachItem): per item its Dt gate
+// tiles (gateRows; the gate CB holds them all, and compute needs them only
+// when it normalises the item, after all its chunks), then its Dt result
+// tiles, output tiles (tile row st, column h*Dt + d of user b). The
+// writer idles while compute works through an item's chunks, so the
+// gate's small reads (two 64-byte spans per row and D tile, 512 an item at
+// D = 256) cost the item nothing there; in the reader they held up the
+// group's K and V multicast (every core of a group takes each block
+// together): the 27B's 4,096-token program took 4,821.5 us with them in
+// the reader, 3,929.1 us here (predicted; 487.5 against 655.1 us at 1,024 tokens:
+// TestFlashPrefillGateOnWriter).
+func (f *flashSDPA) prefillWriter() error {
+	s, d, Dt := f.gatedSDPA, f.d, f.d.Dt
+	wr := newWriter(s.p, s.rs)
+	oAcc := s.bind(wr, "out_addr", s.out)
+	s.gAcc = s.bind(wr, "gate_addr", s.gate)
+	if s.err != nil {
+		return s.err
+	}
+	s.wr = wr
+	wstart, wcount := wr.RuntimeArg("start"), wr.RuntimeArg("count")
+	b := wr.Builder()
+	gr := f.beginGateRows(b)
+	f.eachItem(b, wstart, wcount, func(i kir.Var) {
+		gr.item(b, i)
+		st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
+		b.Comment("the item's gate tiles (its CB holds them all), while compute works on its chunks")
+		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gr.tile(b, st, dd) })
+		bh := b.Let("bh", kir.Div(i, kir.Ci(d.St)))
+		u, h := kir.Div(bh, kir.Ci(d.H)), kir.Mod(bh, kir.Ci(d.H))
+		first := b.Let("first", kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.St)), st), kir.Ci(d.H*Dt)), kir.Mul(h, kir.Ci(Dt))))
+		blocks.WritePages(b, oAcc, s.cbOut, first, kir.Ci(Dt))
+	})
+	gr.end(b)
 	return nil
 }
 
 // Gate rows. The gate is [B, S, H, D] in tiles of its [H, D] matrices: a
 // result tile's (token tile row st, D tile dd) rows are token st*32 + r's
 // row h of that token's page (h's tile row, D tile dd): one face row of
-// 16 elements in each of two faces. The reader reads just the aligned
-// 64 bytes holding each face row (DRAM reads start at a multiple of
+// 16 elements in each of two faces. The writer reads, per row, the one
+// span from the aligned start of its face-0 row through its face-1 row
+// (gateRowSpan: 576 bytes of bf16; DRAM reads start at a multiple of
 // DRAMReadAlign, their L1 destination agreeing with it modulo 64) into a
-// staging slot, and copies the face rows into the result tile; rows past
-// the prompt (the last tile row of S % 32 != 0) are zeros. Before, every
-// token's whole 2 KB page was read for its 32 or 64 bytes: 32 pages per
-// gate tile, 512 KB an item, 805 MB of the 27B's 4,096-token program's
-// 1,401 MB of DRAM reads (predicted; TestFlashPrefillGateRowReads).
+// staging slot, and copies the two face rows into the result tile; rows
+// past the prompt (the last tile row of S % 32 != 0) are zeros. Two
+// reads of the 64 bytes holding each face row moved fewer bytes but made
+// twice the DRAM requests, which the banks serve at a request rate
+// (Params.DRAMRequestCycles) rather than their data rate: with them the
+// 27B's 4,096-token program took 4,876.8 us (DRAM read 646.6 MB), with
+// one span 3,929.1 us (822.8 MB). Before either, every token's whole 2 KB
+// page was read for its 32 or 64 bytes: 32 pages per gate tile, 512 KB
+// an item, 805 MB of the 4,096-token program's 1,401 MB of DRAM reads
+// (predicted; TestFlashPrefillGateRowReads).
 type gateRows struct {
 	f               *flashSDPA
-	stage           kir.Var // 64-byte aligned staging: 2 spans of gateSpan bytes per row
+	stage           kir.Var // 64-byte aligned staging: one gateRowSpan per row
 	u, hr, pageBase kir.Var // the item's user, head row in its tile, and page offset of its head's tile row
 }
 
-// gateSpan is the bytes read per face row: the DRAM read alignment.
+// gateSpan is the DRAM read alignment, which a face row's start in a span
+// may be past.
 const gateSpan = 64
 
 // beginGateRows takes the staging slot (the gate gather's scratch pages).
@@ -185,24 +224,20 @@ func (g *gateRows) tile(b *kir.Builder, st, dd kir.Var) {
 			b.Assign(rows, kir.Sub(kir.Ci(d.S), kir.Mul(st, kir.Ci(ir.TileSize))))
 		})
 	}
-	// the face rows' offsets in a source page (head row hr) and their
-	// aligned spans
-	offs := [2]kir.Var{}
-	for half := range 2 {
-		offs[half] = b.Let(fmtName("gate_off", half), blocks.FaceOffset(g.hr, kir.Ci(half*blocks.FaceDim), eb))
-	}
+	// the row's offset in face 0 of a source page (head row hr), and the
+	// one aligned span from it through its row in face 1 (FaceBytes on)
+	off := b.Let("gate_off", blocks.FaceOffset(g.hr, kir.C(0), eb))
+	lead := b.Let("gate_lead", kir.Mod(off, kir.Ci(gateSpan)))
+	span := gateRowSpan(eb)
 	b.For("r", kir.C(0), rows, func(r kir.Var) {
 		page := b.Let("gate_page", kir.Add(kir.Add(kir.Mul(kir.Add(kir.Mul(g.u, kir.Ci(d.S)), kir.Add(kir.Mul(st, kir.Ci(ir.TileSize)), r)), kir.Ci(perTok)), g.pageBase), dd))
-		for half := range 2 {
-			at := kir.Add(g.stage, kir.Mul(kir.Add(kir.Mul(r, kir.C(2)), kir.Ci(half)), kir.Ci(gateSpan)))
-			b.NoCAsyncRead(s.gAcc.PageAddrAtExpr(page, kir.Sub(offs[half], kir.Mod(offs[half], kir.Ci(gateSpan)))), at, kir.Ci(gateSpan))
-		}
+		b.NoCAsyncRead(s.gAcc.PageAddrAtExpr(page, kir.Sub(off, lead)), kir.Add(g.stage, kir.Mul(r, kir.Ci(span))), kir.Ci(span))
 	})
 	b.NoCAsyncReadBarrier()
 	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
 		b.IfElse(kir.Lt(r, rows), func() {
 			for half := range 2 {
-				at := kir.Add(g.stage, kir.Add(kir.Mul(kir.Add(kir.Mul(r, kir.C(2)), kir.Ci(half)), kir.Ci(gateSpan)), kir.Mod(offs[half], kir.Ci(gateSpan))))
+				at := kir.Add(g.stage, kir.Add(kir.Mul(r, kir.Ci(span)), kir.Add(lead, kir.Ci(half*faceBytes(eb)))))
 				blocks.LocalCopy(b, at, kir.Add(out, blocks.FaceOffset(r, kir.Ci(half*blocks.FaceDim), eb)), row)
 			}
 		}, func() {
@@ -215,6 +250,14 @@ func (g *gateRows) tile(b *kir.Builder, st, dd kir.Var) {
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(s.cbGate, kir.C(1))
 }
+
+// faceBytes is the bytes of one 16x16 face of elements of eb bytes.
+func faceBytes(eb int) int { return blocks.FaceDim * blocks.FaceDim * eb }
+
+// gateRowSpan is the bytes read per gate row: from the aligned start of
+// its face-0 row through its face-1 row, one face later (a face row of
+// 16 elements, at most gateSpan bytes from the aligned start).
+func gateRowSpan(eb int) int { return faceBytes(eb) + gateSpan }
 
 // end releases the staging slot.
 func (g *gateRows) end(b *kir.Builder) {

@@ -114,7 +114,6 @@ func (f *flashSDPA) shareRank(b *kir.Builder, q kir.Var) kir.Var {
 // compares it with the order before).
 var prefillBalanced = true
 
-
 // eachItem emits body for each item of the kernel's cores: start ..
 // start+count-1, or (shared) the group-major indices start + k*C for k <
 // count, as items.

@@ -676,8 +676,8 @@ func (f *flashSDPA) valueBlockInto(b *kir.Builder, head kir.Expr, t0, cend kir.V
 // coordinates).
 func (f *flashSDPA) writer() error {
 	s, Dt := f.gatedSDPA, f.d.Dt
-	if f.share != nil {
-		return s.writerEach(f.eachItem)
+	if s.prefill {
+		return f.prefillWriter()
 	}
 	if f.group == 1 {
 		return s.writer()
