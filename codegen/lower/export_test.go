@@ -5,4 +5,5 @@ package lower
 var (
 	PrefillKBlocks  = &prefillKBlocks
 	PrefillBalanced = &prefillBalanced
+	PrefillChunk    = &prefillChunk
 )

@@ -20,7 +20,7 @@ import (
 // core reads and multicasts: flash_prefill_share.go). The
 // item's last visible position is last = row0 + rows - 1, rows = min(32,
 // S - 32 st) (its last token); it sees cache tiles 0 .. last/32 and the
-// reader and compute loop over exactly those, in chunks of flashChunk
+// reader and compute loop over exactly those, in chunks of prefillChunk
 // tiles. Every tile from mfirst = row0/32 on (the one or two crossing the
 // causal diagonal) gets a mask page (prefillItem: -inf where 32 t + c >
 // row0 + r), added to its scores before q K^T; the tiles before it are
@@ -63,7 +63,7 @@ const (
 // prefillReader adds the prefill reader (see the comment above).
 // Runtime args: start, count (items).
 func (f *flashSDPA) prefillReader() error {
-	s, d, Dt, C := f.gatedSDPA, f.d, f.d.Dt, flashChunk
+	s, d, Dt, C := f.gatedSDPA, f.d, f.d.Dt, f.chunk
 	if err := s.readerSetup(); err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (f *flashSDPA) prefillReader() error {
 		b.CBPushBack(f.posC, kir.C(1))
 		n := b.Let("n_tiles", kir.Add(s.lptr, kir.C(1)))
 		b.ForStep("t0", kir.C(0), n, kir.Ci(C), func(t0 kir.Var) {
-			cend := chunkEnd(b, t0, n)
+			cend := chunkEnd(b, t0, n, C)
 			if prefillKBlocks && s.kBlk == Dt && f.kPair > 1 {
 				f.prefillKBlocks(b, it, t0, cend, mfirst, kpos)
 			} else {

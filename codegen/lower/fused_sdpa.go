@@ -119,7 +119,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	if !prefill {
 		return flashDecode(s, ctx)
 	}
-	return flashBuild(s, ctx, 1, newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType))
+	return flashPrefill(s, ctx)
 }
 
 // readerSetup adds the reader kernel (s.rd) with the operands' buffer
