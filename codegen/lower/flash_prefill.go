@@ -1,8 +1,6 @@
 package lower
 
 import (
-	"fmt"
-
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
@@ -263,8 +261,6 @@ func gateRowSpan(eb int) int { return faceBytes(eb) + gateSpan }
 func (g *gateRows) end(b *kir.Builder) {
 	blocks.ReleaseScratchPages(b, g.f.slotG, prefillGatePages(g.f.d))
 }
-
-func fmtName(p string, i int) string { return fmt.Sprintf("%s%d", p, i) }
 
 // prefillKBlocks enables prefillKBlocks's blocks of kPair cache tiles
 // (a variable for the test that compares the two).
