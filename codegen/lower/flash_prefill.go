@@ -133,8 +133,8 @@ func (f *flashSDPA) prefillReader() error {
 // D = 256) cost the item nothing there; in the reader they held up the
 // group's K and V multicast (every core of a group takes each block
 // together): the 27B's 4,096-token program took 4,821.5 us with them in
-// the reader, 3,929.1 us here (predicted; 487.5 against 655.1 us at 1,024 tokens:
-// TestFlashPrefillGateOnWriter).
+// the reader, 3,929.1 us here (predicted, chunks of 8; 487.5 against
+// 655.1 us at 1,024 tokens: TestFlashPrefillGateOnWriter).
 func (f *flashSDPA) prefillWriter() error {
 	s, d, Dt := f.gatedSDPA, f.d, f.d.Dt
 	wr := newWriter(s.p, s.rs)

@@ -84,7 +84,8 @@ func TestFlashPrefillGateRowReads(t *testing.T) {
 // TestFlashPrefillGateOnWriter: the prefill attention's writer, not its
 // reader, reads the gate (the reader's kernel binds no gate buffer), in
 // one span per row and D tile, and the 27B's 1,024-token program from
-// position 0 is compute-bound: predicted 487.5 us, against 655.1 us with
+// position 0 takes 487.5 us predicted (480.5 with chunks of 16, below),
+// against 655.1 us with
 // the reader reading the gate's two 64-byte face-row spans per row and D
 // tile after each item's first chunk (every core of a K/V group waited for
 // the slowest one's gate reads before the next block).
@@ -115,17 +116,17 @@ func TestFlashPrefillGateOnWriter(t *testing.T) {
 //
 //   - K blocks (1,024 tokens): K read kPair (4) cache tiles per block (one
 //     read barrier and one handshake of the group for 64 KB, not 16 KB), so
-//     compute waits less for K and the program takes less time (487.5
-//     against 518.0 us, compute's K waits 75.9 against 97.6 us);
+//     compute waits less for K and the program takes less time (480.5
+//     against 513.9 us, compute's K waits 92.5 against 117.9 us);
 //   - balanced (4,096 tokens, TCC_LONG: ~25 CPU-s): the groups of the
 //     causal triangle go to the cores largest first, in alternating order
 //     per round (shareRank), so the cores that get the last token tile rows
-//     do not also get the most work; at least 4% less time than with the
-//     groups in (kv head, st) order (3,929.1 against 4,202.9 us). Since the
+//     do not also get the most work; at least 1.5% less time than with the
+//     groups in (kv head, st) order (3,699.0 against 3,786.6 us). Since the
 //     gate moved to the writer the program is bound by compute, and the
-//     order's gain depends on how the rounds fall: 3.5% at 3,072 tokens,
-//     none at 2,048, and at 1,536 it is 3.7% slower (843.0 against 813.2
-//     us).
+//     order's gain depends on how the rounds fall (with chunks of 8: 6.5%
+//     at 4,096 tokens, 3.5% at 3,072, none at 2,048, and at 1,536 it was
+//     3.7% slower, 843.0 against 813.2 us).
 func TestFlashPrefillKBlocksBalanced(t *testing.T) {
 	kWait := func(d timing.DeviceTime) float64 {
 		for _, k := range d.Kernels {
@@ -153,8 +154,8 @@ func TestFlashPrefillKBlocksBalanced(t *testing.T) {
 		var off timing.DeviceTime
 		withKnob(lower.PrefillBalanced, false, func() { off = simulatePrefill27B(t, S, 0) })
 		t.Logf("balanced %.1f us, in (kv head, st) order %.1f us", on.US, off.US)
-		if on.US > 0.96*off.US {
-			t.Errorf("balanced %.1f us, want under 96%% of %.1f", on.US, off.US)
+		if on.US > 0.985*off.US {
+			t.Errorf("balanced %.1f us, want under 98.5%% of %.1f", on.US, off.US)
 		}
 	})
 }
