@@ -13,7 +13,7 @@ import (
 // compute adds the compute kernel (see the file's doc). Runtime args:
 // items and slot.
 func (f *flashSDPA) compute() {
-	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
+	s, Dt, C := f.gatedSDPA, f.d.Dt, f.chunk
 	var c *blocks.Compute
 	s.cp, c = fp32Compute(s.p, s.rs, s.ctx)
 	items, slot := s.cp.RuntimeArg("items"), s.cp.RuntimeArg("slot")
@@ -58,7 +58,7 @@ func (f *flashSDPA) compute() {
 			}
 			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
 			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-				cend := chunkEnd(c.B, t0, hi)
+				cend := chunkEnd(c.B, t0, hi, C)
 				n := c.B.Let("n", kir.Sub(cend, t0))
 				later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
 				f.chunkScores(c, t0, cend, lptr)
@@ -107,7 +107,7 @@ func (f *flashSDPA) perItemPos() bool { return f.prefill || f.group == 1 && perU
 func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
 	s := f.gatedSDPA
 	c.B.Comment("chunk scores: (mask + q k^T) * scale")
-	c.B.CBReserveBack(s.scores, kir.Ci(flashChunk))
+	c.B.CBReserveBack(s.scores, kir.Ci(f.chunk))
 	c.For("t", t0, cend, func(tt kir.Var) {
 		c.Acquire()
 		masked := kir.Expr(kir.Eq(tt, lptr))
@@ -130,7 +130,7 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
 		c.Pack(kir.C(0), s.scores)
 		c.Release()
 	})
-	c.B.CBPushBack(s.scores, kir.Ci(flashChunk))
+	c.B.CBPushBack(s.scores, kir.Ci(f.chunk))
 }
 
 // chunkSoftmax emits, for the chunk's n score tiles, the new shift nm' =
@@ -143,7 +143,7 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	s := f.gatedSDPA
 	sfpu := func(op kir.SFPUOp, d int) { c.SFPU(blocks.SFPUStep{Op: op}, kir.Ci(d)) }
 	c.B.Comment("new shift: -max(m, row max of the chunk), rounded to bf16")
-	c.B.CBWaitFront(s.scores, kir.Ci(flashChunk))
+	c.B.CBWaitFront(s.scores, kir.Ci(f.chunk))
 	c.Acquire()
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Reduce(kir.ReduceMax, kir.ReduceRow, s.scores, s.scaler, f.nmN, j, kir.C(0), kir.C(0))
@@ -173,7 +173,7 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	c.PackOutTo(f.nmN, f.nmS)
 	c.B.CBWaitFront(f.nmN, kir.C(1))
 	c.B.Comment("p = exp(s - m')")
-	c.B.CBReserveBack(f.pexp, kir.Ci(flashChunk))
+	c.B.CBReserveBack(f.pexp, kir.Ci(f.chunk))
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Acquire()
 		c.Binary(kir.EltAdd, blocks.BcastCols, s.scores, f.nmN, j, kir.C(0), kir.C(0))
@@ -183,8 +183,8 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 		c.Pack(kir.C(0), f.pexp)
 		c.Release()
 	})
-	c.B.CBPushBack(f.pexp, kir.Ci(flashChunk))
-	c.B.CBPopFront(s.scores, kir.Ci(flashChunk))
+	c.B.CBPushBack(f.pexp, kir.Ci(f.chunk))
+	c.B.CBPopFront(s.scores, kir.Ci(f.chunk))
 	c.If(later, func() {
 		c.B.Comment("rescale factor a = exp(m - m') on every column")
 		c.Acquire()
@@ -198,7 +198,7 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	}, nil)
 	c.B.CBPopFront(f.nmN, kir.C(1))
 	c.B.Comment("l = l * a + row sum of p")
-	c.B.CBWaitFront(f.pexp, kir.Ci(flashChunk))
+	c.B.CBWaitFront(f.pexp, kir.Ci(f.chunk))
 	c.Acquire()
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Matmul(f.pexp, f.onesT, j, kir.C(0), kir.C(0), false)
@@ -220,7 +220,7 @@ func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
 	s := f.gatedSDPA
 	c.B.Comment("O = O * a + p v, per D tile")
 	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
-		c.B.CBWaitFront(s.cbV, kir.Ci(flashChunk))
+		c.B.CBWaitFront(s.cbV, kir.Ci(f.chunk))
 		c.Acquire()
 		c.If(later, func() {
 			c.B.CBWaitFront(f.oS, kir.C(1))
@@ -232,10 +232,10 @@ func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
 		c.For("j", kir.C(0), n, func(j kir.Var) {
 			c.Matmul(f.pexp, s.cbV, j, j, kir.C(0), false)
 		})
-		c.B.CBPopFront(s.cbV, kir.Ci(flashChunk))
+		c.B.CBPopFront(s.cbV, kir.Ci(f.chunk))
 		c.PackOut(f.oS, 1)
 	})
-	c.B.CBPopFront(f.pexp, kir.Ci(flashChunk))
+	c.B.CBPopFront(f.pexp, kir.Ci(f.chunk))
 	c.If(later, func() { c.B.CBPopFront(f.alpha, kir.C(1)) }, nil)
 }
 

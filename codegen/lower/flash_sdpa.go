@@ -87,7 +87,7 @@ import (
 // Reader: pos; a helper's gate tiles (group > 1); when the core has
 // cache tiles, the q tile row and per chunk the K tiles of its cache
 // tiles, up to flashKPair per barrier (and the mask page of pos's tile),
-// then per vGroup D tiles a block of flashChunk V pages each (the chunk's
+// then per vGroup D tiles a block of chunk V pages each (the chunk's
 // tiles, the rest of the block unused, so every block starts at the same
 // ring page; the scores and exp blocks likewise); then (group 1) the gate
 // tiles. K and V rows past pos in pos's tile are cleared (stale cache
@@ -96,11 +96,20 @@ import (
 // core holding pos's tile) the reader's zeros and mask.
 
 // flashChunk is the cache tiles a core streams per chunk (the scores and
-// exp CBs hold one chunk, the V CB two).
+// exp CBs hold one chunk, the V CB two) in flash decoding.
 const flashChunk = 8
 
+// prefillChunk is flashChunk of the flash prefill attention
+// (flashPrefill): its per-chunk work (the
+// rescale of O's Dt tiles and of l, the rescale factor's exp) spread over
+// twice the cache tiles. The 27B's 4,096-token program takes 3,699.0 us
+// with it, 3,929.1 with chunks of 8 (predicted; TestFlashPrefillChunk).
+// sim/ref's flashChunkTiles follows it (a variable for the test that
+// compares the two; the reference is bit for bit only at 16).
+var prefillChunk = 16
+
 // flashKPair is the most cache tiles whose K the reader moves per barrier
-// (fewer when their K rows are longer than 4*flashChunk tiles).
+// (fewer when their K rows are longer than 4*chunk tiles).
 const flashKPair = 4
 
 // The semaphores of a split program: the leader's result tiles at the
@@ -118,6 +127,7 @@ const (
 type flashSDPA struct {
 	*gatedSDPA
 	group, sub int // cores per item, per subgroup of the combine
+	chunk      int // cache tiles per chunk: flashChunk, or prefillChunk
 	// the reader's reads per barrier: K tiles of kPair cache tiles, V
 	// blocks of vGroup D tiles
 	kPair, vGroup int
@@ -150,12 +160,19 @@ func flashDecode(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
 		g = n / s.d.items
 	}
 	for {
-		p, err := flashBuild(s, ctx, g, cost)
+		p, err := flashBuild(s, ctx, g, flashChunk, cost)
 		if err == nil || g == 1 || !strings.Contains(err.Error(), "rule l1-budget") {
 			return p, err
 		}
 		g--
 	}
+}
+
+// flashPrefill builds s's program (prefill) by flashBuild with one core
+// per item, in chunks of prefillChunk cache tiles (the chunks sim/ref's
+// flash attention follows, so there is no other size to fall back to).
+func flashPrefill(s *gatedSDPA, ctx *Context) (*kir.Program, error) {
+	return flashBuild(s, ctx, 1, prefillChunk, newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType))
 }
 
 // flashCost is the cost estimate of flash decoding, in cycles: a cache
@@ -224,9 +241,9 @@ func (fc flashCost) subgroup(g int) int {
 func flashHelpers(g, Dt int) int { return min(g, Dt) }
 
 // flashBuild builds the program with groups of g cores per item.
-func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Program, error) {
+func flashBuild(s0 *gatedSDPA, ctx *Context, g, chunk int, cost flashCost) (*kir.Program, error) {
 	s := *s0 // a fresh copy per attempt
-	f := &flashSDPA{gatedSDPA: &s, group: g, cost: cost}
+	f := &flashSDPA{gatedSDPA: &s, group: g, chunk: chunk, cost: cost}
 	t, d := ctx.Target, s.d
 	var err error
 	if c := shareCores(d.items, d.G, t.NumWorkers()); s.prefill && g == 1 && c > 0 {
@@ -265,9 +282,9 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g int, cost flashCost) (*kir.Progra
 // planCBs plans the program's CBs (and, group > 1, the combine's CBs and
 // the semaphores).
 func (f *flashSDPA) planCBs() error {
-	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, flashChunk
+	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, f.chunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
-	f.kPair, f.vGroup = max(1, min(flashKPair, 4*flashChunk/Dt)), largestDivisor(Dt, 4)
+	f.kPair, f.vGroup = max(1, min(flashKPair, 4*C/Dt)), largestDivisor(Dt, 4)
 	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
 	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
 	masks := 1
@@ -397,9 +414,9 @@ func (f *flashSDPA) helper(b *kir.Builder, slot kir.Expr) (is, k kir.Var) {
 	return is, k
 }
 
-// chunkEnd emits min(t0 + flashChunk, hi), the end of the chunk at t0.
-func chunkEnd(b *kir.Builder, t0, hi kir.Expr) kir.Var {
-	end := b.LetT("cend", kir.U32T, kir.Add(t0, kir.Ci(flashChunk)))
+// chunkEnd emits min(t0 + chunk, hi), the end of the chunk at t0.
+func chunkEnd(b *kir.Builder, t0, hi kir.Expr, chunk int) kir.Var {
+	end := b.LetT("cend", kir.U32T, kir.Add(t0, kir.Ci(chunk)))
 	b.If(kir.Gt(end, hi), func() { b.Assign(end, hi) })
 	return end
 }
@@ -436,7 +453,7 @@ func (f *flashSDPA) gateTile(b *kir.Builder, it sdpaItem, dd kir.Expr) {
 // reader adds the reader (see the file's doc). Runtime args: start,
 // count (items) and slot.
 func (f *flashSDPA) reader() error {
-	s, Dt, C := f.gatedSDPA, f.d.Dt, flashChunk
+	s, Dt, C := f.gatedSDPA, f.d.Dt, f.chunk
 	if err := s.readerSetup(); err != nil {
 		return err
 	}
@@ -520,7 +537,7 @@ func (f *flashSDPA) reader() error {
 			}
 			it := s.decodeItem(b, i)
 			b.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
-				cend := chunkEnd(b, t0, hi)
+				cend := chunkEnd(b, t0, hi, C)
 				// K: the tiles of kPair cache tiles per barrier (two when a
 				// cache tile's K row is one block), so that a core keeps
 				// more reads in flight
@@ -629,28 +646,28 @@ func (f *flashSDPA) kTiles(b *kir.Builder, it sdpaItem, tt, cend, lptr, kpos kir
 	b.Assign(tt, kir.Add(tt, pair))
 }
 
-// valueBlock emits vGroup blocks of flashChunk pages of the V CB under
+// valueBlock emits vGroup blocks of f.chunk pages of the V CB under
 // one barrier: block k holds V tiles (t, d0+k) of head for t in [t0,
 // cend) in its first pages (rows past pos cleared in pos's tile), the
 // rest unused.
 func (f *flashSDPA) valueBlock(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var) {
-	base := blocks.Reserve(b, f.cbV, kir.Ci(f.vGroup*flashChunk), "vl1")
+	base := blocks.Reserve(b, f.cbV, kir.Ci(f.vGroup*f.chunk), "vl1")
 	if f.share == nil {
 		f.valueBlockInto(b, head, t0, cend, d0, base)
 	} else {
 		runs := make([]pageRun, f.vGroup)
 		for k := range runs {
-			runs[k] = pageRun{kir.Ci(k * flashChunk), kir.Sub(cend, t0)}
+			runs[k] = pageRun{kir.Ci(k * f.chunk), kir.Sub(cend, t0)}
 		}
 		f.shareBlock(b, base, f.v.Type.DType.TileBytes(), runs, func() { f.valueBlockInto(b, head, t0, cend, d0, base) })
 	}
-	b.CBPushBack(f.cbV, kir.Ci(f.vGroup*flashChunk))
+	b.CBPushBack(f.cbV, kir.Ci(f.vGroup*f.chunk))
 }
 
 // valueBlockInto is valueBlock into the reserved pages at base, without
 // the push.
 func (f *flashSDPA) valueBlockInto(b *kir.Builder, head kir.Expr, t0, cend kir.Var, d0 kir.Var, base kir.Var) {
-	s, C, nd := f.gatedSDPA, flashChunk, f.vGroup
+	s, C, nd := f.gatedSDPA, f.chunk, f.vGroup
 	dt := s.v.Type.DType
 	tb := dt.TileBytes()
 	b.For("k", kir.C(0), kir.Ci(nd), func(k kir.Var) {
@@ -676,8 +693,8 @@ func (f *flashSDPA) valueBlockInto(b *kir.Builder, head kir.Expr, t0, cend kir.V
 // coordinates).
 func (f *flashSDPA) writer() error {
 	s, Dt := f.gatedSDPA, f.d.Dt
-	if f.share != nil {
-		return s.writerEach(f.eachItem)
+	if s.prefill {
+		return f.prefillWriter()
 	}
 	if f.group == 1 {
 		return s.writer()

@@ -119,7 +119,7 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 	if !prefill {
 		return flashDecode(s, ctx)
 	}
-	return flashBuild(s, ctx, 1, newFlashCost(s.d, ctx.Fidelity, s.k.Type.DType))
+	return flashPrefill(s, ctx)
 }
 
 // readerSetup adds the reader kernel (s.rd) with the operands' buffer
@@ -129,7 +129,10 @@ func sdpaGated(op *ir.Op, ctx *Context, prefill bool) (*kir.Program, error) {
 func (s *gatedSDPA) readerSetup() error {
 	d, Dt := s.d, s.d.Dt
 	rd := newReader(s.p, s.rs)
-	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), s.bind(rd, "gate_addr", s.gate)
+	s.qAcc, s.kAcc, s.vAcc, s.pAcc, s.gAcc = s.bind(rd, "q_addr", s.q), s.bind(rd, "k_addr", s.k), s.bind(rd, "v_addr", s.v), s.bind(rd, "pos_addr", s.pos), nil
+	if !s.prefill {
+		s.gAcc = s.bind(rd, "gate_addr", s.gate) // prefill: the writer reads the gate (prefillWriter)
+	}
 	if s.err != nil {
 		return s.err
 	}
@@ -144,21 +147,14 @@ func (s *gatedSDPA) readerSetup() error {
 	if err := s.gg.Check(); err != nil {
 		return err
 	}
-	if s.prefill {
-		s.gg.Prefetch = prefillGatePages(d)
-	}
 	qim, gim := blocks.ImageOf(s.q.Type.Shape), blocks.ImageOf(s.gate.Type.Shape)
 	s.groupRows = !s.prefill && qim.R == d.H && qim.Rt == 1 && gim.R == d.H && gim.Rt == 1 && qim.Ct == Dt && gim.Ct == Dt
 	return nil
 }
 
-// prefillGatePages is the page cache of the prefill gate gather
-// (Prefetch: a result tile's reads all in flight, one barrier, not one
-// barrier per source page: waiting for each made the 27B's reader wait
-// about 400 us per 256-token item, predicted): a result tile's row (a
-// token) comes from the gate's [H, D] matrix of that token, one page of
-// it (its columns are the result tile's), so the page changes at most
-// once per row: min(32, S) pages.
+// prefillGatePages is the pages of the prefill writer's gate staging slot
+// (gateRows: one span, at most a page, per row of a result tile, all in
+// flight under one barrier): min(32, S) pages.
 func prefillGatePages(d sdpaDims) int { return min(ir.TileSize, d.S) }
 
 // decodeItem emits decode item i's (kv head b*Hkv + j) group query rows
@@ -228,10 +224,6 @@ func (s *gatedSDPA) prefillItem(b *kir.Builder, i kir.Var) sdpaItem {
 	u, h := b.Let("u", kir.Div(bh, kir.Ci(d.H))), b.Let("h", kir.Mod(bh, kir.Ci(d.H)))
 	it.head = b.Let("head", kir.Add(kir.Mul(u, kir.Ci(d.Hkv)), kir.Div(h, kir.Ci(d.G))))
 	row0 := b.Let("row0", kir.Add(s.posv, kir.Mul(st, kir.Ci(ir.TileSize)))) // position of the item's first query
-	// gate [B,S,H,D]: token s of head h is row (b*S + s)*H + h.
-	s.gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-		return []blocks.Run{{Src: 0, Row: kir.Add(kir.Mul(kir.Add(kir.Mul(u, kir.Ci(d.S)), row), kir.Ci(d.H)), h), Col: col}}
-	}
 	b.Comment("the head's query tile row: q's own pages")
 	blocks.ReadPages(b, s.qAcc, s.cbQ, kir.Mul(i, kir.Ci(d.Dt)), kir.Ci(d.Dt))
 	it.mask = func(tt kir.Var) {

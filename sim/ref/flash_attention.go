@@ -8,8 +8,8 @@ import (
 )
 
 // flashChunkTiles is the cache tiles the flash prefill program
-// (codegen/lower flashChunk) streams per chunk of its online softmax.
-const flashChunkTiles = 8
+// (codegen/lower prefillChunk) streams per chunk of its online softmax.
+const flashChunkTiles = 16
 
 // flashItem is the work item of the flash prefill program that holds query
 // row s (of S rows at positions pos, pos+1, ...): its tile row of up to 32
