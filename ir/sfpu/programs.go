@@ -384,13 +384,26 @@ func buildPrograms() [len(Table)]*Program {
 	})
 	// rsqrt and sqrt: NaN propagates through the estimate's products (a
 	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
+	// rsqrt: zeros, denormals and ±Inf take SFPARECIP's value (±0 and a
+	// denormal: ±Inf; +Inf: 0), then the negatives but -0 and the negative
+	// denormals (-Inf and negative NaNs included) NaN: two blocks on
+	// expTest's one exponent test, whose four instructions fill MAD slots.
+	// A NaN (which SFPARECIP would make ±0) keeps the estimate's NaN.
 	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
-		inf := a.posInfTest(x)
+		s := a.expTest(x)
 		r := a.rsqrtEst(x, true)
-		a.ifEQ0(inf, func() { a.setK(r, 0) })
-		a.free(inf)
-		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
-		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
+		h := a.reg()
+		a.ifZeroOrNonFinite(s, h, func() {
+			// not a NaN: x's mantissa (its bits << 9) AND s (0 for a zero
+			// or denormal, all ones for Inf or NaN) is 0
+			a.emit(isa.Insn{Op: isa.SFPSHFT, C: x, D: h, Mod: 5, Imm: 9})
+			a.emit(isa.Insn{Op: isa.SFPAND, C: s, D: h})
+			a.setcc(h, ccEQ0)
+			a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r})
+		})
+		a.free(h)
+		a.ifNegNonzero(x, s, func() { a.setK(r, 0x7fc00000) })
+		a.free(s)
 		return r
 	})
 	p[Sqrt] = unary(false, func(a *asm, x uint8) uint8 {
