@@ -151,7 +151,8 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // lowerEltwiseChain: the SFPU steps of the ops attribute (chainSFPUSteps,
 // the one parse the fused chains share) on each tile in fp32 DEST,
-// rounded to x's dtype between steps.
+// rounded to x's dtype between steps; for an fp32 x one chain statement
+// (Compute.SFPUSteps: one pass over DEST).
 func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	s, ok := op.Attrs["ops"].(string)
 	if !ok {
@@ -197,8 +198,14 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Acquire()
 		c.Copy(cbIn, kir.C(0), kir.C(0))
 		c.B.CBPopFront(cbIn, kir.C(1))
+		if cbRound < 0 {
+			c.SFPUSteps(steps, kir.C(0)) // fp32: one pass over DEST
+		}
 		for i, st := range steps {
-			if i > 0 && cbRound >= 0 {
+			if cbRound < 0 {
+				break
+			}
+			if i > 0 {
 				c.B.Comment(fmt.Sprintf("round to %s, as %s stored it", dt, steps[i-1].Op))
 				c.RoundThrough(cbRound)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	isa "github.com/tcc-dev/tcc/ir/sfpuisa"
 )
@@ -153,3 +154,76 @@ func ChainCycles(p *Program, steps []Step) (fused, perOp float64) {
 	}
 	return tileCycles(p.FaceCycles(), p.Cycles()), perOp
 }
+
+// FormatChain is the text of a chain in a kir.SFPU statement's Chain:
+// the steps' names, a scalar's as name:bits (8 hex digits of its fp32
+// bits), comma-separated. ParseChain reads it back.
+func FormatChain(steps []Step) string {
+	parts := make([]string, len(steps))
+	for i, s := range steps {
+		parts[i] = Table[s.Op].Name
+		if s.Op.HasParam() {
+			parts[i] += fmt.Sprintf(":%08x", math.Float32bits(s.Param))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseChain parses FormatChain's text; an unknown op, a scalar without
+// its bits or bits on an op without a scalar is an error naming the step.
+func ParseChain(text string) ([]Step, error) {
+	var steps []Step
+	for i, p := range strings.Split(text, ",") {
+		name, bits, hasBits := strings.Cut(p, ":")
+		o, ok := ByName(name)
+		if !ok {
+			return nil, fmt.Errorf("sfpu chain %q: step %d: unknown op %q", text, i, name)
+		}
+		s := Step{Op: o}
+		if o.HasParam() != hasBits {
+			return nil, fmt.Errorf("sfpu chain %q: step %d (%s): a scalar op takes \":bits\", the others none", text, i, name)
+		}
+		if hasBits {
+			var b uint32
+			if _, err := fmt.Sscanf(bits, "%08x", &b); err != nil || len(bits) != 8 {
+				return nil, fmt.Errorf("sfpu chain %q: step %d (%s): bits %q are not 8 hex digits", text, i, name, bits)
+			}
+			s.Param = math.Float32frombits(b)
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+// chainCache holds ChainProgram's results by FormatChain text and mode
+// (the choice of constants builds up to 2^maxChainConsts programs).
+var chainCache sync.Map
+
+type chainKey struct {
+	text string
+	fp32 bool
+}
+
+// CachedChain is ChainProgram of the chain text (FormatChain) with its
+// steps, built once per text and mode.
+func CachedChain(text string, fp32 bool) (*Program, []Step, error) {
+	type entry struct {
+		p     *Program
+		steps []Step
+		err   error
+	}
+	if e, ok := chainCache.Load(chainKey{text, fp32}); ok {
+		e := e.(entry)
+		return e.p, e.steps, e.err
+	}
+	steps, err := ParseChain(text)
+	var p *Program
+	if err == nil {
+		p, err = ChainProgram(steps, fp32)
+	}
+	chainCache.Store(chainKey{text, fp32}, entry{p, steps, err})
+	return p, steps, err
+}
+
+// ChainTileCycles is the cycles of one tile call of a chain's program.
+func ChainTileCycles(p *Program) float64 { return tileCycles(p.FaceCycles(), p.Cycles()) }

@@ -100,7 +100,10 @@ func writeFace(b *strings.Builder, title, sig, name string, p *Program, binary b
 // ChainCall is the C++ tile call of a chain's program (ChainProgram) in
 // ChainHeader: tcc_chain_<ChainName>_tile(idst); its init is the unary
 // ops' (TileInit of any one-operand op).
-func ChainCall(steps []Step) string { return "tcc_chain_" + ChainName(steps) + "_tile" }
+func ChainCall(steps []Step) string { return ChainCallPrefix + ChainName(steps) + "_tile" }
+
+// ChainCallPrefix begins every ChainCall.
+const ChainCallPrefix = "tcc_chain_"
 
 // ChainHeader is the C++ of the chains' programs (ChainProgram with
 // DEST fp32 or not), for a kernel that runs them: per chain, in the
