@@ -229,28 +229,6 @@ func (a *asm) halve(d, c uint8) {
 	a.emit(isa.Insn{Op: isa.SFPDIVP2, C: c, D: d, Mod: 1, Imm: 0xfff})
 }
 
-// ifZero runs body on the lanes where x is zero or denormal (its biased
-// exponent minus 1 is negative: SFPIADD sets the condition itself).
-func (a *asm) ifZero(x uint8, body func()) {
-	s := a.reg()
-	a.push()
-	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: s, Mod: 1})
-	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
-	body()
-	a.pop()
-	a.free(s)
-}
-
-// posInfTest is a new LREG holding x's bits - 0x7f800000: zero where x
-// is +Inf (ifEQ0 tests it). Emitted ahead of the arithmetic, its two
-// instructions fill MAD slots.
-func (a *asm) posInfTest(x uint8) uint8 {
-	s := a.reg()
-	a.setK(s, 0x7f800000)
-	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
-	return s
-}
-
 // expTest is a new LREG holding x's biased exponent modulo 256 (the
 // exponent of x's bits + 2^23 as integers, less one): 0 where x is zero
 // or denormal, -1 where Inf or NaN, positive elsewhere. Emitted ahead of
@@ -280,14 +258,6 @@ func (a *asm) ifNegNonzero(x, s uint8, body func()) {
 	a.push()
 	a.setcc(x, ccLT0)
 	a.setcc(s, ccNE0)
-	body()
-	a.pop()
-}
-
-// ifEQ0 runs body on the lanes where LREG s is zero.
-func (a *asm) ifEQ0(s uint8, body func()) {
-	a.push()
-	a.setcc(s, ccEQ0)
 	body()
 	a.pop()
 }
