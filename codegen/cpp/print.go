@@ -304,13 +304,7 @@ func (pr *printer) sfpuName(s kir.Stmt, name string) string {
 				return ""
 			}
 		}
-		if pr.chainSeen == nil {
-			pr.chainSeen = map[string]bool{}
-		}
-		if !pr.chainSeen[c.Chain] {
-			pr.chainSeen[c.Chain] = true
-			pr.chains = append(pr.chains, steps)
-		}
+		pr.addChains([][]sfpu.Step{steps})
 		return sfpu.ChainCall(steps)
 	}
 	switch s := s.(type) {
@@ -334,6 +328,21 @@ func (pr *printer) sfpuName(s kir.Stmt, name string) string {
 		}
 	}
 	return name
+}
+
+// addChains records chains the kernel calls (each once, in first-call
+// order).
+func (pr *printer) addChains(chains [][]sfpu.Step) {
+	for _, steps := range chains {
+		text := sfpu.FormatChain(steps)
+		if pr.chainSeen == nil {
+			pr.chainSeen = map[string]bool{}
+		}
+		if !pr.chainSeen[text] {
+			pr.chainSeen[text] = true
+			pr.chains = append(pr.chains, steps)
+		}
+	}
 }
 
 // useAPI records the header a function name needs, or fails when the name
