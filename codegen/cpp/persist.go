@@ -483,6 +483,7 @@ func (pr *printer) bodyText(seg *phaseSeg, at int) (string, map[string]bool) {
 	if sub.err != nil && pr.err == nil {
 		pr.err = fmt.Errorf("%w (phase %d)", sub.err, seg.p)
 	}
+	pr.addChains(sub.chains) // their programs follow the merged kernel's includes
 	return sub.body.String(), sub.headers
 }
 

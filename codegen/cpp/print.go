@@ -102,6 +102,11 @@ type printer struct {
 	// cbMap, when set, maps a phase's CB indices to the merged
 	// binaries' (persist.go).
 	cbMap map[int]int
+	// chains are the SFPU chains (kir.SFPU's Chain) the kernel calls, in
+	// first-call order: their programs are printed after the includes
+	// (sfpu.ChainHeader).
+	chains    [][]sfpu.Step
+	chainSeen map[string]bool
 }
 
 // name is the printed spelling of an argument or variable name.
@@ -287,6 +292,21 @@ func (pr *printer) tccSFPU(op sfpu.Op) bool {
 // kernel running tcc's own SFPU code, the tile call or init of
 // tcc_sfpu.h (sfpu.TileCall, sfpu.TileInit) instead of tt-metal's name.
 func (pr *printer) sfpuName(s kir.Stmt, name string) string {
+	if c, ok := s.(kir.SFPU); ok && c.Chain != "" {
+		_, steps, err := sfpu.CachedChain(c.Chain, pr.k.Compute.FP32DestAccEn)
+		if err != nil {
+			pr.fail("%v", err)
+			return ""
+		}
+		for _, st := range steps {
+			if !pr.tccSFPU(st.Op) {
+				pr.fail("SFPU chain %s under tt-metal's SFPU code (the lowerings emit chains for tcc's only)", c.Chain)
+				return ""
+			}
+		}
+		pr.addChains([][]sfpu.Step{steps})
+		return sfpu.ChainCall(steps)
+	}
 	switch s := s.(type) {
 	case kir.SFPUInit:
 		if !pr.tccSFPU(s.Op) {
@@ -310,9 +330,28 @@ func (pr *printer) sfpuName(s kir.Stmt, name string) string {
 	return name
 }
 
+// addChains records chains the kernel calls (each once, in first-call
+// order).
+func (pr *printer) addChains(chains [][]sfpu.Step) {
+	for _, steps := range chains {
+		text := sfpu.FormatChain(steps)
+		if pr.chainSeen == nil {
+			pr.chainSeen = map[string]bool{}
+		}
+		if !pr.chainSeen[text] {
+			pr.chainSeen[text] = true
+			pr.chains = append(pr.chains, steps)
+		}
+	}
+}
+
 // useAPI records the header a function name needs, or fails when the name
 // is unknown for this kernel kind.
 func (pr *printer) useAPI(name string) {
+	if pr.compute() && strings.HasPrefix(name, sfpu.ChainCallPrefix) {
+		pr.headers[sfpu.HeaderName] = true // the chain's program follows the includes
+		return
+	}
 	if pr.compute() {
 		h, ok := computeHeaders[name]
 		if !ok {
@@ -426,6 +465,10 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 		return "", nil, ""
 	}
 	e := pr.expr
+	if s.Chain != "" {
+		// tcc's chain program: its constants are in its instructions.
+		return "", []string{e(s.Dst)}, "chain " + s.Chain
+	}
 	sp := s.Op.Spec()
 	if !pr.tccSFPU(s.Op) {
 		tmpl, _ = sfpuTemplate(sp.Call, sp.CallTemplate)
@@ -710,6 +753,14 @@ func (pr *printer) assemble() []byte {
 		w("#include %q", h)
 	}
 	w("")
+	if len(pr.chains) > 0 {
+		text, err := sfpu.ChainHeader(pr.chains, pr.k.Compute.FP32DestAccEn)
+		if err != nil {
+			pr.fail("%v", err)
+		}
+		out.WriteString(text)
+		w("")
+	}
 	if pr.pers != nil {
 		pr.persistDecls(&out)
 	}

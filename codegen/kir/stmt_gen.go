@@ -351,12 +351,16 @@ type SFPUInit struct {
 // SFPU is the op on DEST[Dst], e.g. exp_tile(Dst). Param holds the float32
 // bits of the scalar for ops with HasParam; Src is the second operand's
 // DEST index for IsBinary ops (add_binary_tile(Dst, Src, Dst): DEST[Dst]
-// = DEST[Dst] op DEST[Src]), nil otherwise.
+// = DEST[Dst] op DEST[Src]), nil otherwise. Chain, when not empty, is
+// a chain of one-operand ops (sfpu.FormatChain; Op its first) run as
+// one program over DEST[Dst] (sfpu.ChainProgram) under tcc's SFPU code,
+// as the ops one after the other under tt-metal's.
 type SFPU struct {
 	Op    SFPUOp
 	Dst   Expr
 	Param uint32
 	Src   Expr
+	Chain string
 }
 
 // PackTile is pack_tile(Dst, CB): pack DEST[Dst] into the next reserved page

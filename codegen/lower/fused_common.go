@@ -149,24 +149,21 @@ func lowerAddRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	return sp.done(sp.p)
 }
 
-// lowerEltwiseChain: the SFPU steps of the ops attribute on each tile in
-// fp32 DEST, rounded to x's dtype between steps.
+// lowerEltwiseChain: the SFPU steps of the ops attribute (chainSFPUSteps,
+// the one parse the fused chains share) on each tile in fp32 DEST,
+// rounded to x's dtype between steps; for an fp32 x one chain statement
+// (Compute.SFPUSteps: one pass over DEST).
 func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	s, ok := op.Attrs["ops"].(string)
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a string attribute \"ops\"", op.Name())
 	}
-	chain, err := ir.ParseEltwiseChain(s)
+	if _, err := ir.ParseEltwiseChain(s); err != nil {
+		return nil, err // the chain-length rule; chainSFPUSteps parses the steps
+	}
+	steps, err := chainSFPUSteps(s)
 	if err != nil {
 		return nil, err
-	}
-	steps := make([]blocks.SFPUStep, len(chain))
-	for i, st := range chain {
-		sf, ok := sfpuOps[st.Op]
-		if !ok {
-			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
-		}
-		steps[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out); err != nil {
@@ -201,9 +198,15 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		c.Acquire()
 		c.Copy(cbIn, kir.C(0), kir.C(0))
 		c.B.CBPopFront(cbIn, kir.C(1))
+		if cbRound < 0 {
+			c.SFPUSteps(steps, kir.C(0)) // fp32: one pass over DEST
+		}
 		for i, st := range steps {
-			if i > 0 && cbRound >= 0 {
-				c.B.Comment(fmt.Sprintf("round to %s, as %s stored it", dt, chain[i-1].Op))
+			if cbRound < 0 {
+				break
+			}
+			if i > 0 {
+				c.B.Comment(fmt.Sprintf("round to %s, as %s stored it", dt, steps[i-1].Op))
 				c.RoundThrough(cbRound)
 			}
 			c.SFPU(st, kir.C(0))

@@ -95,8 +95,7 @@ func lowerGDNPrefillGates(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	for j := 0; j < ct; j++ {
 		c.Acquire()
 		c.Copy(cbALog, kir.Ci(j), kir.C(0))
-		c.SFPU(blocks.SFPUStep{Op: exp}, kir.C(0))
-		c.SFPU(blocks.SFPUStep{Op: neg, Param: -1}, kir.C(0))
+		c.SFPUSteps([]blocks.SFPUStep{{Op: exp}, {Op: neg, Param: -1}}, kir.C(0))
 		c.PackOut(cbNegA, 1)
 	}
 	cb.CBPopFront(cbALog, kir.Ci(ct))

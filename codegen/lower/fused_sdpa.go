@@ -279,9 +279,7 @@ func reduceRows(c *blocks.Compute, name string, op kir.ReduceOp, in, scaler, out
 	c.For(name, kir.C(0), kir.Ci(n), func(t kir.Var) {
 		c.Reduce(op, kir.ReduceRow, in, scaler, out, t, kir.C(0), kir.C(0))
 	})
-	for _, st := range steps {
-		c.SFPU(st, kir.C(0))
-	}
+	c.SFPUSteps(steps, kir.C(0))
 	c.PackOut(out, 1)
 }
 
@@ -297,9 +295,7 @@ func sumRows(c *blocks.Compute, name string, in, ones, out, n int, steps ...bloc
 	c.For(name, kir.C(0), kir.Ci(n), func(t kir.Var) {
 		c.Matmul(in, ones, t, kir.C(0), kir.C(0), false)
 	})
-	for _, st := range steps {
-		c.SFPU(st, kir.C(0))
-	}
+	c.SFPUSteps(steps, kir.C(0))
 	c.PackOut(out, 1)
 }
 

@@ -365,10 +365,14 @@ func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 		c.Acquire()
 		c.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
 		if n.w < 0 {
+			if n.postRound < 0 {
+				c.SFPUSteps(n.post, kir.C(0)) // fp32: one pass over DEST
+			}
 			for _, st := range n.post {
-				if n.postRound >= 0 {
-					c.RoundThrough(n.postRound)
+				if n.postRound < 0 {
+					break
 				}
+				c.RoundThrough(n.postRound)
 				c.SFPU(st, kir.C(0))
 			}
 			c.PackOut(n.out, 1)

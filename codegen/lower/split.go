@@ -4,6 +4,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // splitProgram is the skeleton most lowerings share: op's program (its
@@ -88,7 +89,9 @@ func (s *splitProgram) rangeCompute(count string) (*kir.Kernel, *blocks.Compute,
 // fidelity and returns it with the blocks.Compute that emits into it.
 func fp32Compute(p *kir.Program, rs []ir.CoreRange, ctx *Context) (*kir.Kernel, *blocks.Compute) {
 	k := blocks.NewComputeKernel(p, rs, kir.ComputeConfig{MathFidelity: ctx.Fidelity, FP32DestAccEn: true})
-	return k, blocks.NewCompute(p, k)
+	c := blocks.NewCompute(p, k)
+	c.Chains = ctx.Target.SFPU == sfpu.CodeTCC
+	return k, c
 }
 
 // finish adds the writer of a program whose work items are the result's

@@ -3,6 +3,7 @@ package sfpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	isa "github.com/tcc-dev/tcc/ir/sfpuisa"
 )
@@ -27,21 +28,71 @@ type asm struct {
 	setup []isa.Insn
 	body  []isa.Insn
 	used  [8]bool
+	// touched marks the LREGs the body has used so far: a hoisted
+	// constant needs one it has not (Setup's load would be overwritten
+	// from the second iteration on).
+	touched [8]bool
 	// hoisted maps a constant's bits to the LREG Setup loads it into.
 	hoisted map[uint32]uint8
+	// inline loads hoist's constants in the body instead, where first
+	// used, into LREGs that endStep frees (a chain whose ops' constants
+	// do not fit the LREGs for the whole program); local maps them.
+	inline bool
+	local  map[uint32]uint8
+	// inlineK are constants loaded inline even when inline is false;
+	// order lists the constants hoisted to Setup, in the order hoisted.
+	inlineK map[uint32]bool
+	order   []uint32
+	// seen lists every constant hoist was asked for, in first-asked order.
+	seen []uint32
+}
+
+// endStep frees the LREGs of the constants hoist loaded inline since the
+// last call.
+func (a *asm) endStep() {
+	for _, r := range a.local {
+		a.free(r)
+	}
+	a.local = nil
 }
 
 // hoist is an LREG holding fp32 bits b for the whole program, loaded once
-// per face in Setup (the LREG stays allocated).
+// per face in Setup (the LREG stays allocated), in one the body has not
+// used before; when there is none (or inline, or inlineK has b) the
+// constant is loaded in the body where first used instead, in an LREG
+// that endStep frees.
 func (a *asm) hoist(b uint32) uint8 {
 	if r, ok := a.hoisted[b]; ok {
+		return r
+	}
+	if !slices.Contains(a.seen, b) {
+		a.seen = append(a.seen, b)
+	}
+	r := uint8(8)
+	for i := range a.used {
+		if !a.used[i] && !a.touched[i] {
+			r = uint8(i)
+			break
+		}
+	}
+	if a.inline || a.inlineK[b] || r == 8 {
+		if r, ok := a.local[b]; ok {
+			return r
+		}
+		if a.local == nil {
+			a.local = map[uint32]uint8{}
+		}
+		r := a.reg()
+		a.local[b] = r
+		a.setK(r, b)
 		return r
 	}
 	if a.hoisted == nil {
 		a.hoisted = map[uint32]uint8{}
 	}
-	r := a.reg()
+	a.used[r], a.touched[r] = true, true
 	a.hoisted[b] = r
+	a.order = append(a.order, b)
 	body := a.body
 	a.body = nil
 	a.setK(r, b)
@@ -54,7 +105,7 @@ func (a *asm) hoist(b uint32) uint8 {
 func (a *asm) reg() uint8 {
 	for r := range a.used {
 		if !a.used[r] {
-			a.used[r] = true
+			a.used[r], a.touched[r] = true, true
 			return uint8(r)
 		}
 	}
@@ -160,9 +211,14 @@ var noSchedule bool
 // value with denormals flushed and the low half dropped (SFPSTORE
 // truncates), which is what the kernel executor's storeSFPU applies;
 // the program's loads see a bf16 DEST's values unchanged.
-func (p *Program) Eval(x, y float32) float32 {
+func (p *Program) Eval(x, y float32) float32 { return p.EvalDest(x, y, true) }
+
+// EvalDest is Eval in a DEST that is fp32 (fp32_dest_acc_en) or not: in
+// a 16-bit DEST x and y are bf16 values and the result is what SFPSTORE
+// leaves there (denormals flushed, the low half dropped).
+func (p *Program) EvalDest(x, y float32, fp32 bool) float32 {
 	l := isa.NewLane()
-	env := isa.Env{FP32: true}
+	env := isa.Env{FP32: fp32}
 	env.Dest[0] = math.Float32bits(x)
 	env.Dest[1] = math.Float32bits(y)
 	env.Param = math.Float32bits(y)

@@ -55,20 +55,7 @@ func Header() string {
 		case s.Binary:
 			sig = "std::uint32_t dst0, std::uint32_t dst1, std::uint32_t odst"
 		}
-		fmt.Fprintf(&b, "\n// %s: %d instructions per face, then %d per 32 values.\n", s.Name, len(p.Setup), len(p.Body))
-		fmt.Fprintf(&b, "inline void %s_face(%s) {\n", s.Name, sig)
-		if s.Binary {
-			b.WriteString("    // a DEST tile is 64 rows\n")
-			b.WriteString("    const std::uint32_t in0 = dst0 * 64, in1 = dst1 * 64, out = odst * 64;\n")
-		}
-		for _, in := range p.Setup {
-			fmt.Fprintf(&b, "    %s;\n", in.Macro(args))
-		}
-		b.WriteString("#pragma GCC unroll 0\n    for (int i = 0; i < 8; i++) {\n")
-		for _, in := range p.Body {
-			fmt.Fprintf(&b, "        %s;\n", in.Macro(args))
-		}
-		b.WriteString("        TTI_INCRWC(0, 2, 0, 0);\n    }\n}\n")
+		writeFace(&b, s.Name, sig, s.Name, p, s.Binary, args)
 	}
 	b.WriteString("\n}  // namespace tcc_sfpu\n")
 	for _, s := range Table {
@@ -88,4 +75,67 @@ func Header() string {
 		}
 	}
 	return b.String()
+}
+
+// writeFace writes the per-face function name_face(sig) of program p:
+// Setup once, Body 8 times, each iteration ending in an INCRWC that
+// advances DEST by two rows (32 values).
+func writeFace(b *strings.Builder, title, sig, name string, p *Program, binary bool, args map[isa.Arg]string) {
+	fmt.Fprintf(b, "\n// %s: %d instructions per face, then %d per 32 values.\n", title, len(p.Setup), len(p.Body))
+	fmt.Fprintf(b, "inline void %s_face(%s) {\n", name, sig)
+	if binary {
+		b.WriteString("    // a DEST tile is 64 rows\n")
+		b.WriteString("    const std::uint32_t in0 = dst0 * 64, in1 = dst1 * 64, out = odst * 64;\n")
+	}
+	for _, in := range p.Setup {
+		fmt.Fprintf(b, "    %s;\n", in.Macro(args))
+	}
+	b.WriteString("#pragma GCC unroll 0\n    for (int i = 0; i < 8; i++) {\n")
+	for _, in := range p.Body {
+		fmt.Fprintf(b, "        %s;\n", in.Macro(args))
+	}
+	b.WriteString("        TTI_INCRWC(0, 2, 0, 0);\n    }\n}\n")
+}
+
+// ChainCall is the C++ tile call of a chain's program (ChainProgram) in
+// ChainHeader: tcc_chain_<ChainName>_tile(idst); its init is the unary
+// ops' (TileInit of any one-operand op).
+func ChainCall(steps []Step) string { return ChainCallPrefix + ChainName(steps) + "_tile" }
+
+// ChainCallPrefix begins every ChainCall.
+const ChainCallPrefix = "tcc_chain_"
+
+// ChainHeader is the C++ of the chains' programs (ChainProgram with
+// DEST fp32 or not), for a kernel that runs them: per chain, in the
+// order given (duplicates once), a face function in namespace tcc_sfpu
+// and its tile call ChainCall, as Header's for an op. It needs Header's
+// includes. Errors are ChainProgram's.
+func ChainHeader(chains [][]Step, fp32 bool) (string, error) {
+	var b strings.Builder
+	b.WriteString("namespace tcc_sfpu {\nusing namespace ckernel;\n")
+	done := map[string]bool{}
+	var calls []string
+	for _, steps := range chains {
+		name := ChainName(steps)
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		p, err := ChainProgram(steps, fp32)
+		if err != nil {
+			return "", err
+		}
+		titles := make([]string, len(steps))
+		for i, s := range steps {
+			titles[i] = s.String()
+		}
+		writeFace(&b, "chain "+strings.Join(titles, ", then "), "", "chain_"+name, p, false, nil)
+		calls = append(calls, fmt.Sprintf("\ninline void %s(uint32_t idst) {\n"+
+			"    using namespace ckernel;\n    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::chain_%s_face, idst, (int)VectorMode::RC)));\n}\n", ChainCall(steps), name))
+	}
+	b.WriteString("\n}  // namespace tcc_sfpu\n")
+	for _, c := range calls {
+		b.WriteString(c)
+	}
+	return b.String(), nil
 }

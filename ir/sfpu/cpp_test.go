@@ -164,3 +164,51 @@ func TestPrograms(t *testing.T) {
 		})
 	}
 }
+
+// A chain's C++ (ChainHeader), built by g++ for the host as
+// TestHeaderIssuesProgramWords builds the header, issues exactly its
+// program's words (ChainProgram) 8 times per face.
+func TestChainHeaderIssuesProgramWords(t *testing.T) {
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("!!!!! g++ is not installed: SKIPPING the host build of the chains' C++ !!!!!")
+	}
+	for _, fp32 := range []bool{true, false} {
+		hdr, err := ChainHeader(chainKinds, fp32)
+		require.NoError(t, err)
+		hdr = hdr[:strings.Index(hdr, "}  // namespace tcc_sfpu")+len("}  // namespace tcc_sfpu")] + "\n"
+		var main strings.Builder
+		main.WriteString(hostStub + "namespace ckernel {}\n" + hdr + "int main() {\n")
+		for _, steps := range chainKinds {
+			fmt.Fprintf(&main, "    words.clear(); tcc_sfpu::chain_%s_face(); for (auto w : words) printf(\" %%08x\", w); printf(\"\\n\");\n", ChainName(steps))
+		}
+		main.WriteString("}\n")
+		dir := t.TempDir()
+		src, bin := filepath.Join(dir, "c.cc"), filepath.Join(dir, "c")
+		require.NoError(t, os.WriteFile(src, []byte(main.String()), 0o644))
+		if out, err := exec.Command(gxx, "-std=c++17", "-Wall", "-Werror", "-Wno-unknown-pragmas", "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, out)
+		}
+		out, err := exec.Command(bin).Output()
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		require.Len(t, lines, len(chainKinds))
+		for i, steps := range chainKinds {
+			p, err := ChainProgram(steps, fp32)
+			require.NoError(t, err)
+			var want []string
+			for _, in := range p.Setup {
+				want = append(want, fmt.Sprintf("%08x", in.Word()))
+			}
+			for range 8 {
+				for _, in := range p.Body {
+					want = append(want, fmt.Sprintf("%08x", in.Word()))
+				}
+				want = append(want, "ffffffff")
+			}
+			if d := cmp.Diff(want, strings.Fields(lines[i])); d != "" {
+				t.Errorf("%s (fp32 %v) words (-want +got):\n%s", ChainName(steps), fp32, d)
+			}
+		}
+	}
+}

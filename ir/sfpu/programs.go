@@ -229,28 +229,6 @@ func (a *asm) halve(d, c uint8) {
 	a.emit(isa.Insn{Op: isa.SFPDIVP2, C: c, D: d, Mod: 1, Imm: 0xfff})
 }
 
-// ifZero runs body on the lanes where x is zero or denormal (its biased
-// exponent minus 1 is negative: SFPIADD sets the condition itself).
-func (a *asm) ifZero(x uint8, body func()) {
-	s := a.reg()
-	a.push()
-	a.emit(isa.Insn{Op: isa.SFPEXEXP, C: x, D: s, Mod: 1})
-	a.emit(isa.Insn{Op: isa.SFPIADD, C: s, D: s, Mod: 1, Imm: 0xfff}) // s - 1; enabled where < 0
-	body()
-	a.pop()
-	a.free(s)
-}
-
-// posInfTest is a new LREG holding x's bits - 0x7f800000: zero where x
-// is +Inf (ifEQ0 tests it). Emitted ahead of the arithmetic, its two
-// instructions fill MAD slots.
-func (a *asm) posInfTest(x uint8) uint8 {
-	s := a.reg()
-	a.setK(s, 0x7f800000)
-	a.emit(isa.Insn{Op: isa.SFPIADD, C: x, D: s, Mod: 6}) // s = x - s, condition codes untouched
-	return s
-}
-
 // expTest is a new LREG holding x's biased exponent modulo 256 (the
 // exponent of x's bits + 2^23 as integers, less one): 0 where x is zero
 // or denormal, -1 where Inf or NaN, positive elsewhere. Emitted ahead of
@@ -280,14 +258,6 @@ func (a *asm) ifNegNonzero(x, s uint8, body func()) {
 	a.push()
 	a.setcc(x, ccLT0)
 	a.setcc(s, ccNE0)
-	body()
-	a.pop()
-}
-
-// ifEQ0 runs body on the lanes where LREG s is zero.
-func (a *asm) ifEQ0(s uint8, body func()) {
-	a.push()
-	a.setcc(s, ccEQ0)
 	body()
 	a.pop()
 }
@@ -366,34 +336,62 @@ func unary(nan bool, body func(a *asm, x uint8) uint8) *Program {
 // Programs is tcc's own SFPU program of each op, indexed by Op.
 var Programs = buildPrograms()
 
-func buildPrograms() [len(Table)]*Program {
-	var p [len(Table)]*Program
-	p[Exp] = unary(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
-	p[Log] = unary(true, func(a *asm, x uint8) uint8 {
+// unaryBody is the arithmetic of a one-operand op: from x (which it may
+// overwrite and return) into the LREG it returns; nan adds the NaN
+// passthrough (nanIn). A scalar op reads its parameter from LREG s
+// (param's, which the caller loads).
+type unaryBody struct {
+	nan   bool
+	param bool
+	body  func(a *asm, x, s uint8) uint8
+}
+
+// unaryBodies are the one-operand ops' bodies, indexed by Op (nil: a
+// binary op, or an op without a program).
+var unaryBodies = func() [len(Table)]*unaryBody {
+	var u [len(Table)]*unaryBody
+	plain := func(nan bool, f func(a *asm, x uint8) uint8) *unaryBody {
+		return &unaryBody{nan: nan, body: func(a *asm, x, _ uint8) uint8 { return f(a, x) }}
+	}
+	u[Exp] = plain(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
+	u[Log] = plain(true, func(a *asm, x uint8) uint8 {
 		r := a.log(x)
 		a.ifExp(x, 255, func() { a.mov(r, x) })         // +Inf (and -Inf, NaN below)
 		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })    // negative: NaN
 		a.ifExp(x, 0, func() { a.setK(r, 0xff800000) }) // zero or denormal: -Inf
 		return r
 	})
-	p[Sigmoid] = unary(true, (*asm).sigmoid)
-	p[SiLU] = unary(true, func(a *asm, x uint8) uint8 {
+	u[Sigmoid] = plain(true, (*asm).sigmoid)
+	u[SiLU] = plain(true, func(a *asm, x uint8) uint8 {
 		r := a.sigmoid(x)
 		a.mul(r, x, r)
 		return r
 	})
 	// rsqrt and sqrt: NaN propagates through the estimate's products (a
 	// NaN x gives NaN), so only +Inf, negatives and zeros are fixed up.
-	p[Rsqrt] = unary(false, func(a *asm, x uint8) uint8 {
-		inf := a.posInfTest(x)
+	// rsqrt: zeros, denormals and ±Inf take SFPARECIP's value (±0 and a
+	// denormal: ±Inf; +Inf: 0), then the negatives but -0 and the negative
+	// denormals (-Inf and negative NaNs included) NaN: two blocks on
+	// expTest's one exponent test, whose four instructions fill MAD slots.
+	// A NaN (which SFPARECIP would make ±0) keeps the estimate's NaN.
+	u[Rsqrt] = plain(false, func(a *asm, x uint8) uint8 {
+		s := a.expTest(x)
 		r := a.rsqrtEst(x, true)
-		a.ifEQ0(inf, func() { a.setK(r, 0) })
-		a.free(inf)
-		a.ifNeg(x, func() { a.setK(r, 0x7fc00000) })                            // negative: NaN
-		a.ifZero(x, func() { a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r}) }) // ±0, denormal: ±Inf (SFPARECIP)
+		h := a.reg()
+		a.ifZeroOrNonFinite(s, h, func() {
+			// not a NaN: x's mantissa (its bits << 9) AND s (0 for a zero
+			// or denormal, all ones for Inf or NaN) is 0
+			a.emit(isa.Insn{Op: isa.SFPSHFT, C: x, D: h, Mod: 5, Imm: 9})
+			a.emit(isa.Insn{Op: isa.SFPAND, C: s, D: h})
+			a.setcc(h, ccEQ0)
+			a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: r})
+		})
+		a.free(h)
+		a.ifNegNonzero(x, s, func() { a.setK(r, 0x7fc00000) })
+		a.free(s)
 		return r
 	})
-	p[Sqrt] = unary(false, func(a *asm, x uint8) uint8 {
+	u[Sqrt] = plain(false, func(a *asm, x uint8) uint8 {
 		// r = x*y corrected by r*(1 - y*r)/2: the residual of y, not
 		// x - r*r, whose product the FMA truncates (tt-llk's
 		// _calculate_sqrt_body_ corrects the same way).
@@ -412,31 +410,48 @@ func buildPrograms() [len(Table)]*Program {
 		a.free(s)
 		return r
 	})
-	p[Recip] = unary(true, (*asm).recip)
-	p[Square] = unary(false, func(a *asm, x uint8) uint8 {
+	u[Recip] = plain(true, (*asm).recip)
+	u[Square] = plain(false, func(a *asm, x uint8) uint8 {
 		r := a.reg()
 		a.mul(r, x, x)
 		return r
 	})
-	p[Negative] = unary(false, func(a *asm, x uint8) uint8 {
+	u[Negative] = plain(false, func(a *asm, x uint8) uint8 {
 		a.emit(isa.Insn{Op: isa.SFPMOV, C: x, D: x, Mod: 1})
 		return x
 	})
-	p[Abs] = unary(false, func(a *asm, x uint8) uint8 {
+	u[Abs] = plain(false, func(a *asm, x uint8) uint8 {
 		a.emit(isa.Insn{Op: isa.SFPABS, C: x, D: x, Mod: 1})
 		return x
 	})
-	p[Relu] = unary(false, func(a *asm, x uint8) uint8 {
+	u[Relu] = plain(false, func(a *asm, x uint8) uint8 {
 		a.ifNeg(x, func() { a.setK(x, 0) })
 		return x
 	})
-	p[Softplus] = unary(false, (*asm).softplus)
-	p[AddScalar] = scalar(func(a *asm, x, s uint8) { a.add(x, x, s, 0) })
-	p[MulScalar] = scalar(func(a *asm, x, s uint8) { a.mul(x, x, s) })
+	u[Softplus] = plain(false, (*asm).softplus)
+	u[AddScalar] = &unaryBody{param: true, body: func(a *asm, x, s uint8) uint8 { a.add(x, x, s, 0); return x }}
+	u[MulScalar] = &unaryBody{param: true, body: func(a *asm, x, s uint8) uint8 { a.mul(x, x, s); return x }}
+	return u
+}()
+
+func buildPrograms() [len(Table)]*Program {
+	var p [len(Table)]*Program
+	for o, u := range unaryBodies {
+		switch {
+		case u == nil:
+		case u.param:
+			p[o] = scalar(u.body)
+		default:
+			p[o] = unary(u.nan, func(a *asm, x uint8) uint8 { return u.body(a, x, noLReg) })
+		}
+	}
 	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
 	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
 	return p
 }
+
+// noLReg is the parameter LREG of an op that takes none.
+const noLReg = 0xff
 
 // log1pAtanh are 1/(4^k (2k+1)) for k = 6..0: log1p(v) = 2 atanh(v/(2+v))
 // = u*(1 + w/12 + w^2/80 + ... + w^6/53248), u = 2v/(2+v), w = u*u (the
@@ -486,13 +501,12 @@ func (a *asm) softplus(x uint8) uint8 {
 
 // scalar builds x op param: the parameter's two halves loaded from the
 // call's argument once per face (Setup).
-func scalar(body func(a *asm, x, s uint8)) *Program {
+func scalar(body func(a *asm, x, s uint8) uint8) *Program {
 	a := &asm{}
 	x, s := a.reg(), a.reg()
 	a.setup = []isa.Insn{{Op: isa.SFPLOADI, D: s, Mod: 8, Arg: isa.ArgParamHi}, {Op: isa.SFPLOADI, D: s, Mod: 10, Arg: isa.ArgParamLo}}
 	a.load(x, isa.ArgNone)
-	body(a, x, s)
-	a.store(x, isa.ArgNone)
+	a.store(body(a, x, s), isa.ArgNone)
 	return a.program()
 }
 

@@ -569,6 +569,9 @@ func sfpuOp(s kir.SFPU, call, init string) op {
 		if err != nil {
 			return err
 		}
+		if s.Chain != "" {
+			return ks.sfpuChain(s, call, d)
+		}
 		// tcc's program, executed instruction by instruction, or the
 		// exact function tt-metal's call approximates.
 		dst, eval := cs.dest[d], s.Op.Func(code)
@@ -595,6 +598,39 @@ func sfpuOp(s kir.SFPU, call, init string) op {
 		ks.r.stats.TileOps++
 		return nil
 	})
+}
+
+// sfpuChain runs a chain statement (kir.SFPU's Chain) on DEST[d]: under
+// tcc's SFPU code its one program (sfpu.CachedChain, in DEST's mode),
+// executed instruction by instruction; under tt-metal's the steps' exact
+// functions one after the other, each stored as SFPSTORE does.
+func (ks *kstate) sfpuChain(s kir.SFPU, call string, d int) error {
+	cs := ks.comp
+	dst := cs.dest[d]
+	p, steps, err := sfpu.CachedChain(s.Chain, cs.fp32)
+	if err != nil {
+		return ks.errf(kir.RuleMalformed, kir.NoCB, "%s: %v", call, err)
+	}
+	tcc := true
+	for _, st := range steps {
+		tcc = tcc && ks.k.Compute.SFPU.For(st.Op) == sfpu.CodeTCC
+	}
+	if tcc {
+		for i, x := range dst {
+			dst[i] = p.EvalDest(x, 0, cs.fp32)
+		}
+		cs.storeSFPU(dst)
+	} else {
+		for _, st := range steps {
+			eval := st.Op.Func(ks.k.Compute.SFPU)
+			for i, x := range dst {
+				dst[i] = eval(x, st.Param)
+			}
+			cs.storeSFPU(dst)
+		}
+	}
+	ks.r.stats.TileOps += int64(len(steps))
+	return nil
 }
 
 // packOp compiles pack_tile: the DEST tile into the output CB's next (or

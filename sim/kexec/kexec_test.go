@@ -303,6 +303,17 @@ func TestComputeOps(t *testing.T) {
 		}, func() []float32 {
 			return elementwise(a, func(_ int, v float32) float32 { return trunc(numerics.SiLU(trunc(v * 0.5))) })
 		}},
+		{"mul by scalar then silu as one chain", false, func(b *kir.Builder) {
+			// the chain (kir.SFPU's Chain) computes what the two
+			// statements above do, bf16 DEST truncation between them
+			// included
+			b.CopyTileInit(0)
+			b.CopyTile(0, kir.C(0), kir.C(0))
+			b.SFPUInit(kir.SFPUMulScalar)
+			b.Emit(kir.SFPU{Op: kir.SFPUMulScalar, Dst: kir.C(0), Chain: "mul_scalar:3f000000,silu"})
+		}, func() []float32 {
+			return elementwise(a, func(_ int, v float32) float32 { return trunc(numerics.SiLU(trunc(v * 0.5))) })
+		}},
 		{"sub with column broadcast", true, func(b *kir.Builder) {
 			b.BcastInit(kir.EltSub, kir.BcastCols, 0, 1)
 			b.BcastTiles(kir.EltSub, kir.BcastCols, 0, 1, kir.C(0), kir.C(0), kir.C(0))

@@ -248,6 +248,9 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 	case kir.TransposeTile:
 		return cost(unpack + p.FPUEltwiseCycles), nil
 	case kir.SFPU:
+		if s.Chain != "" {
+			return sfpuChainCost(p, s)
+		}
 		c, ok := p.SFPUCycles[s.Op]
 		ct, okt := p.TCCSFPUCycles[s.Op]
 		if !ok || !okt {
@@ -270,6 +273,43 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("the timing model does not know statement %T", s)
+}
+
+// sfpuChainCost is the cost of a chain statement (kir.SFPU's Chain):
+// under tcc's SFPU code its one program's cycles per tile
+// (sfpu.ChainTileCycles, in DEST's mode), under tt-metal's the steps'
+// calls one after the other.
+func sfpuChainCost(p *Params, s kir.SFPU) (op, error) {
+	prog32, steps, err := sfpu.CachedChain(s.Chain, true)
+	if err != nil {
+		return nil, err
+	}
+	prog16, _, err := sfpu.CachedChain(s.Chain, false)
+	if err != nil {
+		return nil, err
+	}
+	var llk float64
+	for _, st := range steps {
+		c, ok := p.SFPUCycles[st.Op]
+		if !ok {
+			return nil, fmt.Errorf("the timing model has no cost for SFPU op %s", st.Op)
+		}
+		llk += c
+	}
+	c32, c16 := sfpu.ChainTileCycles(prog32), sfpu.ChainTileCycles(prog16)
+	return do(func(th *thread, _ []uint64) {
+		for _, st := range steps {
+			if th.k.Compute.SFPU.For(st.Op) != sfpu.CodeTCC {
+				th.advance(llk)
+				return
+			}
+		}
+		if th.fp32 {
+			th.advance(c32)
+		} else {
+			th.advance(c16)
+		}
+	}), nil
 }
 
 // matmulBlockCycles is the compute time of one matmul_block call of an

@@ -493,8 +493,11 @@ func All() []Insn {
 			Doc: "SFPU is the op on DEST[Dst], e.g. exp_tile(Dst). Param holds the float32\n" +
 				"bits of the scalar for ops with HasParam; Src is the second operand's\n" +
 				"DEST index for IsBinary ops (add_binary_tile(Dst, Src, Dst): DEST[Dst]\n" +
-				"= DEST[Dst] op DEST[Src]), nil otherwise.",
-			Fields:  []Field{val("Op", "SFPUOp"), ex("Dst"), val("Param", "uint32"), opt("Src")},
+				"= DEST[Dst] op DEST[Src]), nil otherwise. Chain, when not empty, is\n" +
+				"a chain of one-operand ops (sfpu.FormatChain; Op its first) run as\n" +
+				"one program over DEST[Dst] (sfpu.ChainProgram) under tcc's SFPU code,\n" +
+				"as the ops one after the other under tt-metal's.",
+			Fields:  []Field{val("Op", "SFPUOp"), ex("Dst"), val("Param", "uint32"), opt("Src"), val("Chain", "string")},
 			Printer: "sfpuArgs",
 		},
 		{

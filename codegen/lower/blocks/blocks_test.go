@@ -487,3 +487,32 @@ func TestReserveWaitFront(t *testing.T) {
 		})
 	}
 }
+
+// With Chains set (tcc's SFPU code), SFPUSteps emits a chain of one-operand
+// ops as one SFPU statement (one pass over DEST) after the first op's
+// init; without it, or for one step or a binary op, one statement per step.
+func TestSFPUStepsChain(t *testing.T) {
+	steps := []SFPUStep{{Op: kir.SFPUExp}, {Op: kir.SFPUMulScalar, Param: -1}}
+	for _, c := range []struct {
+		name   string
+		chains bool
+		steps  []SFPUStep
+		want   []kir.Stmt
+	}{
+		{"chain", true, steps, []kir.Stmt{kir.SFPUInit{Op: kir.SFPUExp}, kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0), Chain: "exp,mul_scalar:bf800000"}}},
+		{"per-op", false, steps, []kir.Stmt{kir.SFPUInit{Op: kir.SFPUExp}, kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)},
+			kir.SFPUInit{Op: kir.SFPUMulScalar}, kir.SFPU{Op: kir.SFPUMulScalar, Dst: kir.C(0), Param: 0xbf800000}}},
+		{"one step", true, steps[:1], []kir.Stmt{kir.SFPUInit{Op: kir.SFPUExp}, kir.SFPU{Op: kir.SFPUExp, Dst: kir.C(0)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := kir.NewProgram("c")
+			k := NewComputeKernel(p, []ir.CoreRange{{}}, kir.ComputeConfig{FP32DestAccEn: true})
+			cp := NewCompute(p, k)
+			cp.Chains = c.chains
+			cp.SFPUSteps(c.steps, kir.C(0))
+			if d := cmp.Diff(c.want, k.Body); d != "" {
+				t.Errorf("statements (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Bcast says which part of the second operand of a binary tile op is
@@ -145,6 +146,9 @@ type Compute struct {
 	B     *kir.Builder
 	p     *kir.Program
 	state cstate
+	// Chains lets SFPUSteps emit a chain of steps as one statement (set
+	// when the kernel runs tcc's SFPU code, whose programs fuse).
+	Chains bool
 }
 
 // NewCompute returns a tracker for compute kernel k of program p (CB
@@ -351,6 +355,28 @@ func (c *Compute) Copy(cb int, tile, dst kir.Expr) {
 	c.B.CopyTile(cb, tile, dst)
 }
 
+// SFPUSteps applies steps to DEST[dst] in order: with Chains set and
+// two steps or more, all one-operand ops, as one chain statement (one
+// pass over DEST: sfpu.ChainProgram), else one statement per step.
+func (c *Compute) SFPUSteps(steps []SFPUStep, dst kir.Expr) {
+	if c.Chains && len(steps) >= 2 {
+		ss := make([]sfpu.Step, len(steps))
+		ok := true
+		for i, st := range steps {
+			ss[i] = sfpu.Step{Op: st.Op, Param: st.Param}
+			ok = ok && !st.Op.IsBinary() && st.Op.HasProgram()
+		}
+		if ok {
+			c.setSFPU(steps[0].Op)
+			c.B.Emit(kir.SFPU{Op: steps[0].Op, Dst: dst, Chain: sfpu.FormatChain(ss)})
+			return
+		}
+	}
+	for _, st := range steps {
+		c.SFPU(st, dst)
+	}
+}
+
 // SFPU applies step to DEST[dst].
 func (c *Compute) SFPU(step SFPUStep, dst kir.Expr) {
 	c.setSFPU(step.Op)
@@ -434,9 +460,7 @@ func (c *Compute) Unary(in, out int, steps []SFPUStep) {
 	c.B.CBWaitFront(in, kir.C(1))
 	c.Acquire()
 	c.Copy(in, kir.C(0), kir.C(0))
-	for _, s := range steps {
-		c.SFPU(s, kir.C(0))
-	}
+	c.SFPUSteps(steps, kir.C(0))
 	c.B.CBPopFront(in, kir.C(1))
 	c.PackOut(out, 1)
 }
@@ -461,9 +485,7 @@ func (c *Compute) binaryDest(op kir.EltwiseOp, bc Bcast, a, b int, steps []SFPUS
 	c.B.CBWaitFront(b, kir.C(1))
 	c.Acquire()
 	c.Binary(op, bc, a, b, kir.C(0), kir.C(0), kir.C(0))
-	for _, s := range steps {
-		c.SFPU(s, kir.C(0))
-	}
+	c.SFPUSteps(steps, kir.C(0))
 	c.B.CBPopFront(a, kir.C(1))
 	c.B.CBPopFront(b, kir.C(1))
 }

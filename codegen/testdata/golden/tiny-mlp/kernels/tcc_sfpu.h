@@ -324,7 +324,7 @@ inline void silu_face() {
     }
 }
 
-// rsqrt: 6 instructions per face, then 32 per 32 values.
+// rsqrt: 6 instructions per face, then 31 per 32 values.
 inline void rsqrt_face() {
     TTI_SFPLOADI(5, 8, 0x5f11);
     TTI_SFPLOADI(5, 10, 0x10a0);
@@ -338,13 +338,13 @@ inline void rsqrt_face() {
         TTI_SFPSHFT(4095, 0, 2, 5);
         TTI_SFPIADD(0, 5, 2, 6);
         TTI_SFPMUL(0, 2, 9, 3, 0);
-        TTI_SFPLOADI(1, 0, 0x7f80);
+        TTI_SFPLOADI(1, 0, 0x0080);
         TTI_SFPMUL(2, 3, 9, 4, 1);
-        TTI_SFPIADD(0, 0, 1, 6);
+        TTI_SFPIADD(0, 0, 1, 4);
         TTI_SFPADD(10, 4, 6, 3, 0);
-        TTI_SFPNOP;
+        TTI_SFPEXEXP(0, 1, 1, 1);
         TTI_SFPMAD(4, 3, 7, 3, 0);
-        TTI_SFPNOP;
+        TTI_SFPIADD(4095, 1, 1, 5);
         TTI_SFPMUL(2, 3, 9, 2, 0);
         TTI_SFPNOP;
         TTI_SFPMUL(0, 2, 9, 3, 0);
@@ -353,17 +353,16 @@ inline void rsqrt_face() {
         TTI_SFPNOP;
         TTI_SFPMAD(4, 3, 2, 2, 0);
         TTI_SFPPUSHC(0, 0, 0, 0);
-        TTI_SFPSETCC(0, 1, 0, 6);
-        TTI_SFPLOADI(2, 0, 0x0000);
+        TTI_SFPIADD(4095, 1, 3, 1);
+        TTI_SFPSHFT(9, 0, 3, 5);
+        TTI_SFPAND(0, 1, 3, 0);
+        TTI_SFPSETCC(0, 3, 0, 6);
+        TTI_SFPARECIP(0, 0, 2, 0);
         TTI_SFPPOPC(0, 0, 0, 0);
         TTI_SFPPUSHC(0, 0, 0, 0);
         TTI_SFPSETCC(0, 0, 0, 0);
+        TTI_SFPSETCC(0, 1, 0, 2);
         TTI_SFPLOADI(2, 0, 0x7fc0);
-        TTI_SFPPOPC(0, 0, 0, 0);
-        TTI_SFPPUSHC(0, 0, 0, 0);
-        TTI_SFPEXEXP(0, 0, 1, 1);
-        TTI_SFPIADD(4095, 1, 1, 1);
-        TTI_SFPARECIP(0, 0, 2, 0);
         TTI_SFPPOPC(0, 0, 0, 0);
         TTI_SFPSTORE(2, 0, ADDR_MOD_7, 0);
         TTI_INCRWC(0, 2, 0, 0);
