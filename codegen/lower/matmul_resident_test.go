@@ -67,7 +67,7 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		// before the silu and the multiply (popEarly), the writer
 		// multicasts the next row before it writes this one's results.
 		{"swiglu_bfp4_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcW(b, "gate", ir.BFP4B, 2048, 128), fcW(b, "up", ir.BFP4B, 2048, 128)))
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 2048), fcW(b, "gate", ir.BFP4B, 2048, 128), fcW(b, "up", ir.BFP4B, 2048, 128)))
 		}, 1, 0, false},
 		{"matmul4_bfp8", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w0", ir.BFP8B, 256, 640), fcW(b, "w1", ir.BFP8B, 256, 384),
