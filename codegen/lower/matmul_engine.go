@@ -695,15 +695,7 @@ func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, k
 		})
 		cb.CBPopFront(wcb, kir.Ci(m.kb*m.dest))
 	})
-	c.Commit()
-	c.Wait()
-	c.PackConfig(dst)
-	c.For("j", kir.C(0), sb, func(j kir.Var) {
-		cb.CBReserveBack(dst, kir.C(1))
-		c.Pack(j, dst)
-		cb.CBPushBack(dst, kir.C(1))
-	})
-	c.Release()
+	packDest(c, dst, sb)
 }
 
 // writer adds the writer: each part's tiles to its result, in order (per
@@ -823,4 +815,19 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 		wv := make([]kir.ArgValue, 0, len(mcastArgs[core])+len(rv))
 		m.wr.SetRuntimeArgs(core, append(append(wv, mcastArgs[core]...), rv...)...)
 	}
+}
+
+// packDest ends a DEST acquire whose first n tiles hold results: commit,
+// wait, then each tile packed to dst as one page, and the release.
+// Postcondition: n pages pushed to dst, DEST released.
+func packDest(c *blocks.Compute, dst int, n kir.Expr) {
+	c.Commit()
+	c.Wait()
+	c.PackConfig(dst)
+	c.For("j", kir.C(0), n, func(j kir.Var) {
+		c.B.CBReserveBack(dst, kir.C(1))
+		c.Pack(j, dst)
+		c.B.CBPushBack(dst, kir.C(1))
+	})
+	c.Release()
 }

@@ -210,15 +210,7 @@ func (m *mmProgram) productRows(c *blocks.Compute, wcb int, wpos kir.Var, dst in
 		})
 		cb.Assign(wpos, end)
 	})
-	c.Commit()
-	c.Wait()
-	c.PackConfig(dst)
-	c.For("j", kir.C(0), tiles, func(j kir.Var) {
-		cb.CBReserveBack(dst, kir.C(1))
-		c.Pack(j, dst)
-		cb.CBPushBack(dst, kir.C(1))
-	})
-	c.Release()
+	packDest(c, dst, tiles)
 }
 
 // writeRowsInner is the writer's body when rowsInner: every activation

@@ -137,13 +137,5 @@ func (m *mmProgram) productPopping(c *blocks.Compute, wcb int, wpos kir.Var, dst
 			})
 		}
 	})
-	c.Commit()
-	c.Wait()
-	c.PackConfig(dst)
-	c.For("j", kir.C(0), sb, func(j kir.Var) {
-		cb.CBReserveBack(dst, kir.C(1))
-		c.Pack(j, dst)
-		cb.CBPushBack(dst, kir.C(1))
-	})
-	c.Release()
+	packDest(c, dst, sb)
 }

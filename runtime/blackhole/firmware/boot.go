@@ -91,18 +91,28 @@ func Boot(c *chip.Chip, cores []kir.Core, fw Set, timeout time.Duration) error {
 			return fmt.Errorf("core %s: releasing BRISC: %w", cores[i], err)
 		}
 	}
-	goAddr := uint64(l.Mailbox.Base) + uint64(l.Msg.GoMessages)
+	return waitRunMsgDone(c, timeout, "firmware init", xys, func(i int) string { return fmt.Sprintf("core %s", cores[i]) },
+		uint64(l.Mailbox.Base)+uint64(l.Msg.GoMessages))
+}
+
+// waitRunMsgDone polls the go message at goAddr on every core of xys
+// until each reports RUN_MSG_DONE (the firmware finished its init).
+// Postcondition: nil once all have; otherwise, after timeout, an error
+// that starts with what and names up to eight pending cores (label(i),
+// coordinates, last go signal), or the first read's error.
+func waitRunMsgDone(c *chip.Chip, timeout time.Duration, what string, xys []chip.XY, label func(i int) string, goAddr uint64) error {
+	l := c.Layout
 	pending := map[int]uint32{}
 	for i := range xys {
 		pending[i] = uint32(l.RunMsgInit)
 	}
-	err = c.Poll(timeout, func() string {
+	return c.Poll(timeout, func() string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "firmware init: %d of %d cores never reported RUN_MSG_DONE:", len(pending), len(xys))
+		fmt.Fprintf(&b, "%s: %d of %d cores never reported RUN_MSG_DONE:", what, len(pending), len(xys))
 		n := 0
 		for i := range xys {
 			if s, ok := pending[i]; ok && n < 8 {
-				fmt.Fprintf(&b, " core %s %s go signal %#x;", cores[i], xys[i], s)
+				fmt.Fprintf(&b, " %s %s go signal %#x;", label(i), xys[i], s)
 				n++
 			}
 		}
@@ -121,7 +131,6 @@ func Boot(c *chip.Chip, cores []kir.Core, fw Set, timeout time.Duration) error {
 		}
 		return len(pending) == 0, nil
 	})
-	return err
 }
 
 func procName(i int) string { return target.ProcessorNames[i] }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/tcc-dev/tcc/codegen/target"
@@ -175,34 +174,12 @@ func BootEth(c *chip.Chip, cores []EthCore, fw EthSet, timeout time.Duration) er
 			return fail("base firmware mailbox", err)
 		}
 	}
-	goAddr := mb + uint64(l.Msg.GoMessages)
-	pending := map[int]uint32{}
-	for i := range cores {
-		pending[i] = uint32(l.RunMsgInit)
+	xys := make([]chip.XY, len(cores))
+	for i, ec := range cores {
+		xys[i] = ec.At
 	}
-	return c.Poll(timeout, func() string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "ethernet firmware init: %d of %d cores never reported RUN_MSG_DONE:", len(pending), len(cores))
-		for i, ec := range cores {
-			if s, ok := pending[i]; ok {
-				fmt.Fprintf(&b, " channel %d %s go signal %#x;", ec.Channel, ec.At, s)
-			}
-		}
-		return strings.TrimSuffix(b.String(), ";")
-	}, func() (bool, error) {
-		for i := range pending {
-			v, err := c.Read32(cores[i].At, goAddr)
-			if err != nil {
-				return false, err
-			}
-			if s := v >> 24; s == uint32(l.RunMsgDone) {
-				delete(pending, i)
-			} else {
-				pending[i] = s
-			}
-		}
-		return len(pending) == 0, nil
-	})
+	return waitRunMsgDone(c, timeout, "ethernet firmware init", xys, func(i int) string { return fmt.Sprintf("channel %d", cores[i].Channel) },
+		mb+uint64(l.Msg.GoMessages))
 }
 
 // releaseCore sends the base firmware ETH_MSG_RELEASE_CORE with the
