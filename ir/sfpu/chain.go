@@ -134,16 +134,7 @@ func buildChain(steps []Step, fp32 bool, inlineK map[uint32]bool, inline bool) (
 
 // ChainName is the chain's steps joined by "_then_" (scalars by their
 // bits), an identifier-safe name for its C++ function.
-func ChainName(steps []Step) string {
-	parts := make([]string, len(steps))
-	for i, s := range steps {
-		parts[i] = Table[s.Op].Name
-		if s.Op.HasParam() {
-			parts[i] += fmt.Sprintf("_%08x", math.Float32bits(s.Param))
-		}
-	}
-	return strings.Join(parts, "_then_")
-}
+func ChainName(steps []Step) string { return joinSteps(steps, "_", "_then_") }
 
 // ChainCycles is the cycles of one tile call of the chain's program
 // (tileCycles of its Setup and per-iteration cycles), against the sum of
@@ -158,15 +149,19 @@ func ChainCycles(p *Program, steps []Step) (fused, perOp float64) {
 // FormatChain is the text of a chain in a kir.SFPU statement's Chain:
 // the steps' names, a scalar's as name:bits (8 hex digits of its fp32
 // bits), comma-separated. ParseChain reads it back.
-func FormatChain(steps []Step) string {
+func FormatChain(steps []Step) string { return joinSteps(steps, ":", ",") }
+
+// joinSteps is the steps' op names joined by sep, a scalar step's name
+// followed by paramSep and the 8 hex digits of its fp32 bits.
+func joinSteps(steps []Step, paramSep, sep string) string {
 	parts := make([]string, len(steps))
 	for i, s := range steps {
 		parts[i] = Table[s.Op].Name
 		if s.Op.HasParam() {
-			parts[i] += fmt.Sprintf(":%08x", math.Float32bits(s.Param))
+			parts[i] += fmt.Sprintf("%s%08x", paramSep, math.Float32bits(s.Param))
 		}
 	}
-	return strings.Join(parts, ",")
+	return strings.Join(parts, sep)
 }
 
 // ParseChain parses FormatChain's text; an unknown op, a scalar without
