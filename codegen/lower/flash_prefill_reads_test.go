@@ -22,7 +22,7 @@ import (
 func simulatePrefill27B(t *testing.T, S, pos int) timing.DeviceTime {
 	t.Helper()
 	key := [2]int{S, pos}
-	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillChunk == 16
+	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillChunk == defaultPrefillChunk
 	prefillSims.Lock()
 	defer prefillSims.Unlock()
 	if d, ok := prefillSims.m[key]; ok && def {
@@ -34,6 +34,9 @@ func simulatePrefill27B(t *testing.T, S, pos int) timing.DeviceTime {
 	}
 	return d
 }
+
+// defaultPrefillChunk is lower.PrefillChunk before any test sets it.
+var defaultPrefillChunk = *lower.PrefillChunk
 
 // prefillSims are simulatePrefill27B's kept predictions.
 var prefillSims = struct {
@@ -161,12 +164,13 @@ func TestFlashPrefillKBlocksBalanced(t *testing.T) {
 }
 
 // TestFlashPrefillChunk: the prefill attention streams its cache tiles in
-// chunks of 16 (its scores CB holds one), flash decoding in chunks of 8,
-// and (TCC_LONG: ~16 CPU-s) the 27B's 4,096-token program from position 0
-// takes at least 4% less time than with chunks of 8 (3,699.0 against
-// 3,929.1 us predicted: the rescale of O and l and the rescale factor's
-// exp once per 16 cache tiles, not 8; at 1,024 tokens 480.5 against
-// 487.5, at 2,048 1,237.2 against 1,233.2).
+// chunks of prefillChunk, 8 (its scores CB holds one), as flash decoding
+// does, and (TCC_LONG: ~16 CPU-s) the 27B's 4,096-token program from
+// position 0 would take at least 4% less time in chunks of 16 (3,699.0
+// against 3,929.1 us predicted: the rescale of O and l and the rescale
+// factor's exp once per 16 cache tiles, not 8; at 1,024 tokens 480.5
+// against 487.5, at 2,048 1,237.2 against 1,233.2), the lever left unused
+// because of its rounding (prefillChunk).
 func TestFlashPrefillChunk(t *testing.T) {
 	scores := func(op *ir.Op) int {
 		t.Helper()
@@ -184,18 +188,20 @@ func TestFlashPrefillChunk(t *testing.T) {
 		"prefill": scores(sdpaGatedOp(t, ir.BF16, 1, 256, 12, 2, 256, 4096, "HiFi4")),
 		"decode":  scores(sdpaGatedOp(t, ir.BF16, 1, 0, 12, 2, 256, 4096, "HiFi4")),
 	}
-	if diff := cmp.Diff(map[string]int{"prefill": 16, "decode": 8}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int{"prefill": 8, "decode": 8}, got); diff != "" {
 		t.Errorf("scores CB pages (-want +got):\n%s", diff)
 	}
 	t.Run("time", func(t *testing.T) {
 		longtest.Skip(t, "the 27B's 4,096-token prefill attention simulated twice (~16 CPU-s)")
 		on := simulatePrefill27B(t, 4096, 0)
-		var off timing.DeviceTime
-		c := 8
-		withInt(lower.PrefillChunk, c, func() { off = simulatePrefill27B(t, 4096, 0) })
-		t.Logf("chunks of 16: %.1f us; of %d: %.1f us", on.US, c, off.US)
-		if on.US > 0.96*off.US {
-			t.Errorf("%.1f us, want under 96%% of %.1f", on.US, off.US)
+		var wide timing.DeviceTime
+		c := 16
+		withInt(lower.PrefillChunk, c, func() { wide = simulatePrefill27B(t, 4096, 0) })
+		t.Logf("chunks of 8: %.1f us; of %d: %.1f us", on.US, c, wide.US)
+		// Chunks of 16 are the faster program (the lever stays measured),
+		// but not the default: see prefillChunk.
+		if wide.US > 0.96*on.US {
+			t.Errorf("chunks of %d: %.1f us, want under 96%% of %.1f", c, wide.US, on.US)
 		}
 	})
 }

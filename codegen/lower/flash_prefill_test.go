@@ -14,7 +14,7 @@ import (
 
 // TestFlashPrefillOnSim: sdpa_prefill_gated over a 1024-long cache at
 // positions 0 (one chunk, the diagonal tile-aligned), 33 (the diagonal
-// across two tiles) and 500 (two chunks of 16 tiles, the last one shorter; the
+// across two tiles) and 500 (three chunks of 8 tiles, the last one shorter; the
 // first item's rows at 500..511 see none of its last chunk, tile 16, so
 // their running maximum goes through relu(-inf)) with one and two tile
 // rows of tokens, cache rows past the last visible position NaN

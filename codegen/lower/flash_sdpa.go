@@ -100,13 +100,17 @@ import (
 const flashChunk = 8
 
 // prefillChunk is flashChunk of the flash prefill attention
-// (flashPrefill): its per-chunk work (the
-// rescale of O's Dt tiles and of l, the rescale factor's exp) spread over
-// twice the cache tiles. The 27B's 4,096-token program takes 3,699.0 us
-// with it, 3,929.1 with chunks of 8 (predicted; TestFlashPrefillChunk).
-// sim/ref's flashChunkTiles follows it (a variable for the test that
-// compares the two; the reference is bit for bit only at 16).
-var prefillChunk = 16
+// (flashPrefill). Chunks of 16 spread its per-chunk work (the rescale of
+// O's Dt tiles and of l, the rescale factor's exp) over twice the cache
+// tiles: the 27B's 4,096-token program takes 3,699.0 us with them, 3,929.1
+// with chunks of 8 (predicted; TestFlashPrefillChunk). They are not the
+// default: their rounding took the small config's 700-token prompt
+// (cmd/tcc/cli TestRunQwenPromptLengths, TCC_LONG) to an fp32 logits PCC
+// of 0.989451 in its step at 576..639, under the check's 0.99 (same
+// formats 1.000000). sim/ref's flashChunkTiles follows it (a variable for
+// the test that compares the two; the reference is bit for bit only at
+// its own chunk).
+var prefillChunk = 8
 
 // flashKPair is the most cache tiles whose K the reader moves per barrier
 // (fewer when their K rows are longer than 4*chunk tiles).

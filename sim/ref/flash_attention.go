@@ -9,7 +9,7 @@ import (
 
 // flashChunkTiles is the cache tiles the flash prefill program
 // (codegen/lower prefillChunk) streams per chunk of its online softmax.
-const flashChunkTiles = 16
+const flashChunkTiles = 8
 
 // flashItem is the work item of the flash prefill program that holds query
 // row s (of S rows at positions pos, pos+1, ...): its tile row of up to 32
