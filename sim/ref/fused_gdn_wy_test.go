@@ -130,34 +130,19 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 		for _, on := range []string{"storage", "composed", "exact"} {
 			o := opts[on]
 			t.Run(c.name+"/"+on, func(t *testing.T) {
-				run := func(g *ir.Graph) []Tensor {
-					env := map[*ir.Value]Tensor{}
-					for i, v := range g.Inputs {
-						env[v] = Tensor{Shape: v.Type.Shape, Data: data[i]}
-					}
-					vals, err := Eval(g, env, o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var ts []Tensor
-					for _, v := range g.Outputs {
-						ts = append(ts, vals[v])
-					}
-					return ts
-				}
-				want, got := run(composed), run(fused)
+				want, got := evalOutputs(t, composed, composed.Inputs, data, o), evalOutputs(t, fused, fused.Inputs, data, o)
 				for r, name := range []string{"u", "wk", "qg", "qk"}[:len(want)] {
 					n := 0
-					for i, w := range want[r].Data {
-						if math.Float32bits(w) != math.Float32bits(got[r].Data[i]) {
+					for i, w := range want[r] {
+						if math.Float32bits(w) != math.Float32bits(got[r][i]) {
 							if n++; n <= 3 {
-								t.Errorf("%s[%d] = %g, composed %g", name, i, got[r].Data[i], w)
+								t.Errorf("%s[%d] = %g, composed %g", name, i, got[r][i], w)
 							}
 						}
 					}
-					t.Logf("%s %s: PCC %.7f, %d of %d elements differ", name, want[r].Shape, numerics.PCC(want[r].Data, got[r].Data), n, len(want[r].Data))
+					t.Logf("%s %s: PCC %.7f, %d of %d elements differ", name, composed.Outputs[r].Type.Shape, numerics.PCC(want[r], got[r]), n, len(want[r]))
 					if n > 0 {
-						t.Errorf("%s: %d of %d elements differ from the composed chain; want bit for bit", name, n, len(want[r].Data))
+						t.Errorf("%s: %d of %d elements differ from the composed chain; want bit for bit", name, n, len(want[r]))
 					}
 				}
 			})
