@@ -494,6 +494,22 @@ func (pr *printer) sfpuArgs(s kir.SFPU) (tmpl string, args []string, comment str
 	return tmpl, args, strings.Join(notes, ", ")
 }
 
+// transposeDestInitArgs and transposeDestArgs print the in-DEST
+// transpose: <true> (is_32bit) for fp32 DEST.
+func (pr *printer) transposeDestInitArgs(s kir.TransposeDestInit) (tmpl string, args []string, comment string) {
+	if s.Is32 {
+		return "<true>", nil, "fp32 DEST"
+	}
+	return "", nil, ""
+}
+
+func (pr *printer) transposeDestArgs(s kir.TransposeDest) (tmpl string, args []string, comment string) {
+	if s.Is32 {
+		return "<true>", []string{pr.expr(s.Dst)}, "fp32 DEST"
+	}
+	return "", []string{pr.expr(s.Dst)}, ""
+}
+
 func (pr *printer) packTileArgs(s kir.PackTile) (tmpl string, args []string, comment string) {
 	if s.OutTile == nil {
 		return "", []string{pr.expr(s.Dst), pr.cb(s.CB)}, ""

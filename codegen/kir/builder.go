@@ -270,6 +270,14 @@ func (b *Builder) TransposeInit(cb int) { b.Emit(TransposeInit{cb}) }
 // TransposeTile emits transpose_wh_tile(cb, tile, dst).
 func (b *Builder) TransposeTile(cb int, tile, dst Expr) { b.Emit(TransposeTile{cb, tile, dst}) }
 
+// TransposeDestInit emits transpose_wh_dest_init_short<is32>(); is32 is
+// DEST's fp32 mode.
+func (b *Builder) TransposeDestInit(is32 bool) { b.Emit(TransposeDestInit{is32}) }
+
+// TransposeDest emits transpose_wh_dest<is32>(dst): DEST[dst] transposed
+// in place.
+func (b *Builder) TransposeDest(is32 bool, dst Expr) { b.Emit(TransposeDest{is32, dst}) }
+
 // SFPUInit emits the init of op.
 func (b *Builder) SFPUInit(op SFPUOp) { b.Emit(SFPUInit{op}) }
 

@@ -343,6 +343,21 @@ type TransposeTile struct {
 	Dst  Expr
 }
 
+// TransposeDestInit is transpose_wh_dest_init_short<Is32>(): it programs the
+// math thread's address modes and MOP for TransposeDest, so the FPU op that
+// follows needs its own init again. Is32 must match DEST's mode (fp32).
+type TransposeDestInit struct {
+	Is32 bool
+}
+
+// TransposeDest is transpose_wh_dest<Is32>(Dst): DEST[Dst] transposed in
+// place (element (r, c) moves to (c, r)), its values moved unchanged
+// through SrcB (16-bit DEST) or as hi and lo halves (fp32 DEST, Is32).
+type TransposeDest struct {
+	Is32 bool
+	Dst  Expr
+}
+
 // SFPUInit is the op's init, e.g. exp_tile_init().
 type SFPUInit struct {
 	Op SFPUOp
@@ -430,6 +445,8 @@ func (ReduceTile) isStmt()               {}
 func (ReduceUninit) isStmt()             {}
 func (TransposeInit) isStmt()            {}
 func (TransposeTile) isStmt()            {}
+func (TransposeDestInit) isStmt()        {}
+func (TransposeDest) isStmt()            {}
 func (SFPUInit) isStmt()                 {}
 func (SFPU) isStmt()                     {}
 func (PackTile) isStmt()                 {}
@@ -579,6 +596,10 @@ func APIName(s Stmt) string {
 		return "transpose_wh_init_short"
 	case TransposeTile:
 		return "transpose_wh_tile"
+	case TransposeDestInit:
+		return "transpose_wh_dest_init_short"
+	case TransposeDest:
+		return "transpose_wh_dest"
 	case SFPUInit:
 		return sfpuInitName(s)
 	case SFPU:
@@ -596,7 +617,7 @@ func APIName(s Stmt) string {
 // IsComputeOnly reports whether s may only appear in a compute kernel.
 func IsComputeOnly(s Stmt) bool {
 	switch s.(type) {
-	case ComputeKernelHWStartup, TileRegsAcquire, TileRegsCommit, TileRegsWait, TileRegsRelease, CopyTileInit, CopyTile, BinaryInit, BinaryTiles, BcastInit, BcastTiles, MatmulInit, MatmulTiles, MatmulBlockInit, MatmulBlock, ReduceInit, ReduceTile, ReduceUninit, TransposeInit, TransposeTile, SFPUInit, SFPU, PackTile, ReconfigDataFormat, PackReconfigDataFormat:
+	case ComputeKernelHWStartup, TileRegsAcquire, TileRegsCommit, TileRegsWait, TileRegsRelease, CopyTileInit, CopyTile, BinaryInit, BinaryTiles, BcastInit, BcastTiles, MatmulInit, MatmulTiles, MatmulBlockInit, MatmulBlock, ReduceInit, ReduceTile, ReduceUninit, TransposeInit, TransposeTile, TransposeDestInit, TransposeDest, SFPUInit, SFPU, PackTile, ReconfigDataFormat, PackReconfigDataFormat:
 		return true
 	}
 	return false
@@ -675,6 +696,8 @@ func instrOperands(s Stmt) []operand {
 		return []operand{{s.Tile, false}, {s.ScalerTile, false}, {s.Dst, false}}
 	case TransposeTile:
 		return []operand{{s.Tile, false}, {s.Dst, false}}
+	case TransposeDest:
+		return []operand{{s.Dst, false}}
 	case SFPU:
 		return []operand{{s.Dst, false}, {s.Src, true}}
 	case PackTile:
@@ -798,6 +821,8 @@ func InitOf(s Stmt) (Stmt, bool) {
 		}, true
 	case TransposeTile:
 		return TransposeInit{CB: s.CB}, true
+	case TransposeDest:
+		return TransposeDestInit{Is32: s.Is32}, true
 	case SFPU:
 		return SFPUInit{Op: s.Op}, true
 	}
@@ -864,6 +889,8 @@ func Instructions() []Stmt {
 		ReduceUninit{},
 		TransposeInit{},
 		TransposeTile{},
+		TransposeDestInit{},
+		TransposeDest{},
 		SFPUInit{},
 		SFPU{},
 		PackTile{},

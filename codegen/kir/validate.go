@@ -565,6 +565,8 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			// reconfig to the same CB for both sources is legal.
 		case TransposeTile:
 			checkDst(name, s.Dst, 1)
+		case TransposeDest:
+			checkDst(name, s.Dst, 1)
 		case SFPU:
 			checkDst(name, s.Dst, 1)
 			if s.Src != nil {

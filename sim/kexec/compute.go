@@ -33,6 +33,7 @@ const (
 	fpuMatmulBlock
 	fpuReduce
 	fpuTranspose
+	fpuTransposeDest
 )
 
 // fpuMode is what the last FPU init configured.
@@ -43,6 +44,7 @@ type fpuMode struct {
 	rop       kir.ReduceOp
 	rdim      kir.ReduceDim
 	transpose bool
+	is32      bool // transpose_wh_dest's is_32bit
 }
 
 // computeState is the unpack/math/pack state of one compute kernel on one core.
@@ -124,6 +126,8 @@ func (m fpuMode) describe() string {
 		return fmt.Sprintf("reduce %s over %s", m.rop, m.rdim)
 	case fpuTranspose:
 		return "transpose_wh_tile"
+	case fpuTransposeDest:
+		return "transpose_wh_dest"
 	}
 	return "nothing"
 }
@@ -246,6 +250,18 @@ func (cs *computeState) round(t []float32) {
 	for i, v := range t {
 		t[i] = numerics.RoundBF16(v)
 	}
+}
+
+// transposeDest is DEST tile t after _llk_math_transpose_dest_ (tt-llk,
+// llk_math_transpose_dest.h): element (r, c) at (c, r), each face moved
+// through SrcB (MOVD2B, TRNSPSRCB, MOVB2D; faces 1 and 2 swap through
+// SrcA), the values unchanged. With fp32 DEST the is_32bit moves carry
+// each value's high and low 16 bits apart with the zero flag disabled;
+// a 16-bit DEST value fits the 19-bit SrcB whole (its zero flag would
+// flush a subnormal, which 16-bit DEST never holds: unpack, the FPU and
+// SFPSTORE flush them first, srcReg and storeSFPU).
+func (cs *computeState) transposeDest(t []float32) []float32 {
+	return transposed(t)
 }
 
 func transposed(t []float32) []float32 {
@@ -392,6 +408,8 @@ func configOp(s kir.Stmt, call string) op {
 		}
 	case kir.TransposeInit:
 		return setFPU(call, fpuMode{kind: fpuTranspose}, s.CB)
+	case kir.TransposeDestInit:
+		return setFPU(call, fpuMode{kind: fpuTransposeDest, is32: s.Is32})
 	case kir.ReduceUninit:
 		return do(func(ks *kstate, _ []uint64) error {
 			ks.comp.fpu = fpuMode{}
@@ -535,6 +553,21 @@ func mathOp(s kir.Stmt, call, init string) op {
 				dst[i] = srcReg(x, f)
 			}
 			ks.comp.round(dst)
+			return nil
+		})
+	case kir.TransposeDest:
+		return do(func(ks *kstate, v []uint64) error {
+			if err := ks.mathPrologue(call, fpuMode{kind: fpuTransposeDest, is32: s.Is32}, init); err != nil {
+				return err
+			}
+			if s.Is32 != ks.comp.fp32 {
+				return ks.errf(kir.RuleInit, kir.NoCB, "%s<is_32bit=%t> with fp32 DEST %t: is_32bit must match DEST's mode (the 16-bit moves leave an fp32 value's low half undefined; the 32-bit moves read a 16-bit DEST's halves as two values)", call, s.Is32, ks.comp.fp32)
+			}
+			d, err := ks.destIndex(call, v[0])
+			if err != nil {
+				return err
+			}
+			ks.comp.dest[d] = ks.comp.transposeDest(ks.comp.dest[d])
 			return nil
 		})
 	}

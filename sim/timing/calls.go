@@ -227,7 +227,7 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 	case kir.TileRegsAcquire, kir.TileRegsCommit, kir.TileRegsWait, kir.TileRegsRelease:
 		return cost(p.CBCycles / 2), nil
 	case kir.CopyTileInit, kir.BinaryInit, kir.BcastInit, kir.MatmulInit, kir.MatmulBlockInit, kir.ReduceInit,
-		kir.ReduceUninit, kir.TransposeInit, kir.SFPUInit, kir.ReconfigDataFormat, kir.PackReconfigDataFormat:
+		kir.ReduceUninit, kir.TransposeInit, kir.TransposeDestInit, kir.SFPUInit, kir.ReconfigDataFormat, kir.PackReconfigDataFormat:
 		return cost(p.InitCycles), nil
 	case kir.CopyTile:
 		return cost(unpack), nil
@@ -247,6 +247,8 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		}), nil
 	case kir.TransposeTile:
 		return cost(unpack + p.FPUEltwiseCycles), nil
+	case kir.TransposeDest:
+		return do(func(th *thread, _ []uint64) { th.advance(transposeDestCycles(p, th.fp32)) }), nil
 	case kir.SFPU:
 		if s.Chain != "" {
 			return sfpuChainCost(p, s)
@@ -273,6 +275,31 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("the timing model does not know statement %T", s)
+}
+
+// Instructions of one transpose_wh_dest call (tt-llk
+// llk_math_transpose_dest.h, Blackhole): 16-bit DEST runs the MOP
+// ckernel_unpack_template::run(2, 0b10): faces 0 to 3 each 4 MOVD2B, a
+// TRNSPSRCB and 4 MOVB2D or MOVB2A (36), then 2 MOVA2D for face 1: 38
+// moves. The is_32bit MOP run(3, 0b101) moves the high and low halves
+// apart: faces 0 and 3 take 14 + 6 replayed instructions each, faces 1 and
+// 2 together 5 + 4 + 5 + 4 + 24: 82. Around the MOP each call issues the
+// dst address set, counter reset, STALLWAIT and SETRWC (4), and the 32-bit
+// one four config read-modify-writes of 3 instructions (zero flag and fp32
+// mode off and back on: 12).
+const (
+	transposeDestInsns16 = 38 + 4
+	transposeDestInsns32 = 82 + 4 + 12
+)
+
+// transposeDestCycles is the math thread's time of one transpose_wh_dest
+// of a tile in 16-bit or fp32 DEST: its instructions (above) at
+// DestMoveCycles each. No unpack or pack: the tile stays in DEST.
+func transposeDestCycles(p *Params, fp32 bool) float64 {
+	if fp32 {
+		return transposeDestInsns32 * p.DestMoveCycles
+	}
+	return transposeDestInsns16 * p.DestMoveCycles
 }
 
 // sfpuChainCost is the cost of a chain statement (kir.SFPU's Chain):

@@ -73,6 +73,10 @@ type Params struct {
 	FPUEltwiseCycles float64
 	// PackCycles16 and PackCycles32 pack one tile from 16-bit or fp32 DEST.
 	PackCycles16, PackCycles32 float64
+	// DestMoveCycles is the math thread's time per instruction of a DEST
+	// move sequence (MOVD2B, MOVB2D, MOVA2D, MOVB2A, TRNSPSRCB: 4 or 8
+	// rows each), which transpose_wh_dest is made of (transposeDestCycles).
+	DestMoveCycles float64
 	// SFPUCycles is the time of one SFPU op on a tile, by op (default:
 	// kir.SFPUTable's Cycles).
 	SFPUCycles map[kir.SFPUOp]float64
@@ -121,6 +125,7 @@ func Default() *Params {
 		FPUEltwiseCycles:          8,
 		PackCycles16:              32,
 		PackCycles32:              64,
+		DestMoveCycles:            2,
 		SFPUCycles:                sfpuCycles(),
 		TCCSFPUCycles:             tccSFPUCycles(),
 		InitCycles:                20,
@@ -223,6 +228,7 @@ func (p *Params) Table() []Param {
 		f("fpu_eltwise", p.FPUEltwiseCycles, "cycles/tile", false, srcChip),
 		f("pack_tile_16", p.PackCycles16, "cycles/tile", false, srcAssumed),
 		f("pack_tile_32", p.PackCycles32, "cycles/tile", false, srcAssumed),
+		f("dest_move", p.DestMoveCycles, "cycles/instruction", false, "assumed: one issue plus one dependency stall per move (tt-llk llk_math_transpose_dest.h replays; not measured)"),
 	}
 	ops := make([]kir.SFPUOp, 0, len(p.SFPUCycles))
 	for op := range p.SFPUCycles {

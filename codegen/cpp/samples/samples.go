@@ -411,6 +411,13 @@ func Coverage() *kir.Program {
 	word := b.Let("scaler_word", kir.ReadTileValue{CB: CBIn2, Tile: kir.C(0), Offset: kir.C(0)})
 	b.TransposeInit(CBIn0)
 	pack(func() { b.TransposeTile(CBIn0, kir.Add(kir.Mul(word, kir.C(0)), kir.C(1)), kir.C(0)) })
+	// transpose_wh_dest: the copied tile transposed in DEST (16-bit).
+	b.CopyTileInit(CBIn0)
+	pack(func() {
+		b.CopyTile(CBIn0, kir.C(0), kir.C(0))
+		b.TransposeDestInit(false)
+		b.TransposeDest(false, kir.C(0))
+	})
 	b.CopyTileInit(CBIn0)
 	pack(func() {
 		b.CopyTile(CBIn0, kir.C(0), kir.C(0))

@@ -10,9 +10,12 @@ const (
 	matmul    = "compute_kernel_api/matmul.h"
 	reduce    = "compute_kernel_api/reduce.h"
 	transpose = "compute_kernel_api/transpose_wh.h"
-	pack      = "compute_kernel_api/pack.h"
-	reconfig  = "compute_kernel_api/reconfig_data_format.h"
-	hwStartup = "compute_kernel_api/compute_kernel_hw_startup.h"
+	// transposeDest is the in-DEST transpose's header (tt-llk's
+	// _llk_math_transpose_dest_).
+	transposeDest = "compute_kernel_api/transpose_wh_dest.h"
+	pack          = "compute_kernel_api/pack.h"
+	reconfig      = "compute_kernel_api/reconfig_data_format.h"
+	hwStartup     = "compute_kernel_api/compute_kernel_hw_startup.h"
 	// persistAPI is the header a persistent program's kernels would include
 	// (tcc's own; not written yet: codegen/persist).
 	persistAPI = "tcc/persistent.h"
@@ -480,6 +483,25 @@ func All() []Insn {
 			Doc:    "TransposeTile is transpose_wh_tile(CB, Tile, Dst).",
 			Fields: []Field{fpu("CB"), ex("Tile"), ex("Dst")}, Args: []string{"CB", "Tile", "Dst"},
 			ComputeDecl: "void transpose_wh_tile(uint32_t icb, uint32_t itile, uint32_t idst);",
+		},
+		{
+			Go: "TransposeDestInit", Section: secComp, Class: Compute, Call: "transpose_wh_dest_init_short", Header: transposeDest,
+			Doc: "TransposeDestInit is transpose_wh_dest_init_short<Is32>(): it programs the\n" +
+				"math thread's address modes and MOP for TransposeDest, so the FPU op that\n" +
+				"follows needs its own init again. Is32 must match DEST's mode (fp32).",
+			Fields:  []Field{val("Is32", "bool")},
+			Printer: "transposeDestInitArgs",
+			ComputeDecl: "// compute_kernel_api/transpose_wh_dest.h (tt-llk llk_math_transpose_dest.h)\n" +
+				"template <bool is_32bit = false>\nvoid transpose_wh_dest_init_short();",
+		},
+		{
+			Go: "TransposeDest", Section: secComp, Class: Compute, Call: "transpose_wh_dest", Header: transposeDest, Init: "TransposeDestInit",
+			Doc: "TransposeDest is transpose_wh_dest<Is32>(Dst): DEST[Dst] transposed in\n" +
+				"place (element (r, c) moves to (c, r)), its values moved unchanged\n" +
+				"through SrcB (16-bit DEST) or as hi and lo halves (fp32 DEST, Is32).",
+			Fields:      []Field{val("Is32", "bool"), ex("Dst")},
+			Printer:     "transposeDestArgs",
+			ComputeDecl: "template <bool is_32bit = false>\nvoid transpose_wh_dest(uint32_t idst);",
 		},
 		{
 			Go: "SFPUInit", Section: secComp, Class: Compute, NameFunc: "sfpuInitName",

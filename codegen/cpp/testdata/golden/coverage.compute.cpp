@@ -25,6 +25,7 @@
 #include "compute_kernel_api/reg_api.h"
 #include "compute_kernel_api/tile_move_copy.h"
 #include "compute_kernel_api/transpose_wh.h"
+#include "compute_kernel_api/transpose_wh_dest.h"
 #include "tcc_sfpu.h"
 
 void kernel_main() {
@@ -242,6 +243,19 @@ void kernel_main() {
     copy_tile_to_dst_init_short(0);
     tile_regs_acquire();
     copy_tile(0, 0, 0);
+    transpose_wh_dest_init_short();
+    transpose_wh_dest(0);
+    tile_regs_commit();
+    cb_reserve_back(24, 1);
+    tile_regs_wait();
+    pack_tile(0, 24);
+    tile_regs_release();
+    cb_push_back(24, 1);
+    cb_wait_front(24, 1);
+    cb_pop_front(24, 1);
+    copy_tile_to_dst_init_short(0);
+    tile_regs_acquire();
+    copy_tile(0, 0, 0);
     copy_tile(0, 1, 1);
     tcc_exp_tile_init();
     tcc_exp_tile(0);
@@ -278,7 +292,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile(0, 24);
+    pack_tile<true>(0, 24, 0);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
@@ -289,7 +303,7 @@ void kernel_main() {
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
-    pack_tile<true>(0, 24, 0);
+    pack_tile(0, 24);
     tile_regs_release();
     cb_push_back(24, 1);
     cb_wait_front(24, 1);
