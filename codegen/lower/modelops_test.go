@@ -139,6 +139,10 @@ var smallCases = []mcase{
 	{name: "concat_head_rows_fp32_batch", build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.FP32, dram, 2, 3, 64)), in(b, "b", tt(ir.FP32, dram, 2, 64, 64)), 1)
 	}},
+	// units of 8 pages, two column groups walked down their tile rows
+	{name: "concat_head_rows_groups", build: func(b *ir.Builder) *ir.Value {
+		return b.Concat(in(b, "a", tt(ir.BF16, dram, 1, 3, 512)), in(b, "b", tt(ir.BF16, dram, 1, 100, 512)), 1)
+	}},
 	{name: "concat_head_rows_31", build: func(b *ir.Builder) *ir.Value {
 		return b.Concat(in(b, "a", tt(ir.BF16, dram, 31, 32)), in(b, "b", tt(ir.BF16, dram, 40, 32)), 0)
 	}},
