@@ -209,12 +209,30 @@ func shapeGDNChunkWY(in []TensorType, _ Attrs) ([]TensorType, error) {
 	return []TensorType{like(in[2], v.Clone(), f), like(in[1], Shape{B, H, N, L, Dk}, f)}, nil
 }
 
+// GDNChunkPrepExpG reports gdn_chunk_prep's exp_g attribute: true when
+// its eg operand is the log decays g whose exp the op computes (attribute
+// 1), false when absent or 0; any other value is an error naming the rule.
+func GDNChunkPrepExpG(a Attrs) (bool, error) {
+	v, ok := a["exp_g"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-exp-g: exp_g %v must be 0 or 1", v)
+	}
+	return n == 1, nil
+}
+
 // shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
 // results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
 // L, L] (k's placement).
 func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	if len(in) != 7 {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
+	}
+	if _, err := GDNChunkPrepExpG(a); err != nil {
+		return nil, err
 	}
 	out, err := shapeGDNChunkWY(in[:6], a)
 	if err != nil {

@@ -27,7 +27,13 @@ import (
 // v, beta, eg, gamma), mul(q, eg) and bmm_transpose_b_mul(q, k, gamma)
 // become one gdn_chunk_prep(kx, k, v, beta, eg, gamma, q) (two programs
 // fewer again; k, gamma and eg are read once).
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep)
+//
+// FuseGDNChunkPrepExp (same family) then takes the decays' exp into the
+// prep: gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) becomes
+// gdn_chunk_prep(kx, k, v, beta, g, gamma, q) with exp_g = 1, the exp
+// computed per item on the SFPU as the exp op computes it (one program
+// fewer; g's tile read instead of eg's).
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {
@@ -136,4 +142,36 @@ func gdnChunkPrepApplies(m *rw.Match) bool {
 		}
 	}
 	return true
+}
+
+// ruleGDNChunkPrepExp is FuseGDNChunkPrepExp.
+//
+//	gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) => gdn_chunk_prep(kx, k, v, beta, g, gamma, q) {exp_g = 1}
+func ruleGDNChunkPrepExp() *rw.Rule {
+	eg := rw.Op(ir.OpExp, rw.Var("g")).As("exp")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepExp",
+		Rewrite: "gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) => gdn_chunk_prep(kx, k, v, beta, g, gamma, q) {exp_g = 1}",
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), eg, rw.Var("gamma"), rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepExpApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("g"), m.Value("gamma"), m.Value("q")}
+		}, func(*rw.Match) ir.Attrs { return ir.Attrs{"exp_g": 1} }),
+	}
+}
+
+// gdnChunkPrepExpApplies is FuseGDNChunkPrepExp's side condition: the prep
+// does not take an exp already (exp_g absent or 0); the exp keeps g's
+// shape and dtype (the prep's dtype: the in-program exp rounds to it as
+// the exp op stores it) and sets no attribute of its own.
+func gdnChunkPrepExpApplies(m *rw.Match) bool {
+	if expG, err := ir.GDNChunkPrepExpG(m.Op("prep").Attrs); err != nil || expG {
+		return false
+	}
+	e, g := m.Op("exp"), m.Value("g")
+	if len(e.Attrs) != 0 || len(e.Results) != 1 {
+		return false
+	}
+	t := e.Result().Type
+	return t.DType == g.Type.DType && t.Shape.Equal(g.Type.Shape) && t.Layout == g.Type.Layout
 }

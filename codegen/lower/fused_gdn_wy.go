@@ -46,13 +46,17 @@ type gdnWY struct {
 	q, qg, qk *ir.Value
 	kt, vt    int
 	shareK    bool // kx and k are one buffer: read once
-	cb        gdnWYCBs
+	// expG: gdn_chunk_prep with exp_g, whose operand eg is g: the reader
+	// reads g's tile into CB g and the compute packs r(exp(g)) to CB eg.
+	expG bool
+	cb   gdnWYCBs
 }
 
 type gdnWYCBs struct {
 	kx, k, v, beta, eg, gamma, ident                       int
 	kb, prod, aFull, strict, a, a2, f, p, t, scaled, u, wk int
 	q, qg, qk                                              int // gdn_chunk_prep's (-1 without)
+	g                                                      int // exp_g's input (-1 without)
 }
 
 // gdnWYItemCycles is the cost model's time of one item on a core: its
@@ -60,14 +64,18 @@ type gdnWYCBs struct {
 // beta, the kt products of A and its multiply by gamma, the inverse's
 // negation, four squarings, four products and five adds, and per result
 // tile (vt + kt) a multiply and a product, each with its unpacks and
-// pack, plus the writer's element stores zeroing A's upper triangle.
-func gdnWYItemCycles(kt, vt int, withQ bool, fid ir.MathFidelity) int {
+// pack, plus the writer's element stores zeroing A's upper triangle;
+// expG the copy, exp and pack of eg = r(exp(g)) too.
+func gdnWYItemCycles(kt, vt int, withQ, expG bool, fid ir.MathFidelity) int {
 	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
 	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
 	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false, withQ)*ir.FP32.TileBytes()/NoCBytesPerCycle
 	compute := kt*elt + kt*mm + PackTileCycles + elt + 8*(mm+PackTileCycles) + 5*elt + (vt+kt)*(elt+mm+PackTileCycles)
 	if withQ { // qk's kt products and multiply, qg's kt multiplies
 		compute += kt*mm + PackTileCycles + elt + kt*elt
+	}
+	if expG {
+		compute += UnpackTileCycles + int(kir.SFPUTable[kir.SFPUExp].Cycles) + PackTileCycles
 	}
 	zero := ir.TileSize * ir.TileSize / 2 * FillStoreCycles
 	return read + compute + zero
@@ -90,7 +98,9 @@ func gdnWYItemTiles(kt, vt int, shareK, withQ bool) int {
 // lowerGDNChunkWY builds the gdn_chunk_wy program, and gdn_chunk_prep's:
 // the same program that also reads each item's q tiles and writes qg =
 // r(q * eg) (bcast cols, as mul) and qk = r(r(sum_t q_t k_t^T) * gamma)
-// (as bmm_transpose_b_mul) after wk.
+// (as bmm_transpose_b_mul) after wk; with exp_g it reads g where it read
+// eg and computes eg = r(exp(g)) per item first (copy, the SFPU's exp,
+// pack: as the exp op's program).
 func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	prep := op.Kind == ir.OpGDNChunkPrep
 	nOps, nRes := 6, 2
@@ -104,6 +114,11 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		u: op.Results[0], wk: op.Results[1]}
 	if prep {
 		r.q, r.qg, r.qk = op.Operands[6], op.Results[2], op.Results[3]
+		expG, err := ir.GDNChunkPrepExpG(op.Attrs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		r.expG = expG
 	}
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
@@ -130,7 +145,7 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
 	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
 	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
-	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, prep, ctx.Fidelity), 0, floor))
+	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, prep, r.expG, ctx.Fidelity), 0, floor))
 	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
 	r.plan.SetArgs(r.cores, rd, cp, wr)
@@ -141,13 +156,18 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // intermediates one item.
 func (r *gdnWY) addCBs() {
 	f, kt, vt, cbs := ir.FP32, r.kt, r.vt, r.cbs
-	c := gdnWYCBs{q: -1, qg: -1, qk: -1}
+	c := gdnWYCBs{q: -1, qg: -1, qk: -1, g: -1}
 	c.k = cbs.Input("k", f, 2*kt)
 	c.kx = c.k
 	if !r.shareK {
 		c.kx = cbs.Input("kx", f, 2*kt)
 	}
-	c.v, c.beta, c.eg, c.gamma = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2), cbs.Input("eg", f, 2), cbs.Input("gamma", f, 2)
+	c.v, c.beta, c.gamma = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2), cbs.Input("gamma", f, 2)
+	if r.expG {
+		c.g, c.eg = cbs.Input("g", f, 2), cbs.Scratch("eg", f, 1)
+	} else {
+		c.eg = cbs.Input("eg", f, 2)
+	}
 	c.ident = cbs.Input("identity", f, 1)
 	c.strict = cbs.Input("strict_lower", f, 1)
 	c.kb, c.prod, c.aFull = cbs.Scratch("kb", f, kt), cbs.Scratch("product", f, 1), cbs.Output("a_full", f, 1)
@@ -178,7 +198,11 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if !r.shareK {
 		kxAcc = r.bind(rd, "kx_addr", r.kx)
 	}
-	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, "eg_addr", r.eg), r.bind(rd, "gamma_addr", r.gamma)
+	egName := "eg_addr"
+	if r.expG {
+		egName = "g_addr"
+	}
+	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, egName, r.eg), r.bind(rd, "gamma_addr", r.gamma)
 	var qAcc *blocks.Access
 	if r.q != nil {
 		qAcc = r.bind(rd, "q_addr", r.q)
@@ -204,7 +228,11 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if !r.shareK {
 		runs = append(runs, run{kxAcc, c.kx, kt})
 	}
-	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, c.eg, 1}, run{gAcc, c.gamma, 1})
+	egCB := c.eg
+	if r.expG {
+		egCB = c.g
+	}
+	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, egCB, 1}, run{gAcc, c.gamma, 1})
 	if r.q != nil {
 		runs = append(runs, run{qAcc, c.q, kt})
 	}
@@ -263,6 +291,10 @@ func (r *gdnWY) compute() *kir.Kernel {
 		c.PackOut(out, 1)
 	}
 	c.For("i", z0, ccount, func(kir.Var) {
+		if r.expG {
+			cb.Comment("eg = r(exp(g)) (as the exp op)")
+			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		}
 		cb.CBWaitFront(n.k, kir.Ci(kt))
 		if !r.shareK {
 			cb.CBWaitFront(n.kx, kir.Ci(kt))

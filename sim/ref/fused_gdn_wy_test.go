@@ -15,8 +15,10 @@ import (
 // (kb = kx * beta; A = (kb k^T) * gamma; T = tril_inverse(A); u = T (v *
 // beta); wk = T (kb * eg)) or fused into one gdn_chunk_wy; withQ adds
 // input q and outputs qg = q * eg and qk = (q k^T) * gamma (fused:
-// gdn_chunk_prep). Outputs u, wk (qg, qk).
-func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ bool) *ir.Graph {
+// gdn_chunk_prep). With expG (and withQ) input eg is the log decays g:
+// composed eg = exp(g), fused gdn_chunk_prep with exp_g = 1. Outputs u,
+// wk (qg, qk).
+func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ, expG bool) *ir.Graph {
 	t.Helper()
 	const L = 32
 	b := ir.NewBuilder("gdn_chunk_wy")
@@ -29,6 +31,13 @@ func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ bool
 	}
 	b.Region("gdn", 0)
 	switch {
+	case fused && expG:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1))...)
+	case expG:
+		eg = b.Exp(eg)
+	}
+	switch {
+	case fused && expG:
 	case fused && withQ:
 		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q)...)
 	case fused:
@@ -114,19 +123,26 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 	cases := []struct {
 		name            string
 		B, H, N, dk, dv int
-		withQ           bool
+		withQ, expG     bool
 	}{
-		{"long", 1, 1, long, 64, 64, false},
-		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false},
-		{"27b head dims", 1, 1, 2, 128, 128, false},
-		{"prep long", 1, 1, long, 64, 64, true},
-		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true},
+		{"long", 1, 1, long, 64, 64, false, false},
+		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false, false},
+		{"27b head dims", 1, 1, 2, 128, 128, false, false},
+		{"prep long", 1, 1, long, 64, 64, true, false},
+		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true, false},
+		{"prep exp_g long", 1, 1, long, 64, 64, true, true},
+		{"prep exp_g users2 dk32 dv64", 2, 3, 2, 32, 64, true, true},
 	}
 	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
 	for _, c := range cases {
-		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ)
-		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ)
+		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ, c.expG)
+		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ, c.expG)
 		data := gdnWYData(rand.New(rand.NewPCG(5, uint64(c.N))), composed)
+		if c.expG { // input eg is g
+			for i, e := range data[4] {
+				data[4][i] = float32(math.Log(float64(e)))
+			}
+		}
 		for _, on := range []string{"storage", "composed", "exact"} {
 			o := opts[on]
 			t.Run(c.name+"/"+on, func(t *testing.T) {
