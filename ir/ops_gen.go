@@ -72,7 +72,7 @@ const (
 	OpGDNPrefillGates                   // GDN prefill gates per token: a and b [B, S, H] (bf16 or fp32), a_log and dt_bias with H elements (bf16 or fp32), f = dtype (fp32: the operands convert exactly); g[b, s, h] = r(r(softplus(r(a[b, s, h] + dt_bias[h]))) * r(-r(exp(a_log[h])))) with every operand converted to f, the add and multiply the FPU's (dt_bias and -exp(a_log) broadcast along the rows), exp and softplus the SFPU's, r() rounding to f; beta[b, s, h] = sigmoid(b[b, s, h]) rounded to b's dtype, then converted to f; results g and beta [B, S, H] of dtype f
 	OpGDNChunkStep                      // one step of the GDN prefill's chunked (WY) delta rule over chunk c = chunk of u, wk, qg [B, H, N, L, Dv|Dk|Dk], qk [B, H, N, L, L], k [B, H, N, L, Dk] and g [B, H, N, L] with state S [B, H, 1, Dk, Dv], all of dtype f, per user b and value head h, each step an op of the composed chain computed as that op computes it (contractions as bmm, subtract, add and multiply as the FPU's, exp as the SFPU's) and r() rounding to f where it stores: vNew = r(u_c - r(wk_c S)); o = r(r(qg_c S) + r(qk_c vNew)); gl = g_c[L-1]; kd = r(k_c * r(exp(r(gl - g_c))) as a column) (row j scaled by element j); S' = r(r(S * r(exp(gl))) + r(kd^T vNew)); results o [B, H, 1, L, Dv] and S' [B, H, 1, Dk, Dv] of dtype f
 	OpGDNChunkWY                        // the GDN prefill's per-chunk WY products (UT transform) for every user b, value head h and chunk n of kx, k [B, H, N, L, Dk], v [B, H, N, L, Dv], beta and eg [B, H, N, L, 1] and gamma [B, H, N, L, L], all of one dtype f, each step an op of the composed chain computed as that op computes it and r() rounding to f where it stores: kb = r(kx * beta) (beta's column broadcast, the FPU's multiply, kx first); A = r(r(kb k^T) * gamma) (as bmm_transpose_b_mul); T = r(tril_inverse(A)); u = r(T r(v * beta)) and wk = r(T r(kb * eg)) (as bmm_scale_b); results u [B, H, N, L, Dv] and wk [B, H, N, L, Dk] of dtype f
-	OpGDNChunkPrep                      // gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f
+	OpGDNChunkPrep                      // gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f; with exp_g = 1 operand eg is the log decays g and the op first computes eg = r(exp(g)) (the SFPU's exp, as the exp op); with decay = 1 (and exp_g = 1) operand gamma is g's row form [B, H, N, 1, L] and the op computes gamma = tril(r(exp(r(g - gamma)))) (the sub's two broadcasts, the exp op's exp, tril diagonal 0)
 	OpGDNChunkScan                      // count consecutive steps of the GDN prefill's chunked (WY) delta rule, chunks first .. first+count-1 of u, wk, qg, qk, k and g (shapes as gdn_chunk_step's) from state S [B, H, 1, Dk, Dv], all of dtype f: each step is gdn_chunk_step's, computed and rounded as it is, and reads the state the previous step left; results o [B, H, count, L, Dv] (step i's o at index i of axis 2, as the concat of the steps' o) and the last step's state [B, H, 1, Dk, Dv], of dtype f
 	OpAttnPrologue                      // gated-attention decode prologue, D = q_norm's size, R = cos's last dim, for user b, q head h < H = qg.shape[2]/(2D), kv head j < Hkv = k.shape[2]/D: gate[b,h,:] = qg[b,0,2hD+D : 2hD+2D]; q[b,h,:] = rope(norm(qg[b,0,2hD : 2hD+D], q_norm)); kn[b,j,:] = rope(norm(k[b,0,jD : jD+D], k_norm)); k_cache' = k_cache except [b,j,p_b,:] = kn[b,j,:]; v_cache' = v_cache except [b,j,p_b,:] = v[b,0,jD : jD+D] with p_b = pos[0] for pos [1] (every user at one position) or pos[b] for pos [B] (a position per user); norm(x, w) = x * rsqrt(mean(x^2) + eps) * (w + offset) in fp32 math rounded to qg's dtype; rope(y)[i] = y[i]*cos[b,i] + rotate_half(y[0:R])[i]*sin[b,i] for i < R (fp32 math, rotate_half as in rotary), y[i] for i >= R; results q, gate [B,H,D] in qg's dtype, k_cache', v_cache' (written in place when the caches are state)
 	OpSDPADecodeGated                   // out[b,0,h*D+i] = o[b,h,i] * s[b,h,i] (fp32 multiply) for q and gate [B,H,D], k and v [B,Hkv,L,D]: o = sdpa_decode(q, k, v, pos) with scale (pos [1] or [B]: user b attends to 0..pos[0] or 0..pos[b]; fp32 math) rounded to q's dtype, s = sigmoid(gate) rounded to gate's dtype; heads concatenated, out [B,1,H*D] in q's dtype
@@ -793,8 +793,17 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Results:  2,
 	Shape:    shapeGDNChunkWY,
 }, OpGDNChunkPrep: {
+	Attrs: []opspec.Attr{{
+		Kind:     opspec.AttrInt,
+		Name:     "exp_g",
+		Optional: true,
+	}, {
+		Kind:     opspec.AttrInt,
+		Name:     "decay",
+		Optional: true,
+	}},
 	Class:    "fused",
-	Doc:      "gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f",
+	Doc:      "gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f; with exp_g = 1 operand eg is the log decays g and the op first computes eg = r(exp(g)) (the SFPU's exp, as the exp op); with decay = 1 (and exp_g = 1) operand gamma is g's row form [B, H, N, 1, L] and the op computes gamma = tril(r(exp(r(g - gamma)))) (the sub's two broadcasts, the exp op's exp, tril diagonal 0)",
 	Fused:    true,
 	Name:     "gdn_chunk_prep",
 	Operands: []string{"kx", "k", "v", "beta", "eg", "gamma", "q"},
@@ -1321,9 +1330,12 @@ func (bld *Builder) GDNChunkWY(kx *Value, k *Value, v *Value, beta *Value, eg *V
 	return bld.Emit(OpGDNChunkWY, []*Value{kx, k, v, beta, eg, gamma}, attrs)
 }
 
-// GDNChunkPrep appends a gdn_chunk_prep op: gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f
-func (bld *Builder) GDNChunkPrep(kx *Value, k *Value, v *Value, beta *Value, eg *Value, gamma *Value, q *Value) []*Value {
+// GDNChunkPrep appends a gdn_chunk_prep op: gdn_chunk_wy(kx, k, v, beta, eg, gamma) and the query side of the GDN prefill's chunk preparation in one op, with q [B, H, N, L, Dk] of dtype f: qg = r(q * eg) (eg's column broadcast, the FPU's multiply, q first) and qk = r(r(q k^T) * gamma) (as bmm_transpose_b_mul); results u, wk (as gdn_chunk_wy's), qg [B, H, N, L, Dk] and qk [B, H, N, L, L] of dtype f; with exp_g = 1 operand eg is the log decays g and the op first computes eg = r(exp(g)) (the SFPU's exp, as the exp op); with decay = 1 (and exp_g = 1) operand gamma is g's row form [B, H, N, 1, L] and the op computes gamma = tril(r(exp(r(g - gamma)))) (the sub's two broadcasts, the exp op's exp, tril diagonal 0)
+func (bld *Builder) GDNChunkPrep(kx *Value, k *Value, v *Value, beta *Value, eg *Value, gamma *Value, q *Value, opts ...Option) []*Value {
 	attrs := Attrs{}
+	for _, o := range opts {
+		o(attrs)
+	}
 	return bld.Emit(OpGDNChunkPrep, []*Value{kx, k, v, beta, eg, gamma, q}, attrs)
 }
 

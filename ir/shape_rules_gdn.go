@@ -209,6 +209,40 @@ func shapeGDNChunkWY(in []TensorType, _ Attrs) ([]TensorType, error) {
 	return []TensorType{like(in[2], v.Clone(), f), like(in[1], Shape{B, H, N, L, Dk}, f)}, nil
 }
 
+// GDNChunkPrepExpG reports gdn_chunk_prep's exp_g attribute: true when
+// its eg operand is the log decays g whose exp the op computes (attribute
+// 1), false when absent or 0; any other value is an error naming the rule.
+func GDNChunkPrepExpG(a Attrs) (bool, error) {
+	v, ok := a["exp_g"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-exp-g: exp_g %v must be 0 or 1", v)
+	}
+	return n == 1, nil
+}
+
+// GDNChunkPrepDecay reports gdn_chunk_prep's decay attribute: true when
+// its gamma operand is the log decays' row form [B, H, N, 1, L] from which
+// the op computes Γ (attribute 1; exp_g must be 1 too), false when absent
+// or 0; any other value is an error naming the rule.
+func GDNChunkPrepDecay(a Attrs) (bool, error) {
+	v, ok := a["decay"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-decay: decay %v must be 0 or 1", v)
+	}
+	if expG, err := GDNChunkPrepExpG(a); n == 1 && (err != nil || !expG) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-decay: decay = 1 needs exp_g = 1 (Γ is computed from g)")
+	}
+	return n == 1, nil
+}
+
 // shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
 // results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
 // L, L] (k's placement).
@@ -216,7 +250,22 @@ func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	if len(in) != 7 {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
 	}
-	out, err := shapeGDNChunkWY(in[:6], a)
+	decay, err := GDNChunkPrepDecay(a)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := GDNChunkPrepExpG(a); err != nil {
+		return nil, err
+	}
+	wy := in[:6]
+	if decay { // gamma is g's row form: check it, then as the [.., L, L] Γ
+		k, gr := in[1].Shape, in[5]
+		if k.Rank() != 5 || !gr.Shape.Equal(Shape{k[0], k[1], k[2], 1, k[3]}) || gr.DType != in[1].DType {
+			return nil, fmt.Errorf("rule gdn-chunk-prep-decay: decay's g row %s %s must be [B, H, N, 1, L] of k's dtype (k %s %s)", gr.Shape, gr.DType, k, in[1].DType)
+		}
+		wy = append(append([]TensorType{}, in[:5]...), like(gr, Shape{k[0], k[1], k[2], k[3], k[3]}, gr.DType))
+	}
+	out, err := shapeGDNChunkWY(wy, a)
 	if err != nil {
 		return nil, err
 	}

@@ -133,3 +133,48 @@ func TestShapeGDNChunkStep(t *testing.T) {
 		})
 	}
 }
+
+// TestShapeGDNChunkPrepAttrs: gdn_chunk_prep's exp_g and decay attributes.
+// With decay operand gamma is g's row form [B, H, N, 1, L] and the results
+// are as with Γ; bad values, decay without exp_g and a wrong row shape are
+// errors naming the rule.
+func TestShapeGDNChunkPrepAttrs(t *testing.T) {
+	in := func(gamma ...int) []TensorType {
+		return []TensorType{T(FP32, 1, 2, 3, 32, 64), T(FP32, 1, 2, 3, 32, 64), T(FP32, 1, 2, 3, 32, 32), T(FP32, 1, 2, 3, 32, 1),
+			T(FP32, 1, 2, 3, 32, 1), T(FP32, gamma...), T(FP32, 1, 2, 3, 32, 64)}
+	}
+	want, err := shapeGDNChunkPrep(in(1, 2, 3, 32, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		gamma []int
+		attrs Attrs
+		rule  string // "" for want's types
+	}{
+		{"exp_g", []int{1, 2, 3, 32, 32}, Attrs{"exp_g": 1}, ""},
+		{"decay", []int{1, 2, 3, 1, 32}, Attrs{"exp_g": 1, "decay": 1}, ""},
+		{"exp_g 2", []int{1, 2, 3, 32, 32}, Attrs{"exp_g": 2}, "gdn-chunk-prep-exp-g"},
+		{"decay without exp_g", []int{1, 2, 3, 1, 32}, Attrs{"decay": 1}, "gdn-chunk-prep-decay"},
+		{"decay float", []int{1, 2, 3, 1, 32}, Attrs{"exp_g": 1, "decay": 1.0}, "gdn-chunk-prep-decay"},
+		{"decay row shape", []int{1, 2, 3, 32, 32}, Attrs{"exp_g": 1, "decay": 1}, "gdn-chunk-prep-decay"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := shapeGDNChunkPrep(in(c.gamma...), c.attrs)
+			if c.rule != "" {
+				if err == nil || !strings.Contains(err.Error(), "rule "+c.rule) {
+					t.Errorf("error %v, want rule %s", err, c.rule)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("types (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

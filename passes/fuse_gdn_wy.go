@@ -27,7 +27,17 @@ import (
 // v, beta, eg, gamma), mul(q, eg) and bmm_transpose_b_mul(q, k, gamma)
 // become one gdn_chunk_prep(kx, k, v, beta, eg, gamma, q) (two programs
 // fewer again; k, gamma and eg are read once).
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep)
+//
+// FuseGDNChunkPrepExp (same family) then takes the decays' exp into the
+// prep: gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) becomes
+// gdn_chunk_prep(kx, k, v, beta, g, gamma, q) with exp_g = 1, the exp
+// computed per item on the SFPU as the exp op computes it (one program
+// fewer; g's tile read instead of eg's).
+//
+// FuseGDNChunkPrepDecay (same family, after it) takes the decays Γ =
+// tril(exp(g - g_row)) into the prep too: the prep reads g's row form's
+// one tile instead of Γ's, and the sub, exp and tril programs go.
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {
@@ -136,4 +146,81 @@ func gdnChunkPrepApplies(m *rw.Match) bool {
 		}
 	}
 	return true
+}
+
+// ruleGDNChunkPrepExp is FuseGDNChunkPrepExp.
+//
+//	gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) => gdn_chunk_prep(kx, k, v, beta, g, gamma, q) {exp_g = 1}
+func ruleGDNChunkPrepExp() *rw.Rule {
+	eg := rw.Op(ir.OpExp, rw.Var("g")).As("exp")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepExp",
+		Rewrite: "gdn_chunk_prep(kx, k, v, beta, exp(g), gamma, q) => gdn_chunk_prep(kx, k, v, beta, g, gamma, q) {exp_g = 1}",
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), eg, rw.Var("gamma"), rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepExpApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("g"), m.Value("gamma"), m.Value("q")}
+		}, func(*rw.Match) ir.Attrs { return ir.Attrs{"exp_g": 1} }),
+	}
+}
+
+// gdnChunkPrepExpApplies is FuseGDNChunkPrepExp's side condition: the prep
+// does not take an exp already (exp_g absent or 0); the exp keeps g's
+// shape and dtype (the prep's dtype: the in-program exp rounds to it as
+// the exp op stores it) and sets no attribute of its own.
+func gdnChunkPrepExpApplies(m *rw.Match) bool {
+	if expG, err := ir.GDNChunkPrepExpG(m.Op("prep").Attrs); err != nil || expG {
+		return false
+	}
+	e, g := m.Op("exp"), m.Value("g")
+	if len(e.Attrs) != 0 || len(e.Results) != 1 {
+		return false
+	}
+	t := e.Result().Type
+	return t.DType == g.Type.DType && t.Shape.Equal(g.Type.Shape) && t.Layout == g.Type.Layout
+}
+
+// ruleGDNChunkPrepDecay is FuseGDNChunkPrepDecay.
+//
+//	gdn_chunk_prep(kx, k, v, beta, g, tril(exp(sub(g, gr))), q) {exp_g = 1} => gdn_chunk_prep(kx, k, v, beta, g, gr, q) {exp_g = 1, decay = 1}
+func ruleGDNChunkPrepDecay() *rw.Rule {
+	gamma := rw.Op(ir.OpTril, rw.Op(ir.OpExp, rw.Op(ir.OpSub, rw.Var("g"), rw.Var("gr")).As("sub")).As("exp")).As("tril")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepDecay",
+		Rewrite: "gdn_chunk_prep(kx, k, v, beta, g, tril(exp(sub(g, gr))), q) {exp_g = 1} => gdn_chunk_prep(kx, k, v, beta, g, gr, q) {exp_g = 1, decay = 1}",
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), rw.Var("g"), gamma, rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepDecayApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("g"), m.Value("gr"), m.Value("q")}
+		}, func(*rw.Match) ir.Attrs { return ir.Attrs{"exp_g": 1, "decay": 1} }),
+	}
+}
+
+// gdnChunkPrepDecayApplies is FuseGDNChunkPrepDecay's side condition: the
+// prep takes exp(g) (exp_g = 1) and not Γ's chain already; tril keeps the
+// diagonal (diagonal 0); sub and exp set no attribute; g is [B, H, N, L,
+// 1] and gr [B, H, N, 1, L] of the prep's dtype, so the sub broadcasts g's
+// column and gr's row into Γ's [B, H, N, L, L] tile, as the prep's
+// program computes it.
+func gdnChunkPrepDecayApplies(m *rw.Match) bool {
+	attrs := m.Op("prep").Attrs
+	expG, err := ir.GDNChunkPrepExpG(attrs)
+	if err != nil || !expG {
+		return false
+	}
+	if decay, err := ir.GDNChunkPrepDecay(attrs); err != nil || decay {
+		return false
+	}
+	if d, ok := m.Op("tril").Attrs["diagonal"].(int); !ok || d != 0 || len(m.Op("tril").Attrs) != 1 {
+		return false
+	}
+	if len(m.Op("sub").Attrs) != 0 || len(m.Op("exp").Attrs) != 0 {
+		return false
+	}
+	g, gr := m.Value("g").Type, m.Value("gr").Type
+	s := g.Shape
+	if s.Rank() != 5 || s[4] != 1 || gr.DType != g.DType || !gr.Shape.Equal(ir.Shape{s[0], s[1], s[2], 1, s[3]}) {
+		return false
+	}
+	return gdnIs(m, "sub", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "exp", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "tril", g.DType, s[0], s[1], s[2], s[3], s[3])
 }

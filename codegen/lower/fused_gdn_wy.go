@@ -46,13 +46,23 @@ type gdnWY struct {
 	q, qg, qk *ir.Value
 	kt, vt    int
 	shareK    bool // kx and k are one buffer: read once
-	cb        gdnWYCBs
+	// expG: gdn_chunk_prep with exp_g, whose operand eg is g: the reader
+	// reads g's tile into CB g and the compute packs r(exp(g)) to CB eg.
+	expG bool
+	// decay: gdn_chunk_prep with decay (and exp_g), whose operand gamma is
+	// g's row form: the reader reads its tile into CB g_row, the compute
+	// packs r(exp(r(g - g_row))) to CB gamma_full and the writer returns
+	// its lower triangle in CB gamma (tril's stores).
+	decay bool
+	cb    gdnWYCBs
 }
 
 type gdnWYCBs struct {
 	kx, k, v, beta, eg, gamma, ident                       int
 	kb, prod, aFull, strict, a, a2, f, p, t, scaled, u, wk int
 	q, qg, qk                                              int // gdn_chunk_prep's (-1 without)
+	g                                                      int // exp_g's input (-1 without)
+	zero, gRow, gCol, rows, diff, gammaFull                int // decay's (-1 without)
 }
 
 // gdnWYItemCycles is the cost model's time of one item on a core: its
@@ -60,8 +70,9 @@ type gdnWYCBs struct {
 // beta, the kt products of A and its multiply by gamma, the inverse's
 // negation, four squarings, four products and five adds, and per result
 // tile (vt + kt) a multiply and a product, each with its unpacks and
-// pack, plus the writer's element stores zeroing A's upper triangle.
-func gdnWYItemCycles(kt, vt int, withQ bool, fid ir.MathFidelity) int {
+// pack, plus the writer's element stores zeroing A's upper triangle;
+// expG the copy, exp and pack of eg = r(exp(g)) too.
+func gdnWYItemCycles(kt, vt int, withQ, expG bool, fid ir.MathFidelity) int {
 	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
 	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
 	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false, withQ)*ir.FP32.TileBytes()/NoCBytesPerCycle
@@ -69,8 +80,20 @@ func gdnWYItemCycles(kt, vt int, withQ bool, fid ir.MathFidelity) int {
 	if withQ { // qk's kt products and multiply, qg's kt multiplies
 		compute += kt*mm + PackTileCycles + elt + kt*elt
 	}
+	if expG {
+		compute += UnpackTileCycles + int(kir.SFPUTable[kir.SFPUExp].Cycles) + PackTileCycles
+	}
 	zero := ir.TileSize * ir.TileSize / 2 * FillStoreCycles
 	return read + compute + zero
+}
+
+// gdnDecayItemCycles is what decay adds to an item: Γ's row expansion,
+// subtract (negated) and exp, each with its unpacks and pack, and the
+// writer's stores zeroing Γ's upper triangle.
+func gdnDecayItemCycles() int {
+	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
+	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
+	return 2*elt + sfpu(kir.SFPUNegative) + UnpackTileCycles + sfpu(kir.SFPUExp) + PackTileCycles + ir.TileSize*ir.TileSize/2*FillStoreCycles
 }
 
 // gdnWYItemTiles is the tiles one item reads and writes: kx (unless
@@ -90,7 +113,9 @@ func gdnWYItemTiles(kt, vt int, shareK, withQ bool) int {
 // lowerGDNChunkWY builds the gdn_chunk_wy program, and gdn_chunk_prep's:
 // the same program that also reads each item's q tiles and writes qg =
 // r(q * eg) (bcast cols, as mul) and qk = r(r(sum_t q_t k_t^T) * gamma)
-// (as bmm_transpose_b_mul) after wk.
+// (as bmm_transpose_b_mul) after wk; with exp_g it reads g where it read
+// eg and computes eg = r(exp(g)) per item first (copy, the SFPU's exp,
+// pack: as the exp op's program).
 func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	prep := op.Kind == ir.OpGDNChunkPrep
 	nOps, nRes := 6, 2
@@ -104,6 +129,14 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		u: op.Results[0], wk: op.Results[1]}
 	if prep {
 		r.q, r.qg, r.qk = op.Operands[6], op.Results[2], op.Results[3]
+		expG, err := ir.GDNChunkPrepExpG(op.Attrs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		r.expG = expG
+		if r.decay, err = ir.GDNChunkPrepDecay(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
 	}
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
@@ -114,6 +147,9 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	ks, vs := r.k.Type.Shape, r.v.Type.Shape
+	if r.decay && (ks.Rank() != 5 || !r.gamma.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], 1, ks[3]})) {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-decay: %s: g row %s must be [B, H, N, 1, L] (k %s)", op.Name(), r.gamma.Type.Shape, ks)
+	}
 	const T = ir.TileSize
 	if ks.Rank() != 5 || vs.Rank() != 5 || ks[3] != T || ks[4]%T != 0 || vs[4]%T != 0 {
 		return nil, fmt.Errorf("rule gdn-chunk-wy-tiles: want k [B, H, N, %d, Dk] and v [B, H, N, %d, Dv] with Dk, Dv multiples of %d (one tile of tokens, whole head tiles), got %s and %s", T, T, T, ks, vs)
@@ -130,24 +166,47 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
 	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
 	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
-	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), gdnWYItemCycles(r.kt, r.vt, prep, ctx.Fidelity), 0, floor))
+	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), r.itemCycles(ctx.Fidelity), 0, floor))
 	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
 	r.plan.SetArgs(r.cores, rd, cp, wr)
 	return r.done(r.p)
 }
 
+// itemCycles is the cost model's time of one item (gdnWYItemCycles, plus
+// gdnDecayItemCycles with decay).
+func (r *gdnWY) itemCycles(fid ir.MathFidelity) int {
+	n := gdnWYItemCycles(r.kt, r.vt, r.q != nil, r.expG, fid)
+	if r.decay {
+		n += gdnDecayItemCycles()
+	}
+	return n
+}
+
 // addCBs adds the program's CBs: the inputs two items deep, the
 // intermediates one item.
 func (r *gdnWY) addCBs() {
 	f, kt, vt, cbs := ir.FP32, r.kt, r.vt, r.cbs
-	c := gdnWYCBs{q: -1, qg: -1, qk: -1}
+	c := gdnWYCBs{q: -1, qg: -1, qk: -1, g: -1, zero: -1, gRow: -1, gCol: -1, rows: -1, diff: -1, gammaFull: -1}
 	c.k = cbs.Input("k", f, 2*kt)
 	c.kx = c.k
 	if !r.shareK {
 		c.kx = cbs.Input("kx", f, 2*kt)
 	}
-	c.v, c.beta, c.eg, c.gamma = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2), cbs.Input("eg", f, 2), cbs.Input("gamma", f, 2)
+	c.v, c.beta = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2)
+	if r.decay {
+		// g's tile twice: CB g unpacked to DEST for the exp (exact fp32, as
+		// the exp op), CB g_col through the FPU for the subtract (as sub).
+		c.gRow, c.gCol, c.zero, c.gamma = cbs.Input("g_row", f, 2), cbs.Input("g_col", f, 2), cbs.Input("zero", f, 1), cbs.Input("gamma", f, 1)
+		c.rows, c.diff, c.gammaFull = cbs.Scratch("g_rows", f, 1), cbs.Scratch("g_diff", f, 1), cbs.Output("gamma_full", f, 1)
+	} else {
+		c.gamma = cbs.Input("gamma", f, 2)
+	}
+	if r.expG {
+		c.g, c.eg = cbs.Input("g", f, 2), cbs.Scratch("eg", f, 1)
+	} else {
+		c.eg = cbs.Input("eg", f, 2)
+	}
 	c.ident = cbs.Input("identity", f, 1)
 	c.strict = cbs.Input("strict_lower", f, 1)
 	c.kb, c.prod, c.aFull = cbs.Scratch("kb", f, kt), cbs.Scratch("product", f, 1), cbs.Output("a_full", f, 1)
@@ -178,7 +237,14 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if !r.shareK {
 		kxAcc = r.bind(rd, "kx_addr", r.kx)
 	}
-	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, "eg_addr", r.eg), r.bind(rd, "gamma_addr", r.gamma)
+	egName, gammaName := "eg_addr", "gamma_addr"
+	if r.expG {
+		egName = "g_addr"
+	}
+	if r.decay {
+		gammaName = "g_row_addr"
+	}
+	bAcc, eAcc, gAcc := r.bind(rd, "beta_addr", r.beta), r.bind(rd, egName, r.eg), r.bind(rd, gammaName, r.gamma)
 	var qAcc *blocks.Access
 	if r.q != nil {
 		qAcc = r.bind(rd, "q_addr", r.q)
@@ -195,6 +261,12 @@ func (r *gdnWY) reader() *kir.Kernel {
 		b.L1Write32(kir.Add(id, blocks.FaceOffset(d, d, 4)), kir.C(0x3F800000))
 	})
 	b.CBPushBack(c.ident, kir.C(1))
+	if r.decay {
+		b.Comment("zero tile (Γ's row expansion adds the row to it)")
+		z := blocks.Reserve(b, c.zero, kir.C(1), "z")
+		blocks.FillWords(b, z, ir.FP32.TileBytes(), 0)
+		b.CBPushBack(c.zero, kir.C(1))
+	}
 	type run struct {
 		acc *blocks.Access
 		cb  int
@@ -204,7 +276,17 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if !r.shareK {
 		runs = append(runs, run{kxAcc, c.kx, kt})
 	}
-	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, c.eg, 1}, run{gAcc, c.gamma, 1})
+	egCB, gammaCB := c.eg, c.gamma
+	if r.expG {
+		egCB = c.g
+	}
+	if r.decay {
+		gammaCB = c.gRow
+	}
+	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, egCB, 1}, run{gAcc, gammaCB, 1})
+	if r.decay {
+		runs = append(runs, run{eAcc, c.gCol, 1})
+	}
 	if r.q != nil {
 		runs = append(runs, run{qAcc, c.q, kt})
 	}
@@ -234,6 +316,9 @@ func (r *gdnWY) compute() *kir.Kernel {
 	cb := c.B
 	c.MatmulStartup(n.kb, n.k, n.prod)
 	cb.CBWaitFront(n.ident, one)
+	if r.decay {
+		cb.CBWaitFront(n.zero, one)
+	}
 	// plusI: DEST[0] = I + a[0], packed into out; a is waited for, not popped.
 	plusI := func(a, out int) {
 		cb.CBWaitFront(a, one)
@@ -263,6 +348,18 @@ func (r *gdnWY) compute() *kir.Kernel {
 		c.PackOut(out, 1)
 	}
 	c.For("i", z0, ccount, func(kir.Var) {
+		switch {
+		case r.decay:
+			cb.Comment("eg = r(exp(g)) (as the exp op)")
+			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+			cb.Comment("Γ before tril = r(exp(r(g - g_row))) (as sub: the row expanded, -(rows - bcast_cols(g)); then as exp)")
+			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, n.zero, n.gRow, n.rows)
+			c.BinaryTile(kir.EltSub, blocks.BcastCols, n.rows, n.gCol, n.diff, true, nil)
+			c.Unary(n.diff, n.gammaFull, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		case r.expG:
+			cb.Comment("eg = r(exp(g)) (as the exp op)")
+			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+		}
 		cb.CBWaitFront(n.k, kir.Ci(kt))
 		if !r.shareK {
 			cb.CBWaitFront(n.kx, kir.Ci(kt))
@@ -346,6 +443,9 @@ func (r *gdnWY) compute() *kir.Kernel {
 		}
 	})
 	cb.CBPopFront(n.ident, one)
+	if r.decay {
+		cb.CBPopFront(n.zero, one)
+	}
 	return cp
 }
 
@@ -364,6 +464,20 @@ func (r *gdnWY) writer() *kir.Kernel {
 		return wr
 	}
 	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
+		if r.decay {
+			w.Comment("Γ = tril(gamma_full): its elements above the diagonal zeroed (tril's stores)")
+			src := blocks.WaitFront(w, c.gammaFull, kir.C(1), "e")
+			l1 := blocks.Reserve(w, c.gamma, kir.C(1), "gm")
+			blocks.LocalCopy(w, src, l1, ir.FP32.TileBytes())
+			w.NoCAsyncReadBarrier()
+			w.CBPopFront(c.gammaFull, kir.C(1))
+			w.For("r", kir.C(0), kir.Ci(ir.TileSize-1), func(rr kir.Var) {
+				w.For("c", kir.Add(rr, kir.C(1)), kir.Ci(ir.TileSize), func(cc kir.Var) {
+					w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
+				})
+			})
+			w.CBPushBack(c.gamma, kir.C(1))
+		}
 		w.Comment("L = A with its diagonal and upper elements zeroed (tril_inverse's reader)")
 		src := blocks.WaitFront(w, c.aFull, kir.C(1), "a")
 		l1 := blocks.Reserve(w, c.strict, kir.C(1), "l")

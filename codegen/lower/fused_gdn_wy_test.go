@@ -16,19 +16,32 @@ import (
 )
 
 // gdnWYOp builds a one-op graph: gdn_chunk_wy over [B, H, N, 32, D] fp32
-// operands (gdn_chunk_prep, with q, when withQ).
-func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ bool) *ir.Op {
+// operands (gdn_chunk_prep, with q, when withQ; with exp_g = 1 when
+// expG; with decay = 1 too, gamma g's row form [B, H, N, 1, 32], when
+// decay).
+func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool) *ir.Op {
 	t.Helper()
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
-	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
+	beta, eg := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1)
+	var gamma *ir.Value
+	if decay {
+		gamma = in("g_row", B, H, N, 1, L)
+	} else {
+		gamma = in("gamma", B, H, N, L, L)
+	}
 	b.Region(ir.RegionKind("gdn"), 0)
 	var rs []*ir.Value
-	if withQ {
+	switch {
+	case decay:
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1))
+	case expG:
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1))
+	case withQ:
 		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk))
-	} else {
+	default:
 		rs = b.GDNChunkWY(kx, k, v, beta, eg, gamma)
 	}
 	if b.Err() != nil {
@@ -87,6 +100,13 @@ func gdnWYArgs(op *ir.Op, seed uint64, shared bool) [][]float32 {
 			acc -= math.Abs(rng.NormFloat64()) * 0.1
 			gs[i] = acc
 			args[4][c*L+i] = float32(math.Exp(acc))
+			if expG, _ := ir.GDNChunkPrepExpG(op.Attrs); expG { // operand eg is g
+				args[4][c*L+i] = float32(acc)
+			}
+			if decay, _ := ir.GDNChunkPrepDecay(op.Attrs); decay { // gamma is g's row form
+				args[5][c*L+i] = float32(acc)
+				continue
+			}
 			for j := 0; j <= i; j++ {
 				args[5][(c*L+i)*L+j] = float32(math.Exp(gs[i] - gs[j]))
 			}
@@ -112,18 +132,22 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		tgt             *target.Target
 		B, H, N, dk, dv int
 		shared, withQ   bool
+		expG, decay     bool
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false},
-		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true},
-		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true},
-		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false},
+		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false},
+		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true},
+		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ)
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {
@@ -198,7 +222,7 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 		composedQ += d
 	}
 	fused := func(withQ bool) float64 {
-		op := gdnWYOp(t, B, H, N, D, D, withQ)
+		op := gdnWYOp(t, B, H, N, D, D, withQ, false, false)
 		ctx := lower.NewContext(tgt)
 		ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
 		return us(op, ctx)

@@ -20,19 +20,73 @@ func init() {
 	register(map[ir.OpKind]evalFunc{ir.OpGDNChunkWY: evalGDNChunkWY, ir.OpGDNChunkPrep: evalGDNChunkPrep})
 }
 
-// evalGDNChunkPrep: see the gdn_chunk_prep Doc line: gdn_chunk_wy's
-// results, then qg as mul computes it and qk as bmm_transpose_b_mul
+// evalGDNChunkPrep: see the gdn_chunk_prep Doc line: with exp_g first
+// eg = r(exp(g)) (the exp op's evaluator), with decay Γ as the sub, exp
+// and tril evaluators compute it, then gdn_chunk_wy's results,
+// then qg as mul computes it and qk as bmm_transpose_b_mul
 // does (the caller's finish rounds the results).
 func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if len(op.Operands) != 7 || len(args) != 7 {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(op.Operands))
+	}
+	f := op.Operands[1].Type.DType
+	expG, err := ir.GDNChunkPrepExpG(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if expG { // operand 4 is g: eg = r(exp(g)) as the exp op computes it
+		exp, _, ok := sfpuEval(ir.OpExp, opts)
+		if !ok {
+			return nil, fmt.Errorf("rule gdn-chunk-prep-exp-g: the SFPU table has no exp")
+		}
+		eg, err := unary(func(x float32) float32 { return exp(x, 0) })(op, args[4:5], opts)
+		if err != nil {
+			return nil, err
+		}
+		e, err := finishResult(f, eg[0], opts)
+		if err != nil {
+			return nil, err
+		}
+		g := args[4]
+		args = append(append(append([]Tensor{}, args[:4]...), e), args[5:]...)
+		decay, err := ir.GDNChunkPrepDecay(op.Attrs)
+		if err != nil {
+			return nil, err
+		}
+		if decay { // operand 5 is g's row form: Γ = tril(r(exp(r(g - row))))
+			d, err := fpuBinary(deviceSub, true)(op, []Tensor{g, args[5]}, opts)
+			if err != nil {
+				return nil, err
+			}
+			ds, err := finishResult(f, d[0], opts)
+			if err != nil {
+				return nil, err
+			}
+			x, err := unary(func(x float32) float32 { return exp(x, 0) })(op, []Tensor{ds}, opts)
+			if err != nil {
+				return nil, err
+			}
+			gamma, err := finishResult(f, x[0], opts)
+			if err != nil {
+				return nil, err
+			}
+			batch, rows, cols, err := trailingMatrix(gamma)
+			if err != nil {
+				return nil, err
+			}
+			for b := range batch {
+				for i := range rows {
+					clear(gamma.Data[(b*rows+i)*cols+min(i+1, cols) : (b*rows+i+1)*cols])
+				}
+			}
+			args[5] = gamma
+		}
 	}
 	wy, err := gdnChunkWY(op, args[:6], opts)
 	if err != nil {
 		return nil, err
 	}
 	k, eg, gamma, q := args[1], args[4], args[5], args[6]
-	f := op.Operands[1].Type.DType
 	qg, err := fpuBinary(deviceMul, false)(op, []Tensor{q, eg}, opts)
 	if err != nil {
 		return nil, err

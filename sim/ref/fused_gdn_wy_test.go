@@ -15,20 +15,41 @@ import (
 // (kb = kx * beta; A = (kb k^T) * gamma; T = tril_inverse(A); u = T (v *
 // beta); wk = T (kb * eg)) or fused into one gdn_chunk_wy; withQ adds
 // input q and outputs qg = q * eg and qk = (q k^T) * gamma (fused:
-// gdn_chunk_prep). Outputs u, wk (qg, qk).
-func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ bool) *ir.Graph {
+// gdn_chunk_prep). With expG (and withQ) input eg is the log decays g:
+// composed eg = exp(g), fused gdn_chunk_prep with exp_g = 1. Outputs u,
+// wk (qg, qk). With decay (and expG) input gamma is g's row form [B, H,
+// N, 1, L]: composed gamma = tril(exp(g - row)), fused decay = 1.
+func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ, expG, decay bool) *ir.Graph {
 	t.Helper()
 	const L = 32
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(f, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
-	beta, eg, gamma := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1), in("gamma", B, H, N, L, L)
+	beta, eg := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1)
+	var gamma *ir.Value
+	if decay {
+		gamma = in("g_row", B, H, N, 1, L)
+	} else {
+		gamma = in("gamma", B, H, N, L, L)
+	}
 	var q *ir.Value
 	if withQ {
 		q = in("q", B, H, N, L, dk)
 	}
 	b.Region("gdn", 0)
 	switch {
+	case fused && decay:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1), ir.With("decay", 1))...)
+	case fused && expG:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1))...)
+	case expG:
+		if decay {
+			gamma = b.Tril(b.Exp(b.Sub(eg, gamma)), 0)
+		}
+		eg = b.Exp(eg)
+	}
+	switch {
+	case fused && expG:
 	case fused && withQ:
 		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q)...)
 	case fused:
@@ -93,7 +114,7 @@ func gdnWYData(rng *rand.Rand, g *ir.Graph) [][]float32 {
 			data[4][c*L+i] = float32(math.Exp(acc))
 		}
 		for i := range L {
-			for j := 0; j <= i; j++ {
+			for j := 0; j <= i && len(data[5]) > len(data[4]); j++ { // gamma (not g's row form)
 				data[5][(c*L+i)*L+j] = float32(math.Exp(gs[i] - gs[j]))
 			}
 		}
@@ -114,19 +135,30 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 	cases := []struct {
 		name            string
 		B, H, N, dk, dv int
-		withQ           bool
+		withQ, expG     bool
+		decay           bool
 	}{
-		{"long", 1, 1, long, 64, 64, false},
-		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false},
-		{"27b head dims", 1, 1, 2, 128, 128, false},
-		{"prep long", 1, 1, long, 64, 64, true},
-		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true},
+		{"long", 1, 1, long, 64, 64, false, false, false},
+		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false, false, false},
+		{"27b head dims", 1, 1, 2, 128, 128, false, false, false},
+		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true, false, false},
+		{"prep exp_g users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, false},
+		{"prep decay long", 1, 1, long, 64, 64, true, true, true},
+		{"prep decay users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true},
 	}
 	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
 	for _, c := range cases {
-		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ)
-		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ)
+		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ, c.expG, c.decay)
+		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ, c.expG, c.decay)
 		data := gdnWYData(rand.New(rand.NewPCG(5, uint64(c.N))), composed)
+		if c.expG { // input eg is g
+			for i, e := range data[4] {
+				data[4][i] = float32(math.Log(float64(e)))
+			}
+		}
+		if c.decay { // input gamma is g's row form: g's values
+			data[5] = append([]float32(nil), data[4]...)
+		}
 		for _, on := range []string{"storage", "composed", "exact"} {
 			o := opts[on]
 			t.Run(c.name+"/"+on, func(t *testing.T) {
