@@ -112,6 +112,27 @@ const flashChunk = 8
 // its own chunk).
 var prefillChunk = 8
 
+// prefillKVBuffers is the blocks the prefill attention's K and V CBs
+// hold (K blocks of kPair cache tiles, V blocks of vGroup D tiles of a
+// chunk's tiles): 4, two chunks of the 27B's (kPair 4, chunk 8, Dt 8),
+// where flash decoding's 2 hold one, so the reader reads the next chunk's
+// K and V while compute works on this one. With one chunk the reader
+// could read the next chunk's K only after compute had taken this
+// chunk's last V block, and compute waited for K at every chunk: the
+// 27B's 4,096-token program took 4,002.2 us, compute waiting 240.9 us
+// for K; with two 3,749.2 us and 4.8 us (predicted, with q_scaled;
+// TestFlashPrefillKVBuffers). 256 KB more L1 a core.
+var prefillKVBuffers = 4
+
+// kvBuffers is the blocks the K and V CBs hold: 2 for flash decoding,
+// prefillKVBuffers for the prefill attention.
+func (f *flashSDPA) kvBuffers() int {
+	if f.prefill {
+		return prefillKVBuffers
+	}
+	return 2
+}
+
 // flashKPair is the most cache tiles whose K the reader moves per barrier
 // (fewer when their K rows are longer than 4*chunk tiles).
 const flashKPair = 4
@@ -149,6 +170,9 @@ type flashSDPA struct {
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 	// prefill (compute): the item's first masked cache tile
 	maskFrom kir.Var
+	// prefill with a power-of-two scale: q times scale, the q tiles the
+	// score products read (qScaled; -1 when they read q itself)
+	qS int
 	// prefill with G > 1: K and V shared by multicast (flash_prefill_share.go)
 	share *prefillShare
 }
@@ -288,9 +312,14 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g, chunk int, cost flashCost) (*kir
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, f.chunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
+	f.qS = -1
+	if qScaled(s) {
+		f.qS = cbs.Scratch("q_scaled", s.q.Type.DType, Dt)
+	}
 	f.kPair, f.vGroup = max(1, min(flashKPair, 4*C/Dt)), largestDivisor(Dt, 4)
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
-	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
+	kvb := f.kvBuffers()
+	s.cbK = cbs.Input("k", s.k.Type.DType, kvb*f.kPair*Dt)
+	s.cbV = cbs.Input("v", s.v.Type.DType, kvb*f.vGroup*C)
 	masks := 1
 	if s.prefill {
 		masks = 2 // an item's one or two tiles crossing the diagonal
