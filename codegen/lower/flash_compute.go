@@ -127,16 +127,23 @@ var prefillQScaled = true
 // pages of the returned CB after the item's chunks.
 func (f *flashSDPA) itemQ(c *blocks.Compute) int {
 	s, Dt := f.gatedSDPA, f.d.Dt
+	qa := s.cbQ
 	if f.qS < 0 {
 		c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
-		return s.cbQ
+	} else {
+		c.B.Comment("q * scale (a power of two: exact), once per item rather than per score tile")
+		c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
+			c.Unary(s.cbQ, f.qS, []blocks.SFPUStep{{Op: kir.SFPUMulScalar, Param: float32(s.scale)}})
+		})
+		c.B.CBWaitFront(f.qS, kir.Ci(Dt))
+		qa = f.qS
 	}
-	c.B.Comment("q * scale (a power of two: exact), once per item rather than per score tile")
-	c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
-		c.Unary(s.cbQ, f.qS, []blocks.SFPUStep{{Op: kir.SFPUMulScalar, Param: float32(s.scale)}})
-	})
-	c.B.CBWaitFront(f.qS, kir.Ci(Dt))
-	return f.qS
+	if f.gateGo >= 0 {
+		c.B.Comment("the item's q is in: the writer may read its gate tiles")
+		c.B.CBReserveBack(f.gateGo, kir.C(1))
+		c.B.CBPushBack(f.gateGo, kir.C(1))
+	}
+	return qa
 }
 
 // chunkScores emits the scores of cache tiles [t0, cend) into one block
