@@ -3,7 +3,11 @@ package lower
 // Knobs of the prefill attention for tests that compare a change with
 // what the program did before it.
 var (
-	PrefillKBlocks  = &prefillKBlocks
-	PrefillBalanced = &prefillBalanced
-	PrefillChunk    = &prefillChunk
+	PrefillKBlocks    = &prefillKBlocks
+	PrefillBalanced   = &prefillBalanced
+	PrefillChunk      = &prefillChunk
+	PrefillQScaled    = &prefillQScaled
+	PrefillKVBuffers  = &prefillKVBuffers
+	PrefillGateAfterQ = &prefillGateAfterQ
+	PrefillOutPages   = &prefillOutPages
 )

@@ -1,8 +1,11 @@
 package lower
 
 import (
+	"math"
+
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // The flash-decoding (and flash prefill) compute kernel: per chunk of
@@ -56,16 +59,16 @@ func (f *flashSDPA) compute() {
 				span()
 				c.B.CBPopFront(f.posC, kir.C(1))
 			}
-			c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
+			qa := f.itemQ(c)
 			c.ForStep("t0", lo, hi, kir.Ci(C), func(t0 kir.Var) {
 				cend := chunkEnd(c.B, t0, hi, C)
 				n := c.B.Let("n", kir.Sub(cend, t0))
 				later := c.B.Let("later", kir.Ne(t0, lo)) // not the first chunk
-				f.chunkScores(c, t0, cend, lptr)
+				f.chunkScores(c, qa, t0, cend, lptr)
 				f.chunkSoftmax(c, n, later)
 				f.chunkValues(c, n, later)
 			})
-			c.B.CBPopFront(s.cbQ, kir.Ci(Dt))
+			c.B.CBPopFront(qa, kir.Ci(Dt))
 			if f.group == 1 {
 				f.normalise(c)
 			} else {
@@ -101,10 +104,53 @@ func (f *flashSDPA) compute() {
 // once, as it reads pos [1].
 func (f *flashSDPA) perItemPos() bool { return f.prefill || f.group == 1 && perUserPos(f.pos) }
 
+// qScaled reports whether the prefill program multiplies q by the scale
+// once per item (q_scaled) rather than every score tile: the scale is a
+// power of two (1/16 at D = 256) and q bf16 or fp32, so q * scale is
+// exact in q's dtype, and so are the products and fp32 sums of the
+// scores, each 2^e times those of q: (mask + (q * scale) K^T) equals
+// (mask + q K^T) * scale bit for bit (but where a value would fall
+// below fp32's normals), the order sim/ref's attendFlashFPU computes.
+func qScaled(s *gatedSDPA) bool {
+	fr, _ := math.Frexp(s.scale)
+	dt := s.q.Type.DType
+	return prefillQScaled && s.prefill && fr == 0.5 && (dt == ir.BF16 || dt == ir.FP32)
+}
+
+// prefillQScaled enables qScaled (a variable for the test that compares
+// the two).
+var prefillQScaled = true
+
+// itemQ waits for the item's Dt q tiles and returns the CB the score
+// products read them from: q itself, or (qScaled) q_scaled, q times the
+// scale by the SFPU, one tile at a time (q popped). The caller pops Dt
+// pages of the returned CB after the item's chunks.
+func (f *flashSDPA) itemQ(c *blocks.Compute) int {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	qa := s.cbQ
+	if f.qS < 0 {
+		c.B.CBWaitFront(s.cbQ, kir.Ci(Dt))
+	} else {
+		c.B.Comment("q * scale (a power of two: exact), once per item rather than per score tile")
+		c.For("d", kir.C(0), kir.Ci(Dt), func(kir.Var) {
+			c.Unary(s.cbQ, f.qS, []blocks.SFPUStep{{Op: kir.SFPUMulScalar, Param: float32(s.scale)}})
+		})
+		c.B.CBWaitFront(f.qS, kir.Ci(Dt))
+		qa = f.qS
+	}
+	if f.gateGo >= 0 {
+		c.B.Comment("the item's q is in: the writer may read its gate tiles")
+		c.B.CBReserveBack(f.gateGo, kir.C(1))
+		c.B.CBPushBack(f.gateGo, kir.C(1))
+	}
+	return qa
+}
+
 // chunkScores emits the scores of cache tiles [t0, cend) into one block
 // of the scores CB (its unused pages left as they are): DEST = mask (pos's
-// tile only) + q K_t^T, times scale.
-func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
+// tile only) + q K_t^T, times scale (qa: q's CB, or q_scaled, already
+// times the scale).
+func (f *flashSDPA) chunkScores(c *blocks.Compute, qa int, t0, cend, lptr kir.Var) {
 	s := f.gatedSDPA
 	c.B.Comment("chunk scores: (mask + q k^T) * scale")
 	c.B.CBReserveBack(s.scores, kir.Ci(f.chunk))
@@ -121,10 +167,12 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, t0, cend, lptr kir.Var) {
 		}, nil)
 		c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(dd kir.Var) {
 			c.B.CBWaitFront(s.cbK, kir.C(1))
-			c.Matmul(s.cbQ, s.cbK, dd, kir.C(0), kir.C(0), true)
+			c.Matmul(qa, s.cbK, dd, kir.C(0), kir.C(0), true)
 			c.B.CBPopFront(s.cbK, kir.C(1))
 		})
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(s.scale)}, kir.C(0))
+		if qa == s.cbQ {
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUMulScalar, Param: float32(s.scale)}, kir.C(0))
+		}
 		c.Commit()
 		c.Wait()
 		c.Pack(kir.C(0), s.scores)

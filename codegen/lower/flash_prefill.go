@@ -150,6 +150,11 @@ func (f *flashSDPA) prefillWriter() error {
 	f.eachItem(b, wstart, wcount, func(i kir.Var) {
 		gr.item(b, i)
 		st := b.Let("st", kir.Mod(i, kir.Ci(d.St)))
+		if f.gateGo >= 0 {
+			b.Comment("after the item's q is in (compute's signal), so the gate's many small reads do not hold up q's")
+			b.CBWaitFront(f.gateGo, kir.C(1))
+			b.CBPopFront(f.gateGo, kir.C(1))
+		}
 		b.Comment("the item's gate tiles (its CB holds them all), while compute works on its chunks")
 		b.For("d", kir.C(0), kir.Ci(Dt), func(dd kir.Var) { gr.tile(b, st, dd) })
 		bh := b.Let("bh", kir.Div(i, kir.Ci(d.St)))
@@ -261,6 +266,17 @@ func gateRowSpan(eb int) int { return faceBytes(eb) + gateSpan }
 func (g *gateRows) end(b *kir.Builder) {
 	blocks.ReleaseScratchPages(b, g.f.slotG, prefillGatePages(g.f.d))
 }
+
+// prefillGateAfterQ makes the writer read an item's gate tiles only once
+// compute has the item's q (a page of gate_go, compute to writer, per
+// item): every core's writer reading its first item's 256 gate spans at
+// the program's start held up the q reads (and the first K and V) of
+// every core, and compute waited 83.8 us for its first item at 4,096
+// tokens, 22.5 at 64. With the out CB of an item (prefillOutPages):
+// 1,024 tokens 397.1 against 421.7 us, 64 tokens 57.0 against 61.6; both
+// together take 4,096 tokens from 3,749.2 to 3,711.4 us (predicted;
+// TestFlashPrefillGateAfterQ). A variable for that test.
+var prefillGateAfterQ = true
 
 // prefillKBlocks enables prefillKBlocks's blocks of kPair cache tiles
 // (a variable for the test that compares the two).

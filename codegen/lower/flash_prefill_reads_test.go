@@ -22,7 +22,7 @@ import (
 func simulatePrefill27B(t *testing.T, S, pos int) timing.DeviceTime {
 	t.Helper()
 	key := [2]int{S, pos}
-	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillChunk == defaultPrefillChunk
+	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillQScaled && *lower.PrefillChunk == defaultPrefillChunk && *lower.PrefillKVBuffers == defaultPrefillKVBuffers && *lower.PrefillGateAfterQ && *lower.PrefillOutPages == 8
 	prefillSims.Lock()
 	defer prefillSims.Unlock()
 	if d, ok := prefillSims.m[key]; ok && def {
@@ -37,6 +37,9 @@ func simulatePrefill27B(t *testing.T, S, pos int) timing.DeviceTime {
 
 // defaultPrefillChunk is lower.PrefillChunk before any test sets it.
 var defaultPrefillChunk = *lower.PrefillChunk
+
+// defaultPrefillKVBuffers is lower.PrefillKVBuffers before any test sets it.
+var defaultPrefillKVBuffers = *lower.PrefillKVBuffers
 
 // prefillSims are simulatePrefill27B's kept predictions.
 var prefillSims = struct {
@@ -87,8 +90,8 @@ func TestFlashPrefillGateRowReads(t *testing.T) {
 // TestFlashPrefillGateOnWriter: the prefill attention's writer, not its
 // reader, reads the gate (the reader's kernel binds no gate buffer), in
 // one span per row and D tile, and the 27B's 1,024-token program from
-// position 0 takes 487.5 us predicted (480.5 with chunks of 16, below),
-// against 655.1 us with
+// position 0 takes 430.6 us predicted (487.5 before q_scaled and the K
+// and V CBs of two chunks, TestFlashPrefillKVBuffers), against 655.1 us with
 // the reader reading the gate's two 64-byte face-row spans per row and D
 // tile after each item's first chunk (every core of a K/V group waited for
 // the slowest one's gate reads before the next block).
@@ -119,8 +122,10 @@ func TestFlashPrefillGateOnWriter(t *testing.T) {
 //
 //   - K blocks (1,024 tokens): K read kPair (4) cache tiles per block (one
 //     read barrier and one handshake of the group for 64 KB, not 16 KB), so
-//     compute waits less for K and the program takes less time (480.5
-//     against 513.9 us, compute's K waits 92.5 against 117.9 us);
+//     compute waits less for K and the program takes less time (430.6
+//     against 444.6 us, compute's K waits 4.8 against 8.2 us; 480.5
+//     against 513.9 and 92.5 against 117.9 before q_scaled and the K and
+//     V CBs of two chunks, TestFlashPrefillKVBuffers);
 //   - balanced (4,096 tokens, TCC_LONG: ~25 CPU-s): the groups of the
 //     causal triangle go to the cores largest first, in alternating order
 //     per round (shareRank), so the cores that get the last token tile rows

@@ -21,7 +21,8 @@ import (
 // (testSDPA), against the reference bit for bit (checkFlash: the
 // reference follows the program's chunked online softmax; with the
 // one-pass order of flash decoding's reference 1,308-3,931 elements of
-// each case differ).
+// each case differ). At D = 64 the program multiplies q by the scale
+// (1/8, q_scaled), at D = 96 every score tile (1/sqrt(96)).
 func TestFlashPrefillOnSim(t *testing.T) {
 	t.Parallel()
 	for _, S := range []int{32, 64} {
@@ -33,6 +34,11 @@ func TestFlashPrefillOnSim(t *testing.T) {
 			})
 		}
 	}
+	t.Run("d96_s64_pos33", func(t *testing.T) {
+		t.Parallel()
+		op := sdpaGatedOp(t, ir.BF16, 1, 64, flashH, flashHkv, 96, 1024, "HiFi4")
+		testSDPA(t, target.Blackhole(), op, 33, 97)
+	})
 }
 
 // prefillCB is what a program's CBs take of a core's L1.

@@ -112,6 +112,35 @@ const flashChunk = 8
 // its own chunk).
 var prefillChunk = 8
 
+// prefillKVBuffers is the blocks the prefill attention's K and V CBs
+// hold (K blocks of kPair cache tiles, V blocks of vGroup D tiles of a
+// chunk's tiles): 4, two chunks of the 27B's (kPair 4, chunk 8, Dt 8),
+// where flash decoding's 2 hold one, so the reader reads the next chunk's
+// K and V while compute works on this one. With one chunk the reader
+// could read the next chunk's K only after compute had taken this
+// chunk's last V block, and compute waited for K at every chunk: the
+// 27B's 4,096-token program took 4,002.2 us, compute waiting 240.9 us
+// for K; with two 3,749.2 us and 4.8 us (predicted, with q_scaled;
+// TestFlashPrefillKVBuffers). 256 KB more L1 a core.
+var prefillKVBuffers = 4
+
+// prefillOutPages is the result pages the prefill attention's out CB
+// holds at Dt = 8 (scaled to Dt, at least 2): an item's Dt, so compute
+// starts the next item while the writer writes this one's (with 2 it
+// waited 26.5 us for the writer at 4,096 tokens; 430.6 -> 421.7 us at
+// 1,024 without prefillGateAfterQ, 407.0 -> 397.1 with it, predicted;
+// TestFlashPrefillGateAfterQ).
+var prefillOutPages = 8
+
+// kvBuffers is the blocks the K and V CBs hold: 2 for flash decoding,
+// prefillKVBuffers for the prefill attention.
+func (f *flashSDPA) kvBuffers() int {
+	if f.prefill {
+		return prefillKVBuffers
+	}
+	return 2
+}
+
 // flashKPair is the most cache tiles whose K the reader moves per barrier
 // (fewer when their K rows are longer than 4*chunk tiles).
 const flashKPair = 4
@@ -149,6 +178,12 @@ type flashSDPA struct {
 	pexp, nmS, nmN, lS, alpha, oS, rcol, rfull int
 	// prefill (compute): the item's first masked cache tile
 	maskFrom kir.Var
+	// prefill with a power-of-two scale: q times scale, the q tiles the
+	// score products read (qScaled; -1 when they read q itself)
+	qS int
+	// prefill: compute's signal to the writer that the item's q is in
+	// (prefillGateAfterQ; -1 when unused)
+	gateGo int
 	// prefill with G > 1: K and V shared by multicast (flash_prefill_share.go)
 	share *prefillShare
 }
@@ -288,9 +323,17 @@ func flashBuild(s0 *gatedSDPA, ctx *Context, g, chunk int, cost flashCost) (*kir
 func (f *flashSDPA) planCBs() error {
 	s, cbs, Dt, C := f.gatedSDPA, f.cbs, f.d.Dt, f.chunk
 	s.cbQ = cbs.Input("q", s.q.Type.DType, Dt)
+	f.qS, f.gateGo = -1, -1
+	if s.prefill && prefillGateAfterQ {
+		f.gateGo = cbs.Pages(blocks.OutputCB, "gate_go", ir.UInt32, f.ctx.Target.L1Align, 2)
+	}
+	if qScaled(s) {
+		f.qS = cbs.Scratch("q_scaled", s.q.Type.DType, Dt)
+	}
 	f.kPair, f.vGroup = max(1, min(flashKPair, 4*C/Dt)), largestDivisor(Dt, 4)
-	s.cbK = cbs.Input("k", s.k.Type.DType, 2*f.kPair*Dt)
-	s.cbV = cbs.Input("v", s.v.Type.DType, 2*f.vGroup*C)
+	kvb := f.kvBuffers()
+	s.cbK = cbs.Input("k", s.k.Type.DType, kvb*f.kPair*Dt)
+	s.cbV = cbs.Input("v", s.v.Type.DType, kvb*f.vGroup*C)
 	masks := 1
 	if s.prefill {
 		masks = 2 // an item's one or two tiles crossing the diagonal
@@ -325,7 +368,11 @@ func (f *flashSDPA) planCBs() error {
 	f.oS = cbs.Scratch("out_acc", ir.FP32, Dt+1)
 	if f.group == 1 {
 		s.attn = cbs.Scratch("attn", s.q.Type.DType, 1)
-		s.cbOut = cbs.Output("out", s.out.Type.DType, 2)
+		outPages := 2
+		if s.prefill {
+			outPages = prefillOutPages * Dt / 8
+		}
+		s.cbOut = cbs.Output("out", s.out.Type.DType, max(2, outPages))
 		if !s.prefill {
 			s.asm = cbs.Scratch("out_tiles", s.out.Type.DType, s.d.G)
 		}

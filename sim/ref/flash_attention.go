@@ -73,7 +73,9 @@ func (a *attender) flashKV(k, v []float32, kv, last, n int) {
 //
 //	raw_t = mask_t + q . k_t          matmul_tiles onto the mask (0 visible, -inf past pos + s) copied into
 //	                                  DEST for tiles from maskFrom on, onto +0 before: numerics.MatmulOnto
-//	s_t   = mulScalar(raw_t, scale)   mul_unary_tile, packed fp32
+//	s_t   = mulScalar(raw_t, scale)   mul_unary_tile, packed fp32 (where scale is a power of two the
+//	                                  program multiplies q by it instead, once per item, q_scaled: the
+//	                                  same bits, each product and sum scaled by 2^e exactly)
 //	c     = max_t FidelityMul(s_t, 1) reduce_tile MAX over the chunk; the first maximum is kept, the
 //	                                  running maximum keeps its upper 16 bits after every tile (afterTile)
 //	x     = c (the first chunk), else add(relu(add(c, nm)), neg(nm))   the SFPU's max(m, c)

@@ -1,0 +1,148 @@
+package lower_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/codegen/lower"
+	"github.com/tcc-dev/tcc/codegen/target"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/sim/timing"
+)
+
+// cbPages is the pages of each named CB of op's program (0: none).
+func cbPages(t *testing.T, op *ir.Op, names ...string) map[string]int {
+	t.Helper()
+	p, err := lower.Lower(op, lower.NewContext(target.Blackhole()))
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, n := range names {
+		got[n] = 0
+	}
+	for _, cb := range p.CBs {
+		if _, ok := got[cb.Name]; ok {
+			got[cb.Name] = cb.Pages
+		}
+	}
+	return got
+}
+
+// TestFlashPrefillQScaled: the prefill attention multiplies q by the
+// scale once per item (q_scaled, Dt pages) where the scale is a power of
+// two (1/16 at D = 256, 1/8 at 64: exact, so the scores equal (mask +
+// q K^T) * scale bit for bit, TestFlashPrefillOnSim), and every score
+// tile by it where it is not (D = 96) and in decode; and (TCC_LONG: ~5
+// CPU-s) the 27B's 1,024-token program takes at least 3% less time than
+// with the scale on every score tile (430.6 against 488.5 us predicted;
+// 461.5 against 487.5 with the K and V CBs of one chunk: compute also
+// pops q before the item's chunks, so the reader reads the next item's q
+// and K while compute works on this one's).
+func TestFlashPrefillQScaled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		S, D  int
+		pages int
+	}{
+		{"prefill_d256", 64, 256, 8},
+		{"prefill_d64", 64, 64, 2},
+		{"prefill_d96", 64, 96, 0},
+		{"decode_d256", 0, 256, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cbPages(t, sdpaGatedOp(t, ir.BF16, 1, tc.S, 12, 2, tc.D, 1024, "HiFi4"), "q_scaled")
+			if diff := cmp.Diff(map[string]int{"q_scaled": tc.pages}, got); diff != "" {
+				t.Errorf("q_scaled pages (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("time", func(t *testing.T) {
+		longtest.Skip(t, "the 27B's 1,024-token prefill attention simulated twice (~5 CPU-s)")
+		on := simulatePrefill27B(t, 1024, 0)
+		var off timing.DeviceTime
+		withKnob(lower.PrefillQScaled, false, func() { off = simulatePrefill27B(t, 1024, 0) })
+		t.Logf("q_scaled: %.1f us; the scale on every score tile: %.1f us", on.US, off.US)
+		if on.US > 0.97*off.US {
+			t.Errorf("%.1f us, want under 97%% of %.1f", on.US, off.US)
+		}
+	})
+}
+
+// TestFlashPrefillKVBuffers: the prefill attention's K and V CBs hold two
+// chunks of the 27B's cache tiles (128 pages each; flash decoding's one,
+// 64), and (TCC_LONG: ~5 CPU-s) with them the 27B's 1,024-token program
+// takes at least 5% less time than with one chunk, compute waiting less
+// than a third as long for K (430.6 against 461.5 us, 4.8 against 40.9
+// us; at 4,096 tokens 3,749.2 against 4,002.2, 4.8 against 240.9).
+func TestFlashPrefillKVBuffers(t *testing.T) {
+	got := map[string]map[string]int{}
+	for _, S := range []int{64, 0} {
+		got[fmt.Sprintf("S=%d", S)] = cbPages(t, sdpaGatedOp(t, ir.BF16, 1, S, 12, 2, 256, 1024, "HiFi4"), "k", "v")
+	}
+	want := map[string]map[string]int{"S=64": {"k": 128, "v": 128}, "S=0": {"k": 64, "v": 64}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("K and V CB pages, prefill (S=64) and decode (-want +got):\n%s", diff)
+	}
+	t.Run("time", func(t *testing.T) {
+		longtest.Skip(t, "the 27B's 1,024-token prefill attention simulated twice (~5 CPU-s)")
+		kWait := func(d timing.DeviceTime) float64 {
+			for _, k := range d.Kernels {
+				if k.Kernel == "compute" {
+					return k.Waits["cb_wait_front c_1"]
+				}
+			}
+			t.Fatal("no compute kernel")
+			return 0
+		}
+		on := simulatePrefill27B(t, 1024, 0)
+		var one timing.DeviceTime
+		withInt(lower.PrefillKVBuffers, 2, func() { one = simulatePrefill27B(t, 1024, 0) })
+		t.Logf("two chunks: %.1f us (compute waits %.1f us for K); one: %.1f us (%.1f)", on.US, kWait(on), one.US, kWait(one))
+		if on.US > 0.95*one.US || 3*kWait(on) > kWait(one) {
+			t.Errorf("%.1f us, K waits %.1f; want under 95%% of %.1f us and under a third of %.1f", on.US, kWait(on), one.US, kWait(one))
+		}
+	})
+}
+
+// TestFlashPrefillGateAfterQ: the prefill attention's writer waits for
+// compute's signal that an item's q is in (gate_go, 2 pages) before it
+// reads the item's gate, and the out CB holds an item's Dt result tiles
+// (8 at D = 256; decode unchanged); and (TCC_LONG: ~5 CPU-s) the 27B's
+// 1,024-token program takes at least 4% less time than with the gate
+// read at once and an out CB of 2 pages (397.1 against 430.6 us
+// predicted), compute waiting less than a quarter as long for its items
+// (9.8 against 90.4 us).
+func TestFlashPrefillGateAfterQ(t *testing.T) {
+	got := map[string]map[string]int{}
+	for _, S := range []int{64, 0} {
+		got[fmt.Sprintf("S=%d", S)] = cbPages(t, sdpaGatedOp(t, ir.BF16, 1, S, 12, 2, 256, 1024, "HiFi4"), "gate_go", "out")
+	}
+	want := map[string]map[string]int{"S=64": {"gate_go": 2, "out": 8}, "S=0": {"gate_go": 0, "out": 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("gate_go and out CB pages, prefill (S=64) and decode (-want +got):\n%s", diff)
+	}
+	t.Run("time", func(t *testing.T) {
+		longtest.Skip(t, "the 27B's 1,024-token prefill attention simulated twice (~5 CPU-s)")
+		itemWait := func(d timing.DeviceTime) float64 {
+			for _, k := range d.Kernels {
+				if k.Kernel == "compute" {
+					return k.Waits["cb_wait_front c_8"]
+				}
+			}
+			t.Fatal("no compute kernel")
+			return 0
+		}
+		on := simulatePrefill27B(t, 1024, 0)
+		var off timing.DeviceTime
+		withKnob(lower.PrefillGateAfterQ, false, func() {
+			withInt(lower.PrefillOutPages, 2, func() { off = simulatePrefill27B(t, 1024, 0) })
+		})
+		t.Logf("gate after q, out CB of an item: %.1f us (compute waits %.1f us for items); before: %.1f us (%.1f)", on.US, itemWait(on), off.US, itemWait(off))
+		if on.US > 0.96*off.US || 4*itemWait(on) > itemWait(off) {
+			t.Errorf("%.1f us, item waits %.1f; want under 96%% of %.1f us and under a quarter of %.1f", on.US, itemWait(on), off.US, itemWait(off))
+		}
+	})
+}
