@@ -171,9 +171,10 @@ func TestFlashPrefillKBlocksBalanced(t *testing.T) {
 // TestFlashPrefillChunk: the prefill attention streams its cache tiles in
 // chunks of prefillChunk, 8 (its scores CB holds one), as flash decoding
 // does, and (TCC_LONG: ~16 CPU-s) the 27B's 4,096-token program from
-// position 0 would take at least 4% less time in chunks of 16 (3,699.0
-// against 3,929.1 us predicted: the rescale of O and l and the rescale
-// factor's exp once per 16 cache tiles, not 8; at 1,024 tokens 480.5
+// position 0 would take at least 4% less time in chunks of 16 (3,408.5
+// against 3,711.4 us predicted: the rescale of O and l and the rescale
+// factor's exp once per 16 cache tiles, not 8; before q_scaled and the
+// two-chunk K/V buffers, at 1,024 tokens 480.5
 // against 487.5, at 2,048 1,237.2 against 1,233.2), the lever left unused
 // because of its rounding (prefillChunk).
 func TestFlashPrefillChunk(t *testing.T) {

@@ -102,7 +102,7 @@ const flashChunk = 8
 // prefillChunk is flashChunk of the flash prefill attention
 // (flashPrefill). Chunks of 16 spread its per-chunk work (the rescale of
 // O's Dt tiles and of l, the rescale factor's exp) over twice the cache
-// tiles: the 27B's 4,096-token program takes 3,699.0 us with them, 3,929.1
+// tiles: the 27B's 4,096-token program takes 3,408.5 us with them, 3,711.4
 // with chunks of 8 (predicted; TestFlashPrefillChunk). They are not the
 // default: their rounding took the small config's 700-token prompt
 // (cmd/tcc/cli TestRunQwenPromptLengths, TCC_LONG) to an fp32 logits PCC
