@@ -316,7 +316,7 @@ func ethMode(k *kir.Kernel) string {
 	mode := EthReceiver
 	kir.Inspect(k.Body, func(s kir.Stmt) bool {
 		switch s.(type) {
-		case kir.EthSendBytes, kir.EthWaitForReceiverDone:
+		case kir.EthSendBytes, kir.EthWaitForReceiverDone, kir.EthSendBytesOverChannelPayloadOnly, kir.EthSendPayloadCompleteSignalOverChannel, kir.EthWaitForReceiverChannelDone:
 			mode = EthSender
 		}
 		return mode == EthReceiver

@@ -56,12 +56,13 @@ var codeCost = map[string]int{
 	"stmt:cb_pop_front":    48,
 
 	// NoC and ethernet transfers; the address is an expression term.
-	"stmt:noc_async_read":              28,
-	"stmt:noc_async_write":             28,
-	"stmt:eth_send_bytes":              28,
-	"stmt:noc_async_write_multicast":   64,
-	"stmt:noc_semaphore_set_multicast": 64,
-	"stmt:noc_semaphore_inc":           140,
+	"stmt:noc_async_read":                           28,
+	"stmt:noc_async_write":                          28,
+	"stmt:eth_send_bytes":                           28,
+	"stmt:eth_send_bytes_over_channel_payload_only": 28,
+	"stmt:noc_async_write_multicast":                64,
+	"stmt:noc_semaphore_set_multicast":              64,
+	"stmt:noc_semaphore_inc":                        140,
 
 	// Barriers and waits.
 	"stmt:noc_async_read_barrier":  28,
@@ -124,6 +125,12 @@ var codeCost = map[string]int{
 	// waits that call the firmware's context switch.
 	"stmt:eth_noc_semaphore_wait":     28,
 	"stmt:eth_noc_semaphore_wait_min": 28,
+	// The channel calls (two packets in flight): priced as their
+	// channel-0 counterparts.
+	"stmt:eth_wait_for_receiver_channel_done":            28,
+	"stmt:eth_wait_for_bytes_on_channel":                 28,
+	"stmt:eth_receiver_channel_done":                     28,
+	"stmt:eth_send_payload_complete_signal_over_channel": 28,
 
 	// The DEST handshake, built on one TRISC each (tt-metal's compute
 	// reg_api.h: acquire and commit on math, wait and release on pack).

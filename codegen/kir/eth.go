@@ -61,8 +61,10 @@ import (
 // a device (kir.DeviceResolver).
 
 // EthHandshakeChannels is the number of handshake channels the ethernet
-// calls use: one per ERISC of an ethernet core.
-const EthHandshakeChannels = 2
+// calls use: one per ERISC of an ethernet core for the channel-0 style calls
+// (EthChannel), and the channel calls (EthSendPayloadCompleteSignalOverChannel
+// and its kin) name any of them.
+const EthHandshakeChannels = 4
 
 // EthChannel is the handshake channel (erisc_info->channels[c]) of the
 // ethernet calls of a kernel on processor p: 1 on RISCV1, else 0.
@@ -183,3 +185,33 @@ func (b *Builder) EthNoCSemaphoreWait(addr, value Expr) { b.Emit(EthNoCSemaphore
 func (b *Builder) EthNoCSemaphoreWaitMin(addr, value Expr) {
 	b.Emit(EthNoCSemaphoreWaitMin{addr, value})
 }
+
+// EthSendBytesOverChannelPayloadOnly emits
+// eth_send_bytes_over_channel_payload_only(src, dst, size, size, size >> 4):
+// the whole transfer as one transmit command, no handshake word.
+func (b *Builder) EthSendBytesOverChannelPayloadOnly(src, dst, size Expr) {
+	words := Shr(size, C(4))
+	if c, ok := size.(Const); ok {
+		words = C(c.V >> 4)
+	}
+	b.Emit(EthSendBytesOverChannelPayloadOnly{Src: src, Dst: dst, Size: size, PerSend: size, PerSendWords: words})
+}
+
+// EthSendPayloadCompleteSignalOverChannel emits
+// eth_send_payload_complete_signal_over_channel(ch, size).
+func (b *Builder) EthSendPayloadCompleteSignalOverChannel(ch, size Expr) {
+	b.Emit(EthSendPayloadCompleteSignalOverChannel{Channel: ch, Size: size})
+}
+
+// EthWaitForReceiverChannelDone emits eth_wait_for_receiver_channel_done(ch).
+func (b *Builder) EthWaitForReceiverChannelDone(ch Expr) {
+	b.Emit(EthWaitForReceiverChannelDone{Channel: ch})
+}
+
+// EthWaitForBytesOnChannel emits eth_wait_for_bytes_on_channel(size, ch).
+func (b *Builder) EthWaitForBytesOnChannel(size, ch Expr) {
+	b.Emit(EthWaitForBytesOnChannel{Size: size, Channel: ch})
+}
+
+// EthReceiverChannelDone emits eth_receiver_channel_done(ch).
+func (b *Builder) EthReceiverChannelDone(ch Expr) { b.Emit(EthReceiverChannelDone{Channel: ch}) }

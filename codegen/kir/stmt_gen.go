@@ -167,6 +167,53 @@ type EthWaitForBytes struct {
 // and the peer's, releasing the sender.
 type EthReceiverDone struct{}
 
+// EthSendBytesOverChannelPayloadOnly is
+// eth_send_bytes_over_channel_payload_only(Src, Dst, Size, PerSend,
+// PerSendWords): EthSendBytes's transmit commands without touching a
+// handshake word (EthSendPayloadCompleteSignalOverChannel signals them).
+// tt_metal/hw/inc/internal/ethernet/dataflow_api.h.
+type EthSendBytesOverChannelPayloadOnly struct {
+	Src          Expr
+	Dst          Expr
+	Size         Expr
+	PerSend      Expr
+	PerSendWords Expr
+}
+
+// EthSendPayloadCompleteSignalOverChannel is
+// eth_send_payload_complete_signal_over_channel(Channel, Size): set
+// handshake channel Channel's bytes_sent word to Size and send it to the
+// peer behind the payload sent before (one transmit command, which waits
+// for the TX queue), without waiting for the receiver (a sender with
+// packets on several channels waits for each with
+// EthWaitForReceiverChannelDone).
+type EthSendPayloadCompleteSignalOverChannel struct {
+	Channel Expr
+	Size    Expr
+}
+
+// EthWaitForReceiverChannelDone is eth_wait_for_receiver_channel_done(Channel):
+// block until the peer's eth_receiver_channel_done clears handshake channel
+// Channel's bytes_sent word.
+type EthWaitForReceiverChannelDone struct {
+	Channel Expr
+}
+
+// EthWaitForBytesOnChannel is eth_wait_for_bytes_on_channel(Size, Channel):
+// block until handshake channel Channel's bytes_sent word (set by the
+// sender's eth_send_bytes_over_channel) equals Size.
+type EthWaitForBytesOnChannel struct {
+	Size    Expr
+	Channel Expr
+}
+
+// EthReceiverChannelDone is eth_receiver_channel_done(Channel): clear
+// handshake channel Channel's bytes_sent word here and on the peer,
+// releasing the sender of that channel.
+type EthReceiverChannelDone struct {
+	Channel Expr
+}
+
 // EthNoCSemaphoreWait is eth_noc_semaphore_wait(Addr, Value): block until
 // the local semaphore equals Value, running the base firmware's routing
 // (run_routing, a context switch) while it spins. Ethernet kernels wait
@@ -400,58 +447,63 @@ type PackReconfigDataFormat struct {
 	CB int
 }
 
-func (CBReserveBack) isStmt()            {}
-func (CBPushBack) isStmt()               {}
-func (CBWaitFront) isStmt()              {}
-func (CBPopFront) isStmt()               {}
-func (NoCAsyncRead) isStmt()             {}
-func (NoCAsyncWrite) isStmt()            {}
-func (NoCAsyncWriteMulticast) isStmt()   {}
-func (NoCAsyncReadBarrier) isStmt()      {}
-func (NoCAsyncWriteBarrier) isStmt()     {}
-func (NoCAsyncWritesFlushed) isStmt()    {}
-func (NoCAsyncAtomicBarrier) isStmt()    {}
-func (NoCSemaphoreSet) isStmt()          {}
-func (NoCSemaphoreWait) isStmt()         {}
-func (NoCSemaphoreWaitMin) isStmt()      {}
-func (NoCSemaphoreInc) isStmt()          {}
-func (NoCSemaphoreSetMulticast) isStmt() {}
-func (L1Write32) isStmt()                {}
-func (PhaseBegin) isStmt()               {}
-func (PhaseEnd) isStmt()                 {}
-func (EthSendBytes) isStmt()             {}
-func (EthWaitForReceiverDone) isStmt()   {}
-func (EthWaitForBytes) isStmt()          {}
-func (EthReceiverDone) isStmt()          {}
-func (EthNoCSemaphoreWait) isStmt()      {}
-func (EthNoCSemaphoreWaitMin) isStmt()   {}
-func (ComputeKernelHWStartup) isStmt()   {}
-func (TileRegsAcquire) isStmt()          {}
-func (TileRegsCommit) isStmt()           {}
-func (TileRegsWait) isStmt()             {}
-func (TileRegsRelease) isStmt()          {}
-func (CopyTileInit) isStmt()             {}
-func (CopyTile) isStmt()                 {}
-func (BinaryInit) isStmt()               {}
-func (BinaryTiles) isStmt()              {}
-func (BcastInit) isStmt()                {}
-func (BcastTiles) isStmt()               {}
-func (MatmulInit) isStmt()               {}
-func (MatmulTiles) isStmt()              {}
-func (MatmulBlockInit) isStmt()          {}
-func (MatmulBlock) isStmt()              {}
-func (ReduceInit) isStmt()               {}
-func (ReduceTile) isStmt()               {}
-func (ReduceUninit) isStmt()             {}
-func (TransposeInit) isStmt()            {}
-func (TransposeTile) isStmt()            {}
-func (TransposeDestInit) isStmt()        {}
-func (TransposeDest) isStmt()            {}
-func (SFPUInit) isStmt()                 {}
-func (SFPU) isStmt()                     {}
-func (PackTile) isStmt()                 {}
-func (ReconfigDataFormat) isStmt()       {}
-func (PackReconfigDataFormat) isStmt()   {}
+func (CBReserveBack) isStmt()                           {}
+func (CBPushBack) isStmt()                              {}
+func (CBWaitFront) isStmt()                             {}
+func (CBPopFront) isStmt()                              {}
+func (NoCAsyncRead) isStmt()                            {}
+func (NoCAsyncWrite) isStmt()                           {}
+func (NoCAsyncWriteMulticast) isStmt()                  {}
+func (NoCAsyncReadBarrier) isStmt()                     {}
+func (NoCAsyncWriteBarrier) isStmt()                    {}
+func (NoCAsyncWritesFlushed) isStmt()                   {}
+func (NoCAsyncAtomicBarrier) isStmt()                   {}
+func (NoCSemaphoreSet) isStmt()                         {}
+func (NoCSemaphoreWait) isStmt()                        {}
+func (NoCSemaphoreWaitMin) isStmt()                     {}
+func (NoCSemaphoreInc) isStmt()                         {}
+func (NoCSemaphoreSetMulticast) isStmt()                {}
+func (L1Write32) isStmt()                               {}
+func (PhaseBegin) isStmt()                              {}
+func (PhaseEnd) isStmt()                                {}
+func (EthSendBytes) isStmt()                            {}
+func (EthWaitForReceiverDone) isStmt()                  {}
+func (EthWaitForBytes) isStmt()                         {}
+func (EthReceiverDone) isStmt()                         {}
+func (EthSendBytesOverChannelPayloadOnly) isStmt()      {}
+func (EthSendPayloadCompleteSignalOverChannel) isStmt() {}
+func (EthWaitForReceiverChannelDone) isStmt()           {}
+func (EthWaitForBytesOnChannel) isStmt()                {}
+func (EthReceiverChannelDone) isStmt()                  {}
+func (EthNoCSemaphoreWait) isStmt()                     {}
+func (EthNoCSemaphoreWaitMin) isStmt()                  {}
+func (ComputeKernelHWStartup) isStmt()                  {}
+func (TileRegsAcquire) isStmt()                         {}
+func (TileRegsCommit) isStmt()                          {}
+func (TileRegsWait) isStmt()                            {}
+func (TileRegsRelease) isStmt()                         {}
+func (CopyTileInit) isStmt()                            {}
+func (CopyTile) isStmt()                                {}
+func (BinaryInit) isStmt()                              {}
+func (BinaryTiles) isStmt()                             {}
+func (BcastInit) isStmt()                               {}
+func (BcastTiles) isStmt()                              {}
+func (MatmulInit) isStmt()                              {}
+func (MatmulTiles) isStmt()                             {}
+func (MatmulBlockInit) isStmt()                         {}
+func (MatmulBlock) isStmt()                             {}
+func (ReduceInit) isStmt()                              {}
+func (ReduceTile) isStmt()                              {}
+func (ReduceUninit) isStmt()                            {}
+func (TransposeInit) isStmt()                           {}
+func (TransposeTile) isStmt()                           {}
+func (TransposeDestInit) isStmt()                       {}
+func (TransposeDest) isStmt()                           {}
+func (SFPUInit) isStmt()                                {}
+func (SFPU) isStmt()                                    {}
+func (PackTile) isStmt()                                {}
+func (ReconfigDataFormat) isStmt()                      {}
+func (PackReconfigDataFormat) isStmt()                  {}
 
 // APIName is the tt-metal function a statement prints as ("" for the
 // control statements Let, Assign, For, If, Comment, for L1Write32, which
@@ -504,6 +556,16 @@ func APIName(s Stmt) string {
 		return "eth_wait_for_bytes"
 	case EthReceiverDone:
 		return "eth_receiver_done"
+	case EthSendBytesOverChannelPayloadOnly:
+		return "eth_send_bytes_over_channel_payload_only"
+	case EthSendPayloadCompleteSignalOverChannel:
+		return "eth_send_payload_complete_signal_over_channel"
+	case EthWaitForReceiverChannelDone:
+		return "eth_wait_for_receiver_channel_done"
+	case EthWaitForBytesOnChannel:
+		return "eth_wait_for_bytes_on_channel"
+	case EthReceiverChannelDone:
+		return "eth_receiver_channel_done"
 	case EthNoCSemaphoreWait:
 		return "eth_noc_semaphore_wait"
 	case EthNoCSemaphoreWaitMin:
@@ -627,7 +689,7 @@ func IsComputeOnly(s Stmt) bool {
 // (reader / writer) kernel.
 func IsDataMovementOnly(s Stmt) bool {
 	switch s.(type) {
-	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
+	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthSendBytesOverChannelPayloadOnly, EthSendPayloadCompleteSignalOverChannel, EthWaitForReceiverChannelDone, EthWaitForBytesOnChannel, EthReceiverChannelDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
 		return true
 	}
 	return false
@@ -636,7 +698,7 @@ func IsDataMovementOnly(s Stmt) bool {
 // IsEthOnly reports whether s may only appear in a kernel on ethernet cores.
 func IsEthOnly(s Stmt) bool {
 	switch s.(type) {
-	case EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
+	case EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthSendBytesOverChannelPayloadOnly, EthSendPayloadCompleteSignalOverChannel, EthWaitForReceiverChannelDone, EthWaitForBytesOnChannel, EthReceiverChannelDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
 		return true
 	}
 	return false
@@ -676,6 +738,16 @@ func instrOperands(s Stmt) []operand {
 		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}, {s.PerSend, false}, {s.PerSendWords, false}}
 	case EthWaitForBytes:
 		return []operand{{s.Size, false}}
+	case EthSendBytesOverChannelPayloadOnly:
+		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}, {s.PerSend, false}, {s.PerSendWords, false}}
+	case EthSendPayloadCompleteSignalOverChannel:
+		return []operand{{s.Channel, false}, {s.Size, false}}
+	case EthWaitForReceiverChannelDone:
+		return []operand{{s.Channel, false}}
+	case EthWaitForBytesOnChannel:
+		return []operand{{s.Size, false}, {s.Channel, false}}
+	case EthReceiverChannelDone:
+		return []operand{{s.Channel, false}}
 	case EthNoCSemaphoreWait:
 		return []operand{{s.Addr, false}, {s.Value, false}}
 	case EthNoCSemaphoreWaitMin:
@@ -867,6 +939,11 @@ func Instructions() []Stmt {
 		EthWaitForReceiverDone{},
 		EthWaitForBytes{},
 		EthReceiverDone{},
+		EthSendBytesOverChannelPayloadOnly{},
+		EthSendPayloadCompleteSignalOverChannel{},
+		EthWaitForReceiverChannelDone{},
+		EthWaitForBytesOnChannel{},
+		EthReceiverChannelDone{},
 		EthNoCSemaphoreWait{},
 		EthNoCSemaphoreWaitMin{},
 		ComputeKernelHWStartup{},

@@ -593,7 +593,12 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 		case EthSendBytes:
 			v.ethSize(k, env, name, s.Size)
 			v.ethSend(k, env, name, s)
+		case EthSendBytesOverChannelPayloadOnly:
+			v.ethSize(k, env, name, s.Size)
+			v.ethSend(k, env, name, EthSendBytes{Src: s.Src, Dst: s.Dst, Size: s.Size, PerSend: s.PerSend, PerSendWords: s.PerSendWords})
 		case EthWaitForBytes:
+			v.ethSize(k, env, name, s.Size)
+		case EthWaitForBytesOnChannel:
 			v.ethSize(k, env, name, s.Size)
 		}
 		return true

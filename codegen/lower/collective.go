@@ -369,6 +369,7 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	k.ring = multicore.NewRing(t, pl.Links, cores, m, pl.Bidirectional)
 	r := k.ring
 	r.OutStaging = pl.outStaging(staging)
+	r.OutSlots = BothWaysOutSlots
 	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
 	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
 	r.Slots, r.SlotStride = max(pl.Slots, 1), pl.SlotStride()
@@ -538,6 +539,7 @@ type cclKernel struct {
 	out                                  kir.ArgRef // the sender's own slots (Ring.OutStaging)
 	adders                               multicore.Peers
 	sem                                  kir.Var
+	proc                                 kir.Processor // the kernel's ERISC
 }
 
 // sender adds the senders of direction dir's lanes.
@@ -545,7 +547,7 @@ func (k *cclKernels) sender(dir int) {
 	pl, r := k.plan, k.ring
 	es := k.ethKernel(true, dir, pl.PacketTiles, fmt.Sprintf("%d+%d", pl.ReduceSteps, pl.GatherSteps))
 	es.Define("CCL_EST_CYCLES", strconv.Itoa(pl.Cost))
-	s := &cclKernel{cclKernels: k}
+	s := &cclKernel{cclKernels: k, proc: es.Processor}
 	s.staging = es.CompileArg("staging_addr", uint32(r.Staging))
 	if r.Both {
 		s.out = es.CompileArg("out_staging_addr", uint32(r.OutStaging))
@@ -627,6 +629,10 @@ func (s *cclKernel) streamStep() {
 		s.readPacket(s.xa, kk, b.Let("base0", kir.C(0)), cntOf(kir.C(0)), s.out)
 		b.NoCAsyncReadBarrier()
 	})
+	if s.pipelined() {
+		s.streamTwoInFlight(kk, np, cntOf)
+		return
+	}
 	b.For("pk", kir.C(0), np, func(i kir.Var) {
 		base := b.Let("base", kir.Mul(i, pk))
 		cnt := cntOf(base)
@@ -644,6 +650,48 @@ func (s *cclKernel) streamStep() {
 		b.EthWaitForReceiverDone()
 		b.NoCAsyncReadBarrier()
 	})
+}
+
+// pipelined reports whether a streaming ring keeps two packets in flight
+// on each lane (streamTwoInFlight): both ways (its receivers hold
+// BothWaysSlots >= 3 slots) with whole tiles on the wire.
+func (k *cclKernels) pipelined() bool {
+	r := k.ring
+	return r.Both && r.Slots >= 3 && r.WireTile(false, false) == r.TileBytes
+}
+
+// streamTwoInFlight is streamStep's loop with two packets in flight: packet
+// k goes on handshake channel PacketChannel(k) once packet k-2's release
+// on that channel is in (which also frees the receiver's slot of packet k,
+// HandOffStreamOnChannel), without waiting for packet k-1's. The reads of
+// packet k+1 go into packet k-1's slot, whose payload has left: its
+// handshake word (eth_send_payload_complete_signal_over_channel) is one
+// transmit command, which waits for the TX queue until the payload before
+// it is out. They are issued between packet k's payload and its word, so
+// they overlap the payload. So the link carries the next packet while a
+// packet's handshake makes its round trip. At the end the sender waits for
+// both channels' releases.
+func (s *cclKernel) streamTwoInFlight(kk kir.Expr, np kir.Var, cntOf func(kir.Expr) kir.Var) {
+	b, pl, r := s.b, s.plan, s.ring
+	pk := kir.Ci(pl.PacketTiles)
+	base0 := kir.EthChannel(s.proc)
+	b.Comment("Two packets in flight: packet k on its own handshake channel once packet k-2's is released; packet k+1 read into packet k-1's slot while packet k travels.")
+	b.For("pk", kir.C(0), np, func(i kir.Var) {
+		base := b.Let("base", kir.Mul(i, pk))
+		cnt := cntOf(base)
+		ch := b.Let("ch", multicore.PacketChannel(base0, i))
+		b.If(kir.Ge(i, kir.C(2)), func() { b.EthWaitForReceiverChannelDone(ch) })
+		r.PutPayload(b, s.outSlot(i), cnt, b.Let("peer_slot", r.SlotAddr(s.staging, i)))
+		next := b.Let("next", kir.Add(i, kir.C(1)))
+		b.If(kir.Lt(next, np), func() {
+			nb := b.Let("next_base", kir.Add(base, pk))
+			s.readPacket(s.xa, kk, nb, cntOf(nb), s.outSlot(next))
+		})
+		r.SignalOnChannel(b, cnt, ch)
+		b.NoCAsyncReadBarrier()
+	})
+	b.EthWaitForReceiverChannelDone(kir.Ci(base0))
+	b.EthWaitForReceiverChannelDone(kir.Ci(base0 + 2))
 }
 
 // outSlot is the streaming sender's slot of packet pk: the receiver's
@@ -749,6 +797,13 @@ func (k *cclKernels) receiver(dir int) {
 	if pl.Streaming() {
 		b.Comment("Streaming reduce step: hand packet k to the adders and release it once they are done with packet k-1, whose slot packet k+1 fills.")
 		r.Packets(b, count, func(base, cnt kir.Var) {
+			if k.pipelined() {
+				pk := b.Let("pk", kir.Div(base, kir.Ci(pl.PacketTiles)))
+				ch := b.Let("ch", multicore.PacketChannel(kir.EthChannel(er.Processor), pk))
+				b.EthWaitForBytesOnChannel(kir.Mul(cnt, kir.Ci(r.WireTile(false, false))), ch)
+				r.HandOffStreamOnChannel(b, free, adders, pk, ch)
+				return
+			}
 			wait(cnt, kir.Ci(r.WireTile(false, false)))
 			r.HandOffStream(b, free, adders, kir.Div(base, kir.Ci(pl.PacketTiles)))
 		})

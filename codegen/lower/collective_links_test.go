@@ -115,11 +115,15 @@ func TestPrefillRingUsesEveryLinkBothWays(t *testing.T) {
 					t.Logf("%d links, each both ways", len(links))
 				}
 				if tc.norm && !tc.oneWay && topo == target.DefaultTopology {
-					// The ERISC1 kernels print the channel-1 handshake.
-					for _, name := range []string{"eth_sender_back", "eth_receiver_back"} {
+					// The ERISC1 kernels hand packets over on handshake
+					// channels 1 and 3 (two in flight), ERISC0's on 0 and 2.
+					for name, ch := range map[string]string{
+						"eth_sender": "eth_wait_for_receiver_channel_done(2);", "eth_sender_back": "eth_wait_for_receiver_channel_done(3);",
+						"eth_receiver": "eth_receiver_channel_done(ch);", "eth_receiver_back": "ch = 1u + pk_2 % 2u * 2u;",
+					} {
 						src, err := cpp.PrintKernel(p, p.Kernel(name))
 						require.NoError(t, err)
-						require.Contains(t, string(src), "_ch1(", "%s uses handshake channel 1", name)
+						require.Contains(t, string(src), ch, "%s's packets alternate between its ERISC's two handshake channels", name)
 					}
 					dir, sources := t.TempDir(), map[string]cpp.Source{}
 					writeKernels(t, dir, "ring", p, sources)

@@ -150,7 +150,7 @@ func (p RingPlan) adderTiles() int {
 // Ethernet L1 layout on every ethernet core a plan uses: a staging area
 // of Slots slots of PacketTiles whole tiles each (the packet read from
 // DRAM, or received; slot k at staging + k*SlotStride; Bidirectional: the
-// received packets' slots, the sent ones' Slots more after them, see
+// received packets' slots, the sent ones' BothWaysOutSlots after them, see
 // outStaging), then,
 // when a step forwards (forwards), two forwarding slots of
 // LinkTiles*WireBytes bytes each, where the workers leave the partial sums
@@ -159,7 +159,7 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 	staging = t.Eth.L1UnreservedBase
 	fwd0 = staging + max(p.Slots, 1)*p.SlotStride()
 	if p.Bidirectional {
-		fwd0 += 2 * p.SlotStride() // the sender's
+		fwd0 += BothWaysOutSlots * p.SlotStride() // the sender's
 	}
 	if !p.forwards() {
 		return staging, fwd0, fwd0, fwd0 // no forwarding slots
@@ -170,7 +170,8 @@ func (p RingPlan) ethLayout(t *target.Target) (staging, fwd0, fwd1, end int) {
 }
 
 // outStaging is where a Bidirectional plan's sender keeps the packets it
-// sends (its two slots after the receiver's Slots); staging otherwise.
+// sends (its BothWaysOutSlots slots after the receiver's Slots); staging
+// otherwise.
 func (p RingPlan) outStaging(staging int) int {
 	if p.Bidirectional {
 		return staging + p.Slots*p.SlotStride()
@@ -190,6 +191,16 @@ func (p RingPlan) Streaming() bool { return p.Slots >= 2 }
 // its adders may be BothWaysSlots-1 packets behind the wire before the
 // receiver holds a packet back (the sender's packets need two slots).
 var BothWaysSlots = 3
+
+// BothWaysOutSlots is the sender's slots of a Bidirectional plan: with two
+// packets in flight (collective.go's streamTwoInFlight) the sender reads
+// packet k+1 into the slot of packet k-1, whose payload has left (its
+// handshake word's transmit command waited for the TX queue).
+const BothWaysOutSlots = 2
+
+// ethCommandCycles is one ethernet transmit command's overhead on the link
+// (sim/timing's fitted eth_command, 69.5 cycles).
+const ethCommandCycles = 70
 
 // maxWorkersPerLink bounds the adder cores per link.
 const maxWorkersPerLink = 40
@@ -280,11 +291,11 @@ func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, 
 	}
 	slots, outSlots := 2, 0
 	if bidi {
-		slots, outSlots = BothWaysSlots, 2
+		slots, outSlots = BothWaysSlots, BothWaysOutSlots
 	}
 	if part := room / (slots + outSlots) / tileBytes; reduceSteps == 1 && gatherSteps == 0 && p.PacketTiles < per && part >= 1 {
 		// Stream: two slots of at most half the room (both ways: the
-		// receiver's BothWaysSlots and the sender's two), the link's
+		// receiver's BothWaysSlots and the sender's BothWaysOutSlots), the link's
 		// tiles in equal packets.
 		n := (per + part - 1) / part
 		p.Slots, p.PacketTiles = slots, (per+n-1)/n
@@ -301,6 +312,14 @@ func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, 
 		add := (pk+m-1)/m*tile + m*adderRingCycles
 		store := noc(pk * tileBytes)
 		packets := p.Packets()
+		if p.Streaming() && bidi {
+			// Two packets in flight (streamTwoInFlight): a packet's
+			// handshake round trip hides under the next packet, so a
+			// packet holds the link for its bytes and two transmit
+			// commands (payload, word), and the latency counts once.
+			wire = (pk*wireBytes+t.Eth.LinkBytesPerCycle-1)/t.Eth.LinkBytesPerCycle + 2*ethCommandCycles
+			return read + packets*max(wire, read, add) + add + t.Eth.LinkLatencyCycles + links*2*DispatchCycles
+		}
 		if p.Streaming() {
 			// The first read and the last packet's adds do not overlap;
 			// between them each packet costs its slowest stage.

@@ -423,7 +423,7 @@ func TestCollectiveGeometry(t *testing.T) {
 			staging, fwd0, _, _ := p.ethLayout(tgt)
 			slots := p.Slots
 			if p.Bidirectional {
-				slots += 2 // the sender's
+				slots += BothWaysOutSlots // the sender's
 			}
 			if fwd0-staging != slots*p.SlotStride() || fwd0 > tgt.Eth.L1Top {
 				t.Errorf("%s: staging %d..%d for %d slots of %d bytes, past the ethernet L1 top %d?", tc.name, staging, fwd0, p.Slots, p.SlotStride(), tgt.Eth.L1Top)

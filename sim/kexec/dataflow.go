@@ -57,6 +57,18 @@ func (r *run) dataflow(c *interp.Compiler[*kstate], s kir.Stmt) (o op, ok bool, 
 		o = func(t *thread, v []uint64) (bool, error) { return t.S.ethWaitForBytes(v[0]) }
 	case kir.EthReceiverDone:
 		o = do(func(ks *kstate, _ []uint64) error { return ks.ethReceiverDone() })
+	case kir.EthSendBytesOverChannelPayloadOnly:
+		o = do(func(ks *kstate, v []uint64) error {
+			return ks.ethPayload("eth_send_bytes_over_channel_payload_only", v[0], v[1], v[2], v[3], v[4])
+		})
+	case kir.EthSendPayloadCompleteSignalOverChannel:
+		o = do(func(ks *kstate, v []uint64) error { return ks.ethSignalOverChannel(v[0], v[1]) })
+	case kir.EthWaitForReceiverChannelDone:
+		o = func(t *thread, v []uint64) (bool, error) { return t.S.ethWaitForReceiverChannelDone(v[0]) }
+	case kir.EthWaitForBytesOnChannel:
+		o = func(t *thread, v []uint64) (bool, error) { return t.S.ethWaitForBytesOnChannel(v[0], v[1]) }
+	case kir.EthReceiverChannelDone:
+		o = do(func(ks *kstate, v []uint64) error { return ks.ethReceiverChannelDone(v[0]) })
 	case kir.L1Write32:
 		o = do(func(ks *kstate, v []uint64) error { return ks.store32(v[0], v[1], "L1 store") })
 	default:

@@ -99,7 +99,17 @@ func (ks *kstate) peer(call string) (*ethCore, EthEnd, error) {
 // (kir.EthMinCommands): the release's default of one command per 16 bytes
 // is refused for any larger transfer.
 func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
-	const call = "eth_send_bytes"
+	if err := ks.ethPayload("eth_send_bytes", src, dst, size, per, words); err != nil {
+		return err
+	}
+	*ks.ethWord(ks.r.d.eth(ks.core.C.X)) += uint32(size)
+	return nil
+}
+
+// ethPayload moves the data of an ethernet send (eth_send_bytes and
+// eth_send_bytes_over_channel) into the peer's L1 under ethSendBytes's
+// rules, leaving the handshake words alone.
+func (ks *kstate) ethPayload(call string, src, dst, size, per, words uint64) error {
 	pe, there, err := ks.peer(call)
 	if err != nil {
 		return err
@@ -129,7 +139,6 @@ func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
 	buf := make([]byte, size)
 	ks.core.mem.read(src, buf)
 	pe.mem.write(dst, buf)
-	*ks.ethWord(ks.r.d.eth(ks.core.C.X)) += uint32(size)
 	ks.r.stats.EthBytes += int64(size)
 	ks.r.stats.EthCommands += int64(kir.EthCommands(size, per))
 	return nil
@@ -185,4 +194,88 @@ func (ks *kstate) ethReceiverDone() error {
 // semaphores up to the top of the kernel region.
 func (r *run) ethBounds() (lo, hi uint64) {
 	return uint64(r.d.EthSemaphoreBase()), uint64(r.t.Eth.L1Top)
+}
+
+// ---- the channel calls ----
+
+// channelWord is handshake channel ch's bytes_sent word on e; it refuses a
+// channel past kir.EthHandshakeChannels.
+func (ks *kstate) channelWord(e *ethCore, call string, ch uint64) (*uint32, error) {
+	if ch >= kir.EthHandshakeChannels {
+		return nil, ks.errf(kir.RuleEthernet, kir.NoCB, "%s on handshake channel %d: channels are 0..%d", call, ch, kir.EthHandshakeChannels-1)
+	}
+	return &e.bytesSent[ch], nil
+}
+
+// ethSignalOverChannel is eth_send_payload_complete_signal_over_channel(ch,
+// size): channel ch's word set to size here and on the peer (the word
+// travels behind the payload sent before); no wait.
+func (ks *kstate) ethSignalOverChannel(ch, size uint64) error {
+	const call = "eth_send_payload_complete_signal_over_channel"
+	pe, _, err := ks.peer(call)
+	if err != nil {
+		return err
+	}
+	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	if err != nil {
+		return err
+	}
+	*me = uint32(size)
+	pe.bytesSent[ch] = uint32(size)
+	return nil
+}
+
+// ethWaitForReceiverChannelDone blocks until channel ch's word is 0 here.
+func (ks *kstate) ethWaitForReceiverChannelDone(ch uint64) (bool, error) {
+	const call = "eth_wait_for_receiver_channel_done"
+	_, there, err := ks.peer(call)
+	if err != nil {
+		return false, err
+	}
+	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	if err != nil {
+		return false, err
+	}
+	if *me != 0 {
+		ks.block(call, kir.NoCB, -1, "waits for device %d eth%d to acknowledge %d bytes on channel %d (eth_receiver_channel_done)", there.Device, there.Channel, *me, ch)
+		return true, nil
+	}
+	return false, nil
+}
+
+// ethWaitForBytesOnChannel blocks until channel ch's word equals n here.
+func (ks *kstate) ethWaitForBytesOnChannel(n, ch uint64) (bool, error) {
+	const call = "eth_wait_for_bytes_on_channel"
+	_, there, err := ks.peer(call)
+	if err != nil {
+		return false, err
+	}
+	if n%16 != 0 {
+		return false, ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%d): ethernet transfers are whole 16-byte words", call, n)
+	}
+	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	if err != nil {
+		return false, err
+	}
+	if uint64(*me) != n&0xffffffff {
+		ks.block(call, kir.NoCB, -1, "waits for %d bytes on channel %d from device %d eth%d, has %d", n, ch, there.Device, there.Channel, *me)
+		return true, nil
+	}
+	return false, nil
+}
+
+// ethReceiverChannelDone clears channel ch's word here and on the peer.
+func (ks *kstate) ethReceiverChannelDone(ch uint64) error {
+	const call = "eth_receiver_channel_done"
+	pe, _, err := ks.peer(call)
+	if err != nil {
+		return err
+	}
+	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	if err != nil {
+		return err
+	}
+	*me = 0
+	pe.bytesSent[ch] = 0
+	return nil
 }

@@ -195,6 +195,59 @@ func (m *machine) ethCost(s kir.Stmt) (o op, ok bool) {
 			th.waitUntil(w.t, "eth_wait_for_bytes")
 			return false, nil
 		}, true
+	case kir.EthSendBytesOverChannelPayloadOnly:
+		// operands: src, dst, size, per-command bytes, per-command words.
+		return do(func(th *thread, v []uint64) {
+			if _, ok := th.peer(); !ok {
+				return
+			}
+			n, per := v[2], v[3]
+			th.ethSend(kir.EthCommands(n, per), float64(per), "eth_send_bytes_over_channel_payload_only")
+			th.ethSent += int64(n)
+		}), true
+	case kir.EthSendPayloadCompleteSignalOverChannel:
+		// operands: channel, size. One 16-byte command carries the word,
+		// behind the payload.
+		return do(func(th *thread, v []uint64) {
+			pc, ok := th.peer()
+			if !ok {
+				return
+			}
+			key := ethWordKey + uint32(v[0])
+			th.setWord(th.core.word(key), uint32(v[1]), th.Clock)
+			th.setWord(pc.word(key), uint32(v[1]), th.ethSend(1, 16, "eth_send_payload_complete_signal_over_channel"))
+		}), true
+	case kir.EthWaitForReceiverChannelDone:
+		return func(t *ithread, v []uint64) (bool, error) {
+			th := t.S
+			w := th.core.word(ethWordKey + uint32(v[0]))
+			if w.v != 0 {
+				return th.block(&w.waiters, "eth_wait_for_receiver_channel_done"), nil
+			}
+			th.waitUntil(w.t, "eth_wait_for_receiver_channel_done")
+			return false, nil
+		}, true
+	case kir.EthWaitForBytesOnChannel:
+		return func(t *ithread, v []uint64) (bool, error) {
+			th := t.S
+			w := th.core.word(ethWordKey + uint32(v[1]))
+			if uint64(w.v) != v[0] {
+				return th.block(&w.waiters, "eth_wait_for_bytes_on_channel"), nil
+			}
+			th.waitUntil(w.t, "eth_wait_for_bytes_on_channel")
+			return false, nil
+		}, true
+	case kir.EthReceiverChannelDone:
+		return do(func(th *thread, v []uint64) {
+			pc, ok := th.peer()
+			if !ok {
+				return
+			}
+			key := ethWordKey + uint32(v[0])
+			th.setWord(th.core.word(key), 0, th.Clock)
+			// One 16-byte command clears the sender's word.
+			th.setWord(pc.word(key), 0, th.ethSend(1, 16, "eth_receiver_channel_done"))
+		}), true
 	case kir.EthReceiverDone:
 		return do(func(th *thread, _ []uint64) {
 			pc, ok := th.peer()

@@ -10,7 +10,7 @@ import (
 // ethernet cores (they are also in All, so the printer goldens, the host
 // config goldens and the g++ syntax check cover them).
 func Cards() []Sample {
-	return []Sample{{"eth_link", EthLink()}, {"eth_ring_shift", EthRingShift()}}
+	return []Sample{{"eth_link", EthLink()}, {"eth_ring_shift", EthRingShift()}, {"eth_ring_shift_channels", EthRingShiftChannels()}}
 }
 
 // EthStagingAddr is the first kernel-usable byte of a Blackhole ethernet
@@ -112,10 +112,26 @@ const SemRingDone = 0
 // ring of N cards, page d of "dst" on card d ends up holding page
 // e = (d-1) mod N of "src" on card e; the other pages of "dst" are not
 // written.
-func EthRingShift() *kir.Program {
+func EthRingShift() *kir.Program { return ethRingShift("eth_ring_shift", false) }
+
+// EthRingShiftHandshake is the handshake channel EthRingShiftChannels uses.
+const EthRingShiftHandshake = 2
+
+// EthRingShiftChannels is EthRingShift with the channel calls on handshake
+// channel EthRingShiftHandshake: the sender's
+// eth_send_bytes_over_channel_payload_only, then
+// eth_send_payload_complete_signal_over_channel and
+// eth_wait_for_receiver_channel_done; the receiver's
+// eth_wait_for_bytes_on_channel and eth_receiver_channel_done.
+func EthRingShiftChannels() *kir.Program {
+	return ethRingShift("eth_ring_shift_channels", true)
+}
+
+func ethRingShift(name string, channels bool) *kir.Program {
 	tile := ir.BF16.TileBytes()
 	send, recv := kir.EthCore(EthSendChannel), kir.EthCore(EthRecvChannel)
-	p := kir.NewProgram("eth_ring_shift")
+	ch := kir.C(EthRingShiftHandshake)
+	p := kir.NewProgram(name)
 	p.AddBuffer(dramTiles("src", EthRingShiftPages))
 	p.AddBuffer(dramTiles("dst", EthRingShiftPages))
 	p.AddSemaphore(kir.Semaphore{ID: SemRingDone, Cores: []ir.CoreRange{kir.EthRange(EthSendChannel, EthRecvChannel)}})
@@ -127,8 +143,14 @@ func EthRingShift() *kir.Program {
 	b := es.Builder()
 	b.NoCAsyncRead(kir.InterleavedPageAddr(src, dev, stride), staging, kir.Ci(tile))
 	b.NoCAsyncReadBarrier()
-	b.EthSendBytes(staging, staging, kir.Ci(tile))
-	b.EthWaitForReceiverDone()
+	if channels {
+		b.EthSendBytesOverChannelPayloadOnly(staging, staging, kir.Ci(tile))
+		b.EthSendPayloadCompleteSignalOverChannel(ch, kir.Ci(tile))
+		b.EthWaitForReceiverChannelDone(ch)
+	} else {
+		b.EthSendBytes(staging, staging, kir.Ci(tile))
+		b.EthWaitForReceiverDone()
+	}
 	done := b.Let("done_sem", kir.GetEthSemaphore{ID: kir.C(SemRingDone)})
 	b.EthNoCSemaphoreWaitMin(done, kir.C(1))
 
@@ -138,10 +160,18 @@ func EthRingShift() *kir.Program {
 	dst := er.CommonArg("dst_addr", kir.BufferAddr("dst", 0))
 	sx, sy := er.CommonArg("sender_x", kir.NoCX(send)), er.CommonArg("sender_y", kir.NoCY(send))
 	b = er.Builder()
-	b.EthWaitForBytes(kir.Ci(tile))
+	if channels {
+		b.EthWaitForBytesOnChannel(kir.Ci(tile), ch)
+	} else {
+		b.EthWaitForBytes(kir.Ci(tile))
+	}
 	b.NoCAsyncWrite(rstaging, kir.InterleavedPageAddr(dst, rdev, stride), kir.Ci(tile))
 	b.NoCAsyncWriteBarrier()
 	b.NoCSemaphoreInc(kir.NoCAddr{X: sx, Y: sy, Addr: kir.GetEthSemaphore{ID: kir.C(SemRingDone)}}, kir.C(1))
-	b.EthReceiverDone()
+	if channels {
+		b.EthReceiverChannelDone(ch)
+	} else {
+		b.EthReceiverDone()
+	}
 	return finish(p)
 }

@@ -35,11 +35,17 @@ func TestAllValidate(t *testing.T) {
 // TestEthRingShift runs the ring shift on rings of 2 and 4 cards: page d
 // of "dst" on card d must be page d-1 of "src" on card d-1 (mod N), each
 // card sending one tile.
+// EthRingShiftChannels does the same with the channel calls.
 func TestEthRingShift(t *testing.T) {
-	p := samples.EthRingShift()
+	for _, p := range []*kir.Program{samples.EthRingShift(), samples.EthRingShiftChannels()} {
+		testEthRingShift(t, p)
+	}
+}
+
+func testEthRingShift(t *testing.T, p *kir.Program) {
 	const pageBytes = 2048
 	for _, n := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d cards", n), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %d cards", p.Name, n), func(t *testing.T) {
 			c, err := kexec.NewCluster(bh, n, kexec.RingLinks(n, []int{samples.EthSendChannel}, []int{samples.EthRecvChannel}))
 			if err != nil {
 				t.Fatal(err)

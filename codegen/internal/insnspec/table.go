@@ -279,6 +279,49 @@ func All() []Insn {
 			DMDecl: "void eth_receiver_done();",
 		},
 		{
+			Go: "EthSendBytesOverChannelPayloadOnly", Section: secEth, Class: Eth, Call: "eth_send_bytes_over_channel_payload_only",
+			Doc: "EthSendBytesOverChannelPayloadOnly is\n" +
+				"eth_send_bytes_over_channel_payload_only(Src, Dst, Size, PerSend,\n" +
+				"PerSendWords): EthSendBytes's transmit commands without touching a\n" +
+				"handshake word (EthSendPayloadCompleteSignalOverChannel signals them).\n" +
+				"tt_metal/hw/inc/internal/ethernet/dataflow_api.h.",
+			Fields: []Field{ex("Src"), ex("Dst"), ex("Size"), ex("PerSend"), ex("PerSendWords")},
+			Args:   []string{"Src", "Dst", "Size", "PerSend", "PerSendWords"},
+		},
+		{
+			Go: "EthSendPayloadCompleteSignalOverChannel", Section: secEth, Class: Eth, Call: "eth_send_payload_complete_signal_over_channel",
+			Doc: "EthSendPayloadCompleteSignalOverChannel is\n" +
+				"eth_send_payload_complete_signal_over_channel(Channel, Size): set\n" +
+				"handshake channel Channel's bytes_sent word to Size and send it to the\n" +
+				"peer behind the payload sent before (one transmit command, which waits\n" +
+				"for the TX queue), without waiting for the receiver (a sender with\n" +
+				"packets on several channels waits for each with\n" +
+				"EthWaitForReceiverChannelDone).",
+			Fields: []Field{ex("Channel"), ex("Size")}, Args: []string{"Channel", "Size"},
+			DMDecl: "void eth_send_payload_complete_signal_over_channel(uint32_t channel, uint32_t num_bytes);",
+		},
+		{
+			Go: "EthWaitForReceiverChannelDone", Section: secEth, Class: Eth, Call: "eth_wait_for_receiver_channel_done",
+			Doc: "EthWaitForReceiverChannelDone is eth_wait_for_receiver_channel_done(Channel):\n" +
+				"block until the peer's eth_receiver_channel_done clears handshake channel\n" +
+				"Channel's bytes_sent word.",
+			Fields: []Field{ex("Channel")}, Args: []string{"Channel"},
+		},
+		{
+			Go: "EthWaitForBytesOnChannel", Section: secEth, Class: Eth, Call: "eth_wait_for_bytes_on_channel",
+			Doc: "EthWaitForBytesOnChannel is eth_wait_for_bytes_on_channel(Size, Channel):\n" +
+				"block until handshake channel Channel's bytes_sent word (set by the\n" +
+				"sender's eth_send_bytes_over_channel) equals Size.",
+			Fields: []Field{ex("Size"), ex("Channel")}, Args: []string{"Size", "Channel"},
+		},
+		{
+			Go: "EthReceiverChannelDone", Section: secEth, Class: Eth, Call: "eth_receiver_channel_done",
+			Doc: "EthReceiverChannelDone is eth_receiver_channel_done(Channel): clear\n" +
+				"handshake channel Channel's bytes_sent word here and on the peer,\n" +
+				"releasing the sender of that channel.",
+			Fields: []Field{ex("Channel")}, Args: []string{"Channel"},
+		},
+		{
 			Go: "EthNoCSemaphoreWait", Section: secEth, Class: Eth, Call: "eth_noc_semaphore_wait",
 			Doc: "EthNoCSemaphoreWait is eth_noc_semaphore_wait(Addr, Value): block until\n" +
 				"the local semaphore equals Value, running the base firmware's routing\n" +

@@ -85,6 +85,8 @@ type Ring struct {
 	// streaming rings) and send from OutStaging, receive at Staging.
 	Both       bool
 	OutStaging int
+	// OutSlots is the sender's slots at OutStaging with Both.
+	OutSlots int
 }
 
 // Dirs is the number of directions the lanes use (2 with Both).
@@ -291,6 +293,29 @@ func (r *Ring) Put(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt 
 	}
 }
 
+// PacketChannel is the handshake channel of packet pk of a Both ring's
+// lane whose kernels run on an ERISC with handshake channel base
+// (kir.EthChannel): base + 2*(pk % 2). So a lane has two packets in
+// flight, each with its own bytes_sent word, and the two ERISCs of an
+// ethernet core never share one (ERISC0: 0 and 2, ERISC1: 1 and 3).
+func PacketChannel(base int, pk kir.Expr) kir.Expr {
+	return kir.Add(kir.Ci(base), kir.Mul(kir.Mod(pk, kir.C(2)), kir.C(2)))
+}
+
+// PutPayload sends cnt whole tiles from src to the peer's staging as one
+// eth_send_bytes_over_channel_payload_only (a Both ring's packets; whole
+// tiles, as every streaming tensor's tiles are: WireTile(false, false) is
+// TileBytes); SignalOnChannel then sends their handshake word.
+func (r *Ring) PutPayload(b *kir.Builder, src, cnt, staging kir.Expr) {
+	b.EthSendBytesOverChannelPayloadOnly(src, staging, kir.Mul(cnt, kir.Ci(r.TileBytes)))
+}
+
+// SignalOnChannel sends handshake channel ch's word for the cnt tiles
+// PutPayload sent (eth_send_payload_complete_signal_over_channel).
+func (r *Ring) SignalOnChannel(b *kir.Builder, cnt, ch kir.Expr) {
+	b.EthSendPayloadCompleteSignalOverChannel(ch, kir.Mul(cnt, kir.Ci(r.TileBytes)))
+}
+
 // Peers are an ethernet kernel's runtime args naming its link's M
 // workers: per worker its NoC x and y (values from PeerValues).
 type Peers struct{ X, Y []kir.ArgRef }
@@ -351,10 +376,22 @@ func (r *Ring) HandOffStream(b *kir.Builder, free kir.Var, workers Peers, pk kir
 	b.EthReceiverDone()
 }
 
+// HandOffStreamOnChannel is HandOffStream for a Both ring whose sender
+// keeps two packets in flight (PacketChannel): the sender sends packet
+// pk+2 once packet pk's channel ch is released, so the release waits until
+// free counts M*(pk+3-Slots) (the workers are done with packet pk+2-Slots,
+// whose slot packet pk+2 fills), then eth_receiver_channel_done(ch).
+func (r *Ring) HandOffStreamOnChannel(b *kir.Builder, free kir.Var, workers Peers, pk, ch kir.Expr) {
+	workers.Inc(b, r.SemArrived)
+	ahead := kir.Ci(r.Slots - 3)
+	b.If(kir.Gt(pk, ahead), func() { b.EthNoCSemaphoreWaitMin(free, kir.Mul(kir.Sub(pk, ahead), kir.Ci(r.M()))) })
+	b.EthReceiverChannelDone(ch)
+}
+
 // OutSlotAddr is the sender's slot of packet pk with Both: base + (pk %
-// 2) * SlotStride.
+// OutSlots) * SlotStride.
 func (r *Ring) OutSlotAddr(base, pk kir.Expr) kir.Expr {
-	return kir.Add(base, kir.Mul(kir.Mod(pk, kir.C(2)), kir.Ci(r.SlotStride)))
+	return kir.Add(base, kir.Mul(kir.Mod(pk, kir.Ci(r.OutSlots)), kir.Ci(r.SlotStride)))
 }
 
 // AwaitCount emits a streaming worker's wait for packet pk's hand-off:
