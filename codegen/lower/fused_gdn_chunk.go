@@ -38,9 +38,12 @@ import (
 // one the chunk reads and the one it packs behind it) and the last one's
 // to the writer; the writer puts chunk ci's o tiles at index ci of the
 // [B, H, count, L, Dv] result. The per-chunk input CBs hold two chunks, so
-// the reader fetches chunk ci+1 while the compute runs chunk ci. Each
-// chunk is the step's computation on the same values, so the scan equals
-// count chained steps (and the composed chain) bit for bit.
+// the reader fetches chunk ci+1 while the compute runs chunk ci. A scan's
+// decay terms (e and egl) come from exps the compute runs once per item
+// and g tile, not per chunk (fused_gdn_decay.go); the reader takes chunk
+// c's out of them. Each chunk is the step's computation on the same
+// values, so the scan equals count chained steps (and the composed chain)
+// bit for bit.
 //
 // The program computes every step as the composed op's program does and
 // packs every value the composed chain stores into a CB of the state's
