@@ -38,9 +38,12 @@ import (
 // one the chunk reads and the one it packs behind it) and the last one's
 // to the writer; the writer puts chunk ci's o tiles at index ci of the
 // [B, H, count, L, Dv] result. The per-chunk input CBs hold two chunks, so
-// the reader fetches chunk ci+1 while the compute runs chunk ci. Each
-// chunk is the step's computation on the same values, so the scan equals
-// count chained steps (and the composed chain) bit for bit.
+// the reader fetches chunk ci+1 while the compute runs chunk ci. A scan's
+// decay terms (e and egl) come from exps the compute runs once per item
+// and g tile, not per chunk (fused_gdn_decay.go); the reader takes chunk
+// c's out of them. Each chunk is the step's computation on the same
+// values, so the scan equals count chained steps (and the composed chain)
+// bit for bit.
 //
 // The program computes every step as the composed op's program does and
 // packs every value the composed chain stores into a CB of the state's
@@ -99,7 +102,12 @@ type gdnChunk struct {
 
 // gdnChunkCBs are the program's CBs (round is -1 for an fp32 state).
 type gdnChunkCBs struct {
-	s, sh, u, gcol, gl, glCopy               int
+	s, sh, u, gcol, gl, glCopy int
+	// A scan's: the item's g tiles (an FPU operand and a copy), their
+	// last columns as column 0, the decay rows and exp(g) tiles the
+	// compute makes of them once per item, and the chunk's decay
+	// column and exp(gl) the reader takes out of those.
+	gt, gcp, glc, erows, egrows              int
 	sin                                      int // the item's first state: s, or a scan's own CB
 	p1, vnew, p2, p3, round, e, kd, kdT, egl int
 	sd, p4, o, ns                            int
@@ -267,14 +275,27 @@ func (r *gdnChunk) addCBs() {
 		per = 2
 	}
 	c.sh, c.u = cbs.Input("head_shared", f, per*r.shPages()), cbs.Input("u", f, per*vt)
-	c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, per), cbs.Input("g_last", f, per), cbs.Input("g_last_copy", f, per)
+	if r.scan {
+		g := r.gTiles()
+		c.gt, c.gcp, c.glc = cbs.Input("g_tiles", f, g), cbs.Input("g_tiles_copy", f, g), cbs.Input("g_last_columns", f, g)
+		c.erows, c.egrows = cbs.Output("decay_rows", f, g), cbs.Output("exp_g_rows", f, g)
+		c.e, c.egl = cbs.Input("decay_column", f, per), cbs.Input("exp_g_last", f, per)
+	} else {
+		c.gcol, c.gl, c.glCopy = cbs.Input("g_column", f, per), cbs.Input("g_last", f, per), cbs.Input("g_last_copy", f, per)
+	}
 	c.p1, c.vnew = cbs.Scratch("wk_state", f, 1), cbs.Scratch("v_new", f, vt)
 	c.p2, c.p3 = cbs.Scratch("qg_state", f, 1), cbs.Scratch("qk_v_new", f, 1)
 	if blocks.Rounds(f) {
 		c.round = cbs.Scratch("round", f, 1)
 	}
-	c.e, c.kd, c.kdT = cbs.Scratch("decay_column", f, 1), cbs.Scratch("kd", f, kt), cbs.Scratch("kd_transposed", f, kt)
-	c.egl, c.sd, c.p4 = cbs.Scratch("exp_g_last", f, 1), cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
+	if !r.scan {
+		c.e = cbs.Scratch("decay_column", f, 1)
+	}
+	c.kd, c.kdT = cbs.Scratch("kd", f, kt), cbs.Scratch("kd_transposed", f, kt)
+	if !r.scan {
+		c.egl = cbs.Scratch("exp_g_last", f, 1)
+	}
+	c.sd, c.p4 = cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
 	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
 	r.cb = c
 	r.planned(fmt.Sprintf("%s keeps a %dx%d state of %s per item", r.what, r.Dk, r.vc*ir.TileSize, f))
@@ -293,6 +314,12 @@ func (r *gdnChunk) gTile(bh kir.Expr) kir.Expr {
 		return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Ci(r.c/ir.TileSize))
 	}
 	return kir.Add(kir.Mul(bh, kir.Ci(r.gRt)), kir.Div(r.cur, kir.Ci(ir.TileSize)))
+}
+
+// gTiles is the number of g's tiles holding a scan's chunks' rows
+// (chunks c .. c+count-1 sit in tiles c/32 .. (c+count-1)/32).
+func (r *gdnChunk) gTiles() int {
+	return (r.c+r.count-1)/ir.TileSize - r.c/ir.TileSize + 1
 }
 
 func (r *gdnChunk) gRow() kir.Expr {
@@ -420,10 +447,16 @@ func (r *gdnChunk) reader() *kir.Kernel {
 			})
 			b.NoCAsyncReadBarrier()
 			b.CBPushBack(c.sin, kir.Ci(state.n))
+			r.readGTiles(b, acc["g"], bh)
 		} else {
 			own = append(own, state)
 		}
 		r.chunks(b, func() { r.readChunk(b, acc, bh, j0, own, shared, rounds) })
+		if r.scan {
+			g := kir.Ci(r.gTiles())
+			b.CBPopFront(c.erows, g)
+			b.CBPopFront(c.egrows, g)
+		}
 	})
 	if rounds != nil {
 		rounds.Finish(b)
@@ -474,6 +507,10 @@ func (r *gdnChunk) readChunk(b *kir.Builder, acc map[string]*blocks.Access, bh, 
 			b.CBPushBack(rn.cb, kir.Ci(rn.n))
 		}
 
+		if r.scan {
+			r.readDecay(b)
+			return
+		}
 		b.Comment("g of chunk c as a column (element j of its row to (j, 0)), and its last element to (0, 0) of two tiles")
 		gtile := b.Let("g_tile", kir.Add(sh, kir.Ci(r.shG()*r.f.TileBytes())))
 		gr := r.gRow()
@@ -554,17 +591,19 @@ func (r *gdnChunk) compute() *kir.Kernel {
 			c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.p2, n.p3, n.o, false, nil)
 		})
 
-		cb.Comment("e = r(exp(r(gl - g))) as a column: g - gl negated (the composed sub's operand swap)")
-		cb.CBWaitFront(n.gcol, one)
-		cb.CBWaitFront(n.gl, one)
-		c.Acquire()
-		c.Binary(kir.EltSub, blocks.BcastScalar, n.gcol, n.gl, z0, z0, z0)
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, z0)
-		cb.CBPopFront(n.gcol, one)
-		cb.CBPopFront(n.gl, one)
-		round()
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
-		c.PackOut(n.e, 1)
+		if !r.scan { // a scan's e comes from the reader (decayRows)
+			cb.Comment("e = r(exp(r(gl - g))) as a column: g - gl negated (the composed sub's operand swap)")
+			cb.CBWaitFront(n.gcol, one)
+			cb.CBWaitFront(n.gl, one)
+			c.Acquire()
+			c.Binary(kir.EltSub, blocks.BcastScalar, n.gcol, n.gl, z0, z0, z0)
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUNegative}, z0)
+			cb.CBPopFront(n.gcol, one)
+			cb.CBPopFront(n.gl, one)
+			round()
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
+			c.PackOut(n.e, 1)
+		}
 
 		cb.Comment("kd = r(k * e) (column broadcast), then kd^T tile by tile")
 		cb.CBWaitFront(n.e, one)
@@ -582,13 +621,15 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		})
 		cb.CBPopFront(n.kd, kir.Ci(kt))
 
-		cb.Comment("egl = r(exp(gl))")
-		cb.CBWaitFront(n.glCopy, one)
-		c.Acquire()
-		c.Copy(n.glCopy, z0, z0)
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
-		cb.CBPopFront(n.glCopy, one)
-		c.PackOut(n.egl, 1)
+		if !r.scan {
+			cb.Comment("egl = r(exp(gl))")
+			cb.CBWaitFront(n.glCopy, one)
+			c.Acquire()
+			c.Copy(n.glCopy, z0, z0)
+			c.SFPU(blocks.SFPUStep{Op: kir.SFPUExp}, z0)
+			cb.CBPopFront(n.glCopy, one)
+			c.PackOut(n.egl, 1)
+		}
 
 		cb.Comment("S' = r(r(S * egl) + r(kd^T vNew)) per state tile")
 		cb.CBWaitFront(n.egl, one)
@@ -609,6 +650,9 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		}
 	}
 	c.For("i", z0, ccount, func(kir.Var) {
+		if r.scan {
+			r.decayRows(c, round)
+		}
 		if r.count == 1 {
 			chunk(n.sin, n.ns)
 			return

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/cpp"
+	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
@@ -117,7 +118,7 @@ func TestGDNChunkScanBeatsSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := 0.0
+	steps, stepExp := 0.0, 0.0
 	for c := range N {
 		p, err := lower.Lower(gdnChunkOp(t, 1, 24, N, 128, 128, c, ir.FP32), lower.NewContext(tgt))
 		if err != nil {
@@ -128,11 +129,29 @@ func TestGDNChunkScanBeatsSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps += pt.US()
+		stepExp = max(stepExp, computeBusy(pt, "exp_tile"))
 	}
-	t.Logf("scan of %d chunks on %d cores: %.2f us; %d steps: %.2f us", N, len(scan.Cores()), st.US(), N, steps)
+	scanExp := computeBusy(st, "exp_tile")
+	t.Logf("scan of %d chunks on %d cores: %.2f us (exps %.2f us); %d steps: %.2f us (exps %.2f us each at most)", N, len(scan.Cores()), st.US(), scanExp, N, steps, stepExp)
 	if st.US() >= steps {
 		t.Errorf("the scan takes %.2f us, the steps %.2f us: want the scan faster", st.US(), steps)
 	}
+	// The N chunks' rows sit in one g tile, whose decay exps the scan's
+	// items run once, as one step's items do (not once per chunk).
+	if scanExp <= 0 || scanExp > 1.01*stepExp {
+		t.Errorf("the scan's compute runs exp_tile for %.2f us, a step's %.2f us: want the decay exps once per g tile, at most a step's", scanExp, stepExp)
+	}
+}
+
+// computeBusy is the predicted microseconds the latest-finishing compute
+// thread of pt's first device spent in instruction call.
+func computeBusy(pt *timing.ProgramTime, call string) float64 {
+	for _, k := range pt.Devices[0].Kernels {
+		if k.Role == kir.RoleCompute {
+			return k.Busy[call]
+		}
+	}
+	return 0
 }
 
 // TestGDNChunkScanLongOnSim runs the GDN prefill's chunk loop over 2,048
