@@ -136,15 +136,7 @@ func TestFlashPrefillGateOnWriter(t *testing.T) {
 //     at 4,096 tokens, 3.5% at 3,072, none at 2,048, and at 1,536 it was
 //     3.7% slower, 843.0 against 813.2 us).
 func TestFlashPrefillKBlocksBalanced(t *testing.T) {
-	kWait := func(d timing.DeviceTime) float64 {
-		for _, k := range d.Kernels {
-			if k.Kernel == "compute" {
-				return k.Waits["cb_wait_front c_1"]
-			}
-		}
-		t.Fatal("no compute kernel")
-		return 0
-	}
+	kWait := func(d timing.DeviceTime) float64 { return computeWait(t, d, "cb_wait_front c_1") }
 	t.Run("k_blocks", func(t *testing.T) {
 		const S = 1024
 		on := simulatePrefill27B(t, S, 0)
@@ -226,4 +218,17 @@ func withKnob(knob *bool, v bool, f func()) {
 	*knob = v
 	defer func() { *knob = old }()
 	f()
+}
+
+// computeWait is the predicted microseconds d's compute kernel waited in
+// wait (a call and its CB, as "cb_wait_front c_1").
+func computeWait(t *testing.T, d timing.DeviceTime, wait string) float64 {
+	t.Helper()
+	for _, k := range d.Kernels {
+		if k.Kernel == "compute" {
+			return k.Waits[wait]
+		}
+	}
+	t.Fatal("no compute kernel")
+	return 0
 }

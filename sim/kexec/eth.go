@@ -207,16 +207,23 @@ func (ks *kstate) channelWord(e *ethCore, call string, ch uint64) (*uint32, erro
 	return &e.bytesSent[ch], nil
 }
 
+// channelEnds is what a channel call on handshake channel ch works on:
+// the peer's ethernet core, the peer's end and this core's word for ch.
+func (ks *kstate) channelEnds(call string, ch uint64) (peer *ethCore, there EthEnd, me *uint32, err error) {
+	peer, there, err = ks.peer(call)
+	if err != nil {
+		return nil, there, nil, err
+	}
+	me, err = ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	return peer, there, me, err
+}
+
 // ethSignalOverChannel is eth_send_payload_complete_signal_over_channel(ch,
 // size): channel ch's word set to size here and on the peer (the word
 // travels behind the payload sent before); no wait.
 func (ks *kstate) ethSignalOverChannel(ch, size uint64) error {
 	const call = "eth_send_payload_complete_signal_over_channel"
-	pe, _, err := ks.peer(call)
-	if err != nil {
-		return err
-	}
-	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	pe, _, me, err := ks.channelEnds(call, ch)
 	if err != nil {
 		return err
 	}
@@ -228,11 +235,7 @@ func (ks *kstate) ethSignalOverChannel(ch, size uint64) error {
 // ethWaitForReceiverChannelDone blocks until channel ch's word is 0 here.
 func (ks *kstate) ethWaitForReceiverChannelDone(ch uint64) (bool, error) {
 	const call = "eth_wait_for_receiver_channel_done"
-	_, there, err := ks.peer(call)
-	if err != nil {
-		return false, err
-	}
-	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	_, there, me, err := ks.channelEnds(call, ch)
 	if err != nil {
 		return false, err
 	}
@@ -246,16 +249,12 @@ func (ks *kstate) ethWaitForReceiverChannelDone(ch uint64) (bool, error) {
 // ethWaitForBytesOnChannel blocks until channel ch's word equals n here.
 func (ks *kstate) ethWaitForBytesOnChannel(n, ch uint64) (bool, error) {
 	const call = "eth_wait_for_bytes_on_channel"
-	_, there, err := ks.peer(call)
+	_, there, me, err := ks.channelEnds(call, ch)
 	if err != nil {
 		return false, err
 	}
 	if n%16 != 0 {
 		return false, ks.errf(kir.RuleEthernet, kir.NoCB, "%s(%d): ethernet transfers are whole 16-byte words", call, n)
-	}
-	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
-	if err != nil {
-		return false, err
 	}
 	if uint64(*me) != n&0xffffffff {
 		ks.block(call, kir.NoCB, -1, "waits for %d bytes on channel %d from device %d eth%d, has %d", n, ch, there.Device, there.Channel, *me)
@@ -267,11 +266,7 @@ func (ks *kstate) ethWaitForBytesOnChannel(n, ch uint64) (bool, error) {
 // ethReceiverChannelDone clears channel ch's word here and on the peer.
 func (ks *kstate) ethReceiverChannelDone(ch uint64) error {
 	const call = "eth_receiver_channel_done"
-	pe, _, err := ks.peer(call)
-	if err != nil {
-		return err
-	}
-	me, err := ks.channelWord(ks.r.d.eth(ks.core.C.X), call, ch)
+	pe, _, me, err := ks.channelEnds(call, ch)
 	if err != nil {
 		return err
 	}
