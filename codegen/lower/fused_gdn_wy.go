@@ -466,30 +466,10 @@ func (r *gdnWY) writer() *kir.Kernel {
 	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		if r.decay {
 			w.Comment("Γ = tril(gamma_full): its elements above the diagonal zeroed (tril's stores)")
-			src := blocks.WaitFront(w, c.gammaFull, kir.C(1), "e")
-			l1 := blocks.Reserve(w, c.gamma, kir.C(1), "gm")
-			blocks.LocalCopy(w, src, l1, ir.FP32.TileBytes())
-			w.NoCAsyncReadBarrier()
-			w.CBPopFront(c.gammaFull, kir.C(1))
-			w.For("r", kir.C(0), kir.Ci(ir.TileSize-1), func(rr kir.Var) {
-				w.For("c", kir.Add(rr, kir.C(1)), kir.Ci(ir.TileSize), func(cc kir.Var) {
-					w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
-				})
-			})
-			w.CBPushBack(c.gamma, kir.C(1))
+			copyZeroUpper(w, c.gammaFull, c.gamma, "e", "gm", false)
 		}
 		w.Comment("L = A with its diagonal and upper elements zeroed (tril_inverse's reader)")
-		src := blocks.WaitFront(w, c.aFull, kir.C(1), "a")
-		l1 := blocks.Reserve(w, c.strict, kir.C(1), "l")
-		blocks.LocalCopy(w, src, l1, ir.FP32.TileBytes())
-		w.NoCAsyncReadBarrier()
-		w.CBPopFront(c.aFull, kir.C(1))
-		w.For("r", kir.C(0), kir.Ci(ir.TileSize), func(rr kir.Var) {
-			w.For("c", rr, kir.Ci(ir.TileSize), func(cc kir.Var) {
-				w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
-			})
-		})
-		w.CBPushBack(c.strict, kir.C(1))
+		copyZeroUpper(w, c.aFull, c.strict, "a", "l", true)
 		ub := w.Let("ubase", kir.Mul(i, kir.Ci(vt)))
 		blocks.WritePagesBatch(w, uAcc, c.u, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ub, j) })
 		kb := w.Let("wkbase", kir.Mul(i, kir.Ci(kt)))
@@ -500,4 +480,26 @@ func (r *gdnWY) writer() *kir.Kernel {
 		}
 	})
 	return wr
+}
+
+// copyZeroUpper emits a writer's copy of from's fp32 tile into to with
+// the elements above its diagonal (and the diagonal's too when diag)
+// zeroed by 32-bit L1 stores; the source and destination pointers are
+// named src and dst. It pops from and pushes to one page.
+func copyZeroUpper(w *kir.Builder, from, to int, src, dst string, diag bool) {
+	s := blocks.WaitFront(w, from, kir.C(1), src)
+	l1 := blocks.Reserve(w, to, kir.C(1), dst)
+	blocks.LocalCopy(w, s, l1, ir.FP32.TileBytes())
+	w.NoCAsyncReadBarrier()
+	w.CBPopFront(from, kir.C(1))
+	rows, first := kir.Ci(ir.TileSize-1), func(rr kir.Var) kir.Expr { return kir.Add(rr, kir.C(1)) }
+	if diag {
+		rows, first = kir.Ci(ir.TileSize), func(rr kir.Var) kir.Expr { return rr }
+	}
+	w.For("r", kir.C(0), rows, func(rr kir.Var) {
+		w.For("c", first(rr), kir.Ci(ir.TileSize), func(cc kir.Var) {
+			w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
+		})
+	})
+	w.CBPushBack(to, kir.C(1))
 }
