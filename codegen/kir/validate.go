@@ -595,7 +595,7 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			v.ethSend(k, env, name, s)
 		case EthSendBytesOverChannelPayloadOnly:
 			v.ethSize(k, env, name, s.Size)
-			v.ethSend(k, env, name, EthSendBytes{Src: s.Src, Dst: s.Dst, Size: s.Size, PerSend: s.PerSend, PerSendWords: s.PerSendWords})
+			v.ethSend(k, env, name, EthSendBytes(s))
 		case EthWaitForBytes:
 			v.ethSize(k, env, name, s.Size)
 		case EthWaitForBytesOnChannel:
