@@ -81,10 +81,7 @@ func TestFlashPrefillQScaled(t *testing.T) {
 // against 40.9, at 4,096 tokens 3,749.2 against 4,002.2, 4.8 against
 // 240.9: gate_go's faster items wait for K again).
 func TestFlashPrefillKVBuffers(t *testing.T) {
-	got := map[string]map[string]int{}
-	for _, S := range []int{64, 0} {
-		got[fmt.Sprintf("S=%d", S)] = cbPages(t, sdpaGatedOp(t, ir.BF16, 1, S, 12, 2, 256, 1024, "HiFi4"), "k", "v")
-	}
+	got := prefillDecodeCBPages(t, "k", "v")
 	want := map[string]map[string]int{"S=64": {"k": 128, "v": 128}, "S=0": {"k": 64, "v": 64}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("K and V CB pages, prefill (S=64) and decode (-want +got):\n%s", diff)
@@ -111,10 +108,7 @@ func TestFlashPrefillKVBuffers(t *testing.T) {
 // predicted), compute waiting less than a quarter as long for its items
 // (9.8 against 90.4 us).
 func TestFlashPrefillGateAfterQ(t *testing.T) {
-	got := map[string]map[string]int{}
-	for _, S := range []int{64, 0} {
-		got[fmt.Sprintf("S=%d", S)] = cbPages(t, sdpaGatedOp(t, ir.BF16, 1, S, 12, 2, 256, 1024, "HiFi4"), "gate_go", "out")
-	}
+	got := prefillDecodeCBPages(t, "gate_go", "out")
 	want := map[string]map[string]int{"S=64": {"gate_go": 2, "out": 8}, "S=0": {"gate_go": 0, "out": 1}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gate_go and out CB pages, prefill (S=64) and decode (-want +got):\n%s", diff)
@@ -132,4 +126,16 @@ func TestFlashPrefillGateAfterQ(t *testing.T) {
 			t.Errorf("%.1f us, item waits %.1f; want under 96%% of %.1f us and under a quarter of %.1f", on.US, itemWait(on), off.US, itemWait(off))
 		}
 	})
+}
+
+// prefillDecodeCBPages is the pages of the named CBs of the 27B's gated
+// attention at 1,024 cache rows, keyed "S=64" for a 64-token prefill and
+// "S=0" for decode.
+func prefillDecodeCBPages(t *testing.T, names ...string) map[string]map[string]int {
+	t.Helper()
+	got := map[string]map[string]int{}
+	for _, S := range []int{64, 0} {
+		got[fmt.Sprintf("S=%d", S)] = cbPages(t, sdpaGatedOp(t, ir.BF16, 1, S, 12, 2, 256, 1024, "HiFi4"), names...)
+	}
+	return got
 }
