@@ -172,27 +172,45 @@ func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
 	a, b = a[:32], b[:32]
 	const none = math.MinInt32
 	var emax [4]int32 // per group of eight products: the largest exponent, or none
-	var shift [32]uint32
-	var live, neg [32]bool
+	// sums[p][g] is group g's sum of aligned products at phase p: each
+	// product's four partial products (hi/lo of each operand) are rounded
+	// with the same shift, so one pass over a group fills every phase.
+	var sums [4][4]int32
 	for g := 0; g < 4; g++ {
+		ga, gb := a[8*g:8*g+8], b[8*g:8*g+8]
+		var pe [8]int32
 		e := int32(none)
-		for i := 8 * g; i < 8*g+8; i++ {
-			x, y := &a[i], &b[i]
-			if x.zero || y.zero {
+		for k := range ga {
+			if ga[k].zero || gb[k].zero {
+				pe[k] = none
 				continue
 			}
-			live[i], neg[i] = true, x.sign != y.sign
-			e = max(e, x.exp+y.exp)
+			pe[k] = ga[k].exp + gb[k].exp
+			e = max(e, pe[k])
 		}
 		emax[g] = e
 		if e == none {
 			continue
 		}
-		for i := 8 * g; i < 8*g+8; i++ {
-			if live[i] {
-				shift[i] = min(uint32(e-(a[i].exp+b[i].exp)), 30)
+		var s0, s1, s2, s3 int32
+		for k := range ga {
+			if pe[k] == none {
+				continue
+			}
+			x, y := &ga[k], &gb[k]
+			sh := min(uint32(e-pe[k]), 30)
+			r, s := int32(1)<<sh, sh+1
+			m0 := (int32(x.hi*y.hi)<<1 + r) >> s
+			m1 := (int32(x.lo*y.hi)<<1 + r) >> s
+			m2 := (int32(x.hi*y.lo)<<1 + r) >> s
+			m3 := (int32(x.lo*y.lo)<<1 + r) >> s
+			if x.sign != y.sign {
+				s0, s1, s2, s3 = s0-m0, s1-m1, s2-m2, s3-m3
+			} else {
+				s0, s1, s2, s3 = s0+m0, s1+m1, s2+m2, s3+m3
 			}
 		}
+		sums[0][g], sums[1][g], sums[2][g], sums[3][g] = s0, s1, s2, s3
 	}
 	d := dst
 	for phase := 0; phase < phases; phase++ {
@@ -210,25 +228,7 @@ func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
 				if emax[g] == none || emax[g]+adj <= 0 {
 					continue
 				}
-				var sum int32
-				for i := 8 * g; i < 8*g+8; i++ {
-					if !live[i] {
-						continue
-					}
-					ma, mb := a[i].hi, b[i].hi
-					if phase&1 != 0 {
-						ma = a[i].lo
-					}
-					if phase&2 != 0 {
-						mb = b[i].lo
-					}
-					sh := shift[i]
-					m := (int32(ma*mb)<<1 + 1<<sh) >> (sh + 1)
-					if neg[i] {
-						m = -m
-					}
-					sum += m
-				}
+				sum := sums[phase][g]
 				var sg uint32
 				if sum < 0 {
 					sg, sum = 1, -sum
