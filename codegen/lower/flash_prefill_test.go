@@ -10,6 +10,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/lower"
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestFlashPrefillOnSim: sdpa_prefill_gated over a 1024-long cache at
@@ -29,6 +30,9 @@ func TestFlashPrefillOnSim(t *testing.T) {
 		for _, pos := range []int{0, 33, 500} {
 			t.Run(fmt.Sprintf("s%d_pos%d", S, pos), func(t *testing.T) {
 				t.Parallel()
+				if S == 64 && pos == 500 {
+					longtest.Skip(t, "s32_pos500 and s64_pos33 cover this case's parts (~3 CPU-s)")
+				}
 				op := sdpaGatedOp(t, ir.BF16, 1, S, flashH, flashHkv, flashD, 1024, "HiFi4")
 				testSDPA(t, target.Blackhole(), op, pos, uint64(pos+S))
 			})

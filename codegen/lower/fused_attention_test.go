@@ -595,6 +595,9 @@ func TestSDPAPrefillGatedOnSim(t *testing.T) {
 	for _, tc := range attnPrefillCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.name == "27b_1x2_s32_pos37" {
+				longtest.Skip(t, "the 27B's shape on the full grid; small_1x2_s32_pos0 and the 2-core case run by default (~3 CPU-s)")
+			}
 			_, op, _ := attnPrefillGraph(t, tc.B, tc.S, tc.H, tc.Hkv, tc.D, tc.R, tc.L)
 			testSDPA(t, tc.tgt(), op, tc.pos, 13)
 		})

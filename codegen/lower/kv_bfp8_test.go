@@ -117,6 +117,9 @@ func TestBFP8AttentionOnSim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if c.name == "27b_1x2_prefill_s32_pos37" {
+				longtest.Skip(t, "small_1x2_prefill_s32_pos37 runs a bfp8_b prefill by default (~3 CPU-s)")
+			}
 			g, sdpa, pro := c.g(t)
 			if pro.Operands[7].Type.DType != ir.BFP8B || sdpa.Operands[1].Type.DType != ir.BFP8B {
 				t.Fatalf("%s reads %s caches, want bfp8_b", sdpa.Where(), sdpa.Operands[1].Type.DType)
