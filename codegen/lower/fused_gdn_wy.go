@@ -502,13 +502,29 @@ func (r *gdnWY) writer() *kir.Kernel {
 	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		w.Comment("L = A with its diagonal and upper elements zeroed (tril_inverse's reader)")
 		copyZeroUpper(w, c.aFull, c.strict, "a", "l", !r.decay)
+		w.Comment("the item's u, wk (qg and qk) tiles, all in flight under one barrier")
 		ub := w.Let("ubase", kir.Mul(i, kir.Ci(vt)))
-		blocks.WritePagesBatch(w, uAcc, c.u, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ub, j) })
 		kb := w.Let("wkbase", kir.Mul(i, kir.Ci(kt)))
-		blocks.WritePagesBatch(w, wkAcc, c.wk, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+		type out struct {
+			acc  *blocks.Access
+			cb   int
+			n    int
+			base kir.Expr
+		}
+		outs := []out{{uAcc, c.u, vt, ub}, {wkAcc, c.wk, kt, kb}}
 		if r.q != nil {
-			blocks.WritePagesBatch(w, qgAcc, c.qg, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
-			blocks.WritePage(w, qkAcc, c.qk, i)
+			outs = append(outs, out{qgAcc, c.qg, kt, kb}, out{qkAcc, c.qk, 1, i})
+		}
+		for _, o := range outs {
+			l1 := blocks.WaitFront(w, o.cb, kir.C(1), "l1")
+			w.For("j", kir.C(0), kir.Ci(o.n), func(j kir.Var) {
+				w.CBWaitFront(o.cb, kir.Add(j, kir.C(1)))
+				w.NoCAsyncWrite(kir.Add(l1, kir.Mul(j, kir.Ci(o.acc.PageSize()))), o.acc.PageAddr(kir.Add(o.base, j)), kir.Ci(o.acc.PageSize()))
+			})
+		}
+		w.NoCAsyncWriteBarrier()
+		for _, o := range outs {
+			w.CBPopFront(o.cb, kir.Ci(o.n))
 		}
 	})
 	return wr
