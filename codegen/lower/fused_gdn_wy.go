@@ -39,7 +39,7 @@ import (
 //     tril_inverse's reader does (data movement: the values kept are A's
 //     bits; with decay only the diagonal, A's upper elements being its
 //     product times Γ's zeros, +0 on the FPU), then writes the item's u
-//     and wk tiles.
+//     and wk tiles (and qg and qk) under one barrier.
 type gdnWY struct {
 	*splitProgram
 	kx, k, v, beta, eg, gamma, u, wk *ir.Value
@@ -217,7 +217,8 @@ func (r *gdnWY) addCBs() {
 	c.v, c.beta = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2)
 	if r.decay {
 		// g's tile twice: CB g unpacked to DEST for the exp (exact fp32, as
-		// the exp op), CB g_col through the FPU for the subtract (as sub).
+		// the exp op), CB g_col (the reader's local copy of the one DRAM
+		// read) through the FPU for the subtract (as sub).
 		c.gRow, c.gCol, c.mask = cbs.Input("g_row", f, 2), cbs.Input("g_col", f, 2), cbs.Input("mask", f, 1)
 		c.rows, c.diff, c.gamma = cbs.Scratch("g_rows", f, 1), cbs.Scratch("g_diff", f, 1), cbs.Scratch("gamma", f, 1)
 	} else {
