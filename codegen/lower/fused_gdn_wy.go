@@ -37,7 +37,9 @@ import (
 //   - Writer: per item it copies A's tile to strict_lower (a local NoC
 //     read) and zeroes each row's diagonal and upper elements, as
 //     tril_inverse's reader does (data movement: the values kept are A's
-//     bits), then writes the item's u and wk tiles.
+//     bits; with decay only the diagonal, A's upper elements being its
+//     product times Γ's zeros, +0 on the FPU), then writes the item's u
+//     and wk tiles (and qg and qk) under one barrier.
 type gdnWY struct {
 	*splitProgram
 	kx, k, v, beta, eg, gamma, u, wk *ir.Value
@@ -51,8 +53,10 @@ type gdnWY struct {
 	expG bool
 	// decay: gdn_chunk_prep with decay (and exp_g), whose operand gamma is
 	// g's row form: the reader reads its tile into CB g_row, the compute
-	// packs r(exp(r(g - g_row))) to CB gamma_full and the writer returns
-	// its lower triangle in CB gamma (tril's stores).
+	// packs Γ = tril(r(exp(r(g - g_row)))) to CB gamma itself, its upper
+	// triangle zeroed by the exp (gdnDecayMask), and the writer zeroes
+	// only A's diagonal for L (A's upper triangle is A's product times
+	// Γ's zeros: zero already).
 	decay bool
 	cb    gdnWYCBs
 }
@@ -62,17 +66,28 @@ type gdnWYCBs struct {
 	kb, prod, aFull, strict, a, a2, f, p, t, scaled, u, wk int
 	q, qg, qk                                              int // gdn_chunk_prep's (-1 without)
 	g                                                      int // exp_g's input (-1 without)
-	zero, gRow, gCol, rows, diff, gammaFull                int // decay's (-1 without)
+	mask, gRow, gCol, rows, diff                           int // decay's (-1 without)
 }
+
+// gdnDecayMask is the word the decay's mask tile holds above the
+// diagonal (2^100; 0 on and below it): Γ's row expansion adds the mask to
+// g_row, so above the diagonal r(g - g_row) is -(2^100 + g_row - g) =
+// -2^100 exactly (|g| < 2^88: g's terms fall below the sum's 11-bit
+// alignment on the FPU) and the SFPU's exp of it is +0 exactly (z =
+// x/ln 2 <= -127: ckernel_sfpu_exp.h's underflow branch), as tril's stores
+// left it; on and below it the sums are the zero tile's, bit for bit.
+// Finite, so no inf reaches the FPU, whose add is not IEEE's.
+const gdnDecayMask = 0x71800000
 
 // gdnWYItemCycles is the cost model's time of one item on a core: its
 // reads (DRAM latency and the NoC moving its tiles), the kt multiplies by
 // beta, the kt products of A and its multiply by gamma, the inverse's
 // negation, four squarings, four products and five adds, and per result
 // tile (vt + kt) a multiply and a product, each with its unpacks and
-// pack, plus the writer's element stores zeroing A's upper triangle;
-// expG the copy, exp and pack of eg = r(exp(g)) too.
-func gdnWYItemCycles(kt, vt int, withQ, expG bool, fid ir.MathFidelity) int {
+// pack, plus the writer's element stores zeroing A's upper triangle (only
+// its diagonal when diagOnly: decay's Γ zeroed the rest); expG the copy,
+// exp and pack of eg = r(exp(g)) too.
+func gdnWYItemCycles(kt, vt int, withQ, expG, diagOnly bool, fid ir.MathFidelity) int {
 	mm := MatmulTileCycles(fid) + 2*UnpackTileCycles
 	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
 	read := DRAMReadLatencyCycles + gdnWYItemTiles(kt, vt, false, withQ)*ir.FP32.TileBytes()/NoCBytesPerCycle
@@ -84,16 +99,19 @@ func gdnWYItemCycles(kt, vt int, withQ, expG bool, fid ir.MathFidelity) int {
 		compute += UnpackTileCycles + int(kir.SFPUTable[kir.SFPUExp].Cycles) + PackTileCycles
 	}
 	zero := ir.TileSize * ir.TileSize / 2 * FillStoreCycles
+	if diagOnly {
+		zero = ir.TileSize * FillStoreCycles
+	}
 	return read + compute + zero
 }
 
-// gdnDecayItemCycles is what decay adds to an item: Γ's row expansion,
-// subtract (negated) and exp, each with its unpacks and pack, and the
-// writer's stores zeroing Γ's upper triangle.
+// gdnDecayItemCycles is what decay adds to an item: Γ's row expansion
+// (against the mask), subtract (negated) and exp, each with its unpacks
+// and pack.
 func gdnDecayItemCycles() int {
 	elt := EltwiseTileCycles + 2*UnpackTileCycles + PackTileCycles
 	sfpu := func(op kir.SFPUOp) int { return int(kir.SFPUTable[op].Cycles) }
-	return 2*elt + sfpu(kir.SFPUNegative) + UnpackTileCycles + sfpu(kir.SFPUExp) + PackTileCycles + ir.TileSize*ir.TileSize/2*FillStoreCycles
+	return 2*elt + sfpu(kir.SFPUNegative) + UnpackTileCycles + sfpu(kir.SFPUExp) + PackTileCycles
 }
 
 // gdnWYItemTiles is the tiles one item reads and writes: kx (unless
@@ -166,7 +184,10 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
 	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
 	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
-	r.splitProgram = startProgram(op, ctx, PlanSplit(items, ctx.Target.NumWorkers(), r.itemCycles(ctx.Fidelity), 0, floor))
+	// Every core's item count coprime with the banks (SpreadBanks): each
+	// item reads one page of beta, eg and gamma.
+	sp := PlanSplit(items, ctx.Target.NumWorkers(), r.itemCycles(ctx.Fidelity), 0, floor)
+	r.splitProgram = startProgram(op, ctx, SpreadBanks(sp, ctx.Target.NumWorkers(), ctx.Target.DRAMBanks))
 	r.addCBs()
 	rd, cp, wr := r.reader(), r.compute(), r.writer()
 	r.plan.SetArgs(r.cores, rd, cp, wr)
@@ -176,7 +197,7 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // itemCycles is the cost model's time of one item (gdnWYItemCycles, plus
 // gdnDecayItemCycles with decay).
 func (r *gdnWY) itemCycles(fid ir.MathFidelity) int {
-	n := gdnWYItemCycles(r.kt, r.vt, r.q != nil, r.expG, fid)
+	n := gdnWYItemCycles(r.kt, r.vt, r.q != nil, r.expG, r.decay, fid)
 	if r.decay {
 		n += gdnDecayItemCycles()
 	}
@@ -187,7 +208,7 @@ func (r *gdnWY) itemCycles(fid ir.MathFidelity) int {
 // intermediates one item.
 func (r *gdnWY) addCBs() {
 	f, kt, vt, cbs := ir.FP32, r.kt, r.vt, r.cbs
-	c := gdnWYCBs{q: -1, qg: -1, qk: -1, g: -1, zero: -1, gRow: -1, gCol: -1, rows: -1, diff: -1, gammaFull: -1}
+	c := gdnWYCBs{q: -1, qg: -1, qk: -1, g: -1, mask: -1, gRow: -1, gCol: -1, rows: -1, diff: -1}
 	c.k = cbs.Input("k", f, 2*kt)
 	c.kx = c.k
 	if !r.shareK {
@@ -196,9 +217,10 @@ func (r *gdnWY) addCBs() {
 	c.v, c.beta = cbs.Input("v", f, 2*vt), cbs.Input("beta", f, 2)
 	if r.decay {
 		// g's tile twice: CB g unpacked to DEST for the exp (exact fp32, as
-		// the exp op), CB g_col through the FPU for the subtract (as sub).
-		c.gRow, c.gCol, c.zero, c.gamma = cbs.Input("g_row", f, 2), cbs.Input("g_col", f, 2), cbs.Input("zero", f, 1), cbs.Input("gamma", f, 1)
-		c.rows, c.diff, c.gammaFull = cbs.Scratch("g_rows", f, 1), cbs.Scratch("g_diff", f, 1), cbs.Output("gamma_full", f, 1)
+		// the exp op), CB g_col (the reader's local copy of the one DRAM
+		// read) through the FPU for the subtract (as sub).
+		c.gRow, c.gCol, c.mask = cbs.Input("g_row", f, 2), cbs.Input("g_col", f, 2), cbs.Input("mask", f, 1)
+		c.rows, c.diff, c.gamma = cbs.Scratch("g_rows", f, 1), cbs.Scratch("g_diff", f, 1), cbs.Scratch("gamma", f, 1)
 	} else {
 		c.gamma = cbs.Input("gamma", f, 2)
 	}
@@ -262,10 +284,15 @@ func (r *gdnWY) reader() *kir.Kernel {
 	})
 	b.CBPushBack(c.ident, kir.C(1))
 	if r.decay {
-		b.Comment("zero tile (Γ's row expansion adds the row to it)")
-		z := blocks.Reserve(b, c.zero, kir.C(1), "z")
+		b.Comment("mask tile: 0 on and below the diagonal, 2^100 above (Γ's row expansion adds the row to it; exp then zeroes Γ's upper triangle)")
+		z := blocks.Reserve(b, c.mask, kir.C(1), "z")
 		blocks.FillWords(b, z, ir.FP32.TileBytes(), 0)
-		b.CBPushBack(c.zero, kir.C(1))
+		b.For("r", kir.C(0), kir.Ci(ir.TileSize-1), func(rr kir.Var) {
+			b.For("c", kir.Add(rr, kir.C(1)), kir.Ci(ir.TileSize), func(cc kir.Var) {
+				b.L1Write32(kir.Add(z, blocks.FaceOffset(rr, cc, 4)), kir.C(gdnDecayMask))
+			})
+		})
+		b.CBPushBack(c.mask, kir.C(1))
 	}
 	type run struct {
 		acc *blocks.Access
@@ -284,16 +311,17 @@ func (r *gdnWY) reader() *kir.Kernel {
 		gammaCB = c.gRow
 	}
 	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, egCB, 1}, run{gAcc, gammaCB, 1})
-	if r.decay {
-		runs = append(runs, run{eAcc, c.gCol, 1})
-	}
 	if r.q != nil {
 		runs = append(runs, run{qAcc, c.q, kt})
 	}
 	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		b.Comment("the item's k, kx, v, beta, eg and gamma tiles, all in flight")
+		var gL1 kir.Var
 		for _, rn := range runs {
 			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
+			if rn.cb == c.g {
+				gL1 = l1
+			}
 			ps := kir.Ci(rn.acc.PageSize())
 			base := b.Let("base", kir.Mul(i, kir.Ci(rn.n)))
 			b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
@@ -301,8 +329,17 @@ func (r *gdnWY) reader() *kir.Kernel {
 			})
 		}
 		b.NoCAsyncReadBarrier()
+		if r.decay {
+			b.Comment("g's tile again for the FPU's subtract: a local copy of the one read")
+			col := blocks.Reserve(b, c.gCol, kir.C(1), "gcol")
+			blocks.LocalCopy(b, gL1, col, eAcc.PageSize())
+		}
 		for _, rn := range runs {
 			b.CBPushBack(rn.cb, kir.Ci(rn.n))
+		}
+		if r.decay {
+			b.NoCAsyncReadBarrier()
+			b.CBPushBack(c.gCol, kir.C(1))
 		}
 	})
 	return rd
@@ -317,7 +354,7 @@ func (r *gdnWY) compute() *kir.Kernel {
 	c.MatmulStartup(n.kb, n.k, n.prod)
 	cb.CBWaitFront(n.ident, one)
 	if r.decay {
-		cb.CBWaitFront(n.zero, one)
+		cb.CBWaitFront(n.mask, one)
 	}
 	// plusI: DEST[0] = I + a[0], packed into out; a is waited for, not popped.
 	plusI := func(a, out int) {
@@ -352,10 +389,10 @@ func (r *gdnWY) compute() *kir.Kernel {
 		case r.decay:
 			cb.Comment("eg = r(exp(g)) (as the exp op)")
 			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
-			cb.Comment("Γ before tril = r(exp(r(g - g_row))) (as sub: the row expanded, -(rows - bcast_cols(g)); then as exp)")
-			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, n.zero, n.gRow, n.rows)
+			cb.Comment("Γ = tril(r(exp(r(g - g_row)))) (as sub: the row expanded on the mask, -(rows - bcast_cols(g)); then as exp, which gives 0 above the diagonal)")
+			c.BinaryTileKeepA(kir.EltAdd, blocks.BcastRows, n.mask, n.gRow, n.rows)
 			c.BinaryTile(kir.EltSub, blocks.BcastCols, n.rows, n.gCol, n.diff, true, nil)
-			c.Unary(n.diff, n.gammaFull, []blocks.SFPUStep{{Op: kir.SFPUExp}})
+			c.Unary(n.diff, n.gamma, []blocks.SFPUStep{{Op: kir.SFPUExp}})
 		case r.expG:
 			cb.Comment("eg = r(exp(g)) (as the exp op)")
 			c.Unary(n.g, n.eg, []blocks.SFPUStep{{Op: kir.SFPUExp}})
@@ -444,7 +481,7 @@ func (r *gdnWY) compute() *kir.Kernel {
 	})
 	cb.CBPopFront(n.ident, one)
 	if r.decay {
-		cb.CBPopFront(n.zero, one)
+		cb.CBPopFront(n.mask, one)
 	}
 	return cp
 }
@@ -464,40 +501,53 @@ func (r *gdnWY) writer() *kir.Kernel {
 		return wr
 	}
 	w.For("i", start, kir.Add(start, count), func(i kir.Var) {
-		if r.decay {
-			w.Comment("Γ = tril(gamma_full): its elements above the diagonal zeroed (tril's stores)")
-			copyZeroUpper(w, c.gammaFull, c.gamma, "e", "gm", false)
-		}
 		w.Comment("L = A with its diagonal and upper elements zeroed (tril_inverse's reader)")
-		copyZeroUpper(w, c.aFull, c.strict, "a", "l", true)
+		copyZeroUpper(w, c.aFull, c.strict, "a", "l", !r.decay)
+		w.Comment("the item's u, wk (qg and qk) tiles, all in flight under one barrier")
 		ub := w.Let("ubase", kir.Mul(i, kir.Ci(vt)))
-		blocks.WritePagesBatch(w, uAcc, c.u, kir.Ci(vt), func(j kir.Expr) kir.Expr { return kir.Add(ub, j) })
 		kb := w.Let("wkbase", kir.Mul(i, kir.Ci(kt)))
-		blocks.WritePagesBatch(w, wkAcc, c.wk, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
+		type out struct {
+			acc  *blocks.Access
+			cb   int
+			n    int
+			base kir.Expr
+		}
+		outs := []out{{uAcc, c.u, vt, ub}, {wkAcc, c.wk, kt, kb}}
 		if r.q != nil {
-			blocks.WritePagesBatch(w, qgAcc, c.qg, kir.Ci(kt), func(j kir.Expr) kir.Expr { return kir.Add(kb, j) })
-			blocks.WritePage(w, qkAcc, c.qk, i)
+			outs = append(outs, out{qgAcc, c.qg, kt, kb}, out{qkAcc, c.qk, 1, i})
+		}
+		for _, o := range outs {
+			l1 := blocks.WaitFront(w, o.cb, kir.C(1), "l1")
+			w.For("j", kir.C(0), kir.Ci(o.n), func(j kir.Var) {
+				w.CBWaitFront(o.cb, kir.Add(j, kir.C(1)))
+				w.NoCAsyncWrite(kir.Add(l1, kir.Mul(j, kir.Ci(o.acc.PageSize()))), o.acc.PageAddr(kir.Add(o.base, j)), kir.Ci(o.acc.PageSize()))
+			})
+		}
+		w.NoCAsyncWriteBarrier()
+		for _, o := range outs {
+			w.CBPopFront(o.cb, kir.Ci(o.n))
 		}
 	})
 	return wr
 }
 
 // copyZeroUpper emits a writer's copy of from's fp32 tile into to with
-// the elements above its diagonal (and the diagonal's too when diag)
-// zeroed by 32-bit L1 stores; the source and destination pointers are
-// named src and dst. It pops from and pushes to one page.
-func copyZeroUpper(w *kir.Builder, from, to int, src, dst string, diag bool) {
+// its diagonal and the elements above it zeroed by 32-bit L1 stores (only
+// the diagonal when !upper: the caller knows the upper triangle is zero
+// already); the source and destination pointers are named src and dst.
+// It pops from and pushes to one page.
+func copyZeroUpper(w *kir.Builder, from, to int, src, dst string, upper bool) {
 	s := blocks.WaitFront(w, from, kir.C(1), src)
 	l1 := blocks.Reserve(w, to, kir.C(1), dst)
 	blocks.LocalCopy(w, s, l1, ir.FP32.TileBytes())
 	w.NoCAsyncReadBarrier()
 	w.CBPopFront(from, kir.C(1))
-	rows, first := kir.Ci(ir.TileSize-1), func(rr kir.Var) kir.Expr { return kir.Add(rr, kir.C(1)) }
-	if diag {
-		rows, first = kir.Ci(ir.TileSize), func(rr kir.Var) kir.Expr { return rr }
-	}
-	w.For("r", kir.C(0), rows, func(rr kir.Var) {
-		w.For("c", first(rr), kir.Ci(ir.TileSize), func(cc kir.Var) {
+	w.For("r", kir.C(0), kir.Ci(ir.TileSize), func(rr kir.Var) {
+		if !upper {
+			w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, rr, 4)), kir.C(0))
+			return
+		}
+		w.For("c", rr, kir.Ci(ir.TileSize), func(cc kir.Var) {
 			w.L1Write32(kir.Add(l1, blocks.FaceOffset(rr, cc, 4)), kir.C(0))
 		})
 	})

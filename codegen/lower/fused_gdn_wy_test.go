@@ -236,3 +236,35 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 		t.Errorf("gdn_chunk_prep takes %.2f us, the composed programs %.2f us, gdn_chunk_wy and the query side's two %.2f us: want it faster than both", prep, composedQ, wy+composedQ-composed)
 	}
 }
+
+// TestGDNChunkPrepDecayCostsNoMore: the timing model's time of
+// gdn_chunk_prep with decay (Γ = tril(exp(g - g_row)) computed on the
+// device, its upper triangle zeroed by the exp of the mask's -2^100) at
+// the 27B's shapes (24 value heads, Dk = Dv = 128, 16 chunks) is within
+// 3% of the prep that reads Γ from DRAM instead (exp_g only): the same
+// tiles move, and the writer no longer zeroes Γ's 496 upper elements and
+// A's 528 an item (it zeroed them element by element: 163.4 us against
+// 138.3 us, 18% more).
+func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
+	tgt := target.Blackhole()
+	const H, N, D = 24, 16, 128
+	us := func(decay bool) float64 {
+		op := gdnWYOp(t, 1, H, N, D, D, true, true, decay)
+		ctx := lower.NewContext(tgt)
+		ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
+		p, err := lower.Lower(op, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.US()
+	}
+	decay, read := us(true), us(false)
+	t.Logf("gdn_chunk_prep with decay %.2f us, reading Γ %.2f us", decay, read)
+	if decay > read*1.03 {
+		t.Errorf("gdn_chunk_prep with decay takes %.2f us, %.1f%% more than the %.2f us of the prep reading Γ: want at most 3%%", decay, (decay/read-1)*100, read)
+	}
+}

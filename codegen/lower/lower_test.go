@@ -196,6 +196,38 @@ func TestPageLayout(t *testing.T) {
 	}
 }
 
+func TestSpreadBanks(t *testing.T) {
+	tests := []struct {
+		name            string
+		in              Split
+		maxCores, banks int
+		want            Split
+	}{
+		// 40 items a core start every core on one of 8 banks; 79 cores
+		// take 39 each (78 would leave the last core none: 40 again).
+		{"even per core: more cores", Split{Items: 3072, Cores: 77, PerCore: 40, Cost: 5}, 110, 8,
+			Split{Items: 3072, Cores: 79, PerCore: 39, Cost: 5}},
+		{"coprime already", Split{Items: 3072, Cores: 84, PerCore: 37, Cost: 5}, 110, 8,
+			Split{Items: 3072, Cores: 84, PerCore: 37, Cost: 5}},
+		// 4 cores (the most) take 2 each: 3 take 3.
+		{"none above: fewer cores", Split{Items: 8, Cores: 4, PerCore: 2}, 4, 8,
+			Split{Items: 8, Cores: 3, PerCore: 3}},
+		// 7 to 11 cores leave 2 a core or a core idle: 12 take 1.
+		{"4 banks: one a core", Split{Items: 12, Cores: 6, PerCore: 2}, 110, 4,
+			Split{Items: 12, Cores: 12, PerCore: 1}},
+		{"balanced bounds kept", Split{Items: 8, Cores: 2, PerCore: 4, Bounds: []int{0, 3, 8}}, 110, 8,
+			Split{Items: 8, Cores: 2, PerCore: 4, Bounds: []int{0, 3, 8}}},
+		{"one bank", Split{Items: 8, Cores: 2, PerCore: 4}, 110, 1, Split{Items: 8, Cores: 2, PerCore: 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, SpreadBanks(tc.in, tc.maxCores, tc.banks)); diff != "" {
+				t.Errorf("SpreadBanks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestPlanSplit(t *testing.T) {
 	tests := []struct {
 		name                               string

@@ -145,6 +145,48 @@ func PlanSplit(items, maxCores, itemCycles, perCoreCycles, floorCycles int) Spli
 	})
 }
 
+// SpreadBanks is s (an even split, Bounds nil) with the fewest cores of
+// at least s.Cores and at most maxCores whose per-core item count is
+// coprime with banks (then the fewest below s.Cores; s when there is
+// none), its Cost unchanged. Interleaved pages are dealt to the banks in
+// turn, so cores whose first items lie per apart read their one-page
+// operands' first pages from banks c*per mod banks: every bank when per
+// is coprime with banks, only banks/gcd(per, banks) of them when it is
+// not, and the cores, stepping through their items together, then queue
+// on those few banks for the whole program (gdn_chunk_prep at 4,096
+// tokens, predicted: 1,012 us at 40 items a core, 827 at 39).
+func SpreadBanks(s Split, maxCores, banks int) Split {
+	if s.Bounds != nil || banks <= 1 || s.Items <= 0 {
+		return s
+	}
+	ok := func(n int) (Split, bool) {
+		per := (s.Items + n - 1) / n
+		if (s.Items+per-1)/per != n || gcd(per, banks) != 1 {
+			return Split{}, false
+		}
+		return Split{Items: s.Items, Cores: n, PerCore: per, Cost: s.Cost}, true
+	}
+	for n := s.Cores; n <= min(maxCores, s.Items); n++ {
+		if t, found := ok(n); found {
+			return t
+		}
+	}
+	for n := s.Cores - 1; n >= 1; n-- {
+		if t, found := ok(n); found {
+			return t
+		}
+	}
+	return s
+}
+
+// gcd is the greatest common divisor of two positive ints.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
 // planSplitBy is the core count of at most maxCores minimising cost(n,
 // per) over the counts that give every core at least one of items items
 // (per = ceil(items/n)); ties go to fewer cores.

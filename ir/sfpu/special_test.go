@@ -23,6 +23,7 @@ func TestProgramSpecialValues(t *testing.T) {
 		{Exp, -inf, 0, 0, ""},
 		{Exp, 89, 0, inf, "overflows"},
 		{Exp, -88, 0, 0, "below fp32's normals: flushed"},
+		{Exp, -0x1p100, 0, 0, "gdn_chunk_prep's decay mask (codegen/lower gdnDecayMask): +0"},
 		{Exp, nan, 0, nan, ""},
 		{Log, 1, 0, 0, ""},
 		{Log, 0, 0, -inf, ""},
