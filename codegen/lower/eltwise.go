@@ -54,6 +54,13 @@ type eltInput struct {
 	v *ir.Value
 	// page gives the operand page read for result page p (nil: p).
 	page func(p kir.Expr) kir.Expr
+	// pageIn, when set, is page emitted into the reader's builder b (it
+	// may name intermediate values there); it takes precedence over page.
+	pageIn func(b *kir.Builder, p kir.Expr) kir.Expr
+	// writeTrip counts the writer's DRAM round trip per result page in
+	// the split (planStream) as one more read: a program that only moves
+	// pages waits on its write barrier as long as on its read.
+	writeTrip bool
 	// zeroPad: zero the tile padding before compute sees it.
 	zeroPad bool
 }
@@ -277,7 +284,11 @@ func eltwiseProgramWith(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCy
 	for _, in := range ins {
 		bytes += in.v.Type.DType.TileBytes()
 	}
-	s := startProgram(op, ctx, planStream(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes, len(ins), len(ins)*UnpackTileCycles+opCycles+PackTileCycles))
+	trips := len(ins)
+	if ins[0].writeTrip {
+		trips++
+	}
+	s := startProgram(op, ctx, planStream(out.Type.Shape.Tiles(), ctx.Target.NumWorkers(), bytes, trips, len(ins)*UnpackTileCycles+opCycles+PackTileCycles))
 	inCB := make([]int, len(ins))
 	for i, in := range ins {
 		inCB[i] = s.cbs.Input(fmt.Sprintf("in%d", i), in.v.Type.DType, 2)
@@ -311,6 +322,9 @@ func eltwiseProgramWith(op *ir.Op, ctx *Context, ins []eltInput, zero bool, opCy
 		page := b.Let("page", kir.Add(rstart, i))
 		for k, in := range ins {
 			pg := pageFor(in.page, page)
+			if in.pageIn != nil {
+				pg = in.pageIn(b, page)
+			}
 			if !in.zeroPad {
 				blocks.ReadPage(b, acc[k], inCB[k], pg)
 				continue

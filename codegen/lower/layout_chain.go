@@ -139,6 +139,19 @@ func relayoutSteps(op *ir.Op, ctx *Context, x *ir.Value, steps []ir.LayoutStep, 
 		in = shapes[i]
 	}
 	xs, os := x.Type.Shape, shapes[len(shapes)-1]
+	if op.Kind == ir.OpLayoutChain && chainMovesTiles(xs, steps, shapes) {
+		return tileRelayoutProgram(op, ctx, x, func(b *kir.Builder, p kir.Expr) kir.Expr {
+			oim := blocks.ImageOf(os)
+			tc := kir.Mod(p, kir.Ci(oim.Ct))
+			q := kir.Div(p, kir.Ci(oim.Ct))
+			row := kir.Add(kir.Mul(kir.Div(q, kir.Ci(oim.Rt)), kir.Ci(oim.R)), kir.Mul(kir.Mod(q, kir.Ci(oim.Rt)), kir.Ci(ir.TileSize)))
+			idx := fullIndex(b.Let("row", row), b.Let("col", kir.Mul(tc, kir.Ci(ir.TileSize))), os)
+			for i := len(maps) - 1; i >= 0; i-- {
+				idx = maps[i].at(b, idx)
+			}
+			return blocks.ImageOf(xs).Page(rowOf(idx, xs), idx[len(idx)-1])
+		})
+	}
 	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 		idx := fullIndex(row, col, os)
 		for i := len(maps) - 1; i >= 0; i-- {

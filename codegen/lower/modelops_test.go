@@ -196,6 +196,14 @@ var smallCases = []mcase{
 	{name: "layout_chain_out", build: func(b *ir.Builder) *ir.Value {
 		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 1, 4, 64, 128)), "slice:0,0,0,0:1,4,40,128|transpose:1:2|reshape:1,40,512")
 	}},
+	// whole-tile chains (chainMovesTiles): the GDN prefill's value split
+	// into chunks and its output merge
+	{name: "layout_chain_tiles_v", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 1, 64, 384)), "slice:0,0,128:1,64,384|reshape:1,64,2,128|transpose:1:2|reshape:1,2,2,32,128")
+	}},
+	{name: "layout_chain_tiles_out", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 1, 2, 2, 32, 128)), "reshape:1,2,64,128|transpose:1:2|reshape:1,64,256")
+	}},
 	{name: "layout_chain_last", build: func(b *ir.Builder) *ir.Value {
 		return b.LayoutChain(in(b, "x", tt(ir.FP32, dram, 2, 3, 40, 24)), "transpose:-1:-2|reshape:2,3,960|slice:0,1,0:2,3,900")
 	}},
