@@ -309,6 +309,9 @@ func (tl *cclTail) plan(t *target.Target, used int) error {
 type tailCBs struct {
 	s, res, hOut int
 	norm         normCBs
+	// partial is the cached-weight tail's running sum of squares (-1:
+	// not that tail; fused_collective_cached.go).
+	partial int
 }
 
 // build adds the tail's CBs, semaphores and kernels to p (on tl.ns's
@@ -356,9 +359,12 @@ func (tl *cclTail) addCBs(p *kir.Program) tailCBs {
 	if tl.ns != nil {
 		return tl.splitCBs(cbs)
 	}
-	c := tailCBs{s: -1, res: -1, hOut: -1, norm: normCBs{x: -1, scaler: -1, w: -1, wo: -1, out: -1, sq: -1, rs: -1, xn: -1}}
+	c := tailCBs{s: -1, res: -1, hOut: -1, partial: -1, norm: normCBs{x: -1, scaler: -1, w: -1, wo: -1, out: -1, sq: -1, rs: -1, xn: -1}}
 	what := fmt.Sprintf("the residual add of %d tiles", tl.h.Type.Shape.Tiles())
 	switch {
+	case tl.cachedWeight():
+		what = fmt.Sprintf("the norm over H = %d keeps %d h tiles and the weight per core", tl.wt*ir.TileSize, tl.wt)
+		c.partial = tl.cachedCBs(cbs, &c)
 	case tl.w == nil:
 		c.s = cbs.Input("reduced", tl.dt, 2)
 		c.res = cbs.Input("residual", tl.dt, 2)
@@ -479,6 +485,9 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 	}
 	wt := kir.Ci(tl.wt)
 	blk := largestDivisor(tl.wt, 16)
+	if c.partial >= 0 {
+		tl.cachedWeightReads(b, wAcc, c.norm.w)
+	}
 	if tl.stream != nil {
 		b.Comment("Rows as the ring completes them: the adders of the row's link count it here.")
 	}
@@ -507,6 +516,9 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 		} else {
 			blocks.ReadPagesBatch(b, sAcc, c.norm.x, first, wt)
 		}
+		if c.partial >= 0 {
+			return // the weight is kept
+		}
 		b.For("wb", kir.C(0), kir.Ci(tl.wt/blk), func(wb kir.Var) {
 			blocks.ReadPagesBatch(b, wAcc, c.norm.w, kir.Mul(wb, kir.Ci(blk)), kir.Ci(blk))
 		})
@@ -532,6 +544,11 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 	}
 	wt := kir.Ci(tl.wt)
 	k.B.CBWaitFront(n.scaler, kir.C(1))
+	if c.partial >= 0 {
+		tl.cachedCompute(k, n, c.partial, count)
+		k.B.CBPopFront(n.scaler, kir.C(1))
+		return
+	}
 	k.For("r", kir.C(0), count, func(kir.Var) {
 		if tl.res != nil {
 			k.B.Comment("h = residual + s, to the writer and to the resident row")

@@ -1,0 +1,154 @@
+package lower
+
+import (
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
+)
+
+// Row-streamed norm tail with the weight kept (cachedWeight): a tail core
+// of a row stream norms a row every time the ring completes one of its
+// rows, and the last of them ends the program, so the row's norm is
+// what the program waits for after the ring's last packet. The plain tail
+// reads the weight again for every row and adds the offset to every
+// weight tile again (copy, add, pack: a quarter of the row's norm). Here
+// the reader reads the weight once, the compute adds the offset once into
+// a resident fp32 copy (the same tiles the plain tail packs per row, so
+// the same bits) and every row's scaling reads that copy.
+//
+// The L1 for the copy comes from h's squares: the plain tail keeps the
+// whole row's squares (fp32) and sums them in one DEST section; here the
+// squares go in blocks of sqBlock tiles and the running sum (column 0 of
+// DEST[0]) is packed at fp32 after each block and copied back (unpacked
+// straight to DEST at fp32, exact) before the next: the same additions in
+// the same order, so the same sum, rsqrt and normed bits.
+
+// cachedWeight reports whether the tail keeps its weight resident (a row
+// stream whose CBs fit L1 with it); postcondition: tl.sqBlock() pages of
+// squares then suffice.
+func (tl *cclTail) cachedWeight() bool {
+	if !keepRowWeight || tl.stream == nil || tl.w == nil || tl.res != nil {
+		return false
+	}
+	wb := tl.w.Type.DType.TileBytes()
+	if tl.offset != 0 {
+		wb = ir.FP32.TileBytes() // the fp32 weight+offset copy (the weight streams through 2*blk pages)
+	}
+	blk := largestDivisor(tl.wt, 16)
+	bytes := tl.wt*(tl.dt.TileBytes()+wb) + 2*blk*tl.w.Type.DType.TileBytes() + (tl.sqBlock()+6)*ir.FP32.TileBytes() + 2*tl.dt.TileBytes() + ir.BF16.TileBytes()
+	return bytes <= tl.ctx.Target.L1Budget()
+}
+
+// keepRowWeight enables cachedWeight (tests turn it off to compare).
+var keepRowWeight = true
+
+// sqBlock is the squares a cached-weight tail sums per DEST section.
+func (tl *cclTail) sqBlock() int { return largestDivisor(tl.wt, 8) }
+
+// cachedCBs adds the cached-weight tail's norm CBs to cbs (tail CBs with
+// only c.norm set; c.norm.wo is the resident weight(+offset) copy, or -1
+// when c.norm.w itself holds the whole weight) and the partial sum CB.
+func (tl *cclTail) cachedCBs(cbs *blocks.CBPlan, c *tailCBs) (partial int) {
+	n := &c.norm
+	blk := largestDivisor(tl.wt, 16)
+	n.x = cbs.Input("h_row", tl.dt, tl.wt)
+	n.scaler = cbs.Input("scaler", ir.BF16, 1)
+	if tl.offset != 0 {
+		n.w = cbs.Input("weight", tl.w.Type.DType, 2*blk)
+	} else {
+		n.w = cbs.Input("weight", tl.w.Type.DType, tl.wt)
+	}
+	n.out = cbs.Output("normed", tl.dt, 2)
+	n.sq = cbs.Scratch("h_squared", ir.FP32, tl.sqBlock())
+	partial = cbs.Scratch("sum_squares_partial", ir.FP32, 1)
+	n.rs = cbs.Scratch("rsqrt_mean", ir.FP32, 1)
+	n.xn = cbs.Scratch("h_normed", ir.FP32, 2)
+	if tl.offset != 0 {
+		n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, tl.wt)
+	}
+	return partial
+}
+
+// cachedWeightReads emits the reader's one read of the whole weight (in
+// blocks of blk tiles), before its rows.
+func (tl *cclTail) cachedWeightReads(b *kir.Builder, wAcc *blocks.Access, w int) {
+	blk := largestDivisor(tl.wt, 16)
+	b.Comment("The weight once: the compute keeps it (with its offset) for every row.")
+	b.For("wb", kir.C(0), kir.Ci(tl.wt/blk), func(wb kir.Var) {
+		blocks.ReadPagesBatch(b, wAcc, w, kir.Mul(wb, kir.Ci(blk)), kir.Ci(blk))
+	})
+}
+
+// cachedCompute emits the cached-weight tail's compute after the scaler
+// wait: the resident weight(+offset) copy, then count rows (normCBs.row's
+// arithmetic, the squares summed in blocks), then it pops the copy.
+func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, count kir.Expr) {
+	wt := kir.Ci(tl.wt)
+	wc := n.w
+	if n.wo >= 0 {
+		wc = n.wo
+		k.B.Comment("weight + offset once, kept for every row")
+		k.For("j", kir.C(0), wt, func(kir.Var) {
+			k.Unary(n.w, n.wo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(tl.offset)}})
+		})
+	}
+	k.B.CBWaitFront(wc, wt)
+	k.For("r", kir.C(0), count, func(kir.Var) {
+		k.B.CBWaitFront(n.x, wt)
+		tl.blockedSumSquares(k, n, partial)
+		k.B.CBWaitFront(n.rs, kir.C(1))
+		k.B.Comment("x * rsqrt (column broadcast) * kept weight (row broadcast)")
+		k.For("j", kir.C(0), wt, func(j kir.Var) {
+			k.Acquire()
+			k.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
+			k.PackOut(n.xn, 1)
+			k.B.CBWaitFront(n.xn, kir.C(1))
+			k.Acquire()
+			k.Binary(kir.EltMul, blocks.BcastRows, n.xn, wc, kir.C(0), j, kir.C(0))
+			k.B.CBPopFront(n.xn, kir.C(1))
+			k.PackOut(n.out, 1)
+		})
+		k.B.CBPopFront(n.rs, kir.C(1))
+		k.B.CBPopFront(n.x, wt)
+	})
+	k.B.CBPopFront(wc, wt)
+}
+
+// blockedSumSquares emits rsqrt(sum(x^2)/H + eps) of the row waited for
+// in n.x into one page of n.rs: per block of sqBlock tiles the squares,
+// then their matmuls against the ones column accumulated into DEST[0] on
+// top of the previous blocks' sum (copied back exactly from partial).
+func (tl *cclTail) blockedSumSquares(k *blocks.Compute, n normCBs, partial int) {
+	bs, blocksN := tl.sqBlock(), tl.wt/tl.sqBlock()
+	k.B.Comment("x^2 in blocks; the running sum kept at fp32 between them")
+	k.For("sb", kir.C(0), kir.Ci(blocksN), func(sb kir.Var) {
+		k.For("j", kir.C(0), kir.Ci(bs), func(j kir.Var) {
+			k.Acquire()
+			k.Copy(n.x, kir.Add(kir.Mul(sb, kir.Ci(bs)), j), kir.C(0))
+			k.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
+			k.PackOut(n.sq, 1)
+		})
+		k.B.CBWaitFront(n.sq, kir.Ci(bs))
+		k.Acquire()
+		if blocksN > 1 {
+			k.If(kir.Ne(sb, kir.C(0)), func() {
+				k.B.CBWaitFront(partial, kir.C(1))
+				k.Copy(partial, kir.C(0), kir.C(0))
+				k.B.CBPopFront(partial, kir.C(1))
+			}, nil)
+		}
+		k.For("j", kir.C(0), kir.Ci(bs), func(j kir.Var) {
+			k.Matmul(n.sq, n.scaler, j, kir.C(0), kir.C(0), false)
+		})
+		last := func() {
+			n.rsqrtOf(k, tl.wt*ir.TileSize, tl.eps)
+			k.PackOut(n.rs, 1)
+		}
+		if blocksN == 1 {
+			last()
+		} else {
+			k.If(kir.Eq(sb, kir.Ci(blocksN-1)), last, func() { k.PackOut(partial, 1) })
+		}
+		k.B.CBPopFront(n.sq, kir.Ci(bs))
+	})
+}

@@ -1,0 +1,97 @@
+package lower
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/ir/numerics"
+	"github.com/tcc-dev/tcc/sim/kexec"
+)
+
+// TestRowStreamKeptWeightSameBits runs the row-streamed norm tail with
+// the weight kept (fused_collective_cached.go: the weight read and its
+// offset added once, the squares summed in blocks through an fp32
+// partial) and without (every row re-reads the weight and sums all its
+// squares in one DEST section) on the simulated two-card ring, on the
+// same random inputs, and checks that both h and normed are the same
+// bits: the kept tail does the same arithmetic in the same order.
+func TestRowStreamKeptWeightSameBits(t *testing.T) {
+	longtest.Skip(t, "two simulated streaming rings (~10 CPU-s)")
+	tc := fusedCCLCase{name: "row stream", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1}
+	run := func(keep bool) (hasPartial bool, out [][][]float32) {
+		old := keepRowWeight
+		keepRowWeight = keep
+		defer func() { keepRowWeight = old }()
+		tgt, ctx := smallRing(false)
+		_, op := fusedCCLGraph(t, tc)
+		p, err := Lower(op, ctx)
+		require.NoError(t, err)
+		require.NoError(t, kir.Validate(p, tgt))
+		hasPartial = hasCB(p, "sum_squares_partial", p.Kernel("tail_compute").Cores)
+		links, err := kexec.TargetLinks(tgt, tc.n)
+		require.NoError(t, err)
+		c, err := kexec.NewCluster(tgt, tc.n, links)
+		require.NoError(t, err)
+		x, r, w := op.Operands[0], op.Operands[1], op.Operands[2]
+		rng := rand.New(rand.NewPCG(7, 11))
+		wv := randBF16(rng, w.Type.Shape.Numel(), 0, 0.5)
+		bt, rows, cols := cclMatrix(x.Type.Shape)
+		for d, dev := range c.Devices {
+			for _, buf := range p.Buffers {
+				_, err := dev.Alloc(buf)
+				require.NoError(t, err)
+			}
+			writes := map[*ir.Value][]float32{
+				x: randBF16(rng, x.Type.Shape.Numel(), float64(d)/4, 1),
+				r: randBF16(rng, r.Type.Shape.Numel(), 0, 2),
+				w: wv,
+			}
+			for _, v := range []*ir.Value{x, r, w} {
+				vb, vr, vc := cclMatrix(v.Type.Shape)
+				require.NoError(t, dev.WriteTiles(ctx.BufferName(v), numerics.TilizeBatch(writes[v], vb, vr, vc)))
+			}
+		}
+		_, err = c.RunAll(p, kexec.RunOptions{})
+		require.NoError(t, err)
+		for _, dev := range c.Devices {
+			var per [][]float32
+			for _, res := range op.Results {
+				tiles, err := dev.ReadTiles(ctx.BufferName(res))
+				require.NoError(t, err)
+				per = append(per, numerics.UntilizeBatch(tiles, bt, rows, cols))
+			}
+			out = append(out, per)
+		}
+		return hasPartial, out
+	}
+	keptPartial, kept := run(true)
+	plainPartial, plain := run(false)
+	if !keptPartial || plainPartial {
+		t.Fatalf("sum_squares_partial CB on the tail: kept %t (want true), plain %t (want false)", keptPartial, plainPartial)
+	}
+	bits := func(v [][][]float32) [][][]uint32 {
+		var o [][][]uint32
+		for _, d := range v {
+			var dd [][]uint32
+			for _, r := range d {
+				rr := make([]uint32, len(r))
+				for i, f := range r {
+					rr[i] = math.Float32bits(f)
+				}
+				dd = append(dd, rr)
+			}
+			o = append(o, dd)
+		}
+		return o
+	}
+	if diff := cmp.Diff(bits(plain), bits(kept)); diff != "" {
+		t.Errorf("h and normed bits, weight kept vs re-read per row (-plain +kept):\n%s", diff)
+	}
+}
