@@ -551,20 +551,19 @@ func (m *mmProgram) readWeights(b *kir.Builder, cb int, acc *blocks.Access, tb i
 	kr := kbRows(b, sb, m.kb, min(m.dest, m.plan.PerCore))
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
-		pages := m.blockPages(kc, sb)
-		b.CBReserveBack(cb, pages)
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		m.weightBlock(b, l1, kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)), func() {
-			b.For("k", kir.C(0), kc, func(kk kir.Var) {
-				b.For("j", kir.C(0), sb, func(j kir.Var) {
-					page := kir.Add(kir.Mul(kir.Add(k0, kk), nt), kir.Add(col, j))
-					dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
-					b.NoCAsyncRead(acc.PageAddr(page), dst, kir.Ci(tb))
+		m.weightBlock(b, cb, m.blockPages(kc, sb), func(l1 kir.Var) (kir.Expr, func()) {
+			return kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)), func() {
+				b.For("k", kir.C(0), kc, func(kk kir.Var) {
+					b.For("j", kir.C(0), sb, func(j kir.Var) {
+						page := kir.Add(kir.Mul(kir.Add(k0, kk), nt), kir.Add(col, j))
+						dst := kir.Add(l1, kir.Mul(kir.Add(kir.Mul(kk, sb), j), kir.Ci(tb)))
+						b.NoCAsyncRead(acc.PageAddr(page), dst, kir.Ci(tb))
+					})
 				})
-			})
+			}
 		})
-		b.CBPushBack(cb, pages)
 	})
+	m.drainWeightShare(b, cb)
 }
 
 // blockPages is the CB pages a weight block of kc K rows of sb columns

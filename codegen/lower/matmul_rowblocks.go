@@ -121,19 +121,27 @@ func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, []
 // into its partner's weight CB too, at the same L1 address (both cores
 // reserve and push the same blocks of the same CBs in the same order, and
 // a resident CB is never popped before the last row), then increments the
-// partner's semaphore after a write barrier (the block has landed). The
-// partner waits until its semaphore counts the blocks it has received.
-// Deadlock-free: a core waits only for its partner's blocks, which the
-// partner sends without waiting for anything later in the order. DRAM then
-// reads the weights once, not once per row block.
+// partner's semaphore after a write barrier (the block has landed). A
+// partner's block is not waited for where it falls in the order: the core
+// reserves past it (pend pages, pendBytes bytes) and goes on to read its
+// own next block, then waits until its semaphore counts the partner's
+// blocks so far (got) and pushes them with its own; at the end of each run
+// of blocks of one CB (drainWeightShare) it waits for and pushes what is
+// still pending. So the two cores read their blocks at the same time,
+// instead of each waiting for the partner's read, write and semaphore
+// before reading its own next block. Deadlock-free: a core waits only for
+// its partner's blocks, which the partner sends without waiting for
+// anything (its own waits come after its sends, and the resident CBs
+// never fill). DRAM then reads the weights once, not once per row block.
 type weightShare struct {
-	q, got, sem kir.Var  // the block count, the blocks received, the semaphore
-	px, py, blk kir.Expr // the partner's NoC coordinates, the row block (0 or 1)
+	q, got, sem     kir.Var  // the block count, the blocks received, the semaphore
+	pend, pendBytes kir.Var  // the partner's blocks reserved past, not yet pushed
+	px, py, blk     kir.Expr // the partner's NoC coordinates, the row block (0 or 1)
 }
 
 // shareBlockScale is how many times kBlock's K rows a shared weight
-// block has: every block costs a read, a write and a semaphore round trip
-// in turn (the partner waits for each), so fewer, larger blocks.
+// block has: every block costs a read, a write and a semaphore round trip,
+// so fewer, larger blocks.
 const shareBlockScale = 4
 
 // weightShareSem is the semaphore id of the weight sharing (the
@@ -150,26 +158,40 @@ func (m *mmProgram) startWeightShare(b *kir.Builder) {
 	m.p.AddSemaphore(kir.Semaphore{ID: weightShareSem, Cores: m.rs})
 	px, py := m.rd.RuntimeArg("partner_x"), m.rd.RuntimeArg("partner_y")
 	m.share = &weightShare{
-		q:   b.LetT("w_block", kir.U32T, kir.C(0)),
-		got: b.LetT("w_got", kir.U32T, kir.C(0)),
-		sem: b.Let("w_sem", kir.GetSemaphore{ID: kir.Ci(weightShareSem)}),
-		px:  px, py: py, blk: kir.Div(m.rdRow0, kir.Ci(m.coreRows())),
+		q:         b.LetT("w_block", kir.U32T, kir.C(0)),
+		got:       b.LetT("w_got", kir.U32T, kir.C(0)),
+		sem:       b.Let("w_sem", kir.GetSemaphore{ID: kir.Ci(weightShareSem)}),
+		pend:      b.LetT("w_pend", kir.U32T, kir.C(0)),
+		pendBytes: b.LetT("w_pend_bytes", kir.U32T, kir.C(0)),
+		px:        px, py: py, blk: kir.Div(m.rdRow0, kir.Ci(m.coreRows())),
 	}
 }
 
-// weightBlock emits the arrival of one weight block of bytes bytes at L1
-// address l1 of the reader's weight CB: read (its reads) then the read
-// barrier; with a partner (weightShare) that, and the write to the
-// partner, on every other block, and the wait for the partner's write on
-// the others.
-func (m *mmProgram) weightBlock(b *kir.Builder, l1 kir.Var, bytes kir.Expr, read func()) {
+// weightBlock emits the arrival of one weight block of pages CB pages in
+// weight CB cb: the reserve, then body(l1) (l1 the block's L1 address;
+// body emits what it needs and returns the block's bytes and read, which
+// issues the block's reads into l1), read, the read barrier and the push. With a partner
+// (weightShare) it reads, writes to the partner and pushes (with the
+// partner's pending blocks, once they are in) every other block, and
+// reserves past the others, which stay pending; the caller then ends the
+// run of cb's blocks with drainWeightShare. Postcondition without a
+// partner: the block is pushed; with one, every block before the core's
+// last own block of the run is pushed.
+func (m *mmProgram) weightBlock(b *kir.Builder, cb int, pages kir.Expr, body func(l1 kir.Var) (bytes kir.Expr, read func())) {
 	sh := m.share
 	if sh == nil {
+		b.CBReserveBack(cb, pages)
+		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
+		_, read := body(l1)
 		read()
 		b.NoCAsyncReadBarrier()
+		b.CBPushBack(cb, pages)
 		return
 	}
 	packet := kir.Ci(m.ctx.Target.MaxNoCPacket)
+	b.CBReserveBack(cb, kir.Add(sh.pend, pages))
+	l1 := b.Let("l1", kir.Add(kir.GetWritePtr{CB: cb}, sh.pendBytes))
+	bytes, read := body(l1)
 	b.IfElse(kir.Eq(kir.Mod(sh.q, kir.C(2)), sh.blk), func() {
 		read()
 		b.NoCAsyncReadBarrier()
@@ -180,11 +202,33 @@ func (m *mmProgram) weightBlock(b *kir.Builder, l1 kir.Var, bytes kir.Expr, read
 		})
 		b.NoCAsyncWriteBarrier()
 		b.NoCSemaphoreInc(kir.NoCAddr{X: sh.px, Y: sh.py, Addr: sh.sem}, kir.C(1))
+		// the partner's blocks reserved past, then this one
+		b.NoCSemaphoreWaitMin(sh.sem, sh.got)
+		b.CBPushBack(cb, kir.Add(sh.pend, pages))
+		b.Assign(sh.pend, kir.C(0))
+		b.Assign(sh.pendBytes, kir.C(0))
 	}, func() {
 		b.Assign(sh.got, kir.Add(sh.got, kir.C(1)))
-		b.NoCSemaphoreWaitMin(sh.sem, sh.got)
+		b.Assign(sh.pend, kir.Add(sh.pend, pages))
+		b.Assign(sh.pendBytes, kir.Add(sh.pendBytes, bytes))
 	})
 	b.Assign(sh.q, kir.Add(sh.q, kir.C(1)))
+}
+
+// drainWeightShare ends a run of weightBlock calls on weight CB cb: with a
+// partner, it waits for the partner's pending blocks and pushes them.
+// Postcondition: every block of the run is pushed.
+func (m *mmProgram) drainWeightShare(b *kir.Builder, cb int) {
+	sh := m.share
+	if sh == nil {
+		return
+	}
+	b.If(kir.Ne(sh.pend, kir.C(0)), func() {
+		b.NoCSemaphoreWaitMin(sh.sem, sh.got)
+		b.CBPushBack(cb, sh.pend)
+		b.Assign(sh.pend, kir.C(0))
+		b.Assign(sh.pendBytes, kir.C(0))
+	})
 }
 
 // partnerArgs are core i's reader arguments of the weight sharing (its

@@ -90,21 +90,20 @@ func (m *mmProgram) readWeightBlocks(b *kir.Builder, cb int, acc *blocks.Access,
 	packet := t.MaxNoCPacket / tb * tb // whole tiles per request
 	b.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(b, "kc", kt, k0, kr)
-		pages := m.blockPages(kc, sb)
-		b.CBReserveBack(cb, pages)
-		l1 := b.Let("l1", kir.GetWritePtr{CB: cb})
-		j := b.Let("block", l.BlockExpr(col, kir.Div(k0, kr)))
-		at := l.BlockAddr(acc.Base(), j, nil, t.DRAMPageSize(tb), t.DRAMBanks)
-		addr := b.Let("block_addr", at.Offset)
-		bytes := b.Let("bytes", kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)))
-		m.weightBlock(b, l1, bytes, func() {
-			b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
-				n := blocks.BlockLenOf(b, "n", bytes, off, kir.Ci(packet))
-				b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
-			})
+		m.weightBlock(b, cb, m.blockPages(kc, sb), func(l1 kir.Var) (kir.Expr, func()) {
+			j := b.Let("block", l.BlockExpr(col, kir.Div(k0, kr)))
+			at := l.BlockAddr(acc.Base(), j, nil, t.DRAMPageSize(tb), t.DRAMBanks)
+			addr := b.Let("block_addr", at.Offset)
+			bytes := b.Let("bytes", kir.Mul(kir.Mul(kc, sb), kir.Ci(tb)))
+			return bytes, func() {
+				b.ForStep("off", kir.C(0), bytes, kir.Ci(packet), func(off kir.Var) {
+					n := blocks.BlockLenOf(b, "n", bytes, off, kir.Ci(packet))
+					b.NoCAsyncRead(kir.DRAMBankAddr{Bank: at.Bank, Offset: kir.Add(addr, off)}, kir.Add(l1, off), n)
+				})
+			}
 		})
-		b.CBPushBack(cb, pages)
 	})
+	m.drainWeightShare(b, cb)
 }
 
 // weightCBBytes is the L1 a core gives its weight CBs: room to stream on

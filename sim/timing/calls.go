@@ -52,6 +52,9 @@ func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
 	}
 	reads := func(th *thread) float64 { return th.readDone }
 	writes := func(th *thread) float64 { return th.writeDone }
+	// noc_async_writes_flushed waits until the writes have departed, not
+	// until they are acknowledged (tt-metal: ncrisc_noc_nonposted_writes_sent)
+	sent := func(th *thread) float64 { return th.writeSent }
 	switch s := s.(type) {
 	case kir.CBReserveBack, kir.CBWaitFront, kir.CBPushBack, kir.CBPopFront:
 		return cbCost(p, s), true
@@ -68,7 +71,7 @@ func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
 	case kir.NoCAsyncAtomicBarrier:
 		return barrier("noc_async_atomic_barrier", writes), true
 	case kir.NoCAsyncWritesFlushed:
-		return barrier("noc_async_writes_flushed", writes), true
+		return barrier("noc_async_writes_flushed", sent), true
 	case kir.NoCSemaphoreSet:
 		return store(p.CBCycles), true
 	case kir.L1Write32:

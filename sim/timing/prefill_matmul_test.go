@@ -82,7 +82,7 @@ func TestPrefillSwiGLUOverlapsRowMulticast(t *testing.T) {
 // 5120 + 3072 + 24 + 24] bfp8_b, 5 columns x 16 rows on the busiest core
 // in up to two parts) and a plain [6144 -> 5120] bfp8_b projection (3
 // columns x 16 rows). The busiest core's products at HiFi4 then leave
-// 1.14x and 1.16x (most of it the weights' first stream before the first
+// 1.14x and 1.15x (most of it the weights' first stream before the first
 // products); when every row waited for its read and multicast after the
 // last product (before), 1.28x and 1.38x.
 func TestPrefillMatmulRowChunksOverlapMulticast(t *testing.T) {

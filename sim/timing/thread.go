@@ -18,8 +18,11 @@ type thread struct {
 	done    bool
 	blocked bool
 	// readDone and writeDone are the completion times of the NoC reads and
-	// writes issued since the last barrier.
-	readDone, writeDone float64
+	// writes issued since the last barrier; writeSent is when those writes
+	// have departed this core (their last flit accepted at the destination
+	// ports, before the flight and the acknowledgement that writeDone
+	// includes): what noc_async_writes_flushed waits for.
+	readDone, writeDone, writeSent float64
 	// ethSignalled: the pending eth_wait_for_receiver_done has sent its word.
 	ethSignalled bool
 	waitingFor   string
@@ -159,6 +162,9 @@ func (th *thread) nocTransfer(remote, local, size uint64, write bool) {
 		own = th.core.out
 	}
 	fin = max(fin, own.serve(th.Clock, n))
+	if write {
+		th.writeSent = max(th.writeSent, fin)
+	}
 	done := max(th.Clock+lat, fin+lat0)
 	addr := interp.DecodeNoC(remote).Addr
 	switch {
@@ -222,10 +228,12 @@ func (th *thread) nocMulticast(src, dst, size uint64) {
 		f := max(fin, cs.in.serve(th.Clock, n))
 		at := max(th.Clock+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))
 		done = max(done, at)
+		th.writeSent = max(th.writeSent, f)
 		th.land(cs, addr, size, ws, at)
 		th.bytesWritten += int64(size)
 	}
 	th.writeDone = max(th.writeDone, done)
+	th.writeSent = max(th.writeSent, fin)
 }
 
 // remoteWord is the word at a (unicast) NoC address and when a small write
