@@ -140,6 +140,8 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 		{"wrong result type", func(g *Graph, x, y *Value) { y.Type.Shape = Shape{1, 2} }, "rule result-type"},
 		{"block float row major", func(g *Graph, x, y *Value) { y.Type.DType = BFP8B; y.Type.Layout = RowMajorLayout }, "rule block-float-layout"},
 		{"shard spec missing", func(g *Graph, x, y *Value) { x.Type.Mem = MemoryConfig{Kind: L1HeightSharded} }, "rule shard-spec"},
+		{"transposed tiles on an input", func(g *Graph, x, y *Value) { x.Type.TilesTransposed = true }, "rule transposed-tiles"},
+		{"transposed tiles on a result", func(g *Graph, x, y *Value) { y.Type.TilesTransposed = true }, "rule transposed-tiles"},
 		{"undefined output", func(g *Graph, x, y *Value) { g.Outputs = append(g.Outputs, &Value{ID: 99}) }, "rule output"},
 	}
 	for _, tc := range tests {
