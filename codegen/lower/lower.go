@@ -249,6 +249,9 @@ func checkOp(op *ir.Op) error {
 		if !Addressable(v.Type.Mem) {
 			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved, L1-interleaved and L1-sharded tensors", v, v.Type.Mem)
 		}
+		if v.Type.TilesTransposed {
+			return fmt.Errorf("rule transposed-tiles: value %s (%q, %s) is stored in transposed tiles (weights on SrcB); no engine reads them yet", v, v.Name, v.Type)
+		}
 	}
 	return nil
 }

@@ -60,3 +60,29 @@ func QuantizeMatrixTransposed(dt ir.DType, data []float32, rows, cols int) []flo
 	}
 	return UntilizeTransposed(Quantize(dt, TilizeTransposed(data, rows, cols)), rows, cols)
 }
+
+// MatmulSrcB returns the row-major [m, n] product of row-major a [m, k]
+// (the activation) and w [k, n] (the weight) as the device computes it
+// with the weight on SrcB (ir.WeightsOnSrcB): C^T = W^T X^T, in0 = w^T
+// (SrcB) and in1 = a^T (SrcA, transposed on unpack) through Matmul's
+// datapath into an fp32 DEST from +0, each result tile transposed back in
+// DEST (transpose_wh_dest moves values unchanged). Its phases round apart
+// from Matmul(a, w, ...) (the same products fall into other fidelity
+// phases). It panics as Matmul does.
+func MatmulSrcB(a, w []float32, m, k, n int, f ir.MathFidelity) []float32 {
+	checkMatrix("MatmulSrcB (a)", len(a), m, k)
+	checkMatrix("MatmulSrcB (w)", len(w), k, n)
+	return transpose(Matmul(transpose(w, k, n), transpose(a, m, k), n, k, m, f), n, m)
+}
+
+// transpose is the row-major [cols, rows] transpose of row-major x
+// [rows, cols].
+func transpose(x []float32, rows, cols int) []float32 {
+	out := make([]float32, len(x))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			out[c*rows+r] = x[r*cols+c]
+		}
+	}
+	return out
+}

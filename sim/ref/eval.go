@@ -217,7 +217,8 @@ func checkComputed(g *ir.Graph, vals map[*ir.Value]Tensor) error {
 }
 
 // bind checks t against declared value v and rounds it as the device
-// stores v; the result shares no memory with t.
+// stores v (StoreAs: in transposed tiles for a weight so stored); the
+// result shares no memory with t and carries v's TilesTransposed.
 func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 	if v == nil {
 		return Tensor{}, errors.New("declared value is nil")
@@ -225,10 +226,17 @@ func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 	if !t.Shape.Equal(v.Type.Shape) {
 		return Tensor{}, fmt.Errorf("%s %q (%s) is declared %s, got a tensor of shape %s", v.Kind, v.Name, v, v.Type.Shape, t.Shape)
 	}
-	st, err := finish(v.Type.DType, t, opts)
+	var st Tensor
+	var err error
+	if opts.StorageFormats && v.Type.TilesTransposed {
+		st, err = StoreAs(v.Type, t)
+	} else {
+		st, err = finish(v.Type.DType, t, opts)
+	}
 	if err != nil {
 		return Tensor{}, fmt.Errorf("%s %q (%s %s): %w", v.Kind, v.Name, v.Type.Shape, v.Type.DType, err)
 	}
+	st.TilesTransposed = v.Type.TilesTransposed
 	return st, nil
 }
 
