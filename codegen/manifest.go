@@ -92,15 +92,15 @@ type WeightEntry struct {
 // LayoutInfo states the page layouts (one description per layout, so a
 // host need not know tt-metal's conventions).
 type LayoutInfo struct {
-	Tile         string `json:"tile"`
-	RowMajor     string `json:"row_major"`
-	DRAM         string `json:"dram_interleaved"`
-	BlockFloat   string `json:"block_float"`
+	Tile       string `json:"tile"`
+	RowMajor   string `json:"row_major"`
+	DRAM       string `json:"dram_interleaved"`
+	BlockFloat string `json:"block_float"`
 	// TileTransposed describes layout tile_t; set only when a buffer uses
 	// it (ir.TensorType.TilesTransposed).
 	TileTransposed string `json:"tile_t,omitempty"`
-	DRAMBanks    int    `json:"dram_banks"`
-	DRAMPageAlig int    `json:"dram_page_align"`
+	DRAMBanks      int    `json:"dram_banks"`
+	DRAMPageAlig   int    `json:"dram_page_align"`
 }
 
 // RingPorts are one chip's physical ring channels.
