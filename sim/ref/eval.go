@@ -323,8 +323,9 @@ func EvalOpData(op *ir.Op, data [][]float32, opts Options) ([]Tensor, error) {
 
 // EvalOp evaluates one op on operand values args (one per operand, in
 // order). With opts.StorageFormats the operands are first rounded through
-// their declared dtypes (a no-op for values already stored that way) and
-// the results through theirs. It returns one tensor per op result, with the
+// their declared dtypes (a no-op for values already stored that way; in
+// transposed tiles for a value so stored, as bind: StoreAs) and the
+// results through theirs. It returns one tensor per op result, with the
 // result's declared shape.
 func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err := opts.check(); err != nil {
@@ -341,10 +342,17 @@ func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		if v == nil {
 			return nil, fmt.Errorf("ref: %s: operand %d is nil", op.Where(), i)
 		}
-		t, err := finish(v.Type.DType, args[i], opts)
+		var t Tensor
+		var err error
+		if opts.StorageFormats && v.Type.TilesTransposed {
+			t, err = StoreAs(v.Type, args[i]) // stored in transposed tiles, as bind
+		} else {
+			t, err = finish(v.Type.DType, args[i], opts)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ref: %s: operand %d (%s %s): %w", op.Where(), i, v.Type.Shape, v.Type.DType, err)
 		}
+		t.TilesTransposed = v.Type.TilesTransposed
 		in[i] = t
 	}
 	outs, err := runOp(op, in, opts)
