@@ -92,12 +92,15 @@ type WeightEntry struct {
 // LayoutInfo states the page layouts (one description per layout, so a
 // host need not know tt-metal's conventions).
 type LayoutInfo struct {
-	Tile         string `json:"tile"`
-	RowMajor     string `json:"row_major"`
-	DRAM         string `json:"dram_interleaved"`
-	BlockFloat   string `json:"block_float"`
-	DRAMBanks    int    `json:"dram_banks"`
-	DRAMPageAlig int    `json:"dram_page_align"`
+	Tile       string `json:"tile"`
+	RowMajor   string `json:"row_major"`
+	DRAM       string `json:"dram_interleaved"`
+	BlockFloat string `json:"block_float"`
+	// TileTransposed describes layout tile_t; set only when a buffer uses
+	// it (ir.TensorType.TilesTransposed).
+	TileTransposed string `json:"tile_t,omitempty"`
+	DRAMBanks      int    `json:"dram_banks"`
+	DRAMPageAlig   int    `json:"dram_page_align"`
 }
 
 // RingPorts are one chip's physical ring channels.
@@ -142,8 +145,13 @@ func (b *Build) Manifest(info hostcfg.HostInfo) (*Manifest, error) {
 		DRAMPageAlig: t.DRAMReadAlign,
 	}
 	for _, s := range b.Buffers {
+		layout := s.Layout.String()
+		if s.Value.Type.TilesTransposed {
+			layout = ir.TransposedTileLayoutText
+			m.Layout.TileTransposed = "tile layout with every 32x32 tile stored transposed (stored element (r, c) of a tile is the tensor's (c, r) within it), tiles in tile layout's order: a block float's face-row exponent groups run down 16 rows of one column"
+		}
 		m.Buffers = append(m.Buffers, BufferEntry{Name: s.Name, Kind: kindName(s.Value), Shape: append([]int{}, s.Shape...), DType: s.DType.String(),
-			Layout: s.Layout.String(), Memory: s.Mem.String(), PageSize: s.PageSize, Pages: s.Pages, Blocks: hostcfg.Blocks(s.Blocks)})
+			Layout: layout, Memory: s.Mem.String(), PageSize: s.PageSize, Pages: s.Pages, Blocks: hostcfg.Blocks(s.Blocks)})
 	}
 	g := b.Graph
 	for _, v := range g.Inputs {

@@ -173,3 +173,43 @@ func TestHostContract(t *testing.T) {
 		t.Error("no compute kernel unpacks an fp32 CB to DEST; the GDN recurrence state must")
 	}
 }
+
+// A weight stored in transposed tiles is declared in layout tile_t in
+// programs.json's buffers (the checkpoint converter packs it so), and
+// the layout section describes tile_t only then.
+func TestManifestTransposedTiles(t *testing.T) {
+	b := ir.NewBuilder("t")
+	x := b.Input("x", ir.T(ir.BF16, 32, 64))
+	w := b.Weight("w", ir.T(ir.BFP8B, 64, 32))
+	b.Region("mlp", 0)
+	b.Output(b.Matmul(x, w))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bld, err := codegen.Compile(g, target.Blackhole())
+	if err != nil {
+		t.Fatal(err)
+	}
+	layoutOf := func() (string, string) {
+		m, err := bld.Manifest(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range m.Buffers {
+			if e.Name == "w" {
+				return e.Layout, m.Layout.TileTransposed
+			}
+		}
+		t.Fatal("no buffer w")
+		return "", ""
+	}
+	if l, d := layoutOf(); l != "tile" || d != "" {
+		t.Errorf("tile weight: layout %q, tile_t description %q; want tile and none", l, d)
+	}
+	// The programs read w as tile layout; the manifest only reads its type.
+	w.Type.TilesTransposed = true
+	if l, d := layoutOf(); l != "tile_t" || d == "" {
+		t.Errorf("transposed-tile weight: layout %q, tile_t description %q; want tile_t and a description", l, d)
+	}
+}

@@ -87,6 +87,16 @@ const (
 	WeightsOnSrcB
 )
 
+// WeightSourceOf is the source register a matmul feeds weight w to:
+// WeightsOnSrcB for a weight stored in transposed tiles
+// (TensorType.TilesTransposed), else WeightsOnSrcA.
+func WeightSourceOf(w *Value) WeightSource {
+	if w.Type.TilesTransposed {
+		return WeightsOnSrcB
+	}
+	return WeightsOnSrcA
+}
+
 // srcBHighFractionBits is the fraction bits SrcB's high slice holds (after
 // the hidden bit).
 const srcBHighFractionBits = 6
@@ -155,8 +165,9 @@ func swigluSFPU(op *Op) bool { return op.Results[0].Type.DType == BF16 }
 
 // OpFidelity is the math fidelity of op's FPU multiplies: its "fidelity"
 // attribute when set; else, for an op of weightMatmuls, the cheaper of def
-// and the ExactMatmulFidelity of its weights' formats (the most demanding
-// weight decides), which gives def's products; else def. An unparsable
+// and the ExactMatmulFidelityOn of its weights' formats and sources
+// (WeightSourceOf; the most demanding weight decides), which gives def's
+// products; else def. An unparsable
 // attribute is an error naming the op.
 func OpFidelity(op *Op, def MathFidelity) (MathFidelity, error) {
 	s, ok := op.Attrs[FidelityAttr].(string)
@@ -164,7 +175,7 @@ func OpFidelity(op *Op, def MathFidelity) (MathFidelity, error) {
 		if ws, ok := WeightMatmulOperands(op); ok {
 			exact := LoFi
 			for _, i := range ws {
-				exact = max(exact, ExactMatmulFidelity(op.Operands[i].Type.DType))
+				exact = max(exact, ExactMatmulFidelityOn(op.Operands[i].Type.DType, WeightSourceOf(op.Operands[i])))
 			}
 			return min(def, exact), nil
 		}

@@ -46,6 +46,14 @@ type TensorType struct {
 	Layout Layout
 	Mem    MemoryConfig
 	Dist   Dist
+	// TilesTransposed: a weight in tile layout whose every 32x32 tile is
+	// stored transposed (stored element (r, c) of tile (i, j) is the
+	// logical element (j*32+c, i*32+r)), tiles in the usual order, so a
+	// block float's 16-value exponent group runs down a column of the
+	// logical matrix (along K of a [K, N] matmul weight). It is how a
+	// weight fed to SrcB (ir.WeightsOnSrcB) is stored; pages and page
+	// size are tile layout's. Printed as layout tile_t.
+	TilesTransposed bool
 }
 
 // PageLayout is how a buffer of type t is paged: one tile of its dtype per
@@ -75,16 +83,29 @@ func T(dt DType, dims ...int) TensorType {
 }
 
 func (t TensorType) String() string {
-	s := fmt.Sprintf("%s %s %s %s", t.Shape, t.DType, t.Layout, t.Mem)
+	s := fmt.Sprintf("%s %s %s %s", t.Shape, t.DType, t.LayoutText(), t.Mem)
 	if !t.Dist.IsReplicated() {
 		s += " " + t.Dist.String()
 	}
 	return s
 }
 
+// TransposedTileLayoutText is the layout word of a type with
+// TilesTransposed (the text form and programs.json's buffers).
+const TransposedTileLayoutText = "tile_t"
+
+// LayoutText is t's layout word: TransposedTileLayoutText with
+// TilesTransposed, else t.Layout.String().
+func (t TensorType) LayoutText() string {
+	if t.TilesTransposed {
+		return TransposedTileLayoutText
+	}
+	return t.Layout.String()
+}
+
 // Equal reports whether two types are identical.
 func (t TensorType) Equal(o TensorType) bool {
-	return t.Shape.Equal(o.Shape) && t.DType == o.DType && t.Layout == o.Layout && t.Mem.Equal(o.Mem) && t.Dist == o.Dist
+	return t.Shape.Equal(o.Shape) && t.DType == o.DType && t.Layout == o.Layout && t.Mem.Equal(o.Mem) && t.Dist == o.Dist && t.TilesTransposed == o.TilesTransposed
 }
 
 // Value is an SSA value. Exactly one of Def (for KindResult) or a graph-level

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -140,6 +141,8 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 		{"wrong result type", func(g *Graph, x, y *Value) { y.Type.Shape = Shape{1, 2} }, "rule result-type"},
 		{"block float row major", func(g *Graph, x, y *Value) { y.Type.DType = BFP8B; y.Type.Layout = RowMajorLayout }, "rule block-float-layout"},
 		{"shard spec missing", func(g *Graph, x, y *Value) { x.Type.Mem = MemoryConfig{Kind: L1HeightSharded} }, "rule shard-spec"},
+		{"transposed tiles on an input", func(g *Graph, x, y *Value) { x.Type.TilesTransposed = true }, "rule transposed-tiles"},
+		{"transposed tiles on a result", func(g *Graph, x, y *Value) { y.Type.TilesTransposed = true }, "rule transposed-tiles"},
 		{"undefined output", func(g *Graph, x, y *Value) { g.Outputs = append(g.Outputs, &Value{ID: 99}) }, "rule output"},
 	}
 	for _, tc := range tests {
@@ -195,6 +198,41 @@ func TestFidelityPasses(t *testing.T) {
 		t.Run(tc.f.String(), func(t *testing.T) {
 			if got := tc.f.Passes(); got != tc.want {
 				t.Errorf("%s.Passes() = %d, want %d", tc.f, got, tc.want)
+			}
+		})
+	}
+}
+
+// A matmul whose weight is stored in transposed tiles feeds it to SrcB,
+// and OpFidelity takes ExactMatmulFidelityOn's SrcB column (HiFi2 for
+// block floats); the same weight in tile layout keeps the SrcA column.
+func TestOpFidelityWeightsOnSrcB(t *testing.T) {
+	for _, tc := range []struct {
+		dt         DType
+		transposed bool
+		want       MathFidelity
+	}{
+		{BFP8B, false, HiFi4}, {BFP8B, true, HiFi2},
+		{BFP4B, false, HiFi3}, {BFP4B, true, HiFi2},
+		{BF16, true, HiFi4},
+	} {
+		t.Run(fmt.Sprintf("%s/transposed_%v", tc.dt, tc.transposed), func(t *testing.T) {
+			b := NewBuilder("t")
+			x := b.Input("x", T(BF16, 32, 64))
+			wt := T(tc.dt, 64, 32)
+			wt.TilesTransposed = tc.transposed
+			w := b.Weight("w", wt)
+			b.Region("mlp", 0)
+			y := b.Matmul(x, w)
+			b.Output(y)
+			if _, err := b.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			if got := WeightSourceOf(w) == WeightsOnSrcB; got != tc.transposed {
+				t.Errorf("WeightSourceOf = SrcB %v, want %v", got, tc.transposed)
+			}
+			if f, err := OpFidelity(y.Def, HiFi4); err != nil || f != tc.want {
+				t.Errorf("OpFidelity = %v, %v; want %v", f, err, tc.want)
 			}
 		})
 	}

@@ -665,7 +665,9 @@ func (p *parser) typ() TensorType {
 		p.failAt(dt, "%v", err)
 	}
 	lt := p.word("layout")
-	if t.Layout, err = ParseLayout(lt.text); err != nil {
+	if lt.text == TransposedTileLayoutText {
+		t.Layout, t.TilesTransposed = TileLayout, true
+	} else if t.Layout, err = ParseLayout(lt.text); err != nil {
 		p.failAt(lt, "%v", err)
 	}
 	if t.DType.IsBlockFloat() && t.Layout != TileLayout {

@@ -301,7 +301,7 @@ func isIdent(s string) bool {
 
 // typeText prints SHAPE DTYPE LAYOUT MEMORY [split(AXIS)].
 func typeText(t TensorType) string {
-	s := t.Shape.String() + " " + t.DType.String() + " " + t.Layout.String() + " " + t.Mem.String()
+	s := t.Shape.String() + " " + t.DType.String() + " " + t.LayoutText() + " " + t.Mem.String()
 	if !t.Dist.IsReplicated() {
 		s += " " + t.Dist.String()
 	}

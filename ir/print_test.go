@@ -931,3 +931,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A weight stored in transposed tiles prints as layout tile_t and parses
+// back with TilesTransposed set; a plain tile weight does not.
+func TestRoundTripTransposedTiles(t *testing.T) {
+	b := NewBuilder("t")
+	x := b.Input("x", T(BF16, 32, 64))
+	wt := T(BFP8B, 64, 32)
+	wt.TilesTransposed = true
+	w := b.Weight("w", wt)
+	u := b.Weight("u", T(BFP8B, 32, 32))
+	b.Region("mlp", 0)
+	b.Output(b.Matmul(b.Matmul(x, w), u))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := assertTextRoundTrip(t, g)
+	if !strings.Contains(text, `"w" : [64,32] bfp8_b tile_t dram_interleaved`) || !strings.Contains(text, `"u" : [32,32] bfp8_b tile dram_interleaved`) {
+		t.Errorf("want w in layout tile_t and u in tile:\n%s", text)
+	}
+	g2, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g2.Weights[0].Type.TilesTransposed || g2.Weights[1].Type.TilesTransposed {
+		t.Errorf("parsed TilesTransposed = %v, %v; want true, false", g2.Weights[0].Type.TilesTransposed, g2.Weights[1].Type.TilesTransposed)
+	}
+	if wt.Equal(T(BFP8B, 64, 32)) || !wt.Equal(g2.Weights[0].Type) {
+		t.Error("TensorType.Equal ignores TilesTransposed")
+	}
+}

@@ -38,6 +38,9 @@ func Verify(g *Graph) error {
 		if t.DType.IsBlockFloat() && t.Layout != TileLayout {
 			add("rule block-float-layout: %s: value %s is %s in %s layout; block floats need tile layout", where, v, t.DType, t.Layout)
 		}
+		if t.TilesTransposed && (v.Kind != KindWeight || t.Layout != TileLayout || t.Shape.Rank() != 2) {
+			add("rule transposed-tiles: %s: value %s is a %s of %s; only a rank-2 tile-layout weight is stored in transposed tiles", where, v, v.Kind, t)
+		}
 		if t.Mem.Kind.IsSharded() != (t.Mem.Shard != nil) {
 			add("rule shard-spec: %s: value %s has memory %s; sharded kinds need a shard spec and only they", where, v, t.Mem)
 		}

@@ -47,7 +47,7 @@ func Load(m *Mesh, b *codegen.Build) (*Executable, error) {
 		if k := s.Value.Kind; k != ir.KindWeight && k != ir.KindState {
 			dn = fmt.Sprintf("b%d/%s", m.loads, s.Name)
 		}
-		t := Tensor{Buffer: s.Buffer(), Shape: s.Shape}
+		t := Tensor{Buffer: s.Buffer(), Shape: s.Shape, TilesTransposed: s.Value.Type.TilesTransposed}
 		t.Buffer.Name = dn
 		if err := m.Alloc(t); err != nil {
 			return nil, err
@@ -94,7 +94,7 @@ func (e *Executable) tensor(v *ir.Value) (Tensor, error) {
 	if ps != t.PageSize || pages > t.Pages {
 		return Tensor{}, fmt.Errorf("runtime: value %s (%q) needs %d pages of %d B; its shared buffer %q has %d of %d B", v, v.Name, pages, ps, n, t.Pages, t.PageSize)
 	}
-	t.DType, t.Layout, t.Pages, t.Shape = h.Type.DType, h.Type.Layout, pages, h.Type.Shape
+	t.DType, t.Layout, t.Pages, t.Shape, t.TilesTransposed = h.Type.DType, h.Type.Layout, pages, h.Type.Shape, h.Type.TilesTransposed
 	return t, nil
 }
 

@@ -24,6 +24,10 @@ var Backends = []string{"sim", "ttsim", "blackhole"}
 type Tensor struct {
 	kir.Buffer
 	Shape ir.Shape
+	// TilesTransposed: a tile-layout weight stored with every tile
+	// transposed (ir.TensorType.TilesTransposed); Encode and Decode
+	// transpose each tile.
+	TilesTransposed bool
 }
 
 // Mesh is an opened set of devices.
@@ -228,14 +232,20 @@ func matrixView(s ir.Shape) (lead, rows, cols int) {
 	return lead, s[len(s)-2], s[len(s)-1]
 }
 
-// Encode converts row-major values to t's page bytes.
+// Encode converts row-major values to t's page bytes (with
+// t.TilesTransposed every tile transposed before it is packed, so a block
+// float's exponent groups run along the tensor's rows' dimension).
 func Encode(t Tensor, data []float32) ([]byte, error) {
 	if len(data) != t.Shape.Numel() {
 		return nil, fmt.Errorf("runtime: tensor %q %s: got %d values, want %d", t.Name, t.Shape, len(data), t.Shape.Numel())
 	}
 	if t.Layout == ir.TileLayout {
 		lead, rows, cols := matrixView(t.Shape)
-		b, err := numerics.PackTiles(t.DType, numerics.TilizeBatch(data, lead, rows, cols))
+		tiles := numerics.TilizeBatch(data, lead, rows, cols)
+		if t.TilesTransposed {
+			tiles = numerics.TransposeTiles(tiles)
+		}
+		b, err := numerics.PackTiles(t.DType, tiles)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: tensor %q: %w", t.Name, err)
 		}
@@ -262,12 +272,15 @@ func Encode(t Tensor, data []float32) ([]byte, error) {
 	return out, nil
 }
 
-// Decode converts t's page bytes to row-major values.
+// Decode converts t's page bytes to row-major values; it inverts Encode.
 func Decode(t Tensor, b []byte) ([]float32, error) {
 	if t.Layout == ir.TileLayout {
 		tiles, err := numerics.UnpackTiles(t.DType, b)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: tensor %q: %w", t.Name, err)
+		}
+		if t.TilesTransposed {
+			tiles = numerics.TransposeTiles(tiles)
 		}
 		lead, rows, cols := matrixView(t.Shape)
 		return numerics.UntilizeBatch(tiles, lead, rows, cols), nil

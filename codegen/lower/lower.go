@@ -249,8 +249,34 @@ func checkOp(op *ir.Op) error {
 		if !Addressable(v.Type.Mem) {
 			return fmt.Errorf("rule placement: value %s is placed %s; lowerings read and write DRAM-interleaved, L1-interleaved and L1-sharded tensors", v, v.Type.Mem)
 		}
+		if v.Type.TilesTransposed && !engineWeight(op, v) {
+			return fmt.Errorf("rule transposed-tiles: value %s (%q, %s) is stored in transposed tiles (weights on SrcB); only the weights of the matmul engine's ops (matmul, matmul2/3/4, matmul_add, rmsnorm_matmul, matmul_swiglu) may be", v, v.Name, v.Type)
+		}
 	}
 	return nil
+}
+
+// engineWeight reports whether v is a weight of op's parts when op is
+// lowered by the matmul engine (fusedMatmul), which reads weights stored in
+// transposed tiles (matmul_srcb.go).
+func engineWeight(op *ir.Op, v *ir.Value) bool {
+	switch op.Kind {
+	case ir.OpMatmul, ir.OpMatmul2, ir.OpMatmul3, ir.OpMatmul4, ir.OpMatmulAdd, ir.OpRMSNormMatmul, ir.OpMatmulSwiGLU:
+	default:
+		return false
+	}
+	f, err := newFusedMatmul(op)
+	if err != nil {
+		return false
+	}
+	for _, p := range f.parts {
+		for _, w := range p.weights {
+			if w == v {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // opValues are op's operands, then its results.

@@ -332,6 +332,12 @@ func TestLowerErrors(t *testing.T) {
 			x.Mem = ir.MemoryConfig{Kind: ir.DRAMWidthSharded, Shard: &ir.ShardSpec{Grid: ir.CoreRange{X1: 7}, Shape: [2]int{32, 32}}}
 			return b.SiLU(b.Input("x", x))
 		}, []string{"op silu", "rule placement", "dram_width_sharded"}},
+		// only the matmul engine's weights may be stored in transposed tiles
+		{"transposed tiles", func(b *ir.Builder) *ir.Value {
+			r := ir.T(ir.BF16, 32, 64)
+			r.TilesTransposed = true
+			return b.MatmulAdd(b.Input("x", ir.T(ir.BF16, 32, 64)), b.Weight("w", ir.T(ir.BFP8B, 64, 64)), b.Weight("r", r))
+		}, []string{"op matmul_add", "rule transposed-tiles", `"r"`, "tile_t"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -627,7 +627,7 @@ func (m *mmProgram) compute() {
 				sb := blocks.BlockLen(c.B, "sb", counts[pi], nb, m.dest)
 				for slot, w := range pt.weights {
 					wcb := m.wCB[cbKey{slot, w.Type.DType}]
-					m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), cKt, sb, nil)
+					m.product(c, onSrcB(w), wcb, wPos[wcb], m.epi.dst(slot, out), cKt, sb, nil)
 					m.epi.packed(c, slot, sb)
 				}
 				m.epi.compute(c, sb, m.inCB, out)
@@ -664,9 +664,11 @@ func (m *mmProgram) compute() {
 // are not popped: they are read at wpos, the weight CB's running
 // position, which advances past them. actRow, when not nil, is the
 // activation's tile row in cbAct (from its front) when it holds several.
-func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, actRow kir.Expr) {
+// wT: the weight is on SrcB (matmul_srcb.go); the results are the same
+// tiles of C.
+func (m *mmProgram) product(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, actRow kir.Expr) {
 	cb := c.B
-	c.MatmulBlockConfig(m.cbAct, wcb, sb, kt)
+	m.blockConfig(c, wT, wcb, sb, kt)
 	c.Acquire()
 	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
 	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
@@ -682,7 +684,7 @@ func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, k
 			end := kir.Add(wpos, m.blockPages(kc, sb))
 			cb.CBWaitFront(wcb, end)
 			c.For("k", kir.C(0), kc, func(kk kir.Var) {
-				c.MatmulBlock(m.cbAct, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), kir.C(0), sb, kt)
+				m.blockStep(c, wT, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), sb, kt)
 			})
 			cb.Assign(wpos, end)
 			return
@@ -690,11 +692,11 @@ func (m *mmProgram) product(c *blocks.Compute, wcb int, wpos kir.Var, dst int, k
 		cb.CBWaitFront(m.cbAct, kir.Add(k0, kc))
 		cb.CBWaitFront(wcb, kir.Ci(m.kb*m.dest))
 		c.For("k", kir.C(0), kc, func(kk kir.Var) {
-			c.MatmulBlock(m.cbAct, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), kir.C(0), sb, kt)
+			m.blockStep(c, wT, wcb, kir.Add(k0, kk), kir.Mul(kk, sb), sb, kt)
 		})
 		cb.CBPopFront(wcb, kir.Ci(m.kb*m.dest))
 	})
-	packDest(c, dst, sb)
+	m.productDone(c, wT, dst, sb)
 }
 
 // writer adds the writer: each part's tiles to its result, in order (per

@@ -168,7 +168,7 @@ func (m *mmProgram) computeRowsInner(c *blocks.Compute, kt kir.Expr, counts []ki
 					for slot, w := range pt.weights {
 						wcb := m.wCB[cbKey{slot, w.Type.DType}]
 						c.B.Assign(wPos[wcb], first[wcb])
-						m.productRows(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, j0, cw, r0, rt, tiles)
+						m.productRows(c, onSrcB(w), wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, j0, cw, r0, rt, tiles)
 						m.epi.packed(c, slot, tiles)
 					}
 					m.epi.compute(c, tiles, m.inCB, out)
@@ -189,13 +189,19 @@ func (m *mmProgram) computeRowsInner(c *blocks.Compute, kt kir.Expr, counts []ki
 // productRows is product for rowsInner: the rt x cw tiles of activation
 // rows [r0, r0+rt) and the sub-block's columns [j0, j0+cw) (of its sb),
 // over the weight blocks of wcb from wpos (which advances past the
-// sub-block's blocks), packed to dst row by row (tiles = rt*cw pages).
-func (m *mmProgram) productRows(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb, j0, cw kir.Var, r0 kir.Expr, rt int, tiles kir.Var) {
+// sub-block's blocks), packed to dst row by row (tiles = rt*cw pages;
+// wT: the weight on SrcB, matmul_srcb.go).
+func (m *mmProgram) productRows(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb, j0, cw kir.Var, r0 kir.Expr, rt int, tiles kir.Var) {
 	cb := c.B
 	rows := kir.Ci(m.rows)
 	// cbAct is K-major: row r's tile k is page k*rows + r, so the in0 row
 	// stride (matmul_block's kt_dim) is 1
-	c.MatmulBlockConfigRows(m.cbAct, wcb, cw, kir.Ci(rt), kir.C(1))
+	if wT {
+		// on SrcB: one call per row r, DEST[r*cw+c] += W^T tile c x row r's tile^T
+		c.MatmulBlockConfigTransposed(wcb, m.cbAct, kir.C(1), cw, kir.C(1))
+	} else {
+		c.MatmulBlockConfigRows(m.cbAct, wcb, cw, kir.Ci(rt), kir.C(1))
+	}
 	c.Acquire()
 	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
 	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
@@ -206,11 +212,18 @@ func (m *mmProgram) productRows(c *blocks.Compute, wcb int, wpos kir.Var, dst in
 		cb.CBWaitFront(wcb, end)
 		c.For("k", kir.C(0), kc, func(kk kir.Var) {
 			a := kir.Add(kir.Mul(kir.Add(k0, kk), rows), r0) // row r0's tile k0+kk
-			c.MatmulBlockRows(m.cbAct, wcb, a, kir.Add(wpos, kir.Add(kir.Mul(kk, sb), j0)), kir.C(0), cw, kir.Ci(rt), kir.C(1))
+			w := kir.Add(wpos, kir.Add(kir.Mul(kk, sb), j0))
+			if wT {
+				c.For("rr", kir.C(0), kir.Ci(rt), func(r kir.Var) {
+					c.MatmulBlockTransposed(wcb, m.cbAct, w, kir.Add(a, r), kir.Mul(r, cw), kir.C(1), cw, kir.C(1))
+				})
+				return
+			}
+			c.MatmulBlockRows(m.cbAct, wcb, a, w, kir.C(0), cw, kir.Ci(rt), kir.C(1))
 		})
 		cb.Assign(wpos, end)
 	})
-	packDest(c, dst, tiles)
+	m.productDone(c, wT, dst, tiles)
 }
 
 // writeRowsInner is the writer's body when rowsInner: every activation
@@ -352,7 +365,7 @@ func (m *mmProgram) computeRowPopEarly(c *blocks.Compute, kt kir.Expr, count kir
 	sb := c.B.Let("sb", count) // one sub-block: count <= dest
 	for slot, w := range pt.weights {
 		wcb := m.wCB[cbKey{slot, w.Type.DType}]
-		m.product(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, nil)
+		m.product(c, onSrcB(w), wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, nil)
 	}
 	c.B.Comment("the row's last product: free it for the next row's multicast during the epilogue")
 	c.B.CBWaitFront(m.cbAct, kt)

@@ -96,7 +96,7 @@ func (m *mmProgram) computeRowChunks(c *blocks.Compute, kt kir.Expr, counts []ki
 				if slot == len(pt.weights)-1 {
 					pop = kir.Eq(later, kir.C(0))
 				}
-				m.productPopping(c, wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, pop, p)
+				m.productPopping(c, onSrcB(w), wcb, wPos[wcb], m.epi.dst(slot, out), kt, sb, pop, p)
 				m.epi.packed(c, slot, sb)
 			}
 			m.epi.compute(c, sb, m.inCB, out)
@@ -108,10 +108,10 @@ func (m *mmProgram) computeRowChunks(c *blocks.Compute, kt kir.Expr, counts []ki
 // blocks of p (p divides kt): when pop (nil: never) holds at run time,
 // each block's p activation pages are popped once its products are
 // issued, and the blocks after index the CB from its new front. The
-// products, their order and the packing are product's.
-func (m *mmProgram) productPopping(c *blocks.Compute, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, pop kir.Expr, p int) {
+// products, their order and the packing are product's (wT: on SrcB).
+func (m *mmProgram) productPopping(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb kir.Var, pop kir.Expr, p int) {
 	cb := c.B
-	c.MatmulBlockConfig(m.cbAct, wcb, sb, kt)
+	m.blockConfig(c, wT, wcb, sb, kt)
 	c.Acquire()
 	var popped kir.Var
 	if pop != nil {
@@ -126,7 +126,7 @@ func (m *mmProgram) productPopping(c *blocks.Compute, wcb int, wpos kir.Var, dst
 		end := kir.Add(wpos, kir.Mul(kir.Ci(p), sb))
 		cb.CBWaitFront(wcb, end)
 		c.For("k", kir.C(0), kir.Ci(p), func(kk kir.Var) {
-			c.MatmulBlock(m.cbAct, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), kir.C(0), sb, kt)
+			m.blockStep(c, wT, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), sb, kt)
 		})
 		cb.Assign(wpos, end)
 		if pop != nil {
@@ -137,5 +137,5 @@ func (m *mmProgram) productPopping(c *blocks.Compute, wcb int, wpos kir.Var, dst
 			})
 		}
 	})
-	packDest(c, dst, sb)
+	m.productDone(c, wT, dst, sb)
 }

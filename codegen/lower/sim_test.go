@@ -36,7 +36,11 @@ func upload(d *kexec.Device, name string, v *ir.Value, data []float32) error {
 	}
 	if v.Type.Layout == ir.TileLayout {
 		b, r, c := matrixDims(v.Type.Shape)
-		return d.WriteTiles(name, numerics.TilizeBatch(data, b, r, c))
+		tiles := numerics.TilizeBatch(data, b, r, c)
+		if v.Type.TilesTransposed {
+			tiles = numerics.TransposeTiles(tiles) // layout tile_t: each tile stored transposed
+		}
+		return d.WriteTiles(name, tiles)
 	}
 	eb := v.Type.DType.ElemBytes()
 	raw := make([]byte, len(data)*eb)

@@ -23,6 +23,9 @@ type Item struct {
 	Weight Weight
 	dtype  ir.DType
 	layout ir.Layout
+	// transposed: layout tile_t (every tile stored transposed;
+	// ir.TensorType.TilesTransposed).
+	transposed bool
 }
 
 // Bytes is the size of the buffer on one device.
@@ -54,7 +57,9 @@ func (s *Source) Plan(pf *codegen.ProgramsFile) ([]Item, error) {
 		if it.dtype, err = ir.ParseDType(b.DType); err != nil {
 			return nil, fmt.Errorf("checkpoint: buffer %q: dtype: %v", b.Name, err)
 		}
-		if it.layout, err = ir.ParseLayout(b.Layout); err != nil {
+		if b.Layout == ir.TransposedTileLayoutText {
+			it.layout, it.transposed = ir.TileLayout, true
+		} else if it.layout, err = ir.ParseLayout(b.Layout); err != nil {
 			return nil, fmt.Errorf("checkpoint: buffer %q: layout: %v", b.Name, err)
 		}
 		if it.Weight, err = s.Lookup(w.Source.Tensor); err != nil {
@@ -140,6 +145,15 @@ func (s *Source) Convert(it Item, out []io.WriterAt) error {
 		}
 	}
 	return err
+}
+
+// tilize is numerics.Tilize, every tile transposed for layout tile_t
+// (numerics.TilizeTransposed).
+func (it Item) tilize(data []float32, rows, cols int) []float32 {
+	if it.transposed {
+		return numerics.TilizeTransposed(data, rows, cols)
+	}
+	return numerics.Tilize(data, rows, cols)
 }
 
 func convertMatrix(it Item, m *matrix, out []io.WriterAt) error {
@@ -284,7 +298,7 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 				}
 			}
 			for r0 := 0; r0 < tr; r0++ {
-				bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(strip[r0*T*T:(r0+1)*T*T], T, T))
+				bs, err := numerics.PackTilesHost(it.dtype, it.tilize(strip[r0*T*T:(r0+1)*T*T], T, T))
 				if err != nil {
 					return fmt.Errorf("checkpoint: buffer %q device %d: %v", b.Name, d, err)
 				}
@@ -303,7 +317,7 @@ func emit(it Item, shape ir.Shape, rowIdx, colIdx []int, m *matrix, byCol bool, 
 					return err
 				}
 			}
-			bs, err := numerics.PackTilesHost(it.dtype, numerics.Tilize(chunk, T, cols))
+			bs, err := numerics.PackTilesHost(it.dtype, it.tilize(chunk, T, cols))
 			if err != nil {
 				return fmt.Errorf("checkpoint: buffer %q device %d: %v", b.Name, d, err)
 			}

@@ -87,6 +87,20 @@ func write(t *testing.T, f *fixture, form checkpoint.Form) string {
 // sharding of whole tensors) and packs it with the host packer.
 func expected(t *testing.T, src *checkpoint.Source, pf *codegen.ProgramsFile, w codegen.WeightEntry, d int) []float32 {
 	t.Helper()
+	cut, dt, rows, cols := cutOf(t, src, pf, w, d)
+	b, err := numerics.PackTilesHost(dt, numerics.Tilize(cut, rows, cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := numerics.UnpackTiles(dt, b)
+	return numerics.Untilize(u, rows, cols)
+}
+
+// cutOf is device d's share of weight w (the dequantised HF tensor,
+// transposed as its source says, cut with nn.Share.Cut) as a [rows, cols]
+// matrix, and its buffer's dtype.
+func cutOf(t *testing.T, src *checkpoint.Source, pf *codegen.ProgramsFile, w codegen.WeightEntry, d int) (cut []float32, dt ir.DType, rows, cols int) {
+	t.Helper()
 	data, shape, err := src.Float32(w.Source.Tensor)
 	if err != nil {
 		t.Fatal(err)
@@ -113,14 +127,8 @@ func expected(t *testing.T, src *checkpoint.Source, pf *codegen.ProgramsFile, w 
 			buf = b
 		}
 	}
-	dt, _ := ir.ParseDType(buf.DType)
-	rows, cols := cs.Rows2D(), cs.Cols2D()
-	b, err := numerics.PackTilesHost(dt, numerics.Tilize(cut, rows, cols))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := numerics.UnpackTiles(dt, b)
-	return numerics.Untilize(u, rows, cols)
+	dt, _ = ir.ParseDType(buf.DType)
+	return cut, dt, cs.Rows2D(), cs.Cols2D()
 }
 
 func TestConvertForms(t *testing.T) {

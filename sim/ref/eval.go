@@ -217,7 +217,8 @@ func checkComputed(g *ir.Graph, vals map[*ir.Value]Tensor) error {
 }
 
 // bind checks t against declared value v and rounds it as the device
-// stores v; the result shares no memory with t.
+// stores v (StoreAs: in transposed tiles for a weight so stored); the
+// result shares no memory with t and carries v's TilesTransposed.
 func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 	if v == nil {
 		return Tensor{}, errors.New("declared value is nil")
@@ -225,10 +226,17 @@ func bind(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
 	if !t.Shape.Equal(v.Type.Shape) {
 		return Tensor{}, fmt.Errorf("%s %q (%s) is declared %s, got a tensor of shape %s", v.Kind, v.Name, v, v.Type.Shape, t.Shape)
 	}
-	st, err := finish(v.Type.DType, t, opts)
+	var st Tensor
+	var err error
+	if opts.StorageFormats && v.Type.TilesTransposed {
+		st, err = StoreAs(v.Type, t)
+	} else {
+		st, err = finish(v.Type.DType, t, opts)
+	}
 	if err != nil {
 		return Tensor{}, fmt.Errorf("%s %q (%s %s): %w", v.Kind, v.Name, v.Type.Shape, v.Type.DType, err)
 	}
+	st.TilesTransposed = v.Type.TilesTransposed
 	return st, nil
 }
 
@@ -315,8 +323,9 @@ func EvalOpData(op *ir.Op, data [][]float32, opts Options) ([]Tensor, error) {
 
 // EvalOp evaluates one op on operand values args (one per operand, in
 // order). With opts.StorageFormats the operands are first rounded through
-// their declared dtypes (a no-op for values already stored that way) and
-// the results through theirs. It returns one tensor per op result, with the
+// their declared dtypes (a no-op for values already stored that way; in
+// transposed tiles for a value so stored, as bind: StoreAs) and the
+// results through theirs. It returns one tensor per op result, with the
 // result's declared shape.
 func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if err := opts.check(); err != nil {
@@ -333,10 +342,17 @@ func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		if v == nil {
 			return nil, fmt.Errorf("ref: %s: operand %d is nil", op.Where(), i)
 		}
-		t, err := finish(v.Type.DType, args[i], opts)
+		var t Tensor
+		var err error
+		if opts.StorageFormats && v.Type.TilesTransposed {
+			t, err = StoreAs(v.Type, args[i]) // stored in transposed tiles, as bind
+		} else {
+			t, err = finish(v.Type.DType, args[i], opts)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ref: %s: operand %d (%s %s): %w", op.Where(), i, v.Type.Shape, v.Type.DType, err)
 		}
+		t.TilesTransposed = v.Type.TilesTransposed
 		in[i] = t
 	}
 	outs, err := runOp(op, in, opts)

@@ -15,10 +15,11 @@ func init() {
 
 // evalMatmul: out[b, m, n] = sum_k a[b, m, k] * w[k, n] for a [..., M, K]
 // and w [K, N]. With StorageFormats each batch is numerics.Matmul at
-// opts.Fidelity: the device's source-register reduction (fp32 operands
-// truncate to tf32), fidelity-limited products and the FPU datapath's
-// accumulation in
-// order of increasing k. Without it, the exact products of the float32
+// opts.Fidelity (numerics.MatmulSrcB, the weight on SrcB, for a weight
+// stored in transposed tiles: w.TilesTransposed): the device's
+// source-register reduction (fp32 operands truncate to tf32),
+// fidelity-limited products and the FPU datapath's accumulation in order
+// of increasing k. Without it, the exact products of the float32
 // values are summed in float64 and rounded once to float32.
 func evalMatmul(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	a, w := args[0], args[1]
@@ -38,7 +39,11 @@ func evalMatmul(_ *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		ab := a.Data[b*m*k : (b+1)*m*k]
 		ob := out.Data[b*m*n : (b+1)*m*n]
 		if opts.StorageFormats {
-			copy(ob, numerics.Matmul(ab, w.Data, m, k, n, opts.Fidelity))
+			mm := numerics.Matmul
+			if w.TilesTransposed {
+				mm = numerics.MatmulSrcB // the weight on SrcB
+			}
+			copy(ob, mm(ab, w.Data, m, k, n, opts.Fidelity))
 			continue
 		}
 		acc := make([]float64, n)

@@ -17,6 +17,10 @@ import (
 type Tensor struct {
 	Shape ir.Shape
 	Data  []float32
+	// TilesTransposed marks a weight bound from a value stored in
+	// transposed tiles (ir.TensorType.TilesTransposed): a matmul feeds it
+	// to SrcB (numerics.MatmulSrcB).
+	TilesTransposed bool
 }
 
 // NewTensor returns a zero-filled tensor of the given shape.
@@ -26,7 +30,7 @@ func NewTensor(shape ir.Shape) Tensor {
 
 // Clone returns a copy that shares no memory with t.
 func (t Tensor) Clone() Tensor {
-	return Tensor{Shape: t.Shape.Clone(), Data: append([]float32(nil), t.Data...)}
+	return Tensor{Shape: t.Shape.Clone(), Data: append([]float32(nil), t.Data...), TilesTransposed: t.TilesTransposed}
 }
 
 // check reports why t is not a well-formed tensor: a non-positive dimension
@@ -70,7 +74,7 @@ func Store(dt ir.DType, t Tensor) (Tensor, error) {
 			out.Data[i] = numerics.RoundBF16(v)
 		}
 	case ir.BFP8B, ir.BFP4B:
-		out.Data = quantized(dt, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D())
+		out.Data = quantized(dt, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D(), false)
 	case ir.Int32, ir.UInt32:
 		if err := checkInts(dt, t); err != nil {
 			return Tensor{}, err
@@ -80,6 +84,25 @@ func Store(dt ir.DType, t Tensor) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("%s is not a storage format (want one of fp32, bf16, bfp8_b, bfp4_b, int32, uint32)", dt)
 	}
 	return out, nil
+}
+
+// StoreAs is Store through value type typ's storage: typ.DType's, in
+// transposed tiles when typ.TilesTransposed (block floats then share
+// exponents down 16 rows of a column: numerics.QuantizeMatrixTransposed),
+// and the result carries typ.TilesTransposed. It fails as Store does.
+func StoreAs(typ ir.TensorType, t Tensor) (Tensor, error) {
+	if !typ.TilesTransposed {
+		return Store(typ.DType, t)
+	}
+	if typ.DType.IsBlockFloat() {
+		if err := t.check(); err != nil {
+			return Tensor{}, err
+		}
+		return Tensor{Shape: t.Shape.Clone(), Data: quantized(typ.DType, t.Data, t.Shape.Rows2D(), t.Shape.Cols2D(), true), TilesTransposed: true}, nil
+	}
+	out, err := Store(typ.DType, t)
+	out.TilesTransposed = err == nil
+	return out, err
 }
 
 // intRange is the closed range of integers an integer dtype holds.
@@ -115,26 +138,31 @@ func shapesOf(ts []Tensor) string {
 	return s + ")"
 }
 
-// quantized is numerics.QuantizeMatrix(dt, data, rows, cols) in a fresh
-// slice, memoized: evaluating a graph binds its block-float weights, and a
+// quantized is numerics.QuantizeMatrix(dt, data, rows, cols) (with
+// transposed, numerics.QuantizeMatrixTransposed) in a fresh slice,
+// memoized: evaluating a graph binds its block-float weights, and a
 // model run binds the same weight tensors at every step. An entry is used
 // only while the caller's slice still holds the bits it was computed from
 // (same backing array, same length, every value bit-equal), so a tensor
 // mutated in place is quantized again. The cache holds at most
 // quantCacheElems input values and is emptied when a new entry would
 // exceed that.
-func quantized(dt ir.DType, data []float32, rows, cols int) []float32 {
-	if len(data) == 0 {
-		return numerics.QuantizeMatrix(dt, data, rows, cols)
+func quantized(dt ir.DType, data []float32, rows, cols int, transposed bool) []float32 {
+	q := numerics.QuantizeMatrix
+	if transposed {
+		q = numerics.QuantizeMatrixTransposed
 	}
-	key := quantKey{dt, &data[0], len(data), rows, cols}
+	if len(data) == 0 {
+		return q(dt, data, rows, cols)
+	}
+	key := quantKey{dt, &data[0], len(data), rows, cols, transposed}
 	quantCache.Lock()
 	e, ok := quantCache.m[key]
 	quantCache.Unlock()
 	if ok && sameBits(e.in, data) {
 		return slices.Clone(e.out)
 	}
-	out := numerics.QuantizeMatrix(dt, data, rows, cols)
+	out := q(dt, data, rows, cols)
 	if len(data) > quantCacheElems {
 		return out
 	}
@@ -159,6 +187,7 @@ type quantKey struct {
 	dt            ir.DType
 	first         *float32
 	n, rows, cols int
+	transposed    bool
 }
 
 type quantEntry struct{ in, out []float32 }

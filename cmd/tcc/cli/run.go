@@ -972,7 +972,7 @@ func evalStep(g *ir.Graph, weights []map[string][]float32, state []map[string][]
 		for _, v := range g.Weights {
 			t := ref.Tensor{Shape: v.Type.Shape.Clone(), Data: weights[d][v.Name]}
 			if storedWeights {
-				st, err := ref.Store(v.Type.DType, t)
+				st, err := ref.StoreAs(v.Type, t)
 				if err != nil {
 					return nil, fmt.Errorf("weight %q: %w", v.Name, err)
 				}

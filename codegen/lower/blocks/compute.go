@@ -50,6 +50,7 @@ const (
 	fpuMatmul
 	fpuTranspose
 	fpuMatmulBlock // configured by MatmulBlockConfig only
+	fpuTransposeDest
 )
 
 type fpuMode struct {
@@ -252,6 +253,8 @@ func (c *Compute) setFPU(m fpuMode) {
 		c.B.MatmulInit(m.a, m.b, m.transpose)
 	case fpuTranspose:
 		c.B.TransposeInit(m.a)
+	case fpuTransposeDest:
+		c.B.TransposeDestInit(m.transpose)
 	}
 	s.fpuKnown, s.fpu = true, m
 }
@@ -430,6 +433,15 @@ func (c *Compute) Transpose(cb int, tile, dst kir.Expr) {
 	c.unpackA(cb, c.fpuKey(cb))
 	c.setFPU(fpuMode{kind: fpuTranspose, a: cb})
 	c.B.TransposeTile(cb, tile, dst)
+}
+
+// TransposeDest transposes DEST[dst] in place (transpose_wh_dest<is32>,
+// after its init when the FPU is configured for something else; is32 must
+// be the kernel's fp32 DEST mode). Its init replaces the FPU's: the next
+// FPU op initialises again.
+func (c *Compute) TransposeDest(dst kir.Expr, is32 bool) {
+	c.setFPU(fpuMode{kind: fpuTransposeDest, transpose: is32})
+	c.B.TransposeDest(is32, dst)
 }
 
 // Pack packs DEST[dst] into the next reserved page of cb (between Wait and

@@ -29,14 +29,25 @@ func (c *Compute) MatmulBlockConfig(in0, in1 int, ct, kt kir.Expr) {
 // MatmulBlockConfigRows is MatmulBlockConfig for sub-blocks of rt rows
 // of in0 tiles (MatmulBlockRows).
 func (c *Compute) MatmulBlockConfigRows(in0, in1 int, ct, rt, kt kir.Expr) {
+	c.matmulBlockConfig(in0, in1, false, ct, rt, kt)
+}
+
+// MatmulBlockConfigTransposed is MatmulBlockConfigRows with every in1 tile
+// transposed on unpack (mm_block_init_short's transpose; the products of
+// MatmulBlockTransposed).
+func (c *Compute) MatmulBlockConfigTransposed(in0, in1 int, ct, rt, kt kir.Expr) {
+	c.matmulBlockConfig(in0, in1, true, ct, rt, kt)
+}
+
+func (c *Compute) matmulBlockConfig(in0, in1 int, transpose bool, ct, rt, kt kir.Expr) {
 	c.unpack(in1, in0)
 	s := &c.state
 	if s.masked {
 		c.B.ReduceUninit()
 		s.masked = false
 	}
-	c.B.MatmulBlockInit(in0, in1, false, ct, rt, kt)
-	s.fpuKnown, s.fpu = true, fpuMode{kind: fpuMatmulBlock, a: in0, b: in1}
+	c.B.MatmulBlockInit(in0, in1, transpose, ct, rt, kt)
+	s.fpuKnown, s.fpu = true, fpuMode{kind: fpuMatmulBlock, a: in0, b: in1, transpose: transpose}
 }
 
 // MatmulBlock accumulates DEST[dst+c] += in0[t0] x in1[t1+c] for c < ct
@@ -51,4 +62,11 @@ func (c *Compute) MatmulBlock(in0, in1 int, t0, t1, dst, ct, kt kir.Expr) {
 // rt and kt as the last MatmulBlockConfigRows gave them).
 func (c *Compute) MatmulBlockRows(in0, in1 int, t0, t1, dst, ct, rt, kt kir.Expr) {
 	c.B.MatmulBlock(in0, in1, t0, t1, dst, false, ct, rt, kt)
+}
+
+// MatmulBlockTransposed accumulates DEST[dst+r*ct+c] += in0[t0+r*kt] x
+// in1[t1+c]^T for r < rt, c < ct (each in1 tile transposed on unpack; ct,
+// rt and kt as the last MatmulBlockConfigTransposed gave them).
+func (c *Compute) MatmulBlockTransposed(in0, in1 int, t0, t1, dst, ct, rt, kt kir.Expr) {
+	c.B.MatmulBlock(in0, in1, t0, t1, dst, true, ct, rt, kt)
 }
