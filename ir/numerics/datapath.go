@@ -78,20 +78,37 @@ type srcParts struct {
 	sign   uint32
 	hi, lo uint32
 	zero   bool
+	// pexp is exp, or zeroPExp for a zero: a product with a zero
+	// operand then sits so far below its group's largest live one that
+	// its aligned mantissa is 0 (mvmulPhases needs no branch for it).
+	pexp int32
+}
+
+// zeroPExp is a zero source word's pexp: two of them sum far below any
+// live product's exponent sum (0..510) without overflowing an int32.
+const zeroPExp = -1 << 24
+
+// withPExp is p with its pexp set.
+func withPExp(p srcParts) srcParts {
+	p.pexp = p.exp
+	if p.zero {
+		p.pexp = zeroPExp
+	}
+	return p
 }
 
 // partsA splits a SrcA word: 5-bit slices, hidden bit + top 4 (hi) and the
 // next 5 bits (lo).
 func partsA(w uint32) srcParts {
 	m := w&0x3FF | 0x400
-	return srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 6, lo: (m >> 1) & 31, zero: srcZero(w)}
+	return withPExp(srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 6, lo: (m >> 1) & 31, zero: srcZero(w)})
 }
 
 // partsB splits a SrcB word: 7-bit slices, hidden bit + top 6 (hi) and the
 // low 4 bits shifted up by 3 (lo).
 func partsB(w uint32) srcParts {
 	m := w&0x3FF | 0x400
-	return srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 4, lo: (m & 15) << 3, zero: srcZero(w)}
+	return withPExp(srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 4, lo: (m & 15) << 3, zero: srcZero(w)})
 }
 
 // mvmulLane is one output element of an MVMUL pass: DEST dst plus the dot
@@ -177,38 +194,30 @@ func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
 	// with the same shift, so one pass over a group fills every phase.
 	var sums [4][4]int32
 	for g := 0; g < 4; g++ {
-		ga, gb := a[8*g:8*g+8], b[8*g:8*g+8]
+		ga, gb := a[8*g:8*g+8:8*g+8], b[8*g:8*g+8:8*g+8]
 		var pe [8]int32
 		e := int32(none)
-		for k := range ga {
-			if ga[k].zero || gb[k].zero {
-				pe[k] = none
-				continue
-			}
-			pe[k] = ga[k].exp + gb[k].exp
+		for k := range 8 {
+			pe[k] = ga[k].pexp + gb[k].pexp
 			e = max(e, pe[k])
 		}
-		emax[g] = e
-		if e == none {
+		if e < zeroPExp/2 { // every product has a zero operand
+			emax[g] = none
 			continue
 		}
+		emax[g] = e
+		// A product with a zero operand (pexp) shifts by 30: its at most
+		// 13-bit partial products round to 0, as skipping it would give.
 		var s0, s1, s2, s3 int32
-		for k := range ga {
-			if pe[k] == none {
-				continue
-			}
+		for k := range 8 {
 			x, y := &ga[k], &gb[k]
-			sh := min(uint32(e-pe[k]), 30)
+			sh := uint32(min(e-pe[k], 30))
 			r, s := int32(1)<<sh, sh+1
-			m0 := (int32(x.hi*y.hi)<<1 + r) >> s
-			m1 := (int32(x.lo*y.hi)<<1 + r) >> s
-			m2 := (int32(x.hi*y.lo)<<1 + r) >> s
-			m3 := (int32(x.lo*y.lo)<<1 + r) >> s
-			if x.sign != y.sign {
-				s0, s1, s2, s3 = s0-m0, s1-m1, s2-m2, s3-m3
-			} else {
-				s0, s1, s2, s3 = s0+m0, s1+m1, s2+m2, s3+m3
-			}
+			neg := -int32(x.sign ^ y.sign) // 0, or -1 to negate: (m ^ -1) + 1 = -m
+			s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
+			s1 += ((int32(x.lo*y.hi)<<1+r)>>s ^ neg) - neg
+			s2 += ((int32(x.hi*y.lo)<<1+r)>>s ^ neg) - neg
+			s3 += ((int32(x.lo*y.lo)<<1+r)>>s ^ neg) - neg
 		}
 		sums[0][g], sums[1][g], sums[2][g], sums[3][g] = s0, s1, s2, s3
 	}

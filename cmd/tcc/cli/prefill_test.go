@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
 // TestPrefillSegments: a prompt runs as whole chunks, then the rest; the
@@ -224,6 +226,7 @@ func TestPerfPromptJSONFields(t *testing.T) {
 // first few cache chunks; below them the step is flatter, so the test
 // position sits between simulated ones past 1024.)
 func TestPerfPromptInterpolation(t *testing.T) {
+	longtest.Skip(t, "a 4,096-token prompt's interpolation on the small config (~1.5 CPU-s)")
 	var pp promptPerf
 	perfJSON(t, &pp, "--mode", "prefill", "--max-seq", "4096", "--prompt-tokens", "4096", "--prefill-chunk", "32", "--simulate-positions", "5")
 	if diff := cmp.Diff([]int{0, 1024, 2048, 3040, 4064}, pp.Builds[0].SimulatedPositions); diff != "" {
@@ -317,6 +320,7 @@ func TestChunkCandidates(t *testing.T) {
 // one --prefill-chunk C gives for it; every candidate's total is the
 // prediction at its chunk.
 func TestPerfPromptAutoChunk(t *testing.T) {
+	longtest.Skip(t, "every candidate chunk predicted (~3 CPU-s)")
 	var auto promptPerf
 	perfJSON(t, &auto, "--mode", "prefill", "--max-seq", "128", "--prompt-tokens", "100", "--prefill-chunk", "auto", "--simulate-positions", "2")
 	var got []int
