@@ -296,6 +296,9 @@ func TestFusedCommonModelOps(t *testing.T) {
 				fcRun(t, target.Blackhole(), op, uint64(100*gi+oi+1), srcs)
 			})
 			t.Run(gc.name+"/"+op.Name()+"/2x1", func(t *testing.T) {
+				if gc.name == "small-1x2" {
+					longtest.Skip(t, "the 1x2 shard's ops on 2 cores (small-1x1's run there by default)")
+				}
 				fcRun(t, smallGrid(), op, uint64(100*gi+oi+50), nil)
 			})
 		}

@@ -324,7 +324,7 @@ func TestFusedGDNOnSim(t *testing.T) {
 		// (two per core), the gates' last column tile partial (long:
 		// TestGDNRecurrencePerHead runs the same op bit for bit per head).
 		t.Run("recurrence_17_users", func(t *testing.T) {
-			longtest.Skip(t, "TestGDNRecurrencePerHead runs this shape bit for bit by default")
+			longtest.Skip(t, "TestGDNRecurrencePackedUsers runs 17 users bit for bit by default")
 			gdnCheck(t, bh, gdnRecurrenceOp(t, 17, 4, 12, 32, 32, ir.FP32), 10, recExact, srcDir, sources)
 		})
 		t.Run("recurrence_bf16_state", func(t *testing.T) {
@@ -385,6 +385,7 @@ func TestGDNConvTapSumOrder(t *testing.T) {
 // largest per-head difference from the fp32 reference (ExactOptions, the
 // independent check) is logged for information.
 func TestGDNRecurrencePerHead(t *testing.T) {
+	longtest.Skip(t, "17 users x 12 heads compared head by head (~3 CPU-s); TestGDNRecurrencePackedUsers runs 17 users bit for bit by default")
 	const B, H, Dk, Dv = 17, 12, 32, 32
 	op := gdnRecurrenceOp(t, B, 4, H, Dk, Dv, ir.FP32)
 	args := gdnArgs(op, 11)
@@ -567,9 +568,6 @@ func TestGDNRecurrencePackedUsers(t *testing.T) {
 		{17, ir.FP32, 4, 2}, // 51 items x 2: 102 rows, two g tiles
 	} {
 		t.Run(fmt.Sprintf("%d_users_%s", tc.users, tc.f), func(t *testing.T) {
-			if tc.users > 8 {
-				longtest.Skip(t, "two g tiles of packed users (~2.5 CPU-s); TestGDNRecurrencePerHead runs 17 users by default")
-			}
 			op := gdnRecurrenceOp(t, tc.users, 2, 6, 32, 64, tc.f)
 			p, err := lower.Lower(op, lower.NewContext(tgt))
 			if err != nil {

@@ -1,6 +1,7 @@
 package qwen27b
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,7 +133,7 @@ func TestDeviceLoopEnv(t *testing.T) {
 		if !ok {
 			w = plain[name]
 		}
-		if !cmp.Equal(w, data) {
+		if !slices.Equal(w, data) { // not cmp.Equal: reflection over every weight costs seconds
 			t.Errorf("%s differs from %s", name, map[bool]string{true: "its computed contents", false: "the default build's"}[ok])
 		}
 	}

@@ -2,6 +2,7 @@ package timing
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -514,23 +515,34 @@ func Signature(p *kir.Program) string {
 	for _, s := range p.Semaphores {
 		fmt.Fprintf(h, "sem %d %v %d\n", s.ID, s.Cores, s.Initial)
 	}
-	val := func(v kir.ArgValue) string {
+	// An argument value in fixed-width fields (not fmt's %#v: a step's
+	// runtime values are hundreds of thousands): kind, constant, the
+	// buffer's position (or its name's length and bytes), core.
+	var word []byte
+	val := func(v kir.ArgValue) {
+		word = append(word[:0], byte(v.Kind))
+		word = binary.LittleEndian.AppendUint32(word, v.Const)
 		if v.Kind == kir.ValBufferAddr {
-			v.Buffer = fmt.Sprint(index[v.Buffer])
+			word = binary.LittleEndian.AppendUint64(word, uint64(index[v.Buffer]))
+		} else {
+			word = binary.LittleEndian.AppendUint64(word, uint64(len(v.Buffer)))
+			word = append(word, v.Buffer...)
 		}
-		return fmt.Sprintf("%#v", v)
+		word = binary.LittleEndian.AppendUint64(word, uint64(v.Core.X))
+		word = binary.LittleEndian.AppendUint64(word, uint64(v.Core.Y))
+		h.Write(word)
 	}
 	for _, k := range p.Kernels {
 		fmt.Fprintf(h, "kernel %d %d %d %v %#v %v\n", k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.SortedDefines())
 		for _, a := range k.Args {
-			fmt.Fprintf(h, "arg %s %d %d %s\n", a.Name, a.Kind, a.Index, val(a.Value))
+			fmt.Fprintf(h, "arg %s %d %d ", a.Name, a.Kind, a.Index)
+			val(a.Value)
 		}
 		for _, rv := range k.RuntimeValues {
-			fmt.Fprintf(h, "rt %v", rv.Core)
+			fmt.Fprintf(h, "rt %d %d %d", rv.Core.X, rv.Core.Y, len(rv.Values))
 			for _, v := range rv.Values {
-				fmt.Fprintf(h, " %s", val(v))
+				val(v)
 			}
-			fmt.Fprintln(h)
 		}
 		fmt.Fprintf(h, "body %#v\n", k.Body)
 	}
