@@ -141,6 +141,9 @@ type pairOperand struct {
 	// zero): a reader may then issue it with other reads under one
 	// barrier.
 	page func(bb, mt, nt, k kir.Expr) kir.Expr
+	// genCycles is the reader's time to generate one tile with stores
+	// (0: the tile is read); the split charges it per inner step.
+	genCycles int
 }
 
 // tileOperand is the pairOperand that reads v (tile image im): for result
@@ -217,6 +220,9 @@ func pairsProgram(op *ir.Op, ctx *Context, a, bo pairOperand, kt int, transB boo
 	if scaleB != nil {
 		work += kt * (2*UnpackTileCycles + EltwiseTileCycles + PackTileCycles)
 	}
+	// The reader generating tiles runs alongside compute: a result tile
+	// costs whichever of the two is slower.
+	work = max(work, kt*(a.genCycles+bo.genCycles))
 	sp := startProgram(op, ctx, PlanSplit(oi.Pages, ctx.Target.NumWorkers(), work, 0, 0))
 	aPages := 2
 	if scaleB != nil {

@@ -194,6 +194,9 @@ func trilTiles(op *ir.Op, ctx *Context, diag int) (*kir.Program, error) {
 // triangleTile emits one page of a generated bf16 tile into cb: ones where
 // keep(r, c) (an expression of the in-tile row and column) holds, zeros
 // elsewhere.
+// triangleTileCycles is triangleTile's time: one store per element.
+const triangleTileCycles = ir.TileSize * ir.TileSize * FillStoreCycles
+
 func triangleTile(b *kir.Builder, cb int, keep func(r, c kir.Expr) kir.Expr) {
 	l1 := blocks.Reserve(b, cb, kir.C(1), "tri")
 	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
@@ -223,7 +226,7 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// tri emits the (row tile i, column tile j) tile of the ones triangle
 	// {(R, C): C >= R} (upper) or {C <= R} (lower).
 	tri := func(upper bool) pairOperand {
-		return pairOperand{dt: ir.BF16, emit: func(b *kir.Builder, _ *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
+		return pairOperand{dt: ir.BF16, genCycles: triangleTileCycles, emit: func(b *kir.Builder, _ *blocks.Access, cb int, bb, mt, nt, k kir.Expr) {
 			i, j := k, nt // upper: U[k, nt]
 			if !upper {
 				i, j = mt, k // lower: L[mt, k]
