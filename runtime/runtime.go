@@ -94,13 +94,15 @@ func (m *Mesh) device(dev int) (*kexec.Device, error) {
 
 // Alloc allocates t on every device. Names are unique per mesh; allocating
 // a name again with the identical spec shares the existing tensor (the
-// prefill and decode builds of a model share weights and state).
+// prefill and decode builds of a model share weights and state); a spec
+// that differs, in transposed tiles (TilesTransposed) included, is an
+// error: one build would read the other's layout.
 func (m *Mesh) Alloc(t Tensor) error {
 	if old, dup := m.tensors[t.Name]; dup {
-		if old.Buffer.Same(t.Buffer) && old.Shape.Equal(t.Shape) {
+		if old.Buffer.Same(t.Buffer) && old.Shape.Equal(t.Shape) && old.TilesTransposed == t.TilesTransposed {
 			return nil
 		}
-		return fmt.Errorf("runtime: tensor %q is already allocated as %s %s %s (%d pages of %d B, blocks %+v); cannot reallocate it as %s %s %s (blocks %+v): builds that share a weight must place it alike", t.Name, old.Shape, old.DType, old.Layout, old.Pages, old.PageSize, old.Blocks, t.Shape, t.DType, t.Layout, t.Blocks)
+		return fmt.Errorf("runtime: tensor %q is already allocated as %s %s %s (%d pages of %d B, blocks %+v); cannot reallocate it as %s %s %s (blocks %+v): builds that share a weight must place it alike", t.Name, old.Shape, old.DType, tensorLayout(old), old.Pages, old.PageSize, old.Blocks, t.Shape, t.DType, tensorLayout(t), t.Blocks)
 	}
 	if err := checkPages(t); err != nil {
 		return err
@@ -112,6 +114,15 @@ func (m *Mesh) Alloc(t Tensor) error {
 	}
 	m.tensors[t.Name] = t
 	return nil
+}
+
+// tensorLayout names t's layout as the IR's text form does: tile_t for
+// a weight stored in transposed tiles.
+func tensorLayout(t Tensor) string {
+	if t.TilesTransposed {
+		return "tile_t"
+	}
+	return t.Layout.String()
 }
 
 // checkPages verifies that the buffer's pages match its shape, layout and dtype.

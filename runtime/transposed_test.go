@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,5 +62,48 @@ func TestEncodeTransposedTiles(t *testing.T) {
 		if !cmp.Equal(r, got) {
 			t.Error("transposed tiles: the uploaded values differ from numerics.QuantizeMatrixTransposed")
 		}
+	}
+}
+
+// Builds that share a weight (a model's prefill and decode) must agree on
+// whether its tiles are stored transposed: the buffer is encoded once, so a
+// build reading the other layout would multiply transposed tiles. Alloc
+// shares an identical spec and refuses one that differs only in
+// TilesTransposed, naming both layouts.
+func TestAllocSharedWeightTransposedTiles(t *testing.T) {
+	w := func(transposed bool) Tensor {
+		return Tensor{Buffer: kir.Buffer{Name: "w", Mem: ir.DRAM, DType: ir.BFP8B, Layout: ir.TileLayout, PageSize: ir.BFP8B.TileBytes(), Pages: 2},
+			Shape: ir.Shape{32, 64}, TilesTransposed: transposed}
+	}
+	for _, tc := range []struct {
+		name         string
+		first, again bool
+		wantErr      string
+	}{
+		{name: "both transposed", first: true, again: true},
+		{name: "both tile", first: false, again: false},
+		{name: "transposed then tile", first: true, again: false, wantErr: "already allocated as [32,64] bfp8_b tile_t"},
+		{name: "tile then transposed", first: false, again: true, wantErr: "cannot reallocate it as [32,64] bfp8_b tile_t"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Open("sim", ir.Mesh{Rows: 1, Cols: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if err := m.Alloc(w(tc.first)); err != nil {
+				t.Fatal(err)
+			}
+			err = m.Alloc(w(tc.again))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("identical spec: %v, want it shared", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Alloc = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -342,17 +342,10 @@ func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		if v == nil {
 			return nil, fmt.Errorf("ref: %s: operand %d is nil", op.Where(), i)
 		}
-		var t Tensor
-		var err error
-		if opts.StorageFormats && v.Type.TilesTransposed {
-			t, err = StoreAs(v.Type, args[i]) // stored in transposed tiles, as bind
-		} else {
-			t, err = finish(v.Type.DType, args[i], opts)
-		}
+		t, err := bindOperand(v, args[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("ref: %s: operand %d (%s %s): %w", op.Where(), i, v.Type.Shape, v.Type.DType, err)
 		}
-		t.TilesTransposed = v.Type.TilesTransposed
 		in[i] = t
 	}
 	outs, err := runOp(op, in, opts)
@@ -360,6 +353,25 @@ func EvalOp(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		return nil, fmt.Errorf("ref: %w", err)
 	}
 	return outs, nil
+}
+
+// bindOperand rounds an op's operand t as the device stores operand v
+// (EvalOp and EvalMeshOp): StoreAs, in transposed tiles, for a weight so
+// stored, else finish; the result carries v's TilesTransposed, so a
+// matmul multiplies it on SrcB (numerics.MatmulSrcB) as the device does.
+func bindOperand(v *ir.Value, t Tensor, opts Options) (Tensor, error) {
+	var st Tensor
+	var err error
+	if opts.StorageFormats && v.Type.TilesTransposed {
+		st, err = StoreAs(v.Type, t) // stored in transposed tiles, as bind
+	} else {
+		st, err = finish(v.Type.DType, t, opts)
+	}
+	if err != nil {
+		return Tensor{}, err
+	}
+	st.TilesTransposed = v.Type.TilesTransposed
+	return st, nil
 }
 
 // runOp dispatches op to its evaluator, checks the results against the

@@ -183,7 +183,7 @@ func EvalMeshOp(op *ir.Op, mesh ir.Mesh, args [][]Tensor, opts Options) ([][]Ten
 		}
 		vals[d] = map[*ir.Value]Tensor{}
 		for i, v := range op.Operands {
-			t, err := finish(v.Type.DType, a[i], opts)
+			t, err := bindOperand(v, a[i], opts)
 			if err != nil {
 				return nil, fmt.Errorf("ref: %s: device %d: operand %d (%s %s): %w", op.Where(), d, i, v.Type.Shape, v.Type.DType, err)
 			}

@@ -103,3 +103,62 @@ func TestMatmulWeightsOnSrcB(t *testing.T) {
 		t.Error("the weights in tile layout give the same values; the test does not tell the placements apart")
 	}
 }
+
+// The single-op evaluators (EvalOp, and EvalMeshOp, which `tcc run
+// --check` uses to check each program on the operands the device held)
+// bind a weight stored in transposed tiles as Eval does: rounded in
+// transposed tiles and multiplied on SrcB. Rounding it in tile layout
+// instead (EvalMeshOp once did) re-quantizes the device's values along N
+// and multiplies them on SrcA: for bfp4_b a program PCC near 0.99.
+func TestSingleOpWeightsOnSrcB(t *testing.T) {
+	const m, k, n = 32, 64, 32
+	r := rand.New(rand.NewPCG(3, 4))
+	rnd := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(9)-4)))
+		}
+		return out
+	}
+	xd, wd := rnd(m*k), rnd(k*n)
+	for _, dt := range []ir.DType{ir.BFP8B, ir.BFP4B} {
+		b := ir.NewBuilder("srcb")
+		x := b.Input("x", ir.T(ir.FP32, m, k))
+		wt := ir.T(dt, k, n)
+		wt.TilesTransposed = true
+		w := b.Weight("w", wt)
+		b.Region("test", 0)
+		y := b.Matmul(x, w)
+		b.Output(y)
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := g.Regions[0].Ops[0]
+		want := numerics.MatmulSrcB(xd, numerics.QuantizeMatrixTransposed(dt, wd, k, n), m, k, n, ir.ExactMatmulFidelityOn(dt, ir.WeightsOnSrcB))
+		args := []Tensor{{Shape: ir.Shape{m, k}, Data: xd}, {Shape: ir.Shape{k, n}, Data: wd}}
+		for _, c := range []struct {
+			name string
+			eval func() ([]Tensor, error)
+		}{
+			{"EvalOp", func() ([]Tensor, error) { return EvalOp(op, args, DefaultOptions()) }},
+			{"EvalMeshOp", func() ([]Tensor, error) {
+				res, err := EvalMeshOp(op, ir.Mesh{Rows: 1, Cols: 1}, [][]Tensor{args}, DefaultOptions())
+				if err != nil {
+					return nil, err
+				}
+				return res[0], nil
+			}},
+		} {
+			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				got, err := c.eval()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got[0].Data); diff != "" {
+					t.Errorf("matmul with a %s weight in transposed tiles (-want +got):\n%s", dt, diff)
+				}
+			})
+		}
+	}
+}
