@@ -86,7 +86,16 @@ type gdnChunk struct {
 	// their state in CB s from chunk to chunk.
 	count int
 	scan  bool
-	what  string // the op kind's name
+	// per is the chunks a scan's reader reads per round under one
+	// barrier (two when count >= 2, else one): chunk c's tiles of a
+	// [B, H, N, L, D] operand of kt (or 1) tiles per row sit on banks
+	// (c*kt + j) % 8, the same for every head, so one chunk's reads load
+	// half the banks and two consecutive chunks' load all of them. A
+	// padded last round (count odd) re-reads chunk first (pages
+	// (ri*per + k) % count); the compute pops those pages after the
+	// item's last chunk.
+	per  int
+	what string // the op kind's name
 	// cur is the chunk being emitted (a constant for a step, the chunk
 	// loop's c + ci for a scan) and ci its index in the scan.
 	cur, ci kir.Expr
@@ -114,14 +123,20 @@ type gdnChunkCBs struct {
 }
 
 // The pages of the shared CB sh (the head's tiles every item of the head
-// reads): wk's kt tiles, qg's, k's, the qk tile and g's tile holding
+// reads): wk's kt tiles, qg's, k's, the qk tile and (a step's only: a
+// scan's decay terms come from its g tiles, readGTiles) g's tile holding
 // chunk c's row.
-func (r *gdnChunk) shWK() int    { return 0 }
-func (r *gdnChunk) shQG() int    { return r.kt }
-func (r *gdnChunk) shK() int     { return 2 * r.kt }
-func (r *gdnChunk) shQK() int    { return 3 * r.kt }
-func (r *gdnChunk) shG() int     { return 3*r.kt + 1 }
-func (r *gdnChunk) shPages() int { return 3*r.kt + 2 }
+func (r *gdnChunk) shWK() int { return 0 }
+func (r *gdnChunk) shQG() int { return r.kt }
+func (r *gdnChunk) shK() int  { return 2 * r.kt }
+func (r *gdnChunk) shQK() int { return 3 * r.kt }
+func (r *gdnChunk) shG() int  { return 3*r.kt + 1 }
+func (r *gdnChunk) shPages() int {
+	if r.scan {
+		return 3*r.kt + 1
+	}
+	return 3*r.kt + 2
+}
 
 // lowerGDNChunkStep builds the gdn_chunk_step program.
 func lowerGDNChunkStep(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -186,9 +201,9 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	}
 	r.H, r.N, r.Dk, r.Dv, r.c, r.f, r.eb = H, N, Dk, Dv, c, f, blocks.ElemBytes(f)
 	r.kt, r.vt, r.gRt = Dk/T, Dv/T, (N+T-1)/T
-	r.count, r.scan, r.cur, r.ci, r.what = count, scan, kir.Ci(c), kir.C(0), "gdn_chunk_step"
+	r.count, r.scan, r.cur, r.ci, r.what, r.per = count, scan, kir.Ci(c), kir.C(0), "gdn_chunk_step", 1
 	if scan {
-		r.what = "gdn_chunk_scan"
+		r.what, r.per = "gdn_chunk_scan", 2-count%2
 	}
 	plan, vs := planGDNChunkSplit(B*H, r.kt, r.vt, count, ctx.Target.NumWorkers(), f, ctx.Fidelity)
 	r.vs, r.vc = vs, r.vt/vs
@@ -268,11 +283,11 @@ func (r *gdnChunk) addCBs() {
 		c.s = cbs.Input("state", f, kt*vt)
 		c.sin = c.s
 	}
-	// A scan's reader fetches the next chunk's inputs while the compute
-	// works on this one: two chunks' pages in each of its input CBs.
+	// A scan's reader fetches the next round's inputs while the compute
+	// works on this one's: two rounds' pages in each of its input CBs.
 	per := 1
 	if r.scan {
-		per = 2
+		per = 2 * r.per
 	}
 	c.sh, c.u = cbs.Input("head_shared", f, per*r.shPages()), cbs.Input("u", f, per*vt)
 	if r.scan {
@@ -391,23 +406,26 @@ func (r *gdnChunk) reader() *kir.Kernel {
 	var bh, j0 kir.Expr // the item's, while its loop body is emitted
 	// shared is the head's runs of sh pages, in order.
 	shared := func() []gdnRun {
-		return []gdnRun{
+		runs := []gdnRun{
 			{acc["wk"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qg"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["k"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qk"], 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
-			{acc["g"], 1, func(kir.Expr) kir.Expr { return r.gTile(bh) }},
 		}
+		if r.scan { // no g tile (shPages)
+			return runs
+		}
+		return append(runs, gdnRun{acc["g"], 1, func(kir.Expr) kir.Expr { return r.gTile(bh) }})
 	}
 	var rounds *multicore.Rounds
 	if r.share && r.err == nil {
-		m := multicore.Multicast{CB: c.sh, Pages: r.shPages(), PageSize: r.f.TileBytes(), SemReady: 0, SemValid: 1,
+		m := multicore.Multicast{CB: c.sh, Pages: r.per * r.shPages(), PageSize: r.f.TileBytes(), SemReady: 0, SemValid: 1,
 			Name: "head", What: "the head's wk, qg, k, qk and g tiles", Blocks: len(r.cores) / r.vs,
 			// Page pg of sh: the run holding it, by comparisons.
 			Read: func(b *kir.Builder, pg, l1 kir.Expr) {
-				if r.scan { // round ci's page i is page ci*shPages + i
+				if r.scan { // round ri's page i is page ri*per*shPages + i: chunk k of the round at i/shPages
 					cur := r.cur
-					r.cur = b.Let("chunk", kir.Add(kir.Ci(r.c), kir.Div(pg, kir.Ci(r.shPages()))))
+					r.cur = b.Let("chunk", kir.Add(kir.Ci(r.c), r.padded(kir.Div(pg, kir.Ci(r.shPages())))))
 					pg = b.Let("pg", kir.Mod(pg, kir.Ci(r.shPages())))
 					defer func() { r.cur = cur }()
 				}
@@ -451,7 +469,11 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		} else {
 			own = append(own, state)
 		}
-		r.chunks(b, func() { r.readChunk(b, acc, bh, j0, own, shared, rounds) })
+		if r.scan {
+			b.For("ri", kir.C(0), kir.Ci(r.rounds()), func(ri kir.Var) { r.readRound(b, acc, bh, j0, shared, rounds, ri) })
+		} else {
+			r.readChunk(b, acc, bh, j0, own, shared, rounds)
+		}
 		if r.scan {
 			g := kir.Ci(r.gTiles())
 			b.CBPopFront(c.erows, g)
@@ -462,6 +484,71 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		rounds.Finish(b)
 	}
 	return rd
+}
+
+// rounds is the number of a scan's read rounds (per chunks each).
+func (r *gdnChunk) rounds() int { return (r.count + r.per - 1) / r.per }
+
+// padded is a scan's chunk index k (from first) as read: k % count when
+// the last round is padded (chunk first again), else k.
+func (r *gdnChunk) padded(k kir.Expr) kir.Expr {
+	if r.count%r.per == 0 {
+		return k
+	}
+	return kir.Mod(k, kir.Ci(r.count))
+}
+
+// readRound emits a scan's reader work for round ri of item bh (first
+// value tile j0): the u tiles and the head's sh pages of the round's per
+// chunks (multicast by rounds when shared) under one barrier, then each
+// real chunk's decay terms (readDecay).
+func (r *gdnChunk) readRound(b *kir.Builder, acc map[string]*blocks.Access, bh, j0 kir.Expr, shared func() []gdnRun, rounds *multicore.Rounds, ri kir.Expr) {
+	c, vt, vc, R := r.cb, r.vt, r.vc, r.per
+	cur := r.cur
+	defer func() { r.cur = cur }()
+	k0 := kir.Mul(ri, kir.Ci(R))
+	// chunk k of the round as read (padded) and as computed
+	read := func(k int) kir.Expr { return kir.Add(kir.Ci(r.c), r.padded(kir.Add(k0, kir.Ci(k)))) }
+	b.Comment(fmt.Sprintf("the round's %d chunks' u tiles and the head's tiles, all in flight", R))
+	ua := acc["u"]
+	ups := kir.Ci(ua.PageSize())
+	l1u := blocks.Reserve(b, c.u, kir.Ci(R*vc), "l1u")
+	for k := range R {
+		r.cur = read(k)
+		b.For("j", kir.C(0), kir.Ci(vc), func(j kir.Var) {
+			b.NoCAsyncRead(ua.PageAddr(r.chunkPage(bh, vt, kir.Add(j0, j))), kir.Add(l1u, kir.Mul(kir.Add(kir.Ci(k*vc), j), ups)), ups)
+		})
+	}
+	if rounds != nil {
+		rounds.Round(b, ri)
+		b.NoCAsyncReadBarrier()
+	} else {
+		b.CBReserveBack(c.sh, kir.Ci(R*r.shPages()))
+		sh := b.Let("sh", kir.GetWritePtr{CB: c.sh})
+		for k := range R {
+			r.cur = read(k)
+			first := k * r.shPages()
+			for _, rn := range shared() {
+				ps := kir.Ci(rn.acc.PageSize())
+				l1 := b.Let("l1", kir.Add(sh, kir.Ci(first*rn.acc.PageSize())))
+				b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
+					b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+				})
+				first += rn.n
+			}
+		}
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(c.sh, kir.Ci(R*r.shPages()))
+	}
+	b.CBPushBack(c.u, kir.Ci(R*vc))
+	for k := range R {
+		r.cur = kir.Add(kir.Ci(r.c), kir.Add(k0, kir.Ci(k)))
+		if r.count%R == 0 {
+			r.readDecay(b)
+			continue
+		}
+		b.If(kir.Lt(kir.Add(k0, kir.Ci(k)), kir.Ci(r.count)), func() { r.readDecay(b) })
+	}
 }
 
 // readChunk emits the reader's work for chunk cur of item bh (first value
@@ -671,6 +758,13 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		}
 		cb.Comment("the last chunk, its new state to the writer")
 		c.For("cl", kir.C(0), kir.C(1), func(kir.Var) { chunk(n.s, n.ns) })
+		if pad := r.rounds()*r.per - r.count; pad > 0 {
+			cb.Comment("the padded last round's pages")
+			for _, p := range []struct{ cb, n int }{{n.sh, pad * r.shPages()}, {n.u, pad * vt}} {
+				cb.CBWaitFront(p.cb, kir.Ci(p.n))
+				cb.CBPopFront(p.cb, kir.Ci(p.n))
+			}
+		}
 	})
 	return cp
 }
