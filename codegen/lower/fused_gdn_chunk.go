@@ -344,20 +344,6 @@ func (r *gdnChunk) gRow() kir.Expr {
 	return kir.Mod(r.cur, kir.Ci(ir.TileSize))
 }
 
-// chunks emits body for each chunk of the program with cur and ci set: a
-// step's one chunk inline, a scan's as a loop over ci.
-func (r *gdnChunk) chunks(b *kir.Builder, body func()) {
-	if !r.scan {
-		body()
-		return
-	}
-	b.For("ci", kir.C(0), kir.Ci(r.count), func(ci kir.Var) {
-		r.cur, r.ci = kir.Add(kir.Ci(r.c), ci), ci
-		body()
-		r.cur, r.ci = kir.Ci(r.c), kir.C(0)
-	})
-}
-
 // item is item i's (user, head) index b*H + h and its first value tile
 // column (block i%vs of vc columns), as kernel values of kernel builder b.
 func (r *gdnChunk) item(b *kir.Builder, i kir.Var) (bh, j0 kir.Expr) {
