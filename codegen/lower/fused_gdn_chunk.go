@@ -513,15 +513,7 @@ func (r *gdnChunk) readRound(b *kir.Builder, acc map[string]*blocks.Access, bh, 
 		sh := b.Let("sh", kir.GetWritePtr{CB: c.sh})
 		for k := range R {
 			r.cur = read(k)
-			first := k * r.shPages()
-			for _, rn := range shared() {
-				ps := kir.Ci(rn.acc.PageSize())
-				l1 := b.Let("l1", kir.Add(sh, kir.Ci(first*rn.acc.PageSize())))
-				b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
-					b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
-				})
-				first += rn.n
-			}
+			readRunsAt(b, sh, k*r.shPages(), shared())
 		}
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(c.sh, kir.Ci(R*r.shPages()))
@@ -534,6 +526,19 @@ func (r *gdnChunk) readRound(b *kir.Builder, acc map[string]*blocks.Access, bh, 
 			continue
 		}
 		b.If(kir.Lt(kir.Add(k0, kir.Ci(k)), kir.Ci(r.count)), func() { r.readDecay(b) })
+	}
+}
+
+// readRunsAt emits the reads of runs, all in flight, into L1 from address
+// sh plus first pages on (each run's pages after the last run's).
+func readRunsAt(b *kir.Builder, sh kir.Expr, first int, runs []gdnRun) {
+	for _, rn := range runs {
+		ps := kir.Ci(rn.acc.PageSize())
+		l1 := b.Let("l1", kir.Add(sh, kir.Ci(first*rn.acc.PageSize())))
+		b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
+			b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
+		})
+		first += rn.n
 	}
 }
 
@@ -564,15 +569,7 @@ func (r *gdnChunk) readChunk(b *kir.Builder, acc map[string]*blocks.Access, bh, 
 		} else {
 			b.Comment("the head's chunk c wk, qg, k and qk tiles and g's tile holding chunk c's row, all in flight")
 			b.CBReserveBack(c.sh, kir.Ci(r.shPages()))
-			first := 0
-			for _, rn := range shared() {
-				ps := kir.Ci(rn.acc.PageSize())
-				l1 := b.Let("l1", kir.Add(sh, kir.Ci(first*rn.acc.PageSize())))
-				b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
-					b.NoCAsyncRead(rn.acc.PageAddr(rn.page(j)), kir.Add(l1, kir.Mul(j, ps)), ps)
-				})
-				first += rn.n
-			}
+			readRunsAt(b, sh, 0, shared())
 			b.NoCAsyncReadBarrier()
 			b.CBPushBack(c.sh, kir.Ci(r.shPages()))
 		}
