@@ -122,14 +122,7 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.actRows > 0 {
-				kt := op.Operands[0].Type.Shape.Cols2D() / ir.TileSize
-				for _, cb := range p.CBs {
-					if cb.Name == "act" && cb.Pages != tc.actRows*kt {
-						t.Errorf("the activation CB holds %d pages, want %d rows of %d", cb.Pages, tc.actRows, kt)
-					}
-				}
-			}
+			checkActRows(t, op, p, tc.actRows)
 			if got, want := progRowBlocks(t, p), max(1, tc.rowBlocks); got != want {
 				t.Errorf("the program's cores split the rows into %d blocks, want %d", got, want)
 			}
@@ -149,6 +142,21 @@ func TestResidentWeightsOnSim(t *testing.T) {
 				t.Errorf("the program reads %d bytes over the NoC, want %d (streamed %v); %s", st.NoCReadBytes, want, tc.streamed, info)
 			}
 		})
+	}
+}
+
+// checkActRows checks that p's activation CB holds rows tile rows of
+// op's activation (no check when rows is 0).
+func checkActRows(t *testing.T, op *ir.Op, p *kir.Program, rows int) {
+	t.Helper()
+	if rows == 0 {
+		return
+	}
+	kt := op.Operands[0].Type.Shape.Cols2D() / ir.TileSize
+	for _, cb := range p.CBs {
+		if cb.Name == "act" && cb.Pages != rows*kt {
+			t.Errorf("the activation CB holds %d pages, want %d rows of %d", cb.Pages, rows, kt)
+		}
 	}
 }
 

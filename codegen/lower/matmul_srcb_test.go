@@ -80,14 +80,7 @@ func TestWeightsOnSrcBOnSim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.actRows > 0 {
-				kt := op.Operands[0].Type.Shape.Cols2D() / ir.TileSize
-				for _, cb := range p.CBs {
-					if cb.Name == "act" && cb.Pages != tc.actRows*kt {
-						t.Errorf("the activation CB holds %d pages, want %d rows of %d", cb.Pages, tc.actRows, kt)
-					}
-				}
-			}
+			checkActRows(t, op, p, tc.actRows)
 			for _, k := range p.Kernels {
 				if k.Role != kir.RoleCompute {
 					continue
