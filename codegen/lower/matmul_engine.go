@@ -154,14 +154,22 @@ type mmCosts struct {
 }
 
 // costs are f's cost-model inputs (f checked) when the weights are
-// streamed per row (residentCosts: when they are resident).
+// streamed per row (residentCosts: when they are resident). A one-row
+// (decode) plan waits on its weight stream, so it charges a weight on
+// SrcB the products of its exact fidelity on SrcA: the split, and the
+// weight's block layout (WeightBlocks), do not depend on the source the
+// weight feeds (TestWeightBlocksSameOnSrcB).
 func (f *fusedMatmul) costs(fid ir.MathFidelity) mmCosts {
 	var c mmCosts
 	bytes := 0
 	for _, p := range f.parts {
 		col := 0
 		for _, w := range p.weights {
-			col += f.kt * max(MatmulTileCycles(fid)+2*UnpackTileCycles, w.Type.DType.TileBytes()/NoCBytesPerCycle)
+			wf := fid
+			if f.rows == 1 && onSrcB(w) {
+				wf = ir.ExactMatmulFidelity(w.Type.DType)
+			}
+			col += f.kt * max(MatmulTileCycles(wf)+2*UnpackTileCycles, w.Type.DType.TileBytes()/NoCBytesPerCycle)
 			bytes += p.nt * w.Type.DType.TileBytes()
 		}
 		c.colCycles = max(c.colCycles, col)

@@ -107,3 +107,49 @@ func TestWeightsOnSrcBOnSim(t *testing.T) {
 		})
 	}
 }
+
+// TestWeightBlocksSameOnSrcB: a decode plan (one tile row) waits on its
+// weight stream, so its split, and with it the weight's block layout
+// (WeightBlocks), charges the products at the weight's exact fidelity on
+// SrcA wherever the weight is fed: a weight stored in transposed tiles
+// (exact at HiFi2 on SrcB) gets the layout it has on SrcA. Planned at
+// HiFi2's cheaper products, the 27B's decode matmuls took fewer cores
+// and read their weights more slowly (tcc perf qwen27b --mesh 1x2,
+// predicted: 27,897.1 us a step, against 27,712.3 with this plan).
+func TestWeightBlocksSameOnSrcB(t *testing.T) {
+	tgt := target.Blackhole()
+	cases := []struct {
+		name  string
+		dt    ir.DType
+		k, n  int
+		build func(b *ir.Builder, a, w *ir.Value) *ir.Value
+	}{
+		{"in_proj_qkv_bfp8", ir.BFP8B, 5120, 5120, func(b *ir.Builder, a, w *ir.Value) *ir.Value { return b.Matmul(a, w) }},
+		{"down_proj_bfp8", ir.BFP8B, 8704, 5120, func(b *ir.Builder, a, w *ir.Value) *ir.Value { return b.Matmul(a, w) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var layouts [2]*kir.BlockLayout
+			for i, onB := range []bool{false, true} {
+				op := fcBuild(t, func(b *ir.Builder) []*ir.Value {
+					w := fcW(b, "w", tc.dt, tc.k, tc.n)
+					if onB {
+						w = fcWT(b, "w", tc.dt, tc.k, tc.n)
+					}
+					return one(tc.build(b, fcIn(b, "a", ir.BF16, 1, 1, tc.k), w))
+				})
+				w := op.Operands[1]
+				if w.Type.TilesTransposed != onB {
+					t.Fatalf("operand 1 %s: transposed tiles %v, want %v", w.Name, w.Type.TilesTransposed, onB)
+				}
+				layouts[i] = WeightBlocks(tgt, w, []*ir.Op{op}, NewContext(tgt).Fidelity)
+				if layouts[i] == nil {
+					t.Fatalf("no block layout (transposed tiles %v)", onB)
+				}
+			}
+			if *layouts[0] != *layouts[1] {
+				t.Errorf("block layout on SrcB %+v, on SrcA %+v: want the same decode plan", *layouts[1], *layouts[0])
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/srcbtable"
 	"github.com/tcc-dev/tcc/passes"
 	"github.com/tcc-dev/tcc/passes/report"
 
@@ -20,8 +21,9 @@ import (
 )
 
 // Compile builds model at its default parameters (overridden by set) on
-// mesh through the default pipeline and lowers it, returning the build and
-// its op-count report JSON.
+// mesh through the default pipeline, stores the model's weights-on-SrcB
+// table in transposed tiles (srcbtable, as tcc build does by default) and
+// lowers it, returning the build and its op-count report JSON.
 func Compile(model string, set map[string]string, mesh ir.Mesh) (*codegen.Build, []byte, error) {
 	m, err := models.Lookup(model)
 	if err != nil {
@@ -37,6 +39,13 @@ func Compile(model string, set map[string]string, mesh ir.Mesh) (*codegen.Build,
 	}
 	res, err := passes.Run(g, passes.Options{})
 	if err != nil {
+		return nil, nil, err
+	}
+	names, err := srcbtable.Names(m, args, mesh, passes.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := srcbtable.Store(g, names, srcbtable.StepName(args)); err != nil {
 		return nil, nil, err
 	}
 	b, err := codegen.Compile(g, target.Blackhole())

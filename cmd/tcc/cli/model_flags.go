@@ -38,6 +38,10 @@ type modelFlags struct {
 	// budget is tcc perf's --simulate-budget (timing.Predictor.SetBudget;
 	// 0: the default).
 	budget int64
+	// weightsOnSrcB is --weights-on-srcb; srcBTable caches its table
+	// (srcBNames) once computed.
+	weightsOnSrcB bool
+	srcBTable     *[]string
 }
 
 // addSFPU registers --sfpu: whose SFPU code the build's compute kernels
@@ -102,6 +106,7 @@ func addModelFlags(cmd *cobra.Command, defaultStage string) *modelFlags {
 	fs.StringVar(&mf.mesh, "mesh", "1x1", "mesh of cards as RxC, e.g. 1x2 (tensor parallel over the columns)")
 	fs.StringVar(&mf.stage, "stage", defaultStage, "graph stage: unfused (as the model is written) or fused (after the pass pipeline)")
 	fs.StringSliceVar(&mf.disable, "disable", nil, "`names` of fusion rules or passes to turn off (comma separated; see tcc passes)")
+	fs.BoolVar(&mf.weightsOnSrcB, "weights-on-srcb", true, "store the block-float weights every step multiplies only as a matmul's weight in transposed tiles and feed them to SrcB, where HiFi2 gives HiFi4's products (false: every weight in tile layout on SrcA)")
 	fs.StringVar(&mf.prefillFidelity, "prefill-fidelity", "exact", "math fidelity of the prefill matmuls by weight format, e.g. bfp8_b=HiFi2,bfp4_b=LoFi (lossy: faster products, less accurate; the check's fp32 PCC shows the cost), or exact: the cheapest fidelity that keeps HiFi4's products")
 	owners := map[string][]string{}
 	docs := map[string]models.Param{}
@@ -254,10 +259,20 @@ func (mf *modelFlags) graphFor(name string) (models.Model, *ir.Graph, *passes.Re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := mf.applyFidelity(g, args); err != nil {
+	if err := mf.finish(m, args, g); err != nil {
 		return nil, nil, nil, err
 	}
 	return m, g, res, nil
+}
+
+// finish applies what follows the pipeline to g, a graph of m built from
+// args (fused or not): --prefill-fidelity's policy and the weights on
+// SrcB.
+func (mf *modelFlags) finish(m models.Model, args models.Args, g *ir.Graph) error {
+	if err := mf.applyFidelity(g, args); err != nil {
+		return err
+	}
+	return mf.storeOnSrcB(m, args, g)
 }
 
 // applyFidelity sets --prefill-fidelity's policy on g when args build a

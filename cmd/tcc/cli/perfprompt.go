@@ -351,7 +351,7 @@ func predictPrompt(name string, mf *modelFlags, o promptOpts) (*promptPerf, erro
 		if _, err := mf.pipeline(g); err != nil {
 			return nil, err
 		}
-		if err := mf.applyFidelity(g, pargs); err != nil {
+		if err := mf.finish(m, pargs, g); err != nil {
 			return nil, err
 		}
 		if _, err := checkDeviceMemory(name, m, mf, g); err != nil {

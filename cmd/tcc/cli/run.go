@@ -325,7 +325,7 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 			return err
 		}
 		for _, g := range []*ir.Graph{pg, pu} {
-			if err := mf.applyFidelity(g, pargs); err != nil {
+			if err := mf.finish(m, pargs, g); err != nil {
 				return err
 			}
 		}
@@ -338,6 +338,9 @@ func runModel(w io.Writer, mf *modelFlags, name string, rf runFlags) error {
 	}
 	du, err := m.Build(args, mesh)
 	if err != nil {
+		return err
+	}
+	if err := mf.finish(m, args, du); err != nil {
 		return err
 	}
 	graphs = append(graphs, &stepGraph{name: "decode", args: args, graph: decodeGraph, unfused: du})

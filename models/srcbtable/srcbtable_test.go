@@ -1,0 +1,93 @@
+package srcbtable
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/models"
+	"github.com/tcc-dev/tcc/models/qwen27b"
+	"github.com/tcc-dev/tcc/passes"
+)
+
+const smallConfig = "../qwen27b/testdata/small.json"
+
+// fusedSmall is qwen27b's small config at mesh 1x2 for set, after the
+// default pipeline.
+func fusedSmall(t *testing.T, set map[string]string) (models.Model, models.Args, *ir.Graph) {
+	t.Helper()
+	m := qwen27b.Model{}
+	set["config"] = smallConfig
+	args, err := models.DefaultArgs(m, set)
+	require.NoError(t, err)
+	g, err := m.Build(args, ir.Mesh{Rows: 1, Cols: 2})
+	require.NoError(t, err)
+	_, err = passes.Run(g, passes.Options{})
+	require.NoError(t, err)
+	return m, args, g
+}
+
+// TestSharingArgs: a model with modes shares its weights with its decode
+// step and prefill steps of 1 and 32 tokens, each keeping args' other
+// parameters.
+func TestSharingArgs(t *testing.T) {
+	args := models.Args{"mode": "prefill", "seq": "700", "max-seq": "1024", "batch": "1"}
+	var got []string
+	for _, a := range SharingArgs(qwen27b.Model{}, args) {
+		if a["max-seq"] != "1024" || a["batch"] != "1" {
+			t.Errorf("%v lost args' other parameters", a)
+		}
+		got = append(got, StepName(a))
+	}
+	want := []string{"decode", "prefill of 1 tokens", "prefill of 32 tokens"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if args["seq"] != "700" {
+		t.Errorf("SharingArgs changed args: seq %s", args["seq"])
+	}
+}
+
+// TestStoreMarksTheTable: Store marks exactly the table's weights of a
+// 700-token prefill graph (a shape the table is not computed from).
+func TestStoreMarksTheTable(t *testing.T) {
+	m, args, g := fusedSmall(t, map[string]string{"mode": "prefill", "seq": "700", "max-seq": "1024"})
+	names, err := Names(m, args, g.Mesh, passes.Options{})
+	require.NoError(t, err)
+	require.NoError(t, Store(g, names, StepName(args)))
+	var marked []string
+	for _, w := range g.Weights {
+		if w.Type.TilesTransposed {
+			marked = append(marked, w.Name)
+		}
+	}
+	sort.Strings(marked)
+	if diff := cmp.Diff(names, marked); diff != "" {
+		t.Errorf("marked weights (-table +marked):\n%s", diff)
+	}
+	if len(names) == 0 {
+		t.Error("empty table")
+	}
+}
+
+// TestStoreRefusesOtherReaders: a graph that reads a weight of the table
+// other than as a matmul's weight (here a norm's) is refused, naming the
+// weight, the step and the op, not built in a layout the other steps'
+// copy does not have.
+func TestStoreRefusesOtherReaders(t *testing.T) {
+	_, args, g := fusedSmall(t, map[string]string{})
+	const norm = "model.language_model.layers.0.input_layernorm.weight"
+	err := Store(g, []string{norm}, StepName(args))
+	if err == nil {
+		t.Fatal("a norm weight in the table was accepted")
+	}
+	for _, want := range []string{norm, "decode step", "op rms_norm", "layer 0", "--weights-on-srcb=false"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
