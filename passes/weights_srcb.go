@@ -9,10 +9,10 @@ import (
 // Weights on SrcB (issue 31, item 4): the table of weights stored in
 // transposed tiles (ir.TensorType.TilesTransposed), which a matmul feeds to
 // SrcB (ir.WeightSourceOf) and multiplies exactly at HiFi2 when they are
-// block floats (ir.ExactMatmulFidelityOn). Not in the pipeline: the
-// matmul engines do not read transposed tiles yet (codegen/lower refuses
-// them), and one copy of the weights serves the prefill and decode
-// graphs, so both must mark the same weights.
+// block floats (ir.ExactMatmulFidelityOn). Not a pipeline pass: one copy
+// of the weights serves a model's prefill and decode graphs, so the table
+// is computed over all of them (models/srcbtable, which tcc build, run,
+// perf and kernels_gen apply after the pipeline).
 
 // WeightsOnSrcB returns the weights of g that may be stored in transposed
 // tiles, sorted by ID: block-float weights of rank 2 in tile layout whose
