@@ -125,3 +125,114 @@ func convWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) {
 	blocks.ReleaseScratchPages(b, ct.xSlot, 2)
 	blocks.ReleaseScratchPages(b, ct.wSlot, 1)
 }
+
+// convCompute is the compute of a conv_depthwise program of K >= 2 taps
+// whose reader pushes an output tile's K shifted x tiles and K tap-row
+// tiles together: per output tile the K products x_j * w_j (w's row
+// broadcast) go into DEST at once, dest of them a section, p_0 packed
+// into acc's page and the others into K-1 pages of terms (fp32); the sum
+// acc = (..(p_0 + p_1) + p_2 ..) + p_{K-1} then runs as the tap-by-tap
+// compute did, each add reading its operands as the FPU does (tf32 from
+// the fp32 pages), its running sum through one fp32 page of acc. The last
+// sum goes straight into the first bf16 rounding point (the result, or
+// the chain's first rounding) when direct: the FPU adds flush subnormal
+// sums, and the packer's bf16 rounding (half away from zero on bit 15)
+// ignores the 13 low bits copy_tile's tf32 source drops, so it is the
+// value packed from acc after copy_tile, bit for bit.
+// Postcondition: per output tile it consumes K pages of cbX and of cbW
+// and produces one page of cbOut, as the tap-by-tap compute did.
+type convCompute struct {
+	cbX, cbW, cbOut, cbAcc, cbTerms, cbRound int
+	K, dest                                  int
+	direct                                   bool
+	post                                     []blocks.SFPUStep
+}
+
+// tile emits the compute of one output tile.
+func (cc convCompute) tile(c *blocks.Compute) {
+	K := cc.K
+	c.B.CBWaitFront(cc.cbX, kir.Ci(K))
+	c.B.CBWaitFront(cc.cbW, kir.Ci(K))
+	for g := 0; g < K; g += cc.dest {
+		n := min(cc.dest, K-g)
+		c.Acquire()
+		for j := 0; j < n; j++ {
+			c.Binary(kir.EltMul, blocks.BcastRows, cc.cbX, cc.cbW, kir.Ci(g+j), kir.Ci(g+j), kir.Ci(j))
+		}
+		c.Commit()
+		terms := n
+		if g == 0 {
+			terms--
+			c.B.CBReserveBack(cc.cbAcc, kir.C(1))
+		}
+		if terms > 0 {
+			c.B.CBReserveBack(cc.cbTerms, kir.Ci(terms))
+		}
+		c.Wait()
+		for j := 0; j < n; j++ {
+			if g+j == 0 {
+				c.Pack(kir.C(0), cc.cbAcc)
+				continue
+			}
+			c.Pack(kir.Ci(j), cc.cbTerms)
+		}
+		c.Release()
+		if g == 0 {
+			c.B.CBPushBack(cc.cbAcc, kir.C(1))
+		}
+		if terms > 0 {
+			c.B.CBPushBack(cc.cbTerms, kir.Ci(terms))
+		}
+	}
+	c.B.CBPopFront(cc.cbX, kir.Ci(K))
+	c.B.CBPopFront(cc.cbW, kir.Ci(K))
+	c.B.CBWaitFront(cc.cbTerms, kir.Ci(K-1))
+	// add j: DEST[0] = acc[0] + terms[j-1]; all but the last packed into
+	// acc.
+	add := func(j kir.Expr, last bool) {
+		c.B.CBWaitFront(cc.cbAcc, kir.C(1))
+		c.Acquire()
+		c.Binary(kir.EltAdd, blocks.BcastNone, cc.cbAcc, cc.cbTerms, kir.C(0), kir.Sub(j, kir.C(1)), kir.C(0))
+		c.B.CBPopFront(cc.cbAcc, kir.C(1))
+		if !last {
+			c.PackOut(cc.cbAcc, 1)
+		}
+	}
+	if K > 2 {
+		c.For("j", kir.C(1), kir.Ci(K-1), func(j kir.Var) { add(j, false) })
+	}
+	add(kir.Ci(K-1), true)
+	c.B.CBPopFront(cc.cbTerms, kir.Ci(K-1))
+	steps := cc.post
+	switch {
+	case cc.direct && len(steps) == 0:
+		c.PackOut(cc.cbOut, 1)
+		return
+	case cc.direct:
+		// the chain's first rounding point, packed from the sum itself
+		c.PackOut(cc.cbRound, 1)
+		c.B.CBWaitFront(cc.cbRound, kir.C(1))
+		c.Acquire()
+		c.Copy(cc.cbRound, kir.C(0), kir.C(0))
+		c.B.CBPopFront(cc.cbRound, kir.C(1))
+		c.SFPU(steps[0], kir.C(0))
+		steps = steps[1:]
+	case len(steps) == 0:
+		c.PackOut(cc.cbAcc, 1)
+		c.Unary(cc.cbAcc, cc.cbOut, nil)
+		return
+	default:
+		c.PackOut(cc.cbAcc, 1)
+		c.B.CBWaitFront(cc.cbAcc, kir.C(1))
+		c.Acquire()
+		c.Copy(cc.cbAcc, kir.C(0), kir.C(0))
+		c.B.CBPopFront(cc.cbAcc, kir.C(1))
+	}
+	for _, st := range steps {
+		if cc.cbRound >= 0 {
+			c.RoundThrough(cc.cbRound)
+		}
+		c.SFPU(st, kir.C(0))
+	}
+	c.PackOut(cc.cbOut, 1)
+}

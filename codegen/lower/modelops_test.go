@@ -550,6 +550,14 @@ var prefillCases = []mcase{
 		out.Def.Attrs[ir.FidelityAttr] = "LoFi"
 		return out
 	}},
+	// whole-tile convs whose products fill two DEST sections (6 taps, 4
+	// fp32 tiles a section), two taps (one sum) and a chain of two steps
+	{name: "conv_depthwise_chain_six_taps", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseChain(in(b, "x", tt(ir.BF16, dram, 1, 69, 64)), in(b, "w", tt(ir.BF16, dram, 6, 64)), "silu,mul_scalar:0.5")
+	}},
+	{name: "conv_depthwise_two_taps", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwise(in(b, "x", tt(ir.BF16, dram, 1, 41, 64)), in(b, "w", tt(ir.BF16, dram, 2, 64)))
+	}},
 }
 
 func scaledGen(s float64) func(*rand.Rand, int) []float32 {

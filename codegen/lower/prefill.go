@@ -302,7 +302,14 @@ func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir
 	cbW := sp.cbs.Input("tap_row", w.Type.DType, wPages)
 	cbOut := sp.cbs.Output("out", out.Type.DType, 2)
 	cbAcc := sp.cbs.Scratch("acc", ir.FP32, 1)
-	cbTmp := sp.cbs.Scratch("term", ir.FP32, 1)
+	// Whole tiles with two taps or more: the K products of an output tile
+	// at once (convCompute), the first into acc, the others into K-1 term
+	// pages.
+	termPages, together := 1, whole && K >= 2
+	if together {
+		termPages = K - 1
+	}
+	cbTmp := sp.cbs.Scratch("term", ir.FP32, termPages)
 	xSlot := sp.cbs.Scratch("x_tile", x.Type.DType, slotPages)
 	wSlot := sp.cbs.Scratch("w_tile", w.Type.DType, 1)
 	cbRound := -1
@@ -347,6 +354,21 @@ func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir
 
 	cp, c, ccount := sp.rangeCompute("num_tiles")
 	c.Startup(cbX, cbW, cbOut)
+	if together {
+		// the first rounding point: the result's page, or the chain's
+		// first rounding; packed from the sum directly when bf16
+		first := out.Type.DType
+		if len(post) > 0 {
+			first = ir.FP32
+			if cbRound >= 0 {
+				first = out.Type.DType
+			}
+		}
+		cc := convCompute{cbX: cbX, cbW: cbW, cbOut: cbOut, cbAcc: cbAcc, cbTerms: cbTmp, cbRound: cbRound,
+			K: K, dest: ctx.Target.DestTiles(false, true), direct: first == ir.BF16, post: post}
+		c.For("i", kir.C(0), ccount, func(kir.Var) { cc.tile(c) })
+		return sp.finish(out, cbOut, rd, cp)
+	}
 	c.For("i", kir.C(0), ccount, func(kir.Var) {
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, cbX, cbW, cbAcc, false, nil)
 		c.For("j", kir.C(1), kir.Ci(K), func(kir.Var) {

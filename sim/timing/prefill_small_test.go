@@ -40,7 +40,10 @@ func predictOp(t *testing.T, build func(b *ir.Builder) *ir.Value) float64 {
 // items read 12 qg tiles per gate tile (now kept from token to token of
 // a tile row), and its items were split evenly by count, so the cores
 // with k items (rows and tables gathered run by run) took three times
-// the average (now split by their runs' weight).
+// the average (now split by their runs' weight). The GDN conv with its
+// silu multiplied and summed its taps one at a time, a DEST section, a
+// pack and its inits per product and per sum (722.6 us); its products now
+// go into DEST together (codegen/lower convCompute).
 func TestPrefillSmallPrograms(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -53,6 +56,9 @@ func TestPrefillSmallPrograms(t *testing.T) {
 		{"concat [1,3,5120] ++ [1,4096,5120] bf16", func(b *ir.Builder) *ir.Value {
 			return b.Concat(b.Input("state", ir.T(ir.BF16, 1, 3, 5120)), b.Input("x", ir.T(ir.BF16, 1, 4096, 5120)), 1)
 		}, 200},
+		{"conv_depthwise_chain silu [1,4099,5120] taps [4,5120] bf16", func(b *ir.Builder) *ir.Value {
+			return b.ConvDepthwiseChain(b.Input("x", ir.T(ir.BF16, 1, 4099, 5120)), b.Weight("w", ir.T(ir.BF16, 4, 5120)), "silu")
+		}, 650},
 		{"attn_prologue_prefill 1,024 tokens", func(b *ir.Builder) *ir.Value {
 			const S, H, Hkv, D, R, L = 1024, 12, 2, 256, 64, 1024
 			pos := b.Input("pos", ir.TensorType{Shape: ir.Shape{1}, DType: ir.UInt32, Layout: ir.RowMajorLayout, Mem: ir.DRAM, Dist: ir.Replicated})
