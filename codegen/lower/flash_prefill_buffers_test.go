@@ -178,8 +178,9 @@ func kWaits(t *testing.T, op *ir.Op) []uint32 {
 // (the same products in the same order: TestFlashPrefillOnSim holds bit
 // for bit); and (TCC_LONG: ~5 CPU-s) the 27B's 2,048-token program takes
 // at least 1.5% less time than with a wait and a pop per K tile (14 CB
-// calls fewer per score tile; predicted 1,059.5 against 1,082.9 us, at
-// 4,096 tokens 3,622.2 against 3,704.7; at 1,024 it is slower, 404.9
+// calls fewer per score tile; predicted 1,029.6 against 1,064.5 us with
+// exp's 50-cycle program, 1,059.5 against 1,082.9 before it; at 4,096
+// tokens 3,622.2 against 3,704.7 before it; at 1,024 it was slower, 404.9
 // against 389.5, as the group's K and V multicasts fall).
 func TestFlashPrefillKRowWait(t *testing.T) {
 	got := map[string][]uint32{
