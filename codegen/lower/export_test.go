@@ -10,4 +10,5 @@ var (
 	PrefillKVBuffers  = &prefillKVBuffers
 	PrefillGateAfterQ = &prefillGateAfterQ
 	PrefillOutPages   = &prefillOutPages
+	PrefillKRowWait   = &prefillKRowWait
 )

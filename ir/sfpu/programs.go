@@ -41,13 +41,24 @@ var expTaylor = func() [8]float32 {
 // p scaled by 2^k with an integer add of k<<23 to its bits. x >= expHi
 // gives +Inf, x < expLo gives 0 (the true value is below fp32's normals);
 // NaN gives +Inf (the caller's nanIn makes it NaN).
-func (a *asm) exp(x uint8) uint8 { return a.expH(x, false) }
+func (a *asm) exp(x uint8) uint8 { return a.expH(x, false, false) }
 
 // expH is exp; hoist keeps log2e and 1.5*2^23 in LREGs loaded once per
-// face (two LREGs fewer for the caller).
-func (a *asm) expH(x uint8, hoist bool) uint8 {
+// face (two LREGs fewer for the caller). With nanOut a NaN x gives NaN
+// (0x7fc00000, as nanIn would make it): a NaN x takes the overflow
+// block (x - expHi is a positive NaN), whose result there is x * +Inf,
+// +Inf for x >= expHi and the FMA's canonical NaN for a NaN x: one
+// SFPMUL in place of nanIn's seven instructions (nanIn after the guards
+// => x * +Inf in the overflow block, bit for bit:
+// TestExpNaNInOverflowBlock).
+func (a *asm) expH(x uint8, hoist, nanOut bool) uint8 {
 	t, c := a.expCore(x, hoist)
-	a.ifCmp(x, expHi, ccGE0, c, func() { a.setK(t, 0x7f800000) })
+	a.ifCmp(x, expHi, ccGE0, c, func() {
+		a.setK(t, 0x7f800000)
+		if nanOut {
+			a.mul(t, x, t)
+		}
+	})
 	a.ifCmp(x, expLo, ccLT0, c, func() { a.setK(t, 0) })
 	a.free(c)
 	return t
@@ -353,7 +364,7 @@ var unaryBodies = func() [len(Table)]*unaryBody {
 	plain := func(nan bool, f func(a *asm, x uint8) uint8) *unaryBody {
 		return &unaryBody{nan: nan, body: func(a *asm, x, _ uint8) uint8 { return f(a, x) }}
 	}
-	u[Exp] = plain(true, func(a *asm, x uint8) uint8 { return a.expH(x, true) })
+	u[Exp] = plain(false, func(a *asm, x uint8) uint8 { return a.expH(x, true, true) })
 	u[Log] = plain(true, func(a *asm, x uint8) uint8 {
 		r := a.log(x)
 		a.ifExp(x, 255, func() { a.mov(r, x) })         // +Inf (and -Inf, NaN below)
