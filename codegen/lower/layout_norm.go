@@ -9,11 +9,12 @@ import (
 )
 
 // layout_norm_plain_chain (passes FuseLayoutNormPlainChain): the weightless
-// norm chain (lowerRMSNormPlainChain, one tile row per core) whose reader
+// norm chain (lowerRMSNormPlainChain, whole tile rows per core) whose reader
 // assembles each tile row of the moved values straight from the operand,
 // as the layout_chain's own program would: a chain that moves whole tiles
 // (chainMovesTiles: the GDN prefill's q and k head splits) reads the row's
-// source pages all in flight, one barrier; any other chain gathers each
+// source pages all in flight, one barrier, into an x CB of two rows (the
+// next row is fetched while compute works on one); any other chain gathers each
 // tile with blocks.Gather (zeros in the padding, as the layout_chain's
 // program stores them). The x CB holds the moved dtype (bf16): the norm
 // reads every x tile through SrcA or into DEST, where a bf16 value and
