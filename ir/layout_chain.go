@@ -171,3 +171,13 @@ func shapeLayoutChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	}
 	return []TensorType{out}, nil
 }
+
+// shapeLayoutNormPlainChain: typed as layout_chain(x) {steps, dtype}
+// (shapeLayoutChain), whose result the norm keeps; ops names one chain
+// step or more (ParseChainSteps).
+func shapeLayoutNormPlainChain(in []TensorType, a Attrs) ([]TensorType, error) {
+	if _, err := ParseChainSteps(a["ops"].(string)); err != nil {
+		return nil, err
+	}
+	return shapeLayoutChain(in, a)
+}

@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"maps"
+
 	"github.com/tcc-dev/tcc/ir"
 	rw "github.com/tcc-dev/tcc/passes/rewrite"
 )
@@ -27,6 +29,14 @@ import (
 // (the GDN prefill's l2 norms of q and k times Dk^-1/2, and q's scale: two
 // programs fewer per layer, each reading and writing [B,H,S,Dk] fp32).
 //
+// FuseLayoutNormPlainChain: a weightless norm chain on the values a
+// layout_chain moved, which nothing else reads, runs in the chain's
+// program: layout_norm_plain_chain, whose reader assembles each tile row
+// of the moved values into the norm's CB (the GDN prefill's q and k head
+// splits: the fp32 [B,H,S,Dk] split is never written nor read again, one
+// program fewer each). FuseNormPlainChain<Op> extends its ops as it does
+// rms_norm_plain_chain's.
+//
 // FuseConvDepthwiseChain<Op> (Silu, Merge): likewise a silu or a chain on
 // a depthwise conv's result runs on the conv's summed tiles before they
 // are packed: conv_depthwise_chain (the GDN prefill's silu(conv): one
@@ -37,7 +47,32 @@ import (
 // multiply's program: unary_mul (the GDN prefill's norm gate silu(z) * o:
 // one program fewer per layer, the silu's [B,S,Vw] bf16 never written).
 var _ = registerRules("eltwise", append(eltwiseChainRules(), normPlainChainRule(ir.OpMulScalar), normPlainChainRule(ir.OpEltwiseChain),
-	convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul)...)
+	ruleLayoutNormPlainChain, convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul)...)
+
+// ruleLayoutNormPlainChain: rms_norm_plain_chain(layout_chain(x)) => layout_norm_plain_chain(x) {steps, dtype, eps, ops}.
+// Every value is in tile layout and the norm has no fidelity override.
+func ruleLayoutNormPlainChain() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseLayoutNormPlainChain",
+		Rewrite: "rms_norm_plain_chain(layout_chain(x)) => layout_norm_plain_chain(x) {steps and dtype of the layout_chain, eps and ops of the norm}",
+		Pattern: rw.Op(ir.OpRMSNormPlainChain, rw.Op(ir.OpLayoutChain, rw.Var("x")).As("layout")),
+		Where: func(m *rw.Match) bool {
+			for _, v := range []*ir.Value{m.Value("x"), m.Op("layout").Result(), m.Root.Result()} {
+				if v.Type.Layout != ir.TileLayout {
+					return false
+				}
+			}
+			_, fid := m.Root.Attrs[ir.FidelityAttr]
+			return !fid && m.Root.Result().Type.DType.IsFloat()
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			attrs := maps.Clone(m.Op("layout").Attrs)
+			attrs["eps"], attrs["ops"] = m.Root.Attrs["eps"], m.Root.Attrs["ops"]
+			v, err := b.Emit1(ir.OpLayoutNormPlainChain, []*ir.Value{m.Value("x")}, attrs)
+			return []*ir.Value{v}, err
+		},
+	}
+}
 
 // ruleUnaryMul: mul(u(x), y) with u a unary SFPU op => unary_mul(x, y) {op = u, value}.
 // u keeps x's dtype (bf16 or fp32) and the product does too; x, y and the
@@ -125,14 +160,15 @@ func normPlainChainRule(kind ir.OpKind) func() *rw.Rule {
 		name = "FuseNormPlainChainMerge"
 	}
 	return func() *rw.Rule {
-		norm := rw.OneOf(rw.Op(ir.OpRMSNormPlain, rw.Var("x")).As("norm"), rw.Op(ir.OpRMSNormPlainChain, rw.Var("x")).As("norm"))
+		norm := rw.OneOf(rw.Op(ir.OpRMSNormPlain, rw.Var("x")).As("norm"), rw.Op(ir.OpRMSNormPlainChain, rw.Var("x")).As("norm"),
+			rw.Op(ir.OpLayoutNormPlainChain, rw.Var("x")).As("norm"))
 		return &rw.Rule{
 			Name:    name,
-			Rewrite: kind.String() + "(n(x)) with n rms_norm_plain or rms_norm_plain_chain => rms_norm_plain_chain(x) {eps, ops = steps of n, then of " + kind.String() + "}",
+			Rewrite: kind.String() + "(n(x)) with n rms_norm_plain, rms_norm_plain_chain or layout_norm_plain_chain => n's chain kind(x) {n's attributes, ops = steps of n, then of " + kind.String() + "}",
 			Pattern: rw.Op(kind, norm),
 			Where: func(m *rw.Match) bool {
-				x, norm := m.Value("x"), m.Op("norm")
-				if !x.Type.DType.IsFloat() || !sameDType(x.Type.DType, norm, m.Root) {
+				norm := m.Op("norm")
+				if !norm.Result().Type.DType.IsFloat() || !sameDType(norm.Result().Type.DType, norm, m.Root) {
 					return false
 				}
 				for _, op := range []*ir.Op{norm, m.Root} {
@@ -148,7 +184,14 @@ func normPlainChainRule(kind ir.OpKind) func() *rw.Rule {
 				first, _ := normChainSteps(m.Op("norm"))
 				last, _ := chainStepsOf(m.Root)
 				steps := append(append([]ir.ChainStep(nil), first...), last...)
-				v, err := b.Emit1(ir.OpRMSNormPlainChain, []*ir.Value{m.Value("x")}, ir.Attrs{"eps": m.Op("norm").Float("eps"), "ops": ir.FormatEltwiseChain(steps)})
+				norm := m.Op("norm")
+				if norm.Kind == ir.OpLayoutNormPlainChain {
+					attrs := maps.Clone(norm.Attrs)
+					attrs["ops"] = ir.FormatEltwiseChain(steps)
+					v, err := b.Emit1(ir.OpLayoutNormPlainChain, []*ir.Value{m.Value("x")}, attrs)
+					return []*ir.Value{v}, err
+				}
+				v, err := b.Emit1(ir.OpRMSNormPlainChain, []*ir.Value{m.Value("x")}, ir.Attrs{"eps": norm.Float("eps"), "ops": ir.FormatEltwiseChain(steps)})
 				return []*ir.Value{v}, err
 			},
 		}

@@ -127,36 +127,62 @@ func lowerLayoutChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // moves values is one step (lowerSlice, lowerRepeatInterleave,
 // lowerTranspose), a layout_chain several.
 func relayoutSteps(op *ir.Op, ctx *Context, x *ir.Value, steps []ir.LayoutStep, shapes []ir.Shape) (*kir.Program, error) {
+	maps, seg, err := composeLayoutSteps(x.Type.Shape, steps, shapes)
+	if err != nil {
+		return nil, err
+	}
+	xs, os := x.Type.Shape, shapes[len(shapes)-1]
+	if op.Kind == ir.OpLayoutChain && chainMovesTiles(xs, steps, shapes) {
+		return tileRelayoutProgram(op, ctx, x, tileSourcePage(maps, xs, os))
+	}
+	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, gatherMap(maps, xs, os))
+}
+
+// composeLayoutSteps is the index map of each step (steps[i] from the
+// previous shape, xs first, to shapes[i]) and the shortest of their runs.
+func composeLayoutSteps(xs ir.Shape, steps []ir.LayoutStep, shapes []ir.Shape) ([]layoutStepMap, int, error) {
 	maps := make([]layoutStepMap, len(steps))
 	seg := ir.TileSize
-	in := x.Type.Shape
+	in := xs
 	for i, st := range steps {
 		var err error
 		if maps[i], err = layoutStepOf(st, in, shapes[i]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		seg = min(seg, maps[i].seg)
 		in = shapes[i]
 	}
-	xs, os := x.Type.Shape, shapes[len(shapes)-1]
-	if op.Kind == ir.OpLayoutChain && chainMovesTiles(xs, steps, shapes) {
-		return tileRelayoutProgram(op, ctx, x, func(b *kir.Builder, p kir.Expr) kir.Expr {
-			oim := blocks.ImageOf(os)
-			tc := kir.Mod(p, kir.Ci(oim.Ct))
-			q := kir.Div(p, kir.Ci(oim.Ct))
-			row := kir.Add(kir.Mul(kir.Div(q, kir.Ci(oim.Rt)), kir.Ci(oim.R)), kir.Mul(kir.Mod(q, kir.Ci(oim.Rt)), kir.Ci(ir.TileSize)))
-			idx := fullIndex(b.Let("row", row), b.Let("col", kir.Mul(tc, kir.Ci(ir.TileSize))), os)
-			for i := len(maps) - 1; i >= 0; i-- {
-				idx = maps[i].at(b, idx)
-			}
-			return blocks.ImageOf(xs).Page(rowOf(idx, xs), idx[len(idx)-1])
-		})
+	return maps, seg, nil
+}
+
+// sourceIndex is the full index in the chain's operand of the result
+// element at full index idx: the steps' maps applied last to first.
+func sourceIndex(b *kir.Builder, maps []layoutStepMap, idx []kir.Expr) []kir.Expr {
+	for i := len(maps) - 1; i >= 0; i-- {
+		idx = maps[i].at(b, idx)
 	}
-	return relayoutProgram(op, ctx, []*ir.Value{x}, seg, false, 0, func(b *kir.Builder, row, col kir.Var) []blocks.Run {
-		idx := fullIndex(row, col, os)
-		for i := len(maps) - 1; i >= 0; i-- {
-			idx = maps[i].at(b, idx)
-		}
+	return idx
+}
+
+// tileSourcePage is, for a chain that moves whole tiles (chainMovesTiles)
+// from shape xs to os, the operand page that result page p is.
+func tileSourcePage(maps []layoutStepMap, xs, os ir.Shape) func(b *kir.Builder, p kir.Expr) kir.Expr {
+	return func(b *kir.Builder, p kir.Expr) kir.Expr {
+		oim := blocks.ImageOf(os)
+		tc := kir.Mod(p, kir.Ci(oim.Ct))
+		q := kir.Div(p, kir.Ci(oim.Ct))
+		row := kir.Add(kir.Mul(kir.Div(q, kir.Ci(oim.Rt)), kir.Ci(oim.R)), kir.Mul(kir.Mod(q, kir.Ci(oim.Rt)), kir.Ci(ir.TileSize)))
+		idx := sourceIndex(b, maps, fullIndex(b.Let("row", row), b.Let("col", kir.Mul(tc, kir.Ci(ir.TileSize))), os))
+		return blocks.ImageOf(xs).Page(rowOf(idx, xs), idx[len(idx)-1])
+	}
+}
+
+// gatherMap is the blocks.Gather map of a chain from shape xs to os: the
+// run at result element (row, col) comes from source 0 at its source
+// index.
+func gatherMap(maps []layoutStepMap, xs, os ir.Shape) func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+	return func(b *kir.Builder, row, col kir.Var) []blocks.Run {
+		idx := sourceIndex(b, maps, fullIndex(row, col, os))
 		return []blocks.Run{{Src: 0, Row: rowOf(idx, xs), Col: idx[len(idx)-1]}}
-	})
+	}
 }

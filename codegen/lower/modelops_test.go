@@ -477,6 +477,18 @@ var prefillCases = []mcase{
 	{name: "rms_norm_plain_chain_split", build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlainChain(in(b, "x", tt(ir.FP32, dram, 24, 1024)), 7.8125e-09, "mul_scalar:0.03125")
 	}},
+	// layout_norm_plain_chain (passes FuseLayoutNormPlainChain): the GDN
+	// prefill's q head split (whole tiles, bf16 moved, fp32 stored) with
+	// its l2 norm and two scales, and a split with a partial tile row (65
+	// tokens: gathered, the padding zeros)
+	{name: "layout_norm_plain_chain_heads", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutNormPlainChain(in(b, "x", tt(ir.BF16, dram, 1, 64, 384)), "slice:0,0,0:1,64,128|reshape:1,64,1,128|repeat_interleave:3:2|transpose:1:2",
+			7.8125e-09, "mul_scalar:0.08838834764831843,mul_scalar:0.08838834764831843", ir.WithDType(ir.FP32))
+	}},
+	{name: "layout_norm_plain_chain_gather", build: func(b *ir.Builder) *ir.Value {
+		return b.LayoutNormPlainChain(in(b, "x", tt(ir.BF16, dram, 1, 65, 320)), "slice:0,0,64:1,65,128|reshape:1,65,2,32|repeat_interleave:3:2|transpose:1:2",
+			3.125e-08, "mul_scalar:0.17677669529663687", ir.WithDType(ir.FP32))
+	}},
 	{name: "rms_norm_plain_chain_bf16", build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlainChain(in(b, "x", tt(ir.BF16, dram, 40, 64)), 1e-6, "mul_scalar:0.125,exp,mul_scalar:-1")
 	}},

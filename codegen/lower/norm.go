@@ -96,7 +96,7 @@ func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
-	return normProgram(op, ctx, op.Operands[1], eps, offset, nil)
+	return normProgram(op, ctx, nil, op.Operands[1], eps, offset, nil)
 }
 
 func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -104,7 +104,7 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\"", op.Name())
 	}
-	return normProgram(op, ctx, nil, eps, 0, nil)
+	return normProgram(op, ctx, nil, nil, eps, 0, nil)
 }
 
 // chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
@@ -145,19 +145,25 @@ func lowerRMSNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if x, out := op.Operands[0], op.Result(); x.Type.DType != out.Type.DType {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have x's dtype %s", out.Type.DType, x.Type.DType)
 	}
-	return normProgram(op, ctx, nil, eps, 0, post)
+	return normProgram(op, ctx, nil, nil, eps, 0, post)
 }
 
 // normProgram is the norm's program; post are SFPU steps applied to each
 // result tile of a weightless norm before it is packed (rms_norm_plain_chain;
-// nil: none).
-func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post []blocks.SFPUStep) (*kir.Program, error) {
+// nil: none). src, when set, is where the reader takes the normalised
+// values from (layout_norm_plain_chain: a relayout of its operand); nil:
+// op's first operand, page by page.
+func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, offset float64, post []blocks.SFPUStep) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out, w); err != nil {
 		return nil, err
 	}
-	xs := x.Type.Shape
+	xt := x.Type
+	if src != nil {
+		xt = src.typ
+	}
+	xs := xt.Shape
 	h := xs.Cols2D()
 	if h%ir.TileSize != 0 {
 		return nil, fmt.Errorf("rule rmsnorm-hidden: the last dim %d of x must be a multiple of %d (tile padding must not enter the mean)", h, ir.TileSize)
@@ -170,7 +176,7 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post
 	}
 	wt := h / ir.TileSize
 	rows := xs.Tiles() / wt
-	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil {
+	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil && src == nil {
 		ns.h, ns.eps = h, eps
 		ns.live = blocks.LiveRows(xs)
 		if w != nil {
@@ -182,17 +188,27 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post
 	// than a core's dispatch: one tile row per core while cores last.
 	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
 	sqFormat := ir.FP32
-	if (x.Type.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
+	if (xt.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
 	n := normCBs{w: -1, wo: -1, xn: -1}
-	n.x = sp.cbs.Input("x", x.Type.DType, wt)
+	// A relayout's reader (src) gathers or maps its pages: two rows of x
+	// let it fetch the next row while compute works on this one.
+	xRows, outPages := 1, 2
+	if src != nil {
+		xRows, outPages = 2, 2*wt
+	}
+	n.x = sp.cbs.Input("x", xt.DType, xRows*wt)
+	var slots []int
+	if src != nil && src.gather != nil {
+		slots = []int{sp.cbs.Scratch("src0_tile", x.Type.DType, 1)}
+	}
 	n.scaler = sp.cbs.Input("scaler", ir.BF16, 1)
 	wBlock := largestDivisor(wt, 16) // weight tiles read per barrier
 	if w != nil {
 		n.w = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
-	n.out = sp.cbs.Output("out", out.Type.DType, 2)
+	n.out = sp.cbs.Output("out", out.Type.DType, outPages)
 	n.sq = sp.cbs.Scratch("x_squared", sqFormat, wt)
 	n.rs = sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	if w != nil {
@@ -212,9 +228,21 @@ func normProgram(op *ir.Op, ctx *Context, w *ir.Value, eps, offset float64, post
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
 	blocks.OnesColumnTile(b, n.scaler)
+	if src != nil && src.gather != nil {
+		src.gather.Sources = []blocks.GatherSource{{Acc: xAcc, Image: blocks.ImageOf(x.Type.Shape)}}
+		sp.fail(src.gather.Check())
+	}
 	b.For("r", kir.C(0), rrows, func(r kir.Var) {
 		// The row's x tiles all in flight, then the weight in blocks.
-		blocks.ReadPagesBatch(b, xAcc, n.x, kir.Mul(kir.Add(rstart, r), rWt), rWt)
+		first := kir.Mul(kir.Add(rstart, r), rWt)
+		switch {
+		case src == nil:
+			blocks.ReadPagesBatch(b, xAcc, n.x, first, rWt)
+		case src.gather != nil:
+			src.gather.Emit(b, n.x, slots, first, rWt)
+		default:
+			src.readTiles(b, xAcc, n.x, first, rWt)
+		}
 		if w != nil {
 			b.For("wb", kir.C(0), kir.Ci(wt/wBlock), func(wb kir.Var) {
 				blocks.ReadPagesBatch(b, wAcc, n.w, kir.Mul(wb, kir.Ci(wBlock)), kir.Ci(wBlock))

@@ -25,25 +25,26 @@ import (
 // operand of every device (fusedMeshEvaluators).
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpMatmul2:             evalMatmulMulti,
-		ir.OpMatmul3:             evalMatmulMulti,
-		ir.OpMatmul4:             evalMatmulMulti,
-		ir.OpMatmulAdd:           evalMatmulAdd,
-		ir.OpRMSNormMatmul:       evalRMSNormMatmul,
-		ir.OpMatmulSwiGLU:        evalMatmulSwiGLU,
-		ir.OpAddRMSNorm:          evalAddRMSNorm,
-		ir.OpAllReduceAdd:        evalAllReduceAddOneDevice,
-		ir.OpAllReduceAddRMSNorm: evalAllReduceAddOneDevice,
-		ir.OpArgmaxSharded:       evalArgmaxShardedOneDevice,
-		ir.OpEltwiseChain:        evalEltwiseChain,
-		ir.OpRMSNormPlainChain:   evalRMSNormPlainChain,
-		ir.OpConvDepthwiseChain:  evalConvDepthwiseChain,
-		ir.OpEmbeddingReshape:    evalEmbeddingReshape,
-		ir.OpLayoutChain:         evalLayoutChain,
-		ir.OpBMMTransposeB:       evalBMMTransposeB,
-		ir.OpBMMTransposeBMul:    evalBMMTransposeBMul,
-		ir.OpBMMScaleB:           evalBMMScaleB,
-		ir.OpUnaryMul:            evalUnaryMul,
+		ir.OpMatmul2:              evalMatmulMulti,
+		ir.OpMatmul3:              evalMatmulMulti,
+		ir.OpMatmul4:              evalMatmulMulti,
+		ir.OpMatmulAdd:            evalMatmulAdd,
+		ir.OpRMSNormMatmul:        evalRMSNormMatmul,
+		ir.OpMatmulSwiGLU:         evalMatmulSwiGLU,
+		ir.OpAddRMSNorm:           evalAddRMSNorm,
+		ir.OpAllReduceAdd:         evalAllReduceAddOneDevice,
+		ir.OpAllReduceAddRMSNorm:  evalAllReduceAddOneDevice,
+		ir.OpArgmaxSharded:        evalArgmaxShardedOneDevice,
+		ir.OpEltwiseChain:         evalEltwiseChain,
+		ir.OpRMSNormPlainChain:    evalRMSNormPlainChain,
+		ir.OpLayoutNormPlainChain: evalLayoutNormPlainChain,
+		ir.OpConvDepthwiseChain:   evalConvDepthwiseChain,
+		ir.OpEmbeddingReshape:     evalEmbeddingReshape,
+		ir.OpLayoutChain:          evalLayoutChain,
+		ir.OpBMMTransposeB:        evalBMMTransposeB,
+		ir.OpBMMTransposeBMul:     evalBMMTransposeBMul,
+		ir.OpBMMScaleB:            evalBMMScaleB,
+		ir.OpUnaryMul:             evalUnaryMul,
 	})
 }
 
@@ -591,6 +592,17 @@ func evalRMSNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, er
 		return nil, err
 	}
 	return thenChain(op, normed[0], opts)
+}
+
+// evalLayoutNormPlainChain: the layout_chain as evalLayoutChain moves it
+// (a bf16 to fp32 dtype keeps every value), then evalRMSNormPlainChain on
+// the moved values.
+func evalLayoutNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	moved, err := evalLayoutChain(op, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	return evalRMSNormPlainChain(op, moved, opts)
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
