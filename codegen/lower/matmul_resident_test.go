@@ -185,13 +185,17 @@ func gridL1() *target.Target {
 // past its 512-byte seed).
 func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
 	t.Helper()
-	// the activation rows' reads: a column group of a row block reads
-	// that block's rows
+	// the activation rows' reads: the sender of each rectangle of a
+	// column group of a row block reads that block's rows (a loopback
+	// multicast per rectangle)
 	rowBlocks, cores := progRowBlocks(t, p), p.Cores()
 	groups := 0
 	for b := range rowBlocks {
 		n := len(cores) / rowBlocks
 		gs, err := multicore.ColumnGroups(ctx.Target, cores[b*n:(b+1)*n])
+		if err == nil {
+			gs, err = multicore.RectGroups(ctx.Target, gs)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
