@@ -159,7 +159,7 @@ func All() []Insn {
 				"receives the bytes at Dst's address too); NumDests must equal the\n" +
 				"rectangle's number of cores, the sender counted.",
 			Fields: []Field{ex("Src"), ex("Dst"), ex("Size"), ex("NumDests")}, Args: []string{"Src", "Dst", "Size", "NumDests"},
-			DMDecl: "inline void noc_async_write_multicast_loopback_src(\n" +
+			DMDecl: "void noc_async_write_multicast_loopback_src(\n" +
 				"    std::uint32_t src_local_l1_addr, std::uint64_t dst_noc_addr_multicast, std::uint32_t size,\n" +
 				"    std::uint32_t num_dests, bool linked = false, uint8_t noc = noc_index);",
 		},
@@ -231,7 +231,7 @@ func All() []Insn {
 				"every core of the rectangle, the sender included; NumDests counts the\n" +
 				"sender.",
 			Fields: []Field{ex("Src"), ex("Dst"), ex("NumDests")}, Args: []string{"Src", "Dst", "NumDests"},
-			DMDecl: "inline void noc_semaphore_set_multicast_loopback_src(\n" +
+			DMDecl: "void noc_semaphore_set_multicast_loopback_src(\n" +
 				"    uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t num_dests, bool linked = false,\n" +
 				"    uint8_t noc = noc_index);",
 		},
