@@ -140,6 +140,12 @@ func (b *Builder) NoCAsyncWriteMulticast(src, dst, size, numDests Expr) {
 	b.Emit(NoCAsyncWriteMulticast{src, dst, size, numDests})
 }
 
+// NoCAsyncWriteMulticastLoopbackSrc emits
+// noc_async_write_multicast_loopback_src(src, dst, size, numDests).
+func (b *Builder) NoCAsyncWriteMulticastLoopbackSrc(src, dst, size, numDests Expr) {
+	b.Emit(NoCAsyncWriteMulticastLoopbackSrc{src, dst, size, numDests})
+}
+
 // NoCAsyncReadBarrier emits noc_async_read_barrier().
 func (b *Builder) NoCAsyncReadBarrier() { b.Emit(NoCAsyncReadBarrier{}) }
 
@@ -167,6 +173,12 @@ func (b *Builder) NoCSemaphoreInc(nocAddr, incr Expr) { b.Emit(NoCSemaphoreInc{n
 // NoCSemaphoreSetMulticast emits noc_semaphore_set_multicast(src, dst, numDests).
 func (b *Builder) NoCSemaphoreSetMulticast(src, dst, numDests Expr) {
 	b.Emit(NoCSemaphoreSetMulticast{src, dst, numDests})
+}
+
+// NoCSemaphoreSetMulticastLoopbackSrc emits
+// noc_semaphore_set_multicast_loopback_src(src, dst, numDests).
+func (b *Builder) NoCSemaphoreSetMulticastLoopbackSrc(src, dst, numDests Expr) {
+	b.Emit(NoCSemaphoreSetMulticastLoopbackSrc{src, dst, numDests})
 }
 
 // L1Write32 emits a 32-bit store to local L1.

@@ -57,6 +57,18 @@ type NoCAsyncWriteMulticast struct {
 	NumDests Expr
 }
 
+// NoCAsyncWriteMulticastLoopbackSrc is
+// noc_async_write_multicast_loopback_src(Src, Dst, Size, NumDests): copy to
+// every core of the multicast rectangle Dst, the sender included (which
+// receives the bytes at Dst's address too); NumDests must equal the
+// rectangle's number of cores, the sender counted.
+type NoCAsyncWriteMulticastLoopbackSrc struct {
+	Src      Expr
+	Dst      Expr
+	Size     Expr
+	NumDests Expr
+}
+
 // NoCAsyncReadBarrier is noc_async_read_barrier().
 type NoCAsyncReadBarrier struct{}
 
@@ -102,6 +114,17 @@ type NoCSemaphoreInc struct {
 // NumDests): copy the local semaphore word at L1 address Src to the
 // multicast address Dst on every core of the rectangle except the sender.
 type NoCSemaphoreSetMulticast struct {
+	Src      Expr
+	Dst      Expr
+	NumDests Expr
+}
+
+// NoCSemaphoreSetMulticastLoopbackSrc is
+// noc_semaphore_set_multicast_loopback_src(Src, Dst, NumDests): copy the
+// local semaphore word at L1 address Src to the multicast address Dst on
+// every core of the rectangle, the sender included; NumDests counts the
+// sender.
+type NoCSemaphoreSetMulticastLoopbackSrc struct {
 	Src      Expr
 	Dst      Expr
 	NumDests Expr
@@ -454,6 +477,7 @@ func (CBPopFront) isStmt()                              {}
 func (NoCAsyncRead) isStmt()                            {}
 func (NoCAsyncWrite) isStmt()                           {}
 func (NoCAsyncWriteMulticast) isStmt()                  {}
+func (NoCAsyncWriteMulticastLoopbackSrc) isStmt()       {}
 func (NoCAsyncReadBarrier) isStmt()                     {}
 func (NoCAsyncWriteBarrier) isStmt()                    {}
 func (NoCAsyncWritesFlushed) isStmt()                   {}
@@ -463,6 +487,7 @@ func (NoCSemaphoreWait) isStmt()                        {}
 func (NoCSemaphoreWaitMin) isStmt()                     {}
 func (NoCSemaphoreInc) isStmt()                         {}
 func (NoCSemaphoreSetMulticast) isStmt()                {}
+func (NoCSemaphoreSetMulticastLoopbackSrc) isStmt()     {}
 func (L1Write32) isStmt()                               {}
 func (PhaseBegin) isStmt()                              {}
 func (PhaseEnd) isStmt()                                {}
@@ -526,6 +551,8 @@ func APIName(s Stmt) string {
 		return "noc_async_write"
 	case NoCAsyncWriteMulticast:
 		return "noc_async_write_multicast"
+	case NoCAsyncWriteMulticastLoopbackSrc:
+		return "noc_async_write_multicast_loopback_src"
 	case NoCAsyncReadBarrier:
 		return "noc_async_read_barrier"
 	case NoCAsyncWriteBarrier:
@@ -544,6 +571,8 @@ func APIName(s Stmt) string {
 		return "noc_semaphore_inc"
 	case NoCSemaphoreSetMulticast:
 		return "noc_semaphore_set_multicast"
+	case NoCSemaphoreSetMulticastLoopbackSrc:
+		return "noc_semaphore_set_multicast_loopback_src"
 	case PhaseBegin:
 		return "tcc_phase_begin"
 	case PhaseEnd:
@@ -689,7 +718,7 @@ func IsComputeOnly(s Stmt) bool {
 // (reader / writer) kernel.
 func IsDataMovementOnly(s Stmt) bool {
 	switch s.(type) {
-	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthSendBytesOverChannelPayloadOnly, EthSendPayloadCompleteSignalOverChannel, EthWaitForReceiverChannelDone, EthWaitForBytesOnChannel, EthReceiverChannelDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
+	case NoCAsyncRead, NoCAsyncWrite, NoCAsyncWriteMulticast, NoCAsyncWriteMulticastLoopbackSrc, NoCAsyncReadBarrier, NoCAsyncWriteBarrier, NoCAsyncWritesFlushed, NoCAsyncAtomicBarrier, NoCSemaphoreSet, NoCSemaphoreWait, NoCSemaphoreWaitMin, NoCSemaphoreInc, NoCSemaphoreSetMulticast, NoCSemaphoreSetMulticastLoopbackSrc, L1Write32, EthSendBytes, EthWaitForReceiverDone, EthWaitForBytes, EthReceiverDone, EthSendBytesOverChannelPayloadOnly, EthSendPayloadCompleteSignalOverChannel, EthWaitForReceiverChannelDone, EthWaitForBytesOnChannel, EthReceiverChannelDone, EthNoCSemaphoreWait, EthNoCSemaphoreWaitMin:
 		return true
 	}
 	return false
@@ -722,6 +751,8 @@ func instrOperands(s Stmt) []operand {
 		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}}
 	case NoCAsyncWriteMulticast:
 		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}, {s.NumDests, false}}
+	case NoCAsyncWriteMulticastLoopbackSrc:
+		return []operand{{s.Src, false}, {s.Dst, false}, {s.Size, false}, {s.NumDests, false}}
 	case NoCSemaphoreSet:
 		return []operand{{s.Addr, false}, {s.Value, false}}
 	case NoCSemaphoreWait:
@@ -731,6 +762,8 @@ func instrOperands(s Stmt) []operand {
 	case NoCSemaphoreInc:
 		return []operand{{s.Addr, false}, {s.Incr, false}}
 	case NoCSemaphoreSetMulticast:
+		return []operand{{s.Src, false}, {s.Dst, false}, {s.NumDests, false}}
+	case NoCSemaphoreSetMulticastLoopbackSrc:
 		return []operand{{s.Src, false}, {s.Dst, false}, {s.NumDests, false}}
 	case L1Write32:
 		return []operand{{s.Addr, false}, {s.Value, false}}
@@ -923,6 +956,7 @@ func Instructions() []Stmt {
 		NoCAsyncRead{},
 		NoCAsyncWrite{},
 		NoCAsyncWriteMulticast{},
+		NoCAsyncWriteMulticastLoopbackSrc{},
 		NoCAsyncReadBarrier{},
 		NoCAsyncWriteBarrier{},
 		NoCAsyncWritesFlushed{},
@@ -932,6 +966,7 @@ func Instructions() []Stmt {
 		NoCSemaphoreWaitMin{},
 		NoCSemaphoreInc{},
 		NoCSemaphoreSetMulticast{},
+		NoCSemaphoreSetMulticastLoopbackSrc{},
 		L1Write32{},
 		PhaseBegin{},
 		PhaseEnd{},

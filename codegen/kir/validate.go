@@ -590,6 +590,8 @@ func (v *validator) statics(k *Kernel, env *staticEnv) {
 			}
 		case NoCAsyncWriteMulticast:
 			size(name, s.Size)
+		case NoCAsyncWriteMulticastLoopbackSrc:
+			size(name, s.Size)
 		case EthSendBytes:
 			v.ethSize(k, env, name, s.Size)
 			v.ethSend(k, env, name, s)

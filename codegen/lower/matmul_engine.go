@@ -726,7 +726,7 @@ func (m *mmProgram) writer() {
 		if m.rowsInner() {
 			interleave = m.rows
 		}
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, m.actLoopback(m.ctx.Target, m.ctx.Fidelity), func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))

@@ -186,12 +186,17 @@ func gridL1() *target.Target {
 func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, streamed bool) int64 {
 	t.Helper()
 	// the activation rows' reads: a column group of a row block reads
-	// that block's rows
+	// that block's rows, or each rectangle of one when the writer
+	// multicasts with loopback (actLoopback)
 	rowBlocks, cores := progRowBlocks(t, p), p.Cores()
+	loopback := writerLoopback(p)
 	groups := 0
 	for b := range rowBlocks {
 		n := len(cores) / rowBlocks
 		gs, err := multicore.ColumnGroups(ctx.Target, cores[b*n:(b+1)*n])
+		if err == nil && loopback {
+			gs, err = multicore.RectGroups(ctx.Target, gs)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,6 +228,22 @@ func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, stream
 		n += bytes
 	}
 	return n
+}
+
+// writerLoopback reports whether p's writer multicasts with loopback
+// (noc_async_write_multicast_loopback_src).
+func writerLoopback(p *kir.Program) bool {
+	found := false
+	for _, k := range p.Kernels {
+		if k.Role == kir.RoleWriter {
+			kir.Inspect(k.Body, func(s kir.Stmt) bool {
+				_, ok := s.(kir.NoCAsyncWriteMulticastLoopbackSrc)
+				found = found || ok
+				return !found
+			})
+		}
+	}
+	return found
 }
 
 // progRowBlocks is the row blocks of matmul program p: the distinct

@@ -36,9 +36,11 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 // into that many runs, each multicasting its own rows (multicore.Multicast.Blocks):
 // row0 then gives, when the rounds are emitted, the writer's expression of
 // its run's first row, which the sender adds to the round's row.
-func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, sub, rowBlocks int, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+// With loopback, every rectangle of a column group has its own sender
+// multicasting to itself too (multicore.Multicast.Loopback: actLoopback).
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, sub, rowBlocks int, loopback bool, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
 	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
-		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }}
+		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }, Loopback: loopback}
 	if sub > 1 {
 		// round g reads pages g*kt/sub.. of the row-major activation: row
 		// g/sub's chunk g%sub
@@ -58,4 +60,34 @@ func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, 
 		}
 	}
 	return m.Start(p, t, wr, cores, rs)
+}
+
+// actLoopback reports whether m's activation rows (resident weights,
+// multicast) go by one sender per rectangle (multicore.Multicast.Loopback):
+// when a column group's sender, which reads each row and multicasts it
+// once per rectangle of its group (a NoC port time of the row's bytes
+// each), spends more per row than a core's tile products of the row take
+// at fid (its columns times its weights per column times kt, at
+// MatmulTileCycles: matmul_block's unpacks overlap its math): those
+// senders would bind the program (the 27B's plain matmuls with weights on
+// SrcB, HiFi2). Otherwise one sender per column group reads the rows
+// from DRAM fewer times (each rectangle's sender reads them all), which
+// leaves DRAM to the weights.
+// before: a sender per column group => after: a sender per rectangle, each chunk multicast once
+func (m *mmProgram) actLoopback(t *target.Target, fid ir.MathFidelity) bool {
+	groups, err := multicore.BlockColumnGroups(t, m.cores, m.rowBlocks)
+	if err != nil {
+		return false // Start reports it
+	}
+	sends := 0
+	for _, g := range groups {
+		sends = max(sends, len(g.Rects))
+	}
+	weights := 0
+	for _, p := range m.parts {
+		weights = max(weights, len(p.weights))
+	}
+	sender := (1 + sends) * m.kt * m.act.Type.DType.TileBytes() / NoCBytesPerCycle
+	products := m.plan.PerCore * weights * m.kt * MatmulTileCycles(fid)
+	return sender > products
 }

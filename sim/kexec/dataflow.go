@@ -31,7 +31,11 @@ func (r *run) dataflow(c *interp.Compiler[*kstate], s kir.Stmt) (o op, ok bool, 
 		})
 	case kir.NoCAsyncWriteMulticast:
 		o = do(func(ks *kstate, v []uint64) error {
-			return ks.nocMulticast(v[0], v[1], v[2], v[3], "noc_async_write_multicast")
+			return ks.nocMulticast(v[0], v[1], v[2], v[3], false, "noc_async_write_multicast")
+		})
+	case kir.NoCAsyncWriteMulticastLoopbackSrc:
+		o = do(func(ks *kstate, v []uint64) error {
+			return ks.nocMulticast(v[0], v[1], v[2], v[3], true, "noc_async_write_multicast_loopback_src")
 		})
 	case kir.NoCAsyncReadBarrier, kir.NoCAsyncWriteBarrier, kir.NoCAsyncWritesFlushed:
 		// Transfers complete when issued.
@@ -47,7 +51,11 @@ func (r *run) dataflow(c *interp.Compiler[*kstate], s kir.Stmt) (o op, ok bool, 
 		})
 	case kir.NoCSemaphoreSetMulticast:
 		o = do(func(ks *kstate, v []uint64) error {
-			return ks.nocMulticast(v[0], v[1], 4, v[2], "noc_semaphore_set_multicast")
+			return ks.nocMulticast(v[0], v[1], 4, v[2], false, "noc_semaphore_set_multicast")
+		})
+	case kir.NoCSemaphoreSetMulticastLoopbackSrc:
+		o = do(func(ks *kstate, v []uint64) error {
+			return ks.nocMulticast(v[0], v[1], 4, v[2], true, "noc_semaphore_set_multicast_loopback_src")
 		})
 	case kir.EthSendBytes:
 		o = do(func(ks *kstate, v []uint64) error { return ks.ethSendBytes(v[0], v[1], v[2], v[3], v[4]) })
@@ -217,7 +225,10 @@ func (ks *kstate) remoteL1(call string, m *memory, c kir.Core, addr, size uint64
 	return nil
 }
 
-func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) error {
+// nocMulticast copies size bytes at L1 src to every worker core of the
+// multicast rectangle dst, the sender only when loopback (the _loopback_src
+// calls), which numDests must count exactly.
+func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, loopback bool, call string) error {
 	if err := ks.packet(call, size); err != nil {
 		return err
 	}
@@ -243,7 +254,7 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 	for y := y0; y <= y1; y++ {
 		for x := x0; x <= x1; x++ {
 			m, c, ok := ks.worker(x, y)
-			if !ok || c == ks.core.C {
+			if !ok || c == ks.core.C && !loopback {
 				continue
 			}
 			if err := ks.remoteL1(call, m, c, t.Addr, size); err != nil {
@@ -253,7 +264,11 @@ func (ks *kstate) nocMulticast(src, dst, size, numDests uint64, call string) err
 		}
 	}
 	if uint64(len(dests)) != numDests {
-		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s with num_dests %d: the rectangle holds %d worker cores besides the sender", call, t, numDests, len(dests))
+		who := "besides the sender"
+		if loopback {
+			who = "with the sender"
+		}
+		return ks.errf(kir.RuleMemory, kir.NoCB, "%s to %s with num_dests %d: the rectangle holds %d worker cores %s", call, t, numDests, len(dests), who)
 	}
 	for _, d := range dests {
 		d.m.write(t.Addr, buf)

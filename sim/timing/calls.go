@@ -63,7 +63,9 @@ func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
 	case kir.NoCAsyncWrite:
 		return do(func(th *thread, v []uint64) { th.nocWrite(v[0], v[1], v[2]) }), true
 	case kir.NoCAsyncWriteMulticast:
-		return do(func(th *thread, v []uint64) { th.nocMulticast(v[0], v[1], v[2]) }), true
+		return do(func(th *thread, v []uint64) { th.nocMulticast(v[0], v[1], v[2], false) }), true
+	case kir.NoCAsyncWriteMulticastLoopbackSrc:
+		return do(func(th *thread, v []uint64) { th.nocMulticast(v[0], v[1], v[2], true) }), true
 	case kir.NoCAsyncReadBarrier:
 		return barrier("noc_async_read_barrier", reads), true
 	case kir.NoCAsyncWriteBarrier:
@@ -92,12 +94,13 @@ func (m *machine) dataCost(s kir.Stmt) (o op, ok bool) {
 			th.setWord(w, w.v+uint32(v[1]), at)
 			th.writeDone = max(th.writeDone, at)
 		}), true
-	case kir.NoCSemaphoreSetMulticast:
+	case kir.NoCSemaphoreSetMulticast, kir.NoCSemaphoreSetMulticastLoopbackSrc:
+		_, loopback := s.(kir.NoCSemaphoreSetMulticastLoopbackSrc)
 		return do(func(th *thread, v []uint64) {
 			val := th.core.word(uint32(v[0])).v
 			th.advance(p.NoCIssueCycles)
 			addr := interp.DecodeNoC(v[1]).Addr
-			for _, cs := range th.rect(v[1]) {
+			for _, cs := range th.rect(v[1], loopback) {
 				at := th.Clock + p.latency(p.L1WriteLatency, 4, th.hops(cs.NX, cs.NY))
 				th.setWord(cs.word(uint32(addr)), val, at)
 				th.writeDone = max(th.writeDone, at)

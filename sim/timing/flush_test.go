@@ -75,3 +75,59 @@ func TestWritesFlushedWaitsForDeparture(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopbackMulticastSendsOnce: a multicast to a rectangle holding the
+// sender (noc_async_write_multicast_loopback_src) crosses the sender's
+// NoC port once, landing on the sender too; reaching the same 3 x 3
+// cores without loopback takes two multicasts (the rest of the sender's
+// row, the rows below), which cross the port twice. So the loopback
+// write's flush ends after one port time, the two writes' after two.
+func TestLoopbackMulticastSendsOnce(t *testing.T) {
+	tg := target.Blackhole()
+	prm := Default()
+	const size = 16384
+	finish := func(t *testing.T, loopback bool) float64 {
+		p := kir.NewProgram("loopback")
+		var rs []ir.CoreRange
+		for y := range 3 {
+			for x := range 3 {
+				rs = append(rs, kir.Core{X: x, Y: y}.Range())
+			}
+		}
+		p.AddCB(kir.CB{Index: 0, PageSize: size, Pages: 1, Format: ir.BF16, Cores: rs, Name: "data"})
+		k := p.AddKernel(&kir.Kernel{Name: "sender", Role: kir.RoleWriter, Processor: kir.RISCV0, NoC: 0, Cores: []ir.CoreRange{kir.Core{}.Range()}})
+		b := k.Builder()
+		l1 := b.Let("l1", kir.GetWritePtr{CB: 0})
+		mc := func(x0, y0, x1, y1 int) kir.MulticastAddr {
+			a, b, _ := tg.WorkerNoC(x0, y0)
+			c, d, _ := tg.WorkerNoC(x1, y1)
+			return kir.MulticastAddr{X0: kir.Ci(a), Y0: kir.Ci(b), X1: kir.Ci(c), Y1: kir.Ci(d), Addr: l1}
+		}
+		if loopback {
+			b.NoCAsyncWriteMulticastLoopbackSrc(l1, mc(0, 0, 2, 2), kir.Ci(size), kir.C(9))
+		} else {
+			b.NoCAsyncWriteMulticast(l1, mc(1, 0, 2, 0), kir.Ci(size), kir.C(2))
+			b.NoCAsyncWriteMulticast(l1, mc(0, 1, 2, 2), kir.Ci(size), kir.C(6))
+		}
+		b.NoCAsyncWritesFlushed()
+		pt, err := Simulate(p, tg, prm, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range pt.Devices[0].Kernels {
+			if r.Kernel == "sender" {
+				return r.FinishUS
+			}
+		}
+		t.Fatal("no sender thread")
+		return 0
+	}
+	port := prm.cyclesToUS(size / prm.NoCLinkBytesPerCycle)
+	one, two := finish(t, true), finish(t, false)
+	if one < port || one > 1.5*port {
+		t.Errorf("loopback multicast flushed at %.3f us, want about one port time (%.3f us)", one, port)
+	}
+	if two < 2*port {
+		t.Errorf("two multicasts flushed at %.3f us, want at least two port times (%.3f us)", two, 2*port)
+	}
+}

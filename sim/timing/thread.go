@@ -191,8 +191,8 @@ func (th *thread) nocTransfer(remote, local, size uint64, write bool) {
 }
 
 // rect lists the cores of device d in the NoC rectangle of a multicast
-// address, except the sender.
-func (th *thread) rect(a uint64) []*core {
+// address, the sender only when loopback (the _loopback_src calls).
+func (th *thread) rect(a uint64, loopback bool) []*core {
 	d := interp.DecodeNoC(a)
 	x0, y0, x1, y1 := d.X0, d.Y0, d.X1, d.Y1
 	if x0 > x1 {
@@ -207,7 +207,7 @@ func (th *thread) rect(a uint64) []*core {
 			if _, _, ok := th.m.t.WorkerAt(x, y); !ok {
 				continue
 			}
-			if cs := th.m.coreAt(th.core.dev, x, y); cs != nil && cs != th.core {
+			if cs := th.m.coreAt(th.core.dev, x, y); cs != nil && (cs != th.core || loopback) {
 				out = append(out, cs)
 			}
 		}
@@ -215,7 +215,10 @@ func (th *thread) rect(a uint64) []*core {
 	return out
 }
 
-func (th *thread) nocMulticast(src, dst, size uint64) {
+// nocMulticast issues a multicast write of size bytes from L1 src to the
+// rectangle of dst (the sender included when loopback): the sender's port
+// sends the bytes once, every destination's port takes them.
+func (th *thread) nocMulticast(src, dst, size uint64, loopback bool) {
 	p := th.m.p
 	n := float64(size)
 	th.advance(p.NoCIssueCycles)
@@ -223,7 +226,7 @@ func (th *thread) nocMulticast(src, dst, size uint64) {
 	done := th.Clock
 	ws := dataWords(th.core, src, size)
 	addr := interp.DecodeNoC(dst).Addr
-	for _, cs := range th.rect(dst) {
+	for _, cs := range th.rect(dst, loopback) {
 		hops := th.hops(cs.NX, cs.NY)
 		f := max(fin, cs.in.serve(th.Clock, n))
 		at := max(th.Clock+p.latency(p.L1WriteLatency, n, hops), f+p.latency(p.L1WriteLatency, 0, hops))

@@ -460,6 +460,7 @@ func Coverage() *kir.Program {
 	outAddr := wr.RuntimeArg("out_addr")
 	x0, y0 := wr.RuntimeArg("mcast_x0"), wr.RuntimeArg("mcast_y0")
 	x1, y1 := wr.RuntimeArg("mcast_x1"), wr.RuntimeArg("mcast_y1")
+	lx0, ly0 := wr.RuntimeArg("loop_x0"), wr.RuntimeArg("loop_y0") // the rectangle from the sender itself
 	b = wr.Builder()
 	b.CBWaitFront(CBOut, kir.C(1))
 	l1 := b.Let("l1", kir.GetReadPtr{CB: CBOut})
@@ -469,6 +470,9 @@ func Coverage() *kir.Program {
 	b.NoCAsyncWritesFlushed()
 	b.L1Write32(sem, kir.Add(kir.L1Read32{Addr: sem}, kir.C(1)))
 	b.NoCSemaphoreSetMulticast(sem, kir.MulticastAddr{X0: x0, Y0: y0, X1: x1, Y1: y1, Addr: sem}, kir.C(1))
+	b.NoCAsyncWriteMulticastLoopbackSrc(l1, kir.MulticastAddr{X0: lx0, Y0: ly0, X1: x1, Y1: y1, Addr: l1}, kir.Ci(tile), kir.C(2))
+	b.NoCAsyncWritesFlushed()
+	b.NoCSemaphoreSetMulticastLoopbackSrc(sem, kir.MulticastAddr{X0: lx0, Y0: ly0, X1: x1, Y1: y1, Addr: sem}, kir.C(2))
 	self := b.Let("self", kir.NoCAddr{X: kir.MyNoCX{}, Y: kir.MyNoCY{}, Addr: sem})
 	b.NoCSemaphoreInc(self, kir.Sub(kir.MyNoCX{}, kir.MyNoCY{}))
 	b.NoCAsyncWriteBarrier()
@@ -478,7 +482,7 @@ func Coverage() *kir.Program {
 
 	rd.SetRuntimeArgs(core, kir.BufferAddr("in", 0))
 	other := kir.Core{X: 1, Y: 0}
-	wr.SetRuntimeArgs(core, kir.BufferAddr("out", 0), kir.NoCX(other), kir.NoCY(other), kir.NoCX(other), kir.NoCY(other))
+	wr.SetRuntimeArgs(core, kir.BufferAddr("out", 0), kir.NoCX(other), kir.NoCY(other), kir.NoCX(other), kir.NoCY(other), kir.NoCX(core), kir.NoCY(core))
 	return finish(p)
 }
 

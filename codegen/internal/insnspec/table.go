@@ -152,6 +152,18 @@ func All() []Insn {
 				"    bool linked = false, uint8_t noc = noc_index);",
 		},
 		{
+			Go: "NoCAsyncWriteMulticastLoopbackSrc", Section: secNoC, Class: DataMovement, Call: "noc_async_write_multicast_loopback_src",
+			Doc: "NoCAsyncWriteMulticastLoopbackSrc is\n" +
+				"noc_async_write_multicast_loopback_src(Src, Dst, Size, NumDests): copy to\n" +
+				"every core of the multicast rectangle Dst, the sender included (which\n" +
+				"receives the bytes at Dst's address too); NumDests must equal the\n" +
+				"rectangle's number of cores, the sender counted.",
+			Fields: []Field{ex("Src"), ex("Dst"), ex("Size"), ex("NumDests")}, Args: []string{"Src", "Dst", "Size", "NumDests"},
+			DMDecl: "void noc_async_write_multicast_loopback_src(\n" +
+				"    std::uint32_t src_local_l1_addr, std::uint64_t dst_noc_addr_multicast, std::uint32_t size,\n" +
+				"    std::uint32_t num_dests, bool linked = false, uint8_t noc = noc_index);",
+		},
+		{
 			Go: "NoCAsyncReadBarrier", Section: secNoC, Class: DataMovement, Call: "noc_async_read_barrier",
 			Doc:    "NoCAsyncReadBarrier is noc_async_read_barrier().",
 			DMDecl: "void noc_async_read_barrier(uint8_t noc = noc_index);",
@@ -208,6 +220,18 @@ func All() []Insn {
 				"multicast address Dst on every core of the rectangle except the sender.",
 			Fields: []Field{ex("Src"), ex("Dst"), ex("NumDests")}, Args: []string{"Src", "Dst", "NumDests"},
 			DMDecl: "void noc_semaphore_set_multicast(\n" +
+				"    uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t num_dests, bool linked = false,\n" +
+				"    uint8_t noc = noc_index);",
+		},
+		{
+			Go: "NoCSemaphoreSetMulticastLoopbackSrc", Section: secNoC, Class: DataMovement, Call: "noc_semaphore_set_multicast_loopback_src",
+			Doc: "NoCSemaphoreSetMulticastLoopbackSrc is\n" +
+				"noc_semaphore_set_multicast_loopback_src(Src, Dst, NumDests): copy the\n" +
+				"local semaphore word at L1 address Src to the multicast address Dst on\n" +
+				"every core of the rectangle, the sender included; NumDests counts the\n" +
+				"sender.",
+			Fields: []Field{ex("Src"), ex("Dst"), ex("NumDests")}, Args: []string{"Src", "Dst", "NumDests"},
+			DMDecl: "void noc_semaphore_set_multicast_loopback_src(\n" +
 				"    uint32_t src_local_l1_addr, uint64_t dst_noc_addr_multicast, uint32_t num_dests, bool linked = false,\n" +
 				"    uint8_t noc = noc_index);",
 		},

@@ -59,6 +59,14 @@ type Multicast struct {
 	// matmul whose cores split the activation rows as well as the columns
 	// (the sender's Read then reads its block's rows). 0 or 1: one run.
 	Blocks int
+	// Loopback gives every rectangle of a column group its own sender
+	// (RectGroups): it reads the pages and multicasts each chunk once, to
+	// its whole rectangle itself included (the _loopback_src calls, as
+	// tt-metal's in0 sender of the 2D multicast matmul), instead of one
+	// sender multicasting it once per rectangle of its group: its NoC port
+	// then sends each chunk once, for DRAM reads of the pages once per
+	// rectangle.
+	Loopback bool
 }
 
 // MaxGroupRects is the number of multicast slots of a Multicast kernel.
@@ -124,6 +132,36 @@ func BlockColumnGroups(t *target.Target, cores []kir.Core, blocks int) ([]Column
 	return groups, nil
 }
 
+// RectGroups splits every column group of groups into one group per
+// rectangle covering its cores (FollowerRects of all its members): each
+// with its first core as Sender, its cores as Members in row-major order
+// and Rects that one rectangle, the sender included (a loopback
+// multicast), or none when the rectangle is the sender alone. Every core
+// is in exactly one group.
+func RectGroups(t *target.Target, groups []ColumnGroup) ([]ColumnGroup, error) {
+	var out []ColumnGroup
+	for _, g := range groups {
+		rects, err := FollowerRects(t, g.Members)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rects {
+			ng := ColumnGroup{}
+			for _, c := range g.Members {
+				if c.X >= r.X0 && c.X <= r.X1 && c.Y >= r.Y0 && c.Y <= r.Y1 {
+					ng.Members = append(ng.Members, c)
+				}
+			}
+			ng.Sender = ng.Members[0]
+			if r.Cores() > 1 {
+				ng.Rects = []Rect{r}
+			}
+			out = append(out, ng)
+		}
+	}
+	return out, nil
+}
+
 // Emit adds the two semaphores to p on rs and emits the multicast into
 // kernel k on cores (the first n in row-major order; rs their ranges), as
 // the type's doc describes. It returns, per core, the runtime-arg values k
@@ -173,13 +211,20 @@ func (m Multicast) Start(p *kir.Program, t *target.Target, k *kir.Kernel, cores 
 	if err != nil {
 		return nil, nil, err
 	}
+	slots := MaxGroupRects
+	if m.Loopback {
+		if groups, err = RectGroups(t, groups); err != nil {
+			return nil, nil, err
+		}
+		slots = 1
+	}
 	p.AddSemaphore(kir.Semaphore{ID: m.SemReady, Cores: rs})
 	p.AddSemaphore(kir.Semaphore{ID: m.SemValid, Cores: rs})
 	r := &Rounds{m: m, chunk: max(1, t.MaxNoCPacket/m.PageSize)}
 	r.isSender = k.RuntimeArg(m.Name + "_sender")
 	r.sx, r.sy = k.RuntimeArg(m.Name+"_sender_x"), k.RuntimeArg(m.Name+"_sender_y")
 	r.receivers = k.RuntimeArg(m.Name + "_receivers")
-	r.slots = DeclareSlots(MaxGroupRects, "mcast", "dests", k.RuntimeArg)
+	r.slots = DeclareSlots(slots, "mcast", "dests", k.RuntimeArg)
 	vals := map[kir.Core][]kir.ArgValue{}
 	for _, g := range groups {
 		for _, c := range g.Members {
@@ -188,7 +233,7 @@ func (m Multicast) Start(p *kir.Program, t *target.Target, k *kir.Kernel, cores 
 				flag, rects = 1, g.Rects
 			}
 			v := []kir.ArgValue{kir.U32(flag), kir.NoCX(g.Sender), kir.NoCY(g.Sender), kir.U32(uint32(len(g.Members) - 1))}
-			vals[c] = append(v, SlotValues(rects, MaxGroupRects, k.NoC)...)
+			vals[c] = append(v, SlotValues(rects, slots, k.NoC)...)
 		}
 	}
 	b := k.Builder()
@@ -236,9 +281,21 @@ func (r *Rounds) Round(b *kir.Builder, round kir.Expr) {
 					b.NoCSemaphoreWaitMin(r.ready, ready)
 				}
 			})
-			EachSlot(b, r.slots, func(s Slot) { b.NoCAsyncWriteMulticast(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores) })
+			EachSlot(b, r.slots, func(s Slot) {
+				if m.Loopback {
+					b.NoCAsyncWriteMulticastLoopbackSrc(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores)
+				} else {
+					b.NoCAsyncWriteMulticast(at, s.Addr(at), kir.Mul(n, kir.Ci(ps)), s.Cores)
+				}
+			})
 			b.NoCSemaphoreSet(r.valid, valid(kir.Add(kir.Div(p0, kir.Ci(chunk)), kir.C(1))))
-			EachSlot(b, r.slots, func(s Slot) { b.NoCSemaphoreSetMulticast(r.valid, s.Addr(r.valid), s.Cores) })
+			EachSlot(b, r.slots, func(s Slot) {
+				if m.Loopback {
+					b.NoCSemaphoreSetMulticastLoopbackSrc(r.valid, s.Addr(r.valid), s.Cores)
+				} else {
+					b.NoCSemaphoreSetMulticast(r.valid, s.Addr(r.valid), s.Cores)
+				}
+			})
 			// The valid word must leave before it changes for the next chunk.
 			b.NoCAsyncWritesFlushed()
 		}, func() {

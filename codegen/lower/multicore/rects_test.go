@@ -128,3 +128,71 @@ func TestColumnGroups(t *testing.T) {
 func contains(r Rect, c kir.Core) bool {
 	return c.X >= r.X0 && c.X <= r.X1 && c.Y >= r.Y0 && c.Y <= r.Y1
 }
+
+// TestRectGroups: with loopback every group is one rectangle multicast
+// once, its sender (its first member) inside it; the groups' members
+// cover every core once, each group's rectangle holds exactly its
+// members, never spans a NoC gap, and counts them all (the loopback
+// num_dests), or the group is its sender alone with no rectangle. The
+// 108 cores of two row blocks (a prefill matmul's) need 7 senders that
+// each send once, where the column groups' 4 senders send up to 3 times.
+func TestRectGroups(t *testing.T) {
+	tg := target.Blackhole()
+	for _, tc := range []struct {
+		name          string
+		cores, blocks int
+		wantGroups    int // -1: not checked
+	}{
+		{"108 cores in two row blocks", 108, 2, 7},
+		{"whole grid", 110, 1, 2},
+		{"one row and a bit", 14, 1, 3},
+		{"every count", -1, 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counts := []int{tc.cores}
+			if tc.cores < 0 {
+				counts = nil
+				for n := 1; n <= tg.NumWorkers(); n++ {
+					counts = append(counts, n)
+				}
+			}
+			for _, n := range counts {
+				cores, _ := blocks.FirstCores(tg, n)
+				cg, err := BlockColumnGroups(tg, cores, tc.blocks)
+				if err != nil {
+					t.Fatalf("%d cores: %v", n, err)
+				}
+				groups, err := RectGroups(tg, cg)
+				if err != nil {
+					t.Fatalf("%d cores: %v", n, err)
+				}
+				if tc.wantGroups >= 0 && len(groups) != tc.wantGroups {
+					t.Errorf("%d cores: %d rectangle groups, want %d", n, len(groups), tc.wantGroups)
+				}
+				var all []Rect
+				for _, g := range groups {
+					if len(g.Members) == 0 || g.Members[0] != g.Sender {
+						t.Fatalf("%d cores: group %+v does not start with its sender", n, g)
+					}
+					r := Rect{g.Sender.X, g.Sender.Y, g.Sender.X, g.Sender.Y}
+					switch {
+					case len(g.Rects) == 1:
+						r = g.Rects[0]
+					case len(g.Rects) > 1 || len(g.Members) > 1:
+						t.Fatalf("%d cores: group of %v has %d members and rectangles %+v, want one rectangle (or none for a lone sender)", n, g.Sender, len(g.Members), g.Rects)
+					}
+					if !contains(r, g.Sender) || r.Cores() != len(g.Members) {
+						t.Errorf("%d cores: group of %v: rectangle %+v of %d cores, want its %d members, the sender included", n, g.Sender, r, r.Cores(), len(g.Members))
+					}
+					for _, c := range g.Members {
+						if !contains(r, c) {
+							t.Errorf("%d cores: member %v outside its group's rectangle %+v", n, c, r)
+						}
+					}
+					all = append(all, r)
+				}
+				checkCover(t, tg, all, cores)
+			}
+		})
+	}
+}

@@ -356,10 +356,16 @@ func TestMulticastRoundsOnSim(t *testing.T) {
 	for _, tc := range []struct {
 		name                              string
 		cores, rounds, ring, pages, psize int
+		blocks                            int
+		loopback                          bool
 	}{
-		{"two cores ring of one", 2, 3, 1, 3, 2048},
-		{"across NoC gap ring of two", 11, 4, 2, 10, 4096}, // chunks of 4 pages: 4, 4, 2
-		{"whole grid ring of two", 110, 3, 2, 5, 16384},    // a page per chunk
+		{"two cores ring of one", 2, 3, 1, 3, 2048, 1, false},
+		{"across NoC gap ring of two", 11, 4, 2, 10, 4096, 1, false}, // chunks of 4 pages: 4, 4, 2
+		{"whole grid ring of two", 110, 3, 2, 5, 16384, 1, false},    // a page per chunk
+		// a sender per rectangle, multicasting to itself too
+		{"loopback row and a bit", 14, 3, 2, 10, 4096, 1, true},
+		{"loopback lone sender", 12, 2, 1, 3, 2048, 1, true}, // (0,1) alone in its rectangle
+		{"loopback two row blocks", 108, 2, 2, 4, 4096, 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cores, rs := blocks.FirstCores(tg, tc.cores)
@@ -373,7 +379,11 @@ func TestMulticastRoundsOnSim(t *testing.T) {
 			wr := blocks.NewWriterKernel(p, rs)
 			sAcc := access(t, tg, wr, src)
 			m := Multicast{CB: cb, Pages: tc.pages, PageSize: tc.psize, SemReady: 0, SemValid: 1, Name: "src", What: "the pages",
-				Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, sAcc, pg, l1) }}
+				Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, sAcc, pg, l1) }, Loopback: tc.loopback}
+			if tc.blocks > 1 {
+				// every run multicasts the same pages: each core must still get them all
+				m.Blocks = tc.blocks
+			}
 			r, vals, err := m.Start(p, tg, wr, cores, rs)
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,8 @@ void kernel_main() {
     const uint32_t mcast_y0 = get_arg_val<uint32_t>(2);  // runtime arg 2 (per core)
     const uint32_t mcast_x1 = get_arg_val<uint32_t>(3);  // runtime arg 3 (per core)
     const uint32_t mcast_y1 = get_arg_val<uint32_t>(4);  // runtime arg 4 (per core)
+    const uint32_t loop_x0 = get_arg_val<uint32_t>(5);  // runtime arg 5 (per core)
+    const uint32_t loop_y0 = get_arg_val<uint32_t>(6);  // runtime arg 6 (per core)
 
     cb_wait_front(16, 1);
     uint32_t l1 = get_read_ptr(16);
@@ -23,6 +25,9 @@ void kernel_main() {
     noc_async_writes_flushed();
     *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(sem) = *reinterpret_cast<volatile tt_l1_ptr uint32_t*>(sem) + 1u;
     noc_semaphore_set_multicast(sem, get_noc_multicast_addr(mcast_x0, mcast_y0, mcast_x1, mcast_y1, sem), 1);
+    noc_async_write_multicast_loopback_src(l1, get_noc_multicast_addr(loop_x0, loop_y0, mcast_x1, mcast_y1, l1), 2048, 2);
+    noc_async_writes_flushed();
+    noc_semaphore_set_multicast_loopback_src(sem, get_noc_multicast_addr(loop_x0, loop_y0, mcast_x1, mcast_y1, sem), 2);
     uint64_t self = get_noc_addr(my_x[noc_index], my_y[noc_index], sem);
     noc_semaphore_inc(self, uint32_t(my_x[noc_index]) - uint32_t(my_y[noc_index]));
     noc_async_write_barrier();
