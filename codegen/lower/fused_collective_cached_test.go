@@ -21,20 +21,25 @@ import (
 // partial) and without (every row re-reads the weight and sums all its
 // squares in one DEST section) on the simulated two-card ring, on the
 // same random inputs, and checks that both h and normed are the same
-// bits: the kept tail does the same arithmetic in the same order.
+// bits: the kept tail does the same arithmetic in the same order. The
+// kept tail shares each link's last row among a group of cores
+// (rowSignal's last row's group: each sums the whole row's squares,
+// scales its part), which must not change a bit either.
 func TestRowStreamKeptWeightSameBits(t *testing.T) {
 	longtest.Skip(t, "two simulated streaming rings (~10 CPU-s)")
-	tc := fusedCCLCase{name: "row stream", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1}
-	run := func(keep bool) (hasPartial bool, out [][][]float32) {
+	tc := fusedCCLCase{name: "row stream", n: 2, dt: ir.BF16, shape: []int{1, 512, 1024}, norm: true, offset: 1}
+	run := func(keep bool) (hasPartial, grouped bool, out [][][]float32) {
 		old := keepRowWeight
 		keepRowWeight = keep
 		defer func() { keepRowWeight = old }()
 		tgt, ctx := smallRing(false)
+		ctx.Ring.WorkersPerLink = 1 // leaves the small grid cores for the last row's group
 		_, op := fusedCCLGraph(t, tc)
 		p, err := Lower(op, ctx)
 		require.NoError(t, err)
 		require.NoError(t, kir.Validate(p, tgt))
 		hasPartial = hasCB(p, "sum_squares_partial", p.Kernel("tail_compute").Cores)
+		grouped = p.Kernel("writer").LookupArg("row_last0_x") != nil
 		links, err := kexec.TargetLinks(tgt, tc.n)
 		require.NoError(t, err)
 		c, err := kexec.NewCluster(tgt, tc.n, links)
@@ -69,12 +74,15 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 			}
 			out = append(out, per)
 		}
-		return hasPartial, out
+		return hasPartial, grouped, out
 	}
-	keptPartial, kept := run(true)
-	plainPartial, plain := run(false)
+	keptPartial, keptGroup, kept := run(true)
+	plainPartial, plainGroup, plain := run(false)
 	if !keptPartial || plainPartial {
 		t.Fatalf("sum_squares_partial CB on the tail: kept %t (want true), plain %t (want false)", keptPartial, plainPartial)
+	}
+	if !keptGroup || plainGroup {
+		t.Fatalf("adders count the last row on a group (row_last0_x): kept %t (want true), plain %t (want false)", keptGroup, plainGroup)
 	}
 	bits := func(v [][][]float32) [][][]uint32 {
 		var o [][][]uint32
