@@ -139,16 +139,15 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 			tl.pushed, _ = firstCores(t, used)
 		case ring != nil && tl.ns == nil && tl.w != nil && tl.res == nil && !ring.batchedAdders(ctx) &&
-			streamRows(t, ring, tl.wt, used, 1) != nil:
+			streamRows(t, ring, tl.wt, used, 1, 0) != nil:
 			// The adders count each row of h on its tail core, which norms
 			// it as soon as it is in (fused_collective_stream.go); a
 			// cached-weight tail shares each row among a group of cores.
-			ring.rows = streamRows(t, ring, tl.wt, used, 1)
+			ring.rows = streamRows(t, ring, tl.wt, used, 1, 0)
 			tl.stream, tl.linkTiles = ring.rows, ring.plan.LinkTiles
-			for g := rowGroup(tl.wt); g > 1 && tl.cachedWeight(); g = largestDivisor(tl.wt, g-1) {
-				if rs := streamRows(t, ring, tl.wt, used, g); rs != nil {
+			if tl.cachedWeight() {
+				if rs := groupedRows(t, ring, tl.wt, used); rs != nil {
 					ring.rows, tl.stream = rs, rs
-					break
 				}
 			}
 			tl.cores, tl.ranges = blocks.CoresFrom(t, used, ring.rows.coresPerLink()*ring.plan.Links)

@@ -22,8 +22,8 @@ import (
 // squares in one DEST section) on the simulated two-card ring, on the
 // same random inputs, and checks that both h and normed are the same
 // bits: the kept tail does the same arithmetic in the same order. The
-// kept tail shares each link's last row among a group of cores
-// (rowSignal's last row's group: each sums the whole row's squares,
+// kept tail shares each link's last rows among groups of cores
+// (rowSignal's last rows' groups: each core sums the whole row's squares,
 // scales its part), which must not change a bit either.
 func TestRowStreamKeptWeightSameBits(t *testing.T) {
 	longtest.Skip(t, "two simulated streaming rings (~10 CPU-s)")
@@ -33,13 +33,14 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 		keepRowWeight = keep
 		defer func() { keepRowWeight = old }()
 		tgt, ctx := smallRing(false)
-		ctx.Ring.WorkersPerLink = 1 // leaves the small grid cores for the last row's group
+		tgt.GridY = 3 // ctx's target: with one adder a link, cores for two rows' groups
+		ctx.Ring.WorkersPerLink = 1
 		_, op := fusedCCLGraph(t, tc)
 		p, err := Lower(op, ctx)
 		require.NoError(t, err)
 		require.NoError(t, kir.Validate(p, tgt))
 		hasPartial = hasCB(p, "sum_squares_partial", p.Kernel("tail_compute").Cores)
-		grouped = p.Kernel("writer").LookupArg("row_last0_x") != nil
+		grouped = p.Kernel("writer").LookupArg("row_last1_1_x") != nil
 		links, err := kexec.TargetLinks(tgt, tc.n)
 		require.NoError(t, err)
 		c, err := kexec.NewCluster(tgt, tc.n, links)
@@ -82,7 +83,7 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 		t.Fatalf("sum_squares_partial CB on the tail: kept %t (want true), plain %t (want false)", keptPartial, plainPartial)
 	}
 	if !keptGroup || plainGroup {
-		t.Fatalf("adders count the last row on a group (row_last0_x): kept %t (want true), plain %t (want false)", keptGroup, plainGroup)
+		t.Fatalf("adders count the last two rows on groups of two (row_last1_1_x): kept %t (want true), plain %t (want false)", keptGroup, plainGroup)
 	}
 	bits := func(v [][][]float32) [][][]uint32 {
 		var o [][][]uint32

@@ -44,21 +44,23 @@ import (
 // T rows between an owner's rows to span more packets than that.
 type rowSignal struct {
 	// wt is the tiles of a row; m the adders per link; g the tail cores
-	// that share each link's last row (1: its owner alone).
-	wt, m, g int
+	// that share each of a link's last k rows (g = 1, k = 0: every row
+	// has its owner alone).
+	wt, m, g, k int
 	// owners lists, per link, the tail cores: the T owners in row order,
-	// then with g > 1 the last row's group of g cores.
+	// then the last k rows' groups of g cores each.
 	owners [][]kir.Core
 }
 
-// The last row's group: with g > 1 (cached-weight tails, cachedWeight)
-// each link's last row, which lands with the ring's last packet, has g
-// tail cores and the other rows T = (cores per link) - g owners. Each core
-// of the group reads the whole row and sums its squares the same way (the
-// same bits, the same rsqrt), then scales and writes only its own wt/g
-// tiles: the work after the ring's last packet drops from a row's norm to
-// its sum of squares and a g-th of its scaling. Only that row is read g
-// times (each row g times would load the NoC under the ring).
+// The last rows' groups: with g > 1 (cached-weight tails, cachedWeight,
+// groupedRows) each of a link's last k rows, which land with the ring's
+// last packets, has g tail cores and the other rows T = (cores per link)
+// - k*g owners. Each core of a group reads the whole row and sums its
+// squares the same way (the same bits, the same rsqrt), then scales and
+// writes only its own wt/g tiles: what is left after the ring's last
+// packets drops from a row's norm to its sum of squares and a g-th of its
+// scaling. Only those rows are read g times (every row g times would load
+// the NoC under the ring).
 
 // rowLagTiles bounds how many of its tiles an adder's reader is ahead of
 // its writer: the pages of the CBs between them (cbIn0-2 and cbIm0 of two
@@ -72,9 +74,9 @@ const rowLagTiles = 2 + 2 + 2 + 1
 // owner's rows are further apart than the adders can drift (see the
 // Protocol section).
 //
-// With g > 1 every owner is a group of g cores (wt must be a multiple of
-// g).
-func streamRows(t *target.Target, ring *cclOp, wt, used, g int) *rowSignal {
+// With g > 1 and k > 0 the link's last k rows have groups of g cores
+// (wt must be a multiple of g).
+func streamRows(t *target.Target, ring *cclOp, wt, used, g, k int) *rowSignal {
 	pl := ring.plan
 	if !pl.Streaming() || pl.ReduceSteps != 1 || pl.GatherSteps != 0 || ring.chunks.Count != 1 || wt < 1 {
 		return nil
@@ -84,9 +86,12 @@ func streamRows(t *target.Target, ring *cclOp, wt, used, g int) *rowSignal {
 	}
 	rows := pl.LinkTiles / wt
 	per := min((t.NumWorkers()-used)/pl.Links, rows)
-	if g > 1 {
-		// T owners for the rows before the last, the group for it.
-		per = min((t.NumWorkers()-used)/pl.Links-g, rows-1)
+	if g == 1 {
+		k = 0
+	}
+	if k > 0 {
+		// T owners for the rows before the last k, the groups for those.
+		per = min((t.NumWorkers()-used)/pl.Links-k*g, rows-k)
 	}
 	if per < 1 {
 		return nil
@@ -104,35 +109,41 @@ func streamRows(t *target.Target, ring *cclOp, wt, used, g int) *rowSignal {
 	if per*wt <= (lagPackets+1)*pl.PacketTiles {
 		return nil
 	}
-	n := per
-	if g > 1 {
-		n += g
-	}
+	n := per + k*g
 	cores, _ := blocks.CoresFrom(t, used, n*pl.Links)
-	rs := &rowSignal{wt: wt, m: pl.WorkersPerLink, g: g}
+	rs := &rowSignal{wt: wt, m: pl.WorkersPerLink, g: g, k: k}
 	for l := range pl.Links {
 		rs.owners = append(rs.owners, cores[l*n:(l+1)*n])
 	}
 	return rs
 }
 
-// rowGroupMax bounds the tail cores that share a link's last row
-// (rowGroup).
-const rowGroupMax = 4
+// rowGroupRows and rowGroupMax are the most rows per link with a group
+// and the most cores per group. Picked on the predictions of the 4,096-token
+// prefill's all_reduce_add_rmsnorm (690.6 us without groups): g = 2 with
+// k = 1..6 rows 680.5, 666.1, 658.6, 659.5, 707.7 and 798.5 us (more
+// groups leave the owners too few to keep up with the ring); g = 4, k = 1
+// and 2: 680.1 and 667.3 us; g = 8, k = 1: 683.8 us.
+var rowGroupRows, rowGroupMax = 3, 2
 
-// rowGroup is the largest g of a cached-weight tail's row stream: the
-// largest divisor of wt up to rowGroupMax (smaller ones are tried when
-// the grid has too few cores for it).
-func rowGroup(wt int) int { return largestDivisor(wt, rowGroupMax) }
-
-// perLink is T, the row owners of each link (the last row's group not
-// counted).
-func (rs *rowSignal) perLink() int {
-	if rs.g > 1 {
-		return len(rs.owners[0]) - rs.g
+// groupedRows is the row stream of streamRows with the last rows of
+// every link in groups: the most rows (up to rowGroupRows) with the
+// largest group (a divisor of wt up to rowGroupMax) the grid leaves room
+// for, or nil when not even one row's group of two fits.
+func groupedRows(t *target.Target, ring *cclOp, wt, used int) *rowSignal {
+	for k := rowGroupRows; k >= 1; k-- {
+		for g := largestDivisor(wt, rowGroupMax); g > 1; g = largestDivisor(wt, g-1) {
+			if rs := streamRows(t, ring, wt, used, g, k); rs != nil {
+				return rs
+			}
+		}
 	}
-	return len(rs.owners[0])
+	return nil
 }
+
+// perLink is T, the row owners of each link (the last rows' groups not
+// counted).
+func (rs *rowSignal) perLink() int { return len(rs.owners[0]) - rs.k*rs.g }
 
 // coresPerLink is the tail cores of each link.
 func (rs *rowSignal) coresPerLink() int { return len(rs.owners[0]) }
@@ -145,40 +156,38 @@ func (rs *rowSignal) rowsPerLink(linkTiles int) int { return linkTiles / rs.wt }
 func (rs *rowSignal) tailRange(i, linkTiles int) (start, count, stride int) {
 	per, rows := rs.perLink(), rs.rowsPerLink(linkTiles)
 	l, c := i/rs.coresPerLink(), i%rs.coresPerLink()
-	owned := rows // the owners' rows of the link
-	if rs.g > 1 {
-		if c >= per {
-			return l*rows + rows - 1, 1, per // the last row's group
-		}
-		owned--
+	owned := rows - rs.k // the owners' rows of the link
+	if c >= per {
+		return l*rows + owned + (c-per)/rs.g, 1, per // a last row's group
 	}
 	return l*rows + c, (owned - c + per - 1) / per, per
 }
 
 // colRange is tail core i's tiles of each of its rows, which it scales
 // and writes: the first and the count (the whole row but in the last
-// row's group).
+// rows' groups).
 func (rs *rowSignal) colRange(i int) (first, count int) {
 	c := i%rs.coresPerLink() - rs.perLink()
-	if rs.g == 1 || c < 0 {
+	if c < 0 {
 		return 0, rs.wt
 	}
 	n := rs.wt / rs.g
-	return c * n, n
+	return c % rs.g * n, n
 }
 
 // rowArgs are an adder writer's runtime args naming its link's owners.
 type rowArgs struct{ x, y []kir.ArgRef }
 
 // declare declares the owners' NoC coordinates (row_owner<c>_x, _y; the
-// last row's group row_last<q>_x, _y) as runtime args of the adders'
+// last rows' groups row_last<e>_<q>_x, _y for core q of the group of
+// the e-th of them) as runtime args of the adders'
 // writer wr.
 func (rs *rowSignal) declare(wr *kir.Kernel) rowArgs {
 	var a rowArgs
 	for i := range rs.coresPerLink() {
 		s := "row_owner" + strconv.Itoa(i)
-		if i >= rs.perLink() {
-			s = "row_last" + strconv.Itoa(i-rs.perLink())
+		if c := i - rs.perLink(); c >= 0 {
+			s = "row_last" + strconv.Itoa(c/rs.g) + "_" + strconv.Itoa(c%rs.g)
 		}
 		a.x = append(a.x, wr.RuntimeArg(s+"_x"))
 		a.y = append(a.y, wr.RuntimeArg(s+"_y"))
@@ -198,8 +207,8 @@ func (rs *rowSignal) values(l int) []kir.ArgValue {
 // emit emits, after an adder's writes of the packet of cnt tiles at
 // link-local tile base have completed, one increment of cclSemTail on the
 // owner of every row whose last tile is in the packet (link-local rows
-// base/wt .. (base+cnt)/wt - 1), or on every core of the last row's group
-// for the link's last row (rows of them).
+// base/wt .. (base+cnt)/wt - 1), or for one of the link's last k rows
+// (of rows) on every core of its group.
 func (rs *rowSignal) emit(b *kir.Builder, a rowArgs, base, cnt kir.Expr, rows int) {
 	wt, per := kir.Ci(rs.wt), rs.perLink()
 	b.Comment("Rows of h complete with this packet: one count on each row's tail core.")
@@ -215,14 +224,19 @@ func (rs *rowSignal) emit(b *kir.Builder, a rowArgs, base, cnt kir.Expr, rows in
 		}
 	}
 	b.For("row", lo, hi, func(j kir.Var) {
-		if rs.g == 1 {
+		if rs.k == 0 {
 			owners(j)
 			return
 		}
-		b.IfElse(kir.Eq(j, kir.Ci(rows-1)), func() {
-			for q := range rs.g {
-				inc(per + q)
+		b.IfElse(kir.Lt(j, kir.Ci(rows-rs.k)), func() { owners(j) }, func() {
+			grp := b.Let("group", kir.Sub(j, kir.Ci(rows-rs.k)))
+			for e := range rs.k {
+				b.If(kir.Eq(grp, kir.Ci(e)), func() {
+					for q := range rs.g {
+						inc(per + e*rs.g + q)
+					}
+				})
 			}
-		}, func() { owners(j) })
+		})
 	})
 }
