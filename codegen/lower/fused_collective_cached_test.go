@@ -104,3 +104,50 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 		t.Errorf("h and normed bits, weight kept vs re-read per row (-plain +kept):\n%s", diff)
 	}
 }
+
+// TestRowStreamGroupsCoverEveryTile checks rowSignal's split of a row
+// stream's rows over its tail cores: every tile of every link's rows is
+// scaled and written by exactly one core (an owner's whole rows, or its
+// part of one of the last rows in a group), and a row's cores all read
+// the whole row.
+func TestRowStreamGroupsCoverEveryTile(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		links, per, g, k int
+	}{
+		{"owners only", 4, 18, 1, 0},
+		{"last row in a group of four", 4, 14, 4, 1},
+		{"last three rows in groups of two", 4, 12, 2, 3},
+		{"one owner", 2, 1, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const wt, rows = 8, 32
+			n := tc.per + tc.k*tc.g
+			rs := &rowSignal{wt: wt, m: 1, g: tc.g, k: tc.k, owners: make([][]kir.Core, tc.links)}
+			for l := range tc.links {
+				rs.owners[l] = make([]kir.Core, n)
+			}
+			got := make([]int, tc.links*rows*wt)
+			for i := range tc.links * n {
+				start, count, stride := rs.tailRange(i, rows*wt)
+				c0, cn := rs.colRange(i)
+				for r := range count {
+					row := start + r*stride
+					if row/rows != i/n {
+						t.Fatalf("core %d (link %d) has row %d of link %d", i, i/n, row, row/rows)
+					}
+					for c := c0; c < c0+cn; c++ {
+						got[row*wt+c]++
+					}
+				}
+			}
+			want := make([]int, len(got))
+			for i := range want {
+				want[i] = 1
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("times each tile is scaled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
