@@ -392,7 +392,7 @@ func (w *cclKernel) lastPerTile(wr *kir.Kernel, kk kir.Var, last int, toFwd bool
 			b.CBPopFront(cbOut, kir.C(1))
 		})
 		if w.rows != nil {
-			w.rows.emit(b, ra, base, cnt)
+			w.rows.emit(b, ra, base, cnt, w.rows.rowsPerLink(w.plan.LinkTiles))
 		}
 	})
 }

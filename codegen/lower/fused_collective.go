@@ -139,12 +139,18 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			}
 			tl.pushed, _ = firstCores(t, used)
 		case ring != nil && tl.ns == nil && tl.w != nil && tl.res == nil && !ring.batchedAdders(ctx) &&
-			streamRows(t, ring, tl.wt, used) != nil:
+			streamRows(t, ring, tl.wt, used, 1, 0) != nil:
 			// The adders count each row of h on its tail core, which norms
-			// it as soon as it is in (fused_collective_stream.go).
-			ring.rows = streamRows(t, ring, tl.wt, used)
+			// it as soon as it is in (fused_collective_stream.go); a
+			// cached-weight tail shares each row among a group of cores.
+			ring.rows = streamRows(t, ring, tl.wt, used, 1, 0)
 			tl.stream, tl.linkTiles = ring.rows, ring.plan.LinkTiles
-			tl.cores, tl.ranges = blocks.CoresFrom(t, used, ring.rows.perLink()*ring.plan.Links)
+			if tl.cachedWeight() {
+				if rs := groupedRows(t, ring, tl.wt, used); rs != nil {
+					ring.rows, tl.stream = rs, rs
+				}
+			}
+			tl.cores, tl.ranges = blocks.CoresFrom(t, used, ring.rows.coresPerLink()*ring.plan.Links)
 			tl.split = Split{Items: tl.h.Type.Shape.Tiles() / tl.wt, Cores: len(tl.cores), PerCore: 1}
 		case ring != nil:
 			ring.notify, ring.notifySem = &tl.cores[0], cclSemTail
@@ -339,6 +345,13 @@ func (tl *cclTail) build(p *kir.Program) {
 			s, n, stride := tl.stream.tailRange(i, tl.linkTiles)
 			vals := []kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(stride))}
 			rd.SetRuntimeArgs(core, vals...)
+			if c.partial >= 0 {
+				c0, cn := tl.stream.colRange(i)
+				cols := []kir.ArgValue{kir.U32(uint32(c0)), kir.U32(uint32(cn))}
+				cp.SetRuntimeArgs(core, append([]kir.ArgValue{kir.U32(uint32(n))}, cols...)...)
+				wr.SetRuntimeArgs(core, append(vals, cols...)...)
+				continue
+			}
 			cp.SetRuntimeArgs(core, kir.U32(uint32(n)))
 			wr.SetRuntimeArgs(core, vals...)
 			continue
@@ -545,7 +558,7 @@ func (tl *cclTail) compute(p *kir.Program, cp *kir.Kernel, c tailCBs) {
 	wt := kir.Ci(tl.wt)
 	k.B.CBWaitFront(n.scaler, kir.C(1))
 	if c.partial >= 0 {
-		tl.cachedCompute(k, n, c.partial, count)
+		tl.cachedCompute(k, n, c.partial, count, cp.RuntimeArg("col0"), cp.RuntimeArg("cols"))
 		k.B.CBPopFront(n.scaler, kir.C(1))
 		return
 	}
@@ -570,6 +583,15 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) {
 		return
 	}
 	wt := kir.Ci(tl.wt)
+	if c.partial >= 0 {
+		// A cached-weight tail writes its tiles col0 .. col0+cols-1 of each row.
+		col0, cols := wr.RuntimeArg("col0"), wr.RuntimeArg("cols")
+		b.For("r", kir.C(0), count, func(r kir.Var) {
+			first := b.Let("first", kir.Add(kir.Mul(row(r), wt), col0))
+			blocks.WritePages(b, nAcc, c.norm.out, first, cols)
+		})
+		return
+	}
 	b.For("r", kir.C(0), count, func(r kir.Var) {
 		first := b.Let("first", kir.Mul(row(r), wt))
 		if hAcc != nil {

@@ -81,8 +81,10 @@ func (tl *cclTail) cachedWeightReads(b *kir.Builder, wAcc *blocks.Access, w int)
 
 // cachedCompute emits the cached-weight tail's compute after the scaler
 // wait: the resident weight(+offset) copy, then count rows (normCBs.row's
-// arithmetic, the squares summed in blocks), then it pops the copy.
-func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, count kir.Expr) {
+// arithmetic, the squares summed in blocks, the whole row; the scaling
+// only of tiles col0 .. col0+cols-1, a row group's share), then it pops
+// the copy.
+func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, count, col0, cols kir.Expr) {
 	wt := kir.Ci(tl.wt)
 	wc := n.w
 	if n.wo >= 0 {
@@ -98,7 +100,7 @@ func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, coun
 		tl.blockedSumSquares(k, n, partial)
 		k.B.CBWaitFront(n.rs, kir.C(1))
 		k.B.Comment("x * rsqrt (column broadcast) * kept weight (row broadcast)")
-		k.For("j", kir.C(0), wt, func(j kir.Var) {
+		k.For("j", col0, kir.Add(col0, cols), func(j kir.Var) {
 			k.Acquire()
 			k.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
 			k.PackOut(n.xn, 1)

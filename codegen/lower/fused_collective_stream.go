@@ -43,11 +43,24 @@ import (
 // sent its increments for the rows ending there. streamRows requires the
 // T rows between an owner's rows to span more packets than that.
 type rowSignal struct {
-	// wt is the tiles of a row; m the adders per link.
-	wt, m int
-	// owners lists, per link, the tail cores in row order.
+	// wt is the tiles of a row; m the adders per link; g the tail cores
+	// that share each of a link's last k rows (g = 1, k = 0: every row
+	// has its owner alone).
+	wt, m, g, k int
+	// owners lists, per link, the tail cores: the T owners in row order,
+	// then the last k rows' groups of g cores each.
 	owners [][]kir.Core
 }
+
+// The last rows' groups: with g > 1 (cached-weight tails, cachedWeight,
+// groupedRows) each of a link's last k rows, which land with the ring's
+// last packets, has g tail cores and the other rows T = (cores per link)
+// - k*g owners. Each core of a group reads the whole row and sums its
+// squares the same way (the same bits, the same rsqrt), then scales and
+// writes only its own wt/g tiles: what is left after the ring's last
+// packets drops from a row's norm to its sum of squares and a g-th of its
+// scaling. Only those rows are read g times (every row g times would load
+// the NoC under the ring).
 
 // rowLagTiles bounds how many of its tiles an adder's reader is ahead of
 // its writer: the pages of the CBs between them (cbIn0-2 and cbIm0 of two
@@ -60,16 +73,26 @@ const rowLagTiles = 2 + 2 + 2 + 1
 // link shares are whole rows, and enough tail cores per link that an
 // owner's rows are further apart than the adders can drift (see the
 // Protocol section).
-func streamRows(t *target.Target, ring *cclOp, wt, used int) *rowSignal {
+//
+// With g > 1 and k > 0 the link's last k rows have groups of g cores
+// (wt must be a multiple of g).
+func streamRows(t *target.Target, ring *cclOp, wt, used, g, k int) *rowSignal {
 	pl := ring.plan
 	if !pl.Streaming() || pl.ReduceSteps != 1 || pl.GatherSteps != 0 || ring.chunks.Count != 1 || wt < 1 {
 		return nil
 	}
-	if pl.LinkTiles%wt != 0 || pl.ChunkTiles != pl.Links*pl.LinkTiles {
+	if pl.LinkTiles%wt != 0 || pl.ChunkTiles != pl.Links*pl.LinkTiles || g < 1 || wt%g != 0 {
 		return nil
 	}
 	rows := pl.LinkTiles / wt
 	per := min((t.NumWorkers()-used)/pl.Links, rows)
+	if g == 1 {
+		k = 0
+	}
+	if k > 0 {
+		// T owners for the rows before the last k, the groups for those.
+		per = min((t.NumWorkers()-used)/pl.Links-k*g, rows-k)
+	}
 	if per < 1 {
 		return nil
 	}
@@ -86,16 +109,44 @@ func streamRows(t *target.Target, ring *cclOp, wt, used int) *rowSignal {
 	if per*wt <= (lagPackets+1)*pl.PacketTiles {
 		return nil
 	}
-	cores, _ := blocks.CoresFrom(t, used, per*pl.Links)
-	rs := &rowSignal{wt: wt, m: pl.WorkersPerLink}
+	n := per + k*g
+	cores, _ := blocks.CoresFrom(t, used, n*pl.Links)
+	rs := &rowSignal{wt: wt, m: pl.WorkersPerLink, g: g, k: k}
 	for l := range pl.Links {
-		rs.owners = append(rs.owners, cores[l*per:(l+1)*per])
+		rs.owners = append(rs.owners, cores[l*n:(l+1)*n])
 	}
 	return rs
 }
 
-// perLink is T, the tail cores of each link.
-func (rs *rowSignal) perLink() int { return len(rs.owners[0]) }
+// rowGroupRows and rowGroupMax are the most rows per link with a group
+// and the most cores per group. Picked on the predictions of the 4,096-token
+// prefill's all_reduce_add_rmsnorm (690.6 us without groups): g = 2 with
+// k = 1..6 rows 680.5, 666.1, 658.6, 659.5, 707.7 and 798.5 us (more
+// groups leave the owners too few to keep up with the ring); g = 4, k = 1
+// and 2: 680.1 and 667.3 us; g = 8, k = 1: 683.8 us.
+var rowGroupRows, rowGroupMax = 3, 2
+
+// groupedRows is the row stream of streamRows with the last rows of
+// every link in groups: the most rows (up to rowGroupRows) with the
+// largest group (a divisor of wt up to rowGroupMax) the grid leaves room
+// for, or nil when not even one row's group of two fits.
+func groupedRows(t *target.Target, ring *cclOp, wt, used int) *rowSignal {
+	for k := rowGroupRows; k >= 1; k-- {
+		for g := largestDivisor(wt, rowGroupMax); g > 1; g = largestDivisor(wt, g-1) {
+			if rs := streamRows(t, ring, wt, used, g, k); rs != nil {
+				return rs
+			}
+		}
+	}
+	return nil
+}
+
+// perLink is T, the row owners of each link (the last rows' groups not
+// counted).
+func (rs *rowSignal) perLink() int { return len(rs.owners[0]) - rs.k*rs.g }
+
+// coresPerLink is the tail cores of each link.
+func (rs *rowSignal) coresPerLink() int { return len(rs.owners[0]) }
 
 // rowsPerLink is the rows of a link's share of linkTiles tiles.
 func (rs *rowSignal) rowsPerLink(linkTiles int) int { return linkTiles / rs.wt }
@@ -104,19 +155,40 @@ func (rs *rowSignal) rowsPerLink(linkTiles int) int { return linkTiles / rs.wt }
 // the stride between them.
 func (rs *rowSignal) tailRange(i, linkTiles int) (start, count, stride int) {
 	per, rows := rs.perLink(), rs.rowsPerLink(linkTiles)
-	l, c := i/per, i%per
-	return l*rows + c, (rows - c + per - 1) / per, per
+	l, c := i/rs.coresPerLink(), i%rs.coresPerLink()
+	owned := rows - rs.k // the owners' rows of the link
+	if c >= per {
+		return l*rows + owned + (c-per)/rs.g, 1, per // a last row's group
+	}
+	return l*rows + c, (owned - c + per - 1) / per, per
+}
+
+// colRange is tail core i's tiles of each of its rows, which it scales
+// and writes: the first and the count (the whole row but in the last
+// rows' groups).
+func (rs *rowSignal) colRange(i int) (first, count int) {
+	c := i%rs.coresPerLink() - rs.perLink()
+	if c < 0 {
+		return 0, rs.wt
+	}
+	n := rs.wt / rs.g
+	return c % rs.g * n, n
 }
 
 // rowArgs are an adder writer's runtime args naming its link's owners.
 type rowArgs struct{ x, y []kir.ArgRef }
 
-// declare declares the owners' NoC coordinates (row_owner<c>_x, _y) as
-// runtime args of the adders' writer wr.
+// declare declares the owners' NoC coordinates (row_owner<c>_x, _y; the
+// last rows' groups row_last<e>_<q>_x, _y for core q of the group of
+// the e-th of them) as runtime args of the adders'
+// writer wr.
 func (rs *rowSignal) declare(wr *kir.Kernel) rowArgs {
 	var a rowArgs
-	for c := range rs.perLink() {
-		s := "row_owner" + strconv.Itoa(c)
+	for i := range rs.coresPerLink() {
+		s := "row_owner" + strconv.Itoa(i)
+		if c := i - rs.perLink(); c >= 0 {
+			s = "row_last" + strconv.Itoa(c/rs.g) + "_" + strconv.Itoa(c%rs.g)
+		}
 		a.x = append(a.x, wr.RuntimeArg(s+"_x"))
 		a.y = append(a.y, wr.RuntimeArg(s+"_y"))
 	}
@@ -134,19 +206,37 @@ func (rs *rowSignal) values(l int) []kir.ArgValue {
 
 // emit emits, after an adder's writes of the packet of cnt tiles at
 // link-local tile base have completed, one increment of cclSemTail on the
-// owner of every row whose last tile is in the packet: link-local rows
-// base/wt .. (base+cnt)/wt - 1.
-func (rs *rowSignal) emit(b *kir.Builder, a rowArgs, base, cnt kir.Expr) {
+// owner of every row whose last tile is in the packet (link-local rows
+// base/wt .. (base+cnt)/wt - 1), or for one of the link's last k rows
+// (of rows) on every core of its group.
+func (rs *rowSignal) emit(b *kir.Builder, a rowArgs, base, cnt kir.Expr, rows int) {
 	wt, per := kir.Ci(rs.wt), rs.perLink()
 	b.Comment("Rows of h complete with this packet: one count on each row's tail core.")
 	lo := b.Let("row_lo", kir.Div(base, wt))
 	hi := b.Let("row_hi", kir.Div(kir.Add(base, cnt), wt))
-	b.For("row", lo, hi, func(j kir.Var) {
+	inc := func(q int) {
+		b.NoCSemaphoreInc(kir.NoCAddr{X: a.x[q], Y: a.y[q], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
+	}
+	owners := func(j kir.Var) {
 		o := b.Let("owner", kir.Mod(j, kir.Ci(per)))
 		for c := range per {
-			b.If(kir.Eq(o, kir.Ci(c)), func() {
-				b.NoCSemaphoreInc(kir.NoCAddr{X: a.x[c], Y: a.y[c], Addr: kir.GetSemaphore{ID: kir.Ci(cclSemTail)}}, kir.C(1))
-			})
+			b.If(kir.Eq(o, kir.Ci(c)), func() { inc(c) })
 		}
+	}
+	b.For("row", lo, hi, func(j kir.Var) {
+		if rs.k == 0 {
+			owners(j)
+			return
+		}
+		b.IfElse(kir.Lt(j, kir.Ci(rows-rs.k)), func() { owners(j) }, func() {
+			grp := b.Let("group", kir.Sub(j, kir.Ci(rows-rs.k)))
+			for e := range rs.k {
+				b.If(kir.Eq(grp, kir.Ci(e)), func() {
+					for q := range rs.g {
+						inc(per + e*rs.g + q)
+					}
+				})
+			}
+		})
 	})
 }
