@@ -101,24 +101,37 @@ func stepAxis(st ir.LayoutStep, name string, r int) (int, error) {
 	return v, nil
 }
 
-func lowerLayoutChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+// layoutChainSteps are op's layout steps (its "steps" attribute) and the
+// shape after each, and the type the last gives operand 0 (the result's
+// shape); it fails naming the rule when the steps do not parse or give
+// another shape.
+func layoutChainSteps(op *ir.Op) ([]ir.LayoutStep, []ir.Shape, ir.TensorType, error) {
 	x, out := op.Operands[0], op.Result()
 	steps, err := ir.ParseLayoutChain(op.Str("steps"))
 	if err != nil {
-		return nil, err
+		return nil, nil, ir.TensorType{}, err
 	}
 	types, err := ir.LayoutChainTypes(x.Type, steps)
 	if err != nil {
-		return nil, err
+		return nil, nil, ir.TensorType{}, err
 	}
-	if !types[len(types)-1].Shape.Equal(out.Type.Shape) {
-		return nil, fmt.Errorf("rule layout-chain-shape: the steps give %s, the result is %s", types[len(types)-1].Shape, out.Type.Shape)
+	last := types[len(types)-1]
+	if !last.Shape.Equal(out.Type.Shape) {
+		return nil, nil, ir.TensorType{}, fmt.Errorf("rule layout-chain-shape: the steps give %s, the result is %s", last.Shape, out.Type.Shape)
 	}
 	shapes := make([]ir.Shape, len(types))
 	for i, tt := range types {
 		shapes[i] = tt.Shape
 	}
-	return relayoutSteps(op, ctx, x, steps, shapes)
+	return steps, shapes, last, nil
+}
+
+func lowerLayoutChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
+	steps, shapes, _, err := layoutChainSteps(op)
+	if err != nil {
+		return nil, err
+	}
+	return relayoutSteps(op, ctx, op.Operands[0], steps, shapes)
 }
 
 // relayoutSteps is the relayout program of op's result from x through

@@ -47,37 +47,20 @@ func (s *normSource) readTiles(b *kir.Builder, acc *blocks.Access, cb int, first
 }
 
 func lowerLayoutNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	eps, ok := op.Attrs["eps"].(float64)
-	s, ok2 := op.Attrs["ops"].(string)
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
-	}
-	post, err := chainSFPUSteps(s)
+	eps, post, err := normChainAttrs(op)
 	if err != nil {
 		return nil, err
 	}
 	x, out := op.Operands[0], op.Result()
-	steps, err := ir.ParseLayoutChain(op.Str("steps"))
+	steps, shapes, moved, err := layoutChainSteps(op)
 	if err != nil {
 		return nil, err
-	}
-	types, err := ir.LayoutChainTypes(x.Type, steps)
-	if err != nil {
-		return nil, err
-	}
-	moved := types[len(types)-1]
-	if !moved.Shape.Equal(out.Type.Shape) {
-		return nil, fmt.Errorf("rule layout-chain-shape: the steps give %s, the result is %s", moved.Shape, out.Type.Shape)
 	}
 	if x.Type.DType != out.Type.DType && (x.Type.DType != ir.BF16 || out.Type.DType != ir.FP32) {
 		return nil, fmt.Errorf("rule layout-chain-dtype: %s moves %s values into a %s result; only bf16 to fp32 converts exactly", op.Name(), x.Type.DType, out.Type.DType)
 	}
 	if err := layoutOperands(x); err != nil {
 		return nil, err
-	}
-	shapes := make([]ir.Shape, len(types))
-	for i, tt := range types {
-		shapes[i] = tt.Shape
 	}
 	maps, seg, err := composeLayoutSteps(x.Type.Shape, steps, shapes)
 	if err != nil {

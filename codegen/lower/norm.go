@@ -110,6 +110,18 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
 // steps a fused program runs on its result tiles; a step without an SFPU
 // operation is an error (rule eltwise-chain-op).
+// normChainAttrs are a weightless norm chain's eps and SFPU steps (its
+// "eps" and "ops" attributes).
+func normChainAttrs(op *ir.Op) (float64, []blocks.SFPUStep, error) {
+	eps, ok := op.Attrs["eps"].(float64)
+	s, ok2 := op.Attrs["ops"].(string)
+	if !ok || !ok2 {
+		return 0, nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
+	}
+	post, err := chainSFPUSteps(s)
+	return eps, post, err
+}
+
 func chainSFPUSteps(s string) ([]blocks.SFPUStep, error) {
 	chain, err := ir.ParseChainSteps(s)
 	if err != nil {
@@ -133,12 +145,7 @@ func chainSFPUSteps(s string) ([]blocks.SFPUStep, error) {
 // store it (RoundThrough; nothing to do for fp32), where the composed
 // chain was a program of its own reading and writing every tile again.
 func lowerRMSNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	eps, ok := op.Attrs["eps"].(float64)
-	s, ok2 := op.Attrs["ops"].(string)
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
-	}
-	post, err := chainSFPUSteps(s)
+	eps, post, err := normChainAttrs(op)
 	if err != nil {
 		return nil, err
 	}

@@ -46,17 +46,7 @@ func TestWritesFlushedWaitsForDeparture(t *testing.T) {
 		} else {
 			b.NoCAsyncWriteBarrier()
 		}
-		pt, err := Simulate(p, tg, prm, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range pt.Devices[0].Kernels {
-			if r.Kernel == "sender" {
-				return r.FinishUS
-			}
-		}
-		t.Fatal("no sender thread")
-		return 0
+		return senderFinishUS(t, p, tg, prm)
 	}
 	port := prm.cyclesToUS(size / prm.NoCLinkBytesPerCycle)
 	flight := prm.cyclesToUS(prm.L1WriteLatency[len(prm.L1WriteLatency)-1]) - port
@@ -110,17 +100,7 @@ func TestLoopbackMulticastSendsOnce(t *testing.T) {
 			b.NoCAsyncWriteMulticast(l1, mc(0, 1, 2, 2), kir.Ci(size), kir.C(6))
 		}
 		b.NoCAsyncWritesFlushed()
-		pt, err := Simulate(p, tg, prm, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range pt.Devices[0].Kernels {
-			if r.Kernel == "sender" {
-				return r.FinishUS
-			}
-		}
-		t.Fatal("no sender thread")
-		return 0
+		return senderFinishUS(t, p, tg, prm)
 	}
 	port := prm.cyclesToUS(size / prm.NoCLinkBytesPerCycle)
 	one, two := finish(t, true), finish(t, false)
@@ -130,4 +110,20 @@ func TestLoopbackMulticastSendsOnce(t *testing.T) {
 	if two < 2*port {
 		t.Errorf("two multicasts flushed at %.3f us, want at least two port times (%.3f us)", two, 2*port)
 	}
+}
+
+// senderFinishUS simulates p and returns when its "sender" thread ends.
+func senderFinishUS(t *testing.T, p *kir.Program, tg *target.Target, prm *Params) float64 {
+	t.Helper()
+	pt, err := Simulate(p, tg, prm, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range pt.Devices[0].Kernels {
+		if r.Kernel == "sender" {
+			return r.FinishUS
+		}
+	}
+	t.Fatal("no sender thread")
+	return 0
 }
