@@ -9,33 +9,33 @@ import (
 	"github.com/tcc-dev/tcc/passes"
 )
 
-// SharingArgs are the steps whose graphs share args' weights: args itself
-// for a model without a mode parameter; for a model with one, its decode
-// step and prefill steps of one token and of one tile row (the chunk
-// shapes a prompt runs besides args' own), each with args' other
-// parameters.
+// SharingArgs are the steps whose graphs decide the table of args'
+// weights: args itself for a model without a mode parameter; for a model
+// with one, its decode step (args' other parameters, mode decode). Decode
+// is the most fused step: its fusions read weights other than as a
+// matmul's weight where a prefill step's do not (qwen27b's lm_head is a
+// norm prologue's weight in decode and a plain matmul's in a 64-token
+// prefill). A prefill step that reads a weight of the table any other
+// way is refused by Store, loudly; the prefill graphs are not built here
+// because their pipeline costs about 1 s each at full size (against 0.14
+// s for decode), which every build would pay.
 func SharingArgs(m models.Model, args models.Args) []models.Args {
 	if !hasParam(m, "mode") {
 		return []models.Args{args}
 	}
-	with := func(mode string, seq int) models.Args {
-		a := models.Args{}
-		for k, v := range args {
-			a[k] = v
-		}
-		a["mode"] = mode
-		if seq > 0 {
-			a["seq"] = strconv.Itoa(seq)
-		}
-		return a
+	dec := models.Args{}
+	for k, v := range args {
+		dec[k] = v
 	}
-	return []models.Args{with("decode", 0), with("prefill", 1), with("prefill", ir.TileSize)}
+	dec["mode"] = "decode"
+	return []models.Args{dec}
 }
 
 // Names is the table of m built from args on mesh with the pipeline
 // options opts: the sorted names of the weights every SharingArgs graph
 // multiplies only as a matmul's weight (passes.WeightNamesOnSrcB). It
-// fails, naming the step, when one of those graphs does not build.
+// fails, naming the step, when one of those graphs does not build. The
+// result does not depend on args' mode or prefill length.
 func Names(m models.Model, args models.Args, mesh ir.Mesh, opts passes.Options) ([]string, error) {
 	var gs []*ir.Graph
 	for _, a := range SharingArgs(m, args) {

@@ -1,6 +1,7 @@
 package srcbtable
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,25 +32,38 @@ func fusedSmall(t *testing.T, set map[string]string) (models.Model, models.Args,
 	return m, args, g
 }
 
-// TestSharingArgs: a model with modes shares its weights with its decode
-// step and prefill steps of 1 and 32 tokens, each keeping args' other
-// parameters.
+// TestSharingArgs: a model with modes takes its table from its decode
+// step, keeping args' other parameters.
 func TestSharingArgs(t *testing.T) {
 	args := models.Args{"mode": "prefill", "seq": "700", "max-seq": "1024", "batch": "1"}
-	var got []string
-	for _, a := range SharingArgs(qwen27b.Model{}, args) {
-		if a["max-seq"] != "1024" || a["batch"] != "1" {
-			t.Errorf("%v lost args' other parameters", a)
-		}
-		got = append(got, StepName(a))
-	}
-	want := []string{"decode", "prefill of 1 tokens", "prefill of 32 tokens"}
+	got := SharingArgs(qwen27b.Model{}, args)
+	want := []models.Args{{"mode": "decode", "seq": "700", "max-seq": "1024", "batch": "1"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if args["seq"] != "700" {
-		t.Errorf("SharingArgs changed args: seq %s", args["seq"])
+	if args["mode"] != "prefill" {
+		t.Errorf("SharingArgs changed args: mode %s", args["mode"])
 	}
+}
+
+// TestTableFromDecode: the table excludes lm_head, which decode reads in
+// its head's norm prologue, though a 64-token prefill multiplies it as a
+// plain matmul's weight; the 1-token prefill (a prompt's remainder)
+// reads it as decode does, so a table from the 64-token graph alone would
+// break it.
+func TestTableFromDecode(t *testing.T) {
+	m, args, g := fusedSmall(t, map[string]string{"mode": "prefill", "seq": "64"})
+	names, err := Names(m, args, g.Mesh, passes.Options{})
+	require.NoError(t, err)
+	alone := passes.WeightNamesOnSrcB(g)
+	if !slices.Contains(alone, "lm_head.weight") || slices.Contains(names, "lm_head.weight") {
+		t.Errorf("lm_head: in the 64-token graph's own table %v, in the model's %v; want true, false", slices.Contains(alone, "lm_head.weight"), slices.Contains(names, "lm_head.weight"))
+	}
+	_, args1, g1 := fusedSmall(t, map[string]string{"mode": "prefill", "seq": "1"})
+	if err := Store(g1, alone, StepName(args1)); err == nil || !strings.Contains(err.Error(), "lm_head.weight") {
+		t.Errorf("the 64-token graph's table on the 1-token step: %v, want lm_head refused", err)
+	}
+	require.NoError(t, Store(g1, names, StepName(args1)))
 }
 
 // TestStoreMarksTheTable: Store marks exactly the table's weights of a
