@@ -62,6 +62,10 @@ var codeCost = map[string]int{
 	"stmt:eth_send_bytes_over_channel_payload_only": 28,
 	"stmt:noc_async_write_multicast":                64,
 	"stmt:noc_semaphore_set_multicast":              64,
+	// The same NoC commands with the loopback flag (tt-metal's
+	// dataflow_api.h: the multicast's *_loopback_src forms).
+	"stmt:noc_async_write_multicast_loopback_src":   64,
+	"stmt:noc_semaphore_set_multicast_loopback_src": 64,
 	"stmt:noc_semaphore_inc":                        140,
 
 	// Barriers and waits.
