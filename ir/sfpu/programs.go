@@ -312,22 +312,54 @@ func (a *asm) log(x uint8) uint8 {
 	return p
 }
 
-// expNeg is e^-x.
-func (a *asm) expNeg(x uint8) uint8 {
-	n := a.reg()
-	a.emit(isa.Insn{Op: isa.SFPMOV, C: x, D: n, Mod: 1})
-	r := a.exp(n)
-	a.free(n)
+// Sigmoid's clamp of -x (sigmoidClamp): below sigLo e^-x < 2^-115
+// leaves 1 + e^-x at 1, above sigHi e^-x > 2^126 makes 1 + e^-x one whose
+// reciprocal is 0 (SFPARECIP's 0, which the Newton steps keep), the
+// values sigmoid has at the bounds; NaN lands on a bound (SFPSWAP orders
+// by sign and magnitude).
+var (
+	sigLo = float32(-80)
+	sigHi = float32(88)
+)
+
+// sigmoid is 1/(1 + e^-x): n = -x clamped to [sigLo, sigHi] by two
+// SFPSWAP min/max (6 cycles in place of exp's two guard blocks, 16),
+// expCore (right on the clamped range), 1 + e^n in [1, 2^128) and
+// recipAbove1. Postcondition: the bits of 1/(1 + exp(-x)) built from
+// exp and recip with their guards (TestSigmoidClamp) on every non-NaN x;
+// NaN gives a finite value the caller's nanIn replaces.
+// exp guards + guarded recip => clamp + unguarded recip.
+func (a *asm) sigmoid(x uint8) uint8 {
+	n, k := a.reg(), a.reg()
+	a.emit(isa.Insn{Op: isa.SFPMOV, C: x, D: n, Mod: 1}) // n = -x
+	a.setK(k, math.Float32bits(sigLo))
+	a.emit(isa.Insn{Op: isa.SFPSWAP, C: n, D: k, Mod: 1}) // n = max(n, sigLo) (k the min)
+	a.setK(k, math.Float32bits(sigHi))
+	a.emit(isa.Insn{Op: isa.SFPSWAP, C: k, D: n, Mod: 1}) // n = min(n, sigHi) (k the max)
+	a.free(k)
+	e, c := a.expCore(n, true)
+	a.free(c, n)
+	a.add(e, e, isa.LConst1, 0)
+	r := a.recipAbove1(e)
+	a.free(e)
 	return r
 }
 
-// sigmoid is 1/(1 + e^-x).
-func (a *asm) sigmoid(x uint8) uint8 {
-	e := a.expNeg(x)
-	a.add(e, e, isa.LConst1, 0)
-	r := a.recip(e)
-	a.free(e)
-	return r
+// recipAbove1 is recip for an x in [1, 2^128) (finite, positive, not
+// below 1): there recip's residual t = x*y - 2 is always negative (about
+// -1, or -2 where SFPARECIP gives 0 for x >= 2^126), so its guard is
+// dropped and the same two Newton steps run unconditionally (same bits,
+// three instructions fewer).
+func (a *asm) recipAbove1(x uint8) uint8 {
+	y, t, two := a.reg(), a.reg(), a.reg()
+	a.setK(two, math.Float32bits(2))
+	a.emit(isa.Insn{Op: isa.SFPARECIP, C: x, D: y})
+	for range 2 {
+		a.mad(t, x, y, two, 2)                                                     // t = x*y - 2
+		a.emit(isa.Insn{Op: isa.SFPMUL, A: t, B: y, C: isa.LConst0, D: y, Mod: 1}) // y = -t*y
+	}
+	a.free(t, two)
+	return y
 }
 
 // unary builds a one-operand program: load x, body, NaN passthrough when
@@ -373,7 +405,9 @@ var unaryBodies = func() [len(Table)]*unaryBody {
 		return r
 	})
 	u[Sigmoid] = plain(true, (*asm).sigmoid)
-	u[SiLU] = plain(true, func(a *asm, x uint8) uint8 {
+	// silu: x * sigmoid(x) with no nanIn: sigmoid of a NaN is finite, so
+	// the product is the FMA's canonical NaN, nanIn's 0x7fc00000.
+	u[SiLU] = plain(false, func(a *asm, x uint8) uint8 {
 		r := a.sigmoid(x)
 		a.mul(r, x, r)
 		return r

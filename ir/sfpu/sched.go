@@ -95,11 +95,16 @@ func units(body []isa.Insn) []*unit {
 			for _, r := range in.Reads() {
 				u.reads |= 1 << r
 			}
+			ws := uint16(0)
 			if w, ok := in.Writes(); ok {
-				u.writes |= 1 << w
-				if cond {
-					u.reads |= 1 << w // a masked write keeps the other lanes' value
-				}
+				ws |= 1 << w
+			}
+			if in.Op == isa.SFPSWAP && in.C < 8 {
+				ws |= 1 << in.C // SFPSWAP writes both its LREGs
+			}
+			u.writes |= ws
+			if cond {
+				u.reads |= ws // a masked write keeps the other lanes' value
 			}
 			switch in.Op {
 			case isa.SFPLOAD:

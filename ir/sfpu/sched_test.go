@@ -105,3 +105,24 @@ func TestNoSlowerThanTTMetal(t *testing.T) {
 		})
 	}
 }
+
+// SFPSWAP writes both its LREGs: a reader of its C operand stays after
+// it (the scheduler would otherwise issue the long MUL chain on x first,
+// before the clamp to -80 that the source order applies).
+func TestScheduleSwapWritesBoth(t *testing.T) {
+	body := []isa.Insn{
+		{Op: isa.SFPLOAD, D: 0},
+		{Op: isa.SFPLOADI, D: 1, Imm: 0xc2a0},              // -80
+		{Op: isa.SFPSWAP, C: 0, D: 1, Mod: 1},              // x = max(x, -80)
+		{Op: isa.SFPMUL, A: 0, B: 0, C: isa.LConst0, D: 2}, // x*x
+		{Op: isa.SFPMUL, A: 2, B: 2, C: isa.LConst0, D: 2},
+		{Op: isa.SFPMUL, A: 2, B: 2, C: isa.LConst0, D: 2},
+		{Op: isa.SFPSTORE, D: 2},
+	}
+	src, got := &Program{Body: withNOPs(body)}, &Program{Body: schedule(withNOPs(body))}
+	for _, x := range []float32{-100, -2, 3} {
+		if w, g := src.Eval(x, 0), got.Eval(x, 0); math.Float32bits(w) != math.Float32bits(g) {
+			t.Errorf("x = %g: scheduled %g, source order %g\n%v", x, g, w, got.Body)
+		}
+	}
+}
