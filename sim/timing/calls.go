@@ -298,7 +298,9 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		// matmul_block's 1 x 1 sub-block: both tiles unpacked per product
 		return do(func(th *thread, _ []uint64) { th.advance(matmulBlockCycles(p, th.k.Compute.MathFidelity, 1, 1)) }), nil
 	case kir.ReduceTile:
-		return do(func(th *thread, _ []uint64) { th.advance(2*unpack + p.MatmulCycles[th.k.Compute.MathFidelity]) }), nil
+		return do(func(th *thread, _ []uint64) {
+			th.advance(2*unpack + reduceMathCycles(p, s.Op, s.Dim, th.k.Compute.MathFidelity))
+		}), nil
 	case kir.MatmulBlock:
 		// operands: in0 tile, in1 tile, dst, ct, rt, kt
 		return do(func(th *thread, v []uint64) {
@@ -334,6 +336,29 @@ func (m *machine) computeCost(s kir.Stmt) (op, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("the timing model does not know statement %T", s)
+}
+
+// reduceMathCycles is the math time of one reduce_tile on a 32x32 tile:
+// its pool instructions (tt-llk llk_math_reduce.h, Blackhole) at a
+// quarter of a LoFi tile product each (one 16x16 face of the tile's 4),
+// so that a SUM of a tile at fidelity f costs MatmulCycles[f]. A row or
+// column reduce pools each of the 4 faces once, a scalar reduce the 4
+// faces and then its transposed row once more. A pool is one GMPOOL for
+// MAX at any fidelity; for SUM one GAPOOL at LoFi, and at HiFi2..4 a MOP
+// of one GAPOOL per fidelity phase (2, 3, 4). Postcondition: SUM row and
+// column reduces cost MatmulCycles[f] as before; MAX ones
+// MatmulCycles[LoFi] whatever f. The DEST moves of the row reduce's
+// transposes are not charged (as before).
+func reduceMathCycles(p *Params, op kir.ReduceOp, dim kir.ReduceDim, f ir.MathFidelity) float64 {
+	pools := 4.0
+	if dim == kir.ReduceScalar {
+		pools = 5
+	}
+	insns := 1.0 // GMPOOL, or LoFi's single GAPOOL
+	if op != kir.ReduceMax && f != ir.LoFi {
+		insns = float64(f) // the fidelity MOP: one GAPOOL per phase
+	}
+	return pools * insns * p.MatmulCycles[ir.LoFi] / 4
 }
 
 // Instructions of one transpose_wh_dest call (tt-llk

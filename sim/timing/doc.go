@@ -46,7 +46,8 @@
 //   - compute: tile products by math fidelity, overlapping the unpack of
 //     their operand tiles (the slower of the two sets the pace:
 //     matmulBlockCycles), FPU element-wise ops (mul by fidelity passes),
-//     SFPU ops by kind, reduce, transpose, pack by DEST width, inits,
+//     SFPU ops by kind, reduce (its pool instructions: reduceMathCycles),
+//     transpose, pack by DEST width, inits,
 //     tile-register handoffs. Besides that overlap, unpack, math and pack
 //     are one stream.
 //
