@@ -14,7 +14,9 @@ import (
 // no core norms a kv head's 8 token tile rows in a row while the others
 // wait: the timing model's time stays under 500 us at an unaligned and
 // an aligned position (1,119 us when one core took every token tile row
-// of a kv head).
+// of a kv head). And the reader builds each gate tile with its address
+// math out of the head loop (gatePage): under 190 us (predicted 204.4
+// and 198.6 us when every gate row went through the generic gather).
 func TestProloguePrefillSpreadsKV(t *testing.T) {
 	tgt := target.Blackhole()
 	for _, pos := range []int{0, 3853} {
@@ -31,8 +33,8 @@ func TestProloguePrefillSpreadsKV(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("position %d: %d cores, %.1f us", pos, len(p.Cores()), pt.US())
-		if us := pt.US(); us > 500 {
-			t.Errorf("position %d: %.1f us, want under 500", pos, us)
+		if us := pt.US(); us > 190 {
+			t.Errorf("position %d: %.1f us predicted, want under 190", pos, us)
 		}
 	}
 }
