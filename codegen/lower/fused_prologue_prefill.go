@@ -294,6 +294,11 @@ func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st ki
 		}
 	}
 	b.For("rt", kir.C(0), kir.Ci(d.RtR), func(rt kir.Var) {
+		if !aligned && pp.directTables() {
+			pp.tablePage(b, pp.gc, pp.ra.cos, pp.cos, st, rt)
+			pp.tablePage(b, pp.gs, pp.ra.sin, pp.sin, st, rt)
+			return
+		}
 		pg := b.Let("tpg", kir.Add(kir.Mul(st, kir.Ci(d.RtR)), rt))
 		pp.gc.Page(b, pp.cos, pg)
 		pp.gs.Page(b, pp.sin, pg)
@@ -465,4 +470,49 @@ func (pp *prefillPrologue) gatePage(b *kir.Builder, tok, dd kir.Var) {
 	})
 	b.NoCAsyncReadBarrier()
 	b.CBPushBack(pp.moved, kir.C(1))
+}
+
+// directTables reports whether the q items' table tiles take tablePage:
+// whole token tile rows (S % 32 == 0), whole rotary column tiles (R % 32
+// == 0) and the tables' grouped caches of 32 pages (prefetch, groups).
+func (pp *prefillPrologue) directTables() bool {
+	d := pp.d
+	return d.S%ir.TileSize == 0 && d.R%ir.TileSize == 0 && pp.groups()[4] > 0 && pp.prefetch()[4] == ir.TileSize
+}
+
+// tablePage emits rotary column tile rt of token tile row st of table g
+// (cos or sin, [S,1,R]: one page per token and column tile) into cb: row
+// r is columns 32 rt .. +31 of token 32 st + r. The same pages, slots
+// (group rt, slot r), tags and copies as g.Page, with the address math
+// out of the row loop (a token's page is the previous one's plus Ct, its
+// columns sit in row 0 of its tile) and no fill (the copies cover the
+// tile). Postcondition: one page of cb pushed, bit for bit g.Page's.
+func (pp *prefillPrologue) tablePage(b *kir.Builder, g *blocks.Gather, acc *blocks.Access, cb int, st kir.Expr, rt kir.Var) {
+	eb, tb := blocks.ElemBytes(g.DType), g.DType.TileBytes()
+	im := g.Sources[0].Image
+	slots, tags := g.Cache(0)
+	pg0 := b.Let("tpg", im.Page(kir.Mul(st, kir.Ci(ir.TileSize)), kir.Mul(rt, kir.Ci(ir.TileSize))))
+	base := b.Let("tslot", kir.Add(slots, kir.Mul(rt, kir.Ci(ir.TileSize*tb))))
+	tagBase := b.Let("ttag", kir.Add(tags, kir.Mul(rt, kir.Ci(ir.TileSize*4))))
+	tp := blocks.Reserve(b, cb, kir.C(1), "tp")
+	b.Comment("table: every token's page (kept across the heads of a token tile row), all in flight")
+	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+		pg := b.Let("pg", kir.Add(pg0, kir.Mul(r, kir.Ci(im.Ct))))
+		tag := b.Let("tag", kir.Add(tagBase, kir.Mul(r, kir.C(4))))
+		b.If(kir.Ne(kir.L1Read32{Addr: tag}, pg), func() {
+			blocks.ReadPageTo(b, acc, pg, kir.Add(base, kir.Mul(r, kir.Ci(tb))))
+			b.L1Write32(tag, pg)
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+		src := b.Let("src", kir.Add(base, kir.Mul(r, kir.Ci(tb))))
+		dst := b.Let("dst", kir.Add(tp, blocks.FaceOffset(r, kir.C(0), eb)))
+		for c := 0; c < ir.TileSize; c += g.Seg {
+			off := blocks.FaceOffsetConst(0, c, eb)
+			blocks.CopyRun(b, kir.Add(src, kir.Ci(off)), kir.Add(dst, kir.Ci(off)), g.Seg, eb, g.Seg*eb)
+		}
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.C(1))
 }
