@@ -226,6 +226,10 @@ func (pp *prefillPrologue) reader() {
 			pp.gg.Map = func(b *kir.Builder, row, col kir.Var) []blocks.Run {
 				return []blocks.Run{{Src: 0, Row: tok, Col: kir.Add(kir.Add(kir.Mul(row, kir.Ci(twoD)), kir.Ci(d.D)), col)}}
 			}
+			if pp.directGate() {
+				b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) { pp.gatePage(b, tok, dd) })
+				return
+			}
 			b.For("d", kir.C(0), kir.Ci(d.Dt), func(dd kir.Var) { pp.gg.Page(b, pp.moved, kir.Add(kir.Mul(hr, kir.Ci(d.Dt)), dd)) })
 		})
 		pp.items.v.on(b, r, func(idx kir.Expr) {
@@ -290,6 +294,11 @@ func (pp *prefillPrologue) normInputs(b *kir.Builder, wAcc *blocks.Access, st ki
 		}
 	}
 	b.For("rt", kir.C(0), kir.Ci(d.RtR), func(rt kir.Var) {
+		if !aligned && pp.directTables() {
+			pp.tablePage(b, pp.gc, pp.ra.cos, pp.cos, st, rt)
+			pp.tablePage(b, pp.gs, pp.ra.sin, pp.sin, st, rt)
+			return
+		}
 		pg := b.Let("tpg", kir.Add(kir.Mul(st, kir.Ci(d.RtR)), rt))
 		pp.gc.Page(b, pp.cos, pg)
 		pp.gs.Page(b, pp.sin, pg)
@@ -413,4 +422,97 @@ func (pp *prefillPrologue) patchRows(b *kir.Builder, in, out *blocks.Access, pg,
 		b.NoCAsyncWrite(slot, out.PageAddr(pgv), kir.Ci(tb))
 	})
 	b.NoCAsyncWriteBarrier()
+}
+
+// directGate reports whether gate tiles take gatePage: one tile row of
+// heads (H <= 32), whole column tiles per head (D % 32 == 0) and the
+// gate's grouped cache (prefetch, groups).
+func (pp *prefillPrologue) directGate() bool {
+	return pp.d.HRt == 1 && pp.d.D%ir.TileSize == 0 && pp.groups()[1] > 0 && pp.prefetch()[1] == pp.d.H
+}
+
+// gatePage emits gate column tile dd of token row tok (global row of qg)
+// into moved: row h is columns h*2D + D + 32 dd .. +31 of row tok, the
+// rows past H zero. The same pages, slots, tags and bytes as pp.gg.Page
+// (slot dd*H + h holds head h's qg page), with the address math hoisted
+// out of the head loop: a head's source page is head 0's plus 2 Dt, its
+// row's offset in the tile is the same for every head. Postcondition:
+// one page of moved pushed, bit for bit pp.gg.Page's.
+func (pp *prefillPrologue) gatePage(b *kir.Builder, tok, dd kir.Var) {
+	d, dt := pp.d, pp.dtype()
+	eb, tb := blocks.ElemBytes(dt), dt.TileBytes()
+	im := blocks.ImageOf(pp.op.Operands[0].Type.Shape)
+	slots, tags := pp.gg.Cache(0)
+	col0 := b.Let("gcol", kir.Add(kir.Ci(d.D), kir.Mul(dd, kir.Ci(ir.TileSize))))
+	pg0 := b.Let("gpg", im.Page(tok, col0))
+	src0 := b.Let("gin", im.InTile(tok, col0, eb))
+	group := b.Let("gslot", kir.Mul(dd, kir.Ci(d.H)))
+	tp := blocks.Reserve(b, pp.moved, kir.C(1), "tp")
+	blocks.FillWords(b, tp, tb, blocks.FillWord(dt, 0))
+	b.Comment("gate: every head's qg page (kept across the tokens of a tile row), all in flight")
+	b.For("h", kir.C(0), kir.Ci(d.H), func(h kir.Var) {
+		pg := b.Let("pg", kir.Add(pg0, kir.Mul(h, kir.Ci(2*d.Dt))))
+		si := b.Let("si", kir.Add(group, h))
+		tag := b.Let("tag", kir.Add(tags, kir.Mul(si, kir.C(4))))
+		b.If(kir.Ne(kir.L1Read32{Addr: tag}, pg), func() {
+			blocks.ReadPageTo(b, pp.ra.qg, pg, kir.Add(slots, kir.Mul(si, kir.Ci(tb))))
+			b.L1Write32(tag, pg)
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.For("h", kir.C(0), kir.Ci(d.H), func(h kir.Var) {
+		src := b.Let("src", kir.Add(kir.Add(slots, kir.Mul(kir.Add(group, h), kir.Ci(tb))), src0))
+		dst := b.Let("dst", kir.Add(tp, blocks.FaceOffset(h, kir.C(0), eb)))
+		for c := 0; c < ir.TileSize; c += pp.gg.Seg {
+			off := blocks.FaceOffsetConst(0, c, eb)
+			blocks.CopyRun(b, kir.Add(src, kir.Ci(off)), kir.Add(dst, kir.Ci(off)), pp.gg.Seg, eb, pp.gg.Seg*eb)
+		}
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(pp.moved, kir.C(1))
+}
+
+// directTables reports whether the q items' table tiles take tablePage:
+// whole token tile rows (S % 32 == 0), whole rotary column tiles (R % 32
+// == 0) and the tables' grouped caches of 32 pages (prefetch, groups).
+func (pp *prefillPrologue) directTables() bool {
+	d := pp.d
+	return d.S%ir.TileSize == 0 && d.R%ir.TileSize == 0 && pp.groups()[4] > 0 && pp.prefetch()[4] == ir.TileSize
+}
+
+// tablePage emits rotary column tile rt of token tile row st of table g
+// (cos or sin, [S,1,R]: one page per token and column tile) into cb: row
+// r is columns 32 rt .. +31 of token 32 st + r. The same pages, slots
+// (group rt, slot r), tags and copies as g.Page, with the address math
+// out of the row loop (a token's page is the previous one's plus Ct, its
+// columns sit in row 0 of its tile) and no fill (the copies cover the
+// tile). Postcondition: one page of cb pushed, bit for bit g.Page's.
+func (pp *prefillPrologue) tablePage(b *kir.Builder, g *blocks.Gather, acc *blocks.Access, cb int, st kir.Expr, rt kir.Var) {
+	eb, tb := blocks.ElemBytes(g.DType), g.DType.TileBytes()
+	im := g.Sources[0].Image
+	slots, tags := g.Cache(0)
+	pg0 := b.Let("tpg", im.Page(kir.Mul(st, kir.Ci(ir.TileSize)), kir.Mul(rt, kir.Ci(ir.TileSize))))
+	base := b.Let("tslot", kir.Add(slots, kir.Mul(rt, kir.Ci(ir.TileSize*tb))))
+	tagBase := b.Let("ttag", kir.Add(tags, kir.Mul(rt, kir.Ci(ir.TileSize*4))))
+	tp := blocks.Reserve(b, cb, kir.C(1), "tp")
+	b.Comment("table: every token's page (kept across the heads of a token tile row), all in flight")
+	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+		pg := b.Let("pg", kir.Add(pg0, kir.Mul(r, kir.Ci(im.Ct))))
+		tag := b.Let("tag", kir.Add(tagBase, kir.Mul(r, kir.C(4))))
+		b.If(kir.Ne(kir.L1Read32{Addr: tag}, pg), func() {
+			blocks.ReadPageTo(b, acc, pg, kir.Add(base, kir.Mul(r, kir.Ci(tb))))
+			b.L1Write32(tag, pg)
+		})
+	})
+	b.NoCAsyncReadBarrier()
+	b.For("r", kir.C(0), kir.Ci(ir.TileSize), func(r kir.Var) {
+		src := b.Let("src", kir.Add(base, kir.Mul(r, kir.Ci(tb))))
+		dst := b.Let("dst", kir.Add(tp, blocks.FaceOffset(r, kir.C(0), eb)))
+		for c := 0; c < ir.TileSize; c += g.Seg {
+			off := blocks.FaceOffsetConst(0, c, eb)
+			blocks.CopyRun(b, kir.Add(src, kir.Ci(off)), kir.Add(dst, kir.Ci(off)), g.Seg, eb, g.Seg*eb)
+		}
+	})
+	b.NoCAsyncReadBarrier()
+	b.CBPushBack(cb, kir.C(1))
 }

@@ -283,3 +283,8 @@ func Flatten(idx []kir.Expr, dims ir.Shape) kir.Expr {
 	}
 	return e
 }
+
+// Cache is source i's cache of a Begun Gather: the L1 address of its
+// first slot and (Groups) of its slots' tags (the zero Var without groups), for a
+// caller that emits a page of its own with the same slot assignment.
+func (g *Gather) Cache(i int) (slots, tags kir.Var) { return g.slotAddr[i], g.tags[i] }
