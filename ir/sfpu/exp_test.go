@@ -23,11 +23,8 @@ func TestExpNaNInOverflowBlock(t *testing.T) {
 	if got, want := [2]float64{before.Cycles(), now.Cycles()}, [2]float64{56, 50}; got != want {
 		t.Errorf("cycles per 32 values before and now %v, want %v", got, want)
 	}
-	var in []uint32
-	for _, b := range []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001,
-		0x7fffffff, 0xffffffff, 0x7fa00000, 0x00000001, 0x807fffff, 0x3f800000, 0xbf800000} {
-		in = append(in, b)
-	}
+	in := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001,
+		0x7fffffff, 0xffffffff, 0x7fa00000, 0x00000001, 0x807fffff, 0x3f800000, 0xbf800000}
 	for _, k := range []float32{expHi, expLo} {
 		b := math.Float32bits(k)
 		in = append(in, b-2, b-1, b, b+1, b+2)
