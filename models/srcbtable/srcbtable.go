@@ -54,12 +54,12 @@ func Names(m models.Model, args models.Args, mesh ir.Mesh, opts passes.Options) 
 // Store marks g's weights named in names as stored in transposed tiles
 // (passes.StoreWeightsOnSrcB); step names g's step in errors. It fails,
 // naming the weight and the op, when g reads a named weight other than
-// as a matmul's weight: the shared copy cannot be in both layouts.
+// as a matmul's weight (then g is left unmarked): the shared copy cannot
+// be in both layouts.
 func Store(g *ir.Graph, names []string, step string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	passes.StoreWeightsOnSrcB(g, names)
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -73,6 +73,7 @@ func Store(g *ir.Graph, names []string, step string) error {
 			return fmt.Errorf("weights on SrcB: %s step: weight %s (%s) is stored in transposed tiles for the model's other steps, but %s reads it other than as a matmul's weight; rebuild with --weights-on-srcb=false", step, w.Name, w.Type, readerOf(g, w))
 		}
 	}
+	passes.StoreWeightsOnSrcB(g, names)
 	return nil
 }
 
