@@ -42,7 +42,7 @@ and the launch gap. Layers that differ only in addresses are simulated once.
   tcc perf qwen27b --mesh 1x2 --threads rms_norm          # where one program's time goes
   tcc perf qwen27b --mesh 1x2 --max-seq 4096 --position 127   # the step at position 127
   tcc perf qwen27b --mesh 1x2 --batch 3 --positions 5,900,4000 # users at different positions
-  tcc perf qwen27b --mesh 1x2 --mode prefill --seq 16384   # a whole prompt of 16,384 tokens in steps of 2,048
+  tcc perf qwen27b --mesh 1x2 --mode prefill --seq 16384   # a whole prompt of 16,384 tokens in steps of 4,096
   tcc perf qwen27b --mesh 1x2 --mode prefill --max-seq 4096 --prompt-tokens 4096   # a prompt as tcc run runs it
   tcc perf --params                                       # the model's parameters
 
@@ -61,7 +61,7 @@ up to its own position. The header then lists the positions; position and
 last_position are the largest. Not with --position.
 
 --mode prefill --seq N predicts the whole prompt of N tokens per user (item 7
-of issue 31): prefill steps of --prefill-chunk tokens (default 2048, halved
+of issue 31): prefill steps of --prefill-chunk tokens (default 4096, halved
 until the step's build fits the device's DRAM; a last, shorter step takes the
 rest), each at its own position, with --max-seq defaulting to N rounded up to
 whole tiles of 32. It prints the time to first token (the whole prefill),
@@ -100,7 +100,7 @@ tokens, step_us, device_step_us, simulated, compute_floor_us, floor_us}.
 
 --prefill-chunk auto lets the timing model choose the chunk: it predicts the
 prompt at 32, 64, 128, ... tokens per step (up to the first that takes the
-whole prompt in one step, at most 2048), skips those whose build does not fit
+whole prompt in one step, at most 4096), skips those whose build does not fit
 the device's DRAM, and prints the fastest, with a line listing every
 candidate's total (json: chunk_candidates[] {chunk, fits, total_us,
 tokens_per_second}; prefill_chunk is the one chosen). Each candidate is a whole
@@ -144,7 +144,7 @@ are listed in package sim/timing (output_csv.go).`,
 	addCollapseFlag(cmd, &collapse)
 	cmd.Flags().IntVar(&po.tokens, "prompt-tokens", 0, "predict a whole prompt of this many tokens per user, run as prefill steps of --prefill-chunk tokens at their positions (as tcc run runs it)")
 	po.chunk = defaultPrefillChunk
-	cmd.Flags().Var(&chunkFlag{&po}, "prefill-chunk", "with a whole prompt (--mode prefill --seq N, or --prompt-tokens N): the most prompt tokens one prefill step takes (tcc run's --prefill-chunk; default 2048 for --seq, 64 for --prompt-tokens), or auto: the fastest of 32, 64, 128, ... tokens that fits")
+	cmd.Flags().Var(&chunkFlag{&po}, "prefill-chunk", "with a whole prompt (--mode prefill --seq N, or --prompt-tokens N): the most prompt tokens one prefill step takes (tcc run's --prefill-chunk; default 4096 for --seq, 64 for --prompt-tokens), or auto: the fastest of 32, 64, 128, ... tokens that fits")
 	cmd.Flags().IntVar(&po.simulate, "simulate-positions", defaultSimulatePositions, "with a whole prompt: the most positions each prefill build is simulated at, the steps between interpolated linearly in position (0: simulate every step)")
 	cmd.Flags().Int64Var(&mf.budget, "simulate-budget", timing.DefaultSimulateBudget, "the most kernel instructions one program's simulation at one position may be estimated to take; a program that reads the position and would take more is fast-forwarded from two simulations at smaller positions (-1: simulate every program in full)")
 	cmd.Flags().IntVar(&position, "position", -1, "predict the step at this position (decode: the position it writes and attends up to; prefill: its first); default the last position of --max-seq")

@@ -99,8 +99,13 @@ type chunkCandidate struct {
 	TokensPerSecond float64 `json:"tokens_per_second,omitempty"`
 }
 
-// maxAutoChunk is the longest step --prefill-chunk auto tries.
-const maxAutoChunk = 2048
+// maxAutoChunk is the longest step --prefill-chunk auto tries. At the
+// full model a step of 4,096 tokens beats two of 2,048 by 7.5% (a
+// 16,384-token prompt: 3.74 s against 4.02 s, predictions): each
+// program's fixed cost and each step's weight reads are paid half as
+// often. 8,192 gains 3.5% more (3.61 s) but its prediction takes twice the
+// CPU (216 s against 107 s) and 2.0 GB against 1.1 GB.
+const maxAutoChunk = 4096
 
 // chunkCandidates are the chunks --prefill-chunk auto tries for a prompt
 // of n tokens: 32, 64, 128, ... up to the first that takes the whole

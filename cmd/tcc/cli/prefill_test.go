@@ -294,7 +294,7 @@ func TestPerfPromptFlags(t *testing.T) {
 }
 
 // TestChunkCandidates: --prefill-chunk auto tries the powers of two from a
-// tile up to the first that takes the prompt in one step, at most 2048.
+// tile up to the first that takes the prompt in one step, at most 4096.
 func TestChunkCandidates(t *testing.T) {
 	tests := []struct {
 		n    int
@@ -304,7 +304,7 @@ func TestChunkCandidates(t *testing.T) {
 		{32, []int{32}},
 		{100, []int{32, 64, 128}},
 		{128, []int{32, 64, 128}},
-		{100000, []int{32, 64, 128, 256, 512, 1024, 2048}},
+		{100000, []int{32, 64, 128, 256, 512, 1024, 2048, 4096}},
 	}
 	for _, tc := range tests {
 		t.Run(strconv.Itoa(tc.n), func(t *testing.T) {
@@ -381,8 +381,8 @@ func TestPerfSeqIsTheWholePrompt(t *testing.T) {
 	}
 	var def promptPerf
 	perfJSON(t, &def, "--mode", "prefill", "--seq", "100")
-	if def.PrefillChunk != 2048 || len(def.Segments) != 1 || def.Segments[0].Tokens != 100 || def.MaxSeq != 128 {
-		t.Errorf("--seq 100: chunk %d, %d steps, max_seq %d; want 2048, one step of 100 tokens, 128", def.PrefillChunk, len(def.Segments), def.MaxSeq)
+	if def.PrefillChunk != 4096 || len(def.Segments) != 1 || def.Segments[0].Tokens != 100 || def.MaxSeq != 128 {
+		t.Errorf("--seq 100: chunk %d, %d steps, max_seq %d; want 4096, one step of 100 tokens, 128", def.PrefillChunk, len(def.Segments), def.MaxSeq)
 	}
 	var one struct {
 		StepUS       float64 `json:"step_us"`
