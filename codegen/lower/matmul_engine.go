@@ -336,7 +336,10 @@ type mmProgram struct {
 	rowBlocks      int
 	rdRow0, wrRow0 kir.Expr
 	share          *weightShare // two row blocks share the weight stream
-	mcast          bool         // the writer receives the activation row by multicast
+	// wHeld, when set, is compute's flag that every resident weight tile
+	// has been waited for (after the core's first row: residentWaits).
+	wHeld *kir.Var
+	mcast bool // the writer receives the activation row by multicast
 	// actRows is the activation tile rows cbAct holds: 1, or with resident
 	// weights and the multicast 2 when they fit (actRing).
 	actRows int
@@ -650,7 +653,13 @@ func (m *mmProgram) compute() {
 	case m.rows == 1:
 		computeRow()
 	default:
-		c.For("r", kir.C(0), kir.Ci(m.coreRows()), func(kir.Var) { computeRow() })
+		m.wHeld = m.residentWaits(c.B)
+		c.For("r", kir.C(0), kir.Ci(m.coreRows()), func(kir.Var) {
+			computeRow()
+			if m.wHeld != nil {
+				c.B.Assign(*m.wHeld, kir.C(1))
+			}
+		})
 	}
 	for _, cb := range m.weightCBs() {
 		if v, ok := wPos[cb]; ok {
@@ -679,6 +688,12 @@ func (m *mmProgram) product(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, d
 	m.blockConfig(c, wT, wcb, sb, kt)
 	c.Acquire()
 	kr := kbRows(cb, sb, m.kb, min(m.dest, m.plan.PerCore))
+	if m.resident && m.wHeld != nil && m.actRows > 1 {
+		// per K block two waits => after the first row one K block of kt
+		// (the row came during the one before: a ring of one row keeps the
+		// blocks, its products start on the row's first pages)
+		cb.If(kir.Ne(*m.wHeld, kir.C(0)), func() { cb.Assign(kr, kt) })
+	}
 	c.ForStep("k0", kir.C(0), kt, kr, func(k0 kir.Var) {
 		kc := blocks.BlockLenOf(cb, "kc", kt, k0, kr)
 		// The activation arrives in chunks: wait for the pages this block
@@ -690,7 +705,7 @@ func (m *mmProgram) product(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, d
 			}
 			cb.CBWaitFront(m.cbAct, kir.Add(a0, kc))
 			end := kir.Add(wpos, m.blockPages(kc, sb))
-			cb.CBWaitFront(wcb, end)
+			m.weightWait(cb, wcb, end)
 			c.For("k", kir.C(0), kc, func(kk kir.Var) {
 				m.blockStep(c, wT, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), sb, kt)
 			})

@@ -300,6 +300,37 @@ func (f *fusedMatmul) residentCostsOf(fid ir.MathFidelity, blocks int) mmCosts {
 	return c
 }
 
+// residentWaits declares, in compute, the flag m.wHeld (0 in the core's
+// first row, set to 1 after each row) when m's per-row loop may drop
+// waits after the first row: the weights are resident (the first row
+// waited for every tile of the slice, none is popped before the last
+// row) and the activation rows come by multicast. Then the products wait
+// for their weight tiles only in the first row (weightWait), and with a
+// ring of two rows or more product waits once per sub-block for the
+// whole row (one K block of kt: the writer pushes row r without waiting
+// for compute to pop any of it, so the wait only comes earlier). The
+// products, their order and the packing are unchanged, so the results
+// are bit for bit the same. Otherwise nil.
+func (m *mmProgram) residentWaits(b *kir.Builder) *kir.Var {
+	if !m.resident || !m.mcast || m.norm != nil || m.coreRows() < 2 || m.rowsInner() {
+		return nil
+	}
+	v := b.LetT("w_held", kir.U32T, kir.C(0))
+	return &v
+}
+
+// weightWait emits compute's wait for the resident weight CB wcb's first
+// end pages: only in the core's first row when m.wHeld is set (the tiles
+// stay until the last row), always otherwise.
+// a weight wait per K block => after the first row none
+func (m *mmProgram) weightWait(b *kir.Builder, wcb int, end kir.Expr) {
+	if m.wHeld == nil {
+		b.CBWaitFront(wcb, end)
+		return
+	}
+	b.If(kir.Eq(*m.wHeld, kir.C(0)), func() { b.CBWaitFront(wcb, end) })
+}
+
 // weightCBs is m's weight CBs in the order of their first weight.
 func (m *mmProgram) weightCBs() []int {
 	var cbs []int

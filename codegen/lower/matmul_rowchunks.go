@@ -124,7 +124,7 @@ func (m *mmProgram) productPopping(c *blocks.Compute, wT bool, wcb int, wpos kir
 		}
 		cb.CBWaitFront(m.cbAct, kir.Add(a0, kir.Ci(p)))
 		end := kir.Add(wpos, kir.Mul(kir.Ci(p), sb))
-		cb.CBWaitFront(wcb, end)
+		m.weightWait(cb, wcb, end)
 		c.For("k", kir.C(0), kir.Ci(p), func(kk kir.Var) {
 			m.blockStep(c, wT, wcb, kir.Add(a0, kk), kir.Add(wpos, kir.Mul(kk, sb)), sb, kt)
 		})

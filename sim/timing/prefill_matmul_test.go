@@ -2,6 +2,7 @@ package timing
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/tcc-dev/tcc/codegen/kir"
@@ -154,4 +155,71 @@ func simulateLastOp(t *testing.T, b *ir.Builder, tgt *target.Target, prm *Params
 		t.Fatal(err)
 	}
 	return p, pt
+}
+
+// TestPrefillMatmulResidentWaitsOnce: once a resident prefill matmul's
+// core has run its first tile row it holds every weight tile, so each
+// later row waits once per sub-block for the row (one K block of kt, with
+// a ring of two rows) and not for its weights, instead of twice per K
+// block of the weight stream. The 27B's out projection ([3072 -> 5120]
+// bfp8_b on SrcB, 512 tokens, a ring of two activation rows, 3 columns x
+// 8 rows per core) made 49
+// cb_wait_front calls per row, 392 in all (predicted 108.5 us), and now
+// 49 in the first row and 2 in each later one, 63 (104.8 us). Its
+// matmul4 (the row-chunk path: 10 chunks of 16 K tiles per row) drops
+// the chunks' weight waits after the first row: 160 calls before, 90
+// now.
+func TestPrefillMatmulResidentWaitsOnce(t *testing.T) {
+	cases := []struct {
+		name        string
+		kt          int
+		nts         []int // the parts' widths in tiles
+		first, next int   // the most compute cb_wait_front calls in the first row, in each later row
+	}{
+		{"matmul_out_proj", 96, []int{160}, 49, 2},
+		{"matmul4_row_chunks", 160, []int{160, 96, 1, 1}, 20, 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const rows = 16
+			b := ir.NewBuilder("prefill " + tc.name)
+			a := b.Input("a", ir.T(ir.BF16, 1, rows*ir.TileSize, tc.kt*ir.TileSize))
+			w := func(i int) *ir.Value {
+				ty := ir.T(ir.BFP8B, tc.kt*ir.TileSize, tc.nts[i]*ir.TileSize)
+				ty.TilesTransposed = true
+				return b.Weight(fmt.Sprintf("w%d", i), ty)
+			}
+			if len(tc.nts) == 4 {
+				for _, v := range b.Matmul4(a, w(0), w(1), w(2), w(3)) {
+					b.Output(v)
+				}
+			} else {
+				b.Output(b.Matmul(a, w(0)))
+			}
+			prm := Default()
+			p, pt := simulateLastOp(t, b, target.Blackhole(), prm)
+			var per int
+			for _, k := range p.Kernels {
+				if k.Role == kir.RoleCompute {
+					fmt.Sscan(k.Defines["MM_TILES_PER_CORE"], &per)
+				}
+			}
+			nt := 0
+			for _, n := range tc.nts {
+				nt += n
+			}
+			coreRows := rows / max(1, len(p.Cores())/((nt+per-1)/per))
+			for _, k := range pt.Devices[0].Kernels {
+				if k.Role != kir.RoleCompute {
+					continue
+				}
+				calls := math.Round(k.Busy["cb_wait_front"] * 1e-6 * prm.ClockHz / prm.CBCycles)
+				limit := float64(tc.first + tc.next*(coreRows-1))
+				t.Logf("predicted %.1f us; compute %s: %.0f cb_wait_front calls over %d rows (limit %.0f)", pt.US(), k.Core, calls, coreRows, limit)
+				if calls > limit {
+					t.Errorf("compute made %.0f cb_wait_front calls over its %d rows; want at most %.0f (%d in the first row, %d in each later one)", calls, coreRows, limit, tc.first, tc.next)
+				}
+			}
+		})
+	}
 }
