@@ -37,7 +37,16 @@ import (
 // FuseGDNChunkPrepDecay (same family, after it) takes the decays Γ =
 // tril(exp(g - g_row)) into the prep too: the prep reads g's row form's
 // one tile instead of Γ's, and the sub, exp and tril programs go.
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay)
+//
+// FuseGDNChunkPrepRows (same family, after it) takes g's two reshapes
+// into the prep: the model's g [B, H, N, L] (chunk n's decays in row n)
+// reshaped to the column [B, H, N, L, 1] and the row [B, H, N, 1, L]
+// were two programs writing a whole fp32 tile per chunk (32 values of
+// 1,024) each; the prep now reads g's tile holding chunk n's row and
+// moves that row into its column and row tiles in L1 (the reshapes'
+// values, element for element, so the results are unchanged bit for
+// bit).
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay, ruleGDNChunkPrepRows)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {
@@ -223,4 +232,45 @@ func gdnChunkPrepDecayApplies(m *rw.Match) bool {
 		return false
 	}
 	return gdnIs(m, "sub", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "exp", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "tril", g.DType, s[0], s[1], s[2], s[3], s[3])
+}
+
+// ruleGDNChunkPrepRows is FuseGDNChunkPrepRows.
+//
+//	gdn_chunk_prep(kx, k, v, beta, reshape(g), reshape(g), q) {exp_g = 1, decay = 1} => gdn_chunk_prep(kx, k, v, beta, g, g, q) {exp_g = 1, decay = 1, rows = 1}
+func ruleGDNChunkPrepRows() *rw.Rule {
+	col := rw.Op(ir.OpReshape, rw.Var("g")).As("col")
+	row := rw.Op(ir.OpReshape, rw.Var("g")).As("row")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepRows",
+		Rewrite: "gdn_chunk_prep(kx, k, v, beta, reshape(g), reshape(g), q) {exp_g = 1, decay = 1} => gdn_chunk_prep(kx, k, v, beta, g, g, q) {exp_g = 1, decay = 1, rows = 1}",
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), col, row, rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepRowsApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("g"), m.Value("g"), m.Value("q")}
+		}, func(*rw.Match) ir.Attrs { return ir.Attrs{"exp_g": 1, "decay": 1, "rows": 1} }),
+	}
+}
+
+// gdnChunkPrepRowsApplies is FuseGDNChunkPrepRows's side condition: the
+// prep takes g and its row form (exp_g = 1, decay = 1) and not g's rows
+// already; g is [B, H, N, L] of the prep's dtype, the column operand its
+// reshape to [B, H, N, L, 1] and the row operand its reshape to [B, H, N,
+// 1, L], both reshapes setting only their shape.
+func gdnChunkPrepRowsApplies(m *rw.Match) bool {
+	attrs := m.Op("prep").Attrs
+	if decay, err := ir.GDNChunkPrepDecay(attrs); err != nil || !decay {
+		return false
+	}
+	if rows, err := ir.GDNChunkPrepRows(attrs); err != nil || rows {
+		return false
+	}
+	if len(m.Op("col").Attrs) != 1 || len(m.Op("row").Attrs) != 1 {
+		return false
+	}
+	g := m.Value("g").Type
+	s := g.Shape
+	if s.Rank() != 4 || g.DType != m.Value("k").Type.DType {
+		return false
+	}
+	return gdnIs(m, "col", g.DType, s[0], s[1], s[2], s[3], 1) && gdnIs(m, "row", g.DType, s[0], s[1], s[2], 1, s[3])
 }

@@ -34,6 +34,23 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
+	rows, err := ir.GDNChunkPrepRows(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if rows { // eg is g [B, H, N, L]: its reshapes to the column and row forms (gamma's values are not read)
+		types := make([]ir.TensorType, len(op.Operands))
+		for i, v := range op.Operands {
+			types[i] = v.Type
+		}
+		want, err := ir.GDNChunkPrepRowTypes(types)
+		if err != nil {
+			return nil, err
+		}
+		args = append([]Tensor{}, args...)
+		args[5] = Tensor{Shape: want[5].Shape.Clone(), Data: args[4].Data}
+		args[4] = Tensor{Shape: want[4].Shape.Clone(), Data: args[4].Data}
+	}
 	if expG { // operand 4 is g: eg = r(exp(g)) as the exp op computes it
 		exp, _, ok := sfpuEval(ir.OpExp, opts)
 		if !ok {
