@@ -263,6 +263,37 @@ func GDNChunkPrepRows(a Attrs) (bool, error) {
 	return n == 1, nil
 }
 
+// GDNChunkPrepBetaSeq reports gdn_chunk_prep's beta_seq attribute: true
+// when its beta operand is [B, N*L, H], tokens first as the gates write it
+// (attribute 1; rows must be 1 too), false when absent or 0; any other
+// value is an error naming the rule.
+func GDNChunkPrepBetaSeq(a Attrs) (bool, error) {
+	v, ok := a["beta_seq"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta_seq %v must be 0 or 1", v)
+	}
+	if rows, err := GDNChunkPrepRows(a); n == 1 && (err != nil || !rows) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta_seq = 1 needs rows = 1")
+	}
+	return n == 1, nil
+}
+
+// GDNChunkPrepBetaSeqType is the type gdn_chunk_prep's beta operand with
+// beta_seq = 1 stands for: the column form [B, H, N, L, 1] of beta [B,
+// N*L, H] (k's dtype); an error names the rule when beta does not fit k
+// [B, H, N, L, Dk].
+func GDNChunkPrepBetaSeqType(beta, k TensorType) (TensorType, error) {
+	s := k.Shape
+	if s.Rank() != 5 || !beta.Shape.Equal(Shape{s[0], s[2] * s[3], s[1]}) || beta.DType != k.DType {
+		return TensorType{}, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta %s %s must be [B, N*L, H] of k's dtype (k %s %s)", beta.Shape, beta.DType, s, k.DType)
+	}
+	return like(beta, Shape{s[0], s[1], s[2], s[3], 1}, k.DType), nil
+}
+
 // GDNChunkPrepRowTypes is the operand types gdn_chunk_prep with rows = 1
 // stands for: eg as the column form [B, H, N, L, 1] and gamma as the row
 // form [B, H, N, 1, L] of its [B, H, N, L] operands (k's dtype), the
@@ -312,6 +343,15 @@ func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	}
 	if rows {
 		if in, err = GDNChunkPrepRowTypes(in); err != nil {
+			return nil, err
+		}
+	}
+	betaSeq, err := GDNChunkPrepBetaSeq(a)
+	if err != nil {
+		return nil, err
+	}
+	if betaSeq {
+		if in[3], err = GDNChunkPrepBetaSeqType(in[3], in[1]); err != nil {
 			return nil, err
 		}
 	}

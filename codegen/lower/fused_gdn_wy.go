@@ -66,7 +66,14 @@ type gdnWY struct {
 	// its tiles per (user, head).
 	rows   bool
 	n, gRt int
-	cb     gdnWYCBs
+	// betaSeq: with rows, operand beta is [B, N*L, H] (tokens first): the
+	// reader reads the tile holding the item's tokens of its head into CB
+	// g's page (before g's column is made there) and moves that column to
+	// column 0 of a cleared tile in CB beta; h is the heads H, bHt beta's
+	// tiles per token row.
+	betaSeq bool
+	h, bHt  int
+	cb      gdnWYCBs
 }
 
 type gdnWYCBs struct {
@@ -166,6 +173,9 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if r.rows, err = ir.GDNChunkPrepRows(op.Attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
+		if r.betaSeq, err = ir.GDNChunkPrepBetaSeq(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
 	}
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
@@ -181,6 +191,12 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule gdn-chunk-prep-rows: %s: eg (g) %s must be [B, H, N, L] (k %s)", op.Name(), r.eg.Type.Shape, ks)
 		}
 		r.n, r.gRt = ks[2], (ks[2]+ir.TileSize-1)/ir.TileSize
+		if r.betaSeq {
+			if _, err := ir.GDNChunkPrepBetaSeqType(r.beta.Type, r.k.Type); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+			r.h, r.bHt = ks[1], (ks[1]+ir.TileSize-1)/ir.TileSize
+		}
 	} else if r.decay && (ks.Rank() != 5 || !r.gamma.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], 1, ks[3]})) {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-decay: %s: g row %s must be [B, H, N, 1, L] (k %s)", op.Name(), r.gamma.Type.Shape, ks)
 	}
@@ -330,7 +346,10 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if r.decay {
 		gammaCB = c.gRow
 	}
-	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1})
+	runs = append(runs, run{vAcc, c.v, vt})
+	if !r.betaSeq {
+		runs = append(runs, run{bAcc, c.beta, 1})
+	}
 	if !r.rows {
 		runs = append(runs, run{eAcc, egCB, 1}, run{gAcc, gammaCB, 1})
 	}
@@ -346,6 +365,11 @@ func (r *gdnWY) reader() *kir.Kernel {
 			pg := kir.Add(kir.Mul(kir.Div(i, kir.Ci(r.n)), kir.Ci(r.gRt)), kir.Div(kir.Mod(i, kir.Ci(r.n)), kir.Ci(ir.TileSize)))
 			b.NoCAsyncRead(eAcc.PageAddr(pg), gRowL1, kir.Ci(eAcc.PageSize()))
 		}
+		var betaL1 kir.Var
+		if r.betaSeq {
+			betaL1 = blocks.Reserve(b, c.beta, kir.C(1), "beta")
+			b.NoCAsyncRead(bAcc.PageAddr(r.betaPage(b, i)), gL1, kir.Ci(bAcc.PageSize()))
+		}
 		for _, rn := range runs {
 			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
 			if rn.cb == c.g {
@@ -358,6 +382,14 @@ func (r *gdnWY) reader() *kir.Kernel {
 			})
 		}
 		b.NoCAsyncReadBarrier()
+		if r.betaSeq {
+			b.Comment("beta's tokens of the item's chunk and head (a column of the gates' tile, in g's page) as column 0 of a cleared tile")
+			hc := b.Let("hcol", kir.Mod(kir.Mod(kir.Div(i, kir.Ci(r.n)), kir.Ci(r.h)), kir.Ci(ir.TileSize)))
+			blocks.FillWords(b, betaL1, ir.FP32.TileBytes(), 0)
+			b.For("j", kir.C(0), kir.Ci(ir.TileSize), func(j kir.Var) {
+				blocks.MoveElem(b, gL1, j, hc, betaL1, j, kir.C(0), 4)
+			})
+		}
 		if r.rows {
 			r.rowForms(b, gRowL1, gL1, b.Let("row", kir.Mod(kir.Mod(i, kir.Ci(r.n)), kir.Ci(ir.TileSize))))
 		}
@@ -369,6 +401,9 @@ func (r *gdnWY) reader() *kir.Kernel {
 		for _, rn := range runs {
 			b.CBPushBack(rn.cb, kir.Ci(rn.n))
 		}
+		if r.betaSeq {
+			b.CBPushBack(c.beta, kir.C(1))
+		}
 		if r.rows {
 			b.CBPushBack(c.g, kir.C(1))
 			b.CBPushBack(c.gRow, kir.C(1))
@@ -379,6 +414,15 @@ func (r *gdnWY) reader() *kir.Kernel {
 		}
 	})
 	return rd
+}
+
+// betaPage is the page of beta [B, N*L, H] holding item i's tokens of its
+// head: item i is (b*H + h)*N + c, its tokens row c of tiles and its head
+// tile column h/32, so the page is (b*N + c)*bHt + h/32.
+func (r *gdnWY) betaPage(b *kir.Builder, i kir.Expr) kir.Expr {
+	bh := b.Let("bh", kir.Div(i, kir.Ci(r.n)))
+	row := kir.Add(kir.Mul(kir.Div(bh, kir.Ci(r.h)), kir.Ci(r.n)), kir.Mod(i, kir.Ci(r.n)))
+	return kir.Add(kir.Mul(row, kir.Ci(r.bHt)), kir.Div(kir.Mod(bh, kir.Ci(r.h)), kir.Ci(ir.TileSize)))
 }
 
 // rowForms emits the reader's column and row forms of g's row `row` (the

@@ -19,15 +19,20 @@ import (
 // operands (gdn_chunk_prep, with q, when withQ; with exp_g = 1 when
 // expG; with decay = 1 too, gamma g's row form [B, H, N, 1, 32], when
 // decay; with rows = 1 too, eg and gamma one input g [B, H, N, 32], when
-// rows).
+// rows; with beta_seq = 1 too, beta [B, N*32, H] tokens first, when
+// rows[1]).
 func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ...bool) *ir.Op {
 	t.Helper()
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
-	byRows := len(rows) > 0 && rows[0]
-	beta := in("beta", B, H, N, L, 1)
+	byRows, betaSeq := len(rows) > 0 && rows[0], len(rows) > 1 && rows[1]
+	betaShape := []int{B, H, N, L, 1}
+	if betaSeq {
+		betaShape = []int{B, N * L, H}
+	}
+	beta := in("beta", betaShape...)
 	var eg, gamma *ir.Value
 	if byRows {
 		eg = in("g", B, H, N, L)
@@ -40,6 +45,8 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ..
 	b.Region(ir.RegionKind("gdn"), 0)
 	var rs []*ir.Value
 	switch {
+	case betaSeq:
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))
 	case byRows:
 		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1))
 	case decay:
@@ -140,28 +147,30 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		B, H, N, dk, dv int
 		shared, withQ   bool
 		expG, decay     bool
-		rows            bool
+		rows, betaSeq   bool
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false},
-		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false},
-		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false},
-		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false},
-		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false},
-		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false},
-		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false},
-		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true},
-		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true},
-		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false},
+		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false},
+		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false},
+		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false},
+		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false},
+		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false},
+		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false},
+		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true},
+		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.N > ir.TileSize {
-				longtest.Skip(t, "g's second tile of rows (~1.5 CPU-s)")
+			if c.N > ir.TileSize || c.H > ir.TileSize {
+				longtest.Skip(t, "g's or beta's second tile (~1.5 CPU-s)")
 			}
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows)
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {
