@@ -168,7 +168,6 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 		{"prep decay long", 1, 1, long, 64, 64, true, true, true, false, false},
 		{"prep decay users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true, false, false},
 		{"prep rows users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true, true, false},
-		{"prep rows N33", 1, 2, 33, 32, 32, true, true, true, true, false},
 		{"prep beta_seq users2 H3", 2, 3, 2, 32, 64, true, true, true, true, true},
 	}
 	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
