@@ -260,7 +260,9 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 	}
 }
 
-// TestGDNChunkPrepDecayCostsNoMore: the timing model's time of
+// TestGDNChunkPrepDecayCostsNoMore (and the prep with rows and beta_seq
+// within 3% of the decay's, which reads g's column and row and beta's
+// column tiles from DRAM): the timing model's time of
 // gdn_chunk_prep with decay (Γ = tril(exp(g - g_row)) computed on the
 // device, its upper triangle zeroed by the exp of the mask's -2^100) at
 // the 27B's shapes (24 value heads, Dk = Dv = 128, 16 chunks) is within
@@ -286,6 +288,24 @@ func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
 		return st.US()
 	}
 	decay, read := us(true), us(false)
+	// The prep reading g's rows and the gates' beta (rows, beta_seq): two
+	// tiles an item where it read three, and 96 element moves.
+	op := gdnWYOp(t, 1, H, N, D, D, true, true, true, true, true)
+	ctx := lower.NewContext(tgt)
+	ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
+	p, err := lower.Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := st.US()
+	t.Logf("gdn_chunk_prep reading g's rows and beta tokens first %.2f us", rows)
+	if rows > decay*1.03 {
+		t.Errorf("gdn_chunk_prep with rows and beta_seq takes %.2f us, %.1f%% more than the %.2f us of the prep reading the column and row tiles: want at most 3%%", rows, (rows/decay-1)*100, decay)
+	}
 	t.Logf("gdn_chunk_prep with decay %.2f us, reading Γ %.2f us", decay, read)
 	if decay > read*1.03 {
 		t.Errorf("gdn_chunk_prep with decay takes %.2f us, %.1f%% more than the %.2f us of the prep reading Γ: want at most 3%%", decay, (decay/read-1)*100, read)
