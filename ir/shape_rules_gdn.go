@@ -243,6 +243,86 @@ func GDNChunkPrepDecay(a Attrs) (bool, error) {
 	return n == 1, nil
 }
 
+// GDNChunkPrepRows reports gdn_chunk_prep's rows attribute: true when its
+// eg operand is g [B, H, N, L] (chunk n's values in row n), from which the
+// op takes both the column and the row form, and gamma is g again, not
+// read (attribute 1, decay must be 1 too), false when absent or 0; any
+// other value is an error naming the rule.
+func GDNChunkPrepRows(a Attrs) (bool, error) {
+	v, ok := a["rows"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-rows: rows %v must be 0 or 1", v)
+	}
+	if decay, err := GDNChunkPrepDecay(a); n == 1 && (err != nil || !decay) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-rows: rows = 1 needs decay = 1 (eg and gamma are both g)")
+	}
+	return n == 1, nil
+}
+
+// GDNChunkPrepBetaSeq reports gdn_chunk_prep's beta_seq attribute: true
+// when its beta operand is [B, N*L, H], tokens first as the gates write it
+// (attribute 1; rows must be 1 too), false when absent or 0; any other
+// value is an error naming the rule.
+func GDNChunkPrepBetaSeq(a Attrs) (bool, error) {
+	v, ok := a["beta_seq"]
+	if !ok {
+		return false, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || (n != 0 && n != 1) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta_seq %v must be 0 or 1", v)
+	}
+	if rows, err := GDNChunkPrepRows(a); n == 1 && (err != nil || !rows) {
+		return false, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta_seq = 1 needs rows = 1")
+	}
+	return n == 1, nil
+}
+
+// GDNChunkPrepBetaSeqType is the type gdn_chunk_prep's beta operand with
+// beta_seq = 1 stands for: the column form [B, H, N, L, 1] of beta [B,
+// N*L, H] (k's dtype); an error names the rule when beta does not fit k
+// [B, H, N, L, Dk].
+func GDNChunkPrepBetaSeqType(beta, k TensorType) (TensorType, error) {
+	s := k.Shape
+	if s.Rank() != 5 || !beta.Shape.Equal(Shape{s[0], s[2] * s[3], s[1]}) || beta.DType != k.DType {
+		return TensorType{}, fmt.Errorf("rule gdn-chunk-prep-beta-seq: beta %s %s must be [B, N*L, H] of k's dtype (k %s %s)", beta.Shape, beta.DType, s, k.DType)
+	}
+	return like(beta, Shape{s[0], s[1], s[2], s[3], 1}, k.DType), nil
+}
+
+// GDNChunkPrepRowTypes is the operand types gdn_chunk_prep with rows = 1
+// stands for: eg as the column form [B, H, N, L, 1] and gamma as the row
+// form [B, H, N, 1, L] of its [B, H, N, L] operands (k's dtype), the
+// other operands unchanged; an error names the operand whose shape or
+// dtype does not fit k [B, H, N, L, Dk].
+func GDNChunkPrepRowTypes(in []TensorType) ([]TensorType, error) {
+	if len(in) != 7 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
+	}
+	k := in[1]
+	if k.Shape.Rank() != 5 {
+		return nil, fmt.Errorf("rule gdn-chunk-prep-rows: k %s must be [B, H, N, L, Dk]", k.Shape)
+	}
+	s := k.Shape
+	rowShape := Shape{s[0], s[1], s[2], s[3]}
+	out := append([]TensorType{}, in...)
+	for i, name := range []string{4: "eg", 5: "gamma"} {
+		if i < 4 {
+			continue
+		}
+		if !in[i].Shape.Equal(rowShape) || in[i].DType != k.DType {
+			return nil, fmt.Errorf("rule gdn-chunk-prep-rows: %s %s %s must be [B, H, N, L] = %s of dtype %s (k %s)", name, in[i].Shape, in[i].DType, rowShape, k.DType, s)
+		}
+	}
+	out[4] = like(in[4], Shape{s[0], s[1], s[2], s[3], 1}, k.DType)
+	out[5] = like(in[5], Shape{s[0], s[1], s[2], 1, s[3]}, k.DType)
+	return out, nil
+}
+
 // shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
 // results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
 // L, L] (k's placement).
@@ -256,6 +336,24 @@ func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	}
 	if _, err := GDNChunkPrepExpG(a); err != nil {
 		return nil, err
+	}
+	rows, err := GDNChunkPrepRows(a)
+	if err != nil {
+		return nil, err
+	}
+	if rows {
+		if in, err = GDNChunkPrepRowTypes(in); err != nil {
+			return nil, err
+		}
+	}
+	betaSeq, err := GDNChunkPrepBetaSeq(a)
+	if err != nil {
+		return nil, err
+	}
+	if betaSeq {
+		if in[3], err = GDNChunkPrepBetaSeqType(in[3], in[1]); err != nil {
+			return nil, err
+		}
 	}
 	wy := in[:6]
 	if decay { // gamma is g's row form: check it, then as the [.., L, L] Γ

@@ -37,7 +37,23 @@ import (
 // FuseGDNChunkPrepDecay (same family, after it) takes the decays Γ =
 // tril(exp(g - g_row)) into the prep too: the prep reads g's row form's
 // one tile instead of Γ's, and the sub, exp and tril programs go.
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay)
+//
+// FuseGDNChunkPrepRows (same family, after it) takes g's two reshapes
+// into the prep: the model's g [B, H, N, L] (chunk n's decays in row n)
+// reshaped to the column [B, H, N, L, 1] and the row [B, H, N, 1, L]
+// were two programs writing a whole fp32 tile per chunk (32 values of
+// 1,024) each; the prep now reads g's tile holding chunk n's row and
+// moves that row into its column and row tiles in L1 (the reshapes'
+// values, element for element, so the results are unchanged bit for
+// bit).
+//
+// FuseGDNChunkPrepBetaSeq (same family, after it) takes beta's head-first
+// layout_chain into the prep too: the gates' beta [B, S, H] (tokens first)
+// transposed and reshaped to [B, H, N, L, 1] was one program writing a
+// whole fp32 tile per chunk and head; the prep now reads the gates' tile
+// holding the chunk's tokens of its head and moves that column to column
+// 0 of a cleared tile (the layout_chain's values, bit for bit).
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay, ruleGDNChunkPrepRows, ruleGDNChunkPrepBetaSeq)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {
@@ -223,4 +239,98 @@ func gdnChunkPrepDecayApplies(m *rw.Match) bool {
 		return false
 	}
 	return gdnIs(m, "sub", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "exp", g.DType, s[0], s[1], s[2], s[3], s[3]) && gdnIs(m, "tril", g.DType, s[0], s[1], s[2], s[3], s[3])
+}
+
+// ruleGDNChunkPrepRows is FuseGDNChunkPrepRows.
+//
+//	gdn_chunk_prep(kx, k, v, beta, reshape(g), reshape(g), q) {exp_g = 1, decay = 1} => gdn_chunk_prep(kx, k, v, beta, g, g, q) {exp_g = 1, decay = 1, rows = 1}
+func ruleGDNChunkPrepRows() *rw.Rule {
+	col := rw.Op(ir.OpReshape, rw.Var("g")).As("col")
+	row := rw.Op(ir.OpReshape, rw.Var("g")).As("row")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepRows",
+		Rewrite: "gdn_chunk_prep(kx, k, v, beta, reshape(g), reshape(g), q) {exp_g = 1, decay = 1} => gdn_chunk_prep(kx, k, v, beta, g, g, q) {exp_g = 1, decay = 1, rows = 1}",
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), rw.Var("beta"), col, row, rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepRowsApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("beta"), m.Value("g"), m.Value("g"), m.Value("q")}
+		}, func(*rw.Match) ir.Attrs { return ir.Attrs{"exp_g": 1, "decay": 1, "rows": 1} }),
+	}
+}
+
+// gdnChunkPrepRowsApplies is FuseGDNChunkPrepRows's side condition: the
+// prep takes g and its row form (exp_g = 1, decay = 1) and not g's rows
+// already; g is [B, H, N, L] of the prep's dtype, the column operand its
+// reshape to [B, H, N, L, 1] and the row operand its reshape to [B, H, N,
+// 1, L], both reshapes setting only their shape.
+func gdnChunkPrepRowsApplies(m *rw.Match) bool {
+	attrs := m.Op("prep").Attrs
+	if decay, err := ir.GDNChunkPrepDecay(attrs); err != nil || !decay {
+		return false
+	}
+	if rows, err := ir.GDNChunkPrepRows(attrs); err != nil || rows {
+		return false
+	}
+	if len(m.Op("col").Attrs) != 1 || len(m.Op("row").Attrs) != 1 {
+		return false
+	}
+	g := m.Value("g").Type
+	s := g.Shape
+	if s.Rank() != 4 || g.DType != m.Value("k").Type.DType {
+		return false
+	}
+	return gdnIs(m, "col", g.DType, s[0], s[1], s[2], s[3], 1) && gdnIs(m, "row", g.DType, s[0], s[1], s[2], 1, s[3])
+}
+
+// ruleGDNChunkPrepBetaSeq is FuseGDNChunkPrepBetaSeq.
+//
+//	gdn_chunk_prep(kx, k, v, layout_chain(b) {steps = "transpose:1:2|reshape:B,H,N,L,1"}, g, g, q) {rows = 1} => gdn_chunk_prep(kx, k, v, b, g, g, q) {rows = 1, beta_seq = 1}
+func ruleGDNChunkPrepBetaSeq() *rw.Rule {
+	beta := rw.Op(ir.OpLayoutChain, rw.Var("b")).As("chain")
+	return &rw.Rule{
+		Name:    "FuseGDNChunkPrepBetaSeq",
+		Rewrite: `gdn_chunk_prep(kx, k, v, layout_chain(b) {steps = "transpose:1:2|reshape:B,H,N,L,1"}, g, g, q) {rows = 1} => gdn_chunk_prep(kx, k, v, b, g, g, q) {rows = 1, beta_seq = 1}`,
+		Pattern: rw.Op(ir.OpGDNChunkPrep, rw.Var("kx"), rw.Var("k"), rw.Var("v"), beta, rw.Var("g"), rw.Var("gamma"), rw.Var("q")).As("prep"),
+		Where:   gdnChunkPrepBetaSeqApplies,
+		Build: gdnEmit(ir.OpGDNChunkPrep, func(m *rw.Match) []*ir.Value {
+			return []*ir.Value{m.Value("kx"), m.Value("k"), m.Value("v"), m.Value("b"), m.Value("g"), m.Value("gamma"), m.Value("q")}
+		}, func(m *rw.Match) ir.Attrs {
+			a := ir.Attrs{}
+			for k, v := range m.Op("prep").Attrs {
+				a[k] = v
+			}
+			a["beta_seq"] = 1
+			return a
+		}),
+	}
+}
+
+// gdnChunkPrepBetaSeqApplies is FuseGDNChunkPrepBetaSeq's side condition:
+// the prep takes g's rows (rows = 1) and not beta tokens first already;
+// the layout_chain sets only its steps, which are exactly a transpose of
+// axes 1 and 2 and a reshape to [B, H, N, L, 1] of b [B, N*L, H] of k's
+// dtype (the chain's result then is the prep's beta column form).
+func gdnChunkPrepBetaSeqApplies(m *rw.Match) bool {
+	attrs := m.Op("prep").Attrs
+	if rows, err := ir.GDNChunkPrepRows(attrs); err != nil || !rows {
+		return false
+	}
+	if seq, err := ir.GDNChunkPrepBetaSeq(attrs); err != nil || seq {
+		return false
+	}
+	chain := m.Op("chain")
+	steps, ok := chain.Attrs["steps"].(string)
+	if !ok || len(chain.Attrs) != 1 {
+		return false
+	}
+	k, b := m.Value("k").Type, m.Value("b").Type
+	if _, err := ir.GDNChunkPrepBetaSeqType(b, k); err != nil {
+		return false
+	}
+	s := k.Shape
+	want := ir.FormatLayoutChain([]ir.LayoutStep{
+		{Op: ir.OpTranspose, Attrs: ir.Attrs{"dim0": 1, "dim1": 2}},
+		{Op: ir.OpReshape, Attrs: ir.Attrs{"shape": []int{s[0], s[1], s[2], s[3], 1}}},
+	})
+	return steps == want && chain.Result().Type.DType == k.DType
 }

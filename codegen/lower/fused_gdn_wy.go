@@ -58,7 +58,22 @@ type gdnWY struct {
 	// only A's diagonal for L (A's upper triangle is A's product times
 	// Γ's zeros: zero already).
 	decay bool
-	cb    gdnWYCBs
+	// rows: gdn_chunk_prep with rows (and decay), whose eg operand is g
+	// [B, H, N, L] (gamma is g again, not read): the reader reads the tile holding
+	// the item's row into CB g_row, moves the row to column 0 of a cleared
+	// tile in CB g (the column form) and to row 0 of g_row's (the row
+	// form), clearing g_row's other rows; n and gRt are g's chunks N and
+	// its tiles per (user, head).
+	rows   bool
+	n, gRt int
+	// betaSeq: with rows, operand beta is [B, N*L, H] (tokens first): the
+	// reader reads the tile holding the item's tokens of its head into CB
+	// g's page (before g's column is made there) and moves that column to
+	// column 0 of a cleared tile in CB beta; h is the heads H, bHt beta's
+	// tiles per token row.
+	betaSeq bool
+	h, bHt  int
+	cb      gdnWYCBs
 }
 
 type gdnWYCBs struct {
@@ -155,6 +170,12 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if r.decay, err = ir.GDNChunkPrepDecay(op.Attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
+		if r.rows, err = ir.GDNChunkPrepRows(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		if r.betaSeq, err = ir.GDNChunkPrepBetaSeq(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
 	}
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
@@ -165,7 +186,18 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 	}
 	ks, vs := r.k.Type.Shape, r.v.Type.Shape
-	if r.decay && (ks.Rank() != 5 || !r.gamma.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], 1, ks[3]})) {
+	if r.rows {
+		if ks.Rank() != 5 || !r.eg.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], ks[3]}) {
+			return nil, fmt.Errorf("rule gdn-chunk-prep-rows: %s: eg (g) %s must be [B, H, N, L] (k %s)", op.Name(), r.eg.Type.Shape, ks)
+		}
+		r.n, r.gRt = ks[2], (ks[2]+ir.TileSize-1)/ir.TileSize
+		if r.betaSeq {
+			if _, err := ir.GDNChunkPrepBetaSeqType(r.beta.Type, r.k.Type); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+			r.h, r.bHt = ks[1], (ks[1]+ir.TileSize-1)/ir.TileSize
+		}
+	} else if r.decay && (ks.Rank() != 5 || !r.gamma.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], 1, ks[3]})) {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-decay: %s: g row %s must be [B, H, N, 1, L] (k %s)", op.Name(), r.gamma.Type.Shape, ks)
 	}
 	const T = ir.TileSize
@@ -183,7 +215,11 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	// timing model then finds those cores' reads and writes contending
 	// (gdn_chunk_prep at 4,096 tokens, 24 heads: 955 us on 48 cores, 813
 	// us on the 74 this gives; gdn_chunk_wy 500 us on 62, 486 on 94).
-	floor := items * gdnWYItemTiles(r.kt, r.vt, r.shareK, prep) * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
+	tiles := gdnWYItemTiles(r.kt, r.vt, r.shareK, prep)
+	if r.rows { // g's one tile for eg and gamma
+		tiles--
+	}
+	floor := items * tiles * ir.FP32.TileBytes() / DRAMBytesPerCycle * 2 / 3
 	// Every core's item count coprime with the banks (SpreadBanks): each
 	// item reads one page of beta, eg and gamma.
 	sp := PlanSplit(items, ctx.Target.NumWorkers(), r.itemCycles(ctx.Fidelity), 0, floor)
@@ -310,13 +346,30 @@ func (r *gdnWY) reader() *kir.Kernel {
 	if r.decay {
 		gammaCB = c.gRow
 	}
-	runs = append(runs, run{vAcc, c.v, vt}, run{bAcc, c.beta, 1}, run{eAcc, egCB, 1}, run{gAcc, gammaCB, 1})
+	runs = append(runs, run{vAcc, c.v, vt})
+	if !r.betaSeq {
+		runs = append(runs, run{bAcc, c.beta, 1})
+	}
+	if !r.rows {
+		runs = append(runs, run{eAcc, egCB, 1}, run{gAcc, gammaCB, 1})
+	}
 	if r.q != nil {
 		runs = append(runs, run{qAcc, c.q, kt})
 	}
 	b.For("i", start, kir.Add(start, count), func(i kir.Var) {
 		b.Comment("the item's k, kx, v, beta, eg and gamma tiles, all in flight")
-		var gL1 kir.Var
+		var gL1, gRowL1 kir.Var
+		if r.rows {
+			gRowL1 = blocks.Reserve(b, c.gRow, kir.C(1), "grow")
+			gL1 = blocks.Reserve(b, c.g, kir.C(1), "g")
+			pg := kir.Add(kir.Mul(kir.Div(i, kir.Ci(r.n)), kir.Ci(r.gRt)), kir.Div(kir.Mod(i, kir.Ci(r.n)), kir.Ci(ir.TileSize)))
+			b.NoCAsyncRead(eAcc.PageAddr(pg), gRowL1, kir.Ci(eAcc.PageSize()))
+		}
+		var betaL1 kir.Var
+		if r.betaSeq {
+			betaL1 = blocks.Reserve(b, c.beta, kir.C(1), "beta")
+			b.NoCAsyncRead(bAcc.PageAddr(r.betaPage(b, i)), gL1, kir.Ci(bAcc.PageSize()))
+		}
 		for _, rn := range runs {
 			l1 := blocks.Reserve(b, rn.cb, kir.Ci(rn.n), "l1")
 			if rn.cb == c.g {
@@ -329,6 +382,17 @@ func (r *gdnWY) reader() *kir.Kernel {
 			})
 		}
 		b.NoCAsyncReadBarrier()
+		if r.betaSeq {
+			b.Comment("beta's tokens of the item's chunk and head (a column of the gates' tile, in g's page) as column 0 of a cleared tile")
+			hc := b.Let("hcol", kir.Mod(kir.Mod(kir.Div(i, kir.Ci(r.n)), kir.Ci(r.h)), kir.Ci(ir.TileSize)))
+			blocks.FillWords(b, betaL1, ir.FP32.TileBytes(), 0)
+			b.For("j", kir.C(0), kir.Ci(ir.TileSize), func(j kir.Var) {
+				blocks.MoveElem(b, gL1, j, hc, betaL1, j, kir.C(0), 4)
+			})
+		}
+		if r.rows {
+			r.rowForms(b, gRowL1, gL1, b.Let("row", kir.Mod(kir.Mod(i, kir.Ci(r.n)), kir.Ci(ir.TileSize))))
+		}
 		if r.decay {
 			b.Comment("g's tile again for the FPU's subtract: a local copy of the one read")
 			col := blocks.Reserve(b, c.gCol, kir.C(1), "gcol")
@@ -337,12 +401,51 @@ func (r *gdnWY) reader() *kir.Kernel {
 		for _, rn := range runs {
 			b.CBPushBack(rn.cb, kir.Ci(rn.n))
 		}
+		if r.betaSeq {
+			b.CBPushBack(c.beta, kir.C(1))
+		}
+		if r.rows {
+			b.CBPushBack(c.g, kir.C(1))
+			b.CBPushBack(c.gRow, kir.C(1))
+		}
 		if r.decay {
 			b.NoCAsyncReadBarrier()
 			b.CBPushBack(c.gCol, kir.C(1))
 		}
 	})
 	return rd
+}
+
+// betaPage is the page of beta [B, N*L, H] holding item i's tokens of its
+// head: item i is (b*H + h)*N + c, its tokens row c of tiles and its head
+// tile column h/32, so the page is (b*N + c)*bHt + h/32.
+func (r *gdnWY) betaPage(b *kir.Builder, i kir.Expr) kir.Expr {
+	bh := b.Let("bh", kir.Div(i, kir.Ci(r.n)))
+	row := kir.Add(kir.Mul(kir.Div(bh, kir.Ci(r.h)), kir.Ci(r.n)), kir.Mod(i, kir.Ci(r.n)))
+	return kir.Add(kir.Mul(row, kir.Ci(r.bHt)), kir.Div(kir.Mod(bh, kir.Ci(r.h)), kir.Ci(ir.TileSize)))
+}
+
+// rowForms emits the reader's column and row forms of g's row `row` (the
+// item's chunk), read as a whole tile to grow: its elements to column 0
+// of the cleared tile at col, then to row 0 of grow itself (element j
+// moves from (row, j) to (0, j), in increasing j: no element is
+// overwritten before it moves) and grow's rows 1..31 cleared. The tiles
+// then hold what the reshapes to [.., L, 1] and [.., 1, L] wrote.
+func (r *gdnWY) rowForms(b *kir.Builder, grow, col kir.Var, row kir.Expr) {
+	const T, eb = ir.TileSize, 4
+	tb, fb, rb := ir.FP32.TileBytes(), blocks.FaceDim*blocks.FaceDim*eb, blocks.FaceDim*eb
+	b.Comment("g's row of the item's chunk as a column (column 0 of a cleared tile) and as a row (row 0, the other rows cleared)")
+	blocks.FillWords(b, col, tb, 0)
+	b.For("j", kir.C(0), kir.Ci(T), func(j kir.Var) {
+		blocks.MoveElem(b, grow, row, j, col, j, kir.C(0), eb)
+	})
+	b.For("j", kir.C(0), kir.Ci(T), func(j kir.Var) {
+		blocks.MoveElem(b, grow, row, j, grow, kir.C(0), j, eb)
+	})
+	// rows 1..15 of faces 0 and 1, then faces 2 and 3 whole
+	blocks.FillWords(b, kir.Add(grow, kir.Ci(rb)), fb-rb, 0)
+	blocks.FillWords(b, kir.Add(grow, kir.Ci(fb+rb)), fb-rb, 0)
+	blocks.FillWords(b, kir.Add(grow, kir.Ci(2*fb)), tb-2*fb, 0)
 }
 
 // compute adds the compute kernel (see the doc above).

@@ -18,16 +18,26 @@ import (
 // gdnWYOp builds a one-op graph: gdn_chunk_wy over [B, H, N, 32, D] fp32
 // operands (gdn_chunk_prep, with q, when withQ; with exp_g = 1 when
 // expG; with decay = 1 too, gamma g's row form [B, H, N, 1, 32], when
-// decay).
-func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool) *ir.Op {
+// decay; with rows = 1 too, eg and gamma one input g [B, H, N, 32], when
+// rows; with beta_seq = 1 too, beta [B, N*32, H] tokens first, when
+// rows[1]).
+func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ...bool) *ir.Op {
 	t.Helper()
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
-	beta, eg := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1)
-	var gamma *ir.Value
-	if decay {
+	byRows, betaSeq := len(rows) > 0 && rows[0], len(rows) > 1 && rows[1]
+	betaShape := []int{B, H, N, L, 1}
+	if betaSeq {
+		betaShape = []int{B, N * L, H}
+	}
+	beta := in("beta", betaShape...)
+	var eg, gamma *ir.Value
+	if byRows {
+		eg = in("g", B, H, N, L)
+		gamma = eg
+	} else if eg = in("eg", B, H, N, L, 1); decay {
 		gamma = in("g_row", B, H, N, 1, L)
 	} else {
 		gamma = in("gamma", B, H, N, L, L)
@@ -35,6 +45,10 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool) *ir.Op 
 	b.Region(ir.RegionKind("gdn"), 0)
 	var rs []*ir.Value
 	switch {
+	case betaSeq:
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))
+	case byRows:
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1))
 	case decay:
 		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1))
 	case expG:
@@ -133,21 +147,30 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		B, H, N, dk, dv int
 		shared, withQ   bool
 		expG, decay     bool
+		rows, betaSeq   bool
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false},
-		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false},
-		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false},
-		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false},
-		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false},
-		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true},
-		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false},
+		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false},
+		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false},
+		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false},
+		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false},
+		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false},
+		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false},
+		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true},
+		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay)
+			if c.N > ir.TileSize || c.H > ir.TileSize {
+				longtest.Skip(t, "g's or beta's second tile (~1.5 CPU-s)")
+			}
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {
@@ -237,7 +260,9 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 	}
 }
 
-// TestGDNChunkPrepDecayCostsNoMore: the timing model's time of
+// TestGDNChunkPrepDecayCostsNoMore (and the prep with rows and beta_seq
+// within 3% of the decay's, which reads g's column and row and beta's
+// column tiles from DRAM): the timing model's time of
 // gdn_chunk_prep with decay (Γ = tril(exp(g - g_row)) computed on the
 // device, its upper triangle zeroed by the exp of the mask's -2^100) at
 // the 27B's shapes (24 value heads, Dk = Dv = 128, 16 chunks) is within
@@ -263,6 +288,24 @@ func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
 		return st.US()
 	}
 	decay, read := us(true), us(false)
+	// The prep reading g's rows and the gates' beta (rows, beta_seq): two
+	// tiles an item where it read three, and 96 element moves.
+	op := gdnWYOp(t, 1, H, N, D, D, true, true, true, true, true)
+	ctx := lower.NewContext(tgt)
+	ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
+	p, err := lower.Lower(op, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := st.US()
+	t.Logf("gdn_chunk_prep reading g's rows and beta tokens first %.2f us", rows)
+	if rows > decay*1.03 {
+		t.Errorf("gdn_chunk_prep with rows and beta_seq takes %.2f us, %.1f%% more than the %.2f us of the prep reading the column and row tiles: want at most 3%%", rows, (rows/decay-1)*100, decay)
+	}
 	t.Logf("gdn_chunk_prep with decay %.2f us, reading Γ %.2f us", decay, read)
 	if decay > read*1.03 {
 		t.Errorf("gdn_chunk_prep with decay takes %.2f us, %.1f%% more than the %.2f us of the prep reading Γ: want at most 3%%", decay, (decay/read-1)*100, read)

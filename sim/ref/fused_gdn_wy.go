@@ -34,6 +34,44 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
+	rows, err := ir.GDNChunkPrepRows(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if rows { // eg is g [B, H, N, L]: its reshapes to the column and row forms (gamma's values are not read)
+		types := make([]ir.TensorType, len(op.Operands))
+		for i, v := range op.Operands {
+			types[i] = v.Type
+		}
+		want, err := ir.GDNChunkPrepRowTypes(types)
+		if err != nil {
+			return nil, err
+		}
+		args = append([]Tensor{}, args...)
+		args[5] = Tensor{Shape: want[5].Shape.Clone(), Data: args[4].Data}
+		args[4] = Tensor{Shape: want[4].Shape.Clone(), Data: args[4].Data}
+	}
+	betaSeq, err := ir.GDNChunkPrepBetaSeq(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if betaSeq { // beta [B, S, H] tokens first: its column form [B, H, N, L, 1] (transpose, reshape)
+		bt, err := ir.GDNChunkPrepBetaSeqType(op.Operands[3].Type, op.Operands[1].Type)
+		if err != nil {
+			return nil, err
+		}
+		B, H, S := bt.Shape[0], bt.Shape[1], bt.Shape[2]*bt.Shape[3]
+		col := NewTensor(bt.Shape)
+		for b := range B {
+			for h := range H {
+				for t := range S {
+					col.Data[(b*H+h)*S+t] = args[3].Data[(b*S+t)*H+h]
+				}
+			}
+		}
+		args = append([]Tensor{}, args...)
+		args[3] = col
+	}
 	if expG { // operand 4 is g: eg = r(exp(g)) as the exp op computes it
 		exp, _, ok := sfpuEval(ir.OpExp, opts)
 		if !ok {

@@ -18,16 +18,27 @@ import (
 // gdn_chunk_prep). With expG (and withQ) input eg is the log decays g:
 // composed eg = exp(g), fused gdn_chunk_prep with exp_g = 1. Outputs u,
 // wk (qg, qk). With decay (and expG) input gamma is g's row form [B, H,
-// N, 1, L]: composed gamma = tril(exp(g - row)), fused decay = 1.
-func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ, expG, decay bool) *ir.Graph {
+// N, 1, L]: composed gamma = tril(exp(g - row)), fused decay = 1. With
+// rows (and decay) inputs eg and gamma are [B, H, N, L] (both g):
+// composed reshaped to the column and row forms, fused rows = 1; with
+// rows[1] too input beta is [B, N*L, H] tokens first: composed transposed
+// and reshaped, fused beta_seq = 1.
+func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ, expG, decay bool, rows ...bool) *ir.Graph {
 	t.Helper()
 	const L = 32
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(f, s...)) }
 	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
-	beta, eg := in("beta", B, H, N, L, 1), in("eg", B, H, N, L, 1)
-	var gamma *ir.Value
-	if decay {
+	byRows, betaSeq := len(rows) > 0 && rows[0], len(rows) > 1 && rows[1]
+	betaShape := []int{B, H, N, L, 1}
+	if betaSeq {
+		betaShape = []int{B, N * L, H}
+	}
+	beta := in("beta", betaShape...)
+	var eg, gamma *ir.Value
+	if byRows {
+		eg, gamma = in("eg", B, H, N, L), in("g_row", B, H, N, L)
+	} else if eg = in("eg", B, H, N, L, 1); decay {
 		gamma = in("g_row", B, H, N, 1, L)
 	} else {
 		gamma = in("gamma", B, H, N, L, L)
@@ -38,11 +49,21 @@ func gdnWYGraph(t *testing.T, B, H, N, dk, dv int, f ir.DType, fused, withQ, exp
 	}
 	b.Region("gdn", 0)
 	switch {
+	case fused && betaSeq:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))...)
+	case fused && byRows:
+		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1))...)
 	case fused && decay:
 		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1), ir.With("decay", 1))...)
 	case fused && expG:
 		b.Output(b.GDNChunkPrep(kx, k, v, beta, eg, gamma, q, ir.With("exp_g", 1))...)
 	case expG:
+		if betaSeq {
+			beta = b.Reshape(b.Transpose(beta, 1, 2), []int{B, H, N, L, 1})
+		}
+		if byRows {
+			eg, gamma = b.Reshape(eg, []int{B, H, N, L, 1}), b.Reshape(gamma, []int{B, H, N, 1, L})
+		}
 		if decay {
 			gamma = b.Tril(b.Exp(b.Sub(eg, gamma)), 0)
 		}
@@ -136,20 +157,23 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 		name            string
 		B, H, N, dk, dv int
 		withQ, expG     bool
-		decay           bool
+		decay, rows     bool
+		betaSeq         bool
 	}{
-		{"long", 1, 1, long, 64, 64, false, false, false},
-		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false, false, false},
-		{"27b head dims", 1, 1, 2, 128, 128, false, false, false},
-		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true, false, false},
-		{"prep exp_g users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, false},
-		{"prep decay long", 1, 1, long, 64, 64, true, true, true},
-		{"prep decay users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true},
+		{"long", 1, 1, long, 64, 64, false, false, false, false, false},
+		{"users2 dk32 dv64", 2, 3, 2, 32, 64, false, false, false, false, false},
+		{"27b head dims", 1, 1, 2, 128, 128, false, false, false, false, false},
+		{"prep users2 dk32 dv64", 2, 3, 2, 32, 64, true, false, false, false, false},
+		{"prep exp_g users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, false, false, false},
+		{"prep decay long", 1, 1, long, 64, 64, true, true, true, false, false},
+		{"prep decay users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true, false, false},
+		{"prep rows users2 dk32 dv64", 2, 3, 2, 32, 64, true, true, true, true, false},
+		{"prep beta_seq users2 H3", 2, 3, 2, 32, 64, true, true, true, true, true},
 	}
 	opts := map[string]Options{"storage": DefaultOptions(), "composed": {StorageFormats: true, Fidelity: ir.HiFi4, Composed: true}, "exact": ExactOptions()}
 	for _, c := range cases {
-		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ, c.expG, c.decay)
-		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ, c.expG, c.decay)
+		composed := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, false, c.withQ, c.expG, c.decay, c.rows, c.betaSeq)
+		fused := gdnWYGraph(t, c.B, c.H, c.N, c.dk, c.dv, ir.FP32, true, c.withQ, c.expG, c.decay, c.rows, c.betaSeq)
 		data := gdnWYData(rand.New(rand.NewPCG(5, uint64(c.N))), composed)
 		if c.expG { // input eg is g
 			for i, e := range data[4] {
