@@ -207,7 +207,7 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, gate *normGate, w *ir
 	if (xt.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
 	}
-	n := normCBs{w: -1, wo: -1, xn: -1, gz: -1}
+	n := normCBs{w: -1, wo: -1, xn: -1}
 	// A relayout's reader (src) gathers or maps its pages: two rows of x
 	// let it fetch the next row while compute works on this one.
 	xRows, outPages := 1, 2
@@ -226,7 +226,7 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, gate *normGate, w *ir
 	}
 	n.out = sp.cbs.Output("out", out.Type.DType, outPages)
 	if gate != nil {
-		n.gout, n.gstep = n.out, gate.step
+		n.gated, n.gout, n.gstep = true, n.out, gate.step
 		n.gz = sp.cbs.Input("z", gate.z.Type.DType, 2*wt)
 		n.gu = sp.cbs.Scratch("gate", gate.z.Type.DType, 1)
 		n.out = sp.cbs.Scratch("normed", xt.DType, 2)
@@ -352,12 +352,13 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 // packed, each after a rounding to the result's dtype through postRound
 // (-1: none, fp32).
 //
-// With a gate (gz >= 0: norm_layout_gate) out is the normed tiles' scratch
+// With a gate (gated: norm_layout_gate) out is the normed tiles' scratch
 // CB: each is multiplied by gstep of the matching z tile (CB gz, through
 // the one-page scratch gu) into gout.
 type normCBs struct {
 	x, scaler, w, wo, out, sq, rs, xn int
 	gz, gu, gout                      int
+	gated                             bool
 	gstep                             blocks.SFPUStep
 	post                              []blocks.SFPUStep
 	postRound                         int
@@ -450,7 +451,7 @@ func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 			c.Unary(n.w, n.wo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(offset)}})
 		}
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
-		if n.gz >= 0 {
+		if n.gated {
 			c.Unary(n.gz, n.gu, []blocks.SFPUStep{n.gstep})
 			c.BinaryTile(kir.EltMul, blocks.BcastNone, n.gu, n.out, n.gout, false, nil)
 		}
