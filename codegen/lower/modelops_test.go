@@ -494,8 +494,8 @@ var prefillCases = []mcase{
 	// [1,S,H*Dv] (whole tiles), and an fp32 gate with a scalar unary and an
 	// offset weight on a plain transpose of heads
 	{name: "norm_layout_gate_heads", build: func(b *ir.Builder) *ir.Value {
-		o, w, z := in(b, "o", tt(ir.FP32, dram, 1, 3, 2, 32, 128)), in(b, "w", tt(ir.BF16, dram, 128)), in(b, "z", tt(ir.BF16, dram, 1, 64, 384))
-		return b.NormLayoutGate(o, w, z, 1e-6, 0, "reshape:1,3,64,128|transpose:1:2|reshape:1,64,384", "silu")
+		o, w, z := in(b, "o", tt(ir.FP32, dram, 1, 2, 2, 32, 128)), in(b, "w", tt(ir.BF16, dram, 128)), in(b, "z", tt(ir.BF16, dram, 1, 64, 256))
+		return b.NormLayoutGate(o, w, z, 1e-6, 0, "reshape:1,2,64,128|transpose:1:2|reshape:1,64,256", "silu")
 	}},
 	{name: "norm_layout_gate_scalar", build: func(b *ir.Builder) *ir.Value {
 		o, w, z := in(b, "o", tt(ir.FP32, dram, 2, 96, 64)), in(b, "w", tt(ir.FP32, dram, 64)), in(b, "z", tt(ir.FP32, dram, 1, 96, 128))
