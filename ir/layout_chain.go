@@ -181,3 +181,20 @@ func shapeLayoutNormPlainChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	}
 	return shapeLayoutChain(in, a)
 }
+
+// shapeNormLayoutGate: x a float tensor, w its norm weight; the
+// layout_chain of steps (no dtype) moves x's shape to z's; out typed as z.
+func shapeNormLayoutGate(in []TensorType, a Attrs) ([]TensorType, error) {
+	x, z := in[0], in[2]
+	if !x.DType.IsFloat() || !in[1].DType.IsFloat() || !z.DType.IsFloat() {
+		return nil, fmt.Errorf("rule float-operand: norm_layout_gate of %s, %s and %s", x.DType, in[1].DType, z.DType)
+	}
+	moved, err := shapeLayoutChain(in[:1], Attrs{"steps": a["steps"]})
+	if err != nil {
+		return nil, err
+	}
+	if !moved[0].Shape.Equal(z.Shape) {
+		return nil, fmt.Errorf("rule norm-layout-gate-shape: the steps move x %s to %s, z is %s", x.Shape, moved[0].Shape, z.Shape)
+	}
+	return []TensorType{like(z, z.Shape.Clone(), z.DType)}, nil
+}

@@ -63,6 +63,7 @@ const (
 	OpLayoutNormPlainChain               // out = rms_norm_plain_chain(layout_chain(x)): the layout_chain of steps (and dtype) as layout_chain computes it, then the weightless norm over its last dim and the unary steps of ops (one or more) as rms_norm_plain_chain computes them, rounded to the moved values' dtype; the moved values are never stored
 	OpConvDepthwiseChain                 // out = eltwise_chain(conv_depthwise(x, w), ops): the depthwise conv as conv_depthwise computes it, rounded to x's dtype, then the unary steps of ops (one or more; see eltwise_chain) each computed as its own op in fp32 and rounded to x's dtype
 	OpUnaryMul                           // out = r(r(u(x)) * y): u the unary SFPU op named by op (e.g. "silu"; value: its scalar when it takes one) computed as that op computes it and rounded to x's dtype r as it stores it, then the FPU's multiply by y (x's shape, any float dtype; u(x) first) at the kernel's fidelity, rounded to x's dtype; u(x) is never stored
+	OpNormLayoutGate                     // out = unary_mul(z, layout_chain(rms_norm(x, w))): the norm over x's last dim with weight w (eps, offset) as rms_norm computes it, rounded to x's dtype, moved by the layout_chain of steps (data movement only, no dtype), then u(z) (op, value) times the moved values as unary_mul computes it, rounded to z's dtype; the normed and moved values are never stored (the GDN prefill's gated norm silu(z) * norm(o) on its [B,H,S,Dv] to [B,S,H*Dv] relayout)
 	OpLayoutChain                        // out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them
 	OpBMMTransposeB                      // out[.., m, n] = sum_k a[.., m, k] * b[.., n, k] = bmm(a, transpose(b, -1, -2)): a [.., M, K] and b [.., N, K] of equal rank >= 2 and equal leading dims, b's tiles unpacked transposed (matmul_tiles with in1 transposed); fp32 accumulation, result in dtype (default a's dtype)
 	OpBMMTransposeBMul                   // out = r(r(bmm_transpose_b(a, b)) * c): the product as bmm_transpose_b computes it (fp32 accumulation) rounded to the result dtype r, then multiplied elementwise by c (same shape and dtype as the product; the FPU's multiply at the kernel's fidelity, product first) and rounded again
@@ -687,6 +688,31 @@ var opInfos = [...]OpInfo{OpAdd: {
 	Operands: []string{"x", "y"},
 	Results:  1,
 	Shape:    shapeUnaryMul,
+}, OpNormLayoutGate: {
+	Attrs: []opspec.Attr{{
+		Kind: opspec.AttrFloat,
+		Name: "eps",
+	}, {
+		Kind: opspec.AttrFloat,
+		Name: "offset",
+	}, {
+		Kind: opspec.AttrString,
+		Name: "steps",
+	}, {
+		Kind: opspec.AttrString,
+		Name: "op",
+	}, {
+		Kind:     opspec.AttrFloat,
+		Name:     "value",
+		Optional: true,
+	}},
+	Class:    "norm",
+	Doc:      "out = unary_mul(z, layout_chain(rms_norm(x, w))): the norm over x's last dim with weight w (eps, offset) as rms_norm computes it, rounded to x's dtype, moved by the layout_chain of steps (data movement only, no dtype), then u(z) (op, value) times the moved values as unary_mul computes it, rounded to z's dtype; the normed and moved values are never stored (the GDN prefill's gated norm silu(z) * norm(o) on its [B,H,S,Dv] to [B,S,H*Dv] relayout)",
+	Fused:    true,
+	Name:     "norm_layout_gate",
+	Operands: []string{"x", "w", "z"},
+	Results:  1,
+	Shape:    shapeNormLayoutGate,
 }, OpLayoutChain: {
 	Attrs: []opspec.Attr{{
 		Kind: opspec.AttrString,
@@ -1295,6 +1321,20 @@ func (bld *Builder) UnaryMul(x *Value, y *Value, op string, opts ...Option) *Val
 		o(attrs)
 	}
 	return bld.Emit(OpUnaryMul, []*Value{x, y}, attrs)[0]
+}
+
+// NormLayoutGate appends a norm_layout_gate op: out = unary_mul(z, layout_chain(rms_norm(x, w))): the norm over x's last dim with weight w (eps, offset) as rms_norm computes it, rounded to x's dtype, moved by the layout_chain of steps (data movement only, no dtype), then u(z) (op, value) times the moved values as unary_mul computes it, rounded to z's dtype; the normed and moved values are never stored (the GDN prefill's gated norm silu(z) * norm(o) on its [B,H,S,Dv] to [B,S,H*Dv] relayout)
+func (bld *Builder) NormLayoutGate(x *Value, w *Value, z *Value, eps float64, offset float64, steps string, op string, opts ...Option) *Value {
+	attrs := Attrs{
+		"eps":    eps,
+		"offset": offset,
+		"op":     op,
+		"steps":  steps,
+	}
+	for _, o := range opts {
+		o(attrs)
+	}
+	return bld.Emit(OpNormLayoutGate, []*Value{x, w, z}, attrs)[0]
 }
 
 // LayoutChain appends a layout_chain op: out = s_n(..s_2(s_1(x))): steps lists data movements first to last ("slice:b0,b1,..:e0,e1,..|reshape:d0,d1,..|repeat_interleave:repeats:axis|transpose:dim0:dim1"; see ir.ParseLayoutChain), each as its own op: values moved, never changed; with dtype (only bf16 to fp32, which keeps every value) the moved values are stored as dtype, as a typecast after the chain stores them

@@ -46,8 +46,17 @@ import (
 // of its shape (the unary's result first, no broadcast) runs in the
 // multiply's program: unary_mul (the GDN prefill's norm gate silu(z) * o:
 // one program fewer per layer, the silu's [B,S,Vw] bf16 never written).
+//
+// FuseNormLayoutGate: a unary_mul whose second operand is a layout_chain
+// moving whole tiles (reshapes and transposes only) of an rms_norm's
+// result, which nothing else reads, runs as one program: norm_layout_gate,
+// which normalises each tile row of x, multiplies it by the gate u(z) at
+// the places the chain moves it to and writes only the product (the GDN
+// prefill's gated norm silu(z) * norm(o) on the [B,H,S,Dv] to [B,S,H*Dv]
+// head merge: two programs fewer per layer, the normed and moved fp32
+// values never written nor read).
 var _ = registerRules("eltwise", append(eltwiseChainRules(), normPlainChainRule(ir.OpMulScalar), normPlainChainRule(ir.OpEltwiseChain),
-	ruleLayoutNormPlainChain, convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul)...)
+	ruleLayoutNormPlainChain, convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul, ruleNormLayoutGate)...)
 
 // ruleLayoutNormPlainChain: rms_norm_plain_chain(layout_chain(x)) => layout_norm_plain_chain(x) {steps, dtype, eps, ops}.
 // Every value is in tile layout and the norm has no fidelity override.
@@ -69,6 +78,68 @@ func ruleLayoutNormPlainChain() *rw.Rule {
 			attrs := maps.Clone(m.Op("layout").Attrs)
 			attrs["eps"], attrs["ops"] = m.Root.Attrs["eps"], m.Root.Attrs["ops"]
 			v, err := b.Emit1(ir.OpLayoutNormPlainChain, []*ir.Value{m.Value("x")}, attrs)
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+// ruleNormLayoutGate: unary_mul(z, layout_chain(rms_norm(x, w))) => norm_layout_gate(x, w, z) {eps, offset, steps, op, value}.
+// Every value is in tile layout; the norm keeps x's dtype and the chain
+// has no dtype; the chain's steps are reshapes and transposes that move
+// whole tiles (ir.ChainMovesTiles); x's last dim is a multiple of 32;
+// neither the norm nor the unary_mul has a fidelity override.
+func ruleNormLayoutGate() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseNormLayoutGate",
+		Rewrite: "unary_mul(z, layout_chain(rms_norm(x, w))) => norm_layout_gate(x, w, z) {eps and offset of the norm, steps of the chain, op and value of the unary_mul}",
+		Pattern: rw.Op(ir.OpUnaryMul, rw.Var("z"), rw.Op(ir.OpLayoutChain, rw.Op(ir.OpRMSNorm, rw.Var("x"), rw.Var("w")).As("norm")).As("layout")),
+		Where: func(m *rw.Match) bool {
+			x, norm, layout := m.Value("x"), m.Op("norm"), m.Op("layout")
+			for _, v := range []*ir.Value{x, m.Value("z"), norm.Result(), layout.Result(), m.Root.Result()} {
+				if v.Type.Layout != ir.TileLayout {
+					return false
+				}
+			}
+			if norm.Result().Type.DType != x.Type.DType || layout.Result().Type.DType != x.Type.DType || !x.Type.DType.IsFloat() {
+				return false
+			}
+			if _, ok := layout.Attrs["dtype"]; ok {
+				return false
+			}
+			_, fid1 := m.Root.Attrs[ir.FidelityAttr]
+			_, fid2 := norm.Attrs[ir.FidelityAttr]
+			if fid1 || fid2 {
+				return false
+			}
+			xs := x.Type.Shape
+			if xs.Rank() < 2 || xs[xs.Rank()-1]%ir.TileSize != 0 {
+				return false
+			}
+			steps, err := ir.ParseLayoutChain(layout.Str("steps"))
+			if err != nil {
+				return false
+			}
+			for _, st := range steps {
+				if st.Op != ir.OpReshape && st.Op != ir.OpTranspose {
+					return false
+				}
+			}
+			types, err := ir.LayoutChainTypes(norm.Result().Type, steps)
+			if err != nil {
+				return false
+			}
+			shapes := make([]ir.Shape, len(types))
+			for i, t := range types {
+				shapes[i] = t.Shape
+			}
+			return ir.ChainMovesTiles(xs, steps, shapes)
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			attrs := ir.Attrs{"eps": m.Op("norm").Attrs["eps"], "offset": m.Op("norm").Attrs["offset"], "steps": m.Op("layout").Attrs["steps"], "op": m.Root.Attrs["op"]}
+			if v, ok := m.Root.Attrs["value"]; ok {
+				attrs["value"] = v
+			}
+			v, err := b.Emit1(ir.OpNormLayoutGate, []*ir.Value{m.Value("x"), m.Value("w"), m.Value("z")}, attrs)
 			return []*ir.Value{v}, err
 		},
 	}

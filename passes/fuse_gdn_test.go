@@ -438,7 +438,8 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 // GDN layer, (beta k) k^T * Γ and q k^T * Γ (no mul of a bmm_transpose_b
 // left), and FuseBMMScaleB both products of T, T (beta v) and T (beta k
 // exp(g)) (no bmm of a mul left), FuseUnaryMul the norm gate silu(z) *
-// o, FuseGDNChunkWY the WY products of every layer (k * beta, (beta k)
+// o, FuseNormLayoutGate that gate with the norm of o and its head merge,
+// FuseGDNChunkWY the WY products of every layer (k * beta, (beta k)
 // k^T * Γ, its inverse T and both products of T) and FuseGDNChunkPrep
 // those with the query side (q exp(g), q k^T * Γ), and that each fused op
 // of the first layer equals its decomposition
@@ -460,7 +461,7 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 			for _, rule := range []struct {
 				name string
 				per  int
-			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}, {"FuseGDNChunkWY", 1}, {"FuseGDNChunkPrep", 1}} {
+			}{{"FuseBMMTransposeBMul", 2}, {"FuseBMMScaleB", 2}, {"FuseUnaryMul", 1}, {"FuseNormLayoutGate", 1}, {"FuseGDNChunkWY", 1}, {"FuseGDNChunkPrep", 1}} {
 				if want, got := rule.per*len(regions), res.Rewrites.Total(rule.name); got != want {
 					t.Errorf("%s fired %d times, want %d (%d x %d GDN layers)", rule.name, got, want, rule.per, len(regions))
 				}
@@ -477,11 +478,11 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 			}
 			n := 0
 			for _, op := range regions[0].Ops {
-				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpUnaryMul && op.Kind != ir.OpGDNChunkPrep {
+				if op.Kind != ir.OpBMMTransposeBMul && op.Kind != ir.OpBMMScaleB && op.Kind != ir.OpNormLayoutGate && op.Kind != ir.OpGDNChunkPrep {
 					continue
 				}
 				n++
-				if op.Kind == ir.OpUnaryMul {
+				if op.Kind == ir.OpNormLayoutGate {
 					require.Equal(t, c.seq, op.Result().Type.Shape[1], "tokens of %s", op.Name())
 				} else {
 					require.Equal(t, c.seq/32, op.Result().Type.Shape[2], "chunks of %s", op.Name())
@@ -494,10 +495,11 @@ func TestGDNPrefillBMMFusions(t *testing.T) {
 					t.Run(fmt.Sprintf("%s%d/%s", op.Kind, n, mode), func(t *testing.T) { checkGDNEquivalent(t, op, devices == 1, opts) })
 				}
 			}
-			// The norm gate and the chunk preparation (FuseGDNChunkWY took
+			// The gated norm (FuseNormLayoutGate took the norm gate's
+			// unary_mul with the norm and its head merge) and the chunk preparation (FuseGDNChunkWY took
 			// (beta k) k^T * Γ and both bmm_scale_b, FuseGDNChunkPrep q k^T
 			// * Γ and q exp(g)).
-			require.Equal(t, 2, n, "unary_mul and gdn_chunk_prep ops in the first GDN layer")
+			require.Equal(t, 2, n, "norm_layout_gate and gdn_chunk_prep ops in the first GDN layer")
 		})
 	}
 }

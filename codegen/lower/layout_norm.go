@@ -74,5 +74,5 @@ func lowerLayoutNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		oim := blocks.ImageOf(os)
 		src.gather = &blocks.Gather{Out: oim, DType: x.Type.DType, Seg: seg, Fill: oim.R%ir.TileSize != 0 || oim.C%ir.TileSize != 0, Map: gatherMap(maps, xs, os)}
 	}
-	return normProgram(op, ctx, src, nil, eps, 0, post)
+	return normProgram(op, ctx, src, nil, nil, eps, 0, post)
 }

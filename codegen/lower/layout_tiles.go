@@ -17,96 +17,11 @@ import (
 // straight into the CB, where the general gather (relayoutProgram) copied
 // 64 runs of 16 elements a tile inside L1.
 
-// chainMovesTiles reports whether the chain from source shape xs through
-// steps (steps[i] giving shapes[i]) maps every result tile onto one whole
-// source tile with the same in-tile offsets. It follows the two in-tile
-// offsets back from the result's last two dims: the row offset lives in
-// some dim of each intermediate shape and the column offset in another,
-// each at a multiple of 32 in a dim whose size is a multiple of 32. A
-// slice keeps them (begins on those dims multiples of 32), a transpose
-// moves them, a repeat_interleave keeps them when it repeats another dim,
-// a reshape moves an offset to the operand dim with the same flat stride.
-// True only when they end on the source's last two dims.
+// chainMovesTiles is ir.ChainMovesTiles: whether the chain from xs
+// through steps (steps[i] giving shapes[i]) maps every result tile onto
+// one whole source tile with the same in-tile offsets.
 func chainMovesTiles(xs ir.Shape, steps []ir.LayoutStep, shapes []ir.Shape) bool {
-	if len(steps) == 0 || len(shapes) != len(steps) {
-		return false
-	}
-	os := shapes[len(shapes)-1]
-	r := os.Rank()
-	if r < 2 || xs.Rank() < 2 {
-		return false
-	}
-	rowD, colD := r-2, r-1
-	aligned := func(s ir.Shape) bool { return s[rowD]%ir.TileSize == 0 && s[colD]%ir.TileSize == 0 }
-	for i := len(steps) - 1; i >= 0; i-- {
-		out, in := shapes[i], xs
-		if i > 0 {
-			in = shapes[i-1]
-		}
-		if !aligned(out) {
-			return false
-		}
-		st := steps[i]
-		switch st.Op {
-		case ir.OpSlice:
-			begin, _ := st.Attrs["begin"].([]int)
-			if len(begin) != in.Rank() || in.Rank() != out.Rank() || begin[rowD]%ir.TileSize != 0 || begin[colD]%ir.TileSize != 0 {
-				return false
-			}
-		case ir.OpRepeatInterleave:
-			ax, err := stepAxis(st, "axis", out.Rank())
-			if err != nil || ax == rowD || ax == colD {
-				return false
-			}
-		case ir.OpTranspose:
-			d0, err0 := stepAxis(st, "dim0", out.Rank())
-			d1, err1 := stepAxis(st, "dim1", out.Rank())
-			if err0 != nil || err1 != nil {
-				return false
-			}
-			swap := func(d int) int {
-				switch d {
-				case d0:
-					return d1
-				case d1:
-					return d0
-				}
-				return d
-			}
-			rowD, colD = swap(rowD), swap(colD)
-		case ir.OpReshape:
-			rowD, colD = reshapeOffsetDim(in, out, rowD), reshapeOffsetDim(in, out, colD)
-			if rowD < 0 || colD < 0 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return rowD == xs.Rank()-2 && colD == xs.Rank()-1 && aligned(xs)
-}
-
-// reshapeOffsetDim is the dim of in holding an in-tile offset that lives in
-// dim d of out (a reshape from in to out): the dim with d's flat stride,
-// its size a multiple of 32 (then a 32-aligned block of d stays a
-// 32-aligned block of it, the other dims' indices unchanged); -1 if none.
-func reshapeOffsetDim(in, out ir.Shape, d int) int {
-	stride := func(s ir.Shape, d int) int {
-		n := 1
-		for _, v := range s[d+1:] {
-			n *= v
-		}
-		return n
-	}
-	if out[d]%ir.TileSize != 0 {
-		return -1
-	}
-	for e := range in {
-		if in[e]%ir.TileSize == 0 && stride(in, e) == stride(out, d) {
-			return e
-		}
-	}
-	return -1
+	return ir.ChainMovesTiles(xs, steps, shapes)
 }
 
 // tileRelayoutProgram is a layout_chain that moves whole tiles

@@ -102,6 +102,7 @@ var lowerings = map[ir.OpKind]lowerFunc{
 	ir.OpBMMTransposeBMul:     lowerBMMTransposeBMul,
 	ir.OpBMMScaleB:            lowerBMMScaleB,
 	ir.OpUnaryMul:             lowerUnaryMul,
+	ir.OpNormLayoutGate:       lowerNormLayoutGate,
 	ir.OpRMSNorm:              lowerRMSNorm,
 	ir.OpRMSNormPlain:         lowerRMSNormPlain,
 	ir.OpRMSNormPlainChain:    lowerRMSNormPlainChain,

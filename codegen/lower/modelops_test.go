@@ -489,6 +489,18 @@ var prefillCases = []mcase{
 		return b.LayoutNormPlainChain(in(b, "x", tt(ir.BF16, dram, 1, 65, 320)), "slice:0,0,64:1,65,128|reshape:1,65,2,32|repeat_interleave:3:2|transpose:1:2",
 			3.125e-08, "mul_scalar:0.17677669529663687", ir.WithDType(ir.FP32))
 	}},
+	// norm_layout_gate (passes FuseNormLayoutGate): the GDN prefill's gated
+	// norm silu(z) * rms_norm(o, w) on the head merge [1,H,C,32,Dv] ->
+	// [1,S,H*Dv] (whole tiles), and an fp32 gate with a scalar unary and an
+	// offset weight on a plain transpose of heads
+	{name: "norm_layout_gate_heads", build: func(b *ir.Builder) *ir.Value {
+		o, w, z := in(b, "o", tt(ir.FP32, dram, 1, 2, 2, 32, 128)), in(b, "w", tt(ir.BF16, dram, 128)), in(b, "z", tt(ir.BF16, dram, 1, 64, 256))
+		return b.NormLayoutGate(o, w, z, 1e-6, 0, "reshape:1,2,64,128|transpose:1:2|reshape:1,64,256", "silu")
+	}},
+	{name: "norm_layout_gate_scalar", build: func(b *ir.Builder) *ir.Value {
+		o, w, z := in(b, "o", tt(ir.FP32, dram, 2, 96, 64)), in(b, "w", tt(ir.FP32, dram, 64)), in(b, "z", tt(ir.FP32, dram, 1, 96, 128))
+		return b.NormLayoutGate(o, w, z, 1e-5, 1, "transpose:0:1|reshape:1,96,128", "mul_scalar", ir.With("value", -0.75))
+	}},
 	{name: "rms_norm_plain_chain_bf16", build: func(b *ir.Builder) *ir.Value {
 		return b.RMSNormPlainChain(in(b, "x", tt(ir.BF16, dram, 40, 64)), 1e-6, "mul_scalar:0.125,exp,mul_scalar:-1")
 	}},

@@ -96,7 +96,7 @@ func lowerRMSNorm(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
-	return normProgram(op, ctx, nil, op.Operands[1], eps, offset, nil)
+	return normProgram(op, ctx, nil, nil, op.Operands[1], eps, offset, nil)
 }
 
 func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
@@ -104,7 +104,7 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\"", op.Name())
 	}
-	return normProgram(op, ctx, nil, nil, eps, 0, nil)
+	return normProgram(op, ctx, nil, nil, nil, eps, 0, nil)
 }
 
 // chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
@@ -152,15 +152,17 @@ func lowerRMSNormPlainChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if x, out := op.Operands[0], op.Result(); x.Type.DType != out.Type.DType {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have x's dtype %s", out.Type.DType, x.Type.DType)
 	}
-	return normProgram(op, ctx, nil, nil, eps, 0, post)
+	return normProgram(op, ctx, nil, nil, nil, eps, 0, post)
 }
 
 // normProgram is the norm's program; post are SFPU steps applied to each
 // result tile of a weightless norm before it is packed (rms_norm_plain_chain;
 // nil: none). src, when set, is where the reader takes the normalised
 // values from (layout_norm_plain_chain: a relayout of its operand); nil:
-// op's first operand, page by page.
-func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, offset float64, post []blocks.SFPUStep) (*kir.Program, error) {
+// op's first operand, page by page. gate, when set (with a weight), gates
+// each normed tile and places it (norm_layout_gate); the result then has
+// x's tiles in another shape.
+func normProgram(op *ir.Op, ctx *Context, src *normSource, gate *normGate, w *ir.Value, eps, offset float64, post []blocks.SFPUStep) (*kir.Program, error) {
 	t := ctx.Target
 	x, out := op.Operands[0], op.Result()
 	if err := requireTiles(x, out, w); err != nil {
@@ -178,12 +180,15 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 	if w != nil && (w.Type.Shape.Numel() != h || w.Type.Shape.Rows2D() != 1) {
 		return nil, fmt.Errorf("rule norm-weight: weight %s must be a row vector of the %d elements of x's last dim", w.Type.Shape, h)
 	}
-	if !out.Type.Shape.Equal(xs) {
+	if gate == nil && !out.Type.Shape.Equal(xs) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have x's shape %s", out.Type.Shape, xs)
+	}
+	if gate != nil && (w == nil || src != nil || len(post) > 0) {
+		return nil, fmt.Errorf("rule norm-gate: %s gates a weighted norm of its operand without chain steps", op.Name())
 	}
 	wt := h / ir.TileSize
 	rows := xs.Tiles() / wt
-	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil && src == nil {
+	if ns := planNormSplit(t, rows, wt, 0, t.NumWorkers(), normTileCycles); ns != nil && src == nil && gate == nil {
 		ns.h, ns.eps = h, eps
 		ns.live = blocks.LiveRows(xs)
 		if w != nil {
@@ -193,7 +198,11 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 	}
 	// A tile row costs about four eltwise tile ops per x tile, far more
 	// than a core's dispatch: one tile row per core while cores last.
-	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), 4*wt*EltwiseTileCycles, 0, 0))
+	tileOps := 4
+	if gate != nil {
+		tileOps = 6 // and the gate's unary and multiply
+	}
+	sp := startProgram(op, ctx, PlanSplit(rows, t.NumWorkers(), tileOps*wt*EltwiseTileCycles, 0, 0))
 	sqFormat := ir.FP32
 	if (xt.DType.TileBytes()+ir.FP32.TileBytes())*wt > t.L1Budget()*3/4 {
 		sqFormat = ir.BF16
@@ -202,7 +211,7 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 	// A relayout's reader (src) gathers or maps its pages: two rows of x
 	// let it fetch the next row while compute works on this one.
 	xRows, outPages := 1, 2
-	if src != nil {
+	if src != nil || gate != nil {
 		xRows, outPages = 2, 2*wt
 	}
 	n.x = sp.cbs.Input("x", xt.DType, xRows*wt)
@@ -216,6 +225,12 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 		n.w = sp.cbs.Input("weight", w.Type.DType, 2*wBlock)
 	}
 	n.out = sp.cbs.Output("out", out.Type.DType, outPages)
+	if gate != nil {
+		n.gated, n.gout, n.gstep = true, n.out, gate.step
+		n.gz = sp.cbs.Input("z", gate.z.Type.DType, 2*wt)
+		n.gu = sp.cbs.Scratch("gate", gate.z.Type.DType, 1)
+		n.out = sp.cbs.Scratch("normed", xt.DType, 2)
+	}
 	n.sq = sp.cbs.Scratch("x_squared", sqFormat, wt)
 	n.rs = sp.cbs.Scratch("rsqrt_mean", ir.FP32, 1)
 	if w != nil {
@@ -231,6 +246,10 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 	// weight tiles.
 	rd := sp.reader()
 	xAcc, wAcc := sp.bind(rd, "x_addr", x), sp.bind(rd, "w_addr", w)
+	var zAcc *blocks.Access
+	if gate != nil {
+		zAcc = sp.bind(rd, "z_addr", gate.z)
+	}
 	rWt := rd.CompileArg("wt", uint32(wt))
 	rstart, rrows := rd.RuntimeArg("start_row"), rd.RuntimeArg("num_rows")
 	b := rd.Builder()
@@ -243,6 +262,8 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 		// The row's x tiles all in flight, then the weight in blocks.
 		first := kir.Mul(kir.Add(rstart, r), rWt)
 		switch {
+		case gate != nil:
+			gate.readRow(b, xAcc, zAcc, n.x, n.gz, first, rWt)
 		case src == nil:
 			blocks.ReadPagesBatch(b, xAcc, n.x, first, rWt)
 		case src.gather != nil:
@@ -265,6 +286,9 @@ func normProgram(op *ir.Op, ctx *Context, src *normSource, w *ir.Value, eps, off
 	cb.CBWaitFront(n.scaler, kir.C(1))
 	c.For("r", kir.C(0), crows, func(kir.Var) { n.row(c, cWt, h, eps, offset) })
 	cb.CBPopFront(n.scaler, kir.C(1))
+	if gate != nil {
+		return gate.finish(sp, out, n.gout, rd, cp, wt)
+	}
 	return sp.finishRows(out, n.out, rd, cp, "wt", wt)
 }
 
@@ -327,8 +351,15 @@ func normSplitProgram(op *ir.Op, ctx *Context, ns *normSplit, x, w, out *ir.Valu
 // Without a weight, post are SFPU steps on each result tile before it is
 // packed, each after a rounding to the result's dtype through postRound
 // (-1: none, fp32).
+//
+// With a gate (gated: norm_layout_gate) out is the normed tiles' scratch
+// CB: each is multiplied by gstep of the matching z tile (CB gz, through
+// the one-page scratch gu) into gout.
 type normCBs struct {
 	x, scaler, w, wo, out, sq, rs, xn int
+	gz, gu, gout                      int
+	gated                             bool
+	gstep                             blocks.SFPUStep
 	post                              []blocks.SFPUStep
 	postRound                         int
 }
@@ -420,6 +451,10 @@ func (n normCBs) scale(c *blocks.Compute, cnt kir.Expr, offset float64) {
 			c.Unary(n.w, n.wo, []blocks.SFPUStep{{Op: kir.SFPUAddScalar, Param: float32(offset)}})
 		}
 		c.BinaryTile(kir.EltMul, blocks.BcastRows, n.xn, wCB, n.out, false, nil)
+		if n.gated {
+			c.Unary(n.gz, n.gu, []blocks.SFPUStep{n.gstep})
+			c.BinaryTile(kir.EltMul, blocks.BcastNone, n.gu, n.out, n.gout, false, nil)
+		}
 	})
 	c.B.CBPopFront(n.rs, kir.C(1))
 }

@@ -18,20 +18,11 @@ import (
 // for bit; u(x) never goes to DRAM. Errors name rule unary-mul-op (op is
 // not a unary SFPU op) or eltwise-shape.
 func lowerUnaryMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	name, _ := op.Attrs["op"].(string)
-	kind, ok := ir.LookupOp(name)
-	sf, ok2 := sfpuOps[kind]
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("rule unary-mul-op: %s: op %q is not a unary SFPU op", op.Name(), name)
+	step, err := unaryMulStep(op)
+	if err != nil {
+		return nil, err
 	}
-	step := blocks.SFPUStep{Op: sf}
-	if sf.HasParam() {
-		v, ok := op.Attrs["value"].(float64)
-		if !ok {
-			return nil, fmt.Errorf("rule attr: %s (%s) needs a float attribute \"value\"", op.Name(), name)
-		}
-		step.Param = float32(v)
-	}
+	sf := step.Op
 	x, y, out := op.Operands[0], op.Operands[1], op.Result()
 	if err := requireTiles(x, y, out); err != nil {
 		return nil, err
@@ -47,4 +38,24 @@ func lowerUnaryMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			c.Unary(in[0], cbU, []blocks.SFPUStep{step})
 			c.BinaryTile(kir.EltMul, blocks.BcastNone, cbU, in[1], out, false, nil)
 		})
+}
+
+// unaryMulStep is the SFPU step of op's unary (attribute op, with its
+// value when it takes one): unary_mul's and norm_layout_gate's gate.
+func unaryMulStep(op *ir.Op) (blocks.SFPUStep, error) {
+	name, _ := op.Attrs["op"].(string)
+	kind, ok := ir.LookupOp(name)
+	sf, ok2 := sfpuOps[kind]
+	if !ok || !ok2 {
+		return blocks.SFPUStep{}, fmt.Errorf("rule unary-mul-op: %s: op %q is not a unary SFPU op", op.Name(), name)
+	}
+	step := blocks.SFPUStep{Op: sf}
+	if sf.HasParam() {
+		v, ok := op.Attrs["value"].(float64)
+		if !ok {
+			return blocks.SFPUStep{}, fmt.Errorf("rule attr: %s (%s) needs a float attribute \"value\"", op.Name(), name)
+		}
+		step.Param = float32(v)
+	}
+	return step, nil
 }

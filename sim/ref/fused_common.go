@@ -45,6 +45,7 @@ func init() {
 		ir.OpBMMTransposeBMul:     evalBMMTransposeBMul,
 		ir.OpBMMScaleB:            evalBMMScaleB,
 		ir.OpUnaryMul:             evalUnaryMul,
+		ir.OpNormLayoutGate:       evalNormLayoutGate,
 	})
 }
 
@@ -234,6 +235,33 @@ func evalUnaryMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		return nil, err
 	}
 	return fpuBinary(deviceMul, false)(op, []Tensor{ur, args[1]}, opts)
+}
+
+// evalNormLayoutGate: rms_norm(x, w) as evalRMSNorm computes it, rounded
+// to x's dtype as the norm stores it, moved by evalLayoutChain (steps, no
+// dtype), then evalUnaryMul(z, moved) with z's dtype; the caller's finish
+// rounds the result.
+func evalNormLayoutGate(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if len(op.Operands) != 3 || len(args) != 3 {
+		return nil, fmt.Errorf("rule operands: %s takes x, w and z", op.Name())
+	}
+	normed, err := evalRMSNorm(op, args[:2], opts)
+	if err != nil {
+		return nil, err
+	}
+	nr, err := finishResult(op.Operands[0].Type.DType, normed[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	moved, err := evalLayoutChain(&ir.Op{Kind: ir.OpLayoutChain, Attrs: ir.Attrs{"steps": op.Attrs["steps"]}}, []Tensor{nr}, opts)
+	if err != nil {
+		return nil, err
+	}
+	gate := &ir.Op{Kind: ir.OpUnaryMul, Attrs: ir.Attrs{"op": op.Attrs["op"]}, Operands: []*ir.Value{op.Operands[2], nil}}
+	if v, ok := op.Attrs["value"]; ok {
+		gate.Attrs["value"] = v
+	}
+	return evalUnaryMul(gate, []Tensor{args[2], moved[0]}, opts)
 }
 
 // evalRMSNormMatmul: out = r(rmsnorm(x, wn)) @ w, r to the result dtype.
