@@ -42,6 +42,7 @@ func TestFlashPrefillOnSim(t *testing.T) {
 		// Dt = 4: O's D tiles in two groups of 2 (chunkValuesGrouped),
 		// rescaled in a later chunk
 		t.Parallel()
+		longtest.Skip(t, "s32_pos500 covers a group of 2 rescaled in later chunks (~1 CPU-s)")
 		op := sdpaGatedOp(t, ir.BF16, 1, 32, flashH, flashHkv, 128, 1024, "HiFi4")
 		testSDPA(t, target.Blackhole(), op, 250, 282)
 	})
