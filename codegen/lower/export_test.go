@@ -11,4 +11,5 @@ var (
 	PrefillGateAfterQ = &prefillGateAfterQ
 	PrefillOutPages   = &prefillOutPages
 	PrefillKRowWait   = &prefillKRowWait
+	PrefillOGroup     = &prefillOGroup
 )

@@ -283,9 +283,15 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 }
 
 // chunkValues emits O_d = sum_j P_j V_jd for every D tile (one V block
-// each), plus (later chunks) O_d * a, and pops the exp block and a.
+// each), plus (later chunks) O_d * a, and pops the exp block and a. In
+// prefill (prefillOGroup) it takes the D tiles in groups sharing one
+// DEST acquire (chunkValuesGrouped).
 func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
 	s := f.gatedSDPA
+	if s.prefill && prefillOGroup {
+		f.chunkValuesGrouped(c, n, later)
+		return
+	}
 	c.B.Comment("O = O * a + p v, per D tile")
 	c.For("d", kir.C(0), kir.Ci(f.d.Dt), func(kir.Var) {
 		c.B.CBWaitFront(s.cbV, kir.Ci(f.chunk))
@@ -303,6 +309,63 @@ func (f *flashSDPA) chunkValues(c *blocks.Compute, n, later kir.Var) {
 		c.B.CBPopFront(s.cbV, kir.Ci(f.chunk))
 		c.PackOut(f.oS, 1)
 	})
+	c.B.CBPopFront(f.pexp, kir.Ci(f.chunk))
+	c.If(later, func() { c.B.CBPopFront(f.alpha, kir.C(1)) }, nil)
+}
+
+// prefillOGroup makes the prefill chunkValues take O's D tiles in groups
+// sharing one DEST acquire (chunkValuesGrouped): one copy of a and one
+// switch between the copies and the products per group rather than per D
+// tile => the same values in DEST, fewer unpacks and inits (a variable
+// for the test that compares the two).
+var prefillOGroup = true
+
+// chunkValuesGrouped is chunkValues with O's Dt tiles in groups of g per
+// acquire, g the largest divisor of the V block's vGroup D tiles up to
+// DEST's fp32 tiles less one (2 on Blackhole at vGroup 4: a group never
+// spans two V blocks, so each V block is freed as early as before):
+// (later chunks) a copied once into DEST[g], each O_d of the group copied
+// into DEST[k] and multiplied by it, then each D tile's products P_j V_jd
+// accumulated into DEST[k] in chunkValues' order, and the group packed to
+// O's CB a page at a time. Postcondition: O's tiles, and the CB traffic
+// of the exp block, V and a, equal chunkValues' bit for bit (every DEST
+// tile sees the same operations in the same order).
+func (f *flashSDPA) chunkValuesGrouped(c *blocks.Compute, n, later kir.Var) {
+	s, Dt := f.gatedSDPA, f.d.Dt
+	g := largestDivisor(f.vGroup, max(s.ctx.Target.DestTiles(false, true)-1, 1))
+	c.B.Comment("O = O * a + p v, per group of D tiles sharing DEST")
+	for d0 := 0; d0 < Dt; d0 += g {
+		m := min(g, Dt-d0) // g: vGroup divides Dt
+		c.Acquire()
+		c.If(later, func() {
+			c.Copy(f.alpha, kir.C(0), kir.Ci(g))
+			for k := 0; k < m; k++ {
+				c.B.CBWaitFront(f.oS, kir.C(1))
+				c.Copy(f.oS, kir.C(0), kir.Ci(k))
+				c.B.CBPopFront(f.oS, kir.C(1))
+			}
+			for k := 0; k < m; k++ {
+				c.SFPUBinary(kir.SFPUMulBinary, kir.Ci(k), kir.Ci(g))
+			}
+		}, nil)
+		for k := 0; k < m; k++ {
+			c.B.CBWaitFront(s.cbV, kir.Ci(f.chunk))
+			c.For("j", kir.C(0), n, func(j kir.Var) {
+				c.Matmul(f.pexp, s.cbV, j, j, kir.Ci(k), false)
+			})
+			c.B.CBPopFront(s.cbV, kir.Ci(f.chunk))
+		}
+		// a page at a time: O's CB (Dt + 1 pages) takes blocks of 1
+		c.Commit()
+		c.PackConfig(f.oS)
+		c.Wait()
+		for k := 0; k < m; k++ {
+			c.B.CBReserveBack(f.oS, kir.C(1))
+			c.Pack(kir.Ci(k), f.oS)
+			c.B.CBPushBack(f.oS, kir.C(1))
+		}
+		c.Release()
+	}
 	c.B.CBPopFront(f.pexp, kir.Ci(f.chunk))
 	c.If(later, func() { c.B.CBPopFront(f.alpha, kir.C(1)) }, nil)
 }

@@ -22,7 +22,7 @@ import (
 func simulatePrefill27B(t *testing.T, S, pos int) timing.DeviceTime {
 	t.Helper()
 	key := [2]int{S, pos}
-	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillQScaled && *lower.PrefillChunk == defaultPrefillChunk && *lower.PrefillKVBuffers == defaultPrefillKVBuffers && *lower.PrefillGateAfterQ && *lower.PrefillOutPages == 8 && *lower.PrefillKRowWait
+	def := *lower.PrefillKBlocks && *lower.PrefillBalanced && *lower.PrefillQScaled && *lower.PrefillChunk == defaultPrefillChunk && *lower.PrefillKVBuffers == defaultPrefillKVBuffers && *lower.PrefillGateAfterQ && *lower.PrefillOutPages == 8 && *lower.PrefillKRowWait && *lower.PrefillOGroup
 	prefillSims.Lock()
 	defer prefillSims.Unlock()
 	if d, ok := prefillSims.m[key]; ok && def {
