@@ -61,10 +61,12 @@ import (
 // a device (kir.DeviceResolver).
 
 // EthHandshakeChannels is the number of handshake channels the ethernet
-// calls use: one per ERISC of an ethernet core for the channel-0 style calls
-// (EthChannel), and the channel calls (EthSendPayloadCompleteSignalOverChannel
-// and its kin) name any of them.
-const EthHandshakeChannels = 4
+// calls use: erisc_info's channels, MAX_NUM_CONCURRENT_TRANSACTIONS = 8 on
+// Blackhole (MEM_MAX_NUM_CONCURRENT_TRANSACTIONS, dev_mem_map.h). The
+// channel-0 style calls use one per ERISC of an ethernet core (EthChannel),
+// and the channel calls (EthSendPayloadCompleteSignalOverChannel and its
+// kin) name any of them.
+const EthHandshakeChannels = 8
 
 // EthChannel is the handshake channel (erisc_info->channels[c]) of the
 // ethernet calls of a kernel on processor p: 1 on RISCV1, else 0.

@@ -370,6 +370,9 @@ func (c *cclOp) newKernels(p *kir.Program, ctx *Context, m int) (*cclKernels, er
 	r := k.ring
 	r.OutStaging = pl.outStaging(staging)
 	r.OutSlots = BothWaysOutSlots
+	if pl.Bidirectional {
+		r.InFlight = min(BothWaysInFlight, multicore.MaxInFlight, max(pl.Slots-1, 2))
+	}
 	r.ChunkTiles, r.LinkTiles, r.PacketTiles, r.TileBytes, r.Segs = c.chunks.Tiles, pl.LinkTiles, pl.PacketTiles, k.tb, c.segs
 	r.Staging, r.Fwd0, r.Fwd1 = staging, fwd0, fwd1
 	r.Slots, r.SlotStride = max(pl.Slots, 1), pl.SlotStride()
@@ -630,7 +633,7 @@ func (s *cclKernel) streamStep() {
 		b.NoCAsyncReadBarrier()
 	})
 	if s.pipelined() {
-		s.streamTwoInFlight(kk, np, cntOf)
+		s.streamInFlight(kk, np, cntOf)
 		return
 	}
 	b.For("pk", kir.C(0), np, func(i kir.Var) {
@@ -652,35 +655,38 @@ func (s *cclKernel) streamStep() {
 	})
 }
 
-// pipelined reports whether a streaming ring keeps two packets in flight
-// on each lane (streamTwoInFlight): both ways (its receivers hold
-// BothWaysSlots >= 3 slots) with whole tiles on the wire.
+// pipelined reports whether a streaming ring keeps several packets in
+// flight on each lane (streamInFlight): both ways (its receivers hold
+// more slots than the packets in flight) with whole tiles on the wire.
 func (k *cclKernels) pipelined() bool {
 	r := k.ring
-	return r.Both && r.Slots >= 3 && r.WireTile(false, false) == r.TileBytes
+	return r.Both && r.InFlight >= 2 && r.Slots > r.InFlight && r.WireTile(false, false) == r.TileBytes
 }
 
-// streamTwoInFlight is streamStep's loop with two packets in flight: packet
-// k goes on handshake channel PacketChannel(k) once packet k-2's release
-// on that channel is in (which also frees the receiver's slot of packet k,
-// HandOffStreamOnChannel), without waiting for packet k-1's. The reads of
-// packet k+1 go into packet k-1's slot, whose payload has left: its
-// handshake word (eth_send_payload_complete_signal_over_channel) is one
-// transmit command, which waits for the TX queue until the payload before
-// it is out. They are issued between packet k's payload and its word, so
-// they overlap the payload. So the link carries the next packet while a
-// packet's handshake makes its round trip. At the end the sender waits for
-// both channels' releases.
-func (s *cclKernel) streamTwoInFlight(kk kir.Expr, np kir.Var, cntOf func(kir.Expr) kir.Var) {
+// streamInFlight is streamStep's loop with InFlight (N) packets in flight:
+// packet k goes on handshake channel PacketChannel(k) once packet k-N's
+// release on that channel is in (which also frees the receiver's slot of
+// packet k, HandOffStreamOnChannel), without waiting for the packets
+// between. The reads of packet k+1 go into packet k-1's slot, whose
+// payload has left: its handshake word
+// (eth_send_payload_complete_signal_over_channel) is one transmit command,
+// which waits for the TX queue until the payload before it is out. They
+// are issued between packet k's payload and its word, so they overlap the
+// payload. So the link carries the next packets while a packet's
+// handshake makes its round trip (its release queues on the receiver's TX
+// queue behind the other direction's payloads: one packet in flight more
+// than two covers that wait). At the end the sender waits for every
+// channel's release.
+func (s *cclKernel) streamInFlight(kk kir.Expr, np kir.Var, cntOf func(kir.Expr) kir.Var) {
 	b, pl, r := s.b, s.plan, s.ring
 	pk := kir.Ci(pl.PacketTiles)
-	base0 := kir.EthChannel(s.proc)
-	b.Comment("Two packets in flight: packet k on its own handshake channel once packet k-2's is released; packet k+1 read into packet k-1's slot while packet k travels.")
+	base0, n := kir.EthChannel(s.proc), r.InFlight
+	b.Comment(fmt.Sprintf("%d packets in flight: packet k on its own handshake channel once packet k-%d's is released; packet k+1 read into packet k-1's slot while packet k travels.", n, n))
 	b.For("pk", kir.C(0), np, func(i kir.Var) {
 		base := b.Let("base", kir.Mul(i, pk))
 		cnt := cntOf(base)
-		ch := b.Let("ch", multicore.PacketChannel(base0, i))
-		b.If(kir.Ge(i, kir.C(2)), func() { b.EthWaitForReceiverChannelDone(ch) })
+		ch := b.Let("ch", multicore.PacketChannel(base0, n, i))
+		b.If(kir.Ge(i, kir.Ci(n)), func() { b.EthWaitForReceiverChannelDone(ch) })
 		r.PutPayload(b, s.outSlot(i), cnt, b.Let("peer_slot", r.SlotAddr(s.staging, i)))
 		next := b.Let("next", kir.Add(i, kir.C(1)))
 		b.If(kir.Lt(next, np), func() {
@@ -690,8 +696,9 @@ func (s *cclKernel) streamTwoInFlight(kk kir.Expr, np kir.Var, cntOf func(kir.Ex
 		r.SignalOnChannel(b, cnt, ch)
 		b.NoCAsyncReadBarrier()
 	})
-	b.EthWaitForReceiverChannelDone(kir.Ci(base0))
-	b.EthWaitForReceiverChannelDone(kir.Ci(base0 + 2))
+	for j := 0; j < n; j++ {
+		b.EthWaitForReceiverChannelDone(kir.Ci(base0 + 2*j))
+	}
 }
 
 // outSlot is the streaming sender's slot of packet pk: the receiver's
@@ -795,11 +802,15 @@ func (k *cclKernels) receiver(dir int) {
 	free := b.Let("free_sem", kir.GetEthSemaphore{ID: kir.C(cclSemEth)})
 	wait := func(cnt kir.Var, perTile kir.Expr) { b.EthWaitForBytes(kir.Mul(cnt, perTile)) }
 	if pl.Streaming() {
-		b.Comment("Streaming reduce step: hand packet k to the adders and release it once they are done with packet k-1, whose slot packet k+1 fills.")
+		if k.pipelined() {
+			b.Comment(fmt.Sprintf("Streaming reduce step: hand packet k to the adders and release it once they are done with packet k-%d, whose slot packet k+%d fills.", r.Slots-r.InFlight, r.InFlight))
+		} else {
+			b.Comment("Streaming reduce step: hand packet k to the adders and release it once they are done with packet k-1, whose slot packet k+1 fills.")
+		}
 		r.Packets(b, count, func(base, cnt kir.Var) {
 			if k.pipelined() {
 				pk := b.Let("pk", kir.Div(base, kir.Ci(pl.PacketTiles)))
-				ch := b.Let("ch", multicore.PacketChannel(kir.EthChannel(er.Processor), pk))
+				ch := b.Let("ch", multicore.PacketChannel(kir.EthChannel(er.Processor), r.InFlight, pk))
 				b.EthWaitForBytesOnChannel(kir.Mul(cnt, kir.Ci(r.WireTile(false, false))), ch)
 				r.HandOffStreamOnChannel(b, free, adders, pk, ch)
 				return

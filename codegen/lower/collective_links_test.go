@@ -116,14 +116,15 @@ func TestPrefillRingUsesEveryLinkBothWays(t *testing.T) {
 				}
 				if tc.norm && !tc.oneWay && topo == target.DefaultTopology {
 					// The ERISC1 kernels hand packets over on handshake
-					// channels 1 and 3 (two in flight), ERISC0's on 0 and 2.
+					// channels 1, 3 and 5 (three in flight), ERISC0's on 0,
+					// 2 and 4.
 					for name, ch := range map[string]string{
-						"eth_sender": "eth_wait_for_receiver_channel_done(2);", "eth_sender_back": "eth_wait_for_receiver_channel_done(3);",
-						"eth_receiver": "eth_receiver_channel_done(ch);", "eth_receiver_back": "ch = 1u + pk_2 % 2u * 2u;",
+						"eth_sender": "eth_wait_for_receiver_channel_done(4);", "eth_sender_back": "eth_wait_for_receiver_channel_done(5);",
+						"eth_receiver": "eth_receiver_channel_done(ch);", "eth_receiver_back": "ch = 1u + pk_2 % 3u * 2u;",
 					} {
 						src, err := cpp.PrintKernel(p, p.Kernel(name))
 						require.NoError(t, err)
-						require.Contains(t, string(src), ch, "%s's packets alternate between its ERISC's two handshake channels", name)
+						require.Contains(t, string(src), ch, "%s's packets rotate over its ERISC's three handshake channels", name)
 					}
 					dir, sources := t.TempDir(), map[string]cpp.Source{}
 					writeKernels(t, dir, "ring", p, sources)

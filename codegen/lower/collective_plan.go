@@ -187,13 +187,26 @@ func (p RingPlan) SlotStride() int { return target.AlignUp(p.PacketTiles*p.TileB
 // slots (Slots >= 2).
 func (p RingPlan) Streaming() bool { return p.Slots >= 2 }
 
-// BothWaysSlots is the receiver's staging slots of a Bidirectional plan:
-// its adders may be BothWaysSlots-1 packets behind the wire before the
-// receiver holds a packet back (the sender's packets need two slots).
-var BothWaysSlots = 3
+// BothWaysInFlight is the packets a Bidirectional plan's lane keeps in
+// flight (collective.go's streamInFlight), each on its own handshake
+// channel. A packet's release leaves the receiver's ERISC on the TX queue
+// it shares with the other direction's payloads, behind one of them, after
+// the adders are done with an earlier packet: with two in flight the
+// sender waited for releases ~92 us of the 4,096-token prefill's ring
+// (`tcc perf --threads all_reduce_add_rmsnorm`), with three ~41 us.
+const BothWaysInFlight = 3
 
-// BothWaysOutSlots is the sender's slots of a Bidirectional plan: with two
-// packets in flight (collective.go's streamTwoInFlight) the sender reads
+// BothWaysSlots is the receiver's staging slots of a Bidirectional plan:
+// the packets in flight and two more, so packet q's release waits only
+// until the adders are done with packet q-2 (HandOffStreamOnChannel; with
+// one more slot, q-1, the adders' lag held releases back). Picked on the
+// predictions of that all_reduce_add_rmsnorm: in flight + slots 2+1 (the
+// ring before) 658.6 us, 3+1 654.9, 3+2 643.9, 3+3 676.5 (more adders,
+// fewer norm-tail cores), 4+2 677.4 (likewise), 2+2 664.1.
+var BothWaysSlots = BothWaysInFlight + 2
+
+// BothWaysOutSlots is the sender's slots of a Bidirectional plan: with
+// packets in flight (collective.go's streamInFlight) the sender reads
 // packet k+1 into the slot of packet k-1, whose payload has left (its
 // handshake word's transmit command waited for the TX queue).
 const BothWaysOutSlots = 2
@@ -313,8 +326,8 @@ func planLanes(t *target.Target, devices, reduceSteps, gatherSteps, chunkTiles, 
 		store := noc(pk * tileBytes)
 		packets := p.Packets()
 		if p.Streaming() && bidi {
-			// Two packets in flight (streamTwoInFlight): a packet's
-			// handshake round trip hides under the next packet, so a
+			// Packets in flight (streamInFlight): a packet's handshake
+			// round trip hides under the next packets, so a
 			// packet holds the link for its bytes and two transmit
 			// commands (payload, word), and the latency counts once.
 			wire = (pk*wireBytes+t.Eth.LinkBytesPerCycle-1)/t.Eth.LinkBytesPerCycle + 2*ethCommandCycles

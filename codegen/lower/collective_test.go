@@ -397,12 +397,12 @@ func TestCollectiveGeometry(t *testing.T) {
 		}{
 			// decode [1,1,5120]: one packet a link, one slot (unchanged)
 			{"all_reduce decode 2 cards", 2, 1, 0, 160, 1, 80, 1},
-			// prefill [1,256,5120]: both ways, 320 tiles a lane in 10
-			// packets of 32 through the receiver's three slots (the
-			// sender's two: at most a fifth of the 367,392-byte room each)
-			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 3, 32, 10},
-			// [1,96,5120]: 120 tiles a lane, 4 equal packets
-			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 3, 30, 4},
+			// prefill [1,256,5120]: both ways, 320 tiles a lane in 13
+			// packets of 25 through the receiver's five slots (the
+			// sender's two: at most a seventh of the 367,392-byte room each)
+			{"all_reduce 256 rows 2 cards", 2, 1, 0, 1280, 5, 25, 13},
+			// [1,96,5120]: 120 tiles a lane, 5 equal packets
+			{"all_reduce 96 rows 2 cards", 2, 1, 0, 480, 5, 24, 5},
 			// steps that forward keep one slot
 			{"all_reduce 4 cards", 4, 3, 3, 640, 1, 0, 0},
 		} {

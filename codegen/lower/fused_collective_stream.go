@@ -34,12 +34,12 @@ import (
 // The count cannot reach M*(k+1) early: that needs one adder's increment
 // for the owner's next row (T rows = T*wt tiles later) before another
 // adder's for row k. An adder that wrote packet P read it, so P arrived,
-// so the receiver had released packet P-1 (P-2 with two packets in flight,
-// streamTwoInFlight), so every adder had read its tiles of packet P-2
-// (P-3); an adder's reader runs at most lagTiles of its
+// so the receiver had released packet P-1 (P-N with N packets in flight,
+// streamInFlight), so every adder had read its tiles of packet P-Slots
+// (the packet whose slot P fills); an adder's reader runs at most lagTiles of its
 // tiles ahead of its writer (the CB pages between them: local, received,
 // residual and sum of two pages each, the reduced scratch's two, one in
-// DEST), so every writer had passed the end of packet P-2-lagPackets and
+// DEST), so every writer had passed the end of packet P-Slots-lagPackets and
 // sent its increments for the rows ending there. streamRows requires the
 // T rows between an owner's rows to span more packets than that.
 type rowSignal struct {
@@ -98,13 +98,11 @@ func streamRows(t *target.Target, ring *cclOp, wt, used, g, k int) *rowSignal {
 	}
 	// An adder handles at least minLane tiles of every full packet.
 	minLane := max(pl.PacketTiles/pl.WorkersPerLink, 1)
-	// Packet P's arrival proves the adders read packet P-released: P-2 on
-	// a one-in-flight ring, P-3 with two packets in flight (Bidirectional:
-	// P needs only packet P-2's release, which needs packet P-3 read).
-	released := 2
-	if pl.Bidirectional {
-		released = 3
-	}
+	// Packet P's arrival proves the adders read packet P-Slots, the one
+	// whose receiving slot P fills: its release waited for that (P-2 on a
+	// one-in-flight ring of two slots; Bidirectional: P needs packet P-N's
+	// release of N in flight, which needs packet P-Slots read).
+	released := pl.Slots
 	lagPackets := released + (rowLagTiles+minLane-1)/minLane
 	if per*wt <= (lagPackets+1)*pl.PacketTiles {
 		return nil

@@ -42,7 +42,7 @@ func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us floa
 }
 
 // TestPrefillAllReduceStreams checks that the two-card all-reduce of a
-// prefill activation streams (three receiving staging slots) over every
+// prefill activation streams (five receiving staging slots) over every
 // link both ways, and predicts it against the link floor: the card's bytes over both
 // directions of its ring links (each direction at the fitted link rate).
 // One way (half the links' capacity; the ring before) it was predicted at
@@ -55,7 +55,11 @@ func predictPrefillAllReduce(t *testing.T, rows int, norm, oneWay bool) (us floa
 // finish at 554 us (571 before) and the tail, one row's norm, ~135 us
 // later (180 before); with each link's last three rows shared by groups
 // of two tail cores (codegen/lower's rowSignal) 658.6 us: the rows that
-// land last no longer take one core's norm (~125 us) after the ring.
+// land last no longer take one core's norm (~125 us) after the ring;
+// with three packets in flight a lane and five receiving slots
+// (codegen/lower's BothWaysInFlight, BothWaysSlots) 643.9 us at 4,096 rows
+// (1.49x -> 1.46x the floor; the ring's senders finish at 538 us, 556
+// before, waiting for releases 41 us instead of 92).
 func TestPrefillAllReduceStreams(t *testing.T) {
 	tgt, prm := target.Blackhole(), Default()
 	links := 2 * len(tgt.Eth.RingEast)
@@ -68,7 +72,7 @@ func TestPrefillAllReduceStreams(t *testing.T) {
 	}{
 		{"all_reduce", 256, false, 1.45, 0.7},
 		{"all_reduce_add_rmsnorm", 256, true, 2.3, 0.8},
-		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 1.5, 0.7},
+		{"all_reduce_add_rmsnorm 4096 rows", 4096, true, 1.47, 0.7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bytes := tc.rows * 5120 * 2
@@ -83,8 +87,8 @@ func TestPrefillAllReduceStreams(t *testing.T) {
 			}
 			t.Logf("%s [1,%d,5120] bf16 on 1x2: %.2f us predicted (one way %.2f us), %.2fx the link floor %.1f us (%d B a card over %d link directions at %.1f B/cycle)",
 				tc.name, tc.rows, us, one, us/floor, floor, bytes, links, prm.EthBytesPerCycle)
-			if slots != "3" {
-				t.Errorf("CCL_STAGING_SLOTS = %q, want 3 (a streaming ring both ways: BothWaysSlots)", slots)
+			if slots != "5" {
+				t.Errorf("CCL_STAGING_SLOTS = %q, want 5 (a streaming ring both ways: BothWaysSlots)", slots)
 			}
 			if us > tc.maxRatio*floor {
 				t.Errorf("predicted %.2f us, %.2fx the link floor %.2f us: want at most %.1fx", us, us/floor, floor, tc.maxRatio)

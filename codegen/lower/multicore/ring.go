@@ -87,6 +87,10 @@ type Ring struct {
 	OutStaging int
 	// OutSlots is the sender's slots at OutStaging with Both.
 	OutSlots int
+	// InFlight is the packets a Both ring's lane keeps in flight, each on
+	// its own handshake channel (PacketChannel; at least 2 when set, 0
+	// otherwise).
+	InFlight int
 }
 
 // Dirs is the number of directions the lanes use (2 with Both).
@@ -295,12 +299,18 @@ func (r *Ring) Put(b *kir.Builder, src kir.Expr, packedSrc, packedDst bool, cnt 
 
 // PacketChannel is the handshake channel of packet pk of a Both ring's
 // lane whose kernels run on an ERISC with handshake channel base
-// (kir.EthChannel): base + 2*(pk % 2). So a lane has two packets in
-// flight, each with its own bytes_sent word, and the two ERISCs of an
-// ethernet core never share one (ERISC0: 0 and 2, ERISC1: 1 and 3).
-func PacketChannel(base int, pk kir.Expr) kir.Expr {
-	return kir.Add(kir.Ci(base), kir.Mul(kir.Mod(pk, kir.C(2)), kir.C(2)))
+// (kir.EthChannel) and which keeps inFlight packets in flight: base +
+// 2*(pk % inFlight). So each packet in flight has its own bytes_sent
+// word, and the two ERISCs of an ethernet core never share one (ERISC0:
+// the even channels, ERISC1 the odd ones; inFlight <= MaxInFlight keeps
+// them within erisc_info's channels).
+func PacketChannel(base, inFlight int, pk kir.Expr) kir.Expr {
+	return kir.Add(kir.Ci(base), kir.Mul(kir.Mod(pk, kir.Ci(inFlight)), kir.C(2)))
 }
+
+// MaxInFlight is the most packets a Both ring's lane can keep in flight:
+// half the handshake channels (kir.EthHandshakeChannels), each ERISC's.
+const MaxInFlight = kir.EthHandshakeChannels / 2
 
 // PutPayload sends cnt whole tiles from src to the peer's staging as one
 // eth_send_bytes_over_channel_payload_only (a Both ring's packets; whole
@@ -377,13 +387,14 @@ func (r *Ring) HandOffStream(b *kir.Builder, free kir.Var, workers Peers, pk kir
 }
 
 // HandOffStreamOnChannel is HandOffStream for a Both ring whose sender
-// keeps two packets in flight (PacketChannel): the sender sends packet
-// pk+2 once packet pk's channel ch is released, so the release waits until
-// free counts M*(pk+3-Slots) (the workers are done with packet pk+2-Slots,
-// whose slot packet pk+2 fills), then eth_receiver_channel_done(ch).
+// keeps InFlight packets in flight (PacketChannel): the sender sends packet
+// pk+InFlight once packet pk's channel ch is released, so the release
+// waits until free counts M*(pk+InFlight+1-Slots) (the workers are done
+// with packet pk+InFlight-Slots, whose slot packet pk+InFlight fills),
+// then eth_receiver_channel_done(ch).
 func (r *Ring) HandOffStreamOnChannel(b *kir.Builder, free kir.Var, workers Peers, pk, ch kir.Expr) {
 	workers.Inc(b, r.SemArrived)
-	ahead := kir.Ci(r.Slots - 3)
+	ahead := kir.Ci(r.Slots - r.InFlight - 1)
 	b.If(kir.Gt(pk, ahead), func() { b.EthNoCSemaphoreWaitMin(free, kir.Mul(kir.Sub(pk, ahead), kir.Ci(r.M()))) })
 	b.EthReceiverChannelDone(ch)
 }
