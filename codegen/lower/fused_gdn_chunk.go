@@ -310,10 +310,18 @@ func (r *gdnChunk) addCBs() {
 	if !r.scan {
 		c.egl = cbs.Scratch("exp_g_last", f, 1)
 	}
-	c.sd, c.p4 = cbs.Scratch("state_decayed", f, 1), cbs.Scratch("kd_t_v_new", f, 1)
+	c.sd, c.p4 = cbs.Scratch("state_decayed", f, r.sBlock()), cbs.Scratch("kd_t_v_new", f, r.sBlock())
 	c.o, c.ns = cbs.Output("o", f, vt), cbs.Output("new_state", f, 2*vt)
 	r.cb = c
 	r.planned(fmt.Sprintf("%s keeps a %dx%d state of %s per item", r.what, r.Dk, r.vc*ir.TileSize, f))
+}
+
+// sBlock is the state tiles the compute's S' update handles per block
+// (kt*vc tiles: all S * egl, then all kd^T vNew, then the sums): the
+// largest divisor of kt*vc that fits fp32 DEST's half (one DEST section
+// holds the block's products).
+func (r *gdnChunk) sBlock() int {
+	return largestDivisor(r.kt*r.vc, r.ctx.Target.DestTiles(false, true))
 }
 
 // chunkPage is the page of chunk cur's tile (row 0, column j) of a [B, H,
@@ -701,19 +709,30 @@ func (r *gdnChunk) compute() *kir.Kernel {
 			c.PackOut(n.egl, 1)
 		}
 
-		cb.Comment("S' = r(r(S * egl) + r(kd^T vNew)) per state tile")
+		// S' per block of bt state tiles (row-major, t = row*vt + j): all
+		// its S * egl in one DEST section, all its kd^T vNew in another,
+		// then the sums tile by tile, so each op's FPU init runs once per
+		// block instead of once per tile (the same ops on the same values).
+		bt := r.sBlock()
+		cb.Comment(fmt.Sprintf("S' = r(r(S * egl) + r(kd^T vNew)), %d state tiles at a time: the products, then the sums", bt))
 		cb.CBWaitFront(n.egl, one)
 		cb.CBWaitFront(n.kdT, kir.Ci(kt))
-		c.For("kt", z0, kir.Ci(kt), func(row kir.Var) {
-			c.ForPeeled("vt", vt, func(j kir.Expr) {
-				c.Acquire()
-				c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.egl, kir.Add(kir.Mul(row, kir.Ci(vt)), j), z0, z0)
-				c.PackOut(n.sd, 1)
-				c.Acquire()
-				c.Matmul(n.kdT, n.vnew, row, j, z0, false)
-				c.PackOut(n.p4, 1)
+		c.For("sb", z0, kir.Ci(kt*vt/bt), func(sb kir.Var) {
+			t0 := kir.Mul(sb, kir.Ci(bt))
+			c.Acquire()
+			for i := range bt {
+				c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.egl, kir.Add(t0, kir.Ci(i)), z0, kir.Ci(i))
+			}
+			c.PackOut(n.sd, bt)
+			c.Acquire()
+			for i := range bt {
+				t := kir.Add(t0, kir.Ci(i))
+				c.Matmul(n.kdT, n.vnew, kir.Div(t, kir.Ci(vt)), kir.Mod(t, kir.Ci(vt)), kir.Ci(i), false)
+			}
+			c.PackOut(n.p4, bt)
+			for range bt {
 				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, out, false, nil)
-			})
+			}
 		})
 		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}, {n.sh, r.shPages()}} {
 			cb.CBPopFront(p.cb, kir.Ci(p.n))

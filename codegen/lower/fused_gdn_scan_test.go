@@ -229,3 +229,40 @@ func TestGDNChunkScanErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGDNChunkScanGroupsStateUpdate: the scan's compute runs the S'
+// update's products a block of state tiles at a time (all S * egl, then
+// all kd^T vNew, then the sums), so its FPU inits per chunk stay few: at
+// the 27B's head dims (kt = 4, one value tile per item) at most 14 per
+// chunk (11.9 with blocks of 4 tiles), where one init per op per state
+// tile took 20.9.
+func TestGDNChunkScanGroupsStateUpdate(t *testing.T) {
+	tgt := target.Blackhole()
+	const N = 8
+	p, err := lower.Lower(gdnScanOp(t, 1, 2, N, 128, 128, 0, N, ir.FP32), lower.NewContext(tgt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := timing.Default()
+	pt, err := timing.Simulate(p, tgt, params, timing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var initUS float64
+	for _, k := range pt.Devices[0].Kernels {
+		if k.Role != kir.RoleCompute {
+			continue
+		}
+		for call, us := range k.Busy {
+			if strings.HasSuffix(call, "_init") || strings.HasSuffix(call, "_init_short") {
+				initUS += us
+			}
+		}
+		break
+	}
+	perChunk := initUS * params.ClockHz / 1e6 / params.InitCycles / N
+	t.Logf("%.2f us of FPU and SFPU inits: %.1f per chunk", initUS, perChunk)
+	if perChunk > 14 {
+		t.Errorf("the compute runs %.1f inits per chunk, want at most 14 (the S' update's ops grouped by block)", perChunk)
+	}
+}
