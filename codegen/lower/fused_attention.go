@@ -153,6 +153,7 @@ type prologue struct {
 	bfp                *bfpKV            // bfp8_b caches (kv_bfp8.go); nil: the caches are qg's dtype
 	items              prologueItems
 	qGroups            int // decode: q and gate items per tile row of heads (decodeHeadGroups)
+	movedN             int // the moved CB's pages when over 2 (prefill: movedPages)
 	// CBs; posR < 0: no cache copied; resident (resN pages; < 0: none): held by compute
 	x, w, scaler, moved, posR, out, slot, posW, resident, resN int
 	norm                                                       headNorm
@@ -207,7 +208,8 @@ func newPrologue(op *ir.Op, ctx *Context, prefill bool) (*prologue, error) {
 // i, counted in the gathers' row runs (a local copy each, the reader's
 // bound): a q item its tables' runs (its tiles are read whole when the
 // tokens and D are whole tiles), a k item its rows' and its tables' runs,
-// a gate item a run per head row and half tile, a v item its rows' runs,
+// a gate item a run per head row and tile (its tiles' copies are in
+// flight together, gateTiles), a v item its rows' runs,
 // a copy item a few per cache tile it copies.
 func (it prologueItems) prefillWeight(d prologueDims) func(i int) int {
 	rows := d.Dt * ir.TileSize * 2 // an item's Dt tiles of token rows, two runs a row
@@ -223,7 +225,7 @@ func (it prologueItems) prefillWeight(d prologueDims) func(i int) int {
 		case it.k.holds(r):
 			return rows + tables
 		case it.gate.holds(r):
-			return d.Dt * min(ir.TileSize, d.H) * 2
+			return d.Dt * min(ir.TileSize, d.H)
 		case it.v.holds(r):
 			return rows
 		}
@@ -259,7 +261,7 @@ func (pl *prologue) planInputs(rope func()) {
 	pl.w = pl.cbs.Input("norm_weight", pl.op.Operands[3].Type.DType, 2)
 	rope()
 	pl.scaler = pl.cbs.Input("scaler", ir.BF16, 1)
-	pl.moved = pl.cbs.Input("moved", pl.dtype(), 2)
+	pl.moved = pl.cbs.Input("moved", pl.dtype(), max(pl.movedN, 2))
 }
 
 // planNorm plans the reader's pos page and the norm's CBs but out.
