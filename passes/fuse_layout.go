@@ -70,7 +70,7 @@ import (
 //     same bit for bit. The GDN prefill's gated norm then reads [B,H,S,D]
 //     and the transpose to [B,S,H,D] joins the reshape to [B,S,H*D] after
 //     it in one whole-tile layout_chain.
-var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout, ruleLayoutChainTypecast, ruleDropInnerTril}, layoutChainRules()...)...)
+var _ = registerRules("layout", append([]func() *rw.Rule{ruleDropToMemory, ruleCollapseReshape, ruleCollapseTypecast, ruleFlattenConcat, ruleSliceOfConcat, ruleFuseBMMTransposeB, ruleFuseEmbeddingReshape, ruleNormBeforeLayout, ruleLayoutChainTypecast, ruleDropInnerTril}, layoutChainRules()...)...)
 
 // keepsRows reports whether a data movement from in to out (full shapes)
 // keeps every row (last-dim run) whole and in order: the last dims are
@@ -379,6 +379,70 @@ func ruleFlattenConcat() *rw.Rule {
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			xs := append(append([]*ir.Value(nil), m.Op("inner").Operands...), m.Value("y"))
 			v, err := b.Emit1(ir.OpConcat, xs, ir.Attrs{"axis": m.Root.Int("axis")})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+// sliceOfConcatPart returns the operand index of the concat cat whose
+// rows along cat's axis hold the whole range [begin, end) of slice s on
+// that axis, and that range within the operand; ok is false when the
+// range spans two operands or cat's axis is out of range.
+func sliceOfConcatPart(cat, s *ir.Op) (part, begin, end int, ok bool) {
+	r := cat.Result().Type.Shape.Rank()
+	axis := cat.Int("axis")
+	if axis < 0 {
+		axis += r
+	}
+	b, e := s.Ints("begin"), s.Ints("end")
+	if axis < 0 || axis >= r || len(b) != r || len(e) != r {
+		return 0, 0, 0, false
+	}
+	off := 0
+	for i, x := range cat.Operands {
+		n := x.Type.Shape[axis]
+		if b[axis] >= off && e[axis] <= off+n {
+			return i, b[axis] - off, e[axis] - off, true
+		}
+		off += n
+	}
+	return 0, 0, 0, false
+}
+
+// ruleSliceOfConcat: a slice lying wholly inside one operand of a concat
+// reads that operand (the GDN prefill's conv-state shift, the last K-1
+// rows of concat(conv_state, qkv), reads qkv's last K-1 rows), leaving
+// the concat fewer readers. Data movement only: values unchanged.
+func ruleSliceOfConcat() *rw.Rule {
+	var alts []*rw.Pattern
+	for n := 2; n <= maxConcatOperands; n++ {
+		xs := make([]*rw.Pattern, n)
+		for i := range xs {
+			xs[i] = rw.Var(fmt.Sprintf("x%d", i))
+		}
+		alts = append(alts, rw.Op(ir.OpConcat, xs...).As("cat"))
+	}
+	return &rw.Rule{
+		Name: "SliceOfConcat",
+		// the concat stays for its other readers
+		AllowSharedInterior: true,
+		Rewrite:             "slice(concat(x1, .., xn)) {begin, end within xi along the axis} => slice(xi) {begin, end shifted by xi's offset}",
+		Pattern:             rw.Op(ir.OpSlice, rw.OneOf(alts...)),
+		Where: func(m *rw.Match) bool {
+			_, _, _, ok := sliceOfConcatPart(m.Op("cat"), m.Root)
+			return ok
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			cat := m.Op("cat")
+			part, lo, hi, _ := sliceOfConcatPart(cat, m.Root)
+			axis := cat.Int("axis")
+			if axis < 0 {
+				axis += cat.Result().Type.Shape.Rank()
+			}
+			begin := slices.Clone(m.Root.Ints("begin"))
+			end := slices.Clone(m.Root.Ints("end"))
+			begin[axis], end[axis] = lo, hi
+			v, err := b.Emit1(ir.OpSlice, []*ir.Value{cat.Operands[part]}, ir.Attrs{"begin": begin, "end": end})
 			return []*ir.Value{v}, err
 		},
 	}
