@@ -39,13 +39,13 @@ func ChainMovesTiles(xs Shape, steps []LayoutStep, shapes []Shape) bool {
 				return false
 			}
 		case OpRepeatInterleave:
-			ax, err := layoutStepAxis(st, "axis", out.Rank())
+			ax, err := LayoutStepAxis(st, "axis", out.Rank())
 			if err != nil || ax == rowD || ax == colD {
 				return false
 			}
 		case OpTranspose:
-			d0, err0 := layoutStepAxis(st, "dim0", out.Rank())
-			d1, err1 := layoutStepAxis(st, "dim1", out.Rank())
+			d0, err0 := LayoutStepAxis(st, "dim0", out.Rank())
+			d1, err1 := LayoutStepAxis(st, "dim1", out.Rank())
 			if err0 != nil || err1 != nil {
 				return false
 			}
@@ -94,9 +94,10 @@ func reshapeOffsetDim(in, out Shape, d int) int {
 	return -1
 }
 
-// layoutStepAxis is the axis attribute name of st, negative values counted
-// from the end of rank r.
-func layoutStepAxis(st LayoutStep, name string, r int) (int, error) {
+// LayoutStepAxis is the axis attribute name of st resolved against rank
+// r (negative values counted from the end); it fails when the attribute
+// is missing or outside the rank.
+func LayoutStepAxis(st LayoutStep, name string, r int) (int, error) {
 	v, ok := st.Attrs[name].(int)
 	if !ok {
 		return 0, fmt.Errorf("missing %s", name)

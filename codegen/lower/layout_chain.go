@@ -56,7 +56,7 @@ func layoutStepOf(st ir.LayoutStep, in, out ir.Shape) (layoutStepMap, error) {
 		}}, nil
 	case ir.OpRepeatInterleave:
 		reps, _ := st.Attrs["repeats"].(int)
-		ax, err := stepAxis(st, "axis", ro)
+		ax, err := ir.LayoutStepAxis(st, "axis", ro)
 		if err != nil || reps < 1 {
 			return layoutStepMap{}, fmt.Errorf("rule attr: step %s: repeats >= 1 and an axis of a rank-%d tensor", st, ro)
 		}
@@ -69,8 +69,8 @@ func layoutStepOf(st ir.LayoutStep, in, out ir.Shape) (layoutStepMap, error) {
 			return idx
 		}}, nil
 	case ir.OpTranspose:
-		d0, err0 := stepAxis(st, "dim0", ro)
-		d1, err1 := stepAxis(st, "dim1", ro)
+		d0, err0 := ir.LayoutStepAxis(st, "dim0", ro)
+		d1, err1 := ir.LayoutStepAxis(st, "dim1", ro)
 		if err0 != nil || err1 != nil || d0 == d1 {
 			return layoutStepMap{}, fmt.Errorf("rule transpose-dims: step %s: two different dims of a rank-%d tensor", st, ro)
 		}
@@ -84,21 +84,6 @@ func layoutStepOf(st ir.LayoutStep, in, out ir.Shape) (layoutStepMap, error) {
 		}}, nil
 	}
 	return layoutStepMap{}, fmt.Errorf("rule layout-chain-op: step %s is not slice, reshape, repeat_interleave or transpose", st)
-}
-
-// stepAxis is a step's axis attribute resolved against rank r.
-func stepAxis(st ir.LayoutStep, name string, r int) (int, error) {
-	v, ok := st.Attrs[name].(int)
-	if !ok {
-		return 0, fmt.Errorf("missing %s", name)
-	}
-	if v < 0 {
-		v += r
-	}
-	if v < 0 || v >= r {
-		return 0, fmt.Errorf("%s %d outside rank %d", name, v, r)
-	}
-	return v, nil
 }
 
 // layoutChainSteps are op's layout steps (its "steps" attribute) and the
