@@ -563,11 +563,14 @@ func TestGDNRecurrencePackedUsers(t *testing.T) {
 		zPages, gPgs int
 	}{
 		{3, ir.FP32, 1, 1},  // 9 items x 2 value tiles per core: 18 rows
-		{8, ir.FP32, 2, 1},  // 24 items x 2: 48 rows
+		{8, ir.FP32, 2, 1},  // 24 items x 2: 48 rows (TCC_LONG: 3 and 17 users cover one and several pages)
 		{8, ir.BF16, 2, 1},  // the bf16 state's decay: r(exp(g)) without - 1
 		{17, ir.FP32, 4, 2}, // 51 items x 2: 102 rows, two g tiles
 	} {
 		t.Run(fmt.Sprintf("%d_users_%s", tc.users, tc.f), func(t *testing.T) {
+			if tc.users == 8 && tc.f == ir.FP32 {
+				longtest.Skip(t, "a further packed fp32 case (~0.7 CPU-s)")
+			}
 			op := gdnRecurrenceOp(t, tc.users, 2, 6, 32, 64, tc.f)
 			p, err := lower.Lower(op, lower.NewContext(tgt))
 			if err != nil {
