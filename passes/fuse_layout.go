@@ -351,16 +351,8 @@ func ruleFuseEmbeddingReshape() *rw.Rule {
 const maxConcatOperands = ir.MaxConcatOperands
 
 func ruleFlattenConcat() *rw.Rule {
-	// The inner concat with 2..maxConcatOperands-1 operands (patterns
-	// match a fixed operand count).
-	var alts []*rw.Pattern
-	for n := 2; n < maxConcatOperands; n++ {
-		xs := make([]*rw.Pattern, n)
-		for i := range xs {
-			xs[i] = rw.Var(fmt.Sprintf("x%d", i))
-		}
-		alts = append(alts, rw.Op(ir.OpConcat, xs...).As("inner"))
-	}
+	// The inner concat with 2..maxConcatOperands-1 operands.
+	alts := concatPatterns(maxConcatOperands-1, "inner")
 	return &rw.Rule{
 		Name:    "FlattenConcat",
 		Rewrite: "concat(concat(x1, .., xn), y) along one axis => concat(x1, .., xn, y)",
@@ -382,6 +374,20 @@ func ruleFlattenConcat() *rw.Rule {
 			return []*ir.Value{v}, err
 		},
 	}
+}
+
+// concatPatterns are the patterns of a concat of 2..most operands x0,
+// x1, ... named name (a pattern matches a fixed operand count).
+func concatPatterns(most int, name string) []*rw.Pattern {
+	var alts []*rw.Pattern
+	for n := 2; n <= most; n++ {
+		xs := make([]*rw.Pattern, n)
+		for i := range xs {
+			xs[i] = rw.Var(fmt.Sprintf("x%d", i))
+		}
+		alts = append(alts, rw.Op(ir.OpConcat, xs...).As(name))
+	}
+	return alts
 }
 
 // sliceOfConcatPart returns the operand index of the concat cat whose
@@ -414,14 +420,7 @@ func sliceOfConcatPart(cat, s *ir.Op) (part, begin, end int, ok bool) {
 // rows of concat(conv_state, qkv), reads qkv's last K-1 rows), leaving
 // the concat fewer readers. Data movement only: values unchanged.
 func ruleSliceOfConcat() *rw.Rule {
-	var alts []*rw.Pattern
-	for n := 2; n <= maxConcatOperands; n++ {
-		xs := make([]*rw.Pattern, n)
-		for i := range xs {
-			xs[i] = rw.Var(fmt.Sprintf("x%d", i))
-		}
-		alts = append(alts, rw.Op(ir.OpConcat, xs...).As("cat"))
-	}
+	alts := concatPatterns(maxConcatOperands, "cat")
 	return &rw.Rule{
 		Name: "SliceOfConcat",
 		// the concat stays for its other readers

@@ -273,8 +273,8 @@ func TestGDNChunkWYBeatsComposed(t *testing.T) {
 func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
 	tgt := target.Blackhole()
 	const H, N, D = 24, 16, 128
-	us := func(decay bool) float64 {
-		op := gdnWYOp(t, 1, H, N, D, D, true, true, decay)
+	us := func(decay bool, rowsBetaSeq ...bool) float64 {
+		op := gdnWYOp(t, 1, H, N, D, D, true, true, decay, rowsBetaSeq...)
 		ctx := lower.NewContext(tgt)
 		ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
 		p, err := lower.Lower(op, ctx)
@@ -290,18 +290,7 @@ func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
 	decay, read := us(true), us(false)
 	// The prep reading g's rows and the gates' beta (rows, beta_seq): two
 	// tiles an item where it read three, and 96 element moves.
-	op := gdnWYOp(t, 1, H, N, D, D, true, true, true, true, true)
-	ctx := lower.NewContext(tgt)
-	ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
-	p, err := lower.Lower(op, ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := timing.Simulate(p, tgt, timing.Default(), timing.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := st.US()
+	rows := us(true, true, true)
 	t.Logf("gdn_chunk_prep reading g's rows and beta tokens first %.2f us", rows)
 	if rows > decay*1.03 {
 		t.Errorf("gdn_chunk_prep with rows and beta_seq takes %.2f us, %.1f%% more than the %.2f us of the prep reading the column and row tiles: want at most 3%%", rows, (rows/decay-1)*100, decay)
