@@ -119,13 +119,17 @@ func TestMatmulTileGroupAlignment(t *testing.T) {
 	}
 }
 
-func BenchmarkMatmulTileHiFi4(b *testing.B) {
+func BenchmarkMatmulTile(b *testing.B) {
 	x, y, acc := make([]float32, TileElems), make([]float32, TileElems), make([]float32, TileElems)
 	for i := range x {
 		x[i], y[i] = RoundBF16(float32(i%37)/7-2), RoundBF16(float32(i%29)/5-3)
 	}
-	for b.Loop() {
-		MatmulTile(acc, x, y, ir.HiFi4, true)
+	for _, f := range []ir.MathFidelity{ir.LoFi, ir.HiFi2, ir.HiFi4} {
+		b.Run(f.String(), func(b *testing.B) {
+			for b.Loop() {
+				MatmulTile(acc, x, y, f, true)
+			}
+		})
 	}
 }
 
