@@ -221,3 +221,20 @@ func TestPoolTile(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMatmulRow is Matmul of one row by a [512, 2048] matrix: the
+// reference evaluator's decode matmuls, where turning b into source
+// words costs as much as the dot products.
+func BenchmarkMatmulRow(b *testing.B) {
+	const k, n = 512, 2048
+	x, w := make([]float32, k), make([]float32, k*n)
+	for i := range x {
+		x[i] = RoundBF16(float32(i%37)/7 - 2)
+	}
+	for i := range w {
+		w[i] = RoundBF16(float32(i%29)/5 - 3)
+	}
+	for b.Loop() {
+		Matmul(x, w, 1, k, n, ir.HiFi2)
+	}
+}

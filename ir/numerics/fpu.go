@@ -127,12 +127,13 @@ func matmulOnto(acc, a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	kp := ceilTiles(k) * TileDim
 	srcA := make([]srcParts, n*kp) // srcA[j*kp+p] = b[p][j]
 	zero := partsA(0)
-	for i := range srcA {
-		srcA[i] = zero
-	}
-	for p := 0; p < k; p++ {
-		for j := 0; j < n; j++ {
-			srcA[j*kp+p] = partsA(srcWord(TruncTF32(b[p*n+j])))
+	for j := 0; j < n; j++ {
+		col := srcA[j*kp : (j+1)*kp]
+		for p := 0; p < k; p++ {
+			col[p] = partsA(srcWord(TruncTF32(b[p*n+j])))
+		}
+		for p := k; p < kp; p++ {
+			col[p] = zero
 		}
 	}
 	srcB := make([]srcParts, kp)
