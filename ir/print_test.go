@@ -444,11 +444,27 @@ func TestFormatFloat(t *testing.T) {
 	}
 }
 
+// textNoGenericInstance are the fused kinds whose shape rules need what
+// the generic search cannot make (chain and step strings, the model's head
+// and chunk shapes): searching for them exhausts its budget, ~0.5 CPU-s a
+// kind. Each is printed and parsed back by the rule data of passes/testdata
+// (its "-- output --" graphs), where it is built from its decomposition.
+var textNoGenericInstance = map[string]bool{
+	"eltwise_chain": true, "rms_norm_plain_chain": true, "layout_norm_plain_chain": true, "conv_depthwise_chain": true,
+	"norm_layout_gate": true, "layout_chain": true, "gdn_conv_gates": true, "gdn_recurrence": true, "gdn_chunk_step": true,
+	"gdn_chunk_wy": true, "gdn_chunk_prep": true, "gdn_chunk_scan": true, "attn_prologue": true, "sdpa_decode_gated": true,
+	"attn_prologue_prefill": true, "sdpa_prefill_gated": true,
+}
+
 // textGenericInstance finds operands (from pool) and attribute values for
 // kind that its shape rule accepts with valid result types, trying first with
-// every optional attribute set, then with none.
+// every optional attribute set, then with none. It gives up at once on the
+// kinds of textNoGenericInstance.
 func textGenericInstance(kind OpKind, pool []TensorType) ([]int, Attrs, bool) {
 	info := kind.Info()
+	if textNoGenericInstance[info.Name] {
+		return nil, nil, false
+	}
 	key := fmt.Sprint(info.Name, pool)
 	textInstances.Lock()
 	defer textInstances.Unlock()
@@ -586,7 +602,9 @@ func textAllOpsGraph(t testing.TB) (*Graph, []string) {
 	for _, k := range AllOpKinds() {
 		tuple, attrs, ok := textGenericInstance(k, pool)
 		if !ok {
-			t.Logf("no generic instance found for op %s; not covered", k)
+			if !textNoGenericInstance[k.String()] {
+				t.Errorf("no generic instance found for op %s: give the pool what its shape rule needs, or list it in textNoGenericInstance with where it is round-tripped", k)
+			}
 			continue
 		}
 		operands := make([]*Value, len(tuple))

@@ -170,8 +170,8 @@ func checkModelStep(t *testing.T, what string, want, got *stepResult) agreement 
 }
 
 // TestFusedMatchesUnfused runs the small Qwen config on mesh 1x2 as a
-// model would be served: a prefill of 6 tokens, then 16 decode steps (4
-// with -short), each step's state updates feeding the next step's states,
+// model would be served: a prefill of 6 tokens, then 16 decode steps (2
+// without TCC_LONG=1), each step's state updates feeding the next step's states,
 // once with the unfused graphs and once with the fused ones (default
 // pipeline), from the same weights (whole tensors cut per device with
 // ShareOf) and initial states. Both runs are fed the unfused run's greedy
@@ -184,7 +184,7 @@ func TestFusedMatchesUnfused(t *testing.T) {
 	const devices, prompt = 2, 6
 	steps := 16
 	if testing.Short() || !longtest.Enabled() {
-		steps = 4 // 16 steps are a long check (TCC_LONG=1)
+		steps = 2 // 16 steps are a long check (TCC_LONG=1); the second reads the first's states
 	}
 	pre, err := qwenOptions(qwen27b.Prefill, prompt, 1)
 	if err != nil {

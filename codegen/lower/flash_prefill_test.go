@@ -48,6 +48,7 @@ func TestFlashPrefillOnSim(t *testing.T) {
 	})
 	t.Run("d96_s64_pos33", func(t *testing.T) {
 		t.Parallel()
+		longtest.Skip(t, "D = 96 (three D tiles) at 64 tokens (~1 CPU-s; s32_pos500 and s64_pos33 run by default)")
 		op := sdpaGatedOp(t, ir.BF16, 1, 64, flashH, flashHkv, 96, 1024, "HiFi4")
 		testSDPA(t, target.Blackhole(), op, 33, 97)
 	})

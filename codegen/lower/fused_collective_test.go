@@ -69,7 +69,7 @@ var fusedCCLCases = []fusedCCLCase{
 	{name: "add+norm rows 1x4", n: 4, dt: ir.BF16, shape: []int{2, 32, 128}, norm: true, tail: true},
 	// 32 packed users' rows: whole tiles on the wire, several packets per
 	// link, the last too short for every adder lane.
-	{name: "add+norm 32 users 1x2", n: 2, dt: ir.BF16, shape: []int{1, 32, 5120}, norm: true, offset: 1, tail: true, fold: true},
+	{name: "add+norm 32 users 1x2", n: 2, dt: ir.BF16, shape: []int{1, 32, 5120}, norm: true, offset: 1, tail: true, fold: true, long: true}, // ~1 CPU-s; the prefill row stream below sends whole tiles in several packets by default
 	// a prefill chunk's activation: 240 tiles a link stream through two
 	// staging slots in 3 packets of 80 tiles (RingPlan.Streaming)
 	{name: "add+norm prefill rows 1x2", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, long: true}, // ~2 s; the row-stream cases below cover the norm tail by default

@@ -586,6 +586,9 @@ func TestGDNRecurrencePackedUsers(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("packed CBs' pages (-want +got):\n%s", d)
 			}
+			if tc.users == 17 && !longtest.Enabled() {
+				return // the packing above is checked; its run on the simulator is a long check (~1.7 CPU-s)
+			}
 			exact := tc.f == ir.FP32
 			gdnCheck(t, tgt, op, 21, []bool{exact, exact}, t.TempDir(), map[string]cpp.Source{})
 		})

@@ -117,8 +117,8 @@ func TestBFP8AttentionOnSim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if c.name == "27b_1x2_prefill_s32_pos37" {
-				longtest.Skip(t, "small_1x2_prefill_s32_pos37 runs a bfp8_b prefill by default (~3 CPU-s)")
+			if c.name == "27b_1x2_prefill_s32_pos37" || c.name == "prefill_b2_s40_pos50_grid2" {
+				longtest.Skip(t, "small_1x2_prefill_s32_pos37 runs a bfp8_b prefill by default (~1-3 CPU-s)")
 			}
 			g, sdpa, pro := c.g(t)
 			if pro.Operands[7].Type.DType != ir.BFP8B || sdpa.Operands[1].Type.DType != ir.BFP8B {

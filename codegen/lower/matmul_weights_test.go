@@ -28,7 +28,7 @@ func TestWeightBlocksOnSim(t *testing.T) {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 1, 640), fcW(b, "w", ir.BFP8B, 640, 1312)))
 		}},
 		{"swiglu_bfp4", true, 0, func(b *ir.Builder) []*ir.Value {
-			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 1024), fcW(b, "gate", ir.BFP4B, 1024, 608), fcW(b, "up", ir.BFP4B, 1024, 608)))
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 1, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
 		}},
 		{"matmul4_parts", true, 0, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 1, 512), fcW(b, "w0", ir.BFP8B, 512, 640), fcW(b, "w1", ir.BFP8B, 512, 384),
