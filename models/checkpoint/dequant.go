@@ -110,8 +110,15 @@ func QuantizeNVFP4(w []float32, rows, cols int) (packed []byte, scale []byte, gl
 
 func nearestE2M1(v, s float32) uint8 {
 	best, bestErr := uint8(0), float32(math.Inf(1))
-	for c := uint8(0); c < 16; c++ {
-		if d := float32(math.Abs(float64(e2m1[c]*s - v))); d < bestErr {
+	// With v and s >= 0 no negative code (8..15) is nearer than the
+	// positive one of its magnitude, which comes first: the search stops
+	// at 8 and returns what the whole one would.
+	n := uint8(16)
+	if v >= 0 && s >= 0 {
+		n = 8
+	}
+	for c := uint8(0); c < n; c++ {
+		if d := math.Float32frombits(math.Float32bits(e2m1[c]*s-v) &^ (1 << 31)); d < bestErr {
 			best, bestErr = c, d
 		}
 	}

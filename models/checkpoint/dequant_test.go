@@ -110,3 +110,31 @@ func TestNVFP4GlobalScaleDivides(t *testing.T) {
 		})
 	}
 }
+
+// TestNearestE2M1SearchesHalf: nearestE2M1, which skips the negative
+// codes for a value and scale >= 0, returns the code the search over all
+// 16 codes returns (the first nearest), on random values, scales, zeros,
+// ties and NaN.
+func TestNearestE2M1SearchesHalf(t *testing.T) {
+	whole := func(v, s float32) uint8 {
+		best, bestErr := uint8(0), float32(math.Inf(1))
+		for c := uint8(0); c < 16; c++ {
+			if d := float32(math.Abs(float64(e2m1[c]*s - v))); d < bestErr {
+				best, bestErr = c, d
+			}
+		}
+		return best
+	}
+	rng := rand.New(rand.NewSource(2))
+	vals := []float32{0, float32(math.Copysign(0, -1)), 0.25, 0.75, 5, -5, 7, float32(math.NaN()), float32(math.Inf(1))}
+	for range 20000 {
+		vals = append(vals, float32(rng.NormFloat64()*4))
+	}
+	for _, s := range []float32{0, 1, 0.5, 0.37, 2.5} {
+		for _, v := range vals {
+			if got, want := nearestE2M1(v, s), whole(v, s); got != want {
+				t.Fatalf("nearestE2M1(%v, %v) = %d, the whole search gives %d", v, s, got, want)
+			}
+		}
+	}
+}
