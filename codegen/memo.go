@@ -119,7 +119,7 @@ func (m *memo) signature(p *kir.Program) (sig [32]byte, ok bool) {
 			m.sources[string(src)] = src
 		}
 		m.printed[k] = src
-		fmt.Fprintf(sb, "kernel %q %v %v %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.Cores, k.Compute, k.Defines)
+		fmt.Fprintf(sb, "kernel %q %v %v %d %d %v %+v %v\n", k.Name, k.Role, k.Processor, k.NoC, k.TXQ, k.Cores, k.Compute, k.Defines)
 		for _, a := range k.Args {
 			sb.WriteString("arg ")
 			sb.WriteString(strconv.Quote(a.Name))

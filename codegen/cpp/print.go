@@ -88,6 +88,7 @@ type printer struct {
 	declared map[string]bool // arguments, lets and loop variables
 	headers  map[string]bool
 	ethCh1   bool          // the kernel calls the channel-1 ethernet helpers (eth_channel.go)
+	ethQ1    bool          // the kernel calls the TX queue 1 ethernet helpers (eth_channel.go)
 	body     *bytes.Buffer // from bodies
 	indent   int
 	where    string // the statement being printed, for error messages
@@ -783,6 +784,7 @@ func (pr *printer) assemble() []byte {
 	pr.ethChannelDecls(&out)
 
 	w("void kernel_main() {")
+	pr.ethTXQSetup(&out)
 	if pr.pers != nil {
 		out.WriteString(pr.persistInitLine())
 	}

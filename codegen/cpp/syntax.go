@@ -122,7 +122,7 @@ func SyntaxCheck(dir string, sources map[string]Source) (outputs map[string]stri
 		return nil, nil, err
 	}
 	inc := filepath.Join(dir, "inc")
-	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true, ethHeader: true, cbInitHeader: true, riscCommonHeader: true}
+	hs := map[string]bool{dataflowHeader: true, computeArgsHeader: true, ethHeader: true, cbInitHeader: true, riscCommonHeader: true, ethTXQSetupHeader: true}
 	for _, h := range computeHeaders {
 		hs[h] = true
 	}

@@ -112,6 +112,16 @@ const (
 	// ring use (EstimateProgramCode: runtime args, semaphores, CB configs
 	// and every binary) does not fit the ring (target.CodeSize).
 	RuleCodeSize
+	// RuleEthTXQ: two kernels of one ethernet core issue transmit commands
+	// on one TX queue (their Kernel.TXQ), so their register writes race on
+	// a card; or a TXQ outside 0..EthTXQs-1, or set on a worker kernel
+	// (kir eth.go, "TX queues and NoCs of the two ERISCs").
+	RuleEthTXQ
+	// RuleEthNoC: a kernel on ERISC c of an ethernet core uses a NoC other
+	// than EthNoC(c), which tt-metal refuses in 2-ERISC mode: ERISC1 on
+	// NoC 0 would share NoC 0's command buffers with ERISC0's kernel and
+	// base firmware.
+	RuleEthNoC
 )
 
 var ruleNames = [...]string{
@@ -120,7 +130,7 @@ var ruleNames = [...]string{
 	RuleCBOperands: "cb-operands", RuleCBFlow: "cb-flow", RuleL1Budget: "l1-budget", RuleDEST: "dest",
 	RuleDRAMAlign: "dram-align", RuleNoCPacket: "noc-packet", RuleRuntimeArgs: "runtime-args",
 	RuleArgTable: "arg-table", RuleSemaphore: "semaphore", RuleTileRegs: "tile-regs", RuleInit: "init", RuleDefines: "defines", RuleAtomicBarrier: "atomic-barrier", RuleUnpackMode: "unpack-mode",
-	RuleEthWait: "eth-wait", RuleEthSend: "eth-send", RuleMcastRange: "mcast-range", RuleCodeSize: "code-size",
+	RuleEthWait: "eth-wait", RuleEthSend: "eth-send", RuleMcastRange: "mcast-range", RuleCodeSize: "code-size", RuleEthTXQ: "eth-txq", RuleEthNoC: "eth-noc",
 	RuleDataFormat: "data-format", RuleMemory: "memory", RuleEthernet: "ethernet",
 }
 

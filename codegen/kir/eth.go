@@ -77,6 +77,69 @@ func EthChannel(p Processor) int {
 	return 0
 }
 
+// # TX queues and NoCs of the two ERISCs
+//
+// Every transmit command (internal_::eth_send_packet(q, ...),
+// internal/ethernet/tunneling.h) polls TX queue q's busy bit and then
+// writes four of its registers (ETH_TXQ_TRANSFER_START_ADDR, _DEST_ADDR,
+// _TRANSFER_SIZE_BYTES, _CMD; tt_eth_ss_regs.h). The release's ethernet
+// calls (internal/ethernet/dataflow_api.h) all pass q = 0, so two ERISCs
+// of one core using them would interleave those writes on one queue: a
+// command lost or garbled, a hang or corruption on a card. Blackhole has
+// three queues (NUM_ETH_QUEUES); the release's fabric, in 2-ERISC mode,
+// sends ERISC1's traffic on TXQ 1 (receiver_txq_id = 1,
+// tt_metal/fabric/erisc_datamover_builder.cpp; its router refuses any other
+// pair than 0 and 1) after setting the queue up with eth_enable_packet_mode
+// (fabric/hw/inc/edm_fabric/fabric_txq_setup.h). tcc does the same: a
+// kernel's Kernel.TXQ names its queue, ERISC c's kernels get EthTXQ(c),
+// and no two kernels of one ethernet core send on one queue (RuleEthTXQ).
+//
+// In 2-ERISC mode tt-metal refuses an ethernet kernel on a dedicated NoC
+// other than its ERISC's (tt_metal/tt_metal.cpp, "In dual ERISC mode,
+// ERISC0 in dedicated mode must use NOC0", "ERISC1 ... must use NOC1"):
+// ERISC0's kernel shares its core, and NoC 0, with the base firmware,
+// which uses NoC 0 for link health whenever the kernel yields
+// (run_routing); ERISC1 on NoC 0 would issue NoC commands on the same
+// NIU command buffers at any time. So ERISC c's kernel uses NoC EthNoC(c)
+// (RuleEthNoC).
+
+// EthTXQs is the number of TX queues ethernet kernels may send on: 0 and
+// 1 (the release's fabric uses no other).
+const EthTXQs = 2
+
+// EthTXQ is the TX queue of the kernels on ERISC p: 1 on RISCV1, else 0.
+func EthTXQ(p Processor) int {
+	if p == RISCV1 {
+		return 1
+	}
+	return 0
+}
+
+// EthNoC is the NoC of the kernels on ERISC p: 1 on RISCV1, else 0.
+func EthNoC(p Processor) int { return EthTXQ(p) }
+
+// EthSends reports whether s issues transmit commands (each an
+// internal_::eth_send_packet on the kernel's TX queue): the sends, and the
+// handshake calls that send a bytes_sent word to the peer.
+func EthSends(s Stmt) bool {
+	switch s.(type) {
+	case EthSendBytes, EthWaitForReceiverDone, EthReceiverDone, EthSendBytesOverChannelPayloadOnly,
+		EthSendPayloadCompleteSignalOverChannel, EthReceiverChannelDone:
+		return true
+	}
+	return false
+}
+
+// KernelSends reports whether k's body issues transmit commands (EthSends).
+func KernelSends(k *Kernel) bool {
+	sends := false
+	Inspect(k.Body, func(s Stmt) bool {
+		sends = sends || EthSends(s)
+		return !sends
+	})
+	return sends
+}
+
 // EthRow is the logical row of the ethernet cores.
 const EthRow = -1
 

@@ -98,6 +98,27 @@ func TestEthernetValidation(t *testing.T) {
 		{"two kernels on one ERISC", func(p *kir.Program) {
 			p.AddKernel(&kir.Kernel{Name: "other", Role: kir.RoleReader, Processor: kir.RISCV0, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
 		}, []kir.Rule{kir.RuleProcessor}, "both run on RISCV_0 of this ethernet core"},
+		{"both ERISCs of a core send on TX queue 0", func(p *kir.Program) {
+			k := p.AddKernel(&kir.Kernel{Name: "back", Role: kir.RoleWriter, Processor: kir.RISCV1, NoC: 1, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
+			k.Builder().EthReceiverChannelDone(kir.C(1))
+		}, []kir.Rule{kir.RuleEthTXQ}, `kernels "sender" and "back" both send on TX queue 0 of this ethernet core`},
+		{"both ERISCs of a core send on TX queue 1", func(p *kir.Program) {
+			p.Kernel("sender").TXQ = 1
+			k := p.AddKernel(&kir.Kernel{Name: "back", Role: kir.RoleWriter, Processor: kir.RISCV1, NoC: 1, TXQ: 1, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
+			k.Builder().EthSendBytesOverChannelPayloadOnly(kir.C(0x20000), kir.C(0x20000), kir.C(64))
+		}, []kir.Rule{kir.RuleEthTXQ}, "both send on TX queue 1"},
+		{"TX queue out of range", func(p *kir.Program) {
+			p.Kernel("sender").TXQ = 2
+		}, []kir.Rule{kir.RuleEthTXQ}, "TX queue 2 is not 0..1"},
+		{"TX queue on a worker kernel", func(p *kir.Program) {
+			p.Kernel("worker").TXQ = 1
+		}, []kir.Rule{kir.RuleEthTXQ}, "TX queue 1 on a kernel on worker cores"},
+		{"ERISC1 on NoC 0", func(p *kir.Program) {
+			p.Kernel("receiver").NoC = 0
+		}, []kir.Rule{kir.RuleEthNoC}, "uses NoC 0; in 2-ERISC mode tt-metal requires NoC 1"},
+		{"ERISC0 on NoC 1", func(p *kir.Program) {
+			p.Kernel("sender").NoC = 1
+		}, []kir.Rule{kir.RuleEthNoC}, "RISCV_0 of an ethernet core uses NoC 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +133,32 @@ func TestEthernetValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEthTXQPerERISC: both ERISCs of one ethernet core may send when each
+// has its own TX queue (kir.EthTXQ), and a second ERISC that never sends
+// may stay on queue 0.
+func TestEthTXQPerERISC(t *testing.T) {
+	tests := []struct {
+		name  string
+		txq   int
+		sends bool
+	}{
+		{"ERISC1 sends on TXQ 1", kir.EthTXQ(kir.RISCV1), true},
+		{"ERISC1 does not send", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ethProgram()
+			k := p.AddKernel(&kir.Kernel{Name: "back", Role: kir.RoleWriter, Processor: kir.RISCV1, NoC: kir.EthNoC(kir.RISCV1), TXQ: tc.txq, Cores: []ir.CoreRange{kir.EthRange(0, 0)}})
+			if tc.sends {
+				k.Builder().EthReceiverChannelDone(kir.C(1))
+			}
+			assert.NoError(t, kir.Validate(p, bh))
+		})
+	}
+	assert.Equal(t, []int{0, 1}, []int{kir.EthTXQ(kir.RISCV0), kir.EthTXQ(kir.RISCV1)}, "ERISC c sends on TXQ c")
+	assert.Equal(t, []int{0, 1}, []int{kir.EthNoC(kir.RISCV0), kir.EthNoC(kir.RISCV1)}, "ERISC c uses NoC c")
 }
 
 // ethSend is an eth_send_bytes of size bytes from and to 0x20000 with the

@@ -176,8 +176,10 @@ type PhaseKernel struct {
 	Name      string
 	Processor Processor
 	NoC       int
-	Cores     []ir.CoreRange
-	Compute   ComputeConfig
+	// TXQ is the kernel's ethernet TX queue (Kernel.TXQ).
+	TXQ     int `json:",omitempty"`
+	Cores   []ir.CoreRange
+	Compute ComputeConfig
 	// Defines are the kernel's preprocessor defines.
 	Defines map[string]string `json:",omitempty"`
 }

@@ -293,7 +293,14 @@ type Kernel struct {
 	Role      Role
 	Processor Processor
 	// NoC is the NoC index (0 or 1) of a data-movement kernel.
-	NoC     int
+	NoC int
+	// TXQ is the ethernet TX queue (0 or 1) that the transmit commands of
+	// a kernel on ethernet cores use (0 on workers): 0 prints the
+	// release's ethernet calls, which send on TXQ 0; 1 prints tcc's
+	// queue-1 helpers (codegen/cpp). Two kernels of one ethernet core
+	// never send on one queue (RuleEthTXQ); the lowering gives ERISC c's
+	// kernels queue EthTXQ(c).
+	TXQ     int
 	Cores   []ir.CoreRange
 	Compute ComputeConfig
 	// Defines are preprocessor defines passed to the kernel build.

@@ -69,7 +69,10 @@ import (
 //     whole 16-byte words within the ethernet L1 (RuleEthernet); kernels on
 //     ethernet cores wait on semaphores with eth_noc_semaphore_wait*, not
 //     noc_semaphore_wait* (RuleEthWait); eth_send_bytes issues the fewest
-//     transmit commands (RuleEthSend, see EthSendBytes).
+//     transmit commands (RuleEthSend, see EthSendBytes); no two kernels of
+//     one ethernet core send on one TX queue, and only ethernet kernels
+//     name a queue, 0 or 1 (RuleEthTXQ); a kernel on ERISC c uses NoC c
+//     (RuleEthNoC; eth.go, "TX queues and NoCs of the two ERISCs").
 //   - RuleMcastRange: a multicast rectangle whose corners are arguments
 //     known at build time is in the order of the kernel's NoC
 //     (McastCorners); the simulator checks every multicast it executes.
@@ -221,6 +224,7 @@ func (v *validator) kernel(k *Kernel) {
 	if k.Processor != ComputeProc && (k.NoC < 0 || k.NoC >= t.NumNoCs) {
 		v.add(RuleProcessor, k.Name, nil, NoCB, "NoC index %d is not 0 or 1", k.NoC)
 	}
+	v.ethQueueNoC(k)
 	v.argTable(k)
 	if _, _, ok := FirstReduce(k.Body); ok {
 		for _, d := range []string{ReduceOpDefine, ReduceDimDefine} {
@@ -818,11 +822,19 @@ func containsCore(cs []Core, c Core) bool {
 // semaphore ids created once (CBs are rejected by the range checks).
 func (v *validator) ethCore(c Core) {
 	byProc := map[Processor]string{}
+	byTXQ := map[int]string{}
 	for _, k := range v.p.KernelsOn(c) {
 		if other, dup := byProc[k.Processor]; dup {
 			v.add(RuleProcessor, k.Name, &c, NoCB, "kernels %q and %q both run on %s of this ethernet core", other, k.Name, k.Processor)
 		}
 		byProc[k.Processor] = k.Name
+		if !KernelSends(k) {
+			continue
+		}
+		if other, dup := byTXQ[k.TXQ]; dup {
+			v.add(RuleEthTXQ, k.Name, &c, NoCB, "kernels %q and %q both send on TX queue %d of this ethernet core: their transmit commands' register writes would race (ERISC c's kernel sends on TXQ c, kir.EthTXQ)", other, k.Name, k.TXQ)
+		}
+		byTXQ[k.TXQ] = k.Name
 	}
 	sems := map[int]bool{}
 	for _, s := range v.p.Semaphores {
@@ -866,5 +878,20 @@ func (v *validator) unpackModes(k *Kernel) {
 				v.add(RuleUnpackMode, k.Name, &c, cb, "CB c_%d unpacks straight to DEST but an FPU op reads it; give the exact copy its own CB", cb)
 			}
 		}
+	}
+}
+
+// ethQueueNoC checks k's TX queue (RuleEthTXQ: 0 on workers, 0..EthTXQs-1
+// on ethernet cores) and an ethernet kernel's NoC (RuleEthNoC: EthNoC of
+// its ERISC).
+func (v *validator) ethQueueNoC(k *Kernel) {
+	switch {
+	case !k.OnEth() && k.TXQ != 0:
+		v.add(RuleEthTXQ, k.Name, nil, NoCB, "TX queue %d on a kernel on worker cores; only ethernet kernels send on TX queues", k.TXQ)
+	case k.TXQ < 0 || k.TXQ >= EthTXQs:
+		v.add(RuleEthTXQ, k.Name, nil, NoCB, "TX queue %d is not 0..%d (the release's fabric sends on TXQ 0 and 1 only)", k.TXQ, EthTXQs-1)
+	}
+	if k.OnEth() && (k.Processor == RISCV0 || k.Processor == RISCV1) && k.NoC != EthNoC(k.Processor) {
+		v.add(RuleEthNoC, k.Name, nil, NoCB, "a kernel on %s of an ethernet core uses NoC %d; in 2-ERISC mode tt-metal requires NoC %d there (ERISC0 shares NoC 0 with the base firmware; tt_metal.cpp)", k.Processor, k.NoC, EthNoC(k.Processor))
 	}
 }

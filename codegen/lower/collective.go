@@ -494,8 +494,9 @@ func cclNoCArgs(kn *kir.Kernel, name string) (x, y kir.ArgRef) {
 // ethKernel adds the ring's sender (on the East cores, a reader) or
 // receiver (on the West cores, a writer) of the lanes of direction dir
 // (multicore.Ring.DirLanes), on ERISC dir: its ethernet calls use
-// handshake channel dir (kir.EthChannel), so the two directions of a link
-// do not share a word. A sender gets the plan's CCL_* defines with packet
+// handshake channel dir (kir.EthChannel), TX queue dir (kir.EthTXQ) and
+// NoC dir (kir.EthNoC), so the two ERISCs of a core share no word, queue
+// or NoC. A sender gets the plan's CCL_* defines with packet
 // tiles pk and steps "reduce+gather".
 func (k *cclKernels) ethKernel(sender bool, dir, pk int, steps string) *kir.Kernel {
 	proc, name := kir.RISCV0, ""
@@ -511,10 +512,10 @@ func (k *cclKernels) ethKernel(sender bool, dir, pk int, steps string) *kir.Kern
 		}
 	}
 	if !sender {
-		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver" + name, Role: kir.RoleWriter, Processor: proc, NoC: 0, Cores: cclRanges(cores)})
+		return k.p.AddKernel(&kir.Kernel{Name: "eth_receiver" + name, Role: kir.RoleWriter, Processor: proc, NoC: kir.EthNoC(proc), TXQ: kir.EthTXQ(proc), Cores: cclRanges(cores)})
 	}
 	pl := k.plan
-	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender" + name, Role: kir.RoleReader, Processor: proc, NoC: 0, Cores: cclRanges(cores)})
+	es := k.p.AddKernel(&kir.Kernel{Name: "eth_sender" + name, Role: kir.RoleReader, Processor: proc, NoC: kir.EthNoC(proc), TXQ: kir.EthTXQ(proc), Cores: cclRanges(cores)})
 	es.Define("CCL_DEVICES", strconv.Itoa(k.n))
 	es.Define("CCL_LINKS", strconv.Itoa(pl.Links))
 	es.Define("CCL_WORKERS_PER_LINK", strconv.Itoa(pl.WorkersPerLink))

@@ -125,6 +125,12 @@ func TestPrefillRingUsesEveryLinkBothWays(t *testing.T) {
 						src, err := cpp.PrintKernel(p, p.Kernel(name))
 						require.NoError(t, err)
 						require.Contains(t, string(src), ch, "%s's packets rotate over its ERISC's three handshake channels", name)
+						// ERISC1's kernels send on TX queue 1 (set up first),
+						// ERISC0's on the release's queue 0 (kir.EthTXQ).
+						back := strings.HasSuffix(name, "_back")
+						for _, want := range []string{"internal_::eth_send_packet(1,", "eth_enable_packet_mode(1);"} {
+							require.Equal(t, back, strings.Contains(string(src), want), "%s contains %q", name, want)
+						}
 					}
 					dir, sources := t.TempDir(), map[string]cpp.Source{}
 					writeKernels(t, dir, "ring", p, sources)

@@ -122,7 +122,7 @@ func buildOnce(b *codegen.Build, lp *loopPlan, early bool, reserve uint64) (*kir
 		}
 		kernelOn[p] = map[slotKey]*kir.Kernel{}
 		for _, k := range sp.Kernels {
-			ph.Kernels = append(ph.Kernels, kir.PhaseKernel{Name: k.Name, Processor: k.Processor, NoC: k.NoC, Cores: k.Cores, Compute: k.Compute, Defines: k.Defines})
+			ph.Kernels = append(ph.Kernels, kir.PhaseKernel{Name: k.Name, Processor: k.Processor, NoC: k.NoC, TXQ: k.TXQ, Cores: k.Cores, Compute: k.Compute, Defines: k.Defines})
 			nrt := len(k.ArgsOfKind(kir.RuntimeArg)) + len(k.ArgsOfKind(kir.CommonRuntimeArg))
 			if nrt > t.MaxRuntimeArgs {
 				return nil, nil, &kir.RuleError{Rule: kir.RuleRuntimeArgs, Program: sp.Name, Kernel: k.Name, CB: kir.NoCB,
@@ -249,6 +249,7 @@ func buildOnce(b *codegen.Build, lp *loopPlan, early bool, reserve uint64) (*kir
 		m.k = &kir.Kernel{Name: fmt.Sprintf("persist_%s_%d", procName(proc), gi), Processor: proc, Role: roleOf(proc), NoC: int(proc) & 1, Cores: ranges(g.cores)}
 		if c0.IsEth() {
 			m.k.Role = kir.RoleReader
+			m.k.TXQ = kir.EthTXQ(proc)
 		}
 		signaler := signalerOf(procs[c0]) == proc
 		for p := range ps.Phases {

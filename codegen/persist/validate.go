@@ -108,7 +108,7 @@ func phaseView(p *kir.Program, i int) *kir.Program {
 		}
 		vk := views[pk]
 		if vk == nil {
-			vk = &kir.Kernel{Name: k.Name, Role: k.Role, Processor: k.Processor, NoC: pk.NoC, Cores: pk.Cores, Compute: pk.Compute, Defines: pk.Defines, Body: body}
+			vk = &kir.Kernel{Name: k.Name, Role: k.Role, Processor: k.Processor, NoC: pk.NoC, TXQ: pk.TXQ, Cores: pk.Cores, Compute: pk.Compute, Defines: pk.Defines, Body: body}
 			idx := map[kir.ArgKind]int{}
 			for _, a := range k.Args {
 				if strings.HasPrefix(a.Name, prefix) || strings.HasPrefix(a.Name, "persist_") && a.Kind != kir.RuntimeArg {

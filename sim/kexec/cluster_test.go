@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/cpp/samples"
 	"github.com/tcc-dev/tcc/codegen/kir"
+	"github.com/tcc-dev/tcc/ir"
 	"github.com/tcc-dev/tcc/ir/numerics"
 	"github.com/tcc-dev/tcc/sim/kexec"
 )
@@ -248,6 +249,43 @@ func TestClusterRefusesEthRules(t *testing.T) {
 				return
 			}
 			if diff := cmp.Diff([]kir.Rule{tc.rule}, kir.RulesOf(err)); diff != "" {
+				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %v does not say %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// TestClusterRefusesSharedTXQ: a second kernel on ERISC1 of EthLink's
+// sending core that also sends is refused (RuleEthTXQ) on TX queue 0, the
+// sender's, and runs on TX queue 1.
+func TestClusterRefusesSharedTXQ(t *testing.T) {
+	tests := []struct {
+		name string
+		txq  int
+		msg  string
+	}{
+		{"both ERISCs on TXQ 0", 0, "on TX queue 0 of ethernet core"},
+		{"ERISC1 on TXQ 1", 1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := samples.EthLink()
+			k := p.AddKernel(&kir.Kernel{Name: "eth_other", Role: kir.RoleWriter, Processor: kir.RISCV1, NoC: 1, TXQ: tc.txq,
+				Cores: []ir.CoreRange{kir.EthCore(samples.EthSendChannel).Range()}})
+			a := kir.C(samples.EthStagingAddr + 4096)
+			k.Builder().EthSendBytesOverChannelPayloadOnly(a, a, kir.C(64))
+			c, _ := ring(t, 2, p, false)
+			_, err := c.RunAll(p, kexec.RunOptions{})
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if diff := cmp.Diff([]kir.Rule{kir.RuleEthTXQ}, kir.RulesOf(err)); diff != "" {
 				t.Errorf("rules (-want +got):\n%s\nerror: %v", diff, err)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {

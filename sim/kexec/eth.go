@@ -76,6 +76,29 @@ func (d *Device) WriteEthL1(ch int, addr uint32, data []byte) error {
 
 // ---- the ethernet calls ----
 
+// ethTXQ records that this kernel issues a transmit command (call) on its
+// TX queue (Kernel.TXQ) and refuses (RuleEthTXQ) a queue another kernel
+// of this ethernet core has sent on in this run: on a card the two ERISCs'
+// register writes to one queue would race (kir.EthTXQ).
+func (ks *kstate) ethTXQ(call string) error {
+	key := [2]int{ks.core.C.X, ks.k.TXQ}
+	if ks.k.TXQ < 0 || ks.k.TXQ >= kir.EthTXQs {
+		return ks.errf(kir.RuleEthTXQ, kir.NoCB, "%s on TX queue %d: ethernet kernels send on queues 0..%d", call, ks.k.TXQ, kir.EthTXQs-1)
+	}
+	if ks.r.txq == nil {
+		ks.r.txq = map[[2]int]*kstate{}
+	}
+	first, ok := ks.r.txq[key]
+	if !ok {
+		ks.r.txq[key] = ks
+		return nil
+	}
+	if first.k.Processor != ks.k.Processor {
+		return ks.errf(kir.RuleEthTXQ, kir.NoCB, "%s on TX queue %d of ethernet core %s, which %s on %s also sends on: the two ERISCs' transmit commands would race on a card", call, ks.k.TXQ, ks.core.C, first.k.Name, first.k.Processor)
+	}
+	return nil
+}
+
 // peer returns the ethernet core at the other end of this kernel's link.
 func (ks *kstate) peer(call string) (*ethCore, EthEnd, error) {
 	here := EthEnd{Device: ks.r.dev, Channel: ks.core.C.X}
@@ -112,6 +135,9 @@ func (ks *kstate) ethSendBytes(src, dst, size, per, words uint64) error {
 func (ks *kstate) ethPayload(call string, src, dst, size, per, words uint64) error {
 	pe, there, err := ks.peer(call)
 	if err != nil {
+		return err
+	}
+	if err := ks.ethTXQ(call); err != nil {
 		return err
 	}
 	if size%16 != 0 || src%16 != 0 || dst%16 != 0 {
@@ -152,6 +178,9 @@ func (ks *kstate) ethWaitForReceiverDone() (bool, error) {
 	}
 	me := ks.ethWord(ks.r.d.eth(ks.core.C.X))
 	if !ks.ethSignalled {
+		if err := ks.ethTXQ(call); err != nil {
+			return false, err
+		}
 		*ks.ethWord(pe) = *me // the word travels to the receiver once per call
 		ks.ethSignalled = true
 	}
@@ -183,6 +212,9 @@ func (ks *kstate) ethWaitForBytes(n uint64) (bool, error) {
 func (ks *kstate) ethReceiverDone() error {
 	pe, _, err := ks.peer("eth_receiver_done")
 	if err != nil {
+		return err
+	}
+	if err := ks.ethTXQ("eth_receiver_done"); err != nil {
 		return err
 	}
 	*ks.ethWord(ks.r.d.eth(ks.core.C.X)) = 0
@@ -227,6 +259,9 @@ func (ks *kstate) ethSignalOverChannel(ch, size uint64) error {
 	if err != nil {
 		return err
 	}
+	if err := ks.ethTXQ(call); err != nil {
+		return err
+	}
 	*me = uint32(size)
 	pe.bytesSent[ch] = uint32(size)
 	return nil
@@ -268,6 +303,9 @@ func (ks *kstate) ethReceiverChannelDone(ch uint64) error {
 	const call = "eth_receiver_channel_done"
 	pe, _, me, err := ks.channelEnds(call, ch)
 	if err != nil {
+		return err
+	}
+	if err := ks.ethTXQ(call); err != nil {
 		return err
 	}
 	*me = 0

@@ -56,6 +56,9 @@ type run struct {
 	// cluster run, nil for Device.Run.
 	dev  int
 	mesh *meshRun
+	// txq is, per ethernet channel and TX queue, the kernel that first
+	// sent on it in this run (ethTXQ).
+	txq map[[2]int]*kstate
 }
 
 // coreState is one worker or ethernet core during a run: the core's view

@@ -126,6 +126,11 @@ void eth_send_bytes_over_channel_payload_only(
 void eth_wait_for_receiver_channel_done(uint32_t channel);
 void eth_wait_for_bytes_on_channel(uint32_t num_bytes, uint8_t channel, uint32_t wait_min = 1000000);
 void eth_receiver_channel_done(uint32_t channel);
+// The TX queue setup the queue-1 helpers' kernels call first
+// (codegen/cpp/eth_channel.go; fabric_txq_setup.h:76).
+// tcc-header-begin tt_metal/fabric/hw/inc/edm_fabric/fabric_txq_setup.h
+void eth_enable_packet_mode(uint32_t qnum);
+// tcc-header-end
 
 #endif  // data movement
 
