@@ -211,7 +211,7 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 // repeat_interleave(q, 3, axis 1) bit for bit (value head h reads key
 // head h/3; the other operands have H heads).
 func TestGDNChunkPrepQGroupEqualsRepeat(t *testing.T) {
-	const B, H, G, N, L, D = 2, 6, 3, 2, 32, 32
+	const B, H, G, N, L, D = 2, 6, 3, 1, 32, 32
 	build := func(grouped bool) *ir.Graph {
 		b := ir.NewBuilder("gdn_chunk_prep_q_group")
 		in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
