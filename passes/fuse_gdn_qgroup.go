@@ -7,20 +7,22 @@ import (
 	rw "github.com/tcc-dev/tcc/passes/rewrite"
 )
 
-// FuseGDNChunkPrepQGroup (family gdn-prefill, registered in
-// fuse_gdn_wy.go after FuseGDNChunkPrepBetaSeq; it waits for rows = 1,
-// after which only attribute-keeping rules follow): the model repeats each key head's q G times
-// (repeat_interleave by G on the heads axis, value head h reading key
-// head h/G) before the heads-first transpose and the l2 norm, so the q
-// norm chain normed and wrote H = G*Hk heads of fp32 where Hk hold the
-// values. The rule moves the repeat out of the chain, past its steps
-// after it (transposes), the norm and its unary ops (all per row of the
-// last axis, which the repeat never touches, so each repeated row is the
-// row it copies, bit for bit) and the reshape to chunks, into the prep:
-// the chain writes Hk heads and the prep reads value head h's q from key
-// head h/G (q_group = G). The moved repeat is taken into the prep in the
-// same rewrite, never left as its own program.
-// ruleGDNChunkPrepQGroup is FuseGDNChunkPrepQGroup.
+// ruleGDNChunkPrepQGroup is FuseGDNChunkPrepQGroup (family gdn-prefill,
+// registered in fuse_gdn_wy.go after FuseGDNChunkPrepBetaSeq; it waits for
+// rows = 1, after which only rules that keep the prep's attributes fire).
+// The model repeats each key head's q G times (repeat_interleave by G on
+// the heads axis, value head h reading key head h/G) before the
+// heads-first transpose and the l2 norm, so the q norm chain normed and
+// wrote H = G*Hk heads of fp32 where Hk hold the values. The rule moves
+// the repeat out of the chain, past the chain's steps after it
+// (transposes), the norm and its unary ops (all per row of the last axis,
+// which the repeat never touches, so each repeated row is the row it
+// copies, bit for bit) and the reshape to chunks, into the prep: the chain
+// writes Hk heads and the prep reads value head h's q from key head h/G
+// (q_group = G). The moved repeat goes into the prep in the same rewrite,
+// never left as a program of its own. The new chain's decomposition is its
+// layout_chain then its rms_norm_plain_chain, the grouped prep's the prep
+// on repeat_interleave(q) (what q_group means).
 //
 //	gdn_chunk_prep(kx, k, v, beta, g, gamma, reshape(layout_norm_plain_chain(x) {steps = S|repeat_interleave:G:a|T})) => gdn_chunk_prep(kx, k, v, beta, g, gamma, reshape(layout_norm_plain_chain(x) {steps = S|T})) {q_group = G}
 func ruleGDNChunkPrepQGroup() *rw.Rule {
