@@ -282,6 +282,33 @@ func GDNChunkPrepBetaSeq(a Attrs) (bool, error) {
 	return n == 1, nil
 }
 
+// GDNChunkPrepQGroup is gdn_chunk_prep's q_group attribute G: 1 when
+// absent (q has k's heads); an error names the rule when it is not a
+// positive int.
+func GDNChunkPrepQGroup(a Attrs) (int, error) {
+	v, ok := a["q_group"]
+	if !ok {
+		return 1, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || n < 1 {
+		return 0, fmt.Errorf("rule gdn-chunk-prep-q-group: q_group %v must be a positive int", v)
+	}
+	return n, nil
+}
+
+// GDNChunkPrepQGroupType is the type gdn_chunk_prep's q operand [B, H/G,
+// N, L, Dk] with q_group = G stands for: its repeat by G on axis 1, [B, H,
+// N, L, Dk]; an error names the rule when q's heads times G are not k's H
+// or its other dims differ from k's.
+func GDNChunkPrepQGroupType(q, k TensorType, g int) (TensorType, error) {
+	qs, ks := q.Shape, k.Shape
+	if qs.Rank() != 5 || ks.Rank() != 5 || qs[1]*g != ks[1] || qs[0] != ks[0] || qs[2] != ks[2] || qs[3] != ks[3] || qs[4] != ks[4] {
+		return TensorType{}, fmt.Errorf("rule gdn-chunk-prep-q-group: q %s must be [B, H/%d, N, L, Dk] (k %s)", qs, g, ks)
+	}
+	return like(q, Shape{qs[0], ks[1], qs[2], qs[3], qs[4]}, q.DType), nil
+}
+
 // GDNChunkPrepBetaSeqType is the type gdn_chunk_prep's beta operand with
 // beta_seq = 1 stands for: the column form [B, H, N, L, 1] of beta [B,
 // N*L, H] (k's dtype); an error names the rule when beta does not fit k
@@ -352,6 +379,16 @@ func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	}
 	if betaSeq {
 		if in[3], err = GDNChunkPrepBetaSeqType(in[3], in[1]); err != nil {
+			return nil, err
+		}
+	}
+	qGroup, err := GDNChunkPrepQGroup(a)
+	if err != nil {
+		return nil, err
+	}
+	if qGroup > 1 {
+		in = append([]TensorType{}, in...)
+		if in[6], err = GDNChunkPrepQGroupType(in[6], in[1], qGroup); err != nil {
 			return nil, err
 		}
 	}

@@ -73,7 +73,11 @@ type gdnWY struct {
 	// tiles per token row.
 	betaSeq bool
 	h, bHt  int
-	cb      gdnWYCBs
+	// qGroup: gdn_chunk_prep's q_group G; with G > 1 operand q is [B,
+	// H/G, N, L, Dk] and item i = (b*H + h)*N + c reads q's item (b*H/G +
+	// h/G)*N + c (qH is H, qN the chunks N).
+	qGroup, qH, qN int
+	cb             gdnWYCBs
 }
 
 type gdnWYCBs struct {
@@ -175,6 +179,15 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		}
 		if r.betaSeq, err = ir.GDNChunkPrepBetaSeq(op.Attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		if r.qGroup, err = ir.GDNChunkPrepQGroup(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		if r.qGroup > 1 {
+			if _, err := ir.GDNChunkPrepQGroupType(r.q.Type, r.k.Type, r.qGroup); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+			r.qH, r.qN = r.k.Type.Shape[1], r.k.Type.Shape[2]
 		}
 	}
 	if err := requireTiles(opValues(op)...); err != nil {
@@ -376,7 +389,13 @@ func (r *gdnWY) reader() *kir.Kernel {
 				gL1 = l1
 			}
 			ps := kir.Ci(rn.acc.PageSize())
-			base := b.Let("base", kir.Mul(i, kir.Ci(rn.n)))
+			item := kir.Expr(i)
+			if rn.cb == c.q && r.qGroup > 1 { // q per key head: (b*H + h)*N + c -> (b*H/G + h/G)*N + c
+				bh := kir.Div(i, kir.Ci(r.qN))
+				kh := kir.Add(kir.Mul(kir.Div(bh, kir.Ci(r.qH)), kir.Ci(r.qH/r.qGroup)), kir.Div(kir.Mod(bh, kir.Ci(r.qH)), kir.Ci(r.qGroup)))
+				item = kir.Add(kir.Mul(kh, kir.Ci(r.qN)), kir.Mod(i, kir.Ci(r.qN)))
+			}
+			base := b.Let("base", kir.Mul(item, kir.Ci(rn.n)))
 			b.For("j", kir.C(0), kir.Ci(rn.n), func(j kir.Var) {
 				b.NoCAsyncRead(rn.acc.PageAddr(kir.Add(base, j)), kir.Add(l1, kir.Mul(j, ps)), ps)
 			})

@@ -45,6 +45,8 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ..
 	b.Region(ir.RegionKind("gdn"), 0)
 	var rs []*ir.Value
 	switch {
+	case len(rows) > 2 && rows[2]: // q per key head, q_group = 3
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H/3, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1), ir.With("q_group", 3))
 	case betaSeq:
 		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))
 	case byRows:
@@ -148,29 +150,34 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		shared, withQ   bool
 		expG, decay     bool
 		rows, betaSeq   bool
+		qGroup          bool // q per key head, q_group = 3
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false},
-		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false},
-		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false},
-		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false},
-		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false},
-		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false},
-		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false},
-		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false},
-		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false},
-		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false},
-		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true},
-		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false, false},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false, false},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false, false},
+		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false, false},
+		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false, false},
+		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false, false},
+		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false, false},
+		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false, false},
+		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false, false},
+		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true, false},
+		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true, false},
+		{"prep_q_group3_users2_2cores", &two, 2, 6, 3, 32, 32, false, true, true, true, true, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.N > ir.TileSize || c.H > ir.TileSize {
 				longtest.Skip(t, "g's or beta's second tile (~1.5 CPU-s)")
 			}
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq)
+			if c.qGroup {
+				longtest.Skip(t, "q per key head (~1.3 CPU-s)")
+			}
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq, c.qGroup)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {

@@ -121,6 +121,36 @@ func TestDecompositionNeedsAllInputs(t *testing.T) {
 	}
 }
 
+// TestDecompositionSetByRuleKept: a fused op whose Decomp the rule's Build
+// set itself keeps it, where the engine's own (the matched ops) could not be
+// recorded (the op does not take z, as in TestDecompositionNeedsAllInputs).
+func TestDecompositionSetByRuleKept(t *testing.T) {
+	g := build(t, func(b *ir.Builder) {
+		x := b.Input("x", ir.T(ir.BF16, 32, 64))
+		w := b.Weight("w", ir.T(ir.BF16, 32, 64))
+		z := b.Weight("z", ir.T(ir.BF16, 32, 64))
+		b.Region("norm", 0)
+		b.Output(b.Mul(x, b.Add(w, z)))
+	})
+	own := &ir.Decomposition{}
+	rule := toyFused(func(m *Match) []*ir.Value { return []*ir.Value{m.Value("x"), m.Value("w")} })
+	build := rule.Build
+	rule.Build = func(b *Builder, m *Match) ([]*ir.Value, error) {
+		vs, err := build(b, m)
+		if err == nil {
+			vs[0].Def.Decomp = own
+		}
+		return vs, err
+	}
+	if _, err := mustEngine(t, rule).Run(g); err != nil {
+		t.Fatalf("run: %v; want the rule's own decomposition kept", err)
+	}
+	ops := g.Regions[0].Ops
+	if len(ops) != 1 || ops[0].Decomp != own {
+		t.Fatalf("ops %v, want one all_reduce_add with the rule's decomposition", opNames(g.Regions[0]))
+	}
+}
+
 func TestEquivalencePairNeedsDecomposition(t *testing.T) {
 	g := build(t, func(b *ir.Builder) {
 		x := b.Input("x", ir.T(ir.BF16, 32, 64))

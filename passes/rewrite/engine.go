@@ -468,7 +468,7 @@ func (rn *run) apply(rule *Rule, m *Match) error {
 		}
 	}
 	for _, op := range b.ops {
-		if !op.Info().Fused {
+		if !op.Info().Fused || op.Decomp != nil { // a Decomp the rule set itself is kept (see Rule.Build)
 			continue
 		}
 		d, err := decompose(op, m, repl)

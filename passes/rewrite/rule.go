@@ -30,7 +30,9 @@ type Rule struct {
 	// Build creates the replacement ops with b (inserted just before the
 	// root) and returns one replacement value per root result, each with
 	// the root result's shape and dtype. Every ir.OpInfo.Fused op it emits
-	// records the matched ops as its decomposition.
+	// records the matched ops as its decomposition, unless Build set the
+	// op's Decomp itself (a fused op that does not replace the whole
+	// match, such as a chain re-emitted with a step moved out of it).
 	Build func(b *Builder, m *Match) ([]*ir.Value, error)
 	// Extra are further root patterns for multi-output groups (the GDN
 	// recurrence's new state and output, sibling matmuls reading one

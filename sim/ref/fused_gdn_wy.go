@@ -72,6 +72,26 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		args = append([]Tensor{}, args...)
 		args[3] = col
 	}
+	qGroup, err := ir.GDNChunkPrepQGroup(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if qGroup > 1 { // q [B, H/G, N, L, Dk] per key head: value head h reads key head h/G
+		qt, err := ir.GDNChunkPrepQGroupType(op.Operands[6].Type, op.Operands[1].Type, qGroup)
+		if err != nil {
+			return nil, err
+		}
+		B, H, per := qt.Shape[0], qt.Shape[1], qt.Shape[2]*qt.Shape[3]*qt.Shape[4]
+		rep := NewTensor(qt.Shape)
+		for b := range B {
+			for h := range H {
+				src := (b*(H/qGroup) + h/qGroup) * per
+				copy(rep.Data[(b*H+h)*per:(b*H+h+1)*per], args[6].Data[src:src+per])
+			}
+		}
+		args = append([]Tensor{}, args...)
+		args[6] = rep
+	}
 	if expG { // operand 4 is g: eg = r(exp(g)) as the exp op computes it
 		exp, _, ok := sfpuEval(ir.OpExp, opts)
 		if !ok {
