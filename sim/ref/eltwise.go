@@ -150,10 +150,16 @@ func deviceSub(a, b float32, opts Options) float32 { return deviceAdd(a, -b, opt
 // SrcB: with StorageFormats, numerics.FPUMul at opts.Fidelity on tf32
 // reads of fp32 data (SrcA drops tf32's last mantissa bit, so the order
 // matters for fp32 operands; the exact float32 product for bf16 ones at
-// HiFi4).
+// HiFi4). A zero operand gives +0 whatever the other's sign: the FPU's
+// arithmetic never writes -0 (ELWMUL of a zero source word adds nothing to
+// the cleared DEST; ttsim's vectors in ir/numerics/testdata), where IEEE
+// float32 gives -0 for a negative times zero.
 func deviceMul(a, b float32, opts Options) float32 {
 	if !opts.StorageFormats {
 		return a * b
+	}
+	if a == 0 || b == 0 { // -x * 0 => +0, as FPUMul gives
+		return 0
 	}
 	// Fast path: at HiFi4 the product of two bf16 values well inside the
 	// normal range is the exact float32 product (TestDeviceMulFastPath;
