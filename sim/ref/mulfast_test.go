@@ -61,3 +61,49 @@ func TestDeviceMulZeroSign(t *testing.T) {
 		}
 	}
 }
+
+// TestSubOuterZeroSign: a - b with a [n, 1] and b [1, m] (both broadcast,
+// b along rows) is -(rows(b) - a) on the device, the SFPU's sign flip
+// last (codegen/lower/eltwise.go lowerBinary), so a[i] == b[j] gives -0
+// and the reference gives it too; the other broadcasts keep a - b's +0.
+func TestSubOuterZeroSign(t *testing.T) {
+	const n = 4
+	col, row := make([]float32, n), make([]float32, n)
+	for i := range n {
+		col[i], row[i] = float32(i)-1.5, float32(i)-1.5
+	}
+	tests := []struct {
+		name     string
+		a, b     Tensor
+		wantZero uint32 // bits of element (1, 1): a and b equal there
+	}{
+		{"cols_minus_rows", tensor(ir.Shape{n, 1}, col...), tensor(ir.Shape{1, n}, row...), 0x80000000},
+		{"rows_minus_cols", tensor(ir.Shape{1, n}, row...), tensor(ir.Shape{n, 1}, col...), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			op := gdnOp(t, func(b *ir.Builder, in []*ir.Value) []*ir.Value { return []*ir.Value{b.Sub(in[0], in[1])} },
+				ir.T(ir.FP32, tc.a.Shape...), ir.T(ir.FP32, tc.b.Shape...))
+			got, err := EvalOpData(op, [][]float32{tc.a.Data, tc.b.Data}, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := math.Float32bits(got[0].Data[1*n+1]); g != tc.wantZero {
+				t.Errorf("element (1, 1) = %#08x, want %#08x", g, tc.wantZero)
+			}
+			at := func(x Tensor, i, j int) float32 { // x broadcast to [n, n]
+				if x.Shape[0] == 1 {
+					return x.Data[j]
+				}
+				return x.Data[i]
+			}
+			for i := range n { // the other elements: a - b (exact here)
+				for j := range n {
+					if want, g := at(tc.a, i, j)-at(tc.b, i, j), got[0].Data[i*n+j]; want != 0 && g != want {
+						t.Errorf("element (%d, %d) = %g, want %g", i, j, g, want)
+					}
+				}
+			}
+		})
+	}
+}
