@@ -252,14 +252,15 @@ func fcExec(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, args [][]floa
 }
 
 // fcCompare checks got against want bit for bit (see fcRun): the
-// reference models every fused program's data path; +0 and -0 are equal.
+// reference models every fused program's data path; zeros compare by
+// sign too.
 func fcCompare(t *testing.T, what string, want, got []float32, info string) {
 	t.Helper()
 	if len(want) != len(got) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
 	}
 	for i := range want {
-		if math.Float32bits(want[i]) != math.Float32bits(got[i]) && !(want[i] == 0 && got[i] == 0) {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
 			t.Fatalf("%s: element %d: got %v, want %v (bit for bit); %s", what, i, got[i], want[i], info)
 		}
 	}

@@ -307,3 +307,56 @@ func TestGDNChunkPrepDecayCostsNoMore(t *testing.T) {
 		t.Errorf("gdn_chunk_prep with decay takes %.2f us, %.1f%% more than the %.2f us of the prep reading Γ: want at most 3%%", decay, (decay/read-1)*100, read)
 	}
 }
+
+// TestGDNChunkPrepZeroSign: gdn_chunk_prep's qk = r(q k^T) * Γ where Γ's
+// upper triangle is 0 and q k^T is negative and exact in bf16 (q and k on
+// a grid of 1/16): the program's ELWMUL writes +0 there (the FPU never
+// writes -0) and the reference gives the same bits, where IEEE float32
+// gives -0 (sim/ref TestDeviceMulZeroSign).
+func TestGDNChunkPrepZeroSign(t *testing.T) {
+	const L, D = ir.TileSize, 32
+	tgt := target.Blackhole()
+	op := gdnWYOp(t, 1, 1, 1, D, D, true, false, false)
+	args := gdnWYArgs(op, 7, true)
+	for _, x := range [][]float32{args[0], args[1], args[6]} { // kx, k, q on a grid of 1/16
+		for j := range x {
+			x[j] = float32(math.Round(float64(x[j])*16) / 16)
+		}
+	}
+	negUpper := 0 // upper-triangle elements of q k^T below zero
+	for i := range L {
+		for j := i + 1; j < L; j++ {
+			var s float64
+			for d := range D {
+				s += float64(args[6][i*D+d]) * float64(args[1][j*D+d])
+			}
+			if s < 0 {
+				negUpper++
+			}
+		}
+	}
+	if negUpper == 0 {
+		t.Fatal("no negative q k^T above the diagonal: the case does not test the sign")
+	}
+	want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := lower.NewContext(tgt)
+	ctx.Names = map[*ir.Value]string{op.Operands[0]: ctx.BufferName(op.Operands[1])}
+	got, _ := gdnRunWith(t, tgt, ctx, op, args, t.TempDir(), map[string]cpp.Source{}, nil)
+	const qk = 3
+	for i := range L {
+		for j := i + 1; j < L; j++ {
+			w, g := math.Float32bits(want[qk].Data[i*L+j]), math.Float32bits(got[qk][i*L+j])
+			if w != 0 || g != 0 {
+				t.Errorf("qk[%d,%d]: reference %#08x, program %#08x; want +0 from both (%d negative products above the diagonal)", i, j, w, g, negUpper)
+			}
+		}
+	}
+	for r, name := range []string{"u", "wk", "qg", "qk"} {
+		if diff := gdnBitDiff(want[r].Data, got[r]); diff > 0 {
+			t.Errorf("%s: %d of %d elements differ from the reference; want bit for bit", name, diff, len(want[r].Data))
+		}
+	}
+}

@@ -717,15 +717,15 @@ func runCase(t *testing.T, tgt *target.Target, tc mcase, seed uint64) {
 
 // checkResult compares bit for bit: the same-formats reference models
 // every lowering's data path (tf32 reads of fp32 data, accumulation order,
-// packer rounding), so a correct program reproduces it exactly; +0 and -0
-// are equal.
+// packer rounding), so a correct program reproduces it exactly, zeros
+// by sign too (the FPU writes +0, the SFPU's sign flip -0).
 func checkResult(t *testing.T, op *ir.Op, want, got []float32, info string) {
 	t.Helper()
 	if len(want) != len(got) {
 		t.Fatalf("%d values, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if math.Float32bits(want[i]) != math.Float32bits(got[i]) && !(want[i] == 0 && got[i] == 0) {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
 			t.Fatalf("element %d: got %v, want %v (exact); %s", i, got[i], want[i], info)
 		}
 	}

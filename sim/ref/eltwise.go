@@ -150,10 +150,16 @@ func deviceSub(a, b float32, opts Options) float32 { return deviceAdd(a, -b, opt
 // SrcB: with StorageFormats, numerics.FPUMul at opts.Fidelity on tf32
 // reads of fp32 data (SrcA drops tf32's last mantissa bit, so the order
 // matters for fp32 operands; the exact float32 product for bf16 ones at
-// HiFi4).
+// HiFi4). A zero operand gives +0 whatever the other's sign: the FPU's
+// arithmetic never writes -0 (ELWMUL of a zero source word adds nothing to
+// the cleared DEST; ttsim's vectors in ir/numerics/testdata), where IEEE
+// float32 gives -0 for a negative times zero.
 func deviceMul(a, b float32, opts Options) float32 {
 	if !opts.StorageFormats {
 		return a * b
+	}
+	if a == 0 || b == 0 { // -x * 0 => +0, as FPUMul gives
+		return 0
 	}
 	// Fast path: at HiFi4 the product of two bf16 values well inside the
 	// normal range is the exact float32 product (TestDeviceMulFastPath;
@@ -174,14 +180,21 @@ func midRange(x float32) bool {
 // FPU broadcasts only its second operand (SrcB), so when the first operand
 // alone broadcasts inside a tile the device swaps them
 // (codegen/lower/eltwise.go lowerBinary): f then gets (b, a) for add and
-// mul, and sub computes -(b - a).
+// mul, and sub computes -(b - a). When both broadcast, a sub whose second
+// operand broadcasts its row alone also computes -(b - a) (the device
+// expands b and subtracts a's broadcast from it). The negation is the
+// SFPU's sign flip, so b - a = +0 gives -0 there.
 func fpuBinary(f func(a, b float32, opts Options) float32, sub bool) evalFunc {
 	return func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		out, err := broadcastShape(args[0].Shape, args[1].Shape)
 		if err != nil {
 			return nil, err
 		}
-		if !inTileBroadcast(args[0].Shape, out) || inTileBroadcast(args[1].Shape, out) {
+		bcA, bcB := inTileBroadcast(args[0].Shape, out), inTileBroadcast(args[1].Shape, out)
+		if sub && bcA && bcB && rowBroadcastOnly(args[1].Shape, out) { // a - rows(b) => -(rows(b) - a)
+			return binary(func(a, b float32) float32 { return -f(b, a, opts) })(op, args, opts)
+		}
+		if !bcA || bcB {
 			return binary(func(a, b float32) float32 { return f(a, b, opts) })(op, args, opts)
 		}
 		return binary(func(a, b float32) float32 {
@@ -210,6 +223,20 @@ func inTileBroadcast(in, out ir.Shape) bool {
 		}
 	}
 	return false
+}
+
+// rowBroadcastOnly reports whether an operand of shape in broadcasts its
+// row over a tile of the result shape out and not its column (the FPU's
+// bcast rows; both is bcast scalar).
+func rowBroadcastOnly(in, out ir.Shape) bool {
+	dim := func(s ir.Shape, fromEnd int) int {
+		if i := len(s) - fromEnd; i >= 0 {
+			return s[i]
+		}
+		return 1
+	}
+	bcast := func(e int) bool { return dim(in, e) == 1 && dim(out, e) > 1 }
+	return bcast(2) && !bcast(1)
 }
 
 // broadcastShape applies numpy broadcasting: shapes are aligned at their

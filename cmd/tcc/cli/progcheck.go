@@ -151,9 +151,11 @@ func (pc *programCheck) around(exe *runtime.Executable, i int, run func() error)
 // its results are read.
 var afterProgram func(exe *runtime.Executable, i int) error
 
-// sameValue: bit for bit, except that +0 equals -0 and NaN equals NaN.
+// sameValue: bit for bit (zeros by sign too: the reference writes -0
+// where the card's SFPU would, +0 where its FPU would), except that NaN
+// equals NaN.
 func sameValue(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || a == b || (a != a && b != b)
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
 }
 
 // fails lists the programs below the threshold.
