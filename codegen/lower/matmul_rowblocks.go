@@ -19,8 +19,9 @@ import (
 // at 256 tokens the matmul4's cores multiply 4 rows x 5 columns (20 tile
 // products per K step) instead of 8 x 3 (24), on 108 cores.
 //
-// Every run reads its cores' weight slices, so DRAM reads the weights
-// once per run, and receives only its own rows: each run multicasts its
+// Every run reads its cores' weight slices (pairs of runs share the
+// stream: weightShare, so DRAM reads the weights once per pair), and
+// receives only its own rows: each run multicasts its
 // rows within its own column groups (multicore.Multicast.Blocks), the
 // sender reading from its run's first row (the writer's runtime arg
 // row0; the reader's row0 places the epilogue's inputs, the writer's the
@@ -77,7 +78,8 @@ func blockRow(row0, r kir.Expr) kir.Expr {
 // (coreRanges, repeated once per row block, block by block) and the row
 // blocks. One row block unless f is resident, without a norm prologue,
 // its rows do not all fit next to its weight slices, and splitting the
-// rows in 2 to maxRowBlocks equal blocks costs less (the type's doc),
+// rows in an even number (2 to maxRowBlocks) of equal blocks costs less
+// (the type's doc),
 // with a row next to each core's wider slice in L1.
 func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, [][2]int, int) {
 	maxCores := t.NumWorkers()
