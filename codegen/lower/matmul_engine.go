@@ -335,7 +335,7 @@ type mmProgram struct {
 	// (nil when rowBlocks is 1).
 	rowBlocks      int
 	rdRow0, wrRow0 kir.Expr
-	share          *weightShare // two row blocks share the weight stream
+	share          *weightShare // pairs of row blocks share the weight stream
 	// wHeld, when set, is compute's flag that every resident weight tile
 	// has been waited for (after the core's first row: residentWaits).
 	wHeld *kir.Var
@@ -394,7 +394,7 @@ func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error)
 		m.dest = t.DestTiles(true, true)
 	}
 	m.kb = f.kBlock(m.dest)
-	if rowBlocks == 2 {
+	if m.sharesWeights() {
 		m.kb = min(shareBlockScale*m.kb, f.kt) // weightShare's round trip per block
 	}
 	// otherwise each tile is read on its own, at its place in the blocks

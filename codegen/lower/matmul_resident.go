@@ -273,8 +273,8 @@ func (f *fusedMatmul) residentCosts(fid ir.MathFidelity) mmCosts {
 
 // residentCostsOf is residentCosts when the cores split the rows into
 // blocks row blocks as well (rowBlocks): a core multiplies rows/blocks
-// rows and receives those rows; DRAM still reads the weights once (the
-// blocks share them: weightShare).
+// rows and receives those rows; DRAM reads the weights once per pair of
+// blocks (the pairs share them: weightShare).
 func (f *fusedMatmul) residentCostsOf(fid ir.MathFidelity, blocks int) mmCosts {
 	var c mmCosts
 	bytes, rows := 0, f.rows/blocks
@@ -296,7 +296,7 @@ func (f *fusedMatmul) residentCostsOf(fid ir.MathFidelity, blocks int) mmCosts {
 	if f.norm != nil {
 		c.coreCycles += rows * (f.kt*f.norm.w.Type.DType.TileBytes()/NoCBytesPerCycle + 4*f.kt*EltwiseTileCycles)
 	}
-	c.floorCycles = (bytes + 2*f.rows*actRow) / DRAMBytesPerCycle
+	c.floorCycles = (max(1, blocks/2)*bytes + 2*f.rows*actRow) / DRAMBytesPerCycle
 	return c
 }
 

@@ -101,7 +101,15 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		// ... and a ring of one row (K 1536).
 		{"matmul_bfp8_row_blocks_ring_of_one", smallL1(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 128, 1536), fcW(b, "w", ir.BFP8B, 1536, 96)))
-		}, 1, 2, false},
+		}, 1, 2, true}, // ~2.3 CPU-s: four row blocks below run row blocks and a ring of one by default
+		// Four row blocks (quadL1: 4 cores): six columns are three per
+		// core on two blocks of two cores; four blocks of one core each
+		// multiply all six for a quarter of the rows (a one-row sub-block
+		// of 6, bound by its products), blocks 0 and 1, 2 and 3 sharing
+		// the weight stream (DRAM reads the weights twice).
+		{"matmul_bfp8_four_row_blocks", quadL1(), false, func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 128, 512), fcW(b, "w", ir.BFP8B, 512, 192)))
+		}, 1, 4, false},
 		// A matmul4 at 256 tokens on the full grid with 300 KiB of L1 per
 		// core (gridL1): two row blocks of several column groups each.
 		{"matmul4_bfp8_row_blocks", gridL1(), false, func(b *ir.Builder) []*ir.Value {
@@ -167,6 +175,14 @@ func smallL1() *target.Target {
 	return t
 }
 
+// quadL1 is a 4 x 1 Blackhole grid with 200 KiB of L1 per core for CBs.
+func quadL1() *target.Target {
+	t := *target.Blackhole()
+	t.GridX, t.GridY = 4, 1
+	t.L1Size = t.L1UnreservedBase + 200<<10
+	return &t
+}
+
 // gridL1 is the Blackhole grid with 300 KiB of L1 per core for CBs.
 func gridL1() *target.Target {
 	t := target.Blackhole()
@@ -175,7 +191,8 @@ func gridL1() *target.Target {
 }
 
 // residentReads is the NoC bytes op's program p reads: with resident
-// weights every weight (the op's operands of kind weight) once, the
+// weights every weight (the op's operands of kind weight) once (once per
+// pair of row blocks: weightShare), the
 // activation (operand 0) once per column group of p's cores (of a row
 // block's cores, that block's rows: rowBlocks), the other
 // inputs once; streamed, every weight once per tile row and the
@@ -203,7 +220,7 @@ func residentReads(t *testing.T, ctx *Context, op *ir.Op, p *kir.Program, stream
 		groups += len(gs)
 	}
 	ncores, rows := int64(len(cores)), int64(op.Operands[0].Type.Shape.Tiles()/tilesWide(op.Operands[0].Type.Shape))
-	acts, weights := int64(groups), int64(1)
+	acts, weights := int64(groups), int64(max(1, rowBlocks/2)) // once per pair of row blocks (weightShare)
 	if streamed {
 		acts, weights = ncores, rows
 	}
@@ -340,6 +357,45 @@ func TestResidentPlan(t *testing.T) {
 			}
 			if got := len(p.Cores()); got != tc.wantCores {
 				t.Errorf("%s runs on %d cores, want %d", op.Name(), got, tc.wantCores)
+			}
+		})
+	}
+}
+
+// TestRowBlocksAt4096Tokens lowers the 27B's prefill matmuls at a
+// 4,096-token step (per-device shapes of the 1x2 mesh, weights on SrcB)
+// and checks the row blocks planGrid chooses and each core's columns:
+// the GDN out-projection (K 96) splits its rows in four blocks so a core
+// multiplies 6 columns, a one-row sub-block bound by its products; the
+// down-projection's wider slices (K 272) do not fit next to a row, so it
+// keeps two blocks of 3 columns, the MLP's gate and up two of 5.
+func TestRowBlocksAt4096Tokens(t *testing.T) {
+	cases := []struct {
+		name            string
+		build           func(b *ir.Builder) []*ir.Value
+		rowBlocks, cols int
+	}{
+		{"out_projection", func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 4096, 3072), fcWT(b, "w", ir.BFP8B, 3072, 5120)))
+		}, 4, 6},
+		{"down_projection", func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 4096, 8704), fcWT(b, "w", ir.BFP8B, 8704, 5120)))
+		}, 2, 3},
+		{"swiglu", func(b *ir.Builder) []*ir.Value {
+			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 4096, 5120), fcWT(b, "gate", ir.BFP4B, 5120, 8704), fcWT(b, "up", ir.BFP4B, 5120, 8704)))
+		}, 2, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Lower(fcBuild(t, tc.build), NewContext(target.Blackhole()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := progRowBlocks(t, p); got != tc.rowBlocks {
+				t.Errorf("the program's cores split the rows into %d blocks, want %d", got, tc.rowBlocks)
+			}
+			if got, want := p.Kernel("compute").Defines["MM_TILES_PER_CORE"], fmt.Sprint(tc.cols); got != want {
+				t.Errorf("each core multiplies %s columns, want %s", got, want)
 			}
 		})
 	}

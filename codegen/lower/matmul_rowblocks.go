@@ -19,8 +19,9 @@ import (
 // at 256 tokens the matmul4's cores multiply 4 rows x 5 columns (20 tile
 // products per K step) instead of 8 x 3 (24), on 108 cores.
 //
-// Every run reads its cores' weight slices, so DRAM reads the weights
-// once per run, and receives only its own rows: each run multicasts its
+// Every run reads its cores' weight slices (pairs of runs share the
+// stream: weightShare, so DRAM reads the weights once per pair), and
+// receives only its own rows: each run multicasts its
 // rows within its own column groups (multicore.Multicast.Blocks), the
 // sender reading from its run's first row (the writer's runtime arg
 // row0; the reader's row0 places the epilogue's inputs, the writer's the
@@ -43,9 +44,15 @@ import (
 // (not every row fits next to the weights): compute time per core, the
 // dispatch of every core and DRAM reading the weights once per run.
 
-// maxRowBlocks is the most row blocks planGrid tries: two, whose pairs
-// share the weight stream (weightShare).
-const maxRowBlocks = 2
+// maxRowBlocks is the most row blocks planGrid tries: four. It tries
+// even counts only: blocks 2i and 2i+1 pair up and share the weight
+// stream (weightShare), so DRAM reads the weights rowBlocks/2 times.
+// Four blocks give a core twice the columns of two for half the rows:
+// the 27B's GDN out-projection at 4,096 tokens (160 columns, K 96)
+// multiplies 6 columns on each of 4 x 27 cores, a one-row sub-block of 6
+// bound by its products (7 unpacks per 6, sim/timing's
+// matmulBlockCycles), instead of 3 on each of 2 x 54 (4 unpacks per 3).
+const maxRowBlocks = 4
 
 // rowBlockMargin is the L1 planGrid leaves for a row block's CBs besides
 // the weights and one activation row: its result CB of a DEST sub-block
@@ -71,7 +78,8 @@ func blockRow(row0, r kir.Expr) kir.Expr {
 // (coreRanges, repeated once per row block, block by block) and the row
 // blocks. One row block unless f is resident, without a norm prologue,
 // its rows do not all fit next to its weight slices, and splitting the
-// rows in 2 to maxRowBlocks equal blocks costs less (the type's doc),
+// rows in an even number (2 to maxRowBlocks) of equal blocks costs less
+// (the type's doc),
 // with a row next to each core's wider slice in L1.
 func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, [][2]int, int) {
 	maxCores := t.NumWorkers()
@@ -89,7 +97,7 @@ func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, []
 		return blocks*len(rg)*DispatchCycles + max(sp.PerCore*c.colCycles+c.coreCycles, c.floorCycles)
 	}
 	bestCost, blocks := cost(1, plan, ranges), 1
-	for b := 2; b <= min(maxRowBlocks, f.rows, maxCores); b++ {
+	for b := 2; b <= min(maxRowBlocks, f.rows, maxCores); b += 2 {
 		if f.rows%b != 0 {
 			continue
 		}
@@ -114,10 +122,11 @@ func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, []
 	return plan, all, blocks
 }
 
-// weightShare is the reader's state when two row blocks share the weight
-// stream (rowBlocks 2): the cores of a pair (core j of each block) hold the
-// same weight slice, so each reads every other weight block of it from
-// DRAM (block q is read by the core of row block q mod 2) and writes it
+// weightShare is the reader's state when pairs of row blocks share the
+// weight stream (rowBlocks even: blocks 2i and 2i+1 pair up): the cores of
+// a pair (core j of each block of the pair) hold the same weight slice, so
+// each reads every other weight block of it from DRAM (block q is read by
+// the core whose row block is q mod 2, modulo 2) and writes it
 // into its partner's weight CB too, at the same L1 address (both cores
 // reserve and push the same blocks of the same CBs in the same order, and
 // a resident CB is never popped before the last row), then increments the
@@ -132,11 +141,12 @@ func (f *fusedMatmul) planGrid(t *target.Target, fid ir.MathFidelity) (Split, []
 // before reading its own next block. Deadlock-free: a core waits only for
 // its partner's blocks, which the partner sends without waiting for
 // anything (its own waits come after its sends, and the resident CBs
-// never fill). DRAM then reads the weights once, not once per row block.
+// never fill). DRAM then reads the weights once per pair of row blocks,
+// not once per row block.
 type weightShare struct {
 	q, got, sem     kir.Var  // the block count, the blocks received, the semaphore
 	pend, pendBytes kir.Var  // the partner's blocks reserved past, not yet pushed
-	px, py, blk     kir.Expr // the partner's NoC coordinates, the row block (0 or 1)
+	px, py, blk     kir.Expr // the partner's NoC coordinates, the row block mod 2
 }
 
 // shareBlockScale is how many times kBlock's K rows a shared weight
@@ -150,9 +160,9 @@ const weightShareSem = 2
 
 // startWeightShare declares, in the reader (its row0 declared), the
 // sharing's arguments and state and adds its semaphore, when m has two
-// row blocks.
+// row blocks (an even number).
 func (m *mmProgram) startWeightShare(b *kir.Builder) {
-	if m.rowBlocks != 2 {
+	if !m.sharesWeights() {
 		return
 	}
 	m.p.AddSemaphore(kir.Semaphore{ID: weightShareSem, Cores: m.rs})
@@ -163,7 +173,7 @@ func (m *mmProgram) startWeightShare(b *kir.Builder) {
 		sem:       b.Let("w_sem", kir.GetSemaphore{ID: kir.Ci(weightShareSem)}),
 		pend:      b.LetT("w_pend", kir.U32T, kir.C(0)),
 		pendBytes: b.LetT("w_pend_bytes", kir.U32T, kir.C(0)),
-		px:        px, py: py, blk: kir.Div(m.rdRow0, kir.Ci(m.coreRows())),
+		px:        px, py: py, blk: kir.Mod(kir.Div(m.rdRow0, kir.Ci(m.coreRows())), kir.C(2)),
 	}
 }
 
@@ -231,13 +241,18 @@ func (m *mmProgram) drainWeightShare(b *kir.Builder, cb int) {
 	})
 }
 
+// sharesWeights reports whether m's row blocks pair up to share the
+// weight stream (weightShare): an even number of them.
+func (m *mmProgram) sharesWeights() bool { return m.rowBlocks > 1 && m.rowBlocks%2 == 0 }
+
 // partnerArgs are core i's reader arguments of the weight sharing (its
-// partner's NoC coordinates), none without it.
+// partner's NoC coordinates: core j of row block b pairs with core j of
+// block b xor 1), none without it.
 func (m *mmProgram) partnerArgs(i int) []kir.ArgValue {
 	if m.share == nil {
 		return nil
 	}
-	n := len(m.cores) / 2
-	c := m.cores[(i+n)%(2*n)]
+	n := len(m.cores) / m.rowBlocks
+	c := m.cores[(i/n^1)*n+i%n]
 	return []kir.ArgValue{kir.NoCX(c), kir.NoCY(c)}
 }
