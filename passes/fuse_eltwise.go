@@ -234,7 +234,8 @@ const convStateMaxTaps = 8
 
 // ruleConvStateChain: conv_depthwise_chain(concat(state, x) {axis rows}, w) => conv_depthwise_state_chain(state, x, w) {ops}.
 // One batch, state of K-1 rows (2 <= K <= convStateMaxTaps), every value
-// bf16 or fp32 of one dtype in tile layout, no fidelity override.
+// bf16 or fp32 of one dtype in tile layout, no fidelity override, and a
+// state whose in-place update (if any) comes after the conv.
 func ruleConvStateChain() *rw.Rule {
 	return &rw.Rule{
 		Name:    "FuseConvDepthwiseStateChain",
@@ -256,7 +257,7 @@ func ruleConvStateChain() *rw.Rule {
 					return false
 				}
 			}
-			if _, ok := m.Root.Attrs[ir.FidelityAttr]; ok || !gdnFloatStorage(x.Type.DType) {
+			if _, ok := m.Root.Attrs[ir.FidelityAttr]; ok || !gdnFloatStorage(x.Type.DType) || stateWrittenBefore(m.Graph, st, m.Root) {
 				return false
 			}
 			for _, v := range []*ir.Value{st, x, w, out} {
@@ -271,6 +272,25 @@ func ruleConvStateChain() *rw.Rule {
 			return []*ir.Value{v}, err
 		},
 	}
+}
+
+// stateWrittenBefore reports whether v is a persistent state whose new
+// contents an op before root computes: updated in place, so root would
+// read the new contents, not the old the matched ops read.
+func stateWrittenBefore(g *ir.Graph, v *ir.Value, root *ir.Op) bool {
+	nv, ok := g.StateUpdates[v]
+	if !ok || nv == v || nv.Def == nil {
+		return false
+	}
+	for _, op := range g.Ops() {
+		switch op {
+		case nv.Def:
+			return true
+		case root:
+			return false
+		}
+	}
+	return false
 }
 
 // normPlainChainRule returns the constructor of FuseNormPlainChain's rule
