@@ -453,7 +453,7 @@ var textNoGenericInstance = map[string]bool{
 	"eltwise_chain": true, "rms_norm_plain_chain": true, "layout_norm_plain_chain": true, "conv_depthwise_chain": true,
 	"norm_layout_gate": true, "layout_chain": true, "gdn_conv_gates": true, "gdn_recurrence": true, "gdn_chunk_step": true,
 	"gdn_chunk_wy": true, "gdn_chunk_prep": true, "gdn_chunk_scan": true, "attn_prologue": true, "sdpa_decode_gated": true,
-	"attn_prologue_prefill": true, "sdpa_prefill_gated": true,
+	"attn_prologue_prefill": true, "sdpa_prefill_gated": true, "conv_depthwise_state_chain": true,
 }
 
 // textGenericInstance finds operands (from pool) and attribute values for

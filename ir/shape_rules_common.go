@@ -174,6 +174,26 @@ func shapeConvDepthwiseChain(in []TensorType, a Attrs) ([]TensorType, error) {
 	return shapeConvDepthwise(in, nil)
 }
 
+// shapeConvDepthwiseStateChain: state [.., K-1, C] and x [.., T, C] of
+// one dtype and equal leading dims, taps w [K, C], ops one chain step or
+// more; the result is conv_depthwise_chain's of their row concat: like x.
+func shapeConvDepthwiseStateChain(in []TensorType, a Attrs) ([]TensorType, error) {
+	st, x, w := in[0].Shape, in[1].Shape, in[2].Shape
+	r := x.Rank()
+	if r < 2 || st.Rank() != r || w.Rank() != 2 || w[0] < 1 || st[r-2] != w[0]-1 || in[0].DType != in[1].DType {
+		return nil, fmt.Errorf("rule conv-state-shape: want state [.., K-1, C] and x [.., T, C] of one dtype and taps w [K, C], got %s %s, %s %s and %s", st, in[0].DType, x, in[1].DType, w)
+	}
+	for d := range r {
+		if d != r-2 && st[d] != x[d] {
+			return nil, fmt.Errorf("rule conv-state-shape: state %s and x %s differ in dim %d", st, x, d)
+		}
+	}
+	joined := in[1]
+	joined.Shape = x.Clone()
+	joined.Shape[r-2] += st[r-2]
+	return shapeConvDepthwiseChain([]TensorType{joined, in[2]}, a)
+}
+
 // shapeRMSNormPlainChain: ops names one chain step or more
 // (ParseChainSteps); one result of x's type.
 func shapeRMSNormPlainChain(in []TensorType, a Attrs) ([]TensorType, error) {

@@ -42,6 +42,13 @@ import (
 // are packed: conv_depthwise_chain (the GDN prefill's silu(conv): one
 // program fewer per layer, reading and writing [B,S,C] bf16).
 //
+// FuseConvDepthwiseStateChain: a conv_depthwise_chain over the row concat
+// of a K-1-row state and x, which nothing else reads, reads the two
+// itself: conv_depthwise_state_chain, whose reader takes the rows before
+// x's first from the state (the GDN prefill's conv over conv_state ++
+// qkv: one program fewer per layer, the joined [B,K-1+S,C] never written
+// nor read; SliceOfConcat moved the state update off the concat).
+//
 // FuseUnaryMul: a unary SFPU op whose only reader multiplies it by a value
 // of its shape (the unary's result first, no broadcast) runs in the
 // multiply's program: unary_mul (the GDN prefill's norm gate silu(z) * o:
@@ -56,7 +63,7 @@ import (
 // head merge: two programs fewer per layer, the normed and moved fp32
 // values never written nor read).
 var _ = registerRules("eltwise", append(eltwiseChainRules(), normPlainChainRule(ir.OpMulScalar), normPlainChainRule(ir.OpEltwiseChain),
-	ruleLayoutNormPlainChain, convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleUnaryMul, ruleNormLayoutGate)...)
+	ruleLayoutNormPlainChain, convChainRule(ir.OpSiLU), convChainRule(ir.OpEltwiseChain), ruleConvStateChain, ruleUnaryMul, ruleNormLayoutGate)...)
 
 // ruleLayoutNormPlainChain: rms_norm_plain_chain(layout_chain(x)) => layout_norm_plain_chain(x) {steps, dtype, eps, ops}.
 // Every value is in tile layout and the norm has no fidelity override.
@@ -218,6 +225,72 @@ func convChainRule(kind ir.OpKind) func() *rw.Rule {
 			},
 		}
 	}
+}
+
+// convStateMaxTaps is the most taps conv_depthwise_state_chain's lowering
+// takes (codegen/lower maxWholeTileTaps: its reader builds the shifted
+// tiles from whole tiles).
+const convStateMaxTaps = 8
+
+// ruleConvStateChain: conv_depthwise_chain(concat(state, x) {axis rows}, w) => conv_depthwise_state_chain(state, x, w) {ops}.
+// One batch, state of K-1 rows (2 <= K <= convStateMaxTaps), every value
+// bf16 or fp32 of one dtype in tile layout, no fidelity override, and a
+// state whose in-place update (if any) comes after the conv.
+func ruleConvStateChain() *rw.Rule {
+	return &rw.Rule{
+		Name:    "FuseConvDepthwiseStateChain",
+		Rewrite: "conv_depthwise_chain(concat(state, x) {axis rows}, w) with state K-1 rows, one batch => conv_depthwise_state_chain(state, x, w) {ops}",
+		Pattern: rw.Op(ir.OpConvDepthwiseChain, rw.Op(ir.OpConcat, rw.Var("state"), rw.Var("x")).As("cat"), rw.Var("w")),
+		Where: func(m *rw.Match) bool {
+			st, x, w, out := m.Value("state"), m.Value("x"), m.Value("w"), m.Root.Result()
+			xs, ws := x.Type.Shape, w.Type.Shape
+			r := xs.Rank()
+			axis := m.Op("cat").Int("axis")
+			if axis < 0 {
+				axis += r
+			}
+			if r < 2 || axis != r-2 || ws.Rank() != 2 || ws[0] < 2 || ws[0] > convStateMaxTaps || st.Type.Shape.Rank() != r || st.Type.Shape[r-2] != ws[0]-1 {
+				return false
+			}
+			for d := range r - 2 {
+				if xs[d] != 1 {
+					return false
+				}
+			}
+			if _, ok := m.Root.Attrs[ir.FidelityAttr]; ok || !gdnFloatStorage(x.Type.DType) || stateWrittenBefore(m.Graph, st, m.Root) {
+				return false
+			}
+			for _, v := range []*ir.Value{st, x, w, out} {
+				if v.Type.DType != x.Type.DType || v.Type.Layout != ir.TileLayout {
+					return false
+				}
+			}
+			return true
+		},
+		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
+			v, err := b.Emit1(ir.OpConvDepthwiseStateChain, []*ir.Value{m.Value("state"), m.Value("x"), m.Value("w")}, ir.Attrs{"ops": m.Root.Attrs["ops"]})
+			return []*ir.Value{v}, err
+		},
+	}
+}
+
+// stateWrittenBefore reports whether v is a persistent state whose new
+// contents an op before root computes: updated in place, so root would
+// read the new contents, not the old the matched ops read.
+func stateWrittenBefore(g *ir.Graph, v *ir.Value, root *ir.Op) bool {
+	nv, ok := g.StateUpdates[v]
+	if !ok || nv == v || nv.Def == nil {
+		return false
+	}
+	for _, op := range g.Ops() {
+		switch op {
+		case nv.Def:
+			return true
+		case root:
+			return false
+		}
+	}
+	return false
 }
 
 // normPlainChainRule returns the constructor of FuseNormPlainChain's rule

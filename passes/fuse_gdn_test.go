@@ -400,9 +400,11 @@ func TestGDNChunkStepFiresOnEveryChunk(t *testing.T) {
 						concats++
 					}
 				}
-				// The conv window only: the scan writes the joined outputs.
-				if concats != 1 {
-					t.Errorf("GDN layer %d: %d concats, want the conv window's", i, concats)
+				// None: the conv reads the state and qkv apart
+				// (FuseConvDepthwiseStateChain), the scan writes the joined
+				// outputs.
+				if concats != 0 {
+					t.Errorf("GDN layer %d: %d concats, want none", i, concats)
 				}
 				if transposedB != 2 || decayed != 2 {
 					t.Errorf("GDN layer %d: %d bmm_transpose_b, %d of them bmm_transpose_b_mul, want k k^T and q k^T, both times the decays", i, transposedB, decayed)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/ir"
 )
 
 // maxWholeTileTaps bounds the taps of a conv_depthwise whose reader builds
@@ -21,8 +22,31 @@ type convTiles struct {
 	K, eb     int
 	tileBytes int
 	// cbX and cbW take the K shifted x tiles and tap-row tiles of each
-	// output tile; xSlot (2 pages) and wSlot (1 page) are scratch.
+	// output tile; xSlot (2 pages, 3 with a state) and wSlot (1 page) are
+	// scratch.
 	cbX, cbW, xSlot, wSlot int
+	// state, when not nil, is conv_depthwise_state_chain's state: the K-1
+	// rows before x's first (convStateWholeTiles).
+	state *blocks.Access
+}
+
+// convState returns conv_depthwise_state_chain's state operand (nil for
+// the other convs), checked to have x's rank.
+func convState(op *ir.Op) (*ir.Value, error) {
+	if op.Kind != ir.OpConvDepthwiseStateChain {
+		return nil, nil
+	}
+	if len(op.Operands) != 3 {
+		return nil, fmt.Errorf("rule operands: %s takes state, x and taps, got %d operands", op.Name(), len(op.Operands))
+	}
+	st, x := op.Operands[0], op.Operands[1]
+	if err := requireTile("state", st); err != nil {
+		return nil, err
+	}
+	if st.Type.Shape.Rank() != x.Type.Shape.Rank() || st.Type.Shape.Rank() < 2 {
+		return nil, fmt.Errorf("rule conv-state-shape: %s wants state [.., K-1, C] of x's rank, got state %s and x %s", op.Name(), st.Type.Shape, x.Type.Shape)
+	}
+	return st, nil
 }
 
 // copyRun is one contiguous L1 copy of a shifted tile: n bytes from offset
@@ -123,6 +147,74 @@ func convWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) {
 		b.CBPushBack(ct.cbW, kir.Ci(K))
 	})
 	blocks.ReleaseScratchPages(b, ct.xSlot, 2)
+	blocks.ReleaseScratchPages(b, ct.wSlot, 1)
+}
+
+// convStateWholeTiles is convWholeTiles for conv_depthwise_state_chain:
+// the conv runs over the state's n0 = K-1 rows followed by x's, so output
+// tile (tr, tc) is sum_j shift_j * w[j] with shift_j rows 32 tr + j - n0 ..
+// + 31 of x: rows o..o+31, o = 32 + j - n0 (32 - n0 <= o <= 32), of x's
+// tile rows tr-1 and tr. Per output page it reads x's tile (tr, tc) and
+// the tile above it, or for tr = 0 the state's tile tc, whose n0 rows it
+// copies (face-row runs) into rows 32-n0..31 of the slot of the tile
+// above: the rows every shifted tile reads there. The joined rows are
+// never written. Pushes what convWholeTiles pushes, K pages of cbX and of
+// cbW per output page, and the same values on every valid output row.
+func convStateWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) {
+	xs := blocks.ScratchPages(b, ct.xSlot, 3, "xs")
+	ws := blocks.ScratchPages(b, ct.wSlot, 1, "ws")
+	curW := b.LetT("cur_w", kir.U32T, kir.C(0xFFFFFFFF))
+	K, n0, tb := ct.K, ct.K-1, ct.tileBytes
+	stateRuns := faceRowRuns(ct.eb, func(r int) (int, int) {
+		if r < blocks.TileDim-n0 {
+			return -1, 0
+		}
+		return 0, r - (blocks.TileDim - n0)
+	})
+	b.For("i", kir.C(0), rcount, func(i kir.Var) {
+		pg := b.Let("page", kir.Add(rstart, i))
+		tc := b.Let("tc", kir.Mod(pg, kir.Ci(ct.oi.Ct)))
+		tr := b.Let("tr", kir.Div(pg, kir.Ci(ct.oi.Ct)))
+		src := b.Let("src", kir.Add(kir.Mul(tr, kir.Ci(ct.xi.Ct)), tc))
+		first := b.Let("first_row", kir.Eq(tr, kir.C(0)))
+		b.Comment("x's tile, the tile above it (the state's tile in tile row 0), the taps' tile")
+		blocks.ReadPageTo(b, ct.x, src, kir.Add(xs, kir.Ci(tb)))
+		b.IfElse(first, func() {
+			blocks.ReadPageTo(b, ct.state, tc, kir.Add(xs, kir.Ci(2*tb)))
+		}, func() {
+			blocks.ReadPageTo(b, ct.x, kir.Sub(src, kir.Ci(ct.xi.Ct)), xs)
+		})
+		b.If(kir.Ne(tc, curW), func() {
+			blocks.ReadPageTo(b, ct.w, tc, ws)
+			b.Assign(curW, tc)
+		})
+		b.NoCAsyncReadBarrier()
+		b.If(first, func() {
+			b.Comment(fmt.Sprintf("the state's %d rows into the last rows of the tile above", n0))
+			for _, r := range stateRuns {
+				blocks.LocalCopy(b, kir.Add(xs, kir.Ci(2*tb+r.src)), kir.Add(xs, kir.Ci(r.dst)), r.n)
+			}
+			b.NoCAsyncReadBarrier()
+		})
+		xd := blocks.Reserve(b, ct.cbX, kir.Ci(K), "xd")
+		wd := blocks.Reserve(b, ct.cbW, kir.Ci(K), "wd")
+		for j := 0; j < K; j++ {
+			o := blocks.TileDim + j - n0
+			b.Comment(fmt.Sprintf("tap %d: rows %d.. of the tile above and x's tile, tap row %d into row 0", j, o, j))
+			xt := kir.Add(xd, kir.Ci(j*tb))
+			for _, r := range shiftRuns(o%blocks.TileDim, ct.eb) {
+				blocks.LocalCopy(b, kir.Add(xs, kir.Ci((r.tile+o/blocks.TileDim)*tb+r.src)), kir.Add(xt, kir.Ci(r.dst)), r.n)
+			}
+			wt := kir.Add(wd, kir.Ci(j*tb))
+			for c := 0; c < blocks.TileDim; c += blocks.FaceDim {
+				blocks.LocalCopy(b, kir.Add(ws, kir.Ci(blocks.FaceOffsetConst(j, c, ct.eb))), kir.Add(wt, kir.Ci(blocks.FaceOffsetConst(0, c, ct.eb))), blocks.FaceDim*ct.eb)
+			}
+		}
+		b.NoCAsyncReadBarrier()
+		b.CBPushBack(ct.cbX, kir.Ci(K))
+		b.CBPushBack(ct.cbW, kir.Ci(K))
+	})
+	blocks.ReleaseScratchPages(b, ct.xSlot, 3)
 	blocks.ReleaseScratchPages(b, ct.wSlot, 1)
 }
 

@@ -467,6 +467,15 @@ var prefillCases = []mcase{
 	{name: "conv_depthwise_chain_fp32", build: func(b *ir.Builder) *ir.Value {
 		return b.ConvDepthwiseChain(in(b, "x", tt(ir.FP32, dram, 1, 40, 40)), in(b, "w", tt(ir.FP32, dram, 4, 40)), "silu")
 	}},
+	// conv_depthwise_state_chain (passes FuseConvDepthwiseStateChain): the
+	// GDN prefill's silu(conv(conv_state ++ qkv)) with the state's K-1 rows
+	// read apart (bf16, two tile rows), and fp32 with two taps
+	{name: "conv_depthwise_state_chain_silu", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseStateChain(in(b, "state", tt(ir.BF16, dram, 1, 3, 64)), in(b, "x", tt(ir.BF16, dram, 1, 35, 64)), in(b, "w", tt(ir.BF16, dram, 4, 64)), "silu")
+	}},
+	{name: "conv_depthwise_state_chain_fp32", build: func(b *ir.Builder) *ir.Value {
+		return b.ConvDepthwiseStateChain(in(b, "state", tt(ir.FP32, dram, 1, 1, 32)), in(b, "x", tt(ir.FP32, dram, 1, 40, 32)), in(b, "w", tt(ir.FP32, dram, 2, 32)), "silu,mul_scalar:0.5")
+	}},
 	// rms_norm_plain_chain (passes FuseNormPlainChain): the GDN prefill's
 	// l2 norms and scales of q and k: many tile rows (a core per row), one
 	// tile row (split over a group of cores), bf16 (rounded before each

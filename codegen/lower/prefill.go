@@ -254,7 +254,10 @@ func lowerCumsum(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // lowerConvDepthwiseChain: conv_depthwise_chain (passes
 // FuseConvDepthwiseChain), the conv whose summed tile gets the chain's
 // SFPU steps before it is packed, each after a rounding to the result's
-// dtype as the composed conv and chain store it (RoundThrough).
+// dtype as the composed conv and chain store it (RoundThrough); also
+// conv_depthwise_state_chain (passes FuseConvDepthwiseStateChain), whose
+// reader takes the rows before x's first from the state
+// (convStateWholeTiles).
 func lowerConvDepthwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	s, ok := op.Attrs["ops"].(string)
 	if !ok {
@@ -276,15 +279,29 @@ func lowerConvDepthwise(op *ir.Op, ctx *Context) (*kir.Program, error) {
 // rounding to the result's dtype.
 func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir.Program, error) {
 	x, w, out := op.Operands[0], op.Operands[1], op.Result()
+	state, err := convState(op)
+	if err != nil {
+		return nil, err
+	}
+	if state != nil {
+		x, w = op.Operands[1], op.Operands[2]
+	}
 	if err := cmp.Or(layoutOperands(x, out), requireTile("taps", w)); err != nil {
 		return nil, err
 	}
 	xs, ws := x.Type.Shape, w.Type.Shape
 	r := xs.Rank()
-	if r < 2 || ws.Rank() != 2 || ws[1] != xs[r-1] || ws[0] > xs[r-2] || w.Type.DType != x.Type.DType {
+	T := 0
+	if r >= 2 {
+		T = xs[r-2]
+		if state != nil {
+			T += state.Type.Shape[r-2] // the joined rows
+		}
+	}
+	if r < 2 || ws.Rank() != 2 || ws[1] != xs[r-1] || ws[0] > T || w.Type.DType != x.Type.DType {
 		return nil, fmt.Errorf("rule conv-shape: want x [.., T, C] and taps w [K, C] of x's dtype with K <= T, got %s and %s %s", xs, ws, w.Type.DType)
 	}
-	T, C, K := xs[r-2], xs[r-1], ws[0]
+	C, K := xs[r-1], ws[0]
 	To := T - K + 1
 	xi, oi := blocks.ImageOf(xs), blocks.ImageOf(out.Type.Shape)
 	wrow := blocks.ImageOf(ir.Shape{1, C})
@@ -293,10 +310,17 @@ func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir
 	// Whole tiles: one batch (the output's tile rows are the source's
 	// shifted by the tap) and few taps (all of an output tile's shifted
 	// tiles are in flight at once).
-	whole := xi.R == T && K <= maxWholeTileTaps && (eb == 2 || eb == 4)
+	whole := xi.R == xs[r-2] && K <= maxWholeTileTaps && (eb == 2 || eb == 4)
+	if state != nil && (!whole || state.Type.Shape[r-2] != K-1 || state.Type.DType != x.Type.DType) {
+		return nil, fmt.Errorf("rule conv-state-shape: %s reads one batch of bf16 or fp32 x, a state of K-1 rows of x's dtype and at most %d taps, got state %s %s, x %s %s, taps %s",
+			op.Name(), maxWholeTileTaps, state.Type.Shape, state.Type.DType, xs, x.Type.DType, ws)
+	}
 	xPages, wPages, slotPages := 2, 2, 1
 	if whole {
 		xPages, wPages, slotPages = 2*K, 2*K, 2
+	}
+	if state != nil {
+		slotPages = 3 // the tile row above, the tile row, the state's tile
 	}
 	cbX := sp.cbs.Input("x_shifted", x.Type.DType, xPages)
 	cbW := sp.cbs.Input("tap_row", w.Type.DType, wPages)
@@ -322,8 +346,14 @@ func convDepthwiseProgram(op *ir.Op, ctx *Context, post []blocks.SFPUStep) (*kir
 	rstart, rcount := rd.RuntimeArg("start_tile"), rd.RuntimeArg("num_tiles")
 	b := rd.Builder()
 	if whole {
-		convWholeTiles(b, convTiles{x: xAcc, w: wAcc, xi: xi, oi: oi, K: K, eb: eb, tileBytes: x.Type.DType.TileBytes(),
-			cbX: cbX, cbW: cbW, xSlot: xSlot, wSlot: wSlot}, rstart, rcount)
+		ct := convTiles{x: xAcc, w: wAcc, xi: xi, oi: oi, K: K, eb: eb, tileBytes: x.Type.DType.TileBytes(),
+			cbX: cbX, cbW: cbW, xSlot: xSlot, wSlot: wSlot}
+		if state != nil {
+			ct.state = sp.bind(rd, "state_addr", state)
+			convStateWholeTiles(b, ct, rstart, rcount)
+		} else {
+			convWholeTiles(b, ct, rstart, rcount)
+		}
 	} else {
 		var tap kir.Var // the tap the maps below read
 		seg := blocks.SegFor(C)

@@ -49,9 +49,12 @@ func GDNPrefill(c Ctx, x *ir.Value, w GDNWeights, st GDNState, d GDNDims) *ir.Va
 	beta := b.Matmul(x, w.B)  // [B,S,Hv]
 	c.mark("in_proj")
 
-	win := b.Concat(st.Conv, qkv, 1) // [B,S+K-1,C]
-	b.UpdateState(st.Conv, b.Slice(win, []int{0, S, 0}, []int{B, S + K - 1, C}))
+	win := b.Concat(st.Conv, qkv, 1)             // [B,S+K-1,C]
 	conv := b.SiLU(b.ConvDepthwise(win, w.Conv)) // [B,S,C]
+	// The state update after the conv: a conv that reads the old state
+	// itself (passes FuseConvDepthwiseStateChain) runs before it is
+	// overwritten in place.
+	b.UpdateState(st.Conv, b.Slice(win, []int{0, S, 0}, []int{B, S + K - 1, C}))
 	c.mark("conv")
 
 	// Heads to [B, Hv, S, D] (GQA repeats each key head Group times).

@@ -25,27 +25,28 @@ import (
 // operand of every device (fusedMeshEvaluators).
 func init() {
 	register(map[ir.OpKind]evalFunc{
-		ir.OpMatmul2:              evalMatmulMulti,
-		ir.OpMatmul3:              evalMatmulMulti,
-		ir.OpMatmul4:              evalMatmulMulti,
-		ir.OpMatmulAdd:            evalMatmulAdd,
-		ir.OpRMSNormMatmul:        evalRMSNormMatmul,
-		ir.OpMatmulSwiGLU:         evalMatmulSwiGLU,
-		ir.OpAddRMSNorm:           evalAddRMSNorm,
-		ir.OpAllReduceAdd:         evalAllReduceAddOneDevice,
-		ir.OpAllReduceAddRMSNorm:  evalAllReduceAddOneDevice,
-		ir.OpArgmaxSharded:        evalArgmaxShardedOneDevice,
-		ir.OpEltwiseChain:         evalEltwiseChain,
-		ir.OpRMSNormPlainChain:    evalRMSNormPlainChain,
-		ir.OpLayoutNormPlainChain: evalLayoutNormPlainChain,
-		ir.OpConvDepthwiseChain:   evalConvDepthwiseChain,
-		ir.OpEmbeddingReshape:     evalEmbeddingReshape,
-		ir.OpLayoutChain:          evalLayoutChain,
-		ir.OpBMMTransposeB:        evalBMMTransposeB,
-		ir.OpBMMTransposeBMul:     evalBMMTransposeBMul,
-		ir.OpBMMScaleB:            evalBMMScaleB,
-		ir.OpUnaryMul:             evalUnaryMul,
-		ir.OpNormLayoutGate:       evalNormLayoutGate,
+		ir.OpMatmul2:                 evalMatmulMulti,
+		ir.OpMatmul3:                 evalMatmulMulti,
+		ir.OpMatmul4:                 evalMatmulMulti,
+		ir.OpMatmulAdd:               evalMatmulAdd,
+		ir.OpRMSNormMatmul:           evalRMSNormMatmul,
+		ir.OpMatmulSwiGLU:            evalMatmulSwiGLU,
+		ir.OpAddRMSNorm:              evalAddRMSNorm,
+		ir.OpAllReduceAdd:            evalAllReduceAddOneDevice,
+		ir.OpAllReduceAddRMSNorm:     evalAllReduceAddOneDevice,
+		ir.OpArgmaxSharded:           evalArgmaxShardedOneDevice,
+		ir.OpEltwiseChain:            evalEltwiseChain,
+		ir.OpRMSNormPlainChain:       evalRMSNormPlainChain,
+		ir.OpLayoutNormPlainChain:    evalLayoutNormPlainChain,
+		ir.OpConvDepthwiseChain:      evalConvDepthwiseChain,
+		ir.OpConvDepthwiseStateChain: evalConvDepthwiseStateChain,
+		ir.OpEmbeddingReshape:        evalEmbeddingReshape,
+		ir.OpLayoutChain:             evalLayoutChain,
+		ir.OpBMMTransposeB:           evalBMMTransposeB,
+		ir.OpBMMTransposeBMul:        evalBMMTransposeBMul,
+		ir.OpBMMScaleB:               evalBMMScaleB,
+		ir.OpUnaryMul:                evalUnaryMul,
+		ir.OpNormLayoutGate:          evalNormLayoutGate,
 	})
 }
 
@@ -561,6 +562,20 @@ func evalConvDepthwiseChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, e
 		return nil, err
 	}
 	return thenChain(op, conv[0], opts)
+}
+
+// evalConvDepthwiseStateChain: conv_depthwise_chain as
+// evalConvDepthwiseChain computes it on the row concat of state and x
+// (evalConcat along rank-2), the composed form it replaces.
+func evalConvDepthwiseStateChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
+	if len(args) != 3 || args[1].Shape.Rank() < 2 {
+		return nil, fmt.Errorf("rule conv-state-shape: %s wants state, x [.., T, C] and taps", op.Name())
+	}
+	joined, err := evalConcat(&ir.Op{Kind: ir.OpConcat, Attrs: ir.Attrs{"axis": args[1].Shape.Rank() - 2}}, args[:2], opts)
+	if err != nil {
+		return nil, err
+	}
+	return evalConvDepthwiseChain(op, []Tensor{joined[0], args[2]}, opts)
 }
 
 // thenChain rounds first (the fused op's first stage) to op's result
