@@ -432,7 +432,7 @@ func (k *cclKernels) adderResources() error {
 	}
 	p.AddSemaphore(kir.Semaphore{ID: cclSemArrived, Cores: rs})
 	p.AddSemaphore(kir.Semaphore{ID: cclSemFwdFree, Cores: rs})
-	if k.push != nil {
+	if k.push != nil || (k.rows != nil && k.rows.kept > 0) {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: rs})
 	}
 	return nil

@@ -369,12 +369,18 @@ func (w *cclKernel) lastBatched(wr *kir.Kernel, kk kir.Var) {
 
 // lastPerTile emits the last step one tile per barrier: each sum tile to
 // the output and, toFwd, to the forwarding slot of step last; with a row
-// stream (cclOp.rows) then the counts of the rows the packet completes.
+// stream (cclOp.rows) then the counts of the rows the packet completes,
+// and with its kept rows each tile also into its tail core's h CB.
 func (w *cclKernel) lastPerTile(wr *kir.Kernel, kk kir.Var, last int, toFwd bool) {
 	b := w.b
 	var ra rowArgs
+	var keptBase kir.Var
 	if w.rows != nil {
 		ra = w.rows.declare(wr)
+		if w.rows.kept > 0 {
+			b.Comment("Wait for the tail's h CB address (its first core publishes it).")
+			keptBase = multicore.AwaitAddress(b, cclSemPushAddr)
+		}
 	}
 	w.ring.Packets(b, w.count, func(base, cnt kir.Var) {
 		w.lanes(b, w.lane, cnt, func(t kir.Var) {
@@ -387,6 +393,9 @@ func (w *cclKernel) lastPerTile(wr *kir.Kernel, kk kir.Var, last int, toFwd bool
 			b.NoCAsyncWrite(kir.GetReadPtr{CB: cbOut}, w.dram(w.oa, pg), kir.Ci(w.tb))
 			if toFwd {
 				w.toSlot(multicore.FwdSlot(w.fwd0, w.fwd1, kir.Ci(last)), base, t)
+			}
+			if w.rows != nil && w.rows.kept > 0 {
+				w.rows.writeKept(b, ra, kir.Add(base, t), kir.GetReadPtr{CB: cbOut}, keptBase, w.tb, w.rows.rowsPerLink(w.plan.LinkTiles))
 			}
 			b.NoCAsyncWriteBarrier()
 			b.CBPopFront(cbOut, kir.C(1))

@@ -149,6 +149,10 @@ func lowerFusedCollective(op *ir.Op, ctx *Context) (*kir.Program, error) {
 				if rs := groupedRows(t, ring, tl.wt, used); rs != nil {
 					ring.rows, tl.stream = rs, rs
 				}
+				if n := tl.keptRows(); n > 0 {
+					tl.stream.kept = n
+					tl.stream.adders, _ = firstCores(t, used)
+				}
 			}
 			tl.cores, tl.ranges = blocks.CoresFrom(t, used, ring.rows.coresPerLink()*ring.plan.Links)
 			tl.split = Split{Items: tl.h.Type.Shape.Tiles() / tl.wt, Cores: len(tl.cores), PerCore: 1}
@@ -327,6 +331,9 @@ func (tl *cclTail) build(p *kir.Program) {
 	if tl.wait > 0 || tl.pushed != nil || tl.stream != nil {
 		p.AddSemaphore(kir.Semaphore{ID: cclSemTail, Cores: tl.ranges})
 	}
+	if tl.stream != nil && tl.stream.kept > 0 {
+		p.AddSemaphore(kir.Semaphore{ID: cclSemPushAddr, Cores: tl.ranges})
+	}
 	// The tail's reader, compute (fp32 DEST with the norm or for fp32) and
 	// writer.
 	rd := p.AddKernel(&kir.Kernel{Name: "tail_reader", Role: kir.RoleReader, Processor: kir.RISCV1, NoC: 1, Cores: tl.ranges})
@@ -344,7 +351,12 @@ func (tl *cclTail) build(p *kir.Program) {
 		if tl.stream != nil {
 			s, n, stride := tl.stream.tailRange(i, tl.linkTiles)
 			vals := []kir.ArgValue{kir.U32(uint32(s)), kir.U32(uint32(n)), kir.U32(uint32(stride))}
-			rd.SetRuntimeArgs(core, vals...)
+			if tl.stream.kept > 0 {
+				// leader (the first core publishes the h CB), kept_rows (those of its rows the adders write into it)
+				rd.SetRuntimeArgs(core, append(vals, kir.U32(uint32(max(0, 1-i))), kir.U32(uint32(min(n, tl.stream.kept))))...)
+			} else {
+				rd.SetRuntimeArgs(core, vals...)
+			}
 			if c.partial >= 0 {
 				c0, cn := tl.stream.colRange(i)
 				cols := []kir.ArgValue{kir.U32(uint32(c0)), kir.U32(uint32(cn))}
@@ -479,11 +491,25 @@ func (tl *cclTail) ringArgs(i int) []kir.ArgValue {
 // norm) the s and residual tiles, or per row the row's s and residual
 // tiles (or h tiles) and the weight tiles.
 func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
+	kept := tl.stream != nil && tl.stream.kept > 0
 	sAcc, rAcc, wAcc := tl.bind(rd, "s_addr", tl.s), tl.bind(rd, "residual_addr", tl.res), tl.bind(rd, "w_addr", tl.w)
 	fx, fy := tl.ringFollowers(rd)
 	start, count := rd.RuntimeArg("start"), rd.RuntimeArg("count")
 	row := tl.rowOf(rd, start)
+	var adders []multicore.Slot
+	var leader, keptN kir.ArgRef
+	if kept {
+		leader, keptN = rd.RuntimeArg("leader"), rd.RuntimeArg("kept_rows")
+		var err error
+		if adders, err = multicore.DeclarePublish(tl.ctx.Target, rd, "adders", tl.stream.adders); err != nil {
+			tl.fail(fmt.Errorf("%s: %w", tl.name, err))
+		}
+	}
 	b := rd.Builder()
+	if kept {
+		b.CBReserveBack(c.norm.x, kir.Mul(keptN, kir.Ci(tl.wt)))
+		multicore.Publish(b, leader, cclSemPushAddr, c.norm.x, adders, "tell the ring's adders where this CB is: they write every tile of this core's rows into it")
+	}
 	if tl.w != nil {
 		blocks.OnesColumnTile(b, c.norm.scaler)
 	}
@@ -507,6 +533,16 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 	b.For("r", kir.C(0), count, func(r kir.Var) {
 		if tl.stream != nil {
 			b.NoCSemaphoreWaitMin(kir.GetSemaphore{ID: kir.Ci(cclSemTail)}, kir.Mul(kir.Add(r, kir.C(1)), kir.Ci(tl.stream.m)))
+		}
+		if kept {
+			b.IfElse(kir.Lt(r, keptN), func() {
+				b.Comment("the adders wrote this row into its slot of the CB (reserved above)")
+				b.CBPushBack(c.norm.x, wt)
+			}, func() {
+				b.Comment("a row past the kept slots: from DRAM, once the compute has freed a slot")
+				blocks.ReadPagesBatch(b, sAcc, c.norm.x, kir.Mul(row(r), wt), wt)
+			})
+			return // the weight is kept too (kept rows imply cachedWeight)
 		}
 		first := b.Let("first", kir.Mul(row(r), wt))
 		// Blocks of blk tiles in flight per barrier: s and residual

@@ -30,13 +30,39 @@ func (tl *cclTail) cachedWeight() bool {
 	if !keepRowWeight || tl.stream == nil || tl.w == nil || tl.res != nil {
 		return false
 	}
+	return tl.cachedBytes(1) <= tl.ctx.Target.L1Budget()
+}
+
+// cachedBytes is the L1 of a cached-weight tail's CBs (cachedCBs) with
+// an h CB of hRows rows.
+func (tl *cclTail) cachedBytes(hRows int) int {
 	wb := tl.w.Type.DType.TileBytes()
 	if tl.offset != 0 {
 		wb = ir.FP32.TileBytes() // the fp32 weight+offset copy (the weight streams through 2*blk pages)
 	}
 	blk := largestDivisor(tl.wt, 16)
-	bytes := tl.wt*(tl.dt.TileBytes()+wb) + 2*blk*tl.w.Type.DType.TileBytes() + (tl.sqBlock()+6)*ir.FP32.TileBytes() + 2*tl.dt.TileBytes() + ir.BF16.TileBytes()
-	return bytes <= tl.ctx.Target.L1Budget()
+	return tl.wt*(hRows*tl.dt.TileBytes()+wb) + 2*blk*tl.w.Type.DType.TileBytes() + (tl.sqBlock()+6)*ir.FP32.TileBytes() + 2*tl.dt.TileBytes() + ir.BF16.TileBytes()
+}
+
+// keptRows is how many of a tail core's rows its h CB keeps for the
+// adders to write (rowSignal.kept): the most, up to the core's rows, whose
+// CBs fit L1 with the weight kept; 0 when the tail keeps none (not a
+// cached-weight tail, or keepRowsInL1 off). Postcondition: cachedCBs sizes
+// the h CB for that many rows.
+func (tl *cclTail) keptRows() int {
+	if !keepRowsInL1 || !tl.cachedWeight() {
+		return 0
+	}
+	n0 := tl.stream.maxRows(tl.linkTiles)
+	if keptRowsMax > 0 {
+		n0 = min(n0, keptRowsMax)
+	}
+	for n := n0; n >= 1; n-- {
+		if tl.cachedBytes(n) <= tl.ctx.Target.L1Budget() {
+			return n
+		}
+	}
+	return 0
 }
 
 // keepRowWeight enables cachedWeight (tests turn it off to compare).
@@ -51,7 +77,8 @@ func (tl *cclTail) sqBlock() int { return largestDivisor(tl.wt, 8) }
 func (tl *cclTail) cachedCBs(cbs *blocks.CBPlan, c *tailCBs) (partial int) {
 	n := &c.norm
 	blk := largestDivisor(tl.wt, 16)
-	n.x = cbs.Input("h_row", tl.dt, tl.wt)
+	hRows := max(tl.stream.kept, 1) // the kept rows, written by the adders
+	n.x = cbs.Input("h_row", tl.dt, hRows*tl.wt)
 	n.scaler = cbs.Input("scaler", ir.BF16, 1)
 	if tl.offset != 0 {
 		n.w = cbs.Input("weight", tl.w.Type.DType, 2*blk)

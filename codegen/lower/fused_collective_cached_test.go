@@ -24,11 +24,13 @@ import (
 // bits: the kept tail does the same arithmetic in the same order. The
 // kept tail shares each link's last rows among groups of cores
 // (rowSignal's last rows' groups: each core sums the whole row's squares,
-// scales its part), which must not change a bit either.
+// scales its part), which must not change a bit either, nor must the
+// kept tail's rows that the adders write into its h CB (rowSignal.kept)
+// instead of the tail reading them back from DRAM.
 func TestRowStreamKeptWeightSameBits(t *testing.T) {
 	longtest.Skip(t, "two simulated streaming rings (~10 CPU-s)")
 	tc := fusedCCLCase{name: "row stream", n: 2, dt: ir.BF16, shape: []int{1, 512, 1024}, norm: true, offset: 1}
-	run := func(keep bool) (hasPartial, grouped bool, out [][][]float32) {
+	run := func(keep bool) (hasPartial, grouped, keptRows bool, out [][][]float32) {
 		old := keepRowWeight
 		keepRowWeight = keep
 		defer func() { keepRowWeight = old }()
@@ -41,6 +43,7 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 		require.NoError(t, kir.Validate(p, tgt))
 		hasPartial = hasCB(p, "sum_squares_partial", p.Kernel("tail_compute").Cores)
 		grouped = p.Kernel("writer").LookupArg("row_last1_1_x") != nil
+		keptRows = p.Kernel("tail_reader").LookupArg("kept_rows") != nil
 		links, err := kexec.TargetLinks(tgt, tc.n)
 		require.NoError(t, err)
 		c, err := kexec.NewCluster(tgt, tc.n, links)
@@ -75,10 +78,13 @@ func TestRowStreamKeptWeightSameBits(t *testing.T) {
 			}
 			out = append(out, per)
 		}
-		return hasPartial, grouped, out
+		return hasPartial, grouped, keptRows, out
 	}
-	keptPartial, keptGroup, kept := run(true)
-	plainPartial, plainGroup, plain := run(false)
+	keptPartial, keptGroup, keptRows, kept := run(true)
+	plainPartial, plainGroup, plainRows, plain := run(false)
+	if !keptRows || plainRows {
+		t.Fatalf("the adders write rows into the tail's h CB (kept_rows): kept %t (want true), plain %t (want false)", keptRows, plainRows)
+	}
 	if !keptPartial || plainPartial {
 		t.Fatalf("sum_squares_partial CB on the tail: kept %t (want true), plain %t (want false)", keptPartial, plainPartial)
 	}

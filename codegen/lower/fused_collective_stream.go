@@ -50,6 +50,71 @@ type rowSignal struct {
 	// owners lists, per link, the tail cores: the T owners in row order,
 	// then the last k rows' groups of g cores each.
 	owners [][]kir.Core
+	// kept, when > 0, makes the adders also write each tile of h into
+	// its row's slot of the owners' h CB when the row is one of the
+	// owner's first kept (the CB's row slots, keptRows), so the tail does
+	// not read those rows back from DRAM (later rows it reads into the
+	// slots the compute has freed); the tail's first core publishes the
+	// CB's address (cclSemPushAddr) to the adders, the cores of adders
+	// (multicore.Push's protocol).
+	kept   int
+	adders []kir.Core
+}
+
+// keepRowsInL1 enables rowSignal.kept (tests turn it off to compare);
+// keptRowsMax, when > 0, caps it (tests: rows past the kept slots).
+var (
+	keepRowsInL1 = true
+	keptRowsMax  = 0
+)
+
+// maxRows is the most rows a tail core owns (rows of a link's share of
+// linkTiles tiles): owner 0's, at least one (a last row's group).
+func (rs *rowSignal) maxRows(linkTiles int) int {
+	_, n, _ := rs.tailRange(0, linkTiles)
+	return max(n, 1)
+}
+
+// writeKept emits, with kept rows, the write of the sum tile at L1
+// address src (link-local tile i of a link of rows rows) into its row's
+// slot of the owners' h CB at base: owner j % T's slot j / T for row j =
+// i / wt when that is below kept (else none: the owner reads the row from
+// DRAM), or slot 0 of every core of a last row's group; page i % wt of
+// the slot.
+// The caller's write barrier covers it, and the row's count (emit) comes
+// after that barrier.
+func (rs *rowSignal) writeKept(b *kir.Builder, a rowArgs, i, src, base kir.Expr, tb, rows int) {
+	wt, per := kir.Ci(rs.wt), rs.perLink()
+	b.Comment("The sum tile also into its row's slot of the owning tail core's h CB (kept rows: no DRAM read back).")
+	j := b.Let("kept_row", kir.Div(i, wt))
+	col := b.Let("kept_col", kir.Mod(i, wt))
+	write := func(q int, slot kir.Expr) {
+		at := kir.Add(base, kir.Mul(kir.Add(kir.Mul(slot, wt), col), kir.Ci(tb)))
+		b.NoCAsyncWrite(src, kir.NoCAddr{X: a.x[q], Y: a.y[q], Addr: at}, kir.Ci(tb))
+	}
+	owners := func() {
+		o := b.Let("kept_owner", kir.Mod(j, kir.Ci(per)))
+		slot := b.Let("kept_slot", kir.Div(j, kir.Ci(per)))
+		b.If(kir.Lt(slot, kir.Ci(rs.kept)), func() {
+			for c := range per {
+				b.If(kir.Eq(o, kir.Ci(c)), func() { write(c, slot) })
+			}
+		})
+	}
+	if rs.k == 0 {
+		owners()
+		return
+	}
+	b.IfElse(kir.Lt(j, kir.Ci(rows-rs.k)), owners, func() {
+		grp := b.Let("kept_group", kir.Sub(j, kir.Ci(rows-rs.k)))
+		for e := range rs.k {
+			b.If(kir.Eq(grp, kir.Ci(e)), func() {
+				for q := range rs.g {
+					write(per+e*rs.g+q, kir.C(0))
+				}
+			})
+		}
+	})
 }
 
 // The last rows' groups: with g > 1 (cached-weight tails, cachedWeight,

@@ -54,6 +54,9 @@ type fusedCCLCase struct {
 	// oneWay: the ring keeps its links one way (RingOptions.OneWay); a
 	// streaming ring otherwise runs them both ways (eth_sender_back).
 	oneWay bool
+	// keptMax, when > 0, caps the rows a row-stream tail core's h CB
+	// keeps for the adders (keptRowsMax): the rest it reads from DRAM.
+	keptMax int
 }
 
 var fusedCCLCases = []fusedCCLCase{
@@ -81,7 +84,7 @@ var fusedCCLCases = []fusedCCLCase{
 	{name: "add+norm hidden 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 1, 5120}, norm: true, offset: 1, tail: true, fold: true, topology: "p300"},
 	{name: "add+norm prefill rows 1x2 p300", n: 2, dt: ir.BF16, shape: []int{1, 96, 5120}, norm: true, offset: 1, tail: true, fold: true, stream: true, topology: "p300", long: true},
 	{name: "add+norm prefill row stream 1x2", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true},
-	{name: "add+norm prefill row stream 1x2 one way", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true, oneWay: true, long: true},
+	{name: "add+norm prefill row stream 1x2 one way", n: 2, dt: ir.BF16, shape: []int{1, 512, 512}, norm: true, offset: 1, tail: true, fold: true, stream: true, rowStream: true, small: true, oneWay: true, long: true, keptMax: 1}, // two rows on some tail cores: the second from DRAM
 }
 
 // smallRing is the target and context of the small cases: an 11x2 grid,
@@ -160,12 +163,18 @@ func TestFusedCollectivesOnCluster(t *testing.T) {
 				ctx = NewContext(tgt)
 			}
 			g, op := fusedCCLGraph(t, tc)
+			old := keptRowsMax
+			keptRowsMax = tc.keptMax
 			p, err := Lower(op, ctx)
+			keptRowsMax = old
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := kir.Validate(p, tgt); err != nil {
 				t.Fatalf("Validate: %v", err)
+			}
+			if tl := p.Kernel("tail_reader"); tl != nil && tc.rowStream && tl.LookupArg("kept_rows") == nil {
+				t.Errorf("the row stream's adders do not write h into the tail cores' CBs (no kept_rows arg on tail_reader)")
 			}
 			cfg, err := hostcfg.Config(p, tgt)
 			if err != nil {
