@@ -154,14 +154,16 @@ func TestWeightBlocksSameOnSrcB(t *testing.T) {
 	}
 }
 
-// TestActLoopbackFollowsFidelity: the 27B's attention-output-sized plain
-// matmul at 4,096 tokens (K 3,072, N 5,120 on 108 cores in two row
+// TestActLoopbackFollowsFidelity: the 27B's down-projection-sized plain
+// matmul at 4,096 tokens (K 8,704, N 5,120 on 108 cores in two row
 // blocks, 3 columns per core) multicasts its activation rows with one
 // sender per rectangle (loopback) when its weight is on SrcB (HiFi2: a
-// row's products take 3*96*32 cycles, less than a column group's sender
-// reading the row and multicasting it to 3 rectangles, 4*96*33), and by
-// one sender per column group at HiFi4 (3*96*64 cycles of products cover
-// the sender). Lowering only.
+// row's products take 3*272*32 cycles, less than a column group's sender
+// reading the row and multicasting it to 3 rectangles, 4*272*33), and by
+// one sender per column group at HiFi4 (3*272*64 cycles of products cover
+// the sender). (The out projection, K 3,072, now runs 6 columns a core in
+// four row blocks, whose products cover the sender at either fidelity.)
+// Lowering only.
 func TestActLoopbackFollowsFidelity(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -177,7 +179,7 @@ func TestActLoopbackFollowsFidelity(t *testing.T) {
 				w = fcWT
 			}
 			op := fcBuild(t, func(b *ir.Builder) []*ir.Value {
-				return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 4096, 3072), w(b, "w", ir.BFP8B, 3072, 5120)))
+				return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 4096, 8704), w(b, "w", ir.BFP8B, 8704, 5120)))
 			})
 			p, err := Lower(op, NewContext(target.Blackhole()))
 			if err != nil {
