@@ -211,34 +211,18 @@ func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
 		// Only the phases the fidelity runs are summed (LoFi one, HiFi2
 		// two): the simulator spends most of a matmul here.
 		var s0, s1, s2, s3 int32
-		switch {
-		case phases == 1:
-			for k := range 8 {
-				x, y := &ga[k], &gb[k]
-				sh := uint32(min(e-pe[k], 30))
-				r, s := int32(1)<<sh, sh+1
-				neg := -int32(x.sign ^ y.sign)
-				s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
-			}
-		case phases == 2:
-			for k := range 8 {
-				x, y := &ga[k], &gb[k]
-				sh := uint32(min(e-pe[k], 30))
-				r, s := int32(1)<<sh, sh+1
-				neg := -int32(x.sign ^ y.sign)
-				s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
+		for k := range 8 {
+			x, y := &ga[k], &gb[k]
+			sh := uint32(min(e-pe[k], 30))
+			r, s := int32(1)<<sh, sh+1
+			neg := -int32(x.sign ^ y.sign) // 0, or -1 to negate: (m ^ -1) + 1 = -m
+			s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
+			if phases > 1 {
 				s1 += ((int32(x.lo*y.hi)<<1+r)>>s ^ neg) - neg
-			}
-		default:
-			for k := range 8 {
-				x, y := &ga[k], &gb[k]
-				sh := uint32(min(e-pe[k], 30))
-				r, s := int32(1)<<sh, sh+1
-				neg := -int32(x.sign ^ y.sign) // 0, or -1 to negate: (m ^ -1) + 1 = -m
-				s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
-				s1 += ((int32(x.lo*y.hi)<<1+r)>>s ^ neg) - neg
-				s2 += ((int32(x.hi*y.lo)<<1+r)>>s ^ neg) - neg
-				s3 += ((int32(x.lo*y.lo)<<1+r)>>s ^ neg) - neg
+				if phases > 2 {
+					s2 += ((int32(x.hi*y.lo)<<1+r)>>s ^ neg) - neg
+					s3 += ((int32(x.lo*y.lo)<<1+r)>>s ^ neg) - neg
+				}
 			}
 		}
 		sums[0][g], sums[1][g], sums[2][g], sums[3][g] = s0, s1, s2, s3
