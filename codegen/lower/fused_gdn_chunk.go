@@ -623,9 +623,20 @@ func (r *gdnChunk) compute() *kir.Kernel {
 			c.RoundThrough(n.round)
 		}
 	}
+	// loop emits body(i) for i < k: peeled (blocks.Compute.ForPeeled: two
+	// copies of the body, no re-initialisation per iteration) when peel
+	// is set, else one plain loop (one copy).
+	peel := true
+	loop := func(name string, k int, body func(i kir.Expr)) {
+		if peel {
+			c.ForPeeled(name, k, body)
+			return
+		}
+		c.For(name, z0, kir.Ci(k), func(i kir.Var) { body(i) })
+	}
 	// product accumulates sum_t a[ta(t)] x b[tb(t)] over t < k into DEST[0].
 	product := func(a, b, k int, ta, tb func(t kir.Expr) kir.Expr) {
-		c.ForPeeled("t", k, func(t kir.Expr) { c.Matmul(a, b, ta(t), tb(t), z0, false) })
+		loop("t", k, func(t kir.Expr) { c.Matmul(a, b, ta(t), tb(t), z0, false) })
 	}
 	// repack packs DEST[0] into the one-page CB mid, then in a fresh DEST
 	// runs f, which reads mid's tile, and pops it.
@@ -649,7 +660,7 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		cb.CBWaitFront(n.sh, kir.Ci(r.shPages()))
 		cb.CBWaitFront(n.u, kir.Ci(vt))
 		cb.Comment("vNew = r(u - r(wk S)) per value tile")
-		c.ForPeeled("vt", vt, func(j kir.Expr) {
+		loop("vt", vt, func(j kir.Expr) {
 			c.Acquire()
 			product(n.sh, n.s, kt, at(r.shWK()), func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
 			repack(n.p1, func() { c.Binary(kir.EltSub, blocks.BcastNone, n.u, n.p1, j, z0, z0) })
@@ -659,7 +670,7 @@ func (r *gdnChunk) compute() *kir.Kernel {
 
 		cb.Comment("o = r(r(qg S) + r(qk vNew)) per value tile")
 		cb.CBWaitFront(n.vnew, kir.Ci(vt))
-		c.ForPeeled("vt", vt, func(j kir.Expr) {
+		loop("vt", vt, func(j kir.Expr) {
 			c.Acquire()
 			product(n.sh, n.s, kt, at(r.shQG()), func(t kir.Expr) kir.Expr { return kir.Add(kir.Mul(t, kir.Ci(vt)), j) })
 			c.PackOut(n.p2, 1)
@@ -685,14 +696,14 @@ func (r *gdnChunk) compute() *kir.Kernel {
 
 		cb.Comment("kd = r(k * e) (column broadcast), then kd^T tile by tile")
 		cb.CBWaitFront(n.e, one)
-		c.ForPeeled("kt", kt, func(t kir.Expr) {
+		loop("kt", kt, func(t kir.Expr) {
 			c.Acquire()
 			c.Binary(kir.EltMul, blocks.BcastCols, n.sh, n.e, kir.Add(kir.Ci(r.shK()), t), z0, z0)
 			c.PackOut(n.kd, 1)
 		})
 		cb.CBPopFront(n.e, one)
 		cb.CBWaitFront(n.kd, kir.Ci(kt))
-		c.ForPeeled("kt", kt, func(t kir.Expr) {
+		loop("kt", kt, func(t kir.Expr) {
 			c.Acquire()
 			c.Transpose(n.kd, t, z0)
 			c.PackOut(n.kdT, 1)
@@ -720,19 +731,19 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		c.For("sb", z0, kir.Ci(kt*vt/bt), func(sb kir.Var) {
 			t0 := kir.Mul(sb, kir.Ci(bt))
 			c.Acquire()
-			for i := range bt {
-				c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.egl, kir.Add(t0, kir.Ci(i)), z0, kir.Ci(i))
-			}
+			c.For("i", z0, kir.Ci(bt), func(i kir.Var) {
+				c.Binary(kir.EltMul, blocks.BcastScalar, n.s, n.egl, kir.Add(t0, i), z0, i)
+			})
 			c.PackOut(n.sd, bt)
 			c.Acquire()
-			for i := range bt {
-				t := kir.Add(t0, kir.Ci(i))
-				c.Matmul(n.kdT, n.vnew, kir.Div(t, kir.Ci(vt)), kir.Mod(t, kir.Ci(vt)), kir.Ci(i), false)
-			}
+			c.For("i", z0, kir.Ci(bt), func(i kir.Var) {
+				t := kir.Add(t0, i)
+				c.Matmul(n.kdT, n.vnew, kir.Div(t, kir.Ci(vt)), kir.Mod(t, kir.Ci(vt)), i, false)
+			})
 			c.PackOut(n.p4, bt)
-			for range bt {
+			c.For("i", z0, kir.Ci(bt), func(kir.Var) {
 				c.BinaryTile(kir.EltAdd, blocks.BcastNone, n.sd, n.p4, out, false, nil)
-			}
+			})
 		})
 		for _, p := range []struct{ cb, n int }{{n.egl, 1}, {n.kdT, kt}, {n.vnew, vt}, {n.s, kt * vt}, {n.sh, r.shPages()}} {
 			cb.CBPopFront(p.cb, kir.Ci(p.n))
@@ -752,14 +763,23 @@ func (r *gdnChunk) compute() *kir.Kernel {
 		// of one iteration), so every loop moves one chunk's pages of
 		// each CB per iteration, as the rings are sized (kir's cb-flow
 		// rule checks a loop's traffic per iteration against the ring).
+		// Only the middle chunks, which run count-2 times per item, peel
+		// their loops: the first and the last chunk's plain loops keep
+		// the kernel's code to about two copies of the chunk's (rule
+		// code-size: with vc > 1, three peeled copies exceed a TRISC's
+		// budget and the kernel config ring).
 		cb.Comment("the first chunk, from the state read")
+		peel = false
 		c.For("c0", kir.C(0), kir.C(1), func(kir.Var) { chunk(n.sin, n.s) })
 		if r.count > 2 {
 			cb.Comment("the middle chunks: the state stays in the carried CB")
+			peel = true
 			c.For("ci", kir.C(1), kir.Ci(r.count-1), func(kir.Var) { chunk(n.s, n.s) })
 		}
 		cb.Comment("the last chunk, its new state to the writer")
+		peel = false
 		c.For("cl", kir.C(0), kir.C(1), func(kir.Var) { chunk(n.s, n.ns) })
+		peel = true
 		if pad := r.rounds()*r.per - r.count; pad > 0 {
 			cb.Comment("the padded last round's pages")
 			for _, p := range []struct{ cb, n int }{{n.sh, pad * r.shPages()}, {n.u, pad * vt}} {

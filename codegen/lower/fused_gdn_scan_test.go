@@ -266,3 +266,27 @@ func TestGDNChunkScanGroupsStateUpdate(t *testing.T) {
 		t.Errorf("the compute runs %.1f inits per chunk, want at most 14 (the S' update's ops grouped by block)", perChunk)
 	}
 }
+
+// TestGDNChunkScanCodeFits: the scan's kernels pass Lower's checks (rule
+// code-size: each TRISC's budget and the kernel config ring) at the 27B's
+// per-device shapes of a whole 4,096-token prompt (128 chunks): 24 value
+// heads (mesh 1x2, one value tile per item) and 48 (p300, two value tiles
+// per item, whose peeled loops once took 28,512 bytes per TRISC).
+func TestGDNChunkScanCodeFits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		H    int
+		f    ir.DType
+	}{
+		{"fp32_24_heads", 24, ir.FP32},
+		{"fp32_48_heads", 48, ir.FP32},
+		{"bf16_48_heads", 48, ir.BF16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tgt := target.Blackhole()
+			if _, err := lower.Lower(gdnScanOp(t, 1, tc.H, 128, 128, 128, 0, 128, tc.f), lower.NewContext(tgt)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
