@@ -294,6 +294,9 @@ func TestFusedCommonModelOps(t *testing.T) {
 		}
 		for oi, op := range ops {
 			t.Run(gc.name+"/"+op.Name(), func(t *testing.T) {
+				if gc.name == "small-1x2" && op.Kind != ir.OpEmbeddingReshape {
+					longtest.Skip(t, "the 1x2 shard's matmuls on the full grid (~0.2-0.3 CPU-s each; small-1x1's run there by default)")
+				}
 				fcRun(t, target.Blackhole(), op, uint64(100*gi+oi+1), srcs)
 			})
 			t.Run(gc.name+"/"+op.Name()+"/2x1", func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		}, 0, 0, true},
 		{"swiglu_bfp4", target.Blackhole(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 512), fcW(b, "gate", ir.BFP4B, 512, 608), fcW(b, "up", ir.BFP4B, 512, 608)))
-		}, 2, 0, false}, // bfp4_b swiglu by default (~1 CPU-s less than the ring of one below)
+		}, 2, 0, true}, // ~1.8 CPU-s: TestWeightBlocksOnSim and the SrcB cases run bfp4_b swiglu by default
 		// A ring of one row (smallL1, K 2048): compute pops each row
 		// before the silu and the multiply (popEarly), the writer
 		// multicasts the next row before it writes this one's results.
