@@ -111,11 +111,12 @@ func TestResidentWeightsOnSim(t *testing.T) {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 128, 512), fcW(b, "w", ir.BFP8B, 512, 192)))
 		}, 1, 4, false},
 		// A matmul4 at 256 tokens on the full grid with 300 KiB of L1 per
-		// core (gridL1): two row blocks of several column groups each.
+		// core (gridL1): four row blocks (two pairs sharing weight streams)
+		// of several column groups each.
 		{"matmul4_bfp8_row_blocks", gridL1(), false, func(b *ir.Builder) []*ir.Value {
 			return b.Matmul4(fcIn(b, "a", ir.BF16, 1, 256, 1024), fcW(b, "w0", ir.BFP8B, 1024, 512), fcW(b, "w1", ir.BFP8B, 1024, 256),
 				fcW(b, "w2", ir.BFP8B, 1024, 24), fcW(b, "w3", ir.BFP8B, 1024, 24))
-		}, 0, 2, true},
+		}, 0, 4, true},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%dx%d", tc.name, tc.tgt.GridX, tc.tgt.GridY), func(t *testing.T) {
