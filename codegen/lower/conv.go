@@ -137,10 +137,7 @@ func convWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) {
 					}
 				})
 			}
-			wt := kir.Add(wd, kir.Ci(j*ct.tileBytes))
-			for c := 0; c < blocks.TileDim; c += blocks.FaceDim {
-				blocks.LocalCopy(b, kir.Add(ws, kir.Ci(blocks.FaceOffsetConst(j, c, ct.eb))), kir.Add(wt, kir.Ci(blocks.FaceOffsetConst(0, c, ct.eb))), blocks.FaceDim*ct.eb)
-			}
+			copyTapRow(b, ws, wd, j, ct.tileBytes, ct.eb)
 		}
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(ct.cbX, kir.Ci(K))
@@ -148,6 +145,16 @@ func convWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) {
 	})
 	blocks.ReleaseScratchPages(b, ct.xSlot, 2)
 	blocks.ReleaseScratchPages(b, ct.wSlot, 1)
+}
+
+// copyTapRow copies tap j's row of the taps tile at ws into row 0 of
+// page j of the reserved weight pages at wd (pages of tileBytes, elements
+// of eb bytes), face by face: the row the compute broadcasts.
+func copyTapRow(b *kir.Builder, ws, wd kir.Expr, j, tileBytes, eb int) {
+	wt := kir.Add(wd, kir.Ci(j*tileBytes))
+	for c := 0; c < blocks.TileDim; c += blocks.FaceDim {
+		blocks.LocalCopy(b, kir.Add(ws, kir.Ci(blocks.FaceOffsetConst(j, c, eb))), kir.Add(wt, kir.Ci(blocks.FaceOffsetConst(0, c, eb))), blocks.FaceDim*eb)
+	}
 }
 
 // convStateWholeTiles is convWholeTiles for conv_depthwise_state_chain:
@@ -205,10 +212,7 @@ func convStateWholeTiles(b *kir.Builder, ct convTiles, rstart, rcount kir.Expr) 
 			for _, r := range shiftRuns(o%blocks.TileDim, ct.eb) {
 				blocks.LocalCopy(b, kir.Add(xs, kir.Ci((r.tile+o/blocks.TileDim)*tb+r.src)), kir.Add(xt, kir.Ci(r.dst)), r.n)
 			}
-			wt := kir.Add(wd, kir.Ci(j*tb))
-			for c := 0; c < blocks.TileDim; c += blocks.FaceDim {
-				blocks.LocalCopy(b, kir.Add(ws, kir.Ci(blocks.FaceOffsetConst(j, c, ct.eb))), kir.Add(wt, kir.Ci(blocks.FaceOffsetConst(0, c, ct.eb))), blocks.FaceDim*ct.eb)
-			}
+			copyTapRow(b, ws, wd, j, tb, ct.eb)
 		}
 		b.NoCAsyncReadBarrier()
 		b.CBPushBack(ct.cbX, kir.Ci(K))
