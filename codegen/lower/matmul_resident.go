@@ -370,7 +370,7 @@ func (m *mmProgram) residentWeightPos(b *kir.Builder) map[int]kir.Var {
 // A program that pops its row in chunks (rowChunks: one part of one
 // weight) does not pop early.
 func (m *mmProgram) popEarly() bool {
-	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 ||
+	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 || m.kChunked ||
 		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest || m.rowChunks() > 0 {
 		return false
 	}
