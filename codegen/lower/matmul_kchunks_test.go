@@ -6,15 +6,13 @@ import (
 
 	"github.com/tcc-dev/tcc/codegen/target"
 	"github.com/tcc-dev/tcc/ir"
+	"github.com/tcc-dev/tcc/ir/longtest"
 )
 
-// chunkL1 is smallGrid with 145 KiB of L1 per core for CBs: a 64 KiB
-// activation row (K 1024) does not fit next to a core's 70 KiB slice of
-// two bfp8_b weight columns and the other CBs, a ring of two 8-page
-// chunks does.
-func chunkL1() *target.Target {
+// chunkL1 is smallGrid with kib KiB of L1 per core for CBs.
+func chunkL1(kib int) *target.Target {
 	t := smallGrid()
-	t.L1Size = t.L1UnreservedBase + 145<<10
+	t.L1Size = t.L1UnreservedBase + kib<<10
 	return t
 }
 
@@ -28,17 +26,31 @@ func chunkL1() *target.Target {
 func TestKChunksOnSim(t *testing.T) {
 	cases := []struct {
 		name  string
+		tgt   *target.Target
 		build func(b *ir.Builder) []*ir.Value
-		chunk int // the act CB's pages per chunk
+		chunk int  // the act CB's pages per chunk
+		long  bool // a TCC_LONG case
 	}{
-		{"matmul_add_bfp8", func(b *ir.Builder) []*ir.Value {
+		// 145 KiB: a 64 KiB activation row (K 1024) does not fit next to
+		// a core's 70 KiB slice of two bfp8_b weight columns and the other
+		// CBs, a ring of two 8-page chunks does.
+		{"matmul_add_bfp8", chunkL1(145), func(b *ir.Builder) []*ir.Value {
 			return one(b.MatmulAdd(fcIn(b, "a", ir.BF16, 1, 64, 1024), fcW(b, "w", ir.BFP8B, 1024, 128), fcIn(b, "r", ir.BF16, 1, 64, 128)))
-		}, 8},
+		}, 8, false},
+		// 460 KiB, K 2048: five columns a core (sub-blocks of 4 and 1),
+		// weights on SrcB (each sum transposed in DEST after its last
+		// chunk only), chunks of 16 pages.
+		{"matmul_bfp8_srcb_two_subblocks", chunkL1(460), func(b *ir.Builder) []*ir.Value {
+			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 2048), fcWT(b, "w", ir.BFP8B, 2048, 320)))
+		}, 16, true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.long {
+				longtest.Skip(t, "a further K-chunk variant on the simulator")
+			}
 			op := fcBuild(t, tc.build)
-			ctx := NewContext(chunkL1())
+			ctx := NewContext(tc.tgt)
 			args := fcArgs(op, uint64(1700+i))
 			want := refEval(t, op, args)
 			p, err := Lower(op, ctx)
