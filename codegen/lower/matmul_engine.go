@@ -361,7 +361,8 @@ type mmProgram struct {
 }
 
 // lower builds f's program: with resident weights when f may keep them
-// (residentOK) and its CBs then fit L1, else streaming them per row.
+// (residentOK) and its CBs then fit L1 (with whole activation rows, else
+// rows in K chunks: matmul_kchunks.go), else streaming them per row.
 func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	if err := f.check(); err != nil {
 		return nil, err

@@ -89,7 +89,7 @@ func (m *mmProgram) readWeightsFirst(b *kir.Builder, r kir.Expr, pas []mmPartArg
 			pa := pas[pi]
 			b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
 				sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
-				m.readSubBlockWeights(b, pt, pa, kt, kir.Var(b.Let("col", kir.Add(pa.start, nb))), sb)
+				m.readSubBlockWeights(b, pt, pa, kt, b.Let("col", kir.Add(pa.start, nb)), sb)
 			})
 		}
 	})

@@ -43,8 +43,8 @@ import (
 // half the rows per core, the pairs sharing the weight stream).
 //
 // When a slice does not fit (the CB plan exceeds the L1 budget), the
-// program is planned again without row blocks, then as the per-row one
-// with its own costs.
+// program is planned again without row blocks, then with the rows in K
+// chunks (matmul_kchunks.go), then as the per-row one with its own costs.
 
 // residentOK reports whether f may keep its weights resident: several
 // tile rows of one activation (not users' rows).
