@@ -82,6 +82,9 @@ type fusedMatmul struct {
 	// oneRowBlock keeps a resident program's cores on all the rows
 	// (rowBlocks 1; set by lower when the row blocks' slices do not fit).
 	oneRowBlock bool
+	// kChunked: the resident program receives each activation row in K
+	// chunks (matmul_kchunks.go; set by lower when no whole row fits).
+	kChunked bool
 }
 
 // check validates the op (its operands and results, which are the
@@ -344,6 +347,7 @@ type mmProgram struct {
 	// weights and the multicast 2 when they fit (actRing).
 	actRows int
 	cbAct   int // the activation CB (the prologue's result)
+	cbPart  int // the fp32 partial sums between K chunks (kChunk)
 	wCB     map[cbKey]int
 	// readBlocks: every weight is placed in blocks whose groups are the
 	// cores' sub-blocks (blocksMatch); the reader moves blocks.
@@ -357,7 +361,8 @@ type mmProgram struct {
 }
 
 // lower builds f's program: with resident weights when f may keep them
-// (residentOK) and its CBs then fit L1, else streaming them per row.
+// (residentOK) and its CBs then fit L1 (with whole activation rows, else
+// rows in K chunks: matmul_kchunks.go), else streaming them per row.
 func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 	if err := f.check(); err != nil {
 		return nil, err
@@ -373,6 +378,14 @@ func (f *fusedMatmul) lower(ctx *Context) (*kir.Program, error) {
 			if p, fits, err := f.build(ctx); fits {
 				return p, err
 			}
+		}
+		if f.kChunkOK() {
+			// the rows in K chunks next to the weights
+			f.kChunked = true
+			if p, fits, err := f.build(ctx); fits {
+				return p, err
+			}
+			f.kChunked = false
 		}
 		f.resident = false
 	}
@@ -400,6 +413,9 @@ func (f *fusedMatmul) build(ctx *Context) (p *kir.Program, fits bool, err error)
 	// otherwise each tile is read on its own, at its place in the blocks
 	m.readBlocks = m.blocksMatch()
 	m.mcast = f.norm == nil && plan.Cores > 1 && (f.rows == 1 || f.resident)
+	if f.kChunked && m.kChunk() == 0 {
+		return nil, false, nil
+	}
 	m.allocCBs()
 	if f.resident && m.cbs.Bytes() > t.L1Budget() {
 		return nil, false, nil
@@ -423,7 +439,14 @@ func (m *mmProgram) allocCBs() {
 		if m.resident && m.mcast {
 			m.actRows = m.actRing(weightSliceBytes(m.ctx.Target, m.residentPages(m.ranges)))
 		}
-		m.cbAct = cbs.Input("act", adt, m.actRows*m.kt)
+		pages := m.actRows * m.kt
+		if p := m.kChunk(); p > 0 {
+			pages = 2 * p // a ring of two K chunks
+		}
+		m.cbAct = cbs.Input("act", adt, pages)
+		if m.kChunk() > 0 {
+			m.cbPart = cbs.Scratch("partials", ir.FP32, m.partialPages())
+		}
 	}
 	m.wCB = map[cbKey]int{}
 	depth := m.weightDepth()
@@ -510,6 +533,10 @@ func (m *mmProgram) reader() {
 		return
 	}
 	rowLoop(b, m.coreRows(), func(r kir.Expr) {
+		if m.kChunk() > 0 {
+			m.readWeightsFirst(b, r, pas, inAcc, rKt)
+			return
+		}
 		if m.norm != nil {
 			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
 			blocks.ReadPages(b, wnAcc, m.norm.nc.w, kir.C(0), rKt)
@@ -620,6 +647,10 @@ func (m *mmProgram) compute() {
 		if n := m.norm; n != nil {
 			c.B.Comment("RMSNorm prologue: the normalised activation row, rounded to x's dtype")
 			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
+		}
+		if p := m.kChunk(); p > 0 {
+			m.computeRowKChunks(c, cKt, counts, wPos, p)
+			return
 		}
 		if m.popEarly() {
 			m.computeRowPopEarly(c, cKt, counts[0], wPos)

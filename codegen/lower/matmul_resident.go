@@ -43,8 +43,8 @@ import (
 // half the rows per core, the pairs sharing the weight stream).
 //
 // When a slice does not fit (the CB plan exceeds the L1 budget), the
-// program is planned again without row blocks, then as the per-row one
-// with its own costs.
+// program is planned again without row blocks, then with the rows in K
+// chunks (matmul_kchunks.go), then as the per-row one with its own costs.
 
 // residentOK reports whether f may keep its weights resident: several
 // tile rows of one activation (not users' rows).
@@ -370,7 +370,7 @@ func (m *mmProgram) residentWeightPos(b *kir.Builder) map[int]kir.Var {
 // A program that pops its row in chunks (rowChunks: one part of one
 // weight) does not pop early.
 func (m *mmProgram) popEarly() bool {
-	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 ||
+	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || len(m.parts) != 1 || m.kChunked ||
 		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest || m.rowChunks() > 0 {
 		return false
 	}

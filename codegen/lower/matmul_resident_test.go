@@ -47,7 +47,7 @@ func TestResidentWeightsOnSim(t *testing.T) {
 		}, 0, 0, true},
 		{"matmul_bfp8_2cores", smallGrid(), false, func(b *ir.Builder) []*ir.Value {
 			return one(b.Matmul(fcIn(b, "a", ir.BF16, 1, 96, 256), fcW(b, "w", ir.BFP8B, 256, 416)))
-		}, 0, 0, false},
+		}, 0, 0, true}, // ~0.35 CPU-s: TestKChunksOnSim runs a resident 2-core matmul by default
 		// A 2-core grid with 400 KiB of L1 each (smallL1): 128 KiB
 		// activation rows (K 2048), so the rings and the fallback show at
 		// small sizes.

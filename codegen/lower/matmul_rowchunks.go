@@ -47,7 +47,7 @@ const rowChunkTarget = 10
 // column and at most dest; P is the smallest divisor of kt of at least
 // kt/rowChunkTarget pages that is whole NoC packets, and less than kt.
 func (m *mmProgram) rowChunks() int {
-	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || (len(m.parts) == 1 && len(m.parts[0].weights) > 1) ||
+	if !m.resident || !m.mcast || m.rows < 2 || m.actRows != 1 || m.rowsInner() || m.kChunked || (len(m.parts) == 1 && len(m.parts[0].weights) > 1) ||
 		m.norm != nil || m.users > 0 || len(m.epi.gathers()) > 0 || m.plan.PerCore > m.dest {
 		return 0
 	}
@@ -66,8 +66,11 @@ func (m *mmProgram) rowChunks() int {
 }
 
 // rowSubRounds is the multicast sub-rounds of one activation row: kt /
-// rowChunks(), 1 without row chunks.
+// rowChunks() (or kChunk()), 1 without row chunks.
 func (m *mmProgram) rowSubRounds() int {
+	if p := m.kChunk(); p > 0 {
+		return m.kt / p
+	}
 	if p := m.rowChunks(); p > 0 {
 		return m.kt / p
 	}
