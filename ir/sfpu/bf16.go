@@ -71,3 +71,16 @@ func (a *asm) sigmoidBF16(x, times uint8) uint8 {
 	a.free(t, e)
 	return y
 }
+
+// ForBF16Result is the op to run in place of o where its result is
+// rounded to bf16: sigmoid_bf16 for sigmoid, silu_bf16 for silu, o
+// itself for the other ops.
+func (o Op) ForBF16Result() Op {
+	switch o {
+	case Sigmoid:
+		return SigmoidBF16
+	case SiLU:
+		return SiLUBF16
+	}
+	return o
+}
