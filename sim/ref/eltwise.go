@@ -22,12 +22,16 @@ func init() {
 		ir.OpMul: fpuBinary(deviceMul, false),
 	})
 	// The SFPU ops: their ir/sfpu element function under the options'
-	// SFPU code (sfpuEval).
+	// SFPU code for the result's dtype (sfpuEvalTo).
 	sfpuOps := map[ir.OpKind]evalFunc{}
 	for _, k := range ir.ChainableOps() {
 		if _, param, ok := sfpuEval(k, DefaultOptions()); ok {
 			sfpuOps[k] = func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-				eval, _, _ := sfpuEval(k, opts)
+				dt, err := resultDType(op, 0)
+				if err != nil {
+					return nil, err
+				}
+				eval, _, _ := sfpuEvalTo(k, dt, opts)
 				if param {
 					return scalar(eval)(op, args, opts)
 				}
@@ -48,6 +52,20 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 	op, ok := sfpu.ByName(k.String())
 	if !ok {
 		return nil, false, false
+	}
+	return op.Func(sfpuCode(opts)), op.HasParam(), true
+}
+
+// sfpuEvalTo is sfpuEval for a result rounded to dt: for bf16, sigmoid
+// and silu are sigmoid_bf16's and silu_bf16's (sfpu.Op.ForBF16Result), as
+// the lowerings run them (codegen/lower lowerUnary, chainSFPUSteps).
+func sfpuEvalTo(k ir.OpKind, dt ir.DType, opts Options) (eval func(x, p float32) float32, param, ok bool) {
+	op, ok := sfpu.ByName(k.String())
+	if !ok {
+		return nil, false, false
+	}
+	if dt == ir.BF16 {
+		op = op.ForBF16Result()
 	}
 	return op.Func(sfpuCode(opts)), op.HasParam(), true
 }

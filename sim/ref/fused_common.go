@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/tcc-dev/tcc/ir"
-	"github.com/tcc-dev/tcc/ir/sfpu"
 )
 
 // Fused ops of the common fusion families (matmul, MLP, residual,
@@ -228,7 +227,9 @@ func evalUnaryMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if !ok || len(op.Operands) < 1 {
 		return nil, fmt.Errorf("rule unary-mul-op: no evaluator for %s", name)
 	}
-	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs}, args[:1], opts)
+	// the unary's result is rounded to x's dtype (sigmoid_bf16 and
+	// silu_bf16 for bf16, sfpuEvalTo)
+	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs, Results: []*ir.Value{{Type: op.Operands[0].Type}}}, args[:1], opts)
 	if err != nil {
 		return nil, err
 	}
@@ -657,14 +658,10 @@ func evalLayoutNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor,
 // runs the same); scalar values are converted to float32 first, as the
 // device receives them.
 func chainFunc(st ir.ChainStep, dt ir.DType, opts Options) (func(float32) float32, error) {
-	op, ok := sfpu.ByName(st.Op.String())
+	eval, _, ok := sfpuEvalTo(st.Op, dt, opts)
 	if !ok || !st.Op.Info().SFPU {
 		return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
 	}
-	if dt == ir.BF16 {
-		op = op.ForBF16Result()
-	}
-	eval := op.Func(sfpuCode(opts))
 	s := float32(st.Value)
 	return func(x float32) float32 { return eval(x, s) }, nil
 }
