@@ -23,6 +23,7 @@ type epiSiLUMul struct {
 	epiPlain
 	m             *ir.Value
 	product, silu int // scratch CBs
+	siluOp        kir.SFPUOp
 }
 
 func (e *epiSiLUMul) inputs() []mmInput    { return []mmInput{{"multiplier", e.m}} }
@@ -33,11 +34,12 @@ func (e *epiSiLUMul) dst(int, int) int     { return e.product }
 func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, _ int) {
 	e.product = cbs.Scratch("product", odt, dest)
 	e.silu = cbs.Scratch("silu", odt, 1)
+	e.siluOp = siluFor(odt) // silu_bf16 for a bf16 result, as the unfused silu
 }
 
 func (e *epiSiLUMul) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 	c.For("j", kir.C(0), sb, func(kir.Var) {
-		c.Unary(e.product, e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.Unary(e.product, e.silu, []blocks.SFPUStep{{Op: e.siluOp}})
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, in[0], out, false, nil)
 	})
 }
