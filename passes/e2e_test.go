@@ -154,11 +154,12 @@ func checkModelStep(t *testing.T, what string, want, got *stepResult) agreement 
 			t.Errorf("%s: %s unfused vs fused %s, want PCC >= %g", what, k, cmp[k], modelPCC)
 		}
 	}
+	full := vocabRows(want)
 	for d := range want.outputs {
 		if len(want.outputs[d]) < 2 {
 			continue
 		}
-		errs, ties := checkTokens(want.outputs[d][1].Data, got.outputs[d][1].Data, want.outputs[d][0].Data)
+		errs, ties := checkTokens(want.outputs[d][1].Data, got.outputs[d][1].Data, full)
 		for _, e := range errs {
 			t.Errorf("%s: device %d greedy token: %s", what, d, e)
 		}
@@ -167,6 +168,26 @@ func checkModelStep(t *testing.T, what string, want, got *stepResult) agreement 
 		}
 	}
 	return cmp["output 0"]
+}
+
+// vocabRows is the unfused logits of every vocabulary entry, [rows,
+// vocab] flattened: each device's output 0 is its shard of the vocabulary
+// (device d the d-th contiguous part) and its output 1 the rows' global
+// greedy tokens, so the rows of the shards are joined in device order.
+func vocabRows(r *stepResult) []float32 {
+	if len(r.outputs) == 0 || len(r.outputs[0]) < 2 {
+		return nil
+	}
+	rows := len(r.outputs[0][1].Data)
+	var full []float32
+	for row := range rows {
+		for d := range r.outputs {
+			l := r.outputs[d][0].Data
+			n := len(l) / rows
+			full = append(full, l[row*n:(row+1)*n]...)
+		}
+	}
+	return full
 }
 
 // TestFusedMatchesUnfused runs the small Qwen config on mesh 1x2 as a

@@ -26,6 +26,10 @@ const (
 	SFPUMulScalar = sfpu.MulScalar
 	SFPUAddBinary = sfpu.AddBinary
 	SFPUMulBinary = sfpu.MulBinary
+	// SFPUSigmoidBF16 and SFPUSiLUBF16: sigmoid and silu where the result
+	// is rounded to bf16 (sfpu.Op.ForBF16Result).
+	SFPUSigmoidBF16 = sfpu.SigmoidBF16
+	SFPUSiLUBF16    = sfpu.SiLUBF16
 )
 
 // SFPUTable is ir/sfpu's Table, indexed by SFPUOp.

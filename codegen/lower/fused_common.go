@@ -161,7 +161,7 @@ func lowerEltwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if _, err := ir.ParseEltwiseChain(s); err != nil {
 		return nil, err // the chain-length rule; chainSFPUSteps parses the steps
 	}
-	steps, err := chainSFPUSteps(s)
+	steps, err := chainSFPUSteps(s, op.Result().Type.DType)
 	if err != nil {
 		return nil, err
 	}

@@ -393,7 +393,7 @@ func (cv *gdnConv) compute() *kir.Kernel {
 		if cv.round {
 			c.RoundThrough(cv.cbSum)
 		}
-		c.SFPU(blocks.SFPUStep{Op: kir.SFPUSiLU}, kir.C(0))
+		c.SFPU(blocks.SFPUStep{Op: siluFor(cv.conv.Type.DType)}, kir.C(0))
 		c.PackOut(cv.cbConv, 1)
 	})
 	cb.CBPopFront(cv.cbScaler, kir.C(1))
@@ -430,7 +430,7 @@ func (cv *gdnConv) gatherCompute(c *blocks.Compute, ccount kir.ArgRef) {
 			c.PackOut(cv.cbRows, 1)
 		})
 		cb.Comment("silu of the group's items, gathered into the rows of one tile")
-		c.Unary(cv.cbGath, cv.cbConv, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.Unary(cv.cbGath, cv.cbConv, []blocks.SFPUStep{{Op: siluFor(cv.conv.Type.DType)}})
 	})
 }
 

@@ -107,7 +107,7 @@ func (r *gdnRec) readPacked(b *kir.Builder, a gdnReads, zeros kir.Var, start, co
 func (k gdnCompute) computePacked() {
 	if k.zRows > 0 {
 		k.c.B.Comment("silu(z) of the core's items, one tile for up to 32 rows")
-		k.c.ForPeeled("zp", gdnPages(k.zRows), func(kir.Expr) { k.c.Unary(k.cb.z, k.cb.szp, []blocks.SFPUStep{{Op: kir.SFPUSiLU}}) })
+		k.c.ForPeeled("zp", gdnPages(k.zRows), func(kir.Expr) { k.c.Unary(k.cb.z, k.cb.szp, []blocks.SFPUStep{{Op: k.cb.silu}}) })
 	}
 	if k.gRows > 0 {
 		k.c.B.Comment("exp(g) of the core's items, one tile for up to 32 items")

@@ -43,7 +43,9 @@ type gdnCBs struct {
 	q, q2, k, k2, v, z, w, beta, g, s, zero, r, qn, kn, kc, eg, sd, d int
 	db, ks, outer, ob, round, eye, ed, sf, sdF                        int
 	sp, o, o2, on1, on, sz, sout, out, rsOut                          int
-	szp, egp                                                          int // the packed silu(z) and exp(g) tiles (compute -> writer)
+	// silu is the op of silu(z), packed as z's dtype (siluFor)
+	silu     kir.SFPUOp
+	szp, egp int // the packed silu(z) and exp(g) tiles (compute -> writer)
 }
 
 // lowerGDNRecurrence builds the gdn_recurrence program phase by phase.
@@ -206,6 +208,7 @@ func (r *gdnRec) addCBs() {
 	} else {
 		c.on1, c.on = cbs.Scratch("o_scaled", ir.FP32, 1), cbs.Scratch("o_normed", f, 1)
 	}
+	c.silu = siluFor(dz)
 	if r.zRows > 0 {
 		// silu(z) of the core's items at once; the writer moves each
 		// row to row 0 of a silu_z page. Exactly vc pages: the writer
@@ -697,7 +700,7 @@ func (k gdnCompute) outNorm(leader kir.ArgRef) {
 		if k.zRows == 0 {
 			c.Acquire()
 			c.Copy(n.z, v, z0)
-			k.sfpu(kir.SFPUSiLU, 0)
+			k.sfpu(n.silu, 0)
 			c.PackOut(n.sz, 1)
 		} // else the writer's row of the packed silu(z)
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, n.sz, n.on, n.out, false, nil)

@@ -100,7 +100,7 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // gate and up tiles of the same output columns are accumulated on the same
 // core, one after the other, and packed to two CBs of the result dtype
 // (r(a @ w_gate), r(a @ w_up)). Tile by tile: as soon as the gate tiles
-// are packed the SFPU applies silu to each, packed (r(silu)), while the up
+// are packed the SFPU applies silu to each (silu_bf16 for a bf16 result), packed (r(silu)), while the up
 // weights stream in; after the up tiles it multiplies each silu tile by
 // its up tile, packed (r): for a bf16 result both are copied to DEST and
 // multiplied on the SFPU (mul_binary_tile: the fp32 product of two bf16
@@ -126,6 +126,19 @@ type epiSwiGLU struct {
 	rows     [2]int
 	gathered bool
 	fpu      bool // the multiply runs on the FPU
+	// siluOp is silu, or silu_bf16 for a bf16 result (siluFor).
+	siluOp kir.SFPUOp
+}
+
+// siluFor is the silu whose result is packed as dt: silu_bf16 for bf16
+// (its error, under 2^-14, is below what the bf16 rounding keeps; the
+// reference evaluator picks the same, sim/ref evalMatmulSwiGLU), silu
+// otherwise.
+func siluFor(dt ir.DType) kir.SFPUOp {
+	if dt == ir.BF16 {
+		return kir.SFPUSiLU.ForBF16Result()
+	}
+	return kir.SFPUSiLU
 }
 
 func (e *epiSwiGLU) fpuMul(odt ir.DType) bool { return odt != ir.BF16 }
@@ -135,6 +148,7 @@ func (e *epiSwiGLU) dst(slot, _ int) int { return e.slots[slot] }
 
 func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, live int) {
 	e.slots = [2]int{cbs.Scratch("gate", odt, dest), cbs.Scratch("up", odt, dest)}
+	e.siluOp = siluFor(odt)
 	e.fpu = e.fpuMul(odt)
 	e.gathered = live > 0
 	if !e.gathered {
@@ -158,12 +172,12 @@ func (e *epiSwiGLU) packed(c *blocks.Compute, slot int, sb kir.Var) {
 	}
 	if e.gathered {
 		c.B.Comment("silu of the gate's live rows, gathered by the writer, rounded, while the up weights stream in")
-		c.Unary(e.rows[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.Unary(e.rows[0], e.silu, []blocks.SFPUStep{{Op: e.siluOp}})
 		return
 	}
 	c.B.Comment("silu(gate), rounded, while the up weights stream in")
 	c.For("j", kir.C(0), sb, func(kir.Var) {
-		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.Unary(e.slots[0], e.silu, []blocks.SFPUStep{{Op: e.siluOp}})
 	})
 }
 

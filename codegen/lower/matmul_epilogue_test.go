@@ -23,6 +23,7 @@ type epiSiLUMul struct {
 	epiPlain
 	m             *ir.Value
 	product, silu int // scratch CBs
+	siluOp        kir.SFPUOp
 }
 
 func (e *epiSiLUMul) inputs() []mmInput    { return []mmInput{{"multiplier", e.m}} }
@@ -33,11 +34,12 @@ func (e *epiSiLUMul) dst(int, int) int     { return e.product }
 func (e *epiSiLUMul) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, _ int) {
 	e.product = cbs.Scratch("product", odt, dest)
 	e.silu = cbs.Scratch("silu", odt, 1)
+	e.siluOp = siluFor(odt) // silu_bf16 for a bf16 result, as the unfused silu
 }
 
 func (e *epiSiLUMul) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 	c.For("j", kir.C(0), sb, func(kir.Var) {
-		c.Unary(e.product, e.silu, []blocks.SFPUStep{{Op: kir.SFPUSiLU}})
+		c.Unary(e.product, e.silu, []blocks.SFPUStep{{Op: e.siluOp}})
 		c.BinaryTile(kir.EltMul, blocks.BcastNone, e.silu, in[0], out, false, nil)
 	})
 }
@@ -190,7 +192,7 @@ func TestMatmulSwiGLUGatheredRows(t *testing.T) {
 				if tc.gather {
 					silus = (silus + dest - 1) / dest
 				}
-				wantUS := float64(silus) * prm.TCCSFPUCycles[kir.SFPUSiLU] / prm.ClockHz * 1e6 // the default: tcc's SFPU code
+				wantUS := float64(silus) * prm.TCCSFPUCycles[kir.SFPUSiLUBF16] / prm.ClockHz * 1e6 // the default: tcc's SFPU code; a bf16 result: silu_bf16
 				if gotUS := th.Busy["silu_tile"]; math.Abs(gotUS-wantUS) > 1e-9 {
 					t.Errorf("compute on core %v (%d tiles): silu_tile busy %.4f us, want %.4f (%d silu_tile)", th.Core, count[th.Core], gotUS, wantUS, silus)
 				}

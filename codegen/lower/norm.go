@@ -108,8 +108,11 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
-// steps a fused program runs on its result tiles; a step without an SFPU
-// operation is an error (rule eltwise-chain-op).
+// steps a fused program runs on its result tiles, each step's result
+// rounded to dt (the chain's dtype): for bf16, sigmoid and silu are
+// sigmoid_bf16 and silu_bf16 (sfpu.Op.ForBF16Result; sim/ref chainSteps
+// picks the same); a step without an SFPU operation is an error (rule
+// eltwise-chain-op).
 // normChainAttrs are a weightless norm chain's eps and SFPU steps (its
 // "eps" and "ops" attributes).
 func normChainAttrs(op *ir.Op) (float64, []blocks.SFPUStep, error) {
@@ -118,11 +121,11 @@ func normChainAttrs(op *ir.Op) (float64, []blocks.SFPUStep, error) {
 	if !ok || !ok2 {
 		return 0, nil, fmt.Errorf("rule attr: %s needs a float attribute \"eps\" and a string attribute \"ops\"", op.Name())
 	}
-	post, err := chainSFPUSteps(s)
+	post, err := chainSFPUSteps(s, op.Result().Type.DType)
 	return eps, post, err
 }
 
-func chainSFPUSteps(s string) ([]blocks.SFPUStep, error) {
+func chainSFPUSteps(s string, dt ir.DType) ([]blocks.SFPUStep, error) {
 	chain, err := ir.ParseChainSteps(s)
 	if err != nil {
 		return nil, err
@@ -132,6 +135,9 @@ func chainSFPUSteps(s string) ([]blocks.SFPUStep, error) {
 		sf, ok := sfpuOps[st.Op]
 		if !ok {
 			return nil, fmt.Errorf("rule eltwise-chain-op: step %d (%s) of %q has no SFPU operation", i, st, s)
+		}
+		if dt == ir.BF16 {
+			sf = sf.ForBF16Result()
 		}
 		post[i] = blocks.SFPUStep{Op: sf, Param: float32(st.Value)}
 	}

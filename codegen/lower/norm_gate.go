@@ -71,7 +71,7 @@ func lowerNormLayoutGate(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("rule attr: %s needs float attributes \"eps\" and \"offset\"", op.Name())
 	}
-	step, err := unaryMulStep(op)
+	step, err := unaryMulStep(op, op.Operands[2].Type.DType)
 	if err != nil {
 		return nil, err
 	}

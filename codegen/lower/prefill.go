@@ -263,7 +263,7 @@ func lowerConvDepthwiseChain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 	if !ok {
 		return nil, fmt.Errorf("rule attr: %s needs a string attribute \"ops\"", op.Name())
 	}
-	post, err := chainSFPUSteps(s)
+	post, err := chainSFPUSteps(s, op.Result().Type.DType)
 	if err != nil {
 		return nil, err
 	}

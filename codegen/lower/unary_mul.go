@@ -18,7 +18,7 @@ import (
 // for bit; u(x) never goes to DRAM. Errors name rule unary-mul-op (op is
 // not a unary SFPU op) or eltwise-shape.
 func lowerUnaryMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
-	step, err := unaryMulStep(op)
+	step, err := unaryMulStep(op, op.Operands[0].Type.DType)
 	if err != nil {
 		return nil, err
 	}
@@ -41,13 +41,18 @@ func lowerUnaryMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 }
 
 // unaryMulStep is the SFPU step of op's unary (attribute op, with its
-// value when it takes one): unary_mul's and norm_layout_gate's gate.
-func unaryMulStep(op *ir.Op) (blocks.SFPUStep, error) {
+// value when it takes one): unary_mul's and norm_layout_gate's gate,
+// whose result is rounded to dt (sigmoid_bf16 and silu_bf16 for bf16, as
+// sim/ref's sfpuEvalTo).
+func unaryMulStep(op *ir.Op, dt ir.DType) (blocks.SFPUStep, error) {
 	name, _ := op.Attrs["op"].(string)
 	kind, ok := ir.LookupOp(name)
 	sf, ok2 := sfpuOps[kind]
 	if !ok || !ok2 {
 		return blocks.SFPUStep{}, fmt.Errorf("rule unary-mul-op: %s: op %q is not a unary SFPU op", op.Name(), name)
+	}
+	if dt == ir.BF16 {
+		sf = sf.ForBF16Result()
 	}
 	step := blocks.SFPUStep{Op: sf}
 	if sf.HasParam() {

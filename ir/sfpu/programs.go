@@ -419,6 +419,10 @@ var unaryBodies = func() [len(Table)]*unaryBody {
 	// denormals (-Inf and negative NaNs included) NaN: two blocks on
 	// expTest's one exponent test, whose four instructions fill MAD slots.
 	// A NaN (which SFPARECIP would make ±0) keeps the estimate's NaN.
+	u[SigmoidBF16] = plain(true, func(a *asm, x uint8) uint8 { return a.sigmoidBF16(x, noLReg) })
+	// silu_bf16: x * sigmoid_bf16(x), x folded into the Newton step; a
+	// NaN x gives the FMA's canonical NaN as silu's.
+	u[SiLUBF16] = plain(false, func(a *asm, x uint8) uint8 { return a.sigmoidBF16(x, x) })
 	u[Rsqrt] = plain(false, func(a *asm, x uint8) uint8 {
 		s := a.expTest(x)
 		r := a.rsqrtEst(x, true)

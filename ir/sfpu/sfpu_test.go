@@ -55,6 +55,8 @@ func TestEval(t *testing.T) {
 		{Log, 1, 0, 0, ""},
 		{Sigmoid, 0, 0, 0.5, ""},
 		{SiLU, 0, 0, 0, ""},
+		{SigmoidBF16, 0, 0, 0.5, "the exact function, as sigmoid"},
+		{SiLUBF16, 0, 0, 0, "the exact function, as silu"},
 		{Rsqrt, 4, 0, 0.5, ""},
 		{Sqrt, 9, 0, 3, ""},
 		{Recip, 4, 0, 0.25, ""},
@@ -171,6 +173,8 @@ func TestCycles(t *testing.T) {
 		{MulScalar, 2, 5, 3 + 4*(2+2+8*5)},
 		{AddBinary, 0, 6, 3 + 4*(2+8*6)},
 		{MulBinary, 0, 6, 3 + 4*(2+8*6)},
+		{SigmoidBF16, 0, 3 + 1 + 63 + 2 + 9, 3 + 4*(2+8*(3+1+63+2+9))},
+		{SiLUBF16, 0, 3 + 75 + 2, 3 + 4*(2+8*(3+(1+63+2+9)+2))},
 	}
 	if len(cases) != len(Table) {
 		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))

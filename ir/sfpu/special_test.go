@@ -63,6 +63,13 @@ func TestProgramSpecialValues(t *testing.T) {
 		{Sigmoid, nan, 0, nan, ""},
 		{SiLU, 0, 0, 0, ""},
 		{SiLU, inf, 0, inf, ""},
+		// sigmoid_bf16(0) and (+Inf) are 0.5 and 1 within 2^-14
+		// (TestBF16Accuracy), not exactly.
+		{SigmoidBF16, -inf, 0, 0, ""},
+		{SigmoidBF16, nan, 0, nan, ""},
+		{SiLUBF16, 0, 0, 0, ""},
+		{SiLUBF16, inf, 0, inf, ""},
+		{SiLUBF16, nan, 0, nan, ""},
 		{Softplus, 0, 0, float32(math.Ln2), ""},
 		{Softplus, 25, 0, 25, "past the threshold: x"},
 		{Softplus, -inf, 0, 0, ""},

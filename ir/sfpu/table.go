@@ -24,6 +24,8 @@ const (
 	MulScalar
 	AddBinary
 	MulBinary
+	SigmoidBF16
+	SiLUBF16
 )
 
 const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
@@ -145,4 +147,19 @@ var Table = [...]Spec{
 		CyclesSource: "llk_sfpu/ckernel_sfpu_binary.h:45-67 (calculate_sfpu_binary_mul with an fp32 DEST: no software rounding; faces as ../../llk_lib/llk_math_eltwise_binary_sfpu_params.h:11-64): " +
 			"per iteration two SFPLOADs, SFPMUL, its NOP, SFPSTORE, INCRWC = 6",
 		Eval: func(x, y float32) float32 { return x * y }},
+	// sigmoid_bf16 and silu_bf16: sigmoid and silu where the result is
+	// rounded to bf16; tcc's programs are bf16.go's cheaper ones, and
+	// tt-metal has no such variant (its call is the accurate one's).
+	{Op: SigmoidBF16, Name: "sigmoid_bf16", Call: "sigmoid_tile", Init: "sigmoid_tile_init", Header: "compute_kernel_api.h",
+		Decl:   "// sigmoid_tile_init and sigmoid_tile: declared by sigmoid",
+		Cycles: tileCycles(0, ldst+1+expF32+2+recip2),
+		CyclesSource: "llk_sfpu/ckernel_sfpu_sigmoid.h:59-76 (as sigmoid): per iteration 3 (load, store, incrwc) + " +
+			"negate 1 + _sfpu_exp_f32_accurate_ (ckernel_sfpu_exp.h:199-299) 63 + 1 + exp (SFPADD and its NOP) 2 + sfpu/ckernel_sfpu_recip.h:18-56 _sfpu_reciprocal_<2> 9 = 78",
+		Eval: func(x, _ float32) float32 { return numerics.Sigmoid(x) }},
+	{Op: SiLUBF16, Name: "silu_bf16", Call: "silu_tile", Init: "silu_tile_init", Header: "compute_kernel_api.h",
+		Decl:   "// silu_tile_init and silu_tile: declared by silu",
+		Cycles: tileCycles(0, ldst+1+expF32+2+recip2+2),
+		CyclesSource: "llk_sfpu/ckernel_sfpu_silu.h:11-28 (as silu): per iteration 3 (load, store, incrwc) + _sfpu_sigmoid_<true> " +
+			"(ckernel_sfpu_sigmoid.h:16-39: negate 1, exp 63, add and NOP 2, reciprocal 9) 75 + x * sigmoid (SFPMUL and its NOP before the store) 2 = 80",
+		Eval: func(x, _ float32) float32 { return numerics.SiLU(x) }},
 }

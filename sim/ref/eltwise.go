@@ -22,12 +22,16 @@ func init() {
 		ir.OpMul: fpuBinary(deviceMul, false),
 	})
 	// The SFPU ops: their ir/sfpu element function under the options'
-	// SFPU code (sfpuEval).
+	// SFPU code for the result's dtype (sfpuEvalTo).
 	sfpuOps := map[ir.OpKind]evalFunc{}
 	for _, k := range ir.ChainableOps() {
 		if _, param, ok := sfpuEval(k, DefaultOptions()); ok {
 			sfpuOps[k] = func(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
-				eval, _, _ := sfpuEval(k, opts)
+				dt, err := resultDType(op, 0)
+				if err != nil {
+					return nil, err
+				}
+				eval, _, _ := sfpuEvalTo(k, dt, opts)
 				if param {
 					return scalar(eval)(op, args, opts)
 				}
@@ -49,11 +53,30 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 	if !ok {
 		return nil, false, false
 	}
-	code := opts.SFPU
-	if !opts.StorageFormats {
-		code = sfpu.CodeLLK
+	return op.Func(sfpuCode(opts)), op.HasParam(), true
+}
+
+// sfpuEvalTo is sfpuEval for a result rounded to dt: for bf16, sigmoid
+// and silu are sigmoid_bf16's and silu_bf16's (sfpu.Op.ForBF16Result), as
+// the lowerings run them (codegen/lower lowerUnary, chainSFPUSteps).
+func sfpuEvalTo(k ir.OpKind, dt ir.DType, opts Options) (eval func(x, p float32) float32, param, ok bool) {
+	op, ok := sfpu.ByName(k.String())
+	if !ok {
+		return nil, false, false
 	}
-	return op.Func(code), op.HasParam(), true
+	if dt == ir.BF16 {
+		op = op.ForBF16Result()
+	}
+	return op.Func(sfpuCode(opts)), op.HasParam(), true
+}
+
+// sfpuCode is the SFPU code the reference computes with under opts: the
+// device's with StorageFormats, the exact functions without.
+func sfpuCode(opts Options) sfpu.Code {
+	if !opts.StorageFormats {
+		return sfpu.CodeLLK
+	}
+	return opts.SFPU
 }
 
 // sfpuFuncs are the SFPU element functions the fused ops' references
@@ -61,6 +84,10 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 // SFPU code with StorageFormats, the exact functions without).
 type sfpuFuncs struct {
 	exp, recip, rsqrt, sigmoid, silu, softplus func(float32) float32
+	// sigmoidBF16 and siluBF16 are sigmoid and silu where the result is
+	// rounded to bf16 (sfpu.Op.ForBF16Result; the exact functions under
+	// CodeLLK): sigmoidTo and siluTo pick them by the result's dtype.
+	sigmoidBF16, siluBF16 func(float32) float32
 	// neg and relu (unary), add and mul (of two DEST tiles' elements,
 	// x op y with x the tile the result overwrites) and mulScalar (x times
 	// the parameter y): the plain arithmetic steps of the flash prefill
@@ -77,10 +104,27 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 			return func(x float32) float32 { return e(x, 0) }
 		}
 		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
+			sigmoidBF16: f(sfpu.SigmoidBF16), siluBF16: f(sfpu.SiLUBF16),
 			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m
 }()
+
+// siluTo is silu for a result rounded to dt: siluBF16 for bf16.
+func (f *sfpuFuncs) siluTo(dt ir.DType) func(float32) float32 {
+	if dt == ir.BF16 {
+		return f.siluBF16
+	}
+	return f.silu
+}
+
+// sigmoidTo is sigmoid for a result rounded to dt: sigmoidBF16 for bf16.
+func (f *sfpuFuncs) sigmoidTo(dt ir.DType) func(float32) float32 {
+	if dt == ir.BF16 {
+		return f.sigmoidBF16
+	}
+	return f.sigmoid
+}
 
 // sfpuFor is the SFPU element functions under opts.
 func sfpuFor(opts Options) *sfpuFuncs {

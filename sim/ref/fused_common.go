@@ -227,7 +227,9 @@ func evalUnaryMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if !ok || len(op.Operands) < 1 {
 		return nil, fmt.Errorf("rule unary-mul-op: no evaluator for %s", name)
 	}
-	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs}, args[:1], opts)
+	// the unary's result is rounded to x's dtype (sigmoid_bf16 and
+	// silu_bf16 for bf16, sfpuEvalTo)
+	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs, Results: []*ir.Value{{Type: op.Operands[0].Type}}}, args[:1], opts)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +292,8 @@ func evalRMSNormMatmul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 }
 
 // evalMatmulSwiGLU: out = r(silu(r(a @ w_gate))) * r(a @ w_up), r to the
-// result dtype; the product is fp32.
+// result dtype; the product is fp32. silu is the device's for a result of
+// that dtype (siluTo: silu_bf16's program for bf16).
 func evalMatmulSwiGLU(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	dt, err := resultDType(op, 0)
 	if err != nil {
@@ -314,8 +317,9 @@ func evalMatmulSwiGLU(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, err
 	}
 	act := NewTensor(gate.Shape)
+	silu := sfpuFor(opts).siluTo(dt)
 	for i, g := range gate.Data {
-		act.Data[i] = sfpuFor(opts).silu(g)
+		act.Data[i] = silu(g)
 	}
 	if act, err = finishResult(dt, act, opts); err != nil {
 		return nil, err
@@ -611,7 +615,7 @@ func chainSteps(steps []ir.ChainStep, dt ir.DType, cur Tensor, opts Options) ([]
 				return nil, err
 			}
 		}
-		f, err := chainFunc(st, opts)
+		f, err := chainFunc(st, dt, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -649,10 +653,12 @@ func evalLayoutNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor,
 }
 
 // chainFunc is one chain step's element function, as the standalone op's
-// evaluator computes it (its ir/sfpu Table entry); scalar values are
-// converted to float32 first, as the device receives them.
-func chainFunc(st ir.ChainStep, opts Options) (func(float32) float32, error) {
-	eval, _, ok := sfpuEval(st.Op, opts)
+// evaluator computes it (its ir/sfpu Table entry), for a result rounded to
+// dt: sigmoid_bf16 and silu_bf16 for bf16 (codegen/lower chainSFPUSteps
+// runs the same); scalar values are converted to float32 first, as the
+// device receives them.
+func chainFunc(st ir.ChainStep, dt ir.DType, opts Options) (func(float32) float32, error) {
+	eval, _, ok := sfpuEvalTo(st.Op, dt, opts)
 	if !ok || !st.Op.Info().SFPU {
 		return nil, fmt.Errorf("rule eltwise-chain-op: %s is not a chainable op", st.Op)
 	}

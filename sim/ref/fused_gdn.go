@@ -122,7 +122,7 @@ func evalGDNConvGates(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 			for j := range K {
 				prods[j] = rc(win(b, j, c) * w.Data[j*C+c])
 			}
-			conv.Data[b*C+c] = sfpuFor(opts).silu(rc(sum(prods)))
+			conv.Data[b*C+c] = sfpuFor(opts).siluTo(op.Results[0].Type.DType)(rc(sum(prods)))
 			for j := 1; j < K; j++ {
 				state.Data[(b*(K-1)+j-1)*C+c] = win(b, j, c)
 			}
@@ -205,6 +205,10 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 		return nil, err
 	}
 	rs, rz := r[0], r[1]
+	// silu(z) is rounded to the result's dtype (rz): silu_bf16 for bf16
+	zdt := op.Results[0].Type.DType
+	sfz := *sfpuFor(opts)
+	sfz.silu = sfz.siluTo(zdt)
 
 	out := NewTensor(z.Shape)
 	next := NewTensor(s.Shape)
@@ -236,7 +240,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 				s0 := s.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 				s1 := next.Data[(b*H+h)*Dk*Dv : (b*H+h+1)*Dk*Dv]
 				gdnHeadFPU(q, k, v, s0, s1, out.Data[b*H*Dv+h*Dv:][:Dv], z.Data[b*H*Dv+h*Dv:][:Dv], nw.Data, bt, gt,
-					float32(l2Eps), l2Scale, scale, float32(normEps), rz, opts.Fidelity, sfpuFor(opts))
+					float32(l2Eps), l2Scale, scale, float32(normEps), rz, opts.Fidelity, &sfz)
 				continue
 			}
 			l2(q)
@@ -270,7 +274,7 @@ func evalGDNRecurrence(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error)
 			on := normRows(Tensor{Shape: ir.Shape{1, Dv}, Data: o}, nw.Data, normEps, 0, RowSplit{}, opts)
 			for j := range Dv {
 				i := b*H*Dv + h*Dv + j
-				out.Data[i] = deviceMul(rz(sfpuFor(opts).silu(z.Data[i])), rs(on.Data[j]), opts)
+				out.Data[i] = deviceMul(rz(sfz.silu(z.Data[i])), rs(on.Data[j]), opts)
 			}
 		}
 	}

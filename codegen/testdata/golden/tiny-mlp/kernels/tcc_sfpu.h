@@ -596,6 +596,100 @@ inline void mul_binary_face(std::uint32_t dst0, std::uint32_t dst1, std::uint32_
     }
 }
 
+// sigmoid_bf16: 3 instructions per face, then 38 per 32 values.
+inline void sigmoid_bf16_face() {
+    TTI_SFPLOADI(3, 8, 0x3fb8);
+    TTI_SFPLOADI(3, 10, 0xaa3b);
+    TTI_SFPLOADI(4, 0, 0x4b40);
+#pragma GCC unroll 0
+    for (int i = 0; i < 8; i++) {
+        TTI_SFPLOAD(0, 0, ADDR_MOD_7, 0);
+        TTI_SFPMOV(0, 0, 1, 1);
+        TTI_SFPLOADI(2, 0, 0xc2a0);
+        TTI_SFPSWAP(0, 1, 2, 1);
+        TTI_SFPLOADI(2, 0, 0x42b0);
+        TTI_SFPSWAP(0, 2, 1, 1);
+        TTI_SFPMAD(1, 3, 4, 5, 0);
+        TTI_SFPLOADI(6, 8, 0x3d65);
+        TTI_SFPMAD(5, 10, 4, 2, 2);
+        TTI_SFPLOADI(6, 10, 0x0a20);
+        TTI_SFPMAD(1, 3, 2, 1, 2);
+        TTI_SFPLOADI(2, 8, 0x3c1c);
+        TTI_SFPLOADI(2, 10, 0xcbeb);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3e76);
+        TTI_SFPLOADI(6, 10, 0x036d);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3f31);
+        TTI_SFPLOADI(6, 10, 0x706e);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3f7f);
+        TTI_SFPLOADI(6, 10, 0xfff4);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPSHFT(23, 0, 5, 1);
+        TTI_SFPIADD(0, 2, 5, 4);
+        TTI_SFPADD(10, 5, 10, 5, 0);
+        TTI_SFPLOADI(1, 0, 0x4000);
+        TTI_SFPARECIP(0, 5, 2, 0);
+        TTI_SFPMAD(5, 2, 1, 1, 2);
+        TTI_SFPLOADI(5, 8, 0x7f80);
+        TTI_SFPMUL(1, 2, 9, 2, 1);
+        TTI_SFPSETSGN(0, 0, 1, 1);
+        TTI_SFPLOADI(5, 10, 0x0001);
+        TTI_SFPPUSHC(0, 0, 0, 0);
+        TTI_SFPIADD(0, 1, 5, 10);
+        TTI_SFPLOADI(2, 0, 0x7fc0);
+        TTI_SFPPOPC(0, 0, 0, 0);
+        TTI_SFPSTORE(2, 0, ADDR_MOD_7, 0);
+        TTI_INCRWC(0, 2, 0, 0);
+    }
+}
+
+// silu_bf16: 3 instructions per face, then 34 per 32 values.
+inline void silu_bf16_face() {
+    TTI_SFPLOADI(3, 8, 0x3fb8);
+    TTI_SFPLOADI(3, 10, 0xaa3b);
+    TTI_SFPLOADI(4, 0, 0x4b40);
+#pragma GCC unroll 0
+    for (int i = 0; i < 8; i++) {
+        TTI_SFPLOAD(0, 0, ADDR_MOD_7, 0);
+        TTI_SFPMOV(0, 0, 1, 1);
+        TTI_SFPLOADI(2, 0, 0xc2a0);
+        TTI_SFPSWAP(0, 1, 2, 1);
+        TTI_SFPLOADI(2, 0, 0x42b0);
+        TTI_SFPSWAP(0, 2, 1, 1);
+        TTI_SFPMAD(1, 3, 4, 5, 0);
+        TTI_SFPLOADI(6, 8, 0x3d65);
+        TTI_SFPMAD(5, 10, 4, 2, 2);
+        TTI_SFPLOADI(6, 10, 0x0a20);
+        TTI_SFPMAD(1, 3, 2, 1, 2);
+        TTI_SFPLOADI(2, 8, 0x3c1c);
+        TTI_SFPLOADI(2, 10, 0xcbeb);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3e76);
+        TTI_SFPLOADI(6, 10, 0x036d);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3f31);
+        TTI_SFPLOADI(6, 10, 0x706e);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPLOADI(6, 8, 0x3f7f);
+        TTI_SFPLOADI(6, 10, 0xfff4);
+        TTI_SFPMAD(2, 1, 6, 2, 0);
+        TTI_SFPSHFT(23, 0, 5, 1);
+        TTI_SFPIADD(0, 2, 5, 4);
+        TTI_SFPADD(10, 5, 10, 5, 0);
+        TTI_SFPLOADI(1, 0, 0x4000);
+        TTI_SFPARECIP(0, 5, 2, 0);
+        TTI_SFPMAD(5, 2, 1, 1, 2);
+        TTI_SFPMUL(0, 2, 9, 2, 0);
+        TTI_SFPNOP;
+        TTI_SFPMUL(1, 2, 9, 2, 1);
+        TTI_SFPNOP;
+        TTI_SFPSTORE(2, 0, ADDR_MOD_7, 0);
+        TTI_INCRWC(0, 2, 0, 0);
+    }
+}
+
 }  // namespace tcc_sfpu
 
 inline void tcc_exp_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
@@ -692,4 +786,16 @@ inline void tcc_mul_binary_tile_init() { using namespace ckernel; MATH((_llk_mat
 inline void tcc_mul_binary_tile(uint32_t idst0, uint32_t idst1, uint32_t odst) {
     using namespace ckernel;
     MATH((_llk_math_eltwise_binary_sfpu_params_<false>(tcc_sfpu::mul_binary_face, idst0, idst1, odst, (int)VectorMode::RC)));
+}
+
+inline void tcc_sigmoid_bf16_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
+inline void tcc_sigmoid_bf16_tile(uint32_t idst) {
+    using namespace ckernel;
+    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::sigmoid_bf16_face, idst, (int)VectorMode::RC)));
+}
+
+inline void tcc_silu_bf16_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
+inline void tcc_silu_bf16_tile(uint32_t idst) {
+    using namespace ckernel;
+    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::silu_bf16_face, idst, (int)VectorMode::RC)));
 }
