@@ -22,8 +22,10 @@ var srcACache = struct {
 	bytes   int          // srcParts and copies held
 }{seed: maphash.MakeSeed(), entries: map[srcAKey][]*srcAEntry{}}
 
-// srcACacheBytes bounds the cache's memory; the oldest entries go first.
-var srcACacheBytes = 96 << 20
+// srcACacheBytes bounds the cache's memory. Eviction is second chance:
+// the oldest entry goes first unless it was hit since it was last queued,
+// when it is queued again.
+var srcACacheBytes = 256 << 20
 
 // srcACacheMin is the smallest matrix (k*n values) worth caching.
 const srcACacheMin = 4096
@@ -37,6 +39,7 @@ type srcAEntry struct {
 	key  srcAKey
 	b    []byte     // the matrix's float32 bits
 	srcA []srcParts // read only once cached
+	hit  bool       // looked up since it was last queued (under the lock)
 }
 
 func (e *srcAEntry) size() int { return len(e.b) + len(e.srcA)*int(unsafe.Sizeof(srcParts{})) }
@@ -62,6 +65,7 @@ func srcAOf(b []float32, k, n int) []srcParts {
 	c.Lock()
 	for _, e := range c.entries[key] {
 		if bytes.Equal(e.b, raw) {
+			e.hit = true
 			c.Unlock()
 			return e.srcA
 		}
@@ -80,6 +84,11 @@ func srcAOf(b []float32, k, n int) []srcParts {
 		old := c.order[0]
 		c.order[0] = nil
 		c.order = c.order[1:]
+		if old.hit {
+			old.hit = false
+			c.order = append(c.order, old)
+			continue
+		}
 		c.bytes -= old.size()
 		list := c.entries[old.key]
 		for i, x := range list {

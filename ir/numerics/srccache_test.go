@@ -105,3 +105,29 @@ func TestSrcACacheBudget(t *testing.T) {
 		t.Errorf("hits newest to oldest (-want +got):\n%s", diff)
 	}
 }
+
+// TestSrcACacheSecondChance: an entry hit since it was queued survives the
+// next eviction, which drops the oldest entry not hit instead.
+func TestSrcACacheSecondChance(t *testing.T) {
+	const k, n = 64, 64
+	entry := (&srcAEntry{b: make([]byte, k*n*4), srcA: make([]srcParts, k*n)}).size()
+	resetSrcACache(t, 4*entry)
+	r := rand.New(rand.NewPCG(5, 6))
+	var mats [][]float32
+	var firsts []*srcParts
+	for range 4 {
+		b := randMatrix(r, k*n)
+		mats = append(mats, b)
+		firsts = append(firsts, &srcAOf(b, k, n)[0])
+	}
+	srcAOf(mats[0], k, n)            // the oldest is hit ...
+	srcAOf(randMatrix(r, k*n), k, n) // ... so a fifth evicts the second oldest
+	var hits []bool
+	for i := len(mats) - 1; i >= 0; i-- {
+		hits = append(hits, &srcAOf(mats[i], k, n)[0] == firsts[i])
+	}
+	want := []bool{true, true, false, true} // mats[3], [2], [1], [0]
+	if diff := cmp.Diff(want, hits); diff != "" {
+		t.Errorf("hits newest to oldest (-want +got):\n%s", diff)
+	}
+}
