@@ -25,7 +25,7 @@ var srcACache = struct {
 // srcACacheBytes bounds the cache's memory. Eviction is second chance:
 // the oldest entry goes first unless it was hit since it was last queued,
 // when it is queued again.
-var srcACacheBytes = 256 << 20
+var srcACacheBytes = 128 << 20
 
 // srcACacheMin is the smallest matrix (k*n values) worth caching.
 const srcACacheMin = 4096
