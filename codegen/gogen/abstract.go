@@ -15,19 +15,6 @@ import (
 // placeholder is the name standing for the i-th buffer of a signature.
 func placeholder(i int) string { return "$" + strconv.Itoa(i) }
 
-// clone deep-copies a config through its JSON form.
-func clone(c *hostcfg.ProgramConfig) (*hostcfg.ProgramConfig, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	var out hostcfg.ProgramConfig
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
 // rename applies f to every buffer name in c (buffers, argument values,
 // CB backing buffers).
 func rename(c *hostcfg.ProgramConfig, f func(string) (string, error)) error {
@@ -68,10 +55,7 @@ func rename(c *hostcfg.ProgramConfig, f func(string) (string, error)) error {
 // replaced by placeholders in declaration order, plus the names they stand
 // for. c is not modified.
 func Abstract(c *hostcfg.ProgramConfig) (*hostcfg.ProgramConfig, []string, error) {
-	a, err := clone(c)
-	if err != nil {
-		return nil, nil, err
-	}
+	a := clone(c)
 	index := map[string]int{}
 	var names []string
 	for _, b := range c.Buffers {
@@ -79,7 +63,7 @@ func Abstract(c *hostcfg.ProgramConfig) (*hostcfg.ProgramConfig, []string, error
 		names = append(names, b.Name)
 	}
 	a.Program = ""
-	err = rename(a, func(n string) (string, error) {
+	err := rename(a, func(n string) (string, error) {
 		i, ok := index[n]
 		if !ok {
 			return "", fmt.Errorf("gogen: program %s: argument names buffer %q it does not declare", c.Program, n)
@@ -92,12 +76,9 @@ func Abstract(c *hostcfg.ProgramConfig) (*hostcfg.ProgramConfig, []string, error
 // Concretize is the inverse of Abstract: placeholders become names, and the
 // program is called program.
 func Concretize(a *hostcfg.ProgramConfig, program string, names []string) (*hostcfg.ProgramConfig, error) {
-	c, err := clone(a)
-	if err != nil {
-		return nil, err
-	}
+	c := clone(a)
 	c.Program = program
-	err = rename(c, func(n string) (string, error) {
+	err := rename(c, func(n string) (string, error) {
 		i, err := strconv.Atoi(strings.TrimPrefix(n, "$"))
 		if !strings.HasPrefix(n, "$") || err != nil || i < 0 || i >= len(names) {
 			return "", fmt.Errorf("gogen: program %s: placeholder %q has no buffer (%d given)", program, n, len(names))

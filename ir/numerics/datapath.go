@@ -74,14 +74,16 @@ type term struct {
 // exponent, sign, the two mantissa slices a phase may take, and whether
 // it is zero.
 type srcParts struct {
-	exp    int32
-	sign   uint32
-	hi, lo uint32
-	zero   bool
 	// pexp is exp, or zeroPExp for a zero: a product with a zero
 	// operand then sits so far below its group's largest live one that
 	// its aligned mantissa is 0 (mvmulPhases needs no branch for it).
 	pexp int32
+	exp  int16
+	// hi and lo are at most 7 bits; sign is 0 or 1. Narrow fields make a
+	// srcParts 12 bytes (Matmul's cache of converted weights holds more).
+	hi, lo uint8
+	sign   uint8
+	zero   bool
 }
 
 // zeroPExp is a zero source word's pexp: two of them sum far below any
@@ -90,7 +92,7 @@ const zeroPExp = -1 << 24
 
 // withPExp is p with its pexp set.
 func withPExp(p srcParts) srcParts {
-	p.pexp = p.exp
+	p.pexp = int32(p.exp)
 	if p.zero {
 		p.pexp = zeroPExp
 	}
@@ -101,14 +103,14 @@ func withPExp(p srcParts) srcParts {
 // next 5 bits (lo).
 func partsA(w uint32) srcParts {
 	m := w&0x3FF | 0x400
-	return withPExp(srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 6, lo: (m >> 1) & 31, zero: srcZero(w)})
+	return withPExp(srcParts{exp: int16(w >> 10 & 255), sign: uint8(w >> 18 & 1), hi: uint8(m >> 6), lo: uint8((m >> 1) & 31), zero: srcZero(w)})
 }
 
 // partsB splits a SrcB word: 7-bit slices, hidden bit + top 6 (hi) and the
 // low 4 bits shifted up by 3 (lo).
 func partsB(w uint32) srcParts {
 	m := w&0x3FF | 0x400
-	return withPExp(srcParts{exp: int32(w >> 10 & 255), sign: w >> 18 & 1, hi: m >> 4, lo: (m & 15) << 3, zero: srcZero(w)})
+	return withPExp(srcParts{exp: int16(w >> 10 & 255), sign: uint8(w >> 18 & 1), hi: uint8(m >> 4), lo: uint8((m & 15) << 3), zero: srcZero(w)})
 }
 
 // mvmulLane is one output element of an MVMUL pass: DEST dst plus the dot
@@ -138,15 +140,15 @@ func mvmulParts(a, b []srcParts, dst uint32, phase int, fp32 bool) uint32 {
 		if x.zero || y.zero {
 			continue // sign 0, exponent 0 (the clamped product adjustment), mantissa 0
 		}
-		ma, mb := x.hi, y.hi
+		ma, mb := uint32(x.hi), uint32(y.hi)
 		if phase&1 != 0 {
-			ma = x.lo
+			ma = uint32(x.lo)
 		}
 		if phase&2 != 0 {
-			mb = y.lo
+			mb = uint32(y.lo)
 		}
-		signs[i] = x.sign ^ y.sign
-		exps[i] = x.exp + y.exp + adj
+		signs[i] = uint32(x.sign ^ y.sign)
+		exps[i] = int32(x.exp) + int32(y.exp) + adj
 		mans[i] = int32(ma * mb)
 	}
 	var sops [2]term
@@ -216,12 +218,13 @@ func mvmulPhases(a, b []srcParts, dst uint32, phases int, fp32 bool) uint32 {
 			sh := uint32(min(e-pe[k], 30))
 			r, s := int32(1)<<sh, sh+1
 			neg := -int32(x.sign ^ y.sign) // 0, or -1 to negate: (m ^ -1) + 1 = -m
-			s0 += ((int32(x.hi*y.hi)<<1+r)>>s ^ neg) - neg
+			xh, xl, yh, yl := int32(x.hi), int32(x.lo), int32(y.hi), int32(y.lo)
+			s0 += ((xh*yh<<1+r)>>s ^ neg) - neg
 			if phases > 1 {
-				s1 += ((int32(x.lo*y.hi)<<1+r)>>s ^ neg) - neg
+				s1 += ((xl*yh<<1+r)>>s ^ neg) - neg
 				if phases > 2 {
-					s2 += ((int32(x.hi*y.lo)<<1+r)>>s ^ neg) - neg
-					s3 += ((int32(x.lo*y.lo)<<1+r)>>s ^ neg) - neg
+					s2 += ((xh*yl<<1+r)>>s ^ neg) - neg
+					s3 += ((xl*yl<<1+r)>>s ^ neg) - neg
 				}
 			}
 		}

@@ -125,17 +125,7 @@ func matmulOnto(acc, a, b []float32, m, k, n int, f ir.MathFidelity) []float32 {
 	checkMatrix("Matmul (b)", len(b), k, n)
 	phases := fidelityPhases(f)
 	kp := ceilTiles(k) * TileDim
-	srcA := make([]srcParts, n*kp) // srcA[j*kp+p] = b[p][j]
-	zero := partsA(0)
-	for j := 0; j < n; j++ {
-		col := srcA[j*kp : (j+1)*kp]
-		for p := 0; p < k; p++ {
-			col[p] = partsA(srcWord(TruncTF32(b[p*n+j])))
-		}
-		for p := k; p < kp; p++ {
-			col[p] = zero
-		}
-	}
+	srcA := srcAOf(b, k, n) // srcA[j*kp+p] = b[p][j]; shared, read only
 	srcB := make([]srcParts, kp)
 	for i := range srcB {
 		srcB[i] = partsB(0)
