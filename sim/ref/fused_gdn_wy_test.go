@@ -213,7 +213,7 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 // repeat_interleave(x, 3, axis 1) of the grouped operands bit for bit
 // (value head h reads key head h/3; the other operands have H heads).
 func TestGDNChunkGroupEqualsRepeat(t *testing.T) {
-	const B, H, G, N, L, D = 2, 6, 3, 1, 32, 32
+	const B, H, G, N, L, D = 1, 6, 3, 1, 32, 32
 	cases := []struct {
 		name    string
 		grouped []string // the operands given per key head
