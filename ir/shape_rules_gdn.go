@@ -134,14 +134,25 @@ func shapeGDNChunkStep(in []TensorType, attrs Attrs) ([]TensorType, error) {
 	return []TensorType{like(in[0], Shape{B, H, 1, L, Dv}, f), like(in[6], s.Clone(), f)}, nil
 }
 
-// shapeGDNChunkScan: the operands as shapeGDNChunkStep's, and chunks
-// first .. first+count-1 within [0, N) with count >= 1; results o [B, H,
+// shapeGDNChunkScan: the operands as shapeGDNChunkStep's (k as its
+// repeat with k_group), and chunks first .. first+count-1 within [0, N)
+// with count >= 1; results o [B, H,
 // count, L, Dv] (u's placement) and the new state (state's type).
 func shapeGDNChunkScan(in []TensorType, attrs Attrs) ([]TensorType, error) {
 	first, ok1 := attrs["first"].(int)
 	count, ok2 := attrs["count"].(int)
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("rule gdn-chunk-scan-attrs: first %v and count %v must be ints", attrs["first"], attrs["count"])
+	}
+	kGroup, err := GDNKGroup(attrs)
+	if err != nil {
+		return nil, err
+	}
+	if kGroup > 1 && len(in) == 7 { // k per key head: as its repeat (the state has the value heads)
+		in = append([]TensorType{}, in...)
+		if in[4], err = GDNKGroupType("k", in[4], in[6], kGroup); err != nil {
+			return nil, err
+		}
 	}
 	out, err := shapeGDNChunkStep(in, Attrs{"chunk": first})
 	if err != nil {
@@ -309,6 +320,34 @@ func GDNChunkPrepQGroupType(q, k TensorType, g int) (TensorType, error) {
 	return like(q, Shape{qs[0], ks[1], qs[2], qs[3], qs[4]}, q.DType), nil
 }
 
+// GDNKGroup is gdn_chunk_prep's and gdn_chunk_scan's k_group attribute
+// G: 1 when absent (k has the value heads); an error names the rule when
+// it is not a positive int.
+func GDNKGroup(a Attrs) (int, error) {
+	v, ok := a["k_group"]
+	if !ok {
+		return 1, nil
+	}
+	n, isInt := v.(int)
+	if !isInt || n < 1 {
+		return 0, fmt.Errorf("rule gdn-k-group: k_group %v must be a positive int", v)
+	}
+	return n, nil
+}
+
+// GDNKGroupType is the type an operand x [B, H/G, N, L, D] given per key
+// head (k_group = G) stands for: its repeat by G on axis 1, [B, H, N, L,
+// D], with H the value heads of ref ([B, H, N, ...]: v, or the state); an
+// error names the rule and operand when x's heads times G are not H or
+// its batch differs from ref's.
+func GDNKGroupType(name string, x, ref TensorType, g int) (TensorType, error) {
+	xs, rs := x.Shape, ref.Shape
+	if xs.Rank() != 5 || rs.Rank() < 2 || xs[1]*g != rs[1] || xs[0] != rs[0] {
+		return TensorType{}, fmt.Errorf("rule gdn-k-group: %s %s must be [B, H/%d, N, L, Dk] for %d value heads (%s)", name, xs, g, rs[1], rs)
+	}
+	return like(x, Shape{xs[0], rs[1], xs[2], xs[3], xs[4]}, x.DType), nil
+}
+
 // GDNChunkPrepBetaSeqType is the type gdn_chunk_prep's beta operand with
 // beta_seq = 1 stands for: the column form [B, H, N, L, 1] of beta [B,
 // N*L, H] (k's dtype); an error names the rule when beta does not fit k
@@ -350,12 +389,25 @@ func GDNChunkPrepRowTypes(in []TensorType) ([]TensorType, error) {
 	return out, nil
 }
 
-// shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type);
+// shapeGDNChunkPrep: the operands of shapeGDNChunkWY and q (k's type),
+// kx and k taken as their repeats with k_group and q as its with q_group;
 // results u and wk (as shapeGDNChunkWY's), qg (k's type) and qk [B, H, N,
 // L, L] (k's placement).
 func shapeGDNChunkPrep(in []TensorType, a Attrs) ([]TensorType, error) {
 	if len(in) != 7 {
 		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(in))
+	}
+	kGroup, err := GDNKGroup(a)
+	if err != nil {
+		return nil, err
+	}
+	if kGroup > 1 { // kx and k per key head: as their repeats (v has the value heads)
+		in = append([]TensorType{}, in...)
+		for i, name := range []string{"kx", "k"} {
+			if in[i], err = GDNKGroupType(name, in[i], in[2], kGroup); err != nil {
+				return nil, err
+			}
+		}
 	}
 	decay, err := GDNChunkPrepDecay(a)
 	if err != nil {

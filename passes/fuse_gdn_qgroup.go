@@ -39,35 +39,8 @@ func ruleGDNChunkPrepQGroup() *rw.Rule {
 		NewDist: true,
 		Build: func(b *rw.Builder, m *rw.Match) ([]*ir.Value, error) {
 			steps, grp, _ := gdnQGroupPlan(m)
-			old := m.Op("chain")
-			attrs := ir.Attrs{}
-			for k, v := range old.Attrs {
-				attrs[k] = v
-			}
-			attrs["steps"] = ir.FormatLayoutChain(steps)
-			c, err := b.Emit1(ir.OpLayoutNormPlainChain, []*ir.Value{m.Value("x")}, attrs)
+			c, err := gdnEmitChain(b, m.Op("chain"), m.Value("x"), steps)
 			if err != nil {
-				return nil, err
-			}
-			c.Type.Dist = old.Result().Type.Dist
-			// the new chain is its layout_chain then its norm chain (as FuseLayoutNormPlainChain joins them)
-			lc := ir.Attrs{"steps": attrs["steps"]}
-			if dt, ok := attrs["dtype"]; ok {
-				lc["dtype"] = dt
-			}
-			nc := ir.Attrs{}
-			for k, v := range attrs {
-				if k != "steps" && k != "dtype" {
-					nc[k] = v
-				}
-			}
-			if c.Def.Decomp, err = gdnDecomp(c.Def, func(in []*ir.Value, emit gdnEmitFn) ([]*ir.Value, error) {
-				l, err := emit(ir.OpLayoutChain, in, lc, nil)
-				if err != nil {
-					return nil, err
-				}
-				return emit(ir.OpRMSNormPlainChain, l, nc, nil)
-			}); err != nil {
 				return nil, err
 			}
 			qs := m.Op("qr").Result().Type.Shape
@@ -105,15 +78,48 @@ func ruleGDNChunkPrepQGroup() *rw.Rule {
 	}
 }
 
+// gdnEmitChain emits the layout_norm_plain_chain old (of x) with steps
+// instead of its own (its other attributes and split kept); its
+// decomposition is its layout_chain then its rms_norm_plain_chain (as
+// FuseLayoutNormPlainChain joins them). It returns the chain's result.
+func gdnEmitChain(b *rw.Builder, old *ir.Op, x *ir.Value, steps []ir.LayoutStep) (*ir.Value, error) {
+	attrs := ir.Attrs{}
+	for k, v := range old.Attrs {
+		attrs[k] = v
+	}
+	attrs["steps"] = ir.FormatLayoutChain(steps)
+	c, err := b.Emit1(ir.OpLayoutNormPlainChain, []*ir.Value{x}, attrs)
+	if err != nil {
+		return nil, err
+	}
+	c.Type.Dist = old.Result().Type.Dist
+	lc := ir.Attrs{"steps": attrs["steps"]}
+	if dt, ok := attrs["dtype"]; ok {
+		lc["dtype"] = dt
+	}
+	nc := ir.Attrs{}
+	for k, v := range attrs {
+		if k != "steps" && k != "dtype" {
+			nc[k] = v
+		}
+	}
+	if c.Def.Decomp, err = gdnDecomp(c.Def, func(in []*ir.Value, emit gdnEmitFn) ([]*ir.Value, error) {
+		l, err := emit(ir.OpLayoutChain, in, lc, nil)
+		if err != nil {
+			return nil, err
+		}
+		return emit(ir.OpRMSNormPlainChain, l, nc, nil)
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // gdnQGroupPlan is FuseGDNChunkPrepQGroup's side condition and plan: the
-// prep takes q with k's heads (no q_group yet) and g's rows (rows = 1); the chain has exactly one
-// repeat_interleave step by G, followed only by transposes that bring
-// its axis to axis 1 of the chain's rank-4 result [B, H, S, Dk] (so the
-// norm's last axis is never repeated); the reshape sets only its shape,
-// [B, H, N, L, Dk] with N*L = S; and the chain without the repeat (still
-// two steps or more) gives [B, H/G, S, Dk], whose reshape fits the
-// prep's q_group rule against k. It returns the steps without the repeat
-// and G.
+// prep takes q with k's heads (no q_group yet) and g's rows (rows = 1);
+// the chain and reshape fit gdnRepeatPlan, and the reshape without the
+// repeat fits the prep's q_group rule against k (as its repeat with
+// k_group). It returns the steps without the repeat and G.
 func gdnQGroupPlan(m *rw.Match) ([]ir.LayoutStep, int, bool) {
 	prep, chain, qr := m.Op("prep"), m.Op("chain"), m.Op("qr")
 	if g, err := ir.GDNChunkPrepQGroup(prep.Attrs); err != nil || g != 1 {
@@ -122,7 +128,36 @@ func gdnQGroupPlan(m *rw.Match) ([]ir.LayoutStep, int, bool) {
 	if rows, err := ir.GDNChunkPrepRows(prep.Attrs); err != nil || !rows { // the Exp, Decay and Rows rules set fixed attributes
 		return nil, 0, false
 	}
-	if len(qr.Attrs) != 1 {
+	kept, grp, ok := gdnRepeatPlan(chain, m.Value("x"), qr)
+	if !ok {
+		return nil, 0, false
+	}
+	k := m.Value("k").Type
+	if kg, err := ir.GDNKGroup(prep.Attrs); err != nil {
+		return nil, 0, false
+	} else if kg > 1 {
+		if k, err = ir.GDNKGroupType("k", k, prep.Operands[2].Type, kg); err != nil {
+			return nil, 0, false
+		}
+	}
+	qs := qr.Result().Type.Shape
+	qt := qr.Result().Type
+	qt.Shape = ir.Shape{qs[0], qs[1] / grp, qs[2], qs[3], qs[4]}
+	if _, err := ir.GDNChunkPrepQGroupType(qt, k, grp); err != nil {
+		return nil, 0, false
+	}
+	return kept, grp, true
+}
+
+// gdnRepeatPlan is the chain part of the group rules' side conditions:
+// the chain of x has exactly one repeat_interleave step by G >= 2,
+// followed only by transposes that bring its axis to axis 1 of the
+// chain's rank-4 result [B, H, S, D] (so the norm's last axis is never
+// repeated); the reshape sets only its shape, [B, H, N, L, D] with N*L =
+// S; and the chain without the repeat keeps two steps or more ([B, H/G,
+// S, D]). It returns the steps without the repeat and G.
+func gdnRepeatPlan(chain *ir.Op, x *ir.Value, reshape *ir.Op) ([]ir.LayoutStep, int, bool) {
+	if len(reshape.Attrs) != 1 {
 		return nil, 0, false
 	}
 	s, ok := chain.Attrs["steps"].(string)
@@ -133,7 +168,7 @@ func gdnQGroupPlan(m *rw.Match) ([]ir.LayoutStep, int, bool) {
 	if err != nil {
 		return nil, 0, false
 	}
-	types, err := ir.LayoutChainTypes(m.Value("x").Type, steps)
+	types, err := ir.LayoutChainTypes(x.Type, steps)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -175,17 +210,11 @@ func gdnQGroupPlan(m *rw.Match) ([]ir.LayoutStep, int, bool) {
 		}
 	}
 	out := chain.Result().Type.Shape
-	qs := qr.Result().Type.Shape
+	qs := reshape.Result().Type.Shape
 	if r != 4 || axis != 1 || qs.Rank() != 5 || qs[0] != out[0] || qs[1] != out[1] || qs[2]*qs[3] != out[2] || qs[4] != out[3] || out[1]%grp != 0 {
 		return nil, 0, false
 	}
-	kept := append(append([]ir.LayoutStep{}, steps[:rep]...), steps[rep+1:]...)
-	qt := qr.Result().Type
-	qt.Shape = ir.Shape{qs[0], qs[1] / grp, qs[2], qs[3], qs[4]}
-	if _, err := ir.GDNChunkPrepQGroupType(qt, m.Value("k").Type, grp); err != nil {
-		return nil, 0, false
-	}
-	return kept, grp, true
+	return append(append([]ir.LayoutStep{}, steps[:rep]...), steps[rep+1:]...), grp, true
 }
 
 // gdnEmitFn adds one op to a decomposition being built: kind on operands

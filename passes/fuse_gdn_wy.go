@@ -53,7 +53,7 @@ import (
 // whole fp32 tile per chunk and head; the prep now reads the gates' tile
 // holding the chunk's tokens of its head and moves that column to column
 // 0 of a cleared tile (the layout_chain's values, bit for bit).
-var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay, ruleGDNChunkPrepRows, ruleGDNChunkPrepBetaSeq, ruleGDNChunkPrepQGroup)
+var _ = registerRules("gdn-prefill", ruleGDNChunkWY, ruleGDNChunkPrep, ruleGDNChunkPrepExp, ruleGDNChunkPrepDecay, ruleGDNChunkPrepRows, ruleGDNChunkPrepBetaSeq, ruleGDNChunkPrepQGroup, ruleGDNChunkKGroup)
 
 // ruleGDNChunkWY is FuseGDNChunkWY (two roots: wk, then u).
 func ruleGDNChunkWY() *rw.Rule {

@@ -94,8 +94,11 @@ type gdnChunk struct {
 	// padded last round (count odd) re-reads chunk first (pages
 	// (ri*per + k) % count); the compute pops those pages after the
 	// item's last chunk.
-	per  int
-	what string // the op kind's name
+	per int
+	// kGroup is a scan's k_group G: with G > 1 operand k is [B, H/G, N,
+	// L, Dk] and item (b, h) reads k's head b*H/G + h/G (kHead).
+	kGroup int
+	what   string // the op kind's name
 	// cur is the chunk being emitted (a constant for a step, the chunk
 	// loop's c + ci for a scan) and ci its index in the scan.
 	cur, ci kir.Expr
@@ -189,6 +192,18 @@ func planGDNChunk(op *ir.Op, ctx *Context) (*gdnChunk, error) {
 	}
 	if c < 0 || c+count > N {
 		return nil, fmt.Errorf("rule gdn-chunk-index: chunks %d .. %d are outside [0, %d)", c, c+count-1, N)
+	}
+	r.kGroup = 1
+	if scan {
+		var err error
+		if r.kGroup, err = ir.GDNKGroup(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+	}
+	if r.kGroup > 1 { // k's shape against the state's heads (the shape rule)
+		if _, err := ir.InferTypes(op.Kind, op.Operands, op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
 	}
 	f := r.s.Type.DType
 	if f != ir.BF16 && f != ir.FP32 {
@@ -330,6 +345,16 @@ func (r *gdnChunk) chunkPage(bh kir.Expr, d int, j kir.Expr) kir.Expr {
 	return kir.Add(kir.Mul(kir.Add(kir.Mul(bh, kir.Ci(r.N)), r.cur), kir.Ci(d)), j)
 }
 
+// kHead is k's (user, head) index for item bh = b*H + h: bh itself, or
+// b*H/G + h/G with k_group G > 1 (k per key head).
+func (r *gdnChunk) kHead(bh kir.Expr) kir.Expr {
+	if r.kGroup <= 1 {
+		return bh
+	}
+	H, G := kir.Ci(r.H), kir.Ci(r.kGroup)
+	return kir.Add(kir.Mul(kir.Div(bh, H), kir.Ci(r.H/r.kGroup)), kir.Div(kir.Mod(bh, H), G))
+}
+
 // gTile and gRow are the tile of g holding chunk cur's row (for item bh)
 // and the row in it.
 func (r *gdnChunk) gTile(bh kir.Expr) kir.Expr {
@@ -403,7 +428,7 @@ func (r *gdnChunk) reader() *kir.Kernel {
 		runs := []gdnRun{
 			{acc["wk"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
 			{acc["qg"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
-			{acc["k"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, kt, j) }},
+			{acc["k"], kt, func(j kir.Expr) kir.Expr { return r.chunkPage(r.kHead(bh), kt, j) }},
 			{acc["qk"], 1, func(j kir.Expr) kir.Expr { return r.chunkPage(bh, 1, j) }},
 		}
 		if r.scan { // no g tile (shPages)

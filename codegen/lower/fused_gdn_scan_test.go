@@ -17,17 +17,24 @@ import (
 )
 
 // gdnScanOp builds a one-op graph: gdn_chunk_scan of chunks first ..
-// first+count-1 over [B, H, N, 32, D] operands of dtype f.
-func gdnScanOp(t *testing.T, B, H, N, dk, dv, first, count int, f ir.DType) *ir.Op {
+// first+count-1 over [B, H, N, 32, D] operands of dtype f (k [B, H/G, N,
+// 32, Dk] with k_group = G when kGroup gives G > 1).
+func gdnScanOp(t *testing.T, B, H, N, dk, dv, first, count int, f ir.DType, kGroup ...int) *ir.Op {
 	t.Helper()
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_scan")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(f, s...)) }
+	G := 1
+	var opts []ir.Option
+	if len(kGroup) > 0 && kGroup[0] > 1 {
+		G = kGroup[0]
+		opts = append(opts, ir.With("k_group", G))
+	}
 	u, wk, qg := in("u", B, H, N, L, dv), in("wk", B, H, N, L, dk), in("qg", B, H, N, L, dk)
-	qk, k, g := in("qk", B, H, N, L, L), in("k", B, H, N, L, dk), in("g", B, H, N, L)
+	qk, k, g := in("qk", B, H, N, L, L), in("k", B, H/G, N, L, dk), in("g", B, H, N, L)
 	s := in("state", B, H, 1, dk, dv)
 	b.Region(ir.RegionKind("gdn"), 0)
-	rs := b.GDNChunkScan(u, wk, qg, qk, k, g, s, first, count)
+	rs := b.GDNChunkScan(u, wk, qg, qk, k, g, s, first, count, opts...)
 	if b.Err() != nil {
 		t.Fatal(b.Err())
 	}
@@ -71,17 +78,23 @@ func TestGDNChunkScanProgramOnSim(t *testing.T) {
 		tgt                           *target.Target
 		B, H, N, dk, dv, first, count int
 		f                             ir.DType
+		kGroup                        int // k per key head (k_group) when > 1
 	}{
-		{"fp32_all_3", target.Blackhole(), 1, 2, 3, 64, 64, 0, 3, ir.FP32},
-		{"fp32_from_1_of_4", target.Blackhole(), 1, 2, 4, 32, 64, 1, 2, ir.FP32},
-		{"fp32_30_to_34_of_35", target.Blackhole(), 1, 1, 35, 32, 32, 30, 5, ir.FP32},
-		{"fp32_3users_2cores", &two, 3, 2, 3, 32, 32, 0, 3, ir.FP32},
-		{"bf16_all_3", target.Blackhole(), 1, 2, 3, 64, 32, 0, 3, ir.BF16},
-		{"fp32_27b_head_dims_shared", target.Blackhole(), 1, 2, 4, 128, 128, 0, 4, ir.FP32},
+		{"fp32_all_3", target.Blackhole(), 1, 2, 3, 64, 64, 0, 3, ir.FP32, 0},
+		{"fp32_from_1_of_4", target.Blackhole(), 1, 2, 4, 32, 64, 1, 2, ir.FP32, 0},
+		{"fp32_30_to_34_of_35", target.Blackhole(), 1, 1, 35, 32, 32, 30, 5, ir.FP32, 0},
+		{"fp32_3users_2cores", &two, 3, 2, 3, 32, 32, 0, 3, ir.FP32, 0},
+		{"bf16_all_3", target.Blackhole(), 1, 2, 3, 64, 32, 0, 3, ir.BF16, 0},
+		{"fp32_27b_head_dims_shared", target.Blackhole(), 1, 2, 4, 128, 128, 0, 4, ir.FP32, 0},
+		{"fp32_k_group3_2users_2cores", &two, 2, 6, 2, 32, 32, 0, 2, ir.FP32, 3},
+		{"fp32_k_group2_shared_heads", target.Blackhole(), 1, 4, 2, 64, 128, 0, 2, ir.FP32, 2},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := gdnScanOp(t, c.B, c.H, c.N, c.dk, c.dv, c.first, c.count, c.f)
+			if c.kGroup > 1 {
+				longtest.Skip(t, "k per key head (~1 CPU-s)")
+			}
+			op := gdnScanOp(t, c.B, c.H, c.N, c.dk, c.dv, c.first, c.count, c.f, c.kGroup)
 			args := gdnChunkArgs(op, uint64(i+1))
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {

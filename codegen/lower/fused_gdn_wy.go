@@ -75,9 +75,12 @@ type gdnWY struct {
 	h, bHt  int
 	// qGroup: gdn_chunk_prep's q_group G; with G > 1 operand q is [B,
 	// H/G, N, L, Dk] and item i = (b*H + h)*N + c reads q's item (b*H/G +
-	// h/G)*N + c (qH is H, qN the chunks N).
-	qGroup, qH, qN int
-	cb             gdnWYCBs
+	// h/G)*N + c (qH is H, qN the chunks N). kGroup: its k_group, the
+	// same for operands kx and k.
+	qGroup, kGroup, qH, qN int
+	// kType is k's type as its repeat by kGroup: [B, H, N, L, Dk].
+	kType ir.TensorType
+	cb    gdnWYCBs
 }
 
 type gdnWYCBs struct {
@@ -180,16 +183,30 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		if r.betaSeq, err = ir.GDNChunkPrepBetaSeq(op.Attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
+		if r.kGroup, err = ir.GDNKGroup(op.Attrs); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
+		}
+		if r.kGroup > 1 {
+			if _, err := ir.GDNKGroupType("kx", r.kx.Type, r.v.Type, r.kGroup); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+			if r.kType, err = ir.GDNKGroupType("k", r.k.Type, r.v.Type, r.kGroup); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Name(), err)
+			}
+		}
 		if r.qGroup, err = ir.GDNChunkPrepQGroup(op.Attrs); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
-		if r.qGroup > 1 {
-			if _, err := ir.GDNChunkPrepQGroupType(r.q.Type, r.k.Type, r.qGroup); err != nil {
-				return nil, fmt.Errorf("%s: %w", op.Name(), err)
-			}
-			r.qH, r.qN = r.k.Type.Shape[1], r.k.Type.Shape[2]
+	}
+	if r.kGroup <= 1 {
+		r.kGroup, r.kType = 1, r.k.Type
+	}
+	if r.qGroup > 1 {
+		if _, err := ir.GDNChunkPrepQGroupType(r.q.Type, r.kType, r.qGroup); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.Name(), err)
 		}
 	}
+	r.qH, r.qN = r.kType.Shape[1], r.kType.Shape[2]
 	if err := requireTiles(opValues(op)...); err != nil {
 		return nil, err
 	}
@@ -198,14 +215,14 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 			return nil, fmt.Errorf("rule gdn-chunk-wy-dtype: %s is %s; the device inverse takes fp32, so every operand and result must be fp32", v, v.Type.DType)
 		}
 	}
-	ks, vs := r.k.Type.Shape, r.v.Type.Shape
+	ks, vs := r.kType.Shape, r.v.Type.Shape
 	if r.rows {
 		if ks.Rank() != 5 || !r.eg.Type.Shape.Equal(ir.Shape{ks[0], ks[1], ks[2], ks[3]}) {
 			return nil, fmt.Errorf("rule gdn-chunk-prep-rows: %s: eg (g) %s must be [B, H, N, L] (k %s)", op.Name(), r.eg.Type.Shape, ks)
 		}
 		r.n, r.gRt = ks[2], (ks[2]+ir.TileSize-1)/ir.TileSize
 		if r.betaSeq {
-			if _, err := ir.GDNChunkPrepBetaSeqType(r.beta.Type, r.k.Type); err != nil {
+			if _, err := ir.GDNChunkPrepBetaSeqType(r.beta.Type, r.kType); err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Name(), err)
 			}
 			r.h, r.bHt = ks[1], (ks[1]+ir.TileSize-1)/ir.TileSize
@@ -221,7 +238,7 @@ func lowerGDNChunkWY(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, err
 	}
 	r.kt, r.vt = ks[4]/T, vs[4]/T
-	r.shareK = ctx.BufferName(r.kx) == ctx.BufferName(r.k) && r.kx.Type.Shape.Equal(ks)
+	r.shareK = ctx.BufferName(r.kx) == ctx.BufferName(r.k) && r.kx.Type.Shape.Equal(r.k.Type.Shape)
 	items := ks[0] * ks[1] * ks[2]
 	// The DRAM floor at two thirds of the item's tiles: with the whole
 	// floor the split stops at the fewest cores that reach it, and the
@@ -390,9 +407,16 @@ func (r *gdnWY) reader() *kir.Kernel {
 			}
 			ps := kir.Ci(rn.acc.PageSize())
 			item := kir.Expr(i)
-			if rn.cb == c.q && r.qGroup > 1 { // q per key head: (b*H + h)*N + c -> (b*H/G + h/G)*N + c
+			grp := 1
+			switch {
+			case rn.cb == c.q:
+				grp = r.qGroup
+			case rn.cb == c.k || rn.cb == c.kx:
+				grp = r.kGroup
+			}
+			if grp > 1 { // q (or kx and k) per key head: (b*H + h)*N + c -> (b*H/G + h/G)*N + c
 				bh := kir.Div(i, kir.Ci(r.qN))
-				kh := kir.Add(kir.Mul(kir.Div(bh, kir.Ci(r.qH)), kir.Ci(r.qH/r.qGroup)), kir.Div(kir.Mod(bh, kir.Ci(r.qH)), kir.Ci(r.qGroup)))
+				kh := kir.Add(kir.Mul(kir.Div(bh, kir.Ci(r.qH)), kir.Ci(r.qH/grp)), kir.Div(kir.Mod(bh, kir.Ci(r.qH)), kir.Ci(grp)))
 				item = kir.Add(kir.Mul(kh, kir.Ci(r.qN)), kir.Mod(i, kir.Ci(r.qN)))
 			}
 			base := b.Let("base", kir.Mul(item, kir.Ci(rn.n)))

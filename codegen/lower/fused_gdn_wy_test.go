@@ -26,7 +26,11 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ..
 	const L = ir.TileSize
 	b := ir.NewBuilder("gdn_chunk_wy")
 	in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
-	kx, k, v := in("kx", B, H, N, L, dk), in("k", B, H, N, L, dk), in("v", B, H, N, L, dv)
+	kh := H
+	if len(rows) > 3 && rows[3] { // kx and k per key head, k_group = 3
+		kh = H / 3
+	}
+	kx, k, v := in("kx", B, kh, N, L, dk), in("k", B, kh, N, L, dk), in("v", B, H, N, L, dv)
 	byRows, betaSeq := len(rows) > 0 && rows[0], len(rows) > 1 && rows[1]
 	betaShape := []int{B, H, N, L, 1}
 	if betaSeq {
@@ -45,6 +49,8 @@ func gdnWYOp(t *testing.T, B, H, N, dk, dv int, withQ, expG, decay bool, rows ..
 	b.Region(ir.RegionKind("gdn"), 0)
 	var rs []*ir.Value
 	switch {
+	case len(rows) > 3 && rows[3]: // q, kx and k per key head, q_group = k_group = 3
+		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H/3, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1), ir.With("q_group", 3), ir.With("k_group", 3))
 	case len(rows) > 2 && rows[2]: // q per key head, q_group = 3
 		rs = b.GDNChunkPrep(kx, k, v, beta, eg, gamma, in("q", B, H/3, N, L, dk), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1), ir.With("q_group", 3))
 	case betaSeq:
@@ -151,23 +157,26 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 		expG, decay     bool
 		rows, betaSeq   bool
 		qGroup          bool // q per key head, q_group = 3
+		kGroup          bool // q, kx and k per key head, q_group = k_group = 3
 	}{
-		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false, false},
-		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false, false},
-		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false, false},
-		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false, false},
-		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false, false},
-		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false, false},
-		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false, false},
-		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false, false},
-		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false, false},
-		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false, false},
-		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false, false},
-		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false, false},
-		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false, false},
-		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true, false},
-		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true, false},
-		{"prep_q_group3_users2_2cores", &two, 2, 6, 3, 32, 32, false, true, true, true, true, true, true},
+		{"shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, false, false, false, false, false, false, false},
+		{"separate_kx", target.Blackhole(), 1, 2, 2, 32, 64, false, false, false, false, false, false, false, false},
+		{"users2_2cores", &two, 2, 2, 3, 32, 32, true, false, false, false, false, false, false, false},
+		{"27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, false, false, false, false, false, false, false},
+		{"prep_shared_k", target.Blackhole(), 1, 2, 3, 64, 32, true, true, false, false, false, false, false, false},
+		{"prep_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, false, false, false, false, false, false},
+		{"prep_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, false, false, false, false, false, false},
+		{"prep_exp_g_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, false, false, false, false, false},
+		{"prep_decay_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, false, false, false, false},
+		{"prep_decay_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, false, false, false, false},
+		{"prep_rows_separate_kx_2cores", &two, 2, 2, 3, 32, 64, false, true, true, true, true, false, false, false},
+		{"prep_rows_N33_two_g_tiles", target.Blackhole(), 1, 1, 33, 32, 32, true, true, true, true, true, false, false, false},
+		{"prep_rows_27b_head_dims", target.Blackhole(), 1, 1, 2, 128, 128, true, true, true, true, true, false, false, false},
+		{"prep_beta_seq_users2_2cores", &two, 2, 3, 3, 32, 32, false, true, true, true, true, true, false, false},
+		{"prep_beta_seq_H40_two_head_tiles", target.Blackhole(), 1, 40, 1, 32, 32, true, true, true, true, true, true, false, false},
+		{"prep_q_group3_users2_2cores", &two, 2, 6, 3, 32, 32, false, true, true, true, true, true, true, false},
+		{"prep_qk_group3_shared_k_users2_2cores", &two, 2, 6, 3, 32, 32, true, true, true, true, true, true, true, true},
+		{"prep_qk_group3_separate_kx_2cores", &two, 1, 6, 2, 32, 32, false, true, true, true, true, true, true, true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,9 +184,9 @@ func TestGDNChunkWYOnSim(t *testing.T) {
 				longtest.Skip(t, "g's or beta's second tile (~1.5 CPU-s)")
 			}
 			if c.qGroup {
-				longtest.Skip(t, "q per key head (~1.3 CPU-s)")
+				longtest.Skip(t, "q (and k) per key head (~1.3 CPU-s)")
 			}
-			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq, c.qGroup)
+			op := gdnWYOp(t, c.B, c.H, c.N, c.dk, c.dv, c.withQ, c.expG, c.decay, c.rows, c.betaSeq, c.qGroup, c.kGroup)
 			args := gdnWYArgs(op, uint64(i+1), c.shared)
 			want, err := ref.EvalOpData(op, args, ref.DefaultOptions())
 			if err != nil {

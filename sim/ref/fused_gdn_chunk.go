@@ -51,6 +51,18 @@ func evalGDNChunkScan(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, fmt.Errorf("rule gdn-chunk-arity: want 7 operands and 2 results, have %d and %d", len(op.Operands), len(op.Results))
 	}
 	f := op.Operands[6].Type.DType
+	kGroup, err := ir.GDNKGroup(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if kGroup > 1 { // k [B, H/G, N, L, Dk] per key head: value head h reads key head h/G
+		kt, err := ir.GDNKGroupType("k", op.Operands[4].Type, op.Operands[6].Type, kGroup)
+		if err != nil {
+			return nil, err
+		}
+		args = append([]Tensor{}, args...)
+		args[4] = repeatHeads(args[4], kt.Shape, kGroup)
+	}
 	r, err := gdnRounder(f, opts)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,23 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, fmt.Errorf("rule gdn-chunk-prep-arity: want 7 operands, have %d", len(op.Operands))
 	}
 	f := op.Operands[1].Type.DType
+	types := make([]ir.TensorType, len(op.Operands))
+	for i, v := range op.Operands {
+		types[i] = v.Type
+	}
+	kGroup, err := ir.GDNKGroup(op.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if kGroup > 1 { // kx and k [B, H/G, N, L, Dk] per key head: value head h reads key head h/G
+		args = append([]Tensor{}, args...)
+		for i, name := range []string{"kx", "k"} {
+			if types[i], err = ir.GDNKGroupType(name, types[i], types[2], kGroup); err != nil {
+				return nil, err
+			}
+			args[i] = repeatHeads(args[i], types[i].Shape, kGroup)
+		}
+	}
 	expG, err := ir.GDNChunkPrepExpG(op.Attrs)
 	if err != nil {
 		return nil, err
@@ -39,10 +56,6 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, err
 	}
 	if rows { // eg is g [B, H, N, L]: its reshapes to the column and row forms (gamma's values are not read)
-		types := make([]ir.TensorType, len(op.Operands))
-		for i, v := range op.Operands {
-			types[i] = v.Type
-		}
 		want, err := ir.GDNChunkPrepRowTypes(types)
 		if err != nil {
 			return nil, err
@@ -56,7 +69,7 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, err
 	}
 	if betaSeq { // beta [B, S, H] tokens first: its column form [B, H, N, L, 1] (transpose, reshape)
-		bt, err := ir.GDNChunkPrepBetaSeqType(op.Operands[3].Type, op.Operands[1].Type)
+		bt, err := ir.GDNChunkPrepBetaSeqType(op.Operands[3].Type, types[1])
 		if err != nil {
 			return nil, err
 		}
@@ -77,20 +90,12 @@ func evalGDNChunkPrep(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) 
 		return nil, err
 	}
 	if qGroup > 1 { // q [B, H/G, N, L, Dk] per key head: value head h reads key head h/G
-		qt, err := ir.GDNChunkPrepQGroupType(op.Operands[6].Type, op.Operands[1].Type, qGroup)
+		qt, err := ir.GDNChunkPrepQGroupType(op.Operands[6].Type, types[1], qGroup)
 		if err != nil {
 			return nil, err
 		}
-		B, H, per := qt.Shape[0], qt.Shape[1], qt.Shape[2]*qt.Shape[3]*qt.Shape[4]
-		rep := NewTensor(qt.Shape)
-		for b := range B {
-			for h := range H {
-				src := (b*(H/qGroup) + h/qGroup) * per
-				copy(rep.Data[(b*H+h)*per:(b*H+h+1)*per], args[6].Data[src:src+per])
-			}
-		}
 		args = append([]Tensor{}, args...)
-		args[6] = rep
+		args[6] = repeatHeads(args[6], qt.Shape, qGroup)
 	}
 	if expG { // operand 4 is g: eg = r(exp(g)) as the exp op computes it
 		exp, _, ok := sfpuEval(ir.OpExp, opts)
@@ -229,4 +234,20 @@ func gdnChunkWY(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 		return nil, err
 	}
 	return []Tensor{u[0], wk[0]}, nil
+}
+
+// repeatHeads is x [B, H/g, ...] given per key head as its
+// repeat_interleave by g on axis 1, of shape [B, H, ...]: head h is x's
+// head h/g.
+func repeatHeads(x Tensor, shape ir.Shape, g int) Tensor {
+	B, H := shape[0], shape[1]
+	per := shape.Numel() / (B * H)
+	rep := NewTensor(shape)
+	for b := range B {
+		for h := range H {
+			src := (b*(H/g) + h/g) * per
+			copy(rep.Data[(b*H+h)*per:(b*H+h+1)*per], x.Data[src:src+per])
+		}
+	}
+	return rep
 }

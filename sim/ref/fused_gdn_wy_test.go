@@ -3,6 +3,7 @@ package ref
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir"
@@ -206,58 +207,91 @@ func TestGDNChunkWYEqualsComposed(t *testing.T) {
 	}
 }
 
-// TestGDNChunkPrepQGroupEqualsRepeat: gdn_chunk_prep with q_group = 3 on
-// q per key head [B, H/3, N, L, Dk] equals gdn_chunk_prep on
-// repeat_interleave(q, 3, axis 1) bit for bit (value head h reads key
-// head h/3; the other operands have H heads).
-func TestGDNChunkPrepQGroupEqualsRepeat(t *testing.T) {
-	const B, H, G, N, L, D = 2, 6, 3, 1, 32, 32
-	build := func(grouped bool) *ir.Graph {
-		b := ir.NewBuilder("gdn_chunk_prep_q_group")
-		in := func(name string, s ...int) *ir.Value { return b.Input(name, ir.T(ir.FP32, s...)) }
-		kx, k, v := in("kx", B, H, N, L, D), in("k", B, H, N, L, D), in("v", B, H, N, L, D)
-		beta, g := in("beta", B, N*L, H), in("g", B, H, N, L)
-		q := in("q", B, H/G, N, L, D)
-		var rs []*ir.Value
-		if grouped {
-			rs = b.GDNChunkPrep(kx, k, v, beta, g, g, q, ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1), ir.With("q_group", G))
-		} else {
-			rs = b.GDNChunkPrep(kx, k, v, beta, g, g, b.RepeatInterleave(q, G, 1), ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))
-		}
-		b.Output(rs...)
-		gr, err := b.Finish()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return gr
+// TestGDNChunkGroupEqualsRepeat: gdn_chunk_prep with q_group = 3 (q per
+// key head [B, H/3, N, L, Dk]) or k_group = 3 (kx and k per key head),
+// and gdn_chunk_scan with k_group = 3, equal the same op on
+// repeat_interleave(x, 3, axis 1) of the grouped operands bit for bit
+// (value head h reads key head h/3; the other operands have H heads).
+func TestGDNChunkGroupEqualsRepeat(t *testing.T) {
+	const B, H, G, N, L, D = 1, 6, 3, 1, 32, 32
+	cases := []struct {
+		name    string
+		grouped []string // the operands given per key head
+		scan    bool
+	}{
+		{"prep_q_group", []string{"q"}, false},
+		{"prep_k_group", []string{"kx", "k"}, false},
+		{"scan_k_group", []string{"k"}, true},
 	}
-	grouped, repeated := build(true), build(false)
-	rng := rand.New(rand.NewPCG(7, 3))
-	data := make([][]float32, len(grouped.Inputs))
-	for i, v := range grouped.Inputs {
-		data[i] = make([]float32, v.Type.Shape.Numel())
-		for j := range data[i] {
-			switch v.Name {
-			case "beta":
-				data[i][j] = float32(rng.Float64())
-			case "g":
-				data[i][j] = float32(-0.05 * float64(j%L) * rng.Float64())
-			default:
-				data[i][j] = float32(rng.NormFloat64() * 0.2)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			build := func(grouped bool) *ir.Graph {
+				b := ir.NewBuilder("gdn_chunk_group")
+				in := func(name string, s ...int) *ir.Value {
+					if slices.Contains(c.grouped, name) {
+						s[1] /= G
+						v := b.Input(name, ir.T(ir.FP32, s...))
+						if grouped {
+							return v
+						}
+						return b.RepeatInterleave(v, G, 1)
+					}
+					return b.Input(name, ir.T(ir.FP32, s...))
+				}
+				var rs []*ir.Value
+				attrs := []ir.Option{}
+				if grouped && slices.Contains(c.grouped, "q") {
+					attrs = append(attrs, ir.With("q_group", G))
+				}
+				if grouped && slices.Contains(c.grouped, "k") {
+					attrs = append(attrs, ir.With("k_group", G))
+				}
+				if c.scan {
+					u, wk, qg := in("u", B, H, N, L, D), in("wk", B, H, N, L, D), in("qg", B, H, N, L, D)
+					qk, k, g, st := in("qk", B, H, N, L, L), in("k", B, H, N, L, D), in("g", B, H, N, L), in("state", B, H, 1, D, D)
+					rs = b.GDNChunkScan(u, wk, qg, qk, k, g, st, 0, N, attrs...)
+				} else {
+					kx, k, v := in("kx", B, H, N, L, D), in("k", B, H, N, L, D), in("v", B, H, N, L, D)
+					beta, g := in("beta", B, N*L, H), in("g", B, H, N, L)
+					q := in("q", B, H, N, L, D)
+					rs = b.GDNChunkPrep(kx, k, v, beta, g, g, q, append(attrs, ir.With("exp_g", 1), ir.With("decay", 1), ir.With("rows", 1), ir.With("beta_seq", 1))...)
+				}
+				b.Output(rs...)
+				gr, err := b.Finish()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return gr
 			}
-		}
-	}
-	want := evalOutputs(t, repeated, repeated.Inputs, data, DefaultOptions())
-	got := evalOutputs(t, grouped, grouped.Inputs, data, DefaultOptions())
-	for r, name := range []string{"u", "wk", "qg", "qk"} {
-		n := 0
-		for i, w := range want[r] {
-			if math.Float32bits(w) != math.Float32bits(got[r][i]) {
-				n++
+			grouped, repeated := build(true), build(false)
+			rng := rand.New(rand.NewPCG(7, 3))
+			data := make([][]float32, len(grouped.Inputs))
+			for i, v := range grouped.Inputs {
+				data[i] = make([]float32, v.Type.Shape.Numel())
+				for j := range data[i] {
+					switch v.Name {
+					case "beta":
+						data[i][j] = float32(rng.Float64())
+					case "g":
+						data[i][j] = float32(-0.05 * float64(j%L) * rng.Float64())
+					default:
+						data[i][j] = float32(rng.NormFloat64() * 0.2)
+					}
+				}
 			}
-		}
-		if n > 0 {
-			t.Errorf("%s: %d of %d elements differ from the prep on the repeated q; want bit for bit", name, n, len(want[r]))
-		}
+			want := evalOutputs(t, repeated, repeated.Inputs, data, DefaultOptions())
+			got := evalOutputs(t, grouped, grouped.Inputs, data, DefaultOptions())
+			for r := range want {
+				n := 0
+				for i, w := range want[r] {
+					if math.Float32bits(w) != math.Float32bits(got[r][i]) {
+						n++
+					}
+				}
+				if n > 0 {
+					t.Errorf("result %d: %d of %d elements differ from the op on the repeated operands; want bit for bit", r, n, len(want[r]))
+				}
+			}
+		})
 	}
 }
