@@ -539,8 +539,8 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 				b.Comment("the adders wrote this row into its slot of the CB (reserved above)")
 				b.CBPushBack(c.norm.x, wt)
 			}, func() {
-				b.Comment("a row past the kept slots: from DRAM, once the compute has freed a slot")
-				blocks.ReadPagesBatch(b, sAcc, c.norm.x, kir.Mul(row(r), wt), wt)
+				b.Comment("a row past the kept slots: from DRAM, once the compute has freed a slot, in blocks the compute squares as they land")
+				tl.rowBlockReads(b, sAcc, c.norm.x, kir.Mul(row(r), wt))
 			})
 			return // the weight is kept too (kept rows imply cachedWeight)
 		}
