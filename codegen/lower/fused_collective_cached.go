@@ -205,11 +205,14 @@ func (tl *cclTail) blockedSumSquares(k *blocks.Compute, n normCBs, partial int) 
 	k.B.Comment("x^2 in blocks; the running sum kept at fp32 between them")
 	k.For("sb", kir.C(0), kir.Ci(blocksN), func(sb kir.Var) {
 		k.B.CBWaitFront(n.x, kir.Mul(kir.Add(sb, kir.C(1)), kir.Ci(bs)))
-		k.For("j", kir.C(0), kir.Ci(bs), func(j kir.Var) {
+		q := largestDivisor(bs, scaleBlockMax) // squares per DEST section
+		k.ForStep("j", kir.C(0), kir.Ci(bs), kir.Ci(q), func(j kir.Var) {
 			k.Acquire()
-			k.Copy(n.x, kir.Add(kir.Mul(sb, kir.Ci(bs)), j), kir.C(0))
-			k.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
-			k.PackOut(n.sq, 1)
+			for i := range q {
+				k.Copy(n.x, kir.Add(kir.Mul(sb, kir.Ci(bs)), kir.Add(j, kir.Ci(i))), kir.Ci(i))
+				k.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.Ci(i))
+			}
+			k.PackOut(n.sq, q)
 		})
 		k.B.CBWaitFront(n.sq, kir.Ci(bs))
 		k.Acquire()
