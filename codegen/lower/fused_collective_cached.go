@@ -24,6 +24,15 @@ import (
 // DEST[0]) is packed at fp32 after each block and copied back (unpacked
 // straight to DEST at fp32, exact) before the next: the same additions in
 // the same order, so the same sum, rsqrt and normed bits.
+//
+// Since the row's norm is what the program waits for, its per-tile
+// overhead counts: the squares and the scaling's two products go four
+// tiles per DEST section (scaleBlock: one init of each product, one
+// packer reconfiguration and one section handshake per block instead of
+// per tile; each tile's unpacks, products and packs unchanged, so the
+// same bits), the writer writes a block per barrier, and a row read from
+// DRAM (past the kept rows) lands in blocks that the squares take as
+// they come (rowBlockReads).
 
 // cachedWeight reports whether the tail keeps its weight resident (a row
 // stream whose CBs fit L1 with it); postcondition: tl.sqBlock() pages of
