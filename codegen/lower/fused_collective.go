@@ -539,8 +539,8 @@ func (tl *cclTail) reader(rd *kir.Kernel, c tailCBs) {
 				b.Comment("the adders wrote this row into its slot of the CB (reserved above)")
 				b.CBPushBack(c.norm.x, wt)
 			}, func() {
-				b.Comment("a row past the kept slots: from DRAM, once the compute has freed a slot")
-				blocks.ReadPagesBatch(b, sAcc, c.norm.x, kir.Mul(row(r), wt), wt)
+				b.Comment("a row past the kept slots: from DRAM, once the compute has freed a slot, in blocks the compute squares as they land")
+				tl.rowBlockReads(b, sAcc, c.norm.x, kir.Mul(row(r), wt))
 			})
 			return // the weight is kept too (kept rows imply cachedWeight)
 		}
@@ -622,9 +622,13 @@ func (tl *cclTail) writer(wr *kir.Kernel, c tailCBs) {
 	if c.partial >= 0 {
 		// A cached-weight tail writes its tiles col0 .. col0+cols-1 of each row.
 		col0, cols := wr.RuntimeArg("col0"), wr.RuntimeArg("cols")
+		sb := tl.scaleBlock()
+		b.Comment(fmt.Sprintf("the compute's blocks of %d normed tiles, each under one barrier", sb))
 		b.For("r", kir.C(0), count, func(r kir.Var) {
 			first := b.Let("first", kir.Add(kir.Mul(row(r), wt), col0))
-			blocks.WritePages(b, nAcc, c.norm.out, first, cols)
+			b.ForStep("j", kir.C(0), cols, kir.Ci(sb), func(j kir.Var) {
+				blocks.WritePagesBatch(b, nAcc, c.norm.out, kir.Ci(sb), func(i kir.Expr) kir.Expr { return kir.Add(kir.Add(first, j), i) })
+			})
 		})
 		return
 	}

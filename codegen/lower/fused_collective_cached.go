@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"fmt"
+
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
 	"github.com/tcc-dev/tcc/ir"
@@ -22,6 +24,15 @@ import (
 // DEST[0]) is packed at fp32 after each block and copied back (unpacked
 // straight to DEST at fp32, exact) before the next: the same additions in
 // the same order, so the same sum, rsqrt and normed bits.
+//
+// Since the row's norm is what the program waits for, its per-tile
+// overhead counts: the squares and the scaling's two products go four
+// tiles per DEST section (scaleBlock: one init of each product, one
+// packer reconfiguration and one section handshake per block instead of
+// per tile; each tile's unpacks, products and packs unchanged, so the
+// same bits), the writer writes a block per barrier, and a row read from
+// DRAM (past the kept rows) lands in blocks that the squares take as
+// they come (rowBlockReads).
 
 // cachedWeight reports whether the tail keeps its weight resident (a row
 // stream whose CBs fit L1 with it); postcondition: tl.sqBlock() pages of
@@ -40,9 +51,33 @@ func (tl *cclTail) cachedBytes(hRows int) int {
 	if tl.offset != 0 {
 		wb = ir.FP32.TileBytes() // the fp32 weight+offset copy (the weight streams through 2*blk pages)
 	}
-	blk := largestDivisor(tl.wt, 16)
-	return tl.wt*(hRows*tl.dt.TileBytes()+wb) + 2*blk*tl.w.Type.DType.TileBytes() + (tl.sqBlock()+6)*ir.FP32.TileBytes() + 2*tl.dt.TileBytes() + ir.BF16.TileBytes()
+	blk := tl.weightBlock()
+	sb := tl.scaleBlock()
+	return tl.wt*(hRows*tl.dt.TileBytes()+wb) + 2*blk*tl.w.Type.DType.TileBytes() + (tl.sqBlock()+4+max(sb, 2))*ir.FP32.TileBytes() + 2*sb*tl.dt.TileBytes() + ir.BF16.TileBytes()
 }
+
+// scaleBlock is the tiles a cached-weight tail scales per DEST section
+// (cachedCompute): a divisor of every core's share of a row (wt, or wt/g
+// in a last row's group) that fits DEST at fp32 (four tiles half-sync),
+// so the two products' inits, the packer's reconfigurations and the
+// section's handshakes are paid once per block, not per tile. Each tile's
+// products and packs are those of a block of one: the same bits.
+func (tl *cclTail) scaleBlock() int {
+	g := 1
+	if tl.stream != nil {
+		g = tl.stream.g
+	}
+	return largestDivisor(tl.wt/g, scaleBlockMax)
+}
+
+// weightBlock is the tiles of the weight a cached-weight tail reads per
+// barrier (its weight CB holds two blocks), once, before its rows: eight
+// (not the plain tail's 16, which reads the weight for every row), so the
+// L1 goes to scaleBlock's pages.
+func (tl *cclTail) weightBlock() int { return largestDivisor(tl.wt, 8) }
+
+// scaleBlockMax bounds scaleBlock: the fp32 tiles DEST holds half-sync.
+var scaleBlockMax = 4
 
 // keptRows is how many of a tail core's rows its h CB keeps for the
 // adders to write (rowSignal.kept): the most, up to the core's rows, whose
@@ -76,7 +111,7 @@ func (tl *cclTail) sqBlock() int { return largestDivisor(tl.wt, 8) }
 // when c.norm.w itself holds the whole weight) and the partial sum CB.
 func (tl *cclTail) cachedCBs(cbs *blocks.CBPlan, c *tailCBs) (partial int) {
 	n := &c.norm
-	blk := largestDivisor(tl.wt, 16)
+	blk := tl.weightBlock()
 	hRows := max(tl.stream.kept, 1) // the kept rows, written by the adders
 	n.x = cbs.Input("h_row", tl.dt, hRows*tl.wt)
 	n.scaler = cbs.Input("scaler", ir.BF16, 1)
@@ -85,21 +120,41 @@ func (tl *cclTail) cachedCBs(cbs *blocks.CBPlan, c *tailCBs) (partial int) {
 	} else {
 		n.w = cbs.Input("weight", tl.w.Type.DType, tl.wt)
 	}
-	n.out = cbs.Output("normed", tl.dt, 2)
+	sb := tl.scaleBlock()
+	n.out = cbs.Output("normed", tl.dt, 2*sb)
 	n.sq = cbs.Scratch("h_squared", ir.FP32, tl.sqBlock())
 	partial = cbs.Scratch("sum_squares_partial", ir.FP32, 1)
 	n.rs = cbs.Scratch("rsqrt_mean", ir.FP32, 1)
-	n.xn = cbs.Scratch("h_normed", ir.FP32, 2)
+	n.xn = cbs.Scratch("h_normed", ir.FP32, max(sb, 2))
 	if tl.offset != 0 {
 		n.wo = cbs.Scratch("weight_plus_offset", ir.FP32, tl.wt)
 	}
 	return partial
 }
 
+// rowBlockReads emits the read of the row of h at page first into its
+// slot of cb in blocks of rowReadBlock tiles, each pushed as it lands (the
+// compute squares a block at a time: blockedSumSquares), rather than the
+// whole row under one barrier. Produces wt pages of cb.
+func (tl *cclTail) rowBlockReads(b *kir.Builder, a *blocks.Access, cb int, first kir.Expr) {
+	blk := tl.rowReadBlock()
+	b.For("rb", kir.C(0), kir.Ci(tl.wt/blk), func(rb kir.Var) {
+		blocks.ReadPagesBatch(b, a, cb, kir.Add(first, kir.Mul(rb, kir.Ci(blk))), kir.Ci(blk))
+	})
+}
+
+// rowReadBlock is the tiles of a block of rowBlockReads: a divisor of wt
+// (a multiple of sqBlock when wt allows).
+func (tl *cclTail) rowReadBlock() int { return largestDivisor(tl.wt, rowReadBlockMax) }
+
+// rowReadBlockMax bounds rowReadBlock; picked on the predictions of the
+// 4,096-token prefill's all_reduce_add_rmsnorm.
+var rowReadBlockMax = 8
+
 // cachedWeightReads emits the reader's one read of the whole weight (in
 // blocks of blk tiles), before its rows.
 func (tl *cclTail) cachedWeightReads(b *kir.Builder, wAcc *blocks.Access, w int) {
-	blk := largestDivisor(tl.wt, 16)
+	blk := tl.weightBlock()
 	b.Comment("The weight once: the compute keeps it (with its offset) for every row.")
 	b.For("wb", kir.C(0), kir.Ci(tl.wt/blk), func(wb kir.Var) {
 		blocks.ReadPagesBatch(b, wAcc, w, kir.Mul(wb, kir.Ci(blk)), kir.Ci(blk))
@@ -123,19 +178,24 @@ func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, coun
 	}
 	k.B.CBWaitFront(wc, wt)
 	k.For("r", kir.C(0), count, func(kir.Var) {
-		k.B.CBWaitFront(n.x, wt)
 		tl.blockedSumSquares(k, n, partial)
+		k.B.CBWaitFront(n.x, wt)
 		k.B.CBWaitFront(n.rs, kir.C(1))
-		k.B.Comment("x * rsqrt (column broadcast) * kept weight (row broadcast)")
-		k.For("j", col0, kir.Add(col0, cols), func(j kir.Var) {
+		sb := tl.scaleBlock()
+		k.B.Comment(fmt.Sprintf("x * rsqrt (column broadcast) * kept weight (row broadcast), %d tiles per DEST section", sb))
+		k.ForStep("j", col0, kir.Add(col0, cols), kir.Ci(sb), func(j kir.Var) {
 			k.Acquire()
-			k.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, j, kir.C(0), kir.C(0))
-			k.PackOut(n.xn, 1)
-			k.B.CBWaitFront(n.xn, kir.C(1))
+			for i := range sb {
+				k.Binary(kir.EltMul, blocks.BcastCols, n.x, n.rs, kir.Add(j, kir.Ci(i)), kir.C(0), kir.Ci(i))
+			}
+			k.PackOut(n.xn, sb)
+			k.B.CBWaitFront(n.xn, kir.Ci(sb))
 			k.Acquire()
-			k.Binary(kir.EltMul, blocks.BcastRows, n.xn, wc, kir.C(0), j, kir.C(0))
-			k.B.CBPopFront(n.xn, kir.C(1))
-			k.PackOut(n.out, 1)
+			for i := range sb {
+				k.Binary(kir.EltMul, blocks.BcastRows, n.xn, wc, kir.Ci(i), kir.Add(j, kir.Ci(i)), kir.Ci(i))
+			}
+			k.B.CBPopFront(n.xn, kir.Ci(sb))
+			k.PackOut(n.out, sb)
 		})
 		k.B.CBPopFront(n.rs, kir.C(1))
 		k.B.CBPopFront(n.x, wt)
@@ -143,19 +203,25 @@ func (tl *cclTail) cachedCompute(k *blocks.Compute, n normCBs, partial int, coun
 	k.B.CBPopFront(wc, wt)
 }
 
-// blockedSumSquares emits rsqrt(sum(x^2)/H + eps) of the row waited for
-// in n.x into one page of n.rs: per block of sqBlock tiles the squares,
+// blockedSumSquares emits rsqrt(sum(x^2)/H + eps) of the row at the
+// front of n.x into one page of n.rs: per block of sqBlock tiles (waited
+// for block by block, so a row read from DRAM in blocks is squared as it
+// lands: rowBlockReads) the squares,
 // then their matmuls against the ones column accumulated into DEST[0] on
 // top of the previous blocks' sum (copied back exactly from partial).
 func (tl *cclTail) blockedSumSquares(k *blocks.Compute, n normCBs, partial int) {
 	bs, blocksN := tl.sqBlock(), tl.wt/tl.sqBlock()
 	k.B.Comment("x^2 in blocks; the running sum kept at fp32 between them")
 	k.For("sb", kir.C(0), kir.Ci(blocksN), func(sb kir.Var) {
-		k.For("j", kir.C(0), kir.Ci(bs), func(j kir.Var) {
+		k.B.CBWaitFront(n.x, kir.Mul(kir.Add(sb, kir.C(1)), kir.Ci(bs)))
+		q := largestDivisor(bs, scaleBlockMax) // squares per DEST section
+		k.ForStep("j", kir.C(0), kir.Ci(bs), kir.Ci(q), func(j kir.Var) {
 			k.Acquire()
-			k.Copy(n.x, kir.Add(kir.Mul(sb, kir.Ci(bs)), j), kir.C(0))
-			k.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.C(0))
-			k.PackOut(n.sq, 1)
+			for i := range q {
+				k.Copy(n.x, kir.Add(kir.Mul(sb, kir.Ci(bs)), kir.Add(j, kir.Ci(i))), kir.Ci(i))
+				k.SFPU(blocks.SFPUStep{Op: kir.SFPUSquare}, kir.Ci(i))
+			}
+			k.PackOut(n.sq, q)
 		})
 		k.B.CBWaitFront(n.sq, kir.Ci(bs))
 		k.Acquire()
