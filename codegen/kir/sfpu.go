@@ -10,22 +10,23 @@ type SFPUOp = sfpu.Op
 
 // The SFPU ops the lowerings name.
 const (
-	SFPUExp       = sfpu.Exp
-	SFPULog       = sfpu.Log
-	SFPUSigmoid   = sfpu.Sigmoid
-	SFPUSiLU      = sfpu.SiLU
-	SFPURsqrt     = sfpu.Rsqrt
-	SFPUSqrt      = sfpu.Sqrt
-	SFPURecip     = sfpu.Recip
-	SFPUSquare    = sfpu.Square
-	SFPUNegative  = sfpu.Negative
-	SFPUAbs       = sfpu.Abs
-	SFPURelu      = sfpu.Relu
-	SFPUSoftplus  = sfpu.Softplus
-	SFPUAddScalar = sfpu.AddScalar
-	SFPUMulScalar = sfpu.MulScalar
-	SFPUAddBinary = sfpu.AddBinary
-	SFPUMulBinary = sfpu.MulBinary
+	SFPUExp        = sfpu.Exp
+	SFPULog        = sfpu.Log
+	SFPUSigmoid    = sfpu.Sigmoid
+	SFPUSiLU       = sfpu.SiLU
+	SFPURsqrt      = sfpu.Rsqrt
+	SFPUSqrt       = sfpu.Sqrt
+	SFPURecip      = sfpu.Recip
+	SFPUSquare     = sfpu.Square
+	SFPUNegative   = sfpu.Negative
+	SFPUAbs        = sfpu.Abs
+	SFPURelu       = sfpu.Relu
+	SFPUSoftplus   = sfpu.Softplus
+	SFPUAddScalar  = sfpu.AddScalar
+	SFPUMulScalar  = sfpu.MulScalar
+	SFPUAddBinary  = sfpu.AddBinary
+	SFPUMulBinary  = sfpu.MulBinary
+	SFPUExpSoftmax = sfpu.ExpSoftmax
 )
 
 // SFPUTable is ir/sfpu's Table, indexed by SFPUOp.

@@ -171,6 +171,7 @@ func TestCycles(t *testing.T) {
 		{MulScalar, 2, 5, 3 + 4*(2+2+8*5)},
 		{AddBinary, 0, 6, 3 + 4*(2+8*6)},
 		{MulBinary, 0, 6, 3 + 4*(2+8*6)},
+		{ExpSoftmax, 0, 3 + 63, 3 + 4*(2+8*(3+63))},
 	}
 	if len(cases) != len(Table) {
 		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))

@@ -24,6 +24,9 @@ const (
 	MulScalar
 	AddBinary
 	MulBinary
+	// ExpSoftmax is exp for the flash softmax's arguments (exp_softmax.go):
+	// no graph op lowers to it.
+	ExpSoftmax
 )
 
 const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
@@ -145,4 +148,12 @@ var Table = [...]Spec{
 		CyclesSource: "llk_sfpu/ckernel_sfpu_binary.h:45-67 (calculate_sfpu_binary_mul with an fp32 DEST: no software rounding; faces as ../../llk_lib/llk_math_eltwise_binary_sfpu_params.h:11-64): " +
 			"per iteration two SFPLOADs, SFPMUL, its NOP, SFPSTORE, INCRWC = 6",
 		Eval: func(x, y float32) float32 { return x * y }},
+	{Op: ExpSoftmax, Name: "exp_softmax", Call: "exp_tile", Init: "exp_tile_init", Header: eltwiseUnary + "exp.h",
+		// tt-metal's call is exp's (declared with it)
+		Decl:         "// exp.h: exp_tile_init and exp_tile, as exp's",
+		InitTemplate: "false, false", CallTemplate: "false, false",
+		Cycles: tileCycles(0, ldst+expF32),
+		CyclesSource: "tt-metal's call is exp's (tcc's own program: exp_softmax.go); llk_sfpu/ckernel_sfpu_exp.h:316-338 (calculate_exponential; approx false, fp32 DEST: _sfpu_exp_improved_<true> :311-314): " +
+			"per iteration 3 (load, store, incrwc) + _sfpu_exp_f32_accurate_ :199-299 63 (cycles.go expF32) = 66",
+		Eval: func(x, _ float32) float32 { return numerics.Exp(x) }},
 }

@@ -61,6 +61,8 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 // SFPU code with StorageFormats, the exact functions without).
 type sfpuFuncs struct {
 	exp, recip, rsqrt, sigmoid, silu, softplus func(float32) float32
+	// expSoftmax is the flash prefill softmax's exp (sfpu.ExpSoftmax).
+	expSoftmax func(float32) float32
 	// neg and relu (unary), add and mul (of two DEST tiles' elements,
 	// x op y with x the tile the result overwrites) and mulScalar (x times
 	// the parameter y): the plain arithmetic steps of the flash prefill
@@ -77,7 +79,8 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 			return func(x float32) float32 { return e(x, 0) }
 		}
 		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
-			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
+			expSoftmax: f(sfpu.ExpSoftmax),
+			neg:        f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m
 }()
