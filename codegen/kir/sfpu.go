@@ -30,6 +30,7 @@ const (
 	// is rounded to bf16 (sfpu.Op.ForBF16Result).
 	SFPUSigmoidBF16 = sfpu.SigmoidBF16
 	SFPUSiLUBF16    = sfpu.SiLUBF16
+	SFPUExpSoftmax  = sfpu.ExpSoftmax
 )
 
 // SFPUTable is ir/sfpu's Table, indexed by SFPUOp.

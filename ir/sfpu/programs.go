@@ -478,6 +478,7 @@ var unaryBodies = func() [len(Table)]*unaryBody {
 		return x
 	})
 	u[Softplus] = plain(false, (*asm).softplus)
+	u[ExpSoftmax] = plain(false, (*asm).expSoftmax)
 	u[AddScalar] = &unaryBody{param: true, body: func(a *asm, x, s uint8) uint8 { a.add(x, x, s, 0); return x }}
 	u[MulScalar] = &unaryBody{param: true, body: func(a *asm, x, s uint8) uint8 { a.mul(x, x, s); return x }}
 	return u

@@ -175,6 +175,7 @@ func TestCycles(t *testing.T) {
 		{MulBinary, 0, 6, 3 + 4*(2+8*6)},
 		{SigmoidBF16, 0, 3 + 1 + 63 + 2 + 9, 3 + 4*(2+8*(3+1+63+2+9))},
 		{SiLUBF16, 0, 3 + 75 + 2, 3 + 4*(2+8*(3+(1+63+2+9)+2))},
+		{ExpSoftmax, 0, 3 + 63, 3 + 4*(2+8*(3+63))},
 	}
 	if len(cases) != len(Table) {
 		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))

@@ -26,6 +26,9 @@ const (
 	MulBinary
 	SigmoidBF16
 	SiLUBF16
+	// ExpSoftmax is exp for the flash softmax's arguments (exp_softmax.go):
+	// no graph op lowers to it.
+	ExpSoftmax
 )
 
 const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
@@ -162,4 +165,12 @@ var Table = [...]Spec{
 		CyclesSource: "llk_sfpu/ckernel_sfpu_silu.h:11-28 (as silu): per iteration 3 (load, store, incrwc) + _sfpu_sigmoid_<true> " +
 			"(ckernel_sfpu_sigmoid.h:16-39: negate 1, exp 63, add and NOP 2, reciprocal 9) 75 + x * sigmoid (SFPMUL and its NOP before the store) 2 = 80",
 		Eval: func(x, _ float32) float32 { return numerics.SiLU(x) }},
+	{Op: ExpSoftmax, Name: "exp_softmax", Call: "exp_tile", Init: "exp_tile_init", Header: eltwiseUnary + "exp.h",
+		// tt-metal's call is exp's (declared with it)
+		Decl:         "// exp.h: exp_tile_init and exp_tile, as exp's",
+		InitTemplate: "false, false", CallTemplate: "false, false",
+		Cycles: tileCycles(0, ldst+expF32),
+		CyclesSource: "tt-metal's call is exp's (tcc's own program: exp_softmax.go); llk_sfpu/ckernel_sfpu_exp.h:316-338 (calculate_exponential; approx false, fp32 DEST: _sfpu_exp_improved_<true> :311-314): " +
+			"per iteration 3 (load, store, incrwc) + _sfpu_exp_f32_accurate_ :199-299 63 (cycles.go expF32) = 66",
+		Eval: func(x, _ float32) float32 { return numerics.Exp(x) }},
 }

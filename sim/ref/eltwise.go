@@ -88,6 +88,8 @@ type sfpuFuncs struct {
 	// rounded to bf16 (sfpu.Op.ForBF16Result; the exact functions under
 	// CodeLLK): sigmoidTo and siluTo pick them by the result's dtype.
 	sigmoidBF16, siluBF16 func(float32) float32
+	// expSoftmax is the flash prefill softmax's exp (sfpu.ExpSoftmax).
+	expSoftmax func(float32) float32
 	// neg and relu (unary), add and mul (of two DEST tiles' elements,
 	// x op y with x the tile the result overwrites) and mulScalar (x times
 	// the parameter y): the plain arithmetic steps of the flash prefill
@@ -104,7 +106,7 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 			return func(x float32) float32 { return e(x, 0) }
 		}
 		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
-			sigmoidBF16: f(sfpu.SigmoidBF16), siluBF16: f(sfpu.SiLUBF16),
+			sigmoidBF16: f(sfpu.SigmoidBF16), siluBF16: f(sfpu.SiLUBF16), expSoftmax: f(sfpu.ExpSoftmax),
 			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m

@@ -80,15 +80,15 @@ func (a *attender) flashKV(k, v []float32, kv, last, n int) {
 //	                                  running maximum keeps its upper 16 bits after every tile (afterTile)
 //	x     = c (the first chunk), else add(relu(add(c, nm)), neg(nm))   the SFPU's max(m, c)
 //	nm'   = bf16(neg(x))              negative_tile, packed to bf16 (half away from zero)
-//	e_t   = exp(FPUAdd(tf32(s_t), nm')) add_tiles_bcast_cols, exp_tile, packed fp32
-//	a     = exp(add(FPUSub(0, nm), FPUAdd(0, nm')))   later chunks: the rescale factor
+//	e_t   = expSoftmax(FPUAdd(tf32(s_t), nm')) add_tiles_bcast_cols, the softmax's exp (sfpu.ExpSoftmax), packed fp32
+//	a     = expSoftmax(add(FPUSub(0, nm), FPUAdd(0, nm')))   later chunks: the rescale factor
 //	l     = sum_t e_t                 matmul_tiles against the ones column onto +0 (matmulRowSum), later
 //	                                  chunks add(that, mul(l, a))
 //	O     = MatmulOnto(O', e, V), O' = +0 (the first chunk) or mul(O, a)
 //
 // then r = FPUAdd(0, tf32(recip(l))) (the reciprocal broadcast along the
 // row by an add of the zero tile) and out = mul(O, r). The SFPU steps
-// (neg, relu, add, mul, mulScalar, exp, recip) are a.sf's.
+// (neg, relu, add, mul, mulScalar, expSoftmax, recip) are a.sf's.
 func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, scale float32, f ir.MathFidelity) {
 	d, T := a.d, ir.TileSize
 	it := flashItemOf(pos, s, S)
@@ -130,11 +130,11 @@ func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, sca
 		}
 		nm2 := packedBF16(sf.neg(x))
 		for t := lo; t < hi; t++ {
-			e[t] = sf.exp(numerics.FPUAdd(srcFP32(sc[t]), nm2, true))
+			e[t] = sf.expSoftmax(numerics.FPUAdd(srcFP32(sc[t]), nm2, true))
 		}
 		var alpha float32
 		if later {
-			alpha = sf.exp(sf.add(numerics.FPUSub(0, nm, true), numerics.FPUAdd(0, nm2, true)))
+			alpha = sf.expSoftmax(sf.add(numerics.FPUSub(0, nm, true), numerics.FPUAdd(0, nm2, true)))
 		}
 		sum := matmulRowSum(hi-lo, func(i int) float32 { return e[lo+i] }, f)
 		if later {

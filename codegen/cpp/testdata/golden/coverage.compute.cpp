@@ -293,6 +293,8 @@ void kernel_main() {
     tcc_sigmoid_bf16_tile(0);
     tcc_silu_bf16_tile_init();
     tcc_silu_bf16_tile(0);
+    tcc_exp_softmax_tile_init();
+    tcc_exp_softmax_tile(0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();

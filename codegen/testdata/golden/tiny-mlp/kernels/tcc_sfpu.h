@@ -690,6 +690,39 @@ inline void silu_bf16_face() {
     }
 }
 
+// exp_softmax: 6 instructions per face, then 19 per 32 values.
+inline void exp_softmax_face() {
+    TTI_SFPLOADI(1, 8, 0x3fb8);
+    TTI_SFPLOADI(1, 10, 0xaa3b);
+    TTI_SFPLOADI(2, 8, 0x4b40);
+    TTI_SFPLOADI(2, 10, 0x007f);
+    TTI_SFPLOADI(3, 8, 0x3f31);
+    TTI_SFPLOADI(3, 10, 0x7093);
+#pragma GCC unroll 0
+    for (int i = 0; i < 8; i++) {
+        TTI_SFPLOAD(0, 0, ADDR_MOD_7, 0);
+        TTI_SFPLOADI(4, 0, 0xc2b0);
+        TTI_SFPSWAP(0, 0, 4, 1);
+        TTI_SFPMAD(0, 1, 2, 5, 0);
+        TTI_SFPLOADI(4, 0, 0x3c1d);
+        TTI_SFPMAD(5, 10, 2, 6, 2);
+        TTI_SFPLOADI(7, 0, 0x3d65);
+        TTI_SFPMAD(0, 1, 6, 6, 2);
+        TTI_SFPSHFT(23, 0, 5, 1);
+        TTI_SFPMAD(4, 6, 7, 4, 0);
+        TTI_SFPLOADI(7, 8, 0x3e76);
+        TTI_SFPLOADI(7, 10, 0x01c6);
+        TTI_SFPMAD(4, 6, 7, 4, 0);
+        TTI_SFPMUL(6, 5, 9, 7, 0);
+        TTI_SFPMAD(4, 6, 3, 4, 0);
+        TTI_SFPNOP;
+        TTI_SFPMAD(4, 7, 5, 0, 0);
+        TTI_SFPNOP;
+        TTI_SFPSTORE(0, 0, ADDR_MOD_7, 0);
+        TTI_INCRWC(0, 2, 0, 0);
+    }
+}
+
 }  // namespace tcc_sfpu
 
 inline void tcc_exp_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
@@ -798,4 +831,10 @@ inline void tcc_silu_bf16_tile_init() { using namespace ckernel; MATH((_llk_math
 inline void tcc_silu_bf16_tile(uint32_t idst) {
     using namespace ckernel;
     MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::silu_bf16_face, idst, (int)VectorMode::RC)));
+}
+
+inline void tcc_exp_softmax_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
+inline void tcc_exp_softmax_tile(uint32_t idst) {
+    using namespace ckernel;
+    MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::exp_softmax_face, idst, (int)VectorMode::RC)));
 }
