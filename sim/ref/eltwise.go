@@ -84,10 +84,10 @@ func sfpuCode(opts Options) sfpu.Code {
 // SFPU code with StorageFormats, the exact functions without).
 type sfpuFuncs struct {
 	exp, recip, rsqrt, sigmoid, silu, softplus func(float32) float32
-	// sigmoidBF16 and siluBF16 are sigmoid and silu where the result is
-	// rounded to bf16 (sfpu.Op.ForBF16Result; the exact functions under
-	// CodeLLK): sigmoidTo and siluTo pick them by the result's dtype.
-	sigmoidBF16, siluBF16 func(float32) float32
+	// siluBF16 is silu where the result is rounded to bf16
+	// (sfpu.Op.ForBF16Result; the exact function under CodeLLK): siluTo
+	// picks it by the result's dtype. sigmoid has no such use yet.
+	siluBF16 func(float32) float32
 	// expSoftmax is the flash prefill softmax's exp (sfpu.ExpSoftmax).
 	expSoftmax func(float32) float32
 	// neg and relu (unary), add and mul (of two DEST tiles' elements,
@@ -106,7 +106,7 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 			return func(x float32) float32 { return e(x, 0) }
 		}
 		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
-			sigmoidBF16: f(sfpu.SigmoidBF16), siluBF16: f(sfpu.SiLUBF16), expSoftmax: f(sfpu.ExpSoftmax),
+			siluBF16: f(sfpu.SiLUBF16), expSoftmax: f(sfpu.ExpSoftmax),
 			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m
@@ -118,14 +118,6 @@ func (f *sfpuFuncs) siluTo(dt ir.DType) func(float32) float32 {
 		return f.siluBF16
 	}
 	return f.silu
-}
-
-// sigmoidTo is sigmoid for a result rounded to dt: sigmoidBF16 for bf16.
-func (f *sfpuFuncs) sigmoidTo(dt ir.DType) func(float32) float32 {
-	if dt == ir.BF16 {
-		return f.sigmoidBF16
-	}
-	return f.sigmoid
 }
 
 // sfpuFor is the SFPU element functions under opts.
