@@ -192,7 +192,7 @@ func TestMatmulSwiGLUGatheredRows(t *testing.T) {
 				if tc.gather {
 					silus = (silus + dest - 1) / dest
 				}
-				wantUS := float64(silus) * prm.TCCSFPUCycles[kir.SFPUSiLUBF16] / prm.ClockHz * 1e6 // the default: tcc's SFPU code; a bf16 result: silu_bf16
+				wantUS := float64(silus) * prm.TCCSFPUCycles[siluFor(ir.BF16)] / prm.ClockHz * 1e6 // the default: tcc's SFPU code; a bf16 result: siluFor's op
 				if gotUS := th.Busy["silu_tile"]; math.Abs(gotUS-wantUS) > 1e-9 {
 					t.Errorf("compute on core %v (%d tiles): silu_tile busy %.4f us, want %.4f (%d silu_tile)", th.Core, count[th.Core], gotUS, wantUS, silus)
 				}

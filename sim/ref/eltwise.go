@@ -114,7 +114,7 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 
 // siluTo is silu for a result rounded to dt: siluBF16 for bf16.
 func (f *sfpuFuncs) siluTo(dt ir.DType) func(float32) float32 {
-	if dt == ir.BF16 {
+	if dt == ir.BF16 && sfpu.SiLU.ForBF16Result() == sfpu.SiLUBF16 {
 		return f.siluBF16
 	}
 	return f.silu
