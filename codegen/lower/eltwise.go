@@ -81,7 +81,7 @@ func lowerUnary(op *ir.Op, ctx *Context) (*kir.Program, error) {
 		return nil, fmt.Errorf("rule eltwise-shape: result %s must have the operand's shape %s", out.Type.Shape, x.Type.Shape)
 	}
 	if out.Type.DType == ir.BF16 {
-		sf = sf.ForBF16Result() // sigmoid_bf16, silu_bf16: as sim/ref's sfpuEvalTo
+		sf = sf.ForBF16Result() // as sim/ref's sfpuEvalTo
 	}
 	step := blocks.SFPUStep{Op: sf}
 	if sf.HasParam() {

@@ -109,8 +109,8 @@ func lowerRMSNormPlain(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // chainSFPUSteps parses an "ops" chain (ir.ParseChainSteps) into the SFPU
 // steps a fused program runs on its result tiles, each step's result
-// rounded to dt (the chain's dtype): for bf16, sigmoid and silu are
-// sigmoid_bf16 and silu_bf16 (sfpu.Op.ForBF16Result; sim/ref chainSteps
+// rounded to dt (the chain's dtype): for bf16, the op
+// sfpu.Op.ForBF16Result names (sim/ref chainSteps
 // picks the same); a step without an SFPU operation is an error (rule
 // eltwise-chain-op).
 // normChainAttrs are a weightless norm chain's eps and SFPU steps (its

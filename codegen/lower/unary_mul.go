@@ -42,7 +42,7 @@ func lowerUnaryMul(op *ir.Op, ctx *Context) (*kir.Program, error) {
 
 // unaryMulStep is the SFPU step of op's unary (attribute op, with its
 // value when it takes one): unary_mul's and norm_layout_gate's gate,
-// whose result is rounded to dt (sigmoid_bf16 and silu_bf16 for bf16, as
+// whose result is rounded to dt (sfpu.Op.ForBF16Result's op for bf16, as
 // sim/ref's sfpuEvalTo).
 func unaryMulStep(op *ir.Op, dt ir.DType) (blocks.SFPUStep, error) {
 	name, _ := op.Attrs["op"].(string)

@@ -56,9 +56,10 @@ func sfpuEval(k ir.OpKind, opts Options) (eval func(x, p float32) float32, param
 	return op.Func(sfpuCode(opts)), op.HasParam(), true
 }
 
-// sfpuEvalTo is sfpuEval for a result rounded to dt: for bf16, sigmoid
-// and silu are sigmoid_bf16's and silu_bf16's (sfpu.Op.ForBF16Result), as
-// the lowerings run them (codegen/lower lowerUnary, chainSFPUSteps).
+// sfpuEvalTo is sfpuEval for a result rounded to dt: for bf16, the op
+// sfpu.Op.ForBF16Result names (silu_bf16 for silu when
+// sfpu.SiLUBF16ForBF16Results is set; else the op itself), as the
+// lowerings run it (codegen/lower lowerUnary, chainSFPUSteps).
 func sfpuEvalTo(k ir.OpKind, dt ir.DType, opts Options) (eval func(x, p float32) float32, param, ok bool) {
 	op, ok := sfpu.ByName(k.String())
 	if !ok {

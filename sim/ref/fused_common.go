@@ -227,8 +227,8 @@ func evalUnaryMul(op *ir.Op, args []Tensor, opts Options) ([]Tensor, error) {
 	if !ok || len(op.Operands) < 1 {
 		return nil, fmt.Errorf("rule unary-mul-op: no evaluator for %s", name)
 	}
-	// the unary's result is rounded to x's dtype (sigmoid_bf16 and
-	// silu_bf16 for bf16, sfpuEvalTo)
+	// the unary's result is rounded to x's dtype (ForBF16Result's op
+	// for bf16, sfpuEvalTo)
 	u, err := fn(&ir.Op{Kind: kind, Attrs: attrs, Results: []*ir.Value{{Type: op.Operands[0].Type}}}, args[:1], opts)
 	if err != nil {
 		return nil, err
@@ -654,7 +654,7 @@ func evalLayoutNormPlainChain(op *ir.Op, args []Tensor, opts Options) ([]Tensor,
 
 // chainFunc is one chain step's element function, as the standalone op's
 // evaluator computes it (its ir/sfpu Table entry), for a result rounded to
-// dt: sigmoid_bf16 and silu_bf16 for bf16 (codegen/lower chainSFPUSteps
+// dt: sfpu.Op.ForBF16Result's op for bf16 (codegen/lower chainSFPUSteps
 // runs the same); scalar values are converted to float32 first, as the
 // device receives them.
 func chainFunc(st ir.ChainStep, dt ir.DType, opts Options) (func(float32) float32, error) {
