@@ -31,6 +31,7 @@ const (
 	SFPUSigmoidBF16 = sfpu.SigmoidBF16
 	SFPUSiLUBF16    = sfpu.SiLUBF16
 	SFPUExpSoftmax  = sfpu.ExpSoftmax
+	SFPUMinBinary   = sfpu.MinBinary
 )
 
 // SFPUTable is ir/sfpu's Table, indexed by SFPUOp.

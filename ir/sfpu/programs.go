@@ -497,6 +497,8 @@ func buildPrograms() [len(Table)]*Program {
 	}
 	p[AddBinary] = binary(func(a *asm, x, y uint8) { a.add(x, x, y, 0) })
 	p[MulBinary] = binary(func(a *asm, x, y uint8) { a.mul(x, x, y) })
+	// SFPSWAP min/max leaves the larger in C and the smaller in D
+	p[MinBinary] = binary(func(a *asm, x, y uint8) { a.emit(isa.Insn{Op: isa.SFPSWAP, C: y, D: x, Mod: 1}) })
 	return p
 }
 

@@ -71,6 +71,7 @@ func TestEval(t *testing.T) {
 		{MulScalar, 3, 2, 6, ""},
 		{AddBinary, 1, 2, 3, "p is DEST[src]"},
 		{MulBinary, 3, 2, 6, "p is DEST[src]"},
+		{MinBinary, 3, -2, -2, "p is DEST[src]"},
 	} {
 		t.Run(c.op.String(), func(t *testing.T) {
 			if got := c.op.Spec().Eval(c.x, c.p); got != c.want {
@@ -176,6 +177,7 @@ func TestCycles(t *testing.T) {
 		{SigmoidBF16, 0, 3 + 1 + 63 + 2 + 9, 3 + 4*(2+8*(3+1+63+2+9))},
 		{SiLUBF16, 0, 3 + 75 + 2, 3 + 4*(2+8*(3+(1+63+2+9)+2))},
 		{ExpSoftmax, 0, 3 + 63, 3 + 4*(2+8*(3+63))},
+		{MinBinary, 0, 6, 3 + 4*(2+8*6)},
 	}
 	if len(cases) != len(Table) {
 		t.Errorf("%d cases for %d ops: pin every op's cycles", len(cases), len(Table))

@@ -84,6 +84,13 @@ func TestProgramSpecialValues(t *testing.T) {
 		{MulScalar, 3, 2.5, 7.5, ""},
 		{AddBinary, 1, 2, 3, ""},
 		{MulBinary, 3, -2, -6, ""},
+		{MinBinary, 3, -2, -2, ""},
+		{MinBinary, -2, 3, -2, ""},
+		{MinBinary, inf, -1.5, -1.5, "-c of a row that sees none of the chunk"},
+		{MinBinary, -1.5, inf, -1.5, ""},
+		{MinBinary, negZero, 0, negZero, "SFPSWAP orders -0 below +0"},
+		{MinBinary, 0, negZero, negZero, ""},
+		{MinBinary, -inf, 1, -inf, ""},
 	} {
 		t.Run(c.op.String(), func(t *testing.T) {
 			got := Programs[c.op].Eval(c.x, c.y)

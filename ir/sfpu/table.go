@@ -29,6 +29,10 @@ const (
 	// ExpSoftmax is exp for the flash softmax's arguments (exp_softmax.go):
 	// no graph op lowers to it.
 	ExpSoftmax
+	// MinBinary is the smaller of two DEST tiles' elements (SFPSWAP's
+	// order: sign and magnitude): the flash prefill softmax's new shift
+	// -max(m, c) = min(nm, -c). No graph op lowers to it.
+	MinBinary
 )
 
 const eltwiseUnary = "compute_kernel_api/eltwise_unary/"
@@ -173,4 +177,19 @@ var Table = [...]Spec{
 		CyclesSource: "tt-metal's call is exp's (tcc's own program: exp_softmax.go); llk_sfpu/ckernel_sfpu_exp.h:316-338 (calculate_exponential; approx false, fp32 DEST: _sfpu_exp_improved_<true> :311-314): " +
 			"per iteration 3 (load, store, incrwc) + _sfpu_exp_f32_accurate_ :199-299 63 (cycles.go expF32) = 66",
 		Eval: func(x, _ float32) float32 { return numerics.Exp(x) }},
+	{Op: MinBinary, Name: "min_binary", Call: "binary_min_tile", Init: "binary_min_tile_init", Header: "compute_kernel_api/binary_max_min.h",
+		Decl:   "// binary_max_min.h:108,116: DEST[odst] = min(DEST[idst0], DEST[idst1])\nvoid binary_min_tile_init();\nvoid binary_min_tile(uint32_t idst0, uint32_t idst1, uint32_t odst, int vector_mode = (int)VectorMode::RC);",
+		Binary: true, Cycles: tileCycles(0, ldst+1+2),
+		CyclesSource: "llk_sfpu/ckernel_sfpu_binary_max_min.h:16-51 (calculate_binary_max_min, IS_MAX_OP false; faces as ../../llk_lib/llk_math_eltwise_binary_sfpu_params.h:11-64): " +
+			"per iteration two SFPLOADs, SFPSWAP (vec_min_max, 2), SFPSTORE, INCRWC = 6",
+		Eval: func(x, y float32) float32 { return minSignMagnitude(x, y) }},
+}
+
+// minSignMagnitude is the smaller of x and y in SFPSWAP's order (sign and
+// magnitude: -0 below +0); with a NaN, x.
+func minSignMagnitude(x, y float32) float32 {
+	if y < x || y == x && math.Signbit(float64(y)) {
+		return y
+	}
+	return x
 }
