@@ -12,4 +12,5 @@ var (
 	PrefillOutPages   = &prefillOutPages
 	PrefillKRowWait   = &prefillKRowWait
 	PrefillOGroup     = &prefillOGroup
+	PrefillMinShift   = &prefillMinShift
 )

@@ -216,28 +216,20 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	c.For("j", kir.C(0), n, func(j kir.Var) {
 		c.Reduce(kir.ReduceMax, kir.ReduceRow, s.scores, s.scaler, f.nmN, j, kir.C(0), kir.C(0))
 	})
-	c.If(later, func() {
-		c.B.CBWaitFront(f.nmS, kir.C(1))
-		c.Copy(f.nmS, kir.C(0), kir.C(1))
-		if s.prefill {
-			// DEST[0] = m + relu(c - m), c the chunk's row max: a row may
-			// see none of a chunk's columns (c = -inf past the diagonal),
-			// and m, set by tile 0, which every row sees, is finite
-			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-			sfpu(kir.SFPURelu, 0)
-			sfpu(kir.SFPUNegative, 1)
-			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-			return
-		}
-		sfpu(kir.SFPUNegative, 1) // m
-		// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
+	if s.prefill && prefillMinShift {
+		// DEST[0] = min(-c, nm) = -max(c, m), c the chunk's row max: a
+		// row may see none of a chunk's columns (c = -inf past the
+		// diagonal: -c = +inf), and nm, set by tile 0, which every row
+		// sees, is finite
 		sfpu(kir.SFPUNegative, 0)
-		c.SFPUBinary(kir.SFPUAddBinary, kir.C(1), kir.C(0))
-		sfpu(kir.SFPURelu, 1)
-		sfpu(kir.SFPUNegative, 0)
-		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
-	}, nil)
-	sfpu(kir.SFPUNegative, 0)
+		c.If(later, func() {
+			c.B.CBWaitFront(f.nmS, kir.C(1))
+			c.Copy(f.nmS, kir.C(0), kir.C(1))
+			c.SFPUBinary(kir.SFPUMinBinary, kir.C(0), kir.C(1))
+		}, nil)
+	} else {
+		f.shiftByRelu(c, later)
+	}
 	c.PackOutTo(f.nmN, f.nmS)
 	c.B.CBWaitFront(f.nmN, kir.C(1))
 	c.B.Comment("p = exp(s - m')")
@@ -280,6 +272,45 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 		c.B.CBPopFront(f.lS, kir.C(1))
 	}, nil)
 	c.PackOut(f.lS, 1)
+}
+
+// prefillMinShift makes the prefill softmax's new shift one SFPU min,
+// nm' = min(-c, nm), in place of -(m + relu(c - m)) (add, relu,
+// negative, add, negative): c and m = -nm are bf16 values (the row
+// maximum keeps its upper 16 bits, the shift is packed to bf16), so m +
+// relu(c - m) is max(c, m) within an fp32 ulp and its bf16 packing the
+// same bits (but where c - m overflows). add, relu, add, negative =>
+// min_binary (a variable for the test that compares the two).
+var prefillMinShift = true
+
+// shiftByRelu emits chunkSoftmax's new shift without min_binary (decode,
+// or prefill with prefillMinShift off): DEST[0] holds the chunk's row
+// max c; it leaves -max(m, c) there.
+func (f *flashSDPA) shiftByRelu(c *blocks.Compute, later kir.Var) {
+	s := f.gatedSDPA
+	sfpu := func(op kir.SFPUOp, d int) { c.SFPU(blocks.SFPUStep{Op: op}, kir.Ci(d)) }
+	c.If(later, func() {
+		c.B.CBWaitFront(f.nmS, kir.C(1))
+		c.Copy(f.nmS, kir.C(0), kir.C(1))
+		if s.prefill {
+			// DEST[0] = m + relu(c - m), c the chunk's row max: a row may
+			// see none of a chunk's columns (c = -inf past the diagonal),
+			// and m, set by tile 0, which every row sees, is finite
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			sfpu(kir.SFPURelu, 0)
+			sfpu(kir.SFPUNegative, 1)
+			c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+			return
+		}
+		sfpu(kir.SFPUNegative, 1) // m
+		// DEST[0] = max(DEST[0], DEST[1]) = a + relu(b - a)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(1), kir.C(0))
+		sfpu(kir.SFPURelu, 1)
+		sfpu(kir.SFPUNegative, 0)
+		c.SFPUBinary(kir.SFPUAddBinary, kir.C(0), kir.C(1))
+	}, nil)
+	sfpu(kir.SFPUNegative, 0)
 }
 
 // softmaxExp is the exp of the online softmax: in prefill the softmax's

@@ -91,12 +91,13 @@ type sfpuFuncs struct {
 	siluBF16 func(float32) float32
 	// expSoftmax is the flash prefill softmax's exp (sfpu.ExpSoftmax).
 	expSoftmax func(float32) float32
-	// neg and relu (unary), add and mul (of two DEST tiles' elements,
-	// x op y with x the tile the result overwrites) and mulScalar (x times
-	// the parameter y): the plain arithmetic steps of the flash prefill
-	// attention's online softmax (attender.attendFlashFPU).
-	neg, relu           func(float32) float32
-	add, mul, mulScalar func(x, y float32) float32
+	// neg (unary), add, mul and min (of two DEST tiles'
+	// elements, x op y with x the tile the result overwrites) and
+	// mulScalar (x times the parameter y): the plain arithmetic steps of
+	// the flash prefill attention's online softmax
+	// (attender.attendFlashFPU).
+	neg                      func(float32) float32
+	add, mul, min, mulScalar func(x, y float32) float32
 }
 
 var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
@@ -108,7 +109,7 @@ var sfpuFuncsByCode = func() map[sfpu.Code]*sfpuFuncs {
 		}
 		m[c] = &sfpuFuncs{exp: f(sfpu.Exp), recip: f(sfpu.Recip), rsqrt: f(sfpu.Rsqrt), sigmoid: f(sfpu.Sigmoid), silu: f(sfpu.SiLU), softplus: f(sfpu.Softplus),
 			siluBF16: f(sfpu.SiLUBF16), expSoftmax: f(sfpu.ExpSoftmax),
-			neg: f(sfpu.Negative), relu: f(sfpu.Relu), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
+			neg: f(sfpu.Negative), add: sfpu.AddBinary.Func(c), mul: sfpu.MulBinary.Func(c), min: sfpu.MinBinary.Func(c), mulScalar: sfpu.MulScalar.Func(c)}
 	}
 	return m
 }()

@@ -78,8 +78,8 @@ func (a *attender) flashKV(k, v []float32, kv, last, n int) {
 //	                                  same bits, each product and sum scaled by 2^e exactly)
 //	c     = max_t FidelityMul(s_t, 1) reduce_tile MAX over the chunk; the first maximum is kept, the
 //	                                  running maximum keeps its upper 16 bits after every tile (afterTile)
-//	x     = c (the first chunk), else add(relu(add(c, nm)), neg(nm))   the SFPU's max(m, c)
-//	nm'   = bf16(neg(x))              negative_tile, packed to bf16 (half away from zero)
+//	nm'   = bf16(neg(c)) (the first chunk), else bf16(min(neg(c), nm))   negative_tile and (later
+//	                                  chunks) min_binary: -max(m, c), packed to bf16 (half away from zero)
 //	e_t   = expSoftmax(FPUAdd(tf32(s_t), nm')) add_tiles_bcast_cols, the softmax's exp (sfpu.ExpSoftmax), packed fp32
 //	a     = expSoftmax(add(FPUSub(0, nm), FPUAdd(0, nm')))   later chunks: the rescale factor
 //	l     = sum_t e_t                 matmul_tiles against the ones column onto +0 (matmulRowSum), later
@@ -88,7 +88,7 @@ func (a *attender) flashKV(k, v []float32, kv, last, n int) {
 //
 // then r = FPUAdd(0, tf32(recip(l))) (the reciprocal broadcast along the
 // row by an add of the zero tile) and out = mul(O, r). The SFPU steps
-// (neg, relu, add, mul, mulScalar, expSoftmax, recip) are a.sf's.
+// (neg, add, mul, min, mulScalar, expSoftmax, recip) are a.sf's.
 func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, scale float32, f ir.MathFidelity) {
 	d, T := a.d, ir.TileSize
 	it := flashItemOf(pos, s, S)
@@ -124,11 +124,11 @@ func (a *attender) attendFlashFPU(out, q, k, v []float32, kv, pos, s, S int, sca
 			}
 			c = afterTile(c, t-lo, hi-lo)
 		}
-		x := c
+		x := sf.neg(c)
 		if later {
-			x = sf.add(sf.relu(sf.add(c, nm)), sf.neg(nm))
+			x = sf.min(x, nm)
 		}
-		nm2 := packedBF16(sf.neg(x))
+		nm2 := packedBF16(x)
 		for t := lo; t < hi; t++ {
 			e[t] = sf.expSoftmax(numerics.FPUAdd(srcFP32(sc[t]), nm2, true))
 		}

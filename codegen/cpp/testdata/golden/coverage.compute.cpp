@@ -295,6 +295,8 @@ void kernel_main() {
     tcc_silu_bf16_tile(0);
     tcc_exp_softmax_tile_init();
     tcc_exp_softmax_tile(0);
+    tcc_min_binary_tile_init();
+    tcc_min_binary_tile(0, 1, 0);
     tile_regs_commit();
     cb_reserve_back(24, 1);
     tile_regs_wait();
