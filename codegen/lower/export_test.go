@@ -13,4 +13,5 @@ var (
 	PrefillKRowWait   = &prefillKRowWait
 	PrefillOGroup     = &prefillOGroup
 	PrefillMinShift   = &prefillMinShift
+	PrefillMaskKeep   = &prefillMaskKeep
 )

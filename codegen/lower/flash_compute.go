@@ -170,11 +170,16 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, qa int, t0, cend, lptr kir.Va
 		if s.prefill {
 			masked = kir.Ge(tt, f.maskFrom)
 		}
-		c.If(masked, func() {
+		maskCopy := func() {
 			c.B.CBWaitFront(s.mask, kir.C(1))
 			c.Copy(s.mask, kir.C(0), kir.C(0))
 			c.B.CBPopFront(s.mask, kir.C(1))
-		}, nil)
+		}
+		if s.prefill && prefillMaskKeep {
+			c.IfKeep(masked, maskCopy)
+		} else {
+			c.If(masked, maskCopy, nil)
+		}
 		if kRow {
 			c.B.CBWaitFront(s.cbK, kir.Ci(f.d.Dt))
 		}
@@ -200,6 +205,14 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, qa int, t0, cend, lptr kir.Va
 	})
 	c.B.CBPushBack(s.scores, kir.Ci(f.chunk))
 }
+
+// prefillMaskKeep makes the prefill score loop re-establish the products'
+// unpacker formats and matmul init at the end of the mask's copy (1 or 2
+// of an item's cache tiles) rather than before every tile's products:
+// reconfig_data_format and mm_init_short per score tile => per masked
+// tile, the same products (a variable for the test that compares the
+// two).
+var prefillMaskKeep = true
 
 // chunkSoftmax emits, for the chunk's n score tiles, the new shift nm' =
 // -max(m, row max) (later chunks; the first chunk's row max alone) to nmN

@@ -339,6 +339,19 @@ func (c *Compute) If(cond kir.Expr, then, els func()) {
 	c.state = meet(st, se)
 }
 
+// IfKeep emits `if (cond) { then }` whose branch ends by re-establishing
+// the configuration it was entered with (the parts known there), so
+// afterwards that configuration stands as before the If: a rarely taken
+// branch re-initialises at its own end rather than every path after it.
+func (c *Compute) IfKeep(cond kir.Expr, then func()) {
+	entry := c.state
+	c.B.IfElse(cond, func() {
+		then()
+		c.restore(entry)
+	}, func() {})
+	c.state = entry
+}
+
 // Acquire, Commit, Wait and Release are the DEST hand-over calls.
 func (c *Compute) Acquire() { c.B.TileRegsAcquire() }
 
