@@ -723,6 +723,20 @@ inline void exp_softmax_face() {
     }
 }
 
+// min_binary: 0 instructions per face, then 4 per 32 values.
+inline void min_binary_face(std::uint32_t dst0, std::uint32_t dst1, std::uint32_t odst) {
+    // a DEST tile is 64 rows
+    const std::uint32_t in0 = dst0 * 64, in1 = dst1 * 64, out = odst * 64;
+#pragma GCC unroll 0
+    for (int i = 0; i < 8; i++) {
+        TT_SFPLOAD(0, 0, ADDR_MOD_7, in0);
+        TT_SFPLOAD(1, 0, ADDR_MOD_7, in1);
+        TTI_SFPSWAP(0, 1, 0, 1);
+        TT_SFPSTORE(0, 0, ADDR_MOD_7, out);
+        TTI_INCRWC(0, 2, 0, 0);
+    }
+}
+
 }  // namespace tcc_sfpu
 
 inline void tcc_exp_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_unary_sfpu_init_<SfpuType::unused>())); }
@@ -837,4 +851,10 @@ inline void tcc_exp_softmax_tile_init() { using namespace ckernel; MATH((_llk_ma
 inline void tcc_exp_softmax_tile(uint32_t idst) {
     using namespace ckernel;
     MATH((_llk_math_eltwise_unary_sfpu_params_<false>(tcc_sfpu::exp_softmax_face, idst, (int)VectorMode::RC)));
+}
+
+inline void tcc_min_binary_tile_init() { using namespace ckernel; MATH((_llk_math_eltwise_binary_sfpu_init_<SfpuType::unused>())); }
+inline void tcc_min_binary_tile(uint32_t idst0, uint32_t idst1, uint32_t odst) {
+    using namespace ckernel;
+    MATH((_llk_math_eltwise_binary_sfpu_params_<false>(tcc_sfpu::min_binary_face, idst0, idst1, odst, (int)VectorMode::RC)));
 }
