@@ -28,9 +28,9 @@ import (
 // reaches the result.
 //
 // Unlike decode, a row may see none of a chunk's columns (c = -inf, a
-// chunk past the row's diagonal), so the running maximum is m + relu(c -
-// m) (chunkSoftmax), finite since tile 0, in the first chunk, is visible
-// to every row.
+// chunk past the row's diagonal), so the new shift is min(-c, nm) = -max(m,
+// c) by one min_binary (chunkSoftmax, prefillMinShift), finite since tile
+// 0, in the first chunk, is visible to every row.
 //
 // The reader hands compute, per item, a page of two words: last and
 // mfirst (the compute kernel reads them with read_tile_value and derives

@@ -17,7 +17,7 @@ import (
 // positions 0 (one chunk, the diagonal tile-aligned), 33 (the diagonal
 // across two tiles) and 500 (three chunks of 8 tiles, the last one shorter; the
 // first item's rows at 500..511 see none of its last chunk, tile 16, so
-// their running maximum goes through relu(-inf)) with one and two tile
+// their new shift is min(+inf, nm)) with one and two tile
 // rows of tokens, cache rows past the last visible position NaN
 // (testSDPA), against the reference bit for bit (checkFlash: the
 // reference follows the program's chunked online softmax; with the
