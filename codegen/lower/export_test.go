@@ -14,4 +14,5 @@ var (
 	PrefillOGroup     = &prefillOGroup
 	PrefillMinShift   = &prefillMinShift
 	PrefillMaskKeep   = &prefillMaskKeep
+	PrefillExpGroup   = &prefillExpGroup
 )

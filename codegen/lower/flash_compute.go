@@ -214,6 +214,21 @@ func (f *flashSDPA) chunkScores(c *blocks.Compute, qa int, t0, cend, lptr kir.Va
 // two).
 var prefillMaskKeep = true
 
+// prefillExpGroup is the score tiles the prefill softmax's exp loop
+// takes per DEST acquire (largest divisor of the chunk within DEST's fp32
+// tiles; 1: one per acquire): every tile sees the same add and exp, and
+// the pages land in the same order => the same exp block, fewer DEST
+// hand-overs (a variable for the test that compares the two).
+var prefillExpGroup = 4
+
+// expGroup is the score tiles chunkSoftmax's exp loop takes per acquire.
+func (f *flashSDPA) expGroup() int {
+	if !f.prefill {
+		return 1
+	}
+	return largestDivisor(f.chunk, min(prefillExpGroup, f.ctx.Target.DestTiles(false, true)))
+}
+
 // chunkSoftmax emits, for the chunk's n score tiles, the new shift nm' =
 // -max(m, row max) (later chunks; the first chunk's row max alone) to nmN
 // and behind the old one in nmS, P = exp(S + nm') into the exp CB and l =
@@ -247,15 +262,30 @@ func (f *flashSDPA) chunkSoftmax(c *blocks.Compute, n, later kir.Var) {
 	c.B.CBWaitFront(f.nmN, kir.C(1))
 	c.B.Comment("p = exp(s - m')")
 	c.B.CBReserveBack(f.pexp, kir.Ci(f.chunk))
-	c.For("j", kir.C(0), n, func(j kir.Var) {
-		c.Acquire()
-		c.Binary(kir.EltAdd, blocks.BcastCols, s.scores, f.nmN, j, kir.C(0), kir.C(0))
-		sfpu(f.softmaxExp(), 0)
-		c.Commit()
-		c.Wait()
-		c.Pack(kir.C(0), f.pexp)
-		c.Release()
-	})
+	if g := f.expGroup(); g > 1 {
+		c.ForStep("j0", kir.C(0), n, kir.Ci(g), func(j0 kir.Var) {
+			m := blocks.BlockLenOf(c.B, "m", n, j0, kir.Ci(g))
+			c.Acquire()
+			c.For("k", kir.C(0), m, func(k kir.Var) {
+				c.Binary(kir.EltAdd, blocks.BcastCols, s.scores, f.nmN, kir.Add(j0, k), kir.C(0), k)
+				c.SFPU(blocks.SFPUStep{Op: f.softmaxExp()}, k)
+			})
+			c.Commit()
+			c.Wait()
+			c.For("k", kir.C(0), m, func(k kir.Var) { c.Pack(k, f.pexp) })
+			c.Release()
+		})
+	} else {
+		c.For("j", kir.C(0), n, func(j kir.Var) {
+			c.Acquire()
+			c.Binary(kir.EltAdd, blocks.BcastCols, s.scores, f.nmN, j, kir.C(0), kir.C(0))
+			sfpu(f.softmaxExp(), 0)
+			c.Commit()
+			c.Wait()
+			c.Pack(kir.C(0), f.pexp)
+			c.Release()
+		})
+	}
 	c.B.CBPushBack(f.pexp, kir.Ci(f.chunk))
 	c.B.CBPopFront(s.scores, kir.Ci(f.chunk))
 	c.If(later, func() {
