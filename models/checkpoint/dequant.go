@@ -112,14 +112,19 @@ func nearestE2M1(v, s float32) uint8 {
 	best, bestErr := uint8(0), float32(math.Inf(1))
 	// With v and s >= 0 no negative code (8..15) is nearer than the
 	// positive one of its magnitude, which comes first: the search stops
-	// at 8 and returns what the whole one would.
-	n := uint8(16)
+	// at 8 and returns what the whole one would. The positive codes'
+	// values e2m1[c]*s rise with c (rounding keeps the order), so once
+	// one reaches v the later ones are no nearer: the search stops there.
+	n, up := uint8(16), false
 	if v >= 0 && s >= 0 {
-		n = 8
+		n, up = 8, true
 	}
 	for c := uint8(0); c < n; c++ {
 		if d := math.Float32frombits(math.Float32bits(e2m1[c]*s-v) &^ (1 << 31)); d < bestErr {
 			best, bestErr = c, d
+		}
+		if up && e2m1[c]*s >= v {
+			break
 		}
 	}
 	return best

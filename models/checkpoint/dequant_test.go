@@ -112,9 +112,10 @@ func TestNVFP4GlobalScaleDivides(t *testing.T) {
 }
 
 // TestNearestE2M1SearchesHalf: nearestE2M1, which skips the negative
-// codes for a value and scale >= 0, returns the code the search over all
-// 16 codes returns (the first nearest), on random values, scales, zeros,
-// ties and NaN.
+// codes for a value and scale >= 0 and stops at the first code whose value
+// reaches v, returns the code the search over all 16 codes returns (the
+// first nearest), on random values, scales (a subnormal and an infinite
+// one among them), zeros, ties and NaN.
 func TestNearestE2M1SearchesHalf(t *testing.T) {
 	whole := func(v, s float32) uint8 {
 		best, bestErr := uint8(0), float32(math.Inf(1))
@@ -130,7 +131,7 @@ func TestNearestE2M1SearchesHalf(t *testing.T) {
 	for range 20000 {
 		vals = append(vals, float32(rng.NormFloat64()*4))
 	}
-	for _, s := range []float32{0, 1, 0.5, 0.37, 2.5} {
+	for _, s := range []float32{0, 1, 0.5, 0.37, 2.5, 1e-40, float32(math.Inf(1))} {
 		for _, v := range vals {
 			if got, want := nearestE2M1(v, s), whole(v, s); got != want {
 				t.Fatalf("nearestE2M1(%v, %v) = %d, the whole search gives %d", v, s, got, want)

@@ -371,10 +371,17 @@ func TestPerfSeqIsTheWholePrompt(t *testing.T) {
 		t.Errorf("max_seq %d, prompt_tokens %d, %d steps, floor %.3f us (ratio %.3f); want 128, 100, 4 and a floor below the time",
 			seq.MaxSeq, seq.PromptTokens, len(seq.Segments), seq.FloorUS, seq.FloorRatio)
 	}
+	// The single steps at the full steps' positions (0, 32, 64); the last
+	// is also the single step --position 64 checked below.
+	type single struct {
+		FloorUS      float64 `json:"floor_us"`
+		StepUS       float64 `json:"step_us"`
+		Position     int     `json:"position"`
+		PromptTokens *int    `json:"prompt_tokens"`
+	}
+	var one single
 	for _, s := range seq.Segments[:3] {
-		var one struct {
-			FloorUS float64 `json:"floor_us"`
-		}
+		one = single{}
 		perfJSON(t, &one, "--mode", "prefill", "--max-seq", "128", "--seq", "32", "--position", strconv.Itoa(s.Position))
 		if one.FloorUS != s.FloorUS {
 			t.Errorf("step %d at %d: DRAM floor %.3f us; the single step's is %.3f us", s.Index, s.Position, s.FloorUS, one.FloorUS)
@@ -385,12 +392,6 @@ func TestPerfSeqIsTheWholePrompt(t *testing.T) {
 	if def.PrefillChunk != 4096 || len(def.Segments) != 1 || def.Segments[0].Tokens != 100 || def.MaxSeq != 128 {
 		t.Errorf("--seq 100: chunk %d, %d steps, max_seq %d; want 4096, one step of 100 tokens, 128", def.PrefillChunk, len(def.Segments), def.MaxSeq)
 	}
-	var one struct {
-		StepUS       float64 `json:"step_us"`
-		Position     int     `json:"position"`
-		PromptTokens *int    `json:"prompt_tokens"`
-	}
-	perfJSON(t, &one, "--mode", "prefill", "--max-seq", "128", "--seq", "32", "--position", "64")
 	if one.PromptTokens != nil || one.Position != 64 || one.StepUS != prompt.Segments[2].StepUS {
 		t.Errorf("--seq 32 --position 64: position %d, %.3f us, prompt_tokens %v; want the single step at 64 (%.3f us)", one.Position, one.StepUS, one.PromptTokens, prompt.Segments[2].StepUS)
 	}

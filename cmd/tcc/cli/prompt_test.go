@@ -50,16 +50,16 @@ func generatedIDs(t *testing.T, stderr string) ([]int, string) {
 
 // TestRunPromptStreams: with --prompt and no --check, stdout is exactly
 // the generated text (the tokens decoded, special tokens skipped, then a
-// newline), everything else is on stderr; one layer, ~3 CPU-s.
+// newline), everything else is on stderr; one layer, one step, ~2 CPU-s.
 func TestRunPromptStreams(t *testing.T) {
 	dir := synthFor(t, oneLayerQwen(t), checkpoint.FormBF16)
-	stdout, stderr, err := runCLISplit(t, "run", "qwen27b", "--weights", dir, "--prompt", "hello world", "--steps", "3")
+	stdout, stderr, err := runCLISplit(t, "run", "qwen27b", "--weights", dir, "--prompt", "hello world", "--steps", "1")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	ids, why := generatedIDs(t, stderr)
-	if len(ids) != 4 || why != "stopped after --steps 3" {
-		t.Errorf("generated %v, %q; want 4 tokens, stopped after --steps 3", ids, why)
+	if len(ids) != 2 || why != "stopped after --steps 1" {
+		t.Errorf("generated %v, %q; want 2 tokens (the prompt's and one step's), stopped after --steps 1", ids, why)
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, tokenizer.File))
 	if err != nil {
