@@ -89,16 +89,15 @@ func (a *asm) sigmoidBF16(x, times uint8) uint8 {
 // with silu's program. That was this random model amplifying rounding
 // differences, not a wrong result: its callers all pack silu's result as
 // bf16 from an fp32 DEST (matmul_swiglu, conv_depthwise_state_chain,
-// norm_layout_gate), it is within 2^-14.94 of silu on every input and
-// differs from silu's bf16 rounding in 0.1% to 0.3% of them (one ulp
-// below); yet one step's logits (the last token's, against fp32 from the
-// same state) moved with the state's drift: with one Newton step the
-// earlier steps' fp32 PCCs were no worse (0.9968, 0.9997, 0.9993, 0.9994
-// against silu's 0.9947, 0.9996, 0.9990, 0.9990). With two Newton steps
-// (the program now) that step's fp32 PCC is 0.994971 (reference
-// evaluator at the device's formats, which the device matches bit for
-// bit).
-var SiLUBF16ForBF16Results = false
+// norm_layout_gate), it was within 2^-14.94 of silu on every input and
+// differed from silu's bf16 rounding in 0.1% to 0.3% of them (one ulp
+// below); the fp32 PCC is one step's last-token logits from the
+// device's state, which drifts with any rounding difference, and with
+// one Newton step the earlier steps' fp32 PCCs were no worse (0.9968,
+// 0.9997, 0.9993, 0.9994 against silu's 0.9947, 0.9996, 0.9990,
+// 0.9990). With two Newton steps that check passes (step 256..319: fp32
+// PCC 0.994971; every program bit for bit).
+var SiLUBF16ForBF16Results = true
 
 // ForBF16Result is the op to run in place of o where its result is
 // rounded to bf16: silu_bf16 for silu when SiLUBF16ForBF16Results is set,
