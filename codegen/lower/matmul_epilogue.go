@@ -131,7 +131,7 @@ type epiSwiGLU struct {
 }
 
 // siluFor is the silu whose result is packed as dt: silu_bf16 for bf16
-// (its error, under 2^-14, is below what the bf16 rounding keeps; the
+// (its error, under 2^-17.5, is below what the bf16 rounding keeps; the
 // reference evaluator picks the same, sim/ref evalMatmulSwiGLU), silu
 // otherwise.
 func siluFor(dt ir.DType) kir.SFPUOp {

@@ -5,17 +5,18 @@ import (
 	"testing"
 
 	"github.com/tcc-dev/tcc/ir/longtest"
+	"github.com/tcc-dev/tcc/ir/numerics"
 )
 
-// TestBF16Accuracy: sigmoid_bf16 and silu_bf16 are within 2^-14 relative
-// error of the float64 functions on their ranges (fp32 patterns of both
-// signs by bit pattern, as TestAccuracy; results below fp32's normals
-// skipped), in 41 and 37 cycles per 32 values against sigmoid's and
-// silu's 56 and 53, and give the accurate programs' bits on the special
-// inputs of sigmoidInputs (clamp bounds, zeros, infinities, NaNs) up to
-// that error.
+// TestBF16Accuracy: sigmoid_bf16 and silu_bf16 are within 2^-17.5
+// relative error of the float64 functions on their ranges (fp32 patterns
+// of both signs by bit pattern, as TestAccuracy; results below fp32's
+// normals skipped), in 45 and 41 cycles per 32 values against sigmoid's
+// and silu's 56 and 53, and give the accurate programs' bits on the
+// special inputs of sigmoidInputs (clamp bounds, zeros, infinities, NaNs)
+// up to that error.
 func TestBF16Accuracy(t *testing.T) {
-	const maxRel = 0x1p-14
+	maxRel := math.Exp2(-17.5)
 	stride := uint32(3 * 40009)
 	if longtest.Enabled() {
 		stride = 4001
@@ -26,8 +27,8 @@ func TestBF16Accuracy(t *testing.T) {
 		cycles  [2]float64 // the bf16 program's, the accurate one's
 		precise Op
 	}{
-		{accRange{op: SigmoidBF16, lo: -87.3, hi: 88, ref: sig}, [2]float64{41, 56}, Sigmoid},
-		{accRange{op: SiLUBF16, lo: -87.3, hi: 88, ref: func(x float64) float64 { return x * sig(x) }}, [2]float64{37, 53}, SiLU},
+		{accRange{op: SigmoidBF16, lo: -87.3, hi: 88, ref: sig}, [2]float64{45, 56}, Sigmoid},
+		{accRange{op: SiLUBF16, lo: -87.3, hi: 88, ref: func(x float64) float64 { return x * sig(x) }}, [2]float64{41, 53}, SiLU},
 	} {
 		t.Run(c.r.op.String(), func(t *testing.T) {
 			p := Programs[c.r.op]
@@ -40,7 +41,7 @@ func TestBF16Accuracy(t *testing.T) {
 			}
 			t.Logf("max relative error %.3g (2^%.2f) over %d samples", res.rel, math.Log2(res.rel), res.n)
 			if res.rel > maxRel {
-				t.Errorf("max relative error %.3g, want <= 2^-14 (%.3g)", res.rel, maxRel)
+				t.Errorf("max relative error %.3g, want <= 2^-17.5 (%.3g)", res.rel, maxRel)
 			}
 			bad := 0
 			for _, b := range sigmoidInputs(1 << 32) {
@@ -52,6 +53,34 @@ func TestBF16Accuracy(t *testing.T) {
 					bad++
 					t.Errorf("%s(%#08x) = %g, %s gives %g", c.r.op, b, g, c.precise, w)
 				}
+			}
+		})
+	}
+}
+
+// TestBF16RoundsAsAccurate: packed as bf16 (numerics.PackerBF16, the
+// rounding their fused ops' results get), sigmoid_bf16's and silu_bf16's
+// results are sigmoid's and silu's on all but at most 1 in 2,000 inputs
+// with |x| in [2^-6, 2^7) (fp32 patterns of both signs by bit pattern:
+// where activations are; 2 and 0 of 10,900 differ). With one Newton
+// step 0.1% to 0.3% differ, one ulp below (11 and 13 of these 10,900).
+func TestBF16RoundsAsAccurate(t *testing.T) {
+	for _, c := range [][2]Op{{SigmoidBF16, Sigmoid}, {SiLUBF16, SiLU}} {
+		t.Run(c[0].String(), func(t *testing.T) {
+			fast, slow := Programs[c[0]], Programs[c[1]]
+			n, differ := 0, 0
+			lo, hi := math.Float32bits(0x1p-6), math.Float32bits(0x1p7)
+			for u := lo; u < hi; u += 20011 {
+				for _, x := range []float32{math.Float32frombits(u), -math.Float32frombits(u)} {
+					n++
+					if numerics.PackerBF16(fast.Eval(x, 0)) != numerics.PackerBF16(slow.Eval(x, 0)) {
+						differ++
+					}
+				}
+			}
+			t.Logf("%d of %d differ", differ, n)
+			if differ*2000 > n {
+				t.Errorf("packed as bf16, %d of %d results differ from %s's, want at most 1 in 2,000", differ, n, c[1])
 			}
 		})
 	}

@@ -63,8 +63,9 @@ func TestProgramSpecialValues(t *testing.T) {
 		{Sigmoid, nan, 0, nan, ""},
 		{SiLU, 0, 0, 0, ""},
 		{SiLU, inf, 0, inf, ""},
-		// sigmoid_bf16(0) and (+Inf) are 0.5 and 1 within 2^-14
-		// (TestBF16Accuracy), not exactly.
+		// sigmoid_bf16(0) is 0.5 within 2^-17.5 (TestBF16Accuracy), not
+		// exactly; +Inf gives 1 exactly (with one Newton step 1 - 2^-15.4).
+		{SigmoidBF16, inf, 0, 1, ""},
 		{SigmoidBF16, -inf, 0, 0, ""},
 		{SigmoidBF16, nan, 0, nan, ""},
 		{SiLUBF16, 0, 0, 0, ""},

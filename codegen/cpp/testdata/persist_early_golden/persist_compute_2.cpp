@@ -185,7 +185,7 @@ __attribute__((noinline)) void tcc_phase_body_1() {
             cb_wait_front(9, 1);
             tile_regs_acquire();
             copy_tile(9, 0, 0);
-            tcc_silu_tile(0);
+            tcc_silu_bf16_tile(0);
             cb_pop_front(9, 1);
             tile_regs_commit();
             cb_reserve_back(11, 1);

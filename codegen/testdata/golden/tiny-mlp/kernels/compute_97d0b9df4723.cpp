@@ -70,7 +70,7 @@ void kernel_main() {
             cb_wait_front(24, 1);
             tile_regs_acquire();
             copy_tile(24, 0, 0);
-            tcc_silu_tile(0);
+            tcc_silu_bf16_tile(0);
             cb_pop_front(24, 1);
             tile_regs_commit();
             cb_reserve_back(26, 1);
