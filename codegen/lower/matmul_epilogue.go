@@ -229,8 +229,12 @@ func (e *epiSwiGLU) mul(c *blocks.Compute, up, out int) {
 	c.B.CBWaitFront(e.silu, kir.C(1))
 	c.B.CBWaitFront(up, kir.C(1))
 	c.Acquire()
-	c.Copy(e.silu, kir.C(0), kir.C(0))
-	c.Copy(up, kir.C(0), kir.C(1))
+	cp := c.CopyShared // one copy init for both bf16 CBs
+	if e.gathered {
+		cp = c.Copy // (decode's kernels as they were)
+	}
+	cp(e.silu, kir.C(0), kir.C(0))
+	cp(up, kir.C(0), kir.C(1))
 	c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
 	if e.t {
 		c.TransposeDest(kir.C(0), e.is32)

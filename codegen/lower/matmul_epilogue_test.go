@@ -207,16 +207,23 @@ func TestMatmulSwiGLUGatheredRows(t *testing.T) {
 // untransposed, runs silu and the SFPU multiply on them and transposes
 // only the product in DEST before its pack: one transpose_wh_dest
 // statement in the compute kernel, after the multiply (two before: one
-// per weight, in productDone). On SrcA nothing is transposed. Prefill
-// shapes (two tile rows) on two cores, bit for bit against sim/ref.
+// per weight, in productDone). On SrcA nothing is transposed. The
+// multiply's loop copies its silu and up tiles (two bf16 CBs) after one
+// copy_tile_to_dst_init_short, or none on SrcA (blocks.Compute.CopyShared;
+// one per CB before). Prefill shapes (two tile rows) on two cores, bit for bit
+// against sim/ref.
 func TestMatmulSwiGLUTransposesOnce(t *testing.T) {
 	tests := []struct {
 		name       string
 		onB        bool
 		transposes int // TransposeDest statements in the compute kernel
+		// loopInits are the copy inits in the multiply's loop: one after
+		// each transpose (whose init replaces the copy's), none on SrcA
+		// (the one init before the loop serves both CBs)
+		loopInits int
 	}{
-		{"srcb", true, 1},
-		{"srca", false, 0},
+		{"srcb", true, 1, 1},
+		{"srca", false, 0, 0},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,6 +259,29 @@ func TestMatmulSwiGLUTransposesOnce(t *testing.T) {
 			})
 			if n != tc.transposes || afterMul != n {
 				t.Errorf("compute has %d transpose_wh_dest statements, %d of them after the multiply; want %d, all after it", n, afterMul, tc.transposes)
+			}
+			inits := -1 // copy inits in the loop of the multiply
+			kir.Inspect(p.Kernel("compute").Body, func(s kir.Stmt) bool {
+				f, ok := s.(kir.For)
+				if !ok {
+					return true
+				}
+				n, mul := 0, false
+				for _, s := range f.Body {
+					switch s := s.(type) {
+					case kir.CopyTileInit:
+						n++
+					case kir.SFPU:
+						mul = mul || s.Op == kir.SFPUMulBinary
+					}
+				}
+				if mul {
+					inits = n
+				}
+				return true
+			})
+			if inits != tc.loopInits {
+				t.Errorf("the multiply's loop has %d copy_tile_to_dst_init_short, want %d", inits, tc.loopInits)
 			}
 			got, info := fcExec(t, ctx, op, p, args, nil)
 			fcCompare(t, "matmul_swiglu "+op.Result().Type.Shape.String(), want[0].Data, got[0], info)
