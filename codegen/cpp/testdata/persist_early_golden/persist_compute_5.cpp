@@ -146,7 +146,7 @@ __attribute__((noinline)) void tcc_phase_body_1() {
 
     compute_kernel_hw_startup(15, 7, 8);  // matmul order: in1 feeds source A
     reconfig_data_format(11, 7);
-    copy_tile_to_dst_init_short(10);
+    copy_tile_to_dst_init_short(11);
     tcc_mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -220,15 +220,13 @@ __attribute__((noinline)) void tcc_phase_body_1() {
         tile_regs_release();
         // epilogue: silu(gate) times up
         reconfig_data_format(11, 7);
-        copy_tile_to_dst_init_short(10);
+        copy_tile_to_dst_init_short(11);
         tcc_mul_binary_tile_init();
         for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
             cb_wait_front(11, 1);
             cb_wait_front(10, 1);
             tile_regs_acquire();
-            copy_tile_to_dst_init_short(11);
             copy_tile(11, 0, 0);
-            copy_tile_to_dst_init_short(10);
             copy_tile(10, 0, 1);
             tcc_mul_binary_tile(0, 1, 0);
             cb_pop_front(11, 1);

@@ -31,7 +31,7 @@ void kernel_main() {
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
     reconfig_data_format(26, 0);
-    copy_tile_to_dst_init_short(25);
+    copy_tile_to_dst_init_short(26);
     tcc_mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -105,15 +105,13 @@ void kernel_main() {
         tile_regs_release();
         // epilogue: silu(gate) times up
         reconfig_data_format(26, 0);
-        copy_tile_to_dst_init_short(25);
+        copy_tile_to_dst_init_short(26);
         tcc_mul_binary_tile_init();
         for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
             cb_wait_front(26, 1);
             cb_wait_front(25, 1);
             tile_regs_acquire();
-            copy_tile_to_dst_init_short(26);
             copy_tile(26, 0, 0);
-            copy_tile_to_dst_init_short(25);
             copy_tile(25, 0, 1);
             tcc_mul_binary_tile(0, 1, 0);
             cb_pop_front(26, 1);
