@@ -149,6 +149,9 @@ type epiSwiGLU struct {
 	// t: the gate and up tiles are C^T tiles (transposed); mul transposes
 	// each product back in DEST, is32 the kernel's fp32 DEST mode.
 	t, is32 bool
+	// half is half the sub-block's DEST capacity: the tiles of a group of
+	// the multiply (mulGroups; 0: tile by tile)
+	half int
 }
 
 // siluFor is the silu whose result is packed as dt: silu_bf16 for bf16
@@ -172,6 +175,7 @@ func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, live int) {
 	e.siluOp = siluFor(odt)
 	e.fpu = e.fpuMul(odt)
 	e.gathered = live > 0
+	e.half = dest / 2
 	if !e.gathered {
 		e.silu = cbs.Scratch("silu_gate", odt, dest)
 		return
@@ -215,8 +219,43 @@ func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
 		e.mul(c, e.rows[1], out)
 		return
 	}
-	c.B.Comment("epilogue: silu(gate) times up")
-	c.For("j", kir.C(0), sb, func(kir.Var) { e.mul(c, e.slots[1], out) })
+	if e.fpu || e.half == 0 {
+		c.B.Comment("epilogue: silu(gate) times up")
+		c.For("j", kir.C(0), sb, func(kir.Var) { e.mul(c, e.slots[1], out) })
+		return
+	}
+	e.mulGroups(c, sb, out)
+}
+
+// mulGroups emits out = r(silu * up) for the sb tiles in groups of up to
+// e.half: each group's silu and up tiles are copied page by page (no
+// multi-page block, so no ring straddling) to DEST[i] and DEST[half+i],
+// multiplied on the SFPU into DEST[i], transposed when e.t, and packed
+// page by page: one copy init, one transpose init and one DEST section a
+// group instead of a tile. The same operations on the same values as mul.
+// a section a tile => a section a group
+func (e *epiSwiGLU) mulGroups(c *blocks.Compute, sb kir.Var, out int) {
+	c.B.Comment("epilogue: silu(gate) times up, in groups of tiles in DEST")
+	up, half := e.slots[1], kir.Ci(e.half)
+	c.ForStep("g", kir.C(0), sb, half, func(g kir.Var) {
+		n := blocks.BlockLenOf(c.B, "n", sb, g, half)
+		c.Acquire()
+		c.For("i", kir.C(0), n, func(i kir.Var) {
+			for _, x := range []struct {
+				cb  int
+				dst kir.Expr
+			}{{e.silu, i}, {up, kir.Add(i, half)}} {
+				c.B.CBWaitFront(x.cb, kir.C(1))
+				c.CopyShared(x.cb, kir.C(0), x.dst)
+				c.B.CBPopFront(x.cb, kir.C(1))
+			}
+		})
+		c.For("i", kir.C(0), n, func(i kir.Var) { c.SFPUBinary(kir.SFPUMulBinary, i, kir.Add(i, half)) })
+		if e.t {
+			c.For("i", kir.C(0), n, func(i kir.Var) { c.TransposeDest(i, e.is32) })
+		}
+		packDest(c, out, n)
+	})
 }
 
 // mul emits one page of out = r(silu * up): the front pages of e.silu and
