@@ -354,7 +354,11 @@ type mmProgram struct {
 	readBlocks bool
 	// live is the live rows per output tile the epilogue was offered for
 	// gathered rows (gatherRows; 0: none).
-	live       int
+	live int
+	// epiT: the epilogue takes its products as C^T tiles (every weight on
+	// SrcB; mmEpilogue.transposed), so productDone and productChunk pack
+	// them without transposing them back.
+	epiT       bool
 	inCB       []int // the epilogue's inputs, in inputs() order
 	outCB      map[ir.DType]int
 	rd, cp, wr *kir.Kernel
@@ -622,6 +626,7 @@ func (m *mmProgram) compute() {
 	var c *blocks.Compute
 	m.cp, c = m.splitProgram.compute()
 	m.cp.Compute.DstFullSyncEn = m.dest > m.ctx.Target.DestTiles(false, true)
+	m.epiT = m.epi.transposed(m.allOnSrcB(), m.cp.Compute.FP32DestAccEn)
 	cKt := m.cp.CompileArg("kt", uint32(m.kt))
 	counts := make([]kir.ArgRef, len(m.parts))
 	for pi := range m.parts {

@@ -47,6 +47,13 @@ type mmEpilogue interface {
 	// fpuMul reports whether compute multiplies on the FPU for a result of
 	// dtype odt (its products then depend on the kernel's math fidelity).
 	fpuMul(odt ir.DType) bool
+	// transposed is asked once, after scratch: on reports whether every
+	// product is a C^T tile in DEST (weights on SrcB, matmul_srcb.go),
+	// is32 whether the compute kernel's DEST is fp32. It
+	// returns whether the epilogue takes them so, packed untransposed to
+	// its dst CBs; it then transposes each result tile in DEST before
+	// packing it to out (false: the engine transposes every product).
+	transposed(on, is32 bool) bool
 }
 
 // mmInput is an epilogue input; its CB and the reader's address argument
@@ -71,6 +78,7 @@ func (epiPlain) gathers() []mmGather                          { return nil }
 func (epiPlain) dst(_, out int) int                           { return out }
 func (epiPlain) compute(*blocks.Compute, kir.Var, []int, int) {}
 func (epiPlain) packed(*blocks.Compute, int, kir.Var)         {}
+func (epiPlain) transposed(bool, bool) bool                   { return false }
 
 // epiAdd (matmul_add): out = r(residual + r(a @ w)): the product is packed
 // to an intermediate CB of the result dtype (r), then the FPU adds the
@@ -110,6 +118,16 @@ func (e *epiAdd) compute(c *blocks.Compute, sb kir.Var, in []int, out int) {
 // runs the silu after the up products instead, once the row is freed:
 // the same tiles, so the same values.
 //
+// With the weights on SrcB the products are C^T tiles in DEST
+// (matmul_srcb.go). For a bf16 result (tile by tile, SFPU multiply) the
+// epilogue takes them as they are: gate^T and up^T are packed untransposed,
+// silu and the multiply run on the transposed tiles and only the product
+// is transposed back in DEST before its pack, one transpose_wh_dest a
+// result tile instead of two. Silu, the multiply and the bf16 roundings
+// are element by element and a transpose only moves values, so every
+// value is the one of the transposed-products path, bit for bit (a
+// block-float result shares exponents along rows: not taken).
+//
 // With few live rows (decode: B rows per tile, B x the sub-block <= 32;
 // the engine offers them, scratch's live) the writer gathers the live rows
 // of the sub-block's gate tiles into one tile and those of its up tiles
@@ -128,6 +146,12 @@ type epiSwiGLU struct {
 	fpu      bool // the multiply runs on the FPU
 	// siluOp is silu, or silu_bf16 for a bf16 result (siluFor).
 	siluOp kir.SFPUOp
+	// t: the gate and up tiles are C^T tiles (transposed); mul transposes
+	// each product back in DEST, is32 the kernel's fp32 DEST mode.
+	t, is32 bool
+	// half is half the sub-block's DEST capacity: the tiles of a group of
+	// the multiply (mulGroups; 0: tile by tile)
+	half int
 }
 
 // siluFor is the silu whose result is packed as dt: silu_bf16 for bf16
@@ -151,12 +175,20 @@ func (e *epiSwiGLU) scratch(cbs *blocks.CBPlan, odt ir.DType, dest, live int) {
 	e.siluOp = siluFor(odt)
 	e.fpu = e.fpuMul(odt)
 	e.gathered = live > 0
+	e.half = dest / 2
 	if !e.gathered {
 		e.silu = cbs.Scratch("silu_gate", odt, dest)
 		return
 	}
 	e.rows = [2]int{cbs.Scratch("gate_rows", odt, 1), cbs.Scratch("up_rows", odt, 1)}
 	e.silu = cbs.Scratch("silu_gate", odt, 1)
+}
+
+// transposed takes C^T products for the tile-by-tile SFPU multiply
+// (a bf16 result, not gathered). one transpose a tile => two
+func (e *epiSwiGLU) transposed(on, is32 bool) bool {
+	e.t, e.is32 = on && !e.gathered && !e.fpu, is32
+	return e.t
 }
 
 func (e *epiSwiGLU) gathers() []mmGather {
@@ -187,8 +219,43 @@ func (e *epiSwiGLU) compute(c *blocks.Compute, sb kir.Var, _ []int, out int) {
 		e.mul(c, e.rows[1], out)
 		return
 	}
-	c.B.Comment("epilogue: silu(gate) times up")
-	c.For("j", kir.C(0), sb, func(kir.Var) { e.mul(c, e.slots[1], out) })
+	if e.fpu || e.half == 0 {
+		c.B.Comment("epilogue: silu(gate) times up")
+		c.For("j", kir.C(0), sb, func(kir.Var) { e.mul(c, e.slots[1], out) })
+		return
+	}
+	e.mulGroups(c, sb, out)
+}
+
+// mulGroups emits out = r(silu * up) for the sb tiles in groups of up to
+// e.half: each group's silu and up tiles are copied page by page (no
+// multi-page block, so no ring straddling) to DEST[i] and DEST[half+i],
+// multiplied on the SFPU into DEST[i], transposed when e.t, and packed
+// page by page: one copy init, one transpose init and one DEST section a
+// group instead of a tile. The same operations on the same values as mul.
+// a section a tile => a section a group
+func (e *epiSwiGLU) mulGroups(c *blocks.Compute, sb kir.Var, out int) {
+	c.B.Comment("epilogue: silu(gate) times up, in groups of tiles in DEST")
+	up, half := e.slots[1], kir.Ci(e.half)
+	c.ForStep("g", kir.C(0), sb, half, func(g kir.Var) {
+		n := blocks.BlockLenOf(c.B, "n", sb, g, half)
+		c.Acquire()
+		c.For("i", kir.C(0), n, func(i kir.Var) {
+			for _, x := range []struct {
+				cb  int
+				dst kir.Expr
+			}{{e.silu, i}, {up, kir.Add(i, half)}} {
+				c.B.CBWaitFront(x.cb, kir.C(1))
+				c.CopyShared(x.cb, kir.C(0), x.dst)
+				c.B.CBPopFront(x.cb, kir.C(1))
+			}
+		})
+		c.For("i", kir.C(0), n, func(i kir.Var) { c.SFPUBinary(kir.SFPUMulBinary, i, kir.Add(i, half)) })
+		if e.t {
+			c.For("i", kir.C(0), n, func(i kir.Var) { c.TransposeDest(i, e.is32) })
+		}
+		packDest(c, out, n)
+	})
 }
 
 // mul emits one page of out = r(silu * up): the front pages of e.silu and
@@ -201,9 +268,16 @@ func (e *epiSwiGLU) mul(c *blocks.Compute, up, out int) {
 	c.B.CBWaitFront(e.silu, kir.C(1))
 	c.B.CBWaitFront(up, kir.C(1))
 	c.Acquire()
-	c.Copy(e.silu, kir.C(0), kir.C(0))
-	c.Copy(up, kir.C(0), kir.C(1))
+	cp := c.CopyShared // one copy init for both bf16 CBs
+	if e.gathered {
+		cp = c.Copy // (decode's kernels as they were)
+	}
+	cp(e.silu, kir.C(0), kir.C(0))
+	cp(up, kir.C(0), kir.C(1))
 	c.SFPUBinary(kir.SFPUMulBinary, kir.C(0), kir.C(1))
+	if e.t {
+		c.TransposeDest(kir.C(0), e.is32)
+	}
 	c.B.CBPopFront(e.silu, kir.C(1))
 	c.B.CBPopFront(up, kir.C(1))
 	c.PackOut(out, 1)

@@ -201,3 +201,103 @@ func TestMatmulSwiGLUGatheredRows(t *testing.T) {
 	}
 	srcs.check(t)
 }
+
+// TestMatmulSwiGLUTransposesOnce: with the gate and up weights on SrcB
+// their products are C^T tiles; for a bf16 result matmul_swiglu packs them
+// untransposed, runs silu and the SFPU multiply on them and transposes
+// only the product in DEST before its pack: one transpose_wh_dest
+// statement in the compute kernel, after the multiply (two before: one
+// per weight, in productDone). On SrcA nothing is transposed. The
+// multiply copies the silu and up tiles (two bf16 CBs) of a group of
+// tiles into DEST after one copy_tile_to_dst_init_short, or none on SrcA
+// (blocks.Compute.CopyShared, mulGroups; one per CB and tile before). Prefill shapes (two tile rows) on two cores, bit for bit
+// against sim/ref.
+func TestMatmulSwiGLUTransposesOnce(t *testing.T) {
+	tests := []struct {
+		name       string
+		onB        bool
+		transposes int // TransposeDest statements in the compute kernel
+		// loopInits are the copy inits in the multiply's loop of DEST
+		// sections: one after each group's transposes (whose init replaces
+		// the copy's), none on SrcA (the one init before the loop serves
+		// both CBs)
+		loopInits int
+	}{
+		{"srcb", true, 1, 1},
+		{"srca", false, 0, 0},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.onB {
+				longtest.Skip(t, "matmul_swiglu on SrcA (unchanged; ~0.1 CPU-s)")
+			}
+			w := fcW
+			if tc.onB {
+				w = fcWT
+			}
+			op := fcBuild(t, func(b *ir.Builder) []*ir.Value {
+				return one(b.MatmulSwiGLU(fcIn(b, "a", ir.BF16, 1, 64, 64), w(b, "wg", ir.BFP4B, 64, 64), w(b, "wu", ir.BFP4B, 64, 64)))
+			})
+			args := fcArgs(op, uint64(1400+i))
+			want := refEval(t, op, args)
+			ctx := NewContext(smallGrid())
+			p, err := Lower(op, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, afterMul, mul := 0, 0, false
+			kir.Inspect(p.Kernel("compute").Body, func(s kir.Stmt) bool {
+				switch s := s.(type) {
+				case kir.SFPU:
+					mul = mul || s.Op == kir.SFPUMulBinary
+				case kir.TransposeDest:
+					n++
+					if mul {
+						afterMul++
+					}
+				}
+				return true
+			})
+			if n != tc.transposes || afterMul != n {
+				t.Errorf("compute has %d transpose_wh_dest statements, %d of them after the multiply; want %d, all after it", n, afterMul, tc.transposes)
+			}
+			// copy inits in the loop whose DEST sections multiply, and the
+			// tiles a section takes (the loop's step)
+			inits, step := -1, kir.Const{}
+			kir.Inspect(p.Kernel("compute").Body, func(s kir.Stmt) bool {
+				f, ok := s.(kir.For)
+				if !ok {
+					return true
+				}
+				section := false
+				for _, s := range f.Body {
+					_, acq := s.(kir.TileRegsAcquire)
+					section = section || acq
+				}
+				n, mul := 0, false
+				kir.Inspect(f.Body, func(s kir.Stmt) bool {
+					switch s := s.(type) {
+					case kir.CopyTileInit:
+						n++
+					case kir.SFPU:
+						mul = mul || s.Op == kir.SFPUMulBinary
+					}
+					return true
+				})
+				if section && mul {
+					inits = n
+					step, _ = f.Step.(kir.Const)
+				}
+				return true
+			})
+			if inits != tc.loopInits {
+				t.Errorf("the multiply's loop has %d copy_tile_to_dst_init_short, want %d", inits, tc.loopInits)
+			}
+			if want := uint32(2); step.V != want { // half of the 4-tile sub-block
+				t.Errorf("the multiply's DEST sections take %d tiles each, want %d", step.V, want)
+			}
+			got, info := fcExec(t, ctx, op, p, args, nil)
+			fcCompare(t, "matmul_swiglu "+op.Result().Type.Shape.String(), want[0].Data, got[0], info)
+		})
+	}
+}

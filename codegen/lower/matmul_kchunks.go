@@ -142,7 +142,7 @@ func (m *mmProgram) computeRowKChunks(c *blocks.Compute, kt kir.Expr, counts []k
 // a K row; wpos advances past the sub-block's kt rows): the partial sums
 // of the chunks before reloaded into DEST from m.cbPart (j > 0), the
 // chunk's p K tiles added in order, then the sums packed to dst when last
-// (transposed first when wT) or to m.cbPart.
+// (transposed first when wT, unless m.epiT) or to m.cbPart.
 // one K loop => K chunks whose fp32 partials are reloaded into DEST
 func (m *mmProgram) productChunk(c *blocks.Compute, wT bool, wcb int, wpos kir.Var, dst int, kt kir.Expr, sb, j kir.Var, p int, last kir.Expr) {
 	cb := c.B
@@ -159,7 +159,7 @@ func (m *mmProgram) productChunk(c *blocks.Compute, wT bool, wcb int, wpos kir.V
 		m.blockStep(c, wT, wcb, kk, kir.Add(wpos, kir.Mul(kir.Add(k0, kk), sb)), sb, kt)
 	})
 	cb.Assign(wpos, kir.Add(wpos, kir.Mul(kt, sb)))
-	if wT {
+	if wT && !m.epiT {
 		is32 := m.cp.Compute.FP32DestAccEn
 		c.If(last, func() {
 			c.For("t", kir.C(0), sb, func(t kir.Var) { c.TransposeDest(t, is32) })

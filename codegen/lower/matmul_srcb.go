@@ -22,6 +22,19 @@ import (
 // tiles).
 func onSrcB(w *ir.Value) bool { return ir.WeightSourceOf(w) == ir.WeightsOnSrcB }
 
+// allOnSrcB reports whether every weight of every part is on SrcB (every
+// product is then a C^T tile before productDone's transposes).
+func (m *mmProgram) allOnSrcB() bool {
+	for _, pt := range m.parts {
+		for _, w := range pt.weights {
+			if !onSrcB(w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // blockConfig is product's matmul_block init for a sub-block of sb
 // columns of the weight in wcb (on SrcB when wT).
 func (m *mmProgram) blockConfig(c *blocks.Compute, wT bool, wcb int, sb kir.Var, kt kir.Expr) {
@@ -44,10 +57,11 @@ func (m *mmProgram) blockStep(c *blocks.Compute, wT bool, wcb int, a, w kir.Expr
 }
 
 // productDone ends a product whose first n DEST tiles hold its results
-// (C^T tiles when wT: each transposed in place first) and packs them to
-// dst (packDest).
+// (C^T tiles when wT: each transposed in place first, unless the
+// epilogue takes them as they are, m.epiT) and packs them to dst
+// (packDest).
 func (m *mmProgram) productDone(c *blocks.Compute, wT bool, dst int, n kir.Expr) {
-	if wT {
+	if wT && !m.epiT {
 		is32 := m.cp.Compute.FP32DestAccEn
 		c.For("t", kir.C(0), n, func(t kir.Var) { c.TransposeDest(t, is32) })
 	}

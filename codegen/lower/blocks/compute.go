@@ -371,6 +371,22 @@ func (c *Compute) Copy(cb int, tile, dst kir.Expr) {
 	c.B.CopyTile(cb, tile, dst)
 }
 
+// CopyShared is Copy, keeping a copy_tile configuration made for another
+// CB of cb's data format: copy_tile_to_dst_init_short(cb) configures only
+// the CB's format and (32x32) tile shape (tt-metal tile_move_copy.h:
+// llk_unpack_A_init, llk_math_eltwise_unary_datacopy_init). Not for fp32
+// CBs, whose unpack-to-DEST mode is the CB's own (copyKey).
+// an init per CB => one per format
+func (c *Compute) CopyShared(cb int, tile, dst kir.Expr) {
+	s := &c.state
+	k := c.copyKey(cb)
+	if k.copyOf < 0 && s.fpuKnown && s.fpu.kind == fpuCopy && !s.masked && s.srcKnown && s.srcA == k && c.copyKey(s.fpu.a) == k {
+		c.B.CopyTile(cb, tile, dst)
+		return
+	}
+	c.Copy(cb, tile, dst)
+}
+
 // SFPUSteps applies steps to DEST[dst] in order: with Chains set and
 // two steps or more, all one-operand ops, as one chain statement (one
 // pass over DEST: sfpu.ChainProgram), else one statement per step.

@@ -146,7 +146,7 @@ __attribute__((noinline)) void tcc_phase_body_1() {
 
     compute_kernel_hw_startup(15, 7, 8);  // matmul order: in1 feeds source A
     reconfig_data_format(11, 7);
-    copy_tile_to_dst_init_short(10);
+    copy_tile_to_dst_init_short(11);
     tcc_mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -218,27 +218,35 @@ __attribute__((noinline)) void tcc_phase_body_1() {
             cb_push_back(10, 1);
         }
         tile_regs_release();
-        // epilogue: silu(gate) times up
+        // epilogue: silu(gate) times up, in groups of tiles in DEST
         reconfig_data_format(11, 7);
-        copy_tile_to_dst_init_short(10);
+        copy_tile_to_dst_init_short(11);
         tcc_mul_binary_tile_init();
-        for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
-            cb_wait_front(11, 1);
-            cb_wait_front(10, 1);
+        for (uint32_t g = 0; g < sb; g += 2) {
+            uint32_t n = sb - g;
+            if (n > 2u) {
+                n = 2;
+            }
             tile_regs_acquire();
-            copy_tile_to_dst_init_short(11);
-            copy_tile(11, 0, 0);
-            copy_tile_to_dst_init_short(10);
-            copy_tile(10, 0, 1);
-            tcc_mul_binary_tile(0, 1, 0);
-            cb_pop_front(11, 1);
-            cb_pop_front(10, 1);
+            for (uint32_t i = 0; i < n; ++i) {
+                cb_wait_front(11, 1);
+                copy_tile(11, 0, i);
+                cb_pop_front(11, 1);
+                cb_wait_front(10, 1);
+                copy_tile(10, 0, i + 2u);
+                cb_pop_front(10, 1);
+            }
+            for (uint32_t i_2 = 0; i_2 < n; ++i_2) {
+                tcc_mul_binary_tile(i_2, i_2 + 2u, i_2);
+            }
             tile_regs_commit();
-            cb_reserve_back(8, 1);
             tile_regs_wait();
-            pack_tile(0, 8);
+            for (uint32_t j_4 = 0; j_4 < n; ++j_4) {
+                cb_reserve_back(8, 1);
+                pack_tile(j_4, 8);
+                cb_push_back(8, 1);
+            }
             tile_regs_release();
-            cb_push_back(8, 1);
         }
     }
     cb_wait_front(7, kt);

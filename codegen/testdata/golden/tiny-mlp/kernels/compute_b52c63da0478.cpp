@@ -31,7 +31,7 @@ void kernel_main() {
 
     compute_kernel_hw_startup(1, 0, 16);  // matmul order: in1 feeds source A
     reconfig_data_format(26, 0);
-    copy_tile_to_dst_init_short(25);
+    copy_tile_to_dst_init_short(26);
     tcc_mul_binary_tile_init();
     for (uint32_t nb = 0; nb < count0; nb += 4) {
         uint32_t sb = count0 - nb;
@@ -103,27 +103,35 @@ void kernel_main() {
             cb_push_back(25, 1);
         }
         tile_regs_release();
-        // epilogue: silu(gate) times up
+        // epilogue: silu(gate) times up, in groups of tiles in DEST
         reconfig_data_format(26, 0);
-        copy_tile_to_dst_init_short(25);
+        copy_tile_to_dst_init_short(26);
         tcc_mul_binary_tile_init();
-        for (uint32_t j_4 = 0; j_4 < sb; ++j_4) {
-            cb_wait_front(26, 1);
-            cb_wait_front(25, 1);
+        for (uint32_t g = 0; g < sb; g += 2) {
+            uint32_t n = sb - g;
+            if (n > 2u) {
+                n = 2;
+            }
             tile_regs_acquire();
-            copy_tile_to_dst_init_short(26);
-            copy_tile(26, 0, 0);
-            copy_tile_to_dst_init_short(25);
-            copy_tile(25, 0, 1);
-            tcc_mul_binary_tile(0, 1, 0);
-            cb_pop_front(26, 1);
-            cb_pop_front(25, 1);
+            for (uint32_t i = 0; i < n; ++i) {
+                cb_wait_front(26, 1);
+                copy_tile(26, 0, i);
+                cb_pop_front(26, 1);
+                cb_wait_front(25, 1);
+                copy_tile(25, 0, i + 2u);
+                cb_pop_front(25, 1);
+            }
+            for (uint32_t i_2 = 0; i_2 < n; ++i_2) {
+                tcc_mul_binary_tile(i_2, i_2 + 2u, i_2);
+            }
             tile_regs_commit();
-            cb_reserve_back(16, 1);
             tile_regs_wait();
-            pack_tile(0, 16);
+            for (uint32_t j_4 = 0; j_4 < n; ++j_4) {
+                cb_reserve_back(16, 1);
+                pack_tile(j_4, 16);
+                cb_push_back(16, 1);
+            }
             tile_regs_release();
-            cb_push_back(16, 1);
         }
     }
     cb_wait_front(0, kt);
