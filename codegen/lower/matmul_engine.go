@@ -444,7 +444,7 @@ func (m *mmProgram) allocCBs() {
 			pages = 2 * p // a ring of two K chunks
 		}
 		m.cbAct = cbs.Input("act", adt, pages)
-		if m.kChunk() > 0 {
+		if m.kChunk() > 0 && !m.kChunkHeld() {
 			m.cbPart = cbs.Scratch("partials", ir.FP32, m.partialPages())
 		}
 	}
@@ -649,6 +649,10 @@ func (m *mmProgram) compute() {
 			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
 		}
 		if p := m.kChunk(); p > 0 {
+			if m.kChunkHeld() {
+				m.computeRowChunks(c, cKt, counts, wPos, p) // the sums held in DEST over the chunks
+				return
+			}
 			m.computeRowKChunks(c, cKt, counts, wPos, p)
 			return
 		}
