@@ -448,7 +448,7 @@ func (m *mmProgram) allocCBs() {
 			pages = 2 * p // a ring of two K chunks
 		}
 		m.cbAct = cbs.Input("act", adt, pages)
-		if m.kChunk() > 0 {
+		if m.kChunk() > 0 && !m.kChunkHeld() {
 			m.cbPart = cbs.Scratch("partials", ir.FP32, m.partialPages())
 		}
 	}
@@ -654,6 +654,10 @@ func (m *mmProgram) compute() {
 			n.nc.row(c, cKt, m.kt*ir.TileSize, n.eps, n.offset)
 		}
 		if p := m.kChunk(); p > 0 {
+			if m.kChunkHeld() {
+				m.computeRowChunks(c, cKt, counts, wPos, p) // the sums held in DEST over the chunks
+				return
+			}
 			m.computeRowKChunks(c, cKt, counts, wPos, p)
 			return
 		}
@@ -814,11 +818,17 @@ func (m *mmProgram) writer() {
 		}
 		wb.For("sub", kir.C(0), kir.Ci(sub), func(j kir.Var) { rounds.Round(wb, kir.Add(kir.Mul(r, kir.Ci(sub)), j)) })
 	}
+	chunkAhead := rounds != nil && m.kChunk() > 0 && sub > 1 // K chunks: the next row's first chunk before row r's results
 	if rounds != nil && ahead {
 		rowRound(kir.C(0))
 	}
+	if chunkAhead {
+		rounds.Round(wb, kir.C(0))
+	}
 	rowLoop(wb, m.coreRows(), func(r kir.Expr) {
-		if rounds != nil {
+		if chunkAhead {
+			m.writeRowChunksAhead(wb, rounds, r, sub)
+		} else if rounds != nil {
 			if ahead {
 				// the next row, while compute works on this one
 				wb.If(kir.Lt(kir.Add(r, kir.C(1)), kir.Ci(m.coreRows())), func() { rowRound(kir.Add(r, kir.C(1))) })

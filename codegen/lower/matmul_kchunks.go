@@ -3,6 +3,7 @@ package lower
 import (
 	"github.com/tcc-dev/tcc/codegen/kir"
 	"github.com/tcc-dev/tcc/codegen/lower/blocks"
+	"github.com/tcc-dev/tcc/codegen/lower/multicore"
 	"github.com/tcc-dev/tcc/ir"
 )
 
@@ -21,11 +22,13 @@ import (
 // (bmm_large_block_zm_fused_bias_activation.cpp), not the packer's L1
 // accumulation, which would add in another order: every output tile sums
 // K in the one-K-loop order in fp32 and is rounded once, so the results
-// are bit for bit those of the whole-row program.
+// are bit for bit those of the whole-row program. When the core's
+// columns are one sub-block of one weight (kChunkHeld) the sums simply
+// stay in DEST over the chunks (no partials CB).
 //
-// The writer multicasts row r's chunks and only then writes row r's
-// results (a ring of two chunks cannot take the next row ahead while
-// compute still needs the results' CB drained); the reader moves the
+// The writer multicasts row r's chunks after the first, then row r+1's
+// first chunk, and only then writes row r's results
+// (writeRowChunksAhead); the reader moves the
 // whole weight slice in row 0 before any epilogue input (compute needs
 // every sub-block's weights for the first chunk).
 
@@ -67,8 +70,12 @@ func (m *mmProgram) kChunk() int {
 }
 
 // partialPages is the fp32 partial tiles a core holds between chunks: its
-// most columns times the most weights of a part.
+// most columns times the most weights of a part; none when the sums stay
+// in DEST (kChunkHeld).
 func (m *mmProgram) partialPages() int {
+	if m.kChunkHeld() {
+		return 0
+	}
 	w := 0
 	for _, pt := range m.parts {
 		w = max(w, len(pt.weights))
@@ -78,6 +85,28 @@ func (m *mmProgram) partialPages() int {
 		most = max(most, r[1])
 	}
 	return most * w
+}
+
+// kChunkHeld reports whether a K-chunk program keeps each row's sums in
+// DEST across the row's chunks instead of reloading them: one part of one
+// weight whose every core has 1 to dest columns (one sub-block, one
+// product a row: the 27B's down projection at 1x1, two columns a core).
+// Compute then runs rowChunks' productPopping over the chunks (one
+// acquire, the chunks' K tiles in order, each chunk popped once passed,
+// one packing), so the results are the same bit for bit, without the
+// partials' packs, copies and reconfigurations (about 12% of that
+// program's compute).
+// reload the partials per chunk => keep them in DEST when one sub-block holds the row
+func (m *mmProgram) kChunkHeld() bool {
+	if !m.kChunked || len(m.parts) != 1 || len(m.parts[0].weights) != 1 || m.plan.PerCore > m.dest {
+		return false
+	}
+	for _, r := range m.ranges {
+		if r[1] < 1 {
+			return false // a core without columns would never pop its chunks
+		}
+	}
+	return true
 }
 
 // readWeightsFirst emits the reader's row r when m takes K chunks: in
@@ -179,4 +208,22 @@ func (m *mmProgram) productChunk(c *blocks.Compute, wT bool, wcb int, wpos kir.V
 	}
 	c.If(last, packTo(dst), packTo(m.cbPart))
 	c.Release()
+}
+
+// writeRowChunksAhead is the writer's multicast of row r's chunks when
+// m takes K chunks (sub of them a row, sub > 1; chunk 0 of row r was sent
+// before): chunks 1..sub-1 of row r, then chunk 0 of row r+1 (unless r is
+// the core's last row); the caller then writes row r's results. Compute's
+// first chunk of a row then no longer waits for the row before's results
+// to be written and the next row's first chunk to be read and multicast
+// (the 27B's down projection at 1x1: 312 us of its 5,600 predicted).
+// Deadlock-free: row r+1's chunk 0 takes the ring slot compute frees when
+// it pops row r's chunk sub-2, which waits for nothing of the writer
+// (only the last chunk pushes results, and row r-1's were written before
+// row r's chunk 1 was sent).
+// row r's chunks, then row r's results => row r+1's first chunk before row r's results
+func (m *mmProgram) writeRowChunksAhead(wb *kir.Builder, rounds *multicore.Rounds, r kir.Expr, sub int) {
+	wb.For("sub", kir.C(1), kir.Ci(sub), func(j kir.Var) { rounds.Round(wb, kir.Add(kir.Mul(r, kir.Ci(sub)), j)) })
+	next := kir.Add(r, kir.C(1))
+	wb.If(kir.Lt(next, kir.Ci(m.coreRows())), func() { rounds.Round(wb, kir.Mul(next, kir.Ci(sub))) })
 }
