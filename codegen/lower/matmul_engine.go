@@ -786,6 +786,7 @@ func (m *mmProgram) writer() {
 	if m.rowBlocks > 1 {
 		m.wrRow0 = m.wr.RuntimeArg("row0")
 	}
+	sig := m.declareRowSignal() // last of the writer's runtime args (setArgs)
 	wb := m.wr.Builder()
 	// Each result CB's ring position (blocks.WriteTilesLive).
 	ringPos := map[int]kir.Var{}
@@ -796,6 +797,9 @@ func (m *mmProgram) writer() {
 	}
 	if m.rowsInner() {
 		m.writeRowsInner(wb, rounds, oAccs, wStarts, wCounts, ringPos)
+		// every row completes with the last sub-block
+		sig.emit(wb, kir.Ci(m.coreRows()))
+		sig.finish(wb)
 		m.setArgs(mcastArgs)
 		return
 	}
@@ -839,10 +843,12 @@ func (m *mmProgram) writer() {
 			}
 			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, r), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
+		sig.emit(wb, kir.C(1))
 	})
 	if rounds != nil {
 		rounds.Finish(wb)
 	}
+	sig.finish(wb)
 	m.setArgs(mcastArgs)
 }
 
@@ -868,7 +874,7 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 		m.rd.SetRuntimeArgs(core, append(append([]kir.ArgValue(nil), rv...), m.partnerArgs(i)...)...)
 		m.cp.SetRuntimeArgs(core, cv...)
 		wv := make([]kir.ArgValue, 0, len(mcastArgs[core])+len(rv))
-		m.wr.SetRuntimeArgs(core, append(append(wv, mcastArgs[core]...), rv...)...)
+		m.wr.SetRuntimeArgs(core, append(append(append(wv, mcastArgs[core]...), rv...), m.rowSignalValues(i)...)...)
 	}
 }
 
