@@ -538,10 +538,10 @@ func (m *mmProgram) reader() {
 			return
 		}
 		if m.norm != nil {
-			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(m.permRow(r), rKt, kir.C(0)), rKt)
 			blocks.ReadPages(b, wnAcc, m.norm.nc.w, kir.C(0), rKt)
 		} else if !m.mcast {
-			blocks.ReadPagesBatch(b, aAcc, m.cbAct, m.rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPagesBatch(b, aAcc, m.cbAct, m.rowPage(m.permRow(r), rKt, kir.C(0)), rKt)
 		}
 		for pi, pt := range m.parts {
 			pa := pas[pi]
@@ -556,7 +556,7 @@ func (m *mmProgram) reader() {
 					readWeights()
 				}
 				for i, acc := range inAcc {
-					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(blockRow(m.rdRow0, r), pa.nt, col), sb)
+					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(blockRow(m.rdRow0, m.permRow(r)), pa.nt, col), sb)
 				}
 			})
 		}
@@ -772,7 +772,7 @@ func (m *mmProgram) writer() {
 		if m.rowsInner() {
 			interleave = m.rows
 		}
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, m.actLoopback(m.ctx.Target, m.ctx.Fidelity), func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, m.actLoopback(m.ctx.Target, m.ctx.Fidelity), func() kir.Expr { return m.wrRow0 }, m.permFunc(), m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -841,7 +841,7 @@ func (m *mmProgram) writer() {
 			if m.rows == 1 {
 				live = blocks.LiveRows(pt.out.Type.Shape)
 			}
-			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, r), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
+			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, m.permRow(r)), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
 		sig.emit(wb, kir.C(1))
 	})

@@ -38,6 +38,49 @@ type MatmulRowSignal struct {
 	Sem int
 	// Cores are the receivers (worker or ethernet cores).
 	Cores []kir.Core
+	// Interleave, when above 1, orders each core's rows over that many
+	// equal runs of its block's rows (the ring's lanes, which carry
+	// contiguous shares of the tensor: issue 31): the core's j-th row is
+	// row (j mod I)*(cr/I) + j/I of its block of cr rows (permRow), so
+	// every run gets a row every I rows. Each row's products are the
+	// same; only the order changes. cr must be a multiple of I.
+	Interleave int
+}
+
+// interleave is the row signal's Interleave (1: rows in order).
+func (m *mmProgram) interleave() int {
+	if sig := m.ctx.RowSignal; sig != nil && sig.Interleave > 1 {
+		return sig.Interleave
+	}
+	return 1
+}
+
+// permRow is the block row of a core's j-th row (MatmulRowSignal.Interleave;
+// j itself without it).
+func (m *mmProgram) permRow(j kir.Expr) kir.Expr {
+	n := m.interleave()
+	if n == 1 {
+		return j
+	}
+	return kir.Add(kir.Mul(kir.Mod(j, kir.Ci(n)), kir.Ci(m.coreRows()/n)), kir.Div(j, kir.Ci(n)))
+}
+
+// permFunc is permRow for the activation multicast, nil without an
+// interleave (the multicast's pages unchanged).
+func (m *mmProgram) permFunc() func(kir.Expr) kir.Expr {
+	if m.interleave() == 1 {
+		return nil
+	}
+	return m.permRow
+}
+
+// PermutedRow is the block row a core with an Interleave of n over cr rows
+// a block computes j-th (permRow's arithmetic, for receivers).
+func PermutedRow(j, n, cr int) int {
+	if n <= 1 {
+		return j
+	}
+	return j%n*(cr/n) + j/n
 }
 
 // RowSignalBlocks returns, for a program lowered with a row signal, the
@@ -87,6 +130,10 @@ func (m *mmProgram) declareRowSignal() *rowSignalArgs {
 			}
 		}
 		m.p.AddSemaphore(kir.Semaphore{ID: sig.Sem + b, Cores: m.rs})
+	}
+	if n := m.interleave(); m.coreRows()%n != 0 {
+		m.fail(fmt.Errorf("rule matmul-row-signal: %s: %d tile rows a core do not split into %d equal runs (Interleave)", m.op.Name(), m.coreRows(), n))
+		return nil
 	}
 	m.wr.Define("MM_ROW_SIGNAL", fmt.Sprintf("%dx%d", max(1, m.rowBlocks), len(m.cores)/max(1, m.rowBlocks)))
 	a := &rowSignalArgs{sem: m.wr.RuntimeArg("row_signal_sem")}

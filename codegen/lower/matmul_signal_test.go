@@ -24,7 +24,10 @@ import (
 // Without the signal the receiver waits forever (the simulator reports
 // the deadlock). Cases: one row block with a ring of activation rows, two
 // row blocks (one semaphore each), and every row inside each sub-block
-// (rowsInner: one increment of all the rows at the end).
+// (rowsInner: one increment of all the rows at the end); interleaved rows
+// (MatmulRowSignal.Interleave), which the receiver copies in that order:
+// a matmul computing them in order fails (the receiver copies a row not
+// yet written).
 func TestMatmulRowSignalOnSim(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -34,12 +37,17 @@ func TestMatmulRowSignalOnSim(t *testing.T) {
 		rowBlocks int
 		inner     bool
 		long      bool
+		// interleave is MatmulRowSignal.Interleave.
+		interleave int
 	}{
-		{"ring_of_one_row", rowSignalL1(), 96, 512, 32, 1, false, false},
-		{"four_row_blocks", quadL1(), 128, 512, 192, 4, false, true},
-		{"ring_of_rows", smallL1(), 96, 2048, 64, 1, false, true},
-		{"row_blocks_ring_of_one", smallL1(), 128, 1536, 96, 2, false, true},
-		{"rows_inner", target.Blackhole(), 96, 256, 128, 1, true, true},
+		{"ring_of_one_row", rowSignalL1(), 96, 512, 32, 1, false, true, 0},
+		// two row blocks of four rows, each in the order 0, 2, 1, 3 (two runs of two)
+		{"interleaved", rowSignalL1(), 256, 512, 32, 2, false, false, 2},
+		{"row_blocks_interleaved", smallL1(), 256, 1536, 96, 2, false, true, 2},
+		{"four_row_blocks", quadL1(), 128, 512, 192, 4, false, true, 0},
+		{"ring_of_rows", smallL1(), 96, 2048, 64, 1, false, true, 0},
+		{"row_blocks_ring_of_one", smallL1(), 128, 1536, 96, 2, false, true, 0},
+		{"rows_inner", target.Blackhole(), 96, 256, 128, 1, true, true, 3},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +74,7 @@ func TestMatmulRowSignalOnSim(t *testing.T) {
 				sem = max(sem, s.ID+1)
 			}
 			ctx := NewContext(tc.tgt)
-			ctx.RowSignal = &MatmulRowSignal{Sem: sem, Cores: []kir.Core{recv}}
+			ctx.RowSignal = &MatmulRowSignal{Sem: sem, Cores: []kir.Core{recv}, Interleave: tc.interleave}
 			ctx.Validate = func(*kir.Program) error { return nil } // the receiver's core is outside tc.tgt: validated on tgt below
 			p, err := Lower(op, ctx)
 			if err != nil {
@@ -85,7 +93,7 @@ func TestMatmulRowSignalOnSim(t *testing.T) {
 			if got := actHoldsAllRows(op, p); got != tc.inner {
 				t.Fatalf("the activation CB holds every row (rowsInner): %v, want %v", got, tc.inner)
 			}
-			addRowReceiver(t, &tgt, p, op, recv, sem, nb, per, false)
+			addRowReceiver(t, &tgt, p, op, recv, sem, nb, per, max(1, tc.interleave), false)
 			if err := kir.Validate(p, &tgt); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
@@ -129,8 +137,9 @@ func TestMatmulRowSignalOnSim(t *testing.T) {
 // addRowReceiver adds to p, on core recv, semaphores sem..sem+nb-1 and a
 // kernel that copies op's result row by row to buffer row_copy once the
 // row's block counts per increments for it (waitAll: once its block's
-// every row is counted, before its first row).
-func addRowReceiver(t *testing.T, tgt *target.Target, p *kir.Program, op *ir.Op, recv kir.Core, sem, nb, per int, waitAll bool) {
+// every row is counted, before its first row); the j-th row counted in a
+// block is its row PermutedRow(j, il, rows a block).
+func addRowReceiver(t *testing.T, tgt *target.Target, p *kir.Program, op *ir.Op, recv kir.Core, sem, nb, per, il int, waitAll bool) {
 	t.Helper()
 	r := op.Results[0]
 	var out kir.Buffer
@@ -164,7 +173,8 @@ func addRowReceiver(t *testing.T, tgt *target.Target, p *kir.Program, op *ir.Op,
 		}
 		b.For("j", kir.C(0), kir.Ci(rows/nb), func(j kir.Var) {
 			b.NoCSemaphoreWaitMin(kir.GetSemaphore{ID: kir.Add(kir.Ci(sem), blk)}, kir.Mul(kir.Add(j, kir.C(1)), kir.Ci(per)))
-			row := kir.Add(kir.Mul(blk, kir.Ci(rows/nb)), j)
+			cr := rows / nb
+			row := kir.Add(kir.Mul(blk, kir.Ci(cr)), kir.Add(kir.Mul(kir.Mod(j, kir.Ci(il)), kir.Ci(cr/il)), kir.Div(j, kir.Ci(il))))
 			b.For("c", kir.C(0), kir.Ci(nt), func(c kir.Var) {
 				page := kir.Add(kir.Mul(row, kir.Ci(nt)), c)
 				blocks.ReadPage(b, src, cb, page)
@@ -227,7 +237,7 @@ func TestMatmulRowSignalOverlapPredicted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addRowReceiver(t, tgt, p, op, recv, 8, nb, per, waitAll)
+		addRowReceiver(t, tgt, p, op, recv, 8, nb, per, 1, waitAll)
 		if err := kir.Validate(p, tgt); err != nil {
 			t.Fatalf("Validate: %v", err)
 		}
