@@ -37,6 +37,11 @@ type Context struct {
 	// (codegen's liveness reuse: intermediates whose live ranges do not
 	// overlap): BufferName returns Names[v] for them.
 	Names map[*ir.Value]string
+	// RowSignal, when set, makes a matmul's writers publish its tile rows
+	// to receivers of the same program (MatmulRowSignal); a lowering that
+	// runs a matmul beside a part consuming its rows sets it for the
+	// matmul. Nil for every plain program.
+	RowSignal *MatmulRowSignal
 }
 
 // RingOptions constrain the adder cores of a ring collective; the

@@ -542,10 +542,10 @@ func (m *mmProgram) reader() {
 			return
 		}
 		if m.norm != nil {
-			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPages(b, xAcc, m.norm.x, m.rowPage(m.permRow(r), rKt, kir.C(0)), rKt)
 			blocks.ReadPages(b, wnAcc, m.norm.nc.w, kir.C(0), rKt)
 		} else if !m.mcast {
-			blocks.ReadPagesBatch(b, aAcc, m.cbAct, m.rowPage(r, rKt, kir.C(0)), rKt)
+			blocks.ReadPagesBatch(b, aAcc, m.cbAct, m.rowPage(m.permRow(r), rKt, kir.C(0)), rKt)
 		}
 		for pi, pt := range m.parts {
 			pa := pas[pi]
@@ -560,7 +560,7 @@ func (m *mmProgram) reader() {
 					readWeights()
 				}
 				for i, acc := range inAcc {
-					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(blockRow(m.rdRow0, r), pa.nt, col), sb)
+					blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(blockRow(m.rdRow0, m.permRow(r)), pa.nt, col), sb)
 				}
 			})
 		}
@@ -781,7 +781,7 @@ func (m *mmProgram) writer() {
 		if m.rowsInner() {
 			interleave = m.rows
 		}
-		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, m.actLoopback(m.ctx.Target, m.ctx.Fidelity), func() kir.Expr { return m.wrRow0 }, m.cores, m.rs)
+		rounds, mcastArgs, err = actMulticastRows(m.p, m.ctx.Target, m.wr, m.cbAct, m.bind(m.wr, "a_addr", m.act), m.kt, interleave, m.rowSubRounds(), m.rowBlocks, m.actLoopback(m.ctx.Target, m.ctx.Fidelity), func() kir.Expr { return m.wrRow0 }, m.permFunc(), m.cores, m.rs)
 		m.fail(err)
 	}
 	oAccs := make([]*blocks.Access, len(m.parts))
@@ -795,6 +795,7 @@ func (m *mmProgram) writer() {
 	if m.rowBlocks > 1 {
 		m.wrRow0 = m.wr.RuntimeArg("row0")
 	}
+	sig := m.declareRowSignal() // last of the writer's runtime args (setArgs)
 	wb := m.wr.Builder()
 	// Each result CB's ring position (blocks.WriteTilesLive).
 	ringPos := map[int]kir.Var{}
@@ -805,6 +806,9 @@ func (m *mmProgram) writer() {
 	}
 	if m.rowsInner() {
 		m.writeRowsInner(wb, rounds, oAccs, wStarts, wCounts, ringPos)
+		// every row completes with the last sub-block
+		sig.emit(wb, kir.Ci(m.coreRows()))
+		sig.finish(wb)
 		m.setArgs(mcastArgs)
 		return
 	}
@@ -852,12 +856,14 @@ func (m *mmProgram) writer() {
 			if m.rows == 1 {
 				live = blocks.LiveRows(pt.out.Type.Shape)
 			}
-			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, r), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
+			blocks.WriteTilesLive(wb, oAccs[pi], ocb, m.rowPage(blockRow(m.wrRow0, m.permRow(r)), kir.Ci(pt.nt), wStarts[pi]), wCounts[pi], live, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 		}
+		sig.emit(wb, kir.C(1))
 	})
 	if rounds != nil {
 		rounds.Finish(wb)
 	}
+	sig.finish(wb)
 	m.setArgs(mcastArgs)
 }
 
@@ -883,7 +889,7 @@ func (m *mmProgram) setArgs(mcastArgs map[kir.Core][]kir.ArgValue) {
 		m.rd.SetRuntimeArgs(core, append(append([]kir.ArgValue(nil), rv...), m.partnerArgs(i)...)...)
 		m.cp.SetRuntimeArgs(core, cv...)
 		wv := make([]kir.ArgValue, 0, len(mcastArgs[core])+len(rv))
-		m.wr.SetRuntimeArgs(core, append(append(wv, mcastArgs[core]...), rv...)...)
+		m.wr.SetRuntimeArgs(core, append(append(append(wv, mcastArgs[core]...), rv...), m.rowSignalValues(i)...)...)
 	}
 }
 

@@ -130,7 +130,7 @@ func (m *mmProgram) readWeightsFirst(b *kir.Builder, r kir.Expr, pas []mmPartArg
 		b.ForStep("nb", kir.C(0), pa.count, kir.Ci(m.dest), func(nb kir.Var) {
 			sb := blocks.BlockLen(b, "sb", pa.count, nb, m.dest)
 			for i, acc := range inAcc {
-				blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, kir.Add(pa.start, nb)), sb)
+				blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(m.permRow(r), pa.nt, kir.Add(pa.start, nb)), sb)
 			}
 		})
 	}

@@ -136,7 +136,7 @@ func (m *mmProgram) readRowsInner(b *kir.Builder, pas []mmPartArgs, inAcc []*blo
 			m.colGroups(b, sb, func(j0, cw kir.Var) {
 				b.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
 					for i, acc := range inAcc {
-						blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(r, pa.nt, kir.Add(col, j0)), cw)
+						blocks.ReadPages(b, acc, m.inCB[i], m.rowPage(m.permRow(r), pa.nt, kir.Add(col, j0)), cw)
 					}
 				})
 			})
@@ -239,7 +239,7 @@ func (m *mmProgram) writeRowsInner(wb *kir.Builder, rounds *multicore.Rounds, oA
 			sb := blocks.BlockLen(wb, "sb", counts[pi], nb, m.dest)
 			m.colGroups(wb, sb, func(j0, cw kir.Var) {
 				wb.For("r", kir.C(0), kir.Ci(m.rows), func(r kir.Var) {
-					first := m.rowPage(r, kir.Ci(pt.nt), kir.Add(kir.Add(starts[pi], nb), j0))
+					first := m.rowPage(m.permRow(r), kir.Ci(pt.nt), kir.Add(kir.Add(starts[pi], nb), j0))
 					blocks.WriteTilesLive(wb, oAccs[pi], ocb, first, cw, ir.TileSize, blocks.ElemBytes(pt.out.Type.DType), m.dest, ringPos[ocb])
 				})
 			})

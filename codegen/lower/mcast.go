@@ -38,7 +38,7 @@ func actMulticast(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc 
 // its run's first row, which the sender adds to the round's row.
 // With loopback, every rectangle of a column group has its own sender
 // multicasting to itself too (multicore.Multicast.Loopback: actLoopback).
-func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, sub, rowBlocks int, loopback bool, row0 func() kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
+func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, acc *blocks.Access, kt, interleave, sub, rowBlocks int, loopback bool, row0 func() kir.Expr, perm func(kir.Expr) kir.Expr, cores []kir.Core, rs []ir.CoreRange) (*multicore.Rounds, map[kir.Core][]kir.ArgValue, error) {
 	m := multicore.Multicast{CB: cb, Pages: kt, PageSize: acc.PageSize(), SemReady: 0, SemValid: 1, Name: "act", What: "the activation's tile row",
 		Read: func(b *kir.Builder, pg, l1 kir.Expr) { blocks.ReadPageTo(b, acc, pg, l1) }, Loopback: loopback}
 	if sub > 1 {
@@ -55,8 +55,19 @@ func actMulticastRows(p *kir.Program, t *target.Target, wr *kir.Kernel, cb int, 
 	if interleave > 0 {
 		m.Pages, m.What = interleave*kt, "the activation's tile rows, K-major"
 		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {
-			page := kir.Add(kir.Mul(kir.Mod(pg, kir.Ci(interleave)), kir.Ci(kt)), kir.Div(pg, kir.Ci(interleave)))
+			row := kir.Expr(kir.Mod(pg, kir.Ci(interleave)))
+			if perm != nil {
+				row = perm(row)
+			}
+			page := kir.Add(kir.Mul(row, kir.Ci(kt)), kir.Div(pg, kir.Ci(interleave)))
 			blocks.ReadPageTo(b, acc, page, l1)
+		}
+	} else if perm != nil {
+		// the rows in perm's order: flat page pg of the core's rows is
+		// tile pg%kt of its row perm(pg/kt)
+		read := m.Read
+		m.Read = func(b *kir.Builder, pg, l1 kir.Expr) {
+			read(b, kir.Add(kir.Mul(perm(kir.Div(pg, kir.Ci(kt))), kir.Ci(kt)), kir.Mod(pg, kir.Ci(kt))), l1)
 		}
 	}
 	return m.Start(p, t, wr, cores, rs)
