@@ -76,10 +76,12 @@ func TestFlashPrefillQScaled(t *testing.T) {
 // TestFlashPrefillKVBuffers: the prefill attention's K and V CBs hold two
 // chunks of the 27B's cache tiles (128 pages each; flash decoding's one,
 // 64), and (TCC_LONG: ~5 CPU-s) with them the 27B's 1,024-token program
-// takes at least 3% less time than with one chunk, compute waiting less
-// for K (with exp_softmax's cheaper exp, which leaves the program bound by
-// its reader: 369.3 against 383.9 us, 112.9 against 126.4 us of K waits;
-// before it, 5% was asked; with the writer's gate_go: 397.1 against 427.6 us, 62.9 against
+// takes at least 1% less time than with one chunk, compute waiting less
+// for K (with the softmax's min shift, its products initialised in the
+// mask's branch and its exp in groups, the program bound by its reader:
+// 373.7 against 378.8 us, 119.8 against 127.7 us of K waits; with
+// exp_softmax's cheaper exp before them, 3% was asked: 369.3 against
+// 383.9 us, 112.9 against 126.4 us of K waits; before it, 5% was asked; with the writer's gate_go: 397.1 against 427.6 us, 62.9 against
 // 74.4 us of K waits; before gate_go, 430.6 against 461.5 us and 4.8
 // against 40.9, at 4,096 tokens 3,749.2 against 4,002.2, 4.8 against
 // 240.9: gate_go's faster items wait for K again).
@@ -96,8 +98,8 @@ func TestFlashPrefillKVBuffers(t *testing.T) {
 		var one timing.DeviceTime
 		withInt(lower.PrefillKVBuffers, 2, func() { one = simulatePrefill27B(t, 1024, 0) })
 		t.Logf("two chunks: %.1f us (compute waits %.1f us for K); one: %.1f us (%.1f)", on.US, kWait(on), one.US, kWait(one))
-		if on.US > 0.97*one.US || kWait(on) >= kWait(one) {
-			t.Errorf("%.1f us, K waits %.1f; want under 97%% of %.1f us and less than %.1f", on.US, kWait(on), one.US, kWait(one))
+		if on.US > 0.99*one.US || kWait(on) >= kWait(one) {
+			t.Errorf("%.1f us, K waits %.1f; want under 99%% of %.1f us and less than %.1f", on.US, kWait(on), one.US, kWait(one))
 		}
 	})
 }
@@ -106,10 +108,12 @@ func TestFlashPrefillKVBuffers(t *testing.T) {
 // compute's signal that an item's q is in (gate_go, 2 pages) before it
 // reads the item's gate, and the out CB holds an item's Dt result tiles
 // (8 at D = 256; decode unchanged); and (TCC_LONG: ~5 CPU-s) the 27B's
-// 1,024-token program takes at least 4% less time than with the gate
-// read at once and an out CB of 2 pages (397.1 against 430.6 us
-// predicted), compute waiting less than a quarter as long for its items
-// (9.8 against 90.4 us).
+// 1,024-token program takes at least 2.5% less time than with the gate
+// read at once and an out CB of 2 pages (373.7 against 387.6 us
+// predicted since the softmax's min shift, mask-branch inits and exp
+// groups left the program bound by its reader; 4% was asked before them:
+// 397.1 against 430.6 us), compute waiting less than a quarter as long
+// for its items (8.8 against 91.4 us; before, 9.8 against 90.4).
 func TestFlashPrefillGateAfterQ(t *testing.T) {
 	got := prefillDecodeCBPages(t, "gate_go", "out")
 	want := map[string]map[string]int{"S=64": {"gate_go": 2, "out": 8}, "S=0": {"gate_go": 0, "out": 1}}
@@ -125,8 +129,8 @@ func TestFlashPrefillGateAfterQ(t *testing.T) {
 			withInt(lower.PrefillOutPages, 2, func() { off = simulatePrefill27B(t, 1024, 0) })
 		})
 		t.Logf("gate after q, out CB of an item: %.1f us (compute waits %.1f us for items); before: %.1f us (%.1f)", on.US, itemWait(on), off.US, itemWait(off))
-		if on.US > 0.96*off.US || 4*itemWait(on) > itemWait(off) {
-			t.Errorf("%.1f us, item waits %.1f; want under 96%% of %.1f us and under a quarter of %.1f", on.US, itemWait(on), off.US, itemWait(off))
+		if on.US > 0.975*off.US || 4*itemWait(on) > itemWait(off) {
+			t.Errorf("%.1f us, item waits %.1f; want under 97.5%% of %.1f us and under a quarter of %.1f", on.US, itemWait(on), off.US, itemWait(off))
 		}
 	})
 }

@@ -129,10 +129,13 @@ func TestFlashPrefillGateOnWriter(t *testing.T) {
 //   - balanced (4,096 tokens, TCC_LONG: ~25 CPU-s): the groups of the
 //     causal triangle go to the cores largest first, in alternating order
 //     per round (shareRank), so the cores that get the last token tile rows
-//     do not also get the most work; at least 1.5% less time than with the
-//     groups in (kv head, st) order (3,699.0 against 3,786.6 us). Since the
-//     gate moved to the writer the program is bound by compute, and the
-//     order's gain depends on how the rounds fall (with chunks of 8: 6.5%
+//     do not also get the most work; at least 0.5% less time than with the
+//     groups in (kv head, st) order (2,786.7 against 2,813.7 us since the
+//     softmax's cheaper exp, min shift and exp groups left the program
+//     bound by its reader; 1.5% was asked before them: 3,699.0 against
+//     3,786.6 us). Between the gate's move to the writer and the cheaper
+//     exp the program was bound by compute, and the order's gain depends
+//     on how the rounds fall (with chunks of 8: 6.5%
 //     at 4,096 tokens, 3.5% at 3,072, none at 2,048, and at 1,536 it was
 //     3.7% slower, 843.0 against 813.2 us).
 func TestFlashPrefillKBlocksBalanced(t *testing.T) {
@@ -154,8 +157,8 @@ func TestFlashPrefillKBlocksBalanced(t *testing.T) {
 		var off timing.DeviceTime
 		withKnob(lower.PrefillBalanced, false, func() { off = simulatePrefill27B(t, S, 0) })
 		t.Logf("balanced %.1f us, in (kv head, st) order %.1f us", on.US, off.US)
-		if on.US > 0.985*off.US {
-			t.Errorf("balanced %.1f us, want under 98.5%% of %.1f", on.US, off.US)
+		if on.US > 0.995*off.US {
+			t.Errorf("balanced %.1f us, want under 99.5%% of %.1f", on.US, off.US)
 		}
 	})
 }
